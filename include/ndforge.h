@@ -1,0 +1,285 @@
+/*
+ * ndforge.h -- the only public header of ndforge.
+ *
+ * ndforge runs n-dimensional image kernels with scipy.ndimage semantics on
+ * NVIDIA GPUs (kernels compiled at run time by NVRTC and cached on disk) and
+ * on the CPU (a reference backend with the same semantics).
+ *
+ * Conventions, for every call in this header:
+ *   - Public names are ndf_* / NDF_*; everything else is internal.
+ *   - Calls that can fail return an ndf_status.  On failure nothing is written
+ *     to any output array and ndf_errmsg(ctx) says which argument broke which
+ *     rule, e.g. "ndf_grey_erosion: bad argument 'origin' (origin[1]=3 is
+ *     outside the footprint of size 3)".
+ *   - Arrays are described by non-owning ndf_array descriptors (DLPack
+ *     meaning).  The backend of an op is the device of its arrays: CPU arrays
+ *     run on the CPU backend, CUDA arrays on the context's GPU and stream.
+ *   - GPU ops are stream-ordered and asynchronous: they return before the
+ *     kernel finishes.  Call ndf_ctx_synchronize() (or synchronize the stream
+ *     you supplied) before reading results on the host.
+ */
+#ifndef NDFORGE_H
+#define NDFORGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(NDF_BUILDING_LIBRARY) && defined(__GNUC__)
+#define NDF_API __attribute__((visibility("default")))
+#else
+#define NDF_API
+#endif
+
+#define NDF_VERSION_MAJOR 0
+#define NDF_VERSION_MINOR 1
+#define NDF_VERSION_PATCH 0
+#define NDF_VERSION_STRING "0.1.0"
+
+/* Most axes of an array descriptor, and most spatial (filtered) axes. */
+#define NDF_MAX_NDIM 12
+#define NDF_MAX_SPATIAL 8
+
+/* ------------------------------------------------------------------------ */
+/* Status codes: one table produces the enum, the names and the messages.   */
+
+#define NDF_STATUS_MAP(X)                                                     \
+  X(OK, 0, "success")                                                         \
+  X(EINVAL, 1, "invalid argument")                                            \
+  X(ENOMEM, 2, "out of memory")                                               \
+  X(ENODEV, 3, "no usable CUDA driver or device")                             \
+  X(ECUDA, 4, "CUDA driver error")                                            \
+  X(ECOMPILE, 5, "run-time kernel compilation failed")                        \
+  X(ENOTSUP, 6, "operation not supported for these arguments")                \
+  X(EIO, 7, "input/output error")                                             \
+  X(EINTERNAL, 8, "internal error")
+
+typedef enum {
+#define NDF__STATUS_ENUM(name, code, msg) NDF_##name = code,
+  NDF_STATUS_MAP(NDF__STATUS_ENUM)
+#undef NDF__STATUS_ENUM
+} ndf_status;
+
+/* "NDF_EINVAL" for NDF_EINVAL; "NDF_UNKNOWN" for values outside the table. */
+NDF_API const char *ndf_status_name(ndf_status s);
+/* "invalid argument" for NDF_EINVAL. */
+NDF_API const char *ndf_status_string(ndf_status s);
+
+/* Version of the library as "0.1.0". */
+NDF_API const char *ndf_version(void);
+
+/* ------------------------------------------------------------------------ */
+/* Arrays                                                                    */
+
+/* Device types use DLPack's numbers (kDLCPU = 1, kDLCUDA = 2). */
+typedef enum { NDF_DEVICE_CPU = 1, NDF_DEVICE_CUDA = 2 } ndf_device_type;
+
+typedef enum {
+  NDF_BOOL = 0, /* one byte, 0 or 1 (structuring elements, masks) */
+  NDF_UINT8,
+  NDF_INT8,
+  NDF_UINT16,
+  NDF_INT16,
+  NDF_UINT32,
+  NDF_INT32,
+  NDF_FLOAT32,
+  NDF_FLOAT64,
+  NDF_DTYPE_COUNT
+} ndf_dtype;
+
+/* "float32", "uint8", ... (NumPy's names); NULL for an unknown dtype. */
+NDF_API const char *ndf_dtype_name(ndf_dtype t);
+/* Size of one element in bytes; 0 for an unknown dtype. */
+NDF_API size_t ndf_dtype_size(ndf_dtype t);
+/* Parses a NumPy dtype name ("float32", "u1", "<f4" ...). */
+NDF_API ndf_status ndf_dtype_from_name(const char *name, ndf_dtype *out);
+
+/*
+ * A non-owning view of an n-dimensional array (DLPack meaning).
+ * strides are in elements, not bytes, and may be negative or zero only for
+ * inputs (an output must not overlap itself).  strides == row-major for a
+ * C-contiguous array; ndf_array_init fills them so.
+ */
+typedef struct ndf_array {
+  void *data;
+  ndf_device_type device;
+  int device_id;
+  ndf_dtype dtype;
+  int ndim;
+  int64_t shape[NDF_MAX_NDIM];
+  int64_t strides[NDF_MAX_NDIM];
+} ndf_array;
+
+/* Fills a C-contiguous descriptor over data (device CPU, id 0 unless set). */
+NDF_API ndf_status ndf_array_init(ndf_array *a, void *data, ndf_device_type device,
+                                  ndf_dtype dtype, int ndim, const int64_t *shape);
+/* Number of elements (product of the shape; 1 for ndim 0). */
+NDF_API int64_t ndf_array_size(const ndf_array *a);
+/* 1 if the strides are C-contiguous row-major. */
+NDF_API int ndf_array_is_contiguous(const ndf_array *a);
+
+/* ------------------------------------------------------------------------ */
+/* Context                                                                   */
+
+typedef struct ndf_ctx ndf_ctx;
+
+typedef enum {
+  NDF_BACKEND_AUTO = 0, /* CUDA when a device is usable, else CPU only */
+  NDF_BACKEND_CPU = 1,  /* never touch the CUDA driver */
+  NDF_BACKEND_CUDA = 2  /* fail with NDF_ENODEV when no device is usable */
+} ndf_backend;
+
+typedef struct ndf_ctx_options {
+  ndf_backend backend;
+  int device;            /* CUDA device ordinal (default 0) */
+  void *stream;          /* a CUstream owned by the caller, or NULL for a stream the context creates */
+  const char *cache_dir; /* NULL: $NDF_CACHE_DIR, else $XDG_CACHE_HOME/ndforge, else ~/.cache/ndforge */
+  int cache_disable;     /* 1: no disk cache (also $NDF_CACHE_DISABLE=1) */
+  int cpu_threads;       /* OpenMP threads of the CPU backend; 0 = OpenMP's default */
+} ndf_ctx_options;
+
+/* Default options: AUTO backend, device 0, own stream, default cache dir. */
+NDF_API void ndf_ctx_options_init(ndf_ctx_options *opt);
+/* *out is NULL on failure; the message of a failed create is ndf_last_error(). */
+NDF_API ndf_status ndf_ctx_create(ndf_ctx **out, const ndf_ctx_options *opt);
+/* Waits for the context's pending work, then frees it.  NULL is a no-op. */
+NDF_API void ndf_ctx_destroy(ndf_ctx *ctx);
+/* Message of the last failed call on ctx ("" after success); owned by ctx, valid until its next call. */
+NDF_API const char *ndf_errmsg(const ndf_ctx *ctx);
+/* Thread-local message of the last failure outside any context (ndf_ctx_create, ndf_array_* helpers). */
+NDF_API const char *ndf_last_error(void);
+/* 1 if the context has a usable CUDA device. */
+NDF_API int ndf_ctx_has_cuda(const ndf_ctx *ctx);
+/* Blocks until all work queued on the context's stream is done. */
+NDF_API ndf_status ndf_ctx_synchronize(ndf_ctx *ctx);
+/* The context's CUstream (NULL without CUDA). */
+NDF_API void *ndf_ctx_stream(const ndf_ctx *ctx);
+/* Disk cache directory of the context ("" when the disk cache is off). */
+NDF_API const char *ndf_ctx_cache_dir(const ndf_ctx *ctx);
+
+/* What the context knows about its device and compiler, for `ndforge info`. */
+typedef struct ndf_ctx_info {
+  int has_cuda;
+  char device_name[256];
+  int cc_major, cc_minor;  /* compute capability */
+  int driver_version;      /* cuDriverGetVersion, e.g. 13000 */
+  int nvrtc_major, nvrtc_minor; /* 0.0 when NVRTC is not loaded */
+  int sm_count;
+  size_t total_mem;
+} ndf_ctx_info;
+NDF_API ndf_status ndf_ctx_get_info(ndf_ctx *ctx, ndf_ctx_info *info);
+
+/* Kernel-cache statistics of a context (for benchmarks and tests). */
+typedef struct ndf_cache_stats {
+  uint64_t memory_hits;   /* found in the context's in-memory table */
+  uint64_t disk_hits;     /* loaded from the disk cache */
+  uint64_t compiles;      /* compiled by NVRTC */
+  uint64_t disk_rejects;  /* disk entries found corrupt/truncated/mismatched and deleted */
+  double compile_ms;      /* total NVRTC time */
+} ndf_cache_stats;
+NDF_API void ndf_ctx_cache_stats(const ndf_ctx *ctx, ndf_cache_stats *out);
+
+/* ------------------------------------------------------------------------ */
+/* Host helpers for callers without a framework                              */
+
+/* Allocates a C-contiguous array on the context's device (CUDA) or host (CPU). */
+NDF_API ndf_status ndf_array_alloc(ndf_ctx *ctx, ndf_array *a, ndf_device_type device,
+                                   ndf_dtype dtype, int ndim, const int64_t *shape);
+/* Frees memory from ndf_array_alloc and clears a->data.  NULL data is a no-op. */
+NDF_API void ndf_array_free(ndf_ctx *ctx, ndf_array *a);
+/* Copies src into dst (same dtype and shape; any devices, any strides).
+ * Host<->device copies are synchronous with respect to the host. */
+NDF_API ndf_status ndf_array_copy(ndf_ctx *ctx, ndf_array *dst, const ndf_array *src);
+
+/* ------------------------------------------------------------------------ */
+/* Common options                                                            */
+
+/* Boundary modes of scipy.ndimage (the grid-* names are aliases for filters). */
+typedef enum {
+  NDF_MODE_REFLECT = 0,  /* d c b a | a b c d | d c b a   (= grid-mirror) */
+  NDF_MODE_CONSTANT = 1, /* k k k k | a b c d | k k k k   (= grid-constant) */
+  NDF_MODE_NEAREST = 2,  /* a a a a | a b c d | d d d d */
+  NDF_MODE_MIRROR = 3,   /*   d c b | a b c d | c b a     (n = 1: nearest) */
+  NDF_MODE_WRAP = 4,     /* a b c d | a b c d | a b c d   (= grid-wrap) */
+  NDF_MODE_COUNT
+} ndf_mode;
+
+/* Accepts scipy's names: reflect, constant, nearest, mirror, wrap,
+ * grid-mirror, grid-constant, grid-wrap. */
+NDF_API ndf_status ndf_mode_from_name(const char *name, ndf_mode *out);
+NDF_API const char *ndf_mode_name(ndf_mode m);
+
+/*
+ * NaN handling of min/max filters.  scipy leaves it undefined (its result
+ * depends on the scan order); ndforge defines it:
+ *   NDF_NAN_PROPAGATE (default): an output is NaN when any value under the
+ *   structuring element (including cval in constant mode) is NaN.
+ */
+typedef enum { NDF_NAN_PROPAGATE = 0 } ndf_nan_policy;
+
+/* ------------------------------------------------------------------------ */
+/* Grey morphology                                                           */
+
+/*
+ * Options of ndf_grey_erosion / ndf_grey_dilation, named as in
+ * scipy.ndimage.grey_erosion(input, size, footprint, structure, output, mode,
+ * cval, origin).  Exactly scipy's rules apply:
+ *   - at least one of size, footprint, structure;
+ *   - footprint wins over size; structure implies footprint = ones(structure.shape)
+ *     when no footprint is given;
+ *   - size and origin take one value (all spatial axes) or one per spatial axis;
+ *   - footprint and structure are host arrays with one axis per spatial axis
+ *     (any dtype; footprint: non-zero = in; structure: values as float64).
+ * batch_dims leading axes of the input are independent images: the element
+ * spans only the remaining (spatial) axes.  0 = scipy semantics.
+ */
+typedef struct ndf_grey_options {
+  int nsize;                 /* 0: no size; 1: same for every axis; else = spatial ndim */
+  int64_t size[NDF_MAX_SPATIAL];
+  const ndf_array *footprint;  /* NULL or a CPU array */
+  const ndf_array *structure;  /* NULL or a CPU array */
+  int norigin;               /* 0: origin 0; 1: same for every axis; else = spatial ndim */
+  int64_t origin[NDF_MAX_SPATIAL];
+  ndf_mode mode;             /* default NDF_MODE_REFLECT */
+  double cval;               /* constant mode value (converted to the input dtype first) */
+  int batch_dims;
+  ndf_nan_policy nan_policy;
+} ndf_grey_options;
+
+/* Zeroes *opt: no size/footprint/structure, origin 0, mode reflect, cval 0. */
+NDF_API void ndf_grey_options_init(ndf_grey_options *opt);
+
+/* out must have the input's shape and dtype, live on the same device and not
+ * overlap the input. */
+NDF_API ndf_status ndf_grey_erosion(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                                    const ndf_grey_options *opt);
+NDF_API ndf_status ndf_grey_dilation(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                                     const ndf_grey_options *opt);
+
+/* ------------------------------------------------------------------------ */
+/* Kernel cache                                                              */
+
+/*
+ * Compiles, without any GPU, the kernels that op would need for the given
+ * input dtype / spatial ndim and options, for a target architecture such as
+ * "sm_90", into the context's disk cache.  An entry found corrupt is replaced.
+ * *compiled receives the number of kernels compiled (0 = all were cached).
+ */
+NDF_API ndf_status ndf_cache_warm(ndf_ctx *ctx, const char *arch, const char *op,
+                                  ndf_dtype dtype, int ndim, const ndf_grey_options *opt,
+                                  int *compiled);
+
+/* Calls fn for each entry of the context's disk cache with its file name,
+ * size and key text.  Stops early when fn returns non-zero. */
+typedef int (*ndf_cache_entry_fn)(const char *file, size_t bytes, const char *key, void *ud);
+NDF_API ndf_status ndf_cache_list(ndf_ctx *ctx, ndf_cache_entry_fn fn, void *ud);
+/* Deletes every entry of the context's disk cache; *removed gets the count. */
+NDF_API ndf_status ndf_cache_clear(ndf_ctx *ctx, int *removed);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NDFORGE_H */
