@@ -1,0 +1,67 @@
+-- spec.lua -- the kernel templates of ndforge and their slots.  Pure data:
+-- ndfgen.lua validates it against the templates and emits C tables.
+--
+-- templates[i]:
+--   name     identifier used by the runtime to request the template
+--   file     the .cu file, relative to the source root
+--   kernels  extern "C" entry points the template defines
+--   slots    every NDF_SLOT(NAME) the template uses, with what it means
+--   families specializations compiled by the NVRTC tests: each family gives
+--            a list of values for every slot; the test compiles the
+--            cartesian product of each family.
+local int_types = { "unsigned char", "signed char", "unsigned short", "short", "unsigned int", "int" }
+
+return {
+  templates = {
+    {
+      name = "grey_taps",
+      file = "templates/grey_taps.cu",
+      kernels = { "ndf_grey_taps" },
+      slots = {
+        T = "element type (C name)",
+        NDIM = "spatial axes, 1..8",
+        OP = "0 = minimum (erosion), 1 = maximum (dilation)",
+        MODE = "boundary mode, 0..4 (see ndf_common.cuh)",
+        WEIGHTED = "1 for a non-flat structure",
+        KIND = "0 integer, 1 float32, 2 float64",
+        T_LO = "least value of an integer T, as a double literal",
+        T_HI = "greatest value of an integer T, as a double literal",
+      },
+      families = {
+        { T = int_types, NDIM = { "3" }, OP = { "0" }, MODE = { "0" }, WEIGHTED = { "0", "1" },
+          KIND = { "0" }, T_LO = { "0.0" }, T_HI = { "255.0" } },
+        { T = { "float" }, NDIM = { "1", "2", "3", "4", "8" }, OP = { "0", "1" }, MODE = { "0", "1", "2", "3", "4" },
+          WEIGHTED = { "0" }, KIND = { "1" }, T_LO = { "0.0" }, T_HI = { "0.0" } },
+        { T = { "float" }, NDIM = { "3" }, OP = { "1" }, MODE = { "1" }, WEIGHTED = { "1" }, KIND = { "1" },
+          T_LO = { "0.0" }, T_HI = { "0.0" } },
+        { T = { "double" }, NDIM = { "2" }, OP = { "0", "1" }, MODE = { "2" }, WEIGHTED = { "0", "1" }, KIND = { "2" },
+          T_LO = { "0.0" }, T_HI = { "0.0" } },
+      },
+    },
+    {
+      name = "grey_box",
+      file = "templates/grey_box.cu",
+      kernels = { "ndf_grey_box" },
+      slots = {
+        T = "element type (C name)",
+        OP = "0 = minimum (erosion), 1 = maximum (dilation)",
+        MODE = "boundary mode, 0..4",
+        KZ = "box extent along Z (third-last spatial axis), 1..7",
+        KY = "box extent along Y, 1..7",
+        KX = "box extent along X (last axis), 1..7",
+        TY = "rows per block (tuning)",
+        VX = "outputs per thread along X (tuning)",
+        ZC = "output planes per block (tuning)",
+      },
+      families = {
+        { T = { "float" }, OP = { "0", "1" }, MODE = { "0", "1", "2", "3", "4" }, KZ = { "3" }, KY = { "3" },
+          KX = { "3" }, TY = { "8" }, VX = { "4" }, ZC = { "32" } },
+        { T = { "unsigned char", "signed char", "unsigned short", "short", "unsigned int", "int", "double" },
+          OP = { "1" }, MODE = { "0" }, KZ = { "1", "3" }, KY = { "3" }, KX = { "3" }, TY = { "8" }, VX = { "4" },
+          ZC = { "32" } },
+        { T = { "float" }, OP = { "0" }, MODE = { "2" }, KZ = { "7", "1" }, KY = { "7", "1" }, KX = { "7", "2" },
+          TY = { "8" }, VX = { "4" }, ZC = { "32" } },
+      },
+    },
+  },
+}

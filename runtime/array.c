@@ -1,0 +1,158 @@
+/*
+ * array.c -- array descriptors and the host helpers to allocate and copy
+ * arrays for callers without a framework.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+ndf_status ndf_array_init(ndf_array *a, void *data, ndf_device_type device, ndf_dtype dtype,
+                          int ndim, const int64_t *shape) {
+  if (!a) return ndf__error(NULL, NDF_EINVAL, "ndf_array_init: bad argument 'a' (NULL)");
+  if (ndim < 0 || ndim > NDF_MAX_NDIM)
+    return ndf__error(NULL, NDF_EINVAL, "ndf_array_init: bad argument 'ndim' (%d not in 0..%d)", ndim,
+                      NDF_MAX_NDIM);
+  if (ndim > 0 && !shape) return ndf__error(NULL, NDF_EINVAL, "ndf_array_init: bad argument 'shape' (NULL)");
+  if (!ndf_dtype_size(dtype)) return ndf__error(NULL, NDF_EINVAL, "ndf_array_init: bad argument 'dtype' (%d)", (int)dtype);
+  memset(a, 0, sizeof *a);
+  a->data = data;
+  a->device = device;
+  a->dtype = dtype;
+  a->ndim = ndim;
+  int64_t st = 1;
+  for (int i = ndim - 1; i >= 0; i--) {
+    if (shape[i] < 0) return ndf__error(NULL, NDF_EINVAL, "ndf_array_init: bad argument 'shape' (shape[%d]=%lld < 0)", i, (long long)shape[i]);
+    a->shape[i] = shape[i];
+    a->strides[i] = st;
+    st *= shape[i] > 0 ? shape[i] : 1;
+  }
+  return NDF_OK;
+}
+
+int64_t ndf_array_size(const ndf_array *a) {
+  if (!a) return 0;
+  int64_t n = 1;
+  for (int i = 0; i < a->ndim; i++) n *= a->shape[i];
+  return n;
+}
+
+int ndf_array_is_contiguous(const ndf_array *a) {
+  if (!a) return 0;
+  int64_t st = 1;
+  for (int i = a->ndim - 1; i >= 0; i--) {
+    if (a->shape[i] != 1 && a->strides[i] != st) return 0;
+    st *= a->shape[i];
+  }
+  return 1;
+}
+
+ndf_status ndf_array_alloc(ndf_ctx *ctx, ndf_array *a, ndf_device_type device, ndf_dtype dtype,
+                           int ndim, const int64_t *shape) {
+  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "ndf_array_alloc: bad argument 'ctx' (NULL)");
+  ndf__clear_error(ctx);
+  ndf_status s = ndf_array_init(a, NULL, device, dtype, ndim, shape);
+  if (s != NDF_OK) return ndf__error(ctx, s, "%s", ndf_last_error());
+  size_t bytes = (size_t)ndf_array_size(a) * ndf_dtype_size(dtype);
+  if (bytes == 0) bytes = 1;
+  if (device == NDF_DEVICE_CPU) {
+    a->data = malloc(bytes);
+    if (!a->data) return ndf__error(ctx, NDF_ENOMEM, "ndf_array_alloc: out of host memory (%zu bytes)", bytes);
+    return NDF_OK;
+  }
+  if (device != NDF_DEVICE_CUDA)
+    return ndf__error(ctx, NDF_EINVAL, "ndf_array_alloc: bad argument 'device' (%d)", (int)device);
+  if ((s = ndf__ctx_bind(ctx)) != NDF_OK) return s;
+  CUdeviceptr p = 0;
+  CUresult r = ndf__cu(NULL)->cuMemAlloc(&p, bytes);
+  if (r != CUDA_SUCCESS) return ndf__cuda_error(ctx, "ndf_array_alloc: cuMemAlloc", r);
+  a->data = (void *)(uintptr_t)p;
+  a->device_id = ctx->opt.device;
+  return NDF_OK;
+}
+
+void ndf_array_free(ndf_ctx *ctx, ndf_array *a) {
+  if (!a || !a->data) return;
+  if (a->device == NDF_DEVICE_CPU) {
+    free(a->data);
+  } else if (ctx && ctx->has_cuda && ndf__ctx_bind(ctx) == NDF_OK) {
+    ndf__cu(NULL)->cuStreamSynchronize(ctx->stream);
+    ndf__cu(NULL)->cuMemFree((CUdeviceptr)(uintptr_t)a->data);
+  }
+  a->data = NULL;
+}
+
+/* Copies an n-d strided block element by element (host memory). */
+static void strided_copy(char *dst, const int64_t *dst_st, const char *src, const int64_t *src_st,
+                         const int64_t *shape, int ndim, size_t es) {
+  if (ndim == 0) { memcpy(dst, src, es); return; }
+  if (ndim == 1) {
+    for (int64_t i = 0; i < shape[0]; i++)
+      memcpy(dst + i * dst_st[0] * (int64_t)es, src + i * src_st[0] * (int64_t)es, es);
+    return;
+  }
+  for (int64_t i = 0; i < shape[0]; i++)
+    strided_copy(dst + i * dst_st[0] * (int64_t)es, dst_st + 1, src + i * src_st[0] * (int64_t)es,
+                 src_st + 1, shape + 1, ndim - 1, es);
+}
+
+void ndf__host_copy(const ndf_array *dst, const ndf_array *src) {
+  size_t es = ndf_dtype_size(src->dtype);
+  if (ndf_array_is_contiguous(dst) && ndf_array_is_contiguous(src))
+    memcpy(dst->data, src->data, (size_t)ndf_array_size(src) * es);
+  else
+    strided_copy(dst->data, dst->strides, src->data, src->strides, src->shape, src->ndim, es);
+}
+
+ndf_status ndf_array_copy(ndf_ctx *ctx, ndf_array *dst, const ndf_array *src) {
+  static const char *op = "ndf_array_copy";
+  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", op);
+  ndf__clear_error(ctx);
+  if (!dst || !src) return ndf__argerror(ctx, op, !dst ? "dst" : "src", "NULL");
+  if (dst->dtype != src->dtype) return ndf__argerror(ctx, op, "dst", "dtype %s differs from src dtype %s", ndf_dtype_name(dst->dtype) ? ndf_dtype_name(dst->dtype) : "?", ndf_dtype_name(src->dtype) ? ndf_dtype_name(src->dtype) : "?");
+  if (!ndf_dtype_size(src->dtype)) return ndf__argerror(ctx, op, "src", "unknown dtype %d", (int)src->dtype);
+  if (dst->ndim != src->ndim || dst->ndim < 0 || dst->ndim > NDF_MAX_NDIM) return ndf__argerror(ctx, op, "dst", "ndim %d differs from src ndim %d", dst->ndim, src->ndim);
+  for (int i = 0; i < src->ndim; i++)
+    if (dst->shape[i] != src->shape[i]) return ndf__argerror(ctx, op, "dst", "shape[%d]=%lld differs from src shape %lld", i, (long long)dst->shape[i], (long long)src->shape[i]);
+  int64_t n = ndf_array_size(src);
+  if (n == 0) return NDF_OK;
+  if (!dst->data || !src->data) return ndf__argerror(ctx, op, !dst->data ? "dst" : "src", "NULL data");
+  size_t bytes = (size_t)n * ndf_dtype_size(src->dtype);
+  if (dst->device == NDF_DEVICE_CPU && src->device == NDF_DEVICE_CPU) {
+    ndf__host_copy(dst, src);
+    return NDF_OK;
+  }
+  if ((dst->device != NDF_DEVICE_CPU && dst->device != NDF_DEVICE_CUDA) ||
+      (src->device != NDF_DEVICE_CPU && src->device != NDF_DEVICE_CUDA))
+    return ndf__argerror(ctx, op, "device", "unknown device type");
+  ndf_status s = ndf__ctx_bind(ctx);
+  if (s != NDF_OK) return s;
+  const ndf__cu_api *cu = ndf__cu(NULL);
+  if ((dst->device == NDF_DEVICE_CUDA && !ndf_array_is_contiguous(dst)) ||
+      (src->device == NDF_DEVICE_CUDA && !ndf_array_is_contiguous(src)))
+    return ndf__error(ctx, NDF_ENOTSUP, "%s: strided CUDA arrays are not supported by this helper (make the device side contiguous)", op);
+  CUresult r;
+  if (dst->device == NDF_DEVICE_CUDA && src->device == NDF_DEVICE_CUDA) {
+    r = cu->cuMemcpyDtoDAsync((CUdeviceptr)(uintptr_t)dst->data, (CUdeviceptr)(uintptr_t)src->data, bytes, ctx->stream);
+    if (r != CUDA_SUCCESS) return ndf__cuda_error(ctx, op, r);
+    return NDF_OK;
+  }
+  /* Host side: stage through a contiguous buffer when the host array is strided. */
+  const ndf_array *host = dst->device == NDF_DEVICE_CPU ? dst : src;
+  void *stage = host->data;
+  ndf_array tmp = *host;
+  if (!ndf_array_is_contiguous(host)) {
+    stage = malloc(bytes);
+    if (!stage) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", op);
+    ndf_array_init(&tmp, stage, NDF_DEVICE_CPU, host->dtype, host->ndim, host->shape);
+    if (host == src) ndf__host_copy(&tmp, src);
+  }
+  if (dst->device == NDF_DEVICE_CUDA)
+    r = cu->cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst->data, stage, bytes, ctx->stream);
+  else
+    r = cu->cuMemcpyDtoHAsync(stage, (CUdeviceptr)(uintptr_t)src->data, bytes, ctx->stream);
+  if (r == CUDA_SUCCESS) r = cu->cuStreamSynchronize(ctx->stream);
+  if (r == CUDA_SUCCESS && stage != host->data) ndf__host_copy(dst, &tmp);
+  if (stage != host->data) free(stage);
+  return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, op, r);
+}

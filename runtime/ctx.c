@@ -1,0 +1,206 @@
+/*
+ * ctx.c -- the context: options, CUDA device and stream, cache directory.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "internal.h"
+
+void ndf_ctx_options_init(ndf_ctx_options *opt) {
+  if (!opt) return;
+  memset(opt, 0, sizeof *opt);
+  opt->backend = NDF_BACKEND_AUTO;
+}
+
+ndf_status ndf__cuda_error(ndf_ctx *ctx, const char *where, CUresult r) {
+  const ndf__cu_api *cu = ndf__cu(NULL);
+  const char *name = "?", *str = "?";
+  if (cu) {
+    cu->cuGetErrorName(r, &name);
+    cu->cuGetErrorString(r, &str);
+  }
+  return ndf__error(ctx, NDF_ECUDA, "%s: CUDA error %d %s (%s)", where, r, name ? name : "?",
+                    str ? str : "?");
+}
+
+ndf_status ndf__ctx_bind(ndf_ctx *ctx) {
+  if (!ctx->has_cuda) return ndf__error(ctx, NDF_ENODEV, "ndforge: the context has no CUDA device");
+  CUcontext cur = NULL;
+  const ndf__cu_api *cu = ndf__cu(NULL);
+  if (cu->cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == ctx->cu) return NDF_OK;
+  CUresult r = cu->cuCtxSetCurrent(ctx->cu);
+  return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, "cuCtxSetCurrent", r);
+}
+
+/* mkdir -p, best effort; returns 0 when path exists as a directory afterwards. */
+static int mkdirs(const char *path) {
+  char buf[4096];
+  size_t n = strlen(path);
+  if (n == 0 || n >= sizeof buf) return -1;
+  memcpy(buf, path, n + 1);
+  for (size_t i = 1; i < n; i++) {
+    if (buf[i] == '/') {
+      buf[i] = '\0';
+      mkdir(buf, 0755);
+      buf[i] = '/';
+    }
+  }
+  if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
+  struct stat st;
+  return (stat(buf, &st) == 0 && S_ISDIR(st.st_mode)) ? 0 : -1;
+}
+
+static void pick_cache_dir(ndf_ctx *ctx) {
+  const char *dis = getenv("NDF_CACHE_DISABLE");
+  if (ctx->opt.cache_disable || (dis && *dis && strcmp(dis, "0") != 0)) {
+    ctx->cache_disabled = 1;
+    return;
+  }
+  const char *d = ctx->opt.cache_dir, *env;
+  if (d && *d) {
+    snprintf(ctx->cache_dir, sizeof ctx->cache_dir, "%s", d);
+  } else if ((env = getenv("NDF_CACHE_DIR")) && *env) {
+    snprintf(ctx->cache_dir, sizeof ctx->cache_dir, "%s", env);
+  } else if ((env = getenv("XDG_CACHE_HOME")) && *env) {
+    snprintf(ctx->cache_dir, sizeof ctx->cache_dir, "%s/ndforge", env);
+  } else if ((env = getenv("HOME")) && *env) {
+    snprintf(ctx->cache_dir, sizeof ctx->cache_dir, "%s/.cache/ndforge", env);
+  } else {
+    ctx->cache_disabled = 1;
+    return;
+  }
+  if (mkdirs(ctx->cache_dir) != 0) {
+    /* An unusable cache directory slows the first calls; it is not an error. */
+    ctx->cache_dir[0] = '\0';
+    ctx->cache_disabled = 1;
+  }
+}
+
+static ndf_status init_cuda(ndf_ctx *ctx) {
+  const char *why = NULL;
+  const ndf__cu_api *cu = ndf__cu(&why);
+  if (!cu) return ndf__error(ctx, NDF_ENODEV, "ndf_ctx_create: %s", why);
+  CUresult r = cu->cuInit(0);
+  if (r != CUDA_SUCCESS) return ndf__cuda_error(ctx, "ndf_ctx_create: cuInit", r);
+  int n = 0;
+  r = cu->cuDeviceGetCount(&n);
+  if (r != CUDA_SUCCESS) return ndf__cuda_error(ctx, "ndf_ctx_create: cuDeviceGetCount", r);
+  if (ctx->opt.device < 0 || ctx->opt.device >= n)
+    return ndf__error(ctx, NDF_ENODEV, "ndf_ctx_create: bad argument 'device' (%d; %d CUDA devices)",
+                      ctx->opt.device, n);
+  if ((r = cu->cuDeviceGet(&ctx->dev, ctx->opt.device)) != CUDA_SUCCESS)
+    return ndf__cuda_error(ctx, "ndf_ctx_create: cuDeviceGet", r);
+  if ((r = cu->cuDevicePrimaryCtxRetain(&ctx->cu, ctx->dev)) != CUDA_SUCCESS)
+    return ndf__cuda_error(ctx, "ndf_ctx_create: cuDevicePrimaryCtxRetain", r);
+  ctx->has_cuda = 1;
+  if ((r = cu->cuCtxSetCurrent(ctx->cu)) != CUDA_SUCCESS)
+    return ndf__cuda_error(ctx, "ndf_ctx_create: cuCtxSetCurrent", r);
+  cu->cuDeviceGetAttribute(&ctx->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, ctx->dev);
+  cu->cuDeviceGetAttribute(&ctx->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, ctx->dev);
+  cu->cuDeviceGetAttribute(&ctx->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, ctx->dev);
+  int smem = 0;
+  cu->cuDeviceGetAttribute(&smem, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, ctx->dev);
+  ctx->max_smem_block = (size_t)smem;
+  snprintf(ctx->arch, sizeof ctx->arch, "sm_%d%d", ctx->cc_major, ctx->cc_minor);
+  if (ctx->opt.stream) {
+    ctx->stream = (CUstream)ctx->opt.stream;
+  } else {
+    if ((r = cu->cuStreamCreate(&ctx->stream, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS)
+      return ndf__cuda_error(ctx, "ndf_ctx_create: cuStreamCreate", r);
+    ctx->own_stream = 1;
+  }
+  return NDF_OK;
+}
+
+ndf_status ndf_ctx_create(ndf_ctx **out, const ndf_ctx_options *opt) {
+  if (!out) return ndf__error(NULL, NDF_EINVAL, "ndf_ctx_create: bad argument 'out' (NULL)");
+  *out = NULL;
+  ndf_ctx *ctx = calloc(1, sizeof *ctx);
+  if (!ctx) return ndf__error(NULL, NDF_ENOMEM, "ndf_ctx_create: out of memory");
+  if (opt) ctx->opt = *opt; else ndf_ctx_options_init(&ctx->opt);
+  if ((unsigned)ctx->opt.backend > NDF_BACKEND_CUDA) {
+    free(ctx);
+    return ndf__error(NULL, NDF_EINVAL, "ndf_ctx_create: bad argument 'backend' (%d)", (int)opt->backend);
+  }
+  pthread_mutex_init(&ctx->lock, NULL);
+  pick_cache_dir(ctx);
+  ctx->opt.cache_dir = NULL; /* copied into ctx->cache_dir: the caller's string need not outlive the call */
+  if (ctx->opt.backend != NDF_BACKEND_CPU) {
+    ndf_status s = init_cuda(ctx);
+    if (s != NDF_OK) {
+      if (ctx->opt.backend == NDF_BACKEND_CUDA) {
+        ndf__error(NULL, s, "%s", ctx->errmsg);
+        ndf_ctx_destroy(ctx);
+        return s;
+      }
+      /* AUTO: fall back to the CPU backend, quietly. */
+      if (ctx->has_cuda) ndf__cu(NULL)->cuDevicePrimaryCtxRelease(ctx->dev);
+      ctx->has_cuda = 0;
+      ctx->stream = NULL;
+      ctx->own_stream = 0;
+    }
+  }
+  ctx->errmsg[0] = '\0';
+  *out = ctx;
+  return NDF_OK;
+}
+
+void ndf_ctx_destroy(ndf_ctx *ctx) {
+  if (!ctx) return;
+  if (ctx->has_cuda) {
+    const ndf__cu_api *cu = ndf__cu(NULL);
+    cu->cuCtxSetCurrent(ctx->cu);
+    if (ctx->stream) cu->cuStreamSynchronize(ctx->stream);
+    ndf__tables_release(ctx);
+    ndf__jit_release(ctx);
+    if (ctx->own_stream) cu->cuStreamDestroy(ctx->stream);
+    cu->cuDevicePrimaryCtxRelease(ctx->dev);
+  } else {
+    ndf__jit_release(ctx);
+  }
+  pthread_mutex_destroy(&ctx->lock);
+  free(ctx);
+}
+
+int ndf_ctx_has_cuda(const ndf_ctx *ctx) { return ctx && ctx->has_cuda; }
+
+void *ndf_ctx_stream(const ndf_ctx *ctx) { return ctx && ctx->has_cuda ? (void *)ctx->stream : NULL; }
+
+const char *ndf_ctx_cache_dir(const ndf_ctx *ctx) { return ctx ? ctx->cache_dir : ""; }
+
+ndf_status ndf_ctx_synchronize(ndf_ctx *ctx) {
+  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "ndf_ctx_synchronize: bad argument 'ctx' (NULL)");
+  ndf__clear_error(ctx);
+  if (!ctx->has_cuda) return NDF_OK;
+  ndf_status s = ndf__ctx_bind(ctx);
+  if (s != NDF_OK) return s;
+  CUresult r = ndf__cu(NULL)->cuStreamSynchronize(ctx->stream);
+  return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, "ndf_ctx_synchronize", r);
+}
+
+ndf_status ndf_ctx_get_info(ndf_ctx *ctx, ndf_ctx_info *info) {
+  if (!ctx || !info) return ndf__error(ctx, NDF_EINVAL, "ndf_ctx_get_info: bad argument (NULL)");
+  memset(info, 0, sizeof *info);
+  ndf__nvrtc_version(&info->nvrtc_major, &info->nvrtc_minor);
+  const ndf__cu_api *cu = ndf__cu(NULL);
+  if (cu) cu->cuDriverGetVersion(&info->driver_version);
+  if (!ctx->has_cuda) return NDF_OK;
+  info->has_cuda = 1;
+  cu->cuDeviceGetName(info->device_name, (int)sizeof info->device_name, ctx->dev);
+  info->cc_major = ctx->cc_major;
+  info->cc_minor = ctx->cc_minor;
+  info->sm_count = ctx->sm_count;
+  cu->cuDeviceTotalMem(&info->total_mem, ctx->dev);
+  return NDF_OK;
+}
+
+void ndf_ctx_cache_stats(const ndf_ctx *ctx, ndf_cache_stats *out) {
+  if (!out) return;
+  if (!ctx) { memset(out, 0, sizeof *out); return; }
+  pthread_mutex_lock((pthread_mutex_t *)&ctx->lock);
+  *out = ctx->stats;
+  pthread_mutex_unlock((pthread_mutex_t *)&ctx->lock);
+}

@@ -1,0 +1,92 @@
+/*
+ * cuda_api.h -- the subset of the CUDA driver API and NVRTC that ndforge uses,
+ * declared here so the library builds without CUDA headers, and resolved at
+ * run time with dlopen("libcuda.so.1") / dlopen("libnvrtc.so...").  The types
+ * and values below are the ABI of cuda.h / nvrtc.h (CUDA 11.2 and later).
+ */
+#ifndef NDF_CUDA_API_H
+#define NDF_CUDA_API_H
+#include <stddef.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
+typedef struct _nvrtcProgram *nvrtcProgram;
+typedef int nvrtcResult;
+
+#define CUDA_SUCCESS 0
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN 97
+#define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
+#define CU_STREAM_NON_BLOCKING 1
+
+/* X(return, name, symbol, args): every driver entry point we resolve. */
+#define NDF_CU_FUNCS(X)                                                                   \
+  X(CUresult, cuInit, "cuInit", (unsigned int))                                           \
+  X(CUresult, cuDriverGetVersion, "cuDriverGetVersion", (int *))                          \
+  X(CUresult, cuDeviceGetCount, "cuDeviceGetCount", (int *))                              \
+  X(CUresult, cuDeviceGet, "cuDeviceGet", (CUdevice *, int))                              \
+  X(CUresult, cuDeviceGetName, "cuDeviceGetName", (char *, int, CUdevice))                \
+  X(CUresult, cuDeviceGetAttribute, "cuDeviceGetAttribute", (int *, int, CUdevice))       \
+  X(CUresult, cuDeviceTotalMem, "cuDeviceTotalMem_v2", (size_t *, CUdevice))              \
+  X(CUresult, cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", (CUcontext *, CUdevice)) \
+  X(CUresult, cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", (CUdevice))      \
+  X(CUresult, cuCtxSetCurrent, "cuCtxSetCurrent", (CUcontext))                            \
+  X(CUresult, cuCtxGetCurrent, "cuCtxGetCurrent", (CUcontext *))                          \
+  X(CUresult, cuStreamCreate, "cuStreamCreate", (CUstream *, unsigned int))               \
+  X(CUresult, cuStreamDestroy, "cuStreamDestroy_v2", (CUstream))                          \
+  X(CUresult, cuStreamSynchronize, "cuStreamSynchronize", (CUstream))                     \
+  X(CUresult, cuMemAlloc, "cuMemAlloc_v2", (CUdeviceptr *, size_t))                       \
+  X(CUresult, cuMemFree, "cuMemFree_v2", (CUdeviceptr))                                   \
+  X(CUresult, cuMemAllocAsync, "cuMemAllocAsync", (CUdeviceptr *, size_t, CUstream))      \
+  X(CUresult, cuMemFreeAsync, "cuMemFreeAsync", (CUdeviceptr, CUstream))                  \
+  X(CUresult, cuMemcpyHtoD, "cuMemcpyHtoD_v2", (CUdeviceptr, const void *, size_t))       \
+  X(CUresult, cuMemcpyDtoH, "cuMemcpyDtoH_v2", (void *, CUdeviceptr, size_t))             \
+  X(CUresult, cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", (CUdeviceptr, const void *, size_t, CUstream)) \
+  X(CUresult, cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", (void *, CUdeviceptr, size_t, CUstream)) \
+  X(CUresult, cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", (CUdeviceptr, CUdeviceptr, size_t, CUstream)) \
+  X(CUresult, cuModuleLoadData, "cuModuleLoadData", (CUmodule *, const void *))           \
+  X(CUresult, cuModuleUnload, "cuModuleUnload", (CUmodule))                               \
+  X(CUresult, cuModuleGetFunction, "cuModuleGetFunction", (CUfunction *, CUmodule, const char *)) \
+  X(CUresult, cuFuncSetAttribute, "cuFuncSetAttribute", (CUfunction, int, int))           \
+  X(CUresult, cuLaunchKernel, "cuLaunchKernel",                                           \
+    (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,    \
+     CUstream, void **, void **))                                                         \
+  X(CUresult, cuGetErrorName, "cuGetErrorName", (CUresult, const char **))                \
+  X(CUresult, cuGetErrorString, "cuGetErrorString", (CUresult, const char **))
+
+#define NDF_NVRTC_FUNCS(X)                                                                \
+  X(nvrtcResult, nvrtcVersion, "nvrtcVersion", (int *, int *))                            \
+  X(nvrtcResult, nvrtcGetNumSupportedArchs, "nvrtcGetNumSupportedArchs", (int *))         \
+  X(nvrtcResult, nvrtcGetSupportedArchs, "nvrtcGetSupportedArchs", (int *))               \
+  X(nvrtcResult, nvrtcCreateProgram, "nvrtcCreateProgram",                                \
+    (nvrtcProgram *, const char *, const char *, int, const char *const *, const char *const *)) \
+  X(nvrtcResult, nvrtcDestroyProgram, "nvrtcDestroyProgram", (nvrtcProgram *))            \
+  X(nvrtcResult, nvrtcCompileProgram, "nvrtcCompileProgram", (nvrtcProgram, int, const char *const *)) \
+  X(nvrtcResult, nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize", (nvrtcProgram, size_t *)) \
+  X(nvrtcResult, nvrtcGetProgramLog, "nvrtcGetProgramLog", (nvrtcProgram, char *))        \
+  X(nvrtcResult, nvrtcGetCUBINSize, "nvrtcGetCUBINSize", (nvrtcProgram, size_t *))        \
+  X(nvrtcResult, nvrtcGetCUBIN, "nvrtcGetCUBIN", (nvrtcProgram, char *))                  \
+  X(nvrtcResult, nvrtcGetPTXSize, "nvrtcGetPTXSize", (nvrtcProgram, size_t *))            \
+  X(nvrtcResult, nvrtcGetPTX, "nvrtcGetPTX", (nvrtcProgram, char *))                      \
+  X(const char *, nvrtcGetErrorString, "nvrtcGetErrorString", (nvrtcResult))
+
+#define NDF__DECL_FN(ret, name, sym, args) ret(*name) args;
+typedef struct ndf__cu_api { NDF_CU_FUNCS(NDF__DECL_FN) } ndf__cu_api;
+typedef struct ndf__nvrtc_api { NDF_NVRTC_FUNCS(NDF__DECL_FN) } ndf__nvrtc_api;
+#undef NDF__DECL_FN
+
+/* Process-wide tables, loaded once (thread-safe).  NULL when the library is
+ * missing; *why then says what was tried. */
+const ndf__cu_api *ndf__cu(const char **why);
+const ndf__nvrtc_api *ndf__nvrtc(const char **why);
+
+#endif

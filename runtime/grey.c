@@ -1,0 +1,341 @@
+/*
+ * grey.c -- grey erosion and dilation: validation, scipy's argument
+ * conventions, and dispatch to the CPU or CUDA backend.
+ *
+ * scipy.ndimage (_morphology.py, _filters.py:_min_or_max_filter) defines:
+ *   erosion   out[x] = min_k in[x + k - (s//2 + o)]  (- structure[k])
+ *   dilation  = the maximum filter with footprint and structure reflected on
+ *               every axis and origin o -> -o - (1 if s is even else 0).
+ * A flat element that is a full box (size=, or an all-true footprint, no
+ * structure) is separable; on such size-1 axes scipy ignores the origin.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+void ndf_grey_options_init(ndf_grey_options *opt) {
+  if (!opt) return;
+  memset(opt, 0, sizeof *opt);
+  opt->mode = NDF_MODE_REFLECT;
+  opt->nan_policy = NDF_NAN_PROPAGATE;
+}
+
+void ndf__grey_geom_free(ndf__grey_geom *g) {
+  free(g->taps);
+  free(g->w_first);
+  free(g->w_cast);
+  g->taps = NULL;
+  g->w_first = g->w_cast = NULL;
+}
+
+/* Reads element i (raster order) of a host array of any dtype and strides as a double. */
+static double host_value(const ndf_array *a, int64_t i) {
+  int64_t off = 0;
+  for (int d = a->ndim - 1; d >= 0; d--) {
+    int64_t c = i % a->shape[d];
+    i /= a->shape[d];
+    off += c * a->strides[d];
+  }
+  const char *p = (const char *)a->data + off * (int64_t)ndf_dtype_size(a->dtype);
+  switch (a->dtype) {
+    case NDF_BOOL: case NDF_UINT8: return *(const uint8_t *)p;
+    case NDF_INT8: return *(const int8_t *)p;
+    case NDF_UINT16: return *(const uint16_t *)p;
+    case NDF_INT16: return *(const int16_t *)p;
+    case NDF_UINT32: return *(const uint32_t *)p;
+    case NDF_INT32: return *(const int32_t *)p;
+    case NDF_FLOAT32: return *(const float *)p;
+    case NDF_FLOAT64: return *(const double *)p;
+    default: return 0;
+  }
+}
+
+/* Checks a structuring-element array: on the host, one axis per spatial axis. */
+static ndf_status check_element(ndf_ctx *ctx, const char *name, const char *arg, const ndf_array *a, int nsp) {
+  if (a->device != NDF_DEVICE_CPU)
+    return ndf__argerror(ctx, name, arg, "must be a CPU (host) array");
+  if (!ndf_dtype_size(a->dtype)) return ndf__argerror(ctx, name, arg, "unknown dtype %d", (int)a->dtype);
+  if (a->ndim != nsp)
+    return ndf__argerror(ctx, name, arg, "rank %d does not match the %d spatial axes of the input", a->ndim, nsp);
+  for (int d = 0; d < a->ndim; d++)
+    if (a->shape[d] < 1)
+      return ndf__argerror(ctx, name, arg, "shape[%d]=%lld is empty", d, (long long)a->shape[d]);
+  if (!a->data) return ndf__argerror(ctx, name, arg, "NULL data");
+  return NDF_OK;
+}
+
+/* Valid user origins for an element axis of size s, as scipy checks them. */
+static void origin_range(ndf__minmax op, int64_t s, int64_t *lo, int64_t *hi) {
+  if (op == NDF__MIN) {
+    *lo = -(s / 2);
+    *hi = (s - 1) / 2;
+  } else { /* o' = -o - even must lie in [-(s/2), (s-1)/2] */
+    int64_t even = (s % 2 == 0);
+    *lo = -((s - 1) / 2) - even;
+    *hi = s / 2 - even;
+  }
+}
+
+static ndf_status check_origin(ndf_ctx *ctx, const char *name, ndf__minmax op, int d, int64_t s, int64_t o) {
+  int64_t lo, hi;
+  origin_range(op, s, &lo, &hi);
+  if (o < lo || o > hi)
+    return ndf__argerror(ctx, name, "origin", "origin[%d]=%lld is outside the element of size %lld (valid %lld..%lld)",
+                         d, (long long)o, (long long)s, (long long)lo, (long long)hi);
+  return NDF_OK;
+}
+
+ndf_status ndf__grey_prepare(ndf_ctx *ctx, const char *name, ndf__minmax op, ndf_dtype dtype, int ndim,
+                             const int64_t *shape, const ndf_grey_options *opt, ndf__grey_geom *g) {
+  memset(g, 0, sizeof *g);
+  g->op = op;
+  if (opt->batch_dims < 0 || opt->batch_dims >= ndim)
+    return ndf__argerror(ctx, name, "batch_dims", "%d must be in 0..%d for an input of rank %d", opt->batch_dims,
+                         ndim - 1, ndim);
+  const int nsp = ndim - opt->batch_dims;
+  if (nsp > NDF_MAX_SPATIAL)
+    return ndf__argerror(ctx, name, "batch_dims", "%d spatial axes; at most %d are supported", nsp, NDF_MAX_SPATIAL);
+  g->nsp = nsp;
+  g->batch_dims = opt->batch_dims;
+  if ((unsigned)opt->mode >= NDF_MODE_COUNT) return ndf__argerror(ctx, name, "mode", "unknown mode %d", (int)opt->mode);
+  g->mode = opt->mode;
+  if (opt->nan_policy != NDF_NAN_PROPAGATE)
+    return ndf__argerror(ctx, name, "nan_policy", "unknown policy %d", (int)opt->nan_policy);
+  if (!ndf__dtype_is_float(dtype)) {
+    double lo, hi;
+    ndf__dtype_range(dtype, &lo, &hi);
+    if (!isfinite(opt->cval) || trunc(opt->cval) < lo || trunc(opt->cval) > hi)
+      return ndf__argerror(ctx, name, "cval", "%g is not representable as %s", opt->cval, ndf_dtype_name(dtype));
+  }
+  g->cval = ndf__convert_value(dtype, opt->cval);
+
+  const ndf_array *fp = opt->footprint, *st = opt->structure;
+  if (opt->nsize == 0 && !fp && !st)
+    return ndf__argerror(ctx, name, "size", "one of size, footprint or structure must be given");
+  if (opt->nsize != 0 && opt->nsize != 1 && opt->nsize != nsp)
+    return ndf__argerror(ctx, name, "size", "%d values for %d spatial axes (give 1 or %d)", opt->nsize, nsp, nsp);
+  int64_t size[NDF_MAX_SPATIAL];
+  for (int d = 0; d < nsp && opt->nsize; d++) {
+    size[d] = opt->size[opt->nsize == 1 ? 0 : d];
+    if (size[d] < 1) return ndf__argerror(ctx, name, "size", "size[%d]=%lld must be >= 1", d, (long long)size[d]);
+  }
+  if (opt->norigin != 0 && opt->norigin != 1 && opt->norigin != nsp)
+    return ndf__argerror(ctx, name, "origin", "%d values for %d spatial axes (give 1 or %d)", opt->norigin, nsp, nsp);
+  int64_t origin[NDF_MAX_SPATIAL];
+  for (int d = 0; d < nsp; d++) origin[d] = opt->norigin ? opt->origin[opt->norigin == 1 ? 0 : d] : 0;
+
+  ndf_status s;
+  if (fp && (s = check_element(ctx, name, "footprint", fp, nsp)) != NDF_OK) return s;
+  if (st && (s = check_element(ctx, name, "structure", st, nsp)) != NDF_OK) return s;
+  if (fp && st)
+    for (int d = 0; d < nsp; d++)
+      if (fp->shape[d] != st->shape[d])
+        return ndf__argerror(ctx, name, "structure", "shape[%d]=%lld differs from footprint shape %lld", d,
+                             (long long)st->shape[d], (long long)fp->shape[d]);
+
+  /* Element shape, and whether it is a flat full box. */
+  int64_t es[NDF_MAX_SPATIAL];
+  int64_t count = 1;
+  for (int d = 0; d < nsp; d++) {
+    es[d] = fp ? fp->shape[d] : st ? st->shape[d] : size[d];
+    if (es[d] > (int64_t)1 << 30) return ndf__argerror(ctx, name, fp ? "footprint" : "size", "axis %d is too large", d);
+    count *= es[d];
+    if (count > (int64_t)1 << 26) return ndf__argerror(ctx, name, fp ? "footprint" : "size", "element has more than 2^26 taps");
+  }
+  int64_t active = count;
+  if (fp) {
+    active = 0;
+    for (int64_t i = 0; i < count; i++) active += host_value(fp, i) != 0;
+    if (active == 0) return ndf__argerror(ctx, name, "footprint", "all-zero footprint is not supported");
+  }
+  if (st && !ndf__dtype_is_float(dtype)) {
+    for (int64_t i = 0; i < count; i++)
+      if (!isfinite(host_value(st, i)))
+        return ndf__argerror(ctx, name, "structure", "non-finite value for an integer input");
+  }
+  g->is_box = !st && active == count;
+
+  /* Dilation: origin -> -origin - (even size). */
+  int64_t o2[NDF_MAX_SPATIAL];
+  for (int d = 0; d < nsp; d++) o2[d] = op == NDF__MAX ? -origin[d] - (es[d] % 2 == 0) : origin[d];
+
+  if (g->is_box) {
+    for (int d = 0; d < nsp; d++) {
+      g->box[d] = es[d];
+      if (es[d] == 1) continue; /* scipy's separable path skips size-1 axes, origin included */
+      if ((s = check_origin(ctx, name, op, d, es[d], origin[d])) != NDF_OK) return s;
+      g->lo[d] = -(es[d] / 2 + o2[d]);
+      g->rad_lo[d] = (int32_t)g->lo[d];
+      g->rad_hi[d] = (int32_t)(g->lo[d] + es[d] - 1);
+    }
+    g->ntaps = count;
+    return NDF_OK;
+  }
+  for (int d = 0; d < nsp; d++)
+    if ((s = check_origin(ctx, name, op, d, es[d], origin[d])) != NDF_OK) return s;
+
+  g->ntaps = active;
+  g->taps = malloc((size_t)active * nsp * sizeof *g->taps);
+  g->has_weights = st != NULL;
+  if (st) {
+    g->w_first = malloc((size_t)active * sizeof(double));
+    g->w_cast = malloc((size_t)active * sizeof(double));
+  }
+  if (!g->taps || (st && (!g->w_first || !g->w_cast))) {
+    ndf__grey_geom_free(g);
+    return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory for the element", name);
+  }
+  for (int d = 0; d < nsp; d++) {
+    g->rad_lo[d] = INT32_MAX;
+    g->rad_hi[d] = INT32_MIN;
+  }
+  /* Taps in raster order of the (for dilation: reflected) element. */
+  int64_t k = 0;
+  for (int64_t i = 0; i < count; i++) {
+    int64_t c[NDF_MAX_SPATIAL], r = i, src = 0;
+    for (int d = nsp - 1; d >= 0; d--) {
+      c[d] = r % es[d];
+      r /= es[d];
+    }
+    /* Index of the element value that lands at c: reflected for dilation. */
+    for (int d = 0; d < nsp; d++) src = src * es[d] + (op == NDF__MAX ? es[d] - 1 - c[d] : c[d]);
+    if (fp && host_value(fp, src) == 0) continue;
+    for (int d = 0; d < nsp; d++) {
+      int32_t off = (int32_t)(c[d] - (es[d] / 2 + o2[d]));
+      g->taps[k * nsp + d] = off;
+      if (off < g->rad_lo[d]) g->rad_lo[d] = off;
+      if (off > g->rad_hi[d]) g->rad_hi[d] = off;
+    }
+    if (st) {
+      double w = host_value(st, src);
+      w = op == NDF__MIN ? -w : w;
+      g->w_first[k] = w;
+      g->w_cast[k] = dtype == NDF_FLOAT64 ? w : dtype == NDF_FLOAT32 ? (double)(float)w : trunc(w);
+    }
+    k++;
+  }
+  return NDF_OK;
+}
+
+/* Byte extent [lo, hi) an array touches. */
+static void extent(const ndf_array *a, intptr_t *lo, intptr_t *hi) {
+  intptr_t base = (intptr_t)a->data, l = base, h = base;
+  intptr_t es = (intptr_t)ndf_dtype_size(a->dtype);
+  for (int d = 0; d < a->ndim; d++) {
+    intptr_t span = (intptr_t)((a->shape[d] - 1) * a->strides[d]) * es;
+    if (span < 0) l += span; else h += span;
+  }
+  *lo = l;
+  *hi = h + es;
+}
+
+/* 1 if no two elements of a share memory (a proper, non-overlapping layout). */
+static int layout_is_proper(const ndf_array *a) {
+  int idx[NDF_MAX_NDIM], n = 0;
+  for (int d = 0; d < a->ndim; d++) if (a->shape[d] > 1) idx[n++] = d;
+  for (int i = 1; i < n; i++) /* sort by |stride| */
+    for (int j = i; j > 0 && llabs(a->strides[idx[j]]) < llabs(a->strides[idx[j - 1]]); j--) {
+      int t = idx[j]; idx[j] = idx[j - 1]; idx[j - 1] = t;
+    }
+  int64_t need = 1;
+  for (int i = 0; i < n; i++) {
+    if (llabs(a->strides[idx[i]]) < need) return 0;
+    need = llabs(a->strides[idx[i]]) * a->shape[idx[i]];
+  }
+  return 1;
+}
+
+static ndf_status check_arrays(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *out) {
+  if (!in) return ndf__argerror(ctx, name, "input", "NULL");
+  if (!out) return ndf__argerror(ctx, name, "output", "NULL");
+  if (in->dtype == NDF_BOOL || !ndf_dtype_size(in->dtype))
+    return ndf__argerror(ctx, name, "input", "dtype %s is not supported (uint8, int8, uint16, int16, uint32, int32, float32, float64)",
+                         ndf_dtype_name(in->dtype) ? ndf_dtype_name(in->dtype) : "unknown");
+  if (out->dtype != in->dtype)
+    return ndf__argerror(ctx, name, "output", "dtype %s differs from the input dtype %s",
+                         ndf_dtype_name(out->dtype) ? ndf_dtype_name(out->dtype) : "unknown", ndf_dtype_name(in->dtype));
+  if (in->ndim < 1 || in->ndim > NDF_MAX_NDIM)
+    return ndf__argerror(ctx, name, "input", "rank %d is not in 1..%d", in->ndim, NDF_MAX_NDIM);
+  if (out->ndim != in->ndim)
+    return ndf__argerror(ctx, name, "output", "rank %d differs from the input rank %d", out->ndim, in->ndim);
+  for (int d = 0; d < in->ndim; d++) {
+    if (in->shape[d] < 0) return ndf__argerror(ctx, name, "input", "shape[%d]=%lld is negative", d, (long long)in->shape[d]);
+    if (out->shape[d] != in->shape[d])
+      return ndf__argerror(ctx, name, "output", "shape[%d]=%lld differs from the input shape %lld", d,
+                           (long long)out->shape[d], (long long)in->shape[d]);
+  }
+  if (in->device != out->device || in->device_id != out->device_id)
+    return ndf__argerror(ctx, name, "output", "lives on another device than the input");
+  if (in->device != NDF_DEVICE_CPU && in->device != NDF_DEVICE_CUDA)
+    return ndf__argerror(ctx, name, "input", "unknown device type %d", (int)in->device);
+  if (in->device == NDF_DEVICE_CUDA && !ctx->has_cuda)
+    return ndf__error(ctx, NDF_ENODEV, "%s: the arrays are on a CUDA device but the context has none", name);
+  if (in->device == NDF_DEVICE_CUDA && in->device_id != ctx->opt.device)
+    return ndf__argerror(ctx, name, "input", "on CUDA device %d, the context uses device %d", in->device_id, ctx->opt.device);
+  if (ndf_array_size(in) == 0) return NDF_OK;
+  if (!in->data) return ndf__argerror(ctx, name, "input", "NULL data");
+  if (!out->data) return ndf__argerror(ctx, name, "output", "NULL data");
+  if (!layout_is_proper(out)) return ndf__argerror(ctx, name, "output", "its strides make elements overlap");
+  intptr_t il, ih, ol, oh;
+  extent(in, &il, &ih);
+  extent(out, &ol, &oh);
+  if (il < oh && ol < ih) return ndf__argerror(ctx, name, "output", "overlaps the input (in-place filtering is not supported)");
+  return NDF_OK;
+}
+
+static ndf_status grey(ndf_ctx *ctx, const char *name, ndf__minmax op, const ndf_array *in, ndf_array *out,
+                       const ndf_grey_options *opt) {
+  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
+  ndf__clear_error(ctx);
+  ndf_status s = check_arrays(ctx, name, in, out);
+  if (s != NDF_OK) return s;
+  if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
+  ndf__grey_geom g;
+  if ((s = ndf__grey_prepare(ctx, name, op, in->dtype, in->ndim, in->shape, opt, &g)) != NDF_OK) return s;
+  if (ndf_array_size(in) > 0)
+    s = in->device == NDF_DEVICE_CPU ? ndf__grey_cpu(ctx, in, out, &g) : ndf__grey_cuda(ctx, name, in, out, &g);
+  ndf__grey_geom_free(&g);
+  return s;
+}
+
+ndf_status ndf_grey_erosion(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, const ndf_grey_options *opt) {
+  return grey(ctx, "ndf_grey_erosion", NDF__MIN, input, output, opt);
+}
+
+ndf_status ndf_grey_dilation(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, const ndf_grey_options *opt) {
+  return grey(ctx, "ndf_grey_dilation", NDF__MAX, input, output, opt);
+}
+
+ndf_status ndf_cache_warm(ndf_ctx *ctx, const char *arch, const char *op, ndf_dtype dtype, int ndim,
+                          const ndf_grey_options *opt, int *compiled) {
+  static const char *name = "ndf_cache_warm";
+  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
+  ndf__clear_error(ctx);
+  if (compiled) *compiled = 0;
+  if (!arch || strncmp(arch, "sm_", 3) != 0 || atoi(arch + 3) < 50)
+    return ndf__argerror(ctx, name, "arch", "'%s' is not an architecture like sm_90", arch ? arch : "(null)");
+  if (!op) return ndf__argerror(ctx, name, "op", "NULL");
+  ndf__minmax mm;
+  if (strcmp(op, "grey_erosion") == 0) mm = NDF__MIN;
+  else if (strcmp(op, "grey_dilation") == 0) mm = NDF__MAX;
+  else return ndf__argerror(ctx, name, "op", "unknown op '%s' (grey_erosion, grey_dilation)", op);
+  if (dtype == NDF_BOOL || !ndf_dtype_size(dtype)) return ndf__argerror(ctx, name, "dtype", "unsupported dtype %d", (int)dtype);
+  if (ndim < 1 || ndim > NDF_MAX_NDIM) return ndf__argerror(ctx, name, "ndim", "%d is not in 1..%d", ndim, NDF_MAX_NDIM);
+  if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
+  int64_t shape[NDF_MAX_NDIM];
+  for (int d = 0; d < ndim; d++) shape[d] = 64;
+  ndf__grey_geom g;
+  ndf_status s = ndf__grey_prepare(ctx, name, mm, dtype, ndim, shape, opt, &g);
+  if (s != NDF_OK) return s;
+  ndf__kernel_req reqs[16];
+  int n = ndf__grey_cuda_requests(&g, dtype, ndim, reqs, 16);
+  for (int i = 0; i < n && s == NDF_OK; i++) {
+    int c = 0;
+    s = ndf__jit_warm(ctx, name, &reqs[i], arch, &c);
+    if (compiled) *compiled += c;
+  }
+  ndf__grey_geom_free(&g);
+  return s;
+}

@@ -1,0 +1,287 @@
+/*
+ * grey_cpu.c -- the CPU backend of grey erosion/dilation: the reference the
+ * GPU is tested against, itself tested against scipy.ndimage.
+ *
+ * Flat boxes run as separable passes (one per axis with extent > 1), like
+ * scipy; other elements visit every tap, with precomputed linear offsets
+ * where the element lies inside the image and the boundary mode elsewhere.
+ * Rows are spread over OpenMP threads.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Maps coordinate i into [0, n) for mode, or -1 for constant mode outside
+ * (the same periodic extension as templates/ndf_common.cuh). */
+static inline int64_t map_coord(int64_t i, int64_t n, ndf_mode mode) {
+  if (i >= 0 && i < n) return i;
+  if (mode == NDF_MODE_CONSTANT) return -1;
+  if (mode == NDF_MODE_NEAREST || n == 1) return i < 0 ? 0 : n - 1;
+  if (mode == NDF_MODE_WRAP) {
+    int64_t r = i % n;
+    return r < 0 ? r + n : r;
+  }
+  if (mode == NDF_MODE_REFLECT) {
+    int64_t p = 2 * n, r = i % p;
+    if (r < 0) r += p;
+    return r < n ? r : p - 1 - r;
+  }
+  int64_t p = 2 * n - 2, r = i % p; /* mirror */
+  if (r < 0) r += p;
+  return r < n ? r : p - r;
+}
+
+static int nthreads(const ndf_ctx *ctx) { return ctx->opt.cpu_threads > 0 ? ctx->opt.cpu_threads : 0; }
+
+/* NaN-propagating min/max for floats, plain for integers (IS_FLOAT is a constant). */
+#define PICK(IS_FLOAT, op, a, b)                                                     \
+  ((op) == NDF__MIN ? (((b) < (a) || (IS_FLOAT && (b) != (b))) ? (b) : (a))         \
+                    : (((b) > (a) || (IS_FLOAT && (b) != (b))) ? (b) : (a)))
+
+/* One instantiation per dtype: X(type, suffix, is_float, kind) */
+#define NDF_CPU_TYPES(X)                  \
+  X(uint8_t, u8, 0, 0)                    \
+  X(int8_t, i8, 0, 0)                     \
+  X(uint16_t, u16, 0, 0)                  \
+  X(int16_t, i16, 0, 0)                   \
+  X(uint32_t, u32, 0, 0)                  \
+  X(int32_t, i32, 0, 0)                   \
+  X(float, f32, 1, 1)                     \
+  X(double, f64, 1, 2)
+
+/* scipy's weighted tap arithmetic (see templates/grey_taps.cu). */
+static inline double sat(double v, double lo, double hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+#define DEFINE_CPU(T, SUF, IS_FLOAT, KIND)                                                                  \
+  static inline double wtap_##SUF(T v, double wc, double lo, double hi) {                                  \
+    if (KIND == 1) return (double)((float)v + (float)wc);                                                  \
+    if (KIND == 2) return (double)v + wc;                                                                  \
+    return sat((double)v + wc, lo, hi);                                                                    \
+  }                                                                                                        \
+  static inline T outv_##SUF(double acc, double lo, double hi) {                                           \
+    if (KIND == 0) return (T)sat(trunc(acc), lo, hi);                                                      \
+    return (T)acc;                                                                                         \
+  }                                                                                                        \
+  /* General element: taps with linear offsets inside, the mode at the border. */                         \
+  static int taps_##SUF(const ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf__grey_geom *g,  \
+                         int64_t ntaps, const int32_t *taps, const double *wf, const double *wc) {         \
+    const int ndim = in->ndim, nsp = g->nsp, nb = ndim - nsp, L = ndim - 1, Ls = nsp - 1;                  \
+    const T *src = in->data;                                                                               \
+    T *dst = out->data;                                                                                    \
+    const ndf__minmax op = g->op;                                                                          \
+    const T cv = (T)g->cval;                                                                               \
+    double lo = 0, hi = 0;                                                                                 \
+    ndf__dtype_range(in->dtype, &lo, &hi);                                                                 \
+    int64_t *loff = malloc((size_t)ntaps * sizeof *loff);                                                  \
+    if (!loff) return -1;                                                                                  \
+    int32_t rlo[NDF_MAX_SPATIAL], rhi[NDF_MAX_SPATIAL];                                                    \
+    for (int d = 0; d < nsp; d++) { rlo[d] = INT32_MAX; rhi[d] = INT32_MIN; }                              \
+    for (int64_t k = 0; k < ntaps; k++) {                                                                  \
+      int64_t o = 0;                                                                                       \
+      for (int d = 0; d < nsp; d++) {                                                                      \
+        int32_t t = taps[k * nsp + d];                                                                     \
+        o += (int64_t)t * in->strides[nb + d];                                                             \
+        if (t < rlo[d]) rlo[d] = t;                                                                        \
+        if (t > rhi[d]) rhi[d] = t;                                                                        \
+      }                                                                                                    \
+      loff[k] = o;                                                                                         \
+    }                                                                                                      \
+    const int64_t nx = in->shape[L];                                                                       \
+    int64_t nrows = 1;                                                                                     \
+    for (int d = 0; d < L; d++) nrows *= in->shape[d];                                                     \
+    int64_t xa = -rlo[Ls] > 0 ? -rlo[Ls] : 0, xb = nx - (rhi[Ls] > 0 ? rhi[Ls] : 0);                      \
+    if (xb < xa) xb = xa;                                                                                  \
+    _Pragma("omp parallel for schedule(dynamic, 8) num_threads(nthreads(ctx) ? nthreads(ctx) : omp_threads())") \
+    for (int64_t row = 0; row < nrows; row++) {                                                            \
+      int64_t c[NDF_MAX_NDIM], r = row, ib = 0, ob = 0, ispat = 0;                                         \
+      int inside = 1;                                                                                      \
+      for (int d = L - 1; d >= 0; d--) {                                                                   \
+        c[d] = r % in->shape[d];                                                                           \
+        r /= in->shape[d];                                                                                 \
+        ob += c[d] * out->strides[d];                                                                      \
+        if (d >= nb) {                                                                                     \
+          ispat += c[d] * in->strides[d];                                                                  \
+          inside &= c[d] + rlo[d - nb] >= 0 && c[d] + rhi[d - nb] < in->shape[d];                          \
+        } else {                                                                                           \
+          ib += c[d] * in->strides[d];                                                                     \
+        }                                                                                                  \
+      }                                                                                                    \
+      const T *img = src + ib;                                                                             \
+      for (int64_t x = 0; x < nx; x++) {                                                                   \
+        const int fast = inside && x >= xa && x < xb;                                                      \
+        const T *base = img + ispat + x * in->strides[L];                                                  \
+        double dacc = 0;                                                                                   \
+        T acc = cv;                                                                                        \
+        for (int64_t k = 0; k < ntaps; k++) {                                                              \
+          T v;                                                                                             \
+          if (fast) {                                                                                      \
+            v = base[loff[k]];                                                                             \
+          } else {                                                                                         \
+            int64_t off = 0;                                                                               \
+            int outside = 0;                                                                               \
+            for (int d = 0; d < nsp; d++) {                                                                \
+              int64_t cc = (d == Ls ? x : c[nb + d]) + taps[k * nsp + d];                                  \
+              int64_t m = map_coord(cc, in->shape[nb + d], g->mode);                                       \
+              outside |= m < 0;                                                                            \
+              off += m * in->strides[nb + d];                                                              \
+            }                                                                                              \
+            v = outside ? cv : img[off];                                                                   \
+          }                                                                                                \
+          if (wf) {                                                                                        \
+            double t = k == 0 ? (double)v + wf[0] : wtap_##SUF(v, wc[k], lo, hi);                          \
+            dacc = k == 0 ? t : PICK(1, op, dacc, t);                                                      \
+          } else {                                                                                         \
+            acc = k == 0 ? v : PICK(IS_FLOAT, op, acc, v);                                                 \
+          }                                                                                                \
+        }                                                                                                  \
+        dst[ob + x * out->strides[L]] = wf ? outv_##SUF(dacc, lo, hi) : acc;                               \
+      }                                                                                                    \
+    }                                                                                                      \
+    free(loff);                                                                                            \
+    return 0;                                                                                              \
+  }                                                                                                        \
+  /* One separable pass along axis a of contiguous arrays: window [lo, lo+K). */                           \
+  static void pass_##SUF(const ndf_ctx *ctx, const T *src, T *dst, const int64_t *shape, int ndim, int a,   \
+                         int64_t K, int64_t lo, ndf_mode mode, ndf__minmax op, T cv) {                     \
+    int64_t inner = 1, outer = 1, n = shape[a];                                                            \
+    for (int d = a + 1; d < ndim; d++) inner *= shape[d];                                                  \
+    for (int d = 0; d < a; d++) outer *= shape[d];                                                         \
+    if (inner == 1) {                                                                                      \
+      _Pragma("omp parallel num_threads(nthreads(ctx) ? nthreads(ctx) : omp_threads())")                   \
+      {                                                                                                    \
+        T *ext = malloc((size_t)(n + K) * sizeof(T));                                                      \
+        _Pragma("omp for schedule(static)")                                                                \
+        for (int64_t o = 0; o < outer; o++) {                                                              \
+          if (!ext) continue;                                                                              \
+          const T *s = src + o * n;                                                                        \
+          T *t = dst + o * n;                                                                              \
+          for (int64_t j = 0; j < n + K - 1; j++) {                                                        \
+            int64_t m = map_coord(j + lo, n, mode);                                                        \
+            ext[j] = m < 0 ? cv : s[m];                                                                    \
+          }                                                                                                \
+          for (int64_t x = 0; x < n; x++) {                                                                \
+            T m = ext[x];                                                                                  \
+            for (int64_t k = 1; k < K; k++) m = PICK(IS_FLOAT, op, m, ext[x + k]);                         \
+            t[x] = m;                                                                                      \
+          }                                                                                                \
+        }                                                                                                  \
+        free(ext);                                                                                         \
+      }                                                                                                    \
+      return;                                                                                              \
+    }                                                                                                      \
+    _Pragma("omp parallel for schedule(static) num_threads(nthreads(ctx) ? nthreads(ctx) : omp_threads())") \
+    for (int64_t oi = 0; oi < outer * n; oi++) {                                                           \
+      const int64_t o = oi / n, i = oi % n;                                                                \
+      T *t = dst + oi * inner;                                                                             \
+      for (int64_t k = 0; k < K; k++) {                                                                    \
+        int64_t m = map_coord(i + lo + k, n, mode);                                                        \
+        const T *s = src + (o * n + (m < 0 ? 0 : m)) * inner;                                              \
+        if (k == 0) {                                                                                      \
+          if (m < 0) for (int64_t j = 0; j < inner; j++) t[j] = cv;                                        \
+          else memcpy(t, s, (size_t)inner * sizeof(T));                                                    \
+        } else if (m < 0) {                                                                                \
+          for (int64_t j = 0; j < inner; j++) t[j] = PICK(IS_FLOAT, op, t[j], cv);                         \
+        } else {                                                                                           \
+          for (int64_t j = 0; j < inner; j++) t[j] = PICK(IS_FLOAT, op, t[j], s[j]);                       \
+        }                                                                                                  \
+      }                                                                                                    \
+    }                                                                                                      \
+  }
+
+#ifdef _OPENMP
+#include <omp.h>
+static int omp_threads(void) { return omp_get_max_threads(); }
+#else
+static int omp_threads(void) { return 1; }
+#endif
+
+NDF_CPU_TYPES(DEFINE_CPU)
+
+typedef int (*taps_fn)(const ndf_ctx *, const ndf_array *, ndf_array *, const ndf__grey_geom *, int64_t,
+                        const int32_t *, const double *, const double *);
+
+static taps_fn taps_for(ndf_dtype t) {
+  switch (t) {
+    case NDF_UINT8: return taps_u8;
+    case NDF_INT8: return taps_i8;
+    case NDF_UINT16: return taps_u16;
+    case NDF_INT16: return taps_i16;
+    case NDF_UINT32: return taps_u32;
+    case NDF_INT32: return taps_i32;
+    case NDF_FLOAT32: return taps_f32;
+    case NDF_FLOAT64: return taps_f64;
+    default: return NULL;
+  }
+}
+
+/* Runs one separable pass for dtype t. */
+static void pass_any(const ndf_ctx *ctx, ndf_dtype t, const void *src, void *dst, const int64_t *shape, int ndim,
+                     int a, int64_t K, int64_t lo, const ndf__grey_geom *g) {
+  switch (t) {
+    case NDF_UINT8: pass_u8(ctx, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (uint8_t)g->cval); break;
+    case NDF_INT8: pass_i8(ctx, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (int8_t)g->cval); break;
+    case NDF_UINT16: pass_u16(ctx, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (uint16_t)g->cval); break;
+    case NDF_INT16: pass_i16(ctx, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (int16_t)g->cval); break;
+    case NDF_UINT32: pass_u32(ctx, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (uint32_t)g->cval); break;
+    case NDF_INT32: pass_i32(ctx, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (int32_t)g->cval); break;
+    case NDF_FLOAT32: pass_f32(ctx, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (float)g->cval); break;
+    case NDF_FLOAT64: pass_f64(ctx, src, dst, shape, ndim, a, K, lo, g->mode, g->op, g->cval); break;
+    default: break;
+  }
+}
+
+static ndf_status box_cpu(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf__grey_geom *g) {
+  const int ndim = in->ndim, nb = ndim - g->nsp;
+  const size_t es = ndf_dtype_size(in->dtype);
+  const int64_t n = ndf_array_size(in);
+  int axes[NDF_MAX_SPATIAL], npass = 0;
+  for (int d = 0; d < g->nsp; d++)
+    if (g->box[d] > 1) axes[npass++] = d;
+  if (npass == 0) {
+    ndf__host_copy(out, in);
+    return NDF_OK;
+  }
+  /* Work on contiguous buffers: the input (packed if strided), a ping-pong
+   * buffer, and the output (or a buffer copied into it when it is strided). */
+  const int out_c = ndf_array_is_contiguous(out), in_c = ndf_array_is_contiguous(in);
+  void *packed = NULL, *tmp = NULL, *obuf = NULL;
+  if (!in_c) packed = malloc((size_t)n * es);
+  if (npass > 1) tmp = malloc((size_t)n * es);
+  if (!out_c) obuf = malloc((size_t)n * es);
+  if ((!in_c && !packed) || (npass > 1 && !tmp) || (!out_c && !obuf)) {
+    free(packed); free(tmp); free(obuf);
+    return ndf__error(ctx, NDF_ENOMEM, "ndforge: out of host memory for a %lld-element temporary", (long long)n);
+  }
+  ndf_array c;
+  if (!in_c) {
+    ndf_array_init(&c, packed, NDF_DEVICE_CPU, in->dtype, ndim, in->shape);
+    ndf__host_copy(&c, in);
+  }
+  const void *src = in_c ? in->data : packed;
+  void *final = out_c ? out->data : obuf;
+  for (int i = 0; i < npass; i++) {
+    void *dst = ((npass - 1 - i) % 2 == 0) ? final : tmp;
+    int a = axes[i];
+    pass_any(ctx, in->dtype, src, dst, in->shape, ndim, nb + a, g->box[a], g->lo[a], g);
+    src = dst;
+  }
+  if (!out_c) {
+    ndf_array_init(&c, obuf, NDF_DEVICE_CPU, in->dtype, ndim, in->shape);
+    ndf__host_copy(out, &c);
+  }
+  free(packed);
+  free(tmp);
+  free(obuf);
+  return NDF_OK;
+}
+
+ndf_status ndf__grey_cpu(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf__grey_geom *g) {
+  if (g->is_box) return box_cpu(ctx, in, out, g);
+  taps_fn fn = taps_for(in->dtype);
+  if (!fn) return ndf__error(ctx, NDF_EINTERNAL, "ndforge: no CPU kernel for dtype %d", (int)in->dtype);
+  if (fn(ctx, in, out, g, g->ntaps, g->taps, g->w_first, g->w_cast) != 0)
+    return ndf__error(ctx, NDF_ENOMEM, "ndforge: out of host memory for the tap table");
+  return NDF_OK;
+}

@@ -1,0 +1,305 @@
+/*
+ * grey_cuda.c -- the CUDA backend of grey erosion/dilation: picks a kernel
+ * per element class, requests its specialization from the JIT and launches
+ * it on the context's stream.
+ *
+ *   flat box, extents <= 7 on the last three spatial axes
+ *       -> grey_box (one fused pass) + one grey_taps line pass per other
+ *          spatial axis with extent > 1;
+ *   other flat boxes -> one grey_taps line pass per axis with extent > 1;
+ *   any other element -> grey_taps with the element's tap table.
+ * Separable passes are exact for min/max in every mode (cval padding and NaN
+ * propagation commute with the axis-wise reduction).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define BOX_MAX 7
+#define BOX_TY 8
+#define BOX_VX 4
+
+static int kind_of(ndf_dtype t) { return t == NDF_FLOAT32 ? 1 : t == NDF_FLOAT64 ? 2 : 0; }
+
+static void req_taps(ndf__kernel_req *r, ndf_dtype dtype, int nsp, ndf__minmax op, ndf_mode mode, int weighted) {
+  double lo, hi;
+  ndf__dtype_range(dtype, &lo, &hi);
+  ndf__req_init(r, "grey_taps", "ndf_grey_taps");
+  ndf__req_set(r, "T", "%s", ndf__dtype_ctype(dtype));
+  ndf__req_set(r, "NDIM", "%d", nsp);
+  ndf__req_set(r, "OP", "%d", (int)op);
+  ndf__req_set(r, "MODE", "%d", (int)mode);
+  ndf__req_set(r, "WEIGHTED", "%d", weighted);
+  ndf__req_set(r, "KIND", "%d", kind_of(dtype));
+  ndf__req_set(r, "T_LO", "%.1f", ndf__dtype_is_float(dtype) ? 0.0 : lo);
+  ndf__req_set(r, "T_HI", "%.1f", ndf__dtype_is_float(dtype) ? 0.0 : hi);
+}
+
+static void req_box(ndf__kernel_req *r, ndf_dtype dtype, ndf__minmax op, ndf_mode mode, const int k[3], int zc) {
+  ndf__req_init(r, "grey_box", "ndf_grey_box");
+  ndf__req_set(r, "T", "%s", ndf__dtype_ctype(dtype));
+  ndf__req_set(r, "OP", "%d", (int)op);
+  ndf__req_set(r, "MODE", "%d", (int)mode);
+  ndf__req_set(r, "KZ", "%d", k[0]);
+  ndf__req_set(r, "KY", "%d", k[1]);
+  ndf__req_set(r, "KX", "%d", k[2]);
+  ndf__req_set(r, "TY", "%d", BOX_TY);
+  ndf__req_set(r, "VX", "%d", BOX_VX);
+  ndf__req_set(r, "ZC", "%d", zc);
+}
+
+/* Number of trailing spatial axes the fused box kernel covers (0 = none). */
+static int box_fused_axes(const ndf__grey_geom *g) {
+  if (!g->is_box) return 0;
+  int n = g->nsp < 3 ? g->nsp : 3;
+  for (int d = g->nsp - n; d < g->nsp; d++)
+    if (g->box[d] > BOX_MAX) return 0;
+  return n;
+}
+
+/* Box extents (KZ, KY, KX) of the fused axes, 1 where absent. */
+static void box_k(const ndf__grey_geom *g, int nf, int k[3], int lo[3]) {
+  for (int i = 0; i < 3; i++) {
+    int d = g->nsp - 3 + i;
+    k[i] = (d >= g->nsp - nf && d >= 0) ? (int)g->box[d] : 1;
+    lo[i] = (d >= g->nsp - nf && d >= 0) ? (int)g->lo[d] : 0;
+  }
+}
+
+int ndf__grey_cuda_requests(const ndf__grey_geom *g, ndf_dtype dtype, int ndim, ndf__kernel_req *reqs, int max) {
+  int n = 0, nf = box_fused_axes(g);
+  if (nf) {
+    int k[3], lo[3];
+    box_k(g, nf, k, lo);
+    if (n < max) req_box(&reqs[n++], dtype, g->op, g->mode, k, 32);
+    if (n < max) req_box(&reqs[n++], dtype, g->op, g->mode, k, 4);
+  }
+  int need_taps = !g->is_box;
+  for (int d = 0; d < g->nsp - nf; d++) need_taps |= g->box[d] > 1;
+  if (g->is_box && !nf)
+    for (int d = 0; d < g->nsp; d++) need_taps |= g->box[d] > 1;
+  if (need_taps && n < max) req_taps(&reqs[n++], dtype, g->nsp, g->op, g->mode, g->has_weights);
+  return n;
+}
+
+/* ---- launches ------------------------------------------------------------------------- */
+
+/* A view of an array split into batch (outer) axes and spatial axes. */
+typedef struct {
+  int nb;
+  int64_t bshape[NDF_MAX_NDIM], bistr[NDF_MAX_NDIM], bostr[NDF_MAX_NDIM];
+} outer_axes;
+
+static ndf_status launch(ndf_ctx *ctx, const char *name, CUfunction fn, unsigned grid, unsigned bx, unsigned by,
+                         void *params) {
+  void *args[] = {params};
+  CUresult r = ndf__cu(NULL)->cuLaunchKernel(fn, grid, 1, 1, bx, by, 1, 0, ctx->stream, args, NULL);
+  return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, name, r);
+}
+
+static unsigned grid_for(ndf_ctx *ctx, int64_t blocks) {
+  int64_t cap = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) * 32;
+  if (blocks > cap) blocks = cap;
+  return (unsigned)(blocks < 1 ? 1 : blocks);
+}
+
+/* Parameter block of grey_taps for NDIM = nsp (laid out as the template's struct). */
+static ndf_status run_taps(ndf_ctx *ctx, const char *name, ndf_dtype dtype, const void *in, const int64_t *istr,
+                           void *out, const int64_t *ostr, const int64_t *shape, int ndim, const ndf__grey_geom *g,
+                           int64_t ntaps, const int32_t *taps, const double *wf, const double *wc) {
+  const int nsp = g->nsp, nb = ndim - nsp;
+  ndf__kernel_req req;
+  req_taps(&req, dtype, nsp, g->op, g->mode, wf != NULL);
+  CUfunction fn;
+  ndf_status s = ndf__jit_get(ctx, name, &req, &fn);
+  if (s != NDF_OK) return s;
+  /* Device table: loff[ntaps] i64 | toff[ntaps*nsp] i32 (padded to 8) | wfirst | wcast. */
+  size_t toff_bytes = ((size_t)ntaps * nsp * sizeof(int32_t) + 7) & ~(size_t)7;
+  size_t bytes = (size_t)ntaps * 8 + toff_bytes + (wf ? 2 * (size_t)ntaps * sizeof(double) : 0);
+  unsigned char *tab = calloc(1, bytes);
+  if (!tab) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+  int64_t *loff = (int64_t *)tab;
+  for (int64_t k = 0; k < ntaps; k++) {
+    int64_t o = 0;
+    for (int d = 0; d < nsp; d++) o += (int64_t)taps[k * nsp + d] * istr[nb + d];
+    loff[k] = o;
+  }
+  memcpy(tab + ntaps * 8, taps, (size_t)ntaps * nsp * sizeof(int32_t));
+  if (wf) {
+    memcpy(tab + ntaps * 8 + toff_bytes, wf, (size_t)ntaps * sizeof(double));
+    memcpy(tab + ntaps * 8 + toff_bytes + ntaps * sizeof(double), wc, (size_t)ntaps * sizeof(double));
+  }
+  CUdeviceptr dt = 0;
+  s = ndf__device_table(ctx, tab, bytes, &dt);
+  free(tab);
+  if (s != NDF_OK) return s;
+
+  int32_t rlo[NDF_MAX_SPATIAL], rhi[NDF_MAX_SPATIAL];
+  for (int d = 0; d < nsp; d++) { rlo[d] = INT32_MAX; rhi[d] = INT32_MIN; }
+  for (int64_t k = 0; k < ntaps; k++)
+    for (int d = 0; d < nsp; d++) {
+      int32_t o = taps[k * nsp + d];
+      if (o < rlo[d]) rlo[d] = o;
+      if (o > rhi[d]) rhi[d] = o;
+    }
+  int64_t nx = shape[ndim - 1], nrows = 1;
+  for (int d = 0; d < ndim - 1; d++) nrows *= shape[d];
+  unsigned bx = nx >= 256 ? 256 : (unsigned)((nx + 31) / 32 * 32);
+  int64_t nchunks = (nx + bx - 1) / bx;
+
+  /* Build the struct field by field with the template's layout. */
+  unsigned char pb[2048];
+  size_t w = 0;
+#define PUT(v)                                        \
+  do {                                                \
+    size_t al_ = _Alignof(__typeof__(v));             \
+    w = (w + al_ - 1) & ~(al_ - 1);                   \
+    memcpy(pb + w, &(v), sizeof(v));                  \
+    w += sizeof(v);                                   \
+  } while (0)
+  const void *pin = in;
+  void *pout = out;
+  PUT(pin);
+  PUT(pout);
+  for (int d = 0; d < nsp; d++) PUT(shape[nb + d]);
+  for (int d = 0; d < nsp; d++) PUT(istr[nb + d]);
+  for (int d = 0; d < nsp; d++) PUT(ostr[nb + d]);
+  int nbi = nb;
+  PUT(nbi);
+  int64_t zero = 0;
+  for (int d = 0; d < NDF_MAX_NDIM; d++) { int64_t v = d < nb ? shape[d] : zero; PUT(v); }
+  for (int d = 0; d < NDF_MAX_NDIM; d++) { int64_t v = d < nb ? istr[d] : zero; PUT(v); }
+  for (int d = 0; d < NDF_MAX_NDIM; d++) { int64_t v = d < nb ? ostr[d] : zero; PUT(v); }
+  PUT(nrows);
+  PUT(nchunks);
+  int nt = (int)ntaps;
+  PUT(nt);
+  CUdeviceptr p_loff = dt, p_toff = dt + ntaps * 8;
+  CUdeviceptr p_wf = wf ? dt + ntaps * 8 + toff_bytes : 0, p_wc = wf ? p_wf + ntaps * sizeof(double) : 0;
+  PUT(p_loff);
+  PUT(p_toff);
+  PUT(p_wf);
+  PUT(p_wc);
+  for (int d = 0; d < nsp; d++) PUT(rlo[d]);
+  for (int d = 0; d < nsp; d++) PUT(rhi[d]);
+  double cval = g->cval;
+  PUT(cval);
+#undef PUT
+  return launch(ctx, name, fn, grid_for(ctx, nrows * nchunks), bx, 1, pb);
+}
+
+static ndf_status run_box(ndf_ctx *ctx, const char *name, ndf_dtype dtype, const void *in, const int64_t *istr,
+                          void *out, const int64_t *ostr, const int64_t *shape, int ndim, const ndf__grey_geom *g,
+                          int nf) {
+  int k[3], lo[3];
+  box_k(g, nf, k, lo);
+  /* Z, Y, X = the last three axes of the array (size-1 stand-ins when it has fewer). */
+  int64_t ext[3], is[3], os[3];
+  for (int i = 0; i < 3; i++) {
+    int d = ndim - 3 + i;
+    int spatial = (g->nsp - 3 + i) >= g->nsp - nf && (g->nsp - 3 + i) >= 0;
+    ext[i] = spatial ? shape[d] : 1;
+    is[i] = spatial ? istr[d] : 0;
+    os[i] = spatial ? ostr[d] : 0;
+  }
+  int nb = ndim - nf; /* outer axes: batch + spatial axes not fused */
+  int64_t nouter = 1;
+  for (int d = 0; d < nb; d++) nouter *= shape[d];
+  const int64_t xt = 32 * BOX_VX;
+  int64_t ntx = (ext[2] + xt - 1) / xt, nty = (ext[1] + BOX_TY - 1) / BOX_TY;
+  int zc = 32;
+  if (ntx * nty * ((ext[0] + 31) / 32) * nouter < 2 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132)) zc = 4;
+  int64_t ntz = (ext[0] + zc - 1) / zc;
+  ndf__kernel_req req;
+  req_box(&req, dtype, g->op, g->mode, k, zc);
+  CUfunction fn;
+  ndf_status s = ndf__jit_get(ctx, name, &req, &fn);
+  if (s != NDF_OK) return s;
+  unsigned char pb[2048];
+  size_t w = 0;
+#define PUT(v)                                        \
+  do {                                                \
+    size_t al_ = _Alignof(__typeof__(v));             \
+    w = (w + al_ - 1) & ~(al_ - 1);                   \
+    memcpy(pb + w, &(v), sizeof(v));                  \
+    w += sizeof(v);                                   \
+  } while (0)
+  const void *pin = in;
+  void *pout = out;
+  PUT(pin);
+  PUT(pout);
+  for (int i = 0; i < 3; i++) PUT(ext[i]);
+  for (int i = 0; i < 3; i++) PUT(is[i]);
+  for (int i = 0; i < 3; i++) PUT(os[i]);
+  for (int i = 0; i < 3; i++) PUT(lo[i]);
+  PUT(nb);
+  int64_t zero = 0;
+  for (int d = 0; d < NDF_MAX_NDIM; d++) { int64_t v = d < nb ? shape[d] : zero; PUT(v); }
+  for (int d = 0; d < NDF_MAX_NDIM; d++) { int64_t v = d < nb ? istr[d] : zero; PUT(v); }
+  for (int d = 0; d < NDF_MAX_NDIM; d++) { int64_t v = d < nb ? ostr[d] : zero; PUT(v); }
+  PUT(ntx);
+  PUT(nty);
+  PUT(ntz);
+  PUT(nouter);
+  double cval = g->cval;
+  PUT(cval);
+#undef PUT
+  return launch(ctx, name, fn, grid_for(ctx, ntx * nty * ntz * nouter), 32, BOX_TY, pb);
+}
+
+ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
+                          const ndf__grey_geom *g) {
+  ndf_status s = ndf__ctx_bind(ctx);
+  if (s != NDF_OK) return s;
+  const int ndim = in->ndim, nsp = g->nsp, nb = ndim - nsp;
+  if (!g->is_box)
+    return run_taps(ctx, name, in->dtype, in->data, in->strides, out->data, out->strides, in->shape, ndim, g,
+                    g->ntaps, g->taps, g->w_first, g->w_cast);
+
+  /* Separable box: the fused kernel for the trailing axes, line passes for the rest. */
+  int nf = box_fused_axes(g);
+  int axes[NDF_MAX_SPATIAL], npass = 0;
+  for (int d = 0; d < nsp - nf; d++)
+    if (g->box[d] > 1) axes[npass++] = d;
+  if (!nf)
+    for (int d = nsp - nf; d < nsp; d++)
+      if (g->box[d] > 1) axes[npass++] = d;
+  int total = npass + (nf ? 1 : 0);
+  if (total == 0) nf = nsp < 3 ? nsp : 3, total = 1; /* all extents 1: the box kernel copies */
+
+  size_t es = ndf_dtype_size(in->dtype);
+  int64_t n = ndf_array_size(in);
+  CUdeviceptr tmp = 0;
+  int64_t cstr[NDF_MAX_NDIM];
+  int64_t st = 1;
+  for (int d = ndim - 1; d >= 0; d--) { cstr[d] = st; st *= in->shape[d]; }
+  if (total > 1 && (s = ndf__scratch_alloc(ctx, (size_t)n * es, &tmp)) != NDF_OK) return s;
+
+  /* Pass i writes to out when (total - 1 - i) is even, else to tmp. */
+  const void *src = in->data;
+  const int64_t *sstr = in->strides;
+  for (int i = 0; i < total && s == NDF_OK; i++) {
+    int to_out = (total - 1 - i) % 2 == 0;
+    void *dst = to_out ? out->data : (void *)(uintptr_t)tmp;
+    const int64_t *dstr = to_out ? out->strides : cstr;
+    if (nf && i == 0) {
+      s = run_box(ctx, name, in->dtype, src, sstr, dst, dstr, in->shape, ndim, g, nf);
+    } else {
+      int a = axes[nf ? i - 1 : i];
+      int32_t taps[NDF_MAX_SPATIAL * 64];
+      int64_t kk = g->box[a];
+      int32_t *tp = kk * nsp <= (int64_t)(sizeof taps / sizeof taps[0]) ? taps : malloc((size_t)(kk * nsp) * sizeof(int32_t));
+      if (!tp) { s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name); break; }
+      for (int64_t k = 0; k < kk; k++)
+        for (int d = 0; d < nsp; d++) tp[k * nsp + d] = d == a ? (int32_t)(g->lo[a] + k) : 0;
+      s = run_taps(ctx, name, in->dtype, src, sstr, dst, dstr, in->shape, ndim, g, kk, tp, NULL, NULL);
+      if (tp != taps) free(tp);
+    }
+    src = dst;
+    sstr = dstr;
+  }
+  (void)nb;
+  if (tmp) ndf__scratch_free(ctx, tmp);
+  return s;
+}

@@ -1,0 +1,157 @@
+/*
+ * internal.h -- declarations shared by the runtime's modules.  Internal
+ * non-static names are ndf__<module>_*; nothing here is public.
+ */
+#ifndef NDF_INTERNAL_H
+#define NDF_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <pthread.h>
+
+#include "ndforge.h"
+#include "cuda_api.h"
+
+#define NDF__ERRMSG_MAX 8192
+
+/* ---- status.c: messages ---------------------------------------------------- */
+/* Formats the context's message (or the thread-local one when ctx is NULL) and returns s. */
+ndf_status ndf__error(ndf_ctx *ctx, ndf_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Argument errors in one shape: "<op>: bad argument '<arg>' (<why>)". */
+ndf_status ndf__argerror(ndf_ctx *ctx, const char *op, const char *arg, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void ndf__clear_error(ndf_ctx *ctx);
+
+/* ---- hash.c ------------------------------------------------------------------ */
+uint64_t ndf__hash_fnv1a64(const void *data, size_t n, uint64_t seed);
+#define NDF__FNV_SEED 0xcbf29ce484222325ULL
+
+/* ---- the context --------------------------------------------------------------- */
+typedef struct ndf__module_entry ndf__module_entry;
+typedef struct ndf__table_entry ndf__table_entry;
+
+struct ndf_ctx {
+  ndf_ctx_options opt;
+  char errmsg[NDF__ERRMSG_MAX];
+  char cache_dir[4096]; /* "" when the disk cache is off */
+  int cache_disabled;
+  /* CUDA state (valid when has_cuda) */
+  int has_cuda;
+  CUdevice dev;
+  CUcontext cu;
+  CUstream stream;
+  int own_stream;
+  CUmemoryPool pool;
+  int cc_major, cc_minor;
+  int sm_count;
+  size_t max_smem_block;
+  char arch[16]; /* "sm_90" */
+  /* kernel modules: in-memory table, guarded by lock */
+  pthread_mutex_t lock;
+  ndf__module_entry *modules;
+  ndf__table_entry *tables;
+  ndf_cache_stats stats;
+};
+
+/* Makes the context's CUDA context current on the calling thread. */
+ndf_status ndf__ctx_bind(ndf_ctx *ctx);
+/* Reports a CUresult as NDF_ECUDA with the driver's name for it. */
+ndf_status ndf__cuda_error(ndf_ctx *ctx, const char *where, CUresult r);
+
+/* ---- pool.c: stream-ordered scratch and cached device tables ---------------------- */
+ndf_status ndf__scratch_alloc(ndf_ctx *ctx, size_t bytes, CUdeviceptr *out);
+void ndf__scratch_free(ndf_ctx *ctx, CUdeviceptr p);
+/* Device copy of a small read-only table, cached by content in the context. */
+ndf_status ndf__device_table(ndf_ctx *ctx, const void *data, size_t bytes, CUdeviceptr *out);
+void ndf__tables_release(ndf_ctx *ctx);
+
+/* ---- jit.c: specialization, compile, in-memory table --------------------------------- */
+/* One slot value of a template. */
+typedef struct ndf__slot {
+  const char *name;
+  char value[256];
+} ndf__slot;
+
+/* A request for one kernel: a template, its slot values and a kernel name. */
+typedef struct ndf__kernel_req {
+  const char *template_name; /* e.g. "grey_taps" */
+  const char *kernel;        /* extern "C" entry point */
+  int nslots;
+  ndf__slot slots[24];
+} ndf__kernel_req;
+
+void ndf__req_init(ndf__kernel_req *r, const char *template_name, const char *kernel);
+void ndf__req_set(ndf__kernel_req *r, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Returns the CUfunction for req on the context's device: memory -> disk -> NVRTC. */
+ndf_status ndf__jit_get(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, CUfunction *out);
+/* Compiles req for arch (e.g. "sm_90") into the disk cache without a device.
+ * *compiled = 1 if NVRTC ran, 0 if the entry was found valid. */
+ndf_status ndf__jit_warm(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req,
+                         const char *arch, int *compiled);
+/* Expands the template of req into NVRTC source (malloc'd); NULL + message on error. */
+char *ndf__jit_source(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, uint64_t *template_hash);
+void ndf__jit_release(ndf_ctx *ctx);
+/* NVRTC version, or ENODEV if NVRTC cannot be loaded. */
+ndf_status ndf__nvrtc_version(int *major, int *minor);
+
+/* ---- cache.c: the disk cache ---------------------------------------------------------- */
+/* Loads the payload stored under key; NDF_OK with *payload malloc'd, or NDF_EIO on a miss.
+ * A corrupt/truncated/mismatched entry is deleted (stats.disk_rejects++) and reported as a miss. */
+ndf_status ndf__cache_load(ndf_ctx *ctx, const char *key, void **payload, size_t *len);
+/* Stores payload under key (temp file + rename).  Failures are ignored (cache is best effort). */
+void ndf__cache_store(ndf_ctx *ctx, const char *key, const void *payload, size_t len);
+/* Removes the entry for key if present. */
+void ndf__cache_remove(ndf_ctx *ctx, const char *key);
+
+/* ---- grey: normalized geometry --------------------------------------------------------- */
+typedef enum { NDF__MIN = 0, NDF__MAX = 1 } ndf__minmax;
+
+typedef struct ndf__grey_geom {
+  ndf__minmax op;
+  int nsp;          /* spatial axes */
+  int batch_dims;
+  ndf_mode mode;
+  double cval;      /* already converted to the input dtype */
+  int is_box;       /* flat box: separable */
+  int64_t box[NDF_MAX_SPATIAL]; /* box extent per spatial axis (1 = axis untouched) */
+  int64_t lo[NDF_MAX_SPATIAL];  /* offset of the box's first tap per axis */
+  /* general element (is_box == 0): taps in scipy's raster order */
+  int64_t ntaps;
+  int32_t *taps;    /* ntaps * nsp offsets relative to the output voxel */
+  int has_weights;
+  double *w_first;  /* weight of every tap in double (used exactly for tap 0) */
+  double *w_cast;   /* weight converted to the input dtype (used for taps >= 1) */
+  int32_t rad_lo[NDF_MAX_SPATIAL], rad_hi[NDF_MAX_SPATIAL]; /* min/max tap offset per axis */
+} ndf__grey_geom;
+
+void ndf__grey_geom_free(ndf__grey_geom *g);
+/* Validates the call and normalizes scipy's arguments.  name is "ndf_grey_erosion"/... */
+ndf_status ndf__grey_prepare(ndf_ctx *ctx, const char *name, ndf__minmax op, ndf_dtype dtype,
+                             int ndim, const int64_t *shape, const ndf_grey_options *opt,
+                             ndf__grey_geom *g);
+
+ndf_status ndf__grey_cpu(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf__grey_geom *g);
+ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
+                          const ndf__grey_geom *g);
+/* Kernel requests the CUDA path would make for (dtype, geometry); for cache warm. */
+int ndf__grey_cuda_requests(const ndf__grey_geom *g, ndf_dtype dtype, int ndim,
+                            ndf__kernel_req *reqs, int max);
+
+/* ---- array.c ---------------------------------------------------------------------------- */
+/* Copies host array src into host array dst (same dtype and shape, any strides). */
+void ndf__host_copy(const ndf_array *dst, const ndf_array *src);
+
+/* ---- dtype helpers ------------------------------------------------------------------------ */
+int ndf__dtype_is_float(ndf_dtype t);
+/* Range of an integer dtype. */
+void ndf__dtype_range(ndf_dtype t, double *lo, double *hi);
+/* The CUDA/C type name of a dtype ("float", "unsigned char", ...). */
+const char *ndf__dtype_ctype(ndf_dtype t);
+/* Converts v to dtype t the way scipy does (C cast: truncation; float32 rounding). */
+double ndf__convert_value(ndf_dtype t, double v);
+
+#endif

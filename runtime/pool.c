@@ -1,0 +1,84 @@
+/*
+ * pool.c -- device memory the runtime needs for itself: stream-ordered
+ * scratch (cuMemAllocAsync on the context's stream) and small read-only
+ * tables (structuring elements) cached by content for the context's life.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define NDF__MAX_TABLES 256
+
+struct ndf__table_entry {
+  ndf__table_entry *next;
+  uint64_t hash;
+  size_t bytes;
+  void *host; /* copy of the content, compared on lookup */
+  CUdeviceptr dev;
+};
+
+ndf_status ndf__scratch_alloc(ndf_ctx *ctx, size_t bytes, CUdeviceptr *out) {
+  CUresult r = ndf__cu(NULL)->cuMemAllocAsync(out, bytes ? bytes : 1, ctx->stream);
+  return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, "scratch allocation", r);
+}
+
+void ndf__scratch_free(ndf_ctx *ctx, CUdeviceptr p) {
+  if (p) ndf__cu(NULL)->cuMemFreeAsync(p, ctx->stream);
+}
+
+ndf_status ndf__device_table(ndf_ctx *ctx, const void *data, size_t bytes, CUdeviceptr *out) {
+  uint64_t h = ndf__hash_fnv1a64(data, bytes, NDF__FNV_SEED);
+  pthread_mutex_lock(&ctx->lock);
+  int count = 0;
+  for (ndf__table_entry *e = ctx->tables; e; e = e->next, count++) {
+    if (e->hash == h && e->bytes == bytes && memcmp(e->host, data, bytes) == 0) {
+      *out = e->dev;
+      pthread_mutex_unlock(&ctx->lock);
+      return NDF_OK;
+    }
+  }
+  pthread_mutex_unlock(&ctx->lock);
+  if (count >= NDF__MAX_TABLES) {
+    /* Many distinct elements: drop the cache (after the stream drains) rather than grow without bound. */
+    ndf__cu(NULL)->cuStreamSynchronize(ctx->stream);
+    ndf__tables_release(ctx);
+  }
+  ndf__table_entry *e = calloc(1, sizeof *e);
+  if (!e || !(e->host = malloc(bytes ? bytes : 1))) {
+    free(e);
+    return ndf__error(ctx, NDF_ENOMEM, "ndforge: out of host memory for a structuring-element table");
+  }
+  memcpy(e->host, data, bytes);
+  e->hash = h;
+  e->bytes = bytes;
+  const ndf__cu_api *cu = ndf__cu(NULL);
+  CUresult r = cu->cuMemAlloc(&e->dev, bytes ? bytes : 1);
+  if (r == CUDA_SUCCESS) r = cu->cuMemcpyHtoD(e->dev, data, bytes);
+  if (r != CUDA_SUCCESS) {
+    if (e->dev) cu->cuMemFree(e->dev);
+    free(e->host);
+    free(e);
+    return ndf__cuda_error(ctx, "structuring-element table upload", r);
+  }
+  pthread_mutex_lock(&ctx->lock);
+  e->next = ctx->tables;
+  ctx->tables = e;
+  pthread_mutex_unlock(&ctx->lock);
+  *out = e->dev;
+  return NDF_OK;
+}
+
+void ndf__tables_release(ndf_ctx *ctx) {
+  pthread_mutex_lock(&ctx->lock);
+  ndf__table_entry *e = ctx->tables;
+  ctx->tables = NULL;
+  pthread_mutex_unlock(&ctx->lock);
+  while (e) {
+    ndf__table_entry *next = e->next;
+    if (ctx->has_cuda) ndf__cu(NULL)->cuMemFree(e->dev);
+    free(e->host);
+    free(e);
+    e = next;
+  }
+}
