@@ -1,0 +1,123 @@
+/*
+ * test_nvrtc.c -- compiles every specialization family of the spec
+ * (gen/spec.lua) with NVRTC for sm_90.  NVRTC needs no GPU, so CI runs this.
+ * It also checks the template machinery: unfilled and unknown slots are
+ * errors naming the slot.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "internal.h"
+#include "templates.generated.h"
+
+static int setup(void **state) {
+  ndf_ctx_options opt;
+  ndf_ctx_options_init(&opt);
+  opt.backend = NDF_BACKEND_CPU;
+  opt.cache_disable = 1; /* always compile: this test is about NVRTC */
+  ndf_ctx *ctx = NULL;
+  if (ndf_ctx_create(&ctx, &opt) != NDF_OK) return -1;
+  *state = ctx;
+  return 0;
+}
+
+static int teardown(void **state) {
+  ndf_ctx_destroy(*state);
+  return 0;
+}
+
+static void test_every_family_compiles(void **state) {
+  ndf_ctx *ctx = *state;
+  int major = 0, minor = 0;
+  if (ndf__nvrtc_version(&major, &minor) != NDF_OK) {
+    print_message("NVRTC is not installed here: %s\n", "skipping");
+    skip();
+  }
+  int total = 0;
+  for (int t = 0; t < ndf__ntemplates; t++) {
+    const ndf__template *tp = &ndf__templates[t];
+    assert_true(tp->nfamily > 0); /* every template carries at least one family */
+    for (int f = 0; f < tp->nfamily; f++) {
+      ndf__kernel_req req;
+      ndf__req_init(&req, tp->name, tp->kernels[0]);
+      for (int s = 0; s < tp->nslots; s++) ndf__req_set(&req, tp->slot_names[s], "%s", tp->family[f * tp->nslots + s]);
+      int compiled = 0;
+      ndf_status st = ndf__jit_warm(ctx, "test_nvrtc", &req, "sm_90", &compiled);
+      if (st != NDF_OK) print_error("%s family %d: %s\n", tp->name, f, ndf_errmsg(ctx));
+      assert_int_equal(st, NDF_OK);
+      assert_int_equal(compiled, 1);
+      total++;
+    }
+  }
+  ndf_cache_stats stats;
+  ndf_ctx_cache_stats(ctx, &stats);
+  print_message("compiled %d specializations with NVRTC %d.%d, %.0f ms in all\n", total, major, minor, stats.compile_ms);
+  assert_int_equal((int)stats.compiles, total);
+}
+
+static void test_unfilled_slot_is_an_error(void **state) {
+  ndf_ctx *ctx = *state;
+  ndf__kernel_req req;
+  ndf__req_init(&req, "grey_taps", "ndf_grey_taps");
+  ndf__req_set(&req, "T", "float");
+  char *src = ndf__jit_source(ctx, "test", &req, NULL);
+  assert_null(src);
+  assert_non_null(strstr(ndf_errmsg(ctx), "is not filled"));
+}
+
+static void test_unknown_slot_is_an_error(void **state) {
+  ndf_ctx *ctx = *state;
+  const ndf__template *tp = &ndf__templates[0];
+  ndf__kernel_req req;
+  ndf__req_init(&req, tp->name, tp->kernels[0]);
+  for (int s = 0; s < tp->nslots; s++) ndf__req_set(&req, tp->slot_names[s], "%s", tp->family[s]);
+  ndf__req_set(&req, "NO_SUCH_SLOT", "1");
+  char *src = ndf__jit_source(ctx, "test", &req, NULL);
+  assert_null(src);
+  assert_non_null(strstr(ndf_errmsg(ctx), "NO_SUCH_SLOT"));
+}
+
+static void test_source_points_back_at_templates(void **state) {
+  ndf_ctx *ctx = *state;
+  const ndf__template *tp = &ndf__templates[0];
+  ndf__kernel_req req;
+  ndf__req_init(&req, tp->name, tp->kernels[0]);
+  for (int s = 0; s < tp->nslots; s++) ndf__req_set(&req, tp->slot_names[s], "%s", tp->family[s]);
+  char *src = ndf__jit_source(ctx, "test", &req, NULL);
+  assert_non_null(src);
+  assert_non_null(strstr(src, "#line 1 \"templates/"));
+  assert_null(strstr(src, "NDF_SLOT("));
+  free(src);
+}
+
+static void test_compile_error_carries_log(void **state) {
+  ndf_ctx *ctx = *state;
+  if (!ndf__nvrtc(NULL)) skip();
+  const ndf__template *tp = &ndf__templates[0];
+  ndf__kernel_req req;
+  ndf__req_init(&req, tp->name, tp->kernels[0]);
+  for (int s = 0; s < tp->nslots; s++) ndf__req_set(&req, tp->slot_names[s], "%s", tp->family[s]);
+  ndf__req_set(&req, "T", "no_such_type");
+  int compiled = 0;
+  ndf_status st = ndf__jit_warm(ctx, "test", &req, "sm_90", &compiled);
+  assert_int_equal(st, NDF_ECOMPILE);
+  assert_non_null(strstr(ndf_errmsg(ctx), "no_such_type"));   /* NVRTC's log */
+  assert_non_null(strstr(ndf_errmsg(ctx), "--gpu-architecture")); /* the options */
+  assert_non_null(strstr(ndf_errmsg(ctx), "slots"));          /* the key */
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_unfilled_slot_is_an_error),
+      cmocka_unit_test(test_unknown_slot_is_an_error),
+      cmocka_unit_test(test_source_points_back_at_templates),
+      cmocka_unit_test(test_compile_error_carries_log),
+      cmocka_unit_test(test_every_family_compiles),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
