@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what building, running and testing ndforge needs on Debian 12, and
+# only what is missing.  The CUDA toolkit is optional: without it ndforge runs
+# its CPU backend; NVRTC (from the toolkit) is found at run time when present.
+set -euo pipefail
+pkgs=(cmake ninja-build gcc pkg-config zlib1g-dev lua5.4 luajit libcmocka-dev libniftiio-dev
+      python3 python3-numpy python3-scipy)
+[ "${1:-}" = "--demo" ] && pkgs+=(mricron-data)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
