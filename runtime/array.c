@@ -152,7 +152,7 @@ ndf_status ndf_array_copy(ndf_ctx *ctx, ndf_array *dst, const ndf_array *src) {
   else
     r = cu->cuMemcpyDtoHAsync(stage, (CUdeviceptr)(uintptr_t)src->data, bytes, ctx->stream);
   if (r == CUDA_SUCCESS) r = cu->cuStreamSynchronize(ctx->stream);
-  if (r == CUDA_SUCCESS && stage != host->data) ndf__host_copy(dst, &tmp);
+  if (r == CUDA_SUCCESS && stage != host->data && host == dst) ndf__host_copy(dst, &tmp);
   if (stage != host->data) free(stage);
   return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, op, r);
 }

@@ -39,5 +39,56 @@ ndf_status ndfio_write(const char *path, const ndf_array *a, const ndfio_image *
 ndf_status ndfio_npy_read(const char *path, ndfio_image *img, char *err, size_t errlen);
 ndf_status ndfio_npy_write(const char *path, const ndf_array *a, char *err, size_t errlen);
 
+/* NIfTI only (ndfio_read / ndfio_write dispatch here for .nii and .nii.gz).
+ * Unlike nifti_image_read, NaN and Inf in float data are kept (as nibabel
+ * does). */
+ndf_status ndfio_nifti_read(const char *path, ndfio_image *img, char *err, size_t errlen);
+ndf_status ndfio_nifti_write(const char *path, const ndf_array *a, const ndfio_image *header_from,
+                             char *err, size_t errlen);
+
+/* Frees what img owns (data and NIfTI header) and clears it.  NULL is a no-op. */
 void ndfio_image_free(ndfio_image *img);
+
+/* ------------------------------------------------------------------------ */
+/* Internal to tools/: helpers npy.c and nifti_io.c share.                    */
+
+/* snprintf into err (when err and errlen are non-zero). */
+void ndfio__err(char *err, size_t errlen, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Checks that a can be written: host memory, an ndforge dtype, ndim in
+ * [0, NDF_MAX_NDIM], shape >= 0 with a product that fits in int64 and
+ * size_t bytes, data non-NULL unless empty.  *nelem gets the product. */
+ndf_status ndfio__check_host_array(const char *path, const ndf_array *a, int64_t *nelem,
+                                   char *err, size_t errlen);
+
+/* 1 if a's elements are dense in C order (fortran == 0) or Fortran order,
+ * so that its data can be written as one block. */
+int ndfio__is_dense(const ndf_array *a, int fortran);
+
+/* Walks the elements of a host array (any strides) in C order (last axis
+ * fastest) or Fortran order (first axis fastest), copying them out in
+ * chunks: ndfio__gather returns how many elements it wrote to dst (at most
+ * max_elems; 0 when done). */
+typedef struct ndfio__iter {
+  const ndf_array *a;
+  size_t esz;
+  int fortran;
+  int64_t idx[NDF_MAX_NDIM];
+  int64_t left;  /* elements not yet gathered */
+} ndfio__iter;
+void ndfio__iter_init(ndfio__iter *it, const ndf_array *a, int fortran);
+size_t ndfio__gather(ndfio__iter *it, void *dst, size_t max_elems);
+
+/* Creates a new, empty temporary file next to path whose name keeps path's
+ * extension (".npy", ".nii.gz" ...), e.g. "dir/.out.ndftmp-123-0.nii.gz".
+ * *tmp (malloc'ed) gets its name and *fd an open descriptor (or pass fd NULL
+ * to have it closed).  On failure *tmp is NULL and err names path. */
+ndf_status ndfio__tmp_create(const char *path, char **tmp, int *fd, char *err, size_t errlen);
+/* Renames tmp onto path (ok != 0) or removes it (ok == 0), then frees tmp.
+ * Returns NDF_EIO when the rename fails (tmp is removed then too). */
+ndf_status ndfio__tmp_finish(char *tmp, const char *path, int ok, char *err, size_t errlen);
 #endif

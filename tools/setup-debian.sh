@@ -3,7 +3,7 @@
 # only what is missing.  The CUDA toolkit is optional: without it ndforge runs
 # its CPU backend; NVRTC (from the toolkit) is found at run time when present.
 set -euo pipefail
-pkgs=(cmake ninja-build gcc pkg-config zlib1g-dev lua5.4 luajit libcmocka-dev libniftiio-dev
+pkgs=(cmake ninja-build gcc pkg-config zlib1g-dev lua5.4 luajit libcmocka-dev libniftiio-dev libnifti2-dev libznz-dev
       python3 python3-numpy python3-scipy)
 [ "${1:-}" = "--demo" ] && pkgs+=(mricron-data)
 missing=()

@@ -1,0 +1,1081 @@
+/*
+ * ndforge.c -- the `ndforge` command: run a scipy.ndimage op on an image
+ * file, show the library and its devices, manage the kernel cache, and a
+ * demo with timings.  This file uses only the public API of ndforge and the
+ * file readers of tools/ndfio.h.
+ *
+ * Errors are one line on stderr starting with "ndforge: ", exit status 2
+ * for a bad command line and 1 for a failure while running; no output file
+ * is written (or left behind) on any error.
+ */
+#define _XOPEN_SOURCE 700 /* mkdtemp, nftw, clock_gettime */
+#include "ndfio.h"
+#include "ndforge.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { EXIT_USAGE = 2, EXIT_RUN = 1 };
+
+#define ERRLEN 2048
+
+/* Prints "ndforge: <message>" as one line: newlines in library messages
+ * (compiler logs) become spaces. */
+static void errorf(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+static void errorf(const char *fmt, ...) {
+  char buf[8192];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  size_t n = strlen(buf);
+  for (size_t i = 0; i < n; i++)
+    if (buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t') buf[i] = ' ';
+  while (n > 0 && buf[n - 1] == ' ') buf[--n] = '\0';
+  fprintf(stderr, "ndforge: %s\n", buf);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Command-line options                                                      */
+
+enum {
+  O_SIZE = 1u << 0,
+  O_FOOTPRINT = 1u << 1,
+  O_STRUCTURE = 1u << 2,
+  O_ORIGIN = 1u << 3,
+  O_MODE = 1u << 4,
+  O_CVAL = 1u << 5,
+  O_BATCH = 1u << 6,
+  O_DEVICE = 1u << 7,
+  O_ARCH = 1u << 8,
+  O_DTYPE = 1u << 9,
+  O_NDIM = 1u << 10,
+  O_OUT = 1u << 11,
+};
+#define GREY_OPTS (O_SIZE | O_FOOTPRINT | O_STRUCTURE | O_ORIGIN | O_MODE | O_CVAL | O_BATCH)
+
+typedef enum { DEV_AUTO, DEV_CPU, DEV_CUDA } dev_choice;
+
+typedef struct args {
+  unsigned given; /* O_* flags seen */
+  int nsize;
+  int64_t size[NDF_MAX_SPATIAL];
+  const char *footprint, *structure; /* paths */
+  int norigin;
+  int64_t origin[NDF_MAX_SPATIAL];
+  ndf_mode mode;
+  double cval;
+  int batch_dims;
+  dev_choice device;
+  const char *arch;
+  ndf_dtype dtype;
+  int ndim;
+  const char *out;
+  int npos;
+  const char *pos[16];
+} args;
+
+/* Parses "3" or "3,3,-1" into out; each value in [lo, hi]. */
+static int parse_int_list(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out,
+                          int *n) {
+  *n = 0;
+  const char *p = s;
+  for (;;) {
+    char *end;
+    if (*p != '-' && *p != '+' && (*p < '0' || *p > '9')) goto bad;
+    errno = 0;
+    long long v = strtoll(p, &end, 10);
+    if (end == p || (*end != ',' && *end != '\0')) goto bad;
+    if (errno == ERANGE || v < lo || v > hi) {
+      errorf("bad value '%s' for --%s (each value must be in [%lld, %lld])", s, opt,
+             (long long)lo, (long long)hi);
+      return -1;
+    }
+    if (*n == NDF_MAX_SPATIAL) {
+      errorf("bad value '%s' for --%s (at most %d values)", s, opt, NDF_MAX_SPATIAL);
+      return -1;
+    }
+    out[(*n)++] = v;
+    if (*end == '\0') return 0;
+    p = end + 1;
+  }
+bad:
+  errorf("bad value '%s' for --%s (expected an integer or a comma-separated list such as 3,3,3)",
+         s, opt);
+  return -1;
+}
+
+static int parse_int(const char *opt, const char *s, int lo, int hi, int *out) {
+  int numeric = *s == '-' || *s == '+' || (*s >= '0' && *s <= '9');
+  char *end = NULL;
+  errno = 0;
+  long v = numeric ? strtol(s, &end, 10) : 0;
+  if (!numeric || end == s || *end != '\0' || errno == ERANGE || v < lo || v > hi) {
+    errorf("bad value '%s' for --%s (expected an integer in [%d, %d])", s, opt, lo, hi);
+    return -1;
+  }
+  *out = (int)v;
+  return 0;
+}
+
+static int opt_size(args *a, const char *v) {
+  return parse_int_list("size", v, 1, INT32_MAX, a->size, &a->nsize);
+}
+static int opt_origin(args *a, const char *v) {
+  return parse_int_list("origin", v, -INT32_MAX, INT32_MAX, a->origin, &a->norigin);
+}
+static int opt_footprint(args *a, const char *v) {
+  a->footprint = v;
+  return 0;
+}
+static int opt_structure(args *a, const char *v) {
+  a->structure = v;
+  return 0;
+}
+static int opt_mode(args *a, const char *v) {
+  if (ndf_mode_from_name(v, &a->mode) == NDF_OK) return 0;
+  errorf("bad value '%s' for --mode (expected reflect, constant, nearest, mirror, wrap, "
+         "grid-mirror, grid-constant or grid-wrap)",
+         v);
+  return -1;
+}
+static int opt_cval(args *a, const char *v) {
+  char *end;
+  errno = 0;
+  double d = strtod(v, &end);
+  int lead_ok = *v != '\0' && *v != ' ' && *v != '\t' && *v != '\n';
+  if (!lead_ok || end == v || *end != '\0' || (errno == ERANGE && isinf(d))) {
+    errorf("bad value '%s' for --cval (expected a number)", v);
+    return -1;
+  }
+  a->cval = d;
+  return 0;
+}
+static int opt_batch(args *a, const char *v) {
+  return parse_int("batch-dims", v, 0, NDF_MAX_NDIM - 1, &a->batch_dims);
+}
+static int opt_device(args *a, const char *v) {
+  if (strcmp(v, "auto") == 0) a->device = DEV_AUTO;
+  else if (strcmp(v, "cpu") == 0) a->device = DEV_CPU;
+  else if (strcmp(v, "cuda") == 0) a->device = DEV_CUDA;
+  else {
+    errorf("bad value '%s' for --device (expected cpu, cuda or auto)", v);
+    return -1;
+  }
+  return 0;
+}
+static int opt_arch(args *a, const char *v) {
+  if (strncmp(v, "sm_", 3) != 0 && strncmp(v, "compute_", 8) != 0) {
+    errorf("bad value '%s' for --arch (expected e.g. sm_90)", v);
+    return -1;
+  }
+  a->arch = v;
+  return 0;
+}
+static int opt_dtype(args *a, const char *v) {
+  if (ndf_dtype_from_name(v, &a->dtype) == NDF_OK) return 0;
+  errorf("bad value '%s' for --dtype (expected bool, uint8, int8, uint16, int16, uint32, int32, "
+         "float32 or float64)",
+         v);
+  return -1;
+}
+static int opt_ndim(args *a, const char *v) {
+  return parse_int("ndim", v, 1, NDF_MAX_SPATIAL, &a->ndim);
+}
+static int opt_out(args *a, const char *v) {
+  a->out = v;
+  return 0;
+}
+
+static const struct opt_def {
+  const char *name;
+  unsigned flag;
+  int (*parse)(args *, const char *);
+} opt_defs[] = {
+    {"size", O_SIZE, opt_size},
+    {"footprint", O_FOOTPRINT, opt_footprint},
+    {"structure", O_STRUCTURE, opt_structure},
+    {"origin", O_ORIGIN, opt_origin},
+    {"mode", O_MODE, opt_mode},
+    {"cval", O_CVAL, opt_cval},
+    {"batch-dims", O_BATCH, opt_batch},
+    {"device", O_DEVICE, opt_device},
+    {"arch", O_ARCH, opt_arch},
+    {"dtype", O_DTYPE, opt_dtype},
+    {"ndim", O_NDIM, opt_ndim},
+    {"out", O_OUT, opt_out},
+};
+
+/* Parses argv[first..argc) into *a: options in accepted (as "--name value"
+ * or "--name=value") anywhere, the rest positional ("--" ends options).
+ * Returns 0 or EXIT_USAGE after printing why. */
+static int parse_args(int argc, char **argv, int first, unsigned accepted, const char *cmd,
+                      args *a) {
+  memset(a, 0, sizeof *a);
+  a->mode = NDF_MODE_REFLECT;
+  a->dtype = NDF_DTYPE_COUNT;
+  a->ndim = 3;
+  a->device = DEV_AUTO;
+  int only_pos = 0;
+  for (int i = first; i < argc; i++) {
+    const char *s = argv[i];
+    if (only_pos || s[0] != '-' || s[1] == '\0') {
+      if (a->npos == (int)(sizeof a->pos / sizeof a->pos[0])) {
+        errorf("too many arguments for '%s'", cmd);
+        return EXIT_USAGE;
+      }
+      a->pos[a->npos++] = s;
+      continue;
+    }
+    if (strcmp(s, "--") == 0) {
+      only_pos = 1;
+      continue;
+    }
+    const char *name = s[1] == '-' ? s + 2 : s + 1;
+    const char *eq = strchr(name, '=');
+    size_t len = eq ? (size_t)(eq - name) : strlen(name);
+    const struct opt_def *d = NULL;
+    for (size_t k = 0; k < sizeof opt_defs / sizeof opt_defs[0]; k++)
+      if (s[1] == '-' && strlen(opt_defs[k].name) == len &&
+          strncmp(opt_defs[k].name, name, len) == 0)
+        d = &opt_defs[k];
+    if (!d || !(d->flag & accepted)) {
+      int shown = eq ? (int)(eq - s) : (int)strlen(s);
+      errorf("unknown option '%.*s' for '%s' (see ndforge --help)", shown, s, cmd);
+      return EXIT_USAGE;
+    }
+    if (a->given & d->flag) {
+      errorf("option --%s given twice", d->name);
+      return EXIT_USAGE;
+    }
+    const char *val = eq ? eq + 1 : NULL;
+    if (!val) {
+      if (i + 1 >= argc) {
+        errorf("option --%s needs a value", d->name);
+        return EXIT_USAGE;
+      }
+      val = argv[++i];
+    }
+    if (d->parse(a, val) != 0) return EXIT_USAGE;
+    a->given |= d->flag;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Ops: one table entry per scipy.ndimage function                           */
+
+typedef ndf_status (*grey_fn)(ndf_ctx *, const ndf_array *, ndf_array *,
+                              const ndf_grey_options *);
+
+/* The arguments of an op after its files are loaded. */
+typedef struct op_params {
+  const args *a;
+  const ndf_array *footprint, *structure;
+} op_params;
+
+typedef struct op_def {
+  const char *name;
+  unsigned opts; /* options it takes besides --device */
+  ndf_status (*call)(const struct op_def *, ndf_ctx *, const ndf_array *, ndf_array *,
+                     const op_params *);
+  grey_fn grey; /* grey-morphology family */
+  const char *summary;
+} op_def;
+
+static void grey_options_from(const op_params *p, ndf_grey_options *g) {
+  const args *a = p->a;
+  ndf_grey_options_init(g);
+  g->nsize = a->nsize;
+  memcpy(g->size, a->size, sizeof g->size);
+  g->footprint = p->footprint;
+  g->structure = p->structure;
+  g->norigin = a->norigin;
+  memcpy(g->origin, a->origin, sizeof g->origin);
+  g->mode = a->mode;
+  g->cval = a->cval;
+  g->batch_dims = a->batch_dims;
+}
+
+static ndf_status call_grey(const op_def *op, ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
+                            const op_params *p) {
+  ndf_grey_options g;
+  grey_options_from(p, &g);
+  return op->grey(ctx, in, out, &g);
+}
+
+static const op_def ops[] = {
+    {"grey_erosion", GREY_OPTS, call_grey, ndf_grey_erosion,
+     "grey-scale erosion (minimum over the structuring element)"},
+    {"grey_dilation", GREY_OPTS, call_grey, ndf_grey_dilation,
+     "grey-scale dilation (maximum over the structuring element)"},
+};
+#define NOPS (sizeof ops / sizeof ops[0])
+
+static const op_def *find_op(const char *name) {
+  for (size_t i = 0; i < NOPS; i++)
+    if (strcmp(ops[i].name, name) == 0) return &ops[i];
+  return NULL;
+}
+
+static void unknown_op(const char *name) {
+  char known[512] = "";
+  for (size_t i = 0; i < NOPS; i++) {
+    strncat(known, i ? ", " : "", sizeof known - strlen(known) - 1);
+    strncat(known, ops[i].name, sizeof known - strlen(known) - 1);
+  }
+  errorf("unknown op '%s' (known: %s)", name, known);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Helpers                                                                   */
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static size_t array_bytes(const ndf_array *a) {
+  return (size_t)ndf_array_size(a) * ndf_dtype_size(a->dtype);
+}
+
+/* "181x217x181 uint8" */
+static const char *describe(const ndf_array *a, char *buf, size_t cap) {
+  size_t n = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < a->ndim && n < cap; i++)
+    n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? "x" : "", (long long)a->shape[i]);
+  if (a->ndim == 0 && n < cap) n += (size_t)snprintf(buf + n, cap - n, "scalar");
+  if (n < cap) snprintf(buf + n, cap - n, " %s", ndf_dtype_name(a->dtype));
+  return buf;
+}
+
+/* A C-contiguous host array of the given geometry, malloc'ed. */
+static ndf_status host_alloc(ndf_array *a, ndf_dtype dtype, int ndim, const int64_t *shape) {
+  memset(a, 0, sizeof *a);
+  ndf_status s = ndf_array_init(a, NULL, NDF_DEVICE_CPU, dtype, ndim, shape);
+  if (s != NDF_OK) return s;
+  size_t bytes = array_bytes(a);
+  a->data = malloc(bytes ? bytes : 1);
+  return a->data ? NDF_OK : NDF_ENOMEM;
+}
+
+static void host_free(ndf_array *a) {
+  free(a->data);
+  a->data = NULL;
+}
+
+static ndf_status make_ctx(ndf_ctx **ctx, ndf_backend backend, const char *cache_dir) {
+  ndf_ctx_options o;
+  ndf_ctx_options_init(&o);
+  o.backend = backend;
+  o.cache_dir = cache_dir;
+  ndf_status s = ndf_ctx_create(ctx, &o);
+  if (s != NDF_OK) errorf("cannot create a context: %s", ndf_last_error());
+  return s;
+}
+
+static ndf_backend backend_of(dev_choice d) {
+  return d == DEV_CPU ? NDF_BACKEND_CPU : d == DEV_CUDA ? NDF_BACKEND_CUDA : NDF_BACKEND_AUTO;
+}
+
+/* Runs op on the host array in, on the CPU or the context's GPU, into out
+ * (allocated here: host, C order).  On failure out is empty and the reason
+ * has been printed. */
+static ndf_status run_op(ndf_ctx *ctx, ndf_device_type dev, const op_def *op,
+                         const ndf_array *in, const op_params *p, ndf_array *out) {
+  ndf_status s = host_alloc(out, in->dtype, in->ndim, in->shape);
+  if (s != NDF_OK) {
+    errorf("cannot allocate the output: %s",
+           s == NDF_ENOMEM ? "out of memory" : ndf_last_error());
+    return s;
+  }
+  if (dev == NDF_DEVICE_CPU) {
+    s = op->call(op, ctx, in, out, p);
+    if (s != NDF_OK) errorf("%s", ndf_errmsg(ctx));
+  } else {
+    ndf_array din, dout;
+    memset(&din, 0, sizeof din);
+    memset(&dout, 0, sizeof dout);
+    s = ndf_array_alloc(ctx, &din, NDF_DEVICE_CUDA, in->dtype, in->ndim, in->shape);
+    if (s == NDF_OK) s = ndf_array_alloc(ctx, &dout, NDF_DEVICE_CUDA, in->dtype, in->ndim, in->shape);
+    if (s == NDF_OK) s = ndf_array_copy(ctx, &din, in);
+    if (s == NDF_OK) s = op->call(op, ctx, &din, &dout, p);
+    if (s == NDF_OK) s = ndf_array_copy(ctx, out, &dout);
+    if (s == NDF_OK) s = ndf_ctx_synchronize(ctx);
+    if (s != NDF_OK) errorf("%s", ndf_errmsg(ctx));
+    ndf_array_free(ctx, &din);
+    ndf_array_free(ctx, &dout);
+  }
+  if (s != NDF_OK) host_free(out);
+  return s;
+}
+
+/* Opens a context for --device and tells which device the arrays go to. */
+static ndf_status open_device(dev_choice d, ndf_ctx **ctx, ndf_device_type *dev) {
+  *ctx = NULL;
+  ndf_status s = make_ctx(ctx, backend_of(d), NULL);
+  if (s != NDF_OK) return s;
+  *dev = ndf_ctx_has_cuda(*ctx) ? NDF_DEVICE_CUDA : NDF_DEVICE_CPU;
+  return NDF_OK;
+}
+
+/* Reads an image, printing the reason on failure. */
+static int read_image(const char *path, ndfio_image *img) {
+  char err[ERRLEN];
+  if (ndfio_read(path, img, err, sizeof err) == NDF_OK) return 0;
+  errorf("%s", err);
+  return -1;
+}
+
+/* Loads --footprint / --structure into fp / st (zeroed when absent). */
+static int load_elements(const args *a, ndfio_image *fp, ndfio_image *st, op_params *p) {
+  memset(fp, 0, sizeof *fp);
+  memset(st, 0, sizeof *st);
+  p->a = a;
+  p->footprint = p->structure = NULL;
+  if (a->footprint) {
+    if (read_image(a->footprint, fp) != 0) return -1;
+    p->footprint = &fp->arr;
+  }
+  if (a->structure) {
+    if (read_image(a->structure, st) != 0) return -1;
+    p->structure = &st->arr;
+  }
+  return 0;
+}
+
+static int check_file_type(const char *path, const char *what) {
+  if (ndfio_format_of(path)) return 0;
+  errorf("cannot tell the format of %s '%s' (use .npy, .nii or .nii.gz)", what, path);
+  return -1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* ndforge run                                                               */
+
+static void run_help(void) {
+  printf("usage: ndforge run OP [options] INPUT OUTPUT\n\n"
+         "INPUT and OUTPUT are .npy, .nii or .nii.gz files (NIfTI axes are x, y, z, ...).\n\n"
+         "ops:\n");
+  for (size_t i = 0; i < NOPS; i++) printf("  %-16s %s\n", ops[i].name, ops[i].summary);
+  printf("\noptions (scipy.ndimage names):\n"
+         "  --size N[,N...]       size of a flat box element (one value or one per axis)\n"
+         "  --footprint FILE      element shape: non-zero entries are in\n"
+         "  --structure FILE      non-flat element (values added/subtracted)\n"
+         "  --origin N[,N...]     shift of the element centre\n"
+         "  --mode MODE           reflect (default), constant, nearest, mirror, wrap,\n"
+         "                        grid-mirror, grid-constant, grid-wrap\n"
+         "  --cval X              value outside the image in constant mode (default 0)\n"
+         "  --batch-dims N        leading axes that are independent images (default 0)\n"
+         "  --device cpu|cuda|auto  where to run (default auto: CUDA when available)\n");
+}
+
+static int cmd_run(int argc, char **argv) {
+  if (argc >= 3 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
+    run_help();
+    return 0;
+  }
+  if (argc < 3 || argv[2][0] == '-') {
+    errorf("usage: ndforge run OP [options] INPUT OUTPUT (see ndforge run --help)");
+    return EXIT_USAGE;
+  }
+  const op_def *op = find_op(argv[2]);
+  if (!op) {
+    unknown_op(argv[2]);
+    return EXIT_USAGE;
+  }
+  args a;
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "run %s", op->name);
+  int rc = parse_args(argc, argv, 3, op->opts | O_DEVICE, cmd, &a);
+  if (rc) return rc;
+  if (a.npos != 2) {
+    errorf("'%s' needs INPUT and OUTPUT, got %d file name%s", cmd, a.npos, a.npos == 1 ? "" : "s");
+    return EXIT_USAGE;
+  }
+  const char *inpath = a.pos[0], *outpath = a.pos[1];
+  if (check_file_type(inpath, "input") || check_file_type(outpath, "output")) return EXIT_USAGE;
+
+  rc = EXIT_RUN;
+  ndfio_image in, fp, st;
+  ndf_array out;
+  ndf_ctx *ctx = NULL;
+  ndf_device_type dev;
+  op_params p;
+  memset(&in, 0, sizeof in);
+  memset(&out, 0, sizeof out);
+  if (load_elements(&a, &fp, &st, &p) != 0) goto done;
+  if (read_image(inpath, &in) != 0) goto done;
+  if (open_device(a.device, &ctx, &dev) != NDF_OK) goto done;
+  if (run_op(ctx, dev, op, &in.arr, &p, &out) != NDF_OK) goto done;
+  char err[ERRLEN];
+  if (ndfio_write(outpath, &out, &in, err, sizeof err) != NDF_OK) {
+    errorf("%s", err);
+    goto done;
+  }
+  rc = 0;
+done:
+  host_free(&out);
+  ndf_ctx_destroy(ctx);
+  ndfio_image_free(&in);
+  ndfio_image_free(&fp);
+  ndfio_image_free(&st);
+  return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* ndforge info                                                              */
+
+static void print_device(int ordinal, const ndf_ctx_info *info) {
+  printf("device %d:    %s, compute capability %d.%d, %d SMs, %.1f GiB\n", ordinal,
+         info->device_name, info->cc_major, info->cc_minor, info->sm_count,
+         (double)info->total_mem / (1024.0 * 1024.0 * 1024.0));
+}
+
+static int cmd_info(int argc, char **argv) {
+  args a;
+  int rc = parse_args(argc, argv, 2, 0, "info", &a);
+  if (rc) return rc;
+  if (a.npos) {
+    errorf("'info' takes no arguments");
+    return EXIT_USAGE;
+  }
+  ndf_ctx *ctx = NULL;
+  ndf_ctx_options o;
+  ndf_ctx_options_init(&o);
+  char why[512] = "";
+  if (ndf_ctx_create(&ctx, &o) != NDF_OK) {
+    snprintf(why, sizeof why, " (%s)", ndf_last_error());
+    if (make_ctx(&ctx, NDF_BACKEND_CPU, NULL) != NDF_OK) return EXIT_RUN;
+  }
+  ndf_ctx_info info;
+  memset(&info, 0, sizeof info);
+  if (ndf_ctx_get_info(ctx, &info) != NDF_OK) {
+    errorf("%s", ndf_errmsg(ctx));
+    ndf_ctx_destroy(ctx);
+    return EXIT_RUN;
+  }
+  printf("ndforge %s (library %s)\n", NDF_VERSION_STRING, ndf_version());
+  if (info.nvrtc_major > 0) printf("NVRTC:       %d.%d\n", info.nvrtc_major, info.nvrtc_minor);
+  else printf("NVRTC:       not loaded\n");
+  if (info.driver_version > 0)
+    printf("CUDA driver: %d.%d\n", info.driver_version / 1000, (info.driver_version % 1000) / 10);
+  else printf("CUDA driver: none\n");
+  if (info.has_cuda) {
+    print_device(0, &info);
+    /* The API has no device count: open each next ordinal until one fails. */
+    for (int d = 1; d < 64; d++) {
+      ndf_ctx *c2 = NULL;
+      ndf_ctx_options o2;
+      ndf_ctx_options_init(&o2);
+      o2.backend = NDF_BACKEND_CUDA;
+      o2.device = d;
+      o2.cache_disable = 1;
+      if (ndf_ctx_create(&c2, &o2) != NDF_OK) break;
+      ndf_ctx_info i2;
+      memset(&i2, 0, sizeof i2);
+      if (ndf_ctx_get_info(c2, &i2) == NDF_OK && i2.has_cuda) print_device(d, &i2);
+      ndf_ctx_destroy(c2);
+    }
+  } else {
+    printf("devices:     no CUDA device%s\n", why);
+  }
+  const char *dir = ndf_ctx_cache_dir(ctx);
+  printf("cache:       %s\n", dir && *dir ? dir : "(disk cache off)");
+  ndf_ctx_destroy(ctx);
+  return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* ndforge cache                                                             */
+
+typedef struct list_state {
+  size_t entries, bytes;
+} list_state;
+
+/* The value of the key line "<field> value", or NULL. */
+static const char *key_field(const char *key, const char *field, int *len) {
+  size_t n = strlen(field);
+  for (const char *line = key; line && *line;) {
+    const char *nl = strchr(line, '\n');
+    if (strncmp(line, field, n) == 0 && line[n] == ' ') {
+      *len = nl ? (int)(nl - line - (ptrdiff_t)n - 1) : (int)strlen(line + n + 1);
+      return line + n + 1;
+    }
+    line = nl ? nl + 1 : NULL;
+  }
+  return NULL;
+}
+
+/* One line per entry: the kernel, target and slots of its key when the key
+ * has them, else the key's first line. */
+static int list_entry(const char *file, size_t bytes, const char *key, void *ud) {
+  list_state *ls = ud;
+  const char *k = key ? key : "";
+  int lk = 0, lt = 0, lsl = 0;
+  const char *kernel = key_field(k, "kernel", &lk), *target = key_field(k, "target", &lt),
+             *slots = key_field(k, "slots", &lsl);
+  if (kernel && target) {
+    printf("%10zu  %s  %.*s %.*s %.*s\n", bytes, file, lk, kernel, lt, target, slots ? lsl : 0,
+           slots ? slots : "");
+  } else {
+    const char *nl = strchr(k, '\n');
+    printf("%10zu  %s  %.*s\n", bytes, file, nl ? (int)(nl - k) : (int)strlen(k), k);
+  }
+  ls->entries++;
+  ls->bytes += bytes;
+  return 0;
+}
+
+static int cache_warm(ndf_ctx *ctx, const args *a);
+
+static int cmd_cache(int argc, char **argv) {
+  if (argc < 3) {
+    errorf("usage: ndforge cache list|clear|warm ... (see ndforge --help)");
+    return EXIT_USAGE;
+  }
+  const char *sub = argv[2];
+  int warm = strcmp(sub, "warm") == 0;
+  if (!warm && strcmp(sub, "list") != 0 && strcmp(sub, "clear") != 0) {
+    errorf("unknown cache command '%s' (expected list, clear or warm)", sub);
+    return EXIT_USAGE;
+  }
+  args a;
+  char cmd[32];
+  snprintf(cmd, sizeof cmd, "cache %s", sub);
+  int rc = parse_args(argc, argv, 3, warm ? (GREY_OPTS | O_ARCH | O_DTYPE | O_NDIM) : 0, cmd, &a);
+  if (rc) return rc;
+  if (!warm && a.npos) {
+    errorf("'%s' takes no arguments", cmd);
+    return EXIT_USAGE;
+  }
+  if (warm) {
+    if (a.npos == 0) {
+      errorf("usage: ndforge cache warm [--arch sm_XY] OP... --dtype DTYPE [--ndim N] [op options]");
+      return EXIT_USAGE;
+    }
+    for (int i = 0; i < a.npos; i++) {
+      if (!find_op(a.pos[i])) {
+        unknown_op(a.pos[i]);
+        return EXIT_USAGE;
+      }
+    }
+    if (!(a.given & O_DTYPE)) {
+      errorf("'cache warm' needs --dtype (e.g. --dtype float32)");
+      return EXIT_USAGE;
+    }
+  }
+  ndf_ctx *ctx = NULL;
+  if (make_ctx(&ctx, NDF_BACKEND_AUTO, NULL) != NDF_OK) return EXIT_RUN;
+  const char *dir = ndf_ctx_cache_dir(ctx);
+  rc = EXIT_RUN;
+  if (!dir || !*dir) {
+    errorf("the disk cache is off (NDF_CACHE_DISABLE is set)");
+  } else if (warm) {
+    rc = cache_warm(ctx, &a);
+  } else if (strcmp(sub, "list") == 0) {
+    list_state ls = {0, 0};
+    if (ndf_cache_list(ctx, list_entry, &ls) != NDF_OK) {
+      errorf("%s", ndf_errmsg(ctx));
+    } else {
+      printf("%zu entr%s, %zu bytes in %s\n", ls.entries, ls.entries == 1 ? "y" : "ies", ls.bytes,
+             dir);
+      rc = 0;
+    }
+  } else {
+    int removed = 0;
+    if (ndf_cache_clear(ctx, &removed) != NDF_OK) {
+      errorf("%s", ndf_errmsg(ctx));
+    } else {
+      printf("removed %d entr%s from %s\n", removed, removed == 1 ? "y" : "ies", dir);
+      rc = 0;
+    }
+  }
+  ndf_ctx_destroy(ctx);
+  return rc;
+}
+
+static int cache_warm(ndf_ctx *ctx, const args *a) {
+  char arch[32];
+  if (a->arch) {
+    snprintf(arch, sizeof arch, "%s", a->arch);
+  } else {
+    ndf_ctx_info info;
+    memset(&info, 0, sizeof info);
+    if (!ndf_ctx_has_cuda(ctx) || ndf_ctx_get_info(ctx, &info) != NDF_OK || !info.has_cuda) {
+      errorf("'cache warm' needs --arch (e.g. --arch sm_90) when there is no CUDA device");
+      return EXIT_USAGE;
+    }
+    snprintf(arch, sizeof arch, "sm_%d%d", info.cc_major, info.cc_minor);
+  }
+  ndfio_image fp, st;
+  op_params p;
+  int rc = EXIT_RUN;
+  if (load_elements(a, &fp, &st, &p) == 0) {
+    ndf_grey_options g;
+    grey_options_from(&p, &g);
+    rc = 0;
+    for (int i = 0; i < a->npos && rc == 0; i++) {
+      const op_def *op = find_op(a->pos[i]); /* checked by cmd_cache */
+      int compiled = 0;
+      if (!op) {
+        unknown_op(a->pos[i]);
+        rc = EXIT_USAGE;
+        break;
+      }
+      if (ndf_cache_warm(ctx, arch, op->name, a->dtype, a->ndim, &g, &compiled) != NDF_OK) {
+        errorf("%s", ndf_errmsg(ctx));
+        rc = EXIT_RUN;
+        break;
+      }
+      printf("%s %s %d-D %s: compiled %d kernel%s%s\n", op->name, ndf_dtype_name(a->dtype),
+             a->ndim, arch, compiled, compiled == 1 ? "" : "s",
+             compiled == 0 ? " (all cached)" : "");
+    }
+    if (rc == 0) printf("cache: %s\n", ndf_ctx_cache_dir(ctx));
+  }
+  ndfio_image_free(&fp);
+  ndfio_image_free(&st);
+  return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* ndforge demo                                                              */
+
+#define CH2_PATH "/usr/share/mricron/templates/ch2.nii.gz"
+#define GPU_REPS 50
+#define CPU_REPS 10
+
+static int cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+/* A 181x217x181 float32 head-like phantom: nested ellipsoids plus noise,
+ * the same on every run. */
+static ndf_status make_phantom(ndfio_image *img) {
+  memset(img, 0, sizeof *img);
+  const int64_t shape[3] = {181, 217, 181};
+  ndf_status s = host_alloc(&img->arr, NDF_FLOAT32, 3, shape);
+  if (s != NDF_OK) return s;
+  img->owned = img->arr.data;
+  float *v = img->arr.data;
+  static const struct { double cx, cy, cz, rx, ry, rz, val; } ell[] = {
+      {90, 108, 90, 80, 100, 78, 100}, {90, 108, 90, 70, 90, 68, -40},
+      {70, 100, 95, 18, 30, 20, 60},   {110, 100, 95, 18, 30, 20, 60},
+      {90, 150, 70, 10, 12, 10, 90},   {90, 60, 110, 6, 6, 6, 120}};
+  uint32_t rng = 2463534242u;
+  for (int64_t x = 0; x < shape[0]; x++)
+    for (int64_t y = 0; y < shape[1]; y++)
+      for (int64_t z = 0; z < shape[2]; z++) {
+        double val = 0;
+        for (size_t e = 0; e < sizeof ell / sizeof ell[0]; e++) {
+          double dx = (x - ell[e].cx) / ell[e].rx, dy = (y - ell[e].cy) / ell[e].ry,
+                 dz = (z - ell[e].cz) / ell[e].rz;
+          if (dx * dx + dy * dy + dz * dz <= 1) val += ell[e].val;
+        }
+        rng ^= rng << 13;
+        rng ^= rng >> 17;
+        rng ^= rng << 5;
+        v[(x * shape[1] + y) * shape[2] + z] = (float)(val + (rng % 2001) / 200.0 - 5.0);
+      }
+  return NDF_OK;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb;
+  (void)flag;
+  (void)ftw;
+  return remove(path);
+}
+
+static int mkdir_p(const char *dir) {
+  char buf[4096];
+  if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  for (char *p = buf + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+  struct stat st;
+  if (stat(buf, &st) != 0) return -1;
+  if (!S_ISDIR(st.st_mode)) {
+    errno = ENOTDIR;
+    return -1;
+  }
+  return 0;
+}
+
+/* One timed call on device arrays: op, then wait for the GPU. */
+static ndf_status timed_call(ndf_ctx *ctx, const op_def *op, const ndf_array *in, ndf_array *out,
+                             const op_params *p, double *ms) {
+  double t0 = now_ms();
+  ndf_status s = op->call(op, ctx, in, out, p);
+  if (s == NDF_OK) s = ndf_ctx_synchronize(ctx);
+  *ms = now_ms() - t0;
+  if (s != NDF_OK) errorf("%s: %s", op->name, ndf_errmsg(ctx));
+  return s;
+}
+
+typedef struct demo_op {
+  const op_def *op;
+  double first_ms, disk_ms, steady_ms;
+  ndf_array result; /* host copy of the result */
+} demo_op;
+
+/* Times the ops in a context on cache_dir: the first call of each (cold
+ * or disk hit), then, when reps > 0, the median of reps further calls.
+ * Results are downloaded into d[i].result when keep is set. */
+static ndf_status time_ops(ndf_backend backend, const char *cache_dir, const ndf_array *in,
+                           const op_params *p, demo_op *d, int nd, int disk, int reps,
+                           int keep, ndf_cache_stats *stats) {
+  ndf_ctx *ctx = NULL;
+  ndf_status s = make_ctx(&ctx, backend, cache_dir);
+  if (s != NDF_OK) return s;
+  ndf_device_type dev = ndf_ctx_has_cuda(ctx) ? NDF_DEVICE_CUDA : NDF_DEVICE_CPU;
+  ndf_array din, dout;
+  memset(&din, 0, sizeof din);
+  memset(&dout, 0, sizeof dout);
+  double *t = reps > 0 ? malloc(sizeof *t * (size_t)reps) : NULL;
+  if (reps > 0 && !t) {
+    s = NDF_ENOMEM;
+    errorf("out of memory");
+    goto done;
+  }
+  if (dev == NDF_DEVICE_CUDA) {
+    s = ndf_array_alloc(ctx, &din, NDF_DEVICE_CUDA, in->dtype, in->ndim, in->shape);
+    if (s == NDF_OK) s = ndf_array_alloc(ctx, &dout, NDF_DEVICE_CUDA, in->dtype, in->ndim, in->shape);
+    if (s == NDF_OK) s = ndf_array_copy(ctx, &din, in);
+    if (s == NDF_OK) s = ndf_ctx_synchronize(ctx);
+  } else {
+    din = *in;
+    s = host_alloc(&dout, in->dtype, in->ndim, in->shape);
+  }
+  if (s != NDF_OK) {
+    errorf("%s", dev == NDF_DEVICE_CUDA ? ndf_errmsg(ctx) : "out of memory for the output");
+    goto done;
+  }
+  for (int i = 0; i < nd && s == NDF_OK; i++) {
+    double first;
+    if ((s = timed_call(ctx, d[i].op, &din, &dout, p, &first)) != NDF_OK) break;
+    if (disk) d[i].disk_ms = first;
+    else d[i].first_ms = first;
+    for (int r = 0; r < reps && s == NDF_OK; r++) s = timed_call(ctx, d[i].op, &din, &dout, p, &t[r]);
+    if (s != NDF_OK) break;
+    if (reps > 0) {
+      qsort(t, (size_t)reps, sizeof *t, cmp_double);
+      d[i].steady_ms = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+    }
+    if (keep) {
+      if ((s = host_alloc(&d[i].result, in->dtype, in->ndim, in->shape)) != NDF_OK) {
+        errorf("out of memory");
+        break;
+      }
+      s = ndf_array_copy(ctx, &d[i].result, &dout);
+      if (s == NDF_OK) s = ndf_ctx_synchronize(ctx);
+      if (s != NDF_OK) errorf("%s", ndf_errmsg(ctx));
+    }
+  }
+  if (stats) ndf_ctx_cache_stats(ctx, stats);
+done:
+  free(t);
+  if (dev == NDF_DEVICE_CUDA) {
+    ndf_array_free(ctx, &din);
+    ndf_array_free(ctx, &dout);
+  } else {
+    host_free(&dout);
+  }
+  ndf_ctx_destroy(ctx);
+  return s;
+}
+
+static int cmd_demo(int argc, char **argv) {
+  args a;
+  int rc = parse_args(argc, argv, 2, O_OUT | O_DEVICE, "demo", &a);
+  if (rc) return rc;
+  if (a.npos) {
+    errorf("'demo' takes no file names (use --out DIR)");
+    return EXIT_USAGE;
+  }
+  const char *outdir = a.out ? a.out : "ndforge-demo";
+  rc = EXIT_RUN;
+  ndfio_image img;
+  char desc[128], tmpl[] = "/tmp/ndforge-demo-cache-XXXXXX";
+  char *cache = NULL;
+  int nifti = 0;
+  demo_op d[2] = {{find_op("grey_dilation"), 0, 0, 0, {0}}, {find_op("grey_erosion"), 0, 0, 0, {0}}};
+  ndf_array cpu_res[2];
+  memset(cpu_res, 0, sizeof cpu_res);
+  memset(&img, 0, sizeof img);
+
+  /* Which device: ask a context, as `run` does. */
+  ndf_ctx *probe = NULL;
+  ndf_device_type dev;
+  if (open_device(a.device, &probe, &dev) != NDF_OK) return EXIT_RUN;
+  ndf_ctx_info info;
+  memset(&info, 0, sizeof info);
+  if (dev == NDF_DEVICE_CUDA && ndf_ctx_get_info(probe, &info) != NDF_OK) {
+    errorf("%s", ndf_errmsg(probe));
+    ndf_ctx_destroy(probe);
+    return EXIT_RUN;
+  }
+  ndf_ctx_destroy(probe);
+
+  if (access(CH2_PATH, R_OK) == 0) {
+    if (read_image(CH2_PATH, &img) != 0) goto done;
+    nifti = 1;
+    printf("input:   %s (%s)\n", CH2_PATH, describe(&img.arr, desc, sizeof desc));
+  } else {
+    if (make_phantom(&img) != NDF_OK) {
+      errorf("out of memory for the phantom");
+      goto done;
+    }
+    printf("input:   phantom, %s ellipsoids with noise (%s not found)\n",
+           describe(&img.arr, desc, sizeof desc), CH2_PATH);
+  }
+  args ga;
+  memset(&ga, 0, sizeof ga);
+  ga.nsize = 1;
+  ga.size[0] = 3;
+  ga.mode = NDF_MODE_REFLECT;
+  op_params p = {&ga, NULL, NULL};
+
+  if (dev == NDF_DEVICE_CUDA) {
+    printf("device:  %s (sm_%d%d)\n", info.device_name, info.cc_major, info.cc_minor);
+    printf("ops:     grey_dilation, grey_erosion with size 3, mode reflect\n\n");
+    cache = mkdtemp(tmpl);
+    if (!cache) {
+      errorf("cannot make a temporary cache directory: %s", strerror(errno));
+      goto done;
+    }
+    ndf_cache_stats cold, warm;
+    memset(&cold, 0, sizeof cold);
+    memset(&warm, 0, sizeof warm);
+    if (time_ops(NDF_BACKEND_CUDA, cache, &img.arr, &p, d, 2, 0, 0, 1, &cold) != NDF_OK) goto done;
+    if (time_ops(NDF_BACKEND_CUDA, cache, &img.arr, &p, d, 2, 1, GPU_REPS, 0, &warm) != NDF_OK)
+      goto done;
+    /* The CPU backend is the reference. */
+    ndf_ctx *cpu = NULL;
+    if (make_ctx(&cpu, NDF_BACKEND_CPU, NULL) != NDF_OK) goto done;
+    int same = 1;
+    for (int i = 0; i < 2; i++) {
+      if (run_op(cpu, NDF_DEVICE_CPU, d[i].op, &img.arr, &p, &cpu_res[i]) != NDF_OK) {
+        ndf_ctx_destroy(cpu);
+        goto done;
+      }
+      same &= memcmp(cpu_res[i].data, d[i].result.data, array_bytes(&cpu_res[i])) == 0;
+    }
+    ndf_ctx_destroy(cpu);
+    printf("%-15s %14s %12s %12s\n", "", "cold compile", "disk cache", "steady");
+    for (int i = 0; i < 2; i++)
+      printf("%-15s %11.1f ms %9.2f ms %9.3f ms\n", d[i].op->name, d[i].first_ms, d[i].disk_ms,
+             d[i].steady_ms);
+    printf("(first call in a new cache, first call in a new context on that cache, median of %d)\n",
+           GPU_REPS);
+    printf("kernels: %llu compiled cold, %llu loaded from disk, %llu compiled on the second run\n",
+           (unsigned long long)cold.compiles, (unsigned long long)warm.disk_hits,
+           (unsigned long long)warm.compiles);
+    printf("GPU == CPU: %s (results compared byte for byte)\n", same ? "yes" : "NO");
+    if (!same) {
+      errorf("the GPU result differs from the CPU result");
+      goto done;
+    }
+  } else {
+    printf("device:  CPU backend (%s)\n", a.device == DEV_CPU ? "--device cpu" : "no CUDA device");
+    printf("ops:     grey_dilation, grey_erosion with size 3, mode reflect\n\n");
+    if (time_ops(NDF_BACKEND_CPU, NULL, &img.arr, &p, d, 2, 0, CPU_REPS, 1, NULL) != NDF_OK)
+      goto done;
+    printf("%-15s %12s %12s\n", "", "first call", "steady");
+    for (int i = 0; i < 2; i++)
+      printf("%-15s %9.1f ms %9.1f ms\n", d[i].op->name, d[i].first_ms, d[i].steady_ms);
+    printf("(steady: median of %d calls)\n", CPU_REPS);
+  }
+
+  if (mkdir_p(outdir) != 0) {
+    errorf("cannot create '%s': %s", outdir, strerror(errno));
+    goto done;
+  }
+  const char *stem = nifti ? "ch2" : "phantom", *ext = nifti ? ".nii.gz" : ".npy";
+  char path[2][4096];
+  for (int i = 0; i < 2; i++) {
+    snprintf(path[i], sizeof path[i], "%s/%s_%s%s", outdir, stem, i ? "eroded" : "dilated", ext);
+    char err[ERRLEN];
+    if (ndfio_write(path[i], &d[i].result, &img, err, sizeof err) != NDF_OK) {
+      errorf("%s", err);
+      if (i) remove(path[0]);
+      goto done;
+    }
+  }
+  printf("wrote:   %s %s\n", path[0], path[1]);
+  rc = 0;
+done:
+  if (cache && nftw(cache, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+    fprintf(stderr, "ndforge: warning: could not remove '%s'\n", cache);
+  for (int i = 0; i < 2; i++) {
+    host_free(&d[i].result);
+    host_free(&cpu_res[i]);
+  }
+  ndfio_image_free(&img);
+  return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* main                                                                      */
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: ndforge COMMAND ...\n\n"
+          "  ndforge run OP [options] INPUT OUTPUT   run a scipy.ndimage op on a file\n"
+          "                                         (ndforge run --help lists ops and options)\n"
+          "  ndforge info                            library, NVRTC, driver, devices, cache\n"
+          "  ndforge cache list                      list the kernel cache\n"
+          "  ndforge cache clear                     empty the kernel cache\n"
+          "  ndforge cache warm [--arch sm_XY] OP... --dtype DTYPE [--ndim N] [op options]\n"
+          "                                         compile kernels ahead of time (no GPU needed)\n"
+          "  ndforge demo [--out DIR] [--device cpu|cuda|auto]\n"
+          "                                         erode and dilate an MRI volume, with timings\n"
+          "  ndforge --help | --version\n\n"
+          "Files: .npy, .nii, .nii.gz.  Exit status: 0 ok, 1 failure, 2 bad command line.\n"
+          "Environment: NDF_CACHE_DIR, NDF_CACHE_DISABLE=1.\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    errorf("missing command (see ndforge --help)");
+    return EXIT_USAGE;
+  }
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+    usage(stdout);
+    return 0;
+  }
+  if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+    printf("ndforge %s (library %s)\n", NDF_VERSION_STRING, ndf_version());
+    return 0;
+  }
+  if (strcmp(cmd, "run") == 0) return cmd_run(argc, argv);
+  if (strcmp(cmd, "info") == 0) return cmd_info(argc, argv);
+  if (strcmp(cmd, "cache") == 0) return cmd_cache(argc, argv);
+  if (strcmp(cmd, "demo") == 0) return cmd_demo(argc, argv);
+  errorf("unknown command '%s' (see ndforge --help)", cmd);
+  return EXIT_USAGE;
+}

@@ -1,0 +1,353 @@
+/*
+ * nifti_io.c -- NIfTI-1 images (.nii, .nii.gz) through nifti_clib, and the
+ * format dispatch of ndfio_read / ndfio_write.
+ * This file uses only the public API of ndforge.
+ *
+ * Arrays keep NIfTI's axis order (x, y, z, t, ...) with Fortran strides (x
+ * fastest), as nibabel's get_fdata() does, so `size`, `origin` and
+ * footprints given on the command line mean the same axes as in Python.
+ *
+ * nifti_clib reads the header; the data is read here, because
+ * nifti_image_load replaces NaN and Inf in float images with 0, and writes
+ * go through nifti_image_write_hdr_img2 (header, file left open) plus our
+ * own data writes, because nifti_image_write reports no errors.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "ndfio.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <nifti1_io.h>
+
+#define DATA_CHUNK (1u << 22)
+
+static const struct {
+  int code;
+  ndf_dtype dtype;
+} dtype_map[] = {
+    {DT_UINT8, NDF_UINT8},   {DT_INT8, NDF_INT8},   {DT_UINT16, NDF_UINT16},
+    {DT_INT16, NDF_INT16},   {DT_UINT32, NDF_UINT32}, {DT_INT32, NDF_INT32},
+    {DT_FLOAT32, NDF_FLOAT32}, {DT_FLOAT64, NDF_FLOAT64},
+};
+#define NIFTI_SUPPORTED "UINT8, INT8, UINT16, INT16, UINT32, INT32, FLOAT32, FLOAT64"
+
+/* nifti_clib prints its own diagnostics at debug level 1; ndfio reports one
+ * line itself. */
+static void quiet(void) { nifti_set_debug_level(0); }
+
+static size_t esz_of(ndf_dtype t) {
+  switch (t) {
+  case NDF_BOOL: case NDF_UINT8: case NDF_INT8: return 1;
+  case NDF_UINT16: case NDF_INT16: return 2;
+  case NDF_UINT32: case NDF_INT32: case NDF_FLOAT32: return 4;
+  case NDF_FLOAT64: return 8;
+  default: return 0;
+  }
+}
+
+ndfio_format ndfio_format_of(const char *path) {
+  size_t n = path ? strlen(path) : 0;
+  if (n > 4 && strcmp(path + n - 4, ".npy") == 0) return NDFIO_NPY;
+  if (n > 4 && strcmp(path + n - 4, ".nii") == 0) return NDFIO_NIFTI;
+  if (n > 7 && strcmp(path + n - 7, ".nii.gz") == 0) return NDFIO_NIFTI;
+  return (ndfio_format)0;
+}
+
+void ndfio_image_free(ndfio_image *img) {
+  if (!img) return;
+  free(img->owned);
+  if (img->nifti) nifti_image_free((nifti_image *)img->nifti);
+  memset(img, 0, sizeof *img);
+}
+
+ndf_status ndfio_read(const char *path, ndfio_image *img, char *err, size_t errlen) {
+  switch (ndfio_format_of(path)) {
+  case NDFIO_NPY: return ndfio_npy_read(path, img, err, errlen);
+  case NDFIO_NIFTI: return ndfio_nifti_read(path, img, err, errlen);
+  }
+  if (img) memset(img, 0, sizeof *img);
+  ndfio__err(err, errlen, "cannot read '%s': unknown file type (expected .npy, .nii or .nii.gz)",
+             path ? path : "(null)");
+  return NDF_EINVAL;
+}
+
+ndf_status ndfio_write(const char *path, const ndf_array *a, const ndfio_image *header_from,
+                       char *err, size_t errlen) {
+  switch (ndfio_format_of(path)) {
+  case NDFIO_NPY: return ndfio_npy_write(path, a, err, errlen);
+  case NDFIO_NIFTI: return ndfio_nifti_write(path, a, header_from, err, errlen);
+  }
+  ndfio__err(err, errlen, "cannot write '%s': unknown file type (expected .npy, .nii or .nii.gz)",
+             path ? path : "(null)");
+  return NDF_EINVAL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reading                                                                   */
+
+/* Reads nbytes of image data at the header's offset, swapping bytes when
+ * the file's byte order is not the host's. */
+static ndf_status read_data(const char *path, nifti_image *nim, void *dst, size_t nbytes,
+                            char *err, size_t errlen) {
+  znzFile fp = nim->iname ? znzopen(nim->iname, "rb", nifti_is_gzfile(nim->iname)) : NULL;
+  if (znz_isnull(fp)) {
+    ndfio__err(err, errlen, "cannot read '%s': cannot open its data", path);
+    return NDF_EIO;
+  }
+  ndf_status s = NDF_OK;
+  if (znzseek(fp, (znz_off_t)nim->iname_offset, SEEK_SET) < 0 ||
+      znzread(dst, 1, nbytes, fp) != nbytes) {
+    ndfio__err(err, errlen, "cannot read '%s': truncated data (expected %zu bytes)", path,
+               nbytes);
+    s = NDF_EINVAL;
+  }
+  znzclose(fp);
+  if (s == NDF_OK && nim->swapsize > 1 && nim->byteorder != nifti_short_order())
+    nifti_swap_Nbytes(nbytes / (size_t)nim->swapsize, nim->swapsize, dst);
+  return s;
+}
+
+/* The ndforge dtype of a NIfTI datatype code, or a message naming both. */
+static ndf_status dtype_of(const char *path, int code, ndf_dtype *out, char *err, size_t errlen) {
+  for (size_t i = 0; i < sizeof dtype_map / sizeof dtype_map[0]; i++) {
+    if (dtype_map[i].code == code) {
+      *out = dtype_map[i].dtype;
+      return NDF_OK;
+    }
+  }
+  const char *name = nifti_datatype_to_string(code);
+  ndfio__err(err, errlen,
+             "cannot read '%s': NIfTI datatype %s (%d) is not supported (supported: %s)", path,
+             name ? name : "?", code, NIFTI_SUPPORTED);
+  return NDF_EINVAL;
+}
+
+static int16_t swap16(int16_t v) {
+  uint16_t u = (uint16_t)v;
+  return (int16_t)(uint16_t)((u >> 8) | (u << 8));
+}
+
+/* Checks the fixed header fields that nifti_image_read would complain about
+ * on stderr whatever the debug level (sizeof_hdr, dim, datatype), so the
+ * caller gets one message instead. */
+static ndf_status check_header(const char *path, char *err, size_t errlen) {
+  nifti_1_header h;
+  znzFile fp = znzopen(path, "rb", nifti_is_gzfile(path));
+  if (znz_isnull(fp)) {
+    ndfio__err(err, errlen, "cannot read '%s': cannot open it", path);
+    return NDF_EIO;
+  }
+  size_t got = znzread(&h, 1, sizeof h, fp);
+  znzclose(fp);
+  const char *why = NULL;
+  int swap = h.sizeof_hdr != 348;
+  int16_t dim0 = swap ? swap16(h.dim[0]) : h.dim[0];
+  int16_t dtype = swap ? swap16(h.datatype) : h.datatype;
+  if (got != sizeof h) why = "too short for a header";
+  else if (swap && h.sizeof_hdr != 0x5c010000) why = "sizeof_hdr is not 348";
+  else if (dim0 < 1 || dim0 > 7) why = "dim[0] is not in 1..7";
+  for (int i = 1; !why && i <= dim0; i++)
+    if ((swap ? swap16(h.dim[i]) : h.dim[i]) < 1) why = "a dimension is not positive";
+  if (why) {
+    ndfio__err(err, errlen, "cannot read '%s': not a valid NIfTI-1 file (%s)", path, why);
+    return NDF_EINVAL;
+  }
+  ndf_dtype t;
+  return dtype_of(path, dtype, &t, err, errlen);
+}
+
+ndf_status ndfio_nifti_read(const char *path, ndfio_image *img, char *err, size_t errlen) {
+  if (!img || !path) {
+    ndfio__err(err, errlen, "ndfio_nifti_read: no path or image given");
+    return NDF_EINVAL;
+  }
+  memset(img, 0, sizeof *img);
+  /* nifti_image_read would also try other extensions; check the name given. */
+  FILE *probe = fopen(path, "rb");
+  if (!probe) {
+    ndfio__err(err, errlen, "cannot read '%s': %s", path, strerror(errno));
+    return NDF_EIO;
+  }
+  fclose(probe);
+  quiet();
+  ndf_status s = check_header(path, err, errlen);
+  if (s != NDF_OK) return s;
+  nifti_image *nim = nifti_image_read(path, 0);
+  if (!nim) {
+    ndfio__err(err, errlen, "cannot read '%s': not a valid NIfTI-1 file", path);
+    return NDF_EINVAL;
+  }
+  void *data = NULL;
+  ndf_dtype dtype;
+  if ((s = dtype_of(path, nim->datatype, &dtype, err, errlen)) != NDF_OK) goto fail;
+  s = NDF_EINVAL;
+  int ndim = nim->dim[0];
+  if (ndim < 1 || ndim > 7 || nim->nbyper != (int)esz_of(dtype)) {
+    ndfio__err(err, errlen, "cannot read '%s': bad NIfTI header (dim[0]=%d)", path, ndim);
+    goto fail;
+  }
+  ndf_array *a = &img->arr;
+  a->device = NDF_DEVICE_CPU;
+  a->device_id = 0;
+  a->dtype = dtype;
+  a->ndim = ndim;
+  size_t esz = esz_of(dtype), n = 1;
+  for (int i = 0; i < ndim; i++) {
+    if (nim->dim[i + 1] < 1) {
+      ndfio__err(err, errlen, "cannot read '%s': bad NIfTI header (dim[%d]=%d)", path, i + 1,
+                 nim->dim[i + 1]);
+      goto fail;
+    }
+    a->shape[i] = nim->dim[i + 1];
+    a->strides[i] = (int64_t)n; /* x fastest */
+    if (n > (size_t)INT64_MAX / esz / (size_t)nim->dim[i + 1]) {
+      ndfio__err(err, errlen, "cannot read '%s': image too large", path);
+      goto fail;
+    }
+    n *= (size_t)nim->dim[i + 1];
+  }
+  size_t nbytes = n * esz;
+  /* An uncompressed file's size shows truncation before a large allocation. */
+  struct stat st;
+  if (!nifti_is_gzfile(nim->iname) && stat(nim->iname, &st) == 0 &&
+      (uint64_t)st.st_size < (uint64_t)nim->iname_offset + nbytes) {
+    ndfio__err(err, errlen, "cannot read '%s': truncated data (expected %zu bytes)", path,
+               nbytes);
+    goto fail;
+  }
+  data = malloc(nbytes);
+  if (!data) {
+    s = NDF_ENOMEM;
+    ndfio__err(err, errlen, "cannot read '%s': out of memory for %zu bytes", path, nbytes);
+    goto fail;
+  }
+  if ((s = read_data(path, nim, data, nbytes, err, errlen)) != NDF_OK) goto fail;
+  a->data = data;
+  img->owned = data;
+  img->nifti = nim;
+  return NDF_OK;
+fail:
+  free(data);
+  nifti_image_free(nim);
+  memset(img, 0, sizeof *img);
+  return s;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Writing                                                                   */
+
+/* Writes a's elements in Fortran order (x fastest) to fp. */
+static int write_fortran(znzFile fp, const ndf_array *a, int64_t nelem) {
+  size_t esz = esz_of(a->dtype);
+  if (nelem == 0) return 1;
+  if (ndfio__is_dense(a, 1))
+    return znzwrite(a->data, 1, (size_t)nelem * esz, fp) == (size_t)nelem * esz;
+  size_t chunk = DATA_CHUNK / esz;
+  if ((uint64_t)chunk > (uint64_t)nelem) chunk = (size_t)nelem;
+  void *buf = malloc(chunk * esz);
+  if (!buf) return 0;
+  ndfio__iter it;
+  ndfio__iter_init(&it, a, 1);
+  size_t got;
+  int ok = 1;
+  while (ok && (got = ndfio__gather(&it, buf, chunk)) > 0)
+    ok = znzwrite(buf, 1, got * esz, fp) == got * esz;
+  free(buf);
+  return ok;
+}
+
+/* Sets the datatype and dimensions of nim to a's (header fields only). */
+static ndf_status shape_header(nifti_image *nim, const ndf_array *a) {
+  int code = DT_UINT8; /* NDF_BOOL is stored as 0/1 bytes */
+  for (size_t i = 0; i < sizeof dtype_map / sizeof dtype_map[0]; i++)
+    if (dtype_map[i].dtype == a->dtype) code = dtype_map[i].code;
+  nim->datatype = code;
+  nifti_datatype_sizes(code, &nim->nbyper, &nim->swapsize);
+  nim->dim[0] = a->ndim;
+  for (int i = 1; i < 8; i++) {
+    nim->dim[i] = i <= a->ndim ? (int)a->shape[i - 1] : 1;
+    if (i <= a->ndim && !(nim->pixdim[i] > 0)) nim->pixdim[i] = 1.0f;
+  }
+  nim->nifti_type = NIFTI_FTYPE_NIFTI1_1;
+  nim->byteorder = nifti_short_order();
+  return nifti_update_dims_from_array(nim) == 0 ? NDF_OK : NDF_EINVAL;
+}
+
+ndf_status ndfio_nifti_write(const char *path, const ndf_array *a, const ndfio_image *header_from,
+                             char *err, size_t errlen) {
+  int64_t nelem;
+  if (!path) {
+    ndfio__err(err, errlen, "ndfio_nifti_write: no path given");
+    return NDF_EINVAL;
+  }
+  ndf_status s = ndfio__check_host_array(path, a, &nelem, err, errlen);
+  if (s != NDF_OK) return s;
+  if (a->ndim < 1 || a->ndim > 7) {
+    ndfio__err(err, errlen, "cannot write '%s': NIfTI-1 holds 1 to 7 dimensions, not %d", path,
+               a->ndim);
+    return NDF_EINVAL;
+  }
+  for (int i = 0; i < a->ndim; i++) {
+    if (a->shape[i] < 1 || a->shape[i] > 32767) {
+      ndfio__err(err, errlen, "cannot write '%s': NIfTI-1 dimensions are 1..32767, not %lld",
+                 path, (long long)a->shape[i]);
+      return NDF_EINVAL;
+    }
+  }
+  quiet();
+  const nifti_image *src = header_from ? (const nifti_image *)header_from->nifti : NULL;
+  nifti_image *nim;
+  if (src) {
+    nim = nifti_copy_nim_info(src);
+  } else {
+    int dims[8] = {a->ndim, 1, 1, 1, 1, 1, 1, 1};
+    for (int i = 0; i < a->ndim; i++) dims[i + 1] = (int)a->shape[i];
+    nim = nifti_make_new_nim(dims, DT_UINT8, 0);
+  }
+  if (!nim) {
+    ndfio__err(err, errlen, "cannot write '%s': out of memory", path);
+    return NDF_ENOMEM;
+  }
+  char *tmp = NULL;
+  znzFile fp = NULL;
+  if (shape_header(nim, a) != NDF_OK || !nifti_nim_is_valid(nim, 0)) {
+    s = NDF_EINVAL;
+    ndfio__err(err, errlen, "cannot write '%s': cannot make a valid NIfTI-1 header", path);
+    goto done;
+  }
+  if ((s = ndfio__tmp_create(path, &tmp, NULL, err, errlen)) != NDF_OK) goto done;
+  free(nim->fname);
+  free(nim->iname);
+  nim->fname = nifti_strdup(tmp);
+  nim->iname = nifti_strdup(tmp);
+  if (!nim->fname || !nim->iname) {
+    s = NDF_ENOMEM;
+    ndfio__err(err, errlen, "cannot write '%s': out of memory", path);
+    goto done;
+  }
+  /* Header and extensions, then the file is left open at the data offset. */
+  fp = nifti_image_write_hdr_img2(nim, 2, "wb", NULL, NULL);
+  s = NDF_EIO;
+  if (znz_isnull(fp)) {
+    ndfio__err(err, errlen, "cannot write '%s': cannot write the NIfTI header", path);
+    goto done;
+  }
+  errno = 0;
+  int ok = write_fortran(fp, a, nelem);
+  int e = errno;
+  if (znzclose(fp) != 0) ok = 0;
+  if (!ok) {
+    ndfio__err(err, errlen, "cannot write '%s': %s", path, e ? strerror(e) : "write error");
+    goto done;
+  }
+  s = ndfio__tmp_finish(tmp, path, 1, err, errlen);
+  tmp = NULL;
+done:
+  ndfio__tmp_finish(tmp, path, 0, NULL, 0);
+  nifti_image_free(nim);
+  return s;
+}
