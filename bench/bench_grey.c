@@ -1,0 +1,1195 @@
+/*
+ * bench_grey.c -- benchmark of ndf_grey_erosion / ndf_grey_dilation.
+ *
+ * This file uses only the public API of ndforge, plus a few CUDA driver calls
+ * (events, a host function, the current context) that it loads itself with
+ * dlopen, so that it builds and starts on machines without CUDA.
+ *
+ * For each workload it checks first, then times (DESIGN.md, "Benchmarks"):
+ *   check  the first GPU result, bit for bit, against the CPU backend on the
+ *          same random input (the output is poisoned before the call);
+ *   cold   first call in a new context whose cache directory is new and
+ *          empty (NVRTC compile + module load + run), host clock around
+ *          call + ndf_ctx_synchronize;
+ *   disk   the same first call in a fresh process of this program, over the
+ *          cache that the cold call filled (load from disk, no compile);
+ *   warm   median CUDA-event time of one call in steady state;
+ *   host   median host time of one call's enqueue (the call alone, no sync).
+ * One JSON object per workload goes to stdout; --human adds a one-line
+ * summary per workload on stderr.
+ *
+ * Exit status: 0 all done, 1 a failure or a wrong result, 2 bad usage,
+ * 77 no usable CUDA device and nothing else asked (ctest's "skipped").
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+#include <dlfcn.h>
+#include <errno.h>
+#include <ftw.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ndforge.h"
+
+#define EXIT_SKIP 77
+#define EXIT_USAGE 2
+
+#define MB ((size_t)1 << 20)
+/* Inputs under this size may sit in L2 (50 MB on H100/H200): rotate buffers. */
+#define ROTATE_BELOW (100 * MB)
+/* Rotated buffers (inputs + outputs) add up to at least this much. */
+#define ROTATE_TOTAL (512 * MB)
+#define MAX_BUFS 64
+/* Measured HBM3e bandwidth of an H200 (read + write), for the floor. */
+#define PEAK_BYTES_PER_S 4.19e12
+#define WARMUPS 10
+/* Calls queued behind one gate; small enough never to fill the launch queue. */
+#define GATE_BATCH 20
+#define GATE_TIMEOUT_MS 5000.0
+#define CPU_RUNS 5
+
+/* ------------------------------------------------------------------------ */
+/* Workloads                                                                 */
+
+typedef enum { OP_EROSION = 0, OP_DILATION = 1 } grey_op;
+typedef enum { FP_BOX = 0, FP_CROSS = 1 } fp_kind;
+
+typedef struct workload {
+  grey_op op;
+  ndf_dtype dtype;
+  int ndim;
+  int64_t shape[NDF_MAX_NDIM];
+  int size;   /* extent of the element along every spatial axis */
+  fp_kind fp; /* box: size = ...; cross: footprint with one axis off-centre at most */
+  int batch_dims;
+  ndf_mode mode;
+} workload;
+
+/* The default workloads: float32 and reflect unless said. */
+static const workload default_workloads[] = {
+    {OP_DILATION, NDF_FLOAT32, 3, {64, 1024, 1024}, 3, FP_BOX, 0, NDF_MODE_REFLECT},
+    {OP_DILATION, NDF_FLOAT32, 3, {64, 1024, 1024}, 3, FP_BOX, 1, NDF_MODE_REFLECT},
+    {OP_EROSION, NDF_FLOAT32, 3, {256, 256, 256}, 3, FP_BOX, 0, NDF_MODE_REFLECT},
+    {OP_DILATION, NDF_FLOAT32, 3, {8, 256, 256}, 3, FP_BOX, 0, NDF_MODE_REFLECT},
+    {OP_DILATION, NDF_FLOAT32, 3, {8, 256, 256}, 3, FP_BOX, 1, NDF_MODE_REFLECT},
+    {OP_DILATION, NDF_FLOAT32, 4, {8, 256, 256, 256}, 3, FP_BOX, 1, NDF_MODE_REFLECT},
+    {OP_EROSION, NDF_FLOAT32, 3, {256, 256, 256}, 3, FP_CROSS, 0, NDF_MODE_REFLECT},
+    {OP_EROSION, NDF_FLOAT32, 3, {256, 256, 256}, 7, FP_BOX, 0, NDF_MODE_REFLECT},
+    {OP_EROSION, NDF_UINT8, 3, {256, 256, 256}, 3, FP_BOX, 0, NDF_MODE_REFLECT},
+};
+#define N_DEFAULT (sizeof default_workloads / sizeof default_workloads[0])
+
+static const char *op_name(grey_op op) { return op == OP_DILATION ? "grey_dilation" : "grey_erosion"; }
+
+/* NumPy's short type codes, for names and the human line: "f32", "u8". */
+static const char *dtype_short(ndf_dtype t)
+{
+  switch (t) {
+  case NDF_BOOL: return "bool";
+  case NDF_UINT8: return "u8";
+  case NDF_INT8: return "i8";
+  case NDF_UINT16: return "u16";
+  case NDF_INT16: return "i16";
+  case NDF_UINT32: return "u32";
+  case NDF_INT32: return "i32";
+  case NDF_FLOAT32: return "f32";
+  case NDF_FLOAT64: return "f64";
+  default: return "?";
+  }
+}
+
+static int64_t wl_count(const workload *w)
+{
+  int64_t n = 1;
+  for (int i = 0; i < w->ndim; i++) n *= w->shape[i];
+  return n;
+}
+
+static size_t wl_bytes(const workload *w) { return (size_t)wl_count(w) * ndf_dtype_size(w->dtype); }
+
+static void shape_str(const workload *w, char sep, char *buf, size_t len)
+{
+  size_t k = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < w->ndim && k < len; i++)
+    k += (size_t)snprintf(buf + k, len - k, "%s%lld", i ? (char[]){sep, 0} : "", (long long)w->shape[i]);
+}
+
+/* The key that joins bench_grey and peers_grey.py lines:
+ * "dilation_f32_64x1024x1024_s3_b0", "erosion_f32_256x256x256_cross3_b0". */
+static void wl_name(const workload *w, char *buf, size_t len)
+{
+  char shp[160];
+  shape_str(w, 'x', shp, sizeof shp);
+  snprintf(buf, len, "%s_%s_%s_%s%d_b%d%s%s", w->op == OP_DILATION ? "dilation" : "erosion",
+           dtype_short(w->dtype), shp, w->fp == FP_CROSS ? "cross" : "s", w->size, w->batch_dims,
+           w->mode == NDF_MODE_REFLECT ? "" : "_", w->mode == NDF_MODE_REFLECT ? "" : ndf_mode_name(w->mode));
+}
+
+/* Options of one workload.  The footprint (cross only) lives in fpbuf. */
+typedef struct grey_setup {
+  ndf_grey_options opt;
+  ndf_array fp;
+  uint8_t *fpbuf;
+} grey_setup;
+
+static int setup_options(const workload *w, grey_setup *g)
+{
+  int sp = w->ndim - w->batch_dims;
+  memset(g, 0, sizeof *g);
+  ndf_grey_options_init(&g->opt);
+  g->opt.mode = w->mode;
+  g->opt.batch_dims = w->batch_dims;
+  if (w->fp == FP_BOX) {
+    g->opt.nsize = 1;
+    g->opt.size[0] = w->size;
+    return 0;
+  }
+  /* A cross: the centre and every point that leaves it along one axis only
+   * (scipy's generate_binary_structure(sp, 1) for size 3). */
+  int64_t fshape[NDF_MAX_SPATIAL], n = 1;
+  for (int i = 0; i < sp; i++) fshape[i] = w->size, n *= w->size;
+  g->fpbuf = malloc((size_t)n);
+  if (!g->fpbuf) return -1;
+  int c = w->size / 2;
+  for (int64_t k = 0; k < n; k++) {
+    int64_t r = k;
+    int off = 0;
+    for (int i = sp - 1; i >= 0; i--) {
+      off += (r % w->size) != c;
+      r /= w->size;
+    }
+    g->fpbuf[k] = off <= 1;
+  }
+  if (ndf_array_init(&g->fp, g->fpbuf, NDF_DEVICE_CPU, NDF_BOOL, sp, fshape) != NDF_OK) {
+    fprintf(stderr, "bench_grey: footprint: %s\n", ndf_last_error());
+    return -1;
+  }
+  g->opt.footprint = &g->fp;
+  return 0;
+}
+
+static void free_options(grey_setup *g)
+{
+  free(g->fpbuf);
+  g->fpbuf = NULL;
+}
+
+static ndf_status run_op(ndf_ctx *c, const workload *w, const ndf_array *in, ndf_array *out,
+                         const ndf_grey_options *o)
+{
+  return w->op == OP_DILATION ? ndf_grey_dilation(c, in, out, o) : ndf_grey_erosion(c, in, out, o);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Small helpers                                                             */
+
+static double now_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+  if (n <= 0) return NAN;
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static uint64_t splitmix64(uint64_t *s)
+{
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* Random values, never an all-zero array: floats uniform in [-1000, 1000)
+ * with 24 (53) random bits, integers uniform over all their bit patterns. */
+static void fill_random(void *buf, ndf_dtype t, int64_t n, uint64_t seed)
+{
+  uint64_t s = seed;
+  if (t == NDF_FLOAT32) {
+    float *f = buf;
+    for (int64_t i = 0; i < n; i++) f[i] = (float)((double)(splitmix64(&s) >> 40) * (2000.0 / 16777216.0) - 1000.0);
+  } else if (t == NDF_FLOAT64) {
+    double *d = buf;
+    for (int64_t i = 0; i < n; i++) d[i] = (double)(splitmix64(&s) >> 11) * (2000.0 / 9007199254740992.0) - 1000.0;
+  } else if (t == NDF_BOOL) {
+    uint8_t *b = buf;
+    for (int64_t i = 0; i < n; i++) b[i] = (uint8_t)(splitmix64(&s) & 1);
+  } else {
+    size_t bytes = (size_t)n * ndf_dtype_size(t), i = 0;
+    uint8_t *b = buf;
+    for (; i + 8 <= bytes; i += 8) {
+      uint64_t r = splitmix64(&s);
+      memcpy(b + i, &r, 8);
+    }
+    for (uint64_t r = splitmix64(&s); i < bytes; i++, r >>= 8) b[i] = (uint8_t)r;
+  }
+}
+
+static double element_value(const void *buf, ndf_dtype t, int64_t i)
+{
+  switch (t) {
+  case NDF_BOOL:
+  case NDF_UINT8: return ((const uint8_t *)buf)[i];
+  case NDF_INT8: return ((const int8_t *)buf)[i];
+  case NDF_UINT16: return ((const uint16_t *)buf)[i];
+  case NDF_INT16: return ((const int16_t *)buf)[i];
+  case NDF_UINT32: return ((const uint32_t *)buf)[i];
+  case NDF_INT32: return ((const int32_t *)buf)[i];
+  case NDF_FLOAT32: return ((const float *)buf)[i];
+  case NDF_FLOAT64: return ((const double *)buf)[i];
+  default: return NAN;
+  }
+}
+
+/* Bit-exact comparison of two whole arrays.  Returns 0 when equal, else
+ * writes the first difference (with its coordinates) and the count. */
+static int compare_exact(const workload *w, const void *got, const void *want, char *msg, size_t len)
+{
+  size_t es = ndf_dtype_size(w->dtype);
+  int64_t n = wl_count(w);
+  if (memcmp(got, want, (size_t)n * es) == 0) return 0;
+  int64_t first = -1, bad = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (memcmp((const char *)got + i * es, (const char *)want + i * es, es) != 0) {
+      if (first < 0) first = i;
+      bad++;
+    }
+  }
+  char coord[200];
+  size_t k = 0;
+  int64_t r = first;
+  int64_t idx[NDF_MAX_NDIM];
+  for (int i = w->ndim - 1; i >= 0; i--) idx[i] = r % w->shape[i], r /= w->shape[i];
+  coord[0] = '\0';
+  for (int i = 0; i < w->ndim && k < sizeof coord; i++)
+    k += (size_t)snprintf(coord + k, sizeof coord - k, "%s%lld", i ? "," : "", (long long)idx[i]);
+  snprintf(msg, len, "%lld of %lld elements differ; first at [%s]: GPU %.9g, CPU %.9g", (long long)bad,
+           (long long)n, coord, element_value(got, w->dtype, first), element_value(want, w->dtype, first));
+  return 1;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+  (void)sb, (void)flag, (void)ftw;
+  return remove(path);
+}
+
+/* Removes a directory made by mkdtemp, with what the cache put in it. */
+static void remove_tree(const char *dir)
+{
+  if (dir[0] && nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+    fprintf(stderr, "bench_grey: warning: could not remove %s: %s\n", dir, strerror(errno));
+}
+
+static int make_cache_dir(char *buf, size_t len)
+{
+  const char *tmp = getenv("TMPDIR");
+  snprintf(buf, len, "%s/ndf-bench-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+  if (mkdtemp(buf)) return 0;
+  fprintf(stderr, "bench_grey: mkdtemp(%s): %s\n", buf, strerror(errno));
+  buf[0] = '\0';
+  return -1;
+}
+
+static void iso_now(char *buf, size_t len)
+{
+  time_t t = time(NULL);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The CUDA driver calls this program makes itself                           */
+
+typedef int CUresult;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUevent_st *CUevent;
+typedef struct CUstream_st *CUstream;
+typedef void (*CUhostFn)(void *user);
+
+static struct {
+  void *lib;
+  CUresult (*EventCreate)(CUevent *, unsigned);
+  CUresult (*EventRecord)(CUevent, CUstream);
+  CUresult (*EventSynchronize)(CUevent);
+  CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+  CUresult (*EventDestroy)(CUevent);
+  CUresult (*CtxGetCurrent)(CUcontext *);
+  CUresult (*LaunchHostFunc)(CUstream, CUhostFn, void *);
+  CUresult (*GetErrorName)(CUresult, const char **);
+} cu;
+
+static void *cu_sym(const char *a, const char *b)
+{
+  void *p = dlsym(cu.lib, a);
+  if (!p && b) p = dlsym(cu.lib, b);
+  if (!p) fprintf(stderr, "bench_grey: libcuda.so.1 has no %s\n", a);
+  return p;
+}
+
+/* dlsym returns an object pointer; POSIX guarantees it converts to a function pointer. */
+#define CU_LOAD(field, a, b) (*(void **)&cu.field = cu_sym(a, b), cu.field != NULL)
+
+static int cu_load(void)
+{
+  if (cu.lib) return 0;
+  cu.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!cu.lib) {
+    fprintf(stderr, "bench_grey: dlopen(libcuda.so.1): %s\n", dlerror());
+    return -1;
+  }
+  int ok = CU_LOAD(EventCreate, "cuEventCreate", NULL);
+  ok &= CU_LOAD(EventRecord, "cuEventRecord", NULL);
+  ok &= CU_LOAD(EventSynchronize, "cuEventSynchronize", NULL);
+  ok &= CU_LOAD(EventElapsedTime, "cuEventElapsedTime", NULL);
+  ok &= CU_LOAD(EventDestroy, "cuEventDestroy_v2", "cuEventDestroy");
+  ok &= CU_LOAD(CtxGetCurrent, "cuCtxGetCurrent", NULL);
+  ok &= CU_LOAD(LaunchHostFunc, "cuLaunchHostFunc", NULL);
+  *(void **)&cu.GetErrorName = dlsym(cu.lib, "cuGetErrorName"); /* optional */
+  return ok ? 0 : -1;
+}
+
+static int cu_check(CUresult r, const char *call)
+{
+  if (r == 0) return 0;
+  const char *name = NULL;
+  if (cu.GetErrorName) cu.GetErrorName(r, &name);
+  fprintf(stderr, "bench_grey: %s failed: %s (%d)\n", call, name ? name : "CUDA error", r);
+  return -1;
+}
+#define CU(call) cu_check((call), #call)
+
+/*
+ * A gate holds the stream back (a host function that waits for release)
+ * while a batch of calls is queued behind it, so that the GPU then runs them
+ * back to back and the events measure kernels, not the host's enqueue time
+ * (which is longer than the kernels of small workloads).  If a call waited
+ * for its own stream the gate would deadlock it; the gate gives up after
+ * GATE_TIMEOUT_MS and says so, and the caller then times calls one by one.
+ */
+typedef struct gate {
+  atomic_int release;
+  atomic_int timed_out;
+} gate;
+
+static void gate_wait(void *p)
+{
+  gate *g = p;
+  double t0 = now_ms();
+  struct timespec nap = {0, 20000};
+  while (!atomic_load(&g->release)) {
+    if (now_ms() - t0 > GATE_TIMEOUT_MS) {
+      atomic_store(&g->timed_out, 1);
+      return;
+    }
+    nanosleep(&nap, NULL);
+  }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Options of the program                                                    */
+
+typedef struct bench_args {
+  const char *only;
+  int reps;
+  int cpu;
+  int check;
+  double check_max_mb; /* < 0: check every input */
+  int human;
+  int list;
+  uint64_t seed;
+  int custom; /* a workload given with --op/--dtype/--shape/... */
+  workload wl;
+  const char *child_disk; /* hidden: cache dir of a --child-disk run */
+} bench_args;
+
+static void usage(FILE *f)
+{
+  fputs("usage: bench_grey [--only SUBSTR] [--reps N] [--cpu] [--no-check] [--check-max-mb MB]\n"
+        "                  [--human] [--list] [--seed N]\n"
+        "                  [--op erosion|dilation --dtype float32 --shape 64x1024x1024 --size 3\n"
+        "                   --footprint box|cross --batch-dims N --mode reflect]\n"
+        "Times ndf_grey_erosion/ndf_grey_dilation on the GPU after checking them against the\n"
+        "CPU backend; one JSON line per workload on stdout.\n"
+        "  --only SUBSTR     run the default workloads whose name contains SUBSTR (see --list)\n"
+        "  --reps N          timed runs for the warm median (default 100)\n"
+        "  --cpu             also time the CPU backend (median of 5, cpu_ms); without a GPU,\n"
+        "                    time only the CPU backend\n"
+        "  --no-check        do not compare with the CPU backend\n"
+        "  --check-max-mb MB compare only inputs up to MB megabytes\n"
+        "  --human           one summary line per workload on stderr\n"
+        "  --op ...          one workload given by flags instead of the default list\n"
+        "exit status: 0 ok, 1 failure or wrong result, 2 usage, 77 no CUDA device (skipped)\n",
+        f);
+}
+
+static int parse_shape(const char *s, workload *w)
+{
+  int n = 0;
+  while (*s) {
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || v <= 0 || n == NDF_MAX_NDIM) return -1;
+    w->shape[n++] = v;
+    s = end;
+    if (*s == 'x' || *s == ',') s++;
+    else if (*s) return -1;
+  }
+  w->ndim = n;
+  return n > 0 ? 0 : -1;
+}
+
+static int parse_int(const char *s, long long lo, long long hi, long long *out)
+{
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || end == s || *end || v < lo || v > hi) return -1;
+  *out = v;
+  return 0;
+}
+
+/* Returns 0, or EXIT_USAGE after a message. */
+static int parse_args(int argc, char **argv, bench_args *a)
+{
+  memset(a, 0, sizeof *a);
+  a->reps = 100;
+  a->check = 1;
+  a->check_max_mb = -1;
+  a->seed = 0x5eed2026ull;
+  a->wl = default_workloads[0];
+  for (int i = 1; i < argc; i++) {
+    const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    long long n;
+    int takes = 1;
+    if (!strcmp(o, "--cpu")) a->cpu = 1, takes = 0;
+    else if (!strcmp(o, "--no-check")) a->check = 0, takes = 0;
+    else if (!strcmp(o, "--human")) a->human = 1, takes = 0;
+    else if (!strcmp(o, "--list")) a->list = 1, takes = 0;
+    else if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+      usage(stdout);
+      exit(0);
+    } else if (!v || strncmp(o, "--", 2) != 0) {
+      fprintf(stderr, "bench_grey: %s: unknown option or missing value\n", o);
+      usage(stderr);
+      return EXIT_USAGE;
+    } else if (!strcmp(o, "--only")) a->only = v;
+    else if (!strcmp(o, "--reps") && !parse_int(v, 1, 1000000, &n)) a->reps = (int)n;
+    else if (!strcmp(o, "--seed") && !parse_int(v, 0, INT64_MAX, &n)) a->seed = (uint64_t)n;
+    else if (!strcmp(o, "--check-max-mb") && !parse_int(v, 0, INT64_MAX / 2, &n)) a->check_max_mb = (double)n;
+    else if (!strcmp(o, "--child-disk")) a->child_disk = v;
+    else if (!strcmp(o, "--op") && (!strcmp(v, "erosion") || !strcmp(v, "grey_erosion")))
+      a->wl.op = OP_EROSION, a->custom = 1;
+    else if (!strcmp(o, "--op") && (!strcmp(v, "dilation") || !strcmp(v, "grey_dilation")))
+      a->wl.op = OP_DILATION, a->custom = 1;
+    else if (!strcmp(o, "--dtype") && ndf_dtype_from_name(v, &a->wl.dtype) == NDF_OK) a->custom = 1;
+    else if (!strcmp(o, "--shape") && !parse_shape(v, &a->wl)) a->custom = 1;
+    else if (!strcmp(o, "--size") && !parse_int(v, 1, 1 << 20, &n)) a->wl.size = (int)n, a->custom = 1;
+    else if (!strcmp(o, "--batch-dims") && !parse_int(v, 0, NDF_MAX_NDIM, &n))
+      a->wl.batch_dims = (int)n, a->custom = 1;
+    else if (!strcmp(o, "--mode") && ndf_mode_from_name(v, &a->wl.mode) == NDF_OK) a->custom = 1;
+    else if (!strcmp(o, "--footprint") && (!strcmp(v, "box") || !strcmp(v, "cross")))
+      a->wl.fp = v[0] == 'c' ? FP_CROSS : FP_BOX, a->custom = 1;
+    else {
+      fprintf(stderr, "bench_grey: bad option or value: %s %s\n", o, v);
+      usage(stderr);
+      return EXIT_USAGE;
+    }
+    i += takes;
+  }
+  if (a->custom) {
+    int sp = a->wl.ndim - a->wl.batch_dims;
+    if (sp < 1 || sp > NDF_MAX_SPATIAL) {
+      fprintf(stderr, "bench_grey: --batch-dims %d leaves %d spatial axes of a %d-d shape\n", a->wl.batch_dims,
+              sp, a->wl.ndim);
+      return EXIT_USAGE;
+    }
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Contexts and errors                                                       */
+
+static int ndf_fail(const ndf_ctx *c, const char *what, ndf_status s)
+{
+  fprintf(stderr, "bench_grey: %s: %s: %s\n", what, ndf_status_name(s), c ? ndf_errmsg(c) : ndf_last_error());
+  return -1;
+}
+
+static ndf_status make_ctx(ndf_ctx **c, ndf_backend backend, const char *cache_dir)
+{
+  ndf_ctx_options o;
+  ndf_ctx_options_init(&o);
+  o.backend = backend;
+  o.cache_dir = cache_dir;
+  return ndf_ctx_create(c, &o);
+}
+
+/* ------------------------------------------------------------------------ */
+/* disk: a fresh process over a filled cache                                 */
+
+typedef struct disk_result {
+  double ms;
+  unsigned long long disk_hits, compiles, rejects;
+} disk_result;
+
+static int wl_to_argv(const workload *w, char store[][160], char **argv, int k)
+{
+  char shp[160];
+  shape_str(w, 'x', shp, sizeof shp);
+  snprintf(store[0], 160, "%s", w->op == OP_DILATION ? "dilation" : "erosion");
+  snprintf(store[1], 160, "%s", ndf_dtype_name(w->dtype));
+  snprintf(store[2], 160, "%s", shp);
+  snprintf(store[3], 160, "%d", w->size);
+  snprintf(store[4], 160, "%s", w->fp == FP_CROSS ? "cross" : "box");
+  snprintf(store[5], 160, "%d", w->batch_dims);
+  snprintf(store[6], 160, "%s", ndf_mode_name(w->mode));
+  static const char *const flags[] = {"--op", "--dtype", "--shape", "--size", "--footprint", "--batch-dims", "--mode"};
+  for (int i = 0; i < 7; i++) {
+    argv[k++] = (char *)flags[i];
+    argv[k++] = store[i];
+  }
+  return k;
+}
+
+/* Runs `bench_grey --child-disk DIR <workload>` and reads its one line. */
+static int measure_disk(const workload *wl, const char *cache_dir, uint64_t seed, disk_result *r)
+{
+  char store[8][160], *argv[32];
+  int k = 0;
+  argv[k++] = "bench_grey";
+  argv[k++] = "--child-disk";
+  argv[k++] = (char *)cache_dir;
+  k = wl_to_argv(wl, store, argv, k);
+  snprintf(store[7], 160, "%llu", (unsigned long long)seed);
+  argv[k++] = "--seed";
+  argv[k++] = store[7];
+  argv[k] = NULL;
+
+  int fds[2];
+  if (pipe(fds) != 0) {
+    fprintf(stderr, "bench_grey: pipe: %s\n", strerror(errno));
+    return -1;
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addclose(&fa, fds[0]);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&fa, fds[1]);
+  pid_t pid;
+  int err = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fds[1]);
+  if (err != 0) {
+    close(fds[0]);
+    fprintf(stderr, "bench_grey: posix_spawn(/proc/self/exe): %s\n", strerror(err));
+    return -1;
+  }
+  char line[512];
+  size_t got = 0;
+  for (;;) {
+    ssize_t n = read(fds[0], line + got, sizeof line - 1 - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += (size_t)n;
+    if (got == sizeof line - 1) break;
+  }
+  line[got] = '\0';
+  close(fds[0]);
+  int status = 0;
+  pid_t w;
+  while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {}
+  if (w < 0) {
+    fprintf(stderr, "bench_grey: waitpid: %s\n", strerror(errno));
+    return -1;
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    fprintf(stderr, "bench_grey: the --child-disk process failed (%s %d)\n",
+            WIFEXITED(status) ? "exit status" : "signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    return -1;
+  }
+  if (sscanf(line, "disk_ms=%lf disk_hits=%llu compiles=%llu rejects=%llu", &r->ms, &r->disk_hits, &r->compiles,
+             &r->rejects) != 4) {
+    fprintf(stderr, "bench_grey: unexpected output of the --child-disk process: '%s'\n", line);
+    return -1;
+  }
+  return 0;
+}
+
+/* The --child-disk side: context, arrays and input first, then the one timed call. */
+static int child_disk(const bench_args *a)
+{
+  const workload *w = &a->wl;
+  ndf_ctx *ctx = NULL;
+  ndf_array in = {0}, out = {0}, hin;
+  grey_setup g = {0};
+  void *host = NULL;
+  int rc = 1;
+  ndf_status s = make_ctx(&ctx, NDF_BACKEND_CUDA, a->child_disk);
+  if (s != NDF_OK) {
+    ndf_fail(NULL, "ndf_ctx_create", s);
+    return s == NDF_ENODEV ? EXIT_SKIP : 1;
+  }
+  if (setup_options(w, &g) != 0) goto done;
+  if ((host = malloc(wl_bytes(w))) == NULL) goto done;
+  fill_random(host, w->dtype, wl_count(w), a->seed ^ 0xd15cull);
+  if ((s = ndf_array_init(&hin, host, NDF_DEVICE_CPU, w->dtype, w->ndim, w->shape)) != NDF_OK) {
+    ndf_fail(NULL, "ndf_array_init", s);
+    goto done;
+  }
+  if ((s = ndf_array_alloc(ctx, &in, NDF_DEVICE_CUDA, w->dtype, w->ndim, w->shape)) != NDF_OK ||
+      (s = ndf_array_alloc(ctx, &out, NDF_DEVICE_CUDA, w->dtype, w->ndim, w->shape)) != NDF_OK ||
+      (s = ndf_array_copy(ctx, &in, &hin)) != NDF_OK || (s = ndf_ctx_synchronize(ctx)) != NDF_OK) {
+    ndf_fail(ctx, "set-up", s);
+    goto done;
+  }
+  double t0 = now_ms();
+  s = run_op(ctx, w, &in, &out, &g.opt);
+  if (s == NDF_OK) s = ndf_ctx_synchronize(ctx);
+  double t1 = now_ms();
+  if (s != NDF_OK) {
+    ndf_fail(ctx, op_name(w->op), s);
+    goto done;
+  }
+  ndf_cache_stats st;
+  ndf_ctx_cache_stats(ctx, &st);
+  printf("disk_ms=%.6f disk_hits=%llu compiles=%llu rejects=%llu\n", t1 - t0, (unsigned long long)st.disk_hits,
+         (unsigned long long)st.compiles, (unsigned long long)st.disk_rejects);
+  fflush(stdout);
+  rc = 0;
+done:
+  ndf_array_free(ctx, &in);
+  ndf_array_free(ctx, &out);
+  ndf_ctx_destroy(ctx);
+  free_options(&g);
+  free(host);
+  return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* One workload                                                              */
+
+/* What one workload measured; NAN = not measured. */
+typedef struct result {
+  double cold_ms, disk_ms, warm_ms, host_us, cpu_ms;
+  unsigned long long compiles, disk_hits, disk_compiles;
+  double compile_ms;
+  int reps, nbuf, gated;
+  const char *check; /* "ok", "skipped", "disabled", "n/a" */
+  char error[512];
+} result;
+
+typedef struct run_state {
+  const bench_args *a;
+  const workload *w;
+  grey_setup g;
+  ndf_ctx *ctx;
+  ndf_ctx *cpu;
+  char cache_dir[512];
+  int nbuf;
+  ndf_array din[MAX_BUFS], dout[MAX_BUFS];
+  ndf_array hin, hout, href;
+  void *host_in, *host_out, *host_ref;
+  CUstream stream;
+  CUevent ev[2 * GATE_BATCH];
+  int nev;
+  gate gate;
+} run_state;
+
+static int rotation_count(size_t in_bytes)
+{
+  if (in_bytes >= ROTATE_BELOW) return 1;
+  size_t n = (ROTATE_TOTAL + 2 * in_bytes - 1) / (2 * in_bytes);
+  return n < 2 ? 2 : n > MAX_BUFS ? MAX_BUFS : (int)n;
+}
+
+static void release_state(run_state *st)
+{
+  if (st->ctx) {
+    atomic_store(&st->gate.release, 1);
+    ndf_ctx_synchronize(st->ctx);
+    for (int i = 0; i < st->nev; i++) cu.EventDestroy(st->ev[i]);
+    for (int i = 0; i < st->nbuf; i++) {
+      ndf_array_free(st->ctx, &st->din[i]);
+      ndf_array_free(st->ctx, &st->dout[i]);
+    }
+    ndf_ctx_destroy(st->ctx);
+  }
+  if (st->cache_dir[0]) remove_tree(st->cache_dir);
+  free(st->host_in);
+  free(st->host_out);
+  free(st->host_ref);
+  free_options(&st->g);
+}
+
+static int host_arrays(run_state *st)
+{
+  const workload *w = st->w;
+  size_t bytes = wl_bytes(w);
+  st->host_in = malloc(bytes);
+  st->host_out = malloc(bytes);
+  st->host_ref = malloc(bytes);
+  if (!st->host_in || !st->host_out || !st->host_ref) {
+    fprintf(stderr, "bench_grey: out of host memory (3 x %zu bytes)\n", bytes);
+    return -1;
+  }
+  ndf_status s;
+  if ((s = ndf_array_init(&st->hin, st->host_in, NDF_DEVICE_CPU, w->dtype, w->ndim, w->shape)) != NDF_OK ||
+      (s = ndf_array_init(&st->hout, st->host_out, NDF_DEVICE_CPU, w->dtype, w->ndim, w->shape)) != NDF_OK ||
+      (s = ndf_array_init(&st->href, st->host_ref, NDF_DEVICE_CPU, w->dtype, w->ndim, w->shape)) != NDF_OK)
+    return ndf_fail(NULL, "ndf_array_init", s);
+  return 0;
+}
+
+/* CPU backend: one run for the reference, then CPU_RUNS timed runs with --cpu. */
+static int cpu_runs(run_state *st, int want_ref, result *r)
+{
+  ndf_status s;
+  if (want_ref && (s = run_op(st->cpu, st->w, &st->hin, &st->href, &st->g.opt)) != NDF_OK)
+    return ndf_fail(st->cpu, "CPU backend", s);
+  if (!st->a->cpu) return 0;
+  double t[CPU_RUNS];
+  for (int i = 0; i < CPU_RUNS; i++) {
+    double t0 = now_ms();
+    if ((s = run_op(st->cpu, st->w, &st->hin, &st->href, &st->g.opt)) != NDF_OK)
+      return ndf_fail(st->cpu, "CPU backend", s);
+    t[i] = now_ms() - t0;
+  }
+  r->cpu_ms = median(t, CPU_RUNS);
+  return 0;
+}
+
+static int gpu_setup(run_state *st)
+{
+  const workload *w = st->w;
+  ndf_status s;
+  if (make_cache_dir(st->cache_dir, sizeof st->cache_dir) != 0) return -1;
+  if ((s = make_ctx(&st->ctx, NDF_BACKEND_CUDA, st->cache_dir)) != NDF_OK) return ndf_fail(NULL, "ndf_ctx_create", s);
+  st->nbuf = rotation_count(wl_bytes(w));
+  for (int i = 0; i < st->nbuf; i++) {
+    if ((s = ndf_array_alloc(st->ctx, &st->din[i], NDF_DEVICE_CUDA, w->dtype, w->ndim, w->shape)) != NDF_OK ||
+        (s = ndf_array_alloc(st->ctx, &st->dout[i], NDF_DEVICE_CUDA, w->dtype, w->ndim, w->shape)) != NDF_OK) {
+      st->nbuf = i + 1; /* free what was allocated */
+      return ndf_fail(st->ctx, "ndf_array_alloc", s);
+    }
+  }
+  CUcontext cur = NULL;
+  if (CU(cu.CtxGetCurrent(&cur)) != 0) return -1;
+  if (!cur) {
+    fprintf(stderr, "bench_grey: no CUDA context is current after ndf_ctx_create; cannot record events\n");
+    return -1;
+  }
+  st->stream = (CUstream)ndf_ctx_stream(st->ctx);
+  for (; st->nev < 2 * GATE_BATCH; st->nev++)
+    if (CU(cu.EventCreate(&st->ev[st->nev], 0)) != 0) return -1;
+  return 0;
+}
+
+/* Poisons out[0] (all bits set: NaN for floats) and uploads the checked input to in[0]. */
+static int upload_first(run_state *st)
+{
+  ndf_status s;
+  memset(st->host_out, 0xff, wl_bytes(st->w));
+  if ((s = ndf_array_copy(st->ctx, &st->dout[0], &st->hout)) != NDF_OK ||
+      (s = ndf_array_copy(st->ctx, &st->din[0], &st->hin)) != NDF_OK ||
+      (s = ndf_ctx_synchronize(st->ctx)) != NDF_OK)
+    return ndf_fail(st->ctx, "upload", s);
+  return 0;
+}
+
+/* cold: the first call of the context, host clock around call + synchronize. */
+static int time_cold(run_state *st, result *r)
+{
+  double t0 = now_ms();
+  ndf_status s = run_op(st->ctx, st->w, &st->din[0], &st->dout[0], &st->g.opt);
+  if (s == NDF_OK) s = ndf_ctx_synchronize(st->ctx);
+  double t1 = now_ms();
+  if (s != NDF_OK) return ndf_fail(st->ctx, op_name(st->w->op), s);
+  r->cold_ms = t1 - t0;
+  ndf_cache_stats cs;
+  ndf_ctx_cache_stats(st->ctx, &cs);
+  r->compiles = cs.compiles;
+  r->compile_ms = cs.compile_ms;
+  return 0;
+}
+
+/* Fresh random inputs for the other rotated buffers (host_in is free by now). */
+static int upload_rotation(run_state *st)
+{
+  ndf_status s;
+  for (int i = 1; i < st->nbuf; i++) {
+    fill_random(st->host_in, st->w->dtype, wl_count(st->w), st->a->seed + 1000003ull * (uint64_t)i);
+    if ((s = ndf_array_copy(st->ctx, &st->din[i], &st->hin)) != NDF_OK) return ndf_fail(st->ctx, "upload", s);
+  }
+  return 0;
+}
+
+static int call_k(run_state *st, int k)
+{
+  ndf_status s = run_op(st->ctx, st->w, &st->din[k % st->nbuf], &st->dout[k % st->nbuf], &st->g.opt);
+  return s == NDF_OK ? 0 : ndf_fail(st->ctx, op_name(st->w->op), s);
+}
+
+/* host: median time of the call alone, on an idle stream (synchronized between calls). */
+static int time_host(run_state *st, result *r)
+{
+  int n = st->a->reps < 200 ? 200 : st->a->reps;
+  double *t = malloc((size_t)n * sizeof *t);
+  if (!t) return -1;
+  for (int i = 0; i < n; i++) {
+    double t0 = now_ms();
+    int bad = call_k(st, i);
+    t[i] = (now_ms() - t0) * 1e3;
+    ndf_status s = ndf_ctx_synchronize(st->ctx);
+    if (bad || s != NDF_OK) {
+      if (!bad) ndf_fail(st->ctx, "ndf_ctx_synchronize", s);
+      free(t);
+      return -1;
+    }
+  }
+  r->host_us = median(t, n);
+  free(t);
+  return 0;
+}
+
+/* Queues nb calls, each between two events, behind a gate when gated. */
+static int timed_batch(run_state *st, int first, int nb, int gated, double *out)
+{
+  atomic_store(&st->gate.release, 0);
+  atomic_store(&st->gate.timed_out, 0);
+  if (gated && CU(cu.LaunchHostFunc(st->stream, gate_wait, &st->gate)) != 0) return -1;
+  int bad = 0;
+  for (int i = 0; i < nb && !bad; i++) {
+    bad = CU(cu.EventRecord(st->ev[2 * i], st->stream)) || call_k(st, first + i) ||
+          CU(cu.EventRecord(st->ev[2 * i + 1], st->stream));
+    if (!bad && !gated) bad = CU(cu.EventSynchronize(st->ev[2 * i + 1]));
+  }
+  atomic_store(&st->gate.release, 1);
+  ndf_status s = ndf_ctx_synchronize(st->ctx);
+  if (bad) return -1;
+  if (s != NDF_OK) return ndf_fail(st->ctx, "ndf_ctx_synchronize", s);
+  if (gated && atomic_load(&st->gate.timed_out)) return 1;
+  for (int i = 0; i < nb; i++) {
+    float ms;
+    if (CU(cu.EventElapsedTime(&ms, st->ev[2 * i], st->ev[2 * i + 1])) != 0) return -1;
+    out[first + i] = ms;
+  }
+  return 0;
+}
+
+/* warm: WARMUPS calls, then the median of reps event-timed calls. */
+static int time_warm(run_state *st, result *r)
+{
+  int reps = st->a->reps, gated = 1;
+  for (int i = 0; i < WARMUPS; i++)
+    if (call_k(st, i) != 0) return -1;
+  double *t = malloc((size_t)reps * sizeof *t);
+  if (!t) return -1;
+  for (int done = 0; done < reps;) {
+    int nb = reps - done < GATE_BATCH ? reps - done : GATE_BATCH;
+    int rc = timed_batch(st, done, nb, gated, t);
+    if (rc < 0) {
+      free(t);
+      return -1;
+    }
+    if (rc > 0) {
+      fprintf(stderr, "bench_grey: warning: a call waited for its own stream; timing calls one at a time "
+                      "(small workloads then include launch latency)\n");
+      gated = 0;
+      continue;
+    }
+    done += nb;
+  }
+  r->warm_ms = median(t, reps);
+  r->reps = reps;
+  r->gated = gated;
+  free(t);
+  return 0;
+}
+
+static int check_result(run_state *st, result *r)
+{
+  ndf_status s;
+  if ((s = ndf_array_copy(st->ctx, &st->hout, &st->dout[0])) != NDF_OK) return ndf_fail(st->ctx, "download", s);
+  char msg[400];
+  if (compare_exact(st->w, st->host_out, st->host_ref, msg, sizeof msg) != 0) {
+    char name[256];
+    wl_name(st->w, name, sizeof name);
+    fprintf(stderr, "bench_grey: WRONG RESULT for %s: %s\n", name, msg);
+    snprintf(r->error, sizeof r->error, "wrong result: %s", msg);
+    r->check = "mismatch";
+    return -1;
+  }
+  r->check = "ok";
+  return 0;
+}
+
+/* Returns 0 ok, -1 failure (r->error says what), -2 wrong result (abort). */
+static int run_workload(const bench_args *a, const workload *w, ndf_ctx *cpu, int have_gpu, result *r)
+{
+  run_state st;
+  memset(&st, 0, sizeof st);
+  st.a = a, st.w = w, st.cpu = cpu;
+  int check = have_gpu && a->check && (a->check_max_mb < 0 || (double)wl_bytes(w) <= a->check_max_mb * MB);
+  r->check = !have_gpu ? "n/a" : !a->check ? "disabled" : check ? "pending" : "skipped";
+  int rc = -1;
+  const char *stage = "set-up";
+  if (setup_options(w, &st.g) != 0 || host_arrays(&st) != 0) goto done;
+  fill_random(st.host_in, w->dtype, wl_count(w), a->seed);
+  stage = "CPU backend";
+  if (!have_gpu) {
+    rc = cpu_runs(&st, 0, r);
+    goto done;
+  }
+  stage = "GPU set-up";
+  if (gpu_setup(&st) != 0 || upload_first(&st) != 0) goto done;
+  r->nbuf = st.nbuf;
+  stage = "cold call";
+  if (time_cold(&st, r) != 0) goto done;
+  stage = "CPU backend";
+  if ((check || a->cpu) && cpu_runs(&st, check, r) != 0) goto done;
+  stage = "check";
+  if (check && check_result(&st, r) != 0) {
+    rc = -2;
+    goto done;
+  }
+  stage = "disk";
+  disk_result d;
+  if (!ndf_ctx_cache_dir(st.ctx)[0]) {
+    fprintf(stderr, "bench_grey: warning: the disk cache is off (NDF_CACHE_DISABLE?); no disk time\n");
+  } else if (measure_disk(w, st.cache_dir, a->seed, &d) == 0) {
+    r->disk_ms = d.ms;
+    r->disk_hits = d.disk_hits;
+    r->disk_compiles = d.compiles;
+    if (d.compiles)
+      fprintf(stderr, "bench_grey: warning: the fresh process compiled %llu kernel(s) instead of loading them\n",
+              d.compiles);
+  } else {
+    goto done;
+  }
+  stage = "warm";
+  if (upload_rotation(&st) != 0 || time_warm(&st, r) != 0) goto done;
+  stage = "host overhead";
+  if (time_host(&st, r) != 0) goto done;
+  rc = 0;
+done:
+  if (rc == -1 && !r->error[0]) snprintf(r->error, sizeof r->error, "failed in %s (see stderr)", stage);
+  release_state(&st);
+  return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Output                                                                    */
+
+typedef struct sbuf {
+  char b[4096];
+  size_t n;
+} sbuf;
+
+static void put(sbuf *s, const char *fmt, ...)
+{
+  if (s->n >= sizeof s->b) return;
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(s->b + s->n, sizeof s->b - s->n, fmt, ap);
+  va_end(ap);
+  if (k > 0) s->n += (size_t)k;
+}
+
+static void put_num(sbuf *s, const char *key, double v, const char *fmt)
+{
+  put(s, ",\"%s\":", key);
+  if (isfinite(v)) put(s, fmt, v);
+  else put(s, "null");
+}
+
+static void put_str(sbuf *s, const char *key, const char *v)
+{
+  put(s, ",\"%s\":\"", key);
+  for (; *v; v++) {
+    if (*v == '"' || *v == '\\') put(s, "\\%c", *v);
+    else if ((unsigned char)*v < 0x20) put(s, "\\u%04x", *v);
+    else put(s, "%c", *v);
+  }
+  put(s, "\"");
+}
+
+static void print_json(const workload *w, const result *r, const char *device, const char *date)
+{
+  sbuf s = {.n = 0};
+  char name[256];
+  wl_name(w, name, sizeof name);
+  double bytes = 2.0 * (double)wl_bytes(w);
+  put(&s, "{\"bench\":\"bench_grey\"");
+  put_str(&s, "name", name);
+  put_str(&s, "op", op_name(w->op));
+  put_str(&s, "dtype", ndf_dtype_name(w->dtype));
+  put(&s, ",\"shape\":[");
+  for (int i = 0; i < w->ndim; i++) put(&s, "%s%lld", i ? "," : "", (long long)w->shape[i]);
+  put(&s, "],\"size\":%d", w->size);
+  put_str(&s, "footprint", w->fp == FP_CROSS ? "cross" : "box");
+  put(&s, ",\"batch_dims\":%d", w->batch_dims);
+  put_str(&s, "mode", ndf_mode_name(w->mode));
+  put_str(&s, "device", device);
+  put_str(&s, "date", date);
+  put_str(&s, "version", ndf_version());
+  put_num(&s, "cold_ms", r->cold_ms, "%.6g");
+  put_num(&s, "disk_ms", r->disk_ms, "%.6g");
+  put_num(&s, "warm_ms", r->warm_ms, "%.6g");
+  put_num(&s, "host_us", r->host_us, "%.3f");
+  put(&s, ",\"bytes\":%.0f", bytes);
+  put_num(&s, "gbps", bytes / (r->warm_ms * 1e-3) / 1e9, "%.1f");
+  put_num(&s, "floor_ms", bytes / PEAK_BYTES_PER_S * 1e3, "%.6g");
+  put_num(&s, "cpu_ms", r->cpu_ms, "%.3f");
+  put(&s, ",\"compiles\":%llu", r->compiles);
+  put_num(&s, "compile_ms", r->compile_ms, "%.3f");
+  put(&s, ",\"disk_hits\":%llu,\"disk_compiles\":%llu", r->disk_hits, r->disk_compiles);
+  put(&s, ",\"reps\":%d,\"nbuf\":%d", r->reps, r->nbuf);
+  if (isfinite(r->warm_ms))
+    put_str(&s, "warm_timing", r->gated ? "events, calls queued behind a gate" : "events, one call at a time");
+  put_str(&s, "check", r->check);
+  if (r->error[0]) put_str(&s, "error", r->error);
+  put(&s, "}\n");
+  fputs(s.b, stdout);
+  fflush(stdout);
+}
+
+/* Milliseconds for the human line: "93", "0.4", "0.213". */
+static const char *fmt_ms(char *buf, size_t len, double ms)
+{
+  snprintf(buf, len, ms >= 100 ? "%.0f" : "%.3g", ms);
+  return buf;
+}
+
+static void print_human(const workload *w, const result *r)
+{
+  char t[32];
+  char shp[160];
+  shape_str(w, 'x', shp, sizeof shp);
+  double bytes = 2.0 * (double)wl_bytes(w);
+  fprintf(stderr, "%s %s %s %s=%d", op_name(w->op), dtype_short(w->dtype), shp,
+          w->fp == FP_CROSS ? "cross" : "size", w->size);
+  if (w->batch_dims) fprintf(stderr, " batch_dims=%d", w->batch_dims);
+  if (w->mode != NDF_MODE_REFLECT) fprintf(stderr, " mode=%s", ndf_mode_name(w->mode));
+  if (isfinite(r->cold_ms)) fprintf(stderr, " cold=%sms", fmt_ms(t, sizeof t, r->cold_ms));
+  if (isfinite(r->disk_ms)) fprintf(stderr, " disk=%sms", fmt_ms(t, sizeof t, r->disk_ms));
+  if (isfinite(r->warm_ms)) {
+    double tbs = bytes / (r->warm_ms * 1e-3) / 1e12;
+    fprintf(stderr, " warm=%sms %.*fTB/s", fmt_ms(t, sizeof t, r->warm_ms), tbs >= 1 ? 1 : 2, tbs);
+    fprintf(stderr, " (floor %sms)", fmt_ms(t, sizeof t, bytes / PEAK_BYTES_PER_S * 1e3));
+  }
+  if (isfinite(r->host_us)) fprintf(stderr, " host=%.1fus", r->host_us);
+  if (isfinite(r->cpu_ms)) fprintf(stderr, " cpu=%sms", fmt_ms(t, sizeof t, r->cpu_ms));
+  fprintf(stderr, " check=%s%s%s\n", r->check, r->error[0] ? " ERROR: " : "", r->error);
+}
+
+/* ------------------------------------------------------------------------ */
+
+static int selected(const bench_args *a, const workload *w)
+{
+  char name[256];
+  wl_name(w, name, sizeof name);
+  return !a->only || strstr(name, a->only) != NULL;
+}
+
+int main(int argc, char **argv)
+{
+  bench_args a;
+  int rc = parse_args(argc, argv, &a);
+  if (rc != 0) return rc;
+  if (a.child_disk) return child_disk(&a);
+
+  const workload *list = a.custom ? &a.wl : default_workloads;
+  size_t nlist = a.custom ? 1 : N_DEFAULT;
+  if (a.list) {
+    for (size_t i = 0; i < nlist; i++) {
+      char name[256];
+      wl_name(&list[i], name, sizeof name);
+      if (selected(&a, &list[i])) printf("%s\n", name);
+    }
+    return 0;
+  }
+  size_t nsel = 0;
+  for (size_t i = 0; i < nlist; i++) nsel += selected(&a, &list[i]);
+  if (nsel == 0) {
+    fprintf(stderr, "bench_grey: no workload matches --only '%s' (see --list)\n", a.only);
+    return EXIT_USAGE;
+  }
+
+  /* A probe context keeps the primary context alive across workloads and names the device. */
+  ndf_ctx *probe = NULL, *cpu = NULL;
+  char device[256] = "cpu";
+  ndf_status s = make_ctx(&probe, NDF_BACKEND_CUDA, NULL);
+  int have_gpu = s == NDF_OK;
+  if (!have_gpu) {
+    if (s != NDF_ENODEV) return ndf_fail(NULL, "ndf_ctx_create (CUDA)", s), 1;
+    if (!a.cpu) {
+      fprintf(stderr, "bench_grey: skipped: no usable CUDA device (%s); --cpu times the CPU backend alone\n",
+              ndf_last_error());
+      return EXIT_SKIP;
+    }
+    fprintf(stderr, "bench_grey: no usable CUDA device (%s); timing the CPU backend only\n", ndf_last_error());
+  } else {
+    ndf_ctx_info info;
+    if ((s = ndf_ctx_get_info(probe, &info)) != NDF_OK) {
+      ndf_fail(probe, "ndf_ctx_get_info", s);
+      ndf_ctx_destroy(probe);
+      return 1;
+    }
+    snprintf(device, sizeof device, "%s", info.device_name);
+    if (cu_load() != 0) {
+      ndf_ctx_destroy(probe);
+      return 1;
+    }
+  }
+  if ((s = make_ctx(&cpu, NDF_BACKEND_CPU, NULL)) != NDF_OK) {
+    ndf_fail(NULL, "ndf_ctx_create (CPU)", s);
+    ndf_ctx_destroy(probe);
+    return 1;
+  }
+
+  char date[32];
+  iso_now(date, sizeof date);
+  rc = 0;
+  for (size_t i = 0; i < nlist; i++) {
+    if (!selected(&a, &list[i])) continue;
+    result r = {.cold_ms = NAN, .disk_ms = NAN, .warm_ms = NAN, .host_us = NAN, .cpu_ms = NAN,
+                .compile_ms = NAN, .check = "n/a"};
+    int w = run_workload(&a, &list[i], cpu, have_gpu, &r);
+    print_json(&list[i], &r, device, date);
+    if (a.human) print_human(&list[i], &r);
+    if (w == -2) {
+      rc = 1;
+      break; /* a wrong result ends the run: no number of a wrong kernel is worth printing */
+    }
+    if (w != 0) rc = 1;
+  }
+  ndf_ctx_destroy(cpu);
+  ndf_ctx_destroy(probe);
+  return rc;
+}

@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# gpu_run.sh -- the one command for the GPU machine: build, test, sanitize and
+# benchmark ndforge, leaving logs and JSON under $OUT and a short table last.
+#
+# Usage, from the repository root, after `source .gpu/env.sh`:
+#   bench/gpu_run.sh [--quick] [--sanitize-only]
+#     --quick          no compute-sanitizer run, and bench_grey checks only
+#                      inputs up to 128 MB against the CPU backend
+#     --sanitize-only  build, then only compute-sanitizer on the GPU tests
+# Environment:
+#   OUT                   where logs and results go (default build-gpu/out)
+#   NDF_RUN_BUDGET_S      seconds the whole run may take (default 480); a step
+#                         gets what is left, and is skipped when too little is
+#   NDF_SANITIZE_TOOLS    compute-sanitizer tools (default "memcheck"; e.g.
+#                         "memcheck racecheck initcheck"); they run last
+#   NDF_SANITIZE_CASES    random cases of test_gpu_grey under the sanitizer
+#                         (NDF_TEST_CASES; default 50, the plain ctest run does 200)
+#   NDF_BENCH_ARGS        extra arguments of bench_grey (e.g. "--cpu")
+#   NDF_PEERS_ARGS        extra arguments of peers_grey.py
+# Each step's failure is reported and the next steps still run; the exit
+# status is 1 when any step failed or was skipped for time, else 0.
+set -u -o pipefail
+
+quick=0
+sanitize_only=0
+for arg in "$@"; do
+  case "$arg" in
+    --quick) quick=1 ;;
+    --sanitize-only) sanitize_only=1 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    *) echo "gpu_run.sh: unknown argument: $arg" >&2; exit 2 ;;
+  esac
+done
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root" || exit 2
+OUT=${OUT:-$root/build-gpu/out}
+mkdir -p "$OUT"
+# Results of an earlier run must not reach this run's table.
+rm -f "$OUT"/{gpu.txt,commit.txt,configure.log,build.log,ctest.log,memcheck.log,racecheck.log,initcheck.log} \
+      "$OUT"/{bench.json,bench.log,peers.json,peers.log}
+build="build-gpu"
+budget=${NDF_RUN_BUDGET_S:-480}
+t_start=$SECONDS
+failed=()
+summary=()
+
+# Sets up the environment when the caller has not (env.sh is idempotent).
+if ! command -v cmocka-config >/dev/null 2>&1 && [ -f .gpu/env.sh ] && [[ ":$PATH:" != *":/opt/ndf-deps/usr/bin:"* ]]; then
+  # shellcheck disable=SC1091
+  source .gpu/env.sh
+fi
+
+left() { echo $(( budget - (SECONDS - t_start) )); }
+
+# step NAME MAX_SECONDS LOG COMMAND... : runs COMMAND under timeout, with its
+# output on the terminal and in LOG (when LOG is not "-"), and records the outcome.
+step() {
+  local name=$1 max=$2 log=$3; shift 3
+  local l; l=$(left)
+  local t=$(( max < l ? max : l ))
+  if (( t < 10 )); then
+    echo "=== $name: SKIPPED (out of time: ${l}s left of ${budget}s)"
+    failed+=("$name(no time)"); summary+=("$name: skipped, no time")
+    return 1
+  fi
+  echo "=== $name (limit ${t}s): $*"
+  local t0=$SECONDS rc
+  if [ "$log" = - ]; then
+    timeout --kill-after=10 "$t" "$@"
+  else
+    timeout --kill-after=10 "$t" "$@" 2>&1 | tee "$log"
+  fi
+  rc=$?
+  local dt=$(( SECONDS - t0 ))
+  if (( rc == 0 )); then
+    echo "=== $name: ok (${dt}s)"; summary+=("$name: ok (${dt}s)")
+  else
+    local why="exit $rc"
+    (( rc == 124 || rc == 137 )) && why="timed out after ${t}s"
+    (( rc == 77 )) && why="exit 77: skipped, no usable GPU"
+    echo "=== $name: FAILED ($why, ${dt}s)"; failed+=("$name"); summary+=("$name: FAILED ($why, ${dt}s)")
+  fi
+  return $rc
+}
+
+# json_to JSON LOG COMMAND...: COMMAND's stdout to JSON, its stderr to the terminal and LOG.
+json_to() {
+  local json=$1 log=$2; shift 2
+  "$@" > "$json" 2> >(tee "$log" >&2)
+}
+export -f json_to
+
+echo "gpu_run.sh: $(date -u +%FT%TZ) quick=$quick sanitize_only=$sanitize_only OUT=$OUT budget=${budget}s"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
+  --format=csv 2>&1 | tee "$OUT/gpu.txt" || true
+git rev-parse HEAD 2>/dev/null > "$OUT/commit.txt"
+git status --short 2>/dev/null >> "$OUT/commit.txt"
+
+built=0
+# Tests and bench are forced on: an earlier configure of build-gpu may have turned them off.
+if step configure 120 "$OUT/configure.log" cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+     -DNDF_BUILD_TESTS=ON -DNDF_BUILD_BENCH=ON; then
+  step build 240 "$OUT/build.log" cmake --build "$build" && built=1
+fi
+(( built )) || echo "=== nothing to test or time: the build failed"
+
+if (( built && ! sanitize_only )); then
+  step ctest 240 "$OUT/ctest.log" ctest --test-dir "$build" --output-on-failure --timeout 200
+
+  bench_args=(--human)
+  (( quick )) && bench_args+=(--check-max-mb 128)
+  # shellcheck disable=SC2206
+  bench_args+=(${NDF_BENCH_ARGS:-})
+  # bench_grey makes its cache dirs under TMPDIR; a timeout kill cannot clean them up, this can.
+  bench_tmp=$(mktemp -d "${TMPDIR:-/tmp}/ndf-bench-run-XXXXXX")
+  step bench_grey 200 - env TMPDIR="$bench_tmp" bash -c 'json_to "$@"' _ \
+    "$OUT/bench.json" "$OUT/bench.log" "$build/bench/bench_grey" "${bench_args[@]}"
+  rm -rf "$bench_tmp"
+fi
+
+if (( ! sanitize_only )); then
+  # shellcheck disable=SC2206
+  peers_args=(--human ${NDF_PEERS_ARGS:-})
+  step peers_grey 150 - bash -c 'json_to "$@"' _ "$OUT/peers.json" "$OUT/peers.log" python3 bench/peers_grey.py "${peers_args[@]}"
+fi
+
+# The sanitizer runs last: it is the slowest step and the likeliest to run out of
+# time, and what it finds does not change the numbers above.
+if (( built && (sanitize_only || ! quick) )); then
+  gpu_test=$build/tests/test_gpu_grey
+  if [ -x "$gpu_test" ]; then
+    for tool in ${NDF_SANITIZE_TOOLS:-memcheck}; do
+      extra=()
+      [ "$tool" = memcheck ] && extra=(--leak-check full)
+      # A fresh cache dir: the run compiles under the sanitizer, as a first run does.
+      san_cache=$(mktemp -d "${TMPDIR:-/tmp}/ndf-san-XXXXXX")
+      step "$tool" 180 "$OUT/$tool.log" env NDF_CACHE_DIR="$san_cache" NDF_TEST_CASES="${NDF_SANITIZE_CASES:-50}" \
+        compute-sanitizer --tool "$tool" --error-exitcode 1 "${extra[@]}" "$gpu_test"
+      rm -rf "$san_cache"
+    done
+  else
+    echo "=== sanitizer: FAILED ($gpu_test was not built)"; failed+=("sanitizer"); summary+=("sanitizer: FAILED (no $gpu_test)")
+  fi
+fi
+
+# The table: one row per workload, ndforge next to its peers (warm medians, ms).
+if (( ! sanitize_only )); then
+  echo
+  python3 - "$OUT/bench.json" "$OUT/peers.json" <<'PYEOF' || { failed+=("table"); summary+=("table: FAILED"); }
+import json, sys
+
+def lines(path):
+    try:
+        with open(path) as f:
+            for ln in f:
+                ln = ln.strip()
+                if ln.startswith("{"):
+                    try:
+                        yield json.loads(ln)
+                    except ValueError:
+                        pass
+    except OSError:
+        return
+
+def ms(v):
+    return "-" if v is None else ("%.3g" % v if v < 1 else "%.3f" % v if v < 100 else "%.0f" % v)
+
+ours = [r for r in lines(sys.argv[1]) if "name" in r]
+peers = {}
+for r in lines(sys.argv[2]):
+    if "name" in r:
+        peers[(r.get("peer"), r["name"])] = r
+    elif "error" in r:
+        print("peer %s: %s" % (r.get("peer"), r["error"]))
+names = [r["name"] for r in ours] + sorted({n for _, n in peers} - {r["name"] for r in ours})
+byname = {r["name"]: r for r in ours}
+hdr = "%-36s %9s %8s %9s %9s %9s %9s %8s  %s" % ("workload", "ndforge", "TB/s", "cupyx", "torch",
+                                                  "scipy", "floor", "cold", "check")
+print(hdr)
+print("-" * len(hdr))
+for n in names:
+    o = byname.get(n, {})
+    c, t, s = (peers.get((p, n), {}) for p in ("cupyx", "torch", "scipy"))
+    floor = next((r["floor_ms"] for r in (o, c, t, s) if r.get("floor_ms") is not None), None)
+    tbs = "%.2f" % (o["gbps"] / 1e3) if o.get("gbps") else "-"
+    checks = [o.get("check", "-")]
+    if o.get("error"):
+        checks.append("ERROR " + o["error"][:60])
+    for p, r in (("cupyx", c), ("torch", t)):
+        if "MISMATCH" in str(r.get("check", "")) or r.get("error"):
+            checks.append("%s: %s" % (p, r.get("error") or r.get("check")))
+    print("%-36s %9s %8s %9s %9s %9s %9s %8s  %s" % (n, ms(o.get("warm_ms")), tbs, ms(c.get("warm_ms")),
+          ms(t.get("warm_ms")), ms(s.get("cpu_ms")), ms(floor), ms(o.get("cold_ms")), "; ".join(checks)))
+print("ms: warm medians (CUDA events); scipy: one CPU run; floor: bytes / 4.19 TB/s; cold: first call with compile")
+print("torch pads with -inf (not reflect); for box elements that gives the reflect result, and its check says so")
+PYEOF
+fi
+
+echo
+echo "=== summary ($(( SECONDS - t_start ))s; logs in $OUT)"
+for line in "${summary[@]}"; do echo "  $line"; done
+if (( ${#failed[@]} )); then
+  echo "FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "all steps ok"
