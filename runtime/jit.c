@@ -220,6 +220,9 @@ static ndf_status get_payload(ndf_ctx *ctx, const char *op, const ndf__kernel_re
   if (!key) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", op);
   *compiled = 0;
   if (ndf__cache_load(ctx, key, payload, len) == NDF_OK) {
+    pthread_mutex_lock(&ctx->lock);
+    ctx->stats.disk_hits++;
+    pthread_mutex_unlock(&ctx->lock);
     *key_out = key;
     return NDF_OK;
   }
@@ -319,11 +322,6 @@ ndf_status ndf__jit_get(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req
       free(key);
       free(payload);
       return ndf__cuda_error(ctx, op, r);
-    }
-    if (!compiled) {
-      pthread_mutex_lock(&ctx->lock);
-      ctx->stats.disk_hits++;
-      pthread_mutex_unlock(&ctx->lock);
     }
     free(key);
     free(payload);
