@@ -1,0 +1,802 @@
+/*
+ * test_contract.c -- every input ndf_grey_erosion / ndf_grey_dilation must
+ * reject, and the small helpers of the public API (status, mode and dtype
+ * names, array descriptors, context creation).
+ *
+ * Each rejection checks three things: the status, a message that names the op
+ * and the argument (ndf_errmsg, or ndf_last_error without a context), and that
+ * the output buffer, filled with a poison pattern before the call, is
+ * untouched.  This file uses only the public API of ndforge.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ndforge.h"
+#include "testutil.h"
+
+/* A 4x5x6 float32 input (or another dtype) and a poisoned output buffer large
+ * enough for every output descriptor the cases build. */
+typedef struct fixture {
+  ndf_ctx *ctx;
+  tu_array in;
+  void *outbuf;
+  size_t outbytes;
+  ndf_array out;
+  ndf_grey_options opt;
+  tu_array fp, st;
+} fixture;
+
+static const int64_t SHAPE[3] = {4, 5, 6};
+
+static int group_setup(void **state) {
+  ndf_ctx_options o;
+  ndf_ctx_options_init(&o);
+  o.backend = NDF_BACKEND_CPU;
+  o.cache_disable = 1;
+  ndf_ctx *ctx = NULL;
+  if (ndf_ctx_create(&ctx, &o) != NDF_OK) {
+    fprintf(stderr, "ndf_ctx_create: %s\n", ndf_last_error());
+    return -1;
+  }
+  *state = ctx;
+  return 0;
+}
+
+static int group_teardown(void **state) {
+  ndf_ctx_destroy(*state);
+  return 0;
+}
+
+static void fx_init(fixture *f, void **state, ndf_dtype dt) {
+  memset(f, 0, sizeof *f);
+  f->ctx = *state;
+  assert_int_equal(tu_array_alloc(&f->in, dt, 3, SHAPE), 0);
+  for (int64_t i = 0; i < 120; i++) tu_set(&f->in.arr, i, (double)((i * 37) % 101));
+  f->outbytes = 4096;
+  f->outbuf = malloc(f->outbytes);
+  assert_non_null(f->outbuf);
+  tu_poison(f->outbuf, f->outbytes);
+  assert_int_equal(ndf_array_init(&f->out, f->outbuf, NDF_DEVICE_CPU, dt, 3, SHAPE), NDF_OK);
+  ndf_grey_options_init(&f->opt);
+  f->opt.nsize = 1;
+  f->opt.size[0] = 3;
+}
+
+static void fx_free(fixture *f) {
+  tu_array_free(&f->in);
+  tu_array_free(&f->fp);
+  tu_array_free(&f->st);
+  free(f->outbuf);
+}
+
+static ndf_status call(ndf_ctx *ctx, int dilation, const ndf_array *in, ndf_array *out,
+                       const ndf_grey_options *o) {
+  return dilation ? ndf_grey_dilation(ctx, in, out, o) : ndf_grey_erosion(ctx, in, out, o);
+}
+
+/* Checks that both ops reject (in, out, opt) with want, a message naming the
+ * op and one of the '|'-separated words in args, and an untouched output. */
+static void expect_reject_io(fixture *f, const ndf_array *in, ndf_array *out, const ndf_grey_options *o,
+                             ndf_status want, const char *args, const char *what) {
+  for (int dil = 0; dil < 2; dil++) {
+    const char *op = dil ? "ndf_grey_dilation" : "ndf_grey_erosion";
+    tu_poison(f->outbuf, f->outbytes);
+    void *insave = malloc(f->in.bytes);
+    memcpy(insave, f->in.base, f->in.bytes);
+    ndf_status r = call(f->ctx, dil, in, out, o);
+    const char *m = f->ctx ? ndf_errmsg(f->ctx) : ndf_last_error();
+    if (!m) m = "(null)";
+    int named = 0;
+    char words[256];
+    snprintf(words, sizeof words, "%s", args);
+    char *save = NULL;
+    for (char *w = strtok_r(words, "|", &save); w; w = strtok_r(NULL, "|", &save))
+      if (strstr(m, w)) named = 1;
+    int ok = r == want && named && strstr(m, op) != NULL;
+    if (!ok)
+      printf("%s (%s): got %s \"%s\"; want %s and a message naming %s and one of '%s'\n", what, op,
+             ndf_status_name(r), m, ndf_status_name(want), op, args);
+    assert_int_equal(r, want);
+    assert_true(named);
+    assert_non_null(strstr(m, op));
+    int64_t p = tu_poison_check(f->outbuf, f->outbytes);
+    if (p >= 0) printf("%s (%s): output buffer written at byte %lld\n", what, op, (long long)p);
+    assert_int_equal(p, -1);
+    assert_memory_equal(insave, f->in.base, f->in.bytes);
+    free(insave);
+  }
+}
+
+static void expect_reject(fixture *f, ndf_status want, const char *args, const char *what) {
+  expect_reject_io(f, &f->in.arr, &f->out, &f->opt, want, args, what);
+}
+
+static void expect_accept(fixture *f, const char *what) {
+  for (int dil = 0; dil < 2; dil++) {
+    ndf_status r = call(f->ctx, dil, &f->in.arr, &f->out, &f->opt);
+    if (r != NDF_OK) printf("%s (%s): rejected: %s\n", what, dil ? "dilation" : "erosion", ndf_errmsg(f->ctx));
+    assert_int_equal(r, NDF_OK);
+    assert_string_equal(ndf_errmsg(f->ctx), "");
+  }
+}
+
+/* ------------------------------------------------------------------------ */
+/* NULL arguments                                                            */
+
+static void test_null_arguments(void **state) {
+  fixture f;
+  fx_init(&f, state, NDF_FLOAT32);
+  expect_reject_io(&f, NULL, &f.out, &f.opt, NDF_EINVAL, "input", "NULL input");
+  expect_reject_io(&f, &f.in.arr, NULL, &f.opt, NDF_EINVAL, "output", "NULL output");
+  expect_reject_io(&f, &f.in.arr, &f.out, NULL, NDF_EINVAL, "opt", "NULL options");
+  /* NULL context: the message is the thread-local one. */
+  for (int dil = 0; dil < 2; dil++) {
+    tu_poison(f.outbuf, f.outbytes);
+    ndf_status r = call(NULL, dil, &f.in.arr, &f.out, &f.opt);
+    const char *m = ndf_last_error();
+    if (r != NDF_EINVAL || !m || !strstr(m, "ctx"))
+      printf("NULL ctx: %s \"%s\"\n", ndf_status_name(r), m ? m : "(null)");
+    assert_int_equal(r, NDF_EINVAL);
+    assert_non_null(m);
+    assert_non_null(strstr(m, "ctx"));
+    assert_non_null(strstr(m, dil ? "ndf_grey_dilation" : "ndf_grey_erosion"));
+    assert_int_equal(tu_poison_check(f.outbuf, f.outbytes), -1);
+  }
+  /* NULL data pointers */
+  ndf_array in2 = f.in.arr;
+  in2.data = NULL;
+  expect_reject_io(&f, &in2, &f.out, &f.opt, NDF_EINVAL, "input", "input data NULL");
+  ndf_array out2 = f.out;
+  out2.data = NULL;
+  expect_reject_io(&f, &f.in.arr, &out2, &f.opt, NDF_EINVAL, "output", "output data NULL");
+  fx_free(&f);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Arrays                                                                    */
+
+static void test_dtype_and_shape_mismatch(void **state) {
+  fixture f;
+  fx_init(&f, state, NDF_FLOAT32);
+  ndf_array out = f.out;
+  out.dtype = NDF_INT32;
+  expect_reject_io(&f, &f.in.arr, &out, &f.opt, NDF_EINVAL, "output|dtype", "dtype mismatch f32 -> i32");
+  out = f.out;
+  out.dtype = NDF_FLOAT64;
+  expect_reject_io(&f, &f.in.arr, &out, &f.opt, NDF_EINVAL, "output|dtype", "dtype mismatch f32 -> f64");
+  out = f.out;
+  out.shape[1] = 4;
+  out.strides[0] = 24;
+  expect_reject_io(&f, &f.in.arr, &out, &f.opt, NDF_EINVAL, "output|shape", "shape mismatch");
+  out = f.out;
+  out.ndim = 2;
+  out.shape[0] = 20;
+  out.shape[1] = 6;
+  out.strides[0] = 6;
+  out.strides[1] = 1;
+  expect_reject_io(&f, &f.in.arr, &out, &f.opt, NDF_EINVAL, "output|shape|ndim", "ndim mismatch");
+  fx_free(&f);
+}
+
+static void test_unknown_dtype(void **state) {
+  fixture f;
+  fx_init(&f, state, NDF_FLOAT32);
+  ndf_array in = f.in.arr, out = f.out;
+  const int bad[] = {NDF_DTYPE_COUNT, 42, -1};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    in.dtype = (ndf_dtype)bad[k];
+    out.dtype = (ndf_dtype)bad[k];
+    expect_reject_io(&f, &in, &out, &f.opt, NDF_EINVAL, "input|dtype", "unknown dtype");
+  }
+  fx_free(&f);
+}
+
+static void test_bad_ndim(void **state) {
+  fixture f;
+  fx_init(&f, state, NDF_FLOAT32);
+  /* ndim 0 */
+  ndf_array in = f.in.arr, out = f.out;
+  in.ndim = 0;
+  out.ndim = 0;
+  expect_reject_io(&f, &in, &out, &f.opt, NDF_EINVAL, "input|ndim", "ndim 0");
+  /* ndim above NDF_MAX_NDIM */
+  in = f.in.arr;
+  out = f.out;
+  in.ndim = NDF_MAX_NDIM + 1;
+  out.ndim = NDF_MAX_NDIM + 1;
+  expect_reject_io(&f, &in, &out, &f.opt, NDF_EINVAL, "input|ndim", "ndim 13");
+  in.ndim = -1;
+  out.ndim = -1;
+  expect_reject_io(&f, &in, &out, &f.opt, NDF_EINVAL, "input|ndim", "ndim -1");
+  /* 9 spatial axes of length 2 (512 elements) */
+  int64_t sh9[9] = {2, 2, 2, 2, 2, 2, 2, 2, 2};
+  tu_array big;
+  assert_int_equal(tu_array_alloc(&big, NDF_FLOAT32, 9, sh9), 0);
+  assert_int_equal(ndf_array_init(&out, f.outbuf, NDF_DEVICE_CPU, NDF_FLOAT32, 9, sh9), NDF_OK);
+  expect_reject_io(&f, &big.arr, &out, &f.opt, NDF_EINVAL, "input|ndim|spatial|batch_dims", "9 spatial axes");
+  /* ... but 8 spatial axes after one batch axis are fine */
+  f.opt.batch_dims = 1;
+  assert_int_equal(ndf_grey_erosion(f.ctx, &big.arr, &out, &f.opt), NDF_OK);
+  tu_array_free(&big);
+  /* negative axis length */
+  in = f.in.arr;
+  out = f.out;
+  in.shape[1] = -5;
+  out.shape[1] = -5;
+  f.opt.batch_dims = 0;
+  expect_reject_io(&f, &in, &out, &f.opt, NDF_EINVAL, "input|shape", "negative shape");
+  fx_free(&f);
+}
+
+static void test_bad_batch_dims(void **state) {
+  fixture f;
+  fx_init(&f, state, NDF_FLOAT32);
+  const int bad[] = {-1, 3, 4, 100};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    f.opt.batch_dims = bad[k];
+    expect_reject(&f, NDF_EINVAL, "batch_dims", "bad batch_dims");
+  }
+  f.opt.batch_dims = 2;
+  expect_accept(&f, "batch_dims 2 of 3");
+  fx_free(&f);
+}
+
+static void test_overlap(void **state) {
+  fixture f;
+  fx_init(&f, state, NDF_FLOAT32);
+  /* same data pointer: the output is the input buffer itself */
+  ndf_array out = f.in.arr;
+  for (int dil = 0; dil < 2; dil++) {
+    void *save = malloc(f.in.bytes);
+    memcpy(save, f.in.base, f.in.bytes);
+    ndf_status r = call(f.ctx, dil, &f.in.arr, &out, &f.opt);
+    const char *m = ndf_errmsg(f.ctx);
+    if (r != NDF_EINVAL || !(strstr(m, "output") || strstr(m, "overlap")))
+      printf("in-place call: %s \"%s\"\n", ndf_status_name(r), m);
+    assert_int_equal(r, NDF_EINVAL);
+    assert_true(strstr(m, "output") || strstr(m, "overlap"));
+    assert_memory_equal(save, f.in.base, f.in.bytes);
+    free(save);
+  }
+  /* partial overlap: the output starts in the middle of the input */
+  tu_array both;
+  int64_t sh1[1] = {240};
+  assert_int_equal(tu_array_alloc(&both, NDF_FLOAT32, 1, sh1), 0);
+  for (int i = 0; i < 240; i++) tu_set(&both.arr, i, i);
+  ndf_array a, b;
+  assert_int_equal(ndf_array_init(&a, both.base, NDF_DEVICE_CPU, NDF_FLOAT32, 3, SHAPE), NDF_OK);
+  assert_int_equal(ndf_array_init(&b, (float *)both.base + 60, NDF_DEVICE_CPU, NDF_FLOAT32, 3, SHAPE), NDF_OK);
+  for (int dil = 0; dil < 2; dil++) {
+    for (int i = 0; i < 240; i++) tu_set(&both.arr, i, i);
+    ndf_status r = call(f.ctx, dil, &a, &b, &f.opt);
+    if (r != NDF_EINVAL) printf("partial overlap accepted: %s\n", ndf_status_name(r));
+    assert_int_equal(r, NDF_EINVAL);
+    assert_true(strstr(ndf_errmsg(f.ctx), "output") || strstr(ndf_errmsg(f.ctx), "overlap"));
+    for (int i = 0; i < 240; i++) assert_true(tu_get(&both.arr, i) == i);
+  }
+  tu_array_free(&both);
+  /* an output that overlaps itself (zero stride, or strides that interleave) */
+  out = f.out;
+  out.strides[0] = 0;
+  expect_reject_io(&f, &f.in.arr, &out, &f.opt, NDF_EINVAL, "output|stride", "output stride 0");
+  out = f.out;
+  out.strides[0] = 7; /* axis 0 steps into rows 1 and 2 of the 5x6 planes */
+  expect_reject_io(&f, &f.in.arr, &out, &f.opt, NDF_EINVAL, "output|stride", "self-overlapping output strides");
+  fx_free(&f);
+}
+
+/* ndforge.h: strides "may be negative or zero only for inputs". */
+static void test_negative_output_stride(void **state) {
+  fixture f;
+  fx_init(&f, state, NDF_FLOAT32);
+  ndf_array out = f.out;
+  out.strides[2] = -1;
+  out.data = (float *)f.outbuf + 5;
+  expect_reject_io(&f, &f.in.arr, &out, &f.opt, NDF_EINVAL, "output|stride", "negative output stride");
+  fx_free(&f);
+}
+
+static void test_device_mismatch(void **state) {
+  fixture f;
+  fx_init(&f, state, NDF_FLOAT32);
+  ndf_array out = f.out;
+  out.device = NDF_DEVICE_CUDA; /* the host buffer behind it must stay untouched */
+  expect_reject_io(&f, &f.in.arr, &out, &f.opt, NDF_EINVAL, "output|device", "CPU input, CUDA output");
+  ndf_array in = f.in.arr;
+  in.device = (ndf_device_type)7;
+  out = f.out;
+  out.device = (ndf_device_type)7;
+  expect_reject_io(&f, &in, &out, &f.opt, NDF_EINVAL, "input|device", "unknown device type");
+  fx_free(&f);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Options                                                                   */
+
+static void test_no_element(void **state) {
+  fixture f;
+  fx_init(&f, state, NDF_FLOAT32);
+  f.opt.nsize = 0;
+  expect_reject(&f, NDF_EINVAL, "size", "no size, footprint or structure");
+  fx_free(&f);
+}
+
+static void test_bad_size(void **state) {
+  fixture f;
+  fx_init(&f, state, NDF_FLOAT32);
+  const int64_t bad[] = {0, -1, -3};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    f.opt.nsize = 1;
+    f.opt.size[0] = bad[k];
+    expect_reject(&f, NDF_EINVAL, "size", "scalar size <= 0");
+    f.opt.nsize = 3;
+    f.opt.size[0] = 3;
+    f.opt.size[1] = bad[k];
+    f.opt.size[2] = 2;
+    expect_reject(&f, NDF_EINVAL, "size", "one axis size <= 0");
+  }
+  const int badn[] = {2, 4, -1, NDF_MAX_SPATIAL + 1};
+  for (size_t k = 0; k < sizeof badn / sizeof badn[0]; k++) {
+    f.opt.nsize = badn[k];
+    for (int i = 0; i < NDF_MAX_SPATIAL; i++) f.opt.size[i] = 3;
+    expect_reject(&f, NDF_EINVAL, "size", "nsize neither 1 nor the spatial ndim");
+  }
+  /* with one batch axis the spatial ndim is 2: nsize 2 is right, 3 is not */
+  f.opt.batch_dims = 1;
+  f.opt.nsize = 3;
+  expect_reject(&f, NDF_EINVAL, "size", "nsize 3 with 2 spatial axes");
+  f.opt.nsize = 2;
+  expect_accept(&f, "nsize 2 with 2 spatial axes");
+  fx_free(&f);
+}
+
+static void make_fp(tu_array *t, int nd, const int64_t *sh, int value) {
+  tu_array_free(t);
+  assert_int_equal(tu_array_alloc(t, NDF_BOOL, nd, sh), 0);
+  for (int64_t i = 0; i < ndf_array_size(&t->arr); i++) tu_set(&t->arr, i, value ? (i % 3 != 1) : 0);
+}
+
+static void make_st(tu_array *t, int nd, const int64_t *sh) {
+  tu_array_free(t);
+  assert_int_equal(tu_array_alloc(t, NDF_FLOAT64, nd, sh), 0);
+  for (int64_t i = 0; i < ndf_array_size(&t->arr); i++) tu_set(&t->arr, i, (double)(i % 5));
+}
+
+static void test_bad_footprint(void **state) {
+  fixture f;
+  fx_init(&f, state, NDF_FLOAT32);
+  f.opt.nsize = 0;
+  int64_t s2[2] = {3, 3}, s3[3] = {3, 3, 3}, s4[4] = {1, 3, 3, 3};
+  make_fp(&f.fp, 2, s2, 1);
+  f.opt.footprint = &f.fp.arr;
+  expect_reject(&f, NDF_EINVAL, "footprint", "footprint rank 2 for 3 spatial axes");
+  make_fp(&f.fp, 4, s4, 1);
+  expect_reject(&f, NDF_EINVAL, "footprint", "footprint rank 4 for 3 spatial axes");
+  make_fp(&f.fp, 3, s3, 1);
+  f.opt.batch_dims = 1;
+  expect_reject(&f, NDF_EINVAL, "footprint", "footprint rank 3 for 2 spatial axes");
+  f.opt.batch_dims = 0;
+  make_fp(&f.fp, 3, s3, 0);
+  expect_reject(&f, NDF_EINVAL, "footprint", "all-zero footprint");
+  /* an all-zero footprint wins over a valid size too */
+  f.opt.nsize = 1;
+  f.opt.size[0] = 3;
+  expect_reject(&f, NDF_EINVAL, "footprint", "all-zero footprint with size");
+  f.opt.nsize = 0;
+  make_fp(&f.fp, 3, s3, 1);
+  ndf_array fpd = f.fp.arr;
+  fpd.device = NDF_DEVICE_CUDA;
+  f.opt.footprint = &fpd;
+  expect_reject(&f, NDF_EINVAL, "footprint", "footprint on a CUDA device");
+  fpd = f.fp.arr;
+  fpd.data = NULL;
+  expect_reject(&f, NDF_EINVAL, "footprint", "footprint data NULL");
+  fpd = f.fp.arr;
+  fpd.shape[1] = 0;
+  expect_reject(&f, NDF_EINVAL, "footprint", "footprint with an empty axis");
+  fpd = f.fp.arr;
+  fpd.dtype = (ndf_dtype)42;
+  expect_reject(&f, NDF_EINVAL, "footprint", "footprint of unknown dtype");
+  f.opt.footprint = &f.fp.arr;
+  expect_accept(&f, "valid footprint");
+  fx_free(&f);
+}
+
+static void test_bad_structure(void **state) {
+  fixture f;
+  fx_init(&f, state, NDF_FLOAT32);
+  f.opt.nsize = 0;
+  int64_t s2[2] = {3, 3}, s3[3] = {3, 3, 3}, s3b[3] = {3, 2, 3};
+  make_st(&f.st, 2, s2);
+  f.opt.structure = &f.st.arr;
+  expect_reject(&f, NDF_EINVAL, "structure", "structure rank 2 for 3 spatial axes");
+  make_st(&f.st, 3, s3);
+  f.opt.batch_dims = 1;
+  expect_reject(&f, NDF_EINVAL, "structure", "structure rank 3 for 2 spatial axes");
+  f.opt.batch_dims = 0;
+  ndf_array std = f.st.arr;
+  std.device = NDF_DEVICE_CUDA;
+  f.opt.structure = &std;
+  expect_reject(&f, NDF_EINVAL, "structure", "structure on a CUDA device");
+  std = f.st.arr;
+  std.data = NULL;
+  expect_reject(&f, NDF_EINVAL, "structure", "structure data NULL");
+  /* structure and footprint of different shapes */
+  f.opt.structure = &f.st.arr;
+  make_fp(&f.fp, 3, s3b, 1);
+  f.opt.footprint = &f.fp.arr;
+  expect_reject(&f, NDF_EINVAL, "structure|footprint", "structure shape != footprint shape");
+  make_fp(&f.fp, 3, s3, 1);
+  expect_accept(&f, "structure with footprint");
+  fx_free(&f);
+  /* ADR 0003: non-finite structure values are rejected for integer inputs */
+  const double nonfinite[] = {NAN, INFINITY, -INFINITY};
+  for (ndf_dtype dt = NDF_UINT8; dt <= NDF_INT32; dt++) {
+    for (size_t k = 0; k < 3; k++) {
+      fx_init(&f, state, dt);
+      f.opt.nsize = 0;
+      make_st(&f.st, 3, s3);
+      tu_set(&f.st.arr, 13, nonfinite[k]);
+      f.opt.structure = &f.st.arr;
+      expect_reject(&f, NDF_EINVAL, "structure", "non-finite structure value, integer input");
+      fx_free(&f);
+    }
+  }
+  fx_init(&f, state, NDF_FLOAT32);
+  f.opt.nsize = 0;
+  make_st(&f.st, 3, s3);
+  f.opt.structure = &f.st.arr;
+  make_fp(&f.fp, 3, s3, 1);
+  f.opt.footprint = &f.fp.arr;
+  f.opt.footprint = NULL;
+  expect_accept(&f, "structure alone");
+  fx_free(&f);
+}
+
+static void test_bad_origin(void **state) {
+  fixture f;
+  fx_init(&f, state, NDF_FLOAT32);
+  /* size 3: -1..1 valid */
+  const int64_t bad3[] = {2, -2, 100, -100};
+  for (size_t k = 0; k < sizeof bad3 / sizeof bad3[0]; k++) {
+    f.opt.norigin = 1;
+    f.opt.origin[0] = bad3[k];
+    expect_reject(&f, NDF_EINVAL, "origin", "scalar origin outside size 3");
+    f.opt.norigin = 3;
+    f.opt.origin[0] = 0;
+    f.opt.origin[1] = 0;
+    f.opt.origin[2] = bad3[k];
+    expect_reject(&f, NDF_EINVAL, "origin", "origin[2] outside size 3");
+  }
+  /* even size 4: -2..1 valid, for dilation as well (reflected: -o-1 in -2..1) */
+  f.opt.nsize = 3;
+  f.opt.size[0] = 4;
+  f.opt.size[1] = 2;
+  f.opt.size[2] = 3;
+  f.opt.norigin = 3;
+  const int64_t ok0[] = {-2, -1, 0, 1};
+  for (size_t k = 0; k < 4; k++) {
+    f.opt.origin[0] = ok0[k];
+    f.opt.origin[1] = k % 2 ? -1 : 0;
+    f.opt.origin[2] = (int64_t)k % 3 - 1;
+    expect_accept(&f, "origin inside an even size");
+  }
+  f.opt.origin[1] = 0;
+  f.opt.origin[2] = 0;
+  const int64_t bad4[] = {2, -3};
+  for (size_t k = 0; k < 2; k++) {
+    f.opt.origin[0] = bad4[k];
+    expect_reject(&f, NDF_EINVAL, "origin", "origin[0] outside size 4");
+  }
+  f.opt.origin[0] = 0;
+  const int64_t bad2[] = {1, -2};
+  for (size_t k = 0; k < 2; k++) {
+    f.opt.origin[1] = bad2[k];
+    expect_reject(&f, NDF_EINVAL, "origin", "origin[1] outside size 2");
+  }
+  /* norigin neither 0, 1 nor the spatial ndim */
+  f.opt.origin[1] = 0;
+  const int badn[] = {2, 4, -1};
+  for (size_t k = 0; k < 3; k++) {
+    f.opt.norigin = badn[k];
+    expect_reject(&f, NDF_EINVAL, "origin", "norigin neither 1 nor the spatial ndim");
+  }
+  /* a footprint that is not a box checks every axis, size-1 axes included */
+  int64_t fs[3] = {3, 1, 2};
+  make_fp(&f.fp, 3, fs, 1);
+  f.opt.footprint = &f.fp.arr;
+  f.opt.norigin = 3;
+  f.opt.origin[0] = 0;
+  f.opt.origin[1] = 1;
+  f.opt.origin[2] = 0;
+  expect_reject(&f, NDF_EINVAL, "origin", "origin 1 on a size-1 axis of a non-box footprint");
+  f.opt.origin[1] = 0;
+  f.opt.origin[2] = 1;
+  expect_reject(&f, NDF_EINVAL, "origin", "origin 1 on a size-2 axis of a footprint");
+  f.opt.origin[2] = -1;
+  expect_accept(&f, "origin -1 on a size-2 axis of a footprint");
+  /* a structure too */
+  f.opt.footprint = NULL;
+  make_st(&f.st, 3, fs);
+  f.opt.structure = &f.st.arr;
+  f.opt.origin[1] = -1;
+  expect_reject(&f, NDF_EINVAL, "origin", "origin -1 on a size-1 axis of a structure");
+  fx_free(&f);
+}
+
+static void test_bad_mode(void **state) {
+  fixture f;
+  fx_init(&f, state, NDF_FLOAT32);
+  const int bad[] = {NDF_MODE_COUNT, -1, 100};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    f.opt.mode = (ndf_mode)bad[k];
+    expect_reject(&f, NDF_EINVAL, "mode", "bad mode value");
+  }
+  f.opt.mode = NDF_MODE_WRAP;
+  f.opt.nan_policy = (ndf_nan_policy)7;
+  expect_reject(&f, NDF_EINVAL, "nan_policy|nan", "bad nan_policy value");
+  fx_free(&f);
+}
+
+static void test_bad_cval_for_integers(void **state) {
+  for (ndf_dtype dt = NDF_UINT8; dt <= NDF_INT32; dt++) {
+    fixture f;
+    fx_init(&f, state, dt);
+    double lo, hi;
+    tu_int_range(dt, &lo, &hi);
+    f.opt.mode = NDF_MODE_CONSTANT;
+    const double bad[] = {NAN, INFINITY, -INFINITY, hi + 1, lo - 1, 1e30};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+      f.opt.cval = bad[k];
+      expect_reject(&f, NDF_EINVAL, "cval", "bad cval for an integer dtype");
+    }
+    f.opt.cval = hi;
+    expect_accept(&f, "cval = dtype max");
+    f.opt.cval = lo;
+    expect_accept(&f, "cval = dtype min");
+    fx_free(&f);
+  }
+  /* floats take any cval, NaN and infinities included */
+  fixture f;
+  fx_init(&f, state, NDF_FLOAT64);
+  f.opt.mode = NDF_MODE_CONSTANT;
+  f.opt.cval = NAN;
+  expect_accept(&f, "float cval NaN");
+  f.opt.cval = -INFINITY;
+  expect_accept(&f, "float cval -inf");
+  fx_free(&f);
+}
+
+/* After a failure the message is set; after a success it is "". */
+static void test_errmsg_cleared_on_success(void **state) {
+  fixture f;
+  fx_init(&f, state, NDF_FLOAT32);
+  f.opt.nsize = 0;
+  assert_int_equal(ndf_grey_erosion(f.ctx, &f.in.arr, &f.out, &f.opt), NDF_EINVAL);
+  assert_true(strlen(ndf_errmsg(f.ctx)) > 0);
+  f.opt.nsize = 1;
+  assert_int_equal(ndf_grey_erosion(f.ctx, &f.in.arr, &f.out, &f.opt), NDF_OK);
+  assert_string_equal(ndf_errmsg(f.ctx), "");
+  fx_free(&f);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Names, descriptors, contexts                                              */
+
+static void test_status_names(void **state) {
+  (void)state;
+#define CHECK_STATUS(name, code, msg)                                  \
+  assert_int_equal(NDF_##name, code);                                  \
+  assert_string_equal(ndf_status_name(NDF_##name), "NDF_" #name);      \
+  assert_string_equal(ndf_status_string(NDF_##name), msg);
+  NDF_STATUS_MAP(CHECK_STATUS)
+#undef CHECK_STATUS
+  assert_string_equal(ndf_status_name((ndf_status)99), "NDF_UNKNOWN");
+  assert_string_equal(ndf_status_name((ndf_status)-1), "NDF_UNKNOWN");
+  assert_non_null(ndf_status_string((ndf_status)99));
+  assert_non_null(ndf_status_string((ndf_status)-1));
+  assert_string_equal(ndf_version(), NDF_VERSION_STRING);
+}
+
+static void test_mode_names(void **state) {
+  (void)state;
+  struct {
+    const char *name;
+    ndf_mode m;
+  } ok[] = {{"reflect", NDF_MODE_REFLECT},     {"constant", NDF_MODE_CONSTANT},
+            {"nearest", NDF_MODE_NEAREST},     {"mirror", NDF_MODE_MIRROR},
+            {"wrap", NDF_MODE_WRAP},           {"grid-mirror", NDF_MODE_REFLECT},
+            {"grid-constant", NDF_MODE_CONSTANT}, {"grid-wrap", NDF_MODE_WRAP}};
+  for (size_t k = 0; k < sizeof ok / sizeof ok[0]; k++) {
+    ndf_mode m = (ndf_mode)-7;
+    ndf_status r = ndf_mode_from_name(ok[k].name, &m);
+    if (r != NDF_OK || m != ok[k].m) printf("ndf_mode_from_name(\"%s\"): %s, %d\n", ok[k].name, ndf_status_name(r), m);
+    assert_int_equal(r, NDF_OK);
+    assert_int_equal(m, ok[k].m);
+  }
+  const char *canon[] = {"reflect", "constant", "nearest", "mirror", "wrap"};
+  for (int m = 0; m < NDF_MODE_COUNT; m++) assert_string_equal(ndf_mode_name((ndf_mode)m), canon[m]);
+  const char *bad[] = {"bogus", "", "Reflect", "reflect ", "grid_wrap", "wrap-grid"};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    ndf_mode m = NDF_MODE_NEAREST;
+    ndf_status r = ndf_mode_from_name(bad[k], &m);
+    if (r != NDF_EINVAL) printf("ndf_mode_from_name(\"%s\") = %s\n", bad[k], ndf_status_name(r));
+    assert_int_equal(r, NDF_EINVAL);
+  }
+  ndf_mode m;
+  assert_int_equal(ndf_mode_from_name(NULL, &m), NDF_EINVAL);
+  assert_int_equal(ndf_mode_from_name("wrap", NULL), NDF_EINVAL);
+}
+
+static void test_dtype_names(void **state) {
+  (void)state;
+  const char *names[] = {"bool", "uint8", "int8", "uint16", "int16", "uint32", "int32", "float32", "float64"};
+  const size_t sizes[] = {1, 1, 1, 2, 2, 4, 4, 4, 8};
+  for (int t = 0; t < NDF_DTYPE_COUNT; t++) {
+    assert_string_equal(ndf_dtype_name((ndf_dtype)t), names[t]);
+    assert_int_equal(ndf_dtype_size((ndf_dtype)t), sizes[t]);
+    ndf_dtype back = (ndf_dtype)-1;
+    assert_int_equal(ndf_dtype_from_name(names[t], &back), NDF_OK);
+    assert_int_equal(back, t);
+  }
+  assert_null(ndf_dtype_name(NDF_DTYPE_COUNT));
+  assert_null(ndf_dtype_name((ndf_dtype)-1));
+  assert_int_equal(ndf_dtype_size(NDF_DTYPE_COUNT), 0);
+  struct {
+    const char *name;
+    ndf_dtype t;
+  } ok[] = {{"u1", NDF_UINT8},   {"|u1", NDF_UINT8},    {"i1", NDF_INT8},     {"|i1", NDF_INT8},
+            {"<u2", NDF_UINT16}, {"u2", NDF_UINT16},    {"<i2", NDF_INT16},   {"<u4", NDF_UINT32},
+            {"<i4", NDF_INT32},  {"i4", NDF_INT32},     {"<f4", NDF_FLOAT32}, {"f4", NDF_FLOAT32},
+            {"<f8", NDF_FLOAT64}, {"f8", NDF_FLOAT64},  {"|b1", NDF_BOOL}};
+  for (size_t k = 0; k < sizeof ok / sizeof ok[0]; k++) {
+    ndf_dtype t = (ndf_dtype)-1;
+    ndf_status r = ndf_dtype_from_name(ok[k].name, &t);
+    if (r != NDF_OK || t != ok[k].t) printf("ndf_dtype_from_name(\"%s\"): %s %d\n", ok[k].name, ndf_status_name(r), t);
+    assert_int_equal(r, NDF_OK);
+    assert_int_equal(t, ok[k].t);
+  }
+  const char *bad[] = {"float16", "complex64", "int64", "uint64", "<i8", "", "xyz", "f2", ">f4", ">i2"};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    ndf_dtype t;
+    ndf_status r = ndf_dtype_from_name(bad[k], &t);
+    if (r == NDF_OK) printf("ndf_dtype_from_name(\"%s\") accepted (%d)\n", bad[k], t);
+    assert_int_not_equal(r, NDF_OK);
+  }
+  ndf_dtype t;
+  assert_int_not_equal(ndf_dtype_from_name(NULL, &t), NDF_OK);
+}
+
+static void test_array_helpers(void **state) {
+  (void)state;
+  float buf[120];
+  ndf_array a;
+  int64_t sh[3] = {4, 5, 6};
+  assert_int_equal(ndf_array_init(&a, buf, NDF_DEVICE_CPU, NDF_FLOAT32, 3, sh), NDF_OK);
+  assert_ptr_equal(a.data, buf);
+  assert_int_equal(a.device, NDF_DEVICE_CPU);
+  assert_int_equal(a.device_id, 0);
+  assert_int_equal(a.strides[0], 30);
+  assert_int_equal(a.strides[1], 6);
+  assert_int_equal(a.strides[2], 1);
+  assert_int_equal(ndf_array_size(&a), 120);
+  assert_int_equal(ndf_array_is_contiguous(&a), 1);
+  a.strides[0] = 1;
+  a.strides[2] = 20;
+  assert_int_equal(ndf_array_is_contiguous(&a), 0);
+  assert_int_equal(ndf_array_init(&a, buf, NDF_DEVICE_CPU, NDF_FLOAT32, 0, sh), NDF_OK);
+  assert_int_equal(ndf_array_size(&a), 1);
+  int64_t sh13[13] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  assert_int_equal(ndf_array_init(&a, buf, NDF_DEVICE_CPU, NDF_FLOAT32, 13, sh13), NDF_EINVAL);
+  assert_int_equal(ndf_array_init(&a, buf, NDF_DEVICE_CPU, NDF_FLOAT32, -1, sh), NDF_EINVAL);
+  assert_int_equal(ndf_array_init(NULL, buf, NDF_DEVICE_CPU, NDF_FLOAT32, 3, sh), NDF_EINVAL);
+  assert_int_equal(ndf_array_init(&a, buf, NDF_DEVICE_CPU, (ndf_dtype)42, 3, sh), NDF_EINVAL);
+  assert_true(strlen(ndf_last_error()) > 0);
+}
+
+static void test_context_and_options(void **state) {
+  ndf_ctx *cpu = *state;
+  assert_int_equal(ndf_ctx_has_cuda(cpu), 0);
+  assert_null(ndf_ctx_stream(cpu));
+  assert_string_equal(ndf_ctx_cache_dir(cpu), ""); /* cache_disable = 1 */
+  ndf_ctx_options o;
+  ndf_ctx_options_init(&o);
+  assert_int_equal(o.backend, NDF_BACKEND_AUTO);
+  assert_int_equal(o.device, 0);
+  assert_null(o.stream);
+  assert_null(o.cache_dir);
+  assert_int_equal(o.cache_disable, 0);
+  assert_int_equal(ndf_ctx_create(NULL, &o), NDF_EINVAL);
+  ndf_ctx *c = (ndf_ctx *)&o; /* a non-NULL value that must become NULL */
+  o.backend = (ndf_backend)9;
+  assert_int_equal(ndf_ctx_create(&c, &o), NDF_EINVAL);
+  assert_null(c);
+  assert_true(strlen(ndf_last_error()) > 0);
+  /* CUDA required: ENODEV (and *out NULL) exactly when AUTO finds no device */
+  ndf_ctx_options_init(&o);
+  ndf_ctx *autoc = NULL;
+  assert_int_equal(ndf_ctx_create(&autoc, &o), NDF_OK);
+  int has = ndf_ctx_has_cuda(autoc);
+  ndf_ctx_destroy(autoc);
+  o.backend = NDF_BACKEND_CUDA;
+  c = (ndf_ctx *)&o;
+  ndf_status r = ndf_ctx_create(&c, &o);
+  if (has) {
+    assert_int_equal(r, NDF_OK);
+    ndf_ctx_destroy(c);
+  } else {
+    assert_int_equal(r, NDF_ENODEV);
+    assert_null(c);
+    assert_true(strlen(ndf_last_error()) > 0);
+  }
+  ndf_ctx_destroy(NULL);
+  ndf_grey_options g;
+  memset(&g, 0x5c, sizeof g);
+  ndf_grey_options_init(&g);
+  assert_int_equal(g.nsize, 0);
+  assert_null(g.footprint);
+  assert_null(g.structure);
+  assert_int_equal(g.norigin, 0);
+  assert_int_equal(g.mode, NDF_MODE_REFLECT);
+  assert_true(g.cval == 0.0);
+  assert_int_equal(g.batch_dims, 0);
+  assert_int_equal(g.nan_policy, NDF_NAN_PROPAGATE);
+  /* host allocation through a CPU context */
+  ndf_array a;
+  int64_t sh[2] = {3, 7};
+  assert_int_equal(ndf_array_alloc(cpu, &a, NDF_DEVICE_CPU, NDF_INT16, 2, sh), NDF_OK);
+  assert_non_null(a.data);
+  assert_int_equal(ndf_array_is_contiguous(&a), 1);
+  ndf_array b;
+  assert_int_equal(ndf_array_alloc(cpu, &b, NDF_DEVICE_CPU, NDF_INT16, 2, sh), NDF_OK);
+  for (int i = 0; i < 21; i++) ((int16_t *)a.data)[i] = (int16_t)(i * 3 - 20);
+  assert_int_equal(ndf_array_copy(cpu, &b, &a), NDF_OK);
+  assert_memory_equal(a.data, b.data, 21 * sizeof(int16_t));
+  b.dtype = NDF_UINT16;
+  assert_int_equal(ndf_array_copy(cpu, &b, &a), NDF_EINVAL);
+  b.dtype = NDF_INT16;
+  ndf_array_free(cpu, &a);
+  assert_null(a.data);
+  ndf_array_free(cpu, &a); /* NULL data: no-op */
+  ndf_array_free(cpu, &b);
+  /* a CUDA allocation on a CPU-only context fails */
+  assert_int_not_equal(ndf_array_alloc(cpu, &a, NDF_DEVICE_CUDA, NDF_INT16, 2, sh), NDF_OK);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_null_arguments),
+      cmocka_unit_test(test_dtype_and_shape_mismatch),
+      cmocka_unit_test(test_unknown_dtype),
+      cmocka_unit_test(test_bad_ndim),
+      cmocka_unit_test(test_bad_batch_dims),
+      cmocka_unit_test(test_overlap),
+      cmocka_unit_test(test_negative_output_stride),
+      cmocka_unit_test(test_device_mismatch),
+      cmocka_unit_test(test_no_element),
+      cmocka_unit_test(test_bad_size),
+      cmocka_unit_test(test_bad_footprint),
+      cmocka_unit_test(test_bad_structure),
+      cmocka_unit_test(test_bad_origin),
+      cmocka_unit_test(test_bad_mode),
+      cmocka_unit_test(test_bad_cval_for_integers),
+      cmocka_unit_test(test_errmsg_cleared_on_success),
+      cmocka_unit_test(test_status_names),
+      cmocka_unit_test(test_mode_names),
+      cmocka_unit_test(test_dtype_names),
+      cmocka_unit_test(test_array_helpers),
+      cmocka_unit_test(test_context_and_options),
+  };
+  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

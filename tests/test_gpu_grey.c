@@ -1,0 +1,604 @@
+/*
+ * test_gpu_grey.c -- grey_erosion / grey_dilation on the GPU against the CPU
+ * backend, bit for bit (NaN positions equal), on fresh random inputs drawn
+ * here: every dtype and mode, shapes up to 2x3x67x131 and 64x128x128, sizes
+ * 1-7, random and large (7x7x7) footprints, non-flat structures (including
+ * values that saturate integer dtypes), origins, batch axes, strided and
+ * negative-stride inputs, strided outputs.  Every GPU output is poisoned before
+ * the run; the bytes between the elements of a strided output must keep the
+ * poison.  Skips when the context has no CUDA device.
+ *
+ * Seed: NDF_TEST_SEED (printed); number of random cases: NDF_TEST_CASES.
+ * This file uses only the public API of ndforge.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ndforge.h"
+#include "testutil.h"
+
+typedef struct gpu_state {
+  ndf_ctx *ctx;
+  uint64_t seed;
+  long ncases;
+} gpu_state;
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int group_setup(void **state) {
+  gpu_state *s = calloc(1, sizeof *s);
+  ndf_ctx_options o;
+  ndf_ctx_options_init(&o);
+  if (ndf_ctx_create(&s->ctx, &o) != NDF_OK) {
+    fprintf(stderr, "ndf_ctx_create: %s\n", ndf_last_error());
+    return -1;
+  }
+  s->seed = tu_seed("NDF_TEST_SEED");
+  s->ncases = tu_env_long("NDF_TEST_CASES", 200);
+  if (ndf_ctx_has_cuda(s->ctx)) {
+    ndf_ctx_info info;
+    if (ndf_ctx_get_info(s->ctx, &info) == NDF_OK)
+      printf("device: %s (sm_%d%d), driver %d, NVRTC %d.%d\n", info.device_name, info.cc_major,
+             info.cc_minor, info.driver_version, info.nvrtc_major, info.nvrtc_minor);
+  }
+  *state = s;
+  return 0;
+}
+
+static int group_teardown(void **state) {
+  gpu_state *s = *state;
+  if (s) {
+    ndf_cache_stats st;
+    ndf_ctx_cache_stats(s->ctx, &st);
+    printf("kernel cache: %llu memory hits, %llu disk hits, %llu compiles (%.0f ms), %llu disk rejects\n",
+           (unsigned long long)st.memory_hits, (unsigned long long)st.disk_hits,
+           (unsigned long long)st.compiles, st.compile_ms, (unsigned long long)st.disk_rejects);
+    ndf_ctx_destroy(s->ctx);
+    free(s);
+  }
+  return 0;
+}
+
+#define SKIP_WITHOUT_CUDA(s)                                   \
+  do {                                                         \
+    if (!ndf_ctx_has_cuda((s)->ctx)) {                         \
+      printf("skip: the context has no usable CUDA device\n"); \
+      skip();                                                  \
+    }                                                          \
+  } while (0)
+
+/* ------------------------------------------------------------------------ */
+/* Device buffers mirroring host layouts                                     */
+
+/* A raw device buffer holding the bytes of a host tu_array, and a CUDA
+ * descriptor with the host array's strides over it. */
+typedef struct dev_copy {
+  ndf_array raw; /* 1-D uint8 device array */
+  ndf_array arr; /* the view */
+} dev_copy;
+
+static ndf_array raw_host(const tu_array *t) {
+  ndf_array a;
+  int64_t n = (int64_t)t->bytes;
+  ndf_array_init(&a, t->base, NDF_DEVICE_CPU, NDF_UINT8, 1, &n);
+  return a;
+}
+
+static void dev_upload(ndf_ctx *ctx, dev_copy *d, const tu_array *t) {
+  int64_t n = (int64_t)t->bytes;
+  ndf_status r = ndf_array_alloc(ctx, &d->raw, NDF_DEVICE_CUDA, NDF_UINT8, 1, &n);
+  if (r != NDF_OK) printf("ndf_array_alloc(CUDA, %lld bytes): %s\n", (long long)n, ndf_errmsg(ctx));
+  assert_int_equal(r, NDF_OK);
+  ndf_array h = raw_host(t);
+  assert_int_equal(ndf_array_copy(ctx, &d->raw, &h), NDF_OK);
+  d->arr = t->arr;
+  d->arr.device = NDF_DEVICE_CUDA;
+  d->arr.device_id = d->raw.device_id;
+  d->arr.data = (char *)d->raw.data + ((char *)t->arr.data - (char *)t->base);
+}
+
+static void dev_download(ndf_ctx *ctx, const dev_copy *d, tu_array *t) {
+  ndf_array h = raw_host(t);
+  ndf_status r = ndf_array_copy(ctx, &h, &d->raw);
+  if (r != NDF_OK) printf("ndf_array_copy(device -> host): %s\n", ndf_errmsg(ctx));
+  assert_int_equal(r, NDF_OK);
+}
+
+static void dev_free(ndf_ctx *ctx, dev_copy *d) { ndf_array_free(ctx, &d->raw); }
+
+/* ------------------------------------------------------------------------ */
+/* Random cases                                                              */
+
+typedef struct gcase {
+  int dilation;
+  ndf_dtype dt;
+  int nd, batch, nsp;
+  int64_t shape[NDF_MAX_NDIM];
+  ndf_grey_options o;
+  tu_array fp, st;
+  char desc[512];
+} gcase;
+
+static void fill_values(tu_array *in, tu_rng *r, int with_nan) {
+  ndf_dtype dt = in->arr.dtype;
+  int64_t n = ndf_array_size(&in->arr);
+  double lo, hi;
+  tu_int_range(dt, &lo, &hi);
+  int narrow = tu_rng_chance(r, 0.2);
+  double a = lo, b = hi;
+  if (!tu_is_float(dt) && narrow) {
+    a = (double)tu_rng_int(r, (int64_t)lo, (int64_t)hi);
+    b = fmin(hi, a + 6);
+  }
+  double pnan = with_nan ? tu_rng_unif(r) * 0.05 : 0;
+  for (int64_t i = 0; i < n; i++) {
+    double v;
+    if (tu_is_float(dt)) {
+      v = tu_rng_normal(r) * 100;
+      if (pnan > 0 && tu_rng_chance(r, pnan)) v = NAN;
+      else if (with_nan && tu_rng_chance(r, 0.002)) v = tu_rng_chance(r, 0.5) ? INFINITY : -INFINITY;
+    } else {
+      v = (double)tu_rng_int(r, (int64_t)a, (int64_t)b);
+    }
+    tu_set(&in->arr, i, v);
+  }
+}
+
+static int64_t draw_len(tu_rng *r, int big) {
+  double u = tu_rng_unif(r);
+  if (u < 0.1) return 1;
+  if (u < 0.2) return 2;
+  return tu_rng_int(r, 3, big ? 140 : 24);
+}
+
+static void gcase_free(gcase *c) {
+  tu_array_free(&c->fp);
+  tu_array_free(&c->st);
+}
+
+static void draw_case(gcase *c, tu_rng *r) {
+  memset(c, 0, sizeof *c);
+  ndf_grey_options_init(&c->o);
+  c->dilation = (int)tu_rng_int(r, 0, 1);
+  c->dt = (ndf_dtype)tu_rng_int(r, NDF_UINT8, NDF_FLOAT64);
+  c->batch = (int)tu_rng_int(r, 0, 2);
+  c->nsp = (int)tu_rng_int(r, 1, 4);
+  c->nd = c->batch + c->nsp;
+  /* size budget: about 400k elements */
+  int big = tu_rng_chance(r, 0.25);
+  for (int tries = 0;; tries++) {
+    int64_t n = 1;
+    for (int i = 0; i < c->nd; i++) {
+      c->shape[i] = i < c->batch ? tu_rng_int(r, 1, 3) : draw_len(r, big && c->nsp <= 3);
+      n *= c->shape[i];
+    }
+    if (n <= 400000 || tries > 50) break;
+  }
+  /* element */
+  int kind = (int)tu_rng_int(r, 0, 3); /* size, footprint, structure, structure+footprint */
+  int64_t es[NDF_MAX_SPATIAL], ntap = 1;
+  int large = tu_rng_chance(r, 0.1) && c->nsp == 3;
+  for (int i = 0; i < c->nsp; i++) {
+    es[i] = large ? 7 : tu_rng_int(r, 1, c->nsp >= 4 ? 3 : 7);
+    ntap *= es[i];
+  }
+  const char *kinds[] = {"size", "footprint", "structure", "structure+footprint"};
+  if (kind == 0) {
+    if (tu_rng_chance(r, 0.3)) {
+      c->o.nsize = 1;
+      c->o.size[0] = es[0];
+      for (int i = 1; i < c->nsp; i++) es[i] = es[0];
+    } else {
+      c->o.nsize = c->nsp;
+      for (int i = 0; i < c->nsp; i++) c->o.size[i] = es[i];
+    }
+  } else {
+    if (kind != 2) {
+      assert_int_equal(tu_array_alloc(&c->fp, tu_rng_chance(r, 0.7) ? NDF_BOOL : NDF_FLOAT32, c->nsp, es), 0);
+      double p = tu_rng_chance(r, 0.1) ? 1.0 : 0.2 + 0.7 * tu_rng_unif(r);
+      int any = 0;
+      for (int64_t k = 0; k < ntap; k++) {
+        int on = tu_rng_chance(r, p);
+        any |= on;
+        tu_set(&c->fp.arr, k, on ? (c->fp.arr.dtype == NDF_BOOL ? 1 : 0.5) : 0);
+      }
+      if (!any) tu_set(&c->fp.arr, tu_rng_int(r, 0, ntap - 1), 1);
+      c->o.footprint = &c->fp.arr;
+    }
+    if (kind >= 2) {
+      assert_int_equal(tu_array_alloc(&c->st, NDF_FLOAT64, c->nsp, es), 0);
+      double lo, hi;
+      tu_int_range(c->dt, &lo, &hi);
+      double smax = tu_is_float(c->dt) ? 100 : (tu_rng_chance(r, 0.3) ? (hi - lo) / 2 : 20);
+      int quarter = tu_rng_chance(r, 0.6);
+      for (int64_t k = 0; k < ntap; k++) {
+        double v = quarter ? round(tu_rng_unif(r) * 8 * smax - 4 * smax) / 4 : (tu_rng_unif(r) * 2 - 1) * smax;
+        tu_set(&c->st.arr, k, v);
+      }
+      c->o.structure = &c->st.arr;
+    }
+  }
+  /* origins */
+  if (tu_rng_chance(r, 0.7)) {
+    c->o.norigin = c->nsp;
+    for (int i = 0; i < c->nsp; i++) c->o.origin[i] = tu_rng_int(r, -(es[i] / 2), (es[i] - 1) / 2);
+  }
+  c->o.mode = (ndf_mode)tu_rng_int(r, 0, NDF_MODE_COUNT - 1);
+  if (tu_is_float(c->dt)) c->o.cval = tu_rng_chance(r, 0.1) ? NAN : tu_rng_normal(r) * 100;
+  else {
+    double lo, hi;
+    tu_int_range(c->dt, &lo, &hi);
+    c->o.cval = (double)tu_rng_int(r, (int64_t)lo, (int64_t)hi);
+  }
+  c->o.batch_dims = c->batch;
+  char sh[96];
+  size_t w = 0;
+  for (int i = 0; i < c->nd; i++) w += (size_t)snprintf(sh + w, sizeof sh - w, "%s%lld", i ? "x" : "", (long long)c->shape[i]);
+  char el[96];
+  w = 0;
+  for (int i = 0; i < c->nsp; i++) w += (size_t)snprintf(el + w, sizeof el - w, "%s%lld", i ? "x" : "", (long long)es[i]);
+  char org[96] = "0";
+  w = 0;
+  for (int i = 0; i < c->o.norigin; i++) w += (size_t)snprintf(org + w, sizeof org - w, "%s%lld", i ? "," : "", (long long)c->o.origin[i]);
+  snprintf(c->desc, sizeof c->desc, "%s %s shape=%s batch=%d %s=%s origin=%s mode=%s cval=%g",
+           c->dilation ? "dilation" : "erosion", ndf_dtype_name(c->dt), sh, c->batch, kinds[kind], el, org,
+           ndf_mode_name(c->o.mode), c->o.cval);
+}
+
+/* Runs one case on both backends and compares.  in_layout / out_layout are
+ * TU_LAYOUT_* flags.  Returns 0 when equal. */
+static int run_gpu_case(gpu_state *s, gcase *c, tu_rng *r, int in_layout, int out_layout, int with_nan,
+                        double *gpu_ms, double *cpu_ms) {
+  ndf_ctx *ctx = s->ctx;
+  tu_array in, cpu_out, hin, hout;
+  assert_int_equal(tu_array_alloc(&in, c->dt, c->nd, c->shape), 0);
+  fill_values(&in, r, with_nan && tu_is_float(c->dt));
+  assert_int_equal(tu_array_like(&cpu_out, &in.arr, TU_LAYOUT_C, r), 0);
+  double t0 = now_ms();
+  ndf_status rc = c->dilation ? ndf_grey_dilation(ctx, &in.arr, &cpu_out.arr, &c->o)
+                              : ndf_grey_erosion(ctx, &in.arr, &cpu_out.arr, &c->o);
+  double t1 = now_ms();
+  if (rc != NDF_OK) {
+    printf("CPU backend rejected: %s: %s\n  %s\n", ndf_status_name(rc), ndf_errmsg(ctx), c->desc);
+    tu_array_free(&in);
+    tu_array_free(&cpu_out);
+    return -1;
+  }
+  assert_int_equal(tu_array_relayout(&hin, &in.arr, in_layout, r), 0);
+  assert_int_equal(tu_array_like(&hout, &in.arr, out_layout, r), 0); /* poisoned */
+  dev_copy din, dout;
+  dev_upload(ctx, &din, &hin);
+  dev_upload(ctx, &dout, &hout);
+  assert_int_equal(ndf_ctx_synchronize(ctx), NDF_OK);
+  double t2 = now_ms();
+  ndf_status rg = c->dilation ? ndf_grey_dilation(ctx, &din.arr, &dout.arr, &c->o)
+                              : ndf_grey_erosion(ctx, &din.arr, &dout.arr, &c->o);
+  ndf_status rs = ndf_ctx_synchronize(ctx);
+  double t3 = now_ms();
+  int result = 0;
+  if (rg != NDF_OK || rs != NDF_OK) {
+    printf("GPU run failed: %s / sync %s: %s\n  %s\n", ndf_status_name(rg), ndf_status_name(rs), ndf_errmsg(ctx),
+           c->desc);
+    result = -1;
+  } else {
+    dev_download(ctx, &dout, &hout);
+    char msg[2048];
+    int64_t bad = tu_compare(&cpu_out.arr, &hout.arr, msg, sizeof msg);
+    if (bad != 0) {
+      printf("GPU != CPU in %lld elements (input layout %d, output layout %d):\n  %s\n%s", (long long)bad,
+             in_layout, out_layout, c->desc, msg);
+      result = -1;
+    } else {
+      int64_t gap = tu_check_gaps(&hout);
+      if (gap >= 0) {
+        printf("GPU wrote outside the output's elements (byte %lld):\n  %s\n", (long long)gap, c->desc);
+        result = -1;
+      }
+    }
+  }
+  if (gpu_ms) *gpu_ms = t3 - t2;
+  if (cpu_ms) *cpu_ms = t1 - t0;
+  dev_free(ctx, &din);
+  dev_free(ctx, &dout);
+  tu_array_free(&in);
+  tu_array_free(&cpu_out);
+  tu_array_free(&hin);
+  tu_array_free(&hout);
+  return result;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Tests                                                                     */
+
+static void test_gpu_random_cases(void **state) {
+  gpu_state *s = *state;
+  SKIP_WITHOUT_CUDA(s);
+  tu_rng r;
+  tu_rng_seed(&r, s->seed);
+  int failed = 0;
+  double t0 = now_ms();
+  for (long i = 0; i < s->ncases; i++) {
+    gcase c;
+    draw_case(&c, &r);
+    int in_layout = TU_LAYOUT_C, out_layout = TU_LAYOUT_C;
+    double u = tu_rng_unif(&r);
+    if (u < 0.25) in_layout = TU_LAYOUT_PADDED | (tu_rng_chance(&r, 0.5) ? TU_LAYOUT_NEGATIVE : 0);
+    else if (u < 0.35) in_layout = TU_LAYOUT_FORTRAN;
+    else if (u < 0.5) in_layout = TU_LAYOUT_C | TU_LAYOUT_OFFSET;
+    u = tu_rng_unif(&r);
+    if (u < 0.15) out_layout = tu_rng_chance(&r, 0.5) ? TU_LAYOUT_PADDED : TU_LAYOUT_FORTRAN;
+    else if (u < 0.25) out_layout = TU_LAYOUT_C | TU_LAYOUT_OFFSET;
+    if (run_gpu_case(s, &c, &r, in_layout, out_layout, 1, NULL, NULL) != 0) {
+      printf("  (random case %ld)\n", i);
+      failed++;
+    }
+    gcase_free(&c);
+    if (failed >= 15) break;
+  }
+  printf("%ld random cases in %.1f s, %d failed\n", s->ncases, (now_ms() - t0) / 1e3, failed);
+  assert_int_equal(failed, 0);
+}
+
+/* Each dtype x mode once on a 2x3x67x131 batch (batch_dims 2), 3x5 footprint. */
+static void test_gpu_every_dtype_and_mode(void **state) {
+  gpu_state *s = *state;
+  SKIP_WITHOUT_CUDA(s);
+  tu_rng r;
+  tu_rng_seed(&r, s->seed + 1);
+  int failed = 0;
+  for (int dt = NDF_UINT8; dt <= NDF_FLOAT64; dt++) {
+    for (int mode = 0; mode < NDF_MODE_COUNT; mode++) {
+      for (int dil = 0; dil < 2; dil++) {
+        gcase c;
+        memset(&c, 0, sizeof c);
+        ndf_grey_options_init(&c.o);
+        c.dilation = dil;
+        c.dt = (ndf_dtype)dt;
+        c.nd = 4;
+        c.batch = 2;
+        c.nsp = 2;
+        int64_t sh[4] = {2, 3, 67, 131};
+        memcpy(c.shape, sh, sizeof sh);
+        int64_t es[2] = {3, 5};
+        assert_int_equal(tu_array_alloc(&c.fp, NDF_BOOL, 2, es), 0);
+        for (int k = 0; k < 15; k++) tu_set(&c.fp.arr, k, (k * 7) % 3 != 0);
+        c.o.footprint = &c.fp.arr;
+        c.o.mode = (ndf_mode)mode;
+        c.o.norigin = 2;
+        c.o.origin[0] = dil ? -1 : 1;
+        c.o.origin[1] = -1;
+        double lo, hi;
+        tu_int_range(c.dt, &lo, &hi);
+        c.o.cval = tu_is_float(c.dt) ? -12.5 : floor((lo + hi) / 2);
+        c.o.batch_dims = 2;
+        snprintf(c.desc, sizeof c.desc, "%s %s 2x3x67x131 batch 2 footprint 3x5 mode %s",
+                 dil ? "dilation" : "erosion", ndf_dtype_name(c.dt), ndf_mode_name(c.o.mode));
+        if (run_gpu_case(s, &c, &r, TU_LAYOUT_C, TU_LAYOUT_C, 1, NULL, NULL) != 0) failed++;
+        gcase_free(&c);
+      }
+    }
+  }
+  assert_int_equal(failed, 0);
+}
+
+/* Large and irregular footprints: 7x7x7 ball-like, 7x7x7 random, 1x9x2. */
+static void test_gpu_large_footprints(void **state) {
+  gpu_state *s = *state;
+  SKIP_WITHOUT_CUDA(s);
+  tu_rng r;
+  tu_rng_seed(&r, s->seed + 2);
+  int failed = 0;
+  for (int variant = 0; variant < 6; variant++) {
+    gcase c;
+    memset(&c, 0, sizeof c);
+    ndf_grey_options_init(&c.o);
+    c.dilation = variant % 2;
+    c.dt = variant < 2 ? NDF_FLOAT32 : variant < 4 ? NDF_UINT16 : NDF_FLOAT64;
+    c.nd = 3;
+    c.nsp = 3;
+    int64_t sh[3] = {23, 41, 57};
+    memcpy(c.shape, sh, sizeof sh);
+    int64_t es[3] = {7, 7, 7};
+    if (variant >= 4) {
+      es[0] = 1;
+      es[1] = 9;
+      es[2] = 2;
+    }
+    assert_int_equal(tu_array_alloc(&c.fp, NDF_UINT8, 3, es), 0);
+    int64_t ntap = es[0] * es[1] * es[2];
+    for (int64_t k = 0; k < ntap; k++) {
+      int z = (int)(k / (es[1] * es[2])), y = (int)(k / es[2] % es[1]), x = (int)(k % es[2]);
+      int on;
+      if (variant < 2) on = (z - 3) * (z - 3) + (y - 3) * (y - 3) + (x - 3) * (x - 3) <= 9; /* ball r=3 */
+      else on = tu_rng_chance(&r, 0.5);
+      tu_set(&c.fp.arr, k, on);
+    }
+    tu_set(&c.fp.arr, 0, 1);
+    c.o.footprint = &c.fp.arr;
+    if (variant == 3) { /* non-flat too */
+      assert_int_equal(tu_array_alloc(&c.st, NDF_FLOAT64, 3, es), 0);
+      for (int64_t k = 0; k < ntap; k++) tu_set(&c.st.arr, k, (double)tu_rng_int(&r, -300, 300));
+      c.o.structure = &c.st.arr;
+    }
+    c.o.mode = (ndf_mode)(variant % NDF_MODE_COUNT);
+    c.o.cval = 3;
+    c.o.norigin = 3;
+    for (int i = 0; i < 3; i++) c.o.origin[i] = tu_rng_int(&r, -(es[i] / 2), (es[i] - 1) / 2);
+    snprintf(c.desc, sizeof c.desc, "%s %s 23x41x57 footprint %lldx%lldx%lld variant %d mode %s",
+             c.dilation ? "dilation" : "erosion", ndf_dtype_name(c.dt), (long long)es[0], (long long)es[1],
+             (long long)es[2], variant, ndf_mode_name(c.o.mode));
+    double g, cp;
+    if (run_gpu_case(s, &c, &r, variant == 2 ? (TU_LAYOUT_PADDED | TU_LAYOUT_NEGATIVE) : TU_LAYOUT_C,
+                     TU_LAYOUT_C, 1, &g, &cp) != 0)
+      failed++;
+    else
+      printf("  %s: GPU %.1f ms (first call: compile or cache load), CPU %.1f ms\n", c.desc, g, cp);
+    gcase_free(&c);
+  }
+  assert_int_equal(failed, 0);
+}
+
+/* The benchmark shapes at small scale. */
+static void test_gpu_benchmark_shapes(void **state) {
+  gpu_state *s = *state;
+  SKIP_WITHOUT_CUDA(s);
+  tu_rng r;
+  tu_rng_seed(&r, s->seed + 3);
+  struct {
+    ndf_dtype dt;
+    int nd, batch;
+    int64_t shape[4];
+    int64_t size;
+    ndf_mode mode;
+    int dil;
+  } b[] = {
+      {NDF_FLOAT32, 3, 0, {64, 128, 128}, 3, NDF_MODE_REFLECT, 0},
+      {NDF_FLOAT32, 3, 0, {64, 128, 128}, 3, NDF_MODE_REFLECT, 1},
+      {NDF_FLOAT32, 4, 1, {2, 32, 64, 64}, 3, NDF_MODE_NEAREST, 1},
+      {NDF_FLOAT32, 3, 0, {32, 64, 64}, 7, NDF_MODE_NEAREST, 0},
+      {NDF_UINT8, 3, 0, {64, 128, 128}, 3, NDF_MODE_CONSTANT, 1},
+      {NDF_INT16, 3, 0, {64, 128, 128}, 5, NDF_MODE_WRAP, 0},
+  };
+  int failed = 0;
+  for (size_t k = 0; k < sizeof b / sizeof b[0]; k++) {
+    for (int rep = 0; rep < 3; rep++) { /* second run: kernel cached; third: misaligned views */
+      gcase c;
+      memset(&c, 0, sizeof c);
+      ndf_grey_options_init(&c.o);
+      c.dilation = b[k].dil;
+      c.dt = b[k].dt;
+      c.nd = b[k].nd;
+      c.batch = b[k].batch;
+      c.nsp = c.nd - c.batch;
+      memcpy(c.shape, b[k].shape, sizeof c.shape);
+      c.o.nsize = 1;
+      c.o.size[0] = b[k].size;
+      c.o.mode = b[k].mode;
+      c.o.batch_dims = c.batch;
+      c.o.cval = 7;
+      snprintf(c.desc, sizeof c.desc, "bench %s %s %lldx%lldx%lld%s size %lld %s", c.dilation ? "dilation" : "erosion",
+               ndf_dtype_name(c.dt), (long long)c.shape[0], (long long)c.shape[1], (long long)c.shape[2],
+               c.nd == 4 ? "x64 (batch 1)" : "", (long long)b[k].size, ndf_mode_name(c.o.mode));
+      double g, cp;
+      int lay = rep == 2 ? TU_LAYOUT_C | TU_LAYOUT_OFFSET : TU_LAYOUT_C;
+      if (run_gpu_case(s, &c, &r, lay, lay, 0, &g, &cp) != 0) failed++;
+      else printf("  %s: GPU %.2f ms%s, CPU %.1f ms\n", c.desc, g,
+                  rep == 0 ? " (first call)" : rep == 2 ? " (input and output 1-3 elements off alignment)" : "", cp);
+      gcase_free(&c);
+    }
+  }
+  /* the cross-shaped footprint of the benchmark, 3x3x3 */
+  gcase c;
+  memset(&c, 0, sizeof c);
+  ndf_grey_options_init(&c.o);
+  c.dt = NDF_FLOAT32;
+  c.nd = c.nsp = 3;
+  int64_t sh[3] = {64, 128, 128}, es[3] = {3, 3, 3};
+  memcpy(c.shape, sh, sizeof sh);
+  assert_int_equal(tu_array_alloc(&c.fp, NDF_BOOL, 3, es), 0);
+  for (int k = 0; k < 27; k++) {
+    int z = k / 9, y = k / 3 % 3, x = k % 3;
+    tu_set(&c.fp.arr, k, (z == 1) + (y == 1) + (x == 1) >= 2);
+  }
+  c.o.footprint = &c.fp.arr;
+  c.o.mode = NDF_MODE_NEAREST;
+  snprintf(c.desc, sizeof c.desc, "bench erosion float32 64x128x128 cross 3x3x3 nearest");
+  double g, cp;
+  if (run_gpu_case(s, &c, &r, TU_LAYOUT_C, TU_LAYOUT_C, 0, &g, &cp) != 0) failed++;
+  else printf("  %s: GPU %.2f ms (first call), CPU %.1f ms\n", c.desc, g, cp);
+  gcase_free(&c);
+  assert_int_equal(failed, 0);
+}
+
+/* Rejections on CUDA arrays leave the device output untouched. */
+static void test_gpu_rejections(void **state) {
+  gpu_state *s = *state;
+  SKIP_WITHOUT_CUDA(s);
+  ndf_ctx *ctx = s->ctx;
+  int64_t sh[2] = {16, 20};
+  tu_array hin, hout;
+  assert_int_equal(tu_array_alloc(&hin, NDF_FLOAT32, 2, sh), 0);
+  tu_rng r;
+  tu_rng_seed(&r, s->seed + 4);
+  fill_values(&hin, &r, 0);
+  assert_int_equal(tu_array_like(&hout, &hin.arr, TU_LAYOUT_C, &r), 0);
+  dev_copy din, dout;
+  dev_upload(ctx, &din, &hin);
+  dev_upload(ctx, &dout, &hout);
+  ndf_grey_options o;
+  ndf_grey_options_init(&o);
+  o.nsize = 1;
+  o.size[0] = 3;
+  struct {
+    const char *what, *arg;
+    int bad_origin, int_out, host_out, same;
+  } cases[] = {
+      {"origin outside the element", "origin", 1, 0, 0, 0},
+      {"dtype mismatch", "output", 0, 1, 0, 0},
+      {"CUDA input, CPU output", "output", 0, 0, 1, 0},
+      {"in place", "output", 0, 0, 0, 1},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    for (int dil = 0; dil < 2; dil++) {
+      ndf_grey_options oo = o;
+      if (cases[k].bad_origin) {
+        oo.norigin = 1;
+        oo.origin[0] = 2;
+      }
+      ndf_array out = dout.arr;
+      tu_array hpoison;
+      assert_int_equal(tu_array_like(&hpoison, &hin.arr, TU_LAYOUT_C, &r), 0);
+      if (cases[k].int_out) out.dtype = NDF_INT32;
+      if (cases[k].host_out) out = hpoison.arr;
+      if (cases[k].same) out = din.arr;
+      ndf_status st = dil ? ndf_grey_dilation(ctx, &din.arr, &out, &oo) : ndf_grey_erosion(ctx, &din.arr, &out, &oo);
+      const char *m = ndf_errmsg(ctx);
+      if (st != NDF_EINVAL || !strstr(m, cases[k].arg)) printf("%s: %s \"%s\"\n", cases[k].what, ndf_status_name(st), m);
+      assert_int_equal(st, NDF_EINVAL);
+      assert_non_null(strstr(m, cases[k].arg));
+      assert_int_equal(ndf_ctx_synchronize(ctx), NDF_OK);
+      tu_array back, back_in;
+      assert_int_equal(tu_array_like(&back, &hin.arr, TU_LAYOUT_C, &r), 0); /* sized like hout */
+      dev_download(ctx, &dout, &back);
+      assert_int_equal(tu_poison_check(back.base, back.bytes), -1);
+      assert_int_equal(tu_poison_check(hpoison.base, hpoison.bytes), -1);
+      assert_int_equal(tu_array_alloc(&back_in, NDF_FLOAT32, 2, sh), 0); /* sized like hin */
+      dev_download(ctx, &din, &back_in);
+      assert_memory_equal(back_in.base, hin.base, hin.bytes);
+      tu_array_free(&back);
+      tu_array_free(&back_in);
+      tu_array_free(&hpoison);
+    }
+  }
+  dev_free(ctx, &din);
+  dev_free(ctx, &dout);
+  tu_array_free(&hin);
+  tu_array_free(&hout);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_gpu_rejections),
+      cmocka_unit_test(test_gpu_every_dtype_and_mode),
+      cmocka_unit_test(test_gpu_large_footprints),
+      cmocka_unit_test(test_gpu_benchmark_shapes),
+      cmocka_unit_test(test_gpu_random_cases),
+  };
+  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -1,0 +1,1063 @@
+/*
+ * test_grey.c -- the CPU backend of grey_erosion / grey_dilation against
+ * scipy.ndimage itself, plus ndforge's defined policies where scipy has none.
+ *
+ * The scipy part runs tests/oracle_grey.py with a fresh seed per run (printed;
+ * NDF_TEST_SEED repeats a run, NDF_TEST_CASES sets the number of cases), reads
+ * the cases it wrote and requires ndforge's output to equal scipy's bit for
+ * bit, with the input as written, in Fortran order, embedded in a larger buffer
+ * with permuted / padded / negative strides, and with strided outputs (whose
+ * gaps must keep their poison).  The oracle's directory is kept when a case
+ * fails, and its path printed.
+ *
+ * This file uses only the public API of ndforge (and tools/ndfio.h).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ndfio.h"
+#include "ndforge.h"
+#include "testutil.h"
+
+#ifndef NDF_TEST_PYTHON
+#error "NDF_TEST_PYTHON (a python3 with numpy and scipy) must be defined by the build"
+#endif
+#ifndef NDF_TEST_ORACLE
+#error "NDF_TEST_ORACLE (path of tests/oracle_grey.py) must be defined by the build"
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Cases written by the oracle                                               */
+
+typedef struct grey_case {
+  char line[1024]; /* the manifest line, for messages */
+  int id;
+  int dilation;
+  char dtype[16];
+  int ndim;
+  int64_t shape[NDF_MAX_NDIM];
+  int batch;
+  char mode[32];
+  double cval;
+  int nsize;
+  int64_t size[NDF_MAX_SPATIAL];
+  int norigin;
+  int64_t origin[NDF_MAX_SPATIAL];
+  char footprint[64], structure[64], input[64], expected[64];
+} grey_case;
+
+typedef struct grey_state {
+  ndf_ctx *ctx;
+  uint64_t seed;
+  char dir[512];
+  int keep_dir;
+  int ncases;
+  grey_case *cases;
+} grey_state;
+
+static int parse_list(const char *v, int64_t *out, int max) {
+  int n = 0;
+  while (*v && n < max) {
+    char *end;
+    out[n++] = strtoll(v, &end, 10);
+    if (*end != ',') break;
+    v = end + 1;
+  }
+  return n;
+}
+
+static int parse_case(const char *line, grey_case *c) {
+  memset(c, 0, sizeof *c);
+  snprintf(c->line, sizeof c->line, "%s", line);
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", line);
+  char *save = NULL;
+  for (char *tok = strtok_r(buf, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
+    char *eq = strchr(tok, '=');
+    if (!eq) return -1;
+    *eq = 0;
+    const char *k = tok, *v = eq + 1;
+    if (!strcmp(k, "id")) c->id = atoi(v);
+    else if (!strcmp(k, "op")) c->dilation = !strcmp(v, "dilation");
+    else if (!strcmp(k, "dtype")) snprintf(c->dtype, sizeof c->dtype, "%s", v);
+    else if (!strcmp(k, "shape")) c->ndim = parse_list(v, c->shape, NDF_MAX_NDIM);
+    else if (!strcmp(k, "batch")) c->batch = atoi(v);
+    else if (!strcmp(k, "mode")) snprintf(c->mode, sizeof c->mode, "%s", v);
+    else if (!strcmp(k, "cval")) c->cval = strtod(v, NULL);
+    else if (!strcmp(k, "size")) c->nsize = parse_list(v, c->size, NDF_MAX_SPATIAL);
+    else if (!strcmp(k, "origin")) c->norigin = parse_list(v, c->origin, NDF_MAX_SPATIAL);
+    else if (!strcmp(k, "footprint")) snprintf(c->footprint, sizeof c->footprint, "%s", v);
+    else if (!strcmp(k, "structure")) snprintf(c->structure, sizeof c->structure, "%s", v);
+    else if (!strcmp(k, "input")) snprintf(c->input, sizeof c->input, "%s", v);
+    else if (!strcmp(k, "expected")) snprintf(c->expected, sizeof c->expected, "%s", v);
+    /* kind= and unknown keys are informational */
+  }
+  return c->input[0] && c->expected[0] && c->ndim > 0 ? 0 : -1;
+}
+
+static int run_oracle(const char *dir, uint64_t seed, long ncases) {
+  char seed_s[32], n_s[32];
+  snprintf(seed_s, sizeof seed_s, "%llu", (unsigned long long)seed);
+  snprintf(n_s, sizeof n_s, "%ld", ncases);
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    execl(NDF_TEST_PYTHON, NDF_TEST_PYTHON, NDF_TEST_ORACLE, "--seed", seed_s, "--out", dir,
+          "--cases", n_s, (char *)NULL);
+    perror("execl " NDF_TEST_PYTHON);
+    _exit(127);
+  }
+  int st = 0;
+  if (waitpid(pid, &st, 0) < 0) return -1;
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+static int load_manifest(grey_state *s) {
+  char path[700];
+  snprintf(path, sizeof path, "%s/manifest.txt", s->dir);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  int cap = 64;
+  s->cases = malloc(sizeof(grey_case) * (size_t)cap);
+  char line[1024];
+  while (fgets(line, sizeof line, f)) {
+    if (line[0] == '\n' || line[0] == 0) continue;
+    if (s->ncases == cap) {
+      cap *= 2;
+      s->cases = realloc(s->cases, sizeof(grey_case) * (size_t)cap);
+    }
+    line[strcspn(line, "\n")] = 0;
+    if (parse_case(line, &s->cases[s->ncases]) != 0) {
+      fprintf(stderr, "bad manifest line: %s\n", line);
+      fclose(f);
+      return -1;
+    }
+    s->ncases++;
+  }
+  fclose(f);
+  return s->ncases > 0 ? 0 : -1;
+}
+
+static int group_setup(void **state) {
+  grey_state *s = calloc(1, sizeof *s);
+  ndf_ctx_options o;
+  ndf_ctx_options_init(&o);
+  o.backend = NDF_BACKEND_CPU;
+  o.cache_disable = 1;
+  if (ndf_ctx_create(&s->ctx, &o) != NDF_OK) {
+    fprintf(stderr, "ndf_ctx_create failed: %s\n", ndf_last_error());
+    return -1;
+  }
+  s->seed = tu_seed("NDF_TEST_SEED");
+  long n = tu_env_long("NDF_TEST_CASES", 1000);
+  if (tu_mkdtemp(s->dir, sizeof s->dir, "ndf-test-grey") != 0) return -1;
+  if (run_oracle(s->dir, s->seed, n) != 0) {
+    fprintf(stderr, "oracle failed: %s %s --seed %llu --out %s\n", NDF_TEST_PYTHON,
+            NDF_TEST_ORACLE, (unsigned long long)s->seed, s->dir);
+    return -1;
+  }
+  if (load_manifest(s) != 0) return -1;
+  *state = s;
+  return 0;
+}
+
+static int group_teardown(void **state) {
+  grey_state *s = *state;
+  if (!s) return 0;
+  if (s->keep_dir)
+    printf("kept the oracle's cases in %s (seed %llu)\n", s->dir, (unsigned long long)s->seed);
+  else
+    tu_rmtree(s->dir);
+  free(s->cases);
+  ndf_ctx_destroy(s->ctx);
+  free(s);
+  return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Running one case                                                          */
+
+enum { IN_ASIS, IN_STRIDED, IN_FORTRAN };
+enum { OUT_C, OUT_STRIDED, OUT_FORTRAN };
+
+static const char *variant_name(int inv, int outv) {
+  static char buf[64];
+  static const char *in_names[] = {"input as read", "strided input", "Fortran input"};
+  static const char *out_names[] = {"C output", "strided output", "Fortran output"};
+  snprintf(buf, sizeof buf, "%s, %s", in_names[inv], out_names[outv]);
+  return buf;
+}
+
+static int read_npy(const grey_state *s, const char *name, ndfio_image *img) {
+  char path[700], err[512];
+  snprintf(path, sizeof path, "%s/%s", s->dir, name);
+  ndf_status st = ndfio_npy_read(path, img, err, sizeof err);
+  if (st != NDF_OK) {
+    fprintf(stderr, "ndfio_npy_read(%s): %s: %s\n", path, ndf_status_name(st), err);
+    return -1;
+  }
+  return 0;
+}
+
+/* Returns 0 when the case passes; prints what went wrong otherwise. */
+static int run_case(grey_state *s, const grey_case *c, int inv, int outv, tu_rng *rng, int verbose) {
+  ndfio_image in = {0}, exp = {0}, fp = {0}, st = {0};
+  tu_array in2 = {0}, out = {0};
+  int rc = -1;
+  char msg[2048] = "";
+  if (read_npy(s, c->input, &in) || read_npy(s, c->expected, &exp)) goto done;
+  if (c->footprint[0] && read_npy(s, c->footprint, &fp)) goto done;
+  if (c->structure[0] && read_npy(s, c->structure, &st)) goto done;
+
+  const ndf_array *input = &in.arr;
+  if (inv == IN_STRIDED) {
+    if (tu_array_relayout(&in2, &in.arr, TU_LAYOUT_PADDED | (tu_rng_chance(rng, 0.5) ? TU_LAYOUT_NEGATIVE : 0), rng))
+      goto done;
+    input = &in2.arr;
+  } else if (inv == IN_FORTRAN) {
+    if (tu_array_relayout(&in2, &in.arr, TU_LAYOUT_FORTRAN, rng)) goto done;
+    input = &in2.arr;
+  }
+  int layout = outv == OUT_STRIDED ? TU_LAYOUT_PADDED : outv == OUT_FORTRAN ? TU_LAYOUT_FORTRAN : TU_LAYOUT_C;
+  if (tu_array_like(&out, &in.arr, layout, rng)) goto done;
+
+  ndf_grey_options o;
+  ndf_grey_options_init(&o);
+  o.nsize = c->nsize;
+  for (int i = 0; i < c->nsize; i++) o.size[i] = c->size[i];
+  o.norigin = c->norigin;
+  for (int i = 0; i < c->norigin; i++) o.origin[i] = c->origin[i];
+  o.footprint = c->footprint[0] ? &fp.arr : NULL;
+  o.structure = c->structure[0] ? &st.arr : NULL;
+  o.cval = c->cval;
+  o.batch_dims = c->batch;
+  if (ndf_mode_from_name(c->mode, &o.mode) != NDF_OK) {
+    snprintf(msg, sizeof msg, "ndf_mode_from_name(\"%s\") failed", c->mode);
+    goto done;
+  }
+  ndf_dtype want;
+  if (ndf_dtype_from_name(c->dtype, &want) != NDF_OK || want != in.arr.dtype) {
+    snprintf(msg, sizeof msg, "dtype of the input file is not %s", c->dtype);
+    goto done;
+  }
+  ndf_status r = c->dilation ? ndf_grey_dilation(s->ctx, input, &out.arr, &o)
+                             : ndf_grey_erosion(s->ctx, input, &out.arr, &o);
+  if (r != NDF_OK) {
+    snprintf(msg, sizeof msg, "returned %s: %s", ndf_status_name(r), ndf_errmsg(s->ctx));
+    goto done;
+  }
+  int64_t bad = tu_compare(&exp.arr, &out.arr, msg, sizeof msg);
+  if (bad != 0) {
+    char head[128];
+    snprintf(head, sizeof head, "%lld elements differ from scipy:\n", (long long)bad);
+    size_t hl = strlen(head);
+    memmove(msg + hl, msg, sizeof msg - hl - 1);
+    memcpy(msg, head, hl);
+    msg[sizeof msg - 1] = 0;
+    goto done;
+  }
+  int64_t gap = tu_check_gaps(&out);
+  if (gap >= 0) {
+    snprintf(msg, sizeof msg, "wrote outside the output's elements (buffer byte %lld)", (long long)gap);
+    goto done;
+  }
+  rc = 0;
+done:
+  if (rc != 0 && verbose) {
+    printf("FAIL case %d (%s): %s\n  %s\n", c->id, variant_name(inv, outv), c->line, msg);
+  }
+  ndfio_image_free(&in);
+  ndfio_image_free(&exp);
+  ndfio_image_free(&fp);
+  ndfio_image_free(&st);
+  tu_array_free(&in2);
+  tu_array_free(&out);
+  return rc;
+}
+
+static void run_all(void **state, int inv, int outv) {
+  grey_state *s = *state;
+  tu_rng rng;
+  tu_rng_seed(&rng, s->seed * 31u + (uint64_t)(inv * 3 + outv));
+  int failed = 0;
+  for (int i = 0; i < s->ncases; i++) {
+    if (run_case(s, &s->cases[i], inv, outv, &rng, failed < 12) != 0) failed++;
+  }
+  if (failed) {
+    s->keep_dir = 1;
+    printf("%d of %d scipy cases failed (%s); seed %llu, cases in %s\n", failed, s->ncases,
+           variant_name(inv, outv), (unsigned long long)s->seed, s->dir);
+  }
+  assert_int_equal(failed, 0);
+}
+
+static void test_scipy_cases(void **state) { run_all(state, IN_ASIS, OUT_C); }
+static void test_scipy_cases_strided_input(void **state) { run_all(state, IN_STRIDED, OUT_C); }
+static void test_scipy_cases_fortran_input(void **state) { run_all(state, IN_FORTRAN, OUT_C); }
+static void test_scipy_cases_strided_output(void **state) { run_all(state, IN_ASIS, OUT_STRIDED); }
+static void test_scipy_cases_fortran_both(void **state) { run_all(state, IN_FORTRAN, OUT_FORTRAN); }
+
+/* ------------------------------------------------------------------------ */
+/* Hand-written cases                                                        */
+
+static ndf_ctx *ctx_of(void **state) { return ((grey_state *)*state)->ctx; }
+
+/* A 1-D host array from a list of doubles. */
+static void arr1d(tu_array *t, ndf_dtype dt, int n, const double *v) {
+  int64_t sh[1] = {n};
+  assert_int_equal(tu_array_alloc(t, dt, 1, sh), 0);
+  for (int i = 0; i < n; i++) tu_set(&t->arr, i, v[i]);
+}
+
+static void expect_1d(const tu_array *t, int n, const double *v, const char *what) {
+  for (int i = 0; i < n; i++) {
+    double g = tu_get(&t->arr, i);
+    if (!(g == v[i] || (isnan(g) && isnan(v[i])))) {
+      printf("%s: element %d expected %g got %g\n", what, i, v[i], g);
+      fail();
+    }
+  }
+}
+
+static ndf_status grey(ndf_ctx *ctx, int dilation, const ndf_array *in, ndf_array *out,
+                       const ndf_grey_options *o) {
+  return dilation ? ndf_grey_dilation(ctx, in, out, o) : ndf_grey_erosion(ctx, in, out, o);
+}
+
+/* §1.3 of the research notes: dilation reflects the footprint, negates origin
+ * and subtracts 1 more on even axes (values checked against scipy 1.10). */
+static void test_dilation_reflects_footprint_and_origin(void **state) {
+  ndf_ctx *ctx = ctx_of(state);
+  static const double a8[] = {0, 0, 0, 9, 0, 0, 0, 0}, b8[] = {9, 9, 9, 0, 9, 9, 9, 9};
+  static const double a6[] = {0, 0, 0, 9, 0, 0}, b6[] = {9, 9, 9, 0, 9, 9};
+  static const double fp110[] = {1, 1, 0};
+  struct {
+    int dilation, n;
+    const double *in;
+    int fp, size, norigin, origin;
+    double want[8];
+  } cases[] = {
+      {1, 8, a8, 1, 0, 0, 0, {0, 0, 9, 9, 0, 0, 0, 0}},
+      {0, 8, b8, 1, 0, 0, 0, {9, 9, 9, 0, 0, 9, 9, 9}},
+      {1, 6, a6, 0, 2, 0, 0, {0, 0, 9, 9, 0, 0}},
+      {1, 6, a6, 0, 2, 1, -1, {0, 0, 0, 9, 9, 0}},
+      {0, 6, b6, 0, 2, 0, 0, {9, 9, 9, 0, 0, 9}},
+      {0, 6, b6, 0, 2, 1, -1, {9, 9, 0, 0, 9, 9}},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    for (int dt = NDF_UINT8; dt <= NDF_FLOAT64; dt++) {
+      tu_array in, out, fp;
+      arr1d(&in, (ndf_dtype)dt, cases[k].n, cases[k].in);
+      arr1d(&out, (ndf_dtype)dt, cases[k].n, cases[k].in);
+      arr1d(&fp, NDF_BOOL, 3, fp110);
+      ndf_grey_options o;
+      ndf_grey_options_init(&o);
+      if (cases[k].fp) o.footprint = &fp.arr;
+      if (cases[k].size) {
+        o.nsize = 1;
+        o.size[0] = cases[k].size;
+      }
+      o.norigin = cases[k].norigin;
+      o.origin[0] = cases[k].origin;
+      ndf_status r = grey(ctx, cases[k].dilation, &in.arr, &out.arr, &o);
+      if (r != NDF_OK) printf("case %zu dtype %d: %s\n", k, dt, ndf_errmsg(ctx));
+      assert_int_equal(r, NDF_OK);
+      char what[64];
+      snprintf(what, sizeof what, "case %zu dtype %s", k, ndf_dtype_name((ndf_dtype)dt));
+      expect_1d(&out, cases[k].n, cases[k].want, what);
+      tu_array_free(&in);
+      tu_array_free(&out);
+      tu_array_free(&fp);
+    }
+  }
+}
+
+/* mirror on an axis of length 1 behaves as nearest (scipy special-cases it),
+ * in the separable path and in the footprint path. */
+static void test_mirror_length_one_is_nearest(void **state) {
+  ndf_ctx *ctx = ctx_of(state);
+  int64_t sh[2] = {1, 7};
+  tu_array in, a, b, fp;
+  assert_int_equal(tu_array_alloc(&in, NDF_FLOAT32, 2, sh), 0);
+  static const double v[] = {5, 1, 7, 3, 2, 8, 4};
+  for (int i = 0; i < 7; i++) tu_set(&in.arr, i, v[i]);
+  assert_int_equal(tu_array_alloc(&a, NDF_FLOAT32, 2, sh), 0);
+  assert_int_equal(tu_array_alloc(&b, NDF_FLOAT32, 2, sh), 0);
+  int64_t fsh[2] = {3, 3};
+  assert_int_equal(tu_array_alloc(&fp, NDF_UINT8, 2, fsh), 0);
+  static const double fv[] = {1, 0, 1, 0, 1, 0, 1, 0, 0};
+  for (int i = 0; i < 9; i++) tu_set(&fp.arr, i, fv[i]);
+  for (int use_fp = 0; use_fp < 2; use_fp++) {
+    for (int dil = 0; dil < 2; dil++) {
+      ndf_grey_options o;
+      ndf_grey_options_init(&o);
+      if (use_fp) o.footprint = &fp.arr;
+      else {
+        o.nsize = 2;
+        o.size[0] = 3;
+        o.size[1] = 3;
+      }
+      o.mode = NDF_MODE_MIRROR;
+      assert_int_equal(grey(ctx, dil, &in.arr, &a.arr, &o), NDF_OK);
+      o.mode = NDF_MODE_NEAREST;
+      assert_int_equal(grey(ctx, dil, &in.arr, &b.arr, &o), NDF_OK);
+      char msg[1024];
+      int64_t bad = tu_compare(&b.arr, &a.arr, msg, sizeof msg);
+      if (bad) printf("mirror != nearest (footprint %d, dilation %d):\n%s", use_fp, dil, msg);
+      assert_int_equal(bad, 0);
+    }
+  }
+  /* Known values (scipy 1.10): dilation with the footprint above. */
+  ndf_grey_options o;
+  ndf_grey_options_init(&o);
+  o.footprint = &fp.arr;
+  o.mode = NDF_MODE_MIRROR;
+  assert_int_equal(ndf_grey_dilation(ctx, &in.arr, &a.arr, &o), NDF_OK);
+  static const double want[] = {5, 7, 7, 7, 8, 8, 8};
+  tu_array flat = a;
+  flat.arr.ndim = 1;
+  flat.arr.shape[0] = 7;
+  flat.arr.strides[0] = 1;
+  expect_1d(&flat, 7, want, "mirror n=1 dilation");
+  tu_array_free(&in);
+  tu_array_free(&a);
+  tu_array_free(&b);
+  tu_array_free(&fp);
+}
+
+/* Rule (d): with a box element, an axis of size 1 ignores its origin (scipy's
+ * separable path skips that axis). */
+static void test_size_one_axis_ignores_origin(void **state) {
+  ndf_ctx *ctx = ctx_of(state);
+  int64_t sh[2] = {4, 9};
+  tu_array in, a, b, fp;
+  tu_rng rng;
+  tu_rng_seed(&rng, 12345);
+  assert_int_equal(tu_array_alloc(&in, NDF_INT16, 2, sh), 0);
+  for (int i = 0; i < 36; i++) tu_set(&in.arr, i, (double)tu_rng_int(&rng, -1000, 1000));
+  assert_int_equal(tu_array_alloc(&a, NDF_INT16, 2, sh), 0);
+  assert_int_equal(tu_array_alloc(&b, NDF_INT16, 2, sh), 0);
+  int64_t fsh[2] = {1, 3};
+  assert_int_equal(tu_array_alloc(&fp, NDF_BOOL, 2, fsh), 0);
+  for (int i = 0; i < 3; i++) tu_set(&fp.arr, i, 1);
+  for (int dil = 0; dil < 2; dil++) {
+    for (int use_fp = 0; use_fp < 2; use_fp++) {
+      for (int64_t o0 = -2; o0 <= 2; o0++) {
+        ndf_grey_options o;
+        ndf_grey_options_init(&o);
+        if (use_fp) o.footprint = &fp.arr;
+        else {
+          o.nsize = 2;
+          o.size[0] = 1;
+          o.size[1] = 3;
+        }
+        o.norigin = 2;
+        o.origin[0] = 0;
+        o.origin[1] = 1;
+        assert_int_equal(grey(ctx, dil, &in.arr, &b.arr, &o), NDF_OK);
+        o.origin[0] = o0;
+        ndf_status r = grey(ctx, dil, &in.arr, &a.arr, &o);
+        if (r != NDF_OK)
+          printf("origin (%lld,1) on a size-1 axis of a box (%s) rejected: %s\n", (long long)o0,
+                 use_fp ? "footprint of ones" : "size", ndf_errmsg(ctx));
+        assert_int_equal(r, NDF_OK);
+        char msg[1024];
+        int64_t bad = tu_compare(&b.arr, &a.arr, msg, sizeof msg);
+        if (bad) printf("origin[0]=%lld changed the result:\n%s", (long long)o0, msg);
+        assert_int_equal(bad, 0);
+      }
+    }
+  }
+  /* A scalar origin applies to every axis; the size-1 axis ignores it. */
+  ndf_grey_options o;
+  ndf_grey_options_init(&o);
+  o.nsize = 2;
+  o.size[0] = 1;
+  o.size[1] = 3;
+  o.norigin = 1;
+  o.origin[0] = 1;
+  assert_int_equal(ndf_grey_erosion(ctx, &in.arr, &a.arr, &o), NDF_OK);
+  o.norigin = 2;
+  o.origin[0] = 0;
+  o.origin[1] = 1;
+  assert_int_equal(ndf_grey_erosion(ctx, &in.arr, &b.arr, &o), NDF_OK);
+  assert_int_equal(tu_compare(&b.arr, &a.arr, NULL, 0), 0);
+  tu_array_free(&in);
+  tu_array_free(&a);
+  tu_array_free(&b);
+  tu_array_free(&fp);
+}
+
+/* size, an all-ones footprint and an all-zero structure are the same flat box. */
+static void test_size_footprint_structure_agree(void **state) {
+  ndf_ctx *ctx = ctx_of(state);
+  tu_rng rng;
+  tu_rng_seed(&rng, ((grey_state *)*state)->seed + 7);
+  for (int iter = 0; iter < 60; iter++) {
+    ndf_dtype dt = (ndf_dtype)tu_rng_int(&rng, NDF_UINT8, NDF_FLOAT64);
+    int nd = (int)tu_rng_int(&rng, 1, 3);
+    int64_t sh[3], es[3];
+    for (int i = 0; i < nd; i++) {
+      sh[i] = tu_rng_int(&rng, 1, 11);
+      es[i] = tu_rng_int(&rng, 2, 5);
+    }
+    tu_array in, a, b, c, fp, st;
+    assert_int_equal(tu_array_alloc(&in, dt, nd, sh), 0);
+    double lo, hi;
+    tu_int_range(dt, &lo, &hi);
+    int64_t n = ndf_array_size(&in.arr);
+    for (int64_t i = 0; i < n; i++)
+      tu_set(&in.arr, i, tu_is_float(dt) ? tu_rng_normal(&rng) * 100 : (double)tu_rng_int(&rng, (int64_t)lo, (int64_t)hi));
+    assert_int_equal(tu_array_alloc(&a, dt, nd, sh), 0);
+    assert_int_equal(tu_array_alloc(&b, dt, nd, sh), 0);
+    assert_int_equal(tu_array_alloc(&c, dt, nd, sh), 0);
+    assert_int_equal(tu_array_alloc(&fp, NDF_BOOL, nd, es), 0);
+    assert_int_equal(tu_array_alloc(&st, NDF_FLOAT64, nd, es), 0);
+    for (int64_t i = 0; i < ndf_array_size(&fp.arr); i++) tu_set(&fp.arr, i, 1);
+    ndf_grey_options o;
+    ndf_grey_options_init(&o);
+    o.mode = (ndf_mode)tu_rng_int(&rng, 0, NDF_MODE_COUNT - 1);
+    if (!tu_is_float(dt)) o.cval = (double)tu_rng_int(&rng, (int64_t)lo, (int64_t)hi);
+    else o.cval = tu_rng_normal(&rng) * 100;
+    o.norigin = nd;
+    for (int i = 0; i < nd; i++) o.origin[i] = tu_rng_int(&rng, -(es[i] / 2), (es[i] - 1) / 2);
+    int dil = (int)tu_rng_int(&rng, 0, 1);
+    o.nsize = nd;
+    for (int i = 0; i < nd; i++) o.size[i] = es[i];
+    assert_int_equal(grey(ctx, dil, &in.arr, &a.arr, &o), NDF_OK);
+    o.nsize = 0;
+    o.footprint = &fp.arr;
+    assert_int_equal(grey(ctx, dil, &in.arr, &b.arr, &o), NDF_OK);
+    o.footprint = NULL;
+    o.structure = &st.arr;
+    assert_int_equal(grey(ctx, dil, &in.arr, &c.arr, &o), NDF_OK);
+    char msg[1024];
+    int64_t bad1 = tu_compare(&a.arr, &b.arr, msg, sizeof msg);
+    if (bad1) printf("size vs footprint (iter %d):\n%s", iter, msg);
+    int64_t bad2 = tu_compare(&a.arr, &c.arr, msg, sizeof msg);
+    if (bad2) printf("size vs flat structure (iter %d):\n%s", iter, msg);
+    assert_int_equal(bad1 + bad2, 0);
+    tu_array_free(&in);
+    tu_array_free(&a);
+    tu_array_free(&b);
+    tu_array_free(&c);
+    tu_array_free(&fp);
+    tu_array_free(&st);
+  }
+}
+
+/* Random element for the policy tests: box, footprint or integer structure. */
+typedef struct rand_elem {
+  tu_elem el;
+  uint8_t fpv[512];
+  double stv[512];
+  tu_array fp, st;
+  ndf_grey_options o;
+} rand_elem;
+
+static void draw_elem(rand_elem *e, tu_rng *r, int nsp, int structure_kind, double smax) {
+  memset(e, 0, sizeof *e);
+  ndf_grey_options_init(&e->o);
+  e->el.nsp = nsp;
+  int64_t ntap = 1;
+  for (int i = 0; i < nsp; i++) {
+    e->el.shape[i] = tu_rng_int(r, 1, nsp >= 3 ? 3 : 5);
+    ntap *= e->el.shape[i];
+  }
+  int kind = structure_kind ? 2 : (int)tu_rng_int(r, 0, 1);
+  if (kind == 0) {
+    e->o.nsize = nsp;
+    for (int i = 0; i < nsp; i++) e->o.size[i] = e->el.shape[i];
+  } else {
+    assert_int_equal(tu_array_alloc(&e->fp, NDF_BOOL, nsp, e->el.shape), 0);
+    int any = 0;
+    for (int64_t k = 0; k < ntap; k++) {
+      e->fpv[k] = (uint8_t)tu_rng_chance(r, 0.6);
+      any |= e->fpv[k];
+    }
+    if (!any) e->fpv[tu_rng_int(r, 0, ntap - 1)] = 1;
+    for (int64_t k = 0; k < ntap; k++) tu_set(&e->fp.arr, k, e->fpv[k]);
+    e->el.fp = e->fpv;
+    e->o.footprint = &e->fp.arr;
+    if (kind == 2) {
+      assert_int_equal(tu_array_alloc(&e->st, NDF_FLOAT64, nsp, e->el.shape), 0);
+      for (int64_t k = 0; k < ntap; k++) {
+        e->stv[k] = (double)tu_rng_int(r, -(int64_t)smax, (int64_t)smax);
+        tu_set(&e->st.arr, k, e->stv[k]);
+      }
+      e->el.st = e->stv;
+      e->o.structure = &e->st.arr;
+      if (tu_rng_chance(r, 0.3)) { /* structure alone: footprint = ones */
+        e->o.footprint = NULL;
+        e->el.fp = NULL;
+      }
+    }
+  }
+  e->o.norigin = nsp;
+  for (int i = 0; i < nsp; i++) {
+    int64_t s = e->el.shape[i];
+    e->el.origin[i] = (s == 1) ? 0 : tu_rng_int(r, -(s / 2), (s - 1) / 2);
+    e->o.origin[i] = e->el.origin[i];
+  }
+}
+
+static void free_elem(rand_elem *e) {
+  tu_array_free(&e->fp);
+  tu_array_free(&e->st);
+}
+
+/* Policy (a): NaN propagates -- an output is NaN iff a value under the element
+ * (cval included in constant mode) is NaN; elsewhere the exact result. */
+static void test_nan_propagates(void **state) {
+  ndf_ctx *ctx = ctx_of(state);
+  tu_rng rng;
+  tu_rng_seed(&rng, ((grey_state *)*state)->seed + 11);
+  int failed = 0;
+  for (int iter = 0; iter < 300; iter++) {
+    ndf_dtype dt = tu_rng_chance(&rng, 0.5) ? NDF_FLOAT32 : NDF_FLOAT64;
+    int batch = (int)tu_rng_int(&rng, 0, 1);
+    int nsp = (int)tu_rng_int(&rng, 1, 3);
+    int nd = batch + nsp;
+    int64_t sh[4];
+    for (int i = 0; i < nd; i++) sh[i] = tu_rng_int(&rng, 1, i < batch ? 3 : 9);
+    tu_array in, want, got;
+    assert_int_equal(tu_array_alloc(&in, dt, nd, sh), 0);
+    assert_int_equal(tu_array_alloc(&want, dt, nd, sh), 0);
+    int64_t n = ndf_array_size(&in.arr);
+    double pnan = tu_rng_unif(&rng) * 0.15;
+    for (int64_t i = 0; i < n; i++) {
+      double v = tu_rng_normal(&rng) * 100;
+      if (tu_rng_chance(&rng, pnan)) v = tu_rng_chance(&rng, 0.5) ? NAN : -NAN;
+      tu_set(&in.arr, i, v);
+    }
+    rand_elem e;
+    draw_elem(&e, &rng, nsp, tu_rng_chance(&rng, 0.3), 50);
+    e.o.mode = (ndf_mode)tu_rng_int(&rng, 0, NDF_MODE_COUNT - 1);
+    e.o.cval = tu_rng_chance(&rng, 0.4) ? NAN : tu_rng_normal(&rng) * 100;
+    e.o.batch_dims = batch;
+    int dil = (int)tu_rng_int(&rng, 0, 1);
+    assert_int_equal(tu_array_like(&got, &in.arr, TU_LAYOUT_C, &rng), 0);
+    tu_ref_grey(dil, &in.arr, &want.arr, &e.el, e.o.mode, e.o.cval, batch);
+    ndf_status r = grey(ctx, dil, &in.arr, &got.arr, &e.o);
+    char msg[2048] = "", shs[64];
+    int64_t bad = r == NDF_OK ? tu_compare(&want.arr, &got.arr, msg, sizeof msg) : -1;
+    if (bad != 0) {
+      if (failed < 8)
+        printf("NaN case %d: %s %s %s mode=%s cval=%g batch=%d: %s\n%s", iter,
+               dil ? "dilation" : "erosion", ndf_dtype_name(dt), tu_shape_str(&in.arr, shs, sizeof shs),
+               ndf_mode_name(e.o.mode), e.o.cval, batch, r == NDF_OK ? "differs" : ndf_errmsg(ctx), msg);
+      failed++;
+    }
+    free_elem(&e);
+    tu_array_free(&in);
+    tu_array_free(&want);
+    tu_array_free(&got);
+  }
+  assert_int_equal(failed, 0);
+}
+
+/* Policy (a), by hand: one NaN poisons exactly the outputs whose element
+ * covers it; a NaN cval poisons exactly the outputs whose element leaves the
+ * image in constant mode. */
+static void test_nan_by_hand(void **state) {
+  ndf_ctx *ctx = ctx_of(state);
+  static const double v[] = {1, 2, 3, NAN, 5, 6, 7, 8};
+  for (int dt = NDF_FLOAT32; dt <= NDF_FLOAT64; dt++) {
+    tu_array in, out;
+    arr1d(&in, (ndf_dtype)dt, 8, v);
+    arr1d(&out, (ndf_dtype)dt, 8, v);
+    ndf_grey_options o;
+    ndf_grey_options_init(&o);
+    o.nsize = 1;
+    o.size[0] = 3;
+    assert_int_equal(ndf_grey_erosion(ctx, &in.arr, &out.arr, &o), NDF_OK);
+    static const double w1[] = {1, 1, NAN, NAN, NAN, 5, 6, 7};
+    expect_1d(&out, 8, w1, "erosion size 3 with one NaN");
+    assert_int_equal(ndf_grey_dilation(ctx, &in.arr, &out.arr, &o), NDF_OK);
+    static const double w2[] = {2, 3, NAN, NAN, NAN, 7, 8, 8};
+    expect_1d(&out, 8, w2, "dilation size 3 with one NaN");
+    static const double clean[] = {1, 2, 3, 4, 5, 6, 7, 8};
+    for (int i = 0; i < 8; i++) tu_set(&in.arr, i, clean[i]);
+    o.mode = NDF_MODE_CONSTANT;
+    o.cval = NAN;
+    assert_int_equal(ndf_grey_erosion(ctx, &in.arr, &out.arr, &o), NDF_OK);
+    static const double w3[] = {NAN, 1, 2, 3, 4, 5, 6, NAN};
+    expect_1d(&out, 8, w3, "erosion size 3, constant mode, cval NaN");
+    o.norigin = 1;
+    o.origin[0] = 1;
+    assert_int_equal(ndf_grey_dilation(ctx, &in.arr, &out.arr, &o), NDF_OK);
+    /* dilation maps origin 1 to -1: window x .. x+2, past the end at x = 6, 7 */
+    static const double w4[] = {3, 4, 5, 6, 7, 8, NAN, NAN};
+    expect_1d(&out, 8, w4, "dilation size 3 origin 1, constant mode, cval NaN");
+    tu_array_free(&in);
+    tu_array_free(&out);
+  }
+}
+
+/* Policy (c): with a structure on an integer dtype, results outside the
+ * dtype's range saturate (exact value clamped to the range).  maxfrac sets
+ * how large the structure values are relative to the dtype's range. */
+static void saturation_run(void **state, double maxfrac, const char *what) {
+  ndf_ctx *ctx = ctx_of(state);
+  tu_rng rng;
+  tu_rng_seed(&rng, ((grey_state *)*state)->seed + 13 + (uint64_t)(maxfrac * 100));
+  int failed = 0;
+  for (int iter = 0; iter < 240; iter++) {
+    ndf_dtype dt = (ndf_dtype)(NDF_UINT8 + iter % 6);
+    double lo, hi;
+    tu_int_range(dt, &lo, &hi);
+    int nsp = (int)tu_rng_int(&rng, 1, 3);
+    int64_t sh[3];
+    for (int i = 0; i < nsp; i++) sh[i] = tu_rng_int(&rng, 1, 8);
+    tu_array in, want, got;
+    assert_int_equal(tu_array_alloc(&in, dt, nsp, sh), 0);
+    assert_int_equal(tu_array_alloc(&want, dt, nsp, sh), 0);
+    int64_t n = ndf_array_size(&in.arr);
+    for (int64_t i = 0; i < n; i++) {
+      double v = tu_rng_chance(&rng, 0.3) ? (tu_rng_chance(&rng, 0.5) ? lo : hi)
+                                          : (double)tu_rng_int(&rng, (int64_t)lo, (int64_t)hi);
+      tu_set(&in.arr, i, v);
+    }
+    double smax = floor((hi - lo) * maxfrac);
+    if (smax > 4e9) smax = 4e9;
+    rand_elem e;
+    draw_elem(&e, &rng, nsp, 1, smax);
+    e.o.mode = (ndf_mode)tu_rng_int(&rng, 0, NDF_MODE_COUNT - 1);
+    e.o.cval = (double)tu_rng_int(&rng, (int64_t)lo, (int64_t)hi);
+    int dil = (int)tu_rng_int(&rng, 0, 1);
+    assert_int_equal(tu_array_like(&got, &in.arr, TU_LAYOUT_C, &rng), 0);
+    tu_ref_grey(dil, &in.arr, &want.arr, &e.el, e.o.mode, e.o.cval, 0);
+    ndf_status r = grey(ctx, dil, &in.arr, &got.arr, &e.o);
+    char msg[2048] = "", shs[64];
+    int64_t bad = r == NDF_OK ? tu_compare(&want.arr, &got.arr, msg, sizeof msg) : -1;
+    if (bad != 0) {
+      if (failed < 8) {
+        printf("%s case %d: %s %s %s mode=%s cval=%g structure values:", what, iter,
+               dil ? "dilation" : "erosion", ndf_dtype_name(dt), tu_shape_str(&in.arr, shs, sizeof shs),
+               ndf_mode_name(e.o.mode), e.o.cval);
+        int64_t nt = 1;
+        for (int i = 0; i < nsp; i++) nt *= e.el.shape[i];
+        for (int64_t k = 0; k < nt && k < 16; k++) printf(" %g%s", e.stv[k], e.el.fp && !e.el.fp[k] ? "(off)" : "");
+        printf("\n  %s\n%s", r == NDF_OK ? "differs (expected: exact result clamped)" : ndf_errmsg(ctx), msg);
+      }
+      failed++;
+    }
+    free_elem(&e);
+    tu_array_free(&in);
+    tu_array_free(&want);
+    tu_array_free(&got);
+  }
+  assert_int_equal(failed, 0);
+}
+
+/* Structure values up to a quarter of the range: every signed dtype can hold
+ * them, and results cross the range's ends. */
+static void test_saturation_moderate(void **state) { saturation_run(state, 0.25, "saturation"); }
+/* Structure values up to twice the range (not representable in the dtype). */
+static void test_saturation_large(void **state) { saturation_run(state, 2.0, "saturation (large structure)"); }
+
+/* Policy (b): cval is converted to the input dtype (truncation for integers);
+ * non-finite or out-of-range values are rejected for integer dtypes. */
+static void test_cval_policy(void **state) {
+  ndf_ctx *ctx = ctx_of(state);
+  static const double v[] = {40, 50, 60, 70, 80, 90};
+  for (int dt = NDF_UINT8; dt <= NDF_INT32; dt++) {
+    double lo, hi;
+    tu_int_range((ndf_dtype)dt, &lo, &hi);
+    tu_array in, out, ref;
+    arr1d(&in, (ndf_dtype)dt, 6, v);
+    arr1d(&out, (ndf_dtype)dt, 6, v);
+    arr1d(&ref, (ndf_dtype)dt, 6, v);
+    const double bad[] = {NAN, INFINITY, -INFINITY, hi + 1, lo - 1, hi * 2 + 10, lo - 1e12, 1e300};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+      for (int mode = 0; mode < 2; mode++) { /* constant, and its grid-constant alias */
+        for (int dil = 0; dil < 2; dil++) {
+          ndf_grey_options o;
+          ndf_grey_options_init(&o);
+          o.nsize = 1;
+          o.size[0] = 3;
+          assert_int_equal(ndf_mode_from_name(mode ? "grid-constant" : "constant", &o.mode), NDF_OK);
+          o.cval = bad[k];
+          tu_poison(out.base, out.bytes);
+          ndf_status r = grey(ctx, dil, &in.arr, &out.arr, &o);
+          const char *m = ndf_errmsg(ctx);
+          if (r != NDF_EINVAL || !strstr(m, "cval") ||
+              !strstr(m, dil ? "ndf_grey_dilation" : "ndf_grey_erosion"))
+            printf("%s cval=%g accepted or badly reported: %s \"%s\"\n", ndf_dtype_name((ndf_dtype)dt),
+                   bad[k], ndf_status_name(r), m);
+          assert_int_equal(r, NDF_EINVAL);
+          assert_non_null(strstr(m, "cval"));
+          assert_non_null(strstr(m, dil ? "ndf_grey_dilation" : "ndf_grey_erosion"));
+          assert_int_equal(tu_poison_check(out.base, out.bytes), -1);
+        }
+      }
+    }
+    /* Accepted: the ends of the range, and non-integers (truncated). */
+    const double good[] = {lo, hi, lo + 0.5, hi - 0.5, 45.7, -0.9};
+    for (size_t k = 0; k < sizeof good / sizeof good[0]; k++) {
+      if (good[k] < lo || good[k] > hi) continue;
+      for (int dil = 0; dil < 2; dil++) {
+        ndf_grey_options o;
+        ndf_grey_options_init(&o);
+        o.nsize = 1;
+        o.size[0] = 3;
+        o.mode = NDF_MODE_CONSTANT;
+        o.cval = good[k];
+        ndf_status r = grey(ctx, dil, &in.arr, &out.arr, &o);
+        if (r != NDF_OK) printf("%s cval=%.17g rejected: %s\n", ndf_dtype_name((ndf_dtype)dt), good[k], ndf_errmsg(ctx));
+        assert_int_equal(r, NDF_OK);
+        o.cval = trunc(good[k]);
+        assert_int_equal(grey(ctx, dil, &in.arr, &ref.arr, &o), NDF_OK);
+        assert_int_equal(tu_compare(&ref.arr, &out.arr, NULL, 0), 0);
+        /* and against the exact values: border = op(cval, neighbours) */
+        double c = trunc(good[k]);
+        double e0 = dil ? fmax(c, fmax(v[0], v[1])) : fmin(c, fmin(v[0], v[1]));
+        double e5 = dil ? fmax(c, fmax(v[4], v[5])) : fmin(c, fmin(v[4], v[5]));
+        assert_true(tu_get(&out.arr, 0) == e0);
+        assert_true(tu_get(&out.arr, 5) == e5);
+      }
+    }
+    tu_array_free(&in);
+    tu_array_free(&out);
+    tu_array_free(&ref);
+  }
+  /* Floats: any cval, converted to the dtype (0.1 becomes 0.1f for float32). */
+  static const double fv[] = {0.5, -0.25, 0.75};
+  tu_array in, out;
+  arr1d(&in, NDF_FLOAT32, 3, fv);
+  arr1d(&out, NDF_FLOAT32, 3, fv);
+  ndf_grey_options o;
+  ndf_grey_options_init(&o);
+  o.nsize = 1;
+  o.size[0] = 3;
+  o.mode = NDF_MODE_CONSTANT;
+  o.cval = 0.1;
+  assert_int_equal(ndf_grey_dilation(ctx, &in.arr, &out.arr, &o), NDF_OK);
+  assert_true(*(float *)tu_elem_ptr(&out.arr, 1) == 0.75f);
+  o.cval = 1e300; /* float32: converts to +inf */
+  assert_int_equal(ndf_grey_dilation(ctx, &in.arr, &out.arr, &o), NDF_OK);
+  assert_true(isinf(tu_get(&out.arr, 0)) && tu_get(&out.arr, 0) > 0);
+  o.cval = -INFINITY;
+  assert_int_equal(ndf_grey_erosion(ctx, &in.arr, &out.arr, &o), NDF_OK);
+  assert_true(isinf(tu_get(&out.arr, 0)) && tu_get(&out.arr, 0) < 0);
+  assert_true(tu_get(&out.arr, 1) == -0.25);
+  o.cval = 0.1;
+  o.size[0] = 1; /* a size-1 element never reaches cval */
+  assert_int_equal(ndf_grey_erosion(ctx, &in.arr, &out.arr, &o), NDF_OK);
+  assert_true(tu_get(&out.arr, 1) == -0.25);
+  o.size[0] = 3;
+  assert_int_equal(ndf_grey_erosion(ctx, &in.arr, &out.arr, &o), NDF_OK);
+  assert_true(*(float *)tu_elem_ptr(&out.arr, 0) == -0.25f);
+  o.cval = -0.3;
+  assert_int_equal(ndf_grey_erosion(ctx, &in.arr, &out.arr, &o), NDF_OK);
+  assert_true(*(float *)tu_elem_ptr(&out.arr, 2) == (float)-0.3);
+  tu_array_free(&in);
+  tu_array_free(&out);
+}
+
+/* ADR 0003 §4: the boundary extension is periodic at any distance, also for
+ * non-box elements many times larger than the image (where scipy's N-D offset
+ * table goes wrong in reflect mode, so the oracle stays below 4n). */
+static void test_large_elements_periodic(void **state) {
+  ndf_ctx *ctx = ctx_of(state);
+  tu_rng rng;
+  tu_rng_seed(&rng, ((grey_state *)*state)->seed + 23);
+  int failed = 0;
+  for (int iter = 0; iter < 200; iter++) {
+    ndf_dtype dt = (ndf_dtype)tu_rng_int(&rng, NDF_UINT8, NDF_FLOAT64);
+    int nsp = (int)tu_rng_int(&rng, 1, 3);
+    int64_t sh[3];
+    for (int i = 0; i < nsp; i++) sh[i] = tu_rng_int(&rng, 1, 4);
+    tu_array in, want, got;
+    assert_int_equal(tu_array_alloc(&in, dt, nsp, sh), 0);
+    assert_int_equal(tu_array_alloc(&want, dt, nsp, sh), 0);
+    double lo, hi;
+    tu_int_range(dt, &lo, &hi);
+    for (int64_t i = 0; i < ndf_array_size(&in.arr); i++)
+      tu_set(&in.arr, i, tu_is_float(dt) ? tu_rng_normal(&rng) * 100 : (double)tu_rng_int(&rng, (int64_t)lo, (int64_t)hi));
+    rand_elem e;
+    memset(&e, 0, sizeof e);
+    ndf_grey_options_init(&e.o);
+    e.el.nsp = nsp;
+    int64_t ntap = 1;
+    for (int i = 0; i < nsp; i++) {
+      e.el.shape[i] = tu_rng_int(&rng, 1, nsp == 3 ? 8 : nsp == 2 ? 22 : 24);
+      ntap *= e.el.shape[i];
+    }
+    assert_true(ntap <= 512);
+    assert_int_equal(tu_array_alloc(&e.fp, NDF_BOOL, nsp, e.el.shape), 0);
+    for (int64_t k = 0; k < ntap; k++) {
+      e.fpv[k] = (uint8_t)tu_rng_chance(&rng, 0.5);
+      tu_set(&e.fp.arr, k, e.fpv[k]);
+    }
+    e.fpv[0] = 1; /* a far corner tap is always on */
+    tu_set(&e.fp.arr, 0, 1);
+    e.el.fp = e.fpv;
+    e.o.footprint = &e.fp.arr;
+    if (tu_rng_chance(&rng, 0.3)) {
+      assert_int_equal(tu_array_alloc(&e.st, NDF_FLOAT64, nsp, e.el.shape), 0);
+      for (int64_t k = 0; k < ntap; k++) {
+        e.stv[k] = (double)tu_rng_int(&rng, -9, 9);
+        tu_set(&e.st.arr, k, e.stv[k]);
+      }
+      e.el.st = e.stv;
+      e.o.structure = &e.st.arr;
+    }
+    e.o.norigin = nsp;
+    for (int i = 0; i < nsp; i++) {
+      int64_t s = e.el.shape[i];
+      e.el.origin[i] = e.o.origin[i] = tu_rng_int(&rng, -(s / 2), (s - 1) / 2);
+    }
+    e.o.mode = (ndf_mode)tu_rng_int(&rng, 0, NDF_MODE_COUNT - 1);
+    e.o.cval = tu_is_float(dt) ? 0.5 : lo + 1;
+    int dil = (int)tu_rng_int(&rng, 0, 1);
+    assert_int_equal(tu_array_like(&got, &in.arr, TU_LAYOUT_C, &rng), 0);
+    tu_ref_grey(dil, &in.arr, &want.arr, &e.el, e.o.mode, e.o.cval, 0);
+    ndf_status r = grey(ctx, dil, &in.arr, &got.arr, &e.o);
+    char msg[2048] = "", shs[64];
+    int64_t bad = r == NDF_OK ? tu_compare(&want.arr, &got.arr, msg, sizeof msg) : -1;
+    if (bad != 0) {
+      if (failed < 8)
+        printf("large element case %d: %s %s image %s element %lldx%lldx%lld mode=%s: %s\n%s", iter,
+               dil ? "dilation" : "erosion", ndf_dtype_name(dt), tu_shape_str(&in.arr, shs, sizeof shs),
+               (long long)e.el.shape[0], nsp > 1 ? (long long)e.el.shape[1] : 1LL,
+               nsp > 2 ? (long long)e.el.shape[2] : 1LL, ndf_mode_name(e.o.mode),
+               r == NDF_OK ? "differs from the reference" : ndf_errmsg(ctx), msg);
+      failed++;
+    }
+    free_elem(&e);
+    tu_array_free(&in);
+    tu_array_free(&want);
+    tu_array_free(&got);
+  }
+  assert_int_equal(failed, 0);
+}
+
+/* batch_dims: each image is filtered alone (the element never crosses images). */
+static void test_batch_images_independent(void **state) {
+  ndf_ctx *ctx = ctx_of(state);
+  tu_rng rng;
+  tu_rng_seed(&rng, ((grey_state *)*state)->seed + 17);
+  for (int iter = 0; iter < 40; iter++) {
+    ndf_dtype dt = (ndf_dtype)tu_rng_int(&rng, NDF_UINT8, NDF_FLOAT64);
+    int nb = (int)tu_rng_int(&rng, 1, 2), nsp = (int)tu_rng_int(&rng, 1, 3), nd = nb + nsp;
+    int64_t sh[5];
+    for (int i = 0; i < nd; i++) sh[i] = tu_rng_int(&rng, 1, i < nb ? 3 : 7);
+    tu_array in, out;
+    assert_int_equal(tu_array_alloc(&in, dt, nd, sh), 0);
+    assert_int_equal(tu_array_alloc(&out, dt, nd, sh), 0);
+    double lo, hi;
+    tu_int_range(dt, &lo, &hi);
+    int64_t n = ndf_array_size(&in.arr);
+    for (int64_t i = 0; i < n; i++)
+      tu_set(&in.arr, i, tu_is_float(dt) ? tu_rng_normal(&rng) * 100 : (double)tu_rng_int(&rng, (int64_t)lo, (int64_t)hi));
+    rand_elem e;
+    draw_elem(&e, &rng, nsp, 0, 0);
+    e.o.mode = (ndf_mode)tu_rng_int(&rng, 0, NDF_MODE_COUNT - 1);
+    e.o.cval = tu_is_float(dt) ? 1.5 : lo;
+    e.o.batch_dims = nb;
+    int dil = (int)tu_rng_int(&rng, 0, 1);
+    assert_int_equal(grey(ctx, dil, &in.arr, &out.arr, &e.o), NDF_OK);
+    /* Now image by image, through views of one image (batch_dims 0). */
+    int64_t nimg = 1, per = 1;
+    for (int i = 0; i < nb; i++) nimg *= sh[i];
+    for (int i = nb; i < nd; i++) per *= sh[i];
+    size_t es = ndf_dtype_size(dt);
+    tu_array one;
+    assert_int_equal(tu_array_alloc(&one, dt, nsp, sh + nb), 0);
+    e.o.batch_dims = 0;
+    for (int64_t b = 0; b < nimg; b++) {
+      ndf_array view = one.arr;
+      view.data = (char *)in.arr.data + (size_t)(b * per) * es;
+      assert_int_equal(grey(ctx, dil, &view, &one.arr, &e.o), NDF_OK);
+      ndf_array part = one.arr;
+      part.data = (char *)out.arr.data + (size_t)(b * per) * es;
+      char msg[1024];
+      int64_t bad = tu_compare(&one.arr, &part, msg, sizeof msg);
+      if (bad) printf("batch iter %d image %lld differs from a lone image:\n%s", iter, (long long)b, msg);
+      assert_int_equal(bad, 0);
+    }
+    tu_array_free(&one);
+    free_elem(&e);
+    tu_array_free(&in);
+    tu_array_free(&out);
+  }
+}
+
+/* An input with a zero stride (a broadcast axis) gives the same result as the
+ * materialized array. */
+static void test_zero_stride_input(void **state) {
+  ndf_ctx *ctx = ctx_of(state);
+  tu_rng rng;
+  tu_rng_seed(&rng, ((grey_state *)*state)->seed + 19);
+  int64_t sh[3] = {5, 6, 7};
+  tu_array row, full, a, b;
+  int64_t rsh[1] = {7};
+  assert_int_equal(tu_array_alloc(&row, NDF_INT32, 1, rsh), 0);
+  for (int i = 0; i < 7; i++) tu_set(&row.arr, i, (double)tu_rng_int(&rng, -100000, 100000));
+  assert_int_equal(tu_array_alloc(&full, NDF_INT32, 3, sh), 0);
+  for (int64_t i = 0; i < 5 * 6 * 7; i++) tu_set(&full.arr, i, tu_get(&row.arr, i % 7));
+  ndf_array bc = full.arr;
+  bc.data = row.arr.data;
+  bc.strides[0] = 0;
+  bc.strides[1] = 0;
+  bc.strides[2] = 1;
+  assert_int_equal(tu_array_alloc(&a, NDF_INT32, 3, sh), 0);
+  assert_int_equal(tu_array_alloc(&b, NDF_INT32, 3, sh), 0);
+  for (int mode = 0; mode < NDF_MODE_COUNT; mode++) {
+    ndf_grey_options o;
+    ndf_grey_options_init(&o);
+    o.nsize = 3;
+    o.size[0] = 3;
+    o.size[1] = 2;
+    o.size[2] = 4;
+    o.mode = (ndf_mode)mode;
+    o.cval = -7;
+    assert_int_equal(ndf_grey_dilation(ctx, &full.arr, &a.arr, &o), NDF_OK);
+    ndf_status r = ndf_grey_dilation(ctx, &bc, &b.arr, &o);
+    if (r != NDF_OK) printf("zero-stride input rejected: %s\n", ndf_errmsg(ctx));
+    assert_int_equal(r, NDF_OK);
+    assert_int_equal(tu_compare(&a.arr, &b.arr, NULL, 0), 0);
+  }
+  tu_array_free(&row);
+  tu_array_free(&full);
+  tu_array_free(&a);
+  tu_array_free(&b);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_scipy_cases),
+      cmocka_unit_test(test_scipy_cases_strided_input),
+      cmocka_unit_test(test_scipy_cases_fortran_input),
+      cmocka_unit_test(test_scipy_cases_strided_output),
+      cmocka_unit_test(test_scipy_cases_fortran_both),
+      cmocka_unit_test(test_dilation_reflects_footprint_and_origin),
+      cmocka_unit_test(test_mirror_length_one_is_nearest),
+      cmocka_unit_test(test_size_one_axis_ignores_origin),
+      cmocka_unit_test(test_size_footprint_structure_agree),
+      cmocka_unit_test(test_nan_propagates),
+      cmocka_unit_test(test_nan_by_hand),
+      cmocka_unit_test(test_saturation_moderate),
+      cmocka_unit_test(test_saturation_large),
+      cmocka_unit_test(test_cval_policy),
+      cmocka_unit_test(test_large_elements_periodic),
+      cmocka_unit_test(test_batch_images_independent),
+      cmocka_unit_test(test_zero_stride_input),
+  };
+  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

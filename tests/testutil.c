@@ -1,0 +1,533 @@
+/*
+ * testutil.c -- helpers shared by the ndforge test programs (see testutil.h).
+ * This file uses only the public API of ndforge.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "testutil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------------ */
+/* Random numbers                                                            */
+
+static uint64_t splitmix64(uint64_t *x) {
+  uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+void tu_rng_seed(tu_rng *r, uint64_t seed) {
+  for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
+}
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+uint64_t tu_rng_u64(tu_rng *r) {
+  uint64_t *s = r->s;
+  uint64_t result = rotl(s[1] * 5, 7) * 9;
+  uint64_t t = s[1] << 17;
+  s[2] ^= s[0];
+  s[3] ^= s[1];
+  s[1] ^= s[2];
+  s[0] ^= s[3];
+  s[2] ^= t;
+  s[3] = rotl(s[3], 45);
+  return result;
+}
+
+int64_t tu_rng_int(tu_rng *r, int64_t lo, int64_t hi) {
+  if (hi <= lo) return lo;
+  uint64_t span = (uint64_t)(hi - lo) + 1u;
+  if (span == 0) return (int64_t)tu_rng_u64(r); /* the full 64-bit range */
+  return lo + (int64_t)(tu_rng_u64(r) % span);
+}
+
+double tu_rng_unif(tu_rng *r) { return (double)(tu_rng_u64(r) >> 11) * 0x1.0p-53; }
+
+double tu_rng_normal(tu_rng *r) {
+  double u = tu_rng_unif(r), v = tu_rng_unif(r);
+  if (u < 1e-300) u = 1e-300;
+  return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
+}
+
+int tu_rng_chance(tu_rng *r, double p) { return tu_rng_unif(r) < p; }
+
+long tu_env_long(const char *name, long def) {
+  const char *v = getenv(name);
+  if (!v || !*v) return def;
+  return strtol(v, NULL, 10);
+}
+
+uint64_t tu_seed(const char *name) {
+  const char *v = getenv(name);
+  uint64_t seed;
+  if (v && *v) {
+    seed = strtoull(v, NULL, 10);
+  } else {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    seed = ((uint64_t)ts.tv_sec * 1000003u) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 20);
+    seed %= 1000000000000ull; /* short enough to retype */
+  }
+  printf("%s=%llu (set %s to repeat this run)\n", name, (unsigned long long)seed, name);
+  fflush(stdout);
+  return seed;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Host arrays                                                               */
+
+int tu_is_float(ndf_dtype t) { return t == NDF_FLOAT32 || t == NDF_FLOAT64; }
+
+void tu_int_range(ndf_dtype t, double *lo, double *hi) {
+  switch (t) {
+    case NDF_BOOL: *lo = 0; *hi = 1; break;
+    case NDF_UINT8: *lo = 0; *hi = 255; break;
+    case NDF_INT8: *lo = -128; *hi = 127; break;
+    case NDF_UINT16: *lo = 0; *hi = 65535; break;
+    case NDF_INT16: *lo = -32768; *hi = 32767; break;
+    case NDF_UINT32: *lo = 0; *hi = 4294967295.0; break;
+    case NDF_INT32: *lo = -2147483648.0; *hi = 2147483647.0; break;
+    default: *lo = -INFINITY; *hi = INFINITY; break;
+  }
+}
+
+static size_t dtype_size(ndf_dtype t) {
+  switch (t) {
+    case NDF_BOOL: case NDF_UINT8: case NDF_INT8: return 1;
+    case NDF_UINT16: case NDF_INT16: return 2;
+    case NDF_UINT32: case NDF_INT32: case NDF_FLOAT32: return 4;
+    case NDF_FLOAT64: return 8;
+    default: return 0;
+  }
+}
+
+static int64_t shape_size(int ndim, const int64_t *shape) {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= shape[i];
+  return n;
+}
+
+static void fill_desc(ndf_array *a, void *data, ndf_dtype dt, int ndim, const int64_t *shape) {
+  memset(a, 0, sizeof *a);
+  a->data = data;
+  a->device = NDF_DEVICE_CPU;
+  a->device_id = 0;
+  a->dtype = dt;
+  a->ndim = ndim;
+  int64_t st = 1;
+  for (int i = ndim - 1; i >= 0; i--) {
+    a->shape[i] = shape[i];
+    a->strides[i] = st;
+    st *= shape[i] > 0 ? shape[i] : 1;
+  }
+}
+
+int tu_array_alloc(tu_array *t, ndf_dtype dt, int ndim, const int64_t *shape) {
+  size_t es = dtype_size(dt);
+  int64_t n = shape_size(ndim, shape);
+  memset(t, 0, sizeof *t);
+  t->bytes = (size_t)(n > 0 ? n : 1) * (es ? es : 1);
+  t->base = calloc(1, t->bytes);
+  if (!t->base) return -1;
+  fill_desc(&t->arr, t->base, dt, ndim, shape);
+  return 0;
+}
+
+void tu_array_free(tu_array *t) {
+  if (!t) return;
+  free(t->base);
+  memset(t, 0, sizeof *t);
+}
+
+static void unflatten(const ndf_array *a, int64_t flat, int64_t *idx) {
+  for (int i = a->ndim - 1; i >= 0; i--) {
+    int64_t n = a->shape[i];
+    idx[i] = n > 0 ? flat % n : 0;
+    flat = n > 0 ? flat / n : 0;
+  }
+}
+
+void *tu_elem_ptr(const ndf_array *a, int64_t flat) {
+  int64_t idx[NDF_MAX_NDIM], off = 0;
+  unflatten(a, flat, idx);
+  for (int i = 0; i < a->ndim; i++) off += idx[i] * a->strides[i];
+  return (char *)a->data + off * (int64_t)dtype_size(a->dtype);
+}
+
+double tu_get(const ndf_array *a, int64_t flat) {
+  const void *p = tu_elem_ptr(a, flat);
+  switch (a->dtype) {
+    case NDF_BOOL: return *(const uint8_t *)p != 0;
+    case NDF_UINT8: return *(const uint8_t *)p;
+    case NDF_INT8: return *(const int8_t *)p;
+    case NDF_UINT16: return *(const uint16_t *)p;
+    case NDF_INT16: return *(const int16_t *)p;
+    case NDF_UINT32: return *(const uint32_t *)p;
+    case NDF_INT32: return *(const int32_t *)p;
+    case NDF_FLOAT32: return *(const float *)p;
+    case NDF_FLOAT64: return *(const double *)p;
+    default: return NAN;
+  }
+}
+
+void tu_set(const ndf_array *a, int64_t flat, double v) {
+  void *p = tu_elem_ptr(a, flat);
+  switch (a->dtype) {
+    case NDF_BOOL: *(uint8_t *)p = v != 0; break;
+    case NDF_UINT8: *(uint8_t *)p = (uint8_t)v; break;
+    case NDF_INT8: *(int8_t *)p = (int8_t)v; break;
+    case NDF_UINT16: *(uint16_t *)p = (uint16_t)v; break;
+    case NDF_INT16: *(int16_t *)p = (int16_t)v; break;
+    case NDF_UINT32: *(uint32_t *)p = (uint32_t)v; break;
+    case NDF_INT32: *(int32_t *)p = (int32_t)v; break;
+    case NDF_FLOAT32: *(float *)p = (float)v; break;
+    case NDF_FLOAT64: *(double *)p = v; break;
+    default: break;
+  }
+}
+
+static void shuffle(int *v, int n, tu_rng *r) {
+  for (int i = n - 1; i > 0; i--) {
+    int j = (int)tu_rng_int(r, 0, i);
+    int t = v[i];
+    v[i] = v[j];
+    v[j] = t;
+  }
+}
+
+/* Builds an empty strided array shaped like src in a new poisoned buffer. */
+static int make_layout(tu_array *dst, const ndf_array *src, int layout, tu_rng *r) {
+  int nd = src->ndim;
+  size_t es = dtype_size(src->dtype);
+  int order[NDF_MAX_NDIM]; /* order[0] = outermost axis in memory */
+  int64_t step[NDF_MAX_NDIM], strides[NDF_MAX_NDIM];
+  for (int i = 0; i < nd; i++) order[i] = i;
+  if (layout & TU_LAYOUT_FORTRAN) {
+    for (int i = 0; i < nd; i++) order[i] = nd - 1 - i;
+  } else if (layout & TU_LAYOUT_PADDED) {
+    shuffle(order, nd, r);
+  }
+  /* Walk axes from innermost to outermost: stride = extent so far, then the
+   * extent grows by (shape + pad) * stride. */
+  int64_t extent = 1;
+  for (int k = nd - 1; k >= 0; k--) {
+    int ax = order[k];
+    int64_t n = src->shape[ax] > 0 ? src->shape[ax] : 1;
+    int64_t gap = 1, pad = 0;
+    if (layout & TU_LAYOUT_PADDED) {
+      gap = (k == nd - 1 && tu_rng_chance(r, 0.5)) ? tu_rng_int(r, 2, 3) : 1;
+      pad = tu_rng_int(r, 0, 2);
+    }
+    step[ax] = extent * gap;
+    strides[ax] = step[ax];
+    extent = step[ax] * (n + pad);
+  }
+  int nneg = 0;
+  if ((layout & TU_LAYOUT_NEGATIVE) && nd > 0) {
+    nneg = tu_rng_chance(r, 0.3) && nd > 1 ? 2 : 1;
+  }
+  int64_t front = (layout & TU_LAYOUT_OFFSET) ? tu_rng_int(r, 1, 3) : tu_rng_int(r, 0, (layout & TU_LAYOUT_PADDED) ? 3 : 0);
+  memset(dst, 0, sizeof *dst);
+  dst->bytes = (size_t)(extent + front + 1) * es;
+  dst->base = malloc(dst->bytes);
+  if (!dst->base) return -1;
+  tu_poison(dst->base, dst->bytes);
+  int64_t off = front;
+  for (int i = 0; i < nneg; i++) {
+    int ax = (int)tu_rng_int(r, 0, nd - 1);
+    if (strides[ax] < 0) continue;
+    strides[ax] = -strides[ax];
+    off += (src->shape[ax] > 0 ? src->shape[ax] - 1 : 0) * step[ax];
+  }
+  fill_desc(&dst->arr, (char *)dst->base + off * (int64_t)es, src->dtype, nd, src->shape);
+  for (int i = 0; i < nd; i++) dst->arr.strides[i] = strides[i];
+  dst->arr.device = src->device;
+  dst->arr.device_id = src->device_id;
+  return 0;
+}
+
+int tu_array_relayout(tu_array *dst, const ndf_array *src, int layout, tu_rng *r) {
+  if (make_layout(dst, src, layout, r) != 0) return -1;
+  size_t es = dtype_size(src->dtype);
+  int64_t n = shape_size(src->ndim, src->shape);
+  for (int64_t i = 0; i < n; i++) memcpy(tu_elem_ptr(&dst->arr, i), tu_elem_ptr(src, i), es);
+  return 0;
+}
+
+int tu_array_like(tu_array *dst, const ndf_array *src, int layout, tu_rng *r) {
+  return make_layout(dst, src, layout & ~TU_LAYOUT_NEGATIVE, r);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Poison                                                                    */
+
+static uint8_t poison_byte(size_t i) { return (uint8_t)(0xA5u ^ (uint8_t)(i * 29u + (i >> 8))); }
+
+void tu_poison(void *p, size_t bytes) {
+  uint8_t *b = p;
+  for (size_t i = 0; i < bytes; i++) b[i] = poison_byte(i);
+}
+
+int64_t tu_poison_check(const void *p, size_t bytes) {
+  const uint8_t *b = p;
+  for (size_t i = 0; i < bytes; i++)
+    if (b[i] != poison_byte(i)) return (int64_t)i;
+  return -1;
+}
+
+int64_t tu_check_gaps(const tu_array *t) {
+  size_t es = dtype_size(t->arr.dtype);
+  uint8_t *covered = calloc(1, t->bytes ? t->bytes : 1);
+  if (!covered) return -2;
+  int64_t n = shape_size(t->arr.ndim, t->arr.shape);
+  for (int64_t i = 0; i < n; i++) {
+    size_t off = (size_t)((char *)tu_elem_ptr(&t->arr, i) - (char *)t->base);
+    if (off + es <= t->bytes) memset(covered + off, 1, es);
+  }
+  const uint8_t *b = t->base;
+  int64_t bad = -1;
+  for (size_t i = 0; i < t->bytes; i++) {
+    if (!covered[i] && b[i] != poison_byte(i)) {
+      bad = (int64_t)i;
+      break;
+    }
+  }
+  free(covered);
+  return bad;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Comparison                                                                */
+
+static int elem_equal(ndf_dtype t, const void *a, const void *b) {
+  if (t == NDF_FLOAT32) {
+    float x, y;
+    memcpy(&x, a, 4);
+    memcpy(&y, b, 4);
+    if (isnan(x) && isnan(y)) return 1;
+  } else if (t == NDF_FLOAT64) {
+    double x, y;
+    memcpy(&x, a, 8);
+    memcpy(&y, b, 8);
+    if (isnan(x) && isnan(y)) return 1;
+  }
+  return memcmp(a, b, dtype_size(t)) == 0;
+}
+
+static void fmt_elem(ndf_dtype t, const void *p, char *buf, size_t len) {
+  switch (t) {
+    case NDF_BOOL: case NDF_UINT8: snprintf(buf, len, "%u", *(const uint8_t *)p); break;
+    case NDF_INT8: snprintf(buf, len, "%d", *(const int8_t *)p); break;
+    case NDF_UINT16: snprintf(buf, len, "%u", *(const uint16_t *)p); break;
+    case NDF_INT16: snprintf(buf, len, "%d", *(const int16_t *)p); break;
+    case NDF_UINT32: snprintf(buf, len, "%u", *(const uint32_t *)p); break;
+    case NDF_INT32: snprintf(buf, len, "%d", *(const int32_t *)p); break;
+    case NDF_FLOAT32: {
+      float f;
+      uint32_t u;
+      memcpy(&f, p, 4);
+      memcpy(&u, p, 4);
+      snprintf(buf, len, "%.9g (0x%08x)", f, u);
+      break;
+    }
+    case NDF_FLOAT64: {
+      double d;
+      uint64_t u;
+      memcpy(&d, p, 8);
+      memcpy(&u, p, 8);
+      snprintf(buf, len, "%.17g (0x%016llx)", d, (unsigned long long)u);
+      break;
+    }
+    default: snprintf(buf, len, "?"); break;
+  }
+}
+
+int64_t tu_compare(const ndf_array *expected, const ndf_array *got, char *msg, size_t msglen) {
+  if (msg && msglen) msg[0] = 0;
+  if (expected->dtype != got->dtype || expected->ndim != got->ndim) {
+    if (msg) snprintf(msg, msglen, "dtype/ndim differ (%d/%d vs %d/%d)", expected->dtype,
+                      expected->ndim, got->dtype, got->ndim);
+    return -1;
+  }
+  for (int i = 0; i < expected->ndim; i++) {
+    if (expected->shape[i] != got->shape[i]) {
+      if (msg) snprintf(msg, msglen, "shape differs on axis %d", i);
+      return -1;
+    }
+  }
+  int64_t n = shape_size(expected->ndim, expected->shape), bad = 0;
+  size_t used = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const void *e = tu_elem_ptr(expected, i), *g = tu_elem_ptr(got, i);
+    if (elem_equal(expected->dtype, e, g)) continue;
+    if (bad < 4 && msg && used + 1 < msglen) {
+      char es[64], gs[64], coords[160];
+      int64_t idx[NDF_MAX_NDIM];
+      unflatten(expected, i, idx);
+      size_t c = 0;
+      coords[0] = 0;
+      for (int k = 0; k < expected->ndim && c + 24 < sizeof coords; k++)
+        c += (size_t)snprintf(coords + c, sizeof coords - c, "%s%lld", k ? "," : "", (long long)idx[k]);
+      fmt_elem(expected->dtype, e, es, sizeof es);
+      fmt_elem(expected->dtype, g, gs, sizeof gs);
+      int w = snprintf(msg + used, msglen - used, "  [%s] expected %s got %s\n", coords, es, gs);
+      if (w > 0) used += (size_t)w < msglen - used ? (size_t)w : msglen - used - 1;
+    }
+    bad++;
+  }
+  return bad;
+}
+
+const char *tu_shape_str(const ndf_array *a, char *buf, size_t len) {
+  size_t c = 0;
+  buf[0] = 0;
+  for (int i = 0; i < a->ndim && c + 24 < len; i++)
+    c += (size_t)snprintf(buf + c, len - c, "%s%lld", i ? "x" : "", (long long)a->shape[i]);
+  if (a->ndim == 0) snprintf(buf, len, "()");
+  return buf;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Files                                                                     */
+
+int tu_mkdtemp(char *out, size_t len, const char *prefix) {
+  const char *tmp = getenv("TMPDIR");
+  if (!tmp || !*tmp) tmp = "/tmp";
+  int w = snprintf(out, len, "%s/%s-XXXXXX", tmp, prefix);
+  if (w < 0 || (size_t)w >= len) return -1;
+  return mkdtemp(out) ? 0 : -1;
+}
+
+static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb;
+  (void)flag;
+  (void)ftw;
+  return remove(path) == 0 ? 0 : 0;
+}
+
+void tu_rmtree(const char *path) {
+  if (path && *path) nftw(path, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static int count_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw);
+static int g_count;
+static int count_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)path;
+  (void)sb;
+  (void)ftw;
+  if (flag == FTW_F) g_count++;
+  return 0;
+}
+
+int tu_count_files(const char *path) {
+  g_count = 0;
+  struct stat st;
+  if (stat(path, &st) != 0) return 0;
+  nftw(path, count_cb, 16, FTW_PHYS);
+  return g_count;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reference                                                                 */
+
+static int64_t pos_mod(int64_t a, int64_t m) {
+  int64_t r = a % m;
+  return r < 0 ? r + m : r;
+}
+
+int64_t tu_map_coord(int64_t c, int64_t n, ndf_mode mode) {
+  if (c >= 0 && c < n) return c;
+  switch (mode) {
+    case NDF_MODE_NEAREST: return c < 0 ? 0 : n - 1;
+    case NDF_MODE_WRAP: return pos_mod(c, n);
+    case NDF_MODE_REFLECT: {
+      int64_t m = pos_mod(c, 2 * n);
+      return m < n ? m : 2 * n - 1 - m;
+    }
+    case NDF_MODE_MIRROR: {
+      if (n == 1) return 0;
+      int64_t m = pos_mod(c, 2 * n - 2);
+      return m < n ? m : 2 * n - 2 - m;
+    }
+    default: return -1; /* constant: outside */
+  }
+}
+
+void tu_ref_grey(int dilation, const ndf_array *in, const ndf_array *out, const tu_elem *el,
+                 ndf_mode mode, double cval, int batch_dims) {
+  int nsp = el->nsp;
+  int64_t ntap = 1;
+  for (int i = 0; i < nsp; i++) ntap *= el->shape[i];
+  /* scipy's dilation: reflected element, origin -o (and -1 more on even axes). */
+  int64_t org[NDF_MAX_SPATIAL];
+  for (int i = 0; i < nsp; i++)
+    org[i] = dilation ? -el->origin[i] - (el->shape[i] % 2 == 0 ? 1 : 0) : el->origin[i];
+  double lo, hi;
+  tu_int_range(in->dtype, &lo, &hi);
+  double cv = cval;
+  if (!tu_is_float(in->dtype)) cv = trunc(cval);
+  else if (in->dtype == NDF_FLOAT32) cv = (float)cval;
+
+  int64_t nb = 1, nimg = 1;
+  for (int i = 0; i < batch_dims; i++) nb *= in->shape[i];
+  for (int i = 0; i < nsp; i++) nimg *= in->shape[batch_dims + i];
+  const int64_t *sh = in->shape + batch_dims;
+
+  for (int64_t b = 0; b < nb; b++) {
+    for (int64_t x = 0; x < nimg; x++) {
+      int64_t xi[NDF_MAX_SPATIAL];
+      int64_t t = x;
+      for (int i = nsp - 1; i >= 0; i--) {
+        xi[i] = t % sh[i];
+        t /= sh[i];
+      }
+      double acc = dilation ? -INFINITY : INFINITY;
+      int nan = 0;
+      for (int64_t k = 0; k < ntap; k++) {
+        /* tap k of the element scipy's filter sees (reflected for dilation) */
+        int64_t ks = dilation ? ntap - 1 - k : k;
+        if (el->fp && !el->fp[ks]) continue;
+        int64_t ki[NDF_MAX_SPATIAL];
+        int64_t tk = k;
+        for (int i = nsp - 1; i >= 0; i--) {
+          ki[i] = tk % el->shape[i];
+          tk /= el->shape[i];
+        }
+        int outside = 0;
+        int64_t src = 0;
+        for (int i = 0; i < nsp; i++) {
+          int64_t c = xi[i] + ki[i] - (el->shape[i] / 2 + org[i]);
+          int64_t m = tu_map_coord(c, sh[i], mode);
+          if (m < 0) {
+            outside = 1;
+            break;
+          }
+          src = src * sh[i] + m;
+        }
+        double v = outside ? cv : tu_get(in, b * nimg + src);
+        double s = el->st ? el->st[ks] : 0.0;
+        double tv = dilation ? v + s : v - s;
+        if (isnan(tv)) nan = 1;
+        else if (dilation ? tv > acc : tv < acc) acc = tv;
+      }
+      double res;
+      if (nan) res = NAN;
+      else if (tu_is_float(in->dtype)) res = acc;
+      else res = trunc(acc < lo ? lo : acc > hi ? hi : acc);
+      tu_set(out, b * nimg + x, res);
+    }
+  }
+}

@@ -1,0 +1,147 @@
+/*
+ * testutil.h -- helpers shared by the ndforge test programs.
+ *
+ * This file uses only the public API of ndforge.  It gives the tests a seeded
+ * random generator, host arrays with arbitrary strides (built here, not with
+ * the library, so a strided test does not trust the code it tests), poison
+ * patterns for "output untouched" checks, a bit-exact comparison that treats
+ * any two NaNs as equal, temporary directories, and a naive reference of grey
+ * erosion / dilation used for the policies scipy does not define (NaN,
+ * saturation).
+ */
+#ifndef NDF_TESTUTIL_H
+#define NDF_TESTUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ndforge.h"
+
+/* ------------------------------------------------------------------------ */
+/* Random numbers (xoshiro256** seeded through splitmix64).                  */
+
+typedef struct tu_rng {
+  uint64_t s[4];
+} tu_rng;
+
+void tu_rng_seed(tu_rng *r, uint64_t seed);
+uint64_t tu_rng_u64(tu_rng *r);
+/* Uniform integer in [lo, hi] (inclusive). */
+int64_t tu_rng_int(tu_rng *r, int64_t lo, int64_t hi);
+/* Uniform double in [0, 1). */
+double tu_rng_unif(tu_rng *r);
+double tu_rng_normal(tu_rng *r);
+/* 1 with probability p. */
+int tu_rng_chance(tu_rng *r, double p);
+
+/* The seed of this run: $name when set (decimal), else time-based.  Prints
+ * "name=<seed>" so a failing run can be repeated. */
+uint64_t tu_seed(const char *name);
+/* An integer from the environment, or def when unset / empty. */
+long tu_env_long(const char *name, long def);
+
+/* ------------------------------------------------------------------------ */
+/* Host arrays.                                                              */
+
+/* A host array that owns its memory: arr.data points somewhere inside
+ * [base, base + bytes). */
+typedef struct tu_array {
+  ndf_array arr;
+  void *base;
+  size_t bytes;
+} tu_array;
+
+/* C-contiguous host array of the given dtype and shape (zero-filled). */
+int tu_array_alloc(tu_array *t, ndf_dtype dt, int ndim, const int64_t *shape);
+void tu_array_free(tu_array *t);
+
+/* Layout choices for tu_array_relayout. */
+enum {
+  TU_LAYOUT_C = 0,          /* C-contiguous */
+  TU_LAYOUT_FORTRAN = 1,    /* first axis fastest */
+  TU_LAYOUT_PADDED = 2,     /* random axis order in memory, gaps between elements and rows */
+  TU_LAYOUT_NEGATIVE = 4,   /* with PADDED: one axis (sometimes two) runs backwards */
+  TU_LAYOUT_OFFSET = 8      /* data starts 1-3 elements into the buffer (misaligned for vector loads) */
+};
+/* A copy of src (any strides) in a new host buffer with the requested layout;
+ * the buffer is poisoned before the values are written, so the bytes between
+ * elements hold the poison pattern. */
+int tu_array_relayout(tu_array *dst, const ndf_array *src, int layout, tu_rng *r);
+/* A host array shaped like src with the requested layout (no negative
+ * strides), every byte of its buffer poisoned. */
+int tu_array_like(tu_array *dst, const ndf_array *src, int layout, tu_rng *r);
+
+/* Element access by flat C-order index (any strides). */
+void *tu_elem_ptr(const ndf_array *a, int64_t flat);
+double tu_get(const ndf_array *a, int64_t flat);
+/* Stores v converted to a's dtype (C conversion; v must be representable). */
+void tu_set(const ndf_array *a, int64_t flat, double v);
+
+/* 1 for NDF_FLOAT32 / NDF_FLOAT64. */
+int tu_is_float(ndf_dtype t);
+/* Range of an integer dtype. */
+void tu_int_range(ndf_dtype t, double *lo, double *hi);
+
+/* ------------------------------------------------------------------------ */
+/* Poison.                                                                   */
+
+/* Fills bytes with a position-dependent pattern. */
+void tu_poison(void *p, size_t bytes);
+/* Index of the first byte that differs from the pattern, or -1. */
+int64_t tu_poison_check(const void *p, size_t bytes);
+/* For a tu_array whose buffer was poisoned: index of the first byte of the
+ * buffer outside arr's elements that no longer holds the pattern, or -1. */
+int64_t tu_check_gaps(const tu_array *t);
+
+/* ------------------------------------------------------------------------ */
+/* Comparison.                                                               */
+
+/* Compares two arrays of the same dtype and shape (any strides) bit for bit,
+ * except that two NaNs compare equal whatever their payload.  Returns the
+ * number of differing elements; when non-zero, writes a description of the
+ * first few differences (flat index, coordinates, expected, got) to msg. */
+int64_t tu_compare(const ndf_array *expected, const ndf_array *got, char *msg, size_t msglen);
+
+/* Formats a shape as "2x3x5". */
+const char *tu_shape_str(const ndf_array *a, char *buf, size_t len);
+
+/* ------------------------------------------------------------------------ */
+/* Files and processes.                                                      */
+
+/* Creates a fresh directory under $TMPDIR (or /tmp); returns 0 on success. */
+int tu_mkdtemp(char *out, size_t len, const char *prefix);
+/* Removes a directory tree (only what tests created). */
+void tu_rmtree(const char *path);
+/* Number of regular files below path (recursively). */
+int tu_count_files(const char *path);
+
+/* ------------------------------------------------------------------------ */
+/* Naive reference of grey erosion / dilation.                               */
+
+/*
+ * Exactly the definition of scipy.ndimage (dilation reflects the element and
+ * maps origin o to -o - 1 on even axes, -o on odd ones; out[x] =
+ * min_k in[x + k - (s/2 + o)] - S[k], resp. max ... + S[k]), computed in
+ * double, then ndforge's defined policies: NaN when any value under the
+ * element (cval included) is NaN, and for integer dtypes the exact result
+ * clamped to the dtype's range and truncated.  It is exact wherever every
+ * structure value is an integer.  The element is given after scipy's
+ * size / footprint / structure priority: shape eshape[nsp], mask fp (C order,
+ * NULL = all in), weights st (C order doubles, NULL = flat).  origin has one
+ * value per spatial axis.  out must be a host array shaped like in.
+ */
+typedef struct tu_elem {
+  int nsp;
+  int64_t shape[NDF_MAX_SPATIAL];
+  const uint8_t *fp;
+  const double *st;
+  int64_t origin[NDF_MAX_SPATIAL];
+} tu_elem;
+
+void tu_ref_grey(int dilation, const ndf_array *in, const ndf_array *out, const tu_elem *el,
+                 ndf_mode mode, double cval, int batch_dims);
+
+/* Maps coordinate c onto [0, n) for a non-constant mode (scipy's extension). */
+int64_t tu_map_coord(int64_t c, int64_t n, ndf_mode mode);
+
+#endif
