@@ -99,9 +99,9 @@ NDF_API ndf_status ndf_dtype_from_name(const char *name, ndf_dtype *out);
 
 /*
  * A non-owning view of an n-dimensional array (DLPack meaning).
- * strides are in elements, not bytes, and may be negative or zero only for
- * inputs (an output must not overlap itself).  strides == row-major for a
- * C-contiguous array; ndf_array_init fills them so.
+ * strides are in elements, not bytes, and may be negative (reversed views).
+ * Inputs may also have zero strides (broadcast); an output must not overlap
+ * itself or the input.  ndf_array_init fills C-contiguous (row-major) strides.
  */
 typedef struct ndf_array {
   void *data;
