@@ -47,6 +47,7 @@ static void req_box(ndf__kernel_req *r, ndf_dtype dtype, ndf__minmax op, ndf_mod
   ndf__req_set(r, "TY", "%d", BOX_TY);
   ndf__req_set(r, "VX", "%d", BOX_VX);
   ndf__req_set(r, "ZC", "%d", zc);
+  ndf__req_set(r, "TSIZE", "%d", (int)ndf_dtype_size(dtype));
 }
 
 /* Number of trailing spatial axes the fused box kernel covers (0 = none). */
@@ -189,21 +190,31 @@ static ndf_status run_taps(ndf_ctx *ctx, const char *name, ndf_dtype dtype, cons
   return launch(ctx, name, fn, grid_for(ctx, nrows * nchunks), bx, 1, pb);
 }
 
+/* 1 if every offset inside one (Y, X) plane fits the box kernel's int offsets. */
+static int plane_offsets_fit(const int64_t *shape, const int64_t *istr, int ndim) {
+  int64_t span = 0;
+  for (int d = ndim - 2; d < ndim; d++)
+    if (d >= 0) span += (shape[d] - 1) * (istr[d] < 0 ? -istr[d] : istr[d]);
+  return span < INT32_MAX;
+}
+
 static ndf_status run_box(ndf_ctx *ctx, const char *name, ndf_dtype dtype, const void *in, const int64_t *istr,
                           void *out, const int64_t *ostr, const int64_t *shape, int ndim, const ndf__grey_geom *g,
                           int nf) {
   int k[3], lo[3];
   box_k(g, nf, k, lo);
-  /* Z, Y, X = the last three axes of the array (size-1 stand-ins when it has fewer). */
+  /* Z, Y, X = the last three axes of the array (size-1 stand-ins when it has
+   * fewer).  When the element spans fewer than three axes, the axes in front
+   * of it (batch axes) take the Z/Y roles with extent 1, so a block marches
+   * over many images instead of one plane. */
   int64_t ext[3], is[3], os[3];
   for (int i = 0; i < 3; i++) {
     int d = ndim - 3 + i;
-    int spatial = (g->nsp - 3 + i) >= g->nsp - nf && (g->nsp - 3 + i) >= 0;
-    ext[i] = spatial ? shape[d] : 1;
-    is[i] = spatial ? istr[d] : 0;
-    os[i] = spatial ? ostr[d] : 0;
+    ext[i] = d >= 0 ? shape[d] : 1;
+    is[i] = d >= 0 ? istr[d] : 0;
+    os[i] = d >= 0 ? ostr[d] : 0;
   }
-  int nb = ndim - nf; /* outer axes: batch + spatial axes not fused */
+  int nb = ndim < 3 ? 0 : ndim - 3; /* outer axes: batch + spatial axes not fused */
   int64_t nouter = 1;
   for (int d = 0; d < nb; d++) nouter *= shape[d];
   const int64_t xt = 32 * BOX_VX;
@@ -259,6 +270,7 @@ ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
 
   /* Separable box: the fused kernel for the trailing axes, line passes for the rest. */
   int nf = box_fused_axes(g);
+  if (!plane_offsets_fit(in->shape, in->strides, ndim)) nf = 0;
   int axes[NDF_MAX_SPATIAL], npass = 0;
   for (int d = 0; d < nsp - nf; d++)
     if (g->box[d] > 1) axes[npass++] = d;
@@ -266,7 +278,11 @@ ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
     for (int d = nsp - nf; d < nsp; d++)
       if (g->box[d] > 1) axes[npass++] = d;
   int total = npass + (nf ? 1 : 0);
-  if (total == 0) nf = nsp < 3 ? nsp : 3, total = 1; /* all extents 1: the box kernel copies */
+  if (total == 0) { /* all extents 1: a copy, by the box kernel (K = 1) or one line pass */
+    if (plane_offsets_fit(in->shape, in->strides, ndim)) nf = nsp < 3 ? nsp : 3;
+    else axes[npass++] = nsp - 1;
+    total = 1;
+  }
 
   size_t es = ndf_dtype_size(in->dtype);
   int64_t n = ndf_array_size(in);
