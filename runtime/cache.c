@@ -190,7 +190,8 @@ ndf_status ndf_cache_clear(ndf_ctx *ctx, int *removed) {
   if (!d) return ndf__error(ctx, NDF_EIO, "ndf_cache_clear: cannot open '%s' (%s)", ctx->cache_dir, strerror(errno));
   struct dirent *de;
   while ((de = readdir(d))) {
-    if (!is_entry(de->d_name) && !is_temp(de->d_name)) continue;
+    int id = strncmp(de->d_name, "nvrtc.id", 8) == 0; /* the remembered NVRTC identity (and its temps) */
+    if (!is_entry(de->d_name) && !is_temp(de->d_name) && !id) continue;
     char path[4400];
     snprintf(path, sizeof path, "%s/%s", ctx->cache_dir, de->d_name);
     if (unlink(path) == 0 && removed && is_entry(de->d_name)) (*removed)++;

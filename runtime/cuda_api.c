@@ -73,3 +73,11 @@ const ndf__nvrtc_api *ndf__nvrtc(const char **why) {
   if (why) *why = g_nvrtc_why;
   return g_nvrtc_ok;
 }
+
+const char *ndf__nvrtc_path(void) {
+  static char path[4096];
+  Dl_info info;
+  if (!ndf__nvrtc(NULL) || !dladdr(*(void **)&g_nvrtc.nvrtcVersion, &info) || !info.dli_fname) return NULL;
+  snprintf(path, sizeof path, "%s", info.dli_fname);
+  return path;
+}

@@ -88,5 +88,7 @@ typedef struct ndf__nvrtc_api { NDF_NVRTC_FUNCS(NDF__DECL_FN) } ndf__nvrtc_api;
  * missing; *why then says what was tried. */
 const ndf__cu_api *ndf__cu(const char **why);
 const ndf__nvrtc_api *ndf__nvrtc(const char **why);
+/* File NVRTC was loaded from (loads it if needed); NULL when it cannot be loaded. */
+const char *ndf__nvrtc_path(void);
 
 #endif

@@ -84,6 +84,32 @@ int ndf__grey_cuda_requests(const ndf__grey_geom *g, ndf_dtype dtype, int ndim, 
   return n;
 }
 
+/* A kernel parameter block, built field by field with the layout of the
+ * template's struct (the C alignment rules, which NVCC shares on x86-64). */
+typedef struct {
+  unsigned char b[2048];
+  size_t n;
+} param_block;
+
+static void pb_put(param_block *p, const void *v, size_t size, size_t align) {
+  p->n = (p->n + align - 1) & ~(align - 1);
+  memcpy(p->b + p->n, v, size);
+  p->n += size;
+}
+#define PB_PUT(p, v) pb_put((p), &(v), sizeof(v), _Alignof(__typeof__(v)))
+
+/* The outer-axes fields both templates share: nb, then the shapes and both
+ * strides of the nb outer axes, each padded to NDF_MAX_NDIM entries. */
+static void pb_put_outer(param_block *p, int nb, const int64_t *shape, const int64_t *istr, const int64_t *ostr) {
+  const int64_t *arrays[3] = {shape, istr, ostr};
+  PB_PUT(p, nb);
+  for (int a = 0; a < 3; a++)
+    for (int d = 0; d < NDF_MAX_NDIM; d++) {
+      int64_t v = d < nb ? arrays[a][d] : 0;
+      PB_PUT(p, v);
+    }
+}
+
 /* ---- launches ------------------------------------------------------------------------- */
 
 /* A view of an array split into batch (outer) axes and spatial axes. */
@@ -149,45 +175,30 @@ static ndf_status run_taps(ndf_ctx *ctx, const char *name, ndf_dtype dtype, cons
   unsigned bx = nx >= 256 ? 256 : (unsigned)((nx + 31) / 32 * 32);
   int64_t nchunks = (nx + bx - 1) / bx;
 
-  /* Build the struct field by field with the template's layout. */
-  unsigned char pb[2048];
-  size_t w = 0;
-#define PUT(v)                                        \
-  do {                                                \
-    size_t al_ = _Alignof(__typeof__(v));             \
-    w = (w + al_ - 1) & ~(al_ - 1);                   \
-    memcpy(pb + w, &(v), sizeof(v));                  \
-    w += sizeof(v);                                   \
-  } while (0)
+  /* The fields of ndf_taps_params, in order. */
+  param_block pb = {.n = 0};
   const void *pin = in;
   void *pout = out;
-  PUT(pin);
-  PUT(pout);
-  for (int d = 0; d < nsp; d++) PUT(shape[nb + d]);
-  for (int d = 0; d < nsp; d++) PUT(istr[nb + d]);
-  for (int d = 0; d < nsp; d++) PUT(ostr[nb + d]);
-  int nbi = nb;
-  PUT(nbi);
-  int64_t zero = 0;
-  for (int d = 0; d < NDF_MAX_NDIM; d++) { int64_t v = d < nb ? shape[d] : zero; PUT(v); }
-  for (int d = 0; d < NDF_MAX_NDIM; d++) { int64_t v = d < nb ? istr[d] : zero; PUT(v); }
-  for (int d = 0; d < NDF_MAX_NDIM; d++) { int64_t v = d < nb ? ostr[d] : zero; PUT(v); }
-  PUT(nrows);
-  PUT(nchunks);
+  PB_PUT(&pb, pin);
+  PB_PUT(&pb, pout);
+  for (int d = 0; d < nsp; d++) PB_PUT(&pb, shape[nb + d]);
+  for (int d = 0; d < nsp; d++) PB_PUT(&pb, istr[nb + d]);
+  for (int d = 0; d < nsp; d++) PB_PUT(&pb, ostr[nb + d]);
+  pb_put_outer(&pb, nb, shape, istr, ostr);
+  PB_PUT(&pb, nrows);
+  PB_PUT(&pb, nchunks);
   int nt = (int)ntaps;
-  PUT(nt);
+  PB_PUT(&pb, nt);
   CUdeviceptr p_loff = dt, p_toff = dt + ntaps * 8;
   CUdeviceptr p_wf = wf ? dt + ntaps * 8 + toff_bytes : 0, p_wc = wf ? p_wf + ntaps * sizeof(double) : 0;
-  PUT(p_loff);
-  PUT(p_toff);
-  PUT(p_wf);
-  PUT(p_wc);
-  for (int d = 0; d < nsp; d++) PUT(rlo[d]);
-  for (int d = 0; d < nsp; d++) PUT(rhi[d]);
-  double cval = g->cval;
-  PUT(cval);
-#undef PUT
-  return launch(ctx, name, fn, grid_for(ctx, nrows * nchunks), bx, 1, pb);
+  PB_PUT(&pb, p_loff);
+  PB_PUT(&pb, p_toff);
+  PB_PUT(&pb, p_wf);
+  PB_PUT(&pb, p_wc);
+  for (int d = 0; d < nsp; d++) PB_PUT(&pb, rlo[d]);
+  for (int d = 0; d < nsp; d++) PB_PUT(&pb, rhi[d]);
+  PB_PUT(&pb, g->cval);
+  return launch(ctx, name, fn, grid_for(ctx, nrows * nchunks), bx, 1, pb.b);
 }
 
 /* 1 if every offset inside one (Y, X) plane fits the box kernel's int offsets. */
@@ -227,43 +238,30 @@ static ndf_status run_box(ndf_ctx *ctx, const char *name, ndf_dtype dtype, const
   CUfunction fn;
   ndf_status s = ndf__jit_get(ctx, name, &req, &fn);
   if (s != NDF_OK) return s;
-  unsigned char pb[2048];
-  size_t w = 0;
-#define PUT(v)                                        \
-  do {                                                \
-    size_t al_ = _Alignof(__typeof__(v));             \
-    w = (w + al_ - 1) & ~(al_ - 1);                   \
-    memcpy(pb + w, &(v), sizeof(v));                  \
-    w += sizeof(v);                                   \
-  } while (0)
+  /* The fields of ndf_box_params, in order. */
+  param_block pb = {.n = 0};
   const void *pin = in;
   void *pout = out;
-  PUT(pin);
-  PUT(pout);
-  for (int i = 0; i < 3; i++) PUT(ext[i]);
-  for (int i = 0; i < 3; i++) PUT(is[i]);
-  for (int i = 0; i < 3; i++) PUT(os[i]);
-  for (int i = 0; i < 3; i++) PUT(lo[i]);
-  PUT(nb);
-  int64_t zero = 0;
-  for (int d = 0; d < NDF_MAX_NDIM; d++) { int64_t v = d < nb ? shape[d] : zero; PUT(v); }
-  for (int d = 0; d < NDF_MAX_NDIM; d++) { int64_t v = d < nb ? istr[d] : zero; PUT(v); }
-  for (int d = 0; d < NDF_MAX_NDIM; d++) { int64_t v = d < nb ? ostr[d] : zero; PUT(v); }
-  PUT(ntx);
-  PUT(nty);
-  PUT(ntz);
-  PUT(nouter);
-  double cval = g->cval;
-  PUT(cval);
-#undef PUT
-  return launch(ctx, name, fn, grid_for(ctx, ntx * nty * ntz * nouter), 32, BOX_TY, pb);
+  PB_PUT(&pb, pin);
+  PB_PUT(&pb, pout);
+  for (int i = 0; i < 3; i++) PB_PUT(&pb, ext[i]);
+  for (int i = 0; i < 3; i++) PB_PUT(&pb, is[i]);
+  for (int i = 0; i < 3; i++) PB_PUT(&pb, os[i]);
+  for (int i = 0; i < 3; i++) PB_PUT(&pb, lo[i]);
+  pb_put_outer(&pb, nb, shape, istr, ostr);
+  PB_PUT(&pb, ntx);
+  PB_PUT(&pb, nty);
+  PB_PUT(&pb, ntz);
+  PB_PUT(&pb, nouter);
+  PB_PUT(&pb, g->cval);
+  return launch(ctx, name, fn, grid_for(ctx, ntx * nty * ntz * nouter), 32, BOX_TY, pb.b);
 }
 
 ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
                           const ndf__grey_geom *g) {
   ndf_status s = ndf__ctx_bind(ctx);
   if (s != NDF_OK) return s;
-  const int ndim = in->ndim, nsp = g->nsp, nb = ndim - nsp;
+  const int ndim = in->ndim, nsp = g->nsp;
   if (!g->is_box)
     return run_taps(ctx, name, in->dtype, in->data, in->strides, out->data, out->strides, in->shape, ndim, g,
                     g->ntaps, g->taps, g->w_first, g->w_cast);
@@ -315,7 +313,6 @@ ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
     src = dst;
     sstr = dstr;
   }
-  (void)nb;
   if (tmp) ndf__scratch_free(ctx, tmp);
   return s;
 }

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "templates.generated.h"
@@ -107,18 +109,109 @@ ndf_status ndf__nvrtc_version(int *major, int *minor) {
   return NDF_OK;
 }
 
+/* What the disk key needs to know of NVRTC: its version and architectures. */
+typedef struct nvrtc_id {
+  int major, minor, narchs;
+  int archs[64];
+} nvrtc_id;
+
+static int id_from_nvrtc(const ndf__nvrtc_api *nv, nvrtc_id *id) {
+  memset(id, 0, sizeof *id);
+  nv->nvrtcVersion(&id->major, &id->minor);
+  int count = 0;
+  if (nv->nvrtcGetNumSupportedArchs(&count) == 0 && count > 0 && count <= 64) {
+    nv->nvrtcGetSupportedArchs(id->archs);
+    id->narchs = count;
+  }
+  return 0;
+}
+
+/*
+ * Loading NVRTC costs 5-20 ms, so its identity is remembered in the cache
+ * directory (file "nvrtc.id"): the library file it came from (path, size,
+ * mtime, inode), what chose that file ($NDF_NVRTC_PATH, $LD_LIBRARY_PATH,
+ * /etc/ld.so.cache), and the version and architectures.  A process whose
+ * kernels are all on disk then never loads NVRTC.  When NVRTC is loaded for a
+ * compile, its real identity is checked against the remembered one.
+ */
+static void id_context(char *buf, size_t n) {
+  const char *a = getenv("NDF_NVRTC_PATH"), *b = getenv("LD_LIBRARY_PATH");
+  struct stat st;
+  long long lm = 0, ls = 0;
+  if (stat("/etc/ld.so.cache", &st) == 0) { lm = (long long)st.st_mtime; ls = (long long)st.st_size; }
+  snprintf(buf, n, "env %s|%s\nldcache %lld %lld\n", a ? a : "", b ? b : "", lm, ls);
+}
+
+static int id_file_stat(const char *path, char *buf, size_t n) {
+  struct stat st;
+  if (!path || stat(path, &st) != 0) return -1;
+  snprintf(buf, n, "lib %s %lld %lld %lld %llu\n", path, (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+           (long long)st.st_mtim.tv_nsec, (unsigned long long)st.st_ino);
+  return 0;
+}
+
+static int id_load(const ndf_ctx *ctx, nvrtc_id *id) {
+  if (ctx->cache_disabled || !ctx->cache_dir[0]) return -1;
+  char path[4200], text[8192];
+  snprintf(path, sizeof path, "%s/nvrtc.id", ctx->cache_dir);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  char want[4500], lib[4500], libpath[4097];
+  id_context(want, sizeof want);
+  const char *p = strstr(text, "\nenv ");
+  if (strncmp(text, "ndforge-nvrtc-id 1\n", 19) != 0 || !p || strncmp(p + 1, want, strlen(want)) != 0) return -1;
+  p = strstr(text, "\nlib ");
+  if (!p || sscanf(p + 5, "%4096s", libpath) != 1 || id_file_stat(libpath, lib, sizeof lib) != 0 ||
+      strncmp(p + 1, lib, strlen(lib)) != 0)
+    return -1;
+  memset(id, 0, sizeof *id);
+  p = strstr(text, "\nversion ");
+  if (!p || sscanf(p + 9, "%d %d", &id->major, &id->minor) != 2) return -1;
+  p = strstr(text, "\narchs");
+  if (!p) return -1;
+  p += 7;
+  int a, used;
+  while (id->narchs < 64 && sscanf(p, "%d%n", &a, &used) == 1) {
+    id->archs[id->narchs++] = a;
+    p += used;
+  }
+  return id->major > 0 ? 0 : -1;
+}
+
+static void id_store(const ndf_ctx *ctx, const nvrtc_id *id) {
+  if (ctx->cache_disabled || !ctx->cache_dir[0]) return;
+  char path[4200], tmp[4300], ctxt[4500], lib[4500];
+  id_context(ctxt, sizeof ctxt);
+  if (id_file_stat(ndf__nvrtc_path(), lib, sizeof lib) != 0) return;
+  snprintf(path, sizeof path, "%s/nvrtc.id", ctx->cache_dir);
+  snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path);
+  int fd = mkstemp(tmp);
+  if (fd < 0) return;
+  FILE *f = fdopen(fd, "w");
+  if (!f) {
+    close(fd);
+    unlink(tmp);
+    return;
+  }
+  fprintf(f, "ndforge-nvrtc-id 1\n%s%sversion %d %d\narchs", ctxt, lib, id->major, id->minor);
+  for (int i = 0; i < id->narchs; i++) fprintf(f, " %d", id->archs[i]);
+  fprintf(f, "\n");
+  int ok = fflush(f) == 0 && fsync(fd) == 0;
+  ok = fclose(f) == 0 && ok;
+  if (!ok || rename(tmp, path) != 0) unlink(tmp);
+}
+
 /* The target NVRTC compiles for: the exact "sm_XY" when NVRTC knows it, else
  * PTX for the newest compute_XY not above the device. */
-static void pick_target(const ndf__nvrtc_api *nv, const char *arch, char *target, size_t n, int *cubin) {
-  int want = atoi(arch + 3), best = 0, count = 0;
+static void pick_target(const nvrtc_id *id, const char *arch, char *target, size_t n, int *cubin) {
+  int want = atoi(arch + 3), best = 0;
   *cubin = 0;
-  if (nv->nvrtcGetNumSupportedArchs(&count) == 0 && count > 0 && count < 256) {
-    int archs[256];
-    nv->nvrtcGetSupportedArchs(archs);
-    for (int i = 0; i < count; i++) {
-      if (archs[i] == want) *cubin = 1;
-      if (archs[i] <= want && archs[i] > best) best = archs[i];
-    }
+  for (int i = 0; i < id->narchs; i++) {
+    if (id->archs[i] == want) *cubin = 1;
+    if (id->archs[i] <= want && id->archs[i] > best) best = id->archs[i];
   }
   if (*cubin) snprintf(target, n, "sm_%d", want);
   else snprintf(target, n, "compute_%d", best ? best : want);
@@ -210,21 +303,39 @@ static ndf_status get_payload(ndf_ctx *ctx, const char *op, const ndf__kernel_re
   const ndf__template *t = find_template(req->template_name);
   if (!t) return ndf__error(ctx, NDF_EINTERNAL, "%s: no kernel template named '%s'", op, req->template_name);
   const char *why = NULL;
-  const ndf__nvrtc_api *nv = ndf__nvrtc(&why);
-  if (!nv) return ndf__error(ctx, NDF_ENODEV, "%s: %s", op, why);
-  int major = 0, minor = 0, cubin = 0;
-  nv->nvrtcVersion(&major, &minor);
-  char target[32];
-  pick_target(nv, arch, target, sizeof target, &cubin);
-  char *key = disk_key(req, t, target, major, minor);
-  if (!key) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", op);
+  const ndf__nvrtc_api *nv = NULL;
+  nvrtc_id id;
+  int id_known = id_load(ctx, &id) == 0;
   *compiled = 0;
-  if (ndf__cache_load(ctx, key, payload, len) == NDF_OK) {
-    pthread_mutex_lock(&ctx->lock);
-    ctx->stats.disk_hits++;
-    pthread_mutex_unlock(&ctx->lock);
-    *key_out = key;
-    return NDF_OK;
+  char target[32], *key = NULL;
+  int cubin = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    if (!id_known) { /* load NVRTC: the remembered identity is missing or stale */
+      if (!(nv = ndf__nvrtc(&why))) return ndf__error(ctx, NDF_ENODEV, "%s: %s", op, why);
+      id_from_nvrtc(nv, &id);
+      id_store(ctx, &id);
+      id_known = 1;
+    }
+    pick_target(&id, arch, target, sizeof target, &cubin);
+    free(key);
+    if (!(key = disk_key(req, t, target, id.major, id.minor))) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", op);
+    if (ndf__cache_load(ctx, key, payload, len) == NDF_OK) {
+      pthread_mutex_lock(&ctx->lock);
+      ctx->stats.disk_hits++;
+      pthread_mutex_unlock(&ctx->lock);
+      *key_out = key;
+      return NDF_OK;
+    }
+    if (nv) break;
+    /* A miss: NVRTC is needed now; make sure the identity the key used is its own. */
+    if (!(nv = ndf__nvrtc(&why))) {
+      free(key);
+      return ndf__error(ctx, NDF_ENODEV, "%s: %s", op, why);
+    }
+    nvrtc_id real;
+    id_from_nvrtc(nv, &real);
+    if (memcmp(&real, &id, sizeof id) == 0) break;
+    id_known = 0; /* stale: redo the lookup with the real identity */
   }
   char *src = ndf__jit_source(ctx, op, req, NULL);
   if (!src) {

@@ -4,6 +4,7 @@
  * It also checks the template machinery: unfilled and unknown slots are
  * errors naming the slot.
  */
+#define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "templates.generated.h"
@@ -111,12 +115,80 @@ static void test_compile_error_carries_log(void **state) {
   assert_non_null(strstr(ndf_errmsg(ctx), "slots"));          /* the key */
 }
 
-int main(void) {
+/* The first family of the first template, as a request. */
+static void first_request(ndf__kernel_req *req) {
+  const ndf__template *tp = &ndf__templates[0];
+  ndf__req_init(req, tp->name, tp->kernels[0]);
+  for (int s = 0; s < tp->nslots; s++) ndf__req_set(req, tp->slot_names[s], "%s", tp->family[s]);
+}
+
+static int nvrtc_is_mapped(void) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  char line[4096];
+  int found = 0;
+  while (f && fgets(line, sizeof line, f)) found |= strstr(line, "libnvrtc") != NULL;
+  if (f) fclose(f);
+  return found;
+}
+
+/* Child process: a disk hit must come without loading NVRTC (its dlopen costs
+ * 5-20 ms of every fresh process's first call otherwise). */
+static int child_disk_hit(const char *dir) {
+  ndf_ctx_options opt;
+  ndf_ctx_options_init(&opt);
+  opt.backend = NDF_BACKEND_CPU;
+  opt.cache_dir = dir;
+  ndf_ctx *ctx = NULL;
+  if (ndf_ctx_create(&ctx, &opt) != NDF_OK) return 3;
+  ndf__kernel_req req;
+  first_request(&req);
+  int compiled = -1;
+  ndf_status st = ndf__jit_warm(ctx, "child", &req, "sm_90", &compiled);
+  int rc = st != NDF_OK ? 4 : compiled != 0 ? 5 : nvrtc_is_mapped() ? 6 : 0;
+  if (rc) fprintf(stderr, "child: status %s, compiled %d, nvrtc mapped %d: %s\n", ndf_status_name(st), compiled,
+                  nvrtc_is_mapped(), ndf_errmsg(ctx));
+  ndf_ctx_destroy(ctx);
+  return rc;
+}
+
+static void test_disk_hit_does_not_load_nvrtc(void **state) {
+  (void)state;
+  if (!ndf__nvrtc(NULL)) skip();
+  char dir[] = "/tmp/ndf-test-nvrtc-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  ndf_ctx_options opt;
+  ndf_ctx_options_init(&opt);
+  opt.backend = NDF_BACKEND_CPU;
+  opt.cache_dir = dir;
+  ndf_ctx *ctx = NULL;
+  assert_int_equal(ndf_ctx_create(&ctx, &opt), NDF_OK);
+  ndf__kernel_req req;
+  first_request(&req);
+  int compiled = 0;
+  assert_int_equal(ndf__jit_warm(ctx, "test", &req, "sm_90", &compiled), NDF_OK);
+  assert_int_equal(compiled, 1);
+  ndf_ctx_destroy(ctx);
+  char *argv[] = {(char *)"/proc/self/exe", (char *)"--child-disk-hit", dir, NULL};
+  pid_t pid;
+  extern char **environ;
+  assert_int_equal(posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, environ), 0);
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+int main(int argc, char **argv) {
+  if (argc == 3 && strcmp(argv[1], "--child-disk-hit") == 0) return child_disk_hit(argv[2]);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_unfilled_slot_is_an_error),
       cmocka_unit_test(test_unknown_slot_is_an_error),
       cmocka_unit_test(test_source_points_back_at_templates),
       cmocka_unit_test(test_compile_error_carries_log),
+      cmocka_unit_test(test_disk_hit_does_not_load_nvrtc),
       cmocka_unit_test(test_every_family_compiles),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
