@@ -83,6 +83,11 @@ typedef struct ndfio__iter {
 void ndfio__iter_init(ndfio__iter *it, const ndf_array *a, int fortran);
 size_t ndfio__gather(ndfio__iter *it, void *dst, size_t max_elems);
 
+/* Writes a's nelem elements in C (fortran = 0) or Fortran order through put,
+ * in chunks; returns 1 when every put returned 1. */
+int ndfio__write_elems(const ndf_array *a, int64_t nelem, int fortran,
+                       int (*put)(const void *buf, size_t bytes, void *ud), void *ud);
+
 /* Creates a new, empty temporary file next to path whose name keeps path's
  * extension (".npy", ".nii.gz" ...), e.g. "dir/.out.ndftmp-123-0.nii.gz".
  * *tmp (malloc'ed) gets its name and *fd an open descriptor (or pass fd NULL

@@ -23,7 +23,6 @@
 
 #include <nifti1_io.h>
 
-#define DATA_CHUNK (1u << 22)
 
 static const struct {
   int code;
@@ -39,15 +38,6 @@ static const struct {
  * line itself. */
 static void quiet(void) { nifti_set_debug_level(0); }
 
-static size_t esz_of(ndf_dtype t) {
-  switch (t) {
-  case NDF_BOOL: case NDF_UINT8: case NDF_INT8: return 1;
-  case NDF_UINT16: case NDF_INT16: return 2;
-  case NDF_UINT32: case NDF_INT32: case NDF_FLOAT32: return 4;
-  case NDF_FLOAT64: return 8;
-  default: return 0;
-  }
-}
 
 ndfio_format ndfio_format_of(const char *path) {
   size_t n = path ? strlen(path) : 0;
@@ -186,7 +176,7 @@ ndf_status ndfio_nifti_read(const char *path, ndfio_image *img, char *err, size_
   if ((s = dtype_of(path, nim->datatype, &dtype, err, errlen)) != NDF_OK) goto fail;
   s = NDF_EINVAL;
   int ndim = nim->dim[0];
-  if (ndim < 1 || ndim > 7 || nim->nbyper != (int)esz_of(dtype)) {
+  if (ndim < 1 || ndim > 7 || nim->nbyper != (int)ndf_dtype_size(dtype)) {
     ndfio__err(err, errlen, "cannot read '%s': bad NIfTI header (dim[0]=%d)", path, ndim);
     goto fail;
   }
@@ -195,7 +185,7 @@ ndf_status ndfio_nifti_read(const char *path, ndfio_image *img, char *err, size_
   a->device_id = 0;
   a->dtype = dtype;
   a->ndim = ndim;
-  size_t esz = esz_of(dtype), n = 1;
+  size_t esz = ndf_dtype_size(dtype), n = 1;
   for (int i = 0; i < ndim; i++) {
     if (nim->dim[i + 1] < 1) {
       ndfio__err(err, errlen, "cannot read '%s': bad NIfTI header (dim[%d]=%d)", path, i + 1,
@@ -240,24 +230,11 @@ fail:
 /* ------------------------------------------------------------------------ */
 /* Writing                                                                   */
 
+static int put_znz(const void *buf, size_t bytes, void *ud) { return znzwrite(buf, 1, bytes, ud) == bytes; }
+
 /* Writes a's elements in Fortran order (x fastest) to fp. */
 static int write_fortran(znzFile fp, const ndf_array *a, int64_t nelem) {
-  size_t esz = esz_of(a->dtype);
-  if (nelem == 0) return 1;
-  if (ndfio__is_dense(a, 1))
-    return znzwrite(a->data, 1, (size_t)nelem * esz, fp) == (size_t)nelem * esz;
-  size_t chunk = DATA_CHUNK / esz;
-  if ((uint64_t)chunk > (uint64_t)nelem) chunk = (size_t)nelem;
-  void *buf = malloc(chunk * esz);
-  if (!buf) return 0;
-  ndfio__iter it;
-  ndfio__iter_init(&it, a, 1);
-  size_t got;
-  int ok = 1;
-  while (ok && (got = ndfio__gather(&it, buf, chunk)) > 0)
-    ok = znzwrite(buf, 1, got * esz, fp) == got * esz;
-  free(buf);
-  return ok;
+  return ndfio__write_elems(a, nelem, 1, put_znz, fp);
 }
 
 /* Sets the datatype and dimensions of nim to a's (header fields only). */

@@ -54,16 +54,6 @@ static int mul_ok(int64_t a, int64_t b, int64_t *out) {
   return 1;
 }
 
-/* Element size of the dtypes ndfio knows, without calling the library. */
-static size_t dtype_size(ndf_dtype t) {
-  switch (t) {
-  case NDF_BOOL: case NDF_UINT8: case NDF_INT8: return 1;
-  case NDF_UINT16: case NDF_INT16: return 2;
-  case NDF_UINT32: case NDF_INT32: case NDF_FLOAT32: return 4;
-  case NDF_FLOAT64: return 8;
-  default: return 0;
-  }
-}
 
 ndf_status ndfio__check_host_array(const char *path, const ndf_array *a, int64_t *nelem,
                                    char *err, size_t errlen) {
@@ -75,7 +65,7 @@ ndf_status ndfio__check_host_array(const char *path, const ndf_array *a, int64_t
     ndfio__err(err, errlen, "cannot write '%s': the array is not in host memory", path);
     return NDF_EINVAL;
   }
-  size_t esz = dtype_size(a->dtype);
+  size_t esz = ndf_dtype_size(a->dtype);
   if (esz == 0) {
     ndfio__err(err, errlen, "cannot write '%s': unknown dtype %d", path, (int)a->dtype);
     return NDF_EINVAL;
@@ -115,7 +105,7 @@ ndf_status ndfio__check_host_array(const char *path, const ndf_array *a, int64_t
 void ndfio__iter_init(ndfio__iter *it, const ndf_array *a, int fortran) {
   memset(it, 0, sizeof *it);
   it->a = a;
-  it->esz = dtype_size(a->dtype);
+  it->esz = ndf_dtype_size(a->dtype);
   it->fortran = fortran;
   int64_t n = 1;
   for (int i = 0; i < a->ndim; i++) n *= a->shape[i];
@@ -524,7 +514,7 @@ ndf_status ndfio_npy_read(const char *path, ndfio_image *img, char *err, size_t 
   if ((s = parse_header(path, text, (size_t)hlen, &h, err, errlen)) != NDF_OK) goto done;
   ndf_dtype dtype;
   if ((s = parse_descr(path, h.descr, &dtype, err, errlen)) != NDF_OK) goto done;
-  if (!host_is_little_endian() && dtype_size(dtype) > 1) {
+  if (!host_is_little_endian() && ndf_dtype_size(dtype) > 1) {
     s = NDF_ENOTSUP;
     ndfio__err(err, errlen, "cannot read '%s': multi-byte data on a big-endian host", path);
     goto done;
@@ -545,7 +535,7 @@ ndf_status ndfio_npy_read(const char *path, ndfio_image *img, char *err, size_t 
     }
     n = h.shape[i] == 0 ? 0 : n * h.shape[i];
   }
-  size_t esz = dtype_size(dtype);
+  size_t esz = ndf_dtype_size(dtype);
   int64_t nbytes, maxbytes;
   if (!mul_ok(nonzero, (int64_t)esz, &maxbytes) || (uint64_t)maxbytes > (uint64_t)SIZE_MAX) {
     s = NDF_EINVAL;
@@ -654,23 +644,25 @@ static size_t npy_build_header(const ndf_array *a, char *buf, size_t cap) {
   return total;
 }
 
-static int write_data(FILE *f, const ndf_array *a, int64_t nelem) {
-  size_t esz = dtype_size(a->dtype);
+int ndfio__write_elems(const ndf_array *a, int64_t nelem, int fortran,
+                       int (*put)(const void *buf, size_t bytes, void *ud), void *ud) {
+  size_t esz = ndf_dtype_size(a->dtype);
   if (nelem == 0) return 1;
-  if (ndfio__is_dense(a, 0))
-    return fwrite(a->data, esz, (size_t)nelem, f) == (size_t)nelem;
+  if (ndfio__is_dense(a, fortran)) return put(a->data, (size_t)nelem * esz, ud);
   size_t chunk = GATHER_CHUNK / esz;
   if ((uint64_t)chunk > (uint64_t)nelem) chunk = (size_t)nelem;
   void *buf = malloc(chunk * esz);
   if (!buf) return 0;
   ndfio__iter it;
-  ndfio__iter_init(&it, a, 0);
+  ndfio__iter_init(&it, a, fortran);
   size_t got;
   int ok = 1;
-  while (ok && (got = ndfio__gather(&it, buf, chunk)) > 0) ok = fwrite(buf, esz, got, f) == got;
+  while (ok && (got = ndfio__gather(&it, buf, chunk)) > 0) ok = put(buf, got * esz, ud);
   free(buf);
   return ok;
 }
+
+static int put_file(const void *buf, size_t bytes, void *ud) { return fwrite(buf, 1, bytes, ud) == bytes; }
 
 ndf_status ndfio_npy_write(const char *path, const ndf_array *a, char *err, size_t errlen) {
   int64_t nelem;
@@ -698,7 +690,7 @@ ndf_status ndfio_npy_write(const char *path, const ndf_array *a, char *err, size
     return NDF_EIO;
   }
   errno = 0;
-  int ok = fwrite(head, 1, hlen, f) == hlen && write_data(f, a, nelem) && fflush(f) == 0;
+  int ok = fwrite(head, 1, hlen, f) == hlen && ndfio__write_elems(a, nelem, 0, put_file, f) && fflush(f) == 0;
   int e = errno;
   if (fclose(f) != 0 && ok) {
     ok = 0;
