@@ -259,6 +259,32 @@ NDF_API ndf_status ndf_grey_erosion(ndf_ctx *ctx, const ndf_array *input, ndf_ar
 NDF_API ndf_status ndf_grey_dilation(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
                                      const ndf_grey_options *opt);
 
+/*
+ * Composite grey morphology, as scipy.ndimage composes it (same options as
+ * ndf_grey_erosion; the element, mode, cval and origin apply to every step):
+ *   ndf_grey_opening            dilation(erosion(input))
+ *   ndf_grey_closing            erosion(dilation(input))
+ *   ndf_morphological_gradient  dilation(input) - erosion(input)
+ *   ndf_morphological_laplace   ((dilation(input) + erosion(input)) - input) - input
+ *   ndf_white_tophat            input - opening(input)
+ *   ndf_black_tophat            closing(input) - input
+ * Arithmetic is NumPy's in the input dtype: integers wrap around, float32
+ * rounds after every step.  Intermediates live in scratch memory of the
+ * context (stream-ordered on CUDA).
+ */
+NDF_API ndf_status ndf_grey_opening(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                                    const ndf_grey_options *opt);
+NDF_API ndf_status ndf_grey_closing(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                                    const ndf_grey_options *opt);
+NDF_API ndf_status ndf_morphological_gradient(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                                              const ndf_grey_options *opt);
+NDF_API ndf_status ndf_morphological_laplace(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                                             const ndf_grey_options *opt);
+NDF_API ndf_status ndf_white_tophat(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                                    const ndf_grey_options *opt);
+NDF_API ndf_status ndf_black_tophat(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                                    const ndf_grey_options *opt);
+
 /* ------------------------------------------------------------------------ */
 /* Kernel cache                                                              */
 
