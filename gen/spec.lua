@@ -69,5 +69,23 @@ return {
           TY = { "8" }, VX = { "4" }, ZC = { "32" }, TSIZE = { "4" } },
       },
     },
+    {
+      name = "elementwise",
+      file = "templates/elementwise.cu",
+      kernels = { "ndf_elementwise" },
+      slots = {
+        T = "element type (C name)",
+        U = "unsigned type of T's width for integers (NumPy wraparound); T for floats",
+        KIND = "0: a - b; 1: ((a + b) - c) - c",
+      },
+      families = {
+        { T = { "unsigned char" }, U = { "unsigned char" }, KIND = { "0", "1" } },
+        { T = { "signed char" }, U = { "unsigned char" }, KIND = { "0", "1" } },
+        { T = { "unsigned short", "short" }, U = { "unsigned short" }, KIND = { "0" } },
+        { T = { "unsigned int", "int" }, U = { "unsigned int" }, KIND = { "1" } },
+        { T = { "float" }, U = { "float" }, KIND = { "0", "1" } },
+        { T = { "double" }, U = { "double" }, KIND = { "0", "1" } },
+      },
+    },
   },
 }

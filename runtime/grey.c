@@ -285,17 +285,29 @@ static ndf_status check_arrays(ndf_ctx *ctx, const char *name, const ndf_array *
   return NDF_OK;
 }
 
-static ndf_status grey(ndf_ctx *ctx, const char *name, ndf__minmax op, const ndf_array *in, ndf_array *out,
-                       const ndf_grey_options *opt) {
+ndf_status ndf__grey_check(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *out,
+                           const ndf_grey_options *opt) {
   if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
   ndf__clear_error(ctx);
   ndf_status s = check_arrays(ctx, name, in, out);
   if (s != NDF_OK) return s;
   if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
+  return NDF_OK;
+}
+
+ndf_status ndf__grey_run(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
+                         const ndf__grey_geom *g) {
+  if (ndf_array_size(in) == 0) return NDF_OK;
+  return in->device == NDF_DEVICE_CPU ? ndf__grey_cpu(ctx, in, out, g) : ndf__grey_cuda(ctx, name, in, out, g);
+}
+
+static ndf_status grey(ndf_ctx *ctx, const char *name, ndf__minmax op, const ndf_array *in, ndf_array *out,
+                       const ndf_grey_options *opt) {
+  ndf_status s = ndf__grey_check(ctx, name, in, out, opt);
+  if (s != NDF_OK) return s;
   ndf__grey_geom g;
   if ((s = ndf__grey_prepare(ctx, name, op, in->dtype, in->ndim, in->shape, opt, &g)) != NDF_OK) return s;
-  if (ndf_array_size(in) > 0)
-    s = in->device == NDF_DEVICE_CPU ? ndf__grey_cpu(ctx, in, out, &g) : ndf__grey_cuda(ctx, name, in, out, &g);
+  s = ndf__grey_run(ctx, name, in, out, &g);
   ndf__grey_geom_free(&g);
   return s;
 }
@@ -317,25 +329,41 @@ ndf_status ndf_cache_warm(ndf_ctx *ctx, const char *arch, const char *op, ndf_dt
   if (!arch || strncmp(arch, "sm_", 3) != 0 || atoi(arch + 3) < 50)
     return ndf__argerror(ctx, name, "arch", "'%s' is not an architecture like sm_90", arch ? arch : "(null)");
   if (!op) return ndf__argerror(ctx, name, "op", "NULL");
-  ndf__minmax mm;
-  if (strcmp(op, "grey_erosion") == 0) mm = NDF__MIN;
-  else if (strcmp(op, "grey_dilation") == 0) mm = NDF__MAX;
-  else return ndf__argerror(ctx, name, "op", "unknown op '%s' (grey_erosion, grey_dilation)", op);
+  /* The min/max steps an op takes, and its elementwise epilogue (-1: none). */
+  static const struct { const char *op; int steps; ndf__minmax mm[2]; int combine; } ops[] = {
+      {"grey_erosion", 1, {NDF__MIN}, -1},
+      {"grey_dilation", 1, {NDF__MAX}, -1},
+      {"grey_opening", 2, {NDF__MIN, NDF__MAX}, -1},
+      {"grey_closing", 2, {NDF__MAX, NDF__MIN}, -1},
+      {"morphological_gradient", 2, {NDF__MAX, NDF__MIN}, NDF__COMBINE_SUB},
+      {"morphological_laplace", 2, {NDF__MAX, NDF__MIN}, NDF__COMBINE_LAPLACE},
+      {"white_tophat", 2, {NDF__MIN, NDF__MAX}, NDF__COMBINE_SUB},
+      {"black_tophat", 2, {NDF__MAX, NDF__MIN}, NDF__COMBINE_SUB},
+  };
+  int which = -1;
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    if (strcmp(op, ops[i].op) == 0) which = (int)i;
+  if (which < 0)
+    return ndf__argerror(ctx, name, "op", "unknown op '%s' (grey_erosion, grey_dilation, grey_opening, grey_closing, "
+                         "morphological_gradient, morphological_laplace, white_tophat, black_tophat)", op);
   if (dtype == NDF_BOOL || !ndf_dtype_size(dtype)) return ndf__argerror(ctx, name, "dtype", "unsupported dtype %d", (int)dtype);
   if (ndim < 1 || ndim > NDF_MAX_NDIM) return ndf__argerror(ctx, name, "ndim", "%d is not in 1..%d", ndim, NDF_MAX_NDIM);
   if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
   int64_t shape[NDF_MAX_NDIM];
   for (int d = 0; d < ndim; d++) shape[d] = 64;
-  ndf__grey_geom g;
-  ndf_status s = ndf__grey_prepare(ctx, name, mm, dtype, ndim, shape, opt, &g);
-  if (s != NDF_OK) return s;
+  ndf_status s = NDF_OK;
   ndf__kernel_req reqs[16];
-  int n = ndf__grey_cuda_requests(&g, dtype, ndim, reqs, 16);
-  for (int i = 0; i < n && s == NDF_OK; i++) {
-    int c = 0;
-    s = ndf__jit_warm(ctx, name, &reqs[i], arch, &c);
-    if (compiled) *compiled += c;
+  for (int step = 0; step < ops[which].steps && s == NDF_OK; step++) {
+    ndf__grey_geom g;
+    if ((s = ndf__grey_prepare(ctx, name, ops[which].mm[step], dtype, ndim, shape, opt, &g)) != NDF_OK) return s;
+    int n = ndf__grey_cuda_requests(&g, dtype, ndim, reqs, 15);
+    if (step == ops[which].steps - 1 && ops[which].combine >= 0) ndf__combine_request(&reqs[n++], ops[which].combine, dtype);
+    for (int i = 0; i < n && s == NDF_OK; i++) {
+      int c = 0;
+      s = ndf__jit_warm(ctx, name, &reqs[i], arch, &c);
+      if (compiled) *compiled += c;
+    }
+    ndf__grey_geom_free(&g);
   }
-  ndf__grey_geom_free(&g);
   return s;
 }

@@ -34,6 +34,7 @@ static inline int64_t map_coord(int64_t i, int64_t n, ndf_mode mode) {
 }
 
 static int nthreads(const ndf_ctx *ctx) { return ctx->opt.cpu_threads > 0 ? ctx->opt.cpu_threads : 0; }
+static int omp_threads(void);
 
 /* NaN-propagating min/max for floats, plain for integers (IS_FLOAT is a constant). */
 #define PICK(IS_FLOAT, op, a, b)                                                     \
@@ -224,6 +225,8 @@ static int omp_threads(void) { return 1; }
 #endif
 
 NDF_CPU_TYPES(DEFINE_CPU)
+
+int ndf__cpu_threads(const ndf_ctx *ctx) { return nthreads(ctx) ? nthreads(ctx) : omp_threads(); }
 
 typedef int (*taps_fn)(const ndf_ctx *, const ndf_array *, ndf_array *, const ndf__grey_geom *, int64_t,
                         const int32_t *, const double *, const double *);

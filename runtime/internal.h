@@ -134,6 +134,25 @@ ndf_status ndf__grey_prepare(ndf_ctx *ctx, const char *name, ndf__minmax op, ndf
                              int ndim, const int64_t *shape, const ndf_grey_options *opt,
                              ndf__grey_geom *g);
 
+/* Argument checks shared by every grey op (messages carry name). */
+ndf_status ndf__grey_check(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *out,
+                           const ndf_grey_options *opt);
+/* Runs one prepared min/max step on the backend of the arrays. */
+ndf_status ndf__grey_run(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
+                         const ndf__grey_geom *g);
+
+/* ---- grey_compose.c: elementwise epilogues in NumPy arithmetic of the dtype ---------------- */
+typedef enum {
+  NDF__COMBINE_SUB = 0,     /* out = a - b */
+  NDF__COMBINE_LAPLACE = 1  /* out = ((a + b) - c) - c */
+} ndf__combine_kind;
+/* out may alias a or b; all arrays share dtype, shape and device. */
+ndf_status ndf__combine(ndf_ctx *ctx, const char *name, ndf__combine_kind kind, const ndf_array *a,
+                        const ndf_array *b, const ndf_array *c, ndf_array *out);
+void ndf__combine_request(ndf__kernel_req *r, int kind, ndf_dtype dtype);
+
+/* OpenMP threads the CPU backend uses for ctx. */
+int ndf__cpu_threads(const ndf_ctx *ctx);
 ndf_status ndf__grey_cpu(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf__grey_geom *g);
 ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
                           const ndf__grey_geom *g);

@@ -1,0 +1,220 @@
+/*
+ * grey_compose.c -- the composite grey ops, composed as scipy.ndimage
+ * composes them (_morphology.py), from the min/max steps and one elementwise
+ * epilogue in NumPy's arithmetic of the input dtype:
+ *
+ *   opening   = dilation(erosion(x))          closing  = erosion(dilation(x))
+ *   gradient  = dilation(x) - erosion(x)      laplace  = ((dil + ero) - x) - x
+ *   white_tophat = x - opening(x)             black_tophat = closing(x) - x
+ *
+ * Every step is validated before the first one runs (an origin must suit both
+ * the erosion and the reflected dilation, as scipy checks both), so a bad
+ * argument writes nothing.  Intermediates live in scratch: stream-ordered on
+ * CUDA, heap on the CPU.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- the elementwise epilogue -------------------------------------------------------- */
+
+/* NumPy arithmetic per dtype: X(type, unsigned type of the same width). */
+#define NDF_EW_TYPES(X)                                                                   \
+  X(NDF_UINT8, uint8_t, uint8_t) X(NDF_INT8, int8_t, uint8_t) X(NDF_UINT16, uint16_t, uint16_t) \
+  X(NDF_INT16, int16_t, uint16_t) X(NDF_UINT32, uint32_t, uint32_t) X(NDF_INT32, int32_t, uint32_t) \
+  X(NDF_FLOAT32, float, float) X(NDF_FLOAT64, double, double)
+
+static const char *unsigned_ctype(ndf_dtype t) {
+  switch (t) {
+    case NDF_UINT8: case NDF_INT8: return "unsigned char";
+    case NDF_UINT16: case NDF_INT16: return "unsigned short";
+    case NDF_UINT32: case NDF_INT32: return "unsigned int";
+    default: return ndf__dtype_ctype(t);
+  }
+}
+
+void ndf__combine_request(ndf__kernel_req *r, int kind, ndf_dtype dtype) {
+  ndf__req_init(r, "elementwise", "ndf_elementwise");
+  ndf__req_set(r, "T", "%s", ndf__dtype_ctype(dtype));
+  ndf__req_set(r, "U", "%s", unsigned_ctype(dtype));
+  ndf__req_set(r, "KIND", "%d", kind);
+}
+
+/* Element offset of linear index i (row-major over shape) for strides st. */
+static inline int64_t offset_of(int64_t i, const int64_t *shape, const int64_t *st, int ndim) {
+  int64_t off = 0;
+  for (int d = ndim - 1; d >= 0; d--) {
+    off += (i % shape[d]) * st[d];
+    i /= shape[d];
+  }
+  return off;
+}
+
+static void combine_cpu(ndf_ctx *ctx, ndf__combine_kind kind, const ndf_array *a, const ndf_array *b,
+                        const ndf_array *c, ndf_array *out) {
+  const int64_t n = ndf_array_size(out);
+  const int nd = out->ndim;
+  const int threads = ndf__cpu_threads(ctx);
+  switch (out->dtype) {
+#define CASE(DT, T, U)                                                                           \
+    case DT: {                                                                                   \
+      const T *pa = a->data, *pb = b->data, *pc = c ? c->data : NULL;                          \
+      T *po = out->data;                                                                         \
+      _Pragma("omp parallel for schedule(static) if (n > 65536) num_threads(threads)") \
+      for (int64_t i = 0; i < n; i++) {                                                          \
+        const T va = pa[offset_of(i, out->shape, a->strides, nd)];                               \
+        const T vb = pb[offset_of(i, out->shape, b->strides, nd)];                               \
+        U t;                                                                                     \
+        if (kind == NDF__COMBINE_SUB) {                                                          \
+          t = (U)((U)va - (U)vb);                                                                \
+        } else {                                                                                 \
+          const U vc = (U)pc[offset_of(i, out->shape, c->strides, nd)];                          \
+          t = (U)((U)va + (U)vb);                                                                \
+          t = (U)(t - vc);                                                                       \
+          t = (U)(t - vc);                                                                       \
+        }                                                                                        \
+        po[offset_of(i, out->shape, out->strides, nd)] = (T)t;                                   \
+      }                                                                                          \
+      break;                                                                                     \
+    }
+    NDF_EW_TYPES(CASE)
+#undef CASE
+    default: break;
+  }
+}
+
+static ndf_status combine_cuda(ndf_ctx *ctx, const char *name, ndf__combine_kind kind, const ndf_array *a,
+                               const ndf_array *b, const ndf_array *c, ndf_array *out) {
+  ndf__kernel_req req;
+  ndf__combine_request(&req, kind, out->dtype);
+  CUfunction fn;
+  ndf_status s = ndf__jit_get(ctx, name, &req, &fn);
+  if (s != NDF_OK) return s;
+  /* Laid out as ndf_ew_params in templates/elementwise.cu. */
+  struct {
+    const void *a, *b, *c;
+    void *out;
+    int ndim;
+    int64_t n;
+    int64_t shape[NDF_MAX_NDIM], sa[NDF_MAX_NDIM], sb[NDF_MAX_NDIM], sc[NDF_MAX_NDIM], so[NDF_MAX_NDIM];
+  } p;
+  memset(&p, 0, sizeof p);
+  p.a = a->data;
+  p.b = b->data;
+  p.c = c ? c->data : a->data;
+  p.out = out->data;
+  p.ndim = out->ndim;
+  p.n = ndf_array_size(out);
+  for (int d = 0; d < out->ndim; d++) {
+    p.shape[d] = out->shape[d];
+    p.sa[d] = a->strides[d];
+    p.sb[d] = b->strides[d];
+    p.sc[d] = c ? c->strides[d] : a->strides[d];
+    p.so[d] = out->strides[d];
+  }
+  int64_t blocks = (p.n + 255) / 256, cap = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) * 32;
+  void *args[] = {&p};
+  CUresult r = ndf__cu(NULL)->cuLaunchKernel(fn, (unsigned)(blocks < cap ? blocks : cap), 1, 1, 256, 1, 1, 0,
+                                             ctx->stream, args, NULL);
+  return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, name, r);
+}
+
+ndf_status ndf__combine(ndf_ctx *ctx, const char *name, ndf__combine_kind kind, const ndf_array *a,
+                        const ndf_array *b, const ndf_array *c, ndf_array *out) {
+  if (ndf_array_size(out) == 0) return NDF_OK;
+  if (out->device == NDF_DEVICE_CPU) {
+    combine_cpu(ctx, kind, a, b, c, out);
+    return NDF_OK;
+  }
+  return combine_cuda(ctx, name, kind, a, b, c, out);
+}
+
+/* ---- the compositions ---------------------------------------------------------------------- */
+
+typedef enum { OPENING, CLOSING, GRADIENT, LAPLACE, WHITE_TOPHAT, BLACK_TOPHAT } composite;
+
+/* A contiguous scratch array shaped like like, on its device. */
+static ndf_status scratch_like(ndf_ctx *ctx, const ndf_array *like, ndf_array *t) {
+  ndf_array_init(t, NULL, like->device, like->dtype, like->ndim, like->shape);
+  t->device_id = like->device_id;
+  size_t bytes = (size_t)ndf_array_size(like) * ndf_dtype_size(like->dtype);
+  if (like->device == NDF_DEVICE_CPU) {
+    t->data = malloc(bytes ? bytes : 1);
+    return t->data ? NDF_OK : ndf__error(ctx, NDF_ENOMEM, "ndforge: out of host memory for a temporary");
+  }
+  CUdeviceptr p = 0;
+  ndf_status s = ndf__scratch_alloc(ctx, bytes, &p);
+  t->data = (void *)(uintptr_t)p;
+  return s;
+}
+
+static void scratch_free(ndf_ctx *ctx, ndf_array *t) {
+  if (!t->data) return;
+  if (t->device == NDF_DEVICE_CPU) free(t->data);
+  else ndf__scratch_free(ctx, (CUdeviceptr)(uintptr_t)t->data);
+  t->data = NULL;
+}
+
+static ndf_status compose(ndf_ctx *ctx, const char *name, composite op, const ndf_array *in, ndf_array *out,
+                          const ndf_grey_options *opt) {
+  ndf_status s = ndf__grey_check(ctx, name, in, out, opt);
+  if (s != NDF_OK) return s;
+  ndf__grey_geom ero, dil;
+  if ((s = ndf__grey_prepare(ctx, name, NDF__MIN, in->dtype, in->ndim, in->shape, opt, &ero)) != NDF_OK) return s;
+  if ((s = ndf__grey_prepare(ctx, name, NDF__MAX, in->dtype, in->ndim, in->shape, opt, &dil)) != NDF_OK) {
+    ndf__grey_geom_free(&ero);
+    return s;
+  }
+  ndf_array tmp;
+  memset(&tmp, 0, sizeof tmp);
+  if (ndf_array_size(in) > 0 && (in->device != NDF_DEVICE_CUDA || (s = ndf__ctx_bind(ctx)) == NDF_OK))
+    s = scratch_like(ctx, in, &tmp);
+  if (s == NDF_OK && ndf_array_size(in) > 0) {
+    switch (op) {
+      case OPENING: /* dilation(erosion(x)) */
+      case WHITE_TOPHAT:
+        s = ndf__grey_run(ctx, name, in, &tmp, &ero);
+        if (s == NDF_OK) s = ndf__grey_run(ctx, name, &tmp, out, &dil);
+        if (s == NDF_OK && op == WHITE_TOPHAT) s = ndf__combine(ctx, name, NDF__COMBINE_SUB, in, out, NULL, out);
+        break;
+      case CLOSING: /* erosion(dilation(x)) */
+      case BLACK_TOPHAT:
+        s = ndf__grey_run(ctx, name, in, &tmp, &dil);
+        if (s == NDF_OK) s = ndf__grey_run(ctx, name, &tmp, out, &ero);
+        if (s == NDF_OK && op == BLACK_TOPHAT) s = ndf__combine(ctx, name, NDF__COMBINE_SUB, out, in, NULL, out);
+        break;
+      case GRADIENT: /* dilation(x) - erosion(x) */
+      case LAPLACE:  /* ((dilation(x) + erosion(x)) - x) - x */
+        s = ndf__grey_run(ctx, name, in, &tmp, &dil);
+        if (s == NDF_OK) s = ndf__grey_run(ctx, name, in, out, &ero);
+        if (s == NDF_OK)
+          s = op == GRADIENT ? ndf__combine(ctx, name, NDF__COMBINE_SUB, &tmp, out, NULL, out)
+                             : ndf__combine(ctx, name, NDF__COMBINE_LAPLACE, &tmp, out, in, out);
+        break;
+    }
+  }
+  scratch_free(ctx, &tmp);
+  ndf__grey_geom_free(&ero);
+  ndf__grey_geom_free(&dil);
+  return s;
+}
+
+ndf_status ndf_grey_opening(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_grey_options *opt) {
+  return compose(ctx, "ndf_grey_opening", OPENING, in, out, opt);
+}
+ndf_status ndf_grey_closing(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_grey_options *opt) {
+  return compose(ctx, "ndf_grey_closing", CLOSING, in, out, opt);
+}
+ndf_status ndf_morphological_gradient(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_grey_options *opt) {
+  return compose(ctx, "ndf_morphological_gradient", GRADIENT, in, out, opt);
+}
+ndf_status ndf_morphological_laplace(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_grey_options *opt) {
+  return compose(ctx, "ndf_morphological_laplace", LAPLACE, in, out, opt);
+}
+ndf_status ndf_white_tophat(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_grey_options *opt) {
+  return compose(ctx, "ndf_white_tophat", WHITE_TOPHAT, in, out, opt);
+}
+ndf_status ndf_black_tophat(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_grey_options *opt) {
+  return compose(ctx, "ndf_black_tophat", BLACK_TOPHAT, in, out, opt);
+}
