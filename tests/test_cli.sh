@@ -115,6 +115,9 @@ def make_inputs():
     fp[1, 1, 1] = True
     np.save('in/fp.npy', fp)
     np.save('in/st.npy', rng.integers(0, 3, (3, 3, 3)).astype(np.float64))
+    fp2 = rng.random((3, 4)) > 0.5
+    fp2[1, 2] = True
+    np.save('in/fp2.npy', fp2)
     np.save('in/c64.npy', np.zeros((4, 4), np.complex64))
     np.save('in/i64.npy', np.zeros((4, 4), np.int64))
     np.save('in/f16.npy', np.zeros((4, 4), np.float16))
@@ -169,6 +172,16 @@ def main():
         make_inputs()
     elif cmd == 'compare':
         compare(*sys.argv[2:6])
+    elif cmd == 'compare-list':    # lines DESC<tab>OP<tab>INPUT<tab>OUTPUT<tab>KWARGS
+        for line in open(sys.argv[2]):
+            desc, op, inp, out, kw = line.rstrip('\n').split('\t')
+            try:
+                compare(op, inp, out, kw)
+                print('PASS')
+            except SystemExit as e:
+                print('FAIL: %s: %s' % (desc, e.code))
+            except Exception as e:
+                print('FAIL: %s: %s: %s' % (desc, type(e).__name__, e))
     elif cmd == 'same':            # same values and dtype in two files
         check_same(load(sys.argv[2]), load(sys.argv[3]), 'same')
     elif cmd == 'nifti-header':    # output keeps the input's header
@@ -215,6 +228,37 @@ ok_run() {
   if "$py" helper.py compare "$op" "$in" "$out" "$kw" 2> cmp.err; then pass; else
     fail "$desc: $(tail -n 1 cmp.err)"
   fi
+}
+
+# queue_run DESC OP INPUT PY-KWARGS CLI-OPTIONS...: runs into a new output and
+# queues the comparison with scipy for compare_queued, which makes them all in
+# one python (a python with scipy takes ~0.2 s to start).
+nqueued=0
+: > queue.tsv
+queue_run() {
+  local desc=$1 op=$2 in=$3 kw=$4
+  shift 4
+  nqueued=$((nqueued + 1))
+  local out=out/q$nqueued.npy
+  rm -f "$out"
+  if ! ndf run "$op" "$@" "$in" "$out"; then
+    fail "$desc: exit $? ($(head -c 300 last.err))"
+    return
+  fi
+  if [ -s last.err ]; then fail "$desc: unexpected stderr: $(head -c 300 last.err)"; return; fi
+  printf '%s\t%s\t%s\t%s\t%s\n' "$desc" "$op" "$in" "$out" "$kw" >> queue.tsv
+}
+compare_queued() {
+  local n np nf line
+  n=$(wc -l < queue.tsv)
+  [ "$n" -gt 0 ] || return 0
+  "$py" helper.py compare-list queue.tsv > cmp.out 2>&1
+  np=$(grep -c '^PASS$' cmp.out)
+  nf=$(grep -c '^FAIL: ' cmp.out)
+  npass=$((npass + np))
+  while IFS= read -r line; do fail "${line#FAIL: }"; done < <(grep '^FAIL: ' cmp.out)
+  [ $((np + nf)) -eq "$n" ] || fail "compare-list: $np + $nf results for $n runs: $(tail -n 3 cmp.out)"
+  : > queue.tsv
 }
 
 # bad DESC WANT_RC OUTPUT CLI-ARGS...: must exit WANT_RC (or any non-zero
@@ -283,6 +327,36 @@ for dev in $devices; do
 done
 ok_run "auto device" grey_dilation in/f32.npy out/r.npy "dict(size=2)" --size 2
 
+# Composite ops: scipy composes erosion and dilation and does the arithmetic
+# in the input dtype (uint8 wraps around: the uint8 laplace overflows).
+for dev in $devices; do
+  d="--device $dev"
+  queue_run "$dev grey_opening size 3" grey_opening in/f32.npy "dict(size=3)" --size 3 $d
+  queue_run "$dev grey_opening uint8 wrap" grey_opening in/u8.npy \
+    "dict(size=(5,2), mode='wrap')" --size 5,2 --mode wrap $d
+  queue_run "$dev grey_closing footprint origin" grey_closing in/f32.npy \
+    "dict(footprint=load('in/fp.npy'), origin=(1,-1,0))" --footprint in/fp.npy --origin 1,-1,0 $d
+  queue_run "$dev grey_closing uint8 mirror origin" grey_closing in/u8.npy \
+    "dict(size=4, mode='mirror', origin=-1)" --size 4 --mode mirror --origin -1 $d
+  queue_run "$dev morphological_gradient structure nearest" morphological_gradient in/f32.npy \
+    "dict(structure=load('in/st.npy'), mode='nearest')" --structure in/st.npy --mode nearest $d
+  queue_run "$dev morphological_gradient uint8 constant" morphological_gradient in/u8.npy \
+    "dict(size=3, mode='constant', cval=7)" --size 3 --mode constant --cval 7 $d
+  queue_run "$dev morphological_laplace constant" morphological_laplace in/f32.npy \
+    "dict(size=(3,2,4), mode='constant', cval=2.5)" --size 3,2,4 --mode constant --cval 2.5 $d
+  queue_run "$dev morphological_laplace uint8 (wraps)" morphological_laplace in/u8.npy \
+    "dict(size=3)" --size 3 $d
+  queue_run "$dev white_tophat batch-dims 1" white_tophat in/batch.npy \
+    "dict(size=(1,3,3))" --size 3 --batch-dims 1 $d
+  queue_run "$dev white_tophat uint8 footprint grid-wrap" white_tophat in/u8.npy \
+    "dict(footprint=load('in/fp2.npy'), mode='grid-wrap')" --footprint in/fp2.npy --mode grid-wrap $d
+  queue_run "$dev black_tophat int16 structure constant" black_tophat in/i16.npy \
+    "dict(structure=load('in/st.npy'), mode='constant', cval=-3)" --structure in/st.npy --mode constant --cval -3 $d
+  queue_run "$dev black_tophat uint8 grid-constant" black_tophat in/u8.npy \
+    "dict(size=(2,3), mode='grid-constant', cval=9)" --size 2,3 --mode grid-constant --cval 9 $d
+done
+compare_queued
+
 # Written .npy files: version 1.0, data aligned to 64 bytes, C order.
 ndf run grey_erosion --size 3 in/fortran.npy out/layout.npy &&
   "$py" helper.py npy-layout out/layout.npy && pass || fail "npy output layout"
@@ -290,6 +364,9 @@ ndf run grey_erosion --size 3 in/fortran.npy out/layout.npy &&
 # ---------------------------------------------------------------------------
 # NIfTI: results, header kept, NaN kept, npy -> NIfTI.
 ok_run "NIfTI erosion" grey_erosion in/vol_u8.nii out/r.nii.gz "dict(size=(3,1,2))" --size 3,1,2
+ok_run "NIfTI morphological_gradient" morphological_gradient in/vol_u8.nii out/g.nii.gz \
+  "dict(size=(3,1,2), mode='nearest')" --size 3,1,2 --mode nearest
+"$py" helper.py nifti-header in/vol_u8.nii out/g.nii.gz && pass || fail "NIfTI header kept (morphological_gradient)"
 ndf run grey_dilation --size 3 in/vol_u8.nii out/h.nii.gz &&
   "$py" helper.py nifti-header in/vol_u8.nii out/h.nii.gz && pass || fail "NIfTI header kept (.nii -> .nii.gz)"
 ndf run grey_dilation --size 1 in/vol.nii.gz out/id.nii &&
@@ -331,6 +408,7 @@ bad "unknown input type" 2 $o run grey_erosion --size 3 in/helper.txt $o
 bad "cache warm without --dtype" 2 $o cache warm --arch sm_90 grey_erosion --size 3
 bad "cache warm unknown op" 2 $o cache warm --arch sm_90 grey_foo --dtype float32 --size 3
 bad "cache bad subcommand" 2 $o cache purge
+bad "composite op: option of another command" 2 $o run white_tophat --size 3 --dtype uint8 in/u8.npy $o
 
 # ---------------------------------------------------------------------------
 # Bad inputs and library errors: exit 1.
@@ -360,11 +438,26 @@ bad "NIfTI output of a 0-D array" any out/bad.nii.gz run grey_erosion --size 1 i
 if [ "$has_cuda" = 0 ]; then
   bad "--device cuda without a GPU" 1 $o run grey_erosion --size 3 --device cuda in/f32.npy $o
 fi
+# Composite ops: the library's message names the op's function.
+composites="grey_opening grey_closing morphological_gradient morphological_laplace white_tophat black_tophat"
+for op in $composites; do
+  bad "$op: origin outside the element" 1 $o run $op --size 3 --origin 2 in/f32.npy $o
+  grep -q "^ndforge: ndf_$op: bad argument 'origin'" last.err && pass || fail "$op: origin message: $(cat last.err)"
+done
+bad "grey_closing: footprint rank mismatch (NIfTI out)" 1 out/bad.nii.gz \
+  run grey_closing --footprint in/fp2.npy in/vol_u8.nii out/bad.nii.gz
+bad "morphological_laplace: size count != ndim" 1 $o run morphological_laplace --size 3,3 in/f32.npy $o
+bad "cache warm composite bad origin" 1 $o cache warm --arch sm_90 black_tophat --dtype float32 --size 3 --origin 2
 
 # ---------------------------------------------------------------------------
 # Other commands.
 ndf --help && grep -q 'ndforge run' last.out && pass || fail "--help"
 ndf run --help && grep -q grey_erosion last.out && pass || fail "run --help"
+for op in $composites; do
+  grep -q "^  $op  *[a-z]" last.out || fail "run --help does not list $op"
+done
+ndf --help && grep -q 'morphological_laplace' last.out && grep -q 'black_tophat\.' last.out &&
+  pass || fail "--help lists the ops"
 ndf --version && grep -q '^ndforge [0-9]' last.out && pass || fail "--version"
 ndf info && grep -q '^cache: *'"$NDF_CACHE_DIR" last.out && pass || fail "info: $(cat last.out last.err)"
 ndf cache clear && pass || fail "cache clear: $(cat last.err)"
@@ -376,6 +469,14 @@ if ndf cache warm --arch sm_90 grey_erosion grey_dilation --dtype float32 --ndim
   ndf cache warm --arch sm_90 grey_erosion --dtype float32 --size 3 &&
     grep -q 'compiled 0 kernels' last.out && pass || fail "cache warm twice: $(cat last.out last.err)"
   ndf cache clear && grep -q '^removed [1-9]' last.out && pass || fail "cache clear after warm: $(cat last.out)"
+  # Composite ops warm their min/max steps and their elementwise epilogue.
+  ndf cache warm --arch sm_90 $composites --dtype uint8 --ndim 2 --size 3 &&
+    grep -q '^grey_opening uint8 2-D sm_90: compiled [1-9]' last.out &&
+    [ "$(grep -c ' uint8 2-D sm_90: compiled' last.out)" -eq 6 ] &&
+    pass || fail "cache warm composites: $(cat last.out last.err)"
+  ndf cache warm --arch sm_90 $composites --dtype uint8 --ndim 2 --size 3 &&
+    [ "$(grep -c 'compiled 0 kernels (all cached)' last.out)" -eq 6 ] &&
+    pass || fail "cache warm composites twice: $(cat last.out last.err)"
 else
   if [ "$(wc -l < last.err)" -eq 1 ] && grep -qi 'nvrtc' last.err; then
     echo "note: cache warm skipped: $(cat last.err)"

@@ -321,6 +321,18 @@ static const op_def ops[] = {
      "grey-scale erosion (minimum over the structuring element)"},
     {"grey_dilation", GREY_OPTS, call_grey, ndf_grey_dilation,
      "grey-scale dilation (maximum over the structuring element)"},
+    {"grey_opening", GREY_OPTS, call_grey, ndf_grey_opening,
+     "dilation of the erosion"},
+    {"grey_closing", GREY_OPTS, call_grey, ndf_grey_closing,
+     "erosion of the dilation"},
+    {"morphological_gradient", GREY_OPTS, call_grey, ndf_morphological_gradient,
+     "dilation - erosion"},
+    {"morphological_laplace", GREY_OPTS, call_grey, ndf_morphological_laplace,
+     "dilation + erosion - 2 * input"},
+    {"white_tophat", GREY_OPTS, call_grey, ndf_white_tophat,
+     "input - opening"},
+    {"black_tophat", GREY_OPTS, call_grey, ndf_black_tophat,
+     "closing - input"},
 };
 #define NOPS (sizeof ops / sizeof ops[0])
 
@@ -471,8 +483,11 @@ static void run_help(void) {
   printf("usage: ndforge run OP [options] INPUT OUTPUT\n\n"
          "INPUT and OUTPUT are .npy, .nii or .nii.gz files (NIfTI axes are x, y, z, ...).\n\n"
          "ops:\n");
-  for (size_t i = 0; i < NOPS; i++) printf("  %-16s %s\n", ops[i].name, ops[i].summary);
-  printf("\noptions (scipy.ndimage names):\n"
+  for (size_t i = 0; i < NOPS; i++) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
+  printf("\nThe composite ops (opening to black_tophat) use the element, mode, cval and\n"
+         "origin in every step; their arithmetic is NumPy's in the input dtype\n"
+         "(integers wrap around, as in scipy).\n"
+         "\noptions (scipy.ndimage names):\n"
          "  --size N[,N...]       size of a flat box element (one value or one per axis)\n"
          "  --footprint FILE      element shape: non-zero entries are in\n"
          "  --structure FILE      non-flat element (values added/subtracted)\n"
@@ -1053,9 +1068,22 @@ static void usage(FILE *f) {
           "                                         compile kernels ahead of time (no GPU needed)\n"
           "  ndforge demo [--out DIR] [--device cpu|cuda|auto]\n"
           "                                         erode and dilate an MRI volume, with timings\n"
-          "  ndforge --help | --version\n\n"
-          "Files: .npy, .nii, .nii.gz.  Exit status: 0 ok, 1 failure, 2 bad command line.\n"
-          "Environment: NDF_CACHE_DIR, NDF_CACHE_DISABLE=1.\n");
+          "  ndforge --help | --version\n\n");
+  /* The ops, wrapped at 79 columns. */
+  const char *lead = "Ops (scipy.ndimage names):";
+  size_t col = strlen(lead);
+  fputs(lead, f);
+  for (size_t i = 0; i < NOPS; i++) {
+    size_t len = strlen(ops[i].name) + 1; /* with its ',' or '.' */
+    if (col + 1 + len > 79) {
+      fputs("\n ", f);
+      col = 1;
+    }
+    fprintf(f, " %s%c", ops[i].name, i + 1 < NOPS ? ',' : '.');
+    col += 1 + len;
+  }
+  fprintf(f, "\nFiles: .npy, .nii, .nii.gz.  Exit status: 0 ok, 1 failure, 2 bad command line.\n"
+             "Environment: NDF_CACHE_DIR, NDF_CACHE_DISABLE=1.\n");
 }
 
 int main(int argc, char **argv) {
