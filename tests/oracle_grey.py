@@ -1,24 +1,33 @@
 #!/usr/bin/env python3
 """scipy.ndimage oracle for tests/test_grey.c.
 
-Draws random grey_erosion / grey_dilation cases, runs scipy on them and writes,
-per case, the input, the footprint / structure when the case has one, and
-scipy's output as .npy files, plus one manifest line of space-separated
-key=value pairs that test_grey.c parses:
+Draws random cases of the eight grey ops (grey_erosion, grey_dilation,
+grey_opening, grey_closing, morphological_gradient, morphological_laplace,
+white_tophat, black_tophat; uniformly), runs scipy on them and writes, per
+case, the input, the footprint / structure when the case has one, and scipy's
+output as .npy files, plus one manifest line of space-separated key=value
+pairs that test_grey.c parses:
 
   id=7 op=dilation dtype=int16 shape=2,5,1,9 batch=1 kind=structure
   mode=grid-wrap cval=-3.25 size=3 origin=0,-1,1 footprint=c7_fp.npy
   structure=c7_st.npy input=c7_in.npy expected=c7_out.npy
 
-(one line in the file).  size and origin hold one value (same for every
-spatial axis) or one per spatial axis; a missing size / origin / footprint /
-structure key means the argument is not given.  batch leading axes are
-independent images: the expected output is scipy applied to each image.
+(one line in the file).  op is one of erosion, dilation, opening, closing,
+gradient, laplace, white_tophat, black_tophat (the scipy function of the same
+name, with grey_ / morphological_ in front where scipy has it).  size and
+origin hold one value (same for every spatial axis) or one per spatial axis; a
+missing size / origin / footprint / structure key means the argument is not
+given.  batch leading axes are independent images: the expected output is
+scipy applied to each image.
 
 Values respect ndforge's rule (c): with a structure on an integer dtype every
-intermediate input +- structure (and cval +- structure) stays inside the
-dtype's range, since that is where scipy is exact.  NaN never appears here
-(scipy leaves it undefined; test_grey.c tests ndforge's NaN policy itself).
+intermediate input +- structure (and cval +- structure) of every min/max step
+stays inside the dtype's range, since that is where scipy is exact: for
+opening / closing / the tophats, whose second step filters the first step's
+output, the margin is twice the largest structure value.  The final NumPy
+arithmetic of the composite ops (gradient, laplace, tophats) may wrap around:
+that is scipy's exact result.  NaN never appears here (scipy leaves it
+undefined; test_grey.c tests ndforge's NaN policy itself).
 
 Usage: oracle_grey.py --seed S --out DIR [--cases N]
 """
@@ -37,6 +46,22 @@ MODES = ["reflect", "constant", "nearest", "mirror", "wrap",
 # Largest |structure value| per integer dtype (kept well inside the range).
 STRUCT_MAX = {"uint8": 20, "int8": 12, "uint16": 1500, "int16": 1500,
               "uint32": 10 ** 6, "int32": 10 ** 6}
+# The ops: manifest name -> scipy function.  Composites run two min/max
+# passes; STEPS_IN_SERIES says how many of them feed each other (opening,
+# closing and the tophats filter a filtered image: their integer margin for
+# non-flat structures doubles).
+OPS = {
+    "erosion": ndi.grey_erosion,
+    "dilation": ndi.grey_dilation,
+    "opening": ndi.grey_opening,
+    "closing": ndi.grey_closing,
+    "gradient": ndi.morphological_gradient,
+    "laplace": ndi.morphological_laplace,
+    "white_tophat": ndi.white_tophat,
+    "black_tophat": ndi.black_tophat,
+}
+STEPS_IN_SERIES = {"erosion": 1, "dilation": 1, "opening": 2, "closing": 2, "gradient": 1,
+                   "laplace": 1, "white_tophat": 2, "black_tophat": 2}
 # Cost bound per case: output elements x taps (keeps the whole run fast).
 WORK_BUDGET = 250_000
 
@@ -198,13 +223,12 @@ def draw_origins(rng, eshape, box):
 
 
 def run_scipy(op, img, kw):
-    f = ndi.grey_erosion if op == "erosion" else ndi.grey_dilation
-    return f(img, **kw)
+    return OPS[op](img, **kw)
 
 
 def draw_case(rng):
     dtype = str(rng.choice(DTYPES))
-    op = str(rng.choice(["erosion", "dilation"]))
+    op = str(rng.choice(list(OPS)))
     mode = str(rng.choice(MODES))
     nsp = int(rng.integers(1, 5))
     nbatch = int(rng.choice([0, 0, 1, 2]))
@@ -257,7 +281,7 @@ def draw_case(rng):
 
     margin = 0
     if st is not None and is_int(dtype):
-        margin = int(np.ceil(np.abs(st).max(initial=0))) + 1
+        margin = STEPS_IN_SERIES[op] * int(np.ceil(np.abs(st).max(initial=0))) + 1
     data = draw_values(rng, dtype, bshape + spatial, margin)
     cval = draw_cval(rng, dtype, data, margin)
     kw["cval"] = cval
@@ -331,8 +355,12 @@ def main():
         lines.append(" ".join(fields))
     with open(os.path.join(args.out, "manifest.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
+    per_op = {op: 0 for op in OPS}
+    for line in lines:
+        per_op[line.split(" op=", 1)[1].split(" ", 1)[0]] += 1
     print(f"oracle_grey.py: {len(lines)} cases, seed {args.seed}, scipy {scipy.__version__}, "
-          f"numpy {np.__version__}", file=sys.stderr)
+          f"numpy {np.__version__}; per op: " + ", ".join(f"{k} {v}" for k, v in per_op.items()),
+          file=sys.stderr)
 
 
 if __name__ == "__main__":

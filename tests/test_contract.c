@@ -1,12 +1,15 @@
 /*
- * test_contract.c -- every input ndf_grey_erosion / ndf_grey_dilation must
- * reject, and the small helpers of the public API (status, mode and dtype
- * names, array descriptors, context creation).
+ * test_contract.c -- every input the eight grey ops (ndf_grey_erosion,
+ * ndf_grey_dilation, ndf_grey_opening, ndf_grey_closing,
+ * ndf_morphological_gradient, ndf_morphological_laplace, ndf_white_tophat,
+ * ndf_black_tophat) must reject, and the small helpers of the public API
+ * (status, mode and dtype names, array descriptors, context creation).
  *
- * Each rejection checks three things: the status, a message that names the op
- * and the argument (ndf_errmsg, or ndf_last_error without a context), and that
- * the output buffer, filled with a poison pattern before the call, is
- * untouched.  This file uses only the public API of ndforge.
+ * Each rejection is checked for every op: the status, a message that names
+ * that op (its own name) and the argument (ndf_errmsg, or ndf_last_error
+ * without a context), and that the output buffer, filled with a poison
+ * pattern before the call, is untouched.  This file uses only the public API
+ * of ndforge.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -80,21 +83,21 @@ static void fx_free(fixture *f) {
   free(f->outbuf);
 }
 
-static ndf_status call(ndf_ctx *ctx, int dilation, const ndf_array *in, ndf_array *out,
+static ndf_status call(ndf_ctx *ctx, int opi, const ndf_array *in, ndf_array *out,
                        const ndf_grey_options *o) {
-  return dilation ? ndf_grey_dilation(ctx, in, out, o) : ndf_grey_erosion(ctx, in, out, o);
+  return tu_op_call(ctx, opi, in, out, o);
 }
 
-/* Checks that both ops reject (in, out, opt) with want, a message naming the
- * op and one of the '|'-separated words in args, and an untouched output. */
+/* Checks that every op rejects (in, out, opt) with want, a message naming
+ * that op and one of the '|'-separated words in args, and an untouched output. */
 static void expect_reject_io(fixture *f, const ndf_array *in, ndf_array *out, const ndf_grey_options *o,
                              ndf_status want, const char *args, const char *what) {
-  for (int dil = 0; dil < 2; dil++) {
-    const char *op = dil ? "ndf_grey_dilation" : "ndf_grey_erosion";
+  for (int opi = 0; opi < TU_OP_COUNT; opi++) {
+    const char *op = tu_op_api_name(opi);
     tu_poison(f->outbuf, f->outbytes);
     void *insave = malloc(f->in.bytes);
     memcpy(insave, f->in.base, f->in.bytes);
-    ndf_status r = call(f->ctx, dil, in, out, o);
+    ndf_status r = call(f->ctx, opi, in, out, o);
     const char *m = f->ctx ? ndf_errmsg(f->ctx) : ndf_last_error();
     if (!m) m = "(null)";
     int named = 0;
@@ -123,9 +126,9 @@ static void expect_reject(fixture *f, ndf_status want, const char *args, const c
 }
 
 static void expect_accept(fixture *f, const char *what) {
-  for (int dil = 0; dil < 2; dil++) {
-    ndf_status r = call(f->ctx, dil, &f->in.arr, &f->out, &f->opt);
-    if (r != NDF_OK) printf("%s (%s): rejected: %s\n", what, dil ? "dilation" : "erosion", ndf_errmsg(f->ctx));
+  for (int opi = 0; opi < TU_OP_COUNT; opi++) {
+    ndf_status r = call(f->ctx, opi, &f->in.arr, &f->out, &f->opt);
+    if (r != NDF_OK) printf("%s (%s): rejected: %s\n", what, tu_op_api_name(opi), ndf_errmsg(f->ctx));
     assert_int_equal(r, NDF_OK);
     assert_string_equal(ndf_errmsg(f->ctx), "");
   }
@@ -141,16 +144,16 @@ static void test_null_arguments(void **state) {
   expect_reject_io(&f, &f.in.arr, NULL, &f.opt, NDF_EINVAL, "output", "NULL output");
   expect_reject_io(&f, &f.in.arr, &f.out, NULL, NDF_EINVAL, "opt", "NULL options");
   /* NULL context: the message is the thread-local one. */
-  for (int dil = 0; dil < 2; dil++) {
+  for (int opi = 0; opi < TU_OP_COUNT; opi++) {
     tu_poison(f.outbuf, f.outbytes);
-    ndf_status r = call(NULL, dil, &f.in.arr, &f.out, &f.opt);
+    ndf_status r = call(NULL, opi, &f.in.arr, &f.out, &f.opt);
     const char *m = ndf_last_error();
-    if (r != NDF_EINVAL || !m || !strstr(m, "ctx"))
-      printf("NULL ctx: %s \"%s\"\n", ndf_status_name(r), m ? m : "(null)");
+    if (r != NDF_EINVAL || !m || !strstr(m, "ctx") || !strstr(m, tu_op_api_name(opi)))
+      printf("NULL ctx (%s): %s \"%s\"\n", tu_op_api_name(opi), ndf_status_name(r), m ? m : "(null)");
     assert_int_equal(r, NDF_EINVAL);
     assert_non_null(m);
     assert_non_null(strstr(m, "ctx"));
-    assert_non_null(strstr(m, dil ? "ndf_grey_dilation" : "ndf_grey_erosion"));
+    assert_non_null(strstr(m, tu_op_api_name(opi)));
     assert_int_equal(tu_poison_check(f.outbuf, f.outbytes), -1);
   }
   /* NULL data pointers */
@@ -227,7 +230,11 @@ static void test_bad_ndim(void **state) {
   expect_reject_io(&f, &big.arr, &out, &f.opt, NDF_EINVAL, "input|ndim|spatial|batch_dims", "9 spatial axes");
   /* ... but 8 spatial axes after one batch axis are fine */
   f.opt.batch_dims = 1;
-  assert_int_equal(ndf_grey_erosion(f.ctx, &big.arr, &out, &f.opt), NDF_OK);
+  for (int opi = 0; opi < TU_OP_COUNT; opi++) {
+    ndf_status r = call(f.ctx, opi, &big.arr, &out, &f.opt);
+    if (r != NDF_OK) printf("8 spatial axes after a batch axis (%s): %s\n", tu_op_api_name(opi), ndf_errmsg(f.ctx));
+    assert_int_equal(r, NDF_OK);
+  }
   tu_array_free(&big);
   /* negative axis length */
   in = f.in.arr;
@@ -257,15 +264,16 @@ static void test_overlap(void **state) {
   fx_init(&f, state, NDF_FLOAT32);
   /* same data pointer: the output is the input buffer itself */
   ndf_array out = f.in.arr;
-  for (int dil = 0; dil < 2; dil++) {
+  for (int opi = 0; opi < TU_OP_COUNT; opi++) {
     void *save = malloc(f.in.bytes);
     memcpy(save, f.in.base, f.in.bytes);
-    ndf_status r = call(f.ctx, dil, &f.in.arr, &out, &f.opt);
+    ndf_status r = call(f.ctx, opi, &f.in.arr, &out, &f.opt);
     const char *m = ndf_errmsg(f.ctx);
-    if (r != NDF_EINVAL || !(strstr(m, "output") || strstr(m, "overlap")))
-      printf("in-place call: %s \"%s\"\n", ndf_status_name(r), m);
+    if (r != NDF_EINVAL || !(strstr(m, "output") || strstr(m, "overlap")) || !strstr(m, tu_op_api_name(opi)))
+      printf("in-place call (%s): %s \"%s\"\n", tu_op_api_name(opi), ndf_status_name(r), m);
     assert_int_equal(r, NDF_EINVAL);
     assert_true(strstr(m, "output") || strstr(m, "overlap"));
+    assert_non_null(strstr(m, tu_op_api_name(opi)));
     assert_memory_equal(save, f.in.base, f.in.bytes);
     free(save);
   }
@@ -277,10 +285,10 @@ static void test_overlap(void **state) {
   ndf_array a, b;
   assert_int_equal(ndf_array_init(&a, both.base, NDF_DEVICE_CPU, NDF_FLOAT32, 3, SHAPE), NDF_OK);
   assert_int_equal(ndf_array_init(&b, (float *)both.base + 60, NDF_DEVICE_CPU, NDF_FLOAT32, 3, SHAPE), NDF_OK);
-  for (int dil = 0; dil < 2; dil++) {
+  for (int opi = 0; opi < TU_OP_COUNT; opi++) {
     for (int i = 0; i < 240; i++) tu_set(&both.arr, i, i);
-    ndf_status r = call(f.ctx, dil, &a, &b, &f.opt);
-    if (r != NDF_EINVAL) printf("partial overlap accepted: %s\n", ndf_status_name(r));
+    ndf_status r = call(f.ctx, opi, &a, &b, &f.opt);
+    if (r != NDF_EINVAL) printf("partial overlap accepted by %s: %s\n", tu_op_api_name(opi), ndf_status_name(r));
     assert_int_equal(r, NDF_EINVAL);
     assert_true(strstr(ndf_errmsg(f.ctx), "output") || strstr(ndf_errmsg(f.ctx), "overlap"));
     for (int i = 0; i < 240; i++) assert_true(tu_get(&both.arr, i) == i);
@@ -302,18 +310,30 @@ static void test_overlap(void **state) {
 static void test_negative_output_stride(void **state) {
   fixture f;
   fx_init(&f, state, NDF_FLOAT32);
-  float ref[120];
-  ndf_array r;
-  assert_int_equal(ndf_array_init(&r, ref, NDF_DEVICE_CPU, NDF_FLOAT32, 3, SHAPE), NDF_OK);
-  assert_int_equal(ndf_grey_erosion(f.ctx, &f.in.arr, &r, &f.opt), NDF_OK);
-  ndf_array out = f.out;
-  out.strides[2] = -1;
-  out.data = (float *)f.outbuf + 5;
-  assert_int_equal(ndf_grey_erosion(f.ctx, &f.in.arr, &out, &f.opt), NDF_OK);
-  const float *o = f.outbuf;
-  for (int z = 0; z < 4; z++)
-    for (int y = 0; y < 5; y++)
-      for (int x = 0; x < 6; x++) assert_true(o[z * 30 + y * 6 + (5 - x)] == ref[z * 30 + y * 6 + x]);
+  for (int opi = 0; opi < TU_OP_COUNT; opi++) {
+    float ref[120];
+    ndf_array r;
+    assert_int_equal(ndf_array_init(&r, ref, NDF_DEVICE_CPU, NDF_FLOAT32, 3, SHAPE), NDF_OK);
+    assert_int_equal(call(f.ctx, opi, &f.in.arr, &r, &f.opt), NDF_OK);
+    ndf_array out = f.out;
+    out.strides[2] = -1;
+    out.data = (float *)f.outbuf + 5;
+    tu_poison(f.outbuf, f.outbytes);
+    assert_int_equal(call(f.ctx, opi, &f.in.arr, &out, &f.opt), NDF_OK);
+    const float *o = f.outbuf;
+    int bad = 0;
+    for (int z = 0; z < 4; z++)
+      for (int y = 0; y < 5; y++)
+        for (int x = 0; x < 6; x++) bad += memcmp(&o[z * 30 + y * 6 + (5 - x)], &ref[z * 30 + y * 6 + x], 4) != 0;
+    if (bad) printf("%s: %d elements misplaced with a negative output stride\n", tu_op_api_name(opi), bad);
+    assert_int_equal(bad, 0);
+    /* nothing written past the view's 120 elements (bytes 480 on) */
+    void *fresh = malloc(f.outbytes);
+    assert_non_null(fresh);
+    tu_poison(fresh, f.outbytes);
+    assert_memory_equal((char *)fresh + 480, (char *)f.outbuf + 480, f.outbytes - 480);
+    free(fresh);
+  }
   fx_free(&f);
 }
 
@@ -545,6 +565,108 @@ static void test_bad_origin(void **state) {
   fx_free(&f);
 }
 
+/* The composites run an erosion and a dilation with the same origin; scipy
+ * checks the origin in both steps (the dilation's is -o, minus 1 more on even
+ * axes), and ndforge validates both before the first step runs.  For every
+ * element length s = 1..8 on axis 1 (size, a non-box footprint, a structure),
+ * every origin -6..6 and every op: accepted exactly when scipy 1.10 accepts
+ * it (o in [-(s/2), (s-1)/2]; any o on a size-1 axis of a box), and for the
+ * composites exactly when both erosion and dilation accept it; rejected with
+ * a message naming the op itself and "origin", the output untouched.  (For
+ * every s the erosion's and the reflected dilation's ranges coincide:
+ * -o - 1 in [-(s/2), s/2 - 1] iff o in [-(s/2), s/2 - 1].) */
+static void test_composite_origin_both_steps(void **state) {
+  fixture f;
+  int failed = 0;
+  for (int kind = 0; kind < 3; kind++) { /* size, footprint (not a box), structure */
+    for (int64_t s = 1; s <= 8; s++) {
+      fx_init(&f, state, kind == 2 ? NDF_INT16 : NDF_FLOAT32);
+      f.opt.nsize = 0;
+      int64_t es[3] = {3, s, 2};
+      if (kind == 0) {
+        f.opt.nsize = 3;
+        for (int i = 0; i < 3; i++) f.opt.size[i] = es[i];
+      } else if (kind == 1) {
+        tu_array_free(&f.fp);
+        assert_int_equal(tu_array_alloc(&f.fp, NDF_UINT8, 3, es), 0);
+        for (int64_t i = 0; i < ndf_array_size(&f.fp.arr); i++) tu_set(&f.fp.arr, i, i != 1); /* one tap off */
+        f.opt.footprint = &f.fp.arr;
+      } else {
+        make_st(&f.st, 3, es);
+        f.opt.structure = &f.st.arr;
+      }
+      f.opt.norigin = 3;
+      for (int64_t o = -6; o <= 6; o++) {
+        f.opt.origin[0] = 0;
+        f.opt.origin[1] = o;
+        f.opt.origin[2] = -1;
+        int want = (o >= -(s / 2) && o <= (s - 1) / 2) || (kind == 0 && s == 1);
+        int step_ok[2];
+        for (int opi = 0; opi < TU_OP_COUNT; opi++) {
+          tu_poison(f.outbuf, f.outbytes);
+          ndf_status r = call(f.ctx, opi, &f.in.arr, &f.out, &f.opt);
+          const char *m = ndf_errmsg(f.ctx);
+          const char *op = tu_op_api_name(opi);
+          if (opi <= TU_OP_DILATION) step_ok[opi] = r == NDF_OK;
+          int ok;
+          if (want) ok = r == NDF_OK;
+          else ok = r == NDF_EINVAL && strstr(m, op) && strstr(m, "origin") && tu_poison_check(f.outbuf, f.outbytes) == -1;
+          if (ok && tu_op_is_composite(opi) && (r == NDF_OK) != (step_ok[0] && step_ok[1])) ok = 0;
+          if (!ok) {
+            if (failed < 12)
+              printf("%s, %s of length %lld on axis 1, origin (0,%lld,-1): %s%s \"%s\"; want %s%s\n", op,
+                     kind == 0 ? "size" : kind == 1 ? "footprint" : "structure", (long long)s, (long long)o,
+                     ndf_status_name(r), r != NDF_OK && tu_poison_check(f.outbuf, f.outbytes) != -1 ? " (output written)" : "",
+                     m, want ? "NDF_OK" : "NDF_EINVAL naming the op and 'origin'",
+                     tu_op_is_composite(opi) ? (step_ok[0] && step_ok[1] ? " (erosion and dilation accept it)"
+                                                                         : " (erosion or dilation rejects it)")
+                                             : "");
+            failed++;
+          }
+        }
+      }
+      fx_free(&f);
+    }
+  }
+  /* Even lengths on every axis, one origin per axis, and a scalar origin. */
+  fx_init(&f, state, NDF_UINT8);
+  f.opt.nsize = 3;
+  f.opt.size[0] = 4;
+  f.opt.size[1] = 2;
+  f.opt.size[2] = 6;
+  for (int64_t a = -3; a <= 3; a++) {
+    for (int64_t b = -2; b <= 2; b++) {
+      for (int64_t c = -4; c <= 4; c++) {
+        for (int scalar = 0; scalar < 2; scalar++) {
+          if (scalar && (b != a || c != a)) continue;
+          f.opt.norigin = scalar ? 1 : 3;
+          f.opt.origin[0] = a;
+          f.opt.origin[1] = b;
+          f.opt.origin[2] = c;
+          int want = a >= -2 && a <= 1 && b >= -1 && b <= 0 && c >= -3 && c <= 2;
+          for (int opi = 0; opi < TU_OP_COUNT; opi++) {
+            tu_poison(f.outbuf, f.outbytes);
+            ndf_status r = call(f.ctx, opi, &f.in.arr, &f.out, &f.opt);
+            const char *m = ndf_errmsg(f.ctx);
+            int ok = want ? r == NDF_OK
+                          : r == NDF_EINVAL && strstr(m, tu_op_api_name(opi)) && strstr(m, "origin") &&
+                                tu_poison_check(f.outbuf, f.outbytes) == -1;
+            if (!ok) {
+              if (failed < 12)
+                printf("%s, size (4,2,6), origin %s(%lld,%lld,%lld): %s \"%s\"; want %s\n", tu_op_api_name(opi),
+                       scalar ? "scalar " : "", (long long)a, (long long)b, (long long)c, ndf_status_name(r), m,
+                       want ? "NDF_OK" : "NDF_EINVAL naming the op and 'origin'");
+              failed++;
+            }
+          }
+        }
+      }
+    }
+  }
+  fx_free(&f);
+  assert_int_equal(failed, 0);
+}
+
 static void test_bad_mode(void **state) {
   fixture f;
   fx_init(&f, state, NDF_FLOAT32);
@@ -592,12 +714,14 @@ static void test_bad_cval_for_integers(void **state) {
 static void test_errmsg_cleared_on_success(void **state) {
   fixture f;
   fx_init(&f, state, NDF_FLOAT32);
-  f.opt.nsize = 0;
-  assert_int_equal(ndf_grey_erosion(f.ctx, &f.in.arr, &f.out, &f.opt), NDF_EINVAL);
-  assert_true(strlen(ndf_errmsg(f.ctx)) > 0);
-  f.opt.nsize = 1;
-  assert_int_equal(ndf_grey_erosion(f.ctx, &f.in.arr, &f.out, &f.opt), NDF_OK);
-  assert_string_equal(ndf_errmsg(f.ctx), "");
+  for (int opi = 0; opi < TU_OP_COUNT; opi++) {
+    f.opt.nsize = 0;
+    assert_int_equal(call(f.ctx, opi, &f.in.arr, &f.out, &f.opt), NDF_EINVAL);
+    assert_true(strlen(ndf_errmsg(f.ctx)) > 0);
+    f.opt.nsize = 1;
+    assert_int_equal(call(f.ctx, opi, &f.in.arr, &f.out, &f.opt), NDF_OK);
+    assert_string_equal(ndf_errmsg(f.ctx), "");
+  }
   fx_free(&f);
 }
 
@@ -799,6 +923,7 @@ int main(void) {
       cmocka_unit_test(test_bad_footprint),
       cmocka_unit_test(test_bad_structure),
       cmocka_unit_test(test_bad_origin),
+      cmocka_unit_test(test_composite_origin_both_steps),
       cmocka_unit_test(test_bad_mode),
       cmocka_unit_test(test_bad_cval_for_integers),
       cmocka_unit_test(test_errmsg_cleared_on_success),

@@ -1,7 +1,9 @@
 /*
- * test_gpu_grey.c -- grey_erosion / grey_dilation on the GPU against the CPU
- * backend, bit for bit (NaN positions equal), on fresh random inputs drawn
- * here: every dtype and mode, shapes up to 2x3x67x131 and 64x128x128, sizes
+ * test_gpu_grey.c -- the eight grey ops (grey_erosion, grey_dilation and the
+ * composites grey_opening, grey_closing, morphological_gradient,
+ * morphological_laplace, white_tophat, black_tophat) on the GPU against the
+ * CPU backend, bit for bit (NaN positions equal), on fresh random inputs drawn
+ * here: every op, dtype and mode, shapes up to 2x3x67x131 and 64x128x128, sizes
  * 1-7, random and large (7x7x7) footprints, non-flat structures (including
  * values that saturate integer dtypes), origins, batch axes, strided and
  * negative-stride inputs, strided outputs.  Every GPU output is poisoned before
@@ -126,7 +128,7 @@ static void dev_free(ndf_ctx *ctx, dev_copy *d) { ndf_array_free(ctx, &d->raw); 
 /* Random cases                                                              */
 
 typedef struct gcase {
-  int dilation;
+  int op; /* TU_OP_* */
   ndf_dtype dt;
   int nd, batch, nsp;
   int64_t shape[NDF_MAX_NDIM];
@@ -175,7 +177,7 @@ static void gcase_free(gcase *c) {
 static void draw_case(gcase *c, tu_rng *r) {
   memset(c, 0, sizeof *c);
   ndf_grey_options_init(&c->o);
-  c->dilation = (int)tu_rng_int(r, 0, 1);
+  c->op = (int)tu_rng_int(r, 0, TU_OP_COUNT - 1);
   c->dt = (ndf_dtype)tu_rng_int(r, NDF_UINT8, NDF_FLOAT64);
   c->batch = (int)tu_rng_int(r, 0, 2);
   c->nsp = (int)tu_rng_int(r, 1, 4);
@@ -257,7 +259,7 @@ static void draw_case(gcase *c, tu_rng *r) {
   w = 0;
   for (int i = 0; i < c->o.norigin; i++) w += (size_t)snprintf(org + w, sizeof org - w, "%s%lld", i ? "," : "", (long long)c->o.origin[i]);
   snprintf(c->desc, sizeof c->desc, "%s %s shape=%s batch=%d %s=%s origin=%s mode=%s cval=%g",
-           c->dilation ? "dilation" : "erosion", ndf_dtype_name(c->dt), sh, c->batch, kinds[kind], el, org,
+           tu_op_name(c->op), ndf_dtype_name(c->dt), sh, c->batch, kinds[kind], el, org,
            ndf_mode_name(c->o.mode), c->o.cval);
 }
 
@@ -271,8 +273,7 @@ static int run_gpu_case(gpu_state *s, gcase *c, tu_rng *r, int in_layout, int ou
   fill_values(&in, r, with_nan && tu_is_float(c->dt));
   assert_int_equal(tu_array_like(&cpu_out, &in.arr, TU_LAYOUT_C, r), 0);
   double t0 = now_ms();
-  ndf_status rc = c->dilation ? ndf_grey_dilation(ctx, &in.arr, &cpu_out.arr, &c->o)
-                              : ndf_grey_erosion(ctx, &in.arr, &cpu_out.arr, &c->o);
+  ndf_status rc = tu_op_call(ctx, c->op, &in.arr, &cpu_out.arr, &c->o);
   double t1 = now_ms();
   if (rc != NDF_OK) {
     printf("CPU backend rejected: %s: %s\n  %s\n", ndf_status_name(rc), ndf_errmsg(ctx), c->desc);
@@ -287,8 +288,7 @@ static int run_gpu_case(gpu_state *s, gcase *c, tu_rng *r, int in_layout, int ou
   dev_upload(ctx, &dout, &hout);
   assert_int_equal(ndf_ctx_synchronize(ctx), NDF_OK);
   double t2 = now_ms();
-  ndf_status rg = c->dilation ? ndf_grey_dilation(ctx, &din.arr, &dout.arr, &c->o)
-                              : ndf_grey_erosion(ctx, &din.arr, &dout.arr, &c->o);
+  ndf_status rg = tu_op_call(ctx, c->op, &din.arr, &dout.arr, &c->o);
   ndf_status rs = ndf_ctx_synchronize(ctx);
   double t3 = now_ms();
   int result = 0;
@@ -355,7 +355,9 @@ static void test_gpu_random_cases(void **state) {
   assert_int_equal(failed, 0);
 }
 
-/* Each dtype x mode once on a 2x3x67x131 batch (batch_dims 2), 3x5 footprint. */
+/* Each dtype x mode once on a 2x3x67x131 batch (batch_dims 2), 3x5 footprint:
+ * erosion, dilation, and one composite (five of the six per dtype; all six
+ * per mode). */
 static void test_gpu_every_dtype_and_mode(void **state) {
   gpu_state *s = *state;
   SKIP_WITHOUT_CUDA(s);
@@ -364,11 +366,12 @@ static void test_gpu_every_dtype_and_mode(void **state) {
   int failed = 0;
   for (int dt = NDF_UINT8; dt <= NDF_FLOAT64; dt++) {
     for (int mode = 0; mode < NDF_MODE_COUNT; mode++) {
-      for (int dil = 0; dil < 2; dil++) {
+      for (int k = 0; k < 3; k++) {
+        int op = k < 2 ? k : TU_OP_OPENING + (dt * NDF_MODE_COUNT + mode) % 6;
         gcase c;
         memset(&c, 0, sizeof c);
         ndf_grey_options_init(&c.o);
-        c.dilation = dil;
+        c.op = op;
         c.dt = (ndf_dtype)dt;
         c.nd = 4;
         c.batch = 2;
@@ -381,14 +384,14 @@ static void test_gpu_every_dtype_and_mode(void **state) {
         c.o.footprint = &c.fp.arr;
         c.o.mode = (ndf_mode)mode;
         c.o.norigin = 2;
-        c.o.origin[0] = dil ? -1 : 1;
+        c.o.origin[0] = op == TU_OP_DILATION ? -1 : 1;
         c.o.origin[1] = -1;
         double lo, hi;
         tu_int_range(c.dt, &lo, &hi);
         c.o.cval = tu_is_float(c.dt) ? -12.5 : floor((lo + hi) / 2);
         c.o.batch_dims = 2;
         snprintf(c.desc, sizeof c.desc, "%s %s 2x3x67x131 batch 2 footprint 3x5 mode %s",
-                 dil ? "dilation" : "erosion", ndf_dtype_name(c.dt), ndf_mode_name(c.o.mode));
+                 tu_op_name(op), ndf_dtype_name(c.dt), ndf_mode_name(c.o.mode));
         if (run_gpu_case(s, &c, &r, TU_LAYOUT_C, TU_LAYOUT_C, 1, NULL, NULL) != 0) failed++;
         gcase_free(&c);
       }
@@ -397,25 +400,27 @@ static void test_gpu_every_dtype_and_mode(void **state) {
   assert_int_equal(failed, 0);
 }
 
-/* Large and irregular footprints: 7x7x7 ball-like, 7x7x7 random, 1x9x2. */
+/* Large and irregular footprints: 7x7x7 ball-like, 7x7x7 random, 1x9x2;
+ * variants 6-7 run composites (black_tophat on the ball, laplace on a
+ * random non-flat 7x7x7). */
 static void test_gpu_large_footprints(void **state) {
   gpu_state *s = *state;
   SKIP_WITHOUT_CUDA(s);
   tu_rng r;
   tu_rng_seed(&r, s->seed + 2);
   int failed = 0;
-  for (int variant = 0; variant < 6; variant++) {
+  for (int variant = 0; variant < 8; variant++) {
     gcase c;
     memset(&c, 0, sizeof c);
     ndf_grey_options_init(&c.o);
-    c.dilation = variant % 2;
-    c.dt = variant < 2 ? NDF_FLOAT32 : variant < 4 ? NDF_UINT16 : NDF_FLOAT64;
+    c.op = variant < 6 ? variant % 2 : variant == 6 ? TU_OP_BLACK_TOPHAT : TU_OP_LAPLACE;
+    c.dt = variant < 2 || variant == 6 ? NDF_FLOAT32 : variant < 4 || variant == 7 ? NDF_UINT16 : NDF_FLOAT64;
     c.nd = 3;
     c.nsp = 3;
     int64_t sh[3] = {23, 41, 57};
     memcpy(c.shape, sh, sizeof sh);
     int64_t es[3] = {7, 7, 7};
-    if (variant >= 4) {
+    if (variant == 4 || variant == 5) {
       es[0] = 1;
       es[1] = 9;
       es[2] = 2;
@@ -425,13 +430,13 @@ static void test_gpu_large_footprints(void **state) {
     for (int64_t k = 0; k < ntap; k++) {
       int z = (int)(k / (es[1] * es[2])), y = (int)(k / es[2] % es[1]), x = (int)(k % es[2]);
       int on;
-      if (variant < 2) on = (z - 3) * (z - 3) + (y - 3) * (y - 3) + (x - 3) * (x - 3) <= 9; /* ball r=3 */
+      if (variant < 2 || variant == 6) on = (z - 3) * (z - 3) + (y - 3) * (y - 3) + (x - 3) * (x - 3) <= 9; /* ball r=3 */
       else on = tu_rng_chance(&r, 0.5);
       tu_set(&c.fp.arr, k, on);
     }
     tu_set(&c.fp.arr, 0, 1);
     c.o.footprint = &c.fp.arr;
-    if (variant == 3) { /* non-flat too */
+    if (variant == 3 || variant == 7) { /* non-flat too */
       assert_int_equal(tu_array_alloc(&c.st, NDF_FLOAT64, 3, es), 0);
       for (int64_t k = 0; k < ntap; k++) tu_set(&c.st.arr, k, (double)tu_rng_int(&r, -300, 300));
       c.o.structure = &c.st.arr;
@@ -441,7 +446,7 @@ static void test_gpu_large_footprints(void **state) {
     c.o.norigin = 3;
     for (int i = 0; i < 3; i++) c.o.origin[i] = tu_rng_int(&r, -(es[i] / 2), (es[i] - 1) / 2);
     snprintf(c.desc, sizeof c.desc, "%s %s 23x41x57 footprint %lldx%lldx%lld variant %d mode %s",
-             c.dilation ? "dilation" : "erosion", ndf_dtype_name(c.dt), (long long)es[0], (long long)es[1],
+             tu_op_name(c.op), ndf_dtype_name(c.dt), (long long)es[0], (long long)es[1],
              (long long)es[2], variant, ndf_mode_name(c.o.mode));
     double g, cp;
     if (run_gpu_case(s, &c, &r, variant == 2 ? (TU_LAYOUT_PADDED | TU_LAYOUT_NEGATIVE) : TU_LAYOUT_C,
@@ -466,14 +471,21 @@ static void test_gpu_benchmark_shapes(void **state) {
     int64_t shape[4];
     int64_t size;
     ndf_mode mode;
-    int dil;
+    int op;
   } b[] = {
-      {NDF_FLOAT32, 3, 0, {64, 128, 128}, 3, NDF_MODE_REFLECT, 0},
-      {NDF_FLOAT32, 3, 0, {64, 128, 128}, 3, NDF_MODE_REFLECT, 1},
-      {NDF_FLOAT32, 4, 1, {2, 32, 64, 64}, 3, NDF_MODE_NEAREST, 1},
-      {NDF_FLOAT32, 3, 0, {32, 64, 64}, 7, NDF_MODE_NEAREST, 0},
-      {NDF_UINT8, 3, 0, {64, 128, 128}, 3, NDF_MODE_CONSTANT, 1},
-      {NDF_INT16, 3, 0, {64, 128, 128}, 5, NDF_MODE_WRAP, 0},
+      {NDF_FLOAT32, 3, 0, {64, 128, 128}, 3, NDF_MODE_REFLECT, TU_OP_EROSION},
+      {NDF_FLOAT32, 3, 0, {64, 128, 128}, 3, NDF_MODE_REFLECT, TU_OP_DILATION},
+      {NDF_FLOAT32, 4, 1, {2, 32, 64, 64}, 3, NDF_MODE_NEAREST, TU_OP_DILATION},
+      {NDF_FLOAT32, 3, 0, {32, 64, 64}, 7, NDF_MODE_NEAREST, TU_OP_EROSION},
+      {NDF_UINT8, 3, 0, {64, 128, 128}, 3, NDF_MODE_CONSTANT, TU_OP_DILATION},
+      {NDF_INT16, 3, 0, {64, 128, 128}, 5, NDF_MODE_WRAP, TU_OP_EROSION},
+      /* one benchmark shape per composite */
+      {NDF_FLOAT32, 3, 0, {64, 128, 128}, 3, NDF_MODE_REFLECT, TU_OP_OPENING},
+      {NDF_UINT8, 3, 0, {64, 128, 128}, 3, NDF_MODE_CONSTANT, TU_OP_CLOSING},
+      {NDF_FLOAT32, 4, 1, {2, 32, 64, 64}, 3, NDF_MODE_NEAREST, TU_OP_GRADIENT},
+      {NDF_FLOAT32, 3, 0, {64, 128, 128}, 3, NDF_MODE_REFLECT, TU_OP_LAPLACE},
+      {NDF_INT16, 3, 0, {64, 128, 128}, 5, NDF_MODE_WRAP, TU_OP_WHITE_TOPHAT},
+      {NDF_FLOAT32, 3, 0, {32, 64, 64}, 7, NDF_MODE_NEAREST, TU_OP_BLACK_TOPHAT},
   };
   int failed = 0;
   for (size_t k = 0; k < sizeof b / sizeof b[0]; k++) {
@@ -481,7 +493,7 @@ static void test_gpu_benchmark_shapes(void **state) {
       gcase c;
       memset(&c, 0, sizeof c);
       ndf_grey_options_init(&c.o);
-      c.dilation = b[k].dil;
+      c.op = b[k].op;
       c.dt = b[k].dt;
       c.nd = b[k].nd;
       c.batch = b[k].batch;
@@ -492,7 +504,7 @@ static void test_gpu_benchmark_shapes(void **state) {
       c.o.mode = b[k].mode;
       c.o.batch_dims = c.batch;
       c.o.cval = 7;
-      snprintf(c.desc, sizeof c.desc, "bench %s %s %lldx%lldx%lld%s size %lld %s", c.dilation ? "dilation" : "erosion",
+      snprintf(c.desc, sizeof c.desc, "bench %s %s %lldx%lldx%lld%s size %lld %s", tu_op_name(c.op),
                ndf_dtype_name(c.dt), (long long)c.shape[0], (long long)c.shape[1], (long long)c.shape[2],
                c.nd == 4 ? "x64 (batch 1)" : "", (long long)b[k].size, ndf_mode_name(c.o.mode));
       double g, cp;
@@ -555,7 +567,7 @@ static void test_gpu_rejections(void **state) {
       {"in place", "output", 0, 0, 0, 1},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-    for (int dil = 0; dil < 2; dil++) {
+    for (int opi = 0; opi < TU_OP_COUNT; opi++) {
       ndf_grey_options oo = o;
       if (cases[k].bad_origin) {
         oo.norigin = 1;
@@ -567,11 +579,13 @@ static void test_gpu_rejections(void **state) {
       if (cases[k].int_out) out.dtype = NDF_INT32;
       if (cases[k].host_out) out = hpoison.arr;
       if (cases[k].same) out = din.arr;
-      ndf_status st = dil ? ndf_grey_dilation(ctx, &din.arr, &out, &oo) : ndf_grey_erosion(ctx, &din.arr, &out, &oo);
+      ndf_status st = tu_op_call(ctx, opi, &din.arr, &out, &oo);
       const char *m = ndf_errmsg(ctx);
-      if (st != NDF_EINVAL || !strstr(m, cases[k].arg)) printf("%s: %s \"%s\"\n", cases[k].what, ndf_status_name(st), m);
+      if (st != NDF_EINVAL || !strstr(m, cases[k].arg) || !strstr(m, tu_op_api_name(opi)))
+        printf("%s (%s): %s \"%s\"\n", cases[k].what, tu_op_api_name(opi), ndf_status_name(st), m);
       assert_int_equal(st, NDF_EINVAL);
       assert_non_null(strstr(m, cases[k].arg));
+      assert_non_null(strstr(m, tu_op_api_name(opi)));
       assert_int_equal(ndf_ctx_synchronize(ctx), NDF_OK);
       tu_array back, back_in;
       assert_int_equal(tu_array_like(&back, &hin.arr, TU_LAYOUT_C, &r), 0); /* sized like hout */

@@ -1,6 +1,10 @@
 /*
- * test_grey.c -- the CPU backend of grey_erosion / grey_dilation against
- * scipy.ndimage itself, plus ndforge's defined policies where scipy has none.
+ * test_grey.c -- the CPU backend of the eight grey ops (grey_erosion,
+ * grey_dilation and the composites grey_opening, grey_closing,
+ * morphological_gradient, morphological_laplace, white_tophat, black_tophat)
+ * against scipy.ndimage itself, plus ndforge's defined policies where scipy
+ * has none, and properties of the composites (wraparound, float32 rounding,
+ * idempotence, bounds, the tophat identities).
  *
  * The scipy part runs tests/oracle_grey.py with a fresh seed per run (printed;
  * NDF_TEST_SEED repeats a run, NDF_TEST_CASES sets the number of cases), reads
@@ -45,7 +49,7 @@
 typedef struct grey_case {
   char line[1024]; /* the manifest line, for messages */
   int id;
-  int dilation;
+  int op; /* TU_OP_* */
   char dtype[16];
   int ndim;
   int64_t shape[NDF_MAX_NDIM];
@@ -81,6 +85,7 @@ static int parse_list(const char *v, int64_t *out, int max) {
 
 static int parse_case(const char *line, grey_case *c) {
   memset(c, 0, sizeof *c);
+  c->op = TU_OP_EROSION; /* a manifest line without op= is an erosion */
   snprintf(c->line, sizeof c->line, "%s", line);
   char buf[1024];
   snprintf(buf, sizeof buf, "%s", line);
@@ -91,7 +96,13 @@ static int parse_case(const char *line, grey_case *c) {
     *eq = 0;
     const char *k = tok, *v = eq + 1;
     if (!strcmp(k, "id")) c->id = atoi(v);
-    else if (!strcmp(k, "op")) c->dilation = !strcmp(v, "dilation");
+    else if (!strcmp(k, "op")) {
+      c->op = tu_op_from_name(v);
+      if (c->op < 0) {
+        fprintf(stderr, "unknown op '%s' in the manifest\n", v);
+        return -1;
+      }
+    }
     else if (!strcmp(k, "dtype")) snprintf(c->dtype, sizeof c->dtype, "%s", v);
     else if (!strcmp(k, "shape")) c->ndim = parse_list(v, c->shape, NDF_MAX_NDIM);
     else if (!strcmp(k, "batch")) c->batch = atoi(v);
@@ -149,6 +160,10 @@ static int load_manifest(grey_state *s) {
     s->ncases++;
   }
   fclose(f);
+  int per_op[TU_OP_COUNT] = {0};
+  for (int i = 0; i < s->ncases; i++) per_op[s->cases[i].op]++;
+  printf("%d scipy cases:", s->ncases);
+  for (int k = 0; k < TU_OP_COUNT; k++) printf(" %s %d%s", tu_op_name(k), per_op[k], k + 1 < TU_OP_COUNT ? "," : "\n");
   return s->ncases > 0 ? 0 : -1;
 }
 
@@ -254,8 +269,7 @@ static int run_case(grey_state *s, const grey_case *c, int inv, int outv, tu_rng
     snprintf(msg, sizeof msg, "dtype of the input file is not %s", c->dtype);
     goto done;
   }
-  ndf_status r = c->dilation ? ndf_grey_dilation(s->ctx, input, &out.arr, &o)
-                             : ndf_grey_erosion(s->ctx, input, &out.arr, &o);
+  ndf_status r = tu_op_call(s->ctx, c->op, input, &out.arr, &o);
   if (r != NDF_OK) {
     snprintf(msg, sizeof msg, "returned %s: %s", ndf_status_name(r), ndf_errmsg(s->ctx));
     goto done;
@@ -293,14 +307,19 @@ static void run_all(void **state, int inv, int outv) {
   grey_state *s = *state;
   tu_rng rng;
   tu_rng_seed(&rng, s->seed * 31u + (uint64_t)(inv * 3 + outv));
-  int failed = 0;
+  int failed = 0, failed_op[TU_OP_COUNT] = {0};
   for (int i = 0; i < s->ncases; i++) {
-    if (run_case(s, &s->cases[i], inv, outv, &rng, failed < 12) != 0) failed++;
+    if (run_case(s, &s->cases[i], inv, outv, &rng, failed < 12) != 0) {
+      failed++;
+      failed_op[s->cases[i].op]++;
+    }
   }
   if (failed) {
     s->keep_dir = 1;
-    printf("%d of %d scipy cases failed (%s); seed %llu, cases in %s\n", failed, s->ncases,
+    printf("%d of %d scipy cases failed (%s); seed %llu, cases in %s\n  failures per op:", failed, s->ncases,
            variant_name(inv, outv), (unsigned long long)s->seed, s->dir);
+    for (int k = 0; k < TU_OP_COUNT; k++) printf(" %s %d", tu_op_name(k), failed_op[k]);
+    printf("\n");
   }
   assert_int_equal(failed, 0);
 }
@@ -402,7 +421,7 @@ static void test_mirror_length_one_is_nearest(void **state) {
   static const double fv[] = {1, 0, 1, 0, 1, 0, 1, 0, 0};
   for (int i = 0; i < 9; i++) tu_set(&fp.arr, i, fv[i]);
   for (int use_fp = 0; use_fp < 2; use_fp++) {
-    for (int dil = 0; dil < 2; dil++) {
+    for (int op = 0; op < TU_OP_COUNT; op++) {
       ndf_grey_options o;
       ndf_grey_options_init(&o);
       if (use_fp) o.footprint = &fp.arr;
@@ -412,12 +431,12 @@ static void test_mirror_length_one_is_nearest(void **state) {
         o.size[1] = 3;
       }
       o.mode = NDF_MODE_MIRROR;
-      assert_int_equal(grey(ctx, dil, &in.arr, &a.arr, &o), NDF_OK);
+      assert_int_equal(tu_op_call(ctx, op, &in.arr, &a.arr, &o), NDF_OK);
       o.mode = NDF_MODE_NEAREST;
-      assert_int_equal(grey(ctx, dil, &in.arr, &b.arr, &o), NDF_OK);
+      assert_int_equal(tu_op_call(ctx, op, &in.arr, &b.arr, &o), NDF_OK);
       char msg[1024];
       int64_t bad = tu_compare(&b.arr, &a.arr, msg, sizeof msg);
-      if (bad) printf("mirror != nearest (footprint %d, dilation %d):\n%s", use_fp, dil, msg);
+      if (bad) printf("mirror != nearest (footprint %d, %s):\n%s", use_fp, tu_op_name(op), msg);
       assert_int_equal(bad, 0);
     }
   }
@@ -454,7 +473,7 @@ static void test_size_one_axis_ignores_origin(void **state) {
   int64_t fsh[2] = {1, 3};
   assert_int_equal(tu_array_alloc(&fp, NDF_BOOL, 2, fsh), 0);
   for (int i = 0; i < 3; i++) tu_set(&fp.arr, i, 1);
-  for (int dil = 0; dil < 2; dil++) {
+  for (int op = 0; op < TU_OP_COUNT; op++) {
     for (int use_fp = 0; use_fp < 2; use_fp++) {
       for (int64_t o0 = -2; o0 <= 2; o0++) {
         ndf_grey_options o;
@@ -468,16 +487,16 @@ static void test_size_one_axis_ignores_origin(void **state) {
         o.norigin = 2;
         o.origin[0] = 0;
         o.origin[1] = 1;
-        assert_int_equal(grey(ctx, dil, &in.arr, &b.arr, &o), NDF_OK);
+        assert_int_equal(tu_op_call(ctx, op, &in.arr, &b.arr, &o), NDF_OK);
         o.origin[0] = o0;
-        ndf_status r = grey(ctx, dil, &in.arr, &a.arr, &o);
+        ndf_status r = tu_op_call(ctx, op, &in.arr, &a.arr, &o);
         if (r != NDF_OK)
-          printf("origin (%lld,1) on a size-1 axis of a box (%s) rejected: %s\n", (long long)o0,
+          printf("%s: origin (%lld,1) on a size-1 axis of a box (%s) rejected: %s\n", tu_op_name(op), (long long)o0,
                  use_fp ? "footprint of ones" : "size", ndf_errmsg(ctx));
         assert_int_equal(r, NDF_OK);
         char msg[1024];
         int64_t bad = tu_compare(&b.arr, &a.arr, msg, sizeof msg);
-        if (bad) printf("origin[0]=%lld changed the result:\n%s", (long long)o0, msg);
+        if (bad) printf("%s: origin[0]=%lld changed the result:\n%s", tu_op_name(op), (long long)o0, msg);
         assert_int_equal(bad, 0);
       }
     }
@@ -507,7 +526,7 @@ static void test_size_footprint_structure_agree(void **state) {
   ndf_ctx *ctx = ctx_of(state);
   tu_rng rng;
   tu_rng_seed(&rng, ((grey_state *)*state)->seed + 7);
-  for (int iter = 0; iter < 60; iter++) {
+  for (int iter = 0; iter < 120; iter++) {
     ndf_dtype dt = (ndf_dtype)tu_rng_int(&rng, NDF_UINT8, NDF_FLOAT64);
     int nd = (int)tu_rng_int(&rng, 1, 3);
     int64_t sh[3], es[3];
@@ -535,21 +554,21 @@ static void test_size_footprint_structure_agree(void **state) {
     else o.cval = tu_rng_normal(&rng) * 100;
     o.norigin = nd;
     for (int i = 0; i < nd; i++) o.origin[i] = tu_rng_int(&rng, -(es[i] / 2), (es[i] - 1) / 2);
-    int dil = (int)tu_rng_int(&rng, 0, 1);
+    int op = (int)tu_rng_int(&rng, 0, TU_OP_COUNT - 1);
     o.nsize = nd;
     for (int i = 0; i < nd; i++) o.size[i] = es[i];
-    assert_int_equal(grey(ctx, dil, &in.arr, &a.arr, &o), NDF_OK);
+    assert_int_equal(tu_op_call(ctx, op, &in.arr, &a.arr, &o), NDF_OK);
     o.nsize = 0;
     o.footprint = &fp.arr;
-    assert_int_equal(grey(ctx, dil, &in.arr, &b.arr, &o), NDF_OK);
+    assert_int_equal(tu_op_call(ctx, op, &in.arr, &b.arr, &o), NDF_OK);
     o.footprint = NULL;
     o.structure = &st.arr;
-    assert_int_equal(grey(ctx, dil, &in.arr, &c.arr, &o), NDF_OK);
+    assert_int_equal(tu_op_call(ctx, op, &in.arr, &c.arr, &o), NDF_OK);
     char msg[1024];
     int64_t bad1 = tu_compare(&a.arr, &b.arr, msg, sizeof msg);
-    if (bad1) printf("size vs footprint (iter %d):\n%s", iter, msg);
+    if (bad1) printf("%s: size vs footprint (iter %d):\n%s", tu_op_name(op), iter, msg);
     int64_t bad2 = tu_compare(&a.arr, &c.arr, msg, sizeof msg);
-    if (bad2) printf("size vs flat structure (iter %d):\n%s", iter, msg);
+    if (bad2) printf("%s: size vs flat structure (iter %d):\n%s", tu_op_name(op), iter, msg);
     assert_int_equal(bad1 + bad2, 0);
     tu_array_free(&in);
     tu_array_free(&a);
@@ -621,13 +640,14 @@ static void free_elem(rand_elem *e) {
 }
 
 /* Policy (a): NaN propagates -- an output is NaN iff a value under the element
- * (cval included in constant mode) is NaN; elsewhere the exact result. */
+ * (cval included in constant mode) is NaN; elsewhere the exact result.  The
+ * composites apply it to each min/max step, then NumPy's arithmetic. */
 static void test_nan_propagates(void **state) {
   ndf_ctx *ctx = ctx_of(state);
   tu_rng rng;
   tu_rng_seed(&rng, ((grey_state *)*state)->seed + 11);
   int failed = 0;
-  for (int iter = 0; iter < 300; iter++) {
+  for (int iter = 0; iter < 600; iter++) {
     ndf_dtype dt = tu_rng_chance(&rng, 0.5) ? NDF_FLOAT32 : NDF_FLOAT64;
     int batch = (int)tu_rng_int(&rng, 0, 1);
     int nsp = (int)tu_rng_int(&rng, 1, 3);
@@ -649,16 +669,16 @@ static void test_nan_propagates(void **state) {
     e.o.mode = (ndf_mode)tu_rng_int(&rng, 0, NDF_MODE_COUNT - 1);
     e.o.cval = tu_rng_chance(&rng, 0.4) ? NAN : tu_rng_normal(&rng) * 100;
     e.o.batch_dims = batch;
-    int dil = (int)tu_rng_int(&rng, 0, 1);
+    int op = (int)tu_rng_int(&rng, 0, TU_OP_COUNT - 1);
     assert_int_equal(tu_array_like(&got, &in.arr, TU_LAYOUT_C, &rng), 0);
-    tu_ref_grey(dil, &in.arr, &want.arr, &e.el, e.o.mode, e.o.cval, batch);
-    ndf_status r = grey(ctx, dil, &in.arr, &got.arr, &e.o);
+    tu_ref_op(op, &in.arr, &want.arr, &e.el, e.o.mode, e.o.cval, batch);
+    ndf_status r = tu_op_call(ctx, op, &in.arr, &got.arr, &e.o);
     char msg[2048] = "", shs[64];
     int64_t bad = r == NDF_OK ? tu_compare(&want.arr, &got.arr, msg, sizeof msg) : -1;
     if (bad != 0) {
       if (failed < 8)
-        printf("NaN case %d: %s %s %s mode=%s cval=%g batch=%d: %s\n%s", iter,
-               dil ? "dilation" : "erosion", ndf_dtype_name(dt), tu_shape_str(&in.arr, shs, sizeof shs),
+        printf("NaN case %d (seed %llu): %s %s %s mode=%s cval=%g batch=%d: %s\n%s", iter,
+               (unsigned long long)((grey_state *)*state)->seed, tu_op_name(op), ndf_dtype_name(dt), tu_shape_str(&in.arr, shs, sizeof shs),
                ndf_mode_name(e.o.mode), e.o.cval, batch, r == NDF_OK ? "differs" : ndf_errmsg(ctx), msg);
       failed++;
     }
@@ -710,13 +730,14 @@ static void test_nan_by_hand(void **state) {
 
 /* Policy (c): with a structure on an integer dtype, results outside the
  * dtype's range saturate (exact value clamped to the range).  maxfrac sets
- * how large the structure values are relative to the dtype's range. */
+ * how large the structure values are relative to the dtype's range.  The
+ * composites saturate each min/max step, then wrap in NumPy's arithmetic. */
 static void saturation_run(void **state, double maxfrac, const char *what) {
   ndf_ctx *ctx = ctx_of(state);
   tu_rng rng;
   tu_rng_seed(&rng, ((grey_state *)*state)->seed + 13 + (uint64_t)(maxfrac * 100));
   int failed = 0;
-  for (int iter = 0; iter < 240; iter++) {
+  for (int iter = 0; iter < 480; iter++) {
     ndf_dtype dt = (ndf_dtype)(NDF_UINT8 + iter % 6);
     double lo, hi;
     tu_int_range(dt, &lo, &hi);
@@ -738,21 +759,21 @@ static void saturation_run(void **state, double maxfrac, const char *what) {
     draw_elem(&e, &rng, nsp, 1, smax);
     e.o.mode = (ndf_mode)tu_rng_int(&rng, 0, NDF_MODE_COUNT - 1);
     e.o.cval = (double)tu_rng_int(&rng, (int64_t)lo, (int64_t)hi);
-    int dil = (int)tu_rng_int(&rng, 0, 1);
+    int op = (int)tu_rng_int(&rng, 0, TU_OP_COUNT - 1);
     assert_int_equal(tu_array_like(&got, &in.arr, TU_LAYOUT_C, &rng), 0);
-    tu_ref_grey(dil, &in.arr, &want.arr, &e.el, e.o.mode, e.o.cval, 0);
-    ndf_status r = grey(ctx, dil, &in.arr, &got.arr, &e.o);
+    tu_ref_op(op, &in.arr, &want.arr, &e.el, e.o.mode, e.o.cval, 0);
+    ndf_status r = tu_op_call(ctx, op, &in.arr, &got.arr, &e.o);
     char msg[2048] = "", shs[64];
     int64_t bad = r == NDF_OK ? tu_compare(&want.arr, &got.arr, msg, sizeof msg) : -1;
     if (bad != 0) {
       if (failed < 8) {
-        printf("%s case %d: %s %s %s mode=%s cval=%g structure values:", what, iter,
-               dil ? "dilation" : "erosion", ndf_dtype_name(dt), tu_shape_str(&in.arr, shs, sizeof shs),
+        printf("%s case %d (seed %llu): %s %s %s mode=%s cval=%g structure values:", what, iter,
+               (unsigned long long)((grey_state *)*state)->seed, tu_op_name(op), ndf_dtype_name(dt), tu_shape_str(&in.arr, shs, sizeof shs),
                ndf_mode_name(e.o.mode), e.o.cval);
         int64_t nt = 1;
         for (int i = 0; i < nsp; i++) nt *= e.el.shape[i];
         for (int64_t k = 0; k < nt && k < 16; k++) printf(" %g%s", e.stv[k], e.el.fp && !e.el.fp[k] ? "(off)" : "");
-        printf("\n  %s\n%s", r == NDF_OK ? "differs (expected: exact result clamped)" : ndf_errmsg(ctx), msg);
+        printf("\n  %s\n%s", r == NDF_OK ? "differs (expected: exact result clamped, per min/max step)" : ndf_errmsg(ctx), msg);
       }
       failed++;
     }
@@ -785,7 +806,7 @@ static void test_cval_policy(void **state) {
     const double bad[] = {NAN, INFINITY, -INFINITY, hi + 1, lo - 1, hi * 2 + 10, lo - 1e12, 1e300};
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
       for (int mode = 0; mode < 2; mode++) { /* constant, and its grid-constant alias */
-        for (int dil = 0; dil < 2; dil++) {
+        for (int op = 0; op < TU_OP_COUNT; op++) {
           ndf_grey_options o;
           ndf_grey_options_init(&o);
           o.nsize = 1;
@@ -793,15 +814,14 @@ static void test_cval_policy(void **state) {
           assert_int_equal(ndf_mode_from_name(mode ? "grid-constant" : "constant", &o.mode), NDF_OK);
           o.cval = bad[k];
           tu_poison(out.base, out.bytes);
-          ndf_status r = grey(ctx, dil, &in.arr, &out.arr, &o);
+          ndf_status r = tu_op_call(ctx, op, &in.arr, &out.arr, &o);
           const char *m = ndf_errmsg(ctx);
-          if (r != NDF_EINVAL || !strstr(m, "cval") ||
-              !strstr(m, dil ? "ndf_grey_dilation" : "ndf_grey_erosion"))
-            printf("%s cval=%g accepted or badly reported: %s \"%s\"\n", ndf_dtype_name((ndf_dtype)dt),
-                   bad[k], ndf_status_name(r), m);
+          if (r != NDF_EINVAL || !strstr(m, "cval") || !strstr(m, tu_op_api_name(op)))
+            printf("%s %s cval=%g accepted or badly reported: %s \"%s\"\n", tu_op_api_name(op),
+                   ndf_dtype_name((ndf_dtype)dt), bad[k], ndf_status_name(r), m);
           assert_int_equal(r, NDF_EINVAL);
           assert_non_null(strstr(m, "cval"));
-          assert_non_null(strstr(m, dil ? "ndf_grey_dilation" : "ndf_grey_erosion"));
+          assert_non_null(strstr(m, tu_op_api_name(op)));
           assert_int_equal(tu_poison_check(out.base, out.bytes), -1);
         }
       }
@@ -810,19 +830,27 @@ static void test_cval_policy(void **state) {
     const double good[] = {lo, hi, lo + 0.5, hi - 0.5, 45.7, -0.9};
     for (size_t k = 0; k < sizeof good / sizeof good[0]; k++) {
       if (good[k] < lo || good[k] > hi) continue;
-      for (int dil = 0; dil < 2; dil++) {
+      for (int op = 0; op < TU_OP_COUNT; op++) {
         ndf_grey_options o;
         ndf_grey_options_init(&o);
         o.nsize = 1;
         o.size[0] = 3;
         o.mode = NDF_MODE_CONSTANT;
         o.cval = good[k];
-        ndf_status r = grey(ctx, dil, &in.arr, &out.arr, &o);
-        if (r != NDF_OK) printf("%s cval=%.17g rejected: %s\n", ndf_dtype_name((ndf_dtype)dt), good[k], ndf_errmsg(ctx));
+        ndf_status r = tu_op_call(ctx, op, &in.arr, &out.arr, &o);
+        if (r != NDF_OK)
+          printf("%s %s cval=%.17g rejected: %s\n", tu_op_api_name(op), ndf_dtype_name((ndf_dtype)dt), good[k],
+                 ndf_errmsg(ctx));
         assert_int_equal(r, NDF_OK);
         o.cval = trunc(good[k]);
-        assert_int_equal(grey(ctx, dil, &in.arr, &ref.arr, &o), NDF_OK);
-        assert_int_equal(tu_compare(&ref.arr, &out.arr, NULL, 0), 0);
+        assert_int_equal(tu_op_call(ctx, op, &in.arr, &ref.arr, &o), NDF_OK);
+        char msg[1024];
+        int64_t nbad = tu_compare(&ref.arr, &out.arr, msg, sizeof msg);
+        if (nbad) printf("%s %s: cval=%.17g differs from cval=%.17g:\n%s", tu_op_name(op),
+                         ndf_dtype_name((ndf_dtype)dt), good[k], trunc(good[k]), msg);
+        assert_int_equal(nbad, 0);
+        if (op > TU_OP_DILATION) continue;
+        int dil = op == TU_OP_DILATION;
         /* and against the exact values: border = op(cval, neighbours) */
         double c = trunc(good[k]);
         double e0 = dil ? fmax(c, fmax(v[0], v[1])) : fmin(c, fmin(v[0], v[1]));
@@ -877,7 +905,7 @@ static void test_large_elements_periodic(void **state) {
   tu_rng rng;
   tu_rng_seed(&rng, ((grey_state *)*state)->seed + 23);
   int failed = 0;
-  for (int iter = 0; iter < 200; iter++) {
+  for (int iter = 0; iter < 320; iter++) {
     ndf_dtype dt = (ndf_dtype)tu_rng_int(&rng, NDF_UINT8, NDF_FLOAT64);
     int nsp = (int)tu_rng_int(&rng, 1, 3);
     int64_t sh[3];
@@ -924,16 +952,16 @@ static void test_large_elements_periodic(void **state) {
     }
     e.o.mode = (ndf_mode)tu_rng_int(&rng, 0, NDF_MODE_COUNT - 1);
     e.o.cval = tu_is_float(dt) ? 0.5 : lo + 1;
-    int dil = (int)tu_rng_int(&rng, 0, 1);
+    int op = (int)tu_rng_int(&rng, 0, TU_OP_COUNT - 1);
     assert_int_equal(tu_array_like(&got, &in.arr, TU_LAYOUT_C, &rng), 0);
-    tu_ref_grey(dil, &in.arr, &want.arr, &e.el, e.o.mode, e.o.cval, 0);
-    ndf_status r = grey(ctx, dil, &in.arr, &got.arr, &e.o);
+    tu_ref_op(op, &in.arr, &want.arr, &e.el, e.o.mode, e.o.cval, 0);
+    ndf_status r = tu_op_call(ctx, op, &in.arr, &got.arr, &e.o);
     char msg[2048] = "", shs[64];
     int64_t bad = r == NDF_OK ? tu_compare(&want.arr, &got.arr, msg, sizeof msg) : -1;
     if (bad != 0) {
       if (failed < 8)
-        printf("large element case %d: %s %s image %s element %lldx%lldx%lld mode=%s: %s\n%s", iter,
-               dil ? "dilation" : "erosion", ndf_dtype_name(dt), tu_shape_str(&in.arr, shs, sizeof shs),
+        printf("large element case %d (seed %llu): %s %s image %s element %lldx%lldx%lld mode=%s: %s\n%s", iter,
+               (unsigned long long)((grey_state *)*state)->seed, tu_op_name(op), ndf_dtype_name(dt), tu_shape_str(&in.arr, shs, sizeof shs),
                (long long)e.el.shape[0], nsp > 1 ? (long long)e.el.shape[1] : 1LL,
                nsp > 2 ? (long long)e.el.shape[2] : 1LL, ndf_mode_name(e.o.mode),
                r == NDF_OK ? "differs from the reference" : ndf_errmsg(ctx), msg);
@@ -952,7 +980,7 @@ static void test_batch_images_independent(void **state) {
   ndf_ctx *ctx = ctx_of(state);
   tu_rng rng;
   tu_rng_seed(&rng, ((grey_state *)*state)->seed + 17);
-  for (int iter = 0; iter < 40; iter++) {
+  for (int iter = 0; iter < 80; iter++) {
     ndf_dtype dt = (ndf_dtype)tu_rng_int(&rng, NDF_UINT8, NDF_FLOAT64);
     int nb = (int)tu_rng_int(&rng, 1, 2), nsp = (int)tu_rng_int(&rng, 1, 3), nd = nb + nsp;
     int64_t sh[5];
@@ -970,8 +998,8 @@ static void test_batch_images_independent(void **state) {
     e.o.mode = (ndf_mode)tu_rng_int(&rng, 0, NDF_MODE_COUNT - 1);
     e.o.cval = tu_is_float(dt) ? 1.5 : lo;
     e.o.batch_dims = nb;
-    int dil = (int)tu_rng_int(&rng, 0, 1);
-    assert_int_equal(grey(ctx, dil, &in.arr, &out.arr, &e.o), NDF_OK);
+    int op = (int)tu_rng_int(&rng, 0, TU_OP_COUNT - 1);
+    assert_int_equal(tu_op_call(ctx, op, &in.arr, &out.arr, &e.o), NDF_OK);
     /* Now image by image, through views of one image (batch_dims 0). */
     int64_t nimg = 1, per = 1;
     for (int i = 0; i < nb; i++) nimg *= sh[i];
@@ -983,12 +1011,13 @@ static void test_batch_images_independent(void **state) {
     for (int64_t b = 0; b < nimg; b++) {
       ndf_array view = one.arr;
       view.data = (char *)in.arr.data + (size_t)(b * per) * es;
-      assert_int_equal(grey(ctx, dil, &view, &one.arr, &e.o), NDF_OK);
+      assert_int_equal(tu_op_call(ctx, op, &view, &one.arr, &e.o), NDF_OK);
       ndf_array part = one.arr;
       part.data = (char *)out.arr.data + (size_t)(b * per) * es;
       char msg[1024];
       int64_t bad = tu_compare(&one.arr, &part, msg, sizeof msg);
-      if (bad) printf("batch iter %d image %lld differs from a lone image:\n%s", iter, (long long)b, msg);
+      if (bad) printf("batch iter %d (%s, seed %llu) image %lld differs from a lone image:\n%s", iter, tu_op_name(op),
+                      (unsigned long long)((grey_state *)*state)->seed, (long long)b, msg);
       assert_int_equal(bad, 0);
     }
     tu_array_free(&one);
@@ -1018,25 +1047,491 @@ static void test_zero_stride_input(void **state) {
   bc.strides[2] = 1;
   assert_int_equal(tu_array_alloc(&a, NDF_INT32, 3, sh), 0);
   assert_int_equal(tu_array_alloc(&b, NDF_INT32, 3, sh), 0);
-  for (int mode = 0; mode < NDF_MODE_COUNT; mode++) {
-    ndf_grey_options o;
-    ndf_grey_options_init(&o);
-    o.nsize = 3;
-    o.size[0] = 3;
-    o.size[1] = 2;
-    o.size[2] = 4;
-    o.mode = (ndf_mode)mode;
-    o.cval = -7;
-    assert_int_equal(ndf_grey_dilation(ctx, &full.arr, &a.arr, &o), NDF_OK);
-    ndf_status r = ndf_grey_dilation(ctx, &bc, &b.arr, &o);
-    if (r != NDF_OK) printf("zero-stride input rejected: %s\n", ndf_errmsg(ctx));
-    assert_int_equal(r, NDF_OK);
-    assert_int_equal(tu_compare(&a.arr, &b.arr, NULL, 0), 0);
+  for (int op = 0; op < TU_OP_COUNT; op++) {
+    for (int mode = 0; mode < NDF_MODE_COUNT; mode++) {
+      ndf_grey_options o;
+      ndf_grey_options_init(&o);
+      o.nsize = 3;
+      o.size[0] = 3;
+      o.size[1] = 2;
+      o.size[2] = 4;
+      o.mode = (ndf_mode)mode;
+      o.cval = -7;
+      assert_int_equal(tu_op_call(ctx, op, &full.arr, &a.arr, &o), NDF_OK);
+      ndf_status r = tu_op_call(ctx, op, &bc, &b.arr, &o);
+      if (r != NDF_OK) printf("zero-stride input rejected by %s: %s\n", tu_op_api_name(op), ndf_errmsg(ctx));
+      assert_int_equal(r, NDF_OK);
+      char msg[1024];
+      int64_t bad = tu_compare(&a.arr, &b.arr, msg, sizeof msg);
+      if (bad) printf("%s, mode %s: zero-stride input differs from the materialized one:\n%s", tu_op_name(op),
+                      ndf_mode_name((ndf_mode)mode), msg);
+      assert_int_equal(bad, 0);
+    }
   }
   tu_array_free(&row);
   tu_array_free(&full);
   tu_array_free(&a);
   tu_array_free(&b);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Composite ops                                                             */
+
+/* Compares a 1-D result with expected values (exact; NaN equals NaN). */
+static int check_1d(const ndf_array *got, int n, const double *want, const char *what) {
+  int bad = 0;
+  for (int i = 0; i < n; i++) {
+    double g = tu_get(got, i);
+    if (g == want[i] || (isnan(g) && isnan(want[i]))) continue;
+    if (bad < 4) printf("%s: element %d expected %.17g got %.17g\n", what, i, want[i], g);
+    bad++;
+  }
+  return bad;
+}
+
+#define F32(v) ((double)(float)(v))
+
+/* Values of all eight ops computed by scipy 1.10.1 / NumPy 1.24 (the six
+ * composites wrap around in uint8 / int8 and round after every step in
+ * float32), checked against ndforge and against the test's own reference
+ * (tu_ref_op, which the policy tests trust). */
+static void test_composite_known_values(void **state) {
+  ndf_ctx *ctx = ctx_of(state);
+  static const struct {
+    const char *what;
+    ndf_dtype dt;
+    int n;
+    double x[8];
+    int kind; /* 0: size=esize, 1: footprint elem[0..esize), 2: structure elem[0..esize) */
+    int esize;
+    double elem[3];
+    ndf_mode mode;
+    double cval;
+    double want[TU_OP_COUNT][8]; /* erosion, dilation, opening, closing, gradient, laplace, white, black */
+  } cases[] = {
+      {"uint8, footprint [1,0,0] (dilation < erosion), nearest",
+       NDF_UINT8, 8, {10, 8, 6, 4, 2, 50, 250, 200}, 1, 3, {1, 0, 0}, NDF_MODE_NEAREST, 0,
+       {{10, 10, 8, 6, 4, 2, 50, 250},
+        {8, 6, 4, 2, 50, 250, 200, 200},
+        {10, 8, 6, 4, 2, 50, 250, 250},
+        {8, 8, 6, 4, 2, 50, 250, 200},
+        {254, 252, 252, 252, 46, 248, 150, 206},
+        {254, 0, 0, 0, 50, 152, 6, 50},
+        {0, 0, 0, 0, 0, 0, 0, 206},
+        {254, 0, 0, 0, 0, 0, 0, 0}}},
+      {"uint8, size 3, nearest (laplace overflows)",
+       NDF_UINT8, 8, {200, 250, 100, 30, 255, 0, 128, 127}, 0, 3, {0}, NDF_MODE_NEAREST, 0,
+       {{200, 100, 30, 30, 0, 0, 0, 127},
+        {250, 250, 250, 255, 255, 255, 128, 128},
+        {200, 200, 100, 30, 30, 0, 127, 127},
+        {250, 250, 250, 250, 255, 128, 128, 128},
+        {50, 150, 220, 225, 255, 255, 128, 1},
+        {50, 106, 80, 225, 1, 255, 128, 1},
+        {0, 50, 0, 0, 225, 0, 1, 0},
+        {50, 0, 150, 220, 0, 128, 0, 1}}},
+      {"uint8, size 3, constant cval 200 (opening > x: white tophat wraps)",
+       NDF_UINT8, 3, {10, 20, 30}, 0, 3, {0}, NDF_MODE_CONSTANT, 200,
+       {{10, 10, 20}, {200, 30, 200}, {200, 20, 200}, {30, 30, 30},
+        {190, 20, 180}, {190, 0, 160}, {66, 0, 86}, {20, 10, 0}}},
+      {"uint8, size 3, constant cval 0 (closing < x: black tophat wraps)",
+       NDF_UINT8, 3, {100, 200, 150}, 0, 3, {0}, NDF_MODE_CONSTANT, 0,
+       {{0, 100, 0}, {200, 200, 200}, {100, 100, 100}, {0, 200, 0},
+        {200, 100, 200}, {0, 156, 156}, {0, 100, 50}, {156, 0, 106}}},
+      {"int8, size 2, reflect",
+       NDF_INT8, 6, {100, -100, 120, -128, 127, 5}, 0, 2, {0}, NDF_MODE_REFLECT, 0,
+       {{100, -100, -100, -128, -128, 5},
+        {100, 120, 120, 127, 127, 5},
+        {100, -100, -100, -128, 5, 5},
+        {100, 100, 120, 120, 127, 5},
+        {0, -36, -36, -1, -1, 0},
+        {0, -36, 36, -1, 1, 0},
+        {0, 0, -36, 0, 122, 0},
+        {0, -56, 0, -8, 0, 0}}},
+      {"uint8, structure [-5] (dilation = x-5 < erosion = x+5)",
+       NDF_UINT8, 5, {40, 50, 60, 70, 80}, 2, 1, {-5}, NDF_MODE_REFLECT, 0,
+       {{45, 55, 65, 75, 85},
+        {35, 45, 55, 65, 75},
+        {40, 50, 60, 70, 80},
+        {40, 50, 60, 70, 80},
+        {246, 246, 246, 246, 246},
+        {0, 0, 0, 0, 0},
+        {0, 0, 0, 0, 0},
+        {0, 0, 0, 0, 0}}},
+      {"float32, size 3, nearest (laplace and gradient round per step)",
+       NDF_FLOAT32, 5, {3, 1, 16777218, 1, 3}, 0, 3, {0}, NDF_MODE_NEAREST, 0,
+       {{1, 1, 1, 1, 1},
+        {3, 16777218, 16777218, 16777218, 3},
+        {1, 1, 1, 1, 1},
+        {3, 3, 16777218, 3, 3},
+        {2, 16777216, 16777216, 16777216, 2},
+        {-2, 16777220, -16777216, 16777220, -2},
+        {2, 0, 16777216, 0, 2},
+        {0, 2, 0, 2, 0}}},
+      {"float64, the same values",
+       NDF_FLOAT64, 5, {3, 1, 16777218, 1, 3}, 0, 3, {0}, NDF_MODE_NEAREST, 0,
+       {{1, 1, 1, 1, 1},
+        {3, 16777218, 16777218, 16777218, 3},
+        {1, 1, 1, 1, 1},
+        {3, 3, 16777218, 3, 3},
+        {2, 16777217, 16777217, 16777217, 2},
+        {-2, 16777217, -16777217, 16777217, -2},
+        {2, 0, 16777217, 0, 2},
+        {0, 2, 0, 2, 0}}},
+      {"float32, size 2, nearest (dilation + erosion overflows to inf)",
+       NDF_FLOAT32, 4, {3e38, -3e38, 3e38, 2.5e38}, 0, 2, {0}, NDF_MODE_NEAREST, 0,
+       {{F32(3e38), F32(-3e38), F32(-3e38), F32(2.5e38)},
+        {F32(3e38), F32(3e38), F32(3e38), F32(2.5e38)},
+        {F32(3e38), F32(-3e38), F32(2.5e38), F32(2.5e38)},
+        {F32(3e38), F32(3e38), F32(3e38), F32(2.5e38)},
+        {0, INFINITY, INFINITY, 0},
+        {INFINITY, INFINITY, -INFINITY, INFINITY},
+        {0, 0, 4.999999333082606e+37, 0},
+        {0, INFINITY, 0, 0}}},
+  };
+  int failed = 0;
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    int n = cases[k].n;
+    tu_array in, out, ref, el;
+    memset(&el, 0, sizeof el);
+    arr1d(&in, cases[k].dt, n, cases[k].x);
+    arr1d(&ref, cases[k].dt, n, cases[k].x);
+    ndf_grey_options o;
+    ndf_grey_options_init(&o);
+    o.mode = cases[k].mode;
+    o.cval = cases[k].cval;
+    tu_elem te;
+    memset(&te, 0, sizeof te);
+    te.nsp = 1;
+    te.shape[0] = cases[k].esize;
+    uint8_t fpv[3];
+    if (cases[k].kind == 0) {
+      o.nsize = 1;
+      o.size[0] = cases[k].esize;
+    } else if (cases[k].kind == 1) {
+      arr1d(&el, NDF_BOOL, cases[k].esize, cases[k].elem);
+      o.footprint = &el.arr;
+      for (int i = 0; i < cases[k].esize; i++) fpv[i] = cases[k].elem[i] != 0;
+      te.fp = fpv;
+    } else {
+      arr1d(&el, NDF_FLOAT64, cases[k].esize, cases[k].elem);
+      o.structure = &el.arr;
+      te.st = cases[k].elem;
+    }
+    for (int op = 0; op < TU_OP_COUNT; op++) {
+      int64_t sh[1] = {n};
+      assert_int_equal(tu_array_alloc(&out, cases[k].dt, 1, sh), 0);
+      tu_poison(out.base, out.bytes);
+      char what[256];
+      snprintf(what, sizeof what, "%s (%s)", tu_op_name(op), cases[k].what);
+      ndf_status r = tu_op_call(ctx, op, &in.arr, &out.arr, &o);
+      if (r != NDF_OK) {
+        printf("%s: %s %s\n", what, ndf_status_name(r), ndf_errmsg(ctx));
+        failed++;
+      } else if (check_1d(&out.arr, n, cases[k].want[op], what)) {
+        failed++;
+      }
+      tu_ref_op(op, &in.arr, &ref.arr, &te, o.mode, o.cval, 0);
+      snprintf(what, sizeof what, "the test's reference tu_ref_op: %s (%s)", tu_op_name(op), cases[k].what);
+      if (check_1d(&ref.arr, n, cases[k].want[op], what)) failed++;
+      tu_array_free(&out);
+    }
+    tu_array_free(&in);
+    tu_array_free(&ref);
+    tu_array_free(&el);
+  }
+  assert_int_equal(failed, 0);
+}
+
+/* float32 laplace rounds after every step: ((a + b) - x) - x in float32 is
+ * not the double result rounded once.  Hand values, then random values with
+ * a large dynamic range against the step-by-step reference. */
+static void test_laplace_float32_rounding(void **state) {
+  ndf_ctx *ctx = ctx_of(state);
+  static const double x[] = {3, 1, 16777218, 1, 3};
+  tu_array in32, in64, out32, out64;
+  arr1d(&in32, NDF_FLOAT32, 5, x);
+  arr1d(&in64, NDF_FLOAT64, 5, x);
+  arr1d(&out32, NDF_FLOAT32, 5, x);
+  arr1d(&out64, NDF_FLOAT64, 5, x);
+  ndf_grey_options o;
+  ndf_grey_options_init(&o);
+  o.nsize = 1;
+  o.size[0] = 3;
+  o.mode = NDF_MODE_NEAREST;
+  assert_int_equal(ndf_morphological_laplace(ctx, &in32.arr, &out32.arr, &o), NDF_OK);
+  assert_int_equal(ndf_morphological_laplace(ctx, &in64.arr, &out64.arr, &o), NDF_OK);
+  /* i=1: dilation 16777218, erosion 1, x 1: 16777219 -> 16777220 (ties to even), -1 -> 16777220, -1 -> 16777220 */
+  static const double want32[] = {-2, 16777220, -16777216, 16777220, -2};
+  static const double want64[] = {-2, 16777217, -16777217, 16777217, -2};
+  int bad = check_1d(&out32.arr, 5, want32, "laplace float32 (per-step rounding)");
+  bad += check_1d(&out64.arr, 5, want64, "laplace float64");
+  for (int i = 1; i <= 3; i += 2) { /* (element 2: -16777217 rounds to the same -16777216) */
+    float once = (float)tu_get(&out64.arr, i);
+    if ((double)once == tu_get(&out32.arr, i)) {
+      printf("laplace float32 element %d equals the double result rounded once (%.9g): steps not rounded\n", i,
+             (double)once);
+      bad++;
+    }
+  }
+  assert_int_equal(bad, 0);
+  tu_array_free(&in32);
+  tu_array_free(&in64);
+  tu_array_free(&out32);
+  tu_array_free(&out64);
+
+  /* Random: values near 2^24..2^26 mixed with small ones, random flat or
+   * integer-structured elements; every op against the float32 reference. */
+  tu_rng rng;
+  tu_rng_seed(&rng, ((grey_state *)*state)->seed + 29);
+  int failed = 0;
+  int64_t steps_differ = 0;
+  for (int iter = 0; iter < 160; iter++) {
+    int nsp = (int)tu_rng_int(&rng, 1, 2);
+    int64_t sh[2];
+    for (int i = 0; i < nsp; i++) sh[i] = tu_rng_int(&rng, 1, nsp == 1 ? 40 : 9);
+    tu_array in, want, got, dbl, in_d;
+    assert_int_equal(tu_array_alloc(&in, NDF_FLOAT32, nsp, sh), 0);
+    assert_int_equal(tu_array_alloc(&want, NDF_FLOAT32, nsp, sh), 0);
+    int64_t n = ndf_array_size(&in.arr);
+    for (int64_t i = 0; i < n; i++) {
+      double v = tu_rng_chance(&rng, 0.5) ? (double)tu_rng_int(&rng, -9, 9)
+                                          : ldexp(1.0 + tu_rng_unif(&rng), (int)tu_rng_int(&rng, 23, 26)) *
+                                                (tu_rng_chance(&rng, 0.3) ? -1 : 1);
+      tu_set(&in.arr, i, v);
+    }
+    rand_elem e;
+    draw_elem(&e, &rng, nsp, tu_rng_chance(&rng, 0.3), 3);
+    e.o.mode = (ndf_mode)tu_rng_int(&rng, 0, NDF_MODE_COUNT - 1);
+    e.o.cval = (double)tu_rng_int(&rng, -5, 5);
+    int op = iter % 2 ? TU_OP_LAPLACE : (int)tu_rng_int(&rng, TU_OP_OPENING, TU_OP_COUNT - 1);
+    assert_int_equal(tu_array_like(&got, &in.arr, TU_LAYOUT_C, &rng), 0);
+    tu_ref_op(op, &in.arr, &want.arr, &e.el, e.o.mode, e.o.cval, 0);
+    ndf_status r = tu_op_call(ctx, op, &in.arr, &got.arr, &e.o);
+    char msg[2048] = "", shs[64];
+    int64_t nbad = r == NDF_OK ? tu_compare(&want.arr, &got.arr, msg, sizeof msg) : -1;
+    if (nbad != 0) {
+      if (failed < 8)
+        printf("float32 rounding case %d (seed %llu): %s %s mode=%s cval=%g: %s\n%s", iter,
+               (unsigned long long)((grey_state *)*state)->seed, tu_op_name(op),
+               tu_shape_str(&in.arr, shs, sizeof shs), ndf_mode_name(e.o.mode), e.o.cval,
+               r == NDF_OK ? "differs from the per-step float32 reference" : ndf_errmsg(ctx), msg);
+      failed++;
+    }
+    if (op == TU_OP_LAPLACE) { /* how often the per-step result is not the double result rounded once */
+      assert_int_equal(tu_array_alloc(&in_d, NDF_FLOAT64, nsp, sh), 0);
+      assert_int_equal(tu_array_alloc(&dbl, NDF_FLOAT64, nsp, sh), 0);
+      for (int64_t i = 0; i < n; i++) tu_set(&in_d.arr, i, tu_get(&in.arr, i));
+      tu_ref_op(op, &in_d.arr, &dbl.arr, &e.el, e.o.mode, e.o.cval, 0);
+      for (int64_t i = 0; i < n; i++)
+        if ((double)(float)tu_get(&dbl.arr, i) != tu_get(&want.arr, i)) steps_differ++;
+      tu_array_free(&in_d);
+      tu_array_free(&dbl);
+    }
+    free_elem(&e);
+    tu_array_free(&in);
+    tu_array_free(&want);
+    tu_array_free(&got);
+  }
+  printf("float32 laplace: %lld elements where per-step rounding differs from rounding the double result\n",
+         (long long)steps_differ);
+  assert_true(steps_differ > 0); /* the random cases do exercise the rounding */
+  assert_int_equal(failed, 0);
+}
+
+/* Random input of any dtype without NaN: normal*100 floats (a few
+ * infinities), integers over the whole range or a narrow one (ties). */
+static void fill_random(tu_array *t, tu_rng *r) {
+  ndf_dtype dt = t->arr.dtype;
+  double lo, hi;
+  tu_int_range(dt, &lo, &hi);
+  int64_t n = ndf_array_size(&t->arr);
+  int narrow = tu_rng_chance(r, 0.3);
+  double a = lo, b = hi;
+  if (!tu_is_float(dt) && narrow) {
+    a = (double)tu_rng_int(r, (int64_t)lo, (int64_t)hi);
+    b = fmin(hi, a + 5);
+  }
+  for (int64_t i = 0; i < n; i++) {
+    double v;
+    if (tu_is_float(dt)) {
+      v = narrow ? (double)tu_rng_int(r, -3, 3) : tu_rng_normal(r) * 100;
+      if (tu_rng_chance(r, 0.01)) v = tu_rng_chance(r, 0.5) ? INFINITY : -INFINITY;
+    } else {
+      v = (double)tu_rng_int(r, (int64_t)a, (int64_t)b);
+    }
+    tu_set(&t->arr, i, v);
+  }
+}
+
+/* Opening and closing with flat elements: idempotent (opening(opening(x)) ==
+ * opening(x)) in wrap and constant mode, where scipy's boundary extension
+ * keeps them true openings / closings; opening <= x and closing >= x in wrap
+ * mode, and in constant mode when cval lies below (opening) or above
+ * (closing) every value.  (In reflect / mirror / nearest, scipy's per-step
+ * extension breaks both properties near the border for asymmetric elements.) */
+static void test_opening_closing_properties(void **state) {
+  ndf_ctx *ctx = ctx_of(state);
+  tu_rng rng;
+  tu_rng_seed(&rng, ((grey_state *)*state)->seed + 31);
+  int failed = 0;
+  for (int iter = 0; iter < 300; iter++) {
+    ndf_dtype dt = (ndf_dtype)tu_rng_int(&rng, NDF_UINT8, NDF_FLOAT64);
+    int batch = (int)tu_rng_int(&rng, 0, 1);
+    int nsp = (int)tu_rng_int(&rng, 1, 3), nd = batch + nsp;
+    int64_t sh[4];
+    for (int i = 0; i < nd; i++) sh[i] = tu_rng_int(&rng, 1, i < batch ? 3 : (nsp == 1 ? 30 : 9));
+    tu_array x, a, b;
+    assert_int_equal(tu_array_alloc(&x, dt, nd, sh), 0);
+    assert_int_equal(tu_array_alloc(&a, dt, nd, sh), 0);
+    assert_int_equal(tu_array_alloc(&b, dt, nd, sh), 0);
+    fill_random(&x, &rng);
+    rand_elem e;
+    draw_elem(&e, &rng, nsp, 0, 0); /* flat: size or footprint, random origins */
+    e.o.batch_dims = batch;
+    e.o.mode = tu_rng_chance(&rng, 0.5) ? NDF_MODE_WRAP : NDF_MODE_CONSTANT;
+    double lo, hi;
+    tu_int_range(dt, &lo, &hi);
+    int bounds = e.o.mode == NDF_MODE_WRAP || tu_rng_chance(&rng, 0.5);
+    for (int closing = 0; closing < 2; closing++) {
+      int op = closing ? TU_OP_CLOSING : TU_OP_OPENING;
+      if (e.o.mode == NDF_MODE_CONSTANT) {
+        if (bounds) e.o.cval = closing ? hi : lo; /* -inf / +inf for floats */
+        else e.o.cval = tu_is_float(dt) ? tu_rng_normal(&rng) * 100 : (double)tu_rng_int(&rng, (int64_t)lo, (int64_t)hi);
+      }
+      char shs[64];
+      const char *why = NULL;
+      int64_t where = -1;
+      ndf_status r = tu_op_call(ctx, op, &x.arr, &a.arr, &e.o);
+      if (r == NDF_OK) r = tu_op_call(ctx, op, &a.arr, &b.arr, &e.o);
+      if (r != NDF_OK) {
+        why = ndf_errmsg(ctx);
+      } else {
+        int64_t n = ndf_array_size(&x.arr);
+        for (int64_t i = 0; i < n && !why; i++) {
+          double xv = tu_get(&x.arr, i), av = tu_get(&a.arr, i);
+          if (memcmp(tu_elem_ptr(&a.arr, i), tu_elem_ptr(&b.arr, i), ndf_dtype_size(dt)) != 0) {
+            why = "not idempotent (applying it twice changed the result)";
+            where = i;
+          } else if (bounds && (closing ? av < xv : av > xv)) {
+            why = closing ? "closing < x (not extensive)" : "opening > x (not anti-extensive)";
+            where = i;
+          }
+        }
+      }
+      if (why) {
+        if (failed < 8) {
+          printf("%s case %d (seed %llu): %s %s batch=%d mode=%s cval=%g element", tu_op_name(op), iter,
+                 (unsigned long long)((grey_state *)*state)->seed, ndf_dtype_name(dt),
+                 tu_shape_str(&x.arr, shs, sizeof shs), batch, ndf_mode_name(e.o.mode), e.o.cval);
+          for (int i = 0; i < nsp; i++) printf("%s%lld", i ? "x" : " ", (long long)e.el.shape[i]);
+          printf(" %s: %s", e.o.footprint ? "footprint" : "size", why);
+          if (where >= 0)
+            printf(" at flat index %lld: x=%.17g once=%.17g twice=%.17g", (long long)where, tu_get(&x.arr, where),
+                   tu_get(&a.arr, where), tu_get(&b.arr, where));
+          printf("\n");
+        }
+        failed++;
+      }
+    }
+    free_elem(&e);
+    tu_array_free(&x);
+    tu_array_free(&a);
+    tu_array_free(&b);
+  }
+  assert_int_equal(failed, 0);
+}
+
+/* Each composite equals its steps run one by one through the public API and
+ * combined with NumPy's arithmetic: white_tophat == x - opening(x) exactly,
+ * black_tophat == closing(x) - x, gradient == dilation - erosion, laplace ==
+ * ((dilation + erosion) - x) - x, opening == dilation(erosion(x)), closing ==
+ * erosion(dilation(x)).  Every dtype, mode, element kind (structures too,
+ * saturating ones included), batch axes and NaN. */
+static void test_composites_are_their_steps(void **state) {
+  ndf_ctx *ctx = ctx_of(state);
+  tu_rng rng;
+  tu_rng_seed(&rng, ((grey_state *)*state)->seed + 37);
+  int failed = 0;
+  for (int iter = 0; iter < 300; iter++) {
+    ndf_dtype dt = (ndf_dtype)tu_rng_int(&rng, NDF_UINT8, NDF_FLOAT64);
+    int batch = (int)tu_rng_int(&rng, 0, 1);
+    int nsp = (int)tu_rng_int(&rng, 1, 3), nd = batch + nsp;
+    int64_t sh[4];
+    for (int i = 0; i < nd; i++) sh[i] = tu_rng_int(&rng, 1, i < batch ? 3 : (nsp == 1 ? 30 : 8));
+    tu_array x, ero, dil, t, want, got;
+    assert_int_equal(tu_array_alloc(&x, dt, nd, sh), 0);
+    assert_int_equal(tu_array_alloc(&ero, dt, nd, sh), 0);
+    assert_int_equal(tu_array_alloc(&dil, dt, nd, sh), 0);
+    assert_int_equal(tu_array_alloc(&t, dt, nd, sh), 0);
+    assert_int_equal(tu_array_alloc(&want, dt, nd, sh), 0);
+    fill_random(&x, &rng);
+    if (tu_is_float(dt) && tu_rng_chance(&rng, 0.3)) {
+      int64_t n = ndf_array_size(&x.arr);
+      for (int64_t i = 0; i < n; i++)
+        if (tu_rng_chance(&rng, 0.05)) tu_set(&x.arr, i, NAN);
+    }
+    double lo, hi;
+    tu_int_range(dt, &lo, &hi);
+    rand_elem e;
+    double smax = tu_is_float(dt) ? 50 : floor((hi - lo) * (tu_rng_chance(&rng, 0.5) ? 0.01 : 0.3));
+    if (smax > 1e6) smax = 1e6;
+    draw_elem(&e, &rng, nsp, tu_rng_chance(&rng, 0.3), smax);
+    e.o.batch_dims = batch;
+    e.o.mode = (ndf_mode)tu_rng_int(&rng, 0, NDF_MODE_COUNT - 1);
+    e.o.cval = tu_is_float(dt) ? (tu_rng_chance(&rng, 0.1) ? NAN : tu_rng_normal(&rng) * 100)
+                               : (double)tu_rng_int(&rng, (int64_t)lo, (int64_t)hi);
+    int op = (int)tu_rng_int(&rng, TU_OP_OPENING, TU_OP_COUNT - 1);
+    ndf_status r = NDF_OK;
+    switch (op) {
+      case TU_OP_OPENING:
+      case TU_OP_WHITE_TOPHAT:
+        r = ndf_grey_erosion(ctx, &x.arr, &t.arr, &e.o);
+        if (r == NDF_OK) r = ndf_grey_dilation(ctx, &t.arr, &want.arr, &e.o);
+        if (r == NDF_OK && op == TU_OP_WHITE_TOPHAT) tu_np_sub(&x.arr, &want.arr, &want.arr);
+        break;
+      case TU_OP_CLOSING:
+      case TU_OP_BLACK_TOPHAT:
+        r = ndf_grey_dilation(ctx, &x.arr, &t.arr, &e.o);
+        if (r == NDF_OK) r = ndf_grey_erosion(ctx, &t.arr, &want.arr, &e.o);
+        if (r == NDF_OK && op == TU_OP_BLACK_TOPHAT) tu_np_sub(&want.arr, &x.arr, &want.arr);
+        break;
+      default:
+        r = ndf_grey_dilation(ctx, &x.arr, &dil.arr, &e.o);
+        if (r == NDF_OK) r = ndf_grey_erosion(ctx, &x.arr, &ero.arr, &e.o);
+        if (r == NDF_OK) {
+          if (op == TU_OP_GRADIENT) tu_np_sub(&dil.arr, &ero.arr, &want.arr);
+          else tu_np_laplace(&dil.arr, &ero.arr, &x.arr, &want.arr);
+        }
+        break;
+    }
+    assert_int_equal(r, NDF_OK);
+    int layout = tu_rng_chance(&rng, 0.5) ? TU_LAYOUT_PADDED : TU_LAYOUT_C;
+    assert_int_equal(tu_array_like(&got, &x.arr, layout, &rng), 0);
+    r = tu_op_call(ctx, op, &x.arr, &got.arr, &e.o);
+    char msg[2048] = "", shs[64];
+    int64_t bad = r == NDF_OK ? tu_compare(&want.arr, &got.arr, msg, sizeof msg) : -1;
+    int64_t gap = r == NDF_OK && bad == 0 ? tu_check_gaps(&got) : -1;
+    if (bad != 0 || gap >= 0) {
+      if (failed < 8)
+        printf("%s case %d (seed %llu): %s %s batch=%d mode=%s cval=%g %s: %s\n%s", tu_op_name(op), iter,
+               (unsigned long long)((grey_state *)*state)->seed, ndf_dtype_name(dt),
+               tu_shape_str(&x.arr, shs, sizeof shs), batch, ndf_mode_name(e.o.mode), e.o.cval,
+               e.o.structure ? "structure" : e.o.footprint ? "footprint" : "size",
+               r != NDF_OK ? ndf_errmsg(ctx)
+               : bad ? "differs from its steps run one by one"
+                     : "wrote between the elements of a strided output",
+               msg);
+      failed++;
+    }
+    free_elem(&e);
+    tu_array_free(&x);
+    tu_array_free(&ero);
+    tu_array_free(&dil);
+    tu_array_free(&t);
+    tu_array_free(&want);
+    tu_array_free(&got);
+  }
+  assert_int_equal(failed, 0);
 }
 
 int main(void) {
@@ -1058,6 +1553,10 @@ int main(void) {
       cmocka_unit_test(test_large_elements_periodic),
       cmocka_unit_test(test_batch_images_independent),
       cmocka_unit_test(test_zero_stride_input),
+      cmocka_unit_test(test_composite_known_values),
+      cmocka_unit_test(test_laplace_float32_rounding),
+      cmocka_unit_test(test_opening_closing_properties),
+      cmocka_unit_test(test_composites_are_their_steps),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

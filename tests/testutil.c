@@ -531,3 +531,141 @@ void tu_ref_grey(int dilation, const ndf_array *in, const ndf_array *out, const 
     }
   }
 }
+
+/* ------------------------------------------------------------------------ */
+/* The eight ops                                                             */
+
+static const char *const op_scipy[TU_OP_COUNT] = {
+    "grey_erosion",           "grey_dilation",         "grey_opening", "grey_closing",
+    "morphological_gradient", "morphological_laplace", "white_tophat", "black_tophat"};
+static const char *const op_short[TU_OP_COUNT] = {"erosion",  "dilation", "opening",      "closing",
+                                                  "gradient", "laplace",  "white_tophat", "black_tophat"};
+static const char *const op_api[TU_OP_COUNT] = {
+    "ndf_grey_erosion",           "ndf_grey_dilation",         "ndf_grey_opening", "ndf_grey_closing",
+    "ndf_morphological_gradient", "ndf_morphological_laplace", "ndf_white_tophat", "ndf_black_tophat"};
+
+const char *tu_op_name(int op) { return op >= 0 && op < TU_OP_COUNT ? op_scipy[op] : "?"; }
+const char *tu_op_api_name(int op) { return op >= 0 && op < TU_OP_COUNT ? op_api[op] : "?"; }
+int tu_op_is_composite(int op) { return op >= TU_OP_OPENING && op < TU_OP_COUNT; }
+
+int tu_op_from_name(const char *name) {
+  if (!name) return -1;
+  for (int i = 0; i < TU_OP_COUNT; i++)
+    if (!strcmp(name, op_scipy[i]) || !strcmp(name, op_short[i])) return i;
+  return -1;
+}
+
+ndf_status tu_op_call(ndf_ctx *ctx, int op, const ndf_array *in, ndf_array *out, const ndf_grey_options *opt) {
+  switch (op) {
+    case TU_OP_EROSION: return ndf_grey_erosion(ctx, in, out, opt);
+    case TU_OP_DILATION: return ndf_grey_dilation(ctx, in, out, opt);
+    case TU_OP_OPENING: return ndf_grey_opening(ctx, in, out, opt);
+    case TU_OP_CLOSING: return ndf_grey_closing(ctx, in, out, opt);
+    case TU_OP_GRADIENT: return ndf_morphological_gradient(ctx, in, out, opt);
+    case TU_OP_LAPLACE: return ndf_morphological_laplace(ctx, in, out, opt);
+    case TU_OP_WHITE_TOPHAT: return ndf_white_tophat(ctx, in, out, opt);
+    case TU_OP_BLACK_TOPHAT: return ndf_black_tophat(ctx, in, out, opt);
+    default: return NDF_EINVAL;
+  }
+}
+
+/* ------------------------------------------------------------------------ */
+/* NumPy arithmetic                                                          */
+
+/* v modulo 2^bits of t, as t's value (two's complement for signed types). */
+static double wrap_int(ndf_dtype t, int64_t v) {
+  int bits = (int)dtype_size(t) * 8;
+  uint64_t mask = (bits >= 64) ? ~0ull : ((1ull << bits) - 1u);
+  uint64_t u = (uint64_t)v & mask;
+  int is_signed = t == NDF_INT8 || t == NDF_INT16 || t == NDF_INT32;
+  if (is_signed && u >= (1ull << (bits - 1))) return (double)((int64_t)u - (int64_t)(mask + 1u));
+  return (double)u;
+}
+
+/* kind 0: a - b; kind 1: ((a + b) - c) - c. */
+static void np_arith(int kind, const ndf_array *a, const ndf_array *b, const ndf_array *c, const ndf_array *out) {
+  int64_t n = shape_size(out->ndim, out->shape);
+  ndf_dtype t = out->dtype;
+  for (int64_t i = 0; i < n; i++) {
+    double va = tu_get(a, i), vb = tu_get(b, i), vc = kind ? tu_get(c, i) : 0;
+    double r;
+    if (t == NDF_FLOAT32) {
+      volatile float fa = (float)va, fb = (float)vb, fc = (float)vc, f;
+      if (kind == 0) {
+        f = fa - fb;
+      } else {
+        f = fa + fb;
+        f = f - fc;
+        f = f - fc;
+      }
+      r = f;
+    } else if (t == NDF_FLOAT64) {
+      volatile double d;
+      if (kind == 0) {
+        d = va - vb;
+      } else {
+        d = va + vb;
+        d = d - vc;
+        d = d - vc;
+      }
+      r = d;
+    } else {
+      /* integers: the ring Z/2^bits, so wrapping once at the end is exact */
+      int64_t ia = (int64_t)va, ib = (int64_t)vb, ic = (int64_t)vc;
+      r = wrap_int(t, kind == 0 ? ia - ib : ia + ib - ic - ic);
+    }
+    tu_set(out, i, r);
+  }
+}
+
+void tu_np_sub(const ndf_array *a, const ndf_array *b, const ndf_array *out) { np_arith(0, a, b, NULL, out); }
+
+void tu_np_laplace(const ndf_array *a, const ndf_array *b, const ndf_array *c, const ndf_array *out) {
+  np_arith(1, a, b, c, out);
+}
+
+void tu_ref_op(int op, const ndf_array *in, const ndf_array *out, const tu_elem *el, ndf_mode mode,
+               double cval, int batch_dims) {
+  if (op == TU_OP_EROSION || op == TU_OP_DILATION) {
+    tu_ref_grey(op == TU_OP_DILATION, in, out, el, mode, cval, batch_dims);
+    return;
+  }
+  tu_array t1, t2;
+  if (tu_array_alloc(&t1, in->dtype, in->ndim, in->shape) != 0 ||
+      tu_array_alloc(&t2, in->dtype, in->ndim, in->shape) != 0) {
+    fprintf(stderr, "tu_ref_op: out of memory\n");
+    abort();
+  }
+  switch (op) {
+    case TU_OP_OPENING: /* dilation(erosion(x)) */
+      tu_ref_grey(0, in, &t1.arr, el, mode, cval, batch_dims);
+      tu_ref_grey(1, &t1.arr, out, el, mode, cval, batch_dims);
+      break;
+    case TU_OP_CLOSING: /* erosion(dilation(x)) */
+      tu_ref_grey(1, in, &t1.arr, el, mode, cval, batch_dims);
+      tu_ref_grey(0, &t1.arr, out, el, mode, cval, batch_dims);
+      break;
+    case TU_OP_GRADIENT: /* dilation(x) - erosion(x) */
+    case TU_OP_LAPLACE:  /* ((dilation(x) + erosion(x)) - x) - x */
+      tu_ref_grey(1, in, &t1.arr, el, mode, cval, batch_dims);
+      tu_ref_grey(0, in, &t2.arr, el, mode, cval, batch_dims);
+      if (op == TU_OP_GRADIENT) tu_np_sub(&t1.arr, &t2.arr, out);
+      else tu_np_laplace(&t1.arr, &t2.arr, in, out);
+      break;
+    case TU_OP_WHITE_TOPHAT: /* x - opening(x) */
+      tu_ref_grey(0, in, &t1.arr, el, mode, cval, batch_dims);
+      tu_ref_grey(1, &t1.arr, &t2.arr, el, mode, cval, batch_dims);
+      tu_np_sub(in, &t2.arr, out);
+      break;
+    case TU_OP_BLACK_TOPHAT: /* closing(x) - x */
+      tu_ref_grey(1, in, &t1.arr, el, mode, cval, batch_dims);
+      tu_ref_grey(0, &t1.arr, &t2.arr, el, mode, cval, batch_dims);
+      tu_np_sub(&t2.arr, in, out);
+      break;
+    default:
+      fprintf(stderr, "tu_ref_op: unknown op %d\n", op);
+      abort();
+  }
+  tu_array_free(&t1);
+  tu_array_free(&t2);
+}

@@ -5,9 +5,9 @@
  * random generator, host arrays with arbitrary strides (built here, not with
  * the library, so a strided test does not trust the code it tests), poison
  * patterns for "output untouched" checks, a bit-exact comparison that treats
- * any two NaNs as equal, temporary directories, and a naive reference of grey
+ * any two NaNs as equal, temporary directories, a naive reference of grey
  * erosion / dilation used for the policies scipy does not define (NaN,
- * saturation).
+ * saturation), and the composite ops built from it with NumPy's arithmetic.
  */
 #ifndef NDF_TESTUTIL_H
 #define NDF_TESTUTIL_H
@@ -143,5 +143,50 @@ void tu_ref_grey(int dilation, const ndf_array *in, const ndf_array *out, const 
 
 /* Maps coordinate c onto [0, n) for a non-constant mode (scipy's extension). */
 int64_t tu_map_coord(int64_t c, int64_t n, ndf_mode mode);
+
+/* ------------------------------------------------------------------------ */
+/* The eight grey ops of the public API.                                     */
+
+typedef enum {
+  TU_OP_EROSION = 0,
+  TU_OP_DILATION,
+  TU_OP_OPENING,
+  TU_OP_CLOSING,
+  TU_OP_GRADIENT,
+  TU_OP_LAPLACE,
+  TU_OP_WHITE_TOPHAT,
+  TU_OP_BLACK_TOPHAT,
+  TU_OP_COUNT
+} tu_op;
+
+/* scipy.ndimage's name ("grey_opening", "morphological_laplace", ...). */
+const char *tu_op_name(int op);
+/* The ndforge function's name ("ndf_grey_opening", ...). */
+const char *tu_op_api_name(int op);
+/* Parses a scipy name or the short name of the oracle's manifest ("erosion",
+ * "dilation", "opening", "closing", "gradient", "laplace", "white_tophat",
+ * "black_tophat"); -1 when unknown. */
+int tu_op_from_name(const char *name);
+/* Calls the ndforge function of op. */
+ndf_status tu_op_call(ndf_ctx *ctx, int op, const ndf_array *in, ndf_array *out, const ndf_grey_options *opt);
+/* 1 for the six composite ops. */
+int tu_op_is_composite(int op);
+
+/*
+ * NumPy's elementwise arithmetic in the dtype of the arrays (all of one dtype
+ * and shape, any strides): integers wrap around, float32 rounds after every
+ * step.  out may be a or b (element by element, no other overlap).
+ *   tu_np_sub:      out = a - b
+ *   tu_np_laplace:  out = ((a + b) - c) - c
+ */
+void tu_np_sub(const ndf_array *a, const ndf_array *b, const ndf_array *out);
+void tu_np_laplace(const ndf_array *a, const ndf_array *b, const ndf_array *c, const ndf_array *out);
+
+/* Reference of any op: tu_ref_grey for the min/max steps (ndforge's NaN and
+ * saturation policies, each step stored in the input dtype), composed as
+ * scipy composes them, with NumPy's arithmetic (tu_np_*).  out must be a
+ * host array shaped like in (any strides, not overlapping in). */
+void tu_ref_op(int op, const ndf_array *in, const ndf_array *out, const tu_elem *el, ndf_mode mode,
+               double cval, int batch_dims);
 
 #endif
