@@ -56,6 +56,9 @@ static void combine_cpu(ndf_ctx *ctx, ndf__combine_kind kind, const ndf_array *a
   const int64_t n = ndf_array_size(out);
   const int nd = out->ndim;
   const int threads = ndf__cpu_threads(ctx);
+  /* Contiguous operands (the usual case: the temporary always is) index flat. */
+  const int flat = ndf_array_is_contiguous(a) && ndf_array_is_contiguous(b) && ndf_array_is_contiguous(out) &&
+                   (!c || ndf_array_is_contiguous(c));
   switch (out->dtype) {
 #define CASE(DT, T, U)                                                                           \
     case DT: {                                                                                   \
@@ -63,18 +66,19 @@ static void combine_cpu(ndf_ctx *ctx, ndf__combine_kind kind, const ndf_array *a
       T *po = out->data;                                                                         \
       _Pragma("omp parallel for schedule(static) if (n > 65536) num_threads(threads)") \
       for (int64_t i = 0; i < n; i++) {                                                          \
-        const T va = pa[offset_of(i, out->shape, a->strides, nd)];                               \
-        const T vb = pb[offset_of(i, out->shape, b->strides, nd)];                               \
+        const int64_t ia = flat ? i : offset_of(i, out->shape, a->strides, nd);                 \
+        const int64_t ib = flat ? i : offset_of(i, out->shape, b->strides, nd);                 \
+        const int64_t io = flat ? i : offset_of(i, out->shape, out->strides, nd);               \
         U t;                                                                                     \
         if (kind == NDF__COMBINE_SUB) {                                                          \
-          t = (U)((U)va - (U)vb);                                                                \
+          t = (U)((U)pa[ia] - (U)pb[ib]);                                                        \
         } else {                                                                                 \
-          const U vc = (U)pc[offset_of(i, out->shape, c->strides, nd)];                          \
-          t = (U)((U)va + (U)vb);                                                                \
+          const U vc = (U)pc[flat ? i : offset_of(i, out->shape, c->strides, nd)];               \
+          t = (U)((U)pa[ia] + (U)pb[ib]);                                                        \
           t = (U)(t - vc);                                                                       \
           t = (U)(t - vc);                                                                       \
         }                                                                                        \
-        po[offset_of(i, out->shape, out->strides, nd)] = (T)t;                                   \
+        po[io] = (T)t;                                                                           \
       }                                                                                          \
       break;                                                                                     \
     }
