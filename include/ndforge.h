@@ -286,6 +286,83 @@ NDF_API ndf_status ndf_black_tophat(ndf_ctx *ctx, const ndf_array *input, ndf_ar
                                     const ndf_grey_options *opt);
 
 /* ------------------------------------------------------------------------ */
+/* Binary morphology                                                         */
+
+/*
+ * Options of the binary ops, named as in scipy.ndimage.binary_erosion(input,
+ * structure, iterations, mask, output, border_value, origin, brute_force):
+ *   structure     NULL: generate_binary_structure(spatial rank, 1); else a host
+ *                 array, one axis per spatial axis, non-zero = in.
+ *   iterations    >= 1: that many steps; < 1: repeat until nothing changes
+ *                 (NDF_ENOTSUP when the sequence cycles instead, which scipy
+ *                 would loop on forever: an off-centre structure can do it).
+ *   mask          NULL, or an array shaped like the input on its device:
+ *                 where it is zero the output keeps the input.
+ *   border_value  0 or 1: the value outside the image, for erosion too.
+ *   origin        as for grey morphology (dilation reflects it as scipy).
+ *   brute_force   accepted for scipy compatibility; results are identical.
+ * Inputs may have any dtype (non-zero = foreground); outputs are NDF_BOOL or
+ * NDF_UINT8 holding 0/1.  batch_dims leading axes are independent images.
+ */
+typedef struct ndf_binary_options {
+  const ndf_array *structure;
+  int iterations;
+  const ndf_array *mask;
+  int border_value;
+  int norigin;
+  int64_t origin[NDF_MAX_SPATIAL];
+  int brute_force;
+  int batch_dims;
+} ndf_binary_options;
+
+/* structure NULL, iterations 1, no mask, border_value 0, origin 0. */
+NDF_API void ndf_binary_options_init(ndf_binary_options *opt);
+
+NDF_API ndf_status ndf_binary_erosion(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                                      const ndf_binary_options *opt);
+NDF_API ndf_status ndf_binary_dilation(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                                       const ndf_binary_options *opt);
+/* dilation(erosion(x)) / erosion(dilation(x)), every option passed to both steps. */
+NDF_API ndf_status ndf_binary_opening(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                                      const ndf_binary_options *opt);
+NDF_API ndf_status ndf_binary_closing(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                                      const ndf_binary_options *opt);
+/* binary_dilation with iterations < 1 (iterations is ignored). */
+NDF_API ndf_status ndf_binary_propagation(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                                          const ndf_binary_options *opt);
+/* NOT propagation of zeros into NOT input with border_value 1: structure is the
+ * background connectivity.  Only structure, origin and batch_dims are used. */
+NDF_API ndf_status ndf_binary_fill_holes(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                                         const ndf_binary_options *opt);
+
+/* scipy.ndimage.binary_hit_or_miss(input, structure1, structure2, output, origin1, origin2). */
+typedef struct ndf_hit_or_miss_options {
+  const ndf_array *structure1;  /* NULL: generate_binary_structure(rank, 1) */
+  const ndf_array *structure2;  /* NULL: NOT structure1 */
+  int norigin1;
+  int64_t origin1[NDF_MAX_SPATIAL];
+  int norigin2;                 /* -1: origin2 = origin1 (scipy's origin2=None) */
+  int64_t origin2[NDF_MAX_SPATIAL];
+  int batch_dims;
+} ndf_hit_or_miss_options;
+/* origins 0, origin2 = origin1, default structures. */
+NDF_API void ndf_hit_or_miss_options_init(ndf_hit_or_miss_options *opt);
+NDF_API ndf_status ndf_binary_hit_or_miss(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                                          const ndf_hit_or_miss_options *opt);
+
+/* scipy.ndimage.generate_binary_structure(rank, connectivity) into out, a host
+ * NDF_BOOL/NDF_UINT8 array of shape (3,)*rank (rank 1..NDF_MAX_SPATIAL);
+ * connectivity < 1 counts as 1. */
+NDF_API ndf_status ndf_generate_binary_structure(int rank, int connectivity, ndf_array *out);
+/* scipy.ndimage.iterate_structure(structure, iterations, origin): out (host,
+ * NDF_BOOL/NDF_UINT8) must have shape s + (iterations-1)*(s-1) per axis
+ * (ndf_iterate_structure_shape tells it); origin_out (may be NULL) receives
+ * iterations * origin for nori origins (0, 1 or rank). */
+NDF_API ndf_status ndf_iterate_structure_shape(const ndf_array *structure, int iterations, int64_t *shape);
+NDF_API ndf_status ndf_iterate_structure(const ndf_array *structure, int iterations, ndf_array *out,
+                                         int norigin, const int64_t *origin, int64_t *origin_out);
+
+/* ------------------------------------------------------------------------ */
 /* Kernel cache                                                              */
 
 /*
