@@ -1,0 +1,554 @@
+/*
+ * binary.c -- binary morphology with scipy.ndimage's semantics
+ * (_morphology.py: _binary_erosion, binary_dilation, binary_opening,
+ * binary_closing, binary_propagation, binary_fill_holes, binary_hit_or_miss,
+ * generate_binary_structure, iterate_structure).
+ *
+ * Every op works on 0/1 bytes: a binary erosion is the grey erosion of the
+ * 0/1 image by the structure as a flat footprint in constant mode with
+ * cval = border_value, a binary dilation the grey dilation (which reflects
+ * the structure and shifts the origin exactly as scipy's binary_dilation
+ * does).  Iterations repeat the step; where the mask is zero a step keeps its
+ * input.  iterations < 1 repeats until nothing changes, and Brent's cycle
+ * detection turns scipy's endless loop on oscillating structures into an
+ * error.
+ *
+ * This session the ops run on the CPU backend; CUDA arrays are refused with
+ * NDF_ENOTSUP until the GPU kernels (bit-packed steps, device-side change
+ * flag, CCL for propagation) land.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+void ndf_binary_options_init(ndf_binary_options *opt) {
+  if (!opt) return;
+  memset(opt, 0, sizeof *opt);
+  opt->iterations = 1;
+}
+
+void ndf_hit_or_miss_options_init(ndf_hit_or_miss_options *opt) {
+  if (!opt) return;
+  memset(opt, 0, sizeof *opt);
+  opt->norigin2 = -1;
+}
+
+/* ---- host helpers -------------------------------------------------------------------- */
+
+/* Element i (raster order) of a host array, as "non-zero". */
+static int host_nonzero(const ndf_array *a, int64_t i) {
+  int64_t off = 0;
+  for (int d = a->ndim - 1; d >= 0; d--) {
+    off += (i % a->shape[d]) * a->strides[d];
+    i /= a->shape[d];
+  }
+  const char *p = (const char *)a->data + off * (int64_t)ndf_dtype_size(a->dtype);
+  switch (a->dtype) {
+    case NDF_BOOL: case NDF_UINT8: case NDF_INT8: return *(const uint8_t *)p != 0;
+    case NDF_UINT16: case NDF_INT16: return *(const uint16_t *)p != 0;
+    case NDF_UINT32: case NDF_INT32: return *(const uint32_t *)p != 0;
+    case NDF_FLOAT32: return *(const float *)p != 0.0f; /* NaN is non-zero, as in NumPy */
+    case NDF_FLOAT64: return *(const double *)p != 0.0;
+    default: return 0;
+  }
+}
+
+/* A contiguous 0/1 byte copy of a host array (malloc'd into *buf). */
+static ndf_status binarize(ndf_ctx *ctx, const ndf_array *a, uint8_t **buf) {
+  int64_t n = ndf_array_size(a);
+  *buf = malloc((size_t)(n > 0 ? n : 1));
+  if (!*buf) return ndf__error(ctx, NDF_ENOMEM, "ndforge: out of host memory (%lld bytes)", (long long)n);
+  if (a->dtype == NDF_BOOL || a->dtype == NDF_UINT8 || a->dtype == NDF_INT8) {
+    ndf_array c;
+    ndf_array_init(&c, *buf, NDF_DEVICE_CPU, a->dtype, a->ndim, a->shape);
+    ndf__host_copy(&c, a);
+    for (int64_t i = 0; i < n; i++) (*buf)[i] = (*buf)[i] != 0;
+  } else {
+    for (int64_t i = 0; i < n; i++) (*buf)[i] = (uint8_t)host_nonzero(a, i);
+  }
+  return NDF_OK;
+}
+
+/* scipy's generate_binary_structure into a contiguous byte buffer of 3^rank. */
+static void cross_structure(int rank, int connectivity, uint8_t *s) {
+  int64_t n = 1;
+  for (int d = 0; d < rank; d++) n *= 3;
+  if (connectivity < 1) connectivity = 1;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t r = i;
+    int dist = 0;
+    for (int d = 0; d < rank; d++) {
+      dist += (r % 3) != 1;
+      r /= 3;
+    }
+    s[i] = dist <= connectivity;
+  }
+}
+
+ndf_status ndf_generate_binary_structure(int rank, int connectivity, ndf_array *out) {
+  static const char *name = "ndf_generate_binary_structure";
+  if (rank < 1 || rank > NDF_MAX_SPATIAL)
+    return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'rank' (%d is not in 1..%d)", name, rank, NDF_MAX_SPATIAL);
+  if (!out || !out->data) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'out' (NULL)", name);
+  if (out->device != NDF_DEVICE_CPU || (out->dtype != NDF_BOOL && out->dtype != NDF_UINT8))
+    return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'out' (must be a host bool or uint8 array)", name);
+  if (out->ndim != rank)
+    return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'out' (rank %d, expected %d)", name, out->ndim, rank);
+  for (int d = 0; d < rank; d++)
+    if (out->shape[d] != 3)
+      return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'out' (shape[%d]=%lld, expected 3)", name, d,
+                        (long long)out->shape[d]);
+  uint8_t s[6561]; /* 3^8 */
+  cross_structure(rank, connectivity, s);
+  ndf_array src;
+  ndf_array_init(&src, s, NDF_DEVICE_CPU, out->dtype, rank, out->shape);
+  ndf__host_copy(out, &src);
+  return NDF_OK;
+}
+
+/* ---- validation ---------------------------------------------------------------------------- */
+
+static ndf_status check_io(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *out, int batch_dims) {
+  if (!in) return ndf__argerror(ctx, name, "input", "NULL");
+  if (!out) return ndf__argerror(ctx, name, "output", "NULL");
+  if (!ndf_dtype_size(in->dtype)) return ndf__argerror(ctx, name, "input", "unknown dtype %d", (int)in->dtype);
+  if (out->dtype != NDF_BOOL && out->dtype != NDF_UINT8)
+    return ndf__argerror(ctx, name, "output", "dtype %s; binary outputs are bool or uint8",
+                         ndf_dtype_name(out->dtype) ? ndf_dtype_name(out->dtype) : "unknown");
+  if (in->ndim < 1 || in->ndim > NDF_MAX_NDIM)
+    return ndf__argerror(ctx, name, "input", "rank %d is not in 1..%d", in->ndim, NDF_MAX_NDIM);
+  if (out->ndim != in->ndim)
+    return ndf__argerror(ctx, name, "output", "rank %d differs from the input rank %d", out->ndim, in->ndim);
+  for (int d = 0; d < in->ndim; d++) {
+    if (in->shape[d] < 0) return ndf__argerror(ctx, name, "input", "shape[%d] is negative", d);
+    if (out->shape[d] != in->shape[d])
+      return ndf__argerror(ctx, name, "output", "shape[%d]=%lld differs from the input shape %lld", d,
+                           (long long)out->shape[d], (long long)in->shape[d]);
+  }
+  if (batch_dims < 0 || batch_dims >= in->ndim)
+    return ndf__argerror(ctx, name, "batch_dims", "%d must be in 0..%d for an input of rank %d", batch_dims,
+                         in->ndim - 1, in->ndim);
+  if (in->ndim - batch_dims > NDF_MAX_SPATIAL)
+    return ndf__argerror(ctx, name, "batch_dims", "%d spatial axes; at most %d are supported",
+                         in->ndim - batch_dims, NDF_MAX_SPATIAL);
+  if (in->device != out->device || in->device_id != out->device_id)
+    return ndf__argerror(ctx, name, "output", "lives on another device than the input");
+  if (in->device == NDF_DEVICE_CUDA)
+    return ndf__error(ctx, NDF_ENOTSUP, "%s: CUDA arrays are not supported yet (binary morphology runs on the CPU "
+                      "backend in this version)", name);
+  if (in->device != NDF_DEVICE_CPU) return ndf__argerror(ctx, name, "input", "unknown device type %d", (int)in->device);
+  if (ndf_array_size(in) > 0 && (!in->data || !out->data))
+    return ndf__argerror(ctx, name, !in->data ? "input" : "output", "NULL data");
+  if (ndf_array_size(in) > 0) {
+    /* The output must not overlap the input (nothing is written on a bad call). */
+    intptr_t il = (intptr_t)in->data, ih = il, ol = (intptr_t)out->data, oh = ol;
+    for (int d = 0; d < in->ndim; d++) {
+      intptr_t si = (intptr_t)((in->shape[d] - 1) * in->strides[d]) * (intptr_t)ndf_dtype_size(in->dtype);
+      intptr_t so = (intptr_t)((out->shape[d] - 1) * out->strides[d]);
+      if (si < 0) il += si; else ih += si;
+      if (so < 0) ol += so; else oh += so;
+    }
+    ih += (intptr_t)ndf_dtype_size(in->dtype);
+    oh += 1;
+    if (il < oh && ol < ih) return ndf__argerror(ctx, name, "output", "overlaps the input (in-place is not supported)");
+  }
+  return NDF_OK;
+}
+
+/* A structure argument as a contiguous 0/1 host buffer; NULL -> the cross. */
+static ndf_status get_structure(ndf_ctx *ctx, const char *name, const char *arg, const ndf_array *st, int nsp,
+                                uint8_t **buf, ndf_array *desc) {
+  int64_t shape[NDF_MAX_SPATIAL];
+  ndf_status s;
+  if (!st) {
+    for (int d = 0; d < nsp; d++) shape[d] = 3;
+    *buf = malloc(6561);
+    if (!*buf) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+    cross_structure(nsp, 1, *buf);
+  } else {
+    if (st->device != NDF_DEVICE_CPU) return ndf__argerror(ctx, name, arg, "must be a CPU (host) array");
+    if (!ndf_dtype_size(st->dtype)) return ndf__argerror(ctx, name, arg, "unknown dtype %d", (int)st->dtype);
+    if (st->ndim != nsp)
+      return ndf__argerror(ctx, name, arg, "rank %d does not match the %d spatial axes of the input", st->ndim, nsp);
+    for (int d = 0; d < nsp; d++) {
+      if (st->shape[d] < 1) return ndf__argerror(ctx, name, arg, "shape[%d]=%lld is empty", d, (long long)st->shape[d]);
+      shape[d] = st->shape[d];
+    }
+    if (!st->data) return ndf__argerror(ctx, name, arg, "NULL data");
+    if ((s = binarize(ctx, st, buf)) != NDF_OK) return s;
+  }
+  ndf_array_init(desc, *buf, NDF_DEVICE_CPU, NDF_UINT8, nsp, shape);
+  return NDF_OK;
+}
+
+static ndf_status check_mask(ndf_ctx *ctx, const char *name, const ndf_array *mask, const ndf_array *in) {
+  if (!mask) return NDF_OK;
+  if (mask->device != in->device) return ndf__argerror(ctx, name, "mask", "lives on another device than the input");
+  if (!ndf_dtype_size(mask->dtype)) return ndf__argerror(ctx, name, "mask", "unknown dtype %d", (int)mask->dtype);
+  if (mask->ndim != in->ndim) return ndf__argerror(ctx, name, "mask", "rank %d differs from the input rank %d", mask->ndim, in->ndim);
+  for (int d = 0; d < in->ndim; d++)
+    if (mask->shape[d] != in->shape[d])
+      return ndf__argerror(ctx, name, "mask", "shape[%d]=%lld differs from the input shape %lld", d,
+                           (long long)mask->shape[d], (long long)in->shape[d]);
+  if (ndf_array_size(in) > 0 && !mask->data) return ndf__argerror(ctx, name, "mask", "NULL data");
+  return NDF_OK;
+}
+
+/* ---- one binary op on 0/1 bytes --------------------------------------------------------------- */
+
+typedef enum { ERODE, DILATE } binop;
+
+/* A prepared step: the grey geometry of the structure (or "empty"). */
+typedef struct step {
+  int empty;           /* all-False structure: erosion gives 1, dilation 0 */
+  ndf__grey_geom g;
+} step;
+
+static ndf_status prepare_step(ndf_ctx *ctx, const char *name, binop op, const ndf_array *st, int ndim,
+                               const int64_t *shape, int norigin, const int64_t *origin, int border_value,
+                               int batch_dims, step *out) {
+  memset(out, 0, sizeof *out);
+  int any = 0;
+  const uint8_t *sb = st->data;
+  for (int64_t i = 0; i < ndf_array_size(st); i++) any |= sb[i];
+  ndf_grey_options o;
+  ndf_grey_options_init(&o);
+  o.footprint = st;
+  o.norigin = norigin;
+  for (int d = 0; d < norigin; d++) o.origin[d] = origin[d];
+  o.mode = NDF_MODE_CONSTANT;
+  o.cval = border_value;
+  o.batch_dims = batch_dims;
+  if (!any) {
+    /* scipy: an empty structure erodes to all True and dilates to all False.
+     * The origin is still checked, on a full element of the same shape. */
+    int64_t n = ndf_array_size(st);
+    uint8_t *full = malloc((size_t)n);
+    if (!full) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+    memset(full, 1, (size_t)n);
+    ndf_array f = *st;
+    f.data = full;
+    o.footprint = &f;
+    ndf_status s = ndf__grey_prepare(ctx, name, op == ERODE ? NDF__MIN : NDF__MAX, NDF_UINT8, ndim, shape, &o, &out->g);
+    free(full);
+    ndf__grey_geom_free(&out->g);
+    out->empty = 1;
+    return s;
+  }
+  return ndf__grey_prepare(ctx, name, op == ERODE ? NDF__MIN : NDF__MAX, NDF_UINT8, ndim, shape, &o, &out->g);
+}
+
+/* dst = step(src), masked: where mask is 0, dst keeps src.  Returns 1 when dst differs from src. */
+static int run_step(ndf_ctx *ctx, const step *sp, binop op, const uint8_t *src, uint8_t *dst, const uint8_t *mask,
+                    int ndim, const int64_t *shape, int64_t n) {
+  if (sp->empty) {
+    memset(dst, op == ERODE ? 1 : 0, (size_t)n);
+  } else {
+    ndf_array a, b;
+    ndf_array_init(&a, (void *)src, NDF_DEVICE_CPU, NDF_UINT8, ndim, shape);
+    ndf_array_init(&b, dst, NDF_DEVICE_CPU, NDF_UINT8, ndim, shape);
+    ndf__grey_cpu(ctx, &a, &b, &sp->g);
+  }
+  int changed = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (mask && !mask[i]) dst[i] = src[i];
+    changed |= dst[i] != src[i];
+  }
+  return changed;
+}
+
+/*
+ * Applies op `iterations` times (< 1: until nothing changes) to the 0/1
+ * buffer *cur, using *spare as the other buffer; on return *cur holds the
+ * result.  A cycle of period > 1 (scipy would loop forever) is NDF_ENOTSUP.
+ */
+static ndf_status iterate(ndf_ctx *ctx, const char *name, const step *sp, binop op, uint8_t **cur, uint8_t **spare,
+                          const uint8_t *mask, int ndim, const int64_t *shape, int iterations) {
+  int64_t total = 1;
+  for (int d = 0; d < ndim; d++) total *= shape[d];
+  if (iterations >= 1) {
+    for (int it = 0; it < iterations; it++) {
+      int changed = run_step(ctx, sp, op, *cur, *spare, mask, ndim, shape, total);
+      uint8_t *t = *cur; *cur = *spare; *spare = t;
+      if (!changed) break; /* a fixed point: further steps change nothing */
+    }
+    return NDF_OK;
+  }
+  /* Until nothing changes, with Brent's cycle detection on the states. */
+  uint8_t *saved = malloc((size_t)(total > 0 ? total : 1));
+  if (!saved) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+  memcpy(saved, *cur, (size_t)total);
+  int64_t power = 1, lam = 0;
+  for (;;) {
+    int changed = run_step(ctx, sp, op, *cur, *spare, mask, ndim, shape, total);
+    uint8_t *t = *cur; *cur = *spare; *spare = t;
+    if (!changed) break;
+    lam++;
+    if (memcmp(saved, *cur, (size_t)total) == 0) {
+      free(saved);
+      return ndf__error(ctx, NDF_ENOTSUP,
+                        "%s: bad argument 'iterations' (< 1 never converges here: the result cycles with period "
+                        "%lld; scipy would loop forever. Use a structure whose centre, shifted by origin, is "
+                        "true, or a fixed number of iterations)", name, (long long)lam);
+    }
+    if (lam == power) {
+      memcpy(saved, *cur, (size_t)total);
+      power *= 2;
+      lam = 0;
+    }
+  }
+  free(saved);
+  return NDF_OK;
+}
+
+/* Writes the 0/1 buffer into out (bool or uint8, any strides). */
+static void store(const uint8_t *buf, ndf_array *out) {
+  ndf_array src;
+  ndf_array_init(&src, (void *)buf, NDF_DEVICE_CPU, out->dtype, out->ndim, out->shape);
+  ndf__host_copy(out, &src);
+}
+
+/* ---- the ops ------------------------------------------------------------------------------------ */
+
+typedef enum { B_EROSION, B_DILATION, B_OPENING, B_CLOSING, B_PROPAGATION, B_FILL_HOLES } binary_kind;
+
+static ndf_status binary(ndf_ctx *ctx, const char *name, binary_kind kind, const ndf_array *in, ndf_array *out,
+                         const ndf_binary_options *opt) {
+  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
+  ndf__clear_error(ctx);
+  if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
+  ndf_status s = check_io(ctx, name, in, out, opt->batch_dims);
+  if (s != NDF_OK) return s;
+  const int nsp = in->ndim - opt->batch_dims;
+  if (kind != B_FILL_HOLES && (s = check_mask(ctx, name, opt->mask, in)) != NDF_OK) return s;
+  int border = opt->border_value;
+  if (kind == B_FILL_HOLES) border = 1;
+  else if (border != 0 && border != 1) return ndf__argerror(ctx, name, "border_value", "%d must be 0 or 1", border);
+  if (opt->norigin != 0 && opt->norigin != 1 && opt->norigin != nsp)
+    return ndf__argerror(ctx, name, "origin", "%d values for %d spatial axes (give 1 or %d)", opt->norigin, nsp, nsp);
+
+  uint8_t *sbuf = NULL, *a = NULL, *b = NULL, *m = NULL;
+  ndf_array sdesc;
+  step ero, dil;
+  memset(&ero, 0, sizeof ero);
+  memset(&dil, 0, sizeof dil);
+  if ((s = get_structure(ctx, name, "structure", opt->structure, nsp, &sbuf, &sdesc)) != NDF_OK) goto done;
+  /* Prepare (and so validate) every step before anything is computed. */
+  int need_ero = kind == B_EROSION || kind == B_OPENING || kind == B_CLOSING;
+  int need_dil = kind != B_EROSION;
+  if (need_ero && (s = prepare_step(ctx, name, ERODE, &sdesc, in->ndim, in->shape, opt->norigin, opt->origin, border,
+                                    opt->batch_dims, &ero)) != NDF_OK)
+    goto done;
+  if (need_dil && (s = prepare_step(ctx, name, DILATE, &sdesc, in->ndim, in->shape, opt->norigin, opt->origin, border,
+                                    opt->batch_dims, &dil)) != NDF_OK)
+    goto done;
+  const int64_t n = ndf_array_size(in);
+  if (n == 0) goto done;
+  if ((s = binarize(ctx, in, &a)) != NDF_OK) goto done;
+  b = malloc((size_t)n);
+  if (!b) { s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name); goto done; }
+  if (kind == B_FILL_HOLES) { /* propagate zeros into NOT input, border 1; the result is negated */
+    m = a;
+    a = malloc((size_t)n);
+    if (!a) { s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name); goto done; }
+    for (int64_t i = 0; i < n; i++) { m[i] = !m[i]; a[i] = 0; }
+  } else if (opt->mask && (s = binarize(ctx, opt->mask, &m)) != NDF_OK) {
+    goto done;
+  }
+  const int iters = (kind == B_PROPAGATION || kind == B_FILL_HOLES) ? -1 : opt->iterations;
+  switch (kind) {
+    case B_EROSION: s = iterate(ctx, name, &ero, ERODE, &a, &b, m, in->ndim, in->shape, iters); break;
+    case B_DILATION:
+    case B_PROPAGATION:
+    case B_FILL_HOLES: s = iterate(ctx, name, &dil, DILATE, &a, &b, m, in->ndim, in->shape, iters); break;
+    case B_OPENING:
+      s = iterate(ctx, name, &ero, ERODE, &a, &b, m, in->ndim, in->shape, iters);
+      if (s == NDF_OK) s = iterate(ctx, name, &dil, DILATE, &a, &b, m, in->ndim, in->shape, iters);
+      break;
+    case B_CLOSING:
+      s = iterate(ctx, name, &dil, DILATE, &a, &b, m, in->ndim, in->shape, iters);
+      if (s == NDF_OK) s = iterate(ctx, name, &ero, ERODE, &a, &b, m, in->ndim, in->shape, iters);
+      break;
+  }
+  if (s == NDF_OK) {
+    if (kind == B_FILL_HOLES)
+      for (int64_t i = 0; i < n; i++) a[i] = !a[i];
+    store(a, out);
+  }
+done:
+  ndf__grey_geom_free(&ero.g);
+  ndf__grey_geom_free(&dil.g);
+  free(sbuf);
+  free(a);
+  free(b);
+  free(m);
+  return s;
+}
+
+ndf_status ndf_binary_erosion(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_binary_options *opt) {
+  return binary(ctx, "ndf_binary_erosion", B_EROSION, in, out, opt);
+}
+ndf_status ndf_binary_dilation(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_binary_options *opt) {
+  return binary(ctx, "ndf_binary_dilation", B_DILATION, in, out, opt);
+}
+ndf_status ndf_binary_opening(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_binary_options *opt) {
+  return binary(ctx, "ndf_binary_opening", B_OPENING, in, out, opt);
+}
+ndf_status ndf_binary_closing(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_binary_options *opt) {
+  return binary(ctx, "ndf_binary_closing", B_CLOSING, in, out, opt);
+}
+ndf_status ndf_binary_propagation(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_binary_options *opt) {
+  return binary(ctx, "ndf_binary_propagation", B_PROPAGATION, in, out, opt);
+}
+ndf_status ndf_binary_fill_holes(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_binary_options *opt) {
+  return binary(ctx, "ndf_binary_fill_holes", B_FILL_HOLES, in, out, opt);
+}
+
+/* hit = erosion by structure1 (origin1, border 0); miss = 1 where any
+ * structure2 neighbour (unreflected, origin2, outside = background) is 1;
+ * out = hit AND NOT miss. */
+ndf_status ndf_binary_hit_or_miss(ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
+                                  const ndf_hit_or_miss_options *opt) {
+  static const char *name = "ndf_binary_hit_or_miss";
+  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
+  ndf__clear_error(ctx);
+  if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
+  ndf_status s = check_io(ctx, name, in, out, opt->batch_dims);
+  if (s != NDF_OK) return s;
+  const int nsp = in->ndim - opt->batch_dims;
+  if (opt->norigin1 != 0 && opt->norigin1 != 1 && opt->norigin1 != nsp)
+    return ndf__argerror(ctx, name, "origin1", "%d values for %d spatial axes (give 1 or %d)", opt->norigin1, nsp, nsp);
+  if (opt->norigin2 != -1 && opt->norigin2 != 0 && opt->norigin2 != 1 && opt->norigin2 != nsp)
+    return ndf__argerror(ctx, name, "origin2", "%d values for %d spatial axes (give -1, 1 or %d)", opt->norigin2, nsp, nsp);
+  uint8_t *s1 = NULL, *s2 = NULL, *a = NULL, *hit = NULL, *miss = NULL;
+  ndf_array d1, d2;
+  step st1, st2;
+  memset(&st1, 0, sizeof st1);
+  memset(&st2, 0, sizeof st2);
+  if ((s = get_structure(ctx, name, "structure1", opt->structure1, nsp, &s1, &d1)) != NDF_OK) goto done;
+  if (opt->structure2) {
+    if ((s = get_structure(ctx, name, "structure2", opt->structure2, nsp, &s2, &d2)) != NDF_OK) goto done;
+  } else { /* NOT structure1 */
+    int64_t k = ndf_array_size(&d1);
+    if (!(s2 = malloc((size_t)k))) { s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name); goto done; }
+    for (int64_t i = 0; i < k; i++) s2[i] = !s1[i];
+    ndf_array_init(&d2, s2, NDF_DEVICE_CPU, NDF_UINT8, nsp, d1.shape);
+  }
+  const int n2 = opt->norigin2 == -1 ? opt->norigin1 : opt->norigin2;
+  const int64_t *o2 = opt->norigin2 == -1 ? opt->origin1 : opt->origin2;
+  if ((s = prepare_step(ctx, name, ERODE, &d1, in->ndim, in->shape, opt->norigin1, opt->origin1, 0, opt->batch_dims,
+                        &st1)) != NDF_OK)
+    goto done;
+  /* The miss part: erosion-style offsets, taking the maximum. */
+  if ((s = prepare_step(ctx, name, ERODE, &d2, in->ndim, in->shape, n2, o2, 0, opt->batch_dims, &st2)) != NDF_OK)
+    goto done;
+  st2.g.op = NDF__MAX;
+  const int64_t n = ndf_array_size(in);
+  if (n == 0) goto done;
+  if ((s = binarize(ctx, in, &a)) != NDF_OK) goto done;
+  hit = malloc((size_t)n);
+  miss = malloc((size_t)n);
+  if (!hit || !miss) { s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name); goto done; }
+  run_step(ctx, &st1, ERODE, a, hit, NULL, in->ndim, in->shape, n);
+  run_step(ctx, &st2, DILATE, a, miss, NULL, in->ndim, in->shape, n); /* empty structure2: no miss */
+  for (int64_t i = 0; i < n; i++) hit[i] = hit[i] && !miss[i];
+  store(hit, out);
+done:
+  ndf__grey_geom_free(&st1.g);
+  ndf__grey_geom_free(&st2.g);
+  free(s1);
+  free(s2);
+  free(a);
+  free(hit);
+  free(miss);
+  return s;
+}
+
+/* ---- iterate_structure ------------------------------------------------------------------------------ */
+
+ndf_status ndf_iterate_structure_shape(const ndf_array *st, int iterations, int64_t *shape) {
+  static const char *name = "ndf_iterate_structure";
+  if (!st || !shape) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument '%s' (NULL)", name, !st ? "structure" : "shape");
+  if (st->ndim < 1 || st->ndim > NDF_MAX_SPATIAL)
+    return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'structure' (rank %d is not in 1..%d)", name, st->ndim, NDF_MAX_SPATIAL);
+  int ni = iterations < 2 ? 0 : iterations - 1;
+  for (int d = 0; d < st->ndim; d++) {
+    if (st->shape[d] < 1) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'structure' (shape[%d] is empty)", name, d);
+    shape[d] = st->shape[d] + (int64_t)ni * (st->shape[d] - 1);
+  }
+  return NDF_OK;
+}
+
+/* scipy: out = zeros(shape); out[centre slice] = structure; out = binary_dilation(out, structure, ni). */
+ndf_status ndf_iterate_structure(const ndf_array *st, int iterations, ndf_array *out, int norigin,
+                                 const int64_t *origin, int64_t *origin_out) {
+  static const char *name = "ndf_iterate_structure";
+  int64_t shape[NDF_MAX_SPATIAL];
+  ndf_status s = ndf_iterate_structure_shape(st, iterations, shape);
+  if (s != NDF_OK) return s;
+  if (!out || !out->data || out->device != NDF_DEVICE_CPU || (out->dtype != NDF_BOOL && out->dtype != NDF_UINT8))
+    return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'out' (a host bool or uint8 array is needed)", name);
+  if (st->device != NDF_DEVICE_CPU || !st->data)
+    return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'structure' (a host array is needed)", name);
+  if (out->ndim != st->ndim) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'out' (rank %d, expected %d)", name, out->ndim, st->ndim);
+  for (int d = 0; d < st->ndim; d++)
+    if (out->shape[d] != shape[d])
+      return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'out' (shape[%d]=%lld, expected %lld)", name, d,
+                        (long long)out->shape[d], (long long)shape[d]);
+  if (norigin != 0 && norigin != 1 && norigin != st->ndim)
+    return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'origin' (%d values for rank %d)", name, norigin, st->ndim);
+  if (norigin && !origin) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'origin' (NULL)", name);
+  ndf_ctx *ctx = NULL;
+  ndf_ctx_options co;
+  ndf_ctx_options_init(&co);
+  co.backend = NDF_BACKEND_CPU;
+  co.cache_disable = 1;
+  if ((s = ndf_ctx_create(&ctx, &co)) != NDF_OK) return s;
+  uint8_t *sb = NULL, *res = NULL, *tmp = NULL;
+  if ((s = binarize(ctx, st, &sb)) != NDF_OK) goto done;
+  int64_t n = 1;
+  for (int d = 0; d < st->ndim; d++) n *= shape[d];
+  res = calloc((size_t)n, 1);
+  tmp = malloc((size_t)n);
+  if (!res || !tmp) { s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name); goto done; }
+  const int ni = iterations < 2 ? 0 : iterations - 1;
+  /* Place the structure at pos = ni * (s // 2) on every axis. */
+  int64_t sn = ndf_array_size(st);
+  for (int64_t i = 0; i < sn; i++) {
+    int64_t r = i, off = 0, stride = 1;
+    int64_t c[NDF_MAX_SPATIAL];
+    for (int d = st->ndim - 1; d >= 0; d--) { c[d] = r % st->shape[d]; r /= st->shape[d]; }
+    for (int d = st->ndim - 1; d >= 0; d--) {
+      off += (c[d] + (int64_t)ni * (st->shape[d] / 2)) * stride;
+      stride *= shape[d];
+    }
+    res[off] = sb[i];
+  }
+  if (ni > 0) {
+    ndf_array sdesc;
+    ndf_array_init(&sdesc, sb, NDF_DEVICE_CPU, NDF_UINT8, st->ndim, st->shape);
+    step dil;
+    if ((s = prepare_step(ctx, name, DILATE, &sdesc, st->ndim, shape, 0, NULL, 0, 0, &dil)) != NDF_OK) goto done;
+    uint8_t *cur = res, *spare = tmp;
+    s = iterate(ctx, name, &dil, DILATE, &cur, &spare, NULL, st->ndim, shape, ni);
+    ndf__grey_geom_free(&dil.g);
+    res = cur;
+    tmp = spare;
+  }
+  if (s == NDF_OK) {
+    store(res, out);
+    if (origin_out)
+      for (int d = 0; d < st->ndim; d++) { /* scipy scales the origin by iterations (from 2 on) */
+        int64_t o = norigin ? origin[norigin == 1 ? 0 : d] : 0;
+        origin_out[d] = iterations < 2 ? o : (int64_t)iterations * o;
+      }
+  }
+done:
+  if (s != NDF_OK) ndf__error(NULL, s, "%s", ndf_errmsg(ctx));
+  ndf_ctx_destroy(ctx);
+  free(sb);
+  free(res);
+  free(tmp);
+  return s;
+}
