@@ -258,6 +258,86 @@ static int run_step(ndf_ctx *ctx, const step *sp, binop op, const uint8_t *src, 
   return changed;
 }
 
+/* Union-find root of i, halving the path on the way. */
+static int32_t uf_find(int32_t *p, int32_t i) {
+  while (p[i] != i) {
+    p[i] = p[p[i]];
+    i = p[i];
+  }
+  return i;
+}
+
+/*
+ * The same closure for a symmetric set of offsets, by connected components:
+ * label the mask's voxels with union-find in raster order (each undirected
+ * edge once, towards already visited voxels), light every component that
+ * holds a 1 or touches one (or the border, when border_value is 1), and set
+ * the lit components.  Two sequential passes instead of a cache-hostile
+ * search.
+ */
+static ndf_status propagate_components(ndf_ctx *ctx, const char *name, const int32_t *taps, int64_t ntaps, int nsp,
+                                       uint8_t *x, const uint8_t *mask, int ndim, const int64_t *shape, int border) {
+  const int nb = ndim - nsp;
+  int64_t n = 1, st[NDF_MAX_NDIM];
+  for (int d = ndim - 1; d >= 0; d--) { st[d] = n; n *= shape[d]; }
+  if (n >= INT32_MAX) return NDF_ENOTSUP; /* the caller falls back to the search */
+  int32_t *parent = malloc((size_t)n * sizeof *parent);
+  uint8_t *lit = calloc((size_t)n, 1);
+  int64_t *loff = malloc((size_t)ntaps * sizeof *loff);
+  if (!parent || !lit || !loff) {
+    free(parent); free(lit); free(loff);
+    return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory for the propagation labels", name);
+  }
+  for (int64_t k = 0; k < ntaps; k++) {
+    loff[k] = 0;
+    for (int d = 0; d < nsp; d++) loff[k] += (int64_t)taps[k * nsp + d] * st[nb + d];
+  }
+  int64_t c[NDF_MAX_NDIM] = {0};
+  for (int64_t i = 0; i < n; i++) {
+    const int in_mask = !mask || mask[i];
+    parent[i] = (int32_t)i;
+    int l = x[i];
+    for (int64_t k = 0; k < ntaps; k++) {
+      int inside = 1;
+      for (int d = 0; d < nsp && inside; d++) {
+        int64_t y = c[nb + d] + taps[k * nsp + d];
+        inside = y >= 0 && y < shape[nb + d];
+      }
+      if (!inside) { l |= border; continue; }
+      const int64_t j = i + loff[k];
+      l |= x[j];
+      if (in_mask && loff[k] < 0 && (!mask || mask[j])) { /* join the visited neighbour */
+        int32_t a = uf_find(parent, (int32_t)i), b = uf_find(parent, (int32_t)j);
+        if (a != b) parent[a < b ? b : a] = a < b ? a : b;
+      }
+    }
+    if (in_mask && l) lit[i] = 1;
+    for (int d = ndim - 1; d >= 0 && ++c[d] == shape[d]; d--) c[d] = 0;
+  }
+  for (int64_t i = 0; i < n; i++) /* light the roots */
+    if (lit[i]) lit[uf_find(parent, (int32_t)i)] = 1;
+  for (int64_t i = 0; i < n; i++)
+    if ((!mask || mask[i]) && lit[uf_find(parent, (int32_t)i)]) x[i] = 1;
+  free(parent);
+  free(lit);
+  free(loff);
+  return NDF_OK;
+}
+
+/* 1 if the step's offsets are symmetric (t in the set implies -t is). */
+static int symmetric_taps(const int32_t *taps, int64_t ntaps, int nsp) {
+  for (int64_t k = 0; k < ntaps; k++) {
+    int found = 0;
+    for (int64_t m = 0; m < ntaps && !found; m++) {
+      int eq = 1;
+      for (int d = 0; d < nsp; d++) eq &= taps[m * nsp + d] == -taps[k * nsp + d];
+      found = eq;
+    }
+    if (!found) return 0;
+  }
+  return 1;
+}
+
 /*
  * Propagation by breadth-first search.  When the dilation's offsets include 0
  * (the structure's centre, shifted by the origin, is true) the iterated
@@ -284,6 +364,13 @@ static ndf_status propagate_bfs(ndf_ctx *ctx, const char *name, const ndf__grey_
       }
     }
     taps = boxtaps;
+  }
+  if (symmetric_taps(taps, ntaps, nsp)) {
+    ndf_status s = propagate_components(ctx, name, taps, ntaps, nsp, x, mask, ndim, shape, border);
+    if (s != NDF_ENOTSUP) {
+      free(boxtaps);
+      return s;
+    }
   }
   int64_t *queue = malloc((size_t)(n > 0 ? n : 1) * sizeof *queue);
   if (!queue) {
