@@ -151,6 +151,35 @@ def make_inputs():
     blob = gzip.open('in/vol.nii.gz').read()
     with gzip.open('in/vol_trunc.nii.gz', 'wb') as f:
         f.write(blob[:len(blob) - 100])
+    # Binary morphology: blobs with holes, masks, structures.
+    blob = ndi.binary_dilation(rng.random((16, 18)) > 0.93)
+    blob[4:9, 5:10] = True
+    blob[6, 7] = False                       # a hole
+    blob[12:15, 2:6] = True
+    blob[13, 3:5] = False                    # another
+    np.save('in/blob.npy', blob)
+    np.save('in/blobf.npy', np.where(blob, rng.standard_normal(blob.shape) + 3,
+                                     0).astype(np.float32) * rng.choice([-1, 1], blob.shape))
+    np.save('in/bmask.npy', rng.random((16, 18)) > 0.25)
+    np.save('in/bmask_u8.npy', (rng.random((16, 18)) > 0.25).astype(np.uint8) * 7)
+    np.save('in/bmask_bad.npy', np.ones((16, 17), bool))
+    np.save('in/bseed.npy', np.pad(np.ones((1, 1), bool), ((7, 8), (8, 9))))
+    np.save('in/bst.npy', np.array([[0, 1, 0], [1, 1, 1], [0, 0, 1]], bool))
+    np.save('in/bst_even.npy', np.array([[1, 1, 0], [0, 1, 1]], np.uint8))
+    np.save('in/bst_f.npy', np.array([[0, 2.5, 0], [1, 1, 0], [0, -1, 0]]))
+    np.save('in/hm1.npy', np.array([[0, 0, 0], [0, 1, 1], [0, 1, 0]], bool))
+    np.save('in/hm2.npy', np.array([[1, 1, 0], [1, 0, 0], [0, 0, 0]], bool))
+    np.save('in/hm3.npy', np.array([[1, 0], [1, 1]], np.uint8))
+    np.save('in/rand.npy', rng.random((24, 24)) > 0.5)  # hit_or_miss finds patterns in it
+    np.save('in/randbatch.npy', np.stack([rng.random((24, 24)) > 0.5 for _ in range(3)]))
+    b3 = rng.random((6, 7, 8)) > 0.4
+    b3[2:4, 2:5, 3:6] = True
+    b3[3, 3, 4] = False
+    np.save('in/blob3.npy', b3.astype(np.uint8) * rng.integers(1, 200, b3.shape, dtype=np.uint8))
+    np.save('in/bbatch.npy', np.stack([blob, ~blob, np.roll(blob, 3, axis=1)]))
+    np.save('in/st3f.npy', ndi.generate_binary_structure(3, 1).astype(np.float64) * 2)
+    np.save('in/line.npy', np.array([0, 0, 1, 0, 0], bool))
+    np.save('in/st101.npy', np.array([1, 0, 1], bool))
 
 def check_same(want, got, what):
     if got.dtype != want.dtype or got.shape != want.shape:
@@ -162,8 +191,15 @@ def check_same(want, got, what):
             what, len(bad), got.size, tuple(bad[0]), got[tuple(bad[0])], want[tuple(bad[0])]))
 
 def compare(op, inp, out, kwargs):
-    kw = eval(kwargs, {'np': np, 'load': load})
-    want = getattr(ndi, op)(load(inp), **kw)
+    """scipy.ndimage.OP(load(INPUT), **KWARGS), or OP(**KWARGS) when INPUT is '-'."""
+    kw = eval(kwargs, {'np': np, 'load': load, 'ndi': ndi})
+    want = getattr(ndi, op)(**kw) if inp == '-' else getattr(ndi, op)(load(inp), **kw)
+    if isinstance(want, tuple):              # iterate_structure(..., origin) -> (out, origin)
+        want = want[0]
+    if op == 'iterate_structure':            # iterations < 2 returns the structure as is
+        want = np.asarray(want) != 0
+    if want.dtype == np.bool_ and not out.endswith('.npy'):
+        want = want.astype(np.uint8)         # NIfTI has no bool: binary results are uint8
     check_same(want, load(out), '%s %s' % (op, kwargs))
 
 def main():
@@ -232,16 +268,32 @@ ok_run() {
 
 # queue_run DESC OP INPUT PY-KWARGS CLI-OPTIONS...: runs into a new output and
 # queues the comparison with scipy for compare_queued, which makes them all in
-# one python (a python with scipy takes ~0.2 s to start).
+# one python (a python with scipy takes ~0.2 s to start).  The output is .npy,
+# or has the extension in $qext (qext=.nii.gz queue_run ...).
 nqueued=0
 : > queue.tsv
 queue_run() {
   local desc=$1 op=$2 in=$3 kw=$4
   shift 4
   nqueued=$((nqueued + 1))
-  local out=out/q$nqueued.npy
+  local out=out/q$nqueued${qext:-.npy}
   rm -f "$out"
   if ! ndf run "$op" "$@" "$in" "$out"; then
+    fail "$desc: exit $? ($(head -c 300 last.err))"
+    return
+  fi
+  if [ -s last.err ]; then fail "$desc: unexpected stderr: $(head -c 300 last.err)"; return; fi
+  printf '%s\t%s\t%s\t%s\t%s\n' "$desc" "$op" "$in" "$out" "$kw" >> queue.tsv
+}
+# queue_structure DESC OP INPUT|- PY-KWARGS CLI-ARGS...: `ndforge structure
+# CLI-ARGS... OUTPUT` (OUTPUT appended), queued like queue_run.
+queue_structure() {
+  local desc=$1 op=$2 in=$3 kw=$4
+  shift 4
+  nqueued=$((nqueued + 1))
+  local out=out/q$nqueued.npy
+  rm -f "$out"
+  if ! ndf structure "$@" "$out"; then
     fail "$desc: exit $? ($(head -c 300 last.err))"
     return
   fi
@@ -357,6 +409,110 @@ for dev in $devices; do
 done
 compare_queued
 
+# ---------------------------------------------------------------------------
+# Binary morphology (CPU only in this version: --device auto picks the CPU).
+# Non-zero input is true; .npy outputs are bool (checked: same dtype as scipy's).
+mask="load('in/bmask.npy')"
+cross2="ndi.generate_binary_structure(2, 1)[None]"   # batch axis of size 1
+ndf structure generate 2 2 out/gen22.npy || fail "structure generate 2 2: $(cat last.err)"
+queue_run "binary_erosion default" binary_erosion in/blob.npy "dict()"
+queue_run "binary_erosion structure border_value 1" binary_erosion in/blob.npy \
+  "dict(structure=load('in/bst.npy'), border_value=1)" --structure in/bst.npy --border-value 1
+queue_run "binary_erosion iterations -1 mask" binary_erosion in/blob.npy \
+  "dict(iterations=-1, mask=$mask)" --iterations -1 --mask in/bmask.npy
+queue_run "binary_erosion iterations 0 uint8 mask" binary_erosion in/blob.npy \
+  "dict(iterations=0, mask=load('in/bmask_u8.npy'))" --iterations=0 --mask=in/bmask_u8.npy
+queue_run "binary_erosion structure origin" binary_erosion in/blob.npy \
+  "dict(structure=load('in/bst.npy'), origin=(1,-1))" --structure in/bst.npy --origin 1,-1
+queue_run "binary_erosion float input iterations 2 brute_force" binary_erosion in/blobf.npy \
+  "dict(iterations=2, brute_force=True)" --iterations 2 --brute-force
+queue_run "binary_erosion 3-D uint8 input float structure" binary_erosion in/blob3.npy \
+  "dict(structure=load('in/st3f.npy'), border_value=1)" --structure in/st3f.npy --border-value 1 --device cpu
+queue_run "binary_erosion batch-dims 1" binary_erosion in/bbatch.npy \
+  "dict(structure=$cross2)" --batch-dims 1
+queue_run "binary_dilation default" binary_dilation in/blob.npy "dict()"
+queue_run "binary_dilation even structure origin" binary_dilation in/blob.npy \
+  "dict(structure=load('in/bst_even.npy'), origin=(0,-1))" --structure in/bst_even.npy --origin 0,-1
+queue_run "binary_dilation iterations -1 mask border_value 1" binary_dilation in/bseed.npy \
+  "dict(iterations=-1, mask=$mask, border_value=1)" --iterations -1 --mask in/bmask.npy --border-value 1
+queue_run "binary_dilation iterations 3 brute_force false" binary_dilation in/blob.npy \
+  "dict(structure=load('in/bst.npy'), iterations=3, brute_force=False)" \
+  --structure in/bst.npy --iterations 3 --brute-force false
+queue_run "binary_dilation float structure origin 1" binary_dilation in/blob.npy \
+  "dict(structure=load('in/bst_f.npy'), origin=1)" --structure in/bst_f.npy --origin 1 --brute-force=true
+queue_run "binary_opening structure" binary_opening in/blob.npy \
+  "dict(structure=load('in/bst.npy'))" --structure in/bst.npy
+queue_run "binary_opening iterations 2" binary_opening in/blob.npy "dict(iterations=2)" --iterations 2
+queue_run "binary_opening mask border_value 1" binary_opening in/blobf.npy \
+  "dict(mask=$mask, border_value=1)" --mask in/bmask.npy --border-value 1
+queue_run "binary_closing default" binary_closing in/blob.npy "dict()"
+queue_run "binary_closing iterations 2 brute_force" binary_closing in/blob.npy \
+  "dict(iterations=2, brute_force=True)" --iterations 2 --brute-force true
+queue_run "binary_closing structure origin border_value 1" binary_closing in/blob.npy \
+  "dict(structure=load('in/bst.npy'), origin=(-1,0), border_value=1)" \
+  --structure in/bst.npy --origin -1,0 --border-value 1
+queue_run "binary_closing iterations -1 mask" binary_closing in/blob.npy \
+  "dict(iterations=-1, mask=$mask)" --iterations -1 --mask in/bmask.npy
+queue_run "binary_propagation mask" binary_propagation in/bseed.npy "dict(mask=$mask)" --mask in/bmask.npy
+queue_run "binary_propagation structure mask border_value 1" binary_propagation in/bseed.npy \
+  "dict(structure=ndi.generate_binary_structure(2, 2), mask=$mask, border_value=1)" \
+  --structure out/gen22.npy --mask in/bmask.npy --border-value 1
+queue_run "binary_propagation no mask" binary_propagation in/blob.npy "dict()"
+queue_run "binary_fill_holes default" binary_fill_holes in/blob.npy "dict()"
+queue_run "binary_fill_holes structure origin" binary_fill_holes in/blob.npy \
+  "dict(structure=load('in/bst.npy'), origin=(0,1))" --structure in/bst.npy --origin 0,1
+queue_run "binary_fill_holes 3-D uint8" binary_fill_holes in/blob3.npy "dict()"
+queue_run "binary_fill_holes batch-dims 1" binary_fill_holes in/bbatch.npy \
+  "dict(structure=$cross2)" --batch-dims 1
+queue_run "binary_hit_or_miss default" binary_hit_or_miss in/rand.npy "dict()"
+queue_run "binary_hit_or_miss even structure1" binary_hit_or_miss in/rand.npy \
+  "dict(structure1=load('in/hm3.npy'))" --structure1 in/hm3.npy
+queue_run "binary_hit_or_miss structure1 structure2 origin1 origin2" binary_hit_or_miss in/rand.npy \
+  "dict(structure1=load('in/hm1.npy'), structure2=load('in/hm2.npy'), origin1=(-1,0), origin2=(1,1))" \
+  --structure1 in/hm1.npy --structure2 in/hm2.npy --origin1 -1,0 --origin2 1,1
+queue_run "binary_hit_or_miss origin1 only (origin2 = origin1)" binary_hit_or_miss in/rand.npy \
+  "dict(structure1=load('in/hm1.npy'), structure2=load('in/hm2.npy'), origin1=-1)" \
+  --structure1 in/hm1.npy --structure2 in/hm2.npy --origin1 -1
+queue_run "binary_hit_or_miss origin2 only" binary_hit_or_miss in/rand.npy \
+  "dict(structure1=load('in/hm3.npy'), origin2=(-1,-1))" --structure1 in/hm3.npy --origin2 -1,-1
+queue_run "binary_hit_or_miss float input" binary_hit_or_miss in/blobf.npy \
+  "dict(structure1=load('in/hm3.npy'))" --structure1 in/hm3.npy
+queue_run "binary_hit_or_miss batch-dims 1" binary_hit_or_miss in/randbatch.npy \
+  "dict(structure1=load('in/hm3.npy')[None])" --structure1 in/hm3.npy --batch-dims 1
+queue_run "binary_erosion NIfTI input" binary_erosion in/vol_u8.nii "dict()"
+# NIfTI outputs of binary ops are uint8 (NIfTI has no bool) and keep the header.
+qext=.nii.gz queue_run "binary_fill_holes NIfTI -> NIfTI (uint8)" binary_fill_holes in/vol_u8.nii "dict()"
+fh_out=out/q$nqueued.nii.gz
+qext=.nii queue_run "binary_erosion npy -> NIfTI (uint8)" binary_erosion in/blob.npy \
+  "dict(iterations=2)" --iterations 2
+
+# structure generate / iterate: scipy's generate_binary_structure / iterate_structure.
+for g in 1,1 2,1 2,2 3,1 3,2 3,3 3,-1 3,0 2,7 4,2 8,1; do
+  r=${g%,*} c=${g#*,}
+  queue_structure "structure generate $r $c" generate_binary_structure - \
+    "dict(rank=$r, connectivity=$c)" generate "$r" "$c"
+done
+queue_structure "structure iterate 2-D 3" iterate_structure in/bst.npy "dict(iterations=3)" \
+  iterate in/bst.npy 3
+queue_structure "structure iterate even 2" iterate_structure in/bst_even.npy "dict(iterations=2)" \
+  iterate in/bst_even.npy 2
+queue_structure "structure iterate 3-D float 2 origin" iterate_structure in/st3f.npy \
+  "dict(iterations=2, origin=(1,0,-1))" iterate in/st3f.npy 2 --origin 1,0,-1
+[ "$(cat last.out)" = "2,0,-2" ] && pass || fail "structure iterate prints the scaled origin: '$(cat last.out)'"
+queue_structure "structure iterate 4 origin 1" iterate_structure in/bst.npy \
+  "dict(iterations=4, origin=1)" iterate --origin=1 in/bst.npy 4
+[ "$(cat last.out)" = "4,4" ] && pass || fail "structure iterate --origin 1 (one value): '$(cat last.out)'"
+for it in 1 0 -2; do
+  queue_structure "structure iterate float $it (a copy)" iterate_structure in/bst_f.npy \
+    "dict(iterations=$it)" iterate in/bst_f.npy "$it"
+done
+queue_structure "structure iterate no --origin prints nothing" iterate_structure in/bst.npy \
+  "dict(iterations=2)" iterate in/bst.npy 2
+[ -s last.out ] && fail "structure iterate without --origin printed: $(cat last.out)" || pass
+compare_queued
+
+"$py" helper.py nifti-header in/vol_u8.nii "$fh_out" && pass || fail "NIfTI header kept (binary_fill_holes)"
+
 # Written .npy files: version 1.0, data aligned to 64 bytes, C order.
 ndf run grey_erosion --size 3 in/fortran.npy out/layout.npy &&
   "$py" helper.py npy-layout out/layout.npy && pass || fail "npy output layout"
@@ -409,6 +565,53 @@ bad "cache warm without --dtype" 2 $o cache warm --arch sm_90 grey_erosion --siz
 bad "cache warm unknown op" 2 $o cache warm --arch sm_90 grey_foo --dtype float32 --size 3
 bad "cache bad subcommand" 2 $o cache purge
 bad "composite op: option of another command" 2 $o run white_tophat --size 3 --dtype uint8 in/u8.npy $o
+# Binary ops take scipy's options of their function, and only those.
+bad "binary: --cval" 2 $o run binary_erosion --cval 1 in/blob.npy $o
+grep -q "^ndforge: option --cval does not apply to 'run binary_erosion' (it takes --structure" last.err &&
+  pass || fail "binary: --cval message: $(cat last.err)"
+bad "binary: --mode" 2 $o run binary_dilation --mode constant in/blob.npy $o
+bad "binary: --size" 2 $o run binary_opening --size 3 in/blob.npy $o
+bad "binary: --footprint" 2 $o run binary_closing --footprint in/bst.npy in/blob.npy $o
+bad "grey: --iterations" 2 $o run grey_erosion --size 3 --iterations 2 in/f32.npy $o
+bad "grey: --mask" 2 $o run white_tophat --size 3 --mask in/f32.npy in/f32.npy $o
+bad "grey: --border-value" 2 $o run grey_dilation --size 3 --border-value 1 in/f32.npy $o
+bad "propagation: --iterations" 2 $o run binary_propagation --iterations 2 in/blob.npy $o
+bad "propagation: --brute-force" 2 $o run binary_propagation --brute-force in/blob.npy $o
+bad "fill_holes: --mask" 2 $o run binary_fill_holes --mask in/bmask.npy in/blob.npy $o
+bad "fill_holes: --border-value" 2 $o run binary_fill_holes --border-value 1 in/blob.npy $o
+bad "hit_or_miss: --origin" 2 $o run binary_hit_or_miss --origin 1 in/blob.npy $o
+bad "hit_or_miss: --structure" 2 $o run binary_hit_or_miss --structure in/bst.npy in/blob.npy $o
+bad "erosion: --origin1" 2 $o run binary_erosion --origin1 1 in/blob.npy $o
+bad "erosion: --structure2" 2 $o run binary_erosion --structure2 in/bst.npy in/blob.npy $o
+for v in 2 -1 x "" 0.5 true; do
+  bad "--border-value '$v'" 2 $o run binary_erosion --border-value "$v" in/blob.npy $o
+done
+for v in x "" 1.5 99999999999 2,2; do
+  bad "--iterations '$v'" 2 $o run binary_dilation --iterations "$v" in/blob.npy $o
+done
+for v in maybe 2 "" yes; do
+  bad "--brute-force='$v'" 2 $o run binary_erosion "--brute-force=$v" in/blob.npy $o
+done
+bad "--brute-force then three names" 2 $o run binary_erosion --brute-force in/blob.npy in/bst.npy $o
+bad "--origin2 'a'" 2 $o run binary_hit_or_miss --origin2 a in/blob.npy $o
+bad "binary op output .txt" 2 out/bad.txt run binary_erosion in/blob.npy out/bad.txt
+bad "cache warm binary op" 2 $o cache warm --arch sm_90 binary_erosion --dtype uint8
+# structure generate / iterate.
+bad "structure without subcommand" 2 $o structure
+bad "structure bad subcommand" 2 $o structure make 2 1 $o
+for v in 0 9 -1 x "" 2.0; do
+  bad "structure generate rank '$v'" 2 $o structure generate "$v" 1 $o
+done
+bad "structure generate connectivity x" 2 $o structure generate 2 x $o
+bad "structure generate two arguments" 2 $o structure generate 2 $o
+bad "structure generate four arguments" 2 $o structure generate 2 1 $o out/bad2.npy
+bad "structure generate --origin" 2 $o structure generate 2 1 $o --origin 1
+bad "structure generate .txt" 2 out/bad.txt structure generate 2 1 out/bad.txt
+bad "structure iterate iterations x" 2 $o structure iterate in/bst.npy x $o
+bad "structure iterate iterations 1.5" 2 $o structure iterate in/bst.npy 1.5 $o
+bad "structure iterate --cval" 2 $o structure iterate in/bst.npy 2 $o --cval 1
+bad "structure iterate bad --origin" 2 $o structure iterate in/bst.npy 2 $o --origin 1,x
+bad "structure iterate input .txt" 2 $o structure iterate in/bst.txt 2 $o
 
 # ---------------------------------------------------------------------------
 # Bad inputs and library errors: exit 1.
@@ -448,6 +651,36 @@ bad "grey_closing: footprint rank mismatch (NIfTI out)" 1 out/bad.nii.gz \
   run grey_closing --footprint in/fp2.npy in/vol_u8.nii out/bad.nii.gz
 bad "morphological_laplace: size count != ndim" 1 $o run morphological_laplace --size 3,3 in/f32.npy $o
 bad "cache warm composite bad origin" 1 $o cache warm --arch sm_90 black_tophat --dtype float32 --size 3 --origin 2
+# Binary ops: the library's messages, exit 1.
+bad "binary: mask shape mismatch" 1 $o run binary_erosion --mask in/bmask_bad.npy in/blob.npy $o
+grep -q "^ndforge: ndf_binary_erosion: bad argument 'mask'" last.err && pass || fail "mask message: $(cat last.err)"
+bad "propagation: mask shape mismatch" 1 $o run binary_propagation --mask in/bmask_bad.npy in/blob.npy $o
+bad "binary: missing mask file" 1 $o run binary_dilation --mask in/nope.npy in/blob.npy $o
+bad "binary: bad structure file" 1 $o run binary_dilation --structure in/trunc.npy in/blob.npy $o
+bad "binary: structure rank mismatch" 1 $o run binary_erosion --structure in/st3f.npy in/blob.npy $o
+bad "binary: origin outside the structure" 1 $o run binary_erosion --origin 2 in/blob.npy $o
+bad "binary: origin count" 1 $o run binary_closing --origin 1,1,1 in/blob.npy $o
+bad "binary: batch-dims too large" 1 $o run binary_fill_holes --batch-dims 2 in/blob.npy $o
+bad "hit_or_miss: origin2 outside structure2" 1 $o run binary_hit_or_miss --structure2 in/hm2.npy --origin2 3 in/blob.npy $o
+bad "hit_or_miss: structure1 rank mismatch" 1 $o run binary_hit_or_miss --structure1 in/st3f.npy in/blob.npy $o
+# An off-centre structure makes the dilation oscillate: scipy would loop for ever.
+bad "binary: iterations -1 never converges" 1 $o run binary_dilation --structure in/st101.npy --iterations -1 in/line.npy $o
+grep -q "^ndforge: ndf_binary_dilation: bad argument 'iterations'" last.err && pass || fail "cycle message: $(cat last.err)"
+bad "binary NIfTI output of a 0-D array" any out/bad.nii.gz run binary_erosion in/scalar.npy out/bad.nii.gz
+# --device cuda: binary ops have no CUDA kernels in this version.
+for op in binary_erosion binary_fill_holes binary_hit_or_miss; do
+  bad "$op --device cuda" 1 $o run $op --device cuda in/blob.npy $o
+  if [ "$has_cuda" = 1 ]; then
+    grep -q "^ndforge: ndf_$op: CUDA arrays are not supported" last.err && pass ||
+      fail "$op --device cuda message: $(cat last.err)"
+  fi
+done
+bad "binary --device cuda with mask" 1 $o run binary_dilation --device cuda --mask in/bmask.npy in/blob.npy $o
+bad "structure iterate missing input" 1 $o structure iterate in/nope.npy 2 $o
+bad "structure iterate origin count" 1 $o structure iterate in/bst.npy 2 $o --origin 1,1,1
+bad "structure iterate 0-D input" 1 $o structure iterate in/scalar.npy 2 $o
+bad "structure iterate too large" 1 $o structure iterate in/st3f.npy 2000000000 $o
+bad "structure generate into a missing directory" 1 out/nodir/s.npy structure generate 2 1 out/nodir/s.npy
 
 # ---------------------------------------------------------------------------
 # Other commands.
@@ -456,8 +689,17 @@ ndf run --help && grep -q grey_erosion last.out && pass || fail "run --help"
 for op in $composites; do
   grep -q "^  $op  *[a-z]" last.out || fail "run --help does not list $op"
 done
-ndf --help && grep -q 'morphological_laplace' last.out && grep -q 'black_tophat\.' last.out &&
+ndf --help && grep -q 'morphological_laplace' last.out && grep -q 'black_tophat,' last.out &&
+  grep -q 'binary_hit_or_miss\.' last.out &&
   pass || fail "--help lists the ops"
+ndf run --help && grep -q '^  binary_hit_or_miss  *[a-z]' last.out && grep -q -- '--iterations' last.out &&
+  pass || fail "run --help lists the binary ops and options"
+ndf run binary_propagation --help && grep -q -- '--mask FILE' last.out && ! grep -q -- '--iterations' last.out &&
+  pass || fail "run OP --help lists the op's options: $(cat last.out)"
+ndf --help && grep -q 'structure generate' last.out && grep -q 'binary_fill_holes' last.out &&
+  pass || fail "--help lists structure and the binary ops"
+ndf structure --help && grep -q 'structure iterate IN ITERATIONS OUT' last.out &&
+  pass || fail "structure --help: $(cat last.out last.err)"
 ndf --version && grep -q '^ndforge [0-9]' last.out && pass || fail "--version"
 ndf info && grep -q '^cache: *'"$NDF_CACHE_DIR" last.out && pass || fail "info: $(cat last.out last.err)"
 ndf cache clear && pass || fail "cache clear: $(cat last.err)"

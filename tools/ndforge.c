@@ -1,8 +1,8 @@
 /*
  * ndforge.c -- the `ndforge` command: run a scipy.ndimage op on an image
- * file, show the library and its devices, manage the kernel cache, and a
- * demo with timings.  This file uses only the public API of ndforge and the
- * file readers of tools/ndfio.h.
+ * file, make binary structuring elements, show the library and its devices,
+ * manage the kernel cache, and a demo with timings.  This file uses only
+ * the public API of ndforge and the file readers of tools/ndfio.h.
  *
  * Errors are one line on stderr starting with "ndforge: ", exit status 2
  * for a bad command line and 1 for a failure while running; no output file
@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -63,21 +64,38 @@ enum {
   O_DTYPE = 1u << 9,
   O_NDIM = 1u << 10,
   O_OUT = 1u << 11,
+  O_ITERATIONS = 1u << 12,
+  O_MASK = 1u << 13,
+  O_BORDER = 1u << 14,
+  O_BRUTE = 1u << 15,
+  O_STRUCTURE1 = 1u << 16,
+  O_STRUCTURE2 = 1u << 17,
+  O_ORIGIN1 = 1u << 18,
+  O_ORIGIN2 = 1u << 19,
 };
+/* The options each family of ops takes (scipy's parameters), besides --device. */
 #define GREY_OPTS (O_SIZE | O_FOOTPRINT | O_STRUCTURE | O_ORIGIN | O_MODE | O_CVAL | O_BATCH)
+#define BINARY_OPTS (O_STRUCTURE | O_ITERATIONS | O_MASK | O_BORDER | O_ORIGIN | O_BRUTE | O_BATCH)
+#define PROPAGATION_OPTS (O_STRUCTURE | O_MASK | O_BORDER | O_ORIGIN | O_BATCH)
+#define FILL_HOLES_OPTS (O_STRUCTURE | O_ORIGIN | O_BATCH)
+#define HIT_OR_MISS_OPTS (O_STRUCTURE1 | O_STRUCTURE2 | O_ORIGIN1 | O_ORIGIN2 | O_BATCH)
 
 typedef enum { DEV_AUTO, DEV_CPU, DEV_CUDA } dev_choice;
+
+/* The options that name a file (an element or a mask), loaded before an op runs. */
+enum { F_FOOTPRINT, F_STRUCTURE, F_MASK, F_STRUCTURE1, F_STRUCTURE2, NFILES };
 
 typedef struct args {
   unsigned given; /* O_* flags seen */
   int nsize;
   int64_t size[NDF_MAX_SPATIAL];
-  const char *footprint, *structure; /* paths */
-  int norigin;
-  int64_t origin[NDF_MAX_SPATIAL];
+  const char *file[NFILES]; /* paths, NULL when not given */
+  int norigin, norigin1, norigin2;
+  int64_t origin[NDF_MAX_SPATIAL], origin1[NDF_MAX_SPATIAL], origin2[NDF_MAX_SPATIAL];
   ndf_mode mode;
   double cval;
   int batch_dims;
+  int iterations, border_value, brute_force;
   dev_choice device;
   const char *arch;
   ndf_dtype dtype;
@@ -117,17 +135,24 @@ bad:
   return -1;
 }
 
-static int parse_int(const char *opt, const char *s, int lo, int hi, int *out) {
+/* Parses an integer in [lo, hi]; what names it in the message ("--ndim", "RANK"). */
+static int parse_int_arg(const char *what, const char *s, int lo, int hi, int *out) {
   int numeric = *s == '-' || *s == '+' || (*s >= '0' && *s <= '9');
   char *end = NULL;
   errno = 0;
   long v = numeric ? strtol(s, &end, 10) : 0;
   if (!numeric || end == s || *end != '\0' || errno == ERANGE || v < lo || v > hi) {
-    errorf("bad value '%s' for --%s (expected an integer in [%d, %d])", s, opt, lo, hi);
+    errorf("bad value '%s' for %s (expected an integer in [%d, %d])", s, what, lo, hi);
     return -1;
   }
   *out = (int)v;
   return 0;
+}
+
+static int parse_int(const char *opt, const char *s, int lo, int hi, int *out) {
+  char what[64];
+  snprintf(what, sizeof what, "--%s", opt);
+  return parse_int_arg(what, s, lo, hi, out);
 }
 
 static int opt_size(args *a, const char *v) {
@@ -136,12 +161,51 @@ static int opt_size(args *a, const char *v) {
 static int opt_origin(args *a, const char *v) {
   return parse_int_list("origin", v, -INT32_MAX, INT32_MAX, a->origin, &a->norigin);
 }
+static int opt_origin1(args *a, const char *v) {
+  return parse_int_list("origin1", v, -INT32_MAX, INT32_MAX, a->origin1, &a->norigin1);
+}
+static int opt_origin2(args *a, const char *v) {
+  return parse_int_list("origin2", v, -INT32_MAX, INT32_MAX, a->origin2, &a->norigin2);
+}
 static int opt_footprint(args *a, const char *v) {
-  a->footprint = v;
+  a->file[F_FOOTPRINT] = v;
   return 0;
 }
 static int opt_structure(args *a, const char *v) {
-  a->structure = v;
+  a->file[F_STRUCTURE] = v;
+  return 0;
+}
+static int opt_structure1(args *a, const char *v) {
+  a->file[F_STRUCTURE1] = v;
+  return 0;
+}
+static int opt_structure2(args *a, const char *v) {
+  a->file[F_STRUCTURE2] = v;
+  return 0;
+}
+static int opt_mask(args *a, const char *v) {
+  a->file[F_MASK] = v;
+  return 0;
+}
+static int opt_iterations(args *a, const char *v) {
+  return parse_int("iterations", v, INT32_MIN, INT32_MAX, &a->iterations);
+}
+static int opt_border(args *a, const char *v) {
+  return parse_int("border-value", v, 0, 1, &a->border_value);
+}
+/* "true"/"false" (any case) or 1/0; -1 for anything else. */
+static int bool_word(const char *v) {
+  if (strcasecmp(v, "true") == 0 || strcmp(v, "1") == 0) return 1;
+  if (strcasecmp(v, "false") == 0 || strcmp(v, "0") == 0) return 0;
+  return -1;
+}
+static int opt_brute(args *a, const char *v) {
+  int b = bool_word(v);
+  if (b < 0) {
+    errorf("bad value '%s' for --brute-force (expected true or false)", v);
+    return -1;
+  }
+  a->brute_force = b;
   return 0;
 }
 static int opt_mode(args *a, const char *v) {
@@ -203,20 +267,45 @@ static const struct opt_def {
   const char *name;
   unsigned flag;
   int (*parse)(args *, const char *);
+  const char *arg;  /* what the value looks like, for messages */
+  int is_bool;      /* "--name" alone means true; a value must be a bool_word */
 } opt_defs[] = {
-    {"size", O_SIZE, opt_size},
-    {"footprint", O_FOOTPRINT, opt_footprint},
-    {"structure", O_STRUCTURE, opt_structure},
-    {"origin", O_ORIGIN, opt_origin},
-    {"mode", O_MODE, opt_mode},
-    {"cval", O_CVAL, opt_cval},
-    {"batch-dims", O_BATCH, opt_batch},
-    {"device", O_DEVICE, opt_device},
-    {"arch", O_ARCH, opt_arch},
-    {"dtype", O_DTYPE, opt_dtype},
-    {"ndim", O_NDIM, opt_ndim},
-    {"out", O_OUT, opt_out},
+    {"size", O_SIZE, opt_size, "N[,N...]", 0},
+    {"footprint", O_FOOTPRINT, opt_footprint, "FILE", 0},
+    {"structure", O_STRUCTURE, opt_structure, "FILE", 0},
+    {"structure1", O_STRUCTURE1, opt_structure1, "FILE", 0},
+    {"structure2", O_STRUCTURE2, opt_structure2, "FILE", 0},
+    {"iterations", O_ITERATIONS, opt_iterations, "N", 0},
+    {"mask", O_MASK, opt_mask, "FILE", 0},
+    {"border-value", O_BORDER, opt_border, "0|1", 0},
+    {"origin", O_ORIGIN, opt_origin, "N[,N...]", 0},
+    {"origin1", O_ORIGIN1, opt_origin1, "N[,N...]", 0},
+    {"origin2", O_ORIGIN2, opt_origin2, "N[,N...]", 0},
+    {"mode", O_MODE, opt_mode, "MODE", 0},
+    {"cval", O_CVAL, opt_cval, "X", 0},
+    {"brute-force", O_BRUTE, opt_brute, "[true|false]", 1},
+    {"batch-dims", O_BATCH, opt_batch, "N", 0},
+    {"device", O_DEVICE, opt_device, "cpu|cuda|auto", 0},
+    {"arch", O_ARCH, opt_arch, "sm_XY", 0},
+    {"dtype", O_DTYPE, opt_dtype, "DTYPE", 0},
+    {"ndim", O_NDIM, opt_ndim, "N", 0},
+    {"out", O_OUT, opt_out, "DIR", 0},
 };
+#define NOPT_DEFS (sizeof opt_defs / sizeof opt_defs[0])
+
+/* "--structure FILE, --iterations N, ..." for the options in mask, in table order. */
+static const char *format_opts(unsigned mask, char *buf, size_t cap) {
+  size_t n = 0;
+  buf[0] = '\0';
+  for (size_t k = 0; k < NOPT_DEFS && n < cap; k++)
+    if (opt_defs[k].flag & mask)
+      n += (size_t)snprintf(buf + n, cap - n, "%s--%s %s", n ? ", " : "", opt_defs[k].name,
+                            opt_defs[k].arg);
+  return buf;
+}
+
+/* 1 when s is a negative number ("-1"), which is a positional argument. */
+static int is_negative_number(const char *s) { return s[0] == '-' && s[1] >= '0' && s[1] <= '9'; }
 
 /* Parses argv[first..argc) into *a: options in accepted (as "--name value"
  * or "--name=value") anywhere, the rest positional ("--" ends options).
@@ -231,7 +320,7 @@ static int parse_args(int argc, char **argv, int first, unsigned accepted, const
   int only_pos = 0;
   for (int i = first; i < argc; i++) {
     const char *s = argv[i];
-    if (only_pos || s[0] != '-' || s[1] == '\0') {
+    if (only_pos || s[0] != '-' || s[1] == '\0' || is_negative_number(s)) {
       if (a->npos == (int)(sizeof a->pos / sizeof a->pos[0])) {
         errorf("too many arguments for '%s'", cmd);
         return EXIT_USAGE;
@@ -247,13 +336,20 @@ static int parse_args(int argc, char **argv, int first, unsigned accepted, const
     const char *eq = strchr(name, '=');
     size_t len = eq ? (size_t)(eq - name) : strlen(name);
     const struct opt_def *d = NULL;
-    for (size_t k = 0; k < sizeof opt_defs / sizeof opt_defs[0]; k++)
+    for (size_t k = 0; k < NOPT_DEFS; k++)
       if (s[1] == '-' && strlen(opt_defs[k].name) == len &&
           strncmp(opt_defs[k].name, name, len) == 0)
         d = &opt_defs[k];
-    if (!d || !(d->flag & accepted)) {
+    if (!d) {
       int shown = eq ? (int)(eq - s) : (int)strlen(s);
       errorf("unknown option '%.*s' for '%s' (see ndforge --help)", shown, s, cmd);
+      return EXIT_USAGE;
+    }
+    if (!(d->flag & accepted)) {
+      char list[1024];
+      if (accepted) errorf("option --%s does not apply to '%s' (it takes %s)", d->name, cmd,
+                           format_opts(accepted, list, sizeof list));
+      else errorf("option --%s does not apply to '%s' (it takes no options)", d->name, cmd);
       return EXIT_USAGE;
     }
     if (a->given & d->flag) {
@@ -261,6 +357,10 @@ static int parse_args(int argc, char **argv, int first, unsigned accepted, const
       return EXIT_USAGE;
     }
     const char *val = eq ? eq + 1 : NULL;
+    if (!val && d->is_bool) {
+      /* A flag: takes the next argument only when it is true/false/1/0. */
+      val = i + 1 < argc && bool_word(argv[i + 1]) >= 0 ? argv[++i] : "true";
+    }
     if (!val) {
       if (i + 1 >= argc) {
         errorf("option --%s needs a value", d->name);
@@ -279,19 +379,28 @@ static int parse_args(int argc, char **argv, int first, unsigned accepted, const
 
 typedef ndf_status (*grey_fn)(ndf_ctx *, const ndf_array *, ndf_array *,
                               const ndf_grey_options *);
+typedef ndf_status (*binary_fn)(ndf_ctx *, const ndf_array *, ndf_array *,
+                                const ndf_binary_options *);
 
 /* The arguments of an op after its files are loaded. */
 typedef struct op_params {
   const args *a;
-  const ndf_array *footprint, *structure;
+  const ndf_array *file[NFILES]; /* the F_* option files, NULL when not given */
 } op_params;
+
+enum {
+  OPF_BINARY = 1u << 0,   /* output bool (uint8 in NIfTI files), whatever the input dtype */
+  OPF_CPU_ONLY = 1u << 1, /* the library has no CUDA kernels for it: --device auto means cpu */
+};
 
 typedef struct op_def {
   const char *name;
-  unsigned opts; /* options it takes besides --device */
+  unsigned opts; /* O_* options it takes besides --device */
+  unsigned flags; /* OPF_* */
   ndf_status (*call)(const struct op_def *, ndf_ctx *, const ndf_array *, ndf_array *,
                      const op_params *);
-  grey_fn grey; /* grey-morphology family */
+  grey_fn grey;     /* grey-morphology family */
+  binary_fn binary; /* binary-morphology family (ndf_binary_options) */
   const char *summary;
 } op_def;
 
@@ -300,8 +409,8 @@ static void grey_options_from(const op_params *p, ndf_grey_options *g) {
   ndf_grey_options_init(g);
   g->nsize = a->nsize;
   memcpy(g->size, a->size, sizeof g->size);
-  g->footprint = p->footprint;
-  g->structure = p->structure;
+  g->footprint = p->file[F_FOOTPRINT];
+  g->structure = p->file[F_STRUCTURE];
   g->norigin = a->norigin;
   memcpy(g->origin, a->origin, sizeof g->origin);
   g->mode = a->mode;
@@ -316,23 +425,72 @@ static ndf_status call_grey(const op_def *op, ndf_ctx *ctx, const ndf_array *in,
   return op->grey(ctx, in, out, &g);
 }
 
+/* Options not given keep ndf_binary_options_init's values (scipy's defaults). */
+static ndf_status call_binary(const op_def *op, ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
+                              const op_params *p) {
+  const args *a = p->a;
+  ndf_binary_options b;
+  ndf_binary_options_init(&b);
+  b.structure = p->file[F_STRUCTURE];
+  b.mask = p->file[F_MASK];
+  if (a->given & O_ITERATIONS) b.iterations = a->iterations;
+  if (a->given & O_BORDER) b.border_value = a->border_value;
+  if (a->given & O_BRUTE) b.brute_force = a->brute_force;
+  b.norigin = a->norigin;
+  memcpy(b.origin, a->origin, sizeof b.origin);
+  b.batch_dims = a->batch_dims;
+  return op->binary(ctx, in, out, &b);
+}
+
+static ndf_status call_hit_or_miss(const op_def *op, ndf_ctx *ctx, const ndf_array *in,
+                                   ndf_array *out, const op_params *p) {
+  (void)op;
+  const args *a = p->a;
+  ndf_hit_or_miss_options h;
+  ndf_hit_or_miss_options_init(&h);
+  h.structure1 = p->file[F_STRUCTURE1];
+  h.structure2 = p->file[F_STRUCTURE2];
+  h.norigin1 = a->norigin1;
+  memcpy(h.origin1, a->origin1, sizeof h.origin1);
+  if (a->given & O_ORIGIN2) { /* else origin2 = origin1, as scipy's origin2=None */
+    h.norigin2 = a->norigin2;
+    memcpy(h.origin2, a->origin2, sizeof h.origin2);
+  }
+  h.batch_dims = a->batch_dims;
+  return ndf_binary_hit_or_miss(ctx, in, out, &h);
+}
+
+#define GREY_OP(name, fn, summary) {name, GREY_OPTS, 0, call_grey, fn, NULL, summary}
+/* Binary ops run on the CPU backend only in this version of the library:
+ * drop OPF_CPU_ONLY when it gets their CUDA kernels. */
+#define BINARY_OP(name, opts, fn, summary) \
+  {name, opts, OPF_BINARY | OPF_CPU_ONLY, call_binary, NULL, fn, summary}
+
 static const op_def ops[] = {
-    {"grey_erosion", GREY_OPTS, call_grey, ndf_grey_erosion,
-     "grey-scale erosion (minimum over the structuring element)"},
-    {"grey_dilation", GREY_OPTS, call_grey, ndf_grey_dilation,
-     "grey-scale dilation (maximum over the structuring element)"},
-    {"grey_opening", GREY_OPTS, call_grey, ndf_grey_opening,
-     "dilation of the erosion"},
-    {"grey_closing", GREY_OPTS, call_grey, ndf_grey_closing,
-     "erosion of the dilation"},
-    {"morphological_gradient", GREY_OPTS, call_grey, ndf_morphological_gradient,
-     "dilation - erosion"},
-    {"morphological_laplace", GREY_OPTS, call_grey, ndf_morphological_laplace,
-     "dilation + erosion - 2 * input"},
-    {"white_tophat", GREY_OPTS, call_grey, ndf_white_tophat,
-     "input - opening"},
-    {"black_tophat", GREY_OPTS, call_grey, ndf_black_tophat,
-     "closing - input"},
+    GREY_OP("grey_erosion", ndf_grey_erosion,
+            "grey-scale erosion (minimum over the structuring element)"),
+    GREY_OP("grey_dilation", ndf_grey_dilation,
+            "grey-scale dilation (maximum over the structuring element)"),
+    GREY_OP("grey_opening", ndf_grey_opening, "dilation of the erosion"),
+    GREY_OP("grey_closing", ndf_grey_closing, "erosion of the dilation"),
+    GREY_OP("morphological_gradient", ndf_morphological_gradient, "dilation - erosion"),
+    GREY_OP("morphological_laplace", ndf_morphological_laplace, "dilation + erosion - 2 * input"),
+    GREY_OP("white_tophat", ndf_white_tophat, "input - opening"),
+    GREY_OP("black_tophat", ndf_black_tophat, "closing - input"),
+    BINARY_OP("binary_erosion", BINARY_OPTS, ndf_binary_erosion,
+              "true where the structure fits in the foreground"),
+    BINARY_OP("binary_dilation", BINARY_OPTS, ndf_binary_dilation,
+              "the foreground grown by the (reflected) structure"),
+    BINARY_OP("binary_opening", BINARY_OPTS, ndf_binary_opening,
+              "binary dilation of the binary erosion"),
+    BINARY_OP("binary_closing", BINARY_OPTS, ndf_binary_closing,
+              "binary erosion of the binary dilation"),
+    BINARY_OP("binary_propagation", PROPAGATION_OPTS, ndf_binary_propagation,
+              "dilation until nothing changes (inside --mask)"),
+    BINARY_OP("binary_fill_holes", FILL_HOLES_OPTS, ndf_binary_fill_holes,
+              "fill the background not connected to the border"),
+    {"binary_hit_or_miss", HIT_OR_MISS_OPTS, OPF_BINARY | OPF_CPU_ONLY, call_hit_or_miss, NULL,
+     NULL, "structure1 fits in the input, structure2 outside it"},
 };
 #define NOPS (sizeof ops / sizeof ops[0])
 
@@ -343,7 +501,7 @@ static const op_def *find_op(const char *name) {
 }
 
 static void unknown_op(const char *name) {
-  char known[512] = "";
+  char known[1024] = "";
   for (size_t i = 0; i < NOPS; i++) {
     strncat(known, i ? ", " : "", sizeof known - strlen(known) - 1);
     strncat(known, ops[i].name, sizeof known - strlen(known) - 1);
@@ -405,11 +563,13 @@ static ndf_backend backend_of(dev_choice d) {
 }
 
 /* Runs op on the host array in, on the CPU or the context's GPU, into out
- * (allocated here: host, C order).  On failure out is empty and the reason
- * has been printed. */
+ * (allocated here: host, C order, out_dtype).  On the GPU the input and the
+ * mask go to the device.  On failure out is empty and the reason has been
+ * printed. */
 static ndf_status run_op(ndf_ctx *ctx, ndf_device_type dev, const op_def *op,
-                         const ndf_array *in, const op_params *p, ndf_array *out) {
-  ndf_status s = host_alloc(out, in->dtype, in->ndim, in->shape);
+                         const ndf_array *in, const op_params *p, ndf_dtype out_dtype,
+                         ndf_array *out) {
+  ndf_status s = host_alloc(out, out_dtype, in->ndim, in->shape);
   if (s != NDF_OK) {
     errorf("cannot allocate the output: %s",
            s == NDF_ENOMEM ? "out of memory" : ndf_last_error());
@@ -419,18 +579,27 @@ static ndf_status run_op(ndf_ctx *ctx, ndf_device_type dev, const op_def *op,
     s = op->call(op, ctx, in, out, p);
     if (s != NDF_OK) errorf("%s", ndf_errmsg(ctx));
   } else {
-    ndf_array din, dout;
+    ndf_array din, dout, dmask;
     memset(&din, 0, sizeof din);
     memset(&dout, 0, sizeof dout);
+    memset(&dmask, 0, sizeof dmask);
+    op_params dp = *p;
+    const ndf_array *mask = p->file[F_MASK];
     s = ndf_array_alloc(ctx, &din, NDF_DEVICE_CUDA, in->dtype, in->ndim, in->shape);
-    if (s == NDF_OK) s = ndf_array_alloc(ctx, &dout, NDF_DEVICE_CUDA, in->dtype, in->ndim, in->shape);
+    if (s == NDF_OK) s = ndf_array_alloc(ctx, &dout, NDF_DEVICE_CUDA, out_dtype, in->ndim, in->shape);
     if (s == NDF_OK) s = ndf_array_copy(ctx, &din, in);
-    if (s == NDF_OK) s = op->call(op, ctx, &din, &dout, p);
+    if (s == NDF_OK && mask) {
+      s = ndf_array_alloc(ctx, &dmask, NDF_DEVICE_CUDA, mask->dtype, mask->ndim, mask->shape);
+      if (s == NDF_OK) s = ndf_array_copy(ctx, &dmask, mask);
+      dp.file[F_MASK] = &dmask;
+    }
+    if (s == NDF_OK) s = op->call(op, ctx, &din, &dout, &dp);
     if (s == NDF_OK) s = ndf_array_copy(ctx, out, &dout);
     if (s == NDF_OK) s = ndf_ctx_synchronize(ctx);
     if (s != NDF_OK) errorf("%s", ndf_errmsg(ctx));
     ndf_array_free(ctx, &din);
     ndf_array_free(ctx, &dout);
+    ndf_array_free(ctx, &dmask);
   }
   if (s != NDF_OK) host_free(out);
   return s;
@@ -453,21 +622,33 @@ static int read_image(const char *path, ndfio_image *img) {
   return -1;
 }
 
-/* Loads --footprint / --structure into fp / st (zeroed when absent). */
-static int load_elements(const args *a, ndfio_image *fp, ndfio_image *st, op_params *p) {
-  memset(fp, 0, sizeof *fp);
-  memset(st, 0, sizeof *st);
+/* Loads the option files (--footprint, --structure, --mask ...) into
+ * img[F_*] (zeroed when absent) and points p at them.  On failure the
+ * reason has been printed; free img with free_elements either way. */
+static int load_elements(const args *a, ndfio_image img[NFILES], op_params *p) {
+  memset(img, 0, sizeof(ndfio_image) * NFILES);
+  memset(p, 0, sizeof *p);
   p->a = a;
-  p->footprint = p->structure = NULL;
-  if (a->footprint) {
-    if (read_image(a->footprint, fp) != 0) return -1;
-    p->footprint = &fp->arr;
-  }
-  if (a->structure) {
-    if (read_image(a->structure, st) != 0) return -1;
-    p->structure = &st->arr;
+  for (int f = 0; f < NFILES; f++) {
+    if (!a->file[f]) continue;
+    if (read_image(a->file[f], &img[f]) != 0) return -1;
+    p->file[f] = &img[f].arr;
   }
   return 0;
+}
+
+static void free_elements(ndfio_image img[NFILES]) {
+  for (int f = 0; f < NFILES; f++) ndfio_image_free(&img[f]);
+}
+
+/* The dtype of op's output file: binary results are bool in .npy files
+ * (NumPy's |b1) and uint8 in NIfTI files, which have no bool; the other ops
+ * keep the input's dtype. */
+static ndf_dtype binary_file_dtype(const char *outpath) {
+  return ndfio_format_of(outpath) == NDFIO_NIFTI ? NDF_UINT8 : NDF_BOOL;
+}
+static ndf_dtype output_dtype(const op_def *op, const char *outpath, ndf_dtype in_dtype) {
+  return op->flags & OPF_BINARY ? binary_file_dtype(outpath) : in_dtype;
 }
 
 static int check_file_type(const char *path, const char *what) {
@@ -482,25 +663,60 @@ static int check_file_type(const char *path, const char *what) {
 static void run_help(void) {
   printf("usage: ndforge run OP [options] INPUT OUTPUT\n\n"
          "INPUT and OUTPUT are .npy, .nii or .nii.gz files (NIfTI axes are x, y, z, ...).\n\n"
-         "ops:\n");
-  for (size_t i = 0; i < NOPS; i++) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
+         "grey ops (the output has the input's dtype):\n");
+  for (size_t i = 0; i < NOPS; i++)
+    if (!(ops[i].flags & OPF_BINARY)) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
+  printf("binary ops (non-zero input is true; the output is bool, uint8 in NIfTI files;\n"
+         "CPU only in this version):\n");
+  for (size_t i = 0; i < NOPS; i++)
+    if (ops[i].flags & OPF_BINARY) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
   printf("\nThe composite ops (opening to black_tophat) use the element, mode, cval and\n"
          "origin in every step; their arithmetic is NumPy's in the input dtype\n"
          "(integers wrap around, as in scipy).\n"
-         "\noptions (scipy.ndimage names):\n"
-         "  --size N[,N...]       size of a flat box element (one value or one per axis)\n"
-         "  --footprint FILE      element shape: non-zero entries are in\n"
-         "  --structure FILE      non-flat element (values added/subtracted)\n"
+         "\noptions (scipy.ndimage names; `ndforge run OP --help` lists those of OP):\n"
+         "  --size N[,N...]       grey: flat box element size (one value or one per axis)\n"
+         "  --footprint FILE      grey: element shape, non-zero entries are in\n"
+         "  --structure FILE      grey: non-flat element (values added/subtracted);\n"
+         "                        binary: the element, non-zero entries are in\n"
+         "                        (default generate_binary_structure(rank, 1))\n"
          "  --origin N[,N...]     shift of the element centre\n"
-         "  --mode MODE           reflect (default), constant, nearest, mirror, wrap,\n"
-         "                        grid-mirror, grid-constant, grid-wrap\n"
-         "  --cval X              value outside the image in constant mode (default 0)\n"
+         "  --mode MODE           grey: reflect (default), constant, nearest, mirror,\n"
+         "                        wrap, grid-mirror, grid-constant, grid-wrap\n"
+         "  --cval X              grey: value outside the image in constant mode\n"
+         "                        (default 0)\n"
+         "  --iterations N        binary: steps (default 1); N < 1 repeats until nothing\n"
+         "                        changes\n"
+         "  --mask FILE           binary: change only where FILE is non-zero\n"
+         "  --border-value 0|1    binary: value outside the image (default 0)\n"
+         "  --brute-force [true|false]  binary: accepted as scipy's; same results\n"
+         "  --structure1 FILE     hit_or_miss: element that must fit the foreground\n"
+         "  --structure2 FILE     hit_or_miss: element that must fit the background\n"
+         "                        (default: NOT structure1)\n"
+         "  --origin1 N[,N...]    hit_or_miss: shift of structure1 (default 0)\n"
+         "  --origin2 N[,N...]    hit_or_miss: shift of structure2 (default: origin1)\n"
          "  --batch-dims N        leading axes that are independent images (default 0)\n"
-         "  --device cpu|cuda|auto  where to run (default auto: CUDA when available)\n");
+         "  --device cpu|cuda|auto  where to run (default auto: CUDA when available and\n"
+         "                        the op has CUDA kernels)\n");
 }
 
+/* `ndforge run OP --help`: what OP is and the options it takes. */
+static void op_help(const op_def *op) {
+  printf("usage: ndforge run %s [options] INPUT OUTPUT\n\n%s: %s.\n", op->name, op->name,
+         op->summary);
+  printf("Output: %s.\nOptions:\n",
+         op->flags & OPF_BINARY ? "bool (uint8 in NIfTI files)" : "the input's dtype");
+  for (size_t k = 0; k < NOPT_DEFS; k++)
+    if (opt_defs[k].flag & (op->opts | O_DEVICE))
+      printf("  --%s %s\n", opt_defs[k].name, opt_defs[k].arg);
+  if (op->flags & OPF_CPU_ONLY)
+    printf("Runs on the CPU in this version (--device auto picks the CPU).\n");
+  printf("See ndforge run --help for what the options mean.\n");
+}
+
+static int is_help(const char *s) { return strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0; }
+
 static int cmd_run(int argc, char **argv) {
-  if (argc >= 3 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
+  if (argc >= 3 && is_help(argv[2])) {
     run_help();
     return 0;
   }
@@ -513,6 +729,12 @@ static int cmd_run(int argc, char **argv) {
     unknown_op(argv[2]);
     return EXIT_USAGE;
   }
+  for (int i = 3; i < argc && strcmp(argv[i], "--") != 0; i++) {
+    if (is_help(argv[i])) {
+      op_help(op);
+      return 0;
+    }
+  }
   args a;
   char cmd[128];
   snprintf(cmd, sizeof cmd, "run %s", op->name);
@@ -524,19 +746,24 @@ static int cmd_run(int argc, char **argv) {
   }
   const char *inpath = a.pos[0], *outpath = a.pos[1];
   if (check_file_type(inpath, "input") || check_file_type(outpath, "output")) return EXIT_USAGE;
+  /* --device auto: CUDA when there is a device and the op has CUDA kernels. */
+  dev_choice device = a.device;
+  if (device == DEV_AUTO && (op->flags & OPF_CPU_ONLY)) device = DEV_CPU;
 
   rc = EXIT_RUN;
-  ndfio_image in, fp, st;
+  ndfio_image in, files[NFILES];
   ndf_array out;
   ndf_ctx *ctx = NULL;
   ndf_device_type dev;
   op_params p;
   memset(&in, 0, sizeof in);
   memset(&out, 0, sizeof out);
-  if (load_elements(&a, &fp, &st, &p) != 0) goto done;
+  if (load_elements(&a, files, &p) != 0) goto done;
   if (read_image(inpath, &in) != 0) goto done;
-  if (open_device(a.device, &ctx, &dev) != NDF_OK) goto done;
-  if (run_op(ctx, dev, op, &in.arr, &p, &out) != NDF_OK) goto done;
+  if (open_device(device, &ctx, &dev) != NDF_OK) goto done;
+  if (run_op(ctx, dev, op, &in.arr, &p, output_dtype(op, outpath, in.arr.dtype), &out) !=
+      NDF_OK)
+    goto done;
   char err[ERRLEN];
   if (ndfio_write(outpath, &out, &in, err, sizeof err) != NDF_OK) {
     errorf("%s", err);
@@ -547,9 +774,128 @@ done:
   host_free(&out);
   ndf_ctx_destroy(ctx);
   ndfio_image_free(&in);
-  ndfio_image_free(&fp);
-  ndfio_image_free(&st);
+  free_elements(files);
   return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* ndforge structure                                                         */
+
+#define STRUCTURE_USAGE                                                                  \
+  "usage: ndforge structure generate RANK CONNECTIVITY OUT | "                           \
+  "ndforge structure iterate IN ITERATIONS OUT [--origin N[,N...]]"
+
+/* scipy.ndimage.generate_binary_structure(RANK, CONNECTIVITY) into OUT. */
+static int structure_generate(const args *a) {
+  int rank, conn;
+  const char *outpath = a->pos[2];
+  if (parse_int_arg("RANK", a->pos[0], 1, NDF_MAX_SPATIAL, &rank) ||
+      parse_int_arg("CONNECTIVITY", a->pos[1], INT32_MIN, INT32_MAX, &conn) ||
+      check_file_type(outpath, "output"))
+    return EXIT_USAGE;
+  int64_t shape[NDF_MAX_SPATIAL];
+  for (int d = 0; d < rank; d++) shape[d] = 3;
+  ndf_array out;
+  int rc = EXIT_RUN;
+  char err[ERRLEN];
+  if (host_alloc(&out, binary_file_dtype(outpath), rank, shape) != NDF_OK) {
+    errorf("out of memory");
+  } else if (ndf_generate_binary_structure(rank, conn, &out) != NDF_OK) {
+    errorf("%s", ndf_last_error());
+  } else if (ndfio_write(outpath, &out, NULL, err, sizeof err) != NDF_OK) {
+    errorf("%s", err);
+  } else {
+    rc = 0;
+  }
+  host_free(&out);
+  return rc;
+}
+
+/* scipy.ndimage.iterate_structure(IN, ITERATIONS[, origin]) into OUT; prints
+ * the scaled origin ("2,-2") when --origin is given. */
+static int structure_iterate(const args *a) {
+  int iterations;
+  const char *inpath = a->pos[0], *outpath = a->pos[2];
+  if (parse_int_arg("ITERATIONS", a->pos[1], INT32_MIN, INT32_MAX, &iterations) ||
+      check_file_type(inpath, "input") || check_file_type(outpath, "output"))
+    return EXIT_USAGE;
+  ndfio_image in;
+  ndf_array out;
+  memset(&out, 0, sizeof out);
+  int rc = EXIT_RUN;
+  char err[ERRLEN], desc[256];
+  int64_t shape[NDF_MAX_NDIM], origin[NDF_MAX_SPATIAL];
+  if (read_image(inpath, &in) != 0) return EXIT_RUN;
+  if (ndf_iterate_structure_shape(&in.arr, iterations, shape) != NDF_OK) {
+    errorf("%s", ndf_last_error());
+    goto done;
+  }
+  /* The result grows with ITERATIONS: refuse what cannot be addressed. */
+  int64_t n = 1;
+  for (int d = 0; d < in.arr.ndim; d++) {
+    if (shape[d] > INT64_MAX / 2 || (shape[d] > 0 && n > INT64_MAX / 2 / shape[d])) {
+      errorf("'structure iterate': the structure iterated %d times is too large", iterations);
+      goto done;
+    }
+    n *= shape[d];
+  }
+  if ((uint64_t)n > (uint64_t)SIZE_MAX / 2 ||
+      host_alloc(&out, binary_file_dtype(outpath), in.arr.ndim, shape) != NDF_OK) {
+    ndf_array_init(&out, NULL, NDF_DEVICE_CPU, NDF_BOOL, in.arr.ndim, shape); /* to describe it */
+    errorf("out of memory for the iterated structure (%s)", describe(&out, desc, sizeof desc));
+    goto done;
+  }
+  if (ndf_iterate_structure(&in.arr, iterations, &out, a->norigin, a->origin, origin) != NDF_OK) {
+    errorf("%s", ndf_last_error());
+    goto done;
+  }
+  if (ndfio_write(outpath, &out, &in, err, sizeof err) != NDF_OK) {
+    errorf("%s", err);
+    goto done;
+  }
+  if (a->given & O_ORIGIN) {
+    for (int d = 0; d < in.arr.ndim; d++) printf("%s%lld", d ? "," : "", (long long)origin[d]);
+    printf("\n");
+  }
+  rc = 0;
+done:
+  host_free(&out);
+  ndfio_image_free(&in);
+  return rc;
+}
+
+static int cmd_structure(int argc, char **argv) {
+  if (argc < 3) {
+    errorf(STRUCTURE_USAGE);
+    return EXIT_USAGE;
+  }
+  const char *sub = argv[2];
+  if (is_help(sub)) {
+    printf("usage: ndforge structure generate RANK CONNECTIVITY OUT\n"
+           "       ndforge structure iterate IN ITERATIONS OUT [--origin N[,N...]]\n\n"
+           "generate: scipy.ndimage.generate_binary_structure(RANK, CONNECTIVITY), RANK 1..%d\n"
+           "iterate:  scipy.ndimage.iterate_structure(IN, ITERATIONS[, origin]); with\n"
+           "          --origin, prints the scaled origin (e.g. 2,0) on stdout\n"
+           "OUT is bool in .npy files, uint8 in NIfTI files.\n",
+           NDF_MAX_SPATIAL);
+    return 0;
+  }
+  int gen = strcmp(sub, "generate") == 0;
+  if (!gen && strcmp(sub, "iterate") != 0) {
+    errorf("unknown structure command '%s' (expected generate or iterate)", sub);
+    return EXIT_USAGE;
+  }
+  args a;
+  char cmd[32];
+  snprintf(cmd, sizeof cmd, "structure %s", sub);
+  int rc = parse_args(argc, argv, 3, gen ? 0 : O_ORIGIN, cmd, &a);
+  if (rc) return rc;
+  if (a.npos != 3) {
+    errorf("'%s' needs %s, got %d argument%s", cmd,
+           gen ? "RANK CONNECTIVITY OUT" : "IN ITERATIONS OUT", a.npos, a.npos == 1 ? "" : "s");
+    return EXIT_USAGE;
+  }
+  return gen ? structure_generate(&a) : structure_iterate(&a);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -684,8 +1030,13 @@ static int cmd_cache(int argc, char **argv) {
       return EXIT_USAGE;
     }
     for (int i = 0; i < a.npos; i++) {
-      if (!find_op(a.pos[i])) {
+      const op_def *op = find_op(a.pos[i]);
+      if (!op) {
         unknown_op(a.pos[i]);
+        return EXIT_USAGE;
+      }
+      if (op->flags & OPF_CPU_ONLY) {
+        errorf("'%s' has no GPU kernels to warm (it runs on the CPU in this version)", op->name);
         return EXIT_USAGE;
       }
     }
@@ -737,10 +1088,10 @@ static int cache_warm(ndf_ctx *ctx, const args *a) {
     }
     snprintf(arch, sizeof arch, "sm_%d%d", info.cc_major, info.cc_minor);
   }
-  ndfio_image fp, st;
+  ndfio_image files[NFILES];
   op_params p;
   int rc = EXIT_RUN;
-  if (load_elements(a, &fp, &st, &p) == 0) {
+  if (load_elements(a, files, &p) == 0) {
     ndf_grey_options g;
     grey_options_from(&p, &g);
     rc = 0;
@@ -763,8 +1114,7 @@ static int cache_warm(ndf_ctx *ctx, const args *a) {
     }
     if (rc == 0) printf("cache: %s\n", ndf_ctx_cache_dir(ctx));
   }
-  ndfio_image_free(&fp);
-  ndfio_image_free(&st);
+  free_elements(files);
   return rc;
 }
 
@@ -972,7 +1322,7 @@ static int cmd_demo(int argc, char **argv) {
   ga.nsize = 1;
   ga.size[0] = 3;
   ga.mode = NDF_MODE_REFLECT;
-  op_params p = {&ga, NULL, NULL};
+  op_params p = {&ga, {NULL}};
 
   if (dev == NDF_DEVICE_CUDA) {
     printf("device:  %s (sm_%d%d)\n", info.device_name, info.cc_major, info.cc_minor);
@@ -993,7 +1343,8 @@ static int cmd_demo(int argc, char **argv) {
     if (make_ctx(&cpu, NDF_BACKEND_CPU, NULL) != NDF_OK) goto done;
     int same = 1;
     for (int i = 0; i < 2; i++) {
-      if (run_op(cpu, NDF_DEVICE_CPU, d[i].op, &img.arr, &p, &cpu_res[i]) != NDF_OK) {
+      if (run_op(cpu, NDF_DEVICE_CPU, d[i].op, &img.arr, &p, img.arr.dtype, &cpu_res[i]) !=
+          NDF_OK) {
         ndf_ctx_destroy(cpu);
         goto done;
       }
@@ -1066,6 +1417,11 @@ static void usage(FILE *f) {
           "  ndforge cache clear                     empty the kernel cache\n"
           "  ndforge cache warm [--arch sm_XY] OP... --dtype DTYPE [--ndim N] [op options]\n"
           "                                         compile kernels ahead of time (no GPU needed)\n"
+          "  ndforge structure generate RANK CONNECTIVITY OUT\n"
+          "                                         scipy's generate_binary_structure\n"
+          "  ndforge structure iterate IN ITERATIONS OUT [--origin N[,N...]]\n"
+          "                                         scipy's iterate_structure (prints the\n"
+          "                                         scaled origin when --origin is given)\n"
           "  ndforge demo [--out DIR] [--device cpu|cuda|auto]\n"
           "                                         erode and dilate an MRI volume, with timings\n"
           "  ndforge --help | --version\n\n");
@@ -1103,6 +1459,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "run") == 0) return cmd_run(argc, argv);
   if (strcmp(cmd, "info") == 0) return cmd_info(argc, argv);
   if (strcmp(cmd, "cache") == 0) return cmd_cache(argc, argv);
+  if (strcmp(cmd, "structure") == 0) return cmd_structure(argc, argv);
   if (strcmp(cmd, "demo") == 0) return cmd_demo(argc, argv);
   errorf("unknown command '%s' (see ndforge --help)", cmd);
   return EXIT_USAGE;
