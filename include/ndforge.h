@@ -356,8 +356,10 @@ NDF_API ndf_status ndf_binary_hit_or_miss(ndf_ctx *ctx, const ndf_array *input, 
 NDF_API ndf_status ndf_generate_binary_structure(int rank, int connectivity, ndf_array *out);
 /* scipy.ndimage.iterate_structure(structure, iterations, origin): out (host,
  * NDF_BOOL/NDF_UINT8) must have shape s + (iterations-1)*(s-1) per axis
- * (ndf_iterate_structure_shape tells it); origin_out (may be NULL) receives
- * iterations * origin for nori origins (0, 1 or rank). */
+ * (ndf_iterate_structure_shape tells it); origin_out (may be NULL, else rank
+ * entries) receives iterations * origin from norigin values (0, 1 or rank);
+ * for iterations < 2 the structure is copied and the origin passed through
+ * (scipy returns no origin there). */
 NDF_API ndf_status ndf_iterate_structure_shape(const ndf_array *structure, int iterations, int64_t *shape);
 NDF_API ndf_status ndf_iterate_structure(const ndf_array *structure, int iterations, ndf_array *out,
                                          int norigin, const int64_t *origin, int64_t *origin_out);

@@ -141,6 +141,7 @@ static ndf_status check_io(ndf_ctx *ctx, const char *name, const ndf_array *in, 
   if (ndf_array_size(in) > 0 && (!in->data || !out->data))
     return ndf__argerror(ctx, name, !in->data ? "input" : "output", "NULL data");
   if (ndf_array_size(in) > 0) {
+    if (!ndf__layout_is_proper(out)) return ndf__argerror(ctx, name, "output", "its strides make elements overlap");
     /* The output must not overlap the input (nothing is written on a bad call). */
     intptr_t il = (intptr_t)in->data, ih = il, ol = (intptr_t)out->data, oh = ol;
     for (int d = 0; d < in->ndim; d++) {

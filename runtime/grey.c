@@ -232,7 +232,7 @@ static void extent(const ndf_array *a, intptr_t *lo, intptr_t *hi) {
 }
 
 /* 1 if no two elements of a share memory (a proper, non-overlapping layout). */
-static int layout_is_proper(const ndf_array *a) {
+int ndf__layout_is_proper(const ndf_array *a) {
   int idx[NDF_MAX_NDIM], n = 0;
   for (int d = 0; d < a->ndim; d++) if (a->shape[d] > 1) idx[n++] = d;
   for (int i = 1; i < n; i++) /* sort by |stride| */
@@ -277,7 +277,7 @@ static ndf_status check_arrays(ndf_ctx *ctx, const char *name, const ndf_array *
   if (ndf_array_size(in) == 0) return NDF_OK;
   if (!in->data) return ndf__argerror(ctx, name, "input", "NULL data");
   if (!out->data) return ndf__argerror(ctx, name, "output", "NULL data");
-  if (!layout_is_proper(out)) return ndf__argerror(ctx, name, "output", "its strides make elements overlap");
+  if (!ndf__layout_is_proper(out)) return ndf__argerror(ctx, name, "output", "its strides make elements overlap");
   intptr_t il, ih, ol, oh;
   extent(in, &il, &ih);
   extent(out, &ol, &oh);

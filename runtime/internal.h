@@ -163,6 +163,8 @@ int ndf__grey_cuda_requests(const ndf__grey_geom *g, ndf_dtype dtype, int ndim,
 /* ---- array.c ---------------------------------------------------------------------------- */
 /* Copies host array src into host array dst (same dtype and shape, any strides). */
 void ndf__host_copy(const ndf_array *dst, const ndf_array *src);
+/* 1 if no two elements of a share memory (grey.c). */
+int ndf__layout_is_proper(const ndf_array *a);
 
 /* ---- dtype helpers ------------------------------------------------------------------------ */
 int ndf__dtype_is_float(ndf_dtype t);
