@@ -364,6 +364,20 @@ NDF_API ndf_status ndf_iterate_structure_shape(const ndf_array *structure, int i
 NDF_API ndf_status ndf_iterate_structure(const ndf_array *structure, int iterations, ndf_array *out,
                                          int norigin, const int64_t *origin, int64_t *origin_out);
 
+/*
+ * scipy.ndimage.label(input, structure): output receives 1..n for the
+ * connected features of input (non-zero = foreground), numbered in the
+ * raster (C) order of each feature's first voxel, 0 for background.
+ * structure: NULL = generate_binary_structure(rank, 1), else a host array of
+ * shape (3,)*rank that is symmetric (as scipy requires).  The output may have
+ * any integer or float dtype; when n does not fit it, NDF_EINVAL ("insufficient
+ * bit-depth") and nothing is written.  With batch_dims, every image is
+ * labelled on its own from 1; num_features (may be NULL) receives one count
+ * per image (product of the batch axes; 1 entry when batch_dims = 0).
+ */
+NDF_API ndf_status ndf_label(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, const ndf_array *structure,
+                             int batch_dims, int64_t *num_features);
+
 /* ------------------------------------------------------------------------ */
 /* Kernel cache                                                              */
 
