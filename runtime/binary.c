@@ -749,3 +749,196 @@ done:
   free(tmp);
   return s;
 }
+
+/* ---- label ------------------------------------------------------------------------------------------ */
+
+/* Largest label a dtype holds exactly. */
+static int64_t label_capacity(ndf_dtype t) {
+  switch (t) {
+    case NDF_UINT8: return 255;
+    case NDF_INT8: return 127;
+    case NDF_UINT16: return 65535;
+    case NDF_INT16: return 32767;
+    case NDF_UINT32: return 4294967295LL;
+    case NDF_INT32: return 2147483647LL;
+    case NDF_FLOAT32: return 1LL << 24;
+    case NDF_FLOAT64: return 1LL << 53;
+    default: return 0;
+  }
+}
+
+static void put_label(void *base, ndf_dtype t, int64_t off, int64_t v) {
+  switch (t) {
+    case NDF_UINT8: ((uint8_t *)base)[off] = (uint8_t)v; break;
+    case NDF_INT8: ((int8_t *)base)[off] = (int8_t)v; break;
+    case NDF_UINT16: ((uint16_t *)base)[off] = (uint16_t)v; break;
+    case NDF_INT16: ((int16_t *)base)[off] = (int16_t)v; break;
+    case NDF_UINT32: ((uint32_t *)base)[off] = (uint32_t)v; break;
+    case NDF_INT32: ((int32_t *)base)[off] = (int32_t)v; break;
+    case NDF_FLOAT32: ((float *)base)[off] = (float)v; break;
+    case NDF_FLOAT64: ((double *)base)[off] = (double)v; break;
+    default: break;
+  }
+}
+
+/*
+ * Union-find over the foreground with the structure's backward half (each
+ * undirected edge once); a component's root is its least index, i.e. its
+ * first voxel in raster order, which is the order scipy numbers features in.
+ */
+ndf_status ndf_label(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_array *structure, int batch_dims,
+                     int64_t *num_features) {
+  static const char *name = "ndf_label";
+  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
+  ndf__clear_error(ctx);
+  if (!in) return ndf__argerror(ctx, name, "input", "NULL");
+  if (!out) return ndf__argerror(ctx, name, "output", "NULL");
+  if (out->dtype == NDF_BOOL || !label_capacity(out->dtype))
+    return ndf__argerror(ctx, name, "output", "dtype %s cannot hold labels",
+                         ndf_dtype_name(out->dtype) ? ndf_dtype_name(out->dtype) : "unknown");
+  if (!ndf_dtype_size(in->dtype)) return ndf__argerror(ctx, name, "input", "unknown dtype %d", (int)in->dtype);
+  if (in->ndim < 1 || in->ndim > NDF_MAX_NDIM)
+    return ndf__argerror(ctx, name, "input", "rank %d is not in 1..%d", in->ndim, NDF_MAX_NDIM);
+  if (out->ndim != in->ndim)
+    return ndf__argerror(ctx, name, "output", "rank %d differs from the input rank %d", out->ndim, in->ndim);
+  for (int d = 0; d < in->ndim; d++) {
+    if (in->shape[d] < 0) return ndf__argerror(ctx, name, "input", "shape[%d] is negative", d);
+    if (out->shape[d] != in->shape[d])
+      return ndf__argerror(ctx, name, "output", "shape[%d]=%lld differs from the input shape %lld", d,
+                           (long long)out->shape[d], (long long)in->shape[d]);
+  }
+  if (batch_dims < 0 || batch_dims >= in->ndim)
+    return ndf__argerror(ctx, name, "batch_dims", "%d must be in 0..%d for an input of rank %d", batch_dims,
+                         in->ndim - 1, in->ndim);
+  const int nsp = in->ndim - batch_dims;
+  if (nsp > NDF_MAX_SPATIAL) return ndf__argerror(ctx, name, "batch_dims", "%d spatial axes; at most %d", nsp, NDF_MAX_SPATIAL);
+  if (in->device != out->device || in->device_id != out->device_id)
+    return ndf__argerror(ctx, name, "output", "lives on another device than the input");
+  if (in->device == NDF_DEVICE_CUDA)
+    return ndf__error(ctx, NDF_ENOTSUP, "%s: CUDA arrays are not supported yet (label runs on the CPU backend in this version)", name);
+  if (in->device != NDF_DEVICE_CPU) return ndf__argerror(ctx, name, "input", "unknown device type %d", (int)in->device);
+  const int64_t n = ndf_array_size(in);
+  if (n > 0 && (!in->data || !out->data)) return ndf__argerror(ctx, name, !in->data ? "input" : "output", "NULL data");
+  if (n > 0 && !ndf__layout_is_proper(out)) return ndf__argerror(ctx, name, "output", "its strides make elements overlap");
+  if (n >= INT32_MAX) return ndf__error(ctx, NDF_ENOTSUP, "%s: inputs of 2^31 elements or more are not supported yet", name);
+
+  uint8_t *sb = NULL, *x = NULL;
+  int32_t *parent = NULL;
+  int64_t *lab = NULL;
+  ndf_array sdesc;
+  ndf_status s = get_structure(ctx, name, "structure", structure, nsp, &sb, &sdesc);
+  if (s != NDF_OK) return s;
+  int64_t sn = ndf_array_size(&sdesc);
+  for (int d = 0; d < nsp; d++)
+    if (sdesc.shape[d] != 3) {
+      s = ndf__argerror(ctx, name, "structure", "shape[%d]=%lld; every axis must be 3", d, (long long)sdesc.shape[d]);
+      goto done;
+    }
+  for (int64_t i = 0; i < sn; i++)
+    if (sb[i] != sb[sn - 1 - i]) {
+      s = ndf__argerror(ctx, name, "structure", "is not symmetric");
+      goto done;
+    }
+  int64_t nimg = 1;
+  for (int d = 0; d < batch_dims; d++) nimg *= in->shape[d];
+  if (n == 0) {
+    if (num_features)
+      for (int64_t b = 0; b < nimg; b++) num_features[b] = 0;
+    goto done;
+  }
+  /* The backward half of the structure: offsets before the centre in raster order. */
+  int32_t taps[6561 / 2 * NDF_MAX_SPATIAL];
+  int64_t ntaps = 0;
+  for (int64_t k = 0; k < sn / 2; k++) {
+    if (!sb[k]) continue;
+    int64_t r = k;
+    for (int d = nsp - 1; d >= 0; d--) {
+      taps[ntaps * nsp + d] = (int32_t)(r % 3) - 1;
+      r /= 3;
+    }
+    ntaps++;
+  }
+  int64_t st[NDF_MAX_NDIM], loff[6561 / 2];
+  {
+    int64_t m = 1;
+    for (int d = in->ndim - 1; d >= 0; d--) { st[d] = m; m *= in->shape[d]; }
+  }
+  for (int64_t k = 0; k < ntaps; k++) {
+    loff[k] = 0;
+    for (int d = 0; d < nsp; d++) loff[k] += (int64_t)taps[k * nsp + d] * st[batch_dims + d];
+  }
+  if ((s = binarize(ctx, in, &x)) != NDF_OK) goto done;
+  parent = malloc((size_t)n * sizeof *parent);
+  lab = malloc((size_t)(nimg + 1) * sizeof *lab);
+  if (!parent || !lab) { s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name); goto done; }
+  /* Rows along the last axis; a voxel whose spatial coordinates are all at
+   * least one away from the edges needs no bounds checks (the reach is 1). */
+  const int L = in->ndim - 1;
+  const int64_t nx = in->shape[L], nrows = n / nx;
+  int64_t c[NDF_MAX_NDIM] = {0};
+  for (int64_t row = 0; row < nrows; row++) {
+    int outer_ok = 1;
+    for (int d = batch_dims; d < L; d++) outer_ok &= c[d] >= 1 && c[d] + 1 < in->shape[d];
+    const int64_t base = row * nx;
+    for (int64_t xi = 0; xi < nx; xi++) {
+      const int64_t i = base + xi;
+      parent[i] = (int32_t)i;
+      if (!x[i]) continue;
+      const int fast = outer_ok && xi >= 1 && xi + 1 < nx;
+      for (int64_t k = 0; k < ntaps; k++) {
+        if (!fast) {
+          int inside = 1;
+          for (int d = 0; d < nsp && inside; d++) {
+            int64_t y = (batch_dims + d == L ? xi : c[batch_dims + d]) + taps[k * nsp + d];
+            inside = y >= 0 && y < in->shape[batch_dims + d];
+          }
+          if (!inside) continue;
+        }
+        const int64_t j = i + loff[k];
+        if (!x[j]) continue;
+        int32_t a = uf_find(parent, (int32_t)i), b = uf_find(parent, (int32_t)j);
+        if (a != b) parent[a < b ? b : a] = a < b ? a : b;
+      }
+    }
+    for (int d = L - 1; d >= 0 && ++c[d] == in->shape[d]; d--) c[d] = 0;
+  }
+  /* Number the roots in raster order, per image; check the output can hold them. */
+  const int64_t per_image = n / nimg, cap = label_capacity(out->dtype);
+  int32_t *rootlab = malloc((size_t)n * sizeof *rootlab); /* labels < n < 2^31 */
+  if (!rootlab) { s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name); goto done; }
+  for (int64_t b = 0; b < nimg; b++) {
+    int64_t next = 0;
+    for (int64_t i = b * per_image; i < (b + 1) * per_image; i++) {
+      if (!x[i]) continue;
+      if (uf_find(parent, (int32_t)i) == (int32_t)i) rootlab[i] = (int32_t)++next;
+    }
+    lab[b] = next;
+    if (next > cap) {
+      free(rootlab);
+      s = ndf__error(ctx, NDF_EINVAL, "%s: bad argument 'output' (insufficient bit-depth: %lld features do not fit %s)",
+                     name, (long long)next, ndf_dtype_name(out->dtype));
+      goto done;
+    }
+  }
+  /* Write in the output's layout (raster order of the logical index). */
+  const int flat = ndf_array_is_contiguous(out);
+  for (int d = 0; d < in->ndim; d++) c[d] = 0;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t off = i;
+    if (!flat) {
+      off = 0;
+      for (int d = 0; d < in->ndim; d++) off += c[d] * out->strides[d];
+      for (int d = in->ndim - 1; d >= 0 && ++c[d] == in->shape[d]; d--) c[d] = 0;
+    }
+    put_label(out->data, out->dtype, off, x[i] ? rootlab[uf_find(parent, (int32_t)i)] : 0);
+  }
+  free(rootlab);
+  if (num_features)
+    for (int64_t b = 0; b < nimg; b++) num_features[b] = lab[b];
+done:
+  free(sb);
+  free(x);
+  free(parent);
+  free(lab);
+  return s;
+}
