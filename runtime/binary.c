@@ -143,16 +143,7 @@ static ndf_status check_io(ndf_ctx *ctx, const char *name, const ndf_array *in, 
   if (ndf_array_size(in) > 0) {
     if (!ndf__layout_is_proper(out)) return ndf__argerror(ctx, name, "output", "its strides make elements overlap");
     /* The output must not overlap the input (nothing is written on a bad call). */
-    intptr_t il = (intptr_t)in->data, ih = il, ol = (intptr_t)out->data, oh = ol;
-    for (int d = 0; d < in->ndim; d++) {
-      intptr_t si = (intptr_t)((in->shape[d] - 1) * in->strides[d]) * (intptr_t)ndf_dtype_size(in->dtype);
-      intptr_t so = (intptr_t)((out->shape[d] - 1) * out->strides[d]);
-      if (si < 0) il += si; else ih += si;
-      if (so < 0) ol += so; else oh += so;
-    }
-    ih += (intptr_t)ndf_dtype_size(in->dtype);
-    oh += 1;
-    if (il < oh && ol < ih) return ndf__argerror(ctx, name, "output", "overlaps the input (in-place is not supported)");
+    if (ndf__arrays_overlap(in, out)) return ndf__argerror(ctx, name, "output", "overlaps the input (in-place is not supported)");
   }
   return NDF_OK;
 }
@@ -820,6 +811,7 @@ ndf_status ndf_label(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const nd
   const int64_t n = ndf_array_size(in);
   if (n > 0 && (!in->data || !out->data)) return ndf__argerror(ctx, name, !in->data ? "input" : "output", "NULL data");
   if (n > 0 && !ndf__layout_is_proper(out)) return ndf__argerror(ctx, name, "output", "its strides make elements overlap");
+  if (n > 0 && ndf__arrays_overlap(in, out)) return ndf__argerror(ctx, name, "output", "overlaps the input (in-place is not supported)");
   if (n >= INT32_MAX) return ndf__error(ctx, NDF_ENOTSUP, "%s: inputs of 2^31 elements or more are not supported yet", name);
 
   uint8_t *sb = NULL, *x = NULL;

@@ -231,6 +231,13 @@ static void extent(const ndf_array *a, intptr_t *lo, intptr_t *hi) {
   *hi = h + es;
 }
 
+int ndf__arrays_overlap(const ndf_array *a, const ndf_array *b) {
+  intptr_t al, ah, bl, bh;
+  extent(a, &al, &ah);
+  extent(b, &bl, &bh);
+  return al < bh && bl < ah;
+}
+
 /* 1 if no two elements of a share memory (a proper, non-overlapping layout). */
 int ndf__layout_is_proper(const ndf_array *a) {
   int idx[NDF_MAX_NDIM], n = 0;
@@ -278,10 +285,8 @@ static ndf_status check_arrays(ndf_ctx *ctx, const char *name, const ndf_array *
   if (!in->data) return ndf__argerror(ctx, name, "input", "NULL data");
   if (!out->data) return ndf__argerror(ctx, name, "output", "NULL data");
   if (!ndf__layout_is_proper(out)) return ndf__argerror(ctx, name, "output", "its strides make elements overlap");
-  intptr_t il, ih, ol, oh;
-  extent(in, &il, &ih);
-  extent(out, &ol, &oh);
-  if (il < oh && ol < ih) return ndf__argerror(ctx, name, "output", "overlaps the input (in-place filtering is not supported)");
+  if (ndf__arrays_overlap(in, out))
+    return ndf__argerror(ctx, name, "output", "overlaps the input (in-place filtering is not supported)");
   return NDF_OK;
 }
 

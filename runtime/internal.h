@@ -165,6 +165,8 @@ int ndf__grey_cuda_requests(const ndf__grey_geom *g, ndf_dtype dtype, int ndim,
 void ndf__host_copy(const ndf_array *dst, const ndf_array *src);
 /* 1 if no two elements of a share memory (grey.c). */
 int ndf__layout_is_proper(const ndf_array *a);
+/* 1 if the byte ranges two arrays span intersect (grey.c). */
+int ndf__arrays_overlap(const ndf_array *a, const ndf_array *b);
 
 /* ---- dtype helpers ------------------------------------------------------------------------ */
 int ndf__dtype_is_float(ndf_dtype t);

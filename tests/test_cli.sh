@@ -180,6 +180,29 @@ def make_inputs():
     np.save('in/st3f.npy', ndi.generate_binary_structure(3, 1).astype(np.float64) * 2)
     np.save('in/line.npy', np.array([0, 0, 1, 0, 0], bool))
     np.save('in/st101.npy', np.array([1, 0, 1], bool))
+    # label: features of several values (negative, NaN), batches, structures.
+    lab = ndi.gaussian_filter(rng.standard_normal((20, 23)), 1.2) > 0.25
+    lab[0, ::2] = True                       # isolated pixels on the top row
+    lab[1, :] = False
+    np.save('in/lab.npy', np.where(lab, rng.choice(np.array([1, -2, 7, -32768], np.int16), lab.shape),
+                                   0).astype(np.int16))
+    np.save('in/labf.npy', np.where(lab, rng.choice(np.array([0.5, -1, np.nan], np.float32), lab.shape),
+                                    np.float32(-0.0)).astype(np.float32))
+    lab3 = ndi.gaussian_filter(rng.standard_normal((9, 10, 11)), 1.0) > 0.15
+    np.save('in/lab3.npy', lab3.astype(np.uint8) * 3)
+    np.save('in/labfortran.npy', np.asfortranarray(lab3))
+    np.save('in/labbatch.npy', np.stack([lab, ~lab, np.zeros_like(lab), np.roll(lab, 4, axis=0)]))
+    np.save('in/labbatch2.npy', rng.random((2, 3, 6, 7)) > 0.6)
+    many = np.zeros(601, bool)
+    many[::2] = True                         # 301 features: too many for uint8 / int8
+    np.save('in/many.npy', many)
+    lst = rng.random((3, 3)) > 0.5
+    lst = lst | lst[::-1, ::-1]
+    lst[0, 0] = lst[2, 2] = True
+    lst[0, 2] = lst[2, 0] = False            # symmetric, not one of scipy's generated ones
+    np.save('in/lst.npy', lst.astype(np.float32) * 2)
+    np.save('in/lst_nonsym.npy', np.array([[1, 1, 0], [0, 1, 0], [0, 0, 0]], bool))
+    np.save('in/lst_32.npy', np.ones((3, 2), bool))
 
 def check_same(want, got, what):
     if got.dtype != want.dtype or got.shape != want.shape:
@@ -202,6 +225,24 @@ def compare(op, inp, out, kwargs):
         want = want.astype(np.uint8)         # NIfTI has no bool: binary results are uint8
     check_same(want, load(out), '%s %s' % (op, kwargs))
 
+def label_check(inp, out, batch, kwargs, stdout_path):
+    """scipy.ndimage.label(image, **KWARGS) of each image of load(INPUT) (the
+    first BATCH axes index the images, each labelled from 1) against OUTPUT,
+    and the counts against the 'num_features: N ...' line in STDOUT_PATH."""
+    kw = eval(kwargs, {'np': np, 'load': load, 'ndi': ndi})
+    x = load(inp)
+    want = np.zeros(x.shape, np.dtype(kw.get('output', np.int32)))
+    counts = []
+    for b in np.ndindex(*x.shape[:batch]):
+        lab, n = ndi.label(x[b], **kw)
+        want[b] = lab
+        counts.append(n)
+    check_same(want, load(out), 'label %s batch %d' % (kwargs, batch))
+    text = open(stdout_path).read()
+    expect = 'num_features:' + ''.join(' %d' % c for c in counts) + '\n'
+    if text != expect:
+        sys.exit('stdout is %r, want %r' % (text, expect))
+
 def main():
     cmd = sys.argv[1]
     if cmd == 'make-inputs':
@@ -213,6 +254,16 @@ def main():
             desc, op, inp, out, kw = line.rstrip('\n').split('\t')
             try:
                 compare(op, inp, out, kw)
+                print('PASS')
+            except SystemExit as e:
+                print('FAIL: %s: %s' % (desc, e.code))
+            except Exception as e:
+                print('FAIL: %s: %s: %s' % (desc, type(e).__name__, e))
+    elif cmd == 'label-list':      # lines DESC<tab>INPUT<tab>OUTPUT<tab>BATCH<tab>KWARGS<tab>STDOUT
+        for line in open(sys.argv[2]):
+            desc, inp, out, batch, kw, stdout = line.rstrip('\n').split('\t')
+            try:
+                label_check(inp, out, int(batch), kw, stdout)
                 print('PASS')
             except SystemExit as e:
                 print('FAIL: %s: %s' % (desc, e.code))
@@ -311,6 +362,39 @@ compare_queued() {
   while IFS= read -r line; do fail "${line#FAIL: }"; done < <(grep '^FAIL: ' cmp.out)
   [ $((np + nf)) -eq "$n" ] || fail "compare-list: $np + $nf results for $n runs: $(tail -n 3 cmp.out)"
   : > queue.tsv
+}
+
+# queue_label DESC INPUT BATCH PY-KWARGS CLI-OPTIONS...: `ndforge run label
+# CLI-OPTIONS... INPUT OUTPUT` into a new output (.npy, or $qext); the labels
+# (scipy's label of each image, BATCH leading axes) and the printed
+# "num_features: ..." line are compared by compare_labels in one python.
+nlabel=0
+: > labelq.tsv
+queue_label() {
+  local desc=$1 in=$2 batch=$3 kw=$4
+  shift 4
+  nlabel=$((nlabel + 1))
+  local out=out/l$nlabel${qext:-.npy}
+  rm -f "$out"
+  if ! ndf run label "$@" "$in" "$out"; then
+    fail "$desc: exit $? ($(head -c 300 last.err))"
+    return
+  fi
+  if [ -s last.err ]; then fail "$desc: unexpected stderr: $(head -c 300 last.err)"; return; fi
+  cp last.out out/l$nlabel.txt
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$desc" "$in" "$out" "$batch" "$kw" out/l$nlabel.txt >> labelq.tsv
+}
+compare_labels() {
+  local n np nf line
+  n=$(wc -l < labelq.tsv)
+  [ "$n" -gt 0 ] || return 0
+  "$py" helper.py label-list labelq.tsv > cmp.out 2>&1
+  np=$(grep -c '^PASS$' cmp.out)
+  nf=$(grep -c '^FAIL: ' cmp.out)
+  npass=$((npass + np))
+  while IFS= read -r line; do fail "${line#FAIL: }"; done < <(grep '^FAIL: ' cmp.out)
+  [ $((np + nf)) -eq "$n" ] || fail "label-list: $np + $nf results for $n runs: $(tail -n 3 cmp.out)"
+  : > labelq.tsv
 }
 
 # bad DESC WANT_RC OUTPUT CLI-ARGS...: must exit WANT_RC (or any non-zero
@@ -513,6 +597,46 @@ compare_queued
 
 "$py" helper.py nifti-header in/vol_u8.nii "$fh_out" && pass || fail "NIfTI header kept (binary_fill_holes)"
 
+# ---------------------------------------------------------------------------
+# label: scipy.ndimage.label of each image; int32 labels (also in NIfTI files)
+# unless --output-dtype; "num_features: N" (one count per image) on stdout.
+ndf structure generate 2 2 out/lgen22.npy || fail "structure generate 2 2: $(cat last.err)"
+ndf structure generate 3 2 out/lgen32.npy || fail "structure generate 3 2: $(cat last.err)"
+queue_label "label default (int16, negative values)" in/lab.npy 0 "dict()"
+queue_label "label --device cpu --batch-dims 0" in/lab.npy 0 "dict()" --device cpu --batch-dims 0
+queue_label "label 8-connected" in/lab.npy 0 "dict(structure=ndi.generate_binary_structure(2, 2))" \
+  --structure out/lgen22.npy
+queue_label "label float structure" in/lab.npy 0 "dict(structure=load('in/lst.npy'))" --structure in/lst.npy
+queue_label "label float32 NaN foreground" in/labf.npy 0 "dict()"
+queue_label "label float32 NaN, --output-dtype float32" in/labf.npy 0 "dict(output=np.float32)" \
+  --output-dtype float32
+queue_label "label --output-dtype uint8" in/lab.npy 0 "dict(output=np.uint8)" --output-dtype uint8
+queue_label "label --output-dtype=int8" in/lab.npy 0 "dict(output=np.int8)" --output-dtype=int8
+queue_label "label --output-dtype uint16" in/lab.npy 0 "dict(output=np.uint16)" --output-dtype uint16
+queue_label "label --output-dtype uint32" in/lab.npy 0 "dict(output=np.uint32)" --output-dtype uint32
+queue_label "label --output-dtype float64" in/lab3.npy 0 "dict(output=np.float64)" --output-dtype float64
+queue_label "label 3-D uint8" in/lab3.npy 0 "dict()"
+queue_label "label 3-D connectivity 2" in/lab3.npy 0 "dict(structure=ndi.generate_binary_structure(3, 2))" \
+  --structure out/lgen32.npy
+queue_label "label Fortran-order input" in/labfortran.npy 0 "dict()"
+queue_label "label 301 features, --output-dtype int16" in/many.npy 0 "dict(output=np.int16)" --output-dtype int16
+queue_label "label 301 features" in/many.npy 0 "dict()"
+queue_label "label --batch-dims 1 (an empty image)" in/labbatch.npy 1 "dict()" --batch-dims 1
+queue_label "label --batch-dims 1 structure" in/labbatch.npy 1 "dict(structure=load('in/lst.npy'))" \
+  --structure in/lst.npy --batch-dims 1
+queue_label "label --batch-dims 1 --output-dtype uint8" in/labbatch.npy 1 "dict(output=np.uint8)" \
+  --batch-dims=1 --output-dtype uint8
+queue_label "label --batch-dims 2" in/labbatch2.npy 2 "dict()" --batch-dims 2
+queue_label "label --batch-dims 1 of 4-D (3-D images)" in/labbatch2.npy 1 \
+  "dict(structure=ndi.generate_binary_structure(3, 2))" --batch-dims 1 --structure out/lgen32.npy
+queue_label "label NIfTI -> npy" in/vol_u8.nii 0 "dict()"
+qext=.nii.gz queue_label "label NIfTI -> NIfTI (int32)" in/vol_u8.nii 0 "dict()"
+lab_nii=out/l$nlabel.nii.gz
+qext=.nii queue_label "label npy -> NIfTI --output-dtype uint16" in/lab3.npy 0 "dict(output=np.uint16)" \
+  --output-dtype uint16
+compare_labels
+"$py" helper.py nifti-header in/vol_u8.nii "$lab_nii" && pass || fail "NIfTI header kept (label)"
+
 # Written .npy files: version 1.0, data aligned to 64 bytes, C order.
 ndf run grey_erosion --size 3 in/fortran.npy out/layout.npy &&
   "$py" helper.py npy-layout out/layout.npy && pass || fail "npy output layout"
@@ -596,6 +720,26 @@ bad "--brute-force then three names" 2 $o run binary_erosion --brute-force in/bl
 bad "--origin2 'a'" 2 $o run binary_hit_or_miss --origin2 a in/blob.npy $o
 bad "binary op output .txt" 2 out/bad.txt run binary_erosion in/blob.npy out/bad.txt
 bad "cache warm binary op" 2 $o cache warm --arch sm_90 binary_erosion --dtype uint8
+# label takes --structure, --batch-dims, --output-dtype (and --device) only.
+bad "label: --origin" 2 $o run label --origin 1 in/lab.npy $o
+grep -q "^ndforge: option --origin does not apply to 'run label' (it takes --structure FILE, --output-dtype DTYPE, --batch-dims N, --device cpu|cuda|auto)" last.err &&
+  pass || fail "label: --origin message: $(cat last.err)"
+bad "label: --mode" 2 $o run label --mode constant in/lab.npy $o
+bad "label: --size" 2 $o run label --size 3 in/lab.npy $o
+bad "label: --footprint" 2 $o run label --footprint in/lst.npy in/lab.npy $o
+bad "label: --iterations" 2 $o run label --iterations 2 in/lab.npy $o
+bad "label: --mask" 2 $o run label --mask in/lab.npy in/lab.npy $o
+bad "label: --structure1" 2 $o run label --structure1 in/lst.npy in/lab.npy $o
+bad "label: --dtype" 2 $o run label --dtype int16 in/lab.npy $o
+bad "grey: --output-dtype" 2 $o run grey_erosion --size 3 --output-dtype int32 in/f32.npy $o
+bad "binary: --output-dtype" 2 $o run binary_erosion --output-dtype uint8 in/blob.npy $o
+for v in bool b1 foo "" int64 complex64 float16 1; do
+  bad "label --output-dtype '$v'" 2 $o run label --output-dtype "$v" in/lab.npy $o
+done
+bad "label --output-dtype twice" 2 $o run label --output-dtype int32 --output-dtype=uint8 in/lab.npy $o
+bad "label one file name" 2 $o run label in/lab.npy
+bad "label output .txt" 2 out/bad.txt run label in/lab.npy out/bad.txt
+bad "cache warm label" 2 $o cache warm --arch sm_90 label --dtype uint8
 # structure generate / iterate.
 bad "structure without subcommand" 2 $o structure
 bad "structure bad subcommand" 2 $o structure make 2 1 $o
@@ -681,6 +825,31 @@ bad "structure iterate origin count" 1 $o structure iterate in/bst.npy 2 $o --or
 bad "structure iterate 0-D input" 1 $o structure iterate in/scalar.npy 2 $o
 bad "structure iterate too large" 1 $o structure iterate in/st3f.npy 2000000000 $o
 bad "structure generate into a missing directory" 1 out/nodir/s.npy structure generate 2 1 out/nodir/s.npy
+# label: the library's messages, exit 1, nothing on stdout.
+bad "label: non-symmetric structure" 1 $o run label --structure in/lst_nonsym.npy in/lab.npy $o
+grep -q "^ndforge: ndf_label: bad argument 'structure'" last.err && grep -q symmetric last.err &&
+  pass || fail "label non-symmetric structure message: $(cat last.err)"
+[ -s last.out ] && fail "label failure printed on stdout: $(cat last.out)" || pass
+bad "label: structure 3x2" 1 $o run label --structure in/lst_32.npy in/lab.npy $o
+grep -q "^ndforge: ndf_label: bad argument 'structure'" last.err && pass || fail "label 3x2 structure message: $(cat last.err)"
+bad "label: structure rank mismatch" 1 $o run label --structure in/lst.npy in/lab3.npy $o
+bad "label: 3-D structure after --batch-dims 1" 1 $o run label --structure out/lgen32.npy --batch-dims 1 in/lab3.npy $o
+bad "label: missing structure file" 1 $o run label --structure in/nope.npy in/lab.npy $o
+bad "label: --batch-dims 2 of a 2-D input" 1 $o run label --batch-dims 2 in/lab.npy $o
+grep -q "^ndforge: ndf_label: bad argument 'batch_dims'" last.err && pass || fail "label batch_dims message: $(cat last.err)"
+for dt in uint8 int8; do
+  bad "label: 301 features into $dt" 1 $o run label --output-dtype $dt in/many.npy $o
+  grep -q "^ndforge: ndf_label: .*bit-depth" last.err && pass || fail "label $dt bit-depth message: $(cat last.err)"
+  [ -s last.out ] && fail "label bit-depth failure printed on stdout: $(cat last.out)" || pass
+done
+bad "label: 301 features into uint8 (NIfTI)" 1 out/bad.nii.gz run label --output-dtype uint8 in/many.npy out/bad.nii.gz
+bad "label: missing input" 1 $o run label in/nope.npy $o
+bad "label: output directory missing" 1 out/nodir/l.npy run label in/lab.npy out/nodir/l.npy
+[ -s last.out ] && fail "label write failure printed on stdout: $(cat last.out)" || pass
+bad "label --device cuda" 1 $o run label --device cuda in/lab.npy $o
+if [ "$has_cuda" = 1 ]; then
+  grep -q "^ndforge: ndf_label: " last.err && pass || fail "label --device cuda message: $(cat last.err)"
+fi
 
 # ---------------------------------------------------------------------------
 # Other commands.
@@ -690,12 +859,17 @@ for op in $composites; do
   grep -q "^  $op  *[a-z]" last.out || fail "run --help does not list $op"
 done
 ndf --help && grep -q 'morphological_laplace' last.out && grep -q 'black_tophat,' last.out &&
-  grep -q 'binary_hit_or_miss\.' last.out &&
+  grep -q 'binary_hit_or_miss,' last.out && grep -q ' label\.' last.out &&
   pass || fail "--help lists the ops"
 ndf run --help && grep -q '^  binary_hit_or_miss  *[a-z]' last.out && grep -q -- '--iterations' last.out &&
   pass || fail "run --help lists the binary ops and options"
 ndf run binary_propagation --help && grep -q -- '--mask FILE' last.out && ! grep -q -- '--iterations' last.out &&
   pass || fail "run OP --help lists the op's options: $(cat last.out)"
+ndf run --help && grep -q '^  label  *[a-z]' last.out && grep -q -- '--output-dtype' last.out &&
+  pass || fail "run --help lists label and --output-dtype: $(cat last.out)"
+ndf run label --help && grep -q -- '--structure FILE' last.out && grep -q -- '--output-dtype DTYPE' last.out &&
+  grep -q -- '--batch-dims N' last.out && grep -q 'num_features' last.out && ! grep -q -- '--origin' last.out &&
+  pass || fail "run label --help: $(cat last.out)"
 ndf --help && grep -q 'structure generate' last.out && grep -q 'binary_fill_holes' last.out &&
   pass || fail "--help lists structure and the binary ops"
 ndf structure --help && grep -q 'structure iterate IN ITERATIONS OUT' last.out &&

@@ -72,6 +72,7 @@ enum {
   O_STRUCTURE2 = 1u << 17,
   O_ORIGIN1 = 1u << 18,
   O_ORIGIN2 = 1u << 19,
+  O_OUTPUT_DTYPE = 1u << 20,
 };
 /* The options each family of ops takes (scipy's parameters), besides --device. */
 #define GREY_OPTS (O_SIZE | O_FOOTPRINT | O_STRUCTURE | O_ORIGIN | O_MODE | O_CVAL | O_BATCH)
@@ -79,6 +80,7 @@ enum {
 #define PROPAGATION_OPTS (O_STRUCTURE | O_MASK | O_BORDER | O_ORIGIN | O_BATCH)
 #define FILL_HOLES_OPTS (O_STRUCTURE | O_ORIGIN | O_BATCH)
 #define HIT_OR_MISS_OPTS (O_STRUCTURE1 | O_STRUCTURE2 | O_ORIGIN1 | O_ORIGIN2 | O_BATCH)
+#define LABEL_OPTS (O_STRUCTURE | O_BATCH | O_OUTPUT_DTYPE)
 
 typedef enum { DEV_AUTO, DEV_CPU, DEV_CUDA } dev_choice;
 
@@ -99,6 +101,7 @@ typedef struct args {
   dev_choice device;
   const char *arch;
   ndf_dtype dtype;
+  ndf_dtype output_dtype; /* --output-dtype of label */
   int ndim;
   const char *out;
   int npos;
@@ -255,6 +258,18 @@ static int opt_dtype(args *a, const char *v) {
          v);
   return -1;
 }
+/* label's output: any integer or float dtype (bool cannot hold labels). */
+static int opt_output_dtype(args *a, const char *v) {
+  ndf_dtype t;
+  if (ndf_dtype_from_name(v, &t) == NDF_OK && t != NDF_BOOL) {
+    a->output_dtype = t;
+    return 0;
+  }
+  errorf("bad value '%s' for --output-dtype (expected uint8, int8, uint16, int16, uint32, int32, "
+         "float32 or float64)",
+         v);
+  return -1;
+}
 static int opt_ndim(args *a, const char *v) {
   return parse_int("ndim", v, 1, NDF_MAX_SPATIAL, &a->ndim);
 }
@@ -284,6 +299,7 @@ static const struct opt_def {
     {"mode", O_MODE, opt_mode, "MODE", 0},
     {"cval", O_CVAL, opt_cval, "X", 0},
     {"brute-force", O_BRUTE, opt_brute, "[true|false]", 1},
+    {"output-dtype", O_OUTPUT_DTYPE, opt_output_dtype, "DTYPE", 0},
     {"batch-dims", O_BATCH, opt_batch, "N", 0},
     {"device", O_DEVICE, opt_device, "cpu|cuda|auto", 0},
     {"arch", O_ARCH, opt_arch, "sm_XY", 0},
@@ -315,6 +331,7 @@ static int parse_args(int argc, char **argv, int first, unsigned accepted, const
   memset(a, 0, sizeof *a);
   a->mode = NDF_MODE_REFLECT;
   a->dtype = NDF_DTYPE_COUNT;
+  a->output_dtype = NDF_INT32;
   a->ndim = 3;
   a->device = DEV_AUTO;
   int only_pos = 0;
@@ -386,11 +403,13 @@ typedef ndf_status (*binary_fn)(ndf_ctx *, const ndf_array *, ndf_array *,
 typedef struct op_params {
   const args *a;
   const ndf_array *file[NFILES]; /* the F_* option files, NULL when not given */
+  int64_t *num_features;         /* label: one count per image, or NULL */
 } op_params;
 
 enum {
   OPF_BINARY = 1u << 0,   /* output bool (uint8 in NIfTI files), whatever the input dtype */
   OPF_CPU_ONLY = 1u << 1, /* the library has no CUDA kernels for it: --device auto means cpu */
+  OPF_LABEL = 1u << 2,    /* output int32 (or --output-dtype) in every format; prints num_features */
 };
 
 typedef struct op_def {
@@ -460,6 +479,12 @@ static ndf_status call_hit_or_miss(const op_def *op, ndf_ctx *ctx, const ndf_arr
   return ndf_binary_hit_or_miss(ctx, in, out, &h);
 }
 
+static ndf_status call_label(const op_def *op, ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
+                             const op_params *p) {
+  (void)op;
+  return ndf_label(ctx, in, out, p->file[F_STRUCTURE], p->a->batch_dims, p->num_features);
+}
+
 #define GREY_OP(name, fn, summary) {name, GREY_OPTS, 0, call_grey, fn, NULL, summary}
 /* Binary ops run on the CPU backend only in this version of the library:
  * drop OPF_CPU_ONLY when it gets their CUDA kernels. */
@@ -491,6 +516,8 @@ static const op_def ops[] = {
               "fill the background not connected to the border"),
     {"binary_hit_or_miss", HIT_OR_MISS_OPTS, OPF_BINARY | OPF_CPU_ONLY, call_hit_or_miss, NULL,
      NULL, "structure1 fits in the input, structure2 outside it"},
+    {"label", LABEL_OPTS, OPF_LABEL | OPF_CPU_ONLY, call_label, NULL, NULL,
+     "number the connected features 1..N (prints num_features)"},
 };
 #define NOPS (sizeof ops / sizeof ops[0])
 
@@ -647,7 +674,9 @@ static void free_elements(ndfio_image img[NFILES]) {
 static ndf_dtype binary_file_dtype(const char *outpath) {
   return ndfio_format_of(outpath) == NDFIO_NIFTI ? NDF_UINT8 : NDF_BOOL;
 }
-static ndf_dtype output_dtype(const op_def *op, const char *outpath, ndf_dtype in_dtype) {
+static ndf_dtype output_dtype(const op_def *op, const args *a, const char *outpath,
+                              ndf_dtype in_dtype) {
+  if (op->flags & OPF_LABEL) return a->output_dtype; /* int32 unless --output-dtype */
   return op->flags & OPF_BINARY ? binary_file_dtype(outpath) : in_dtype;
 }
 
@@ -665,11 +694,17 @@ static void run_help(void) {
          "INPUT and OUTPUT are .npy, .nii or .nii.gz files (NIfTI axes are x, y, z, ...).\n\n"
          "grey ops (the output has the input's dtype):\n");
   for (size_t i = 0; i < NOPS; i++)
-    if (!(ops[i].flags & OPF_BINARY)) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
+    if (!(ops[i].flags & (OPF_BINARY | OPF_LABEL)))
+      printf("  %-23s %s\n", ops[i].name, ops[i].summary);
   printf("binary ops (non-zero input is true; the output is bool, uint8 in NIfTI files;\n"
          "CPU only in this version):\n");
   for (size_t i = 0; i < NOPS; i++)
     if (ops[i].flags & OPF_BINARY) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
+  printf("labelling (non-zero input is foreground; the output is int32 in every format\n"
+         "unless --output-dtype; prints \"num_features: N\", one count per image with\n"
+         "--batch-dims; CPU only in this version):\n");
+  for (size_t i = 0; i < NOPS; i++)
+    if (ops[i].flags & OPF_LABEL) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
   printf("\nThe composite ops (opening to black_tophat) use the element, mode, cval and\n"
          "origin in every step; their arithmetic is NumPy's in the input dtype\n"
          "(integers wrap around, as in scipy).\n"
@@ -678,7 +713,8 @@ static void run_help(void) {
          "  --footprint FILE      grey: element shape, non-zero entries are in\n"
          "  --structure FILE      grey: non-flat element (values added/subtracted);\n"
          "                        binary: the element, non-zero entries are in\n"
-         "                        (default generate_binary_structure(rank, 1))\n"
+         "                        (default generate_binary_structure(rank, 1));\n"
+         "                        label: the connectivity, 3 per axis, symmetric\n"
          "  --origin N[,N...]     shift of the element centre\n"
          "  --mode MODE           grey: reflect (default), constant, nearest, mirror,\n"
          "                        wrap, grid-mirror, grid-constant, grid-wrap\n"
@@ -694,6 +730,8 @@ static void run_help(void) {
          "                        (default: NOT structure1)\n"
          "  --origin1 N[,N...]    hit_or_miss: shift of structure1 (default 0)\n"
          "  --origin2 N[,N...]    hit_or_miss: shift of structure2 (default: origin1)\n"
+         "  --output-dtype DTYPE  label: dtype of the labels (default int32; uint8, int8,\n"
+         "                        uint16, int16, uint32, float32, float64)\n"
          "  --batch-dims N        leading axes that are independent images (default 0)\n"
          "  --device cpu|cuda|auto  where to run (default auto: CUDA when available and\n"
          "                        the op has CUDA kernels)\n");
@@ -704,7 +742,11 @@ static void op_help(const op_def *op) {
   printf("usage: ndforge run %s [options] INPUT OUTPUT\n\n%s: %s.\n", op->name, op->name,
          op->summary);
   printf("Output: %s.\nOptions:\n",
-         op->flags & OPF_BINARY ? "bool (uint8 in NIfTI files)" : "the input's dtype");
+         op->flags & OPF_LABEL
+             ? "labels 1..N, 0 for the background, int32 (or --output-dtype) in every format;\n"
+               "prints \"num_features: N\" (one count per image with --batch-dims)"
+         : op->flags & OPF_BINARY ? "bool (uint8 in NIfTI files)"
+                                  : "the input's dtype");
   for (size_t k = 0; k < NOPT_DEFS; k++)
     if (opt_defs[k].flag & (op->opts | O_DEVICE))
       printf("  --%s %s\n", opt_defs[k].name, opt_defs[k].arg);
@@ -758,10 +800,28 @@ static int cmd_run(int argc, char **argv) {
   op_params p;
   memset(&in, 0, sizeof in);
   memset(&out, 0, sizeof out);
+  int64_t *counts = NULL, nimg = 1;
   if (load_elements(&a, files, &p) != 0) goto done;
   if (read_image(inpath, &in) != 0) goto done;
+  if (op->flags & OPF_LABEL) {
+    /* One count per image: the product of the batch axes (the library
+     * checks --batch-dims; 1 entry when it is out of range). */
+    for (int d = 0; d < a.batch_dims && a.batch_dims < in.arr.ndim; d++) {
+      if (in.arr.shape[d] > 0 && nimg > INT64_MAX / 8 / in.arr.shape[d]) {
+        errorf("out of memory for num_features");
+        goto done;
+      }
+      nimg *= in.arr.shape[d];
+    }
+    if ((uint64_t)nimg > (uint64_t)SIZE_MAX / sizeof *counts ||
+        !(counts = calloc(nimg > 0 ? (size_t)nimg : 1, sizeof *counts))) {
+      errorf("out of memory for num_features");
+      goto done;
+    }
+    p.num_features = counts;
+  }
   if (open_device(device, &ctx, &dev) != NDF_OK) goto done;
-  if (run_op(ctx, dev, op, &in.arr, &p, output_dtype(op, outpath, in.arr.dtype), &out) !=
+  if (run_op(ctx, dev, op, &in.arr, &p, output_dtype(op, &a, outpath, in.arr.dtype), &out) !=
       NDF_OK)
     goto done;
   char err[ERRLEN];
@@ -769,8 +829,14 @@ static int cmd_run(int argc, char **argv) {
     errorf("%s", err);
     goto done;
   }
+  if (counts) { /* "num_features: 3", or "num_features: 3 0 5" per image */
+    printf("num_features:");
+    for (int64_t i = 0; i < nimg; i++) printf(" %lld", (long long)counts[i]);
+    printf("\n");
+  }
   rc = 0;
 done:
+  free(counts);
   host_free(&out);
   ndf_ctx_destroy(ctx);
   ndfio_image_free(&in);
@@ -1322,7 +1388,7 @@ static int cmd_demo(int argc, char **argv) {
   ga.nsize = 1;
   ga.size[0] = 3;
   ga.mode = NDF_MODE_REFLECT;
-  op_params p = {&ga, {NULL}};
+  op_params p = {&ga, {NULL}, NULL};
 
   if (dev == NDF_DEVICE_CUDA) {
     printf("device:  %s (sm_%d%d)\n", info.device_name, info.cc_major, info.cc_minor);
