@@ -296,6 +296,13 @@ ndf_status ndfio_nifti_write(const char *path, const ndf_array *a, const ndfio_i
     ndfio__err(err, errlen, "cannot write '%s': cannot make a valid NIfTI-1 header", path);
     goto done;
   }
+  if (src && nim->datatype != src->datatype) {
+    /* Another datatype (a binary mask, labels): the values are no longer the
+     * input's intensities, so its intensity scaling no longer applies. */
+    nim->scl_slope = 0.0f;
+    nim->scl_inter = 0.0f;
+    nim->cal_min = nim->cal_max = 0.0f;
+  }
   if ((s = ndfio__tmp_create(path, &tmp, NULL, err, errlen)) != NDF_OK) goto done;
   free(nim->fname);
   free(nim->iname);
