@@ -107,15 +107,34 @@ ndf_status ndf_generate_binary_structure(int rank, int connectivity, ndf_array *
   return NDF_OK;
 }
 
+/* Largest label a dtype holds exactly. */
+static int64_t label_capacity(ndf_dtype t) {
+  switch (t) {
+    case NDF_UINT8: return 255;
+    case NDF_INT8: return 127;
+    case NDF_UINT16: return 65535;
+    case NDF_INT16: return 32767;
+    case NDF_UINT32: return 4294967295LL;
+    case NDF_INT32: return 2147483647LL;
+    case NDF_FLOAT32: return 1LL << 24;
+    case NDF_FLOAT64: return 1LL << 53;
+    default: return 0;
+  }
+}
+
 /* ---- validation ---------------------------------------------------------------------------- */
 
-static ndf_status check_io(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *out, int batch_dims) {
+/* Checks input and output of a binary op (labels: any dtype that holds labels). */
+static ndf_status check_io(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *out, int batch_dims,
+                           int labels) {
   if (!in) return ndf__argerror(ctx, name, "input", "NULL");
   if (!out) return ndf__argerror(ctx, name, "output", "NULL");
   if (!ndf_dtype_size(in->dtype)) return ndf__argerror(ctx, name, "input", "unknown dtype %d", (int)in->dtype);
-  if (out->dtype != NDF_BOOL && out->dtype != NDF_UINT8)
-    return ndf__argerror(ctx, name, "output", "dtype %s; binary outputs are bool or uint8",
-                         ndf_dtype_name(out->dtype) ? ndf_dtype_name(out->dtype) : "unknown");
+  const char *oname = ndf_dtype_name(out->dtype) ? ndf_dtype_name(out->dtype) : "unknown";
+  if (labels && (out->dtype == NDF_BOOL || !label_capacity(out->dtype)))
+    return ndf__argerror(ctx, name, "output", "dtype %s cannot hold labels", oname);
+  if (!labels && out->dtype != NDF_BOOL && out->dtype != NDF_UINT8)
+    return ndf__argerror(ctx, name, "output", "dtype %s; binary outputs are bool or uint8", oname);
   if (in->ndim < 1 || in->ndim > NDF_MAX_NDIM)
     return ndf__argerror(ctx, name, "input", "rank %d is not in 1..%d", in->ndim, NDF_MAX_NDIM);
   if (out->ndim != in->ndim)
@@ -135,8 +154,8 @@ static ndf_status check_io(ndf_ctx *ctx, const char *name, const ndf_array *in, 
   if (in->device != out->device || in->device_id != out->device_id)
     return ndf__argerror(ctx, name, "output", "lives on another device than the input");
   if (in->device == NDF_DEVICE_CUDA)
-    return ndf__error(ctx, NDF_ENOTSUP, "%s: CUDA arrays are not supported yet (binary morphology runs on the CPU "
-                      "backend in this version)", name);
+    return ndf__error(ctx, NDF_ENOTSUP, "%s: CUDA arrays are not supported yet (binary morphology and label run on "
+                      "the CPU backend in this version)", name);
   if (in->device != NDF_DEVICE_CPU) return ndf__argerror(ctx, name, "input", "unknown device type %d", (int)in->device);
   if (ndf_array_size(in) > 0 && (!in->data || !out->data))
     return ndf__argerror(ctx, name, !in->data ? "input" : "output", "NULL data");
@@ -506,7 +525,7 @@ static ndf_status binary(ndf_ctx *ctx, const char *name, binary_kind kind, const
   if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
   ndf__clear_error(ctx);
   if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
-  ndf_status s = check_io(ctx, name, in, out, opt->batch_dims);
+  ndf_status s = check_io(ctx, name, in, out, opt->batch_dims, 0);
   if (s != NDF_OK) return s;
   const int nsp = in->ndim - opt->batch_dims;
   if (kind != B_FILL_HOLES && (s = check_mask(ctx, name, opt->mask, in)) != NDF_OK) return s;
@@ -602,7 +621,7 @@ ndf_status ndf_binary_hit_or_miss(ndf_ctx *ctx, const ndf_array *in, ndf_array *
   if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
   ndf__clear_error(ctx);
   if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
-  ndf_status s = check_io(ctx, name, in, out, opt->batch_dims);
+  ndf_status s = check_io(ctx, name, in, out, opt->batch_dims, 0);
   if (s != NDF_OK) return s;
   const int nsp = in->ndim - opt->batch_dims;
   if (opt->norigin1 != 0 && opt->norigin1 != 1 && opt->norigin1 != nsp)
@@ -743,21 +762,6 @@ done:
 
 /* ---- label ------------------------------------------------------------------------------------------ */
 
-/* Largest label a dtype holds exactly. */
-static int64_t label_capacity(ndf_dtype t) {
-  switch (t) {
-    case NDF_UINT8: return 255;
-    case NDF_INT8: return 127;
-    case NDF_UINT16: return 65535;
-    case NDF_INT16: return 32767;
-    case NDF_UINT32: return 4294967295LL;
-    case NDF_INT32: return 2147483647LL;
-    case NDF_FLOAT32: return 1LL << 24;
-    case NDF_FLOAT64: return 1LL << 53;
-    default: return 0;
-  }
-}
-
 static void put_label(void *base, ndf_dtype t, int64_t off, int64_t v) {
   switch (t) {
     case NDF_UINT8: ((uint8_t *)base)[off] = (uint8_t)v; break;
@@ -782,44 +786,17 @@ ndf_status ndf_label(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const nd
   static const char *name = "ndf_label";
   if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
   ndf__clear_error(ctx);
-  if (!in) return ndf__argerror(ctx, name, "input", "NULL");
-  if (!out) return ndf__argerror(ctx, name, "output", "NULL");
-  if (out->dtype == NDF_BOOL || !label_capacity(out->dtype))
-    return ndf__argerror(ctx, name, "output", "dtype %s cannot hold labels",
-                         ndf_dtype_name(out->dtype) ? ndf_dtype_name(out->dtype) : "unknown");
-  if (!ndf_dtype_size(in->dtype)) return ndf__argerror(ctx, name, "input", "unknown dtype %d", (int)in->dtype);
-  if (in->ndim < 1 || in->ndim > NDF_MAX_NDIM)
-    return ndf__argerror(ctx, name, "input", "rank %d is not in 1..%d", in->ndim, NDF_MAX_NDIM);
-  if (out->ndim != in->ndim)
-    return ndf__argerror(ctx, name, "output", "rank %d differs from the input rank %d", out->ndim, in->ndim);
-  for (int d = 0; d < in->ndim; d++) {
-    if (in->shape[d] < 0) return ndf__argerror(ctx, name, "input", "shape[%d] is negative", d);
-    if (out->shape[d] != in->shape[d])
-      return ndf__argerror(ctx, name, "output", "shape[%d]=%lld differs from the input shape %lld", d,
-                           (long long)out->shape[d], (long long)in->shape[d]);
-  }
-  if (batch_dims < 0 || batch_dims >= in->ndim)
-    return ndf__argerror(ctx, name, "batch_dims", "%d must be in 0..%d for an input of rank %d", batch_dims,
-                         in->ndim - 1, in->ndim);
+  ndf_status s = check_io(ctx, name, in, out, batch_dims, 1);
+  if (s != NDF_OK) return s;
   const int nsp = in->ndim - batch_dims;
-  if (nsp > NDF_MAX_SPATIAL) return ndf__argerror(ctx, name, "batch_dims", "%d spatial axes; at most %d", nsp, NDF_MAX_SPATIAL);
-  if (in->device != out->device || in->device_id != out->device_id)
-    return ndf__argerror(ctx, name, "output", "lives on another device than the input");
-  if (in->device == NDF_DEVICE_CUDA)
-    return ndf__error(ctx, NDF_ENOTSUP, "%s: CUDA arrays are not supported yet (label runs on the CPU backend in this version)", name);
-  if (in->device != NDF_DEVICE_CPU) return ndf__argerror(ctx, name, "input", "unknown device type %d", (int)in->device);
   const int64_t n = ndf_array_size(in);
-  if (n > 0 && (!in->data || !out->data)) return ndf__argerror(ctx, name, !in->data ? "input" : "output", "NULL data");
-  if (n > 0 && !ndf__layout_is_proper(out)) return ndf__argerror(ctx, name, "output", "its strides make elements overlap");
-  if (n > 0 && ndf__arrays_overlap(in, out)) return ndf__argerror(ctx, name, "output", "overlaps the input (in-place is not supported)");
   if (n >= INT32_MAX) return ndf__error(ctx, NDF_ENOTSUP, "%s: inputs of 2^31 elements or more are not supported yet", name);
 
   uint8_t *sb = NULL, *x = NULL;
   int32_t *parent = NULL;
   int64_t *lab = NULL;
   ndf_array sdesc;
-  ndf_status s = get_structure(ctx, name, "structure", structure, nsp, &sb, &sdesc);
-  if (s != NDF_OK) return s;
+  if ((s = get_structure(ctx, name, "structure", structure, nsp, &sb, &sdesc)) != NDF_OK) return s;
   int64_t sn = ndf_array_size(&sdesc);
   for (int d = 0; d < nsp; d++)
     if (sdesc.shape[d] != 3) {
