@@ -188,23 +188,6 @@ static int parse_case(const char *line, bin_case *c) {
   return c->input[0] && (c->expected[0] || c->expect_cycle) && c->ndim > 0 ? 0 : -1;
 }
 
-static int run_oracle(const char *dir, uint64_t seed, long ncases) {
-  char seed_s[32], n_s[32];
-  snprintf(seed_s, sizeof seed_s, "%llu", (unsigned long long)seed);
-  snprintf(n_s, sizeof n_s, "%ld", ncases);
-  fflush(stdout);
-  pid_t pid = fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    execl(NDF_TEST_PYTHON, NDF_TEST_PYTHON, NDF_TEST_ORACLE, "--seed", seed_s, "--out", dir, "--cases", n_s,
-          (char *)NULL);
-    perror("execl " NDF_TEST_PYTHON);
-    _exit(127);
-  }
-  int st = 0;
-  if (waitpid(pid, &st, 0) < 0) return -1;
-  return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
-}
 
 static int load_manifest(bin_state *s) {
   char path[700];
@@ -252,7 +235,7 @@ static int group_setup(void **state) {
   s->seed = tu_seed("NDF_TEST_SEED");
   long n = tu_env_long("NDF_TEST_CASES", 600);
   if (tu_mkdtemp(s->dir, sizeof s->dir, "ndf-test-binary") != 0) return -1;
-  if (run_oracle(s->dir, s->seed, n) != 0) {
+  if (tu_run_oracle(NDF_TEST_PYTHON, NDF_TEST_ORACLE, s->dir, s->seed, n) != 0) {
     fprintf(stderr, "oracle failed: %s %s --seed %llu --out %s\n", NDF_TEST_PYTHON, NDF_TEST_ORACLE,
             (unsigned long long)s->seed, s->dir);
     return -1;

@@ -12,6 +12,7 @@
 #include <ftw.h>
 #include <math.h>
 #include <stdio.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -668,4 +669,21 @@ void tu_ref_op(int op, const ndf_array *in, const ndf_array *out, const tu_elem 
   }
   tu_array_free(&t1);
   tu_array_free(&t2);
+}
+
+int tu_run_oracle(const char *python, const char *oracle, const char *dir, uint64_t seed, long ncases) {
+  char seed_s[32], n_s[32];
+  snprintf(seed_s, sizeof seed_s, "%llu", (unsigned long long)seed);
+  snprintf(n_s, sizeof n_s, "%ld", ncases);
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    execl(python, python, oracle, "--seed", seed_s, "--out", dir, "--cases", n_s, (char *)NULL);
+    perror("execl oracle");
+    _exit(127);
+  }
+  int st = 0;
+  if (waitpid(pid, &st, 0) < 0) return -1;
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }

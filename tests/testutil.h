@@ -25,6 +25,10 @@ typedef struct tu_rng {
 } tu_rng;
 
 void tu_rng_seed(tu_rng *r, uint64_t seed);
+
+/* Runs a scipy oracle script: python oracle --seed S --out DIR --cases N.
+ * Returns 0 when it exited with status 0. */
+int tu_run_oracle(const char *python, const char *oracle, const char *dir, uint64_t seed, long ncases);
 uint64_t tu_rng_u64(tu_rng *r);
 /* Uniform integer in [lo, hi] (inclusive). */
 int64_t tu_rng_int(tu_rng *r, int64_t lo, int64_t hi);
