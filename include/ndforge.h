@@ -286,6 +286,52 @@ NDF_API ndf_status ndf_black_tophat(ndf_ctx *ctx, const ndf_array *input, ndf_ar
                                     const ndf_grey_options *opt);
 
 /* ------------------------------------------------------------------------ */
+/* Rank filters                                                              */
+
+/*
+ * NaN handling of rank filters (scipy leaves it undefined):
+ *   NDF_RANK_NAN_PROPAGATE (default): a window holding NaN gives NaN.
+ *   NDF_RANK_NAN_OMIT: NaNs are left out of the window; median and percentile
+ *     take their rank on the remaining count (median: m//2, percentile:
+ *     int(m*p/100)); an explicit rank r (negative: from the end of the full
+ *     window) that the remaining values cannot reach gives NaN, as does a
+ *     window of NaNs only.
+ * +-inf are ordinary values.  -0.0 and 0.0 compare equal, as in scipy.
+ */
+typedef enum { NDF_RANK_NAN_PROPAGATE = 0, NDF_RANK_NAN_OMIT = 1 } ndf_rank_nan_policy;
+
+/* Options of ndf_median_filter, ndf_rank_filter and ndf_percentile_filter,
+ * named as in scipy.ndimage: size (or footprint, which wins), mode (one for
+ * all axes), cval (converted to the input dtype first, as for grey
+ * morphology), origin, plus batch_dims and nan_policy. */
+typedef struct ndf_rank_options {
+  int nsize;
+  int64_t size[NDF_MAX_SPATIAL];
+  const ndf_array *footprint;
+  int norigin;
+  int64_t origin[NDF_MAX_SPATIAL];
+  ndf_mode mode;
+  double cval;
+  int batch_dims;
+  ndf_rank_nan_policy nan_policy;
+} ndf_rank_options;
+
+/* No size/footprint, origin 0, mode reflect, cval 0, NaN propagates. */
+NDF_API void ndf_rank_options_init(ndf_rank_options *opt);
+
+/* scipy.ndimage.median_filter: element n//2 of the sorted window of n taps
+ * (the upper median for even n, no averaging). */
+NDF_API ndf_status ndf_median_filter(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                                     const ndf_rank_options *opt);
+/* scipy.ndimage.rank_filter: rank in [-n, n) (negative counts from the end). */
+NDF_API ndf_status ndf_rank_filter(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, int64_t rank,
+                                   const ndf_rank_options *opt);
+/* scipy.ndimage.percentile_filter: p in [-100, 100] (p < 0 means p + 100);
+ * rank int(n*p/100), and n-1 for p = 100. */
+NDF_API ndf_status ndf_percentile_filter(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                                         double percentile, const ndf_rank_options *opt);
+
+/* ------------------------------------------------------------------------ */
 /* Binary morphology                                                         */
 
 /*
