@@ -254,7 +254,7 @@ int ndf__layout_is_proper(const ndf_array *a) {
   return 1;
 }
 
-static ndf_status check_arrays(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *out) {
+ndf_status ndf__check_filter_arrays(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *out) {
   if (!in) return ndf__argerror(ctx, name, "input", "NULL");
   if (!out) return ndf__argerror(ctx, name, "output", "NULL");
   if (in->dtype == NDF_BOOL || !ndf_dtype_size(in->dtype))
@@ -294,7 +294,7 @@ ndf_status ndf__grey_check(ndf_ctx *ctx, const char *name, const ndf_array *in, 
                            const ndf_grey_options *opt) {
   if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
   ndf__clear_error(ctx);
-  ndf_status s = check_arrays(ctx, name, in, out);
+  ndf_status s = ndf__check_filter_arrays(ctx, name, in, out);
   if (s != NDF_OK) return s;
   if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
   return NDF_OK;

@@ -13,26 +13,6 @@
 
 #include "internal.h"
 
-/* Maps coordinate i into [0, n) for mode, or -1 for constant mode outside
- * (the same periodic extension as templates/ndf_common.cuh). */
-static inline int64_t map_coord(int64_t i, int64_t n, ndf_mode mode) {
-  if (i >= 0 && i < n) return i;
-  if (mode == NDF_MODE_CONSTANT) return -1;
-  if (mode == NDF_MODE_NEAREST || n == 1) return i < 0 ? 0 : n - 1;
-  if (mode == NDF_MODE_WRAP) {
-    int64_t r = i % n;
-    return r < 0 ? r + n : r;
-  }
-  if (mode == NDF_MODE_REFLECT) {
-    int64_t p = 2 * n, r = i % p;
-    if (r < 0) r += p;
-    return r < n ? r : p - 1 - r;
-  }
-  int64_t p = 2 * n - 2, r = i % p; /* mirror */
-  if (r < 0) r += p;
-  return r < n ? r : p - r;
-}
-
 static int nthreads(const ndf_ctx *ctx) { return ctx->opt.cpu_threads > 0 ? ctx->opt.cpu_threads : 0; }
 static int omp_threads(void);
 
@@ -145,7 +125,7 @@ static inline double sat(double v, double lo, double hi) { return v < lo ? lo : 
             int outside = 0;                                                                               \
             for (int d = 0; d < nsp; d++) {                                                                \
               int64_t cc = (d == Ls ? x : c[nb + d]) + taps[k * nsp + d];                                  \
-              int64_t m = map_coord(cc, in->shape[nb + d], g->mode);                                       \
+              int64_t m = ndf__map_coord(cc, in->shape[nb + d], g->mode);                                       \
               outside |= m < 0;                                                                            \
               off += m * in->strides[nb + d];                                                              \
             }                                                                                              \
@@ -185,7 +165,7 @@ static inline double sat(double v, double lo, double hi) { return v < lo ? lo : 
           const T *s = src + o * n;                                                                        \
           T *t = dst + o * n;                                                                              \
           for (int64_t j = 0; j < n + K - 1; j++) {                                                        \
-            int64_t m = map_coord(j + lo, n, mode);                                                        \
+            int64_t m = ndf__map_coord(j + lo, n, mode);                                                        \
             ext[j] = m < 0 ? cv : s[m];                                                                    \
           }                                                                                                \
           for (int64_t x = 0; x < n; x++) {                                                                \
@@ -203,7 +183,7 @@ static inline double sat(double v, double lo, double hi) { return v < lo ? lo : 
       const int64_t o = oi / n, i = oi % n;                                                                \
       T *t = dst + oi * inner;                                                                             \
       for (int64_t k = 0; k < K; k++) {                                                                    \
-        int64_t m = map_coord(i + lo + k, n, mode);                                                        \
+        int64_t m = ndf__map_coord(i + lo + k, n, mode);                                                        \
         const T *s = src + (o * n + (m < 0 ? 0 : m)) * inner;                                              \
         if (k == 0) {                                                                                      \
           if (m < 0) for (int64_t j = 0; j < inner; j++) t[j] = cv;                                        \

@@ -134,6 +134,8 @@ ndf_status ndf__grey_prepare(ndf_ctx *ctx, const char *name, ndf__minmax op, ndf
                              int ndim, const int64_t *shape, const ndf_grey_options *opt,
                              ndf__grey_geom *g);
 
+/* Input/output checks of a filter whose output dtype is the input's (grey.c). */
+ndf_status ndf__check_filter_arrays(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *out);
 /* Argument checks shared by every grey op (messages carry name). */
 ndf_status ndf__grey_check(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *out,
                            const ndf_grey_options *opt);
@@ -167,6 +169,28 @@ void ndf__host_copy(const ndf_array *dst, const ndf_array *src);
 int ndf__layout_is_proper(const ndf_array *a);
 /* 1 if the byte ranges two arrays span intersect (grey.c). */
 int ndf__arrays_overlap(const ndf_array *a, const ndf_array *b);
+
+/* ---- CPU boundary modes ----------------------------------------------------------------- */
+/* Maps coordinate i into [0, n) for mode, or -1 for constant mode outside
+ * (the same periodic extension as templates/ndf_common.cuh). */
+static inline int64_t ndf__map_coord(int64_t i, int64_t n, ndf_mode mode) {
+  if (i >= 0 && i < n) return i;
+  if (mode == NDF_MODE_CONSTANT) return -1;
+  if (mode == NDF_MODE_NEAREST || n == 1) return i < 0 ? 0 : n - 1;
+  if (mode == NDF_MODE_WRAP) {
+    int64_t r = i % n;
+    return r < 0 ? r + n : r;
+  }
+  if (mode == NDF_MODE_REFLECT) {
+    int64_t p = 2 * n, r = i % p;
+    if (r < 0) r += p;
+    return r < n ? r : p - 1 - r;
+  }
+  int64_t p = 2 * n - 2, r = i % p; /* mirror */
+  if (r < 0) r += p;
+  return r < n ? r : p - r;
+}
+
 
 /* ---- dtype helpers ------------------------------------------------------------------------ */
 int ndf__dtype_is_float(ndf_dtype t);

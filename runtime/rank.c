@@ -1,0 +1,249 @@
+/*
+ * rank.c -- median, rank and percentile filters with scipy.ndimage's
+ * semantics (_filters.py:_rank_filter): the window is the footprint's true
+ * taps at the minimum filter's offsets (no reflection), out-of-image taps
+ * follow the mode (cval converted to the dtype first), and the output is the
+ * element of the given rank of the sorted window.  NaN follows the context's
+ * documented policy (ndforge.h), where scipy is undefined.
+ *
+ * This version runs on the CPU backend (gather the window, select the rank);
+ * the GPU path with generated selection networks is to come, with this as its
+ * oracle.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+void ndf_rank_options_init(ndf_rank_options *opt) {
+  if (!opt) return;
+  memset(opt, 0, sizeof *opt);
+  opt->mode = NDF_MODE_REFLECT;
+  opt->nan_policy = NDF_RANK_NAN_PROPAGATE;
+}
+
+typedef enum { R_MEDIAN, R_RANK, R_PERCENTILE } rank_kind;
+
+/* The rank to select for a window of m values (m = n without NaN omission). */
+static int64_t rank_for(rank_kind kind, int64_t rank, double p, int64_t m) {
+  if (kind == R_MEDIAN) return m / 2;
+  if (kind == R_PERCENTILE) return p == 100.0 ? m - 1 : (int64_t)((double)m * p / 100.0);
+  return rank;
+}
+
+/* Selects the k-th smallest of v[0..m) in place (Hoare's quickselect with a
+ * median-of-three pivot); v must hold no NaN. */
+#define DEFINE_SELECT(T, SUF)                                                 \
+  static T select_##SUF(T *v, int64_t m, int64_t k) {                         \
+    int64_t lo = 0, hi = m - 1;                                               \
+    while (hi > lo) {                                                         \
+      int64_t mid = lo + (hi - lo) / 2;                                       \
+      T a = v[lo], b = v[mid], c = v[hi];                                     \
+      T piv = (a < b) ? ((b < c) ? b : (a < c ? c : a)) : ((a < c) ? a : (b < c ? c : b)); \
+      int64_t i = lo, j = hi;                                                 \
+      while (i <= j) {                                                        \
+        while (v[i] < piv) i++;                                               \
+        while (piv < v[j]) j--;                                               \
+        if (i <= j) {                                                         \
+          T t = v[i]; v[i] = v[j]; v[j] = t;                                  \
+          i++; j--;                                                           \
+        }                                                                     \
+      }                                                                       \
+      if (k <= j) hi = j;                                                     \
+      else if (k >= i) lo = i;                                                \
+      else return v[k];                                                       \
+    }                                                                         \
+    return v[k];                                                              \
+  }
+
+#define NDF_RANK_TYPES(X) \
+  X(uint8_t, u8, 0) X(int8_t, i8, 0) X(uint16_t, u16, 0) X(int16_t, i16, 0) \
+  X(uint32_t, u32, 0) X(int32_t, i32, 0) X(float, f32, 1) X(double, f64, 1)
+
+#define DEFINE_RANK(T, SUF, IS_FLOAT)                                                                   \
+  DEFINE_SELECT(T, SUF)                                                                                 \
+  static int rank_cpu_##SUF(const ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf__grey_geom *g, \
+                            const int32_t *taps, int64_t n, rank_kind kind, int64_t rank, double p,     \
+                            ndf_rank_nan_policy policy) {                                               \
+    const int ndim = in->ndim, nsp = g->nsp, nb = ndim - nsp, L = ndim - 1;                             \
+    const T *src = in->data;                                                                            \
+    T *dst = out->data;                                                                                 \
+    const T cv = (T)g->cval;                                                                            \
+    int64_t *loff = malloc((size_t)n * sizeof *loff);                                                   \
+    if (!loff) return -1;                                                                               \
+    int32_t rlo[NDF_MAX_SPATIAL], rhi[NDF_MAX_SPATIAL];                                                 \
+    for (int d = 0; d < nsp; d++) { rlo[d] = INT32_MAX; rhi[d] = INT32_MIN; }                           \
+    for (int64_t k = 0; k < n; k++) {                                                                   \
+      loff[k] = 0;                                                                                      \
+      for (int d = 0; d < nsp; d++) {                                                                   \
+        int32_t t = taps[k * nsp + d];                                                                  \
+        loff[k] += (int64_t)t * in->strides[nb + d];                                                    \
+        if (t < rlo[d]) rlo[d] = t;                                                                     \
+        if (t > rhi[d]) rhi[d] = t;                                                                     \
+      }                                                                                                 \
+    }                                                                                                   \
+    const int64_t nx = in->shape[L];                                                                    \
+    int64_t nrows = 1;                                                                                  \
+    for (int d = 0; d < L; d++) nrows *= in->shape[d];                                                  \
+    const int64_t kfull = rank_for(kind, rank, p, n);                                                   \
+    int failed = 0;                                                                                     \
+    _Pragma("omp parallel num_threads(ndf__cpu_threads(ctx))")                                           \
+    {                                                                                                   \
+      T *win = malloc((size_t)n * sizeof(T));                                                           \
+      if (!win) failed = 1;                                                                             \
+      _Pragma("omp for schedule(dynamic, 8)")                                                           \
+      for (int64_t row = 0; row < nrows; row++) {                                                       \
+        if (!win) continue;                                                                             \
+        int64_t c[NDF_MAX_NDIM], r = row, ib = 0, ob = 0, ispat = 0;                                    \
+        int inside = 1;                                                                                 \
+        for (int d = L - 1; d >= 0; d--) {                                                              \
+          c[d] = r % in->shape[d];                                                                      \
+          r /= in->shape[d];                                                                            \
+          ob += c[d] * out->strides[d];                                                                 \
+          if (d >= nb) {                                                                                \
+            ispat += c[d] * in->strides[d];                                                             \
+            inside &= c[d] + rlo[d - nb] >= 0 && c[d] + rhi[d - nb] < in->shape[d];                     \
+          } else {                                                                                      \
+            ib += c[d] * in->strides[d];                                                                \
+          }                                                                                             \
+        }                                                                                               \
+        const T *img = src + ib;                                                                        \
+        for (int64_t x = 0; x < nx; x++) {                                                              \
+          const int fast = inside && x + rlo[nsp - 1] >= 0 && x + rhi[nsp - 1] < nx;                    \
+          const T *base = img + ispat + x * in->strides[L];                                             \
+          int64_t m = 0;                                                                                \
+          int nan = 0;                                                                                  \
+          for (int64_t k = 0; k < n; k++) {                                                             \
+            T v;                                                                                        \
+            if (fast) {                                                                                 \
+              v = base[loff[k]];                                                                        \
+            } else {                                                                                    \
+              int64_t off = 0;                                                                          \
+              int outside = 0;                                                                          \
+              for (int d = 0; d < nsp; d++) {                                                           \
+                int64_t cc = (d == nsp - 1 ? x : c[nb + d]) + taps[k * nsp + d];                        \
+                int64_t mm = ndf__map_coord(cc, in->shape[nb + d], g->mode);                            \
+                outside |= mm < 0;                                                                      \
+                off += mm * in->strides[nb + d];                                                        \
+              }                                                                                         \
+              v = outside ? cv : img[off];                                                              \
+            }                                                                                           \
+            if (IS_FLOAT && v != v) { nan = 1; continue; }                                              \
+            win[m++] = v;                                                                               \
+          }                                                                                             \
+          T res;                                                                                        \
+          if (IS_FLOAT && nan && policy == NDF_RANK_NAN_PROPAGATE) {                                    \
+            res = (T)(IS_FLOAT ? NAN : 0);                                                              \
+          } else {                                                                                      \
+            int64_t k = m == n ? kfull : (kind == R_RANK ? rank : rank_for(kind, rank, p, m));          \
+            res = (m == 0 || k >= m) ? (T)(IS_FLOAT ? NAN : 0) : select_##SUF(win, m, k);               \
+          }                                                                                             \
+          dst[ob + x * out->strides[L]] = res;                                                          \
+        }                                                                                               \
+      }                                                                                                 \
+      free(win);                                                                                        \
+    }                                                                                                   \
+    free(loff);                                                                                         \
+    return failed ? -1 : 0;                                                                             \
+  }
+NDF_RANK_TYPES(DEFINE_RANK)
+
+static ndf_status rank_filter(ndf_ctx *ctx, const char *name, rank_kind kind, const ndf_array *in, ndf_array *out,
+                              int64_t rank, double percentile, const ndf_rank_options *opt) {
+  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
+  ndf__clear_error(ctx);
+  ndf_status s = ndf__check_filter_arrays(ctx, name, in, out);
+  if (s != NDF_OK) return s;
+  if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
+  if (opt->nan_policy != NDF_RANK_NAN_PROPAGATE && opt->nan_policy != NDF_RANK_NAN_OMIT)
+    return ndf__argerror(ctx, name, "nan_policy", "unknown policy %d", (int)opt->nan_policy);
+  if (kind == R_PERCENTILE) {
+    double p = percentile < 0.0 ? percentile + 100.0 : percentile;
+    if (!(p >= 0.0 && p <= 100.0))
+      return ndf__argerror(ctx, name, "percentile", "%g is not in -100..100", percentile);
+    percentile = p;
+  }
+  /* The window: the minimum filter's offsets of the footprint (or box). */
+  if (opt->nsize == 0 && !opt->footprint)
+    return ndf__argerror(ctx, name, "size", "one of size or footprint must be given");
+  ndf_grey_options go;
+  ndf_grey_options_init(&go);
+  go.nsize = opt->nsize;
+  memcpy(go.size, opt->size, sizeof go.size);
+  go.footprint = opt->footprint;
+  go.norigin = opt->norigin;
+  memcpy(go.origin, opt->origin, sizeof go.origin);
+  go.mode = opt->mode;
+  go.cval = opt->cval;
+  go.batch_dims = opt->batch_dims;
+  ndf__grey_geom g;
+  if ((s = ndf__grey_prepare(ctx, name, NDF__MIN, in->dtype, in->ndim, in->shape, &go, &g)) != NDF_OK) return s;
+  const int nsp = g.nsp;
+  int32_t *taps = g.taps, *boxtaps = NULL;
+  int64_t n = g.ntaps;
+  if (g.is_box) {
+    /* scipy checks the origin of every axis for rank filters, size-1 axes included. */
+    for (int d = 0; d < nsp; d++) {
+      int64_t o = opt->norigin ? opt->origin[opt->norigin == 1 ? 0 : d] : 0, sz = g.box[d];
+      if (sz / 2 + o < 0 || sz / 2 + o >= sz) {
+        ndf__grey_geom_free(&g);
+        return ndf__argerror(ctx, name, "origin", "origin[%d]=%lld is outside the window of size %lld", d,
+                             (long long)o, (long long)sz);
+      }
+    }
+    boxtaps = malloc((size_t)(n > 0 ? n : 1) * nsp * sizeof *boxtaps);
+    if (!boxtaps) {
+      ndf__grey_geom_free(&g);
+      return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+    }
+    for (int64_t k = 0; k < n; k++) {
+      int64_t r = k;
+      for (int d = nsp - 1; d >= 0; d--) {
+        boxtaps[k * nsp + d] = (int32_t)(g.lo[d] + r % g.box[d]);
+        r /= g.box[d];
+      }
+    }
+    taps = boxtaps;
+  }
+  int64_t r = rank;
+  if (kind == R_RANK) {
+    if (r < 0) r += n;
+    if (r < 0 || r >= n) s = ndf__argerror(ctx, name, "rank", "%lld is not within the %lld taps of the window", (long long)rank, (long long)n);
+  }
+  if (s == NDF_OK && in->device == NDF_DEVICE_CUDA)
+    s = ndf__error(ctx, NDF_ENOTSUP, "%s: CUDA arrays are not supported yet (rank filters run on the CPU backend in "
+                   "this version)", name);
+  if (s == NDF_OK && ndf_array_size(in) > 0) {
+    int rc = 0;
+    switch (in->dtype) {
+      case NDF_UINT8: rc = rank_cpu_u8(ctx, in, out, &g, taps, n, kind, r, percentile, opt->nan_policy); break;
+      case NDF_INT8: rc = rank_cpu_i8(ctx, in, out, &g, taps, n, kind, r, percentile, opt->nan_policy); break;
+      case NDF_UINT16: rc = rank_cpu_u16(ctx, in, out, &g, taps, n, kind, r, percentile, opt->nan_policy); break;
+      case NDF_INT16: rc = rank_cpu_i16(ctx, in, out, &g, taps, n, kind, r, percentile, opt->nan_policy); break;
+      case NDF_UINT32: rc = rank_cpu_u32(ctx, in, out, &g, taps, n, kind, r, percentile, opt->nan_policy); break;
+      case NDF_INT32: rc = rank_cpu_i32(ctx, in, out, &g, taps, n, kind, r, percentile, opt->nan_policy); break;
+      case NDF_FLOAT32: rc = rank_cpu_f32(ctx, in, out, &g, taps, n, kind, r, percentile, opt->nan_policy); break;
+      case NDF_FLOAT64: rc = rank_cpu_f64(ctx, in, out, &g, taps, n, kind, r, percentile, opt->nan_policy); break;
+      default: rc = -1; break;
+    }
+    if (rc != 0) s = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory for the window", name);
+  }
+  free(boxtaps);
+  ndf__grey_geom_free(&g);
+  return s;
+}
+
+ndf_status ndf_median_filter(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_rank_options *opt) {
+  return rank_filter(ctx, "ndf_median_filter", R_MEDIAN, in, out, 0, 0.0, opt);
+}
+
+ndf_status ndf_rank_filter(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, int64_t rank,
+                           const ndf_rank_options *opt) {
+  return rank_filter(ctx, "ndf_rank_filter", R_RANK, in, out, rank, 0.0, opt);
+}
+
+ndf_status ndf_percentile_filter(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, double percentile,
+                                 const ndf_rank_options *opt) {
+  return rank_filter(ctx, "ndf_percentile_filter", R_PERCENTILE, in, out, 0, percentile, opt);
+}
