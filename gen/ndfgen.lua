@@ -229,6 +229,55 @@ src[#src + 1] = "};"
 src[#src + 1] = string.format("const int ndf__ntemplates = %d;", #templates_out)
 src[#src + 1] = string.format('const char ndf__generator_hash[] = "%s";', gen_hash)
 
+-- Selection networks for rank filters (gen/selnet.lua), when the spec asks.
+local sn = spec.selection_networks
+local snh, snc = {}, {}
+snh[#snh + 1] = "/* This is a generated file. DO NOT EDIT! (gen/ndfgen.lua, gen/selnet.lua from gen/spec.lua) */"
+snh[#snh + 1] = "#ifndef NDF_SELNETS_GENERATED_H"
+snh[#snh + 1] = "#define NDF_SELNETS_GENERATED_H"
+snh[#snh + 1] = "#include <stdint.h>"
+snh[#snh + 1] = "/* A pruned selection network: after its steps, register `out` of a window of n"
+snh[#snh + 1] = " * values holds the k-th smallest.  Steps are 3 bytes (a, b, kind) in"
+snh[#snh + 1] = " * ndf__selnet_steps from `offset`: kind 0 = (a, b) <- (min, max), 1 = a <- min,"
+snh[#snh + 1] = " * 2 = b <- max.  Entries are sorted by (n, k). */"
+snh[#snh + 1] = "typedef struct ndf__selnet { uint8_t n, k, out; uint16_t nsteps; uint32_t offset; } ndf__selnet;"
+snh[#snh + 1] = "extern const ndf__selnet ndf__selnets[];"
+snh[#snh + 1] = "extern const int ndf__nselnets;"
+snh[#snh + 1] = "extern const uint8_t ndf__selnet_steps[];"
+snh[#snh + 1] = "#endif"
+snc[#snc + 1] = "/* This is a generated file. DO NOT EDIT! (gen/ndfgen.lua, gen/selnet.lua from gen/spec.lua) */"
+snc[#snc + 1] = '#include "selnets.generated.h"'
+do
+  local entries, bytes = {}, {}
+  if sn then
+    local where = spec_path .. ": selection_networks"
+    local all, med = sn.all_ranks_up_to, sn.medians_up_to
+    if type(all) ~= "number" or type(med) ~= "number" or all < 1 or med < all or med > 255 then
+      die(where, "needs numbers all_ranks_up_to >= 1 and medians_up_to in all_ranks_up_to..255")
+    end
+    local dir = arg[0]:match("^(.*)[/\\][^/\\]*$") or "."
+    local selnet = dofile(dir .. "/selnet.lua")
+    local off = 0
+    for n = 1, med do
+      for k = 0, n - 1 do
+        if n <= all or k == math.floor(n / 2) then
+          local net, out = selnet.network(n, k)
+          entries[#entries + 1] = string.format("  {%d, %d, %d, %d, %d},", n, k, out, #net, off)
+          local row = {}
+          for _, st in ipairs(net) do row[#row + 1] = string.format("%d,%d,%d", st[1], st[2], st[3]) end
+          if #row > 0 then bytes[#bytes + 1] = "  " .. table.concat(row, ",") .. "," end
+          off = off + 3 * #net
+        end
+      end
+    end
+  end
+  if #entries == 0 then entries[1] = "  {0, 0, 0, 0, 0}," end
+  if #bytes == 0 then bytes[1] = "  0," end
+  snc[#snc + 1] = "const ndf__selnet ndf__selnets[] = {\n" .. table.concat(entries, "\n") .. "\n};"
+  snc[#snc + 1] = string.format("const int ndf__nselnets = %d;", sn and #entries or 0)
+  snc[#snc + 1] = "const uint8_t ndf__selnet_steps[] = {\n" .. table.concat(bytes, "\n") .. "\n};"
+end
+
 -- Write only when the content changed, so dependents are not rebuilt for nothing.
 local function write_if_changed(path, text)
   local f = io.open(path, "rb")
@@ -245,3 +294,5 @@ end
 os.execute('mkdir -p "' .. outdir .. '"')
 write_if_changed(outdir .. "/templates.generated.h", table.concat(hdr, "\n") .. "\n")
 write_if_changed(outdir .. "/templates.generated.c", table.concat(src, "\n") .. "\n")
+write_if_changed(outdir .. "/selnets.generated.h", table.concat(snh, "\n") .. "\n")
+write_if_changed(outdir .. "/selnets.generated.c", table.concat(snc, "\n") .. "\n")

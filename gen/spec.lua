@@ -88,4 +88,7 @@ return {
       },
     },
   },
+  -- Pruned selection networks for the rank filters (gen/selnet.lua): every
+  -- rank of windows up to all_ranks_up_to taps, the median up to medians_up_to.
+  selection_networks = { all_ranks_up_to = 27, medians_up_to = 49 },
 }

@@ -162,6 +162,11 @@ ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
 int ndf__grey_cuda_requests(const ndf__grey_geom *g, ndf_dtype dtype, int ndim,
                             ndf__kernel_req *reqs, int max);
 
+/* ---- rank.c ---------------------------------------------------------------------------- */
+struct ndf__selnet;
+/* The generated selection network for rank k of n values, or NULL. */
+const struct ndf__selnet *ndf__selnet_find(int64_t n, int64_t k);
+
 /* ---- array.c ---------------------------------------------------------------------------- */
 /* Copies host array src into host array dst (same dtype and shape, any strides). */
 void ndf__host_copy(const ndf_array *dst, const ndf_array *src);
