@@ -203,6 +203,28 @@ def make_inputs():
     np.save('in/lst.npy', lst.astype(np.float32) * 2)
     np.save('in/lst_nonsym.npy', np.array([[1, 1, 0], [0, 1, 0], [0, 0, 0]], bool))
     np.save('in/lst_32.npy', np.ones((3, 2), bool))
+    # Rank filters: a float32 image with NaNs, a 3x3 block of them among them.
+    nanf = rng.standard_normal((12, 13)).astype(np.float32)
+    nanf[rng.random(nanf.shape) < 0.2] = np.nan
+    nanf[5:8, 5:8] = np.nan
+    np.save('in/nanf.npy', nanf)
+
+def nan_omit_rank(x, size, kind, q=None):
+    """ndforge's nan_policy omit of a box of SIZE, mode reflect (numpy's
+    'symmetric'): the window's non-NaN values sorted, element m//2 (median)
+    or int(m*q/100), m-1 for q = 100 (percentile); NaN for no values."""
+    from numpy.lib.stride_tricks import sliding_window_view
+    pad = [(s // 2, s - 1 - s // 2) for s in size]
+    win = sliding_window_view(np.pad(x, pad, mode='symmetric'), size)
+    win = win.reshape(x.shape + (-1,))
+    out = np.full(x.shape, np.nan, x.dtype)
+    for idx in np.ndindex(*x.shape):
+        v = np.sort(win[idx][~np.isnan(win[idx])])
+        m = len(v)
+        if m:
+            r = m // 2 if kind == 'median' else (m - 1 if q == 100 else int(m * q / 100.0))
+            out[idx] = v[r]
+    return out
 
 def check_same(want, got, what):
     if got.dtype != want.dtype or got.shape != want.shape:
@@ -269,6 +291,10 @@ def main():
                 print('FAIL: %s: %s' % (desc, e.code))
             except Exception as e:
                 print('FAIL: %s: %s: %s' % (desc, type(e).__name__, e))
+    elif cmd == 'nan-omit':        # nan-omit KIND Q INPUT OUTPUT SIZE,SIZE...
+        kind, q, inp, out, size = sys.argv[2:7]
+        want = nan_omit_rank(load(inp), tuple(int(v) for v in size.split(',')), kind, float(q))
+        check_same(want, load(out), 'nan_policy omit %s' % kind)
     elif cmd == 'same':            # same values and dtype in two files
         check_same(load(sys.argv[2]), load(sys.argv[3]), 'same')
     elif cmd == 'nifti-header':    # output keeps the input's header
@@ -636,6 +662,61 @@ qext=.nii queue_label "label npy -> NIfTI --output-dtype uint16" in/lab3.npy 0 "
   --output-dtype uint16
 compare_labels
 "$py" helper.py nifti-header in/vol_u8.nii "$lab_nii" && pass || fail "NIfTI header kept (label)"
+
+# ---------------------------------------------------------------------------
+# Rank filters: scipy's median_filter, rank_filter, percentile_filter (CPU only).
+queue_run "median_filter uint8 size 3" median_filter in/u8.npy "dict(size=3)" --size 3
+queue_run "median_filter float32 footprint origin" median_filter in/f32.npy \
+  "dict(footprint=load('in/fp.npy'), origin=(1,-1,0))" --footprint in/fp.npy --origin 1,-1,0
+queue_run "median_filter float32 even size constant cval" median_filter in/f32.npy \
+  "dict(size=(4,3,2), mode='constant', cval=0.25)" --size 4,3,2 --mode constant --cval 0.25
+queue_run "rank_filter uint8 rank 2 constant cval" rank_filter in/u8.npy \
+  "dict(rank=2, size=3, mode='constant', cval=7)" --rank 2 --size 3 --mode constant --cval 7
+queue_run "rank_filter float32 rank -1 footprint" rank_filter in/f32.npy \
+  "dict(rank=-1, footprint=load('in/fp.npy'))" --rank -1 --footprint in/fp.npy
+queue_run "rank_filter uint8 rank 0 origin mirror" rank_filter in/u8.npy \
+  "dict(rank=0, size=(4,2), origin=(-1,0), mode='mirror')" --rank=0 --size 4,2 --origin -1,0 --mode mirror
+queue_run "percentile_filter float32 30 nearest" percentile_filter in/f32.npy \
+  "dict(percentile=30, size=(3,4,2), mode='nearest')" --percentile 30 --size 3,4,2 --mode nearest
+queue_run "percentile_filter uint8 -25 footprint constant" percentile_filter in/u8.npy \
+  "dict(percentile=-25, footprint=load('in/fp2.npy'), mode='constant', cval=9)" \
+  --percentile -25 --footprint in/fp2.npy --mode constant --cval 9
+queue_run "percentile_filter float32 100 batch-dims 1" percentile_filter in/batch.npy \
+  "dict(percentile=100, size=(1,3,3))" --percentile 100 --size 3 --batch-dims 1 --device cpu
+compare_queued
+rm -f out/nanomit.npy
+ndf run median_filter --size 3 --nan-policy omit in/nanf.npy out/nanomit.npy &&
+  "$py" helper.py nan-omit median 0 in/nanf.npy out/nanomit.npy 3,3 2> cmp.err &&
+  pass || fail "median_filter --nan-policy omit: $(cat last.err) $(tail -n 1 cmp.err)"
+# Bad rank-filter command lines (exit 2) and library refusals (exit 1).
+o=out/bad.npy
+bad "rank_filter without --rank" 2 $o run rank_filter --size 3 in/u8.npy $o
+grep -q "^ndforge: 'run rank_filter' needs --rank N" last.err && pass || fail "missing --rank message: $(cat last.err)"
+bad "percentile_filter without --percentile" 2 $o run percentile_filter --size 3 in/u8.npy $o
+bad "median_filter --rank" 2 $o run median_filter --size 3 --rank 1 in/u8.npy $o
+bad "rank_filter --percentile" 2 $o run rank_filter --size 3 --rank 1 --percentile 50 in/u8.npy $o
+bad "median_filter --structure" 2 $o run median_filter --structure in/st.npy in/f32.npy $o
+bad "grey_erosion --nan-policy" 2 $o run grey_erosion --size 3 --nan-policy omit in/f32.npy $o
+bad "--nan-policy ignore" 2 $o run median_filter --size 3 --nan-policy ignore in/f32.npy $o
+for v in x 1.5 "" 1,2; do bad "--rank '$v'" 2 $o run rank_filter --size 3 --rank "$v" in/u8.npy $o; done
+for v in x nan inf ""; do bad "--percentile '$v'" 2 $o run percentile_filter --size 3 --percentile "$v" in/u8.npy $o; done
+bad "cache warm median_filter" 2 $o cache warm --arch sm_90 median_filter --dtype uint8 --size 3
+bad "rank_filter --rank 9 of 9 taps" 1 $o run rank_filter --size 3 --rank 9 in/u8.npy $o
+grep -q "^ndforge: ndf_rank_filter: bad argument 'rank'" last.err && pass || fail "rank range message: $(cat last.err)"
+bad "rank_filter --rank -10 of 9 taps" 1 $o run rank_filter --size 3 --rank -10 in/u8.npy $o
+bad "percentile_filter --percentile 150" 1 $o run percentile_filter --size 3 --percentile 150 in/u8.npy $o
+grep -q "^ndforge: ndf_percentile_filter: bad argument 'percentile'" last.err && pass || fail "percentile message: $(cat last.err)"
+bad "median_filter without size or footprint" 1 $o run median_filter in/u8.npy $o
+bad "median_filter origin outside the window" 1 $o run median_filter --size 3 --origin 2 in/u8.npy $o
+bad "median_filter --device cuda" 1 $o run median_filter --size 3 --device cuda in/u8.npy $o
+if [ "$has_cuda" = 1 ]; then
+  grep -q "^ndforge: ndf_median_filter: CUDA arrays are not supported" last.err && pass ||
+    fail "median_filter --device cuda message: $(cat last.err)"
+fi
+ndf run --help && grep -q '^  percentile_filter  *[a-z]' last.out && grep -q -- '--nan-policy' last.out &&
+  pass || fail "run --help lists the rank filters: $(cat last.out)"
+ndf run rank_filter --help && grep -q -- '--rank N' last.out && grep -q '^Required: --rank N' last.out &&
+  ! grep -q -- '--percentile' last.out && pass || fail "run rank_filter --help: $(cat last.out)"
 
 # Written .npy files: version 1.0, data aligned to 64 bytes, C order.
 ndf run grey_erosion --size 3 in/fortran.npy out/layout.npy &&

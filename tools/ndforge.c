@@ -73,6 +73,9 @@ enum {
   O_ORIGIN1 = 1u << 18,
   O_ORIGIN2 = 1u << 19,
   O_OUTPUT_DTYPE = 1u << 20,
+  O_RANK = 1u << 21,
+  O_PERCENTILE = 1u << 22,
+  O_NAN_POLICY = 1u << 23,
 };
 /* The options each family of ops takes (scipy's parameters), besides --device. */
 #define GREY_OPTS (O_SIZE | O_FOOTPRINT | O_STRUCTURE | O_ORIGIN | O_MODE | O_CVAL | O_BATCH)
@@ -81,6 +84,8 @@ enum {
 #define FILL_HOLES_OPTS (O_STRUCTURE | O_ORIGIN | O_BATCH)
 #define HIT_OR_MISS_OPTS (O_STRUCTURE1 | O_STRUCTURE2 | O_ORIGIN1 | O_ORIGIN2 | O_BATCH)
 #define LABEL_OPTS (O_STRUCTURE | O_BATCH | O_OUTPUT_DTYPE)
+/* median_filter; rank_filter adds --rank, percentile_filter --percentile. */
+#define RANK_OPTS (O_SIZE | O_FOOTPRINT | O_ORIGIN | O_MODE | O_CVAL | O_BATCH | O_NAN_POLICY)
 
 typedef enum { DEV_AUTO, DEV_CPU, DEV_CUDA } dev_choice;
 
@@ -98,6 +103,9 @@ typedef struct args {
   double cval;
   int batch_dims;
   int iterations, border_value, brute_force;
+  int64_t rank;      /* --rank of rank_filter */
+  double percentile; /* --percentile of percentile_filter */
+  ndf_rank_nan_policy nan_policy;
   dev_choice device;
   const char *arch;
   ndf_dtype dtype;
@@ -230,6 +238,40 @@ static int opt_cval(args *a, const char *v) {
   a->cval = d;
   return 0;
 }
+/* --rank: any integer; the library checks it against the window's taps. */
+static int opt_rank(args *a, const char *v) {
+  int64_t r[NDF_MAX_SPATIAL];
+  int n;
+  if (parse_int_list("rank", v, INT64_MIN, INT64_MAX, r, &n) != 0) return -1;
+  if (n != 1) {
+    errorf("bad value '%s' for --rank (expected one integer)", v);
+    return -1;
+  }
+  a->rank = r[0];
+  return 0;
+}
+/* --percentile: any finite number; the library checks it is in -100..100. */
+static int opt_percentile(args *a, const char *v) {
+  char *end;
+  errno = 0;
+  double d = strtod(v, &end);
+  int lead_ok = *v != '\0' && *v != ' ' && *v != '\t' && *v != '\n';
+  if (!lead_ok || end == v || *end != '\0' || !isfinite(d)) {
+    errorf("bad value '%s' for --percentile (expected a number)", v);
+    return -1;
+  }
+  a->percentile = d;
+  return 0;
+}
+static int opt_nan_policy(args *a, const char *v) {
+  if (strcmp(v, "propagate") == 0) a->nan_policy = NDF_RANK_NAN_PROPAGATE;
+  else if (strcmp(v, "omit") == 0) a->nan_policy = NDF_RANK_NAN_OMIT;
+  else {
+    errorf("bad value '%s' for --nan-policy (expected propagate or omit)", v);
+    return -1;
+  }
+  return 0;
+}
 static int opt_batch(args *a, const char *v) {
   return parse_int("batch-dims", v, 0, NDF_MAX_NDIM - 1, &a->batch_dims);
 }
@@ -298,6 +340,9 @@ static const struct opt_def {
     {"origin2", O_ORIGIN2, opt_origin2, "N[,N...]", 0},
     {"mode", O_MODE, opt_mode, "MODE", 0},
     {"cval", O_CVAL, opt_cval, "X", 0},
+    {"rank", O_RANK, opt_rank, "N", 0},
+    {"percentile", O_PERCENTILE, opt_percentile, "P", 0},
+    {"nan-policy", O_NAN_POLICY, opt_nan_policy, "propagate|omit", 0},
     {"brute-force", O_BRUTE, opt_brute, "[true|false]", 1},
     {"output-dtype", O_OUTPUT_DTYPE, opt_output_dtype, "DTYPE", 0},
     {"batch-dims", O_BATCH, opt_batch, "N", 0},
@@ -410,6 +455,7 @@ enum {
   OPF_BINARY = 1u << 0,   /* output bool (uint8 in NIfTI files), whatever the input dtype */
   OPF_CPU_ONLY = 1u << 1, /* the library has no CUDA kernels for it: --device auto means cpu */
   OPF_LABEL = 1u << 2,    /* output int32 (or --output-dtype) in every format; prints num_features */
+  OPF_RANK = 1u << 3,     /* a rank filter (median, rank, percentile): the input's dtype */
 };
 
 typedef struct op_def {
@@ -421,6 +467,7 @@ typedef struct op_def {
   grey_fn grey;     /* grey-morphology family */
   binary_fn binary; /* binary-morphology family (ndf_binary_options) */
   const char *summary;
+  unsigned required; /* O_* options it cannot run without (--rank of rank_filter) */
 } op_def;
 
 static void grey_options_from(const op_params *p, ndf_grey_options *g) {
@@ -485,11 +532,54 @@ static ndf_status call_label(const op_def *op, ndf_ctx *ctx, const ndf_array *in
   return ndf_label(ctx, in, out, p->file[F_STRUCTURE], p->a->batch_dims, p->num_features);
 }
 
-#define GREY_OP(name, fn, summary) {name, GREY_OPTS, 0, call_grey, fn, NULL, summary}
+/* Options not given keep ndf_rank_options_init's values (scipy's defaults). */
+static void rank_options_from(const op_params *p, ndf_rank_options *r) {
+  const args *a = p->a;
+  ndf_rank_options_init(r);
+  r->nsize = a->nsize;
+  memcpy(r->size, a->size, sizeof r->size);
+  r->footprint = p->file[F_FOOTPRINT];
+  r->norigin = a->norigin;
+  memcpy(r->origin, a->origin, sizeof r->origin);
+  r->mode = a->mode;
+  r->cval = a->cval;
+  r->batch_dims = a->batch_dims;
+  r->nan_policy = a->nan_policy;
+}
+
+static ndf_status call_median(const op_def *op, ndf_ctx *ctx, const ndf_array *in,
+                              ndf_array *out, const op_params *p) {
+  (void)op;
+  ndf_rank_options r;
+  rank_options_from(p, &r);
+  return ndf_median_filter(ctx, in, out, &r);
+}
+
+static ndf_status call_rank(const op_def *op, ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
+                            const op_params *p) {
+  (void)op;
+  ndf_rank_options r;
+  rank_options_from(p, &r);
+  return ndf_rank_filter(ctx, in, out, p->a->rank, &r);
+}
+
+static ndf_status call_percentile(const op_def *op, ndf_ctx *ctx, const ndf_array *in,
+                                  ndf_array *out, const op_params *p) {
+  (void)op;
+  ndf_rank_options r;
+  rank_options_from(p, &r);
+  return ndf_percentile_filter(ctx, in, out, p->a->percentile, &r);
+}
+
+#define GREY_OP(name, fn, summary) {name, GREY_OPTS, 0, call_grey, fn, NULL, summary, 0}
+/* Rank filters run on the CPU backend only in this version of the library:
+ * drop OPF_CPU_ONLY when it gets their CUDA kernels. */
+#define RANK_OP(name, opts, call, summary, required) \
+  {name, opts, OPF_RANK | OPF_CPU_ONLY, call, NULL, NULL, summary, required}
 /* Binary ops run on the CPU backend only in this version of the library:
  * drop OPF_CPU_ONLY when it gets their CUDA kernels. */
 #define BINARY_OP(name, opts, fn, summary) \
-  {name, opts, OPF_BINARY | OPF_CPU_ONLY, call_binary, NULL, fn, summary}
+  {name, opts, OPF_BINARY | OPF_CPU_ONLY, call_binary, NULL, fn, summary, 0}
 
 static const op_def ops[] = {
     GREY_OP("grey_erosion", ndf_grey_erosion,
@@ -502,6 +592,12 @@ static const op_def ops[] = {
     GREY_OP("morphological_laplace", ndf_morphological_laplace, "dilation + erosion - 2 * input"),
     GREY_OP("white_tophat", ndf_white_tophat, "input - opening"),
     GREY_OP("black_tophat", ndf_black_tophat, "closing - input"),
+    RANK_OP("median_filter", RANK_OPTS, call_median,
+            "element n//2 of the sorted window of n values", 0),
+    RANK_OP("rank_filter", RANK_OPTS | O_RANK, call_rank,
+            "element --rank of the sorted window", O_RANK),
+    RANK_OP("percentile_filter", RANK_OPTS | O_PERCENTILE, call_percentile,
+            "element int(n * P / 100) of the sorted window", O_PERCENTILE),
     BINARY_OP("binary_erosion", BINARY_OPTS, ndf_binary_erosion,
               "true where the structure fits in the foreground"),
     BINARY_OP("binary_dilation", BINARY_OPTS, ndf_binary_dilation,
@@ -515,9 +611,9 @@ static const op_def ops[] = {
     BINARY_OP("binary_fill_holes", FILL_HOLES_OPTS, ndf_binary_fill_holes,
               "fill the background not connected to the border"),
     {"binary_hit_or_miss", HIT_OR_MISS_OPTS, OPF_BINARY | OPF_CPU_ONLY, call_hit_or_miss, NULL,
-     NULL, "structure1 fits in the input, structure2 outside it"},
+     NULL, "structure1 fits in the input, structure2 outside it", 0},
     {"label", LABEL_OPTS, OPF_LABEL | OPF_CPU_ONLY, call_label, NULL, NULL,
-     "number the connected features 1..N (prints num_features)"},
+     "number the connected features 1..N (prints num_features)", 0},
 };
 #define NOPS (sizeof ops / sizeof ops[0])
 
@@ -694,8 +790,11 @@ static void run_help(void) {
          "INPUT and OUTPUT are .npy, .nii or .nii.gz files (NIfTI axes are x, y, z, ...).\n\n"
          "grey ops (the output has the input's dtype):\n");
   for (size_t i = 0; i < NOPS; i++)
-    if (!(ops[i].flags & (OPF_BINARY | OPF_LABEL)))
+    if (!(ops[i].flags & (OPF_BINARY | OPF_LABEL | OPF_RANK)))
       printf("  %-23s %s\n", ops[i].name, ops[i].summary);
+  printf("rank filters (the output has the input's dtype; CPU only in this version):\n");
+  for (size_t i = 0; i < NOPS; i++)
+    if (ops[i].flags & OPF_RANK) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
   printf("binary ops (non-zero input is true; the output is bool, uint8 in NIfTI files;\n"
          "CPU only in this version):\n");
   for (size_t i = 0; i < NOPS; i++)
@@ -709,17 +808,24 @@ static void run_help(void) {
          "origin in every step; their arithmetic is NumPy's in the input dtype\n"
          "(integers wrap around, as in scipy).\n"
          "\noptions (scipy.ndimage names; `ndforge run OP --help` lists those of OP):\n"
-         "  --size N[,N...]       grey: flat box element size (one value or one per axis)\n"
-         "  --footprint FILE      grey: element shape, non-zero entries are in\n"
+         "  --size N[,N...]       grey, rank: flat box element size (one value or one\n"
+         "                        per axis)\n"
+         "  --footprint FILE      grey, rank: element shape, non-zero entries are in\n"
          "  --structure FILE      grey: non-flat element (values added/subtracted);\n"
          "                        binary: the element, non-zero entries are in\n"
          "                        (default generate_binary_structure(rank, 1));\n"
          "                        label: the connectivity, 3 per axis, symmetric\n"
          "  --origin N[,N...]     shift of the element centre\n"
-         "  --mode MODE           grey: reflect (default), constant, nearest, mirror,\n"
-         "                        wrap, grid-mirror, grid-constant, grid-wrap\n"
-         "  --cval X              grey: value outside the image in constant mode\n"
+         "  --mode MODE           grey, rank: reflect (default), constant, nearest,\n"
+         "                        mirror, wrap, grid-mirror, grid-constant, grid-wrap\n"
+         "  --cval X              grey, rank: value outside the image in constant mode\n"
          "                        (default 0)\n"
+         "  --rank N              rank_filter (required): index in the sorted window of\n"
+         "                        n values, -n..n-1 (negative counts from the end)\n"
+         "  --percentile P        percentile_filter (required): -100..100 (P < 0 means\n"
+         "                        P + 100)\n"
+         "  --nan-policy propagate|omit  rank: propagate (default): a window holding NaN\n"
+         "                        gives NaN; omit: NaNs are left out of the window\n"
          "  --iterations N        binary: steps (default 1); N < 1 repeats until nothing\n"
          "                        changes\n"
          "  --mask FILE           binary: change only where FILE is non-zero\n"
@@ -750,6 +856,10 @@ static void op_help(const op_def *op) {
   for (size_t k = 0; k < NOPT_DEFS; k++)
     if (opt_defs[k].flag & (op->opts | O_DEVICE))
       printf("  --%s %s\n", opt_defs[k].name, opt_defs[k].arg);
+  if (op->required) {
+    char list[256];
+    printf("Required: %s.\n", format_opts(op->required, list, sizeof list));
+  }
   if (op->flags & OPF_CPU_ONLY)
     printf("Runs on the CPU in this version (--device auto picks the CPU).\n");
   printf("See ndforge run --help for what the options mean.\n");
@@ -784,6 +894,12 @@ static int cmd_run(int argc, char **argv) {
   if (rc) return rc;
   if (a.npos != 2) {
     errorf("'%s' needs INPUT and OUTPUT, got %d file name%s", cmd, a.npos, a.npos == 1 ? "" : "s");
+    return EXIT_USAGE;
+  }
+  unsigned missing = op->required & ~a.given;
+  if (missing) {
+    char list[256];
+    errorf("'%s' needs %s", cmd, format_opts(missing, list, sizeof list));
     return EXIT_USAGE;
   }
   const char *inpath = a.pos[0], *outpath = a.pos[1];
