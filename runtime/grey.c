@@ -114,10 +114,12 @@ ndf_status ndf__grey_prepare(ndf_ctx *ctx, const char *name, ndf__minmax op, ndf
   const ndf_array *fp = opt->footprint, *st = opt->structure;
   if (opt->nsize == 0 && !fp && !st)
     return ndf__argerror(ctx, name, "size", "one of size, footprint or structure must be given");
-  if (opt->nsize != 0 && opt->nsize != 1 && opt->nsize != nsp)
+  /* As in scipy, a footprint or structure wins and size is then ignored. */
+  const int use_size = opt->nsize != 0 && !fp && !st;
+  if (use_size && opt->nsize != 1 && opt->nsize != nsp)
     return ndf__argerror(ctx, name, "size", "%d values for %d spatial axes (give 1 or %d)", opt->nsize, nsp, nsp);
   int64_t size[NDF_MAX_SPATIAL];
-  for (int d = 0; d < nsp && opt->nsize; d++) {
+  for (int d = 0; d < nsp && use_size; d++) {
     size[d] = opt->size[opt->nsize == 1 ? 0 : d];
     if (size[d] < 1) return ndf__argerror(ctx, name, "size", "size[%d]=%lld must be >= 1", d, (long long)size[d]);
   }
