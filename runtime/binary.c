@@ -250,7 +250,8 @@ static ndf_status prepare_step(ndf_ctx *ctx, const char *name, binop op, const n
   return ndf__grey_prepare(ctx, name, op == ERODE ? NDF__MIN : NDF__MAX, NDF_UINT8, ndim, shape, &o, &out->g);
 }
 
-/* dst = step(src), masked: where mask is 0, dst keeps src.  Returns 1 when dst differs from src. */
+/* dst = step(src), masked: where mask is 0, dst keeps src.  Returns 1 when
+ * dst differs from src, 0 when not, -1 on failure (the context has the message). */
 static int run_step(ndf_ctx *ctx, const step *sp, binop op, const uint8_t *src, uint8_t *dst, const uint8_t *mask,
                     int ndim, const int64_t *shape, int64_t n) {
   if (sp->empty) {
@@ -259,7 +260,7 @@ static int run_step(ndf_ctx *ctx, const step *sp, binop op, const uint8_t *src, 
     ndf_array a, b;
     ndf_array_init(&a, (void *)src, NDF_DEVICE_CPU, NDF_UINT8, ndim, shape);
     ndf_array_init(&b, dst, NDF_DEVICE_CPU, NDF_UINT8, ndim, shape);
-    ndf__grey_cpu(ctx, &a, &b, &sp->g);
+    if (ndf__grey_cpu(ctx, &a, &b, &sp->g) != NDF_OK) return -1;
   }
   int changed = 0;
   for (int64_t i = 0; i < n; i++) {
@@ -475,6 +476,7 @@ static ndf_status iterate(ndf_ctx *ctx, const char *name, const step *sp, binop 
   if (iterations >= 1) {
     for (int it = 0; it < iterations; it++) {
       int changed = run_step(ctx, sp, op, *cur, *spare, mask, ndim, shape, total);
+      if (changed < 0) return NDF_ENOMEM;
       uint8_t *t = *cur; *cur = *spare; *spare = t;
       if (!changed) break; /* a fixed point: further steps change nothing */
     }
@@ -489,6 +491,10 @@ static ndf_status iterate(ndf_ctx *ctx, const char *name, const step *sp, binop 
   int64_t power = 1, lam = 0;
   for (;;) {
     int changed = run_step(ctx, sp, op, *cur, *spare, mask, ndim, shape, total);
+    if (changed < 0) {
+      free(saved);
+      return NDF_ENOMEM;
+    }
     uint8_t *t = *cur; *cur = *spare; *spare = t;
     if (!changed) break;
     lam++;
@@ -657,8 +663,11 @@ ndf_status ndf_binary_hit_or_miss(ndf_ctx *ctx, const ndf_array *in, ndf_array *
   hit = malloc((size_t)n);
   miss = malloc((size_t)n);
   if (!hit || !miss) { s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name); goto done; }
-  run_step(ctx, &st1, ERODE, a, hit, NULL, in->ndim, in->shape, n);
-  run_step(ctx, &st2, DILATE, a, miss, NULL, in->ndim, in->shape, n); /* empty structure2: no miss */
+  if (run_step(ctx, &st1, ERODE, a, hit, NULL, in->ndim, in->shape, n) < 0 ||
+      run_step(ctx, &st2, DILATE, a, miss, NULL, in->ndim, in->shape, n) < 0) { /* empty structure2: no miss */
+    s = NDF_ENOMEM;
+    goto done;
+  }
   for (int64_t i = 0; i < n; i++) hit[i] = hit[i] && !miss[i];
   store(hit, out);
 done:
@@ -792,6 +801,8 @@ ndf_status ndf_label(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const nd
   const int64_t n = ndf_array_size(in);
   if (n >= INT32_MAX) return ndf__error(ctx, NDF_ENOTSUP, "%s: inputs of 2^31 elements or more are not supported yet", name);
 
+  int32_t *taps = NULL;
+  int64_t *loff = NULL;
   uint8_t *sb = NULL, *x = NULL;
   int32_t *parent = NULL;
   int64_t *lab = NULL;
@@ -816,7 +827,12 @@ ndf_status ndf_label(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const nd
     goto done;
   }
   /* The backward half of the structure: offsets before the centre in raster order. */
-  int32_t taps[6561 / 2 * NDF_MAX_SPATIAL];
+  taps = malloc((size_t)(sn / 2 + 1) * nsp * sizeof *taps); /* heap: up to 3^8/2 offsets */
+  loff = malloc((size_t)(sn / 2 + 1) * sizeof *loff);
+  if (!taps || !loff) {
+    s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+    goto done;
+  }
   int64_t ntaps = 0;
   for (int64_t k = 0; k < sn / 2; k++) {
     if (!sb[k]) continue;
@@ -827,7 +843,7 @@ ndf_status ndf_label(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const nd
     }
     ntaps++;
   }
-  int64_t st[NDF_MAX_NDIM], loff[6561 / 2];
+  int64_t st[NDF_MAX_NDIM];
   {
     int64_t m = 1;
     for (int d = in->ndim - 1; d >= 0; d--) { st[d] = m; m *= in->shape[d]; }
@@ -905,6 +921,8 @@ ndf_status ndf_label(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const nd
   if (num_features)
     for (int64_t b = 0; b < nimg; b++) num_features[b] = lab[b];
 done:
+  free(taps);
+  free(loff);
   free(sb);
   free(x);
   free(parent);

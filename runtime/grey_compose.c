@@ -170,6 +170,19 @@ static ndf_status compose(ndf_ctx *ctx, const char *name, composite op, const nd
     ndf__grey_geom_free(&ero);
     return s;
   }
+  /* The epilogue's kernel is resolved before any step runs, so that a compile
+   * or load failure cannot leave a half-computed output behind. */
+  if (in->device == NDF_DEVICE_CUDA && ndf_array_size(in) > 0 && op != OPENING && op != CLOSING) {
+    ndf__kernel_req req;
+    CUfunction fn;
+    ndf__combine_request(&req, op == LAPLACE ? NDF__COMBINE_LAPLACE : NDF__COMBINE_SUB, in->dtype);
+    if ((s = ndf__ctx_bind(ctx)) == NDF_OK) s = ndf__jit_get(ctx, name, &req, &fn);
+    if (s != NDF_OK) {
+      ndf__grey_geom_free(&ero);
+      ndf__grey_geom_free(&dil);
+      return s;
+    }
+  }
   ndf_array tmp;
   memset(&tmp, 0, sizeof tmp);
   if (ndf_array_size(in) > 0 && (in->device != NDF_DEVICE_CUDA || (s = ndf__ctx_bind(ctx)) == NDF_OK))

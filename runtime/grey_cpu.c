@@ -74,14 +74,14 @@ static inline double sat(double v, double lo, double hi) { return v < lo ? lo : 
     for (int d = 0; d < L; d++) nrows *= in->shape[d];                                                     \
     int64_t xa = -rlo[Ls] > 0 ? -rlo[Ls] : 0, xb = nx - (rhi[Ls] > 0 ? rhi[Ls] : 0);                      \
     if (xb < xa) xb = xa;                                                                                  \
-    int failed = 0;                                                                                        \
-    _Pragma("omp parallel num_threads(nthreads(ctx) ? nthreads(ctx) : omp_threads())")                     \
+    const int nth = ndf__cpu_threads(ctx);                                                                 \
+    void **bufs = ndf__thread_buffers(nth, (size_t)(nx > 0 ? nx : 1) * sizeof(T));                         \
+    if (!bufs) { free(loff); return -1; }                                                                  \
+    _Pragma("omp parallel num_threads(nth)")                                                               \
     {                                                                                                      \
-    T *accrow = malloc((size_t)(nx > 0 ? nx : 1) * sizeof(T));                                             \
-    if (!accrow) failed = 1;                                                                               \
+    T *accrow = bufs[ndf__thread_id()];                                                                    \
     _Pragma("omp for schedule(dynamic, 8)")                                                                \
     for (int64_t row = 0; row < nrows; row++) {                                                            \
-      if (!accrow) continue;                                                                               \
       int64_t c[NDF_MAX_NDIM], r = row, ib = 0, ob = 0, ispat = 0;                                         \
       int inside = 1;                                                                                      \
       for (int d = L - 1; d >= 0; d--) {                                                                   \
@@ -144,24 +144,23 @@ static inline double sat(double v, double lo, double hi) { return v < lo ? lo : 
       const int64_t osx = out->strides[L];                                                                 \
       for (int64_t x = 0; x < nx; x++) orow[x * osx] = accrow[x];                                          \
     }                                                                                                      \
-    free(accrow);                                                                                          \
     }                                                                                                      \
+    ndf__thread_buffers_free(bufs, nth);                                                                   \
     free(loff);                                                                                            \
-    return failed ? -1 : 0;                                                                                              \
+    return 0;                                                                                              \
   }                                                                                                        \
   /* One separable pass along axis a of contiguous arrays: window [lo, lo+K). */                           \
-  static void pass_##SUF(const ndf_ctx *ctx, const T *src, T *dst, const int64_t *shape, int ndim, int a,   \
-                         int64_t K, int64_t lo, ndf_mode mode, ndf__minmax op, T cv) {                     \
+  static void pass_##SUF(const ndf_ctx *ctx, void **bufs, int nth, const T *src, T *dst, const int64_t *shape, \
+                         int ndim, int a, int64_t K, int64_t lo, ndf_mode mode, ndf__minmax op, T cv) {    \
     int64_t inner = 1, outer = 1, n = shape[a];                                                            \
     for (int d = a + 1; d < ndim; d++) inner *= shape[d];                                                  \
     for (int d = 0; d < a; d++) outer *= shape[d];                                                         \
     if (inner == 1) {                                                                                      \
-      _Pragma("omp parallel num_threads(nthreads(ctx) ? nthreads(ctx) : omp_threads())")                   \
+      _Pragma("omp parallel num_threads(nth)")                                                             \
       {                                                                                                    \
-        T *ext = malloc((size_t)(n + K) * sizeof(T));                                                      \
+        T *ext = bufs[ndf__thread_id()]; /* holds n + K values: allocated by the caller */                 \
         _Pragma("omp for schedule(static)")                                                                \
         for (int64_t o = 0; o < outer; o++) {                                                              \
-          if (!ext) continue;                                                                              \
           const T *s = src + o * n;                                                                        \
           T *t = dst + o * n;                                                                              \
           for (int64_t j = 0; j < n + K - 1; j++) {                                                        \
@@ -174,11 +173,10 @@ static inline double sat(double v, double lo, double hi) { return v < lo ? lo : 
             t[x] = m;                                                                                      \
           }                                                                                                \
         }                                                                                                  \
-        free(ext);                                                                                         \
       }                                                                                                    \
       return;                                                                                              \
     }                                                                                                      \
-    _Pragma("omp parallel for schedule(static) num_threads(nthreads(ctx) ? nthreads(ctx) : omp_threads())") \
+    _Pragma("omp parallel for schedule(static) num_threads(nth)")                                          \
     for (int64_t oi = 0; oi < outer * n; oi++) {                                                           \
       const int64_t o = oi / n, i = oi % n;                                                                \
       T *t = dst + oi * inner;                                                                             \
@@ -208,6 +206,31 @@ NDF_CPU_TYPES(DEFINE_CPU)
 
 int ndf__cpu_threads(const ndf_ctx *ctx) { return nthreads(ctx) ? nthreads(ctx) : omp_threads(); }
 
+int ndf__thread_id(void) {
+#ifdef _OPENMP
+  return omp_get_thread_num();
+#else
+  return 0;
+#endif
+}
+
+void ndf__thread_buffers_free(void **b, int nth) {
+  if (!b) return;
+  for (int i = 0; i < nth; i++) free(b[i]);
+  free(b);
+}
+
+void **ndf__thread_buffers(int nth, size_t bytes) {
+  void **b = calloc((size_t)(nth > 0 ? nth : 1), sizeof *b);
+  if (!b) return NULL;
+  for (int i = 0; i < nth; i++)
+    if (!(b[i] = malloc(bytes ? bytes : 1))) {
+      ndf__thread_buffers_free(b, nth);
+      return NULL;
+    }
+  return b;
+}
+
 typedef int (*taps_fn)(const ndf_ctx *, const ndf_array *, ndf_array *, const ndf__grey_geom *, int64_t,
                         const int32_t *, const double *, const double *);
 
@@ -226,17 +249,17 @@ static taps_fn taps_for(ndf_dtype t) {
 }
 
 /* Runs one separable pass for dtype t. */
-static void pass_any(const ndf_ctx *ctx, ndf_dtype t, const void *src, void *dst, const int64_t *shape, int ndim,
-                     int a, int64_t K, int64_t lo, const ndf__grey_geom *g) {
+static void pass_any(const ndf_ctx *ctx, void **bufs, int nth, ndf_dtype t, const void *src, void *dst,
+                     const int64_t *shape, int ndim, int a, int64_t K, int64_t lo, const ndf__grey_geom *g) {
   switch (t) {
-    case NDF_UINT8: pass_u8(ctx, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (uint8_t)g->cval); break;
-    case NDF_INT8: pass_i8(ctx, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (int8_t)g->cval); break;
-    case NDF_UINT16: pass_u16(ctx, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (uint16_t)g->cval); break;
-    case NDF_INT16: pass_i16(ctx, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (int16_t)g->cval); break;
-    case NDF_UINT32: pass_u32(ctx, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (uint32_t)g->cval); break;
-    case NDF_INT32: pass_i32(ctx, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (int32_t)g->cval); break;
-    case NDF_FLOAT32: pass_f32(ctx, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (float)g->cval); break;
-    case NDF_FLOAT64: pass_f64(ctx, src, dst, shape, ndim, a, K, lo, g->mode, g->op, g->cval); break;
+    case NDF_UINT8: pass_u8(ctx, bufs, nth, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (uint8_t)g->cval); break;
+    case NDF_INT8: pass_i8(ctx, bufs, nth, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (int8_t)g->cval); break;
+    case NDF_UINT16: pass_u16(ctx, bufs, nth, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (uint16_t)g->cval); break;
+    case NDF_INT16: pass_i16(ctx, bufs, nth, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (int16_t)g->cval); break;
+    case NDF_UINT32: pass_u32(ctx, bufs, nth, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (uint32_t)g->cval); break;
+    case NDF_INT32: pass_i32(ctx, bufs, nth, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (int32_t)g->cval); break;
+    case NDF_FLOAT32: pass_f32(ctx, bufs, nth, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (float)g->cval); break;
+    case NDF_FLOAT64: pass_f64(ctx, bufs, nth, src, dst, shape, ndim, a, K, lo, g->mode, g->op, g->cval); break;
     default: break;
   }
 }
@@ -268,14 +291,29 @@ static ndf_status box_cpu(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, con
     ndf_array_init(&c, packed, NDF_DEVICE_CPU, in->dtype, ndim, in->shape);
     ndf__host_copy(&c, in);
   }
+  /* Line buffers for the last-axis pass, one per thread, before anything is written. */
+  const int nth = ndf__cpu_threads(ctx);
+  int64_t ext = 1; /* a pass runs on line buffers when no axis after it has extent > 1 */
+  for (int i = 0; i < npass; i++) {
+    int64_t inner = 1;
+    for (int d = nb + axes[i] + 1; d < ndim; d++) inner *= in->shape[d];
+    int64_t need = in->shape[nb + axes[i]] + g->box[axes[i]];
+    if (inner == 1 && need > ext) ext = need;
+  }
+  void **bufs = ndf__thread_buffers(nth, (size_t)ext * es);
+  if (!bufs) {
+    free(packed); free(tmp); free(obuf);
+    return ndf__error(ctx, NDF_ENOMEM, "ndforge: out of host memory for line buffers");
+  }
   const void *src = in_c ? in->data : packed;
   void *final = out_c ? out->data : obuf;
   for (int i = 0; i < npass; i++) {
     void *dst = ((npass - 1 - i) % 2 == 0) ? final : tmp;
     int a = axes[i];
-    pass_any(ctx, in->dtype, src, dst, in->shape, ndim, nb + a, g->box[a], g->lo[a], g);
+    pass_any(ctx, bufs, nth, in->dtype, src, dst, in->shape, ndim, nb + a, g->box[a], g->lo[a], g);
     src = dst;
   }
+  ndf__thread_buffers_free(bufs, nth);
   if (!out_c) {
     ndf_array_init(&c, obuf, NDF_DEVICE_CPU, in->dtype, ndim, in->shape);
     ndf__host_copy(out, &c);

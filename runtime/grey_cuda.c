@@ -209,6 +209,17 @@ static int plane_offsets_fit(const int64_t *shape, const int64_t *istr, int ndim
   return span < INT32_MAX;
 }
 
+/* Output planes per block of the box kernel: 32, or 4 when that leaves too
+ * few blocks to fill the device. */
+static int box_zc(const ndf_ctx *ctx, const int64_t *shape, int ndim) {
+  int64_t ext[3], nouter = 1;
+  for (int i = 0; i < 3; i++) ext[i] = ndim - 3 + i >= 0 ? shape[ndim - 3 + i] : 1;
+  for (int d = 0; d < ndim - 3; d++) nouter *= shape[d];
+  const int64_t xt = 32 * BOX_VX;
+  int64_t blocks = ((ext[2] + xt - 1) / xt) * ((ext[1] + BOX_TY - 1) / BOX_TY) * ((ext[0] + 31) / 32) * nouter;
+  return blocks < 2 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) ? 4 : 32;
+}
+
 static ndf_status run_box(ndf_ctx *ctx, const char *name, ndf_dtype dtype, const void *in, const int64_t *istr,
                           void *out, const int64_t *ostr, const int64_t *shape, int ndim, const ndf__grey_geom *g,
                           int nf) {
@@ -230,8 +241,7 @@ static ndf_status run_box(ndf_ctx *ctx, const char *name, ndf_dtype dtype, const
   for (int d = 0; d < nb; d++) nouter *= shape[d];
   const int64_t xt = 32 * BOX_VX;
   int64_t ntx = (ext[2] + xt - 1) / xt, nty = (ext[1] + BOX_TY - 1) / BOX_TY;
-  int zc = 32;
-  if (ntx * nty * ((ext[0] + 31) / 32) * nouter < 2 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132)) zc = 4;
+  const int zc = box_zc(ctx, shape, ndim);
   int64_t ntz = (ext[0] + zc - 1) / zc;
   ndf__kernel_req req;
   req_box(&req, dtype, g->op, g->mode, k, zc);
@@ -282,6 +292,22 @@ ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
     total = 1;
   }
 
+  /* Resolve every kernel before the first launch: a compile or load failure
+   * then leaves the output untouched (later lookups are memory hits). */
+  {
+    CUfunction fn;
+    ndf__kernel_req req;
+    if (nf) {
+      int k[3], lo[3];
+      box_k(g, nf, k, lo);
+      req_box(&req, in->dtype, g->op, g->mode, k, box_zc(ctx, in->shape, ndim));
+      if ((s = ndf__jit_get(ctx, name, &req, &fn)) != NDF_OK) return s;
+    }
+    if (npass > 0) {
+      req_taps(&req, in->dtype, nsp, g->op, g->mode, 0);
+      if ((s = ndf__jit_get(ctx, name, &req, &fn)) != NDF_OK) return s;
+    }
+  }
   size_t es = ndf_dtype_size(in->dtype);
   int64_t n = ndf_array_size(in);
   CUdeviceptr tmp = 0;

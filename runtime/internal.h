@@ -155,6 +155,13 @@ void ndf__combine_request(ndf__kernel_req *r, int kind, ndf_dtype dtype);
 
 /* OpenMP threads the CPU backend uses for ctx. */
 int ndf__cpu_threads(const ndf_ctx *ctx);
+/* The calling thread's index in an OpenMP team (0 without OpenMP). */
+int ndf__thread_id(void);
+/* One buffer of `bytes` per thread, allocated before a parallel region so
+ * that running out of memory happens before anything is written; NULL (and
+ * nothing allocated) on failure. */
+void **ndf__thread_buffers(int nth, size_t bytes);
+void ndf__thread_buffers_free(void **b, int nth);
 ndf_status ndf__grey_cpu(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf__grey_geom *g);
 ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
                           const ndf__grey_geom *g);

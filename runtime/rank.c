@@ -115,14 +115,14 @@ static int64_t rank_for(rank_kind kind, int64_t rank, double p, int64_t m) {
     for (int d = 0; d < L; d++) nrows *= in->shape[d];                                                  \
     const int64_t kfull = rank_for(kind, rank, p, n);                                                   \
     const ndf__selnet *netfull = use_net ? ndf__selnet_find(n, kfull) : NULL;                           \
-    int failed = 0;                                                                                     \
-    _Pragma("omp parallel num_threads(ndf__cpu_threads(ctx))")                                           \
+    const int nth = ndf__cpu_threads(ctx);                                                              \
+    void **bufs = ndf__thread_buffers(nth, (size_t)n * sizeof(T));                                      \
+    if (!bufs) { free(loff); return -1; }                                                               \
+    _Pragma("omp parallel num_threads(nth)")                                                            \
     {                                                                                                   \
-      T *win = malloc((size_t)n * sizeof(T));                                                           \
-      if (!win) failed = 1;                                                                             \
+      T *win = bufs[ndf__thread_id()];                                                                  \
       _Pragma("omp for schedule(dynamic, 8)")                                                           \
       for (int64_t row = 0; row < nrows; row++) {                                                       \
-        if (!win) continue;                                                                             \
         int64_t c[NDF_MAX_NDIM], r = row, ib = 0, ob = 0, ispat = 0;                                    \
         int inside = 1;                                                                                 \
         for (int d = L - 1; d >= 0; d--) {                                                              \
@@ -172,10 +172,10 @@ static int64_t rank_for(rank_kind kind, int64_t rank, double p, int64_t m) {
           dst[ob + x * out->strides[L]] = res;                                                          \
         }                                                                                               \
       }                                                                                                 \
-      free(win);                                                                                        \
     }                                                                                                   \
+    ndf__thread_buffers_free(bufs, nth);                                                                \
     free(loff);                                                                                         \
-    return failed ? -1 : 0;                                                                             \
+    return 0;                                                                                           \
   }
 NDF_RANK_TYPES(DEFINE_RANK)
 
