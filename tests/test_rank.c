@@ -269,29 +269,12 @@ static int parse_case(const char *line, rank_case *c) {
   return c->expected[0] ? 0 : -1;
 }
 
+static int parse_line(const char *line, void *c) { return parse_case(line, c); }
+
 static int load_manifest(rank_state *s) {
-  char path[700];
-  snprintf(path, sizeof path, "%s/manifest.txt", s->dir);
-  FILE *f = fopen(path, "r");
-  if (!f) return -1;
-  int cap = 64;
-  s->cases = malloc(sizeof(rank_case) * (size_t)cap);
-  char line[1024];
-  while (fgets(line, sizeof line, f)) {
-    if (line[0] == '\n' || line[0] == 0) continue;
-    if (s->ncases == cap) {
-      cap *= 2;
-      s->cases = realloc(s->cases, sizeof(rank_case) * (size_t)cap);
-    }
-    line[strcspn(line, "\n")] = 0;
-    if (parse_case(line, &s->cases[s->ncases]) != 0) {
-      fprintf(stderr, "bad manifest line: %s\n", line);
-      fclose(f);
-      return -1;
-    }
-    s->ncases++;
-  }
-  fclose(f);
+  void *cases = NULL;
+  if (tu_read_manifest(s->dir, sizeof(rank_case), parse_line, &cases, &s->ncases) != 0) return -1;
+  s->cases = cases;
   int per[R_NOPS] = {0}, errors = 0;
   for (int i = 0; i < s->ncases; i++) {
     per[s->cases[i].op]++;
@@ -304,22 +287,8 @@ static int load_manifest(rank_state *s) {
 
 static int group_setup(void **state) {
   rank_state *s = calloc(1, sizeof *s);
-  ndf_ctx_options o;
-  ndf_ctx_options_init(&o);
-  o.backend = NDF_BACKEND_CPU;
-  o.cache_disable = 1;
-  if (ndf_ctx_create(&s->ctx, &o) != NDF_OK) {
-    fprintf(stderr, "ndf_ctx_create failed: %s\n", ndf_last_error());
+  if (tu_oracle_prepare(&s->ctx, &s->seed, s->dir, sizeof s->dir, "ndf-test-rank", 1500, NDF_TEST_PYTHON, NDF_TEST_ORACLE) != 0)
     return -1;
-  }
-  s->seed = tu_seed("NDF_TEST_SEED");
-  long n = tu_env_long("NDF_TEST_CASES", 1500);
-  if (tu_mkdtemp(s->dir, sizeof s->dir, "ndf-test-rank") != 0) return -1;
-  if (tu_run_oracle(NDF_TEST_PYTHON, NDF_TEST_ORACLE, s->dir, s->seed, n) != 0) {
-    fprintf(stderr, "oracle failed: %s %s --seed %llu --out %s\n", NDF_TEST_PYTHON, NDF_TEST_ORACLE,
-            (unsigned long long)s->seed, s->dir);
-    return -1;
-  }
   if (load_manifest(s) != 0) return -1;
   *state = s;
   return 0;
@@ -328,10 +297,7 @@ static int group_setup(void **state) {
 static int group_teardown(void **state) {
   rank_state *s = *state;
   if (!s) return 0;
-  if (s->keep_dir)
-    printf("kept the oracle's cases in %s (seed %llu)\n", s->dir, (unsigned long long)s->seed);
-  else
-    tu_rmtree(s->dir);
+  tu_oracle_cleanup(s->dir, s->keep_dir, s->seed);
   free(s->cases);
   ndf_ctx_destroy(s->ctx);
   free(s);

@@ -687,3 +687,60 @@ int tu_run_oracle(const char *python, const char *oracle, const char *dir, uint6
   if (waitpid(pid, &st, 0) < 0) return -1;
   return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
+
+int tu_oracle_prepare(ndf_ctx **ctx, uint64_t *seed, char *dir, size_t dirlen, const char *tag, long default_cases,
+                      const char *python, const char *oracle) {
+  ndf_ctx_options o;
+  ndf_ctx_options_init(&o);
+  o.backend = NDF_BACKEND_CPU;
+  o.cache_disable = 1;
+  if (ndf_ctx_create(ctx, &o) != NDF_OK) {
+    fprintf(stderr, "ndf_ctx_create failed: %s\n", ndf_last_error());
+    return -1;
+  }
+  *seed = tu_seed("NDF_TEST_SEED");
+  long n = tu_env_long("NDF_TEST_CASES", default_cases);
+  if (tu_mkdtemp(dir, dirlen, tag) != 0) return -1;
+  if (tu_run_oracle(python, oracle, dir, *seed, n) != 0) {
+    fprintf(stderr, "oracle failed: %s %s --seed %llu --out %s\n", python, oracle, (unsigned long long)*seed, dir);
+    return -1;
+  }
+  return 0;
+}
+
+int tu_read_manifest(const char *dir, size_t case_size, int (*parse)(const char *line, void *c), void **cases,
+                     int *ncases) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/manifest.txt", dir);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  int cap = 64, n = 0;
+  char *buf = malloc(case_size * (size_t)cap), line[4096];
+  while (buf && fgets(line, sizeof line, f)) {
+    if (line[0] == '\n' || line[0] == 0) continue;
+    if (n == cap) {
+      char *more = realloc(buf, case_size * (size_t)(cap *= 2));
+      if (!more) { free(buf); buf = NULL; break; }
+      buf = more;
+    }
+    line[strcspn(line, "\n")] = 0;
+    memset(buf + case_size * (size_t)n, 0, case_size);
+    if (parse(line, buf + case_size * (size_t)n) != 0) {
+      fprintf(stderr, "bad manifest line: %s\n", line);
+      free(buf);
+      fclose(f);
+      return -1;
+    }
+    n++;
+  }
+  fclose(f);
+  if (!buf) return -1;
+  *cases = buf;
+  *ncases = n;
+  return 0;
+}
+
+void tu_oracle_cleanup(const char *dir, int keep, uint64_t seed) {
+  if (keep) printf("kept the oracle's cases in %s (seed %llu)\n", dir, (unsigned long long)seed);
+  else tu_rmtree(dir);
+}

@@ -29,6 +29,19 @@ void tu_rng_seed(tu_rng *r, uint64_t seed);
 /* Runs a scipy oracle script: python oracle --seed S --out DIR --cases N.
  * Returns 0 when it exited with status 0. */
 int tu_run_oracle(const char *python, const char *oracle, const char *dir, uint64_t seed, long ncases);
+
+/* The start of every scipy-oracle test group: a CPU context (*ctx), the run's
+ * seed ($NDF_TEST_SEED or fresh, printed), a fresh temporary dir named after
+ * tag, and the oracle run there with $NDF_TEST_CASES (default_cases) cases.
+ * Returns 0 on success; says what failed on stderr otherwise. */
+int tu_oracle_prepare(ndf_ctx **ctx, uint64_t *seed, char *dir, size_t dirlen, const char *tag, long default_cases,
+                      const char *python, const char *oracle);
+/* Reads dir/manifest.txt: parse fills one case of case_size bytes per
+ * non-empty line (0 = ok).  *cases is malloc'd; returns 0 on success. */
+int tu_read_manifest(const char *dir, size_t case_size, int (*parse)(const char *line, void *c), void **cases,
+                     int *ncases);
+/* The end of the group: removes dir, or keeps it (keep: a case failed) and says where. */
+void tu_oracle_cleanup(const char *dir, int keep, uint64_t seed);
 uint64_t tu_rng_u64(tu_rng *r);
 /* Uniform integer in [lo, hi] (inclusive). */
 int64_t tu_rng_int(tu_rng *r, int64_t lo, int64_t hi);
