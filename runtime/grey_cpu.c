@@ -57,18 +57,8 @@ static inline double sat(double v, double lo, double hi) { return v < lo ? lo : 
     ndf__dtype_range(in->dtype, &lo, &hi);                                                                 \
     int64_t *loff = malloc((size_t)ntaps * sizeof *loff);                                                  \
     if (!loff) return -1;                                                                                  \
-    int32_t rlo[NDF_MAX_SPATIAL], rhi[NDF_MAX_SPATIAL];                                                    \
-    for (int d = 0; d < nsp; d++) { rlo[d] = INT32_MAX; rhi[d] = INT32_MIN; }                              \
-    for (int64_t k = 0; k < ntaps; k++) {                                                                  \
-      int64_t o = 0;                                                                                       \
-      for (int d = 0; d < nsp; d++) {                                                                      \
-        int32_t t = taps[k * nsp + d];                                                                     \
-        o += (int64_t)t * in->strides[nb + d];                                                             \
-        if (t < rlo[d]) rlo[d] = t;                                                                        \
-        if (t > rhi[d]) rhi[d] = t;                                                                        \
-      }                                                                                                    \
-      loff[k] = o;                                                                                         \
-    }                                                                                                      \
+    int32_t rlo[NDF_MAX_SPATIAL], rhi[NDF_MAX_SPATIAL]; \
+    ndf__tap_table(taps, ntaps, nsp, in->strides + nb, loff, rlo, rhi); \
     const int64_t nx = in->shape[L];                                                                       \
     int64_t nrows = 1;                                                                                     \
     for (int d = 0; d < L; d++) nrows *= in->shape[d];                                                     \
@@ -82,19 +72,8 @@ static inline double sat(double v, double lo, double hi) { return v < lo ? lo : 
     T *accrow = bufs[ndf__thread_id()];                                                                    \
     _Pragma("omp for schedule(dynamic, 8)")                                                                \
     for (int64_t row = 0; row < nrows; row++) {                                                            \
-      int64_t c[NDF_MAX_NDIM], r = row, ib = 0, ob = 0, ispat = 0;                                         \
-      int inside = 1;                                                                                      \
-      for (int d = L - 1; d >= 0; d--) {                                                                   \
-        c[d] = r % in->shape[d];                                                                           \
-        r /= in->shape[d];                                                                                 \
-        ob += c[d] * out->strides[d];                                                                      \
-        if (d >= nb) {                                                                                     \
-          ispat += c[d] * in->strides[d];                                                                  \
-          inside &= c[d] + rlo[d - nb] >= 0 && c[d] + rhi[d - nb] < in->shape[d];                          \
-        } else {                                                                                           \
-          ib += c[d] * in->strides[d];                                                                     \
-        }                                                                                                  \
-      }                                                                                                    \
+      int64_t c[NDF_MAX_NDIM], ib, ob, ispat; \
+      const int inside = ndf__row_decode(row, in, out, nb, rlo, rhi, c, &ib, &ispat, &ob); \
       const T *img = src + ib;                                                                             \
       const int64_t sx = in->strides[L];                                                                   \
       /* Interior segment of a flat element: tap-outer loops over the row (vectorizable). */               \
@@ -121,15 +100,8 @@ static inline double sat(double v, double lo, double hi) { return v < lo ? lo : 
           if (fast) {                                                                                      \
             v = base[loff[k]];                                                                             \
           } else {                                                                                         \
-            int64_t off = 0;                                                                               \
-            int outside = 0;                                                                               \
-            for (int d = 0; d < nsp; d++) {                                                                \
-              int64_t cc = (d == Ls ? x : c[nb + d]) + taps[k * nsp + d];                                  \
-              int64_t m = ndf__map_coord(cc, in->shape[nb + d], g->mode);                                       \
-              outside |= m < 0;                                                                            \
-              off += m * in->strides[nb + d];                                                              \
-            }                                                                                              \
-            v = outside ? cv : img[off];                                                                   \
+            int64_t off;                                                                \
+            v = ndf__tap_border_offset(taps + k * nsp, c, x, in, nb, g->mode, &off) ? img[off] : cv; \
           }                                                                                                \
           if (wf) {                                                                                        \
             double t = k == 0 ? (double)v + wf[0] : wtap_##SUF(v, wc[k], lo, hi);                          \

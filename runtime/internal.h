@@ -204,6 +204,61 @@ static inline int64_t ndf__map_coord(int64_t i, int64_t n, ndf_mode mode) {
 }
 
 
+/* ---- CPU tap tables (grey_cpu.c, rank.c) ---------------------------------------------- */
+/* Linear input offsets of the taps (sstr: strides of the spatial axes) and
+ * the least and greatest offset per spatial axis. */
+static inline void ndf__tap_table(const int32_t *taps, int64_t n, int nsp, const int64_t *sstr, int64_t *loff,
+                                  int32_t *rlo, int32_t *rhi) {
+  for (int d = 0; d < nsp; d++) { rlo[d] = INT32_MAX; rhi[d] = INT32_MIN; }
+  for (int64_t k = 0; k < n; k++) {
+    loff[k] = 0;
+    for (int d = 0; d < nsp; d++) {
+      int32_t t = taps[k * nsp + d];
+      loff[k] += (int64_t)t * sstr[d];
+      if (t < rlo[d]) rlo[d] = t;
+      if (t > rhi[d]) rhi[d] = t;
+    }
+  }
+}
+
+/* Decodes a row (an index over every axis but the last) of a filter from in
+ * to out: coordinates into c, the input's batch offset *ib and spatial
+ * offset *ispat, the output's offset *ob.  Returns 1 when the taps stay
+ * inside the image on every spatial axis but the last. */
+static inline int ndf__row_decode(int64_t row, const ndf_array *in, const ndf_array *out, int nb, const int32_t *rlo,
+                                  const int32_t *rhi, int64_t *c, int64_t *ib, int64_t *ispat, int64_t *ob) {
+  int inside = 1;
+  *ib = *ispat = *ob = 0;
+  for (int d = in->ndim - 2; d >= 0; d--) {
+    c[d] = row % in->shape[d];
+    row /= in->shape[d];
+    *ob += c[d] * out->strides[d];
+    if (d >= nb) {
+      *ispat += c[d] * in->strides[d];
+      inside &= c[d] + rlo[d - nb] >= 0 && c[d] + rhi[d - nb] < in->shape[d];
+    } else {
+      *ib += c[d] * in->strides[d];
+    }
+  }
+  return inside;
+}
+
+/* Offset from the image start of the tap `tap` of the voxel at row
+ * coordinates c and last coordinate x, through the boundary mode, into *off;
+ * returns 0 when the tap reads cval instead.  (Offsets can be negative:
+ * strides may be.) */
+static inline int ndf__tap_border_offset(const int32_t *tap, const int64_t *c, int64_t x, const ndf_array *in, int nb,
+                                         ndf_mode mode, int64_t *off) {
+  const int nsp = in->ndim - nb;
+  *off = 0;
+  for (int d = 0; d < nsp; d++) {
+    int64_t m = ndf__map_coord((d == nsp - 1 ? x : c[nb + d]) + tap[d], in->shape[nb + d], mode);
+    if (m < 0) return 0;
+    *off += m * in->strides[nb + d];
+  }
+  return 1;
+}
+
 /* ---- dtype helpers ------------------------------------------------------------------------ */
 int ndf__dtype_is_float(ndf_dtype t);
 /* Range of an integer dtype. */
