@@ -224,6 +224,33 @@ typedef enum { NDF_NAN_PROPAGATE = 0 } ndf_nan_policy;
 /* Grey morphology                                                           */
 
 /*
+ * How a grey min/max step is computed (docs/adr/0008-grey-algorithms.md).
+ * Every algorithm gives the same result bit for bit (NaN payloads aside);
+ * they differ in cost.  Choosing one that is not exact for the element or
+ * the mode is an error (NDF_EINVAL), not a silent fallback.
+ *   NDF_GREY_AUTO (default): the cheapest exact one.
+ *   NDF_GREY_DIRECT: every tap of the element for every voxel, O(taps).
+ *   NDF_GREY_SEPARABLE: flat boxes only; one 1-D pass per axis, O(size) each.
+ *   NDF_GREY_VHGW: flat boxes only; one van Herk/Gil-Werman 1-D pass per axis,
+ *     about 3 comparisons per voxel whatever the size.
+ *   NDF_GREY_DECOMPOSED: flat footprints equal to
+ *     iterate_structure(generate_binary_structure(n, c), k) (boxes, diamonds,
+ *     crosses) with origin 0: k steps of the 3^n element.
+ */
+typedef enum {
+  NDF_GREY_AUTO = 0,
+  NDF_GREY_DIRECT = 1,
+  NDF_GREY_SEPARABLE = 2,
+  NDF_GREY_VHGW = 3,
+  NDF_GREY_DECOMPOSED = 4,
+  NDF_GREY_ALGORITHM_COUNT
+} ndf_grey_algorithm;
+
+/* Accepts auto, direct, separable, vhgw, decomposed. */
+NDF_API ndf_status ndf_grey_algorithm_from_name(const char *name, ndf_grey_algorithm *out);
+NDF_API const char *ndf_grey_algorithm_name(ndf_grey_algorithm a);
+
+/*
  * Options of ndf_grey_erosion / ndf_grey_dilation, named as in
  * scipy.ndimage.grey_erosion(input, size, footprint, structure, output, mode,
  * cval, origin).  Exactly scipy's rules apply:
@@ -247,6 +274,7 @@ typedef struct ndf_grey_options {
   double cval;               /* constant mode value (converted to the input dtype first) */
   int batch_dims;
   ndf_nan_policy nan_policy;
+  ndf_grey_algorithm algorithm; /* default NDF_GREY_AUTO */
 } ndf_grey_options;
 
 /* Zeroes *opt: no size/footprint/structure, origin 0, mode reflect, cval 0. */

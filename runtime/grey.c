@@ -22,7 +22,27 @@ void ndf_grey_options_init(ndf_grey_options *opt) {
   opt->nan_policy = NDF_NAN_PROPAGATE;
 }
 
+static const char *algo_names[NDF_GREY_ALGORITHM_COUNT] = {"auto", "direct", "separable", "vhgw", "decomposed"};
+
+const char *ndf_grey_algorithm_name(ndf_grey_algorithm a) {
+  return ((unsigned)a < NDF_GREY_ALGORITHM_COUNT) ? algo_names[a] : NULL;
+}
+
+ndf_status ndf_grey_algorithm_from_name(const char *name, ndf_grey_algorithm *out) {
+  if (!name || !out) return ndf__error(NULL, NDF_EINVAL, "ndf_grey_algorithm_from_name: NULL argument");
+  for (int i = 0; i < NDF_GREY_ALGORITHM_COUNT; i++)
+    if (strcmp(name, algo_names[i]) == 0) { *out = (ndf_grey_algorithm)i; return NDF_OK; }
+  return ndf__error(NULL, NDF_EINVAL,
+                    "ndf_grey_algorithm_from_name: unknown algorithm '%s' (expected auto, direct, separable, vhgw "
+                    "or decomposed)", name);
+}
+
 void ndf__grey_geom_free(ndf__grey_geom *g) {
+  if (g->step) {
+    ndf__grey_geom_free(g->step);
+    free(g->step);
+    g->step = NULL;
+  }
   free(g->taps);
   free(g->w_first);
   free(g->w_cast);
@@ -87,6 +107,83 @@ static ndf_status check_origin(ndf_ctx *ctx, const char *name, ndf__minmax op, i
   return NDF_OK;
 }
 
+/* The c of a footprint equal to iterate_structure(generate_binary_structure(nsp, c), k), k >= 1, or 0.
+ * That footprint has extent 2k+1 on every axis and holds exactly the offsets
+ * d from its centre with |d|_1 <= c k (|d|_inf <= k holds inside it). */
+static int iterated_structure(const ndf_array *fp, const int64_t *es, int nsp, int64_t *kout) {
+  const int64_t k = (es[0] - 1) / 2;
+  if (k < 1 || es[0] != 2 * k + 1) return 0;
+  int64_t count = 1;
+  for (int d = 0; d < nsp; d++) {
+    if (es[d] != es[0]) return 0;
+    count *= es[d];
+  }
+  int64_t maxl1 = -1;
+  for (int pass = 0; pass < 2; pass++) {
+    for (int64_t i = 0; i < count; i++) {
+      int64_t r = i, l1 = 0;
+      for (int d = nsp - 1; d >= 0; d--) {
+        int64_t c = r % es[d] - k;
+        r /= es[d];
+        l1 += c < 0 ? -c : c;
+      }
+      const int in = host_value(fp, i) != 0;
+      if (pass == 0 && in && l1 > maxl1) maxl1 = l1;
+      if (pass == 1 && in != (l1 <= maxl1)) return 0;
+    }
+  }
+  if (maxl1 % k != 0 || maxl1 / k < 1 || maxl1 / k > nsp) return 0;
+  *kout = k;
+  return (int)(maxl1 / k);
+}
+
+/* Taps of the 3^nsp element generate_binary_structure(nsp, c). */
+static int64_t small_structure_taps(int nsp, int c) {
+  int64_t n = 0, count = 1;
+  for (int d = 0; d < nsp; d++) count *= 3;
+  for (int64_t i = 0; i < count; i++) {
+    int64_t r = i, l1 = 0;
+    for (int d = 0; d < nsp; d++, r /= 3) l1 += r % 3 != 1;
+    n += l1 <= c;
+  }
+  return n;
+}
+
+/* g->step = the element generate_binary_structure(nsp, c), origin 0, run
+ * g->nsteps = k times (the caller has checked that this is exact). */
+static ndf_status prepare_decomposed(ndf_ctx *ctx, const char *name, ndf__minmax op, ndf_dtype dtype, int ndim,
+                                     const int64_t *shape, const ndf_grey_options *opt, int c, int64_t k,
+                                     ndf__grey_geom *g) {
+  const int nsp = g->nsp;
+  uint8_t mask[6561]; /* 3^NDF_MAX_SPATIAL */
+  int64_t eshape[NDF_MAX_SPATIAL], count = 1;
+  for (int d = 0; d < nsp; d++) { eshape[d] = 3; count *= 3; }
+  for (int64_t i = 0; i < count; i++) {
+    int64_t r = i, l1 = 0;
+    for (int d = 0; d < nsp; d++, r /= 3) l1 += r % 3 != 1;
+    mask[i] = l1 <= c;
+  }
+  ndf_array fa;
+  ndf_array_init(&fa, mask, NDF_DEVICE_CPU, NDF_UINT8, nsp, eshape);
+  ndf_grey_options so = *opt;
+  so.nsize = 0;
+  so.footprint = &fa;
+  so.structure = NULL;
+  so.norigin = 0;
+  so.algorithm = NDF_GREY_AUTO;
+  g->step = calloc(1, sizeof *g->step);
+  if (!g->step) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory for the element", name);
+  ndf_status s = ndf__grey_prepare(ctx, name, op, dtype, ndim, shape, &so, g->step);
+  if (s != NDF_OK) {
+    free(g->step);
+    g->step = NULL;
+    return s;
+  }
+  g->algo = NDF_GREY_DECOMPOSED;
+  g->nsteps = k;
+  return NDF_OK;
+}
+
 ndf_status ndf__grey_prepare(ndf_ctx *ctx, const char *name, ndf__minmax op, ndf_dtype dtype, int ndim,
                              const int64_t *shape, const ndf_grey_options *opt, ndf__grey_geom *g) {
   memset(g, 0, sizeof *g);
@@ -103,6 +200,9 @@ ndf_status ndf__grey_prepare(ndf_ctx *ctx, const char *name, ndf__minmax op, ndf
   g->mode = opt->mode;
   if (opt->nan_policy != NDF_NAN_PROPAGATE)
     return ndf__argerror(ctx, name, "nan_policy", "unknown policy %d", (int)opt->nan_policy);
+  if ((unsigned)opt->algorithm >= NDF_GREY_ALGORITHM_COUNT)
+    return ndf__argerror(ctx, name, "algorithm", "unknown algorithm %d", (int)opt->algorithm);
+  const ndf_grey_algorithm algo = opt->algorithm;
   if (!ndf__dtype_is_float(dtype)) {
     double lo, hi;
     ndf__dtype_range(dtype, &lo, &hi);
@@ -157,7 +257,36 @@ ndf_status ndf__grey_prepare(ndf_ctx *ctx, const char *name, ndf__minmax op, ndf
       if (!isfinite(host_value(st, i)))
         return ndf__argerror(ctx, name, "structure", "non-finite value for an integer input");
   }
-  g->is_box = !st && active == count;
+  const int box_like = !st && active == count;
+  g->is_box = box_like && algo != NDF_GREY_DIRECT && algo != NDF_GREY_DECOMPOSED;
+  if ((algo == NDF_GREY_SEPARABLE || algo == NDF_GREY_VHGW) && !box_like)
+    return ndf__argerror(ctx, name, "algorithm", "'%s' is exact only for a flat box (no structure, no zero in the "
+                         "footprint); use direct, decomposed or auto", ndf_grey_algorithm_name(algo));
+  /* scipy ignores the origin of size-1 axes of a box (its separable path):
+   * the tap table of a box keeps that meaning. */
+  if (box_like)
+    for (int d = 0; d < nsp; d++)
+      if (es[d] == 1) origin[d] = 0;
+
+  /* Iterated structures (diamonds, crosses, boxes) with origin 0: k steps of
+   * the small element equal the big one in every mode (ADR 0008). */
+  int zero_origin = 1;
+  for (int d = 0; d < nsp; d++) zero_origin &= origin[d] == 0;
+  int64_t kdec = 0;
+  int cdec = 0;
+  if (!st && zero_origin && (algo == NDF_GREY_DECOMPOSED || (algo == NDF_GREY_AUTO && !box_like && fp)))
+    cdec = fp ? iterated_structure(fp, es, nsp, &kdec) : 0;
+  if (!cdec && !st && zero_origin && !fp && algo == NDF_GREY_DECOMPOSED && es[0] >= 3 && es[0] % 2 == 1) {
+    cdec = nsp; /* size=(2k+1, ..., 2k+1) */
+    kdec = (es[0] - 1) / 2;
+    for (int d = 0; d < nsp; d++) cdec = es[d] == es[0] ? cdec : 0;
+  }
+  if (algo == NDF_GREY_DECOMPOSED && !cdec)
+    return ndf__argerror(ctx, name, "algorithm", "'decomposed' needs a flat footprint equal to "
+                         "iterate_structure(generate_binary_structure(%d, c), k) and origin 0", nsp);
+  if (cdec && (algo == NDF_GREY_DECOMPOSED || kdec * small_structure_taps(nsp, cdec) < active))
+    return prepare_decomposed(ctx, name, op, dtype, ndim, shape, opt, cdec, kdec, g);
+  g->algo = g->is_box ? algo : NDF_GREY_DIRECT;
 
   /* Dilation: origin -> -origin - (even size). */
   int64_t o2[NDF_MAX_SPATIAL];
@@ -302,10 +431,44 @@ ndf_status ndf__grey_check(ndf_ctx *ctx, const char *name, const ndf_array *in, 
   return NDF_OK;
 }
 
+static ndf_status run_one(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
+                          const ndf__grey_geom *g) {
+  return in->device == NDF_DEVICE_CPU ? ndf__grey_cpu(ctx, in, out, g) : ndf__grey_cuda(ctx, name, in, out, g);
+}
+
+/* A decomposed element: nsteps steps of the small element, ping-ponging
+ * between out and one contiguous temporary so that the last step writes out. */
+static ndf_status run_decomposed(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
+                                 const ndf__grey_geom *g) {
+  if (g->nsteps == 1) return run_one(ctx, name, in, out, g->step);
+  const size_t bytes = (size_t)ndf_array_size(in) * ndf_dtype_size(in->dtype);
+  ndf_array tmp;
+  ndf_array_init(&tmp, NULL, in->device, in->dtype, in->ndim, in->shape);
+  tmp.device_id = in->device_id;
+  CUdeviceptr dp = 0;
+  ndf_status s = NDF_OK;
+  if (in->device == NDF_DEVICE_CPU) {
+    if (!(tmp.data = malloc(bytes))) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory for a temporary", name);
+  } else {
+    if ((s = ndf__ctx_bind(ctx)) != NDF_OK || (s = ndf__scratch_alloc(ctx, bytes, &dp)) != NDF_OK) return s;
+    tmp.data = (void *)(uintptr_t)dp;
+  }
+  const ndf_array *src = in;
+  for (int64_t i = 0; i < g->nsteps && s == NDF_OK; i++) {
+    ndf_array *dst = (g->nsteps - 1 - i) % 2 == 0 ? out : &tmp;
+    s = run_one(ctx, name, src, dst, g->step);
+    src = dst;
+  }
+  if (in->device == NDF_DEVICE_CPU) free(tmp.data);
+  else ndf__scratch_free(ctx, dp);
+  return s;
+}
+
 ndf_status ndf__grey_run(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
                          const ndf__grey_geom *g) {
   if (ndf_array_size(in) == 0) return NDF_OK;
-  return in->device == NDF_DEVICE_CPU ? ndf__grey_cpu(ctx, in, out, g) : ndf__grey_cuda(ctx, name, in, out, g);
+  if (g->algo == NDF_GREY_DECOMPOSED) return run_decomposed(ctx, name, in, out, g);
+  return run_one(ctx, name, in, out, g);
 }
 
 static ndf_status grey(ndf_ctx *ctx, const char *name, ndf__minmax op, const ndf_array *in, ndf_array *out,

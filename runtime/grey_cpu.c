@@ -167,6 +167,65 @@ static inline double sat(double v, double lo, double hi) { return v < lo ? lo : 
     }                                                                                                      \
   }
 
+/*
+ * One van Herk/Gil-Werman pass along axis a of contiguous arrays: window
+ * [lo, lo+K).  A line, extended through the mode, is cut into blocks of K;
+ * h holds suffix minima within a block (right to left), g prefix minima
+ * (left to right), and out[x] = pick(h[x], g[x+K-1]), or g[x+K-1] alone
+ * when x starts a block: about three comparisons per voxel for any K.
+ * Every pick keeps the operand covering earlier positions first, so ties
+ * (-0.0 and 0.0) and NaNs resolve exactly as in the O(K) left-to-right pass.
+ * W neighbouring lines (along the contiguous axis) are processed together.
+ * Each thread needs vhgw_bytes() of buffer.
+ */
+#define VHGW_W 64
+static size_t vhgw_bytes(int64_t n, int64_t K, int64_t inner, size_t es) {
+  const int64_t W = inner < VHGW_W ? inner : VHGW_W;
+  return (size_t)((2 * (n + K - 1) + 1) * W) * es;
+}
+
+#define DEFINE_VHGW(T, SUF, IS_FLOAT, KIND)                                                                  \
+  static void vhgw_##SUF(void **bufs, int nth, const T *src, T *dst, const int64_t *shape, int ndim, int a,   \
+                         int64_t K, int64_t lo, ndf_mode mode, ndf__minmax op, T cv) {                      \
+    int64_t inner = 1, outer = 1, n = shape[a];                                                             \
+    for (int d = a + 1; d < ndim; d++) inner *= shape[d];                                                   \
+    for (int d = 0; d < a; d++) outer *= shape[d];                                                          \
+    const int64_t W = inner < VHGW_W ? inner : VHGW_W, nchunk = (inner + W - 1) / W, E = n + K - 1;         \
+    _Pragma("omp parallel num_threads(nth)")                                                                \
+    {                                                                                                       \
+      T *ext = bufs[ndf__thread_id()], *h = ext + E * W, *gr = h + E * W;                                   \
+      _Pragma("omp for schedule(static)")                                                                   \
+      for (int64_t u = 0; u < outer * nchunk; u++) {                                                        \
+        const int64_t o = u / nchunk, c0 = (u % nchunk) * W, w = inner - c0 < W ? inner - c0 : W;           \
+        for (int64_t j = 0; j < E; j++) {                                                                   \
+          const int64_t m = ndf__map_coord(j + lo, n, mode);                                                \
+          T *e = ext + j * W;                                                                               \
+          if (m < 0) for (int64_t c = 0; c < w; c++) e[c] = cv;                                             \
+          else memcpy(e, src + (o * n + m) * inner + c0, (size_t)w * sizeof(T));                            \
+        }                                                                                                   \
+        for (int64_t j = E - 1; j >= 0; j--) {                                                              \
+          T *hj = h + j * W;                                                                                \
+          const T *ej = ext + j * W;                                                                        \
+          if (j == E - 1 || (j + 1) % K == 0) memcpy(hj, ej, (size_t)w * sizeof(T));                        \
+          else for (int64_t c = 0; c < w; c++) hj[c] = PICK(IS_FLOAT, op, ej[c], hj[W + c]);                \
+        }                                                                                                   \
+        for (int64_t j = 0; j < E; j++) {                                                                   \
+          const T *ej = ext + j * W;                                                                        \
+          if (j % K == 0) memcpy(gr, ej, (size_t)w * sizeof(T));                                            \
+          else for (int64_t c = 0; c < w; c++) gr[c] = PICK(IS_FLOAT, op, gr[c], ej[c]);                    \
+          const int64_t x = j - (K - 1);                                                                    \
+          if (x < 0) continue;                                                                              \
+          T *t = dst + (o * n + x) * inner + c0;                                                            \
+          if (x % K == 0) memcpy(t, gr, (size_t)w * sizeof(T));                                             \
+          else {                                                                                            \
+            const T *hx = h + x * W;                                                                        \
+            for (int64_t c = 0; c < w; c++) t[c] = PICK(IS_FLOAT, op, hx[c], gr[c]);                        \
+          }                                                                                                 \
+        }                                                                                                   \
+      }                                                                                                     \
+    }                                                                                                       \
+  }
+
 #ifdef _OPENMP
 #include <omp.h>
 static int omp_threads(void) { return omp_get_max_threads(); }
@@ -175,6 +234,7 @@ static int omp_threads(void) { return 1; }
 #endif
 
 NDF_CPU_TYPES(DEFINE_CPU)
+NDF_CPU_TYPES(DEFINE_VHGW)
 
 int ndf__cpu_threads(const ndf_ctx *ctx) { return nthreads(ctx) ? nthreads(ctx) : omp_threads(); }
 
@@ -220,9 +280,25 @@ static taps_fn taps_for(ndf_dtype t) {
   }
 }
 
+/* Whether the line pass of extent K runs van Herk/Gil-Werman. */
+static int use_vhgw(const ndf__grey_geom *g, int64_t K) {
+  return K > 1 && (g->algo == NDF_GREY_VHGW || (g->algo == NDF_GREY_AUTO && K >= NDF__VHGW_MIN_CPU));
+}
+
 /* Runs one separable pass for dtype t. */
 static void pass_any(const ndf_ctx *ctx, void **bufs, int nth, ndf_dtype t, const void *src, void *dst,
                      const int64_t *shape, int ndim, int a, int64_t K, int64_t lo, const ndf__grey_geom *g) {
+  if (use_vhgw(g, K)) {
+    switch (t) {
+#define VCASE(DT, T, SUF) case DT: vhgw_##SUF(bufs, nth, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (T)g->cval); break;
+      VCASE(NDF_UINT8, uint8_t, u8) VCASE(NDF_INT8, int8_t, i8) VCASE(NDF_UINT16, uint16_t, u16)
+      VCASE(NDF_INT16, int16_t, i16) VCASE(NDF_UINT32, uint32_t, u32) VCASE(NDF_INT32, int32_t, i32)
+      VCASE(NDF_FLOAT32, float, f32) VCASE(NDF_FLOAT64, double, f64)
+#undef VCASE
+      default: break;
+    }
+    return;
+  }
   switch (t) {
     case NDF_UINT8: pass_u8(ctx, bufs, nth, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (uint8_t)g->cval); break;
     case NDF_INT8: pass_i8(ctx, bufs, nth, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (int8_t)g->cval); break;
@@ -265,14 +341,15 @@ static ndf_status box_cpu(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, con
   }
   /* Line buffers for the last-axis pass, one per thread, before anything is written. */
   const int nth = ndf__cpu_threads(ctx);
-  int64_t ext = 1; /* a pass runs on line buffers when no axis after it has extent > 1 */
+  size_t ext = es; /* a pass runs on line buffers when no axis after it has extent > 1, or with van Herk */
   for (int i = 0; i < npass; i++) {
     int64_t inner = 1;
     for (int d = nb + axes[i] + 1; d < ndim; d++) inner *= in->shape[d];
-    int64_t need = in->shape[nb + axes[i]] + g->box[axes[i]];
-    if (inner == 1 && need > ext) ext = need;
+    const int64_t K = g->box[axes[i]], len = in->shape[nb + axes[i]];
+    size_t need = use_vhgw(g, K) ? vhgw_bytes(len, K, inner, es) : inner == 1 ? (size_t)(len + K) * es : 0;
+    if (need > ext) ext = need;
   }
-  void **bufs = ndf__thread_buffers(nth, (size_t)ext * es);
+  void **bufs = ndf__thread_buffers(nth, ext);
   if (!bufs) {
     free(packed); free(tmp); free(obuf);
     return ndf__error(ctx, NDF_ENOMEM, "ndforge: out of host memory for line buffers");

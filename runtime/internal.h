@@ -126,7 +126,18 @@ typedef struct ndf__grey_geom {
   double *w_first;  /* weight of every tap in double (used exactly for tap 0) */
   double *w_cast;   /* weight converted to the input dtype (used for taps >= 1) */
   int32_t rad_lo[NDF_MAX_SPATIAL], rad_hi[NDF_MAX_SPATIAL]; /* min/max tap offset per axis */
+  /* The algorithm (docs/adr/0008): for a box NDF_GREY_AUTO, _SEPARABLE or
+   * _VHGW says how its line passes run; NDF_GREY_DIRECT marks a tap table
+   * (is_box == 0); NDF_GREY_DECOMPOSED runs nsteps times the element *step. */
+  ndf_grey_algorithm algo;
+  int64_t nsteps;
+  struct ndf__grey_geom *step;
 } ndf__grey_geom;
+
+/* AUTO runs a box line pass with van Herk/Gil-Werman from this extent on
+ * (below it, the O(K) pass is as cheap); the lead tunes them on the GPU. */
+#define NDF__VHGW_MIN_CPU 8
+#define NDF__VHGW_MIN_CUDA 8
 
 void ndf__grey_geom_free(ndf__grey_geom *g);
 /* Validates the call and normalizes scipy's arguments.  name is "ndf_grey_erosion"/... */

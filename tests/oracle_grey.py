@@ -83,6 +83,9 @@ def draw_elem_len(rng, n):
     """Element length along an axis of image length n: mostly 1..7, sometimes
     larger than the image (up to about 5n)."""
     r = rng.random()
+    if r < 0.12:  # large elements (van Herk/Gil-Werman passes), up to 31
+        return int(rng.integers(8, 32))
+    r = rng.random()
     if r < 0.04:
         return int(rng.integers(2 * n + 1, 5 * n + 6))
     if r < 0.12:
@@ -237,8 +240,16 @@ def draw_case(rng):
     if nsp <= 2 and rng.random() < 0.12:  # now and then a longer image
         spatial = [int(rng.integers(13, 400 if nsp == 1 else 70)) for _ in range(nsp)]
     eshape = [draw_elem_len(rng, n) for n in spatial]
-    kind = str(rng.choice(["size", "footprint", "structure", "structure+footprint"],
-                          p=[0.35, 0.3, 0.2, 0.15]))
+    kind = str(rng.choice(["size", "footprint", "structure", "structure+footprint", "iterated"],
+                          p=[0.3, 0.27, 0.18, 0.13, 0.12]))
+    iterated = None
+    if kind == "iterated":  # iterate_structure(generate_binary_structure(nsp, c), k): diamonds, crosses, boxes
+        k = int(rng.integers(1, {1: 16, 2: 16, 3: 4, 4: 2}[nsp]))
+        iterated = ndi.iterate_structure(ndi.generate_binary_structure(nsp, int(rng.integers(1, nsp + 1))), k)
+        eshape = list(iterated.shape)
+        if any(n > 1 and e > 4 * n for e, n in zip(eshape, spatial)):
+            return None
+        kind = "footprint"
 
     # scipy's N-D (non-box) path maps reflect wrongly for taps 4n or more
     # before the image (NI_InitFilterOffsets); an element of length e reaches
@@ -270,7 +281,7 @@ def draw_case(rng):
             kw["size"] = tuple(eshape)
     else:
         if kind in ("footprint", "structure+footprint"):
-            fp = draw_footprint(rng, eshape)
+            fp = draw_footprint(rng, eshape) if iterated is None else iterated
             if kind == "footprint" and fp.all():
                 box = True
         if kind.startswith("structure"):
@@ -285,7 +296,10 @@ def draw_case(rng):
     data = draw_values(rng, dtype, bshape + spatial, margin)
     cval = draw_cval(rng, dtype, data, margin)
     kw["cval"] = cval
-    origin_field, origin = draw_origins(rng, eshape, box)
+    if iterated is None or rng.random() < 0.4:
+        origin_field, origin = draw_origins(rng, eshape, box)
+    else:  # origin 0: the element is decomposed
+        origin_field, origin = None, 0
     if origin_field is not None:
         kw["origin"] = origin if len(origin_field) > 1 else origin_field[0]
 

@@ -178,7 +178,20 @@ static int read_npy(const grey_state *s, const char *name, ndfio_image *img) {
 }
 
 /* Returns 0 when the case passes; prints what went wrong otherwise. */
-static int run_case(grey_state *s, const grey_case *c, int inv, int outv, tu_rng *rng, int verbose) {
+/* 1 when a case's element is a flat box (size, or a footprint without zeros, no structure). */
+static int case_is_box(const grey_case *c, const ndfio_image *fp) {
+  if (c->structure[0]) return 0;
+  if (!c->footprint[0]) return 1;
+  for (int64_t i = 0; i < ndf_array_size(&fp->arr); i++)
+    if (tu_get(&fp->arr, i) == 0) return 0;
+  return 1;
+}
+
+/* Runs one case with one algorithm.  An algorithm that is not exact for the
+ * element must be refused with NDF_EINVAL (box-only ones exactly when the
+ * element is no box); *skipped is then set and the output checked untouched. */
+static int run_case(grey_state *s, const grey_case *c, int inv, int outv, tu_rng *rng, int verbose,
+                    ndf_grey_algorithm algo, int *skipped) {
   ndfio_image in = {0}, exp = {0}, fp = {0}, st = {0};
   tu_array in2 = {0}, out = {0};
   int rc = -1;
@@ -209,6 +222,8 @@ static int run_case(grey_state *s, const grey_case *c, int inv, int outv, tu_rng
   o.structure = c->structure[0] ? &st.arr : NULL;
   o.cval = c->cval;
   o.batch_dims = c->batch;
+  o.algorithm = algo;
+  *skipped = 0;
   if (ndf_mode_from_name(c->mode, &o.mode) != NDF_OK) {
     snprintf(msg, sizeof msg, "ndf_mode_from_name(\"%s\") failed", c->mode);
     goto done;
@@ -219,6 +234,22 @@ static int run_case(grey_state *s, const grey_case *c, int inv, int outv, tu_rng
     goto done;
   }
   ndf_status r = tu_op_call(s->ctx, c->op, input, &out.arr, &o);
+  const int box = case_is_box(c, &fp);
+  if ((algo == NDF_GREY_SEPARABLE || algo == NDF_GREY_VHGW) && box != (r == NDF_OK)) {
+    snprintf(msg, sizeof msg, "algorithm %s on %s element returned %s: %s", ndf_grey_algorithm_name(algo),
+             box ? "a box" : "a non-box", ndf_status_name(r), ndf_errmsg(s->ctx));
+    goto done;
+  }
+  if (r == NDF_EINVAL && algo != NDF_GREY_AUTO && algo != NDF_GREY_DIRECT &&
+      strstr(ndf_errmsg(s->ctx), "bad argument 'algorithm'")) {
+    *skipped = 1;
+    if (tu_poison_check(out.base, out.bytes) >= 0) {
+      snprintf(msg, sizeof msg, "algorithm %s refused, but wrote the output", ndf_grey_algorithm_name(algo));
+      goto done;
+    }
+    rc = 0;
+    goto done;
+  }
   if (r != NDF_OK) {
     snprintf(msg, sizeof msg, "returned %s: %s", ndf_status_name(r), ndf_errmsg(s->ctx));
     goto done;
@@ -241,7 +272,8 @@ static int run_case(grey_state *s, const grey_case *c, int inv, int outv, tu_rng
   rc = 0;
 done:
   if (rc != 0 && verbose) {
-    printf("FAIL case %d (%s): %s\n  %s\n", c->id, variant_name(inv, outv), c->line, msg);
+    printf("FAIL case %d (%s, algorithm %s): %s\n  %s\n", c->id, variant_name(inv, outv),
+           ndf_grey_algorithm_name(algo), c->line, msg);
   }
   ndfio_image_free(&in);
   ndfio_image_free(&exp);
@@ -252,16 +284,29 @@ done:
   return rc;
 }
 
-static void run_all(void **state, int inv, int outv) {
+/* Runs every case with the default algorithm, and with all_algos every
+ * other algorithm too (those not exact for a case must refuse it). */
+static void run_all_algos(void **state, int inv, int outv, int all_algos) {
   grey_state *s = *state;
   tu_rng rng;
   tu_rng_seed(&rng, s->seed * 31u + (uint64_t)(inv * 3 + outv));
-  int failed = 0, failed_op[TU_OP_COUNT] = {0};
-  for (int i = 0; i < s->ncases; i++) {
-    if (run_case(s, &s->cases[i], inv, outv, &rng, failed < 12) != 0) {
-      failed++;
-      failed_op[s->cases[i].op]++;
+  int failed = 0, failed_op[TU_OP_COUNT] = {0}, ran[NDF_GREY_ALGORITHM_COUNT] = {0};
+  for (int a = 0; a < (all_algos ? NDF_GREY_ALGORITHM_COUNT : 1); a++)
+    for (int i = 0; i < s->ncases; i++) {
+      int skipped = 0;
+      if (run_case(s, &s->cases[i], inv, outv, &rng, failed < 12, (ndf_grey_algorithm)a, &skipped) != 0) {
+        failed++;
+        failed_op[s->cases[i].op]++;
+      }
+      ran[a] += !skipped;
     }
+  if (all_algos) {
+    printf("cases run per algorithm (%s):", variant_name(inv, outv));
+    for (int a = 0; a < NDF_GREY_ALGORITHM_COUNT; a++) printf(" %s %d", ndf_grey_algorithm_name((ndf_grey_algorithm)a), ran[a]);
+    printf("\n");
+    /* Every algorithm must have met cases it is exact for. */
+    if (s->ncases >= 200)
+      for (int a = 0; a < NDF_GREY_ALGORITHM_COUNT; a++) assert_true(ran[a] > 0);
   }
   if (failed) {
     s->keep_dir = 1;
@@ -273,8 +318,10 @@ static void run_all(void **state, int inv, int outv) {
   assert_int_equal(failed, 0);
 }
 
-static void test_scipy_cases(void **state) { run_all(state, IN_ASIS, OUT_C); }
-static void test_scipy_cases_strided_input(void **state) { run_all(state, IN_STRIDED, OUT_C); }
+static void run_all(void **state, int inv, int outv) { run_all_algos(state, inv, outv, 0); }
+
+static void test_scipy_cases(void **state) { run_all_algos(state, IN_ASIS, OUT_C, 1); }
+static void test_scipy_cases_strided_input(void **state) { run_all_algos(state, IN_STRIDED, OUT_C, 1); }
 static void test_scipy_cases_fortran_input(void **state) { run_all(state, IN_FORTRAN, OUT_C); }
 static void test_scipy_cases_strided_output(void **state) { run_all(state, IN_ASIS, OUT_STRIDED); }
 static void test_scipy_cases_fortran_both(void **state) { run_all(state, IN_FORTRAN, OUT_FORTRAN); }
