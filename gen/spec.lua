@@ -70,6 +70,22 @@ return {
       },
     },
     {
+      name = "grey_line",
+      file = "templates/grey_line.cu",
+      kernels = { "ndf_grey_line" },
+      slots = {
+        T = "element type (C name)",
+        OP = "0 = minimum (erosion), 1 = maximum (dilation)",
+        MODE = "boundary mode, 0..4",
+        LAST = "1 when the processed axis is the array's last axis",
+      },
+      families = {
+        { T = { "float" }, OP = { "0", "1" }, MODE = { "0", "1", "2", "3", "4" }, LAST = { "0", "1" } },
+        { T = int_types, OP = { "0" }, MODE = { "0" }, LAST = { "0", "1" } },
+        { T = { "double" }, OP = { "1" }, MODE = { "1", "4" }, LAST = { "0", "1" } },
+      },
+    },
+    {
       name = "elementwise",
       file = "templates/elementwise.cu",
       kernels = { "ndf_elementwise" },

@@ -3,11 +3,16 @@
  * per element class, requests its specialization from the JIT and launches
  * it on the context's stream.
  *
- *   flat box, extents <= 7 on the last three spatial axes
- *       -> grey_box (one fused pass) + one grey_taps line pass per other
- *          spatial axis with extent > 1;
- *   other flat boxes -> one grey_taps line pass per axis with extent > 1;
- *   any other element -> grey_taps with the element's tap table.
+ *   flat box, extents <= 7 on the last three spatial axes (algorithm auto)
+ *       -> grey_box (one fused pass) + one line pass per other spatial axis
+ *          with extent > 1;
+ *   other flat boxes -> one line pass per axis with extent > 1;
+ *   any other element (or algorithm direct) -> grey_taps with the element's
+ *       tap table; algorithm decomposed runs its steps (grey.c).
+ * A line pass is grey_line (van Herk/Gil-Werman, constant cost) for
+ * algorithm vhgw, or auto from extent NDF__VHGW_MIN_CUDA on, else grey_taps
+ * with a 1-D tap table, O(extent) per voxel (and for extents too large for
+ * grey_line's shared memory: some hundreds, see line_geometry).
  * Separable passes are exact for min/max in every mode (cval padding and NaN
  * propagation commute with the axis-wise reduction).
  */
@@ -36,6 +41,14 @@ static void req_taps(ndf__kernel_req *r, ndf_dtype dtype, int nsp, ndf__minmax o
   ndf__req_set(r, "T_HI", "%.1f", ndf__dtype_is_float(dtype) ? 0.0 : hi);
 }
 
+static void req_line(ndf__kernel_req *r, ndf_dtype dtype, ndf__minmax op, ndf_mode mode, int last) {
+  ndf__req_init(r, "grey_line", "ndf_grey_line");
+  ndf__req_set(r, "T", "%s", ndf__dtype_ctype(dtype));
+  ndf__req_set(r, "OP", "%d", (int)op);
+  ndf__req_set(r, "MODE", "%d", (int)mode);
+  ndf__req_set(r, "LAST", "%d", last);
+}
+
 static void req_box(ndf__kernel_req *r, ndf_dtype dtype, ndf__minmax op, ndf_mode mode, const int k[3], int zc) {
   ndf__req_init(r, "grey_box", "ndf_grey_box");
   ndf__req_set(r, "T", "%s", ndf__dtype_ctype(dtype));
@@ -52,7 +65,7 @@ static void req_box(ndf__kernel_req *r, ndf_dtype dtype, ndf__minmax op, ndf_mod
 
 /* Number of trailing spatial axes the fused box kernel covers (0 = none). */
 static int box_fused_axes(const ndf__grey_geom *g) {
-  if (!g->is_box) return 0;
+  if (!g->is_box || g->algo != NDF_GREY_AUTO) return 0;
   int n = g->nsp < 3 ? g->nsp : 3;
   for (int d = g->nsp - n; d < g->nsp; d++)
     if (g->box[d] > BOX_MAX) return 0;
@@ -68,8 +81,41 @@ static void box_k(const ndf__grey_geom *g, int nf, int k[3], int lo[3]) {
   }
 }
 
+/* van Herk/Gil-Werman line pass (grey_line): lines per block and outputs per
+ * segment for extent K on an axis of length n, within 48 KiB of shared
+ * memory; 0 when K is too large for it (the O(K) pass runs instead). */
+#define LINE_SMEM 49152
+static int line_geometry(int64_t K, int64_t n, size_t es, int *cols, int *seg) {
+  for (int c = 64; c >= 32; c /= 2) {
+    int64_t rows = ((int64_t)LINE_SMEM - 16 * c) / ((int64_t)(c + 1) * (int64_t)es); /* S + K - 1 */
+    int64_t S = rows - K + 1;
+    if (S > K) S = K;
+    if (S > n) S = n;
+    if (S >= 1) {
+      *cols = c;
+      *seg = (int)S;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Whether the line pass of extent K runs grey_line. */
+static int use_line(const ndf__grey_geom *g, int64_t K, int64_t n, size_t es) {
+  int c, sg;
+  if (K <= 1 || !line_geometry(K, n, es, &c, &sg)) return 0;
+  return g->algo == NDF_GREY_VHGW || (g->algo == NDF_GREY_AUTO && K >= NDF__VHGW_MIN_CUDA);
+}
+
 int ndf__grey_cuda_requests(const ndf__grey_geom *g, ndf_dtype dtype, int ndim, ndf__kernel_req *reqs, int max) {
+  if (g->algo == NDF_GREY_DECOMPOSED) return ndf__grey_cuda_requests(g->step, dtype, ndim, reqs, max);
   int n = 0, nf = box_fused_axes(g);
+  if (g->is_box) /* line passes by van Herk (the warm shape is 64 per axis) */
+    for (int l = 0; l < 2; l++) {
+      int need = 0;
+      for (int d = 0; d < g->nsp - nf; d++) need |= use_line(g, g->box[d], 64, ndf_dtype_size(dtype)) && (d == g->nsp - 1) == l;
+      if (need && n < max) req_line(&reqs[n++], dtype, g->op, g->mode, l);
+    }
   if (nf) {
     int k[3], lo[3];
     box_k(g, nf, k, lo);
@@ -77,9 +123,7 @@ int ndf__grey_cuda_requests(const ndf__grey_geom *g, ndf_dtype dtype, int ndim, 
     if (n < max) req_box(&reqs[n++], dtype, g->op, g->mode, k, 4);
   }
   int need_taps = !g->is_box;
-  for (int d = 0; d < g->nsp - nf; d++) need_taps |= g->box[d] > 1;
-  if (g->is_box && !nf)
-    for (int d = 0; d < g->nsp; d++) need_taps |= g->box[d] > 1;
+  for (int d = 0; d < g->nsp - nf; d++) need_taps |= g->box[d] > 1 && !use_line(g, g->box[d], 64, ndf_dtype_size(dtype));
   if (need_taps && n < max) req_taps(&reqs[n++], dtype, g->nsp, g->op, g->mode, g->has_weights);
   return n;
 }
@@ -220,6 +264,54 @@ static int box_zc(const ndf_ctx *ctx, const int64_t *shape, int ndim) {
   return blocks < 2 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) ? 4 : 32;
 }
 
+/* One van Herk/Gil-Werman pass along array axis a (templates/grey_line.cu). */
+static ndf_status run_line(ndf_ctx *ctx, const char *name, ndf_dtype dtype, const void *in, const int64_t *istr,
+                           void *out, const int64_t *ostr, const int64_t *shape, int ndim, const ndf__grey_geom *g,
+                           int a, int64_t K, int64_t lo) {
+  int cols = 0, seg = 0;
+  const size_t es = ndf_dtype_size(dtype);
+  line_geometry(K, shape[a], es, &cols, &seg);
+  ndf__kernel_req req;
+  req_line(&req, dtype, g->op, g->mode, a == ndim - 1);
+  CUfunction fn;
+  ndf_status s = ndf__jit_get(ctx, name, &req, &fn);
+  if (s != NDF_OK) return s;
+  param_block pb = {.n = 0};
+  const void *pin = in;
+  void *pout = out;
+  PB_PUT(&pb, pin);
+  PB_PUT(&pb, pout);
+  PB_PUT(&pb, shape[a]);
+  PB_PUT(&pb, istr[a]);
+  PB_PUT(&pb, ostr[a]);
+  int nother = ndim - 1;
+  PB_PUT(&pb, nother);
+  int64_t nlines = 1;
+  const int64_t *arrays[3] = {shape, istr, ostr};
+  for (int k = 0; k < 3; k++)
+    for (int d = 0, i = 0; i < NDF_MAX_NDIM; d++) {
+      if (d == a) continue;
+      int64_t v = d < ndim ? arrays[k][d] : 0;
+      if (k == 0 && d < ndim) nlines *= v;
+      PB_PUT(&pb, v);
+      i++;
+    }
+  int64_t nseg = (shape[a] + seg - 1) / seg;
+  PB_PUT(&pb, nlines);
+  PB_PUT(&pb, nseg);
+  int k32 = (int)K, lo32 = (int)lo;
+  PB_PUT(&pb, k32);
+  PB_PUT(&pb, lo32);
+  PB_PUT(&pb, seg);
+  PB_PUT(&pb, g->cval);
+  const unsigned smem = (unsigned)(16 * cols + (size_t)(seg + K - 1) * (size_t)(cols + 1) * es);
+  void *args[] = {pb.b};
+  int64_t tiles = (nlines + cols - 1) / cols * nseg;
+  CUresult r = ndf__cu(NULL)->cuLaunchKernel(fn, grid_for(ctx, tiles), 1, 1, (unsigned)cols, 1, 1, smem, ctx->stream,
+                                             args, NULL);
+  return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, name, r);
+}
+
 static ndf_status run_box(ndf_ctx *ctx, const char *name, ndf_dtype dtype, const void *in, const int64_t *istr,
                           void *out, const int64_t *ostr, const int64_t *shape, int ndim, const ndf__grey_geom *g,
                           int nf) {
@@ -292,6 +384,8 @@ ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
     total = 1;
   }
 
+  const size_t es = ndf_dtype_size(in->dtype);
+  const int nb = ndim - nsp;
   /* Resolve every kernel before the first launch: a compile or load failure
    * then leaves the output untouched (later lookups are memory hits). */
   {
@@ -303,12 +397,13 @@ ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
       req_box(&req, in->dtype, g->op, g->mode, k, box_zc(ctx, in->shape, ndim));
       if ((s = ndf__jit_get(ctx, name, &req, &fn)) != NDF_OK) return s;
     }
-    if (npass > 0) {
-      req_taps(&req, in->dtype, nsp, g->op, g->mode, 0);
+    for (int i = 0; i < npass; i++) {
+      const int a = axes[i];
+      if (use_line(g, g->box[a], in->shape[nb + a], es)) req_line(&req, in->dtype, g->op, g->mode, nb + a == ndim - 1);
+      else req_taps(&req, in->dtype, nsp, g->op, g->mode, 0);
       if ((s = ndf__jit_get(ctx, name, &req, &fn)) != NDF_OK) return s;
     }
   }
-  size_t es = ndf_dtype_size(in->dtype);
   int64_t n = ndf_array_size(in);
   CUdeviceptr tmp = 0;
   int64_t cstr[NDF_MAX_NDIM];
@@ -327,6 +422,12 @@ ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
       s = run_box(ctx, name, in->dtype, src, sstr, dst, dstr, in->shape, ndim, g, nf);
     } else {
       int a = axes[nf ? i - 1 : i];
+      if (use_line(g, g->box[a], in->shape[nb + a], es)) {
+        s = run_line(ctx, name, in->dtype, src, sstr, dst, dstr, in->shape, ndim, g, nb + a, g->box[a], g->lo[a]);
+        src = dst;
+        sstr = dstr;
+        continue;
+      }
       int32_t taps[NDF_MAX_SPATIAL * 64];
       int64_t kk = g->box[a];
       int32_t *tp = kk * nsp <= (int64_t)(sizeof taps / sizeof taps[0]) ? taps : malloc((size_t)(kk * nsp) * sizeof(int32_t));
