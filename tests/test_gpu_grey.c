@@ -4,7 +4,8 @@
  * morphological_laplace, white_tophat, black_tophat) on the GPU against the
  * CPU backend, bit for bit (NaN positions equal), on fresh random inputs drawn
  * here: every op, dtype and mode, shapes up to 2x3x67x131 and 64x128x128, sizes
- * 1-7, random and large (7x7x7) footprints, non-flat structures (including
+ * 1-7 and 8-63 (van Herk line passes), every algorithm (auto, direct,
+ * separable, vhgw, decomposed iterated structures), random and large (7x7x7) footprints, non-flat structures (including
  * values that saturate integer dtypes), origins, batch axes, strided and
  * negative-stride inputs, strided outputs.  Every GPU output is poisoned before
  * the run; the bytes between the elements of a strided output must keep the
@@ -135,6 +136,7 @@ typedef struct gcase {
   ndf_grey_options o;
   tu_array fp, st;
   char desc[512];
+  int cpu_algo; /* > 0: the CPU reference runs this algorithm instead of o.algorithm */
 } gcase;
 
 static void fill_values(tu_array *in, tu_rng *r, int with_nan) {
@@ -201,6 +203,8 @@ static void draw_case(gcase *c, tu_rng *r) {
     ntap *= es[i];
   }
   const char *kinds[] = {"size", "footprint", "structure", "structure+footprint"};
+  if (kind == 0 && tu_rng_chance(r, 0.25)) /* large boxes: van Herk line passes */
+    for (int i = 0; i < c->nsp; i++) es[i] = tu_rng_chance(r, 0.3) ? es[i] : tu_rng_int(r, 8, 40);
   if (kind == 0) {
     if (tu_rng_chance(r, 0.3)) {
       c->o.nsize = 1;
@@ -273,7 +277,9 @@ static int run_gpu_case(gpu_state *s, gcase *c, tu_rng *r, int in_layout, int ou
   fill_values(&in, r, with_nan && tu_is_float(c->dt));
   assert_int_equal(tu_array_like(&cpu_out, &in.arr, TU_LAYOUT_C, r), 0);
   double t0 = now_ms();
-  ndf_status rc = tu_op_call(ctx, c->op, &in.arr, &cpu_out.arr, &c->o);
+  ndf_grey_options co = c->o;
+  if (c->cpu_algo > 0) co.algorithm = (ndf_grey_algorithm)c->cpu_algo;
+  ndf_status rc = tu_op_call(ctx, c->op, &in.arr, &cpu_out.arr, &co);
   double t1 = now_ms();
   if (rc != NDF_OK) {
     printf("CPU backend rejected: %s: %s\n  %s\n", ndf_status_name(rc), ndf_errmsg(ctx), c->desc);
@@ -486,6 +492,10 @@ static void test_gpu_benchmark_shapes(void **state) {
       {NDF_FLOAT32, 3, 0, {64, 128, 128}, 3, NDF_MODE_REFLECT, TU_OP_LAPLACE},
       {NDF_INT16, 3, 0, {64, 128, 128}, 5, NDF_MODE_WRAP, TU_OP_WHITE_TOPHAT},
       {NDF_FLOAT32, 3, 0, {32, 64, 64}, 7, NDF_MODE_NEAREST, TU_OP_BLACK_TOPHAT},
+      /* the size sweep on 2048^2 (here 512^2) and 4x128^3 opening (here 2x64^3) */
+      {NDF_FLOAT32, 2, 0, {512, 512}, 63, NDF_MODE_REFLECT, TU_OP_DILATION},
+      {NDF_FLOAT32, 2, 0, {512, 512}, 15, NDF_MODE_REFLECT, TU_OP_DILATION},
+      {NDF_FLOAT32, 4, 1, {2, 64, 64, 64}, 5, NDF_MODE_REFLECT, TU_OP_OPENING},
   };
   int failed = 0;
   for (size_t k = 0; k < sizeof b / sizeof b[0]; k++) {
@@ -536,6 +546,119 @@ static void test_gpu_benchmark_shapes(void **state) {
   else printf("  %s: GPU %.2f ms (first call), CPU %.1f ms\n", c.desc, g, cp);
   gcase_free(&c);
   assert_int_equal(failed, 0);
+}
+
+/* Every algorithm on the GPU (auto, direct, separable, vhgw, decomposed)
+ * against the CPU's auto, bit for bit: large boxes (extents up to 63, some
+ * longer than the image) and iterated structures (diamonds, crosses), 1-4
+ * spatial axes, batch axes, strided inputs and outputs, NaN.  An algorithm
+ * that is not exact for the element is refused by both backends alike. */
+static void test_gpu_algorithms(void **state) {
+  gpu_state *s = *state;
+  SKIP_WITHOUT_CUDA(s);
+  tu_rng r;
+  tu_rng_seed(&r, s->seed + 4);
+  int failed = 0, ran[NDF_GREY_ALGORITHM_COUNT] = {0};
+  const long n = s->ncases / 2 > 40 ? s->ncases / 2 : 40;
+  for (long it = 0; it < n && failed < 15; it++) {
+    gcase c;
+    memset(&c, 0, sizeof c);
+    ndf_grey_options_init(&c.o);
+    c.op = (int)tu_rng_int(&r, 0, TU_OP_COUNT - 1);
+    c.dt = (ndf_dtype)tu_rng_int(&r, NDF_UINT8, NDF_FLOAT64);
+    c.nsp = (int)tu_rng_int(&r, 1, 4);
+    c.batch = (int)tu_rng_int(&r, 0, 1);
+    c.nd = c.batch + c.nsp;
+    const int64_t maxlen = c.nsp == 1 ? 3000 : c.nsp == 2 ? 300 : c.nsp == 3 ? 48 : 14;
+    for (int i = 0; i < c.nd; i++) c.shape[i] = i < c.batch ? tu_rng_int(&r, 1, 3) : tu_rng_int(&r, 1, maxlen);
+    int64_t es[NDF_MAX_SPATIAL];
+    const int iterated = tu_rng_chance(&r, 0.4);
+    int cc = 0;
+    int64_t k = 0;
+    if (iterated) { /* iterate_structure(generate_binary_structure(nsp, cc), k) */
+      cc = (int)tu_rng_int(&r, 1, c.nsp);
+      k = tu_rng_int(&r, 1, c.nsp <= 2 ? 12 : c.nsp == 3 ? 4 : 2);
+      int64_t ntap = 1;
+      for (int i = 0; i < c.nsp; i++) { es[i] = 2 * k + 1; ntap *= es[i]; }
+      assert_int_equal(tu_array_alloc(&c.fp, NDF_BOOL, c.nsp, es), 0);
+      for (int64_t t = 0; t < ntap; t++) {
+        int64_t q = t, l1 = 0;
+        for (int i = 0; i < c.nsp; i++, q /= es[0]) l1 += llabs(q % es[0] - k);
+        tu_set(&c.fp.arr, t, l1 <= cc * k);
+      }
+      c.o.footprint = &c.fp.arr;
+    } else {
+      c.o.nsize = c.nsp;
+      for (int i = 0; i < c.nsp; i++) {
+        double u = tu_rng_unif(&r);
+        es[i] = u < 0.2 ? 1 : u < 0.4 ? tu_rng_int(&r, 2, 7) : u < 0.9 ? tu_rng_int(&r, 8, 63)
+                                                                   : c.shape[c.batch + i] * tu_rng_int(&r, 1, 3) + 1;
+        if (c.nsp >= 3 && es[i] > 15) es[i] = 15;
+        c.o.size[i] = es[i];
+      }
+    }
+    if (!iterated || tu_rng_chance(&r, 0.3)) {
+      c.o.norigin = c.nsp;
+      for (int i = 0; i < c.nsp; i++) c.o.origin[i] = tu_rng_int(&r, -(es[i] / 2), (es[i] - 1) / 2);
+    }
+    c.o.mode = (ndf_mode)tu_rng_int(&r, 0, NDF_MODE_COUNT - 1);
+    double lo, hi;
+    tu_int_range(c.dt, &lo, &hi);
+    c.o.cval = tu_is_float(c.dt) ? (tu_rng_chance(&r, 0.1) ? NAN : tu_rng_normal(&r) * 100)
+                                 : (double)tu_rng_int(&r, (int64_t)lo, (int64_t)hi);
+    c.o.batch_dims = c.batch;
+    c.cpu_algo = NDF_GREY_AUTO;
+    char sh[96], el[96];
+    size_t w = 0;
+    for (int i = 0; i < c.nd; i++) w += (size_t)snprintf(sh + w, sizeof sh - w, "%s%lld", i ? "x" : "", (long long)c.shape[i]);
+    w = 0;
+    for (int i = 0; i < c.nsp; i++) w += (size_t)snprintf(el + w, sizeof el - w, "%s%lld", i ? "x" : "", (long long)es[i]);
+    for (int a = 0; a < NDF_GREY_ALGORITHM_COUNT; a++) {
+      c.o.algorithm = (ndf_grey_algorithm)a;
+      snprintf(c.desc, sizeof c.desc, "%s %s shape=%s batch=%d %s=%s (c=%d) origin=%s mode=%s algorithm=%s",
+               tu_op_name(c.op), ndf_dtype_name(c.dt), sh, c.batch, iterated ? "iterated" : "size", el, cc,
+               c.o.norigin ? "random" : "0", ndf_mode_name(c.o.mode), ndf_grey_algorithm_name(c.o.algorithm));
+      /* Refused on the CPU: must be refused on the GPU too, output untouched.
+       * (Whether it is depends on the element, not the image: 1^nd here.) */
+      tu_array hin, hout;
+      int64_t ones[NDF_MAX_NDIM];
+      for (int i = 0; i < c.nd; i++) ones[i] = 1;
+      assert_int_equal(tu_array_alloc(&hin, c.dt, c.nd, ones), 0);
+      assert_int_equal(tu_array_like(&hout, &hin.arr, TU_LAYOUT_C, &r), 0);
+      ndf_status rc = tu_op_call(s->ctx, c.op, &hin.arr, &hout.arr, &c.o);
+      if (rc != NDF_OK) {
+        dev_copy din, dout;
+        dev_upload(s->ctx, &din, &hin);
+        dev_upload(s->ctx, &dout, &hout);
+        ndf_status rg = tu_op_call(s->ctx, c.op, &din.arr, &dout.arr, &c.o);
+        tu_array back;
+        assert_int_equal(tu_array_like(&back, &hin.arr, TU_LAYOUT_C, &r), 0);
+        dev_download(s->ctx, &dout, &back);
+        if (rc != NDF_EINVAL || rg != NDF_EINVAL || tu_poison_check(back.base, back.bytes) >= 0) {
+          printf("refusal differs: CPU %s, GPU %s (%s)\n  %s\n", ndf_status_name(rc), ndf_status_name(rg),
+                 ndf_errmsg(s->ctx), c.desc);
+          failed++;
+        }
+        tu_array_free(&back);
+        dev_free(s->ctx, &din);
+        dev_free(s->ctx, &dout);
+      }
+      tu_array_free(&hin);
+      tu_array_free(&hout);
+      if (rc != NDF_OK) continue;
+      int in_layout = tu_rng_chance(&r, 0.3) ? TU_LAYOUT_PADDED | (tu_rng_chance(&r, 0.5) ? TU_LAYOUT_NEGATIVE : 0)
+                                             : TU_LAYOUT_C;
+      int out_layout = tu_rng_chance(&r, 0.2) ? TU_LAYOUT_PADDED : TU_LAYOUT_C;
+      if (run_gpu_case(s, &c, &r, in_layout, out_layout, 1, NULL, NULL) != 0) failed++;
+      ran[a]++;
+    }
+    gcase_free(&c);
+  }
+  printf("GPU cases per algorithm:");
+  for (int a = 0; a < NDF_GREY_ALGORITHM_COUNT; a++) printf(" %s %d", ndf_grey_algorithm_name((ndf_grey_algorithm)a), ran[a]);
+  printf("\n");
+  assert_int_equal(failed, 0);
+  for (int a = 0; a < NDF_GREY_ALGORITHM_COUNT; a++) assert_true(ran[a] > 0);
 }
 
 /* Rejections on CUDA arrays leave the device output untouched. */
@@ -613,6 +736,7 @@ int main(void) {
       cmocka_unit_test(test_gpu_large_footprints),
       cmocka_unit_test(test_gpu_benchmark_shapes),
       cmocka_unit_test(test_gpu_random_cases),
+      cmocka_unit_test(test_gpu_algorithms),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
