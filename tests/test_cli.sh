@@ -698,6 +698,18 @@ bad "rank_filter --percentile" 2 $o run rank_filter --size 3 --rank 1 --percenti
 bad "median_filter --structure" 2 $o run median_filter --structure in/st.npy in/f32.npy $o
 bad "grey_erosion --nan-policy" 2 $o run grey_erosion --size 3 --nan-policy omit in/f32.npy $o
 bad "--nan-policy ignore" 2 $o run median_filter --size 3 --nan-policy ignore in/f32.npy $o
+# --algorithm (grey): every algorithm gives scipy's result where it is exact,
+# is refused (exit 1) where not, and a bad name is a usage error (exit 2).
+for alg in auto direct separable vhgw decomposed; do
+  queue_run "grey_erosion size 11 --algorithm $alg" grey_erosion in/f32.npy \
+    "dict(size=11, mode='wrap')" --size 11 --mode wrap --algorithm $alg
+done
+queue_run "white_tophat size 9,3 --algorithm vhgw" white_tophat in/u8.npy \
+  "dict(size=(9,3), mode='constant', cval=4)" --size 9,3 --mode constant --cval 4 --algorithm vhgw
+compare_queued
+bad "--algorithm vhgw with a structure" 1 $o run grey_erosion --structure in/st.npy --algorithm vhgw in/f32.npy $o
+grep -q "bad argument 'algorithm'" last.err && pass || fail "vhgw refusal message: $(cat last.err)"
+bad "--algorithm fast" 2 $o run grey_erosion --size 3 --algorithm fast in/f32.npy $o
 for v in x 1.5 "" 1,2; do bad "--rank '$v'" 2 $o run rank_filter --size 3 --rank "$v" in/u8.npy $o; done
 for v in x nan inf ""; do bad "--percentile '$v'" 2 $o run percentile_filter --size 3 --percentile "$v" in/u8.npy $o; done
 bad "cache warm median_filter" 2 $o cache warm --arch sm_90 median_filter --dtype uint8 --size 3

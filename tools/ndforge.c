@@ -76,9 +76,10 @@ enum {
   O_RANK = 1u << 21,
   O_PERCENTILE = 1u << 22,
   O_NAN_POLICY = 1u << 23,
+  O_ALGORITHM = 1u << 24,
 };
 /* The options each family of ops takes (scipy's parameters), besides --device. */
-#define GREY_OPTS (O_SIZE | O_FOOTPRINT | O_STRUCTURE | O_ORIGIN | O_MODE | O_CVAL | O_BATCH)
+#define GREY_OPTS (O_SIZE | O_FOOTPRINT | O_STRUCTURE | O_ORIGIN | O_MODE | O_CVAL | O_BATCH | O_ALGORITHM)
 #define BINARY_OPTS (O_STRUCTURE | O_ITERATIONS | O_MASK | O_BORDER | O_ORIGIN | O_BRUTE | O_BATCH)
 #define PROPAGATION_OPTS (O_STRUCTURE | O_MASK | O_BORDER | O_ORIGIN | O_BATCH)
 #define FILL_HOLES_OPTS (O_STRUCTURE | O_ORIGIN | O_BATCH)
@@ -106,6 +107,7 @@ typedef struct args {
   int64_t rank;      /* --rank of rank_filter */
   double percentile; /* --percentile of percentile_filter */
   ndf_rank_nan_policy nan_policy;
+  ndf_grey_algorithm algorithm; /* --algorithm of the grey ops */
   dev_choice device;
   const char *arch;
   ndf_dtype dtype;
@@ -272,6 +274,11 @@ static int opt_nan_policy(args *a, const char *v) {
   }
   return 0;
 }
+static int opt_algorithm(args *a, const char *v) {
+  if (ndf_grey_algorithm_from_name(v, &a->algorithm) == NDF_OK) return 0;
+  errorf("bad value '%s' for --algorithm (expected auto, direct, separable, vhgw or decomposed)", v);
+  return -1;
+}
 static int opt_batch(args *a, const char *v) {
   return parse_int("batch-dims", v, 0, NDF_MAX_NDIM - 1, &a->batch_dims);
 }
@@ -343,6 +350,7 @@ static const struct opt_def {
     {"rank", O_RANK, opt_rank, "N", 0},
     {"percentile", O_PERCENTILE, opt_percentile, "P", 0},
     {"nan-policy", O_NAN_POLICY, opt_nan_policy, "propagate|omit", 0},
+    {"algorithm", O_ALGORITHM, opt_algorithm, "auto|direct|separable|vhgw|decomposed", 0},
     {"brute-force", O_BRUTE, opt_brute, "[true|false]", 1},
     {"output-dtype", O_OUTPUT_DTYPE, opt_output_dtype, "DTYPE", 0},
     {"batch-dims", O_BATCH, opt_batch, "N", 0},
@@ -482,6 +490,7 @@ static void grey_options_from(const op_params *p, ndf_grey_options *g) {
   g->mode = a->mode;
   g->cval = a->cval;
   g->batch_dims = a->batch_dims;
+  g->algorithm = a->algorithm;
 }
 
 static ndf_status call_grey(const op_def *op, ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
@@ -826,6 +835,8 @@ static void run_help(void) {
          "                        P + 100)\n"
          "  --nan-policy propagate|omit  rank: propagate (default): a window holding NaN\n"
          "                        gives NaN; omit: NaNs are left out of the window\n"
+         "  --algorithm A         grey: auto (default), direct, separable, vhgw or\n"
+         "                        decomposed (same result; refused where not exact)\n"
          "  --iterations N        binary: steps (default 1); N < 1 repeats until nothing\n"
          "                        changes\n"
          "  --mask FILE           binary: change only where FILE is non-zero\n"
