@@ -1023,6 +1023,136 @@ static void test_batch_images_independent(void **state) {
   }
 }
 
+/* Every algorithm against the direct path, bit for bit (NaN payloads aside),
+ * on inputs scipy's oracle cannot afford: boxes with extents up to 63 (and
+ * longer than the image), iterated structures (diamonds, crosses, boxes),
+ * 1-4 spatial axes, batch axes, every mode, NaN in the input and as cval,
+ * strided inputs and outputs.  With -0.0 and 0.0 in the input only the box
+ * algorithms are compared with each other: they resolve ties in the same
+ * order, while the direct path visits taps in raster order and may keep the
+ * other zero (both are the minimum; scipy says nothing about which). */
+static void test_algorithms_bit_for_bit(void **state) {
+  ndf_ctx *ctx = ctx_of(state);
+  tu_rng rng;
+  tu_rng_seed(&rng, ((grey_state *)*state)->seed + 23);
+  int failed = 0, ran[NDF_GREY_ALGORITHM_COUNT] = {0};
+  const long iters = tu_env_long("NDF_TEST_CASES", 1000) / 4 + 50;
+  for (long it = 0; it < iters && failed < 10; it++) {
+    const ndf_dtype dt = (ndf_dtype)tu_rng_int(&rng, NDF_UINT8, NDF_FLOAT64);
+    const int nsp = (int)tu_rng_int(&rng, 1, 4), nb = (int)tu_rng_int(&rng, 0, 1), nd = nsp + nb;
+    const int64_t maxlen = nsp == 1 ? 1500 : nsp == 2 ? 90 : nsp == 3 ? 24 : 9;
+    int64_t sh[NDF_MAX_NDIM], es[NDF_MAX_SPATIAL], nelem = 1, ntap = 1;
+    for (int i = 0; i < nd; i++) {
+      sh[i] = i < nb ? tu_rng_int(&rng, 1, 3) : tu_rng_int(&rng, 1, maxlen);
+      nelem *= sh[i];
+    }
+    ndf_grey_options o;
+    ndf_grey_options_init(&o);
+    tu_array fp = {0};
+    const int iterated = tu_rng_chance(&rng, 0.35);
+    if (iterated) {
+      const int c = (int)tu_rng_int(&rng, 1, nsp);
+      const int64_t k = tu_rng_int(&rng, 1, nsp <= 2 ? 10 : nsp == 3 ? 3 : 2);
+      for (int i = 0; i < nsp; i++) { es[i] = 2 * k + 1; ntap *= es[i]; }
+      assert_int_equal(tu_array_alloc(&fp, tu_rng_chance(&rng, 0.5) ? NDF_BOOL : NDF_FLOAT64, nsp, es), 0);
+      for (int64_t t = 0; t < ntap; t++) {
+        int64_t q = t, l1 = 0;
+        for (int i = 0; i < nsp; i++, q /= es[0]) l1 += llabs(q % es[0] - k);
+        tu_set(&fp.arr, t, l1 <= c * k);
+      }
+      o.footprint = &fp.arr;
+    } else {
+      o.nsize = nsp;
+      for (int i = 0; i < nsp; i++) {
+        const double u = tu_rng_unif(&rng);
+        const int64_t n = sh[nb + i];
+        es[i] = u < 0.15 ? 1 : u < 0.35 ? tu_rng_int(&rng, 2, 7) : u < 0.9 ? tu_rng_int(&rng, 8, 63) : n * tu_rng_int(&rng, 1, 4) + 1;
+        if (nsp >= 3 && es[i] > 12) es[i] = tu_rng_int(&rng, 8, 12);
+        o.size[i] = es[i];
+        ntap *= es[i];
+      }
+    }
+    if (!iterated || tu_rng_chance(&rng, 0.3)) {
+      o.norigin = nsp;
+      for (int i = 0; i < nsp; i++) o.origin[i] = tu_rng_int(&rng, -(es[i] / 2), (es[i] - 1) / 2);
+    }
+    o.mode = (ndf_mode)tu_rng_int(&rng, 0, NDF_MODE_COUNT - 1);
+    o.batch_dims = nb;
+    const int zeros = tu_is_float(dt) && tu_rng_chance(&rng, 0.25);
+    double lo, hi;
+    tu_int_range(dt, &lo, &hi);
+    o.cval = tu_is_float(dt) ? (tu_rng_chance(&rng, 0.1) ? NAN : zeros ? -0.0 : tu_rng_normal(&rng) * 50)
+                             : (double)tu_rng_int(&rng, (int64_t)lo, (int64_t)hi);
+    const int op = tu_rng_chance(&rng, 0.6) ? (int)tu_rng_int(&rng, 0, 1) : (int)tu_rng_int(&rng, 0, TU_OP_COUNT - 1);
+    tu_array in, ref, out, in2 = {0};
+    assert_int_equal(tu_array_alloc(&in, dt, nd, sh), 0);
+    const double pnan = tu_is_float(dt) && tu_rng_chance(&rng, 0.5) ? 0.02 : 0;
+    for (int64_t i = 0; i < nelem; i++) {
+      double v;
+      if (zeros) v = tu_rng_chance(&rng, 0.05) ? NAN : (double)tu_rng_int(&rng, -1, 2) * 0.5 + (tu_rng_chance(&rng, 0.5) ? -0.0 : 0.0);
+      else if (tu_is_float(dt)) v = tu_rng_chance(&rng, pnan) ? NAN : tu_rng_chance(&rng, 0.3) ? (double)tu_rng_int(&rng, -3, 3) : tu_rng_normal(&rng) * 100;
+      else v = (double)tu_rng_int(&rng, (int64_t)lo, (int64_t)hi);
+      if (zeros && v == 0) v = tu_rng_chance(&rng, 0.5) ? -0.0 : 0.0;
+      tu_set(&in.arr, i, v);
+    }
+    const ndf_array *input = &in.arr;
+    if (tu_rng_chance(&rng, 0.3)) {
+      assert_int_equal(tu_array_relayout(&in2, &in.arr, TU_LAYOUT_PADDED | TU_LAYOUT_NEGATIVE, &rng), 0);
+      input = &in2.arr;
+    }
+    assert_int_equal(tu_array_alloc(&ref, dt, nd, sh), 0);
+    /* The reference: direct, or separable for the signed-zero runs. */
+    const int direct_ok = nelem * ntap <= 40000000;
+    o.algorithm = zeros ? NDF_GREY_SEPARABLE : NDF_GREY_DIRECT;
+    ndf_status r0 = (zeros || direct_ok) ? tu_op_call(ctx, op, input, &ref.arr, &o) : NDF_EINVAL;
+    if (r0 != NDF_OK) { /* no reference affordable or applicable: skip */
+      tu_array_free(&in); tu_array_free(&in2); tu_array_free(&ref); tu_array_free(&fp);
+      continue;
+    }
+    ran[o.algorithm]++;
+    char desc[512];
+    snprintf(desc, sizeof desc, "%s %s nd=%d batch=%d %s=%lld.. mode=%s cval=%g%s", tu_op_name(op), ndf_dtype_name(dt), nd,
+             nb, iterated ? "iterated" : "size", (long long)es[0], ndf_mode_name(o.mode), o.cval,
+             zeros ? " signed zeros" : "");
+    for (int a = 0; a < NDF_GREY_ALGORITHM_COUNT; a++) {
+      if (a == (int)o.algorithm && a == NDF_GREY_DIRECT) continue;
+      if (zeros && (a == NDF_GREY_DIRECT || a == NDF_GREY_DECOMPOSED)) continue;
+      ndf_grey_options oa = o;
+      oa.algorithm = (ndf_grey_algorithm)a;
+      assert_int_equal(tu_array_like(&out, &in.arr, tu_rng_chance(&rng, 0.3) ? TU_LAYOUT_PADDED : TU_LAYOUT_C, &rng), 0);
+      ndf_status r = tu_op_call(ctx, op, input, &out.arr, &oa);
+      int ok = 1;
+      char msg[2048] = "";
+      if (r == NDF_OK) {
+        ran[a]++;
+        if (tu_compare(&ref.arr, &out.arr, msg, sizeof msg) != 0 || tu_check_gaps(&out) >= 0) ok = 0;
+      } else if (r != NDF_EINVAL || (a == NDF_GREY_AUTO) ||
+                 ((a == NDF_GREY_SEPARABLE || a == NDF_GREY_VHGW) && !iterated)) { /* size= is a box */
+        ok = 0;
+        snprintf(msg, sizeof msg, "returned %s: %s\n", ndf_status_name(r), ndf_errmsg(ctx));
+      } else if (tu_poison_check(out.base, out.bytes) >= 0) {
+        ok = 0;
+        snprintf(msg, sizeof msg, "refused, but wrote the output\n");
+      }
+      if (!ok) {
+        printf("algorithm %s != %s: %s\n%s", ndf_grey_algorithm_name(oa.algorithm), ndf_grey_algorithm_name(o.algorithm),
+               desc, msg);
+        failed++;
+      }
+      tu_array_free(&out);
+    }
+    tu_array_free(&in);
+    tu_array_free(&in2);
+    tu_array_free(&ref);
+    tu_array_free(&fp);
+  }
+  printf("algorithms bit for bit: cases per algorithm:");
+  for (int a = 0; a < NDF_GREY_ALGORITHM_COUNT; a++) printf(" %s %d", ndf_grey_algorithm_name((ndf_grey_algorithm)a), ran[a]);
+  printf("\n");
+  assert_int_equal(failed, 0);
+  for (int a = 0; a < NDF_GREY_ALGORITHM_COUNT; a++) assert_true(ran[a] > 0);
+}
+
 /* An input with a zero stride (a broadcast axis) gives the same result as the
  * materialized array. */
 static void test_zero_stride_input(void **state) {
@@ -1549,6 +1679,7 @@ int main(void) {
       cmocka_unit_test(test_large_elements_periodic),
       cmocka_unit_test(test_batch_images_independent),
       cmocka_unit_test(test_zero_stride_input),
+      cmocka_unit_test(test_algorithms_bit_for_bit),
       cmocka_unit_test(test_composite_known_values),
       cmocka_unit_test(test_laplace_float32_rounding),
       cmocka_unit_test(test_opening_closing_properties),
