@@ -78,13 +78,14 @@ typedef struct op_desc {
   const char *name, *key;
   op_family family;
 } op_desc;
-enum { OP_EROSION, OP_DILATION, OP_MEDIAN, OP_RANK, OP_PERCENTILE, OP_COUNT };
+enum { OP_EROSION, OP_DILATION, OP_MEDIAN, OP_RANK, OP_PERCENTILE, OP_OPENING, OP_COUNT };
 static const op_desc ops[OP_COUNT] = {
     [OP_EROSION] = {"grey_erosion", "erosion", FAM_GREY},
     [OP_DILATION] = {"grey_dilation", "dilation", FAM_GREY},
     [OP_MEDIAN] = {"median_filter", "median", FAM_RANK},
     [OP_RANK] = {"rank_filter", "rank", FAM_RANK},
     [OP_PERCENTILE] = {"percentile_filter", "percentile", FAM_RANK},
+    [OP_OPENING] = {"grey_opening", "opening", FAM_GREY},
 };
 
 typedef struct workload {
@@ -110,6 +111,13 @@ static const workload default_workloads[] = {
     {OP_EROSION, NDF_FLOAT32, 3, {256, 256, 256}, 3, FP_CROSS, 0, NDF_MODE_REFLECT, 0},
     {OP_EROSION, NDF_FLOAT32, 3, {256, 256, 256}, 7, FP_BOX, 0, NDF_MODE_REFLECT, 0},
     {OP_EROSION, NDF_UINT8, 3, {256, 256, 256}, 3, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    /* large elements (issue 4): opening, and the size sweep of one dilation */
+    {OP_OPENING, NDF_FLOAT32, 4, {4, 128, 128, 128}, 5, FP_BOX, 1, NDF_MODE_REFLECT, 0},
+    {OP_DILATION, NDF_FLOAT32, 2, {2048, 2048}, 3, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_DILATION, NDF_FLOAT32, 2, {2048, 2048}, 7, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_DILATION, NDF_FLOAT32, 2, {2048, 2048}, 15, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_DILATION, NDF_FLOAT32, 2, {2048, 2048}, 31, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_DILATION, NDF_FLOAT32, 2, {2048, 2048}, 63, FP_BOX, 0, NDF_MODE_REFLECT, 0},
     /* rank filters (issue 7) */
     {OP_MEDIAN, NDF_FLOAT32, 4, {1, 3, 256, 256}, 5, FP_BOX, 2, NDF_MODE_REFLECT, 0},
     {OP_MEDIAN, NDF_FLOAT32, 4, {8, 3, 256, 256}, 3, FP_BOX, 2, NDF_MODE_REFLECT, 0},
@@ -197,6 +205,12 @@ static int setup_options(const workload *w, op_setup *g)
   const char *ra = getenv("NDF_BENCH_RANK_ALGO");
   if (ra && !strcmp(ra, "network")) g->ropt.algorithm = NDF_RANK_ALGO_NETWORK;
   if (ra && !strcmp(ra, "select")) g->ropt.algorithm = NDF_RANK_ALGO_SELECT;
+  /* $NDF_BENCH_GREY_ALGO (direct, separable, vhgw, decomposed) picks the grey algorithm. */
+  const char *ga = getenv("NDF_BENCH_GREY_ALGO");
+  if (ga && ndf_grey_algorithm_from_name(ga, &g->opt.algorithm) != NDF_OK) {
+    fprintf(stderr, "ndf_bench: NDF_BENCH_GREY_ALGO: %s\n", ndf_last_error());
+    return -1;
+  }
   if (w->fp == FP_BOX) {
     g->opt.nsize = g->ropt.nsize = 1;
     g->opt.size[0] = g->ropt.size[0] = w->size;
@@ -237,6 +251,7 @@ static ndf_status run_op(ndf_ctx *c, const workload *w, const ndf_array *in, ndf
   switch (w->op) {
   case OP_EROSION: return ndf_grey_erosion(c, in, out, &g->opt);
   case OP_DILATION: return ndf_grey_dilation(c, in, out, &g->opt);
+  case OP_OPENING: return ndf_grey_opening(c, in, out, &g->opt);
   case OP_MEDIAN: return ndf_median_filter(c, in, out, &g->ropt);
   case OP_RANK: return ndf_rank_filter(c, in, out, (int64_t)w->param, &g->ropt);
   case OP_PERCENTILE: return ndf_percentile_filter(c, in, out, w->param, &g->ropt);
@@ -487,8 +502,10 @@ static void usage(FILE *f)
         "                   --footprint box|cross --batch-dims N --mode reflect --param P]\n"
         "Times ndforge's ops on the GPU after checking them against the CPU backend; one\n"
         "JSON line per workload on stdout.  OP: grey_erosion, grey_dilation, median_filter,\n"
-        "rank_filter (--param: the rank), percentile_filter (--param: the percentile).\n"
+        "rank_filter (--param: the rank), percentile_filter (--param: the percentile),\n"
+        "grey_opening.\n"
         "$NDF_BENCH_RANK_ALGO=network|select forces the rank filters' algorithm.\n"
+        "$NDF_BENCH_GREY_ALGO=direct|separable|vhgw|decomposed forces the grey algorithm.\n"
         "  --only SUBSTR     run the default workloads whose name contains SUBSTR (see --list)\n"
         "  --reps N          timed runs for the warm median (default 100)\n"
         "  --cpu             also time the CPU backend (median of 5, cpu_ms); without a GPU,\n"

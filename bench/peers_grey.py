@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """peers_grey.py -- the grey workloads of ndf_bench, run by ndforge's peers.
 
-This program does not use ndforge.  It times grey_erosion / grey_dilation in
+This program does not use ndforge.  It times grey_erosion / grey_dilation /
+grey_opening in
   cupyx   cupyx.scipy.ndimage.grey_dilation / grey_erosion (same semantics);
   torch   max_pool{1,2,3}d with kernel k, stride 1, padding k//2, and
           -maxpool(-x) for erosion (~maxpool(~x) for unsigned integers);
@@ -48,7 +49,12 @@ WORKLOADS = [
     dict(op="erosion", dtype="float32", shape=(256, 256, 256), size=3, footprint="cross", batch_dims=0),
     dict(op="erosion", dtype="float32", shape=(256, 256, 256), size=7, footprint="box", batch_dims=0),
     dict(op="erosion", dtype="uint8", shape=(256, 256, 256), size=3, footprint="box", batch_dims=0),
-]
+    # large elements (issue 4): opening, and the size sweep of one dilation
+    dict(op="opening", dtype="float32", shape=(4, 128, 128, 128), size=5, footprint="box", batch_dims=1),
+] + [dict(op="dilation", dtype="float32", shape=(2048, 2048), size=s, footprint="box", batch_dims=0)
+     for s in (3, 7, 15, 31, 63)]
+
+NDIMAGE_OPS = {"dilation": "grey_dilation", "erosion": "grey_erosion", "opening": "grey_opening"}
 
 SHORT = {"float32": "f32", "float64": "f64", "uint8": "u8", "int8": "i8", "uint16": "u16",
          "int16": "i16", "uint32": "u32", "int32": "i32", "bool": "bool"}
@@ -99,7 +105,7 @@ def random_input(rng, w):
 
 def record(w, peer, device, date):
     b = 2 * wl_bytes(w)
-    return {"bench": "peers_grey", "peer": peer, "name": wl_name(w), "op": "grey_" + w["op"],
+    return {"bench": "peers_grey", "peer": peer, "name": wl_name(w), "op": NDIMAGE_OPS[w["op"]],
             "dtype": w["dtype"], "shape": list(w["shape"]), "size": w["size"],
             "footprint": w["footprint"], "batch_dims": w["batch_dims"], "mode": "reflect",
             "device": device, "date": date, "bytes": b, "floor_ms": b / PEAK_BYTES_PER_S * 1e3}
@@ -211,7 +217,7 @@ class TorchGPU:
 def run_scipy(w, host, base, human):
     import scipy
     import scipy.ndimage as ndi
-    f = ndi.grey_dilation if w["op"] == "dilation" else ndi.grey_erosion
+    f = getattr(ndi, NDIMAGE_OPS[w["op"]])
     kw = ndimage_kwargs(w, np.asarray)
     t0 = time.perf_counter()
     ref = f(host, mode="reflect", **kw)
@@ -224,7 +230,7 @@ def run_scipy(w, host, base, human):
 
 def run_cupyx(w, hosts, ref, base, reps, human, cp):
     import cupyx.scipy.ndimage as cndi
-    f = cndi.grey_dilation if w["op"] == "dilation" else cndi.grey_erosion
+    f = getattr(cndi, NDIMAGE_OPS[w["op"]])
     kw = ndimage_kwargs(w, cp.asarray)
     xs = [cp.asarray(h) for h in hosts]
     outs = [cp.empty_like(x) for x in xs]
@@ -232,8 +238,8 @@ def run_cupyx(w, hosts, ref, base, reps, human, cp):
     gpu = CupyGPU(cp)
     _, first_ms = first_call(calls[0], gpu)
     result0 = outs[0].copy()
-    rec = dict(base, peer="cupyx", version=cp.__version__, call="cupyx.scipy.ndimage.grey_%s(x, %s, mode='reflect', output=out)"
-               % (w["op"], "footprint=cross" if "footprint" in kw else "size=%s" % (kw["size"],)))
+    rec = dict(base, peer="cupyx", version=cp.__version__, call="cupyx.scipy.ndimage.%s(x, %s, mode='reflect', output=out)"
+               % (NDIMAGE_OPS[w["op"]], "footprint=cross" if "footprint" in kw else "size=%s" % (kw["size"],)))
     if ref is not None:
         rec["check"] = "equal to scipy" if np.array_equal(cp.asnumpy(result0), ref) else "MISMATCH vs scipy"
     else:
@@ -260,6 +266,11 @@ def torch_call(w, torch, x):
     p = k // 2
     if w["op"] == "dilation":
         return (lambda: pool(xv, k, 1, p).reshape(shape)), "max_pool%dd(x)" % sp
+    if w["op"] == "opening" and x.dtype.is_floating_point:  # dilation(erosion(x)): each step is exact
+        return (lambda: pool(pool(xv.neg(), k, 1, p).neg_(), k, 1, p).reshape(shape)), \
+            "max_pool%dd(-max_pool%dd(-x))" % (sp, sp)
+    if w["op"] == "opening":
+        return None, "opening of %s: not written" % w["dtype"]
     if x.dtype.is_floating_point:
         return (lambda: pool(xv.neg(), k, 1, p).neg_().reshape(shape)), "-max_pool%dd(-x)" % sp
     if x.dtype == torch.uint8:

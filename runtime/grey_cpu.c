@@ -201,22 +201,22 @@ static size_t vhgw_bytes(int64_t n, int64_t K, int64_t inner, size_t es) {
           const int64_t m = ndf__map_coord(j + lo, n, mode);                                                \
           T *e = ext + j * W;                                                                               \
           if (m < 0) for (int64_t c = 0; c < w; c++) e[c] = cv;                                             \
-          else memcpy(e, src + (o * n + m) * inner + c0, (size_t)w * sizeof(T));                            \
+          else { const T *sp = src + (o * n + m) * inner + c0; for (int64_t c = 0; c < w; c++) e[c] = sp[c]; } \
         }                                                                                                   \
         for (int64_t j = E - 1; j >= 0; j--) {                                                              \
           T *hj = h + j * W;                                                                                \
           const T *ej = ext + j * W;                                                                        \
-          if (j == E - 1 || (j + 1) % K == 0) memcpy(hj, ej, (size_t)w * sizeof(T));                        \
+          if (j == E - 1 || (j + 1) % K == 0) for (int64_t c = 0; c < w; c++) hj[c] = ej[c];                 \
           else for (int64_t c = 0; c < w; c++) hj[c] = PICK(IS_FLOAT, op, ej[c], hj[W + c]);                \
         }                                                                                                   \
         for (int64_t j = 0; j < E; j++) {                                                                   \
           const T *ej = ext + j * W;                                                                        \
-          if (j % K == 0) memcpy(gr, ej, (size_t)w * sizeof(T));                                            \
+          if (j % K == 0) for (int64_t c = 0; c < w; c++) gr[c] = ej[c];                                    \
           else for (int64_t c = 0; c < w; c++) gr[c] = PICK(IS_FLOAT, op, gr[c], ej[c]);                    \
           const int64_t x = j - (K - 1);                                                                    \
           if (x < 0) continue;                                                                              \
           T *t = dst + (o * n + x) * inner + c0;                                                            \
-          if (x % K == 0) memcpy(t, gr, (size_t)w * sizeof(T));                                             \
+          if (x % K == 0) for (int64_t c = 0; c < w; c++) t[c] = gr[c];                                     \
           else {                                                                                            \
             const T *hx = h + x * W;                                                                        \
             for (int64_t c = 0; c < w; c++) t[c] = PICK(IS_FLOAT, op, hx[c], gr[c]);                        \

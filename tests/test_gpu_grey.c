@@ -589,21 +589,21 @@ static void test_gpu_algorithms(void **state) {
       assert_int_equal(tu_array_like(&hout, &hin.arr, TU_LAYOUT_C, &r), 0);
       ndf_status rc = tu_op_call(s->ctx, c.op, &hin.arr, &hout.arr, &c.o);
       if (rc != NDF_OK) {
-        dev_copy din, dout;
-        dev_upload(s->ctx, &din, &hin);
-        dev_upload(s->ctx, &dout, &hout);
+        tu_dev din, dout;
+        tu_dev_upload(s->ctx, &din, &hin);
+        tu_dev_upload(s->ctx, &dout, &hout);
         ndf_status rg = tu_op_call(s->ctx, c.op, &din.arr, &dout.arr, &c.o);
         tu_array back;
         assert_int_equal(tu_array_like(&back, &hin.arr, TU_LAYOUT_C, &r), 0);
-        dev_download(s->ctx, &dout, &back);
+        tu_dev_download(s->ctx, &dout, &back);
         if (rc != NDF_EINVAL || rg != NDF_EINVAL || tu_poison_check(back.base, back.bytes) >= 0) {
           printf("refusal differs: CPU %s, GPU %s (%s)\n  %s\n", ndf_status_name(rc), ndf_status_name(rg),
                  ndf_errmsg(s->ctx), c.desc);
           failed++;
         }
         tu_array_free(&back);
-        dev_free(s->ctx, &din);
-        dev_free(s->ctx, &dout);
+        tu_dev_free(s->ctx, &din);
+        tu_dev_free(s->ctx, &dout);
       }
       tu_array_free(&hin);
       tu_array_free(&hout);
