@@ -284,8 +284,7 @@ ndf_status ndf__grey_prepare(ndf_ctx *ctx, const char *name, ndf__minmax op, ndf
   if (algo == NDF_GREY_DECOMPOSED && !cdec)
     return ndf__argerror(ctx, name, "algorithm", "'decomposed' needs a flat footprint equal to "
                          "iterate_structure(generate_binary_structure(%d, c), k) and origin 0", nsp);
-  if (cdec && (algo == NDF_GREY_DECOMPOSED || kdec * small_structure_taps(nsp, cdec) < active))
-    return prepare_decomposed(ctx, name, op, dtype, ndim, shape, opt, cdec, kdec, g);
+  const int decompose = cdec && (algo == NDF_GREY_DECOMPOSED || kdec * small_structure_taps(nsp, cdec) < active);
   g->algo = g->is_box ? algo : NDF_GREY_DIRECT;
 
   /* Dilation: origin -> -origin - (even size). */
@@ -347,7 +346,12 @@ ndf_status ndf__grey_prepare(ndf_ctx *ctx, const char *name, ndf__minmax op, ndf
     }
     k++;
   }
-  return NDF_OK;
+  /* A decomposed element keeps its tap table: the rank filters and binary
+   * morphology read the taps of the geometry (and run ndf__grey_cpu on it,
+   * which is the direct path); only ndf__grey_run takes the k steps. */
+  if (!decompose) return NDF_OK;
+  if ((s = prepare_decomposed(ctx, name, op, dtype, ndim, shape, opt, cdec, kdec, g)) != NDF_OK) ndf__grey_geom_free(g);
+  return s;
 }
 
 /* Byte extent [lo, hi) an array touches. */

@@ -1167,6 +1167,87 @@ static void test_algorithms_bit_for_bit(void **state) {
   for (int a = 0; a < NDF_GREY_ALGORITHM_COUNT; a++) assert_true(ran[a] > 0);
 }
 
+/* Rank filters and binary morphology read the tap table of the element: an
+ * iterated structure (which grey ops decompose) must still give them every
+ * tap.  min / max rank filters and binary erosion / propagation against grey
+ * erosion / dilation by the same (symmetric) diamond, computed directly. */
+static void test_iterated_footprint_in_rank_and_binary(void **state) {
+  ndf_ctx *ctx = ctx_of(state);
+  tu_rng rng;
+  tu_rng_seed(&rng, ((grey_state *)*state)->seed + 29);
+  int64_t sh[2] = {37, 45}, es[2] = {7, 7};
+  tu_array in, bin, fp, a, b, bb;
+  assert_int_equal(tu_array_alloc(&in, NDF_FLOAT32, 2, sh), 0);
+  assert_int_equal(tu_array_alloc(&bin, NDF_UINT8, 2, sh), 0);
+  for (int64_t i = 0; i < sh[0] * sh[1]; i++) {
+    tu_set(&in.arr, i, (double)tu_rng_int(&rng, -50, 50));
+    tu_set(&bin.arr, i, tu_rng_chance(&rng, 0.85));
+  }
+  tu_set(&bin.arr, 18 * 45 + 22, 1); /* the propagation's seed lies in the mask */
+  assert_int_equal(tu_array_alloc(&fp, NDF_BOOL, 2, es), 0);
+  for (int64_t t = 0; t < 49; t++) tu_set(&fp.arr, t, llabs(t / 7 - 3) + llabs(t % 7 - 3) <= 3);
+  assert_int_equal(tu_array_alloc(&a, NDF_FLOAT32, 2, sh), 0);
+  assert_int_equal(tu_array_alloc(&b, NDF_FLOAT32, 2, sh), 0);
+  ndf_grey_options g;
+  ndf_grey_options_init(&g);
+  g.footprint = &fp.arr;
+  g.mode = NDF_MODE_NEAREST;
+  g.algorithm = NDF_GREY_DIRECT;
+  ndf_rank_options r;
+  ndf_rank_options_init(&r);
+  r.footprint = &fp.arr;
+  r.mode = NDF_MODE_NEAREST;
+  char msg[1024];
+  for (int k = 0; k < 2; k++) {
+    assert_int_equal((k ? ndf_grey_dilation : ndf_grey_erosion)(ctx, &in.arr, &a.arr, &g), NDF_OK);
+    assert_int_equal(ndf_rank_filter(ctx, &in.arr, &b.arr, k ? -1 : 0, &r), NDF_OK);
+    int64_t bad = tu_compare(&a.arr, &b.arr, msg, sizeof msg);
+    if (bad) printf("rank_filter %d with a diamond differs from grey %s:\n%s", k ? -1 : 0, k ? "dilation" : "erosion", msg);
+    assert_int_equal(bad, 0);
+  }
+  /* binary erosion (border 0) = grey erosion of 0/1 with cval 0; propagation
+   * from a seed inside a mask = the closure, checked to contain the seed and
+   * to equal one more dilation step of itself within the mask. */
+  assert_int_equal(tu_array_alloc(&bb, NDF_BOOL, 2, sh), 0);
+  tu_array ga;
+  assert_int_equal(tu_array_alloc(&ga, NDF_UINT8, 2, sh), 0);
+  ndf_binary_options bo;
+  ndf_binary_options_init(&bo);
+  bo.structure = &fp.arr;
+  assert_int_equal(ndf_binary_erosion(ctx, &bin.arr, &bb.arr, &bo), NDF_OK);
+  g.mode = NDF_MODE_CONSTANT;
+  g.cval = 0;
+  assert_int_equal(ndf_grey_erosion(ctx, &bin.arr, &ga.arr, &g), NDF_OK);
+  int64_t diff = 0;
+  for (int64_t i = 0; i < sh[0] * sh[1]; i++) diff += tu_get(&bb.arr, i) != tu_get(&ga.arr, i);
+  if (diff) printf("binary_erosion with a diamond differs from grey erosion in %lld elements\n", (long long)diff);
+  assert_int_equal(diff, 0);
+  tu_array seed;
+  assert_int_equal(tu_array_alloc(&seed, NDF_BOOL, 2, sh), 0);
+  tu_set(&seed.arr, 18 * 45 + 22, 1);
+  bo.mask = &bin.arr;
+  assert_int_equal(ndf_binary_propagation(ctx, &seed.arr, &bb.arr, &bo), NDF_OK);
+  g.algorithm = NDF_GREY_AUTO;
+  tu_array prop;
+  assert_int_equal(tu_array_alloc(&prop, NDF_UINT8, 2, sh), 0);
+  for (int64_t i = 0; i < sh[0] * sh[1]; i++) tu_set(&prop.arr, i, tu_get(&bb.arr, i));
+  assert_true(tu_get(&bb.arr, 18 * 45 + 22) == 1);
+  assert_int_equal(ndf_grey_dilation(ctx, &prop.arr, &ga.arr, &g), NDF_OK);
+  tu_array_free(&prop);
+  diff = 0;
+  for (int64_t i = 0; i < sh[0] * sh[1]; i++)
+    diff += tu_get(&bb.arr, i) != (tu_get(&ga.arr, i) && tu_get(&bin.arr, i)) && tu_get(&bin.arr, i);
+  assert_int_equal(diff, 0);
+  tu_array_free(&seed);
+  tu_array_free(&ga);
+  tu_array_free(&bb);
+  tu_array_free(&in);
+  tu_array_free(&bin);
+  tu_array_free(&fp);
+  tu_array_free(&a);
+  tu_array_free(&b);
+}
+
 /* An input with a zero stride (a broadcast axis) gives the same result as the
  * materialized array. */
 static void test_zero_stride_input(void **state) {
@@ -1694,6 +1775,7 @@ int main(void) {
       cmocka_unit_test(test_batch_images_independent),
       cmocka_unit_test(test_zero_stride_input),
       cmocka_unit_test(test_algorithms_bit_for_bit),
+      cmocka_unit_test(test_iterated_footprint_in_rank_and_binary),
       cmocka_unit_test(test_composite_known_values),
       cmocka_unit_test(test_laplace_float32_rounding),
       cmocka_unit_test(test_opening_closing_properties),
