@@ -425,6 +425,84 @@ NDF_API ndf_status ndf_label(ndf_ctx *ctx, const ndf_array *input, ndf_array *ou
                              int batch_dims, int64_t *num_features);
 
 /* ------------------------------------------------------------------------ */
+/* Distance transforms                                                       */
+
+/* Metrics of the distance transforms (scipy.ndimage's names). */
+typedef enum {
+  NDF_METRIC_DEFAULT = 0,    /* the op's own default: chessboard for cdt, euclidean for bf */
+  NDF_METRIC_EUCLIDEAN = 1,
+  NDF_METRIC_TAXICAB = 2,    /* = cityblock = manhattan */
+  NDF_METRIC_CHESSBOARD = 3
+} ndf_metric;
+/* Accepts euclidean, taxicab, cityblock, manhattan, chessboard (any case, as scipy's bf). */
+NDF_API ndf_status ndf_metric_from_name(const char *name, ndf_metric *out);
+NDF_API const char *ndf_metric_name(ndf_metric m);
+
+/*
+ * Options of the three distance transforms, named as in scipy.ndimage:
+ *   sampling          edt and bf (euclidean only, as in scipy; ignored by bf's
+ *                     other metrics): spacing per spatial axis; nsampling 0 =
+ *                     unit spacing, 1 = one value for every axis, else one per
+ *                     spatial axis.  Values must be finite and > 0.
+ *   metric            cdt: TAXICAB or CHESSBOARD (DEFAULT = chessboard);
+ *                     bf: EUCLIDEAN, TAXICAB or CHESSBOARD (DEFAULT = euclidean).
+ *   metric_structure  cdt only: a host array of shape (3,)*spatial rank (any
+ *                     dtype, non-zero = in) used instead of metric, as scipy's
+ *                     distance_transform_cdt(metric=array).
+ *   batch_dims        leading axes that are independent images (0 = scipy).
+ */
+typedef struct ndf_distance_options {
+  int nsampling;
+  double sampling[NDF_MAX_SPATIAL];
+  ndf_metric metric;
+  const ndf_array *metric_structure;
+  int batch_dims;
+} ndf_distance_options;
+
+/* Unit sampling, the op's default metric, no structure, batch_dims 0. */
+NDF_API void ndf_distance_options_init(ndf_distance_options *opt);
+
+/*
+ * The three transforms share their arrays:
+ *   input      any dtype, any strides; non-zero (NaN too) is foreground, zero is
+ *              the background whose distance is measured.
+ *   distances  NULL (not wanted) or an array shaped like the input on its
+ *              device: float64 or float32 for edt (float32 = scipy's float64
+ *              result rounded), int32 for cdt, float64 (euclidean) or uint32
+ *              (taxicab, chessboard) for bf -- scipy's dtypes.
+ *   indices    NULL (not wanted) or int32 of shape batch + (spatial rank,) +
+ *              spatial shape: per image, scipy's (ndim,) + input.shape feature
+ *              transform (coordinates of the nearest background voxel).
+ * At least one of distances and indices must be given.  Images of 2^31
+ * voxels or more are NDF_ENOTSUP (scipy's indices are int32 too).
+ *
+ * distance_transform_edt: exact Euclidean distance, computed as scipy does
+ * (Maurer's separable Voronoi passes over axes 0..n-1 in double, then
+ * sqrt(sum_i ((f_i - x_i) * sampling_i)^2)), so distances and indices are
+ * bit-identical to scipy's.  Ties: the nearest background voxel whose
+ * coordinates are smallest comparing the last axis first.  An image without
+ * background gives index (-1, 0, ..., 0) and distance
+ * sqrt(((x_0 + 1) s_0)^2 + (x_1 s_1)^2 + ...), as scipy.
+ *
+ * distance_transform_cdt: scipy's two raster passes (forward, then backward)
+ * with the first half of the metric's 3^n structure, updating only on strict
+ * improvement; voxels no background reaches get -1 and their own index.
+ *
+ * distance_transform_bf: the brute-force oracle over the boundary background
+ * (background voxels with a foreground neighbour, full connectivity); ties go
+ * to the highest raster index.  An image without background voxels next to
+ * the foreground gives sqrt(DBL_MAX) (euclidean) or UINT32_MAX and index 0.
+ *
+ * Backends: CPU for all three.  CUDA arrays: NDF_ENOTSUP in this version.
+ */
+NDF_API ndf_status ndf_distance_transform_edt(ndf_ctx *ctx, const ndf_array *input, ndf_array *distances,
+                                              ndf_array *indices, const ndf_distance_options *opt);
+NDF_API ndf_status ndf_distance_transform_cdt(ndf_ctx *ctx, const ndf_array *input, ndf_array *distances,
+                                              ndf_array *indices, const ndf_distance_options *opt);
+NDF_API ndf_status ndf_distance_transform_bf(ndf_ctx *ctx, const ndf_array *input, ndf_array *distances,
+                                             ndf_array *indices, const ndf_distance_options *opt);
+
+/* ------------------------------------------------------------------------ */
 /* Kernel cache                                                              */
 
 /*
