@@ -940,7 +940,7 @@ for op in $composites; do
   grep -q "^  $op  *[a-z]" last.out || fail "run --help does not list $op"
 done
 ndf --help && grep -q 'morphological_laplace' last.out && grep -q 'black_tophat,' last.out &&
-  grep -q 'binary_hit_or_miss,' last.out && grep -q ' label\.' last.out &&
+  grep -q 'binary_hit_or_miss,' last.out && grep -q ' label[.,]' last.out && grep -q 'distance_transform_bf' last.out &&
   pass || fail "--help lists the ops"
 ndf run --help && grep -q '^  binary_hit_or_miss  *[a-z]' last.out && grep -q -- '--iterations' last.out &&
   pass || fail "run --help lists the binary ops and options"

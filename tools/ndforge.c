@@ -76,6 +76,9 @@ enum {
   O_RANK = 1u << 21,
   O_PERCENTILE = 1u << 22,
   O_NAN_POLICY = 1u << 23,
+  O_SAMPLING = 1u << 24,
+  O_METRIC = 1u << 25,
+  O_INDICES = 1u << 26,
 };
 /* The options each family of ops takes (scipy's parameters), besides --device. */
 #define GREY_OPTS (O_SIZE | O_FOOTPRINT | O_STRUCTURE | O_ORIGIN | O_MODE | O_CVAL | O_BATCH)
@@ -85,6 +88,10 @@ enum {
 #define HIT_OR_MISS_OPTS (O_STRUCTURE1 | O_STRUCTURE2 | O_ORIGIN1 | O_ORIGIN2 | O_BATCH)
 #define LABEL_OPTS (O_STRUCTURE | O_BATCH | O_OUTPUT_DTYPE)
 /* median_filter; rank_filter adds --rank, percentile_filter --percentile. */
+/* Distance transforms: OUTPUT gets the distances, --indices FILE the feature transform. */
+#define EDT_OPTS (O_SAMPLING | O_INDICES | O_OUTPUT_DTYPE | O_BATCH)
+#define CDT_OPTS (O_METRIC | O_STRUCTURE | O_INDICES | O_BATCH)
+#define BF_OPTS (O_METRIC | O_SAMPLING | O_INDICES | O_BATCH)
 #define RANK_OPTS (O_SIZE | O_FOOTPRINT | O_ORIGIN | O_MODE | O_CVAL | O_BATCH | O_NAN_POLICY)
 
 typedef enum { DEV_AUTO, DEV_CPU, DEV_CUDA } dev_choice;
@@ -106,6 +113,10 @@ typedef struct args {
   int64_t rank;      /* --rank of rank_filter */
   double percentile; /* --percentile of percentile_filter */
   ndf_rank_nan_policy nan_policy;
+  int nsampling;                       /* --sampling of the distance transforms */
+  double sampling[NDF_MAX_SPATIAL];
+  ndf_metric metric;                   /* --metric of cdt / bf */
+  const char *indices;                 /* --indices FILE */
   dev_choice device;
   const char *arch;
   ndf_dtype dtype;
@@ -272,6 +283,35 @@ static int opt_nan_policy(args *a, const char *v) {
   }
   return 0;
 }
+/* --sampling: one positive number or one per spatial axis. */
+static int opt_sampling(args *a, const char *v) {
+  const char *p = v;
+  a->nsampling = 0;
+  for (;;) {
+    char *end;
+    errno = 0;
+    double d = strtod(p, &end);
+    if (end == p || (*end != ',' && *end != '\0') || !isfinite(d) || !(d > 0) ||
+        a->nsampling == NDF_MAX_SPATIAL) {
+      errorf("bad value '%s' for --sampling (expected positive numbers such as 0.7,1.3,1.3, "
+             "at most %d)", v, NDF_MAX_SPATIAL);
+      return -1;
+    }
+    a->sampling[a->nsampling++] = d;
+    if (*end == '\0') return 0;
+    p = end + 1;
+  }
+}
+static int opt_metric(args *a, const char *v) {
+  if (ndf_metric_from_name(v, &a->metric) == NDF_OK) return 0;
+  errorf("bad value '%s' for --metric (expected euclidean, taxicab, cityblock, manhattan or "
+         "chessboard)", v);
+  return -1;
+}
+static int opt_indices(args *a, const char *v) {
+  a->indices = v;
+  return 0;
+}
 static int opt_batch(args *a, const char *v) {
   return parse_int("batch-dims", v, 0, NDF_MAX_NDIM - 1, &a->batch_dims);
 }
@@ -345,6 +385,9 @@ static const struct opt_def {
     {"nan-policy", O_NAN_POLICY, opt_nan_policy, "propagate|omit", 0},
     {"brute-force", O_BRUTE, opt_brute, "[true|false]", 1},
     {"output-dtype", O_OUTPUT_DTYPE, opt_output_dtype, "DTYPE", 0},
+    {"sampling", O_SAMPLING, opt_sampling, "X[,X...]", 0},
+    {"metric", O_METRIC, opt_metric, "METRIC", 0},
+    {"indices", O_INDICES, opt_indices, "FILE", 0},
     {"batch-dims", O_BATCH, opt_batch, "N", 0},
     {"device", O_DEVICE, opt_device, "cpu|cuda|auto", 0},
     {"arch", O_ARCH, opt_arch, "sm_XY", 0},
@@ -449,6 +492,9 @@ typedef struct op_params {
   const args *a;
   const ndf_array *file[NFILES]; /* the F_* option files, NULL when not given */
   int64_t *num_features;         /* label: one count per image, or NULL */
+  ndf_array *indices;            /* distance transforms: --indices output (host), or NULL */
+  int nsampling;                 /* distance transforms: --sampling, or a NIfTI input's spacing */
+  double sampling[NDF_MAX_SPATIAL];
 } op_params;
 
 enum {
@@ -456,6 +502,7 @@ enum {
   OPF_CPU_ONLY = 1u << 1, /* the library has no CUDA kernels for it: --device auto means cpu */
   OPF_LABEL = 1u << 2,    /* output int32 (or --output-dtype) in every format; prints num_features */
   OPF_RANK = 1u << 3,     /* a rank filter (median, rank, percentile): the input's dtype */
+  OPF_DISTANCE = 1u << 4, /* a distance transform: scipy's distance dtype, --indices */
 };
 
 typedef struct op_def {
@@ -571,6 +618,37 @@ static ndf_status call_percentile(const op_def *op, ndf_ctx *ctx, const ndf_arra
   return ndf_percentile_filter(ctx, in, out, p->a->percentile, &r);
 }
 
+typedef ndf_status (*distance_fn)(ndf_ctx *, const ndf_array *, ndf_array *, ndf_array *,
+                                  const ndf_distance_options *);
+
+static ndf_status call_distance(distance_fn fn, ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
+                                const op_params *p) {
+  const args *a = p->a;
+  ndf_distance_options o;
+  ndf_distance_options_init(&o);
+  o.nsampling = p->nsampling;
+  memcpy(o.sampling, p->sampling, sizeof o.sampling);
+  o.metric = a->metric;
+  o.metric_structure = p->file[F_STRUCTURE];
+  o.batch_dims = a->batch_dims;
+  return fn(ctx, in, out, p->indices, &o);
+}
+static ndf_status call_edt(const op_def *op, ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
+                           const op_params *p) {
+  (void)op;
+  return call_distance(ndf_distance_transform_edt, ctx, in, out, p);
+}
+static ndf_status call_cdt(const op_def *op, ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
+                           const op_params *p) {
+  (void)op;
+  return call_distance(ndf_distance_transform_cdt, ctx, in, out, p);
+}
+static ndf_status call_bf(const op_def *op, ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
+                          const op_params *p) {
+  (void)op;
+  return call_distance(ndf_distance_transform_bf, ctx, in, out, p);
+}
+
 #define GREY_OP(name, fn, summary) {name, GREY_OPTS, 0, call_grey, fn, NULL, summary, 0}
 /* Rank filters run on the CPU backend only in this version of the library:
  * drop OPF_CPU_ONLY when it gets their CUDA kernels. */
@@ -614,6 +692,13 @@ static const op_def ops[] = {
      NULL, "structure1 fits in the input, structure2 outside it", 0},
     {"label", LABEL_OPTS, OPF_LABEL | OPF_CPU_ONLY, call_label, NULL, NULL,
      "number the connected features 1..N (prints num_features)", 0},
+    /* CPU only in this version: drop OPF_CPU_ONLY when the CUDA path lands. */
+    {"distance_transform_edt", EDT_OPTS, OPF_DISTANCE | OPF_CPU_ONLY, call_edt, NULL, NULL,
+     "exact Euclidean distance to the nearest zero (float64; --indices)", 0},
+    {"distance_transform_cdt", CDT_OPTS, OPF_DISTANCE | OPF_CPU_ONLY, call_cdt, NULL, NULL,
+     "chamfer distance, chessboard/taxicab or --structure (int32, -1 unreachable)", 0},
+    {"distance_transform_bf", BF_OPTS, OPF_DISTANCE | OPF_CPU_ONLY, call_bf, NULL, NULL,
+     "brute-force distance (float64 euclidean, uint32 taxicab/chessboard)", 0},
 };
 #define NOPS (sizeof ops / sizeof ops[0])
 
@@ -773,6 +858,13 @@ static ndf_dtype binary_file_dtype(const char *outpath) {
 static ndf_dtype output_dtype(const op_def *op, const args *a, const char *outpath,
                               ndf_dtype in_dtype) {
   if (op->flags & OPF_LABEL) return a->output_dtype; /* int32 unless --output-dtype */
+  if (op->flags & OPF_DISTANCE) { /* scipy's dtypes; edt: float32 with --output-dtype */
+    if (op->call == call_cdt) return NDF_INT32;
+    if (op->call == call_bf)
+      return a->metric == NDF_METRIC_TAXICAB || a->metric == NDF_METRIC_CHESSBOARD ? NDF_UINT32
+                                                                                   : NDF_FLOAT64;
+    return a->given & O_OUTPUT_DTYPE ? a->output_dtype : NDF_FLOAT64;
+  }
   return op->flags & OPF_BINARY ? binary_file_dtype(outpath) : in_dtype;
 }
 
@@ -790,7 +882,7 @@ static void run_help(void) {
          "INPUT and OUTPUT are .npy, .nii or .nii.gz files (NIfTI axes are x, y, z, ...).\n\n"
          "grey ops (the output has the input's dtype):\n");
   for (size_t i = 0; i < NOPS; i++)
-    if (!(ops[i].flags & (OPF_BINARY | OPF_LABEL | OPF_RANK)))
+    if (!(ops[i].flags & (OPF_BINARY | OPF_LABEL | OPF_RANK | OPF_DISTANCE)))
       printf("  %-23s %s\n", ops[i].name, ops[i].summary);
   printf("rank filters (the output has the input's dtype; CPU only in this version):\n");
   for (size_t i = 0; i < NOPS; i++)
@@ -804,6 +896,11 @@ static void run_help(void) {
          "--batch-dims; CPU only in this version):\n");
   for (size_t i = 0; i < NOPS; i++)
     if (ops[i].flags & OPF_LABEL) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
+  printf("distance transforms (zero input is the background; OUTPUT gets the distances in\n"
+         "scipy's dtype, --indices FILE the nearest background coordinates, int32 of shape\n"
+         "(rank,) + shape per image; CPU only in this version):\n");
+  for (size_t i = 0; i < NOPS; i++)
+    if (ops[i].flags & OPF_DISTANCE) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
   printf("\nThe composite ops (opening to black_tophat) use the element, mode, cval and\n"
          "origin in every step; their arithmetic is NumPy's in the input dtype\n"
          "(integers wrap around, as in scipy).\n"
@@ -838,6 +935,13 @@ static void run_help(void) {
          "  --origin2 N[,N...]    hit_or_miss: shift of structure2 (default: origin1)\n"
          "  --output-dtype DTYPE  label: dtype of the labels (default int32; uint8, int8,\n"
          "                        uint16, int16, uint32, float32, float64)\n"
+         "  --sampling X[,X...]   edt, bf: voxel spacing (one value or one per spatial\n"
+         "                        axis; default 1, or the NIfTI header's pixdim)\n"
+         "  --metric METRIC       cdt: chessboard (default), taxicab/cityblock/manhattan;\n"
+         "                        bf: euclidean (default), taxicab, chessboard\n"
+         "                        (cdt --structure FILE: a 3x...x3 metric instead)\n"
+         "  --indices FILE        distance transforms: also write the feature transform\n"
+         "  --output-dtype DTYPE  edt: float64 (default) or float32 distances\n"
          "  --batch-dims N        leading axes that are independent images (default 0)\n"
          "  --device cpu|cuda|auto  where to run (default auto: CUDA when available and\n"
          "                        the op has CUDA kernels)\n");
@@ -848,7 +952,10 @@ static void op_help(const op_def *op) {
   printf("usage: ndforge run %s [options] INPUT OUTPUT\n\n%s: %s.\n", op->name, op->name,
          op->summary);
   printf("Output: %s.\nOptions:\n",
-         op->flags & OPF_LABEL
+         op->flags & OPF_DISTANCE
+             ? "the distances in scipy's dtype (edt float64, cdt int32, bf float64 or uint32);\n"
+               "--indices FILE writes the feature transform (int32)"
+         : op->flags & OPF_LABEL
              ? "labels 1..N, 0 for the background, int32 (or --output-dtype) in every format;\n"
                "prints \"num_features: N\" (one count per image with --batch-dims)"
          : op->flags & OPF_BINARY ? "bool (uint8 in NIfTI files)"
@@ -866,6 +973,37 @@ static void op_help(const op_def *op) {
 }
 
 static int is_help(const char *s) { return strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0; }
+
+/* The sampling and indices of a distance transform: --sampling, else a
+ * NIfTI input's voxel spacing on the spatial axes (those after --batch-dims);
+ * --indices gets a host int32 array of shape batch + (rank,) + spatial. */
+static int setup_distance(const args *a, const ndfio_image *in, op_params *p, ndf_array *indices) {
+  const ndf_array *x = &in->arr;
+  double spacing[NDF_MAX_NDIM];
+  p->nsampling = a->nsampling;
+  memcpy(p->sampling, a->sampling, sizeof p->sampling);
+  if (!(a->given & O_SAMPLING) && a->batch_dims >= 0 && a->batch_dims < x->ndim &&
+      x->ndim - a->batch_dims <= NDF_MAX_SPATIAL && ndfio_nifti_spacing(in, spacing)) {
+    p->nsampling = x->ndim - a->batch_dims;
+    for (int d = 0; d < p->nsampling; d++) p->sampling[d] = spacing[a->batch_dims + d];
+  }
+  if (!a->indices) return 0;
+  if (a->batch_dims < 0 || a->batch_dims >= x->ndim || x->ndim + 1 > NDF_MAX_NDIM) {
+    errorf("--indices: an input of rank %d with --batch-dims %d has no feature transform", x->ndim,
+           a->batch_dims);
+    return -1;
+  }
+  int64_t shape[NDF_MAX_NDIM];
+  for (int d = 0; d < a->batch_dims; d++) shape[d] = x->shape[d];
+  shape[a->batch_dims] = x->ndim - a->batch_dims;
+  for (int d = a->batch_dims; d < x->ndim; d++) shape[d + 1] = x->shape[d];
+  if (host_alloc(indices, NDF_INT32, x->ndim + 1, shape) != NDF_OK) {
+    errorf("out of memory for the indices");
+    return -1;
+  }
+  p->indices = indices;
+  return 0;
+}
 
 static int cmd_run(int argc, char **argv) {
   if (argc >= 3 && is_help(argv[2])) {
@@ -904,18 +1042,20 @@ static int cmd_run(int argc, char **argv) {
   }
   const char *inpath = a.pos[0], *outpath = a.pos[1];
   if (check_file_type(inpath, "input") || check_file_type(outpath, "output")) return EXIT_USAGE;
+  if (a.indices && check_file_type(a.indices, "indices")) return EXIT_USAGE;
   /* --device auto: CUDA when there is a device and the op has CUDA kernels. */
   dev_choice device = a.device;
   if (device == DEV_AUTO && (op->flags & OPF_CPU_ONLY)) device = DEV_CPU;
 
   rc = EXIT_RUN;
   ndfio_image in, files[NFILES];
-  ndf_array out;
+  ndf_array out, indices;
   ndf_ctx *ctx = NULL;
   ndf_device_type dev;
   op_params p;
   memset(&in, 0, sizeof in);
   memset(&out, 0, sizeof out);
+  memset(&indices, 0, sizeof indices);
   int64_t *counts = NULL, nimg = 1;
   if (load_elements(&a, files, &p) != 0) goto done;
   if (read_image(inpath, &in) != 0) goto done;
@@ -936,12 +1076,17 @@ static int cmd_run(int argc, char **argv) {
     }
     p.num_features = counts;
   }
+  if ((op->flags & OPF_DISTANCE) && setup_distance(&a, &in, &p, &indices) != 0) goto done;
   if (open_device(device, &ctx, &dev) != NDF_OK) goto done;
   if (run_op(ctx, dev, op, &in.arr, &p, output_dtype(op, &a, outpath, in.arr.dtype), &out) !=
       NDF_OK)
     goto done;
   char err[ERRLEN];
   if (ndfio_write(outpath, &out, &in, err, sizeof err) != NDF_OK) {
+    errorf("%s", err);
+    goto done;
+  }
+  if (p.indices && ndfio_write(a.indices, p.indices, NULL, err, sizeof err) != NDF_OK) {
     errorf("%s", err);
     goto done;
   }
@@ -954,6 +1099,7 @@ static int cmd_run(int argc, char **argv) {
 done:
   free(counts);
   host_free(&out);
+  host_free(&indices);
   ndf_ctx_destroy(ctx);
   ndfio_image_free(&in);
   free_elements(files);
@@ -1504,7 +1650,9 @@ static int cmd_demo(int argc, char **argv) {
   ga.nsize = 1;
   ga.size[0] = 3;
   ga.mode = NDF_MODE_REFLECT;
-  op_params p = {&ga, {NULL}, NULL};
+  op_params p;
+  memset(&p, 0, sizeof p);
+  p.a = &ga;
 
   if (dev == NDF_DEVICE_CUDA) {
     printf("device:  %s (sm_%d%d)\n", info.device_name, info.cc_major, info.cc_minor);
