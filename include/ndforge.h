@@ -493,7 +493,9 @@ NDF_API void ndf_distance_options_init(ndf_distance_options *opt);
  * to the highest raster index.  An image without background voxels next to
  * the foreground gives sqrt(DBL_MAX) (euclidean) or UINT32_MAX and index 0.
  *
- * Backends: CPU for all three.  CUDA arrays: NDF_ENOTSUP in this version.
+ * Backends: CPU for all three; CUDA arrays for edt, bit-identical to the CPU
+ * (stream-ordered, like every GPU op).  cdt and bf on CUDA arrays:
+ * NDF_ENOTSUP in this version.
  */
 NDF_API ndf_status ndf_distance_transform_edt(ndf_ctx *ctx, const ndf_array *input, ndf_array *distances,
                                               ndf_array *indices, const ndf_distance_options *opt);

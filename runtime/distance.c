@@ -215,8 +215,11 @@ static ndf_status check_call(ndf_ctx *ctx, dist_op op, const char *name, const n
     return ndf__argerror(ctx, name, "indices", "overlaps distances");
   if (in->device == NDF_DEVICE_CUDA) {
     if (!ctx->has_cuda) return ndf__error(ctx, NDF_ENODEV, "%s: the arrays are on a CUDA device but the context has none", name);
-    return ndf__error(ctx, NDF_ENOTSUP, "%s: CUDA arrays are not supported yet (the distance transforms run on the CPU "
-                      "backend in this version)", name);
+    if (in->device_id != ctx->opt.device)
+      return ndf__argerror(ctx, name, "input", "on CUDA device %d, the context uses device %d", in->device_id, ctx->opt.device);
+    if (op != OP_EDT)
+      return ndf__error(ctx, NDF_ENOTSUP, "%s: CUDA arrays are not supported yet (cdt and bf run on the CPU backend in "
+                        "this version)", name);
   }
   if (c->npix >= INT32_MAX)
     return ndf__error(ctx, NDF_ENOTSUP, "%s: images of 2^31 voxels or more are not supported (indices are int32)", name);
@@ -751,7 +754,10 @@ static ndf_status run(ndf_ctx *ctx, dist_op op, const char *name, const ndf_arra
     else binary_structure(c.nsp, c.metric == NDF_METRIC_TAXICAB ? 1 : c.nsp, c.structure);
   }
   switch (op) {
-    case OP_EDT: s = edt_cpu(ctx, &c, in, dist, idx); break;
+    case OP_EDT:
+      s = in->device == NDF_DEVICE_CUDA ? ndf__edt_cuda(ctx, name, in, dist, idx, c.nb, c.sampling)
+                                        : edt_cpu(ctx, &c, in, dist, idx);
+      break;
     case OP_CDT: s = cdt_cpu(ctx, &c, in, dist, idx); break;
     case OP_BF: s = bf_cpu(ctx, &c, in, dist, idx); break;
   }

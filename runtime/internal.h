@@ -169,6 +169,12 @@ ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
 int ndf__grey_cuda_requests(const ndf__grey_geom *g, ndf_dtype dtype, int ndim,
                             ndf__kernel_req *reqs, int max);
 
+/* ---- distance_cuda.c ---------------------------------------------------------------------- */
+/* distance_transform_edt on CUDA arrays (validated by distance.c); dist and
+ * idx may be NULL; sampling has one value per spatial axis. */
+ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, ndf_array *idx,
+                         int batch_dims, const double *sampling);
+
 /* ---- rank.c ---------------------------------------------------------------------------- */
 struct ndf__selnet;
 /* The generated selection network for rank k of n values, or NULL. */
