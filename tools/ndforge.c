@@ -692,8 +692,8 @@ static const op_def ops[] = {
      NULL, "structure1 fits in the input, structure2 outside it", 0},
     {"label", LABEL_OPTS, OPF_LABEL | OPF_CPU_ONLY, call_label, NULL, NULL,
      "number the connected features 1..N (prints num_features)", 0},
-    /* CPU only in this version: drop OPF_CPU_ONLY when the CUDA path lands. */
-    {"distance_transform_edt", EDT_OPTS, OPF_DISTANCE | OPF_CPU_ONLY, call_edt, NULL, NULL,
+    /* cdt and bf: CPU only in this version (drop OPF_CPU_ONLY when their CUDA paths land). */
+    {"distance_transform_edt", EDT_OPTS, OPF_DISTANCE, call_edt, NULL, NULL,
      "exact Euclidean distance to the nearest zero (float64; --indices)", 0},
     {"distance_transform_cdt", CDT_OPTS, OPF_DISTANCE | OPF_CPU_ONLY, call_cdt, NULL, NULL,
      "chamfer distance, chessboard/taxicab or --structure (int32, -1 unreachable)", 0},
@@ -787,10 +787,11 @@ static ndf_status run_op(ndf_ctx *ctx, ndf_device_type dev, const op_def *op,
     s = op->call(op, ctx, in, out, p);
     if (s != NDF_OK) errorf("%s", ndf_errmsg(ctx));
   } else {
-    ndf_array din, dout, dmask;
+    ndf_array din, dout, dmask, didx;
     memset(&din, 0, sizeof din);
     memset(&dout, 0, sizeof dout);
     memset(&dmask, 0, sizeof dmask);
+    memset(&didx, 0, sizeof didx);
     op_params dp = *p;
     const ndf_array *mask = p->file[F_MASK];
     s = ndf_array_alloc(ctx, &din, NDF_DEVICE_CUDA, in->dtype, in->ndim, in->shape);
@@ -801,13 +802,19 @@ static ndf_status run_op(ndf_ctx *ctx, ndf_device_type dev, const op_def *op,
       if (s == NDF_OK) s = ndf_array_copy(ctx, &dmask, mask);
       dp.file[F_MASK] = &dmask;
     }
+    if (s == NDF_OK && p->indices) { /* distance transforms: the feature transform too */
+      s = ndf_array_alloc(ctx, &didx, NDF_DEVICE_CUDA, NDF_INT32, p->indices->ndim, p->indices->shape);
+      dp.indices = &didx;
+    }
     if (s == NDF_OK) s = op->call(op, ctx, &din, &dout, &dp);
     if (s == NDF_OK) s = ndf_array_copy(ctx, out, &dout);
+    if (s == NDF_OK && p->indices) s = ndf_array_copy(ctx, p->indices, &didx);
     if (s == NDF_OK) s = ndf_ctx_synchronize(ctx);
     if (s != NDF_OK) errorf("%s", ndf_errmsg(ctx));
     ndf_array_free(ctx, &din);
     ndf_array_free(ctx, &dout);
     ndf_array_free(ctx, &dmask);
+    ndf_array_free(ctx, &didx);
   }
   if (s != NDF_OK) host_free(out);
   return s;
@@ -898,7 +905,7 @@ static void run_help(void) {
     if (ops[i].flags & OPF_LABEL) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
   printf("distance transforms (zero input is the background; OUTPUT gets the distances in\n"
          "scipy's dtype, --indices FILE the nearest background coordinates, int32 of shape\n"
-         "(rank,) + shape per image; CPU only in this version):\n");
+         "(rank,) + shape per image; edt runs on CUDA too, cdt and bf on the CPU only):\n");
   for (size_t i = 0; i < NOPS; i++)
     if (ops[i].flags & OPF_DISTANCE) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
   printf("\nThe composite ops (opening to black_tophat) use the element, mode, cval and\n"
