@@ -70,7 +70,7 @@
 /* Workloads                                                                 */
 
 typedef enum { FP_BOX = 0, FP_CROSS = 1 } fp_kind;
-typedef enum { FAM_GREY, FAM_RANK } op_family;
+typedef enum { FAM_GREY, FAM_RANK, FAM_DIST } op_family;
 
 /* The ops: API-style name (--op), key (the first part of a workload's name)
  * and family. */
@@ -78,13 +78,14 @@ typedef struct op_desc {
   const char *name, *key;
   op_family family;
 } op_desc;
-enum { OP_EROSION, OP_DILATION, OP_MEDIAN, OP_RANK, OP_PERCENTILE, OP_COUNT };
+enum { OP_EROSION, OP_DILATION, OP_MEDIAN, OP_RANK, OP_PERCENTILE, OP_EDT, OP_COUNT };
 static const op_desc ops[OP_COUNT] = {
     [OP_EROSION] = {"grey_erosion", "erosion", FAM_GREY},
     [OP_DILATION] = {"grey_dilation", "dilation", FAM_GREY},
     [OP_MEDIAN] = {"median_filter", "median", FAM_RANK},
     [OP_RANK] = {"rank_filter", "rank", FAM_RANK},
     [OP_PERCENTILE] = {"percentile_filter", "percentile", FAM_RANK},
+    [OP_EDT] = {"distance_transform_edt", "edt", FAM_DIST},
 };
 
 typedef struct workload {
@@ -96,7 +97,8 @@ typedef struct workload {
   fp_kind fp; /* box: size = ...; cross: footprint with one axis off-centre at most */
   int batch_dims;
   ndf_mode mode;
-  double param; /* rank_filter: the rank; percentile_filter: the percentile */
+  double param; /* rank_filter: the rank; percentile_filter: the percentile;
+                   distance_transform_edt: 1 = sampling (0.7, 1.3, ...) and indices too */
 } workload;
 
 /* The default workloads: float32 and reflect unless said. */
@@ -119,13 +121,20 @@ static const workload default_workloads[] = {
     {OP_MEDIAN, NDF_FLOAT32, 2, {1024, 1024}, 7, FP_BOX, 0, NDF_MODE_REFLECT, 0},
     {OP_MEDIAN, NDF_FLOAT32, 2, {1024, 1024}, 31, FP_BOX, 0, NDF_MODE_REFLECT, 0},
     {OP_MEDIAN, NDF_UINT8, 4, {8, 3, 256, 256}, 5, FP_BOX, 2, NDF_MODE_REFLECT, 0},
+    /* distance transforms (issue 5): uint8 input of random bytes (background
+     * = the zeros, 1 in 256), float64 distances; size and mode unused */
+    {OP_EDT, NDF_UINT8, 2, {1024, 1024}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_EDT, NDF_UINT8, 3, {8, 1024, 1024}, 1, FP_BOX, 1, NDF_MODE_REFLECT, 0},
+    {OP_EDT, NDF_UINT8, 3, {256, 256, 256}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_EDT, NDF_UINT8, 3, {512, 512, 512}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_EDT, NDF_UINT8, 2, {1024, 1024}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 1},
 };
 #define N_DEFAULT (sizeof default_workloads / sizeof default_workloads[0])
 
 static const char *op_name(int op) { return ops[op].name; }
 
 /* The output dtype of an op for an input dtype. */
-static ndf_dtype out_dtype(const workload *w) { return w->dtype; }
+static ndf_dtype out_dtype(const workload *w) { return ops[w->op].family == FAM_DIST ? NDF_FLOAT64 : w->dtype; }
 
 /* NumPy's short type codes, for names and the human line: "f32", "u8". */
 static const char *dtype_short(ndf_dtype t)
@@ -172,6 +181,10 @@ static void wl_name(const workload *w, char *buf, size_t len)
   shape_str(w, 'x', shp, sizeof shp);
   if (w->op == OP_RANK || w->op == OP_PERCENTILE) snprintf(op, sizeof op, "%s%g", ops[w->op].key, w->param);
   else snprintf(op, sizeof op, "%s", ops[w->op].key);
+  if (ops[w->op].family == FAM_DIST) { /* "edt_u8_1024x1024_b0", "..._samp_idx" */
+    snprintf(buf, len, "%s_%s_%s_b%d%s", op, dtype_short(w->dtype), shp, w->batch_dims, w->param ? "_samp_idx" : "");
+    return;
+  }
   snprintf(buf, len, "%s_%s_%s_%s%d_b%d%s%s", op,
            dtype_short(w->dtype), shp, w->fp == FP_CROSS ? "cross" : "s", w->size, w->batch_dims,
            w->mode == NDF_MODE_REFLECT ? "" : "_", w->mode == NDF_MODE_REFLECT ? "" : ndf_mode_name(w->mode));
@@ -181,6 +194,7 @@ static void wl_name(const workload *w, char *buf, size_t len)
 typedef struct op_setup {
   ndf_grey_options opt;
   ndf_rank_options ropt;
+  ndf_distance_options dopt;
   ndf_array fp;
   uint8_t *fpbuf;
 } op_setup;
@@ -191,6 +205,15 @@ static int setup_options(const workload *w, op_setup *g)
   memset(g, 0, sizeof *g);
   ndf_grey_options_init(&g->opt);
   ndf_rank_options_init(&g->ropt);
+  ndf_distance_options_init(&g->dopt);
+  g->dopt.batch_dims = w->batch_dims;
+  if (ops[w->op].family == FAM_DIST) {
+    if (w->param) { /* anisotropic: 0.7, 1.3, 0.7, ... */
+      g->dopt.nsampling = sp;
+      for (int i = 0; i < sp; i++) g->dopt.sampling[i] = i % 2 ? 1.3 : 0.7;
+    }
+    return 0;
+  }
   g->opt.mode = g->ropt.mode = w->mode;
   g->opt.batch_dims = g->ropt.batch_dims = w->batch_dims;
   /* $NDF_BENCH_RANK_ALGO (network, select) picks the rank algorithm, for comparing them. */
@@ -232,8 +255,36 @@ static void free_options(op_setup *g)
   g->fpbuf = NULL;
 }
 
+/* The indices output of the edt workloads that want it: one buffer per
+ * context (a host buffer for the CPU backend), made on first use and kept
+ * until the program exits, so that no allocation is timed.  Indices are
+ * computed and timed but not compared (tests/test_gpu_distance.c does). */
+static ndf_array *edt_indices(ndf_ctx *c, const workload *w, const ndf_array *in)
+{
+  static struct { ndf_ctx *ctx; ndf_device_type dev; ndf_array a; } cache[16];
+  static int n;
+  for (int i = 0; i < n; i++)
+    if (cache[i].ctx == c && cache[i].dev == in->device && cache[i].a.shape[w->batch_dims] == w->ndim - w->batch_dims)
+      return &cache[i].a;
+  if (n == 16) return NULL;
+  int64_t sh[NDF_MAX_NDIM];
+  for (int i = 0; i < w->batch_dims; i++) sh[i] = w->shape[i];
+  sh[w->batch_dims] = w->ndim - w->batch_dims;
+  for (int i = w->batch_dims; i < w->ndim; i++) sh[i + 1] = w->shape[i];
+  ndf_array *a = &cache[n].a;
+  if (ndf_array_alloc(c, a, in->device, NDF_INT32, w->ndim + 1, sh) != NDF_OK) return NULL;
+  cache[n].ctx = c;
+  cache[n].dev = in->device;
+  return &cache[n++].a;
+}
+
 static ndf_status run_op(ndf_ctx *c, const workload *w, const ndf_array *in, ndf_array *out, const op_setup *g)
 {
+  if (w->op == OP_EDT) {
+    ndf_array *idx = NULL;
+    if (w->param && !(idx = edt_indices(c, w, in))) return NDF_ENOMEM;
+    return ndf_distance_transform_edt(c, in, out, idx, &g->dopt);
+  }
   switch (w->op) {
   case OP_EROSION: return ndf_grey_erosion(c, in, out, &g->opt);
   case OP_DILATION: return ndf_grey_dilation(c, in, out, &g->opt);
