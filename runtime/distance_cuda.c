@@ -1,10 +1,11 @@
 /*
  * distance_cuda.c -- the CUDA backend of distance_transform_edt: one launch
  * per spatial axis (0 .. n-1, scipy's order) over the whole batch, each a
- * specialization of templates/distance_edt.cu.  Axes other than the last run
- * ndf_edt_lines (a thread per line, threads along the contiguous axis); the
- * last axis runs ndf_edt_rows (a warp per 32 rows through a shared-memory
- * tile).  The first pass reads the input, the last writes the outputs;
+ * specialization of templates/distance_edt.cu.  The first pass of an axis
+ * other than the last runs ndf_edt_first (segmented scans: W = 0 needs no
+ * envelope), later ones ndf_edt_lines (a thread per line, threads along the
+ * contiguous axis); the last axis runs ndf_edt_rows (a warp per 32 rows
+ * through a shared-memory tile).  The first pass reads the input, the last writes the outputs;
  * passes in between ping-pong between two scratch buffers of (feature int32,
  * W double) per voxel, and every pass keeps its envelopes' site positions in
  * a third (int32 per voxel).  Results are bit-identical to the CPU backend.
@@ -26,9 +27,16 @@ static void pb_put(param_block *p, const void *v, size_t size, size_t align) {
 }
 #define PB_PUT(p, v) pb_put((p), &(v), sizeof(v), _Alignof(__typeof__(v)))
 
-static void edt_request(ndf__kernel_req *r, int rows, ndf_dtype tin, ndf_dtype dout, int first, int last, int has_dist,
-                        int has_idx) {
-  ndf__req_init(r, "distance_edt", rows ? "ndf_edt_rows" : "ndf_edt_lines");
+/* The kernel of pass d of nsp: the last axis runs ndf_edt_rows; the first
+ * pass of any other axis ndf_edt_first (W = 0: segmented scans, no envelope);
+ * the passes in between ndf_edt_lines. */
+static const char *edt_kernel(int d, int nsp) {
+  return d == nsp - 1 ? "ndf_edt_rows" : d == 0 ? "ndf_edt_first" : "ndf_edt_lines";
+}
+
+static void edt_request(ndf__kernel_req *r, const char *kernel, ndf_dtype tin, ndf_dtype dout, int first, int last,
+                        int has_dist, int has_idx) {
+  ndf__req_init(r, "distance_edt", kernel);
   /* Slots that do not change the pass get one value, so passes share kernels. */
   ndf__req_set(r, "TIN", "%s", first ? ndf__dtype_ctype(tin) : "unsigned char");
   ndf__req_set(r, "DOUT", "%s", last && has_dist && dout == NDF_FLOAT32 ? "float" : "double");
@@ -58,7 +66,7 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
   CUfunction fns[NDF_MAX_SPATIAL];
   for (int d = 0; d < nsp; d++) {
     ndf__kernel_req req;
-    edt_request(&req, d == nsp - 1, in->dtype, dout, d == 0, d == nsp - 1, dist != NULL, idx != NULL);
+    edt_request(&req, edt_kernel(d, nsp), in->dtype, dout, d == 0, d == nsp - 1, dist != NULL, idx != NULL);
     if ((s = ndf__jit_get(ctx, name, &req, &fns[d])) != NDF_OK) return s;
   }
 
@@ -123,11 +131,21 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
     PB_PUT(&pb, xk);
     for (int a = 0; a < NDF_MAX_NDIM; a++) PB_PUT(&pb, samp[a]);
 
-    const int rows = last;
-    const unsigned bx = rows ? 32 : 128;
-    const unsigned grid = grid_for(ctx, (nlines + bx - 1) / bx);
+    /* rows: a warp per 32 rows; first: 32 lines x nseg segments of about 32 voxels; lines: 128 lines. */
+    unsigned bx = 128, by = 1;
+    int64_t per_block = 128;
+    if (last) {
+      bx = 32;
+      per_block = 32;
+    } else if (first) {
+      int64_t nseg = (n + 31) / 32;
+      bx = 32;
+      by = (unsigned)(nseg < 1 ? 1 : nseg > 32 ? 32 : nseg);
+      per_block = 32;
+    }
+    const unsigned grid = grid_for(ctx, (nlines + per_block - 1) / per_block);
     void *args[] = {pb.b};
-    CUresult r = ndf__cu(NULL)->cuLaunchKernel(fns[d], grid, 1, 1, bx, 1, 1, 0, ctx->stream, args, NULL);
+    CUresult r = ndf__cu(NULL)->cuLaunchKernel(fns[d], grid, 1, 1, bx, by, 1, 0, ctx->stream, args, NULL);
     if (r != CUDA_SUCCESS) s = ndf__cuda_error(ctx, name, r);
   }
   ndf__scratch_free(ctx, scratch);

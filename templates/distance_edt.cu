@@ -229,6 +229,77 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_lines(const ndf_edt_pa
   }
 }
 
+// ---- the first pass on an axis other than the last: segmented scans ---------------
+//
+// With W = 0 the envelope holds every background voxel and the query picks
+// the nearer of the previous and the next background voxel, the previous on
+// a tie (the squared products of distinct integer distances never round to
+// the same double), so the first pass needs no envelope: a block takes 32
+// consecutive lines (threadIdx.x, coalesced) and cuts each into blockDim.y
+// segments.  Each thread finds its segment's first and last background, the
+// block exchanges them in shared memory, then each thread sweeps its segment
+// backwards (the next background, kept in the destination's feature slot) and
+// forwards (the previous one; the choice; feature and W written).
+#if FIRST && !LAST
+extern "C" __global__ void __launch_bounds__(1024) ndf_edt_first(const ndf_edt_params p) {
+  __shared__ ndf_i64 sfirst[32][32], slast[32][32]; // [segment][line in block]
+  const ndf_i64 n = p.n, inner = p.inner;
+  const int tx = threadIdx.x, ty = threadIdx.y, nseg = blockDim.y;
+  const ndf_i64 seg = (n + nseg - 1) / nseg, x0 = ty * seg, x1 = x0 + seg < n ? x0 + seg : n;
+  const ndf_i64 ngroups = (p.nlines + 31) / 32;
+  for (ndf_i64 g = blockIdx.x; g < ngroups; g += gridDim.x) {
+    const ndf_i64 L = g * 32 + tx;
+    const bool active = L < p.nlines;
+    const ndf_i64 o = L / inner, j = L - o * inner;
+    const ndf_i64 w0 = o * n * inner + j;
+    const ndf_i64 ib = active ? ndf_offset(p, w0, p.istr) : 0, is = p.istr[p.axis];
+    ndf_i64 first = -1, last = -1;
+    if (active)
+      for (ndf_i64 x = x0; x < x1; x++)
+        if (p.in[ib + x * is] == (TIN)0) {
+          if (first < 0) first = x;
+          last = x;
+        }
+    sfirst[ty][tx] = first;
+    slast[ty][tx] = last;
+    __syncthreads();
+    ndf_i64 prev = -1, next = -1;
+    for (int k = ty - 1; k >= 0 && prev < 0; k--) prev = slast[k][tx];
+    for (int k = ty + 1; k < nseg && next < 0; k++) next = sfirst[k][tx];
+    __syncthreads(); // the exchange is read before the next group overwrites it
+    if (!active) continue;
+    for (ndf_i64 x = x1 - 1; x >= x0; x--) { // next background at or after x
+      if (p.in[ib + x * is] == (TIN)0) next = x;
+      p.dfeat[w0 + x * inner] = (int)next;
+    }
+    for (ndf_i64 x = x0; x < x1; x++) {
+      const ndf_i64 wi = w0 + x * inner;
+      const ndf_i64 q = p.dfeat[wi];
+      if (q == x) prev = x;
+      ndf_i64 v;
+      double d;
+      if (prev < 0 && q < 0) {
+        p.dfeat[wi] = -1;
+        p.dw[wi] = 0.0;
+        continue;
+      } else if (q < 0) {
+        v = prev;
+        d = ndf_qd(0.0, prev, x, p.s);
+      } else if (prev < 0) {
+        v = q;
+        d = ndf_qd(0.0, q, x, p.s);
+      } else {
+        const double dp = ndf_qd(0.0, prev, x, p.s), dq = ndf_qd(0.0, q, x, p.s);
+        v = dp <= dq ? prev : q;
+        d = dp <= dq ? dp : dq;
+      }
+      p.dfeat[wi] = (int)((w0 + v * inner) % p.npix);
+      p.dw[wi] = d;
+    }
+  }
+}
+#endif
+
 // ---- the last axis: a warp per 32 rows, through a shared-memory tile ---------------
 
 #define NDF_TILE 32
