@@ -7,8 +7,8 @@
  * contiguous axis); the last axis runs ndf_edt_rows (a warp per 32 rows
  * through a shared-memory tile).  The first pass reads the input, the last writes the outputs;
  * passes in between ping-pong between two scratch buffers of (feature int32,
- * W double) per voxel, and every pass keeps its envelopes' site positions in
- * a third (int32 per voxel).  Results are bit-identical to the CPU backend.
+ * W double) per voxel, and every pass keeps its envelopes in a third (W,
+ * position, feature: 16 bytes per voxel).  Results are bit-identical to the CPU backend.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -70,9 +70,10 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
     if ((s = ndf__jit_get(ctx, name, &req, &fns[d])) != NDF_OK) return s;
   }
 
-  /* Scratch: the stack (int32 per voxel), then one or two (W double, feature int32) buffers. */
+  /* Scratch: the envelopes (16 bytes per voxel: W, position, feature), then
+   * one or two (W double, feature int32) buffers. */
   const int nbuf = nsp >= 3 ? 2 : nsp - 1;
-  const size_t stack_bytes = ((size_t)N * 4 + 7) & ~(size_t)7;
+  const size_t stack_bytes = (size_t)N * 16;
   const size_t buf_bytes = (size_t)N * 12;
   CUdeviceptr scratch = 0;
   if ((s = ndf__scratch_alloc(ctx, stack_bytes + (size_t)nbuf * buf_bytes, &scratch)) != NDF_OK) return s;

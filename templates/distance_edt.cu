@@ -19,9 +19,8 @@
 //   ndf_edt_rows   the last axis: a warp takes 32 rows and streams them
 //                  through a 32 x 32 shared-memory tile (a transpose), so
 //                  global reads and writes run along the rows.
-// The stack of a line keeps only site positions (scratch [l][line]); a
-// site's W and feature are read back from the pass's source buffer (which
-// the pass does not write: passes ping-pong between two buffers).
+// The stack of a line keeps its sites (W, position, feature: 16 bytes,
+// scratch [l][line]); passes ping-pong between two (feature, W) buffers.
 //
 // FIRST: the pass reads the input (any dtype, strides; non-zero =
 // foreground) instead of a source buffer: sites are the background, W = 0,
@@ -39,13 +38,20 @@ typedef NDF_SLOT(DOUT) DOUT;   // distance type: double or float (LAST)
 #define HAS_DIST NDF_SLOT(HAS_DIST)
 #define HAS_IDX NDF_SLOT(HAS_IDX)
 
+// One site of an envelope: its W, position along the line and feature, in
+// one 16-byte load (a pop or an advance costs one dependent load).
+struct ndf_site {
+  double w;
+  int v, f;
+};
+
 struct ndf_edt_params {
   const TIN *in;                  // FIRST: the input
   const int *sfeat;               // !FIRST: source features (flat index in the image, -1: none)
   const double *sw;               // !FIRST: source W
   int *dfeat;                     // !LAST: destination features
   double *dw;                     // !LAST: destination W
-  int *stack;                     // site positions, [l * nlines + line]
+  struct ndf_site *stack;         // envelopes: [l * nlines + line]
   DOUT *dist;                     // LAST && HAS_DIST
   int *idx;                       // LAST && HAS_IDX
   ndf_i64 nlines, n, inner;       // lines of the pass; their length; stride of the axis in the working layout
@@ -144,7 +150,7 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_lines(const ndf_edt_pa
     const ndf_i64 db = ndf_offset(p, w0, p.dstr), ds = p.dstr[p.axis];
     const ndf_i64 xb = ndf_offset(p, w0, p.xstr), xs = p.xstr[p.axis];
 #endif
-    int *stk = p.stack + L;
+    ndf_site *stk = p.stack + L;
     const ndf_i64 sl = p.nlines;
     ndf_i64 l = -1;
     // Build the envelope.  The top two sites live in registers.
@@ -155,8 +161,10 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_lines(const ndf_edt_pa
 #if FIRST
       if (p.in[ib + x * is] != (TIN)0) continue;
       const double wx = 0.0;
+      const int fx = (int)(wi % p.npix);
 #else
-      if (p.sfeat[wi] < 0) continue;
+      const int fx = p.sfeat[wi];
+      if (fx < 0) continue;
       const double wx = p.sw[wi];
 #endif
       while (l >= 1 && ndf_hidden(vp, wp, vt, wt, x, wx, p.s)) {
@@ -164,16 +172,17 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_lines(const ndf_edt_pa
         vt = vp;
         wt = wp;
         if (l >= 1) {
-          vp = stk[(l - 1) * sl];
-#if FIRST
-          wp = 0.0;
-#else
-          wp = p.sw[w0 + vp * inner];
-#endif
+          const ndf_site e = stk[(l - 1) * sl];
+          vp = e.v;
+          wp = e.w;
         }
       }
       ++l;
-      stk[l * sl] = (int)x;
+      ndf_site e;
+      e.w = wx;
+      e.v = (int)x;
+      e.f = fx;
+      stk[l * sl] = e;
       vp = vt;
       wp = wt;
       vt = x;
@@ -192,33 +201,19 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_lines(const ndf_edt_pa
     }
     const ndf_i64 maxl = l;
     l = 0;
-    ndf_i64 v = stk[0];
-#if FIRST
-    double w = 0.0;
-#else
-    double w = p.sw[w0 + v * inner];
-#endif
+    ndf_site cur = stk[0];
+    ndf_site nxt = maxl > 0 ? stk[sl] : cur; // the next site, loaded ahead
     for (ndf_i64 i = 0; i < n; i++) {
-      double d1 = ndf_qd(w, v, i, p.s);
+      double d1 = ndf_qd(cur.w, cur.v, i, p.s);
       while (l < maxl) {
-        const ndf_i64 v2 = stk[(l + 1) * sl];
-#if FIRST
-        const double w2 = 0.0;
-#else
-        const double w2 = p.sw[w0 + v2 * inner];
-#endif
-        const double d2 = ndf_qd(w2, v2, i, p.s);
+        const double d2 = ndf_qd(nxt.w, nxt.v, i, p.s);
         if (d1 <= d2) break;
         d1 = d2;
-        v = v2;
-        w = w2;
+        cur = nxt;
         ++l;
+        if (l < maxl) nxt = stk[(l + 1) * sl];
       }
-#if FIRST
-      const int f = (int)((w0 + v * inner) % p.npix);
-#else
-      const int f = p.sfeat[w0 + v * inner];
-#endif
+      const int f = cur.f;
 #if LAST
       ndf_emit(p, db + i * ds, xb + i * xs, f, d1);
 #else
@@ -322,7 +317,7 @@ extern "C" __global__ void __launch_bounds__(NDF_TILE) ndf_edt_rows(const ndf_ed
     const ndf_i64 db = ndf_offset(p, w0, p.dstr), ds = p.dstr[p.axis];
     const ndf_i64 xb = ndf_offset(p, w0, p.xstr), xs = p.xstr[p.axis];
 #endif
-    int *stk = p.stack + row;
+    ndf_site *stk = p.stack + row;
     const ndf_i64 sl = p.nlines;
     ndf_i64 l = -1, vt = 0, vp = 0;
     double wt = 0.0, wp = 0.0;
@@ -348,24 +343,27 @@ extern "C" __global__ void __launch_bounds__(NDF_TILE) ndf_edt_rows(const ndf_ed
           const ndf_i64 xx = x0 + c;
 #if FIRST
           const double wx = 0.0;
+          const int fx = (int)((w0 + xx) % p.npix);
 #else
           const double wx = tw[lane][c];
+          const int fx = tf[lane][c];
 #endif
           while (l >= 1 && ndf_hidden(vp, wp, vt, wt, xx, wx, p.s)) {
             --l;
             vt = vp;
             wt = wp;
             if (l >= 1) {
-              vp = stk[(l - 1) * sl];
-#if FIRST
-              wp = 0.0;
-#else
-              wp = p.sw[w0 + vp];
-#endif
+              const ndf_site e = stk[(l - 1) * sl];
+              vp = e.v;
+              wp = e.w;
             }
           }
           ++l;
-          stk[l * sl] = (int)xx;
+          ndf_site e;
+          e.w = wx;
+          e.v = (int)xx;
+          e.f = fx;
+          stk[l * sl] = e;
           vp = vt;
           wp = wt;
           vt = xx;
@@ -377,13 +375,13 @@ extern "C" __global__ void __launch_bounds__(NDF_TILE) ndf_edt_rows(const ndf_ed
     // Phase 2: answer the queries of a chunk into the tile, then write it out along the rows.
     const ndf_i64 maxl = l;
     l = 0;
-    ndf_i64 v = 0;
-    double w = 0.0;
+    ndf_site cur, nxt;
+    cur.w = 0.0;
+    cur.v = cur.f = 0;
+    nxt = cur;
     if (active && maxl >= 0) {
-      v = stk[0];
-#if !FIRST
-      w = p.sw[w0 + v];
-#endif
+      cur = stk[0];
+      nxt = maxl > 0 ? stk[sl] : cur; // the next site, loaded ahead
     }
     for (ndf_i64 x0 = 0; x0 < n; x0 += NDF_TILE) {
       const ndf_i64 m = n - x0 < NDF_TILE ? n - x0 : NDF_TILE;
@@ -399,26 +397,16 @@ extern "C" __global__ void __launch_bounds__(NDF_TILE) ndf_edt_rows(const ndf_ed
 #endif
             continue;
           }
-          double d1 = ndf_qd(w, v, i, p.s);
+          double d1 = ndf_qd(cur.w, cur.v, i, p.s);
           while (l < maxl) {
-            const ndf_i64 v2 = stk[(l + 1) * sl];
-#if FIRST
-            const double w2 = 0.0;
-#else
-            const double w2 = p.sw[w0 + v2];
-#endif
-            const double d2 = ndf_qd(w2, v2, i, p.s);
+            const double d2 = ndf_qd(nxt.w, nxt.v, i, p.s);
             if (d1 <= d2) break;
             d1 = d2;
-            v = v2;
-            w = w2;
+            cur = nxt;
             ++l;
+            if (l < maxl) nxt = stk[(l + 1) * sl];
           }
-#if FIRST
-          tf[lane][c] = (int)((w0 + v) % p.npix);
-#else
-          tf[lane][c] = p.sfeat[w0 + v];
-#endif
+          tf[lane][c] = cur.f;
           tw[lane][c] = d1;
         }
       }
