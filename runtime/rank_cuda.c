@@ -52,7 +52,7 @@ static void sb_add(strbuf *b, const char *fmt, long long x, long long y) {
 /* The geometry of one call, shared by the request and the launch. */
 typedef struct {
   int nlead, nleadsp, nplanes;
-  int ylo, xlo, ky, kx, ty;
+  int ylo, xlo, ky, kx, ty, ry, rz;
   size_t smem;
   const ndf__selnet *net;
 } rank_geom;
@@ -64,11 +64,18 @@ static int plane_of(const int32_t *tap, int nleadsp, const int32_t *planes, int 
   return -1;
 }
 
-/* Builds the request; returns NDF_OK, or an error (ENOMEM, EINVAL for an
- * impossible algorithm choice, ENOTSUP for a window too large for a block). */
-static ndf_status build(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndim, const ndf__grey_geom *g,
-                        const int32_t *taps, int64_t n, const ndf__rank_sel *sel, ndf__kernel_req *req,
-                        rank_geom *rg) {
+/* The lead offsets of tap k shifted by j along Z (the last lead axis). */
+static void shifted(const int32_t *tap, int nleadsp, int j, int32_t *outv) {
+  memcpy(outv, tap, (size_t)nleadsp * sizeof *outv);
+  if (nleadsp) outv[nleadsp - 1] += j;
+}
+
+/* Builds the request; returns NDF_OK, or an error (ENOMEM, or ENOTSUP for a
+ * window too large for a block).  shape: the array's (ndim axes), for the
+ * blocking; NULL when unknown (cache warm). */
+static ndf_status build(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndim, const int64_t *shape,
+                        const ndf__grey_geom *g, const int32_t *taps, int64_t n, const ndf__rank_sel *sel,
+                        ndf__kernel_req *req, rank_geom *rg) {
   const int nsp = g->nsp;
   memset(rg, 0, sizeof *rg);
   rg->nlead = ndim >= 2 ? ndim - 2 : 0;
@@ -88,17 +95,31 @@ static ndf_status build(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndi
   const ndf__selnet *net = ndf__selnet_find(n, ndf__rank_for(sel->kind, sel->rank, sel->percentile, n));
   rg->net = sel->algorithm == NDF_RANK_ALGO_SELECT ? NULL : net;
 
-  int32_t *planes = malloc((size_t)(n > 0 ? n : 1) * (rg->nleadsp ? rg->nleadsp : 1) * sizeof *planes);
-  if (!planes) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
-  for (int64_t k = 0; k < n; k++)
-    if (plane_of(taps + k * nsp, rg->nleadsp, planes, rg->nplanes) < 0)
-      memcpy(planes + (size_t)rg->nplanes++ * rg->nleadsp, taps + k * nsp, (size_t)rg->nleadsp * sizeof *planes);
+  /* Outputs per thread: RY rows and RZ planes along Z when the window spans
+   * Z, fewer for large windows (registers) and small extents (idle threads). */
+  int64_t ny = shape && ndim >= 2 ? shape[ndim - 2] : 1 << 20;
+  int64_t nz = shape && ndim >= 3 ? shape[ndim - 3] : 1 << 20;
+  rg->ry = n <= 9 ? 4 : n <= 27 ? 2 : 1;
+  while (rg->ry > 1 && ny < (int64_t)RANK_TY * rg->ry) rg->ry /= 2;
+  rg->rz = rg->nleadsp && n <= 27 ? 4 : 1;
+  while (rg->rz > 1 && nz < rg->rz) rg->rz /= 2;
 
-  /* Rows per block: 8, fewer when the tile would not fit. */
+  const int nl = rg->nleadsp ? rg->nleadsp : 1;
+  int32_t *planes = malloc((size_t)(n > 0 ? n : 1) * (size_t)rg->rz * nl * sizeof *planes);
+  if (!planes) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+  int32_t tup[NDF_MAX_SPATIAL];
+  for (int j = 0; j < rg->rz; j++)
+    for (int64_t k = 0; k < n; k++) {
+      shifted(taps + k * nsp, rg->nleadsp, j, tup);
+      if (plane_of(tup, rg->nleadsp, planes, rg->nplanes) < 0)
+        memcpy(planes + (size_t)rg->nplanes++ * rg->nleadsp, tup, (size_t)rg->nleadsp * sizeof *planes);
+    }
+
+  /* Threads along Y: 8, fewer when the tile would not fit. */
   const size_t es = ndf_dtype_size(dtype);
   int ty = RANK_TY;
   for (;;) {
-    rg->smem = (size_t)rg->nplanes * (size_t)(ty + rg->ky - 1) * (size_t)(RANK_TX + rg->kx - 1) * es;
+    rg->smem = (size_t)rg->nplanes * (size_t)(ty * rg->ry + rg->ky - 1) * (size_t)(RANK_TX + rg->kx - 1) * es;
     if (rg->smem <= SMEM_DEFAULT || ty == 1) break;
     ty /= 2;
   }
@@ -111,12 +132,14 @@ static ndf_status build(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndi
   }
 
   strbuf offs = {.ok = 1}, pl = {.ok = 1}, code = {.ok = 1};
-  const long long w = RANK_TX + rg->kx - 1, patch = (long long)(ty + rg->ky - 1) * w;
-  for (int64_t k = 0; k < n; k++) {
-    const int32_t *t = taps + k * nsp;
-    long long y = nsp >= 2 ? t[nsp - 2] : 0, p = plane_of(t, rg->nleadsp, planes, rg->nplanes);
-    sb_add(&offs, k ? ",%lld" : "%lld", p * patch + (y - ylo) * w + (t[nsp - 1] - xlo), 0);
-  }
+  const long long w = RANK_TX + rg->kx - 1, patch = (long long)(ty * rg->ry + rg->ky - 1) * w;
+  for (int j = 0; j < rg->rz; j++)
+    for (int64_t k = 0; k < n; k++) {
+      const int32_t *t = taps + k * nsp;
+      shifted(t, rg->nleadsp, j, tup);
+      long long y = nsp >= 2 ? t[nsp - 2] : 0, p = plane_of(tup, rg->nleadsp, planes, rg->nplanes);
+      sb_add(&offs, (j || k) ? ",%lld" : "%lld", p * patch + (y - ylo) * w + (t[nsp - 1] - xlo), 0);
+    }
   for (int p = 0; p < rg->nplanes; p++)
     for (int j = 0; j < rg->nleadsp; j++) sb_add(&pl, (p || j) ? ",%lld" : "%lld", planes[p * rg->nleadsp + j], 0);
   if (!rg->nleadsp) sb_add(&pl, "0", 0, 0);
@@ -149,6 +172,8 @@ static ndf_status build(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndi
     ndf__req_set(req, "OUTREG", "%d", rg->net ? (int)rg->net->out : 0);
     ndf__req_set(req, "TX", "%d", RANK_TX);
     ndf__req_set(req, "TY", "%d", ty);
+    ndf__req_set(req, "RY", "%d", rg->ry);
+    ndf__req_set(req, "RZ", "%d", rg->rz);
     ndf__req_set(req, "KY", "%d", rg->ky);
     ndf__req_set(req, "KX", "%d", rg->kx);
     ndf__req_set(req, "NPLANES", "%d", rg->nplanes);
@@ -163,10 +188,11 @@ static ndf_status build(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndi
   return s;
 }
 
-ndf_status ndf__rank_cuda_request(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndim, const ndf__grey_geom *g,
-                                  const int32_t *taps, int64_t n, const ndf__rank_sel *sel, ndf__kernel_req *req) {
+ndf_status ndf__rank_cuda_request(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndim, const int64_t *shape,
+                                  const ndf__grey_geom *g, const int32_t *taps, int64_t n, const ndf__rank_sel *sel,
+                                  ndf__kernel_req *req) {
   rank_geom rg;
-  return build(ctx, name, dtype, ndim, g, taps, n, sel, req, &rg);
+  return build(ctx, name, dtype, ndim, shape, g, taps, n, sel, req, &rg);
 }
 
 ndf_status ndf__rank_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
@@ -175,7 +201,7 @@ ndf_status ndf__rank_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
   if (s != NDF_OK) return s;
   ndf__kernel_req req;
   rank_geom rg;
-  if ((s = build(ctx, name, in->dtype, in->ndim, g, taps, n, sel, &req, &rg)) != NDF_OK) return s;
+  if ((s = build(ctx, name, in->dtype, in->ndim, in->shape, g, taps, n, sel, &req, &rg)) != NDF_OK) return s;
   CUfunction fn;
   s = ndf__jit_get(ctx, name, &req, &fn);
   ndf__req_free(&req);
@@ -192,8 +218,12 @@ ndf_status ndf__rank_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
   const int ndim = in->ndim;
   int64_t ny = ndim >= 2 ? in->shape[ndim - 2] : 1, nx = in->shape[ndim - 1];
   int64_t iys = ndim >= 2 ? in->strides[ndim - 2] : 0, oys = ndim >= 2 ? out->strides[ndim - 2] : 0;
-  int64_t ntx = (nx + RANK_TX - 1) / RANK_TX, nty = (ny + rg.ty - 1) / rg.ty, nouter = 1;
-  for (int d = 0; d < rg.nlead; d++) nouter *= in->shape[d];
+  int64_t ntx = (nx + RANK_TX - 1) / RANK_TX, nty = (ny + rg.ty * rg.ry - 1) / (rg.ty * rg.ry), nouter = 1;
+  int64_t lblocks[NDF_MAX_NDIM];
+  for (int d = 0; d < rg.nlead; d++) {
+    lblocks[d] = (rg.rz > 1 && d == rg.nlead - 1) ? (in->shape[d] + rg.rz - 1) / rg.rz : in->shape[d];
+    nouter *= lblocks[d];
+  }
 
   /* The fields of ndf_rank_params, in order. */
   ndf__params pb = {.n = 0};
@@ -208,8 +238,8 @@ ndf_status ndf__rank_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
   NDF__PUT(&pb, oys);
   NDF__PUT(&pb, out->strides[ndim - 1]);
   NDF__PUT(&pb, rg.nlead);
-  const int64_t *arrays[3] = {in->shape, in->strides, out->strides};
-  for (int a = 0; a < 3; a++)
+  const int64_t *arrays[4] = {in->shape, in->strides, out->strides, lblocks};
+  for (int a = 0; a < 4; a++)
     for (int d = 0; d < NDF_MAX_NDIM; d++) {
       int64_t v = d < rg.nlead ? arrays[a][d] : 0;
       NDF__PUT(&pb, v);

@@ -102,7 +102,7 @@ static void test_rank_requests_compile(void **state) {
     }
     ndf__rank_sel sel = {w[i].kind, n / 3, 37.5, w[i].pol, w[i].algo};
     ndf__kernel_req req;
-    ndf_status st = ndf__rank_cuda_request(ctx, "test_nvrtc", w[i].dt, g.nsp + 1, &g, taps, n, &sel, &req);
+    ndf_status st = ndf__rank_cuda_request(ctx, "test_nvrtc", w[i].dt, g.nsp + 1, NULL, &g, taps, n, &sel, &req);
     if (st == NDF_OK) {
       int compiled = 0;
       st = ndf__jit_warm(ctx, "test_nvrtc", &req, "sm_90", &compiled);
