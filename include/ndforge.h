@@ -446,6 +446,12 @@ NDF_API ndf_status ndf_label(ndf_ctx *ctx, const ndf_array *input, ndf_array *ou
 NDF_API ndf_status ndf_cache_warm(ndf_ctx *ctx, const char *arch, const char *op,
                                   ndf_dtype dtype, int ndim, const ndf_grey_options *opt,
                                   int *compiled);
+/* The same for a rank filter: op is "median_filter", "rank_filter" (rank
+ * used) or "percentile_filter" (percentile used); the kernel is the one
+ * calls on arrays of at least 64 along the last three axes take. */
+NDF_API ndf_status ndf_cache_warm_rank(ndf_ctx *ctx, const char *arch, const char *op, ndf_dtype dtype, int ndim,
+                                       int64_t rank, double percentile, const ndf_rank_options *opt,
+                                       int *compiled);
 
 /* Calls fn for each entry of the context's disk cache with its file name,
  * size and key text.  Stops early when fn returns non-zero. */
