@@ -175,7 +175,7 @@ static ndf_status rank_setup(ndf_ctx *ctx, const char *name, rank_kind kind, ndf
   if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
   if (opt->nan_policy != NDF_RANK_NAN_PROPAGATE && opt->nan_policy != NDF_RANK_NAN_OMIT)
     return ndf__argerror(ctx, name, "nan_policy", "unknown policy %d", (int)opt->nan_policy);
-  if (opt->algorithm < NDF_RANK_ALGO_AUTO || opt->algorithm > NDF_RANK_ALGO_SELECT)
+  if (opt->algorithm < NDF_RANK_ALGO_AUTO || opt->algorithm > NDF_RANK_ALGO_HISTOGRAM)
     return ndf__argerror(ctx, name, "algorithm", "unknown algorithm %d", (int)opt->algorithm);
   if (kind == R_PERCENTILE) {
     double p = percentile < 0.0 ? percentile + 100.0 : percentile;
@@ -242,6 +242,12 @@ static ndf_status rank_setup(ndf_ctx *ctx, const char *name, rank_kind kind, ndf
     return ndf__argerror(ctx, name, "algorithm",
                          "no selection network for rank %lld of %lld taps (networks exist for every rank up to 27 "
                          "taps and the median up to 49)", (long long)kfull, (long long)n);
+  }
+  if (opt->algorithm == NDF_RANK_ALGO_HISTOGRAM && !ndf__rank_hist_applies(dtype, &c->g, n)) {
+    rank_call_free(c);
+    return ndf__argerror(ctx, name, "algorithm",
+                         "the sliding histogram needs uint8/int8 data and a box window (size=) over at least 2 "
+                         "spatial axes with fewer than 65536 taps");
   }
   ndf__rank_sel sel = {kind, r, percentile, opt->nan_policy, opt->algorithm};
   c->sel = sel;

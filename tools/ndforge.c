@@ -278,8 +278,9 @@ static int opt_rank_algo(args *a, const char *v) {
   if (strcmp(v, "auto") == 0) a->rank_algo = NDF_RANK_ALGO_AUTO;
   else if (strcmp(v, "network") == 0) a->rank_algo = NDF_RANK_ALGO_NETWORK;
   else if (strcmp(v, "select") == 0) a->rank_algo = NDF_RANK_ALGO_SELECT;
+  else if (strcmp(v, "histogram") == 0) a->rank_algo = NDF_RANK_ALGO_HISTOGRAM;
   else {
-    errorf("bad value '%s' for --algorithm (expected auto, network or select)", v);
+    errorf("bad value '%s' for --algorithm (expected auto, network, select or histogram)", v);
     return -1;
   }
   return 0;
@@ -355,7 +356,7 @@ static const struct opt_def {
     {"rank", O_RANK, opt_rank, "N", 0},
     {"percentile", O_PERCENTILE, opt_percentile, "P", 0},
     {"nan-policy", O_NAN_POLICY, opt_nan_policy, "propagate|omit", 0},
-    {"algorithm", O_RANK_ALGO, opt_rank_algo, "auto|network|select", 0},
+    {"algorithm", O_RANK_ALGO, opt_rank_algo, "auto|network|select|histogram", 0},
     {"brute-force", O_BRUTE, opt_brute, "[true|false]", 1},
     {"output-dtype", O_OUTPUT_DTYPE, opt_output_dtype, "DTYPE", 0},
     {"batch-dims", O_BATCH, opt_batch, "N", 0},
@@ -838,9 +839,10 @@ static void run_help(void) {
          "                        P + 100)\n"
          "  --nan-policy propagate|omit  rank: propagate (default): a window holding NaN\n"
          "                        gives NaN; omit: NaNs are left out of the window\n"
-         "  --algorithm auto|network|select  rank: how the rank is selected (same results):\n"
-         "                        a generated selection network (up to 27 taps, medians\n"
-         "                        up to 49), or general selection; auto picks the fastest\n"
+         "  --algorithm auto|network|select|histogram  rank: how the rank is selected (same\n"
+         "                        results): a generated selection network (up to 27 taps,\n"
+         "                        medians up to 49), general selection, or a sliding\n"
+         "                        histogram (8-bit, box windows); auto picks the fastest\n"
          "  --iterations N        binary: steps (default 1); N < 1 repeats until nothing\n"
          "                        changes\n"
          "  --mask FILE           binary: change only where FILE is non-zero\n"
