@@ -103,8 +103,12 @@ static ndf_status build(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndi
   int64_t ny = shape && ndim >= 2 ? shape[ndim - 2] : 1 << 20;
   int64_t nz = shape && ndim >= 3 ? shape[ndim - 3] : 1 << 20;
   rg->ry = n <= 9 ? 4 : n <= 27 ? 2 : 1;
-  while (rg->ry > 1 && ny < (int64_t)RANK_TY * rg->ry) rg->ry /= 2;
   rg->rz = rg->nleadsp && n <= 27 ? 4 : 1;
+  /* $NDF_RANK_RY / $NDF_RANK_RZ (1, 2, 4 or 8) override the blocking, for tuning runs. */
+  const char *ey = getenv("NDF_RANK_RY"), *ez = getenv("NDF_RANK_RZ");
+  if (ey && (atoi(ey) == 1 || atoi(ey) == 2 || atoi(ey) == 4 || atoi(ey) == 8)) rg->ry = atoi(ey);
+  if (ez && rg->nleadsp && (atoi(ez) == 1 || atoi(ez) == 2 || atoi(ez) == 4 || atoi(ez) == 8)) rg->rz = atoi(ez);
+  while (rg->ry > 1 && ny < (int64_t)RANK_TY * rg->ry) rg->ry /= 2;
   while (rg->rz > 1 && nz < rg->rz) rg->rz /= 2;
 
   const int nl = rg->nleadsp ? rg->nleadsp : 1;
