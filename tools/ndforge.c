@@ -76,9 +76,10 @@ enum {
   O_RANK = 1u << 21,
   O_PERCENTILE = 1u << 22,
   O_NAN_POLICY = 1u << 23,
-  O_SAMPLING = 1u << 24,
-  O_METRIC = 1u << 25,
-  O_INDICES = 1u << 26,
+  O_RANK_ALGO = 1u << 24,
+  O_SAMPLING = 1u << 25,
+  O_METRIC = 1u << 26,
+  O_INDICES = 1u << 27,
 };
 /* The options each family of ops takes (scipy's parameters), besides --device. */
 #define GREY_OPTS (O_SIZE | O_FOOTPRINT | O_STRUCTURE | O_ORIGIN | O_MODE | O_CVAL | O_BATCH)
@@ -92,7 +93,7 @@ enum {
 #define EDT_OPTS (O_SAMPLING | O_INDICES | O_OUTPUT_DTYPE | O_BATCH)
 #define CDT_OPTS (O_METRIC | O_STRUCTURE | O_INDICES | O_BATCH)
 #define BF_OPTS (O_METRIC | O_SAMPLING | O_INDICES | O_BATCH)
-#define RANK_OPTS (O_SIZE | O_FOOTPRINT | O_ORIGIN | O_MODE | O_CVAL | O_BATCH | O_NAN_POLICY)
+#define RANK_OPTS (O_SIZE | O_FOOTPRINT | O_ORIGIN | O_MODE | O_CVAL | O_BATCH | O_NAN_POLICY | O_RANK_ALGO)
 
 typedef enum { DEV_AUTO, DEV_CPU, DEV_CUDA } dev_choice;
 
@@ -117,6 +118,7 @@ typedef struct args {
   double sampling[NDF_MAX_SPATIAL];
   ndf_metric metric;                   /* --metric of cdt / bf */
   const char *indices;                 /* --indices FILE */
+  ndf_rank_algorithm rank_algo; /* --algorithm of the rank filters */
   dev_choice device;
   const char *arch;
   ndf_dtype dtype;
@@ -312,6 +314,17 @@ static int opt_indices(args *a, const char *v) {
   a->indices = v;
   return 0;
 }
+static int opt_rank_algo(args *a, const char *v) {
+  if (strcmp(v, "auto") == 0) a->rank_algo = NDF_RANK_ALGO_AUTO;
+  else if (strcmp(v, "network") == 0) a->rank_algo = NDF_RANK_ALGO_NETWORK;
+  else if (strcmp(v, "select") == 0) a->rank_algo = NDF_RANK_ALGO_SELECT;
+  else if (strcmp(v, "histogram") == 0) a->rank_algo = NDF_RANK_ALGO_HISTOGRAM;
+  else {
+    errorf("bad value '%s' for --algorithm (expected auto, network, select or histogram)", v);
+    return -1;
+  }
+  return 0;
+}
 static int opt_batch(args *a, const char *v) {
   return parse_int("batch-dims", v, 0, NDF_MAX_NDIM - 1, &a->batch_dims);
 }
@@ -383,6 +396,7 @@ static const struct opt_def {
     {"rank", O_RANK, opt_rank, "N", 0},
     {"percentile", O_PERCENTILE, opt_percentile, "P", 0},
     {"nan-policy", O_NAN_POLICY, opt_nan_policy, "propagate|omit", 0},
+    {"algorithm", O_RANK_ALGO, opt_rank_algo, "auto|network|select|histogram", 0},
     {"brute-force", O_BRUTE, opt_brute, "[true|false]", 1},
     {"output-dtype", O_OUTPUT_DTYPE, opt_output_dtype, "DTYPE", 0},
     {"sampling", O_SAMPLING, opt_sampling, "X[,X...]", 0},
@@ -592,6 +606,7 @@ static void rank_options_from(const op_params *p, ndf_rank_options *r) {
   r->cval = a->cval;
   r->batch_dims = a->batch_dims;
   r->nan_policy = a->nan_policy;
+  r->algorithm = a->rank_algo;
 }
 
 static ndf_status call_median(const op_def *op, ndf_ctx *ctx, const ndf_array *in,
@@ -650,10 +665,8 @@ static ndf_status call_bf(const op_def *op, ndf_ctx *ctx, const ndf_array *in, n
 }
 
 #define GREY_OP(name, fn, summary) {name, GREY_OPTS, 0, call_grey, fn, NULL, summary, 0}
-/* Rank filters run on the CPU backend only in this version of the library:
- * drop OPF_CPU_ONLY when it gets their CUDA kernels. */
 #define RANK_OP(name, opts, call, summary, required) \
-  {name, opts, OPF_RANK | OPF_CPU_ONLY, call, NULL, NULL, summary, required}
+  {name, opts, OPF_RANK, call, NULL, NULL, summary, required}
 /* Binary ops run on the CPU backend only in this version of the library:
  * drop OPF_CPU_ONLY when it gets their CUDA kernels. */
 #define BINARY_OP(name, opts, fn, summary) \
@@ -930,6 +943,10 @@ static void run_help(void) {
          "                        P + 100)\n"
          "  --nan-policy propagate|omit  rank: propagate (default): a window holding NaN\n"
          "                        gives NaN; omit: NaNs are left out of the window\n"
+         "  --algorithm auto|network|select|histogram  rank: how the rank is selected (same\n"
+         "                        results): a generated selection network (up to 27 taps,\n"
+         "                        medians up to 49), general selection, or a sliding\n"
+         "                        histogram (8-bit, box windows); auto picks the fastest\n"
          "  --iterations N        binary: steps (default 1); N < 1 repeats until nothing\n"
          "                        changes\n"
          "  --mask FILE           binary: change only where FILE is non-zero\n"
@@ -1353,7 +1370,9 @@ static int cmd_cache(int argc, char **argv) {
   args a;
   char cmd[32];
   snprintf(cmd, sizeof cmd, "cache %s", sub);
-  int rc = parse_args(argc, argv, 3, warm ? (GREY_OPTS | O_ARCH | O_DTYPE | O_NDIM) : 0, cmd, &a);
+  const unsigned warm_common = O_ARCH | O_DTYPE | O_NDIM;
+  int rc = parse_args(argc, argv, 3, warm ? (GREY_OPTS | RANK_OPTS | O_RANK | O_PERCENTILE | warm_common) : 0, cmd,
+                      &a);
   if (rc) return rc;
   if (!warm && a.npos) {
     errorf("'%s' takes no arguments", cmd);
@@ -1372,6 +1391,16 @@ static int cmd_cache(int argc, char **argv) {
       }
       if (op->flags & OPF_CPU_ONLY) {
         errorf("'%s' has no GPU kernels to warm (it runs on the CPU in this version)", op->name);
+        return EXIT_USAGE;
+      }
+      unsigned extra = a.given & ~(op->opts | warm_common);
+      for (size_t k = 0; extra && k < sizeof opt_defs / sizeof opt_defs[0]; k++)
+        if (opt_defs[k].flag & extra) {
+          errorf("'%s' does not take --%s", op->name, opt_defs[k].name);
+          return EXIT_USAGE;
+        }
+      if ((op->required & ~a.given) & (O_RANK | O_PERCENTILE)) {
+        errorf("'cache warm %s' needs --%s", op->name, op->required & O_RANK ? "rank N" : "percentile P");
         return EXIT_USAGE;
       }
     }
@@ -1438,7 +1467,15 @@ static int cache_warm(ndf_ctx *ctx, const args *a) {
         rc = EXIT_USAGE;
         break;
       }
-      if (ndf_cache_warm(ctx, arch, op->name, a->dtype, a->ndim, &g, &compiled) != NDF_OK) {
+      ndf_status st;
+      if (op->flags & OPF_RANK) {
+        ndf_rank_options r;
+        rank_options_from(&p, &r);
+        st = ndf_cache_warm_rank(ctx, arch, op->name, a->dtype, a->ndim, a->rank, a->percentile, &r, &compiled);
+      } else {
+        st = ndf_cache_warm(ctx, arch, op->name, a->dtype, a->ndim, &g, &compiled);
+      }
+      if (st != NDF_OK) {
         errorf("%s", ndf_errmsg(ctx));
         rc = EXIT_RUN;
         break;
