@@ -87,6 +87,42 @@ return {
         { T = { "double" }, U = { "double" }, KIND = { "0", "1" } },
       },
     },
+    {
+      name = "binary_pack",
+      file = "templates/binary_pack.cu",
+      kernels = { "ndf_bin_pack" },
+      slots = {
+        T = "input element type (C name)",
+        VEC = "1: one thread per word with 16-byte loads (1-byte T, unit last stride, nx % 32 == 0, aligned rows)",
+      },
+      families = {
+        { T = { "unsigned char" }, VEC = { "0", "1" } },
+        { T = { "signed char", "unsigned short", "short", "unsigned int", "int", "float", "double" }, VEC = { "0" } },
+      },
+    },
+    {
+      name = "binary_step",
+      file = "templates/binary_step.cu",
+      kernels = { "ndf_bin_step" },
+      slots = {
+        OP = "0: AND over the taps (erosion), 1: OR (dilation, the miss of hit_or_miss)",
+        CYCLE = "1: also compare each state with the saved one (cycle detection)",
+      },
+      families = {
+        { OP = { "0", "1" }, CYCLE = { "0", "1" } },
+      },
+    },
+    {
+      name = "binary_unpack",
+      file = "templates/binary_unpack.cu",
+      kernels = { "ndf_bin_unpack" },
+      slots = {
+        VEC = "1: one thread per word with 16-byte stores (unit last stride, nx % 32 == 0, aligned rows)",
+      },
+      families = {
+        { VEC = { "0", "1" } },
+      },
+    },
   },
   -- Pruned selection networks for the rank filters (gen/selnet.lua): every
   -- rank of windows up to all_ranks_up_to taps, the median up to medians_up_to.
