@@ -107,9 +107,11 @@ return {
       slots = {
         OP = "0: AND over the taps (erosion), 1: OR (dilation, the miss of hit_or_miss)",
         CYCLE = "1: also compare each state with the saved one (cycle detection)",
+        INPLACE = "1: monotone iteration in one buffer with block-local repeats (iterations < 1, centre in)",
       },
       families = {
-        { OP = { "0", "1" }, CYCLE = { "0", "1" } },
+        { OP = { "0", "1" }, CYCLE = { "0", "1" }, INPLACE = { "0" } },
+        { OP = { "0", "1" }, CYCLE = { "0" }, INPLACE = { "1" } },
       },
     },
     {

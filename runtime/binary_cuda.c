@@ -63,6 +63,7 @@ typedef struct bstep {
   bstep_params p; /* src, dst, mask, saved, status and t are set per launch */
   int monotone;   /* offset 0 is a tap: the iteration only grows (OR) or shrinks (AND) */
   int cycle;      /* compare with the saved state (iterations < 1, not monotone) */
+  int inplace;    /* one buffer, block-local repeats (iterations < 1, monotone) */
 } bstep;
 
 static ndf_status launch(bdev *b, CUfunction fn, int64_t blocks, void *params) {
@@ -274,10 +275,12 @@ static ndf_status step_prepare(bdev *b, const ndf__bin_step *sp, int op, int bor
     p->dx = dt + (CUdeviceptr)(ntr * R * sizeof(int32_t));
   }
   st->cycle = iterations < 1 && !st->monotone;
+  st->inplace = iterations < 1 && st->monotone;
   ndf__kernel_req req;
   ndf__req_init(&req, "binary_step", "ndf_bin_step");
   ndf__req_set(&req, "OP", "%d", op);
   ndf__req_set(&req, "CYCLE", "%d", st->cycle);
+  ndf__req_set(&req, "INPLACE", "%d", st->inplace);
   return ndf__jit_get(b->ctx, b->name, &req, &st->fn);
 }
 
@@ -302,7 +305,8 @@ static ndf_status read_status(bdev *b, int32_t *h) {
 /*
  * Applies a prepared step `iterations` times (< 1: until nothing changes) to
  * buf[*cur]; on return buf[*cur] holds the result.  Launch t reads buf[t-1]
- * and writes buf[t] (indices mod 2, from *cur).  A cycle is NDF_ENOTSUP, as
+ * and writes buf[t] (indices mod 2, from *cur), or updates buf[*cur] in
+ * place for a monotone iteration to the limit.  A cycle is NDF_ENOTSUP, as
  * on the CPU backend (Brent's detection, with the same period).
  */
 static ndf_status iterate(bdev *b, bstep *st, int iterations, int *cur) {
@@ -331,7 +335,7 @@ static ndf_status iterate(bdev *b, bstep *st, int iterations, int *cur) {
     if (t == INT32_MAX - 1)
       return ndf__error(b->ctx, NDF_ENOTSUP, "%s: more than 2^31 iterations are not supported on CUDA", b->name);
     t++;
-    const int src = (int)((c0 + t - 1) & 1), dst = (int)((c0 + t) & 1);
+    const int src = st->inplace ? c0 : (int)((c0 + t - 1) & 1), dst = st->inplace ? c0 : (int)((c0 + t) & 1);
     if ((s = step_launch(b, st, b->buf[src], b->buf[dst], b->mask, 1, (int)t)) != NDF_OK) return s;
     if (st->cycle && (t & (t + 1)) == 0) { /* t = 2^k - 1: save state t */
       r = cu->cuMemcpyDtoDAsync(b->saved, b->buf[dst], (size_t)b->nwords * 4, stream);
@@ -343,7 +347,8 @@ static ndf_status iterate(bdev *b, bstep *st, int iterations, int *cur) {
       check *= 2;
     }
   }
-  *cur = (int)((c0 + t) & 1); /* after a convergence both buffers hold the result */
+  /* After a convergence both buffers hold the result. */
+  *cur = st->inplace ? c0 : (int)((c0 + t) & 1);
   if (iterations >= 1) return NDF_OK;
   if (h[6] == 2) {
     int64_t td = h[7], p2 = 1;
