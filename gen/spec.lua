@@ -125,6 +125,20 @@ return {
         { VEC = { "0", "1" } },
       },
     },
+    {
+      name = "label",
+      file = "templates/label.cu",
+      kernels = { "ndf_label_init", "ndf_label_unite", "ndf_label_compress", "ndf_label_count", "ndf_label_scan",
+                  "ndf_label_rank", "ndf_label_base", "ndf_label_write" },
+      slots = {
+        T = "input element type (C name)",
+        O = "output element type (C name)",
+      },
+      families = {
+        { T = { "unsigned char" }, O = { "int", "unsigned char", "double" } },
+        { T = { "float", "short" }, O = { "int" } },
+      },
+    },
   },
   -- Pruned selection networks for the rank filters (gen/selnet.lua): every
   -- rank of windows up to all_ranks_up_to taps, the median up to medians_up_to.

@@ -14,7 +14,7 @@
  * error.
  *
  * CUDA arrays run on bit-packed words (binary_cuda.c) with the same
- * prepared steps; label still refuses them (NDF_ENOTSUP).
+ * prepared steps; label on CUDA arrays is a union-find there too.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -154,9 +154,6 @@ static ndf_status check_io(ndf_ctx *ctx, const char *name, const ndf_array *in, 
     return ndf__argerror(ctx, name, "output", "lives on another device than the input");
   if (in->device != NDF_DEVICE_CPU && in->device != NDF_DEVICE_CUDA)
     return ndf__argerror(ctx, name, "input", "unknown device type %d", (int)in->device);
-  if (in->device == NDF_DEVICE_CUDA && labels)
-    return ndf__error(ctx, NDF_ENOTSUP, "%s: CUDA arrays are not supported yet (label runs on the CPU backend in "
-                      "this version)", name);
   if (in->device == NDF_DEVICE_CUDA && !ctx->has_cuda)
     return ndf__error(ctx, NDF_ENODEV, "%s: the arrays are on a CUDA device but the context has none", name);
   if (in->device == NDF_DEVICE_CUDA && in->device_id != ctx->opt.device)
@@ -869,6 +866,10 @@ ndf_status ndf_label(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const nd
   for (int64_t k = 0; k < ntaps; k++) {
     loff[k] = 0;
     for (int d = 0; d < nsp; d++) loff[k] += (int64_t)taps[k * nsp + d] * st[batch_dims + d];
+  }
+  if (in->device == NDF_DEVICE_CUDA) {
+    s = ndf__label_cuda(ctx, name, in, out, taps, ntaps, nsp, batch_dims, label_capacity(out->dtype), num_features);
+    goto done;
   }
   if ((s = binarize(ctx, in, &x)) != NDF_OK) goto done;
   parent = malloc((size_t)n * sizeof *parent);

@@ -433,3 +433,120 @@ done:
   bdev_free(&b);
   return s;
 }
+
+/* ---- label ------------------------------------------------------------------------------- */
+
+/* Kernel arguments of templates/label.cu (struct ndf_label_params). */
+typedef struct label_params {
+  CUdeviceptr in, out, parent, rank, bsum, base;
+  int ndim, nsp;
+  int64_t shape[NDF_MAX_NDIM], istr[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
+  int n, per, nimg, nblk, ntaps;
+  CUdeviceptr taps, toff;
+} label_params;
+
+#define LABEL_E 2048
+
+/*
+ * scipy.ndimage.label on CUDA arrays (templates/label.cu): taps are the
+ * structure's backward half (ntaps x nsp offsets); cap is the largest label
+ * the output dtype holds.  The per-image counts are read back (they decide
+ * whether the output can hold the labels) before the output is written.
+ */
+ndf_status ndf__label_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out, const int32_t *taps,
+                           int64_t ntaps, int nsp, int batch_dims, int64_t cap, int64_t *num_features) {
+  ndf_status s = ndf__ctx_bind(ctx);
+  if (s != NDF_OK) return s;
+  const int64_t n = ndf_array_size(in);
+  if (n >= INT32_MAX - 2 * LABEL_E)
+    return ndf__error(ctx, NDF_ENOTSUP, "%s: inputs of 2^31 elements or more are not supported yet", name);
+  int64_t nimg = 1;
+  for (int d = 0; d < batch_dims; d++) nimg *= in->shape[d];
+  static const char *const kernels[] = {"ndf_label_init", "ndf_label_unite", "ndf_label_compress", "ndf_label_count",
+                                        "ndf_label_scan", "ndf_label_rank", "ndf_label_base", "ndf_label_write"};
+  CUfunction fn[8];
+  for (int k = 0; k < 8; k++) {
+    ndf__kernel_req req;
+    ndf__req_init(&req, "label", kernels[k]);
+    ndf__req_set(&req, "T", "%s", pack_ctype(in->dtype));
+    ndf__req_set(&req, "O", "%s", ndf__dtype_ctype(out->dtype));
+    if ((s = ndf__jit_get(ctx, name, &req, &fn[k])) != NDF_OK) return s;
+  }
+  /* Tap table: offsets, then flat offsets. */
+  int32_t *tab = malloc((size_t)(ntaps * (nsp + 1) + 1) * sizeof *tab);
+  if (!tab) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+  memcpy(tab, taps, (size_t)(ntaps * nsp) * sizeof *tab);
+  for (int64_t k = 0; k < ntaps; k++) {
+    int64_t off = 0, st = 1;
+    for (int d = in->ndim - 1; d >= in->ndim - nsp; d--) {
+      off += (int64_t)taps[k * nsp + (d - (in->ndim - nsp))] * st;
+      st *= in->shape[d];
+    }
+    tab[ntaps * nsp + k] = (int32_t)off;
+  }
+  CUdeviceptr dt = 0;
+  s = ndf__device_table(ctx, tab, (size_t)(ntaps * (nsp + 1) + 1) * sizeof *tab, &dt);
+  free(tab);
+  if (s != NDF_OK) return s;
+
+  label_params p;
+  memset(&p, 0, sizeof p);
+  p.in = (CUdeviceptr)(uintptr_t)in->data;
+  p.out = (CUdeviceptr)(uintptr_t)out->data;
+  p.ndim = in->ndim;
+  p.nsp = nsp;
+  for (int d = 0; d < in->ndim; d++) {
+    p.shape[d] = in->shape[d];
+    p.istr[d] = in->strides[d];
+    p.ostr[d] = out->strides[d];
+  }
+  p.n = (int)n;
+  p.per = (int)(n / nimg);
+  p.nimg = (int)nimg;
+  p.nblk = (int)((n + LABEL_E - 1) / LABEL_E);
+  p.ntaps = (int)ntaps;
+  p.taps = dt;
+  p.toff = dt + (CUdeviceptr)(ntaps * nsp * sizeof(int32_t));
+  CUdeviceptr scratch = 0;
+  const size_t nb = ((size_t)n * 4 + 255) & ~(size_t)255, bb = ((size_t)(p.nblk + 1) * 4 + 255) & ~(size_t)255;
+  const size_t ib = ((size_t)(nimg + 1) * 4 + 255) & ~(size_t)255;
+  if ((s = ndf__scratch_alloc(ctx, 2 * nb + bb + ib, &scratch)) != NDF_OK) return s;
+  p.parent = scratch;
+  p.rank = scratch + nb;
+  p.bsum = scratch + 2 * nb;
+  p.base = scratch + 2 * nb + bb;
+  bdev b; /* for launch() */
+  memset(&b, 0, sizeof b);
+  b.ctx = ctx;
+  b.name = name;
+  const int64_t vb = (n + 255) / 256;
+  int32_t *counts = NULL;
+  if ((s = launch(&b, fn[0], vb, &p)) != NDF_OK) goto done;
+  if ((s = launch(&b, fn[1], vb, &p)) != NDF_OK) goto done;
+  if ((s = launch(&b, fn[2], vb, &p)) != NDF_OK) goto done;
+  if ((s = launch(&b, fn[3], p.nblk, &p)) != NDF_OK) goto done;
+  if ((s = launch(&b, fn[4], 1, &p)) != NDF_OK) goto done;
+  if ((s = launch(&b, fn[5], p.nblk, &p)) != NDF_OK) goto done;
+  if ((s = launch(&b, fn[6], (nimg + 1 + 255) / 256, &p)) != NDF_OK) goto done;
+  counts = malloc((size_t)(nimg + 1) * sizeof *counts);
+  if (!counts) { s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name); goto done; }
+  {
+    const ndf__cu_api *cu = ndf__cu(NULL);
+    CUresult r = cu->cuMemcpyDtoHAsync(counts, p.base, (size_t)(nimg + 1) * sizeof *counts, ctx->stream);
+    if (r == CUDA_SUCCESS) r = cu->cuStreamSynchronize(ctx->stream);
+    if (r != CUDA_SUCCESS) { s = ndf__cuda_error(ctx, name, r); goto done; }
+  }
+  for (int64_t i = 0; i < nimg; i++)
+    if (counts[i + 1] - counts[i] > cap) {
+      s = ndf__error(ctx, NDF_EINVAL, "%s: bad argument 'output' (insufficient bit-depth: %lld features do not fit %s)",
+                     name, (long long)(counts[i + 1] - counts[i]), ndf_dtype_name(out->dtype));
+      goto done;
+    }
+  if ((s = launch(&b, fn[7], vb, &p)) != NDF_OK) goto done;
+  if (num_features)
+    for (int64_t i = 0; i < nimg; i++) num_features[i] = counts[i + 1] - counts[i];
+done:
+  free(counts);
+  ndf__scratch_free(ctx, scratch);
+  return s;
+}

@@ -184,6 +184,9 @@ typedef struct ndf__bin_step {
 ndf_status ndf__binary_cuda(ndf_ctx *ctx, const char *name, ndf__binary_kind kind, const ndf_array *in,
                             ndf_array *out, const ndf_array *mask, const ndf__bin_step *ero,
                             const ndf__bin_step *dil, int border, int iterations, int batch_dims);
+/* scipy's label on CUDA arrays: taps = the structure's backward half; cap = largest label of out's dtype. */
+ndf_status ndf__label_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out, const int32_t *taps,
+                           int64_t ntaps, int nsp, int batch_dims, int64_t cap, int64_t *num_features);
 ndf_status ndf__hit_or_miss_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
                                  const ndf__bin_step *hit, const ndf__bin_step *miss, int batch_dims);
 

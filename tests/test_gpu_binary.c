@@ -495,6 +495,125 @@ static void test_gpu_paths(void **state) {
   assert_int_equal(failed, 0);
 }
 
+/* label on the GPU against the CPU backend: random blobs and noise of any
+ * dtype, ndim 1-4 with batch axes, default, generate_binary_structure and
+ * random symmetric 3^n structures, every output dtype (too small ones must
+ * fail alike, output untouched), strided inputs and outputs, counts. */
+static void test_gpu_label(void **state) {
+  gpu_state *s = *state;
+  SKIP_WITHOUT_CUDA(s);
+  ndf_ctx *ctx = s->ctx;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed + 3);
+  int failed = 0;
+  const long ncases = s->ncases / 2 + 20;
+  for (long ci = 0; ci < ncases && failed < 15; ci++) {
+    ndf_dtype dt = (ndf_dtype)tu_rng_int(&r, NDF_BOOL, NDF_FLOAT64);
+    ndf_dtype odt = (ndf_dtype)tu_rng_int(&r, NDF_UINT8, NDF_FLOAT64);
+    int batch = (int)tu_rng_int(&r, 0, 2), nsp = (int)tu_rng_int(&r, 1, 4), nd = batch + nsp;
+    int64_t shape[NDF_MAX_NDIM];
+    int big = ci == 0;
+    for (int tries = 0;; tries++) {
+      int64_t n = 1;
+      for (int i = 0; i < nd; i++) {
+        shape[i] = i < batch ? tu_rng_int(&r, 1, 3) : draw_len(&r, 1);
+        n *= shape[i];
+      }
+      if (n <= 400000 || tries > 50) break;
+    }
+    if (big) { /* one 3-D case of 160^3 */
+      batch = 0; nsp = nd = 3;
+      shape[0] = shape[1] = shape[2] = 160;
+      odt = NDF_INT32;
+    }
+    tu_array st, in, cpu_out, hin, hout;
+    memset(&st, 0, sizeof st);
+    char sdesc[64] = "default";
+    if (tu_rng_chance(&r, 0.7)) {
+      int64_t es[NDF_MAX_SPATIAL];
+      for (int d = 0; d < nsp; d++) es[d] = 3;
+      assert_int_equal(tu_array_alloc(&st, NDF_UINT8, nsp, es), 0);
+      if (tu_rng_chance(&r, 0.5)) {
+        int conn = (int)tu_rng_int(&r, 1, nsp);
+        assert_int_equal(ndf_generate_binary_structure(nsp, conn, &st.arr), NDF_OK);
+        snprintf(sdesc, sizeof sdesc, "connectivity %d", conn);
+      } else { /* random, symmetric */
+        int64_t k = ndf_array_size(&st.arr);
+        for (int64_t i = 0; i <= k / 2; i++) {
+          int on = i == k / 2 || tu_rng_chance(&r, 0.5);
+          tu_set(&st.arr, i, on);
+          tu_set(&st.arr, k - 1 - i, on);
+        }
+        snprintf(sdesc, sizeof sdesc, "random symmetric");
+      }
+    }
+    assert_int_equal(tu_array_alloc(&in, dt, nd, shape), 0);
+    fill_binary(&in.arr, &r, batch);
+    ndf_array odesc = in.arr;
+    odesc.dtype = odt;
+    assert_int_equal(tu_array_like(&cpu_out, &odesc, TU_LAYOUT_C, &r), 0);
+    int64_t nimg = 1;
+    for (int d = 0; d < batch; d++) nimg *= shape[d];
+    int64_t *fc = calloc((size_t)nimg, sizeof *fc), *fg = calloc((size_t)nimg, sizeof *fg);
+    const ndf_array *sp = st.arr.data ? &st.arr : NULL;
+    ndf_status rc = ndf_label(ctx, &in.arr, &cpu_out.arr, sp, batch, fc);
+    char cmsg[1024];
+    snprintf(cmsg, sizeof cmsg, "%s", rc == NDF_OK ? "" : ndf_errmsg(ctx));
+    assert_int_equal(tu_array_relayout(&hin, &in.arr, random_layout(&r, 0), &r), 0);
+    assert_int_equal(tu_array_like(&hout, &odesc, random_layout(&r, 1), &r), 0);
+    dev_copy din, dout;
+    dev_upload(ctx, &din, &hin);
+    dev_upload(ctx, &dout, &hout);
+    double t0 = now_ms();
+    ndf_status rg = ndf_label(ctx, &din.arr, &dout.arr, sp, batch, fg);
+    char gmsg[1024];
+    snprintf(gmsg, sizeof gmsg, "%s", rg == NDF_OK ? "" : ndf_errmsg(ctx));
+    assert_int_equal(ndf_ctx_synchronize(ctx), NDF_OK);
+    double ms = now_ms() - t0;
+    dev_download(ctx, &dout, &hout);
+    char sh[96], desc[256];
+    snprintf(desc, sizeof desc, "label in=%s out=%s shape=%s batch=%d structure=%s", ndf_dtype_name(dt),
+             ndf_dtype_name(odt), shape_text(shape, nd, sh, sizeof sh), batch, sdesc);
+    if (big) printf("%s: GPU %.2f ms (first call includes compiles), %lld features\n", desc, ms, (long long)fg[0]);
+    int bad = 0;
+    if (rc != rg || strcmp(cmsg, gmsg) != 0) {
+      printf("CPU %s (%s) but GPU %s (%s)\n  %s\n", ndf_status_name(rc), cmsg, ndf_status_name(rg), gmsg, desc);
+      bad = 1;
+    } else if (rc != NDF_OK) {
+      if (tu_poison_check(hout.base, hout.bytes) >= 0) {
+        printf("GPU wrote the output of a rejected label call:\n  %s\n", desc);
+        bad = 1;
+      }
+    } else {
+      char msg[2048];
+      int64_t nbad = tu_compare(&cpu_out.arr, &hout.arr, msg, sizeof msg);
+      if (nbad) {
+        printf("GPU != CPU in %lld labels:\n  %s\n%s", (long long)nbad, desc, msg);
+        bad = 1;
+      } else if (tu_check_gaps(&hout) >= 0) {
+        printf("GPU wrote outside the output's elements:\n  %s\n", desc);
+        bad = 1;
+      }
+      for (int64_t b = 0; b < nimg && !bad; b++)
+        if (fc[b] != fg[b]) {
+          printf("num_features[%lld]: CPU %lld, GPU %lld\n  %s\n", (long long)b, (long long)fc[b], (long long)fg[b], desc);
+          bad = 1;
+        }
+    }
+    failed += bad;
+    dev_free(ctx, &din);
+    dev_free(ctx, &dout);
+    free(fc);
+    free(fg);
+    tu_array_free(&st);
+    tu_array_free(&in);
+    tu_array_free(&cpu_out);
+    tu_array_free(&hin);
+    tu_array_free(&hout);
+  }
+  assert_int_equal(failed, 0);
+}
+
 /* Rejected inputs on CUDA arrays: a status, a message naming the argument,
  * and the output untouched. */
 static void test_gpu_contract(void **state) {
@@ -515,7 +634,7 @@ static void test_gpu_contract(void **state) {
   ndf_binary_options o;
   struct { const char *what, *needle; } cases[] = {
       {"mask shape", "mask"}, {"mask on host", "mask"}, {"structure rank", "structure"},
-      {"origin outside", "origin"}, {"border_value", "border_value"}, {"label on CUDA", "CUDA"}};
+      {"origin outside", "origin"}, {"border_value", "border_value"}, {"label into bool", "labels"}};
   for (int k = 0; k < 6; k++) {
     ndf_binary_options_init(&o);
     tu_array st;
@@ -563,6 +682,7 @@ int main(void) {
       cmocka_unit_test(test_gpu_contract),
       cmocka_unit_test(test_gpu_paths),
       cmocka_unit_test(test_gpu_random_cases),
+      cmocka_unit_test(test_gpu_label),
   };
   int rc = cmocka_run_group_tests(tests, group_setup, group_teardown);
   return rc;
