@@ -139,6 +139,17 @@ return {
         { T = { "float", "short" }, O = { "int" } },
       },
     },
+    {
+      name = "binary_ccl",
+      file = "templates/binary_ccl.cu",
+      kernels = { "ndf_ccl_init", "ndf_ccl_unite", "ndf_ccl_compress", "ndf_ccl_spread", "ndf_ccl_final" },
+      slots = {
+        NSP = "spatial axes, 1..8",
+      },
+      families = {
+        { NSP = { "1", "2", "3", "4", "8" } },
+      },
+    },
   },
   -- Pruned selection networks for the rank filters (gen/selnet.lua): every
   -- rank of windows up to all_ranks_up_to taps, the median up to medians_up_to.

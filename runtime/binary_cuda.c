@@ -11,6 +11,7 @@
  * when it must decide whether to queue more (iterations < 1, or many
  * iterations): after 16, 32, 64, ... launches.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,7 +65,64 @@ typedef struct bstep {
   int monotone;   /* offset 0 is a tap: the iteration only grows (OR) or shrinks (AND) */
   int cycle;      /* compare with the saved state (iterations < 1, not monotone) */
   int inplace;    /* one buffer, block-local repeats (iterations < 1, monotone) */
+  int ccl;        /* the limit by connected components (OR, monotone, symmetric taps) */
+  CUfunction ccl_fn[5];
+  CUdeviceptr ccl_tab;
+  int ccl_ntaps;
 } bstep;
+
+/* Kernel arguments of templates/binary_ccl.cu (struct ndf_ccl_params, NSP axes). */
+typedef struct ccl_params_max {
+  CUdeviceptr x, mask, dst, parent, lit;
+  int64_t tail[NDF_MAX_SPATIAL + 3]; /* sshape[NSP], nx, nw, nrows */
+  int border, ntaps;
+  CUdeviceptr taps, toff;
+} ccl_params_max;
+
+/* 1 if the set of taps is symmetric (t in it implies -t is); small sets only. */
+static int taps_symmetric(const int32_t *taps, int64_t n, int nsp) {
+  if (n > 4096) return 0;
+  for (int64_t k = 0; k < n; k++) {
+    int found = 0;
+    for (int64_t m = 0; m < n && !found; m++) {
+      int eq = 1;
+      for (int d = 0; d < nsp; d++) eq &= taps[m * nsp + d] == -taps[k * nsp + d];
+      found = eq;
+    }
+    if (!found) return 0;
+  }
+  return 1;
+}
+
+static const char *const ccl_kernels[5] = {"ndf_ccl_init", "ndf_ccl_unite", "ndf_ccl_compress", "ndf_ccl_spread",
+                                           "ndf_ccl_final"};
+
+/* Prepares the connected-components path of a dilation step (taps: raster order). */
+static ndf_status ccl_prepare(bdev *b, const int32_t *taps, int64_t n, bstep *st) {
+  const int nsp = b->nsp;
+  int32_t *tab = malloc((size_t)(n * (nsp + 1) + 1) * sizeof *tab);
+  if (!tab) return ndf__error(b->ctx, NDF_ENOMEM, "%s: out of memory", b->name);
+  memcpy(tab, taps, (size_t)(n * nsp) * sizeof *tab);
+  for (int64_t k = 0; k < n; k++) {
+    int64_t off = 0, s = 1;
+    for (int d = nsp - 1; d >= 0; d--) {
+      off += (int64_t)taps[k * nsp + d] * s;
+      s *= b->shape[b->ndim - nsp + d];
+    }
+    tab[n * nsp + k] = (int32_t)off;
+  }
+  ndf_status s = ndf__device_table(b->ctx, tab, (size_t)(n * (nsp + 1) + 1) * sizeof *tab, &st->ccl_tab);
+  free(tab);
+  if (s != NDF_OK) return s;
+  st->ccl_ntaps = (int)n;
+  for (int k = 0; k < 5 && s == NDF_OK; k++) {
+    ndf__kernel_req req;
+    ndf__req_init(&req, "binary_ccl", ccl_kernels[k]);
+    ndf__req_set(&req, "NSP", "%d", nsp);
+    s = ndf__jit_get(b->ctx, b->name, &req, &st->ccl_fn[k]);
+  }
+  return s;
+}
 
 static ndf_status launch(bdev *b, CUfunction fn, int64_t blocks, void *params) {
   int64_t cap = (int64_t)(b->ctx->sm_count > 0 ? b->ctx->sm_count : 132) * 16;
@@ -265,7 +323,18 @@ static ndf_status step_prepare(bdev *b, const ndf__bin_step *sp, int op, int bor
       for (int d = 0; d < nsp; d++) zero &= t[d] == 0;
       st->monotone |= zero;
     }
+    /* The limit of a monotone dilation with symmetric taps: by components
+     * (flat voxel indices in int32). */
+    ndf_status cs = NDF_OK;
+    if (op == 1 && iterations < 1 && st->monotone && b->nrows * b->nx < INT32_MAX && taps_symmetric(taps, n, nsp)) {
+      st->ccl = 1;
+      cs = ccl_prepare(b, taps, n, st);
+    }
     free(owned);
+    if (cs != NDF_OK) {
+      free(tab);
+      return cs;
+    }
     CUdeviceptr dt = 0;
     ndf_status s = n > 0 ? ndf__device_table(b->ctx, tab, bytes, &dt) : NDF_OK;
     free(tab);
@@ -295,6 +364,43 @@ static ndf_status step_launch(bdev *b, bstep *st, CUdeviceptr src, CUdeviceptr d
   return launch(b, st->fn, (b->nwords + 255) / 256, &st->p);
 }
 
+/* buf[*cur] -> buf[*cur ^ 1]: the limit of the monotone dilation, by components. */
+static ndf_status ccl_limit(bdev *b, bstep *st, int *cur) {
+  const int64_t n = b->nrows * b->nx;
+  CUdeviceptr mem = 0;
+  const size_t pb = ((size_t)n * 4 + 255) & ~(size_t)255;
+  ndf_status s = ndf__scratch_alloc(b->ctx, pb + (size_t)n, &mem);
+  if (s != NDF_OK) return s;
+  ccl_params_max p;
+  memset(&p, 0, sizeof p);
+  p.x = b->buf[*cur];
+  p.mask = b->mask;
+  p.dst = b->buf[*cur ^ 1];
+  p.parent = mem;
+  p.lit = mem + pb;
+  /* sshape[NSP], then nx, nw, nrows: packed right after the spatial shape. */
+  const int nsp = b->nsp;
+  for (int d = 0; d < nsp; d++) p.tail[d] = b->shape[b->ndim - nsp + d];
+  p.tail[nsp] = b->nx;
+  p.tail[nsp + 1] = b->nw;
+  p.tail[nsp + 2] = b->nrows;
+  /* border and ntaps follow the int64 array directly: move them there. */
+  unsigned char raw[sizeof p];
+  size_t off = offsetof(ccl_params_max, tail) + (size_t)(nsp + 3) * sizeof(int64_t);
+  memcpy(raw, &p, off);
+  int border = (int)(st->p.border != 0), ntaps = st->ccl_ntaps;
+  memcpy(raw + off, &border, 4);
+  memcpy(raw + off + 4, &ntaps, 4);
+  CUdeviceptr taps = st->ccl_tab, toff = st->ccl_tab + (CUdeviceptr)((size_t)ntaps * nsp * sizeof(int32_t));
+  memcpy(raw + off + 8, &taps, 8);
+  memcpy(raw + off + 16, &toff, 8);
+  const int64_t blocks = (b->nwords * 32 + 255) / 256;
+  for (int k = 0; k < 5 && s == NDF_OK; k++) s = launch(b, st->ccl_fn[k], blocks, raw);
+  ndf__scratch_free(b->ctx, mem);
+  if (s == NDF_OK) *cur ^= 1;
+  return s;
+}
+
 static ndf_status read_status(bdev *b, int32_t *h) {
   const ndf__cu_api *cu = ndf__cu(NULL);
   CUresult r = cu->cuMemcpyDtoHAsync(h, b->status, 8 * sizeof(int32_t), b->ctx->stream);
@@ -319,6 +425,7 @@ static ndf_status iterate(bdev *b, bstep *st, int iterations, int *cur) {
     if (s == NDF_OK) *cur = c0 ^ 1;
     return s;
   }
+  if (st->ccl) return ccl_limit(b, st, cur);
   static const int32_t zeros[64];
   CUresult r = cu->cuMemcpyHtoDAsync(b->status, zeros, sizeof zeros, stream);
   if (r == CUDA_SUCCESS && st->cycle)

@@ -441,7 +441,7 @@ static void test_gpu_paths(void **state) {
   tu_rng r;
   tu_rng_seed(&r, s->seed + 1);
   int failed = 0;
-  for (int v = 0; v < 10; v++) {
+  for (int v = 0; v < 12; v++) {
     bcase c;
     memset(&c, 0, sizeof c);
     ndf_binary_options_init(&c.o);
@@ -485,7 +485,24 @@ static void test_gpu_paths(void **state) {
         for (int64_t i = 0; i < 70; i++) tu_set(&path.arr, i, i % 2 == 0);
         break;
       }
-      default: c.op = OP_CLOSING; c.o.iterations = -1; break;
+      case 9: c.op = OP_CLOSING; c.o.iterations = -1; break;
+      case 10: { /* fill_holes by components on a larger volume */
+        c.op = OP_FILL_HOLES;
+        int64_t sh[3] = {90, 110, 130};
+        memcpy(c.shape, sh, sizeof sh);
+        break;
+      }
+      default: { /* propagation with an asymmetric structure holding its centre: in place, many launches */
+        c.op = OP_PROPAGATION;
+        int64_t sh[3] = {40, 100, 200}, e[3] = {3, 3, 3};
+        memcpy(c.shape, sh, sizeof sh);
+        assert_int_equal(tu_array_alloc(&c.st, NDF_UINT8, 3, e), 0);
+        for (int k = 0; k < 27; k++) tu_set(&c.st.arr, k, k == 13 || k == 4 || k == 10 || k == 14 || k == 22 || k == 26);
+        c.o.structure = &c.st.arr;
+        assert_int_equal(tu_array_alloc(&c.mask, NDF_BOOL, 3, c.shape), 0);
+        fill_binary(&c.mask.arr, &r, 0);
+        break;
+      }
     }
     snprintf(c.desc, sizeof c.desc, "path case %d (%s)", v, op_names[c.op]);
     if (run_case(s, &c, &r, path.arr.data ? &path.arr : NULL, NULL) != 0) failed++;
