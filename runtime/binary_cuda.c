@@ -426,8 +426,8 @@ static ndf_status iterate(bdev *b, bstep *st, int iterations, int *cur) {
     return s;
   }
   if (st->ccl) return ccl_limit(b, st, cur);
-  static const int32_t zeros[64];
-  CUresult r = cu->cuMemcpyHtoDAsync(b->status, zeros, sizeof zeros, stream);
+  /* A device-side memset: a copy from pageable host memory may wait for the stream. */
+  CUresult r = cu->cuMemsetD8Async(b->status, 0, 256, stream);
   if (r == CUDA_SUCCESS && st->cycle)
     r = cu->cuMemcpyDtoDAsync(b->saved, b->buf[c0], (size_t)b->nwords * 4, stream);
   if (r != CUDA_SUCCESS) return ndf__cuda_error(b->ctx, b->name, r);
