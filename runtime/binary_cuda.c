@@ -69,13 +69,14 @@ typedef struct bstep {
   CUfunction ccl_fn[5];
   CUdeviceptr ccl_tab;
   int ccl_ntaps;
+  int ccl_linkx; /* the taps hold (0, ..., 0, -1) */
 } bstep;
 
 /* Kernel arguments of templates/binary_ccl.cu (struct ndf_ccl_params, NSP axes). */
 typedef struct ccl_params_max {
   CUdeviceptr x, mask, dst, parent, lit;
   int64_t tail[NDF_MAX_SPATIAL + 3]; /* sshape[NSP], nx, nw, nrows */
-  int border, ntaps;
+  int border, ntaps, linkx, pad;
   CUdeviceptr taps, toff;
 } ccl_params_max;
 
@@ -110,6 +111,9 @@ static ndf_status ccl_prepare(bdev *b, const int32_t *taps, int64_t n, bstep *st
       s *= b->shape[b->ndim - nsp + d];
     }
     tab[n * nsp + k] = (int32_t)off;
+    int xm1 = taps[k * nsp + nsp - 1] == -1;
+    for (int d = 0; d < nsp - 1; d++) xm1 &= taps[k * nsp + d] == 0;
+    st->ccl_linkx |= xm1;
   }
   ndf_status s = ndf__device_table(b->ctx, tab, (size_t)(n * (nsp + 1) + 1) * sizeof *tab, &st->ccl_tab);
   free(tab);
@@ -388,12 +392,14 @@ static ndf_status ccl_limit(bdev *b, bstep *st, int *cur) {
   unsigned char raw[sizeof p];
   size_t off = offsetof(ccl_params_max, tail) + (size_t)(nsp + 3) * sizeof(int64_t);
   memcpy(raw, &p, off);
-  int border = (int)(st->p.border != 0), ntaps = st->ccl_ntaps;
+  int border = (int)(st->p.border != 0), ntaps = st->ccl_ntaps, linkx = st->ccl_linkx, pad = 0;
   memcpy(raw + off, &border, 4);
   memcpy(raw + off + 4, &ntaps, 4);
+  memcpy(raw + off + 8, &linkx, 4);
+  memcpy(raw + off + 12, &pad, 4);
   CUdeviceptr taps = st->ccl_tab, toff = st->ccl_tab + (CUdeviceptr)((size_t)ntaps * nsp * sizeof(int32_t));
-  memcpy(raw + off + 8, &taps, 8);
-  memcpy(raw + off + 16, &toff, 8);
+  memcpy(raw + off + 16, &taps, 8);
+  memcpy(raw + off + 24, &toff, 8);
   const int64_t blocks = (b->nwords * 32 + 255) / 256;
   for (int k = 0; k < 5 && s == NDF_OK; k++) s = launch(b, st->ccl_fn[k], blocks, raw);
   ndf__scratch_free(b->ctx, mem);

@@ -26,6 +26,8 @@ struct ndf_ccl_params {
   ndf_i64 nx, nw, nrows;
   int border;
   int ntaps;
+  int linkx;                              // the taps hold (0, ..., 0, -1): runs along x are linked at init
+  int pad_;
   const int *taps;                        // ntaps * NSP offsets
   const int *toff;                        // flat offset of each tap
 };
@@ -73,10 +75,36 @@ __device__ __forceinline__ bool ndf_bit(const unsigned *w, ndf_i64 v, const ndf_
     body                                                                                         \
   }
 
+// With linkx, a mask voxel points at once to the start of its run of mask
+// voxels along x (looking back at most 8 words; a longer run links to a voxel
+// of the same run further back), which saves the x-tap's unions.  Every
+// parent stays at a smaller or equal index in the same component.
 extern "C" __global__ void __launch_bounds__(256) ndf_ccl_init(const ndf_ccl_params p) {
   NDF_FOR_VOXELS({
-    if (valid) p.parent[v] = inm ? (int)v : -1;
-    (void)row;
+    if (valid) {
+      ndf_i64 start = xx;
+      if (inm && p.linkx) {
+        if (!p.mask) {
+          start = 0;
+        } else {
+          const unsigned gaps = ~mw & ((1u << lane) - 1u); // non-mask voxels below this one in its word
+          if (gaps) {
+            start = (ndf_i64)j * 32 + (32 - __clz(gaps));
+          } else {
+            start = (ndf_i64)j * 32;
+            for (ndf_i64 jj = (ndf_i64)j - 1; jj >= 0 && jj >= (ndf_i64)j - 8; jj--) {
+              const unsigned g = ~__ldg(p.mask + row * p.nw + jj);
+              if (g) {
+                start = jj * 32 + (32 - __clz(g));
+                break;
+              }
+              start = jj * 32;
+            }
+          }
+        }
+      }
+      p.parent[v] = inm ? (int)(v - (xx - start)) : -1;
+    }
   })
 }
 
@@ -105,7 +133,8 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ccl_unite(const ndf_ccl_pa
         }
         const ndf_i64 u = v + p.toff[k];
         l = l || ndf_bit(p.x, u, p);
-        if (p.toff[k] < 0 && *(volatile int *)(p.parent + u) >= 0) ndf_ccl_unite(p.parent, (int)v, (int)u);
+        const bool xlink = p.linkx && p.toff[k] == -1 && p.taps[k * NSP + NSP - 1] == -1; // linked at init
+        if (p.toff[k] < 0 && !xlink && *(volatile int *)(p.parent + u) >= 0) ndf_ccl_unite(p.parent, (int)v, (int)u);
       }
       p.lit[v] = l;
     }
