@@ -432,9 +432,10 @@ static void test_gpu_random_cases(void **state) {
 }
 
 /* Fixed cases that must take given paths: the 16-byte packing paths (uint8
- * and bool, rows of 64 and 256), status reads (iterations 200, propagation
- * along a 1-D path of 3000 voxels), and cycles of period 2 (dilation and
- * erosion by {-1, +1}). */
+ * and bool, rows of 64 and 256), status reads (iterations 200), propagation
+ * by components along a 1-D path of 3000 voxels and on a 90x110x130
+ * fill_holes, cycles of period 2 (dilation and erosion by {-1, +1}), and the
+ * in-place iteration (an asymmetric structure holding its centre). */
 static void test_gpu_paths(void **state) {
   gpu_state *s = *state;
   SKIP_WITHOUT_CUDA(s);
