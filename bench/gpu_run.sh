@@ -4,7 +4,7 @@
 #
 # Usage, from the repository root, after `source .gpu/env.sh`:
 #   bench/gpu_run.sh [--quick] [--sanitize-only]
-#     --quick          no compute-sanitizer run, and bench_grey checks only
+#     --quick          no compute-sanitizer run, and ndf_bench checks only
 #                      inputs up to 128 MB against the CPU backend
 #     --sanitize-only  build, then only compute-sanitizer on the GPU tests
 # Environment:
@@ -13,10 +13,13 @@
 #                         gets what is left, and is skipped when too little is
 #   NDF_SANITIZE_TOOLS    compute-sanitizer tools (default "memcheck"; e.g.
 #                         "memcheck racecheck initcheck"); they run last
-#   NDF_SANITIZE_CASES    random cases of test_gpu_grey under the sanitizer
+#   NDF_SANITIZE_CASES    random cases of each tests/test_gpu_* under the sanitizer
 #                         (NDF_TEST_CASES; default 50, the plain ctest run does 200)
-#   NDF_BENCH_ARGS        extra arguments of bench_grey (e.g. "--cpu")
-#   NDF_PEERS_ARGS        extra arguments of peers_grey.py
+#   NDF_SANITIZE_TESTS    which GPU tests run under the sanitizer (default: every
+#                         built tests/test_gpu_*; e.g. "test_gpu_rank")
+#   NDF_BENCH_ARGS        extra arguments of ndf_bench (e.g. "--cpu" or "--only median")
+#   NDF_PEERS             which bench/peers_*.py run (default: all; e.g. "rank grey")
+#   NDF_PEERS_ARGS        extra arguments of every peers script (e.g. "--only median")
 # Each step's failure is reported and the next steps still run; the exit
 # status is 1 when any step failed or was skipped for time, else 0.
 set -u -o pipefail
@@ -37,8 +40,8 @@ cd "$root" || exit 2
 OUT=${OUT:-$root/build-gpu/out}
 mkdir -p "$OUT"
 # Results of an earlier run must not reach this run's table.
-rm -f "$OUT"/{gpu.txt,commit.txt,configure.log,build.log,ctest.log,memcheck.log,racecheck.log,initcheck.log} \
-      "$OUT"/{bench.json,bench.log,peers.json,peers.log}
+rm -f "$OUT"/{gpu.txt,commit.txt,configure.log,build.log,ctest.log,bench.json,bench.log,peers.json} \
+      "$OUT"/memcheck*.log "$OUT"/racecheck*.log "$OUT"/initcheck*.log "$OUT"/peers_*.json "$OUT"/peers_*.log
 build="build-gpu"
 budget=${NDF_RUN_BUDGET_S:-480}
 t_start=$SECONDS
@@ -112,35 +115,48 @@ if (( built && ! sanitize_only )); then
   (( quick )) && bench_args+=(--check-max-mb 128)
   # shellcheck disable=SC2206
   bench_args+=(${NDF_BENCH_ARGS:-})
-  # bench_grey makes its cache dirs under TMPDIR; a timeout kill cannot clean them up, this can.
+  # ndf_bench makes its cache dirs under TMPDIR; a timeout kill cannot clean them up, this can.
   bench_tmp=$(mktemp -d "${TMPDIR:-/tmp}/ndf-bench-run-XXXXXX")
-  step bench_grey 200 - env TMPDIR="$bench_tmp" bash -c 'json_to "$@"' _ \
-    "$OUT/bench.json" "$OUT/bench.log" "$build/bench/bench_grey" "${bench_args[@]}"
+  step ndf_bench 240 - env TMPDIR="$bench_tmp" bash -c 'json_to "$@"' _ \
+    "$OUT/bench.json" "$OUT/bench.log" "$build/bench/ndf_bench" "${bench_args[@]}"
   rm -rf "$bench_tmp"
 fi
 
 if (( ! sanitize_only )); then
   # shellcheck disable=SC2206
   peers_args=(--human ${NDF_PEERS_ARGS:-})
-  step peers_grey 150 - bash -c 'json_to "$@"' _ "$OUT/peers.json" "$OUT/peers.log" python3 bench/peers_grey.py "${peers_args[@]}"
+  : > "$OUT/peers.json"
+  for script in bench/peers_*.py; do
+    fam=${script#bench/peers_}; fam=${fam%.py}
+    if [ -n "${NDF_PEERS:-}" ] && [[ " $NDF_PEERS " != *" $fam "* ]]; then continue; fi
+    step "peers_$fam" 150 - bash -c 'json_to "$@"' _ "$OUT/peers_$fam.json" "$OUT/peers_$fam.log" \
+      python3 "$script" "${peers_args[@]}"
+    cat "$OUT/peers_$fam.json" >> "$OUT/peers.json" 2>/dev/null
+  done
 fi
 
 # The sanitizer runs last: it is the slowest step and the likeliest to run out of
 # time, and what it finds does not change the numbers above.
 if (( built && (sanitize_only || ! quick) )); then
-  gpu_test=$build/tests/test_gpu_grey
-  if [ -x "$gpu_test" ]; then
+  gpu_tests=()
+  for t in ${NDF_SANITIZE_TESTS:-$(cd "$build/tests" 2>/dev/null && ls test_gpu_* 2>/dev/null)}; do
+    [ -x "$build/tests/$t" ] && gpu_tests+=("$t")
+  done
+  if (( ${#gpu_tests[@]} )); then
     for tool in ${NDF_SANITIZE_TOOLS:-memcheck}; do
       extra=()
       [ "$tool" = memcheck ] && extra=(--leak-check full)
-      # A fresh cache dir: the run compiles under the sanitizer, as a first run does.
-      san_cache=$(mktemp -d "${TMPDIR:-/tmp}/ndf-san-XXXXXX")
-      step "$tool" 180 "$OUT/$tool.log" env NDF_CACHE_DIR="$san_cache" NDF_TEST_CASES="${NDF_SANITIZE_CASES:-50}" \
-        compute-sanitizer --tool "$tool" --error-exitcode 1 "${extra[@]}" "$gpu_test"
-      rm -rf "$san_cache"
+      for t in "${gpu_tests[@]}"; do
+        # A fresh cache dir: the run compiles under the sanitizer, as a first run does.
+        san_cache=$(mktemp -d "${TMPDIR:-/tmp}/ndf-san-XXXXXX")
+        step "$tool:$t" 180 "$OUT/$tool-$t.log" env NDF_CACHE_DIR="$san_cache" \
+          NDF_TEST_CASES="${NDF_SANITIZE_CASES:-50}" \
+          compute-sanitizer --tool "$tool" --error-exitcode 1 "${extra[@]}" "$build/tests/$t"
+        rm -rf "$san_cache"
+      done
     done
   else
-    echo "=== sanitizer: FAILED ($gpu_test was not built)"; failed+=("sanitizer"); summary+=("sanitizer: FAILED (no $gpu_test)")
+    echo "=== sanitizer: FAILED (no tests/test_gpu_* was built)"; failed+=("sanitizer"); summary+=("sanitizer: FAILED (no GPU tests)")
   fi
 fi
 

@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
-"""peers_binary.py -- the workloads of ndforge's binary benchmark, run by its peers.
+"""peers_binary.py -- the binary workloads of ndf_bench (bench/bench.c), run by ndforge's peers.
 
 This program does not use ndforge.  It times, on a 256^3 bool image of random
-blobs (bench/peers_binary.py:blobs; bench_binary.c builds the same image):
+blobs (blobs() below; bench.c:fill_blobs builds the same image):
   cupyx   cupyx.scipy.ndimage.binary_erosion (6-connected, 1 and 10
           iterations; CuPy only iterates with brute_force=True, used and said
           so when the default raises), binary_fill_holes, label;
   scipy   scipy.ndimage on the CPU, one run per workload (it is slow), which
           is also the reference cupyx is checked against.
 GPU timing is peers_grey.py's: CUDA events, 10 warm-up calls, the median of
---reps calls queued behind a short spin kernel.  One JSON object per (peer,
+--reps calls queued behind a short spin kernel; fill_holes and label
+synchronize inside (CuPy's label returns the count), so they are timed one
+call at a time.  One JSON object per (peer,
 workload) goes to stdout; a peer that cannot be imported gets one JSON line
 saying so.
 """
@@ -23,11 +25,12 @@ import numpy as np
 from peers_grey import PEAK_BYTES_PER_S, CupyGPU, add_timing, emit, first_call, import_peer, time_gpu
 
 SHAPE = (256, 256, 256)
+# The keys of ndf_bench's binary workloads (bench/bench.c, default_workloads).
 WORKLOADS = [
-    dict(name="binary_erosion_bool_256x256x256_cross_it1", op="erosion", iterations=1),
-    dict(name="binary_erosion_bool_256x256x256_cross_it10", op="erosion", iterations=10),
-    dict(name="binary_fill_holes_bool_256x256x256_blobs", op="fill_holes"),
-    dict(name="label_bool_256x256x256_cross", op="label"),
+    dict(name="binary_erosion_it1_bool_256x256x256_cross3_b0", op="erosion", iterations=1),
+    dict(name="binary_erosion_it10_bool_256x256x256_cross3_b0", op="erosion", iterations=10),
+    dict(name="binary_fill_holes_bool_256x256x256_cross3_b0", op="fill_holes"),
+    dict(name="label_bool_256x256x256_cross3_b0", op="label"),
 ]
 MASK64 = (1 << 64) - 1
 
@@ -84,7 +87,7 @@ def run_scipy(w, host, base, human):
     ref = scipy_call(w, ndi, host)()
     ms = (time.perf_counter() - t0) * 1e3
     emit(dict(base, peer="scipy", device="cpu (scipy.ndimage, one thread)", version=scipy.__version__, cpu_ms=ms,
-              runs=1, warm_ms=ms), human)
+              runs=1), human)
     return ref
 
 
@@ -92,6 +95,7 @@ def run_cupyx(w, host, ref, base, reps, human, cp):
     import cupyx.scipy.ndimage as cndi
     x = cp.asarray(host)
     gpu = CupyGPU(cp)
+    gpu.can_sleep = w["op"] == "erosion"  # the others synchronize inside: no gate
     rec = dict(base, peer="cupyx", version=cp.__version__)
     if w["op"] == "erosion":
         out = cp.empty_like(x)

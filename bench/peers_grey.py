@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""peers_grey.py -- the workloads of bench_grey, run by ndforge's peers.
+"""peers_grey.py -- the grey workloads of ndf_bench, run by ndforge's peers.
 
 This program does not use ndforge.  It times grey_erosion / grey_dilation in
   cupyx   cupyx.scipy.ndimage.grey_dilation / grey_erosion (same semantics);
@@ -37,7 +37,7 @@ WARMUPS = 10
 BATCH = 20
 CYCLES_PER_MS = 2.0e6  # a guess at the SM clock; the gate checks itself and grows
 
-# The workloads of bench_grey (bench/bench_grey.c, default_workloads), reflect mode.
+# The grey workloads of ndf_bench (bench/bench.c, default_workloads), reflect mode.
 WORKLOADS = [
     dict(op="dilation", dtype="float32", shape=(64, 1024, 1024), size=3, footprint="box", batch_dims=0),
     dict(op="dilation", dtype="float32", shape=(64, 1024, 1024), size=3, footprint="box", batch_dims=1),
@@ -58,7 +58,7 @@ TORCH_BOUNDARY = ("torch pads with -inf, not reflect; for a box min/max filter t
 
 
 def wl_name(w):
-    """The key shared with bench_grey: dilation_f32_64x1024x1024_s3_b0."""
+    """The key shared with ndf_bench: dilation_f32_64x1024x1024_s3_b0."""
     fp = "cross" if w["footprint"] == "cross" else "s"
     return "%s_%s_%s_%s%d_b%d" % (w["op"], SHORT[w["dtype"]], "x".join(map(str, w["shape"])),
                                    fp, w["size"], w["batch_dims"])
@@ -321,7 +321,7 @@ def import_peer(name):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--only", help="workloads whose name contains this (names as in bench_grey --list)")
+    ap.add_argument("--only", help="workloads whose name contains this (names as in ndf_bench --list)")
     ap.add_argument("--reps", type=int, default=100)
     ap.add_argument("--peers", default="cupyx,torch,scipy")
     ap.add_argument("--no-scipy", action="store_true", help="skip scipy (and the checks it gives)")

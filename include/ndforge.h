@@ -300,6 +300,15 @@ NDF_API ndf_status ndf_black_tophat(ndf_ctx *ctx, const ndf_array *input, ndf_ar
  */
 typedef enum { NDF_RANK_NAN_PROPAGATE = 0, NDF_RANK_NAN_OMIT = 1 } ndf_rank_nan_policy;
 
+/* How the rank is selected (every choice gives the same result):
+ *   NDF_RANK_ALGO_AUTO     the fastest for the backend and window (default);
+ *   NDF_RANK_ALGO_NETWORK  a generated selection network (every rank up to 27
+ *                          taps, the median up to 49); NDF_EINVAL where none exists;
+ *   NDF_RANK_ALGO_SELECT   the general selection: quickselect on the CPU, a
+ *                          bitwise radix select on order-preserving keys on CUDA.
+ * AUTO picks SELECT on the CPU, and on CUDA the network where one exists. */
+typedef enum { NDF_RANK_ALGO_AUTO = 0, NDF_RANK_ALGO_NETWORK = 1, NDF_RANK_ALGO_SELECT = 2 } ndf_rank_algorithm;
+
 /* Options of ndf_median_filter, ndf_rank_filter and ndf_percentile_filter,
  * named as in scipy.ndimage: size (or footprint, which wins), mode (one for
  * all axes), cval (converted to the input dtype first, as for grey
@@ -314,9 +323,10 @@ typedef struct ndf_rank_options {
   double cval;
   int batch_dims;
   ndf_rank_nan_policy nan_policy;
+  ndf_rank_algorithm algorithm;
 } ndf_rank_options;
 
-/* No size/footprint, origin 0, mode reflect, cval 0, NaN propagates. */
+/* No size/footprint, origin 0, mode reflect, cval 0, NaN propagates, AUTO algorithm. */
 NDF_API void ndf_rank_options_init(ndf_rank_options *opt);
 
 /* scipy.ndimage.median_filter: element n//2 of the sorted window of n taps

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stddef.h>
+#include <string.h>
 #include <pthread.h>
 
 #include "ndforge.h"
@@ -67,11 +68,26 @@ void ndf__scratch_free(ndf_ctx *ctx, CUdeviceptr p);
 ndf_status ndf__device_table(ndf_ctx *ctx, const void *data, size_t bytes, CUdeviceptr *out);
 void ndf__tables_release(ndf_ctx *ctx);
 
+/* ---- kernel launches: parameter blocks laid out as a template's struct ------------------ */
+/* Fields are appended with the C alignment rules, which NVCC shares on x86-64. */
+typedef struct ndf__params {
+  unsigned char b[4096];
+  size_t n;
+} ndf__params;
+
+static inline void ndf__params_put(ndf__params *p, const void *v, size_t size, size_t align) {
+  p->n = (p->n + align - 1) & ~(align - 1);
+  if (p->n + size <= sizeof p->b) memcpy(p->b + p->n, v, size);
+  p->n += size;
+}
+#define NDF__PUT(p, v) ndf__params_put((p), &(v), sizeof(v), _Alignof(__typeof__(v)))
+
 /* ---- jit.c: specialization, compile, in-memory table --------------------------------- */
 /* One slot value of a template. */
 typedef struct ndf__slot {
   const char *name;
   char value[256];
+  char *heap; /* the value when it does not fit in `value` (generated code); see ndf__req_free */
 } ndf__slot;
 
 /* A request for one kernel: a template, its slot values and a kernel name. */
@@ -85,6 +101,12 @@ typedef struct ndf__kernel_req {
 void ndf__req_init(ndf__kernel_req *r, const char *template_name, const char *kernel);
 void ndf__req_set(ndf__kernel_req *r, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* A slot's value: short values live in the request, long ones (generated
+ * straight-line code) on the heap; a request that may hold long values is
+ * released with ndf__req_free.  A long value that cannot be stored (out of
+ * memory) leaves its slot unfilled, and the request is then rejected. */
+const char *ndf__slot_value(const ndf__slot *s);
+void ndf__req_free(ndf__kernel_req *r);
 
 /* Returns the CUfunction for req on the context's device: memory -> disk -> NVRTC. */
 ndf_status ndf__jit_get(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, CUfunction *out);
@@ -152,6 +174,24 @@ typedef enum {
 ndf_status ndf__combine(ndf_ctx *ctx, const char *name, ndf__combine_kind kind, const ndf_array *a,
                         const ndf_array *b, const ndf_array *c, ndf_array *out);
 void ndf__combine_request(ndf__kernel_req *r, int kind, ndf_dtype dtype);
+
+/* ---- rank filters (rank.c, rank_cuda.c) --------------------------------------------------- */
+/* What to select: kind 0 median, 1 rank (already in [0, n)), 2 percentile (in [0, 100]). */
+typedef struct ndf__rank_sel {
+  int kind;
+  int64_t rank;
+  double percentile;
+  ndf_rank_nan_policy nan_policy;
+  ndf_rank_algorithm algorithm;
+} ndf__rank_sel;
+/* The rank selected among m values (m = n unless NaNs are omitted). */
+int64_t ndf__rank_for(int kind, int64_t rank, double p, int64_t m);
+/* Kernel request of the CUDA rank filter for (dtype, window, selection); release with ndf__req_free. */
+ndf_status ndf__rank_cuda_request(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndim, const int64_t *shape,
+                                  const ndf__grey_geom *g, const int32_t *taps, int64_t n, const ndf__rank_sel *sel,
+                                  ndf__kernel_req *req);
+ndf_status ndf__rank_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
+                          const ndf__grey_geom *g, const int32_t *taps, int64_t n, const ndf__rank_sel *sel);
 
 /* OpenMP threads the CPU backend uses for ctx. */
 int ndf__cpu_threads(const ndf_ctx *ctx);

@@ -41,11 +41,29 @@ void ndf__req_set(ndf__kernel_req *r, const char *name, const char *fmt, ...) {
     if (r->nslots == (int)(sizeof r->slots / sizeof r->slots[0])) return; /* caught as unfilled */
     r->nslots++;
   }
-  r->slots[i].name = name;
-  va_list ap;
+  ndf__slot *sl = &r->slots[i];
+  free(sl->heap);
+  sl->heap = NULL;
+  va_list ap, ap2;
   va_start(ap, fmt);
-  vsnprintf(r->slots[i].value, sizeof r->slots[i].value, fmt, ap);
+  va_copy(ap2, ap);
+  int len = vsnprintf(sl->value, sizeof sl->value, fmt, ap);
   va_end(ap);
+  if (len >= (int)sizeof sl->value && (sl->heap = malloc((size_t)len + 1)) != NULL)
+    vsnprintf(sl->heap, (size_t)len + 1, fmt, ap2);
+  va_end(ap2);
+  /* A long value that could not be stored leaves the slot unnamed: the
+   * request then fails as unfilled instead of compiling truncated code. */
+  sl->name = (len >= (int)sizeof sl->value && !sl->heap) ? "" : name;
+}
+
+const char *ndf__slot_value(const ndf__slot *s) { return s->heap ? s->heap : s->value; }
+
+void ndf__req_free(ndf__kernel_req *r) {
+  for (int i = 0; i < r->nslots; i++) {
+    free(r->slots[i].heap);
+    r->slots[i].heap = NULL;
+  }
 }
 
 static const ndf__template *find_template(const char *name) {
@@ -60,7 +78,7 @@ static ndf_status resolve_slots(ndf_ctx *ctx, const char *op, const ndf__templat
   for (int s = 0; s < t->nslots; s++) {
     values[s] = NULL;
     for (int i = 0; i < req->nslots; i++)
-      if (strcmp(req->slots[i].name, t->slot_names[s]) == 0) values[s] = req->slots[i].value;
+      if (strcmp(req->slots[i].name, t->slot_names[s]) == 0) values[s] = ndf__slot_value(&req->slots[i]);
     if (!values[s])
       return ndf__error(ctx, NDF_EINTERNAL, "%s: slot '%s' of template '%s' (%s) is not filled", op,
                         t->slot_names[s], t->name, t->file);
@@ -221,7 +239,7 @@ static void pick_target(const nvrtc_id *id, const char *arch, char *target, size
 static char *disk_key(const ndf__kernel_req *req, const ndf__template *t, const char *target, int nv_major,
                       int nv_minor) {
   size_t n = 1024;
-  for (int i = 0; i < req->nslots; i++) n += strlen(req->slots[i].name) + strlen(req->slots[i].value) + 2;
+  for (int i = 0; i < req->nslots; i++) n += strlen(req->slots[i].name) + strlen(ndf__slot_value(&req->slots[i])) + 2;
   char *k = malloc(n);
   if (!k) return NULL;
   int w = snprintf(k, n, "ndforge %s\ngenerator %s\ntemplate %s %s\nkernel %s\nnvrtc %d.%d\ntarget %s\noptions",
@@ -232,7 +250,7 @@ static char *disk_key(const ndf__kernel_req *req, const ndf__template *t, const 
   for (int s = 0; s < t->nslots; s++)
     for (int i = 0; i < req->nslots; i++)
       if (strcmp(req->slots[i].name, t->slot_names[s]) == 0)
-        w += snprintf(k + w, n - w, " %s=%s", req->slots[i].name, req->slots[i].value);
+        w += snprintf(k + w, n - w, " %s=%s", req->slots[i].name, ndf__slot_value(&req->slots[i]));
   snprintf(k + w, n - w, "\n");
   return k;
 }
@@ -376,18 +394,40 @@ ndf_status ndf__jit_warm(ndf_ctx *ctx, const char *op, const ndf__kernel_req *re
   return s;
 }
 
-/* The in-memory key: template, kernel and slot values in request order. */
-static size_t memory_key(const ndf__kernel_req *req, char *buf, size_t n) {
+/* The in-memory key: template, kernel and slot values in request order;
+ * into buf when it fits, else malloc'd (*heap set; NULL when out of memory). */
+static char *memory_key(const ndf__kernel_req *req, char *buf, size_t n, size_t *len, char **heap) {
+  size_t need = strlen(req->template_name) + strlen(req->kernel) + 2;
+  for (int i = 0; i < req->nslots; i++)
+    need += strlen(req->slots[i].name) + strlen(ndf__slot_value(&req->slots[i])) + 2;
+  *heap = NULL;
+  if (need >= n) {
+    if (!(*heap = malloc(need + 1))) return NULL;
+    buf = *heap;
+    n = need + 1;
+  }
   size_t w = (size_t)snprintf(buf, n, "%s|%s", req->template_name, req->kernel);
   for (int i = 0; i < req->nslots && w < n; i++)
-    w += (size_t)snprintf(buf + w, n - w, "|%s=%s", req->slots[i].name, req->slots[i].value);
-  return w;
+    w += (size_t)snprintf(buf + w, n - w, "|%s=%s", req->slots[i].name, ndf__slot_value(&req->slots[i]));
+  *len = w;
+  return buf;
 }
 
+static ndf_status jit_get(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, const char *mkey, size_t mlen,
+                          CUfunction *out);
+
 ndf_status ndf__jit_get(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, CUfunction *out) {
-  char mkey[2048];
-  size_t mlen = memory_key(req, mkey, sizeof mkey);
-  if (mlen >= sizeof mkey) return ndf__error(ctx, NDF_EINTERNAL, "%s: kernel key too long", op);
+  char buf[2048], *heap = NULL;
+  size_t mlen = 0;
+  const char *mkey = memory_key(req, buf, sizeof buf, &mlen, &heap);
+  if (!mkey) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", op);
+  ndf_status s = jit_get(ctx, op, req, mkey, mlen, out);
+  free(heap);
+  return s;
+}
+
+static ndf_status jit_get(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, const char *mkey, size_t mlen,
+                          CUfunction *out) {
   uint64_t h = ndf__hash_fnv1a64(mkey, mlen, NDF__FNV_SEED);
   pthread_mutex_lock(&ctx->lock);
   for (ndf__module_entry *e = ctx->modules; e; e = e->next) {

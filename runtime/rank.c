@@ -40,7 +40,7 @@ const ndf__selnet *ndf__selnet_find(int64_t n, int64_t k) {
 }
 
 /* The rank to select for a window of m values (m = n without NaN omission). */
-static int64_t rank_for(rank_kind kind, int64_t rank, double p, int64_t m) {
+int64_t ndf__rank_for(int kind, int64_t rank, double p, int64_t m) {
   if (kind == R_MEDIAN) return m / 2;
   if (kind == R_PERCENTILE) return p == 100.0 ? m - 1 : (int64_t)((double)m * p / 100.0);
   return rank;
@@ -104,7 +104,7 @@ static int64_t rank_for(rank_kind kind, int64_t rank, double p, int64_t m) {
     const int64_t nx = in->shape[L];                                                                    \
     int64_t nrows = 1;                                                                                  \
     for (int d = 0; d < L; d++) nrows *= in->shape[d];                                                  \
-    const int64_t kfull = rank_for(kind, rank, p, n);                                                   \
+    const int64_t kfull = ndf__rank_for(kind, rank, p, n);                                                   \
     const ndf__selnet *netfull = use_net ? ndf__selnet_find(n, kfull) : NULL;                           \
     const int nth = ndf__cpu_threads(ctx);                                                              \
     void **bufs = ndf__thread_buffers(nth, (size_t)n * sizeof(T));                                      \
@@ -137,7 +137,7 @@ static int64_t rank_for(rank_kind kind, int64_t rank, double p, int64_t m) {
           if (IS_FLOAT && nan && policy == NDF_RANK_NAN_PROPAGATE) {                                    \
             res = (T)(IS_FLOAT ? NAN : 0);                                                              \
           } else {                                                                                      \
-            int64_t k = m == n ? kfull : (kind == R_RANK ? rank : rank_for(kind, rank, p, m));          \
+            int64_t k = m == n ? kfull : (kind == R_RANK ? rank : ndf__rank_for(kind, rank, p, m));          \
             const ndf__selnet *net = m == n ? netfull : (use_net && k < m ? ndf__selnet_find(m, k) : NULL);  \
             res = (m == 0 || k >= m) ? (T)(IS_FLOAT ? NAN : 0)                                          \
                   : net ? run_net_##SUF(win, net) : select_##SUF(win, m, k);                            \
@@ -214,16 +214,23 @@ static ndf_status rank_filter(ndf_ctx *ctx, const char *name, rank_kind kind, co
     if (r < 0) r += n;
     if (r < 0 || r >= n) s = ndf__argerror(ctx, name, "rank", "%lld is not within the %lld taps of the window", (long long)rank, (long long)n);
   }
-  if (s == NDF_OK && in->device == NDF_DEVICE_CUDA)
-    s = ndf__error(ctx, NDF_ENOTSUP, "%s: CUDA arrays are not supported yet (rank filters run on the CPU backend in "
-                   "this version)", name);
-  if (s == NDF_OK && ndf_array_size(in) > 0) {
+  const ndf__rank_sel sel = {kind, r, percentile, opt->nan_policy, opt->algorithm};
+  if (s == NDF_OK && (opt->algorithm < NDF_RANK_ALGO_AUTO || opt->algorithm > NDF_RANK_ALGO_SELECT))
+    s = ndf__argerror(ctx, name, "algorithm", "unknown algorithm %d", (int)opt->algorithm);
+  if (s == NDF_OK && opt->algorithm == NDF_RANK_ALGO_NETWORK && !ndf__selnet_find(n, ndf__rank_for(kind, r, percentile, n)))
+    s = ndf__argerror(ctx, name, "algorithm",
+                      "no selection network for rank %lld of %lld taps (networks exist for every rank up to 27 "
+                      "taps and the median up to 49)", (long long)ndf__rank_for(kind, r, percentile, n), (long long)n);
+  if (s == NDF_OK && in->device == NDF_DEVICE_CUDA) {
+    s = ndf__rank_cuda(ctx, name, in, out, &g, taps, n, &sel);
+  } else if (s == NDF_OK && ndf_array_size(in) > 0) {
     /* Quickselect by default: on the CPU an interpreted network is slower
      * (5x5 median: 571 ms against 398 ms on 8x3x256^2, 2 cores).  The
      * generated networks are meant for the GPU's straight-line kernels;
-     * $NDF_RANK_NETWORK=1 runs them here, to test them against the sort path. */
+     * NDF_RANK_ALGO_NETWORK (or $NDF_RANK_NETWORK=1) runs them here, to test
+     * them against the sort path. */
     const char *want = getenv("NDF_RANK_NETWORK");
-    const int use_net = want && *want && strcmp(want, "0") != 0;
+    const int use_net = opt->algorithm == NDF_RANK_ALGO_NETWORK || (want && *want && strcmp(want, "0") != 0);
     int rc = 0;
     switch (in->dtype) {
       case NDF_UINT8: rc = rank_cpu_u8(ctx, in, out, &g, taps, n, kind, r, percentile, opt->nan_policy, use_net); break;

@@ -85,44 +85,6 @@ static int group_teardown(void **state) {
     }                                                          \
   } while (0)
 
-/* ------------------------------------------------------------------------ */
-/* Device buffers mirroring host layouts                                     */
-
-/* A raw device buffer holding the bytes of a host tu_array, and a CUDA
- * descriptor with the host array's strides over it. */
-typedef struct dev_copy {
-  ndf_array raw; /* 1-D uint8 device array */
-  ndf_array arr; /* the view */
-} dev_copy;
-
-static ndf_array raw_host(const tu_array *t) {
-  ndf_array a;
-  int64_t n = (int64_t)t->bytes;
-  ndf_array_init(&a, t->base, NDF_DEVICE_CPU, NDF_UINT8, 1, &n);
-  return a;
-}
-
-static void dev_upload(ndf_ctx *ctx, dev_copy *d, const tu_array *t) {
-  int64_t n = (int64_t)t->bytes;
-  ndf_status r = ndf_array_alloc(ctx, &d->raw, NDF_DEVICE_CUDA, NDF_UINT8, 1, &n);
-  if (r != NDF_OK) printf("ndf_array_alloc(CUDA, %lld bytes): %s\n", (long long)n, ndf_errmsg(ctx));
-  assert_int_equal(r, NDF_OK);
-  ndf_array h = raw_host(t);
-  assert_int_equal(ndf_array_copy(ctx, &d->raw, &h), NDF_OK);
-  d->arr = t->arr;
-  d->arr.device = NDF_DEVICE_CUDA;
-  d->arr.device_id = d->raw.device_id;
-  d->arr.data = (char *)d->raw.data + ((char *)t->arr.data - (char *)t->base);
-}
-
-static void dev_download(ndf_ctx *ctx, const dev_copy *d, tu_array *t) {
-  ndf_array h = raw_host(t);
-  ndf_status r = ndf_array_copy(ctx, &h, &d->raw);
-  if (r != NDF_OK) printf("ndf_array_copy(device -> host): %s\n", ndf_errmsg(ctx));
-  assert_int_equal(r, NDF_OK);
-}
-
-static void dev_free(ndf_ctx *ctx, dev_copy *d) { ndf_array_free(ctx, &d->raw); }
 
 /* ------------------------------------------------------------------------ */
 /* Random cases                                                              */
@@ -283,9 +245,9 @@ static int run_gpu_case(gpu_state *s, gcase *c, tu_rng *r, int in_layout, int ou
   }
   assert_int_equal(tu_array_relayout(&hin, &in.arr, in_layout, r), 0);
   assert_int_equal(tu_array_like(&hout, &in.arr, out_layout, r), 0); /* poisoned */
-  dev_copy din, dout;
-  dev_upload(ctx, &din, &hin);
-  dev_upload(ctx, &dout, &hout);
+  tu_dev din, dout;
+  tu_dev_upload(ctx, &din, &hin);
+  tu_dev_upload(ctx, &dout, &hout);
   assert_int_equal(ndf_ctx_synchronize(ctx), NDF_OK);
   double t2 = now_ms();
   ndf_status rg = tu_op_call(ctx, c->op, &din.arr, &dout.arr, &c->o);
@@ -297,7 +259,7 @@ static int run_gpu_case(gpu_state *s, gcase *c, tu_rng *r, int in_layout, int ou
            c->desc);
     result = -1;
   } else {
-    dev_download(ctx, &dout, &hout);
+    tu_dev_download(ctx, &dout, &hout);
     char msg[2048];
     int64_t bad = tu_compare(&cpu_out.arr, &hout.arr, msg, sizeof msg);
     if (bad != 0) {
@@ -314,8 +276,8 @@ static int run_gpu_case(gpu_state *s, gcase *c, tu_rng *r, int in_layout, int ou
   }
   if (gpu_ms) *gpu_ms = t3 - t2;
   if (cpu_ms) *cpu_ms = t1 - t0;
-  dev_free(ctx, &din);
-  dev_free(ctx, &dout);
+  tu_dev_free(ctx, &din);
+  tu_dev_free(ctx, &dout);
   tu_array_free(&in);
   tu_array_free(&cpu_out);
   tu_array_free(&hin);
@@ -550,9 +512,9 @@ static void test_gpu_rejections(void **state) {
   tu_rng_seed(&r, s->seed + 4);
   fill_values(&hin, &r, 0);
   assert_int_equal(tu_array_like(&hout, &hin.arr, TU_LAYOUT_C, &r), 0);
-  dev_copy din, dout;
-  dev_upload(ctx, &din, &hin);
-  dev_upload(ctx, &dout, &hout);
+  tu_dev din, dout;
+  tu_dev_upload(ctx, &din, &hin);
+  tu_dev_upload(ctx, &dout, &hout);
   ndf_grey_options o;
   ndf_grey_options_init(&o);
   o.nsize = 1;
@@ -589,19 +551,19 @@ static void test_gpu_rejections(void **state) {
       assert_int_equal(ndf_ctx_synchronize(ctx), NDF_OK);
       tu_array back, back_in;
       assert_int_equal(tu_array_like(&back, &hin.arr, TU_LAYOUT_C, &r), 0); /* sized like hout */
-      dev_download(ctx, &dout, &back);
+      tu_dev_download(ctx, &dout, &back);
       assert_int_equal(tu_poison_check(back.base, back.bytes), -1);
       assert_int_equal(tu_poison_check(hpoison.base, hpoison.bytes), -1);
       assert_int_equal(tu_array_alloc(&back_in, NDF_FLOAT32, 2, sh), 0); /* sized like hin */
-      dev_download(ctx, &din, &back_in);
+      tu_dev_download(ctx, &din, &back_in);
       assert_memory_equal(back_in.base, hin.base, hin.bytes);
       tu_array_free(&back);
       tu_array_free(&back_in);
       tu_array_free(&hpoison);
     }
   }
-  dev_free(ctx, &din);
-  dev_free(ctx, &dout);
+  tu_dev_free(ctx, &din);
+  tu_dev_free(ctx, &dout);
   tu_array_free(&hin);
   tu_array_free(&hout);
 }

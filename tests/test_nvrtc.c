@@ -64,6 +64,56 @@ static void test_every_family_compiles(void **state) {
   assert_int_equal((int)stats.compiles, total);
 }
 
+/* The rank filter's requests for real windows (generated networks in a
+ * long slot, radix select, 3-D planes, every dtype) compile. */
+static void test_rank_requests_compile(void **state) {
+  ndf_ctx *ctx = *state;
+  int major = 0, minor = 0;
+  if (ndf__nvrtc_version(&major, &minor) != NDF_OK) skip();
+  struct {
+    int nsp, k[3], kind;
+    ndf_dtype dt;
+    ndf_rank_nan_policy pol;
+    ndf_rank_algorithm algo;
+  } w[] = {
+      {2, {3, 3, 0}, 0, NDF_FLOAT32, NDF_RANK_NAN_PROPAGATE, NDF_RANK_ALGO_AUTO},
+      {2, {5, 5, 0}, 0, NDF_FLOAT32, NDF_RANK_NAN_OMIT, NDF_RANK_ALGO_AUTO},
+      {2, {7, 7, 0}, 0, NDF_UINT8, NDF_RANK_NAN_PROPAGATE, NDF_RANK_ALGO_AUTO},
+      {3, {3, 3, 3}, 2, NDF_FLOAT64, NDF_RANK_NAN_OMIT, NDF_RANK_ALGO_AUTO},
+      {3, {3, 3, 3}, 1, NDF_INT16, NDF_RANK_NAN_PROPAGATE, NDF_RANK_ALGO_SELECT},
+      {1, {9, 0, 0}, 1, NDF_INT32, NDF_RANK_NAN_PROPAGATE, NDF_RANK_ALGO_AUTO},
+      {2, {31, 31, 0}, 0, NDF_FLOAT32, NDF_RANK_NAN_PROPAGATE, NDF_RANK_ALGO_AUTO},
+  };
+  for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+    ndf__grey_geom g;
+    memset(&g, 0, sizeof g);
+    g.nsp = w[i].nsp;
+    g.mode = NDF_MODE_REFLECT;
+    int64_t n = 1;
+    for (int d = 0; d < g.nsp; d++) n *= w[i].k[d];
+    int32_t *taps = malloc((size_t)n * g.nsp * sizeof *taps);
+    assert_non_null(taps);
+    for (int64_t t = 0; t < n; t++) {
+      int64_t r = t;
+      for (int d = g.nsp - 1; d >= 0; d--) {
+        taps[t * g.nsp + d] = (int32_t)(r % w[i].k[d] - w[i].k[d] / 2);
+        r /= w[i].k[d];
+      }
+    }
+    ndf__rank_sel sel = {w[i].kind, n / 3, 37.5, w[i].pol, w[i].algo};
+    ndf__kernel_req req;
+    ndf_status st = ndf__rank_cuda_request(ctx, "test_nvrtc", w[i].dt, g.nsp + 1, NULL, &g, taps, n, &sel, &req);
+    if (st == NDF_OK) {
+      int compiled = 0;
+      st = ndf__jit_warm(ctx, "test_nvrtc", &req, "sm_90", &compiled);
+      ndf__req_free(&req);
+    }
+    if (st != NDF_OK) print_error("rank window %zu: %s\n", i, ndf_errmsg(ctx));
+    assert_int_equal(st, NDF_OK);
+    free(taps);
+  }
+}
+
 static void test_unfilled_slot_is_an_error(void **state) {
   ndf_ctx *ctx = *state;
   ndf__kernel_req req;
@@ -190,6 +240,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_compile_error_carries_log),
       cmocka_unit_test(test_disk_hit_does_not_load_nvrtc),
       cmocka_unit_test(test_every_family_compiles),
+      cmocka_unit_test(test_rank_requests_compile),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

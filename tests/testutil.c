@@ -744,3 +744,40 @@ void tu_oracle_cleanup(const char *dir, int keep, uint64_t seed) {
   if (keep) printf("kept the oracle's cases in %s (seed %llu)\n", dir, (unsigned long long)seed);
   else tu_rmtree(dir);
 }
+
+/* ------------------------------------------------------------------------ */
+/* Device copies of host arrays.                                             */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+static ndf_array tu_raw_host(const tu_array *t) {
+  ndf_array a;
+  int64_t n = (int64_t)t->bytes;
+  ndf_array_init(&a, t->base, NDF_DEVICE_CPU, NDF_UINT8, 1, &n);
+  return a;
+}
+
+void tu_dev_upload(ndf_ctx *ctx, tu_dev *d, const tu_array *t) {
+  int64_t n = (int64_t)t->bytes;
+  ndf_status r = ndf_array_alloc(ctx, &d->raw, NDF_DEVICE_CUDA, NDF_UINT8, 1, &n);
+  if (r != NDF_OK) printf("ndf_array_alloc(CUDA, %lld bytes): %s\n", (long long)n, ndf_errmsg(ctx));
+  assert_int_equal(r, NDF_OK);
+  ndf_array h = tu_raw_host(t);
+  assert_int_equal(ndf_array_copy(ctx, &d->raw, &h), NDF_OK);
+  d->arr = t->arr;
+  d->arr.device = NDF_DEVICE_CUDA;
+  d->arr.device_id = d->raw.device_id;
+  d->arr.data = (char *)d->raw.data + ((char *)t->arr.data - (char *)t->base);
+}
+
+void tu_dev_download(ndf_ctx *ctx, const tu_dev *d, tu_array *t) {
+  ndf_array h = tu_raw_host(t);
+  ndf_status r = ndf_array_copy(ctx, &h, &d->raw);
+  if (r != NDF_OK) printf("ndf_array_copy(device -> host): %s\n", ndf_errmsg(ctx));
+  assert_int_equal(r, NDF_OK);
+}
+
+void tu_dev_free(ndf_ctx *ctx, tu_dev *d) { ndf_array_free(ctx, &d->raw); }

@@ -206,4 +206,18 @@ void tu_np_laplace(const ndf_array *a, const ndf_array *b, const ndf_array *c, c
 void tu_ref_op(int op, const ndf_array *in, const ndf_array *out, const tu_elem *el, ndf_mode mode,
                double cval, int batch_dims);
 
+/* ------------------------------------------------------------------------ */
+/* Device copies of host arrays (GPU tests).                                 */
+
+/* A raw device buffer holding every byte of a host tu_array (gaps included),
+ * and a CUDA descriptor with the host array's strides over it. */
+typedef struct tu_dev {
+  ndf_array raw; /* 1-D uint8 device array */
+  ndf_array arr; /* the view */
+} tu_dev;
+/* Upload / download the whole buffer; cmocka assertions on failure. */
+void tu_dev_upload(ndf_ctx *ctx, tu_dev *d, const tu_array *t);
+void tu_dev_download(ndf_ctx *ctx, const tu_dev *d, tu_array *t);
+void tu_dev_free(ndf_ctx *ctx, tu_dev *d);
+
 #endif

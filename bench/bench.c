@@ -1,5 +1,12 @@
 /*
- * bench_grey.c -- benchmark of ndf_grey_erosion / ndf_grey_dilation.
+ * bench.c -- the benchmark of ndforge's ops (program ndf_bench).
+ *
+ * Every op family plugs in through the `ops` table below: its name (the
+ * --op value and the first part of a workload's key), how its options are
+ * set up from a workload, the call, and the output dtype.  To add an op:
+ * add a row to `ops` (and to its family's set-up / call when the family is
+ * new), then workloads to default_workloads, and the same workloads, with
+ * the same keys (wl_name), to a bench/peers_<family>.py for the peers.
  *
  * This file uses only the public API of ndforge, plus a few CUDA driver calls
  * (events, a host function, the current context) that it loads itself with
@@ -62,11 +69,29 @@
 /* ------------------------------------------------------------------------ */
 /* Workloads                                                                 */
 
-typedef enum { OP_EROSION = 0, OP_DILATION = 1 } grey_op;
 typedef enum { FP_BOX = 0, FP_CROSS = 1 } fp_kind;
+typedef enum { FAM_GREY, FAM_RANK, FAM_BINARY, FAM_LABEL } op_family;
+
+/* The ops: API-style name (--op), key (the first part of a workload's name)
+ * and family. */
+typedef struct op_desc {
+  const char *name, *key;
+  op_family family;
+} op_desc;
+enum { OP_EROSION, OP_DILATION, OP_MEDIAN, OP_RANK, OP_PERCENTILE, OP_BIN_EROSION, OP_FILL_HOLES, OP_LABEL, OP_COUNT };
+static const op_desc ops[OP_COUNT] = {
+    [OP_EROSION] = {"grey_erosion", "erosion", FAM_GREY},
+    [OP_DILATION] = {"grey_dilation", "dilation", FAM_GREY},
+    [OP_MEDIAN] = {"median_filter", "median", FAM_RANK},
+    [OP_RANK] = {"rank_filter", "rank", FAM_RANK},
+    [OP_PERCENTILE] = {"percentile_filter", "percentile", FAM_RANK},
+    [OP_BIN_EROSION] = {"binary_erosion", "binary_erosion", FAM_BINARY},
+    [OP_FILL_HOLES] = {"binary_fill_holes", "binary_fill_holes", FAM_BINARY},
+    [OP_LABEL] = {"label", "label", FAM_LABEL},
+};
 
 typedef struct workload {
-  grey_op op;
+  int op;     /* OP_* */
   ndf_dtype dtype;
   int ndim;
   int64_t shape[NDF_MAX_NDIM];
@@ -74,23 +99,44 @@ typedef struct workload {
   fp_kind fp; /* box: size = ...; cross: footprint with one axis off-centre at most */
   int batch_dims;
   ndf_mode mode;
+  double param; /* rank_filter: the rank; percentile_filter: the percentile; binary_erosion: iterations */
 } workload;
 
 /* The default workloads: float32 and reflect unless said. */
 static const workload default_workloads[] = {
-    {OP_DILATION, NDF_FLOAT32, 3, {64, 1024, 1024}, 3, FP_BOX, 0, NDF_MODE_REFLECT},
-    {OP_DILATION, NDF_FLOAT32, 3, {64, 1024, 1024}, 3, FP_BOX, 1, NDF_MODE_REFLECT},
-    {OP_EROSION, NDF_FLOAT32, 3, {256, 256, 256}, 3, FP_BOX, 0, NDF_MODE_REFLECT},
-    {OP_DILATION, NDF_FLOAT32, 3, {8, 256, 256}, 3, FP_BOX, 0, NDF_MODE_REFLECT},
-    {OP_DILATION, NDF_FLOAT32, 3, {8, 256, 256}, 3, FP_BOX, 1, NDF_MODE_REFLECT},
-    {OP_DILATION, NDF_FLOAT32, 4, {8, 256, 256, 256}, 3, FP_BOX, 1, NDF_MODE_REFLECT},
-    {OP_EROSION, NDF_FLOAT32, 3, {256, 256, 256}, 3, FP_CROSS, 0, NDF_MODE_REFLECT},
-    {OP_EROSION, NDF_FLOAT32, 3, {256, 256, 256}, 7, FP_BOX, 0, NDF_MODE_REFLECT},
-    {OP_EROSION, NDF_UINT8, 3, {256, 256, 256}, 3, FP_BOX, 0, NDF_MODE_REFLECT},
+    {OP_DILATION, NDF_FLOAT32, 3, {64, 1024, 1024}, 3, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_DILATION, NDF_FLOAT32, 3, {64, 1024, 1024}, 3, FP_BOX, 1, NDF_MODE_REFLECT, 0},
+    {OP_EROSION, NDF_FLOAT32, 3, {256, 256, 256}, 3, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_DILATION, NDF_FLOAT32, 3, {8, 256, 256}, 3, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_DILATION, NDF_FLOAT32, 3, {8, 256, 256}, 3, FP_BOX, 1, NDF_MODE_REFLECT, 0},
+    {OP_DILATION, NDF_FLOAT32, 4, {8, 256, 256, 256}, 3, FP_BOX, 1, NDF_MODE_REFLECT, 0},
+    {OP_EROSION, NDF_FLOAT32, 3, {256, 256, 256}, 3, FP_CROSS, 0, NDF_MODE_REFLECT, 0},
+    {OP_EROSION, NDF_FLOAT32, 3, {256, 256, 256}, 7, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_EROSION, NDF_UINT8, 3, {256, 256, 256}, 3, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    /* rank filters (issue 7) */
+    {OP_MEDIAN, NDF_FLOAT32, 4, {1, 3, 256, 256}, 5, FP_BOX, 2, NDF_MODE_REFLECT, 0},
+    {OP_MEDIAN, NDF_FLOAT32, 4, {8, 3, 256, 256}, 3, FP_BOX, 2, NDF_MODE_REFLECT, 0},
+    {OP_MEDIAN, NDF_FLOAT32, 4, {8, 3, 256, 256}, 5, FP_BOX, 2, NDF_MODE_REFLECT, 0},
+    {OP_MEDIAN, NDF_FLOAT32, 3, {128, 128, 128}, 3, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_MEDIAN, NDF_FLOAT32, 2, {1024, 1024}, 3, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_MEDIAN, NDF_FLOAT32, 2, {1024, 1024}, 7, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_MEDIAN, NDF_FLOAT32, 2, {1024, 1024}, 31, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_MEDIAN, NDF_UINT8, 4, {8, 3, 256, 256}, 5, FP_BOX, 2, NDF_MODE_REFLECT, 0},
+    /* binary morphology and label (issue 3): bool inputs of random blobs, the 6-connected cross */
+    {OP_BIN_EROSION, NDF_BOOL, 3, {256, 256, 256}, 3, FP_CROSS, 0, NDF_MODE_REFLECT, 1},
+    {OP_BIN_EROSION, NDF_BOOL, 3, {256, 256, 256}, 3, FP_CROSS, 0, NDF_MODE_REFLECT, 10},
+    {OP_FILL_HOLES, NDF_BOOL, 3, {256, 256, 256}, 3, FP_CROSS, 0, NDF_MODE_REFLECT, 0},
+    {OP_LABEL, NDF_BOOL, 3, {256, 256, 256}, 3, FP_CROSS, 0, NDF_MODE_REFLECT, 0},
 };
 #define N_DEFAULT (sizeof default_workloads / sizeof default_workloads[0])
 
-static const char *op_name(grey_op op) { return op == OP_DILATION ? "grey_dilation" : "grey_erosion"; }
+static const char *op_name(int op) { return ops[op].name; }
+
+/* The output dtype of an op for an input dtype. */
+static ndf_dtype out_dtype(const workload *w)
+{
+  return ops[w->op].family == FAM_BINARY ? NDF_BOOL : ops[w->op].family == FAM_LABEL ? NDF_INT32 : w->dtype;
+}
 
 /* NumPy's short type codes, for names and the human line: "f32", "u8". */
 static const char *dtype_short(ndf_dtype t)
@@ -117,6 +163,7 @@ static int64_t wl_count(const workload *w)
 }
 
 static size_t wl_bytes(const workload *w) { return (size_t)wl_count(w) * ndf_dtype_size(w->dtype); }
+static size_t wl_out_bytes(const workload *w) { return (size_t)wl_count(w) * ndf_dtype_size(out_dtype(w)); }
 
 static void shape_str(const workload *w, char sep, char *buf, size_t len)
 {
@@ -126,34 +173,46 @@ static void shape_str(const workload *w, char sep, char *buf, size_t len)
     k += (size_t)snprintf(buf + k, len - k, "%s%lld", i ? (char[]){sep, 0} : "", (long long)w->shape[i]);
 }
 
-/* The key that joins bench_grey and peers_grey.py lines:
- * "dilation_f32_64x1024x1024_s3_b0", "erosion_f32_256x256x256_cross3_b0". */
+/* The key that joins ndf_bench and bench/peers_*.py lines:
+ * "dilation_f32_64x1024x1024_s3_b0", "erosion_f32_256x256x256_cross3_b0",
+ * "median_f32_8x3x256x256_s5_b2", "rank10_u8_..." (the parameter follows the
+ * key of rank and percentile). */
 static void wl_name(const workload *w, char *buf, size_t len)
 {
-  char shp[160];
+  char shp[160], op[64];
   shape_str(w, 'x', shp, sizeof shp);
-  snprintf(buf, len, "%s_%s_%s_%s%d_b%d%s%s", w->op == OP_DILATION ? "dilation" : "erosion",
+  if (w->op == OP_RANK || w->op == OP_PERCENTILE) snprintf(op, sizeof op, "%s%g", ops[w->op].key, w->param);
+  else if (w->op == OP_BIN_EROSION) snprintf(op, sizeof op, "%s_it%g", ops[w->op].key, w->param);
+  else snprintf(op, sizeof op, "%s", ops[w->op].key);
+  snprintf(buf, len, "%s_%s_%s_%s%d_b%d%s%s", op,
            dtype_short(w->dtype), shp, w->fp == FP_CROSS ? "cross" : "s", w->size, w->batch_dims,
            w->mode == NDF_MODE_REFLECT ? "" : "_", w->mode == NDF_MODE_REFLECT ? "" : ndf_mode_name(w->mode));
 }
 
-/* Options of one workload.  The footprint (cross only) lives in fpbuf. */
-typedef struct grey_setup {
+/* Options of one workload, for its family.  The footprint (cross only) lives in fpbuf. */
+typedef struct op_setup {
   ndf_grey_options opt;
+  ndf_rank_options ropt;
+  ndf_binary_options bopt; /* binary ops and label: the footprint is the structure */
   ndf_array fp;
   uint8_t *fpbuf;
-} grey_setup;
+} op_setup;
 
-static int setup_options(const workload *w, grey_setup *g)
+static int setup_options(const workload *w, op_setup *g)
 {
   int sp = w->ndim - w->batch_dims;
   memset(g, 0, sizeof *g);
   ndf_grey_options_init(&g->opt);
-  g->opt.mode = w->mode;
-  g->opt.batch_dims = w->batch_dims;
+  ndf_rank_options_init(&g->ropt);
+  g->opt.mode = g->ropt.mode = w->mode;
+  g->opt.batch_dims = g->ropt.batch_dims = w->batch_dims;
+  /* $NDF_BENCH_RANK_ALGO (network, select) picks the rank algorithm, for comparing them. */
+  const char *ra = getenv("NDF_BENCH_RANK_ALGO");
+  if (ra && !strcmp(ra, "network")) g->ropt.algorithm = NDF_RANK_ALGO_NETWORK;
+  if (ra && !strcmp(ra, "select")) g->ropt.algorithm = NDF_RANK_ALGO_SELECT;
   if (w->fp == FP_BOX) {
-    g->opt.nsize = 1;
-    g->opt.size[0] = w->size;
+    g->opt.nsize = g->ropt.nsize = 1;
+    g->opt.size[0] = g->ropt.size[0] = w->size;
     return 0;
   }
   /* A cross: the centre and every point that leaves it along one axis only
@@ -173,23 +232,36 @@ static int setup_options(const workload *w, grey_setup *g)
     g->fpbuf[k] = off <= 1;
   }
   if (ndf_array_init(&g->fp, g->fpbuf, NDF_DEVICE_CPU, NDF_BOOL, sp, fshape) != NDF_OK) {
-    fprintf(stderr, "bench_grey: footprint: %s\n", ndf_last_error());
+    fprintf(stderr, "ndf_bench: footprint: %s\n", ndf_last_error());
     return -1;
   }
-  g->opt.footprint = &g->fp;
+  g->opt.footprint = g->ropt.footprint = &g->fp;
+  ndf_binary_options_init(&g->bopt);
+  g->bopt.structure = &g->fp;
+  g->bopt.iterations = w->op == OP_BIN_EROSION ? (int)w->param : 1;
+  g->bopt.batch_dims = w->batch_dims;
   return 0;
 }
 
-static void free_options(grey_setup *g)
+static void free_options(op_setup *g)
 {
   free(g->fpbuf);
   g->fpbuf = NULL;
 }
 
-static ndf_status run_op(ndf_ctx *c, const workload *w, const ndf_array *in, ndf_array *out,
-                         const ndf_grey_options *o)
+static ndf_status run_op(ndf_ctx *c, const workload *w, const ndf_array *in, ndf_array *out, const op_setup *g)
 {
-  return w->op == OP_DILATION ? ndf_grey_dilation(c, in, out, o) : ndf_grey_erosion(c, in, out, o);
+  switch (w->op) {
+  case OP_EROSION: return ndf_grey_erosion(c, in, out, &g->opt);
+  case OP_DILATION: return ndf_grey_dilation(c, in, out, &g->opt);
+  case OP_MEDIAN: return ndf_median_filter(c, in, out, &g->ropt);
+  case OP_RANK: return ndf_rank_filter(c, in, out, (int64_t)w->param, &g->ropt);
+  case OP_PERCENTILE: return ndf_percentile_filter(c, in, out, w->param, &g->ropt);
+  case OP_BIN_EROSION: return ndf_binary_erosion(c, in, out, &g->bopt);
+  case OP_FILL_HOLES: return ndf_binary_fill_holes(c, in, out, &g->bopt);
+  case OP_LABEL: return ndf_label(c, in, out, g->bopt.structure, w->batch_dims, NULL);
+  default: return NDF_EINVAL;
+  }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -248,6 +320,48 @@ static void fill_random(void *buf, ndf_dtype t, int64_t n, uint64_t seed)
   }
 }
 
+/* Random blobs for the binary ops and label (bench/peers_binary.py:blobs builds
+ * the same image): uniform noise in [-1, 1) on a grid every 16 voxels of the
+ * last three axes (splitmix64 of seed + index), trilinear, above 0. */
+static void fill_blobs(uint8_t *out, const workload *w, uint64_t seed)
+{
+  const int cell = 16;
+  int64_t n[3], g[3], outer = 1;
+  for (int i = 0; i < 3; i++) n[i] = w->ndim - 3 + i >= 0 ? w->shape[w->ndim - 3 + i] : 1;
+  for (int i = 0; i < w->ndim - 3; i++) outer *= w->shape[i];
+  for (int i = 0; i < 3; i++) g[i] = n[i] / cell + 2;
+  double *c = malloc((size_t)(g[0] * g[1] * g[2]) * sizeof *c);
+  if (!c) return;
+  for (int64_t i = 0; i < g[0] * g[1] * g[2]; i++) {
+    uint64_t st = seed + (uint64_t)i;
+    c[i] = (double)(splitmix64(&st) >> 11) * 0x1p-53 * 2.0 - 1.0;
+  }
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t z = 0; z < n[0]; z++)
+      for (int64_t y = 0; y < n[1]; y++)
+        for (int64_t x = 0; x < n[2]; x++) {
+          const double fz = (double)(z % cell) / cell, fy = (double)(y % cell) / cell, fx = (double)(x % cell) / cell;
+          const int64_t z0 = z / cell, y0 = y / cell, x0 = x / cell;
+          double v = 0;
+          for (int dz = 0; dz < 2; dz++)
+            for (int dy = 0; dy < 2; dy++)
+              for (int dx = 0; dx < 2; dx++) {
+                double wt = (dz ? fz : 1 - fz) * (dy ? fy : 1 - fy) * (dx ? fx : 1 - fx);
+                v += wt * c[((z0 + dz) * g[1] + (y0 + dy)) * g[2] + (x0 + dx)];
+              }
+          out[((o * n[0] + z) * n[1] + y) * n[2] + x] = v > 0.0;
+        }
+  free(c);
+}
+
+/* The input of a workload: blobs for the binary ops and label, else fill_random. */
+static void fill_input(void *buf, const workload *w, uint64_t seed)
+{
+  int fam = ops[w->op].family;
+  if ((fam == FAM_BINARY || fam == FAM_LABEL) && ndf_dtype_size(w->dtype) == 1) fill_blobs(buf, w, seed);
+  else fill_random(buf, w->dtype, wl_count(w), seed);
+}
+
 static double element_value(const void *buf, ndf_dtype t, int64_t i)
 {
   switch (t) {
@@ -268,7 +382,7 @@ static double element_value(const void *buf, ndf_dtype t, int64_t i)
  * writes the first difference (with its coordinates) and the count. */
 static int compare_exact(const workload *w, const void *got, const void *want, char *msg, size_t len)
 {
-  size_t es = ndf_dtype_size(w->dtype);
+  size_t es = ndf_dtype_size(out_dtype(w));
   int64_t n = wl_count(w);
   if (memcmp(got, want, (size_t)n * es) == 0) return 0;
   int64_t first = -1, bad = 0;
@@ -287,7 +401,7 @@ static int compare_exact(const workload *w, const void *got, const void *want, c
   for (int i = 0; i < w->ndim && k < sizeof coord; i++)
     k += (size_t)snprintf(coord + k, sizeof coord - k, "%s%lld", i ? "," : "", (long long)idx[i]);
   snprintf(msg, len, "%lld of %lld elements differ; first at [%s]: GPU %.9g, CPU %.9g", (long long)bad,
-           (long long)n, coord, element_value(got, w->dtype, first), element_value(want, w->dtype, first));
+           (long long)n, coord, element_value(got, out_dtype(w), first), element_value(want, out_dtype(w), first));
   return 1;
 }
 
@@ -301,7 +415,7 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
 static void remove_tree(const char *dir)
 {
   if (dir[0] && nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
-    fprintf(stderr, "bench_grey: warning: could not remove %s: %s\n", dir, strerror(errno));
+    fprintf(stderr, "ndf_bench: warning: could not remove %s: %s\n", dir, strerror(errno));
 }
 
 static int make_cache_dir(char *buf, size_t len)
@@ -309,7 +423,7 @@ static int make_cache_dir(char *buf, size_t len)
   const char *tmp = getenv("TMPDIR");
   snprintf(buf, len, "%s/ndf-bench-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
   if (mkdtemp(buf)) return 0;
-  fprintf(stderr, "bench_grey: mkdtemp(%s): %s\n", buf, strerror(errno));
+  fprintf(stderr, "ndf_bench: mkdtemp(%s): %s\n", buf, strerror(errno));
   buf[0] = '\0';
   return -1;
 }
@@ -347,7 +461,7 @@ static void *cu_sym(const char *a, const char *b)
 {
   void *p = dlsym(cu.lib, a);
   if (!p && b) p = dlsym(cu.lib, b);
-  if (!p) fprintf(stderr, "bench_grey: libcuda.so.1 has no %s\n", a);
+  if (!p) fprintf(stderr, "ndf_bench: libcuda.so.1 has no %s\n", a);
   return p;
 }
 
@@ -359,7 +473,7 @@ static int cu_load(void)
   if (cu.lib) return 0;
   cu.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!cu.lib) {
-    fprintf(stderr, "bench_grey: dlopen(libcuda.so.1): %s\n", dlerror());
+    fprintf(stderr, "ndf_bench: dlopen(libcuda.so.1): %s\n", dlerror());
     return -1;
   }
   int ok = CU_LOAD(EventCreate, "cuEventCreate", NULL);
@@ -378,7 +492,7 @@ static int cu_check(CUresult r, const char *call)
   if (r == 0) return 0;
   const char *name = NULL;
   if (cu.GetErrorName) cu.GetErrorName(r, &name);
-  fprintf(stderr, "bench_grey: %s failed: %s (%d)\n", call, name ? name : "CUDA error", r);
+  fprintf(stderr, "ndf_bench: %s failed: %s (%d)\n", call, name ? name : "CUDA error", r);
   return -1;
 }
 #define CU(call) cu_check((call), #call)
@@ -429,12 +543,14 @@ typedef struct bench_args {
 
 static void usage(FILE *f)
 {
-  fputs("usage: bench_grey [--only SUBSTR] [--reps N] [--cpu] [--no-check] [--check-max-mb MB]\n"
+  fputs("usage: ndf_bench [--only SUBSTR] [--reps N] [--cpu] [--no-check] [--check-max-mb MB]\n"
         "                  [--human] [--list] [--seed N]\n"
-        "                  [--op erosion|dilation --dtype float32 --shape 64x1024x1024 --size 3\n"
-        "                   --footprint box|cross --batch-dims N --mode reflect]\n"
-        "Times ndf_grey_erosion/ndf_grey_dilation on the GPU after checking them against the\n"
-        "CPU backend; one JSON line per workload on stdout.\n"
+        "                  [--op OP --dtype float32 --shape 64x1024x1024 --size 3\n"
+        "                   --footprint box|cross --batch-dims N --mode reflect --param P]\n"
+        "Times ndforge's ops on the GPU after checking them against the CPU backend; one\n"
+        "JSON line per workload on stdout.  OP: grey_erosion, grey_dilation, median_filter,\n"
+        "rank_filter (--param: the rank), percentile_filter (--param: the percentile).\n"
+        "$NDF_BENCH_RANK_ALGO=network|select forces the rank filters' algorithm.\n"
         "  --only SUBSTR     run the default workloads whose name contains SUBSTR (see --list)\n"
         "  --reps N          timed runs for the warm median (default 100)\n"
         "  --cpu             also time the CPU backend (median of 5, cpu_ms); without a GPU,\n"
@@ -474,6 +590,24 @@ static int parse_int(const char *s, long long lo, long long hi, long long *out)
 }
 
 /* Returns 0, or EXIT_USAGE after a message. */
+/* The op named v (its name or its key), or -1. */
+static int find_op(const char *v)
+{
+  for (int i = 0; i < OP_COUNT; i++)
+    if (!strcmp(v, ops[i].name) || !strcmp(v, ops[i].key)) return i;
+  return -1;
+}
+
+static int parse_double(const char *s, double *out)
+{
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || *end) return -1;
+  *out = v;
+  return 0;
+}
+
 static int parse_args(int argc, char **argv, bench_args *a)
 {
   memset(a, 0, sizeof *a);
@@ -494,7 +628,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
       usage(stdout);
       exit(0);
     } else if (!v || strncmp(o, "--", 2) != 0) {
-      fprintf(stderr, "bench_grey: %s: unknown option or missing value\n", o);
+      fprintf(stderr, "ndf_bench: %s: unknown option or missing value\n", o);
       usage(stderr);
       return EXIT_USAGE;
     } else if (!strcmp(o, "--only")) a->only = v;
@@ -502,10 +636,8 @@ static int parse_args(int argc, char **argv, bench_args *a)
     else if (!strcmp(o, "--seed") && !parse_int(v, 0, INT64_MAX, &n)) a->seed = (uint64_t)n;
     else if (!strcmp(o, "--check-max-mb") && !parse_int(v, 0, INT64_MAX / 2, &n)) a->check_max_mb = (double)n;
     else if (!strcmp(o, "--child-disk")) a->child_disk = v;
-    else if (!strcmp(o, "--op") && (!strcmp(v, "erosion") || !strcmp(v, "grey_erosion")))
-      a->wl.op = OP_EROSION, a->custom = 1;
-    else if (!strcmp(o, "--op") && (!strcmp(v, "dilation") || !strcmp(v, "grey_dilation")))
-      a->wl.op = OP_DILATION, a->custom = 1;
+    else if (!strcmp(o, "--op") && (a->wl.op = find_op(v)) >= 0) a->custom = 1;
+    else if (!strcmp(o, "--param") && parse_double(v, &a->wl.param) == 0) a->custom = 1;
     else if (!strcmp(o, "--dtype") && ndf_dtype_from_name(v, &a->wl.dtype) == NDF_OK) a->custom = 1;
     else if (!strcmp(o, "--shape") && !parse_shape(v, &a->wl)) a->custom = 1;
     else if (!strcmp(o, "--size") && !parse_int(v, 1, 1 << 20, &n)) a->wl.size = (int)n, a->custom = 1;
@@ -515,7 +647,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
     else if (!strcmp(o, "--footprint") && (!strcmp(v, "box") || !strcmp(v, "cross")))
       a->wl.fp = v[0] == 'c' ? FP_CROSS : FP_BOX, a->custom = 1;
     else {
-      fprintf(stderr, "bench_grey: bad option or value: %s %s\n", o, v);
+      fprintf(stderr, "ndf_bench: bad option or value: %s %s\n", o, v);
       usage(stderr);
       return EXIT_USAGE;
     }
@@ -524,7 +656,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
   if (a->custom) {
     int sp = a->wl.ndim - a->wl.batch_dims;
     if (sp < 1 || sp > NDF_MAX_SPATIAL) {
-      fprintf(stderr, "bench_grey: --batch-dims %d leaves %d spatial axes of a %d-d shape\n", a->wl.batch_dims,
+      fprintf(stderr, "ndf_bench: --batch-dims %d leaves %d spatial axes of a %d-d shape\n", a->wl.batch_dims,
               sp, a->wl.ndim);
       return EXIT_USAGE;
     }
@@ -537,7 +669,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
 
 static int ndf_fail(const ndf_ctx *c, const char *what, ndf_status s)
 {
-  fprintf(stderr, "bench_grey: %s: %s: %s\n", what, ndf_status_name(s), c ? ndf_errmsg(c) : ndf_last_error());
+  fprintf(stderr, "ndf_bench: %s: %s: %s\n", what, ndf_status_name(s), c ? ndf_errmsg(c) : ndf_last_error());
   return -1;
 }
 
@@ -562,38 +694,40 @@ static int wl_to_argv(const workload *w, char store[][160], char **argv, int k)
 {
   char shp[160];
   shape_str(w, 'x', shp, sizeof shp);
-  snprintf(store[0], 160, "%s", w->op == OP_DILATION ? "dilation" : "erosion");
+  snprintf(store[0], 160, "%s", op_name(w->op));
   snprintf(store[1], 160, "%s", ndf_dtype_name(w->dtype));
   snprintf(store[2], 160, "%s", shp);
   snprintf(store[3], 160, "%d", w->size);
   snprintf(store[4], 160, "%s", w->fp == FP_CROSS ? "cross" : "box");
   snprintf(store[5], 160, "%d", w->batch_dims);
   snprintf(store[6], 160, "%s", ndf_mode_name(w->mode));
-  static const char *const flags[] = {"--op", "--dtype", "--shape", "--size", "--footprint", "--batch-dims", "--mode"};
-  for (int i = 0; i < 7; i++) {
+  snprintf(store[7], 160, "%.17g", w->param);
+  static const char *const flags[] = {"--op", "--dtype", "--shape", "--size", "--footprint", "--batch-dims", "--mode",
+                                      "--param"};
+  for (int i = 0; i < 8; i++) {
     argv[k++] = (char *)flags[i];
     argv[k++] = store[i];
   }
   return k;
 }
 
-/* Runs `bench_grey --child-disk DIR <workload>` and reads its one line. */
+/* Runs `ndf_bench --child-disk DIR <workload>` and reads its one line. */
 static int measure_disk(const workload *wl, const char *cache_dir, uint64_t seed, disk_result *r)
 {
-  char store[8][160], *argv[32];
+  char store[9][160], *argv[32];
   int k = 0;
-  argv[k++] = "bench_grey";
+  argv[k++] = "ndf_bench";
   argv[k++] = "--child-disk";
   argv[k++] = (char *)cache_dir;
   k = wl_to_argv(wl, store, argv, k);
-  snprintf(store[7], 160, "%llu", (unsigned long long)seed);
+  snprintf(store[8], 160, "%llu", (unsigned long long)seed);
   argv[k++] = "--seed";
-  argv[k++] = store[7];
+  argv[k++] = store[8];
   argv[k] = NULL;
 
   int fds[2];
   if (pipe(fds) != 0) {
-    fprintf(stderr, "bench_grey: pipe: %s\n", strerror(errno));
+    fprintf(stderr, "ndf_bench: pipe: %s\n", strerror(errno));
     return -1;
   }
   posix_spawn_file_actions_t fa;
@@ -607,7 +741,7 @@ static int measure_disk(const workload *wl, const char *cache_dir, uint64_t seed
   close(fds[1]);
   if (err != 0) {
     close(fds[0]);
-    fprintf(stderr, "bench_grey: posix_spawn(/proc/self/exe): %s\n", strerror(err));
+    fprintf(stderr, "ndf_bench: posix_spawn(/proc/self/exe): %s\n", strerror(err));
     return -1;
   }
   char line[512];
@@ -625,17 +759,17 @@ static int measure_disk(const workload *wl, const char *cache_dir, uint64_t seed
   pid_t w;
   while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {}
   if (w < 0) {
-    fprintf(stderr, "bench_grey: waitpid: %s\n", strerror(errno));
+    fprintf(stderr, "ndf_bench: waitpid: %s\n", strerror(errno));
     return -1;
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    fprintf(stderr, "bench_grey: the --child-disk process failed (%s %d)\n",
+    fprintf(stderr, "ndf_bench: the --child-disk process failed (%s %d)\n",
             WIFEXITED(status) ? "exit status" : "signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
     return -1;
   }
   if (sscanf(line, "disk_ms=%lf disk_hits=%llu compiles=%llu rejects=%llu", &r->ms, &r->disk_hits, &r->compiles,
              &r->rejects) != 4) {
-    fprintf(stderr, "bench_grey: unexpected output of the --child-disk process: '%s'\n", line);
+    fprintf(stderr, "ndf_bench: unexpected output of the --child-disk process: '%s'\n", line);
     return -1;
   }
   return 0;
@@ -647,7 +781,7 @@ static int child_disk(const bench_args *a)
   const workload *w = &a->wl;
   ndf_ctx *ctx = NULL;
   ndf_array in = {0}, out = {0}, hin;
-  grey_setup g = {0};
+  op_setup g = {0};
   void *host = NULL;
   int rc = 1;
   ndf_status s = make_ctx(&ctx, NDF_BACKEND_CUDA, a->child_disk);
@@ -657,19 +791,19 @@ static int child_disk(const bench_args *a)
   }
   if (setup_options(w, &g) != 0) goto done;
   if ((host = malloc(wl_bytes(w))) == NULL) goto done;
-  fill_random(host, w->dtype, wl_count(w), a->seed ^ 0xd15cull);
+  fill_input(host, w, a->seed ^ 0xd15cull);
   if ((s = ndf_array_init(&hin, host, NDF_DEVICE_CPU, w->dtype, w->ndim, w->shape)) != NDF_OK) {
     ndf_fail(NULL, "ndf_array_init", s);
     goto done;
   }
   if ((s = ndf_array_alloc(ctx, &in, NDF_DEVICE_CUDA, w->dtype, w->ndim, w->shape)) != NDF_OK ||
-      (s = ndf_array_alloc(ctx, &out, NDF_DEVICE_CUDA, w->dtype, w->ndim, w->shape)) != NDF_OK ||
+      (s = ndf_array_alloc(ctx, &out, NDF_DEVICE_CUDA, out_dtype(w), w->ndim, w->shape)) != NDF_OK ||
       (s = ndf_array_copy(ctx, &in, &hin)) != NDF_OK || (s = ndf_ctx_synchronize(ctx)) != NDF_OK) {
     ndf_fail(ctx, "set-up", s);
     goto done;
   }
   double t0 = now_ms();
-  s = run_op(ctx, w, &in, &out, &g.opt);
+  s = run_op(ctx, w, &in, &out, &g);
   if (s == NDF_OK) s = ndf_ctx_synchronize(ctx);
   double t1 = now_ms();
   if (s != NDF_OK) {
@@ -707,7 +841,7 @@ typedef struct result {
 typedef struct run_state {
   const bench_args *a;
   const workload *w;
-  grey_setup g;
+  op_setup g;
   ndf_ctx *ctx;
   ndf_ctx *cpu;
   char cache_dir[512];
@@ -750,18 +884,18 @@ static void release_state(run_state *st)
 static int host_arrays(run_state *st)
 {
   const workload *w = st->w;
-  size_t bytes = wl_bytes(w);
+  size_t bytes = wl_bytes(w), obytes = wl_out_bytes(w);
   st->host_in = malloc(bytes);
-  st->host_out = malloc(bytes);
-  st->host_ref = malloc(bytes);
+  st->host_out = malloc(obytes);
+  st->host_ref = malloc(obytes);
   if (!st->host_in || !st->host_out || !st->host_ref) {
-    fprintf(stderr, "bench_grey: out of host memory (3 x %zu bytes)\n", bytes);
+    fprintf(stderr, "ndf_bench: out of host memory (%zu + 2 x %zu bytes)\n", bytes, obytes);
     return -1;
   }
   ndf_status s;
   if ((s = ndf_array_init(&st->hin, st->host_in, NDF_DEVICE_CPU, w->dtype, w->ndim, w->shape)) != NDF_OK ||
-      (s = ndf_array_init(&st->hout, st->host_out, NDF_DEVICE_CPU, w->dtype, w->ndim, w->shape)) != NDF_OK ||
-      (s = ndf_array_init(&st->href, st->host_ref, NDF_DEVICE_CPU, w->dtype, w->ndim, w->shape)) != NDF_OK)
+      (s = ndf_array_init(&st->hout, st->host_out, NDF_DEVICE_CPU, out_dtype(w), w->ndim, w->shape)) != NDF_OK ||
+      (s = ndf_array_init(&st->href, st->host_ref, NDF_DEVICE_CPU, out_dtype(w), w->ndim, w->shape)) != NDF_OK)
     return ndf_fail(NULL, "ndf_array_init", s);
   return 0;
 }
@@ -770,13 +904,13 @@ static int host_arrays(run_state *st)
 static int cpu_runs(run_state *st, int want_ref, result *r)
 {
   ndf_status s;
-  if (want_ref && (s = run_op(st->cpu, st->w, &st->hin, &st->href, &st->g.opt)) != NDF_OK)
+  if (want_ref && (s = run_op(st->cpu, st->w, &st->hin, &st->href, &st->g)) != NDF_OK)
     return ndf_fail(st->cpu, "CPU backend", s);
   if (!st->a->cpu) return 0;
   double t[CPU_RUNS];
   for (int i = 0; i < CPU_RUNS; i++) {
     double t0 = now_ms();
-    if ((s = run_op(st->cpu, st->w, &st->hin, &st->href, &st->g.opt)) != NDF_OK)
+    if ((s = run_op(st->cpu, st->w, &st->hin, &st->href, &st->g)) != NDF_OK)
       return ndf_fail(st->cpu, "CPU backend", s);
     t[i] = now_ms() - t0;
   }
@@ -793,7 +927,7 @@ static int gpu_setup(run_state *st)
   st->nbuf = rotation_count(wl_bytes(w));
   for (int i = 0; i < st->nbuf; i++) {
     if ((s = ndf_array_alloc(st->ctx, &st->din[i], NDF_DEVICE_CUDA, w->dtype, w->ndim, w->shape)) != NDF_OK ||
-        (s = ndf_array_alloc(st->ctx, &st->dout[i], NDF_DEVICE_CUDA, w->dtype, w->ndim, w->shape)) != NDF_OK) {
+        (s = ndf_array_alloc(st->ctx, &st->dout[i], NDF_DEVICE_CUDA, out_dtype(w), w->ndim, w->shape)) != NDF_OK) {
       st->nbuf = i + 1; /* free what was allocated */
       return ndf_fail(st->ctx, "ndf_array_alloc", s);
     }
@@ -801,7 +935,7 @@ static int gpu_setup(run_state *st)
   CUcontext cur = NULL;
   if (CU(cu.CtxGetCurrent(&cur)) != 0) return -1;
   if (!cur) {
-    fprintf(stderr, "bench_grey: no CUDA context is current after ndf_ctx_create; cannot record events\n");
+    fprintf(stderr, "ndf_bench: no CUDA context is current after ndf_ctx_create; cannot record events\n");
     return -1;
   }
   st->stream = (CUstream)ndf_ctx_stream(st->ctx);
@@ -814,7 +948,7 @@ static int gpu_setup(run_state *st)
 static int upload_first(run_state *st)
 {
   ndf_status s;
-  memset(st->host_out, 0xff, wl_bytes(st->w));
+  memset(st->host_out, 0xff, wl_out_bytes(st->w));
   if ((s = ndf_array_copy(st->ctx, &st->dout[0], &st->hout)) != NDF_OK ||
       (s = ndf_array_copy(st->ctx, &st->din[0], &st->hin)) != NDF_OK ||
       (s = ndf_ctx_synchronize(st->ctx)) != NDF_OK)
@@ -826,7 +960,7 @@ static int upload_first(run_state *st)
 static int time_cold(run_state *st, result *r)
 {
   double t0 = now_ms();
-  ndf_status s = run_op(st->ctx, st->w, &st->din[0], &st->dout[0], &st->g.opt);
+  ndf_status s = run_op(st->ctx, st->w, &st->din[0], &st->dout[0], &st->g);
   if (s == NDF_OK) s = ndf_ctx_synchronize(st->ctx);
   double t1 = now_ms();
   if (s != NDF_OK) return ndf_fail(st->ctx, op_name(st->w->op), s);
@@ -843,7 +977,7 @@ static int upload_rotation(run_state *st)
 {
   ndf_status s;
   for (int i = 1; i < st->nbuf; i++) {
-    fill_random(st->host_in, st->w->dtype, wl_count(st->w), st->a->seed + 1000003ull * (uint64_t)i);
+    fill_input(st->host_in, st->w, st->a->seed + 1000003ull * (uint64_t)i);
     if ((s = ndf_array_copy(st->ctx, &st->din[i], &st->hin)) != NDF_OK) return ndf_fail(st->ctx, "upload", s);
   }
   return 0;
@@ -851,7 +985,7 @@ static int upload_rotation(run_state *st)
 
 static int call_k(run_state *st, int k)
 {
-  ndf_status s = run_op(st->ctx, st->w, &st->din[k % st->nbuf], &st->dout[k % st->nbuf], &st->g.opt);
+  ndf_status s = run_op(st->ctx, st->w, &st->din[k % st->nbuf], &st->dout[k % st->nbuf], &st->g);
   return s == NDF_OK ? 0 : ndf_fail(st->ctx, op_name(st->w->op), s);
 }
 
@@ -918,7 +1052,7 @@ static int time_warm(run_state *st, result *r)
       return -1;
     }
     if (rc > 0) {
-      fprintf(stderr, "bench_grey: warning: a call waited for its own stream; timing calls one at a time "
+      fprintf(stderr, "ndf_bench: warning: a call waited for its own stream; timing calls one at a time "
                       "(small workloads then include launch latency)\n");
       gated = 0;
       continue;
@@ -940,7 +1074,7 @@ static int check_result(run_state *st, result *r)
   if (compare_exact(st->w, st->host_out, st->host_ref, msg, sizeof msg) != 0) {
     char name[256];
     wl_name(st->w, name, sizeof name);
-    fprintf(stderr, "bench_grey: WRONG RESULT for %s: %s\n", name, msg);
+    fprintf(stderr, "ndf_bench: WRONG RESULT for %s: %s\n", name, msg);
     snprintf(r->error, sizeof r->error, "wrong result: %s", msg);
     r->check = "mismatch";
     return -1;
@@ -960,7 +1094,7 @@ static int run_workload(const bench_args *a, const workload *w, ndf_ctx *cpu, in
   int rc = -1;
   const char *stage = "set-up";
   if (setup_options(w, &st.g) != 0 || host_arrays(&st) != 0) goto done;
-  fill_random(st.host_in, w->dtype, wl_count(w), a->seed);
+  fill_input(st.host_in, w, a->seed);
   stage = "CPU backend";
   if (!have_gpu) {
     rc = cpu_runs(&st, 0, r);
@@ -981,13 +1115,13 @@ static int run_workload(const bench_args *a, const workload *w, ndf_ctx *cpu, in
   stage = "disk";
   disk_result d;
   if (!ndf_ctx_cache_dir(st.ctx)[0]) {
-    fprintf(stderr, "bench_grey: warning: the disk cache is off (NDF_CACHE_DISABLE?); no disk time\n");
+    fprintf(stderr, "ndf_bench: warning: the disk cache is off (NDF_CACHE_DISABLE?); no disk time\n");
   } else if (measure_disk(w, st.cache_dir, a->seed, &d) == 0) {
     r->disk_ms = d.ms;
     r->disk_hits = d.disk_hits;
     r->disk_compiles = d.compiles;
     if (d.compiles)
-      fprintf(stderr, "bench_grey: warning: the fresh process compiled %llu kernel(s) instead of loading them\n",
+      fprintf(stderr, "ndf_bench: warning: the fresh process compiled %llu kernel(s) instead of loading them\n",
               d.compiles);
   } else {
     goto done;
@@ -1044,14 +1178,15 @@ static void print_json(const workload *w, const result *r, const char *device, c
   sbuf s = {.n = 0};
   char name[256];
   wl_name(w, name, sizeof name);
-  double bytes = 2.0 * (double)wl_bytes(w);
-  put(&s, "{\"bench\":\"bench_grey\"");
+  double bytes = (double)wl_bytes(w) + (double)wl_out_bytes(w);
+  put(&s, "{\"bench\":\"ndf_bench\"");
   put_str(&s, "name", name);
   put_str(&s, "op", op_name(w->op));
   put_str(&s, "dtype", ndf_dtype_name(w->dtype));
   put(&s, ",\"shape\":[");
   for (int i = 0; i < w->ndim; i++) put(&s, "%s%lld", i ? "," : "", (long long)w->shape[i]);
   put(&s, "],\"size\":%d", w->size);
+  if (w->op == OP_RANK || w->op == OP_PERCENTILE || w->op == OP_BIN_EROSION) put(&s, ",\"param\":%.17g", w->param);
   put_str(&s, "footprint", w->fp == FP_CROSS ? "cross" : "box");
   put(&s, ",\"batch_dims\":%d", w->batch_dims);
   put_str(&s, "mode", ndf_mode_name(w->mode));
@@ -1091,7 +1226,7 @@ static void print_human(const workload *w, const result *r)
   char t[32];
   char shp[160];
   shape_str(w, 'x', shp, sizeof shp);
-  double bytes = 2.0 * (double)wl_bytes(w);
+  double bytes = (double)wl_bytes(w) + (double)wl_out_bytes(w);
   fprintf(stderr, "%s %s %s %s=%d", op_name(w->op), dtype_short(w->dtype), shp,
           w->fp == FP_CROSS ? "cross" : "size", w->size);
   if (w->batch_dims) fprintf(stderr, " batch_dims=%d", w->batch_dims);
@@ -1137,7 +1272,7 @@ int main(int argc, char **argv)
   size_t nsel = 0;
   for (size_t i = 0; i < nlist; i++) nsel += selected(&a, &list[i]);
   if (nsel == 0) {
-    fprintf(stderr, "bench_grey: no workload matches --only '%s' (see --list)\n", a.only);
+    fprintf(stderr, "ndf_bench: no workload matches --only '%s' (see --list)\n", a.only);
     return EXIT_USAGE;
   }
 
@@ -1149,11 +1284,11 @@ int main(int argc, char **argv)
   if (!have_gpu) {
     if (s != NDF_ENODEV) return ndf_fail(NULL, "ndf_ctx_create (CUDA)", s), 1;
     if (!a.cpu) {
-      fprintf(stderr, "bench_grey: skipped: no usable CUDA device (%s); --cpu times the CPU backend alone\n",
+      fprintf(stderr, "ndf_bench: skipped: no usable CUDA device (%s); --cpu times the CPU backend alone\n",
               ndf_last_error());
       return EXIT_SKIP;
     }
-    fprintf(stderr, "bench_grey: no usable CUDA device (%s); timing the CPU backend only\n", ndf_last_error());
+    fprintf(stderr, "ndf_bench: no usable CUDA device (%s); timing the CPU backend only\n", ndf_last_error());
   } else {
     ndf_ctx_info info;
     if ((s = ndf_ctx_get_info(probe, &info)) != NDF_OK) {

@@ -1,0 +1,260 @@
+/*
+ * rank_cuda.c -- the CUDA backend of the rank filters: specializes
+ * templates/rank.cu for the window (its taps become compile-time offsets
+ * into a shared-memory tile), the rank, the dtype, the mode and the NaN
+ * policy, and launches it on the context's stream.
+ *
+ * The array is seen as (outer..., Y, X): X the last axis, Y the one before
+ * (a batch axis when the window is 1-D, so that a block still covers 2-D
+ * work), outer every axis in front.  The taps' offsets along the spatial
+ * axes in front of Y become "planes" of the tile: one patch per distinct
+ * offset tuple, so a 3x3x3 window loads three patches.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "selnets.generated.h"
+
+#define RANK_TX 32
+#define RANK_TY 8
+/* Shared memory a block may take without the opt-in attribute. */
+#define SMEM_DEFAULT (48 * 1024)
+#define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
+
+/* Text appended to a growing heap string; *ok = 0 once out of memory. */
+typedef struct {
+  char *s;
+  size_t n, cap;
+  int ok;
+} strbuf;
+
+static void sb_add(strbuf *b, const char *fmt, long long x, long long y) {
+  if (!b->ok) return;
+  char tmp[64];
+  int k = snprintf(tmp, sizeof tmp, fmt, x, y);
+  if (b->n + (size_t)k + 1 > b->cap) {
+    size_t cap = b->cap ? 2 * b->cap : 1024;
+    while (cap < b->n + (size_t)k + 1) cap *= 2;
+    char *s = realloc(b->s, cap);
+    if (!s) {
+      b->ok = 0;
+      return;
+    }
+    b->s = s;
+    b->cap = cap;
+  }
+  memcpy(b->s + b->n, tmp, (size_t)k + 1);
+  b->n += (size_t)k;
+}
+
+/* The geometry of one call, shared by the request and the launch. */
+typedef struct {
+  int nlead, nleadsp, nplanes;
+  int ylo, xlo, ky, kx, ty, ry, rz;
+  size_t smem;
+  const ndf__selnet *net;
+} rank_geom;
+
+/* Plane index of each tap and the planes' lead offsets (first-seen order). */
+static int plane_of(const int32_t *tap, int nleadsp, const int32_t *planes, int nplanes) {
+  for (int p = 0; p < nplanes; p++)
+    if (!memcmp(planes + (size_t)p * nleadsp, tap, (size_t)nleadsp * sizeof *tap)) return p;
+  return -1;
+}
+
+/* The lead offsets of tap k shifted by j along Z (the last lead axis). */
+static void shifted(const int32_t *tap, int nleadsp, int j, int32_t *outv) {
+  memcpy(outv, tap, (size_t)nleadsp * sizeof *outv);
+  if (nleadsp) outv[nleadsp - 1] += j;
+}
+
+/* Builds the request; returns NDF_OK, or an error (ENOMEM, or ENOTSUP for a
+ * window too large for a block).  shape: the array's (ndim axes), for the
+ * blocking; NULL when unknown (cache warm). */
+static ndf_status build(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndim, const int64_t *shape,
+                        const ndf__grey_geom *g, const int32_t *taps, int64_t n, const ndf__rank_sel *sel,
+                        ndf__kernel_req *req, rank_geom *rg) {
+  const int nsp = g->nsp;
+  memset(rg, 0, sizeof *rg);
+  rg->nlead = ndim >= 2 ? ndim - 2 : 0;
+  rg->nleadsp = nsp > 2 ? nsp - 2 : 0;
+  int32_t ylo = 0, yhi = 0, xlo = INT32_MAX, xhi = INT32_MIN;
+  if (nsp >= 2) ylo = INT32_MAX, yhi = INT32_MIN;
+  for (int64_t k = 0; k < n; k++) {
+    int32_t x = taps[k * nsp + nsp - 1], y = nsp >= 2 ? taps[k * nsp + nsp - 2] : 0;
+    if (x < xlo) xlo = x;
+    if (x > xhi) xhi = x;
+    if (y < ylo) ylo = y;
+    if (y > yhi) yhi = y;
+  }
+  rg->ylo = ylo, rg->xlo = xlo, rg->ky = yhi - ylo + 1, rg->kx = xhi - xlo + 1;
+
+  /* rank.c has rejected NETWORK where no network exists. */
+  const ndf__selnet *net = ndf__selnet_find(n, ndf__rank_for(sel->kind, sel->rank, sel->percentile, n));
+  rg->net = sel->algorithm == NDF_RANK_ALGO_SELECT ? NULL : net;
+
+  /* Outputs per thread: RY rows and RZ planes along Z when the window spans
+   * Z, fewer for large windows (registers) and small extents (idle threads). */
+  int64_t ny = shape && ndim >= 2 ? shape[ndim - 2] : 1 << 20;
+  int64_t nz = shape && ndim >= 3 ? shape[ndim - 3] : 1 << 20;
+  rg->ry = n <= 9 ? 4 : n <= 27 ? 2 : 1;
+  while (rg->ry > 1 && ny < (int64_t)RANK_TY * rg->ry) rg->ry /= 2;
+  rg->rz = rg->nleadsp && n <= 27 ? 4 : 1;
+  while (rg->rz > 1 && nz < rg->rz) rg->rz /= 2;
+
+  const int nl = rg->nleadsp ? rg->nleadsp : 1;
+  int32_t *planes = malloc((size_t)(n > 0 ? n : 1) * (size_t)rg->rz * nl * sizeof *planes);
+  if (!planes) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+  int32_t tup[NDF_MAX_SPATIAL];
+  for (int j = 0; j < rg->rz; j++)
+    for (int64_t k = 0; k < n; k++) {
+      shifted(taps + k * nsp, rg->nleadsp, j, tup);
+      if (plane_of(tup, rg->nleadsp, planes, rg->nplanes) < 0)
+        memcpy(planes + (size_t)rg->nplanes++ * rg->nleadsp, tup, (size_t)rg->nleadsp * sizeof *planes);
+    }
+
+  /* Threads along Y: 8, fewer when the tile would not fit. */
+  const size_t es = ndf_dtype_size(dtype);
+  int ty = RANK_TY;
+  for (;;) {
+    rg->smem = (size_t)rg->nplanes * (size_t)(ty * rg->ry + rg->ky - 1) * (size_t)(RANK_TX + rg->kx - 1) * es;
+    if (rg->smem <= SMEM_DEFAULT || ty == 1) break;
+    ty /= 2;
+  }
+  rg->ty = ty;
+  if (rg->smem > 200 * 1024) {
+    free(planes);
+    return ndf__error(ctx, NDF_ENOTSUP, "%s: the window (%lld taps over %d x %d x %d) is too large for the CUDA "
+                      "rank kernel's shared-memory tile (%zu bytes)", name, (long long)n, rg->nplanes, rg->ky,
+                      rg->kx, rg->smem);
+  }
+
+  strbuf offs = {.ok = 1}, pl = {.ok = 1}, code = {.ok = 1};
+  const long long w = RANK_TX + rg->kx - 1, patch = (long long)(ty * rg->ry + rg->ky - 1) * w;
+  for (int j = 0; j < rg->rz; j++)
+    for (int64_t k = 0; k < n; k++) {
+      const int32_t *t = taps + k * nsp;
+      shifted(t, rg->nleadsp, j, tup);
+      long long y = nsp >= 2 ? t[nsp - 2] : 0, p = plane_of(tup, rg->nleadsp, planes, rg->nplanes);
+      sb_add(&offs, (j || k) ? ",%lld" : "%lld", p * patch + (y - ylo) * w + (t[nsp - 1] - xlo), 0);
+    }
+  for (int p = 0; p < rg->nplanes; p++)
+    for (int j = 0; j < rg->nleadsp; j++) sb_add(&pl, (p || j) ? ",%lld" : "%lld", planes[p * rg->nleadsp + j], 0);
+  if (!rg->nleadsp) sb_add(&pl, "0", 0, 0);
+  if (rg->net) {
+    const uint8_t *st = ndf__selnet_steps + rg->net->offset;
+    for (int s = 0; s < rg->net->nsteps; s++, st += 3)
+      sb_add(&code, st[2] == 0 ? "X(%lld,%lld)" : st[2] == 1 ? "MN(%lld,%lld)" : "MX(%lld,%lld)", st[0], st[1]);
+  }
+  sb_add(&code, "", 0, 0); /* never NULL */
+  free(planes);
+
+  ndf_status s = NDF_OK;
+  if (!offs.ok || !pl.ok || !code.ok) {
+    s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+  } else {
+    const int is_float = ndf__dtype_is_float(dtype);
+    const int is_signed = dtype == NDF_INT8 || dtype == NDF_INT16 || dtype == NDF_INT32;
+    ndf__req_init(req, "rank", "ndf_rank");
+    ndf__req_set(req, "T", "%s", ndf__dtype_ctype(dtype));
+    ndf__req_set(req, "KIND", "%d", is_float ? 2 : is_signed ? 1 : 0);
+    ndf__req_set(req, "TBITS", "%d", (int)(8 * es));
+    ndf__req_set(req, "MODE", "%d", (int)g->mode);
+    ndf__req_set(req, "NAN_OMIT", "%d", is_float && sel->nan_policy == NDF_RANK_NAN_OMIT);
+    ndf__req_set(req, "ALGO", "%d", rg->net ? 0 : 1);
+    ndf__req_set(req, "N", "%lld", (long long)n);
+    ndf__req_set(req, "RKIND", "%d", (int)sel->kind);
+    if (sel->kind == 1) ndf__req_set(req, "RPARAM", "%lld", (long long)sel->rank);
+    else if (sel->kind == 2) ndf__req_set(req, "RPARAM", "%.17g", sel->percentile);
+    else ndf__req_set(req, "RPARAM", "0");
+    ndf__req_set(req, "OUTREG", "%d", rg->net ? (int)rg->net->out : 0);
+    ndf__req_set(req, "TX", "%d", RANK_TX);
+    ndf__req_set(req, "TY", "%d", ty);
+    ndf__req_set(req, "RY", "%d", rg->ry);
+    ndf__req_set(req, "RZ", "%d", rg->rz);
+    ndf__req_set(req, "KY", "%d", rg->ky);
+    ndf__req_set(req, "KX", "%d", rg->kx);
+    ndf__req_set(req, "NPLANES", "%d", rg->nplanes);
+    ndf__req_set(req, "NLEADSP", "%d", rg->nleadsp);
+    ndf__req_set(req, "OFFS", "%s", offs.s);
+    ndf__req_set(req, "PLANES", "%s", pl.s);
+    ndf__req_set(req, "NET", "%s", code.s);
+  }
+  free(offs.s);
+  free(pl.s);
+  free(code.s);
+  return s;
+}
+
+ndf_status ndf__rank_cuda_request(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndim, const int64_t *shape,
+                                  const ndf__grey_geom *g, const int32_t *taps, int64_t n, const ndf__rank_sel *sel,
+                                  ndf__kernel_req *req) {
+  rank_geom rg;
+  return build(ctx, name, dtype, ndim, shape, g, taps, n, sel, req, &rg);
+}
+
+ndf_status ndf__rank_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
+                          const ndf__grey_geom *g, const int32_t *taps, int64_t n, const ndf__rank_sel *sel) {
+  ndf_status s = ndf__ctx_bind(ctx);
+  if (s != NDF_OK) return s;
+  ndf__kernel_req req;
+  rank_geom rg;
+  if ((s = build(ctx, name, in->dtype, in->ndim, in->shape, g, taps, n, sel, &req, &rg)) != NDF_OK) return s;
+  CUfunction fn;
+  s = ndf__jit_get(ctx, name, &req, &fn);
+  ndf__req_free(&req);
+  if (s != NDF_OK) return s;
+  const ndf__cu_api *cu = ndf__cu(NULL);
+  if (rg.smem > SMEM_DEFAULT) {
+    CUresult r = cu->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)rg.smem);
+    if (r != CUDA_SUCCESS)
+      return ndf__error(ctx, NDF_ENOTSUP, "%s: the window needs %zu bytes of shared memory per block, more than "
+                        "this device allows", name, rg.smem);
+  }
+  if (ndf_array_size(in) == 0) return NDF_OK;
+
+  const int ndim = in->ndim;
+  int64_t ny = ndim >= 2 ? in->shape[ndim - 2] : 1, nx = in->shape[ndim - 1];
+  int64_t iys = ndim >= 2 ? in->strides[ndim - 2] : 0, oys = ndim >= 2 ? out->strides[ndim - 2] : 0;
+  int64_t ntx = (nx + RANK_TX - 1) / RANK_TX, nty = (ny + rg.ty * rg.ry - 1) / (rg.ty * rg.ry), nouter = 1;
+  int64_t lblocks[NDF_MAX_NDIM];
+  for (int d = 0; d < rg.nlead; d++) {
+    lblocks[d] = (rg.rz > 1 && d == rg.nlead - 1) ? (in->shape[d] + rg.rz - 1) / rg.rz : in->shape[d];
+    nouter *= lblocks[d];
+  }
+
+  /* The fields of ndf_rank_params, in order. */
+  ndf__params pb = {.n = 0};
+  const void *pin = in->data;
+  void *pout = out->data;
+  NDF__PUT(&pb, pin);
+  NDF__PUT(&pb, pout);
+  NDF__PUT(&pb, ny);
+  NDF__PUT(&pb, nx);
+  NDF__PUT(&pb, iys);
+  NDF__PUT(&pb, in->strides[ndim - 1]);
+  NDF__PUT(&pb, oys);
+  NDF__PUT(&pb, out->strides[ndim - 1]);
+  NDF__PUT(&pb, rg.nlead);
+  const int64_t *arrays[4] = {in->shape, in->strides, out->strides, lblocks};
+  for (int a = 0; a < 4; a++)
+    for (int d = 0; d < NDF_MAX_NDIM; d++) {
+      int64_t v = d < rg.nlead ? arrays[a][d] : 0;
+      NDF__PUT(&pb, v);
+    }
+  NDF__PUT(&pb, ntx);
+  NDF__PUT(&pb, nty);
+  NDF__PUT(&pb, nouter);
+  NDF__PUT(&pb, rg.ylo);
+  NDF__PUT(&pb, rg.xlo);
+  NDF__PUT(&pb, g->cval);
+
+  int64_t blocks = ntx * nty * nouter, cap = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) * 32;
+  unsigned grid = (unsigned)(blocks < cap ? blocks : cap);
+  void *args[] = {pb.b};
+  CUresult r = cu->cuLaunchKernel(fn, grid, 1, 1, RANK_TX, (unsigned)rg.ty, 1, (unsigned)rg.smem, ctx->stream, args,
+                                  NULL);
+  return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, name, r);
+}

@@ -1,0 +1,286 @@
+// rank.cu -- median, rank and percentile filters: one thread per output,
+// the window in registers, shared loads through a shared-memory tile.
+//
+// A block covers RZ x (TY*RY) x TX outputs: TX along the last axis X, TY*RY
+// along Y (the axis before it), and RZ consecutive positions along Z, the
+// innermost axis in front of Y, when the window spans it (RZ = 1 otherwise);
+// every other axis in front (batch axes included) is an outer index.  The
+// block first copies into shared memory, for each of the NPLANES distinct
+// offset tuples along the spatial axes in front of Y that its windows read
+// (shifted by 0..RZ-1 along Z), the (TY*RY+KY-1) x (TX+KX-1) input patch,
+// with the boundary mode already applied (cval where a tap leaves the image
+// in constant mode).  A thread computes RY consecutive rows times RZ planes;
+// output (j, i) reads its taps at compile-time offsets OFFS[j * N + k]
+// (plane * PATCH + dy * W + dx from the thread's corner), so neighbouring
+// outputs share their loads through the tile.
+//
+// ALGO 0: a generated selection network (gen/selnet.lua, NET) runs as
+//         straight-line min/max code on registers; the result is register
+//         OUTREG.  Windows holding NaN: NaN (propagate), or the bitwise
+//         select below on the values that are not NaN (omit).
+// ALGO 1: bitwise radix select on order-preserving integer keys, one pass
+//         over the window per key bit, for windows without a network.
+// Both are exact; a tie cannot change the value returned (equal keys are
+// equal values; -0.0 takes the key of 0.0, so a zero may come back as
+// either sign, which ADR 0005 leaves unspecified).
+#include "ndf_common.cuh"
+
+typedef NDF_SLOT(T) T;
+#define KIND NDF_SLOT(KIND)          /* 0 unsigned integer, 1 signed integer, 2 floating point */
+#define TBITS NDF_SLOT(TBITS)        /* bits of T */
+#define MODE NDF_SLOT(MODE)
+#define NAN_OMIT NDF_SLOT(NAN_OMIT)  /* 0 propagate, 1 omit */
+#define ALGO NDF_SLOT(ALGO)
+#define N NDF_SLOT(N)                /* taps */
+#define RKIND NDF_SLOT(RKIND)        /* 0 median, 1 rank, 2 percentile */
+#define RPARAM NDF_SLOT(RPARAM)      /* the rank (RKIND 1) or percentile (RKIND 2) */
+#define OUTREG NDF_SLOT(OUTREG)
+#define TX NDF_SLOT(TX)
+#define TY NDF_SLOT(TY)
+#define RY NDF_SLOT(RY)              /* rows per thread */
+#define RZ NDF_SLOT(RZ)              /* planes per block along Z (1: none) */
+#define KY NDF_SLOT(KY)              /* patch extent added along Y and X */
+#define KX NDF_SLOT(KX)
+#define NPLANES NDF_SLOT(NPLANES)
+#define NLEADSP NDF_SLOT(NLEADSP)    /* spatial axes in front of Y and X that taps move along */
+
+#define W (TX + KX - 1)
+#define ROWS (TY * RY + KY - 1)
+#define PATCH (ROWS * W)
+
+#if TBITS == 8
+typedef unsigned char K;
+#elif TBITS == 16
+typedef unsigned short K;
+#elif TBITS == 32
+typedef unsigned int K;
+#else
+typedef unsigned long long K;
+#endif
+
+__constant__ int ndf_offs[RZ * N] = {NDF_SLOT(OFFS)};
+#if NLEADSP > 0
+__constant__ int ndf_planes[NPLANES * NLEADSP] = {NDF_SLOT(PLANES)};
+#else
+#define ndf_planes_unused NDF_SLOT(PLANES)
+#endif
+
+struct ndf_rank_params {
+  const T *in;
+  T *out;
+  ndf_i64 ny, nx;          // extents of Y and X (ny = 1 for 1-D arrays)
+  ndf_i64 iys, ixs;        // input strides of Y and X, elements
+  ndf_i64 oys, oxs;        // output strides
+  int nlead;               // axes in front of Y and X
+  ndf_i64 lshape[NDF_MAX_NDIM], listr[NDF_MAX_NDIM], lostr[NDF_MAX_NDIM];
+  ndf_i64 lblocks[NDF_MAX_NDIM]; // block positions per lead axis (Z: ceil(extent / RZ))
+  ndf_i64 ntx, nty, nouter;
+  int ylo, xlo;            // least tap offset along Y and X
+  double cval;             // already converted to T
+};
+
+__device__ __forceinline__ bool ndf_isnan(T v) {
+#if KIND == 2
+  return v != v;
+#else
+  return false;
+#endif
+}
+
+__device__ __forceinline__ T ndf_nan() {
+#if KIND == 2
+  return (T)__int_as_float(0x7fc00000);
+#else
+  return (T)0;
+#endif
+}
+
+// Order-preserving key of a value that is not NaN, and back.
+__device__ __forceinline__ K ndf_key(T v) {
+#if KIND == 0
+  return (K)v;
+#elif KIND == 1
+  return (K)((K)v ^ ((K)1 << (TBITS - 1)));
+#elif TBITS == 32
+  unsigned int b = (float)v == 0.0f ? 0u : __float_as_uint((float)v); // -0.0 is 0.0
+  return (K)(b ^ ((b >> 31) ? 0xffffffffu : 0x80000000u));
+#else
+  unsigned long long b = (double)v == 0.0 ? 0ull : (unsigned long long)__double_as_longlong((double)v);
+  return (K)(b ^ ((b >> 63) ? 0xffffffffffffffffull : 0x8000000000000000ull));
+#endif
+}
+
+__device__ __forceinline__ T ndf_unkey(K k) {
+#if KIND == 0
+  return (T)k;
+#elif KIND == 1
+  return (T)(K)(k ^ ((K)1 << (TBITS - 1)));
+#elif TBITS == 32
+  unsigned int b = (unsigned int)k;
+  return (T)__uint_as_float((b >> 31) ? (b ^ 0x80000000u) : ~b);
+#else
+  unsigned long long b = (unsigned long long)k;
+  return (T)__longlong_as_double((long long)((b >> 63) ? (b ^ 0x8000000000000000ull) : ~b));
+#endif
+}
+
+// The rank to select among m values (scipy's rules; m < N only under omit).
+__device__ __forceinline__ int ndf_rank_of(int m) {
+#if RKIND == 0
+  return m / 2;
+#elif RKIND == 1
+  return (int)(RPARAM);
+#else
+  return (RPARAM) == 100.0 ? m - 1 : (int)((double)m * (RPARAM) / 100.0);
+#endif
+}
+
+// Bitwise select over the window in the tile; NaN excluded (omit) or
+// returned (propagate).
+__device__ T ndf_select_bits(const T *s, int j) {
+  const int *offs = ndf_offs + j * N;
+  int m = 0;
+#if KIND == 2
+  for (int i = 0; i < N; i++) {
+    bool nan = ndf_isnan(s[offs[i]]);
+#if !NAN_OMIT
+    if (nan) return ndf_nan();
+#endif
+    m += !nan;
+  }
+#else
+  m = N;
+#endif
+  const int k0 = ndf_rank_of(m);
+  if (m == 0 || k0 >= m || k0 < 0) return ndf_nan();
+  int k = k0;
+  K prefix = 0;
+  for (int b = TBITS - 1; b >= 0; b--) {
+    const K hi = (K)(0xffffffffffffffffull << b); // the bits fixed so far and bit b
+    int c = 0;
+#pragma unroll 4
+    for (int i = 0; i < N; i++) {
+      T v = s[offs[i]];
+      c += !ndf_isnan(v) && (K)(ndf_key(v) & hi) == prefix;
+    }
+    if (k >= c) {
+      k -= c;
+      prefix |= (K)((K)1 << b);
+    }
+  }
+  return ndf_unkey(prefix);
+}
+
+#if ALGO == 0
+// Steps of the network: compare-exchange, min only, max only.
+// NaN never reaches the network, so fminf/fmaxf (one instruction) are exact.
+#if KIND == 2 && TBITS == 32
+#define LO(a, b) fminf(a, b)
+#define HI(a, b) fmaxf(a, b)
+#elif KIND == 2
+#define LO(a, b) fmin(a, b)
+#define HI(a, b) fmax(a, b)
+#else
+#define LO(a, b) ((b) < (a) ? (b) : (a))
+#define HI(a, b) ((b) < (a) ? (a) : (b))
+#endif
+#define X(a, b) { T lo_ = LO(v[a], v[b]); T hi_ = HI(v[a], v[b]); v[a] = lo_; v[b] = hi_; }
+#define MN(a, b) { v[a] = LO(v[a], v[b]); }
+#define MX(a, b) { v[b] = HI(v[a], v[b]); }
+__device__ __forceinline__ T ndf_select(const T *s, int j) {
+  constexpr int ndf_coffs[RZ * N] = {NDF_SLOT(OFFS)};
+  T v[N];
+  bool nan = false;
+#pragma unroll
+  for (int i = 0; i < N; i++) {
+    v[i] = s[ndf_coffs[j * N + i]];
+    nan = nan || ndf_isnan(v[i]);
+  }
+  if (nan) {
+#if NAN_OMIT
+    return ndf_select_bits(s, j);
+#else
+    return ndf_nan();
+#endif
+  }
+  NDF_SLOT(NET)
+  return v[OUTREG];
+}
+#else
+#define ndf_net_unused NDF_SLOT(NET) NDF_SLOT(OUTREG)
+__device__ __forceinline__ T ndf_select(const T *s, int j) { return ndf_select_bits(s, j); }
+#endif
+
+// q, r = a / b, a % b, in 32 bits when both fit (the usual case).
+__device__ __forceinline__ void ndf_divmod(ndf_i64 a, ndf_i64 b, ndf_i64 &q, ndf_i64 &r) {
+  if (((a | b) >> 31) == 0) {
+    unsigned int q32 = (unsigned int)a / (unsigned int)b;
+    q = q32;
+    r = a - (ndf_i64)q32 * b;
+  } else {
+    q = a / b;
+    r = a - q * b;
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(TX * TY) ndf_rank(const ndf_rank_params p) {
+  extern __shared__ __align__(16) unsigned char ndf_smem[];
+  T *tile = reinterpret_cast<T *>(ndf_smem);
+  const T cv = (T)p.cval;
+  const ndf_i64 ntiles = p.ntx * p.nty * p.nouter;
+  const int zaxis = RZ > 1 ? p.nlead - 1 : -1; // the lead axis a block covers RZ positions of
+  for (ndf_i64 t = blockIdx.x; t < ntiles; t += gridDim.x) {
+    ndf_i64 r, bx, o, by;
+    ndf_divmod(t, p.ntx, r, bx);
+    ndf_divmod(r, p.nty, o, by);
+    ndf_i64 lc[NDF_MAX_NDIM];
+    ndf_i64 obase = 0;
+    for (int d = p.nlead - 1; d >= 0; d--) {
+      ndf_i64 q;
+      ndf_divmod(o, p.lblocks[d], q, lc[d]);
+      o = q;
+      if (d == zaxis) lc[d] *= RZ;
+      obase += lc[d] * p.lostr[d];
+    }
+    const ndf_i64 y0 = by * (TY * RY) + p.ylo, x0 = bx * TX + p.xlo;
+    __syncthreads(); // the previous tile has been read
+    for (int pl = 0; pl < NPLANES; pl++) {
+      ndf_i64 ib = 0;
+      bool outside = false;
+      for (int d = 0; d < p.nlead; d++) {
+        ndf_i64 c = lc[d];
+#if NLEADSP > 0
+        const int j = d - (p.nlead - NLEADSP);
+        if (j >= 0) c += ndf_planes[pl * NLEADSP + j];
+#endif
+        ndf_i64 m = ndf_map(c, p.lshape[d], MODE);
+        outside = outside || m < 0;
+        ib += m * p.listr[d];
+      }
+      for (int rr = threadIdx.y; rr < ROWS; rr += TY) {
+        const ndf_i64 my = ndf_map(y0 + rr, p.ny, MODE);
+        const bool rowout = outside || my < 0;
+        const T *src = p.in + ib + my * p.iys;
+        T *dst = tile + pl * PATCH + rr * W;
+        for (int cc = threadIdx.x; cc < W; cc += TX) {
+          const ndf_i64 mx = ndf_map(x0 + cc, p.nx, MODE);
+          dst[cc] = (rowout || mx < 0) ? cv : src[mx * p.ixs];
+        }
+      }
+    }
+    __syncthreads();
+    const ndf_i64 x = bx * TX + threadIdx.x;
+    if (x >= p.nx) continue;
+    const T *s = tile + threadIdx.y * RY * W + threadIdx.x;
+#pragma unroll
+    for (int jz = 0; jz < RZ; jz++) {
+      if (RZ > 1 && lc[zaxis] + jz >= p.lshape[zaxis]) break;
+      T *out = p.out + obase + (RZ > 1 ? jz * p.lostr[zaxis] : 0) + x * p.oxs;
+#pragma unroll
+      for (int jy = 0; jy < RY; jy++) {
+        const ndf_i64 y = by * (TY * RY) + threadIdx.y * RY + jy;
+        if (y < p.ny) out[y * p.oys] = ndf_select(s + jy * W, jz);
+      }
+    }
+  }
+}

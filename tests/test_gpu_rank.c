@@ -1,0 +1,395 @@
+/*
+ * test_gpu_rank.c -- median, rank and percentile filters on the GPU against
+ * the CPU backend (itself checked against scipy by test_rank), bit for bit
+ * (NaN positions equal), on fresh random inputs drawn here: every dtype and
+ * mode, both NaN policies, both GPU algorithms (generated networks and the
+ * radix select) and AUTO, sizes 1-7 and larger windows, random footprints,
+ * 1-4 spatial axes, origins, batch axes, ties, +-inf, strided and
+ * negative-stride inputs, strided outputs.  Every GPU output is poisoned
+ * before the run; the bytes between the elements of a strided output must
+ * keep the poison.  Skips when the context has no CUDA device.
+ *
+ * Seed: NDF_TEST_SEED (printed); number of random cases: NDF_TEST_CASES.
+ * This file uses only the public API of ndforge.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ndforge.h"
+#include "testutil.h"
+
+typedef struct gpu_state {
+  ndf_ctx *ctx;
+  uint64_t seed;
+  long ncases;
+} gpu_state;
+
+static int group_setup(void **state) {
+  gpu_state *s = calloc(1, sizeof *s);
+  ndf_ctx_options o;
+  ndf_ctx_options_init(&o);
+  if (!s || ndf_ctx_create(&s->ctx, &o) != NDF_OK) {
+    fprintf(stderr, "ndf_ctx_create: %s\n", ndf_last_error());
+    free(s);
+    return -1;
+  }
+  s->seed = tu_seed("NDF_TEST_SEED");
+  s->ncases = tu_env_long("NDF_TEST_CASES", 200);
+  *state = s;
+  return 0;
+}
+
+static int group_teardown(void **state) {
+  gpu_state *s = *state;
+  if (s) {
+    ndf_cache_stats st;
+    ndf_ctx_cache_stats(s->ctx, &st);
+    printf("kernel cache: %llu memory hits, %llu disk hits, %llu compiles (%.0f ms)\n",
+           (unsigned long long)st.memory_hits, (unsigned long long)st.disk_hits, (unsigned long long)st.compiles,
+           st.compile_ms);
+    ndf_ctx_destroy(s->ctx);
+    free(s);
+  }
+  return 0;
+}
+
+#define SKIP_WITHOUT_CUDA(s)                                   \
+  do {                                                         \
+    if (!ndf_ctx_has_cuda((s)->ctx)) {                         \
+      printf("skip: the context has no usable CUDA device\n"); \
+      skip();                                                  \
+    }                                                          \
+  } while (0)
+
+enum { K_MEDIAN, K_RANK, K_PERCENTILE };
+
+typedef struct rcase {
+  int kind;
+  int64_t rank;
+  double pct;
+  ndf_dtype dt;
+  int nd, batch, nsp;
+  int64_t shape[NDF_MAX_NDIM];
+  ndf_rank_options o;
+  tu_array fp;
+  double pnan; /* NaN probability of the input (floats) */
+  char desc[512];
+} rcase;
+
+static ndf_status call(ndf_ctx *ctx, const rcase *c, const ndf_array *in, ndf_array *out, const ndf_rank_options *o) {
+  if (c->kind == K_MEDIAN) return ndf_median_filter(ctx, in, out, o);
+  if (c->kind == K_RANK) return ndf_rank_filter(ctx, in, out, c->rank, o);
+  return ndf_percentile_filter(ctx, in, out, c->pct, o);
+}
+
+/* Values with ties (few distinct values, or quarters), +-inf and NaN. */
+static void fill_values(tu_array *in, tu_rng *r, double pnan) {
+  ndf_dtype dt = in->arr.dtype;
+  int64_t n = ndf_array_size(&in->arr);
+  double lo, hi;
+  tu_int_range(dt, &lo, &hi);
+  int narrow = tu_rng_chance(r, 0.3);
+  double a = lo, b = hi;
+  if (!tu_is_float(dt) && narrow) {
+    a = (double)tu_rng_int(r, (int64_t)lo, (int64_t)hi);
+    b = fmin(hi, a + 4);
+  }
+  for (int64_t i = 0; i < n; i++) {
+    double v;
+    if (tu_is_float(dt)) {
+      v = narrow ? (double)tu_rng_int(r, -3, 3) + 0.25 : tu_rng_normal(r) * 100;
+      if (pnan > 0 && tu_rng_chance(r, pnan)) v = NAN;
+      else if (tu_rng_chance(r, 0.003)) v = tu_rng_chance(r, 0.5) ? INFINITY : -INFINITY;
+    } else {
+      v = (double)tu_rng_int(r, (int64_t)a, (int64_t)b);
+    }
+    tu_set(&in->arr, i, v);
+  }
+}
+
+static void draw_case(rcase *c, tu_rng *r) {
+  memset(c, 0, sizeof *c);
+  ndf_rank_options_init(&c->o);
+  c->kind = (int)tu_rng_int(r, 0, 2);
+  c->dt = (ndf_dtype)tu_rng_int(r, NDF_UINT8, NDF_FLOAT64);
+  c->batch = (int)tu_rng_int(r, 0, 2);
+  double u = tu_rng_unif(r);
+  c->nsp = u < 0.2 ? 1 : u < 0.65 ? 2 : u < 0.95 ? 3 : 4;
+  c->nd = c->batch + c->nsp;
+  int large = tu_rng_chance(r, 0.12) && c->nsp <= 3;
+  int64_t es[NDF_MAX_SPATIAL], ntap = 1;
+  for (int i = 0; i < c->nsp; i++) {
+    es[i] = large ? tu_rng_int(r, c->nsp == 3 ? 3 : 5, c->nsp == 3 ? 7 : 15)
+                  : tu_rng_int(r, 1, c->nsp >= 3 ? 3 : (c->nsp == 2 ? 7 : 9));
+    ntap *= es[i];
+  }
+  for (int tries = 0;; tries++) {
+    int64_t n = 1;
+    for (int i = 0; i < c->nd; i++) {
+      c->shape[i] = i < c->batch ? tu_rng_int(r, 1, 3) : tu_rng_int(r, 1, c->nsp == 1 ? 300 : c->nsp == 2 ? 90 : 24);
+      n *= c->shape[i];
+    }
+    if (n * (ntap > 100 ? 4 : 1) <= 200000 || tries > 50) break;
+  }
+  int use_fp = tu_rng_chance(r, 0.4);
+  if (use_fp) {
+    assert_int_equal(tu_array_alloc(&c->fp, NDF_BOOL, c->nsp, es), 0);
+    double p = 0.3 + 0.6 * tu_rng_unif(r);
+    int64_t on = 0;
+    for (int64_t k = 0; k < ntap; k++) {
+      int b = tu_rng_chance(r, p);
+      on += b;
+      tu_set(&c->fp.arr, k, b);
+    }
+    if (!on) tu_set(&c->fp.arr, tu_rng_int(r, 0, ntap - 1), 1), on = 1;
+    ntap = on;
+    c->o.footprint = &c->fp.arr;
+  } else if (tu_rng_chance(r, 0.3)) {
+    c->o.nsize = 1;
+    c->o.size[0] = es[0];
+    ntap = 1;
+    for (int i = 0; i < c->nsp; i++) es[i] = es[0], ntap *= es[0];
+  } else {
+    c->o.nsize = c->nsp;
+    for (int i = 0; i < c->nsp; i++) c->o.size[i] = es[i];
+  }
+  if (tu_rng_chance(r, 0.6)) {
+    c->o.norigin = c->nsp;
+    for (int i = 0; i < c->nsp; i++) c->o.origin[i] = tu_rng_int(r, -(es[i] / 2), (es[i] - 1) / 2);
+  }
+  c->rank = tu_rng_chance(r, 0.3) ? (tu_rng_chance(r, 0.5) ? 0 : -1) : tu_rng_int(r, -ntap, ntap - 1);
+  u = tu_rng_unif(r);
+  c->pct = u < 0.1 ? 100.0 : u < 0.2 ? 0.0 : u < 0.3 ? -25.0 : (tu_rng_unif(r) * 200 - 100);
+  c->o.mode = (ndf_mode)tu_rng_int(r, 0, NDF_MODE_COUNT - 1);
+  if (tu_is_float(c->dt)) {
+    c->o.cval = tu_rng_chance(r, 0.1) ? NAN : tu_rng_normal(r) * 100;
+    c->pnan = tu_rng_chance(r, 0.3) ? tu_rng_unif(r) * 0.2 : 0;
+  } else {
+    double lo, hi;
+    tu_int_range(c->dt, &lo, &hi);
+    c->o.cval = (double)tu_rng_int(r, (int64_t)lo, (int64_t)hi);
+  }
+  c->o.nan_policy = tu_rng_chance(r, 0.5) ? NDF_RANK_NAN_OMIT : NDF_RANK_NAN_PROPAGATE;
+  c->o.algorithm = tu_rng_chance(r, 0.3) ? NDF_RANK_ALGO_SELECT : NDF_RANK_ALGO_AUTO;
+  c->o.batch_dims = c->batch;
+  char sh[96], el[96], org[96] = "0";
+  size_t w = 0;
+  for (int i = 0; i < c->nd; i++) w += (size_t)snprintf(sh + w, sizeof sh - w, "%s%lld", i ? "x" : "", (long long)c->shape[i]);
+  w = 0;
+  for (int i = 0; i < c->nsp; i++) w += (size_t)snprintf(el + w, sizeof el - w, "%s%lld", i ? "x" : "", (long long)es[i]);
+  w = 0;
+  for (int i = 0; i < c->o.norigin; i++)
+    w += (size_t)snprintf(org + w, sizeof org - w, "%s%lld", i ? "," : "", (long long)c->o.origin[i]);
+  const char *kinds[] = {"median", "rank", "percentile"};
+  snprintf(c->desc, sizeof c->desc,
+           "%s(rank=%lld pct=%.17g) %s shape=%s batch=%d %s=%s (%lld taps) origin=%s mode=%s cval=%g nan=%s "
+           "algo=%d pnan=%.3f",
+           kinds[c->kind], (long long)c->rank, c->pct, ndf_dtype_name(c->dt), sh, c->batch,
+           use_fp ? "footprint" : "size", el, (long long)ntap, org, ndf_mode_name(c->o.mode), c->o.cval,
+           c->o.nan_policy == NDF_RANK_NAN_OMIT ? "omit" : "propagate", (int)c->o.algorithm, c->pnan);
+}
+
+/* One case on both backends; 0 when the outputs are equal. */
+static int run_case(gpu_state *s, rcase *c, tu_rng *r, int in_layout, int out_layout) {
+  ndf_ctx *ctx = s->ctx;
+  tu_array in, cpu_out, hin, hout;
+  assert_int_equal(tu_array_alloc(&in, c->dt, c->nd, c->shape), 0);
+  fill_values(&in, r, c->pnan);
+  assert_int_equal(tu_array_like(&cpu_out, &in.arr, TU_LAYOUT_C, r), 0);
+  ndf_rank_options co = c->o;
+  co.algorithm = NDF_RANK_ALGO_AUTO; /* quickselect, checked against scipy by test_rank */
+  ndf_status rc = call(ctx, c, &in.arr, &cpu_out.arr, &co);
+  if (rc != NDF_OK) {
+    printf("CPU backend rejected: %s: %s\n  %s\n", ndf_status_name(rc), ndf_errmsg(ctx), c->desc);
+    tu_array_free(&in);
+    tu_array_free(&cpu_out);
+    return -1;
+  }
+  assert_int_equal(tu_array_relayout(&hin, &in.arr, in_layout, r), 0);
+  assert_int_equal(tu_array_like(&hout, &in.arr, out_layout, r), 0); /* poisoned */
+  tu_dev din, dout;
+  tu_dev_upload(ctx, &din, &hin);
+  tu_dev_upload(ctx, &dout, &hout);
+  ndf_status rg = call(ctx, c, &din.arr, &dout.arr, &c->o);
+  ndf_status rs = ndf_ctx_synchronize(ctx);
+  int result = 0;
+  if (rg != NDF_OK || rs != NDF_OK) {
+    printf("GPU run failed: %s / sync %s: %s\n  %s\n", ndf_status_name(rg), ndf_status_name(rs), ndf_errmsg(ctx),
+           c->desc);
+    result = -1;
+  } else {
+    tu_dev_download(ctx, &dout, &hout);
+    char msg[2048];
+    int64_t bad = tu_compare(&cpu_out.arr, &hout.arr, msg, sizeof msg);
+    if (bad != 0) {
+      printf("GPU != CPU in %lld elements (input layout %d, output layout %d):\n  %s\n%s", (long long)bad, in_layout,
+             out_layout, c->desc, msg);
+      result = -1;
+    } else if (tu_check_gaps(&hout) >= 0) {
+      printf("GPU wrote outside the output's elements:\n  %s\n", c->desc);
+      result = -1;
+    }
+  }
+  tu_dev_free(ctx, &din);
+  tu_dev_free(ctx, &dout);
+  tu_array_free(&in);
+  tu_array_free(&cpu_out);
+  tu_array_free(&hin);
+  tu_array_free(&hout);
+  return result;
+}
+
+static void test_gpu_rank_random_cases(void **state) {
+  gpu_state *s = *state;
+  SKIP_WITHOUT_CUDA(s);
+  tu_rng r;
+  tu_rng_seed(&r, s->seed);
+  int failed = 0;
+  for (long i = 0; i < s->ncases && failed < 15; i++) {
+    rcase c;
+    draw_case(&c, &r);
+    int in_layout = TU_LAYOUT_C, out_layout = TU_LAYOUT_C;
+    double u = tu_rng_unif(&r);
+    if (u < 0.25) in_layout = TU_LAYOUT_PADDED | (tu_rng_chance(&r, 0.5) ? TU_LAYOUT_NEGATIVE : 0);
+    else if (u < 0.35) in_layout = TU_LAYOUT_FORTRAN;
+    else if (u < 0.5) in_layout = TU_LAYOUT_C | TU_LAYOUT_OFFSET;
+    if (tu_rng_chance(&r, 0.2)) out_layout = tu_rng_chance(&r, 0.5) ? TU_LAYOUT_PADDED : TU_LAYOUT_FORTRAN;
+    if (run_case(s, &c, &r, in_layout, out_layout) != 0) {
+      printf("  (random case %ld)\n", i);
+      failed++;
+    }
+    tu_array_free(&c.fp);
+  }
+  printf("%ld random cases, %d failed\n", s->ncases, failed);
+  assert_int_equal(failed, 0);
+}
+
+/* Every dtype x mode x policy: a 5x5 median (network) and a 7x7 rank 10
+ * (radix select), on 2x37x45 with batch_dims 1. */
+static void test_gpu_rank_every_dtype_and_mode(void **state) {
+  gpu_state *s = *state;
+  SKIP_WITHOUT_CUDA(s);
+  tu_rng r;
+  tu_rng_seed(&r, s->seed + 1);
+  int failed = 0;
+  for (int dt = NDF_UINT8; dt <= NDF_FLOAT64; dt++)
+    for (int m = 0; m < NDF_MODE_COUNT; m++)
+      for (int v = 0; v < 4; v++) {
+        rcase c;
+        memset(&c, 0, sizeof c);
+        ndf_rank_options_init(&c.o);
+        c.dt = (ndf_dtype)dt;
+        c.nd = 3, c.batch = 1, c.nsp = 2;
+        c.shape[0] = 2, c.shape[1] = 37, c.shape[2] = 45;
+        c.kind = v < 2 ? K_MEDIAN : K_RANK;
+        c.rank = 10;
+        c.o.nsize = 1;
+        c.o.size[0] = v < 2 ? 5 : 7;
+        c.o.mode = (ndf_mode)m;
+        c.o.cval = tu_is_float(c.dt) ? -1.5 : 3;
+        c.o.batch_dims = 1;
+        c.o.nan_policy = v % 2 ? NDF_RANK_NAN_OMIT : NDF_RANK_NAN_PROPAGATE;
+        c.pnan = tu_is_float(c.dt) ? 0.05 : 0;
+        snprintf(c.desc, sizeof c.desc, "%s %s mode=%s policy=%d", v < 2 ? "median 5x5" : "rank 10 of 7x7",
+                 ndf_dtype_name(c.dt), ndf_mode_name(c.o.mode), (int)c.o.nan_policy);
+        failed += run_case(s, &c, &r, TU_LAYOUT_C, TU_LAYOUT_C) != 0;
+      }
+  assert_int_equal(failed, 0);
+}
+
+/* The benchmark's workloads (float32, reflect), checked once. */
+static void test_gpu_rank_benchmark_shapes(void **state) {
+  gpu_state *s = *state;
+  SKIP_WITHOUT_CUDA(s);
+  tu_rng r;
+  tu_rng_seed(&r, s->seed + 2);
+  struct {
+    int nd, batch;
+    int64_t shape[4];
+    int size;
+  } w[] = {
+      {4, 2, {1, 3, 256, 256}, 5}, {4, 2, {8, 3, 256, 256}, 3}, {4, 2, {8, 3, 256, 256}, 5},
+      {3, 0, {128, 128, 128}, 3},  {2, 0, {1024, 1024}, 31},
+  };
+  int failed = 0;
+  for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+    rcase c;
+    memset(&c, 0, sizeof c);
+    ndf_rank_options_init(&c.o);
+    c.dt = NDF_FLOAT32;
+    c.nd = w[i].nd, c.batch = w[i].batch, c.nsp = w[i].nd - w[i].batch;
+    memcpy(c.shape, w[i].shape, sizeof c.shape);
+    c.kind = K_MEDIAN;
+    c.o.nsize = 1;
+    c.o.size[0] = w[i].size;
+    c.o.batch_dims = c.batch;
+    snprintf(c.desc, sizeof c.desc, "benchmark workload %zu (median size %d)", i, w[i].size);
+    failed += run_case(s, &c, &r, TU_LAYOUT_C, TU_LAYOUT_C) != 0;
+  }
+  assert_int_equal(failed, 0);
+}
+
+/* Rejections on CUDA arrays leave the device output untouched. */
+static void test_gpu_rank_rejections(void **state) {
+  gpu_state *s = *state;
+  SKIP_WITHOUT_CUDA(s);
+  ndf_ctx *ctx = s->ctx;
+  int64_t sh[2] = {16, 20};
+  tu_array hin, hout, back;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed + 3);
+  assert_int_equal(tu_array_alloc(&hin, NDF_FLOAT32, 2, sh), 0);
+  fill_values(&hin, &r, 0);
+  assert_int_equal(tu_array_like(&hout, &hin.arr, TU_LAYOUT_C, &r), 0);
+  tu_dev din, dout;
+  tu_dev_upload(ctx, &din, &hin);
+  tu_dev_upload(ctx, &dout, &hout);
+  ndf_rank_options o;
+  ndf_rank_options_init(&o);
+  o.nsize = 1;
+  o.size[0] = 7; /* 49 taps: a network for the median only */
+  o.algorithm = NDF_RANK_ALGO_NETWORK;
+  ndf_status st = ndf_rank_filter(ctx, &din.arr, &dout.arr, 3, &o);
+  assert_int_equal(st, NDF_EINVAL);
+  assert_non_null(strstr(ndf_errmsg(ctx), "algorithm"));
+  o.algorithm = NDF_RANK_ALGO_AUTO;
+  st = ndf_percentile_filter(ctx, &din.arr, &dout.arr, 101.0, &o);
+  assert_int_equal(st, NDF_EINVAL);
+  ndf_array same = din.arr;
+  st = ndf_median_filter(ctx, &din.arr, &same, &o);
+  assert_int_equal(st, NDF_EINVAL);
+  assert_int_equal(ndf_ctx_synchronize(ctx), NDF_OK);
+  assert_int_equal(tu_array_like(&back, &hin.arr, TU_LAYOUT_C, &r), 0); /* sized like hout */
+  tu_dev_download(ctx, &dout, &back);
+  assert_int_equal(tu_poison_check(back.base, back.bytes), -1);
+  tu_array_free(&back);
+  assert_int_equal(tu_array_alloc(&back, NDF_FLOAT32, 2, sh), 0); /* sized like hin */
+  tu_dev_download(ctx, &din, &back);
+  assert_memory_equal(back.base, hin.base, hin.bytes);
+  tu_array_free(&back);
+  tu_dev_free(ctx, &din);
+  tu_dev_free(ctx, &dout);
+  tu_array_free(&hin);
+  tu_array_free(&hout);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_gpu_rank_rejections),
+      cmocka_unit_test(test_gpu_rank_every_dtype_and_mode),
+      cmocka_unit_test(test_gpu_rank_benchmark_shapes),
+      cmocka_unit_test(test_gpu_rank_random_cases),
+  };
+  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
