@@ -128,15 +128,12 @@ return {
     {
       name = "label",
       file = "templates/label.cu",
-      kernels = { "ndf_label_init", "ndf_label_unite", "ndf_label_compress", "ndf_label_count", "ndf_label_scan",
-                  "ndf_label_rank", "ndf_label_base", "ndf_label_write" },
+      kernels = { "ndf_label_count", "ndf_label_scan", "ndf_label_rank", "ndf_label_base", "ndf_label_write" },
       slots = {
-        T = "input element type (C name)",
         O = "output element type (C name)",
       },
       families = {
-        { T = { "unsigned char" }, O = { "int", "unsigned char", "double" } },
-        { T = { "float", "short" }, O = { "int" } },
+        { O = { "int", "unsigned char", "signed char", "unsigned short", "short", "unsigned int", "float", "double" } },
       },
     },
     {

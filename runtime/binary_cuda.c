@@ -368,31 +368,26 @@ static ndf_status step_launch(bdev *b, bstep *st, CUdeviceptr src, CUdeviceptr d
   return launch(b, st->fn, (b->nwords + 255) / 256, &st->p);
 }
 
-/* buf[*cur] -> buf[*cur ^ 1]: the limit of the monotone dilation, by components. */
-static ndf_status ccl_limit(bdev *b, bstep *st, int *cur) {
-  const int64_t n = b->nrows * b->nx;
-  CUdeviceptr mem = 0;
-  const size_t pb = ((size_t)n * 4 + 255) & ~(size_t)255;
-  ndf_status s = ndf__scratch_alloc(b->ctx, pb + (size_t)n, &mem);
-  if (s != NDF_OK) return s;
+/* The parameter block of templates/binary_ccl.cu for NSP = b->nsp into raw
+ * (at least sizeof(ccl_params_max) bytes): border and the fields after it
+ * follow the NSP + 3 int64 values directly. */
+static void ccl_params(const bdev *b, const bstep *st, CUdeviceptr x, CUdeviceptr mask, CUdeviceptr dst,
+                       CUdeviceptr parent, CUdeviceptr lit, int border, unsigned char *raw) {
   ccl_params_max p;
   memset(&p, 0, sizeof p);
-  p.x = b->buf[*cur];
-  p.mask = b->mask;
-  p.dst = b->buf[*cur ^ 1];
-  p.parent = mem;
-  p.lit = mem + pb;
-  /* sshape[NSP], then nx, nw, nrows: packed right after the spatial shape. */
+  p.x = x;
+  p.mask = mask;
+  p.dst = dst;
+  p.parent = parent;
+  p.lit = lit;
   const int nsp = b->nsp;
   for (int d = 0; d < nsp; d++) p.tail[d] = b->shape[b->ndim - nsp + d];
   p.tail[nsp] = b->nx;
   p.tail[nsp + 1] = b->nw;
   p.tail[nsp + 2] = b->nrows;
-  /* border and ntaps follow the int64 array directly: move them there. */
-  unsigned char raw[sizeof p];
   size_t off = offsetof(ccl_params_max, tail) + (size_t)(nsp + 3) * sizeof(int64_t);
   memcpy(raw, &p, off);
-  int border = (int)(st->p.border != 0), ntaps = st->ccl_ntaps, linkx = st->ccl_linkx, pad = 0;
+  int ntaps = st->ccl_ntaps, linkx = st->ccl_linkx, pad = 0;
   memcpy(raw + off, &border, 4);
   memcpy(raw + off + 4, &ntaps, 4);
   memcpy(raw + off + 8, &linkx, 4);
@@ -400,6 +395,17 @@ static ndf_status ccl_limit(bdev *b, bstep *st, int *cur) {
   CUdeviceptr taps = st->ccl_tab, toff = st->ccl_tab + (CUdeviceptr)((size_t)ntaps * nsp * sizeof(int32_t));
   memcpy(raw + off + 16, &taps, 8);
   memcpy(raw + off + 24, &toff, 8);
+}
+
+/* buf[*cur] -> buf[*cur ^ 1]: the limit of the monotone dilation, by components. */
+static ndf_status ccl_limit(bdev *b, bstep *st, int *cur) {
+  const int64_t n = b->nrows * b->nx;
+  CUdeviceptr mem = 0;
+  const size_t pb = ((size_t)n * 4 + 255) & ~(size_t)255;
+  ndf_status s = ndf__scratch_alloc(b->ctx, pb + (size_t)n, &mem);
+  if (s != NDF_OK) return s;
+  unsigned char raw[sizeof(ccl_params_max)];
+  ccl_params(b, st, b->buf[*cur], b->mask, b->buf[*cur ^ 1], mem, mem + pb, st->p.border != 0, raw);
   const int64_t blocks = (b->nwords * 32 + 255) / 256;
   for (int k = 0; k < 5 && s == NDF_OK; k++) s = launch(b, st->ccl_fn[k], blocks, raw);
   ndf__scratch_free(b->ctx, mem);
@@ -551,20 +557,22 @@ done:
 
 /* Kernel arguments of templates/label.cu (struct ndf_label_params). */
 typedef struct label_params {
-  CUdeviceptr in, out, parent, rank, bsum, base;
-  int ndim, nsp;
-  int64_t shape[NDF_MAX_NDIM], istr[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
-  int n, per, nimg, nblk, ntaps;
-  CUdeviceptr taps, toff;
+  CUdeviceptr out, parent, rank, bsum, base;
+  int ndim;
+  int64_t shape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
+  int n, per, nimg, nblk;
 } label_params;
 
 #define LABEL_E 2048
 
 /*
- * scipy.ndimage.label on CUDA arrays (templates/label.cu): taps are the
- * structure's backward half (ntaps x nsp offsets); cap is the largest label
- * the output dtype holds.  The per-image counts are read back (they decide
- * whether the output can hold the labels) before the output is written.
+ * scipy.ndimage.label on CUDA arrays.  The input is packed (binary_pack.cu)
+ * and its components found by binary_ccl.cu's union-find (init with runs
+ * along x linked, unite through the structure's backward half, compress):
+ * every root is its component's least flat index, its first voxel in raster
+ * order.  templates/label.cu then numbers the roots per image (prefix
+ * counts) and writes the labels.  cap is the largest label the output dtype
+ * holds; the per-image counts are read back before the output is written.
  */
 ndf_status ndf__label_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out, const int32_t *taps,
                            int64_t ntaps, int nsp, int batch_dims, int64_t cap, int64_t *num_features) {
@@ -575,72 +583,56 @@ ndf_status ndf__label_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, 
     return ndf__error(ctx, NDF_ENOTSUP, "%s: inputs of 2^31 elements or more are not supported yet", name);
   int64_t nimg = 1;
   for (int d = 0; d < batch_dims; d++) nimg *= in->shape[d];
-  static const char *const kernels[] = {"ndf_label_init", "ndf_label_unite", "ndf_label_compress", "ndf_label_count",
-                                        "ndf_label_scan", "ndf_label_rank", "ndf_label_base", "ndf_label_write"};
-  CUfunction fn[8];
-  for (int k = 0; k < 8; k++) {
+  static const char *const kernels[] = {"ndf_label_count", "ndf_label_scan", "ndf_label_rank", "ndf_label_base",
+                                        "ndf_label_write"};
+  CUfunction fn[5], fpack;
+  bdev b;
+  bstep st;
+  memset(&st, 0, sizeof st);
+  CUdeviceptr scratch = 0;
+  int32_t *counts = NULL;
+  /* Packed input in b.mask (the x of the components' kernels too). */
+  if ((s = bdev_init(&b, ctx, name, in, batch_dims, 1, 0)) != NDF_OK) return s;
+  (void)nsp;
+  for (int k = 0; k < 5 && s == NDF_OK; k++) {
     ndf__kernel_req req;
     ndf__req_init(&req, "label", kernels[k]);
-    ndf__req_set(&req, "T", "%s", pack_ctype(in->dtype));
     ndf__req_set(&req, "O", "%s", ndf__dtype_ctype(out->dtype));
-    if ((s = ndf__jit_get(ctx, name, &req, &fn[k])) != NDF_OK) return s;
+    s = ndf__jit_get(ctx, name, &req, &fn[k]);
   }
-  /* Tap table: offsets, then flat offsets. */
-  int32_t *tab = malloc((size_t)(ntaps * (nsp + 1) + 1) * sizeof *tab);
-  if (!tab) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
-  memcpy(tab, taps, (size_t)(ntaps * nsp) * sizeof *tab);
-  for (int64_t k = 0; k < ntaps; k++) {
-    int64_t off = 0, st = 1;
-    for (int d = in->ndim - 1; d >= in->ndim - nsp; d--) {
-      off += (int64_t)taps[k * nsp + (d - (in->ndim - nsp))] * st;
-      st *= in->shape[d];
-    }
-    tab[ntaps * nsp + k] = (int32_t)off;
-  }
-  CUdeviceptr dt = 0;
-  s = ndf__device_table(ctx, tab, (size_t)(ntaps * (nsp + 1) + 1) * sizeof *tab, &dt);
-  free(tab);
-  if (s != NDF_OK) return s;
+  if (s == NDF_OK) s = get_pack(&b, in, &fpack);
+  if (s == NDF_OK) s = ccl_prepare(&b, taps, ntaps, &st);
+  if (s != NDF_OK) goto done;
 
   label_params p;
   memset(&p, 0, sizeof p);
-  p.in = (CUdeviceptr)(uintptr_t)in->data;
   p.out = (CUdeviceptr)(uintptr_t)out->data;
   p.ndim = in->ndim;
-  p.nsp = nsp;
   for (int d = 0; d < in->ndim; d++) {
     p.shape[d] = in->shape[d];
-    p.istr[d] = in->strides[d];
     p.ostr[d] = out->strides[d];
   }
   p.n = (int)n;
   p.per = (int)(n / nimg);
   p.nimg = (int)nimg;
   p.nblk = (int)((n + LABEL_E - 1) / LABEL_E);
-  p.ntaps = (int)ntaps;
-  p.taps = dt;
-  p.toff = dt + (CUdeviceptr)(ntaps * nsp * sizeof(int32_t));
-  CUdeviceptr scratch = 0;
   const size_t nb = ((size_t)n * 4 + 255) & ~(size_t)255, bb = ((size_t)(p.nblk + 1) * 4 + 255) & ~(size_t)255;
   const size_t ib = ((size_t)(nimg + 1) * 4 + 255) & ~(size_t)255;
-  if ((s = ndf__scratch_alloc(ctx, 2 * nb + bb + ib, &scratch)) != NDF_OK) return s;
+  if ((s = ndf__scratch_alloc(ctx, 2 * nb + bb + ib, &scratch)) != NDF_OK) goto done;
   p.parent = scratch;
   p.rank = scratch + nb;
   p.bsum = scratch + 2 * nb;
   p.base = scratch + 2 * nb + bb;
-  bdev b; /* for launch() */
-  memset(&b, 0, sizeof b);
-  b.ctx = ctx;
-  b.name = name;
-  const int64_t vb = (n + 255) / 256;
-  int32_t *counts = NULL;
-  if ((s = launch(&b, fn[0], vb, &p)) != NDF_OK) goto done;
-  if ((s = launch(&b, fn[1], vb, &p)) != NDF_OK) goto done;
-  if ((s = launch(&b, fn[2], vb, &p)) != NDF_OK) goto done;
-  if ((s = launch(&b, fn[3], p.nblk, &p)) != NDF_OK) goto done;
-  if ((s = launch(&b, fn[4], 1, &p)) != NDF_OK) goto done;
-  if ((s = launch(&b, fn[5], p.nblk, &p)) != NDF_OK) goto done;
-  if ((s = launch(&b, fn[6], (nimg + 1 + 255) / 256, &p)) != NDF_OK) goto done;
+  unsigned char raw[sizeof(ccl_params_max)];
+  ccl_params(&b, &st, b.mask, b.mask, b.buf[0], p.parent, 0, 0, raw);
+  const int64_t vb = (b.nwords * 32 + 255) / 256;
+  if ((s = pack(&b, fpack, in, b.mask, 0)) != NDF_OK) goto done;
+  for (int k = 0; k < 3 && s == NDF_OK; k++) s = launch(&b, st.ccl_fn[k], vb, raw); /* init, unite, compress */
+  if (s == NDF_OK) s = launch(&b, fn[0], p.nblk, &p);
+  if (s == NDF_OK) s = launch(&b, fn[1], 1, &p);
+  if (s == NDF_OK) s = launch(&b, fn[2], p.nblk, &p);
+  if (s == NDF_OK) s = launch(&b, fn[3], (nimg + 1 + 255) / 256, &p);
+  if (s != NDF_OK) goto done;
   counts = malloc((size_t)(nimg + 1) * sizeof *counts);
   if (!counts) { s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name); goto done; }
   {
@@ -655,11 +647,12 @@ ndf_status ndf__label_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, 
                      name, (long long)(counts[i + 1] - counts[i]), ndf_dtype_name(out->dtype));
       goto done;
     }
-  if ((s = launch(&b, fn[7], vb, &p)) != NDF_OK) goto done;
+  if ((s = launch(&b, fn[4], (n + 255) / 256, &p)) != NDF_OK) goto done;
   if (num_features)
     for (int64_t i = 0; i < nimg; i++) num_features[i] = counts[i + 1] - counts[i];
 done:
   free(counts);
-  ndf__scratch_free(ctx, scratch);
+  if (scratch) ndf__scratch_free(ctx, scratch);
+  bdev_free(&b);
   return s;
 }

@@ -21,7 +21,7 @@ struct ndf_ccl_params {
   const unsigned *x, *mask;               // packed; mask NULL = everywhere
   unsigned *dst;                          // packed result
   int *parent;
-  unsigned char *lit;
+  unsigned char *lit;                     // NULL: no lit flags (label uses the components only)
   ndf_i64 sshape[NSP];                    // spatial extents (the last = nx)
   ndf_i64 nx, nw, nrows;
   int border;
@@ -132,11 +132,11 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ccl_unite(const ndf_ccl_pa
           continue;
         }
         const ndf_i64 u = v + p.toff[k];
-        l = l || ndf_bit(p.x, u, p);
+        if (p.lit) l = l || ndf_bit(p.x, u, p);
         const bool xlink = p.linkx && p.toff[k] == -1 && p.taps[k * NSP + NSP - 1] == -1; // linked at init
         if (p.toff[k] < 0 && !xlink && *(volatile int *)(p.parent + u) >= 0) ndf_ccl_unite(p.parent, (int)v, (int)u);
       }
-      p.lit[v] = l;
+      if (p.lit) p.lit[v] = l; // NULL: components only (label)
     }
   })
 }

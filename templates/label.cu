@@ -1,14 +1,8 @@
-// label.cu -- scipy.ndimage.label on the GPU: connected components of the
-// non-zero voxels by lock-free union-find, numbered 1..n per image in the
-// raster order of each feature's first voxel.
-//
-//   init      parent[i] = i for a foreground voxel, -1 for background
-//   unite     for each foreground voxel and each tap of the structure's
-//             backward half (each undirected edge once): union.  A root is
-//             only ever linked under a smaller index (atomicCAS on the root),
-//             so every component's root is its least index: its first voxel
-//             in raster order, which is the order scipy numbers features in.
-//   compress  parent[i] = root of i
+// label.cu -- the numbering of scipy.ndimage.label on the GPU.  The
+// components come from binary_ccl.cu's union-find (init, unite, compress):
+// parent[v] is the root of foreground voxel v, -1 for background, and every
+// root is its component's least flat index, its first voxel in raster order,
+// which is the order scipy numbers features in.  Here:
 //   count / scan / rank   exclusive prefix count of the roots (blocks of E
 //             voxels): rank[root] = 1 + roots before it
 //   base      roots before each image's first voxel (one thread per image)
@@ -16,24 +10,18 @@
 // Voxel indices are C-order flat indices of the logical shape (< 2^31).
 #include "ndf_common.cuh"
 
-typedef NDF_SLOT(T) T;   /* input element type */
 typedef NDF_SLOT(O) O;   /* output element type */
 #define E 2048           /* voxels per block in count and rank: 256 threads x 8 */
-#define NDF_MAX_SPATIAL 8
 
 struct ndf_label_params {
-  const T *in;
   O *out;
   int *parent, *rank, *bsum, *base;
-  int ndim, nsp;                          // all axes; trailing spatial axes
-  ndf_i64 shape[NDF_MAX_NDIM], istr[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
+  int ndim;
+  ndf_i64 shape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
   int n;                                  // voxels
   int per;                                // voxels per image
   int nimg;                               // images
   int nblk;                               // ceil(n / E)
-  int ntaps;                              // backward taps
-  const int *taps;                        // ntaps * nsp offsets in {-1, 0, 1}
-  const int *toff;                        // flat (C-order) offset of each tap
 };
 
 __device__ __forceinline__ ndf_i64 ndf_offset(const ndf_label_params &p, const ndf_i64 *st, unsigned i) {
@@ -44,71 +32,6 @@ __device__ __forceinline__ ndf_i64 ndf_offset(const ndf_label_params &p, const n
     i = q;
   }
   return off;
-}
-
-extern "C" __global__ void __launch_bounds__(256) ndf_label_init(const ndf_label_params p) {
-  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < (unsigned)p.n; i += gridDim.x * blockDim.x)
-    p.parent[i] = p.in[ndf_offset(p, p.istr, i)] != (T)0 ? (int)i : -1;
-}
-
-__device__ __forceinline__ int ndf_find(int *parent, int x) {
-  volatile int *vp = parent;
-  int px = vp[x];
-  while (px != x) {
-    const int gp = vp[px];
-    if (gp != px) vp[x] = gp; // path halving: x keeps an ancestor
-    x = px;
-    px = gp;
-  }
-  return x;
-}
-
-__device__ __forceinline__ void ndf_unite(int *parent, int a, int b) {
-  for (;;) {
-    a = ndf_find(parent, a);
-    b = ndf_find(parent, b);
-    if (a == b) return;
-    if (a < b) { const int t = a; a = b; b = t; }
-    const int old = atomicCAS(parent + a, a, b); // link the larger root under the smaller
-    if (old == a) return;
-  }
-}
-
-extern "C" __global__ void __launch_bounds__(256) ndf_label_unite(const ndf_label_params p) {
-  const int L = p.ndim - 1, nb = p.ndim - p.nsp;
-  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < (unsigned)p.n; i += gridDim.x * blockDim.x) {
-    if (p.parent[i] < 0) continue;
-    int c[NDF_MAX_SPATIAL];
-    unsigned r = i;
-    for (int d = L; d >= nb; d--) {
-      const unsigned q = r / (unsigned)p.shape[d];
-      c[d - nb] = (int)(r - q * (unsigned)p.shape[d]);
-      r = q;
-    }
-    for (int k = 0; k < p.ntaps; k++) {
-      bool ok = true;
-      for (int d = 0; d < p.nsp && ok; d++) {
-        const int y = c[d] + p.taps[k * p.nsp + d];
-        ok = y >= 0 && y < p.shape[nb + d];
-      }
-      if (!ok) continue;
-      const int j = (int)i + p.toff[k];
-      if (*(volatile int *)(p.parent + j) >= 0) ndf_unite(p.parent, (int)i, j);
-    }
-  }
-}
-
-extern "C" __global__ void __launch_bounds__(256) ndf_label_compress(const ndf_label_params p) {
-  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < (unsigned)p.n; i += gridDim.x * blockDim.x) {
-    int x = p.parent[i];
-    if (x < 0) continue;
-    while (true) {
-      const int px = p.parent[x];
-      if (px == x) break;
-      x = px;
-    }
-    p.parent[i] = x;
-  }
 }
 
 __device__ __forceinline__ bool ndf_is_root(const ndf_label_params &p, int i) {
