@@ -128,7 +128,7 @@ return {
     {
       name = "label",
       file = "templates/label.cu",
-      kernels = { "ndf_label_count", "ndf_label_scan", "ndf_label_rank", "ndf_label_base", "ndf_label_write" },
+      kernels = { "ndf_label" },
       slots = {
         O = "output element type (C name)",
       },
@@ -139,7 +139,7 @@ return {
     {
       name = "binary_ccl",
       file = "templates/binary_ccl.cu",
-      kernels = { "ndf_ccl_init", "ndf_ccl_unite", "ndf_ccl_compress", "ndf_ccl_spread", "ndf_ccl_final" },
+      kernels = { "ndf_ccl" },
       slots = {
         NSP = "spatial axes, 1..8",
       },

@@ -66,7 +66,7 @@ typedef struct bstep {
   int cycle;      /* compare with the saved state (iterations < 1, not monotone) */
   int inplace;    /* one buffer, block-local repeats (iterations < 1, monotone) */
   int ccl;        /* the limit by connected components (OR, monotone, symmetric taps) */
-  CUfunction ccl_fn[5];
+  CUfunction ccl_fn; /* templates/binary_ccl.cu: one kernel, five phases */
   CUdeviceptr ccl_tab;
   int ccl_ntaps;
   int ccl_linkx; /* the taps hold (0, ..., 0, -1) */
@@ -78,6 +78,7 @@ typedef struct ccl_params_max {
   int64_t tail[NDF_MAX_SPATIAL + 3]; /* sshape[NSP], nx, nw, nrows */
   int border, ntaps, linkx, pad;
   CUdeviceptr taps, toff;
+  int phase, pad2;
 } ccl_params_max;
 
 /* 1 if the set of taps is symmetric (t in it implies -t is); small sets only. */
@@ -94,9 +95,6 @@ static int taps_symmetric(const int32_t *taps, int64_t n, int nsp) {
   }
   return 1;
 }
-
-static const char *const ccl_kernels[5] = {"ndf_ccl_init", "ndf_ccl_unite", "ndf_ccl_compress", "ndf_ccl_spread",
-                                           "ndf_ccl_final"};
 
 /* Prepares the connected-components path of a dilation step (taps: raster order). */
 static ndf_status ccl_prepare(bdev *b, const int32_t *taps, int64_t n, bstep *st) {
@@ -119,13 +117,10 @@ static ndf_status ccl_prepare(bdev *b, const int32_t *taps, int64_t n, bstep *st
   free(tab);
   if (s != NDF_OK) return s;
   st->ccl_ntaps = (int)n;
-  for (int k = 0; k < 5 && s == NDF_OK; k++) {
-    ndf__kernel_req req;
-    ndf__req_init(&req, "binary_ccl", ccl_kernels[k]);
-    ndf__req_set(&req, "NSP", "%d", nsp);
-    s = ndf__jit_get(b->ctx, b->name, &req, &st->ccl_fn[k]);
-  }
-  return s;
+  ndf__kernel_req req;
+  ndf__req_init(&req, "binary_ccl", "ndf_ccl");
+  ndf__req_set(&req, "NSP", "%d", nsp);
+  return ndf__jit_get(b->ctx, b->name, &req, &st->ccl_fn);
 }
 
 static ndf_status launch(bdev *b, CUfunction fn, int64_t blocks, void *params) {
@@ -370,8 +365,8 @@ static ndf_status step_launch(bdev *b, bstep *st, CUdeviceptr src, CUdeviceptr d
 
 /* The parameter block of templates/binary_ccl.cu for NSP = b->nsp into raw
  * (at least sizeof(ccl_params_max) bytes): border and the fields after it
- * follow the NSP + 3 int64 values directly. */
-static void ccl_params(const bdev *b, const bstep *st, CUdeviceptr x, CUdeviceptr mask, CUdeviceptr dst,
+ * follow the NSP + 3 int64 values directly.  Returns the offset of phase. */
+static size_t ccl_params(const bdev *b, const bstep *st, CUdeviceptr x, CUdeviceptr mask, CUdeviceptr dst,
                        CUdeviceptr parent, CUdeviceptr lit, int border, unsigned char *raw) {
   ccl_params_max p;
   memset(&p, 0, sizeof p);
@@ -395,6 +390,19 @@ static void ccl_params(const bdev *b, const bstep *st, CUdeviceptr x, CUdevicept
   CUdeviceptr taps = st->ccl_tab, toff = st->ccl_tab + (CUdeviceptr)((size_t)ntaps * nsp * sizeof(int32_t));
   memcpy(raw + off + 16, &taps, 8);
   memcpy(raw + off + 24, &toff, 8);
+  memset(raw + off + 32, 0, 8); /* phase, padding */
+  return off + 32;
+}
+
+/* Launches phases first..last of binary_ccl.cu over every (word, lane). */
+static ndf_status ccl_run(bdev *b, const bstep *st, unsigned char *raw, size_t phase_off, int first, int last) {
+  const int64_t blocks = (b->nwords * 32 + 255) / 256;
+  ndf_status s = NDF_OK;
+  for (int k = first; k <= last && s == NDF_OK; k++) {
+    memcpy(raw + phase_off, &k, 4);
+    s = launch(b, st->ccl_fn, blocks, raw);
+  }
+  return s;
 }
 
 /* buf[*cur] -> buf[*cur ^ 1]: the limit of the monotone dilation, by components. */
@@ -405,9 +413,8 @@ static ndf_status ccl_limit(bdev *b, bstep *st, int *cur) {
   ndf_status s = ndf__scratch_alloc(b->ctx, pb + (size_t)n, &mem);
   if (s != NDF_OK) return s;
   unsigned char raw[sizeof(ccl_params_max)];
-  ccl_params(b, st, b->buf[*cur], b->mask, b->buf[*cur ^ 1], mem, mem + pb, st->p.border != 0, raw);
-  const int64_t blocks = (b->nwords * 32 + 255) / 256;
-  for (int k = 0; k < 5 && s == NDF_OK; k++) s = launch(b, st->ccl_fn[k], blocks, raw);
+  size_t po = ccl_params(b, st, b->buf[*cur], b->mask, b->buf[*cur ^ 1], mem, mem + pb, st->p.border != 0, raw);
+  s = ccl_run(b, st, raw, po, 0, 4);
   ndf__scratch_free(b->ctx, mem);
   if (s == NDF_OK) *cur ^= 1;
   return s;
@@ -560,7 +567,7 @@ typedef struct label_params {
   CUdeviceptr out, parent, rank, bsum, base;
   int ndim;
   int64_t shape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
-  int n, per, nimg, nblk;
+  int n, per, nimg, nblk, phase;
 } label_params;
 
 #define LABEL_E 2048
@@ -583,9 +590,7 @@ ndf_status ndf__label_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, 
     return ndf__error(ctx, NDF_ENOTSUP, "%s: inputs of 2^31 elements or more are not supported yet", name);
   int64_t nimg = 1;
   for (int d = 0; d < batch_dims; d++) nimg *= in->shape[d];
-  static const char *const kernels[] = {"ndf_label_count", "ndf_label_scan", "ndf_label_rank", "ndf_label_base",
-                                        "ndf_label_write"};
-  CUfunction fn[5], fpack;
+  CUfunction fn, fpack;
   bdev b;
   bstep st;
   memset(&st, 0, sizeof st);
@@ -594,11 +599,11 @@ ndf_status ndf__label_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, 
   /* Packed input in b.mask (the x of the components' kernels too). */
   if ((s = bdev_init(&b, ctx, name, in, batch_dims, 1, 0)) != NDF_OK) return s;
   (void)nsp;
-  for (int k = 0; k < 5 && s == NDF_OK; k++) {
+  {
     ndf__kernel_req req;
-    ndf__req_init(&req, "label", kernels[k]);
+    ndf__req_init(&req, "label", "ndf_label");
     ndf__req_set(&req, "O", "%s", ndf__dtype_ctype(out->dtype));
-    s = ndf__jit_get(ctx, name, &req, &fn[k]);
+    s = ndf__jit_get(ctx, name, &req, &fn);
   }
   if (s == NDF_OK) s = get_pack(&b, in, &fpack);
   if (s == NDF_OK) s = ccl_prepare(&b, taps, ntaps, &st);
@@ -624,14 +629,14 @@ ndf_status ndf__label_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, 
   p.bsum = scratch + 2 * nb;
   p.base = scratch + 2 * nb + bb;
   unsigned char raw[sizeof(ccl_params_max)];
-  ccl_params(&b, &st, b.mask, b.mask, b.buf[0], p.parent, 0, 0, raw);
-  const int64_t vb = (b.nwords * 32 + 255) / 256;
+  size_t po = ccl_params(&b, &st, b.mask, b.mask, b.buf[0], p.parent, 0, 0, raw);
   if ((s = pack(&b, fpack, in, b.mask, 0)) != NDF_OK) goto done;
-  for (int k = 0; k < 3 && s == NDF_OK; k++) s = launch(&b, st.ccl_fn[k], vb, raw); /* init, unite, compress */
-  if (s == NDF_OK) s = launch(&b, fn[0], p.nblk, &p);
-  if (s == NDF_OK) s = launch(&b, fn[1], 1, &p);
-  if (s == NDF_OK) s = launch(&b, fn[2], p.nblk, &p);
-  if (s == NDF_OK) s = launch(&b, fn[3], (nimg + 1 + 255) / 256, &p);
+  if ((s = ccl_run(&b, &st, raw, po, 0, 2)) != NDF_OK) goto done; /* init, unite, compress */
+  const int64_t label_blocks[4] = {p.nblk, 1, p.nblk, (nimg + 1 + 255) / 256};
+  for (int k = 0; k < 4 && s == NDF_OK; k++) { /* count, scan, rank, base */
+    p.phase = k;
+    s = launch(&b, fn, label_blocks[k], &p);
+  }
   if (s != NDF_OK) goto done;
   counts = malloc((size_t)(nimg + 1) * sizeof *counts);
   if (!counts) { s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name); goto done; }
@@ -647,7 +652,8 @@ ndf_status ndf__label_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, 
                      name, (long long)(counts[i + 1] - counts[i]), ndf_dtype_name(out->dtype));
       goto done;
     }
-  if ((s = launch(&b, fn[4], (n + 255) / 256, &p)) != NDF_OK) goto done;
+  p.phase = 4; /* write */
+  if ((s = launch(&b, fn, (n + 255) / 256, &p)) != NDF_OK) goto done;
   if (num_features)
     for (int64_t i = 0; i < nimg; i++) num_features[i] = counts[i + 1] - counts[i];
 done:

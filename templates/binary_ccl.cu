@@ -30,6 +30,7 @@ struct ndf_ccl_params {
   int pad_;
   const int *taps;                        // ntaps * NSP offsets
   const int *toff;                        // flat offset of each tap
+  int phase;                              // 0 init, 1 unite, 2 compress, 3 spread, 4 final
 };
 
 __device__ __forceinline__ int ndf_ccl_find(int *parent, int x) {
@@ -79,7 +80,7 @@ __device__ __forceinline__ bool ndf_bit(const unsigned *w, ndf_i64 v, const ndf_
 // voxels along x (looking back at most 8 words; a longer run links to a voxel
 // of the same run further back), which saves the x-tap's unions.  Every
 // parent stays at a smaller or equal index in the same component.
-extern "C" __global__ void __launch_bounds__(256) ndf_ccl_init(const ndf_ccl_params p) {
+__device__ __forceinline__ void ndf_ccl_init(const ndf_ccl_params &p) {
   NDF_FOR_VOXELS({
     if (valid) {
       ndf_i64 start = xx;
@@ -108,7 +109,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ccl_init(const ndf_ccl_par
   })
 }
 
-extern "C" __global__ void __launch_bounds__(256) ndf_ccl_unite(const ndf_ccl_params p) {
+__device__ __forceinline__ void ndf_ccl_unite(const ndf_ccl_params &p) {
   NDF_FOR_VOXELS({
     if (inm) {
       ndf_i64 c[NSP];
@@ -141,7 +142,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ccl_unite(const ndf_ccl_pa
   })
 }
 
-extern "C" __global__ void __launch_bounds__(256) ndf_ccl_compress(const ndf_ccl_params p) {
+__device__ __forceinline__ void ndf_ccl_compress(const ndf_ccl_params &p) {
   NDF_FOR_VOXELS({
     if (inm) {
       int x = p.parent[v];
@@ -156,7 +157,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ccl_compress(const ndf_ccl
   })
 }
 
-extern "C" __global__ void __launch_bounds__(256) ndf_ccl_spread(const ndf_ccl_params p) {
+__device__ __forceinline__ void ndf_ccl_spread(const ndf_ccl_params &p) {
   NDF_FOR_VOXELS({
     if (inm && p.lit[v]) p.lit[p.parent[v]] = 1;
     (void)row;
@@ -164,7 +165,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ccl_spread(const ndf_ccl_p
 }
 
 // One warp per word: lanes are the word's 32 voxels.
-extern "C" __global__ void __launch_bounds__(256) ndf_ccl_final(const ndf_ccl_params p) {
+__device__ __forceinline__ void ndf_ccl_final(const ndf_ccl_params &p) {
   NDF_FOR_VOXELS({
     const bool xb = (__ldg(p.x + w) >> lane) & 1u;
     const bool on = valid && (xb || (inm && p.lit[p.parent[v]]));
@@ -172,4 +173,16 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ccl_final(const ndf_ccl_pa
     if (lane == 0) p.dst[w] = word;
     (void)row;
   })
+}
+
+// One entry point for the five phases (one module, one compile per NSP):
+// the host launches it five times in stream order with phase 0..4.
+extern "C" __global__ void __launch_bounds__(256) ndf_ccl(const ndf_ccl_params p) {
+  switch (p.phase) {
+    case 0: ndf_ccl_init(p); break;
+    case 1: ndf_ccl_unite(p); break;
+    case 2: ndf_ccl_compress(p); break;
+    case 3: ndf_ccl_spread(p); break;
+    default: ndf_ccl_final(p); break;
+  }
 }

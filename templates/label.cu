@@ -22,6 +22,7 @@ struct ndf_label_params {
   int per;                                // voxels per image
   int nimg;                               // images
   int nblk;                               // ceil(n / E)
+  int phase;                              // 0 count, 1 scan, 2 rank, 3 base, 4 write
 };
 
 __device__ __forceinline__ ndf_i64 ndf_offset(const ndf_label_params &p, const ndf_i64 *st, unsigned i) {
@@ -66,7 +67,7 @@ __device__ __forceinline__ int ndf_block_scan(int v, int *total) {
   return before;
 }
 
-extern "C" __global__ void __launch_bounds__(256) ndf_label_count(const ndf_label_params p) {
+__device__ __forceinline__ void ndf_label_count(const ndf_label_params &p) {
   for (int b = blockIdx.x; b < p.nblk; b += gridDim.x) {
     int v = 0;
     for (int k = 0; k < E / 256; k++) v += ndf_is_root(p, b * E + k * 256 + (int)threadIdx.x);
@@ -77,7 +78,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_label_count(const ndf_labe
 }
 
 // One block: bsum[0..nblk) -> exclusive prefix, bsum[nblk] = total.
-extern "C" __global__ void __launch_bounds__(256) ndf_label_scan(const ndf_label_params p) {
+__device__ __forceinline__ void ndf_label_scan(const ndf_label_params &p) {
   const int chunk = (p.nblk + 255) / 256;
   const int lo = threadIdx.x * chunk, hi = min(lo + chunk, p.nblk);
   int v = 0;
@@ -93,7 +94,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_label_scan(const ndf_label
 }
 
 // rank[root] = 1 + roots before it; a thread owns 8 consecutive voxels.
-extern "C" __global__ void __launch_bounds__(256) ndf_label_rank(const ndf_label_params p) {
+__device__ __forceinline__ void ndf_label_rank(const ndf_label_params &p) {
   for (int b = blockIdx.x; b < p.nblk; b += gridDim.x) {
     const int first = b * E + (int)threadIdx.x * (E / 256);
     int v = 0;
@@ -106,7 +107,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_label_rank(const ndf_label
 }
 
 // base[b] = roots before the first voxel of image b (b = nimg: all roots).
-extern "C" __global__ void __launch_bounds__(256) ndf_label_base(const ndf_label_params p) {
+__device__ __forceinline__ void ndf_label_base(const ndf_label_params &p) {
   for (int b = blockIdx.x * blockDim.x + threadIdx.x; b <= p.nimg; b += gridDim.x * blockDim.x) {
     const long long pos = b == p.nimg ? (long long)p.n : (long long)b * p.per;
     const int blk = (int)(pos / E);
@@ -117,10 +118,22 @@ extern "C" __global__ void __launch_bounds__(256) ndf_label_base(const ndf_label
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256) ndf_label_write(const ndf_label_params p) {
+__device__ __forceinline__ void ndf_label_write(const ndf_label_params &p) {
   for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < (unsigned)p.n; i += gridDim.x * blockDim.x) {
     const int r = p.parent[i];
     const int v = r < 0 ? 0 : p.rank[r] - p.base[i / (unsigned)p.per];
     p.out[ndf_offset(p, p.ostr, i)] = (O)v;
+  }
+}
+
+// One entry point for the five phases (one module, one compile per output
+// type): the host launches it with phase 0..4 in stream order.
+extern "C" __global__ void __launch_bounds__(256) ndf_label(const ndf_label_params p) {
+  switch (p.phase) {
+    case 0: ndf_label_count(p); break;
+    case 1: ndf_label_scan(p); break;
+    case 2: ndf_label_rank(p); break;
+    case 3: ndf_label_base(p); break;
+    default: ndf_label_write(p); break;
   }
 }
