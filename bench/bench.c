@@ -122,6 +122,8 @@ static const workload default_workloads[] = {
     {OP_MEDIAN, NDF_FLOAT32, 2, {1024, 1024}, 7, FP_BOX, 0, NDF_MODE_REFLECT, 0},
     {OP_MEDIAN, NDF_FLOAT32, 2, {1024, 1024}, 31, FP_BOX, 0, NDF_MODE_REFLECT, 0},
     {OP_MEDIAN, NDF_UINT8, 4, {8, 3, 256, 256}, 5, FP_BOX, 2, NDF_MODE_REFLECT, 0},
+    {OP_MEDIAN, NDF_UINT8, 2, {1024, 1024}, 3, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_MEDIAN, NDF_UINT8, 2, {1024, 1024}, 31, FP_BOX, 0, NDF_MODE_REFLECT, 0},
     /* binary morphology and label (issue 3): bool inputs of random blobs, the 6-connected cross */
     {OP_BIN_EROSION, NDF_BOOL, 3, {256, 256, 256}, 3, FP_CROSS, 0, NDF_MODE_REFLECT, 1},
     {OP_BIN_EROSION, NDF_BOOL, 3, {256, 256, 256}, 3, FP_CROSS, 0, NDF_MODE_REFLECT, 10},
@@ -206,10 +208,11 @@ static int setup_options(const workload *w, op_setup *g)
   ndf_rank_options_init(&g->ropt);
   g->opt.mode = g->ropt.mode = w->mode;
   g->opt.batch_dims = g->ropt.batch_dims = w->batch_dims;
-  /* $NDF_BENCH_RANK_ALGO (network, select) picks the rank algorithm, for comparing them. */
+  /* $NDF_BENCH_RANK_ALGO (network, select, histogram) picks the rank algorithm, for comparing them. */
   const char *ra = getenv("NDF_BENCH_RANK_ALGO");
   if (ra && !strcmp(ra, "network")) g->ropt.algorithm = NDF_RANK_ALGO_NETWORK;
   if (ra && !strcmp(ra, "select")) g->ropt.algorithm = NDF_RANK_ALGO_SELECT;
+  if (ra && !strcmp(ra, "histogram")) g->ropt.algorithm = NDF_RANK_ALGO_HISTOGRAM;
   if (w->fp == FP_BOX) {
     g->opt.nsize = g->ropt.nsize = 1;
     g->opt.size[0] = g->ropt.size[0] = w->size;
@@ -550,7 +553,7 @@ static void usage(FILE *f)
         "Times ndforge's ops on the GPU after checking them against the CPU backend; one\n"
         "JSON line per workload on stdout.  OP: grey_erosion, grey_dilation, median_filter,\n"
         "rank_filter (--param: the rank), percentile_filter (--param: the percentile).\n"
-        "$NDF_BENCH_RANK_ALGO=network|select forces the rank filters' algorithm.\n"
+        "$NDF_BENCH_RANK_ALGO=network|select|histogram forces the rank filters' algorithm.\n"
         "  --only SUBSTR     run the default workloads whose name contains SUBSTR (see --list)\n"
         "  --reps N          timed runs for the warm median (default 100)\n"
         "  --cpu             also time the CPU backend (median of 5, cpu_ms); without a GPU,\n"

@@ -193,6 +193,26 @@ return {
           NET = { "" } },
       },
     },
+    {
+      name = "rank_hist",
+      file = "templates/rank_hist.cu",
+      kernels = { "ndf_rank_hist" },
+      slots = {
+        T = "element type: unsigned char or signed char",
+        KIND = "0 unsigned, 1 signed",
+        MODE = "boundary mode, 0..4",
+        RKIND = "0 median, 1 rank, 2 percentile",
+        RPARAM = "the rank (RKIND 1) or percentile (RKIND 2) as a literal; 0 for the median",
+        BX = "threads (output columns) per block",
+        STRIP = "output rows per thread",
+      },
+      families = {
+        { T = { "unsigned char" }, KIND = { "0" }, MODE = { "0", "1", "2", "3", "4" }, RKIND = { "0" },
+          RPARAM = { "0" }, BX = { "64" }, STRIP = { "32" } },
+        { T = { "signed char" }, KIND = { "1" }, MODE = { "1" }, RKIND = { "1", "2" }, RPARAM = { "17" },
+          BX = { "64" }, STRIP = { "32" } },
+      },
+    },
   },
   -- Pruned selection networks for the rank filters (gen/selnet.lua): every
   -- rank of windows up to all_ranks_up_to taps, the median up to medians_up_to.

@@ -301,13 +301,23 @@ NDF_API ndf_status ndf_black_tophat(ndf_ctx *ctx, const ndf_array *input, ndf_ar
 typedef enum { NDF_RANK_NAN_PROPAGATE = 0, NDF_RANK_NAN_OMIT = 1 } ndf_rank_nan_policy;
 
 /* How the rank is selected (every choice gives the same result):
- *   NDF_RANK_ALGO_AUTO     the fastest for the backend and window (default);
- *   NDF_RANK_ALGO_NETWORK  a generated selection network (every rank up to 27
- *                          taps, the median up to 49); NDF_EINVAL where none exists;
- *   NDF_RANK_ALGO_SELECT   the general selection: quickselect on the CPU, a
- *                          bitwise radix select on order-preserving keys on CUDA.
- * AUTO picks SELECT on the CPU, and on CUDA the network where one exists. */
-typedef enum { NDF_RANK_ALGO_AUTO = 0, NDF_RANK_ALGO_NETWORK = 1, NDF_RANK_ALGO_SELECT = 2 } ndf_rank_algorithm;
+ *   NDF_RANK_ALGO_AUTO       the fastest for the backend and window (default);
+ *   NDF_RANK_ALGO_NETWORK    a generated selection network (every rank up to 27
+ *                            taps, the median up to 49); NDF_EINVAL where none exists;
+ *   NDF_RANK_ALGO_SELECT     the general selection: quickselect on the CPU, a
+ *                            bitwise radix select on order-preserving keys on CUDA;
+ *   NDF_RANK_ALGO_HISTOGRAM  a sliding 256-bin histogram per output column (CUDA;
+ *                            quickselect on the CPU): uint8/int8 data and a box
+ *                            window (size=) over at least 2 spatial axes with
+ *                            fewer than 65536 taps; NDF_EINVAL otherwise.
+ * AUTO picks SELECT on the CPU; on CUDA the network where one exists, else the
+ * histogram where it applies, else SELECT. */
+typedef enum {
+  NDF_RANK_ALGO_AUTO = 0,
+  NDF_RANK_ALGO_NETWORK = 1,
+  NDF_RANK_ALGO_SELECT = 2,
+  NDF_RANK_ALGO_HISTOGRAM = 3
+} ndf_rank_algorithm;
 
 /* Options of ndf_median_filter, ndf_rank_filter and ndf_percentile_filter,
  * named as in scipy.ndimage: size (or footprint, which wins), mode (one for
@@ -446,6 +456,12 @@ NDF_API ndf_status ndf_label(ndf_ctx *ctx, const ndf_array *input, ndf_array *ou
 NDF_API ndf_status ndf_cache_warm(ndf_ctx *ctx, const char *arch, const char *op,
                                   ndf_dtype dtype, int ndim, const ndf_grey_options *opt,
                                   int *compiled);
+/* The same for a rank filter: op is "median_filter", "rank_filter" (rank
+ * used) or "percentile_filter" (percentile used); the kernel is the one
+ * calls on arrays of at least 64 along the last three axes take. */
+NDF_API ndf_status ndf_cache_warm_rank(ndf_ctx *ctx, const char *arch, const char *op, ndf_dtype dtype, int ndim,
+                                       int64_t rank, double percentile, const ndf_rank_options *opt,
+                                       int *compiled);
 
 /* Calls fn for each entry of the context's disk cache with its file name,
  * size and key text.  Stops early when fn returns non-zero. */

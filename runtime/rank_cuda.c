@@ -19,6 +19,9 @@
 
 #define RANK_TX 32
 #define RANK_TY 8
+/* The sliding-histogram kernel: columns per block, rows per thread. */
+#define HIST_BX 64
+#define HIST_STRIP 32
 /* Shared memory a block may take without the opt-in attribute. */
 #define SMEM_DEFAULT (48 * 1024)
 #define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
@@ -100,8 +103,12 @@ static ndf_status build(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndi
   int64_t ny = shape && ndim >= 2 ? shape[ndim - 2] : 1 << 20;
   int64_t nz = shape && ndim >= 3 ? shape[ndim - 3] : 1 << 20;
   rg->ry = n <= 9 ? 4 : n <= 27 ? 2 : 1;
-  while (rg->ry > 1 && ny < (int64_t)RANK_TY * rg->ry) rg->ry /= 2;
   rg->rz = rg->nleadsp && n <= 27 ? 4 : 1;
+  /* $NDF_RANK_RY / $NDF_RANK_RZ (1, 2, 4 or 8) override the blocking, for tuning runs. */
+  const char *ey = getenv("NDF_RANK_RY"), *ez = getenv("NDF_RANK_RZ");
+  if (ey && (atoi(ey) == 1 || atoi(ey) == 2 || atoi(ey) == 4 || atoi(ey) == 8)) rg->ry = atoi(ey);
+  if (ez && rg->nleadsp && (atoi(ez) == 1 || atoi(ez) == 2 || atoi(ez) == 4 || atoi(ez) == 8)) rg->rz = atoi(ez);
+  while (rg->ry > 1 && ny < (int64_t)RANK_TY * rg->ry) rg->ry /= 2;
   while (rg->rz > 1 && nz < rg->rz) rg->rz /= 2;
 
   const int nl = rg->nleadsp ? rg->nleadsp : 1;
@@ -188,9 +195,99 @@ static ndf_status build(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndi
   return s;
 }
 
+int ndf__rank_hist_applies(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n) {
+  return (dtype == NDF_UINT8 || dtype == NDF_INT8) && g->is_box && g->nsp >= 2 && n < 65536;
+}
+
+/* The histogram kernel where the selection asks for it, or AUTO finds no
+ * network and the histogram applies. */
+static int use_hist(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, const ndf__rank_sel *sel) {
+  if (sel->algorithm == NDF_RANK_ALGO_HISTOGRAM) return 1;
+  if (sel->algorithm != NDF_RANK_ALGO_AUTO || !ndf__rank_hist_applies(dtype, g, n)) return 0;
+  return !ndf__selnet_find(n, ndf__rank_for(sel->kind, sel->rank, sel->percentile, n));
+}
+
+static void hist_request(ndf_dtype dtype, const ndf__grey_geom *g, const ndf__rank_sel *sel, ndf__kernel_req *req) {
+  ndf__req_init(req, "rank_hist", "ndf_rank_hist");
+  ndf__req_set(req, "T", "%s", ndf__dtype_ctype(dtype));
+  ndf__req_set(req, "KIND", "%d", dtype == NDF_INT8);
+  ndf__req_set(req, "MODE", "%d", (int)g->mode);
+  ndf__req_set(req, "RKIND", "%d", sel->kind);
+  if (sel->kind == 1) ndf__req_set(req, "RPARAM", "%lld", (long long)sel->rank);
+  else if (sel->kind == 2) ndf__req_set(req, "RPARAM", "%.17g", sel->percentile);
+  else ndf__req_set(req, "RPARAM", "0");
+  ndf__req_set(req, "BX", "%d", HIST_BX);
+  ndf__req_set(req, "STRIP", "%d", HIST_STRIP);
+}
+
+/* The sliding-histogram kernel over a box window (ndf_hist_params of templates/rank_hist.cu). */
+static ndf_status run_hist(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
+                           const ndf__grey_geom *g, int64_t n, const ndf__rank_sel *sel) {
+  ndf__kernel_req req;
+  hist_request(in->dtype, g, sel, &req);
+  CUfunction fn;
+  ndf_status s = ndf__jit_get(ctx, name, &req, &fn);
+  if (s != NDF_OK || ndf_array_size(in) == 0) return s;
+  const int ndim = in->ndim, nsp = g->nsp, nlead = ndim - 2, nleadsp = nsp - 2;
+  int64_t ny = in->shape[ndim - 2], nx = in->shape[ndim - 1];
+  int lbox[NDF_MAX_NDIM], llo[NDF_MAX_NDIM], nplanes = 1;
+  int64_t nouter = 1;
+  for (int d = 0; d < nlead; d++) {
+    int sp = d - (nlead - nleadsp); /* spatial axis index, < 0 for batch axes */
+    lbox[d] = sp >= 0 ? (int)g->box[sp] : 1;
+    llo[d] = sp >= 0 ? (int)g->lo[sp] : 0;
+    nplanes *= lbox[d];
+    nouter *= in->shape[d];
+  }
+  for (int d = nlead; d < NDF_MAX_NDIM; d++) lbox[d] = 1, llo[d] = 0;
+  int ky = (int)g->box[nsp - 2], kx = (int)g->box[nsp - 1], ylo = (int)g->lo[nsp - 2], xlo = (int)g->lo[nsp - 1];
+  int nn = (int)n;
+  int64_t nstrips = (ny + HIST_STRIP - 1) / HIST_STRIP, nxb = (nx + HIST_BX - 1) / HIST_BX;
+
+  ndf__params pb = {.n = 0};
+  const void *pin = in->data;
+  void *pout = out->data;
+  NDF__PUT(&pb, pin);
+  NDF__PUT(&pb, pout);
+  NDF__PUT(&pb, ny);
+  NDF__PUT(&pb, nx);
+  NDF__PUT(&pb, in->strides[ndim - 2]);
+  NDF__PUT(&pb, in->strides[ndim - 1]);
+  NDF__PUT(&pb, out->strides[ndim - 2]);
+  NDF__PUT(&pb, out->strides[ndim - 1]);
+  NDF__PUT(&pb, nlead);
+  const int64_t *arrays[3] = {in->shape, in->strides, out->strides};
+  for (int a = 0; a < 3; a++)
+    for (int d = 0; d < NDF_MAX_NDIM; d++) {
+      int64_t v = d < nlead ? arrays[a][d] : 0;
+      NDF__PUT(&pb, v);
+    }
+  for (int d = 0; d < NDF_MAX_NDIM; d++) NDF__PUT(&pb, lbox[d]);
+  for (int d = 0; d < NDF_MAX_NDIM; d++) NDF__PUT(&pb, llo[d]);
+  NDF__PUT(&pb, nplanes);
+  NDF__PUT(&pb, ky);
+  NDF__PUT(&pb, kx);
+  NDF__PUT(&pb, ylo);
+  NDF__PUT(&pb, xlo);
+  NDF__PUT(&pb, nn);
+  NDF__PUT(&pb, nstrips);
+  NDF__PUT(&pb, nxb);
+  NDF__PUT(&pb, nouter);
+  NDF__PUT(&pb, g->cval);
+  int64_t blocks = nxb * nstrips * nouter, cap = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) * 32;
+  void *args[] = {pb.b};
+  CUresult r = ndf__cu(NULL)->cuLaunchKernel(fn, (unsigned)(blocks < cap ? blocks : cap), 1, 1, HIST_BX, 1, 1, 0,
+                                             ctx->stream, args, NULL);
+  return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, name, r);
+}
+
 ndf_status ndf__rank_cuda_request(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndim, const int64_t *shape,
                                   const ndf__grey_geom *g, const int32_t *taps, int64_t n, const ndf__rank_sel *sel,
                                   ndf__kernel_req *req) {
+  if (use_hist(dtype, g, n, sel)) {
+    hist_request(dtype, g, sel, req);
+    return NDF_OK;
+  }
   rank_geom rg;
   return build(ctx, name, dtype, ndim, shape, g, taps, n, sel, req, &rg);
 }
@@ -199,6 +296,7 @@ ndf_status ndf__rank_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
                           const ndf__grey_geom *g, const int32_t *taps, int64_t n, const ndf__rank_sel *sel) {
   ndf_status s = ndf__ctx_bind(ctx);
   if (s != NDF_OK) return s;
+  if (use_hist(in->dtype, g, n, sel)) return run_hist(ctx, name, in, out, g, n, sel);
   ndf__kernel_req req;
   rank_geom rg;
   if ((s = build(ctx, name, in->dtype, in->ndim, in->shape, g, taps, n, sel, &req, &rg)) != NDF_OK) return s;

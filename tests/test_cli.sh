@@ -707,7 +707,15 @@ bad "grey_erosion --nan-policy" 2 $o run grey_erosion --size 3 --nan-policy omit
 bad "--nan-policy ignore" 2 $o run median_filter --size 3 --nan-policy ignore in/f32.npy $o
 for v in x 1.5 "" 1,2; do bad "--rank '$v'" 2 $o run rank_filter --size 3 --rank "$v" in/u8.npy $o; done
 for v in x nan inf ""; do bad "--percentile '$v'" 2 $o run percentile_filter --size 3 --percentile "$v" in/u8.npy $o; done
-bad "cache warm median_filter" 2 $o cache warm --arch sm_90 median_filter --dtype uint8 --size 3
+bad "cache warm rank_filter without --rank" 2 $o cache warm --arch sm_90 rank_filter --dtype uint8 --size 3
+bad "cache warm grey_erosion --nan-policy" 2 $o cache warm --arch sm_90 grey_erosion --dtype uint8 --size 3 \
+  --nan-policy omit
+grep -q "^ndforge: 'grey_erosion' does not take --nan-policy" last.err && pass ||
+  fail "cache warm extra option message: $(cat last.err)"
+bad "rank_filter --algorithm network without a network" 1 $o run rank_filter --rank 3 --size 7 --algorithm network \
+  in/u8.npy $o
+grep -q "^ndforge: ndf_rank_filter: bad argument 'algorithm'" last.err && pass ||
+  fail "--algorithm network message: $(cat last.err)"
 bad "rank_filter --rank 9 of 9 taps" 1 $o run rank_filter --size 3 --rank 9 in/u8.npy $o
 grep -q "^ndforge: ndf_rank_filter: bad argument 'rank'" last.err && pass || fail "rank range message: $(cat last.err)"
 bad "rank_filter --rank -10 of 9 taps" 1 $o run rank_filter --size 3 --rank -10 in/u8.npy $o
@@ -989,6 +997,14 @@ if ndf cache warm --arch sm_90 grey_erosion grey_dilation --dtype float32 --ndim
   ndf cache warm --arch sm_90 $composites --dtype uint8 --ndim 2 --size 3 &&
     [ "$(grep -c 'compiled 0 kernels (all cached)' last.out)" -eq 6 ] &&
     pass || fail "cache warm composites twice: $(cat last.out last.err)"
+  # Rank filters warm their specialization (window, rank, dtype, mode, NaN policy).
+  ndf cache warm --arch sm_90 median_filter --dtype float32 --ndim 2 --size 5 &&
+    grep -q '^median_filter float32 2-D sm_90: compiled 1 kernel$' last.out &&
+    ndf cache warm --arch sm_90 percentile_filter --percentile 20 --dtype uint8 --ndim 3 --size 3 --mode wrap &&
+    grep -q '^percentile_filter uint8 3-D sm_90: compiled 1 kernel$' last.out &&
+    ndf cache warm --arch sm_90 median_filter --dtype float32 --ndim 2 --size 5 &&
+    grep -q 'compiled 0 kernels (all cached)' last.out &&
+    pass || fail "cache warm rank filters: $(cat last.out last.err)"
 else
   if [ "$(wc -l < last.err)" -eq 1 ] && grep -qi 'nvrtc' last.err; then
     echo "note: cache warm skipped: $(cat last.err)"

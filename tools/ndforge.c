@@ -76,6 +76,7 @@ enum {
   O_RANK = 1u << 21,
   O_PERCENTILE = 1u << 22,
   O_NAN_POLICY = 1u << 23,
+  O_RANK_ALGO = 1u << 24,
 };
 /* The options each family of ops takes (scipy's parameters), besides --device. */
 #define GREY_OPTS (O_SIZE | O_FOOTPRINT | O_STRUCTURE | O_ORIGIN | O_MODE | O_CVAL | O_BATCH)
@@ -85,7 +86,7 @@ enum {
 #define HIT_OR_MISS_OPTS (O_STRUCTURE1 | O_STRUCTURE2 | O_ORIGIN1 | O_ORIGIN2 | O_BATCH)
 #define LABEL_OPTS (O_STRUCTURE | O_BATCH | O_OUTPUT_DTYPE)
 /* median_filter; rank_filter adds --rank, percentile_filter --percentile. */
-#define RANK_OPTS (O_SIZE | O_FOOTPRINT | O_ORIGIN | O_MODE | O_CVAL | O_BATCH | O_NAN_POLICY)
+#define RANK_OPTS (O_SIZE | O_FOOTPRINT | O_ORIGIN | O_MODE | O_CVAL | O_BATCH | O_NAN_POLICY | O_RANK_ALGO)
 
 typedef enum { DEV_AUTO, DEV_CPU, DEV_CUDA } dev_choice;
 
@@ -106,6 +107,7 @@ typedef struct args {
   int64_t rank;      /* --rank of rank_filter */
   double percentile; /* --percentile of percentile_filter */
   ndf_rank_nan_policy nan_policy;
+  ndf_rank_algorithm rank_algo; /* --algorithm of the rank filters */
   dev_choice device;
   const char *arch;
   ndf_dtype dtype;
@@ -272,6 +274,17 @@ static int opt_nan_policy(args *a, const char *v) {
   }
   return 0;
 }
+static int opt_rank_algo(args *a, const char *v) {
+  if (strcmp(v, "auto") == 0) a->rank_algo = NDF_RANK_ALGO_AUTO;
+  else if (strcmp(v, "network") == 0) a->rank_algo = NDF_RANK_ALGO_NETWORK;
+  else if (strcmp(v, "select") == 0) a->rank_algo = NDF_RANK_ALGO_SELECT;
+  else if (strcmp(v, "histogram") == 0) a->rank_algo = NDF_RANK_ALGO_HISTOGRAM;
+  else {
+    errorf("bad value '%s' for --algorithm (expected auto, network, select or histogram)", v);
+    return -1;
+  }
+  return 0;
+}
 static int opt_batch(args *a, const char *v) {
   return parse_int("batch-dims", v, 0, NDF_MAX_NDIM - 1, &a->batch_dims);
 }
@@ -343,6 +356,7 @@ static const struct opt_def {
     {"rank", O_RANK, opt_rank, "N", 0},
     {"percentile", O_PERCENTILE, opt_percentile, "P", 0},
     {"nan-policy", O_NAN_POLICY, opt_nan_policy, "propagate|omit", 0},
+    {"algorithm", O_RANK_ALGO, opt_rank_algo, "auto|network|select|histogram", 0},
     {"brute-force", O_BRUTE, opt_brute, "[true|false]", 1},
     {"output-dtype", O_OUTPUT_DTYPE, opt_output_dtype, "DTYPE", 0},
     {"batch-dims", O_BATCH, opt_batch, "N", 0},
@@ -545,6 +559,7 @@ static void rank_options_from(const op_params *p, ndf_rank_options *r) {
   r->cval = a->cval;
   r->batch_dims = a->batch_dims;
   r->nan_policy = a->nan_policy;
+  r->algorithm = a->rank_algo;
 }
 
 static ndf_status call_median(const op_def *op, ndf_ctx *ctx, const ndf_array *in,
@@ -572,10 +587,8 @@ static ndf_status call_percentile(const op_def *op, ndf_ctx *ctx, const ndf_arra
 }
 
 #define GREY_OP(name, fn, summary) {name, GREY_OPTS, 0, call_grey, fn, NULL, summary, 0}
-/* Rank filters run on the CPU backend only in this version of the library:
- * drop OPF_CPU_ONLY when it gets their CUDA kernels. */
 #define RANK_OP(name, opts, call, summary, required) \
-  {name, opts, OPF_RANK | OPF_CPU_ONLY, call, NULL, NULL, summary, required}
+  {name, opts, OPF_RANK, call, NULL, NULL, summary, required}
 #define BINARY_OP(name, opts, fn, summary) \
   {name, opts, OPF_BINARY, call_binary, NULL, fn, summary, 0}
 
@@ -824,6 +837,10 @@ static void run_help(void) {
          "                        P + 100)\n"
          "  --nan-policy propagate|omit  rank: propagate (default): a window holding NaN\n"
          "                        gives NaN; omit: NaNs are left out of the window\n"
+         "  --algorithm auto|network|select|histogram  rank: how the rank is selected (same\n"
+         "                        results): a generated selection network (up to 27 taps,\n"
+         "                        medians up to 49), general selection, or a sliding\n"
+         "                        histogram (8-bit, box windows); auto picks the fastest\n"
          "  --iterations N        binary: steps (default 1); N < 1 repeats until nothing\n"
          "                        changes\n"
          "  --mask FILE           binary: change only where FILE is non-zero\n"
@@ -1198,7 +1215,9 @@ static int cmd_cache(int argc, char **argv) {
   args a;
   char cmd[32];
   snprintf(cmd, sizeof cmd, "cache %s", sub);
-  int rc = parse_args(argc, argv, 3, warm ? (GREY_OPTS | O_ARCH | O_DTYPE | O_NDIM) : 0, cmd, &a);
+  const unsigned warm_common = O_ARCH | O_DTYPE | O_NDIM;
+  int rc = parse_args(argc, argv, 3, warm ? (GREY_OPTS | RANK_OPTS | O_RANK | O_PERCENTILE | warm_common) : 0, cmd,
+                      &a);
   if (rc) return rc;
   if (!warm && a.npos) {
     errorf("'%s' takes no arguments", cmd);
@@ -1221,6 +1240,16 @@ static int cmd_cache(int argc, char **argv) {
       }
       if (op->flags & (OPF_BINARY | OPF_LABEL)) {
         errorf("'%s' cannot be warmed in this version (its few small kernels compile on first use)", op->name);
+        return EXIT_USAGE;
+      }
+      unsigned extra = a.given & ~(op->opts | warm_common);
+      for (size_t k = 0; extra && k < sizeof opt_defs / sizeof opt_defs[0]; k++)
+        if (opt_defs[k].flag & extra) {
+          errorf("'%s' does not take --%s", op->name, opt_defs[k].name);
+          return EXIT_USAGE;
+        }
+      if ((op->required & ~a.given) & (O_RANK | O_PERCENTILE)) {
+        errorf("'cache warm %s' needs --%s", op->name, op->required & O_RANK ? "rank N" : "percentile P");
         return EXIT_USAGE;
       }
     }
@@ -1287,7 +1316,15 @@ static int cache_warm(ndf_ctx *ctx, const args *a) {
         rc = EXIT_USAGE;
         break;
       }
-      if (ndf_cache_warm(ctx, arch, op->name, a->dtype, a->ndim, &g, &compiled) != NDF_OK) {
+      ndf_status st;
+      if (op->flags & OPF_RANK) {
+        ndf_rank_options r;
+        rank_options_from(&p, &r);
+        st = ndf_cache_warm_rank(ctx, arch, op->name, a->dtype, a->ndim, a->rank, a->percentile, &r, &compiled);
+      } else {
+        st = ndf_cache_warm(ctx, arch, op->name, a->dtype, a->ndim, &g, &compiled);
+      }
+      if (st != NDF_OK) {
         errorf("%s", ndf_errmsg(ctx));
         rc = EXIT_RUN;
         break;
