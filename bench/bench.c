@@ -70,7 +70,7 @@
 /* Workloads                                                                 */
 
 typedef enum { FP_BOX = 0, FP_CROSS = 1 } fp_kind;
-typedef enum { FAM_GREY, FAM_RANK, FAM_DIST } op_family;
+typedef enum { FAM_GREY, FAM_RANK, FAM_DIST, FAM_BINARY, FAM_LABEL } op_family;
 
 /* The ops: API-style name (--op), key (the first part of a workload's name)
  * and family. */
@@ -78,7 +78,10 @@ typedef struct op_desc {
   const char *name, *key;
   op_family family;
 } op_desc;
-enum { OP_EROSION, OP_DILATION, OP_MEDIAN, OP_RANK, OP_PERCENTILE, OP_EDT, OP_COUNT };
+enum {
+  OP_EROSION, OP_DILATION, OP_MEDIAN, OP_RANK, OP_PERCENTILE, OP_EDT, OP_BIN_EROSION, OP_FILL_HOLES, OP_LABEL,
+  OP_COUNT
+};
 static const op_desc ops[OP_COUNT] = {
     [OP_EROSION] = {"grey_erosion", "erosion", FAM_GREY},
     [OP_DILATION] = {"grey_dilation", "dilation", FAM_GREY},
@@ -86,6 +89,9 @@ static const op_desc ops[OP_COUNT] = {
     [OP_RANK] = {"rank_filter", "rank", FAM_RANK},
     [OP_PERCENTILE] = {"percentile_filter", "percentile", FAM_RANK},
     [OP_EDT] = {"distance_transform_edt", "edt", FAM_DIST},
+    [OP_BIN_EROSION] = {"binary_erosion", "binary_erosion", FAM_BINARY},
+    [OP_FILL_HOLES] = {"binary_fill_holes", "binary_fill_holes", FAM_BINARY},
+    [OP_LABEL] = {"label", "label", FAM_LABEL},
 };
 
 typedef struct workload {
@@ -97,7 +103,7 @@ typedef struct workload {
   fp_kind fp; /* box: size = ...; cross: footprint with one axis off-centre at most */
   int batch_dims;
   ndf_mode mode;
-  double param; /* rank_filter: the rank; percentile_filter: the percentile;
+  double param; /* rank_filter: the rank; percentile_filter: the percentile; binary_erosion: iterations;
                    distance_transform_edt: 1 = sampling (0.7, 1.3, ...) and indices too */
 } workload;
 
@@ -130,13 +136,26 @@ static const workload default_workloads[] = {
     {OP_EDT, NDF_UINT8, 3, {256, 256, 256}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 0},
     {OP_EDT, NDF_UINT8, 3, {512, 512, 512}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 0},
     {OP_EDT, NDF_UINT8, 2, {1024, 1024}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 1},
+    /* binary morphology and label (issue 3): bool inputs of random blobs, the 6-connected cross */
+    {OP_BIN_EROSION, NDF_BOOL, 3, {256, 256, 256}, 3, FP_CROSS, 0, NDF_MODE_REFLECT, 1},
+    {OP_BIN_EROSION, NDF_BOOL, 3, {256, 256, 256}, 3, FP_CROSS, 0, NDF_MODE_REFLECT, 10},
+    {OP_FILL_HOLES, NDF_BOOL, 3, {256, 256, 256}, 3, FP_CROSS, 0, NDF_MODE_REFLECT, 0},
+    {OP_LABEL, NDF_BOOL, 3, {256, 256, 256}, 3, FP_CROSS, 0, NDF_MODE_REFLECT, 0},
 };
 #define N_DEFAULT (sizeof default_workloads / sizeof default_workloads[0])
 
 static const char *op_name(int op) { return ops[op].name; }
 
 /* The output dtype of an op for an input dtype. */
-static ndf_dtype out_dtype(const workload *w) { return ops[w->op].family == FAM_DIST ? NDF_FLOAT64 : w->dtype; }
+static ndf_dtype out_dtype(const workload *w)
+{
+  switch (ops[w->op].family) {
+  case FAM_DIST: return NDF_FLOAT64;
+  case FAM_BINARY: return NDF_BOOL;
+  case FAM_LABEL: return NDF_INT32;
+  default: return w->dtype;
+  }
+}
 
 /* NumPy's short type codes, for names and the human line: "f32", "u8". */
 static const char *dtype_short(ndf_dtype t)
@@ -182,6 +201,7 @@ static void wl_name(const workload *w, char *buf, size_t len)
   char shp[160], op[64];
   shape_str(w, 'x', shp, sizeof shp);
   if (w->op == OP_RANK || w->op == OP_PERCENTILE) snprintf(op, sizeof op, "%s%g", ops[w->op].key, w->param);
+  else if (w->op == OP_BIN_EROSION) snprintf(op, sizeof op, "%s_it%g", ops[w->op].key, w->param);
   else snprintf(op, sizeof op, "%s", ops[w->op].key);
   if (ops[w->op].family == FAM_DIST) { /* "edt_u8_1024x1024_b0", "..._samp_idx" */
     snprintf(buf, len, "%s_%s_%s_b%d%s", op, dtype_short(w->dtype), shp, w->batch_dims, w->param ? "_samp_idx" : "");
@@ -197,6 +217,7 @@ typedef struct op_setup {
   ndf_grey_options opt;
   ndf_rank_options ropt;
   ndf_distance_options dopt;
+  ndf_binary_options bopt; /* binary ops and label: the footprint is the structure */
   ndf_array fp;
   uint8_t *fpbuf;
 } op_setup;
@@ -249,6 +270,10 @@ static int setup_options(const workload *w, op_setup *g)
     return -1;
   }
   g->opt.footprint = g->ropt.footprint = &g->fp;
+  ndf_binary_options_init(&g->bopt);
+  g->bopt.structure = &g->fp;
+  g->bopt.iterations = w->op == OP_BIN_EROSION ? (int)w->param : 1;
+  g->bopt.batch_dims = w->batch_dims;
   return 0;
 }
 
@@ -294,6 +319,9 @@ static ndf_status run_op(ndf_ctx *c, const workload *w, const ndf_array *in, ndf
   case OP_MEDIAN: return ndf_median_filter(c, in, out, &g->ropt);
   case OP_RANK: return ndf_rank_filter(c, in, out, (int64_t)w->param, &g->ropt);
   case OP_PERCENTILE: return ndf_percentile_filter(c, in, out, w->param, &g->ropt);
+  case OP_BIN_EROSION: return ndf_binary_erosion(c, in, out, &g->bopt);
+  case OP_FILL_HOLES: return ndf_binary_fill_holes(c, in, out, &g->bopt);
+  case OP_LABEL: return ndf_label(c, in, out, g->bopt.structure, w->batch_dims, NULL);
   default: return NDF_EINVAL;
   }
 }
@@ -352,6 +380,48 @@ static void fill_random(void *buf, ndf_dtype t, int64_t n, uint64_t seed)
     }
     for (uint64_t r = splitmix64(&s); i < bytes; i++, r >>= 8) b[i] = (uint8_t)r;
   }
+}
+
+/* Random blobs for the binary ops and label (bench/peers_binary.py:blobs builds
+ * the same image): uniform noise in [-1, 1) on a grid every 16 voxels of the
+ * last three axes (splitmix64 of seed + index), trilinear, above 0. */
+static void fill_blobs(uint8_t *out, const workload *w, uint64_t seed)
+{
+  const int cell = 16;
+  int64_t n[3], g[3], outer = 1;
+  for (int i = 0; i < 3; i++) n[i] = w->ndim - 3 + i >= 0 ? w->shape[w->ndim - 3 + i] : 1;
+  for (int i = 0; i < w->ndim - 3; i++) outer *= w->shape[i];
+  for (int i = 0; i < 3; i++) g[i] = n[i] / cell + 2;
+  double *c = malloc((size_t)(g[0] * g[1] * g[2]) * sizeof *c);
+  if (!c) return;
+  for (int64_t i = 0; i < g[0] * g[1] * g[2]; i++) {
+    uint64_t st = seed + (uint64_t)i;
+    c[i] = (double)(splitmix64(&st) >> 11) * 0x1p-53 * 2.0 - 1.0;
+  }
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t z = 0; z < n[0]; z++)
+      for (int64_t y = 0; y < n[1]; y++)
+        for (int64_t x = 0; x < n[2]; x++) {
+          const double fz = (double)(z % cell) / cell, fy = (double)(y % cell) / cell, fx = (double)(x % cell) / cell;
+          const int64_t z0 = z / cell, y0 = y / cell, x0 = x / cell;
+          double v = 0;
+          for (int dz = 0; dz < 2; dz++)
+            for (int dy = 0; dy < 2; dy++)
+              for (int dx = 0; dx < 2; dx++) {
+                double wt = (dz ? fz : 1 - fz) * (dy ? fy : 1 - fy) * (dx ? fx : 1 - fx);
+                v += wt * c[((z0 + dz) * g[1] + (y0 + dy)) * g[2] + (x0 + dx)];
+              }
+          out[((o * n[0] + z) * n[1] + y) * n[2] + x] = v > 0.0;
+        }
+  free(c);
+}
+
+/* The input of a workload: blobs for the binary ops and label, else fill_random. */
+static void fill_input(void *buf, const workload *w, uint64_t seed)
+{
+  int fam = ops[w->op].family;
+  if ((fam == FAM_BINARY || fam == FAM_LABEL) && ndf_dtype_size(w->dtype) == 1) fill_blobs(buf, w, seed);
+  else fill_random(buf, w->dtype, wl_count(w), seed);
 }
 
 static double element_value(const void *buf, ndf_dtype t, int64_t i)
@@ -783,7 +853,7 @@ static int child_disk(const bench_args *a)
   }
   if (setup_options(w, &g) != 0) goto done;
   if ((host = malloc(wl_bytes(w))) == NULL) goto done;
-  fill_random(host, w->dtype, wl_count(w), a->seed ^ 0xd15cull);
+  fill_input(host, w, a->seed ^ 0xd15cull);
   if ((s = ndf_array_init(&hin, host, NDF_DEVICE_CPU, w->dtype, w->ndim, w->shape)) != NDF_OK) {
     ndf_fail(NULL, "ndf_array_init", s);
     goto done;
@@ -969,7 +1039,7 @@ static int upload_rotation(run_state *st)
 {
   ndf_status s;
   for (int i = 1; i < st->nbuf; i++) {
-    fill_random(st->host_in, st->w->dtype, wl_count(st->w), st->a->seed + 1000003ull * (uint64_t)i);
+    fill_input(st->host_in, st->w, st->a->seed + 1000003ull * (uint64_t)i);
     if ((s = ndf_array_copy(st->ctx, &st->din[i], &st->hin)) != NDF_OK) return ndf_fail(st->ctx, "upload", s);
   }
   return 0;
@@ -1086,7 +1156,7 @@ static int run_workload(const bench_args *a, const workload *w, ndf_ctx *cpu, in
   int rc = -1;
   const char *stage = "set-up";
   if (setup_options(w, &st.g) != 0 || host_arrays(&st) != 0) goto done;
-  fill_random(st.host_in, w->dtype, wl_count(w), a->seed);
+  fill_input(st.host_in, w, a->seed);
   stage = "CPU backend";
   if (!have_gpu) {
     rc = cpu_runs(&st, 0, r);
@@ -1178,7 +1248,7 @@ static void print_json(const workload *w, const result *r, const char *device, c
   put(&s, ",\"shape\":[");
   for (int i = 0; i < w->ndim; i++) put(&s, "%s%lld", i ? "," : "", (long long)w->shape[i]);
   put(&s, "],\"size\":%d", w->size);
-  if (w->op == OP_RANK || w->op == OP_PERCENTILE) put(&s, ",\"param\":%.17g", w->param);
+  if (w->op == OP_RANK || w->op == OP_PERCENTILE || w->op == OP_BIN_EROSION) put(&s, ",\"param\":%.17g", w->param);
   put_str(&s, "footprint", w->fp == FP_CROSS ? "cross" : "box");
   put(&s, ",\"batch_dims\":%d", w->batch_dims);
   put_str(&s, "mode", ndf_mode_name(w->mode));

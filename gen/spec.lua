@@ -111,6 +111,66 @@ return {
       },
     },
     {
+      name = "binary_pack",
+      file = "templates/binary_pack.cu",
+      kernels = { "ndf_bin_pack" },
+      slots = {
+        T = "input element type (C name)",
+        VEC = "1: one thread per word with 16-byte loads (1-byte T, unit last stride, nx % 32 == 0, aligned rows)",
+      },
+      families = {
+        { T = { "unsigned char" }, VEC = { "0", "1" } },
+        { T = { "signed char", "unsigned short", "short", "unsigned int", "int", "float", "double" }, VEC = { "0" } },
+      },
+    },
+    {
+      name = "binary_step",
+      file = "templates/binary_step.cu",
+      kernels = { "ndf_bin_step" },
+      slots = {
+        OP = "0: AND over the taps (erosion), 1: OR (dilation, the miss of hit_or_miss)",
+        CYCLE = "1: also compare each state with the saved one (cycle detection)",
+        INPLACE = "1: monotone iteration in one buffer with block-local repeats (iterations < 1, centre in)",
+      },
+      families = {
+        { OP = { "0", "1" }, CYCLE = { "0", "1" }, INPLACE = { "0" } },
+        { OP = { "0", "1" }, CYCLE = { "0" }, INPLACE = { "1" } },
+      },
+    },
+    {
+      name = "binary_unpack",
+      file = "templates/binary_unpack.cu",
+      kernels = { "ndf_bin_unpack" },
+      slots = {
+        VEC = "1: one thread per word with 16-byte stores (unit last stride, nx % 32 == 0, aligned rows)",
+      },
+      families = {
+        { VEC = { "0", "1" } },
+      },
+    },
+    {
+      name = "label",
+      file = "templates/label.cu",
+      kernels = { "ndf_label" },
+      slots = {
+        O = "output element type (C name)",
+      },
+      families = {
+        { O = { "int", "unsigned char", "signed char", "unsigned short", "short", "unsigned int", "float", "double" } },
+      },
+    },
+    {
+      name = "binary_ccl",
+      file = "templates/binary_ccl.cu",
+      kernels = { "ndf_ccl" },
+      slots = {
+        NSP = "spatial axes, 1..8",
+      },
+      families = {
+        { NSP = { "1", "2", "3", "4", "8" } },
+      },
+    },
+    {
       name = "rank",
       file = "templates/rank.cu",
       kernels = { "ndf_rank" },

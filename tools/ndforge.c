@@ -667,10 +667,8 @@ static ndf_status call_bf(const op_def *op, ndf_ctx *ctx, const ndf_array *in, n
 #define GREY_OP(name, fn, summary) {name, GREY_OPTS, 0, call_grey, fn, NULL, summary, 0}
 #define RANK_OP(name, opts, call, summary, required) \
   {name, opts, OPF_RANK, call, NULL, NULL, summary, required}
-/* Binary ops run on the CPU backend only in this version of the library:
- * drop OPF_CPU_ONLY when it gets their CUDA kernels. */
 #define BINARY_OP(name, opts, fn, summary) \
-  {name, opts, OPF_BINARY | OPF_CPU_ONLY, call_binary, NULL, fn, summary, 0}
+  {name, opts, OPF_BINARY, call_binary, NULL, fn, summary, 0}
 
 static const op_def ops[] = {
     GREY_OP("grey_erosion", ndf_grey_erosion,
@@ -701,9 +699,9 @@ static const op_def ops[] = {
               "dilation until nothing changes (inside --mask)"),
     BINARY_OP("binary_fill_holes", FILL_HOLES_OPTS, ndf_binary_fill_holes,
               "fill the background not connected to the border"),
-    {"binary_hit_or_miss", HIT_OR_MISS_OPTS, OPF_BINARY | OPF_CPU_ONLY, call_hit_or_miss, NULL,
+    {"binary_hit_or_miss", HIT_OR_MISS_OPTS, OPF_BINARY, call_hit_or_miss, NULL,
      NULL, "structure1 fits in the input, structure2 outside it", 0},
-    {"label", LABEL_OPTS, OPF_LABEL | OPF_CPU_ONLY, call_label, NULL, NULL,
+    {"label", LABEL_OPTS, OPF_LABEL, call_label, NULL, NULL,
      "number the connected features 1..N (prints num_features)", 0},
     /* cdt and bf: CPU only in this version (drop OPF_CPU_ONLY when their CUDA paths land). */
     {"distance_transform_edt", EDT_OPTS, OPF_DISTANCE, call_edt, NULL, NULL,
@@ -1391,6 +1389,10 @@ static int cmd_cache(int argc, char **argv) {
       }
       if (op->flags & OPF_CPU_ONLY) {
         errorf("'%s' has no GPU kernels to warm (it runs on the CPU in this version)", op->name);
+        return EXIT_USAGE;
+      }
+      if (op->flags & (OPF_BINARY | OPF_LABEL)) {
+        errorf("'%s' cannot be warmed in this version (its few small kernels compile on first use)", op->name);
         return EXIT_USAGE;
       }
       unsigned extra = a.given & ~(op->opts | warm_common);
