@@ -70,7 +70,7 @@
 /* Workloads                                                                 */
 
 typedef enum { FP_BOX = 0, FP_CROSS = 1 } fp_kind;
-typedef enum { FAM_GREY, FAM_RANK } op_family;
+typedef enum { FAM_GREY, FAM_RANK, FAM_DIST, FAM_BINARY, FAM_LABEL } op_family;
 
 /* The ops: API-style name (--op), key (the first part of a workload's name)
  * and family. */
@@ -78,13 +78,20 @@ typedef struct op_desc {
   const char *name, *key;
   op_family family;
 } op_desc;
-enum { OP_EROSION, OP_DILATION, OP_MEDIAN, OP_RANK, OP_PERCENTILE, OP_OPENING, OP_COUNT };
+enum {
+  OP_EROSION, OP_DILATION, OP_MEDIAN, OP_RANK, OP_PERCENTILE, OP_EDT, OP_BIN_EROSION, OP_FILL_HOLES, OP_LABEL,
+  OP_OPENING, OP_COUNT
+};
 static const op_desc ops[OP_COUNT] = {
     [OP_EROSION] = {"grey_erosion", "erosion", FAM_GREY},
     [OP_DILATION] = {"grey_dilation", "dilation", FAM_GREY},
     [OP_MEDIAN] = {"median_filter", "median", FAM_RANK},
     [OP_RANK] = {"rank_filter", "rank", FAM_RANK},
     [OP_PERCENTILE] = {"percentile_filter", "percentile", FAM_RANK},
+    [OP_EDT] = {"distance_transform_edt", "edt", FAM_DIST},
+    [OP_BIN_EROSION] = {"binary_erosion", "binary_erosion", FAM_BINARY},
+    [OP_FILL_HOLES] = {"binary_fill_holes", "binary_fill_holes", FAM_BINARY},
+    [OP_LABEL] = {"label", "label", FAM_LABEL},
     [OP_OPENING] = {"grey_opening", "opening", FAM_GREY},
 };
 
@@ -97,7 +104,8 @@ typedef struct workload {
   fp_kind fp; /* box: size = ...; cross: footprint with one axis off-centre at most */
   int batch_dims;
   ndf_mode mode;
-  double param; /* rank_filter: the rank; percentile_filter: the percentile */
+  double param; /* rank_filter: the rank; percentile_filter: the percentile; binary_erosion: iterations;
+                   distance_transform_edt: 1 = sampling (0.7, 1.3, ...) and indices too */
 } workload;
 
 /* The default workloads: float32 and reflect unless said. */
@@ -127,13 +135,35 @@ static const workload default_workloads[] = {
     {OP_MEDIAN, NDF_FLOAT32, 2, {1024, 1024}, 7, FP_BOX, 0, NDF_MODE_REFLECT, 0},
     {OP_MEDIAN, NDF_FLOAT32, 2, {1024, 1024}, 31, FP_BOX, 0, NDF_MODE_REFLECT, 0},
     {OP_MEDIAN, NDF_UINT8, 4, {8, 3, 256, 256}, 5, FP_BOX, 2, NDF_MODE_REFLECT, 0},
+    {OP_MEDIAN, NDF_UINT8, 2, {1024, 1024}, 3, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_MEDIAN, NDF_UINT8, 2, {1024, 1024}, 31, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    /* distance transforms (issue 5): uint8 input of random bytes (background
+     * = the zeros, 1 in 256), float64 distances; size and mode unused */
+    {OP_EDT, NDF_UINT8, 2, {1024, 1024}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_EDT, NDF_UINT8, 3, {8, 1024, 1024}, 1, FP_BOX, 1, NDF_MODE_REFLECT, 0},
+    {OP_EDT, NDF_UINT8, 3, {256, 256, 256}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_EDT, NDF_UINT8, 3, {512, 512, 512}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_EDT, NDF_UINT8, 2, {1024, 1024}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 1},
+    /* binary morphology and label (issue 3): bool inputs of random blobs, the 6-connected cross */
+    {OP_BIN_EROSION, NDF_BOOL, 3, {256, 256, 256}, 3, FP_CROSS, 0, NDF_MODE_REFLECT, 1},
+    {OP_BIN_EROSION, NDF_BOOL, 3, {256, 256, 256}, 3, FP_CROSS, 0, NDF_MODE_REFLECT, 10},
+    {OP_FILL_HOLES, NDF_BOOL, 3, {256, 256, 256}, 3, FP_CROSS, 0, NDF_MODE_REFLECT, 0},
+    {OP_LABEL, NDF_BOOL, 3, {256, 256, 256}, 3, FP_CROSS, 0, NDF_MODE_REFLECT, 0},
 };
 #define N_DEFAULT (sizeof default_workloads / sizeof default_workloads[0])
 
 static const char *op_name(int op) { return ops[op].name; }
 
 /* The output dtype of an op for an input dtype. */
-static ndf_dtype out_dtype(const workload *w) { return w->dtype; }
+static ndf_dtype out_dtype(const workload *w)
+{
+  switch (ops[w->op].family) {
+  case FAM_DIST: return NDF_FLOAT64;
+  case FAM_BINARY: return NDF_BOOL;
+  case FAM_LABEL: return NDF_INT32;
+  default: return w->dtype;
+  }
+}
 
 /* NumPy's short type codes, for names and the human line: "f32", "u8". */
 static const char *dtype_short(ndf_dtype t)
@@ -179,7 +209,12 @@ static void wl_name(const workload *w, char *buf, size_t len)
   char shp[160], op[64];
   shape_str(w, 'x', shp, sizeof shp);
   if (w->op == OP_RANK || w->op == OP_PERCENTILE) snprintf(op, sizeof op, "%s%g", ops[w->op].key, w->param);
+  else if (w->op == OP_BIN_EROSION) snprintf(op, sizeof op, "%s_it%g", ops[w->op].key, w->param);
   else snprintf(op, sizeof op, "%s", ops[w->op].key);
+  if (ops[w->op].family == FAM_DIST) { /* "edt_u8_1024x1024_b0", "..._samp_idx" */
+    snprintf(buf, len, "%s_%s_%s_b%d%s", op, dtype_short(w->dtype), shp, w->batch_dims, w->param ? "_samp_idx" : "");
+    return;
+  }
   snprintf(buf, len, "%s_%s_%s_%s%d_b%d%s%s", op,
            dtype_short(w->dtype), shp, w->fp == FP_CROSS ? "cross" : "s", w->size, w->batch_dims,
            w->mode == NDF_MODE_REFLECT ? "" : "_", w->mode == NDF_MODE_REFLECT ? "" : ndf_mode_name(w->mode));
@@ -189,6 +224,8 @@ static void wl_name(const workload *w, char *buf, size_t len)
 typedef struct op_setup {
   ndf_grey_options opt;
   ndf_rank_options ropt;
+  ndf_distance_options dopt;
+  ndf_binary_options bopt; /* binary ops and label: the footprint is the structure */
   ndf_array fp;
   uint8_t *fpbuf;
 } op_setup;
@@ -199,12 +236,22 @@ static int setup_options(const workload *w, op_setup *g)
   memset(g, 0, sizeof *g);
   ndf_grey_options_init(&g->opt);
   ndf_rank_options_init(&g->ropt);
+  ndf_distance_options_init(&g->dopt);
+  g->dopt.batch_dims = w->batch_dims;
+  if (ops[w->op].family == FAM_DIST) {
+    if (w->param) { /* anisotropic: 0.7, 1.3, 0.7, ... */
+      g->dopt.nsampling = sp;
+      for (int i = 0; i < sp; i++) g->dopt.sampling[i] = i % 2 ? 1.3 : 0.7;
+    }
+    return 0;
+  }
   g->opt.mode = g->ropt.mode = w->mode;
   g->opt.batch_dims = g->ropt.batch_dims = w->batch_dims;
-  /* $NDF_BENCH_RANK_ALGO (network, select) picks the rank algorithm, for comparing them. */
+  /* $NDF_BENCH_RANK_ALGO (network, select, histogram) picks the rank algorithm, for comparing them. */
   const char *ra = getenv("NDF_BENCH_RANK_ALGO");
   if (ra && !strcmp(ra, "network")) g->ropt.algorithm = NDF_RANK_ALGO_NETWORK;
   if (ra && !strcmp(ra, "select")) g->ropt.algorithm = NDF_RANK_ALGO_SELECT;
+  if (ra && !strcmp(ra, "histogram")) g->ropt.algorithm = NDF_RANK_ALGO_HISTOGRAM;
   /* $NDF_BENCH_GREY_ALGO (direct, separable, vhgw, decomposed) picks the grey algorithm. */
   const char *ga = getenv("NDF_BENCH_GREY_ALGO");
   if (ga && ndf_grey_algorithm_from_name(ga, &g->opt.algorithm) != NDF_OK) {
@@ -237,6 +284,10 @@ static int setup_options(const workload *w, op_setup *g)
     return -1;
   }
   g->opt.footprint = g->ropt.footprint = &g->fp;
+  ndf_binary_options_init(&g->bopt);
+  g->bopt.structure = &g->fp;
+  g->bopt.iterations = w->op == OP_BIN_EROSION ? (int)w->param : 1;
+  g->bopt.batch_dims = w->batch_dims;
   return 0;
 }
 
@@ -246,8 +297,36 @@ static void free_options(op_setup *g)
   g->fpbuf = NULL;
 }
 
+/* The indices output of the edt workloads that want it: one buffer per
+ * context (a host buffer for the CPU backend), made on first use and kept
+ * until the program exits, so that no allocation is timed.  Indices are
+ * computed and timed but not compared (tests/test_gpu_distance.c does). */
+static ndf_array *edt_indices(ndf_ctx *c, const workload *w, const ndf_array *in)
+{
+  static struct { ndf_ctx *ctx; ndf_device_type dev; ndf_array a; } cache[16];
+  static int n;
+  for (int i = 0; i < n; i++)
+    if (cache[i].ctx == c && cache[i].dev == in->device && cache[i].a.shape[w->batch_dims] == w->ndim - w->batch_dims)
+      return &cache[i].a;
+  if (n == 16) return NULL;
+  int64_t sh[NDF_MAX_NDIM];
+  for (int i = 0; i < w->batch_dims; i++) sh[i] = w->shape[i];
+  sh[w->batch_dims] = w->ndim - w->batch_dims;
+  for (int i = w->batch_dims; i < w->ndim; i++) sh[i + 1] = w->shape[i];
+  ndf_array *a = &cache[n].a;
+  if (ndf_array_alloc(c, a, in->device, NDF_INT32, w->ndim + 1, sh) != NDF_OK) return NULL;
+  cache[n].ctx = c;
+  cache[n].dev = in->device;
+  return &cache[n++].a;
+}
+
 static ndf_status run_op(ndf_ctx *c, const workload *w, const ndf_array *in, ndf_array *out, const op_setup *g)
 {
+  if (w->op == OP_EDT) {
+    ndf_array *idx = NULL;
+    if (w->param && !(idx = edt_indices(c, w, in))) return NDF_ENOMEM;
+    return ndf_distance_transform_edt(c, in, out, idx, &g->dopt);
+  }
   switch (w->op) {
   case OP_EROSION: return ndf_grey_erosion(c, in, out, &g->opt);
   case OP_DILATION: return ndf_grey_dilation(c, in, out, &g->opt);
@@ -255,6 +334,9 @@ static ndf_status run_op(ndf_ctx *c, const workload *w, const ndf_array *in, ndf
   case OP_MEDIAN: return ndf_median_filter(c, in, out, &g->ropt);
   case OP_RANK: return ndf_rank_filter(c, in, out, (int64_t)w->param, &g->ropt);
   case OP_PERCENTILE: return ndf_percentile_filter(c, in, out, w->param, &g->ropt);
+  case OP_BIN_EROSION: return ndf_binary_erosion(c, in, out, &g->bopt);
+  case OP_FILL_HOLES: return ndf_binary_fill_holes(c, in, out, &g->bopt);
+  case OP_LABEL: return ndf_label(c, in, out, g->bopt.structure, w->batch_dims, NULL);
   default: return NDF_EINVAL;
   }
 }
@@ -313,6 +395,48 @@ static void fill_random(void *buf, ndf_dtype t, int64_t n, uint64_t seed)
     }
     for (uint64_t r = splitmix64(&s); i < bytes; i++, r >>= 8) b[i] = (uint8_t)r;
   }
+}
+
+/* Random blobs for the binary ops and label (bench/peers_binary.py:blobs builds
+ * the same image): uniform noise in [-1, 1) on a grid every 16 voxels of the
+ * last three axes (splitmix64 of seed + index), trilinear, above 0. */
+static void fill_blobs(uint8_t *out, const workload *w, uint64_t seed)
+{
+  const int cell = 16;
+  int64_t n[3], g[3], outer = 1;
+  for (int i = 0; i < 3; i++) n[i] = w->ndim - 3 + i >= 0 ? w->shape[w->ndim - 3 + i] : 1;
+  for (int i = 0; i < w->ndim - 3; i++) outer *= w->shape[i];
+  for (int i = 0; i < 3; i++) g[i] = n[i] / cell + 2;
+  double *c = malloc((size_t)(g[0] * g[1] * g[2]) * sizeof *c);
+  if (!c) return;
+  for (int64_t i = 0; i < g[0] * g[1] * g[2]; i++) {
+    uint64_t st = seed + (uint64_t)i;
+    c[i] = (double)(splitmix64(&st) >> 11) * 0x1p-53 * 2.0 - 1.0;
+  }
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t z = 0; z < n[0]; z++)
+      for (int64_t y = 0; y < n[1]; y++)
+        for (int64_t x = 0; x < n[2]; x++) {
+          const double fz = (double)(z % cell) / cell, fy = (double)(y % cell) / cell, fx = (double)(x % cell) / cell;
+          const int64_t z0 = z / cell, y0 = y / cell, x0 = x / cell;
+          double v = 0;
+          for (int dz = 0; dz < 2; dz++)
+            for (int dy = 0; dy < 2; dy++)
+              for (int dx = 0; dx < 2; dx++) {
+                double wt = (dz ? fz : 1 - fz) * (dy ? fy : 1 - fy) * (dx ? fx : 1 - fx);
+                v += wt * c[((z0 + dz) * g[1] + (y0 + dy)) * g[2] + (x0 + dx)];
+              }
+          out[((o * n[0] + z) * n[1] + y) * n[2] + x] = v > 0.0;
+        }
+  free(c);
+}
+
+/* The input of a workload: blobs for the binary ops and label, else fill_random. */
+static void fill_input(void *buf, const workload *w, uint64_t seed)
+{
+  int fam = ops[w->op].family;
+  if ((fam == FAM_BINARY || fam == FAM_LABEL) && ndf_dtype_size(w->dtype) == 1) fill_blobs(buf, w, seed);
+  else fill_random(buf, w->dtype, wl_count(w), seed);
 }
 
 static double element_value(const void *buf, ndf_dtype t, int64_t i)
@@ -504,7 +628,7 @@ static void usage(FILE *f)
         "JSON line per workload on stdout.  OP: grey_erosion, grey_dilation, median_filter,\n"
         "rank_filter (--param: the rank), percentile_filter (--param: the percentile),\n"
         "grey_opening.\n"
-        "$NDF_BENCH_RANK_ALGO=network|select forces the rank filters' algorithm.\n"
+        "$NDF_BENCH_RANK_ALGO=network|select|histogram forces the rank filters' algorithm.\n"
         "$NDF_BENCH_GREY_ALGO=direct|separable|vhgw|decomposed forces the grey algorithm.\n"
         "  --only SUBSTR     run the default workloads whose name contains SUBSTR (see --list)\n"
         "  --reps N          timed runs for the warm median (default 100)\n"
@@ -746,7 +870,7 @@ static int child_disk(const bench_args *a)
   }
   if (setup_options(w, &g) != 0) goto done;
   if ((host = malloc(wl_bytes(w))) == NULL) goto done;
-  fill_random(host, w->dtype, wl_count(w), a->seed ^ 0xd15cull);
+  fill_input(host, w, a->seed ^ 0xd15cull);
   if ((s = ndf_array_init(&hin, host, NDF_DEVICE_CPU, w->dtype, w->ndim, w->shape)) != NDF_OK) {
     ndf_fail(NULL, "ndf_array_init", s);
     goto done;
@@ -932,7 +1056,7 @@ static int upload_rotation(run_state *st)
 {
   ndf_status s;
   for (int i = 1; i < st->nbuf; i++) {
-    fill_random(st->host_in, st->w->dtype, wl_count(st->w), st->a->seed + 1000003ull * (uint64_t)i);
+    fill_input(st->host_in, st->w, st->a->seed + 1000003ull * (uint64_t)i);
     if ((s = ndf_array_copy(st->ctx, &st->din[i], &st->hin)) != NDF_OK) return ndf_fail(st->ctx, "upload", s);
   }
   return 0;
@@ -1049,7 +1173,7 @@ static int run_workload(const bench_args *a, const workload *w, ndf_ctx *cpu, in
   int rc = -1;
   const char *stage = "set-up";
   if (setup_options(w, &st.g) != 0 || host_arrays(&st) != 0) goto done;
-  fill_random(st.host_in, w->dtype, wl_count(w), a->seed);
+  fill_input(st.host_in, w, a->seed);
   stage = "CPU backend";
   if (!have_gpu) {
     rc = cpu_runs(&st, 0, r);
@@ -1141,7 +1265,7 @@ static void print_json(const workload *w, const result *r, const char *device, c
   put(&s, ",\"shape\":[");
   for (int i = 0; i < w->ndim; i++) put(&s, "%s%lld", i ? "," : "", (long long)w->shape[i]);
   put(&s, "],\"size\":%d", w->size);
-  if (w->op == OP_RANK || w->op == OP_PERCENTILE) put(&s, ",\"param\":%.17g", w->param);
+  if (w->op == OP_RANK || w->op == OP_PERCENTILE || w->op == OP_BIN_EROSION) put(&s, ",\"param\":%.17g", w->param);
   put_str(&s, "footprint", w->fp == FP_CROSS ? "cross" : "box");
   put(&s, ",\"batch_dims\":%d", w->batch_dims);
   put_str(&s, "mode", ndf_mode_name(w->mode));

@@ -17,6 +17,10 @@
 #                         (NDF_TEST_CASES; default 50, the plain ctest run does 200)
 #   NDF_SANITIZE_TESTS    which GPU tests run under the sanitizer (default: every
 #                         built tests/test_gpu_*; e.g. "test_gpu_rank")
+#   NDF_CTEST_ARGS        extra arguments of ctest (e.g. "-L gpu": only the GPU tests)
+#   NDF_SANITIZE_WARM     1: the sanitizer runs reuse one kernel cache filled by the
+#                         ctest step (faster; default 0: a fresh cache per run, so
+#                         the sanitizer also sees the compile path)
 #   NDF_BENCH_ARGS        extra arguments of ndf_bench (e.g. "--cpu" or "--only median")
 #   NDF_PEERS             which bench/peers_*.py run (default: all; e.g. "rank grey")
 #   NDF_PEERS_ARGS        extra arguments of every peers script (e.g. "--only median")
@@ -101,6 +105,9 @@ git rev-parse HEAD 2>/dev/null > "$OUT/commit.txt"
 git status --short 2>/dev/null >> "$OUT/commit.txt"
 
 built=0
+# One kernel cache for the tests of this run (the sanitizer may reuse it, see NDF_SANITIZE_WARM).
+run_cache=$(mktemp -d "${TMPDIR:-/tmp}/ndf-run-cache-XXXXXX")
+trap 'rm -rf "$run_cache"' EXIT
 # Tests and bench are forced on: an earlier configure of build-gpu may have turned them off.
 if step configure 120 "$OUT/configure.log" cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
      -DNDF_BUILD_TESTS=ON -DNDF_BUILD_BENCH=ON; then
@@ -109,7 +116,10 @@ fi
 (( built )) || echo "=== nothing to test or time: the build failed"
 
 if (( built && ! sanitize_only )); then
-  step ctest 240 "$OUT/ctest.log" ctest --test-dir "$build" --output-on-failure --timeout 200
+  # shellcheck disable=SC2206
+  ctest_args=(${NDF_CTEST_ARGS:-})
+  step ctest 240 "$OUT/ctest.log" env NDF_CACHE_DIR="$run_cache" ctest --test-dir "$build" --output-on-failure \
+    --timeout 200 "${ctest_args[@]}"
 
   bench_args=(--human)
   (( quick )) && bench_args+=(--check-max-mb 128)
@@ -148,11 +158,12 @@ if (( built && (sanitize_only || ! quick) )); then
       [ "$tool" = memcheck ] && extra=(--leak-check full)
       for t in "${gpu_tests[@]}"; do
         # A fresh cache dir: the run compiles under the sanitizer, as a first run does.
-        san_cache=$(mktemp -d "${TMPDIR:-/tmp}/ndf-san-XXXXXX")
+        san_cache=$run_cache
+        [ "${NDF_SANITIZE_WARM:-0}" = 1 ] || san_cache=$(mktemp -d "${TMPDIR:-/tmp}/ndf-san-XXXXXX")
         step "$tool:$t" 180 "$OUT/$tool-$t.log" env NDF_CACHE_DIR="$san_cache" \
           NDF_TEST_CASES="${NDF_SANITIZE_CASES:-50}" \
           compute-sanitizer --tool "$tool" --error-exitcode 1 "${extra[@]}" "$build/tests/$t"
-        rm -rf "$san_cache"
+        [ "$san_cache" = "$run_cache" ] || rm -rf "$san_cache"
       done
     done
   else

@@ -31,6 +31,8 @@ WORKLOADS = [
     dict(op="median", dtype="float32", shape=(1024, 1024), size=7, batch_dims=0),
     dict(op="median", dtype="float32", shape=(1024, 1024), size=31, batch_dims=0),
     dict(op="median", dtype="uint8", shape=(8, 3, 256, 256), size=5, batch_dims=2),
+    dict(op="median", dtype="uint8", shape=(1024, 1024), size=3, batch_dims=0),
+    dict(op="median", dtype="uint8", shape=(1024, 1024), size=31, batch_dims=0),
 ]
 
 

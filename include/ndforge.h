@@ -329,13 +329,23 @@ NDF_API ndf_status ndf_black_tophat(ndf_ctx *ctx, const ndf_array *input, ndf_ar
 typedef enum { NDF_RANK_NAN_PROPAGATE = 0, NDF_RANK_NAN_OMIT = 1 } ndf_rank_nan_policy;
 
 /* How the rank is selected (every choice gives the same result):
- *   NDF_RANK_ALGO_AUTO     the fastest for the backend and window (default);
- *   NDF_RANK_ALGO_NETWORK  a generated selection network (every rank up to 27
- *                          taps, the median up to 49); NDF_EINVAL where none exists;
- *   NDF_RANK_ALGO_SELECT   the general selection: quickselect on the CPU, a
- *                          bitwise radix select on order-preserving keys on CUDA.
- * AUTO picks SELECT on the CPU, and on CUDA the network where one exists. */
-typedef enum { NDF_RANK_ALGO_AUTO = 0, NDF_RANK_ALGO_NETWORK = 1, NDF_RANK_ALGO_SELECT = 2 } ndf_rank_algorithm;
+ *   NDF_RANK_ALGO_AUTO       the fastest for the backend and window (default);
+ *   NDF_RANK_ALGO_NETWORK    a generated selection network (every rank up to 27
+ *                            taps, the median up to 49); NDF_EINVAL where none exists;
+ *   NDF_RANK_ALGO_SELECT     the general selection: quickselect on the CPU, a
+ *                            bitwise radix select on order-preserving keys on CUDA;
+ *   NDF_RANK_ALGO_HISTOGRAM  a sliding 256-bin histogram per output column (CUDA;
+ *                            quickselect on the CPU): uint8/int8 data and a box
+ *                            window (size=) over at least 2 spatial axes with
+ *                            fewer than 65536 taps; NDF_EINVAL otherwise.
+ * AUTO picks SELECT on the CPU; on CUDA the network where one exists, else the
+ * histogram where it applies, else SELECT. */
+typedef enum {
+  NDF_RANK_ALGO_AUTO = 0,
+  NDF_RANK_ALGO_NETWORK = 1,
+  NDF_RANK_ALGO_SELECT = 2,
+  NDF_RANK_ALGO_HISTOGRAM = 3
+} ndf_rank_algorithm;
 
 /* Options of ndf_median_filter, ndf_rank_filter and ndf_percentile_filter,
  * named as in scipy.ndimage: size (or footprint, which wins), mode (one for
@@ -463,6 +473,86 @@ NDF_API ndf_status ndf_label(ndf_ctx *ctx, const ndf_array *input, ndf_array *ou
                              int batch_dims, int64_t *num_features);
 
 /* ------------------------------------------------------------------------ */
+/* Distance transforms                                                       */
+
+/* Metrics of the distance transforms (scipy.ndimage's names). */
+typedef enum {
+  NDF_METRIC_DEFAULT = 0,    /* the op's own default: chessboard for cdt, euclidean for bf */
+  NDF_METRIC_EUCLIDEAN = 1,
+  NDF_METRIC_TAXICAB = 2,    /* = cityblock = manhattan */
+  NDF_METRIC_CHESSBOARD = 3
+} ndf_metric;
+/* Accepts euclidean, taxicab, cityblock, manhattan, chessboard (any case, as scipy's bf). */
+NDF_API ndf_status ndf_metric_from_name(const char *name, ndf_metric *out);
+NDF_API const char *ndf_metric_name(ndf_metric m);
+
+/*
+ * Options of the three distance transforms, named as in scipy.ndimage:
+ *   sampling          edt and bf (euclidean only, as in scipy; ignored by bf's
+ *                     other metrics): spacing per spatial axis; nsampling 0 =
+ *                     unit spacing, 1 = one value for every axis, else one per
+ *                     spatial axis.  Values must be finite and > 0.
+ *   metric            cdt: TAXICAB or CHESSBOARD (DEFAULT = chessboard);
+ *                     bf: EUCLIDEAN, TAXICAB or CHESSBOARD (DEFAULT = euclidean).
+ *   metric_structure  cdt only: a host array of shape (3,)*spatial rank (any
+ *                     dtype, non-zero = in) used instead of metric, as scipy's
+ *                     distance_transform_cdt(metric=array).
+ *   batch_dims        leading axes that are independent images (0 = scipy).
+ */
+typedef struct ndf_distance_options {
+  int nsampling;
+  double sampling[NDF_MAX_SPATIAL];
+  ndf_metric metric;
+  const ndf_array *metric_structure;
+  int batch_dims;
+} ndf_distance_options;
+
+/* Unit sampling, the op's default metric, no structure, batch_dims 0. */
+NDF_API void ndf_distance_options_init(ndf_distance_options *opt);
+
+/*
+ * The three transforms share their arrays:
+ *   input      any dtype, any strides; non-zero (NaN too) is foreground, zero is
+ *              the background whose distance is measured.
+ *   distances  NULL (not wanted) or an array shaped like the input on its
+ *              device: float64 or float32 for edt (float32 = scipy's float64
+ *              result rounded), int32 for cdt, float64 (euclidean) or uint32
+ *              (taxicab, chessboard) for bf -- scipy's dtypes.
+ *   indices    NULL (not wanted) or int32 of shape batch + (spatial rank,) +
+ *              spatial shape: per image, scipy's (ndim,) + input.shape feature
+ *              transform (coordinates of the nearest background voxel).
+ * At least one of distances and indices must be given.  Images of 2^31
+ * voxels or more are NDF_ENOTSUP (scipy's indices are int32 too).
+ *
+ * distance_transform_edt: exact Euclidean distance, computed as scipy does
+ * (Maurer's separable Voronoi passes over axes 0..n-1 in double, then
+ * sqrt(sum_i ((f_i - x_i) * sampling_i)^2)), so distances and indices are
+ * bit-identical to scipy's.  Ties: the nearest background voxel whose
+ * coordinates are smallest comparing the last axis first.  An image without
+ * background gives index (-1, 0, ..., 0) and distance
+ * sqrt(((x_0 + 1) s_0)^2 + (x_1 s_1)^2 + ...), as scipy.
+ *
+ * distance_transform_cdt: scipy's two raster passes (forward, then backward)
+ * with the first half of the metric's 3^n structure, updating only on strict
+ * improvement; voxels no background reaches get -1 and their own index.
+ *
+ * distance_transform_bf: the brute-force oracle over the boundary background
+ * (background voxels with a foreground neighbour, full connectivity); ties go
+ * to the highest raster index.  An image without background voxels next to
+ * the foreground gives sqrt(DBL_MAX) (euclidean) or UINT32_MAX and index 0.
+ *
+ * Backends: CPU for all three; CUDA arrays for edt, bit-identical to the CPU
+ * (stream-ordered, like every GPU op).  cdt and bf on CUDA arrays:
+ * NDF_ENOTSUP in this version.
+ */
+NDF_API ndf_status ndf_distance_transform_edt(ndf_ctx *ctx, const ndf_array *input, ndf_array *distances,
+                                              ndf_array *indices, const ndf_distance_options *opt);
+NDF_API ndf_status ndf_distance_transform_cdt(ndf_ctx *ctx, const ndf_array *input, ndf_array *distances,
+                                              ndf_array *indices, const ndf_distance_options *opt);
+NDF_API ndf_status ndf_distance_transform_bf(ndf_ctx *ctx, const ndf_array *input, ndf_array *distances,
+                                             ndf_array *indices, const ndf_distance_options *opt);
+
+/* ------------------------------------------------------------------------ */
 /* Kernel cache                                                              */
 
 /*
@@ -474,6 +564,12 @@ NDF_API ndf_status ndf_label(ndf_ctx *ctx, const ndf_array *input, ndf_array *ou
 NDF_API ndf_status ndf_cache_warm(ndf_ctx *ctx, const char *arch, const char *op,
                                   ndf_dtype dtype, int ndim, const ndf_grey_options *opt,
                                   int *compiled);
+/* The same for a rank filter: op is "median_filter", "rank_filter" (rank
+ * used) or "percentile_filter" (percentile used); the kernel is the one
+ * calls on arrays of at least 64 along the last three axes take. */
+NDF_API ndf_status ndf_cache_warm_rank(ndf_ctx *ctx, const char *arch, const char *op, ndf_dtype dtype, int ndim,
+                                       int64_t rank, double percentile, const ndf_rank_options *opt,
+                                       int *compiled);
 
 /* Calls fn for each entry of the context's disk cache with its file name,
  * size and key text.  Stops early when fn returns non-zero. */

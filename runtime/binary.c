@@ -13,9 +13,8 @@
  * detection turns scipy's endless loop on oscillating structures into an
  * error.
  *
- * This session the ops run on the CPU backend; CUDA arrays are refused with
- * NDF_ENOTSUP until the GPU kernels (bit-packed steps, device-side change
- * flag, CCL for propagation) land.
+ * CUDA arrays run on bit-packed words (binary_cuda.c) with the same
+ * prepared steps; label on CUDA arrays is a union-find there too.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -153,10 +152,13 @@ static ndf_status check_io(ndf_ctx *ctx, const char *name, const ndf_array *in, 
                          in->ndim - batch_dims, NDF_MAX_SPATIAL);
   if (in->device != out->device || in->device_id != out->device_id)
     return ndf__argerror(ctx, name, "output", "lives on another device than the input");
-  if (in->device == NDF_DEVICE_CUDA)
-    return ndf__error(ctx, NDF_ENOTSUP, "%s: CUDA arrays are not supported yet (binary morphology and label run on "
-                      "the CPU backend in this version)", name);
-  if (in->device != NDF_DEVICE_CPU) return ndf__argerror(ctx, name, "input", "unknown device type %d", (int)in->device);
+  if (in->device != NDF_DEVICE_CPU && in->device != NDF_DEVICE_CUDA)
+    return ndf__argerror(ctx, name, "input", "unknown device type %d", (int)in->device);
+  if (in->device == NDF_DEVICE_CUDA && !ctx->has_cuda)
+    return ndf__error(ctx, NDF_ENODEV, "%s: the arrays are on a CUDA device but the context has none", name);
+  if (in->device == NDF_DEVICE_CUDA && in->device_id != ctx->opt.device)
+    return ndf__argerror(ctx, name, "input", "on CUDA device %d, the context uses device %d", in->device_id,
+                         ctx->opt.device);
   if (ndf_array_size(in) > 0 && (!in->data || !out->data))
     return ndf__argerror(ctx, name, !in->data ? "input" : "output", "NULL data");
   if (ndf_array_size(in) > 0) {
@@ -195,7 +197,8 @@ static ndf_status get_structure(ndf_ctx *ctx, const char *name, const char *arg,
 
 static ndf_status check_mask(ndf_ctx *ctx, const char *name, const ndf_array *mask, const ndf_array *in) {
   if (!mask) return NDF_OK;
-  if (mask->device != in->device) return ndf__argerror(ctx, name, "mask", "lives on another device than the input");
+  if (mask->device != in->device || mask->device_id != in->device_id)
+    return ndf__argerror(ctx, name, "mask", "lives on another device than the input");
   if (!ndf_dtype_size(mask->dtype)) return ndf__argerror(ctx, name, "mask", "unknown dtype %d", (int)mask->dtype);
   if (mask->ndim != in->ndim) return ndf__argerror(ctx, name, "mask", "rank %d differs from the input rank %d", mask->ndim, in->ndim);
   for (int d = 0; d < in->ndim; d++)
@@ -211,10 +214,7 @@ static ndf_status check_mask(ndf_ctx *ctx, const char *name, const ndf_array *ma
 typedef enum { ERODE, DILATE } binop;
 
 /* A prepared step: the grey geometry of the structure (or "empty"). */
-typedef struct step {
-  int empty;           /* all-False structure: erosion gives 1, dilation 0 */
-  ndf__grey_geom g;
-} step;
+typedef ndf__bin_step step;
 
 static ndf_status prepare_step(ndf_ctx *ctx, const char *name, binop op, const ndf_array *st, int ndim,
                                const int64_t *shape, int norigin, const int64_t *origin, int border_value,
@@ -524,7 +524,13 @@ static void store(const uint8_t *buf, ndf_array *out) {
 
 /* ---- the ops ------------------------------------------------------------------------------------ */
 
-typedef enum { B_EROSION, B_DILATION, B_OPENING, B_CLOSING, B_PROPAGATION, B_FILL_HOLES } binary_kind;
+typedef ndf__binary_kind binary_kind;
+#define B_EROSION NDF__B_EROSION
+#define B_DILATION NDF__B_DILATION
+#define B_OPENING NDF__B_OPENING
+#define B_CLOSING NDF__B_CLOSING
+#define B_PROPAGATION NDF__B_PROPAGATION
+#define B_FILL_HOLES NDF__B_FILL_HOLES
 
 static ndf_status binary(ndf_ctx *ctx, const char *name, binary_kind kind, const ndf_array *in, ndf_array *out,
                          const ndf_binary_options *opt) {
@@ -558,6 +564,11 @@ static ndf_status binary(ndf_ctx *ctx, const char *name, binary_kind kind, const
     goto done;
   const int64_t n = ndf_array_size(in);
   if (n == 0) goto done;
+  if (in->device == NDF_DEVICE_CUDA) {
+    s = ndf__binary_cuda(ctx, name, kind, in, out, kind == B_FILL_HOLES ? NULL : opt->mask, &ero, &dil, border,
+                         opt->iterations, opt->batch_dims);
+    goto done;
+  }
   if ((s = binarize(ctx, in, &a)) != NDF_OK) goto done;
   b = malloc((size_t)n);
   if (!b) { s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name); goto done; }
@@ -659,6 +670,10 @@ ndf_status ndf_binary_hit_or_miss(ndf_ctx *ctx, const ndf_array *in, ndf_array *
   st2.g.op = NDF__MAX;
   const int64_t n = ndf_array_size(in);
   if (n == 0) goto done;
+  if (in->device == NDF_DEVICE_CUDA) {
+    s = ndf__hit_or_miss_cuda(ctx, name, in, out, &st1, &st2, opt->batch_dims);
+    goto done;
+  }
   if ((s = binarize(ctx, in, &a)) != NDF_OK) goto done;
   hit = malloc((size_t)n);
   miss = malloc((size_t)n);
@@ -851,6 +866,10 @@ ndf_status ndf_label(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const nd
   for (int64_t k = 0; k < ntaps; k++) {
     loff[k] = 0;
     for (int d = 0; d < nsp; d++) loff[k] += (int64_t)taps[k * nsp + d] * st[batch_dims + d];
+  }
+  if (in->device == NDF_DEVICE_CUDA) {
+    s = ndf__label_cuda(ctx, name, in, out, taps, ntaps, nsp, batch_dims, label_capacity(out->dtype), num_features);
+    goto done;
   }
   if ((s = binarize(ctx, in, &x)) != NDF_OK) goto done;
   parent = malloc((size_t)n * sizeof *parent);

@@ -197,9 +197,13 @@ typedef struct ndf__rank_sel {
 } ndf__rank_sel;
 /* The rank selected among m values (m = n unless NaNs are omitted). */
 int64_t ndf__rank_for(int kind, int64_t rank, double p, int64_t m);
+/* 1 when the sliding-histogram kernel applies: 8-bit dtype, a box window
+ * spanning at least 2 spatial axes, fewer than 65536 taps. */
+int ndf__rank_hist_applies(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n);
 /* Kernel request of the CUDA rank filter for (dtype, window, selection); release with ndf__req_free. */
-ndf_status ndf__rank_cuda_request(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndim, const ndf__grey_geom *g,
-                                  const int32_t *taps, int64_t n, const ndf__rank_sel *sel, ndf__kernel_req *req);
+ndf_status ndf__rank_cuda_request(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndim, const int64_t *shape,
+                                  const ndf__grey_geom *g, const int32_t *taps, int64_t n, const ndf__rank_sel *sel,
+                                  ndf__kernel_req *req);
 ndf_status ndf__rank_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
                           const ndf__grey_geom *g, const int32_t *taps, int64_t n, const ndf__rank_sel *sel);
 
@@ -218,6 +222,32 @@ ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
 /* Kernel requests the CUDA path would make for (dtype, geometry); for cache warm. */
 int ndf__grey_cuda_requests(const ndf__grey_geom *g, ndf_dtype dtype, int ndim,
                             ndf__kernel_req *reqs, int max);
+
+/* ---- distance_cuda.c ---------------------------------------------------------------------- */
+/* distance_transform_edt on CUDA arrays (validated by distance.c); dist and
+ * idx may be NULL; sampling has one value per spatial axis. */
+ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, ndf_array *idx,
+                         int batch_dims, const double *sampling);
+/* ---- binary.c / binary_cuda.c: binary morphology ------------------------------------------ */
+typedef enum {
+  NDF__B_EROSION, NDF__B_DILATION, NDF__B_OPENING, NDF__B_CLOSING, NDF__B_PROPAGATION, NDF__B_FILL_HOLES
+} ndf__binary_kind;
+/* A prepared binary step: the grey geometry of the structure, or "empty"
+ * (an all-False structure: erosion gives 1, dilation 0). */
+typedef struct ndf__bin_step {
+  int empty;
+  ndf__grey_geom g;
+} ndf__bin_step;
+/* The CUDA backend on bit-packed words: a validated op of kind (mask NULL for
+ * fill_holes), its prepared steps, border_value and iterations. */
+ndf_status ndf__binary_cuda(ndf_ctx *ctx, const char *name, ndf__binary_kind kind, const ndf_array *in,
+                            ndf_array *out, const ndf_array *mask, const ndf__bin_step *ero,
+                            const ndf__bin_step *dil, int border, int iterations, int batch_dims);
+/* scipy's label on CUDA arrays: taps = the structure's backward half; cap = largest label of out's dtype. */
+ndf_status ndf__label_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out, const int32_t *taps,
+                           int64_t ntaps, int nsp, int batch_dims, int64_t cap, int64_t *num_features);
+ndf_status ndf__hit_or_miss_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
+                                 const ndf__bin_step *hit, const ndf__bin_step *miss, int batch_dims);
 
 /* ---- rank.c ---------------------------------------------------------------------------- */
 struct ndf__selnet;

@@ -152,15 +152,31 @@ int64_t ndf__rank_for(int kind, int64_t rank, double p, int64_t m) {
   }
 NDF_RANK_TYPES(DEFINE_RANK)
 
-static ndf_status rank_filter(ndf_ctx *ctx, const char *name, rank_kind kind, const ndf_array *in, ndf_array *out,
-                              int64_t rank, double percentile, const ndf_rank_options *opt) {
-  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
-  ndf__clear_error(ctx);
-  ndf_status s = ndf__check_filter_arrays(ctx, name, in, out);
-  if (s != NDF_OK) return s;
+/* A validated rank-filter call: its geometry, window taps, and what it selects. */
+typedef struct rank_call {
+  ndf__grey_geom g;
+  int32_t *taps;    /* n * nsp offsets (g.taps, or boxtaps for a box) */
+  int32_t *boxtaps; /* owned */
+  int64_t n;
+  ndf__rank_sel sel;
+} rank_call;
+
+static void rank_call_free(rank_call *c) {
+  free(c->boxtaps);
+  ndf__grey_geom_free(&c->g);
+}
+
+/* Checks the options against (dtype, ndim, shape) and builds the window; on
+ * success c must be released with rank_call_free. */
+static ndf_status rank_setup(ndf_ctx *ctx, const char *name, rank_kind kind, ndf_dtype dtype, int ndim,
+                             const int64_t *shape, int64_t rank, double percentile, const ndf_rank_options *opt,
+                             rank_call *c) {
+  memset(c, 0, sizeof *c);
   if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
   if (opt->nan_policy != NDF_RANK_NAN_PROPAGATE && opt->nan_policy != NDF_RANK_NAN_OMIT)
     return ndf__argerror(ctx, name, "nan_policy", "unknown policy %d", (int)opt->nan_policy);
+  if (opt->algorithm < NDF_RANK_ALGO_AUTO || opt->algorithm > NDF_RANK_ALGO_HISTOGRAM)
+    return ndf__argerror(ctx, name, "algorithm", "unknown algorithm %d", (int)opt->algorithm);
   if (kind == R_PERCENTILE) {
     double p = percentile < 0.0 ? percentile + 100.0 : percentile;
     if (!(p >= 0.0 && p <= 100.0))
@@ -180,50 +196,77 @@ static ndf_status rank_filter(ndf_ctx *ctx, const char *name, rank_kind kind, co
   go.mode = opt->mode;
   go.cval = opt->cval;
   go.batch_dims = opt->batch_dims;
-  ndf__grey_geom g;
-  if ((s = ndf__grey_prepare(ctx, name, NDF__MIN, in->dtype, in->ndim, in->shape, &go, &g)) != NDF_OK) return s;
-  const int nsp = g.nsp;
-  int32_t *taps = g.taps, *boxtaps = NULL;
-  int64_t n = g.ntaps;
-  if (g.is_box) {
+  ndf_status s;
+  if ((s = ndf__grey_prepare(ctx, name, NDF__MIN, dtype, ndim, shape, &go, &c->g)) != NDF_OK) return s;
+  const ndf__grey_geom *g = &c->g;
+  const int nsp = g->nsp;
+  c->taps = g->taps;
+  c->n = g->ntaps;
+  if (g->is_box) {
     /* scipy checks the origin of every axis for rank filters, size-1 axes included. */
     for (int d = 0; d < nsp; d++) {
-      int64_t o = opt->norigin ? opt->origin[opt->norigin == 1 ? 0 : d] : 0, sz = g.box[d];
+      int64_t o = opt->norigin ? opt->origin[opt->norigin == 1 ? 0 : d] : 0, sz = g->box[d];
       if (sz / 2 + o < 0 || sz / 2 + o >= sz) {
-        ndf__grey_geom_free(&g);
+        rank_call_free(c);
         return ndf__argerror(ctx, name, "origin", "origin[%d]=%lld is outside the window of size %lld", d,
                              (long long)o, (long long)sz);
       }
     }
-    boxtaps = malloc((size_t)(n > 0 ? n : 1) * nsp * sizeof *boxtaps);
-    if (!boxtaps) {
-      ndf__grey_geom_free(&g);
+    c->boxtaps = malloc((size_t)(c->n > 0 ? c->n : 1) * nsp * sizeof *c->boxtaps);
+    if (!c->boxtaps) {
+      rank_call_free(c);
       return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
     }
-    for (int64_t k = 0; k < n; k++) {
+    for (int64_t k = 0; k < c->n; k++) {
       int64_t r = k;
       for (int d = nsp - 1; d >= 0; d--) {
-        boxtaps[k * nsp + d] = (int32_t)(g.lo[d] + r % g.box[d]);
-        r /= g.box[d];
+        c->boxtaps[k * nsp + d] = (int32_t)(g->lo[d] + r % g->box[d]);
+        r /= g->box[d];
       }
     }
-    taps = boxtaps;
+    c->taps = c->boxtaps;
   }
+  const int64_t n = c->n;
   int64_t r = rank;
   if (kind == R_RANK) {
     if (r < 0) r += n;
-    if (r < 0 || r >= n) s = ndf__argerror(ctx, name, "rank", "%lld is not within the %lld taps of the window", (long long)rank, (long long)n);
+    if (r < 0 || r >= n) {
+      rank_call_free(c);
+      return ndf__argerror(ctx, name, "rank", "%lld is not within the %lld taps of the window", (long long)rank,
+                           (long long)n);
+    }
   }
-  const ndf__rank_sel sel = {kind, r, percentile, opt->nan_policy, opt->algorithm};
-  if (s == NDF_OK && (opt->algorithm < NDF_RANK_ALGO_AUTO || opt->algorithm > NDF_RANK_ALGO_SELECT))
-    s = ndf__argerror(ctx, name, "algorithm", "unknown algorithm %d", (int)opt->algorithm);
-  if (s == NDF_OK && opt->algorithm == NDF_RANK_ALGO_NETWORK && !ndf__selnet_find(n, ndf__rank_for(kind, r, percentile, n)))
-    s = ndf__argerror(ctx, name, "algorithm",
-                      "no selection network for rank %lld of %lld taps (networks exist for every rank up to 27 "
-                      "taps and the median up to 49)", (long long)ndf__rank_for(kind, r, percentile, n), (long long)n);
-  if (s == NDF_OK && in->device == NDF_DEVICE_CUDA) {
-    s = ndf__rank_cuda(ctx, name, in, out, &g, taps, n, &sel);
-  } else if (s == NDF_OK && ndf_array_size(in) > 0) {
+  const int64_t kfull = ndf__rank_for(kind, r, percentile, n);
+  if (opt->algorithm == NDF_RANK_ALGO_NETWORK && !ndf__selnet_find(n, kfull)) {
+    rank_call_free(c);
+    return ndf__argerror(ctx, name, "algorithm",
+                         "no selection network for rank %lld of %lld taps (networks exist for every rank up to 27 "
+                         "taps and the median up to 49)", (long long)kfull, (long long)n);
+  }
+  if (opt->algorithm == NDF_RANK_ALGO_HISTOGRAM && !ndf__rank_hist_applies(dtype, &c->g, n)) {
+    rank_call_free(c);
+    return ndf__argerror(ctx, name, "algorithm",
+                         "the sliding histogram needs uint8/int8 data and a box window (size=) over at least 2 "
+                         "spatial axes with fewer than 65536 taps");
+  }
+  ndf__rank_sel sel = {kind, r, percentile, opt->nan_policy, opt->algorithm};
+  c->sel = sel;
+  return NDF_OK;
+}
+
+static ndf_status rank_filter(ndf_ctx *ctx, const char *name, rank_kind kind, const ndf_array *in, ndf_array *out,
+                              int64_t rank, double percentile, const ndf_rank_options *opt) {
+  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
+  ndf__clear_error(ctx);
+  ndf_status s = ndf__check_filter_arrays(ctx, name, in, out);
+  if (s != NDF_OK) return s;
+  rank_call c;
+  if ((s = rank_setup(ctx, name, kind, in->dtype, in->ndim, in->shape, rank, percentile, opt, &c)) != NDF_OK)
+    return s;
+  const ndf__rank_sel *sel = &c.sel;
+  if (in->device == NDF_DEVICE_CUDA) {
+    s = ndf__rank_cuda(ctx, name, in, out, &c.g, c.taps, c.n, sel);
+  } else if (ndf_array_size(in) > 0) {
     /* Quickselect by default: on the CPU an interpreted network is slower
      * (5x5 median: 571 ms against 398 ms on 8x3x256^2, 2 cores).  The
      * generated networks are meant for the GPU's straight-line kernels;
@@ -231,22 +274,58 @@ static ndf_status rank_filter(ndf_ctx *ctx, const char *name, rank_kind kind, co
      * them against the sort path. */
     const char *want = getenv("NDF_RANK_NETWORK");
     const int use_net = opt->algorithm == NDF_RANK_ALGO_NETWORK || (want && *want && strcmp(want, "0") != 0);
+    const rank_kind k = (rank_kind)sel->kind;
+    const int64_t r = sel->rank, n = c.n;
+    const double pc = sel->percentile;
+    const ndf_rank_nan_policy pol = sel->nan_policy;
     int rc = 0;
     switch (in->dtype) {
-      case NDF_UINT8: rc = rank_cpu_u8(ctx, in, out, &g, taps, n, kind, r, percentile, opt->nan_policy, use_net); break;
-      case NDF_INT8: rc = rank_cpu_i8(ctx, in, out, &g, taps, n, kind, r, percentile, opt->nan_policy, use_net); break;
-      case NDF_UINT16: rc = rank_cpu_u16(ctx, in, out, &g, taps, n, kind, r, percentile, opt->nan_policy, use_net); break;
-      case NDF_INT16: rc = rank_cpu_i16(ctx, in, out, &g, taps, n, kind, r, percentile, opt->nan_policy, use_net); break;
-      case NDF_UINT32: rc = rank_cpu_u32(ctx, in, out, &g, taps, n, kind, r, percentile, opt->nan_policy, use_net); break;
-      case NDF_INT32: rc = rank_cpu_i32(ctx, in, out, &g, taps, n, kind, r, percentile, opt->nan_policy, use_net); break;
-      case NDF_FLOAT32: rc = rank_cpu_f32(ctx, in, out, &g, taps, n, kind, r, percentile, opt->nan_policy, use_net); break;
-      case NDF_FLOAT64: rc = rank_cpu_f64(ctx, in, out, &g, taps, n, kind, r, percentile, opt->nan_policy, use_net); break;
+      case NDF_UINT8: rc = rank_cpu_u8(ctx, in, out, &c.g, c.taps, n, k, r, pc, pol, use_net); break;
+      case NDF_INT8: rc = rank_cpu_i8(ctx, in, out, &c.g, c.taps, n, k, r, pc, pol, use_net); break;
+      case NDF_UINT16: rc = rank_cpu_u16(ctx, in, out, &c.g, c.taps, n, k, r, pc, pol, use_net); break;
+      case NDF_INT16: rc = rank_cpu_i16(ctx, in, out, &c.g, c.taps, n, k, r, pc, pol, use_net); break;
+      case NDF_UINT32: rc = rank_cpu_u32(ctx, in, out, &c.g, c.taps, n, k, r, pc, pol, use_net); break;
+      case NDF_INT32: rc = rank_cpu_i32(ctx, in, out, &c.g, c.taps, n, k, r, pc, pol, use_net); break;
+      case NDF_FLOAT32: rc = rank_cpu_f32(ctx, in, out, &c.g, c.taps, n, k, r, pc, pol, use_net); break;
+      case NDF_FLOAT64: rc = rank_cpu_f64(ctx, in, out, &c.g, c.taps, n, k, r, pc, pol, use_net); break;
       default: rc = -1; break;
     }
     if (rc != 0) s = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory for the window", name);
   }
-  free(boxtaps);
-  ndf__grey_geom_free(&g);
+  rank_call_free(&c);
+  return s;
+}
+
+ndf_status ndf_cache_warm_rank(ndf_ctx *ctx, const char *arch, const char *op, ndf_dtype dtype, int ndim,
+                               int64_t rank, double percentile, const ndf_rank_options *opt, int *compiled) {
+  static const char *name = "ndf_cache_warm_rank";
+  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
+  ndf__clear_error(ctx);
+  if (compiled) *compiled = 0;
+  if (!arch || strncmp(arch, "sm_", 3) != 0 || atoi(arch + 3) < 50)
+    return ndf__argerror(ctx, name, "arch", "'%s' is not an architecture like sm_90", arch ? arch : "(null)");
+  rank_kind kind;
+  if (op && !strcmp(op, "median_filter")) kind = R_MEDIAN;
+  else if (op && !strcmp(op, "rank_filter")) kind = R_RANK;
+  else if (op && !strcmp(op, "percentile_filter")) kind = R_PERCENTILE;
+  else return ndf__argerror(ctx, name, "op", "unknown op '%s' (median_filter, rank_filter, percentile_filter)",
+                            op ? op : "(null)");
+  if (dtype == NDF_BOOL || !ndf_dtype_size(dtype)) return ndf__argerror(ctx, name, "dtype", "unsupported dtype %d", (int)dtype);
+  if (ndim < 1 || ndim > NDF_MAX_NDIM) return ndf__argerror(ctx, name, "ndim", "%d is not in 1..%d", ndim, NDF_MAX_NDIM);
+  /* Extents large enough for the kernel's full blocking, as in ndf_cache_warm. */
+  int64_t shape[NDF_MAX_NDIM];
+  for (int d = 0; d < ndim; d++) shape[d] = 64;
+  rank_call c;
+  ndf_status s = rank_setup(ctx, name, kind, dtype, ndim, shape, rank, percentile, opt, &c);
+  if (s != NDF_OK) return s;
+  ndf__kernel_req req;
+  if ((s = ndf__rank_cuda_request(ctx, name, dtype, ndim, shape, &c.g, c.taps, c.n, &c.sel, &req)) == NDF_OK) {
+    int c1 = 0;
+    s = ndf__jit_warm(ctx, name, &req, arch, &c1);
+    if (compiled) *compiled = c1;
+    ndf__req_free(&req);
+  }
+  rank_call_free(&c);
   return s;
 }
 

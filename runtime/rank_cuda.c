@@ -19,6 +19,9 @@
 
 #define RANK_TX 32
 #define RANK_TY 8
+/* The sliding-histogram kernel: columns per block, rows per thread. */
+#define HIST_BX 64
+#define HIST_STRIP 32
 /* Shared memory a block may take without the opt-in attribute. */
 #define SMEM_DEFAULT (48 * 1024)
 #define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
@@ -52,7 +55,7 @@ static void sb_add(strbuf *b, const char *fmt, long long x, long long y) {
 /* The geometry of one call, shared by the request and the launch. */
 typedef struct {
   int nlead, nleadsp, nplanes;
-  int ylo, xlo, ky, kx, ty;
+  int ylo, xlo, ky, kx, ty, ry, rz;
   size_t smem;
   const ndf__selnet *net;
 } rank_geom;
@@ -64,11 +67,18 @@ static int plane_of(const int32_t *tap, int nleadsp, const int32_t *planes, int 
   return -1;
 }
 
-/* Builds the request; returns NDF_OK, or an error (ENOMEM, EINVAL for an
- * impossible algorithm choice, ENOTSUP for a window too large for a block). */
-static ndf_status build(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndim, const ndf__grey_geom *g,
-                        const int32_t *taps, int64_t n, const ndf__rank_sel *sel, ndf__kernel_req *req,
-                        rank_geom *rg) {
+/* The lead offsets of tap k shifted by j along Z (the last lead axis). */
+static void shifted(const int32_t *tap, int nleadsp, int j, int32_t *outv) {
+  memcpy(outv, tap, (size_t)nleadsp * sizeof *outv);
+  if (nleadsp) outv[nleadsp - 1] += j;
+}
+
+/* Builds the request; returns NDF_OK, or an error (ENOMEM, or ENOTSUP for a
+ * window too large for a block).  shape: the array's (ndim axes), for the
+ * blocking; NULL when unknown (cache warm). */
+static ndf_status build(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndim, const int64_t *shape,
+                        const ndf__grey_geom *g, const int32_t *taps, int64_t n, const ndf__rank_sel *sel,
+                        ndf__kernel_req *req, rank_geom *rg) {
   const int nsp = g->nsp;
   memset(rg, 0, sizeof *rg);
   rg->nlead = ndim >= 2 ? ndim - 2 : 0;
@@ -88,17 +98,35 @@ static ndf_status build(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndi
   const ndf__selnet *net = ndf__selnet_find(n, ndf__rank_for(sel->kind, sel->rank, sel->percentile, n));
   rg->net = sel->algorithm == NDF_RANK_ALGO_SELECT ? NULL : net;
 
-  int32_t *planes = malloc((size_t)(n > 0 ? n : 1) * (rg->nleadsp ? rg->nleadsp : 1) * sizeof *planes);
-  if (!planes) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
-  for (int64_t k = 0; k < n; k++)
-    if (plane_of(taps + k * nsp, rg->nleadsp, planes, rg->nplanes) < 0)
-      memcpy(planes + (size_t)rg->nplanes++ * rg->nleadsp, taps + k * nsp, (size_t)rg->nleadsp * sizeof *planes);
+  /* Outputs per thread: RY rows and RZ planes along Z when the window spans
+   * Z, fewer for large windows (registers) and small extents (idle threads). */
+  int64_t ny = shape && ndim >= 2 ? shape[ndim - 2] : 1 << 20;
+  int64_t nz = shape && ndim >= 3 ? shape[ndim - 3] : 1 << 20;
+  rg->ry = n <= 9 ? 4 : n <= 27 ? 2 : 1;
+  rg->rz = rg->nleadsp && n <= 27 ? 4 : 1;
+  /* $NDF_RANK_RY / $NDF_RANK_RZ (1, 2, 4 or 8) override the blocking, for tuning runs. */
+  const char *ey = getenv("NDF_RANK_RY"), *ez = getenv("NDF_RANK_RZ");
+  if (ey && (atoi(ey) == 1 || atoi(ey) == 2 || atoi(ey) == 4 || atoi(ey) == 8)) rg->ry = atoi(ey);
+  if (ez && rg->nleadsp && (atoi(ez) == 1 || atoi(ez) == 2 || atoi(ez) == 4 || atoi(ez) == 8)) rg->rz = atoi(ez);
+  while (rg->ry > 1 && ny < (int64_t)RANK_TY * rg->ry) rg->ry /= 2;
+  while (rg->rz > 1 && nz < rg->rz) rg->rz /= 2;
 
-  /* Rows per block: 8, fewer when the tile would not fit. */
+  const int nl = rg->nleadsp ? rg->nleadsp : 1;
+  int32_t *planes = malloc((size_t)(n > 0 ? n : 1) * (size_t)rg->rz * nl * sizeof *planes);
+  if (!planes) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+  int32_t tup[NDF_MAX_SPATIAL];
+  for (int j = 0; j < rg->rz; j++)
+    for (int64_t k = 0; k < n; k++) {
+      shifted(taps + k * nsp, rg->nleadsp, j, tup);
+      if (plane_of(tup, rg->nleadsp, planes, rg->nplanes) < 0)
+        memcpy(planes + (size_t)rg->nplanes++ * rg->nleadsp, tup, (size_t)rg->nleadsp * sizeof *planes);
+    }
+
+  /* Threads along Y: 8, fewer when the tile would not fit. */
   const size_t es = ndf_dtype_size(dtype);
   int ty = RANK_TY;
   for (;;) {
-    rg->smem = (size_t)rg->nplanes * (size_t)(ty + rg->ky - 1) * (size_t)(RANK_TX + rg->kx - 1) * es;
+    rg->smem = (size_t)rg->nplanes * (size_t)(ty * rg->ry + rg->ky - 1) * (size_t)(RANK_TX + rg->kx - 1) * es;
     if (rg->smem <= SMEM_DEFAULT || ty == 1) break;
     ty /= 2;
   }
@@ -111,12 +139,14 @@ static ndf_status build(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndi
   }
 
   strbuf offs = {.ok = 1}, pl = {.ok = 1}, code = {.ok = 1};
-  const long long w = RANK_TX + rg->kx - 1, patch = (long long)(ty + rg->ky - 1) * w;
-  for (int64_t k = 0; k < n; k++) {
-    const int32_t *t = taps + k * nsp;
-    long long y = nsp >= 2 ? t[nsp - 2] : 0, p = plane_of(t, rg->nleadsp, planes, rg->nplanes);
-    sb_add(&offs, k ? ",%lld" : "%lld", p * patch + (y - ylo) * w + (t[nsp - 1] - xlo), 0);
-  }
+  const long long w = RANK_TX + rg->kx - 1, patch = (long long)(ty * rg->ry + rg->ky - 1) * w;
+  for (int j = 0; j < rg->rz; j++)
+    for (int64_t k = 0; k < n; k++) {
+      const int32_t *t = taps + k * nsp;
+      shifted(t, rg->nleadsp, j, tup);
+      long long y = nsp >= 2 ? t[nsp - 2] : 0, p = plane_of(tup, rg->nleadsp, planes, rg->nplanes);
+      sb_add(&offs, (j || k) ? ",%lld" : "%lld", p * patch + (y - ylo) * w + (t[nsp - 1] - xlo), 0);
+    }
   for (int p = 0; p < rg->nplanes; p++)
     for (int j = 0; j < rg->nleadsp; j++) sb_add(&pl, (p || j) ? ",%lld" : "%lld", planes[p * rg->nleadsp + j], 0);
   if (!rg->nleadsp) sb_add(&pl, "0", 0, 0);
@@ -149,6 +179,8 @@ static ndf_status build(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndi
     ndf__req_set(req, "OUTREG", "%d", rg->net ? (int)rg->net->out : 0);
     ndf__req_set(req, "TX", "%d", RANK_TX);
     ndf__req_set(req, "TY", "%d", ty);
+    ndf__req_set(req, "RY", "%d", rg->ry);
+    ndf__req_set(req, "RZ", "%d", rg->rz);
     ndf__req_set(req, "KY", "%d", rg->ky);
     ndf__req_set(req, "KX", "%d", rg->kx);
     ndf__req_set(req, "NPLANES", "%d", rg->nplanes);
@@ -163,19 +195,111 @@ static ndf_status build(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndi
   return s;
 }
 
-ndf_status ndf__rank_cuda_request(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndim, const ndf__grey_geom *g,
-                                  const int32_t *taps, int64_t n, const ndf__rank_sel *sel, ndf__kernel_req *req) {
+int ndf__rank_hist_applies(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n) {
+  return (dtype == NDF_UINT8 || dtype == NDF_INT8) && g->is_box && g->nsp >= 2 && n < 65536;
+}
+
+/* The histogram kernel where the selection asks for it, or AUTO finds no
+ * network and the histogram applies. */
+static int use_hist(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, const ndf__rank_sel *sel) {
+  if (sel->algorithm == NDF_RANK_ALGO_HISTOGRAM) return 1;
+  if (sel->algorithm != NDF_RANK_ALGO_AUTO || !ndf__rank_hist_applies(dtype, g, n)) return 0;
+  return !ndf__selnet_find(n, ndf__rank_for(sel->kind, sel->rank, sel->percentile, n));
+}
+
+static void hist_request(ndf_dtype dtype, const ndf__grey_geom *g, const ndf__rank_sel *sel, ndf__kernel_req *req) {
+  ndf__req_init(req, "rank_hist", "ndf_rank_hist");
+  ndf__req_set(req, "T", "%s", ndf__dtype_ctype(dtype));
+  ndf__req_set(req, "KIND", "%d", dtype == NDF_INT8);
+  ndf__req_set(req, "MODE", "%d", (int)g->mode);
+  ndf__req_set(req, "RKIND", "%d", sel->kind);
+  if (sel->kind == 1) ndf__req_set(req, "RPARAM", "%lld", (long long)sel->rank);
+  else if (sel->kind == 2) ndf__req_set(req, "RPARAM", "%.17g", sel->percentile);
+  else ndf__req_set(req, "RPARAM", "0");
+  ndf__req_set(req, "BX", "%d", HIST_BX);
+  ndf__req_set(req, "STRIP", "%d", HIST_STRIP);
+}
+
+/* The sliding-histogram kernel over a box window (ndf_hist_params of templates/rank_hist.cu). */
+static ndf_status run_hist(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
+                           const ndf__grey_geom *g, int64_t n, const ndf__rank_sel *sel) {
+  ndf__kernel_req req;
+  hist_request(in->dtype, g, sel, &req);
+  CUfunction fn;
+  ndf_status s = ndf__jit_get(ctx, name, &req, &fn);
+  if (s != NDF_OK || ndf_array_size(in) == 0) return s;
+  const int ndim = in->ndim, nsp = g->nsp, nlead = ndim - 2, nleadsp = nsp - 2;
+  int64_t ny = in->shape[ndim - 2], nx = in->shape[ndim - 1];
+  int lbox[NDF_MAX_NDIM], llo[NDF_MAX_NDIM], nplanes = 1;
+  int64_t nouter = 1;
+  for (int d = 0; d < nlead; d++) {
+    int sp = d - (nlead - nleadsp); /* spatial axis index, < 0 for batch axes */
+    lbox[d] = sp >= 0 ? (int)g->box[sp] : 1;
+    llo[d] = sp >= 0 ? (int)g->lo[sp] : 0;
+    nplanes *= lbox[d];
+    nouter *= in->shape[d];
+  }
+  for (int d = nlead; d < NDF_MAX_NDIM; d++) lbox[d] = 1, llo[d] = 0;
+  int ky = (int)g->box[nsp - 2], kx = (int)g->box[nsp - 1], ylo = (int)g->lo[nsp - 2], xlo = (int)g->lo[nsp - 1];
+  int nn = (int)n;
+  int64_t nstrips = (ny + HIST_STRIP - 1) / HIST_STRIP, nxb = (nx + HIST_BX - 1) / HIST_BX;
+
+  ndf__params pb = {.n = 0};
+  const void *pin = in->data;
+  void *pout = out->data;
+  NDF__PUT(&pb, pin);
+  NDF__PUT(&pb, pout);
+  NDF__PUT(&pb, ny);
+  NDF__PUT(&pb, nx);
+  NDF__PUT(&pb, in->strides[ndim - 2]);
+  NDF__PUT(&pb, in->strides[ndim - 1]);
+  NDF__PUT(&pb, out->strides[ndim - 2]);
+  NDF__PUT(&pb, out->strides[ndim - 1]);
+  NDF__PUT(&pb, nlead);
+  const int64_t *arrays[3] = {in->shape, in->strides, out->strides};
+  for (int a = 0; a < 3; a++)
+    for (int d = 0; d < NDF_MAX_NDIM; d++) {
+      int64_t v = d < nlead ? arrays[a][d] : 0;
+      NDF__PUT(&pb, v);
+    }
+  for (int d = 0; d < NDF_MAX_NDIM; d++) NDF__PUT(&pb, lbox[d]);
+  for (int d = 0; d < NDF_MAX_NDIM; d++) NDF__PUT(&pb, llo[d]);
+  NDF__PUT(&pb, nplanes);
+  NDF__PUT(&pb, ky);
+  NDF__PUT(&pb, kx);
+  NDF__PUT(&pb, ylo);
+  NDF__PUT(&pb, xlo);
+  NDF__PUT(&pb, nn);
+  NDF__PUT(&pb, nstrips);
+  NDF__PUT(&pb, nxb);
+  NDF__PUT(&pb, nouter);
+  NDF__PUT(&pb, g->cval);
+  int64_t blocks = nxb * nstrips * nouter, cap = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) * 32;
+  void *args[] = {pb.b};
+  CUresult r = ndf__cu(NULL)->cuLaunchKernel(fn, (unsigned)(blocks < cap ? blocks : cap), 1, 1, HIST_BX, 1, 1, 0,
+                                             ctx->stream, args, NULL);
+  return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, name, r);
+}
+
+ndf_status ndf__rank_cuda_request(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndim, const int64_t *shape,
+                                  const ndf__grey_geom *g, const int32_t *taps, int64_t n, const ndf__rank_sel *sel,
+                                  ndf__kernel_req *req) {
+  if (use_hist(dtype, g, n, sel)) {
+    hist_request(dtype, g, sel, req);
+    return NDF_OK;
+  }
   rank_geom rg;
-  return build(ctx, name, dtype, ndim, g, taps, n, sel, req, &rg);
+  return build(ctx, name, dtype, ndim, shape, g, taps, n, sel, req, &rg);
 }
 
 ndf_status ndf__rank_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
                           const ndf__grey_geom *g, const int32_t *taps, int64_t n, const ndf__rank_sel *sel) {
   ndf_status s = ndf__ctx_bind(ctx);
   if (s != NDF_OK) return s;
+  if (use_hist(in->dtype, g, n, sel)) return run_hist(ctx, name, in, out, g, n, sel);
   ndf__kernel_req req;
   rank_geom rg;
-  if ((s = build(ctx, name, in->dtype, in->ndim, g, taps, n, sel, &req, &rg)) != NDF_OK) return s;
+  if ((s = build(ctx, name, in->dtype, in->ndim, in->shape, g, taps, n, sel, &req, &rg)) != NDF_OK) return s;
   CUfunction fn;
   s = ndf__jit_get(ctx, name, &req, &fn);
   ndf__req_free(&req);
@@ -192,8 +316,12 @@ ndf_status ndf__rank_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
   const int ndim = in->ndim;
   int64_t ny = ndim >= 2 ? in->shape[ndim - 2] : 1, nx = in->shape[ndim - 1];
   int64_t iys = ndim >= 2 ? in->strides[ndim - 2] : 0, oys = ndim >= 2 ? out->strides[ndim - 2] : 0;
-  int64_t ntx = (nx + RANK_TX - 1) / RANK_TX, nty = (ny + rg.ty - 1) / rg.ty, nouter = 1;
-  for (int d = 0; d < rg.nlead; d++) nouter *= in->shape[d];
+  int64_t ntx = (nx + RANK_TX - 1) / RANK_TX, nty = (ny + rg.ty * rg.ry - 1) / (rg.ty * rg.ry), nouter = 1;
+  int64_t lblocks[NDF_MAX_NDIM];
+  for (int d = 0; d < rg.nlead; d++) {
+    lblocks[d] = (rg.rz > 1 && d == rg.nlead - 1) ? (in->shape[d] + rg.rz - 1) / rg.rz : in->shape[d];
+    nouter *= lblocks[d];
+  }
 
   /* The fields of ndf_rank_params, in order. */
   ndf__params pb = {.n = 0};
@@ -208,8 +336,8 @@ ndf_status ndf__rank_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
   NDF__PUT(&pb, oys);
   NDF__PUT(&pb, out->strides[ndim - 1]);
   NDF__PUT(&pb, rg.nlead);
-  const int64_t *arrays[3] = {in->shape, in->strides, out->strides};
-  for (int a = 0; a < 3; a++)
+  const int64_t *arrays[4] = {in->shape, in->strides, out->strides, lblocks};
+  for (int a = 0; a < 4; a++)
     for (int d = 0; d < NDF_MAX_NDIM; d++) {
       int64_t v = d < rg.nlead ? arrays[a][d] : 0;
       NDF__PUT(&pb, v);

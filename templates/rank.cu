@@ -1,14 +1,18 @@
 // rank.cu -- median, rank and percentile filters: one thread per output,
 // the window in registers, shared loads through a shared-memory tile.
 //
-// A block covers TY x TX outputs of the last two axes (Y, X) of one outer
-// index (every axis in front of them, batch axes included).  It first
-// copies into shared memory, for each of the NPLANES distinct offsets of the
-// footprint along the spatial axes in front of Y and X, the (TY+KY-1) x
-// (TX+KX-1) input patch its windows read, with the boundary mode already
-// applied (cval where a tap leaves the image in constant mode).  Each
-// thread then reads its N taps from the tile at compile-time offsets
-// (OFFS: plane * patch + dy * W + dx, relative to the thread's corner).
+// A block covers RZ x (TY*RY) x TX outputs: TX along the last axis X, TY*RY
+// along Y (the axis before it), and RZ consecutive positions along Z, the
+// innermost axis in front of Y, when the window spans it (RZ = 1 otherwise);
+// every other axis in front (batch axes included) is an outer index.  The
+// block first copies into shared memory, for each of the NPLANES distinct
+// offset tuples along the spatial axes in front of Y that its windows read
+// (shifted by 0..RZ-1 along Z), the (TY*RY+KY-1) x (TX+KX-1) input patch,
+// with the boundary mode already applied (cval where a tap leaves the image
+// in constant mode).  A thread computes RY consecutive rows times RZ planes;
+// output (j, i) reads its taps at compile-time offsets OFFS[j * N + k]
+// (plane * PATCH + dy * W + dx from the thread's corner), so neighbouring
+// outputs share their loads through the tile.
 //
 // ALGO 0: a generated selection network (gen/selnet.lua, NET) runs as
 //         straight-line min/max code on registers; the result is register
@@ -33,13 +37,16 @@ typedef NDF_SLOT(T) T;
 #define OUTREG NDF_SLOT(OUTREG)
 #define TX NDF_SLOT(TX)
 #define TY NDF_SLOT(TY)
+#define RY NDF_SLOT(RY)              /* rows per thread */
+#define RZ NDF_SLOT(RZ)              /* planes per block along Z (1: none) */
 #define KY NDF_SLOT(KY)              /* patch extent added along Y and X */
 #define KX NDF_SLOT(KX)
 #define NPLANES NDF_SLOT(NPLANES)
 #define NLEADSP NDF_SLOT(NLEADSP)    /* spatial axes in front of Y and X that taps move along */
 
 #define W (TX + KX - 1)
-#define PATCH ((TY + KY - 1) * W)
+#define ROWS (TY * RY + KY - 1)
+#define PATCH (ROWS * W)
 
 #if TBITS == 8
 typedef unsigned char K;
@@ -51,7 +58,7 @@ typedef unsigned int K;
 typedef unsigned long long K;
 #endif
 
-__constant__ int ndf_offs[N] = {NDF_SLOT(OFFS)};
+__constant__ int ndf_offs[RZ * N] = {NDF_SLOT(OFFS)};
 #if NLEADSP > 0
 __constant__ int ndf_planes[NPLANES * NLEADSP] = {NDF_SLOT(PLANES)};
 #else
@@ -66,6 +73,7 @@ struct ndf_rank_params {
   ndf_i64 oys, oxs;        // output strides
   int nlead;               // axes in front of Y and X
   ndf_i64 lshape[NDF_MAX_NDIM], listr[NDF_MAX_NDIM], lostr[NDF_MAX_NDIM];
+  ndf_i64 lblocks[NDF_MAX_NDIM]; // block positions per lead axis (Z: ceil(extent / RZ))
   ndf_i64 ntx, nty, nouter;
   int ylo, xlo;            // least tap offset along Y and X
   double cval;             // already converted to T
@@ -129,11 +137,12 @@ __device__ __forceinline__ int ndf_rank_of(int m) {
 
 // Bitwise select over the window in the tile; NaN excluded (omit) or
 // returned (propagate).
-__device__ T ndf_select_bits(const T *s) {
+__device__ T ndf_select_bits(const T *s, int j) {
+  const int *offs = ndf_offs + j * N;
   int m = 0;
 #if KIND == 2
   for (int i = 0; i < N; i++) {
-    bool nan = ndf_isnan(s[ndf_offs[i]]);
+    bool nan = ndf_isnan(s[offs[i]]);
 #if !NAN_OMIT
     if (nan) return ndf_nan();
 #endif
@@ -151,7 +160,7 @@ __device__ T ndf_select_bits(const T *s) {
     int c = 0;
 #pragma unroll 4
     for (int i = 0; i < N; i++) {
-      T v = s[ndf_offs[i]];
+      T v = s[offs[i]];
       c += !ndf_isnan(v) && (K)(ndf_key(v) & hi) == prefix;
     }
     if (k >= c) {
@@ -178,18 +187,18 @@ __device__ T ndf_select_bits(const T *s) {
 #define X(a, b) { T lo_ = LO(v[a], v[b]); T hi_ = HI(v[a], v[b]); v[a] = lo_; v[b] = hi_; }
 #define MN(a, b) { v[a] = LO(v[a], v[b]); }
 #define MX(a, b) { v[b] = HI(v[a], v[b]); }
-__device__ __forceinline__ T ndf_select(const T *s) {
-  constexpr int offs[N] = {NDF_SLOT(OFFS)};
+__device__ __forceinline__ T ndf_select(const T *s, int j) {
+  constexpr int ndf_coffs[RZ * N] = {NDF_SLOT(OFFS)};
   T v[N];
   bool nan = false;
 #pragma unroll
   for (int i = 0; i < N; i++) {
-    v[i] = s[offs[i]];
+    v[i] = s[ndf_coffs[j * N + i]];
     nan = nan || ndf_isnan(v[i]);
   }
   if (nan) {
 #if NAN_OMIT
-    return ndf_select_bits(s);
+    return ndf_select_bits(s, j);
 #else
     return ndf_nan();
 #endif
@@ -199,29 +208,41 @@ __device__ __forceinline__ T ndf_select(const T *s) {
 }
 #else
 #define ndf_net_unused NDF_SLOT(NET) NDF_SLOT(OUTREG)
-__device__ __forceinline__ T ndf_select(const T *s) { return ndf_select_bits(s); }
+__device__ __forceinline__ T ndf_select(const T *s, int j) { return ndf_select_bits(s, j); }
 #endif
+
+// q, r = a / b, a % b, in 32 bits when both fit (the usual case).
+__device__ __forceinline__ void ndf_divmod(ndf_i64 a, ndf_i64 b, ndf_i64 &q, ndf_i64 &r) {
+  if (((a | b) >> 31) == 0) {
+    unsigned int q32 = (unsigned int)a / (unsigned int)b;
+    q = q32;
+    r = a - (ndf_i64)q32 * b;
+  } else {
+    q = a / b;
+    r = a - q * b;
+  }
+}
 
 extern "C" __global__ void __launch_bounds__(TX * TY) ndf_rank(const ndf_rank_params p) {
   extern __shared__ __align__(16) unsigned char ndf_smem[];
   T *tile = reinterpret_cast<T *>(ndf_smem);
   const T cv = (T)p.cval;
-  const int tid = threadIdx.y * TX + threadIdx.x;
   const ndf_i64 ntiles = p.ntx * p.nty * p.nouter;
+  const int zaxis = RZ > 1 ? p.nlead - 1 : -1; // the lead axis a block covers RZ positions of
   for (ndf_i64 t = blockIdx.x; t < ntiles; t += gridDim.x) {
-    ndf_i64 r = t / p.ntx;
-    const ndf_i64 bx = t - r * p.ntx;
-    ndf_i64 o = r / p.nty;
-    const ndf_i64 by = r - o * p.nty;
+    ndf_i64 r, bx, o, by;
+    ndf_divmod(t, p.ntx, r, bx);
+    ndf_divmod(r, p.nty, o, by);
     ndf_i64 lc[NDF_MAX_NDIM];
     ndf_i64 obase = 0;
     for (int d = p.nlead - 1; d >= 0; d--) {
-      ndf_i64 q = o / p.lshape[d];
-      lc[d] = o - q * p.lshape[d];
+      ndf_i64 q;
+      ndf_divmod(o, p.lblocks[d], q, lc[d]);
       o = q;
+      if (d == zaxis) lc[d] *= RZ;
       obase += lc[d] * p.lostr[d];
     }
-    const ndf_i64 y0 = by * TY + p.ylo, x0 = bx * TX + p.xlo;
+    const ndf_i64 y0 = by * (TY * RY) + p.ylo, x0 = bx * TX + p.xlo;
     __syncthreads(); // the previous tile has been read
     for (int pl = 0; pl < NPLANES; pl++) {
       ndf_i64 ib = 0;
@@ -236,14 +257,30 @@ extern "C" __global__ void __launch_bounds__(TX * TY) ndf_rank(const ndf_rank_pa
         outside = outside || m < 0;
         ib += m * p.listr[d];
       }
-      for (int i = tid; i < PATCH; i += TX * TY) {
-        const int rr = i / W, cc = i - rr * W;
-        const ndf_i64 my = ndf_map(y0 + rr, p.ny, MODE), mx = ndf_map(x0 + cc, p.nx, MODE);
-        tile[pl * PATCH + i] = (outside || my < 0 || mx < 0) ? cv : p.in[ib + my * p.iys + mx * p.ixs];
+      for (int rr = threadIdx.y; rr < ROWS; rr += TY) {
+        const ndf_i64 my = ndf_map(y0 + rr, p.ny, MODE);
+        const bool rowout = outside || my < 0;
+        const T *src = p.in + ib + my * p.iys;
+        T *dst = tile + pl * PATCH + rr * W;
+        for (int cc = threadIdx.x; cc < W; cc += TX) {
+          const ndf_i64 mx = ndf_map(x0 + cc, p.nx, MODE);
+          dst[cc] = (rowout || mx < 0) ? cv : src[mx * p.ixs];
+        }
       }
     }
     __syncthreads();
-    const ndf_i64 y = by * TY + threadIdx.y, x = bx * TX + threadIdx.x;
-    if (y < p.ny && x < p.nx) p.out[obase + y * p.oys + x * p.oxs] = ndf_select(tile + threadIdx.y * W + threadIdx.x);
+    const ndf_i64 x = bx * TX + threadIdx.x;
+    if (x >= p.nx) continue;
+    const T *s = tile + threadIdx.y * RY * W + threadIdx.x;
+#pragma unroll
+    for (int jz = 0; jz < RZ; jz++) {
+      if (RZ > 1 && lc[zaxis] + jz >= p.lshape[zaxis]) break;
+      T *out = p.out + obase + (RZ > 1 ? jz * p.lostr[zaxis] : 0) + x * p.oxs;
+#pragma unroll
+      for (int jy = 0; jy < RY; jy++) {
+        const ndf_i64 y = by * (TY * RY) + threadIdx.y * RY + jy;
+        if (y < p.ny) out[y * p.oys] = ndf_select(s + jy * W, jz);
+      }
+    }
   }
 }

@@ -520,7 +520,7 @@ done
 compare_queued
 
 # ---------------------------------------------------------------------------
-# Binary morphology (CPU only in this version: --device auto picks the CPU).
+# Binary morphology (--device auto: CUDA when there is a device).
 # Non-zero input is true; .npy outputs are bool (checked: same dtype as scipy's).
 mask="load('in/bmask.npy')"
 cross2="ndi.generate_binary_structure(2, 1)[None]"   # batch axis of size 1
@@ -664,7 +664,7 @@ compare_labels
 "$py" helper.py nifti-header in/vol_u8.nii "$lab_nii" && pass || fail "NIfTI header kept (label)"
 
 # ---------------------------------------------------------------------------
-# Rank filters: scipy's median_filter, rank_filter, percentile_filter (CPU only).
+# Rank filters: scipy's median_filter, rank_filter, percentile_filter.
 queue_run "median_filter uint8 size 3" median_filter in/u8.npy "dict(size=3)" --size 3
 queue_run "median_filter float32 footprint origin" median_filter in/f32.npy \
   "dict(footprint=load('in/fp.npy'), origin=(1,-1,0))" --footprint in/fp.npy --origin 1,-1,0
@@ -683,6 +683,13 @@ queue_run "percentile_filter uint8 -25 footprint constant" percentile_filter in/
   --percentile -25 --footprint in/fp2.npy --mode constant --cval 9
 queue_run "percentile_filter float32 100 batch-dims 1" percentile_filter in/batch.npy \
   "dict(percentile=100, size=(1,3,3))" --percentile 100 --size 3 --batch-dims 1 --device cpu
+if [ "$has_cuda" = 1 ]; then
+  queue_run "median_filter float32 --device cuda" median_filter in/f32.npy "dict(size=(3,5,1))" \
+    --size 3,5,1 --device cuda
+  queue_run "percentile_filter uint8 --device cuda constant" percentile_filter in/u8.npy \
+    "dict(percentile=70, size=(4,3), mode='constant', cval=7)" --percentile 70 --size 4,3 --mode constant \
+    --cval 7 --device cuda
+fi
 compare_queued
 rm -f out/nanomit.npy
 ndf run median_filter --size 3 --nan-policy omit in/nanf.npy out/nanomit.npy &&
@@ -710,9 +717,19 @@ compare_queued
 bad "--algorithm vhgw with a structure" 1 $o run grey_erosion --structure in/st.npy --algorithm vhgw in/f32.npy $o
 grep -q "bad argument 'algorithm'" last.err && pass || fail "vhgw refusal message: $(cat last.err)"
 bad "--algorithm fast" 2 $o run grey_erosion --size 3 --algorithm fast in/f32.npy $o
+bad "grey --algorithm network (a rank name)" 2 $o run grey_erosion --size 3 --algorithm network in/f32.npy $o
+bad "median --algorithm vhgw (a grey name)" 2 $o run median_filter --size 3 --algorithm vhgw in/f32.npy $o
 for v in x 1.5 "" 1,2; do bad "--rank '$v'" 2 $o run rank_filter --size 3 --rank "$v" in/u8.npy $o; done
 for v in x nan inf ""; do bad "--percentile '$v'" 2 $o run percentile_filter --size 3 --percentile "$v" in/u8.npy $o; done
-bad "cache warm median_filter" 2 $o cache warm --arch sm_90 median_filter --dtype uint8 --size 3
+bad "cache warm rank_filter without --rank" 2 $o cache warm --arch sm_90 rank_filter --dtype uint8 --size 3
+bad "cache warm grey_erosion --nan-policy" 2 $o cache warm --arch sm_90 grey_erosion --dtype uint8 --size 3 \
+  --nan-policy omit
+grep -q "^ndforge: 'grey_erosion' does not take --nan-policy" last.err && pass ||
+  fail "cache warm extra option message: $(cat last.err)"
+bad "rank_filter --algorithm network without a network" 1 $o run rank_filter --rank 3 --size 7 --algorithm network \
+  in/u8.npy $o
+grep -q "^ndforge: ndf_rank_filter: bad argument 'algorithm'" last.err && pass ||
+  fail "--algorithm network message: $(cat last.err)"
 bad "rank_filter --rank 9 of 9 taps" 1 $o run rank_filter --size 3 --rank 9 in/u8.npy $o
 grep -q "^ndforge: ndf_rank_filter: bad argument 'rank'" last.err && pass || fail "rank range message: $(cat last.err)"
 bad "rank_filter --rank -10 of 9 taps" 1 $o run rank_filter --size 3 --rank -10 in/u8.npy $o
@@ -720,10 +737,8 @@ bad "percentile_filter --percentile 150" 1 $o run percentile_filter --size 3 --p
 grep -q "^ndforge: ndf_percentile_filter: bad argument 'percentile'" last.err && pass || fail "percentile message: $(cat last.err)"
 bad "median_filter without size or footprint" 1 $o run median_filter in/u8.npy $o
 bad "median_filter origin outside the window" 1 $o run median_filter --size 3 --origin 2 in/u8.npy $o
-bad "median_filter --device cuda" 1 $o run median_filter --size 3 --device cuda in/u8.npy $o
-if [ "$has_cuda" = 1 ]; then
-  grep -q "^ndforge: ndf_median_filter: CUDA arrays are not supported" last.err && pass ||
-    fail "median_filter --device cuda message: $(cat last.err)"
+if [ "$has_cuda" = 0 ]; then
+  bad "median_filter --device cuda without a GPU" 1 $o run median_filter --size 3 --device cuda in/u8.npy $o
 fi
 ndf run --help && grep -q '^  percentile_filter  *[a-z]' last.out && grep -q -- '--nan-policy' last.out &&
   pass || fail "run --help lists the rank filters: $(cat last.out)"
@@ -904,15 +919,22 @@ bad "hit_or_miss: structure1 rank mismatch" 1 $o run binary_hit_or_miss --struct
 bad "binary: iterations -1 never converges" 1 $o run binary_dilation --structure in/st101.npy --iterations -1 in/line.npy $o
 grep -q "^ndforge: ndf_binary_dilation: bad argument 'iterations'" last.err && pass || fail "cycle message: $(cat last.err)"
 bad "binary NIfTI output of a 0-D array" any out/bad.nii.gz run binary_erosion in/scalar.npy out/bad.nii.gz
-# --device cuda: binary ops have no CUDA kernels in this version.
+# --device cuda: without a GPU the context's message; with one, the CPU's result.
 for op in binary_erosion binary_fill_holes binary_hit_or_miss; do
-  bad "$op --device cuda" 1 $o run $op --device cuda in/blob.npy $o
   if [ "$has_cuda" = 1 ]; then
-    grep -q "^ndforge: ndf_$op: CUDA arrays are not supported" last.err && pass ||
-      fail "$op --device cuda message: $(cat last.err)"
+    ndf run $op --device cuda in/blob.npy out/gpu_$op.npy && ndf run $op --device cpu in/blob.npy out/cpu_$op.npy &&
+      cmp -s out/gpu_$op.npy out/cpu_$op.npy && pass || fail "$op --device cuda differs from cpu: $(cat last.err)"
+  else
+    bad "$op --device cuda" 1 $o run $op --device cuda in/blob.npy $o
   fi
 done
-bad "binary --device cuda with mask" 1 $o run binary_dilation --device cuda --mask in/bmask.npy in/blob.npy $o
+if [ "$has_cuda" = 1 ]; then
+  ndf run binary_dilation --device cuda --iterations 3 --mask in/bmask.npy in/blob.npy out/gpu_dm.npy &&
+    ndf run binary_dilation --device cpu --iterations 3 --mask in/bmask.npy in/blob.npy out/cpu_dm.npy &&
+    cmp -s out/gpu_dm.npy out/cpu_dm.npy && pass || fail "binary_dilation --mask --device cuda differs from cpu"
+else
+  bad "binary --device cuda with mask" 1 $o run binary_dilation --device cuda --mask in/bmask.npy in/blob.npy $o
+fi
 bad "structure iterate missing input" 1 $o structure iterate in/nope.npy 2 $o
 bad "structure iterate origin count" 1 $o structure iterate in/bst.npy 2 $o --origin 1,1,1
 bad "structure iterate 0-D input" 1 $o structure iterate in/scalar.npy 2 $o
@@ -939,9 +961,12 @@ bad "label: 301 features into uint8 (NIfTI)" 1 out/bad.nii.gz run label --output
 bad "label: missing input" 1 $o run label in/nope.npy $o
 bad "label: output directory missing" 1 out/nodir/l.npy run label in/lab.npy out/nodir/l.npy
 [ -s last.out ] && fail "label write failure printed on stdout: $(cat last.out)" || pass
-bad "label --device cuda" 1 $o run label --device cuda in/lab.npy $o
 if [ "$has_cuda" = 1 ]; then
-  grep -q "^ndforge: ndf_label: " last.err && pass || fail "label --device cuda message: $(cat last.err)"
+  ndf run label --device cuda in/lab.npy out/gpu_lab.npy && ndf run label --device cpu in/lab.npy out/cpu_lab.npy &&
+    cmp -s out/gpu_lab.npy out/cpu_lab.npy && pass || fail "label --device cuda differs from cpu: $(cat last.err)"
+  bad "label: 301 features into uint8 (CUDA)" 1 $o run label --device cuda --output-dtype uint8 in/many.npy $o
+else
+  bad "label --device cuda" 1 $o run label --device cuda in/lab.npy $o
 fi
 
 # ---------------------------------------------------------------------------
@@ -952,7 +977,7 @@ for op in $composites; do
   grep -q "^  $op  *[a-z]" last.out || fail "run --help does not list $op"
 done
 ndf --help && grep -q 'morphological_laplace' last.out && grep -q 'black_tophat,' last.out &&
-  grep -q 'binary_hit_or_miss,' last.out && grep -q ' label\.' last.out &&
+  grep -q 'binary_hit_or_miss,' last.out && grep -q ' label[.,]' last.out && grep -q 'distance_transform_bf' last.out &&
   pass || fail "--help lists the ops"
 ndf run --help && grep -q '^  binary_hit_or_miss  *[a-z]' last.out && grep -q -- '--iterations' last.out &&
   pass || fail "run --help lists the binary ops and options"
@@ -986,6 +1011,14 @@ if ndf cache warm --arch sm_90 grey_erosion grey_dilation --dtype float32 --ndim
   ndf cache warm --arch sm_90 $composites --dtype uint8 --ndim 2 --size 3 &&
     [ "$(grep -c 'compiled 0 kernels (all cached)' last.out)" -eq 6 ] &&
     pass || fail "cache warm composites twice: $(cat last.out last.err)"
+  # Rank filters warm their specialization (window, rank, dtype, mode, NaN policy).
+  ndf cache warm --arch sm_90 median_filter --dtype float32 --ndim 2 --size 5 &&
+    grep -q '^median_filter float32 2-D sm_90: compiled 1 kernel$' last.out &&
+    ndf cache warm --arch sm_90 percentile_filter --percentile 20 --dtype uint8 --ndim 3 --size 3 --mode wrap &&
+    grep -q '^percentile_filter uint8 3-D sm_90: compiled 1 kernel$' last.out &&
+    ndf cache warm --arch sm_90 median_filter --dtype float32 --ndim 2 --size 5 &&
+    grep -q 'compiled 0 kernels (all cached)' last.out &&
+    pass || fail "cache warm rank filters: $(cat last.out last.err)"
 else
   if [ "$(wc -l < last.err)" -eq 1 ] && grep -qi 'nvrtc' last.err; then
     echo "note: cache warm skipped: $(cat last.err)"

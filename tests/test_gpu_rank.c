@@ -182,6 +182,9 @@ static void draw_case(rcase *c, tu_rng *r) {
   }
   c->o.nan_policy = tu_rng_chance(r, 0.5) ? NDF_RANK_NAN_OMIT : NDF_RANK_NAN_PROPAGATE;
   c->o.algorithm = tu_rng_chance(r, 0.3) ? NDF_RANK_ALGO_SELECT : NDF_RANK_ALGO_AUTO;
+  /* The sliding histogram wherever it applies (8-bit, box over >= 2 axes), half the time. */
+  if ((c->dt == NDF_UINT8 || c->dt == NDF_INT8) && !use_fp && c->nsp >= 2 && tu_rng_chance(r, 0.5))
+    c->o.algorithm = NDF_RANK_ALGO_HISTOGRAM;
   c->o.batch_dims = c->batch;
   char sh[96], el[96], org[96] = "0";
   size_t w = 0;
@@ -308,6 +311,46 @@ static void test_gpu_rank_every_dtype_and_mode(void **state) {
   assert_int_equal(failed, 0);
 }
 
+/* The sliding histogram: uint8/int8, every mode and kind, 2-D and 3-D boxes
+ * (even and odd extents, origins), batch axes, strips longer and shorter
+ * than the image. */
+static void test_gpu_rank_histogram(void **state) {
+  gpu_state *s = *state;
+  SKIP_WITHOUT_CUDA(s);
+  tu_rng r;
+  tu_rng_seed(&r, s->seed + 5);
+  int failed = 0;
+  for (int dt = NDF_UINT8; dt <= NDF_INT8; dt++)
+    for (int m = 0; m < NDF_MODE_COUNT; m++)
+      for (int v = 0; v < 3; v++) {
+        rcase c;
+        memset(&c, 0, sizeof c);
+        ndf_rank_options_init(&c.o);
+        c.dt = (ndf_dtype)dt;
+        c.kind = v;
+        c.rank = 40;
+        c.pct = 83.5;
+        c.o.mode = (ndf_mode)m;
+        c.o.cval = 77;
+        c.o.algorithm = v == 2 ? NDF_RANK_ALGO_HISTOGRAM : NDF_RANK_ALGO_AUTO;
+        if (v < 2) { /* 2-D, 2 batch axes, 9x12 window with an origin */
+          c.nd = 4, c.batch = 2, c.nsp = 2;
+          c.shape[0] = 2, c.shape[1] = 3, c.shape[2] = 75, c.shape[3] = 70;
+          c.o.nsize = 2, c.o.size[0] = 9, c.o.size[1] = 12;
+          c.o.norigin = 2, c.o.origin[0] = -2, c.o.origin[1] = 3;
+        } else { /* 3-D 3x5x7 */
+          c.nd = 3, c.batch = 0, c.nsp = 3;
+          c.shape[0] = 9, c.shape[1] = 40, c.shape[2] = 66;
+          c.o.nsize = 3, c.o.size[0] = 3, c.o.size[1] = 5, c.o.size[2] = 7;
+        }
+        c.o.batch_dims = c.batch;
+        snprintf(c.desc, sizeof c.desc, "histogram %s mode=%s kind=%d", ndf_dtype_name(c.dt), ndf_mode_name(c.o.mode),
+                 v);
+        failed += run_case(s, &c, &r, v == 1 ? TU_LAYOUT_PADDED : TU_LAYOUT_C, TU_LAYOUT_C) != 0;
+      }
+  assert_int_equal(failed, 0);
+}
+
 /* The benchmark's workloads (float32, reflect), checked once. */
 static void test_gpu_rank_benchmark_shapes(void **state) {
   gpu_state *s = *state;
@@ -370,9 +413,11 @@ static void test_gpu_rank_rejections(void **state) {
   st = ndf_median_filter(ctx, &din.arr, &same, &o);
   assert_int_equal(st, NDF_EINVAL);
   assert_int_equal(ndf_ctx_synchronize(ctx), NDF_OK);
-  assert_int_equal(tu_array_like(&back, &hin.arr, TU_LAYOUT_C, &r), 0);
+  assert_int_equal(tu_array_like(&back, &hin.arr, TU_LAYOUT_C, &r), 0); /* sized like hout */
   tu_dev_download(ctx, &dout, &back);
   assert_int_equal(tu_poison_check(back.base, back.bytes), -1);
+  tu_array_free(&back);
+  assert_int_equal(tu_array_alloc(&back, NDF_FLOAT32, 2, sh), 0); /* sized like hin */
   tu_dev_download(ctx, &din, &back);
   assert_memory_equal(back.base, hin.base, hin.bytes);
   tu_array_free(&back);
@@ -386,6 +431,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gpu_rank_rejections),
       cmocka_unit_test(test_gpu_rank_every_dtype_and_mode),
+      cmocka_unit_test(test_gpu_rank_histogram),
       cmocka_unit_test(test_gpu_rank_benchmark_shapes),
       cmocka_unit_test(test_gpu_rank_random_cases),
   };

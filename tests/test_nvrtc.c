@@ -83,12 +83,16 @@ static void test_rank_requests_compile(void **state) {
       {3, {3, 3, 3}, 1, NDF_INT16, NDF_RANK_NAN_PROPAGATE, NDF_RANK_ALGO_SELECT},
       {1, {9, 0, 0}, 1, NDF_INT32, NDF_RANK_NAN_PROPAGATE, NDF_RANK_ALGO_AUTO},
       {2, {31, 31, 0}, 0, NDF_FLOAT32, NDF_RANK_NAN_PROPAGATE, NDF_RANK_ALGO_AUTO},
+      {2, {31, 31, 0}, 0, NDF_UINT8, NDF_RANK_NAN_PROPAGATE, NDF_RANK_ALGO_AUTO}, /* sliding histogram */
+      {3, {3, 5, 7}, 2, NDF_INT8, NDF_RANK_NAN_PROPAGATE, NDF_RANK_ALGO_HISTOGRAM},
   };
   for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
     ndf__grey_geom g;
     memset(&g, 0, sizeof g);
     g.nsp = w[i].nsp;
     g.mode = NDF_MODE_REFLECT;
+    g.is_box = 1;
+    for (int d = 0; d < g.nsp; d++) g.box[d] = w[i].k[d], g.lo[d] = -(w[i].k[d] / 2);
     int64_t n = 1;
     for (int d = 0; d < g.nsp; d++) n *= w[i].k[d];
     int32_t *taps = malloc((size_t)n * g.nsp * sizeof *taps);
@@ -102,7 +106,7 @@ static void test_rank_requests_compile(void **state) {
     }
     ndf__rank_sel sel = {w[i].kind, n / 3, 37.5, w[i].pol, w[i].algo};
     ndf__kernel_req req;
-    ndf_status st = ndf__rank_cuda_request(ctx, "test_nvrtc", w[i].dt, g.nsp + 1, &g, taps, n, &sel, &req);
+    ndf_status st = ndf__rank_cuda_request(ctx, "test_nvrtc", w[i].dt, g.nsp + 1, NULL, &g, taps, n, &sel, &req);
     if (st == NDF_OK) {
       int compiled = 0;
       st = ndf__jit_warm(ctx, "test_nvrtc", &req, "sm_90", &compiled);

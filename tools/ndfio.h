@@ -46,6 +46,12 @@ ndf_status ndfio_nifti_read(const char *path, ndfio_image *img, char *err, size_
 ndf_status ndfio_nifti_write(const char *path, const ndf_array *a, const ndfio_image *header_from,
                              char *err, size_t errlen);
 
+/* The voxel spacing of a NIfTI image (pixdim[1..ndim] of its header, in
+ * the axis order of img->arr; a value that is not > 0 counts as 1) into
+ * spacing[0..img->arr.ndim).  Returns 1 for a NIfTI image, 0 otherwise
+ * (spacing untouched). */
+int ndfio_nifti_spacing(const ndfio_image *img, double *spacing);
+
 /* Frees what img owns (data and NIfTI header) and clears it.  NULL is a no-op. */
 void ndfio_image_free(ndfio_image *img);
 

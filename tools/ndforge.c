@@ -76,7 +76,10 @@ enum {
   O_RANK = 1u << 21,
   O_PERCENTILE = 1u << 22,
   O_NAN_POLICY = 1u << 23,
-  O_ALGORITHM = 1u << 24,
+  O_ALGORITHM = 1u << 24, /* grey and rank ops, each with its own names */
+  O_SAMPLING = 1u << 25,
+  O_METRIC = 1u << 26,
+  O_INDICES = 1u << 27,
 };
 /* The options each family of ops takes (scipy's parameters), besides --device. */
 #define GREY_OPTS (O_SIZE | O_FOOTPRINT | O_STRUCTURE | O_ORIGIN | O_MODE | O_CVAL | O_BATCH | O_ALGORITHM)
@@ -86,7 +89,11 @@ enum {
 #define HIT_OR_MISS_OPTS (O_STRUCTURE1 | O_STRUCTURE2 | O_ORIGIN1 | O_ORIGIN2 | O_BATCH)
 #define LABEL_OPTS (O_STRUCTURE | O_BATCH | O_OUTPUT_DTYPE)
 /* median_filter; rank_filter adds --rank, percentile_filter --percentile. */
-#define RANK_OPTS (O_SIZE | O_FOOTPRINT | O_ORIGIN | O_MODE | O_CVAL | O_BATCH | O_NAN_POLICY)
+/* Distance transforms: OUTPUT gets the distances, --indices FILE the feature transform. */
+#define EDT_OPTS (O_SAMPLING | O_INDICES | O_OUTPUT_DTYPE | O_BATCH)
+#define CDT_OPTS (O_METRIC | O_STRUCTURE | O_INDICES | O_BATCH)
+#define BF_OPTS (O_METRIC | O_SAMPLING | O_INDICES | O_BATCH)
+#define RANK_OPTS (O_SIZE | O_FOOTPRINT | O_ORIGIN | O_MODE | O_CVAL | O_BATCH | O_NAN_POLICY | O_ALGORITHM)
 
 typedef enum { DEV_AUTO, DEV_CPU, DEV_CUDA } dev_choice;
 
@@ -107,7 +114,16 @@ typedef struct args {
   int64_t rank;      /* --rank of rank_filter */
   double percentile; /* --percentile of percentile_filter */
   ndf_rank_nan_policy nan_policy;
-  ndf_grey_algorithm algorithm; /* --algorithm of the grey ops */
+  int nsampling;                       /* --sampling of the distance transforms */
+  double sampling[NDF_MAX_SPATIAL];
+  ndf_metric metric;                   /* --metric of cdt / bf */
+  const char *indices;                 /* --indices FILE */
+  /* --algorithm: the name, and its meaning for each family (ok: a name of it) */
+  const char *algorithm_name;
+  ndf_grey_algorithm algorithm;
+  int grey_algo_ok;
+  ndf_rank_algorithm rank_algo;
+  int rank_algo_ok;
   dev_choice device;
   const char *arch;
   ndf_dtype dtype;
@@ -274,9 +290,50 @@ static int opt_nan_policy(args *a, const char *v) {
   }
   return 0;
 }
+/* --sampling: one positive number or one per spatial axis. */
+static int opt_sampling(args *a, const char *v) {
+  const char *p = v;
+  a->nsampling = 0;
+  for (;;) {
+    char *end;
+    errno = 0;
+    double d = strtod(p, &end);
+    if (end == p || (*end != ',' && *end != '\0') || !isfinite(d) || !(d > 0) ||
+        a->nsampling == NDF_MAX_SPATIAL) {
+      errorf("bad value '%s' for --sampling (expected positive numbers such as 0.7,1.3,1.3, "
+             "at most %d)", v, NDF_MAX_SPATIAL);
+      return -1;
+    }
+    a->sampling[a->nsampling++] = d;
+    if (*end == '\0') return 0;
+    p = end + 1;
+  }
+}
+static int opt_metric(args *a, const char *v) {
+  if (ndf_metric_from_name(v, &a->metric) == NDF_OK) return 0;
+  errorf("bad value '%s' for --metric (expected euclidean, taxicab, cityblock, manhattan or "
+         "chessboard)", v);
+  return -1;
+}
+static int opt_indices(args *a, const char *v) {
+  a->indices = v;
+  return 0;
+}
+/* --algorithm: the grey ops' names (auto, direct, separable, vhgw, decomposed)
+ * and the rank filters' (auto, network, select, histogram); check_algorithm
+ * says which the op takes. */
 static int opt_algorithm(args *a, const char *v) {
-  if (ndf_grey_algorithm_from_name(v, &a->algorithm) == NDF_OK) return 0;
-  errorf("bad value '%s' for --algorithm (expected auto, direct, separable, vhgw or decomposed)", v);
+  a->algorithm_name = v;
+  a->grey_algo_ok = ndf_grey_algorithm_from_name(v, &a->algorithm) == NDF_OK;
+  a->rank_algo_ok = 1;
+  if (strcmp(v, "auto") == 0) a->rank_algo = NDF_RANK_ALGO_AUTO;
+  else if (strcmp(v, "network") == 0) a->rank_algo = NDF_RANK_ALGO_NETWORK;
+  else if (strcmp(v, "select") == 0) a->rank_algo = NDF_RANK_ALGO_SELECT;
+  else if (strcmp(v, "histogram") == 0) a->rank_algo = NDF_RANK_ALGO_HISTOGRAM;
+  else a->rank_algo_ok = 0;
+  if (a->grey_algo_ok || a->rank_algo_ok) return 0;
+  errorf("bad value '%s' for --algorithm (expected auto, direct, separable, vhgw or decomposed for the "
+         "grey ops; auto, network, select or histogram for the rank filters)", v);
   return -1;
 }
 static int opt_batch(args *a, const char *v) {
@@ -350,9 +407,12 @@ static const struct opt_def {
     {"rank", O_RANK, opt_rank, "N", 0},
     {"percentile", O_PERCENTILE, opt_percentile, "P", 0},
     {"nan-policy", O_NAN_POLICY, opt_nan_policy, "propagate|omit", 0},
-    {"algorithm", O_ALGORITHM, opt_algorithm, "auto|direct|separable|vhgw|decomposed", 0},
+    {"algorithm", O_ALGORITHM, opt_algorithm, "A", 0},
     {"brute-force", O_BRUTE, opt_brute, "[true|false]", 1},
     {"output-dtype", O_OUTPUT_DTYPE, opt_output_dtype, "DTYPE", 0},
+    {"sampling", O_SAMPLING, opt_sampling, "X[,X...]", 0},
+    {"metric", O_METRIC, opt_metric, "METRIC", 0},
+    {"indices", O_INDICES, opt_indices, "FILE", 0},
     {"batch-dims", O_BATCH, opt_batch, "N", 0},
     {"device", O_DEVICE, opt_device, "cpu|cuda|auto", 0},
     {"arch", O_ARCH, opt_arch, "sm_XY", 0},
@@ -457,6 +517,9 @@ typedef struct op_params {
   const args *a;
   const ndf_array *file[NFILES]; /* the F_* option files, NULL when not given */
   int64_t *num_features;         /* label: one count per image, or NULL */
+  ndf_array *indices;            /* distance transforms: --indices output (host), or NULL */
+  int nsampling;                 /* distance transforms: --sampling, or a NIfTI input's spacing */
+  double sampling[NDF_MAX_SPATIAL];
 } op_params;
 
 enum {
@@ -464,6 +527,7 @@ enum {
   OPF_CPU_ONLY = 1u << 1, /* the library has no CUDA kernels for it: --device auto means cpu */
   OPF_LABEL = 1u << 2,    /* output int32 (or --output-dtype) in every format; prints num_features */
   OPF_RANK = 1u << 3,     /* a rank filter (median, rank, percentile): the input's dtype */
+  OPF_DISTANCE = 1u << 4, /* a distance transform: scipy's distance dtype, --indices */
 };
 
 typedef struct op_def {
@@ -477,6 +541,23 @@ typedef struct op_def {
   const char *summary;
   unsigned required; /* O_* options it cannot run without (--rank of rank_filter) */
 } op_def;
+
+/* --algorithm names one of the op's own algorithms (the grey ops and the rank
+ * filters have different ones); 0, or -1 after saying why. */
+static int check_algorithm(const op_def *op, const args *a) {
+  if (!(a->given & O_ALGORITHM)) return 0;
+  if (op->grey && !a->grey_algo_ok) {
+    errorf("bad value '%s' for --algorithm of '%s' (expected auto, direct, separable, vhgw or decomposed)",
+           a->algorithm_name, op->name);
+    return -1;
+  }
+  if ((op->flags & OPF_RANK) && !a->rank_algo_ok) {
+    errorf("bad value '%s' for --algorithm of '%s' (expected auto, network, select or histogram)",
+           a->algorithm_name, op->name);
+    return -1;
+  }
+  return 0;
+}
 
 static void grey_options_from(const op_params *p, ndf_grey_options *g) {
   const args *a = p->a;
@@ -554,6 +635,7 @@ static void rank_options_from(const op_params *p, ndf_rank_options *r) {
   r->cval = a->cval;
   r->batch_dims = a->batch_dims;
   r->nan_policy = a->nan_policy;
+  r->algorithm = a->rank_algo;
 }
 
 static ndf_status call_median(const op_def *op, ndf_ctx *ctx, const ndf_array *in,
@@ -580,15 +662,42 @@ static ndf_status call_percentile(const op_def *op, ndf_ctx *ctx, const ndf_arra
   return ndf_percentile_filter(ctx, in, out, p->a->percentile, &r);
 }
 
+typedef ndf_status (*distance_fn)(ndf_ctx *, const ndf_array *, ndf_array *, ndf_array *,
+                                  const ndf_distance_options *);
+
+static ndf_status call_distance(distance_fn fn, ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
+                                const op_params *p) {
+  const args *a = p->a;
+  ndf_distance_options o;
+  ndf_distance_options_init(&o);
+  o.nsampling = p->nsampling;
+  memcpy(o.sampling, p->sampling, sizeof o.sampling);
+  o.metric = a->metric;
+  o.metric_structure = p->file[F_STRUCTURE];
+  o.batch_dims = a->batch_dims;
+  return fn(ctx, in, out, p->indices, &o);
+}
+static ndf_status call_edt(const op_def *op, ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
+                           const op_params *p) {
+  (void)op;
+  return call_distance(ndf_distance_transform_edt, ctx, in, out, p);
+}
+static ndf_status call_cdt(const op_def *op, ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
+                           const op_params *p) {
+  (void)op;
+  return call_distance(ndf_distance_transform_cdt, ctx, in, out, p);
+}
+static ndf_status call_bf(const op_def *op, ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
+                          const op_params *p) {
+  (void)op;
+  return call_distance(ndf_distance_transform_bf, ctx, in, out, p);
+}
+
 #define GREY_OP(name, fn, summary) {name, GREY_OPTS, 0, call_grey, fn, NULL, summary, 0}
-/* Rank filters run on the CPU backend only in this version of the library:
- * drop OPF_CPU_ONLY when it gets their CUDA kernels. */
 #define RANK_OP(name, opts, call, summary, required) \
-  {name, opts, OPF_RANK | OPF_CPU_ONLY, call, NULL, NULL, summary, required}
-/* Binary ops run on the CPU backend only in this version of the library:
- * drop OPF_CPU_ONLY when it gets their CUDA kernels. */
+  {name, opts, OPF_RANK, call, NULL, NULL, summary, required}
 #define BINARY_OP(name, opts, fn, summary) \
-  {name, opts, OPF_BINARY | OPF_CPU_ONLY, call_binary, NULL, fn, summary, 0}
+  {name, opts, OPF_BINARY, call_binary, NULL, fn, summary, 0}
 
 static const op_def ops[] = {
     GREY_OP("grey_erosion", ndf_grey_erosion,
@@ -619,10 +728,17 @@ static const op_def ops[] = {
               "dilation until nothing changes (inside --mask)"),
     BINARY_OP("binary_fill_holes", FILL_HOLES_OPTS, ndf_binary_fill_holes,
               "fill the background not connected to the border"),
-    {"binary_hit_or_miss", HIT_OR_MISS_OPTS, OPF_BINARY | OPF_CPU_ONLY, call_hit_or_miss, NULL,
+    {"binary_hit_or_miss", HIT_OR_MISS_OPTS, OPF_BINARY, call_hit_or_miss, NULL,
      NULL, "structure1 fits in the input, structure2 outside it", 0},
-    {"label", LABEL_OPTS, OPF_LABEL | OPF_CPU_ONLY, call_label, NULL, NULL,
+    {"label", LABEL_OPTS, OPF_LABEL, call_label, NULL, NULL,
      "number the connected features 1..N (prints num_features)", 0},
+    /* cdt and bf: CPU only in this version (drop OPF_CPU_ONLY when their CUDA paths land). */
+    {"distance_transform_edt", EDT_OPTS, OPF_DISTANCE, call_edt, NULL, NULL,
+     "exact Euclidean distance to the nearest zero (float64; --indices)", 0},
+    {"distance_transform_cdt", CDT_OPTS, OPF_DISTANCE | OPF_CPU_ONLY, call_cdt, NULL, NULL,
+     "chamfer distance, chessboard/taxicab or --structure (int32, -1 unreachable)", 0},
+    {"distance_transform_bf", BF_OPTS, OPF_DISTANCE | OPF_CPU_ONLY, call_bf, NULL, NULL,
+     "brute-force distance (float64 euclidean, uint32 taxicab/chessboard)", 0},
 };
 #define NOPS (sizeof ops / sizeof ops[0])
 
@@ -711,10 +827,11 @@ static ndf_status run_op(ndf_ctx *ctx, ndf_device_type dev, const op_def *op,
     s = op->call(op, ctx, in, out, p);
     if (s != NDF_OK) errorf("%s", ndf_errmsg(ctx));
   } else {
-    ndf_array din, dout, dmask;
+    ndf_array din, dout, dmask, didx;
     memset(&din, 0, sizeof din);
     memset(&dout, 0, sizeof dout);
     memset(&dmask, 0, sizeof dmask);
+    memset(&didx, 0, sizeof didx);
     op_params dp = *p;
     const ndf_array *mask = p->file[F_MASK];
     s = ndf_array_alloc(ctx, &din, NDF_DEVICE_CUDA, in->dtype, in->ndim, in->shape);
@@ -725,13 +842,19 @@ static ndf_status run_op(ndf_ctx *ctx, ndf_device_type dev, const op_def *op,
       if (s == NDF_OK) s = ndf_array_copy(ctx, &dmask, mask);
       dp.file[F_MASK] = &dmask;
     }
+    if (s == NDF_OK && p->indices) { /* distance transforms: the feature transform too */
+      s = ndf_array_alloc(ctx, &didx, NDF_DEVICE_CUDA, NDF_INT32, p->indices->ndim, p->indices->shape);
+      dp.indices = &didx;
+    }
     if (s == NDF_OK) s = op->call(op, ctx, &din, &dout, &dp);
     if (s == NDF_OK) s = ndf_array_copy(ctx, out, &dout);
+    if (s == NDF_OK && p->indices) s = ndf_array_copy(ctx, p->indices, &didx);
     if (s == NDF_OK) s = ndf_ctx_synchronize(ctx);
     if (s != NDF_OK) errorf("%s", ndf_errmsg(ctx));
     ndf_array_free(ctx, &din);
     ndf_array_free(ctx, &dout);
     ndf_array_free(ctx, &dmask);
+    ndf_array_free(ctx, &didx);
   }
   if (s != NDF_OK) host_free(out);
   return s;
@@ -782,6 +905,13 @@ static ndf_dtype binary_file_dtype(const char *outpath) {
 static ndf_dtype output_dtype(const op_def *op, const args *a, const char *outpath,
                               ndf_dtype in_dtype) {
   if (op->flags & OPF_LABEL) return a->output_dtype; /* int32 unless --output-dtype */
+  if (op->flags & OPF_DISTANCE) { /* scipy's dtypes; edt: float32 with --output-dtype */
+    if (op->call == call_cdt) return NDF_INT32;
+    if (op->call == call_bf)
+      return a->metric == NDF_METRIC_TAXICAB || a->metric == NDF_METRIC_CHESSBOARD ? NDF_UINT32
+                                                                                   : NDF_FLOAT64;
+    return a->given & O_OUTPUT_DTYPE ? a->output_dtype : NDF_FLOAT64;
+  }
   return op->flags & OPF_BINARY ? binary_file_dtype(outpath) : in_dtype;
 }
 
@@ -799,7 +929,7 @@ static void run_help(void) {
          "INPUT and OUTPUT are .npy, .nii or .nii.gz files (NIfTI axes are x, y, z, ...).\n\n"
          "grey ops (the output has the input's dtype):\n");
   for (size_t i = 0; i < NOPS; i++)
-    if (!(ops[i].flags & (OPF_BINARY | OPF_LABEL | OPF_RANK)))
+    if (!(ops[i].flags & (OPF_BINARY | OPF_LABEL | OPF_RANK | OPF_DISTANCE)))
       printf("  %-23s %s\n", ops[i].name, ops[i].summary);
   printf("rank filters (the output has the input's dtype; CPU only in this version):\n");
   for (size_t i = 0; i < NOPS; i++)
@@ -813,6 +943,11 @@ static void run_help(void) {
          "--batch-dims; CPU only in this version):\n");
   for (size_t i = 0; i < NOPS; i++)
     if (ops[i].flags & OPF_LABEL) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
+  printf("distance transforms (zero input is the background; OUTPUT gets the distances in\n"
+         "scipy's dtype, --indices FILE the nearest background coordinates, int32 of shape\n"
+         "(rank,) + shape per image; edt runs on CUDA too, cdt and bf on the CPU only):\n");
+  for (size_t i = 0; i < NOPS; i++)
+    if (ops[i].flags & OPF_DISTANCE) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
   printf("\nThe composite ops (opening to black_tophat) use the element, mode, cval and\n"
          "origin in every step; their arithmetic is NumPy's in the input dtype\n"
          "(integers wrap around, as in scipy).\n"
@@ -837,6 +972,10 @@ static void run_help(void) {
          "                        gives NaN; omit: NaNs are left out of the window\n"
          "  --algorithm A         grey: auto (default), direct, separable, vhgw or\n"
          "                        decomposed (same result; refused where not exact)\n"
+         "  --algorithm auto|network|select|histogram  rank: how the rank is selected (same\n"
+         "                        results): a generated selection network (up to 27 taps,\n"
+         "                        medians up to 49), general selection, or a sliding\n"
+         "                        histogram (8-bit, box windows); auto picks the fastest\n"
          "  --iterations N        binary: steps (default 1); N < 1 repeats until nothing\n"
          "                        changes\n"
          "  --mask FILE           binary: change only where FILE is non-zero\n"
@@ -849,6 +988,13 @@ static void run_help(void) {
          "  --origin2 N[,N...]    hit_or_miss: shift of structure2 (default: origin1)\n"
          "  --output-dtype DTYPE  label: dtype of the labels (default int32; uint8, int8,\n"
          "                        uint16, int16, uint32, float32, float64)\n"
+         "  --sampling X[,X...]   edt, bf: voxel spacing (one value or one per spatial\n"
+         "                        axis; default 1, or the NIfTI header's pixdim)\n"
+         "  --metric METRIC       cdt: chessboard (default), taxicab/cityblock/manhattan;\n"
+         "                        bf: euclidean (default), taxicab, chessboard\n"
+         "                        (cdt --structure FILE: a 3x...x3 metric instead)\n"
+         "  --indices FILE        distance transforms: also write the feature transform\n"
+         "  --output-dtype DTYPE  edt: float64 (default) or float32 distances\n"
          "  --batch-dims N        leading axes that are independent images (default 0)\n"
          "  --device cpu|cuda|auto  where to run (default auto: CUDA when available and\n"
          "                        the op has CUDA kernels)\n");
@@ -859,7 +1005,10 @@ static void op_help(const op_def *op) {
   printf("usage: ndforge run %s [options] INPUT OUTPUT\n\n%s: %s.\n", op->name, op->name,
          op->summary);
   printf("Output: %s.\nOptions:\n",
-         op->flags & OPF_LABEL
+         op->flags & OPF_DISTANCE
+             ? "the distances in scipy's dtype (edt float64, cdt int32, bf float64 or uint32);\n"
+               "--indices FILE writes the feature transform (int32)"
+         : op->flags & OPF_LABEL
              ? "labels 1..N, 0 for the background, int32 (or --output-dtype) in every format;\n"
                "prints \"num_features: N\" (one count per image with --batch-dims)"
          : op->flags & OPF_BINARY ? "bool (uint8 in NIfTI files)"
@@ -877,6 +1026,37 @@ static void op_help(const op_def *op) {
 }
 
 static int is_help(const char *s) { return strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0; }
+
+/* The sampling and indices of a distance transform: --sampling, else a
+ * NIfTI input's voxel spacing on the spatial axes (those after --batch-dims);
+ * --indices gets a host int32 array of shape batch + (rank,) + spatial. */
+static int setup_distance(const args *a, const ndfio_image *in, op_params *p, ndf_array *indices) {
+  const ndf_array *x = &in->arr;
+  double spacing[NDF_MAX_NDIM];
+  p->nsampling = a->nsampling;
+  memcpy(p->sampling, a->sampling, sizeof p->sampling);
+  if (!(a->given & O_SAMPLING) && a->batch_dims >= 0 && a->batch_dims < x->ndim &&
+      x->ndim - a->batch_dims <= NDF_MAX_SPATIAL && ndfio_nifti_spacing(in, spacing)) {
+    p->nsampling = x->ndim - a->batch_dims;
+    for (int d = 0; d < p->nsampling; d++) p->sampling[d] = spacing[a->batch_dims + d];
+  }
+  if (!a->indices) return 0;
+  if (a->batch_dims < 0 || a->batch_dims >= x->ndim || x->ndim + 1 > NDF_MAX_NDIM) {
+    errorf("--indices: an input of rank %d with --batch-dims %d has no feature transform", x->ndim,
+           a->batch_dims);
+    return -1;
+  }
+  int64_t shape[NDF_MAX_NDIM];
+  for (int d = 0; d < a->batch_dims; d++) shape[d] = x->shape[d];
+  shape[a->batch_dims] = x->ndim - a->batch_dims;
+  for (int d = a->batch_dims; d < x->ndim; d++) shape[d + 1] = x->shape[d];
+  if (host_alloc(indices, NDF_INT32, x->ndim + 1, shape) != NDF_OK) {
+    errorf("out of memory for the indices");
+    return -1;
+  }
+  p->indices = indices;
+  return 0;
+}
 
 static int cmd_run(int argc, char **argv) {
   if (argc >= 3 && is_help(argv[2])) {
@@ -907,6 +1087,7 @@ static int cmd_run(int argc, char **argv) {
     errorf("'%s' needs INPUT and OUTPUT, got %d file name%s", cmd, a.npos, a.npos == 1 ? "" : "s");
     return EXIT_USAGE;
   }
+  if (check_algorithm(op, &a)) return EXIT_USAGE;
   unsigned missing = op->required & ~a.given;
   if (missing) {
     char list[256];
@@ -915,18 +1096,20 @@ static int cmd_run(int argc, char **argv) {
   }
   const char *inpath = a.pos[0], *outpath = a.pos[1];
   if (check_file_type(inpath, "input") || check_file_type(outpath, "output")) return EXIT_USAGE;
+  if (a.indices && check_file_type(a.indices, "indices")) return EXIT_USAGE;
   /* --device auto: CUDA when there is a device and the op has CUDA kernels. */
   dev_choice device = a.device;
   if (device == DEV_AUTO && (op->flags & OPF_CPU_ONLY)) device = DEV_CPU;
 
   rc = EXIT_RUN;
   ndfio_image in, files[NFILES];
-  ndf_array out;
+  ndf_array out, indices;
   ndf_ctx *ctx = NULL;
   ndf_device_type dev;
   op_params p;
   memset(&in, 0, sizeof in);
   memset(&out, 0, sizeof out);
+  memset(&indices, 0, sizeof indices);
   int64_t *counts = NULL, nimg = 1;
   if (load_elements(&a, files, &p) != 0) goto done;
   if (read_image(inpath, &in) != 0) goto done;
@@ -947,12 +1130,17 @@ static int cmd_run(int argc, char **argv) {
     }
     p.num_features = counts;
   }
+  if ((op->flags & OPF_DISTANCE) && setup_distance(&a, &in, &p, &indices) != 0) goto done;
   if (open_device(device, &ctx, &dev) != NDF_OK) goto done;
   if (run_op(ctx, dev, op, &in.arr, &p, output_dtype(op, &a, outpath, in.arr.dtype), &out) !=
       NDF_OK)
     goto done;
   char err[ERRLEN];
   if (ndfio_write(outpath, &out, &in, err, sizeof err) != NDF_OK) {
+    errorf("%s", err);
+    goto done;
+  }
+  if (p.indices && ndfio_write(a.indices, p.indices, NULL, err, sizeof err) != NDF_OK) {
     errorf("%s", err);
     goto done;
   }
@@ -965,6 +1153,7 @@ static int cmd_run(int argc, char **argv) {
 done:
   free(counts);
   host_free(&out);
+  host_free(&indices);
   ndf_ctx_destroy(ctx);
   ndfio_image_free(&in);
   free_elements(files);
@@ -1211,7 +1400,9 @@ static int cmd_cache(int argc, char **argv) {
   args a;
   char cmd[32];
   snprintf(cmd, sizeof cmd, "cache %s", sub);
-  int rc = parse_args(argc, argv, 3, warm ? (GREY_OPTS | O_ARCH | O_DTYPE | O_NDIM) : 0, cmd, &a);
+  const unsigned warm_common = O_ARCH | O_DTYPE | O_NDIM;
+  int rc = parse_args(argc, argv, 3, warm ? (GREY_OPTS | RANK_OPTS | O_RANK | O_PERCENTILE | warm_common) : 0, cmd,
+                      &a);
   if (rc) return rc;
   if (!warm && a.npos) {
     errorf("'%s' takes no arguments", cmd);
@@ -1230,6 +1421,21 @@ static int cmd_cache(int argc, char **argv) {
       }
       if (op->flags & OPF_CPU_ONLY) {
         errorf("'%s' has no GPU kernels to warm (it runs on the CPU in this version)", op->name);
+        return EXIT_USAGE;
+      }
+      if (op->flags & (OPF_BINARY | OPF_LABEL)) {
+        errorf("'%s' cannot be warmed in this version (its few small kernels compile on first use)", op->name);
+        return EXIT_USAGE;
+      }
+      unsigned extra = a.given & ~(op->opts | warm_common);
+      for (size_t k = 0; extra && k < sizeof opt_defs / sizeof opt_defs[0]; k++)
+        if (opt_defs[k].flag & extra) {
+          errorf("'%s' does not take --%s", op->name, opt_defs[k].name);
+          return EXIT_USAGE;
+        }
+      if (check_algorithm(op, &a)) return EXIT_USAGE;
+      if ((op->required & ~a.given) & (O_RANK | O_PERCENTILE)) {
+        errorf("'cache warm %s' needs --%s", op->name, op->required & O_RANK ? "rank N" : "percentile P");
         return EXIT_USAGE;
       }
     }
@@ -1296,7 +1502,15 @@ static int cache_warm(ndf_ctx *ctx, const args *a) {
         rc = EXIT_USAGE;
         break;
       }
-      if (ndf_cache_warm(ctx, arch, op->name, a->dtype, a->ndim, &g, &compiled) != NDF_OK) {
+      ndf_status st;
+      if (op->flags & OPF_RANK) {
+        ndf_rank_options r;
+        rank_options_from(&p, &r);
+        st = ndf_cache_warm_rank(ctx, arch, op->name, a->dtype, a->ndim, a->rank, a->percentile, &r, &compiled);
+      } else {
+        st = ndf_cache_warm(ctx, arch, op->name, a->dtype, a->ndim, &g, &compiled);
+      }
+      if (st != NDF_OK) {
         errorf("%s", ndf_errmsg(ctx));
         rc = EXIT_RUN;
         break;
@@ -1515,7 +1729,9 @@ static int cmd_demo(int argc, char **argv) {
   ga.nsize = 1;
   ga.size[0] = 3;
   ga.mode = NDF_MODE_REFLECT;
-  op_params p = {&ga, {NULL}, NULL};
+  op_params p;
+  memset(&p, 0, sizeof p);
+  p.a = &ga;
 
   if (dev == NDF_DEVICE_CUDA) {
     printf("device:  %s (sm_%d%d)\n", info.device_name, info.cc_major, info.cc_minor);

@@ -54,6 +54,16 @@ void ndfio_image_free(ndfio_image *img) {
   memset(img, 0, sizeof *img);
 }
 
+int ndfio_nifti_spacing(const ndfio_image *img, double *spacing) {
+  if (!img || !img->nifti) return 0;
+  const nifti_image *nim = img->nifti;
+  for (int i = 0; i < img->arr.ndim && i < 7; i++) {
+    double v = nim->pixdim[i + 1];
+    spacing[i] = v > 0 && v < 1e300 ? v : 1.0;
+  }
+  return 1;
+}
+
 ndf_status ndfio_read(const char *path, ndfio_image *img, char *err, size_t errlen) {
   switch (ndfio_format_of(path)) {
   case NDFIO_NPY: return ndfio_npy_read(path, img, err, errlen);

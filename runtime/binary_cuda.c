@@ -1,0 +1,664 @@
+/*
+ * binary_cuda.c -- the CUDA backend of binary morphology, on bit-packed
+ * words (templates/binary_common.cuh: 32 voxels of the last axis per word).
+ *
+ * An op packs its input (and mask) once, runs its steps on packed words in
+ * two scratch buffers, and unpacks the result into the output: with no
+ * error the output is written once, at the end, and on an error (a cycle)
+ * not at all.  Iterations stay on the device: every launch reads the flags
+ * the previous launch left (templates/binary_step.cu) and returns at once
+ * after a convergence, so the host queues launches and reads the status only
+ * when it must decide whether to queue more (iterations < 1, or many
+ * iterations): after 16, 32, 64, ... launches.
+ */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* The packed image geometry and the scratch of one op. */
+typedef struct bdev {
+  ndf_ctx *ctx;
+  const char *name;
+  int ndim, nsp;
+  int64_t shape[NDF_MAX_NDIM];
+  int64_t nx, nw, nrows, nwords;
+  CUdeviceptr scratch, buf[2], mask, saved, status;
+} bdev;
+
+/* One step's kernel arguments, as the template's struct ndf_bstep_params
+ * (same field types, so the C and CUDA layouts agree on x86-64). */
+typedef struct bstep_params {
+  CUdeviceptr src, dst, mask, saved, status;
+  int t;
+  int nra;
+  int64_t rshape[NDF_MAX_SPATIAL];
+  int64_t rstride[NDF_MAX_SPATIAL];
+  int rlo[NDF_MAX_SPATIAL], rhi[NDF_MAX_SPATIAL];
+  int64_t nx, nw, nrows;
+  unsigned tail, border;
+  int ntr;
+  CUdeviceptr taps, dx;
+} bstep_params;
+
+typedef struct bpack_params {
+  CUdeviceptr in, out;
+  int ndim;
+  int64_t shape[NDF_MAX_NDIM], istr[NDF_MAX_NDIM];
+  int64_t nx, nw, nrows;
+  unsigned invert;
+} bpack_params;
+
+typedef struct bunpack_params {
+  CUdeviceptr a, b, out;
+  int ndim;
+  int64_t shape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
+  int64_t nx, nw, nrows;
+  unsigned invert;
+} bunpack_params;
+
+/* A prepared step: its kernel and tap table. */
+typedef struct bstep {
+  CUfunction fn;
+  bstep_params p; /* src, dst, mask, saved, status and t are set per launch */
+  int monotone;   /* offset 0 is a tap: the iteration only grows (OR) or shrinks (AND) */
+  int cycle;      /* compare with the saved state (iterations < 1, not monotone) */
+  int inplace;    /* one buffer, block-local repeats (iterations < 1, monotone) */
+  int ccl;        /* the limit by connected components (OR, monotone, symmetric taps) */
+  CUfunction ccl_fn; /* templates/binary_ccl.cu: one kernel, five phases */
+  CUdeviceptr ccl_tab;
+  int ccl_ntaps;
+  int ccl_linkx; /* the taps hold (0, ..., 0, -1) */
+} bstep;
+
+/* Kernel arguments of templates/binary_ccl.cu (struct ndf_ccl_params, NSP axes). */
+typedef struct ccl_params_max {
+  CUdeviceptr x, mask, dst, parent, lit;
+  int64_t tail[NDF_MAX_SPATIAL + 3]; /* sshape[NSP], nx, nw, nrows */
+  int border, ntaps, linkx, pad;
+  CUdeviceptr taps, toff;
+  int phase, pad2;
+} ccl_params_max;
+
+/* 1 if the set of taps is symmetric (t in it implies -t is); small sets only. */
+static int taps_symmetric(const int32_t *taps, int64_t n, int nsp) {
+  if (n > 4096) return 0;
+  for (int64_t k = 0; k < n; k++) {
+    int found = 0;
+    for (int64_t m = 0; m < n && !found; m++) {
+      int eq = 1;
+      for (int d = 0; d < nsp; d++) eq &= taps[m * nsp + d] == -taps[k * nsp + d];
+      found = eq;
+    }
+    if (!found) return 0;
+  }
+  return 1;
+}
+
+/* Prepares the connected-components path of a dilation step (taps: raster order). */
+static ndf_status ccl_prepare(bdev *b, const int32_t *taps, int64_t n, bstep *st) {
+  const int nsp = b->nsp;
+  int32_t *tab = malloc((size_t)(n * (nsp + 1) + 1) * sizeof *tab);
+  if (!tab) return ndf__error(b->ctx, NDF_ENOMEM, "%s: out of memory", b->name);
+  memcpy(tab, taps, (size_t)(n * nsp) * sizeof *tab);
+  for (int64_t k = 0; k < n; k++) {
+    int64_t off = 0, s = 1;
+    for (int d = nsp - 1; d >= 0; d--) {
+      off += (int64_t)taps[k * nsp + d] * s;
+      s *= b->shape[b->ndim - nsp + d];
+    }
+    tab[n * nsp + k] = (int32_t)off;
+    int xm1 = taps[k * nsp + nsp - 1] == -1;
+    for (int d = 0; d < nsp - 1; d++) xm1 &= taps[k * nsp + d] == 0;
+    st->ccl_linkx |= xm1;
+  }
+  ndf_status s = ndf__device_table(b->ctx, tab, (size_t)(n * (nsp + 1) + 1) * sizeof *tab, &st->ccl_tab);
+  free(tab);
+  if (s != NDF_OK) return s;
+  st->ccl_ntaps = (int)n;
+  ndf__kernel_req req;
+  ndf__req_init(&req, "binary_ccl", "ndf_ccl");
+  ndf__req_set(&req, "NSP", "%d", nsp);
+  return ndf__jit_get(b->ctx, b->name, &req, &st->ccl_fn);
+}
+
+static ndf_status launch(bdev *b, CUfunction fn, int64_t blocks, void *params) {
+  int64_t cap = (int64_t)(b->ctx->sm_count > 0 ? b->ctx->sm_count : 132) * 16;
+  if (blocks > cap) blocks = cap;
+  if (blocks < 1) blocks = 1;
+  void *args[] = {params};
+  CUresult r = ndf__cu(NULL)->cuLaunchKernel(fn, (unsigned)blocks, 1, 1, 256, 1, 1, 0, b->ctx->stream, args, NULL);
+  return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(b->ctx, b->name, r);
+}
+
+static const char *pack_ctype(ndf_dtype t) {
+  return t == NDF_BOOL ? "unsigned char" : ndf__dtype_ctype(t);
+}
+
+/* 1 when a (1-byte elements) can be read or written 32 voxels at a time with
+ * 16-byte accesses: unit last stride, nx % 32 == 0, every row 16-aligned. */
+static int vec_ok(const ndf_array *a) {
+  const int L = a->ndim - 1;
+  if (ndf_dtype_size(a->dtype) != 1 || a->strides[L] != 1 || a->shape[L] % 32 != 0) return 0;
+  if ((uintptr_t)a->data % 16 != 0) return 0;
+  for (int d = 0; d < L; d++)
+    if (a->shape[d] > 1 && a->strides[d] % 16 != 0) return 0;
+  return 1;
+}
+
+static ndf_status get_pack(bdev *b, const ndf_array *a, CUfunction *fn) {
+  ndf__kernel_req req;
+  ndf__req_init(&req, "binary_pack", "ndf_bin_pack");
+  ndf__req_set(&req, "T", "%s", pack_ctype(a->dtype));
+  ndf__req_set(&req, "VEC", "%d", vec_ok(a));
+  return ndf__jit_get(b->ctx, b->name, &req, fn);
+}
+
+static ndf_status get_unpack(bdev *b, const ndf_array *out, CUfunction *fn) {
+  ndf__kernel_req req;
+  ndf__req_init(&req, "binary_unpack", "ndf_bin_unpack");
+  ndf__req_set(&req, "VEC", "%d", vec_ok(out));
+  return ndf__jit_get(b->ctx, b->name, &req, fn);
+}
+
+static ndf_status pack(bdev *b, CUfunction fn, const ndf_array *a, CUdeviceptr dst, int invert) {
+  bpack_params p;
+  memset(&p, 0, sizeof p);
+  p.in = (CUdeviceptr)(uintptr_t)a->data;
+  p.out = dst;
+  p.ndim = a->ndim;
+  for (int d = 0; d < a->ndim; d++) {
+    p.shape[d] = a->shape[d];
+    p.istr[d] = a->strides[d];
+  }
+  p.nx = b->nx;
+  p.nw = b->nw;
+  p.nrows = b->nrows;
+  p.invert = invert ? 0xffffffffu : 0u;
+  /* VEC: a thread per word; else a warp per word (8 per block). */
+  return launch(b, fn, vec_ok(a) ? (b->nwords + 255) / 256 : (b->nwords + 7) / 8, &p);
+}
+
+static ndf_status unpack(bdev *b, CUfunction fn, CUdeviceptr a, CUdeviceptr bm, int invert, ndf_array *out) {
+  bunpack_params p;
+  memset(&p, 0, sizeof p);
+  p.a = a;
+  p.b = bm;
+  p.out = (CUdeviceptr)(uintptr_t)out->data;
+  p.ndim = out->ndim;
+  for (int d = 0; d < out->ndim; d++) {
+    p.shape[d] = out->shape[d];
+    p.ostr[d] = out->strides[d];
+  }
+  p.nx = b->nx;
+  p.nw = b->nw;
+  p.nrows = b->nrows;
+  p.invert = invert ? 0xffffffffu : 0u;
+  int64_t work = vec_ok(out) ? b->nwords : b->nrows * b->nx;
+  return launch(b, fn, (work + 255) / 256, &p);
+}
+
+/* Geometry and scratch: two packed buffers, plus mask and saved state when asked. */
+static ndf_status bdev_init(bdev *b, ndf_ctx *ctx, const char *name, const ndf_array *in, int batch_dims,
+                            int with_mask, int with_saved) {
+  memset(b, 0, sizeof *b);
+  b->ctx = ctx;
+  b->name = name;
+  b->ndim = in->ndim;
+  b->nsp = in->ndim - batch_dims;
+  for (int d = 0; d < in->ndim; d++) b->shape[d] = in->shape[d];
+  b->nx = in->shape[in->ndim - 1];
+  b->nw = (b->nx + 31) / 32;
+  b->nrows = ndf_array_size(in) / b->nx;
+  b->nwords = b->nrows * b->nw;
+  if (b->nwords >= ((int64_t)1 << 40))
+    return ndf__error(ctx, NDF_ENOTSUP, "%s: the image is too large for the packed CUDA path", name);
+  const size_t bytes = ((size_t)b->nwords * 4 + 255) & ~(size_t)255;
+  const int nbuf = 2 + (with_mask != 0) + (with_saved != 0);
+  ndf_status s = ndf__scratch_alloc(ctx, bytes * nbuf + 256, &b->scratch);
+  if (s != NDF_OK) return s;
+  CUdeviceptr p = b->scratch;
+  b->status = p;
+  p += 256;
+  b->buf[0] = p;
+  p += bytes;
+  b->buf[1] = p;
+  p += bytes;
+  if (with_mask) { b->mask = p; p += bytes; }
+  if (with_saved) b->saved = p;
+  return NDF_OK;
+}
+
+static void bdev_free(bdev *b) {
+  if (b->scratch) ndf__scratch_free(b->ctx, b->scratch);
+  b->scratch = 0;
+}
+
+/* Taps of a geometry in raster order (a box enumerated); *owned is what to free. */
+static const int32_t *geom_taps(const ndf__grey_geom *g, int64_t *ntaps, int32_t **owned) {
+  *owned = NULL;
+  *ntaps = g->ntaps;
+  if (!g->is_box) return g->taps;
+  const int nsp = g->nsp;
+  int32_t *t = malloc((size_t)(g->ntaps > 0 ? g->ntaps : 1) * nsp * sizeof *t);
+  if (!t) return NULL;
+  for (int64_t k = 0; k < g->ntaps; k++) {
+    int64_t r = k;
+    for (int d = nsp - 1; d >= 0; d--) {
+      t[k * nsp + d] = (int32_t)(g->lo[d] + r % g->box[d]);
+      r /= g->box[d];
+    }
+  }
+  *owned = t;
+  return t;
+}
+
+/*
+ * Prepares a step: op 0 = AND (erosion), 1 = OR (dilation, the miss part);
+ * sp->empty: no taps (AND gives all 1, OR all 0).  The taps become tap rows:
+ * runs of taps with the same offsets on every spatial axis but the last
+ * (raster order keeps them together), each with its list of last-axis
+ * offsets.
+ */
+static ndf_status step_prepare(bdev *b, const ndf__bin_step *sp, int op, int border, int iterations, bstep *st) {
+  memset(st, 0, sizeof *st);
+  const int nsp = b->nsp, nra = nsp - 1, R = nra + 2;
+  bstep_params *p = &st->p;
+  p->nra = nra;
+  for (int d = 0; d < nra; d++) {
+    int ax = b->ndim - nsp + d;
+    p->rshape[d] = b->shape[ax];
+    int64_t rs = 1;
+    for (int e = ax + 1; e < b->ndim - 1; e++) rs *= b->shape[e];
+    p->rstride[d] = rs;
+  }
+  p->nx = b->nx;
+  p->nw = b->nw;
+  p->nrows = b->nrows;
+  p->tail = b->nx % 32 ? (1u << (b->nx % 32)) - 1 : 0xffffffffu;
+  p->border = border ? 0xffffffffu : 0u;
+  if (!sp->empty) {
+    int32_t *owned;
+    int64_t n;
+    const int32_t *taps = geom_taps(&sp->g, &n, &owned);
+    if (!taps) return ndf__error(b->ctx, NDF_ENOMEM, "%s: out of memory", b->name);
+    int64_t ntr = 0;
+    for (int64_t k = 0; k < n; k++) {
+      int same = k > 0;
+      for (int d = 0; d < nra && same; d++) same = taps[k * nsp + d] == taps[(k - 1) * nsp + d];
+      ntr += !same;
+    }
+    if (ntr > INT32_MAX / R || n > INT32_MAX) {
+      free(owned);
+      return ndf__error(b->ctx, NDF_ENOTSUP, "%s: the structure has too many taps for the CUDA path", b->name);
+    }
+    size_t bytes = ((size_t)ntr * R + (size_t)n) * sizeof(int32_t);
+    int32_t *tab = malloc(bytes);
+    if (!tab) {
+      free(owned);
+      return ndf__error(b->ctx, NDF_ENOMEM, "%s: out of memory", b->name);
+    }
+    int32_t *dx = tab + ntr * R;
+    for (int d = 0; d < nra; d++) { p->rlo[d] = INT32_MAX; p->rhi[d] = INT32_MIN; }
+    int64_t r = -1;
+    for (int64_t k = 0; k < n; k++) {
+      const int32_t *t = taps + k * nsp;
+      int same = k > 0;
+      for (int d = 0; d < nra && same; d++) same = t[d] == taps[(k - 1) * nsp + d];
+      if (!same) {
+        r++;
+        for (int d = 0; d < nra; d++) {
+          tab[r * R + d] = t[d];
+          if (t[d] < p->rlo[d]) p->rlo[d] = t[d];
+          if (t[d] > p->rhi[d]) p->rhi[d] = t[d];
+        }
+        tab[r * R + nra] = (int32_t)k;
+        tab[r * R + nra + 1] = 0;
+      }
+      tab[r * R + nra + 1]++;
+      dx[k] = t[nra];
+      int zero = 1;
+      for (int d = 0; d < nsp; d++) zero &= t[d] == 0;
+      st->monotone |= zero;
+    }
+    /* The limit of a monotone dilation with symmetric taps: by components
+     * (flat voxel indices in int32). */
+    ndf_status cs = NDF_OK;
+    if (op == 1 && iterations < 1 && st->monotone && b->nrows * b->nx < INT32_MAX && taps_symmetric(taps, n, nsp)) {
+      st->ccl = 1;
+      cs = ccl_prepare(b, taps, n, st);
+    }
+    free(owned);
+    if (cs != NDF_OK) {
+      free(tab);
+      return cs;
+    }
+    CUdeviceptr dt = 0;
+    ndf_status s = n > 0 ? ndf__device_table(b->ctx, tab, bytes, &dt) : NDF_OK;
+    free(tab);
+    if (s != NDF_OK) return s;
+    p->ntr = (int)ntr;
+    p->taps = dt;
+    p->dx = dt + (CUdeviceptr)(ntr * R * sizeof(int32_t));
+  }
+  st->cycle = iterations < 1 && !st->monotone;
+  st->inplace = iterations < 1 && st->monotone;
+  ndf__kernel_req req;
+  ndf__req_init(&req, "binary_step", "ndf_bin_step");
+  ndf__req_set(&req, "OP", "%d", op);
+  ndf__req_set(&req, "CYCLE", "%d", st->cycle);
+  ndf__req_set(&req, "INPLACE", "%d", st->inplace);
+  return ndf__jit_get(b->ctx, b->name, &req, &st->fn);
+}
+
+static ndf_status step_launch(bdev *b, bstep *st, CUdeviceptr src, CUdeviceptr dst, CUdeviceptr mask, int with_status,
+                              int t) {
+  st->p.src = src;
+  st->p.dst = dst;
+  st->p.mask = mask;
+  st->p.saved = st->cycle ? b->saved : 0;
+  st->p.status = with_status ? b->status : 0;
+  st->p.t = t;
+  return launch(b, st->fn, (b->nwords + 255) / 256, &st->p);
+}
+
+/* The parameter block of templates/binary_ccl.cu for NSP = b->nsp into raw
+ * (at least sizeof(ccl_params_max) bytes): border and the fields after it
+ * follow the NSP + 3 int64 values directly.  Returns the offset of phase. */
+static size_t ccl_params(const bdev *b, const bstep *st, CUdeviceptr x, CUdeviceptr mask, CUdeviceptr dst,
+                       CUdeviceptr parent, CUdeviceptr lit, int border, unsigned char *raw) {
+  ccl_params_max p;
+  memset(&p, 0, sizeof p);
+  p.x = x;
+  p.mask = mask;
+  p.dst = dst;
+  p.parent = parent;
+  p.lit = lit;
+  const int nsp = b->nsp;
+  for (int d = 0; d < nsp; d++) p.tail[d] = b->shape[b->ndim - nsp + d];
+  p.tail[nsp] = b->nx;
+  p.tail[nsp + 1] = b->nw;
+  p.tail[nsp + 2] = b->nrows;
+  size_t off = offsetof(ccl_params_max, tail) + (size_t)(nsp + 3) * sizeof(int64_t);
+  memcpy(raw, &p, off);
+  int ntaps = st->ccl_ntaps, linkx = st->ccl_linkx, pad = 0;
+  memcpy(raw + off, &border, 4);
+  memcpy(raw + off + 4, &ntaps, 4);
+  memcpy(raw + off + 8, &linkx, 4);
+  memcpy(raw + off + 12, &pad, 4);
+  CUdeviceptr taps = st->ccl_tab, toff = st->ccl_tab + (CUdeviceptr)((size_t)ntaps * nsp * sizeof(int32_t));
+  memcpy(raw + off + 16, &taps, 8);
+  memcpy(raw + off + 24, &toff, 8);
+  memset(raw + off + 32, 0, 8); /* phase, padding */
+  return off + 32;
+}
+
+/* Launches phases first..last of binary_ccl.cu over every (word, lane). */
+static ndf_status ccl_run(bdev *b, const bstep *st, unsigned char *raw, size_t phase_off, int first, int last) {
+  const int64_t blocks = (b->nwords * 32 + 255) / 256;
+  ndf_status s = NDF_OK;
+  for (int k = first; k <= last && s == NDF_OK; k++) {
+    memcpy(raw + phase_off, &k, 4);
+    s = launch(b, st->ccl_fn, blocks, raw);
+  }
+  return s;
+}
+
+/* buf[*cur] -> buf[*cur ^ 1]: the limit of the monotone dilation, by components. */
+static ndf_status ccl_limit(bdev *b, bstep *st, int *cur) {
+  const int64_t n = b->nrows * b->nx;
+  CUdeviceptr mem = 0;
+  const size_t pb = ((size_t)n * 4 + 255) & ~(size_t)255;
+  ndf_status s = ndf__scratch_alloc(b->ctx, pb + (size_t)n, &mem);
+  if (s != NDF_OK) return s;
+  unsigned char raw[sizeof(ccl_params_max)];
+  size_t po = ccl_params(b, st, b->buf[*cur], b->mask, b->buf[*cur ^ 1], mem, mem + pb, st->p.border != 0, raw);
+  s = ccl_run(b, st, raw, po, 0, 4);
+  ndf__scratch_free(b->ctx, mem);
+  if (s == NDF_OK) *cur ^= 1;
+  return s;
+}
+
+static ndf_status read_status(bdev *b, int32_t *h) {
+  const ndf__cu_api *cu = ndf__cu(NULL);
+  CUresult r = cu->cuMemcpyDtoHAsync(h, b->status, 8 * sizeof(int32_t), b->ctx->stream);
+  if (r == CUDA_SUCCESS) r = cu->cuStreamSynchronize(b->ctx->stream);
+  return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(b->ctx, b->name, r);
+}
+
+/*
+ * Applies a prepared step `iterations` times (< 1: until nothing changes) to
+ * buf[*cur]; on return buf[*cur] holds the result.  Launch t reads buf[t-1]
+ * and writes buf[t] (indices mod 2, from *cur), or updates buf[*cur] in
+ * place for a monotone iteration to the limit.  A cycle is NDF_ENOTSUP, as
+ * on the CPU backend (Brent's detection, with the same period).
+ */
+static ndf_status iterate(bdev *b, bstep *st, int iterations, int *cur) {
+  const ndf__cu_api *cu = ndf__cu(NULL);
+  const CUstream stream = b->ctx->stream;
+  const int c0 = *cur;
+  ndf_status s;
+  if (iterations == 1) {
+    s = step_launch(b, st, b->buf[c0], b->buf[c0 ^ 1], b->mask, 0, 1);
+    if (s == NDF_OK) *cur = c0 ^ 1;
+    return s;
+  }
+  if (st->ccl) return ccl_limit(b, st, cur);
+  /* A device-side memset: a copy from pageable host memory may wait for the stream. */
+  CUresult r = cu->cuMemsetD8Async(b->status, 0, 256, stream);
+  if (r == CUDA_SUCCESS && st->cycle)
+    r = cu->cuMemcpyDtoDAsync(b->saved, b->buf[c0], (size_t)b->nwords * 4, stream);
+  if (r != CUDA_SUCCESS) return ndf__cuda_error(b->ctx, b->name, r);
+  /* The host reads the status after launch 16, 32, 64, ... (never for a few
+   * iterations: those are all queued, later ones return at once). */
+  const int64_t few = 64;
+  int64_t check = (iterations >= 1 && iterations <= few) ? INT64_MAX : 16;
+  int32_t h[8] = {0};
+  int64_t t = 0;
+  for (;;) {
+    if (iterations >= 1 && t == iterations) break;
+    if (t == INT32_MAX - 1)
+      return ndf__error(b->ctx, NDF_ENOTSUP, "%s: more than 2^31 iterations are not supported on CUDA", b->name);
+    t++;
+    const int src = st->inplace ? c0 : (int)((c0 + t - 1) & 1), dst = st->inplace ? c0 : (int)((c0 + t) & 1);
+    if ((s = step_launch(b, st, b->buf[src], b->buf[dst], b->mask, 1, (int)t)) != NDF_OK) return s;
+    if (st->cycle && (t & (t + 1)) == 0) { /* t = 2^k - 1: save state t */
+      r = cu->cuMemcpyDtoDAsync(b->saved, b->buf[dst], (size_t)b->nwords * 4, stream);
+      if (r != CUDA_SUCCESS) return ndf__cuda_error(b->ctx, b->name, r);
+    }
+    if (t == check) {
+      if ((s = read_status(b, h)) != NDF_OK) return s;
+      if (h[6] != 0) break;
+      check *= 2;
+    }
+  }
+  /* After a convergence both buffers hold the result. */
+  *cur = st->inplace ? c0 : (int)((c0 + t) & 1);
+  if (iterations >= 1) return NDF_OK;
+  if (h[6] == 2) {
+    int64_t td = h[7], p2 = 1;
+    while (2 * p2 - 1 < td) p2 *= 2; /* the saved state is state p2 - 1 */
+    return ndf__error(b->ctx, NDF_ENOTSUP,
+                      "%s: bad argument 'iterations' (< 1 never converges here: the result cycles with period "
+                      "%lld; scipy would loop forever. Use a structure whose centre, shifted by origin, is "
+                      "true, or a fixed number of iterations)", b->name, (long long)(td - (p2 - 1)));
+  }
+  return NDF_OK;
+}
+
+ndf_status ndf__binary_cuda(ndf_ctx *ctx, const char *name, ndf__binary_kind kind, const ndf_array *in,
+                            ndf_array *out, const ndf_array *mask, const ndf__bin_step *ero,
+                            const ndf__bin_step *dil, int border, int iterations, int batch_dims) {
+  ndf_status s = ndf__ctx_bind(ctx);
+  if (s != NDF_OK) return s;
+  const int fill = kind == NDF__B_FILL_HOLES;
+  if (kind == NDF__B_PROPAGATION || fill) iterations = -1;
+  const int need_ero = kind == NDF__B_EROSION || kind == NDF__B_OPENING || kind == NDF__B_CLOSING;
+  const int need_dil = kind != NDF__B_EROSION;
+  bdev b;
+  bstep se, sd;
+  CUfunction fpack, fmask = NULL, funpack;
+  /* Every kernel is resolved (and the tables uploaded) before the first launch. */
+  if ((s = bdev_init(&b, ctx, name, in, batch_dims, mask || fill, iterations < 1)) != NDF_OK) return s;
+  if ((s = get_pack(&b, in, &fpack)) != NDF_OK) goto done;
+  if (mask && (s = get_pack(&b, mask, &fmask)) != NDF_OK) goto done;
+  if ((s = get_unpack(&b, out, &funpack)) != NDF_OK) goto done;
+  if (need_ero && (s = step_prepare(&b, ero, 0, border, iterations, &se)) != NDF_OK) goto done;
+  if (need_dil && (s = step_prepare(&b, dil, 1, border, iterations, &sd)) != NDF_OK) goto done;
+
+  int cur = 0;
+  if (fill) { /* propagate zeros into NOT input (border 1); the result is negated */
+    if ((s = pack(&b, fpack, in, b.mask, 1)) != NDF_OK) goto done;
+    CUresult r = ndf__cu(NULL)->cuMemsetD8Async(b.buf[0], 0, (size_t)b.nwords * 4, ctx->stream);
+    if (r != CUDA_SUCCESS) { s = ndf__cuda_error(ctx, name, r); goto done; }
+  } else {
+    if ((s = pack(&b, fpack, in, b.buf[0], 0)) != NDF_OK) goto done;
+    if (mask && (s = pack(&b, fmask, mask, b.mask, 0)) != NDF_OK) goto done;
+  }
+  switch (kind) {
+    case NDF__B_EROSION: s = iterate(&b, &se, iterations, &cur); break;
+    case NDF__B_DILATION:
+    case NDF__B_PROPAGATION:
+    case NDF__B_FILL_HOLES: s = iterate(&b, &sd, iterations, &cur); break;
+    case NDF__B_OPENING:
+      s = iterate(&b, &se, iterations, &cur);
+      if (s == NDF_OK) s = iterate(&b, &sd, iterations, &cur);
+      break;
+    case NDF__B_CLOSING:
+      s = iterate(&b, &sd, iterations, &cur);
+      if (s == NDF_OK) s = iterate(&b, &se, iterations, &cur);
+      break;
+  }
+  if (s == NDF_OK) s = unpack(&b, funpack, b.buf[cur], 0, fill, out);
+done:
+  bdev_free(&b);
+  return s;
+}
+
+/* hit = erosion by structure1 (border 0); miss = OR over structure2's
+ * erosion-style taps (border 0); out = hit AND NOT miss, in one unpack. */
+ndf_status ndf__hit_or_miss_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
+                                 const ndf__bin_step *hit, const ndf__bin_step *miss, int batch_dims) {
+  ndf_status s = ndf__ctx_bind(ctx);
+  if (s != NDF_OK) return s;
+  bdev b;
+  bstep sh, sm;
+  CUfunction fpack, funpack;
+  if ((s = bdev_init(&b, ctx, name, in, batch_dims, 1, 0)) != NDF_OK) return s;
+  if ((s = get_pack(&b, in, &fpack)) != NDF_OK) goto done;
+  if ((s = get_unpack(&b, out, &funpack)) != NDF_OK) goto done;
+  if ((s = step_prepare(&b, hit, 0, 0, 1, &sh)) != NDF_OK) goto done;
+  if ((s = step_prepare(&b, miss, 1, 0, 1, &sm)) != NDF_OK) goto done;
+  /* buf[0] = input, buf[1] = hit, mask buffer = miss. */
+  if ((s = pack(&b, fpack, in, b.buf[0], 0)) != NDF_OK) goto done;
+  if ((s = step_launch(&b, &sh, b.buf[0], b.buf[1], 0, 0, 1)) != NDF_OK) goto done;
+  if ((s = step_launch(&b, &sm, b.buf[0], b.mask, 0, 0, 1)) != NDF_OK) goto done;
+  s = unpack(&b, funpack, b.buf[1], b.mask, 0, out);
+done:
+  bdev_free(&b);
+  return s;
+}
+
+/* ---- label ------------------------------------------------------------------------------- */
+
+/* Kernel arguments of templates/label.cu (struct ndf_label_params). */
+typedef struct label_params {
+  CUdeviceptr out, parent, rank, bsum, base;
+  int ndim;
+  int64_t shape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
+  int n, per, nimg, nblk, phase;
+} label_params;
+
+#define LABEL_E 2048
+
+/*
+ * scipy.ndimage.label on CUDA arrays.  The input is packed (binary_pack.cu)
+ * and its components found by binary_ccl.cu's union-find (init with runs
+ * along x linked, unite through the structure's backward half, compress):
+ * every root is its component's least flat index, its first voxel in raster
+ * order.  templates/label.cu then numbers the roots per image (prefix
+ * counts) and writes the labels.  cap is the largest label the output dtype
+ * holds; the per-image counts are read back before the output is written.
+ */
+ndf_status ndf__label_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out, const int32_t *taps,
+                           int64_t ntaps, int nsp, int batch_dims, int64_t cap, int64_t *num_features) {
+  ndf_status s = ndf__ctx_bind(ctx);
+  if (s != NDF_OK) return s;
+  const int64_t n = ndf_array_size(in);
+  if (n >= INT32_MAX - 2 * LABEL_E)
+    return ndf__error(ctx, NDF_ENOTSUP, "%s: inputs of 2^31 elements or more are not supported yet", name);
+  int64_t nimg = 1;
+  for (int d = 0; d < batch_dims; d++) nimg *= in->shape[d];
+  CUfunction fn, fpack;
+  bdev b;
+  bstep st;
+  memset(&st, 0, sizeof st);
+  CUdeviceptr scratch = 0;
+  int32_t *counts = NULL;
+  /* Packed input in b.mask (the x of the components' kernels too). */
+  if ((s = bdev_init(&b, ctx, name, in, batch_dims, 1, 0)) != NDF_OK) return s;
+  (void)nsp;
+  {
+    ndf__kernel_req req;
+    ndf__req_init(&req, "label", "ndf_label");
+    ndf__req_set(&req, "O", "%s", ndf__dtype_ctype(out->dtype));
+    s = ndf__jit_get(ctx, name, &req, &fn);
+  }
+  if (s == NDF_OK) s = get_pack(&b, in, &fpack);
+  if (s == NDF_OK) s = ccl_prepare(&b, taps, ntaps, &st);
+  if (s != NDF_OK) goto done;
+
+  label_params p;
+  memset(&p, 0, sizeof p);
+  p.out = (CUdeviceptr)(uintptr_t)out->data;
+  p.ndim = in->ndim;
+  for (int d = 0; d < in->ndim; d++) {
+    p.shape[d] = in->shape[d];
+    p.ostr[d] = out->strides[d];
+  }
+  p.n = (int)n;
+  p.per = (int)(n / nimg);
+  p.nimg = (int)nimg;
+  p.nblk = (int)((n + LABEL_E - 1) / LABEL_E);
+  const size_t nb = ((size_t)n * 4 + 255) & ~(size_t)255, bb = ((size_t)(p.nblk + 1) * 4 + 255) & ~(size_t)255;
+  const size_t ib = ((size_t)(nimg + 1) * 4 + 255) & ~(size_t)255;
+  if ((s = ndf__scratch_alloc(ctx, 2 * nb + bb + ib, &scratch)) != NDF_OK) goto done;
+  p.parent = scratch;
+  p.rank = scratch + nb;
+  p.bsum = scratch + 2 * nb;
+  p.base = scratch + 2 * nb + bb;
+  unsigned char raw[sizeof(ccl_params_max)];
+  size_t po = ccl_params(&b, &st, b.mask, b.mask, b.buf[0], p.parent, 0, 0, raw);
+  if ((s = pack(&b, fpack, in, b.mask, 0)) != NDF_OK) goto done;
+  if ((s = ccl_run(&b, &st, raw, po, 0, 2)) != NDF_OK) goto done; /* init, unite, compress */
+  const int64_t label_blocks[4] = {p.nblk, 1, p.nblk, (nimg + 1 + 255) / 256};
+  for (int k = 0; k < 4 && s == NDF_OK; k++) { /* count, scan, rank, base */
+    p.phase = k;
+    s = launch(&b, fn, label_blocks[k], &p);
+  }
+  if (s != NDF_OK) goto done;
+  counts = malloc((size_t)(nimg + 1) * sizeof *counts);
+  if (!counts) { s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name); goto done; }
+  {
+    const ndf__cu_api *cu = ndf__cu(NULL);
+    CUresult r = cu->cuMemcpyDtoHAsync(counts, p.base, (size_t)(nimg + 1) * sizeof *counts, ctx->stream);
+    if (r == CUDA_SUCCESS) r = cu->cuStreamSynchronize(ctx->stream);
+    if (r != CUDA_SUCCESS) { s = ndf__cuda_error(ctx, name, r); goto done; }
+  }
+  for (int64_t i = 0; i < nimg; i++)
+    if (counts[i + 1] - counts[i] > cap) {
+      s = ndf__error(ctx, NDF_EINVAL, "%s: bad argument 'output' (insufficient bit-depth: %lld features do not fit %s)",
+                     name, (long long)(counts[i + 1] - counts[i]), ndf_dtype_name(out->dtype));
+      goto done;
+    }
+  p.phase = 4; /* write */
+  if ((s = launch(&b, fn, (n + 255) / 256, &p)) != NDF_OK) goto done;
+  if (num_features)
+    for (int64_t i = 0; i < nimg; i++) num_features[i] = counts[i + 1] - counts[i];
+done:
+  free(counts);
+  if (scratch) ndf__scratch_free(ctx, scratch);
+  bdev_free(&b);
+  return s;
+}

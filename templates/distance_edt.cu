@@ -1,0 +1,429 @@
+// distance_edt.cu -- one pass of the exact Euclidean distance transform
+// (scipy.ndimage.distance_transform_edt) along one axis, bit-identical to the
+// CPU backend (runtime/distance.c) and so to scipy.
+//
+// A pass solves, on every line along its axis,
+//     out(i) = min over sites x of  W(x) + ((x - i) * s)^2
+// where a site is a voxel that already has a feature (the background in the
+// first pass) and W its squared distance over the earlier axes.  Maurer's
+// lower envelope is built per line (the stack keeps a site unless
+//     c*W(top) - b*W(prev) - a*W(new) - a*b*c > 0),
+// and the query keeps the earlier site while d1 <= d2, exactly as scipy's
+// _VoronoiFT.  Every double operation is an explicit _rn intrinsic in
+// scipy's order, so no fused multiply-add can change a tie.
+//
+// Mapping (one thread per line, coalesced on every axis):
+//   ndf_edt_lines  axes other than the last: line (o, j) of the working
+//                  layout [outer][n][inner]; threads of a warp take
+//                  consecutive j, so every load and store is coalesced.
+//   ndf_edt_rows   the last axis: a warp takes 32 rows and streams them
+//                  through a 32 x 32 shared-memory tile (a transpose), so
+//                  global reads and writes run along the rows.
+// The stack of a line keeps its sites (W, position, feature: 16 bytes,
+// scratch [l][line]); passes ping-pong between two (feature, W) buffers.
+//
+// FIRST: the pass reads the input (any dtype, strides; non-zero =
+// foreground) instead of a source buffer: sites are the background, W = 0,
+// feature = the voxel's flat index in its image.  LAST: the pass writes the
+// distances (sqrt, then DOUT) and the indices (decoded coordinates) with the
+// outputs' strides instead of a destination buffer.  A line with no site
+// keeps feature -1; in the last pass that means the image has no background
+// and the distance is scipy's, from the virtual feature (-1, 0, ..., 0).
+#include "ndf_common.cuh"
+
+typedef NDF_SLOT(TIN) TIN;     // input element type (FIRST)
+typedef NDF_SLOT(DOUT) DOUT;   // distance type: double or float (LAST)
+#define FIRST NDF_SLOT(FIRST)
+#define LAST NDF_SLOT(LAST)
+#define HAS_DIST NDF_SLOT(HAS_DIST)
+#define HAS_IDX NDF_SLOT(HAS_IDX)
+
+// One site of an envelope: its W, position along the line and feature, in
+// one 16-byte load (a pop or an advance costs one dependent load).
+struct ndf_site {
+  double w;
+  int v, f;
+};
+
+struct ndf_edt_params {
+  const TIN *in;                  // FIRST: the input
+  const int *sfeat;               // !FIRST: source features (flat index in the image, -1: none)
+  const double *sw;               // !FIRST: source W
+  int *dfeat;                     // !LAST: destination features
+  double *dw;                     // !LAST: destination W
+  struct ndf_site *stack;         // envelopes: [l * nlines + line]
+  DOUT *dist;                     // LAST && HAS_DIST
+  int *idx;                       // LAST && HAS_IDX
+  ndf_i64 nlines, n, inner;       // lines of the pass; their length; stride of the axis in the working layout
+  double s;                       // sampling along the axis
+  int nd, nb, axis;               // axes of the array, batch axes, the pass's array axis
+  ndf_i64 npix;                   // voxels per image
+  ndf_i64 shape[NDF_MAX_NDIM];
+  ndf_i64 istr[NDF_MAX_NDIM];     // input strides
+  ndf_i64 dstr[NDF_MAX_NDIM];     // distance strides
+  ndf_i64 xstr[NDF_MAX_NDIM];     // index strides of each array axis (the coordinate axis left out)
+  ndf_i64 xk;                     // index stride of the coordinate axis
+  double samp[NDF_MAX_NDIM];      // sampling of each spatial axis (no-background distance)
+};
+
+__device__ __forceinline__ double ndf_mul(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ double ndf_add(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ double ndf_sub(double a, double b) { return __dsub_rn(a, b); }
+
+// scipy's removal test: true when the top site (v1, w1) is hidden by (v0, w0) and (x, wx).
+__device__ __forceinline__ bool ndf_hidden(ndf_i64 v0, double w0, ndf_i64 v1, double w1, ndf_i64 x, double wx,
+                                           double s) {
+  const double a = ndf_mul((double)(v1 - v0), s);
+  const double b = ndf_mul((double)(x - v1), s);
+  const double c = ndf_add(a, b);
+  const double t = ndf_sub(ndf_sub(ndf_sub(ndf_mul(c, w1), ndf_mul(b, w0)), ndf_mul(a, wx)), ndf_mul(ndf_mul(a, b), c));
+  return !(t <= 0.0);
+}
+
+// The query's distance of site v (W = w) from position i.
+__device__ __forceinline__ double ndf_qd(double w, ndf_i64 v, ndf_i64 i, double s) {
+  const double t = ndf_mul((double)(v - i), s);
+  return ndf_add(w, ndf_mul(t, t));
+}
+
+// Offset of working index `flat` (C order over shape[0..nd)) in an array with
+// strides str, leaving out axis `skip` (its coordinate is added by the caller).
+__device__ __forceinline__ ndf_i64 ndf_offset(const ndf_edt_params &p, ndf_i64 flat, const ndf_i64 *str) {
+  ndf_i64 off = 0;
+  for (int a = p.nd - 1; a >= 0; a--) {
+    const ndf_i64 q = flat / p.shape[a];
+    off += (flat - q * p.shape[a]) * str[a];
+    flat = q;
+  }
+  return off;
+}
+
+// scipy's distance of a voxel of an image without background (feature (-1, 0, ...)).
+__device__ double ndf_nobg(const ndf_edt_params &p, ndf_i64 flat) {
+  ndf_i64 r = flat % p.npix;
+  const int nsp = p.nd - p.nb;
+  ndf_i64 co[NDF_MAX_NDIM];
+  for (int d = nsp - 1; d >= 0; d--) {
+    const ndf_i64 q = r / p.shape[p.nb + d];
+    co[d] = r - q * p.shape[p.nb + d];
+    r = q;
+  }
+  double acc = 0.0;
+  for (int d = 0; d < nsp; d++) {
+    const double t = ndf_mul((double)((d == 0 ? -1 : 0) - co[d]), p.samp[d]);
+    acc = d == 0 ? ndf_mul(t, t) : ndf_add(acc, ndf_mul(t, t));
+  }
+  return acc;
+}
+
+// Writes the result of one voxel (LAST): distance and coordinates of feature f.
+__device__ __forceinline__ void ndf_emit(const ndf_edt_params &p, ndf_i64 doff, ndf_i64 xoff, int f, double d2) {
+#if HAS_DIST
+  p.dist[doff] = (DOUT)sqrt(d2);
+#endif
+#if HAS_IDX
+  const int nsp = p.nd - p.nb;
+  if (f < 0) {
+    for (int k = 0; k < nsp; k++) p.idx[xoff + k * p.xk] = k == 0 ? -1 : 0;
+  } else {
+    ndf_i64 r = f;
+    for (int k = nsp - 1; k >= 0; k--) {
+      const ndf_i64 q = r / p.shape[p.nb + k];
+      p.idx[xoff + k * p.xk] = (int)(r - q * p.shape[p.nb + k]);
+      r = q;
+    }
+  }
+#endif
+}
+
+// ---- axes other than the last: one thread per line ----------------------------------
+
+extern "C" __global__ void __launch_bounds__(128) ndf_edt_lines(const ndf_edt_params p) {
+  const ndf_i64 n = p.n, inner = p.inner;
+  for (ndf_i64 L = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; L < p.nlines; L += (ndf_i64)gridDim.x * blockDim.x) {
+    const ndf_i64 o = L / inner, j = L - o * inner;
+    const ndf_i64 w0 = o * n * inner + j; // working index of x = 0
+#if FIRST
+    const ndf_i64 ib = ndf_offset(p, w0, p.istr), is = p.istr[p.axis];
+#endif
+#if LAST
+    const ndf_i64 db = ndf_offset(p, w0, p.dstr), ds = p.dstr[p.axis];
+    const ndf_i64 xb = ndf_offset(p, w0, p.xstr), xs = p.xstr[p.axis];
+#endif
+    ndf_site *stk = p.stack + L;
+    const ndf_i64 sl = p.nlines;
+    ndf_i64 l = -1;
+    // Build the envelope.  The top two sites live in registers.
+    ndf_i64 vt = 0, vp = 0;
+    double wt = 0.0, wp = 0.0;
+    for (ndf_i64 x = 0; x < n; x++) {
+      const ndf_i64 wi = w0 + x * inner;
+#if FIRST
+      if (p.in[ib + x * is] != (TIN)0) continue;
+      const double wx = 0.0;
+      const int fx = (int)(wi % p.npix);
+#else
+      const int fx = p.sfeat[wi];
+      if (fx < 0) continue;
+      const double wx = p.sw[wi];
+#endif
+      while (l >= 1 && ndf_hidden(vp, wp, vt, wt, x, wx, p.s)) {
+        --l;
+        vt = vp;
+        wt = wp;
+        if (l >= 1) {
+          const ndf_site e = stk[(l - 1) * sl];
+          vp = e.v;
+          wp = e.w;
+        }
+      }
+      ++l;
+      ndf_site e;
+      e.w = wx;
+      e.v = (int)x;
+      e.f = fx;
+      stk[l * sl] = e;
+      vp = vt;
+      wp = wt;
+      vt = x;
+      wt = wx;
+    }
+    if (l < 0) { // no site on this line
+      for (ndf_i64 i = 0; i < n; i++) {
+#if LAST
+        ndf_emit(p, db + i * ds, xb + i * xs, -1, ndf_nobg(p, w0 + i * inner));
+#else
+        p.dfeat[w0 + i * inner] = -1;
+        p.dw[w0 + i * inner] = 0.0;
+#endif
+      }
+      continue;
+    }
+    const ndf_i64 maxl = l;
+    l = 0;
+    ndf_site cur = stk[0];
+    ndf_site nxt = maxl > 0 ? stk[sl] : cur; // the next site, loaded ahead
+    for (ndf_i64 i = 0; i < n; i++) {
+      double d1 = ndf_qd(cur.w, cur.v, i, p.s);
+      while (l < maxl) {
+        const double d2 = ndf_qd(nxt.w, nxt.v, i, p.s);
+        if (d1 <= d2) break;
+        d1 = d2;
+        cur = nxt;
+        ++l;
+        if (l < maxl) nxt = stk[(l + 1) * sl];
+      }
+      const int f = cur.f;
+#if LAST
+      ndf_emit(p, db + i * ds, xb + i * xs, f, d1);
+#else
+      p.dfeat[w0 + i * inner] = f;
+      p.dw[w0 + i * inner] = d1;
+#endif
+    }
+  }
+}
+
+// ---- the first pass on an axis other than the last: segmented scans ---------------
+//
+// With W = 0 the envelope holds every background voxel and the query picks
+// the nearer of the previous and the next background voxel, the previous on
+// a tie (the squared products of distinct integer distances never round to
+// the same double), so the first pass needs no envelope: a block takes 32
+// consecutive lines (threadIdx.x, coalesced) and cuts each into blockDim.y
+// segments.  Each thread finds its segment's first and last background, the
+// block exchanges them in shared memory, then each thread sweeps its segment
+// backwards (the next background, kept in the destination's feature slot) and
+// forwards (the previous one; the choice; feature and W written).
+#if FIRST && !LAST
+extern "C" __global__ void __launch_bounds__(1024) ndf_edt_first(const ndf_edt_params p) {
+  __shared__ ndf_i64 sfirst[32][32], slast[32][32]; // [segment][line in block]
+  const ndf_i64 n = p.n, inner = p.inner;
+  const int tx = threadIdx.x, ty = threadIdx.y, nseg = blockDim.y;
+  const ndf_i64 seg = (n + nseg - 1) / nseg, x0 = ty * seg, x1 = x0 + seg < n ? x0 + seg : n;
+  const ndf_i64 ngroups = (p.nlines + 31) / 32;
+  for (ndf_i64 g = blockIdx.x; g < ngroups; g += gridDim.x) {
+    const ndf_i64 L = g * 32 + tx;
+    const bool active = L < p.nlines;
+    const ndf_i64 o = L / inner, j = L - o * inner;
+    const ndf_i64 w0 = o * n * inner + j;
+    const ndf_i64 ib = active ? ndf_offset(p, w0, p.istr) : 0, is = p.istr[p.axis];
+    ndf_i64 first = -1, last = -1;
+    if (active)
+      for (ndf_i64 x = x0; x < x1; x++)
+        if (p.in[ib + x * is] == (TIN)0) {
+          if (first < 0) first = x;
+          last = x;
+        }
+    sfirst[ty][tx] = first;
+    slast[ty][tx] = last;
+    __syncthreads();
+    ndf_i64 prev = -1, next = -1;
+    for (int k = ty - 1; k >= 0 && prev < 0; k--) prev = slast[k][tx];
+    for (int k = ty + 1; k < nseg && next < 0; k++) next = sfirst[k][tx];
+    __syncthreads(); // the exchange is read before the next group overwrites it
+    if (!active) continue;
+    for (ndf_i64 x = x1 - 1; x >= x0; x--) { // next background at or after x
+      if (p.in[ib + x * is] == (TIN)0) next = x;
+      p.dfeat[w0 + x * inner] = (int)next;
+    }
+    for (ndf_i64 x = x0; x < x1; x++) {
+      const ndf_i64 wi = w0 + x * inner;
+      const ndf_i64 q = p.dfeat[wi];
+      if (q == x) prev = x;
+      ndf_i64 v;
+      double d;
+      if (prev < 0 && q < 0) {
+        p.dfeat[wi] = -1;
+        p.dw[wi] = 0.0;
+        continue;
+      } else if (q < 0) {
+        v = prev;
+        d = ndf_qd(0.0, prev, x, p.s);
+      } else if (prev < 0) {
+        v = q;
+        d = ndf_qd(0.0, q, x, p.s);
+      } else {
+        const double dp = ndf_qd(0.0, prev, x, p.s), dq = ndf_qd(0.0, q, x, p.s);
+        v = dp <= dq ? prev : q;
+        d = dp <= dq ? dp : dq;
+      }
+      p.dfeat[wi] = (int)((w0 + v * inner) % p.npix);
+      p.dw[wi] = d;
+    }
+  }
+}
+#endif
+
+// ---- the last axis: a warp per 32 rows, through a shared-memory tile ---------------
+
+#define NDF_TILE 32
+
+extern "C" __global__ void __launch_bounds__(NDF_TILE) ndf_edt_rows(const ndf_edt_params p) {
+  __shared__ int tf[NDF_TILE][NDF_TILE + 1];
+  __shared__ double tw[NDF_TILE][NDF_TILE + 1];
+  const int lane = threadIdx.x;
+  const ndf_i64 n = p.n;
+  const ndf_i64 ngroups = (p.nlines + NDF_TILE - 1) / NDF_TILE;
+  for (ndf_i64 g = blockIdx.x; g < ngroups; g += gridDim.x) {
+    const ndf_i64 r0 = g * NDF_TILE, row = r0 + lane;
+    const bool active = row < p.nlines;
+    const int nrows = p.nlines - r0 < NDF_TILE ? (int)(p.nlines - r0) : NDF_TILE;
+    const ndf_i64 w0 = (active ? row : r0) * n; // working index of this lane's row start
+#if FIRST
+    const ndf_i64 ib = ndf_offset(p, w0, p.istr), is = p.istr[p.axis];
+#endif
+#if LAST
+    const ndf_i64 db = ndf_offset(p, w0, p.dstr), ds = p.dstr[p.axis];
+    const ndf_i64 xb = ndf_offset(p, w0, p.xstr), xs = p.xstr[p.axis];
+#endif
+    ndf_site *stk = p.stack + row;
+    const ndf_i64 sl = p.nlines;
+    ndf_i64 l = -1, vt = 0, vp = 0;
+    double wt = 0.0, wp = 0.0;
+    // Phase 1: stream the rows through the tile and build each row's envelope.
+    for (ndf_i64 x0 = 0; x0 < n; x0 += NDF_TILE) {
+      const ndf_i64 x = x0 + lane;
+      for (int k = 0; k < nrows; k++) { // row r0 + k, column x: coalesced along the row
+#if FIRST
+        const ndf_i64 rb = __shfl_sync(0xffffffffu, ib, k);
+        if (x < n) tf[k][lane] = p.in[rb + x * is] != (TIN)0 ? -1 : 0;
+#else
+        if (x < n) {
+          tf[k][lane] = p.sfeat[(r0 + k) * n + x];
+          tw[k][lane] = p.sw[(r0 + k) * n + x];
+        }
+#endif
+      }
+      __syncwarp();
+      if (active) {
+        const ndf_i64 m = n - x0 < NDF_TILE ? n - x0 : NDF_TILE;
+        for (ndf_i64 c = 0; c < m; c++) {
+          if (tf[lane][c] < 0) continue;
+          const ndf_i64 xx = x0 + c;
+#if FIRST
+          const double wx = 0.0;
+          const int fx = (int)((w0 + xx) % p.npix);
+#else
+          const double wx = tw[lane][c];
+          const int fx = tf[lane][c];
+#endif
+          while (l >= 1 && ndf_hidden(vp, wp, vt, wt, xx, wx, p.s)) {
+            --l;
+            vt = vp;
+            wt = wp;
+            if (l >= 1) {
+              const ndf_site e = stk[(l - 1) * sl];
+              vp = e.v;
+              wp = e.w;
+            }
+          }
+          ++l;
+          ndf_site e;
+          e.w = wx;
+          e.v = (int)xx;
+          e.f = fx;
+          stk[l * sl] = e;
+          vp = vt;
+          wp = wt;
+          vt = xx;
+          wt = wx;
+        }
+      }
+      __syncwarp();
+    }
+    // Phase 2: answer the queries of a chunk into the tile, then write it out along the rows.
+    const ndf_i64 maxl = l;
+    l = 0;
+    ndf_site cur, nxt;
+    cur.w = 0.0;
+    cur.v = cur.f = 0;
+    nxt = cur;
+    if (active && maxl >= 0) {
+      cur = stk[0];
+      nxt = maxl > 0 ? stk[sl] : cur; // the next site, loaded ahead
+    }
+    for (ndf_i64 x0 = 0; x0 < n; x0 += NDF_TILE) {
+      const ndf_i64 m = n - x0 < NDF_TILE ? n - x0 : NDF_TILE;
+      if (active) {
+        for (ndf_i64 c = 0; c < m; c++) {
+          const ndf_i64 i = x0 + c;
+          if (maxl < 0) {
+            tf[lane][c] = -1;
+#if LAST
+            tw[lane][c] = ndf_nobg(p, w0 + i);
+#else
+            tw[lane][c] = 0.0;
+#endif
+            continue;
+          }
+          double d1 = ndf_qd(cur.w, cur.v, i, p.s);
+          while (l < maxl) {
+            const double d2 = ndf_qd(nxt.w, nxt.v, i, p.s);
+            if (d1 <= d2) break;
+            d1 = d2;
+            cur = nxt;
+            ++l;
+            if (l < maxl) nxt = stk[(l + 1) * sl];
+          }
+          tf[lane][c] = cur.f;
+          tw[lane][c] = d1;
+        }
+      }
+      __syncwarp();
+      const ndf_i64 x = x0 + lane;
+      for (int k = 0; k < nrows; k++) { // every lane shuffles; lanes past the row end do not store
+#if LAST
+        const ndf_i64 rdb = __shfl_sync(0xffffffffu, db, k), rxb = __shfl_sync(0xffffffffu, xb, k);
+        if (x < n) ndf_emit(p, rdb + x * ds, rxb + x * xs, tf[k][lane], tw[k][lane]);
+#else
+        if (x < n) {
+          p.dfeat[(r0 + k) * n + x] = tf[k][lane];
+          p.dw[(r0 + k) * n + x] = tw[k][lane];
+        }
+#endif
+      }
+      __syncwarp();
+    }
+  }
+}

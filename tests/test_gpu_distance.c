@@ -1,0 +1,379 @@
+/*
+ * test_gpu_distance.c -- ndf_distance_transform_edt on the GPU against the
+ * CPU backend (itself checked against scipy by test_distance), on fresh
+ * random inputs drawn here: ndim 1-4 with 0-2 batch axes, sparse and dense
+ * background, single background points (long distances), lattices (ties),
+ * images without background, every input dtype (NaN and -0.0 in floats),
+ * unit and anisotropic sampling, float64 and float32 distances, indices,
+ * either output alone, strided and negative-stride inputs, strided outputs,
+ * and the benchmark shapes (1024^2, 8x1024^2, 256^3).
+ *
+ * Tolerance: none.  The GPU evaluates scipy's double arithmetic operation by
+ * operation (no fused multiply-adds) and sqrt is correctly rounded on both
+ * sides, so float64 distances, float32 distances (the float64 value rounded)
+ * and indices must all be bit-identical to the CPU's.  Every GPU output is
+ * poisoned before the run; the bytes between the elements of a strided output
+ * must keep the poison.  cdt and bf on CUDA arrays must return NDF_ENOTSUP
+ * and leave the outputs untouched.
+ *
+ * Exits 77 (skipped) when the context has no CUDA device.  With fewer than
+ * 100 random cases (NDF_TEST_CASES) only the 1024^2 benchmark shapes run.
+ * Seed: NDF_TEST_SEED (printed); number of random cases: NDF_TEST_CASES.
+ * This file uses only the public API of ndforge.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ndforge.h"
+#include "testutil.h"
+
+typedef struct gpu_state {
+  ndf_ctx *ctx;
+  uint64_t seed;
+  long ncases;
+} gpu_state;
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Device buffers mirroring host layouts (as in test_gpu_grey.c)             */
+
+typedef struct dev_copy {
+  ndf_array raw; /* 1-D uint8 device array holding the host buffer's bytes */
+  ndf_array arr; /* the view with the host array's strides */
+} dev_copy;
+
+static ndf_array raw_host(const tu_array *t) {
+  ndf_array a;
+  int64_t n = (int64_t)t->bytes;
+  ndf_array_init(&a, t->base, NDF_DEVICE_CPU, NDF_UINT8, 1, &n);
+  return a;
+}
+
+static void dev_upload(ndf_ctx *ctx, dev_copy *d, const tu_array *t) {
+  int64_t n = (int64_t)t->bytes;
+  ndf_status r = ndf_array_alloc(ctx, &d->raw, NDF_DEVICE_CUDA, NDF_UINT8, 1, &n);
+  if (r != NDF_OK) printf("ndf_array_alloc(CUDA, %lld bytes): %s\n", (long long)n, ndf_errmsg(ctx));
+  assert_int_equal(r, NDF_OK);
+  ndf_array h = raw_host(t);
+  assert_int_equal(ndf_array_copy(ctx, &d->raw, &h), NDF_OK);
+  d->arr = t->arr;
+  d->arr.device = NDF_DEVICE_CUDA;
+  d->arr.device_id = d->raw.device_id;
+  d->arr.data = (char *)d->raw.data + ((char *)t->arr.data - (char *)t->base);
+}
+
+static void dev_download(ndf_ctx *ctx, const dev_copy *d, tu_array *t) {
+  ndf_array h = raw_host(t);
+  ndf_status r = ndf_array_copy(ctx, &h, &d->raw);
+  if (r != NDF_OK) printf("ndf_array_copy(device -> host): %s\n", ndf_errmsg(ctx));
+  assert_int_equal(r, NDF_OK);
+}
+
+static void dev_free(ndf_ctx *ctx, dev_copy *d) { ndf_array_free(ctx, &d->raw); }
+
+/* ------------------------------------------------------------------------ */
+/* Random cases                                                              */
+
+typedef struct dcase {
+  ndf_dtype dt, dout;
+  int nd, batch, nsp;
+  int64_t shape[NDF_MAX_NDIM];
+  ndf_distance_options o;
+  int want_dist, want_idx;
+  int in_layout, out_layout;
+  char desc[512];
+} dcase;
+
+/* Foreground mask of kind k into m (C order, 0/1). */
+static void draw_mask(uint8_t *m, const dcase *c, int64_t n, tu_rng *r) {
+  int kind = (int)tu_rng_int(r, 0, 5);
+  double p = tu_rng_unif(r);
+  for (int64_t i = 0; i < n; i++) {
+    switch (kind) {
+      case 0: m[i] = !tu_rng_chance(r, 0.02 * p); break;         /* sparse background: long distances */
+      case 1: m[i] = !tu_rng_chance(r, 0.5 * p); break;          /* dense background */
+      case 2: m[i] = 1; break;                                     /* no background: scipy's virtual feature */
+      case 3: m[i] = (i % 3) != 0 && (i % 7) != 0; break;          /* lattice: ties */
+      case 4: m[i] = 1; break;                                     /* single points, below */
+      default: m[i] = tu_rng_chance(r, p); break;                  /* anything */
+    }
+  }
+  if (kind == 4 && n > 0)
+    for (int k = 0; k < 3; k++) m[tu_rng_int(r, 0, n - 1)] = 0;
+  (void)c;
+}
+
+static void set_value(const ndf_array *a, int64_t i, int fg, tu_rng *r) {
+  if (a->dtype == NDF_FLOAT32 || a->dtype == NDF_FLOAT64) {
+    static const double fgv[] = {1.0, -2.5, 1e-30, NAN, INFINITY};
+    tu_set(a, i, fg ? fgv[tu_rng_int(r, 0, 4)] : (tu_rng_chance(r, 0.3) ? -0.0 : 0.0));
+  } else {
+    tu_set(a, i, fg ? (a->dtype == NDF_INT16 ? -3 : 1) : 0);
+  }
+}
+
+static void draw_case(dcase *c, tu_rng *r, int large) {
+  memset(c, 0, sizeof *c);
+  static const ndf_dtype dts[] = {NDF_BOOL, NDF_UINT8, NDF_INT16, NDF_FLOAT32, NDF_FLOAT64};
+  c->dt = dts[tu_rng_int(r, 0, 4)];
+  c->nsp = (int)tu_rng_int(r, 1, 4);
+  c->batch = (int)tu_rng_int(r, 0, 2);
+  if (c->nsp + c->batch > 5) c->batch = 5 - c->nsp;
+  c->nd = c->nsp + c->batch;
+  for (int d = 0; d < c->batch; d++) c->shape[d] = tu_rng_int(r, 1, 3);
+  static const int64_t hi[5] = {0, 3000, 300, 48, 14}, hil[5] = {0, 40000, 700, 96, 24};
+  for (int d = 0; d < c->nsp; d++) {
+    int64_t h = large ? hil[c->nsp] : hi[c->nsp];
+    c->shape[c->batch + d] = tu_rng_chance(r, 0.1) ? tu_rng_int(r, 1, 3) : tu_rng_int(r, 1, h);
+  }
+  ndf_distance_options_init(&c->o);
+  c->o.batch_dims = c->batch;
+  if (tu_rng_chance(r, 0.5)) {
+    static const double sv[] = {0.7, 1.3, 1.0, 2.0, 0.35, 3.14159, 1.1};
+    c->o.nsampling = tu_rng_chance(r, 0.2) ? 1 : c->nsp;
+    for (int d = 0; d < c->o.nsampling; d++) c->o.sampling[d] = sv[tu_rng_int(r, 0, 6)];
+  }
+  int w = (int)tu_rng_int(r, 0, 3);
+  c->want_dist = w != 1;
+  c->want_idx = w != 2;
+  c->dout = tu_rng_chance(r, 0.3) ? NDF_FLOAT32 : NDF_FLOAT64;
+  c->in_layout = tu_rng_chance(r, 0.4) ? TU_LAYOUT_PADDED | (tu_rng_chance(r, 0.5) ? TU_LAYOUT_NEGATIVE : 0) |
+                                             (tu_rng_chance(r, 0.3) ? TU_LAYOUT_OFFSET : 0)
+                                       : TU_LAYOUT_C;
+  c->out_layout = tu_rng_chance(r, 0.3) ? TU_LAYOUT_PADDED : tu_rng_chance(r, 0.2) ? TU_LAYOUT_FORTRAN : TU_LAYOUT_C;
+  int n = snprintf(c->desc, sizeof c->desc, "edt %s shape ", ndf_dtype_name(c->dt));
+  for (int d = 0; d < c->nd; d++) n += snprintf(c->desc + n, sizeof c->desc - n, "%s%lld", d ? "x" : "", (long long)c->shape[d]);
+  n += snprintf(c->desc + n, sizeof c->desc - n, " batch %d sampling", c->batch);
+  for (int d = 0; d < c->o.nsampling; d++) n += snprintf(c->desc + n, sizeof c->desc - n, " %g", c->o.sampling[d]);
+  snprintf(c->desc + n, sizeof c->desc - n, "%s%s %s in-layout %d out-layout %d", c->want_dist ? " dist" : "",
+           c->want_idx ? " idx" : "", ndf_dtype_name(c->dout), c->in_layout, c->out_layout);
+}
+
+static void idx_shape(const dcase *c, int64_t *sh) {
+  for (int d = 0; d < c->batch; d++) sh[d] = c->shape[d];
+  sh[c->batch] = c->nsp;
+  for (int d = c->batch; d < c->nd; d++) sh[d + 1] = c->shape[d];
+}
+
+/* Runs one case on both backends; returns 0 when the GPU matches the CPU. */
+static int run_case(ndf_ctx *ctx, const dcase *c, tu_rng *r, double *gpu_ms) {
+  int rc = -1;
+  tu_array hin, lin, cd = {0}, ci = {0}, gd = {0}, gi = {0};
+  dev_copy din = {0}, dd = {0}, di = {0};
+  assert_int_equal(tu_array_alloc(&hin, c->dt, c->nd, c->shape), 0);
+  const int64_t n = ndf_array_size(&hin.arr);
+  uint8_t *m = malloc((size_t)(n ? n : 1));
+  draw_mask(m, c, n, r);
+  for (int64_t i = 0; i < n; i++) set_value(&hin.arr, i, m[i], r);
+  free(m);
+  assert_int_equal(tu_array_relayout(&lin, &hin.arr, c->in_layout, r), 0);
+  int64_t ish[NDF_MAX_NDIM];
+  idx_shape(c, ish);
+  ndf_array dl = hin.arr, il;
+  dl.dtype = c->dout;
+  ndf_array_init(&il, NULL, NDF_DEVICE_CPU, NDF_INT32, c->nd + 1, ish);
+  if (c->want_dist) {
+    assert_int_equal(tu_array_alloc(&cd, c->dout, c->nd, c->shape), 0);
+    assert_int_equal(tu_array_like(&gd, &dl, c->out_layout, r), 0);
+  }
+  if (c->want_idx) {
+    assert_int_equal(tu_array_alloc(&ci, NDF_INT32, c->nd + 1, ish), 0);
+    assert_int_equal(tu_array_like(&gi, &il, c->out_layout, r), 0);
+  }
+  ndf_status s = ndf_distance_transform_edt(ctx, &hin.arr, c->want_dist ? &cd.arr : NULL, c->want_idx ? &ci.arr : NULL, &c->o);
+  if (s != NDF_OK) {
+    printf("%s: CPU: %s %s\n", c->desc, ndf_status_name(s), ndf_errmsg(ctx));
+    goto done;
+  }
+  dev_upload(ctx, &din, &lin);
+  if (c->want_dist) dev_upload(ctx, &dd, &gd); /* poisoned buffers */
+  if (c->want_idx) dev_upload(ctx, &di, &gi);
+  double t0 = now_ms();
+  s = ndf_distance_transform_edt(ctx, &din.arr, c->want_dist ? &dd.arr : NULL, c->want_idx ? &di.arr : NULL, &c->o);
+  if (s == NDF_OK) s = ndf_ctx_synchronize(ctx);
+  if (gpu_ms) *gpu_ms = now_ms() - t0;
+  if (s != NDF_OK) {
+    printf("%s: GPU: %s %s\n", c->desc, ndf_status_name(s), ndf_errmsg(ctx));
+    goto done;
+  }
+  char msg[1024];
+  if (c->want_dist) {
+    dev_download(ctx, &dd, &gd);
+    int64_t bad = tu_compare(&cd.arr, &gd.arr, msg, sizeof msg);
+    if (bad) {
+      printf("%s: %lld distances differ:\n%s\n", c->desc, (long long)bad, msg);
+      goto done;
+    }
+    if (tu_check_gaps(&gd) >= 0) {
+      printf("%s: distances written outside the elements\n", c->desc);
+      goto done;
+    }
+  }
+  if (c->want_idx) {
+    dev_download(ctx, &di, &gi);
+    int64_t bad = tu_compare(&ci.arr, &gi.arr, msg, sizeof msg);
+    if (bad) {
+      printf("%s: %lld indices differ:\n%s\n", c->desc, (long long)bad, msg);
+      goto done;
+    }
+    if (tu_check_gaps(&gi) >= 0) {
+      printf("%s: indices written outside the elements\n", c->desc);
+      goto done;
+    }
+  }
+  rc = 0;
+done:
+  dev_free(ctx, &din);
+  if (c->want_dist) dev_free(ctx, &dd);
+  if (c->want_idx) dev_free(ctx, &di);
+  tu_array_free(&hin);
+  tu_array_free(&lin);
+  tu_array_free(&cd);
+  tu_array_free(&ci);
+  tu_array_free(&gd);
+  tu_array_free(&gi);
+  return rc;
+}
+
+static void test_gpu_random_cases(void **state) {
+  gpu_state *s = *state;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed);
+  int failed = 0;
+  for (long k = 0; k < s->ncases; k++) {
+    dcase c;
+    draw_case(&c, &r, k % 10 == 9);
+    if (run_case(s->ctx, &c, &r, NULL) != 0) failed++;
+    if (failed >= 5) break;
+  }
+  if (failed) printf("%d random cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
+  assert_int_equal(failed, 0);
+}
+
+/* The workloads, for correctness at size (timings are printed, not judged). */
+static void test_gpu_benchmark_shapes(void **state) {
+  gpu_state *s = *state;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed ^ 0x5eed);
+  static const struct { int nd, batch; int64_t shape[4]; int samp, idx; } W[] = {
+      {2, 0, {1024, 1024}, 0, 0},
+      {3, 1, {8, 1024, 1024}, 0, 0},
+      {3, 0, {256, 256, 256}, 0, 0},
+      {2, 0, {1024, 1024}, 1, 1},
+  };
+  /* Short runs (NDF_TEST_CASES < 100, as gpu_run.sh's compute-sanitizer pass
+   * uses) take the 1024^2 shapes only. */
+  const int small = s->ncases < 100;
+  for (size_t k = 0; k < sizeof W / sizeof W[0]; k++) {
+    if (small && W[k].nd - W[k].batch != 2) continue;
+    if (small && W[k].batch) continue;
+    dcase c;
+    memset(&c, 0, sizeof c);
+    c.dt = NDF_UINT8;
+    c.nd = W[k].nd;
+    c.batch = W[k].batch;
+    c.nsp = c.nd - c.batch;
+    memcpy(c.shape, W[k].shape, sizeof W[k].shape);
+    ndf_distance_options_init(&c.o);
+    c.o.batch_dims = c.batch;
+    if (W[k].samp) {
+      c.o.nsampling = 2;
+      c.o.sampling[0] = 0.7;
+      c.o.sampling[1] = 1.3;
+    }
+    c.want_dist = 1;
+    c.want_idx = W[k].idx;
+    c.dout = NDF_FLOAT64;
+    snprintf(c.desc, sizeof c.desc, "benchmark shape %d", (int)k);
+    double ms = 0;
+    assert_int_equal(run_case(s->ctx, &c, &r, &ms), 0);
+    printf("%s: %.3f ms on the GPU (first call, compile included)\n", c.desc, ms);
+  }
+}
+
+/* cdt and bf have no CUDA path yet: NDF_ENOTSUP, outputs untouched. */
+static void test_gpu_cdt_bf_not_supported(void **state) {
+  gpu_state *s = *state;
+  const int64_t sh[2] = {5, 7};
+  tu_array h, o32, oi;
+  assert_int_equal(tu_array_alloc(&h, NDF_UINT8, 2, sh), 0);
+  assert_int_equal(tu_array_alloc(&o32, NDF_INT32, 2, sh), 0);
+  const int64_t ish[3] = {2, 5, 7};
+  assert_int_equal(tu_array_alloc(&oi, NDF_INT32, 3, ish), 0);
+  tu_poison(o32.base, o32.bytes);
+  tu_poison(oi.base, oi.bytes);
+  dev_copy din, dout, didx;
+  dev_upload(s->ctx, &din, &h);
+  dev_upload(s->ctx, &dout, &o32);
+  dev_upload(s->ctx, &didx, &oi);
+  ndf_distance_options o;
+  ndf_distance_options_init(&o);
+  assert_int_equal(ndf_distance_transform_cdt(s->ctx, &din.arr, &dout.arr, &didx.arr, &o), NDF_ENOTSUP);
+  assert_non_null(strstr(ndf_errmsg(s->ctx), "ndf_distance_transform_cdt"));
+  o.metric = NDF_METRIC_TAXICAB;
+  dout.arr.dtype = NDF_UINT32;
+  assert_int_equal(ndf_distance_transform_bf(s->ctx, &din.arr, &dout.arr, &didx.arr, &o), NDF_ENOTSUP);
+  dev_download(s->ctx, &dout, &o32);
+  dev_download(s->ctx, &didx, &oi);
+  assert_int_equal(tu_poison_check(o32.base, o32.bytes), -1);
+  assert_int_equal(tu_poison_check(oi.base, oi.bytes), -1);
+  dev_free(s->ctx, &din);
+  dev_free(s->ctx, &dout);
+  dev_free(s->ctx, &didx);
+  tu_array_free(&h);
+  tu_array_free(&o32);
+  tu_array_free(&oi);
+}
+
+int main(void) {
+  gpu_state *s = calloc(1, sizeof *s);
+  ndf_ctx_options o;
+  ndf_ctx_options_init(&o);
+  if (ndf_ctx_create(&s->ctx, &o) != NDF_OK) {
+    fprintf(stderr, "ndf_ctx_create: %s\n", ndf_last_error());
+    return 1;
+  }
+  if (!ndf_ctx_has_cuda(s->ctx)) {
+    printf("SKIP: the context has no usable CUDA device\n");
+    ndf_ctx_destroy(s->ctx);
+    free(s);
+    return 77;
+  }
+  ndf_ctx_info info;
+  if (ndf_ctx_get_info(s->ctx, &info) == NDF_OK)
+    printf("device: %s (sm_%d%d), driver %d, NVRTC %d.%d\n", info.device_name, info.cc_major, info.cc_minor,
+           info.driver_version, info.nvrtc_major, info.nvrtc_minor);
+  s->seed = tu_seed("NDF_TEST_SEED");
+  s->ncases = tu_env_long("NDF_TEST_CASES", 300);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_prestate(test_gpu_cdt_bf_not_supported, s),
+      cmocka_unit_test_prestate(test_gpu_random_cases, s),
+      cmocka_unit_test_prestate(test_gpu_benchmark_shapes, s),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  ndf_cache_stats st;
+  ndf_ctx_cache_stats(s->ctx, &st);
+  printf("kernel cache: %llu memory hits, %llu disk hits, %llu compiles (%.0f ms)\n",
+         (unsigned long long)st.memory_hits, (unsigned long long)st.disk_hits, (unsigned long long)st.compiles,
+         st.compile_ms);
+  ndf_ctx_destroy(s->ctx);
+  free(s);
+  return rc;
+}
