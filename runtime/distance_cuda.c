@@ -15,18 +15,6 @@
 
 #include "internal.h"
 
-typedef struct {
-  unsigned char b[2048];
-  size_t n;
-} param_block;
-
-static void pb_put(param_block *p, const void *v, size_t size, size_t align) {
-  p->n = (p->n + align - 1) & ~(align - 1);
-  memcpy(p->b + p->n, v, size);
-  p->n += size;
-}
-#define PB_PUT(p, v) pb_put((p), &(v), sizeof(v), _Alignof(__typeof__(v)))
-
 /* The kernel of pass d of nsp: the last axis runs ndf_edt_rows; the first
  * pass of any other axis ndf_edt_first (W = 0: segmented scans, no envelope);
  * the passes in between ndf_edt_lines. */
@@ -91,30 +79,30 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
     const int src = (d + 1) % 2, dst = d % 2;
 
     /* The fields of ndf_edt_params, in order. */
-    param_block pb = {.n = 0};
+    ndf__params pb = {.n = 0};
     const void *p_in = first ? in->data : NULL;
     CUdeviceptr p_sf = first ? 0 : f[src], p_sw = first ? 0 : w[src];
     CUdeviceptr p_df = last ? 0 : f[dst], p_dw = last ? 0 : w[dst];
     CUdeviceptr p_stack = scratch;
     void *p_dist = last && dist ? dist->data : NULL;
     void *p_idx = last && idx ? idx->data : NULL;
-    PB_PUT(&pb, p_in);
-    PB_PUT(&pb, p_sf);
-    PB_PUT(&pb, p_sw);
-    PB_PUT(&pb, p_df);
-    PB_PUT(&pb, p_dw);
-    PB_PUT(&pb, p_stack);
-    PB_PUT(&pb, p_dist);
-    PB_PUT(&pb, p_idx);
-    PB_PUT(&pb, nlines);
-    PB_PUT(&pb, n);
-    PB_PUT(&pb, inner);
-    PB_PUT(&pb, sampling[d]);
+    NDF__PUT(&pb, p_in);
+    NDF__PUT(&pb, p_sf);
+    NDF__PUT(&pb, p_sw);
+    NDF__PUT(&pb, p_df);
+    NDF__PUT(&pb, p_dw);
+    NDF__PUT(&pb, p_stack);
+    NDF__PUT(&pb, p_dist);
+    NDF__PUT(&pb, p_idx);
+    NDF__PUT(&pb, nlines);
+    NDF__PUT(&pb, n);
+    NDF__PUT(&pb, inner);
+    NDF__PUT(&pb, sampling[d]);
     int i_nd = nd, i_nb = nb, i_axis = axis;
-    PB_PUT(&pb, i_nd);
-    PB_PUT(&pb, i_nb);
-    PB_PUT(&pb, i_axis);
-    PB_PUT(&pb, npix);
+    NDF__PUT(&pb, i_nd);
+    NDF__PUT(&pb, i_nb);
+    NDF__PUT(&pb, i_axis);
+    NDF__PUT(&pb, npix);
     int64_t shape[NDF_MAX_NDIM] = {0}, istr[NDF_MAX_NDIM] = {0}, dstr[NDF_MAX_NDIM] = {0}, xstr[NDF_MAX_NDIM] = {0};
     double samp[NDF_MAX_NDIM] = {0};
     for (int a = 0; a < nd; a++) {
@@ -125,12 +113,12 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
     }
     for (int k = 0; k < nsp; k++) samp[k] = sampling[k];
     int64_t xk = idx ? idx->strides[nb] : 0;
-    for (int a = 0; a < NDF_MAX_NDIM; a++) PB_PUT(&pb, shape[a]);
-    for (int a = 0; a < NDF_MAX_NDIM; a++) PB_PUT(&pb, istr[a]);
-    for (int a = 0; a < NDF_MAX_NDIM; a++) PB_PUT(&pb, dstr[a]);
-    for (int a = 0; a < NDF_MAX_NDIM; a++) PB_PUT(&pb, xstr[a]);
-    PB_PUT(&pb, xk);
-    for (int a = 0; a < NDF_MAX_NDIM; a++) PB_PUT(&pb, samp[a]);
+    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, shape[a]);
+    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, istr[a]);
+    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, dstr[a]);
+    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, xstr[a]);
+    NDF__PUT(&pb, xk);
+    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, samp[a]);
 
     /* rows: a warp per 32 rows; first: 32 lines x nseg segments of about 32 voxels; lines: 128 lines. */
     unsigned bx = 128, by = 1;

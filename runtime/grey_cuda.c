@@ -128,32 +128,6 @@ int ndf__grey_cuda_requests(const ndf__grey_geom *g, ndf_dtype dtype, int ndim, 
   return n;
 }
 
-/* A kernel parameter block, built field by field with the layout of the
- * template's struct (the C alignment rules, which NVCC shares on x86-64). */
-typedef struct {
-  unsigned char b[2048];
-  size_t n;
-} param_block;
-
-static void pb_put(param_block *p, const void *v, size_t size, size_t align) {
-  p->n = (p->n + align - 1) & ~(align - 1);
-  memcpy(p->b + p->n, v, size);
-  p->n += size;
-}
-#define PB_PUT(p, v) pb_put((p), &(v), sizeof(v), _Alignof(__typeof__(v)))
-
-/* The outer-axes fields both templates share: nb, then the shapes and both
- * strides of the nb outer axes, each padded to NDF_MAX_NDIM entries. */
-static void pb_put_outer(param_block *p, int nb, const int64_t *shape, const int64_t *istr, const int64_t *ostr) {
-  const int64_t *arrays[3] = {shape, istr, ostr};
-  PB_PUT(p, nb);
-  for (int a = 0; a < 3; a++)
-    for (int d = 0; d < NDF_MAX_NDIM; d++) {
-      int64_t v = d < nb ? arrays[a][d] : 0;
-      PB_PUT(p, v);
-    }
-}
-
 /* ---- launches ------------------------------------------------------------------------- */
 
 /* A view of an array split into batch (outer) axes and spatial axes. */
@@ -220,28 +194,28 @@ static ndf_status run_taps(ndf_ctx *ctx, const char *name, ndf_dtype dtype, cons
   int64_t nchunks = (nx + bx - 1) / bx;
 
   /* The fields of ndf_taps_params, in order. */
-  param_block pb = {.n = 0};
+  ndf__params pb = {.n = 0};
   const void *pin = in;
   void *pout = out;
-  PB_PUT(&pb, pin);
-  PB_PUT(&pb, pout);
-  for (int d = 0; d < nsp; d++) PB_PUT(&pb, shape[nb + d]);
-  for (int d = 0; d < nsp; d++) PB_PUT(&pb, istr[nb + d]);
-  for (int d = 0; d < nsp; d++) PB_PUT(&pb, ostr[nb + d]);
-  pb_put_outer(&pb, nb, shape, istr, ostr);
-  PB_PUT(&pb, nrows);
-  PB_PUT(&pb, nchunks);
+  NDF__PUT(&pb, pin);
+  NDF__PUT(&pb, pout);
+  for (int d = 0; d < nsp; d++) NDF__PUT(&pb, shape[nb + d]);
+  for (int d = 0; d < nsp; d++) NDF__PUT(&pb, istr[nb + d]);
+  for (int d = 0; d < nsp; d++) NDF__PUT(&pb, ostr[nb + d]);
+  ndf__params_put_outer(&pb, nb, shape, istr, ostr);
+  NDF__PUT(&pb, nrows);
+  NDF__PUT(&pb, nchunks);
   int nt = (int)ntaps;
-  PB_PUT(&pb, nt);
+  NDF__PUT(&pb, nt);
   CUdeviceptr p_loff = dt, p_toff = dt + ntaps * 8;
   CUdeviceptr p_wf = wf ? dt + ntaps * 8 + toff_bytes : 0, p_wc = wf ? p_wf + ntaps * sizeof(double) : 0;
-  PB_PUT(&pb, p_loff);
-  PB_PUT(&pb, p_toff);
-  PB_PUT(&pb, p_wf);
-  PB_PUT(&pb, p_wc);
-  for (int d = 0; d < nsp; d++) PB_PUT(&pb, rlo[d]);
-  for (int d = 0; d < nsp; d++) PB_PUT(&pb, rhi[d]);
-  PB_PUT(&pb, g->cval);
+  NDF__PUT(&pb, p_loff);
+  NDF__PUT(&pb, p_toff);
+  NDF__PUT(&pb, p_wf);
+  NDF__PUT(&pb, p_wc);
+  for (int d = 0; d < nsp; d++) NDF__PUT(&pb, rlo[d]);
+  for (int d = 0; d < nsp; d++) NDF__PUT(&pb, rhi[d]);
+  NDF__PUT(&pb, g->cval);
   return launch(ctx, name, fn, grid_for(ctx, nrows * nchunks), bx, 1, pb.b);
 }
 
@@ -276,16 +250,16 @@ static ndf_status run_line(ndf_ctx *ctx, const char *name, ndf_dtype dtype, cons
   CUfunction fn;
   ndf_status s = ndf__jit_get(ctx, name, &req, &fn);
   if (s != NDF_OK) return s;
-  param_block pb = {.n = 0};
+  ndf__params pb = {.n = 0};
   const void *pin = in;
   void *pout = out;
-  PB_PUT(&pb, pin);
-  PB_PUT(&pb, pout);
-  PB_PUT(&pb, shape[a]);
-  PB_PUT(&pb, istr[a]);
-  PB_PUT(&pb, ostr[a]);
+  NDF__PUT(&pb, pin);
+  NDF__PUT(&pb, pout);
+  NDF__PUT(&pb, shape[a]);
+  NDF__PUT(&pb, istr[a]);
+  NDF__PUT(&pb, ostr[a]);
   int nother = ndim - 1;
-  PB_PUT(&pb, nother);
+  NDF__PUT(&pb, nother);
   int64_t nlines = 1;
   const int64_t *arrays[3] = {shape, istr, ostr};
   for (int k = 0; k < 3; k++)
@@ -293,17 +267,17 @@ static ndf_status run_line(ndf_ctx *ctx, const char *name, ndf_dtype dtype, cons
       if (d == a) continue;
       int64_t v = d < ndim ? arrays[k][d] : 0;
       if (k == 0 && d < ndim) nlines *= v;
-      PB_PUT(&pb, v);
+      NDF__PUT(&pb, v);
       i++;
     }
   int64_t nseg = (shape[a] + seg - 1) / seg;
-  PB_PUT(&pb, nlines);
-  PB_PUT(&pb, nseg);
+  NDF__PUT(&pb, nlines);
+  NDF__PUT(&pb, nseg);
   int k32 = (int)K, lo32 = (int)lo;
-  PB_PUT(&pb, k32);
-  PB_PUT(&pb, lo32);
-  PB_PUT(&pb, seg);
-  PB_PUT(&pb, g->cval);
+  NDF__PUT(&pb, k32);
+  NDF__PUT(&pb, lo32);
+  NDF__PUT(&pb, seg);
+  NDF__PUT(&pb, g->cval);
   const unsigned smem = (unsigned)(16 * cols + (size_t)(seg + K - 1) * (size_t)(cols + 1) * es);
   void *args[] = {pb.b};
   int64_t tiles = (nlines + cols - 1) / cols * nseg;
@@ -341,21 +315,21 @@ static ndf_status run_box(ndf_ctx *ctx, const char *name, ndf_dtype dtype, const
   ndf_status s = ndf__jit_get(ctx, name, &req, &fn);
   if (s != NDF_OK) return s;
   /* The fields of ndf_box_params, in order. */
-  param_block pb = {.n = 0};
+  ndf__params pb = {.n = 0};
   const void *pin = in;
   void *pout = out;
-  PB_PUT(&pb, pin);
-  PB_PUT(&pb, pout);
-  for (int i = 0; i < 3; i++) PB_PUT(&pb, ext[i]);
-  for (int i = 0; i < 3; i++) PB_PUT(&pb, is[i]);
-  for (int i = 0; i < 3; i++) PB_PUT(&pb, os[i]);
-  for (int i = 0; i < 3; i++) PB_PUT(&pb, lo[i]);
-  pb_put_outer(&pb, nb, shape, istr, ostr);
-  PB_PUT(&pb, ntx);
-  PB_PUT(&pb, nty);
-  PB_PUT(&pb, ntz);
-  PB_PUT(&pb, nouter);
-  PB_PUT(&pb, g->cval);
+  NDF__PUT(&pb, pin);
+  NDF__PUT(&pb, pout);
+  for (int i = 0; i < 3; i++) NDF__PUT(&pb, ext[i]);
+  for (int i = 0; i < 3; i++) NDF__PUT(&pb, is[i]);
+  for (int i = 0; i < 3; i++) NDF__PUT(&pb, os[i]);
+  for (int i = 0; i < 3; i++) NDF__PUT(&pb, lo[i]);
+  ndf__params_put_outer(&pb, nb, shape, istr, ostr);
+  NDF__PUT(&pb, ntx);
+  NDF__PUT(&pb, nty);
+  NDF__PUT(&pb, ntz);
+  NDF__PUT(&pb, nouter);
+  NDF__PUT(&pb, g->cval);
   return launch(ctx, name, fn, grid_for(ctx, ntx * nty * ntz * nouter), 32, BOX_TY, pb.b);
 }
 

@@ -255,13 +255,7 @@ static ndf_status run_hist(ndf_ctx *ctx, const char *name, const ndf_array *in, 
   NDF__PUT(&pb, in->strides[ndim - 1]);
   NDF__PUT(&pb, out->strides[ndim - 2]);
   NDF__PUT(&pb, out->strides[ndim - 1]);
-  NDF__PUT(&pb, nlead);
-  const int64_t *arrays[3] = {in->shape, in->strides, out->strides};
-  for (int a = 0; a < 3; a++)
-    for (int d = 0; d < NDF_MAX_NDIM; d++) {
-      int64_t v = d < nlead ? arrays[a][d] : 0;
-      NDF__PUT(&pb, v);
-    }
+  ndf__params_put_outer(&pb, nlead, in->shape, in->strides, out->strides);
   for (int d = 0; d < NDF_MAX_NDIM; d++) NDF__PUT(&pb, lbox[d]);
   for (int d = 0; d < NDF_MAX_NDIM; d++) NDF__PUT(&pb, llo[d]);
   NDF__PUT(&pb, nplanes);
@@ -335,13 +329,11 @@ ndf_status ndf__rank_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
   NDF__PUT(&pb, in->strides[ndim - 1]);
   NDF__PUT(&pb, oys);
   NDF__PUT(&pb, out->strides[ndim - 1]);
-  NDF__PUT(&pb, rg.nlead);
-  const int64_t *arrays[4] = {in->shape, in->strides, out->strides, lblocks};
-  for (int a = 0; a < 4; a++)
-    for (int d = 0; d < NDF_MAX_NDIM; d++) {
-      int64_t v = d < rg.nlead ? arrays[a][d] : 0;
-      NDF__PUT(&pb, v);
-    }
+  ndf__params_put_outer(&pb, rg.nlead, in->shape, in->strides, out->strides);
+  for (int d = 0; d < NDF_MAX_NDIM; d++) {
+    int64_t v = d < rg.nlead ? lblocks[d] : 0;
+    NDF__PUT(&pb, v);
+  }
   NDF__PUT(&pb, ntx);
   NDF__PUT(&pb, nty);
   NDF__PUT(&pb, nouter);

@@ -124,16 +124,7 @@ __device__ __forceinline__ T ndf_unkey(K k) {
 #endif
 }
 
-// The rank to select among m values (scipy's rules; m < N only under omit).
-__device__ __forceinline__ int ndf_rank_of(int m) {
-#if RKIND == 0
-  return m / 2;
-#elif RKIND == 1
-  return (int)(RPARAM);
-#else
-  return (RPARAM) == 100.0 ? m - 1 : (int)((double)m * (RPARAM) / 100.0);
-#endif
-}
+#include "ndf_rank.cuh" // ndf_rank_of: the rank among m values (m < N only under NaN omission)
 
 // Bitwise select over the window in the tile; NaN excluded (omit) or
 // returned (propagate).

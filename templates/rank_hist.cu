@@ -52,15 +52,7 @@ __device__ __forceinline__ T ndf_unkey8(int k) {
 #endif
 }
 
-__device__ __forceinline__ int ndf_rank_of(int m) {
-#if RKIND == 0
-  return m / 2;
-#elif RKIND == 1
-  return (int)(RPARAM);
-#else
-  return (RPARAM) == 100.0 ? m - 1 : (int)((double)m * (RPARAM) / 100.0);
-#endif
-}
+#include "ndf_rank.cuh" // ndf_rank_of: the rank among m values (m < N only under NaN omission)
 
 // Linear offset of plane pl's lead coordinates, or -1 when a tap there reads cval.
 __device__ __forceinline__ ndf_i64 ndf_plane_base(const ndf_hist_params &p, const ndf_i64 *lc, int pl) {

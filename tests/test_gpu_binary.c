@@ -33,85 +33,16 @@
 #include "ndforge.h"
 #include "testutil.h"
 
-typedef struct gpu_state {
-  ndf_ctx *ctx;
-  uint64_t seed;
-  long ncases;
-} gpu_state;
+typedef tu_gpu_state gpu_state;
+static int group_setup(void **state) { return tu_gpu_setup(state, 400); }
+#define group_teardown tu_gpu_teardown
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int group_setup(void **state) {
-  gpu_state *s = calloc(1, sizeof *s);
-  ndf_ctx_options o;
-  ndf_ctx_options_init(&o);
-  if (ndf_ctx_create(&s->ctx, &o) != NDF_OK) {
-    fprintf(stderr, "ndf_ctx_create: %s\n", ndf_last_error());
-    return -1;
-  }
-  s->seed = tu_seed("NDF_TEST_SEED");
-  s->ncases = tu_env_long("NDF_TEST_CASES", 400);
-  *state = s;
-  return 0;
-}
-
-static int group_teardown(void **state) {
-  gpu_state *s = *state;
-  if (s) {
-    ndf_ctx_destroy(s->ctx);
-    free(s);
-  }
-  return 0;
-}
-
-#define SKIP_WITHOUT_CUDA(s)                                   \
-  do {                                                         \
-    if (!ndf_ctx_has_cuda((s)->ctx)) {                         \
-      printf("skip: the context has no usable CUDA device\n"); \
-      skip();                                                  \
-    }                                                          \
-  } while (0)
+#define SKIP_WITHOUT_CUDA(s) TU_SKIP_WITHOUT_CUDA((s)->ctx)
 
 /* ------------------------------------------------------------------------ */
 /* Device buffers mirroring host layouts                                     */
 
-typedef struct dev_copy {
-  ndf_array raw; /* 1-D uint8 device array */
-  ndf_array arr; /* the view */
-} dev_copy;
-
-static ndf_array raw_host(const tu_array *t) {
-  ndf_array a;
-  int64_t n = (int64_t)t->bytes;
-  ndf_array_init(&a, t->base, NDF_DEVICE_CPU, NDF_UINT8, 1, &n);
-  return a;
-}
-
-static void dev_upload(ndf_ctx *ctx, dev_copy *d, const tu_array *t) {
-  int64_t n = (int64_t)t->bytes;
-  ndf_status r = ndf_array_alloc(ctx, &d->raw, NDF_DEVICE_CUDA, NDF_UINT8, 1, &n);
-  if (r != NDF_OK) printf("ndf_array_alloc(CUDA, %lld bytes): %s\n", (long long)n, ndf_errmsg(ctx));
-  assert_int_equal(r, NDF_OK);
-  ndf_array h = raw_host(t);
-  assert_int_equal(ndf_array_copy(ctx, &d->raw, &h), NDF_OK);
-  d->arr = t->arr;
-  d->arr.device = NDF_DEVICE_CUDA;
-  d->arr.device_id = d->raw.device_id;
-  d->arr.data = (char *)d->raw.data + ((char *)t->arr.data - (char *)t->base);
-}
-
-static void dev_download(ndf_ctx *ctx, const dev_copy *d, tu_array *t) {
-  ndf_array h = raw_host(t);
-  ndf_status r = ndf_array_copy(ctx, &h, &d->raw);
-  if (r != NDF_OK) printf("ndf_array_copy(device -> host): %s\n", ndf_errmsg(ctx));
-  assert_int_equal(r, NDF_OK);
-}
-
-static void dev_free(ndf_ctx *ctx, dev_copy *d) { ndf_array_free(ctx, &d->raw); }
+/* tu_dev (testutil.h): a device copy of a host array's whole buffer. */
 
 /* ------------------------------------------------------------------------ */
 /* Cases                                                                     */
@@ -353,22 +284,22 @@ static int run_case(gpu_state *s, bcase *c, tu_rng *r, const ndf_array *given_in
 
   assert_int_equal(tu_array_relayout(&hin, &in.arr, random_layout(r, 0), r), 0);
   assert_int_equal(tu_array_like(&hout, &out_desc, random_layout(r, 1), r), 0); /* poisoned */
-  dev_copy din, dout, dmask;
-  dev_upload(ctx, &din, &hin);
-  dev_upload(ctx, &dout, &hout);
+  tu_dev din, dout, dmask;
+  tu_dev_upload(ctx, &din, &hin);
+  tu_dev_upload(ctx, &dout, &hout);
   if (cmask) {
     assert_int_equal(tu_array_relayout(&hmask, cmask, random_layout(r, 0), r), 0);
-    dev_upload(ctx, &dmask, &hmask);
+    tu_dev_upload(ctx, &dmask, &hmask);
   }
   assert_int_equal(ndf_ctx_synchronize(ctx), NDF_OK);
-  double t0 = now_ms();
+  double t0 = tu_now_ms();
   ndf_status rg = call_op(ctx, c, &din.arr, &dout.arr, cmask ? &dmask.arr : NULL);
   char gpu_msg[1024];
   snprintf(gpu_msg, sizeof gpu_msg, "%s", rg == NDF_OK ? "" : ndf_errmsg(ctx));
   ndf_status rs = ndf_ctx_synchronize(ctx);
-  if (gpu_ms) *gpu_ms = now_ms() - t0;
+  if (gpu_ms) *gpu_ms = tu_now_ms() - t0;
   int result = 0;
-  dev_download(ctx, &dout, &hout);
+  tu_dev_download(ctx, &dout, &hout);
   if (rs != NDF_OK) {
     printf("GPU sync failed: %s: %s\n  %s\n", ndf_status_name(rs), ndf_errmsg(ctx), c->desc);
     result = -1;
@@ -395,9 +326,9 @@ static int run_case(gpu_state *s, bcase *c, tu_rng *r, const ndf_array *given_in
       }
     }
   }
-  dev_free(ctx, &din);
-  dev_free(ctx, &dout);
-  if (cmask) dev_free(ctx, &dmask);
+  tu_dev_free(ctx, &din);
+  tu_dev_free(ctx, &dout);
+  if (cmask) tu_dev_free(ctx, &dmask);
   tu_array_free(&in);
   tu_array_free(&cpu_out);
   tu_array_free(&hin);
@@ -415,7 +346,7 @@ static void test_gpu_random_cases(void **state) {
   tu_rng r;
   tu_rng_seed(&r, s->seed);
   int failed = 0, errors = 0;
-  double t0 = now_ms();
+  double t0 = tu_now_ms();
   for (long i = 0; i < s->ncases; i++) {
     bcase c;
     draw_case(&c, &r, (int)(i % OP_COUNT));
@@ -427,7 +358,7 @@ static void test_gpu_random_cases(void **state) {
     if (failed >= 15) break;
   }
   (void)errors;
-  printf("%ld random cases in %.1f s, %d failed\n", s->ncases, (now_ms() - t0) / 1e3, failed);
+  printf("%ld random cases in %.1f s, %d failed\n", s->ncases, (tu_now_ms() - t0) / 1e3, failed);
   assert_int_equal(failed, 0);
 }
 
@@ -579,16 +510,16 @@ static void test_gpu_label(void **state) {
     snprintf(cmsg, sizeof cmsg, "%s", rc == NDF_OK ? "" : ndf_errmsg(ctx));
     assert_int_equal(tu_array_relayout(&hin, &in.arr, random_layout(&r, 0), &r), 0);
     assert_int_equal(tu_array_like(&hout, &odesc, random_layout(&r, 1), &r), 0);
-    dev_copy din, dout;
-    dev_upload(ctx, &din, &hin);
-    dev_upload(ctx, &dout, &hout);
-    double t0 = now_ms();
+    tu_dev din, dout;
+    tu_dev_upload(ctx, &din, &hin);
+    tu_dev_upload(ctx, &dout, &hout);
+    double t0 = tu_now_ms();
     ndf_status rg = ndf_label(ctx, &din.arr, &dout.arr, sp, batch, fg);
     char gmsg[1024];
     snprintf(gmsg, sizeof gmsg, "%s", rg == NDF_OK ? "" : ndf_errmsg(ctx));
     assert_int_equal(ndf_ctx_synchronize(ctx), NDF_OK);
-    double ms = now_ms() - t0;
-    dev_download(ctx, &dout, &hout);
+    double ms = tu_now_ms() - t0;
+    tu_dev_download(ctx, &dout, &hout);
     char sh[96], desc[256];
     snprintf(desc, sizeof desc, "label in=%s out=%s shape=%s batch=%d structure=%s", ndf_dtype_name(dt),
              ndf_dtype_name(odt), shape_text(shape, nd, sh, sizeof sh), batch, sdesc);
@@ -619,8 +550,8 @@ static void test_gpu_label(void **state) {
         }
     }
     failed += bad;
-    dev_free(ctx, &din);
-    dev_free(ctx, &dout);
+    tu_dev_free(ctx, &din);
+    tu_dev_free(ctx, &dout);
     free(fc);
     free(fg);
     tu_array_free(&st);
@@ -645,10 +576,10 @@ static void test_gpu_contract(void **state) {
   tu_poison(out.base, out.bytes);
   int64_t mshape[3] = {4, 5, 36};
   assert_int_equal(tu_array_alloc(&hmask, NDF_UINT8, 3, mshape), 0);
-  dev_copy din, dout, dmask;
-  dev_upload(ctx, &din, &in);
-  dev_upload(ctx, &dout, &out);
-  dev_upload(ctx, &dmask, &hmask);
+  tu_dev din, dout, dmask;
+  tu_dev_upload(ctx, &din, &in);
+  tu_dev_upload(ctx, &dout, &out);
+  tu_dev_upload(ctx, &dmask, &hmask);
   ndf_binary_options o;
   struct { const char *what, *needle; } cases[] = {
       {"mask shape", "mask"}, {"mask on host", "mask"}, {"structure rank", "structure"},
@@ -675,11 +606,11 @@ static void test_gpu_contract(void **state) {
     tu_array_free(&st);
   }
   assert_int_equal(ndf_ctx_synchronize(ctx), NDF_OK);
-  dev_download(ctx, &dout, &out);
+  tu_dev_download(ctx, &dout, &out);
   assert_int_equal(tu_poison_check(out.base, out.bytes), -1);
-  dev_free(ctx, &din);
-  dev_free(ctx, &dout);
-  dev_free(ctx, &dmask);
+  tu_dev_free(ctx, &din);
+  tu_dev_free(ctx, &dout);
+  tu_dev_free(ctx, &dmask);
   tu_array_free(&in);
   tu_array_free(&out);
   tu_array_free(&hmask);

@@ -39,54 +39,12 @@
 #include "ndforge.h"
 #include "testutil.h"
 
-typedef struct gpu_state {
-  ndf_ctx *ctx;
-  uint64_t seed;
-  long ncases;
-} gpu_state;
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
+typedef tu_gpu_state gpu_state;
 
 /* ------------------------------------------------------------------------ */
 /* Device buffers mirroring host layouts (as in test_gpu_grey.c)             */
 
-typedef struct dev_copy {
-  ndf_array raw; /* 1-D uint8 device array holding the host buffer's bytes */
-  ndf_array arr; /* the view with the host array's strides */
-} dev_copy;
-
-static ndf_array raw_host(const tu_array *t) {
-  ndf_array a;
-  int64_t n = (int64_t)t->bytes;
-  ndf_array_init(&a, t->base, NDF_DEVICE_CPU, NDF_UINT8, 1, &n);
-  return a;
-}
-
-static void dev_upload(ndf_ctx *ctx, dev_copy *d, const tu_array *t) {
-  int64_t n = (int64_t)t->bytes;
-  ndf_status r = ndf_array_alloc(ctx, &d->raw, NDF_DEVICE_CUDA, NDF_UINT8, 1, &n);
-  if (r != NDF_OK) printf("ndf_array_alloc(CUDA, %lld bytes): %s\n", (long long)n, ndf_errmsg(ctx));
-  assert_int_equal(r, NDF_OK);
-  ndf_array h = raw_host(t);
-  assert_int_equal(ndf_array_copy(ctx, &d->raw, &h), NDF_OK);
-  d->arr = t->arr;
-  d->arr.device = NDF_DEVICE_CUDA;
-  d->arr.device_id = d->raw.device_id;
-  d->arr.data = (char *)d->raw.data + ((char *)t->arr.data - (char *)t->base);
-}
-
-static void dev_download(ndf_ctx *ctx, const dev_copy *d, tu_array *t) {
-  ndf_array h = raw_host(t);
-  ndf_status r = ndf_array_copy(ctx, &h, &d->raw);
-  if (r != NDF_OK) printf("ndf_array_copy(device -> host): %s\n", ndf_errmsg(ctx));
-  assert_int_equal(r, NDF_OK);
-}
-
-static void dev_free(ndf_ctx *ctx, dev_copy *d) { ndf_array_free(ctx, &d->raw); }
+/* tu_dev (testutil.h): a device copy of a host array's whole buffer. */
 
 /* ------------------------------------------------------------------------ */
 /* Random cases                                                              */
@@ -176,7 +134,7 @@ static void idx_shape(const dcase *c, int64_t *sh) {
 static int run_case(ndf_ctx *ctx, const dcase *c, tu_rng *r, double *gpu_ms) {
   int rc = -1;
   tu_array hin, lin, cd = {0}, ci = {0}, gd = {0}, gi = {0};
-  dev_copy din = {0}, dd = {0}, di = {0};
+  tu_dev din = {0}, dd = {0}, di = {0};
   assert_int_equal(tu_array_alloc(&hin, c->dt, c->nd, c->shape), 0);
   const int64_t n = ndf_array_size(&hin.arr);
   uint8_t *m = malloc((size_t)(n ? n : 1));
@@ -202,20 +160,20 @@ static int run_case(ndf_ctx *ctx, const dcase *c, tu_rng *r, double *gpu_ms) {
     printf("%s: CPU: %s %s\n", c->desc, ndf_status_name(s), ndf_errmsg(ctx));
     goto done;
   }
-  dev_upload(ctx, &din, &lin);
-  if (c->want_dist) dev_upload(ctx, &dd, &gd); /* poisoned buffers */
-  if (c->want_idx) dev_upload(ctx, &di, &gi);
-  double t0 = now_ms();
+  tu_dev_upload(ctx, &din, &lin);
+  if (c->want_dist) tu_dev_upload(ctx, &dd, &gd); /* poisoned buffers */
+  if (c->want_idx) tu_dev_upload(ctx, &di, &gi);
+  double t0 = tu_now_ms();
   s = ndf_distance_transform_edt(ctx, &din.arr, c->want_dist ? &dd.arr : NULL, c->want_idx ? &di.arr : NULL, &c->o);
   if (s == NDF_OK) s = ndf_ctx_synchronize(ctx);
-  if (gpu_ms) *gpu_ms = now_ms() - t0;
+  if (gpu_ms) *gpu_ms = tu_now_ms() - t0;
   if (s != NDF_OK) {
     printf("%s: GPU: %s %s\n", c->desc, ndf_status_name(s), ndf_errmsg(ctx));
     goto done;
   }
   char msg[1024];
   if (c->want_dist) {
-    dev_download(ctx, &dd, &gd);
+    tu_dev_download(ctx, &dd, &gd);
     int64_t bad = tu_compare(&cd.arr, &gd.arr, msg, sizeof msg);
     if (bad) {
       printf("%s: %lld distances differ:\n%s\n", c->desc, (long long)bad, msg);
@@ -227,7 +185,7 @@ static int run_case(ndf_ctx *ctx, const dcase *c, tu_rng *r, double *gpu_ms) {
     }
   }
   if (c->want_idx) {
-    dev_download(ctx, &di, &gi);
+    tu_dev_download(ctx, &di, &gi);
     int64_t bad = tu_compare(&ci.arr, &gi.arr, msg, sizeof msg);
     if (bad) {
       printf("%s: %lld indices differ:\n%s\n", c->desc, (long long)bad, msg);
@@ -240,9 +198,9 @@ static int run_case(ndf_ctx *ctx, const dcase *c, tu_rng *r, double *gpu_ms) {
   }
   rc = 0;
 done:
-  dev_free(ctx, &din);
-  if (c->want_dist) dev_free(ctx, &dd);
-  if (c->want_idx) dev_free(ctx, &di);
+  tu_dev_free(ctx, &din);
+  if (c->want_dist) tu_dev_free(ctx, &dd);
+  if (c->want_idx) tu_dev_free(ctx, &di);
   tu_array_free(&hin);
   tu_array_free(&lin);
   tu_array_free(&cd);
@@ -319,10 +277,10 @@ static void test_gpu_cdt_bf_not_supported(void **state) {
   assert_int_equal(tu_array_alloc(&oi, NDF_INT32, 3, ish), 0);
   tu_poison(o32.base, o32.bytes);
   tu_poison(oi.base, oi.bytes);
-  dev_copy din, dout, didx;
-  dev_upload(s->ctx, &din, &h);
-  dev_upload(s->ctx, &dout, &o32);
-  dev_upload(s->ctx, &didx, &oi);
+  tu_dev din, dout, didx;
+  tu_dev_upload(s->ctx, &din, &h);
+  tu_dev_upload(s->ctx, &dout, &o32);
+  tu_dev_upload(s->ctx, &didx, &oi);
   ndf_distance_options o;
   ndf_distance_options_init(&o);
   assert_int_equal(ndf_distance_transform_cdt(s->ctx, &din.arr, &dout.arr, &didx.arr, &o), NDF_ENOTSUP);
@@ -330,13 +288,13 @@ static void test_gpu_cdt_bf_not_supported(void **state) {
   o.metric = NDF_METRIC_TAXICAB;
   dout.arr.dtype = NDF_UINT32;
   assert_int_equal(ndf_distance_transform_bf(s->ctx, &din.arr, &dout.arr, &didx.arr, &o), NDF_ENOTSUP);
-  dev_download(s->ctx, &dout, &o32);
-  dev_download(s->ctx, &didx, &oi);
+  tu_dev_download(s->ctx, &dout, &o32);
+  tu_dev_download(s->ctx, &didx, &oi);
   assert_int_equal(tu_poison_check(o32.base, o32.bytes), -1);
   assert_int_equal(tu_poison_check(oi.base, oi.bytes), -1);
-  dev_free(s->ctx, &din);
-  dev_free(s->ctx, &dout);
-  dev_free(s->ctx, &didx);
+  tu_dev_free(s->ctx, &din);
+  tu_dev_free(s->ctx, &dout);
+  tu_dev_free(s->ctx, &didx);
   tu_array_free(&h);
   tu_array_free(&o32);
   tu_array_free(&oi);

@@ -32,59 +32,11 @@
 #include "ndforge.h"
 #include "testutil.h"
 
-typedef struct gpu_state {
-  ndf_ctx *ctx;
-  uint64_t seed;
-  long ncases;
-} gpu_state;
+typedef tu_gpu_state gpu_state;
+static int group_setup(void **state) { return tu_gpu_setup(state, 200); }
+#define group_teardown tu_gpu_teardown
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int group_setup(void **state) {
-  gpu_state *s = calloc(1, sizeof *s);
-  ndf_ctx_options o;
-  ndf_ctx_options_init(&o);
-  if (ndf_ctx_create(&s->ctx, &o) != NDF_OK) {
-    fprintf(stderr, "ndf_ctx_create: %s\n", ndf_last_error());
-    return -1;
-  }
-  s->seed = tu_seed("NDF_TEST_SEED");
-  s->ncases = tu_env_long("NDF_TEST_CASES", 200);
-  if (ndf_ctx_has_cuda(s->ctx)) {
-    ndf_ctx_info info;
-    if (ndf_ctx_get_info(s->ctx, &info) == NDF_OK)
-      printf("device: %s (sm_%d%d), driver %d, NVRTC %d.%d\n", info.device_name, info.cc_major,
-             info.cc_minor, info.driver_version, info.nvrtc_major, info.nvrtc_minor);
-  }
-  *state = s;
-  return 0;
-}
-
-static int group_teardown(void **state) {
-  gpu_state *s = *state;
-  if (s) {
-    ndf_cache_stats st;
-    ndf_ctx_cache_stats(s->ctx, &st);
-    printf("kernel cache: %llu memory hits, %llu disk hits, %llu compiles (%.0f ms), %llu disk rejects\n",
-           (unsigned long long)st.memory_hits, (unsigned long long)st.disk_hits,
-           (unsigned long long)st.compiles, st.compile_ms, (unsigned long long)st.disk_rejects);
-    ndf_ctx_destroy(s->ctx);
-    free(s);
-  }
-  return 0;
-}
-
-#define SKIP_WITHOUT_CUDA(s)                                   \
-  do {                                                         \
-    if (!ndf_ctx_has_cuda((s)->ctx)) {                         \
-      printf("skip: the context has no usable CUDA device\n"); \
-      skip();                                                  \
-    }                                                          \
-  } while (0)
+#define SKIP_WITHOUT_CUDA(s) TU_SKIP_WITHOUT_CUDA((s)->ctx)
 
 
 /* ------------------------------------------------------------------------ */
@@ -238,11 +190,11 @@ static int run_gpu_case(gpu_state *s, gcase *c, tu_rng *r, int in_layout, int ou
   assert_int_equal(tu_array_alloc(&in, c->dt, c->nd, c->shape), 0);
   fill_values(&in, r, with_nan && tu_is_float(c->dt));
   assert_int_equal(tu_array_like(&cpu_out, &in.arr, TU_LAYOUT_C, r), 0);
-  double t0 = now_ms();
+  double t0 = tu_now_ms();
   ndf_grey_options co = c->o;
   if (c->cpu_algo > 0) co.algorithm = (ndf_grey_algorithm)c->cpu_algo;
   ndf_status rc = tu_op_call(ctx, c->op, &in.arr, &cpu_out.arr, &co);
-  double t1 = now_ms();
+  double t1 = tu_now_ms();
   if (rc != NDF_OK) {
     printf("CPU backend rejected: %s: %s\n  %s\n", ndf_status_name(rc), ndf_errmsg(ctx), c->desc);
     tu_array_free(&in);
@@ -255,10 +207,10 @@ static int run_gpu_case(gpu_state *s, gcase *c, tu_rng *r, int in_layout, int ou
   tu_dev_upload(ctx, &din, &hin);
   tu_dev_upload(ctx, &dout, &hout);
   assert_int_equal(ndf_ctx_synchronize(ctx), NDF_OK);
-  double t2 = now_ms();
+  double t2 = tu_now_ms();
   ndf_status rg = tu_op_call(ctx, c->op, &din.arr, &dout.arr, &c->o);
   ndf_status rs = ndf_ctx_synchronize(ctx);
-  double t3 = now_ms();
+  double t3 = tu_now_ms();
   int result = 0;
   if (rg != NDF_OK || rs != NDF_OK) {
     printf("GPU run failed: %s / sync %s: %s\n  %s\n", ndf_status_name(rg), ndf_status_name(rs), ndf_errmsg(ctx),
@@ -300,7 +252,7 @@ static void test_gpu_random_cases(void **state) {
   tu_rng r;
   tu_rng_seed(&r, s->seed);
   int failed = 0;
-  double t0 = now_ms();
+  double t0 = tu_now_ms();
   for (long i = 0; i < s->ncases; i++) {
     gcase c;
     draw_case(&c, &r);
@@ -319,7 +271,7 @@ static void test_gpu_random_cases(void **state) {
     gcase_free(&c);
     if (failed >= 15) break;
   }
-  printf("%ld random cases in %.1f s, %d failed\n", s->ncases, (now_ms() - t0) / 1e3, failed);
+  printf("%ld random cases in %.1f s, %d failed\n", s->ncases, (tu_now_ms() - t0) / 1e3, failed);
   assert_int_equal(failed, 0);
 }
 

@@ -29,48 +29,11 @@
 #include "ndforge.h"
 #include "testutil.h"
 
-typedef struct gpu_state {
-  ndf_ctx *ctx;
-  uint64_t seed;
-  long ncases;
-} gpu_state;
+typedef tu_gpu_state gpu_state;
+static int group_setup(void **state) { return tu_gpu_setup(state, 200); }
+#define group_teardown tu_gpu_teardown
 
-static int group_setup(void **state) {
-  gpu_state *s = calloc(1, sizeof *s);
-  ndf_ctx_options o;
-  ndf_ctx_options_init(&o);
-  if (!s || ndf_ctx_create(&s->ctx, &o) != NDF_OK) {
-    fprintf(stderr, "ndf_ctx_create: %s\n", ndf_last_error());
-    free(s);
-    return -1;
-  }
-  s->seed = tu_seed("NDF_TEST_SEED");
-  s->ncases = tu_env_long("NDF_TEST_CASES", 200);
-  *state = s;
-  return 0;
-}
-
-static int group_teardown(void **state) {
-  gpu_state *s = *state;
-  if (s) {
-    ndf_cache_stats st;
-    ndf_ctx_cache_stats(s->ctx, &st);
-    printf("kernel cache: %llu memory hits, %llu disk hits, %llu compiles (%.0f ms)\n",
-           (unsigned long long)st.memory_hits, (unsigned long long)st.disk_hits, (unsigned long long)st.compiles,
-           st.compile_ms);
-    ndf_ctx_destroy(s->ctx);
-    free(s);
-  }
-  return 0;
-}
-
-#define SKIP_WITHOUT_CUDA(s)                                   \
-  do {                                                         \
-    if (!ndf_ctx_has_cuda((s)->ctx)) {                         \
-      printf("skip: the context has no usable CUDA device\n"); \
-      skip();                                                  \
-    }                                                          \
-  } while (0)
+#define SKIP_WITHOUT_CUDA(s) TU_SKIP_WITHOUT_CUDA((s)->ctx)
 
 enum { K_MEDIAN, K_RANK, K_PERCENTILE };
 

@@ -781,3 +781,42 @@ void tu_dev_download(ndf_ctx *ctx, const tu_dev *d, tu_array *t) {
 }
 
 void tu_dev_free(ndf_ctx *ctx, tu_dev *d) { ndf_array_free(ctx, &d->raw); }
+
+int tu_gpu_setup(void **state, long default_cases) {
+  tu_gpu_state *s = calloc(1, sizeof *s);
+  ndf_ctx_options o;
+  ndf_ctx_options_init(&o);
+  if (!s || ndf_ctx_create(&s->ctx, &o) != NDF_OK) {
+    fprintf(stderr, "ndf_ctx_create: %s\n", ndf_last_error());
+    free(s);
+    return -1;
+  }
+  s->seed = tu_seed("NDF_TEST_SEED");
+  s->ncases = tu_env_long("NDF_TEST_CASES", default_cases);
+  ndf_ctx_info info;
+  if (ndf_ctx_has_cuda(s->ctx) && ndf_ctx_get_info(s->ctx, &info) == NDF_OK)
+    printf("device: %s (sm_%d%d), driver %d, NVRTC %d.%d\n", info.device_name, info.cc_major, info.cc_minor,
+           info.driver_version, info.nvrtc_major, info.nvrtc_minor);
+  *state = s;
+  return 0;
+}
+
+int tu_gpu_teardown(void **state) {
+  tu_gpu_state *s = *state;
+  if (s) {
+    ndf_cache_stats st;
+    ndf_ctx_cache_stats(s->ctx, &st);
+    printf("kernel cache: %llu memory hits, %llu disk hits, %llu compiles (%.0f ms), %llu disk rejects\n",
+           (unsigned long long)st.memory_hits, (unsigned long long)st.disk_hits, (unsigned long long)st.compiles,
+           st.compile_ms, (unsigned long long)st.disk_rejects);
+    ndf_ctx_destroy(s->ctx);
+    free(s);
+  }
+  return 0;
+}
+
+double tu_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}

@@ -215,6 +215,27 @@ typedef struct tu_dev {
   ndf_array raw; /* 1-D uint8 device array */
   ndf_array arr; /* the view */
 } tu_dev;
+/* The state of a GPU test group: a context on the default backend, the
+ * run's seed ($NDF_TEST_SEED, printed) and its case count ($NDF_TEST_CASES). */
+typedef struct tu_gpu_state {
+  ndf_ctx *ctx;
+  uint64_t seed;
+  long ncases;
+} tu_gpu_state;
+/* cmocka group set-up (prints the device) and teardown (prints the kernel
+ * cache's counters, frees the state). */
+int tu_gpu_setup(void **state, long default_cases);
+int tu_gpu_teardown(void **state);
+/* Monotonic clock, milliseconds. */
+double tu_now_ms(void);
+/* In a cmocka test: skips, saying why, when ctx has no usable CUDA device. */
+#define TU_SKIP_WITHOUT_CUDA(ctx)                                \
+  do {                                                           \
+    if (!ndf_ctx_has_cuda(ctx)) {                                \
+      printf("skip: the context has no usable CUDA device\n");   \
+      skip();                                                    \
+    }                                                            \
+  } while (0)
 /* Upload / download the whole buffer; cmocka assertions on failure. */
 void tu_dev_upload(ndf_ctx *ctx, tu_dev *d, const tu_array *t);
 void tu_dev_download(ndf_ctx *ctx, const tu_dev *d, tu_array *t);
