@@ -62,7 +62,9 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
    * one or two (W double, feature int32) buffers. */
   const int nbuf = nsp >= 3 ? 2 : nsp - 1;
   const size_t stack_bytes = (size_t)N * 16;
-  const size_t buf_bytes = (size_t)N * 12;
+  /* Each buffer starts 256-byte aligned: with N odd, 12 N bytes would leave
+   * the second buffer's doubles misaligned (CUDA_ERROR_MISALIGNED_ADDRESS). */
+  const size_t buf_bytes = ((size_t)N * 12 + 255) & ~(size_t)255;
   CUdeviceptr scratch = 0;
   if ((s = ndf__scratch_alloc(ctx, stack_bytes + (size_t)nbuf * buf_bytes, &scratch)) != NDF_OK) return s;
   CUdeviceptr w[2] = {0, 0}, f[2] = {0, 0};
