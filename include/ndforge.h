@@ -574,7 +574,9 @@ NDF_API ndf_status ndf_distance_transform_bf(ndf_ctx *ctx, const ndf_array *inpu
  * A zero bin a_i = 0 gives f_i = -inf (P's row i is zero), likewise g; this
  * is not an error and produces no NaN.
  *
- * Outputs, per histogram pair:
+ * Outputs, per histogram pair, all evaluated at the final iterate (f, g after
+ * the last iteration, P = exp((f + g - C)/eps); they are the quantities
+ * below exactly at convergence):
  *   transport_cost  <P, C> of the entropic plan (what TorchMorph returns;
  *                   NOT the quantity whose gradient f, g are).
  *   objective       OT_eps = <a, f> + <b, g> (terms with a_i = 0 or b_j = 0
