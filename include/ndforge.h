@@ -634,7 +634,8 @@ NDF_API void ndf_sinkhorn_options_init(ndf_sinkhorn_options *opt);
 /* Creates a solver (owns its cost data and buffers; the options' cost array is
  * copied).  *out is NULL on failure. */
 NDF_API ndf_status ndf_sinkhorn_create(ndf_ctx *ctx, ndf_sinkhorn **out, const ndf_sinkhorn_options *opt);
-/* Frees the solver and everything it owns.  NULL is a no-op. */
+/* Frees the solver and everything it owns.  NULL is a no-op.  A solver is
+ * used by one thread at a time (solve keeps its potentials for plan). */
 NDF_API void ndf_sinkhorn_destroy(ndf_sinkhorn *s);
 
 /* Outputs of a solve: each pointer may be NULL (not wanted).  Arrays are CPU
