@@ -619,6 +619,58 @@ static void test_plan_zero_bins(void **st) {
   free(b);
 }
 
+/* Strided inputs and outputs (a transposed view, a broadcast row, a reversed
+ * axis) give the same numbers as contiguous ones. */
+static void test_strides(void **st) {
+  (void)st;
+  const int64_t n = 3, d = 10;
+  double *C = rand_cost(d, 0.0, 1.0), *a = rand_hist(n, d, 0.1), *b1 = rand_hist(1, d, 0.1);
+  double *b = malloc((size_t)(n * d) * sizeof(double));
+  for (int64_t k = 0; k < n; k++) memcpy(b + k * d, b1, (size_t)d * sizeof(double));
+  cost_spec cs = {NDF_OT_COST_DENSE, C, 0, {0}, 0, 0};
+  lib_out o;
+  lib_out_alloc(&o, n, d);
+  assert_int_equal(lib_solve(&cs, n, d, a, b, 0.2, 30, 0.0, 10, 1, &o), NDF_OK);
+  /* a stored transposed (d, n) and viewed as (n, d); b a zero-stride broadcast of
+   * one row; f written reversed along d into a wider buffer */
+  double *aT = malloc((size_t)(n * d) * sizeof(double)), *Fw = malloc((size_t)(n * d * 2) * sizeof(double));
+  for (int64_t k = 0; k < n; k++)
+    for (int64_t i = 0; i < d; i++) aT[i * n + k] = a[k * d + i];
+  ndf_array A = arr(aT, 2, n, d), B = arr(b1, 2, n, d), C2 = arr(C, 2, d, d), F = arr(Fw, 2, n, d);
+  A.strides[0] = 1;
+  A.strides[1] = n;
+  B.strides[0] = 0;
+  F.data = Fw + d - 1;
+  F.strides[0] = 2 * d;
+  F.strides[1] = -1;
+  double tc[3];
+  ndf_array T = arr(tc, 1, n, 0);
+  ndf_sinkhorn_options opt;
+  ndf_sinkhorn_options_init(&opt);
+  opt.n = n;
+  opt.d = d;
+  opt.cost = &C2;
+  opt.epsilon = 0.2;
+  opt.max_iter = 30;
+  opt.log_domain = 1;
+  ndf_sinkhorn *s = NULL;
+  assert_int_equal(ndf_sinkhorn_create(ctx, &s, &opt), NDF_OK);
+  ndf_sinkhorn_result res = {&T, NULL, &F, NULL, NULL, NULL};
+  assert_int_equal(ndf_sinkhorn_solve(s, &A, &B, &res), NDF_OK);
+  for (int64_t k = 0; k < n; k++) {
+    assert_true(tc[k] == o.tc[k]);
+    for (int64_t i = 0; i < d; i++) assert_true(Fw[k * 2 * d + d - 1 - i] == o.f[k * d + i]);
+  }
+  ndf_sinkhorn_destroy(s);
+  lib_out_free(&o);
+  free(aT);
+  free(Fw);
+  free(C);
+  free(a);
+  free(b);
+  free(b1);
+}
+
 /* Bad input: clear errors, nothing written; CUDA arrays: NDF_ENOTSUP. */
 static void test_contract(void **st) {
   (void)st;
@@ -765,6 +817,7 @@ int main(void) {
       cmocka_unit_test(test_gradient),
       cmocka_unit_test(test_early_exit_and_batch),
       cmocka_unit_test(test_plan_zero_bins),
+      cmocka_unit_test(test_strides),
       cmocka_unit_test(test_contract),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
