@@ -553,6 +553,124 @@ NDF_API ndf_status ndf_distance_transform_bf(ndf_ctx *ctx, const ndf_array *inpu
                                              ndf_array *indices, const ndf_distance_options *opt);
 
 /* ------------------------------------------------------------------------ */
+/* Entropic optimal transport (batched Sinkhorn)                              */
+
+/*
+ * The problem.  For histograms a, b >= 0 of dimension d with equal mass
+ * (sum a = sum b = m) and a cost C (d x d):
+ *
+ *   OT_eps(a, b) = min over P >= 0 with P 1 = a, P^T 1 = b of
+ *                  <P, C> + eps * sum_ij P_ij log P_ij          (0 log 0 = 0)
+ *
+ * The optimal plan is P_ij = exp((f_i + g_j - C_ij) / eps) for dual
+ * potentials f, g, and then OT_eps = <a, f> + <b, g> exactly (substitute P
+ * into the objective).  Sinkhorn's iteration, one iteration = both updates:
+ *
+ *   f_i = eps log a_i - eps LSE_j((g_j - C_ij) / eps)    (row marginals exact)
+ *   g_j = eps log b_j - eps LSE_i((f_i - C_ij) / eps)    (column marginals exact)
+ *
+ * starting from g = 0; the scaling form runs the same iteration on
+ * u = exp(f/eps), v = exp(g/eps) (u = a / K v, v = b / K^T u, K = exp(-C/eps)).
+ * A zero bin a_i = 0 gives f_i = -inf (P's row i is zero), likewise g; this
+ * is not an error and produces no NaN.
+ *
+ * Outputs, per histogram pair, all evaluated at the final iterate (f, g after
+ * the last iteration, P = exp((f + g - C)/eps); they are the quantities
+ * below exactly at convergence):
+ *   transport_cost  <P, C> of the entropic plan (what TorchMorph returns;
+ *                   NOT the quantity whose gradient f, g are).
+ *   objective       OT_eps = <a, f> + <b, g> (terms with a_i = 0 or b_j = 0
+ *                   count as 0).
+ *   f, g            the dual potentials.  They are the gradient of OT_eps
+ *                   (not of <P, C>) with respect to a and b, by the envelope
+ *                   theorem: for a feasible perturbation (sum da = sum db)
+ *                     dOT_eps = <da, f> + <db, g> + eps (sum da + sum db) / 2
+ *                   to first order; on the simplex (sum da = sum db = 0, the
+ *                   usual case: normalized histograms) that is exactly
+ *                   <da, f> + <db, g>.  (The last term comes from the mass:
+ *                   OT_eps(t a, t b) = t OT_eps(a, b) + eps m t log t.)
+ *                   (f, g) and (f + c, g - c) give the same plan, and the
+ *                   constant c does not change the derivative (it adds
+ *                   c (sum da - sum db) = 0); the outputs fix it by
+ *                   <a, f> = <b, g> (= OT_eps / 2).  Entries at zero bins are
+ *                   -inf (one-sided derivatives there are not given).
+ *   iterations      iterations run (int32).
+ *   error           sum_i |(P 1)_i - a_i|, the L1 error of the row marginals
+ *                   after the last iteration (the column marginals are exact).
+ * Each histogram pair is solved independently: its results do not depend on
+ * the other pairs of the batch.  A pair stops at the first check (every
+ * check_every iterations) whose error is <= tol; tol = 0 runs max_iter.
+ */
+typedef struct ndf_sinkhorn ndf_sinkhorn;
+
+typedef enum {
+  NDF_OT_COST_DENSE = 0,        /* a d x d float64 matrix (opt.cost), copied at create */
+  NDF_OT_COST_GRID_LP = 1,      /* grid: C = scale * sum_k |x_k - y_k|^p, p = 1 or 2;
+                                   exp(-C/eps) applied axis by axis, never d x d */
+  NDF_OT_COST_GRID_EUCLIDEAN = 2 /* grid: C = scale * sqrt(sum_k (x_k - y_k)^2), computed
+                                   from the index offsets (a table of d values), never d x d */
+} ndf_ot_cost;
+
+typedef struct ndf_sinkhorn_options {
+  int64_t n;               /* histogram pairs per solve (>= 1) */
+  int64_t d;               /* bins per histogram (grid costs: the product of grid_shape) */
+  ndf_ot_cost cost_kind;
+  const ndf_array *cost;   /* DENSE: (d, d) float32/float64 CPU array, finite, >= 0 not required */
+  int grid_ndim;           /* grid costs: 1 .. NDF_MAX_SPATIAL */
+  int64_t grid_shape[NDF_MAX_SPATIAL]; /* C order: bin index = raster index of the grid */
+  int p;                   /* GRID_LP: 1 or 2 (default 2) */
+  double grid_scale;       /* grid costs: multiplies the cost in grid-index units (default 1) */
+  double epsilon;          /* > 0 */
+  int max_iter;            /* >= 1 (default 100) */
+  double tol;              /* >= 0; 0 = always max_iter (default 0) */
+  int check_every;         /* >= 1: iterations between error checks (default 10) */
+  int log_domain;          /* 1: log-domain (stabilized) iteration; 0: scaling form */
+  ndf_device_type device;  /* backend: NDF_DEVICE_CPU (CUDA: NDF_ENOTSUP in this version) */
+} ndf_sinkhorn_options;
+
+/* Defaults: dense cost, p = 2, grid_scale 1, epsilon 0.05, max_iter 100, tol 0,
+ * check_every 10, scaling form, CPU.  n, d and the cost must be set. */
+NDF_API void ndf_sinkhorn_options_init(ndf_sinkhorn_options *opt);
+/* Creates a solver (owns its cost data and buffers; the options' cost array is
+ * copied).  *out is NULL on failure. */
+NDF_API ndf_status ndf_sinkhorn_create(ndf_ctx *ctx, ndf_sinkhorn **out, const ndf_sinkhorn_options *opt);
+/* Frees the solver and everything it owns.  NULL is a no-op.  A solver is
+ * used by one thread at a time (solve keeps its potentials for plan). */
+NDF_API void ndf_sinkhorn_destroy(ndf_sinkhorn *s);
+
+/* Outputs of a solve: each pointer may be NULL (not wanted).  Arrays are CPU
+ * arrays of any strides: transport_cost, objective, error (n,) float64,
+ * iterations (n,) int32, f and g (n, d) float64. */
+typedef struct ndf_sinkhorn_result {
+  ndf_array *transport_cost;
+  ndf_array *objective;
+  ndf_array *f;
+  ndf_array *g;
+  ndf_array *iterations;
+  ndf_array *error;
+} ndf_sinkhorn_result;
+
+/*
+ * Solves the n pairs (a[k], b[k]); a and b are (n, d) float32 or float64 CPU
+ * arrays, entries finite and >= 0, each row with mass > 0, and
+ * |sum a[k] - sum b[k]| <= 1e-5 max(sum a[k], sum b[k]) (the library does not
+ * normalize).  The scaling form fails with NDF_EINVAL when exp(-C/eps)
+ * underflows so far that a scaling becomes 0/0 or infinite (use log_domain).
+ * On failure no output is written.  The solver keeps the potentials of its
+ * last successful solve for ndf_sinkhorn_plan.
+ */
+NDF_API ndf_status ndf_sinkhorn_solve(ndf_sinkhorn *s, const ndf_array *a, const ndf_array *b,
+                                      const ndf_sinkhorn_result *res);
+/* The plan P_ij = exp((f_i + g_j - C_ij) / eps) of pair `index` of the last
+ * solve into plan, a (d, d) float64 CPU array.  One pair at a time: the
+ * solver never holds an n x d x d buffer. */
+NDF_API ndf_status ndf_sinkhorn_plan(ndf_sinkhorn *s, int64_t index, ndf_array *plan);
+/* The dense cost of a grid cost kind (GRID_LP with p, or GRID_EUCLIDEAN) times
+ * scale, into out, a (d, d) float64 CPU array, d = prod(shape). */
+NDF_API ndf_status ndf_sinkhorn_grid_cost(ndf_ot_cost kind, int ndim, const int64_t *shape, int p,
+                                          double scale, ndf_array *out);
+
+/* ------------------------------------------------------------------------ */
 /* Kernel cache                                                              */
 
 /*

@@ -1833,6 +1833,9 @@ static void usage(FILE *f) {
           "                                         scaled origin when --origin is given)\n"
           "  ndforge demo [--out DIR] [--device cpu|cuda|auto]\n"
           "                                         erode and dilate an MRI volume, with timings\n"
+          "  ndforge sinkhorn A.npy B.npy OUT.npy --epsilon E --max-iter N [options]\n"
+          "                                         entropic OT costs between histograms\n"
+          "                                         (ndforge sinkhorn --help)\n"
           "  ndforge --help | --version\n\n");
   /* The ops, wrapped at 79 columns. */
   const char *lead = "Ops (scipy.ndimage names):";
@@ -1850,6 +1853,8 @@ static void usage(FILE *f) {
   fprintf(f, "\nFiles: .npy, .nii, .nii.gz.  Exit status: 0 ok, 1 failure, 2 bad command line.\n"
              "Environment: NDF_CACHE_DIR, NDF_CACHE_DISABLE=1.\n");
 }
+
+int ndf_cli_sinkhorn(int argc, char **argv); /* cli_sinkhorn.c */
 
 int main(int argc, char **argv) {
   if (argc < 2) {
@@ -1870,6 +1875,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "cache") == 0) return cmd_cache(argc, argv);
   if (strcmp(cmd, "structure") == 0) return cmd_structure(argc, argv);
   if (strcmp(cmd, "demo") == 0) return cmd_demo(argc, argv);
+  if (strcmp(cmd, "sinkhorn") == 0) return ndf_cli_sinkhorn(argc, argv);
   errorf("unknown command '%s' (see ndforge --help)", cmd);
   return EXIT_USAGE;
 }
