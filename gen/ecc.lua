@@ -87,8 +87,12 @@ h[#h + 1] = "/* This is a generated file. DO NOT EDIT! (gen/ecc.lua) */"
 h[#h + 1] = "#ifndef NDF_ECC_TABLES_GENERATED_H\n#define NDF_ECC_TABLES_GENERATED_H\n#include <stdint.h>"
 h[#h + 1] = "/* ndf__ecc_lut<d><V|T>[mask]: 2^d times an orthant's share of a voxel's contribution. */"
 h[#h + 1] = "extern const int8_t ndf__ecc_lut2V[8], ndf__ecc_lut2T[8], ndf__ecc_lut3V[128], ndf__ecc_lut3T[128];"
-h[#h + 1] = "/* ndf__ecc_gather<d>[orthant][j-1]: the neighbourhood bit of offset sigma*j (axis i: bit i of orthant = +1). */"
-h[#h + 1] = "extern const uint8_t ndf__ecc_gather2[4][3], ndf__ecc_gather3[8][7];"
+h[#h + 1] = "/* ndf__ecc_gather<d>[orthant][j-1]: the neighbourhood bit of offset sigma*j (axis i: bit i of orthant = +1);"
+h[#h + 1] = " * static here so that unrolled loops see constants. */"
+for _, d in ipairs({ 2, 3 }) do
+  h[#h + 1] = string.format("static const uint8_t ndf__ecc_gather%d[%d][%d] = {\n%s\n};", d, 2 ^ d, 2 ^ d - 1,
+    table.concat(gather(d), "\n"))
+end
 h[#h + 1] = "#endif"
 c[#c + 1] = "/* This is a generated file. DO NOT EDIT! (gen/ecc.lua) */"
 c[#c + 1] = '#include "ecc_tables.generated.h"'
@@ -97,8 +101,6 @@ for _, d in ipairs({ 2, 3 }) do
     c[#c + 1] = string.format("const int8_t ndf__ecc_lut%d%s[%d] = {%s};", d, k, 2 ^ (2 ^ d - 1),
       table.concat(lut(d, k), ", "))
   end
-  c[#c + 1] = string.format("const uint8_t ndf__ecc_gather%d[%d][%d] = {\n%s\n};", d, 2 ^ d, 2 ^ d - 1,
-    table.concat(gather(d), "\n"))
 end
 
 local function write_if_changed(path, text)

@@ -288,20 +288,61 @@ static inline int64_t bin_of(const double *ts, int64_t T, double v) {
 static inline unsigned wins_v(double fv, double fu, int neg) { return neg ? fv >= fu : fv > fu; }
 static inline unsigned wins_t(double fv, double fu, int neg) { return neg ? !(fu <= fv) : !(fu < fv); }
 
+/* How a value finds its bin: evenly spaced thresholds give a first guess
+ * that the exact comparisons with ts then correct. */
+typedef struct binner {
+  const double *ts;
+  int64_t T;
+  int uniform;
+  double lo, inv_step;
+} binner;
+
+static inline int64_t bin_find(const binner *b, double v) {
+  if (!b->uniform) return bin_of(b->ts, b->T, v);
+  double g = ceil((v - b->lo) * b->inv_step);
+  int64_t k = g <= 0 ? 0 : g >= (double)b->T ? b->T : (int64_t)g;
+  while (k > 0 && v <= b->ts[k - 1]) k--;
+  while (k < b->T && v > b->ts[k]) k++;
+  return k;
+}
+
+/* The contribution of the voxel at x of the centre line: NSP and CONS are
+ * constants in each instance, so the loops unroll over constant tables. */
+#define ECC_CONTRIB(NSP, CONS)                                                                       \
+  static inline int contrib_##NSP##CONS(const double *buf, int64_t W, int64_t x) {                  \
+    enum { NNB = NSP == 2 ? 9 : 27, CENTRE = NNB / 2, NORTH = 1 << NSP, NJ = NORTH - 1 };           \
+    const double fv = buf[(CENTRE / 3) * W + 1 + x];                                                \
+    uint32_t w = 0;                                                                                 \
+    _Pragma("GCC unroll 27") for (int t = 0; t < NNB; t++) {                                        \
+      if (t == CENTRE) continue;                                                                    \
+      const double fu = buf[(t / 3) * W + x + (t % 3)];                                             \
+      w |= (uint32_t)(NDF_ECC_##CONS == NDF_ECC_V ? wins_v(fv, fu, t < CENTRE)                      \
+                                                  : wins_t(fv, fu, t < CENTRE))                     \
+           << t;                                                                                    \
+    }                                                                                               \
+    int sum = 0;                                                                                    \
+    _Pragma("GCC unroll 8") for (int o = 0; o < NORTH; o++) {                                       \
+      unsigned m = 0;                                                                               \
+      _Pragma("GCC unroll 7") for (int j = 0; j < NJ; j++) m |= ((w >> ndf__ecc_gather##NSP[o][j]) & 1u) << j; \
+      sum += ndf__ecc_lut##NSP##CONS[m];                                                            \
+    }                                                                                               \
+    return sum >> NSP; /* exact: sum is a multiple of 2^d */                                        \
+  }
+ECC_CONTRIB(2, V)
+ECC_CONTRIB(2, T)
+ECC_CONTRIB(3, V)
+ECC_CONTRIB(3, T)
+
 /* Histogram of one image's rows [r0, r1) (rows: every spatial axis but the
- * last) into hist[0..T].  buf holds 3^(nsp-1) padded lines of nl + 2. */
+ * last) into hist[0..T].  buf holds 3^(nsp-1) lines of nl + 2, padded with NaN. */
 static void image_rows(const ecc_call *c, const ndf_array *in, int construction, int64_t img, int64_t r0, int64_t r1,
-                       const double *ts, int64_t *hist, double *buf) {
+                       const binner *bn, int64_t *hist, double *buf) {
   const int nsp = c->nsp, nb = c->nb;
   const int64_t nl = c->sshape[nsp - 1], W = nl + 2;
   const int64_t base = image_offset(in, nb, img);
   const int64_t sl = in->strides[in->ndim - 1];
   const int nlines = nsp == 2 ? 3 : 9;
-  const int8_t *lut = nsp == 2 ? (construction == NDF_ECC_V ? ndf__ecc_lut2V : ndf__ecc_lut2T)
-                               : (construction == NDF_ECC_V ? ndf__ecc_lut3V : ndf__ecc_lut3T);
-  const int north = 1 << nsp, nj = north - 1, shift = nsp;
-  const uint8_t *gather = nsp == 2 ? &ndf__ecc_gather2[0][0] : &ndf__ecc_gather3[0][0];
-  const int nnb = nsp == 2 ? 9 : 27, centre = nnb / 2;
+  const int kind = (nsp - 2) * 2 + (construction == NDF_ECC_T);
   for (int64_t r = r0; r < r1; r++) {
     int64_t rc[2];
     if (nsp == 2) rc[0] = r;
@@ -309,7 +350,7 @@ static void image_rows(const ecc_call *c, const ndf_array *in, int construction,
       rc[0] = r / c->sshape[1];
       rc[1] = r % c->sshape[1];
     }
-    /* load the neighbour lines: line index = ternary code of the row offsets */
+    /* the neighbour lines: line index = ternary code of the row offsets */
     for (int l = 0; l < nlines; l++) {
       double *dst = buf + l * W;
       int inside = 1;
@@ -326,24 +367,16 @@ static void image_rows(const ecc_call *c, const ndf_array *in, int construction,
       else
         for (int64_t i = 1; i <= nl; i++) dst[i] = NAN;
     }
-    const double *centre_line = buf + (nlines / 2) * W + 1;
+    const double *centre = buf + (nlines / 2) * W + 1;
     for (int64_t x = 0; x < nl; x++) {
-      const double fv = centre_line[x];
-      uint32_t w = 0;
-      for (int t = 0; t < nnb; t++) {
-        if (t == centre) continue;
-        const double fu = buf[(t / 3) * W + 1 + x + (t % 3) - 1];
-        const int neg = t < centre;
-        w |= (construction == NDF_ECC_V ? wins_v(fv, fu, neg) : wins_t(fv, fu, neg)) << t;
+      int cv;
+      switch (kind) {
+        case 0: cv = contrib_2V(buf, W, x); break;
+        case 1: cv = contrib_2T(buf, W, x); break;
+        case 2: cv = contrib_3V(buf, W, x); break;
+        default: cv = contrib_3T(buf, W, x); break;
       }
-      int sum = 0;
-      for (int o = 0; o < north; o++) {
-        unsigned m = 0;
-        for (int j = 0; j < nj; j++) m |= ((w >> gather[o * nj + j]) & 1u) << j;
-        sum += lut[m];
-      }
-      const int cv = sum >> shift; /* exact: sum is a multiple of 2^d */
-      if (cv) hist[bin_of(ts, c->T, fv)] += cv;
+      if (cv) hist[bin_find(bn, centre[x])] += cv;
     }
   }
 }
@@ -358,7 +391,7 @@ static int cmp_tsort(const void *a, const void *b) {
 }
 
 static ndf_status ecc_cpu(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in, ndf_array *out, int construction,
-                          const double *t) {
+                          const double *t, int uniform) {
   const int64_t T = c->T, nimg = c->nimg;
   const int nsp = c->nsp;
   const int64_t W = c->sshape[nsp - 1] + 2, nrows = c->npix ? c->npix / c->sshape[nsp - 1] : 0;
@@ -380,6 +413,12 @@ static ndf_status ecc_cpu(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in, 
   for (int64_t k = 0; k < T; k++) srt[k] = (tsort){t[k], k};
   qsort(srt, (size_t)T, sizeof *srt, cmp_tsort);
   for (int64_t k = 0; k < T; k++) ts[k] = srt[k].t;
+  binner bn = {ts, T, 0, 0, 0};
+  if (uniform && ts[T - 1] > ts[0]) {
+    bn.uniform = 1;
+    bn.lo = ts[0];
+    bn.inv_step = (double)(T - 1) / (ts[T - 1] - ts[0]);
+  }
   const int64_t ostep = out->strides[c->nb];
   if (by_image) {
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
@@ -387,7 +426,7 @@ static ndf_status ecc_cpu(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in, 
       char *b = bufs[ndf__thread_id()];
       int64_t *hist = (int64_t *)(b + lines_bytes);
       memset(hist, 0, (size_t)(T + 1) * sizeof *hist);
-      if (c->npix > 0) image_rows(c, in, construction, img, 0, nrows, ts, hist, (double *)b);
+      if (c->npix > 0) image_rows(c, in, construction, img, 0, nrows, &bn, hist, (double *)b);
       int64_t *o = (int64_t *)out->data + image_offset(out, c->nb, img);
       int64_t acc = 0;
       for (int64_t k = 0; k < T; k++) {
@@ -403,7 +442,7 @@ static ndf_status ecc_cpu(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in, 
         int64_t *hist = (int64_t *)(b + lines_bytes);
         memset(hist, 0, (size_t)(T + 1) * sizeof *hist);
 #pragma omp for schedule(dynamic, 4)
-        for (int64_t r = 0; r < nrows; r++) image_rows(c, in, construction, img, r, r + 1, ts, hist, (double *)b);
+        for (int64_t r = 0; r < nrows; r++) image_rows(c, in, construction, img, r, r + 1, &bn, hist, (double *)b);
       }
       for (int64_t k = 0; k < T; k++) {
         chi[k] = 0;
@@ -440,7 +479,7 @@ ndf_status ndf_euler_characteristic_curve(ndf_ctx *ctx, const ndf_array *input, 
   double *t = malloc((size_t)c.T * sizeof *t);
   if (!t) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", name);
   s = make_thresholds(ctx, &c, input, opt, t);
-  if (s == NDF_OK) s = ecc_cpu(ctx, &c, input, output, opt->construction, t);
+  if (s == NDF_OK) s = ecc_cpu(ctx, &c, input, output, opt->construction, t, opt->values == NULL);
   free(t);
   return s;
 }
