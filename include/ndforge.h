@@ -613,6 +613,35 @@ NDF_API ndf_status ndf_euler_characteristic_curve(ndf_ctx *ctx, const ndf_array 
 NDF_API ndf_status ndf_ecc_thresholds(ndf_ctx *ctx, const ndf_array *input, const ndf_ecc_options *opt,
                                       double *thresholds, int64_t n);
 
+
+/*
+ * Soft (differentiable) Euler characteristic curve, as arXiv 2510.20271:
+ *   chi_lambda(t) = sum over cells of (-1)^dim sigmoid(lambda (t - f(cell)))
+ *                 = sum over voxels v of c(v) sigmoid(lambda (t - f(v))),
+ * c(v) the alternating count of the cells v owns (as in the exact curve), so
+ * it tends to the exact curve as lambda grows wherever no value equals a
+ * threshold (a value on a threshold counts 1/2).  The backward treats c as
+ * piecewise constant (its gradient where no two values tie):
+ *   dL/df(v) = -lambda c(v) sum_k g_k s_k (1 - s_k),
+ *   dL/dt_k  =  lambda sum_v c(v) g_k s_k (1 - s_k)   (summed over the batch),
+ * with s_k = sigmoid(lambda (t_k - f(v))) and g = dL/dchi.
+ * input: float32/float64, 2 or 3 spatial axes, no NaN; thresholds: a host
+ * float64 1-D array of T finite values; output and grad_output: float64
+ * (batch..., T); grad_input (may be NULL): the input's dtype and shape;
+ * grad_thresholds (may be NULL): float64 (T,).  CPU arrays only; O(N T).
+ */
+typedef struct ndf_soft_ecc_options {
+  ndf_ecc_construction construction;
+  double lambda; /* > 0, default 1 */
+  int batch_dims;
+} ndf_soft_ecc_options;
+NDF_API void ndf_soft_ecc_options_init(ndf_soft_ecc_options *opt);
+NDF_API ndf_status ndf_soft_ecc_forward(ndf_ctx *ctx, const ndf_array *input, const ndf_array *thresholds,
+                                        ndf_array *output, const ndf_soft_ecc_options *opt);
+NDF_API ndf_status ndf_soft_ecc_backward(ndf_ctx *ctx, const ndf_array *input, const ndf_array *thresholds,
+                                         const ndf_array *grad_output, ndf_array *grad_input,
+                                         ndf_array *grad_thresholds, const ndf_soft_ecc_options *opt);
+
 /* ------------------------------------------------------------------------ */
 /* Kernel cache                                                              */
 

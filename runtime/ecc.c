@@ -336,7 +336,7 @@ ECC_CONTRIB(3, T)
 /* Histogram of one image's rows [r0, r1) (rows: every spatial axis but the
  * last) into hist[0..T].  buf holds 3^(nsp-1) lines of nl + 2, padded with NaN. */
 static void image_rows(const ecc_call *c, const ndf_array *in, int construction, int64_t img, int64_t r0, int64_t r1,
-                       const binner *bn, int64_t *hist, double *buf) {
+                       const binner *bn, int64_t *hist, double *buf, int8_t *cimg, double *fimg) {
   const int nsp = c->nsp, nb = c->nb;
   const int64_t nl = c->sshape[nsp - 1], W = nl + 2;
   const int64_t base = image_offset(in, nb, img);
@@ -376,7 +376,12 @@ static void image_rows(const ecc_call *c, const ndf_array *in, int construction,
         case 2: cv = contrib_3V(buf, W, x); break;
         default: cv = contrib_3T(buf, W, x); break;
       }
-      if (cv) hist[bin_find(bn, centre[x])] += cv;
+      if (cimg) { /* soft ECC: the contributions and values of the image, C order */
+        cimg[r * nl + x] = (int8_t)cv;
+        fimg[r * nl + x] = centre[x];
+      } else if (cv) {
+        hist[bin_find(bn, centre[x])] += cv;
+      }
     }
   }
 }
@@ -426,7 +431,7 @@ static ndf_status ecc_cpu(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in, 
       char *b = bufs[ndf__thread_id()];
       int64_t *hist = (int64_t *)(b + lines_bytes);
       memset(hist, 0, (size_t)(T + 1) * sizeof *hist);
-      if (c->npix > 0) image_rows(c, in, construction, img, 0, nrows, &bn, hist, (double *)b);
+      if (c->npix > 0) image_rows(c, in, construction, img, 0, nrows, &bn, hist, (double *)b, NULL, NULL);
       int64_t *o = (int64_t *)out->data + image_offset(out, c->nb, img);
       int64_t acc = 0;
       for (int64_t k = 0; k < T; k++) {
@@ -442,7 +447,7 @@ static ndf_status ecc_cpu(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in, 
         int64_t *hist = (int64_t *)(b + lines_bytes);
         memset(hist, 0, (size_t)(T + 1) * sizeof *hist);
 #pragma omp for schedule(dynamic, 4)
-        for (int64_t r = 0; r < nrows; r++) image_rows(c, in, construction, img, r, r + 1, &bn, hist, (double *)b);
+        for (int64_t r = 0; r < nrows; r++) image_rows(c, in, construction, img, r, r + 1, &bn, hist, (double *)b, NULL, NULL);
       }
       for (int64_t k = 0; k < T; k++) {
         chi[k] = 0;
@@ -500,4 +505,182 @@ ndf_status ndf_ecc_thresholds(ndf_ctx *ctx, const ndf_array *input, const ndf_ec
   if (s == NDF_OK) memcpy(thresholds, t, (size_t)n * sizeof *t);
   free(t);
   return s;
+}
+
+/* ---- soft ECC ---------------------------------------------------------------------------------- */
+
+void ndf_soft_ecc_options_init(ndf_soft_ecc_options *opt) {
+  if (!opt) return;
+  memset(opt, 0, sizeof *opt);
+  opt->construction = NDF_ECC_V;
+  opt->lambda = 1.0;
+}
+
+/* Checks a soft call: input (float32/float64), thresholds (host float64,
+ * 1-D), a float64 (batch..., T) array `arr` named arg (output or grad_output)
+ * and the gradients when given. */
+static ndf_status check_soft(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *thr,
+                             const ndf_array *arr, const char *arg, const ndf_array *gin, const ndf_array *gthr,
+                             const ndf_soft_ecc_options *opt, ecc_call *c) {
+  if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
+  if (!thr) return ndf__argerror(ctx, name, "thresholds", "NULL");
+  if (!arr) return ndf__argerror(ctx, name, arg, "NULL");
+  if (in && in->dtype != NDF_FLOAT32 && in->dtype != NDF_FLOAT64)
+    return ndf__argerror(ctx, name, "input", "dtype %s; the soft ECC is differentiable in float32 or float64 only",
+                         dname(in->dtype));
+  if (!isfinite(opt->lambda) || !(opt->lambda > 0))
+    return ndf__argerror(ctx, name, "lambda", "%g must be finite and > 0", opt->lambda);
+  if (thr->dtype != NDF_FLOAT64) return ndf__argerror(ctx, name, "thresholds", "dtype %s; thresholds are float64", dname(thr->dtype));
+  ndf_ecc_options eo;
+  ndf_ecc_options_init(&eo);
+  eo.construction = opt->construction;
+  eo.batch_dims = opt->batch_dims;
+  eo.values = thr;
+  ndf_status s = check_call(ctx, name, in, NULL, &eo, c);
+  if (s != NDF_OK) {
+    /* check_call names the thresholds 'values' */
+    return s;
+  }
+  for (int64_t k = 0; k < c->T; k++)
+    if (!isfinite(value_at(thr, k * thr->strides[0])))
+      return ndf__argerror(ctx, name, "thresholds", "thresholds[%lld] is not finite", (long long)k);
+  if (arr->dtype != NDF_FLOAT64) return ndf__argerror(ctx, name, arg, "dtype %s; must be float64", dname(arr->dtype));
+  if (arr->ndim != c->nb + 1) return ndf__argerror(ctx, name, arg, "rank %d; expected %d", arr->ndim, c->nb + 1);
+  for (int d = 0; d <= c->nb; d++) {
+    int64_t want = d < c->nb ? in->shape[d] : c->T;
+    if (arr->shape[d] != want)
+      return ndf__argerror(ctx, name, arg, "shape[%d]=%lld; expected %lld (batch axes, then %lld thresholds)", d,
+                           (long long)arr->shape[d], (long long)want, (long long)c->T);
+  }
+  if (arr->device != NDF_DEVICE_CPU || (ndf_array_size(arr) > 0 && !arr->data))
+    return ndf__argerror(ctx, name, arg, "must be a CPU array with data");
+  if (gin) {
+    if (gin->dtype != in->dtype) return ndf__argerror(ctx, name, "grad_input", "dtype %s differs from the input's", dname(gin->dtype));
+    if (gin->ndim != in->ndim) return ndf__argerror(ctx, name, "grad_input", "rank differs from the input's");
+    for (int d = 0; d < in->ndim; d++)
+      if (gin->shape[d] != in->shape[d]) return ndf__argerror(ctx, name, "grad_input", "shape[%d] differs from the input's", d);
+    if (gin->device != NDF_DEVICE_CPU || (ndf_array_size(gin) > 0 && !gin->data))
+      return ndf__argerror(ctx, name, "grad_input", "must be a CPU array with data");
+    if (ndf_array_size(gin) > 0 && (!ndf__layout_is_proper(gin) || ndf__arrays_overlap(gin, in) || ndf__arrays_overlap(gin, arr)))
+      return ndf__argerror(ctx, name, "grad_input", "overlaps itself, the input or %s", arg);
+  }
+  if (gthr) {
+    if (gthr->dtype != NDF_FLOAT64 || gthr->ndim != 1 || gthr->shape[0] != c->T || gthr->device != NDF_DEVICE_CPU ||
+        !gthr->data)
+      return ndf__argerror(ctx, name, "grad_thresholds", "must be a CPU float64 array of shape (%lld,)", (long long)c->T);
+  }
+  if (ndf_array_size(arr) > 0 && (!ndf__layout_is_proper(arr) || ndf__arrays_overlap(arr, in)))
+    return ndf__argerror(ctx, name, arg, "overlaps itself or the input");
+  return NDF_OK;
+}
+
+static inline double sigmoid(double z) { return z >= 0 ? 1.0 / (1.0 + exp(-z)) : exp(z) / (1.0 + exp(z)); }
+
+/* mode 0: forward into arr; mode 1: backward from arr (grad_output). */
+static ndf_status soft_run(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in, const ndf_array *thr, ndf_array *arr,
+                           ndf_array *gin, ndf_array *gthr, const ndf_soft_ecc_options *opt, int mode) {
+  const int64_t T = c->T, nimg = c->nimg, npix = c->npix;
+  const int nsp = c->nsp;
+  const int64_t nl = c->sshape[nsp - 1], W = nl + 2, nrows = npix ? npix / nl : 0;
+  const int nlines = nsp == 2 ? 3 : 9;
+  const int nth = ndf__cpu_threads(ctx);
+  const int nt = nimg < nth ? (int)(nimg > 0 ? nimg : 1) : nth;
+  const double lam = opt->lambda;
+  const size_t per = (size_t)nlines * W * sizeof(double) + (size_t)npix * (sizeof(double) + 1) +
+                     (size_t)T * 2 * sizeof(double) + 64;
+  void **bufs = ndf__thread_buffers(nt, per);
+  if (!bufs) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
+  double *t = malloc((size_t)(T ? T : 1) * sizeof *t);
+  if (!t) {
+    ndf__thread_buffers_free(bufs, nt);
+    return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
+  }
+  for (int64_t k = 0; k < T; k++) t[k] = value_at(thr, k * thr->strides[0]);
+  const int64_t as = arr->strides[c->nb];
+  for (int i = 0; i < nt; i++) memset((char *)bufs[i] + (size_t)nlines * W * sizeof(double) + (size_t)npix * sizeof(double) + (size_t)T * sizeof(double), 0, (size_t)T * sizeof(double));
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+  for (int64_t img = 0; img < nimg; img++) {
+    char *b = bufs[ndf__thread_id()];
+    double *lines = (double *)b;
+    double *fimg = (double *)(b + (size_t)nlines * W * sizeof(double));
+    double *acc = fimg + npix;                 /* T: forward sums, or g_k */
+    double *gt = acc + T;                      /* T: this thread's grad_thresholds */
+    int8_t *cimg = (int8_t *)(gt + T);
+    if (npix > 0) image_rows(c, in, opt->construction, img, 0, nrows, NULL, NULL, lines, cimg, fimg);
+    const int64_t ao = image_offset(arr, c->nb, img);
+    const double *a = (const double *)arr->data + ao;
+    if (mode == 0) {
+      for (int64_t k = 0; k < T; k++) acc[k] = 0;
+      for (int64_t v = 0; v < npix; v++) {
+        if (!cimg[v]) continue;
+        for (int64_t k = 0; k < T; k++) acc[k] += cimg[v] * sigmoid(lam * (t[k] - fimg[v]));
+      }
+      for (int64_t k = 0; k < T; k++) ((double *)arr->data)[ao + k * as] = acc[k];
+    } else {
+      for (int64_t k = 0; k < T; k++) acc[k] = a[k * as];
+      const int64_t gio = gin ? image_offset(gin, c->nb, img) : 0;
+      for (int64_t v = 0; v < npix; v++) {
+        double gf = 0;
+        if (cimg[v]) {
+          for (int64_t k = 0; k < T; k++) {
+            double s = sigmoid(lam * (t[k] - fimg[v]));
+            double d = lam * s * (1 - s) * cimg[v] * acc[k];
+            gf -= d;
+            gt[k] += d;
+          }
+        }
+        if (gin) { /* spatial C-order index v -> strided offset */
+          int64_t off = gio, q = v;
+          for (int d = nsp - 1; d >= 0; d--) {
+            off += (q % c->sshape[d]) * gin->strides[c->nb + d];
+            q /= c->sshape[d];
+          }
+          if (gin->dtype == NDF_FLOAT32) ((float *)gin->data)[off] = (float)gf;
+          else ((double *)gin->data)[off] = gf;
+        }
+      }
+    }
+  }
+  if (mode == 1 && gthr) {
+    for (int64_t k = 0; k < T; k++) {
+      double sum = 0;
+      for (int i = 0; i < nt; i++)
+        sum += ((double *)((char *)bufs[i] + (size_t)nlines * W * sizeof(double) + (size_t)npix * sizeof(double)))[T + k];
+      ((double *)gthr->data)[k * gthr->strides[0]] = sum;
+    }
+  }
+  free(t);
+  ndf__thread_buffers_free(bufs, nt);
+  return NDF_OK;
+}
+
+ndf_status ndf_soft_ecc_forward(ndf_ctx *ctx, const ndf_array *input, const ndf_array *thresholds, ndf_array *output,
+                                const ndf_soft_ecc_options *opt) {
+  const char *name = "ndf_soft_ecc_forward";
+  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
+  ndf__clear_error(ctx);
+  ecc_call c;
+  ndf_status s = check_soft(ctx, name, input, thresholds, output, "output", NULL, NULL, opt, &c);
+  if (s != NDF_OK) return s;
+  double mn, mx;
+  int ok;
+  if (ndf_array_size(input) > 0 && scan_input(ctx, input, &mn, &mx, &ok) >= 0)
+    return ndf__argerror(ctx, name, "input", "holds NaN; the filtration needs ordered values");
+  return soft_run(ctx, &c, input, thresholds, output, NULL, NULL, opt, 0);
+}
+
+ndf_status ndf_soft_ecc_backward(ndf_ctx *ctx, const ndf_array *input, const ndf_array *thresholds,
+                                 const ndf_array *grad_output, ndf_array *grad_input, ndf_array *grad_thresholds,
+                                 const ndf_soft_ecc_options *opt) {
+  const char *name = "ndf_soft_ecc_backward";
+  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
+  ndf__clear_error(ctx);
+  ecc_call c;
+  ndf_status s = check_soft(ctx, name, input, thresholds, grad_output, "grad_output", grad_input, grad_thresholds, opt, &c);
+  if (s != NDF_OK) return s;
+  double mn, mx;
+  int ok;
+  if (ndf_array_size(input) > 0 && scan_input(ctx, input, &mn, &mx, &ok) >= 0)
+    return ndf__argerror(ctx, name, "input", "holds NaN; the filtration needs ordered values");
+  return soft_run(ctx, &c, input, thresholds, (ndf_array *)grad_output, grad_input, grad_thresholds, opt, 1);
 }

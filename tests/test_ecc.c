@@ -346,7 +346,7 @@ static void test_skimage_cross_check(void **state) {
   tu_rng r;
   tu_rng_seed(&r, g_seed ^ 0x5eed);
   int fails = 0;
-  const long n = tu_env_long("NDF_TEST_CASES", 600) / 4 + 1;
+  const long n = tu_env_long("NDF_TEST_CASES", 600) / 16 + 1;
   for (long i = 0; i < n; i++) fails += run_case(&r, (int)i, f);
   fclose(f);
   assert_int_equal(fails, 0);
@@ -560,6 +560,165 @@ static void test_contract(void **state) {
   assert_true(th[0] == 0 && th[15] == 6);
 }
 
+
+/* ------------------------------------------------------------------------ */
+/* Soft ECC                                                                 */
+
+static double sig(double z) { return 1.0 / (1.0 + exp(-z)); }
+
+/* The soft curve cell by cell (the brute force's complex). */
+static void brute_soft(int nsp, const int64_t *sh, const double *v, int construction, const double *t, int64_t T,
+                       double lam, double *chi) {
+  /* reuse brute_ecc's enumeration: one threshold at a time is too coarse, so
+   * list the cells' values through a T = 1 pass per distinct cell value */
+  int64_t g[3], ncell = 1;
+  for (int d = 0; d < nsp; d++) {
+    g[d] = construction == NDF_ECC_V ? 2 * sh[d] - 1 : 2 * sh[d] + 1;
+    ncell *= g[d];
+  }
+  for (int64_t k = 0; k < T; k++) chi[k] = 0;
+  for (int64_t cell = 0; cell < ncell; cell++) {
+    int64_t cc[3], r = cell, lo[3], hi[3];
+    int dim = 0;
+    for (int d = nsp - 1; d >= 0; d--) {
+      cc[d] = r % g[d];
+      r /= g[d];
+    }
+    for (int d = 0; d < nsp; d++) {
+      if (cc[d] % 2) dim++;
+      if (construction == NDF_ECC_V) {
+        lo[d] = cc[d] / 2;
+        hi[d] = cc[d] % 2 ? lo[d] + 1 : lo[d];
+      } else if (cc[d] % 2) {
+        lo[d] = hi[d] = (cc[d] - 1) / 2;
+      } else {
+        lo[d] = cc[d] / 2 - 1 < 0 ? 0 : cc[d] / 2 - 1;
+        hi[d] = cc[d] / 2 >= sh[d] ? sh[d] - 1 : cc[d] / 2;
+      }
+    }
+    double val = construction == NDF_ECC_V ? -INFINITY : INFINITY;
+    int64_t x[3];
+    for (x[0] = lo[0]; x[0] <= hi[0]; x[0]++)
+      for (x[1] = lo[1]; x[1] <= hi[1]; x[1]++)
+        for (x[2] = nsp == 3 ? lo[2] : 0; x[2] <= (nsp == 3 ? hi[2] : 0); x[2]++) {
+          int64_t li = x[0] * sh[1] + x[1];
+          if (nsp == 3) li = li * sh[2] + x[2];
+          if (construction == NDF_ECC_V ? v[li] > val : v[li] < val) val = v[li];
+        }
+    for (int64_t k = 0; k < T; k++) chi[k] += (dim % 2 ? -1 : 1) * sig(lam * (t[k] - val));
+  }
+}
+
+static void test_soft(void **state) {
+  (void)state;
+  tu_rng r;
+  tu_rng_seed(&r, g_seed + 99);
+  for (int rep = 0; rep < 24; rep++) {
+    const int nsp = rep % 2 ? 3 : 2, cons = (rep / 2) % 2 ? NDF_ECC_T : NDF_ECC_V, nb = (rep / 4) % 2;
+    int64_t sh[4], n = 1;
+    int nd = nb + nsp;
+    if (nb) sh[0] = 2;
+    for (int d = nb; d < nd; d++) sh[d] = tu_rng_int(&r, 2, nsp == 2 ? 7 : 4);
+    for (int d = 0; d < nd; d++) n *= sh[d];
+    const int64_t nimg = nb ? sh[0] : 1, npix = n / nimg, T = 6;
+    double *f = malloc((size_t)n * sizeof *f), t[6], g[2 * 6], *fp = malloc((size_t)n * sizeof *f);
+    for (int64_t i = 0; i < n; i++) f[i] = tu_rng_normal(&r); /* distinct values: no ties */
+    for (int k = 0; k < T; k++) t[k] = tu_rng_normal(&r) * 1.5;
+    for (int k = 0; k < 2 * T; k++) g[k] = tu_rng_normal(&r);
+    int64_t Tn = T, osh[2] = {nimg, T};
+    ndf_array in, th, out, gout, gin, gth;
+    ndf_array_init(&in, f, NDF_DEVICE_CPU, NDF_FLOAT64, nd, sh);
+    ndf_array_init(&th, t, NDF_DEVICE_CPU, NDF_FLOAT64, 1, &Tn);
+    double o[12], ref[6], gi_buf[4 * 7 * 7 * 2], gt[6];
+    double *gi = malloc((size_t)n * sizeof *gi);
+    (void)gi_buf;
+    ndf_array_init(&out, o, NDF_DEVICE_CPU, NDF_FLOAT64, nb + 1, nb ? osh : osh + 1);
+    ndf_array_init(&gout, g, NDF_DEVICE_CPU, NDF_FLOAT64, nb + 1, nb ? osh : osh + 1);
+    ndf_array_init(&gin, gi, NDF_DEVICE_CPU, NDF_FLOAT64, nd, sh);
+    ndf_array_init(&gth, gt, NDF_DEVICE_CPU, NDF_FLOAT64, 1, &Tn);
+    ndf_soft_ecc_options so;
+    ndf_soft_ecc_options_init(&so);
+    so.construction = (ndf_ecc_construction)cons;
+    so.batch_dims = nb;
+    so.lambda = 0.5 + tu_rng_unif(&r) * 4;
+    /* forward against the cell-by-cell soft sum */
+    assert_int_equal(ndf_soft_ecc_forward(g_ctx, &in, &th, &out, &so), NDF_OK);
+    for (int64_t img = 0; img < nimg; img++) {
+      brute_soft(nsp, sh + nb, f + img * npix, cons, t, T, so.lambda, ref);
+      for (int k = 0; k < T; k++)
+        if (fabs(o[img * T + k] - ref[k]) > 1e-9 * (1 + fabs(ref[k])))
+          fail_msg("soft forward rep %d image %lld k %d: %.12g, cells %.12g", rep, (long long)img, k, o[img * T + k], ref[k]);
+    }
+    /* backward against central finite differences of L = sum g * chi */
+    assert_int_equal(ndf_soft_ecc_backward(g_ctx, &in, &th, &gout, &gin, &gth, &so), NDF_OK);
+    const double h = 1e-6;
+    for (int64_t i = 0; i < n; i++) {
+      double lp = 0, lm = 0, ch[6];
+      memcpy(fp, f, (size_t)n * sizeof *f);
+      int64_t img = i / npix;
+      fp[i] = f[i] + h;
+      brute_soft(nsp, sh + nb, fp + img * npix, cons, t, T, so.lambda, ch);
+      for (int k = 0; k < T; k++) lp += g[img * T + k] * ch[k];
+      fp[i] = f[i] - h;
+      brute_soft(nsp, sh + nb, fp + img * npix, cons, t, T, so.lambda, ch);
+      for (int k = 0; k < T; k++) lm += g[img * T + k] * ch[k];
+      double fd = (lp - lm) / (2 * h);
+      if (fabs(fd - gi[i]) > 1e-5 * (1 + fabs(fd))) fail_msg("dL/df rep %d voxel %lld: %.9g, fd %.9g", rep, (long long)i, gi[i], fd);
+    }
+    for (int k = 0; k < T; k++) {
+      double tt[6], lp = 0, lm = 0, ch[6];
+      for (int sgn = -1; sgn <= 1; sgn += 2) {
+        memcpy(tt, t, sizeof tt);
+        tt[k] += sgn * h;
+        for (int64_t img = 0; img < nimg; img++) {
+          brute_soft(nsp, sh + nb, f + img * npix, cons, tt, T, so.lambda, ch);
+          for (int j = 0; j < T; j++) *(sgn > 0 ? &lp : &lm) += g[img * T + j] * ch[j];
+        }
+      }
+      double fd = (lp - lm) / (2 * h);
+      if (fabs(fd - gt[k]) > 1e-5 * (1 + fabs(fd))) fail_msg("dL/dt rep %d k %d: %.9g, fd %.9g", rep, k, gt[k], fd);
+    }
+    /* large lambda: the exact curve (no value sits on a threshold) */
+    so.lambda = 1e7;
+    int64_t ex[12];
+    ndf_array eout, vals;
+    ndf_array_init(&eout, ex, NDF_DEVICE_CPU, NDF_INT64, nb + 1, nb ? osh : osh + 1);
+    ndf_array_init(&vals, t, NDF_DEVICE_CPU, NDF_FLOAT64, 1, &Tn);
+    ndf_ecc_options eo;
+    ndf_ecc_options_init(&eo);
+    eo.construction = (ndf_ecc_construction)cons;
+    eo.batch_dims = nb;
+    eo.values = &vals;
+    assert_int_equal(ndf_euler_characteristic_curve(g_ctx, &in, &eout, &eo), NDF_OK);
+    assert_int_equal(ndf_soft_ecc_forward(g_ctx, &in, &th, &out, &so), NDF_OK);
+    for (int k = 0; k < nimg * T; k++)
+      if (fabs(o[k] - (double)ex[k]) > 1e-6) fail_msg("lambda 1e7 rep %d k %d: %.9g, exact %lld", rep, k, o[k], (long long)ex[k]);
+    free(f);
+    free(fp);
+    free(gi);
+  }
+  /* contract: float64 output only, lambda > 0, no NaN */
+  double f[9] = {0, 1, 2, 3, 4, 5, 6, 7, NAN}, t[2] = {0, 1}, o[2];
+  int64_t sh[2] = {3, 3}, T = 2;
+  ndf_array in, th, out;
+  ndf_array_init(&in, f, NDF_DEVICE_CPU, NDF_FLOAT64, 2, sh);
+  ndf_array_init(&th, t, NDF_DEVICE_CPU, NDF_FLOAT64, 1, &T);
+  ndf_array_init(&out, o, NDF_DEVICE_CPU, NDF_FLOAT64, 1, &T);
+  ndf_soft_ecc_options so;
+  ndf_soft_ecc_options_init(&so);
+  assert_int_equal(ndf_soft_ecc_forward(g_ctx, &in, &th, &out, &so), NDF_EINVAL);
+  assert_non_null(strstr(ndf_errmsg(g_ctx), "NaN"));
+  f[8] = 8;
+  so.lambda = 0;
+  assert_int_equal(ndf_soft_ecc_forward(g_ctx, &in, &th, &out, &so), NDF_EINVAL);
+  assert_non_null(strstr(ndf_errmsg(g_ctx), "'lambda'"));
+  so.lambda = 1;
+  out.dtype = NDF_FLOAT32;
+  assert_int_equal(ndf_soft_ecc_forward(g_ctx, &in, &th, &out, &so), NDF_EINVAL);
+  out.dtype = NDF_FLOAT64;
+  assert_int_equal(ndf_soft_ecc_forward(g_ctx, &in, &th, &out, &so), NDF_OK);
+}
+
 static int group_setup(void **state) {
   (void)state;
   ndf_ctx_options o;
@@ -582,6 +741,7 @@ int main(void) {
       cmocka_unit_test(test_big_contributions),
       cmocka_unit_test(test_contract),
       cmocka_unit_test(test_skimage_cross_check),
+      cmocka_unit_test(test_soft),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
