@@ -427,6 +427,46 @@ static void test_big_contributions(void **state) {
   }
 }
 
+
+/* Larger images through contexts of 1, 2 and 3 threads: the row-parallel
+ * path (one image, per-thread histograms) and the per-image path agree with
+ * the brute force. */
+static void test_threads(void **state) {
+  (void)state;
+  tu_rng r;
+  tu_rng_seed(&r, g_seed + 13);
+  for (int nthreads = 1; nthreads <= 3; nthreads++) {
+    ndf_ctx_options o;
+    ndf_ctx_options_init(&o);
+    o.backend = NDF_BACKEND_CPU;
+    o.cpu_threads = nthreads;
+    ndf_ctx *ctx;
+    assert_int_equal(ndf_ctx_create(&ctx, &o), NDF_OK);
+    for (int rep = 0; rep < 4; rep++) {
+      const int nsp = rep % 2 ? 3 : 2;
+      int64_t sh[3] = {nsp == 2 ? 40 : 14, nsp == 2 ? 45 : 15, 16}, n = nsp == 2 ? 40 * 45 : 14 * 15 * 16, T = 33;
+      double *v = malloc((size_t)n * sizeof *v), t[33];
+      for (int64_t i = 0; i < n; i++) v[i] = (double)tu_rng_int(&r, 0, 20);
+      int64_t chi[33], ref[33];
+      ndf_array in, out;
+      ndf_array_init(&in, v, NDF_DEVICE_CPU, NDF_FLOAT64, nsp, sh);
+      ndf_array_init(&out, chi, NDF_DEVICE_CPU, NDF_INT64, 1, &T);
+      ndf_ecc_options opt;
+      ndf_ecc_options_init(&opt);
+      opt.nthresholds = T;
+      opt.construction = rep / 2 ? NDF_ECC_T : NDF_ECC_V;
+      assert_int_equal(ndf_euler_characteristic_curve(ctx, &in, &out, &opt), NDF_OK);
+      for (int k = 0; k < T; k++) t[k] = 0 + 20.0 * k / (T - 1);
+      t[T - 1] = 20;
+      brute_ecc(nsp, sh, v, opt.construction, t, T, ref);
+      for (int k = 0; k < T; k++)
+        if (chi[k] != ref[k]) fail_msg("%d threads rep %d t=%g: %lld, brute force %lld", nthreads, rep, t[k], (long long)chi[k], (long long)ref[k]);
+      free(v);
+    }
+    ndf_ctx_destroy(ctx);
+  }
+}
+
 /* ------------------------------------------------------------------------ */
 /* Contract                                                                 */
 
@@ -739,6 +779,7 @@ int main(void) {
       cmocka_unit_test(test_brute_force_cases),
       cmocka_unit_test(test_invariants),
       cmocka_unit_test(test_big_contributions),
+      cmocka_unit_test(test_threads),
       cmocka_unit_test(test_contract),
       cmocka_unit_test(test_skimage_cross_check),
       cmocka_unit_test(test_soft),
