@@ -206,7 +206,7 @@ static int64_t row_start(const ndf_array *a, int64_t row) {
 static int64_t scan_input(ndf_ctx *ctx, const ndf_array *in, double *mn, double *mx, int *ok) {
   const int64_t nl = in->shape[in->ndim - 1], nrows = ndf_array_size(in) / nl;
   const int64_t sl = in->strides[in->ndim - 1];
-  const int nth = ndf__cpu_threads(ctx);
+  const int nth = ndf_array_size(in) < 65536 ? 1 : ndf__cpu_threads(ctx); /* small: one thread */
   double lo = INFINITY, hi = -INFINITY;
   int64_t nan_at = INT64_MAX;
   *ok = 1;
@@ -401,7 +401,8 @@ static ndf_status ecc_cpu(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in, 
   const int nsp = c->nsp;
   const int64_t W = c->sshape[nsp - 1] + 2, nrows = c->npix ? c->npix / c->sshape[nsp - 1] : 0;
   const int nlines = nsp == 2 ? 3 : 9;
-  const int nth = ndf__cpu_threads(ctx);
+  /* small calls run on one thread: a parallel region costs more than they do */
+  const int nth = c->npix * nimg < 4096 ? 1 : ndf__cpu_threads(ctx);
   const int by_image = nimg >= nth || nrows < 4 * nth;
   const int nt = by_image && nimg < nth ? (int)nimg : nth;
   tsort *srt = malloc((size_t)T * sizeof *srt);
@@ -583,7 +584,7 @@ static ndf_status soft_run(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in,
   const int nsp = c->nsp;
   const int64_t nl = c->sshape[nsp - 1], W = nl + 2, nrows = npix ? npix / nl : 0;
   const int nlines = nsp == 2 ? 3 : 9;
-  const int nth = ndf__cpu_threads(ctx);
+  const int nth = npix * nimg < 4096 ? 1 : ndf__cpu_threads(ctx);
   const int nt = nimg < nth ? (int)(nimg > 0 ? nimg : 1) : nth;
   const double lam = opt->lambda;
   const size_t per = (size_t)nlines * W * sizeof(double) + (size_t)npix * (sizeof(double) + 1) +

@@ -428,9 +428,9 @@ static void test_big_contributions(void **state) {
 }
 
 
-/* Larger images through contexts of 1, 2 and 3 threads: the row-parallel
- * path (one image, per-thread histograms) and the per-image path agree with
- * the brute force. */
+/* Larger images (above the 4096 voxels under which a call runs on one
+ * thread) through contexts of 1, 2 and 3 threads: the row-parallel path (one
+ * image, per-thread histograms) agrees with the brute force. */
 static void test_threads(void **state) {
   (void)state;
   tu_rng r;
@@ -444,7 +444,7 @@ static void test_threads(void **state) {
     assert_int_equal(ndf_ctx_create(&ctx, &o), NDF_OK);
     for (int rep = 0; rep < 4; rep++) {
       const int nsp = rep % 2 ? 3 : 2;
-      int64_t sh[3] = {nsp == 2 ? 40 : 14, nsp == 2 ? 45 : 15, 16}, n = nsp == 2 ? 40 * 45 : 14 * 15 * 16, T = 33;
+      int64_t sh[3] = {nsp == 2 ? 70 : 18, nsp == 2 ? 80 : 19, 20}, n = nsp == 2 ? 70 * 80 : 18 * 19 * 20, T = 33;
       double *v = malloc((size_t)n * sizeof *v), t[33];
       for (int64_t i = 0; i < n; i++) v[i] = (double)tu_rng_int(&r, 0, 20);
       int64_t chi[33], ref[33];
@@ -461,6 +461,34 @@ static void test_threads(void **state) {
       brute_ecc(nsp, sh, v, opt.construction, t, T, ref);
       for (int k = 0; k < T; k++)
         if (chi[k] != ref[k]) fail_msg("%d threads rep %d t=%g: %lld, brute force %lld", nthreads, rep, t[k], (long long)chi[k], (long long)ref[k]);
+      free(v);
+    }
+    /* above 65536 voxels the NaN / min / max scan runs in parallel too */
+    {
+      int64_t sh[2] = {256, 260}, n = 256 * 260, T = 9;
+      double *v = malloc((size_t)n * sizeof *v), t[9];
+      for (int64_t i = 0; i < n; i++) v[i] = (double)tu_rng_int(&r, 0, 50) - 3.5;
+      int64_t chi[9], ref[9];
+      ndf_array in, out;
+      ndf_array_init(&in, v, NDF_DEVICE_CPU, NDF_FLOAT64, 2, sh);
+      ndf_array_init(&out, chi, NDF_DEVICE_CPU, NDF_INT64, 1, &T);
+      ndf_ecc_options opt;
+      ndf_ecc_options_init(&opt);
+      opt.nthresholds = T;
+      double mn = INFINITY, mx = -INFINITY;
+      for (int64_t i = 0; i < n; i++) {
+        if (v[i] < mn) mn = v[i];
+        if (v[i] > mx) mx = v[i];
+      }
+      assert_int_equal(ndf_euler_characteristic_curve(ctx, &in, &out, &opt), NDF_OK);
+      for (int k = 0; k < T; k++) t[k] = mn + (mx - mn) * (double)k / (double)(T - 1);
+      t[T - 1] = mx;
+      brute_ecc(2, sh, v, NDF_ECC_V, t, T, ref);
+      for (int k = 0; k < T; k++) assert_int_equal(chi[k], ref[k]);
+      v[n - 5] = NAN;
+      v[40000] = NAN;
+      assert_int_equal(ndf_euler_characteristic_curve(ctx, &in, &out, &opt), NDF_EINVAL);
+      assert_non_null(strstr(ndf_errmsg(ctx), "element 40000 "));
       free(v);
     }
     ndf_ctx_destroy(ctx);
