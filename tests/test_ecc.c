@@ -615,6 +615,38 @@ static void test_contract(void **state) {
   assert_int_equal(ndf_euler_characteristic_curve(g_ctx, &ein, &out, &opt), NDF_OK);
   for (int i = 0; i < 64; i++) assert_int_equal(obuf[i], 0);
 
+  /* NDF_INT64 is an output dtype only: the other ops reject it */
+  {
+    int64_t a64[30] = {0}, b64[30], sh[2] = {5, 6};
+    uint8_t u8[30] = {0};
+    ndf_array i64, o64, iu8;
+    ndf_array_init(&i64, a64, NDF_DEVICE_CPU, NDF_INT64, 2, sh);
+    ndf_array_init(&o64, b64, NDF_DEVICE_CPU, NDF_INT64, 2, sh);
+    ndf_array_init(&iu8, u8, NDF_DEVICE_CPU, NDF_UINT8, 2, sh);
+    ndf_grey_options go;
+    ndf_grey_options_init(&go);
+    go.nsize = 1;
+    go.size[0] = 3;
+    assert_int_equal(ndf_grey_erosion(g_ctx, &i64, &o64, &go), NDF_EINVAL);
+    ndf_rank_options ro;
+    ndf_rank_options_init(&ro);
+    ro.nsize = 1;
+    ro.size[0] = 3;
+    assert_int_equal(ndf_median_filter(g_ctx, &i64, &o64, &ro), NDF_EINVAL);
+    ndf_binary_options bo;
+    ndf_binary_options_init(&bo);
+    ndf_array ob = iu8;
+    ob.data = b64;
+    assert_int_equal(ndf_binary_erosion(g_ctx, &i64, &ob, &bo), NDF_EINVAL);
+    assert_int_equal(ndf_label(g_ctx, &iu8, &o64, NULL, 0, NULL), NDF_EINVAL);
+    ndf_distance_options dopt;
+    ndf_distance_options_init(&dopt);
+    double dd[30];
+    ndf_array dist;
+    ndf_array_init(&dist, dd, NDF_DEVICE_CPU, NDF_FLOAT64, 2, sh);
+    assert_int_equal(ndf_distance_transform_edt(g_ctx, &i64, &dist, NULL, &dopt), NDF_EINVAL);
+  }
+
   /* names */
   ndf_ecc_construction cc;
   assert_int_equal(ndf_ecc_construction_from_name("t", &cc), NDF_OK);
