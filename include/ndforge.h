@@ -87,6 +87,7 @@ typedef enum {
   NDF_INT32,
   NDF_FLOAT32,
   NDF_FLOAT64,
+  NDF_INT64, /* outputs only: Euler characteristic curves; no op takes it as input */
   NDF_DTYPE_COUNT
 } ndf_dtype;
 
@@ -669,6 +670,95 @@ NDF_API ndf_status ndf_sinkhorn_plan(ndf_sinkhorn *s, int64_t index, ndf_array *
  * scale, into out, a (d, d) float64 CPU array, d = prod(shape). */
 NDF_API ndf_status ndf_sinkhorn_grid_cost(ndf_ot_cost kind, int ndim, const int64_t *shape, int p,
                                           double scale, ndf_array *out);
+
+/* ------------------------------------------------------------------------ */
+/* Euler characteristic curves (docs/adr/0009-euler-characteristic-curves.md) */
+
+/*
+ * The cubical complex of an image f on a 2-D or 3-D grid, filtered by sublevel
+ * sets {f <= t}:
+ *   NDF_ECC_V  V-construction: voxels are vertices; a cell (edge, square,
+ *              cube between neighbouring voxels) enters at the max of its
+ *              vertices.  {f <= t} is then read with 4-/6-connectivity.
+ *   NDF_ECC_T  T-construction: voxels are top cells (unit squares/cubes); a
+ *              face enters at the min of the top cells holding it.  {f <= t}
+ *              is then read with 8-/26-connectivity.
+ */
+typedef enum { NDF_ECC_V = 0, NDF_ECC_T = 1 } ndf_ecc_construction;
+/* Accepts V, T (any case); names "V" and "T". */
+NDF_API ndf_status ndf_ecc_construction_from_name(const char *name, ndf_ecc_construction *out);
+NDF_API const char *ndf_ecc_construction_name(ndf_ecc_construction c);
+
+/*
+ * Options of ndf_euler_characteristic_curve:
+ *   construction   NDF_ECC_V (default) or NDF_ECC_T.
+ *   values         NULL, or a host 1-D float64/float32 array of T thresholds,
+ *                  any order, ties and +-inf allowed, no NaN.
+ *   nthresholds    when values is NULL: T >= 2 evenly spaced thresholds
+ *                  t_k = lo + (hi - lo) * k / (T - 1), k = 0..T-1, evaluated
+ *                  in double in that order, except t_{T-1} = hi exactly;
+ *   has_range      0: [lo, hi] = [min, max] of the whole input (every image of
+ *                  the batch shares the thresholds; the input must then be
+ *                  finite); 1: [range_lo, range_hi] (finite, lo <= hi).
+ *   batch_dims     leading axes that are independent images; 2 or 3 spatial
+ *                  axes must remain.
+ */
+typedef struct ndf_ecc_options {
+  ndf_ecc_construction construction;
+  const ndf_array *values;
+  int64_t nthresholds;
+  int has_range;
+  double range_lo, range_hi;
+  int batch_dims;
+} ndf_ecc_options;
+
+/* V-construction, no values, 256 thresholds over [min, max], batch_dims 0. */
+NDF_API void ndf_ecc_options_init(ndf_ecc_options *opt);
+
+/*
+ * Exact Euler characteristic curve: output[b..., k] = chi(t_k), the number of
+ * cells of even dimension minus those of odd dimension whose filtration value
+ * is <= t_k.  input: float32, float64, uint8 or uint16, any strides, no NaN
+ * (NDF_EINVAL).  output: int64 of shape (batch..., T), any strides, not
+ * overlapping the input.  An image with no voxels gives 0 everywhere.
+ * Backends: CPU.  CUDA arrays: NDF_ENOTSUP in this version.
+ */
+NDF_API ndf_status ndf_euler_characteristic_curve(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                                                  const ndf_ecc_options *opt);
+/* The T thresholds that call would use, into thresholds[0..n) (n must be T);
+ * reads the input only for its min and max when there are no values and no
+ * range.  The input checks are those of the curve (output excepted). */
+NDF_API ndf_status ndf_ecc_thresholds(ndf_ctx *ctx, const ndf_array *input, const ndf_ecc_options *opt,
+                                      double *thresholds, int64_t n);
+
+
+/*
+ * Soft (differentiable) Euler characteristic curve, as arXiv 2510.20271:
+ *   chi_lambda(t) = sum over cells of (-1)^dim sigmoid(lambda (t - f(cell)))
+ *                 = sum over voxels v of c(v) sigmoid(lambda (t - f(v))),
+ * c(v) the alternating count of the cells v owns (as in the exact curve), so
+ * it tends to the exact curve as lambda grows wherever no value equals a
+ * threshold (a value on a threshold counts 1/2).  The backward treats c as
+ * piecewise constant (its gradient where no two values tie):
+ *   dL/df(v) = -lambda c(v) sum_k g_k s_k (1 - s_k),
+ *   dL/dt_k  =  lambda sum_v c(v) g_k s_k (1 - s_k)   (summed over the batch),
+ * with s_k = sigmoid(lambda (t_k - f(v))) and g = dL/dchi.
+ * input: float32/float64, 2 or 3 spatial axes, no NaN; thresholds: a host
+ * float64 1-D array of T finite values; output and grad_output: float64
+ * (batch..., T); grad_input (may be NULL): the input's dtype and shape;
+ * grad_thresholds (may be NULL): float64 (T,).  CPU arrays only; O(N T).
+ */
+typedef struct ndf_soft_ecc_options {
+  ndf_ecc_construction construction;
+  double lambda; /* > 0, default 1 */
+  int batch_dims;
+} ndf_soft_ecc_options;
+NDF_API void ndf_soft_ecc_options_init(ndf_soft_ecc_options *opt);
+NDF_API ndf_status ndf_soft_ecc_forward(ndf_ctx *ctx, const ndf_array *input, const ndf_array *thresholds,
+                                        ndf_array *output, const ndf_soft_ecc_options *opt);
+NDF_API ndf_status ndf_soft_ecc_backward(ndf_ctx *ctx, const ndf_array *input, const ndf_array *thresholds,
+                                         const ndf_array *grad_output, ndf_array *grad_input,
+                                         ndf_array *grad_thresholds, const ndf_soft_ecc_options *opt);
 
 /* ------------------------------------------------------------------------ */
 /* Kernel cache                                                              */

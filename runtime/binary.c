@@ -128,7 +128,7 @@ static ndf_status check_io(ndf_ctx *ctx, const char *name, const ndf_array *in, 
                            int labels) {
   if (!in) return ndf__argerror(ctx, name, "input", "NULL");
   if (!out) return ndf__argerror(ctx, name, "output", "NULL");
-  if (!ndf_dtype_size(in->dtype)) return ndf__argerror(ctx, name, "input", "unknown dtype %d", (int)in->dtype);
+  if (!ndf_dtype_size(in->dtype) || in->dtype == NDF_INT64) return ndf__argerror(ctx, name, "input", "unknown dtype %d", (int)in->dtype);
   const char *oname = ndf_dtype_name(out->dtype) ? ndf_dtype_name(out->dtype) : "unknown";
   if (labels && (out->dtype == NDF_BOOL || !label_capacity(out->dtype)))
     return ndf__argerror(ctx, name, "output", "dtype %s cannot hold labels", oname);
@@ -181,7 +181,7 @@ static ndf_status get_structure(ndf_ctx *ctx, const char *name, const char *arg,
     cross_structure(nsp, 1, *buf);
   } else {
     if (st->device != NDF_DEVICE_CPU) return ndf__argerror(ctx, name, arg, "must be a CPU (host) array");
-    if (!ndf_dtype_size(st->dtype)) return ndf__argerror(ctx, name, arg, "unknown dtype %d", (int)st->dtype);
+    if (!ndf_dtype_size(st->dtype) || st->dtype == NDF_INT64) return ndf__argerror(ctx, name, arg, "unknown dtype %d", (int)st->dtype);
     if (st->ndim != nsp)
       return ndf__argerror(ctx, name, arg, "rank %d does not match the %d spatial axes of the input", st->ndim, nsp);
     for (int d = 0; d < nsp; d++) {
@@ -199,7 +199,7 @@ static ndf_status check_mask(ndf_ctx *ctx, const char *name, const ndf_array *ma
   if (!mask) return NDF_OK;
   if (mask->device != in->device || mask->device_id != in->device_id)
     return ndf__argerror(ctx, name, "mask", "lives on another device than the input");
-  if (!ndf_dtype_size(mask->dtype)) return ndf__argerror(ctx, name, "mask", "unknown dtype %d", (int)mask->dtype);
+  if (!ndf_dtype_size(mask->dtype) || mask->dtype == NDF_INT64) return ndf__argerror(ctx, name, "mask", "unknown dtype %d", (int)mask->dtype);
   if (mask->ndim != in->ndim) return ndf__argerror(ctx, name, "mask", "rank %d differs from the input rank %d", mask->ndim, in->ndim);
   for (int d = 0; d < in->ndim; d++)
     if (mask->shape[d] != in->shape[d])

@@ -104,7 +104,7 @@ static ndf_status check_call(ndf_ctx *ctx, dist_op op, const char *name, const n
   if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
   if (!dist && !idx)
     return ndf__argerror(ctx, name, "distances", "NULL and indices NULL: at least one must be given");
-  if (!ndf_dtype_size(in->dtype)) return ndf__argerror(ctx, name, "input", "unknown dtype %d", (int)in->dtype);
+  if (!ndf_dtype_size(in->dtype) || in->dtype == NDF_INT64) return ndf__argerror(ctx, name, "input", "unknown dtype %d", (int)in->dtype);
   if (in->ndim < 1 || in->ndim > NDF_MAX_NDIM)
     return ndf__argerror(ctx, name, "input", "rank %d is not in 1..%d", in->ndim, NDF_MAX_NDIM);
   for (int d = 0; d < in->ndim; d++)
@@ -162,7 +162,7 @@ static ndf_status check_call(ndf_ctx *ctx, dist_op op, const char *name, const n
   if (op == OP_CDT && opt->metric_structure) {
     const ndf_array *st = opt->metric_structure;
     if (st->device != NDF_DEVICE_CPU) return ndf__argerror(ctx, name, "metric_structure", "must be a CPU (host) array");
-    if (!ndf_dtype_size(st->dtype)) return ndf__argerror(ctx, name, "metric_structure", "unknown dtype %d", (int)st->dtype);
+    if (!ndf_dtype_size(st->dtype) || st->dtype == NDF_INT64) return ndf__argerror(ctx, name, "metric_structure", "unknown dtype %d", (int)st->dtype);
     if (st->ndim != nsp)
       return ndf__argerror(ctx, name, "metric_structure", "rank %d does not match the %d spatial axes of the input",
                            st->ndim, nsp);

@@ -76,7 +76,7 @@ static double host_value(const ndf_array *a, int64_t i) {
 static ndf_status check_element(ndf_ctx *ctx, const char *name, const char *arg, const ndf_array *a, int nsp) {
   if (a->device != NDF_DEVICE_CPU)
     return ndf__argerror(ctx, name, arg, "must be a CPU (host) array");
-  if (!ndf_dtype_size(a->dtype)) return ndf__argerror(ctx, name, arg, "unknown dtype %d", (int)a->dtype);
+  if (!ndf_dtype_size(a->dtype) || a->dtype == NDF_INT64) return ndf__argerror(ctx, name, arg, "unknown dtype %d", (int)a->dtype);
   if (a->ndim != nsp)
     return ndf__argerror(ctx, name, arg, "rank %d does not match the %d spatial axes of the input", a->ndim, nsp);
   for (int d = 0; d < a->ndim; d++)
@@ -392,7 +392,7 @@ int ndf__layout_is_proper(const ndf_array *a) {
 ndf_status ndf__check_filter_arrays(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *out) {
   if (!in) return ndf__argerror(ctx, name, "input", "NULL");
   if (!out) return ndf__argerror(ctx, name, "output", "NULL");
-  if (in->dtype == NDF_BOOL || !ndf_dtype_size(in->dtype))
+  if (in->dtype == NDF_BOOL || !ndf_dtype_size(in->dtype) || in->dtype == NDF_INT64)
     return ndf__argerror(ctx, name, "input", "dtype %s is not supported (uint8, int8, uint16, int16, uint32, int32, float32, float64)",
                          ndf_dtype_name(in->dtype) ? ndf_dtype_name(in->dtype) : "unknown");
   if (out->dtype != in->dtype)
@@ -520,7 +520,7 @@ ndf_status ndf_cache_warm(ndf_ctx *ctx, const char *arch, const char *op, ndf_dt
   if (which < 0)
     return ndf__argerror(ctx, name, "op", "unknown op '%s' (grey_erosion, grey_dilation, grey_opening, grey_closing, "
                          "morphological_gradient, morphological_laplace, white_tophat, black_tophat)", op);
-  if (dtype == NDF_BOOL || !ndf_dtype_size(dtype)) return ndf__argerror(ctx, name, "dtype", "unsupported dtype %d", (int)dtype);
+  if (dtype == NDF_BOOL || !ndf_dtype_size(dtype) || dtype == NDF_INT64) return ndf__argerror(ctx, name, "dtype", "unsupported dtype %d", (int)dtype);
   if (ndim < 1 || ndim > NDF_MAX_NDIM) return ndf__argerror(ctx, name, "ndim", "%d is not in 1..%d", ndim, NDF_MAX_NDIM);
   if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
   int64_t shape[NDF_MAX_NDIM];

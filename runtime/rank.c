@@ -310,7 +310,7 @@ ndf_status ndf_cache_warm_rank(ndf_ctx *ctx, const char *arch, const char *op, n
   else if (op && !strcmp(op, "percentile_filter")) kind = R_PERCENTILE;
   else return ndf__argerror(ctx, name, "op", "unknown op '%s' (median_filter, rank_filter, percentile_filter)",
                             op ? op : "(null)");
-  if (dtype == NDF_BOOL || !ndf_dtype_size(dtype)) return ndf__argerror(ctx, name, "dtype", "unsupported dtype %d", (int)dtype);
+  if (dtype == NDF_BOOL || !ndf_dtype_size(dtype) || dtype == NDF_INT64) return ndf__argerror(ctx, name, "dtype", "unsupported dtype %d", (int)dtype);
   if (ndim < 1 || ndim > NDF_MAX_NDIM) return ndf__argerror(ctx, name, "ndim", "%d is not in 1..%d", ndim, NDF_MAX_NDIM);
   /* Extents large enough for the kernel's full blocking, as in ndf_cache_warm. */
   int64_t shape[NDF_MAX_NDIM];

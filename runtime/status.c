@@ -78,6 +78,7 @@ static const struct {
     [NDF_INT32] = {"int32", "int", 4, {"i4", "<i4", NULL}},
     [NDF_FLOAT32] = {"float32", "float", 4, {"f4", "<f4", "float", NULL}},
     [NDF_FLOAT64] = {"float64", "double", 8, {"f8", "<f8", "double", NULL}},
+    [NDF_INT64] = {"int64", "long long", 8, {"i8", "<i8", NULL}},
 };
 
 const char *ndf_dtype_name(ndf_dtype t) {

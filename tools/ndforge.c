@@ -358,7 +358,7 @@ static int opt_arch(args *a, const char *v) {
   return 0;
 }
 static int opt_dtype(args *a, const char *v) {
-  if (ndf_dtype_from_name(v, &a->dtype) == NDF_OK) return 0;
+  if (ndf_dtype_from_name(v, &a->dtype) == NDF_OK && a->dtype != NDF_INT64) return 0;
   errorf("bad value '%s' for --dtype (expected bool, uint8, int8, uint16, int16, uint32, int32, "
          "float32 or float64)",
          v);
@@ -367,7 +367,7 @@ static int opt_dtype(args *a, const char *v) {
 /* label's output: any integer or float dtype (bool cannot hold labels). */
 static int opt_output_dtype(args *a, const char *v) {
   ndf_dtype t;
-  if (ndf_dtype_from_name(v, &t) == NDF_OK && t != NDF_BOOL) {
+  if (ndf_dtype_from_name(v, &t) == NDF_OK && t != NDF_BOOL && t != NDF_INT64) {
     a->output_dtype = t;
     return 0;
   }
@@ -1816,6 +1816,226 @@ done:
 /* ------------------------------------------------------------------------ */
 /* main                                                                      */
 
+/* ------------------------------------------------------------------------ */
+/* ndforge ecc                                                               */
+
+#define ECC_USAGE                                                                         \
+  "usage: ndforge ecc INPUT OUT.npy [--thresholds T | --values V.npy] [--range LO,HI]\n" \
+  "       [--construction V|T] [--batch-dims N] [--device cpu|cuda|auto]\n"              \
+  "       [--thresholds-out TH.npy]"
+
+static void ecc_help(void) {
+  printf("%s\n\n"
+         "Euler characteristic curve of the sublevel-set filtration {f <= t} of a 2-D or\n"
+         "3-D image (float32, float64, uint8 or uint16; no NaN) as a cubical complex.\n"
+         "OUT.npy is int64 of shape (batch..., T): chi(t_k), the cells of even minus odd\n"
+         "dimension whose filtration value is <= t_k.\n\n"
+         "  --construction V|T   V (default): voxels are vertices, a cell enters at the max\n"
+         "                       of its vertices ({f <= t} 4-/6-connected); T: voxels are\n"
+         "                       top cells, a face enters at the min of its top cells\n"
+         "                       (8-/26-connected)\n"
+         "  --thresholds T       T >= 2 thresholds lo + (hi-lo)*k/(T-1), k = 0..T-1\n"
+         "                       (default 256); [lo, hi] = [min, max] of the whole input\n"
+         "  --range LO,HI        [lo, hi] instead of [min, max]\n"
+         "  --values V.npy       the thresholds themselves (1-D float32/float64, any order)\n"
+         "  --batch-dims N       leading axes that are independent images (default 0)\n"
+         "  --device cpu|cuda|auto  auto (default) = cpu: CPU backend only in this version\n"
+         "  --thresholds-out TH.npy  write the T thresholds used (float64)\n",
+         ECC_USAGE);
+}
+
+static int parse_double_arg(const char *opt, const char *s, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (end == s || *end || errno || !isfinite(v)) {
+    errorf("bad value '%s' for --%s (expected a finite number)", s, opt);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+static int cmd_ecc(int argc, char **argv) {
+  const char *pos[2] = {NULL, NULL}, *values_path = NULL, *th_out = NULL;
+  int npos = 0, batch_dims = 0, have_T = 0;
+  dev_choice device = DEV_AUTO;
+  ndf_ecc_options opt;
+  ndf_ecc_options_init(&opt);
+  for (int i = 2; i < argc; i++) {
+    const char *arg = argv[i];
+    if (is_help(arg)) {
+      ecc_help();
+      return 0;
+    }
+    if (arg[0] != '-' || arg[1] == '\0') {
+      if (npos == 2) {
+        errorf("'ecc' needs INPUT and OUT.npy, got a third file name '%s'", arg);
+        return EXIT_USAGE;
+      }
+      pos[npos++] = arg;
+      continue;
+    }
+    const char *name = arg + 2, *val = NULL;
+    char key[64];
+    if (strncmp(arg, "--", 2) != 0) {
+      errorf("unknown option '%s' for 'ecc' (see ndforge ecc --help)", arg);
+      return EXIT_USAGE;
+    }
+    const char *eq = strchr(name, '=');
+    size_t klen = eq ? (size_t)(eq - name) : strlen(name);
+    if (klen >= sizeof key) klen = sizeof key - 1;
+    memcpy(key, name, klen);
+    key[klen] = '\0';
+    static const char *known[] = {"thresholds", "values", "range", "construction", "batch-dims", "device",
+                                  "thresholds-out"};
+    int k = -1;
+    for (int j = 0; j < (int)(sizeof known / sizeof known[0]); j++)
+      if (!strcmp(key, known[j])) k = j;
+    if (k < 0) {
+      errorf("unknown option '--%s' for 'ecc' (see ndforge ecc --help)", key);
+      return EXIT_USAGE;
+    }
+    if (eq) val = eq + 1;
+    else if (i + 1 < argc) val = argv[++i];
+    else {
+      errorf("option '--%s' needs a value", key);
+      return EXIT_USAGE;
+    }
+    switch (k) {
+      case 0: {
+        int T;
+        if (parse_int("thresholds", val, 2, 1 << 30, &T)) return EXIT_USAGE;
+        opt.nthresholds = T;
+        have_T = 1;
+        break;
+      }
+      case 1: values_path = val; break;
+      case 2: {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", val);
+        char *comma = strchr(buf, ',');
+        if (!comma) {
+          errorf("bad value '%s' for --range (expected LO,HI)", val);
+          return EXIT_USAGE;
+        }
+        *comma = '\0';
+        if (parse_double_arg("range", buf, &opt.range_lo) || parse_double_arg("range", comma + 1, &opt.range_hi))
+          return EXIT_USAGE;
+        if (!(opt.range_lo <= opt.range_hi)) {
+          errorf("bad value '%s' for --range (LO must be <= HI)", val);
+          return EXIT_USAGE;
+        }
+        opt.has_range = 1;
+        break;
+      }
+      case 3:
+        if (ndf_ecc_construction_from_name(val, &opt.construction) != NDF_OK) {
+          errorf("bad value '%s' for --construction (expected V or T)", val);
+          return EXIT_USAGE;
+        }
+        break;
+      case 4:
+        if (parse_int("batch-dims", val, 0, NDF_MAX_NDIM - 1, &batch_dims)) return EXIT_USAGE;
+        break;
+      case 5: {
+        args tmp;
+        memset(&tmp, 0, sizeof tmp);
+        if (opt_device(&tmp, val)) return EXIT_USAGE;
+        device = tmp.device;
+        break;
+      }
+      case 6: th_out = val; break;
+    }
+  }
+  if (npos != 2) {
+    errorf("'ecc' needs INPUT and OUT.npy, got %d file name%s (%s)", npos, npos == 1 ? "" : "s", ECC_USAGE);
+    return EXIT_USAGE;
+  }
+  if (values_path && (have_T || opt.has_range)) {
+    errorf("--values gives the thresholds: it goes without --thresholds and --range");
+    return EXIT_USAGE;
+  }
+  if (check_file_type(pos[0], "input")) return EXIT_USAGE;
+  if (ndfio_format_of(pos[1]) != NDFIO_NPY || (values_path && ndfio_format_of(values_path) != NDFIO_NPY) ||
+      (th_out && ndfio_format_of(th_out) != NDFIO_NPY)) {
+    errorf("'ecc' writes and reads thresholds and curves as .npy files (OUT.npy, V.npy, TH.npy)");
+    return EXIT_USAGE;
+  }
+  opt.batch_dims = batch_dims;
+
+  int rc = EXIT_RUN;
+  ndfio_image in, vals;
+  memset(&in, 0, sizeof in);
+  memset(&vals, 0, sizeof vals);
+  ndf_array out, th, din, dout;
+  memset(&out, 0, sizeof out);
+  memset(&th, 0, sizeof th);
+  memset(&din, 0, sizeof din);
+  memset(&dout, 0, sizeof dout);
+  ndf_ctx *ctx = NULL;
+  char err[ERRLEN];
+  if (read_image(pos[0], &in) != 0) goto done;
+  if (values_path) {
+    if (read_image(values_path, &vals) != 0) goto done;
+    opt.values = &vals.arr;
+  }
+  /* CPU only in this version: auto runs on the CPU; cuda asks the library, which says so. */
+  if (make_ctx(&ctx, device == DEV_CUDA ? NDF_BACKEND_CUDA : NDF_BACKEND_CPU, NULL) != NDF_OK) goto done;
+  int64_t T = values_path ? (vals.arr.ndim == 1 ? vals.arr.shape[0] : 0) : opt.nthresholds;
+  int64_t oshape[NDF_MAX_NDIM];
+  int ond = batch_dims + 1;
+  if (batch_dims >= in.arr.ndim) ond = 1; /* the library rejects --batch-dims */
+  for (int d = 0; d < ond - 1; d++) oshape[d] = in.arr.shape[d];
+  oshape[ond - 1] = T;
+  if (host_alloc(&out, NDF_INT64, ond, oshape) != NDF_OK) {
+    errorf("cannot allocate the output: out of memory");
+    goto done;
+  }
+  ndf_status s;
+  if (device == DEV_CUDA) {
+    s = ndf_array_alloc(ctx, &din, NDF_DEVICE_CUDA, in.arr.dtype, in.arr.ndim, in.arr.shape);
+    if (s == NDF_OK) s = ndf_array_alloc(ctx, &dout, NDF_DEVICE_CUDA, NDF_INT64, ond, oshape);
+    if (s == NDF_OK) s = ndf_array_copy(ctx, &din, &in.arr);
+    if (s == NDF_OK) s = ndf_euler_characteristic_curve(ctx, &din, &dout, &opt);
+    if (s == NDF_OK) s = ndf_array_copy(ctx, &out, &dout);
+    if (s == NDF_OK) s = ndf_ctx_synchronize(ctx);
+  } else {
+    s = ndf_euler_characteristic_curve(ctx, &in.arr, &out, &opt);
+  }
+  if (s != NDF_OK) {
+    errorf("%s", ndf_errmsg(ctx));
+    goto done;
+  }
+  if (th_out) {
+    if (host_alloc(&th, NDF_FLOAT64, 1, &T) != NDF_OK) {
+      errorf("cannot allocate the thresholds: out of memory");
+      goto done;
+    }
+    if (ndf_ecc_thresholds(ctx, &in.arr, &opt, th.data, T) != NDF_OK) {
+      errorf("%s", ndf_errmsg(ctx));
+      goto done;
+    }
+  }
+  if (ndfio_npy_write(pos[1], &out, err, sizeof err) != NDF_OK ||
+      (th_out && ndfio_npy_write(th_out, &th, err, sizeof err) != NDF_OK)) {
+    errorf("%s", err);
+    goto done;
+  }
+  rc = 0;
+done:
+  if (ctx) {
+    ndf_array_free(ctx, &din);
+    ndf_array_free(ctx, &dout);
+  }
+  host_free(&out);
+  host_free(&th);
+  ndf_ctx_destroy(ctx);
+  ndfio_image_free(&in);
+  ndfio_image_free(&vals);
+  return rc;
+}
+
 static void usage(FILE *f) {
   fprintf(f,
           "usage: ndforge COMMAND ...\n\n"
@@ -1831,6 +2051,8 @@ static void usage(FILE *f) {
           "  ndforge structure iterate IN ITERATIONS OUT [--origin N[,N...]]\n"
           "                                         scipy's iterate_structure (prints the\n"
           "                                         scaled origin when --origin is given)\n"
+          "  ndforge ecc INPUT OUT.npy [--thresholds T | --values V.npy] [--range LO,HI]\n"
+          "      [--construction V|T] [--batch-dims N]   Euler characteristic curve\n"
           "  ndforge demo [--out DIR] [--device cpu|cuda|auto]\n"
           "                                         erode and dilate an MRI volume, with timings\n"
           "  ndforge sinkhorn A.npy B.npy OUT.npy --epsilon E --max-iter N [options]\n"
@@ -1876,6 +2098,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "structure") == 0) return cmd_structure(argc, argv);
   if (strcmp(cmd, "demo") == 0) return cmd_demo(argc, argv);
   if (strcmp(cmd, "sinkhorn") == 0) return ndf_cli_sinkhorn(argc, argv);
+  if (strcmp(cmd, "ecc") == 0) return cmd_ecc(argc, argv);
   errorf("unknown command '%s' (see ndforge --help)", cmd);
   return EXIT_USAGE;
 }

@@ -609,6 +609,7 @@ static const char *npy_descr(ndf_dtype t) {
   case NDF_INT32: return "<i4";
   case NDF_FLOAT32: return "<f4";
   case NDF_FLOAT64: return "<f8";
+  case NDF_INT64: return "<i8";
   default: return NULL;
   }
 }

@@ -1,0 +1,687 @@
+/*
+ * ecc.c -- exact Euler characteristic curves of the sublevel-set filtration
+ * of 2-D/3-D images (V- and T-construction): validation, thresholds and the
+ * CPU backend (docs/adr/0009-euler-characteristic-curves.md).
+ *
+ * chi(t) = sum over voxels v with f(v) <= t of c(v), where c(v) is the
+ * alternating count of the cells v owns: every cell has exactly one owner,
+ * the voxel that decides its filtration value, ties broken by (value, linear
+ * index) -- V: the greatest of the cell's vertices, T: the least of the top
+ * cells holding the face.  c(v) depends only on which of the 3^d - 1
+ * neighbours v wins against; the generated tables (gen/ecc.lua) give it as a
+ * sum of one looked-up share per orthant.  Each image's contributions go to a
+ * histogram over the threshold bins (bin k: t_{k-1} < f <= t_k in the sorted
+ * thresholds), and chi is its prefix sum.
+ *
+ * Neighbour rows are read into double buffers padded with NaN: every
+ * comparison with NaN is false, which is "v loses" in the V test (a cell
+ * reaching outside the image does not exist) and "v wins" in the T test (a
+ * face on the image border has no other top cell).  That is why NaN input is
+ * rejected up front.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "ecc_tables.generated.h"
+#include "internal.h"
+
+void ndf_ecc_options_init(ndf_ecc_options *opt) {
+  if (!opt) return;
+  memset(opt, 0, sizeof *opt);
+  opt->construction = NDF_ECC_V;
+  opt->nthresholds = 256;
+}
+
+ndf_status ndf_ecc_construction_from_name(const char *name, ndf_ecc_construction *out) {
+  if (!name || !out)
+    return ndf__error(NULL, NDF_EINVAL, "ndf_ecc_construction_from_name: bad argument '%s' (NULL)", name ? "out" : "name");
+  if (!strcasecmp(name, "V")) *out = NDF_ECC_V;
+  else if (!strcasecmp(name, "T")) *out = NDF_ECC_T;
+  else
+    return ndf__error(NULL, NDF_EINVAL, "ndf_ecc_construction_from_name: bad argument 'name' ('%s' is not V or T)", name);
+  return NDF_OK;
+}
+
+const char *ndf_ecc_construction_name(ndf_ecc_construction c) {
+  switch (c) {
+    case NDF_ECC_V: return "V";
+    case NDF_ECC_T: return "T";
+  }
+  return NULL;
+}
+
+/* ---- validation ------------------------------------------------------------------------------- */
+
+typedef struct ecc_call {
+  const char *name;
+  int nb, nsp;
+  int64_t nimg, npix;
+  int64_t sshape[3];
+  int64_t T;
+} ecc_call;
+
+static const char *dname(ndf_dtype t) { return ndf_dtype_name(t) ? ndf_dtype_name(t) : "unknown"; }
+
+static double value_at(const ndf_array *a, int64_t off) {
+  switch (a->dtype) {
+    case NDF_UINT8: return ((const uint8_t *)a->data)[off];
+    case NDF_UINT16: return ((const uint16_t *)a->data)[off];
+    case NDF_FLOAT32: return ((const float *)a->data)[off];
+    case NDF_FLOAT64: return ((const double *)a->data)[off];
+    default: return 0;
+  }
+}
+
+/* Checks input, options and (when given) output. */
+static ndf_status check_call(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *out,
+                             const ndf_ecc_options *opt, ecc_call *c) {
+  memset(c, 0, sizeof *c);
+  c->name = name;
+  if (!in) return ndf__argerror(ctx, name, "input", "NULL");
+  if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
+  if (in->dtype != NDF_FLOAT32 && in->dtype != NDF_FLOAT64 && in->dtype != NDF_UINT8 && in->dtype != NDF_UINT16)
+    return ndf__argerror(ctx, name, "input", "dtype %s; the filtration takes float32, float64, uint8 or uint16",
+                         dname(in->dtype));
+  if (in->ndim < 1 || in->ndim > NDF_MAX_NDIM)
+    return ndf__argerror(ctx, name, "input", "rank %d is not in 1..%d", in->ndim, NDF_MAX_NDIM);
+  for (int d = 0; d < in->ndim; d++)
+    if (in->shape[d] < 0) return ndf__argerror(ctx, name, "input", "shape[%d]=%lld is negative", d, (long long)in->shape[d]);
+  if (opt->batch_dims < 0 || opt->batch_dims >= in->ndim)
+    return ndf__argerror(ctx, name, "batch_dims", "%d must be in 0..%d for an input of rank %d", opt->batch_dims,
+                         in->ndim - 1, in->ndim);
+  c->nb = opt->batch_dims;
+  c->nsp = in->ndim - c->nb;
+  if (c->nsp != 2 && c->nsp != 3)
+    return ndf__argerror(ctx, name, "batch_dims", "leaves %d spatial axes; Euler characteristic curves take 2 or 3",
+                         c->nsp);
+  if (in->device != NDF_DEVICE_CPU && in->device != NDF_DEVICE_CUDA)
+    return ndf__argerror(ctx, name, "input", "unknown device type %d", (int)in->device);
+  if ((unsigned)opt->construction > NDF_ECC_T)
+    return ndf__argerror(ctx, name, "construction", "unknown construction %d (NDF_ECC_V or NDF_ECC_T)",
+                         (int)opt->construction);
+  c->nimg = c->npix = 1;
+  for (int d = 0; d < c->nb; d++) c->nimg *= in->shape[d];
+  for (int d = 0; d < c->nsp; d++) {
+    c->sshape[d] = in->shape[c->nb + d];
+    c->npix *= c->sshape[d];
+  }
+  /* thresholds */
+  if (opt->values) {
+    const ndf_array *v = opt->values;
+    if (v->device != NDF_DEVICE_CPU) return ndf__argerror(ctx, name, "values", "must be a CPU (host) array");
+    if (v->dtype != NDF_FLOAT64 && v->dtype != NDF_FLOAT32)
+      return ndf__argerror(ctx, name, "values", "dtype %s; thresholds are float64 or float32", dname(v->dtype));
+    if (v->ndim != 1) return ndf__argerror(ctx, name, "values", "rank %d; thresholds are a 1-D array", v->ndim);
+    if (v->shape[0] < 1) return ndf__argerror(ctx, name, "values", "no thresholds (shape[0]=%lld)", (long long)v->shape[0]);
+    if (!v->data) return ndf__argerror(ctx, name, "values", "NULL data");
+    for (int64_t k = 0; k < v->shape[0]; k++)
+      if (isnan(value_at(v, k * v->strides[0])))
+        return ndf__argerror(ctx, name, "values", "values[%lld] is NaN", (long long)k);
+    if (opt->has_range) return ndf__argerror(ctx, name, "has_range", "a range goes with nthresholds, not with values");
+    c->T = v->shape[0];
+  } else {
+    if (opt->nthresholds < 2)
+      return ndf__argerror(ctx, name, "nthresholds", "%lld; evenly spaced thresholds need at least 2 (give values for one)",
+                           (long long)opt->nthresholds);
+    if (opt->nthresholds > (int64_t)1 << 30)
+      return ndf__argerror(ctx, name, "nthresholds", "%lld is more than 2^30", (long long)opt->nthresholds);
+    if (opt->has_range) {
+      if (!isfinite(opt->range_lo) || !isfinite(opt->range_hi) || !(opt->range_lo <= opt->range_hi))
+        return ndf__argerror(ctx, name, "range", "[%g, %g] must be finite with lo <= hi", opt->range_lo, opt->range_hi);
+    }
+    c->T = opt->nthresholds;
+  }
+  if (out) {
+    if (out->dtype != NDF_INT64)
+      return ndf__argerror(ctx, name, "output", "dtype %s; Euler characteristic curves are int64", dname(out->dtype));
+    if (out->ndim != c->nb + 1)
+      return ndf__argerror(ctx, name, "output", "rank %d; expected %d (the %d batch axes, then one of thresholds)",
+                           out->ndim, c->nb + 1, c->nb);
+    for (int d = 0; d <= c->nb; d++) {
+      int64_t want = d < c->nb ? in->shape[d] : c->T;
+      if (out->shape[d] != want)
+        return ndf__argerror(ctx, name, "output", "shape[%d]=%lld; expected %lld (batch axes, then %lld thresholds)", d,
+                             (long long)out->shape[d], (long long)want, (long long)c->T);
+    }
+    if (out->device != in->device || out->device_id != in->device_id)
+      return ndf__argerror(ctx, name, "output", "lives on another device than the input");
+  }
+  if (in->device == NDF_DEVICE_CUDA)
+    return ndf__error(ctx, NDF_ENOTSUP, "%s: CUDA arrays are not supported yet (Euler characteristic curves run on "
+                      "the CPU backend in this version)", name);
+  if (ndf_array_size(in) > 0 && !in->data) return ndf__argerror(ctx, name, "input", "NULL data");
+  if (out && ndf_array_size(out) > 0) {
+    if (!out->data) return ndf__argerror(ctx, name, "output", "NULL data");
+    if (!ndf__layout_is_proper(out)) return ndf__argerror(ctx, name, "output", "its strides make elements overlap");
+    if (ndf_array_size(in) > 0 && ndf__arrays_overlap(in, out))
+      return ndf__argerror(ctx, name, "output", "overlaps the input");
+  }
+  return NDF_OK;
+}
+
+/* ---- host array access ---------------------------------------------------------------------- */
+
+/* Offset (elements) of the start of image img. */
+static int64_t image_offset(const ndf_array *a, int nb, int64_t img) {
+  int64_t off = 0;
+  for (int d = nb - 1; d >= 0; d--) {
+    off += (img % a->shape[d]) * a->strides[d];
+    img /= a->shape[d];
+  }
+  return off;
+}
+
+/* Reads n elements from off with stride st into dst[0..n) as double. */
+static void read_line(const ndf_array *a, int64_t off, int64_t st, int64_t n, double *dst) {
+  switch (a->dtype) {
+#define READ_LINE(T)                                             \
+  {                                                              \
+    const T *p = (const T *)a->data + off;                      \
+    for (int64_t i = 0; i < n; i++) dst[i] = (double)p[i * st]; \
+  }                                                              \
+  break;
+    case NDF_UINT8: READ_LINE(uint8_t)
+    case NDF_UINT16: READ_LINE(uint16_t)
+    case NDF_FLOAT32: READ_LINE(float)
+    case NDF_FLOAT64: READ_LINE(double)
+#undef READ_LINE
+    default: break;
+  }
+}
+
+/* Rows of the whole input: every axis but the last. */
+static int64_t row_start(const ndf_array *a, int64_t row) {
+  int64_t off = 0;
+  for (int d = a->ndim - 2; d >= 0; d--) {
+    off += (row % a->shape[d]) * a->strides[d];
+    row /= a->shape[d];
+  }
+  return off;
+}
+
+/* One pass over the input: NaN check, min and max.  Returns the flat index of
+ * a NaN or -1. */
+static int64_t scan_input(ndf_ctx *ctx, const ndf_array *in, double *mn, double *mx, int *ok) {
+  const int64_t nl = in->shape[in->ndim - 1], nrows = ndf_array_size(in) / nl;
+  const int64_t sl = in->strides[in->ndim - 1];
+  const int nth = ndf_array_size(in) < 65536 ? 1 : ndf__cpu_threads(ctx); /* small: one thread */
+  double lo = INFINITY, hi = -INFINITY;
+  int64_t nan_at = INT64_MAX;
+  *ok = 1;
+  double **bufs = (double **)ndf__thread_buffers(nth, (size_t)nl * sizeof(double));
+  if (!bufs) {
+    *ok = 0;
+    return -1;
+  }
+#pragma omp parallel for num_threads(nth) schedule(static) reduction(min : lo, nan_at) reduction(max : hi)
+  for (int64_t r = 0; r < nrows; r++) {
+    double *b = bufs[ndf__thread_id()];
+    read_line(in, row_start(in, r), sl, nl, b);
+    for (int64_t i = 0; i < nl; i++) {
+      double v = b[i];
+      if (isnan(v)) {
+        if (r * nl + i < nan_at) nan_at = r * nl + i;
+      } else {
+        if (v < lo) lo = v;
+        if (v > hi) hi = v;
+      }
+    }
+  }
+  ndf__thread_buffers_free((void **)bufs, nth);
+  *mn = lo;
+  *mx = hi;
+  return nan_at == INT64_MAX ? -1 : nan_at;
+}
+
+/* ---- thresholds ------------------------------------------------------------------------------ */
+
+/* Validates the input values (NaN) and fills the T thresholds. */
+static ndf_status make_thresholds(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in, const ndf_ecc_options *opt,
+                                  double *t) {
+  const int need_range = !opt->values && !opt->has_range;
+  if (ndf_array_size(in) > 0 && (need_range || in->dtype == NDF_FLOAT32 || in->dtype == NDF_FLOAT64)) {
+    double mn, mx;
+    int ok;
+    int64_t nan_at = scan_input(ctx, in, &mn, &mx, &ok);
+    if (!ok) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
+    if (nan_at >= 0)
+      return ndf__argerror(ctx, c->name, "input", "element %lld (C order) is NaN; the filtration needs ordered values",
+                           (long long)nan_at);
+    if (need_range && (!isfinite(mn) || !isfinite(mx)))
+      return ndf__argerror(ctx, c->name, "input", "holds infinite values, so [min, max] gives no thresholds (give a "
+                           "range or values)");
+    if (need_range) {
+      double lo = mn, hi = mx;
+      for (int64_t k = 0; k < c->T; k++) t[k] = lo + (hi - lo) * (double)k / (double)(c->T - 1);
+      t[c->T - 1] = hi;
+      return NDF_OK;
+    }
+  }
+  if (opt->values) {
+    const ndf_array *v = opt->values;
+    for (int64_t k = 0; k < c->T; k++) t[k] = value_at(v, k * v->strides[0]);
+  } else {
+    double lo = need_range ? 0.0 : opt->range_lo, hi = need_range ? 0.0 : opt->range_hi;
+    for (int64_t k = 0; k < c->T; k++) t[k] = lo + (hi - lo) * (double)k / (double)(c->T - 1);
+    t[c->T - 1] = hi;
+  }
+  return NDF_OK;
+}
+
+/* ---- local contributions ---------------------------------------------------------------------- */
+
+/* Bin of value v among sorted thresholds ts[0..T): the first k with v <= ts[k]; T if none. */
+static inline int64_t bin_of(const double *ts, int64_t T, double v) {
+  int64_t lo = 0, hi = T;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (v <= ts[mid]) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+/* Win bit of v against a neighbour u whose offset is lexicographically
+ * negative (neg = 1: u comes first in C order) or positive. */
+static inline unsigned wins_v(double fv, double fu, int neg) { return neg ? fv >= fu : fv > fu; }
+static inline unsigned wins_t(double fv, double fu, int neg) { return neg ? !(fu <= fv) : !(fu < fv); }
+
+/* How a value finds its bin: evenly spaced thresholds give a first guess
+ * that the exact comparisons with ts then correct. */
+typedef struct binner {
+  const double *ts;
+  int64_t T;
+  int uniform;
+  double lo, inv_step;
+} binner;
+
+static inline int64_t bin_find(const binner *b, double v) {
+  if (!b->uniform) return bin_of(b->ts, b->T, v);
+  double g = ceil((v - b->lo) * b->inv_step);
+  int64_t k = g <= 0 ? 0 : g >= (double)b->T ? b->T : (int64_t)g;
+  while (k > 0 && v <= b->ts[k - 1]) k--;
+  while (k < b->T && v > b->ts[k]) k++;
+  return k;
+}
+
+/* The contribution of the voxel at x of the centre line: NSP and CONS are
+ * constants in each instance, so the loops unroll over constant tables. */
+#define ECC_CONTRIB(NSP, CONS)                                                                       \
+  static inline int contrib_##NSP##CONS(const double *buf, int64_t W, int64_t x) {                  \
+    enum { NNB = NSP == 2 ? 9 : 27, CENTRE = NNB / 2, NORTH = 1 << NSP, NJ = NORTH - 1 };           \
+    const double fv = buf[(CENTRE / 3) * W + 1 + x];                                                \
+    uint32_t w = 0;                                                                                 \
+    _Pragma("GCC unroll 27") for (int t = 0; t < NNB; t++) {                                        \
+      if (t == CENTRE) continue;                                                                    \
+      const double fu = buf[(t / 3) * W + x + (t % 3)];                                             \
+      w |= (uint32_t)(NDF_ECC_##CONS == NDF_ECC_V ? wins_v(fv, fu, t < CENTRE)                      \
+                                                  : wins_t(fv, fu, t < CENTRE))                     \
+           << t;                                                                                    \
+    }                                                                                               \
+    int sum = 0;                                                                                    \
+    _Pragma("GCC unroll 8") for (int o = 0; o < NORTH; o++) {                                       \
+      unsigned m = 0;                                                                               \
+      _Pragma("GCC unroll 7") for (int j = 0; j < NJ; j++) m |= ((w >> ndf__ecc_gather##NSP[o][j]) & 1u) << j; \
+      sum += ndf__ecc_lut##NSP##CONS[m];                                                            \
+    }                                                                                               \
+    return sum >> NSP; /* exact: sum is a multiple of 2^d */                                        \
+  }
+ECC_CONTRIB(2, V)
+ECC_CONTRIB(2, T)
+ECC_CONTRIB(3, V)
+ECC_CONTRIB(3, T)
+
+/* Histogram of one image's rows [r0, r1) (rows: every spatial axis but the
+ * last) into hist[0..T].  buf holds 3^(nsp-1) lines of nl + 2, padded with NaN. */
+static void image_rows(const ecc_call *c, const ndf_array *in, int construction, int64_t img, int64_t r0, int64_t r1,
+                       const binner *bn, int64_t *hist, double *buf, int8_t *cimg, double *fimg) {
+  const int nsp = c->nsp, nb = c->nb;
+  const int64_t nl = c->sshape[nsp - 1], W = nl + 2;
+  const int64_t base = image_offset(in, nb, img);
+  const int64_t sl = in->strides[in->ndim - 1];
+  const int nlines = nsp == 2 ? 3 : 9;
+  const int kind = (nsp - 2) * 2 + (construction == NDF_ECC_T);
+  for (int64_t r = r0; r < r1; r++) {
+    int64_t rc[2];
+    if (nsp == 2) rc[0] = r;
+    else {
+      rc[0] = r / c->sshape[1];
+      rc[1] = r % c->sshape[1];
+    }
+    /* the neighbour lines: line index = ternary code of the row offsets */
+    for (int l = 0; l < nlines; l++) {
+      double *dst = buf + l * W;
+      int inside = 1;
+      int64_t off = base;
+      int lc = l;
+      for (int d = nsp - 2; d >= 0; d--) {
+        int64_t x = rc[d] + (lc % 3) - 1;
+        lc /= 3;
+        if (x < 0 || x >= c->sshape[d]) inside = 0;
+        else off += x * in->strides[nb + d];
+      }
+      dst[0] = dst[W - 1] = NAN;
+      if (inside) read_line(in, off, sl, nl, dst + 1);
+      else
+        for (int64_t i = 1; i <= nl; i++) dst[i] = NAN;
+    }
+    const double *centre = buf + (nlines / 2) * W + 1;
+    for (int64_t x = 0; x < nl; x++) {
+      int cv;
+      switch (kind) {
+        case 0: cv = contrib_2V(buf, W, x); break;
+        case 1: cv = contrib_2T(buf, W, x); break;
+        case 2: cv = contrib_3V(buf, W, x); break;
+        default: cv = contrib_3T(buf, W, x); break;
+      }
+      if (cimg) { /* soft ECC: the contributions and values of the image, C order */
+        cimg[r * nl + x] = (int8_t)cv;
+        fimg[r * nl + x] = centre[x];
+      } else if (cv) {
+        hist[bin_find(bn, centre[x])] += cv;
+      }
+    }
+  }
+}
+
+typedef struct tsort {
+  double t;
+  int64_t k;
+} tsort;
+static int cmp_tsort(const void *a, const void *b) {
+  const tsort *x = a, *y = b;
+  return x->t < y->t ? -1 : x->t > y->t ? 1 : (x->k > y->k) - (x->k < y->k);
+}
+
+static ndf_status ecc_cpu(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in, ndf_array *out, int construction,
+                          const double *t, int uniform) {
+  const int64_t T = c->T, nimg = c->nimg;
+  const int nsp = c->nsp;
+  const int64_t W = c->sshape[nsp - 1] + 2, nrows = c->npix ? c->npix / c->sshape[nsp - 1] : 0;
+  const int nlines = nsp == 2 ? 3 : 9;
+  /* small calls run on one thread: a parallel region costs more than they do */
+  const int nth = c->npix * nimg < 4096 ? 1 : ndf__cpu_threads(ctx);
+  const int by_image = nimg >= nth || nrows < 4 * nth;
+  const int nt = by_image && nimg < nth ? (int)nimg : nth;
+  tsort *srt = malloc((size_t)T * sizeof *srt);
+  double *ts = malloc((size_t)T * sizeof *ts);
+  int64_t *chi = malloc((size_t)T * sizeof *chi);
+  /* per thread: padded lines, then a histogram of T + 1 bins */
+  const size_t lines_bytes = (size_t)nlines * (size_t)W * sizeof(double);
+  void **bufs = ndf__thread_buffers(nt, lines_bytes + (size_t)(T + 1) * sizeof(int64_t));
+  ndf_status s = NDF_OK;
+  if (!srt || !ts || !chi || !bufs) {
+    s = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
+    goto done;
+  }
+  for (int64_t k = 0; k < T; k++) srt[k] = (tsort){t[k], k};
+  qsort(srt, (size_t)T, sizeof *srt, cmp_tsort);
+  for (int64_t k = 0; k < T; k++) ts[k] = srt[k].t;
+  binner bn = {ts, T, 0, 0, 0};
+  if (uniform && ts[T - 1] > ts[0]) {
+    bn.uniform = 1;
+    bn.lo = ts[0];
+    bn.inv_step = (double)(T - 1) / (ts[T - 1] - ts[0]);
+  }
+  const int64_t ostep = out->strides[c->nb];
+  if (by_image) {
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+    for (int64_t img = 0; img < nimg; img++) {
+      char *b = bufs[ndf__thread_id()];
+      int64_t *hist = (int64_t *)(b + lines_bytes);
+      memset(hist, 0, (size_t)(T + 1) * sizeof *hist);
+      if (c->npix > 0) image_rows(c, in, construction, img, 0, nrows, &bn, hist, (double *)b, NULL, NULL);
+      int64_t *o = (int64_t *)out->data + image_offset(out, c->nb, img);
+      int64_t acc = 0;
+      for (int64_t k = 0; k < T; k++) {
+        acc += hist[k];
+        o[srt[k].k * ostep] = acc;
+      }
+    }
+  } else {
+    for (int64_t img = 0; img < nimg; img++) {
+#pragma omp parallel num_threads(nt)
+      {
+        char *b = bufs[ndf__thread_id()];
+        int64_t *hist = (int64_t *)(b + lines_bytes);
+        memset(hist, 0, (size_t)(T + 1) * sizeof *hist);
+#pragma omp for schedule(dynamic, 4)
+        for (int64_t r = 0; r < nrows; r++) image_rows(c, in, construction, img, r, r + 1, &bn, hist, (double *)b, NULL, NULL);
+      }
+      for (int64_t k = 0; k < T; k++) {
+        chi[k] = 0;
+        for (int i = 0; i < nt; i++) chi[k] += ((int64_t *)((char *)bufs[i] + lines_bytes))[k];
+      }
+      int64_t *o = (int64_t *)out->data + image_offset(out, c->nb, img);
+      int64_t acc = 0;
+      for (int64_t k = 0; k < T; k++) {
+        acc += chi[k];
+        o[srt[k].k * ostep] = acc;
+      }
+    }
+  }
+done:
+  if (bufs) ndf__thread_buffers_free(bufs, nt);
+  free(srt);
+  free(ts);
+  free(chi);
+  return s;
+}
+
+/* ---- entry points ---------------------------------------------------------------------------- */
+
+ndf_status ndf_euler_characteristic_curve(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                                          const ndf_ecc_options *opt) {
+  const char *name = "ndf_euler_characteristic_curve";
+  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
+  ndf__clear_error(ctx);
+  if (!output) return ndf__argerror(ctx, name, "output", "NULL");
+  ecc_call c;
+  ndf_status s = check_call(ctx, name, input, output, opt, &c);
+  if (s != NDF_OK) return s;
+  if (ndf_array_size(output) == 0) return NDF_OK;
+  double *t = malloc((size_t)c.T * sizeof *t);
+  if (!t) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", name);
+  s = make_thresholds(ctx, &c, input, opt, t);
+  if (s == NDF_OK) s = ecc_cpu(ctx, &c, input, output, opt->construction, t, opt->values == NULL);
+  free(t);
+  return s;
+}
+
+ndf_status ndf_ecc_thresholds(ndf_ctx *ctx, const ndf_array *input, const ndf_ecc_options *opt, double *thresholds,
+                              int64_t n) {
+  const char *name = "ndf_ecc_thresholds";
+  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
+  ndf__clear_error(ctx);
+  if (!thresholds) return ndf__argerror(ctx, name, "thresholds", "NULL");
+  ecc_call c;
+  ndf_status s = check_call(ctx, name, input, NULL, opt, &c);
+  if (s != NDF_OK) return s;
+  if (n != c.T) return ndf__argerror(ctx, name, "n", "%lld; the options give %lld thresholds", (long long)n, (long long)c.T);
+  double *t = malloc((size_t)c.T * sizeof *t);
+  if (!t) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", name);
+  s = make_thresholds(ctx, &c, input, opt, t);
+  if (s == NDF_OK) memcpy(thresholds, t, (size_t)n * sizeof *t);
+  free(t);
+  return s;
+}
+
+/* ---- soft ECC ---------------------------------------------------------------------------------- */
+
+void ndf_soft_ecc_options_init(ndf_soft_ecc_options *opt) {
+  if (!opt) return;
+  memset(opt, 0, sizeof *opt);
+  opt->construction = NDF_ECC_V;
+  opt->lambda = 1.0;
+}
+
+/* Checks a soft call: input (float32/float64), thresholds (host float64,
+ * 1-D), a float64 (batch..., T) array `arr` named arg (output or grad_output)
+ * and the gradients when given. */
+static ndf_status check_soft(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *thr,
+                             const ndf_array *arr, const char *arg, const ndf_array *gin, const ndf_array *gthr,
+                             const ndf_soft_ecc_options *opt, ecc_call *c) {
+  if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
+  if (!thr) return ndf__argerror(ctx, name, "thresholds", "NULL");
+  if (!arr) return ndf__argerror(ctx, name, arg, "NULL");
+  if (in && in->dtype != NDF_FLOAT32 && in->dtype != NDF_FLOAT64)
+    return ndf__argerror(ctx, name, "input", "dtype %s; the soft ECC is differentiable in float32 or float64 only",
+                         dname(in->dtype));
+  if (!isfinite(opt->lambda) || !(opt->lambda > 0))
+    return ndf__argerror(ctx, name, "lambda", "%g must be finite and > 0", opt->lambda);
+  if (thr->dtype != NDF_FLOAT64) return ndf__argerror(ctx, name, "thresholds", "dtype %s; thresholds are float64", dname(thr->dtype));
+  ndf_ecc_options eo;
+  ndf_ecc_options_init(&eo);
+  eo.construction = opt->construction;
+  eo.batch_dims = opt->batch_dims;
+  eo.values = thr;
+  ndf_status s = check_call(ctx, name, in, NULL, &eo, c);
+  if (s != NDF_OK) {
+    /* check_call names the thresholds 'values' */
+    return s;
+  }
+  for (int64_t k = 0; k < c->T; k++)
+    if (!isfinite(value_at(thr, k * thr->strides[0])))
+      return ndf__argerror(ctx, name, "thresholds", "thresholds[%lld] is not finite", (long long)k);
+  if (arr->dtype != NDF_FLOAT64) return ndf__argerror(ctx, name, arg, "dtype %s; must be float64", dname(arr->dtype));
+  if (arr->ndim != c->nb + 1) return ndf__argerror(ctx, name, arg, "rank %d; expected %d", arr->ndim, c->nb + 1);
+  for (int d = 0; d <= c->nb; d++) {
+    int64_t want = d < c->nb ? in->shape[d] : c->T;
+    if (arr->shape[d] != want)
+      return ndf__argerror(ctx, name, arg, "shape[%d]=%lld; expected %lld (batch axes, then %lld thresholds)", d,
+                           (long long)arr->shape[d], (long long)want, (long long)c->T);
+  }
+  if (arr->device != NDF_DEVICE_CPU || (ndf_array_size(arr) > 0 && !arr->data))
+    return ndf__argerror(ctx, name, arg, "must be a CPU array with data");
+  if (gin) {
+    if (gin->dtype != in->dtype) return ndf__argerror(ctx, name, "grad_input", "dtype %s differs from the input's", dname(gin->dtype));
+    if (gin->ndim != in->ndim) return ndf__argerror(ctx, name, "grad_input", "rank differs from the input's");
+    for (int d = 0; d < in->ndim; d++)
+      if (gin->shape[d] != in->shape[d]) return ndf__argerror(ctx, name, "grad_input", "shape[%d] differs from the input's", d);
+    if (gin->device != NDF_DEVICE_CPU || (ndf_array_size(gin) > 0 && !gin->data))
+      return ndf__argerror(ctx, name, "grad_input", "must be a CPU array with data");
+    if (ndf_array_size(gin) > 0 && (!ndf__layout_is_proper(gin) || ndf__arrays_overlap(gin, in) || ndf__arrays_overlap(gin, arr)))
+      return ndf__argerror(ctx, name, "grad_input", "overlaps itself, the input or %s", arg);
+  }
+  if (gthr) {
+    if (gthr->dtype != NDF_FLOAT64 || gthr->ndim != 1 || gthr->shape[0] != c->T || gthr->device != NDF_DEVICE_CPU ||
+        !gthr->data)
+      return ndf__argerror(ctx, name, "grad_thresholds", "must be a CPU float64 array of shape (%lld,)", (long long)c->T);
+  }
+  if (ndf_array_size(arr) > 0 && (!ndf__layout_is_proper(arr) || ndf__arrays_overlap(arr, in)))
+    return ndf__argerror(ctx, name, arg, "overlaps itself or the input");
+  return NDF_OK;
+}
+
+static inline double sigmoid(double z) { return z >= 0 ? 1.0 / (1.0 + exp(-z)) : exp(z) / (1.0 + exp(z)); }
+
+/* mode 0: forward into arr; mode 1: backward from arr (grad_output). */
+static ndf_status soft_run(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in, const ndf_array *thr, ndf_array *arr,
+                           ndf_array *gin, ndf_array *gthr, const ndf_soft_ecc_options *opt, int mode) {
+  const int64_t T = c->T, nimg = c->nimg, npix = c->npix;
+  const int nsp = c->nsp;
+  const int64_t nl = c->sshape[nsp - 1], W = nl + 2, nrows = npix ? npix / nl : 0;
+  const int nlines = nsp == 2 ? 3 : 9;
+  const int nth = npix * nimg < 4096 ? 1 : ndf__cpu_threads(ctx);
+  const int nt = nimg < nth ? (int)(nimg > 0 ? nimg : 1) : nth;
+  const double lam = opt->lambda;
+  const size_t per = (size_t)nlines * W * sizeof(double) + (size_t)npix * (sizeof(double) + 1) +
+                     (size_t)T * 2 * sizeof(double) + 64;
+  void **bufs = ndf__thread_buffers(nt, per);
+  if (!bufs) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
+  double *t = malloc((size_t)(T ? T : 1) * sizeof *t);
+  if (!t) {
+    ndf__thread_buffers_free(bufs, nt);
+    return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
+  }
+  for (int64_t k = 0; k < T; k++) t[k] = value_at(thr, k * thr->strides[0]);
+  const int64_t as = arr->strides[c->nb];
+  for (int i = 0; i < nt; i++) memset((char *)bufs[i] + (size_t)nlines * W * sizeof(double) + (size_t)npix * sizeof(double) + (size_t)T * sizeof(double), 0, (size_t)T * sizeof(double));
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+  for (int64_t img = 0; img < nimg; img++) {
+    char *b = bufs[ndf__thread_id()];
+    double *lines = (double *)b;
+    double *fimg = (double *)(b + (size_t)nlines * W * sizeof(double));
+    double *acc = fimg + npix;                 /* T: forward sums, or g_k */
+    double *gt = acc + T;                      /* T: this thread's grad_thresholds */
+    int8_t *cimg = (int8_t *)(gt + T);
+    if (npix > 0) image_rows(c, in, opt->construction, img, 0, nrows, NULL, NULL, lines, cimg, fimg);
+    const int64_t ao = image_offset(arr, c->nb, img);
+    const double *a = (const double *)arr->data + ao;
+    if (mode == 0) {
+      for (int64_t k = 0; k < T; k++) acc[k] = 0;
+      for (int64_t v = 0; v < npix; v++) {
+        if (!cimg[v]) continue;
+        for (int64_t k = 0; k < T; k++) acc[k] += cimg[v] * sigmoid(lam * (t[k] - fimg[v]));
+      }
+      for (int64_t k = 0; k < T; k++) ((double *)arr->data)[ao + k * as] = acc[k];
+    } else {
+      for (int64_t k = 0; k < T; k++) acc[k] = a[k * as];
+      const int64_t gio = gin ? image_offset(gin, c->nb, img) : 0;
+      for (int64_t v = 0; v < npix; v++) {
+        double gf = 0;
+        if (cimg[v]) {
+          for (int64_t k = 0; k < T; k++) {
+            double s = sigmoid(lam * (t[k] - fimg[v]));
+            double d = lam * s * (1 - s) * cimg[v] * acc[k];
+            gf -= d;
+            gt[k] += d;
+          }
+        }
+        if (gin) { /* spatial C-order index v -> strided offset */
+          int64_t off = gio, q = v;
+          for (int d = nsp - 1; d >= 0; d--) {
+            off += (q % c->sshape[d]) * gin->strides[c->nb + d];
+            q /= c->sshape[d];
+          }
+          if (gin->dtype == NDF_FLOAT32) ((float *)gin->data)[off] = (float)gf;
+          else ((double *)gin->data)[off] = gf;
+        }
+      }
+    }
+  }
+  if (mode == 1 && gthr) {
+    for (int64_t k = 0; k < T; k++) {
+      double sum = 0;
+      for (int i = 0; i < nt; i++)
+        sum += ((double *)((char *)bufs[i] + (size_t)nlines * W * sizeof(double) + (size_t)npix * sizeof(double)))[T + k];
+      ((double *)gthr->data)[k * gthr->strides[0]] = sum;
+    }
+  }
+  free(t);
+  ndf__thread_buffers_free(bufs, nt);
+  return NDF_OK;
+}
+
+ndf_status ndf_soft_ecc_forward(ndf_ctx *ctx, const ndf_array *input, const ndf_array *thresholds, ndf_array *output,
+                                const ndf_soft_ecc_options *opt) {
+  const char *name = "ndf_soft_ecc_forward";
+  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
+  ndf__clear_error(ctx);
+  ecc_call c;
+  ndf_status s = check_soft(ctx, name, input, thresholds, output, "output", NULL, NULL, opt, &c);
+  if (s != NDF_OK) return s;
+  double mn, mx;
+  int ok;
+  if (ndf_array_size(input) > 0 && scan_input(ctx, input, &mn, &mx, &ok) >= 0)
+    return ndf__argerror(ctx, name, "input", "holds NaN; the filtration needs ordered values");
+  return soft_run(ctx, &c, input, thresholds, output, NULL, NULL, opt, 0);
+}
+
+ndf_status ndf_soft_ecc_backward(ndf_ctx *ctx, const ndf_array *input, const ndf_array *thresholds,
+                                 const ndf_array *grad_output, ndf_array *grad_input, ndf_array *grad_thresholds,
+                                 const ndf_soft_ecc_options *opt) {
+  const char *name = "ndf_soft_ecc_backward";
+  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
+  ndf__clear_error(ctx);
+  ecc_call c;
+  ndf_status s = check_soft(ctx, name, input, thresholds, grad_output, "grad_output", grad_input, grad_thresholds, opt, &c);
+  if (s != NDF_OK) return s;
+  double mn, mx;
+  int ok;
+  if (ndf_array_size(input) > 0 && scan_input(ctx, input, &mn, &mx, &ok) >= 0)
+    return ndf__argerror(ctx, name, "input", "holds NaN; the filtration needs ordered values");
+  return soft_run(ctx, &c, input, thresholds, (ndf_array *)grad_output, grad_input, grad_thresholds, opt, 1);
+}
