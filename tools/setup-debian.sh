@@ -5,7 +5,10 @@
 set -euo pipefail
 pkgs=(cmake ninja-build gcc pkg-config zlib1g-dev lua5.4 luajit libcmocka-dev libniftiio-dev libnifti2-dev libznz-dev
       python3 python3-numpy python3-scipy)
-[ "${1:-}" = "--demo" ] && pkgs+=(mricron-data)
+# The demo needs Debian's MRI templates; the tests scikit-image (a third-party
+# reference for the Euler characteristic curves; tests/test_ecc.c skips that
+# cross-check, saying so, where it is missing).
+if [ "${1:-}" = "--demo" ]; then pkgs+=(mricron-data); else pkgs+=(python3-skimage); fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
