@@ -152,13 +152,8 @@ static ndf_status check_io(ndf_ctx *ctx, const char *name, const ndf_array *in, 
                          in->ndim - batch_dims, NDF_MAX_SPATIAL);
   if (in->device != out->device || in->device_id != out->device_id)
     return ndf__argerror(ctx, name, "output", "lives on another device than the input");
-  if (in->device != NDF_DEVICE_CPU && in->device != NDF_DEVICE_CUDA)
-    return ndf__argerror(ctx, name, "input", "unknown device type %d", (int)in->device);
-  if (in->device == NDF_DEVICE_CUDA && !ctx->has_cuda)
-    return ndf__error(ctx, NDF_ENODEV, "%s: the arrays are on a CUDA device but the context has none", name);
-  if (in->device == NDF_DEVICE_CUDA && in->device_id != ctx->opt.device)
-    return ndf__argerror(ctx, name, "input", "on CUDA device %d, the context uses device %d", in->device_id,
-                         ctx->opt.device);
+  ndf_status ds = ndf__check_device(ctx, name, in);
+  if (ds != NDF_OK) return ds;
   if (ndf_array_size(in) > 0 && (!in->data || !out->data))
     return ndf__argerror(ctx, name, !in->data ? "input" : "output", "NULL data");
   if (ndf_array_size(in) > 0) {

@@ -124,12 +124,7 @@ static ndf_status ccl_prepare(bdev *b, const int32_t *taps, int64_t n, bstep *st
 }
 
 static ndf_status launch(bdev *b, CUfunction fn, int64_t blocks, void *params) {
-  int64_t cap = (int64_t)(b->ctx->sm_count > 0 ? b->ctx->sm_count : 132) * 16;
-  if (blocks > cap) blocks = cap;
-  if (blocks < 1) blocks = 1;
-  void *args[] = {params};
-  CUresult r = ndf__cu(NULL)->cuLaunchKernel(fn, (unsigned)blocks, 1, 1, 256, 1, 1, 0, b->ctx->stream, args, NULL);
-  return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(b->ctx, b->name, r);
+  return ndf__launch(b->ctx, b->name, fn, ndf__grid(b->ctx, blocks, 16), 256, 1, 0, params);
 }
 
 static const char *pack_ctype(ndf_dtype t) {

@@ -26,6 +26,19 @@ ndf_status ndf__cuda_error(ndf_ctx *ctx, const char *where, CUresult r) {
                     str ? str : "?");
 }
 
+unsigned ndf__grid(const ndf_ctx *ctx, int64_t blocks, int per_sm) {
+  int64_t cap = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) * per_sm;
+  if (blocks > cap) blocks = cap;
+  return (unsigned)(blocks < 1 ? 1 : blocks);
+}
+
+ndf_status ndf__launch(ndf_ctx *ctx, const char *name, CUfunction fn, unsigned grid, unsigned bx, unsigned by,
+                       unsigned smem, void *params) {
+  void *args[] = {params};
+  CUresult r = ndf__cu(NULL)->cuLaunchKernel(fn, grid, 1, 1, bx, by, 1, smem, ctx->stream, args, NULL);
+  return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, name, r);
+}
+
 ndf_status ndf__ctx_bind(ndf_ctx *ctx) {
   if (!ctx->has_cuda) return ndf__error(ctx, NDF_ENODEV, "ndforge: the context has no CUDA device");
   CUcontext cur = NULL;

@@ -213,10 +213,8 @@ static ndf_status check_call(ndf_ctx *ctx, dist_op op, const char *name, const n
   if (ndf_array_size(in) > 0 && !in->data) return ndf__argerror(ctx, name, "input", "NULL data");
   if (dist && idx && ndf_array_size(in) > 0 && ndf__arrays_overlap(dist, idx))
     return ndf__argerror(ctx, name, "indices", "overlaps distances");
+  if ((s = ndf__check_device(ctx, name, in)) != NDF_OK) return s;
   if (in->device == NDF_DEVICE_CUDA) {
-    if (!ctx->has_cuda) return ndf__error(ctx, NDF_ENODEV, "%s: the arrays are on a CUDA device but the context has none", name);
-    if (in->device_id != ctx->opt.device)
-      return ndf__argerror(ctx, name, "input", "on CUDA device %d, the context uses device %d", in->device_id, ctx->opt.device);
     if (op != OP_EDT)
       return ndf__error(ctx, NDF_ENOTSUP, "%s: CUDA arrays are not supported yet (cdt and bf run on the CPU backend in "
                         "this version)", name);

@@ -34,12 +34,6 @@ static void edt_request(ndf__kernel_req *r, const char *kernel, ndf_dtype tin, n
   ndf__req_set(r, "HAS_IDX", "%d", last ? has_idx : 0);
 }
 
-static unsigned grid_for(const ndf_ctx *ctx, int64_t blocks) {
-  int64_t cap = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) * 32;
-  if (blocks > cap) blocks = cap;
-  return (unsigned)(blocks < 1 ? 1 : blocks);
-}
-
 ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, ndf_array *idx,
                          int nb, const double *sampling) {
   ndf_status s = ndf__ctx_bind(ctx);
@@ -134,10 +128,7 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
       by = (unsigned)(nseg < 1 ? 1 : nseg > 32 ? 32 : nseg);
       per_block = 32;
     }
-    const unsigned grid = grid_for(ctx, (nlines + per_block - 1) / per_block);
-    void *args[] = {pb.b};
-    CUresult r = ndf__cu(NULL)->cuLaunchKernel(fns[d], grid, 1, 1, bx, by, 1, 0, ctx->stream, args, NULL);
-    if (r != CUDA_SUCCESS) s = ndf__cuda_error(ctx, name, r);
+    s = ndf__launch(ctx, name, fns[d], ndf__grid(ctx, (nlines + per_block - 1) / per_block, 32), bx, by, 0, pb.b);
   }
   ndf__scratch_free(ctx, scratch);
   return s;

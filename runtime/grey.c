@@ -389,6 +389,16 @@ int ndf__layout_is_proper(const ndf_array *a) {
   return 1;
 }
 
+ndf_status ndf__check_device(ndf_ctx *ctx, const char *name, const ndf_array *in) {
+  if (in->device != NDF_DEVICE_CPU && in->device != NDF_DEVICE_CUDA)
+    return ndf__argerror(ctx, name, "input", "unknown device type %d", (int)in->device);
+  if (in->device == NDF_DEVICE_CUDA && !ctx->has_cuda)
+    return ndf__error(ctx, NDF_ENODEV, "%s: the arrays are on a CUDA device but the context has none", name);
+  if (in->device == NDF_DEVICE_CUDA && in->device_id != ctx->opt.device)
+    return ndf__argerror(ctx, name, "input", "on CUDA device %d, the context uses device %d", in->device_id, ctx->opt.device);
+  return NDF_OK;
+}
+
 ndf_status ndf__check_filter_arrays(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *out) {
   if (!in) return ndf__argerror(ctx, name, "input", "NULL");
   if (!out) return ndf__argerror(ctx, name, "output", "NULL");
@@ -410,12 +420,8 @@ ndf_status ndf__check_filter_arrays(ndf_ctx *ctx, const char *name, const ndf_ar
   }
   if (in->device != out->device || in->device_id != out->device_id)
     return ndf__argerror(ctx, name, "output", "lives on another device than the input");
-  if (in->device != NDF_DEVICE_CPU && in->device != NDF_DEVICE_CUDA)
-    return ndf__argerror(ctx, name, "input", "unknown device type %d", (int)in->device);
-  if (in->device == NDF_DEVICE_CUDA && !ctx->has_cuda)
-    return ndf__error(ctx, NDF_ENODEV, "%s: the arrays are on a CUDA device but the context has none", name);
-  if (in->device == NDF_DEVICE_CUDA && in->device_id != ctx->opt.device)
-    return ndf__argerror(ctx, name, "input", "on CUDA device %d, the context uses device %d", in->device_id, ctx->opt.device);
+  ndf_status s = ndf__check_device(ctx, name, in);
+  if (s != NDF_OK) return s;
   if (ndf_array_size(in) == 0) return NDF_OK;
   if (!in->data) return ndf__argerror(ctx, name, "input", "NULL data");
   if (!out->data) return ndf__argerror(ctx, name, "output", "NULL data");

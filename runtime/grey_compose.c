@@ -117,11 +117,7 @@ static ndf_status combine_cuda(ndf_ctx *ctx, const char *name, ndf__combine_kind
     p.sc[d] = c ? c->strides[d] : a->strides[d];
     p.so[d] = out->strides[d];
   }
-  int64_t blocks = (p.n + 255) / 256, cap = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) * 32;
-  void *args[] = {&p};
-  CUresult r = ndf__cu(NULL)->cuLaunchKernel(fn, (unsigned)(blocks < cap ? blocks : cap), 1, 1, 256, 1, 1, 0,
-                                             ctx->stream, args, NULL);
-  return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, name, r);
+  return ndf__launch(ctx, name, fn, ndf__grid(ctx, (p.n + 255) / 256, 32), 256, 1, 0, &p);
 }
 
 ndf_status ndf__combine(ndf_ctx *ctx, const char *name, ndf__combine_kind kind, const ndf_array *a,

@@ -136,19 +136,6 @@ typedef struct {
   int64_t bshape[NDF_MAX_NDIM], bistr[NDF_MAX_NDIM], bostr[NDF_MAX_NDIM];
 } outer_axes;
 
-static ndf_status launch(ndf_ctx *ctx, const char *name, CUfunction fn, unsigned grid, unsigned bx, unsigned by,
-                         void *params) {
-  void *args[] = {params};
-  CUresult r = ndf__cu(NULL)->cuLaunchKernel(fn, grid, 1, 1, bx, by, 1, 0, ctx->stream, args, NULL);
-  return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, name, r);
-}
-
-static unsigned grid_for(ndf_ctx *ctx, int64_t blocks) {
-  int64_t cap = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) * 32;
-  if (blocks > cap) blocks = cap;
-  return (unsigned)(blocks < 1 ? 1 : blocks);
-}
-
 /* Parameter block of grey_taps for NDIM = nsp (laid out as the template's struct). */
 static ndf_status run_taps(ndf_ctx *ctx, const char *name, ndf_dtype dtype, const void *in, const int64_t *istr,
                            void *out, const int64_t *ostr, const int64_t *shape, int ndim, const ndf__grey_geom *g,
@@ -216,7 +203,7 @@ static ndf_status run_taps(ndf_ctx *ctx, const char *name, ndf_dtype dtype, cons
   for (int d = 0; d < nsp; d++) NDF__PUT(&pb, rlo[d]);
   for (int d = 0; d < nsp; d++) NDF__PUT(&pb, rhi[d]);
   NDF__PUT(&pb, g->cval);
-  return launch(ctx, name, fn, grid_for(ctx, nrows * nchunks), bx, 1, pb.b);
+  return ndf__launch(ctx, name, fn, ndf__grid(ctx, nrows * nchunks, 32), bx, 1, 0, pb.b);
 }
 
 /* 1 if every offset inside one (Y, X) plane fits the box kernel's int offsets. */
@@ -279,11 +266,8 @@ static ndf_status run_line(ndf_ctx *ctx, const char *name, ndf_dtype dtype, cons
   NDF__PUT(&pb, seg);
   NDF__PUT(&pb, g->cval);
   const unsigned smem = (unsigned)(16 * cols + (size_t)(seg + K - 1) * (size_t)(cols + 1) * es);
-  void *args[] = {pb.b};
   int64_t tiles = (nlines + cols - 1) / cols * nseg;
-  CUresult r = ndf__cu(NULL)->cuLaunchKernel(fn, grid_for(ctx, tiles), 1, 1, (unsigned)cols, 1, 1, smem, ctx->stream,
-                                             args, NULL);
-  return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, name, r);
+  return ndf__launch(ctx, name, fn, ndf__grid(ctx, tiles, 32), (unsigned)cols, 1, smem, pb.b);
 }
 
 static ndf_status run_box(ndf_ctx *ctx, const char *name, ndf_dtype dtype, const void *in, const int64_t *istr,
@@ -330,7 +314,7 @@ static ndf_status run_box(ndf_ctx *ctx, const char *name, ndf_dtype dtype, const
   NDF__PUT(&pb, ntz);
   NDF__PUT(&pb, nouter);
   NDF__PUT(&pb, g->cval);
-  return launch(ctx, name, fn, grid_for(ctx, ntx * nty * ntz * nouter), 32, BOX_TY, pb.b);
+  return ndf__launch(ctx, name, fn, ndf__grid(ctx, ntx * nty * ntz * nouter, 32), 32, BOX_TY, 0, pb.b);
 }
 
 ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,

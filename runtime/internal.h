@@ -60,6 +60,13 @@ struct ndf_ctx {
 ndf_status ndf__ctx_bind(ndf_ctx *ctx);
 /* Reports a CUresult as NDF_ECUDA with the driver's name for it. */
 ndf_status ndf__cuda_error(ndf_ctx *ctx, const char *where, CUresult r);
+/* Blocks for a grid-stride kernel: `blocks`, capped at per_sm blocks per SM
+ * of the context's device (at least 1). */
+unsigned ndf__grid(const ndf_ctx *ctx, int64_t blocks, int per_sm);
+/* Launches fn on the context's stream with one parameter block (a kernel
+ * taking its parameters as one struct); a failure is reported under name. */
+ndf_status ndf__launch(ndf_ctx *ctx, const char *name, CUfunction fn, unsigned grid, unsigned bx, unsigned by,
+                       unsigned smem, void *params);
 
 /* ---- pool.c: stream-ordered scratch and cached device tables ---------------------- */
 ndf_status ndf__scratch_alloc(ndf_ctx *ctx, size_t bytes, CUdeviceptr *out);
@@ -179,6 +186,8 @@ ndf_status ndf__grey_prepare(ndf_ctx *ctx, const char *name, ndf__minmax op, ndf
                              int ndim, const int64_t *shape, const ndf_grey_options *opt,
                              ndf__grey_geom *g);
 
+/* The input's device: a known type, and on CUDA the context's device (ENODEV without one). */
+ndf_status ndf__check_device(ndf_ctx *ctx, const char *name, const ndf_array *in);
 /* Input/output checks of a filter whose output dtype is the input's (grey.c). */
 ndf_status ndf__check_filter_arrays(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *out);
 /* Argument checks shared by every grey op (messages carry name). */

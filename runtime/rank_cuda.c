@@ -268,11 +268,7 @@ static ndf_status run_hist(ndf_ctx *ctx, const char *name, const ndf_array *in, 
   NDF__PUT(&pb, nxb);
   NDF__PUT(&pb, nouter);
   NDF__PUT(&pb, g->cval);
-  int64_t blocks = nxb * nstrips * nouter, cap = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) * 32;
-  void *args[] = {pb.b};
-  CUresult r = ndf__cu(NULL)->cuLaunchKernel(fn, (unsigned)(blocks < cap ? blocks : cap), 1, 1, HIST_BX, 1, 1, 0,
-                                             ctx->stream, args, NULL);
-  return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, name, r);
+  return ndf__launch(ctx, name, fn, ndf__grid(ctx, nxb * nstrips * nouter, 32), HIST_BX, 1, 0, pb.b);
 }
 
 ndf_status ndf__rank_cuda_request(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndim, const int64_t *shape,
@@ -341,10 +337,6 @@ ndf_status ndf__rank_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
   NDF__PUT(&pb, rg.xlo);
   NDF__PUT(&pb, g->cval);
 
-  int64_t blocks = ntx * nty * nouter, cap = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) * 32;
-  unsigned grid = (unsigned)(blocks < cap ? blocks : cap);
-  void *args[] = {pb.b};
-  CUresult r = cu->cuLaunchKernel(fn, grid, 1, 1, RANK_TX, (unsigned)rg.ty, 1, (unsigned)rg.smem, ctx->stream, args,
-                                  NULL);
-  return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, name, r);
+  return ndf__launch(ctx, name, fn, ndf__grid(ctx, ntx * nty * nouter, 32), RANK_TX, (unsigned)rg.ty,
+                     (unsigned)rg.smem, pb.b);
 }
