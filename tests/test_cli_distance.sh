@@ -9,23 +9,8 @@
 # one "ndforge: ..." line and write no output.  Exits 77 (skipped) without a
 # python3 that has numpy and scipy.
 set -u
-cli=${1:?usage: test_cli_distance.sh path/to/ndforge SCRATCH_DIR}
-scratch=${2:?usage: test_cli_distance.sh path/to/ndforge SCRATCH_DIR}
-case $cli in /*) ;; *) cli=$PWD/$cli ;; esac
-py=
-for cand in /usr/bin/python3 python3; do
-  if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import numpy, scipy.ndimage' 2>/dev/null; then
-    py=$cand
-    break
-  fi
-done
-[ -n "$py" ] || { echo "SKIP: no python3 with numpy and scipy"; exit 77; }
-rm -rf "$scratch"
-mkdir -p "$scratch" && cd "$scratch" || exit 1
-export NDF_CACHE_DISABLE=1
-npass=0
-nfail=0
-fail() { nfail=$((nfail + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/cli_common.sh"
+cli_setup distance "numpy, scipy.ndimage" "$@"
 
 cat > helper.py <<'PY'
 import gzip, struct, sys, warnings
@@ -149,5 +134,4 @@ bad "edt int32 distances" "distances" distance_transform_edt --output-dtype int3
 bad "indices file type" "indices" distance_transform_edt --indices idx.txt blob2.npy out_bad.npy
 bad "cdt structure rank" "metric_structure" distance_transform_cdt --structure blob3.npy blob2.npy out_bad.npy
 
-echo "distance CLI: $npass passed, $nfail failed"
-[ $nfail -eq 0 ]
+cli_summary

@@ -11,23 +11,8 @@
 # runs 1, with one "ndforge: ..." line and no output.  Exits 77 (skipped)
 # without a python3 that has numpy.
 set -u
-cli=${1:?usage: test_cli_ecc.sh path/to/ndforge SCRATCH_DIR}
-scratch=${2:?usage: test_cli_ecc.sh path/to/ndforge SCRATCH_DIR}
-case $cli in /*) ;; *) cli=$PWD/$cli ;; esac
-py=
-for cand in /usr/bin/python3 python3; do
-  if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import numpy' 2>/dev/null; then
-    py=$cand
-    break
-  fi
-done
-[ -n "$py" ] || { echo "SKIP: no python3 with numpy"; exit 77; }
-rm -rf "$scratch"
-mkdir -p "$scratch" && cd "$scratch" || exit 1
-export NDF_CACHE_DISABLE=1
-npass=0
-nfail=0
-fail() { nfail=$((nfail + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/cli_common.sh"
+cli_setup ecc "numpy" "$@"
 
 cat > helper.py <<'PY'
 import itertools, sys
@@ -151,5 +136,4 @@ bad "missing output" 2 "OUT.npy" f2.npy
 bad "--device cuda (no GPU: no context; with one: CPU backend only)" 1 "" f2.npy out_bad.npy --device cuda
 if "$cli" ecc --help | grep -q -- "--construction"; then npass=$((npass + 1)); else fail "ecc --help"; fi
 
-echo "ecc CLI: $npass passed, $nfail failed"
-[ $nfail -eq 0 ]
+cli_summary

@@ -11,23 +11,8 @@
 # "ndforge: ..." line and no output file.  Exits 77 (skipped) without a python3
 # that has numpy.
 set -u
-cli=${1:?usage: test_cli_sinkhorn.sh path/to/ndforge SCRATCH_DIR}
-scratch=${2:?usage: test_cli_sinkhorn.sh path/to/ndforge SCRATCH_DIR}
-case $cli in /*) ;; *) cli=$PWD/$cli ;; esac
-py=
-for cand in /usr/bin/python3 python3; do
-  if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import numpy' 2>/dev/null; then
-    py=$cand
-    break
-  fi
-done
-[ -n "$py" ] || { echo "SKIP: no python3 with numpy"; exit 77; }
-rm -rf "$scratch"
-mkdir -p "$scratch" && cd "$scratch" || exit 1
-export NDF_CACHE_DISABLE=1
-npass=0
-nfail=0
-fail() { nfail=$((nfail + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/cli_common.sh"
+cli_setup sinkhorn "numpy" "$@"
 
 cat > oracle.py <<'PY'
 import sys
@@ -159,5 +144,4 @@ bad "cuda" 1 "runs on the CPU backend in this version" A1.npy B1.npy out_bad.npy
 bad "scaling underflow" 1 "log domain" A5.npy B5.npy out_bad.npy --epsilon 0.001 --max-iter 10 --cost Cbig.npy
 bad "negative histogram" 1 "neg.npy" neg.npy neg.npy out_bad.npy --epsilon 1 --max-iter 10 --grid 6,5
 
-echo "sinkhorn CLI: $npass passed, $nfail failed"
-[ $nfail -eq 0 ]
+cli_summary
