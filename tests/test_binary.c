@@ -121,14 +121,8 @@ typedef struct bin_case {
   char structure[64], structure2[64], mask[64], input[64], expected[64];
 } bin_case;
 
-typedef struct bin_state {
-  ndf_ctx *ctx;
-  uint64_t seed;
-  char dir[512];
-  int keep_dir;
-  int ncases;
-  bin_case *cases;
-} bin_state;
+typedef tu_oracle_group bin_state; /* cases: bin_case records */
+static bin_case *cases_of(const bin_state *s) { return s->cases; }
 
 static int parse_list(const char *v, int64_t *out, int max) {
   int n = 0;
@@ -191,38 +185,21 @@ static int parse_case(const char *line, bin_case *c) {
 
 static int parse_line(const char *line, void *c) { return parse_case(line, c); }
 
-static int load_manifest(bin_state *s) {
-  void *cases = NULL;
-  if (tu_read_manifest(s->dir, sizeof(bin_case), parse_line, &cases, &s->ncases) != 0) return -1;
-  s->cases = cases;
+static int summary(const bin_state *s) {
   int per[B_NKINDS] = {0}, cycles = 0;
   for (int i = 0; i < s->ncases; i++) {
-    per[s->cases[i].kind]++;
-    cycles += s->cases[i].expect_cycle;
+    per[cases_of(s)[i].kind]++;
+    cycles += cases_of(s)[i].expect_cycle;
   }
   printf("%d scipy cases (%d expect a cycle):", s->ncases, cycles);
   for (int k = 0; k < B_NKINDS; k++) printf(" %s %d%s", kind_short[k], per[k], k + 1 < B_NKINDS ? "," : "\n");
-  return s->ncases > 0 ? 0 : -1;
+  return 0;
 }
 
 static int group_setup(void **state) {
-  bin_state *s = calloc(1, sizeof *s);
-  if (tu_oracle_prepare(&s->ctx, &s->seed, s->dir, sizeof s->dir, "ndf-test-binary", 600, NDF_TEST_PYTHON, NDF_TEST_ORACLE) != 0)
-    return -1;
-  if (load_manifest(s) != 0) return -1;
-  *state = s;
-  return 0;
+  return tu_oracle_group_setup(state, "ndf-test-binary", 600, NDF_TEST_PYTHON, NDF_TEST_ORACLE, sizeof(bin_case), parse_line, summary);
 }
-
-static int group_teardown(void **state) {
-  bin_state *s = *state;
-  if (!s) return 0;
-  tu_oracle_cleanup(s->dir, s->keep_dir, s->seed);
-  free(s->cases);
-  ndf_ctx_destroy(s->ctx);
-  free(s);
-  return 0;
-}
+#define group_teardown tu_oracle_group_teardown
 
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                   */
@@ -519,9 +496,9 @@ static void run_all(void **state, int vi) {
   tu_rng_seed(&rng, s->seed * 37u + (uint64_t)vi);
   int failed = 0, failed_kind[B_NKINDS] = {0};
   for (int i = 0; i < s->ncases; i++) {
-    if (run_case(s, &s->cases[i], v, &rng, failed < 12) != 0) {
+    if (run_case(s, &cases_of(s)[i], v, &rng, failed < 12) != 0) {
       failed++;
-      failed_kind[s->cases[i].kind]++;
+      failed_kind[cases_of(s)[i].kind]++;
     }
   }
   if (failed) {

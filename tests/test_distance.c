@@ -63,14 +63,8 @@ typedef struct dcase {
   char structure[64], input[64], dist[64], idx[64];
 } dcase;
 
-typedef struct dstate {
-  ndf_ctx *ctx;
-  uint64_t seed;
-  char dir[512];
-  int keep_dir;
-  int ncases;
-  dcase *cases;
-} dstate;
+typedef tu_oracle_group dstate; /* cases: dcase records */
+static dcase *cases_of(const dstate *s) { return s->cases; }
 
 static int parse_case(const char *line, void *vc) {
   dcase *c = vc;
@@ -115,35 +109,23 @@ static int parse_case(const char *line, void *vc) {
   return c->input[0] && c->dist[0] && c->idx[0] ? 0 : -1;
 }
 
-static int group_setup(void **state) {
-  dstate *s = calloc(1, sizeof *s);
-  if (tu_oracle_prepare(&s->ctx, &s->seed, s->dir, sizeof s->dir, "ndf-test-distance", 300, NDF_TEST_PYTHON,
-                        NDF_TEST_ORACLE) != 0)
-    return -1;
-  void *cases = NULL;
-  if (tu_read_manifest(s->dir, sizeof(dcase), parse_case, &cases, &s->ncases) != 0 || s->ncases == 0) return -1;
-  s->cases = cases;
+static int summary(const dstate *s) {
   int n[3] = {0, 0, 0}, batched = 0, samp = 0;
   for (int i = 0; i < s->ncases; i++) {
-    n[s->cases[i].op]++;
-    batched += s->cases[i].batch > 0;
-    samp += s->cases[i].nsampling > 0;
+    n[cases_of(s)[i].op]++;
+    batched += cases_of(s)[i].batch > 0;
+    samp += cases_of(s)[i].nsampling > 0;
   }
   printf("%d scipy cases: %d edt, %d cdt, %d bf; %d batched, %d with sampling\n", s->ncases, n[0], n[1], n[2], batched,
          samp);
-  *state = s;
   return 0;
 }
 
-static int group_teardown(void **state) {
-  dstate *s = *state;
-  if (!s) return 0;
-  tu_oracle_cleanup(s->dir, s->keep_dir, s->seed);
-  free(s->cases);
-  ndf_ctx_destroy(s->ctx);
-  free(s);
-  return 0;
+static int group_setup(void **state) {
+  return tu_oracle_group_setup(state, "ndf-test-distance", 300, NDF_TEST_PYTHON, NDF_TEST_ORACLE, sizeof(dcase),
+                               parse_case, summary);
 }
+#define group_teardown tu_oracle_group_teardown
 
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                   */
@@ -285,7 +267,7 @@ static void run_all(void **state, int vi) {
   tu_rng_seed(&rng, s->seed * 37u + (uint64_t)vi);
   int failed = 0;
   for (int i = 0; i < s->ncases; i++)
-    if (run_case(s, &s->cases[i], &VARIANTS[vi], &rng, failed < 10) != 0) failed++;
+    if (run_case(s, &cases_of(s)[i], &VARIANTS[vi], &rng, failed < 10) != 0) failed++;
   if (failed) {
     s->keep_dir = 1;
     printf("%d of %d scipy cases failed (%s); seed %llu, cases in %s\n", failed, s->ncases, VARIANTS[vi].name,

@@ -64,14 +64,8 @@ typedef struct grey_case {
   char footprint[64], structure[64], input[64], expected[64];
 } grey_case;
 
-typedef struct grey_state {
-  ndf_ctx *ctx;
-  uint64_t seed;
-  char dir[512];
-  int keep_dir;
-  int ncases;
-  grey_case *cases;
-} grey_state;
+typedef tu_oracle_group grey_state; /* cases: grey_case records */
+static grey_case *cases_of(const grey_state *s) { return s->cases; }
 
 static int parse_list(const char *v, int64_t *out, int max) {
   int n = 0;
@@ -123,35 +117,18 @@ static int parse_case(const char *line, grey_case *c) {
 
 static int parse_line(const char *line, void *c) { return parse_case(line, c); }
 
-static int load_manifest(grey_state *s) {
-  void *cases = NULL;
-  if (tu_read_manifest(s->dir, sizeof(grey_case), parse_line, &cases, &s->ncases) != 0) return -1;
-  s->cases = cases;
+static int summary(const grey_state *s) {
   int per_op[TU_OP_COUNT] = {0};
-  for (int i = 0; i < s->ncases; i++) per_op[s->cases[i].op]++;
+  for (int i = 0; i < s->ncases; i++) per_op[cases_of(s)[i].op]++;
   printf("%d scipy cases:", s->ncases);
   for (int k = 0; k < TU_OP_COUNT; k++) printf(" %s %d%s", tu_op_name(k), per_op[k], k + 1 < TU_OP_COUNT ? "," : "\n");
-  return s->ncases > 0 ? 0 : -1;
+  return 0;
 }
 
 static int group_setup(void **state) {
-  grey_state *s = calloc(1, sizeof *s);
-  if (tu_oracle_prepare(&s->ctx, &s->seed, s->dir, sizeof s->dir, "ndf-test-grey", 1000, NDF_TEST_PYTHON, NDF_TEST_ORACLE) != 0)
-    return -1;
-  if (load_manifest(s) != 0) return -1;
-  *state = s;
-  return 0;
+  return tu_oracle_group_setup(state, "ndf-test-grey", 1000, NDF_TEST_PYTHON, NDF_TEST_ORACLE, sizeof(grey_case), parse_line, summary);
 }
-
-static int group_teardown(void **state) {
-  grey_state *s = *state;
-  if (!s) return 0;
-  tu_oracle_cleanup(s->dir, s->keep_dir, s->seed);
-  free(s->cases);
-  ndf_ctx_destroy(s->ctx);
-  free(s);
-  return 0;
-}
+#define group_teardown tu_oracle_group_teardown
 
 /* ------------------------------------------------------------------------ */
 /* Running one case                                                          */
@@ -307,9 +284,9 @@ static void run_all_algos(void **state, int inv, int outv, int all_algos) {
   for (int a = 0; a < (all_algos ? NDF_GREY_ALGORITHM_COUNT : 1); a++)
     for (int i = 0; i < s->ncases; i++) {
       int skipped = 0;
-      if (run_case(s, &s->cases[i], inv, outv, &rng, failed < 12, (ndf_grey_algorithm)a, &skipped) != 0) {
+      if (run_case(s, &cases_of(s)[i], inv, outv, &rng, failed < 12, (ndf_grey_algorithm)a, &skipped) != 0) {
         failed++;
-        failed_op[s->cases[i].op]++;
+        failed_op[cases_of(s)[i].op]++;
       }
       ran[a] += !skipped;
     }

@@ -70,14 +70,8 @@ typedef struct lab_case {
   char structure[64], input[64], expected[64];
 } lab_case;
 
-typedef struct lab_state {
-  ndf_ctx *ctx;
-  uint64_t seed;
-  char dir[512];
-  int keep_dir;
-  int ncases;
-  lab_case *cases;
-} lab_state;
+typedef tu_oracle_group lab_state; /* cases: lab_case records */
+static lab_case *cases_of(const lab_state *s) { return s->cases; }
 
 /* "3,5,0" into out; "" is an empty list.  Returns the count or -1. */
 static int parse_list(const char *v, int64_t *out, int max) {
@@ -133,42 +127,25 @@ static int parse_case(const char *line, lab_case *c) {
 
 static int parse_line(const char *line, void *c) { return parse_case(line, c); }
 
-static int load_manifest(lab_state *s) {
-  void *cases = NULL;
-  if (tu_read_manifest(s->dir, sizeof(lab_case), parse_line, &cases, &s->ncases) != 0) return -1;
-  s->cases = cases;
+static int summary(const lab_state *s) {
   int batched = 0, nofit = 0, nost = 0;
   int64_t most = 0;
   for (int i = 0; i < s->ncases; i++) {
-    batched += s->cases[i].batch > 0;
-    nofit += !s->cases[i].out_fits;
-    nost += !s->cases[i].structure[0];
-    if (s->cases[i].maxcount > most) most = s->cases[i].maxcount;
+    batched += cases_of(s)[i].batch > 0;
+    nofit += !cases_of(s)[i].out_fits;
+    nost += !cases_of(s)[i].structure[0];
+    if (cases_of(s)[i].maxcount > most) most = cases_of(s)[i].maxcount;
   }
   printf("%d scipy cases: %d batched, %d with the default structure, %d where the second output dtype is too "
          "small, at most %lld features in one image\n",
          s->ncases, batched, nost, nofit, (long long)most);
-  return s->ncases > 0 ? 0 : -1;
+  return 0;
 }
 
 static int group_setup(void **state) {
-  lab_state *s = calloc(1, sizeof *s);
-  if (tu_oracle_prepare(&s->ctx, &s->seed, s->dir, sizeof s->dir, "ndf-test-label", 600, NDF_TEST_PYTHON, NDF_TEST_ORACLE) != 0)
-    return -1;
-  if (load_manifest(s) != 0) return -1;
-  *state = s;
-  return 0;
+  return tu_oracle_group_setup(state, "ndf-test-label", 600, NDF_TEST_PYTHON, NDF_TEST_ORACLE, sizeof(lab_case), parse_line, summary);
 }
-
-static int group_teardown(void **state) {
-  lab_state *s = *state;
-  if (!s) return 0;
-  tu_oracle_cleanup(s->dir, s->keep_dir, s->seed);
-  free(s->cases);
-  ndf_ctx_destroy(s->ctx);
-  free(s);
-  return 0;
-}
+#define group_teardown tu_oracle_group_teardown
 
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                   */
@@ -389,10 +366,10 @@ static void run_all(void **state, int vi) {
   tu_rng_seed(&rng, s->seed * 41u + (uint64_t)vi);
   int failed = 0, failed_batched = 0, failed_nofit = 0;
   for (int i = 0; i < s->ncases; i++) {
-    if (run_case(s, &s->cases[i], v, &rng, failed < 12) != 0) {
+    if (run_case(s, &cases_of(s)[i], v, &rng, failed < 12) != 0) {
       failed++;
-      failed_batched += s->cases[i].batch > 0;
-      failed_nofit += v->odt == ODT_CASE && !s->cases[i].out_fits;
+      failed_batched += cases_of(s)[i].batch > 0;
+      failed_nofit += v->odt == ODT_CASE && !cases_of(s)[i].out_fits;
     }
   }
   if (failed) {

@@ -208,14 +208,8 @@ typedef struct rank_case {
   char footprint[64], input[64], expected[64];
 } rank_case;
 
-typedef struct rank_state {
-  ndf_ctx *ctx;
-  uint64_t seed;
-  char dir[512];
-  int keep_dir;
-  int ncases;
-  rank_case *cases;
-} rank_state;
+typedef tu_oracle_group rank_state; /* cases: rank_case records */
+static rank_case *cases_of(const rank_state *s) { return s->cases; }
 
 static int parse_list(const char *v, int64_t *out, int max) {
   int n = 0;
@@ -271,38 +265,21 @@ static int parse_case(const char *line, rank_case *c) {
 
 static int parse_line(const char *line, void *c) { return parse_case(line, c); }
 
-static int load_manifest(rank_state *s) {
-  void *cases = NULL;
-  if (tu_read_manifest(s->dir, sizeof(rank_case), parse_line, &cases, &s->ncases) != 0) return -1;
-  s->cases = cases;
+static int summary(const rank_state *s) {
   int per[R_NOPS] = {0}, errors = 0;
   for (int i = 0; i < s->ncases; i++) {
-    per[s->cases[i].op]++;
-    errors += s->cases[i].expect_error;
+    per[cases_of(s)[i].op]++;
+    errors += cases_of(s)[i].expect_error;
   }
   printf("%d scipy cases (%d rejected by scipy):", s->ncases, errors);
   for (int k = 0; k < R_NOPS; k++) printf(" %s %d%s", op_short[k], per[k], k + 1 < R_NOPS ? "," : "\n");
-  return s->ncases > 0 ? 0 : -1;
+  return 0;
 }
 
 static int group_setup(void **state) {
-  rank_state *s = calloc(1, sizeof *s);
-  if (tu_oracle_prepare(&s->ctx, &s->seed, s->dir, sizeof s->dir, "ndf-test-rank", 1500, NDF_TEST_PYTHON, NDF_TEST_ORACLE) != 0)
-    return -1;
-  if (load_manifest(s) != 0) return -1;
-  *state = s;
-  return 0;
+  return tu_oracle_group_setup(state, "ndf-test-rank", 1500, NDF_TEST_PYTHON, NDF_TEST_ORACLE, sizeof(rank_case), parse_line, summary);
 }
-
-static int group_teardown(void **state) {
-  rank_state *s = *state;
-  if (!s) return 0;
-  tu_oracle_cleanup(s->dir, s->keep_dir, s->seed);
-  free(s->cases);
-  ndf_ctx_destroy(s->ctx);
-  free(s);
-  return 0;
-}
+#define group_teardown tu_oracle_group_teardown
 
 /* ------------------------------------------------------------------------ */
 /* Running one oracle case                                                   */
@@ -484,9 +461,9 @@ static void run_all(void **state, int vi) {
   tu_rng_seed(&rng, s->seed * 41u + (uint64_t)vi);
   int failed = 0, failed_op[R_NOPS] = {0};
   for (int i = 0; i < s->ncases; i++) {
-    if (run_case(s, &s->cases[i], v, &rng, failed < 12, vi == 0) != 0) {
+    if (run_case(s, &cases_of(s)[i], v, &rng, failed < 12, vi == 0) != 0) {
       failed++;
-      failed_op[s->cases[i].op]++;
+      failed_op[cases_of(s)[i].op]++;
     }
   }
   if (failed) {

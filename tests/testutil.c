@@ -820,3 +820,25 @@ double tu_now_ms(void) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
+
+int tu_oracle_group_setup(void **state, const char *tag, long default_cases, const char *python, const char *oracle,
+                          size_t case_size, int (*parse)(const char *line, void *c),
+                          int (*summary)(const tu_oracle_group *g)) {
+  tu_oracle_group *g = calloc(1, sizeof *g);
+  if (!g) return -1;
+  if (tu_oracle_prepare(&g->ctx, &g->seed, g->dir, sizeof g->dir, tag, default_cases, python, oracle) != 0) return -1;
+  if (tu_read_manifest(g->dir, case_size, parse, &g->cases, &g->ncases) != 0 || g->ncases == 0) return -1;
+  if (summary && summary(g) != 0) return -1;
+  *state = g;
+  return 0;
+}
+
+int tu_oracle_group_teardown(void **state) {
+  tu_oracle_group *g = *state;
+  if (!g) return 0;
+  tu_oracle_cleanup(g->dir, g->keep_dir, g->seed);
+  free(g->cases);
+  ndf_ctx_destroy(g->ctx);
+  free(g);
+  return 0;
+}

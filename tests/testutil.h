@@ -42,6 +42,26 @@ int tu_read_manifest(const char *dir, size_t case_size, int (*parse)(const char 
                      int *ncases);
 /* The end of the group: removes dir, or keeps it (keep: a case failed) and says where. */
 void tu_oracle_cleanup(const char *dir, int keep, uint64_t seed);
+/* The state of a scipy-oracle test group: the context, seed and dir of
+ * tu_oracle_prepare, and the manifest's cases (ncases records of the test's
+ * case type; keep_dir: set when a case failed, to keep the files). */
+typedef struct tu_oracle_group {
+  ndf_ctx *ctx;
+  uint64_t seed;
+  char dir[512];
+  int keep_dir;
+  int ncases;
+  void *cases;
+} tu_oracle_group;
+/* cmocka group set-up: tu_oracle_prepare (tag, default_cases, python,
+ * oracle), then the manifest read with parse into case_size records (at least
+ * one), then summary (may be NULL: prints what the cases hold; non-zero fails
+ * the set-up).  *state receives the tu_oracle_group. */
+int tu_oracle_group_setup(void **state, const char *tag, long default_cases, const char *python, const char *oracle,
+                          size_t case_size, int (*parse)(const char *line, void *c),
+                          int (*summary)(const tu_oracle_group *g));
+/* cmocka group teardown: tu_oracle_cleanup, then frees the cases, the context and the state. */
+int tu_oracle_group_teardown(void **state);
 uint64_t tu_rng_u64(tu_rng *r);
 /* Uniform integer in [lo, hi] (inclusive). */
 int64_t tu_rng_int(tu_rng *r, int64_t lo, int64_t hi);
