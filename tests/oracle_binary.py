@@ -47,12 +47,13 @@ terminates.  The coordinate-list path is never called.
 
 Usage: oracle_binary.py --seed S --out DIR [--cases N]
 """
-import argparse
 import os
 import signal
 import sys
 
 import numpy as np
+
+import oracle_common
 import scipy
 import scipy.ndimage as ndi
 
@@ -112,14 +113,7 @@ def draw_spatial(rng, nsp):
 
 
 def blobs(rng, shape, nbatch):
-    """Thresholded smoothed noise: connected blobs with holes and bays."""
-    g = rng.standard_normal(shape)
-    sig = float(rng.uniform(0.6, 2.5))
-    sigma = [0.0] * nbatch + [sig] * (len(shape) - nbatch)
-    g = ndi.gaussian_filter(g, sigma, mode="wrap")
-    q = float(rng.uniform(0.25, 0.8))
-    thr = np.quantile(g, q) if g.size else 0.0
-    return g > thr
+    return oracle_common.blobs(rng, shape, nbatch, (0.6, 2.5), (0.25, 0.8))
 
 
 def draw_foreground(rng, shape, nbatch):
@@ -449,18 +443,8 @@ def draw_case(rng, stats):
     return case, data, out
 
 
-def fmt_list(v):
-    return ",".join(str(int(x)) for x in v)
-
-
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seed", type=int, required=True)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--cases", type=int, default=600)
-    args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    rng = np.random.default_rng(args.seed)
+    args, rng = oracle_common.start(__doc__, 600)
     stats = {"gave_up": 0, "rejected": 0, "cycles": 0, "off_centre": 0}
     lines = []
 
@@ -479,7 +463,7 @@ def main():
         case, data, out = got
         i = len(lines)
         op = case["op"]
-        fields = [f"id={i}", f"op={op}", f"dtype={case['dtype']}", f"shape={fmt_list(case['shape'])}",
+        fields = [f"id={i}", f"op={op}", f"dtype={case['dtype']}", f"shape={oracle_common.fmt_list(case['shape'])}",
                   f"batch={case['batch']}"]
         if op in ("erosion", "dilation", "opening", "closing"):
             fields += [f"iterations={case['iterations']}", f"brute_force={case['brute_force']}"]
@@ -488,14 +472,14 @@ def main():
         if case["st_disk"] is not None:
             fields.append("structure=" + save(f"c{i}_st.npy", case["st_disk"]))
         if case["origin_field"] is not None:
-            fields.append(f"origin={fmt_list(case['origin_field'])}")
+            fields.append(f"origin={oracle_common.fmt_list(case['origin_field'])}")
         if case["mask_disk"] is not None:
             fields.append("mask=" + save(f"c{i}_mask.npy", case["mask_disk"]))
         if op == "hit_or_miss":
             if case["st2_disk"] is not None:
                 fields.append("structure2=" + save(f"c{i}_st2.npy", case["st2_disk"]))
             if case["origin2_field"] is not None:
-                fields.append(f"origin2={fmt_list(case['origin2_field'])}")
+                fields.append(f"origin2={oracle_common.fmt_list(case['origin2_field'])}")
         fields.append("input=" + save(f"c{i}_in.npy", data))
         if case["cycle"]:
             fields.append("expect=cycle")
@@ -534,7 +518,7 @@ def main():
                 ofield = [int(rng.integers(-2, 3)) for _ in range(nsp)]
                 oarg = ofield
             e, o_out = ndi.iterate_structure(st_disk, it, oarg)
-            fields += [f"origin={fmt_list(ofield)}", f"origin_out={fmt_list(o_out)}"]
+            fields += [f"origin={oracle_common.fmt_list(ofield)}", f"origin_out={oracle_common.fmt_list(o_out)}"]
         fields.append("expected=" + save(f"i{k}_out.npy", np.asarray(e) != 0))
         lines.append(" ".join(fields))
         k += 1

@@ -27,11 +27,12 @@ hundreds, long diagonal paths), and ties (symmetric patterns).
 
 Usage: oracle_distance.py --seed S --out DIR [--cases N]
 """
-import argparse
 import os
 import warnings
 
 import numpy as np
+
+import oracle_common
 import scipy.ndimage as ndi
 
 DTYPES = ["bool", "uint8", "int16", "float32", "float64"]
@@ -55,12 +56,8 @@ def draw_spatial(rng, nsp, large):
 
 
 def blobs(rng, shape, nbatch):
-    g = rng.standard_normal(shape)
-    sig = float(rng.uniform(0.5, 3.0))
-    g = ndi.gaussian_filter(g, [0.0] * nbatch + [sig] * (len(shape) - nbatch), mode="wrap")
-    q = float(rng.uniform(0.3, 0.97))
-    thr = np.quantile(g, q) if g.size else 0.0
-    return g < thr  # foreground is most of the image: background in islands
+    # foreground is most of the image: background in islands
+    return oracle_common.blobs(rng, shape, nbatch, (0.5, 3.0), (0.3, 0.97), below=True)
 
 
 def points(rng, shape, nbatch):
@@ -210,14 +207,9 @@ def draw_case(rng, cid, out):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--seed", type=int, required=True)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--cases", type=int, default=300)
-    a = ap.parse_args()
+    a, rng = oracle_common.start(__doc__, 300)
     # scipy's cdt compares an array metric with strings (a FutureWarning in numpy)
     warnings.simplefilter("ignore", FutureWarning)
-    rng = np.random.default_rng(a.seed)
     lines = [draw_case(rng, i, a.out) for i in range(a.cases)]
     with open(os.path.join(a.out, "manifest.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -31,12 +31,13 @@ undefined; test_grey.c tests ndforge's NaN policy itself).
 
 Usage: oracle_grey.py --seed S --out DIR [--cases N]
 """
-import argparse
 import os
 import sys
 import warnings
 
 import numpy as np
+
+import oracle_common
 import scipy
 import scipy.ndimage as ndi
 
@@ -326,18 +327,8 @@ def draw_case(rng):
     return case, data, fp_disk, st_disk, out
 
 
-def fmt_list(v):
-    return ",".join(str(int(x)) for x in v)
-
-
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seed", type=int, required=True)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--cases", type=int, default=1000)
-    args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    rng = np.random.default_rng(args.seed)
+    args, rng = oracle_common.start(__doc__, 1000)
     lines = []
     tries = 0
     while len(lines) < args.cases:
@@ -353,12 +344,12 @@ def main():
         np.save(os.path.join(args.out, f_in), data)
         np.save(os.path.join(args.out, f_out), out)
         fields = [f"id={i}", f"op={case['op']}", f"dtype={case['dtype']}",
-                  f"shape={fmt_list(case['shape'])}", f"batch={case['batch']}",
+                  f"shape={oracle_common.fmt_list(case['shape'])}", f"batch={case['batch']}",
                   f"kind={case['kind']}", f"mode={case['mode']}", f"cval={case['cval']!r}"]
         if case["size"] is not None:
-            fields.append(f"size={fmt_list(case['size'])}")
+            fields.append(f"size={oracle_common.fmt_list(case['size'])}")
         if case["origin"] is not None:
-            fields.append(f"origin={fmt_list(case['origin'])}")
+            fields.append(f"origin={oracle_common.fmt_list(case['origin'])}")
         if fp is not None:
             np.save(os.path.join(args.out, f"c{i}_fp.npy"), fp)
             fields.append(f"footprint=c{i}_fp.npy")

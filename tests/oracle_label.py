@@ -28,11 +28,12 @@ NDF_EINVAL and write nothing).
 
 Usage: oracle_label.py --seed S --out DIR [--cases N]
 """
-import argparse
 import os
 import sys
 
 import numpy as np
+
+import oracle_common
 import scipy
 import scipy.ndimage as ndi
 
@@ -59,14 +60,7 @@ def draw_spatial(rng, nsp, large):
 
 
 def blobs(rng, shape, nbatch):
-    """Thresholded smoothed noise: connected blobs with holes and bays."""
-    g = rng.standard_normal(shape)
-    sig = float(rng.uniform(0.5, 2.5))
-    sigma = [0.0] * nbatch + [sig] * (len(shape) - nbatch)
-    g = ndi.gaussian_filter(g, sigma, mode="wrap")
-    q = float(rng.uniform(0.2, 0.8))
-    thr = np.quantile(g, q) if g.size else 0.0
-    return g > thr
+    return oracle_common.blobs(rng, shape, nbatch, (0.5, 2.5), (0.2, 0.8))
 
 
 def comb(rng, shape, nbatch):
@@ -238,18 +232,8 @@ def draw_case(rng, stats):
     return case, data, out
 
 
-def fmt_list(v):
-    return ",".join(str(int(x)) for x in v)
-
-
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seed", type=int, required=True)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--cases", type=int, default=600)
-    args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    rng = np.random.default_rng(args.seed)
+    args, rng = oracle_common.start(__doc__, 600)
     stats = {"bitdepth": 0, "large": 0, "batched": 0, "features": 0}
     lines = []
 
@@ -259,12 +243,12 @@ def main():
 
     for i in range(args.cases):
         case, data, out = draw_case(rng, stats)
-        fields = [f"id={i}", f"dtype={case['dtype']}", f"shape={fmt_list(case['shape'])}",
+        fields = [f"id={i}", f"dtype={case['dtype']}", f"shape={oracle_common.fmt_list(case['shape'])}",
                   f"batch={case['batch']}"]
         if case["st_disk"] is not None:
             fields.append("structure=" + save(f"c{i}_st.npy", case["st_disk"]))
         fields += [f"out_dtype={case['out_dtype']}", f"out_fits={case['fits']}",
-                   f"max={max(case['counts'], default=0)}", "counts=" + fmt_list(case["counts"]),
+                   f"max={max(case['counts'], default=0)}", "counts=" + oracle_common.fmt_list(case["counts"]),
                    "input=" + save(f"c{i}_in.npy", data), "expected=" + save(f"c{i}_out.npy", out)]
         lines.append(" ".join(fields))
 

@@ -52,12 +52,13 @@ the sign bit of scipy's result arbitrary).
 
 Usage: oracle_rank.py --seed S --out DIR [--cases N]
 """
-import argparse
 import os
 import sys
 import warnings
 
 import numpy as np
+
+import oracle_common
 import scipy
 import scipy.ndimage as ndi
 
@@ -398,18 +399,8 @@ def draw_case(rng, stats):
     return case, data, fp_disk, out
 
 
-def fmt_list(v):
-    return ",".join(str(int(x)) for x in v)
-
-
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seed", type=int, required=True)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--cases", type=int, default=500)
-    args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    rng = np.random.default_rng(args.seed)
+    args, rng = oracle_common.start(__doc__, 500)
     stats = {"errors": 0, "generic": 0, "scipy1d_differs": 0}
     lines = []
 
@@ -428,12 +419,12 @@ def main():
         case, data, fp_disk, out = got
         i = len(lines)
         fields = [f"id={i}", f"op={case['op']}", f"dtype={case['dtype']}",
-                  f"shape={fmt_list(case['shape'])}", f"batch={case['batch']}",
+                  f"shape={oracle_common.fmt_list(case['shape'])}", f"batch={case['batch']}",
                   f"mode={case['mode']}", f"cval={case['cval']!r}"]
         if case["size"] is not None:
-            fields.append(f"size={fmt_list(case['size'])}")
+            fields.append(f"size={oracle_common.fmt_list(case['size'])}")
         if case["origin"] is not None:
-            fields.append(f"origin={fmt_list(case['origin'])}")
+            fields.append(f"origin={oracle_common.fmt_list(case['origin'])}")
         if fp_disk is not None:
             fields.append("footprint=" + save(f"c{i}_fp.npy", fp_disk))
         if case["rank"] is not None:
