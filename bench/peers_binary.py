@@ -15,14 +15,12 @@ call at a time.  One JSON object per (peer,
 workload) goes to stdout; a peer that cannot be imported gets one JSON line
 saying so.
 """
-import argparse
-import datetime
 import sys
 import time
 
 import numpy as np
 
-from peers_grey import PEAK_BYTES_PER_S, CupyGPU, add_timing, emit, first_call, import_peer, time_gpu
+from peers_grey import PEAK_BYTES_PER_S, CupyGPU, add_timing, emit, first_call, start, time_gpu
 
 SHAPE = (256, 256, 256)
 # The keys of ndf_bench's binary workloads (bench/bench.c, default_workloads).
@@ -133,30 +131,8 @@ def run_cupyx(w, host, ref, base, reps, human, cp):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--only", help="workloads whose name contains this")
-    ap.add_argument("--reps", type=int, default=50)
-    ap.add_argument("--peers", default="cupyx,scipy")
-    ap.add_argument("--no-scipy", action="store_true")
-    ap.add_argument("--seed", type=int, default=2026)
-    ap.add_argument("--human", action="store_true")
-    args = ap.parse_args()
-    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    wanted = [p.strip() for p in args.peers.split(",") if p.strip()]
-    if args.no_scipy and "scipy" in wanted:
-        wanted.remove("scipy")
-    mods = {}
-    for p in wanted:
-        m = import_peer(p)
-        if isinstance(m, str):
-            emit({"bench": "peers_binary", "peer": p, "date": date, "error": m}, args.human)
-        else:
-            mods[p] = m
+    args, date, mods, device = start(__doc__, "peers_binary", 50, "cupyx,scipy")
     cp = mods.get("cupyx")
-    device = "cpu"
-    if cp is not None:
-        name = cp.cuda.runtime.getDeviceProperties(0)["name"]
-        device = name.decode() if isinstance(name, bytes) else str(name)
     host = blobs(SHAPE, args.seed)
     failures = 0
     for w in WORKLOADS:

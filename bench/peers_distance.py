@@ -13,14 +13,12 @@ The input is ndf_bench's: uint8 random bytes (background = the zeros, 1 in
 JSON lines are those of peers_grey.py, whose helpers this script imports.
 TorchMorph is not packaged; it is not timed here.
 """
-import argparse
-import datetime
 import sys
 import time
 
 import numpy as np
 
-from peers_grey import PEAK_BYTES_PER_S, CupyGPU, add_timing, emit, first_call, import_peer, time_gpu
+from peers_grey import PEAK_BYTES_PER_S, CupyGPU, add_timing, emit, first_call, start, time_gpu
 
 # The edt workloads of ndf_bench (bench/bench.c, default_workloads).
 WORKLOADS = [
@@ -120,25 +118,8 @@ def run_cupyx(w, hosts, ref, base, reps, human, cp):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--only", help="workloads whose name contains this (names as in ndf_bench --list)")
-    ap.add_argument("--reps", type=int, default=50)
-    ap.add_argument("--peers", default="cupyx,scipy")
-    ap.add_argument("--seed", type=int, default=2026)
-    ap.add_argument("--human", action="store_true", help="one summary line per record on stderr")
-    args = ap.parse_args()
-    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    mods = {}
-    for p in [p.strip() for p in args.peers.split(",") if p.strip()]:
-        m = import_peer(p)
-        if isinstance(m, str):
-            emit({"bench": "peers_distance", "peer": p, "date": date, "error": m}, args.human)
-        else:
-            mods[p] = m
+    args, date, mods, device = start(__doc__, "peers_distance", 50, "cupyx,scipy")
     rng = np.random.default_rng(args.seed)
-    device = "cpu"
-    if "cupyx" in mods:
-        device = mods["cupyx"].cuda.runtime.getDeviceProperties(0)["name"].decode()
     for w in WORKLOADS:
         if args.only and args.only not in wl_name(w):
             continue

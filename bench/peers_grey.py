@@ -330,16 +330,19 @@ def import_peer(name):
     return "unknown peer"
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def start(doc, bench, reps, peers):
+    """The command line every peers_*.py takes (--only, --reps, --peers,
+    --no-scipy, --seed, --human), the date, the peers that import (one JSON
+    error line for each that does not) and the device's name.
+    Returns (args, date, mods, device)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("--only", help="workloads whose name contains this (names as in ndf_bench --list)")
-    ap.add_argument("--reps", type=int, default=100)
-    ap.add_argument("--peers", default="cupyx,torch,scipy")
+    ap.add_argument("--reps", type=int, default=reps)
+    ap.add_argument("--peers", default=peers)
     ap.add_argument("--no-scipy", action="store_true", help="skip scipy (and the checks it gives)")
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--human", action="store_true", help="one summary line per record on stderr")
     args = ap.parse_args()
-
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     wanted = [p.strip() for p in args.peers.split(",") if p.strip()]
     if args.no_scipy and "scipy" in wanted:
@@ -348,7 +351,7 @@ def main():
     for p in wanted:
         m = import_peer(p)
         if isinstance(m, str):
-            emit({"bench": "peers_grey", "peer": p, "date": date, "error": m}, args.human)
+            emit({"bench": bench, "peer": p, "date": date, "error": m}, args.human)
         else:
             mods[p] = m
     cp, torch = mods.get("cupyx"), mods.get("torch")
@@ -358,6 +361,12 @@ def main():
     elif cp is not None:
         name = cp.cuda.runtime.getDeviceProperties(0)["name"]
         device = name.decode() if isinstance(name, bytes) else str(name)
+    return args, date, mods, device
+
+
+def main():
+    args, date, mods, device = start(__doc__, "peers_grey", 100, "cupyx,torch,scipy")
+    cp, torch = mods.get("cupyx"), mods.get("torch")
 
     rng = np.random.default_rng(args.seed)
     failures = 0

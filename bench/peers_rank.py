@@ -11,14 +11,12 @@ This program does not use ndforge.  It times median_filter in
 Timing (CUDA events behind a spin kernel, rotated buffers) and the JSON lines
 are those of peers_grey.py, whose helpers this script imports.
 """
-import argparse
-import datetime
 import sys
 import time
 
 import numpy as np
 
-from peers_grey import (PEAK_BYTES_PER_S, SHORT, CupyGPU, TorchGPU, add_timing, emit, first_call, import_peer,
+from peers_grey import (PEAK_BYTES_PER_S, SHORT, CupyGPU, TorchGPU, add_timing, emit, first_call, start,
                         n_buffers, random_input, time_gpu)
 
 # The rank workloads of ndf_bench (bench/bench.c, default_workloads), reflect mode, box windows.
@@ -131,26 +129,8 @@ def run_torch(w, hosts, cupyx_result, base, reps, human, torch):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--only", help="workloads whose name contains this (names as in ndf_bench --list)")
-    ap.add_argument("--reps", type=int, default=100)
-    ap.add_argument("--peers", default="cupyx,torch,scipy")
-    ap.add_argument("--seed", type=int, default=2026)
-    ap.add_argument("--human", action="store_true", help="one summary line per record on stderr")
-    args = ap.parse_args()
-    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    mods = {}
-    for p in [p.strip() for p in args.peers.split(",") if p.strip()]:
-        m = import_peer(p)
-        if isinstance(m, str):
-            emit({"bench": "peers_rank", "peer": p, "date": date, "error": m}, args.human)
-        else:
-            mods[p] = m
+    args, date, mods, device = start(__doc__, "peers_rank", 100, "cupyx,torch,scipy")
     rng = np.random.default_rng(args.seed)
-    device = "cpu"
-    if "cupyx" in mods:
-        cp = mods["cupyx"]
-        device = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
     for w in WORKLOADS:
         if args.only and args.only not in wl_name(w):
             continue
