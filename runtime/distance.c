@@ -105,13 +105,8 @@ static ndf_status check_call(ndf_ctx *ctx, dist_op op, const char *name, const n
   if (!dist && !idx)
     return ndf__argerror(ctx, name, "distances", "NULL and indices NULL: at least one must be given");
   if (!ndf_dtype_size(in->dtype) || in->dtype == NDF_INT64) return ndf__argerror(ctx, name, "input", "unknown dtype %d", (int)in->dtype);
-  if (in->ndim < 1 || in->ndim > NDF_MAX_NDIM)
-    return ndf__argerror(ctx, name, "input", "rank %d is not in 1..%d", in->ndim, NDF_MAX_NDIM);
-  for (int d = 0; d < in->ndim; d++)
-    if (in->shape[d] < 0) return ndf__argerror(ctx, name, "input", "shape[%d]=%lld is negative", d, (long long)in->shape[d]);
-  if (opt->batch_dims < 0 || opt->batch_dims >= in->ndim)
-    return ndf__argerror(ctx, name, "batch_dims", "%d must be in 0..%d for an input of rank %d", opt->batch_dims,
-                         in->ndim - 1, in->ndim);
+  ndf_status cs = ndf__check_shape(ctx, name, in, opt->batch_dims);
+  if (cs != NDF_OK) return cs;
   const int nb = opt->batch_dims, nsp = in->ndim - nb;
   if (nsp > NDF_MAX_SPATIAL)
     return ndf__argerror(ctx, name, "batch_dims", "%d spatial axes; at most %d are supported", nsp, NDF_MAX_SPATIAL);

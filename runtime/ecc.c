@@ -84,13 +84,8 @@ static ndf_status check_call(ndf_ctx *ctx, const char *name, const ndf_array *in
   if (in->dtype != NDF_FLOAT32 && in->dtype != NDF_FLOAT64 && in->dtype != NDF_UINT8 && in->dtype != NDF_UINT16)
     return ndf__argerror(ctx, name, "input", "dtype %s; the filtration takes float32, float64, uint8 or uint16",
                          dname(in->dtype));
-  if (in->ndim < 1 || in->ndim > NDF_MAX_NDIM)
-    return ndf__argerror(ctx, name, "input", "rank %d is not in 1..%d", in->ndim, NDF_MAX_NDIM);
-  for (int d = 0; d < in->ndim; d++)
-    if (in->shape[d] < 0) return ndf__argerror(ctx, name, "input", "shape[%d]=%lld is negative", d, (long long)in->shape[d]);
-  if (opt->batch_dims < 0 || opt->batch_dims >= in->ndim)
-    return ndf__argerror(ctx, name, "batch_dims", "%d must be in 0..%d for an input of rank %d", opt->batch_dims,
-                         in->ndim - 1, in->ndim);
+  ndf_status cs = ndf__check_shape(ctx, name, in, opt->batch_dims);
+  if (cs != NDF_OK) return cs;
   c->nb = opt->batch_dims;
   c->nsp = in->ndim - c->nb;
   if (c->nsp != 2 && c->nsp != 3)

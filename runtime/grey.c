@@ -389,6 +389,17 @@ int ndf__layout_is_proper(const ndf_array *a) {
   return 1;
 }
 
+ndf_status ndf__check_shape(ndf_ctx *ctx, const char *name, const ndf_array *in, int batch_dims) {
+  if (in->ndim < 1 || in->ndim > NDF_MAX_NDIM)
+    return ndf__argerror(ctx, name, "input", "rank %d is not in 1..%d", in->ndim, NDF_MAX_NDIM);
+  for (int d = 0; d < in->ndim; d++)
+    if (in->shape[d] < 0) return ndf__argerror(ctx, name, "input", "shape[%d]=%lld is negative", d, (long long)in->shape[d]);
+  if (batch_dims < 0 || batch_dims >= in->ndim)
+    return ndf__argerror(ctx, name, "batch_dims", "%d must be in 0..%d for an input of rank %d", batch_dims,
+                         in->ndim - 1, in->ndim);
+  return NDF_OK;
+}
+
 ndf_status ndf__check_device(ndf_ctx *ctx, const char *name, const ndf_array *in) {
   if (in->device != NDF_DEVICE_CPU && in->device != NDF_DEVICE_CUDA)
     return ndf__argerror(ctx, name, "input", "unknown device type %d", (int)in->device);

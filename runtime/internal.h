@@ -186,6 +186,8 @@ ndf_status ndf__grey_prepare(ndf_ctx *ctx, const char *name, ndf__minmax op, ndf
                              int ndim, const int64_t *shape, const ndf_grey_options *opt,
                              ndf__grey_geom *g);
 
+/* The input's rank (1..NDF_MAX_NDIM), extents (>= 0) and batch_dims (0..rank-1). */
+ndf_status ndf__check_shape(ndf_ctx *ctx, const char *name, const ndf_array *in, int batch_dims);
 /* The input's device: a known type, and on CUDA the context's device (ENODEV without one). */
 ndf_status ndf__check_device(ndf_ctx *ctx, const char *name, const ndf_array *in);
 /* Input/output checks of a filter whose output dtype is the input's (grey.c). */
