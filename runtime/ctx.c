@@ -92,6 +92,29 @@ static void pick_cache_dir(ndf_ctx *ctx) {
   }
 }
 
+/* The context's own stream-ordered memory pool for scratch (pool.c), which
+ * keeps what it has reserved until the context is destroyed: the default
+ * pool gives memory back at every synchronisation, and mapping it again on
+ * the next call costs tens to thousands of microseconds of host time per op
+ * (docs/adr/0015-scratch-memory-pool.md).  Without one (a driver that
+ * refuses), scratch comes from the device's default pool as before. */
+static void create_pool(ndf_ctx *ctx) {
+  const ndf__cu_api *cu = ndf__cu(NULL);
+  ndf__cu_mempool_props props;
+  memset(&props, 0, sizeof props);
+  props.alloc_type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = (int)ctx->dev;
+  CUmemoryPool pool = NULL;
+  if (cu->cuMemPoolCreate(&pool, &props) != CUDA_SUCCESS) return;
+  unsigned long long keep = ~0ULL;
+  if (cu->cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep) != CUDA_SUCCESS) {
+    cu->cuMemPoolDestroy(pool);
+    return;
+  }
+  ctx->pool = pool;
+}
+
 static ndf_status init_cuda(ndf_ctx *ctx) {
   const char *why = NULL;
   const ndf__cu_api *cu = ndf__cu(&why);
@@ -125,6 +148,7 @@ static ndf_status init_cuda(ndf_ctx *ctx) {
       return ndf__cuda_error(ctx, "ndf_ctx_create: cuStreamCreate", r);
     ctx->own_stream = 1;
   }
+  create_pool(ctx);
   return NDF_OK;
 }
 
@@ -169,6 +193,7 @@ void ndf_ctx_destroy(ndf_ctx *ctx) {
     if (ctx->stream) cu->cuStreamSynchronize(ctx->stream);
     ndf__tables_release(ctx);
     ndf__jit_release(ctx);
+    if (ctx->pool) cu->cuMemPoolDestroy(ctx->pool); /* after the sync: every scratch is freed */
     if (ctx->own_stream) cu->cuStreamDestroy(ctx->stream);
     cu->cuDevicePrimaryCtxRelease(ctx->dev);
   } else {

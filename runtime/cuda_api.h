@@ -27,6 +27,19 @@ typedef int nvrtcResult;
 #define CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN 97
 #define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
 #define CU_STREAM_NON_BLOCKING 1
+#define CU_MEMPOOL_ATTR_RELEASE_THRESHOLD 4
+#define CU_MEM_ALLOCATION_TYPE_PINNED 1
+#define CU_MEM_LOCATION_TYPE_DEVICE 1
+
+/* CUmemPoolProps (cuda.h, CUDA 11.2 and later: the last 64 bytes were
+ * reserved then, maxSize and usage since 12.x; zero means the default). */
+typedef struct ndf__cu_mempool_props {
+  int alloc_type;  /* CU_MEM_ALLOCATION_TYPE_PINNED */
+  int handle_types;
+  struct { int type, id; } location;
+  void *win32_security_attributes;
+  unsigned char reserved[64];
+} ndf__cu_mempool_props;
 
 /* X(return, name, symbol, args): every driver entry point we resolve. */
 #define NDF_CU_FUNCS(X)                                                                   \
@@ -48,6 +61,10 @@ typedef int nvrtcResult;
   X(CUresult, cuMemFree, "cuMemFree_v2", (CUdeviceptr))                                   \
   X(CUresult, cuMemAllocAsync, "cuMemAllocAsync", (CUdeviceptr *, size_t, CUstream))      \
   X(CUresult, cuMemFreeAsync, "cuMemFreeAsync", (CUdeviceptr, CUstream))                  \
+  X(CUresult, cuMemPoolCreate, "cuMemPoolCreate", (CUmemoryPool *, const ndf__cu_mempool_props *)) \
+  X(CUresult, cuMemPoolDestroy, "cuMemPoolDestroy", (CUmemoryPool))                       \
+  X(CUresult, cuMemPoolSetAttribute, "cuMemPoolSetAttribute", (CUmemoryPool, int, void *)) \
+  X(CUresult, cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", (CUdeviceptr *, size_t, CUmemoryPool, CUstream)) \
   X(CUresult, cuMemcpyHtoD, "cuMemcpyHtoD_v2", (CUdeviceptr, const void *, size_t))       \
   X(CUresult, cuMemcpyDtoH, "cuMemcpyDtoH_v2", (void *, CUdeviceptr, size_t))             \
   X(CUresult, cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", (CUdeviceptr, const void *, size_t, CUstream)) \

@@ -1,6 +1,6 @@
 /*
  * pool.c -- device memory the runtime needs for itself: stream-ordered
- * scratch (cuMemAllocAsync on the context's stream) and small read-only
+ * scratch (from the context's memory pool on its stream) and small read-only
  * tables (structuring elements) cached by content for the context's life.
  */
 #include <stdlib.h>
@@ -19,7 +19,9 @@ struct ndf__table_entry {
 };
 
 ndf_status ndf__scratch_alloc(ndf_ctx *ctx, size_t bytes, CUdeviceptr *out) {
-  CUresult r = ndf__cu(NULL)->cuMemAllocAsync(out, bytes ? bytes : 1, ctx->stream);
+  const ndf__cu_api *cu = ndf__cu(NULL);
+  CUresult r = ctx->pool ? cu->cuMemAllocFromPoolAsync(out, bytes ? bytes : 1, ctx->pool, ctx->stream)
+                         : cu->cuMemAllocAsync(out, bytes ? bytes : 1, ctx->stream);
   return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, "scratch allocation", r);
 }
 
