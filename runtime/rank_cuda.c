@@ -102,14 +102,24 @@ static ndf_status build(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndi
    * Z, fewer for large windows (registers) and small extents (idle threads). */
   int64_t ny = shape && ndim >= 2 ? shape[ndim - 2] : 1 << 20;
   int64_t nz = shape && ndim >= 3 ? shape[ndim - 3] : 1 << 20;
-  rg->ry = n <= 9 ? 4 : n <= 27 ? 2 : 1;
-  rg->rz = rg->nleadsp && n <= 27 ? 4 : 1;
+  /* Measured on the H200 (docs/performance.md, rank blocking sweep): 8 rows
+   * per thread up to 5x5, 2 rows x 8 planes for 3x3x3; then fewer while the
+   * grid would have under 2^16 threads (small batches need the threads more
+   * than the shared loads). */
+  rg->ry = n <= 25 ? 8 : n <= 27 ? 2 : 1;
+  rg->rz = rg->nleadsp && n <= 27 ? 8 : 1;
   /* $NDF_RANK_RY / $NDF_RANK_RZ (1, 2, 4 or 8) override the blocking, for tuning runs. */
   const char *ey = getenv("NDF_RANK_RY"), *ez = getenv("NDF_RANK_RZ");
   if (ey && (atoi(ey) == 1 || atoi(ey) == 2 || atoi(ey) == 4 || atoi(ey) == 8)) rg->ry = atoi(ey);
   if (ez && rg->nleadsp && (atoi(ez) == 1 || atoi(ez) == 2 || atoi(ez) == 4 || atoi(ez) == 8)) rg->rz = atoi(ez);
   while (rg->ry > 1 && ny < (int64_t)RANK_TY * rg->ry) rg->ry /= 2;
   while (rg->rz > 1 && nz < rg->rz) rg->rz /= 2;
+  if (shape) {
+    int64_t outputs = 1;
+    for (int d = 0; d < ndim; d++) outputs *= shape[d];
+    while (rg->ry > 1 && outputs / (rg->ry * rg->rz) < (1 << 16)) rg->ry /= 2;
+    while (rg->rz > 1 && outputs / (rg->ry * rg->rz) < (1 << 16)) rg->rz /= 2;
+  }
 
   const int nl = rg->nleadsp ? rg->nleadsp : 1;
   int32_t *planes = malloc((size_t)(n > 0 ? n : 1) * (size_t)rg->rz * nl * sizeof *planes);
