@@ -39,6 +39,18 @@ typedef NDF_SLOT(T) T;
 #define NDF_ASYNC 0
 #endif
 #define STAGES 3
+// Separable in shared memory (SEP): each staged plane is first reduced along
+// X into hx[SH][XT] by all threads, then each output folds KY rows of hx:
+// (SH/TY)*KX + KY shared reads per output instead of KY*KX (7x7: 19, not
+// 49).  The fold keeps the row-major order of the direct one -- rows in dy
+// order, each row's value over dx in order -- and ndf_pick keeps the earlier
+// operand on ties and the later NaN, so the result is the same bit for bit.
+// Only when hx fits beside the staging buffers in 48 KiB of static shared
+// memory, and when the box spans both X and Y beyond 3x3 (3x3 direct: 9
+// reads, separable: 8 and one more barrier).
+#define NSTAGE_BUF (NDF_ASYNC ? STAGES : 1)
+#define SEP (KX > 1 && KY > 1 && KX * KY > 9 && (NSTAGE_BUF * SH * SW + SH * XT) * TSIZE <= 49152)
+#define HLOAD ((SH * XT + NT - 1) / NT)
 
 struct ndf_box_params {
   const T *in;
@@ -87,10 +99,9 @@ __device__ __forceinline__ void ndf_cp_wait() {
 }
 
 extern "C" __global__ void __launch_bounds__(NT) ndf_grey_box(const ndf_box_params p) {
-#if NDF_ASYNC
-  __shared__ T tile[STAGES][SH][SW];
-#else
-  __shared__ T tile[1][SH][SW];
+  __shared__ T tile[NSTAGE_BUF][SH][SW];
+#if SEP
+  __shared__ T hx[SH][XT];
 #endif
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * TX + tx;
   const T cv = (T)p.cval;
@@ -168,6 +179,30 @@ extern "C" __global__ void __launch_bounds__(NT) ndf_grey_box(const ndf_box_para
       const T (*t)[SW] = tile[0];
 #endif
       // Shift the ring and reduce this plane over KY x KX.
+#if SEP
+#pragma unroll
+      for (int i = 0; i < HLOAD; i++) {
+        const int e = tid + i * NT;
+        if (e < SH * XT) {
+          const int row = e / XT, col = e - row * XT;
+          T m = t[row][col];
+#pragma unroll
+          for (int dx = 1; dx < KX; dx++) m = ndf_pick<OP, T>(m, t[row][col + dx]);
+          hx[row][col] = m;
+        }
+      }
+      __syncthreads();  // hx is complete; the next plane's top-of-loop sync guards its reuse
+#pragma unroll
+      for (int j = 0; j < VX; j++) {
+#pragma unroll
+        for (int q = 0; q < KZ - 1; q++) ring[q][j] = ring[q + 1][j];
+        const int cx = tx + TX * j;
+        T m = hx[ty][cx];
+#pragma unroll
+        for (int dy = 1; dy < KY; dy++) m = ndf_pick<OP, T>(m, hx[ty + dy][cx]);
+        ring[KZ - 1][j] = m;
+      }
+#else
 #pragma unroll
       for (int j = 0; j < VX; j++) {
 #pragma unroll
@@ -180,6 +215,7 @@ extern "C" __global__ void __launch_bounds__(NT) ndf_grey_box(const ndf_box_para
           for (int dx = 0; dx < KX; dx++) m = ndf_pick<OP, T>(m, t[ty + dy][cx + dx]);
         ring[KZ - 1][j] = m;
       }
+#endif
       const ndf_i64 zo = zi - p.lz - (KZ - 1);  // output plane completed by this input plane
       const ndf_i64 yo = y0 + ty;
       if (zo >= z0 && yo < p.ny) {
