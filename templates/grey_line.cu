@@ -64,14 +64,20 @@ extern "C" __global__ void __launch_bounds__(64) ndf_grey_line(const ndf_line_pa
       obase[t] = ob;
     }
     __syncthreads();
-    for (int i = t; i < E * ncols; i += C) {
+    // Element i of the staging order is (col, j); the pair is stepped by C
+    // without a division per element.
 #if LAST
-      const int j = i % E, col = i / E;
+    for (int i = t, j = t % E, col = t / E; i < E * ncols; i += C) {
 #else
-      const int col = i % ncols, j = i / ncols;
+    for (int i = t, col = t % ncols, j = t / ncols; i < E * ncols; i += C) {
 #endif
       const ndf_i64 m = ndf_map(x0 + p.lo + j, p.n, MODE);
       e[j * P + col] = m < 0 ? cv : __ldg(p.in + ibase[col] + m * p.istr);
+#if LAST
+      for (j += C; j >= E; j -= E) col++;
+#else
+      for (col += C; col >= ncols; col -= ncols) j++;
+#endif
     }
     __syncthreads();
     if (t < ncols) {
@@ -88,13 +94,17 @@ extern "C" __global__ void __launch_bounds__(64) ndf_grey_line(const ndf_line_pa
       }
     }
     __syncthreads();
-    for (int i = t; i < scnt * ncols; i += C) {
 #if LAST
-      const int s = i % scnt, col = i / scnt;
+    for (int i = t, s = t % scnt, col = t / scnt; i < scnt * ncols; i += C) {
 #else
-      const int col = i % ncols, s = i / ncols;
+    for (int i = t, col = t % ncols, s = t / ncols; i < scnt * ncols; i += C) {
 #endif
       p.out[obase[col] + (x0 + s) * p.ostr] = e[s * P + col];
+#if LAST
+      for (s += C; s >= scnt; s -= scnt) col++;
+#else
+      for (col += C; col >= ncols; col -= ncols) s++;
+#endif
     }
     __syncthreads();
   }
