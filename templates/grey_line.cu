@@ -25,6 +25,7 @@ typedef NDF_SLOT(T) T;
 #define OP NDF_SLOT(OP)
 #define MODE NDF_SLOT(MODE)
 #define LAST NDF_SLOT(LAST)   // 1: the processed axis is the array's last axis
+#define LB 8                  // loads in flight per thread while staging
 
 struct ndf_line_params {
   const T *in;
@@ -65,28 +66,48 @@ extern "C" __global__ void __launch_bounds__(64) ndf_grey_line(const ndf_line_pa
     }
     __syncthreads();
     // Element i of the staging order is (col, j); the pair is stepped by C
-    // without a division per element.
+    // without a division per element.  Loads go out LB at a time before
+    // their stores, so a thread has LB global loads in flight rather than
+    // one (the pass was latency-bound: ~8 warps per SM, a load each).
+    {
 #if LAST
-    for (int i = t, j = t % E, col = t / E; i < E * ncols; i += C) {
+      int j = t % E, col = t / E;
 #else
-    for (int i = t, col = t % ncols, j = t / ncols; i < E * ncols; i += C) {
+      int col = t % ncols, j = t / ncols;
 #endif
-      const ndf_i64 m = ndf_map(x0 + p.lo + j, p.n, MODE);
-      e[j * P + col] = m < 0 ? cv : __ldg(p.in + ibase[col] + m * p.istr);
+      const int total = E * ncols;
+      for (int i0 = t; i0 < total; i0 += LB * C) {
+        T v[LB];
+        int at[LB];
+#pragma unroll
+        for (int u = 0; u < LB; u++) {
+          at[u] = -1;
+          if (i0 + u * C < total) {
+            const ndf_i64 m = ndf_map(x0 + p.lo + j, p.n, MODE);
+            v[u] = m < 0 ? cv : __ldg(p.in + ibase[col] + m * p.istr);
+            at[u] = j * P + col;
 #if LAST
-      for (j += C; j >= E; j -= E) col++;
+            for (j += C; j >= E; j -= E) col++;
 #else
-      for (col += C; col >= ncols; col -= ncols) j++;
+            for (col += C; col >= ncols; col -= ncols) j++;
 #endif
+          }
+        }
+#pragma unroll
+        for (int u = 0; u < LB; u++)
+          if (at[u] >= 0) e[at[u]] = v[u];
+      }
     }
     __syncthreads();
     if (t < ncols) {
       T h = e[(p.K - 1) * P + t];
+#pragma unroll 4
       for (int j = p.K - 2; j >= 0; j--) {
         h = ndf_pick<OP, T>(e[j * P + t], h);
         if (j < scnt) e[j * P + t] = h;
       }
       T g = cv;
+#pragma unroll 4
       for (int s = 1; s < scnt; s++) {
         const T v = e[(s + p.K - 1) * P + t];
         g = s == 1 ? v : ndf_pick<OP, T>(g, v);
