@@ -26,6 +26,7 @@ typedef struct bdev {
   int ndim, nsp;
   int64_t shape[NDF_MAX_NDIM];
   int64_t nx, nw, nrows, nwords;
+  int x_empty; /* buf[0] holds no voxel (fill_holes): the components' kernels skip reading it */
   CUdeviceptr scratch, buf[2], mask, saved, status;
 } bdev;
 
@@ -525,7 +526,8 @@ static ndf_status ccl_limit(bdev *b, bstep *st, int *cur) {
   ndf_status s = ndf__scratch_alloc(b->ctx, pb + (size_t)n, &mem);
   if (s != NDF_OK) return s;
   unsigned char raw[sizeof(ccl_params_max)];
-  size_t po = ccl_params(b, st, b->buf[*cur], b->mask, b->buf[*cur ^ 1], mem, mem + pb, st->p.border != 0, raw);
+  const CUdeviceptr x = b->x_empty && *cur == 0 ? 0 : b->buf[*cur];
+  size_t po = ccl_params(b, st, x, b->mask, b->buf[*cur ^ 1], mem, mem + pb, st->p.border != 0, raw);
   s = ccl_run(b, st, raw, po, 0, 4);
   ndf__scratch_free(b->ctx, mem);
   if (s == NDF_OK) *cur ^= 1;
@@ -624,6 +626,7 @@ ndf_status ndf__binary_cuda(ndf_ctx *ctx, const char *name, ndf__binary_kind kin
     if ((s = pack(&b, fpack, in, b.mask, 1)) != NDF_OK) goto done;
     CUresult r = ndf__cu(NULL)->cuMemsetD8Async(b.buf[0], 0, (size_t)b.nwords * 4, ctx->stream);
     if (r != CUDA_SUCCESS) { s = ndf__cuda_error(ctx, name, r); goto done; }
+    b.x_empty = 1;
   } else {
     if ((s = pack(&b, fpack, in, b.buf[0], 0)) != NDF_OK) goto done;
     if (mask && (s = pack(&b, fmask, mask, b.mask, 0)) != NDF_OK) goto done;

@@ -18,7 +18,7 @@
 #define NSP NDF_SLOT(NSP) /* spatial axes, 1..8 */
 
 struct ndf_ccl_params {
-  const unsigned *x, *mask;               // packed; mask NULL = everywhere
+  const unsigned *x, *mask;               // packed; x NULL = empty, mask NULL = everywhere
   unsigned *dst;                          // packed result
   int *parent;
   unsigned char *lit;                     // NULL: no lit flags (label uses the components only)
@@ -59,6 +59,11 @@ __device__ __forceinline__ bool ndf_bit(const unsigned *w, ndf_i64 v, const ndf_
   ndf_u64 x;
   const ndf_u64 row = ndf_udiv((ndf_u64)v, (ndf_u64)p.nx, &x);
   return (__ldg(w + row * p.nw + x / 32) >> (x & 31)) & 1u;
+}
+
+// Voxel v (inside the image) is a mask voxel.
+__device__ __forceinline__ bool ndf_inmask(const ndf_ccl_params &p, ndf_i64 v) {
+  return p.mask ? ndf_bit(p.mask, v, p) : true;
 }
 
 // Grid-stride over (word, lane); v = flat voxel index, valid when x < nx.
@@ -120,7 +125,7 @@ __device__ __forceinline__ void ndf_ccl_unite(const ndf_ccl_params &p) {
         r = ndf_udiv(r, (ndf_u64)p.sshape[d], &q);
         c[d] = (ndf_i64)q;
       }
-      bool l = (__ldg(p.x + w) >> lane) & 1u;
+      bool l = p.x && ((__ldg(p.x + w) >> lane) & 1u);
       for (int k = 0; k < p.ntaps; k++) {
         bool ok = true;
 #pragma unroll
@@ -133,9 +138,17 @@ __device__ __forceinline__ void ndf_ccl_unite(const ndf_ccl_params &p) {
           continue;
         }
         const ndf_i64 u = v + p.toff[k];
-        if (p.lit) l = l || ndf_bit(p.x, u, p);
-        const bool xlink = p.linkx && p.toff[k] == -1 && p.taps[k * NSP + NSP - 1] == -1; // linked at init
-        if (p.toff[k] < 0 && !xlink && *(volatile int *)(p.parent + u) >= 0) ndf_ccl_unite(p.parent, (int)v, (int)u);
+        if (p.lit && p.x) l = l || ndf_bit(p.x, u, p);
+        const int tx = p.taps[k * NSP + NSP - 1];
+        const bool xlink = p.linkx && p.toff[k] == -1 && tx == -1; // linked at init
+        if (p.toff[k] < 0 && !xlink && ndf_inmask(p, u)) {
+          // With runs along x linked at init, v - 1 ~ v and u - 1 ~ u: when
+          // v - 1 and u - 1 are both mask voxels (and u - 1 is in u's row),
+          // v - 1's thread unites them (or skips for the same reason), so
+          // one union per overlap of two runs is enough.
+          const bool covered = p.linkx && xx > 0 && xx + tx > 0 && ndf_inmask(p, v - 1) && ndf_inmask(p, u - 1);
+          if (!covered) ndf_ccl_unite(p.parent, (int)v, (int)u);
+        }
       }
       if (p.lit) p.lit[v] = l; // NULL: components only (label)
     }
@@ -167,7 +180,7 @@ __device__ __forceinline__ void ndf_ccl_spread(const ndf_ccl_params &p) {
 // One warp per word: lanes are the word's 32 voxels.
 __device__ __forceinline__ void ndf_ccl_final(const ndf_ccl_params &p) {
   NDF_FOR_VOXELS({
-    const bool xb = (__ldg(p.x + w) >> lane) & 1u;
+    const bool xb = p.x && ((__ldg(p.x + w) >> lane) & 1u);
     const bool on = valid && (xb || (inm && p.lit[p.parent[v]]));
     const unsigned word = __ballot_sync(0xffffffffu, on);
     if (lane == 0) p.dst[w] = word;
