@@ -46,3 +46,30 @@ struct ndf_bstep_params {
   const int *taps;                      // ntr * (nra + 2): offsets, first dx, count
   const int *dx;                        // offsets along the last axis
 };
+
+// Iteration control before the step (status != NULL): one thread per block
+// reads the flags of launch t-1 (see binary_step.cu) and the block learns
+// whether to return (true).  One read per block, not per thread.
+__device__ __forceinline__ bool ndf_bstep_begin(const ndf_bstep_params &p, bool with_cycle) {
+  __shared__ int stop_s;
+  if (threadIdx.x == 0) {
+    volatile int *st = p.status;
+    int stop = st[6] != 0;
+    if (!stop && p.t >= 2) {
+      const bool same = st[(p.t - 1) % 3] == 0;
+      const bool cycle = with_cycle && !same && st[3 + (p.t - 1) % 3] == 0;
+      if (same || cycle) {
+        st[6] = same ? 1 : 2;
+        st[7] = p.t - 1;
+        stop = 1;
+      }
+    }
+    if (!stop && blockIdx.x == 0) { // clear the flags of launch t+1
+      st[(p.t + 1) % 3] = 0;
+      st[3 + (p.t + 1) % 3] = 0;
+    }
+    stop_s = stop;
+  }
+  __syncthreads();
+  return stop_s != 0;
+}

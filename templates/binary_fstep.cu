@@ -46,35 +46,8 @@ __device__ __forceinline__ const unsigned *ndf_trow(const ndf_bstep_params &p, u
   return p.src + (ndf_u64)r * (ndf_u64)p.nw;
 }
 
-// Iteration control before the step (status != NULL): one thread per block
-// reads the flags of launch t-1 (see binary_step.cu) and the block learns
-// whether to return.  Returns true to return.
-__device__ __forceinline__ bool ndf_fstep_begin(const ndf_bstep_params &p) {
-  __shared__ int stop_s;
-  if (threadIdx.x == 0) {
-    volatile int *st = p.status;
-    int stop = st[6] != 0;
-    if (!stop && p.t >= 2) {
-      const bool same = st[(p.t - 1) % 3] == 0;
-      const bool cycle = CYCLE && !same && st[3 + (p.t - 1) % 3] == 0;
-      if (same || cycle) {
-        st[6] = same ? 1 : 2;
-        st[7] = p.t - 1;
-        stop = 1;
-      }
-    }
-    if (!stop && blockIdx.x == 0) { // clear the flags of launch t+1
-      st[(p.t + 1) % 3] = 0;
-      st[3 + (p.t + 1) % 3] = 0;
-    }
-    stop_s = stop;
-  }
-  __syncthreads();
-  return stop_s != 0;
-}
-
 extern "C" __global__ void __launch_bounds__(256) ndf_bin_fstep(const ndf_bstep_params p) {
-  if (p.status && ndf_fstep_begin(p)) return;
+  if (p.status && ndf_bstep_begin(p, CYCLE)) return;
   const int nw = (int)p.nw;
   const unsigned nwords = (unsigned)(p.nrows * p.nw);
   const unsigned tail = p.tail, border = p.border;

@@ -85,24 +85,7 @@ __device__ __forceinline__ unsigned ndf_word(const ndf_bstep_params &p, ndf_u64 
 
 extern "C" __global__ void __launch_bounds__(256) ndf_bin_step(const ndf_bstep_params p) {
   int *st = p.status;
-  if (st) {
-    if (*(volatile int *)(st + 6) != 0) return;
-    if (p.t >= 2) {
-      const bool same = st[(p.t - 1) % 3] == 0;
-      const bool cycle = CYCLE && !same && st[3 + (p.t - 1) % 3] == 0;
-      if (same || cycle) {
-        if (threadIdx.x == 0) {
-          st[6] = same ? 1 : 2;
-          st[7] = p.t - 1;
-        }
-        return;
-      }
-    }
-    if (blockIdx.x == 0 && threadIdx.x == 0) { // clear the flags of launch t+1
-      st[(p.t + 1) % 3] = 0;
-      st[3 + (p.t + 1) % 3] = 0;
-    }
-  }
+  if (st && ndf_bstep_begin(p, CYCLE)) return;
   const ndf_u64 nwords = (ndf_u64)p.nrows * p.nw;
   int changed = 0, differs = 0;
   // Chunks of blockDim.x words; the loop bounds are uniform over the block.
