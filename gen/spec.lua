@@ -165,6 +165,27 @@ return {
       },
     },
     {
+      name = "binary_fstep",
+      file = "templates/binary_fstep.cu",
+      kernels = { "ndf_bin_fstep" },
+      slots = {
+        OP = "0: AND over the taps (erosion), 1: OR (dilation, the miss of hit_or_miss)",
+        CYCLE = "1: also compare each state with the saved one (cycle detection)",
+        NRA = "spatial axes but the last, 0..7",
+        TAPS = "generated code: one block per tap row (runtime/binary_cuda.c, fstep_code)",
+      },
+      families = {
+        { OP = { "0", "1" }, CYCLE = { "0", "1" }, NRA = { "0", "1", "2", "3" },
+          TAPS = { "{ const bool ok = true; const unsigned *b = ndf_trow(p, row, ok, 0u); "
+                   .. "const unsigned w0 = NDF_W(-1), w1 = NDF_W(0), w2 = NDF_W(1); "
+                   .. "acc = NDF_OPB(acc, ok ? NDF_OPB(NDF_OPB(__funnelshift_r(w0, w1, 31), w1), "
+                   .. "__funnelshift_r(w1, w2, 1)) : border); }" } },
+        { OP = { "0", "1" }, CYCLE = { "0" }, NRA = { "1", "2", "7" },
+          TAPS = { "{ const bool ok = NDF_RY(0, -1); const unsigned *b = ndf_trow(p, row, ok, 0u + (unsigned)(-1) * rst[0]); "
+                   .. "const unsigned w0 = NDF_W(0); acc = NDF_OPB(acc, ok ? (w0) : border); }" } },
+      },
+    },
+    {
       name = "label",
       file = "templates/label.cu",
       kernels = { "ndf_label" },

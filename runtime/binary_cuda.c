@@ -11,7 +11,9 @@
  * when it must decide whether to queue more (iterations < 1, or many
  * iterations): after 16, 32, 64, ... launches.
  */
+#include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +26,7 @@ typedef struct bdev {
   int ndim, nsp;
   int64_t shape[NDF_MAX_NDIM];
   int64_t nx, nw, nrows, nwords;
+  int x_empty; /* buf[0] holds no voxel (fill_holes): the components' kernels skip reading it */
   CUdeviceptr scratch, buf[2], mask, saved, status;
 } bdev;
 
@@ -65,6 +68,7 @@ typedef struct bstep {
   int monotone;   /* offset 0 is a tap: the iteration only grows (OR) or shrinks (AND) */
   int cycle;      /* compare with the saved state (iterations < 1, not monotone) */
   int inplace;    /* one buffer, block-local repeats (iterations < 1, monotone) */
+  int fixed;      /* templates/binary_fstep.cu: the taps compiled in */
   int ccl;        /* the limit by connected components (OR, monotone, symmetric taps) */
   CUfunction ccl_fn; /* templates/binary_ccl.cu: one kernel, five phases */
   CUdeviceptr ccl_tab;
@@ -249,6 +253,95 @@ static const int32_t *geom_taps(const ndf__grey_geom *g, int64_t *ntaps, int32_t
   return t;
 }
 
+/* A growing string for generated code. */
+typedef struct gbuf {
+  char *s;
+  size_t n, cap;
+  int failed;
+} gbuf;
+
+static void gb_add(gbuf *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void gb_add(gbuf *g, const char *fmt, ...) {
+  if (g->failed) return;
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (k < 0) { g->failed = 1; return; }
+  if (g->n + (size_t)k + 1 > g->cap) {
+    size_t cap = g->cap ? g->cap : 1024;
+    while (cap < g->n + (size_t)k + 1) cap *= 2;
+    char *t = realloc(g->s, cap);
+    if (!t) { g->failed = 1; return; }
+    g->s = t;
+    g->cap = cap;
+  }
+  va_start(ap, fmt);
+  vsnprintf(g->s + g->n, g->cap - g->n, fmt, ap);
+  va_end(ap);
+  g->n += (size_t)k;
+}
+
+/* The largest structure (taps) compiled into binary_fstep.cu: $NDF_BINARY_FIXED_TAPS
+ * (read at each op; 0 keeps every step on binary_step.cu's tap table), 125 by default. */
+static int64_t fixed_taps_cap(void) {
+  const char *e = getenv("NDF_BINARY_FIXED_TAPS");
+  if (!e || !*e) return 125;
+  long long v = strtoll(e, NULL, 10);
+  return v < 0 ? 0 : v > 1024 ? 1024 : (int64_t)v;
+}
+
+/*
+ * The TAPS slot of binary_fstep.cu for the tap rows tab (step_prepare's
+ * layout: ntr rows of nra offsets, first dx, count; then the dx list), op
+ * 0 = AND, 1 = OR.  One block per tap row: its inside test, its row, one
+ * load per word it reads (word offsets floor(dx / 32), and the next word for
+ * a dx that is not a multiple of 32), the funnel shifts and the combination.
+ * The code depends on the structure only (not on the shape).
+ */
+static void fstep_code(gbuf *g, const int32_t *tab, int64_t ntr, int nra, int op) {
+  const int R = nra + 2;
+  const int32_t *dxs = tab + ntr * R;
+  const char *opc = op == 0 ? "&" : "|";
+  for (int64_t r = 0; r < ntr; r++) {
+    const int32_t *t = tab + r * R;
+    const int32_t first = t[nra], cnt = t[nra + 1];
+    gb_add(g, "{ const bool ok = true");
+    for (int d = 0; d < nra; d++)
+      if (t[d] != 0) gb_add(g, " && NDF_RY(%d, %d)", d, t[d]);
+    gb_add(g, "; const unsigned *b = ndf_trow(p, row, ok, 0u");
+    for (int d = 0; d < nra; d++)
+      if (t[d] != 0) gb_add(g, " + (unsigned)(%d) * rst[%d]", t[d], d);
+    gb_add(g, ");\n");
+    /* The distinct word offsets, ascending (dx ascends within a row). */
+    int32_t words[2 * 1024 + 2];
+    int nwd = 0;
+    for (int32_t e = 0; e < cnt; e++) {
+      const int32_t dx = dxs[first + e], a = dx >= 0 ? dx / 32 : -((31 - dx) / 32);
+      const int need = (dx & 31) ? 2 : 1;
+      for (int k = 0; k < need; k++) {
+        int seen = 0;
+        for (int m = 0; m < nwd && !seen; m++) seen = words[m] == a + k;
+        if (!seen) words[nwd++] = a + k;
+      }
+    }
+    for (int m = 0; m < nwd; m++) gb_add(g, "  const unsigned w%d = NDF_W(%d);\n", m, words[m]);
+    gb_add(g, "  acc = NDF_OPB(acc, ok ? (");
+    for (int32_t e = 0; e < cnt; e++) {
+      const int32_t dx = dxs[first + e], a = dx >= 0 ? dx / 32 : -((31 - dx) / 32), sh = dx & 31;
+      int lo = 0, hi = 0;
+      for (int m = 0; m < nwd; m++) {
+        if (words[m] == a) lo = m;
+        if (words[m] == a + 1) hi = m;
+      }
+      if (e) gb_add(g, " %s ", opc);
+      if (sh) gb_add(g, "__funnelshift_r(w%d, w%d, %d)", lo, hi, (int)sh);
+      else gb_add(g, "w%d", lo);
+    }
+    gb_add(g, ") : border); }\n");
+  }
+}
+
 /*
  * Prepares a step: op 0 = AND (erosion), 1 = OR (dilation, the miss part);
  * sp->empty: no taps (AND gives all 1, OR all 0).  The taps become tap rows:
@@ -329,6 +422,31 @@ static ndf_status step_prepare(bdev *b, const ndf__bin_step *sp, int op, int bor
       free(tab);
       return cs;
     }
+    st->cycle = iterations < 1 && !st->monotone;
+    st->inplace = iterations < 1 && st->monotone;
+    /* The taps compiled in (binary_fstep.cu): small structures, 32-bit word indices. */
+    if (!st->inplace && n > 0 && n <= fixed_taps_cap() && b->nwords < INT32_MAX) {
+      gbuf g = {0};
+      fstep_code(&g, tab, ntr, nra, op);
+      if (g.failed) {
+        free(g.s);
+        free(tab);
+        return ndf__error(b->ctx, NDF_ENOMEM, "%s: out of memory", b->name);
+      }
+      ndf__kernel_req req;
+      ndf__req_init(&req, "binary_fstep", "ndf_bin_fstep");
+      ndf__req_set(&req, "OP", "%d", op);
+      ndf__req_set(&req, "CYCLE", "%d", st->cycle);
+      ndf__req_set(&req, "NRA", "%d", nra);
+      ndf__req_set(&req, "TAPS", "%s", g.s);
+      free(g.s);
+      free(tab);
+      p->ntr = (int)ntr;
+      st->fixed = 1;
+      ndf_status s = ndf__jit_get(b->ctx, b->name, &req, &st->fn);
+      ndf__req_free(&req);
+      return s;
+    }
     CUdeviceptr dt = 0;
     ndf_status s = n > 0 ? ndf__device_table(b->ctx, tab, bytes, &dt) : NDF_OK;
     free(tab);
@@ -408,7 +526,8 @@ static ndf_status ccl_limit(bdev *b, bstep *st, int *cur) {
   ndf_status s = ndf__scratch_alloc(b->ctx, pb + (size_t)n, &mem);
   if (s != NDF_OK) return s;
   unsigned char raw[sizeof(ccl_params_max)];
-  size_t po = ccl_params(b, st, b->buf[*cur], b->mask, b->buf[*cur ^ 1], mem, mem + pb, st->p.border != 0, raw);
+  const CUdeviceptr x = b->x_empty && *cur == 0 ? 0 : b->buf[*cur];
+  size_t po = ccl_params(b, st, x, b->mask, b->buf[*cur ^ 1], mem, mem + pb, st->p.border != 0, raw);
   s = ccl_run(b, st, raw, po, 0, 4);
   ndf__scratch_free(b->ctx, mem);
   if (s == NDF_OK) *cur ^= 1;
@@ -507,6 +626,7 @@ ndf_status ndf__binary_cuda(ndf_ctx *ctx, const char *name, ndf__binary_kind kin
     if ((s = pack(&b, fpack, in, b.mask, 1)) != NDF_OK) goto done;
     CUresult r = ndf__cu(NULL)->cuMemsetD8Async(b.buf[0], 0, (size_t)b.nwords * 4, ctx->stream);
     if (r != CUDA_SUCCESS) { s = ndf__cuda_error(ctx, name, r); goto done; }
+    b.x_empty = 1;
   } else {
     if ((s = pack(&b, fpack, in, b.buf[0], 0)) != NDF_OK) goto done;
     if (mask && (s = pack(&b, fmask, mask, b.mask, 0)) != NDF_OK) goto done;

@@ -18,7 +18,7 @@
 #define NSP NDF_SLOT(NSP) /* spatial axes, 1..8 */
 
 struct ndf_ccl_params {
-  const unsigned *x, *mask;               // packed; mask NULL = everywhere
+  const unsigned *x, *mask;               // packed; x NULL = empty, mask NULL = everywhere
   unsigned *dst;                          // packed result
   int *parent;
   unsigned char *lit;                     // NULL: no lit flags (label uses the components only)
@@ -55,10 +55,12 @@ __device__ __forceinline__ void ndf_ccl_unite(int *parent, int a, int b) {
   }
 }
 
-__device__ __forceinline__ bool ndf_bit(const unsigned *w, ndf_i64 v, const ndf_ccl_params &p) {
-  ndf_u64 x;
-  const ndf_u64 row = ndf_udiv((ndf_u64)v, (ndf_u64)p.nx, &x);
-  return (__ldg(w + row * p.nw + x / 32) >> (x & 31)) & 1u;
+// Bit x of row r (inside the image) of a packed image; a mask voxel.
+__device__ __forceinline__ bool ndf_rbit(const unsigned *w, const ndf_ccl_params &p, ndf_i64 r, ndf_i64 x) {
+  return (__ldg(w + r * p.nw + (x >> 5)) >> (x & 31)) & 1u;
+}
+__device__ __forceinline__ bool ndf_rmask(const ndf_ccl_params &p, ndf_i64 r, ndf_i64 x) {
+  return p.mask ? ndf_rbit(p.mask, p, r, x) : true;
 }
 
 // Grid-stride over (word, lane); v = flat voxel index, valid when x < nx.
@@ -120,22 +122,37 @@ __device__ __forceinline__ void ndf_ccl_unite(const ndf_ccl_params &p) {
         r = ndf_udiv(r, (ndf_u64)p.sshape[d], &q);
         c[d] = (ndf_i64)q;
       }
-      bool l = (__ldg(p.x + w) >> lane) & 1u;
+      bool l = p.x && ((__ldg(p.x + w) >> lane) & 1u);
+      ndf_i64 rs[NSP]; // row strides of the spatial axes but the last
+      rs[NSP - 1] = 0;
+#pragma unroll
+      for (int d = NSP - 2; d >= 0; d--) rs[d] = d == NSP - 2 ? 1 : rs[d + 1] * p.sshape[d + 1];
       for (int k = 0; k < p.ntaps; k++) {
         bool ok = true;
+        ndf_i64 ru = (ndf_i64)row; // u's row
 #pragma unroll
         for (int d = 0; d < NSP; d++) {
-          const ndf_i64 y = c[d] + p.taps[k * NSP + d];
+          const int t = p.taps[k * NSP + d];
+          const ndf_i64 y = c[d] + t;
           ok = ok && y >= 0 && y < p.sshape[d];
+          ru += (ndf_i64)t * rs[d];
         }
         if (!ok) {
           l = l || p.border;
           continue;
         }
-        const ndf_i64 u = v + p.toff[k];
-        if (p.lit) l = l || ndf_bit(p.x, u, p);
-        const bool xlink = p.linkx && p.toff[k] == -1 && p.taps[k * NSP + NSP - 1] == -1; // linked at init
-        if (p.toff[k] < 0 && !xlink && *(volatile int *)(p.parent + u) >= 0) ndf_ccl_unite(p.parent, (int)v, (int)u);
+        const int tx = p.taps[k * NSP + NSP - 1];
+        const ndf_i64 xu = xx + tx;
+        if (p.lit && p.x) l = l || ndf_rbit(p.x, p, ru, xu);
+        const bool xlink = p.linkx && p.toff[k] == -1 && tx == -1; // linked at init
+        if (p.toff[k] < 0 && !xlink && ndf_rmask(p, ru, xu)) {
+          // With runs along x linked at init, v - 1 ~ v and u - 1 ~ u: when
+          // v - 1 and u - 1 are both mask voxels (and u - 1 is in u's row),
+          // v - 1's thread unites them (or skips for the same reason), so
+          // one union per overlap of two runs is enough.
+          const bool covered = p.linkx && xx > 0 && xu > 0 && ndf_rmask(p, (ndf_i64)row, xx - 1) && ndf_rmask(p, ru, xu - 1);
+          if (!covered) ndf_ccl_unite(p.parent, (int)v, (int)(v + p.toff[k]));
+        }
       }
       if (p.lit) p.lit[v] = l; // NULL: components only (label)
     }
@@ -167,7 +184,7 @@ __device__ __forceinline__ void ndf_ccl_spread(const ndf_ccl_params &p) {
 // One warp per word: lanes are the word's 32 voxels.
 __device__ __forceinline__ void ndf_ccl_final(const ndf_ccl_params &p) {
   NDF_FOR_VOXELS({
-    const bool xb = (__ldg(p.x + w) >> lane) & 1u;
+    const bool xb = p.x && ((__ldg(p.x + w) >> lane) & 1u);
     const bool on = valid && (xb || (inm && p.lit[p.parent[v]]));
     const unsigned word = __ballot_sync(0xffffffffu, on);
     if (lane == 0) p.dst[w] = word;

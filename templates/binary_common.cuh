@@ -23,3 +23,53 @@ __device__ __forceinline__ ndf_u64 ndf_udiv(ndf_u64 a, ndf_u64 b, ndf_u64 *rem) 
   *rem = a - q * b;
   return q;
 }
+
+// The kernel arguments of one step (binary_step.cu, binary_fstep.cu); the
+// host's bstep_params in runtime/binary_cuda.c has the same layout.
+#define NDF_MAX_SPATIAL 8
+
+struct ndf_bstep_params {
+  const unsigned *src;                  // == dst with INPLACE
+  unsigned *dst;
+  const unsigned *mask;                 // NULL: no mask
+  const unsigned *saved;                // CYCLE only
+  int *status;                          // NULL: a single step
+  int t;                                // launch number, from 1
+  int nra;                              // spatial axes but the last (nsp - 1)
+  ndf_i64 rshape[NDF_MAX_SPATIAL];      // their extents
+  ndf_i64 rstride[NDF_MAX_SPATIAL];     // their strides, in rows
+  int rlo[NDF_MAX_SPATIAL], rhi[NDF_MAX_SPATIAL]; // least/greatest tap offset per axis
+  ndf_i64 nx, nw, nrows;
+  unsigned tail;                        // valid bits of a row's last word
+  unsigned border;                      // 0 or 0xffffffff
+  int ntr;                              // tap rows
+  const int *taps;                      // ntr * (nra + 2): offsets, first dx, count
+  const int *dx;                        // offsets along the last axis
+};
+
+// Iteration control before the step (status != NULL): one thread per block
+// reads the flags of launch t-1 (see binary_step.cu) and the block learns
+// whether to return (true).  One read per block, not per thread.
+__device__ __forceinline__ bool ndf_bstep_begin(const ndf_bstep_params &p, bool with_cycle) {
+  __shared__ int stop_s;
+  if (threadIdx.x == 0) {
+    volatile int *st = p.status;
+    int stop = st[6] != 0;
+    if (!stop && p.t >= 2) {
+      const bool same = st[(p.t - 1) % 3] == 0;
+      const bool cycle = with_cycle && !same && st[3 + (p.t - 1) % 3] == 0;
+      if (same || cycle) {
+        st[6] = same ? 1 : 2;
+        st[7] = p.t - 1;
+        stop = 1;
+      }
+    }
+    if (!stop && blockIdx.x == 0) { // clear the flags of launch t+1
+      st[(p.t + 1) % 3] = 0;
+      st[3 + (p.t + 1) % 3] = 0;
+    }
+    stop_s = stop;
+  }
+  __syncthreads();
+  return stop_s != 0;
+}

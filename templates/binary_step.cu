@@ -39,26 +39,6 @@
 #else
 #define NDF_LD(p) __ldg(p)
 #endif
-#define NDF_MAX_SPATIAL 8
-
-struct ndf_bstep_params {
-  const unsigned *src;                  // == dst with INPLACE
-  unsigned *dst;
-  const unsigned *mask;                 // NULL: no mask
-  const unsigned *saved;                // CYCLE only
-  int *status;                          // NULL: a single step
-  int t;                                // launch number, from 1
-  int nra;                              // spatial axes but the last (nsp - 1)
-  ndf_i64 rshape[NDF_MAX_SPATIAL];      // their extents
-  ndf_i64 rstride[NDF_MAX_SPATIAL];     // their strides, in rows
-  int rlo[NDF_MAX_SPATIAL], rhi[NDF_MAX_SPATIAL]; // least/greatest tap offset per axis
-  ndf_i64 nx, nw, nrows;
-  unsigned tail;                        // valid bits of a row's last word
-  unsigned border;                      // 0 or 0xffffffff
-  int ntr;                              // tap rows
-  const int *taps;                      // ntr * (nra + 2): offsets, first dx, count
-  const int *dx;                        // offsets along the last axis
-};
 
 // Word a of a row (base), or the border outside the row; tail bits read the border.
 __device__ __forceinline__ unsigned ndf_get(const ndf_bstep_params &p, const unsigned *base, ndf_i64 a) {
@@ -105,24 +85,7 @@ __device__ __forceinline__ unsigned ndf_word(const ndf_bstep_params &p, ndf_u64 
 
 extern "C" __global__ void __launch_bounds__(256) ndf_bin_step(const ndf_bstep_params p) {
   int *st = p.status;
-  if (st) {
-    if (*(volatile int *)(st + 6) != 0) return;
-    if (p.t >= 2) {
-      const bool same = st[(p.t - 1) % 3] == 0;
-      const bool cycle = CYCLE && !same && st[3 + (p.t - 1) % 3] == 0;
-      if (same || cycle) {
-        if (threadIdx.x == 0) {
-          st[6] = same ? 1 : 2;
-          st[7] = p.t - 1;
-        }
-        return;
-      }
-    }
-    if (blockIdx.x == 0 && threadIdx.x == 0) { // clear the flags of launch t+1
-      st[(p.t + 1) % 3] = 0;
-      st[3 + (p.t + 1) % 3] = 0;
-    }
-  }
+  if (st && ndf_bstep_begin(p, CYCLE)) return;
   const ndf_u64 nwords = (ndf_u64)p.nrows * p.nw;
   int changed = 0, differs = 0;
   // Chunks of blockDim.x words; the loop bounds are uniform over the block.

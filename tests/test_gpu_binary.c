@@ -350,10 +350,15 @@ static void test_gpu_random_cases(void **state) {
   for (long i = 0; i < s->ncases; i++) {
     bcase c;
     draw_case(&c, &r, (int)(i % OP_COUNT));
+    /* Every third case keeps the steps on the tap table (binary_step.cu),
+     * the others compile the structure in (binary_fstep.cu). */
+    const int table = i % 3 == 2;
+    if (table) setenv("NDF_BINARY_FIXED_TAPS", "0", 1);
     if (run_case(s, &c, &r, NULL, NULL) != 0) {
-      printf("  (random case %ld)\n", i);
+      printf("  (random case %ld, %s steps)\n", i, table ? "table" : "compiled");
       failed++;
     }
+    if (table) unsetenv("NDF_BINARY_FIXED_TAPS");
     bcase_free(&c);
     if (failed >= 15) break;
   }
@@ -365,15 +370,16 @@ static void test_gpu_random_cases(void **state) {
 /* Fixed cases that must take given paths: the 16-byte packing paths (uint8
  * and bool, rows of 64 and 256), status reads (iterations 200), propagation
  * by components along a 1-D path of 3000 voxels and on a 90x110x130
- * fill_holes, cycles of period 2 (dilation and erosion by {-1, +1}), and the
- * in-place iteration (an asymmetric structure holding its centre). */
+ * fill_holes, cycles of period 2 (dilation and erosion by {-1, +1}), the
+ * in-place iteration (an asymmetric structure holding its centre), and large
+ * structures compiled in (81 taps) or past NDF_BINARY_FIXED_TAPS (150 taps). */
 static void test_gpu_paths(void **state) {
   gpu_state *s = *state;
   SKIP_WITHOUT_CUDA(s);
   tu_rng r;
   tu_rng_seed(&r, s->seed + 1);
   int failed = 0;
-  for (int v = 0; v < 12; v++) {
+  for (int v = 0; v < 14; v++) {
     bcase c;
     memset(&c, 0, sizeof c);
     ndf_binary_options_init(&c.o);
@@ -422,6 +428,31 @@ static void test_gpu_paths(void **state) {
         c.op = OP_FILL_HOLES;
         int64_t sh[3] = {90, 110, 130};
         memcpy(c.shape, sh, sizeof sh);
+        break;
+      }
+      case 12: case 13: { /* large random structures with origins: 9x9 (81 taps, compiled in, 2 iterations),
+                           * 5x5x6 (up to 150 taps: past the default cap of 125, on the tap table) */
+        c.op = v == 12 ? OP_EROSION : OP_DILATION;
+        c.o.iterations = v == 12 ? 2 : 3;
+        c.o.border_value = v == 12;
+        int64_t e[3] = {9, 9, 1};
+        if (v == 12) {
+          c.nsp = c.nd = 2;
+          int64_t sh[2] = {70, 100};
+          memcpy(c.shape, sh, sizeof sh);
+        } else {
+          e[0] = 5; e[1] = 5; e[2] = 6;
+          int64_t sh[3] = {20, 30, 97};
+          memcpy(c.shape, sh, sizeof sh);
+          assert_int_equal(tu_array_alloc(&c.mask, NDF_BOOL, 3, c.shape), 0);
+          fill_binary(&c.mask.arr, &r, 0);
+        }
+        assert_int_equal(tu_array_alloc(&c.st, NDF_UINT8, c.nsp, e), 0);
+        const int64_t ne = e[0] * e[1] * (c.nsp == 3 ? e[2] : 1);
+        for (int64_t k = 0; k < ne; k++) tu_set(&c.st.arr, k, tu_rng_chance(&r, v == 12 ? 0.8 : 0.97));
+        c.o.structure = &c.st.arr;
+        c.o.norigin = c.nsp;
+        for (int d = 0; d < c.nsp; d++) c.o.origin[d] = tu_rng_int(&r, -(e[d] / 2), (e[d] - 1) / 2);
         break;
       }
       default: { /* propagation with an asymmetric structure holding its centre: in place, many launches */
