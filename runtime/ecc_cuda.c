@@ -7,7 +7,8 @@
  * plane tile of one image marching over mc planes) into a zeroed int64
  * histogram [img][T] over the sorted thresholds, then ndf_ecc_final (prefix
  * sums, written in the caller's order).  The sorted thresholds and their
- * permutation are device tables (ndf__device_table).  Equal to the CPU's
+ * permutation go up with the histogram's scratch (pageable async copies:
+ * the host buffers are consumed when the call returns).  Equal to the CPU's
  * curve exactly: the same owners, the same bins.
  *
  * Soft curve: ndf_ecc_hist with SOFT = 1 writes c (int8) and f per voxel
@@ -201,6 +202,7 @@ ndf_status ndf__ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *
   double *ts = malloc((size_t)T * sizeof *ts);
   int64_t *perm = malloc((size_t)T * sizeof *perm);
   CUdeviceptr d_ts = 0, d_perm = 0, hist = 0;
+  const size_t hbytes = (size_t)nimg * (size_t)T * 8;
   if (!srt || !ts || !perm) {
     s = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
     goto done;
@@ -217,10 +219,15 @@ ndf_status ndf__ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *
     lo = ts[0];
     inv_step = (double)(T - 1) / (ts[T - 1] - ts[0]);
   }
-  if ((s = ndf__device_table(ctx, ts, (size_t)T * sizeof *ts, &d_ts)) != NDF_OK) goto done;
-  if ((s = ndf__device_table(ctx, perm, (size_t)T * sizeof *perm, &d_perm)) != NDF_OK) goto done;
-  if ((s = ndf__scratch_alloc(ctx, (size_t)nimg * (size_t)T * 8, &hist)) != NDF_OK) goto done;
-  CUresult r = ndf__cu(NULL)->cuMemsetD8Async(hist, 0, (size_t)nimg * (size_t)T * 8, ctx->stream);
+  /* scratch: the histogram, the sorted thresholds, the permutation (the
+   * thresholds change with the data or per training step: no device table) */
+  if ((s = ndf__scratch_alloc(ctx, hbytes + (size_t)T * 16, &hist)) != NDF_OK) goto done;
+  d_ts = hist + hbytes;
+  d_perm = d_ts + (size_t)T * 8;
+  const ndf__cu_api *cu = ndf__cu(NULL);
+  CUresult r = cu->cuMemsetD8Async(hist, 0, hbytes, ctx->stream);
+  if (r == CUDA_SUCCESS) r = cu->cuMemcpyHtoDAsync(d_ts, ts, (size_t)T * 8, ctx->stream);
+  if (r == CUDA_SUCCESS) r = cu->cuMemcpyHtoDAsync(d_perm, perm, (size_t)T * 8, ctx->stream);
   if ((s = sync_error(ctx, c->name, r)) != NDF_OK) goto done;
   if (c->npix > 0 && (s = hist_launch(ctx, c, in, fh, &g, 0, 0, hist, d_ts, lo, inv_step, uni)) != NDF_OK) goto done;
   {
@@ -291,14 +298,16 @@ ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
   const int64_t nchunk = (npix + 1023) / 1024;
   if (nimg * nchunk > 0x7fffffff)
     return ndf__error(ctx, NDF_ENOTSUP, "%s: the input is too large for one launch", c->name);
-  CUdeviceptr d_ts = 0, scratch = 0;
-  if ((s = ndf__device_table(ctx, t, (size_t)T * sizeof *t, &d_ts)) != NDF_OK) return s;
-  /* scratch: accumulators (nimg x T or T doubles), f per voxel, c per voxel */
+  CUdeviceptr scratch = 0;
+  /* scratch: accumulators (nimg x T or T doubles), thresholds, f per voxel, c per voxel */
   const size_t acc_bytes = ((size_t)(mode == 0 ? nimg : 1) * (size_t)T * 8 + 255) & ~(size_t)255;
+  const size_t t_bytes = ((size_t)T * 8 + 255) & ~(size_t)255;
   const size_t f_bytes = ((size_t)nimg * (size_t)npix * vsz + 255) & ~(size_t)255;
-  if ((s = ndf__scratch_alloc(ctx, acc_bytes + f_bytes + (size_t)nimg * (size_t)npix, &scratch)) != NDF_OK) return s;
-  const CUdeviceptr acc = scratch, fbuf = scratch + acc_bytes, cbuf = fbuf + f_bytes;
+  if ((s = ndf__scratch_alloc(ctx, acc_bytes + t_bytes + f_bytes + (size_t)nimg * (size_t)npix, &scratch)) != NDF_OK)
+    return s;
+  const CUdeviceptr acc = scratch, d_ts = scratch + acc_bytes, fbuf = d_ts + t_bytes, cbuf = fbuf + f_bytes;
   CUresult r = ndf__cu(NULL)->cuMemsetD8Async(acc, 0, acc_bytes, ctx->stream);
+  if (r == CUDA_SUCCESS) r = ndf__cu(NULL)->cuMemcpyHtoDAsync(d_ts, t, (size_t)T * 8, ctx->stream);
   s = sync_error(ctx, c->name, r);
   if (s == NDF_OK && npix > 0) s = hist_launch(ctx, c, in, fh, &g, cbuf, fbuf, 0, 0, 0, 0, 0);
   if (s == NDF_OK && npix > 0 && nimg > 0) {
