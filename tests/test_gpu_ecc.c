@@ -350,6 +350,51 @@ static void test_gpu_soft_random(void **state) {
   assert_int_equal(failed, 0);
 }
 
+/* The issue's soft workload (64 x 256^2 float32, T = 64, forward + backward):
+ * host-clock time per pair of calls after a warm-up, printed, not judged. */
+static void test_gpu_soft_timing(void **state) {
+  gpu_state *s = *state;
+  const int64_t sh[3] = {64, 256, 256}, osh[2] = {64, 64}, T = 64;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed ^ 0x71);
+  tu_array h, th, go;
+  assert_int_equal(tu_array_alloc(&h, NDF_FLOAT32, 3, sh), 0);
+  for (int64_t i = 0; i < 64 * 256 * 256; i++) tu_set(&h.arr, i, (float)(tu_rng_unif(&r) * 2000 - 1000));
+  assert_int_equal(tu_array_alloc(&th, NDF_FLOAT64, 1, &T), 0);
+  for (int64_t k = 0; k < T; k++) tu_set(&th.arr, k, -1000 + 2000.0 * (double)k / (double)(T - 1));
+  assert_int_equal(tu_array_alloc(&go, NDF_FLOAT64, 2, osh), 0);
+  for (int64_t i = 0; i < 64 * 64; i++) tu_set(&go.arr, i, tu_rng_normal(&r));
+  ndf_array din, dout, dgo, dgi, dgt;
+  assert_int_equal(ndf_array_alloc(s->ctx, &din, NDF_DEVICE_CUDA, NDF_FLOAT32, 3, sh), NDF_OK);
+  assert_int_equal(ndf_array_alloc(s->ctx, &dgi, NDF_DEVICE_CUDA, NDF_FLOAT32, 3, sh), NDF_OK);
+  assert_int_equal(ndf_array_alloc(s->ctx, &dout, NDF_DEVICE_CUDA, NDF_FLOAT64, 2, osh), NDF_OK);
+  assert_int_equal(ndf_array_alloc(s->ctx, &dgo, NDF_DEVICE_CUDA, NDF_FLOAT64, 2, osh), NDF_OK);
+  assert_int_equal(ndf_array_alloc(s->ctx, &dgt, NDF_DEVICE_CUDA, NDF_FLOAT64, 1, &T), NDF_OK);
+  assert_int_equal(ndf_array_copy(s->ctx, &din, &h.arr), NDF_OK);
+  assert_int_equal(ndf_array_copy(s->ctx, &dgo, &go.arr), NDF_OK);
+  ndf_soft_ecc_options o;
+  ndf_soft_ecc_options_init(&o);
+  o.batch_dims = 1;
+  o.lambda = 0.05;
+  double t0 = 0;
+  for (int it = 0; it < 23; it++) {
+    if (it == 3) {
+      assert_int_equal(ndf_ctx_synchronize(s->ctx), NDF_OK);
+      t0 = tu_now_ms();
+    }
+    assert_int_equal(ndf_soft_ecc_forward(s->ctx, &din, &th.arr, &dout, &o), NDF_OK);
+    assert_int_equal(ndf_soft_ecc_backward(s->ctx, &din, &th.arr, &dgo, &dgi, &dgt, &o), NDF_OK);
+  }
+  assert_int_equal(ndf_ctx_synchronize(s->ctx), NDF_OK);
+  printf("soft ECC forward + backward, 64x256x256 float32, T = 64: %.3f ms per pair (host clock, mean of 20; "
+         "two NaN-scan readbacks included)\n", (tu_now_ms() - t0) / 20);
+  ndf_array *all[] = {&din, &dout, &dgo, &dgi, &dgt};
+  for (int i = 0; i < 5; i++) ndf_array_free(s->ctx, all[i]);
+  tu_array_free(&h);
+  tu_array_free(&th);
+  tu_array_free(&go);
+}
+
 int main(void) {
   gpu_state *s = calloc(1, sizeof *s);
   ndf_ctx_options o;
@@ -375,6 +420,7 @@ int main(void) {
       cmocka_unit_test_prestate(test_gpu_exact_random, s),
       cmocka_unit_test_prestate(test_gpu_soft_random, s),
       cmocka_unit_test_prestate(test_gpu_benchmark_shapes, s),
+      cmocka_unit_test_prestate(test_gpu_soft_timing, s),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   ndf_cache_stats st;
