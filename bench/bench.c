@@ -70,7 +70,7 @@
 /* Workloads                                                                 */
 
 typedef enum { FP_BOX = 0, FP_CROSS = 1 } fp_kind;
-typedef enum { FAM_GREY, FAM_RANK, FAM_DIST, FAM_BINARY, FAM_LABEL } op_family;
+typedef enum { FAM_GREY, FAM_RANK, FAM_DIST, FAM_BINARY, FAM_LABEL, FAM_ECC } op_family;
 
 /* The ops: API-style name (--op), key (the first part of a workload's name)
  * and family. */
@@ -80,7 +80,7 @@ typedef struct op_desc {
 } op_desc;
 enum {
   OP_EROSION, OP_DILATION, OP_MEDIAN, OP_RANK, OP_PERCENTILE, OP_EDT, OP_BIN_EROSION, OP_FILL_HOLES, OP_LABEL,
-  OP_OPENING, OP_COUNT
+  OP_OPENING, OP_ECC, OP_COUNT
 };
 static const op_desc ops[OP_COUNT] = {
     [OP_EROSION] = {"grey_erosion", "erosion", FAM_GREY},
@@ -93,6 +93,7 @@ static const op_desc ops[OP_COUNT] = {
     [OP_FILL_HOLES] = {"binary_fill_holes", "binary_fill_holes", FAM_BINARY},
     [OP_LABEL] = {"label", "label", FAM_LABEL},
     [OP_OPENING] = {"grey_opening", "opening", FAM_GREY},
+    [OP_ECC] = {"euler_characteristic_curve", "ecc", FAM_ECC},
 };
 
 typedef struct workload {
@@ -104,7 +105,8 @@ typedef struct workload {
   fp_kind fp; /* box: size = ...; cross: footprint with one axis off-centre at most */
   int batch_dims;
   ndf_mode mode;
-  double param; /* rank_filter: the rank; percentile_filter: the percentile; binary_erosion: iterations;
+  double param; /* euler_characteristic_curve: size = T thresholds over [min, max], param 1 = T-construction;
+                   rank_filter: the rank; percentile_filter: the percentile; binary_erosion: iterations;
                    distance_transform_edt: 1 = sampling (0.7, 1.3, ...) and indices too */
 } workload;
 
@@ -149,6 +151,15 @@ static const workload default_workloads[] = {
     {OP_BIN_EROSION, NDF_BOOL, 3, {256, 256, 256}, 3, FP_CROSS, 0, NDF_MODE_REFLECT, 10},
     {OP_FILL_HOLES, NDF_BOOL, 3, {256, 256, 256}, 3, FP_CROSS, 0, NDF_MODE_REFLECT, 0},
     {OP_LABEL, NDF_BOOL, 3, {256, 256, 256}, 3, FP_CROSS, 0, NDF_MODE_REFLECT, 0},
+    /* Euler characteristic curves (issue 8): float32 in [-1000, 1000), T = 256 over [min, max], V-construction */
+    {OP_ECC, NDF_FLOAT32, 2, {1024, 1024}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_ECC, NDF_FLOAT32, 2, {8192, 8192}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_ECC, NDF_FLOAT32, 3, {128, 128, 128}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_ECC, NDF_FLOAT32, 3, {256, 256, 256}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_ECC, NDF_FLOAT32, 3, {512, 512, 512}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_ECC, NDF_FLOAT32, 3, {64, 256, 256}, 256, FP_BOX, 1, NDF_MODE_REFLECT, 0},
+    {OP_ECC, NDF_FLOAT32, 3, {256, 256, 256}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 1},
+    {OP_ECC, NDF_UINT8, 3, {256, 256, 256}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 0},
 };
 #define N_DEFAULT (sizeof default_workloads / sizeof default_workloads[0])
 
@@ -161,6 +172,7 @@ static ndf_dtype out_dtype(const workload *w)
   case FAM_DIST: return NDF_FLOAT64;
   case FAM_BINARY: return NDF_BOOL;
   case FAM_LABEL: return NDF_INT32;
+  case FAM_ECC: return NDF_INT64;
   default: return w->dtype;
   }
 }
@@ -189,8 +201,28 @@ static int64_t wl_count(const workload *w)
   return n;
 }
 
+/* The output's shape: the input's, except for the curves (batch..., T). */
+static int wl_out_shape(const workload *w, int64_t *shape)
+{
+  if (ops[w->op].family != FAM_ECC) {
+    memcpy(shape, w->shape, sizeof w->shape);
+    return w->ndim;
+  }
+  for (int i = 0; i < w->batch_dims; i++) shape[i] = w->shape[i];
+  shape[w->batch_dims] = w->size;
+  return w->batch_dims + 1;
+}
+
+static int64_t wl_out_count(const workload *w)
+{
+  int64_t sh[NDF_MAX_NDIM], n = 1;
+  int nd = wl_out_shape(w, sh);
+  for (int i = 0; i < nd; i++) n *= sh[i];
+  return n;
+}
+
 static size_t wl_bytes(const workload *w) { return (size_t)wl_count(w) * ndf_dtype_size(w->dtype); }
-static size_t wl_out_bytes(const workload *w) { return (size_t)wl_count(w) * ndf_dtype_size(out_dtype(w)); }
+static size_t wl_out_bytes(const workload *w) { return (size_t)wl_out_count(w) * ndf_dtype_size(out_dtype(w)); }
 
 static void shape_str(const workload *w, char sep, char *buf, size_t len)
 {
@@ -211,6 +243,12 @@ static void wl_name(const workload *w, char *buf, size_t len)
   if (w->op == OP_RANK || w->op == OP_PERCENTILE) snprintf(op, sizeof op, "%s%g", ops[w->op].key, w->param);
   else if (w->op == OP_BIN_EROSION) snprintf(op, sizeof op, "%s_it%g", ops[w->op].key, w->param);
   else snprintf(op, sizeof op, "%s", ops[w->op].key);
+  if (ops[w->op].family == FAM_ECC) { /* "ecc_float32_1024x1024_T256", "ecc_float32_64x256x256_b1_T256" */
+    char b[16] = "";
+    if (w->batch_dims) snprintf(b, sizeof b, "_b%d", w->batch_dims);
+    snprintf(buf, len, "%s%s_%s_%s%s_T%d", op, w->param ? "_tcons" : "", ndf_dtype_name(w->dtype), shp, b, w->size);
+    return;
+  }
   if (ops[w->op].family == FAM_DIST) { /* "edt_u8_1024x1024_b0", "..._samp_idx" */
     snprintf(buf, len, "%s_%s_%s_b%d%s", op, dtype_short(w->dtype), shp, w->batch_dims, w->param ? "_samp_idx" : "");
     return;
@@ -226,6 +264,7 @@ typedef struct op_setup {
   ndf_rank_options ropt;
   ndf_distance_options dopt;
   ndf_binary_options bopt; /* binary ops and label: the footprint is the structure */
+  ndf_ecc_options eopt;
   ndf_array fp;
   uint8_t *fpbuf;
 } op_setup;
@@ -238,6 +277,13 @@ static int setup_options(const workload *w, op_setup *g)
   ndf_rank_options_init(&g->ropt);
   ndf_distance_options_init(&g->dopt);
   g->dopt.batch_dims = w->batch_dims;
+  if (ops[w->op].family == FAM_ECC) {
+    ndf_ecc_options_init(&g->eopt);
+    g->eopt.nthresholds = w->size;
+    g->eopt.batch_dims = w->batch_dims;
+    g->eopt.construction = w->param ? NDF_ECC_T : NDF_ECC_V;
+    return 0;
+  }
   if (ops[w->op].family == FAM_DIST) {
     if (w->param) { /* anisotropic: 0.7, 1.3, 0.7, ... */
       g->dopt.nsampling = sp;
@@ -337,6 +383,7 @@ static ndf_status run_op(ndf_ctx *c, const workload *w, const ndf_array *in, ndf
   case OP_BIN_EROSION: return ndf_binary_erosion(c, in, out, &g->bopt);
   case OP_FILL_HOLES: return ndf_binary_fill_holes(c, in, out, &g->bopt);
   case OP_LABEL: return ndf_label(c, in, out, g->bopt.structure, w->batch_dims, NULL);
+  case OP_ECC: return ndf_euler_characteristic_curve(c, in, out, &g->eopt);
   default: return NDF_EINVAL;
   }
 }
@@ -460,7 +507,8 @@ static double element_value(const void *buf, ndf_dtype t, int64_t i)
 static int compare_exact(const workload *w, const void *got, const void *want, char *msg, size_t len)
 {
   size_t es = ndf_dtype_size(out_dtype(w));
-  int64_t n = wl_count(w);
+  int64_t n = wl_out_count(w), osh[NDF_MAX_NDIM];
+  const int ond = wl_out_shape(w, osh);
   if (memcmp(got, want, (size_t)n * es) == 0) return 0;
   int64_t first = -1, bad = 0;
   for (int64_t i = 0; i < n; i++) {
@@ -473,9 +521,9 @@ static int compare_exact(const workload *w, const void *got, const void *want, c
   size_t k = 0;
   int64_t r = first;
   int64_t idx[NDF_MAX_NDIM];
-  for (int i = w->ndim - 1; i >= 0; i--) idx[i] = r % w->shape[i], r /= w->shape[i];
+  for (int i = ond - 1; i >= 0; i--) idx[i] = r % osh[i], r /= osh[i];
   coord[0] = '\0';
-  for (int i = 0; i < w->ndim && k < sizeof coord; i++)
+  for (int i = 0; i < ond && k < sizeof coord; i++)
     k += (size_t)snprintf(coord + k, sizeof coord - k, "%s%lld", i ? "," : "", (long long)idx[i]);
   snprintf(msg, len, "%lld of %lld elements differ; first at [%s]: GPU %.9g, CPU %.9g", (long long)bad,
            (long long)n, coord, element_value(got, out_dtype(w), first), element_value(want, out_dtype(w), first));
@@ -627,7 +675,8 @@ static void usage(FILE *f)
         "Times ndforge's ops on the GPU after checking them against the CPU backend; one\n"
         "JSON line per workload on stdout.  OP: grey_erosion, grey_dilation, median_filter,\n"
         "rank_filter (--param: the rank), percentile_filter (--param: the percentile),\n"
-        "grey_opening.\n"
+        "grey_opening, euler_characteristic_curve (--size: T thresholds over [min, max];\n"
+        "--param 1: T-construction).\n"
         "$NDF_BENCH_RANK_ALGO=network|select|histogram forces the rank filters' algorithm.\n"
         "$NDF_BENCH_GREY_ALGO=direct|separable|vhgw|decomposed forces the grey algorithm.\n"
         "  --only SUBSTR     run the default workloads whose name contains SUBSTR (see --list)\n"
@@ -860,6 +909,7 @@ static int child_disk(const bench_args *a)
   const workload *w = &a->wl;
   ndf_ctx *ctx = NULL;
   ndf_array in = {0}, out = {0}, hin;
+  int64_t osh[NDF_MAX_NDIM];
   op_setup g = {0};
   void *host = NULL;
   int rc = 1;
@@ -876,7 +926,7 @@ static int child_disk(const bench_args *a)
     goto done;
   }
   if ((s = ndf_array_alloc(ctx, &in, NDF_DEVICE_CUDA, w->dtype, w->ndim, w->shape)) != NDF_OK ||
-      (s = ndf_array_alloc(ctx, &out, NDF_DEVICE_CUDA, out_dtype(w), w->ndim, w->shape)) != NDF_OK ||
+      (s = ndf_array_alloc(ctx, &out, NDF_DEVICE_CUDA, out_dtype(w), wl_out_shape(w, osh), osh)) != NDF_OK ||
       (s = ndf_array_copy(ctx, &in, &hin)) != NDF_OK || (s = ndf_ctx_synchronize(ctx)) != NDF_OK) {
     ndf_fail(ctx, "set-up", s);
     goto done;
@@ -964,6 +1014,7 @@ static int host_arrays(run_state *st)
 {
   const workload *w = st->w;
   size_t bytes = wl_bytes(w), obytes = wl_out_bytes(w);
+  int64_t osh[NDF_MAX_NDIM];
   st->host_in = malloc(bytes);
   st->host_out = malloc(obytes);
   st->host_ref = malloc(obytes);
@@ -973,8 +1024,8 @@ static int host_arrays(run_state *st)
   }
   ndf_status s;
   if ((s = ndf_array_init(&st->hin, st->host_in, NDF_DEVICE_CPU, w->dtype, w->ndim, w->shape)) != NDF_OK ||
-      (s = ndf_array_init(&st->hout, st->host_out, NDF_DEVICE_CPU, out_dtype(w), w->ndim, w->shape)) != NDF_OK ||
-      (s = ndf_array_init(&st->href, st->host_ref, NDF_DEVICE_CPU, out_dtype(w), w->ndim, w->shape)) != NDF_OK)
+      (s = ndf_array_init(&st->hout, st->host_out, NDF_DEVICE_CPU, out_dtype(w), wl_out_shape(w, osh), osh)) != NDF_OK ||
+      (s = ndf_array_init(&st->href, st->host_ref, NDF_DEVICE_CPU, out_dtype(w), wl_out_shape(w, osh), osh)) != NDF_OK)
     return ndf_fail(NULL, "ndf_array_init", s);
   return 0;
 }
@@ -1001,12 +1052,13 @@ static int gpu_setup(run_state *st)
 {
   const workload *w = st->w;
   ndf_status s;
+  int64_t osh[NDF_MAX_NDIM];
   if (make_cache_dir(st->cache_dir, sizeof st->cache_dir) != 0) return -1;
   if ((s = make_ctx(&st->ctx, NDF_BACKEND_CUDA, st->cache_dir)) != NDF_OK) return ndf_fail(NULL, "ndf_ctx_create", s);
   st->nbuf = rotation_count(wl_bytes(w));
   for (int i = 0; i < st->nbuf; i++) {
     if ((s = ndf_array_alloc(st->ctx, &st->din[i], NDF_DEVICE_CUDA, w->dtype, w->ndim, w->shape)) != NDF_OK ||
-        (s = ndf_array_alloc(st->ctx, &st->dout[i], NDF_DEVICE_CUDA, out_dtype(w), w->ndim, w->shape)) != NDF_OK) {
+        (s = ndf_array_alloc(st->ctx, &st->dout[i], NDF_DEVICE_CUDA, out_dtype(w), wl_out_shape(w, osh), osh)) != NDF_OK) {
       st->nbuf = i + 1; /* free what was allocated */
       return ndf_fail(st->ctx, "ndf_array_alloc", s);
     }

@@ -1,6 +1,6 @@
 -- ecc.lua -- local-contribution tables of the Euler characteristic curves
 -- (runtime/ecc.c), emitted as C at build time:
---   lua ecc.lua OUTDIR  ->  OUTDIR/ecc_tables.generated.{c,h}
+--   lua ecc.lua OUTDIR  ->  OUTDIR/ecc_tables.generated.{c,h,cuh}
 --
 -- A voxel v owns the cells of the cubical complex it decides: in the
 -- V-construction (voxels are vertices, a cell enters at the max of its
@@ -25,6 +25,12 @@
 --
 -- The gather table names, for each orthant and j, the bit of the voxel's
 -- 3^d-neighbourhood word: bit sum_i (o_i + 1) * 3^(d-1-i) for offset o.
+-- The .cuh (for the CUDA templates, templates/ndf_ecc.cuh) lists the same
+-- cells without the orthant split: c(v) = sum over the 3^d - 1 + 1 cells
+-- around v (offset o in {-1,0,1}^d, k = its non-zero axes) of sign(k) when v
+-- wins against every neighbour o restricted to a non-empty subset of those
+-- axes: NDF_ECC_CELLS<d>(X) expands X(mask, k) per cell, mask holding those
+-- neighbours' bits of the neighbourhood word.  Plain macros: C includes it too.
 -- Plain arithmetic only: it runs under Lua 5.4 and LuaJIT.
 local outdir = assert(arg[1], "usage: lua ecc.lua OUTDIR")
 
@@ -82,6 +88,32 @@ local function gather(d)
   return rows
 end
 
+-- Cells around a voxel: offset o (ternary digits), the mask of the
+-- neighbours o restricted to each non-empty subset of its non-zero axes.
+local function cells(d)
+  local out = {}
+  for code = 0, 3 ^ d - 1 do
+    local o, q = {}, code
+    for i = d - 1, 0, -1 do o[i] = q % 3 - 1; q = math.floor(q / 3) end
+    local axes = {}
+    for i = 0, d - 1 do if o[i] ~= 0 then axes[#axes + 1] = i end end
+    local mask = 0
+    for j = 1, 2 ^ #axes - 1 do
+      local t = 0
+      for i = 0, d - 1 do
+        local v = 0
+        for a, ax in ipairs(axes) do
+          if ax == i and band(math.floor(j / 2 ^ (a - 1)), 1) == 1 then v = o[i] end
+        end
+        t = t * 3 + (v + 1)
+      end
+      mask = mask + 2 ^ t
+    end
+    out[#out + 1] = string.format("X(0x%07xu, %d)", math.floor(mask), #axes)
+  end
+  return out
+end
+
 local h, c = {}, {}
 h[#h + 1] = "/* This is a generated file. DO NOT EDIT! (gen/ecc.lua) */"
 h[#h + 1] = "#ifndef NDF_ECC_TABLES_GENERATED_H\n#define NDF_ECC_TABLES_GENERATED_H\n#include <stdint.h>"
@@ -117,3 +149,13 @@ end
 os.execute('mkdir -p "' .. outdir .. '"')
 write_if_changed(outdir .. "/ecc_tables.generated.h", table.concat(h, "\n") .. "\n")
 write_if_changed(outdir .. "/ecc_tables.generated.c", table.concat(c, "\n") .. "\n")
+local g = {}
+g[#g + 1] = "/* This is a generated file. DO NOT EDIT! (gen/ecc.lua) */"
+g[#g + 1] = "#ifndef NDF_ECC_TABLES_GENERATED_CUH\n#define NDF_ECC_TABLES_GENERATED_CUH"
+g[#g + 1] = "/* NDF_ECC_CELLS<d>(X): X(mask, k) for each of the 3^d cells around a voxel (k: axes it reaches"
+g[#g + 1] = " * out along; mask: the bits of the neighbours that decide whether the voxel owns it). */"
+for _, d in ipairs({ 2, 3 }) do
+  g[#g + 1] = string.format("#define NDF_ECC_CELLS%d(X) %s", d, table.concat(cells(d), " "))
+end
+g[#g + 1] = "#endif"
+write_if_changed(outdir .. "/ecc_tables.generated.cuh", table.concat(g, "\n") .. "\n")

@@ -7,7 +7,8 @@
 -- slot is used, and that every family fills every slot; then writes
 -- templates.generated.{c,h} into the output dir (only when their content
 -- changed).  Local headers (#include "x.cuh") are inlined with #line
--- directives so NVRTC errors point back at the template files.
+-- directives so NVRTC errors point back at the template files; an include
+-- not found beside the template is read from the output dir (generated).
 local GEN_VERSION = 1
 
 local function die(where, msg)
@@ -46,7 +47,11 @@ end
 local function expand(relpath, out, seen)
   if seen[relpath] then return end
   seen[relpath] = true
-  local text = read_file(root .. "/" .. relpath, relpath)
+  -- A header generated at build time (gen/ecc.lua) lives in the output dir.
+  local path = root .. "/" .. relpath
+  local probe = io.open(path, "rb")
+  if probe then probe:close() else path = outdir .. "/" .. (relpath:match("([^/]*)$")) end
+  local text = read_file(path, relpath)
   local dir = relpath:match("^(.*)/[^/]*$") or "."
   out[#out + 1] = { text = string.format('#line 1 "%s"', relpath), file = relpath, line = 0 }
   for n, line in ipairs(lines_of(text)) do

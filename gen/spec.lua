@@ -273,6 +273,23 @@ return {
           BX = { "64" }, STRIP = { "32" } },
       },
     },
+    {
+      name = "ecc",
+      file = "templates/ecc.cu",
+      kernels = { "ndf_ecc_hist", "ndf_ecc_scan", "ndf_ecc_final", "ndf_ecc_soft", "ndf_ecc_put" },
+      slots = {
+        TIN = "input element type (C name)",
+        V = "comparison type: float (uint8, uint16, float32) or double (float64)",
+        NSP = "spatial axes, 2 or 3",
+        CONS = "0 V-construction, 1 T-construction",
+        SOFT = "1: ndf_ecc_hist writes c and f per voxel (soft ECC) instead of the histogram",
+      },
+      families = {
+        { TIN = { "float" }, V = { "float" }, NSP = { "2", "3" }, CONS = { "0", "1" }, SOFT = { "0", "1" } },
+        { TIN = { "unsigned char", "unsigned short" }, V = { "float" }, NSP = { "3" }, CONS = { "1" }, SOFT = { "0" } },
+        { TIN = { "double" }, V = { "double" }, NSP = { "2", "3" }, CONS = { "0" }, SOFT = { "0", "1" } },
+      },
+    },
   },
   -- Pruned selection networks for the rank filters (gen/selnet.lua): every
   -- rank of windows up to all_ranks_up_to taps, the median up to medians_up_to.

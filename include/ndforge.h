@@ -721,7 +721,10 @@ NDF_API void ndf_ecc_options_init(ndf_ecc_options *opt);
  * is <= t_k.  input: float32, float64, uint8 or uint16, any strides, no NaN
  * (NDF_EINVAL).  output: int64 of shape (batch..., T), any strides, not
  * overlapping the input.  An image with no voxels gives 0 everywhere.
- * Backends: CPU.  CUDA arrays: NDF_ENOTSUP in this version.
+ * Backends: CPU and CUDA (input and output on the context's device; values
+ * stay a host array), with identical results.  On CUDA a float input (or
+ * [min, max] thresholds) costs one small device-to-host readback (the NaN
+ * check and the range), so the call waits for the stream there.
  */
 NDF_API ndf_status ndf_euler_characteristic_curve(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
                                                   const ndf_ecc_options *opt);
@@ -746,7 +749,10 @@ NDF_API ndf_status ndf_ecc_thresholds(ndf_ctx *ctx, const ndf_array *input, cons
  * input: float32/float64, 2 or 3 spatial axes, no NaN; thresholds: a host
  * float64 1-D array of T finite values; output and grad_output: float64
  * (batch..., T); grad_input (may be NULL): the input's dtype and shape;
- * grad_thresholds (may be NULL): float64 (T,).  CPU arrays only; O(N T).
+ * grad_thresholds (may be NULL): float64 (T,).  O(N T).  Backends: CPU and
+ * CUDA: output, grad_output, grad_input and grad_thresholds on the input's
+ * device, thresholds a host array in both cases.  CUDA sums in another order
+ * (and float32 inputs take float32 sigmoids), so results agree to rounding.
  */
 typedef struct ndf_soft_ecc_options {
   ndf_ecc_construction construction;

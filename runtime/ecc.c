@@ -54,13 +54,7 @@ const char *ndf_ecc_construction_name(ndf_ecc_construction c) {
 
 /* ---- validation ------------------------------------------------------------------------------- */
 
-typedef struct ecc_call {
-  const char *name;
-  int nb, nsp;
-  int64_t nimg, npix;
-  int64_t sshape[3];
-  int64_t T;
-} ecc_call;
+typedef ndf__ecc_call ecc_call; /* internal.h: shared with ecc_cuda.c */
 
 static const char *dname(ndf_dtype t) { return ndf_dtype_name(t) ? ndf_dtype_name(t) : "unknown"; }
 
@@ -143,9 +137,10 @@ static ndf_status check_call(ndf_ctx *ctx, const char *name, const ndf_array *in
     if (out->device != in->device || out->device_id != in->device_id)
       return ndf__argerror(ctx, name, "output", "lives on another device than the input");
   }
-  if (in->device == NDF_DEVICE_CUDA)
-    return ndf__error(ctx, NDF_ENOTSUP, "%s: CUDA arrays are not supported yet (Euler characteristic curves run on "
-                      "the CPU backend in this version)", name);
+  if (in->device == NDF_DEVICE_CUDA) {
+    ndf_status ds = ndf__check_device(ctx, name, in);
+    if (ds != NDF_OK) return ds;
+  }
   if (ndf_array_size(in) > 0 && !in->data) return ndf__argerror(ctx, name, "input", "NULL data");
   if (out && ndf_array_size(out) > 0) {
     if (!out->data) return ndf__argerror(ctx, name, "output", "NULL data");
@@ -238,8 +233,14 @@ static ndf_status make_thresholds(ndf_ctx *ctx, const ecc_call *c, const ndf_arr
   const int need_range = !opt->values && !opt->has_range;
   if (ndf_array_size(in) > 0 && (need_range || in->dtype == NDF_FLOAT32 || in->dtype == NDF_FLOAT64)) {
     double mn, mx;
-    int ok;
-    int64_t nan_at = scan_input(ctx, in, &mn, &mx, &ok);
+    int ok = 1;
+    int64_t nan_at;
+    if (in->device == NDF_DEVICE_CUDA) {
+      ndf_status s = ndf__ecc_cuda_scan(ctx, c->name, in, &mn, &mx, &nan_at);
+      if (s != NDF_OK) return s;
+    } else {
+      nan_at = scan_input(ctx, in, &mn, &mx, &ok);
+    }
     if (!ok) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
     if (nan_at >= 0)
       return ndf__argerror(ctx, c->name, "input", "element %lld (C order) is NaN; the filtration needs ordered values",
@@ -480,7 +481,10 @@ ndf_status ndf_euler_characteristic_curve(ndf_ctx *ctx, const ndf_array *input, 
   double *t = malloc((size_t)c.T * sizeof *t);
   if (!t) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", name);
   s = make_thresholds(ctx, &c, input, opt, t);
-  if (s == NDF_OK) s = ecc_cpu(ctx, &c, input, output, opt->construction, t, opt->values == NULL);
+  if (s == NDF_OK && input->device == NDF_DEVICE_CUDA)
+    s = ndf__ecc_cuda(ctx, &c, input, output, opt->construction, t, opt->values == NULL);
+  else if (s == NDF_OK)
+    s = ecc_cpu(ctx, &c, input, output, opt->construction, t, opt->values == NULL);
   free(t);
   return s;
 }
@@ -548,22 +552,23 @@ static ndf_status check_soft(ndf_ctx *ctx, const char *name, const ndf_array *in
       return ndf__argerror(ctx, name, arg, "shape[%d]=%lld; expected %lld (batch axes, then %lld thresholds)", d,
                            (long long)arr->shape[d], (long long)want, (long long)c->T);
   }
-  if (arr->device != NDF_DEVICE_CPU || (ndf_array_size(arr) > 0 && !arr->data))
-    return ndf__argerror(ctx, name, arg, "must be a CPU array with data");
+  if (arr->device != in->device || arr->device_id != in->device_id || (ndf_array_size(arr) > 0 && !arr->data))
+    return ndf__argerror(ctx, name, arg, "must be an array with data on the input's device");
   if (gin) {
     if (gin->dtype != in->dtype) return ndf__argerror(ctx, name, "grad_input", "dtype %s differs from the input's", dname(gin->dtype));
     if (gin->ndim != in->ndim) return ndf__argerror(ctx, name, "grad_input", "rank differs from the input's");
     for (int d = 0; d < in->ndim; d++)
       if (gin->shape[d] != in->shape[d]) return ndf__argerror(ctx, name, "grad_input", "shape[%d] differs from the input's", d);
-    if (gin->device != NDF_DEVICE_CPU || (ndf_array_size(gin) > 0 && !gin->data))
-      return ndf__argerror(ctx, name, "grad_input", "must be a CPU array with data");
+    if (gin->device != in->device || gin->device_id != in->device_id || (ndf_array_size(gin) > 0 && !gin->data))
+      return ndf__argerror(ctx, name, "grad_input", "must be an array with data on the input's device");
     if (ndf_array_size(gin) > 0 && (!ndf__layout_is_proper(gin) || ndf__arrays_overlap(gin, in) || ndf__arrays_overlap(gin, arr)))
       return ndf__argerror(ctx, name, "grad_input", "overlaps itself, the input or %s", arg);
   }
   if (gthr) {
-    if (gthr->dtype != NDF_FLOAT64 || gthr->ndim != 1 || gthr->shape[0] != c->T || gthr->device != NDF_DEVICE_CPU ||
-        !gthr->data)
-      return ndf__argerror(ctx, name, "grad_thresholds", "must be a CPU float64 array of shape (%lld,)", (long long)c->T);
+    if (gthr->dtype != NDF_FLOAT64 || gthr->ndim != 1 || gthr->shape[0] != c->T || gthr->device != in->device ||
+        gthr->device_id != in->device_id || !gthr->data)
+      return ndf__argerror(ctx, name, "grad_thresholds", "must be a float64 array of shape (%lld,) on the input's device",
+                           (long long)c->T);
   }
   if (ndf_array_size(arr) > 0 && (!ndf__layout_is_proper(arr) || ndf__arrays_overlap(arr, in)))
     return ndf__argerror(ctx, name, arg, "overlaps itself or the input");
@@ -650,6 +655,36 @@ static ndf_status soft_run(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in,
   return NDF_OK;
 }
 
+/* NaN in the input: NDF_EINVAL (CPU scan, or the device reduction). */
+static ndf_status soft_nan_check(ndf_ctx *ctx, const char *name, const ndf_array *in) {
+  if (ndf_array_size(in) == 0) return NDF_OK;
+  double mn, mx;
+  int64_t nan_at;
+  int ok = 1;
+  if (in->device == NDF_DEVICE_CUDA) {
+    ndf_status s = ndf__ecc_cuda_scan(ctx, name, in, &mn, &mx, &nan_at);
+    if (s != NDF_OK) return s;
+  } else {
+    nan_at = scan_input(ctx, in, &mn, &mx, &ok);
+  }
+  if (!ok) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", name);
+  if (nan_at >= 0) return ndf__argerror(ctx, name, "input", "holds NaN; the filtration needs ordered values");
+  return NDF_OK;
+}
+
+/* The CUDA path: thresholds read on the host, everything else on the device. */
+static ndf_status soft_cuda(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in, const ndf_array *thr,
+                            ndf_array *arr, ndf_array *gin, ndf_array *gthr, const ndf_soft_ecc_options *opt,
+                            int mode) {
+  double *t = malloc((size_t)(c->T ? c->T : 1) * sizeof *t);
+  if (!t) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
+  for (int64_t k = 0; k < c->T; k++) t[k] = value_at(thr, k * thr->strides[0]);
+  ndf_status s = ndf__soft_ecc_cuda(ctx, c, in, t, arr, ndf_array_size(in) > 0 ? gin : NULL, gthr, opt->construction,
+                                    opt->lambda, mode);
+  free(t);
+  return s;
+}
+
 ndf_status ndf_soft_ecc_forward(ndf_ctx *ctx, const ndf_array *input, const ndf_array *thresholds, ndf_array *output,
                                 const ndf_soft_ecc_options *opt) {
   const char *name = "ndf_soft_ecc_forward";
@@ -658,10 +693,8 @@ ndf_status ndf_soft_ecc_forward(ndf_ctx *ctx, const ndf_array *input, const ndf_
   ecc_call c;
   ndf_status s = check_soft(ctx, name, input, thresholds, output, "output", NULL, NULL, opt, &c);
   if (s != NDF_OK) return s;
-  double mn, mx;
-  int ok;
-  if (ndf_array_size(input) > 0 && scan_input(ctx, input, &mn, &mx, &ok) >= 0)
-    return ndf__argerror(ctx, name, "input", "holds NaN; the filtration needs ordered values");
+  if ((s = soft_nan_check(ctx, name, input)) != NDF_OK) return s;
+  if (input->device == NDF_DEVICE_CUDA) return soft_cuda(ctx, &c, input, thresholds, output, NULL, NULL, opt, 0);
   return soft_run(ctx, &c, input, thresholds, output, NULL, NULL, opt, 0);
 }
 
@@ -674,9 +707,8 @@ ndf_status ndf_soft_ecc_backward(ndf_ctx *ctx, const ndf_array *input, const ndf
   ecc_call c;
   ndf_status s = check_soft(ctx, name, input, thresholds, grad_output, "grad_output", grad_input, grad_thresholds, opt, &c);
   if (s != NDF_OK) return s;
-  double mn, mx;
-  int ok;
-  if (ndf_array_size(input) > 0 && scan_input(ctx, input, &mn, &mx, &ok) >= 0)
-    return ndf__argerror(ctx, name, "input", "holds NaN; the filtration needs ordered values");
+  if ((s = soft_nan_check(ctx, name, input)) != NDF_OK) return s;
+  if (input->device == NDF_DEVICE_CUDA)
+    return soft_cuda(ctx, &c, input, thresholds, (ndf_array *)grad_output, grad_input, grad_thresholds, opt, 1);
   return soft_run(ctx, &c, input, thresholds, (ndf_array *)grad_output, grad_input, grad_thresholds, opt, 1);
 }

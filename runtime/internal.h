@@ -251,6 +251,26 @@ int ndf__grey_cuda_requests(const ndf__grey_geom *g, ndf_dtype dtype, int ndim,
  * idx may be NULL; sampling has one value per spatial axis. */
 ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, ndf_array *idx,
                          int batch_dims, const double *sampling);
+/* ---- ecc.c / ecc_cuda.c: Euler characteristic curves ------------------------------------- */
+/* A validated call: batch and spatial axes, images, voxels per image, thresholds. */
+typedef struct ndf__ecc_call {
+  const char *name;
+  int nb, nsp;
+  int64_t nimg, npix;
+  int64_t sshape[3];
+  int64_t T;
+} ndf__ecc_call;
+/* Min and max of a CUDA input and the C-order index of its first NaN (-1: none); size > 0. */
+ndf_status ndf__ecc_cuda_scan(ndf_ctx *ctx, const char *name, const ndf_array *in, double *mn, double *mx,
+                              int64_t *nan_at);
+/* The exact curve of a CUDA input at the T thresholds t (caller's order; uniform: evenly spaced). */
+ndf_status ndf__ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out,
+                         int construction, const double *t, int uniform);
+/* Soft curve on CUDA: mode 0 forward into arr; mode 1 backward from arr (grad_output) into gin/gthr (may be NULL). */
+ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, const double *t,
+                              ndf_array *arr, ndf_array *gin, ndf_array *gthr, int construction, double lambda,
+                              int mode);
+
 /* ---- binary.c / binary_cuda.c: binary morphology ------------------------------------------ */
 typedef enum {
   NDF__B_EROSION, NDF__B_DILATION, NDF__B_OPENING, NDF__B_CLOSING, NDF__B_PROPAGATION, NDF__B_FILL_HOLES

@@ -133,7 +133,15 @@ bad "output type" 2 ".npy" f2.npy out_bad.nii.gz
 bad "1 spatial axis" 1 "batch_dims" f2.npy out_bad.npy --batch-dims 1
 bad "unknown option" 2 "--size" f2.npy out_bad.npy --size 3
 bad "missing output" 2 "OUT.npy" f2.npy
-bad "--device cuda (no GPU: no context; with one: CPU backend only)" 1 "" f2.npy out_bad.npy --device cuda
+# --device cuda: with a GPU the same checks; without one the context's message (exit 1)
+if "$cli" info 2> /dev/null | grep -q '^device 0:'; then
+  ok "2-D float32 T, --device cuda" f2.npy T 0 "0 5 9" --thresholds 9 --device cuda
+  ok "3-D uint8 V, --device cuda" f3.npy V 0 "0 3 256" --device cuda
+  ok "float64 two batch axes 3-D V, --device cuda" f64b.npy V 2 - --values vals.npy --device cuda
+  bad "NaN input, --device cuda" 1 "NaN" nan.npy out_bad.npy --device cuda
+else
+  bad "--device cuda without a GPU" 1 "" f2.npy out_bad.npy --device cuda
+fi
 if "$cli" ecc --help | grep -q -- "--construction"; then npass=$((npass + 1)); else fail "ecc --help"; fi
 
 cli_summary

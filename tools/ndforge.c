@@ -1839,7 +1839,7 @@ static void ecc_help(void) {
          "  --range LO,HI        [lo, hi] instead of [min, max]\n"
          "  --values V.npy       the thresholds themselves (1-D float32/float64, any order)\n"
          "  --batch-dims N       leading axes that are independent images (default 0)\n"
-         "  --device cpu|cuda|auto  auto (default) = cpu: CPU backend only in this version\n"
+         "  --device cpu|cuda|auto  auto (default): cuda when there is a GPU, else cpu\n"
          "  --thresholds-out TH.npy  write the T thresholds used (float64)\n",
          ECC_USAGE);
 }
@@ -1980,8 +1980,9 @@ static int cmd_ecc(int argc, char **argv) {
     if (read_image(values_path, &vals) != 0) goto done;
     opt.values = &vals.arr;
   }
-  /* CPU only in this version: auto runs on the CPU; cuda asks the library, which says so. */
-  if (make_ctx(&ctx, device == DEV_CUDA ? NDF_BACKEND_CUDA : NDF_BACKEND_CPU, NULL) != NDF_OK) goto done;
+  /* auto: CUDA when the context has a device */
+  if (make_ctx(&ctx, backend_of(device), NULL) != NDF_OK) goto done;
+  if (device == DEV_AUTO) device = ndf_ctx_has_cuda(ctx) ? DEV_CUDA : DEV_CPU;
   int64_t T = values_path ? (vals.arr.ndim == 1 ? vals.arr.shape[0] : 0) : opt.nthresholds;
   int64_t oshape[NDF_MAX_NDIM];
   int ond = batch_dims + 1;

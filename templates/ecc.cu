@@ -1,0 +1,402 @@
+// ecc.cu -- Euler characteristic curves on CUDA (runtime/ecc_cuda.c,
+// docs/adr/0009-euler-characteristic-curves.md): results equal the CPU
+// backend's exactly (exact curve) or to rounding (soft curve).
+//
+//   ndf_ecc_scan   min, max and the first NaN (C-order index) of the whole
+//                  input, one partial per block (the host reduces them).
+//   ndf_ecc_hist   the contribution pass.  A block owns a tile of the plane
+//                  (3-D: 32 x 8 of (y, x); 2-D: 256 of x) of one image and
+//                  marches along the first spatial axis over MC planes,
+//                  keeping three planes (tile + halo, NaN outside) in shared
+//                  memory, so each value is read from global memory about
+//                  once.  Each thread takes its voxel's c(v) (ndf_ecc.cuh),
+//                  finds its threshold bin (bin k: t_{k-1} < f <= t_k of the
+//                  sorted thresholds; evenly spaced: a first guess corrected
+//                  against the exact thresholds, as the CPU does) and adds c
+//                  to a per-block shared-memory histogram, warp-aggregated
+//                  (lanes with the same bin add once).  One global atomic per
+//                  non-zero bin per block.  Too many thresholds for shared
+//                  memory: the atomics go to the global histogram directly.
+//                  SOFT: the pass writes c (int8) and f (V) per voxel instead.
+//   ndf_ecc_final  per image the prefix sum of the histogram, written in the
+//                  caller's threshold order (perm) with the output's strides.
+//   ndf_ecc_soft   soft ECC over SOFT's (c, f): a block compacts the voxels
+//                  of a chunk with c != 0 into shared memory, then forward
+//                  acc[img][k] += sum c s_k, backward gt[k] += lambda g_k sum
+//                  c s_k (1 - s_k) and grad_input = -lambda c sum_k g_k s_k
+//                  (1 - s_k), s_k = sigmoid(lambda (t_k - f)).
+//   ndf_ecc_put    copies nimg x T doubles into a strided (batch..., T) array.
+#include "ndf_common.cuh"
+#include "ndf_ecc.cuh"
+
+typedef NDF_SLOT(TIN) TIN; // input element type
+typedef NDF_SLOT(V) V;     // comparison type: float (uint8/uint16/float32) or double
+#define NSP NDF_SLOT(NSP)  // spatial axes, 2 or 3
+#define CONS NDF_SLOT(CONS) // 0 V-construction, 1 T-construction
+#define SOFT NDF_SLOT(SOFT) // 1: ndf_ecc_hist writes c and f instead of the histogram
+
+typedef unsigned long long ndf_u64;
+
+template <typename W> __device__ __forceinline__ W ndf_nan();
+template <> __device__ __forceinline__ float ndf_nan<float>() { return __int_as_float(0x7fffffff); }
+template <> __device__ __forceinline__ double ndf_nan<double>() { return __longlong_as_double(0x7ff8000000000000LL); }
+
+// ---- min / max / NaN ----------------------------------------------------------------------------
+struct ndf_ecc_scan_params {
+  const TIN *in;
+  double *mn, *mx;       // one per block
+  ndf_i64 *nan_at;       // one per block: least C-order index of a NaN, or -1
+  ndf_i64 nrows, nl, sl; // rows (every axis but the last), their length and stride
+  int nd;
+  ndf_i64 shape[NDF_MAX_NDIM], str[NDF_MAX_NDIM];
+};
+
+extern "C" __global__ void __launch_bounds__(256) ndf_ecc_scan(const ndf_ecc_scan_params p) {
+  __shared__ double smn[8], smx[8];
+  __shared__ ndf_i64 snan[8];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  double lo = 1.0 / 0.0, hi = -1.0 / 0.0;
+  ndf_i64 nan_at = 0x7fffffffffffffffLL;
+  for (ndf_i64 row = (ndf_i64)blockIdx.x * 8 + warp; row < p.nrows; row += (ndf_i64)gridDim.x * 8) {
+    ndf_i64 off = 0, q = row;
+    for (int d = p.nd - 2; d >= 0; d--) {
+      off += (q % p.shape[d]) * p.str[d];
+      q /= p.shape[d];
+    }
+    for (ndf_i64 x = lane; x < p.nl; x += 32) {
+      const double v = (double)p.in[off + x * p.sl];
+      if (v != v) nan_at = min(nan_at, row * p.nl + x);
+      else {
+        lo = fmin(lo, v);
+        hi = fmax(hi, v);
+      }
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    lo = fmin(lo, __shfl_xor_sync(0xffffffffu, lo, o));
+    hi = fmax(hi, __shfl_xor_sync(0xffffffffu, hi, o));
+    nan_at = min(nan_at, (ndf_i64)__shfl_xor_sync(0xffffffffu, nan_at, o));
+  }
+  if (lane == 0) {
+    smn[warp] = lo;
+    smx[warp] = hi;
+    snan[warp] = nan_at;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < 8; w++) {
+      lo = fmin(lo, smn[w]);
+      hi = fmax(hi, smx[w]);
+      nan_at = min(nan_at, snan[w]);
+    }
+    p.mn[blockIdx.x] = lo;
+    p.mx[blockIdx.x] = hi;
+    p.nan_at[blockIdx.x] = nan_at == 0x7fffffffffffffffLL ? -1 : nan_at;
+  }
+}
+
+// ---- contributions and the threshold histogram ---------------------------------------------------
+struct ndf_ecc_params {
+  const TIN *in;
+  signed char *cbuf;  // SOFT: c per voxel, [img][C-order index]
+  V *fbuf;            // SOFT: f per voxel
+  ndf_u64 *hist;      // !SOFT: [img][k] (int64, two's complement), zeroed
+  const double *ts;   // the T thresholds, sorted
+  double lo, inv_step; // uniform: the first guess ceil((f - lo) * inv_step)
+  ndf_i64 T;
+  ndf_i64 nimg, ptiles, ntx, nchunks, mc; // tiles of the plane, of which along x; chunks of mc planes
+  ndf_i64 nz, ny, nx;  // spatial extents (2-D: nz rows, ny = 1)
+  ndf_i64 sz, sy, sx;  // their strides
+  int nb, uniform, smem_ts;
+  ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM]; // batch axes of the input
+};
+
+#define NDF_BX (NSP == 3 ? 32 : 256)
+#define NDF_BY (NSP == 3 ? 8 : 1)
+#define NDF_PH (NSP == 3 ? NDF_BY + 2 : 1)
+#define NDF_PW (NDF_BX + 2)
+#define NDF_PS (NDF_PH * NDF_PW)
+
+extern "C" __global__ void __launch_bounds__(256) ndf_ecc_hist(const ndf_ecc_params p) {
+  __shared__ V plane[3 * NDF_PS];
+  extern __shared__ double dyn[]; // smem_ts: the T thresholds, then T + 1 counters
+  const int tid = threadIdx.x, tx = tid % NDF_BX, ty = tid / NDF_BX, lane = tid & 31;
+  const double *ts = p.smem_ts ? dyn : p.ts;
+  int *shist = (int *)(dyn + p.T);
+  if (!SOFT && p.smem_ts) {
+    for (ndf_i64 k = tid; k < p.T; k += 256) dyn[k] = p.ts[k];
+    for (ndf_i64 k = tid; k <= p.T; k += 256) shist[k] = 0;
+  }
+  ndf_i64 item = blockIdx.x;
+  const ndf_i64 chunk = item % p.nchunks;
+  item /= p.nchunks;
+  const ndf_i64 tile = item % p.ptiles, img = item / p.ptiles;
+  const ndf_i64 x0 = (tile % p.ntx) * NDF_BX, y0 = (tile / p.ntx) * NDF_BY;
+  const ndf_i64 z0 = chunk * p.mc, z1 = min(z0 + p.mc, p.nz);
+  ndf_i64 base = 0, q = img;
+  for (int d = p.nb - 1; d >= 0; d--) {
+    base += (q % p.bshape[d]) * p.bstr[d];
+    q /= p.bshape[d];
+  }
+  const TIN *in = p.in + base;
+  // plane zz (z0 - 1 <= zz) into buffer (zz - z0 + 1) % 3, NaN outside the image
+  auto load = [&](ndf_i64 zz) {
+    V *dst = plane + (int)((zz - z0 + 1) % 3) * NDF_PS;
+    const bool zin = zz >= 0 && zz < p.nz;
+    for (int i = tid; i < NDF_PS; i += 256) {
+      const int r = i / NDF_PW, cx = i % NDF_PW;
+      const ndf_i64 yy = y0 - (NSP == 3 ? 1 : 0) + r, xx = x0 - 1 + cx;
+      V v = ndf_nan<V>();
+      if (zin && yy >= 0 && yy < p.ny && xx >= 0 && xx < p.nx) v = (V)in[zz * p.sz + yy * p.sy + xx * p.sx];
+      dst[i] = v;
+    }
+  };
+  load(z0 - 1);
+  load(z0);
+  const ndf_i64 y = y0 + ty, x = x0 + tx;
+  const bool col_in = y < p.ny && x < p.nx;
+  const int ci = (NSP == 3 ? (ty + 1) * NDF_PW : 0) + tx + 1;
+  for (ndf_i64 z = z0; z < z1; z++) {
+    load(z + 1);
+    __syncthreads();
+    const V *pm = plane + (int)((z - z0) % 3) * NDF_PS;
+    const V *pc = plane + (int)((z - z0 + 1) % 3) * NDF_PS;
+    const V *pp = plane + (int)((z - z0 + 2) % 3) * NDF_PS;
+    const V fv = pc[ci];
+    int c = 0;
+    if (col_in) {
+      auto at = [&](int t) -> V {
+        const int pz = NSP == 3 ? t / 9 : t / 3;
+        const int dy = NSP == 3 ? (t / 3) % 3 - 1 : 0;
+        const int dx = t % 3 - 1;
+        const V *pl = pz == 0 ? pm : pz == 1 ? pc : pp;
+        return pl[ci + dy * NDF_PW + dx];
+      };
+      c = ndf_ecc_contribution<NSP, CONS, V>(fv, at);
+    }
+    if (SOFT) {
+      if (col_in) {
+        const ndf_i64 v = img * (p.nz * p.ny * p.nx) + (z * p.ny + y) * p.nx + x;
+        p.cbuf[v] = (signed char)c;
+        p.fbuf[v] = fv;
+      }
+    } else {
+      int bin = (int)p.T;
+      if (c != 0) {
+        const double v = (double)fv;
+        ndf_i64 k;
+        if (p.uniform) {
+          const double g = ceil((v - p.lo) * p.inv_step);
+          k = g <= 0 ? 0 : g >= (double)p.T ? p.T : (ndf_i64)g;
+          while (k > 0 && v <= ts[k - 1]) k--;
+          while (k < p.T && v > ts[k]) k++;
+        } else {
+          ndf_i64 a = 0, b = p.T;
+          while (a < b) {
+            const ndf_i64 mid = a + (b - a) / 2;
+            if (v <= ts[mid]) b = mid;
+            else a = mid + 1;
+          }
+          k = a;
+        }
+        bin = (int)k;
+      }
+      const bool add = c != 0 && bin < p.T;
+      const unsigned act = __ballot_sync(0xffffffffu, add);
+      if (add) {
+        const unsigned peers = __match_any_sync(act, bin);
+        const int sum = __reduce_add_sync(peers, c);
+        if (lane == __ffs(peers) - 1) {
+          if (p.smem_ts) atomicAdd(&shist[bin], sum);
+          else atomicAdd(&p.hist[img * p.T + bin], (ndf_u64)(long long)sum);
+        }
+      }
+    }
+    __syncthreads();
+  }
+  if (!SOFT && p.smem_ts) {
+    for (ndf_i64 k = tid; k < p.T; k += 256)
+      if (shist[k]) atomicAdd(&p.hist[img * p.T + k], (ndf_u64)(long long)shist[k]);
+  }
+}
+
+// ---- prefix sums in the caller's order -----------------------------------------------------------
+struct ndf_ecc_final_params {
+  const long long *hist; // [img][k], sorted thresholds
+  const long long *perm; // perm[k]: the caller's position of sorted threshold k
+  long long *out;
+  ndf_i64 nimg, T, ostep;
+  int nb;
+  ndf_i64 oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM]; // batch axes of the output
+};
+
+extern "C" __global__ void __launch_bounds__(256) ndf_ecc_final(const ndf_ecc_final_params p) {
+  __shared__ long long wsum[8];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (ndf_i64 img = blockIdx.x; img < p.nimg; img += gridDim.x) {
+    ndf_i64 off = 0, q = img;
+    for (int d = p.nb - 1; d >= 0; d--) {
+      off += (q % p.oshape[d]) * p.ostr[d];
+      q /= p.oshape[d];
+    }
+    long long carry = 0;
+    for (ndf_i64 k0 = 0; k0 < p.T; k0 += 256) {
+      const ndf_i64 k = k0 + threadIdx.x;
+      long long v = k < p.T ? p.hist[img * p.T + k] : 0;
+      for (int o = 1; o < 32; o <<= 1) {
+        const long long u = __shfl_up_sync(0xffffffffu, v, o);
+        if (lane >= o) v += u;
+      }
+      if (lane == 31) wsum[warp] = v;
+      __syncthreads();
+      long long before = carry, total = carry;
+      for (int w = 0; w < 8; w++) {
+        if (w < warp) before += wsum[w];
+        total += wsum[w];
+      }
+      if (k < p.T) p.out[off + p.perm[k] * p.ostep] = before + v;
+      carry = total;
+      __syncthreads();
+    }
+  }
+}
+
+// ---- soft ECC ---------------------------------------------------------------------------------------
+#define NDF_SOFT_CH 1024 // voxels per block
+struct ndf_ecc_soft_params {
+  const signed char *cbuf;
+  const V *fbuf;
+  const double *ts;     // the T thresholds (caller's order)
+  const double *g;      // mode 1: grad_output (batch..., T), strided
+  double *acc;          // mode 0: [img][k], zeroed
+  double *gt;           // mode 1: grad_thresholds accumulator [k], zeroed, or NULL
+  V *gin;               // mode 1: grad_input (the input's shape), strided, or NULL
+  double lambda;
+  ndf_i64 nimg, npix, T, nchunk, gstep;
+  ndf_i64 ny, nx;       // spatial extents (2-D: ny = 1)
+  ndf_i64 gsz, gsy, gsx; // grad_input's spatial strides
+  int nb, mode;
+  ndf_i64 bshape[NDF_MAX_NDIM], gostr[NDF_MAX_NDIM], gistr[NDF_MAX_NDIM]; // batch axes; grad_output's, grad_input's strides
+};
+
+__device__ __forceinline__ float ndf_sigmoid(float z) { return 1.0f / (1.0f + __expf(-z)); }
+__device__ __forceinline__ double ndf_sigmoid(double z) { return 1.0 / (1.0 + exp(-z)); }
+
+extern "C" __global__ void __launch_bounds__(256) ndf_ecc_soft(const ndf_ecc_soft_params p) {
+  __shared__ V sf[NDF_SOFT_CH];
+  __shared__ int si[NDF_SOFT_CH];
+  __shared__ signed char sc[NDF_SOFT_CH];
+  __shared__ double sg[NDF_SOFT_CH];
+  __shared__ double tk[256], gk[256], part[256];
+  __shared__ int wcount[8];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const ndf_i64 img = blockIdx.x / p.nchunk, v0 = (blockIdx.x % p.nchunk) * NDF_SOFT_CH;
+  ndf_i64 gbase = 0, ibase = 0, q = img;
+  for (int d = p.nb - 1; d >= 0; d--) {
+    const ndf_i64 c = q % p.bshape[d];
+    gbase += c * p.gostr[d];
+    ibase += c * p.gistr[d];
+    q /= p.bshape[d];
+  }
+  // grad_input offset of voxel v (C-order index in the image)
+  auto gin_off = [&](ndf_i64 v) {
+    const ndf_i64 x = v % p.nx, r = v / p.nx;
+    return ibase + (r / p.ny) * p.gsz + (r % p.ny) * p.gsy + x * p.gsx;
+  };
+  // compaction of the chunk's voxels with c != 0, in order
+  int n = 0;
+  for (int r = 0; r < NDF_SOFT_CH / 256; r++) {
+    const int j = r * 256 + tid;
+    const ndf_i64 v = v0 + j;
+    int c = 0;
+    V f = 0;
+    if (v < p.npix) {
+      c = p.cbuf[img * p.npix + v];
+      f = p.fbuf[img * p.npix + v];
+      if (c == 0 && p.mode == 1 && p.gin) p.gin[gin_off(v)] = (V)0;
+    }
+    const unsigned b = __ballot_sync(0xffffffffu, c != 0);
+    if (lane == 0) wcount[warp] = __popc(b);
+    __syncthreads();
+    int pos = n + __popc(b & ((1u << lane) - 1));
+    int tot = n;
+    for (int w = 0; w < 8; w++) {
+      if (w < warp) pos += wcount[w];
+      tot += wcount[w];
+    }
+    if (c != 0) {
+      sf[pos] = f;
+      sc[pos] = (signed char)c;
+      si[pos] = j;
+      sg[pos] = 0;
+    }
+    n = tot;
+    __syncthreads();
+  }
+  if (n == 0) return; // uniform over the block
+  const ndf_i64 KQ = p.T >= 256 ? 256 : p.T > 128 ? 256 : p.T > 64 ? 128 : p.T > 32 ? 64 : 32;
+  const int parts = (int)(256 / KQ), kk = (int)(tid % KQ), part_id = (int)(tid / KQ);
+  const double lam = p.lambda;
+  for (ndf_i64 k0 = 0; k0 < p.T; k0 += KQ) {
+    const int kn = (int)min((ndf_i64)KQ, p.T - k0);
+    if (tid < kn) {
+      tk[tid] = p.ts[k0 + tid];
+      gk[tid] = p.mode == 1 ? p.g[gbase + (k0 + tid) * p.gstep] : 0.0;
+    }
+    __syncthreads();
+    // per threshold: sum over the compacted voxels
+    if (p.mode == 0 || p.gt) {
+      double sum = 0;
+      if (kk < kn) {
+        const double t = tk[kk];
+        for (int e = part_id; e < n; e += parts) {
+          const V s = ndf_sigmoid((V)(lam * (t - (double)sf[e])));
+          sum += (double)sc[e] * (double)(p.mode == 0 ? s : s * ((V)1 - s));
+        }
+      }
+      part[tid] = sum;
+      __syncthreads();
+      if (part_id == 0 && kk < kn) {
+        double tot = 0;
+        for (int pi = 0; pi < parts; pi++) tot += part[pi * KQ + kk];
+        if (p.mode == 0) atomicAdd(&p.acc[img * p.T + k0 + kk], tot);
+        else atomicAdd(&p.gt[k0 + kk], lam * gk[kk] * tot);
+      }
+    }
+    // per voxel: grad_input
+    if (p.mode == 1 && p.gin) {
+      for (int e = tid; e < n; e += 256) {
+        const double f = (double)sf[e];
+        double a = 0;
+        for (int j = 0; j < kn; j++) {
+          const V s = ndf_sigmoid((V)(lam * (tk[j] - f)));
+          a += gk[j] * (double)(s * ((V)1 - s));
+        }
+        sg[e] += a;
+      }
+    }
+    __syncthreads();
+  }
+  if (p.mode == 1 && p.gin)
+    for (int e = tid; e < n; e += 256) p.gin[gin_off(v0 + si[e])] = (V)(-lam * (double)sc[e] * sg[e]);
+}
+
+// ---- nimg x T doubles into a strided (batch..., T) array --------------------------------------------
+struct ndf_ecc_put_params {
+  const double *src;
+  double *dst;
+  ndf_i64 nimg, T, step;
+  int nb;
+  ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM];
+};
+
+extern "C" __global__ void __launch_bounds__(256) ndf_ecc_put(const ndf_ecc_put_params p) {
+  for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + threadIdx.x; i < p.nimg * p.T; i += (ndf_i64)gridDim.x * 256) {
+    ndf_i64 img = i / p.T, k = i % p.T, off = 0;
+    for (int d = p.nb - 1; d >= 0; d--) {
+      off += (img % p.bshape[d]) * p.bstr[d];
+      img /= p.bshape[d];
+    }
+    p.dst[off + k * p.step] = p.src[i];
+  }
+}

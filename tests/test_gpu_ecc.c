@@ -1,0 +1,434 @@
+/*
+ * test_gpu_ecc.c -- Euler characteristic curves on the GPU against the CPU
+ * backend (itself checked against a brute-force cubical complex and
+ * skimage by test_ecc), on fresh random inputs drawn here: float32, float64,
+ * uint8, uint16; 2-D and 3-D with 0-2 batch axes; V and T constructions;
+ * thresholds as values (unsorted, repeated, +-inf), evenly spaced over
+ * [min, max] or over a range, few and many (past the shared-memory
+ * histogram); small-integer values (ties everywhere), continuous values,
+ * constant images; strided and negative-stride inputs, strided outputs.
+ *
+ * Exact curve: bit for bit (int64).  Soft curve (float32/float64, forward and
+ * backward): to a tolerance, since the GPU sums in another order and takes
+ * float32 sigmoids for float32 inputs.  GPU outputs are poisoned first; the
+ * bytes between the elements of a strided output must keep the poison, and a
+ * NaN input must leave the output untouched.
+ *
+ * Exits 77 (skipped) when the context has no CUDA device.  With fewer than
+ * 100 random cases (NDF_TEST_CASES, default 150) the 256^3 shape is left out.
+ * Seed: NDF_TEST_SEED (printed).  Public API only.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ndforge.h"
+#include "testutil.h"
+
+typedef tu_gpu_state gpu_state;
+
+typedef struct ecase {
+  ndf_dtype dt;
+  int nd, batch, nsp;
+  int64_t shape[NDF_MAX_NDIM];
+  int vkind;   /* 0 small integers (ties), 1 continuous, 2 constant */
+  int tkind;   /* 0 values, 1 spaced over [min, max], 2 spaced over a range */
+  int64_t T;
+  ndf_ecc_construction cons;
+  int in_layout, out_layout;
+  char desc[256];
+} ecase;
+
+static void draw_shape(ecase *c, tu_rng *r, int soft) {
+  c->nsp = (int)tu_rng_int(r, 2, 3);
+  c->batch = (int)tu_rng_int(r, 0, 2);
+  c->nd = c->nsp + c->batch;
+  for (int d = 0; d < c->batch; d++) c->shape[d] = tu_rng_int(r, 1, 3);
+  const int64_t h = c->nsp == 2 ? (soft ? 40 : 300) : (soft ? 14 : 40);
+  for (int d = 0; d < c->nsp; d++) c->shape[c->batch + d] = tu_rng_chance(r, 0.1) ? tu_rng_int(r, 1, 3) : tu_rng_int(r, 1, h);
+}
+
+static void fill_values(const ndf_array *a, int vkind, tu_rng *r) {
+  const int64_t n = ndf_array_size(a);
+  const int64_t top = tu_rng_int(r, 1, 12);
+  const double scale = tu_rng_unif(r) * 100;
+  const double k = tu_is_float(a->dtype) ? tu_rng_normal(r) : (double)tu_rng_int(r, 0, 9);
+  for (int64_t i = 0; i < n; i++) {
+    double v;
+    if (vkind == 0) v = (double)tu_rng_int(r, 0, top);
+    else if (vkind == 2) v = k;
+    else if (tu_is_float(a->dtype)) v = tu_rng_normal(r) * scale;
+    else v = (double)tu_rng_int(r, 0, a->dtype == NDF_UINT8 ? 255 : 65535);
+    if (a->dtype == NDF_FLOAT32) v = (float)v;
+    tu_set(a, i, v);
+  }
+}
+
+static void draw_case(ecase *c, tu_rng *r) {
+  memset(c, 0, sizeof *c);
+  static const ndf_dtype dts[4] = {NDF_FLOAT32, NDF_FLOAT64, NDF_UINT8, NDF_UINT16};
+  c->dt = dts[tu_rng_int(r, 0, 3)];
+  draw_shape(c, r, 0);
+  c->vkind = tu_rng_chance(r, 0.5) ? 0 : tu_rng_chance(r, 0.9) ? 1 : 2;
+  c->tkind = (int)tu_rng_int(r, 0, 2);
+  c->T = tu_rng_chance(r, 0.1) ? tu_rng_int(r, 3000, 6000) : tu_rng_int(r, c->tkind ? 2 : 1, 300);
+  c->cons = tu_rng_chance(r, 0.5) ? NDF_ECC_V : NDF_ECC_T;
+  c->in_layout = tu_rng_chance(r, 0.4) ? TU_LAYOUT_PADDED | (tu_rng_chance(r, 0.5) ? TU_LAYOUT_NEGATIVE : 0) |
+                                             (tu_rng_chance(r, 0.3) ? TU_LAYOUT_OFFSET : 0)
+                                       : TU_LAYOUT_C;
+  c->out_layout = tu_rng_chance(r, 0.3) ? TU_LAYOUT_PADDED : tu_rng_chance(r, 0.2) ? TU_LAYOUT_FORTRAN : TU_LAYOUT_C;
+}
+
+static void describe(ecase *c, const char *what) {
+  char sh[128];
+  size_t u = 0;
+  sh[0] = 0;
+  for (int d = 0; d < c->nd; d++) u += (size_t)snprintf(sh + u, sizeof sh - u, "%s%lld", d ? "x" : "", (long long)c->shape[d]);
+  snprintf(c->desc, sizeof c->desc, "%s %s %s batch=%d %s vkind=%d tkind=%d T=%lld layouts %d/%d", what,
+           ndf_dtype_name(c->dt), sh, c->batch, ndf_ecc_construction_name(c->cons), c->vkind, c->tkind, (long long)c->T,
+           c->in_layout, c->out_layout);
+}
+
+/* One exact case: CPU on the host copy, GPU on a relaid device copy. */
+static int run_exact(ndf_ctx *ctx, ecase *c, tu_rng *r) {
+  describe(c, "exact");
+  int rc = 0;
+  tu_array hin, lin, cpu, gpu, vals = {0};
+  tu_dev din = {0}, dout = {0};
+  assert_int_equal(tu_array_alloc(&hin, c->dt, c->nd, c->shape), 0);
+  fill_values(&hin.arr, c->vkind, r);
+  assert_int_equal(tu_array_relayout(&lin, &hin.arr, c->in_layout, r), 0);
+  int64_t oshape[NDF_MAX_NDIM];
+  for (int d = 0; d < c->batch; d++) oshape[d] = c->shape[d];
+  oshape[c->batch] = c->T;
+  assert_int_equal(tu_array_alloc(&cpu, NDF_INT64, c->batch + 1, oshape), 0);
+  assert_int_equal(tu_array_like(&gpu, &cpu.arr, c->out_layout, r), 0);
+  ndf_ecc_options o;
+  ndf_ecc_options_init(&o);
+  o.construction = c->cons;
+  o.batch_dims = c->batch;
+  o.nthresholds = c->T;
+  if (c->tkind == 0) {
+    assert_int_equal(tu_array_alloc(&vals, NDF_FLOAT64, 1, &c->T), 0);
+    for (int64_t k = 0; k < c->T; k++) {
+      double v = c->vkind == 0 ? (double)tu_rng_int(r, -1, 13) : tu_rng_normal(r) * 60;
+      if (tu_rng_chance(r, 0.1) && k > 0) v = tu_get(&vals.arr, tu_rng_int(r, 0, k - 1)); /* repeats */
+      if (tu_rng_chance(r, 0.03)) v = tu_rng_chance(r, 0.5) ? INFINITY : -INFINITY;
+      tu_set(&vals.arr, k, v);
+    }
+    o.values = &vals.arr;
+  } else if (c->tkind == 2) {
+    o.has_range = 1;
+    o.range_lo = tu_rng_normal(r) * 10;
+    o.range_hi = o.range_lo + (tu_rng_chance(r, 0.1) ? 0 : tu_rng_unif(r) * 100);
+  }
+  ndf_status sc = ndf_euler_characteristic_curve(ctx, &hin.arr, &cpu.arr, &o);
+  if (sc != NDF_OK) {
+    printf("CPU failed on %s: %s\n", c->desc, ndf_errmsg(ctx));
+    rc = 1;
+    goto done;
+  }
+  tu_dev_upload(ctx, &din, &lin);
+  tu_dev_upload(ctx, &dout, &gpu);
+  ndf_status sg = ndf_euler_characteristic_curve(ctx, &din.arr, &dout.arr, &o);
+  if (sg == NDF_OK) sg = ndf_ctx_synchronize(ctx);
+  if (sg != NDF_OK) {
+    printf("GPU failed on %s: %s\n", c->desc, ndf_errmsg(ctx));
+    rc = 1;
+    goto done;
+  }
+  tu_dev_download(ctx, &dout, &gpu);
+  char msg[1024];
+  int64_t bad = tu_compare(&cpu.arr, &gpu.arr, msg, sizeof msg);
+  if (bad) {
+    printf("%s: %lld of %lld curve values differ\n%s", c->desc, (long long)bad, (long long)ndf_array_size(&cpu.arr), msg);
+    rc = 1;
+  }
+  if (tu_check_gaps(&gpu) >= 0) {
+    printf("%s: the output's gaps were written\n", c->desc);
+    rc = 1;
+  }
+done:
+  tu_dev_free(ctx, &din);
+  tu_dev_free(ctx, &dout);
+  tu_array_free(&hin);
+  tu_array_free(&lin);
+  tu_array_free(&cpu);
+  tu_array_free(&gpu);
+  tu_array_free(&vals);
+  return rc;
+}
+
+static void test_gpu_exact_random(void **state) {
+  gpu_state *s = *state;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed);
+  int failed = 0;
+  for (long k = 0; k < s->ncases && failed < 5; k++) {
+    ecase c;
+    draw_case(&c, &r);
+    failed += run_exact(s->ctx, &c, &r);
+  }
+  if (failed) printf("%d exact cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
+  assert_int_equal(failed, 0);
+}
+
+/* The benchmark workloads (float32, T = 256 over [min, max]) at size. */
+static void test_gpu_benchmark_shapes(void **state) {
+  gpu_state *s = *state;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed ^ 0xecc);
+  static const struct { int nd, batch; int64_t shape[3]; } W[] = {
+      {2, 0, {1024, 1024}}, {3, 1, {64, 256, 256}}, {3, 0, {128, 128, 128}}, {3, 0, {256, 256, 256}}};
+  for (size_t k = 0; k < sizeof W / sizeof W[0]; k++) {
+    if (s->ncases < 100 && W[k].shape[0] == 256) continue;
+    for (int cons = 0; cons < 2; cons++) {
+      ecase c;
+      memset(&c, 0, sizeof c);
+      c.dt = NDF_FLOAT32;
+      c.nd = W[k].nd;
+      c.batch = W[k].batch;
+      c.nsp = c.nd - c.batch;
+      memcpy(c.shape, W[k].shape, sizeof W[k].shape);
+      c.vkind = 1;
+      c.tkind = 1;
+      c.T = 256;
+      c.cons = (ndf_ecc_construction)cons;
+      double t0 = tu_now_ms();
+      assert_int_equal(run_exact(s->ctx, &c, &r), 0);
+      printf("%s: %.1f ms (CPU reference, transfers and first compile included)\n", c.desc, tu_now_ms() - t0);
+    }
+  }
+}
+
+/* NaN: EINVAL, output untouched, on the GPU as on the CPU. */
+static void test_gpu_nan_rejected(void **state) {
+  gpu_state *s = *state;
+  const int64_t sh[3] = {3, 17, 40}, os[2] = {3, 16};
+  tu_array h, o;
+  assert_int_equal(tu_array_alloc(&h, NDF_FLOAT32, 3, sh), 0);
+  assert_int_equal(tu_array_alloc(&o, NDF_INT64, 2, os), 0);
+  for (int64_t i = 0; i < 3 * 17 * 40; i++) tu_set(&h.arr, i, (double)(i % 7));
+  tu_set(&h.arr, 1234, NAN);
+  tu_poison(o.base, o.bytes);
+  tu_dev din, dout;
+  tu_dev_upload(s->ctx, &din, &h);
+  tu_dev_upload(s->ctx, &dout, &o);
+  ndf_ecc_options opt;
+  ndf_ecc_options_init(&opt);
+  opt.nthresholds = 16;
+  opt.batch_dims = 1;
+  assert_int_equal(ndf_euler_characteristic_curve(s->ctx, &din.arr, &dout.arr, &opt), NDF_EINVAL);
+  assert_non_null(strstr(ndf_errmsg(s->ctx), "element 1234"));
+  opt.has_range = 1;
+  opt.range_hi = 5;
+  assert_int_equal(ndf_euler_characteristic_curve(s->ctx, &din.arr, &dout.arr, &opt), NDF_EINVAL);
+  tu_dev_download(s->ctx, &dout, &o);
+  assert_int_equal(tu_poison_check(o.base, o.bytes), -1);
+  tu_dev_free(s->ctx, &din);
+  tu_dev_free(s->ctx, &dout);
+  tu_array_free(&h);
+  tu_array_free(&o);
+}
+
+/* ---- soft curve ------------------------------------------------------------------------------ */
+
+static int near(double want, double got, double tol) { return fabs(want - got) <= tol; }
+
+static int run_soft(ndf_ctx *ctx, ecase *c, tu_rng *r) {
+  describe(c, "soft");
+  int rc = 0;
+  tu_array hin, lin, thr, cf, gf, go, lgo, cgi, ggi, cgt, ggt;
+  tu_dev din = {0}, dfo = {0}, dgo = {0}, dgi = {0}, dgt = {0};
+  assert_int_equal(tu_array_alloc(&hin, c->dt, c->nd, c->shape), 0);
+  fill_values(&hin.arr, c->vkind, r);
+  assert_int_equal(tu_array_relayout(&lin, &hin.arr, c->in_layout, r), 0);
+  assert_int_equal(tu_array_alloc(&thr, NDF_FLOAT64, 1, &c->T), 0);
+  for (int64_t k = 0; k < c->T; k++) tu_set(&thr.arr, k, c->vkind == 0 ? tu_rng_unif(r) * 14 - 1 : tu_rng_normal(r) * 60);
+  int64_t oshape[NDF_MAX_NDIM];
+  for (int d = 0; d < c->batch; d++) oshape[d] = c->shape[d];
+  oshape[c->batch] = c->T;
+  assert_int_equal(tu_array_alloc(&cf, NDF_FLOAT64, c->batch + 1, oshape), 0);
+  assert_int_equal(tu_array_like(&gf, &cf.arr, c->out_layout, r), 0);
+  assert_int_equal(tu_array_alloc(&go, NDF_FLOAT64, c->batch + 1, oshape), 0);
+  for (int64_t i = 0; i < ndf_array_size(&go.arr); i++) tu_set(&go.arr, i, tu_rng_normal(r));
+  assert_int_equal(tu_array_relayout(&lgo, &go.arr, c->out_layout, r), 0);
+  assert_int_equal(tu_array_alloc(&cgi, c->dt, c->nd, c->shape), 0);
+  assert_int_equal(tu_array_like(&ggi, &cgi.arr, c->out_layout, r), 0);
+  assert_int_equal(tu_array_alloc(&cgt, NDF_FLOAT64, 1, &c->T), 0);
+  assert_int_equal(tu_array_like(&ggt, &cgt.arr, tu_rng_chance(r, 0.3) ? TU_LAYOUT_PADDED : TU_LAYOUT_C, r), 0);
+  ndf_soft_ecc_options o;
+  ndf_soft_ecc_options_init(&o);
+  o.construction = c->cons;
+  o.batch_dims = c->batch;
+  o.lambda = tu_rng_chance(r, 0.5) ? 0.3 + tu_rng_unif(r) * 3 : 1 + tu_rng_unif(r) * 40;
+  assert_int_equal(ndf_soft_ecc_forward(ctx, &hin.arr, &thr.arr, &cf.arr, &o), NDF_OK);
+  assert_int_equal(ndf_soft_ecc_backward(ctx, &hin.arr, &thr.arr, &go.arr, &cgi.arr, &cgt.arr, &o), NDF_OK);
+  tu_dev_upload(ctx, &din, &lin);
+  tu_dev_upload(ctx, &dfo, &gf);
+  tu_dev_upload(ctx, &dgo, &lgo);
+  tu_dev_upload(ctx, &dgi, &ggi);
+  tu_dev_upload(ctx, &dgt, &ggt);
+  ndf_status st = ndf_soft_ecc_forward(ctx, &din.arr, &thr.arr, &dfo.arr, &o);
+  if (st == NDF_OK) st = ndf_soft_ecc_backward(ctx, &din.arr, &thr.arr, &dgo.arr, &dgi.arr, &dgt.arr, &o);
+  if (st == NDF_OK) st = ndf_ctx_synchronize(ctx);
+  if (st != NDF_OK) {
+    printf("GPU failed on %s: %s\n", c->desc, ndf_errmsg(ctx));
+    rc = 1;
+    goto done;
+  }
+  tu_dev_download(ctx, &dfo, &gf);
+  tu_dev_download(ctx, &dgi, &ggi);
+  tu_dev_download(ctx, &dgt, &ggt);
+  int64_t npix = 1, nimg = 1;
+  for (int d = 0; d < c->nd; d++) {
+    if (d < c->batch) nimg *= c->shape[d];
+    else npix *= c->shape[d];
+  }
+  (void)nimg;
+  const double eps = c->dt == NDF_FLOAT32 ? 2e-5 : 1e-11;
+  double gsum = 0;
+  for (int64_t i = 0; i < ndf_array_size(&go.arr); i++) gsum += fabs(tu_get(&go.arr, i));
+  int64_t bad = 0;
+  for (int64_t i = 0; i < ndf_array_size(&cf.arr); i++)
+    if (!near(tu_get(&cf.arr, i), tu_get(&gf.arr, i), eps * 7 * (double)npix + 1e-12)) {
+      if (bad++ < 3) printf("%s: chi[%lld] %.12g vs %.12g\n", c->desc, (long long)i, tu_get(&cf.arr, i), tu_get(&gf.arr, i));
+    }
+  for (int64_t i = 0; i < ndf_array_size(&cgi.arr); i++)
+    if (!near(tu_get(&cgi.arr, i), tu_get(&ggi.arr, i), eps * 7 * o.lambda * gsum + 1e-12)) {
+      if (bad++ < 6) printf("%s: grad_input[%lld] %.12g vs %.12g\n", c->desc, (long long)i, tu_get(&cgi.arr, i), tu_get(&ggi.arr, i));
+    }
+  for (int64_t k = 0; k < c->T; k++)
+    if (!near(tu_get(&cgt.arr, k), tu_get(&ggt.arr, k), eps * 7 * o.lambda * gsum * (double)npix + 1e-12)) {
+      if (bad++ < 9) printf("%s: grad_thresholds[%lld] %.12g vs %.12g\n", c->desc, (long long)k, tu_get(&cgt.arr, k), tu_get(&ggt.arr, k));
+    }
+  if (tu_check_gaps(&gf) >= 0 || tu_check_gaps(&ggi) >= 0 || tu_check_gaps(&ggt) >= 0) {
+    printf("%s: an output's gaps were written\n", c->desc);
+    bad++;
+  }
+  if (bad) rc = 1;
+done:
+  tu_dev_free(ctx, &din);
+  tu_dev_free(ctx, &dfo);
+  tu_dev_free(ctx, &dgo);
+  tu_dev_free(ctx, &dgi);
+  tu_dev_free(ctx, &dgt);
+  tu_array *all[] = {&hin, &lin, &thr, &cf, &gf, &go, &lgo, &cgi, &ggi, &cgt, &ggt};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tu_array_free(all[i]);
+  return rc;
+}
+
+static void test_gpu_soft_random(void **state) {
+  gpu_state *s = *state;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed ^ 0x50f7);
+  int failed = 0;
+  const long n = s->ncases / 3 > 10 ? s->ncases / 3 : 10;
+  for (long k = 0; k < n && failed < 5; k++) {
+    ecase c;
+    memset(&c, 0, sizeof c);
+    c.dt = tu_rng_chance(&r, 0.5) ? NDF_FLOAT32 : NDF_FLOAT64;
+    draw_shape(&c, &r, 1);
+    c.vkind = tu_rng_chance(&r, 0.5) ? 0 : 1;
+    c.T = tu_rng_chance(&r, 0.1) ? tu_rng_int(&r, 257, 600) : tu_rng_int(&r, 1, 80);
+    c.cons = tu_rng_chance(&r, 0.5) ? NDF_ECC_V : NDF_ECC_T;
+    c.in_layout = tu_rng_chance(&r, 0.3) ? TU_LAYOUT_PADDED | TU_LAYOUT_NEGATIVE : TU_LAYOUT_C;
+    c.out_layout = tu_rng_chance(&r, 0.3) ? TU_LAYOUT_PADDED : TU_LAYOUT_C;
+    failed += run_soft(s->ctx, &c, &r);
+  }
+  if (failed) printf("%d soft cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
+  assert_int_equal(failed, 0);
+}
+
+/* The issue's soft workload (64 x 256^2 float32, T = 64, forward + backward):
+ * host-clock time per pair of calls after a warm-up, printed, not judged. */
+static void test_gpu_soft_timing(void **state) {
+  gpu_state *s = *state;
+  const int64_t sh[3] = {64, 256, 256}, osh[2] = {64, 64}, T = 64;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed ^ 0x71);
+  tu_array h, th, go;
+  assert_int_equal(tu_array_alloc(&h, NDF_FLOAT32, 3, sh), 0);
+  for (int64_t i = 0; i < 64 * 256 * 256; i++) tu_set(&h.arr, i, (float)(tu_rng_unif(&r) * 2000 - 1000));
+  assert_int_equal(tu_array_alloc(&th, NDF_FLOAT64, 1, &T), 0);
+  for (int64_t k = 0; k < T; k++) tu_set(&th.arr, k, -1000 + 2000.0 * (double)k / (double)(T - 1));
+  assert_int_equal(tu_array_alloc(&go, NDF_FLOAT64, 2, osh), 0);
+  for (int64_t i = 0; i < 64 * 64; i++) tu_set(&go.arr, i, tu_rng_normal(&r));
+  ndf_array din, dout, dgo, dgi, dgt;
+  assert_int_equal(ndf_array_alloc(s->ctx, &din, NDF_DEVICE_CUDA, NDF_FLOAT32, 3, sh), NDF_OK);
+  assert_int_equal(ndf_array_alloc(s->ctx, &dgi, NDF_DEVICE_CUDA, NDF_FLOAT32, 3, sh), NDF_OK);
+  assert_int_equal(ndf_array_alloc(s->ctx, &dout, NDF_DEVICE_CUDA, NDF_FLOAT64, 2, osh), NDF_OK);
+  assert_int_equal(ndf_array_alloc(s->ctx, &dgo, NDF_DEVICE_CUDA, NDF_FLOAT64, 2, osh), NDF_OK);
+  assert_int_equal(ndf_array_alloc(s->ctx, &dgt, NDF_DEVICE_CUDA, NDF_FLOAT64, 1, &T), NDF_OK);
+  assert_int_equal(ndf_array_copy(s->ctx, &din, &h.arr), NDF_OK);
+  assert_int_equal(ndf_array_copy(s->ctx, &dgo, &go.arr), NDF_OK);
+  ndf_soft_ecc_options o;
+  ndf_soft_ecc_options_init(&o);
+  o.batch_dims = 1;
+  o.lambda = 0.05;
+  double t0 = 0;
+  for (int it = 0; it < 23; it++) {
+    if (it == 3) {
+      assert_int_equal(ndf_ctx_synchronize(s->ctx), NDF_OK);
+      t0 = tu_now_ms();
+    }
+    assert_int_equal(ndf_soft_ecc_forward(s->ctx, &din, &th.arr, &dout, &o), NDF_OK);
+    assert_int_equal(ndf_soft_ecc_backward(s->ctx, &din, &th.arr, &dgo, &dgi, &dgt, &o), NDF_OK);
+  }
+  assert_int_equal(ndf_ctx_synchronize(s->ctx), NDF_OK);
+  printf("soft ECC forward + backward, 64x256x256 float32, T = 64: %.3f ms per pair (host clock, mean of 20; "
+         "two NaN-scan readbacks included)\n", (tu_now_ms() - t0) / 20);
+  ndf_array *all[] = {&din, &dout, &dgo, &dgi, &dgt};
+  for (int i = 0; i < 5; i++) ndf_array_free(s->ctx, all[i]);
+  tu_array_free(&h);
+  tu_array_free(&th);
+  tu_array_free(&go);
+}
+
+int main(void) {
+  gpu_state *s = calloc(1, sizeof *s);
+  ndf_ctx_options o;
+  ndf_ctx_options_init(&o);
+  if (ndf_ctx_create(&s->ctx, &o) != NDF_OK) {
+    fprintf(stderr, "ndf_ctx_create: %s\n", ndf_last_error());
+    return 1;
+  }
+  if (!ndf_ctx_has_cuda(s->ctx)) {
+    printf("SKIP: the context has no usable CUDA device\n");
+    ndf_ctx_destroy(s->ctx);
+    free(s);
+    return 77;
+  }
+  ndf_ctx_info info;
+  if (ndf_ctx_get_info(s->ctx, &info) == NDF_OK)
+    printf("device: %s (sm_%d%d), driver %d, NVRTC %d.%d\n", info.device_name, info.cc_major, info.cc_minor,
+           info.driver_version, info.nvrtc_major, info.nvrtc_minor);
+  s->seed = tu_seed("NDF_TEST_SEED");
+  s->ncases = tu_env_long("NDF_TEST_CASES", 150);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_prestate(test_gpu_nan_rejected, s),
+      cmocka_unit_test_prestate(test_gpu_exact_random, s),
+      cmocka_unit_test_prestate(test_gpu_soft_random, s),
+      cmocka_unit_test_prestate(test_gpu_benchmark_shapes, s),
+      cmocka_unit_test_prestate(test_gpu_soft_timing, s),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  ndf_cache_stats st;
+  ndf_ctx_cache_stats(s->ctx, &st);
+  printf("kernel cache: %llu memory hits, %llu disk hits, %llu compiles (%.0f ms)\n",
+         (unsigned long long)st.memory_hits, (unsigned long long)st.disk_hits, (unsigned long long)st.compiles,
+         st.compile_ms);
+  ndf_ctx_destroy(s->ctx);
+  free(s);
+  return rc;
+}
