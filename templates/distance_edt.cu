@@ -64,6 +64,8 @@ struct ndf_edt_params {
   ndf_i64 xstr[NDF_MAX_NDIM];     // index strides of each array axis (the coordinate axis left out)
   ndf_i64 xk;                     // index stride of the coordinate axis
   double samp[NDF_MAX_NDIM];      // sampling of each spatial axis (no-background distance)
+  ndf_i64 wseg, wstride;          // ndf_edt_wrows: segment length per lane, its shared-memory stride (sites)
+  int wexact;                     // ndf_edt_wrows: 1 = the arithmetic is exact (segments + parallel queries)
 };
 
 __device__ __forceinline__ double ndf_mul(double a, double b) { return __dmul_rn(a, b); }
@@ -427,3 +429,137 @@ extern "C" __global__ void __launch_bounds__(NDF_TILE) ndf_edt_rows(const ndf_ed
     }
   }
 }
+
+// ---- the last axis, a warp per row (ndf_edt_wrows) --------------------------------------
+//
+// For passes with few rows (2-D images: a row per image line) a thread per
+// row leaves most of the GPU idle, so a warp takes a row and keeps its
+// envelope in shared memory (blockDim = 32, dynamic shared memory).
+//
+// wexact = 0 (any sampling): lane 0 builds the row's envelope exactly as the
+// CPU does (one segment, wseg = n), then every lane walks the queries in
+// lockstep (the same walk, scipy's order) and lane c keeps position x0 + c,
+// so the writes are coalesced.  Bit-identical by construction.
+//
+// wexact = 1 (the host checked that every sampling is an integer and every
+// product of the tests stays below 2^53, so no operation rounds): lane k
+// builds the envelope of its segment [k wseg, (k + 1) wseg); lane 0 merges
+// the segments in order into one stack, in place (a segment's sites are fed
+// to the stack with scipy's test until one is pushed without a pop, after
+// which the rest of the segment is kept as it is: the same triples were
+// tested when the segment was built), and the rest is copied by the warp.
+// Without rounding the envelope is the exact lower envelope and the walk
+// returns the first site (the smallest position) of least distance, which is
+// what the sequential algorithm returns; the first site of least distance is
+// non-decreasing in the position, so each lane walks its positions
+// lane, lane + 32, ... from where its previous one stopped.
+#if !FIRST && LAST
+extern "C" __global__ void __launch_bounds__(32) ndf_edt_wrows(const ndf_edt_params p) {
+  extern __shared__ __align__(16) unsigned char ndf_wsmem[];
+  ndf_site *S = (ndf_site *)ndf_wsmem;
+  const unsigned full = 0xffffffffu;
+  const int lane = threadIdx.x;
+  const ndf_i64 n = p.n, m = p.wseg;
+  for (ndf_i64 row = blockIdx.x; row < p.nlines; row += gridDim.x) {
+    const ndf_i64 r0 = row * n; // working index of the row start
+    // 1. Each lane: the envelope of its segment, at S + lane * wstride.
+    const ndf_i64 x0 = (ndf_i64)lane * m, x1 = x0 + m < n ? x0 + m : n;
+    ndf_site *B = S + (x0 < n ? (ndf_i64)lane * p.wstride : 0);
+    int len = 0;
+    for (ndf_i64 x = x0; x < x1; x++) {
+      const int fx = p.sfeat[r0 + x];
+      if (fx < 0) continue;
+      const double wx = p.sw[r0 + x];
+      while (len >= 2 && ndf_hidden(B[len - 2].v, B[len - 2].w, B[len - 1].v, B[len - 1].w, x, wx, p.s)) --len;
+      ndf_site e;
+      e.w = wx;
+      e.v = (int)x;
+      e.f = fx;
+      B[len++] = e;
+    }
+    __syncwarp();
+    // 2. Lane 0 merges segment k into the stack S[0, G) (G <= k wseg <= k wstride: in place).
+    int G = __shfl_sync(full, len, 0);
+    for (int k = 1; k < 32; k++) {
+      const int lk = __shfl_sync(full, len, k);
+      if (lk == 0) continue; // uniform
+      const ndf_site *Bk = S + (ndf_i64)k * p.wstride;
+      int j = 0, g = G;
+      if (lane == 0) {
+        while (j < lk) {
+          const ndf_site e = Bk[j];
+          bool popped = false;
+          while (g >= 2 && ndf_hidden(S[g - 2].v, S[g - 2].w, S[g - 1].v, S[g - 1].w, e.v, e.w, p.s)) {
+            --g;
+            popped = true;
+          }
+          S[g++] = e; // g <= k wstride + j: at most the slot just read
+          ++j;
+          if (j >= 2 && !popped) break; // Bk[j - 1] sits on Bk[j - 2]: the rest of the segment stays
+        }
+      }
+      j = __shfl_sync(full, j, 0);
+      g = __shfl_sync(full, g, 0);
+      __syncwarp();
+      const int rem = lk - j; // Bk[j, lk) -> S[g, g + rem), g <= k wstride + j: copy in chunks of 32
+      for (int c0 = 0; c0 < rem; c0 += 32) {
+        ndf_site e;
+        const int c = c0 + lane;
+        if (c < rem) e = Bk[j + c];
+        __syncwarp();
+        if (c < rem) S[g + c] = e;
+        __syncwarp();
+      }
+      G = g + rem;
+    }
+    __syncwarp();
+    // 3. Queries; the outputs are written along the row.
+    const ndf_i64 db = ndf_offset(p, r0, p.dstr), ds = p.dstr[p.axis];
+    const ndf_i64 xb = ndf_offset(p, r0, p.xstr), xs = p.xstr[p.axis];
+    if (G == 0) { // no site on this row: the image has no background
+      for (ndf_i64 i = lane; i < n; i += 32) ndf_emit(p, db + i * ds, xb + i * xs, -1, ndf_nobg(p, r0 + i));
+    } else if (p.wexact) {
+      int l = 0;
+      for (ndf_i64 i = lane; i < n; i += 32) {
+        ndf_site cur = S[l];
+        double d1 = ndf_qd(cur.w, cur.v, i, p.s);
+        while (l < G - 1) {
+          const ndf_site nx = S[l + 1];
+          const double d2 = ndf_qd(nx.w, nx.v, i, p.s);
+          if (d1 <= d2) break;
+          d1 = d2;
+          cur = nx;
+          ++l;
+        }
+        ndf_emit(p, db + i * ds, xb + i * xs, cur.f, d1);
+      }
+    } else {
+      int l = 0; // the same walk in every lane
+      ndf_site cur = S[0];
+      for (ndf_i64 q0 = 0; q0 < n; q0 += 32) {
+        const int cnt = n - q0 < 32 ? (int)(n - q0) : 32;
+        int myf = -1;
+        double myd = 0.0;
+        for (int c = 0; c < cnt; c++) {
+          const ndf_i64 i = q0 + c;
+          double d1 = ndf_qd(cur.w, cur.v, i, p.s);
+          while (l < G - 1) {
+            const ndf_site nx = S[l + 1];
+            const double d2 = ndf_qd(nx.w, nx.v, i, p.s);
+            if (d1 <= d2) break;
+            d1 = d2;
+            cur = nx;
+            ++l;
+          }
+          if (lane == c) {
+            myf = cur.f;
+            myd = d1;
+          }
+        }
+        if (lane < cnt) ndf_emit(p, db + (q0 + lane) * ds, xb + (q0 + lane) * xs, myf, myd);
+      }
+    }
+    __syncwarp(); // the next row overwrites S
+  }
+}
+#endif
