@@ -114,7 +114,9 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
   /* Scratch: the envelopes (16 bytes per voxel: W, position, feature), then
    * one or two (W double, feature int32) buffers. */
   const int nbuf = nsp >= 3 ? 2 : nsp - 1;
-  const size_t stack_bytes = (size_t)N * 16;
+  /* ndf_edt_first and ndf_edt_wrows keep no envelope in scratch: a 2-D
+   * image on ndf_edt_wrows needs none. */
+  const size_t stack_bytes = nsp == 2 && wp.use ? 0 : (size_t)N * 16;
   /* Each buffer starts 256-byte aligned: with N odd, 12 N bytes would leave
    * the second buffer's doubles misaligned (CUDA_ERROR_MISALIGNED_ADDRESS). */
   const size_t buf_bytes = ((size_t)N * 12 + 255) & ~(size_t)255;
@@ -187,10 +189,16 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
       bx = 32;
       per_block = 32;
     } else if (first) {
-      int64_t nseg = (n + 31) / 32;
-      bx = 32;
-      by = (unsigned)(nseg < 1 ? 1 : nseg > 32 ? 32 : nseg);
-      per_block = 32;
+      /* Lines per block: 32, or 16 / 8 when that leaves fewer than two
+       * blocks per SM (a 2-D image: 1024 lines); segments of 8+ voxels. */
+      const int64_t want = 2 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132);
+      int64_t lw = 32;
+      while (lw > 8 && (nlines + lw - 1) / lw < want) lw /= 2;
+      int64_t nseg = (n + 7) / 8;
+      if (nseg > 1024 / lw) nseg = 1024 / lw;
+      bx = (unsigned)lw;
+      by = (unsigned)(nseg < 1 ? 1 : nseg);
+      per_block = lw;
     }
     if (last && wp.use) /* a warp per row */
       s = ndf__launch(ctx, name, fns[d], ndf__grid(ctx, nlines, 32), 32, 1, wp.smem, pb.b);

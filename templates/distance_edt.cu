@@ -158,6 +158,12 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_lines(const ndf_edt_pa
     // Build the envelope.  The top two sites live in registers.
     ndf_i64 vt = 0, vp = 0;
     double wt = 0.0, wp = 0.0;
+#if !FIRST
+    // The next voxel's (feature, W) is loaded one step ahead (every voxel of
+    // the source was written by the previous pass).
+    int fnext = n > 0 ? p.sfeat[w0] : -1;
+    double wnext = n > 0 ? p.sw[w0] : 0.0;
+#endif
     for (ndf_i64 x = 0; x < n; x++) {
       const ndf_i64 wi = w0 + x * inner;
 #if FIRST
@@ -165,9 +171,13 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_lines(const ndf_edt_pa
       const double wx = 0.0;
       const int fx = (int)(wi % p.npix);
 #else
-      const int fx = p.sfeat[wi];
+      const int fx = fnext;
+      const double wx = wnext;
+      if (x + 1 < n) {
+        fnext = p.sfeat[wi + inner];
+        wnext = p.sw[wi + inner];
+      }
       if (fx < 0) continue;
-      const double wx = p.sw[wi];
 #endif
       while (l >= 1 && ndf_hidden(vp, wp, vt, wt, x, wx, p.s)) {
         --l;
@@ -231,21 +241,21 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_lines(const ndf_edt_pa
 // With W = 0 the envelope holds every background voxel and the query picks
 // the nearer of the previous and the next background voxel, the previous on
 // a tie (the squared products of distinct integer distances never round to
-// the same double), so the first pass needs no envelope: a block takes 32
-// consecutive lines (threadIdx.x, coalesced) and cuts each into blockDim.y
-// segments.  Each thread finds its segment's first and last background, the
+// the same double), so the first pass needs no envelope: a block takes
+// blockDim.x (8, 16 or 32) consecutive lines (threadIdx.x, coalesced) and cuts
+// each into blockDim.y segments (blockDim.x * blockDim.y <= 1024).  Each thread finds its segment's first and last background, the
 // block exchanges them in shared memory, then each thread sweeps its segment
 // backwards (the next background, kept in the destination's feature slot) and
 // forwards (the previous one; the choice; feature and W written).
 #if FIRST && !LAST
 extern "C" __global__ void __launch_bounds__(1024) ndf_edt_first(const ndf_edt_params p) {
-  __shared__ ndf_i64 sfirst[32][32], slast[32][32]; // [segment][line in block]
+  __shared__ ndf_i64 sfirst[1024], slast[1024]; // [segment * lw + line in block]
   const ndf_i64 n = p.n, inner = p.inner;
-  const int tx = threadIdx.x, ty = threadIdx.y, nseg = blockDim.y;
-  const ndf_i64 seg = (n + nseg - 1) / nseg, x0 = ty * seg, x1 = x0 + seg < n ? x0 + seg : n;
-  const ndf_i64 ngroups = (p.nlines + 31) / 32;
+  const int tx = threadIdx.x, ty = threadIdx.y, nseg = blockDim.y, lw = blockDim.x;
+  const ndf_i64 seg = (n + nseg - 1) / nseg, x0 = ty * seg < n ? ty * seg : n, x1 = x0 + seg < n ? x0 + seg : n;
+  const ndf_i64 ngroups = (p.nlines + lw - 1) / lw;
   for (ndf_i64 g = blockIdx.x; g < ngroups; g += gridDim.x) {
-    const ndf_i64 L = g * 32 + tx;
+    const ndf_i64 L = g * lw + tx;
     const bool active = L < p.nlines;
     const ndf_i64 o = L / inner, j = L - o * inner;
     const ndf_i64 w0 = o * n * inner + j;
@@ -257,12 +267,12 @@ extern "C" __global__ void __launch_bounds__(1024) ndf_edt_first(const ndf_edt_p
           if (first < 0) first = x;
           last = x;
         }
-    sfirst[ty][tx] = first;
-    slast[ty][tx] = last;
+    sfirst[ty * lw + tx] = first;
+    slast[ty * lw + tx] = last;
     __syncthreads();
     ndf_i64 prev = -1, next = -1;
-    for (int k = ty - 1; k >= 0 && prev < 0; k--) prev = slast[k][tx];
-    for (int k = ty + 1; k < nseg && next < 0; k++) next = sfirst[k][tx];
+    for (int k = ty - 1; k >= 0 && prev < 0; k--) prev = slast[k * lw + tx];
+    for (int k = ty + 1; k < nseg && next < 0; k++) next = sfirst[k * lw + tx];
     __syncthreads(); // the exchange is read before the next group overwrites it
     if (!active) continue;
     for (ndf_i64 x = x1 - 1; x >= x0; x--) { // next background at or after x
@@ -326,6 +336,7 @@ extern "C" __global__ void __launch_bounds__(NDF_TILE) ndf_edt_rows(const ndf_ed
     // Phase 1: stream the rows through the tile and build each row's envelope.
     for (ndf_i64 x0 = 0; x0 < n; x0 += NDF_TILE) {
       const ndf_i64 x = x0 + lane;
+#pragma unroll 8
       for (int k = 0; k < nrows; k++) { // row r0 + k, column x: coalesced along the row
 #if FIRST
         const ndf_i64 rb = __shfl_sync(0xffffffffu, ib, k);
@@ -414,6 +425,7 @@ extern "C" __global__ void __launch_bounds__(NDF_TILE) ndf_edt_rows(const ndf_ed
       }
       __syncwarp();
       const ndf_i64 x = x0 + lane;
+#pragma unroll 8
       for (int k = 0; k < nrows; k++) { // every lane shuffles; lanes past the row end do not store
 #if LAST
         const ndf_i64 rdb = __shfl_sync(0xffffffffu, db, k), rxb = __shfl_sync(0xffffffffu, xb, k);
@@ -466,10 +478,16 @@ extern "C" __global__ void __launch_bounds__(32) ndf_edt_wrows(const ndf_edt_par
     const ndf_i64 x0 = (ndf_i64)lane * m, x1 = x0 + m < n ? x0 + m : n;
     ndf_site *B = S + (x0 < n ? (ndf_i64)lane * p.wstride : 0);
     int len = 0;
+    int fnext = x0 < x1 ? p.sfeat[r0 + x0] : -1; // loaded a step ahead
+    double wnext = x0 < x1 ? p.sw[r0 + x0] : 0.0;
     for (ndf_i64 x = x0; x < x1; x++) {
-      const int fx = p.sfeat[r0 + x];
+      const int fx = fnext;
+      const double wx = wnext;
+      if (x + 1 < x1) {
+        fnext = p.sfeat[r0 + x + 1];
+        wnext = p.sw[r0 + x + 1];
+      }
       if (fx < 0) continue;
-      const double wx = p.sw[r0 + x];
       while (len >= 2 && ndf_hidden(B[len - 2].v, B[len - 2].w, B[len - 1].v, B[len - 1].w, x, wx, p.s)) --len;
       ndf_site e;
       e.w = wx;
