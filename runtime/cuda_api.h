@@ -27,6 +27,7 @@ typedef int nvrtcResult;
 #define CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN 97
 #define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
 #define CU_STREAM_NON_BLOCKING 1
+#define CU_MEMPOOL_ATTR_RELEASE_THRESHOLD 4
 
 /* X(return, name, symbol, args): every driver entry point we resolve. */
 #define NDF_CU_FUNCS(X)                                                                   \
@@ -48,6 +49,8 @@ typedef int nvrtcResult;
   X(CUresult, cuMemFree, "cuMemFree_v2", (CUdeviceptr))                                   \
   X(CUresult, cuMemAllocAsync, "cuMemAllocAsync", (CUdeviceptr *, size_t, CUstream))      \
   X(CUresult, cuMemFreeAsync, "cuMemFreeAsync", (CUdeviceptr, CUstream))                  \
+  X(CUresult, cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool", (CUmemoryPool *, CUdevice)) \
+  X(CUresult, cuMemPoolSetAttribute, "cuMemPoolSetAttribute", (CUmemoryPool, int, void *)) \
   X(CUresult, cuMemcpyHtoD, "cuMemcpyHtoD_v2", (CUdeviceptr, const void *, size_t))       \
   X(CUresult, cuMemcpyDtoH, "cuMemcpyDtoH_v2", (void *, CUdeviceptr, size_t))             \
   X(CUresult, cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", (CUdeviceptr, const void *, size_t, CUstream)) \
