@@ -5,7 +5,8 @@
  * other than the last runs ndf_edt_first (segmented scans: W = 0 needs no
  * envelope), later ones ndf_edt_lines (a thread per line, threads along the
  * contiguous axis); the last axis runs ndf_edt_rows (a warp per 32 rows
- * through a shared-memory tile).  The first pass reads the input, the last writes the outputs;
+ * through a shared-memory tile), or, with few rows, ndf_edt_wrows (a warp per
+ * row, see edt_wrows_plan).  The first pass reads the input, the last writes the outputs;
  * passes in between ping-pong between two scratch buffers of (feature int32,
  * W double) per voxel, and every pass keeps its envelopes in a third (W,
  * position, feature: 16 bytes per voxel).  Results are bit-identical to the CPU backend.
@@ -18,8 +19,64 @@
 /* The kernel of pass d of nsp: the last axis runs ndf_edt_rows; the first
  * pass of any other axis ndf_edt_first (W = 0: segmented scans, no envelope);
  * the passes in between ndf_edt_lines. */
-static const char *edt_kernel(int d, int nsp) {
-  return d == nsp - 1 ? "ndf_edt_rows" : d == 0 ? "ndf_edt_first" : "ndf_edt_lines";
+static const char *edt_kernel(int d, int nsp, int wrows) {
+  return d == nsp - 1 ? (wrows ? "ndf_edt_wrows" : "ndf_edt_rows") : d == 0 ? "ndf_edt_first" : "ndf_edt_lines";
+}
+
+/* The last pass of an image of 2+ spatial axes runs ndf_edt_wrows (a warp per
+ * row, the envelope in shared memory) instead of ndf_edt_rows (a thread per
+ * row) when there are too few rows to fill the GPU: fewer than
+ * EDT_WROWS_LINES, or always / never under NDF_EDT_ROWS=warp / tile
+ * (NDF_EDT_ROWS=serial: warp, without the exact-arithmetic segments).  Its
+ * shared memory must fit the default 48 KiB. */
+#define EDT_WROWS_LINES 32768
+#define EDT_WROWS_SMEM (48 * 1024)
+
+typedef struct edt_wplan {
+  int use, exact;
+  int64_t seg, stride;
+  unsigned smem;
+} edt_wplan;
+
+/* Exact arithmetic: every sampling an integer and every term of the
+ * envelope test (at most 4 S (W + S^2), S = the longest axis times its
+ * sampling, W = the largest squared distance) below 2^52, so no double
+ * operation of a pass rounds (docs/adr/0007-distance-transforms.md). */
+static int edt_exact(const ndf_array *in, int nb, const double *sampling) {
+  const int nsp = in->ndim - nb;
+  double smax = 0.0, wmax = 0.0;
+  for (int d = 0; d < nsp; d++) {
+    const double sd = sampling[d];
+    if (!(sd >= 1.0 && sd <= 1048576.0) || sd != (double)(int64_t)sd) return 0;
+    const double e = (double)in->shape[nb + d] * sd;
+    smax = e > smax ? e : smax;
+    wmax += e * e;
+  }
+  return 4.0 * smax * (wmax + smax * smax) < 4503599627370496.0;
+}
+
+static edt_wplan edt_wrows_plan(const ndf_array *in, int nb, const double *sampling) {
+  edt_wplan w = {0, 0, 0, 0, 0};
+  const int nd = in->ndim;
+  if (nd - nb < 2) return w;
+  const int64_t n = in->shape[nd - 1], nlines = ndf_array_size(in) / (n > 0 ? n : 1);
+  const char *env = getenv("NDF_EDT_ROWS");
+  const int force = env && !strcmp(env, "warp"), serial = env && !strcmp(env, "serial");
+  if (env && !strcmp(env, "tile")) return w;
+  if (!force && !serial && nlines >= EDT_WROWS_LINES) return w;
+  w.exact = !serial && edt_exact(in, nb, sampling);
+  if (w.exact) {
+    w.seg = (n + 31) / 32;
+    w.stride = w.seg + (w.seg % 2 == 0); /* odd: the lanes' segments start in different banks */
+    if (32 * w.stride * 16 > EDT_WROWS_SMEM) return w;
+    w.smem = (unsigned)(32 * w.stride * 16);
+  } else {
+    w.seg = w.stride = n;
+    if (n * 16 > EDT_WROWS_SMEM) return w;
+    w.smem = (unsigned)(n * 16);
+  }
+  w.use = 1;
+  return w;
 }
 
 static void edt_request(ndf__kernel_req *r, const char *kernel, ndf_dtype tin, ndf_dtype dout, int first, int last,
@@ -44,18 +101,22 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
   for (int d = nb; d < nd; d++) npix *= in->shape[d];
   const ndf_dtype dout = dist ? dist->dtype : NDF_FLOAT64;
 
+  const edt_wplan wp = edt_wrows_plan(in, nb, sampling);
+
   /* Resolve every kernel before the first launch (a compile failure leaves the outputs untouched). */
   CUfunction fns[NDF_MAX_SPATIAL];
   for (int d = 0; d < nsp; d++) {
     ndf__kernel_req req;
-    edt_request(&req, edt_kernel(d, nsp), in->dtype, dout, d == 0, d == nsp - 1, dist != NULL, idx != NULL);
+    edt_request(&req, edt_kernel(d, nsp, wp.use), in->dtype, dout, d == 0, d == nsp - 1, dist != NULL, idx != NULL);
     if ((s = ndf__jit_get(ctx, name, &req, &fns[d])) != NDF_OK) return s;
   }
 
   /* Scratch: the envelopes (16 bytes per voxel: W, position, feature), then
    * one or two (W double, feature int32) buffers. */
   const int nbuf = nsp >= 3 ? 2 : nsp - 1;
-  const size_t stack_bytes = (size_t)N * 16;
+  /* ndf_edt_first and ndf_edt_wrows keep no envelope in scratch: a 2-D
+   * image on ndf_edt_wrows needs none. */
+  const size_t stack_bytes = nsp == 2 && wp.use ? 0 : (size_t)N * 16;
   /* Each buffer starts 256-byte aligned: with N odd, 12 N bytes would leave
    * the second buffer's doubles misaligned (CUDA_ERROR_MISALIGNED_ADDRESS). */
   const size_t buf_bytes = ((size_t)N * 12 + 255) & ~(size_t)255;
@@ -115,6 +176,11 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
     for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, xstr[a]);
     NDF__PUT(&pb, xk);
     for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, samp[a]);
+    int64_t wseg = wp.seg, wstride = wp.stride;
+    int wexact = wp.exact;
+    NDF__PUT(&pb, wseg);
+    NDF__PUT(&pb, wstride);
+    NDF__PUT(&pb, wexact);
 
     /* rows: a warp per 32 rows; first: 32 lines x nseg segments of about 32 voxels; lines: 128 lines. */
     unsigned bx = 128, by = 1;
@@ -123,12 +189,22 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
       bx = 32;
       per_block = 32;
     } else if (first) {
-      int64_t nseg = (n + 31) / 32;
-      bx = 32;
-      by = (unsigned)(nseg < 1 ? 1 : nseg > 32 ? 32 : nseg);
-      per_block = 32;
+      /* Lines per block: 32, or 16 / 8 when that leaves fewer than two
+       * blocks per SM (a 2-D image: 1024 lines); segments of 8+ voxels. */
+      const int64_t want = 2 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132);
+      int64_t lw = 32;
+      while (lw > 8 && (nlines + lw - 1) / lw < want) lw /= 2;
+      int64_t nseg = (n + 7) / 8;
+      if (nseg > 1024 / lw) nseg = 1024 / lw;
+      bx = (unsigned)lw;
+      by = (unsigned)(nseg < 1 ? 1 : nseg);
+      per_block = lw;
     }
-    s = ndf__launch(ctx, name, fns[d], ndf__grid(ctx, (nlines + per_block - 1) / per_block, 32), bx, by, 0, pb.b);
+    if (last && wp.use) /* a warp per row */
+      s = ndf__launch(ctx, name, fns[d], ndf__grid(ctx, nlines, 32), 32, 1, wp.smem, pb.b);
+    else
+      s = ndf__launch(ctx, name, fns[d], ndf__grid(ctx, (nlines + per_block - 1) / per_block, 32), bx, by, 0,
+                      pb.b);
   }
   ndf__scratch_free(ctx, scratch);
   return s;

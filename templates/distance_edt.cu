@@ -64,6 +64,8 @@ struct ndf_edt_params {
   ndf_i64 xstr[NDF_MAX_NDIM];     // index strides of each array axis (the coordinate axis left out)
   ndf_i64 xk;                     // index stride of the coordinate axis
   double samp[NDF_MAX_NDIM];      // sampling of each spatial axis (no-background distance)
+  ndf_i64 wseg, wstride;          // ndf_edt_wrows: segment length per lane, its shared-memory stride (sites)
+  int wexact;                     // ndf_edt_wrows: 1 = the arithmetic is exact (segments + parallel queries)
 };
 
 __device__ __forceinline__ double ndf_mul(double a, double b) { return __dmul_rn(a, b); }
@@ -156,6 +158,12 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_lines(const ndf_edt_pa
     // Build the envelope.  The top two sites live in registers.
     ndf_i64 vt = 0, vp = 0;
     double wt = 0.0, wp = 0.0;
+#if !FIRST
+    // The next voxel's (feature, W) is loaded one step ahead (every voxel of
+    // the source was written by the previous pass).
+    int fnext = n > 0 ? p.sfeat[w0] : -1;
+    double wnext = n > 0 ? p.sw[w0] : 0.0;
+#endif
     for (ndf_i64 x = 0; x < n; x++) {
       const ndf_i64 wi = w0 + x * inner;
 #if FIRST
@@ -163,9 +171,13 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_lines(const ndf_edt_pa
       const double wx = 0.0;
       const int fx = (int)(wi % p.npix);
 #else
-      const int fx = p.sfeat[wi];
+      const int fx = fnext;
+      const double wx = wnext;
+      if (x + 1 < n) {
+        fnext = p.sfeat[wi + inner];
+        wnext = p.sw[wi + inner];
+      }
       if (fx < 0) continue;
-      const double wx = p.sw[wi];
 #endif
       while (l >= 1 && ndf_hidden(vp, wp, vt, wt, x, wx, p.s)) {
         --l;
@@ -229,21 +241,21 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_lines(const ndf_edt_pa
 // With W = 0 the envelope holds every background voxel and the query picks
 // the nearer of the previous and the next background voxel, the previous on
 // a tie (the squared products of distinct integer distances never round to
-// the same double), so the first pass needs no envelope: a block takes 32
-// consecutive lines (threadIdx.x, coalesced) and cuts each into blockDim.y
-// segments.  Each thread finds its segment's first and last background, the
+// the same double), so the first pass needs no envelope: a block takes
+// blockDim.x (8, 16 or 32) consecutive lines (threadIdx.x, coalesced) and cuts
+// each into blockDim.y segments (blockDim.x * blockDim.y <= 1024).  Each thread finds its segment's first and last background, the
 // block exchanges them in shared memory, then each thread sweeps its segment
 // backwards (the next background, kept in the destination's feature slot) and
 // forwards (the previous one; the choice; feature and W written).
 #if FIRST && !LAST
 extern "C" __global__ void __launch_bounds__(1024) ndf_edt_first(const ndf_edt_params p) {
-  __shared__ ndf_i64 sfirst[32][32], slast[32][32]; // [segment][line in block]
+  __shared__ ndf_i64 sfirst[1024], slast[1024]; // [segment * lw + line in block]
   const ndf_i64 n = p.n, inner = p.inner;
-  const int tx = threadIdx.x, ty = threadIdx.y, nseg = blockDim.y;
-  const ndf_i64 seg = (n + nseg - 1) / nseg, x0 = ty * seg, x1 = x0 + seg < n ? x0 + seg : n;
-  const ndf_i64 ngroups = (p.nlines + 31) / 32;
+  const int tx = threadIdx.x, ty = threadIdx.y, nseg = blockDim.y, lw = blockDim.x;
+  const ndf_i64 seg = (n + nseg - 1) / nseg, x0 = ty * seg < n ? ty * seg : n, x1 = x0 + seg < n ? x0 + seg : n;
+  const ndf_i64 ngroups = (p.nlines + lw - 1) / lw;
   for (ndf_i64 g = blockIdx.x; g < ngroups; g += gridDim.x) {
-    const ndf_i64 L = g * 32 + tx;
+    const ndf_i64 L = g * lw + tx;
     const bool active = L < p.nlines;
     const ndf_i64 o = L / inner, j = L - o * inner;
     const ndf_i64 w0 = o * n * inner + j;
@@ -255,12 +267,12 @@ extern "C" __global__ void __launch_bounds__(1024) ndf_edt_first(const ndf_edt_p
           if (first < 0) first = x;
           last = x;
         }
-    sfirst[ty][tx] = first;
-    slast[ty][tx] = last;
+    sfirst[ty * lw + tx] = first;
+    slast[ty * lw + tx] = last;
     __syncthreads();
     ndf_i64 prev = -1, next = -1;
-    for (int k = ty - 1; k >= 0 && prev < 0; k--) prev = slast[k][tx];
-    for (int k = ty + 1; k < nseg && next < 0; k++) next = sfirst[k][tx];
+    for (int k = ty - 1; k >= 0 && prev < 0; k--) prev = slast[k * lw + tx];
+    for (int k = ty + 1; k < nseg && next < 0; k++) next = sfirst[k * lw + tx];
     __syncthreads(); // the exchange is read before the next group overwrites it
     if (!active) continue;
     for (ndf_i64 x = x1 - 1; x >= x0; x--) { // next background at or after x
@@ -324,6 +336,7 @@ extern "C" __global__ void __launch_bounds__(NDF_TILE) ndf_edt_rows(const ndf_ed
     // Phase 1: stream the rows through the tile and build each row's envelope.
     for (ndf_i64 x0 = 0; x0 < n; x0 += NDF_TILE) {
       const ndf_i64 x = x0 + lane;
+#pragma unroll 8
       for (int k = 0; k < nrows; k++) { // row r0 + k, column x: coalesced along the row
 #if FIRST
         const ndf_i64 rb = __shfl_sync(0xffffffffu, ib, k);
@@ -412,6 +425,7 @@ extern "C" __global__ void __launch_bounds__(NDF_TILE) ndf_edt_rows(const ndf_ed
       }
       __syncwarp();
       const ndf_i64 x = x0 + lane;
+#pragma unroll 8
       for (int k = 0; k < nrows; k++) { // every lane shuffles; lanes past the row end do not store
 #if LAST
         const ndf_i64 rdb = __shfl_sync(0xffffffffu, db, k), rxb = __shfl_sync(0xffffffffu, xb, k);
@@ -427,3 +441,143 @@ extern "C" __global__ void __launch_bounds__(NDF_TILE) ndf_edt_rows(const ndf_ed
     }
   }
 }
+
+// ---- the last axis, a warp per row (ndf_edt_wrows) --------------------------------------
+//
+// For passes with few rows (2-D images: a row per image line) a thread per
+// row leaves most of the GPU idle, so a warp takes a row and keeps its
+// envelope in shared memory (blockDim = 32, dynamic shared memory).
+//
+// wexact = 0 (any sampling): lane 0 builds the row's envelope exactly as the
+// CPU does (one segment, wseg = n), then every lane walks the queries in
+// lockstep (the same walk, scipy's order) and lane c keeps position x0 + c,
+// so the writes are coalesced.  Bit-identical by construction.
+//
+// wexact = 1 (the host checked that every sampling is an integer and every
+// product of the tests stays below 2^53, so no operation rounds): lane k
+// builds the envelope of its segment [k wseg, (k + 1) wseg); lane 0 merges
+// the segments in order into one stack, in place (a segment's sites are fed
+// to the stack with scipy's test until one is pushed without a pop, after
+// which the rest of the segment is kept as it is: the same triples were
+// tested when the segment was built), and the rest is copied by the warp.
+// Without rounding the envelope is the exact lower envelope and the walk
+// returns the first site (the smallest position) of least distance, which is
+// what the sequential algorithm returns; the first site of least distance is
+// non-decreasing in the position, so each lane walks its positions
+// lane, lane + 32, ... from where its previous one stopped.
+#if !FIRST && LAST
+extern "C" __global__ void __launch_bounds__(32) ndf_edt_wrows(const ndf_edt_params p) {
+  extern __shared__ __align__(16) unsigned char ndf_wsmem[];
+  ndf_site *S = (ndf_site *)ndf_wsmem;
+  const unsigned full = 0xffffffffu;
+  const int lane = threadIdx.x;
+  const ndf_i64 n = p.n, m = p.wseg;
+  for (ndf_i64 row = blockIdx.x; row < p.nlines; row += gridDim.x) {
+    const ndf_i64 r0 = row * n; // working index of the row start
+    // 1. Each lane: the envelope of its segment, at S + lane * wstride.
+    const ndf_i64 x0 = (ndf_i64)lane * m, x1 = x0 + m < n ? x0 + m : n;
+    ndf_site *B = S + (x0 < n ? (ndf_i64)lane * p.wstride : 0);
+    int len = 0;
+    int fnext = x0 < x1 ? p.sfeat[r0 + x0] : -1; // loaded a step ahead
+    double wnext = x0 < x1 ? p.sw[r0 + x0] : 0.0;
+    for (ndf_i64 x = x0; x < x1; x++) {
+      const int fx = fnext;
+      const double wx = wnext;
+      if (x + 1 < x1) {
+        fnext = p.sfeat[r0 + x + 1];
+        wnext = p.sw[r0 + x + 1];
+      }
+      if (fx < 0) continue;
+      while (len >= 2 && ndf_hidden(B[len - 2].v, B[len - 2].w, B[len - 1].v, B[len - 1].w, x, wx, p.s)) --len;
+      ndf_site e;
+      e.w = wx;
+      e.v = (int)x;
+      e.f = fx;
+      B[len++] = e;
+    }
+    __syncwarp();
+    // 2. Lane 0 merges segment k into the stack S[0, G) (G <= k wseg <= k wstride: in place).
+    int G = __shfl_sync(full, len, 0);
+    for (int k = 1; k < 32; k++) {
+      const int lk = __shfl_sync(full, len, k);
+      if (lk == 0) continue; // uniform
+      const ndf_site *Bk = S + (ndf_i64)k * p.wstride;
+      int j = 0, g = G;
+      if (lane == 0) {
+        while (j < lk) {
+          const ndf_site e = Bk[j];
+          bool popped = false;
+          while (g >= 2 && ndf_hidden(S[g - 2].v, S[g - 2].w, S[g - 1].v, S[g - 1].w, e.v, e.w, p.s)) {
+            --g;
+            popped = true;
+          }
+          S[g++] = e; // g <= k wstride + j: at most the slot just read
+          ++j;
+          if (j >= 2 && !popped) break; // Bk[j - 1] sits on Bk[j - 2]: the rest of the segment stays
+        }
+      }
+      j = __shfl_sync(full, j, 0);
+      g = __shfl_sync(full, g, 0);
+      __syncwarp();
+      const int rem = lk - j; // Bk[j, lk) -> S[g, g + rem), g <= k wstride + j: copy in chunks of 32
+      for (int c0 = 0; c0 < rem; c0 += 32) {
+        ndf_site e;
+        const int c = c0 + lane;
+        if (c < rem) e = Bk[j + c];
+        __syncwarp();
+        if (c < rem) S[g + c] = e;
+        __syncwarp();
+      }
+      G = g + rem;
+    }
+    __syncwarp();
+    // 3. Queries; the outputs are written along the row.
+    const ndf_i64 db = ndf_offset(p, r0, p.dstr), ds = p.dstr[p.axis];
+    const ndf_i64 xb = ndf_offset(p, r0, p.xstr), xs = p.xstr[p.axis];
+    if (G == 0) { // no site on this row: the image has no background
+      for (ndf_i64 i = lane; i < n; i += 32) ndf_emit(p, db + i * ds, xb + i * xs, -1, ndf_nobg(p, r0 + i));
+    } else if (p.wexact) {
+      int l = 0;
+      for (ndf_i64 i = lane; i < n; i += 32) {
+        ndf_site cur = S[l];
+        double d1 = ndf_qd(cur.w, cur.v, i, p.s);
+        while (l < G - 1) {
+          const ndf_site nx = S[l + 1];
+          const double d2 = ndf_qd(nx.w, nx.v, i, p.s);
+          if (d1 <= d2) break;
+          d1 = d2;
+          cur = nx;
+          ++l;
+        }
+        ndf_emit(p, db + i * ds, xb + i * xs, cur.f, d1);
+      }
+    } else {
+      int l = 0; // the same walk in every lane
+      ndf_site cur = S[0];
+      for (ndf_i64 q0 = 0; q0 < n; q0 += 32) {
+        const int cnt = n - q0 < 32 ? (int)(n - q0) : 32;
+        int myf = -1;
+        double myd = 0.0;
+        for (int c = 0; c < cnt; c++) {
+          const ndf_i64 i = q0 + c;
+          double d1 = ndf_qd(cur.w, cur.v, i, p.s);
+          while (l < G - 1) {
+            const ndf_site nx = S[l + 1];
+            const double d2 = ndf_qd(nx.w, nx.v, i, p.s);
+            if (d1 <= d2) break;
+            d1 = d2;
+            cur = nx;
+            ++l;
+          }
+          if (lane == c) {
+            myf = cur.f;
+            myd = d1;
+          }
+        }
+        if (lane < cnt) ndf_emit(p, db + (q0 + lane) * ds, xb + (q0 + lane) * xs, myf, myd);
+      }
+    }
+    __syncwarp(); // the next row overwrites S
+  }
+}
+#endif

@@ -6,7 +6,8 @@
  * images without background, every input dtype (NaN and -0.0 in floats),
  * unit and anisotropic sampling, float64 and float32 distances, indices,
  * either output alone, strided and negative-stride inputs, strided outputs,
- * and the benchmark shapes (1024^2, 8x1024^2, 256^3).
+ * and the benchmark shapes (1024^2, 8x1024^2, 256^3); every last-axis
+ * kernel (NDF_EDT_ROWS: auto, warp, serial, tile) in turn.
  *
  * Tolerance: none.  The GPU evaluates scipy's double arithmetic operation by
  * operation (no fused multiply-adds) and sqrt is correctly rounded on both
@@ -210,6 +211,20 @@ done:
   return rc;
 }
 
+/* The last-axis kernels (runtime/distance_cuda.c, NDF_EDT_ROWS): 0 the
+ * automatic choice, 1 a warp per row (exact-arithmetic segments where the
+ * sampling allows), 2 a warp per row with scipy's serial walk, 3 a thread
+ * per row; recorded in the case's description. */
+static void edt_rows_mode(dcase *c, int mode) {
+  static const char *const names[] = {NULL, "warp", "serial", "tile"};
+  if (names[mode])
+    setenv("NDF_EDT_ROWS", names[mode], 1);
+  else
+    unsetenv("NDF_EDT_ROWS");
+  size_t n = strlen(c->desc);
+  snprintf(c->desc + n, sizeof c->desc - n, " rows %s", names[mode] ? names[mode] : "auto");
+}
+
 static void test_gpu_random_cases(void **state) {
   gpu_state *s = *state;
   tu_rng r;
@@ -218,6 +233,7 @@ static void test_gpu_random_cases(void **state) {
   for (long k = 0; k < s->ncases; k++) {
     dcase c;
     draw_case(&c, &r, k % 10 == 9);
+    edt_rows_mode(&c, (int)(k % 4));
     if (run_case(s->ctx, &c, &r, NULL) != 0) failed++;
     if (failed >= 5) break;
   }
@@ -230,11 +246,15 @@ static void test_gpu_benchmark_shapes(void **state) {
   gpu_state *s = *state;
   tu_rng r;
   tu_rng_seed(&r, s->seed ^ 0x5eed);
-  static const struct { int nd, batch; int64_t shape[4]; int samp, idx; } W[] = {
-      {2, 0, {1024, 1024}, 0, 0},
-      {3, 1, {8, 1024, 1024}, 0, 0},
-      {3, 0, {256, 256, 256}, 0, 0},
-      {2, 0, {1024, 1024}, 1, 1},
+  static const struct { int nd, batch; int64_t shape[4]; int samp, idx, rows; } W[] = {
+      {2, 0, {1024, 1024}, 0, 0, 0},
+      {2, 0, {1024, 1024}, 0, 1, 2},
+      {2, 0, {1024, 1024}, 0, 0, 3},
+      {3, 1, {8, 1024, 1024}, 0, 0, 0},
+      {3, 0, {256, 256, 256}, 0, 0, 0},
+      {3, 0, {256, 256, 256}, 0, 1, 1},
+      {2, 0, {1024, 1024}, 1, 1, 0},
+      {2, 0, {1024, 1024}, 2, 1, 0},
   };
   /* Short runs (NDF_TEST_CASES < 100, as gpu_run.sh's compute-sanitizer pass
    * uses) take the 1024^2 shapes only. */
@@ -251,15 +271,16 @@ static void test_gpu_benchmark_shapes(void **state) {
     memcpy(c.shape, W[k].shape, sizeof W[k].shape);
     ndf_distance_options_init(&c.o);
     c.o.batch_dims = c.batch;
-    if (W[k].samp) {
+    if (W[k].samp) { /* 1: scipy's serial walk; 2: integer sampling (exact segments) */
       c.o.nsampling = 2;
-      c.o.sampling[0] = 0.7;
-      c.o.sampling[1] = 1.3;
+      c.o.sampling[0] = W[k].samp == 1 ? 0.7 : 3.0;
+      c.o.sampling[1] = W[k].samp == 1 ? 1.3 : 2.0;
     }
     c.want_dist = 1;
     c.want_idx = W[k].idx;
     c.dout = NDF_FLOAT64;
     snprintf(c.desc, sizeof c.desc, "benchmark shape %d", (int)k);
+    edt_rows_mode(&c, W[k].rows);
     double ms = 0;
     assert_int_equal(run_case(s->ctx, &c, &r, &ms), 0);
     printf("%s: %.3f ms on the GPU (first call, compile included)\n", c.desc, ms);
@@ -326,6 +347,7 @@ int main(void) {
       cmocka_unit_test_prestate(test_gpu_benchmark_shapes, s),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  unsetenv("NDF_EDT_ROWS");
   ndf_cache_stats st;
   ndf_ctx_cache_stats(s->ctx, &st);
   printf("kernel cache: %llu memory hits, %llu disk hits, %llu compiles (%.0f ms)\n",
