@@ -45,6 +45,8 @@ struct ndf_sinkhorn {
   /* last successful solve: potentials f, g (n x d) */
   double *f, *g;
   int solved;
+  int csym;          /* dense: C is symmetric */
+  ndf__sk_cuda *cuda; /* the CUDA backend (sinkhorn_cuda.c), NULL on the CPU */
 };
 
 /* ---- small helpers ------------------------------------------------------------------------ */
@@ -262,10 +264,12 @@ void ndf_sinkhorn_options_init(ndf_sinkhorn_options *opt) {
   opt->check_every = 10;
   opt->log_domain = 0;
   opt->device = NDF_DEVICE_CPU;
+  opt->dtype = NDF_FLOAT64;
 }
 
 void ndf_sinkhorn_destroy(ndf_sinkhorn *s) {
   if (!s) return;
+  ndf__sk_cuda_destroy(s->cuda);
   free(s->C);
   if (s->MT != s->M) free(s->MT);
   free(s->M);
@@ -311,7 +315,7 @@ static ndf_status check_matrix(ndf_ctx *ctx, const char *op, const char *name, c
                                int64_t c, int write, int f32_ok) {
   if (!m) return ndf__argerror(ctx, op, name, "is NULL");
   if (m->device == NDF_DEVICE_CUDA)
-    return ndf__error(ctx, NDF_ENOTSUP, "%s: '%s' is a CUDA array; entropic OT runs on the CPU backend in this version",
+    return ndf__error(ctx, NDF_ENOTSUP, "%s: '%s' is a CUDA array; entropic OT takes host arrays in this version",
                       op, name);
   if (m->device != NDF_DEVICE_CPU) return ndf__argerror(ctx, op, name, "unknown device type %d", (int)m->device);
   if (!(m->dtype == NDF_FLOAT64 || (f32_ok && m->dtype == NDF_FLOAT32)))
@@ -334,10 +338,14 @@ ndf_status ndf_sinkhorn_create(ndf_ctx *ctx, ndf_sinkhorn **out, const ndf_sinkh
   if (!out) return ndf__argerror(ctx, OP_CREATE, "out", "is NULL");
   *out = NULL;
   if (!opt) return ndf__argerror(ctx, OP_CREATE, "opt", "is NULL");
-  if (opt->device == NDF_DEVICE_CUDA)
-    return ndf__error(ctx, NDF_ENOTSUP, "%s: device cuda: entropic OT runs on the CPU backend in this version",
-                      OP_CREATE);
-  if (opt->device != NDF_DEVICE_CPU) return ndf__argerror(ctx, OP_CREATE, "device", "unknown device %d", (int)opt->device);
+  if (opt->device != NDF_DEVICE_CPU && opt->device != NDF_DEVICE_CUDA)
+    return ndf__argerror(ctx, OP_CREATE, "device", "unknown device %d", (int)opt->device);
+  if (opt->device == NDF_DEVICE_CUDA && !ctx->has_cuda)
+    return ndf__error(ctx, NDF_ENODEV, "%s: device cuda: the context has no CUDA device", OP_CREATE);
+  if (opt->dtype != NDF_FLOAT64 && !(opt->dtype == NDF_FLOAT32 && opt->device == NDF_DEVICE_CUDA))
+    return ndf__argerror(ctx, OP_CREATE, "dtype", "%s is not float64%s",
+                         ndf_dtype_name(opt->dtype) ? ndf_dtype_name(opt->dtype) : "?",
+                         opt->device == NDF_DEVICE_CUDA ? " or float32" : " (float32 runs on CUDA only)");
   if (opt->n < 1) return ndf__argerror(ctx, OP_CREATE, "n", "%lld is not >= 1", (long long)opt->n);
   if (opt->d < 1) return ndf__argerror(ctx, OP_CREATE, "d", "%lld is not >= 1", (long long)opt->d);
   if (!(opt->epsilon > 0.0) || !isfinite(opt->epsilon))
@@ -403,6 +411,7 @@ ndf_status ndf_sinkhorn_create(ndf_ctx *ctx, ndf_sinkhorn **out, const ndf_sinkh
           break;
         }
     for (size_t e = 0; e < dd; e++) s->M[e] = ld ? -s->C[e] / eps : exp(-s->C[e] / eps);
+    s->csym = sym;
     if (sym) s->MT = s->M;
     else {
       s->MT = malloc(dd * sizeof(double));
@@ -454,6 +463,13 @@ ndf_status ndf_sinkhorn_create(ndf_ctx *ctx, ndf_sinkhorn **out, const ndf_sinkh
       }
     }
   }
+  if (opt->device == NDF_DEVICE_CUDA) {
+    ndf__sk_host_cost hc = {s->C, s->M, s->MT, s->T, s->TM, s->csym};
+    if ((st = ndf__sk_cuda_create(ctx, opt, &hc, &s->cuda)) != NDF_OK) {
+      ndf_sinkhorn_destroy(s);
+      return st;
+    }
+  }
   *out = s;
   ndf__clear_error(ctx);
   return NDF_OK;
@@ -467,7 +483,7 @@ nomem:
 static ndf_status check_out(ndf_ctx *ctx, const char *name, const ndf_array *x, ndf_dtype dt, int64_t r, int64_t c) {
   if (!x) return NDF_OK;
   if (x->device == NDF_DEVICE_CUDA)
-    return ndf__error(ctx, NDF_ENOTSUP, "%s: '%s' is a CUDA array; entropic OT runs on the CPU backend in this version",
+    return ndf__error(ctx, NDF_ENOTSUP, "%s: '%s' is a CUDA array; entropic OT takes host arrays in this version",
                       OP_SOLVE, name);
   if (x->device != NDF_DEVICE_CPU) return ndf__argerror(ctx, OP_SOLVE, name, "unknown device type %d", (int)x->device);
   if (x->dtype != dt)
@@ -538,6 +554,7 @@ ndf_status ndf_sinkhorn_solve(ndf_sinkhorn *s, const ndf_array *a, const ndf_arr
       goto done;
     }
 
+  if (s->cuda && (st = ndf__sk_cuda_solve(s->cuda, A, B, F, G, its, er, tc, fail)) != NDF_OK) goto done;
 #pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
   for (int64_t k = 0; k < n; k++) {
     double *wb = bufs[ndf__thread_id()];
@@ -545,13 +562,17 @@ ndf_status ndf_sinkhorn_solve(ndf_sinkhorn *s, const ndf_array *a, const ndf_arr
     /* alpha/beta live in F/G rows; tmp is the first d of the buffer */
     pair_bufs pb = {F + k * d, G + k * d, wb};
     const double *ak = A + k * d, *bk = B + k * d;
-    int bad = solve_pair(s, ak, bk, &pb, &w, &its[k], &er[k]);
-    if (bad) {
-      fail[k] = bad;
+    if (!s->cuda) { /* CUDA: alpha, beta, iterations, error, <P, C> and failures came from the device */
+      int bad = solve_pair(s, ak, bk, &pb, &w, &its[k], &er[k]);
+      if (bad) {
+        fail[k] = bad;
+        continue;
+      }
+      tc[k] = transport_cost(s, pb.alpha, pb.beta, &pb, &w);
+    } else if (fail[k]) {
       continue;
     }
     double *x = pb.alpha, *y = pb.beta;
-    tc[k] = transport_cost(s, x, y, &pb, &w);
     double fa = 0.0, gb = 0.0;
     for (int64_t i = 0; i < d; i++) {
       if (ak[i] > 0.0) fa += ak[i] * x[i];
@@ -617,7 +638,7 @@ ndf_status ndf_sinkhorn_plan(ndf_sinkhorn *s, int64_t index, ndf_array *plan) {
   if (index < 0 || index >= s->n)
     return ndf__argerror(ctx, OP_PLAN, "index", "%lld is outside 0..%lld", (long long)index, (long long)s->n - 1);
   if (plan && plan->device == NDF_DEVICE_CUDA)
-    return ndf__error(ctx, NDF_ENOTSUP, "%s: 'plan' is a CUDA array; entropic OT runs on the CPU backend in this version",
+    return ndf__error(ctx, NDF_ENOTSUP, "%s: 'plan' is a CUDA array; entropic OT takes host arrays in this version",
                       OP_PLAN);
   if ((st = check_matrix(ctx, OP_PLAN, "plan", plan, d, d, 1, 0)) != NDF_OK) return st;
   const double *f = s->f + index * d, *g = s->g + index * d;
@@ -640,7 +661,7 @@ ndf_status ndf_sinkhorn_grid_cost(ndf_ot_cost kind, int ndim, const int64_t *sha
   if (st != NDF_OK) return st;
   if (d > (1 << 15)) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'shape' (%lld bins: a dense cost has at most %d)", OP_GRID, (long long)d, 1 << 15);
   if (out && out->device == NDF_DEVICE_CUDA)
-    return ndf__error(NULL, NDF_ENOTSUP, "%s: 'out' is a CUDA array; entropic OT runs on the CPU backend in this version",
+    return ndf__error(NULL, NDF_ENOTSUP, "%s: 'out' is a CUDA array; entropic OT takes host arrays in this version",
                       OP_GRID);
   if ((st = check_matrix(NULL, OP_GRID, "out", out, d, d, 1, 0)) != NDF_OK) return st;
   int64_t gst[NDF_MAX_SPATIAL];
