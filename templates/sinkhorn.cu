@@ -33,7 +33,10 @@ typedef NDF_SLOT(T) T;
 #define LOGD NDF_SLOT(LOGD)
 #define NSP NDF_SLOT(NSP)
 #define R 4
+#ifndef NTHREADS
 #define NTHREADS 256
+#endif
+#define NWARPS ((NTHREADS + 31) / 32)
 #define NDF_SK_MAXSP 8
 
 struct ndf_sk_params {
@@ -85,19 +88,21 @@ __device__ double block_sum(double v, double *red) {
   if (l == 0) red[w] = v;
   __syncthreads();
   double t = 0.0;
-  for (int i = 0; i < NTHREADS / 32; i++) t += red[i];
+  for (int i = 0; i < NWARPS; i++) t += red[i];
   return t;
 }
 
 #if KIND == 1
 // One axis of the separable operator: out = M_k in along axis k (vector mv).
 __device__ void axis_pass(const ndf_sk_params &p, int k, const T *mv, bool logd, const T *in, T *out) {
-  const ndf_i64 nk = p.shape[k], st = p.stride[k];
-  const ndf_i64 outer = p.d / (nk * st), nc = (nk + R - 1) / R;
-  const ndf_i64 items = nc * outer * st;
-  for (ndf_i64 it = threadIdx.x; it < items; it += NTHREADS) {
-    const ndf_i64 r = it % st, q = it / st, o = q % outer, c = q / outer;
-    const ndf_i64 base = o * nk * st + r, t0 = c * R;
+  // 32-bit indices: d <= 2^24 (ndf_sinkhorn_create); the decomposition of an
+  // item costs four integer divisions, once per pass.
+  const int nk = (int)p.shape[k], st = (int)p.stride[k];
+  const int outer = (int)(p.d / ((ndf_i64)nk * st)), nc = (nk + R - 1) / R;
+  const int items = nc * outer * st;
+  for (int it = threadIdx.x; it < items; it += NTHREADS) {
+    const int r = it % st, q = it / st, o = q % outer, c = q / outer;
+    const int base = o * nk * st + r, t0 = c * R;
     T w[R], acc[R], s[R];
 #pragma unroll
     for (int j = 0; j < R; j++) {
@@ -105,8 +110,10 @@ __device__ void axis_pass(const ndf_sk_params &p, int k, const T *mv, bool logd,
       acc[j] = logd ? -sk_inf((T)0) : (T)0;
       s[j] = (T)0;
     }
-    for (ndf_i64 u = 0; u < nk; u++) {
-      const T xv = in[P(base + u * st)];
+    int idx = base;
+#pragma unroll 4
+    for (int u = 0; u < nk; u++, idx += st) {
+      const T xv = in[idx + (idx >> 5)];
       if (logd) {
 #pragma unroll
         for (int j = 0; j < R; j++) lse_add(acc[j], s[j], xv + w[j]);
@@ -116,7 +123,7 @@ __device__ void axis_pass(const ndf_sk_params &p, int k, const T *mv, bool logd,
       }
 #pragma unroll
       for (int j = R - 1; j > 0; j--) w[j] = w[j - 1];
-      const ndf_i64 dl = t0 - u - 1;
+      const int dl = t0 - u - 1;
       w[0] = mv[dl < 0 ? -dl : dl];
     }
 #pragma unroll
@@ -210,7 +217,7 @@ __device__ bool update(const ndf_sk_params &p, const T *h, const T *t, T *x, int
 
 extern "C" __global__ void __launch_bounds__(NTHREADS) ndf_sinkhorn(const ndf_sk_params p) {
   extern __shared__ __align__(16) unsigned char ndf_sk_smem[];
-  __shared__ double red[NTHREADS / 32];
+  __shared__ double red[NWARPS];
   __shared__ int bad;
   const ndf_i64 k = blockIdx.x, d = p.d, dp = p.dp;
   if (k >= p.n) return;
