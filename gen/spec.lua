@@ -268,6 +268,18 @@ return {
         { T = { "double" }, KIND = { "0", "1", "2" }, LOGD = { "1" }, NSP = { "3" } },
       },
     },
+    {
+      name = "sinkhorn_dense",
+      file = "templates/sinkhorn_dense.cu",
+      kernels = { "ndf_sinkhorn_dense" },
+      slots = {
+        T = "float or double: the arithmetic of the iteration",
+        LOGD = "1: log-domain iteration (online log-sum-exp); 0: scaling form",
+      },
+      families = {
+        { T = { "float", "double" }, LOGD = { "0", "1" } },
+      },
+    },
   },
   -- Pruned selection networks for the rank filters (gen/selnet.lua): every
   -- rank of windows up to all_ranks_up_to taps, the median up to medians_up_to.

@@ -17,6 +17,8 @@ typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
 typedef struct _nvrtcProgram *nvrtcProgram;
 typedef int nvrtcResult;
 
@@ -27,6 +29,7 @@ typedef int nvrtcResult;
 #define CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN 97
 #define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
 #define CU_STREAM_NON_BLOCKING 1
+#define CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
 
 /* X(return, name, symbol, args): every driver entry point we resolve. */
 #define NDF_CU_FUNCS(X)                                                                   \
@@ -61,6 +64,13 @@ typedef int nvrtcResult;
   X(CUresult, cuLaunchKernel, "cuLaunchKernel",                                           \
     (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,    \
      CUstream, void **, void **))                                                         \
+  X(CUresult, cuStreamBeginCapture, "cuStreamBeginCapture_v2", (CUstream, int))         \
+  X(CUresult, cuStreamEndCapture, "cuStreamEndCapture", (CUstream, CUgraph *))            \
+  X(CUresult, cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags",                 \
+    (CUgraphExec *, CUgraph, unsigned long long))                                         \
+  X(CUresult, cuGraphLaunch, "cuGraphLaunch", (CUgraphExec, CUstream))                    \
+  X(CUresult, cuGraphExecDestroy, "cuGraphExecDestroy", (CUgraphExec))                    \
+  X(CUresult, cuGraphDestroy, "cuGraphDestroy", (CUgraph))                                \
   X(CUresult, cuGetErrorName, "cuGetErrorName", (CUresult, const char **))                \
   X(CUresult, cuGetErrorString, "cuGetErrorString", (CUresult, const char **))
 
