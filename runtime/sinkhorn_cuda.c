@@ -139,7 +139,9 @@ ndf_status ndf__sk_cuda_create(ndf_ctx *ctx, const ndf_sinkhorn_options *opt, co
     }
   }
 
-  g->batched = g->kind == NDF_OT_COST_DENSE && (g->n + SKD_NB - 1) / SKD_NB <= 65535;
+  /* $NDF_SINKHORN_DENSE_PERSISTENT=1 forces the persistent kernel for dense costs (tests). */
+  const char *dpk = getenv("NDF_SINKHORN_DENSE_PERSISTENT");
+  g->batched = g->kind == NDF_OT_COST_DENSE && (g->n + SKD_NB - 1) / SKD_NB <= 65535 && !(dpk && strcmp(dpk, "1") == 0);
   const char *ge = getenv("NDF_SINKHORN_GRAPH");
   g->graph_state = (ge && strcmp(ge, "0") == 0) ? -1 : 0;
   ndf__kernel_req req;

@@ -9,13 +9,18 @@
  * stated tolerance); early exit (same iterations in float64); zero bins in
  * the log domain (-inf potentials at exactly the zero bins, nothing NaN);
  * the global-memory path (state too large for shared memory); a scaling
- * breakdown reported like the CPU's; ndf_sinkhorn_plan after a CUDA solve.
- * No CUDA graph is involved: the solve is one persistent kernel launch, so
- * "graph replay equals plain launches" has nothing to compare.
+ * breakdown reported like the CPU's; ndf_sinkhorn_plan after a CUDA solve;
+ * the dense path's CUDA-graph replay equals its plain launches bit for bit
+ * ($NDF_SINKHORN_GRAPH=0 forces plain launches), early exit included; the
+ * dense persistent kernel ($NDF_SINKHORN_DENSE_PERSISTENT=1; it serves more
+ * than 8 x 65535 pairs).
  *
  * Exits 77 (skipped) without a CUDA device.  Seed: NDF_TEST_SEED (printed).
  * This file uses only the public API of ndforge.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -235,6 +240,7 @@ static void test_against_cpu(void **st) {
       {"f64 grid L1 log 3-D, zero bins", L2, 3, {5, 4, 6}, 1, 1, F64, 0.02, 50, 7, 0, 3, 0.3},
       {"f64 dense scaling", DN, 1, {40}, 0, 0, F64, 0.1, 40, 10, 0, 3, 0.0},
       {"f64 dense log, zero bins", DN, 1, {33}, 0, 1, F64, 0.01, 40, 10, 0, 2, 0.25},
+      {"f64 dense log, persistent kernel", DN, 1, {45}, 0, 1, F64, 0.02, 30, 10, 0, 3, 0.1},
       {"f64 euclidean scaling 2-D", EU, 2, {7, 8}, 0, 0, F64, 0.1, 30, 10, 0, 2, 0.0},
       {"f64 euclidean log 2-D, zero bins", EU, 2, {6, 9}, 0, 1, F64, 0.01, 30, 10, 0, 2, 0.2},
       {"f64 grid L2 log, early exit", L2, 2, {10, 10}, 2, 1, F64, 0.05, 3000, 5, 1e-9, 4, 0.0},
@@ -245,7 +251,12 @@ static void test_against_cpu(void **st) {
       {"f32 euclidean log 2-D", EU, 2, {8, 8}, 0, 1, F32, 0.02, 50, 10, 0, 2, 0.1},
   };
   int bad = 0;
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) bad += check_case(&cases[i]) != 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    /* the dense persistent kernel serves more than 8 x 65535 pairs; forced here */
+    if (strstr(cases[i].what, "persistent")) setenv("NDF_SINKHORN_DENSE_PERSISTENT", "1", 1);
+    bad += check_case(&cases[i]) != 0;
+    unsetenv("NDF_SINKHORN_DENSE_PERSISTENT");
+  }
   assert_int_equal(bad, 0);
 }
 
@@ -270,6 +281,49 @@ static void test_early_exit(void **st) {
   out_free(&og);
   free(a);
   free(b);
+}
+
+/* Dense cost: graph replay and plain launches give the same bits (sums run
+ * in a fixed order), with and without early exit, and a second solve on the
+ * same solver (the graph is replayed, not recaptured) too. */
+static void test_graph_vs_plain(void **st) {
+  (void)st;
+  for (int v = 0; v < 2; v++) {
+    gcase c = {"graph vs plain", DN, 1, {200}, 0, v, v ? F64 : F32, v ? 0.02 : 0.1, v ? 37 : 500, 5, v ? 0 : 1e-7, 11,
+               v ? 0.2 : 0.0};
+    const int64_t n = c.n, d = case_d(&c);
+    double *a = rand_hist(n, d, c.zfrac), *b = rand_hist(n, d, c.zfrac), *C = malloc((size_t)(d * d) * sizeof(double));
+    for (int64_t e = 0; e < d * d; e++) C[e] = tu_rng_unif(&rng);
+    out_t o[3];
+    for (int r = 0; r < 3; r++) out_alloc(&o[r], n, d);
+    setenv("NDF_SINKHORN_GRAPH", "0", 1);
+    assert_int_equal(run(gctx, NDF_DEVICE_CUDA, &c, C, a, b, &o[0], NULL), NDF_OK);
+    unsetenv("NDF_SINKHORN_GRAPH");
+    ndf_sinkhorn *s = NULL;
+    assert_int_equal(run(gctx, NDF_DEVICE_CUDA, &c, C, a, b, &o[1], &s), NDF_OK);
+    /* solve again with the same solver: the captured graph is replayed */
+    ndf_array A = arr(a, 2, n, d), B = arr(b, 2, n, d), tc = arr(o[2].tc, 1, n, 0), obj = arr(o[2].obj, 1, n, 0);
+    ndf_array er = arr(o[2].err, 1, n, 0), F = arr(o[2].f, 2, n, d), G = arr(o[2].g, 2, n, d), it;
+    ndf_array_init(&it, o[2].it, NDF_DEVICE_CPU, NDF_INT32, 1, &n);
+    ndf_sinkhorn_result res = {&tc, &obj, &F, &G, &it, &er};
+    assert_int_equal(ndf_sinkhorn_solve(s, &A, &B, &res), NDF_OK);
+    ndf_sinkhorn_destroy(s);
+    for (int r = 1; r < 3; r++) {
+      assert_memory_equal(o[r].tc, o[0].tc, (size_t)n * sizeof(double));
+      assert_memory_equal(o[r].err, o[0].err, (size_t)n * sizeof(double));
+      assert_memory_equal(o[r].it, o[0].it, (size_t)n * sizeof(int32_t));
+      assert_memory_equal(o[r].f, o[0].f, (size_t)(n * d) * sizeof(double));
+      assert_memory_equal(o[r].g, o[0].g, (size_t)(n * d) * sizeof(double));
+    }
+    if (c.tol > 0)
+      for (int64_t k = 0; k < n; k++) assert_true(o[0].it[k] < c.max_iter);
+    print_message("graph vs plain (%s, %s): equal bits, iterations of pair 0: %d\n", v ? "f64 log" : "f32 scaling",
+                  c.tol > 0 ? "early exit" : "max_iter", o[0].it[0]);
+    for (int r = 0; r < 3; r++) out_free(&o[r]);
+    free(a);
+    free(b);
+    free(C);
+  }
 }
 
 /* The scaling form's breakdown: the same status and message as the CPU. */
@@ -346,6 +400,7 @@ int main(void) {
       cmocka_unit_test(test_against_cpu),
       cmocka_unit_test(test_early_exit),
       cmocka_unit_test(test_breakdown),
+      cmocka_unit_test(test_graph_vs_plain),
       cmocka_unit_test(test_plan),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
