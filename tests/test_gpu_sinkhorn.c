@@ -289,7 +289,7 @@ static void test_early_exit(void **st) {
 static void test_graph_vs_plain(void **st) {
   (void)st;
   for (int v = 0; v < 2; v++) {
-    gcase c = {"graph vs plain", DN, 1, {200}, 0, v, v ? F64 : F32, v ? 0.02 : 0.1, v ? 37 : 500, 5, v ? 0 : 1e-7, 11,
+    gcase c = {"graph vs plain", DN, 1, {200}, 0, v, v ? F64 : F32, v ? 0.02 : 0.1, v ? 37 : 500, 5, v ? 0 : 1e-5, 11,
                v ? 0.2 : 0.0};
     const int64_t n = c.n, d = case_d(&c);
     double *a = rand_hist(n, d, c.zfrac), *b = rand_hist(n, d, c.zfrac), *C = malloc((size_t)(d * d) * sizeof(double));
