@@ -1,7 +1,9 @@
 /*
- * sinkhorn.c -- entropic optimal transport: batched Sinkhorn, CPU backend
- * (float64 reference).  The quantities are defined in ndforge.h; the design
- * (and where a CUDA path slots in) in docs/adr/0010-sinkhorn.md.
+ * sinkhorn.c -- entropic optimal transport: batched Sinkhorn, the API and
+ * the CPU backend (float64 reference).  The quantities are defined in
+ * ndforge.h; the design in docs/adr/0010-sinkhorn.md.  With device CUDA the
+ * iteration runs in sinkhorn_cuda.c and this file validates, then finishes
+ * each pair on the host (objective, potentials, plan) with the same code.
  *
  * Internally the iteration runs on scaled potentials alpha = f/eps and
  * beta = g/eps:
