@@ -208,7 +208,7 @@ __device__ bool update(const ndf_sk_params &p, const T *h, const T *t, T *x, int
     } else {
       const T v = hv / tv;
       x[q] = v;
-      if (!(tv > (T)0) || !sk_finite(v)) *bad = 1;
+      if (!(tv > (T)0) || !sk_finite(v)) atomicExch(bad, 1); // an atomic: no shared-memory race
     }
   }
   __syncthreads();

@@ -157,7 +157,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) ndf_sinkhorn_dense(const 
       }
       p.err[k] = e;
       if (p.tol > 0.0 && e <= p.tol) p.done[k] = 1;
-      else alive = 1;
+      else atomicExch(&alive, 1); // an atomic: no shared-memory race
     }
     __syncthreads();
     if (p.phase == 4 && threadIdx.x == 0) *p.alldone = !alive;
