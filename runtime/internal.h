@@ -286,10 +286,13 @@ ndf_status ndf__sk_cuda_create(ndf_ctx *ctx, const ndf_sinkhorn_options *opt, co
                                ndf__sk_cuda **out);
 void ndf__sk_cuda_destroy(ndf__sk_cuda *g);
 /* Solves the n pairs of A, B ((n, d) float64, validated): alpha, beta
- * receive the scaled potentials f/eps, g/eps (log form, -inf at zero bins),
- * fail[k] the breakdown iteration of the scaling form (0: none). */
+ * receive the scaled potentials f/eps, g/eps (log form, -inf at zero bins;
+ * alpha NULL: left on the device, see ndf__sk_cuda_potentials), fail[k] the
+ * breakdown iteration of the scaling form (0: none). */
 ndf_status ndf__sk_cuda_solve(ndf__sk_cuda *g, const double *A, const double *B, double *alpha, double *beta,
                               int32_t *iters, double *err, double *tc, int *fail);
+/* The scaled potentials of the last solve, downloaded ((n, d) float64 each). */
+ndf_status ndf__sk_cuda_potentials(ndf__sk_cuda *g, double *alpha, double *beta);
 
 /* ---- rank.c ---------------------------------------------------------------------------- */
 struct ndf__selnet;

@@ -49,6 +49,10 @@ struct ndf_sinkhorn {
   int solved;
   int csym;          /* dense: C is symmetric */
   ndf__sk_cuda *cuda; /* the CUDA backend (sinkhorn_cuda.c), NULL on the CPU */
+  /* CUDA, a solve that wanted no potentials: they stay on the device until
+   * plan asks for them (deferred), finished with the histograms kept here. */
+  int deferred;
+  double *defA, *defB;
 };
 
 /* ---- small helpers ------------------------------------------------------------------------ */
@@ -252,6 +256,44 @@ static double transport_cost(const ndf_sinkhorn *s, const double *x, const doubl
   return acc;
 }
 
+/* Turns the scaled potentials x = f/eps, y = g/eps of one pair into f, g
+ * with <a, f> = <b, g>; returns OT_eps = <a, f> + <b, g>. */
+static double finish_pair(const ndf_sinkhorn *s, const double *ak, const double *bk, double ma, double mb, double *x,
+                          double *y) {
+  const int64_t d = s->d;
+  double fa = 0.0, gb = 0.0;
+  for (int64_t i = 0; i < d; i++) {
+    if (ak[i] > 0.0) fa += ak[i] * x[i];
+    if (bk[i] > 0.0) gb += bk[i] * y[i];
+  }
+  fa *= s->eps;
+  gb *= s->eps;
+  const double c = (gb - fa) / (ma + mb); /* <a, f + c> = <b, g - c> */
+  for (int64_t i = 0; i < d; i++) {
+    x[i] = s->eps * x[i] + c; /* -inf stays -inf */
+    y[i] = s->eps * y[i] - c;
+  }
+  return fa + gb;
+}
+
+/* CUDA: the potentials of the last solve, downloaded and finished (plan). */
+static ndf_status undefer(ndf_sinkhorn *s) {
+  ndf_status st = ndf__sk_cuda_potentials(s->cuda, s->f, s->g);
+  if (st != NDF_OK) return st;
+  const int64_t d = s->d;
+  for (int64_t k = 0; k < s->n; k++) {
+    const double *ak = s->defA + k * d, *bk = s->defB + k * d;
+    double ma = 0.0, mb = 0.0;
+    for (int64_t i = 0; i < d; i++) {
+      ma += ak[i];
+      mb += bk[i];
+    }
+    finish_pair(s, ak, bk, ma, mb, s->f + k * d, s->g + k * d);
+  }
+  s->deferred = 0;
+  return NDF_OK;
+}
+
 /* ---- options, create, destroy ------------------------------------------------------------- */
 
 void ndf_sinkhorn_options_init(ndf_sinkhorn_options *opt) {
@@ -286,6 +328,8 @@ void ndf_sinkhorn_destroy(ndf_sinkhorn *s) {
   free(s->TM);
   free(s->f);
   free(s->g);
+  free(s->defA);
+  free(s->defB);
   free(s);
 }
 
@@ -503,8 +547,10 @@ static ndf_status load_hist(ndf_ctx *ctx, const char *name, const ndf_array *x, 
                             double *mass) {
   for (int64_t k = 0; k < n; k++) {
     double m = 0.0;
+    const int fast = x->dtype == NDF_FLOAT64 && x->strides[1] == 1; /* rows of contiguous doubles */
+    const double *row = fast ? (const double *)x->data + k * x->strides[0] : NULL;
     for (int64_t i = 0; i < d; i++) {
-      double v = get_elem(x, k * x->strides[0] + i * x->strides[1]);
+      double v = fast ? row[i] : get_elem(x, k * x->strides[0] + i * x->strides[1]);
       if (!isfinite(v) || v < 0.0)
         return ndf__argerror(ctx, OP_SOLVE, name, "%s[%lld, %lld] = %g is not finite and >= 0", name, (long long)k,
                              (long long)i, v);
@@ -556,7 +602,9 @@ ndf_status ndf_sinkhorn_solve(ndf_sinkhorn *s, const ndf_array *a, const ndf_arr
       goto done;
     }
 
-  if (s->cuda && (st = ndf__sk_cuda_solve(s->cuda, A, B, F, G, its, er, tc, fail)) != NDF_OK) goto done;
+  /* CUDA: potentials nobody asked for stay on the device (plan fetches them). */
+  const int defer = s->cuda && !res->f && !res->g && !res->objective;
+  if (s->cuda && (st = ndf__sk_cuda_solve(s->cuda, A, B, defer ? NULL : F, G, its, er, tc, fail)) != NDF_OK) goto done;
 #pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
   for (int64_t k = 0; k < n; k++) {
     double *wb = bufs[ndf__thread_id()];
@@ -571,23 +619,10 @@ ndf_status ndf_sinkhorn_solve(ndf_sinkhorn *s, const ndf_array *a, const ndf_arr
         continue;
       }
       tc[k] = transport_cost(s, pb.alpha, pb.beta, &pb, &w);
-    } else if (fail[k]) {
+    } else if (fail[k] || defer) {
       continue;
     }
-    double *x = pb.alpha, *y = pb.beta;
-    double fa = 0.0, gb = 0.0;
-    for (int64_t i = 0; i < d; i++) {
-      if (ak[i] > 0.0) fa += ak[i] * x[i];
-      if (bk[i] > 0.0) gb += bk[i] * y[i];
-    }
-    fa *= s->eps;
-    gb *= s->eps;
-    obj[k] = fa + gb;
-    const double c = (gb - fa) / (ma[k] + mb[k]); /* <a, f + c> = <b, g - c> */
-    for (int64_t i = 0; i < d; i++) {
-      x[i] = s->eps * x[i] + c; /* -inf stays -inf */
-      y[i] = s->eps * y[i] - c;
-    }
+    obj[k] = finish_pair(s, ak, bk, ma[k], mb[k], pb.alpha, pb.beta);
   }
   for (int64_t k = 0; k < n; k++)
     if (fail[k]) {
@@ -608,8 +643,17 @@ ndf_status ndf_sinkhorn_solve(ndf_sinkhorn *s, const ndf_array *a, const ndf_arr
       if (res->g) ((double *)res->g->data)[k * res->g->strides[0] + i * res->g->strides[1]] = G[k * d + i];
     }
   }
-  memcpy(s->f, F, nd * sizeof(double));
-  memcpy(s->g, G, nd * sizeof(double));
+  if (defer) { /* keep the histograms for undefer */
+    free(s->defA);
+    free(s->defB);
+    s->defA = A;
+    s->defB = B;
+    A = B = NULL;
+  } else {
+    memcpy(s->f, F, nd * sizeof(double));
+    memcpy(s->g, G, nd * sizeof(double));
+  }
+  s->deferred = defer;
   s->solved = 1;
   ndf__clear_error(ctx);
   st = NDF_OK;
@@ -643,6 +687,7 @@ ndf_status ndf_sinkhorn_plan(ndf_sinkhorn *s, int64_t index, ndf_array *plan) {
     return ndf__error(ctx, NDF_ENOTSUP, "%s: 'plan' is a CUDA array; entropic OT takes host arrays in this version",
                       OP_PLAN);
   if ((st = check_matrix(ctx, OP_PLAN, "plan", plan, d, d, 1, 0)) != NDF_OK) return st;
+  if (s->deferred && (st = undefer(s)) != NDF_OK) return st;
   const double *f = s->f + index * d, *g = s->g + index * d;
   double *P = plan->data;
   const int nth = ndf__cpu_threads(ctx);

@@ -93,8 +93,8 @@ static ndf_status upload(ndf__sk_cuda *g, CUdeviceptr dst, const double *src, si
   } else {
     memcpy(tmp, src, n * sizeof(double));
   }
+  /* From pageable memory the call returns once tmp has been staged: tmp may be reused at once. */
   CUresult r = ndf__cu(NULL)->cuMemcpyHtoDAsync(dst, tmp, n * g->es, g->ctx->stream);
-  if (r == CUDA_SUCCESS) r = ndf__cu(NULL)->cuStreamSynchronize(g->ctx->stream);
   return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(g->ctx, "ndf_sinkhorn: upload", r);
 }
 
@@ -300,7 +300,7 @@ static CUresult dense_launch(const ndf__sk_cuda *g, int phase) {
   int pad = 0;
   NDF__PUT(&pb, pad);
   unsigned gx = 1, gy = 1;
-  if (phase == 0) gx = ndf__grid(g->ctx, (g->n * g->d + SKD_ROWS * 32 - 1) / (SKD_ROWS * 32), 8);
+  if (phase == 0 || phase == 7) gx = ndf__grid(g->ctx, (g->n * g->d + SKD_ROWS * 32 - 1) / (SKD_ROWS * 32), 8);
   else if (phase != 4 && phase != 6) {
     gx = (unsigned)g->nblk;
     gy = (unsigned)((g->n + SKD_NB - 1) / SKD_NB);
@@ -350,6 +350,7 @@ static ndf_status dense_run(ndf__sk_cuda *g) {
   if (r == CUDA_SUCCESS && rest > 0) r = dense_chunk(g, rest);
   if (r == CUDA_SUCCESS) r = dense_launch(g, 5);
   if (r == CUDA_SUCCESS) r = dense_launch(g, 6);
+  if (r == CUDA_SUCCESS) r = dense_launch(g, 7);
   return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(g->ctx, OP_SOLVE, r);
 }
 
@@ -374,15 +375,24 @@ ndf_status ndf__sk_cuda_solve(ndf__sk_cuda *g, const double *A, const double *B,
   if (r == CUDA_SUCCESS) r = cu->cuMemcpyDtoHAsync(tc, g->tc, n * 8, ctx->stream);
   if (r == CUDA_SUCCESS) r = cu->cuStreamSynchronize(ctx->stream);
   if (r != CUDA_SUCCESS) return ndf__cuda_error(ctx, OP_SOLVE, r);
+  return alpha ? ndf__sk_cuda_potentials(g, alpha, beta) : NDF_OK;
+}
+
+ndf_status ndf__sk_cuda_potentials(ndf__sk_cuda *g, double *alpha, double *beta) {
+  ndf_ctx *ctx = g->ctx;
+  ndf_status s = ndf__ctx_bind(ctx);
+  if (s != NDF_OK) return s;
+  const ndf__cu_api *cu = ndf__cu(NULL);
+  const size_t nd = (size_t)(g->n * g->d);
   for (int pass = 0; pass < 2; pass++) {
     double *dst = pass ? beta : alpha;
-    r = cu->cuMemcpyDtoHAsync(g->stage, pass ? g->y : g->x, nd * g->es, ctx->stream);
+    CUresult r = cu->cuMemcpyDtoHAsync(g->stage, pass ? g->y : g->x, nd * g->es, ctx->stream);
     if (r == CUDA_SUCCESS) r = cu->cuStreamSynchronize(ctx->stream);
-    if (r != CUDA_SUCCESS) return ndf__cuda_error(ctx, OP_SOLVE, r);
-    for (size_t i = 0; i < nd; i++) {
-      double v = g->f32 ? (double)((const float *)g->stage)[i] : ((const double *)g->stage)[i];
-      dst[i] = g->log_domain ? v : log(v); /* log 0 = -inf at zero bins */
-    }
+    if (r != CUDA_SUCCESS) return ndf__cuda_error(ctx, "ndf_sinkhorn: potentials", r);
+    if (g->f32)
+      for (size_t i = 0; i < nd; i++) dst[i] = (double)((const float *)g->stage)[i];
+    else
+      memcpy(dst, g->stage, nd * sizeof(double));
   }
   return NDF_OK;
 }

@@ -41,7 +41,7 @@ typedef NDF_SLOT(T) T;
 
 struct ndf_sk_params {
   const T *a, *b;      // (n, d) histograms, contiguous
-  T *x, *y;            // (n, d) out: final u, v (scaling) or f/eps, g/eps (log)
+  T *x, *y;            // (n, d) out: the final f/eps, g/eps (log u, log v in the scaling form)
   int *iters;          // (n)
   int *fail;           // (n) 0, or the iteration at which the scaling form broke down
   double *err, *tc;    // (n) final error, transport cost
@@ -269,9 +269,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) ndf_sinkhorn(const ndf_sk
     }
   }
   __syncthreads();
-  for (ndf_i64 i = threadIdx.x; i < d; i += NTHREADS) {
-    p.x[k * d + i] = x[P(i)];
-    p.y[k * d + i] = y[P(i)];
+  for (ndf_i64 i = threadIdx.x; i < d; i += NTHREADS) { // out: f/eps, g/eps (log 0 = -inf at zero bins)
+    p.x[k * d + i] = LOGD ? x[P(i)] : sk_log(x[P(i)]);
+    p.y[k * d + i] = LOGD ? y[P(i)] : sk_log(y[P(i)]);
   }
   if (threadIdx.x == 0) {
     p.iters[k] = it;

@@ -18,6 +18,7 @@
 //                the all-done word (one block)
 //   5 cost       part[k][block] = sum of P_ij C_ij over the block's rows
 //   6 total      tc = sum of part (one block)
+//   7 log        scaling form: x, y = log x, log y (the outputs are f/eps, g/eps)
 // The sums go through `part` in a fixed order (no atomics), so a solve is
 // reproducible bit for bit, graph replay or plain launches.
 // Counters: `it` is written only in phase 2 and `itn` (= it + 1) only in
@@ -141,6 +142,14 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) ndf_sinkhorn_dense(const 
       }
       if (e == 0) *p.alldone = 0;
     }
+    return;
+  }
+  if (p.phase == 7) {
+    if (!LOGD)
+      for (ndf_i64 e = (ndf_i64)blockIdx.x * NTHREADS + threadIdx.x; e < n * d; e += (ndf_i64)gridDim.x * NTHREADS) {
+        p.x[e] = skd_log(p.x[e]); // log 0 = -inf at zero bins
+        p.y[e] = skd_log(p.y[e]);
+      }
     return;
   }
   if (p.phase == 4 || p.phase == 6) { // one block

@@ -9,7 +9,8 @@
  * stated tolerance); early exit (same iterations in float64); zero bins in
  * the log domain (-inf potentials at exactly the zero bins, nothing NaN);
  * the global-memory path (state too large for shared memory); a scaling
- * breakdown reported like the CPU's; ndf_sinkhorn_plan after a CUDA solve;
+ * breakdown reported like the CPU's; ndf_sinkhorn_plan after a CUDA solve
+ * (also after a solve that left the potentials on the device);
  * the dense path's CUDA-graph replay equals its plain launches bit for bit
  * ($NDF_SINKHORN_GRAPH=0 forces plain launches), early exit included; the
  * dense persistent kernel ($NDF_SINKHORN_DENSE_PERSISTENT=1; it serves more
@@ -366,6 +367,15 @@ static void test_plan(void **st) {
     assert_false(isnan(Pg[e]));
     assert_true(fabs(Pg[e] - Pc[e]) <= 1e-12 + 1e-8 * fabs(Pc[e]));
   }
+  /* a solve that asks for the transport cost only leaves the potentials on
+   * the device; plan fetches them: the same plan, bit for bit */
+  double *Pd = malloc((size_t)(d * d) * sizeof(double));
+  ndf_array A = arr(a, 2, n, d), B = arr(b, 2, n, d), tc = arr(og.tc, 1, n, 0), Ad = arr(Pd, 2, d, d);
+  ndf_sinkhorn_result only_tc = {&tc, NULL, NULL, NULL, NULL, NULL};
+  assert_int_equal(ndf_sinkhorn_solve(sg, &A, &B, &only_tc), NDF_OK);
+  assert_int_equal(ndf_sinkhorn_plan(sg, 1, &Ad), NDF_OK);
+  assert_memory_equal(Pd, Pg, (size_t)(d * d) * sizeof(double));
+  free(Pd);
   ndf_sinkhorn_destroy(sc);
   ndf_sinkhorn_destroy(sg);
   free(Pc);
