@@ -604,6 +604,9 @@ ndf_status ndf_sinkhorn_solve(ndf_sinkhorn *s, const ndf_array *a, const ndf_arr
 
   /* CUDA: potentials nobody asked for stay on the device (plan fetches them). */
   const int defer = s->cuda && !res->f && !res->g && !res->objective;
+  /* The device is about to be overwritten: deferred potentials of the last
+   * solve are lost, so plan then needs this solve to succeed. */
+  if (s->cuda && s->deferred) s->solved = 0;
   if (s->cuda && (st = ndf__sk_cuda_solve(s->cuda, A, B, defer ? NULL : F, G, its, er, tc, fail)) != NDF_OK) goto done;
 #pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
   for (int64_t k = 0; k < n; k++) {
