@@ -156,7 +156,7 @@ def main():
                     warm, gated = time_gpu([lambda: solve(a32, b32)], gpu, args.reps)
                 rec = dict(base, peer=name, version=torch.__version__,
                            check="ok (float64 dense loop, rtol %g)" % RTOL if ok else
-                           "mismatch: max rel %.3g" % float(np.max(np.abs(got - ref) / np.abs(ref))))
+                           "MISMATCH: max rel %.3g" % float(np.max(np.abs(got - ref) / np.abs(ref))))
                 add_timing(rec, warm, first_ms, gated)
                 failures += not ok
                 emit(rec, args.human)
