@@ -15,6 +15,9 @@
  * For each workload it checks first, then times (DESIGN.md, "Benchmarks"):
  *   check  the first GPU result, bit for bit, against the CPU backend on the
  *          same random input (the output is poisoned before the call);
+ *          Sinkhorn cannot be bit for bit (float32 on the GPU, float64 on the
+ *          CPU): its transport costs are checked to a relative 1e-3, and its
+ *          timings differ too (see run_sinkhorn);
  *   cold   first call in a new context whose cache directory is new and
  *          empty (NVRTC compile + module load + run), host clock around
  *          call + ndf_ctx_synchronize;
@@ -70,7 +73,7 @@
 /* Workloads                                                                 */
 
 typedef enum { FP_BOX = 0, FP_CROSS = 1 } fp_kind;
-typedef enum { FAM_GREY, FAM_RANK, FAM_DIST, FAM_BINARY, FAM_LABEL, FAM_ECC } op_family;
+typedef enum { FAM_GREY, FAM_RANK, FAM_DIST, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC } op_family;
 
 /* The ops: API-style name (--op), key (the first part of a workload's name)
  * and family. */
@@ -80,7 +83,7 @@ typedef struct op_desc {
 } op_desc;
 enum {
   OP_EROSION, OP_DILATION, OP_MEDIAN, OP_RANK, OP_PERCENTILE, OP_EDT, OP_BIN_EROSION, OP_FILL_HOLES, OP_LABEL,
-  OP_OPENING, OP_ECC, OP_COUNT
+  OP_OPENING, OP_SINKHORN, OP_SINKHORN_LOG, OP_SINKHORN_DENSE, OP_ECC, OP_COUNT
 };
 static const op_desc ops[OP_COUNT] = {
     [OP_EROSION] = {"grey_erosion", "erosion", FAM_GREY},
@@ -93,6 +96,9 @@ static const op_desc ops[OP_COUNT] = {
     [OP_FILL_HOLES] = {"binary_fill_holes", "binary_fill_holes", FAM_BINARY},
     [OP_LABEL] = {"label", "label", FAM_LABEL},
     [OP_OPENING] = {"grey_opening", "opening", FAM_GREY},
+    [OP_SINKHORN] = {"sinkhorn", "sinkhorn", FAM_SINKHORN},             /* grid cost, scaling form */
+    [OP_SINKHORN_LOG] = {"sinkhorn_log", "sinkhorn_log", FAM_SINKHORN}, /* grid cost, log domain */
+    [OP_SINKHORN_DENSE] = {"sinkhorn_dense", "sinkhorn_dense", FAM_SINKHORN}, /* the same cost as a d x d matrix */
     [OP_ECC] = {"euler_characteristic_curve", "ecc", FAM_ECC},
 };
 
@@ -107,7 +113,7 @@ typedef struct workload {
   ndf_mode mode;
   double param; /* euler_characteristic_curve: size = T thresholds over [min, max], param 1 = T-construction;
                    rank_filter: the rank; percentile_filter: the percentile; binary_erosion: iterations;
-                   distance_transform_edt: 1 = sampling (0.7, 1.3, ...) and indices too */
+                   distance_transform_edt: 1 = sampling (0.7, 1.3, ...) and indices too; sinkhorn: epsilon */
 } workload;
 
 /* The default workloads: float32 and reflect unless said. */
@@ -151,6 +157,13 @@ static const workload default_workloads[] = {
     {OP_BIN_EROSION, NDF_BOOL, 3, {256, 256, 256}, 3, FP_CROSS, 0, NDF_MODE_REFLECT, 10},
     {OP_FILL_HOLES, NDF_BOOL, 3, {256, 256, 256}, 3, FP_CROSS, 0, NDF_MODE_REFLECT, 0},
     {OP_LABEL, NDF_BOOL, 3, {256, 256, 256}, 3, FP_CROSS, 0, NDF_MODE_REFLECT, 0},
+    /* entropic OT (issue 6): shape = (n pairs, grid...), size = iterations, param = epsilon; the
+     * squared-Euclidean grid cost normalized to max 1 (dense: the same cost as a d x d matrix) */
+    {OP_SINKHORN, NDF_FLOAT32, 3, {16, 32, 32}, 100, FP_BOX, 1, NDF_MODE_REFLECT, 0.05},
+    {OP_SINKHORN, NDF_FLOAT32, 3, {16, 32, 32}, 1000, FP_BOX, 1, NDF_MODE_REFLECT, 0.05},
+    {OP_SINKHORN_LOG, NDF_FLOAT32, 3, {16, 32, 32}, 100, FP_BOX, 1, NDF_MODE_REFLECT, 0.01},
+    {OP_SINKHORN, NDF_FLOAT32, 3, {128, 32, 32}, 100, FP_BOX, 1, NDF_MODE_REFLECT, 0.05},
+    {OP_SINKHORN_DENSE, NDF_FLOAT32, 3, {16, 32, 32}, 100, FP_BOX, 1, NDF_MODE_REFLECT, 0.05},
     /* Euler characteristic curves (issue 8): float32 in [-1000, 1000), T = 256 over [min, max], V-construction */
     {OP_ECC, NDF_FLOAT32, 2, {1024, 1024}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 0},
     {OP_ECC, NDF_FLOAT32, 2, {8192, 8192}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 0},
@@ -243,6 +256,10 @@ static void wl_name(const workload *w, char *buf, size_t len)
   if (w->op == OP_RANK || w->op == OP_PERCENTILE) snprintf(op, sizeof op, "%s%g", ops[w->op].key, w->param);
   else if (w->op == OP_BIN_EROSION) snprintf(op, sizeof op, "%s_it%g", ops[w->op].key, w->param);
   else snprintf(op, sizeof op, "%s", ops[w->op].key);
+  if (ops[w->op].family == FAM_SINKHORN) { /* "sinkhorn_f32_16x32x32_it100_eps0.05", "sinkhorn_log_...", "sinkhorn_dense_..." */
+    snprintf(buf, len, "%s_%s_%s_it%d_eps%g", op, dtype_short(w->dtype), shp, w->size, w->param);
+    return;
+  }
   if (ops[w->op].family == FAM_ECC) { /* "ecc_float32_1024x1024_T256", "ecc_float32_64x256x256_b1_T256" */
     char b[16] = "";
     if (w->batch_dims) snprintf(b, sizeof b, "_b%d", w->batch_dims);
@@ -675,7 +692,8 @@ static void usage(FILE *f)
         "Times ndforge's ops on the GPU after checking them against the CPU backend; one\n"
         "JSON line per workload on stdout.  OP: grey_erosion, grey_dilation, median_filter,\n"
         "rank_filter (--param: the rank), percentile_filter (--param: the percentile),\n"
-        "grey_opening, euler_characteristic_curve (--size: T thresholds over [min, max];\n"
+        "grey_opening, sinkhorn / sinkhorn_log / sinkhorn_dense (--shape PAIRSxGRID, --size: iterations,\n"
+        "--param: epsilon), euler_characteristic_curve (--size: T thresholds over [min, max];\n"
         "--param 1: T-construction).\n"
         "$NDF_BENCH_RANK_ALGO=network|select|histogram forces the rank filters' algorithm.\n"
         "$NDF_BENCH_GREY_ALGO=direct|separable|vhgw|decomposed forces the grey algorithm.\n"
@@ -1214,9 +1232,196 @@ static int check_result(run_state *st, result *r)
   return 0;
 }
 
+/*
+ * Sinkhorn (FAM_SINKHORN): n = shape[0] histogram pairs on the grid
+ * shape[1..]; the solve takes and returns host arrays, so a call is
+ * synchronous (upload, one kernel, download).  Timings: cold = solver
+ * creation (kernel compile) + first solve in a fresh context and cache;
+ * warm = median CUDA-event time of one solve (events around the call, one
+ * call at a time: the call synchronizes, so no gate); host = median wall
+ * time of one solve.  No disk time.  The check cannot be bit for bit: the
+ * GPU runs float32 (the issue's targets) and the CPU backend float64, so the
+ * transport costs must agree to a relative 1e-3.
+ */
+#define SK_CHECK_RTOL 1e-3
+
+static ndf_status sk_make(ndf_ctx *c, const workload *w, ndf_device_type dev, ndf_dtype dt, const ndf_array *cost,
+                          ndf_sinkhorn **out)
+{
+  ndf_sinkhorn_options o;
+  ndf_sinkhorn_options_init(&o);
+  int64_t d = wl_count(w) / w->shape[0];
+  double maxc = 0.0;
+  for (int i = 1; i < w->ndim; i++) maxc += (double)(w->shape[i] - 1) * (double)(w->shape[i] - 1);
+  o.n = w->shape[0];
+  o.d = d;
+  o.epsilon = w->param;
+  o.max_iter = w->size;
+  o.log_domain = (w->op == OP_SINKHORN_LOG);
+  o.device = dev;
+  o.dtype = dt;
+  if ((w->op == OP_SINKHORN_DENSE)) {
+    o.cost_kind = NDF_OT_COST_DENSE;
+    o.cost = cost;
+  } else {
+    o.cost_kind = NDF_OT_COST_GRID_LP;
+    o.p = 2;
+    o.grid_scale = maxc > 0 ? 1.0 / maxc : 1.0;
+    o.grid_ndim = w->ndim - 1;
+    for (int i = 1; i < w->ndim; i++) o.grid_shape[i - 1] = w->shape[i];
+  }
+  return ndf_sinkhorn_create(c, out, &o);
+}
+
+static int run_sinkhorn(const bench_args *a, const workload *w, ndf_ctx *cpu, int have_gpu, result *r)
+{
+  const int64_t n = w->shape[0], d = wl_count(w) / n;
+  double maxc = 0.0;
+  for (int i = 1; i < w->ndim; i++) maxc += (double)(w->shape[i] - 1) * (double)(w->shape[i] - 1);
+  double *A = malloc((size_t)(n * d) * sizeof(double)), *B = malloc((size_t)(n * d) * sizeof(double));
+  double *C = (w->op == OP_SINKHORN_DENSE) ? malloc((size_t)(d * d) * sizeof(double)) : NULL;
+  double *tg = malloc((size_t)n * sizeof(double)), *tcpu = malloc((size_t)n * sizeof(double));
+  ndf_ctx *g = NULL;
+  ndf_sinkhorn *sg = NULL, *sc = NULL;
+  char cache_dir[512] = "";
+  int rc = -1;
+  const char *stage = "set-up";
+  ndf_status s;
+  if (!A || !B || !tg || !tcpu || ((w->op == OP_SINKHORN_DENSE) && !C)) goto done;
+  uint64_t seed = a->seed;
+  for (int h = 0; h < 2; h++) { /* positive histograms of mass 1 */
+    double *H = h ? B : A;
+    for (int64_t k = 0; k < n; k++) {
+      double m = 0.0;
+      for (int64_t i = 0; i < d; i++) m += H[k * d + i] = 0.05 + (double)(splitmix64(&seed) >> 11) * 0x1p-53;
+      for (int64_t i = 0; i < d; i++) H[k * d + i] /= m;
+    }
+  }
+  int64_t dd[2] = {d, d}, nd[2] = {n, d};
+  ndf_array Ca, Aa, Ba, Tg, Tc;
+  int64_t gshape[NDF_MAX_SPATIAL];
+  for (int i = 1; i < w->ndim; i++) gshape[i - 1] = w->shape[i];
+  if ((w->op == OP_SINKHORN_DENSE) && (ndf_array_init(&Ca, C, NDF_DEVICE_CPU, NDF_FLOAT64, 2, dd) != NDF_OK ||
+                   ndf_sinkhorn_grid_cost(NDF_OT_COST_GRID_LP, w->ndim - 1, gshape, 2, maxc > 0 ? 1.0 / maxc : 1.0,
+                                          &Ca) != NDF_OK))
+    goto done;
+  ndf_array_init(&Aa, A, NDF_DEVICE_CPU, NDF_FLOAT64, 2, nd);
+  ndf_array_init(&Ba, B, NDF_DEVICE_CPU, NDF_FLOAT64, 2, nd);
+  ndf_array_init(&Tg, tg, NDF_DEVICE_CPU, NDF_FLOAT64, 1, &n);
+  ndf_array_init(&Tc, tcpu, NDF_DEVICE_CPU, NDF_FLOAT64, 1, &n);
+  ndf_sinkhorn_result rg = {&Tg, NULL, NULL, NULL, NULL, NULL}, rcpu = {&Tc, NULL, NULL, NULL, NULL, NULL};
+  if (!have_gpu || a->cpu) {
+    stage = "CPU backend";
+    if ((s = sk_make(cpu, w, NDF_DEVICE_CPU, NDF_FLOAT64, &Ca, &sc)) != NDF_OK) {
+      ndf_fail(cpu, "ndf_sinkhorn_create (CPU)", s);
+      goto done;
+    }
+    double t[CPU_RUNS];
+    for (int i = 0; i < CPU_RUNS; i++) {
+      double t0 = now_ms();
+      if ((s = ndf_sinkhorn_solve(sc, &Aa, &Ba, &rcpu)) != NDF_OK) {
+        ndf_fail(cpu, "ndf_sinkhorn_solve (CPU)", s);
+        goto done;
+      }
+      t[i] = now_ms() - t0;
+    }
+    r->cpu_ms = median(t, CPU_RUNS);
+  }
+  if (!have_gpu) {
+    rc = 0;
+    goto done;
+  }
+  stage = "cold call";
+  if (make_cache_dir(cache_dir, sizeof cache_dir) != 0) goto done;
+  if ((s = make_ctx(&g, NDF_BACKEND_CUDA, cache_dir)) != NDF_OK) {
+    ndf_fail(NULL, "ndf_ctx_create", s);
+    goto done;
+  }
+  double t0 = now_ms();
+  s = sk_make(g, w, NDF_DEVICE_CUDA, w->dtype, &Ca, &sg);
+  if (s == NDF_OK) s = ndf_sinkhorn_solve(sg, &Aa, &Ba, &rg);
+  if (s != NDF_OK) {
+    ndf_fail(g, "sinkhorn (CUDA)", s);
+    goto done;
+  }
+  r->cold_ms = now_ms() - t0;
+  ndf_cache_stats cs;
+  ndf_ctx_cache_stats(g, &cs);
+  r->compiles = cs.compiles;
+  r->compile_ms = cs.compile_ms;
+  if (a->check) {
+    stage = "check";
+    if (!sc && (s = sk_make(cpu, w, NDF_DEVICE_CPU, NDF_FLOAT64, &Ca, &sc)) != NDF_OK) {
+      ndf_fail(cpu, "ndf_sinkhorn_create (CPU)", s);
+      goto done;
+    }
+    if (!isfinite(r->cpu_ms) && (s = ndf_sinkhorn_solve(sc, &Aa, &Ba, &rcpu)) != NDF_OK) {
+      ndf_fail(cpu, "ndf_sinkhorn_solve (CPU)", s);
+      goto done;
+    }
+    for (int64_t k = 0; k < n; k++)
+      if (!(fabs(tg[k] - tcpu[k]) <= SK_CHECK_RTOL * fabs(tcpu[k]))) {
+        snprintf(r->error, sizeof r->error, "wrong result: pair %lld: transport cost GPU %.9g, CPU %.9g (rtol %g)",
+                 (long long)k, tg[k], tcpu[k], SK_CHECK_RTOL);
+        fprintf(stderr, "ndf_bench: %s\n", r->error);
+        r->check = "mismatch";
+        rc = -2;
+        goto done;
+      }
+    r->check = "ok (float32 vs float64 CPU: transport costs to rtol 1e-3)";
+  }
+  stage = "warm";
+  CUstream st = (CUstream)ndf_ctx_stream(g);
+  CUevent ev[2];
+  if (CU(cu.EventCreate(&ev[0], 0)) || CU(cu.EventCreate(&ev[1], 0))) goto done;
+  int reps = a->reps;
+  double *t = malloc((size_t)(reps + WARMUPS) * 2 * sizeof(double));
+  if (!t) goto done;
+  for (int i = 0; i < reps + WARMUPS; i++) {
+    double h0 = now_ms();
+    int bad = CU(cu.EventRecord(ev[0], st));
+    if (!bad && (s = ndf_sinkhorn_solve(sg, &Aa, &Ba, &rg)) != NDF_OK) bad = ndf_fail(g, "ndf_sinkhorn_solve", s);
+    bad = bad || CU(cu.EventRecord(ev[1], st)) || CU(cu.EventSynchronize(ev[1]));
+    double h1 = now_ms();
+    float ms = 0;
+    if (bad || CU(cu.EventElapsedTime(&ms, ev[0], ev[1]))) {
+      free(t);
+      goto done;
+    }
+    if (i >= WARMUPS) {
+      t[i - WARMUPS] = ms;
+      t[reps + i - WARMUPS] = (h1 - h0) * 1e3;
+    }
+  }
+  cu.EventDestroy(ev[0]);
+  cu.EventDestroy(ev[1]);
+  r->warm_ms = median(t, reps);
+  r->host_us = median(t + reps, reps);
+  r->reps = reps;
+  r->gated = 0;
+  free(t);
+  rc = 0;
+done:
+  if (rc == -1 && !r->error[0]) snprintf(r->error, sizeof r->error, "failed in %s (see stderr)", stage);
+  ndf_sinkhorn_destroy(sg);
+  ndf_sinkhorn_destroy(sc);
+  ndf_ctx_destroy(g);
+  if (cache_dir[0]) remove_tree(cache_dir);
+  free(A);
+  free(B);
+  free(C);
+  free(tg);
+  free(tcpu);
+  return rc;
+}
+
 /* Returns 0 ok, -1 failure (r->error says what), -2 wrong result (abort). */
 static int run_workload(const bench_args *a, const workload *w, ndf_ctx *cpu, int have_gpu, result *r)
 {
+  if (ops[w->op].family == FAM_SINKHORN) {
+    r->check = !have_gpu ? "n/a" : !a->check ? "disabled" : "pending";
+    return run_sinkhorn(a, w, cpu, have_gpu, r);
+  }
   run_state st;
   memset(&st, 0, sizeof st);
   st.a = a, st.w = w, st.cpu = cpu;
@@ -1318,6 +1523,9 @@ static void print_json(const workload *w, const result *r, const char *device, c
   for (int i = 0; i < w->ndim; i++) put(&s, "%s%lld", i ? "," : "", (long long)w->shape[i]);
   put(&s, "],\"size\":%d", w->size);
   if (w->op == OP_RANK || w->op == OP_PERCENTILE || w->op == OP_BIN_EROSION) put(&s, ",\"param\":%.17g", w->param);
+  if (ops[w->op].family == FAM_SINKHORN) /* shape = (pairs, grid...), size = iterations */
+    put(&s, ",\"epsilon\":%.17g,\"iterations\":%d,\"log_domain\":%d,\"cost\":\"%s\"", w->param, w->size,
+        (w->op == OP_SINKHORN_LOG), (w->op == OP_SINKHORN_DENSE) ? "dense" : "grid sqeuclidean, max 1");
   put_str(&s, "footprint", w->fp == FP_CROSS ? "cross" : "box");
   put(&s, ",\"batch_dims\":%d", w->batch_dims);
   put_str(&s, "mode", ndf_mode_name(w->mode));

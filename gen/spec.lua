@@ -290,6 +290,34 @@ return {
         { TIN = { "double" }, V = { "double" }, NSP = { "2", "3" }, CONS = { "0" }, SOFT = { "0", "1" } },
       },
     },
+    {
+      name = "sinkhorn",
+      file = "templates/sinkhorn.cu",
+      kernels = { "ndf_sinkhorn" },
+      slots = {
+        T = "float or double: the arithmetic of the iteration",
+        KIND = "cost: 0 dense, 1 grid L^p (separable), 2 grid euclidean (offset table)",
+        LOGD = "1: log-domain iteration (online log-sum-exp); 0: scaling form",
+        NSP = "grid axes, 1..8 (dense: 1)",
+      },
+      families = {
+        { T = { "float", "double" }, KIND = { "1" }, LOGD = { "0", "1" }, NSP = { "2" } },
+        { T = { "float" }, KIND = { "0", "2" }, LOGD = { "0", "1" }, NSP = { "1", "2" } },
+        { T = { "double" }, KIND = { "0", "1", "2" }, LOGD = { "1" }, NSP = { "3" } },
+      },
+    },
+    {
+      name = "sinkhorn_dense",
+      file = "templates/sinkhorn_dense.cu",
+      kernels = { "ndf_sinkhorn_dense" },
+      slots = {
+        T = "float or double: the arithmetic of the iteration",
+        LOGD = "1: log-domain iteration (online log-sum-exp); 0: scaling form",
+      },
+      families = {
+        { T = { "float", "double" }, LOGD = { "0", "1" } },
+      },
+    },
   },
   -- Pruned selection networks for the rank filters (gen/selnet.lua): every
   -- rank of windows up to all_ranks_up_to taps, the median up to medians_up_to.

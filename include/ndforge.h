@@ -626,11 +626,16 @@ typedef struct ndf_sinkhorn_options {
   double tol;              /* >= 0; 0 = always max_iter (default 0) */
   int check_every;         /* >= 1: iterations between error checks (default 10) */
   int log_domain;          /* 1: log-domain (stabilized) iteration; 0: scaling form */
-  ndf_device_type device;  /* backend: NDF_DEVICE_CPU (CUDA: NDF_ENOTSUP in this version) */
+  ndf_device_type device;  /* backend: NDF_DEVICE_CPU, or NDF_DEVICE_CUDA (the context's device) */
+  ndf_dtype dtype;         /* arithmetic: NDF_FLOAT64 (default; the CPU backend's only one) or,
+                              on CUDA, NDF_FLOAT32 */
 } ndf_sinkhorn_options;
 
 /* Defaults: dense cost, p = 2, grid_scale 1, epsilon 0.05, max_iter 100, tol 0,
- * check_every 10, scaling form, CPU.  n, d and the cost must be set. */
+ * check_every 10, scaling form, CPU, float64.  n, d and the cost must be set.
+ * On CUDA the inputs and outputs stay host arrays (the solver copies a, b in
+ * and the results out); results are per pair those of the CPU backend's
+ * definition, to rounding (docs/adr/0010-sinkhorn.md). */
 NDF_API void ndf_sinkhorn_options_init(ndf_sinkhorn_options *opt);
 /* Creates a solver (owns its cost data and buffers; the options' cost array is
  * copied).  *out is NULL on failure. */

@@ -17,6 +17,8 @@ typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
 typedef struct _nvrtcProgram *nvrtcProgram;
 typedef int nvrtcResult;
 
@@ -40,6 +42,7 @@ typedef struct ndf__cu_mempool_props {
   void *win32_security_attributes;
   unsigned char reserved[64];
 } ndf__cu_mempool_props;
+#define CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
 
 /* X(return, name, symbol, args): every driver entry point we resolve. */
 #define NDF_CU_FUNCS(X)                                                                   \
@@ -78,6 +81,13 @@ typedef struct ndf__cu_mempool_props {
   X(CUresult, cuLaunchKernel, "cuLaunchKernel",                                           \
     (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,    \
      CUstream, void **, void **))                                                         \
+  X(CUresult, cuStreamBeginCapture, "cuStreamBeginCapture_v2", (CUstream, int))         \
+  X(CUresult, cuStreamEndCapture, "cuStreamEndCapture", (CUstream, CUgraph *))            \
+  X(CUresult, cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags",                 \
+    (CUgraphExec *, CUgraph, unsigned long long))                                         \
+  X(CUresult, cuGraphLaunch, "cuGraphLaunch", (CUgraphExec, CUstream))                    \
+  X(CUresult, cuGraphExecDestroy, "cuGraphExecDestroy", (CUgraphExec))                    \
+  X(CUresult, cuGraphDestroy, "cuGraphDestroy", (CUgraph))                                \
   X(CUresult, cuGetErrorName, "cuGetErrorName", (CUresult, const char **))                \
   X(CUresult, cuGetErrorString, "cuGetErrorString", (CUresult, const char **))
 

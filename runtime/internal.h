@@ -292,6 +292,28 @@ ndf_status ndf__label_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, 
 ndf_status ndf__hit_or_miss_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
                                  const ndf__bin_step *hit, const ndf__bin_step *miss, int batch_dims);
 
+/* ---- sinkhorn_cuda.c: the CUDA backend of ndf_sinkhorn (docs/adr/0010) ------------------ */
+typedef struct ndf__sk_cuda ndf__sk_cuda;
+/* Host data of the cost, as sinkhorn.c builds it (float64): dense C, M (the
+ * kernel, K or L) and MT (its transpose; may equal M); grid euclidean T, TM
+ * (tables by offset).  Grid L^p needs none (the 1-D kernels are rebuilt). */
+typedef struct ndf__sk_host_cost {
+  const double *C, *M, *MT, *T, *TM;
+  int c_symmetric;
+} ndf__sk_host_cost;
+/* Compiles the kernel and allocates every device buffer (owned). */
+ndf_status ndf__sk_cuda_create(ndf_ctx *ctx, const ndf_sinkhorn_options *opt, const ndf__sk_host_cost *hc,
+                               ndf__sk_cuda **out);
+void ndf__sk_cuda_destroy(ndf__sk_cuda *g);
+/* Solves the n pairs of A, B ((n, d) float64, validated): alpha, beta
+ * receive the scaled potentials f/eps, g/eps (log form, -inf at zero bins;
+ * alpha NULL: left on the device, see ndf__sk_cuda_potentials), fail[k] the
+ * breakdown iteration of the scaling form (0: none). */
+ndf_status ndf__sk_cuda_solve(ndf__sk_cuda *g, const double *A, const double *B, double *alpha, double *beta,
+                              int32_t *iters, double *err, double *tc, int *fail);
+/* The scaled potentials of the last solve, downloaded ((n, d) float64 each). */
+ndf_status ndf__sk_cuda_potentials(ndf__sk_cuda *g, double *alpha, double *beta);
+
 /* ---- rank.c ---------------------------------------------------------------------------- */
 struct ndf__selnet;
 /* The generated selection network for rank k of n values, or NULL. */

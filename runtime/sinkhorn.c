@@ -1,7 +1,9 @@
 /*
- * sinkhorn.c -- entropic optimal transport: batched Sinkhorn, CPU backend
- * (float64 reference).  The quantities are defined in ndforge.h; the design
- * (and where a CUDA path slots in) in docs/adr/0010-sinkhorn.md.
+ * sinkhorn.c -- entropic optimal transport: batched Sinkhorn, the API and
+ * the CPU backend (float64 reference).  The quantities are defined in
+ * ndforge.h; the design in docs/adr/0010-sinkhorn.md.  With device CUDA the
+ * iteration runs in sinkhorn_cuda.c and this file validates, then finishes
+ * each pair on the host (objective, potentials, plan) with the same code.
  *
  * Internally the iteration runs on scaled potentials alpha = f/eps and
  * beta = g/eps:
@@ -45,6 +47,12 @@ struct ndf_sinkhorn {
   /* last successful solve: potentials f, g (n x d) */
   double *f, *g;
   int solved;
+  int csym;          /* dense: C is symmetric */
+  ndf__sk_cuda *cuda; /* the CUDA backend (sinkhorn_cuda.c), NULL on the CPU */
+  /* CUDA, a solve that wanted no potentials: they stay on the device until
+   * plan asks for them (deferred), finished with the histograms kept here. */
+  int deferred;
+  double *defA, *defB;
 };
 
 /* ---- small helpers ------------------------------------------------------------------------ */
@@ -248,6 +256,44 @@ static double transport_cost(const ndf_sinkhorn *s, const double *x, const doubl
   return acc;
 }
 
+/* Turns the scaled potentials x = f/eps, y = g/eps of one pair into f, g
+ * with <a, f> = <b, g>; returns OT_eps = <a, f> + <b, g>. */
+static double finish_pair(const ndf_sinkhorn *s, const double *ak, const double *bk, double ma, double mb, double *x,
+                          double *y) {
+  const int64_t d = s->d;
+  double fa = 0.0, gb = 0.0;
+  for (int64_t i = 0; i < d; i++) {
+    if (ak[i] > 0.0) fa += ak[i] * x[i];
+    if (bk[i] > 0.0) gb += bk[i] * y[i];
+  }
+  fa *= s->eps;
+  gb *= s->eps;
+  const double c = (gb - fa) / (ma + mb); /* <a, f + c> = <b, g - c> */
+  for (int64_t i = 0; i < d; i++) {
+    x[i] = s->eps * x[i] + c; /* -inf stays -inf */
+    y[i] = s->eps * y[i] - c;
+  }
+  return fa + gb;
+}
+
+/* CUDA: the potentials of the last solve, downloaded and finished (plan). */
+static ndf_status undefer(ndf_sinkhorn *s) {
+  ndf_status st = ndf__sk_cuda_potentials(s->cuda, s->f, s->g);
+  if (st != NDF_OK) return st;
+  const int64_t d = s->d;
+  for (int64_t k = 0; k < s->n; k++) {
+    const double *ak = s->defA + k * d, *bk = s->defB + k * d;
+    double ma = 0.0, mb = 0.0;
+    for (int64_t i = 0; i < d; i++) {
+      ma += ak[i];
+      mb += bk[i];
+    }
+    finish_pair(s, ak, bk, ma, mb, s->f + k * d, s->g + k * d);
+  }
+  s->deferred = 0;
+  return NDF_OK;
+}
+
 /* ---- options, create, destroy ------------------------------------------------------------- */
 
 void ndf_sinkhorn_options_init(ndf_sinkhorn_options *opt) {
@@ -262,10 +308,12 @@ void ndf_sinkhorn_options_init(ndf_sinkhorn_options *opt) {
   opt->check_every = 10;
   opt->log_domain = 0;
   opt->device = NDF_DEVICE_CPU;
+  opt->dtype = NDF_FLOAT64;
 }
 
 void ndf_sinkhorn_destroy(ndf_sinkhorn *s) {
   if (!s) return;
+  ndf__sk_cuda_destroy(s->cuda);
   free(s->C);
   if (s->MT != s->M) free(s->MT);
   free(s->M);
@@ -280,6 +328,8 @@ void ndf_sinkhorn_destroy(ndf_sinkhorn *s) {
   free(s->TM);
   free(s->f);
   free(s->g);
+  free(s->defA);
+  free(s->defB);
   free(s);
 }
 
@@ -311,7 +361,7 @@ static ndf_status check_matrix(ndf_ctx *ctx, const char *op, const char *name, c
                                int64_t c, int write, int f32_ok) {
   if (!m) return ndf__argerror(ctx, op, name, "is NULL");
   if (m->device == NDF_DEVICE_CUDA)
-    return ndf__error(ctx, NDF_ENOTSUP, "%s: '%s' is a CUDA array; entropic OT runs on the CPU backend in this version",
+    return ndf__error(ctx, NDF_ENOTSUP, "%s: '%s' is a CUDA array; entropic OT takes host arrays in this version",
                       op, name);
   if (m->device != NDF_DEVICE_CPU) return ndf__argerror(ctx, op, name, "unknown device type %d", (int)m->device);
   if (!(m->dtype == NDF_FLOAT64 || (f32_ok && m->dtype == NDF_FLOAT32)))
@@ -334,10 +384,14 @@ ndf_status ndf_sinkhorn_create(ndf_ctx *ctx, ndf_sinkhorn **out, const ndf_sinkh
   if (!out) return ndf__argerror(ctx, OP_CREATE, "out", "is NULL");
   *out = NULL;
   if (!opt) return ndf__argerror(ctx, OP_CREATE, "opt", "is NULL");
-  if (opt->device == NDF_DEVICE_CUDA)
-    return ndf__error(ctx, NDF_ENOTSUP, "%s: device cuda: entropic OT runs on the CPU backend in this version",
-                      OP_CREATE);
-  if (opt->device != NDF_DEVICE_CPU) return ndf__argerror(ctx, OP_CREATE, "device", "unknown device %d", (int)opt->device);
+  if (opt->device != NDF_DEVICE_CPU && opt->device != NDF_DEVICE_CUDA)
+    return ndf__argerror(ctx, OP_CREATE, "device", "unknown device %d", (int)opt->device);
+  if (opt->device == NDF_DEVICE_CUDA && !ctx->has_cuda)
+    return ndf__error(ctx, NDF_ENODEV, "%s: device cuda: the context has no CUDA device", OP_CREATE);
+  if (opt->dtype != NDF_FLOAT64 && !(opt->dtype == NDF_FLOAT32 && opt->device == NDF_DEVICE_CUDA))
+    return ndf__argerror(ctx, OP_CREATE, "dtype", "%s is not float64%s",
+                         ndf_dtype_name(opt->dtype) ? ndf_dtype_name(opt->dtype) : "?",
+                         opt->device == NDF_DEVICE_CUDA ? " or float32" : " (float32 runs on CUDA only)");
   if (opt->n < 1) return ndf__argerror(ctx, OP_CREATE, "n", "%lld is not >= 1", (long long)opt->n);
   if (opt->d < 1) return ndf__argerror(ctx, OP_CREATE, "d", "%lld is not >= 1", (long long)opt->d);
   if (!(opt->epsilon > 0.0) || !isfinite(opt->epsilon))
@@ -403,6 +457,7 @@ ndf_status ndf_sinkhorn_create(ndf_ctx *ctx, ndf_sinkhorn **out, const ndf_sinkh
           break;
         }
     for (size_t e = 0; e < dd; e++) s->M[e] = ld ? -s->C[e] / eps : exp(-s->C[e] / eps);
+    s->csym = sym;
     if (sym) s->MT = s->M;
     else {
       s->MT = malloc(dd * sizeof(double));
@@ -454,6 +509,13 @@ ndf_status ndf_sinkhorn_create(ndf_ctx *ctx, ndf_sinkhorn **out, const ndf_sinkh
       }
     }
   }
+  if (opt->device == NDF_DEVICE_CUDA) {
+    ndf__sk_host_cost hc = {s->C, s->M, s->MT, s->T, s->TM, s->csym};
+    if ((st = ndf__sk_cuda_create(ctx, opt, &hc, &s->cuda)) != NDF_OK) {
+      ndf_sinkhorn_destroy(s);
+      return st;
+    }
+  }
   *out = s;
   ndf__clear_error(ctx);
   return NDF_OK;
@@ -467,7 +529,7 @@ nomem:
 static ndf_status check_out(ndf_ctx *ctx, const char *name, const ndf_array *x, ndf_dtype dt, int64_t r, int64_t c) {
   if (!x) return NDF_OK;
   if (x->device == NDF_DEVICE_CUDA)
-    return ndf__error(ctx, NDF_ENOTSUP, "%s: '%s' is a CUDA array; entropic OT runs on the CPU backend in this version",
+    return ndf__error(ctx, NDF_ENOTSUP, "%s: '%s' is a CUDA array; entropic OT takes host arrays in this version",
                       OP_SOLVE, name);
   if (x->device != NDF_DEVICE_CPU) return ndf__argerror(ctx, OP_SOLVE, name, "unknown device type %d", (int)x->device);
   if (x->dtype != dt)
@@ -485,8 +547,10 @@ static ndf_status load_hist(ndf_ctx *ctx, const char *name, const ndf_array *x, 
                             double *mass) {
   for (int64_t k = 0; k < n; k++) {
     double m = 0.0;
+    const int fast = x->dtype == NDF_FLOAT64 && x->strides[1] == 1; /* rows of contiguous doubles */
+    const double *row = fast ? (const double *)x->data + k * x->strides[0] : NULL;
     for (int64_t i = 0; i < d; i++) {
-      double v = get_elem(x, k * x->strides[0] + i * x->strides[1]);
+      double v = fast ? row[i] : get_elem(x, k * x->strides[0] + i * x->strides[1]);
       if (!isfinite(v) || v < 0.0)
         return ndf__argerror(ctx, OP_SOLVE, name, "%s[%lld, %lld] = %g is not finite and >= 0", name, (long long)k,
                              (long long)i, v);
@@ -538,6 +602,12 @@ ndf_status ndf_sinkhorn_solve(ndf_sinkhorn *s, const ndf_array *a, const ndf_arr
       goto done;
     }
 
+  /* CUDA: potentials nobody asked for stay on the device (plan fetches them). */
+  const int defer = s->cuda && !res->f && !res->g && !res->objective;
+  /* The device is about to be overwritten: deferred potentials of the last
+   * solve are lost, so plan then needs this solve to succeed. */
+  if (s->cuda && s->deferred) s->solved = 0;
+  if (s->cuda && (st = ndf__sk_cuda_solve(s->cuda, A, B, defer ? NULL : F, G, its, er, tc, fail)) != NDF_OK) goto done;
 #pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
   for (int64_t k = 0; k < n; k++) {
     double *wb = bufs[ndf__thread_id()];
@@ -545,26 +615,17 @@ ndf_status ndf_sinkhorn_solve(ndf_sinkhorn *s, const ndf_array *a, const ndf_arr
     /* alpha/beta live in F/G rows; tmp is the first d of the buffer */
     pair_bufs pb = {F + k * d, G + k * d, wb};
     const double *ak = A + k * d, *bk = B + k * d;
-    int bad = solve_pair(s, ak, bk, &pb, &w, &its[k], &er[k]);
-    if (bad) {
-      fail[k] = bad;
+    if (!s->cuda) { /* CUDA: alpha, beta, iterations, error, <P, C> and failures came from the device */
+      int bad = solve_pair(s, ak, bk, &pb, &w, &its[k], &er[k]);
+      if (bad) {
+        fail[k] = bad;
+        continue;
+      }
+      tc[k] = transport_cost(s, pb.alpha, pb.beta, &pb, &w);
+    } else if (fail[k] || defer) {
       continue;
     }
-    double *x = pb.alpha, *y = pb.beta;
-    tc[k] = transport_cost(s, x, y, &pb, &w);
-    double fa = 0.0, gb = 0.0;
-    for (int64_t i = 0; i < d; i++) {
-      if (ak[i] > 0.0) fa += ak[i] * x[i];
-      if (bk[i] > 0.0) gb += bk[i] * y[i];
-    }
-    fa *= s->eps;
-    gb *= s->eps;
-    obj[k] = fa + gb;
-    const double c = (gb - fa) / (ma[k] + mb[k]); /* <a, f + c> = <b, g - c> */
-    for (int64_t i = 0; i < d; i++) {
-      x[i] = s->eps * x[i] + c; /* -inf stays -inf */
-      y[i] = s->eps * y[i] - c;
-    }
+    obj[k] = finish_pair(s, ak, bk, ma[k], mb[k], pb.alpha, pb.beta);
   }
   for (int64_t k = 0; k < n; k++)
     if (fail[k]) {
@@ -585,8 +646,17 @@ ndf_status ndf_sinkhorn_solve(ndf_sinkhorn *s, const ndf_array *a, const ndf_arr
       if (res->g) ((double *)res->g->data)[k * res->g->strides[0] + i * res->g->strides[1]] = G[k * d + i];
     }
   }
-  memcpy(s->f, F, nd * sizeof(double));
-  memcpy(s->g, G, nd * sizeof(double));
+  if (defer) { /* keep the histograms for undefer */
+    free(s->defA);
+    free(s->defB);
+    s->defA = A;
+    s->defB = B;
+    A = B = NULL;
+  } else {
+    memcpy(s->f, F, nd * sizeof(double));
+    memcpy(s->g, G, nd * sizeof(double));
+  }
+  s->deferred = defer;
   s->solved = 1;
   ndf__clear_error(ctx);
   st = NDF_OK;
@@ -617,9 +687,10 @@ ndf_status ndf_sinkhorn_plan(ndf_sinkhorn *s, int64_t index, ndf_array *plan) {
   if (index < 0 || index >= s->n)
     return ndf__argerror(ctx, OP_PLAN, "index", "%lld is outside 0..%lld", (long long)index, (long long)s->n - 1);
   if (plan && plan->device == NDF_DEVICE_CUDA)
-    return ndf__error(ctx, NDF_ENOTSUP, "%s: 'plan' is a CUDA array; entropic OT runs on the CPU backend in this version",
+    return ndf__error(ctx, NDF_ENOTSUP, "%s: 'plan' is a CUDA array; entropic OT takes host arrays in this version",
                       OP_PLAN);
   if ((st = check_matrix(ctx, OP_PLAN, "plan", plan, d, d, 1, 0)) != NDF_OK) return st;
+  if (s->deferred && (st = undefer(s)) != NDF_OK) return st;
   const double *f = s->f + index * d, *g = s->g + index * d;
   double *P = plan->data;
   const int nth = ndf__cpu_threads(ctx);
@@ -640,7 +711,7 @@ ndf_status ndf_sinkhorn_grid_cost(ndf_ot_cost kind, int ndim, const int64_t *sha
   if (st != NDF_OK) return st;
   if (d > (1 << 15)) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'shape' (%lld bins: a dense cost has at most %d)", OP_GRID, (long long)d, 1 << 15);
   if (out && out->device == NDF_DEVICE_CUDA)
-    return ndf__error(NULL, NDF_ENOTSUP, "%s: 'out' is a CUDA array; entropic OT runs on the CPU backend in this version",
+    return ndf__error(NULL, NDF_ENOTSUP, "%s: 'out' is a CUDA array; entropic OT takes host arrays in this version",
                       OP_GRID);
   if ((st = check_matrix(NULL, OP_GRID, "out", out, d, d, 1, 0)) != NDF_OK) return st;
   int64_t gst[NDF_MAX_SPATIAL];

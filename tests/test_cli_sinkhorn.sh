@@ -139,7 +139,16 @@ bad "grid size mismatch" 1 "bins" A1.npy B1.npy out_bad.npy --epsilon 1 --max-it
 bad "A/B mismatch" 1 "histograms" A1.npy B2.npy out_bad.npy --epsilon 1 --max-iter 10 --grid 6,5
 bad "cost shape" 1 "cost matrix" A1.npy B1.npy out_bad.npy --epsilon 1 --max-iter 10 --cost C5.npy
 bad "missing file" 1 "nothere.npy" nothere.npy B1.npy out_bad.npy --epsilon 1 --max-iter 10 --grid 6,5
-bad "cuda" 1 "runs on the CPU backend in this version" A1.npy B1.npy out_bad.npy --epsilon 1 --max-iter 10 --grid 6,5 --device cuda
+# --device cuda: with a GPU the oracle's numbers (float64); without one, a clear failure.
+has_cuda=0
+if "$cli" info > info.out 2>&1 && grep -q '^device 0:' info.out; then has_cuda=1; fi
+if [ "$has_cuda" = 1 ]; then
+  ok "cuda grid p=2 log" 9 4 30 float64 0.2 0.3 80 grid 6,5:2 1e-9 --grid 6,5 --log-domain --device cuda
+  ok "cuda dense scaling" 10 3 12 float64 0.0 0.5 70 cost C10.npy 1e-9 --cost C10.npy --device cuda
+  ok "cuda euclidean" 11 3 16 float64 0.0 0.4 40 grid 4,4:euclidean 1e-9 --grid 4,4 --euclidean --device cuda
+else
+  bad "cuda without a GPU" 1 "ndf_ctx_create" A1.npy B1.npy out_bad.npy --epsilon 1 --max-iter 10 --grid 6,5 --device cuda
+fi
 "$py" -c "import numpy as np; np.save('neg.npy', -np.ones((2, 30))); np.save('Cbig.npy', 1 + np.load('C5.npy'))"
 bad "scaling underflow" 1 "log domain" A5.npy B5.npy out_bad.npy --epsilon 0.001 --max-iter 10 --cost Cbig.npy
 bad "negative histogram" 1 "neg.npy" neg.npy neg.npy out_bad.npy --epsilon 1 --max-iter 10 --grid 6,5

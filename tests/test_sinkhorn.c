@@ -671,7 +671,7 @@ static void test_strides(void **st) {
   free(b1);
 }
 
-/* Bad input: clear errors, nothing written; CUDA arrays: NDF_ENOTSUP. */
+/* Bad input: clear errors, nothing written; CUDA arrays: NDF_ENOTSUP; device cuda without one: NDF_ENODEV. */
 static void test_contract(void **st) {
   (void)st;
   const int64_t n = 2, d = 6;
@@ -718,8 +718,11 @@ static void test_contract(void **st) {
   BAD((o2.cost_kind = NDF_OT_COST_GRID_LP, o2.grid_ndim = 2, o2.grid_shape[0] = 2, o2.grid_shape[1] = 3,
        o2.grid_scale = -1),
       "grid_scale", NDF_EINVAL);
-  BAD(o2.device = NDF_DEVICE_CUDA, "device", NDF_ENOTSUP);
-  assert_non_null(strstr(ndf_errmsg(ctx), "runs on the CPU backend in this version"));
+  BAD(o2.device = NDF_DEVICE_CUDA, "device", NDF_ENODEV); /* a CPU context */
+  assert_non_null(strstr(ndf_errmsg(ctx), "no CUDA device"));
+  BAD(o2.dtype = NDF_FLOAT32, "dtype", NDF_EINVAL); /* float32 is CUDA only */
+  assert_non_null(strstr(ndf_errmsg(ctx), "float32 runs on CUDA only"));
+  BAD(o2.dtype = NDF_INT32, "dtype", NDF_EINVAL);
   double Cn[36];
   memcpy(Cn, C, sizeof Cn);
   Cn[7] = INFINITY;
@@ -754,9 +757,9 @@ static void test_contract(void **st) {
            NDF_EINVAL);
   BADSOLVE(A.shape[0] = 3, A.shape[0] = 2, "'a'", NDF_EINVAL);
   BADSOLVE(B.dtype = NDF_INT32, B.dtype = NDF_FLOAT64, "'b'", NDF_EINVAL);
-  BADSOLVE(A.device = NDF_DEVICE_CUDA, A.device = NDF_DEVICE_CPU, "runs on the CPU backend in this version",
+  BADSOLVE(A.device = NDF_DEVICE_CUDA, A.device = NDF_DEVICE_CPU, "takes host arrays in this version",
            NDF_ENOTSUP);
-  BADSOLVE(T.device = NDF_DEVICE_CUDA, T.device = NDF_DEVICE_CPU, "runs on the CPU backend in this version",
+  BADSOLVE(T.device = NDF_DEVICE_CUDA, T.device = NDF_DEVICE_CPU, "takes host arrays in this version",
            NDF_ENOTSUP);
   BADSOLVE(T.shape[0] = 3, T.shape[0] = 2, "'transport_cost'", NDF_EINVAL);
   BADSOLVE(Fa.dtype = NDF_FLOAT32, Fa.dtype = NDF_FLOAT64, "'f'", NDF_EINVAL);

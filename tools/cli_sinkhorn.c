@@ -55,7 +55,7 @@ static const char *sk_usage =
     "  --euclidean       grid cost sqrt(sum_k (x_k - y_k)^2) instead\n"
     "  --cost C.npy      a dense (d, d) cost matrix instead of --grid\n"
     "  --log-domain      stabilized log-domain iteration (for small epsilon)\n"
-    "  --device cpu|cuda backend (default cpu; cuda is not supported in this version)\n";
+    "  --device cpu|cuda backend (default cpu); cuda runs float64 on the context's GPU\n";
 
 static int parse_double(const char *opt, const char *v, double *out) {
   char *end;
@@ -309,7 +309,7 @@ int ndf_cli_sinkhorn(int argc, char **argv) {
   }
   ndf_ctx_options co;
   ndf_ctx_options_init(&co);
-  co.backend = NDF_BACKEND_CPU;
+  co.backend = o.device == NDF_DEVICE_CUDA ? NDF_BACKEND_CUDA : NDF_BACKEND_CPU;
   if (ndf_ctx_create(&ctx, &co) != NDF_OK) {
     sk_err("%s", ndf_last_error());
     goto done;

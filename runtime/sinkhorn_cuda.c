@@ -1,0 +1,398 @@
+/*
+ * sinkhorn_cuda.c -- the CUDA backend of the batched Sinkhorn solver
+ * (docs/adr/0010-sinkhorn.md); the solver owns every device buffer.
+ *
+ * Grid costs (and dense ones with more than 8 x 65535 pairs): one launch of
+ * templates/sinkhorn.cu per solve, a persistent kernel in which one thread
+ * block runs one histogram pair through all its iterations, checks and early
+ * exit, then computes its transport cost.
+ *
+ * Dense costs: templates/sinkhorn_dense.cu, one kernel per half-iteration
+ * for all pairs (K read once per 8 pairs).  A chunk of check_every
+ * iterations and its check is captured once into a CUDA graph on the
+ * context's stream and replayed max_iter / check_every times (the rest runs
+ * as plain launches); kernels return at once when every pair is done.  When
+ * capture fails (e.g. a legacy default stream) or $NDF_SINKHORN_GRAPH=0, the
+ * same launches run plainly; both give the same bits.  The graph captures
+ * object-owned buffers only (a, b are copied in), so it stays valid for the
+ * solver's life and is destroyed with it.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define OP_CREATE "ndf_sinkhorn_create"
+#define OP_SOLVE "ndf_sinkhorn_solve"
+#define SK_THREADS 256
+#define SK_R 4 /* outputs per thread in the separable passes (the template's R) */
+#define SKD_NB 8   /* sinkhorn_dense.cu: pairs per block */
+#define SKD_ROWS 8 /* sinkhorn_dense.cu: rows per block */
+
+struct ndf__sk_cuda {
+  ndf_ctx *ctx;
+  CUfunction fn;
+  int64_t n, d, dp;
+  size_t es;        /* sizeof(T) */
+  int f32, log_domain, kind, nsp;
+  int use_smem;
+  unsigned smem;
+  int64_t shape[NDF_MAX_SPATIAL], stride[NDF_MAX_SPATIAL], axoff[NDF_MAX_SPATIAL], wofs, axlen;
+  double tol;
+  int max_iter, check_every;
+  /* device buffers */
+  CUdeviceptr a, b, x, y, iters, fail, err, tc, ws, M, MT, CT, ax, tab, tabm;
+  void *stage; /* host staging: n * d * es */
+  /* the batched dense path (sinkhorn_dense.cu): CT then holds C itself */
+  int batched;
+  CUfunction fnd;
+  int64_t nblk;
+  CUdeviceptr ha, hb, itn, done, alldone, part;
+  int graph_state; /* 0 not captured yet, 1 captured, -1 capture failed or disabled: plain launches */
+  CUgraphExec gexec;
+};
+
+static void dev_free(ndf__sk_cuda *g, CUdeviceptr *p) {
+  if (*p) ndf__cu(NULL)->cuMemFree(*p);
+  *p = 0;
+}
+
+void ndf__sk_cuda_destroy(ndf__sk_cuda *g) {
+  if (!g) return;
+  if (g->ctx && g->ctx->has_cuda && ndf__ctx_bind(g->ctx) == NDF_OK) {
+    CUdeviceptr *all[] = {&g->a, &g->b, &g->x, &g->y, &g->iters, &g->fail, &g->err, &g->tc,
+                          &g->ws, &g->CT, &g->ax, &g->tab, &g->tabm};
+    ndf__cu(NULL)->cuStreamSynchronize(g->ctx->stream);
+    if (g->gexec) ndf__cu(NULL)->cuGraphExecDestroy(g->gexec);
+    CUdeviceptr *more[] = {&g->ha, &g->hb, &g->itn, &g->done, &g->alldone, &g->part};
+    for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) dev_free(g, more[i]);
+    if (g->MT == g->M) g->MT = 0;
+    dev_free(g, &g->M);
+    dev_free(g, &g->MT);
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) dev_free(g, all[i]);
+  }
+  free(g->stage);
+  free(g);
+}
+
+static ndf_status dev_alloc(ndf__sk_cuda *g, CUdeviceptr *p, size_t bytes) {
+  CUresult r = ndf__cu(NULL)->cuMemAlloc(p, bytes ? bytes : 1);
+  if (r != CUDA_SUCCESS) {
+    *p = 0;
+    return ndf__cuda_error(g->ctx, OP_CREATE ": device allocation", r);
+  }
+  return NDF_OK;
+}
+
+/* Converts n float64 values to T and uploads them to dst (synchronously). */
+static ndf_status upload(ndf__sk_cuda *g, CUdeviceptr dst, const double *src, size_t n, void *tmp) {
+  if (g->f32) {
+    float *f = tmp;
+    for (size_t i = 0; i < n; i++) f[i] = (float)src[i];
+  } else {
+    memcpy(tmp, src, n * sizeof(double));
+  }
+  /* From pageable memory the call returns once tmp has been staged: tmp may be reused at once. */
+  CUresult r = ndf__cu(NULL)->cuMemcpyHtoDAsync(dst, tmp, n * g->es, g->ctx->stream);
+  return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(g->ctx, "ndf_sinkhorn: upload", r);
+}
+
+static ndf_status upload_new(ndf__sk_cuda *g, CUdeviceptr *dst, const double *src, size_t n) {
+  void *tmp = malloc(n * g->es + 1);
+  if (!tmp) return ndf__error(g->ctx, NDF_ENOMEM, "%s: out of host memory", OP_CREATE);
+  ndf_status s = dev_alloc(g, dst, n * g->es);
+  if (s == NDF_OK) s = upload(g, *dst, src, n, tmp);
+  free(tmp);
+  return s;
+}
+
+ndf_status ndf__sk_cuda_create(ndf_ctx *ctx, const ndf_sinkhorn_options *opt, const ndf__sk_host_cost *hc,
+                               ndf__sk_cuda **out) {
+  *out = NULL;
+  ndf_status s = ndf__ctx_bind(ctx);
+  if (s != NDF_OK) return s;
+  if (opt->n > 0x7fffffff)
+    return ndf__argerror(ctx, OP_CREATE, "n", "%lld pairs: CUDA runs at most %d per solver", (long long)opt->n,
+                         0x7fffffff);
+  ndf__sk_cuda *g = calloc(1, sizeof *g);
+  if (!g) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", OP_CREATE);
+  g->ctx = ctx;
+  g->n = opt->n;
+  g->d = opt->d;
+  g->dp = opt->d + opt->d / 32 + 1;
+  g->f32 = opt->dtype == NDF_FLOAT32;
+  g->es = g->f32 ? sizeof(float) : sizeof(double);
+  g->log_domain = opt->log_domain;
+  g->kind = (int)opt->cost_kind;
+  g->nsp = opt->cost_kind == NDF_OT_COST_DENSE ? 1 : opt->grid_ndim;
+  g->tol = opt->tol;
+  g->max_iter = opt->max_iter;
+  g->check_every = opt->check_every;
+  const double eps = opt->epsilon;
+  if (g->kind != NDF_OT_COST_DENSE) {
+    int64_t m = 1;
+    for (int k = g->nsp - 1; k >= 0; k--) {
+      g->shape[k] = opt->grid_shape[k];
+      g->stride[k] = m;
+      m *= opt->grid_shape[k];
+    }
+  }
+
+  /* $NDF_SINKHORN_DENSE_PERSISTENT=1 forces the persistent kernel for dense costs (tests). */
+  const char *dpk = getenv("NDF_SINKHORN_DENSE_PERSISTENT");
+  g->batched = g->kind == NDF_OT_COST_DENSE && (g->n + SKD_NB - 1) / SKD_NB <= 65535 && !(dpk && strcmp(dpk, "1") == 0);
+  const char *ge = getenv("NDF_SINKHORN_GRAPH");
+  g->graph_state = (ge && strcmp(ge, "0") == 0) ? -1 : 0;
+  ndf__kernel_req req;
+  if (g->batched) {
+    ndf__req_init(&req, "sinkhorn_dense", "ndf_sinkhorn_dense");
+    ndf__req_set(&req, "T", "%s", g->f32 ? "float" : "double");
+    ndf__req_set(&req, "LOGD", "%d", g->log_domain);
+    if ((s = ndf__jit_get(ctx, OP_CREATE, &req, &g->fnd)) != NDF_OK) goto fail;
+    g->nblk = (g->d + SKD_ROWS - 1) / SKD_ROWS;
+  }
+  if (!g->batched) {
+    ndf__req_init(&req, "sinkhorn", "ndf_sinkhorn");
+    ndf__req_set(&req, "T", "%s", g->f32 ? "float" : "double");
+    ndf__req_set(&req, "KIND", "%d", g->kind);
+    ndf__req_set(&req, "LOGD", "%d", g->log_domain);
+    ndf__req_set(&req, "NSP", "%d", g->nsp);
+    if ((s = ndf__jit_get(ctx, OP_CREATE, &req, &g->fn)) != NDF_OK) goto fail;
+  }
+
+  const size_t d = (size_t)g->d, d2 = d * d, nd = (size_t)g->n * d;
+  if (g->kind == NDF_OT_COST_DENSE) {
+    double *CT = NULL;
+    const double *cts = hc->C;
+    if (!hc->c_symmetric && !g->batched) { /* the persistent kernel reads C transposed, the batched one C */
+      if (!(CT = malloc(d2 * sizeof(double)))) {
+        s = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", OP_CREATE);
+        goto fail;
+      }
+      for (size_t i = 0; i < d; i++)
+        for (size_t j = 0; j < d; j++) CT[j * d + i] = hc->C[i * d + j];
+      cts = CT;
+    }
+    s = upload_new(g, &g->M, hc->M, d2);
+    if (s == NDF_OK) s = hc->MT == hc->M ? (g->MT = g->M, NDF_OK) : upload_new(g, &g->MT, hc->MT, d2);
+    if (s == NDF_OK) s = upload_new(g, &g->CT, cts, d2);
+    free(CT);
+    if (s != NDF_OK) goto fail;
+  } else if (g->kind == NDF_OT_COST_GRID_LP) {
+    /* m_k[delta] (delta = 0 .. n_k + R - 1), then the weighted w_k likewise */
+    int64_t tot = 0;
+    for (int k = 0; k < g->nsp; k++) {
+      g->axoff[k] = tot;
+      tot += g->shape[k] + SK_R;
+    }
+    g->wofs = tot;
+    g->axlen = 2 * tot;
+    double *v = malloc((size_t)g->axlen * sizeof(double));
+    if (!v) {
+      s = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", OP_CREATE);
+      goto fail;
+    }
+    for (int k = 0; k < g->nsp; k++)
+      for (int64_t t = 0; t < g->shape[k] + SK_R; t++) {
+        double c = (opt->p == 1 ? (double)t : (double)t * (double)t) * opt->grid_scale;
+        double *m = v + g->axoff[k] + t, *w = m + g->wofs;
+        if (g->log_domain) {
+          *m = -c / eps;
+          *w = -c / eps + log(c); /* log 0 = -inf: no contribution */
+        } else {
+          *m = exp(-c / eps);
+          *w = exp(-c / eps) * c;
+        }
+      }
+    s = upload_new(g, &g->ax, v, (size_t)g->axlen);
+    free(v);
+    if (s != NDF_OK) goto fail;
+  } else {
+    if ((s = upload_new(g, &g->tab, hc->T, d)) != NDF_OK || (s = upload_new(g, &g->tabm, hc->TM, d)) != NDF_OK)
+      goto fail;
+  }
+
+  /* State in shared memory when it fits (7 padded vectors + the axis vectors). */
+  size_t smem = (size_t)(7 * g->dp + (g->kind == NDF_OT_COST_GRID_LP ? g->axlen : 0)) * g->es;
+  size_t cap = ctx->max_smem_block > 1024 ? ctx->max_smem_block - 1024 : 0;
+  g->use_smem = smem <= cap;
+  if (g->batched) {
+    g->use_smem = 0;
+    g->smem = 0;
+  } else if (g->use_smem) {
+    g->smem = (unsigned)smem;
+    if (smem > 48 * 1024) {
+      CUresult r = ndf__cu(NULL)->cuFuncSetAttribute(g->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);
+      if (r != CUDA_SUCCESS) {
+        s = ndf__cuda_error(ctx, OP_CREATE ": cuFuncSetAttribute", r);
+        goto fail;
+      }
+    }
+  } else {
+    g->smem = 0;
+    if ((s = dev_alloc(g, &g->ws, (size_t)g->n * 7 * (size_t)g->dp * g->es)) != NDF_OK) goto fail;
+  }
+  if ((s = dev_alloc(g, &g->a, nd * g->es)) != NDF_OK || (s = dev_alloc(g, &g->b, nd * g->es)) != NDF_OK ||
+      (s = dev_alloc(g, &g->x, nd * g->es)) != NDF_OK || (s = dev_alloc(g, &g->y, nd * g->es)) != NDF_OK ||
+      (s = dev_alloc(g, &g->iters, (size_t)g->n * 4)) != NDF_OK ||
+      (s = dev_alloc(g, &g->fail, (size_t)g->n * 4)) != NDF_OK ||
+      (s = dev_alloc(g, &g->err, (size_t)g->n * 8)) != NDF_OK || (s = dev_alloc(g, &g->tc, (size_t)g->n * 8)) != NDF_OK)
+    goto fail;
+  if (g->batched &&
+      ((s = dev_alloc(g, &g->ha, nd * g->es)) != NDF_OK || (s = dev_alloc(g, &g->hb, nd * g->es)) != NDF_OK ||
+       (s = dev_alloc(g, &g->itn, (size_t)g->n * 4)) != NDF_OK || (s = dev_alloc(g, &g->done, (size_t)g->n * 4)) != NDF_OK ||
+       (s = dev_alloc(g, &g->alldone, 4)) != NDF_OK ||
+       (s = dev_alloc(g, &g->part, (size_t)g->n * (size_t)g->nblk * 8)) != NDF_OK))
+    goto fail;
+  if (!(g->stage = malloc(nd * g->es + 1))) {
+    s = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", OP_CREATE);
+    goto fail;
+  }
+  *out = g;
+  return NDF_OK;
+fail:
+  ndf__sk_cuda_destroy(g);
+  return s;
+}
+
+/* The fields of ndf_sk_params (templates/sinkhorn.cu), in order. */
+static void put_params(const ndf__sk_cuda *g, ndf__params *pb) {
+  const CUdeviceptr ptrs[] = {g->a, g->b, g->x, g->y, g->iters, g->fail, g->err, g->tc,
+                              g->ws, g->M, g->MT, g->CT, g->ax, g->tab, g->tabm};
+  for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++) NDF__PUT(pb, ptrs[i]);
+  NDF__PUT(pb, g->n);
+  NDF__PUT(pb, g->d);
+  NDF__PUT(pb, g->dp);
+  for (int k = 0; k < 8; k++) {
+    int64_t v = k < NDF_MAX_SPATIAL ? g->shape[k] : 0;
+    NDF__PUT(pb, v);
+  }
+  for (int k = 0; k < 8; k++) {
+    int64_t v = k < NDF_MAX_SPATIAL ? g->stride[k] : 0;
+    NDF__PUT(pb, v);
+  }
+  for (int k = 0; k < 8; k++) {
+    int64_t v = k < NDF_MAX_SPATIAL ? g->axoff[k] : 0;
+    NDF__PUT(pb, v);
+  }
+  NDF__PUT(pb, g->wofs);
+  NDF__PUT(pb, g->axlen);
+  NDF__PUT(pb, g->tol);
+  NDF__PUT(pb, g->max_iter);
+  NDF__PUT(pb, g->check_every);
+  NDF__PUT(pb, g->use_smem);
+  int pad = 0;
+  NDF__PUT(pb, pad);
+}
+
+/* One launch of sinkhorn_dense.cu: phase 0 init, 1 row, 2 column, 3 check, 4 finish, 5 cost, 6 total. */
+static CUresult dense_launch(const ndf__sk_cuda *g, int phase) {
+  ndf__params pb = {.n = 0};
+  const CUdeviceptr ptrs[] = {g->a, g->b, g->x, g->y, g->ha, g->hb, g->M, g->MT, g->CT,
+                              g->iters, g->itn, g->fail, g->done, g->alldone, g->err, g->part, g->tc};
+  for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++) NDF__PUT(&pb, ptrs[i]);
+  NDF__PUT(&pb, g->n);
+  NDF__PUT(&pb, g->d);
+  NDF__PUT(&pb, g->nblk);
+  NDF__PUT(&pb, g->tol);
+  NDF__PUT(&pb, phase);
+  int pad = 0;
+  NDF__PUT(&pb, pad);
+  unsigned gx = 1, gy = 1;
+  if (phase == 0 || phase == 7) gx = ndf__grid(g->ctx, (g->n * g->d + SKD_ROWS * 32 - 1) / (SKD_ROWS * 32), 8);
+  else if (phase != 4 && phase != 6) {
+    gx = (unsigned)g->nblk;
+    gy = (unsigned)((g->n + SKD_NB - 1) / SKD_NB);
+  }
+  void *args[] = {pb.b};
+  return ndf__cu(NULL)->cuLaunchKernel(g->fnd, gx, gy, 1, SKD_ROWS * 32, 1, 1, 0, g->ctx->stream, args, NULL);
+}
+
+/* k iterations, then a check. */
+static CUresult dense_chunk(const ndf__sk_cuda *g, int k) {
+  CUresult r = CUDA_SUCCESS;
+  for (int i = 0; i < k && r == CUDA_SUCCESS; i++) {
+    r = dense_launch(g, 1);
+    if (r == CUDA_SUCCESS) r = dense_launch(g, 2);
+  }
+  if (r == CUDA_SUCCESS) r = dense_launch(g, 3);
+  if (r == CUDA_SUCCESS) r = dense_launch(g, 4);
+  return r;
+}
+
+/* Captures one chunk of check_every iterations into g->gexec; on failure
+ * the solver falls back to plain launches for good. */
+static void dense_capture(ndf__sk_cuda *g) {
+  const ndf__cu_api *cu = ndf__cu(NULL);
+  CUstream st = g->ctx->stream;
+  CUgraph graph = NULL;
+  g->graph_state = -1;
+  if (cu->cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) != CUDA_SUCCESS) return;
+  CUresult r = dense_chunk(g, g->check_every);
+  CUresult re = cu->cuStreamEndCapture(st, &graph);
+  if (r == CUDA_SUCCESS && re == CUDA_SUCCESS && graph &&
+      cu->cuGraphInstantiateWithFlags(&g->gexec, graph, 0) == CUDA_SUCCESS)
+    g->graph_state = 1;
+  else
+    g->gexec = NULL;
+  if (graph) cu->cuGraphDestroy(graph);
+}
+
+/* The batched dense iteration: init, chunks (graph or plain), the rest, the cost. */
+static ndf_status dense_run(ndf__sk_cuda *g) {
+  const ndf__cu_api *cu = ndf__cu(NULL);
+  CUresult r = dense_launch(g, 0);
+  const int full = g->max_iter / g->check_every, rest = g->max_iter % g->check_every;
+  if (r == CUDA_SUCCESS && full > 0 && g->graph_state == 0) dense_capture(g);
+  for (int c = 0; c < full && r == CUDA_SUCCESS; c++)
+    r = g->graph_state == 1 ? cu->cuGraphLaunch(g->gexec, g->ctx->stream) : dense_chunk(g, g->check_every);
+  if (r == CUDA_SUCCESS && rest > 0) r = dense_chunk(g, rest);
+  if (r == CUDA_SUCCESS) r = dense_launch(g, 5);
+  if (r == CUDA_SUCCESS) r = dense_launch(g, 6);
+  if (r == CUDA_SUCCESS) r = dense_launch(g, 7);
+  return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(g->ctx, OP_SOLVE, r);
+}
+
+ndf_status ndf__sk_cuda_solve(ndf__sk_cuda *g, const double *A, const double *B, double *alpha, double *beta,
+                              int32_t *iters, double *err, double *tc, int *fail) {
+  ndf_ctx *ctx = g->ctx;
+  ndf_status s = ndf__ctx_bind(ctx);
+  if (s != NDF_OK) return s;
+  const ndf__cu_api *cu = ndf__cu(NULL);
+  const size_t nd = (size_t)(g->n * g->d), n = (size_t)g->n;
+  if ((s = upload(g, g->a, A, nd, g->stage)) != NDF_OK || (s = upload(g, g->b, B, nd, g->stage)) != NDF_OK) return s;
+  if (g->batched) {
+    if ((s = dense_run(g)) != NDF_OK) return s;
+  } else {
+    ndf__params pb = {.n = 0};
+    put_params(g, &pb);
+    if ((s = ndf__launch(ctx, OP_SOLVE, g->fn, (unsigned)g->n, SK_THREADS, 1, g->smem, pb.b)) != NDF_OK) return s;
+  }
+  CUresult r = cu->cuMemcpyDtoHAsync(iters, g->iters, n * 4, ctx->stream);
+  if (r == CUDA_SUCCESS) r = cu->cuMemcpyDtoHAsync(fail, g->fail, n * 4, ctx->stream);
+  if (r == CUDA_SUCCESS) r = cu->cuMemcpyDtoHAsync(err, g->err, n * 8, ctx->stream);
+  if (r == CUDA_SUCCESS) r = cu->cuMemcpyDtoHAsync(tc, g->tc, n * 8, ctx->stream);
+  if (r == CUDA_SUCCESS) r = cu->cuStreamSynchronize(ctx->stream);
+  if (r != CUDA_SUCCESS) return ndf__cuda_error(ctx, OP_SOLVE, r);
+  return alpha ? ndf__sk_cuda_potentials(g, alpha, beta) : NDF_OK;
+}
+
+ndf_status ndf__sk_cuda_potentials(ndf__sk_cuda *g, double *alpha, double *beta) {
+  ndf_ctx *ctx = g->ctx;
+  ndf_status s = ndf__ctx_bind(ctx);
+  if (s != NDF_OK) return s;
+  const ndf__cu_api *cu = ndf__cu(NULL);
+  const size_t nd = (size_t)(g->n * g->d);
+  for (int pass = 0; pass < 2; pass++) {
+    double *dst = pass ? beta : alpha;
+    CUresult r = cu->cuMemcpyDtoHAsync(g->stage, pass ? g->y : g->x, nd * g->es, ctx->stream);
+    if (r == CUDA_SUCCESS) r = cu->cuStreamSynchronize(ctx->stream);
+    if (r != CUDA_SUCCESS) return ndf__cuda_error(ctx, "ndf_sinkhorn: potentials", r);
+    if (g->f32)
+      for (size_t i = 0; i < nd; i++) dst[i] = (double)((const float *)g->stage)[i];
+    else
+      memcpy(dst, g->stage, nd * sizeof(double));
+  }
+  return NDF_OK;
+}
