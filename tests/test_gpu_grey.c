@@ -644,6 +644,7 @@ static void test_gpu_rejections(void **state) {
 }
 
 int main(void) {
+  if (!tu_have_cuda()) return 77; /* ctest: skipped */
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gpu_rejections),
       cmocka_unit_test(test_gpu_every_dtype_and_mode),

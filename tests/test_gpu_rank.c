@@ -391,6 +391,7 @@ static void test_gpu_rank_rejections(void **state) {
 }
 
 int main(void) {
+  if (!tu_have_cuda()) return 77; /* ctest: skipped */
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gpu_rank_rejections),
       cmocka_unit_test(test_gpu_rank_every_dtype_and_mode),

@@ -760,6 +760,16 @@ static ndf_array tu_raw_host(const tu_array *t) {
   return a;
 }
 
+int tu_have_cuda(void) {
+  ndf_ctx *probe = NULL;
+  ndf_ctx_options o;
+  ndf_ctx_options_init(&o);
+  int ok = ndf_ctx_create(&probe, &o) == NDF_OK && ndf_ctx_has_cuda(probe);
+  if (!ok) printf("skip: no usable CUDA device\n");
+  ndf_ctx_destroy(probe);
+  return ok;
+}
+
 void tu_dev_upload(ndf_ctx *ctx, tu_dev *d, const tu_array *t) {
   int64_t n = (int64_t)t->bytes;
   ndf_status r = ndf_array_alloc(ctx, &d->raw, NDF_DEVICE_CUDA, NDF_UINT8, 1, &n);

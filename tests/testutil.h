@@ -256,6 +256,9 @@ double tu_now_ms(void);
       skip();                                                    \
     }                                                            \
   } while (0)
+/* For a GPU test's main: 1 when a context finds a usable CUDA device, else
+ * 0 after printing why (the test then exits 77, ctest's "skipped"). */
+int tu_have_cuda(void);
 /* Upload / download the whole buffer; cmocka assertions on failure. */
 void tu_dev_upload(ndf_ctx *ctx, tu_dev *d, const tu_array *t);
 void tu_dev_download(ndf_ctx *ctx, const tu_dev *d, tu_array *t);
