@@ -278,6 +278,13 @@ static double max_height(const ect_call *c, const ndf_array *dirs, const double 
   return R;
 }
 
+/* Heights must stay finite: +inf marks voxels off the shape. */
+static ndf_status check_heights(ndf_ctx *ctx, const ect_call *c, const ndf_array *dirs, const double **coord) {
+  if (!isfinite(max_height(c, dirs, coord)))
+    return ndf__argerror(ctx, c->name, "directions", "give heights <x, u> that overflow double");
+  return NDF_OK;
+}
+
 static ndf_status make_thresholds(ndf_ctx *ctx, const ect_call *c, const ndf_array *dirs, const ndf_ect_options *opt,
                                   const double **coord, double *t) {
   if (opt->values) {
@@ -289,9 +296,7 @@ static ndf_status make_thresholds(ndf_ctx *ctx, const ect_call *c, const ndf_arr
     lo = opt->range_lo;
     hi = opt->range_hi;
   } else {
-    double R = max_height(c, dirs, coord);
-    if (!isfinite(R))
-      return ndf__argerror(ctx, c->name, "directions", "give heights that overflow double (give a range or values)");
+    double R = max_height(c, dirs, coord); /* finite: check_heights ran */
     lo = -R;
     hi = R;
   }
@@ -619,6 +624,7 @@ ndf_status ndf_euler_characteristic_transform(ndf_ctx *ctx, const ndf_array *inp
   double *cbuf = alloc_coords(&c, coord);
   double *t = malloc((size_t)c.T * sizeof *t);
   if (!cbuf || !t) s = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", name);
+  if (s == NDF_OK) s = check_heights(ctx, &c, directions, coord);
   if (s == NDF_OK) s = make_thresholds(ctx, &c, directions, opt, coord, t);
   if (s == NDF_OK) s = ect_cpu(ctx, &c, input, directions, output, coord, t);
   free(t);
@@ -639,7 +645,8 @@ ndf_status ndf_ect_thresholds(ndf_ctx *ctx, const ndf_array *input, const ndf_ar
   const double *coord[3];
   double *cbuf = alloc_coords(&c, coord);
   if (!cbuf) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", name);
-  s = make_thresholds(ctx, &c, directions, opt, coord, thresholds);
+  s = check_heights(ctx, &c, directions, coord);
+  if (s == NDF_OK) s = make_thresholds(ctx, &c, directions, opt, coord, thresholds);
   free(cbuf);
   return s;
 }
@@ -772,6 +779,7 @@ static ndf_status soft_run(ndf_ctx *ctx, const ect_call *c, const ndf_array *in,
     st = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
     goto done;
   }
+  if ((st = check_heights(ctx, c, dirs, coord)) != NDF_OK) goto done;
   for (int64_t k = 0; k < T; k++) t[k] = value_at(thr, k * thr->strides[0]);
   const int npat = make_patterns(nsp, c->cons, pat);
   for (int i = 0; i < nt; i++) memset((char *)bufs[i] + lb, 0, per - lb);

@@ -668,6 +668,10 @@ static void test_contract(void **state) {
   bd.shape[0] = 0;
   EXPECT_REJECT(ndf_euler_characteristic_transform(g_ctx, &in, &bd, &out, &opt), NDF_EINVAL, E, "no directions");
   EXPECT_REJECT(ndf_euler_characteristic_transform(g_ctx, &in, NULL, &out, &opt), NDF_EINVAL, E, "'directions'");
+  u[3] = u[4] = 1e308; /* 1.5e308 + 2e308: heights overflow */
+  EXPECT_REJECT(ndf_euler_characteristic_transform(g_ctx, &in, &dirs, &out, &opt), NDF_EINVAL, E, "overflow");
+  u[3] = 0.6;
+  u[4] = 0.8;
   /* a zero direction is allowed: every height is 0 */
   double zu[6] = {0};
   ndf_array zd = dirs;
