@@ -719,6 +719,14 @@ static void test_contract(void **state) {
   EXPECT_REJECT(ndf_euler_characteristic_transform(g_ctx, &in, &dirs, NULL, &opt), NDF_EINVAL, E, "'output'");
   EXPECT_REJECT(ndf_euler_characteristic_transform(g_ctx, &in, &dirs, &out, NULL), NDF_EINVAL, E, "'options'");
 
+  /* an empty image: zeros everywhere */
+  int64_t she[3] = {4, 0, 6};
+  ndf_array ein;
+  ndf_array_init(&ein, img, NDF_DEVICE_CPU, NDF_FLOAT32, 3, she);
+  tu_poison(obuf, sizeof obuf);
+  assert_int_equal(ndf_euler_characteristic_transform(g_ctx, &ein, &dirs, &out, &opt), NDF_OK);
+  for (int i = 0; i < 32; i++) assert_int_equal(obuf[i], 0);
+
   /* CUDA arrays: not supported in this version, output untouched */
   ndf_array cin = in, cout = out;
   cin.device = cout.device = NDF_DEVICE_CUDA;
