@@ -772,6 +772,100 @@ NDF_API ndf_status ndf_soft_ecc_backward(ndf_ctx *ctx, const ndf_array *input, c
                                          ndf_array *grad_thresholds, const ndf_soft_ecc_options *opt);
 
 /* ------------------------------------------------------------------------ */
+/* Euler characteristic transform (docs/adr/0011-euler-characteristic-transform.md) */
+
+/*
+ * Heights: voxel v at index i (spatial axes d = 0..nsp-1 in array order) has
+ * the coordinate x_d = (i_d - (n_d - 1) / 2) * spacing_d, divided by the
+ * half-diagonal sqrt(sum_d ((n_d - 1) / 2 * spacing_d)^2) when normalize is
+ * set (the grid then fits the unit ball); its height along direction u is
+ * h_u(v) = sum_d x_d u_d (double, added in axis order).  Directions are used
+ * as given (not normalised): any finite vector, unit ones are typical.
+ *
+ * The shape is the support S = {v : input(v) != 0}.  Its cubical complex
+ * (construction V: the cells whose vertices all lie in S; T: the faces of
+ * the top cells in S) is filtered by the heights as an ECC filtration of
+ * f_u = h_u on S (+inf elsewhere): V, a cell enters at the max height of its
+ * vertices; T, at the min height of the top cells of S holding it.
+ *   binary (weighted = 0):  ECT(u, t) = sum over cells of (-1)^dim [h(cell) <= t],
+ *                           int64 output; exactly the ECC of f_u.
+ *   weighted (weighted = 1): WECT(u, t) = sum over cells of (-1)^dim w(cell)
+ *                           [h(cell) <= t], float64 output, with the weights
+ *                           w(cell) = V: min of input over its vertices;
+ *                           T: max of input over the top cells of S holding it.
+ *                           A 0/1 image gives its binary ECT.
+ */
+typedef struct ndf_ect_options {
+  ndf_ecc_construction construction; /* NDF_ECC_V (default) or NDF_ECC_T */
+  int weighted;                      /* 0: binary ECT (int64), 1: weighted ECT (float64) */
+  /* thresholds as in ndf_ecc_options: values, or nthresholds evenly spaced
+   * over [range_lo, range_hi] (has_range) or by default over [-R, R], R the
+   * largest |h_u(v)| over every voxel of the grid and every direction (one
+   * shared axis, independent of the image) */
+  const ndf_array *values;
+  int64_t nthresholds;
+  int has_range;
+  double range_lo, range_hi;
+  double spacing[3]; /* per spatial axis, > 0; 0 means 1 */
+  int normalize;     /* 1: divide coordinates by the half-diagonal */
+  int batch_dims;
+} ndf_ect_options;
+/* V, binary, 256 thresholds over [-R, R], spacing 1, no normalize, batch_dims 0. */
+NDF_API void ndf_ect_options_init(ndf_ect_options *opt);
+
+/*
+ * output[b..., j, k] = ECT(u_j, t_k) (or the WECT) of image b.  input:
+ * uint8, uint16, float32 or float64, 2 or 3 spatial axes, any strides, no
+ * NaN (weighted: finite).  directions: host float64 (m, nsp), m >= 1, finite.
+ * output: (batch..., m, T), int64 (binary) or float64 (weighted), any
+ * strides.  Every direction of every image in one call (OpenMP over
+ * (image, direction) pairs).  Backends: CPU.  CUDA arrays: NDF_ENOTSUP in
+ * this version.
+ */
+NDF_API ndf_status ndf_euler_characteristic_transform(ndf_ctx *ctx, const ndf_array *input,
+                                                      const ndf_array *directions, ndf_array *output,
+                                                      const ndf_ect_options *opt);
+/* The T thresholds that call would use, into thresholds[0..n) (n must be T). */
+NDF_API ndf_status ndf_ect_thresholds(ndf_ctx *ctx, const ndf_array *input, const ndf_array *directions,
+                                      const ndf_ect_options *opt, double *thresholds, int64_t n);
+
+/*
+ * Soft ECT: the indicator [h <= t] becomes sigmoid(lambda (t - h)):
+ *   chi_lambda(u, t) = sum over cells of (-1)^dim w(cell) sigmoid(lambda (t - h_u(cell)))
+ * (w = 1 on the complex when weighted = 0).  Every cell's height is the
+ * height of its owner voxel, so this is sum over v in S of cw(v) s(v) with
+ * cw(v) the signed weight of the cells v owns.  The backward holds the
+ * ownership (and which voxel gives each cell its weight) fixed, exact away
+ * from ties of heights and of weights, with g = dL/dchi:
+ *   dL/dt_k      = lambda sum_{b,j,v} g cw(v) s (1 - s)
+ *   dL/du_j      = -lambda sum_{b,v,k} g cw(v) s (1 - s) x_v
+ *   dL/dinput(a) = sum over cells whose weight comes from voxel a of
+ *                  (-1)^dim sum_{j,k} g sigmoid(lambda (t_k - h(cell)))
+ *                  (weighted only; the binary shape has gradient 0).
+ * thresholds: host float64 (T,), finite.  output / grad_output: float64
+ * (batch..., m, T).  grad_input (may be NULL): float32/float64 of the input's
+ * shape; grad_directions (may be NULL): float64 (m, nsp); grad_thresholds
+ * (may be NULL): float64 (T,); gradients are summed over the batch where
+ * shared.  CPU arrays only; O(N m T).
+ */
+typedef struct ndf_soft_ect_options {
+  ndf_ecc_construction construction;
+  int weighted;
+  double lambda; /* > 0, default 1 */
+  double spacing[3];
+  int normalize;
+  int batch_dims;
+} ndf_soft_ect_options;
+NDF_API void ndf_soft_ect_options_init(ndf_soft_ect_options *opt);
+NDF_API ndf_status ndf_soft_ect_forward(ndf_ctx *ctx, const ndf_array *input, const ndf_array *directions,
+                                        const ndf_array *thresholds, ndf_array *output,
+                                        const ndf_soft_ect_options *opt);
+NDF_API ndf_status ndf_soft_ect_backward(ndf_ctx *ctx, const ndf_array *input, const ndf_array *directions,
+                                         const ndf_array *thresholds, const ndf_array *grad_output,
+                                         ndf_array *grad_input, ndf_array *grad_directions,
+                                         ndf_array *grad_thresholds, const ndf_soft_ect_options *opt);
+
+/* ------------------------------------------------------------------------ */
 /* Kernel cache                                                              */
 
 /*

@@ -329,6 +329,17 @@ ECC_CONTRIB(2, T)
 ECC_CONTRIB(3, V)
 ECC_CONTRIB(3, T)
 
+/* c(v) of the voxel at x of the centre line of buf (3^(nsp-1) lines of W
+ * doubles, NaN-padded, as image_rows builds them); for the ECT (ect.c). */
+int ndf__ecc_contrib(const double *buf, int64_t W, int64_t x, int nsp, int construction) {
+  switch ((nsp - 2) * 2 + (construction == NDF_ECC_T)) {
+    case 0: return contrib_2V(buf, W, x);
+    case 1: return contrib_2T(buf, W, x);
+    case 2: return contrib_3V(buf, W, x);
+    default: return contrib_3T(buf, W, x);
+  }
+}
+
 /* Histogram of one image's rows [r0, r1) (rows: every spatial axis but the
  * last) into hist[0..T].  buf holds 3^(nsp-1) lines of nl + 2, padded with NaN. */
 static void image_rows(const ecc_call *c, const ndf_array *in, int construction, int64_t img, int64_t r0, int64_t r1,

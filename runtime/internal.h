@@ -413,4 +413,12 @@ const char *ndf__dtype_ctype(ndf_dtype t);
 /* Converts v to dtype t the way scipy does (C cast: truncation; float32 rounding). */
 double ndf__convert_value(ndf_dtype t, double v);
 
+
+/* ---- Euler characteristic curves, shared with the ECT (ecc.c, ect.c) ---- */
+/* c(v), the alternating count of the cells the voxel at x of the centre line
+ * owns: buf holds 3^(nsp-1) neighbour lines of W = n + 2 doubles padded with
+ * NaN (line index = ternary code of the row offsets, centre line in the
+ * middle); construction NDF_ECC_V or NDF_ECC_T; ties by (value, index). */
+int ndf__ecc_contrib(const double *buf, int64_t W, int64_t x, int nsp, int construction);
+
 #endif

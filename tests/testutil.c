@@ -110,7 +110,7 @@ static size_t dtype_size(ndf_dtype t) {
     case NDF_BOOL: case NDF_UINT8: case NDF_INT8: return 1;
     case NDF_UINT16: case NDF_INT16: return 2;
     case NDF_UINT32: case NDF_INT32: case NDF_FLOAT32: return 4;
-    case NDF_FLOAT64: return 8;
+    case NDF_FLOAT64: case NDF_INT64: return 8;
     default: return 0;
   }
 }
@@ -180,6 +180,7 @@ double tu_get(const ndf_array *a, int64_t flat) {
     case NDF_INT32: return *(const int32_t *)p;
     case NDF_FLOAT32: return *(const float *)p;
     case NDF_FLOAT64: return *(const double *)p;
+    case NDF_INT64: return (double)*(const int64_t *)p;
     default: return NAN;
   }
 }
@@ -196,6 +197,7 @@ void tu_set(const ndf_array *a, int64_t flat, double v) {
     case NDF_INT32: *(int32_t *)p = (int32_t)v; break;
     case NDF_FLOAT32: *(float *)p = (float)v; break;
     case NDF_FLOAT64: *(double *)p = v; break;
+    case NDF_INT64: *(int64_t *)p = (int64_t)v; break;
     default: break;
   }
 }

@@ -2054,6 +2054,9 @@ static void usage(FILE *f) {
           "                                         scaled origin when --origin is given)\n"
           "  ndforge ecc INPUT OUT.npy [--thresholds T | --values V.npy] [--range LO,HI]\n"
           "      [--construction V|T] [--batch-dims N]   Euler characteristic curve\n"
+          "  ndforge ect INPUT DIRECTIONS.npy OUT.npy [--thresholds T | --values V.npy]\n"
+          "      [--weighted] [--construction V|T] ...   Euler characteristic transform\n"
+          "                                         (ndforge ect --help)\n"
           "  ndforge demo [--out DIR] [--device cpu|cuda|auto]\n"
           "                                         erode and dilate an MRI volume, with timings\n"
           "  ndforge sinkhorn A.npy B.npy OUT.npy --epsilon E --max-iter N [options]\n"
@@ -2078,6 +2081,7 @@ static void usage(FILE *f) {
 }
 
 int ndf_cli_sinkhorn(int argc, char **argv); /* cli_sinkhorn.c */
+int ndf_cli_ect(int argc, char **argv);      /* cli_ect.c */
 
 int main(int argc, char **argv) {
   if (argc < 2) {
@@ -2100,6 +2104,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "demo") == 0) return cmd_demo(argc, argv);
   if (strcmp(cmd, "sinkhorn") == 0) return ndf_cli_sinkhorn(argc, argv);
   if (strcmp(cmd, "ecc") == 0) return cmd_ecc(argc, argv);
+  if (strcmp(cmd, "ect") == 0) return ndf_cli_ect(argc, argv);
   errorf("unknown command '%s' (see ndforge --help)", cmd);
   return EXIT_USAGE;
 }
