@@ -110,7 +110,7 @@ static size_t dtype_size(ndf_dtype t) {
     case NDF_BOOL: case NDF_UINT8: case NDF_INT8: return 1;
     case NDF_UINT16: case NDF_INT16: return 2;
     case NDF_UINT32: case NDF_INT32: case NDF_FLOAT32: return 4;
-    case NDF_FLOAT64: return 8;
+    case NDF_FLOAT64: case NDF_INT64: return 8;
     default: return 0;
   }
 }
@@ -140,7 +140,8 @@ int tu_array_alloc(tu_array *t, ndf_dtype dt, int ndim, const int64_t *shape) {
   size_t es = dtype_size(dt);
   int64_t n = shape_size(ndim, shape);
   memset(t, 0, sizeof *t);
-  t->bytes = (size_t)(n > 0 ? n : 1) * (es ? es : 1);
+  if (!es) return -1; /* a dtype this file does not know: never guess its size */
+  t->bytes = (size_t)(n > 0 ? n : 1) * es;
   t->base = calloc(1, t->bytes);
   if (!t->base) return -1;
   fill_desc(&t->arr, t->base, dt, ndim, shape);
@@ -180,6 +181,7 @@ double tu_get(const ndf_array *a, int64_t flat) {
     case NDF_INT32: return *(const int32_t *)p;
     case NDF_FLOAT32: return *(const float *)p;
     case NDF_FLOAT64: return *(const double *)p;
+    case NDF_INT64: return (double)*(const int64_t *)p;
     default: return NAN;
   }
 }
@@ -196,6 +198,7 @@ void tu_set(const ndf_array *a, int64_t flat, double v) {
     case NDF_INT32: *(int32_t *)p = (int32_t)v; break;
     case NDF_FLOAT32: *(float *)p = (float)v; break;
     case NDF_FLOAT64: *(double *)p = v; break;
+    case NDF_INT64: *(int64_t *)p = (int64_t)v; break;
     default: break;
   }
 }
@@ -336,6 +339,12 @@ static void fmt_elem(ndf_dtype t, const void *p, char *buf, size_t len) {
     case NDF_INT16: snprintf(buf, len, "%d", *(const int16_t *)p); break;
     case NDF_UINT32: snprintf(buf, len, "%u", *(const uint32_t *)p); break;
     case NDF_INT32: snprintf(buf, len, "%d", *(const int32_t *)p); break;
+    case NDF_INT64: {
+      int64_t v;
+      memcpy(&v, p, 8);
+      snprintf(buf, len, "%lld", (long long)v);
+      break;
+    }
     case NDF_FLOAT32: {
       float f;
       uint32_t u;
