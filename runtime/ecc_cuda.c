@@ -118,8 +118,10 @@ static ndf_status hist_geometry(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_
     g->ntx = (g->nx + 255) / 256;
     g->ptiles = g->ntx;
   }
-  /* about 8 blocks per SM, each at least 4 and at most 128 planes */
-  const int64_t target = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) * 8;
+  /* about 16 blocks per SM (two waves: the kernel takes 32 registers, so 8
+   * blocks of 256 are resident per SM; one wave and a bit left most SMs idle
+   * in the second), each at least 4 and at most 128 planes */
+  const int64_t target = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) * 16;
   const int64_t steps = c->nimg * g->ptiles * g->nz;
   int64_t mc = (steps + target - 1) / target;
   if (mc < 4) mc = 4;
