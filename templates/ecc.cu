@@ -13,8 +13,8 @@
 //                  finds its threshold bin (bin k: t_{k-1} < f <= t_k of the
 //                  sorted thresholds; evenly spaced: a first guess corrected
 //                  against the exact thresholds, as the CPU does) and adds c
-//                  to a per-block shared-memory histogram, warp-aggregated
-//                  (lanes with the same bin add once).  One global atomic per
+//                  to a per-block shared-memory histogram (a warp whose
+//                  adding lanes share one bin adds once).  One global atomic per
 //                  non-zero bin per block.  Too many thresholds for shared
 //                  memory: the atomics go to the global histogram directly.
 //                  SOFT: the pass writes c (int8) and f (V) per voxel instead.
@@ -238,11 +238,21 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_hist(const ndf_ecc_par
       const bool add = c != 0 && bin < p.T;
       const unsigned act = __ballot_sync(0xffffffffu, add);
       if (add) {
-        const unsigned peers = __match_any_sync(act, bin);
-        const int sum = __reduce_add_sync(peers, c);
-        if (lane == __ffs(peers) - 1) {
-          if (p.smem_ts) atomicAdd(&shist[bin], sum);
-          else atomicAdd(&p.hist[img * p.T + bin], (ndf_u64)(long long)sum);
+        // one atomic when every adding lane has the same bin (flat regions,
+        // constant images); otherwise one per lane (the bins are spread, and
+        // __match_any_sync costs more than the atomics it would save)
+        const int lead = __ffs(act) - 1;
+        const int b0 = __shfl_sync(act, bin, lead);
+        int sum = c, at = bin;
+        bool mine = true;
+        if (__all_sync(act, bin == b0)) {
+          sum = __reduce_add_sync(act, c);
+          at = b0;
+          mine = lane == lead;
+        }
+        if (mine) {
+          if (p.smem_ts) atomicAdd(&shist[at], sum);
+          else atomicAdd(&p.hist[img * p.T + at], (ndf_u64)(long long)sum);
         }
       }
     }
