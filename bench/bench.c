@@ -73,7 +73,7 @@
 /* Workloads                                                                 */
 
 typedef enum { FP_BOX = 0, FP_CROSS = 1 } fp_kind;
-typedef enum { FAM_GREY, FAM_RANK, FAM_DIST, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC } op_family;
+typedef enum { FAM_GREY, FAM_RANK, FAM_DIST, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC, FAM_SOFT_ECC } op_family;
 
 /* The ops: API-style name (--op), key (the first part of a workload's name)
  * and family. */
@@ -83,7 +83,7 @@ typedef struct op_desc {
 } op_desc;
 enum {
   OP_EROSION, OP_DILATION, OP_MEDIAN, OP_RANK, OP_PERCENTILE, OP_EDT, OP_BIN_EROSION, OP_FILL_HOLES, OP_LABEL,
-  OP_OPENING, OP_SINKHORN, OP_SINKHORN_LOG, OP_SINKHORN_DENSE, OP_ECC, OP_COUNT
+  OP_OPENING, OP_SINKHORN, OP_SINKHORN_LOG, OP_SINKHORN_DENSE, OP_ECC, OP_SOFT_ECC, OP_COUNT
 };
 static const op_desc ops[OP_COUNT] = {
     [OP_EROSION] = {"grey_erosion", "erosion", FAM_GREY},
@@ -100,6 +100,7 @@ static const op_desc ops[OP_COUNT] = {
     [OP_SINKHORN_LOG] = {"sinkhorn_log", "sinkhorn_log", FAM_SINKHORN}, /* grid cost, log domain */
     [OP_SINKHORN_DENSE] = {"sinkhorn_dense", "sinkhorn_dense", FAM_SINKHORN}, /* the same cost as a d x d matrix */
     [OP_ECC] = {"euler_characteristic_curve", "ecc", FAM_ECC},
+    [OP_SOFT_ECC] = {"soft_ecc", "soft_ecc", FAM_SOFT_ECC},
 };
 
 typedef struct workload {
@@ -173,6 +174,8 @@ static const workload default_workloads[] = {
     {OP_ECC, NDF_FLOAT32, 3, {64, 256, 256}, 256, FP_BOX, 1, NDF_MODE_REFLECT, 0},
     {OP_ECC, NDF_FLOAT32, 3, {256, 256, 256}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 1},
     {OP_ECC, NDF_UINT8, 3, {256, 256, 256}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    /* soft ECC: forward + backward, T = size thresholds evenly spaced over the input's [-1000, 1000) */
+    {OP_SOFT_ECC, NDF_FLOAT32, 3, {64, 256, 256}, 64, FP_BOX, 1, NDF_MODE_REFLECT, 0},
 };
 #define N_DEFAULT (sizeof default_workloads / sizeof default_workloads[0])
 
@@ -186,6 +189,7 @@ static ndf_dtype out_dtype(const workload *w)
   case FAM_BINARY: return NDF_BOOL;
   case FAM_LABEL: return NDF_INT32;
   case FAM_ECC: return NDF_INT64;
+  case FAM_SOFT_ECC: return NDF_FLOAT64;
   default: return w->dtype;
   }
 }
@@ -217,7 +221,7 @@ static int64_t wl_count(const workload *w)
 /* The output's shape: the input's, except for the curves (batch..., T). */
 static int wl_out_shape(const workload *w, int64_t *shape)
 {
-  if (ops[w->op].family != FAM_ECC) {
+  if (ops[w->op].family != FAM_ECC && ops[w->op].family != FAM_SOFT_ECC) {
     memcpy(shape, w->shape, sizeof w->shape);
     return w->ndim;
   }
@@ -260,6 +264,10 @@ static void wl_name(const workload *w, char *buf, size_t len)
     snprintf(buf, len, "%s_%s_%s_it%d_eps%g", op, dtype_short(w->dtype), shp, w->size, w->param);
     return;
   }
+  if (ops[w->op].family == FAM_SOFT_ECC) { /* "soft_ecc_float32_64x256x256_T64" (forward + backward) */
+    snprintf(buf, len, "%s_%s_%s_T%d", op, ndf_dtype_name(w->dtype), shp, w->size);
+    return;
+  }
   if (ops[w->op].family == FAM_ECC) { /* "ecc_float32_1024x1024_T256", "ecc_float32_64x256x256_b1_T256" */
     char b[16] = "";
     if (w->batch_dims) snprintf(b, sizeof b, "_b%d", w->batch_dims);
@@ -282,6 +290,9 @@ typedef struct op_setup {
   ndf_distance_options dopt;
   ndf_binary_options bopt; /* binary ops and label: the footprint is the structure */
   ndf_ecc_options eopt;
+  ndf_soft_ecc_options sopt; /* soft ECC: thresholds in sthr (host, float64) */
+  ndf_array sthr;
+  double *sbuf;
   ndf_array fp;
   uint8_t *fpbuf;
 } op_setup;
@@ -294,6 +305,18 @@ static int setup_options(const workload *w, op_setup *g)
   ndf_rank_options_init(&g->ropt);
   ndf_distance_options_init(&g->dopt);
   g->dopt.batch_dims = w->batch_dims;
+  if (ops[w->op].family == FAM_SOFT_ECC) {
+    /* thresholds evenly spaced over fill_random's [-1000, 1000); lambda: a
+     * sigmoid about two threshold spacings wide */
+    int64_t T = w->size;
+    ndf_soft_ecc_options_init(&g->sopt);
+    g->sopt.batch_dims = w->batch_dims;
+    g->sopt.construction = w->param ? NDF_ECC_T : NDF_ECC_V;
+    g->sopt.lambda = T > 1 ? 2.0 * (double)(T - 1) / 2000.0 : 1.0;
+    if (!(g->sbuf = malloc((size_t)(T > 0 ? T : 1) * sizeof *g->sbuf))) return -1;
+    for (int64_t k = 0; k < T; k++) g->sbuf[k] = T > 1 ? -1000.0 + 2000.0 * (double)k / (double)(T - 1) : 0.0;
+    return ndf_array_init(&g->sthr, g->sbuf, NDF_DEVICE_CPU, NDF_FLOAT64, 1, &T) == NDF_OK ? 0 : -1;
+  }
   if (ops[w->op].family == FAM_ECC) {
     ndf_ecc_options_init(&g->eopt);
     g->eopt.nthresholds = w->size;
@@ -358,6 +381,54 @@ static void free_options(op_setup *g)
 {
   free(g->fpbuf);
   g->fpbuf = NULL;
+  free(g->sbuf);
+  g->sbuf = NULL;
+}
+
+/* The soft ECC workloads' backward arrays (grad_output, filled with a fixed
+ * pattern; grad_input; grad_thresholds): one set per context and device,
+ * made on first use and kept until the program exits, so that no allocation
+ * is timed.  Only the forward output is compared with the CPU's (to a
+ * tolerance: float32 sigmoids on the GPU); tests/test_gpu_ecc.c checks the
+ * gradients. */
+typedef struct soft_bufs {
+  ndf_ctx *ctx;
+  ndf_device_type dev;
+  ndf_array go, gi, gt;
+} soft_bufs;
+
+static soft_bufs *soft_arrays(ndf_ctx *c, const workload *w, const ndf_array *in)
+{
+  static soft_bufs cache[16];
+  static int n;
+  int64_t osh[NDF_MAX_NDIM], T = w->size;
+  const int ond = wl_out_shape(w, osh);
+  for (int i = 0; i < n; i++)
+    if (cache[i].ctx == c && cache[i].dev == in->device && cache[i].gt.shape[0] == T &&
+        cache[i].gi.ndim == in->ndim && !memcmp(cache[i].gi.shape, in->shape, sizeof in->shape[0] * (size_t)in->ndim) &&
+        cache[i].gi.dtype == in->dtype)
+      return &cache[i];
+  if (n == 16) return NULL;
+  soft_bufs *b = &cache[n];
+  int64_t no = 1;
+  for (int i = 0; i < ond; i++) no *= osh[i];
+  double *h = malloc((size_t)no * sizeof *h);
+  if (!h) return NULL;
+  for (int64_t i = 0; i < no; i++) h[i] = (double)(i % 7) - 3.0;
+  ndf_array hg;
+  if (ndf_array_alloc(c, &b->go, in->device, NDF_FLOAT64, ond, osh) != NDF_OK ||
+      ndf_array_alloc(c, &b->gi, in->device, in->dtype, in->ndim, in->shape) != NDF_OK ||
+      ndf_array_alloc(c, &b->gt, in->device, NDF_FLOAT64, 1, &T) != NDF_OK ||
+      ndf_array_init(&hg, h, NDF_DEVICE_CPU, NDF_FLOAT64, ond, osh) != NDF_OK || ndf_array_copy(c, &b->go, &hg) != NDF_OK ||
+      ndf_ctx_synchronize(c) != NDF_OK) {
+    free(h);
+    return NULL;
+  }
+  free(h);
+  b->ctx = c;
+  b->dev = in->device;
+  n++;
+  return b;
 }
 
 /* The indices output of the edt workloads that want it: one buffer per
@@ -401,6 +472,13 @@ static ndf_status run_op(ndf_ctx *c, const workload *w, const ndf_array *in, ndf
   case OP_FILL_HOLES: return ndf_binary_fill_holes(c, in, out, &g->bopt);
   case OP_LABEL: return ndf_label(c, in, out, g->bopt.structure, w->batch_dims, NULL);
   case OP_ECC: return ndf_euler_characteristic_curve(c, in, out, &g->eopt);
+  case OP_SOFT_ECC: {
+    soft_bufs *b = soft_arrays(c, w, in);
+    if (!b) return NDF_ENOMEM;
+    ndf_status s = ndf_soft_ecc_forward(c, in, &g->sthr, out, &g->sopt);
+    if (s == NDF_OK) s = ndf_soft_ecc_backward(c, in, &g->sthr, &b->go, &b->gi, &b->gt, &g->sopt);
+    return s;
+  }
   default: return NDF_EINVAL;
   }
 }
@@ -519,21 +597,27 @@ static double element_value(const void *buf, ndf_dtype t, int64_t i)
   }
 }
 
-/* Bit-exact comparison of two whole arrays.  Returns 0 when equal, else
+/* Comparison of two whole arrays, bit-exact (soft ECC: to a tolerance).  Returns 0 when equal, else
  * writes the first difference (with its coordinates) and the count. */
 static int compare_exact(const workload *w, const void *got, const void *want, char *msg, size_t len)
 {
   size_t es = ndf_dtype_size(out_dtype(w));
   int64_t n = wl_out_count(w), osh[NDF_MAX_NDIM];
   const int ond = wl_out_shape(w, osh);
-  if (memcmp(got, want, (size_t)n * es) == 0) return 0;
+  /* soft ECC: float32 sigmoids on the GPU, summed in another order: to the
+   * tolerance of tests/test_gpu_ecc.c (2e-5 x 7 per voxel of an image) */
+  const int soft = ops[w->op].family == FAM_SOFT_ECC;
+  const double tol = soft ? 2e-5 * 7 * (double)wl_count(w) / (double)(n / w->size) + 1e-12 : 0;
+  if (!soft && memcmp(got, want, (size_t)n * es) == 0) return 0;
   int64_t first = -1, bad = 0;
   for (int64_t i = 0; i < n; i++) {
-    if (memcmp((const char *)got + i * es, (const char *)want + i * es, es) != 0) {
+    if (soft ? !(fabs(((const double *)got)[i] - ((const double *)want)[i]) <= tol)
+             : memcmp((const char *)got + i * es, (const char *)want + i * es, es) != 0) {
       if (first < 0) first = i;
       bad++;
     }
   }
+  if (bad == 0) return 0;
   char coord[200];
   size_t k = 0;
   int64_t r = first;

@@ -118,8 +118,10 @@ static ndf_status hist_geometry(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_
     g->ntx = (g->nx + 255) / 256;
     g->ptiles = g->ntx;
   }
-  /* about 8 blocks per SM, each at least 4 and at most 128 planes */
-  const int64_t target = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) * 8;
+  /* about 16 blocks per SM (two waves: the kernel takes 32 registers, so 8
+   * blocks of 256 are resident per SM; one wave and a bit left most SMs idle
+   * in the second), each at least 4 and at most 128 planes */
+  const int64_t target = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) * 16;
   const int64_t steps = c->nimg * g->ptiles * g->nz;
   int64_t mc = (steps + target - 1) / target;
   if (mc < 4) mc = 4;
@@ -199,8 +201,9 @@ ndf_status ndf__ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *
   hist_geom g;
   if (c->npix > 0 && (s = hist_geometry(ctx, c, in, &g)) != NDF_OK) return s;
   tsort *srt = malloc((size_t)T * sizeof *srt);
-  double *ts = malloc((size_t)T * sizeof *ts);
-  int64_t *perm = malloc((size_t)T * sizeof *perm);
+  /* the sorted thresholds, then the permutation: one host-to-device copy */
+  double *ts = malloc((size_t)T * 16);
+  int64_t *perm = ts ? (int64_t *)(ts + T) : NULL;
   CUdeviceptr d_ts = 0, d_perm = 0, hist = 0;
   const size_t hbytes = (size_t)nimg * (size_t)T * 8;
   if (!srt || !ts || !perm) {
@@ -226,8 +229,7 @@ ndf_status ndf__ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *
   d_perm = d_ts + (size_t)T * 8;
   const ndf__cu_api *cu = ndf__cu(NULL);
   CUresult r = cu->cuMemsetD8Async(hist, 0, hbytes, ctx->stream);
-  if (r == CUDA_SUCCESS) r = cu->cuMemcpyHtoDAsync(d_ts, ts, (size_t)T * 8, ctx->stream);
-  if (r == CUDA_SUCCESS) r = cu->cuMemcpyHtoDAsync(d_perm, perm, (size_t)T * 8, ctx->stream);
+  if (r == CUDA_SUCCESS) r = cu->cuMemcpyHtoDAsync(d_ts, ts, (size_t)T * 16, ctx->stream);
   if ((s = sync_error(ctx, c->name, r)) != NDF_OK) goto done;
   if (c->npix > 0 && (s = hist_launch(ctx, c, in, fh, &g, 0, 0, hist, d_ts, lo, inv_step, uni)) != NDF_OK) goto done;
   {
@@ -255,7 +257,6 @@ done:
   if (hist) ndf__scratch_free(ctx, hist);
   free(srt);
   free(ts);
-  free(perm);
   return s;
 }
 

@@ -13,8 +13,8 @@
 //                  finds its threshold bin (bin k: t_{k-1} < f <= t_k of the
 //                  sorted thresholds; evenly spaced: a first guess corrected
 //                  against the exact thresholds, as the CPU does) and adds c
-//                  to a per-block shared-memory histogram, warp-aggregated
-//                  (lanes with the same bin add once).  One global atomic per
+//                  to a per-block shared-memory histogram (a warp whose
+//                  adding lanes share one bin adds once).  One global atomic per
 //                  non-zero bin per block.  Too many thresholds for shared
 //                  memory: the atomics go to the global histogram directly.
 //                  SOFT: the pass writes c (int8) and f (V) per voxel instead.
@@ -63,12 +63,27 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_scan(const ndf_ecc_sca
       off += (q % p.shape[d]) * p.str[d];
       q /= p.shape[d];
     }
-    for (ndf_i64 x = lane; x < p.nl; x += 32) {
-      const double v = (double)p.in[off + x * p.sl];
-      if (v != v) nan_at = min(nan_at, row * p.nl + x);
-      else {
-        lo = fmin(lo, v);
-        hi = fmax(hi, v);
+    const TIN *rp = p.in + off;
+    // 8 loads in flight per lane before any is used: one load at a time per
+    // warp left the scan latency-bound (~0.5 TB/s)
+    for (ndf_i64 x0 = 0; x0 < p.nl; x0 += 256) {
+      TIN v[8];
+#pragma unroll
+      for (int j = 0; j < 8; j++) {
+        const ndf_i64 x = x0 + lane + 32 * j;
+        v[j] = x < p.nl ? rp[x * p.sl] : (TIN)0;
+      }
+#pragma unroll
+      for (int j = 0; j < 8; j++) {
+        const ndf_i64 x = x0 + lane + 32 * j;
+        const double f = (double)v[j];
+        if (x < p.nl) {
+          if (f != f) nan_at = min(nan_at, row * p.nl + x);
+          else {
+            lo = fmin(lo, f);
+            hi = fmax(hi, f);
+          }
+        }
       }
     }
   }
@@ -139,26 +154,45 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_hist(const ndf_ecc_par
     q /= p.bshape[d];
   }
   const TIN *in = p.in + base;
-  // plane zz (z0 - 1 <= zz) into buffer (zz - z0 + 1) % 3, NaN outside the image
-  auto load = [&](ndf_i64 zz) {
-    V *dst = plane + (int)((zz - z0 + 1) % 3) * NDF_PS;
+  // plane zz (z0 - 1 <= zz) goes to buffer (zz - z0 + 1) % 3, NaN outside
+  // the image.  A thread's plane elements sit at fixed (y, x): their offsets
+  // are taken once; the next plane is fetched into registers before the
+  // current one is computed, so its load latency overlaps the compute.
+  constexpr int NLD = (NDF_PS + 255) / 256;
+  ndf_i64 loff[NLD];
+  bool lok[NLD];
+#pragma unroll
+  for (int e = 0; e < NLD; e++) {
+    const int i = tid + 256 * e, r = i / NDF_PW, cx = i % NDF_PW;
+    const ndf_i64 yy = y0 - (NSP == 3 ? 1 : 0) + r, xx = x0 - 1 + cx;
+    lok[e] = i < NDF_PS && yy >= 0 && yy < p.ny && xx >= 0 && xx < p.nx;
+    loff[e] = lok[e] ? yy * p.sy + xx * p.sx : 0;
+  }
+  V nxt[NLD];
+  auto fetch = [&](ndf_i64 zz) {
     const bool zin = zz >= 0 && zz < p.nz;
-    for (int i = tid; i < NDF_PS; i += 256) {
-      const int r = i / NDF_PW, cx = i % NDF_PW;
-      const ndf_i64 yy = y0 - (NSP == 3 ? 1 : 0) + r, xx = x0 - 1 + cx;
-      V v = ndf_nan<V>();
-      if (zin && yy >= 0 && yy < p.ny && xx >= 0 && xx < p.nx) v = (V)in[zz * p.sz + yy * p.sy + xx * p.sx];
-      dst[i] = v;
-    }
+    const ndf_i64 zo = zin ? zz * p.sz : 0;
+#pragma unroll
+    for (int e = 0; e < NLD; e++) nxt[e] = zin && lok[e] ? (V)in[zo + loff[e]] : ndf_nan<V>();
   };
-  load(z0 - 1);
-  load(z0);
+  auto store = [&](ndf_i64 zz) {
+    V *dst = plane + (int)((zz - z0 + 1) % 3) * NDF_PS;
+#pragma unroll
+    for (int e = 0; e < NLD; e++)
+      if (tid + 256 * e < NDF_PS) dst[tid + 256 * e] = nxt[e];
+  };
+  fetch(z0 - 1);
+  store(z0 - 1);
+  fetch(z0);
+  store(z0);
+  fetch(z0 + 1);
   const ndf_i64 y = y0 + ty, x = x0 + tx;
   const bool col_in = y < p.ny && x < p.nx;
   const int ci = (NSP == 3 ? (ty + 1) * NDF_PW : 0) + tx + 1;
   for (ndf_i64 z = z0; z < z1; z++) {
-    load(z + 1);
+    store(z + 1); // buffer of plane z - 2: free since the last barrier
     __syncthreads();
+    if (z + 1 < z1) fetch(z + 2);
     const V *pm = plane + (int)((z - z0) % 3) * NDF_PS;
     const V *pc = plane + (int)((z - z0 + 1) % 3) * NDF_PS;
     const V *pp = plane + (int)((z - z0 + 2) % 3) * NDF_PS;
@@ -204,11 +238,21 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_hist(const ndf_ecc_par
       const bool add = c != 0 && bin < p.T;
       const unsigned act = __ballot_sync(0xffffffffu, add);
       if (add) {
-        const unsigned peers = __match_any_sync(act, bin);
-        const int sum = __reduce_add_sync(peers, c);
-        if (lane == __ffs(peers) - 1) {
-          if (p.smem_ts) atomicAdd(&shist[bin], sum);
-          else atomicAdd(&p.hist[img * p.T + bin], (ndf_u64)(long long)sum);
+        // one atomic when every adding lane has the same bin (flat regions,
+        // constant images); otherwise one per lane (the bins are spread, and
+        // __match_any_sync costs more than the atomics it would save)
+        const int lead = __ffs(act) - 1;
+        const int b0 = __shfl_sync(act, bin, lead);
+        int sum = c, at = bin;
+        bool mine = true;
+        if (__all_sync(act, bin == b0)) {
+          sum = __reduce_add_sync(act, c);
+          at = b0;
+          mine = lane == lead;
+        }
+        if (mine) {
+          if (p.smem_ts) atomicAdd(&shist[at], sum);
+          else atomicAdd(&p.hist[img * p.T + at], (ndf_u64)(long long)sum);
         }
       }
     }

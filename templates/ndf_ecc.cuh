@@ -36,7 +36,9 @@ template <int CONS, typename V> __device__ __forceinline__ bool ndf_ecc_wins(V f
   return neg ? !(fu <= fv) : !(fu < fv);
 }
 
-template <int NSP, int CONS> __device__ __forceinline__ int ndf_ecc_word_contribution(unsigned w) {
+// The cells one by one from the generated table (reference: equal to
+// ndf_ecc_word_contribution below for every one of the 2^8 / 2^26 words).
+template <int NSP, int CONS> __device__ __forceinline__ int ndf_ecc_cells_contribution(unsigned w) {
   int s = 0;
 #define NDF_ECC_CELL(M, K) \
   s += ((w & (M)) == (M)) ? ((((CONS == 0) ? (K) : (NSP - (K))) & 1) ? -1 : 1) : 0;
@@ -47,6 +49,27 @@ template <int NSP, int CONS> __device__ __forceinline__ int ndf_ecc_word_contrib
   }
 #undef NDF_ECC_CELL
   return s;
+}
+
+// The same sum bit-parallel: with the centre's own bit set, the cells v owns
+// are the 2^k windows of the 3^d neighbourhood that contain the centre and
+// whose bits are all set.  Bit t = 9z + 3y + x (3-D) or 3y + x (2-D): ANDing
+// the word with itself shifted by 1 (x), 3 (y) and 9 (z) leaves at the window's
+// least corner whether the whole window is set; the masks keep the windows
+// that hold the centre.  c = 1 - edges + squares - cubes (V; T in 3-D: the
+// opposite sign, since a cell reaching along k axes has dimension 3 - k; in
+// 2-D both constructions give the same sign).  About 20 instructions instead
+// of about 80 for the cell-by-cell tests.
+template <int NSP, int CONS> __device__ __forceinline__ int ndf_ecc_word_contribution(unsigned w) {
+  if (NSP == 2) {
+    const unsigned w1 = w | 0x10u, h = w1 & (w1 >> 1), sq = h & (h >> 3);
+    return 1 - __popc(w & 0xaau) + __popc(sq & 0x1bu);
+  }
+  const unsigned w1 = w | 0x2000u, h = w1 & (w1 >> 1), v = w1 & (w1 >> 3);
+  const unsigned sxy = h & (h >> 3), sxz = h & (h >> 9), syz = v & (v >> 9), cube = sxy & (sxy >> 9);
+  const int c = 1 - __popc(w & 0x415410u) + __popc(sxy & 0x3600u) + __popc(sxz & 0x3018u) + __popc(syz & 0x2412u) -
+                __popc(cube & 0x361bu);
+  return CONS == 0 ? c : -c;
 }
 
 template <int NSP, int CONS, typename V, typename A> __device__ __forceinline__ unsigned ndf_ecc_win_word(V fv, A at) {

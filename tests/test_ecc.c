@@ -819,6 +819,92 @@ static void test_soft(void **state) {
   assert_int_equal(ndf_soft_ecc_forward(g_ctx, &in, &th, &out, &so), NDF_OK);
 }
 
+/* ------------------------------------------------------------------------ */
+/* test_gpu_ecc's case mix on the CPU (regression: testutil sized int64       */
+/* arrays at one byte per element, so the int64 curves overran the heap and    */
+/* tu_compare compared nothing; this runs the same draws here under ASan)      */
+
+static void test_gpu_case_mix_on_cpu(void **state) {
+  (void)state;
+  /* testutil itself: 8 bytes per int64 element, and a one-element change is seen */
+  {
+    tu_array a, b;
+    const int64_t n = 5;
+    assert_int_equal(tu_array_alloc(&a, NDF_INT64, 1, &n), 0);
+    assert_int_equal(tu_array_alloc(&b, NDF_INT64, 1, &n), 0);
+    assert_int_equal((int64_t)a.bytes, 5 * 8);
+    tu_set(&a.arr, 4, 3e15);
+    assert_true(tu_get(&a.arr, 4) == 3e15);
+    assert_int_equal(tu_compare(&a.arr, &b.arr, NULL, 0), 1);
+    ((int64_t *)b.base)[4] = (int64_t)3e15;
+    assert_int_equal(tu_compare(&a.arr, &b.arr, NULL, 0), 0);
+    tu_array_free(&a);
+    tu_array_free(&b);
+  }
+  tu_rng r;
+  tu_rng_seed(&r, g_seed + 4242);
+  const long ncases = tu_env_long("NDF_TEST_CASES", 60) / 3 + 8;
+  static const ndf_dtype dts[4] = {NDF_FLOAT32, NDF_FLOAT64, NDF_UINT8, NDF_UINT16};
+  for (long cs = 0; cs < ncases; cs++) {
+    const ndf_dtype dt = dts[tu_rng_int(&r, 0, 3)];
+    const int nsp = (int)tu_rng_int(&r, 2, 3), nb = (int)tu_rng_int(&r, 0, 2), nd = nsp + nb;
+    int64_t sh[NDF_MAX_NDIM], osh[NDF_MAX_NDIM];
+    for (int d = 0; d < nb; d++) sh[d] = osh[d] = tu_rng_int(&r, 1, 3);
+    for (int d = nb; d < nd; d++)
+      sh[d] = tu_rng_chance(&r, 0.1) ? tu_rng_int(&r, 1, 3) : tu_rng_int(&r, 1, nsp == 2 ? 120 : 24);
+    const int tkind = (int)tu_rng_int(&r, 0, 2);
+    const int64_t T = tu_rng_chance(&r, 0.2) ? tu_rng_int(&r, 3000, 6000) : tu_rng_int(&r, tkind ? 2 : 1, 300);
+    osh[nb] = T;
+    tu_array in, lin, ref, got, vals = {0};
+    assert_int_equal(tu_array_alloc(&in, dt, nd, sh), 0);
+    const int64_t n = ndf_array_size(&in.arr);
+    for (int64_t i = 0; i < n; i++) tu_set(&in.arr, i, (double)tu_rng_int(&r, 0, dt == NDF_UINT8 ? 255 : 12));
+    const int il = tu_rng_chance(&r, 0.6) ? TU_LAYOUT_PADDED | (tu_rng_chance(&r, 0.5) ? TU_LAYOUT_NEGATIVE : 0) |
+                                                (tu_rng_chance(&r, 0.3) ? TU_LAYOUT_OFFSET : 0)
+                                          : TU_LAYOUT_FORTRAN;
+    assert_int_equal(tu_array_relayout(&lin, &in.arr, il, &r), 0);
+    assert_int_equal(tu_array_alloc(&ref, NDF_INT64, nb + 1, osh), 0);
+    assert_int_equal(tu_array_like(&got, &ref.arr, tu_rng_chance(&r, 0.5) ? TU_LAYOUT_PADDED : TU_LAYOUT_FORTRAN, &r), 0);
+    ndf_ecc_options o;
+    ndf_ecc_options_init(&o);
+    o.construction = tu_rng_chance(&r, 0.5) ? NDF_ECC_V : NDF_ECC_T;
+    o.batch_dims = nb;
+    o.nthresholds = T;
+    if (tkind == 0) {
+      assert_int_equal(tu_array_alloc(&vals, NDF_FLOAT64, 1, &T), 0);
+      for (int64_t k = 0; k < T; k++) tu_set(&vals.arr, k, tu_rng_chance(&r, 0.03) ? INFINITY : (double)tu_rng_int(&r, -1, 13));
+      o.values = &vals.arr;
+    } else if (tkind == 2) {
+      o.has_range = 1;
+      o.range_lo = tu_rng_normal(&r) * 10;
+      o.range_hi = o.range_lo + tu_rng_unif(&r) * 100;
+    }
+    for (int nth = 1; nth <= 16; nth *= 4) { /* 1, 4, 16 threads: the per-thread buffers and the by-row path */
+      ndf_ctx_options co;
+      ndf_ctx_options_init(&co);
+      co.backend = NDF_BACKEND_CPU;
+      co.cpu_threads = nth;
+      ndf_ctx *ctx;
+      assert_int_equal(ndf_ctx_create(&ctx, &co), NDF_OK);
+      ndf_array *dst = nth == 1 ? &ref.arr : &got.arr;
+      const ndf_array *src = nth == 1 ? &in.arr : &lin.arr;
+      if (ndf_euler_characteristic_curve(ctx, src, dst, &o) != NDF_OK) fail_msg("case %ld: %s", cs, ndf_errmsg(ctx));
+      ndf_ctx_destroy(ctx);
+      if (nth == 1) continue;
+      char msg[512];
+      if (tu_compare(&ref.arr, &got.arr, msg, sizeof msg))
+        fail_msg("case %ld (%s, %d-D, batch %d, T=%lld, layout %d, %d threads) differs:\n%s", cs, ndf_dtype_name(dt), nsp,
+                 nb, (long long)T, il, nth, msg);
+      if (tu_check_gaps(&got) >= 0) fail_msg("case %ld: the output's gaps were written", cs);
+    }
+    tu_array_free(&in);
+    tu_array_free(&lin);
+    tu_array_free(&ref);
+    tu_array_free(&got);
+    tu_array_free(&vals);
+  }
+}
+
 static int group_setup(void **state) {
   (void)state;
   ndf_ctx_options o;
@@ -843,6 +929,7 @@ int main(void) {
       cmocka_unit_test(test_contract),
       cmocka_unit_test(test_skimage_cross_check),
       cmocka_unit_test(test_soft),
+      cmocka_unit_test(test_gpu_case_mix_on_cpu),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

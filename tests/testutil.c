@@ -140,7 +140,8 @@ int tu_array_alloc(tu_array *t, ndf_dtype dt, int ndim, const int64_t *shape) {
   size_t es = dtype_size(dt);
   int64_t n = shape_size(ndim, shape);
   memset(t, 0, sizeof *t);
-  t->bytes = (size_t)(n > 0 ? n : 1) * (es ? es : 1);
+  if (!es) return -1; /* a dtype this file does not know: never guess its size */
+  t->bytes = (size_t)(n > 0 ? n : 1) * es;
   t->base = calloc(1, t->bytes);
   if (!t->base) return -1;
   fill_desc(&t->arr, t->base, dt, ndim, shape);
@@ -338,6 +339,12 @@ static void fmt_elem(ndf_dtype t, const void *p, char *buf, size_t len) {
     case NDF_INT16: snprintf(buf, len, "%d", *(const int16_t *)p); break;
     case NDF_UINT32: snprintf(buf, len, "%u", *(const uint32_t *)p); break;
     case NDF_INT32: snprintf(buf, len, "%d", *(const int32_t *)p); break;
+    case NDF_INT64: {
+      int64_t v;
+      memcpy(&v, p, 8);
+      snprintf(buf, len, "%lld", (long long)v);
+      break;
+    }
     case NDF_FLOAT32: {
       float f;
       uint32_t u;
