@@ -214,8 +214,11 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
 
 /*
  * Separable passes of templates/distance_cdt.cu over the whole batch: pass 0
- * along the last axis (ndf_cdt_rows, a warp per row, reads the input), then
- * axes 0 .. nsp-2 (ndf_cdt_lines, a thread per line, coalesced); the last
+ * along the last axis (ndf_cdt_rows, a warp per row, reads the input; the
+ * row staged in shared memory when 4 rows fit in 48 KiB, unless
+ * NDF_CDT_ROWS=global), then axes 0 .. nsp-2: taxicab ndf_cdt_seg (lines
+ * cut into segments, coalesced; NDF_CDT_LINES=simple: ndf_cdt_lines),
+ * chessboard ndf_cdt_lines (a thread per line, coalesced); the last
  * pass writes the int32 output (-1 in an image without background).  Scratch:
  * one int32 buffer per voxel (two with 3+ spatial axes), and for chessboard
  * the per-line deques (8 bytes per voxel).  The caller has checked the
@@ -227,10 +230,14 @@ ndf_status ndf__cdt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
   const int nd = in->ndim, nsp = nd - nb;
   const int64_t N = ndf_array_size(in);
 
+  const char *env_lines = getenv("NDF_CDT_LINES"), *env_rows = getenv("NDF_CDT_ROWS");
+  const int seg = !chess && !(env_lines && !strcmp(env_lines, "simple"));
+  const int64_t nrow = in->shape[nd - 1];
+  const int stage = 4 * nrow * 4 <= 48 * 1024 && !(env_rows && !strcmp(env_rows, "global"));
   CUfunction fns[NDF_MAX_SPATIAL];
   for (int k = 0; k < nsp; k++) {
     ndf__kernel_req req;
-    ndf__req_init(&req, "distance_cdt", k == 0 ? "ndf_cdt_rows" : "ndf_cdt_lines");
+    ndf__req_init(&req, "distance_cdt", k == 0 ? "ndf_cdt_rows" : seg ? "ndf_cdt_seg" : "ndf_cdt_lines");
     ndf__req_set(&req, "TIN", "%s", k == 0 ? ndf__dtype_ctype(in->dtype) : "unsigned char");
     ndf__req_set(&req, "LAST", "%d", k == nsp - 1);
     ndf__req_set(&req, "CHESS", "%d", k == 0 ? 0 : chess);
@@ -279,10 +286,25 @@ ndf_status ndf__cdt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
     for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, shape[a]);
     for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, istr[a]);
     for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, ostr[a]);
-    if (k == 0) /* a warp per row, 4 rows per block */
-      s = ndf__launch(ctx, name, fns[k], ndf__grid(ctx, (nlines + 3) / 4, 32), 128, 1, 0, pb.b);
-    else /* a thread per line */
+    int i_stage = k == 0 && stage;
+    NDF__PUT(&pb, i_stage);
+    if (k == 0) { /* a warp per row, 4 rows per block */
+      s = ndf__launch(ctx, name, fns[k], ndf__grid(ctx, (nlines + 3) / 4, 32), 128, 1,
+                      i_stage ? (unsigned)(4 * n * 4) : 0, pb.b);
+    } else if (seg) {
+      /* lw lines x nseg segments of 8+ voxels: 32 lines, or 16 / 8 when that
+       * leaves fewer than two blocks per SM (as ndf_edt_first) */
+      const int64_t want = 2 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132);
+      int64_t lw = 32;
+      while (lw > 8 && (nlines + lw - 1) / lw < want) lw /= 2;
+      int64_t nseg = (n + 7) / 8;
+      if (nseg > 1024 / lw) nseg = 1024 / lw;
+      if (nseg < 1) nseg = 1;
+      s = ndf__launch(ctx, name, fns[k], ndf__grid(ctx, (nlines + lw - 1) / lw, 32), (unsigned)lw, (unsigned)nseg, 0,
+                      pb.b);
+    } else { /* a thread per line */
       s = ndf__launch(ctx, name, fns[k], ndf__grid(ctx, (nlines + 127) / 128, 32), 128, 1, 0, pb.b);
+    }
   }
   if (scratch) ndf__scratch_free(ctx, scratch);
   return s;

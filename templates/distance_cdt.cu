@@ -17,6 +17,9 @@
 //                  warp per row; prefix-min of D(y) - y (forward) and
 //                  suffix-min of D(y) + y (backward) by warp shuffles, 32
 //                  voxels per step, coalesced.
+//   ndf_cdt_seg    later taxicab passes: lines cut into segments, carries
+//                  exchanged in shared memory (below); NDF_CDT_LINES=simple
+//                  runs ndf_cdt_lines instead.
 //   ndf_cdt_lines  later passes: a thread per line, threads along the
 //                  contiguous axis (coalesced).  Taxicab: the two recurrences
 //                  f(x) = min(f(x-1) + 1, D(x)), g(x) = min(g(x+1) + 1, f(x)).
@@ -47,6 +50,7 @@ struct ndf_cdt_params {
   ndf_i64 shape[NDF_MAX_NDIM];
   ndf_i64 istr[NDF_MAX_NDIM]; // input strides
   ndf_i64 ostr[NDF_MAX_NDIM]; // output strides
+  int stage;              // ndf_cdt_rows: 1 = each warp stages its row in shared memory (n ints)
 };
 
 // Offset of working index `flat` (C order over shape) in an array with strides str.
@@ -77,6 +81,51 @@ extern "C" __global__ void __launch_bounds__(128) ndf_cdt_rows(const ndf_cdt_par
 #else
 #define NDF_CDT_AT(x) p.dst[w0 + (x)]
 #endif
+    if (p.stage) {
+      // The row in shared memory, lane l owning x = l, l + 32, ... (no lane
+      // reads another's slots: no synchronisation).  Independent loads first,
+      // then f in place of D (f(x) = 0 exactly where D(x) = 0, so the
+      // backward sweep recovers D from f).
+      extern __shared__ int ndf_cdt_srow[];
+      int *row = ndf_cdt_srow + (threadIdx.x >> 5) * n;
+#pragma unroll 8
+      for (ndf_i64 x = lane; x < n; x += 32) row[x] = p.in[ib + x * is] != (TIN)0 ? NDF_CDT_INF : 0;
+      int c = NDF_CDT_INF;
+      for (ndf_i64 b = 0; b < n; b += 32) {
+        const ndf_i64 x = b + lane;
+        int v = x < n ? row[x] - (int)x : NDF_CDT_INF;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+          const int u = __shfl_up_sync(0xffffffffu, v, o);
+          if (lane >= o) v = min(v, u);
+        }
+        v = min(v, c);
+        c = __shfl_sync(0xffffffffu, v, 31);
+        if (x < n) row[x] = v + (int)x;
+      }
+      c = 0x7fffffff;
+      for (ndf_i64 b = ((n + 31) / 32 - 1) * 32; b >= 0; b -= 32) {
+        const ndf_i64 x = b + lane;
+        const int f = x < n ? row[x] : 0;
+        int v = x < n ? (f == 0 ? 0 : NDF_CDT_INF) + (int)x : 0x7fffffff;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+          const int u = __shfl_down_sync(0xffffffffu, v, o);
+          if (lane + o < 32) v = min(v, u);
+        }
+        v = min(v, c);
+        c = __shfl_sync(0xffffffffu, v, 0);
+        if (x < n) {
+          const int g = min(f, v - (int)x);
+#if LAST
+          NDF_CDT_AT(x) = ndf_cdt_final(g);
+#else
+          NDF_CDT_AT(x) = g;
+#endif
+        }
+      }
+      continue;
+    }
     // forward: f(x) = x + min_{y <= x} (D(y) - y)
     int carry = NDF_CDT_INF;
     for (ndf_i64 b = 0; b < n; b += 32) {
@@ -199,5 +248,72 @@ extern "C" __global__ void __launch_bounds__(128) ndf_cdt_lines(const ndf_cdt_pa
       }
     }
 #endif
+  }
+}
+
+// ---- taxicab, later passes: segmented recurrences -------------------------------------
+//
+// A block takes blockDim.x (8, 16 or 32) consecutive lines (threadIdx.x,
+// coalesced) and cuts each into blockDim.y segments.  A thread first runs
+// both recurrences over its segment alone (the forward value at its end, the
+// backward value at its start), the block exchanges them in shared memory,
+// and each thread derives its carries -- f just before its segment, g just
+// after it: min over the other segments of their value plus the distance --
+// then runs the recurrences again from the carries and writes.
+extern "C" __global__ void __launch_bounds__(1024) ndf_cdt_seg(const ndf_cdt_params p) {
+  __shared__ int sfe[1024], sbe[1024]; // [segment * lw + line in block]
+  const ndf_i64 n = p.n, inner = p.inner;
+  const int tx = threadIdx.x, ty = threadIdx.y, nseg = blockDim.y, lw = blockDim.x;
+  const ndf_i64 seg = (n + nseg - 1) / nseg;
+  const ndf_i64 x0 = ty * seg < n ? ty * seg : n, x1 = x0 + seg < n ? x0 + seg : n;
+  const ndf_i64 ngroups = (p.nlines + lw - 1) / lw;
+  for (ndf_i64 gi = blockIdx.x; gi < ngroups; gi += gridDim.x) {
+    const ndf_i64 L = gi * lw + tx;
+    const bool active = L < p.nlines;
+    const ndf_i64 o = L / inner, j = L - o * inner;
+    const ndf_i64 w0 = o * n * inner + j;
+    const int *src = p.src + (active ? w0 : 0);
+    int ef = NDF_CDT_INF, eb = NDF_CDT_INF;
+    if (active) {
+      for (ndf_i64 x = x0; x < x1; x++) ef = min(ef + 1, src[x * inner]);
+      for (ndf_i64 x = x1 - 1; x >= x0; x--) eb = min(eb + 1, src[x * inner]);
+    }
+    sfe[ty * lw + tx] = ef;
+    sbe[ty * lw + tx] = eb;
+    __syncthreads();
+    int cf = NDF_CDT_INF, cb = NDF_CDT_INF; // f at x0 - 1, g at x1
+    for (int k = 0; k < ty; k++) {
+      const ndf_i64 xe = (k + 1) * seg < n ? (k + 1) * seg : n; // segment k ends before xe
+      cf = min(cf, sfe[k * lw + tx] + (int)(x0 - xe));
+    }
+    for (int k = ty + 1; k < nseg; k++) {
+      const ndf_i64 xs = k * seg < n ? k * seg : n; // segment k starts at xs
+      cb = min(cb, sbe[k * lw + tx] + (int)(xs - x1));
+    }
+    cf = min(cf, NDF_CDT_INF);
+    cb = min(cb, NDF_CDT_INF);
+    __syncthreads(); // the exchange is read before the next group overwrites it
+    if (!active) continue;
+#if LAST
+    int *dst = p.out + ndf_cdt_offset(p, w0, p.ostr);
+    const ndf_i64 ds = p.ostr[p.axis];
+#else
+    int *dst = p.dst + w0;
+    const ndf_i64 ds = inner;
+#endif
+    int f = cf;
+    for (ndf_i64 x = x0; x < x1; x++) {
+      f = min(f + 1, src[x * inner]);
+      dst[x * ds] = f;
+    }
+    int g = cb;
+    for (ndf_i64 x = x1 - 1; x >= x0; x--) {
+      g = min(g + 1, dst[x * ds]);
+#if LAST
+      dst[x * ds] = ndf_cdt_final(g);
+#else
+      dst[x * ds] = g;
+#endif
+    }
   }
 }

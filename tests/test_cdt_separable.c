@@ -33,7 +33,7 @@ static int imin(int a, int b) { return a < b ? a : b; }
 
 /* ndf_cdt_rows: along a row of n (stride 1): prefix-min of D(y) - y, then
  * suffix-min of D(y) + y, in chunks of 32 as the warp does. */
-static void ref_rows(const uint8_t *fg, int *out, int64_t n) {
+static void ref_rows(const uint8_t *fg, int *out, int64_t n) { /* the staged variant */
   int carry = INF;
   for (int64_t b = 0; b < n; b += 32) {
     int v[32];
@@ -46,7 +46,8 @@ static void ref_rows(const uint8_t *fg, int *out, int64_t n) {
   carry = 0x7fffffff;
   for (int64_t b = ((n + 31) / 32 - 1) * 32; b >= 0; b -= 32) {
     int v[32];
-    for (int l = 0; l < 32; l++) v[l] = b + l < n ? (fg[b + l] ? INF : 0) + (int)(b + l) : 0x7fffffff;
+    /* D from f, as the staged kernel does (f(x) = 0 exactly where D(x) = 0) */
+    for (int l = 0; l < 32; l++) v[l] = b + l < n ? (out[b + l] == 0 ? 0 : INF) + (int)(b + l) : 0x7fffffff;
     for (int l = 30; l >= 0; l--) v[l] = imin(v[l], v[l + 1]);
     for (int l = 0; l < 32; l++) v[l] = imin(v[l], carry);
     carry = v[0];
@@ -80,6 +81,39 @@ static void ref_line(const int *src, int *dst, int64_t n, int64_t st, int chess,
   }
 }
 
+/* ndf_cdt_seg on one line: nseg segments, each running the recurrences alone,
+ * carries from the others' end values, then the recurrences again. */
+static void ref_line_seg(const int *src, int *dst, int64_t n, int64_t st, int nseg) {
+  int ef[1024], eb[1024];
+  const int64_t seg = (n + nseg - 1) / nseg;
+  for (int t = 0; t < nseg; t++) {
+    const int64_t x0 = t * seg < n ? t * seg : n, x1 = x0 + seg < n ? x0 + seg : n;
+    ef[t] = eb[t] = INF;
+    for (int64_t x = x0; x < x1; x++) ef[t] = imin(ef[t] + 1, src[x * st]);
+    for (int64_t x = x1 - 1; x >= x0; x--) eb[t] = imin(eb[t] + 1, src[x * st]);
+  }
+  for (int t = 0; t < nseg; t++) {
+    const int64_t x0 = t * seg < n ? t * seg : n, x1 = x0 + seg < n ? x0 + seg : n;
+    int cf = INF, cb = INF;
+    for (int k = 0; k < t; k++) {
+      const int64_t xe = (k + 1) * seg < n ? (k + 1) * seg : n;
+      cf = imin(cf, ef[k] + (int)(x0 - xe));
+    }
+    for (int k = t + 1; k < nseg; k++) {
+      const int64_t xs = k * seg < n ? k * seg : n;
+      cb = imin(cb, eb[k] + (int)(xs - x1));
+    }
+    cf = imin(cf, INF);
+    cb = imin(cb, INF);
+    int f = cf;
+    for (int64_t x = x0; x < x1; x++) dst[x * st] = f = imin(f + 1, src[x * st]);
+    int g = cb;
+    for (int64_t x = x1 - 1; x >= x0; x--) dst[x * st] = g = imin(g + 1, dst[x * st]);
+  }
+}
+
+static int g_nseg; /* > 0: taxicab later passes as ndf_cdt_seg with this many segments */
+
 /* The whole separable transform of one image (C order, shape sh). */
 static void ref_cdt(const uint8_t *fg, int32_t *out, const int64_t *sh, int nsp, int chess) {
   int64_t N = 1;
@@ -95,7 +129,12 @@ static void ref_cdt(const uint8_t *fg, int32_t *out, const int64_t *sh, int nsp,
     for (int e = d + 1; e < nsp; e++) inner *= sh[e];
     const int64_t n = sh[d], outer = N / (n * inner);
     for (int64_t o = 0; o < outer; o++)
-      for (int64_t j = 0; j < inner; j++) ref_line(a + o * n * inner + j, b + o * n * inner + j, n, inner, chess, qy, qd);
+      for (int64_t j = 0; j < inner; j++) {
+        if (!chess && g_nseg > 0)
+          ref_line_seg(a + o * n * inner + j, b + o * n * inner + j, n, inner, g_nseg);
+        else
+          ref_line(a + o * n * inner + j, b + o * n * inner + j, n, inner, chess, qy, qd);
+      }
     int *t = a;
     a = b;
     b = t;
@@ -153,6 +192,8 @@ static void test_separable_vs_cpu(void **state) {
     for (int d = 0; d < nsp; d++)
       shape[nb + d] = tu_rng_chance(&r, 0.1) ? tu_rng_int(&r, 1, 3) : tu_rng_int(&r, 1, hi[nsp]);
     const int chess = (int)tu_rng_int(&r, 0, 1);
+    /* the segment count of ndf_cdt_seg: up to 128 (1024 / 8 lines), at times more segments than voxels */
+    g_nseg = tu_rng_chance(&r, 0.3) ? 0 : (int)tu_rng_int(&r, 1, tu_rng_chance(&r, 0.5) ? 8 : 128);
     const int as_struct = tu_rng_chance(&r, 0.3);
     const ndf_dtype dt = tu_rng_chance(&r, 0.5) ? NDF_UINT8 : NDF_FLOAT32;
     tu_array h, lin, cd;

@@ -384,8 +384,18 @@ static void test_gpu_cdt(void **state) {
   for (long k = 0; k < s->ncases / 3 && failed < 5; k++) {
     dcase c;
     draw_case(&c, &r, k % 10 == 9);
+    /* every kernel variant in turn: auto, NDF_CDT_ROWS=global, NDF_CDT_LINES=simple */
+    const int mode = (int)(k % 3);
+    unsetenv("NDF_CDT_ROWS");
+    unsetenv("NDF_CDT_LINES");
+    if (mode == 1) setenv("NDF_CDT_ROWS", "global", 1);
+    if (mode == 2) setenv("NDF_CDT_LINES", "simple", 1);
+    size_t len = strlen(c.desc);
+    snprintf(c.desc + len, sizeof c.desc - len, " %s", mode == 0 ? "auto" : mode == 1 ? "rows global" : "lines simple");
     if (run_cdt_case(s->ctx, &c, (int)(k % 2), k % 5 == 4, &r, NULL) != 0) failed++;
   }
+  unsetenv("NDF_CDT_ROWS");
+  unsetenv("NDF_CDT_LINES");
   if (failed) printf("%d random cdt cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);
   static const struct { int nd, batch; int64_t shape[3]; int chess; } W[] = {
