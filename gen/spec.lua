@@ -111,7 +111,7 @@ return {
     {
       name = "distance_cdt",
       file = "templates/distance_cdt.cu",
-      kernels = { "ndf_cdt_lines", "ndf_cdt_rows", "ndf_cdt_seg" },
+      kernels = { "ndf_cdt_lines", "ndf_cdt_rows", "ndf_cdt_seg", "ndf_cdt_ctile" },
       slots = {
         TIN = "input element type (C name; read by the first pass only)",
         LAST = "1: the pass writes the int32 distances",

@@ -218,12 +218,31 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
  * row staged in shared memory when 4 rows fit in 48 KiB, unless
  * NDF_CDT_ROWS=global), then axes 0 .. nsp-2: taxicab ndf_cdt_seg (lines
  * cut into segments, coalesced; NDF_CDT_LINES=simple: ndf_cdt_lines),
- * chessboard ndf_cdt_lines (a thread per line, coalesced); the last
+ * chessboard ndf_cdt_ctile (8+ lines whole in shared memory, an outward
+ * search per voxel) where a line of 1535 or fewer voxels fits, else (and
+ * under NDF_CDT_LINES=simple) ndf_cdt_lines (a thread per line, its deque in
+ * scratch, coalesced); the last
  * pass writes the int32 output (-1 in an image without background).  Scratch:
  * one int32 buffer per voxel (two with 3+ spatial axes), and for chessboard
  * the per-line deques (8 bytes per voxel).  The caller has checked the
  * metric and that every spatial axis is shorter than 2^29.
  */
+/* Lines per block of ndf_cdt_ctile on `axis` (32, 16 or 8: the most whose
+ * lines fit in 48 KiB of shared memory, fewer while that leaves under two
+ * blocks per SM), 0 when it does not run (taxicab, NDF_CDT_LINES=simple, or
+ * lines of more than 1535 voxels). */
+#define CDT_SMEM (48 * 1024)
+static int64_t ctile_lw(const ndf_array *in, int axis, const ndf_ctx *ctx, int simple, int chess) {
+  if (!chess || simple) return 0;
+  const int64_t n = in->shape[axis], nlines = ndf_array_size(in) / n;
+  int64_t lw = 32;
+  while (lw >= 8 && lw * (n + 1) * 4 > CDT_SMEM) lw /= 2;
+  if (lw < 8) return 0;
+  const int64_t want = 2 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132);
+  while (lw > 8 && (nlines + lw - 1) / lw < want) lw /= 2;
+  return lw;
+}
+
 ndf_status ndf__cdt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, int nb, int chess) {
   ndf_status s = ndf__ctx_bind(ctx);
   if (s != NDF_OK) return s;
@@ -231,13 +250,14 @@ ndf_status ndf__cdt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
   const int64_t N = ndf_array_size(in);
 
   const char *env_lines = getenv("NDF_CDT_LINES"), *env_rows = getenv("NDF_CDT_ROWS");
-  const int seg = !chess && !(env_lines && !strcmp(env_lines, "simple"));
+  const int simple = env_lines && !strcmp(env_lines, "simple");
+  const int seg = !chess && !simple;
   const int64_t nrow = in->shape[nd - 1];
   const int stage = 4 * nrow * 4 <= 48 * 1024 && !(env_rows && !strcmp(env_rows, "global"));
   CUfunction fns[NDF_MAX_SPATIAL];
   for (int k = 0; k < nsp; k++) {
     ndf__kernel_req req;
-    ndf__req_init(&req, "distance_cdt", k == 0 ? "ndf_cdt_rows" : seg ? "ndf_cdt_seg" : "ndf_cdt_lines");
+    ndf__req_init(&req, "distance_cdt", k == 0 ? "ndf_cdt_rows" : seg ? "ndf_cdt_seg" : ctile_lw(in, nb + k - 1, ctx, simple, chess) ? "ndf_cdt_ctile" : "ndf_cdt_lines");
     ndf__req_set(&req, "TIN", "%s", k == 0 ? ndf__dtype_ctype(in->dtype) : "unsigned char");
     ndf__req_set(&req, "LAST", "%d", k == nsp - 1);
     ndf__req_set(&req, "CHESS", "%d", k == 0 ? 0 : chess);
@@ -246,7 +266,9 @@ ndf_status ndf__cdt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
 
   const int nbuf = nsp >= 3 ? 2 : nsp - 1;
   const size_t buf_bytes = ((size_t)N * 4 + 255) & ~(size_t)255;
-  const size_t dq_bytes = chess && nsp >= 2 ? (size_t)N * 8 : 0;
+  int need_dq = 0; /* a chessboard pass on ndf_cdt_lines */
+  for (int k = 1; k < nsp; k++) need_dq |= chess && !ctile_lw(in, nb + k - 1, ctx, simple, chess);
+  const size_t dq_bytes = need_dq ? (size_t)N * 8 : 0;
   CUdeviceptr scratch = 0;
   if (nbuf + dq_bytes > 0 && (s = ndf__scratch_alloc(ctx, (size_t)nbuf * buf_bytes + dq_bytes, &scratch)) != NDF_OK)
     return s;
@@ -302,6 +324,11 @@ ndf_status ndf__cdt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
       if (nseg < 1) nseg = 1;
       s = ndf__launch(ctx, name, fns[k], ndf__grid(ctx, (nlines + lw - 1) / lw, 32), (unsigned)lw, (unsigned)nseg, 0,
                       pb.b);
+    } else if (ctile_lw(in, axis, ctx, simple, chess)) {
+      const int64_t lw = ctile_lw(in, axis, ctx, simple, chess);
+      const int64_t by = n < 1024 / lw ? n : 1024 / lw;
+      s = ndf__launch(ctx, name, fns[k], ndf__grid(ctx, (nlines + lw - 1) / lw, 32), (unsigned)lw, (unsigned)by,
+                      (unsigned)(lw * (n + 1) * 4), pb.b);
     } else { /* a thread per line */
       s = ndf__launch(ctx, name, fns[k], ndf__grid(ctx, (nlines + 127) / 128, 32), 128, 1, 0, pb.b);
     }

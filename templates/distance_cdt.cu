@@ -20,6 +20,9 @@
 //   ndf_cdt_seg    later taxicab passes: lines cut into segments, carries
 //                  exchanged in shared memory (below); NDF_CDT_LINES=simple
 //                  runs ndf_cdt_lines instead.
+//   ndf_cdt_ctile  later chessboard passes whose lines fit in shared memory:
+//                  an outward search per voxel, O(distance) (below);
+//                  NDF_CDT_LINES=simple runs ndf_cdt_lines instead.
 //   ndf_cdt_lines  later passes: a thread per line, threads along the
 //                  contiguous axis (coalesced).  Taxicab: the two recurrences
 //                  f(x) = min(f(x-1) + 1, D(x)), g(x) = min(g(x+1) + 1, f(x)).
@@ -315,5 +318,64 @@ extern "C" __global__ void __launch_bounds__(1024) ndf_cdt_seg(const ndf_cdt_par
       dst[x * ds] = g;
 #endif
     }
+  }
+}
+
+// ---- chessboard, later passes on lines that fit in shared memory ----------------------
+//
+// A block stages blockDim.x lines (threadIdx.x: coalesced along the
+// contiguous axis) whole in shared memory, [x * lw + line]; thread (tx, ty)
+// answers x = ty, ty + blockDim.y, ... of line tx by searching outwards:
+//   best = D(x); for r = 1, 2, ... while r < best: best = min(best, max(D(x +- r), r))
+// (a y farther than best cannot do better), so a voxel costs O(its distance)
+// shared-memory reads.  A line without any finite D keeps INF at once.
+extern "C" __global__ void __launch_bounds__(1024) ndf_cdt_ctile(const ndf_cdt_params p) {
+  extern __shared__ int ndf_cdt_scol[]; // lw * n ints, then lw flags
+  const ndf_i64 n = p.n, inner = p.inner;
+  const int tx = threadIdx.x, ty = threadIdx.y, lw = blockDim.x, by = blockDim.y;
+  int *col = ndf_cdt_scol;
+  int *fin = ndf_cdt_scol + lw * n;
+  const ndf_i64 ngroups = (p.nlines + lw - 1) / lw;
+  for (ndf_i64 gi = blockIdx.x; gi < ngroups; gi += gridDim.x) {
+    const ndf_i64 L = gi * lw + tx;
+    const bool active = L < p.nlines;
+    const ndf_i64 o = L / inner, j = L - o * inner;
+    const ndf_i64 w0 = o * n * inner + j;
+    if (ty == 0) fin[tx] = 0;
+    __syncthreads();
+    if (active) {
+      int any = 0;
+      for (ndf_i64 x = ty; x < n; x += by) {
+        const int d = p.src[w0 + x * inner];
+        col[x * lw + tx] = d;
+        any |= d < NDF_CDT_INF;
+      }
+      if (any) fin[tx] = 1; // every writer stores 1
+    }
+    __syncthreads();
+    if (active) {
+#if LAST
+      int *dst = p.out + ndf_cdt_offset(p, w0, p.ostr);
+      const ndf_i64 ds = p.ostr[p.axis];
+#else
+      int *dst = p.dst + w0;
+      const ndf_i64 ds = inner;
+#endif
+      const int has = fin[tx];
+      for (ndf_i64 x = ty; x < n; x += by) {
+        int best = col[x * lw + tx];
+        if (has)
+          for (ndf_i64 r = 1; r < best && (x - r >= 0 || x + r < n); r++) {
+            if (x - r >= 0) best = min(best, max(col[(x - r) * lw + tx], (int)r));
+            if (x + r < n) best = min(best, max(col[(x + r) * lw + tx], (int)r));
+          }
+#if LAST
+        dst[x * ds] = ndf_cdt_final(best);
+#else
+        dst[x * ds] = best;
+#endif
+      }
+    }
+    __syncthreads(); // the tile is read before the next group overwrites it
   }
 }

@@ -112,7 +112,22 @@ static void ref_line_seg(const int *src, int *dst, int64_t n, int64_t st, int ns
   }
 }
 
-static int g_nseg; /* > 0: taxicab later passes as ndf_cdt_seg with this many segments */
+/* ndf_cdt_ctile on one line: the outward search, O(distance) per voxel. */
+static void ref_line_search(const int *src, int *dst, int64_t n, int64_t st) {
+  int any = 0;
+  for (int64_t x = 0; x < n; x++) any |= src[x * st] < INF;
+  for (int64_t x = 0; x < n; x++) {
+    int best = src[x * st];
+    if (any)
+      for (int64_t r = 1; r < best && (x - r >= 0 || x + r < n); r++) {
+        if (x - r >= 0) best = imin(best, src[(x - r) * st] > r ? src[(x - r) * st] : (int)r);
+        if (x + r < n) best = imin(best, src[(x + r) * st] > r ? src[(x + r) * st] : (int)r);
+      }
+    dst[x * st] = best;
+  }
+}
+
+static int g_nseg; /* > 0: later passes as ndf_cdt_seg with this many segments (taxicab) / ndf_cdt_ctile (chessboard) */
 
 /* The whole separable transform of one image (C order, shape sh). */
 static void ref_cdt(const uint8_t *fg, int32_t *out, const int64_t *sh, int nsp, int chess) {
@@ -130,7 +145,9 @@ static void ref_cdt(const uint8_t *fg, int32_t *out, const int64_t *sh, int nsp,
     const int64_t n = sh[d], outer = N / (n * inner);
     for (int64_t o = 0; o < outer; o++)
       for (int64_t j = 0; j < inner; j++) {
-        if (!chess && g_nseg > 0)
+        if (chess && g_nseg > 0)
+          ref_line_search(a + o * n * inner + j, b + o * n * inner + j, n, inner);
+        else if (!chess && g_nseg > 0)
           ref_line_seg(a + o * n * inner + j, b + o * n * inner + j, n, inner, g_nseg);
         else
           ref_line(a + o * n * inner + j, b + o * n * inner + j, n, inner, chess, qy, qd);
