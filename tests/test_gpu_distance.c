@@ -384,6 +384,7 @@ static void test_gpu_cdt(void **state) {
   for (long k = 0; k < s->ncases / 3 && failed < 5; k++) {
     dcase c;
     draw_case(&c, &r, k % 10 == 9);
+    memcpy(c.desc, "cdt", 3); /* the description starts "edt <dtype> ..." */
     /* every kernel variant in turn: auto, NDF_CDT_ROWS=global, NDF_CDT_LINES=simple */
     const int mode = (int)(k % 3);
     unsetenv("NDF_CDT_ROWS");
