@@ -83,7 +83,7 @@ typedef struct op_desc {
 } op_desc;
 enum {
   OP_EROSION, OP_DILATION, OP_MEDIAN, OP_RANK, OP_PERCENTILE, OP_EDT, OP_BIN_EROSION, OP_FILL_HOLES, OP_LABEL,
-  OP_OPENING, OP_SINKHORN, OP_SINKHORN_LOG, OP_SINKHORN_DENSE, OP_ECC, OP_SOFT_ECC, OP_COUNT
+  OP_OPENING, OP_SINKHORN, OP_SINKHORN_LOG, OP_SINKHORN_DENSE, OP_ECC, OP_SOFT_ECC, OP_CDT_TAXI, OP_CDT_CHESS, OP_COUNT
 };
 static const op_desc ops[OP_COUNT] = {
     [OP_EROSION] = {"grey_erosion", "erosion", FAM_GREY},
@@ -101,6 +101,8 @@ static const op_desc ops[OP_COUNT] = {
     [OP_SINKHORN_DENSE] = {"sinkhorn_dense", "sinkhorn_dense", FAM_SINKHORN}, /* the same cost as a d x d matrix */
     [OP_ECC] = {"euler_characteristic_curve", "ecc", FAM_ECC},
     [OP_SOFT_ECC] = {"soft_ecc", "soft_ecc", FAM_SOFT_ECC},
+    [OP_CDT_TAXI] = {"distance_transform_cdt", "cdt_taxicab", FAM_DIST},
+    [OP_CDT_CHESS] = {"distance_transform_cdt", "cdt_chessboard", FAM_DIST},
 };
 
 typedef struct workload {
@@ -153,6 +155,11 @@ static const workload default_workloads[] = {
     {OP_EDT, NDF_UINT8, 3, {256, 256, 256}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 0},
     {OP_EDT, NDF_UINT8, 3, {512, 512, 512}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 0},
     {OP_EDT, NDF_UINT8, 2, {1024, 1024}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 1},
+    /* cdt (issue 5): distances (int32), "cdt_taxicab_u8_1024x1024_b0", "cdt_chessboard_..." */
+    {OP_CDT_TAXI, NDF_UINT8, 2, {1024, 1024}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_CDT_CHESS, NDF_UINT8, 2, {1024, 1024}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_CDT_TAXI, NDF_UINT8, 3, {256, 256, 256}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_CDT_CHESS, NDF_UINT8, 3, {256, 256, 256}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 0},
     /* binary morphology and label (issue 3): bool inputs of random blobs, the 6-connected cross */
     {OP_BIN_EROSION, NDF_BOOL, 3, {256, 256, 256}, 3, FP_CROSS, 0, NDF_MODE_REFLECT, 1},
     {OP_BIN_EROSION, NDF_BOOL, 3, {256, 256, 256}, 3, FP_CROSS, 0, NDF_MODE_REFLECT, 10},
@@ -185,7 +192,7 @@ static const char *op_name(int op) { return ops[op].name; }
 static ndf_dtype out_dtype(const workload *w)
 {
   switch (ops[w->op].family) {
-  case FAM_DIST: return NDF_FLOAT64;
+  case FAM_DIST: return w->op == OP_CDT_TAXI || w->op == OP_CDT_CHESS ? NDF_INT32 : NDF_FLOAT64;
   case FAM_BINARY: return NDF_BOOL;
   case FAM_LABEL: return NDF_INT32;
   case FAM_ECC: return NDF_INT64;
@@ -325,6 +332,8 @@ static int setup_options(const workload *w, op_setup *g)
     return 0;
   }
   if (ops[w->op].family == FAM_DIST) {
+    if (w->op == OP_CDT_TAXI || w->op == OP_CDT_CHESS)
+      g->dopt.metric = w->op == OP_CDT_TAXI ? NDF_METRIC_TAXICAB : NDF_METRIC_CHESSBOARD;
     if (w->param) { /* anisotropic: 0.7, 1.3, 0.7, ... */
       g->dopt.nsampling = sp;
       for (int i = 0; i < sp; i++) g->dopt.sampling[i] = i % 2 ? 1.3 : 0.7;
@@ -461,6 +470,7 @@ static ndf_status run_op(ndf_ctx *c, const workload *w, const ndf_array *in, ndf
     if (w->param && !(idx = edt_indices(c, w, in))) return NDF_ENOMEM;
     return ndf_distance_transform_edt(c, in, out, idx, &g->dopt);
   }
+  if (w->op == OP_CDT_TAXI || w->op == OP_CDT_CHESS) return ndf_distance_transform_cdt(c, in, out, NULL, &g->dopt);
   switch (w->op) {
   case OP_EROSION: return ndf_grey_erosion(c, in, out, &g->opt);
   case OP_DILATION: return ndf_grey_dilation(c, in, out, &g->opt);

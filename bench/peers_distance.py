@@ -11,6 +11,8 @@ This program does not use ndforge.  It times distance_transform_edt in
 The input is ndf_bench's: uint8 random bytes (background = the zeros, 1 in
 256).  Timing (CUDA events behind a spin kernel, rotated buffers) and the
 JSON lines are those of peers_grey.py, whose helpers this script imports.
+The cdt workloads (cdt_taxicab_..., cdt_chessboard_...: int32 distances) run
+on scipy only: cupyx has no distance_transform_cdt.
 TorchMorph is not packaged; it is not timed here.
 """
 import sys
@@ -27,12 +29,19 @@ WORKLOADS = [
     dict(shape=(256, 256, 256), batch_dims=0, samp_idx=False),
     dict(shape=(512, 512, 512), batch_dims=0, samp_idx=False),
     dict(shape=(1024, 1024), batch_dims=0, samp_idx=True),
+    # distance_transform_cdt (scipy only), the same keys as ndf_bench's
+    dict(shape=(1024, 1024), batch_dims=0, samp_idx=False, metric="taxicab"),
+    dict(shape=(1024, 1024), batch_dims=0, samp_idx=False, metric="chessboard"),
+    dict(shape=(256, 256, 256), batch_dims=0, samp_idx=False, metric="taxicab"),
+    dict(shape=(256, 256, 256), batch_dims=0, samp_idx=False, metric="chessboard"),
 ]
 ROTATE_TOTAL = 512 << 20
 
 
 def wl_name(w):
-    """The key shared with ndf_bench: edt_u8_1024x1024_b0, edt_u8_1024x1024_b0_samp_idx."""
+    """The key shared with ndf_bench: edt_u8_1024x1024_b0, edt_u8_1024x1024_b0_samp_idx, cdt_taxicab_u8_1024x1024_b0."""
+    if w.get("metric"):
+        return "cdt_%s_u8_%s_b%d" % (w["metric"], "x".join(map(str, w["shape"])), w["batch_dims"])
     return "edt_u8_%s_b%d%s" % ("x".join(map(str, w["shape"])), w["batch_dims"], "_samp_idx" if w["samp_idx"] else "")
 
 
@@ -47,8 +56,10 @@ def n_buffers(w):
 
 
 def record(w, peer, device, date):
-    b = int(np.prod(w["shape"])) * 9  # 1 byte in, 8 bytes out (ndf_bench's count)
-    return {"bench": "peers_distance", "peer": peer, "name": wl_name(w), "op": "distance_transform_edt",
+    # 1 byte in, 8 bytes out (edt) or 4 (cdt, int32): ndf_bench's count
+    b = int(np.prod(w["shape"])) * (5 if w.get("metric") else 9)
+    return {"bench": "peers_distance", "peer": peer, "name": wl_name(w),
+            "op": "distance_transform_cdt" if w.get("metric") else "distance_transform_edt",
             "dtype": "uint8", "shape": list(w["shape"]), "batch_dims": w["batch_dims"],
             "sampling": sampling(w), "indices": w["samp_idx"], "device": device, "date": date, "bytes": b,
             "floor_ms": b / PEAK_BYTES_PER_S * 1e3}
@@ -68,6 +79,12 @@ def run_scipy(w, host, base, human):
     import scipy
     import scipy.ndimage as ndi
     t0 = time.perf_counter()
+    if w.get("metric"):
+        ref = [ndi.distance_transform_cdt(im, metric=w["metric"]) for im in images(w, host)]
+        ms = (time.perf_counter() - t0) * 1e3
+        emit(dict(base, peer="scipy", device="cpu (scipy.ndimage, one thread)", version=scipy.__version__,
+                  cpu_ms=ms, runs=1), human)
+        return ref
     ref = [ndi.distance_transform_edt(im, sampling=sampling(w), return_indices=w["samp_idx"]) for im in images(w, host)]
     if w["samp_idx"]:
         ref = [r[0] for r in ref]
@@ -126,7 +143,7 @@ def main():
         hosts = [rng.integers(0, 256, size=w["shape"], dtype=np.uint8) for _ in range(n_buffers(w))]
         base = record(w, None, device, date)
         ref = run_scipy(w, hosts[0], base, args.human) if "scipy" in mods and scipy_ok(w) else None
-        if "cupyx" in mods:
+        if "cupyx" in mods and not w.get("metric"):
             try:
                 run_cupyx(w, hosts, ref, base, args.reps, args.human, mods["cupyx"])
             except Exception as e:  # report and go on

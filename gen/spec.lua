@@ -109,6 +109,20 @@ return {
       },
     },
     {
+      name = "distance_cdt",
+      file = "templates/distance_cdt.cu",
+      kernels = { "ndf_cdt_lines", "ndf_cdt_rows", "ndf_cdt_seg", "ndf_cdt_ctile" },
+      slots = {
+        TIN = "input element type (C name; read by the first pass only)",
+        LAST = "1: the pass writes the int32 distances",
+        CHESS = "1: chessboard (later passes: min of max), 0: taxicab (min-plus)",
+      },
+      families = {
+        { TIN = { "unsigned char", "float", "short" }, LAST = { "0", "1" }, CHESS = { "0" } },
+        { TIN = { "unsigned char" }, LAST = { "0", "1" }, CHESS = { "1" } },
+      },
+    },
+    {
       name = "elementwise",
       file = "templates/elementwise.cu",
       kernels = { "ndf_elementwise" },

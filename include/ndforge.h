@@ -543,8 +543,11 @@ NDF_API void ndf_distance_options_init(ndf_distance_options *opt);
  * the foreground gives sqrt(DBL_MAX) (euclidean) or UINT32_MAX and index 0.
  *
  * Backends: CPU for all three; CUDA arrays for edt, bit-identical to the CPU
- * (stream-ordered, like every GPU op).  cdt and bf on CUDA arrays:
- * NDF_ENOTSUP in this version.
+ * (stream-ordered, like every GPU op), and for cdt distances with the taxicab
+ * or chessboard metric (by name, or the structure generate_binary_structure(
+ * rank, 1) / (rank, rank)), equal to the CPU's; spatial axes shorter than
+ * 2^29.  bf, cdt indices and other cdt metric structures on CUDA arrays:
+ * NDF_ENOTSUP in this version (they run on the CPU backend).
  */
 NDF_API ndf_status ndf_distance_transform_edt(ndf_ctx *ctx, const ndf_array *input, ndf_array *distances,
                                               ndf_array *indices, const ndf_distance_options *opt);

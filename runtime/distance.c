@@ -210,9 +210,17 @@ static ndf_status check_call(ndf_ctx *ctx, dist_op op, const char *name, const n
     return ndf__argerror(ctx, name, "indices", "overlaps distances");
   if ((s = ndf__check_device(ctx, name, in)) != NDF_OK) return s;
   if (in->device == NDF_DEVICE_CUDA) {
-    if (op != OP_EDT)
-      return ndf__error(ctx, NDF_ENOTSUP, "%s: CUDA arrays are not supported yet (cdt and bf run on the CPU backend in "
+    if (op == OP_BF)
+      return ndf__error(ctx, NDF_ENOTSUP, "%s: CUDA arrays are not supported yet (bf runs on the CPU backend in "
                         "this version)", name);
+    if (op == OP_CDT && idx)
+      return ndf__error(ctx, NDF_ENOTSUP, "%s: indices (return_indices) on CUDA arrays are not supported: cdt's "
+                        "feature transform runs on the CPU backend only (CUDA computes distances)", name);
+    if (op == OP_CDT)
+      for (int d = 0; d < nsp; d++)
+        if (c->sshape[d] >= ((int64_t)1 << 29))
+          return ndf__error(ctx, NDF_ENOTSUP, "%s: a spatial axis of %lld voxels; CUDA cdt takes axes shorter than "
+                            "2^29 (the CPU backend takes any)", name, (long long)c->sshape[d]);
   }
   if (c->npix >= INT32_MAX)
     return ndf__error(ctx, NDF_ENOTSUP, "%s: images of 2^31 voxels or more are not supported (indices are int32)", name);
@@ -613,6 +621,20 @@ done:
   return s;
 }
 
+/* The CUDA path's metric: 0 taxicab, 1 chessboard, -1 another structure.
+ * scipy's chamfer reads only the structure's entries before the centre (the
+ * second pass mirrors them), so those decide; in 1-D both are [1, 1, 1]. */
+static int cdt_cuda_metric(const dist_call *c) {
+  uint8_t ref[6561];
+  int64_t sn = 1;
+  for (int d = 0; d < c->nsp; d++) sn *= 3;
+  for (int conn = 1; conn <= 2; conn++) {
+    binary_structure(c->nsp, conn == 1 ? 1 : c->nsp, ref);
+    if (!memcmp(ref, c->structure, (size_t)(sn / 2))) return conn - 1;
+  }
+  return -1;
+}
+
 /* ---- bf -------------------------------------------------------------------------------------- */
 
 static ndf_status bf_cpu(ndf_ctx *ctx, const dist_call *c, const ndf_array *in, ndf_array *dist, ndf_array *idx) {
@@ -751,7 +773,18 @@ static ndf_status run(ndf_ctx *ctx, dist_op op, const char *name, const ndf_arra
       s = in->device == NDF_DEVICE_CUDA ? ndf__edt_cuda(ctx, name, in, dist, idx, c.nb, c.sampling)
                                         : edt_cpu(ctx, &c, in, dist, idx);
       break;
-    case OP_CDT: s = cdt_cpu(ctx, &c, in, dist, idx); break;
+    case OP_CDT:
+      if (in->device == NDF_DEVICE_CUDA) {
+        const int chess = cdt_cuda_metric(&c);
+        s = chess < 0 ? ndf__error(ctx, NDF_ENOTSUP, "%s: on CUDA arrays the metric must be taxicab (cityblock, "
+                                   "manhattan; generate_binary_structure(rank, 1)) or chessboard "
+                                   "(generate_binary_structure(rank, rank)); other metric structures run on the "
+                                   "CPU backend only", name)
+                      : ndf__cdt_cuda(ctx, name, in, dist, c.nb, chess);
+      } else {
+        s = cdt_cpu(ctx, &c, in, dist, idx);
+      }
+      break;
     case OP_BF: s = bf_cpu(ctx, &c, in, dist, idx); break;
   }
   free(c.structure);

@@ -209,3 +209,130 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
   ndf__scratch_free(ctx, scratch);
   return s;
 }
+
+/* ---- distance_transform_cdt (distances; taxicab or chessboard) ------------------------------- */
+
+/*
+ * Separable passes of templates/distance_cdt.cu over the whole batch: pass 0
+ * along the last axis (ndf_cdt_rows, a warp per row, reads the input; the
+ * row staged in shared memory when 4 rows fit in 48 KiB, unless
+ * NDF_CDT_ROWS=global), then axes 0 .. nsp-2: taxicab ndf_cdt_seg (lines
+ * cut into segments, coalesced; NDF_CDT_LINES=simple: ndf_cdt_lines),
+ * chessboard ndf_cdt_ctile (8+ lines whole in shared memory, an outward
+ * search per voxel) where a line of 1535 or fewer voxels fits, else (and
+ * under NDF_CDT_LINES=simple) ndf_cdt_lines (a thread per line, its deque in
+ * scratch, coalesced); the last
+ * pass writes the int32 output (-1 in an image without background).  Scratch:
+ * one int32 buffer per voxel (two with 3+ spatial axes), and for chessboard
+ * the per-line deques (8 bytes per voxel).  The caller has checked the
+ * metric and that every spatial axis is shorter than 2^29.
+ */
+/* Lines per block of ndf_cdt_ctile on `axis` (32, 16 or 8: the most whose
+ * lines fit in 48 KiB of shared memory, fewer while that leaves under two
+ * blocks per SM), 0 when it does not run (taxicab, NDF_CDT_LINES=simple, or
+ * lines of more than 1535 voxels). */
+#define CDT_SMEM (48 * 1024)
+static int64_t ctile_lw(const ndf_array *in, int axis, const ndf_ctx *ctx, int simple, int chess) {
+  if (!chess || simple) return 0;
+  const int64_t n = in->shape[axis], nlines = ndf_array_size(in) / n;
+  int64_t lw = 32;
+  while (lw >= 8 && lw * (n + 1) * 4 > CDT_SMEM) lw /= 2;
+  if (lw < 8) return 0;
+  const int64_t want = 2 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132);
+  while (lw > 8 && (nlines + lw - 1) / lw < want) lw /= 2;
+  return lw;
+}
+
+ndf_status ndf__cdt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, int nb, int chess) {
+  ndf_status s = ndf__ctx_bind(ctx);
+  if (s != NDF_OK) return s;
+  const int nd = in->ndim, nsp = nd - nb;
+  const int64_t N = ndf_array_size(in);
+
+  const char *env_lines = getenv("NDF_CDT_LINES"), *env_rows = getenv("NDF_CDT_ROWS");
+  const int simple = env_lines && !strcmp(env_lines, "simple");
+  const int seg = !chess && !simple;
+  const int64_t nrow = in->shape[nd - 1];
+  const int stage = 4 * nrow * 4 <= 48 * 1024 && !(env_rows && !strcmp(env_rows, "global"));
+  CUfunction fns[NDF_MAX_SPATIAL];
+  for (int k = 0; k < nsp; k++) {
+    ndf__kernel_req req;
+    ndf__req_init(&req, "distance_cdt", k == 0 ? "ndf_cdt_rows" : seg ? "ndf_cdt_seg" : ctile_lw(in, nb + k - 1, ctx, simple, chess) ? "ndf_cdt_ctile" : "ndf_cdt_lines");
+    ndf__req_set(&req, "TIN", "%s", k == 0 ? ndf__dtype_ctype(in->dtype) : "unsigned char");
+    ndf__req_set(&req, "LAST", "%d", k == nsp - 1);
+    ndf__req_set(&req, "CHESS", "%d", k == 0 ? 0 : chess);
+    if ((s = ndf__jit_get(ctx, name, &req, &fns[k])) != NDF_OK) return s;
+  }
+
+  const int nbuf = nsp >= 3 ? 2 : nsp - 1;
+  const size_t buf_bytes = ((size_t)N * 4 + 255) & ~(size_t)255;
+  int need_dq = 0; /* a chessboard pass on ndf_cdt_lines */
+  for (int k = 1; k < nsp; k++) need_dq |= chess && !ctile_lw(in, nb + k - 1, ctx, simple, chess);
+  const size_t dq_bytes = need_dq ? (size_t)N * 8 : 0;
+  CUdeviceptr scratch = 0;
+  if (nbuf + dq_bytes > 0 && (s = ndf__scratch_alloc(ctx, (size_t)nbuf * buf_bytes + dq_bytes, &scratch)) != NDF_OK)
+    return s;
+  CUdeviceptr buf[2] = {0, 0};
+  for (int k = 0; k < nbuf; k++) buf[k] = scratch + (size_t)k * buf_bytes;
+  const CUdeviceptr dq = dq_bytes ? scratch + (size_t)nbuf * buf_bytes : 0;
+
+  for (int k = 0; k < nsp && s == NDF_OK; k++) {
+    const int axis = k == 0 ? nd - 1 : nb + k - 1, last = k == nsp - 1;
+    int64_t inner = 1;
+    for (int a = axis + 1; a < nd; a++) inner *= in->shape[a];
+    const int64_t n = in->shape[axis], nlines = N / n;
+    /* The fields of ndf_cdt_params, in order. */
+    ndf__params pb = {.n = 0};
+    const void *p_in = k == 0 ? in->data : NULL;
+    CUdeviceptr p_src = k == 0 ? 0 : buf[(k + 1) % 2];
+    CUdeviceptr p_dst = last ? 0 : buf[k % 2];
+    CUdeviceptr p_dq = k == 0 ? 0 : dq;
+    void *p_out = last ? dist->data : NULL;
+    NDF__PUT(&pb, p_in);
+    NDF__PUT(&pb, p_src);
+    NDF__PUT(&pb, p_dst);
+    NDF__PUT(&pb, p_dq);
+    NDF__PUT(&pb, p_out);
+    NDF__PUT(&pb, nlines);
+    NDF__PUT(&pb, n);
+    NDF__PUT(&pb, inner);
+    int i_nd = nd, i_axis = axis;
+    NDF__PUT(&pb, i_nd);
+    NDF__PUT(&pb, i_axis);
+    int64_t shape[NDF_MAX_NDIM] = {0}, istr[NDF_MAX_NDIM] = {0}, ostr[NDF_MAX_NDIM] = {0};
+    for (int a = 0; a < nd; a++) {
+      shape[a] = in->shape[a];
+      istr[a] = in->strides[a];
+      ostr[a] = dist->strides[a];
+    }
+    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, shape[a]);
+    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, istr[a]);
+    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, ostr[a]);
+    int i_stage = k == 0 && stage;
+    NDF__PUT(&pb, i_stage);
+    if (k == 0) { /* a warp per row, 4 rows per block */
+      s = ndf__launch(ctx, name, fns[k], ndf__grid(ctx, (nlines + 3) / 4, 32), 128, 1,
+                      i_stage ? (unsigned)(4 * n * 4) : 0, pb.b);
+    } else if (seg) {
+      /* lw lines x nseg segments of 8+ voxels: 32 lines, or 16 / 8 when that
+       * leaves fewer than two blocks per SM (as ndf_edt_first) */
+      const int64_t want = 2 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132);
+      int64_t lw = 32;
+      while (lw > 8 && (nlines + lw - 1) / lw < want) lw /= 2;
+      int64_t nseg = (n + 7) / 8;
+      if (nseg > 1024 / lw) nseg = 1024 / lw;
+      if (nseg < 1) nseg = 1;
+      s = ndf__launch(ctx, name, fns[k], ndf__grid(ctx, (nlines + lw - 1) / lw, 32), (unsigned)lw, (unsigned)nseg, 0,
+                      pb.b);
+    } else if (ctile_lw(in, axis, ctx, simple, chess)) {
+      const int64_t lw = ctile_lw(in, axis, ctx, simple, chess);
+      const int64_t by = n < 1024 / lw ? n : 1024 / lw;
+      s = ndf__launch(ctx, name, fns[k], ndf__grid(ctx, (nlines + lw - 1) / lw, 32), (unsigned)lw, (unsigned)by,
+                      (unsigned)(lw * (n + 1) * 4), pb.b);
+    } else { /* a thread per line */
+      s = ndf__launch(ctx, name, fns[k], ndf__grid(ctx, (nlines + 127) / 128, 32), 128, 1, 0, pb.b);
+    }
+  }
+  if (scratch) ndf__scratch_free(ctx, scratch);
+  return s;
+}

@@ -251,6 +251,10 @@ int ndf__grey_cuda_requests(const ndf__grey_geom *g, ndf_dtype dtype, int ndim,
  * idx may be NULL; sampling has one value per spatial axis. */
 ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, ndf_array *idx,
                          int batch_dims, const double *sampling);
+/* distance_transform_cdt distances on CUDA arrays: taxicab (chess = 0) or
+ * chessboard (1); every spatial axis shorter than 2^29 (checked by distance.c). */
+ndf_status ndf__cdt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, int batch_dims,
+                         int chess);
 /* ---- ecc.c / ecc_cuda.c: Euler characteristic curves ------------------------------------- */
 /* A validated call: batch and spatial axes, images, voxels per image, thresholds. */
 typedef struct ndf__ecc_call {

@@ -110,6 +110,9 @@ ok "cdt chessboard" distance_transform_cdt blob2.npy d7.npy i7.npy 0 "dict()"
 ok "cdt taxicab" distance_transform_cdt blob2.npy d8.npy i8.npy 0 "dict(metric='taxicab')" --metric taxicab
 ok "cdt structure" distance_transform_cdt blob2.npy d9.npy i9.npy 0 "dict(metric=np.load('st.npy'))" --structure st.npy
 ok "cdt batch" distance_transform_cdt blob3.npy d10.npy - 1 "dict(metric='cityblock')" --metric cityblock --batch-dims 1
+# Without --indices or --structure, --device auto runs cdt on CUDA where there is a device.
+ok "cdt chessboard distances" distance_transform_cdt blob2.npy d12.npy - 0 "dict()"
+ok "cdt structure, no indices" distance_transform_cdt blob2.npy d13.npy - 0 "dict(metric=np.load('st.npy'))" --structure st.npy
 ok "bf euclidean sampling" distance_transform_bf blob2.npy d11.npy i11.npy 0 "dict(sampling=(2, 1))" --sampling 2,1
 ok "bf chessboard" distance_transform_bf blob2.npy d12.npy i12.npy 0 "dict(metric='chessboard')" --metric chessboard
 # edt float32: scipy's float64 distances rounded

@@ -14,8 +14,11 @@
  * sides, so float64 distances, float32 distances (the float64 value rounded)
  * and indices must all be bit-identical to the CPU's.  Every GPU output is
  * poisoned before the run; the bytes between the elements of a strided output
- * must keep the poison.  cdt and bf on CUDA arrays must return NDF_ENOTSUP
- * and leave the outputs untouched.
+ * must keep the poison.  cdt distances (taxicab, chessboard; by name or as
+ * a structure) equal the CPU's bit for bit (int32) on the same kinds of
+ * random inputs and at the benchmark shapes; cdt indices, other cdt metric
+ * structures and bf on CUDA arrays must return NDF_ENOTSUP and leave the
+ * outputs untouched.
  *
  * Exits 77 (skipped) when the context has no CUDA device.  With fewer than
  * 100 random cases (NDF_TEST_CASES) only the 1024^2 benchmark shapes run.
@@ -287,7 +290,136 @@ static void test_gpu_benchmark_shapes(void **state) {
   }
 }
 
-/* cdt and bf have no CUDA path yet: NDF_ENOTSUP, outputs untouched. */
+/* ---- cdt (distances; taxicab and chessboard) ------------------------------------------ */
+
+/* One cdt case: GPU distances vs the CPU backend's, bit for bit (int32).
+ * metric: 0 taxicab, 1 chessboard; as_struct: given as
+ * generate_binary_structure(nsp, 1 or nsp) with a scrambled second half
+ * (scipy reads only the first). */
+static int run_cdt_case(ndf_ctx *ctx, dcase *c, int chess, int as_struct, tu_rng *r, double *gpu_ms) {
+  int rc = -1;
+  tu_array hin, lin, cd = {0}, gd = {0}, st = {0};
+  tu_dev din = {0}, dd = {0};
+  assert_int_equal(tu_array_alloc(&hin, c->dt, c->nd, c->shape), 0);
+  const int64_t n = ndf_array_size(&hin.arr);
+  uint8_t *m = malloc((size_t)(n ? n : 1));
+  draw_mask(m, c, n, r);
+  for (int64_t i = 0; i < n; i++) set_value(&hin.arr, i, m[i], r);
+  free(m);
+  assert_int_equal(tu_array_relayout(&lin, &hin.arr, c->in_layout, r), 0);
+  ndf_array dl = hin.arr;
+  dl.dtype = NDF_INT32;
+  assert_int_equal(tu_array_alloc(&cd, NDF_INT32, c->nd, c->shape), 0);
+  assert_int_equal(tu_array_like(&gd, &dl, c->out_layout, r), 0);
+  ndf_distance_options o;
+  ndf_distance_options_init(&o);
+  o.batch_dims = c->batch;
+  if (as_struct) {
+    int64_t ssh[NDF_MAX_NDIM];
+    for (int d = 0; d < c->nsp; d++) ssh[d] = 3;
+    assert_int_equal(tu_array_alloc(&st, NDF_UINT8, c->nsp, ssh), 0);
+    const int64_t sn = ndf_array_size(&st.arr);
+    for (int64_t i = 0; i < sn; i++) {
+      int64_t q = i;
+      int dd2 = 0;
+      for (int d = 0; d < c->nsp; d++) {
+        dd2 += q % 3 != 1;
+        q /= 3;
+      }
+      tu_set(&st.arr, i, i > sn / 2 ? (double)tu_rng_int(r, 0, 1) : dd2 <= (chess ? c->nsp : 1));
+    }
+    o.metric_structure = &st.arr;
+  } else {
+    o.metric = chess ? NDF_METRIC_CHESSBOARD : NDF_METRIC_TAXICAB;
+  }
+  size_t len = strlen(c->desc);
+  snprintf(c->desc + len, sizeof c->desc - len, " cdt %s%s", chess ? "chessboard" : "taxicab", as_struct ? " (structure)" : "");
+  ndf_status s = ndf_distance_transform_cdt(ctx, &hin.arr, &cd.arr, NULL, &o);
+  if (s != NDF_OK) {
+    printf("%s: CPU: %s %s\n", c->desc, ndf_status_name(s), ndf_errmsg(ctx));
+    goto done;
+  }
+  tu_dev_upload(ctx, &din, &lin);
+  tu_dev_upload(ctx, &dd, &gd); /* poisoned */
+  double t0 = tu_now_ms();
+  s = ndf_distance_transform_cdt(ctx, &din.arr, &dd.arr, NULL, &o);
+  if (s == NDF_OK) s = ndf_ctx_synchronize(ctx);
+  if (gpu_ms) *gpu_ms = tu_now_ms() - t0;
+  if (s != NDF_OK) {
+    printf("%s: GPU: %s %s\n", c->desc, ndf_status_name(s), ndf_errmsg(ctx));
+    goto done;
+  }
+  tu_dev_download(ctx, &dd, &gd);
+  char msg[1024];
+  int64_t bad = tu_compare(&cd.arr, &gd.arr, msg, sizeof msg);
+  if (bad) {
+    printf("%s: %lld distances differ:\n%s\n", c->desc, (long long)bad, msg);
+    goto done;
+  }
+  if (tu_check_gaps(&gd) >= 0) {
+    printf("%s: distances written outside the elements\n", c->desc);
+    goto done;
+  }
+  rc = 0;
+done:
+  tu_dev_free(ctx, &din);
+  tu_dev_free(ctx, &dd);
+  tu_array_free(&hin);
+  tu_array_free(&lin);
+  tu_array_free(&cd);
+  tu_array_free(&gd);
+  if (as_struct) tu_array_free(&st);
+  return rc;
+}
+
+/* Random cdt cases (a third of NDF_TEST_CASES): ndim 1-4, batch axes, every
+ * mask kind of draw_mask (no background, single points: distances in the
+ * hundreds), strided inputs and outputs; then the benchmark shapes
+ * (1024^2 both metrics, 8 x 1024^2 taxicab, 256^3 chessboard unless short). */
+static void test_gpu_cdt(void **state) {
+  gpu_state *s = *state;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed ^ 0xcd7);
+  int failed = 0;
+  for (long k = 0; k < s->ncases / 3 && failed < 5; k++) {
+    dcase c;
+    draw_case(&c, &r, k % 10 == 9);
+    memcpy(c.desc, "cdt", 3); /* the description starts "edt <dtype> ..." */
+    /* every kernel variant in turn: auto, NDF_CDT_ROWS=global, NDF_CDT_LINES=simple */
+    const int mode = (int)(k % 3);
+    unsetenv("NDF_CDT_ROWS");
+    unsetenv("NDF_CDT_LINES");
+    if (mode == 1) setenv("NDF_CDT_ROWS", "global", 1);
+    if (mode == 2) setenv("NDF_CDT_LINES", "simple", 1);
+    size_t len = strlen(c.desc);
+    snprintf(c.desc + len, sizeof c.desc - len, " %s", mode == 0 ? "auto" : mode == 1 ? "rows global" : "lines simple");
+    if (run_cdt_case(s->ctx, &c, (int)(k % 2), k % 5 == 4, &r, NULL) != 0) failed++;
+  }
+  unsetenv("NDF_CDT_ROWS");
+  unsetenv("NDF_CDT_LINES");
+  if (failed) printf("%d random cdt cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
+  assert_int_equal(failed, 0);
+  static const struct { int nd, batch; int64_t shape[3]; int chess; } W[] = {
+      {2, 0, {1024, 1024}, 0}, {2, 0, {1024, 1024}, 1}, {3, 1, {8, 1024, 1024}, 0}, {3, 0, {256, 256, 256}, 1},
+  };
+  for (size_t k = 0; k < sizeof W / sizeof W[0]; k++) {
+    if (s->ncases < 100 && k >= 2) continue;
+    dcase c;
+    memset(&c, 0, sizeof c);
+    c.dt = NDF_UINT8;
+    c.nd = W[k].nd;
+    c.batch = W[k].batch;
+    c.nsp = c.nd - c.batch;
+    memcpy(c.shape, W[k].shape, sizeof W[k].shape);
+    snprintf(c.desc, sizeof c.desc, "cdt benchmark shape %d", (int)k);
+    double ms = 0;
+    assert_int_equal(run_cdt_case(s->ctx, &c, W[k].chess, 0, &r, &ms), 0);
+    printf("%s: %.3f ms on the GPU (first call, compile included)\n", c.desc, ms);
+  }
+}
+
+/* bf has no CUDA path yet, nor cdt's indices or other metric structures:
+ * NDF_ENOTSUP, outputs untouched. */
 static void test_gpu_cdt_bf_not_supported(void **state) {
   gpu_state *s = *state;
   const int64_t sh[2] = {5, 7};
@@ -306,6 +438,18 @@ static void test_gpu_cdt_bf_not_supported(void **state) {
   ndf_distance_options_init(&o);
   assert_int_equal(ndf_distance_transform_cdt(s->ctx, &din.arr, &dout.arr, &didx.arr, &o), NDF_ENOTSUP);
   assert_non_null(strstr(ndf_errmsg(s->ctx), "ndf_distance_transform_cdt"));
+  assert_non_null(strstr(ndf_errmsg(s->ctx), "CPU backend only"));
+  { /* distances alone with a structure that is neither taxicab nor chessboard */
+    const int64_t ssh[2] = {3, 3};
+    tu_array st;
+    assert_int_equal(tu_array_alloc(&st, NDF_UINT8, 2, ssh), 0);
+    for (int i = 0; i < 9; i++) tu_set(&st.arr, i, i != 1);
+    o.metric_structure = &st.arr;
+    assert_int_equal(ndf_distance_transform_cdt(s->ctx, &din.arr, &dout.arr, NULL, &o), NDF_ENOTSUP);
+    assert_non_null(strstr(ndf_errmsg(s->ctx), "CPU backend only"));
+    o.metric_structure = NULL;
+    tu_array_free(&st);
+  }
   o.metric = NDF_METRIC_TAXICAB;
   dout.arr.dtype = NDF_UINT32;
   assert_int_equal(ndf_distance_transform_bf(s->ctx, &din.arr, &dout.arr, &didx.arr, &o), NDF_ENOTSUP);
@@ -345,6 +489,7 @@ int main(void) {
       cmocka_unit_test_prestate(test_gpu_cdt_bf_not_supported, s),
       cmocka_unit_test_prestate(test_gpu_random_cases, s),
       cmocka_unit_test_prestate(test_gpu_benchmark_shapes, s),
+      cmocka_unit_test_prestate(test_gpu_cdt, s),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   unsetenv("NDF_EDT_ROWS");
