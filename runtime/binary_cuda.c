@@ -428,8 +428,8 @@ static ndf_status step_prepare(bdev *b, const ndf__bin_step *sp, int op, int bor
     ndf_status cs = NDF_OK;
     if (op == 1 && iterations < 1 && st->monotone && b->nrows * b->nx < INT32_MAX && taps_symmetric(taps, n, nsp)) {
       st->ccl = 1;
-      cs = ccl_prepare(b, taps, n, st);
-      if (cs == NDF_OK) cs = flood_prepare(b, taps, n, st);
+      cs = flood_prepare(b, taps, n, st); /* the flood fill when it applies, else components */
+      if (cs == NDF_OK && !st->flood) cs = ccl_prepare(b, taps, n, st);
     }
     free(owned);
     if (cs != NDF_OK) {
