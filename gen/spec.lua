@@ -222,6 +222,18 @@ return {
       },
     },
     {
+      name = "binary_flood",
+      file = "templates/binary_flood.cu",
+      kernels = { "ndf_bin_flood" },
+      slots = {
+        CONN = "6: the cross (face neighbours), 26: the full 3^n box",
+        K = "words per thread along x (a tile is 32 K voxels wide)",
+      },
+      families = {
+        { CONN = { "6", "26" }, K = { "1", "2" } },
+      },
+    },
+    {
       name = "rank",
       file = "templates/rank.cu",
       kernels = { "ndf_rank" },

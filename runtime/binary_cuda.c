@@ -74,7 +74,18 @@ typedef struct bstep {
   CUdeviceptr ccl_tab;
   int ccl_ntaps;
   int ccl_linkx; /* the taps hold (0, ..., 0, -1) */
+  int flood;     /* 6 or 26: the limit by templates/binary_flood.cu (cross / full box, rank 2-3); 0: none */
+  int flood_k;   /* its words per thread along x */
+  CUfunction flood_fn;
 } bstep;
+
+/* Kernel arguments of templates/binary_flood.cu (struct ndf_flood_params). */
+typedef struct flood_params {
+  CUdeviceptr r, mask, status;
+  int t, ysp, zsp, tz;
+  int64_t nw, ny, nz, nimg, ntx, nty, ntz;
+  unsigned border, tail;
+} flood_params;
 
 /* Kernel arguments of templates/binary_ccl.cu (struct ndf_ccl_params, NSP axes). */
 typedef struct ccl_params_max {
@@ -126,6 +137,8 @@ static ndf_status ccl_prepare(bdev *b, const int32_t *taps, int64_t n, bstep *st
   ndf__req_set(&req, "NSP", "%d", nsp);
   return ndf__jit_get(b->ctx, b->name, &req, &st->ccl_fn);
 }
+
+static ndf_status flood_prepare(bdev *b, const int32_t *taps, int64_t n, bstep *st);
 
 static ndf_status launch(bdev *b, CUfunction fn, int64_t blocks, void *params) {
   return ndf__launch(b->ctx, b->name, fn, ndf__grid(b->ctx, blocks, 16), 256, 1, 0, params);
@@ -415,7 +428,8 @@ static ndf_status step_prepare(bdev *b, const ndf__bin_step *sp, int op, int bor
     ndf_status cs = NDF_OK;
     if (op == 1 && iterations < 1 && st->monotone && b->nrows * b->nx < INT32_MAX && taps_symmetric(taps, n, nsp)) {
       st->ccl = 1;
-      cs = ccl_prepare(b, taps, n, st);
+      cs = flood_prepare(b, taps, n, st); /* the flood fill when it applies, else components */
+      if (cs == NDF_OK && !st->flood) cs = ccl_prepare(b, taps, n, st);
     }
     free(owned);
     if (cs != NDF_OK) {
@@ -541,6 +555,104 @@ static ndf_status read_status(bdev *b, int32_t *h) {
   return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(b->ctx, b->name, r);
 }
 
+/* An integer from the environment within [lo, hi], else dflt. */
+static int env_int(const char *name, int lo, int hi, int dflt) {
+  const char *e = getenv(name);
+  if (!e || !*e) return dflt;
+  long v = strtol(e, NULL, 10);
+  return v < lo ? lo : v > hi ? hi : (int)v;
+}
+
+/*
+ * The flood path (templates/binary_flood.cu) for the limit of a monotone
+ * dilation whose taps are exactly the cross or the full 3^nsp box, nsp 2 or
+ * 3 ($NDF_BINARY_FLOOD=0 keeps the components' path).  Sets st->flood.
+ */
+static ndf_status flood_prepare(bdev *b, const int32_t *taps, int64_t n, bstep *st) {
+  const int nsp = b->nsp;
+  if (nsp < 2 || nsp > 3 || !env_int("NDF_BINARY_FLOOD", 0, 1, 1)) return NDF_OK;
+  int l1max = 0, linf = 1;
+  for (int64_t k = 0; k < n; k++) {
+    int l1 = 0;
+    for (int d = 0; d < nsp; d++) {
+      const int a = taps[k * nsp + d] < 0 ? -taps[k * nsp + d] : taps[k * nsp + d];
+      l1 += a;
+      linf &= a <= 1;
+    }
+    if (l1 > l1max) l1max = l1;
+  }
+  /* Distinct taps (a structure's true elements): the count identifies the set. */
+  const int64_t box = nsp == 2 ? 9 : 27;
+  int conn = 0;
+  if (l1max <= 1 && n == 2 * nsp + 1) conn = 6;
+  else if (linf && n == box) conn = 26;
+  if (!conn) return NDF_OK;
+  const int64_t ny = b->shape[b->ndim - 2];
+  const int64_t nz = nsp == 3 ? b->shape[b->ndim - 3] : b->nrows / (ny > 0 ? ny : 1);
+  const int tz = env_int("NDF_FLOOD_TZ", 1, 32, 32);
+  const int kk = env_int("NDF_FLOOD_K", 1, 2, 2);
+  const int64_t tzv = nz < tz ? (nz > 0 ? nz : 1) : tz;
+  const int64_t tiles = (b->nrows / (ny * nz > 0 ? ny * nz : 1)) * ((nz + tzv - 1) / tzv) * ((ny + 31) / 32) *
+                        ((b->nw + kk - 1) / kk);
+  if (b->nrows == 0 || tiles >= INT32_MAX) return NDF_OK;
+  ndf__kernel_req req;
+  ndf__req_init(&req, "binary_flood", "ndf_bin_flood");
+  ndf__req_set(&req, "CONN", "%d", conn);
+  ndf__req_set(&req, "K", "%d", kk);
+  ndf_status s = ndf__jit_get(b->ctx, b->name, &req, &st->flood_fn);
+  if (s != NDF_OK) return s;
+  st->flood = conn;
+  st->flood_k = kk;
+  return NDF_OK;
+}
+
+/*
+ * buf[cur], in place: the limit of the monotone dilation by flooding tiles
+ * (templates/binary_flood.cu).  Launches are queued in batches of
+ * $NDF_FLOOD_BATCH (default 8); the host reads the 32-byte status after
+ * each batch, and launches after the convergence return at once.
+ */
+static ndf_status flood_limit(bdev *b, bstep *st, int cur) {
+  const ndf__cu_api *cu = ndf__cu(NULL);
+  const int nsp = b->nsp, kk = st->flood_k;
+  flood_params p;
+  memset(&p, 0, sizeof p);
+  p.r = b->buf[cur];
+  p.mask = b->mask;
+  p.status = b->status;
+  p.ny = b->shape[b->ndim - 2];
+  p.nz = nsp == 3 ? b->shape[b->ndim - 3] : b->nrows / p.ny;
+  p.nimg = b->nrows / (p.ny * p.nz);
+  p.ysp = 1;
+  p.zsp = nsp == 3;
+  const int tz0 = env_int("NDF_FLOOD_TZ", 1, 32, 32);
+  p.tz = p.nz < tz0 ? (int)p.nz : tz0;
+  p.nw = b->nw;
+  p.ntx = (b->nw + kk - 1) / kk;
+  p.nty = (p.ny + 31) / 32;
+  p.ntz = (p.nz + p.tz - 1) / p.tz;
+  p.border = st->p.border;
+  p.tail = st->p.tail;
+  const int64_t tiles = p.nimg * p.ntz * p.nty * p.ntx;
+  CUresult r = cu->cuMemsetD8Async(b->status, 0, 256, b->ctx->stream);
+  if (r != CUDA_SUCCESS) return ndf__cuda_error(b->ctx, b->name, r);
+  const int batch = env_int("NDF_FLOOD_BATCH", 1, 64, 8);
+  int32_t h[8] = {0};
+  for (int t = 0;;) {
+    for (int i = 0; i < batch; i++) {
+      p.t = ++t;
+      ndf_status s = ndf__launch(b->ctx, b->name, st->flood_fn, (unsigned)tiles, 32u * (unsigned)p.tz, 1, 0, &p);
+      if (s != NDF_OK) return s;
+    }
+    ndf_status s = read_status(b, h);
+    if (s != NDF_OK) return s;
+    if (h[6] != 0) return NDF_OK;
+    if (t > (1 << 28))
+      return ndf__error(b->ctx, NDF_ENOTSUP, "%s: the flood fill did not converge (internal error)", b->name);
+  }
+}
+
+
 /*
  * Applies a prepared step `iterations` times (< 1: until nothing changes) to
  * buf[*cur]; on return buf[*cur] holds the result.  Launch t reads buf[t-1]
@@ -558,6 +670,7 @@ static ndf_status iterate(bdev *b, bstep *st, int iterations, int *cur) {
     if (s == NDF_OK) *cur = c0 ^ 1;
     return s;
   }
+  if (st->flood) return flood_limit(b, st, *cur);
   if (st->ccl) return ccl_limit(b, st, cur);
   /* A device-side memset: a copy from pageable host memory may wait for the stream. */
   CUresult r = cu->cuMemsetD8Async(b->status, 0, 256, stream);

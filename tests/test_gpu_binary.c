@@ -475,6 +475,107 @@ static void test_gpu_paths(void **state) {
   assert_int_equal(failed, 0);
 }
 
+/* The flood path (templates/binary_flood.cu): fill_holes and propagation
+ * with the cross or the full box of rank 2-3 (4-D arrays with a batch
+ * axis), against the CPU backend: random blobs, serpentine corridors that
+ * cross many tiles (long geodesics), all-zero and all-one inputs, masks and
+ * border values, sizes off the tile grid, batch axes, and the tile
+ * parameters ($NDF_FLOOD_K 1/2, $NDF_FLOOD_TZ, $NDF_FLOOD_BATCH) varied. */
+static void test_gpu_flood(void **state) {
+  gpu_state *s = *state;
+  SKIP_WITHOUT_CUDA(s);
+  tu_rng r;
+  tu_rng_seed(&r, s->seed + 7);
+  static const int64_t lens[] = {1, 2, 31, 32, 33, 64, 65, 97, 130};
+  static const char *tzs[] = {"32", "1", "3", "8", "17"};
+  int failed = 0;
+  for (int v = 0; v < 48; v++) {
+    bcase c;
+    memset(&c, 0, sizeof c);
+    ndf_binary_options_init(&c.o);
+    ndf_hit_or_miss_options_init(&c.h);
+    c.dt = v % 3 ? NDF_UINT8 : NDF_BOOL;
+    c.out_dt = v % 4 ? NDF_BOOL : NDF_UINT8;
+    c.op = v % 2 ? OP_PROPAGATION : OP_FILL_HOLES;
+    c.nsp = v % 5 == 4 ? 2 : 3;
+    c.batch = v % 7 == 3 ? 1 : v % 11 == 5 ? 2 : 0;
+    if (c.nsp == 3 && c.batch == 2) c.batch = 1;
+    c.nd = c.batch + c.nsp;
+    const int kind = v % 6; /* 0-2 blobs, 3 serpentine, 4 all zero, 5 all one */
+    for (int d = 0; d < c.nd; d++)
+      c.shape[d] = d < c.batch ? tu_rng_int(&r, 1, 3) : lens[tu_rng_int(&r, 0, 8)];
+    if (v < 4) { /* larger volumes: many tiles */
+      int64_t big[3] = {70, 100, 260};
+      for (int d = 0; d < 3; d++) c.shape[c.nd - 3 + d] = big[d];
+    }
+    const int full = (v / 2) % 2;
+    int64_t e[3] = {3, 3, 3};
+    assert_int_equal(tu_array_alloc(&c.st, NDF_BOOL, c.nsp, e), 0);
+    assert_int_equal(ndf_generate_binary_structure(c.nsp, full ? c.nsp : 1, &c.st.arr), NDF_OK);
+    if (v % 3 != 2) c.o.structure = &c.st.arr; /* else the default (the cross) */
+    c.o.batch_dims = c.batch;
+    if (c.op == OP_PROPAGATION) {
+      c.o.border_value = tu_rng_chance(&r, 0.5);
+      if (tu_rng_chance(&r, 0.75)) {
+        assert_int_equal(tu_array_alloc(&c.mask, NDF_UINT8, c.nd, c.shape), 0);
+        fill_binary(&c.mask.arr, &r, c.batch);
+      }
+    }
+    tu_array in;
+    assert_int_equal(tu_array_alloc(&in, c.dt, c.nd, c.shape), 0);
+    const int64_t n = ndf_array_size(&in.arr), nx = c.shape[c.nd - 1], ny = c.shape[c.nd - 2];
+    for (int64_t i = 0; i < n; i++) {
+      const int64_t x = i % nx, y = (i / nx) % ny;
+      double on;
+      switch (kind) {
+        case 3: /* rows of walls with a gap at alternating ends: one corridor through the plane */
+          on = y % 4 == 3 && (((y / 4) % 2) ? x != 0 : x != nx - 1);
+          if (c.op == OP_PROPAGATION) {
+            on = i == 0;
+          } else { /* fill_holes: a closed shell with one opening, at the first corner of each image */
+            int64_t q = i, shell = 0, corner = 1;
+            for (int d = c.nd - 1; d >= c.batch; d--) {
+              const int64_t k = q % c.shape[d];
+              q /= c.shape[d];
+              shell |= k == 0 || k == c.shape[d] - 1;
+              corner &= k == 0;
+            }
+            on = (on || shell) && !corner;
+          }
+          break;
+        case 4: on = 0; break;
+        case 5: on = 1; break;
+        default: on = -1;
+      }
+      if (on >= 0) tu_set(&in.arr, i, on);
+    }
+    if (kind <= 2) fill_binary(&in.arr, &r, c.batch);
+    if (kind == 3 && c.op == OP_PROPAGATION) { /* the corridor as the mask */
+      tu_array_free(&c.mask);
+      assert_int_equal(tu_array_alloc(&c.mask, NDF_UINT8, c.nd, c.shape), 0);
+      for (int64_t i = 0; i < n; i++) {
+        const int64_t x = i % nx, y = (i / nx) % ny;
+        tu_set(&c.mask.arr, i, !(y % 4 == 3 && (((y / 4) % 2) ? x != 0 : x != nx - 1)));
+      }
+    }
+    setenv("NDF_FLOOD_K", v % 3 == 1 ? "1" : "2", 1);
+    setenv("NDF_FLOOD_TZ", tzs[v % 5], 1);
+    setenv("NDF_FLOOD_BATCH", v % 2 ? "1" : "8", 1);
+    char sh[128];
+    shape_text(c.shape, c.nd, sh, sizeof sh);
+    snprintf(c.desc, sizeof c.desc, "flood case %d: %s shape=%s batch=%d %s kind=%d border=%d mask=%s K=%s TZ=%s", v,
+             op_names[c.op], sh, c.batch, full ? "full" : "cross", kind, c.o.border_value,
+             c.mask.arr.data ? "yes" : "none", v % 3 == 1 ? "1" : "2", tzs[v % 5]);
+    if (run_case(s, &c, &r, &in.arr, NULL) != 0) failed++;
+    tu_array_free(&in);
+    bcase_free(&c);
+  }
+  unsetenv("NDF_FLOOD_K");
+  unsetenv("NDF_FLOOD_TZ");
+  unsetenv("NDF_FLOOD_BATCH");
+  assert_int_equal(failed, 0);
+}
+
 /* label on the GPU against the CPU backend: random blobs and noise of any
  * dtype, ndim 1-4 with batch axes, default, generate_binary_structure and
  * random symmetric 3^n structures, every output dtype (too small ones must
@@ -661,6 +762,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gpu_contract),
       cmocka_unit_test(test_gpu_paths),
+      cmocka_unit_test(test_gpu_flood),
       cmocka_unit_test(test_gpu_random_cases),
       cmocka_unit_test(test_gpu_label),
   };
