@@ -232,6 +232,7 @@ static int64_t scan_input(const ndf_array *in, int finite, double *buf) {
 
 static ndf_status check_values(ndf_ctx *ctx, const ect_call *c, const ndf_array *in) {
   if (ndf_array_size(in) == 0) return NDF_OK;
+  if (in->dtype == NDF_UINT8 || in->dtype == NDF_UINT16) return NDF_OK; /* always finite */
   if (in->device == NDF_DEVICE_CUDA) { /* ecc_cuda.c's scan: min, max (NaN skipped), first NaN */
     double mn, mx;
     int64_t nan_at;
