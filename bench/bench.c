@@ -73,7 +73,7 @@
 /* Workloads                                                                 */
 
 typedef enum { FP_BOX = 0, FP_CROSS = 1 } fp_kind;
-typedef enum { FAM_GREY, FAM_RANK, FAM_DIST, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC, FAM_SOFT_ECC } op_family;
+typedef enum { FAM_GREY, FAM_RANK, FAM_DIST, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC, FAM_SOFT_ECC, FAM_ECT } op_family;
 
 /* The ops: API-style name (--op), key (the first part of a workload's name)
  * and family. */
@@ -83,7 +83,8 @@ typedef struct op_desc {
 } op_desc;
 enum {
   OP_EROSION, OP_DILATION, OP_MEDIAN, OP_RANK, OP_PERCENTILE, OP_EDT, OP_BIN_EROSION, OP_FILL_HOLES, OP_LABEL,
-  OP_OPENING, OP_SINKHORN, OP_SINKHORN_LOG, OP_SINKHORN_DENSE, OP_ECC, OP_SOFT_ECC, OP_CDT_TAXI, OP_CDT_CHESS, OP_COUNT
+  OP_OPENING, OP_SINKHORN, OP_SINKHORN_LOG, OP_SINKHORN_DENSE, OP_ECC, OP_SOFT_ECC, OP_CDT_TAXI, OP_CDT_CHESS, OP_ECT,
+  OP_COUNT
 };
 static const op_desc ops[OP_COUNT] = {
     [OP_EROSION] = {"grey_erosion", "erosion", FAM_GREY},
@@ -103,6 +104,7 @@ static const op_desc ops[OP_COUNT] = {
     [OP_SOFT_ECC] = {"soft_ecc", "soft_ecc", FAM_SOFT_ECC},
     [OP_CDT_TAXI] = {"distance_transform_cdt", "cdt_taxicab", FAM_DIST},
     [OP_CDT_CHESS] = {"distance_transform_cdt", "cdt_chessboard", FAM_DIST},
+    [OP_ECT] = {"euler_characteristic_transform", "ect", FAM_ECT}, /* binary, size = T, param = m directions */
 };
 
 typedef struct workload {
@@ -183,6 +185,10 @@ static const workload default_workloads[] = {
     {OP_ECC, NDF_UINT8, 3, {256, 256, 256}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 0},
     /* soft ECC: forward + backward, T = size thresholds evenly spaced over the input's [-1000, 1000) */
     {OP_SOFT_ECC, NDF_FLOAT32, 3, {64, 256, 256}, 64, FP_BOX, 1, NDF_MODE_REFLECT, 0},
+    /* Euler characteristic transform (issue 8): uint8 blobs, binary, V, T = size over [-R, R], param = m
+     * directions evenly spread (2-D: angles 2 pi j / m; 3-D: a Fibonacci sphere) */
+    {OP_ECT, NDF_UINT8, 2, {256, 256}, 64, FP_BOX, 0, NDF_MODE_REFLECT, 64},
+    {OP_ECT, NDF_UINT8, 3, {128, 128, 128}, 64, FP_BOX, 0, NDF_MODE_REFLECT, 64},
 };
 #define N_DEFAULT (sizeof default_workloads / sizeof default_workloads[0])
 
@@ -197,6 +203,7 @@ static ndf_dtype out_dtype(const workload *w)
   case FAM_LABEL: return NDF_INT32;
   case FAM_ECC: return NDF_INT64;
   case FAM_SOFT_ECC: return NDF_FLOAT64;
+  case FAM_ECT: return NDF_INT64;
   default: return w->dtype;
   }
 }
@@ -228,6 +235,12 @@ static int64_t wl_count(const workload *w)
 /* The output's shape: the input's, except for the curves (batch..., T). */
 static int wl_out_shape(const workload *w, int64_t *shape)
 {
+  if (ops[w->op].family == FAM_ECT) { /* (batch..., m, T) */
+    for (int i = 0; i < w->batch_dims; i++) shape[i] = w->shape[i];
+    shape[w->batch_dims] = (int64_t)w->param;
+    shape[w->batch_dims + 1] = w->size;
+    return w->batch_dims + 2;
+  }
   if (ops[w->op].family != FAM_ECC && ops[w->op].family != FAM_SOFT_ECC) {
     memcpy(shape, w->shape, sizeof w->shape);
     return w->ndim;
@@ -281,6 +294,12 @@ static void wl_name(const workload *w, char *buf, size_t len)
     snprintf(buf, len, "%s%s_%s_%s%s_T%d", op, w->param ? "_tcons" : "", ndf_dtype_name(w->dtype), shp, b, w->size);
     return;
   }
+  if (ops[w->op].family == FAM_ECT) { /* "ect_uint8_256x256_m64_T64" */
+    char b[16] = "";
+    if (w->batch_dims) snprintf(b, sizeof b, "_b%d", w->batch_dims);
+    snprintf(buf, len, "%s_%s_%s%s_m%d_T%d", op, ndf_dtype_name(w->dtype), shp, b, (int)w->param, w->size);
+    return;
+  }
   if (ops[w->op].family == FAM_DIST) { /* "edt_u8_1024x1024_b0", "..._samp_idx" */
     snprintf(buf, len, "%s_%s_%s_b%d%s", op, dtype_short(w->dtype), shp, w->batch_dims, w->param ? "_samp_idx" : "");
     return;
@@ -300,6 +319,9 @@ typedef struct op_setup {
   ndf_soft_ecc_options sopt; /* soft ECC: thresholds in sthr (host, float64) */
   ndf_array sthr;
   double *sbuf;
+  ndf_ect_options topt; /* ECT: the directions live in dirbuf */
+  ndf_array dirs;
+  double *dirbuf;
   ndf_array fp;
   uint8_t *fpbuf;
 } op_setup;
@@ -329,6 +351,29 @@ static int setup_options(const workload *w, op_setup *g)
     g->eopt.nthresholds = w->size;
     g->eopt.batch_dims = w->batch_dims;
     g->eopt.construction = w->param ? NDF_ECC_T : NDF_ECC_V;
+    return 0;
+  }
+  if (ops[w->op].family == FAM_ECT) {
+    const int m = (int)w->param;
+    int64_t dsh[2] = {m, sp};
+    ndf_ect_options_init(&g->topt);
+    g->topt.nthresholds = w->size;
+    g->topt.batch_dims = w->batch_dims;
+    g->dirbuf = malloc((size_t)(m > 0 ? m : 1) * (size_t)sp * sizeof(double));
+    if (!g->dirbuf) return -1;
+    const double pi = 3.14159265358979323846;
+    for (int j = 0; j < m; j++) {
+      if (sp == 2) {
+        g->dirbuf[2 * j] = cos(2 * pi * j / m);
+        g->dirbuf[2 * j + 1] = sin(2 * pi * j / m);
+      } else {
+        const double z = 1 - (2.0 * j + 1) / m, r = sqrt(1 - z * z), a = j * pi * (3 - sqrt(5.0));
+        g->dirbuf[3 * j] = z;
+        g->dirbuf[3 * j + 1] = r * cos(a);
+        g->dirbuf[3 * j + 2] = r * sin(a);
+      }
+    }
+    if (ndf_array_init(&g->dirs, g->dirbuf, NDF_DEVICE_CPU, NDF_FLOAT64, 2, dsh) != NDF_OK) return -1;
     return 0;
   }
   if (ops[w->op].family == FAM_DIST) {
@@ -390,6 +435,8 @@ static void free_options(op_setup *g)
 {
   free(g->fpbuf);
   g->fpbuf = NULL;
+  free(g->dirbuf);
+  g->dirbuf = NULL;
   free(g->sbuf);
   g->sbuf = NULL;
 }
@@ -489,6 +536,7 @@ static ndf_status run_op(ndf_ctx *c, const workload *w, const ndf_array *in, ndf
     if (s == NDF_OK) s = ndf_soft_ecc_backward(c, in, &g->sthr, &b->go, &b->gi, &b->gt, &g->sopt);
     return s;
   }
+  case OP_ECT: return ndf_euler_characteristic_transform(c, in, &g->dirs, out, &g->topt);
   default: return NDF_EINVAL;
   }
 }
@@ -587,7 +635,8 @@ static void fill_blobs(uint8_t *out, const workload *w, uint64_t seed)
 static void fill_input(void *buf, const workload *w, uint64_t seed)
 {
   int fam = ops[w->op].family;
-  if ((fam == FAM_BINARY || fam == FAM_LABEL) && ndf_dtype_size(w->dtype) == 1) fill_blobs(buf, w, seed);
+  if ((fam == FAM_BINARY || fam == FAM_LABEL || fam == FAM_ECT) && ndf_dtype_size(w->dtype) == 1)
+    fill_blobs(buf, w, seed);
   else fill_random(buf, w->dtype, wl_count(w), seed);
 }
 
@@ -788,7 +837,8 @@ static void usage(FILE *f)
         "rank_filter (--param: the rank), percentile_filter (--param: the percentile),\n"
         "grey_opening, sinkhorn / sinkhorn_log / sinkhorn_dense (--shape PAIRSxGRID, --size: iterations,\n"
         "--param: epsilon), euler_characteristic_curve (--size: T thresholds over [min, max];\n"
-        "--param 1: T-construction).\n"
+        "--param 1: T-construction), euler_characteristic_transform (binary; --size: T thresholds\n"
+        "over [-R, R]; --param: m directions).\n"
         "$NDF_BENCH_RANK_ALGO=network|select|histogram forces the rank filters' algorithm.\n"
         "$NDF_BENCH_GREY_ALGO=direct|separable|vhgw|decomposed forces the grey algorithm.\n"
         "  --only SUBSTR     run the default workloads whose name contains SUBSTR (see --list)\n"

@@ -317,6 +317,21 @@ return {
       },
     },
     {
+      name = "ect",
+      file = "templates/ect.cu",
+      kernels = { "ndf_ect_hist", "ndf_ect_final" },
+      slots = {
+        TIN = "input element type (C name)",
+        NSP = "spatial axes, 2 or 3",
+        CONS = "0 V-construction, 1 T-construction",
+        WT = "1: weighted ECT (float64 sums), 0: binary ECT (int64 counts)",
+      },
+      families = {
+        { TIN = { "unsigned char", "float" }, NSP = { "2", "3" }, CONS = { "0", "1" }, WT = { "0", "1" } },
+        { TIN = { "unsigned short", "double" }, NSP = { "3" }, CONS = { "1" }, WT = { "1" } },
+      },
+    },
+    {
       name = "sinkhorn",
       file = "templates/sinkhorn.cu",
       kernels = { "ndf_sinkhorn" },

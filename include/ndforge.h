@@ -821,9 +821,11 @@ NDF_API void ndf_ect_options_init(ndf_ect_options *opt);
  * uint8, uint16, float32 or float64, 2 or 3 spatial axes, any strides, no
  * NaN (weighted: finite).  directions: host float64 (m, nsp), m >= 1, finite.
  * output: (batch..., m, T), int64 (binary) or float64 (weighted), any
- * strides.  Every direction of every image in one call (OpenMP over
- * (image, direction) pairs).  Backends: CPU.  CUDA arrays: NDF_ENOTSUP in
- * this version.
+ * strides.  Every direction of every image in one call (CPU: OpenMP over
+ * (image, direction) pairs; CUDA: one launch).  Backends: CPU and CUDA
+ * (input and output on the context's device, directions a host array):
+ * binary equal to the CPU bit for bit, weighted to rounding (float64 sums
+ * in another order).
  */
 NDF_API ndf_status ndf_euler_characteristic_transform(ndf_ctx *ctx, const ndf_array *input,
                                                       const ndf_array *directions, ndf_array *output,

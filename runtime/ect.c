@@ -13,7 +13,8 @@
  * owned cell's weight, and the voxel it comes from, are known.
  *
  * Work is split over (image, direction) pairs: one thread runs one pair over
- * every row of its image.  CUDA arrays: NDF_ENOTSUP in this version.
+ * every row of its image.  CUDA arrays: exact and weighted ECT in ect_cuda.c
+ * (templates/ect.cu); the soft ECT is NDF_ENOTSUP on CUDA in this version.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -169,15 +170,17 @@ static ndf_status check_exact(ndf_ctx *ctx, const char *name, const ndf_array *i
     if (out->device != in->device || out->device_id != in->device_id)
       return ndf__argerror(ctx, name, "output", "lives on another device than the input");
   }
-  if (in->device == NDF_DEVICE_CUDA)
-    return ndf__error(ctx, NDF_ENOTSUP, "%s: CUDA arrays are not supported yet (the Euler characteristic transform "
-                      "runs on the CPU backend in this version)", name);
+  if (in->device == NDF_DEVICE_CUDA) {
+    ndf_status ds = ndf__check_device(ctx, name, in);
+    if (ds != NDF_OK) return ds;
+  }
   if (ndf_array_size(in) > 0 && !in->data) return ndf__argerror(ctx, name, "input", "NULL data");
   if (out && ndf_array_size(out) > 0) {
     if (!out->data) return ndf__argerror(ctx, name, "output", "NULL data");
     if (!ndf__layout_is_proper(out)) return ndf__argerror(ctx, name, "output", "its strides make elements overlap");
     if (ndf_array_size(in) > 0 && ndf__arrays_overlap(in, out)) return ndf__argerror(ctx, name, "output", "overlaps the input");
-    if (ndf__arrays_overlap(dirs, out)) return ndf__argerror(ctx, name, "output", "overlaps the directions");
+    if (out->device == NDF_DEVICE_CPU && ndf__arrays_overlap(dirs, out))
+      return ndf__argerror(ctx, name, "output", "overlaps the directions");
   }
   return NDF_OK;
 }
@@ -229,6 +232,19 @@ static int64_t scan_input(const ndf_array *in, int finite, double *buf) {
 
 static ndf_status check_values(ndf_ctx *ctx, const ect_call *c, const ndf_array *in) {
   if (ndf_array_size(in) == 0) return NDF_OK;
+  if (in->dtype == NDF_UINT8 || in->dtype == NDF_UINT16) return NDF_OK; /* always finite */
+  if (in->device == NDF_DEVICE_CUDA) { /* ecc_cuda.c's scan: min, max (NaN skipped), first NaN */
+    double mn, mx;
+    int64_t nan_at;
+    ndf_status s = ndf__ecc_cuda_scan(ctx, c->name, in, &mn, &mx, &nan_at);
+    if (s != NDF_OK) return s;
+    if (nan_at >= 0)
+      return ndf__argerror(ctx, c->name, "input", "element %lld (C order) is %s", (long long)nan_at,
+                           c->weighted ? "not finite; weights must be finite" : "NaN; the shape is input != 0");
+    if (c->weighted && (!isfinite(mn) || !isfinite(mx)))
+      return ndf__argerror(ctx, c->name, "input", "holds infinite values; weights must be finite");
+    return NDF_OK;
+  }
   double *buf = malloc((size_t)in->shape[in->ndim - 1] * sizeof *buf);
   if (!buf) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
   int64_t bad = scan_input(in, c->weighted, buf);
@@ -601,6 +617,20 @@ done:
   return s;
 }
 
+/* CUDA (ect_cuda.c): the coordinates (cbuf, axes concatenated) and the directions packed m x nsp. */
+static ndf_status ect_cuda(ndf_ctx *ctx, const ect_call *c, const ndf_array *in, const ndf_array *dirs, ndf_array *out,
+                           const double *cbuf, const double *t, int uniform) {
+  double *du = malloc((size_t)c->m * (size_t)c->nsp * sizeof *du);
+  if (!du) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
+  for (int64_t j = 0; j < c->m; j++)
+    for (int d = 0; d < c->nsp; d++) du[j * c->nsp + d] = dir_at(dirs, j, d);
+  ndf__ect_cuda_call cc = {c->name, c->nb, c->nsp, c->cons, c->weighted, c->nimg, c->npix, c->m, c->T,
+                           {c->sshape[0], c->sshape[1], c->sshape[2]}};
+  ndf_status s = ndf__ect_cuda(ctx, &cc, in, out, cbuf, du, t, uniform);
+  free(du);
+  return s;
+}
+
 static double *alloc_coords(const ect_call *c, const double **coord) {
   int64_t n = 1;
   for (int d = 0; d < c->nsp; d++) n += c->sshape[d];
@@ -626,7 +656,9 @@ ndf_status ndf_euler_characteristic_transform(ndf_ctx *ctx, const ndf_array *inp
   if (!cbuf || !t) s = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", name);
   if (s == NDF_OK) s = check_heights(ctx, &c, directions, coord);
   if (s == NDF_OK) s = make_thresholds(ctx, &c, directions, opt, coord, t);
-  if (s == NDF_OK) s = ect_cpu(ctx, &c, input, directions, output, coord, t);
+  if (s == NDF_OK && input->device == NDF_DEVICE_CUDA) s = ect_cuda(ctx, &c, input, directions, output, cbuf, t,
+                                                                     opt->values == NULL);
+  else if (s == NDF_OK) s = ect_cpu(ctx, &c, input, directions, output, coord, t);
   free(t);
   free(cbuf);
   return s;

@@ -274,6 +274,17 @@ ndf_status ndf__ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *
 ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, const double *t,
                               ndf_array *arr, ndf_array *gin, ndf_array *gthr, int construction, double lambda,
                               int mode);
+/* ---- ect.c / ect_cuda.c: Euler characteristic transform (exact and weighted) on CUDA ---- */
+typedef struct ndf__ect_cuda_call {
+  const char *name;
+  int nb, nsp, cons, weighted;
+  int64_t nimg, npix, m, T;
+  int64_t sshape[3];
+} ndf__ect_cuda_call;
+/* coord: the spatial axes' coordinates concatenated (sum of sshape); dirs: m x nsp contiguous;
+ * t: the T thresholds (caller's order; uniform: evenly spaced); out (batch..., m, T) on the device. */
+ndf_status ndf__ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const ndf_array *in, ndf_array *out,
+                         const double *coord, const double *dirs, const double *t, int uniform);
 
 /* ---- binary.c / binary_cuda.c: binary morphology ------------------------------------------ */
 typedef enum {

@@ -190,7 +190,17 @@ bad "weighted takes no value" 2 "--weighted" b2.npy d2.npy out_bad.npy --weighte
 bad "output type" 2 ".npy" b2.npy d2.npy out_bad.nii.gz
 bad "missing output" 2 "OUT.npy" b2.npy d2.npy
 bad "unknown option" 2 "--size" b2.npy d2.npy out_bad.npy --size 3
-bad "--device cuda (no GPU: no context; with one: CPU backend only)" 1 "" b2.npy d2.npy out_bad.npy --device cuda
+# --device cuda: with a GPU the same checks; without one the context's message (exit 1)
+if "$cli" info 2> /dev/null | grep -q '^device 0:'; then
+  ok "2-D uint8 binary V, --device cuda" b2.npy d2.npy V 0 0 - 0 33 --thresholds 33 --device cuda
+  ok "2-D float32 weighted V, spacing, normalize, --device cuda" f2.npy d2.npy V 0 1 0.5,2 1 17 --thresholds 17 \
+    --device cuda
+  ok "3-D float64 weighted T batch, range, --device cuda" w3.npy d3.npy T 1 1 - 0 - --range -4,4 --thresholds 9 \
+    --device cuda
+  ok "3-D uint16 binary V, --device cuda" u3.npy d3.npy v 0 0 - 1 12 --thresholds 12 --device cuda
+else
+  bad "--device cuda without a GPU" 1 "" b2.npy d2.npy out_bad.npy --device cuda
+fi
 if "$cli" ect --help | grep -q -- "--weighted"; then npass=$((npass + 1)); else fail "ect --help"; fi
 
 cli_summary

@@ -57,7 +57,7 @@ static const char *ect_usage =
     "  --spacing S0,S1[,S2] voxel size per spatial axis (default 1)\n"
     "  --normalize          scale coordinates so the grid fits the unit ball\n"
     "  --batch-dims N       leading axes that are independent images (default 0)\n"
-    "  --device cpu|cuda|auto  auto (default) = cpu: CPU backend only in this version\n"
+    "  --device cpu|cuda|auto  auto (default) = cpu; cuda: the CUDA backend (exact and weighted)\n"
     "  --thresholds-out TH.npy  write the T thresholds used (float64)\n";
 
 static int ect_double(const char *opt, const char *s, double *out) {

@@ -1,0 +1,183 @@
+/*
+ * ect_cuda.c -- the CUDA backend of the Euler characteristic transform, exact
+ * (binary, int64: equal to the CPU's bit for bit) and weighted (float64: the
+ * CPU's per-voxel weights, summed by float atomics, so equal to rounding),
+ * validated by ect.c; kernels in templates/ect.cu (docs/adr/0011).
+ *
+ * ndf_ect_hist runs over (voxel tile, direction group, image) in one launch
+ * into a zeroed [img][j][k] histogram over the sorted thresholds, then
+ * ndf_ect_final writes the prefix sums in the caller's threshold order.  The
+ * coordinates (computed on the host exactly as the CPU backend does), the
+ * directions, the sorted thresholds and their permutation go up with the
+ * histogram's scratch (pageable async copies: the host buffers are consumed
+ * when the call returns).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define ECT_SMEM_MAX 36864 /* dynamic shared bytes for thresholds + histogram (static use <= 10.2 KB) */
+
+static ndf_status get_fn(ndf_ctx *ctx, const char *name, const char *kernel, ndf_dtype dt, int nsp, int cons, int wt,
+                         CUfunction *fn) {
+  ndf__kernel_req r;
+  ndf__req_init(&r, "ect", kernel);
+  ndf__req_set(&r, "TIN", "%s", ndf__dtype_ctype(dt));
+  ndf__req_set(&r, "NSP", "%d", nsp);
+  ndf__req_set(&r, "CONS", "%d", cons);
+  ndf__req_set(&r, "WT", "%d", wt);
+  return ndf__jit_get(ctx, name, &r, fn);
+}
+
+typedef struct tsort {
+  double t;
+  int64_t k;
+} tsort;
+static int cmp_tsort(const void *a, const void *b) {
+  const tsort *x = a, *y = b;
+  return x->t < y->t ? -1 : x->t > y->t ? 1 : (x->k > y->k) - (x->k < y->k);
+}
+
+ndf_status ndf__ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const ndf_array *in, ndf_array *out,
+                         const double *coord, const double *dirs, const double *t, int uniform) {
+  ndf_status s = ndf__ctx_bind(ctx);
+  if (s != NDF_OK) return s;
+  const int64_t T = c->T, nimg = c->nimg, m = c->m;
+  const int nsp = c->nsp, nb = c->nb, wt = c->weighted;
+  CUfunction fh, ff;
+  /* the final kernel does not depend on TIN/NSP/CONS: one specialization per WT */
+  if ((s = get_fn(ctx, c->name, "ndf_ect_hist", in->dtype, nsp, c->cons, wt, &fh)) != NDF_OK) return s;
+  if ((s = get_fn(ctx, c->name, "ndf_ect_final", NDF_FLOAT32, 2, 0, wt, &ff)) != NDF_OK) return s;
+
+  /* geometry: tiles (3-D 8 x 8 x 4 of (z, y, x), 2-D 16 x 16 of (y, x)) and direction groups */
+  int64_t nz, ny, nx, sz, sy, sx;
+  if (nsp == 3) {
+    nz = c->sshape[0], ny = c->sshape[1], nx = c->sshape[2];
+    sz = in->strides[nb], sy = in->strides[nb + 1], sx = in->strides[nb + 2];
+  } else {
+    nz = 1, ny = c->sshape[0], nx = c->sshape[1];
+    sz = 0, sy = in->strides[nb], sx = in->strides[nb + 1];
+  }
+  const int TX = nsp == 3 ? 8 : 16, TY = nsp == 3 ? 8 : 16, TZ = nsp == 3 ? 4 : 1;
+  const int64_t ntx = (nx + TX - 1) / TX, nty = (ny + TY - 1) / TY, ntz = (nz + TZ - 1) / TZ;
+  const int64_t per_group = nimg * ntx * nty * ntz;
+  const int64_t target = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) * 8;
+  int64_t ngroups = per_group > 0 ? (target + per_group - 1) / per_group : 1;
+  if (ngroups > m) ngroups = m;
+  if (ngroups < 1) ngroups = 1;
+  const int64_t G = (m + ngroups - 1) / ngroups;
+  ngroups = (m + G - 1) / G;
+  const int64_t items = per_group * ngroups;
+  if (items > 0x7fffffff)
+    return ndf__error(ctx, NDF_ENOTSUP, "%s: the input is too large for one launch (%lld blocks)", c->name,
+                      (long long)items);
+
+  int64_t ncoord = 0;
+  for (int d = 0; d < nsp; d++) ncoord += c->sshape[d];
+  tsort *srt = malloc((size_t)T * sizeof *srt);
+  double *ts = malloc((size_t)T * sizeof *ts);
+  int64_t *perm = malloc((size_t)T * sizeof *perm);
+  CUdeviceptr hist = 0;
+  const size_t hbytes = (size_t)nimg * (size_t)m * (size_t)T * 8;
+  const size_t cbytes = (size_t)(ncoord > 0 ? ncoord : 1) * 8, dbytes = (size_t)m * (size_t)nsp * 8;
+  if (!srt || !ts || !perm) {
+    s = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
+    goto done;
+  }
+  for (int64_t k = 0; k < T; k++) srt[k] = (tsort){t[k], k};
+  qsort(srt, (size_t)T, sizeof *srt, cmp_tsort);
+  for (int64_t k = 0; k < T; k++) {
+    ts[k] = srt[k].t;
+    perm[k] = srt[k].k;
+  }
+  double lo = 0, inv_step = 0;
+  const int uni = uniform && ts[T - 1] > ts[0];
+  if (uni) {
+    lo = ts[0];
+    inv_step = (double)(T - 1) / (ts[T - 1] - ts[0]);
+  }
+  if ((s = ndf__scratch_alloc(ctx, hbytes + (size_t)T * 16 + cbytes + dbytes, &hist)) != NDF_OK) goto done;
+  const CUdeviceptr d_ts = hist + hbytes, d_perm = d_ts + (size_t)T * 8, d_coord = d_perm + (size_t)T * 8,
+                    d_dirs = d_coord + cbytes;
+  const ndf__cu_api *cu = ndf__cu(NULL);
+  CUresult r = cu->cuMemsetD8Async(hist, 0, hbytes, ctx->stream);
+  if (r == CUDA_SUCCESS) r = cu->cuMemcpyHtoDAsync(d_ts, ts, (size_t)T * 8, ctx->stream);
+  if (r == CUDA_SUCCESS) r = cu->cuMemcpyHtoDAsync(d_perm, perm, (size_t)T * 8, ctx->stream);
+  if (r == CUDA_SUCCESS && ncoord > 0) r = cu->cuMemcpyHtoDAsync(d_coord, coord, (size_t)ncoord * 8, ctx->stream);
+  if (r == CUDA_SUCCESS) r = cu->cuMemcpyHtoDAsync(d_dirs, dirs, dbytes, ctx->stream);
+  if (r != CUDA_SUCCESS) {
+    s = ndf__cuda_error(ctx, c->name, r);
+    goto done;
+  }
+  if (c->npix > 0) {
+    const size_t dyn_bytes = (size_t)T * (wt ? 16 : 12);
+    int smem = dyn_bytes <= ECT_SMEM_MAX;
+    ndf__params pb = {.n = 0};
+    NDF__PUT(&pb, in->data);
+    NDF__PUT(&pb, d_coord);
+    NDF__PUT(&pb, d_dirs);
+    NDF__PUT(&pb, d_ts);
+    NDF__PUT(&pb, hist);
+    NDF__PUT(&pb, lo);
+    NDF__PUT(&pb, inv_step);
+    int64_t tt = T, mm = m, gg = G, ng = ngroups, ni = nimg;
+    NDF__PUT(&pb, tt);
+    NDF__PUT(&pb, mm);
+    NDF__PUT(&pb, gg);
+    NDF__PUT(&pb, ng);
+    NDF__PUT(&pb, ni);
+    NDF__PUT(&pb, ntx);
+    NDF__PUT(&pb, nty);
+    NDF__PUT(&pb, ntz);
+    NDF__PUT(&pb, nz);
+    NDF__PUT(&pb, ny);
+    NDF__PUT(&pb, nx);
+    NDF__PUT(&pb, sz);
+    NDF__PUT(&pb, sy);
+    NDF__PUT(&pb, sx);
+    int nbb = nb;
+    NDF__PUT(&pb, nbb);
+    NDF__PUT(&pb, uni);
+    NDF__PUT(&pb, smem);
+    for (int a = 0; a < NDF_MAX_NDIM; a++) {
+      int64_t v = a < nb ? in->shape[a] : 0;
+      NDF__PUT(&pb, v);
+    }
+    for (int a = 0; a < NDF_MAX_NDIM; a++) {
+      int64_t v = a < nb ? in->strides[a] : 0;
+      NDF__PUT(&pb, v);
+    }
+    s = ndf__launch(ctx, c->name, fh, (unsigned)items, 256, 1, smem ? (unsigned)dyn_bytes : 0, pb.b);
+    if (s != NDF_OK) goto done;
+  }
+  {
+    ndf__params pb = {.n = 0};
+    int64_t ni = nimg, mm = m, tt = T, dstep = out->strides[nb], kstep = out->strides[nb + 1];
+    int nbb = nb;
+    NDF__PUT(&pb, hist);
+    NDF__PUT(&pb, d_perm);
+    NDF__PUT(&pb, out->data);
+    NDF__PUT(&pb, ni);
+    NDF__PUT(&pb, mm);
+    NDF__PUT(&pb, tt);
+    NDF__PUT(&pb, dstep);
+    NDF__PUT(&pb, kstep);
+    NDF__PUT(&pb, nbb);
+    for (int a = 0; a < NDF_MAX_NDIM; a++) {
+      int64_t v = a < nb ? out->shape[a] : 0;
+      NDF__PUT(&pb, v);
+    }
+    for (int a = 0; a < NDF_MAX_NDIM; a++) {
+      int64_t v = a < nb ? out->strides[a] : 0;
+      NDF__PUT(&pb, v);
+    }
+    s = ndf__launch(ctx, c->name, ff, ndf__grid(ctx, nimg * m, 8), 256, 1, 0, pb.b);
+  }
+done:
+  if (hist) ndf__scratch_free(ctx, hist);
+  free(srt);
+  free(ts);
+  free(perm);
+  return s;
+}
