@@ -5,7 +5,9 @@
  * Grid costs (and dense ones with more than 8 x 65535 pairs): one launch of
  * templates/sinkhorn.cu per solve, a persistent kernel in which one thread
  * block runs one histogram pair through all its iterations, checks and early
- * exit, then computes its transport cost.
+ * exit, then computes its transport cost.  2-D grid L^p costs of at most
+ * 32 x 32 bins use templates/sinkhorn_grid2.cu instead (the same parameter
+ * block and launch; the grid's sizes compiled in).
  *
  * Dense costs: templates/sinkhorn_dense.cu, one kernel per half-iteration
  * for all pairs (K read once per 8 pairs).  A chunk of check_every
@@ -37,6 +39,7 @@ struct ndf__sk_cuda {
   size_t es;        /* sizeof(T) */
   int f32, log_domain, kind, nsp;
   int use_smem;
+  int grid2; /* templates/sinkhorn_grid2.cu (2-D grid L^p, at most 32 x 32) */
   unsigned smem;
   int64_t shape[NDF_MAX_SPATIAL], stride[NDF_MAX_SPATIAL], axoff[NDF_MAX_SPATIAL], wofs, axlen;
   double tol;
@@ -152,7 +155,19 @@ ndf_status ndf__sk_cuda_create(ndf_ctx *ctx, const ndf_sinkhorn_options *opt, co
     if ((s = ndf__jit_get(ctx, OP_CREATE, &req, &g->fnd)) != NDF_OK) goto fail;
     g->nblk = (g->d + SKD_ROWS - 1) / SKD_ROWS;
   }
-  if (!g->batched) {
+  /* 2-D grid L^p of at most 32 x 32 bins: templates/sinkhorn_grid2.cu, the
+   * sizes compiled in ($NDF_SINKHORN_GRID2=0 forces sinkhorn.cu: tests). */
+  const char *g2e = getenv("NDF_SINKHORN_GRID2");
+  g->grid2 = g->kind == NDF_OT_COST_GRID_LP && g->nsp == 2 && g->shape[0] <= 32 && g->shape[1] <= 32 &&
+             !(g2e && strcmp(g2e, "0") == 0);
+  if (g->grid2) {
+    ndf__req_init(&req, "sinkhorn_grid2", "ndf_sinkhorn_grid2");
+    ndf__req_set(&req, "T", "%s", g->f32 ? "float" : "double");
+    ndf__req_set(&req, "LOGD", "%d", g->log_domain);
+    ndf__req_set(&req, "N0", "%d", (int)g->shape[0]);
+    ndf__req_set(&req, "N1", "%d", (int)g->shape[1]);
+    if ((s = ndf__jit_get(ctx, OP_CREATE, &req, &g->fn)) != NDF_OK) goto fail;
+  } else if (!g->batched) {
     ndf__req_init(&req, "sinkhorn", "ndf_sinkhorn");
     ndf__req_set(&req, "T", "%s", g->f32 ? "float" : "double");
     ndf__req_set(&req, "KIND", "%d", g->kind);
@@ -217,7 +232,10 @@ ndf_status ndf__sk_cuda_create(ndf_ctx *ctx, const ndf_sinkhorn_options *opt, co
   size_t smem = (size_t)(7 * g->dp + (g->kind == NDF_OT_COST_GRID_LP ? g->axlen : 0)) * g->es;
   size_t cap = ctx->max_smem_block > 1024 ? ctx->max_smem_block - 1024 : 0;
   g->use_smem = smem <= cap;
-  if (g->batched) {
+  if (g->grid2) { /* static shared memory (at most 42 KB) */
+    g->use_smem = 1;
+    g->smem = 0;
+  } else if (g->batched) {
     g->use_smem = 0;
     g->smem = 0;
   } else if (g->use_smem) {
