@@ -171,7 +171,12 @@ __device__ __forceinline__ void apply(const T *src, T *tmp, const T *K0s, const 
 }
 
 extern "C" __global__ void __launch_bounds__(NTHREADS) ndf_sinkhorn_grid2(const ndf_sk_params p) {
-  __shared__ __align__(16) T xs[SZ4], ys[SZ4], ts[SZ4], K0s[N0 * N0R], K1s[N1 * N1R];
+  // 16-byte aligned each: K0s, K1s rows are read as 4-wide vectors
+  __shared__ __align__(16) T xs[SZ4];
+  __shared__ __align__(16) T ys[SZ4];
+  __shared__ __align__(16) T ts[SZ4];
+  __shared__ __align__(16) T K0s[N0 * N0R];
+  __shared__ __align__(16) T K1s[N1 * N1R];
   __shared__ double red[NWARPS];
   __shared__ int bad_r, bad_c; // breakdown in the row / column update (two flags: see the loop)
   const ndf_i64 k = blockIdx.x;
