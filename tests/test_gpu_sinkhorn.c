@@ -354,6 +354,21 @@ static void test_breakdown(void **st) {
   free(a);
   free(b);
   free(C);
+  /* a 2-D grid (sinkhorn_grid2.cu): K underflows to the identity, so a zero
+   * bin of a makes K x = 0 where b > 0 (the column update breaks down) */
+  gcase cg = {"breakdown grid", L2, 2, {12, 9}, 2, 0, F64, 1e-6, 10, 10, 0, 3, 0.3};
+  const int64_t ng = cg.n, dg = case_d(&cg);
+  a = rand_hist(ng, dg, cg.zfrac);
+  b = rand_hist(ng, dg, cg.zfrac);
+  out_alloc(&oc, ng, dg);
+  out_alloc(&og, ng, dg);
+  assert_int_equal(run(cctx, NDF_DEVICE_CPU, &cg, NULL, a, b, &oc, NULL), NDF_EINVAL);
+  assert_int_equal(run(gctx, NDF_DEVICE_CUDA, &cg, NULL, a, b, &og, NULL), NDF_EINVAL);
+  assert_string_equal(ndf_errmsg(gctx), ndf_errmsg(cctx));
+  out_free(&oc);
+  out_free(&og);
+  free(a);
+  free(b);
 }
 
 /* ndf_sinkhorn_plan after a CUDA solve: the CPU's plan to tolerance. */
