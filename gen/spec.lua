@@ -348,6 +348,21 @@ return {
       },
     },
     {
+      name = "sinkhorn_grid2",
+      file = "templates/sinkhorn_grid2.cu",
+      kernels = { "ndf_sinkhorn_grid2" },
+      slots = {
+        T = "float or double: the arithmetic of the iteration",
+        LOGD = "1: log-domain iteration (two-pass log-sum-exp in log2 units); 0: scaling form",
+        N0 = "grid rows, 1..32",
+        N1 = "grid columns, 1..32",
+      },
+      families = {
+        { T = { "float" }, LOGD = { "0", "1" }, N0 = { "32" }, N1 = { "32" } },
+        { T = { "double" }, LOGD = { "0", "1" }, N0 = { "12" }, N1 = { "9" } },
+      },
+    },
+    {
       name = "sinkhorn_dense",
       file = "templates/sinkhorn_dense.cu",
       kernels = { "ndf_sinkhorn_dense" },

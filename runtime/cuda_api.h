@@ -68,6 +68,8 @@ typedef struct ndf__cu_mempool_props {
   X(CUresult, cuMemPoolDestroy, "cuMemPoolDestroy", (CUmemoryPool))                       \
   X(CUresult, cuMemPoolSetAttribute, "cuMemPoolSetAttribute", (CUmemoryPool, int, void *)) \
   X(CUresult, cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", (CUdeviceptr *, size_t, CUmemoryPool, CUstream)) \
+  X(CUresult, cuMemAllocHost, "cuMemAllocHost_v2", (void **, size_t))                    \
+  X(CUresult, cuMemFreeHost, "cuMemFreeHost", (void *))                                   \
   X(CUresult, cuMemcpyHtoD, "cuMemcpyHtoD_v2", (CUdeviceptr, const void *, size_t))       \
   X(CUresult, cuMemcpyDtoH, "cuMemcpyDtoH_v2", (void *, CUdeviceptr, size_t))             \
   X(CUresult, cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", (CUdeviceptr, const void *, size_t, CUstream)) \

@@ -53,6 +53,9 @@ struct ndf_sinkhorn {
    * plan asks for them (deferred), finished with the histograms kept here. */
   int deferred;
   double *defA, *defB;
+  /* solve's n x d host work buffers, kept between solves (a fresh malloc of
+   * that size is an mmap, and its first touch costs a page fault per 4 KB) */
+  double *wA, *wB, *wF, *wG;
 };
 
 /* ---- small helpers ------------------------------------------------------------------------ */
@@ -314,6 +317,10 @@ void ndf_sinkhorn_options_init(ndf_sinkhorn_options *opt) {
 void ndf_sinkhorn_destroy(ndf_sinkhorn *s) {
   if (!s) return;
   ndf__sk_cuda_destroy(s->cuda);
+  free(s->wA);
+  free(s->wB);
+  free(s->wF);
+  free(s->wG);
   free(s->C);
   if (s->MT != s->M) free(s->MT);
   free(s->M);
@@ -579,8 +586,9 @@ ndf_status ndf_sinkhorn_solve(ndf_sinkhorn *s, const ndf_array *a, const ndf_arr
   if ((st = check_out(ctx, "error", res->error, NDF_FLOAT64, n, 0)) != NDF_OK) return st;
 
   const size_t nd = (size_t)(n * d);
-  double *A = malloc(nd * sizeof(double)), *B = malloc(nd * sizeof(double));
-  double *F = malloc(nd * sizeof(double)), *G = malloc(nd * sizeof(double));
+  double *A = s->wA ? s->wA : malloc(nd * sizeof(double)), *B = s->wB ? s->wB : malloc(nd * sizeof(double));
+  double *F = s->wF ? s->wF : malloc(nd * sizeof(double)), *G = s->wG ? s->wG : malloc(nd * sizeof(double));
+  s->wA = s->wB = s->wF = s->wG = NULL; /* taken; given back at done */
   double *ma = malloc((size_t)n * sizeof(double)), *mb = malloc((size_t)n * sizeof(double));
   double *tc = malloc((size_t)n * sizeof(double)), *obj = malloc((size_t)n * sizeof(double));
   double *er = malloc((size_t)n * sizeof(double));
@@ -646,12 +654,12 @@ ndf_status ndf_sinkhorn_solve(ndf_sinkhorn *s, const ndf_array *a, const ndf_arr
       if (res->g) ((double *)res->g->data)[k * res->g->strides[0] + i * res->g->strides[1]] = G[k * d + i];
     }
   }
-  if (defer) { /* keep the histograms for undefer */
-    free(s->defA);
-    free(s->defB);
+  if (defer) { /* keep the histograms for undefer (the old ones become work buffers) */
+    double *oa = s->defA, *ob = s->defB;
     s->defA = A;
     s->defB = B;
-    A = B = NULL;
+    A = oa;
+    B = ob;
   } else {
     memcpy(s->f, F, nd * sizeof(double));
     memcpy(s->g, G, nd * sizeof(double));
@@ -661,10 +669,10 @@ ndf_status ndf_sinkhorn_solve(ndf_sinkhorn *s, const ndf_array *a, const ndf_arr
   ndf__clear_error(ctx);
   st = NDF_OK;
 done:
-  free(A);
-  free(B);
-  free(F);
-  free(G);
+  s->wA = A; /* NULL ones are allocated by the next solve */
+  s->wB = B;
+  s->wF = F;
+  s->wG = G;
   free(ma);
   free(mb);
   free(tc);

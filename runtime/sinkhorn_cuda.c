@@ -5,7 +5,9 @@
  * Grid costs (and dense ones with more than 8 x 65535 pairs): one launch of
  * templates/sinkhorn.cu per solve, a persistent kernel in which one thread
  * block runs one histogram pair through all its iterations, checks and early
- * exit, then computes its transport cost.
+ * exit, then computes its transport cost.  2-D grid L^p costs of at most
+ * 32 x 32 bins use templates/sinkhorn_grid2.cu instead (the same parameter
+ * block and launch; the grid's sizes compiled in).
  *
  * Dense costs: templates/sinkhorn_dense.cu, one kernel per half-iteration
  * for all pairs (K read once per 8 pairs).  A chunk of check_every
@@ -37,13 +39,15 @@ struct ndf__sk_cuda {
   size_t es;        /* sizeof(T) */
   int f32, log_domain, kind, nsp;
   int use_smem;
+  int grid2; /* templates/sinkhorn_grid2.cu (2-D grid L^p, at most 32 x 32) */
   unsigned smem;
   int64_t shape[NDF_MAX_SPATIAL], stride[NDF_MAX_SPATIAL], axoff[NDF_MAX_SPATIAL], wofs, axlen;
   double tol;
   int max_iter, check_every;
   /* device buffers */
   CUdeviceptr a, b, x, y, iters, fail, err, tc, ws, M, MT, CT, ax, tab, tabm;
-  void *stage; /* host staging: n * d * es */
+  void *stage; /* host staging: 2 * n * d * es (a then b), page-locked when stage_pinned */
+  int stage_pinned;
   /* the batched dense path (sinkhorn_dense.cu): CT then holds C itself */
   int batched;
   CUfunction fnd;
@@ -61,6 +65,7 @@ static void dev_free(ndf__sk_cuda *g, CUdeviceptr *p) {
 void ndf__sk_cuda_destroy(ndf__sk_cuda *g) {
   if (!g) return;
   if (g->ctx && g->ctx->has_cuda && ndf__ctx_bind(g->ctx) == NDF_OK) {
+    g->b = 0; /* b lies in a's allocation */
     CUdeviceptr *all[] = {&g->a, &g->b, &g->x, &g->y, &g->iters, &g->fail, &g->err, &g->tc,
                           &g->ws, &g->CT, &g->ax, &g->tab, &g->tabm};
     ndf__cu(NULL)->cuStreamSynchronize(g->ctx->stream);
@@ -71,8 +76,10 @@ void ndf__sk_cuda_destroy(ndf__sk_cuda *g) {
     dev_free(g, &g->M);
     dev_free(g, &g->MT);
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) dev_free(g, all[i]);
+    if (g->stage_pinned) ndf__cu(NULL)->cuMemFreeHost(g->stage);
+    if (g->stage_pinned) g->stage = NULL;
   }
-  free(g->stage);
+  if (!g->stage_pinned) free(g->stage);
   free(g);
 }
 
@@ -95,6 +102,22 @@ static ndf_status upload(ndf__sk_cuda *g, CUdeviceptr dst, const double *src, si
   }
   /* From pageable memory the call returns once tmp has been staged: tmp may be reused at once. */
   CUresult r = ndf__cu(NULL)->cuMemcpyHtoDAsync(dst, tmp, n * g->es, g->ctx->stream);
+  return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(g->ctx, "ndf_sinkhorn: upload", r);
+}
+
+/* Converts a and b (nd values each) to T into the staging buffer and uploads
+ * both with one copy (b follows a on the device).  The stream is synchronous
+ * with the host at the end of every solve, so the stage is free here. */
+static ndf_status upload2(ndf__sk_cuda *g, const double *A, const double *B, size_t nd) {
+  if (g->f32) {
+    float *f = g->stage;
+    for (size_t i = 0; i < nd; i++) f[i] = (float)A[i];
+    for (size_t i = 0; i < nd; i++) f[nd + i] = (float)B[i];
+  } else {
+    memcpy(g->stage, A, nd * sizeof(double));
+    memcpy((double *)g->stage + nd, B, nd * sizeof(double));
+  }
+  CUresult r = ndf__cu(NULL)->cuMemcpyHtoDAsync(g->a, g->stage, 2 * nd * g->es, g->ctx->stream);
   return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(g->ctx, "ndf_sinkhorn: upload", r);
 }
 
@@ -152,7 +175,19 @@ ndf_status ndf__sk_cuda_create(ndf_ctx *ctx, const ndf_sinkhorn_options *opt, co
     if ((s = ndf__jit_get(ctx, OP_CREATE, &req, &g->fnd)) != NDF_OK) goto fail;
     g->nblk = (g->d + SKD_ROWS - 1) / SKD_ROWS;
   }
-  if (!g->batched) {
+  /* 2-D grid L^p of at most 32 x 32 bins: templates/sinkhorn_grid2.cu, the
+   * sizes compiled in ($NDF_SINKHORN_GRID2=0 forces sinkhorn.cu: tests). */
+  const char *g2e = getenv("NDF_SINKHORN_GRID2");
+  g->grid2 = g->kind == NDF_OT_COST_GRID_LP && g->nsp == 2 && g->shape[0] <= 32 && g->shape[1] <= 32 &&
+             !(g2e && strcmp(g2e, "0") == 0);
+  if (g->grid2) {
+    ndf__req_init(&req, "sinkhorn_grid2", "ndf_sinkhorn_grid2");
+    ndf__req_set(&req, "T", "%s", g->f32 ? "float" : "double");
+    ndf__req_set(&req, "LOGD", "%d", g->log_domain);
+    ndf__req_set(&req, "N0", "%d", (int)g->shape[0]);
+    ndf__req_set(&req, "N1", "%d", (int)g->shape[1]);
+    if ((s = ndf__jit_get(ctx, OP_CREATE, &req, &g->fn)) != NDF_OK) goto fail;
+  } else if (!g->batched) {
     ndf__req_init(&req, "sinkhorn", "ndf_sinkhorn");
     ndf__req_set(&req, "T", "%s", g->f32 ? "float" : "double");
     ndf__req_set(&req, "KIND", "%d", g->kind);
@@ -217,7 +252,10 @@ ndf_status ndf__sk_cuda_create(ndf_ctx *ctx, const ndf_sinkhorn_options *opt, co
   size_t smem = (size_t)(7 * g->dp + (g->kind == NDF_OT_COST_GRID_LP ? g->axlen : 0)) * g->es;
   size_t cap = ctx->max_smem_block > 1024 ? ctx->max_smem_block - 1024 : 0;
   g->use_smem = smem <= cap;
-  if (g->batched) {
+  if (g->grid2) { /* static shared memory (at most 42 KB) */
+    g->use_smem = 1;
+    g->smem = 0;
+  } else if (g->batched) {
     g->use_smem = 0;
     g->smem = 0;
   } else if (g->use_smem) {
@@ -233,8 +271,10 @@ ndf_status ndf__sk_cuda_create(ndf_ctx *ctx, const ndf_sinkhorn_options *opt, co
     g->smem = 0;
     if ((s = dev_alloc(g, &g->ws, (size_t)g->n * 7 * (size_t)g->dp * g->es)) != NDF_OK) goto fail;
   }
-  if ((s = dev_alloc(g, &g->a, nd * g->es)) != NDF_OK || (s = dev_alloc(g, &g->b, nd * g->es)) != NDF_OK ||
-      (s = dev_alloc(g, &g->x, nd * g->es)) != NDF_OK || (s = dev_alloc(g, &g->y, nd * g->es)) != NDF_OK ||
+  /* a and b in one allocation (b = a + nd): one upload for both */
+  if ((s = dev_alloc(g, &g->a, 2 * nd * g->es)) != NDF_OK) goto fail;
+  g->b = g->a + nd * g->es;
+  if ((s = dev_alloc(g, &g->x, nd * g->es)) != NDF_OK || (s = dev_alloc(g, &g->y, nd * g->es)) != NDF_OK ||
       (s = dev_alloc(g, &g->iters, (size_t)g->n * 4)) != NDF_OK ||
       (s = dev_alloc(g, &g->fail, (size_t)g->n * 4)) != NDF_OK ||
       (s = dev_alloc(g, &g->err, (size_t)g->n * 8)) != NDF_OK || (s = dev_alloc(g, &g->tc, (size_t)g->n * 8)) != NDF_OK)
@@ -245,7 +285,9 @@ ndf_status ndf__sk_cuda_create(ndf_ctx *ctx, const ndf_sinkhorn_options *opt, co
        (s = dev_alloc(g, &g->alldone, 4)) != NDF_OK ||
        (s = dev_alloc(g, &g->part, (size_t)g->n * (size_t)g->nblk * 8)) != NDF_OK))
     goto fail;
-  if (!(g->stage = malloc(nd * g->es + 1))) {
+  /* page-locked staging: the upload is one DMA, not the driver's bounce copies */
+  if (ndf__cu(NULL)->cuMemAllocHost(&g->stage, 2 * nd * g->es + 1) == CUDA_SUCCESS) g->stage_pinned = 1;
+  else if (!(g->stage = malloc(2 * nd * g->es + 1))) {
     s = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", OP_CREATE);
     goto fail;
   }
@@ -361,7 +403,7 @@ ndf_status ndf__sk_cuda_solve(ndf__sk_cuda *g, const double *A, const double *B,
   if (s != NDF_OK) return s;
   const ndf__cu_api *cu = ndf__cu(NULL);
   const size_t nd = (size_t)(g->n * g->d), n = (size_t)g->n;
-  if ((s = upload(g, g->a, A, nd, g->stage)) != NDF_OK || (s = upload(g, g->b, B, nd, g->stage)) != NDF_OK) return s;
+  if ((s = upload2(g, A, B, nd)) != NDF_OK) return s;
   if (g->batched) {
     if ((s = dense_run(g)) != NDF_OK) return s;
   } else {

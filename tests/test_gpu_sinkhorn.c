@@ -14,7 +14,9 @@
  * the dense path's CUDA-graph replay equals its plain launches bit for bit
  * ($NDF_SINKHORN_GRAPH=0 forces plain launches), early exit included; the
  * dense persistent kernel ($NDF_SINKHORN_DENSE_PERSISTENT=1; it serves more
- * than 8 x 65535 pairs).
+ * than 8 x 65535 pairs); 2-D grids of at most 32 x 32 bins run
+ * sinkhorn_grid2.cu, and once the generic sinkhorn.cu
+ * ($NDF_SINKHORN_GRID2=0).
  *
  * Exits 77 (skipped) without a CUDA device.  Seed: NDF_TEST_SEED (printed).
  * This file uses only the public API of ndforge.
@@ -250,13 +252,20 @@ static void test_against_cpu(void **st) {
       {"f32 grid L2 log 32x32, zero bins", L2, 2, {32, 32}, 2, 1, F32, 0.01, 100, 10, 0, 3, 0.2},
       {"f32 dense scaling", DN, 1, {64}, 0, 0, F32, 0.1, 50, 10, 0, 3, 0.0},
       {"f32 euclidean log 2-D", EU, 2, {8, 8}, 0, 1, F32, 0.02, 50, 10, 0, 2, 0.1},
+      /* 2-D grids of at most 32 x 32 run sinkhorn_grid2.cu (the cases above
+       * too); "generic kernel" forces sinkhorn.cu for them */
+      {"f32 grid L2 scaling 32x32, generic kernel", L2, 2, {32, 32}, 2, 0, F32, 0.05, 100, 10, 0, 2, 0.0},
+      {"f32 grid L1 log 7x13, zero bins", L2, 2, {7, 13}, 1, 1, F32, 0.01, 60, 10, 0, 2, 0.2},
+      {"f64 grid L2 log 32x32 eps 1e-3, zero bins", L2, 2, {32, 32}, 2, 1, F64, 0.001, 30, 10, 0, 2, 0.1},
   };
   int bad = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     /* the dense persistent kernel serves more than 8 x 65535 pairs; forced here */
     if (strstr(cases[i].what, "persistent")) setenv("NDF_SINKHORN_DENSE_PERSISTENT", "1", 1);
+    if (strstr(cases[i].what, "generic kernel")) setenv("NDF_SINKHORN_GRID2", "0", 1);
     bad += check_case(&cases[i]) != 0;
     unsetenv("NDF_SINKHORN_DENSE_PERSISTENT");
+    unsetenv("NDF_SINKHORN_GRID2");
   }
   assert_int_equal(bad, 0);
 }
@@ -345,6 +354,21 @@ static void test_breakdown(void **st) {
   free(a);
   free(b);
   free(C);
+  /* a 2-D grid (sinkhorn_grid2.cu): K underflows to the identity, so a zero
+   * bin of a makes K x = 0 where b > 0 (the column update breaks down) */
+  gcase cg = {"breakdown grid", L2, 2, {12, 9}, 2, 0, F64, 1e-6, 10, 10, 0, 3, 0.3};
+  const int64_t ng = cg.n, dg = case_d(&cg);
+  a = rand_hist(ng, dg, cg.zfrac);
+  b = rand_hist(ng, dg, cg.zfrac);
+  out_alloc(&oc, ng, dg);
+  out_alloc(&og, ng, dg);
+  assert_int_equal(run(cctx, NDF_DEVICE_CPU, &cg, NULL, a, b, &oc, NULL), NDF_EINVAL);
+  assert_int_equal(run(gctx, NDF_DEVICE_CUDA, &cg, NULL, a, b, &og, NULL), NDF_EINVAL);
+  assert_string_equal(ndf_errmsg(gctx), ndf_errmsg(cctx));
+  out_free(&oc);
+  out_free(&og);
+  free(a);
+  free(b);
 }
 
 /* ndf_sinkhorn_plan after a CUDA solve: the CPU's plan to tolerance. */
