@@ -158,47 +158,49 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_lines(const ndf_edt_pa
     // Build the envelope.  The top two sites live in registers.
     ndf_i64 vt = 0, vp = 0;
     double wt = 0.0, wp = 0.0;
-#if !FIRST
-    // The next voxel's (feature, W) is loaded one step ahead (every voxel of
-    // the source was written by the previous pass).
-    int fnext = n > 0 ? p.sfeat[w0] : -1;
-    double wnext = n > 0 ? p.sw[w0] : 0.0;
-#endif
-    for (ndf_i64 x = 0; x < n; x++) {
-      const ndf_i64 wi = w0 + x * inner;
+    // The line is read 8 voxels at a time, all 8 loads in flight before the
+    // first is used (coalesced across the warp's lines).
+    for (ndf_i64 xb8 = 0; xb8 < n; xb8 += 8) {
+      int fb[8];
+      double wb[8];
+#pragma unroll
+      for (int u = 0; u < 8; u++) {
+        const ndf_i64 x = xb8 + u;
 #if FIRST
-      if (p.in[ib + x * is] != (TIN)0) continue;
-      const double wx = 0.0;
-      const int fx = (int)(wi % p.npix);
+        fb[u] = x < n && p.in[ib + x * is] == (TIN)0 ? (int)((w0 + x * inner) % p.npix) : -1;
+        wb[u] = 0.0;
 #else
-      const int fx = fnext;
-      const double wx = wnext;
-      if (x + 1 < n) {
-        fnext = p.sfeat[wi + inner];
-        wnext = p.sw[wi + inner];
-      }
-      if (fx < 0) continue;
+        fb[u] = x < n ? p.sfeat[w0 + x * inner] : -1; // every voxel of the source was written
+        wb[u] = x < n ? p.sw[w0 + x * inner] : 0.0;
 #endif
-      while (l >= 1 && ndf_hidden(vp, wp, vt, wt, x, wx, p.s)) {
-        --l;
-        vt = vp;
-        wt = wp;
-        if (l >= 1) {
-          const ndf_site e = stk[(l - 1) * sl];
-          vp = e.v;
-          wp = e.w;
-        }
       }
-      ++l;
-      ndf_site e;
-      e.w = wx;
-      e.v = (int)x;
-      e.f = fx;
-      stk[l * sl] = e;
-      vp = vt;
-      wp = wt;
-      vt = x;
-      wt = wx;
+#pragma unroll
+      for (int u = 0; u < 8; u++) {
+        const ndf_i64 x = xb8 + u;
+        const int fx = fb[u];
+        const double wx = wb[u];
+        if (fx < 0) continue; // also x >= n
+        while (l >= 1 && ndf_hidden(vp, wp, vt, wt, x, wx, p.s)) {
+          --l;
+          vt = vp;
+          wt = wp;
+          if (l >= 1) {
+            const ndf_site e = stk[(l - 1) * sl];
+            vp = e.v;
+            wp = e.w;
+          }
+        }
+        ++l;
+        ndf_site e;
+        e.w = wx;
+        e.v = (int)x;
+        e.f = fx;
+        stk[l * sl] = e;
+        vp = vt;
+        wp = wt;
+        vt = x;
+        wt = wx;
+      }
     }
     if (l < 0) { // no site on this line
       for (ndf_i64 i = 0; i < n; i++) {
@@ -213,17 +215,22 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_lines(const ndf_edt_pa
     }
     const ndf_i64 maxl = l;
     l = 0;
+    // The next four sites are loaded ahead (n1 .. n4 = sites l + 1 .. l + 4).
     ndf_site cur = stk[0];
-    ndf_site nxt = maxl > 0 ? stk[sl] : cur; // the next site, loaded ahead
+    ndf_site n1 = maxl >= 1 ? stk[sl] : cur, n2 = maxl >= 2 ? stk[2 * sl] : cur;
+    ndf_site n3 = maxl >= 3 ? stk[3 * sl] : cur, n4 = maxl >= 4 ? stk[4 * sl] : cur;
     for (ndf_i64 i = 0; i < n; i++) {
       double d1 = ndf_qd(cur.w, cur.v, i, p.s);
       while (l < maxl) {
-        const double d2 = ndf_qd(nxt.w, nxt.v, i, p.s);
+        const double d2 = ndf_qd(n1.w, n1.v, i, p.s);
         if (d1 <= d2) break;
         d1 = d2;
-        cur = nxt;
+        cur = n1;
+        n1 = n2;
+        n2 = n3;
+        n3 = n4;
         ++l;
-        if (l < maxl) nxt = stk[(l + 1) * sl];
+        if (l + 4 <= maxl) n4 = stk[(l + 4) * sl];
       }
       const int f = cur.f;
 #if LAST
@@ -388,13 +395,16 @@ extern "C" __global__ void __launch_bounds__(NDF_TILE) ndf_edt_rows(const ndf_ed
     // Phase 2: answer the queries of a chunk into the tile, then write it out along the rows.
     const ndf_i64 maxl = l;
     l = 0;
-    ndf_site cur, nxt;
+    ndf_site cur;
     cur.w = 0.0;
     cur.v = cur.f = 0;
-    nxt = cur;
+    ndf_site n1 = cur, n2 = cur, n3 = cur, n4 = cur; // sites l + 1 .. l + 4, loaded ahead
     if (active && maxl >= 0) {
       cur = stk[0];
-      nxt = maxl > 0 ? stk[sl] : cur; // the next site, loaded ahead
+      if (maxl >= 1) n1 = stk[sl];
+      if (maxl >= 2) n2 = stk[2 * sl];
+      if (maxl >= 3) n3 = stk[3 * sl];
+      if (maxl >= 4) n4 = stk[4 * sl];
     }
     for (ndf_i64 x0 = 0; x0 < n; x0 += NDF_TILE) {
       const ndf_i64 m = n - x0 < NDF_TILE ? n - x0 : NDF_TILE;
@@ -412,12 +422,15 @@ extern "C" __global__ void __launch_bounds__(NDF_TILE) ndf_edt_rows(const ndf_ed
           }
           double d1 = ndf_qd(cur.w, cur.v, i, p.s);
           while (l < maxl) {
-            const double d2 = ndf_qd(nxt.w, nxt.v, i, p.s);
+            const double d2 = ndf_qd(n1.w, n1.v, i, p.s);
             if (d1 <= d2) break;
             d1 = d2;
-            cur = nxt;
+            cur = n1;
+            n1 = n2;
+            n2 = n3;
+            n3 = n4;
             ++l;
-            if (l < maxl) nxt = stk[(l + 1) * sl];
+            if (l + 4 <= maxl) n4 = stk[(l + 4) * sl];
           }
           tf[lane][c] = cur.f;
           tw[lane][c] = d1;
