@@ -70,10 +70,10 @@ static edt_wplan edt_wrows_plan(const ndf_array *in, int nb, const double *sampl
     w.stride = w.seg + (w.seg % 2 == 0); /* odd: the lanes' segments start in different banks */
     if (32 * w.stride * 16 > EDT_WROWS_SMEM) return w;
     w.smem = (unsigned)(32 * w.stride * 16);
-  } else {
+  } else { /* the envelope (16 bytes per site), then the walk's state per position (int) */
     w.seg = w.stride = n;
-    if (n * 16 > EDT_WROWS_SMEM) return w;
-    w.smem = (unsigned)(n * 16);
+    if (n * 20 > EDT_WROWS_SMEM) return w;
+    w.smem = (unsigned)(n * 20);
   }
   w.use = 1;
   return w;

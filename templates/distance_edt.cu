@@ -158,47 +158,49 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_lines(const ndf_edt_pa
     // Build the envelope.  The top two sites live in registers.
     ndf_i64 vt = 0, vp = 0;
     double wt = 0.0, wp = 0.0;
-#if !FIRST
-    // The next voxel's (feature, W) is loaded one step ahead (every voxel of
-    // the source was written by the previous pass).
-    int fnext = n > 0 ? p.sfeat[w0] : -1;
-    double wnext = n > 0 ? p.sw[w0] : 0.0;
-#endif
-    for (ndf_i64 x = 0; x < n; x++) {
-      const ndf_i64 wi = w0 + x * inner;
+    // The line is read 8 voxels at a time, all 8 loads in flight before the
+    // first is used (coalesced across the warp's lines).
+    for (ndf_i64 xb8 = 0; xb8 < n; xb8 += 8) {
+      int fb[8];
+      double wb[8];
+#pragma unroll
+      for (int u = 0; u < 8; u++) {
+        const ndf_i64 x = xb8 + u;
 #if FIRST
-      if (p.in[ib + x * is] != (TIN)0) continue;
-      const double wx = 0.0;
-      const int fx = (int)(wi % p.npix);
+        fb[u] = x < n && p.in[ib + x * is] == (TIN)0 ? (int)((w0 + x * inner) % p.npix) : -1;
+        wb[u] = 0.0;
 #else
-      const int fx = fnext;
-      const double wx = wnext;
-      if (x + 1 < n) {
-        fnext = p.sfeat[wi + inner];
-        wnext = p.sw[wi + inner];
-      }
-      if (fx < 0) continue;
+        fb[u] = x < n ? p.sfeat[w0 + x * inner] : -1; // every voxel of the source was written
+        wb[u] = x < n ? p.sw[w0 + x * inner] : 0.0;
 #endif
-      while (l >= 1 && ndf_hidden(vp, wp, vt, wt, x, wx, p.s)) {
-        --l;
-        vt = vp;
-        wt = wp;
-        if (l >= 1) {
-          const ndf_site e = stk[(l - 1) * sl];
-          vp = e.v;
-          wp = e.w;
-        }
       }
-      ++l;
-      ndf_site e;
-      e.w = wx;
-      e.v = (int)x;
-      e.f = fx;
-      stk[l * sl] = e;
-      vp = vt;
-      wp = wt;
-      vt = x;
-      wt = wx;
+#pragma unroll
+      for (int u = 0; u < 8; u++) {
+        const ndf_i64 x = xb8 + u;
+        const int fx = fb[u];
+        const double wx = wb[u];
+        if (fx < 0) continue; // also x >= n
+        while (l >= 1 && ndf_hidden(vp, wp, vt, wt, x, wx, p.s)) {
+          --l;
+          vt = vp;
+          wt = wp;
+          if (l >= 1) {
+            const ndf_site e = stk[(l - 1) * sl];
+            vp = e.v;
+            wp = e.w;
+          }
+        }
+        ++l;
+        ndf_site e;
+        e.w = wx;
+        e.v = (int)x;
+        e.f = fx;
+        stk[l * sl] = e;
+        vp = vt;
+        wp = wt;
+        vt = x;
+        wt = wx;
+      }
     }
     if (l < 0) { // no site on this line
       for (ndf_i64 i = 0; i < n; i++) {
@@ -213,17 +215,22 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_lines(const ndf_edt_pa
     }
     const ndf_i64 maxl = l;
     l = 0;
+    // The next four sites are loaded ahead (n1 .. n4 = sites l + 1 .. l + 4).
     ndf_site cur = stk[0];
-    ndf_site nxt = maxl > 0 ? stk[sl] : cur; // the next site, loaded ahead
+    ndf_site n1 = maxl >= 1 ? stk[sl] : cur, n2 = maxl >= 2 ? stk[2 * sl] : cur;
+    ndf_site n3 = maxl >= 3 ? stk[3 * sl] : cur, n4 = maxl >= 4 ? stk[4 * sl] : cur;
     for (ndf_i64 i = 0; i < n; i++) {
       double d1 = ndf_qd(cur.w, cur.v, i, p.s);
       while (l < maxl) {
-        const double d2 = ndf_qd(nxt.w, nxt.v, i, p.s);
+        const double d2 = ndf_qd(n1.w, n1.v, i, p.s);
         if (d1 <= d2) break;
         d1 = d2;
-        cur = nxt;
+        cur = n1;
+        n1 = n2;
+        n2 = n3;
+        n3 = n4;
         ++l;
-        if (l < maxl) nxt = stk[(l + 1) * sl];
+        if (l + 4 <= maxl) n4 = stk[(l + 4) * sl];
       }
       const int f = cur.f;
 #if LAST
@@ -388,13 +395,16 @@ extern "C" __global__ void __launch_bounds__(NDF_TILE) ndf_edt_rows(const ndf_ed
     // Phase 2: answer the queries of a chunk into the tile, then write it out along the rows.
     const ndf_i64 maxl = l;
     l = 0;
-    ndf_site cur, nxt;
+    ndf_site cur;
     cur.w = 0.0;
     cur.v = cur.f = 0;
-    nxt = cur;
+    ndf_site n1 = cur, n2 = cur, n3 = cur, n4 = cur; // sites l + 1 .. l + 4, loaded ahead
     if (active && maxl >= 0) {
       cur = stk[0];
-      nxt = maxl > 0 ? stk[sl] : cur; // the next site, loaded ahead
+      if (maxl >= 1) n1 = stk[sl];
+      if (maxl >= 2) n2 = stk[2 * sl];
+      if (maxl >= 3) n3 = stk[3 * sl];
+      if (maxl >= 4) n4 = stk[4 * sl];
     }
     for (ndf_i64 x0 = 0; x0 < n; x0 += NDF_TILE) {
       const ndf_i64 m = n - x0 < NDF_TILE ? n - x0 : NDF_TILE;
@@ -412,12 +422,15 @@ extern "C" __global__ void __launch_bounds__(NDF_TILE) ndf_edt_rows(const ndf_ed
           }
           double d1 = ndf_qd(cur.w, cur.v, i, p.s);
           while (l < maxl) {
-            const double d2 = ndf_qd(nxt.w, nxt.v, i, p.s);
+            const double d2 = ndf_qd(n1.w, n1.v, i, p.s);
             if (d1 <= d2) break;
             d1 = d2;
-            cur = nxt;
+            cur = n1;
+            n1 = n2;
+            n2 = n3;
+            n3 = n4;
             ++l;
-            if (l < maxl) nxt = stk[(l + 1) * sl];
+            if (l + 4 <= maxl) n4 = stk[(l + 4) * sl];
           }
           tf[lane][c] = cur.f;
           tw[lane][c] = d1;
@@ -448,10 +461,15 @@ extern "C" __global__ void __launch_bounds__(NDF_TILE) ndf_edt_rows(const ndf_ed
 // row leaves most of the GPU idle, so a warp takes a row and keeps its
 // envelope in shared memory (blockDim = 32, dynamic shared memory).
 //
+// The warp first stages the row in shared memory (coalesced loads, several
+// in flight), so the envelope loops read shared memory only.
+//
 // wexact = 0 (any sampling): lane 0 builds the row's envelope exactly as the
-// CPU does (one segment, wseg = n), then every lane walks the queries in
-// lockstep (the same walk, scipy's order) and lane c keeps position x0 + c,
-// so the writes are coalesced.  Bit-identical by construction.
+// CPU does (one segment, wseg = n), then the lanes run scipy's query walk in
+// parallel over 32 chunks of positions, correcting a chunk's start until it
+// agrees with its neighbour's end (see step 3), with the walk's state per
+// position in shared memory after the envelope (n ints).  Bit-identical by
+// construction.
 //
 // wexact = 1 (the host checked that every sampling is an integer and every
 // product of the tests stays below 2^53, so no operation rounds): lane k
@@ -474,26 +492,52 @@ extern "C" __global__ void __launch_bounds__(32) ndf_edt_wrows(const ndf_edt_par
   const ndf_i64 n = p.n, m = p.wseg;
   for (ndf_i64 row = blockIdx.x; row < p.nlines; row += gridDim.x) {
     const ndf_i64 r0 = row * n; // working index of the row start
-    // 1. Each lane: the envelope of its segment, at S + lane * wstride.
+    // 0. The warp stages the row in shared memory, coalesced, 8 loads in
+    //    flight per lane: site x (W, x, feature) at slot (x / wseg) wstride + x % wseg,
+    //    its segment's place (wexact = 0: wseg = wstride = n, slot x).
+    for (ndf_i64 xb = 0; xb < n; xb += 8 * 32) {
+      int fb[8];
+      double wb[8];
+#pragma unroll
+      for (int u = 0; u < 8; u++) {
+        const ndf_i64 x = xb + u * 32 + lane;
+        fb[u] = x < n ? p.sfeat[r0 + x] : -1;
+        wb[u] = x < n ? p.sw[r0 + x] : 0.0;
+      }
+#pragma unroll
+      for (int u = 0; u < 8; u++) {
+        const ndf_i64 x = xb + u * 32 + lane;
+        if (x < n) {
+          const ndf_i64 k = x / m;
+          ndf_site e;
+          e.w = wb[u];
+          e.v = (int)x;
+          e.f = fb[u];
+          S[k * p.wstride + (x - k * m)] = e;
+        }
+      }
+    }
+    __syncwarp();
+    // 1. Each lane: the envelope of its segment [lane wseg, (lane + 1) wseg),
+    //    built in place at S + lane * wstride (the stack never passes the
+    //    site being read); the top two sites in registers.
     const ndf_i64 x0 = (ndf_i64)lane * m, x1 = x0 + m < n ? x0 + m : n;
     ndf_site *B = S + (x0 < n ? (ndf_i64)lane * p.wstride : 0);
     int len = 0;
-    int fnext = x0 < x1 ? p.sfeat[r0 + x0] : -1; // loaded a step ahead
-    double wnext = x0 < x1 ? p.sw[r0 + x0] : 0.0;
-    for (ndf_i64 x = x0; x < x1; x++) {
-      const int fx = fnext;
-      const double wx = wnext;
-      if (x + 1 < x1) {
-        fnext = p.sfeat[r0 + x + 1];
-        wnext = p.sw[r0 + x + 1];
+    ndf_site top, prv;
+    top.w = prv.w = 0.0;
+    top.v = top.f = prv.v = prv.f = 0;
+    for (ndf_i64 j = 0; j < x1 - x0; j++) {
+      const ndf_site e = B[j];
+      if (e.f < 0) continue;
+      while (len >= 2 && ndf_hidden(prv.v, prv.w, top.v, top.w, e.v, e.w, p.s)) {
+        --len;
+        top = prv;
+        if (len >= 2) prv = B[len - 2];
       }
-      if (fx < 0) continue;
-      while (len >= 2 && ndf_hidden(B[len - 2].v, B[len - 2].w, B[len - 1].v, B[len - 1].w, x, wx, p.s)) --len;
-      ndf_site e;
-      e.w = wx;
-      e.v = (int)x;
-      e.f = fx;
-      B[len++] = e;
+      B[len++] = e; // len <= j: at most the slot just read
+      prv = top;
+      top = e;
     }
     __syncwarp();
     // 2. Lane 0 merges segment k into the stack S[0, G) (G <= k wseg <= k wstride: in place).
@@ -552,29 +596,58 @@ extern "C" __global__ void __launch_bounds__(32) ndf_edt_wrows(const ndf_edt_par
         ndf_emit(p, db + i * ds, xb + i * xs, cur.f, d1);
       }
     } else {
-      int l = 0; // the same walk in every lane
-      ndf_site cur = S[0];
-      for (ndf_i64 q0 = 0; q0 < n; q0 += 32) {
-        const int cnt = n - q0 < 32 ? (int)(n - q0) : 32;
-        int myf = -1;
-        double myd = 0.0;
-        for (int c = 0; c < cnt; c++) {
-          const ndf_i64 i = q0 + c;
-          double d1 = ndf_qd(cur.w, cur.v, i, p.s);
-          while (l < G - 1) {
-            const ndf_site nx = S[l + 1];
-            const double d2 = ndf_qd(nx.w, nx.v, i, p.s);
-            if (d1 <= d2) break;
-            d1 = d2;
-            cur = nx;
-            ++l;
-          }
-          if (lane == c) {
-            myf = cur.f;
-            myd = d1;
+      // scipy's walk, l_i = step(l_{i-1}, i) from l_{-1} = 0, in parallel:
+      // lane k takes positions [k c, (k + 1) c) and records l_i in L[i].  It
+      // starts from a guess (a binary search for a site the walk stops at),
+      // then, round by round, each lane whose start differs from its left
+      // neighbour's end walks again from that end until its states meet the
+      // recorded ones (the walk is deterministic: from there on they agree).
+      // After round r lanes 0..r hold scipy's states; rounds stop when no
+      // start changes.  Bit-identical by construction.
+      int *L = (int *)(S + n);
+      const ndf_i64 c = (n + 31) / 32, i0 = (ndf_i64)lane * c, i1 = i0 + c < n ? i0 + c : n;
+      int start = 0;
+      if (lane > 0 && i0 < n) { // the first l in [0, G - 1] where the walk at i0 does not advance, if monotone
+        int lo = 0, hi = G - 1;
+        while (lo < hi) {
+          const int mid = (lo + hi) >> 1;
+          const ndf_site a = S[mid], b2 = S[mid + 1];
+          if (ndf_qd(a.w, a.v, i0, p.s) <= ndf_qd(b2.w, b2.v, i0, p.s))
+            hi = mid;
+          else
+            lo = mid + 1;
+        }
+        start = lo;
+      }
+      bool walk = i0 < n, fresh = true; // fresh: L holds the previous row's states
+      for (;;) {
+        if (walk) {
+          int l = start;
+          for (ndf_i64 i = i0; i < i1; i++) {
+            ndf_site cur = S[l];
+            double d1 = ndf_qd(cur.w, cur.v, i, p.s);
+            while (l < G - 1) {
+              const ndf_site nx = S[l + 1];
+              const double d2 = ndf_qd(nx.w, nx.v, i, p.s);
+              if (d1 <= d2) break;
+              d1 = d2;
+              ++l;
+            }
+            if (!fresh && L[i] == l) break; // met the recorded walk
+            L[i] = l;
           }
         }
-        if (lane < cnt) ndf_emit(p, db + (q0 + lane) * ds, xb + (q0 + lane) * xs, myf, myd);
+        fresh = false;
+        __syncwarp();
+        const int end = i0 < n ? L[i1 - 1] : 0;
+        const int left = __shfl_up_sync(full, end, 1);
+        walk = lane > 0 && i0 < n && left != start;
+        if (walk) start = left;
+        if (__ballot_sync(full, walk) == 0u) break;
+      }
+      for (ndf_i64 i = lane; i < n; i += 32) {
+        const ndf_site cur = S[L[i]];
+        ndf_emit(p, db + i * ds, xb + i * xs, cur.f, ndf_qd(cur.w, cur.v, i, p.s));
       }
     }
     __syncwarp(); // the next row overwrites S

@@ -258,6 +258,7 @@ static void test_gpu_benchmark_shapes(void **state) {
       {3, 0, {256, 256, 256}, 0, 1, 1},
       {2, 0, {1024, 1024}, 1, 1, 0},
       {2, 0, {1024, 1024}, 2, 1, 0},
+      {3, 1, {8, 1024, 1024}, 1, 1, 2}, /* scipy's walk in parallel chunks, many rows */
   };
   /* Short runs (NDF_TEST_CASES < 100, as gpu_run.sh's compute-sanitizer pass
    * uses) take the 1024^2 shapes only. */
