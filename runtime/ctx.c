@@ -96,7 +96,7 @@ static void pick_cache_dir(ndf_ctx *ctx) {
  * keeps what it has reserved until the context is destroyed: the default
  * pool gives memory back at every synchronisation, and mapping it again on
  * the next call costs tens to thousands of microseconds of host time per op
- * (docs/adr/0015-scratch-memory-pool.md).  Without one (a driver that
+ * (docs/adr/0012-scratch-memory-pool.md).  Without one (a driver that
  * refuses), scratch comes from the device's default pool as before. */
 static void create_pool(ndf_ctx *ctx) {
   const ndf__cu_api *cu = ndf__cu(NULL);
