@@ -63,8 +63,14 @@ ndf_status ndf__ecc_cuda_scan(ndf_ctx *ctx, const char *name, const ndf_array *i
   NDF__PUT(&pb, nl);
   NDF__PUT(&pb, sl);
   NDF__PUT(&pb, nd);
-  ndf__params_put_axes(&pb, nd, in->shape);
-  ndf__params_put_axes(&pb, nd, in->strides);
+  for (int a = 0; a < NDF_MAX_NDIM; a++) {
+    int64_t v = a < nd ? in->shape[a] : 0;
+    NDF__PUT(&pb, v);
+  }
+  for (int a = 0; a < NDF_MAX_NDIM; a++) {
+    int64_t v = a < nd ? in->strides[a] : 0;
+    NDF__PUT(&pb, v);
+  }
   s = ndf__launch(ctx, name, fn, grid, 256, 1, 0, pb.b);
   double *h = s == NDF_OK ? malloc((size_t)grid * 24) : NULL;
   if (s == NDF_OK && !h) s = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", name);
@@ -164,8 +170,14 @@ static ndf_status hist_launch(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
   NDF__PUT(&pb, nb);
   NDF__PUT(&pb, uniform);
   NDF__PUT(&pb, smem_ts);
-  ndf__params_put_axes(&pb, nb, in->shape);
-  ndf__params_put_axes(&pb, nb, in->strides);
+  for (int a = 0; a < NDF_MAX_NDIM; a++) {
+    int64_t v = a < nb ? in->shape[a] : 0;
+    NDF__PUT(&pb, v);
+  }
+  for (int a = 0; a < NDF_MAX_NDIM; a++) {
+    int64_t v = a < nb ? in->strides[a] : 0;
+    NDF__PUT(&pb, v);
+  }
   return ndf__launch(ctx, c->name, fn, (unsigned)g->items, 256, 1, dyn, pb.b);
 }
 
@@ -231,8 +243,14 @@ ndf_status ndf__ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *
     NDF__PUT(&pb, tt);
     NDF__PUT(&pb, ostep);
     NDF__PUT(&pb, nb);
-    ndf__params_put_axes(&pb, nb, out->shape);
-    ndf__params_put_axes(&pb, nb, out->strides);
+    for (int a = 0; a < NDF_MAX_NDIM; a++) {
+      int64_t v = a < nb ? out->shape[a] : 0;
+      NDF__PUT(&pb, v);
+    }
+    for (int a = 0; a < NDF_MAX_NDIM; a++) {
+      int64_t v = a < nb ? out->strides[a] : 0;
+      NDF__PUT(&pb, v);
+    }
     s = ndf__launch(ctx, c->name, ff, ndf__grid(ctx, nimg, 8), 256, 1, 0, pb.b);
   }
 done:
@@ -253,8 +271,14 @@ static ndf_status put_launch(ndf_ctx *ctx, const char *name, CUfunction fn, CUde
   NDF__PUT(&pb, T);
   NDF__PUT(&pb, step);
   NDF__PUT(&pb, nb);
-  ndf__params_put_axes(&pb, nb, dst->shape);
-  ndf__params_put_axes(&pb, nb, dst->strides);
+  for (int a = 0; a < NDF_MAX_NDIM; a++) {
+    int64_t v = a < nb ? dst->shape[a] : 0;
+    NDF__PUT(&pb, v);
+  }
+  for (int a = 0; a < NDF_MAX_NDIM; a++) {
+    int64_t v = a < nb ? dst->strides[a] : 0;
+    NDF__PUT(&pb, v);
+  }
   return ndf__launch(ctx, name, fn, ndf__grid(ctx, (nimg * T + 255) / 256, 8), 256, 1, 0, pb.b);
 }
 
@@ -321,9 +345,18 @@ ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
     NDF__PUT(&pb, gsx);
     NDF__PUT(&pb, i_nb);
     NDF__PUT(&pb, i_mode);
-    ndf__params_put_axes(&pb, nb, in->shape);
-    ndf__params_put_axes(&pb, nb, arr->strides);
-    ndf__params_put_axes(&pb, nb && gin, gin->strides);
+    for (int a = 0; a < NDF_MAX_NDIM; a++) {
+      int64_t v = a < nb ? in->shape[a] : 0;
+      NDF__PUT(&pb, v);
+    }
+    for (int a = 0; a < NDF_MAX_NDIM; a++) {
+      int64_t v = a < nb ? arr->strides[a] : 0;
+      NDF__PUT(&pb, v);
+    }
+    for (int a = 0; a < NDF_MAX_NDIM; a++) {
+      int64_t v = a < nb && gin ? gin->strides[a] : 0;
+      NDF__PUT(&pb, v);
+    }
     s = ndf__launch(ctx, c->name, fs, (unsigned)(nimg * nchunk), 256, 1, 0, pb.b);
   }
   if (s == NDF_OK && mode == 0 && nimg > 0) s = put_launch(ctx, c->name, fp, acc, arr, nb, nimg, T);

@@ -140,8 +140,14 @@ ndf_status ndf__ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const ndf_ar
     NDF__PUT(&pb, nbb);
     NDF__PUT(&pb, uni);
     NDF__PUT(&pb, smem);
-    ndf__params_put_axes(&pb, nb, in->shape);
-    ndf__params_put_axes(&pb, nb, in->strides);
+    for (int a = 0; a < NDF_MAX_NDIM; a++) {
+      int64_t v = a < nb ? in->shape[a] : 0;
+      NDF__PUT(&pb, v);
+    }
+    for (int a = 0; a < NDF_MAX_NDIM; a++) {
+      int64_t v = a < nb ? in->strides[a] : 0;
+      NDF__PUT(&pb, v);
+    }
     s = ndf__launch(ctx, c->name, fh, (unsigned)items, 256, 1, smem ? (unsigned)dyn_bytes : 0, pb.b);
     if (s != NDF_OK) goto done;
   }
@@ -158,8 +164,14 @@ ndf_status ndf__ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const ndf_ar
     NDF__PUT(&pb, dstep);
     NDF__PUT(&pb, kstep);
     NDF__PUT(&pb, nbb);
-    ndf__params_put_axes(&pb, nb, out->shape);
-    ndf__params_put_axes(&pb, nb, out->strides);
+    for (int a = 0; a < NDF_MAX_NDIM; a++) {
+      int64_t v = a < nb ? out->shape[a] : 0;
+      NDF__PUT(&pb, v);
+    }
+    for (int a = 0; a < NDF_MAX_NDIM; a++) {
+      int64_t v = a < nb ? out->strides[a] : 0;
+      NDF__PUT(&pb, v);
+    }
     s = ndf__launch(ctx, c->name, ff, ndf__grid(ctx, nimg * m, 8), 256, 1, 0, pb.b);
   }
 done:

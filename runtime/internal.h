@@ -88,22 +88,17 @@ static inline void ndf__params_put(ndf__params *p, const void *v, size_t size, s
   p->n += size;
 }
 #define NDF__PUT(p, v) ndf__params_put((p), &(v), sizeof(v), _Alignof(__typeof__(v)))
-/* n entries of an axis array (a shape, strides), padded with zeros to the
- * NDF_MAX_NDIM int64 entries of a template's fixed-size field. */
-static inline void ndf__params_put_axes(ndf__params *p, int n, const int64_t *v) {
-  for (int d = 0; d < NDF_MAX_NDIM; d++) {
-    int64_t x = d < n ? v[d] : 0;
-    NDF__PUT(p, x);
-  }
-}
 /* The outer-axes fields templates share: n (int), then the shapes and both
  * strides of the n outer axes, each padded to NDF_MAX_NDIM entries. */
 static inline void ndf__params_put_outer(ndf__params *p, int n, const int64_t *shape, const int64_t *istr,
                                          const int64_t *ostr) {
+  const int64_t *arrays[3] = {shape, istr, ostr};
   NDF__PUT(p, n);
-  ndf__params_put_axes(p, n, shape);
-  ndf__params_put_axes(p, n, istr);
-  ndf__params_put_axes(p, n, ostr);
+  for (int a = 0; a < 3; a++)
+    for (int d = 0; d < NDF_MAX_NDIM; d++) {
+      int64_t v = d < n ? arrays[a][d] : 0;
+      NDF__PUT(p, v);
+    }
 }
 
 /* ---- jit.c: specialization, compile, in-memory table --------------------------------- */
