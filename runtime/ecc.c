@@ -58,7 +58,7 @@ typedef ndf__ecc_call ecc_call; /* internal.h: shared with ecc_cuda.c */
 
 static const char *dname(ndf_dtype t) { return ndf_dtype_name(t) ? ndf_dtype_name(t) : "unknown"; }
 
-static double value_at(const ndf_array *a, int64_t off) {
+double ndf__ecc_value_at(const ndf_array *a, int64_t off) {
   switch (a->dtype) {
     case NDF_UINT8: return ((const uint8_t *)a->data)[off];
     case NDF_UINT16: return ((const uint16_t *)a->data)[off];
@@ -66,6 +66,36 @@ static double value_at(const ndf_array *a, int64_t off) {
     case NDF_FLOAT64: return ((const double *)a->data)[off];
     default: return 0;
   }
+}
+
+/* Thresholds given as values (a host 1-D float array without NaN, no range)
+ * or as nthresholds evenly spaced (2..2^30, over a finite lo <= hi when
+ * has_range); *T gets their count.  Shared with the ECT (ect.c). */
+ndf_status ndf__ecc_check_thresholds(ndf_ctx *ctx, const char *name, const ndf_array *v, int64_t nthresholds,
+                                     int has_range, double range_lo, double range_hi, int64_t *T) {
+  if (v) {
+    if (v->device != NDF_DEVICE_CPU) return ndf__argerror(ctx, name, "values", "must be a CPU (host) array");
+    if (v->dtype != NDF_FLOAT64 && v->dtype != NDF_FLOAT32)
+      return ndf__argerror(ctx, name, "values", "dtype %s; thresholds are float64 or float32", dname(v->dtype));
+    if (v->ndim != 1) return ndf__argerror(ctx, name, "values", "rank %d; thresholds are a 1-D array", v->ndim);
+    if (v->shape[0] < 1) return ndf__argerror(ctx, name, "values", "no thresholds (shape[0]=%lld)", (long long)v->shape[0]);
+    if (!v->data) return ndf__argerror(ctx, name, "values", "NULL data");
+    for (int64_t k = 0; k < v->shape[0]; k++)
+      if (isnan(ndf__ecc_value_at(v, k * v->strides[0])))
+        return ndf__argerror(ctx, name, "values", "values[%lld] is NaN", (long long)k);
+    if (has_range) return ndf__argerror(ctx, name, "has_range", "a range goes with nthresholds, not with values");
+    *T = v->shape[0];
+    return NDF_OK;
+  }
+  if (nthresholds < 2)
+    return ndf__argerror(ctx, name, "nthresholds", "%lld; evenly spaced thresholds need at least 2 (give values for one)",
+                         (long long)nthresholds);
+  if (nthresholds > (int64_t)1 << 30)
+    return ndf__argerror(ctx, name, "nthresholds", "%lld is more than 2^30", (long long)nthresholds);
+  if (has_range && (!isfinite(range_lo) || !isfinite(range_hi) || !(range_lo <= range_hi)))
+    return ndf__argerror(ctx, name, "range", "[%g, %g] must be finite with lo <= hi", range_lo, range_hi);
+  *T = nthresholds;
+  return NDF_OK;
 }
 
 /* Checks input, options and (when given) output. */
@@ -97,31 +127,9 @@ static ndf_status check_call(ndf_ctx *ctx, const char *name, const ndf_array *in
     c->npix *= c->sshape[d];
   }
   /* thresholds */
-  if (opt->values) {
-    const ndf_array *v = opt->values;
-    if (v->device != NDF_DEVICE_CPU) return ndf__argerror(ctx, name, "values", "must be a CPU (host) array");
-    if (v->dtype != NDF_FLOAT64 && v->dtype != NDF_FLOAT32)
-      return ndf__argerror(ctx, name, "values", "dtype %s; thresholds are float64 or float32", dname(v->dtype));
-    if (v->ndim != 1) return ndf__argerror(ctx, name, "values", "rank %d; thresholds are a 1-D array", v->ndim);
-    if (v->shape[0] < 1) return ndf__argerror(ctx, name, "values", "no thresholds (shape[0]=%lld)", (long long)v->shape[0]);
-    if (!v->data) return ndf__argerror(ctx, name, "values", "NULL data");
-    for (int64_t k = 0; k < v->shape[0]; k++)
-      if (isnan(value_at(v, k * v->strides[0])))
-        return ndf__argerror(ctx, name, "values", "values[%lld] is NaN", (long long)k);
-    if (opt->has_range) return ndf__argerror(ctx, name, "has_range", "a range goes with nthresholds, not with values");
-    c->T = v->shape[0];
-  } else {
-    if (opt->nthresholds < 2)
-      return ndf__argerror(ctx, name, "nthresholds", "%lld; evenly spaced thresholds need at least 2 (give values for one)",
-                           (long long)opt->nthresholds);
-    if (opt->nthresholds > (int64_t)1 << 30)
-      return ndf__argerror(ctx, name, "nthresholds", "%lld is more than 2^30", (long long)opt->nthresholds);
-    if (opt->has_range) {
-      if (!isfinite(opt->range_lo) || !isfinite(opt->range_hi) || !(opt->range_lo <= opt->range_hi))
-        return ndf__argerror(ctx, name, "range", "[%g, %g] must be finite with lo <= hi", opt->range_lo, opt->range_hi);
-    }
-    c->T = opt->nthresholds;
-  }
+  ndf_status ts = ndf__ecc_check_thresholds(ctx, name, opt->values, opt->nthresholds, opt->has_range, opt->range_lo,
+                                            opt->range_hi, &c->T);
+  if (ts != NDF_OK) return ts;
   if (out) {
     if (out->dtype != NDF_INT64)
       return ndf__argerror(ctx, name, "output", "dtype %s; Euler characteristic curves are int64", dname(out->dtype));
@@ -154,7 +162,7 @@ static ndf_status check_call(ndf_ctx *ctx, const char *name, const ndf_array *in
 /* ---- host array access ---------------------------------------------------------------------- */
 
 /* Offset (elements) of the start of image img. */
-static int64_t image_offset(const ndf_array *a, int nb, int64_t img) {
+int64_t ndf__ecc_image_offset(const ndf_array *a, int nb, int64_t img) {
   int64_t off = 0;
   for (int d = nb - 1; d >= 0; d--) {
     off += (img % a->shape[d]) * a->strides[d];
@@ -164,7 +172,7 @@ static int64_t image_offset(const ndf_array *a, int nb, int64_t img) {
 }
 
 /* Reads n elements from off with stride st into dst[0..n) as double. */
-static void read_line(const ndf_array *a, int64_t off, int64_t st, int64_t n, double *dst) {
+void ndf__ecc_read_line(const ndf_array *a, int64_t off, int64_t st, int64_t n, double *dst) {
   switch (a->dtype) {
 #define READ_LINE(T)                                             \
   {                                                              \
@@ -208,7 +216,7 @@ static int64_t scan_input(ndf_ctx *ctx, const ndf_array *in, double *mn, double 
 #pragma omp parallel for num_threads(nth) schedule(static) reduction(min : lo, nan_at) reduction(max : hi)
   for (int64_t r = 0; r < nrows; r++) {
     double *b = bufs[ndf__thread_id()];
-    read_line(in, row_start(in, r), sl, nl, b);
+    ndf__ecc_read_line(in, row_start(in, r), sl, nl, b);
     for (int64_t i = 0; i < nl; i++) {
       double v = b[i];
       if (isnan(v)) {
@@ -257,7 +265,7 @@ static ndf_status make_thresholds(ndf_ctx *ctx, const ecc_call *c, const ndf_arr
   }
   if (opt->values) {
     const ndf_array *v = opt->values;
-    for (int64_t k = 0; k < c->T; k++) t[k] = value_at(v, k * v->strides[0]);
+    for (int64_t k = 0; k < c->T; k++) t[k] = ndf__ecc_value_at(v, k * v->strides[0]);
   } else {
     double lo = need_range ? 0.0 : opt->range_lo, hi = need_range ? 0.0 : opt->range_hi;
     for (int64_t k = 0; k < c->T; k++) t[k] = lo + (hi - lo) * (double)k / (double)(c->T - 1);
@@ -346,7 +354,7 @@ static void image_rows(const ecc_call *c, const ndf_array *in, int construction,
                        const binner *bn, int64_t *hist, double *buf, int8_t *cimg, double *fimg) {
   const int nsp = c->nsp, nb = c->nb;
   const int64_t nl = c->sshape[nsp - 1], W = nl + 2;
-  const int64_t base = image_offset(in, nb, img);
+  const int64_t base = ndf__ecc_image_offset(in, nb, img);
   const int64_t sl = in->strides[in->ndim - 1];
   const int nlines = nsp == 2 ? 3 : 9;
   const int kind = (nsp - 2) * 2 + (construction == NDF_ECC_T);
@@ -370,7 +378,7 @@ static void image_rows(const ecc_call *c, const ndf_array *in, int construction,
         else off += x * in->strides[nb + d];
       }
       dst[0] = dst[W - 1] = NAN;
-      if (inside) read_line(in, off, sl, nl, dst + 1);
+      if (inside) ndf__ecc_read_line(in, off, sl, nl, dst + 1);
       else
         for (int64_t i = 1; i <= nl; i++) dst[i] = NAN;
     }
@@ -440,7 +448,7 @@ static ndf_status ecc_cpu(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in, 
       int64_t *hist = (int64_t *)(b + lines_bytes);
       memset(hist, 0, (size_t)(T + 1) * sizeof *hist);
       if (c->npix > 0) image_rows(c, in, construction, img, 0, nrows, &bn, hist, (double *)b, NULL, NULL);
-      int64_t *o = (int64_t *)out->data + image_offset(out, c->nb, img);
+      int64_t *o = (int64_t *)out->data + ndf__ecc_image_offset(out, c->nb, img);
       int64_t acc = 0;
       for (int64_t k = 0; k < T; k++) {
         acc += hist[k];
@@ -461,7 +469,7 @@ static ndf_status ecc_cpu(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in, 
         chi[k] = 0;
         for (int i = 0; i < nt; i++) chi[k] += ((int64_t *)((char *)bufs[i] + lines_bytes))[k];
       }
-      int64_t *o = (int64_t *)out->data + image_offset(out, c->nb, img);
+      int64_t *o = (int64_t *)out->data + ndf__ecc_image_offset(out, c->nb, img);
       int64_t acc = 0;
       for (int64_t k = 0; k < T; k++) {
         acc += chi[k];
@@ -553,7 +561,7 @@ static ndf_status check_soft(ndf_ctx *ctx, const char *name, const ndf_array *in
     return s;
   }
   for (int64_t k = 0; k < c->T; k++)
-    if (!isfinite(value_at(thr, k * thr->strides[0])))
+    if (!isfinite(ndf__ecc_value_at(thr, k * thr->strides[0])))
       return ndf__argerror(ctx, name, "thresholds", "thresholds[%lld] is not finite", (long long)k);
   if (arr->dtype != NDF_FLOAT64) return ndf__argerror(ctx, name, arg, "dtype %s; must be float64", dname(arr->dtype));
   if (arr->ndim != c->nb + 1) return ndf__argerror(ctx, name, arg, "rank %d; expected %d", arr->ndim, c->nb + 1);
@@ -607,7 +615,7 @@ static ndf_status soft_run(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in,
     ndf__thread_buffers_free(bufs, nt);
     return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
   }
-  for (int64_t k = 0; k < T; k++) t[k] = value_at(thr, k * thr->strides[0]);
+  for (int64_t k = 0; k < T; k++) t[k] = ndf__ecc_value_at(thr, k * thr->strides[0]);
   const int64_t as = arr->strides[c->nb];
   for (int i = 0; i < nt; i++) memset((char *)bufs[i] + (size_t)nlines * W * sizeof(double) + (size_t)npix * sizeof(double) + (size_t)T * sizeof(double), 0, (size_t)T * sizeof(double));
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
@@ -619,7 +627,7 @@ static ndf_status soft_run(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in,
     double *gt = acc + T;                      /* T: this thread's grad_thresholds */
     int8_t *cimg = (int8_t *)(gt + T);
     if (npix > 0) image_rows(c, in, opt->construction, img, 0, nrows, NULL, NULL, lines, cimg, fimg);
-    const int64_t ao = image_offset(arr, c->nb, img);
+    const int64_t ao = ndf__ecc_image_offset(arr, c->nb, img);
     const double *a = (const double *)arr->data + ao;
     if (mode == 0) {
       for (int64_t k = 0; k < T; k++) acc[k] = 0;
@@ -630,7 +638,7 @@ static ndf_status soft_run(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in,
       for (int64_t k = 0; k < T; k++) ((double *)arr->data)[ao + k * as] = acc[k];
     } else {
       for (int64_t k = 0; k < T; k++) acc[k] = a[k * as];
-      const int64_t gio = gin ? image_offset(gin, c->nb, img) : 0;
+      const int64_t gio = gin ? ndf__ecc_image_offset(gin, c->nb, img) : 0;
       for (int64_t v = 0; v < npix; v++) {
         double gf = 0;
         if (cimg[v]) {
@@ -689,7 +697,7 @@ static ndf_status soft_cuda(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in
                             int mode) {
   double *t = malloc((size_t)(c->T ? c->T : 1) * sizeof *t);
   if (!t) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
-  for (int64_t k = 0; k < c->T; k++) t[k] = value_at(thr, k * thr->strides[0]);
+  for (int64_t k = 0; k < c->T; k++) t[k] = ndf__ecc_value_at(thr, k * thr->strides[0]);
   ndf_status s = ndf__soft_ecc_cuda(ctx, c, in, t, arr, ndf_array_size(in) > 0 ? gin : NULL, gthr, opt->construction,
                                     opt->lambda, mode);
   free(t);

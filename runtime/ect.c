@@ -49,16 +49,6 @@ typedef struct ect_call {
 
 static const char *dname(ndf_dtype t) { return ndf_dtype_name(t) ? ndf_dtype_name(t) : "unknown"; }
 
-static double value_at(const ndf_array *a, int64_t off) {
-  switch (a->dtype) {
-    case NDF_UINT8: return ((const uint8_t *)a->data)[off];
-    case NDF_UINT16: return ((const uint16_t *)a->data)[off];
-    case NDF_FLOAT32: return ((const float *)a->data)[off];
-    case NDF_FLOAT64: return ((const double *)a->data)[off];
-    default: return 0;
-  }
-}
-
 /* Input, directions, construction, spacing: what every ECT call shares. */
 static ndf_status check_common(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *dirs,
                                int construction, int weighted, const double *spacing, int normalize, int batch_dims,
@@ -141,29 +131,9 @@ static ndf_status check_exact(ndf_ctx *ctx, const char *name, const ndf_array *i
   ndf_status s = check_common(ctx, name, in, dirs, (int)opt->construction, opt->weighted, opt->spacing, opt->normalize,
                               opt->batch_dims, c);
   if (s != NDF_OK) return s;
-  if (opt->values) {
-    const ndf_array *v = opt->values;
-    if (v->device != NDF_DEVICE_CPU) return ndf__argerror(ctx, name, "values", "must be a CPU (host) array");
-    if (v->dtype != NDF_FLOAT64 && v->dtype != NDF_FLOAT32)
-      return ndf__argerror(ctx, name, "values", "dtype %s; thresholds are float64 or float32", dname(v->dtype));
-    if (v->ndim != 1) return ndf__argerror(ctx, name, "values", "rank %d; thresholds are a 1-D array", v->ndim);
-    if (v->shape[0] < 1) return ndf__argerror(ctx, name, "values", "no thresholds (shape[0]=%lld)", (long long)v->shape[0]);
-    if (!v->data) return ndf__argerror(ctx, name, "values", "NULL data");
-    for (int64_t k = 0; k < v->shape[0]; k++)
-      if (isnan(value_at(v, k * v->strides[0])))
-        return ndf__argerror(ctx, name, "values", "values[%lld] is NaN", (long long)k);
-    if (opt->has_range) return ndf__argerror(ctx, name, "has_range", "a range goes with nthresholds, not with values");
-    c->T = v->shape[0];
-  } else {
-    if (opt->nthresholds < 2)
-      return ndf__argerror(ctx, name, "nthresholds", "%lld; evenly spaced thresholds need at least 2 (give values for one)",
-                           (long long)opt->nthresholds);
-    if (opt->nthresholds > (int64_t)1 << 30)
-      return ndf__argerror(ctx, name, "nthresholds", "%lld is more than 2^30", (long long)opt->nthresholds);
-    if (opt->has_range && (!isfinite(opt->range_lo) || !isfinite(opt->range_hi) || !(opt->range_lo <= opt->range_hi)))
-      return ndf__argerror(ctx, name, "range", "[%g, %g] must be finite with lo <= hi", opt->range_lo, opt->range_hi);
-    c->T = opt->nthresholds;
-  }
+  s = ndf__ecc_check_thresholds(ctx, name, opt->values, opt->nthresholds, opt->has_range, opt->range_lo, opt->range_hi,
+                                &c->T);
+  if (s != NDF_OK) return s;
   if (out) {
     s = check_curve_array(ctx, c, in, out, "output", c->weighted ? NDF_FLOAT64 : NDF_INT64);
     if (s != NDF_OK) return s;
@@ -187,32 +157,6 @@ static ndf_status check_exact(ndf_ctx *ctx, const char *name, const ndf_array *i
 
 /* ---- host array access ---------------------------------------------------------------------- */
 
-static int64_t image_offset(const ndf_array *a, int nb, int64_t img) {
-  int64_t off = 0;
-  for (int d = nb - 1; d >= 0; d--) {
-    off += (img % a->shape[d]) * a->strides[d];
-    img /= a->shape[d];
-  }
-  return off;
-}
-
-static void read_line(const ndf_array *a, int64_t off, int64_t st, int64_t n, double *dst) {
-  switch (a->dtype) {
-#define READ_LINE(T)                                             \
-  {                                                              \
-    const T *p = (const T *)a->data + off;                      \
-    for (int64_t i = 0; i < n; i++) dst[i] = (double)p[i * st]; \
-  }                                                              \
-  break;
-    case NDF_UINT8: READ_LINE(uint8_t)
-    case NDF_UINT16: READ_LINE(uint16_t)
-    case NDF_FLOAT32: READ_LINE(float)
-    case NDF_FLOAT64: READ_LINE(double)
-#undef READ_LINE
-    default: break;
-  }
-}
-
 /* NaN anywhere (and, when weighted, +-inf) is rejected; returns the C-order index or -1. */
 static int64_t scan_input(const ndf_array *in, int finite, double *buf) {
   if (ndf_array_size(in) == 0) return -1;
@@ -223,7 +167,7 @@ static int64_t scan_input(const ndf_array *in, int finite, double *buf) {
       off += (q % in->shape[d]) * in->strides[d];
       q /= in->shape[d];
     }
-    read_line(in, off, in->strides[in->ndim - 1], nl, buf);
+    ndf__ecc_read_line(in, off, in->strides[in->ndim - 1], nl, buf);
     for (int64_t i = 0; i < nl; i++)
       if (finite ? !isfinite(buf[i]) : isnan(buf[i])) return r * nl + i;
   }
@@ -304,7 +248,7 @@ static ndf_status check_heights(ndf_ctx *ctx, const ect_call *c, const ndf_array
 static ndf_status make_thresholds(ndf_ctx *ctx, const ect_call *c, const ndf_array *dirs, const ndf_ect_options *opt,
                                   const double **coord, double *t) {
   if (opt->values) {
-    for (int64_t k = 0; k < c->T; k++) t[k] = value_at(opt->values, k * opt->values->strides[0]);
+    for (int64_t k = 0; k < c->T; k++) t[k] = ndf__ecc_value_at(opt->values, k * opt->values->strides[0]);
     return NDF_OK;
   }
   double lo, hi;
@@ -436,7 +380,7 @@ static void pair_pass(const pair_ctx *pc, int64_t img, const double *u, voxel_fn
   const ndf_array *in = pc->in;
   const int nsp = c->nsp, nb = c->nb;
   const int64_t nl = c->sshape[nsp - 1], W = nl + 2, nrows = c->npix / nl;
-  const int64_t base = image_offset(in, nb, img), sl = in->strides[in->ndim - 1];
+  const int64_t base = ndf__ecc_image_offset(in, nb, img), sl = in->strides[in->ndim - 1];
   const int nlines = nsp == 2 ? 3 : 9;
   const double *cl = pc->coord[nsp - 1];
   const double ul = u[nsp - 1];
@@ -474,7 +418,7 @@ static void pair_pass(const pair_ctx *pc, int64_t img, const double *u, voxel_fn
       /* h = ((x0 u0) + x1 u1) + x2 u2, in axis order (the oracle's order) */
       double pre = 0;
       for (int d = 0; d < nsp - 1; d++) pre += pc->coord[d][xi[d]] * u[d];
-      read_line(in, off, sl, nl, pc->tmp);
+      ndf__ecc_read_line(in, off, sl, nl, pc->tmp);
       for (int64_t i = 0; i < nl; i++) {
         const double v = pc->tmp[i];
         if (v != 0) {
@@ -595,7 +539,7 @@ static ndf_status ect_cpu(ndf_ctx *ctx, const ect_call *c, const ndf_array *in, 
     double u[3];
     for (int d = 0; d < c->nsp; d++) u[d] = dir_at(dirs, j, d);
     if (c->npix > 0) pair_pass(&pc, img, u, hist_voxel, &hu);
-    const int64_t o = image_offset(out, c->nb, img) + j * ds;
+    const int64_t o = ndf__ecc_image_offset(out, c->nb, img) + j * ds;
     if (c->weighted) {
       double acc = 0;
       for (int64_t k = 0; k < T; k++) {
@@ -699,7 +643,7 @@ static ndf_status check_soft(ndf_ctx *ctx, const char *name, const ndf_array *in
     return ndf__argerror(ctx, name, "thresholds", "must be a non-empty host float64 1-D array");
   c->T = thr->shape[0];
   for (int64_t k = 0; k < c->T; k++)
-    if (!isfinite(value_at(thr, k * thr->strides[0])))
+    if (!isfinite(ndf__ecc_value_at(thr, k * thr->strides[0])))
       return ndf__argerror(ctx, name, "thresholds", "thresholds[%lld] is not finite", (long long)k);
   if ((s = check_curve_array(ctx, c, in, arr, arg, NDF_FLOAT64)) != NDF_OK) return s;
   if (in->device == NDF_DEVICE_CUDA)
@@ -812,7 +756,7 @@ static ndf_status soft_run(ndf_ctx *ctx, const ect_call *c, const ndf_array *in,
     goto done;
   }
   if ((st = check_heights(ctx, c, dirs, coord)) != NDF_OK) goto done;
-  for (int64_t k = 0; k < T; k++) t[k] = value_at(thr, k * thr->strides[0]);
+  for (int64_t k = 0; k < T; k++) t[k] = ndf__ecc_value_at(thr, k * thr->strides[0]);
   const int npat = make_patterns(nsp, c->cons, pat);
   for (int i = 0; i < nt; i++) memset((char *)bufs[i] + lb, 0, per - lb);
   const int64_t as_d = arr->strides[c->nb], as_k = arr->strides[c->nb + 1];
@@ -826,7 +770,7 @@ static ndf_status soft_run(ndf_ctx *ctx, const ect_call *c, const ndf_array *in,
     double *gu = g + T;                /* m * nsp: dL/du over this thread's pairs */
     pair_ctx pc = {c, in, coord, pat, npat, 0, want_gw, NULL, NULL, NULL};
     pass_bind(&pc, b);
-    const int64_t ao = image_offset(arr, c->nb, img) + j * as_d;
+    const int64_t ao = ndf__ecc_image_offset(arr, c->nb, img) + j * as_d;
     soft_ud su = {c, coord, t, lam, g, mode == 0 ? acc : gt, mode == 1 && gdir ? gu + j * nsp : NULL,
                   want_gw ? gw + img * npix : NULL, {0, 0, 0}, mode};
     su.pstride[nsp - 1] = 1;
@@ -856,7 +800,7 @@ static ndf_status soft_run(ndf_ctx *ctx, const ect_call *c, const ndf_array *in,
         }
     if (gin && ndf_array_size(gin) > 0)
       for (int64_t img = 0; img < c->nimg; img++) {
-        const int64_t go = image_offset(gin, c->nb, img);
+        const int64_t go = ndf__ecc_image_offset(gin, c->nb, img);
         for (int64_t v = 0; v < npix; v++) {
           int64_t off = go, q = v;
           for (int d = nsp - 1; d >= 0; d--) {

@@ -435,5 +435,14 @@ double ndf__convert_value(ndf_dtype t, double v);
  * NaN (line index = ternary code of the row offsets, centre line in the
  * middle); construction NDF_ECC_V or NDF_ECC_T; ties by (value, index). */
 int ndf__ecc_contrib(const double *buf, int64_t W, int64_t x, int nsp, int construction);
+/* Element off of a host uint8/uint16/float32/float64 array, as double. */
+double ndf__ecc_value_at(const ndf_array *a, int64_t off);
+/* Offset (elements) of the start of image img over the nb batch axes. */
+int64_t ndf__ecc_image_offset(const ndf_array *a, int nb, int64_t img);
+/* n elements from off with stride st into dst[0..n), as double. */
+void ndf__ecc_read_line(const ndf_array *a, int64_t off, int64_t st, int64_t n, double *dst);
+/* The thresholds options (values, or nthresholds [+ range]); *T their count. */
+ndf_status ndf__ecc_check_thresholds(ndf_ctx *ctx, const char *name, const ndf_array *values, int64_t nthresholds,
+                                     int has_range, double range_lo, double range_hi, int64_t *T);
 
 #endif
