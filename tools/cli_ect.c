@@ -16,24 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "ndfio.h"
 #include "ndforge.h"
 
-int ndf_cli_ect(int argc, char **argv);
 
 enum { ECT_EXIT_USAGE = 2, ECT_EXIT_RUN = 1 };
 
-static void ect_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void ect_err(const char *fmt, ...) {
-  char buf[4096];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  for (char *p = buf; *p; p++)
-    if (*p == '\n' || *p == '\r' || *p == '\t') *p = ' ';
-  fprintf(stderr, "ndforge: %s\n", buf);
-}
 
 static const char *ect_usage =
     "usage: ndforge ect INPUT DIRECTIONS.npy OUT.npy [--thresholds T | --values V.npy]\n"
@@ -60,29 +49,7 @@ static const char *ect_usage =
     "  --device cpu|cuda|auto  auto (default) = cpu; cuda: the CUDA backend (exact and weighted)\n"
     "  --thresholds-out TH.npy  write the T thresholds used (float64)\n";
 
-static int ect_double(const char *opt, const char *s, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (end == s || *end || errno || !isfinite(v)) {
-    ect_err("bad value '%s' for --%s (expected a finite number)", s, opt);
-    return -1;
-  }
-  *out = v;
-  return 0;
-}
 
-static int ect_int(const char *opt, const char *s, long lo, long hi, long *out) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (end == s || *end || errno || v < lo || v > hi) {
-    ect_err("bad value '%s' for --%s (expected an integer in [%ld, %ld])", s, opt, lo, hi);
-    return -1;
-  }
-  *out = v;
-  return 0;
-}
 
 /* The directions as a C-contiguous float64 (m, nd) array in *buf. */
 static int load_directions(const char *path, double **buf, int64_t *m, int64_t *nd) {
@@ -90,12 +57,12 @@ static int load_directions(const char *path, double **buf, int64_t *m, int64_t *
   ndfio_image img;
   memset(&img, 0, sizeof img);
   if (ndfio_npy_read(path, &img, err, sizeof err) != NDF_OK) {
-    ect_err("%s", err);
+    errorf("%s", err);
     return -1;
   }
   const ndf_array *a = &img.arr;
   if ((a->dtype != NDF_FLOAT32 && a->dtype != NDF_FLOAT64) || a->ndim < 1 || a->ndim > 2) {
-    ect_err("%s: directions are a float32/float64 array of shape (m, ndim) or (ndim,), got %s with %d axes", path,
+    errorf("%s: directions are a float32/float64 array of shape (m, ndim) or (ndim,), got %s with %d axes", path,
             ndf_dtype_name(a->dtype) ? ndf_dtype_name(a->dtype) : "?", a->ndim);
     ndfio_image_free(&img);
     return -1;
@@ -105,7 +72,7 @@ static int load_directions(const char *path, double **buf, int64_t *m, int64_t *
   int64_t s0 = a->ndim == 2 ? a->strides[0] : 0, s1 = a->strides[a->ndim - 1];
   *buf = malloc((size_t)(*m * *nd > 0 ? *m * *nd : 1) * sizeof **buf);
   if (!*buf) {
-    ect_err("out of memory");
+    errorf("out of memory");
     ndfio_image_free(&img);
     return -1;
   }
@@ -131,14 +98,14 @@ int ndf_cli_ect(int argc, char **argv) {
     }
     if (arg[0] != '-' || arg[1] == '\0') {
       if (npos == 3) {
-        ect_err("'ect' needs INPUT, DIRECTIONS.npy and OUT.npy, got a fourth file name '%s'", arg);
+        errorf("'ect' needs INPUT, DIRECTIONS.npy and OUT.npy, got a fourth file name '%s'", arg);
         return ECT_EXIT_USAGE;
       }
       pos[npos++] = arg;
       continue;
     }
     if (strncmp(arg, "--", 2) != 0) {
-      ect_err("unknown option '%s' for 'ect' (see ndforge ect --help)", arg);
+      errorf("unknown option '%s' for 'ect' (see ndforge ect --help)", arg);
       return ECT_EXIT_USAGE;
     }
     char key[64];
@@ -149,7 +116,7 @@ int ndf_cli_ect(int argc, char **argv) {
     key[klen] = '\0';
     if (!strcmp(key, "weighted") || !strcmp(key, "normalize")) {
       if (eq) {
-        ect_err("option '--%s' takes no value", key);
+        errorf("option '--%s' takes no value", key);
         return ECT_EXIT_USAGE;
       }
       if (key[0] == 'w') opt.weighted = 1;
@@ -162,19 +129,19 @@ int ndf_cli_ect(int argc, char **argv) {
     for (int j = 0; j < (int)(sizeof known / sizeof known[0]); j++)
       if (!strcmp(key, known[j])) k = j;
     if (k < 0) {
-      ect_err("unknown option '--%s' for 'ect' (see ndforge ect --help)", key);
+      errorf("unknown option '--%s' for 'ect' (see ndforge ect --help)", key);
       return ECT_EXIT_USAGE;
     }
     if (eq) val = eq + 1;
     else if (i + 1 < argc) val = argv[++i];
     else {
-      ect_err("option '--%s' needs a value", key);
+      errorf("option '--%s' needs a value", key);
       return ECT_EXIT_USAGE;
     }
     long lv;
     switch (k) {
       case 0:
-        if (ect_int("thresholds", val, 2, 1L << 30, &lv)) return ECT_EXIT_USAGE;
+        if (parse_long_arg("thresholds", val, 2, 1L << 30, &lv)) return ECT_EXIT_USAGE;
         opt.nthresholds = lv;
         have_T = 1;
         break;
@@ -184,14 +151,14 @@ int ndf_cli_ect(int argc, char **argv) {
         snprintf(buf, sizeof buf, "%s", val);
         char *comma = strchr(buf, ',');
         if (!comma) {
-          ect_err("bad value '%s' for --range (expected LO,HI)", val);
+          errorf("bad value '%s' for --range (expected LO,HI)", val);
           return ECT_EXIT_USAGE;
         }
         *comma = '\0';
-        if (ect_double("range", buf, &opt.range_lo) || ect_double("range", comma + 1, &opt.range_hi))
+        if (parse_double_arg("range", buf, &opt.range_lo) || parse_double_arg("range", comma + 1, &opt.range_hi))
           return ECT_EXIT_USAGE;
         if (!(opt.range_lo <= opt.range_hi)) {
-          ect_err("bad value '%s' for --range (LO must be <= HI)", val);
+          errorf("bad value '%s' for --range (LO must be <= HI)", val);
           return ECT_EXIT_USAGE;
         }
         opt.has_range = 1;
@@ -199,17 +166,17 @@ int ndf_cli_ect(int argc, char **argv) {
       }
       case 3:
         if (ndf_ecc_construction_from_name(val, &opt.construction) != NDF_OK) {
-          ect_err("bad value '%s' for --construction (expected V or T)", val);
+          errorf("bad value '%s' for --construction (expected V or T)", val);
           return ECT_EXIT_USAGE;
         }
         break;
       case 4:
-        if (ect_int("batch-dims", val, 0, NDF_MAX_NDIM - 1, &lv)) return ECT_EXIT_USAGE;
+        if (parse_long_arg("batch-dims", val, 0, NDF_MAX_NDIM - 1, &lv)) return ECT_EXIT_USAGE;
         opt.batch_dims = (int)lv;
         break;
       case 5:
         if (strcmp(val, "cpu") && strcmp(val, "cuda") && strcmp(val, "auto")) {
-          ect_err("bad value '%s' for --device (expected cpu, cuda or auto)", val);
+          errorf("bad value '%s' for --device (expected cpu, cuda or auto)", val);
           return ECT_EXIT_USAGE;
         }
         device = val;
@@ -221,12 +188,12 @@ int ndf_cli_ect(int argc, char **argv) {
         nspacing = 0;
         for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
           if (nspacing == 3) {
-            ect_err("bad value '%s' for --spacing (at most 3 numbers)", val);
+            errorf("bad value '%s' for --spacing (at most 3 numbers)", val);
             return ECT_EXIT_USAGE;
           }
-          if (ect_double("spacing", tok, &opt.spacing[nspacing])) return ECT_EXIT_USAGE;
+          if (parse_double_arg("spacing", tok, &opt.spacing[nspacing])) return ECT_EXIT_USAGE;
           if (!(opt.spacing[nspacing] > 0)) {
-            ect_err("bad value '%s' for --spacing (each must be > 0)", val);
+            errorf("bad value '%s' for --spacing (each must be > 0)", val);
             return ECT_EXIT_USAGE;
           }
           nspacing++;
@@ -236,17 +203,17 @@ int ndf_cli_ect(int argc, char **argv) {
     }
   }
   if (npos != 3) {
-    ect_err("'ect' needs INPUT, DIRECTIONS.npy and OUT.npy, got %d file name%s (see ndforge ect --help)", npos,
+    errorf("'ect' needs INPUT, DIRECTIONS.npy and OUT.npy, got %d file name%s (see ndforge ect --help)", npos,
             npos == 1 ? "" : "s");
     return ECT_EXIT_USAGE;
   }
   if (values_path && (have_T || opt.has_range)) {
-    ect_err("--values gives the thresholds: it goes without --thresholds and --range");
+    errorf("--values gives the thresholds: it goes without --thresholds and --range");
     return ECT_EXIT_USAGE;
   }
   if (ndfio_format_of(pos[1]) != NDFIO_NPY || ndfio_format_of(pos[2]) != NDFIO_NPY ||
       (values_path && ndfio_format_of(values_path) != NDFIO_NPY) || (th_out && ndfio_format_of(th_out) != NDFIO_NPY)) {
-    ect_err("'ect' reads directions and thresholds and writes transforms as .npy files (DIRECTIONS.npy, OUT.npy, "
+    errorf("'ect' reads directions and thresholds and writes transforms as .npy files (DIRECTIONS.npy, OUT.npy, "
             "V.npy, TH.npy)");
     return ECT_EXIT_USAGE;
   }
@@ -264,20 +231,20 @@ int ndf_cli_ect(int argc, char **argv) {
   ndf_ctx *ctx = NULL;
   int64_t m, nd;
   if (ndfio_read(pos[0], &in, err, sizeof err) != NDF_OK) {
-    ect_err("%s", err);
+    errorf("%s", err);
     goto done;
   }
   if (load_directions(pos[1], &dirbuf, &m, &nd) != 0) goto done;
   int64_t dsh[2] = {m, nd};
   ndf_array_init(&dirs, dirbuf, NDF_DEVICE_CPU, NDF_FLOAT64, 2, dsh);
   if (nspacing && nspacing != in.arr.ndim - opt.batch_dims) {
-    ect_err("--spacing gives %d numbers for %d spatial axes", nspacing, in.arr.ndim - opt.batch_dims);
+    errorf("--spacing gives %d numbers for %d spatial axes", nspacing, in.arr.ndim - opt.batch_dims);
     rc = ECT_EXIT_USAGE;
     goto done;
   }
   if (values_path) {
     if (ndfio_npy_read(values_path, &vals, err, sizeof err) != NDF_OK) {
-      ect_err("%s", err);
+      errorf("%s", err);
       goto done;
     }
     opt.values = &vals.arr;
@@ -286,7 +253,7 @@ int ndf_cli_ect(int argc, char **argv) {
   ndf_ctx_options_init(&co);
   co.backend = strcmp(device, "cuda") ? NDF_BACKEND_CPU : NDF_BACKEND_CUDA;
   if (ndf_ctx_create(&ctx, &co) != NDF_OK) {
-    ect_err("cannot create a %s context: %s", co.backend == NDF_BACKEND_CUDA ? "CUDA" : "CPU", ndf_last_error());
+    errorf("cannot create a %s context: %s", co.backend == NDF_BACKEND_CUDA ? "CUDA" : "CPU", ndf_last_error());
     goto done;
   }
   int64_t T = values_path ? (vals.arr.ndim == 1 ? vals.arr.shape[0] : 0) : opt.nthresholds;
@@ -300,7 +267,7 @@ int ndf_cli_ect(int argc, char **argv) {
   for (int d = 0; d < ond; d++) nout *= osh[d];
   obuf = calloc((size_t)(nout > 0 ? nout : 1), 8);
   if (!obuf) {
-    ect_err("cannot allocate the output: out of memory");
+    errorf("cannot allocate the output: out of memory");
     goto done;
   }
   ndf_array_init(&out, obuf, NDF_DEVICE_CPU, opt.weighted ? NDF_FLOAT64 : NDF_INT64, ond, osh);
@@ -316,24 +283,24 @@ int ndf_cli_ect(int argc, char **argv) {
     s = ndf_euler_characteristic_transform(ctx, &in.arr, &dirs, &out, &opt);
   }
   if (s != NDF_OK) {
-    ect_err("%s", ndf_errmsg(ctx));
+    errorf("%s", ndf_errmsg(ctx));
     goto done;
   }
   if (th_out) {
     thbuf = malloc((size_t)(T > 0 ? T : 1) * sizeof *thbuf);
     if (!thbuf) {
-      ect_err("cannot allocate the thresholds: out of memory");
+      errorf("cannot allocate the thresholds: out of memory");
       goto done;
     }
     ndf_array_init(&th, thbuf, NDF_DEVICE_CPU, NDF_FLOAT64, 1, &T);
     if (ndf_ect_thresholds(ctx, &in.arr, &dirs, &opt, thbuf, T) != NDF_OK) {
-      ect_err("%s", ndf_errmsg(ctx));
+      errorf("%s", ndf_errmsg(ctx));
       goto done;
     }
   }
   if (ndfio_npy_write(pos[2], &out, err, sizeof err) != NDF_OK ||
       (th_out && ndfio_npy_write(th_out, &th, err, sizeof err) != NDF_OK)) {
-    ect_err("%s", err);
+    errorf("%s", err);
     goto done;
   }
   rc = 0;

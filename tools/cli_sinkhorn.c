@@ -19,24 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "ndfio.h"
 #include "ndforge.h"
 
-int ndf_cli_sinkhorn(int argc, char **argv);
 
 enum { SK_EXIT_USAGE = 2, SK_EXIT_RUN = 1 };
 
-static void sk_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sk_err(const char *fmt, ...) {
-  char buf[4096];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  for (char *p = buf; *p; p++)
-    if (*p == '\n' || *p == '\r' || *p == '\t') *p = ' ';
-  fprintf(stderr, "ndforge: %s\n", buf);
-}
 
 static const char *sk_usage =
     "usage: ndforge sinkhorn A.npy B.npy OUT.npy --epsilon E --max-iter N [--tol T]\n"
@@ -57,28 +46,6 @@ static const char *sk_usage =
     "  --log-domain      stabilized log-domain iteration (for small epsilon)\n"
     "  --device cpu|cuda backend (default cpu); cuda runs float64 on the context's GPU\n";
 
-static int parse_double(const char *opt, const char *v, double *out) {
-  char *end;
-  errno = 0;
-  double x = strtod(v, &end);
-  if (errno || end == v || *end || !isfinite(x)) {
-    sk_err("%s: '%s' is not a number", opt, v);
-    return -1;
-  }
-  *out = x;
-  return 0;
-}
-static int parse_int(const char *opt, const char *v, long lo, long hi, long *out) {
-  char *end;
-  errno = 0;
-  long x = strtol(v, &end, 10);
-  if (errno || end == v || *end || x < lo || x > hi) {
-    sk_err("%s: '%s' is not an integer in %ld..%ld", opt, v, lo, hi);
-    return -1;
-  }
-  *out = x;
-  return 0;
-}
 
 /* Rows of img as float64, normalized to mass 1; *n, *d from the shape. */
 static double *load_hists(const char *path, int64_t *n, int64_t *d) {
@@ -86,17 +53,17 @@ static double *load_hists(const char *path, int64_t *n, int64_t *d) {
   ndfio_image img;
   memset(&img, 0, sizeof img);
   if (ndfio_npy_read(path, &img, err, sizeof err) != NDF_OK) {
-    sk_err("%s", err);
+    errorf("%s", err);
     return NULL;
   }
   const ndf_array *a = &img.arr;
   if (a->ndim != 1 && a->ndim != 2) {
-    sk_err("%s: expected (n, d) or (d,) histograms, got %d axes", path, a->ndim);
+    errorf("%s: expected (n, d) or (d,) histograms, got %d axes", path, a->ndim);
     ndfio_image_free(&img);
     return NULL;
   }
   if (a->dtype == NDF_BOOL) {
-    sk_err("%s: dtype bool is not a histogram dtype", path);
+    errorf("%s: dtype bool is not a histogram dtype", path);
     ndfio_image_free(&img);
     return NULL;
   }
@@ -104,13 +71,13 @@ static double *load_hists(const char *path, int64_t *n, int64_t *d) {
   *d = a->ndim == 2 ? a->shape[1] : a->shape[0];
   const int64_t s0 = a->ndim == 2 ? a->strides[0] : 0, s1 = a->strides[a->ndim - 1];
   if (*n < 1 || *d < 1) {
-    sk_err("%s: empty histograms", path);
+    errorf("%s: empty histograms", path);
     ndfio_image_free(&img);
     return NULL;
   }
   double *h = malloc((size_t)(*n * *d) * sizeof(double));
   if (!h) {
-    sk_err("%s: out of memory", path);
+    errorf("%s: out of memory", path);
     ndfio_image_free(&img);
     return NULL;
   }
@@ -130,7 +97,7 @@ static double *load_hists(const char *path, int64_t *n, int64_t *d) {
       default: v = *(const double *)p; break;
       }
       if (!isfinite(v) || v < 0) {
-        sk_err("%s: entry [%lld, %lld] = %g is not finite and >= 0", path, (long long)k, (long long)i, v);
+        errorf("%s: entry [%lld, %lld] = %g is not finite and >= 0", path, (long long)k, (long long)i, v);
         free(h);
         ndfio_image_free(&img);
         return NULL;
@@ -139,7 +106,7 @@ static double *load_hists(const char *path, int64_t *n, int64_t *d) {
       m += v;
     }
     if (!(m > 0)) {
-      sk_err("%s: row %lld has mass 0", path, (long long)k);
+      errorf("%s: row %lld has mass 0", path, (long long)k);
       free(h);
       ndfio_image_free(&img);
       return NULL;
@@ -167,7 +134,7 @@ int ndf_cli_sinkhorn(int argc, char **argv) {
     if (strncmp(a, "--", 2) != 0 || strcmp(a, "--") == 0) {
       if (strcmp(a, "--") == 0) continue;
       if (npos == 3) {
-        sk_err("sinkhorn: unexpected argument '%s' (see ndforge sinkhorn --help)", a);
+        errorf("sinkhorn: unexpected argument '%s' (see ndforge sinkhorn --help)", a);
         return SK_EXIT_USAGE;
       }
       pos[npos++] = a;
@@ -182,28 +149,28 @@ int ndf_cli_sinkhorn(int argc, char **argv) {
       continue;
     }
     if (i + 1 >= argc) {
-      sk_err("%s: missing value", a);
+      errorf("%s: missing value", a);
       return SK_EXIT_USAGE;
     }
     const char *v = argv[++i];
     if (strcmp(a, "--epsilon") == 0) {
-      if (parse_double(a, v, &eps)) return SK_EXIT_USAGE;
+      if (parse_double_arg(a + 2, v, &eps)) return SK_EXIT_USAGE;
       if (!(eps > 0)) {
-        sk_err("--epsilon: %s is not > 0", v);
+        errorf("--epsilon: %s is not > 0", v);
         return SK_EXIT_USAGE;
       }
     } else if (strcmp(a, "--tol") == 0) {
-      if (parse_double(a, v, &tol)) return SK_EXIT_USAGE;
+      if (parse_double_arg(a + 2, v, &tol)) return SK_EXIT_USAGE;
       if (tol < 0) {
-        sk_err("--tol: %s is not >= 0", v);
+        errorf("--tol: %s is not >= 0", v);
         return SK_EXIT_USAGE;
       }
     } else if (strcmp(a, "--max-iter") == 0) {
-      if (parse_int(a, v, 1, 1000000000L, &max_iter)) return SK_EXIT_USAGE;
+      if (parse_long_arg(a + 2, v, 1, 1000000000L, &max_iter)) return SK_EXIT_USAGE;
     } else if (strcmp(a, "--check-every") == 0) {
-      if (parse_int(a, v, 1, 1000000000L, &check_every)) return SK_EXIT_USAGE;
+      if (parse_long_arg(a + 2, v, 1, 1000000000L, &check_every)) return SK_EXIT_USAGE;
     } else if (strcmp(a, "--p") == 0) {
-      if (parse_int(a, v, 1, 2, &p)) return SK_EXIT_USAGE;
+      if (parse_long_arg(a + 2, v, 1, 2, &p)) return SK_EXIT_USAGE;
       have_p = 1;
     } else if (strcmp(a, "--grid") == 0) {
       ngrid = 0;
@@ -213,7 +180,7 @@ int ndf_cli_sinkhorn(int argc, char **argv) {
         errno = 0;
         long x = strtol(s, &end, 10);
         if (errno || end == s || x < 1 || x > (1L << 20) || ngrid == NDF_MAX_SPATIAL || (*end && *end != ',')) {
-          sk_err("--grid: '%s' is not a list of 1 to %d positive sizes like 32,32", v, NDF_MAX_SPATIAL);
+          errorf("--grid: '%s' is not a list of 1 to %d positive sizes like 32,32", v, NDF_MAX_SPATIAL);
           return SK_EXIT_USAGE;
         }
         grid[ngrid++] = x;
@@ -224,33 +191,33 @@ int ndf_cli_sinkhorn(int argc, char **argv) {
       cost_path = v;
     } else if (strcmp(a, "--device") == 0) {
       if (strcmp(v, "cpu") != 0 && strcmp(v, "cuda") != 0) {
-        sk_err("--device: '%s' is not cpu or cuda", v);
+        errorf("--device: '%s' is not cpu or cuda", v);
         return SK_EXIT_USAGE;
       }
       device = v;
     } else {
-      sk_err("sinkhorn: unknown option '%s' (see ndforge sinkhorn --help)", a);
+      errorf("sinkhorn: unknown option '%s' (see ndforge sinkhorn --help)", a);
       return SK_EXIT_USAGE;
     }
   }
   if (npos != 3) {
-    sk_err("sinkhorn: expected A.npy B.npy OUT.npy (see ndforge sinkhorn --help)");
+    errorf("sinkhorn: expected A.npy B.npy OUT.npy (see ndforge sinkhorn --help)");
     return SK_EXIT_USAGE;
   }
   if (isnan(eps) || max_iter < 0) {
-    sk_err("sinkhorn: --epsilon and --max-iter are required");
+    errorf("sinkhorn: --epsilon and --max-iter are required");
     return SK_EXIT_USAGE;
   }
   if ((ngrid > 0) == (cost_path != NULL)) {
-    sk_err("sinkhorn: give exactly one of --grid and --cost");
+    errorf("sinkhorn: give exactly one of --grid and --cost");
     return SK_EXIT_USAGE;
   }
   if ((have_p || euclid) && !ngrid) {
-    sk_err("sinkhorn: --p and --euclidean go with --grid");
+    errorf("sinkhorn: --p and --euclidean go with --grid");
     return SK_EXIT_USAGE;
   }
   if (have_p && euclid) {
-    sk_err("sinkhorn: --p and --euclidean exclude each other");
+    errorf("sinkhorn: --p and --euclidean exclude each other");
     return SK_EXIT_USAGE;
   }
 
@@ -264,7 +231,7 @@ int ndf_cli_sinkhorn(int argc, char **argv) {
   char err[1024];
   if (!(A = load_hists(pos[0], &n, &d)) || !(B = load_hists(pos[1], &nb, &db))) goto done;
   if (nb != n || db != d) {
-    sk_err("%s has %lld histograms of %lld bins but %s has %lld of %lld", pos[1], (long long)nb, (long long)db,
+    errorf("%s has %lld histograms of %lld bins but %s has %lld of %lld", pos[1], (long long)nb, (long long)db,
            pos[0], (long long)n, (long long)d);
     goto done;
   }
@@ -285,7 +252,7 @@ int ndf_cli_sinkhorn(int argc, char **argv) {
       gd *= grid[k];
     }
     if (gd != d) {
-      sk_err("--grid: the grid has %lld bins but the histograms have %lld", (long long)gd, (long long)d);
+      errorf("--grid: the grid has %lld bins but the histograms have %lld", (long long)gd, (long long)d);
       goto done;
     }
     o.cost_kind = euclid ? NDF_OT_COST_GRID_EUCLIDEAN : NDF_OT_COST_GRID_LP;
@@ -293,15 +260,15 @@ int ndf_cli_sinkhorn(int argc, char **argv) {
     o.p = (int)p;
   } else {
     if (ndfio_npy_read(cost_path, &cimg, err, sizeof err) != NDF_OK) {
-      sk_err("%s", err);
+      errorf("%s", err);
       goto done;
     }
     if (cimg.arr.ndim != 2 || cimg.arr.shape[0] != d || cimg.arr.shape[1] != d) {
-      sk_err("%s: expected a (%lld, %lld) cost matrix", cost_path, (long long)d, (long long)d);
+      errorf("%s: expected a (%lld, %lld) cost matrix", cost_path, (long long)d, (long long)d);
       goto done;
     }
     if (cimg.arr.dtype != NDF_FLOAT64 && cimg.arr.dtype != NDF_FLOAT32) {
-      sk_err("%s: the cost must be float32 or float64", cost_path);
+      errorf("%s: the cost must be float32 or float64", cost_path);
       goto done;
     }
     o.cost_kind = NDF_OT_COST_DENSE;
@@ -311,16 +278,16 @@ int ndf_cli_sinkhorn(int argc, char **argv) {
   ndf_ctx_options_init(&co);
   co.backend = o.device == NDF_DEVICE_CUDA ? NDF_BACKEND_CUDA : NDF_BACKEND_CPU;
   if (ndf_ctx_create(&ctx, &co) != NDF_OK) {
-    sk_err("%s", ndf_last_error());
+    errorf("%s", ndf_last_error());
     goto done;
   }
   if (ndf_sinkhorn_create(ctx, &s, &o) != NDF_OK) {
-    sk_err("%s", ndf_errmsg(ctx));
+    errorf("%s", ndf_errmsg(ctx));
     goto done;
   }
   out = malloc((size_t)n * sizeof(double));
   if (!out) {
-    sk_err("out of memory");
+    errorf("out of memory");
     goto done;
   }
   ndf_array Aa, Ba, Oa;
@@ -330,11 +297,11 @@ int ndf_cli_sinkhorn(int argc, char **argv) {
   ndf_array_init(&Oa, out, NDF_DEVICE_CPU, NDF_FLOAT64, 1, &n);
   ndf_sinkhorn_result res = {&Oa, NULL, NULL, NULL, NULL, NULL};
   if (ndf_sinkhorn_solve(s, &Aa, &Ba, &res) != NDF_OK) {
-    sk_err("%s", ndf_errmsg(ctx));
+    errorf("%s", ndf_errmsg(ctx));
     goto done;
   }
   if (ndfio_write(pos[2], &Oa, NULL, err, sizeof err) != NDF_OK) {
-    sk_err("%s", err);
+    errorf("%s", err);
     goto done;
   }
   rc = 0;

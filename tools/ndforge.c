@@ -9,6 +9,7 @@
  * is written (or left behind) on any error.
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw, clock_gettime */
+#include "cli.h"
 #include "ndfio.h"
 #include "ndforge.h"
 
@@ -30,12 +31,7 @@ enum { EXIT_USAGE = 2, EXIT_RUN = 1 };
 
 /* Prints "ndforge: <message>" as one line: newlines in library messages
  * (compiler logs) become spaces. */
-static void errorf(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
-static void errorf(const char *fmt, ...) {
+void errorf(const char *fmt, ...) {
   char buf[8192];
   va_list ap;
   va_start(ap, fmt);
@@ -1848,7 +1844,19 @@ static void ecc_help(void) {
          ECC_USAGE);
 }
 
-static int parse_double_arg(const char *opt, const char *s, double *out) {
+int parse_long_arg(const char *opt, const char *s, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (end == s || *end || errno || v < lo || v > hi) {
+    errorf("bad value '%s' for --%s (expected an integer in [%ld, %ld])", s, opt, lo, hi);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+int parse_double_arg(const char *opt, const char *s, double *out) {
   char *end;
   errno = 0;
   double v = strtod(s, &end);
@@ -2084,8 +2092,6 @@ static void usage(FILE *f) {
              "Environment: NDF_CACHE_DIR, NDF_CACHE_DISABLE=1.\n");
 }
 
-int ndf_cli_sinkhorn(int argc, char **argv); /* cli_sinkhorn.c */
-int ndf_cli_ect(int argc, char **argv);      /* cli_ect.c */
 
 int main(int argc, char **argv) {
   if (argc < 2) {
