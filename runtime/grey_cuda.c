@@ -63,6 +63,40 @@ static void req_box(ndf__kernel_req *r, ndf_dtype dtype, ndf__minmax op, ndf_mod
   ndf__req_set(r, "TSIZE", "%d", (int)ndf_dtype_size(dtype));
 }
 
+/* grey_boxd (templates/grey_boxd.cu): the fused box kernel by doubling.
+ * Rows per thread RY (NDF_GREY_BOXD_RY=1..8 for tuning, default 8); the
+ * classic grey_box runs instead with NDF_GREY_BOX=classic, for types wider
+ * than 4 bytes, and where the tile's shared memory does not fit. */
+#define BOXD_XT 128
+#define BOXD_NRC 2
+static int boxd_ry(void) {
+  const char *e = getenv("NDF_GREY_BOXD_RY");
+  int v = e && *e ? atoi(e) : 8;
+  return v >= 1 && v <= 8 ? v : 8;
+}
+static int boxd_applies(ndf_dtype dtype, const int k[3]) {
+  const char *e = getenv("NDF_GREY_BOX");
+  if (e && strcmp(e, "classic") == 0) return 0;
+  const size_t es = ndf_dtype_size(dtype);
+  if (es > 4) return 0;
+  const int64_t sh = (int64_t)BOXD_NRC * boxd_ry() + k[1] - 1;
+  const int64_t sw = BOXD_XT + 4 * ((k[2] - 1 + 3) / 4);
+  const int stages = es == 4 ? 2 : 1; /* the fewest the kernel uses */
+  return ((int64_t)stages * sh * sw + sh * BOXD_XT) * (int64_t)es <= 49152;
+}
+
+static void req_boxd(ndf__kernel_req *r, ndf_dtype dtype, ndf__minmax op, ndf_mode mode, const int k[3]) {
+  ndf__req_init(r, "grey_boxd", "ndf_grey_boxd");
+  ndf__req_set(r, "T", "%s", ndf__dtype_ctype(dtype));
+  ndf__req_set(r, "OP", "%d", (int)op);
+  ndf__req_set(r, "MODE", "%d", (int)mode);
+  ndf__req_set(r, "KZ", "%d", k[0]);
+  ndf__req_set(r, "KY", "%d", k[1]);
+  ndf__req_set(r, "KX", "%d", k[2]);
+  ndf__req_set(r, "RY", "%d", boxd_ry());
+  ndf__req_set(r, "TSIZE", "%d", (int)ndf_dtype_size(dtype));
+}
+
 /* Number of trailing spatial axes the fused box kernel covers (0 = none). */
 static int box_fused_axes(const ndf__grey_geom *g) {
   if (!g->is_box || g->algo != NDF_GREY_AUTO) return 0;
@@ -119,8 +153,12 @@ int ndf__grey_cuda_requests(const ndf__grey_geom *g, ndf_dtype dtype, int ndim, 
   if (nf) {
     int k[3], lo[3];
     box_k(g, nf, k, lo);
-    if (n < max) req_box(&reqs[n++], dtype, g->op, g->mode, k, 32);
-    if (n < max) req_box(&reqs[n++], dtype, g->op, g->mode, k, 4);
+    if (boxd_applies(dtype, k)) {
+      if (n < max) req_boxd(&reqs[n++], dtype, g->op, g->mode, k);
+    } else {
+      if (n < max) req_box(&reqs[n++], dtype, g->op, g->mode, k, 32);
+      if (n < max) req_box(&reqs[n++], dtype, g->op, g->mode, k, 4);
+    }
   }
   int need_taps = !g->is_box;
   for (int d = 0; d < g->nsp - nf; d++) need_taps |= g->box[d] > 1 && !use_line(g, g->box[d], 64, ndf_dtype_size(dtype));
@@ -317,6 +355,58 @@ static ndf_status run_box(ndf_ctx *ctx, const char *name, ndf_dtype dtype, const
   return ndf__launch(ctx, name, fn, ndf__grid(ctx, ntx * nty * ntz * nouter, 32), 32, BOX_TY, 0, pb.b);
 }
 
+/* The fused box pass by doubling (grey_boxd); same axes roles as run_box.
+ * Output planes per block zc: the Z extent spread over about one wave of
+ * blocks (two per SM), so a block marches as far as it can without leaving
+ * SMs idle (each block also reduces KZ - 1 halo planes). */
+static ndf_status run_boxd(ndf_ctx *ctx, const char *name, ndf_dtype dtype, const void *in, const int64_t *istr,
+                           void *out, const int64_t *ostr, const int64_t *shape, int ndim, const ndf__grey_geom *g,
+                           int nf) {
+  int k[3], lo[3];
+  box_k(g, nf, k, lo);
+  int64_t ext[3], is[3], os[3];
+  for (int i = 0; i < 3; i++) {
+    int d = ndim - 3 + i;
+    ext[i] = d >= 0 ? shape[d] : 1;
+    is[i] = d >= 0 ? istr[d] : 0;
+    os[i] = d >= 0 ? ostr[d] : 0;
+  }
+  int nb = ndim < 3 ? 0 : ndim - 3;
+  int64_t nouter = 1;
+  for (int d = 0; d < nb; d++) nouter *= shape[d];
+  const int ty = BOXD_NRC * boxd_ry();
+  int64_t ntx = (ext[2] + BOXD_XT - 1) / BOXD_XT, nty = (ext[1] + ty - 1) / ty;
+  const int64_t slots = 2 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132);
+  const int64_t tiles = ntx * nty * nouter;
+  int64_t zc = (ext[0] * tiles + slots - 1) / slots;
+  if (zc < 1) zc = 1;
+  if (zc > ext[0]) zc = ext[0] > 0 ? ext[0] : 1;
+  int64_t ntz = (ext[0] + zc - 1) / zc;
+  ndf__kernel_req req;
+  req_boxd(&req, dtype, g->op, g->mode, k);
+  CUfunction fn;
+  ndf_status s = ndf__jit_get(ctx, name, &req, &fn);
+  if (s != NDF_OK) return s;
+  /* The fields of ndf_boxd_params, in order. */
+  ndf__params pb = {.n = 0};
+  const void *pin = in;
+  void *pout = out;
+  NDF__PUT(&pb, pin);
+  NDF__PUT(&pb, pout);
+  for (int i = 0; i < 3; i++) NDF__PUT(&pb, ext[i]);
+  for (int i = 0; i < 3; i++) NDF__PUT(&pb, is[i]);
+  for (int i = 0; i < 3; i++) NDF__PUT(&pb, os[i]);
+  for (int i = 0; i < 3; i++) NDF__PUT(&pb, lo[i]);
+  ndf__params_put_outer(&pb, nb, shape, istr, ostr);
+  NDF__PUT(&pb, ntx);
+  NDF__PUT(&pb, nty);
+  NDF__PUT(&pb, ntz);
+  NDF__PUT(&pb, nouter);
+  NDF__PUT(&pb, zc);
+  NDF__PUT(&pb, g->cval);
+  return ndf__launch(ctx, name, fn, ndf__grid(ctx, ntx * nty * ntz * nouter, 8), BOXD_XT, BOXD_NRC, 0, pb.b);
+}
+
 ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
                           const ndf__grey_geom *g) {
   ndf_status s = ndf__ctx_bind(ctx);
@@ -352,7 +442,8 @@ ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
     if (nf) {
       int k[3], lo[3];
       box_k(g, nf, k, lo);
-      req_box(&req, in->dtype, g->op, g->mode, k, box_zc(ctx, in->shape, ndim));
+      if (boxd_applies(in->dtype, k)) req_boxd(&req, in->dtype, g->op, g->mode, k);
+      else req_box(&req, in->dtype, g->op, g->mode, k, box_zc(ctx, in->shape, ndim));
       if ((s = ndf__jit_get(ctx, name, &req, &fn)) != NDF_OK) return s;
     }
     for (int i = 0; i < npass; i++) {
@@ -377,7 +468,12 @@ ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
     void *dst = to_out ? out->data : (void *)(uintptr_t)tmp;
     const int64_t *dstr = to_out ? out->strides : cstr;
     if (nf && i == 0) {
-      s = run_box(ctx, name, in->dtype, src, sstr, dst, dstr, in->shape, ndim, g, nf);
+      int k[3], lo[3];
+      box_k(g, nf, k, lo);
+      if (boxd_applies(in->dtype, k))
+        s = run_boxd(ctx, name, in->dtype, src, sstr, dst, dstr, in->shape, ndim, g, nf);
+      else
+        s = run_box(ctx, name, in->dtype, src, sstr, dst, dstr, in->shape, ndim, g, nf);
     } else {
       int a = axes[nf ? i - 1 : i];
       if (use_line(g, g->box[a], in->shape[nb + a], es)) {

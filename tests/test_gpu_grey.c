@@ -462,6 +462,157 @@ static void test_gpu_benchmark_shapes(void **state) {
   assert_int_equal(failed, 0);
 }
 
+/* The fused box kernels of algorithm auto (extents <= 7 on the last three
+ * spatial axes): grey_boxd (doubling, the default), with every rows-per-
+ * thread setting (NDF_GREY_BOXD_RY), against the CPU, and bit for bit
+ * (memcmp: signed zeros and NaN payloads included) against the classic
+ * grey_box (NDF_GREY_BOX=classic).  Boxes by size= and by full footprints,
+ * odd and even extents 1-7, origins, every mode, dtype and op, batch axes,
+ * 1-4 spatial axes, tiles cut at every edge (X to 300, Y to 70), strided
+ * inputs and outputs, inputs of few distinct values (ties of -0.0 and 0.0,
+ * NaN). */
+static void run_box_env(ndf_ctx *ctx, gcase *c, const tu_array *hin, tu_array *hout, const char *box, int ry) {
+  if (box) setenv("NDF_GREY_BOX", box, 1);
+  else unsetenv("NDF_GREY_BOX");
+  char v[8];
+  snprintf(v, sizeof v, "%d", ry);
+  setenv("NDF_GREY_BOXD_RY", v, 1);
+  tu_dev din, dout;
+  tu_dev_upload(ctx, &din, hin);
+  tu_dev_upload(ctx, &dout, hout);
+  ndf_status rg = tu_op_call(ctx, c->op, &din.arr, &dout.arr, &c->o);
+  ndf_status rs = ndf_ctx_synchronize(ctx);
+  if (rg != NDF_OK || rs != NDF_OK)
+    printf("GPU run failed (NDF_GREY_BOX=%s RY=%d): %s / %s: %s\n  %s\n", box ? box : "(unset)", ry,
+           ndf_status_name(rg), ndf_status_name(rs), ndf_errmsg(ctx), c->desc);
+  assert_int_equal(rg, NDF_OK);
+  assert_int_equal(rs, NDF_OK);
+  tu_dev_download(ctx, &dout, hout);
+  tu_dev_free(ctx, &din);
+  tu_dev_free(ctx, &dout);
+  unsetenv("NDF_GREY_BOX");
+  unsetenv("NDF_GREY_BOXD_RY");
+}
+
+static void test_gpu_box_doubling(void **state) {
+  gpu_state *s = *state;
+  SKIP_WITHOUT_CUDA(s);
+  tu_rng r;
+  tu_rng_seed(&r, s->seed + 5);
+  int failed = 0;
+  const long ncases = s->ncases < 40 ? 40 : s->ncases;
+  for (long i = 0; i < ncases && failed < 10; i++) {
+    gcase c;
+    memset(&c, 0, sizeof c);
+    ndf_grey_options_init(&c.o);
+    c.op = (int)tu_rng_int(&r, 0, TU_OP_COUNT - 1);
+    c.dt = (ndf_dtype)tu_rng_int(&r, NDF_UINT8, NDF_FLOAT64);
+    if (tu_rng_chance(&r, 0.4)) c.dt = NDF_FLOAT32;
+    c.batch = (int)tu_rng_int(&r, 0, 2);
+    c.nsp = tu_rng_chance(&r, 0.6) ? 3 : (int)tu_rng_int(&r, 1, 4);
+    c.nd = c.batch + c.nsp;
+    const int64_t cap[4] = {40, 70, 300, 300}; /* Z, Y, X of the last three spatial axes */
+    for (int tries = 0;; tries++) {
+      int64_t n = 1;
+      for (int d = 0; d < c.nd; d++) {
+        int back = c.nd - 1 - d; /* 0: last axis */
+        int64_t hi = d < c.batch ? 3 : back == 0 ? cap[2] : back == 1 ? cap[1] : back == 2 ? cap[0] : 6;
+        c.shape[d] = tu_rng_chance(&r, 0.1) ? tu_rng_int(&r, 1, 3) : tu_rng_int(&r, 1, hi);
+        n *= c.shape[d];
+      }
+      if (n <= 600000 || tries > 50) break;
+    }
+    int64_t es[NDF_MAX_SPATIAL];
+    for (int d = 0; d < c.nsp; d++) es[d] = c.nsp - d <= 3 ? tu_rng_int(&r, 1, 7) : 1;
+    if (tu_rng_chance(&r, 0.5)) {
+      c.o.nsize = c.nsp;
+      for (int d = 0; d < c.nsp; d++) c.o.size[d] = es[d];
+    } else { /* a footprint of ones: the same box */
+      assert_int_equal(tu_array_alloc(&c.fp, NDF_BOOL, c.nsp, es), 0);
+      int64_t nt = 1;
+      for (int d = 0; d < c.nsp; d++) nt *= es[d];
+      for (int64_t k = 0; k < nt; k++) tu_set(&c.fp.arr, k, 1);
+      c.o.footprint = &c.fp.arr;
+    }
+    if (tu_rng_chance(&r, 0.7)) {
+      c.o.norigin = c.nsp;
+      for (int d = 0; d < c.nsp; d++) c.o.origin[d] = tu_rng_int(&r, -(es[d] / 2), (es[d] - 1) / 2);
+    }
+    c.o.mode = (ndf_mode)tu_rng_int(&r, 0, NDF_MODE_COUNT - 1);
+    double lo, hi;
+    tu_int_range(c.dt, &lo, &hi);
+    c.o.cval = tu_is_float(c.dt) ? (tu_rng_chance(&r, 0.1) ? NAN : tu_rng_chance(&r, 0.2) ? -0.0 : tu_rng_normal(&r) * 10)
+                                 : (double)tu_rng_int(&r, (int64_t)lo, (int64_t)hi);
+    c.o.batch_dims = c.batch;
+    int w = 0;
+    w += snprintf(c.desc + w, sizeof c.desc - (size_t)w, "%s %s batch=%d shape=", tu_op_name(c.op), ndf_dtype_name(c.dt), c.batch);
+    for (int d = 0; d < c.nd; d++) w += snprintf(c.desc + w, sizeof c.desc - (size_t)w, "%s%lld", d ? "x" : "", (long long)c.shape[d]);
+    w += snprintf(c.desc + w, sizeof c.desc - (size_t)w, " %s=", c.o.footprint ? "footprint" : "size");
+    for (int d = 0; d < c.nsp; d++) w += snprintf(c.desc + w, sizeof c.desc - (size_t)w, "%s%lld", d ? "x" : "", (long long)es[d]);
+    w += snprintf(c.desc + w, sizeof c.desc - (size_t)w, " origin=");
+    for (int d = 0; d < c.o.norigin; d++) w += snprintf(c.desc + w, sizeof c.desc - (size_t)w, "%s%lld", d ? "," : "", (long long)c.o.origin[d]);
+    snprintf(c.desc + w, sizeof c.desc - (size_t)w, " mode=%s cval=%g", ndf_mode_name(c.o.mode), c.o.cval);
+
+    tu_array in, cpu_out, hin, hnew, hold;
+    assert_int_equal(tu_array_alloc(&in, c.dt, c.nd, c.shape), 0);
+    int ties = tu_rng_chance(&r, 0.4);
+    if (ties) { /* few distinct values: ties everywhere, -0.0 against 0.0 */
+      static const double fv[] = {-0.0, 0.0, -0.0, 0.0, 1.0, -1.0, NAN};
+      const int64_t n = ndf_array_size(&in.arr);
+      const int nv = tu_rng_chance(&r, 0.5) ? 7 : 6;
+      for (int64_t k = 0; k < n; k++) {
+        double v = fv[tu_rng_int(&r, 0, nv - 1)];
+        if (!tu_is_float(c.dt)) v = isnan(v) ? 2.0 : v == 0 ? 0.0 : v < 0 && lo == 0 ? 3.0 : v;
+        tu_set(&in.arr, k, v);
+      }
+    } else {
+      fill_values(&in, &r, 1);
+    }
+    assert_int_equal(tu_array_like(&cpu_out, &in.arr, TU_LAYOUT_C, &r), 0);
+    ndf_status rc = tu_op_call(s->ctx, c.op, &in.arr, &cpu_out.arr, &c.o);
+    if (rc != NDF_OK) printf("CPU rejected: %s: %s\n  %s\n", ndf_status_name(rc), ndf_errmsg(s->ctx), c.desc);
+    assert_int_equal(rc, NDF_OK);
+    int in_layout = tu_rng_chance(&r, 0.7) ? TU_LAYOUT_C
+                    : tu_rng_chance(&r, 0.5) ? TU_LAYOUT_PADDED | (tu_rng_chance(&r, 0.5) ? TU_LAYOUT_NEGATIVE : 0)
+                                             : TU_LAYOUT_C | TU_LAYOUT_OFFSET;
+    int out_layout = tu_rng_chance(&r, 0.8) ? TU_LAYOUT_C : TU_LAYOUT_C | TU_LAYOUT_OFFSET;
+    assert_int_equal(tu_array_relayout(&hin, &in.arr, in_layout, &r), 0);
+    assert_int_equal(tu_array_like(&hnew, &in.arr, out_layout, &r), 0);
+    assert_int_equal(tu_array_like(&hold, &in.arr, TU_LAYOUT_C, &r), 0);
+    const int ry = tu_rng_chance(&r, 0.5) ? 8 : (int)tu_rng_int(&r, 1, 8);
+    run_box_env(s->ctx, &c, &hin, &hnew, NULL, ry);
+    run_box_env(s->ctx, &c, &hin, &hold, "classic", 8);
+    char msg[2048];
+    int64_t bad = tu_compare(&cpu_out.arr, &hnew.arr, msg, sizeof msg);
+    int64_t gap = tu_check_gaps(&hnew);
+    if (bad != 0 || gap >= 0) {
+      printf("grey_boxd (RY=%d) != CPU in %lld elements, gap byte %lld%s:\n  %s\n%s", ry, (long long)bad,
+             (long long)gap, ties ? " (ties input)" : "", c.desc, msg);
+      failed++;
+    } else {
+      const size_t es1 = ndf_dtype_size(c.dt);
+      int64_t nbit = 0, first = -1;
+      const int64_t n = ndf_array_size(&in.arr);
+      for (int64_t k = 0; k < n; k++)
+        if (memcmp(tu_elem_ptr(&hnew.arr, k), tu_elem_ptr(&hold.arr, k), es1) != 0 && nbit++ == 0) first = k;
+      if (nbit) {
+        printf("grey_boxd (RY=%d) and grey_box differ in the bits of %lld elements (first: flat %lld, %g vs %g)%s:\n  %s\n",
+               ry, (long long)nbit, (long long)first, tu_get(&hnew.arr, first), tu_get(&hold.arr, first),
+               ties ? " (ties input)" : "", c.desc);
+        failed++;
+      }
+    }
+    tu_array_free(&in);
+    tu_array_free(&cpu_out);
+    tu_array_free(&hin);
+    tu_array_free(&hnew);
+    tu_array_free(&hold);
+    gcase_free(&c);
+  }
+  printf("%ld box-kernel cases, %d failed\n", ncases, failed);
+  assert_int_equal(failed, 0);
+}
+
 /* Every algorithm on the GPU (auto, direct, separable, vhgw, decomposed)
  * against the CPU's auto, bit for bit: large boxes (extents up to 63, some
  * longer than the image) and iterated structures (diamonds, crosses), 1-4
@@ -652,6 +803,7 @@ int main(void) {
       cmocka_unit_test(test_gpu_benchmark_shapes),
       cmocka_unit_test(test_gpu_random_cases),
       cmocka_unit_test(test_gpu_algorithms),
+      cmocka_unit_test(test_gpu_box_doubling),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
