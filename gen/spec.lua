@@ -113,6 +113,22 @@ return {
       },
     },
     {
+      name = "grey_lined",
+      file = "templates/grey_lined.cu",
+      kernels = { "ndf_grey_lined" },
+      slots = {
+        T = "element type (C name)",
+        OP = "0 = minimum (erosion), 1 = maximum (dilation)",
+        MODE = "boundary mode, 0..4",
+        LAST = "1 when the processed axis is the array's last axis",
+      },
+      families = {
+        { T = { "float" }, OP = { "0", "1" }, MODE = { "0", "1", "2", "3", "4" }, LAST = { "0", "1" } },
+        { T = int_types, OP = { "1" }, MODE = { "2" }, LAST = { "0", "1" } },
+        { T = { "double" }, OP = { "0" }, MODE = { "3" }, LAST = { "0", "1" } },
+      },
+    },
+    {
       name = "distance_edt",
       file = "templates/distance_edt.cu",
       kernels = { "ndf_edt_lines", "ndf_edt_rows", "ndf_edt_first", "ndf_edt_wrows" },

@@ -41,8 +41,9 @@ static void req_taps(ndf__kernel_req *r, ndf_dtype dtype, int nsp, ndf__minmax o
   ndf__req_set(r, "T_HI", "%.1f", ndf__dtype_is_float(dtype) ? 0.0 : hi);
 }
 
-static void req_line(ndf__kernel_req *r, ndf_dtype dtype, ndf__minmax op, ndf_mode mode, int last) {
-  ndf__req_init(r, "grey_line", "ndf_grey_line");
+static void req_line(ndf__kernel_req *r, ndf_dtype dtype, ndf__minmax op, ndf_mode mode, int last, int dbl) {
+  if (dbl) ndf__req_init(r, "grey_lined", "ndf_grey_lined");
+  else ndf__req_init(r, "grey_line", "ndf_grey_line");
   ndf__req_set(r, "T", "%s", ndf__dtype_ctype(dtype));
   ndf__req_set(r, "OP", "%d", (int)op);
   ndf__req_set(r, "MODE", "%d", (int)mode);
@@ -134,7 +135,29 @@ static int line_geometry(int64_t K, int64_t n, size_t es, int *cols, int *seg) {
   return 0;
 }
 
-/* Whether the line pass of extent K runs grey_line. */
+/* grey_lined (templates/grey_lined.cu): the line pass by doubling in shared
+ * memory, 32 lines x S outputs per block of 256 threads, two buffers of
+ * S + K - 1 rows.  Under auto only (algorithm vhgw keeps grey_line), where S
+ * is at least about K / 2 (else the extra staging outweighs it);
+ * NDF_GREY_LINE=classic keeps grey_line. */
+#define LINED_NL 32
+#define LINED_NTH 256
+static int lined_geometry(int64_t K, int64_t n, size_t es, int *seg) {
+  int64_t rows = ((int64_t)LINE_SMEM - 16 * LINED_NL) / (2 * (int64_t)(LINED_NL + 1) * (int64_t)es);
+  int64_t S = rows - K + 1;
+  if (S > n) S = n;
+  if (S < 1 || 2 * S < K + 1) return 0;
+  *seg = (int)S;
+  return 1;
+}
+static int use_lined(const ndf__grey_geom *g, int64_t K, int64_t n, size_t es) {
+  int sg;
+  const char *e = getenv("NDF_GREY_LINE");
+  if (e && strcmp(e, "classic") == 0) return 0;
+  return g->algo == NDF_GREY_AUTO && K >= NDF__VHGW_MIN_CUDA && lined_geometry(K, n, es, &sg);
+}
+
+/* Whether the line pass of extent K runs grey_line (or grey_lined, see use_lined). */
 static int use_line(const ndf__grey_geom *g, int64_t K, int64_t n, size_t es) {
   int c, sg;
   if (K <= 1 || !line_geometry(K, n, es, &c, &sg)) return 0;
@@ -145,11 +168,15 @@ int ndf__grey_cuda_requests(const ndf__grey_geom *g, ndf_dtype dtype, int ndim, 
   if (g->algo == NDF_GREY_DECOMPOSED) return ndf__grey_cuda_requests(g->step, dtype, ndim, reqs, max);
   int n = 0, nf = box_fused_axes(g);
   if (g->is_box) /* line passes by van Herk (the warm shape is 64 per axis) */
-    for (int l = 0; l < 2; l++) {
-      int need = 0;
-      for (int d = 0; d < g->nsp - nf; d++) need |= use_line(g, g->box[d], 64, ndf_dtype_size(dtype)) && (d == g->nsp - 1) == l;
-      if (need && n < max) req_line(&reqs[n++], dtype, g->op, g->mode, l);
-    }
+    for (int l = 0; l < 2; l++)
+      for (int dbl = 0; dbl < 2; dbl++) {
+        int need = 0;
+        for (int d = 0; d < g->nsp - nf; d++) {
+          const size_t es = ndf_dtype_size(dtype);
+          need |= use_line(g, g->box[d], 64, es) && use_lined(g, g->box[d], 64, es) == dbl && (d == g->nsp - 1) == l;
+        }
+        if (need && n < max) req_line(&reqs[n++], dtype, g->op, g->mode, l, dbl);
+      }
   if (nf) {
     int k[3], lo[3];
     box_k(g, nf, k, lo);
@@ -266,12 +293,17 @@ static int box_zc(const ndf_ctx *ctx, const int64_t *shape, int ndim) {
 /* One van Herk/Gil-Werman pass along array axis a (templates/grey_line.cu). */
 static ndf_status run_line(ndf_ctx *ctx, const char *name, ndf_dtype dtype, const void *in, const int64_t *istr,
                            void *out, const int64_t *ostr, const int64_t *shape, int ndim, const ndf__grey_geom *g,
-                           int a, int64_t K, int64_t lo) {
+                           int a, int64_t K, int64_t lo, int dbl) {
   int cols = 0, seg = 0;
   const size_t es = ndf_dtype_size(dtype);
-  line_geometry(K, shape[a], es, &cols, &seg);
+  if (dbl) {
+    cols = LINED_NL;
+    lined_geometry(K, shape[a], es, &seg);
+  } else {
+    line_geometry(K, shape[a], es, &cols, &seg);
+  }
   ndf__kernel_req req;
-  req_line(&req, dtype, g->op, g->mode, a == ndim - 1);
+  req_line(&req, dtype, g->op, g->mode, a == ndim - 1, dbl);
   CUfunction fn;
   ndf_status s = ndf__jit_get(ctx, name, &req, &fn);
   if (s != NDF_OK) return s;
@@ -303,9 +335,9 @@ static ndf_status run_line(ndf_ctx *ctx, const char *name, ndf_dtype dtype, cons
   NDF__PUT(&pb, lo32);
   NDF__PUT(&pb, seg);
   NDF__PUT(&pb, g->cval);
-  const unsigned smem = (unsigned)(16 * cols + (size_t)(seg + K - 1) * (size_t)(cols + 1) * es);
+  const unsigned smem = (unsigned)(16 * cols + (dbl ? 2 : 1) * (size_t)(seg + K - 1) * (size_t)(cols + 1) * es);
   int64_t tiles = (nlines + cols - 1) / cols * nseg;
-  return ndf__launch(ctx, name, fn, ndf__grid(ctx, tiles, 32), (unsigned)cols, 1, smem, pb.b);
+  return ndf__launch(ctx, name, fn, ndf__grid(ctx, tiles, dbl ? 8 : 32), dbl ? LINED_NTH : (unsigned)cols, 1, smem, pb.b);
 }
 
 static ndf_status run_box(ndf_ctx *ctx, const char *name, ndf_dtype dtype, const void *in, const int64_t *istr,
@@ -448,7 +480,8 @@ ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
     }
     for (int i = 0; i < npass; i++) {
       const int a = axes[i];
-      if (use_line(g, g->box[a], in->shape[nb + a], es)) req_line(&req, in->dtype, g->op, g->mode, nb + a == ndim - 1);
+      if (use_line(g, g->box[a], in->shape[nb + a], es))
+        req_line(&req, in->dtype, g->op, g->mode, nb + a == ndim - 1, use_lined(g, g->box[a], in->shape[nb + a], es));
       else req_taps(&req, in->dtype, nsp, g->op, g->mode, 0);
       if ((s = ndf__jit_get(ctx, name, &req, &fn)) != NDF_OK) return s;
     }
@@ -477,7 +510,8 @@ ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
     } else {
       int a = axes[nf ? i - 1 : i];
       if (use_line(g, g->box[a], in->shape[nb + a], es)) {
-        s = run_line(ctx, name, in->dtype, src, sstr, dst, dstr, in->shape, ndim, g, nb + a, g->box[a], g->lo[a]);
+        s = run_line(ctx, name, in->dtype, src, sstr, dst, dstr, in->shape, ndim, g, nb + a, g->box[a], g->lo[a],
+                     use_lined(g, g->box[a], in->shape[nb + a], es));
         src = dst;
         sstr = dstr;
         continue;

@@ -472,8 +472,13 @@ static void test_gpu_benchmark_shapes(void **state) {
  * inputs and outputs, inputs of few distinct values (ties of -0.0 and 0.0,
  * NaN). */
 static void run_box_env(ndf_ctx *ctx, gcase *c, const tu_array *hin, tu_array *hout, const char *box, int ry) {
-  if (box) setenv("NDF_GREY_BOX", box, 1);
-  else unsetenv("NDF_GREY_BOX");
+  if (box) {
+    setenv("NDF_GREY_BOX", box, 1);
+    setenv("NDF_GREY_LINE", box, 1);
+  } else {
+    unsetenv("NDF_GREY_BOX");
+    unsetenv("NDF_GREY_LINE");
+  }
   char v[8];
   snprintf(v, sizeof v, "%d", ry);
   setenv("NDF_GREY_BOXD_RY", v, 1);
@@ -491,14 +496,15 @@ static void run_box_env(ndf_ctx *ctx, gcase *c, const tu_array *hin, tu_array *h
   tu_dev_free(ctx, &din);
   tu_dev_free(ctx, &dout);
   unsetenv("NDF_GREY_BOX");
+  unsetenv("NDF_GREY_LINE");
   unsetenv("NDF_GREY_BOXD_RY");
 }
 
-static void test_gpu_box_doubling(void **state) {
+static void box_doubling_cases(void **state, int lines) {
   gpu_state *s = *state;
   SKIP_WITHOUT_CUDA(s);
   tu_rng r;
-  tu_rng_seed(&r, s->seed + 5);
+  tu_rng_seed(&r, s->seed + 5 + (uint64_t)lines);
   int failed = 0;
   const long ncases = s->ncases < 40 ? 40 : s->ncases;
   for (long i = 0; i < ncases && failed < 10; i++) {
@@ -511,7 +517,7 @@ static void test_gpu_box_doubling(void **state) {
     c.batch = (int)tu_rng_int(&r, 0, 2);
     c.nsp = tu_rng_chance(&r, 0.6) ? 3 : (int)tu_rng_int(&r, 1, 4);
     c.nd = c.batch + c.nsp;
-    const int64_t cap[4] = {40, 70, 300, 300}; /* Z, Y, X of the last three spatial axes */
+    const int64_t cap[3] = {40, lines ? 400 : 70, lines ? 400 : 300}; /* Z, Y, X: the last three spatial axes */
     for (int tries = 0;; tries++) {
       int64_t n = 1;
       for (int d = 0; d < c.nd; d++) {
@@ -524,6 +530,9 @@ static void test_gpu_box_doubling(void **state) {
     }
     int64_t es[NDF_MAX_SPATIAL];
     for (int d = 0; d < c.nsp; d++) es[d] = c.nsp - d <= 3 ? tu_rng_int(&r, 1, 7) : 1;
+    if (lines) /* large extents: line passes (grey_lined / grey_line), sometimes longer than the axis */
+      for (int d = 0; d < c.nsp; d++)
+        es[d] = tu_rng_chance(&r, 0.3) ? tu_rng_int(&r, 1, 7) : tu_rng_chance(&r, 0.8) ? tu_rng_int(&r, 8, 70) : tu_rng_int(&r, 71, 140);
     if (tu_rng_chance(&r, 0.5)) {
       c.o.nsize = c.nsp;
       for (int d = 0; d < c.nsp; d++) c.o.size[d] = es[d];
@@ -586,7 +595,7 @@ static void test_gpu_box_doubling(void **state) {
     int64_t bad = tu_compare(&cpu_out.arr, &hnew.arr, msg, sizeof msg);
     int64_t gap = tu_check_gaps(&hnew);
     if (bad != 0 || gap >= 0) {
-      printf("grey_boxd (RY=%d) != CPU in %lld elements, gap byte %lld%s:\n  %s\n%s", ry, (long long)bad,
+      printf("doubling kernels (RY=%d) != CPU in %lld elements, gap byte %lld%s:\n  %s\n%s", ry, (long long)bad,
              (long long)gap, ties ? " (ties input)" : "", c.desc, msg);
       failed++;
     } else {
@@ -596,7 +605,7 @@ static void test_gpu_box_doubling(void **state) {
       for (int64_t k = 0; k < n; k++)
         if (memcmp(tu_elem_ptr(&hnew.arr, k), tu_elem_ptr(&hold.arr, k), es1) != 0 && nbit++ == 0) first = k;
       if (nbit) {
-        printf("grey_boxd (RY=%d) and grey_box differ in the bits of %lld elements (first: flat %lld, %g vs %g)%s:\n  %s\n",
+        printf("doubling kernels (RY=%d) and classic kernels differ in the bits of %lld elements (first: flat %lld, %g vs %g)%s:\n  %s\n",
                ry, (long long)nbit, (long long)first, tu_get(&hnew.arr, first), tu_get(&hold.arr, first),
                ties ? " (ties input)" : "", c.desc);
         failed++;
@@ -609,9 +618,14 @@ static void test_gpu_box_doubling(void **state) {
     tu_array_free(&hold);
     gcase_free(&c);
   }
-  printf("%ld box-kernel cases, %d failed\n", ncases, failed);
+  printf("%ld %s cases, %d failed\n", ncases, lines ? "line-pass" : "box-kernel", failed);
   assert_int_equal(failed, 0);
 }
+static void test_gpu_box_doubling(void **state) { box_doubling_cases(state, 0); }
+/* The same for large boxes: the line passes by doubling (grey_lined, auto)
+ * against the CPU and bit for bit against grey_line (NDF_GREY_LINE=classic),
+ * extents 8-140 on any spatial axis. */
+static void test_gpu_line_doubling(void **state) { box_doubling_cases(state, 1); }
 
 /* Every algorithm on the GPU (auto, direct, separable, vhgw, decomposed)
  * against the CPU's auto, bit for bit: large boxes (extents up to 63, some
@@ -804,6 +818,7 @@ int main(void) {
       cmocka_unit_test(test_gpu_random_cases),
       cmocka_unit_test(test_gpu_algorithms),
       cmocka_unit_test(test_gpu_box_doubling),
+      cmocka_unit_test(test_gpu_line_doubling),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
