@@ -13,7 +13,8 @@
 // 0: consecutive threads take consecutive lines, the neighbours along the
 // contiguous axis; LAST = 1: consecutive values of one line), then
 //   m_2W[i] = OP(m_W[i], m_W[i+W])   while 2W <= K (ping-pong buffers)
-//   out[i]  = OP(m_W[i], m_W[i+K-W]) (overlapping windows when K is no power of 2)
+//   out[i]  = OP(m_W[i], m_W[i+K-W]) (overlapping windows when K is no power of 2,
+//             taken as the outputs are stored)
 // Every OP keeps the operand covering earlier positions first: the result is
 // the leftmost of equal extrema and the rightmost NaN of the window, as the
 // left-to-right O(K) pass, van Herk and the CPU, bit for bit.
@@ -119,16 +120,9 @@ extern "C" __global__ void __launch_bounds__(NTH) ndf_grey_lined(const ndf_line_
       T *s = a; a = b; b = s;
       len = nlen;
     }
-    if (W < p.K) {
-      const int d = p.K - W;
-      if (c < ncols) {
-#pragma unroll 4
-        for (int i = r0; i < scnt; i += NTH / NL) b[i * P + c] = ndf_pick<OP, T>(a[i * P + c], a[(i + d) * P + c]);
-      }
-      __syncthreads();
-      T *s = a; a = b; b = s;
-    }
-    // Store a[s][col], s < scnt, coalesced like the loads.
+    // The last level (overlapping windows when K is no power of 2) as the
+    // values are stored, coalesced like the loads.
+    const int d = p.K - W;
 #if LAST
     const int sq = NTH / scnt, sr = NTH - sq * scnt;
     for (int i = t, s = t % scnt, col = t / scnt; i < scnt * ncols; i += NTH) {
@@ -136,7 +130,8 @@ extern "C" __global__ void __launch_bounds__(NTH) ndf_grey_lined(const ndf_line_
     const int sq = NTH / ncols, sr = NTH - sq * ncols;
     for (int i = t, col = t % ncols, s = t / ncols; i < scnt * ncols; i += NTH) {
 #endif
-      p.out[obase[col] + (x0 + s) * p.ostr] = a[s * P + col];
+      const T m = a[s * P + col];
+      p.out[obase[col] + (x0 + s) * p.ostr] = d > 0 ? ndf_pick<OP, T>(m, a[(s + d) * P + col]) : m;
 #if LAST
       s += sr;
       col += sq;
