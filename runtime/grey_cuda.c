@@ -142,8 +142,15 @@ static int line_geometry(int64_t K, int64_t n, size_t es, int *cols, int *seg) {
  * NDF_GREY_LINE=classic keeps grey_line. */
 #define LINED_NL 32
 #define LINED_NTH 256
+/* Shared memory per block: 48 KiB, or NDF_GREY_LINED_KB (48..200, tuning:
+ * longer segments, less staging overhead, fewer blocks per SM). */
+static int64_t lined_budget(void) {
+  const char *e = getenv("NDF_GREY_LINED_KB");
+  int64_t kb = e && *e ? atoi(e) : 48;
+  return (kb >= 48 && kb <= 200 ? kb : 48) * 1024;
+}
 static int lined_geometry(int64_t K, int64_t n, size_t es, int *seg) {
-  int64_t rows = ((int64_t)LINE_SMEM - 16 * LINED_NL) / (2 * (int64_t)(LINED_NL + 1) * (int64_t)es);
+  int64_t rows = (lined_budget() - 16 * LINED_NL) / (2 * (int64_t)(LINED_NL + 1) * (int64_t)es);
   int64_t S = rows - K + 1;
   if (S > n) S = n;
   if (S < 1 || 2 * S < K + 1) return 0;
@@ -336,6 +343,12 @@ static ndf_status run_line(ndf_ctx *ctx, const char *name, ndf_dtype dtype, cons
   NDF__PUT(&pb, seg);
   NDF__PUT(&pb, g->cval);
   const unsigned smem = (unsigned)(16 * cols + (dbl ? 2 : 1) * (size_t)(seg + K - 1) * (size_t)(cols + 1) * es);
+  if (smem > LINE_SMEM) {
+    CUresult r = ndf__cu(NULL)->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);
+    if (r != CUDA_SUCCESS)
+      return ndf__error(ctx, NDF_ENOTSUP, "%s: the line pass needs %u bytes of shared memory per block, more than "
+                        "this device allows (NDF_GREY_LINED_KB)", name, smem);
+  }
   int64_t tiles = (nlines + cols - 1) / cols * nseg;
   return ndf__launch(ctx, name, fn, ndf__grid(ctx, tiles, dbl ? 8 : 32), dbl ? LINED_NTH : (unsigned)cols, 1, smem, pb.b);
 }
