@@ -4,13 +4,16 @@
  * it on the context's stream.
  *
  *   flat box, extents <= 7 on the last three spatial axes (algorithm auto)
- *       -> grey_box (one fused pass) + one line pass per other spatial axis
+ *       -> grey_boxd (one fused pass by doubling; grey_box for 8-byte types
+ *          or NDF_GREY_BOX=classic) + one line pass per other spatial axis
  *          with extent > 1;
  *   other flat boxes -> one line pass per axis with extent > 1;
  *   any other element (or algorithm direct) -> grey_taps with the element's
  *       tap table; algorithm decomposed runs its steps (grey.c).
  * A line pass is grey_line (van Herk/Gil-Werman, constant cost) for
- * algorithm vhgw, or auto from extent NDF__VHGW_MIN_CUDA on, else grey_taps
+ * algorithm vhgw, or auto from extent NDF__VHGW_MIN_CUDA on (there grey_lined,
+ * doubling in shared memory, where its segments are long enough; grey_line
+ * with NDF_GREY_LINE=classic), else grey_taps
  * with a 1-D tap table, O(extent) per voxel (and for extents too large for
  * grey_line's shared memory: some hundreds, see line_geometry).
  * Separable passes are exact for min/max in every mode (cval padding and NaN
