@@ -841,6 +841,8 @@ static void usage(FILE *f)
         "over [-R, R]; --param: m directions).\n"
         "$NDF_BENCH_RANK_ALGO=network|select|histogram forces the rank filters' algorithm.\n"
         "$NDF_BENCH_GREY_ALGO=direct|separable|vhgw|decomposed forces the grey algorithm.\n"
+        "$NDF_GREY_BOX=classic / $NDF_GREY_LINE=classic run grey_box / grey_line in place of the doubling\n"
+        "kernels grey_boxd / grey_lined (auto); $NDF_GREY_BOXD_RY=1..8, $NDF_GREY_LINED_KB=48..200 tune them.\n"
         "  --only SUBSTR     run the default workloads whose name contains SUBSTR (see --list)\n"
         "  --reps N          timed runs for the warm median (default 100)\n"
         "  --cpu             also time the CPU backend (median of 5, cpu_ms); without a GPU,\n"
