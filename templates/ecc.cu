@@ -41,6 +41,51 @@ template <typename W> __device__ __forceinline__ W ndf_nan();
 template <> __device__ __forceinline__ float ndf_nan<float>() { return __int_as_float(0x7fffffff); }
 template <> __device__ __forceinline__ double ndf_nan<double>() { return __longlong_as_double(0x7ff8000000000000LL); }
 
+// ---- the device header of one exact call (new path, runtime/ecc_cuda.c) --------------------------
+// Zeroed before the call.  nan_key: ~(least C-order index of a NaN), 0 when
+// none (atomicMax keeps the least index).  bad: [min, max] is not finite.
+// lo, inv_step, uniform: the binner of thresholds the scan derived on the
+// device.  ticket: the scan's blocks.  The host reads nan_key and bad once,
+// at the end; the curves are written only when both are 0.
+struct ndf_ecc_hdr {
+  double lo, inv_step, mn, mx;
+  unsigned long long nan_key;
+  int uniform, bad;
+  unsigned ticket, pad;
+};
+
+__device__ __forceinline__ bool ndf_ecc_hdr_ok(const ndf_ecc_hdr *h) {
+  return __ldcg(&h->nan_key) == 0ull && __ldcg(&h->bad) == 0;
+}
+
+// Prefix sum of one image's histogram (hist, sorted thresholds) written to
+// out[perm[k] * ostep]; a whole block calls it.  hist is read through L2
+// (it was filled by other blocks' atomics).
+__device__ void ndf_ecc_prefix(const long long *hist, const long long *perm, long long *out, ndf_i64 T,
+                               ndf_i64 ostep) {
+  __shared__ long long wsum[8];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  long long carry = 0;
+  for (ndf_i64 k0 = 0; k0 < T; k0 += 256) {
+    const ndf_i64 k = k0 + threadIdx.x;
+    long long v = k < T ? __ldcg(hist + k) : 0;
+    for (int o = 1; o < 32; o <<= 1) {
+      const long long u = __shfl_up_sync(0xffffffffu, v, o);
+      if (lane >= o) v += u;
+    }
+    if (lane == 31) wsum[warp] = v;
+    __syncthreads();
+    long long before = carry, total = carry;
+    for (int w = 0; w < 8; w++) {
+      if (w < warp) before += wsum[w];
+      total += wsum[w];
+    }
+    if (k < T) out[__ldcg(perm + k) * ostep] = before + v;
+    carry = total;
+    __syncthreads();
+  }
+}
+
 // ---- min / max / NaN ----------------------------------------------------------------------------
 struct ndf_ecc_scan_params {
   const TIN *in;
@@ -49,7 +94,87 @@ struct ndf_ecc_scan_params {
   ndf_i64 nrows, nl, sl; // rows (every axis but the last), their length and stride
   int nd;
   ndf_i64 shape[NDF_MAX_NDIM], str[NDF_MAX_NDIM];
+  // new path (hdr != NULL): the last block to finish reduces the partials
+  // into hdr and, with need_range, writes the T thresholds over [min, max]
+  // sorted (ts) with their caller positions (perm) and the binner
+  ndf_ecc_hdr *hdr;
+  double *ts;
+  long long *perm;
+  ndf_i64 T;
+  int need_range;
 };
+
+// The last block of ndf_ecc_scan: min, max, NaN over the partials, then the
+// thresholds exactly as the CPU's make_thresholds and ecc_cpu take them:
+// t_k = lo + (hi - lo) * k / (T - 1) in double (explicit roundings, no
+// contraction), t_{T-1} = hi, sorted by (t, k).  fl() is monotone, so
+// t_0..t_{T-2} are already in order and only hi moves: it goes after the m
+// thresholds t_j <= hi (j < T - 1), before the others.  Then the binner:
+// uniform when ts[T-1] > ts[0], lo = ts[0], inv_step = (T - 1) / (ts[T-1] - ts[0]).
+__device__ void ndf_ecc_scan_finish(const ndf_ecc_scan_params &p) {
+  __shared__ double rmn[256], rmx[256];
+  __shared__ unsigned long long rkey[256];
+  __shared__ int rcnt[256];
+  const int tid = threadIdx.x;
+  double lo = 1.0 / 0.0, hi = -1.0 / 0.0;
+  unsigned long long key = 0;
+  for (unsigned b = tid; b < gridDim.x; b += 256) {
+    lo = fmin(lo, __ldcg(p.mn + b));
+    hi = fmax(hi, __ldcg(p.mx + b));
+    const long long na = __ldcg(p.nan_at + b);
+    if (na >= 0) key = max(key, ~(unsigned long long)na);
+  }
+  rmn[tid] = lo;
+  rmx[tid] = hi;
+  rkey[tid] = key;
+  __syncthreads();
+  for (int o = 128; o > 0; o >>= 1) {
+    if (tid < o) {
+      rmn[tid] = fmin(rmn[tid], rmn[tid + o]);
+      rmx[tid] = fmax(rmx[tid], rmx[tid + o]);
+      rkey[tid] = max(rkey[tid], rkey[tid + o]);
+    }
+    __syncthreads();
+  }
+  lo = rmn[0];
+  hi = rmx[0];
+  key = rkey[0];
+  const bool bad = p.need_range && !(isfinite(lo) && isfinite(hi));
+  if (tid == 0) {
+    p.hdr->mn = lo;
+    p.hdr->mx = hi;
+    p.hdr->nan_key = key;
+    p.hdr->bad = bad ? 1 : 0;
+  }
+  if (!p.need_range || bad) return;
+  const ndf_i64 T = p.T;
+  const double span = __dsub_rn(hi, lo), den = (double)(T - 1);
+  int cnt = 0;
+  for (ndf_i64 k = tid; k < T - 1; k += 256) cnt += __dadd_rn(lo, __ddiv_rn(__dmul_rn(span, (double)k), den)) <= hi;
+  rcnt[tid] = cnt;
+  __syncthreads();
+  for (int o = 128; o > 0; o >>= 1) {
+    if (tid < o) rcnt[tid] += rcnt[tid + o];
+    __syncthreads();
+  }
+  const ndf_i64 m = rcnt[0];
+  for (ndf_i64 k = tid; k < T - 1; k += 256) {
+    const double t = __dadd_rn(lo, __ddiv_rn(__dmul_rn(span, (double)k), den));
+    const ndf_i64 pos = k < m ? k : k + 1;
+    p.ts[pos] = t;
+    p.perm[pos] = k;
+  }
+  if (tid == 0) {
+    p.ts[m] = hi;
+    p.perm[m] = T - 1;
+    // ts[0] and ts[T-1] of the sorted list
+    const double t0 = m == 0 ? hi : __dadd_rn(lo, __ddiv_rn(__dmul_rn(span, 0.0), den));
+    const double tl = m == T - 1 ? hi : __dadd_rn(lo, __ddiv_rn(__dmul_rn(span, (double)(T - 2)), den));
+    p.hdr->uniform = tl > t0 ? 1 : 0;
+    p.hdr->lo = t0;
+    p.hdr->inv_step = tl > t0 ? __ddiv_rn(den, __dsub_rn(tl, t0)) : 0.0;
+  }
+}
 
 extern "C" __global__ void __launch_bounds__(256) ndf_ecc_scan(const ndf_ecc_scan_params p) {
   __shared__ double smn[8], smx[8];
@@ -108,6 +233,17 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_scan(const ndf_ecc_sca
     p.mx[blockIdx.x] = hi;
     p.nan_at[blockIdx.x] = nan_at == 0x7fffffffffffffffLL ? -1 : nan_at;
   }
+  if (p.hdr) {
+    __shared__ bool last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(&p.hdr->ticket, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (last) {
+      __threadfence();
+      ndf_ecc_scan_finish(p);
+    }
+  }
 }
 
 // ---- contributions and the threshold histogram ---------------------------------------------------
@@ -124,6 +260,15 @@ struct ndf_ecc_params {
   ndf_i64 sz, sy, sx;  // their strides
   int nb, uniform, smem_ts;
   ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM]; // batch axes of the input
+  // new path (hdr != NULL):
+  ndf_ecc_hdr *hdr;      // the call's header: NaN key, flags, the device binner
+  int dev_binner;        // lo, inv_step, uniform from hdr (thresholds over [min, max] taken by the scan)
+  int check_nan;         // a NaN voxel sets hdr->nan_key (no scan ran)
+  unsigned *cnt;         // per image: finished blocks; the last one writes the curve (NULL: ndf_ecc_final does)
+  const long long *perm; // with cnt: perm[k] = the caller's position of sorted threshold k
+  long long *out;
+  ndf_i64 ostep;
+  ndf_i64 oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM]; // batch axes of the output (nb of them)
 };
 
 #define NDF_BX (NSP == 3 ? 32 : 256)
@@ -132,11 +277,22 @@ struct ndf_ecc_params {
 #define NDF_PW (NDF_BX + 2)
 #define NDF_PS (NDF_PH * NDF_PW)
 
-extern "C" __global__ void __launch_bounds__(256) ndf_ecc_hist(const ndf_ecc_params p) {
+// float: at most 32 registers, 8 blocks per SM (the new path's grid is about one such wave)
+extern "C" __global__ void __launch_bounds__(256, (SOFT == 0 && sizeof(V) == 4) ? 8 : 1)
+    ndf_ecc_hist(const ndf_ecc_params p) {
   __shared__ V plane[3 * NDF_PS];
   extern __shared__ double dyn[]; // smem_ts: the T thresholds, then T + 1 counters
   const int tid = threadIdx.x, tx = tid % NDF_BX, ty = tid / NDF_BX, lane = tid & 31;
   const double *ts = p.smem_ts ? dyn : p.ts;
+  // the binner (from the header when the scan derived the thresholds): in
+  // shared memory, not in registers that would stay live over the march
+  __shared__ double s_bin[2];
+  __shared__ int s_uni;
+  if (tid == 0) {
+    s_bin[0] = p.dev_binner ? p.hdr->lo : p.lo;
+    s_bin[1] = p.dev_binner ? p.hdr->inv_step : p.inv_step;
+    s_uni = p.dev_binner ? p.hdr->uniform : p.uniform;
+  }
   int *shist = (int *)(dyn + p.T);
   if (!SOFT && p.smem_ts) {
     for (ndf_i64 k = tid; k < p.T; k += 256) dyn[k] = p.ts[k];
@@ -198,7 +354,9 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_hist(const ndf_ecc_par
     const V *pp = plane + (int)((z - z0 + 2) % 3) * NDF_PS;
     const V fv = pc[ci];
     int c = 0;
-    if (col_in) {
+    if (col_in && fv != fv && p.check_nan)
+      atomicMax(&p.hdr->nan_key, ~(ndf_u64)(img * (p.nz * p.ny * p.nx) + (z * p.ny + y) * p.nx + x));
+    if (col_in && fv == fv) { // NaN: c = 0 (the call fails; keeps the bin search in range)
       auto at = [&](int t) -> V {
         const int pz = NSP == 3 ? t / 9 : t / 3;
         const int dy = NSP == 3 ? (t / 3) % 3 - 1 : 0;
@@ -219,8 +377,8 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_hist(const ndf_ecc_par
       if (c != 0) {
         const double v = (double)fv;
         ndf_i64 k;
-        if (p.uniform) {
-          const double g = ceil((v - p.lo) * p.inv_step);
+        if (s_uni) {
+          const double g = ceil(__dmul_rn(__dsub_rn(v, s_bin[0]), s_bin[1]));
           k = g <= 0 ? 0 : g >= (double)p.T ? p.T : (ndf_i64)g;
           while (k > 0 && v <= ts[k - 1]) k--;
           while (k < p.T && v > ts[k]) k++;
@@ -262,6 +420,25 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_hist(const ndf_ecc_par
     for (ndf_i64 k = tid; k < p.T; k += 256)
       if (shist[k]) atomicAdd(&p.hist[img * p.T + k], (ndf_u64)(long long)shist[k]);
   }
+  if (!SOFT && p.cnt) {
+    // the image's last block writes its curve (when the header is clean)
+    __shared__ bool last;
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) last = atomicAdd(&p.cnt[img], 1u) == (unsigned)(p.ptiles * p.nchunks) - 1u;
+    __syncthreads();
+    if (last) {
+      __threadfence();
+      if (ndf_ecc_hdr_ok(p.hdr)) {
+        ndf_i64 off = 0, q = img;
+        for (int d = p.nb - 1; d >= 0; d--) {
+          off += (q % p.oshape[d]) * p.ostr[d];
+          q /= p.oshape[d];
+        }
+        ndf_ecc_prefix((const long long *)p.hist + img * p.T, p.perm, p.out + off, p.T, p.ostep);
+      }
+    }
+  }
 }
 
 // ---- prefix sums in the caller's order -----------------------------------------------------------
@@ -272,9 +449,11 @@ struct ndf_ecc_final_params {
   ndf_i64 nimg, T, ostep;
   int nb;
   ndf_i64 oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM]; // batch axes of the output
+  const ndf_ecc_hdr *hdr; // new path: write only when the header is clean (NULL: always)
 };
 
 extern "C" __global__ void __launch_bounds__(256) ndf_ecc_final(const ndf_ecc_final_params p) {
+  if (p.hdr && !ndf_ecc_hdr_ok(p.hdr)) return;
   __shared__ long long wsum[8];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   for (ndf_i64 img = blockIdx.x; img < p.nimg; img += gridDim.x) {
@@ -321,12 +500,14 @@ struct ndf_ecc_soft_params {
   ndf_i64 gsz, gsy, gsx; // grad_input's spatial strides
   int nb, mode;
   ndf_i64 bshape[NDF_MAX_NDIM], gostr[NDF_MAX_NDIM], gistr[NDF_MAX_NDIM]; // batch axes; grad_output's, grad_input's strides
+  const ndf_ecc_hdr *hdr; // new path: nothing is written unless the header is clean (NULL: always)
 };
 
 __device__ __forceinline__ float ndf_sigmoid(float z) { return 1.0f / (1.0f + __expf(-z)); }
 __device__ __forceinline__ double ndf_sigmoid(double z) { return 1.0 / (1.0 + exp(-z)); }
 
 extern "C" __global__ void __launch_bounds__(256) ndf_ecc_soft(const ndf_ecc_soft_params p) {
+  if (p.hdr && !ndf_ecc_hdr_ok(p.hdr)) return;
   __shared__ V sf[NDF_SOFT_CH];
   __shared__ int si[NDF_SOFT_CH];
   __shared__ signed char sc[NDF_SOFT_CH];
@@ -432,9 +613,11 @@ struct ndf_ecc_put_params {
   ndf_i64 nimg, T, step;
   int nb;
   ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM];
+  const ndf_ecc_hdr *hdr; // new path: write only when the header is clean (NULL: always)
 };
 
 extern "C" __global__ void __launch_bounds__(256) ndf_ecc_put(const ndf_ecc_put_params p) {
+  if (p.hdr && !ndf_ecc_hdr_ok(p.hdr)) return;
   for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + threadIdx.x; i < p.nimg * p.T; i += (ndf_i64)gridDim.x * 256) {
     ndf_i64 img = i / p.T, k = i % p.T, off = 0;
     for (int d = p.nb - 1; d >= 0; d--) {
