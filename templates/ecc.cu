@@ -277,8 +277,8 @@ struct ndf_ecc_params {
 #define NDF_PW (NDF_BX + 2)
 #define NDF_PS (NDF_PH * NDF_PW)
 
-// float: at most 32 registers, 8 blocks per SM (the new path's grid is about one such wave)
-extern "C" __global__ void __launch_bounds__(256, (SOFT == 0 && sizeof(V) == 4) ? 8 : 1)
+// at most 32 registers (sm_90, nvcc 13: no spills but 24 bytes in the 2-D soft pass): 8 blocks per SM, the new path's grid is about one such wave
+extern "C" __global__ void __launch_bounds__(256, 8)
     ndf_ecc_hist(const ndf_ecc_params p) {
   __shared__ V plane[3 * NDF_PS];
   extern __shared__ double dyn[]; // smem_ts: the T thresholds, then T + 1 counters
@@ -287,11 +287,12 @@ extern "C" __global__ void __launch_bounds__(256, (SOFT == 0 && sizeof(V) == 4) 
   // the binner (from the header when the scan derived the thresholds): in
   // shared memory, not in registers that would stay live over the march
   __shared__ double s_bin[2];
-  __shared__ int s_uni;
+  __shared__ int s_uni, s_nan;
   if (tid == 0) {
     s_bin[0] = p.dev_binner ? p.hdr->lo : p.lo;
     s_bin[1] = p.dev_binner ? p.hdr->inv_step : p.inv_step;
     s_uni = p.dev_binner ? p.hdr->uniform : p.uniform;
+    s_nan = 0;
   }
   int *shist = (int *)(dyn + p.T);
   if (!SOFT && p.smem_ts) {
@@ -354,8 +355,7 @@ extern "C" __global__ void __launch_bounds__(256, (SOFT == 0 && sizeof(V) == 4) 
     const V *pp = plane + (int)((z - z0 + 2) % 3) * NDF_PS;
     const V fv = pc[ci];
     int c = 0;
-    if (col_in && fv != fv && p.check_nan)
-      atomicMax(&p.hdr->nan_key, ~(ndf_u64)(img * (p.nz * p.ny * p.nx) + (z * p.ny + y) * p.nx + x));
+    if (col_in && fv != fv) s_nan = 1; // located after the march (rare: keeps the loop's registers)
     if (col_in && fv == fv) { // NaN: c = 0 (the call fails; keeps the bin search in range)
       auto at = [&](int t) -> V {
         const int pz = NSP == 3 ? t / 9 : t / 3;
@@ -420,22 +420,55 @@ extern "C" __global__ void __launch_bounds__(256, (SOFT == 0 && sizeof(V) == 4) 
     for (ndf_i64 k = tid; k < p.T; k += 256)
       if (shist[k]) atomicAdd(&p.hist[img * p.T + k], (ndf_u64)(long long)shist[k]);
   }
-  if (!SOFT && p.cnt) {
-    // the image's last block writes its curve (when the header is clean)
-    __shared__ bool last;
-    __threadfence();
-    __syncthreads();
-    if (tid == 0) last = atomicAdd(&p.cnt[img], 1u) == (unsigned)(p.ptiles * p.nchunks) - 1u;
-    __syncthreads();
-    if (last) {
-      __threadfence();
-      if (ndf_ecc_hdr_ok(p.hdr)) {
-        ndf_i64 off = 0, q = img;
+  // the tails below take the block's place again from a volatile read of
+  // the block index (not kept live over the march: 32 registers)
+  if (p.check_nan || (!SOFT && p.cnt)) {
+    unsigned bid, tid2;
+    asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(bid));
+    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid2));
+    // 32-bit: fewer than 2^31 blocks (checked by the host), so every count here fits
+    const unsigned ch2 = bid % (unsigned)p.nchunks, it2 = bid / (unsigned)p.nchunks;
+    const unsigned tile2 = it2 % (unsigned)p.ptiles, img2 = it2 / (unsigned)p.ptiles;
+    if (p.check_nan) {
+      // a NaN among this block's voxels: its least C-order index into the header
+      __syncthreads();
+      const ndf_i64 yy = (ndf_i64)(tile2 / (unsigned)p.ntx) * NDF_BY + (ndf_i64)(tid2 / NDF_BX),
+                    xx = (ndf_i64)(tile2 % (unsigned)p.ntx) * NDF_BX + (ndf_i64)(tid2 % NDF_BX);
+      if (s_nan && yy < p.ny && xx < p.nx) {
+        ndf_i64 b2 = 0;
+        unsigned q2 = img2;
         for (int d = p.nb - 1; d >= 0; d--) {
-          off += (q % p.oshape[d]) * p.ostr[d];
-          q /= p.oshape[d];
+          b2 += (ndf_i64)(q2 % (unsigned)p.bshape[d]) * p.bstr[d];
+          q2 /= (unsigned)p.bshape[d];
         }
-        ndf_ecc_prefix((const long long *)p.hist + img * p.T, p.perm, p.out + off, p.T, p.ostep);
+        const ndf_i64 za = (ndf_i64)ch2 * p.mc, zb = min(za + p.mc, p.nz);
+        for (ndf_i64 z = za; z < zb; z++) {
+          const V f = (V)p.in[b2 + z * p.sz + yy * p.sy + xx * p.sx];
+          if (f != f) {
+            atomicMax(&p.hdr->nan_key, ~(ndf_u64)((ndf_i64)img2 * (p.nz * p.ny * p.nx) + (z * p.ny + yy) * p.nx + xx));
+            break;
+          }
+        }
+      }
+    }
+    if (!SOFT && p.cnt) {
+      // the image's last block writes its curve (when the header is clean)
+      __shared__ bool last;
+      __threadfence();
+      __syncthreads();
+      if (tid2 == 0) last = atomicAdd(&p.cnt[img2], 1u) == (unsigned)(p.ptiles * p.nchunks) - 1u;
+      __syncthreads();
+      if (last) {
+        __threadfence();
+        if (ndf_ecc_hdr_ok(p.hdr)) {
+          ndf_i64 off = 0;
+          unsigned q2 = img2;
+          for (int d = p.nb - 1; d >= 0; d--) {
+            off += (ndf_i64)(q2 % (unsigned)p.oshape[d]) * p.ostr[d];
+            q2 /= (unsigned)p.oshape[d];
+          }
+          ndf_ecc_prefix((const long long *)p.hist + (ndf_i64)img2 * p.T, p.perm, p.out + off, p.T, p.ostep);
+        }
       }
     }
   }
