@@ -538,6 +538,17 @@ struct ndf_ecc_soft_params {
 
 __device__ __forceinline__ float ndf_sigmoid(float z) { return 1.0f / (1.0f + __expf(-z)); }
 __device__ __forceinline__ double ndf_sigmoid(double z) { return 1.0 / (1.0 + exp(-z)); }
+// sigmoid(lambda (t - f)) for a float f and t = th + tl (a float pair): d =
+// (th - f) + tl has the relative error of a float even when t and f are
+// close (no cancellation of a rounded t), then 1 / (1 + 2^(kneg d)), kneg =
+// -lambda log2(e): two MUFU ops, no double arithmetic or conversions; about
+// 1e-7 from the double sigmoid (2^(+-inf) gives 0 and 1).
+__device__ __forceinline__ float ndf_sigmoid_pair(float th, float tl, float f, float kneg) {
+  const float d = __fadd_rn(__fsub_rn(th, f), tl);
+  float e;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(__fmul_rn(kneg, d)));
+  return __fdividef(1.0f, 1.0f + e);
+}
 
 extern "C" __global__ void __launch_bounds__(256) ndf_ecc_soft(const ndf_ecc_soft_params p) {
   if (p.hdr && !ndf_ecc_hdr_ok(p.hdr)) return;
@@ -546,6 +557,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_soft(const ndf_ecc_sof
   __shared__ signed char sc[NDF_SOFT_CH];
   __shared__ double sg[NDF_SOFT_CH];
   __shared__ double tk[256], gk[256], part[256];
+  __shared__ float thi[256], tlo[256], gkf[256];
   __shared__ int wcount[8];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const ndf_i64 img = blockIdx.x / p.nchunk, v0 = (blockIdx.x % p.nchunk) * NDF_SOFT_CH;
@@ -595,15 +607,49 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_soft(const ndf_ecc_sof
   const ndf_i64 KQ = p.T >= 256 ? 256 : p.T > 128 ? 256 : p.T > 64 ? 128 : p.T > 32 ? 64 : 32;
   const int parts = (int)(256 / KQ), kk = (int)(tid % KQ), part_id = (int)(tid / KQ);
   const double lam = p.lambda;
+  const float kneg = (float)(-lam * 1.4426950408889634); // -lambda log2(e)
   for (ndf_i64 k0 = 0; k0 < p.T; k0 += KQ) {
     const int kn = (int)min((ndf_i64)KQ, p.T - k0);
     if (tid < kn) {
-      tk[tid] = p.ts[k0 + tid];
+      const double t = p.ts[k0 + tid];
+      tk[tid] = t;
       gk[tid] = p.mode == 1 ? p.g[gbase + (k0 + tid) * p.gstep] : 0.0;
+      // float inputs: t as a float pair (hi + lo) for ndf_sigmoid_pair
+      const float hi = (float)t;
+      thi[tid] = hi;
+      tlo[tid] = isfinite(hi) ? (float)(t - (double)hi) : 0.0f;
+      gkf[tid] = (float)gk[tid];
     }
     __syncthreads();
     // per threshold: sum over the compacted voxels
-    if (p.mode == 0 || p.gt) {
+    if (sizeof(V) == 4 && (p.mode == 0 || p.gt)) {
+      // float inputs: every step in float (ndf_sigmoid_pair), sums of 16
+      // terms in float added to a double
+      double sum = 0;
+      if (kk < kn) {
+        const float th = thi[kk], tl = tlo[kk];
+        float fs = 0;
+        int cnt = 0;
+        for (int e = part_id; e < n; e += parts) {
+          const float sg1 = ndf_sigmoid_pair(th, tl, (float)sf[e], kneg);
+          fs = __fmaf_rn((float)sc[e], p.mode == 0 ? sg1 : sg1 * (1.0f - sg1), fs);
+          if (++cnt == 16) {
+            sum += (double)fs;
+            fs = 0;
+            cnt = 0;
+          }
+        }
+        sum += (double)fs;
+      }
+      part[tid] = sum;
+      __syncthreads();
+      if (part_id == 0 && kk < kn) {
+        double tot = 0;
+        for (int pi = 0; pi < parts; pi++) tot += part[pi * KQ + kk];
+        if (p.mode == 0) atomicAdd(&p.acc[img * p.T + k0 + kk], tot);
+        else atomicAdd(&p.gt[k0 + kk], lam * gk[kk] * tot);
+      }
+    } else if (p.mode == 0 || p.gt) {
       double sum = 0;
       if (kk < kn) {
         const double t = tk[kk];
@@ -622,7 +668,22 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_soft(const ndf_ecc_sof
       }
     }
     // per voxel: grad_input
-    if (p.mode == 1 && p.gin) {
+    if (sizeof(V) == 4 && p.mode == 1 && p.gin) {
+      for (int e = tid; e < n; e += 256) {
+        const float f = (float)sf[e];
+        double a = 0;
+        float fa = 0;
+        for (int j = 0; j < kn; j++) {
+          const float sg1 = ndf_sigmoid_pair(thi[j], tlo[j], f, kneg);
+          fa = __fmaf_rn(gkf[j], sg1 * (1.0f - sg1), fa);
+          if ((j & 15) == 15) {
+            a += (double)fa;
+            fa = 0;
+          }
+        }
+        sg[e] += a + (double)fa;
+      }
+    } else if (p.mode == 1 && p.gin) {
       for (int e = tid; e < n; e += 256) {
         const double f = (double)sf[e];
         double a = 0;
