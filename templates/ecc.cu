@@ -311,7 +311,7 @@ extern "C" __global__ void __launch_bounds__(256, 8)
     q /= p.bshape[d];
   }
   const TIN *in = p.in + base;
-  // plane zz (z0 - 1 <= zz) goes to buffer (zz - z0 + 1) % 3, NaN outside
+  // planes z0 - 1, z0, z0 + 1 go to buffers 0, 1, 2 (then they rotate), NaN outside
   // the image.  A thread's plane elements sit at fixed (y, x): their offsets
   // are taken once; the next plane is fetched into registers before the
   // current one is computed, so its load latency overlaps the compute.
@@ -332,27 +332,36 @@ extern "C" __global__ void __launch_bounds__(256, 8)
 #pragma unroll
     for (int e = 0; e < NLD; e++) nxt[e] = zin && lok[e] ? (V)in[zo + loff[e]] : ndf_nan<V>();
   };
-  auto store = [&](ndf_i64 zz) {
-    V *dst = plane + (int)((zz - z0 + 1) % 3) * NDF_PS;
+  // buffers rotate by offsets (no 64-bit % 3 per plane): om, oc, op hold
+  // planes z - 1, z, z + 1
+  int om = 0, oc = NDF_PS, op = 2 * NDF_PS;
+  auto store = [&](int off) {
+    V *dst = plane + off;
 #pragma unroll
     for (int e = 0; e < NLD; e++)
       if (tid + 256 * e < NDF_PS) dst[tid + 256 * e] = nxt[e];
   };
   fetch(z0 - 1);
-  store(z0 - 1);
+  store(om);
   fetch(z0);
-  store(z0);
+  store(oc);
   fetch(z0 + 1);
   const ndf_i64 y = y0 + ty, x = x0 + tx;
   const bool col_in = y < p.ny && x < p.nx;
   const int ci = (NSP == 3 ? (ty + 1) * NDF_PW : 0) + tx + 1;
   for (ndf_i64 z = z0; z < z1; z++) {
-    store(z + 1); // buffer of plane z - 2: free since the last barrier
+    store(op); // buffer of plane z - 2: free since the last barrier
     __syncthreads();
     if (z + 1 < z1) fetch(z + 2);
-    const V *pm = plane + (int)((z - z0) % 3) * NDF_PS;
-    const V *pc = plane + (int)((z - z0 + 1) % 3) * NDF_PS;
-    const V *pp = plane + (int)((z - z0 + 2) % 3) * NDF_PS;
+    const V *pm = plane + om;
+    const V *pc = plane + oc;
+    const V *pp = plane + op;
+    {
+      const int o = om;
+      om = oc;
+      oc = op;
+      op = o;
+    }
     const V fv = pc[ci];
     int c = 0;
     if (col_in && fv != fv) s_nan = 1; // located after the march (rare: keeps the loop's registers)
