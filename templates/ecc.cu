@@ -176,7 +176,8 @@ __device__ void ndf_ecc_scan_finish(const ndf_ecc_scan_params &p) {
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256) ndf_ecc_scan(const ndf_ecc_scan_params p) {
+// at most 64 registers: the grid is 4 blocks per SM
+extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_scan(const ndf_ecc_scan_params p) {
   __shared__ double smn[8], smx[8];
   __shared__ ndf_i64 snan[8];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
