@@ -281,6 +281,8 @@ struct ndf_ecc_params {
 // at most 32 registers (sm_90, nvcc 13: no spills but 24 bytes in the 2-D soft pass): 8 blocks per SM, the new path's grid is about one such wave
 extern "C" __global__ void __launch_bounds__(256, 8)
     ndf_ecc_hist(const ndf_ecc_params p) {
+  // the scan found NaN or an infinite [min, max]: no thresholds, nothing to write
+  if (p.dev_binner && (p.hdr->nan_key != 0ull || p.hdr->bad != 0)) return;
   __shared__ V plane[3 * NDF_PS];
   extern __shared__ double dyn[]; // smem_ts: the T thresholds, then T + 1 counters
   const int tid = threadIdx.x, tx = tid % NDF_BX, ty = tid / NDF_BX, lane = tid & 31;
