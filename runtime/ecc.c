@@ -235,6 +235,8 @@ static int64_t scan_input(ndf_ctx *ctx, const ndf_array *in, double *mn, double 
 
 /* ---- thresholds ------------------------------------------------------------------------------ */
 
+static void fill_given_thresholds(const ecc_call *c, const ndf_ecc_options *opt, double *t);
+
 /* Validates the input values (NaN) and fills the T thresholds. */
 static ndf_status make_thresholds(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in, const ndf_ecc_options *opt,
                                   double *t) {
@@ -263,6 +265,13 @@ static ndf_status make_thresholds(ndf_ctx *ctx, const ecc_call *c, const ndf_arr
       return NDF_OK;
     }
   }
+  fill_given_thresholds(c, opt, t);
+  return NDF_OK;
+}
+
+/* The thresholds that need no data: values, a range, or zeros (empty input). */
+static void fill_given_thresholds(const ecc_call *c, const ndf_ecc_options *opt, double *t) {
+  const int need_range = !opt->values && !opt->has_range;
   if (opt->values) {
     const ndf_array *v = opt->values;
     for (int64_t k = 0; k < c->T; k++) t[k] = ndf__ecc_value_at(v, k * v->strides[0]);
@@ -271,7 +280,6 @@ static ndf_status make_thresholds(ndf_ctx *ctx, const ecc_call *c, const ndf_arr
     for (int64_t k = 0; k < c->T; k++) t[k] = lo + (hi - lo) * (double)k / (double)(c->T - 1);
     t[c->T - 1] = hi;
   }
-  return NDF_OK;
 }
 
 /* ---- local contributions ---------------------------------------------------------------------- */
@@ -499,6 +507,24 @@ ndf_status ndf_euler_characteristic_curve(ndf_ctx *ctx, const ndf_array *input, 
   if (ndf_array_size(output) == 0) return NDF_OK;
   double *t = malloc((size_t)c.T * sizeof *t);
   if (!t) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", name);
+  if (input->device == NDF_DEVICE_CUDA && ndf_array_size(input) > 0 && ndf__ecc_new_path()) {
+    /* new path: thresholds over [min, max] and the NaN check on the device,
+     * one readback at the end (float inputs), the output untouched on error */
+    const int need_range = !opt->values && !opt->has_range;
+    if (!need_range) fill_given_thresholds(&c, opt, t);
+    int64_t nan_at = -1;
+    int not_finite = 0;
+    s = ndf__ecc_cuda2(ctx, &c, input, output, opt->construction, need_range ? NULL : t, opt->values == NULL, &nan_at,
+                       &not_finite);
+    if (s == NDF_OK && nan_at >= 0)
+      s = ndf__argerror(ctx, name, "input", "element %lld (C order) is NaN; the filtration needs ordered values",
+                        (long long)nan_at);
+    else if (s == NDF_OK && not_finite)
+      s = ndf__argerror(ctx, name, "input", "holds infinite values, so [min, max] gives no thresholds (give a "
+                        "range or values)");
+    free(t);
+    return s;
+  }
   s = make_thresholds(ctx, &c, input, opt, t);
   if (s == NDF_OK && input->device == NDF_DEVICE_CUDA)
     s = ndf__ecc_cuda(ctx, &c, input, output, opt->construction, t, opt->values == NULL);
@@ -698,9 +724,11 @@ static ndf_status soft_cuda(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in
   double *t = malloc((size_t)(c->T ? c->T : 1) * sizeof *t);
   if (!t) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
   for (int64_t k = 0; k < c->T; k++) t[k] = ndf__ecc_value_at(thr, k * thr->strides[0]);
+  int64_t nan_at = -1;
   ndf_status s = ndf__soft_ecc_cuda(ctx, c, in, t, arr, ndf_array_size(in) > 0 ? gin : NULL, gthr, opt->construction,
-                                    opt->lambda, mode);
+                                    opt->lambda, mode, ndf__ecc_new_path() ? &nan_at : NULL);
   free(t);
+  if (s == NDF_OK && nan_at >= 0) s = ndf__argerror(ctx, c->name, "input", "holds NaN; the filtration needs ordered values");
   return s;
 }
 
@@ -712,6 +740,8 @@ ndf_status ndf_soft_ecc_forward(ndf_ctx *ctx, const ndf_array *input, const ndf_
   ecc_call c;
   ndf_status s = check_soft(ctx, name, input, thresholds, output, "output", NULL, NULL, opt, &c);
   if (s != NDF_OK) return s;
+  if (input->device == NDF_DEVICE_CUDA && ndf__ecc_new_path())
+    return soft_cuda(ctx, &c, input, thresholds, output, NULL, NULL, opt, 0); /* NaN checked on the device */
   if ((s = soft_nan_check(ctx, name, input)) != NDF_OK) return s;
   if (input->device == NDF_DEVICE_CUDA) return soft_cuda(ctx, &c, input, thresholds, output, NULL, NULL, opt, 0);
   return soft_run(ctx, &c, input, thresholds, output, NULL, NULL, opt, 0);
@@ -726,7 +756,8 @@ ndf_status ndf_soft_ecc_backward(ndf_ctx *ctx, const ndf_array *input, const ndf
   ecc_call c;
   ndf_status s = check_soft(ctx, name, input, thresholds, grad_output, "grad_output", grad_input, grad_thresholds, opt, &c);
   if (s != NDF_OK) return s;
-  if ((s = soft_nan_check(ctx, name, input)) != NDF_OK) return s;
+  if (input->device != NDF_DEVICE_CUDA || !ndf__ecc_new_path())
+    if ((s = soft_nan_check(ctx, name, input)) != NDF_OK) return s;
   if (input->device == NDF_DEVICE_CUDA)
     return soft_cuda(ctx, &c, input, thresholds, (ndf_array *)grad_output, grad_input, grad_thresholds, opt, 1);
   return soft_run(ctx, &c, input, thresholds, (ndf_array *)grad_output, grad_input, grad_thresholds, opt, 1);

@@ -41,36 +41,81 @@ static ndf_status sync_error(ndf_ctx *ctx, const char *name, CUresult r) {
   return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, name, r);
 }
 
+/* The device header of one new-path call (templates/ecc.cu, ndf_ecc_hdr). */
+typedef struct ecc_hdr {
+  double lo, inv_step, mn, mx;
+  uint64_t nan_key;
+  int32_t uniform, bad;
+  uint32_t ticket, pad;
+} ecc_hdr;
+#define HDR_BYTES 256
+
+int ndf__ecc_new_path(void) {
+  const char *e = getenv("NDF_ECC_PATH");
+  return !(e && strcmp(e, "old") == 0);
+}
+
+/* ndf_ecc_scan's parameters and grid.  A C-contiguous input is read as rows
+ * of 256 (many short rows: more blocks for a big image than its own rows). */
+static unsigned scan_params(ndf_ctx *ctx, ndf__params *pb, const ndf_array *in, CUdeviceptr p_mn, CUdeviceptr p_mx,
+                            CUdeviceptr p_nan, CUdeviceptr hdr, CUdeviceptr ts, CUdeviceptr perm, int64_t T,
+                            int need_range, int grid_only) {
+  int nd = in->ndim;
+  int64_t shape[NDF_MAX_NDIM] = {0}, str[NDF_MAX_NDIM] = {0};
+  const int64_t n = ndf_array_size(in);
+  int contig = 1;
+  for (int64_t a = nd - 1, e = 1; a >= 0; a--) {
+    if (in->shape[a] != 1 && in->strides[a] != e) contig = 0;
+    e *= in->shape[a];
+  }
+  if (contig && n % 256 == 0 && n > 256) {
+    nd = 2;
+    shape[0] = n / 256, shape[1] = 256;
+    str[0] = 256, str[1] = 1;
+  } else {
+    for (int a = 0; a < nd; a++) shape[a] = in->shape[a], str[a] = in->strides[a];
+  }
+  const int64_t nl = shape[nd - 1], nrows = n / nl;
+  const unsigned grid = ndf__grid(ctx, (nrows + 7) / 8, 4);
+  if (grid_only) return grid;
+  pb->n = 0;
+  int64_t sl = str[nd - 1];
+  NDF__PUT(pb, in->data);
+  NDF__PUT(pb, p_mn);
+  NDF__PUT(pb, p_mx);
+  NDF__PUT(pb, p_nan);
+  NDF__PUT(pb, nrows);
+  NDF__PUT(pb, nl);
+  NDF__PUT(pb, sl);
+  NDF__PUT(pb, nd);
+  for (int a = 0; a < NDF_MAX_NDIM; a++) {
+    int64_t v = a < nd ? shape[a] : 0;
+    NDF__PUT(pb, v);
+  }
+  for (int a = 0; a < NDF_MAX_NDIM; a++) {
+    int64_t v = a < nd ? str[a] : 0;
+    NDF__PUT(pb, v);
+  }
+  NDF__PUT(pb, hdr);
+  NDF__PUT(pb, ts);
+  NDF__PUT(pb, perm);
+  NDF__PUT(pb, T);
+  NDF__PUT(pb, need_range);
+  return grid;
+}
+
 ndf_status ndf__ecc_cuda_scan(ndf_ctx *ctx, const char *name, const ndf_array *in, double *mn, double *mx,
                               int64_t *nan_at) {
   ndf_status s = ndf__ctx_bind(ctx);
   if (s != NDF_OK) return s;
   CUfunction fn;
   if ((s = get_fn(ctx, name, "ndf_ecc_scan", in->dtype, 2, 0, 0, &fn)) != NDF_OK) return s;
-  const int nd = in->ndim;
-  const int64_t nl = in->shape[nd - 1], nrows = ndf_array_size(in) / nl;
-  const unsigned grid = ndf__grid(ctx, (nrows + 7) / 8, 4);
+  ndf__params pb = {.n = 0};
+  const unsigned grid = scan_params(ctx, &pb, in, 0, 0, 0, 0, 0, 0, 0, 0, 1);
   CUdeviceptr scratch = 0;
   if ((s = ndf__scratch_alloc(ctx, (size_t)grid * 24, &scratch)) != NDF_OK) return s;
-  ndf__params pb = {.n = 0};
   CUdeviceptr p_mn = scratch, p_mx = scratch + (size_t)grid * 8, p_nan = scratch + (size_t)grid * 16;
-  int64_t sl = in->strides[nd - 1];
-  NDF__PUT(&pb, in->data);
-  NDF__PUT(&pb, p_mn);
-  NDF__PUT(&pb, p_mx);
-  NDF__PUT(&pb, p_nan);
-  NDF__PUT(&pb, nrows);
-  NDF__PUT(&pb, nl);
-  NDF__PUT(&pb, sl);
-  NDF__PUT(&pb, nd);
-  for (int a = 0; a < NDF_MAX_NDIM; a++) {
-    int64_t v = a < nd ? in->shape[a] : 0;
-    NDF__PUT(&pb, v);
-  }
-  for (int a = 0; a < NDF_MAX_NDIM; a++) {
-    int64_t v = a < nd ? in->strides[a] : 0;
-    NDF__PUT(&pb, v);
-  }
+  scan_params(ctx, &pb, in, p_mn, p_mx, p_nan, 0, 0, 0, 0, 0, 0);
   s = ndf__launch(ctx, name, fn, grid, 256, 1, 0, pb.b);
   double *h = s == NDF_OK ? malloc((size_t)grid * 24) : NULL;
   if (s == NDF_OK && !h) s = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", name);
@@ -105,7 +150,7 @@ typedef struct hist_geom {
   int64_t ntx, ptiles, mc, nchunks, items;
 } hist_geom;
 
-static ndf_status hist_geometry(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, hist_geom *g) {
+static ndf_status hist_geometry(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, hist_geom *g, int newp) {
   const int nb = c->nb;
   if (c->nsp == 3) {
     g->nz = c->sshape[0], g->ny = c->sshape[1], g->nx = c->sshape[2];
@@ -121,14 +166,30 @@ static ndf_status hist_geometry(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_
   /* about 16 blocks per SM (two waves: the kernel takes 32 registers, so 8
    * blocks of 256 are resident per SM; one wave and a bit left most SMs idle
    * in the second), each at least 4 and at most 128 planes */
-  const int64_t target = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) * 16;
-  const int64_t steps = c->nimg * g->ptiles * g->nz;
-  int64_t mc = (steps + target - 1) / target;
-  if (mc < 4) mc = 4;
-  if (mc > 128) mc = 128;
-  if (mc > g->nz) mc = g->nz;
-  g->mc = mc;
-  g->nchunks = (g->nz + mc - 1) / mc;
+  const int64_t sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
+  if (newp) {
+    /* new path: about one wave (3-D: 8 blocks per SM, 2-D: 4) of chunks of
+     * equal length, at least 8 planes (the halo) -- fewer blocks, so fewer
+     * threshold loads and flushes of T global atomics per voxel (2-D at
+     * 1024^2 had 4 rows and 256 atomics per block of 1024 voxels) */
+    const int64_t target = sms * (c->nsp == 3 ? 8 : 4), per = c->nimg * g->ptiles;
+    int64_t nch = (target + per / 2) / (per > 0 ? per : 1);
+    if (nch < 1) nch = 1;
+    if (nch > (g->nz + 7) / 8) nch = (g->nz + 7) / 8;
+    if (nch < 1) nch = 1;
+    g->mc = (g->nz + nch - 1) / nch;
+    if (g->mc < 1) g->mc = 1;
+    g->nchunks = (g->nz + g->mc - 1) / g->mc;
+  } else {
+    const int64_t target = sms * 16;
+    const int64_t steps = c->nimg * g->ptiles * g->nz;
+    int64_t mc = (steps + target - 1) / target;
+    if (mc < 4) mc = 4;
+    if (mc > 128) mc = 128;
+    if (mc > g->nz) mc = g->nz;
+    g->mc = mc;
+    g->nchunks = (g->nz + mc - 1) / mc;
+  }
   g->items = c->nimg * g->ptiles * g->nchunks;
   if (g->items > 0x7fffffff)
     return ndf__error(ctx, NDF_ENOTSUP, "%s: the input is too large for one launch (%lld blocks)", c->name,
@@ -136,9 +197,17 @@ static ndf_status hist_geometry(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_
   return NDF_OK;
 }
 
+/* The new path's fields of ndf_ecc_hist (all 0: the old path). */
+typedef struct hist_extra {
+  CUdeviceptr hdr;
+  int dev_binner, check_nan;
+  CUdeviceptr cnt, perm;
+  const ndf_array *out; /* with cnt */
+} hist_extra;
+
 static ndf_status hist_launch(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, CUfunction fn,
                               const hist_geom *g, CUdeviceptr cbuf, CUdeviceptr fbuf, CUdeviceptr hist,
-                              CUdeviceptr ts, double lo, double inv_step, int uniform) {
+                              CUdeviceptr ts, double lo, double inv_step, int uniform, const hist_extra *x) {
   int smem_ts = 0;
   unsigned dyn = 0;
   if (hist && (size_t)c->T * 12 + 4 <= 40960) {
@@ -178,7 +247,52 @@ static ndf_status hist_launch(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
     int64_t v = a < nb ? in->strides[a] : 0;
     NDF__PUT(&pb, v);
   }
+  const hist_extra none = {0};
+  if (!x) x = &none;
+  const ndf_array *out = x->cnt ? x->out : NULL;
+  CUdeviceptr p_out = out ? (CUdeviceptr)(uintptr_t)out->data : 0;
+  int64_t ostep = out ? out->strides[nb] : 0;
+  NDF__PUT(&pb, x->hdr);
+  NDF__PUT(&pb, x->dev_binner);
+  NDF__PUT(&pb, x->check_nan);
+  NDF__PUT(&pb, x->cnt);
+  NDF__PUT(&pb, x->perm);
+  NDF__PUT(&pb, p_out);
+  NDF__PUT(&pb, ostep);
+  for (int a = 0; a < NDF_MAX_NDIM; a++) {
+    int64_t v = out && a < nb ? out->shape[a] : 0;
+    NDF__PUT(&pb, v);
+  }
+  for (int a = 0; a < NDF_MAX_NDIM; a++) {
+    int64_t v = out && a < nb ? out->strides[a] : 0;
+    NDF__PUT(&pb, v);
+  }
   return ndf__launch(ctx, c->name, fn, (unsigned)g->items, 256, 1, dyn, pb.b);
+}
+
+/* ndf_ecc_final: per image the prefix sums, in the caller's order (hdr: only when clean). */
+static ndf_status final_launch(ndf_ctx *ctx, const ndf__ecc_call *c, CUfunction ff, CUdeviceptr hist,
+                               CUdeviceptr d_perm, const ndf_array *out, CUdeviceptr hdr) {
+  ndf__params pb = {.n = 0};
+  int64_t ostep = out->strides[c->nb], tt = c->T, ni = c->nimg;
+  int nb = c->nb;
+  NDF__PUT(&pb, hist);
+  NDF__PUT(&pb, d_perm);
+  NDF__PUT(&pb, out->data);
+  NDF__PUT(&pb, ni);
+  NDF__PUT(&pb, tt);
+  NDF__PUT(&pb, ostep);
+  NDF__PUT(&pb, nb);
+  for (int a = 0; a < NDF_MAX_NDIM; a++) {
+    int64_t v = a < nb ? out->shape[a] : 0;
+    NDF__PUT(&pb, v);
+  }
+  for (int a = 0; a < NDF_MAX_NDIM; a++) {
+    int64_t v = a < nb ? out->strides[a] : 0;
+    NDF__PUT(&pb, v);
+  }
+  NDF__PUT(&pb, hdr);
+  return ndf__launch(ctx, c->name, ff, ndf__grid(ctx, c->nimg, 8), 256, 1, 0, pb.b);
 }
 
 typedef struct tsort {
@@ -199,7 +313,7 @@ ndf_status ndf__ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *
   if ((s = get_fn(ctx, c->name, "ndf_ecc_hist", in->dtype, c->nsp, construction, 0, &fh)) != NDF_OK) return s;
   if ((s = get_fn(ctx, c->name, "ndf_ecc_final", NDF_FLOAT32, 2, 0, 0, &ff)) != NDF_OK) return s;
   hist_geom g;
-  if (c->npix > 0 && (s = hist_geometry(ctx, c, in, &g)) != NDF_OK) return s;
+  if (c->npix > 0 && (s = hist_geometry(ctx, c, in, &g, 0)) != NDF_OK) return s;
   tsort *srt = malloc((size_t)T * sizeof *srt);
   /* the sorted thresholds, then the permutation: one host-to-device copy */
   double *ts = malloc((size_t)T * 16);
@@ -231,28 +345,8 @@ ndf_status ndf__ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *
   CUresult r = cu->cuMemsetD8Async(hist, 0, hbytes, ctx->stream);
   if (r == CUDA_SUCCESS) r = cu->cuMemcpyHtoDAsync(d_ts, ts, (size_t)T * 16, ctx->stream);
   if ((s = sync_error(ctx, c->name, r)) != NDF_OK) goto done;
-  if (c->npix > 0 && (s = hist_launch(ctx, c, in, fh, &g, 0, 0, hist, d_ts, lo, inv_step, uni)) != NDF_OK) goto done;
-  {
-    ndf__params pb = {.n = 0};
-    int64_t ostep = out->strides[c->nb], tt = T, ni = nimg;
-    int nb = c->nb;
-    NDF__PUT(&pb, hist);
-    NDF__PUT(&pb, d_perm);
-    NDF__PUT(&pb, out->data);
-    NDF__PUT(&pb, ni);
-    NDF__PUT(&pb, tt);
-    NDF__PUT(&pb, ostep);
-    NDF__PUT(&pb, nb);
-    for (int a = 0; a < NDF_MAX_NDIM; a++) {
-      int64_t v = a < nb ? out->shape[a] : 0;
-      NDF__PUT(&pb, v);
-    }
-    for (int a = 0; a < NDF_MAX_NDIM; a++) {
-      int64_t v = a < nb ? out->strides[a] : 0;
-      NDF__PUT(&pb, v);
-    }
-    s = ndf__launch(ctx, c->name, ff, ndf__grid(ctx, nimg, 8), 256, 1, 0, pb.b);
-  }
+  if (c->npix > 0 && (s = hist_launch(ctx, c, in, fh, &g, 0, 0, hist, d_ts, lo, inv_step, uni, NULL)) != NDF_OK) goto done;
+  s = final_launch(ctx, c, ff, hist, d_perm, out, 0);
 done:
   if (hist) ndf__scratch_free(ctx, hist);
   free(srt);
@@ -260,9 +354,97 @@ done:
   return s;
 }
 
+/* Reads the header back (one copy, one stream sync): the NaN index and the
+ * not-finite flag. */
+static ndf_status hdr_read(ndf_ctx *ctx, const char *name, CUdeviceptr hdr, int64_t *nan_at, int *not_finite) {
+  ecc_hdr h;
+  const ndf__cu_api *cu = ndf__cu(NULL);
+  CUresult r = cu->cuMemcpyDtoHAsync(&h, hdr, sizeof h, ctx->stream);
+  if (r == CUDA_SUCCESS) r = cu->cuStreamSynchronize(ctx->stream);
+  ndf_status s = sync_error(ctx, name, r);
+  if (s != NDF_OK) return s;
+  *nan_at = h.nan_key ? (int64_t)~h.nan_key : -1;
+  if (not_finite) *not_finite = h.bad != 0;
+  return NDF_OK;
+}
+
+ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out,
+                          int construction, const double *t, int uniform, int64_t *nan_at, int *not_finite) {
+  *nan_at = -1;
+  *not_finite = 0;
+  ndf_status s = ndf__ctx_bind(ctx);
+  if (s != NDF_OK) return s;
+  const int64_t T = c->T, nimg = c->nimg;
+  const int need_range = t == NULL;
+  const int isfloat = in->dtype == NDF_FLOAT32 || in->dtype == NDF_FLOAT64;
+  /* fused: the last block of each image writes its curve (the header's flags
+   * are final before the histogram kernel starts: a scan ran, or no NaN can
+   * occur); otherwise ndf_ecc_final runs after the NaN-checking histogram */
+  const int fused = need_range || !isfloat;
+  CUfunction fh, ff = NULL, fsc = NULL;
+  if ((s = get_fn(ctx, c->name, "ndf_ecc_hist", in->dtype, c->nsp, construction, 0, &fh)) != NDF_OK) return s;
+  if (!fused && (s = get_fn(ctx, c->name, "ndf_ecc_final", NDF_FLOAT32, 2, 0, 0, &ff)) != NDF_OK) return s;
+  if (need_range && (s = get_fn(ctx, c->name, "ndf_ecc_scan", in->dtype, 2, 0, 0, &fsc)) != NDF_OK) return s;
+  hist_geom g;
+  if ((s = hist_geometry(ctx, c, in, &g, 1)) != NDF_OK) return s;
+  ndf__params spb = {.n = 0};
+  const unsigned sgrid = need_range ? scan_params(ctx, &spb, in, 0, 0, 0, 0, 0, 0, 0, 0, 1) : 0;
+  /* scratch: header, per-image tickets, histogram (zeroed by one memset),
+   * sorted thresholds, permutation, the scan's partials */
+  const size_t cnt_bytes = ((size_t)nimg * 4 + 255) & ~(size_t)255, hbytes = (size_t)nimg * (size_t)T * 8;
+  const size_t zbytes = HDR_BYTES + cnt_bytes + hbytes;
+  CUdeviceptr base = 0;
+  if ((s = ndf__scratch_alloc(ctx, zbytes + (size_t)T * 16 + (size_t)sgrid * 24, &base)) != NDF_OK) return s;
+  const CUdeviceptr hdr = base, cnt = base + HDR_BYTES, hist = cnt + cnt_bytes, d_ts = hist + hbytes,
+                    d_perm = d_ts + (size_t)T * 8, part = d_perm + (size_t)T * 8;
+  const ndf__cu_api *cu = ndf__cu(NULL);
+  tsort *srt = NULL;
+  double *ts = NULL;
+  double lo = 0, inv_step = 0;
+  int uni = 0;
+  CUresult r = cu->cuMemsetD8Async(base, 0, zbytes, ctx->stream);
+  if ((s = sync_error(ctx, c->name, r)) != NDF_OK) goto done;
+  if (!need_range) {
+    srt = malloc((size_t)T * sizeof *srt);
+    ts = malloc((size_t)T * 16);
+    if (!srt || !ts) {
+      s = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
+      goto done;
+    }
+    int64_t *perm = (int64_t *)(ts + T);
+    for (int64_t k = 0; k < T; k++) srt[k] = (tsort){t[k], k};
+    qsort(srt, (size_t)T, sizeof *srt, cmp_tsort);
+    for (int64_t k = 0; k < T; k++) {
+      ts[k] = srt[k].t;
+      perm[k] = srt[k].k;
+    }
+    uni = uniform && ts[T - 1] > ts[0];
+    if (uni) {
+      lo = ts[0];
+      inv_step = (double)(T - 1) / (ts[T - 1] - ts[0]);
+    }
+    r = cu->cuMemcpyHtoDAsync(d_ts, ts, (size_t)T * 16, ctx->stream);
+    if ((s = sync_error(ctx, c->name, r)) != NDF_OK) goto done;
+  } else {
+    scan_params(ctx, &spb, in, part, part + (size_t)sgrid * 8, part + (size_t)sgrid * 16, hdr, d_ts, d_perm, T, 1, 0);
+    if ((s = ndf__launch(ctx, c->name, fsc, sgrid, 256, 1, 0, spb.b)) != NDF_OK) goto done;
+  }
+  {
+    const hist_extra x = {hdr, need_range, isfloat && !need_range, fused ? cnt : 0, d_perm, out};
+    if ((s = hist_launch(ctx, c, in, fh, &g, 0, 0, hist, d_ts, lo, inv_step, uni, &x)) != NDF_OK) goto done;
+  }
+  if (!fused && (s = final_launch(ctx, c, ff, hist, d_perm, out, hdr)) != NDF_OK) goto done;
+  if (isfloat) s = hdr_read(ctx, c->name, hdr, nan_at, not_finite);
+done:
+  ndf__scratch_free(ctx, base);
+  free(srt);
+  free(ts);
+  return s;
+}
+
 /* nimg x T doubles at src into the strided (batch..., T) array dst (nb batch axes). */
 static ndf_status put_launch(ndf_ctx *ctx, const char *name, CUfunction fn, CUdeviceptr src, const ndf_array *dst,
-                             int nb, int64_t nimg, int64_t T) {
+                             int nb, int64_t nimg, int64_t T, CUdeviceptr hdr) {
   ndf__params pb = {.n = 0};
   int64_t step = dst->strides[nb];
   NDF__PUT(&pb, src);
@@ -279,12 +461,13 @@ static ndf_status put_launch(ndf_ctx *ctx, const char *name, CUfunction fn, CUde
     int64_t v = a < nb ? dst->strides[a] : 0;
     NDF__PUT(&pb, v);
   }
+  NDF__PUT(&pb, hdr);
   return ndf__launch(ctx, name, fn, ndf__grid(ctx, (nimg * T + 255) / 256, 8), 256, 1, 0, pb.b);
 }
 
 ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, const double *t,
                               ndf_array *arr, ndf_array *gin, ndf_array *gthr, int construction, double lambda,
-                              int mode) {
+                              int mode, int64_t *nan_at) {
   ndf_status s = ndf__ctx_bind(ctx);
   if (s != NDF_OK) return s;
   const int64_t T = c->T, nimg = c->nimg, npix = c->npix;
@@ -295,7 +478,7 @@ ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
   if ((s = get_fn(ctx, c->name, "ndf_ecc_soft", in->dtype, 2, 0, 1, &fs)) != NDF_OK) return s;
   if ((s = get_fn(ctx, c->name, "ndf_ecc_put", NDF_FLOAT32, 2, 0, 0, &fp)) != NDF_OK) return s;
   hist_geom g;
-  if (npix > 0 && (s = hist_geometry(ctx, c, in, &g)) != NDF_OK) return s;
+  if (npix > 0 && (s = hist_geometry(ctx, c, in, &g, 0)) != NDF_OK) return s;
   const int64_t nchunk = (npix + 1023) / 1024;
   if (nimg * nchunk > 0x7fffffff)
     return ndf__error(ctx, NDF_ENOTSUP, "%s: the input is too large for one launch", c->name);
@@ -304,13 +487,23 @@ ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
   const size_t acc_bytes = ((size_t)(mode == 0 ? nimg : 1) * (size_t)T * 8 + 255) & ~(size_t)255;
   const size_t t_bytes = ((size_t)T * 8 + 255) & ~(size_t)255;
   const size_t f_bytes = ((size_t)nimg * (size_t)npix * vsz + 255) & ~(size_t)255;
-  if ((s = ndf__scratch_alloc(ctx, acc_bytes + t_bytes + f_bytes + (size_t)nimg * (size_t)npix, &scratch)) != NDF_OK)
+  /* new path (nan_at given): a header first, zeroed with the accumulators; the
+   * contribution pass flags NaN there, the later kernels write nothing then,
+   * and the header comes back once at the end (no scan, no readback before) */
+  const size_t hdr_bytes = nan_at ? HDR_BYTES : 0;
+  if (nan_at) *nan_at = -1;
+  if ((s = ndf__scratch_alloc(ctx, hdr_bytes + acc_bytes + t_bytes + f_bytes + (size_t)nimg * (size_t)npix, &scratch)) !=
+      NDF_OK)
     return s;
-  const CUdeviceptr acc = scratch, d_ts = scratch + acc_bytes, fbuf = d_ts + t_bytes, cbuf = fbuf + f_bytes;
-  CUresult r = ndf__cu(NULL)->cuMemsetD8Async(acc, 0, acc_bytes, ctx->stream);
+  const CUdeviceptr hdr = nan_at ? scratch : 0, acc = scratch + hdr_bytes, d_ts = acc + acc_bytes,
+                    fbuf = d_ts + t_bytes, cbuf = fbuf + f_bytes;
+  CUresult r = ndf__cu(NULL)->cuMemsetD8Async(scratch, 0, hdr_bytes + acc_bytes, ctx->stream);
   if (r == CUDA_SUCCESS) r = ndf__cu(NULL)->cuMemcpyHtoDAsync(d_ts, t, (size_t)T * 8, ctx->stream);
   s = sync_error(ctx, c->name, r);
-  if (s == NDF_OK && npix > 0) s = hist_launch(ctx, c, in, fh, &g, cbuf, fbuf, 0, 0, 0, 0, 0);
+  if (s == NDF_OK && npix > 0) {
+    const hist_extra x = {hdr, 0, hdr != 0, 0, 0, NULL};
+    s = hist_launch(ctx, c, in, fh, &g, cbuf, fbuf, 0, 0, 0, 0, 0, &x);
+  }
   if (s == NDF_OK && npix > 0 && nimg > 0) {
     ndf__params pb = {.n = 0};
     CUdeviceptr p_g = mode == 1 ? (CUdeviceptr)(uintptr_t)arr->data : 0;
@@ -357,10 +550,13 @@ ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
       int64_t v = a < nb && gin ? gin->strides[a] : 0;
       NDF__PUT(&pb, v);
     }
+    NDF__PUT(&pb, hdr);
     s = ndf__launch(ctx, c->name, fs, (unsigned)(nimg * nchunk), 256, 1, 0, pb.b);
   }
-  if (s == NDF_OK && mode == 0 && nimg > 0) s = put_launch(ctx, c->name, fp, acc, arr, nb, nimg, T);
-  if (s == NDF_OK && mode == 1 && gthr) s = put_launch(ctx, c->name, fp, acc, gthr, 0, 1, T);
+  if (s == NDF_OK && mode == 0 && nimg > 0) s = put_launch(ctx, c->name, fp, acc, arr, nb, nimg, T, hdr);
+  if (s == NDF_OK && mode == 1 && gthr) s = put_launch(ctx, c->name, fp, acc, gthr, 0, 1, T, hdr);
+  if (s == NDF_OK && nan_at && npix > 0 && nimg > 0 && (in->dtype == NDF_FLOAT32 || in->dtype == NDF_FLOAT64))
+    s = hdr_read(ctx, c->name, hdr, nan_at, NULL);
   ndf__scratch_free(ctx, scratch);
   return s;
 }

@@ -270,10 +270,19 @@ ndf_status ndf__ecc_cuda_scan(ndf_ctx *ctx, const char *name, const ndf_array *i
 /* The exact curve of a CUDA input at the T thresholds t (caller's order; uniform: evenly spaced). */
 ndf_status ndf__ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out,
                          int construction, const double *t, int uniform);
-/* Soft curve on CUDA: mode 0 forward into arr; mode 1 backward from arr (grad_output) into gin/gthr (may be NULL). */
+/* New path (default; NDF_ECC_PATH=old selects the old one): no readback
+ * before the curve.  t NULL: T thresholds over [min, max] taken on the device.
+ * The NaN check runs on the device; a float input's call ends with one
+ * readback: *nan_at (-1: none) and *not_finite ([min, max] infinite), the
+ * output untouched then.  Input size > 0. */
+int ndf__ecc_new_path(void);
+ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out,
+                          int construction, const double *t, int uniform, int64_t *nan_at, int *not_finite);
+/* Soft curve on CUDA: mode 0 forward into arr; mode 1 backward from arr (grad_output) into gin/gthr (may be NULL).
+ * nan_at non-NULL (new path): NaN checked on the device, *nan_at >= 0 then and nothing written. */
 ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, const double *t,
                               ndf_array *arr, ndf_array *gin, ndf_array *gthr, int construction, double lambda,
-                              int mode);
+                              int mode, int64_t *nan_at);
 /* ---- ect.c / ect_cuda.c: Euler characteristic transform (exact and weighted) on CUDA ---- */
 typedef struct ndf__ect_cuda_call {
   const char *name;

@@ -41,6 +41,51 @@ template <typename W> __device__ __forceinline__ W ndf_nan();
 template <> __device__ __forceinline__ float ndf_nan<float>() { return __int_as_float(0x7fffffff); }
 template <> __device__ __forceinline__ double ndf_nan<double>() { return __longlong_as_double(0x7ff8000000000000LL); }
 
+// ---- the device header of one exact call (new path, runtime/ecc_cuda.c) --------------------------
+// Zeroed before the call.  nan_key: ~(least C-order index of a NaN), 0 when
+// none (atomicMax keeps the least index).  bad: [min, max] is not finite.
+// lo, inv_step, uniform: the binner of thresholds the scan derived on the
+// device.  ticket: the scan's blocks.  The host reads nan_key and bad once,
+// at the end; the curves are written only when both are 0.
+struct ndf_ecc_hdr {
+  double lo, inv_step, mn, mx;
+  unsigned long long nan_key;
+  int uniform, bad;
+  unsigned ticket, pad;
+};
+
+__device__ __forceinline__ bool ndf_ecc_hdr_ok(const ndf_ecc_hdr *h) {
+  return __ldcg(&h->nan_key) == 0ull && __ldcg(&h->bad) == 0;
+}
+
+// Prefix sum of one image's histogram (hist, sorted thresholds) written to
+// out[perm[k] * ostep]; a whole block calls it.  hist is read through L2
+// (it was filled by other blocks' atomics).
+__device__ void ndf_ecc_prefix(const long long *hist, const long long *perm, long long *out, ndf_i64 T,
+                               ndf_i64 ostep) {
+  __shared__ long long wsum[8];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  long long carry = 0;
+  for (ndf_i64 k0 = 0; k0 < T; k0 += 256) {
+    const ndf_i64 k = k0 + threadIdx.x;
+    long long v = k < T ? __ldcg(hist + k) : 0;
+    for (int o = 1; o < 32; o <<= 1) {
+      const long long u = __shfl_up_sync(0xffffffffu, v, o);
+      if (lane >= o) v += u;
+    }
+    if (lane == 31) wsum[warp] = v;
+    __syncthreads();
+    long long before = carry, total = carry;
+    for (int w = 0; w < 8; w++) {
+      if (w < warp) before += wsum[w];
+      total += wsum[w];
+    }
+    if (k < T) out[__ldcg(perm + k) * ostep] = before + v;
+    carry = total;
+    __syncthreads();
+  }
+}
+
 // ---- min / max / NaN ----------------------------------------------------------------------------
 struct ndf_ecc_scan_params {
   const TIN *in;
@@ -49,9 +94,90 @@ struct ndf_ecc_scan_params {
   ndf_i64 nrows, nl, sl; // rows (every axis but the last), their length and stride
   int nd;
   ndf_i64 shape[NDF_MAX_NDIM], str[NDF_MAX_NDIM];
+  // new path (hdr != NULL): the last block to finish reduces the partials
+  // into hdr and, with need_range, writes the T thresholds over [min, max]
+  // sorted (ts) with their caller positions (perm) and the binner
+  ndf_ecc_hdr *hdr;
+  double *ts;
+  long long *perm;
+  ndf_i64 T;
+  int need_range;
 };
 
-extern "C" __global__ void __launch_bounds__(256) ndf_ecc_scan(const ndf_ecc_scan_params p) {
+// The last block of ndf_ecc_scan: min, max, NaN over the partials, then the
+// thresholds exactly as the CPU's make_thresholds and ecc_cpu take them:
+// t_k = lo + (hi - lo) * k / (T - 1) in double (explicit roundings, no
+// contraction), t_{T-1} = hi, sorted by (t, k).  fl() is monotone, so
+// t_0..t_{T-2} are already in order and only hi moves: it goes after the m
+// thresholds t_j <= hi (j < T - 1), before the others.  Then the binner:
+// uniform when ts[T-1] > ts[0], lo = ts[0], inv_step = (T - 1) / (ts[T-1] - ts[0]).
+__device__ void ndf_ecc_scan_finish(const ndf_ecc_scan_params &p) {
+  __shared__ double rmn[256], rmx[256];
+  __shared__ unsigned long long rkey[256];
+  __shared__ int rcnt[256];
+  const int tid = threadIdx.x;
+  double lo = 1.0 / 0.0, hi = -1.0 / 0.0;
+  unsigned long long key = 0;
+  for (unsigned b = tid; b < gridDim.x; b += 256) {
+    lo = fmin(lo, __ldcg(p.mn + b));
+    hi = fmax(hi, __ldcg(p.mx + b));
+    const long long na = __ldcg(p.nan_at + b);
+    if (na >= 0) key = max(key, ~(unsigned long long)na);
+  }
+  rmn[tid] = lo;
+  rmx[tid] = hi;
+  rkey[tid] = key;
+  __syncthreads();
+  for (int o = 128; o > 0; o >>= 1) {
+    if (tid < o) {
+      rmn[tid] = fmin(rmn[tid], rmn[tid + o]);
+      rmx[tid] = fmax(rmx[tid], rmx[tid + o]);
+      rkey[tid] = max(rkey[tid], rkey[tid + o]);
+    }
+    __syncthreads();
+  }
+  lo = rmn[0];
+  hi = rmx[0];
+  key = rkey[0];
+  const bool bad = p.need_range && !(isfinite(lo) && isfinite(hi));
+  if (tid == 0) {
+    p.hdr->mn = lo;
+    p.hdr->mx = hi;
+    p.hdr->nan_key = key;
+    p.hdr->bad = bad ? 1 : 0;
+  }
+  if (!p.need_range || bad) return;
+  const ndf_i64 T = p.T;
+  const double span = __dsub_rn(hi, lo), den = (double)(T - 1);
+  int cnt = 0;
+  for (ndf_i64 k = tid; k < T - 1; k += 256) cnt += __dadd_rn(lo, __ddiv_rn(__dmul_rn(span, (double)k), den)) <= hi;
+  rcnt[tid] = cnt;
+  __syncthreads();
+  for (int o = 128; o > 0; o >>= 1) {
+    if (tid < o) rcnt[tid] += rcnt[tid + o];
+    __syncthreads();
+  }
+  const ndf_i64 m = rcnt[0];
+  for (ndf_i64 k = tid; k < T - 1; k += 256) {
+    const double t = __dadd_rn(lo, __ddiv_rn(__dmul_rn(span, (double)k), den));
+    const ndf_i64 pos = k < m ? k : k + 1;
+    p.ts[pos] = t;
+    p.perm[pos] = k;
+  }
+  if (tid == 0) {
+    p.ts[m] = hi;
+    p.perm[m] = T - 1;
+    // ts[0] and ts[T-1] of the sorted list
+    const double t0 = m == 0 ? hi : __dadd_rn(lo, __ddiv_rn(__dmul_rn(span, 0.0), den));
+    const double tl = m == T - 1 ? hi : __dadd_rn(lo, __ddiv_rn(__dmul_rn(span, (double)(T - 2)), den));
+    p.hdr->uniform = tl > t0 ? 1 : 0;
+    p.hdr->lo = t0;
+    p.hdr->inv_step = tl > t0 ? __ddiv_rn(den, __dsub_rn(tl, t0)) : 0.0;
+  }
+}
+
+// at most 64 registers: the grid is 4 blocks per SM
+extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_scan(const ndf_ecc_scan_params p) {
   __shared__ double smn[8], smx[8];
   __shared__ ndf_i64 snan[8];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -108,6 +234,17 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_scan(const ndf_ecc_sca
     p.mx[blockIdx.x] = hi;
     p.nan_at[blockIdx.x] = nan_at == 0x7fffffffffffffffLL ? -1 : nan_at;
   }
+  if (p.hdr) {
+    __shared__ bool last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(&p.hdr->ticket, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (last) {
+      __threadfence();
+      ndf_ecc_scan_finish(p);
+    }
+  }
 }
 
 // ---- contributions and the threshold histogram ---------------------------------------------------
@@ -124,6 +261,15 @@ struct ndf_ecc_params {
   ndf_i64 sz, sy, sx;  // their strides
   int nb, uniform, smem_ts;
   ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM]; // batch axes of the input
+  // new path (hdr != NULL):
+  ndf_ecc_hdr *hdr;      // the call's header: NaN key, flags, the device binner
+  int dev_binner;        // lo, inv_step, uniform from hdr (thresholds over [min, max] taken by the scan)
+  int check_nan;         // a NaN voxel sets hdr->nan_key (no scan ran)
+  unsigned *cnt;         // per image: finished blocks; the last one writes the curve (NULL: ndf_ecc_final does)
+  const long long *perm; // with cnt: perm[k] = the caller's position of sorted threshold k
+  long long *out;
+  ndf_i64 ostep;
+  ndf_i64 oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM]; // batch axes of the output (nb of them)
 };
 
 #define NDF_BX (NSP == 3 ? 32 : 256)
@@ -132,11 +278,25 @@ struct ndf_ecc_params {
 #define NDF_PW (NDF_BX + 2)
 #define NDF_PS (NDF_PH * NDF_PW)
 
-extern "C" __global__ void __launch_bounds__(256) ndf_ecc_hist(const ndf_ecc_params p) {
+// at most 32 registers (sm_90, nvcc 13: no spills but 24 bytes in the 2-D soft pass): 8 blocks per SM, the new path's grid is about one such wave
+extern "C" __global__ void __launch_bounds__(256, 8)
+    ndf_ecc_hist(const ndf_ecc_params p) {
+  // the scan found NaN or an infinite [min, max]: no thresholds, nothing to write
+  if (p.dev_binner && (p.hdr->nan_key != 0ull || p.hdr->bad != 0)) return;
   __shared__ V plane[3 * NDF_PS];
   extern __shared__ double dyn[]; // smem_ts: the T thresholds, then T + 1 counters
   const int tid = threadIdx.x, tx = tid % NDF_BX, ty = tid / NDF_BX, lane = tid & 31;
   const double *ts = p.smem_ts ? dyn : p.ts;
+  // the binner (from the header when the scan derived the thresholds): in
+  // shared memory, not in registers that would stay live over the march
+  __shared__ double s_bin[2];
+  __shared__ int s_uni, s_nan;
+  if (tid == 0) {
+    s_bin[0] = p.dev_binner ? p.hdr->lo : p.lo;
+    s_bin[1] = p.dev_binner ? p.hdr->inv_step : p.inv_step;
+    s_uni = p.dev_binner ? p.hdr->uniform : p.uniform;
+    s_nan = 0;
+  }
   int *shist = (int *)(dyn + p.T);
   if (!SOFT && p.smem_ts) {
     for (ndf_i64 k = tid; k < p.T; k += 256) dyn[k] = p.ts[k];
@@ -154,7 +314,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_hist(const ndf_ecc_par
     q /= p.bshape[d];
   }
   const TIN *in = p.in + base;
-  // plane zz (z0 - 1 <= zz) goes to buffer (zz - z0 + 1) % 3, NaN outside
+  // planes z0 - 1, z0, z0 + 1 go to buffers 0, 1, 2 (then they rotate), NaN outside
   // the image.  A thread's plane elements sit at fixed (y, x): their offsets
   // are taken once; the next plane is fetched into registers before the
   // current one is computed, so its load latency overlaps the compute.
@@ -175,30 +335,40 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_hist(const ndf_ecc_par
 #pragma unroll
     for (int e = 0; e < NLD; e++) nxt[e] = zin && lok[e] ? (V)in[zo + loff[e]] : ndf_nan<V>();
   };
-  auto store = [&](ndf_i64 zz) {
-    V *dst = plane + (int)((zz - z0 + 1) % 3) * NDF_PS;
+  // buffers rotate by offsets (no 64-bit % 3 per plane): om, oc, op hold
+  // planes z - 1, z, z + 1
+  int om = 0, oc = NDF_PS, op = 2 * NDF_PS;
+  auto store = [&](int off) {
+    V *dst = plane + off;
 #pragma unroll
     for (int e = 0; e < NLD; e++)
       if (tid + 256 * e < NDF_PS) dst[tid + 256 * e] = nxt[e];
   };
   fetch(z0 - 1);
-  store(z0 - 1);
+  store(om);
   fetch(z0);
-  store(z0);
+  store(oc);
   fetch(z0 + 1);
   const ndf_i64 y = y0 + ty, x = x0 + tx;
   const bool col_in = y < p.ny && x < p.nx;
   const int ci = (NSP == 3 ? (ty + 1) * NDF_PW : 0) + tx + 1;
   for (ndf_i64 z = z0; z < z1; z++) {
-    store(z + 1); // buffer of plane z - 2: free since the last barrier
+    store(op); // buffer of plane z - 2: free since the last barrier
     __syncthreads();
     if (z + 1 < z1) fetch(z + 2);
-    const V *pm = plane + (int)((z - z0) % 3) * NDF_PS;
-    const V *pc = plane + (int)((z - z0 + 1) % 3) * NDF_PS;
-    const V *pp = plane + (int)((z - z0 + 2) % 3) * NDF_PS;
+    const V *pm = plane + om;
+    const V *pc = plane + oc;
+    const V *pp = plane + op;
+    {
+      const int o = om;
+      om = oc;
+      oc = op;
+      op = o;
+    }
     const V fv = pc[ci];
     int c = 0;
-    if (col_in) {
+    if (col_in && fv != fv) s_nan = 1; // located after the march (rare: keeps the loop's registers)
+    if (col_in && fv == fv) { // NaN: c = 0 (the call fails; keeps the bin search in range)
       auto at = [&](int t) -> V {
         const int pz = NSP == 3 ? t / 9 : t / 3;
         const int dy = NSP == 3 ? (t / 3) % 3 - 1 : 0;
@@ -219,8 +389,8 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_hist(const ndf_ecc_par
       if (c != 0) {
         const double v = (double)fv;
         ndf_i64 k;
-        if (p.uniform) {
-          const double g = ceil((v - p.lo) * p.inv_step);
+        if (s_uni) {
+          const double g = ceil(__dmul_rn(__dsub_rn(v, s_bin[0]), s_bin[1]));
           k = g <= 0 ? 0 : g >= (double)p.T ? p.T : (ndf_i64)g;
           while (k > 0 && v <= ts[k - 1]) k--;
           while (k < p.T && v > ts[k]) k++;
@@ -262,6 +432,58 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_hist(const ndf_ecc_par
     for (ndf_i64 k = tid; k < p.T; k += 256)
       if (shist[k]) atomicAdd(&p.hist[img * p.T + k], (ndf_u64)(long long)shist[k]);
   }
+  // the tails below take the block's place again from a volatile read of
+  // the block index (not kept live over the march: 32 registers)
+  if (p.check_nan || (!SOFT && p.cnt)) {
+    unsigned bid, tid2;
+    asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(bid));
+    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid2));
+    // 32-bit: fewer than 2^31 blocks (checked by the host), so every count here fits
+    const unsigned ch2 = bid % (unsigned)p.nchunks, it2 = bid / (unsigned)p.nchunks;
+    const unsigned tile2 = it2 % (unsigned)p.ptiles, img2 = it2 / (unsigned)p.ptiles;
+    if (p.check_nan) {
+      // a NaN among this block's voxels: its least C-order index into the header
+      __syncthreads();
+      const ndf_i64 yy = (ndf_i64)(tile2 / (unsigned)p.ntx) * NDF_BY + (ndf_i64)(tid2 / NDF_BX),
+                    xx = (ndf_i64)(tile2 % (unsigned)p.ntx) * NDF_BX + (ndf_i64)(tid2 % NDF_BX);
+      if (s_nan && yy < p.ny && xx < p.nx) {
+        ndf_i64 b2 = 0;
+        unsigned q2 = img2;
+        for (int d = p.nb - 1; d >= 0; d--) {
+          b2 += (ndf_i64)(q2 % (unsigned)p.bshape[d]) * p.bstr[d];
+          q2 /= (unsigned)p.bshape[d];
+        }
+        const ndf_i64 za = (ndf_i64)ch2 * p.mc, zb = min(za + p.mc, p.nz);
+        for (ndf_i64 z = za; z < zb; z++) {
+          const V f = (V)p.in[b2 + z * p.sz + yy * p.sy + xx * p.sx];
+          if (f != f) {
+            atomicMax(&p.hdr->nan_key, ~(ndf_u64)((ndf_i64)img2 * (p.nz * p.ny * p.nx) + (z * p.ny + yy) * p.nx + xx));
+            break;
+          }
+        }
+      }
+    }
+    if (!SOFT && p.cnt) {
+      // the image's last block writes its curve (when the header is clean)
+      __shared__ bool last;
+      __threadfence();
+      __syncthreads();
+      if (tid2 == 0) last = atomicAdd(&p.cnt[img2], 1u) == (unsigned)(p.ptiles * p.nchunks) - 1u;
+      __syncthreads();
+      if (last) {
+        __threadfence();
+        if (ndf_ecc_hdr_ok(p.hdr)) {
+          ndf_i64 off = 0;
+          unsigned q2 = img2;
+          for (int d = p.nb - 1; d >= 0; d--) {
+            off += (ndf_i64)(q2 % (unsigned)p.oshape[d]) * p.ostr[d];
+            q2 /= (unsigned)p.oshape[d];
+          }
+          ndf_ecc_prefix((const long long *)p.hist + (ndf_i64)img2 * p.T, p.perm, p.out + off, p.T, p.ostep);
+        }
+      }
+    }
+  }
 }
 
 // ---- prefix sums in the caller's order -----------------------------------------------------------
@@ -272,9 +494,11 @@ struct ndf_ecc_final_params {
   ndf_i64 nimg, T, ostep;
   int nb;
   ndf_i64 oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM]; // batch axes of the output
+  const ndf_ecc_hdr *hdr; // new path: write only when the header is clean (NULL: always)
 };
 
 extern "C" __global__ void __launch_bounds__(256) ndf_ecc_final(const ndf_ecc_final_params p) {
+  if (p.hdr && !ndf_ecc_hdr_ok(p.hdr)) return;
   __shared__ long long wsum[8];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   for (ndf_i64 img = blockIdx.x; img < p.nimg; img += gridDim.x) {
@@ -321,17 +545,31 @@ struct ndf_ecc_soft_params {
   ndf_i64 gsz, gsy, gsx; // grad_input's spatial strides
   int nb, mode;
   ndf_i64 bshape[NDF_MAX_NDIM], gostr[NDF_MAX_NDIM], gistr[NDF_MAX_NDIM]; // batch axes; grad_output's, grad_input's strides
+  const ndf_ecc_hdr *hdr; // new path: nothing is written unless the header is clean (NULL: always)
 };
 
 __device__ __forceinline__ float ndf_sigmoid(float z) { return 1.0f / (1.0f + __expf(-z)); }
 __device__ __forceinline__ double ndf_sigmoid(double z) { return 1.0 / (1.0 + exp(-z)); }
+// sigmoid(lambda (t - f)) for a float f and t = th + tl (a float pair): d =
+// (th - f) + tl has the relative error of a float even when t and f are
+// close (no cancellation of a rounded t), then 1 / (1 + 2^(kneg d)), kneg =
+// -lambda log2(e): two MUFU ops, no double arithmetic or conversions; about
+// 1e-7 from the double sigmoid (2^(+-inf) gives 0 and 1).
+__device__ __forceinline__ float ndf_sigmoid_pair(float th, float tl, float f, float kneg) {
+  const float d = __fadd_rn(__fsub_rn(th, f), tl);
+  float e;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(__fmul_rn(kneg, d)));
+  return __fdividef(1.0f, 1.0f + e);
+}
 
 extern "C" __global__ void __launch_bounds__(256) ndf_ecc_soft(const ndf_ecc_soft_params p) {
+  if (p.hdr && !ndf_ecc_hdr_ok(p.hdr)) return;
   __shared__ V sf[NDF_SOFT_CH];
   __shared__ int si[NDF_SOFT_CH];
   __shared__ signed char sc[NDF_SOFT_CH];
   __shared__ double sg[NDF_SOFT_CH];
   __shared__ double tk[256], gk[256], part[256];
+  __shared__ float thi[256], tlo[256], gkf[256];
   __shared__ int wcount[8];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const ndf_i64 img = blockIdx.x / p.nchunk, v0 = (blockIdx.x % p.nchunk) * NDF_SOFT_CH;
@@ -381,15 +619,49 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_soft(const ndf_ecc_sof
   const ndf_i64 KQ = p.T >= 256 ? 256 : p.T > 128 ? 256 : p.T > 64 ? 128 : p.T > 32 ? 64 : 32;
   const int parts = (int)(256 / KQ), kk = (int)(tid % KQ), part_id = (int)(tid / KQ);
   const double lam = p.lambda;
+  const float kneg = (float)(-lam * 1.4426950408889634); // -lambda log2(e)
   for (ndf_i64 k0 = 0; k0 < p.T; k0 += KQ) {
     const int kn = (int)min((ndf_i64)KQ, p.T - k0);
     if (tid < kn) {
-      tk[tid] = p.ts[k0 + tid];
+      const double t = p.ts[k0 + tid];
+      tk[tid] = t;
       gk[tid] = p.mode == 1 ? p.g[gbase + (k0 + tid) * p.gstep] : 0.0;
+      // float inputs: t as a float pair (hi + lo) for ndf_sigmoid_pair
+      const float hi = (float)t;
+      thi[tid] = hi;
+      tlo[tid] = isfinite(hi) ? (float)(t - (double)hi) : 0.0f;
+      gkf[tid] = (float)gk[tid];
     }
     __syncthreads();
     // per threshold: sum over the compacted voxels
-    if (p.mode == 0 || p.gt) {
+    if (sizeof(V) == 4 && (p.mode == 0 || p.gt)) {
+      // float inputs: every step in float (ndf_sigmoid_pair), sums of 16
+      // terms in float added to a double
+      double sum = 0;
+      if (kk < kn) {
+        const float th = thi[kk], tl = tlo[kk];
+        float fs = 0;
+        int cnt = 0;
+        for (int e = part_id; e < n; e += parts) {
+          const float sg1 = ndf_sigmoid_pair(th, tl, (float)sf[e], kneg);
+          fs = __fmaf_rn((float)sc[e], p.mode == 0 ? sg1 : sg1 * (1.0f - sg1), fs);
+          if (++cnt == 16) {
+            sum += (double)fs;
+            fs = 0;
+            cnt = 0;
+          }
+        }
+        sum += (double)fs;
+      }
+      part[tid] = sum;
+      __syncthreads();
+      if (part_id == 0 && kk < kn) {
+        double tot = 0;
+        for (int pi = 0; pi < parts; pi++) tot += part[pi * KQ + kk];
+        if (p.mode == 0) atomicAdd(&p.acc[img * p.T + k0 + kk], tot);
+        else atomicAdd(&p.gt[k0 + kk], lam * gk[kk] * tot);
+      }
+    } else if (p.mode == 0 || p.gt) {
       double sum = 0;
       if (kk < kn) {
         const double t = tk[kk];
@@ -408,7 +680,22 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_soft(const ndf_ecc_sof
       }
     }
     // per voxel: grad_input
-    if (p.mode == 1 && p.gin) {
+    if (sizeof(V) == 4 && p.mode == 1 && p.gin) {
+      for (int e = tid; e < n; e += 256) {
+        const float f = (float)sf[e];
+        double a = 0;
+        float fa = 0;
+        for (int j = 0; j < kn; j++) {
+          const float sg1 = ndf_sigmoid_pair(thi[j], tlo[j], f, kneg);
+          fa = __fmaf_rn(gkf[j], sg1 * (1.0f - sg1), fa);
+          if ((j & 15) == 15) {
+            a += (double)fa;
+            fa = 0;
+          }
+        }
+        sg[e] += a + (double)fa;
+      }
+    } else if (p.mode == 1 && p.gin) {
       for (int e = tid; e < n; e += 256) {
         const double f = (double)sf[e];
         double a = 0;
@@ -432,9 +719,11 @@ struct ndf_ecc_put_params {
   ndf_i64 nimg, T, step;
   int nb;
   ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM];
+  const ndf_ecc_hdr *hdr; // new path: write only when the header is clean (NULL: always)
 };
 
 extern "C" __global__ void __launch_bounds__(256) ndf_ecc_put(const ndf_ecc_put_params p) {
+  if (p.hdr && !ndf_ecc_hdr_ok(p.hdr)) return;
   for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + threadIdx.x; i < p.nimg * p.T; i += (ndf_i64)gridDim.x * 256) {
     ndf_i64 img = i / p.T, k = i % p.T, off = 0;
     for (int d = p.nb - 1; d >= 0; d--) {

@@ -211,34 +211,129 @@ static void test_gpu_benchmark_shapes(void **state) {
   }
 }
 
-/* NaN: EINVAL, output untouched, on the GPU as on the CPU. */
-static void test_gpu_nan_rejected(void **state) {
-  gpu_state *s = *state;
-  const int64_t sh[3] = {3, 17, 40}, os[2] = {3, 16};
-  tu_array h, o;
-  assert_int_equal(tu_array_alloc(&h, NDF_FLOAT32, 3, sh), 0);
-  assert_int_equal(tu_array_alloc(&o, NDF_INT64, 2, os), 0);
-  for (int64_t i = 0; i < 3 * 17 * 40; i++) tu_set(&h.arr, i, (double)(i % 7));
-  tu_set(&h.arr, 1234, NAN);
+/* One NaN case: EINVAL naming the least NaN's C-order index (exact curve),
+ * every output untouched (poisoned before, poisoned after).  nan_at < 0: an
+ * infinite value instead (an error only for thresholds over [min, max]). */
+static void nan_case(ndf_ctx *ctx, ndf_dtype dt, int nd, const int64_t *sh, int batch, int64_t nan_at, int64_t nan2,
+                     int tkind, ndf_ecc_construction cons) {
+  int64_t n = 1;
+  for (int d = 0; d < nd; d++) n *= sh[d];
+  int64_t os[NDF_MAX_NDIM];
+  for (int d = 0; d < batch; d++) os[d] = sh[d];
+  os[batch] = 16;
+  tu_array h, o, v;
+  assert_int_equal(tu_array_alloc(&h, dt, nd, sh), 0);
+  assert_int_equal(tu_array_alloc(&o, NDF_INT64, batch + 1, os), 0);
+  const int64_t T16 = 16;
+  assert_int_equal(tu_array_alloc(&v, NDF_FLOAT64, 1, &T16), 0);
+  for (int64_t k = 0; k < 16; k++) tu_set(&v.arr, k, (double)(15 - k) * 0.5);
+  for (int64_t i = 0; i < n; i++) tu_set(&h.arr, i, (double)(i % 7));
+  const int inf_case = nan_at < 0;
+  if (inf_case) tu_set(&h.arr, n / 2, INFINITY);
+  else {
+    tu_set(&h.arr, nan2, NAN);
+    tu_set(&h.arr, nan_at, NAN);
+  }
   tu_poison(o.base, o.bytes);
   tu_dev din, dout;
-  tu_dev_upload(s->ctx, &din, &h);
-  tu_dev_upload(s->ctx, &dout, &o);
+  tu_dev_upload(ctx, &din, &h);
+  tu_dev_upload(ctx, &dout, &o);
   ndf_ecc_options opt;
   ndf_ecc_options_init(&opt);
   opt.nthresholds = 16;
-  opt.batch_dims = 1;
-  assert_int_equal(ndf_euler_characteristic_curve(s->ctx, &din.arr, &dout.arr, &opt), NDF_EINVAL);
-  assert_non_null(strstr(ndf_errmsg(s->ctx), "element 1234"));
-  opt.has_range = 1;
-  opt.range_hi = 5;
-  assert_int_equal(ndf_euler_characteristic_curve(s->ctx, &din.arr, &dout.arr, &opt), NDF_EINVAL);
-  tu_dev_download(s->ctx, &dout, &o);
-  assert_int_equal(tu_poison_check(o.base, o.bytes), -1);
-  tu_dev_free(s->ctx, &din);
-  tu_dev_free(s->ctx, &dout);
+  opt.batch_dims = batch;
+  opt.construction = cons;
+  if (tkind == 1) {
+    opt.has_range = 1;
+    opt.range_hi = 5;
+  } else if (tkind == 2) {
+    opt.values = &v.arr;
+  }
+  ndf_status st = ndf_euler_characteristic_curve(ctx, &din.arr, &dout.arr, &opt);
+  if (inf_case && tkind != 0) {
+    /* infinite values are fine with a range or values: the curve equals the CPU's */
+    assert_int_equal(st, NDF_OK);
+    tu_array cpu;
+    assert_int_equal(tu_array_alloc(&cpu, NDF_INT64, batch + 1, os), 0);
+    assert_int_equal(ndf_euler_characteristic_curve(ctx, &h.arr, &cpu.arr, &opt), NDF_OK);
+    assert_int_equal(ndf_ctx_synchronize(ctx), NDF_OK);
+    tu_dev_download(ctx, &dout, &o);
+    char msg[512];
+    assert_int_equal(tu_compare(&cpu.arr, &o.arr, msg, sizeof msg), 0);
+    tu_array_free(&cpu);
+  } else {
+    assert_int_equal(st, NDF_EINVAL);
+    char want[64];
+    if (!inf_case) {
+      snprintf(want, sizeof want, "element %lld ", (long long)nan_at);
+      if (!strstr(ndf_errmsg(ctx), want)) printf("message: %s (want %s)\n", ndf_errmsg(ctx), want);
+      assert_non_null(strstr(ndf_errmsg(ctx), want));
+    } else {
+      assert_non_null(strstr(ndf_errmsg(ctx), "infinite"));
+    }
+    assert_int_equal(ndf_ctx_synchronize(ctx), NDF_OK);
+    tu_dev_download(ctx, &dout, &o);
+    assert_int_equal(tu_poison_check(o.base, o.bytes), -1);
+  }
+  /* soft forward and backward (float inputs): EINVAL, outputs untouched */
+  if (!inf_case && (dt == NDF_FLOAT32 || dt == NDF_FLOAT64)) {
+    tu_array so, go, gi, gt;
+    int64_t fs[NDF_MAX_NDIM];
+    memcpy(fs, os, sizeof fs);
+    assert_int_equal(tu_array_alloc(&so, NDF_FLOAT64, batch + 1, fs), 0);
+    assert_int_equal(tu_array_alloc(&go, NDF_FLOAT64, batch + 1, fs), 0);
+    assert_int_equal(tu_array_alloc(&gi, dt, nd, sh), 0);
+    assert_int_equal(tu_array_alloc(&gt, NDF_FLOAT64, 1, &T16), 0);
+    for (int64_t i = 0; i < ndf_array_size(&go.arr); i++) tu_set(&go.arr, i, 1.0);
+    tu_poison(so.base, so.bytes);
+    tu_poison(gi.base, gi.bytes);
+    tu_poison(gt.base, gt.bytes);
+    tu_dev dso, dgo, dgi, dgt;
+    tu_dev_upload(ctx, &dso, &so);
+    tu_dev_upload(ctx, &dgo, &go);
+    tu_dev_upload(ctx, &dgi, &gi);
+    tu_dev_upload(ctx, &dgt, &gt);
+    ndf_soft_ecc_options so_opt;
+    ndf_soft_ecc_options_init(&so_opt);
+    so_opt.batch_dims = batch;
+    so_opt.construction = cons;
+    assert_int_equal(ndf_soft_ecc_forward(ctx, &din.arr, &v.arr, &dso.arr, &so_opt), NDF_EINVAL);
+    assert_int_equal(ndf_soft_ecc_backward(ctx, &din.arr, &v.arr, &dgo.arr, &dgi.arr, &dgt.arr, &so_opt), NDF_EINVAL);
+    assert_int_equal(ndf_ctx_synchronize(ctx), NDF_OK);
+    tu_dev_download(ctx, &dso, &so);
+    tu_dev_download(ctx, &dgi, &gi);
+    tu_dev_download(ctx, &dgt, &gt);
+    assert_int_equal(tu_poison_check(so.base, so.bytes), -1);
+    assert_int_equal(tu_poison_check(gi.base, gi.bytes), -1);
+    assert_int_equal(tu_poison_check(gt.base, gt.bytes), -1);
+    tu_dev *dd[] = {&dso, &dgo, &dgi, &dgt};
+    for (int i = 0; i < 4; i++) tu_dev_free(ctx, dd[i]);
+    tu_array *aa[] = {&so, &go, &gi, &gt};
+    for (int i = 0; i < 4; i++) tu_array_free(aa[i]);
+  }
+  tu_dev_free(ctx, &din);
+  tu_dev_free(ctx, &dout);
   tu_array_free(&h);
   tu_array_free(&o);
+  tu_array_free(&v);
+}
+
+/* NaN: EINVAL naming the least NaN, output untouched, on the GPU as on the
+ * CPU, for every way the thresholds come (spaced over [min, max]: the scan
+ * finds it; a range or values: the contribution pass does), 2-D and 3-D,
+ * batches with the NaN in a later image, float32 and float64; an infinite
+ * value fails only over [min, max]. */
+static void test_gpu_nan_rejected(void **state) {
+  gpu_state *s = *state;
+  static const int64_t s3[3] = {3, 17, 40}, s2[2] = {70, 300}, s4[4] = {2, 3, 9, 33}, s5[3] = {20, 30, 40};
+  for (int tk = 0; tk < 3; tk++) {
+    nan_case(s->ctx, NDF_FLOAT32, 3, s3, 1, 1234, 1300, tk, NDF_ECC_V);
+    nan_case(s->ctx, NDF_FLOAT64, 3, s3, 1, 1234, 2000, tk, NDF_ECC_T);
+    nan_case(s->ctx, NDF_FLOAT32, 2, s2, 0, 20999, 20999, tk, NDF_ECC_T);
+    nan_case(s->ctx, NDF_FLOAT32, 4, s4, 2, 5 * 9 * 33 + 7, 6 * 9 * 33 - 1, tk, NDF_ECC_V);
+    nan_case(s->ctx, NDF_FLOAT64, 3, s5, 0, 20 * 30 * 40 - 1, 20 * 30 * 40 - 1, tk, NDF_ECC_V);
+    nan_case(s->ctx, NDF_FLOAT32, 3, s5, 0, -1, 0, tk, NDF_ECC_V); /* +inf */
+  }
 }
 
 /* ---- soft curve ------------------------------------------------------------------------------ */
@@ -387,12 +482,32 @@ static void test_gpu_soft_timing(void **state) {
   }
   assert_int_equal(ndf_ctx_synchronize(s->ctx), NDF_OK);
   printf("soft ECC forward + backward, 64x256x256 float32, T = 64: %.3f ms per pair (host clock, mean of 20; "
-         "two NaN-scan readbacks included)\n", (tu_now_ms() - t0) / 20);
+         "one header readback per call included)\n", (tu_now_ms() - t0) / 20);
   ndf_array *all[] = {&din, &dout, &dgo, &dgi, &dgt};
   for (int i = 0; i < 5; i++) ndf_array_free(s->ctx, all[i]);
   tu_array_free(&h);
   tu_array_free(&th);
   tu_array_free(&go);
+}
+
+/* The old path (NDF_ECC_PATH=old: scan readback, host thresholds, separate
+ * final kernel) on its own random cases, exact and soft: kept selectable to
+ * compare both in one GPU run. */
+static void test_gpu_old_path(void **state) {
+  gpu_state *s = *state;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed ^ 0x01d);
+  setenv("NDF_ECC_PATH", "old", 1);
+  int failed = 0;
+  const long n = s->ncases / 4 > 10 ? s->ncases / 4 : 10;
+  for (long k = 0; k < n && failed < 5; k++) {
+    ecase c;
+    draw_case(&c, &r);
+    failed += run_exact(s->ctx, &c, &r);
+  }
+  unsetenv("NDF_ECC_PATH");
+  if (failed) printf("%d exact cases failed on the old path; seed %llu\n", failed, (unsigned long long)s->seed);
+  assert_int_equal(failed, 0);
 }
 
 int main(void) {
@@ -418,6 +533,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_prestate(test_gpu_nan_rejected, s),
       cmocka_unit_test_prestate(test_gpu_exact_random, s),
+      cmocka_unit_test_prestate(test_gpu_old_path, s),
       cmocka_unit_test_prestate(test_gpu_soft_random, s),
       cmocka_unit_test_prestate(test_gpu_benchmark_shapes, s),
       cmocka_unit_test_prestate(test_gpu_soft_timing, s),
