@@ -552,14 +552,18 @@ static ndf_status check_out(ndf_ctx *ctx, const char *name, const ndf_array *x, 
 }
 
 /* Copies the (n, d) histograms into dst (float64, contiguous), checks every
- * value is finite and >= 0 and every row has positive mass.  The row mass is
- * summed in four interleaved partial sums (element i into sum i % 4, then
- * (s0 + s1) + (s2 + s3)) for every layout alike: a single running sum is one
- * dependent add per element, the host's largest cost per solve on the GPU
- * path. */
+ * value is finite and >= 0 and every row has positive mass; the error names
+ * the first offending row in order (a bad value before a zero mass).  The
+ * row mass is summed in four interleaved partial sums (element i into sum
+ * i % 4, then (s0 + s1) + (s2 + s3)) for every layout alike: a single running
+ * sum is one dependent add per element.  Rows run in parallel when there are
+ * many values (this copy is most of the host's work per solve on the GPU
+ * path); the result does not depend on it. */
 static ndf_status load_hist(ndf_ctx *ctx, const char *name, const ndf_array *x, int64_t n, int64_t d, double *dst,
                             double *mass) {
   const int fast = x->dtype == NDF_FLOAT64 && x->strides[1] == 1; /* rows of contiguous doubles */
+  const int nth = n * d >= (1 << 16) ? ndf__cpu_threads(ctx) : 1;
+#pragma omp parallel for num_threads(nth) schedule(static) if (nth > 1)
   for (int64_t k = 0; k < n; k++) {
     double m4[4] = {0.0, 0.0, 0.0, 0.0};
     int bad = 0;
@@ -580,14 +584,17 @@ static ndf_status load_hist(ndf_ctx *ctx, const char *name, const ndf_array *x, 
         bad |= !(v >= 0.0 && v <= DBL_MAX);
       }
     }
-    if (bad)
+    mass[k] = bad ? -1.0 : (m4[0] + m4[1]) + (m4[2] + m4[3]); /* -1: a bad value */
+  }
+  for (int64_t k = 0; k < n; k++) {
+    if (mass[k] == -1.0) {
+      const double *out = dst + k * d;
       for (int64_t i = 0; i < d; i++)
         if (!isfinite(out[i]) || out[i] < 0.0)
           return ndf__argerror(ctx, OP_SOLVE, name, "%s[%lld, %lld] = %g is not finite and >= 0", name, (long long)k,
                                (long long)i, out[i]);
-    const double m = (m4[0] + m4[1]) + (m4[2] + m4[3]);
-    if (!(m > 0.0)) return ndf__argerror(ctx, OP_SOLVE, name, "row %lld has mass 0", (long long)k);
-    mass[k] = m;
+    }
+    if (!(mass[k] > 0.0)) return ndf__argerror(ctx, OP_SOLVE, name, "row %lld has mass 0", (long long)k);
   }
   return NDF_OK;
 }

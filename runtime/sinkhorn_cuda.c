@@ -124,8 +124,12 @@ static ndf_status upload(ndf__sk_cuda *g, CUdeviceptr dst, const double *src, si
 static ndf_status upload2(ndf__sk_cuda *g, const double *A, const double *B, size_t nd) {
   if (g->f32) {
     float *f = g->stage;
-    for (size_t i = 0; i < nd; i++) f[i] = (float)A[i];
-    for (size_t i = 0; i < nd; i++) f[nd + i] = (float)B[i];
+    const int nth = nd >= (1 << 16) ? ndf__cpu_threads(g->ctx) : 1; /* n = 128 at 32 x 32: 256k values */
+#pragma omp parallel for num_threads(nth) schedule(static) if (nth > 1)
+    for (int64_t i = 0; i < (int64_t)nd; i++) {
+      f[i] = (float)A[i];
+      f[nd + i] = (float)B[i];
+    }
   } else {
     memcpy(g->stage, A, nd * sizeof(double));
     memcpy((double *)g->stage + nd, B, nd * sizeof(double));
@@ -462,26 +466,38 @@ ndf_status ndf__sk_cuda_solve(ndf__sk_cuda *g, const double *A, const double *B,
   const ndf__cu_api *cu = ndf__cu(NULL);
   const size_t nd = (size_t)(g->n * g->d), n = (size_t)g->n;
   if ((s = upload2(g, A, B, nd)) != NDF_OK) return s;
-  if (g->batched) {
-    if ((s = dense_run(g)) != NDF_OK) return s;
-  } else {
-    ndf__params pb = {.n = 0};
-    put_params(g, &pb);
-    if (g->cl) {
-      void *args[] = {pb.b};
-      CUresult rl = cu->cuLaunchKernel(g->fn, (unsigned)(g->n * g->cl), 1, 1, g->nt, 1, 1, 0, ctx->stream, args, NULL);
-      if (rl != CUDA_SUCCESS && g->cl_forced) return ndf__cuda_error(ctx, OP_SOLVE ": cluster launch", rl);
-      if (rl != CUDA_SUCCESS && (s = cluster_fallback(g)) != NDF_OK) return s;
-      if (rl == CUDA_SUCCESS) goto launched;
+  char *rh = (char *)g->stage + 2 * nd * g->es; /* err, tc, iters, fail: the stage's tail */
+  for (;;) {
+    const int cl = g->cl;
+    if (g->batched) {
+      if ((s = dense_run(g)) != NDF_OK) return s;
+    } else {
+      ndf__params pb = {.n = 0};
+      put_params(g, &pb);
+      if (cl) {
+        void *args[] = {pb.b};
+        CUresult rl = cu->cuLaunchKernel(g->fn, (unsigned)(g->n * cl), 1, 1, g->nt, 1, 1, 0, ctx->stream, args, NULL);
+        if (rl != CUDA_SUCCESS && g->cl_forced) return ndf__cuda_error(ctx, OP_SOLVE ": cluster launch", rl);
+        if (rl != CUDA_SUCCESS) {
+          if ((s = cluster_fallback(g)) != NDF_OK) return s;
+          continue;
+        }
+      } else if ((s = ndf__launch(ctx, OP_SOLVE, g->fn, (unsigned)g->n, SK_THREADS, 1, g->smem, pb.b)) != NDF_OK) {
+        return s;
+      }
     }
-    if ((s = ndf__launch(ctx, OP_SOLVE, g->fn, (unsigned)g->n, SK_THREADS, 1, g->smem, pb.b)) != NDF_OK) return s;
+    /* one download of err, tc, iters, fail (contiguous on the device) */
+    CUresult r = cu->cuMemcpyDtoHAsync(rh, g->err, n * 24, ctx->stream);
+    if (r == CUDA_SUCCESS) r = cu->cuStreamSynchronize(ctx->stream);
+    if (r != CUDA_SUCCESS) return ndf__cuda_error(ctx, OP_SOLVE, r);
+    int f0;
+    memcpy(&f0, rh + 20 * n, sizeof f0);
+    if (!(cl && f0 == -1)) break;
+    /* fail[0] = -1: the kernel ran without its cluster dimensions (it checks
+     * %cluster_nctarank and does nothing else) */
+    if (g->cl_forced) return ndf__error(ctx, NDF_ECUDA, "%s: the cluster kernel ran without clusters of %d", OP_SOLVE, cl);
+    if ((s = cluster_fallback(g)) != NDF_OK) return s;
   }
-launched:;
-  /* one download of err, tc, iters, fail (contiguous on the device) into the stage's tail */
-  char *rh = (char *)g->stage + 2 * nd * g->es;
-  CUresult r = cu->cuMemcpyDtoHAsync(rh, g->err, n * 24, ctx->stream);
-  if (r == CUDA_SUCCESS) r = cu->cuStreamSynchronize(ctx->stream);
-  if (r != CUDA_SUCCESS) return ndf__cuda_error(ctx, OP_SOLVE, r);
   memcpy(err, rh, n * 8);
   memcpy(tc, rh + 8 * n, n * 8);
   memcpy(iters, rh + 16 * n, n * 4);

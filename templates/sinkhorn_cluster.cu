@@ -88,6 +88,11 @@ __device__ __forceinline__ unsigned c_rank() {
   asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
   return r;
 }
+__device__ __forceinline__ unsigned c_nrank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(r));
+  return r;
+}
 __device__ __forceinline__ unsigned c_cluster_id() {
   unsigned r;
   asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r));
@@ -240,6 +245,10 @@ __device__ __forceinline__ double c_sum(c_smem &S, double v, const unsigned rt[C
 
 extern "C" __global__ void __cluster_dims__(CL, 1, 1) __launch_bounds__(NT) ndf_sinkhorn_cluster(const ndf_sk_params p) {
   __shared__ c_smem S;
+  if (c_nrank() != CL) { // launched without the cluster dimensions: tell the host (it falls back), touch nothing
+    if (blockIdx.x == 0 && threadIdx.x == 0) p.fail[0] = -1;
+    return;
+  }
   const unsigned rank = c_rank();
   const ndf_i64 k = c_cluster_id();
   const int w = threadIdx.x >> 5, c = threadIdx.x & 31;
