@@ -12,7 +12,9 @@
  * grids use templates/sinkhorn_cluster.cu instead: one thread-block cluster
  * of CL blocks per pair, the rows split between the blocks, the column pass
  * exchanged through distributed shared memory ($NDF_SINKHORN_CLUSTER=0
- * forces one block per pair, =2/4/8 forces that cluster size).  If the
+ * forces one block per pair, =2/4/8 forces that cluster size, =1 runs that
+ * kernel with one block of 32 * N0 threads per pair and no cluster: float
+ * only, a measurement point against sinkhorn_grid2.cu).  If the
  * cluster kernel cannot be compiled or launched, the solver falls back to
  * sinkhorn_grid2.cu for good.
  *
@@ -204,7 +206,8 @@ ndf_status ndf__sk_cuda_create(ndf_ctx *ctx, const ndf_sinkhorn_options *opt, co
     const int sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
     if (ce && ce[0]) {
       const int v = atoi(ce);
-      g->cl = (v == 2 || v == 4 || v == 8) && v <= g->shape[0] ? v : 0;
+      /* 1 (float only): the same kernel with one 32 * N0-thread block per pair, no cluster (a comparison point) */
+      g->cl = ((v == 2 || v == 4 || v == 8) && v <= g->shape[0]) || (v == 1 && g->f32) ? v : 0;
       g->cl_forced = g->cl > 0;
     } else {
       for (int c = 8; c >= 2 && !g->cl; c /= 2)

@@ -44,10 +44,10 @@ typedef NDF_SLOT(T) T;
 #define N1R ((N1 + 3) / 4 * 4)
 #define NRED (CL * R)
 // float: K1's column in registers; double: read from shared memory
-#define KREG (sizeof(T) == 4)
+#define KREG (sizeof(T) == 4 && CL > 1)
 
 static_assert(N0 >= 1 && N0 <= 32 && N1 >= 1 && N1 <= 32, "sinkhorn_cluster: at most 32 x 32");
-static_assert(CL >= 2 && CL <= 16, "sinkhorn_cluster: clusters of 2 to 16 blocks");
+static_assert(CL >= 1 && CL <= 16, "sinkhorn_cluster: clusters of 1 to 16 blocks");
 
 // The parameter block of templates/sinkhorn.cu (the host fills both alike).
 struct ndf_sk_params {
@@ -83,6 +83,7 @@ __device__ __forceinline__ double c_log2(double v) { return log2(v); }
 __device__ __forceinline__ bool c_finite(T v) { return v - v == (T)0; }
 
 // ---- cluster primitives (PTX ISA 7.8, sm_90) ----
+#if CL > 1
 __device__ __forceinline__ unsigned c_rank() {
   unsigned r;
   asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
@@ -118,6 +119,22 @@ __device__ __forceinline__ void c_st(unsigned addr, int v) {
 __device__ __forceinline__ void c_sync() {
   asm volatile("barrier.cluster.arrive;\n\tbarrier.cluster.wait;" ::: "memory");
 }
+#else // CL = 1: one block per pair, plain shared memory and block barriers (any sm)
+__device__ __forceinline__ unsigned c_rank() { return 0; }
+__device__ __forceinline__ unsigned c_nrank() { return 1; }
+__device__ __forceinline__ unsigned c_cluster_id() { return blockIdx.x; }
+__device__ __forceinline__ unsigned c_mapa(unsigned sa, unsigned) { return sa; }
+__device__ __forceinline__ void c_st(unsigned addr, float v) {
+  asm volatile("st.shared.f32 [%0], %1;" ::"r"(addr), "f"(v) : "memory");
+}
+__device__ __forceinline__ void c_st(unsigned addr, double v) {
+  asm volatile("st.shared.f64 [%0], %1;" ::"r"(addr), "d"(v) : "memory");
+}
+__device__ __forceinline__ void c_st(unsigned addr, int v) {
+  asm volatile("st.shared.u32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+}
+__device__ __forceinline__ void c_sync() { __syncthreads(); }
+#endif
 __device__ __forceinline__ unsigned c_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
 
 // 4 consecutive values at a 4-aligned shared address (one vector load).
@@ -243,7 +260,12 @@ __device__ __forceinline__ double c_sum(c_smem &S, double v, const unsigned rt[C
   return t;
 }
 
-extern "C" __global__ void __cluster_dims__(CL, 1, 1) __launch_bounds__(NT) ndf_sinkhorn_cluster(const ndf_sk_params p) {
+#if CL > 1
+#define NDF_SK_CLUSTER_ATTR __cluster_dims__(CL, 1, 1)
+#else
+#define NDF_SK_CLUSTER_ATTR
+#endif
+extern "C" __global__ void NDF_SK_CLUSTER_ATTR __launch_bounds__(NT) ndf_sinkhorn_cluster(const ndf_sk_params p) {
   __shared__ c_smem S;
   if (c_nrank() != CL) { // launched without the cluster dimensions: tell the host (it falls back), touch nothing
     if (blockIdx.x == 0 && threadIdx.x == 0) p.fail[0] = -1;

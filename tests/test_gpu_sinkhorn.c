@@ -18,7 +18,7 @@
  * sinkhorn_grid2.cu, and once the generic sinkhorn.cu
  * ($NDF_SINKHORN_GRID2=0).  On sm_90 such grids with few pairs run
  * sinkhorn_cluster.cu (one thread-block cluster per pair) by default, so the
- * cases above test it there; test_cluster forces each cluster size (2, 4, 8;
+ * cases above test it there; test_cluster forces each cluster size (1, 2, 4, 8;
  * $NDF_SINKHORN_CLUSTER, which then fails instead of falling back) and one
  * block per pair ($NDF_SINKHORN_CLUSTER=0) against the CPU, on grids whose
  * rows do not split evenly (a block with no rows at all included), both
@@ -307,6 +307,9 @@ static void test_cluster(void **st) {
       {"8", {"cluster 8: f32 L2 log 32x32, zero bins", L2, 2, {32, 32}, 2, 1, F32, 0.01, 100, 10, 0, 5, 0.2}},
       {"2", {"cluster 2: f32 L2 log 20x27", L2, 2, {20, 27}, 2, 1, F32, 0.01, 50, 10, 0, 3, 0.0}},
       {"8", {"cluster 8: f32 L2 scaling early exit 32x32", L2, 2, {32, 32}, 2, 0, F32, 0.05, 2000, 10, 1e-4, 6, 0.0}},
+      /* "1": the same kernel, one 32 * N0-thread block per pair, no cluster (float only) */
+      {"1", {"cluster kernel, 1 block: f32 L2 scaling 32x32", L2, 2, {32, 32}, 2, 0, F32, 0.05, 100, 10, 0, 5, 0.0}},
+      {"1", {"cluster kernel, 1 block: f32 L2 log 20x27, zero bins", L2, 2, {20, 27}, 2, 1, F32, 0.01, 50, 10, 0, 3, 0.2}},
   };
   int bad = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
