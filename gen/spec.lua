@@ -406,6 +406,22 @@ return {
       },
     },
     {
+      name = "sinkhorn_cluster",
+      file = "templates/sinkhorn_cluster.cu",
+      kernels = { "ndf_sinkhorn_cluster" },
+      slots = {
+        T = "float or double: the arithmetic of the iteration",
+        LOGD = "1: log-domain iteration (two-pass log-sum-exp in log2 units); 0: scaling form",
+        N0 = "grid rows, 1..32",
+        N1 = "grid columns, 1..32",
+        CL = "blocks per cluster (one histogram pair), 2..16 (sm_90); 1: one block, no cluster (float)",
+      },
+      families = {
+        { T = { "float" }, LOGD = { "0", "1" }, N0 = { "32" }, N1 = { "32" }, CL = { "1", "2", "4", "8" } },
+        { T = { "double" }, LOGD = { "0", "1" }, N0 = { "12" }, N1 = { "9" }, CL = { "2", "4" } },
+      },
+    },
+    {
       name = "sinkhorn_dense",
       file = "templates/sinkhorn_dense.cu",
       kernels = { "ndf_sinkhorn_dense" },

@@ -16,6 +16,7 @@
  *   grid eucl  a table of d values indexed by the absolute index offset.
  * Each histogram pair is solved by one thread, independently of the others.
  */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -550,22 +551,50 @@ static ndf_status check_out(ndf_ctx *ctx, const char *name, const ndf_array *x, 
   return NDF_OK;
 }
 
+/* Copies the (n, d) histograms into dst (float64, contiguous), checks every
+ * value is finite and >= 0 and every row has positive mass; the error names
+ * the first offending row in order (a bad value before a zero mass).  The
+ * row mass is summed in four interleaved partial sums (element i into sum
+ * i % 4, then (s0 + s1) + (s2 + s3)) for every layout alike: a single running
+ * sum is one dependent add per element.  Rows run in parallel when there are
+ * many values (this copy is most of the host's work per solve on the GPU
+ * path); the result does not depend on it. */
 static ndf_status load_hist(ndf_ctx *ctx, const char *name, const ndf_array *x, int64_t n, int64_t d, double *dst,
                             double *mass) {
+  const int fast = x->dtype == NDF_FLOAT64 && x->strides[1] == 1; /* rows of contiguous doubles */
+  const int nth = n * d >= (1 << 16) ? ndf__cpu_threads(ctx) : 1;
+#pragma omp parallel for num_threads(nth) schedule(static) if (nth > 1)
   for (int64_t k = 0; k < n; k++) {
-    double m = 0.0;
-    const int fast = x->dtype == NDF_FLOAT64 && x->strides[1] == 1; /* rows of contiguous doubles */
-    const double *row = fast ? (const double *)x->data + k * x->strides[0] : NULL;
-    for (int64_t i = 0; i < d; i++) {
-      double v = fast ? row[i] : get_elem(x, k * x->strides[0] + i * x->strides[1]);
-      if (!isfinite(v) || v < 0.0)
-        return ndf__argerror(ctx, OP_SOLVE, name, "%s[%lld, %lld] = %g is not finite and >= 0", name, (long long)k,
-                             (long long)i, v);
-      dst[k * d + i] = v;
-      m += v;
+    double m4[4] = {0.0, 0.0, 0.0, 0.0};
+    int bad = 0;
+    double *out = dst + k * d;
+    if (fast) {
+      const double *row = (const double *)x->data + k * x->strides[0];
+      for (int64_t i = 0; i < d; i++) {
+        const double v = row[i];
+        out[i] = v;
+        m4[i & 3] += v;
+        bad |= !(v >= 0.0 && v <= DBL_MAX); /* NaN, inf or negative */
+      }
+    } else {
+      for (int64_t i = 0; i < d; i++) {
+        const double v = get_elem(x, k * x->strides[0] + i * x->strides[1]);
+        out[i] = v;
+        m4[i & 3] += v;
+        bad |= !(v >= 0.0 && v <= DBL_MAX);
+      }
     }
-    if (!(m > 0.0)) return ndf__argerror(ctx, OP_SOLVE, name, "row %lld has mass 0", (long long)k);
-    mass[k] = m;
+    mass[k] = bad ? -1.0 : (m4[0] + m4[1]) + (m4[2] + m4[3]); /* -1: a bad value */
+  }
+  for (int64_t k = 0; k < n; k++) {
+    if (mass[k] == -1.0) {
+      const double *out = dst + k * d;
+      for (int64_t i = 0; i < d; i++)
+        if (!isfinite(out[i]) || out[i] < 0.0)
+          return ndf__argerror(ctx, OP_SOLVE, name, "%s[%lld, %lld] = %g is not finite and >= 0", name, (long long)k,
+                               (long long)i, out[i]);
+    }
+    if (!(mass[k] > 0.0)) return ndf__argerror(ctx, OP_SOLVE, name, "row %lld has mass 0", (long long)k);
   }
   return NDF_OK;
 }
@@ -594,10 +623,12 @@ ndf_status ndf_sinkhorn_solve(ndf_sinkhorn *s, const ndf_array *a, const ndf_arr
   double *er = malloc((size_t)n * sizeof(double));
   int32_t *its = malloc((size_t)n * sizeof(int32_t));
   int *fail = calloc((size_t)n, sizeof(int));
+  /* CUDA: potentials nobody asked for stay on the device (plan fetches them). */
+  const int defer = s->cuda && !res->f && !res->g && !res->objective;
   const int nth = ndf__cpu_threads(ctx);
   const size_t wsz = (size_t)(3 * d + 2 * (s->maxn > 0 ? s->maxn : 1)) * sizeof(double);
-  void **bufs = ndf__thread_buffers(nth, wsz);
-  if (!A || !B || !F || !G || !ma || !mb || !tc || !obj || !er || !its || !fail || !bufs) {
+  void **bufs = defer ? NULL : ndf__thread_buffers(nth, wsz); /* deferred: no host pass over the pairs */
+  if (!A || !B || !F || !G || !ma || !mb || !tc || !obj || !er || !its || !fail || (!defer && !bufs)) {
     st = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", OP_SOLVE);
     goto done;
   }
@@ -610,12 +641,11 @@ ndf_status ndf_sinkhorn_solve(ndf_sinkhorn *s, const ndf_array *a, const ndf_arr
       goto done;
     }
 
-  /* CUDA: potentials nobody asked for stay on the device (plan fetches them). */
-  const int defer = s->cuda && !res->f && !res->g && !res->objective;
   /* The device is about to be overwritten: deferred potentials of the last
    * solve are lost, so plan then needs this solve to succeed. */
   if (s->cuda && s->deferred) s->solved = 0;
   if (s->cuda && (st = ndf__sk_cuda_solve(s->cuda, A, B, defer ? NULL : F, G, its, er, tc, fail)) != NDF_OK) goto done;
+  if (!defer) /* deferred CUDA solves have nothing to finish on the host (no OpenMP wake-up) */
 #pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
   for (int64_t k = 0; k < n; k++) {
     double *wb = bufs[ndf__thread_id()];

@@ -7,7 +7,16 @@
  * block runs one histogram pair through all its iterations, checks and early
  * exit, then computes its transport cost.  2-D grid L^p costs of at most
  * 32 x 32 bins use templates/sinkhorn_grid2.cu instead (the same parameter
- * block and launch; the grid's sizes compiled in).
+ * block and launch; the grid's sizes compiled in).  On sm_90 and later, when
+ * n is small enough that n * CL blocks (CL = 2, 4 or 8) fit the SMs, those
+ * grids use templates/sinkhorn_cluster.cu instead: one thread-block cluster
+ * of CL blocks per pair, the rows split between the blocks, the column pass
+ * exchanged through distributed shared memory ($NDF_SINKHORN_CLUSTER=0
+ * forces one block per pair, =2/4/8 forces that cluster size, =1 runs that
+ * kernel with one block of 32 * N0 threads per pair and no cluster: float
+ * only, a measurement point against sinkhorn_grid2.cu).  If the
+ * cluster kernel cannot be compiled or launched, the solver falls back to
+ * sinkhorn_grid2.cu for good.
  *
  * Dense costs: templates/sinkhorn_dense.cu, one kernel per half-iteration
  * for all pairs (K read once per 8 pairs).  A chunk of check_every
@@ -40,13 +49,18 @@ struct ndf__sk_cuda {
   int f32, log_domain, kind, nsp;
   int use_smem;
   int grid2; /* templates/sinkhorn_grid2.cu (2-D grid L^p, at most 32 x 32) */
+  int cl;    /* > 0: templates/sinkhorn_cluster.cu with clusters of cl blocks of nt threads (fn) */
+  unsigned nt;
+  int cl_forced; /* $NDF_SINKHORN_CLUSTER chose cl: no silent fallback (tests see failures) */
   unsigned smem;
   int64_t shape[NDF_MAX_SPATIAL], stride[NDF_MAX_SPATIAL], axoff[NDF_MAX_SPATIAL], wofs, axlen;
   double tol;
   int max_iter, check_every;
   /* device buffers */
   CUdeviceptr a, b, x, y, iters, fail, err, tc, ws, M, MT, CT, ax, tab, tabm;
-  void *stage; /* host staging: 2 * n * d * es (a then b), page-locked when stage_pinned */
+  /* err, tc, iters and fail share one allocation (err first: 8 n + 8 n + 4 n + 4 n bytes),
+   * downloaded with one copy into the stage's tail */
+  void *stage; /* host staging: 2 * n * d * es (a then b) + 24 n, page-locked when stage_pinned */
   int stage_pinned;
   /* the batched dense path (sinkhorn_dense.cu): CT then holds C itself */
   int batched;
@@ -66,6 +80,7 @@ void ndf__sk_cuda_destroy(ndf__sk_cuda *g) {
   if (!g) return;
   if (g->ctx && g->ctx->has_cuda && ndf__ctx_bind(g->ctx) == NDF_OK) {
     g->b = 0; /* b lies in a's allocation */
+    g->tc = g->iters = g->fail = 0; /* in err's */
     CUdeviceptr *all[] = {&g->a, &g->b, &g->x, &g->y, &g->iters, &g->fail, &g->err, &g->tc,
                           &g->ws, &g->CT, &g->ax, &g->tab, &g->tabm};
     ndf__cu(NULL)->cuStreamSynchronize(g->ctx->stream);
@@ -111,8 +126,12 @@ static ndf_status upload(ndf__sk_cuda *g, CUdeviceptr dst, const double *src, si
 static ndf_status upload2(ndf__sk_cuda *g, const double *A, const double *B, size_t nd) {
   if (g->f32) {
     float *f = g->stage;
-    for (size_t i = 0; i < nd; i++) f[i] = (float)A[i];
-    for (size_t i = 0; i < nd; i++) f[nd + i] = (float)B[i];
+    const int nth = nd >= (1 << 16) ? ndf__cpu_threads(g->ctx) : 1; /* n = 128 at 32 x 32: 256k values */
+#pragma omp parallel for num_threads(nth) schedule(static) if (nth > 1)
+    for (int64_t i = 0; i < (int64_t)nd; i++) {
+      f[i] = (float)A[i];
+      f[nd + i] = (float)B[i];
+    }
   } else {
     memcpy(g->stage, A, nd * sizeof(double));
     memcpy((double *)g->stage + nd, B, nd * sizeof(double));
@@ -180,7 +199,37 @@ ndf_status ndf__sk_cuda_create(ndf_ctx *ctx, const ndf_sinkhorn_options *opt, co
   const char *g2e = getenv("NDF_SINKHORN_GRID2");
   g->grid2 = g->kind == NDF_OT_COST_GRID_LP && g->nsp == 2 && g->shape[0] <= 32 && g->shape[1] <= 32 &&
              !(g2e && strcmp(g2e, "0") == 0);
-  if (g->grid2) {
+  /* Clusters (sm_90): the largest CL in {8, 4, 2} with n * CL <= the SM
+   * count and CL <= N0 (every block owns a row); none when n > SMs / 2. */
+  if (g->grid2 && ctx->cc_major >= 9) {
+    const char *ce = getenv("NDF_SINKHORN_CLUSTER");
+    const int sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
+    if (ce && ce[0]) {
+      const int v = atoi(ce);
+      /* 1 (float only): the same kernel with one 32 * N0-thread block per pair, no cluster (a comparison point) */
+      g->cl = ((v == 2 || v == 4 || v == 8) && v <= g->shape[0]) || (v == 1 && g->f32) ? v : 0;
+      g->cl_forced = g->cl > 0;
+    } else {
+      for (int c = 8; c >= 2 && !g->cl; c /= 2)
+        if (g->n * c <= sms && c <= g->shape[0]) g->cl = c;
+    }
+  }
+  if (g->cl) {
+    const int rows = (int)((g->shape[0] + g->cl - 1) / g->cl);
+    g->nt = (unsigned)(32 * rows);
+    ndf__req_init(&req, "sinkhorn_cluster", "ndf_sinkhorn_cluster");
+    ndf__req_set(&req, "T", "%s", g->f32 ? "float" : "double");
+    ndf__req_set(&req, "LOGD", "%d", g->log_domain);
+    ndf__req_set(&req, "N0", "%d", (int)g->shape[0]);
+    ndf__req_set(&req, "N1", "%d", (int)g->shape[1]);
+    ndf__req_set(&req, "CL", "%d", g->cl);
+    if ((s = ndf__jit_get(ctx, OP_CREATE, &req, &g->fn)) != NDF_OK) { /* e.g. an NVRTC without sm_90 */
+      if (g->cl_forced) goto fail;
+      ndf__clear_error(ctx);
+      g->cl = 0;
+    }
+  }
+  if (g->grid2 && !g->cl) {
     ndf__req_init(&req, "sinkhorn_grid2", "ndf_sinkhorn_grid2");
     ndf__req_set(&req, "T", "%s", g->f32 ? "float" : "double");
     ndf__req_set(&req, "LOGD", "%d", g->log_domain);
@@ -275,10 +324,11 @@ ndf_status ndf__sk_cuda_create(ndf_ctx *ctx, const ndf_sinkhorn_options *opt, co
   if ((s = dev_alloc(g, &g->a, 2 * nd * g->es)) != NDF_OK) goto fail;
   g->b = g->a + nd * g->es;
   if ((s = dev_alloc(g, &g->x, nd * g->es)) != NDF_OK || (s = dev_alloc(g, &g->y, nd * g->es)) != NDF_OK ||
-      (s = dev_alloc(g, &g->iters, (size_t)g->n * 4)) != NDF_OK ||
-      (s = dev_alloc(g, &g->fail, (size_t)g->n * 4)) != NDF_OK ||
-      (s = dev_alloc(g, &g->err, (size_t)g->n * 8)) != NDF_OK || (s = dev_alloc(g, &g->tc, (size_t)g->n * 8)) != NDF_OK)
+      (s = dev_alloc(g, &g->err, (size_t)g->n * 24)) != NDF_OK)
     goto fail;
+  g->tc = g->err + (size_t)g->n * 8;
+  g->iters = g->tc + (size_t)g->n * 8;
+  g->fail = g->iters + (size_t)g->n * 4;
   if (g->batched &&
       ((s = dev_alloc(g, &g->ha, nd * g->es)) != NDF_OK || (s = dev_alloc(g, &g->hb, nd * g->es)) != NDF_OK ||
        (s = dev_alloc(g, &g->itn, (size_t)g->n * 4)) != NDF_OK || (s = dev_alloc(g, &g->done, (size_t)g->n * 4)) != NDF_OK ||
@@ -286,8 +336,9 @@ ndf_status ndf__sk_cuda_create(ndf_ctx *ctx, const ndf_sinkhorn_options *opt, co
        (s = dev_alloc(g, &g->part, (size_t)g->n * (size_t)g->nblk * 8)) != NDF_OK))
     goto fail;
   /* page-locked staging: the upload is one DMA, not the driver's bounce copies */
-  if (ndf__cu(NULL)->cuMemAllocHost(&g->stage, 2 * nd * g->es + 1) == CUDA_SUCCESS) g->stage_pinned = 1;
-  else if (!(g->stage = malloc(2 * nd * g->es + 1))) {
+  if (ndf__cu(NULL)->cuMemAllocHost(&g->stage, 2 * nd * g->es + 24 * (size_t)g->n) == CUDA_SUCCESS)
+    g->stage_pinned = 1;
+  else if (!(g->stage = malloc(2 * nd * g->es + 24 * (size_t)g->n))) {
     s = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", OP_CREATE);
     goto fail;
   }
@@ -396,6 +447,20 @@ static ndf_status dense_run(ndf__sk_cuda *g) {
   return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(g->ctx, OP_SOLVE, r);
 }
 
+/* The cluster kernel would not launch (no cluster support, too few SMs for
+ * a cluster, ...): compile sinkhorn_grid2.cu and use it from now on. */
+static ndf_status cluster_fallback(ndf__sk_cuda *g) {
+  ndf__kernel_req req;
+  ndf__req_init(&req, "sinkhorn_grid2", "ndf_sinkhorn_grid2");
+  ndf__req_set(&req, "T", "%s", g->f32 ? "float" : "double");
+  ndf__req_set(&req, "LOGD", "%d", g->log_domain);
+  ndf__req_set(&req, "N0", "%d", (int)g->shape[0]);
+  ndf__req_set(&req, "N1", "%d", (int)g->shape[1]);
+  ndf_status s = ndf__jit_get(g->ctx, OP_SOLVE, &req, &g->fn);
+  if (s == NDF_OK) g->cl = 0;
+  return s;
+}
+
 ndf_status ndf__sk_cuda_solve(ndf__sk_cuda *g, const double *A, const double *B, double *alpha, double *beta,
                               int32_t *iters, double *err, double *tc, int *fail) {
   ndf_ctx *ctx = g->ctx;
@@ -404,19 +469,42 @@ ndf_status ndf__sk_cuda_solve(ndf__sk_cuda *g, const double *A, const double *B,
   const ndf__cu_api *cu = ndf__cu(NULL);
   const size_t nd = (size_t)(g->n * g->d), n = (size_t)g->n;
   if ((s = upload2(g, A, B, nd)) != NDF_OK) return s;
-  if (g->batched) {
-    if ((s = dense_run(g)) != NDF_OK) return s;
-  } else {
-    ndf__params pb = {.n = 0};
-    put_params(g, &pb);
-    if ((s = ndf__launch(ctx, OP_SOLVE, g->fn, (unsigned)g->n, SK_THREADS, 1, g->smem, pb.b)) != NDF_OK) return s;
+  char *rh = (char *)g->stage + 2 * nd * g->es; /* err, tc, iters, fail: the stage's tail */
+  for (;;) {
+    const int cl = g->cl;
+    if (g->batched) {
+      if ((s = dense_run(g)) != NDF_OK) return s;
+    } else {
+      ndf__params pb = {.n = 0};
+      put_params(g, &pb);
+      if (cl) {
+        void *args[] = {pb.b};
+        CUresult rl = cu->cuLaunchKernel(g->fn, (unsigned)(g->n * cl), 1, 1, g->nt, 1, 1, 0, ctx->stream, args, NULL);
+        if (rl != CUDA_SUCCESS && g->cl_forced) return ndf__cuda_error(ctx, OP_SOLVE ": cluster launch", rl);
+        if (rl != CUDA_SUCCESS) {
+          if ((s = cluster_fallback(g)) != NDF_OK) return s;
+          continue;
+        }
+      } else if ((s = ndf__launch(ctx, OP_SOLVE, g->fn, (unsigned)g->n, SK_THREADS, 1, g->smem, pb.b)) != NDF_OK) {
+        return s;
+      }
+    }
+    /* one download of err, tc, iters, fail (contiguous on the device) */
+    CUresult r = cu->cuMemcpyDtoHAsync(rh, g->err, n * 24, ctx->stream);
+    if (r == CUDA_SUCCESS) r = cu->cuStreamSynchronize(ctx->stream);
+    if (r != CUDA_SUCCESS) return ndf__cuda_error(ctx, OP_SOLVE, r);
+    int f0;
+    memcpy(&f0, rh + 20 * n, sizeof f0);
+    if (!(cl && f0 == -1)) break;
+    /* fail[0] = -1: the kernel ran without its cluster dimensions (it checks
+     * %cluster_nctarank and does nothing else) */
+    if (g->cl_forced) return ndf__error(ctx, NDF_ECUDA, "%s: the cluster kernel ran without clusters of %d", OP_SOLVE, cl);
+    if ((s = cluster_fallback(g)) != NDF_OK) return s;
   }
-  CUresult r = cu->cuMemcpyDtoHAsync(iters, g->iters, n * 4, ctx->stream);
-  if (r == CUDA_SUCCESS) r = cu->cuMemcpyDtoHAsync(fail, g->fail, n * 4, ctx->stream);
-  if (r == CUDA_SUCCESS) r = cu->cuMemcpyDtoHAsync(err, g->err, n * 8, ctx->stream);
-  if (r == CUDA_SUCCESS) r = cu->cuMemcpyDtoHAsync(tc, g->tc, n * 8, ctx->stream);
-  if (r == CUDA_SUCCESS) r = cu->cuStreamSynchronize(ctx->stream);
-  if (r != CUDA_SUCCESS) return ndf__cuda_error(ctx, OP_SOLVE, r);
+  memcpy(err, rh, n * 8);
+  memcpy(tc, rh + 8 * n, n * 8);
+  memcpy(iters, rh + 16 * n, n * 4);
+  memcpy(fail, rh + 20 * n, n * 4);
   return alpha ? ndf__sk_cuda_potentials(g, alpha, beta) : NDF_OK;
 }
 

@@ -16,7 +16,14 @@
  * dense persistent kernel ($NDF_SINKHORN_DENSE_PERSISTENT=1; it serves more
  * than 8 x 65535 pairs); 2-D grids of at most 32 x 32 bins run
  * sinkhorn_grid2.cu, and once the generic sinkhorn.cu
- * ($NDF_SINKHORN_GRID2=0).
+ * ($NDF_SINKHORN_GRID2=0).  On sm_90 such grids with few pairs run
+ * sinkhorn_cluster.cu (one thread-block cluster per pair) by default, so the
+ * cases above test it there; test_cluster forces each cluster size (1, 2, 4, 8;
+ * $NDF_SINKHORN_CLUSTER, which then fails instead of falling back) and one
+ * block per pair ($NDF_SINKHORN_CLUSTER=0) against the CPU, on grids whose
+ * rows do not split evenly (a block with no rows at all included), both
+ * domains, zero bins, early exit and breakdown, and compares the two GPU
+ * paths with each other on the same inputs.
  *
  * Exits 77 (skipped) without a CUDA device.  Seed: NDF_TEST_SEED (printed).
  * This file uses only the public API of ndforge.
@@ -270,6 +277,77 @@ static void test_against_cpu(void **st) {
   assert_int_equal(bad, 0);
 }
 
+/* Clusters (sm_90 only; skipped below): every forced cluster size and the
+ * one-block path against the CPU, then cluster vs one block on the same
+ * inputs (float64: equal iterations, values to 1e-10). */
+static void test_cluster(void **st) {
+  (void)st;
+  ndf_ctx_info info;
+  assert_int_equal(ndf_ctx_get_info(gctx, &info), NDF_OK);
+  if (info.cc_major < 9) {
+    print_message("test_cluster: sm_%d%d has no thread-block clusters: skipped\n", info.cc_major, info.cc_minor);
+    return;
+  }
+  static const struct {
+    const char *cl;
+    gcase c;
+  } cases[] = {
+      /* CL   what                                  kind gnd shape    p  log dt   eps   it  chk tol  n  zfrac */
+      {"2", {"cluster 2: f64 L2 scaling 12x9", L2, 2, {12, 9}, 2, 0, F64, 0.05, 60, 10, 0, 3, 0.0}},
+      {"4", {"cluster 4: f64 L2 scaling 12x9", L2, 2, {12, 9}, 2, 0, F64, 0.05, 60, 10, 0, 3, 0.0}},
+      {"8", {"cluster 8: f64 L2 scaling 12x9", L2, 2, {12, 9}, 2, 0, F64, 0.05, 60, 7, 0, 3, 0.0}},
+      {"0", {"one block: f64 L2 scaling 12x9", L2, 2, {12, 9}, 2, 0, F64, 0.05, 60, 10, 0, 3, 0.0}},
+      {"4", {"cluster 4: f64 L1 log 5x3 (an empty block)", L2, 2, {5, 3}, 1, 1, F64, 0.02, 40, 3, 0, 2, 0.2}},
+      {"2", {"cluster 2: f64 L1 log 7x13, zero bins", L2, 2, {7, 13}, 1, 1, F64, 0.01, 60, 10, 0, 3, 0.2}},
+      {"8", {"cluster 8: f64 L2 log 32x32 eps 1e-3", L2, 2, {32, 32}, 2, 1, F64, 0.001, 30, 10, 0, 2, 0.1}},
+      {"4", {"cluster 4: f64 L2 log early exit 10x10", L2, 2, {10, 10}, 2, 1, F64, 0.05, 3000, 5, 1e-9, 4, 0.0}},
+      {"8", {"cluster 8: f32 L2 scaling 32x32 (bench)", L2, 2, {32, 32}, 2, 0, F32, 0.05, 100, 10, 0, 16, 0.0}},
+      {"4", {"cluster 4: f32 L2 scaling 32x32", L2, 2, {32, 32}, 2, 0, F32, 0.05, 100, 10, 0, 5, 0.0}},
+      {"2", {"cluster 2: f32 L2 scaling 32x31", L2, 2, {32, 31}, 2, 0, F32, 0.05, 100, 10, 0, 3, 0.0}},
+      {"8", {"cluster 8: f32 L2 log 32x32, zero bins", L2, 2, {32, 32}, 2, 1, F32, 0.01, 100, 10, 0, 5, 0.2}},
+      {"2", {"cluster 2: f32 L2 log 20x27", L2, 2, {20, 27}, 2, 1, F32, 0.01, 50, 10, 0, 3, 0.0}},
+      {"8", {"cluster 8: f32 L2 scaling early exit 32x32", L2, 2, {32, 32}, 2, 0, F32, 0.05, 2000, 10, 1e-4, 6, 0.0}},
+      /* "1": the same kernel, one 32 * N0-thread block per pair, no cluster (float only) */
+      {"1", {"cluster kernel, 1 block: f32 L2 scaling 32x32", L2, 2, {32, 32}, 2, 0, F32, 0.05, 100, 10, 0, 5, 0.0}},
+      {"1", {"cluster kernel, 1 block: f32 L2 log 20x27, zero bins", L2, 2, {20, 27}, 2, 1, F32, 0.01, 50, 10, 0, 3, 0.2}},
+  };
+  int bad = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    setenv("NDF_SINKHORN_CLUSTER", cases[i].cl, 1);
+    bad += check_case(&cases[i].c) != 0;
+    unsetenv("NDF_SINKHORN_CLUSTER");
+  }
+  assert_int_equal(bad, 0);
+  /* the same inputs through a cluster and through one block */
+  for (int v = 0; v < 3; v++) {
+    gcase c = {"cluster vs block", L2, 2, {v == 2 ? 9 : 16, v == 2 ? 30 : 16}, v == 1 ? 1 : 2, v, F64, v ? 0.01 : 0.05,
+               400, 10, v == 2 ? 0 : 1e-8, 5, v ? 0.15 : 0.0};
+    const int64_t n = c.n, d = case_d(&c);
+    double *a = rand_hist(n, d, c.zfrac), *b = rand_hist(n, d, c.zfrac);
+    out_t o[2];
+    for (int r = 0; r < 2; r++) {
+      out_alloc(&o[r], n, d);
+      setenv("NDF_SINKHORN_CLUSTER", r ? "0" : (v == 1 ? "2" : "8"), 1);
+      assert_int_equal(run(gctx, NDF_DEVICE_CUDA, &c, NULL, a, b, &o[r], NULL), NDF_OK);
+      unsetenv("NDF_SINKHORN_CLUSTER");
+    }
+    for (int64_t k = 0; k < n; k++) {
+      assert_int_equal(o[0].it[k], o[1].it[k]);
+      assert_true(close_to(o[0].tc[k], o[1].tc[k], 1e-10, 1e-14));
+      assert_true(close_to(o[0].err[k], o[1].err[k], 1e-6, 1e-13));
+      for (int64_t i = 0; i < d; i++) {
+        assert_true(close_to(o[0].f[k * d + i], o[1].f[k * d + i], 1e-10, 1e-10));
+        assert_true(close_to(o[0].g[k * d + i], o[1].g[k * d + i], 1e-10, 1e-10));
+      }
+    }
+    print_message("cluster vs one block (%s): same iterations (%d), values to 1e-10\n",
+                  v == 0 ? "scaling, early exit" : v == 1 ? "L1 log, early exit" : "log 9x30", o[0].it[0]);
+    for (int r = 0; r < 2; r++) out_free(&o[r]);
+    free(a);
+    free(b);
+  }
+}
+
 /* Early exit: stops before max_iter, the same iterations as the CPU (float64). */
 static void test_early_exit(void **st) {
   (void)st;
@@ -356,19 +434,27 @@ static void test_breakdown(void **st) {
   free(C);
   /* a 2-D grid (sinkhorn_grid2.cu): K underflows to the identity, so a zero
    * bin of a makes K x = 0 where b > 0 (the column update breaks down) */
-  gcase cg = {"breakdown grid", L2, 2, {12, 9}, 2, 0, F64, 1e-6, 10, 10, 0, 3, 0.3};
-  const int64_t ng = cg.n, dg = case_d(&cg);
-  a = rand_hist(ng, dg, cg.zfrac);
-  b = rand_hist(ng, dg, cg.zfrac);
-  out_alloc(&oc, ng, dg);
-  out_alloc(&og, ng, dg);
-  assert_int_equal(run(cctx, NDF_DEVICE_CPU, &cg, NULL, a, b, &oc, NULL), NDF_EINVAL);
-  assert_int_equal(run(gctx, NDF_DEVICE_CUDA, &cg, NULL, a, b, &og, NULL), NDF_EINVAL);
-  assert_string_equal(ndf_errmsg(gctx), ndf_errmsg(cctx));
-  out_free(&oc);
-  out_free(&og);
-  free(a);
-  free(b);
+  /* (default path: clusters on sm_90; then one block, then clusters of 2 and 4) */
+  ndf_ctx_info info;
+  assert_int_equal(ndf_ctx_get_info(gctx, &info), NDF_OK);
+  static const char *paths[] = {NULL, "0", "2", "4"};
+  for (int pi = 0; pi < (info.cc_major >= 9 ? 4 : 2); pi++) {
+    gcase cg = {"breakdown grid", L2, 2, {12, 9}, 2, 0, F64, 1e-6, 10, 10, 0, 3, 0.3};
+    const int64_t ng = cg.n, dg = case_d(&cg);
+    a = rand_hist(ng, dg, cg.zfrac);
+    b = rand_hist(ng, dg, cg.zfrac);
+    out_alloc(&oc, ng, dg);
+    out_alloc(&og, ng, dg);
+    assert_int_equal(run(cctx, NDF_DEVICE_CPU, &cg, NULL, a, b, &oc, NULL), NDF_EINVAL);
+    if (paths[pi]) setenv("NDF_SINKHORN_CLUSTER", paths[pi], 1);
+    assert_int_equal(run(gctx, NDF_DEVICE_CUDA, &cg, NULL, a, b, &og, NULL), NDF_EINVAL);
+    unsetenv("NDF_SINKHORN_CLUSTER");
+    assert_string_equal(ndf_errmsg(gctx), ndf_errmsg(cctx));
+    out_free(&oc);
+    out_free(&og);
+    free(a);
+    free(b);
+  }
 }
 
 /* ndf_sinkhorn_plan after a CUDA solve: the CPU's plan to tolerance. */
@@ -433,6 +519,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_against_cpu),
       cmocka_unit_test(test_early_exit),
+      cmocka_unit_test(test_cluster),
       cmocka_unit_test(test_breakdown),
       cmocka_unit_test(test_graph_vs_plain),
       cmocka_unit_test(test_plan),
