@@ -7,7 +7,7 @@
 // TW = 32 + KX - 1, the boundary mode applied while loading), as 64-bit
 // pairs (order-preserving key << 32 | tile position), and sorts them in
 // shared memory with a bitonic network (RP2 = the next power of two, padded
-// with all-ones).  The rank of a position in the sorted tile is then a small
+// with all-ones; the steps between pairs less than 16 apart in registers).  The rank of a position in the sorted tile is then a small
 // integer that orders the tile's values exactly as the keys do, ties broken
 // by position; the sorted keys give the value back.
 //
@@ -93,6 +93,40 @@ __device__ __forceinline__ T ndf_untkey(unsigned int k) {
 #else
   return __uint_as_float((k >> 31) ? (k ^ 0x80000000u) : ~k);
 #endif
+}
+
+// The sort buffer is swizzled: pair a lives at SW(a), which permutes each
+// run of 16 pairs so that threads reading whole runs (the register passes
+// below) hit different banks.
+#define E 16
+#define SW(a) ((a) ^ (((a) >> 4) & (E - 1)))
+
+__device__ __forceinline__ void ndf_ce(unsigned long long &x, unsigned long long &y, bool up) {
+  const unsigned long long lo = x < y ? x : y, hi = x < y ? y : x;
+  x = up ? lo : hi;
+  y = up ? hi : lo;
+}
+
+// The bitonic steps j < E of the stages k_lo .. k_hi, in registers: runs of
+// E consecutive pairs, one run per thread at a time.
+__device__ __forceinline__ void ndf_run_pass(unsigned long long *buf, int t, int k_lo, int k_hi) {
+  for (int c = t; c < RP2 / E; c += BT) {
+    unsigned long long v[E];
+#pragma unroll
+    for (int i = 0; i < E; i++) v[i] = buf[SW(c * E + i)];
+    for (int k = k_lo; k <= k_hi; k <<= 1) {
+#pragma unroll
+      for (int jj = E / 2; jj > 0; jj >>= 1) {
+        if (jj < k) {
+#pragma unroll
+          for (int i = 0; i < E; i++)
+            if ((i & jj) == 0) ndf_ce(v[i], v[i + jj], ((c * E + i) & k) == 0);
+        }
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < E; i++) buf[SW(c * E + i)] = v[i];
+  }
 }
 
 #include "ndf_rank.cuh" // ndf_rank_of: the rank among m values (m < N only under NaN omission)
@@ -191,25 +225,31 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile(const ndf_tile_pa
         const T v = (my < 0 || mx < 0) ? cv : p.in[ibase + my * p.iys + mx * p.ixs];
         e = ((unsigned long long)ndf_tkey(v) << 32) | (unsigned int)i;
       }
-      buf[i] = e;
+      buf[SW(i)] = e;
     }
     __syncthreads();
-    // Bitonic sort, ascending.
-    for (int k = 2; k <= RP2; k <<= 1)
-      for (int j = k >> 1; j > 0; j >>= 1) {
+    // Bitonic sort, ascending: the steps j < E in registers (every stage up to
+    // E in one pass), the others through shared memory.
+    ndf_run_pass(buf, t, 2, E);
+    __syncthreads();
+    for (int k = 2 * E; k <= RP2; k <<= 1) {
+      for (int j = k >> 1; j >= E; j >>= 1) {
 #pragma unroll 4
         for (int i = t; i < RP2 / 2; i += BT) {
           const int a = ((i & ~(j - 1)) << 1) | (i & (j - 1)), b = a + j;
-          const unsigned long long x = buf[a], y = buf[b];
+          const unsigned long long x = buf[SW(a)], y = buf[SW(b)];
           if ((x > y) == ((a & k) == 0)) {
-            buf[a] = y;
-            buf[b] = x;
+            buf[SW(a)] = y;
+            buf[SW(b)] = x;
           }
         }
         __syncthreads();
       }
+      ndf_run_pass(buf, t, k, k);
+      __syncthreads();
+    }
     for (int i = t; i < R; i += BT) {
-      const unsigned long long e = buf[i];
+      const unsigned long long e = buf[SW(i)];
       const unsigned int key = (unsigned int)(e >> 32);
       skey[i] = key;
       rpos[(unsigned int)e] = (KIND == 2 && key == 0xffffffffu) ? (unsigned short)0xffffu : (unsigned short)i;
