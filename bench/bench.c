@@ -387,11 +387,12 @@ static int setup_options(const workload *w, op_setup *g)
   }
   g->opt.mode = g->ropt.mode = w->mode;
   g->opt.batch_dims = g->ropt.batch_dims = w->batch_dims;
-  /* $NDF_BENCH_RANK_ALGO (network, select, histogram) picks the rank algorithm, for comparing them. */
+  /* $NDF_BENCH_RANK_ALGO (network, select, histogram, tile) picks the rank algorithm, for comparing them. */
   const char *ra = getenv("NDF_BENCH_RANK_ALGO");
   if (ra && !strcmp(ra, "network")) g->ropt.algorithm = NDF_RANK_ALGO_NETWORK;
   if (ra && !strcmp(ra, "select")) g->ropt.algorithm = NDF_RANK_ALGO_SELECT;
   if (ra && !strcmp(ra, "histogram")) g->ropt.algorithm = NDF_RANK_ALGO_HISTOGRAM;
+  if (ra && !strcmp(ra, "tile")) g->ropt.algorithm = NDF_RANK_ALGO_TILE;
   /* $NDF_BENCH_GREY_ALGO (direct, separable, vhgw, decomposed) picks the grey algorithm. */
   const char *ga = getenv("NDF_BENCH_GREY_ALGO");
   if (ga && ndf_grey_algorithm_from_name(ga, &g->opt.algorithm) != NDF_OK) {
@@ -839,7 +840,7 @@ static void usage(FILE *f)
         "--param: epsilon), euler_characteristic_curve (--size: T thresholds over [min, max];\n"
         "--param 1: T-construction), euler_characteristic_transform (binary; --size: T thresholds\n"
         "over [-R, R]; --param: m directions).\n"
-        "$NDF_BENCH_RANK_ALGO=network|select|histogram forces the rank filters' algorithm.\n"
+        "$NDF_BENCH_RANK_ALGO=network|select|histogram|tile forces the rank filters' algorithm.\n"
         "$NDF_BENCH_GREY_ALGO=direct|separable|vhgw|decomposed forces the grey algorithm.\n"
         "$NDF_GREY_BOX=classic / $NDF_GREY_LINE=classic run grey_box / grey_line in place of the doubling\n"
         "kernels grey_boxd / grey_lined (auto); $NDF_GREY_BOXD_RY=1..8, $NDF_GREY_LINED_KB=48..200 tune them.\n"

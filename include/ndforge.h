@@ -338,14 +338,20 @@ typedef enum { NDF_RANK_NAN_PROPAGATE = 0, NDF_RANK_NAN_OMIT = 1 } ndf_rank_nan_
  *   NDF_RANK_ALGO_HISTOGRAM  a sliding 256-bin histogram per output column (CUDA;
  *                            quickselect on the CPU): uint8/int8 data and a box
  *                            window (size=) over at least 2 spatial axes with
- *                            fewer than 65536 taps; NDF_EINVAL otherwise.
+ *                            fewer than 65536 taps; NDF_EINVAL otherwise;
+ *   NDF_RANK_ALGO_TILE       a sorted tile and a sliding bitset of tile ranks
+ *                            per output column (CUDA; quickselect on the CPU):
+ *                            data up to 32 bits and a box window (size=) over
+ *                            the last two spatial axes only (every other extent
+ *                            1) of up to 16384 taps; NDF_EINVAL otherwise.
  * AUTO picks SELECT on the CPU; on CUDA the network where one exists, else the
- * histogram where it applies, else SELECT. */
+ * tile where it applies, else the histogram where it applies, else SELECT. */
 typedef enum {
   NDF_RANK_ALGO_AUTO = 0,
   NDF_RANK_ALGO_NETWORK = 1,
   NDF_RANK_ALGO_SELECT = 2,
-  NDF_RANK_ALGO_HISTOGRAM = 3
+  NDF_RANK_ALGO_HISTOGRAM = 3,
+  NDF_RANK_ALGO_TILE = 4
 } ndf_rank_algorithm;
 
 /* Options of ndf_median_filter, ndf_rank_filter and ndf_percentile_filter,

@@ -223,6 +223,8 @@ int64_t ndf__rank_for(int kind, int64_t rank, double p, int64_t m);
 /* 1 when the sliding-histogram kernel applies: 8-bit dtype, a box window
  * spanning at least 2 spatial axes, fewer than 65536 taps. */
 int ndf__rank_hist_applies(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n);
+/* 1 where the sorted-tile kernel (templates/rank_tile.cu) applies. */
+int ndf__rank_tile_applies(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n);
 /* Kernel request of the CUDA rank filter for (dtype, window, selection); release with ndf__req_free. */
 ndf_status ndf__rank_cuda_request(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndim, const int64_t *shape,
                                   const ndf__grey_geom *g, const int32_t *taps, int64_t n, const ndf__rank_sel *sel,

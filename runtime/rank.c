@@ -175,7 +175,7 @@ static ndf_status rank_setup(ndf_ctx *ctx, const char *name, rank_kind kind, ndf
   if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
   if (opt->nan_policy != NDF_RANK_NAN_PROPAGATE && opt->nan_policy != NDF_RANK_NAN_OMIT)
     return ndf__argerror(ctx, name, "nan_policy", "unknown policy %d", (int)opt->nan_policy);
-  if (opt->algorithm < NDF_RANK_ALGO_AUTO || opt->algorithm > NDF_RANK_ALGO_HISTOGRAM)
+  if (opt->algorithm < NDF_RANK_ALGO_AUTO || opt->algorithm > NDF_RANK_ALGO_TILE)
     return ndf__argerror(ctx, name, "algorithm", "unknown algorithm %d", (int)opt->algorithm);
   if (kind == R_PERCENTILE) {
     double p = percentile < 0.0 ? percentile + 100.0 : percentile;
@@ -248,6 +248,12 @@ static ndf_status rank_setup(ndf_ctx *ctx, const char *name, rank_kind kind, ndf
     return ndf__argerror(ctx, name, "algorithm",
                          "the sliding histogram needs uint8/int8 data and a box window (size=) over at least 2 "
                          "spatial axes with fewer than 65536 taps");
+  }
+  if (opt->algorithm == NDF_RANK_ALGO_TILE && !ndf__rank_tile_applies(dtype, &c->g, n)) {
+    rank_call_free(c);
+    return ndf__argerror(ctx, name, "algorithm",
+                         "the sorted tile needs data of at most 32 bits and a box window (size=) over the last two "
+                         "spatial axes only (every other extent 1) of at most 16384 taps");
   }
   ndf__rank_sel sel = {kind, r, percentile, opt->nan_policy, opt->algorithm};
   c->sel = sel;

@@ -22,6 +22,12 @@
 /* The sliding-histogram kernel: columns per block, rows per thread. */
 #define HIST_BX 64
 #define HIST_STRIP 32
+/* The sorted-tile kernel: threads per block (two warps), largest sort, and
+ * the shared memory a block may opt in to (H100/H200: 227 KB). */
+#define TILE_BT 64
+#define TILE_RP2_MAX 16384
+#define TILE_SMEM_MAX (227 * 1024)
+#define TILE_SMEM_4 (56 * 1024)
 /* Shared memory a block may take without the opt-in attribute. */
 #define SMEM_DEFAULT (48 * 1024)
 #define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
@@ -58,6 +64,7 @@ typedef struct {
   int ylo, xlo, ky, kx, ty, ry, rz;
   size_t smem;
   const ndf__selnet *net;
+  int med3; /* ALGO 2 */
 } rank_geom;
 
 /* Plane index of each tap and the planes' lead offsets (first-seen order). */
@@ -97,6 +104,14 @@ static ndf_status build(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndi
   /* rank.c has rejected NETWORK where no network exists. */
   const ndf__selnet *net = ndf__selnet_find(n, ndf__rank_for(sel->kind, sel->rank, sel->percentile, n));
   rg->net = sel->algorithm == NDF_RANK_ALGO_SELECT ? NULL : net;
+  /* The 3x3 median (every tap of a 3x3 box over Y and X): sorted rows shared
+   * down a thread's outputs (ALGO 2); $NDF_RANK_MED3=0 keeps the network. */
+  const char *em = getenv("NDF_RANK_MED3");
+  rg->med3 = rg->net && n == 9 && ndf__rank_for(sel->kind, sel->rank, sel->percentile, n) == 4 && rg->ky == 3 &&
+             rg->kx == 3 && !(em && !strcmp(em, "0"));
+  for (int64_t k = 0; rg->med3 && k < n; k++)
+    for (int d = 0; d < nsp - 2; d++)
+      if (taps[k * nsp + d] != taps[d]) rg->med3 = 0; /* the taps span an axis in front of Y */
 
   /* Outputs per thread: RY rows and RZ planes along Z when the window spans
    * Z, fewer for large windows (registers) and small extents (idle threads). */
@@ -107,11 +122,11 @@ static ndf_status build(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndi
    * grid would have under 2^16 threads (small batches need the threads more
    * than the shared loads). */
   rg->ry = n <= 25 ? 8 : n <= 27 ? 2 : 1;
-  rg->rz = rg->nleadsp && n <= 27 ? 8 : 1;
+  rg->rz = rg->nleadsp && n <= 27 && !rg->med3 ? 8 : 1;
   /* $NDF_RANK_RY / $NDF_RANK_RZ (1, 2, 4 or 8) override the blocking, for tuning runs. */
   const char *ey = getenv("NDF_RANK_RY"), *ez = getenv("NDF_RANK_RZ");
   if (ey && (atoi(ey) == 1 || atoi(ey) == 2 || atoi(ey) == 4 || atoi(ey) == 8)) rg->ry = atoi(ey);
-  if (ez && rg->nleadsp && (atoi(ez) == 1 || atoi(ez) == 2 || atoi(ez) == 4 || atoi(ez) == 8)) rg->rz = atoi(ez);
+  if (ez && rg->nleadsp && !rg->med3 && (atoi(ez) == 1 || atoi(ez) == 2 || atoi(ez) == 4 || atoi(ez) == 8)) rg->rz = atoi(ez);
   while (rg->ry > 1 && ny < (int64_t)RANK_TY * rg->ry) rg->ry /= 2;
   while (rg->rz > 1 && nz < rg->rz) rg->rz /= 2;
   if (shape) {
@@ -180,7 +195,7 @@ static ndf_status build(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndi
     ndf__req_set(req, "TBITS", "%d", (int)(8 * es));
     ndf__req_set(req, "MODE", "%d", (int)g->mode);
     ndf__req_set(req, "NAN_OMIT", "%d", is_float && sel->nan_policy == NDF_RANK_NAN_OMIT);
-    ndf__req_set(req, "ALGO", "%d", rg->net ? 0 : 1);
+    ndf__req_set(req, "ALGO", "%d", rg->med3 ? 2 : rg->net ? 0 : 1);
     ndf__req_set(req, "N", "%lld", (long long)n);
     ndf__req_set(req, "RKIND", "%d", (int)sel->kind);
     if (sel->kind == 1) ndf__req_set(req, "RPARAM", "%lld", (long long)sel->rank);
@@ -209,11 +224,72 @@ int ndf__rank_hist_applies(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n) 
   return (dtype == NDF_UINT8 || dtype == NDF_INT8) && g->is_box && g->nsp >= 2 && n < 65536;
 }
 
+/* The sorted-tile kernel: rows per block and the sort's size for a KY x KX
+ * box over ny rows; 0 when no tile fits the shared memory.  The tile is
+ * (S + KY - 1) x (32 + KX - 1) values, sorted as RP2 (a power of two) 64-bit
+ * pairs; S rows as many as fit 4096 pairs (56 KB: 4 blocks per SM), more
+ * pairs only when that leaves fewer than 16 rows (large KY). */
+typedef struct {
+  int s, rp2;
+  size_t smem;
+} tile_geom;
+
+static size_t tile_smem(int s, int ky, int kx, int rp2) {
+  const size_t tw = 31 + (size_t)kx, r = (size_t)(s + ky - 1) * tw, nwords = (r + 31) / 32;
+  const size_t ng = (nwords + 15) / 16, ngp = (ng + 1) / 2;
+  const size_t aw = 2 * (size_t)rp2 > (nwords + ngp) * TILE_BT ? 2 * (size_t)rp2 : (nwords + ngp) * TILE_BT;
+  return (aw * 4 + r * 4 + r * 2 + 15) & ~(size_t)15;
+}
+
+static int tile_plan(int ky, int kx, int64_t ny, tile_geom *tg) {
+  const int64_t tw = 31 + (int64_t)kx;
+  int64_t s = 0;
+  int rp2 = 4096;
+  for (; rp2 <= TILE_RP2_MAX; rp2 *= 2) {
+    s = (rp2 / tw - (ky - 1)) & ~(int64_t)1;
+    if (s >= 16 || s >= ny) break;
+  }
+  if (rp2 > TILE_RP2_MAX) rp2 = TILE_RP2_MAX, s = (rp2 / tw - (ky - 1)) & ~(int64_t)1;
+  if (s < 2) return 0;
+  const int64_t sneed = ny < 2 ? 2 : (ny + 1) & ~(int64_t)1;
+  if (s > sneed) s = sneed;
+  /* With 4096 pairs, 4 blocks per SM: drop rows while the group counts push
+   * the block over 56 KB (31x31: 34 rows, not 36). */
+  while (rp2 == 4096 && s > 16 && tile_smem((int)s, ky, kx, rp2) > TILE_SMEM_4) s -= 2;
+  const int64_t r = (s + ky - 1) * tw;
+  int p2 = 64;
+  while (p2 < r) p2 *= 2;
+  tg->s = (int)s;
+  tg->rp2 = p2;
+  tg->smem = tile_smem((int)s, ky, kx, p2);
+  return tg->smem <= TILE_SMEM_MAX;
+}
+
+int ndf__rank_tile_applies(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n) {
+  if (ndf_dtype_size(dtype) > 4 || !g->is_box || g->nsp < 2 || n > 16384) return 0;
+  for (int d = 0; d < g->nsp - 2; d++)
+    if (g->box[d] != 1) return 0;
+  tile_geom tg;
+  return tile_plan((int)g->box[g->nsp - 2], (int)g->box[g->nsp - 1], 1 << 20, &tg);
+}
+
 /* The histogram kernel where the selection asks for it, or AUTO finds no
- * network and the histogram applies. */
+ * network, no tile, and the histogram applies. */
 static int use_hist(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, const ndf__rank_sel *sel) {
   if (sel->algorithm == NDF_RANK_ALGO_HISTOGRAM) return 1;
   if (sel->algorithm != NDF_RANK_ALGO_AUTO || !ndf__rank_hist_applies(dtype, g, n)) return 0;
+  return !ndf__selnet_find(n, ndf__rank_for(sel->kind, sel->rank, sel->percentile, n)) &&
+         !ndf__rank_tile_applies(dtype, g, n);
+}
+
+/* The sorted tile where the selection asks for it, or AUTO finds no network
+ * and the tile applies.  $NDF_RANK_TILE=0 leaves AUTO's choice to the older
+ * kernels (histogram, radix select), for comparing them in one run. */
+static int use_tile(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, const ndf__rank_sel *sel) {
+  if (sel->algorithm == NDF_RANK_ALGO_TILE) return 1;
+  if (sel->algorithm != NDF_RANK_ALGO_AUTO || !ndf__rank_tile_applies(dtype, g, n)) return 0;
+  const char *e = getenv("NDF_RANK_TILE");
+  if (e && !strcmp(e, "0")) return 0;
   return !ndf__selnet_find(n, ndf__rank_for(sel->kind, sel->rank, sel->percentile, n));
 }
 
@@ -281,9 +357,86 @@ static ndf_status run_hist(ndf_ctx *ctx, const char *name, const ndf_array *in, 
   return ndf__launch(ctx, name, fn, ndf__grid(ctx, nxb * nstrips * nouter, 32), HIST_BX, 1, 0, pb.b);
 }
 
+static void tile_request(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, const ndf__rank_sel *sel,
+                         const tile_geom *tg, ndf__kernel_req *req) {
+  const int nsp = g->nsp;
+  const int is_signed = dtype == NDF_INT8 || dtype == NDF_INT16 || dtype == NDF_INT32;
+  ndf__req_init(req, "rank_tile", "ndf_rank_tile");
+  ndf__req_set(req, "T", "%s", ndf__dtype_ctype(dtype));
+  ndf__req_set(req, "KIND", "%d", ndf__dtype_is_float(dtype) ? 2 : is_signed ? 1 : 0);
+  ndf__req_set(req, "TBITS", "%d", (int)(8 * ndf_dtype_size(dtype)));
+  ndf__req_set(req, "MODE", "%d", (int)g->mode);
+  ndf__req_set(req, "NAN_OMIT", "%d", ndf__dtype_is_float(dtype) && sel->nan_policy == NDF_RANK_NAN_OMIT);
+  ndf__req_set(req, "N", "%lld", (long long)n);
+  ndf__req_set(req, "RKIND", "%d", (int)sel->kind);
+  if (sel->kind == 1) ndf__req_set(req, "RPARAM", "%lld", (long long)sel->rank);
+  else if (sel->kind == 2) ndf__req_set(req, "RPARAM", "%.17g", sel->percentile);
+  else ndf__req_set(req, "RPARAM", "0");
+  ndf__req_set(req, "KY", "%d", (int)g->box[nsp - 2]);
+  ndf__req_set(req, "KX", "%d", (int)g->box[nsp - 1]);
+  ndf__req_set(req, "S", "%d", tg->s);
+  ndf__req_set(req, "RP2", "%d", tg->rp2);
+}
+
+/* The sorted-tile kernel over a 2-D box window (ndf_tile_params of templates/rank_tile.cu). */
+static ndf_status run_tile(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
+                           const ndf__grey_geom *g, int64_t n, const ndf__rank_sel *sel) {
+  const int ndim = in->ndim, nsp = g->nsp, nlead = ndim - 2;
+  const int ky = (int)g->box[nsp - 2], kx = (int)g->box[nsp - 1], ylo = (int)g->lo[nsp - 2], xlo = (int)g->lo[nsp - 1];
+  int64_t ny = in->shape[ndim - 2], nx = in->shape[ndim - 1];
+  tile_geom tg;
+  if (!tile_plan(ky, kx, ny, &tg)) /* rank.c has checked ndf__rank_tile_applies */
+    return ndf__error(ctx, NDF_ENOTSUP, "%s: the window is too large for the sorted-tile kernel", name);
+  ndf__kernel_req req;
+  tile_request(in->dtype, g, n, sel, &tg, &req);
+  CUfunction fn;
+  ndf_status s = ndf__jit_get(ctx, name, &req, &fn);
+  ndf__req_free(&req);
+  if (s != NDF_OK) return s;
+  if (tg.smem > SMEM_DEFAULT) {
+    CUresult r = ndf__cu(NULL)->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)tg.smem);
+    if (r != CUDA_SUCCESS)
+      return ndf__error(ctx, NDF_ENOTSUP, "%s: the sorted tile needs %zu bytes of shared memory per block, more "
+                        "than this device allows", name, tg.smem);
+  }
+  if (ndf_array_size(in) == 0) return NDF_OK;
+  int64_t nouter = 1;
+  for (int d = 0; d < nlead; d++) nouter *= in->shape[d];
+  int64_t nstrips = (ny + tg.s - 1) / tg.s, nxb = (nx + 31) / 32;
+  ndf__params pb = {.n = 0};
+  const void *pin = in->data;
+  void *pout = out->data;
+  NDF__PUT(&pb, pin);
+  NDF__PUT(&pb, pout);
+  NDF__PUT(&pb, ny);
+  NDF__PUT(&pb, nx);
+  NDF__PUT(&pb, in->strides[ndim - 2]);
+  NDF__PUT(&pb, in->strides[ndim - 1]);
+  NDF__PUT(&pb, out->strides[ndim - 2]);
+  NDF__PUT(&pb, out->strides[ndim - 1]);
+  ndf__params_put_outer(&pb, nlead, in->shape, in->strides, out->strides);
+  NDF__PUT(&pb, ylo);
+  NDF__PUT(&pb, xlo);
+  NDF__PUT(&pb, nstrips);
+  NDF__PUT(&pb, nxb);
+  NDF__PUT(&pb, nouter);
+  NDF__PUT(&pb, g->cval);
+  const int per_sm = (int)(228 * 1024 / (tg.smem + 1024));
+  return ndf__launch(ctx, name, fn, ndf__grid(ctx, nxb * nstrips * nouter, per_sm > 0 ? per_sm : 1), TILE_BT, 1,
+                     (unsigned)tg.smem, pb.b);
+}
+
 ndf_status ndf__rank_cuda_request(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndim, const int64_t *shape,
                                   const ndf__grey_geom *g, const int32_t *taps, int64_t n, const ndf__rank_sel *sel,
                                   ndf__kernel_req *req) {
+  if (use_tile(dtype, g, n, sel)) {
+    tile_geom tg;
+    if (!tile_plan((int)g->box[g->nsp - 2], (int)g->box[g->nsp - 1],
+                   shape && ndim >= 2 ? shape[ndim - 2] : 1 << 20, &tg))
+      return ndf__error(ctx, NDF_ENOTSUP, "%s: the window is too large for the sorted-tile kernel", name);
+    tile_request(dtype, g, n, sel, &tg, req);
+    return NDF_OK;
+  }
   if (use_hist(dtype, g, n, sel)) {
     hist_request(dtype, g, sel, req);
     return NDF_OK;
@@ -296,6 +449,7 @@ ndf_status ndf__rank_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
                           const ndf__grey_geom *g, const int32_t *taps, int64_t n, const ndf__rank_sel *sel) {
   ndf_status s = ndf__ctx_bind(ctx);
   if (s != NDF_OK) return s;
+  if (use_tile(in->dtype, g, n, sel)) return run_tile(ctx, name, in, out, g, n, sel);
   if (use_hist(in->dtype, g, n, sel)) return run_hist(ctx, name, in, out, g, n, sel);
   ndf__kernel_req req;
   rank_geom rg;

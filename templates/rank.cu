@@ -20,6 +20,8 @@
 //         select below on the values that are not NaN (omit).
 // ALGO 1: bitwise radix select on order-preserving integer keys, one pass
 //         over the window per key bit, for windows without a network.
+// ALGO 2: the 3x3 median (a full 3x3 box over Y and X, RZ = 1): rows of
+//         three sorted once and shared by a thread's RY outputs (below).
 // Both are exact; a tie cannot change the value returned (equal keys are
 // equal values; -0.0 takes the key of 0.0, so a zero may come back as
 // either sign, which ADR 0005 leaves unspecified).
@@ -197,6 +199,40 @@ __device__ __forceinline__ T ndf_select(const T *s, int j) {
   NDF_SLOT(NET)
   return v[OUTREG];
 }
+#elif ALGO == 2
+// 3x3 median: each row of three sorted once (shared by the RY outputs of a
+// thread, which slide down), then the median of (the largest low, the median
+// of the middles, the smallest high): exactly the value of rank 4 (checked
+// exhaustively on 0/1 inputs in tests/test_selnet.c).  NaN never reaches the
+// min/max (rows holding one are flagged).
+#if KIND == 2 && TBITS == 32
+#define LO(a, b) fminf(a, b)
+#define HI(a, b) fmaxf(a, b)
+#elif KIND == 2
+#define LO(a, b) fmin(a, b)
+#define HI(a, b) fmax(a, b)
+#else
+#define LO(a, b) ((b) < (a) ? (b) : (a))
+#define HI(a, b) ((b) < (a) ? (a) : (b))
+#endif
+#define ndf_net_unused NDF_SLOT(NET) NDF_SLOT(OUTREG)
+__device__ __forceinline__ T ndf_select(const T *s, int j) { return ndf_select_bits(s, j); } // not reached
+struct ndf_row3 {
+  T lo, md, hi;
+  bool nan;
+};
+__device__ __forceinline__ ndf_row3 ndf_sort_row(const T *s) {
+  const T a = s[0], b = s[1], c = s[2];
+  ndf_row3 r;
+  r.nan = ndf_isnan(a) || ndf_isnan(b) || ndf_isnan(c);
+  const T l = LO(a, b), h = HI(a, b);
+  r.lo = LO(l, c);
+  const T m = HI(l, c);
+  r.md = LO(h, m);
+  r.hi = HI(h, m);
+  return r;
+}
+__device__ __forceinline__ T ndf_med3(T a, T b, T c) { return HI(LO(a, b), LO(HI(a, b), c)); }
 #else
 #define ndf_net_unused NDF_SLOT(NET) NDF_SLOT(OUTREG)
 __device__ __forceinline__ T ndf_select(const T *s, int j) { return ndf_select_bits(s, j); }
@@ -214,7 +250,15 @@ __device__ __forceinline__ void ndf_divmod(ndf_i64 a, ndf_i64 b, ndf_i64 &q, ndf
   }
 }
 
-extern "C" __global__ void __launch_bounds__(TX * TY) ndf_rank(const ndf_rank_params p) {
+// ALGO 2 fits in 32 registers without spilling (data up to 32 bits, NaN
+// propagated): 8 blocks of 256 threads per SM, so the 8x3x256^2 benchmark's
+// 768 blocks run as one wave.
+#if ALGO == 2 && TBITS <= 32 && !NAN_OMIT
+#define NDF_MINB 8
+#else
+#define NDF_MINB 1
+#endif
+extern "C" __global__ void __launch_bounds__(TX * TY, NDF_MINB) ndf_rank(const ndf_rank_params p) {
   extern __shared__ __align__(16) unsigned char ndf_smem[];
   T *tile = reinterpret_cast<T *>(ndf_smem);
   const T cv = (T)p.cval;
@@ -263,6 +307,32 @@ extern "C" __global__ void __launch_bounds__(TX * TY) ndf_rank(const ndf_rank_pa
     const ndf_i64 x = bx * TX + threadIdx.x;
     if (x >= p.nx) continue;
     const T *s = tile + threadIdx.y * RY * W + threadIdx.x;
+#if ALGO == 2
+    {
+      T *out = p.out + obase + x * p.oxs;
+      ndf_row3 r0 = ndf_sort_row(s), r1 = ndf_sort_row(s + W);
+#pragma unroll
+      for (int jy = 0; jy < RY; jy++) {
+        const ndf_i64 y = by * (TY * RY) + threadIdx.y * RY + jy;
+        if (y >= p.ny) break;
+        const ndf_row3 r2 = ndf_sort_row(s + (jy + 2) * W);
+        T res;
+        if (r0.nan || r1.nan || r2.nan) {
+#if NAN_OMIT
+          res = ndf_select_bits(s + jy * W, 0);
+#else
+          res = ndf_nan();
+#endif
+        } else {
+          res = ndf_med3(HI(HI(r0.lo, r1.lo), r2.lo), ndf_med3(r0.md, r1.md, r2.md), LO(LO(r0.hi, r1.hi), r2.hi));
+        }
+        out[y * p.oys] = res;
+        r0 = r1;
+        r1 = r2;
+      }
+    }
+    continue;
+#endif
 #pragma unroll
     for (int jz = 0; jz < RZ; jz++) {
       if (RZ > 1 && lc[zaxis] + jz >= p.lshape[zaxis]) break;

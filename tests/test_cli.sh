@@ -676,6 +676,8 @@ queue_run "rank_filter float32 rank -1 footprint" rank_filter in/f32.npy \
   "dict(rank=-1, footprint=load('in/fp.npy'))" --rank -1 --footprint in/fp.npy
 queue_run "rank_filter uint8 rank 0 origin mirror" rank_filter in/u8.npy \
   "dict(rank=0, size=(4,2), origin=(-1,0), mode='mirror')" --rank=0 --size 4,2 --origin -1,0 --mode mirror
+queue_run "rank_filter uint8 rank 5 wrap --algorithm tile" rank_filter in/u8.npy \
+  "dict(rank=5, size=(4,3), mode='wrap')" --rank 5 --size 4,3 --mode wrap --algorithm tile
 queue_run "percentile_filter float32 30 nearest" percentile_filter in/f32.npy \
   "dict(percentile=30, size=(3,4,2), mode='nearest')" --percentile 30 --size 3,4,2 --mode nearest
 queue_run "percentile_filter uint8 -25 footprint constant" percentile_filter in/u8.npy \
@@ -730,6 +732,10 @@ bad "rank_filter --algorithm network without a network" 1 $o run rank_filter --r
   in/u8.npy $o
 grep -q "^ndforge: ndf_rank_filter: bad argument 'algorithm'" last.err && pass ||
   fail "--algorithm network message: $(cat last.err)"
+bad "median_filter --algorithm tile with a footprint" 1 $o run median_filter --footprint in/fp.npy --algorithm tile \
+  in/f32.npy $o
+grep -q "^ndforge: ndf_median_filter: bad argument 'algorithm'" last.err && pass ||
+  fail "--algorithm tile message: $(cat last.err)"
 bad "rank_filter --rank 9 of 9 taps" 1 $o run rank_filter --size 3 --rank 9 in/u8.npy $o
 grep -q "^ndforge: ndf_rank_filter: bad argument 'rank'" last.err && pass || fail "rank range message: $(cat last.err)"
 bad "rank_filter --rank -10 of 9 taps" 1 $o run rank_filter --size 3 --rank -10 in/u8.npy $o

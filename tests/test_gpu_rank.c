@@ -2,8 +2,9 @@
  * test_gpu_rank.c -- median, rank and percentile filters on the GPU against
  * the CPU backend (itself checked against scipy by test_rank), bit for bit
  * (NaN positions equal), on fresh random inputs drawn here: every dtype and
- * mode, both NaN policies, both GPU algorithms (generated networks and the
- * radix select) and AUTO, sizes 1-7 and larger windows, random footprints,
+ * mode, both NaN policies, every GPU algorithm (generated networks, the
+ * radix select, the sorted tile, the 3x3 sorted-row median) and AUTO, sizes
+ * 1-7 and larger windows, random footprints,
  * 1-4 spatial axes, origins, batch axes, ties, +-inf, strided and
  * negative-stride inputs, strided outputs.  Every GPU output is poisoned
  * before the run; the bytes between the elements of a strided output must
@@ -148,6 +149,10 @@ static void draw_case(rcase *c, tu_rng *r) {
   /* The sliding histogram wherever it applies (8-bit, box over >= 2 axes), half the time. */
   if ((c->dt == NDF_UINT8 || c->dt == NDF_INT8) && !use_fp && c->nsp >= 2 && tu_rng_chance(r, 0.5))
     c->o.algorithm = NDF_RANK_ALGO_HISTOGRAM;
+  /* The sorted tile wherever it applies (data up to 32 bits, a box over the last two axes only), 30% of the time. */
+  int tile_ok = !use_fp && c->nsp >= 2 && ndf_dtype_size(c->dt) <= 4;
+  for (int i = 0; i < c->nsp - 2; i++) tile_ok = tile_ok && es[i] == 1;
+  if (tile_ok && tu_rng_chance(r, 0.3)) c->o.algorithm = NDF_RANK_ALGO_TILE;
   c->o.batch_dims = c->batch;
   char sh[96], el[96], org[96] = "0";
   size_t w = 0;
@@ -314,6 +319,104 @@ static void test_gpu_rank_histogram(void **state) {
   assert_int_equal(failed, 0);
 }
 
+/* The sorted tile (NDF_RANK_ALGO_TILE, and AUTO for windows without a
+ * network): every dtype up to 32 bits, mode and kind, both NaN policies,
+ * even, odd and non-square boxes (1 x 9 to 31 x 31) with origins, batch axes,
+ * a 3-D array with a 1 x h x w window, images smaller than a tile and taller
+ * than several, strided inputs and outputs. */
+static void test_gpu_rank_tile(void **state) {
+  gpu_state *s = *state;
+  SKIP_WITHOUT_CUDA(s);
+  tu_rng r;
+  tu_rng_seed(&r, s->seed + 6);
+  struct {
+    int nd, batch;
+    int64_t shape[4], size[3];
+  } w[] = {
+      {3, 1, {2, 75, 70}, {31, 31}},     {2, 0, {140, 37}, {4, 6}},      {3, 1, {3, 9, 100}, {3, 17}},
+      {2, 0, {200, 33}, {9, 1}},         {2, 0, {50, 129}, {1, 9}},      {3, 0, {3, 40, 45}, {1, 5, 5}},
+      {4, 2, {2, 2, 20, 30}, {6, 7}},    {2, 0, {5, 6}, {3, 4}},         {2, 0, {300, 64}, {2, 2}},
+  };
+  int failed = 0;
+  for (int dt = NDF_UINT8; dt <= NDF_FLOAT32; dt++)
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+      for (int v = 0; v < 3; v++) {
+        rcase c;
+        memset(&c, 0, sizeof c);
+        ndf_rank_options_init(&c.o);
+        c.dt = (ndf_dtype)dt;
+        if (ndf_dtype_size(c.dt) > 4) continue;
+        c.nd = w[i].nd, c.batch = w[i].batch, c.nsp = w[i].nd - w[i].batch;
+        memcpy(c.shape, w[i].shape, sizeof c.shape);
+        c.kind = (int)((i + (size_t)v) % 3);
+        int64_t ntap = 1;
+        c.o.nsize = c.nsp;
+        for (int d = 0; d < c.nsp; d++) c.o.size[d] = w[i].size[d], ntap *= w[i].size[d];
+        c.rank = tu_rng_int(&r, -ntap, ntap - 1);
+        c.pct = v == 0 ? 100.0 : tu_rng_unif(&r) * 200 - 100;
+        if (tu_rng_chance(&r, 0.5)) {
+          c.o.norigin = c.nsp;
+          for (int d = 0; d < c.nsp; d++)
+            c.o.origin[d] = tu_rng_int(&r, -(w[i].size[d] / 2), (w[i].size[d] - 1) / 2);
+        }
+        c.o.mode = (ndf_mode)((i + (size_t)v * 2) % NDF_MODE_COUNT);
+        c.o.cval = tu_is_float(c.dt) ? (v == 2 ? NAN : -1.5) : 3;
+        c.o.batch_dims = c.batch;
+        c.o.nan_policy = v == 1 ? NDF_RANK_NAN_OMIT : NDF_RANK_NAN_PROPAGATE;
+        c.o.algorithm = v == 2 ? NDF_RANK_ALGO_AUTO : NDF_RANK_ALGO_TILE;
+        c.pnan = tu_is_float(c.dt) ? (v == 1 ? 0.2 : 0.01) : 0;
+        snprintf(c.desc, sizeof c.desc, "tile %s case %zu variant %d mode=%s kind=%d rank=%lld pct=%g", ndf_dtype_name(c.dt),
+                 i, v, ndf_mode_name(c.o.mode), c.kind, (long long)c.rank, c.pct);
+        int il = v == 1 ? (TU_LAYOUT_PADDED | TU_LAYOUT_NEGATIVE) : i % 4 == 3 ? TU_LAYOUT_FORTRAN : TU_LAYOUT_C;
+        failed += run_case(s, &c, &r, il, v == 2 ? TU_LAYOUT_PADDED : TU_LAYOUT_C) != 0;
+      }
+  assert_int_equal(failed, 0);
+}
+
+/* The 3x3 median by sorted rows (the default for 3x3 boxes) and, with
+ * $NDF_RANK_MED3=0, the generated network: every dtype, mode and NaN policy,
+ * heavy ties, 2-D, batched 3x3 and a 1x3x3 window of a 3-D array. */
+static void test_gpu_rank_median3(void **state) {
+  gpu_state *s = *state;
+  SKIP_WITHOUT_CUDA(s);
+  tu_rng r;
+  tu_rng_seed(&r, s->seed + 7);
+  int failed = 0;
+  for (int net = 0; net < 2; net++) {
+    if (net) setenv("NDF_RANK_MED3", "0", 1);
+    for (int dt = NDF_UINT8; dt <= NDF_FLOAT64; dt++)
+      for (int m = 0; m < NDF_MODE_COUNT; m++)
+        for (int v = 0; v < 3; v++) {
+          rcase c;
+          memset(&c, 0, sizeof c);
+          ndf_rank_options_init(&c.o);
+          c.dt = (ndf_dtype)dt;
+          c.kind = v == 2 ? K_RANK : K_MEDIAN;
+          c.rank = 4; /* the median of 9 */
+          if (v == 1) { /* 3-D, window 1x3x3 */
+            c.nd = 3, c.batch = 0, c.nsp = 3;
+            c.shape[0] = 4, c.shape[1] = 70, c.shape[2] = 45;
+            c.o.nsize = 3, c.o.size[0] = 1, c.o.size[1] = 3, c.o.size[2] = 3;
+          } else {
+            c.nd = 4, c.batch = 2, c.nsp = 2;
+            c.shape[0] = 2, c.shape[1] = 3, c.shape[2] = 67, c.shape[3] = 40;
+            c.o.nsize = 1, c.o.size[0] = 3;
+            c.o.norigin = 2, c.o.origin[0] = v == 2 ? -1 : 0, c.o.origin[1] = v == 2 ? 1 : 0;
+          }
+          c.o.mode = (ndf_mode)m;
+          c.o.cval = tu_is_float(c.dt) ? 0.25 : 3;
+          c.o.batch_dims = c.batch;
+          c.o.nan_policy = v == 1 ? NDF_RANK_NAN_OMIT : NDF_RANK_NAN_PROPAGATE;
+          c.pnan = tu_is_float(c.dt) ? 0.03 : 0;
+          snprintf(c.desc, sizeof c.desc, "3x3 median %s mode=%s variant %d NDF_RANK_MED3=%d", ndf_dtype_name(c.dt),
+                   ndf_mode_name(c.o.mode), v, !net);
+          failed += run_case(s, &c, &r, v == 2 ? TU_LAYOUT_PADDED : TU_LAYOUT_C, TU_LAYOUT_C) != 0;
+        }
+  }
+  unsetenv("NDF_RANK_MED3");
+  assert_int_equal(failed, 0);
+}
+
 /* The benchmark's workloads (float32, reflect), checked once. */
 static void test_gpu_rank_benchmark_shapes(void **state) {
   gpu_state *s = *state;
@@ -326,7 +429,8 @@ static void test_gpu_rank_benchmark_shapes(void **state) {
     int size;
   } w[] = {
       {4, 2, {1, 3, 256, 256}, 5}, {4, 2, {8, 3, 256, 256}, 3}, {4, 2, {8, 3, 256, 256}, 5},
-      {3, 0, {128, 128, 128}, 3},  {2, 0, {1024, 1024}, 31},
+      {3, 0, {128, 128, 128}, 3},  {2, 0, {1024, 1024}, 31}, {2, 0, {1024, 1024}, 3},
+      {2, 0, {1024, 1024}, 7},
   };
   int failed = 0;
   for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
@@ -369,6 +473,12 @@ static void test_gpu_rank_rejections(void **state) {
   ndf_status st = ndf_rank_filter(ctx, &din.arr, &dout.arr, 3, &o);
   assert_int_equal(st, NDF_EINVAL);
   assert_non_null(strstr(ndf_errmsg(ctx), "algorithm"));
+  o.algorithm = NDF_RANK_ALGO_TILE;
+  o.size[0] = 129; /* 129 x 129 taps: more than the sorted tile takes */
+  st = ndf_median_filter(ctx, &din.arr, &dout.arr, &o);
+  assert_int_equal(st, NDF_EINVAL);
+  assert_non_null(strstr(ndf_errmsg(ctx), "algorithm"));
+  o.size[0] = 7;
   o.algorithm = NDF_RANK_ALGO_AUTO;
   st = ndf_percentile_filter(ctx, &din.arr, &dout.arr, 101.0, &o);
   assert_int_equal(st, NDF_EINVAL);
@@ -396,6 +506,8 @@ int main(void) {
       cmocka_unit_test(test_gpu_rank_rejections),
       cmocka_unit_test(test_gpu_rank_every_dtype_and_mode),
       cmocka_unit_test(test_gpu_rank_histogram),
+      cmocka_unit_test(test_gpu_rank_tile),
+      cmocka_unit_test(test_gpu_rank_median3),
       cmocka_unit_test(test_gpu_rank_benchmark_shapes),
       cmocka_unit_test(test_gpu_rank_random_cases),
   };

@@ -133,12 +133,56 @@ static void test_network_path_equals_sort_path(void **state) {
   ndf_ctx_destroy(ctx);
 }
 
+/* The 3x3 median of templates/rank.cu (ALGO 2): sort each row of three, then
+ * the median of (largest low, median of the middles, smallest high) is the
+ * value of rank 4 of the nine: exhaustively on 0/1 inputs (min/max only, so
+ * the 0-1 principle applies) and on random inputs with ties. */
+static int med3i(int a, int b, int c) {
+  int lo = a < b ? a : b, hi = a < b ? b : a;
+  int m = hi < c ? hi : c;
+  return lo > m ? lo : m;
+}
+static int median9_rows(const int *v) {
+  int lo[3], md[3], hi[3];
+  for (int r = 0; r < 3; r++) {
+    int a = v[3 * r], b = v[3 * r + 1], c = v[3 * r + 2];
+    int l = a < b ? a : b, h = a < b ? b : a;
+    lo[r] = l < c ? l : c;
+    int m = l < c ? c : l;
+    md[r] = h < m ? h : m;
+    hi[r] = h < m ? m : h;
+  }
+  int a = lo[0] > lo[1] ? lo[0] : lo[1], c = hi[0] < hi[1] ? hi[0] : hi[1];
+  a = a > lo[2] ? a : lo[2];
+  c = c < hi[2] ? c : hi[2];
+  return med3i(a, med3i(md[0], md[1], md[2]), c);
+}
+static void test_median3_by_sorted_rows(void **state) {
+  (void)state;
+  int v[9], w[9];
+  for (int bits = 0; bits < 512; bits++) {
+    for (int i = 0; i < 9; i++) v[i] = w[i] = (bits >> i) & 1;
+    qsort(w, 9, sizeof *w, cmp_int);
+    assert_int_equal(median9_rows(v), w[4]);
+  }
+  uint64_t x = 88172645463325252ull;
+  for (int t = 0; t < 200000; t++) {
+    for (int i = 0; i < 9; i++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      v[i] = w[i] = (int)(x % (t % 2 ? 4 : 1000));
+    }
+    qsort(w, 9, sizeof *w, cmp_int);
+    assert_int_equal(median9_rows(v), w[4]);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_table_is_sorted_and_complete),
       cmocka_unit_test(test_zero_one_principle),
       cmocka_unit_test(test_random_inputs_with_ties),
       cmocka_unit_test(test_network_path_equals_sort_path),
+      cmocka_unit_test(test_median3_by_sorted_rows),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

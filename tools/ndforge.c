@@ -316,7 +316,7 @@ static int opt_indices(args *a, const char *v) {
   return 0;
 }
 /* --algorithm: the grey ops' names (auto, direct, separable, vhgw, decomposed)
- * and the rank filters' (auto, network, select, histogram); check_algorithm
+ * and the rank filters' (auto, network, select, histogram, tile); check_algorithm
  * says which the op takes. */
 static int opt_algorithm(args *a, const char *v) {
   a->algorithm_name = v;
@@ -326,10 +326,11 @@ static int opt_algorithm(args *a, const char *v) {
   else if (strcmp(v, "network") == 0) a->rank_algo = NDF_RANK_ALGO_NETWORK;
   else if (strcmp(v, "select") == 0) a->rank_algo = NDF_RANK_ALGO_SELECT;
   else if (strcmp(v, "histogram") == 0) a->rank_algo = NDF_RANK_ALGO_HISTOGRAM;
+  else if (strcmp(v, "tile") == 0) a->rank_algo = NDF_RANK_ALGO_TILE;
   else a->rank_algo_ok = 0;
   if (a->grey_algo_ok || a->rank_algo_ok) return 0;
   errorf("bad value '%s' for --algorithm (expected auto, direct, separable, vhgw or decomposed for the "
-         "grey ops; auto, network, select or histogram for the rank filters)", v);
+         "grey ops; auto, network, select, histogram or tile for the rank filters)", v);
   return -1;
 }
 static int opt_batch(args *a, const char *v) {
@@ -548,7 +549,7 @@ static int check_algorithm(const op_def *op, const args *a) {
     return -1;
   }
   if ((op->flags & OPF_RANK) && !a->rank_algo_ok) {
-    errorf("bad value '%s' for --algorithm of '%s' (expected auto, network, select or histogram)",
+    errorf("bad value '%s' for --algorithm of '%s' (expected auto, network, select, histogram or tile)",
            a->algorithm_name, op->name);
     return -1;
   }
@@ -970,10 +971,11 @@ static void run_help(void) {
          "                        gives NaN; omit: NaNs are left out of the window\n"
          "  --algorithm A         grey: auto (default), direct, separable, vhgw or\n"
          "                        decomposed (same result; refused where not exact)\n"
-         "  --algorithm auto|network|select|histogram  rank: how the rank is selected (same\n"
-         "                        results): a generated selection network (up to 27 taps,\n"
-         "                        medians up to 49), general selection, or a sliding\n"
-         "                        histogram (8-bit, box windows); auto picks the fastest\n"
+         "  --algorithm auto|network|select|histogram|tile  rank: how the rank is selected\n"
+         "                        (same results): a generated selection network (up to 27\n"
+         "                        taps, medians up to 49), general selection, a sliding\n"
+         "                        histogram (8-bit, box windows), or a sorted tile (2-D box\n"
+         "                        windows, up to 32 bits); auto picks the fastest\n"
          "  --iterations N        binary: steps (default 1); N < 1 repeats until nothing\n"
          "                        changes\n"
          "  --mask FILE           binary: change only where FILE is non-zero\n"
