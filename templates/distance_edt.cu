@@ -66,6 +66,8 @@ struct ndf_edt_params {
   double samp[NDF_MAX_NDIM];      // sampling of each spatial axis (no-background distance)
   ndf_i64 wseg, wstride;          // ndf_edt_wrows: segment length per lane, its shared-memory stride (sites)
   int wexact;                     // ndf_edt_wrows: 1 = the arithmetic is exact (segments + parallel queries)
+  ndf_i64 wbytes;                 // ndf_edt_wrows / ndf_edt_wlines: shared memory of one warp's sites (bytes)
+  ndf_i64 wpitch;                 // ndf_edt_wlines: pitch (positions) of a line's staged outputs
 };
 
 __device__ __forceinline__ double ndf_mul(double a, double b) { return __dmul_rn(a, b); }
@@ -250,16 +252,17 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_lines(const ndf_edt_pa
 // a tie (the squared products of distinct integer distances never round to
 // the same double), so the first pass needs no envelope: a block takes
 // blockDim.x (8, 16 or 32) consecutive lines (threadIdx.x, coalesced) and cuts
-// each into blockDim.y segments (blockDim.x * blockDim.y <= 1024).  Each thread finds its segment's first and last background, the
+// each into blockDim.y segments (blockDim.x * blockDim.y <= 512; 3 blocks per SM).  Each thread finds its segment's first and last background, the
 // block exchanges them in shared memory, then each thread sweeps its segment
 // backwards (the next background, kept in the destination's feature slot) and
 // forwards (the previous one; the choice; feature and W written).
 #if FIRST && !LAST
-extern "C" __global__ void __launch_bounds__(1024) ndf_edt_first(const ndf_edt_params p) {
-  __shared__ ndf_i64 sfirst[1024], slast[1024]; // [segment * lw + line in block]
-  const ndf_i64 n = p.n, inner = p.inner;
+extern "C" __global__ void __launch_bounds__(512, 3) ndf_edt_first(const ndf_edt_params p) {
+  __shared__ int sfirst[512], slast[512]; // [segment * lw + line in block]
+  const int n = (int)p.n;
+  const ndf_i64 inner = p.inner;
   const int tx = threadIdx.x, ty = threadIdx.y, nseg = blockDim.y, lw = blockDim.x;
-  const ndf_i64 seg = (n + nseg - 1) / nseg, x0 = ty * seg < n ? ty * seg : n, x1 = x0 + seg < n ? x0 + seg : n;
+  const int seg = (n + nseg - 1) / nseg, x0 = ty * seg < n ? ty * seg : n, x1 = x0 + seg < n ? x0 + seg : n;
   const ndf_i64 ngroups = (p.nlines + lw - 1) / lw;
   for (ndf_i64 g = blockIdx.x; g < ngroups; g += gridDim.x) {
     const ndf_i64 L = g * lw + tx;
@@ -267,9 +270,9 @@ extern "C" __global__ void __launch_bounds__(1024) ndf_edt_first(const ndf_edt_p
     const ndf_i64 o = L / inner, j = L - o * inner;
     const ndf_i64 w0 = o * n * inner + j;
     const ndf_i64 ib = active ? ndf_offset(p, w0, p.istr) : 0, is = p.istr[p.axis];
-    ndf_i64 first = -1, last = -1;
+    int first = -1, last = -1;
     if (active)
-      for (ndf_i64 x = x0; x < x1; x++)
+      for (int x = x0; x < x1; x++)
         if (p.in[ib + x * is] == (TIN)0) {
           if (first < 0) first = x;
           last = x;
@@ -277,20 +280,20 @@ extern "C" __global__ void __launch_bounds__(1024) ndf_edt_first(const ndf_edt_p
     sfirst[ty * lw + tx] = first;
     slast[ty * lw + tx] = last;
     __syncthreads();
-    ndf_i64 prev = -1, next = -1;
+    int prev = -1, next = -1;
     for (int k = ty - 1; k >= 0 && prev < 0; k--) prev = slast[k * lw + tx];
     for (int k = ty + 1; k < nseg && next < 0; k++) next = sfirst[k * lw + tx];
     __syncthreads(); // the exchange is read before the next group overwrites it
     if (!active) continue;
-    for (ndf_i64 x = x1 - 1; x >= x0; x--) { // next background at or after x
+    for (int x = x1 - 1; x >= x0; x--) { // next background at or after x
       if (p.in[ib + x * is] == (TIN)0) next = x;
-      p.dfeat[w0 + x * inner] = (int)next;
+      p.dfeat[w0 + x * inner] = next;
     }
-    for (ndf_i64 x = x0; x < x1; x++) {
+    for (int x = x0; x < x1; x++) {
       const ndf_i64 wi = w0 + x * inner;
-      const ndf_i64 q = p.dfeat[wi];
+      const int q = p.dfeat[wi];
       if (q == x) prev = x;
-      ndf_i64 v;
+      int v;
       double d;
       if (prev < 0 && q < 0) {
         p.dfeat[wi] = -1;
@@ -455,11 +458,81 @@ extern "C" __global__ void __launch_bounds__(NDF_TILE) ndf_edt_rows(const ndf_ed
   }
 }
 
+// Steps 1-2 of a warp's envelope (ndf_edt_wrows, ndf_edt_wlines).  S holds
+// the line's n sites in segment layout (site x at slot (x / m) wstride + x % m,
+// feature -1: not a site); on return the envelope is S[0, G), G returned to
+// every lane.  Called by all 32 lanes of a warp (threadIdx.x = lane).
+#if !FIRST
+__device__ int ndf_wenv(ndf_site *S, ndf_i64 n, ndf_i64 m, ndf_i64 wstride, double s) {
+  const unsigned full = 0xffffffffu;
+  const int lane = threadIdx.x;
+  // 1. Each lane: the envelope of its segment [lane wseg, (lane + 1) wseg),
+  //    built in place at S + lane * wstride (the stack never passes the
+  //    site being read); the top two sites in registers.
+  const ndf_i64 x0 = (ndf_i64)lane * m, x1 = x0 + m < n ? x0 + m : n;
+  ndf_site *B = S + (x0 < n ? (ndf_i64)lane * wstride : 0);
+  int len = 0;
+  ndf_site top, prv;
+  top.w = prv.w = 0.0;
+  top.v = top.f = prv.v = prv.f = 0;
+  for (ndf_i64 j = 0; j < x1 - x0; j++) {
+    const ndf_site e = B[j];
+    if (e.f < 0) continue;
+    while (len >= 2 && ndf_hidden(prv.v, prv.w, top.v, top.w, e.v, e.w, s)) {
+      --len;
+      top = prv;
+      if (len >= 2) prv = B[len - 2];
+    }
+    B[len++] = e; // len <= j: at most the slot just read
+    prv = top;
+    top = e;
+  }
+  __syncwarp();
+  // 2. Lane 0 merges segment k into the stack S[0, G) (G <= k wseg <= k wstride: in place).
+  int G = __shfl_sync(full, len, 0);
+  for (int k = 1; k < 32; k++) {
+    const int lk = __shfl_sync(full, len, k);
+    if (lk == 0) continue; // uniform
+    const ndf_site *Bk = S + (ndf_i64)k * wstride;
+    int j = 0, g = G;
+    if (lane == 0) {
+      while (j < lk) {
+        const ndf_site e = Bk[j];
+        bool popped = false;
+        while (g >= 2 && ndf_hidden(S[g - 2].v, S[g - 2].w, S[g - 1].v, S[g - 1].w, e.v, e.w, s)) {
+          --g;
+          popped = true;
+        }
+        S[g++] = e; // g <= k wstride + j: at most the slot just read
+        ++j;
+        if (j >= 2 && !popped) break; // Bk[j - 1] sits on Bk[j - 2]: the rest of the segment stays
+      }
+    }
+    j = __shfl_sync(full, j, 0);
+    g = __shfl_sync(full, g, 0);
+    __syncwarp();
+    const int rem = lk - j; // Bk[j, lk) -> S[g, g + rem), g <= k wstride + j: copy in chunks of 32
+    for (int c0 = 0; c0 < rem; c0 += 32) {
+      ndf_site e;
+      const int c = c0 + lane;
+      if (c < rem) e = Bk[j + c];
+      __syncwarp();
+      if (c < rem) S[g + c] = e;
+      __syncwarp();
+    }
+    G = g + rem;
+  }
+  __syncwarp();
+  return G;
+}
+#endif
+
 // ---- the last axis, a warp per row (ndf_edt_wrows) --------------------------------------
 //
 // For passes with few rows (2-D images: a row per image line) a thread per
 // row leaves most of the GPU idle, so a warp takes a row and keeps its
-// envelope in shared memory (blockDim = 32, dynamic shared memory).
+// envelope in shared memory (blockDim = (32, 1..4), a warp per row, each warp
+// its own p.wbytes of dynamic shared memory).
 //
 // The warp first stages the row in shared memory (coalesced loads, several
 // in flight), so the envelope loops read shared memory only.
@@ -484,13 +557,15 @@ extern "C" __global__ void __launch_bounds__(NDF_TILE) ndf_edt_rows(const ndf_ed
 // non-decreasing in the position, so each lane walks its positions
 // lane, lane + 32, ... from where its previous one stopped.
 #if !FIRST && LAST
-extern "C" __global__ void __launch_bounds__(32) ndf_edt_wrows(const ndf_edt_params p) {
+extern "C" __global__ void __launch_bounds__(128) ndf_edt_wrows(const ndf_edt_params p) {
   extern __shared__ __align__(16) unsigned char ndf_wsmem[];
-  ndf_site *S = (ndf_site *)ndf_wsmem;
+  // blockDim = (32, 1..4): warp threadIdx.y takes its own rows and its own p.wbytes of shared memory.
+  ndf_site *S = (ndf_site *)(ndf_wsmem + (ndf_i64)threadIdx.y * p.wbytes);
   const unsigned full = 0xffffffffu;
   const int lane = threadIdx.x;
   const ndf_i64 n = p.n, m = p.wseg;
-  for (ndf_i64 row = blockIdx.x; row < p.nlines; row += gridDim.x) {
+  for (ndf_i64 row = (ndf_i64)blockIdx.x * blockDim.y + threadIdx.y; row < p.nlines;
+       row += (ndf_i64)gridDim.x * blockDim.y) {
     const ndf_i64 r0 = row * n; // working index of the row start
     // 0. The warp stages the row in shared memory, coalesced, 8 loads in
     //    flight per lane: site x (W, x, feature) at slot (x / wseg) wstride + x % wseg,
@@ -518,63 +593,8 @@ extern "C" __global__ void __launch_bounds__(32) ndf_edt_wrows(const ndf_edt_par
       }
     }
     __syncwarp();
-    // 1. Each lane: the envelope of its segment [lane wseg, (lane + 1) wseg),
-    //    built in place at S + lane * wstride (the stack never passes the
-    //    site being read); the top two sites in registers.
-    const ndf_i64 x0 = (ndf_i64)lane * m, x1 = x0 + m < n ? x0 + m : n;
-    ndf_site *B = S + (x0 < n ? (ndf_i64)lane * p.wstride : 0);
-    int len = 0;
-    ndf_site top, prv;
-    top.w = prv.w = 0.0;
-    top.v = top.f = prv.v = prv.f = 0;
-    for (ndf_i64 j = 0; j < x1 - x0; j++) {
-      const ndf_site e = B[j];
-      if (e.f < 0) continue;
-      while (len >= 2 && ndf_hidden(prv.v, prv.w, top.v, top.w, e.v, e.w, p.s)) {
-        --len;
-        top = prv;
-        if (len >= 2) prv = B[len - 2];
-      }
-      B[len++] = e; // len <= j: at most the slot just read
-      prv = top;
-      top = e;
-    }
-    __syncwarp();
-    // 2. Lane 0 merges segment k into the stack S[0, G) (G <= k wseg <= k wstride: in place).
-    int G = __shfl_sync(full, len, 0);
-    for (int k = 1; k < 32; k++) {
-      const int lk = __shfl_sync(full, len, k);
-      if (lk == 0) continue; // uniform
-      const ndf_site *Bk = S + (ndf_i64)k * p.wstride;
-      int j = 0, g = G;
-      if (lane == 0) {
-        while (j < lk) {
-          const ndf_site e = Bk[j];
-          bool popped = false;
-          while (g >= 2 && ndf_hidden(S[g - 2].v, S[g - 2].w, S[g - 1].v, S[g - 1].w, e.v, e.w, p.s)) {
-            --g;
-            popped = true;
-          }
-          S[g++] = e; // g <= k wstride + j: at most the slot just read
-          ++j;
-          if (j >= 2 && !popped) break; // Bk[j - 1] sits on Bk[j - 2]: the rest of the segment stays
-        }
-      }
-      j = __shfl_sync(full, j, 0);
-      g = __shfl_sync(full, g, 0);
-      __syncwarp();
-      const int rem = lk - j; // Bk[j, lk) -> S[g, g + rem), g <= k wstride + j: copy in chunks of 32
-      for (int c0 = 0; c0 < rem; c0 += 32) {
-        ndf_site e;
-        const int c = c0 + lane;
-        if (c < rem) e = Bk[j + c];
-        __syncwarp();
-        if (c < rem) S[g + c] = e;
-        __syncwarp();
-      }
-      G = g + rem;
-    }
-    __syncwarp();
+    // 1-2. The envelope of the row (ndf_wenv).
+    const int G = ndf_wenv(S, n, m, p.wstride, p.s);
     // 3. Queries; the outputs are written along the row.
     const ndf_i64 db = ndf_offset(p, r0, p.dstr), ds = p.dstr[p.axis];
     const ndf_i64 xb = ndf_offset(p, r0, p.xstr), xs = p.xstr[p.axis];
@@ -651,6 +671,109 @@ extern "C" __global__ void __launch_bounds__(32) ndf_edt_wrows(const ndf_edt_par
       }
     }
     __syncwarp(); // the next row overwrites S
+  }
+}
+#endif
+
+// ---- axes other than the last, a warp per line (ndf_edt_wlines) -------------------------
+//
+// The middle axes of 3+-D images with exact arithmetic (wexact, see
+// ndf_edt_wrows: every sampling an integer and no operation rounds).  A block
+// of lw warps (blockDim = (32, lw)) takes lw consecutive lines of the working
+// layout [outer][n][inner] -- consecutive j, so adjacent in memory -- and:
+//  0. stages them in shared memory, element e = x lw + k (line k, position x):
+//     consecutive threads read consecutive lines, so the loads are coalesced
+//     along the contiguous axis (lw features = one 32-byte sector for lw = 8);
+//     each line's sites go to its warp's region in ndf_edt_wrows' segment layout;
+//  1-2. each warp builds its line's envelope (ndf_wenv: 32 segments, merged);
+//  3. each lane answers positions lane, lane + 32, ... walking forward (the
+//     first site of least distance, as the sequential walk without rounding),
+//     into the block's output tile [k][x] (pitch wpitch, odd: no bank conflicts);
+//  4. the block writes the tile out, coalesced as in 0.
+// Shared memory: lw (wbytes + 12 wpitch) bytes (the host keeps it within 48 KiB).
+// A line without a site (an image without background so far) gets feature -1, W 0,
+// as in ndf_edt_lines.
+#if !FIRST && !LAST
+extern "C" __global__ void __launch_bounds__(256) ndf_edt_wlines(const ndf_edt_params p) {
+  extern __shared__ __align__(16) unsigned char ndf_wsmem[];
+  __shared__ ndf_i64 lbase[8]; // working index of each line's start (-1: past the last line)
+  const int lane = threadIdx.x, k = threadIdx.y, lw = blockDim.y, tid = k * 32 + lane, nt = lw * 32;
+  const int n = (int)p.n, m = (int)p.wseg, pitch = (int)p.wpitch;
+  const ndf_i64 inner = p.inner, wstride = p.wstride, wbytes = p.wbytes;
+  ndf_site *S = (ndf_site *)(ndf_wsmem + (ndf_i64)k * wbytes);
+  double *ow = (double *)(ndf_wsmem + (ndf_i64)lw * wbytes); // [line][x], pitch
+  int *of = (int *)(ow + (ndf_i64)lw * pitch);
+  const int total = lw * n;
+  const ndf_i64 ngroups = (p.nlines + lw - 1) / lw;
+  for (ndf_i64 g = blockIdx.x; g < ngroups; g += gridDim.x) {
+    if (tid < lw) {
+      const ndf_i64 L = g * lw + tid;
+      const ndf_i64 o = L / inner, j = L - o * inner;
+      lbase[tid] = L < p.nlines ? o * p.n * inner + j : -1;
+    }
+    __syncthreads();
+    // 0. Stage the lines, 4 loads in flight per thread.
+    for (int eb = 0; eb < total; eb += 4 * nt) {
+      int fb[4];
+      double wb[4];
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const int e = eb + u * nt + tid;
+        const int kk = e % lw, x = e / lw;
+        const ndf_i64 b = e < total ? lbase[kk] : -1;
+        fb[u] = b >= 0 ? p.sfeat[b + x * inner] : -1;
+        wb[u] = b >= 0 ? p.sw[b + x * inner] : 0.0;
+      }
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const int e = eb + u * nt + tid;
+        if (e < total) {
+          const int kk = e % lw, x = e / lw, q = x / m;
+          ndf_site s;
+          s.w = wb[u];
+          s.v = x;
+          s.f = fb[u];
+          ((ndf_site *)(ndf_wsmem + (ndf_i64)kk * wbytes))[q * wstride + (x - q * m)] = s;
+        }
+      }
+    }
+    __syncthreads();
+    // 1-2. This warp's line: its envelope S[0, G).
+    const int G = ndf_wenv(S, n, m, wstride, p.s);
+    // 3. Queries into the output tile.
+    if (G == 0) {
+      for (int i = lane; i < n; i += 32) {
+        of[k * pitch + i] = -1;
+        ow[k * pitch + i] = 0.0;
+      }
+    } else {
+      int l = 0;
+      for (int i = lane; i < n; i += 32) {
+        ndf_site cur = S[l];
+        double d1 = ndf_qd(cur.w, cur.v, i, p.s);
+        while (l < G - 1) {
+          const ndf_site nx = S[l + 1];
+          const double d2 = ndf_qd(nx.w, nx.v, i, p.s);
+          if (d1 <= d2) break;
+          d1 = d2;
+          cur = nx;
+          ++l;
+        }
+        of[k * pitch + i] = cur.f;
+        ow[k * pitch + i] = d1;
+      }
+    }
+    __syncthreads();
+    // 4. Write the tile out, coalesced along the contiguous axis.
+    for (int e = tid; e < total; e += nt) {
+      const int kk = e % lw, x = e / lw;
+      const ndf_i64 b = lbase[kk];
+      if (b >= 0) {
+        p.dfeat[b + x * inner] = of[kk * pitch + x];
+        p.dw[b + x * inner] = ow[kk * pitch + x];
+      }
+    }
+    __syncthreads(); // the next group overwrites the staging, the tile and lbase
   }
 }
 #endif
