@@ -144,6 +144,9 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
   const ndf_dtype dout = dist ? dist->dtype : NDF_FLOAT64;
 
   const edt_wplan wp = edt_wrows_plan(in, nb, sampling);
+  /* ndf_wenv merges the lanes' segments in a tree, or (NDF_EDT_MERGE=serial) lane 0 in order. */
+  const char *env_merge = getenv("NDF_EDT_MERGE");
+  int wtree = !(env_merge && !strcmp(env_merge, "serial"));
   edt_lplan lp[NDF_MAX_SPATIAL];
   int need_stack = !wp.use; /* ndf_edt_rows (also 1-D) and ndf_edt_lines keep their envelopes in scratch */
   for (int d = 0; d < nsp; d++) {
@@ -233,6 +236,7 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
     NDF__PUT(&pb, wexact);
     NDF__PUT(&pb, wbytes);
     NDF__PUT(&pb, wpitch);
+    NDF__PUT(&pb, wtree);
 
     /* rows: a warp per 32 rows; first: 32 lines x nseg segments of about 32 voxels; lines: 128 lines. */
     unsigned bx = 128, by = 1;
@@ -241,11 +245,12 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
       bx = 32;
       per_block = 32;
     } else if (first) {
-      /* Lines per block: 32, or 16 / 8 when that leaves fewer than two
-       * blocks per SM (a 2-D image: 1024 lines); segments of 8+ voxels. */
-      const int64_t want = 2 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132);
+      /* Lines per block: 32, or 16 / 8 / 4 while that leaves fewer than
+       * two waves of 3 blocks per SM (a 2-D image: 1024 lines); segments
+       * of 8+ voxels, at most 512 threads per block. */
+      const int64_t want = 6 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132);
       int64_t lw = 32;
-      while (lw > 8 && (nlines + lw - 1) / lw < want) lw /= 2;
+      while (lw > 4 && (nlines + lw - 1) / lw < want) lw /= 2;
       int64_t nseg = (n + 7) / 8;
       if (nseg > 512 / lw) nseg = 512 / lw; /* __launch_bounds__(512, 3) */
       bx = (unsigned)lw;

@@ -68,6 +68,7 @@ struct ndf_edt_params {
   int wexact;                     // ndf_edt_wrows: 1 = the arithmetic is exact (segments + parallel queries)
   ndf_i64 wbytes;                 // ndf_edt_wrows / ndf_edt_wlines: shared memory of one warp's sites (bytes)
   ndf_i64 wpitch;                 // ndf_edt_wlines: pitch (positions) of a line's staged outputs
+  int wtree;                      // ndf_wenv: 1 = merge the segments in a tree (5 levels), 0 = lane 0 in order
 };
 
 __device__ __forceinline__ double ndf_mul(double a, double b) { return __dmul_rn(a, b); }
@@ -462,8 +463,18 @@ extern "C" __global__ void __launch_bounds__(NDF_TILE) ndf_edt_rows(const ndf_ed
 // the line's n sites in segment layout (site x at slot (x / m) wstride + x % m,
 // feature -1: not a site); on return the envelope is S[0, G), G returned to
 // every lane.  Called by all 32 lanes of a warp (threadIdx.x = lane).
+//
+// tree = 1: the 32 segment envelopes are merged pairwise in 5 levels (level
+// h: lane 2 h t merges the envelope at lane 2 h t + h into its own, the 2 h
+// lanes of the pair copy the rest), instead of lane 0 merging all 31 in
+// order.  A merge is the same step as the in-order merge -- the right
+// envelope's sites fed to the left stack with scipy's test until one is
+// pushed without a pop, the rest kept -- applied to two envelopes of
+// adjacent ranges, which is what the in-order merge already relies on (the
+// stack so far is the envelope of a prefix); so both give the sequential
+// stack (checked against it by a host emulation on random lines with ties).
 #if !FIRST
-__device__ int ndf_wenv(ndf_site *S, ndf_i64 n, ndf_i64 m, ndf_i64 wstride, double s) {
+__device__ int ndf_wenv(ndf_site *S, ndf_i64 n, ndf_i64 m, ndf_i64 wstride, double s, int tree) {
   const unsigned full = 0xffffffffu;
   const int lane = threadIdx.x;
   // 1. Each lane: the envelope of its segment [lane wseg, (lane + 1) wseg),
@@ -488,6 +499,50 @@ __device__ int ndf_wenv(ndf_site *S, ndf_i64 n, ndf_i64 m, ndf_i64 wstride, doub
     top = e;
   }
   __syncwarp();
+  if (tree) {
+    // 2'. Pairwise merges: after level h, lane 2 h t holds (len) the envelope of
+    //     segments [2 h t, 2 h t + 2 h) at S + 2 h t wstride.
+    for (int h = 1; h < 32; h <<= 1) {
+      const int lead = lane & ~(2 * h - 1);
+      const int lb = __shfl_down_sync(full, len, h); // the right envelope's length (lead + h < 32)
+      ndf_site *A = S + (ndf_i64)lead * wstride;
+      const ndf_site *Bh = S + (ndf_i64)(lead + h) * wstride;
+      int j = 0, g = len;
+      if (lane == lead) {
+        while (j < lb) {
+          const ndf_site e = Bh[j];
+          bool popped = false;
+          while (g >= 2 && ndf_hidden(A[g - 2].v, A[g - 2].w, A[g - 1].v, A[g - 1].w, e.v, e.w, s)) {
+            --g;
+            popped = true;
+          }
+          A[g++] = e; // A + g <= Bh + j: the left envelope has at most h m <= h wstride sites
+          ++j;
+          if (j >= 2 && !popped) break; // the rest of the right envelope stays
+        }
+      }
+      j = __shfl_sync(full, j, lead);
+      g = __shfl_sync(full, g, lead);
+      const int rem = __shfl_sync(full, lb, lead) - j;
+      int most = rem; // the loop below runs the same count on every lane
+#pragma unroll
+      for (int o = 16; o >= 1; o >>= 1) {
+        const int other = __shfl_xor_sync(full, most, o);
+        most = other > most ? other : most;
+      }
+      __syncwarp();
+      for (int c0 = 0; c0 < most; c0 += 2 * h) { // Bh[j, lb) -> A[g, g + rem): destination below the source
+        const int c = c0 + (lane - lead);
+        ndf_site e;
+        if (c < rem) e = Bh[j + c];
+        __syncwarp();
+        if (c < rem) A[g + c] = e;
+        __syncwarp();
+      }
+      len = lane == lead ? g + rem : 0;
+    }
+    return __shfl_sync(full, len, 0);
+  }
   // 2. Lane 0 merges segment k into the stack S[0, G) (G <= k wseg <= k wstride: in place).
   int G = __shfl_sync(full, len, 0);
   for (int k = 1; k < 32; k++) {
@@ -594,7 +649,7 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_wrows(const ndf_edt_pa
     }
     __syncwarp();
     // 1-2. The envelope of the row (ndf_wenv).
-    const int G = ndf_wenv(S, n, m, p.wstride, p.s);
+    const int G = ndf_wenv(S, n, m, p.wstride, p.s, p.wtree);
     // 3. Queries; the outputs are written along the row.
     const ndf_i64 db = ndf_offset(p, r0, p.dstr), ds = p.dstr[p.axis];
     const ndf_i64 xb = ndf_offset(p, r0, p.xstr), xs = p.xstr[p.axis];
@@ -739,7 +794,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_edt_wlines(const ndf_edt_p
     }
     __syncthreads();
     // 1-2. This warp's line: its envelope S[0, G).
-    const int G = ndf_wenv(S, n, m, wstride, p.s);
+    const int G = ndf_wenv(S, n, m, wstride, p.s, p.wtree);
     // 3. Queries into the output tile.
     if (G == 0) {
       for (int i = lane; i < n; i += 32) {
