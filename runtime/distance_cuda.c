@@ -62,6 +62,20 @@ static int edt_exact(const ndf_array *in, int nb, const double *sampling) {
   return 4.0 * smax * (wmax + smax * smax) < 4503599627370496.0;
 }
 
+/* W between passes as uint32 (templates/distance_edt.cu, slot WT): exact
+ * arithmetic and every W (at most the sum over the axes of (length x
+ * sampling)^2) below 2^32; NDF_EDT_W=double keeps doubles. */
+static int edt_w32(const ndf_array *in, int nb, const double *sampling) {
+  const char *env = getenv("NDF_EDT_W");
+  if ((env && !strcmp(env, "double")) || !edt_exact(in, nb, sampling)) return 0;
+  double wmax = 0.0;
+  for (int d = 0; d < in->ndim - nb; d++) {
+    const double e = (double)in->shape[nb + d] * sampling[d];
+    wmax += e * e;
+  }
+  return wmax < 4294967296.0;
+}
+
 static edt_wplan edt_wrows_plan(const ndf_array *in, int nb, const double *sampling) {
   edt_wplan w = {0, 0, 0, 0, 0, 0, 0};
   const int nd = in->ndim;
@@ -122,11 +136,12 @@ static edt_lplan edt_wlines_plan(const ndf_array *in, int nb, const double *samp
 }
 
 static void edt_request(ndf__kernel_req *r, const char *kernel, ndf_dtype tin, ndf_dtype dout, int first, int last,
-                        int has_dist, int has_idx) {
+                        int has_dist, int has_idx, int w32) {
   ndf__req_init(r, "distance_edt", kernel);
   /* Slots that do not change the pass get one value, so passes share kernels. */
   ndf__req_set(r, "TIN", "%s", first ? ndf__dtype_ctype(tin) : "unsigned char");
   ndf__req_set(r, "DOUT", "%s", last && has_dist && dout == NDF_FLOAT32 ? "float" : "double");
+  ndf__req_set(r, "WT", "%s", w32 && !(first && last) ? "unsigned int" : "double");
   ndf__req_set(r, "FIRST", "%d", first);
   ndf__req_set(r, "LAST", "%d", last);
   ndf__req_set(r, "HAS_DIST", "%d", last ? has_dist : 0);
@@ -144,6 +159,8 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
   const ndf_dtype dout = dist ? dist->dtype : NDF_FLOAT64;
 
   const edt_wplan wp = edt_wrows_plan(in, nb, sampling);
+  const int w32 = edt_w32(in, nb, sampling);
+  const size_t wsize = w32 ? 4 : 8; /* bytes of one W between passes */
   /* ndf_wenv merges the lanes' segments in a tree, or (NDF_EDT_MERGE=serial) lane 0 in order. */
   const char *env_merge = getenv("NDF_EDT_MERGE");
   int wtree = !(env_merge && !strcmp(env_merge, "serial"));
@@ -159,24 +176,24 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
   for (int d = 0; d < nsp; d++) {
     ndf__kernel_req req;
     edt_request(&req, edt_kernel(d, nsp, wp.use, lp[d].use), in->dtype, dout, d == 0, d == nsp - 1, dist != NULL,
-                idx != NULL);
+                idx != NULL, w32);
     if ((s = ndf__jit_get(ctx, name, &req, &fns[d])) != NDF_OK) return s;
   }
 
   /* Scratch: the envelopes (16 bytes per voxel: W, position, feature) where
-   * a pass keeps them there, then one or two (W double, feature int32)
+   * a pass keeps them there, then one or two (W double or uint32, feature int32)
    * buffers.  ndf_edt_first, ndf_edt_wlines and ndf_edt_wrows keep none. */
   const int nbuf = nsp >= 3 ? 2 : nsp - 1;
   const size_t stack_bytes = need_stack ? (size_t)N * 16 : 0;
   /* Each buffer starts 256-byte aligned: with N odd, 12 N bytes would leave
    * the second buffer's doubles misaligned (CUDA_ERROR_MISALIGNED_ADDRESS). */
-  const size_t buf_bytes = ((size_t)N * 12 + 255) & ~(size_t)255;
+  const size_t buf_bytes = ((size_t)N * (wsize + 4) + 255) & ~(size_t)255;
   CUdeviceptr scratch = 0;
   if ((s = ndf__scratch_alloc(ctx, stack_bytes + (size_t)nbuf * buf_bytes, &scratch)) != NDF_OK) return s;
   CUdeviceptr w[2] = {0, 0}, f[2] = {0, 0};
   for (int k = 0; k < nbuf; k++) {
     w[k] = scratch + stack_bytes + (size_t)k * buf_bytes;
-    f[k] = w[k] + (size_t)N * 8;
+    f[k] = w[k] + (size_t)N * wsize;
   }
 
   for (int d = 0; d < nsp && s == NDF_OK; d++) {

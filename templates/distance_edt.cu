@@ -33,6 +33,11 @@
 
 typedef NDF_SLOT(TIN) TIN;     // input element type (FIRST)
 typedef NDF_SLOT(DOUT) DOUT;   // distance type: double or float (LAST)
+// W as stored between passes: double, or unsigned int when the host found the
+// arithmetic exact (integer sampling) and every W below 2^32: W is then an
+// integer, so the conversions both ways are exact (12 -> 8 bytes per voxel
+// of scratch traffic per pass).  Computed in double either way.
+typedef NDF_SLOT(WT) WT;
 #define FIRST NDF_SLOT(FIRST)
 #define LAST NDF_SLOT(LAST)
 #define HAS_DIST NDF_SLOT(HAS_DIST)
@@ -48,9 +53,9 @@ struct ndf_site {
 struct ndf_edt_params {
   const TIN *in;                  // FIRST: the input
   const int *sfeat;               // !FIRST: source features (flat index in the image, -1: none)
-  const double *sw;               // !FIRST: source W
+  const WT *sw;                   // !FIRST: source W
   int *dfeat;                     // !LAST: destination features
-  double *dw;                     // !LAST: destination W
+  WT *dw;                         // !LAST: destination W
   struct ndf_site *stack;         // envelopes: [l * nlines + line]
   DOUT *dist;                     // LAST && HAS_DIST
   int *idx;                       // LAST && HAS_IDX
@@ -174,7 +179,7 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_lines(const ndf_edt_pa
         wb[u] = 0.0;
 #else
         fb[u] = x < n ? p.sfeat[w0 + x * inner] : -1; // every voxel of the source was written
-        wb[u] = x < n ? p.sw[w0 + x * inner] : 0.0;
+        wb[u] = x < n ? (double)p.sw[w0 + x * inner] : 0.0;
 #endif
       }
 #pragma unroll
@@ -211,7 +216,7 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_lines(const ndf_edt_pa
         ndf_emit(p, db + i * ds, xb + i * xs, -1, ndf_nobg(p, w0 + i * inner));
 #else
         p.dfeat[w0 + i * inner] = -1;
-        p.dw[w0 + i * inner] = 0.0;
+        p.dw[w0 + i * inner] = (WT)0;
 #endif
       }
       continue;
@@ -240,7 +245,7 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_lines(const ndf_edt_pa
       ndf_emit(p, db + i * ds, xb + i * xs, f, d1);
 #else
       p.dfeat[w0 + i * inner] = f;
-      p.dw[w0 + i * inner] = d1;
+      p.dw[w0 + i * inner] = (WT)d1;
 #endif
     }
   }
@@ -298,7 +303,7 @@ extern "C" __global__ void __launch_bounds__(512, 3) ndf_edt_first(const ndf_edt
       double d;
       if (prev < 0 && q < 0) {
         p.dfeat[wi] = -1;
-        p.dw[wi] = 0.0;
+        p.dw[wi] = (WT)0;
         continue;
       } else if (q < 0) {
         v = prev;
@@ -312,7 +317,7 @@ extern "C" __global__ void __launch_bounds__(512, 3) ndf_edt_first(const ndf_edt
         d = dp <= dq ? dp : dq;
       }
       p.dfeat[wi] = (int)((w0 + v * inner) % p.npix);
-      p.dw[wi] = d;
+      p.dw[wi] = (WT)d;
     }
   }
 }
@@ -355,7 +360,7 @@ extern "C" __global__ void __launch_bounds__(NDF_TILE) ndf_edt_rows(const ndf_ed
 #else
         if (x < n) {
           tf[k][lane] = p.sfeat[(r0 + k) * n + x];
-          tw[k][lane] = p.sw[(r0 + k) * n + x];
+          tw[k][lane] = (double)p.sw[(r0 + k) * n + x];
         }
 #endif
       }
@@ -450,7 +455,7 @@ extern "C" __global__ void __launch_bounds__(NDF_TILE) ndf_edt_rows(const ndf_ed
 #else
         if (x < n) {
           p.dfeat[(r0 + k) * n + x] = tf[k][lane];
-          p.dw[(r0 + k) * n + x] = tw[k][lane];
+          p.dw[(r0 + k) * n + x] = (WT)tw[k][lane];
         }
 #endif
       }
@@ -632,7 +637,7 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_wrows(const ndf_edt_pa
       for (int u = 0; u < 8; u++) {
         const ndf_i64 x = xb + u * 32 + lane;
         fb[u] = x < n ? p.sfeat[r0 + x] : -1;
-        wb[u] = x < n ? p.sw[r0 + x] : 0.0;
+        wb[u] = x < n ? (double)p.sw[r0 + x] : 0.0;
       }
 #pragma unroll
       for (int u = 0; u < 8; u++) {
@@ -777,7 +782,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_edt_wlines(const ndf_edt_p
         const int kk = e % lw, x = e / lw;
         const ndf_i64 b = e < total ? lbase[kk] : -1;
         fb[u] = b >= 0 ? p.sfeat[b + x * inner] : -1;
-        wb[u] = b >= 0 ? p.sw[b + x * inner] : 0.0;
+        wb[u] = b >= 0 ? (double)p.sw[b + x * inner] : 0.0;
       }
 #pragma unroll
       for (int u = 0; u < 4; u++) {
@@ -825,7 +830,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_edt_wlines(const ndf_edt_p
       const ndf_i64 b = lbase[kk];
       if (b >= 0) {
         p.dfeat[b + x * inner] = of[kk * pitch + x];
-        p.dw[b + x * inner] = ow[kk * pitch + x];
+        p.dw[b + x * inner] = (WT)ow[kk * pitch + x];
       }
     }
     __syncthreads(); // the next group overwrites the staging, the tile and lbase

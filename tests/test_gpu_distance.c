@@ -228,12 +228,14 @@ done:
  * with scipy's serial walk, 3 a thread per row (ndf_edt_rows); 4 = 3 with
  * the middle axes on a thread per line too (NDF_EDT_LINES=thread: the
  * kernels before ndf_edt_wlines); 5 = 0 with the warp kernels' segments
- * merged by lane 0 in order (NDF_EDT_MERGE=serial) instead of in a tree.
+ * merged by lane 0 in order (NDF_EDT_MERGE=serial) instead of in a tree;
+ * 6 = 0 with W kept as double between passes (NDF_EDT_W=double) where it
+ * would be uint32 (exact arithmetic).
  * Modes 0-3 leave the middle axes' automatic choice (ndf_edt_wlines with
  * exact arithmetic). */
-#define EDT_MODES 6
+#define EDT_MODES 7
 static void edt_rows_mode(dcase *c, int mode) {
-  static const char *const names[] = {NULL, "warp", "serial", "tile", "tile", NULL};
+  static const char *const names[] = {NULL, "warp", "serial", "tile", "tile", NULL, NULL};
   if (names[mode])
     setenv("NDF_EDT_ROWS", names[mode], 1);
   else
@@ -246,9 +248,13 @@ static void edt_rows_mode(dcase *c, int mode) {
     setenv("NDF_EDT_MERGE", "serial", 1);
   else
     unsetenv("NDF_EDT_MERGE");
+  if (mode == 6)
+    setenv("NDF_EDT_W", "double", 1);
+  else
+    unsetenv("NDF_EDT_W");
   size_t n = strlen(c->desc);
   snprintf(c->desc + n, sizeof c->desc - n, " rows %s%s", names[mode] ? names[mode] : "auto",
-           mode == 4 ? " lines thread" : mode == 5 ? " merge serial" : "");
+           mode == 4 ? " lines thread" : mode == 5 ? " merge serial" : mode == 6 ? " W double" : "");
 }
 
 static void test_gpu_random_cases(void **state) {
@@ -326,6 +332,7 @@ out:
   unsetenv("NDF_EDT_ROWS");
   unsetenv("NDF_EDT_LINES");
   unsetenv("NDF_EDT_MERGE");
+  unsetenv("NDF_EDT_W");
   if (failed) printf("%d of %d path cases failed; seed %llu\n", failed, ncase, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);
 }
@@ -350,6 +357,7 @@ static void test_gpu_benchmark_shapes(void **state) {
       {3, 0, {256, 256, 256}, 1, 0, 0},   /* non-integer sampling: ndf_edt_lines + ndf_edt_rows */
       {3, 0, {512, 512, 512}, 0, 0, 0},
       {2, 0, {1024, 1024}, 0, 1, 5},      /* segments merged in order (NDF_EDT_MERGE=serial) */
+      {3, 0, {256, 256, 256}, 0, 1, 6},   /* W as double between passes (NDF_EDT_W=double) */
   };
   /* Short runs (NDF_TEST_CASES < 100, as gpu_run.sh's compute-sanitizer pass
    * uses) take the 1024^2 shapes only. */
@@ -589,6 +597,7 @@ int main(void) {
   unsetenv("NDF_EDT_ROWS");
   unsetenv("NDF_EDT_LINES");
   unsetenv("NDF_EDT_MERGE");
+  unsetenv("NDF_EDT_W");
   ndf_cache_stats st;
   ndf_ctx_cache_stats(s->ctx, &st);
   printf("kernel cache: %llu memory hits, %llu disk hits, %llu compiles (%.0f ms)\n",
