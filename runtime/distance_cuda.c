@@ -3,39 +3,46 @@
  * per spatial axis (0 .. n-1, scipy's order) over the whole batch, each a
  * specialization of templates/distance_edt.cu.  The first pass of an axis
  * other than the last runs ndf_edt_first (segmented scans: W = 0 needs no
- * envelope), later ones ndf_edt_lines (a thread per line, threads along the
- * contiguous axis); the last axis runs ndf_edt_rows (a warp per 32 rows
- * through a shared-memory tile), or, with few rows, ndf_edt_wrows (a warp per
- * row, see edt_wrows_plan).  The first pass reads the input, the last writes the outputs;
- * passes in between ping-pong between two scratch buffers of (feature int32,
- * W double) per voxel, and every pass keeps its envelopes in a third (W,
- * position, feature: 16 bytes per voxel).  Results are bit-identical to the CPU backend.
+ * envelope), later ones ndf_edt_wlines (a warp per line, lines staged in
+ * shared memory; exact arithmetic) or ndf_edt_lines (a thread per line,
+ * threads along the contiguous axis); the last axis runs ndf_edt_wrows (a
+ * warp per row: exact arithmetic or few rows, see edt_wrows_plan) or
+ * ndf_edt_rows (a thread per row through a shared-memory tile).  The first
+ * pass reads the input, the last writes the outputs; passes in between
+ * ping-pong between two scratch buffers of (feature int32, W double) per
+ * voxel, and ndf_edt_lines / ndf_edt_rows keep their envelopes in a third
+ * (W, position, feature: 16 bytes per voxel).  Results are bit-identical to
+ * the CPU backend.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
-/* The kernel of pass d of nsp: the last axis runs ndf_edt_rows; the first
- * pass of any other axis ndf_edt_first (W = 0: segmented scans, no envelope);
- * the passes in between ndf_edt_lines. */
-static const char *edt_kernel(int d, int nsp, int wrows) {
-  return d == nsp - 1 ? (wrows ? "ndf_edt_wrows" : "ndf_edt_rows") : d == 0 ? "ndf_edt_first" : "ndf_edt_lines";
+/* The kernel of pass d of nsp: the last axis runs ndf_edt_wrows or
+ * ndf_edt_rows (edt_wrows_plan); the first pass of any other axis
+ * ndf_edt_first (W = 0: segmented scans, no envelope); the passes in between
+ * ndf_edt_wlines or ndf_edt_lines (edt_wlines_plan). */
+static const char *edt_kernel(int d, int nsp, int wrows, int wlines) {
+  return d == nsp - 1 ? (wrows ? "ndf_edt_wrows" : "ndf_edt_rows")
+         : d == 0     ? "ndf_edt_first"
+                      : (wlines ? "ndf_edt_wlines" : "ndf_edt_lines");
 }
 
 /* The last pass of an image of 2+ spatial axes runs ndf_edt_wrows (a warp per
  * row, the envelope in shared memory) instead of ndf_edt_rows (a thread per
- * row) when there are too few rows to fill the GPU: fewer than
- * EDT_WROWS_LINES, or always / never under NDF_EDT_ROWS=warp / tile
- * (NDF_EDT_ROWS=serial: warp, without the exact-arithmetic segments).  Its
- * shared memory must fit the default 48 KiB. */
+ * row) when the arithmetic is exact (any number of rows: every warp busy), or
+ * when there are too few rows to fill the GPU (fewer than EDT_WROWS_LINES);
+ * always / never under NDF_EDT_ROWS=warp / tile (NDF_EDT_ROWS=serial: warp,
+ * without the exact-arithmetic segments).  Its shared memory (one warp's)
+ * must fit the default 48 KiB; a block takes up to 4 rows (warps). */
 #define EDT_WROWS_LINES 32768
 #define EDT_WROWS_SMEM (48 * 1024)
 
 typedef struct edt_wplan {
-  int use, exact;
-  int64_t seg, stride;
-  unsigned smem;
+  int use, exact, warps; /* warps: rows (warps) per block */
+  int64_t seg, stride, wbytes;
+  unsigned smem; /* per block */
 } edt_wplan;
 
 /* Exact arithmetic: every sampling an integer and every term of the
@@ -55,36 +62,86 @@ static int edt_exact(const ndf_array *in, int nb, const double *sampling) {
   return 4.0 * smax * (wmax + smax * smax) < 4503599627370496.0;
 }
 
+/* W between passes as uint32 (templates/distance_edt.cu, slot WT): exact
+ * arithmetic and every W (at most the sum over the axes of (length x
+ * sampling)^2) below 2^32; NDF_EDT_W=double keeps doubles. */
+static int edt_w32(const ndf_array *in, int nb, const double *sampling) {
+  const char *env = getenv("NDF_EDT_W");
+  if ((env && !strcmp(env, "double")) || !edt_exact(in, nb, sampling)) return 0;
+  double wmax = 0.0;
+  for (int d = 0; d < in->ndim - nb; d++) {
+    const double e = (double)in->shape[nb + d] * sampling[d];
+    wmax += e * e;
+  }
+  return wmax < 4294967296.0;
+}
+
 static edt_wplan edt_wrows_plan(const ndf_array *in, int nb, const double *sampling) {
-  edt_wplan w = {0, 0, 0, 0, 0};
+  edt_wplan w = {0, 0, 0, 0, 0, 0, 0};
   const int nd = in->ndim;
   if (nd - nb < 2) return w;
   const int64_t n = in->shape[nd - 1], nlines = ndf_array_size(in) / (n > 0 ? n : 1);
   const char *env = getenv("NDF_EDT_ROWS");
   const int force = env && !strcmp(env, "warp"), serial = env && !strcmp(env, "serial");
   if (env && !strcmp(env, "tile")) return w;
-  if (!force && !serial && nlines >= EDT_WROWS_LINES) return w;
   w.exact = !serial && edt_exact(in, nb, sampling);
+  if (!force && !serial && !w.exact && nlines >= EDT_WROWS_LINES) return w;
   if (w.exact) {
     w.seg = (n + 31) / 32;
     w.stride = w.seg + (w.seg % 2 == 0); /* odd: the lanes' segments start in different banks */
-    if (32 * w.stride * 16 > EDT_WROWS_SMEM) return w;
-    w.smem = (unsigned)(32 * w.stride * 16);
+    w.wbytes = 32 * w.stride * 16;
   } else { /* the envelope (16 bytes per site), then the walk's state per position (int) */
     w.seg = w.stride = n;
-    if (n * 20 > EDT_WROWS_SMEM) return w;
-    w.smem = (unsigned)(n * 20);
+    w.wbytes = (n * 20 + 15) & ~(int64_t)15; /* each warp's region 16-byte aligned */
   }
+  if (w.wbytes > EDT_WROWS_SMEM) return w;
+  w.warps = (int)(EDT_WROWS_SMEM / w.wbytes);
+  if (w.warps > 4) w.warps = 4;
+  if (w.warps > nlines) w.warps = (int)(nlines > 0 ? nlines : 1);
+  w.smem = (unsigned)(w.warps * w.wbytes);
+  w.use = 1;
+  return w;
+}
+
+/* The middle passes (axes 1 .. nsp-2 of 3+ spatial axes) run ndf_edt_wlines
+ * (a warp per line, lw adjacent lines per block staged through shared
+ * memory) when the arithmetic is exact and lw >= 1 lines fit in 48 KiB
+ * (lines up to ~1600 voxels), else, and under NDF_EDT_LINES=thread,
+ * ndf_edt_lines (a thread per line, its envelope in global scratch). */
+typedef struct edt_lplan {
+  int use, lw;
+  int64_t seg, stride, wbytes, pitch;
+  unsigned smem;
+} edt_lplan;
+
+static edt_lplan edt_wlines_plan(const ndf_array *in, int nb, const double *sampling, int axis) {
+  edt_lplan w = {0, 0, 0, 0, 0, 0, 0};
+  const char *env = getenv("NDF_EDT_LINES");
+  if (env && !strcmp(env, "thread")) return w;
+  if (!edt_exact(in, nb, sampling)) return w;
+  const int64_t n = in->shape[axis], nlines = ndf_array_size(in) / (n > 0 ? n : 1);
+  w.seg = (n + 31) / 32;
+  w.stride = w.seg + (w.seg % 2 == 0);
+  w.wbytes = (32 * w.stride + 1) * 16; /* + 16: the warps' regions start in different banks */
+  w.pitch = n + (n % 2 == 0);           /* odd: the output tile's rows start in different banks */
+  const int64_t per_line = w.wbytes + 12 * w.pitch;
+  int64_t lw = (EDT_WROWS_SMEM - 128) / per_line; /* 128: the kernel's static shared memory (lbase) */
+  if (lw > 8) lw = 8;
+  if (lw > nlines) lw = nlines;
+  if (lw < 1) return w;
+  w.lw = (int)lw;
+  w.smem = (unsigned)(lw * per_line);
   w.use = 1;
   return w;
 }
 
 static void edt_request(ndf__kernel_req *r, const char *kernel, ndf_dtype tin, ndf_dtype dout, int first, int last,
-                        int has_dist, int has_idx) {
+                        int has_dist, int has_idx, int w32) {
   ndf__req_init(r, "distance_edt", kernel);
   /* Slots that do not change the pass get one value, so passes share kernels. */
   ndf__req_set(r, "TIN", "%s", first ? ndf__dtype_ctype(tin) : "unsigned char");
   ndf__req_set(r, "DOUT", "%s", last && has_dist && dout == NDF_FLOAT32 ? "float" : "double");
+  ndf__req_set(r, "WT", "%s", w32 && !(first && last) ? "unsigned int" : "double");
   ndf__req_set(r, "FIRST", "%d", first);
   ndf__req_set(r, "LAST", "%d", last);
   ndf__req_set(r, "HAS_DIST", "%d", last ? has_dist : 0);
@@ -102,30 +159,41 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
   const ndf_dtype dout = dist ? dist->dtype : NDF_FLOAT64;
 
   const edt_wplan wp = edt_wrows_plan(in, nb, sampling);
+  const int w32 = edt_w32(in, nb, sampling);
+  const size_t wsize = w32 ? 4 : 8; /* bytes of one W between passes */
+  /* ndf_wenv merges the lanes' segments in a tree, or (NDF_EDT_MERGE=serial) lane 0 in order. */
+  const char *env_merge = getenv("NDF_EDT_MERGE");
+  int wtree = !(env_merge && !strcmp(env_merge, "serial"));
+  edt_lplan lp[NDF_MAX_SPATIAL];
+  int need_stack = !wp.use; /* ndf_edt_rows (also 1-D) and ndf_edt_lines keep their envelopes in scratch */
+  for (int d = 0; d < nsp; d++) {
+    lp[d] = d > 0 && d < nsp - 1 ? edt_wlines_plan(in, nb, sampling, nb + d) : (edt_lplan){0, 0, 0, 0, 0, 0, 0};
+    need_stack |= d > 0 && d < nsp - 1 && !lp[d].use;
+  }
 
   /* Resolve every kernel before the first launch (a compile failure leaves the outputs untouched). */
   CUfunction fns[NDF_MAX_SPATIAL];
   for (int d = 0; d < nsp; d++) {
     ndf__kernel_req req;
-    edt_request(&req, edt_kernel(d, nsp, wp.use), in->dtype, dout, d == 0, d == nsp - 1, dist != NULL, idx != NULL);
+    edt_request(&req, edt_kernel(d, nsp, wp.use, lp[d].use), in->dtype, dout, d == 0, d == nsp - 1, dist != NULL,
+                idx != NULL, w32);
     if ((s = ndf__jit_get(ctx, name, &req, &fns[d])) != NDF_OK) return s;
   }
 
-  /* Scratch: the envelopes (16 bytes per voxel: W, position, feature), then
-   * one or two (W double, feature int32) buffers. */
+  /* Scratch: the envelopes (16 bytes per voxel: W, position, feature) where
+   * a pass keeps them there, then one or two (W double or uint32, feature int32)
+   * buffers.  ndf_edt_first, ndf_edt_wlines and ndf_edt_wrows keep none. */
   const int nbuf = nsp >= 3 ? 2 : nsp - 1;
-  /* ndf_edt_first and ndf_edt_wrows keep no envelope in scratch: a 2-D
-   * image on ndf_edt_wrows needs none. */
-  const size_t stack_bytes = nsp == 2 && wp.use ? 0 : (size_t)N * 16;
+  const size_t stack_bytes = need_stack ? (size_t)N * 16 : 0;
   /* Each buffer starts 256-byte aligned: with N odd, 12 N bytes would leave
    * the second buffer's doubles misaligned (CUDA_ERROR_MISALIGNED_ADDRESS). */
-  const size_t buf_bytes = ((size_t)N * 12 + 255) & ~(size_t)255;
+  const size_t buf_bytes = ((size_t)N * (wsize + 4) + 255) & ~(size_t)255;
   CUdeviceptr scratch = 0;
   if ((s = ndf__scratch_alloc(ctx, stack_bytes + (size_t)nbuf * buf_bytes, &scratch)) != NDF_OK) return s;
   CUdeviceptr w[2] = {0, 0}, f[2] = {0, 0};
   for (int k = 0; k < nbuf; k++) {
     w[k] = scratch + stack_bytes + (size_t)k * buf_bytes;
-    f[k] = w[k] + (size_t)N * 8;
+    f[k] = w[k] + (size_t)N * wsize;
   }
 
   for (int d = 0; d < nsp && s == NDF_OK; d++) {
@@ -176,11 +244,16 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
     for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, xstr[a]);
     NDF__PUT(&pb, xk);
     for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, samp[a]);
-    int64_t wseg = wp.seg, wstride = wp.stride;
-    int wexact = wp.exact;
+    const int wl = lp[d].use;
+    int64_t wseg = wl ? lp[d].seg : wp.seg, wstride = wl ? lp[d].stride : wp.stride;
+    int wexact = wl ? 1 : wp.exact;
+    int64_t wbytes = wl ? lp[d].wbytes : wp.wbytes, wpitch = lp[d].pitch;
     NDF__PUT(&pb, wseg);
     NDF__PUT(&pb, wstride);
     NDF__PUT(&pb, wexact);
+    NDF__PUT(&pb, wbytes);
+    NDF__PUT(&pb, wpitch);
+    NDF__PUT(&pb, wtree);
 
     /* rows: a warp per 32 rows; first: 32 lines x nseg segments of about 32 voxels; lines: 128 lines. */
     unsigned bx = 128, by = 1;
@@ -189,19 +262,24 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
       bx = 32;
       per_block = 32;
     } else if (first) {
-      /* Lines per block: 32, or 16 / 8 when that leaves fewer than two
-       * blocks per SM (a 2-D image: 1024 lines); segments of 8+ voxels. */
-      const int64_t want = 2 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132);
+      /* Lines per block: 32, or 16 / 8 / 4 while that leaves fewer than
+       * two waves of 3 blocks per SM (a 2-D image: 1024 lines); segments
+       * of 8+ voxels, at most 512 threads per block. */
+      const int64_t want = 6 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132);
       int64_t lw = 32;
-      while (lw > 8 && (nlines + lw - 1) / lw < want) lw /= 2;
+      while (lw > 4 && (nlines + lw - 1) / lw < want) lw /= 2;
       int64_t nseg = (n + 7) / 8;
-      if (nseg > 1024 / lw) nseg = 1024 / lw;
+      if (nseg > 512 / lw) nseg = 512 / lw; /* __launch_bounds__(512, 3) */
       bx = (unsigned)lw;
       by = (unsigned)(nseg < 1 ? 1 : nseg);
       per_block = lw;
     }
-    if (last && wp.use) /* a warp per row */
-      s = ndf__launch(ctx, name, fns[d], ndf__grid(ctx, nlines, 32), 32, 1, wp.smem, pb.b);
+    if (last && wp.use) /* a warp per row, wp.warps rows per block */
+      s = ndf__launch(ctx, name, fns[d], ndf__grid(ctx, (nlines + wp.warps - 1) / wp.warps, 64 / wp.warps), 32,
+                      (unsigned)wp.warps, wp.smem, pb.b);
+    else if (wl) /* a warp per line, lp[d].lw lines per block */
+      s = ndf__launch(ctx, name, fns[d], ndf__grid(ctx, (nlines + lp[d].lw - 1) / lp[d].lw, 64 / lp[d].lw),
+                      32, (unsigned)lp[d].lw, lp[d].smem, pb.b);
     else
       s = ndf__launch(ctx, name, fns[d], ndf__grid(ctx, (nlines + per_block - 1) / per_block, 32), bx, by, 0,
                       pb.b);

@@ -33,6 +33,11 @@
 
 typedef NDF_SLOT(TIN) TIN;     // input element type (FIRST)
 typedef NDF_SLOT(DOUT) DOUT;   // distance type: double or float (LAST)
+// W as stored between passes: double, or unsigned int when the host found the
+// arithmetic exact (integer sampling) and every W below 2^32: W is then an
+// integer, so the conversions both ways are exact (12 -> 8 bytes per voxel
+// of scratch traffic per pass).  Computed in double either way.
+typedef NDF_SLOT(WT) WT;
 #define FIRST NDF_SLOT(FIRST)
 #define LAST NDF_SLOT(LAST)
 #define HAS_DIST NDF_SLOT(HAS_DIST)
@@ -48,9 +53,9 @@ struct ndf_site {
 struct ndf_edt_params {
   const TIN *in;                  // FIRST: the input
   const int *sfeat;               // !FIRST: source features (flat index in the image, -1: none)
-  const double *sw;               // !FIRST: source W
+  const WT *sw;                   // !FIRST: source W
   int *dfeat;                     // !LAST: destination features
-  double *dw;                     // !LAST: destination W
+  WT *dw;                         // !LAST: destination W
   struct ndf_site *stack;         // envelopes: [l * nlines + line]
   DOUT *dist;                     // LAST && HAS_DIST
   int *idx;                       // LAST && HAS_IDX
@@ -66,6 +71,9 @@ struct ndf_edt_params {
   double samp[NDF_MAX_NDIM];      // sampling of each spatial axis (no-background distance)
   ndf_i64 wseg, wstride;          // ndf_edt_wrows: segment length per lane, its shared-memory stride (sites)
   int wexact;                     // ndf_edt_wrows: 1 = the arithmetic is exact (segments + parallel queries)
+  ndf_i64 wbytes;                 // ndf_edt_wrows / ndf_edt_wlines: shared memory of one warp's sites (bytes)
+  ndf_i64 wpitch;                 // ndf_edt_wlines: pitch (positions) of a line's staged outputs
+  int wtree;                      // ndf_wenv: 1 = merge the segments in a tree (5 levels), 0 = lane 0 in order
 };
 
 __device__ __forceinline__ double ndf_mul(double a, double b) { return __dmul_rn(a, b); }
@@ -171,7 +179,7 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_lines(const ndf_edt_pa
         wb[u] = 0.0;
 #else
         fb[u] = x < n ? p.sfeat[w0 + x * inner] : -1; // every voxel of the source was written
-        wb[u] = x < n ? p.sw[w0 + x * inner] : 0.0;
+        wb[u] = x < n ? (double)p.sw[w0 + x * inner] : 0.0;
 #endif
       }
 #pragma unroll
@@ -208,7 +216,7 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_lines(const ndf_edt_pa
         ndf_emit(p, db + i * ds, xb + i * xs, -1, ndf_nobg(p, w0 + i * inner));
 #else
         p.dfeat[w0 + i * inner] = -1;
-        p.dw[w0 + i * inner] = 0.0;
+        p.dw[w0 + i * inner] = (WT)0;
 #endif
       }
       continue;
@@ -237,7 +245,7 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_lines(const ndf_edt_pa
       ndf_emit(p, db + i * ds, xb + i * xs, f, d1);
 #else
       p.dfeat[w0 + i * inner] = f;
-      p.dw[w0 + i * inner] = d1;
+      p.dw[w0 + i * inner] = (WT)d1;
 #endif
     }
   }
@@ -250,16 +258,17 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_lines(const ndf_edt_pa
 // a tie (the squared products of distinct integer distances never round to
 // the same double), so the first pass needs no envelope: a block takes
 // blockDim.x (8, 16 or 32) consecutive lines (threadIdx.x, coalesced) and cuts
-// each into blockDim.y segments (blockDim.x * blockDim.y <= 1024).  Each thread finds its segment's first and last background, the
+// each into blockDim.y segments (blockDim.x * blockDim.y <= 512; 3 blocks per SM).  Each thread finds its segment's first and last background, the
 // block exchanges them in shared memory, then each thread sweeps its segment
 // backwards (the next background, kept in the destination's feature slot) and
 // forwards (the previous one; the choice; feature and W written).
 #if FIRST && !LAST
-extern "C" __global__ void __launch_bounds__(1024) ndf_edt_first(const ndf_edt_params p) {
-  __shared__ ndf_i64 sfirst[1024], slast[1024]; // [segment * lw + line in block]
-  const ndf_i64 n = p.n, inner = p.inner;
+extern "C" __global__ void __launch_bounds__(512, 3) ndf_edt_first(const ndf_edt_params p) {
+  __shared__ int sfirst[512], slast[512]; // [segment * lw + line in block]
+  const int n = (int)p.n;
+  const ndf_i64 inner = p.inner;
   const int tx = threadIdx.x, ty = threadIdx.y, nseg = blockDim.y, lw = blockDim.x;
-  const ndf_i64 seg = (n + nseg - 1) / nseg, x0 = ty * seg < n ? ty * seg : n, x1 = x0 + seg < n ? x0 + seg : n;
+  const int seg = (n + nseg - 1) / nseg, x0 = ty * seg < n ? ty * seg : n, x1 = x0 + seg < n ? x0 + seg : n;
   const ndf_i64 ngroups = (p.nlines + lw - 1) / lw;
   for (ndf_i64 g = blockIdx.x; g < ngroups; g += gridDim.x) {
     const ndf_i64 L = g * lw + tx;
@@ -267,9 +276,9 @@ extern "C" __global__ void __launch_bounds__(1024) ndf_edt_first(const ndf_edt_p
     const ndf_i64 o = L / inner, j = L - o * inner;
     const ndf_i64 w0 = o * n * inner + j;
     const ndf_i64 ib = active ? ndf_offset(p, w0, p.istr) : 0, is = p.istr[p.axis];
-    ndf_i64 first = -1, last = -1;
+    int first = -1, last = -1;
     if (active)
-      for (ndf_i64 x = x0; x < x1; x++)
+      for (int x = x0; x < x1; x++)
         if (p.in[ib + x * is] == (TIN)0) {
           if (first < 0) first = x;
           last = x;
@@ -277,24 +286,24 @@ extern "C" __global__ void __launch_bounds__(1024) ndf_edt_first(const ndf_edt_p
     sfirst[ty * lw + tx] = first;
     slast[ty * lw + tx] = last;
     __syncthreads();
-    ndf_i64 prev = -1, next = -1;
+    int prev = -1, next = -1;
     for (int k = ty - 1; k >= 0 && prev < 0; k--) prev = slast[k * lw + tx];
     for (int k = ty + 1; k < nseg && next < 0; k++) next = sfirst[k * lw + tx];
     __syncthreads(); // the exchange is read before the next group overwrites it
     if (!active) continue;
-    for (ndf_i64 x = x1 - 1; x >= x0; x--) { // next background at or after x
+    for (int x = x1 - 1; x >= x0; x--) { // next background at or after x
       if (p.in[ib + x * is] == (TIN)0) next = x;
-      p.dfeat[w0 + x * inner] = (int)next;
+      p.dfeat[w0 + x * inner] = next;
     }
-    for (ndf_i64 x = x0; x < x1; x++) {
+    for (int x = x0; x < x1; x++) {
       const ndf_i64 wi = w0 + x * inner;
-      const ndf_i64 q = p.dfeat[wi];
+      const int q = p.dfeat[wi];
       if (q == x) prev = x;
-      ndf_i64 v;
+      int v;
       double d;
       if (prev < 0 && q < 0) {
         p.dfeat[wi] = -1;
-        p.dw[wi] = 0.0;
+        p.dw[wi] = (WT)0;
         continue;
       } else if (q < 0) {
         v = prev;
@@ -308,7 +317,7 @@ extern "C" __global__ void __launch_bounds__(1024) ndf_edt_first(const ndf_edt_p
         d = dp <= dq ? dp : dq;
       }
       p.dfeat[wi] = (int)((w0 + v * inner) % p.npix);
-      p.dw[wi] = d;
+      p.dw[wi] = (WT)d;
     }
   }
 }
@@ -351,7 +360,7 @@ extern "C" __global__ void __launch_bounds__(NDF_TILE) ndf_edt_rows(const ndf_ed
 #else
         if (x < n) {
           tf[k][lane] = p.sfeat[(r0 + k) * n + x];
-          tw[k][lane] = p.sw[(r0 + k) * n + x];
+          tw[k][lane] = (double)p.sw[(r0 + k) * n + x];
         }
 #endif
       }
@@ -446,7 +455,7 @@ extern "C" __global__ void __launch_bounds__(NDF_TILE) ndf_edt_rows(const ndf_ed
 #else
         if (x < n) {
           p.dfeat[(r0 + k) * n + x] = tf[k][lane];
-          p.dw[(r0 + k) * n + x] = tw[k][lane];
+          p.dw[(r0 + k) * n + x] = (WT)tw[k][lane];
         }
 #endif
       }
@@ -455,11 +464,135 @@ extern "C" __global__ void __launch_bounds__(NDF_TILE) ndf_edt_rows(const ndf_ed
   }
 }
 
+// Steps 1-2 of a warp's envelope (ndf_edt_wrows, ndf_edt_wlines).  S holds
+// the line's n sites in segment layout (site x at slot (x / m) wstride + x % m,
+// feature -1: not a site); on return the envelope is S[0, G), G returned to
+// every lane.  Called by all 32 lanes of a warp (threadIdx.x = lane).
+//
+// tree = 1: the 32 segment envelopes are merged pairwise in 5 levels (level
+// h: lane 2 h t merges the envelope at lane 2 h t + h into its own, the 2 h
+// lanes of the pair copy the rest), instead of lane 0 merging all 31 in
+// order.  A merge is the same step as the in-order merge -- the right
+// envelope's sites fed to the left stack with scipy's test until one is
+// pushed without a pop, the rest kept -- applied to two envelopes of
+// adjacent ranges, which is what the in-order merge already relies on (the
+// stack so far is the envelope of a prefix); so both give the sequential
+// stack (checked against it by a host emulation on random lines with ties).
+#if !FIRST
+__device__ int ndf_wenv(ndf_site *S, ndf_i64 n, ndf_i64 m, ndf_i64 wstride, double s, int tree) {
+  const unsigned full = 0xffffffffu;
+  const int lane = threadIdx.x;
+  // 1. Each lane: the envelope of its segment [lane wseg, (lane + 1) wseg),
+  //    built in place at S + lane * wstride (the stack never passes the
+  //    site being read); the top two sites in registers.
+  const ndf_i64 x0 = (ndf_i64)lane * m, x1 = x0 + m < n ? x0 + m : n;
+  ndf_site *B = S + (x0 < n ? (ndf_i64)lane * wstride : 0);
+  int len = 0;
+  ndf_site top, prv;
+  top.w = prv.w = 0.0;
+  top.v = top.f = prv.v = prv.f = 0;
+  for (ndf_i64 j = 0; j < x1 - x0; j++) {
+    const ndf_site e = B[j];
+    if (e.f < 0) continue;
+    while (len >= 2 && ndf_hidden(prv.v, prv.w, top.v, top.w, e.v, e.w, s)) {
+      --len;
+      top = prv;
+      if (len >= 2) prv = B[len - 2];
+    }
+    B[len++] = e; // len <= j: at most the slot just read
+    prv = top;
+    top = e;
+  }
+  __syncwarp();
+  if (tree) {
+    // 2'. Pairwise merges: after level h, lane 2 h t holds (len) the envelope of
+    //     segments [2 h t, 2 h t + 2 h) at S + 2 h t wstride.
+    for (int h = 1; h < 32; h <<= 1) {
+      const int lead = lane & ~(2 * h - 1);
+      const int lb = __shfl_down_sync(full, len, h); // the right envelope's length (lead + h < 32)
+      ndf_site *A = S + (ndf_i64)lead * wstride;
+      const ndf_site *Bh = S + (ndf_i64)(lead + h) * wstride;
+      int j = 0, g = len;
+      if (lane == lead) {
+        while (j < lb) {
+          const ndf_site e = Bh[j];
+          bool popped = false;
+          while (g >= 2 && ndf_hidden(A[g - 2].v, A[g - 2].w, A[g - 1].v, A[g - 1].w, e.v, e.w, s)) {
+            --g;
+            popped = true;
+          }
+          A[g++] = e; // A + g <= Bh + j: the left envelope has at most h m <= h wstride sites
+          ++j;
+          if (j >= 2 && !popped) break; // the rest of the right envelope stays
+        }
+      }
+      j = __shfl_sync(full, j, lead);
+      g = __shfl_sync(full, g, lead);
+      const int rem = __shfl_sync(full, lb, lead) - j;
+      int most = rem; // the loop below runs the same count on every lane
+#pragma unroll
+      for (int o = 16; o >= 1; o >>= 1) {
+        const int other = __shfl_xor_sync(full, most, o);
+        most = other > most ? other : most;
+      }
+      __syncwarp();
+      for (int c0 = 0; c0 < most; c0 += 2 * h) { // Bh[j, lb) -> A[g, g + rem): destination below the source
+        const int c = c0 + (lane - lead);
+        ndf_site e;
+        if (c < rem) e = Bh[j + c];
+        __syncwarp();
+        if (c < rem) A[g + c] = e;
+        __syncwarp();
+      }
+      len = lane == lead ? g + rem : 0;
+    }
+    return __shfl_sync(full, len, 0);
+  }
+  // 2. Lane 0 merges segment k into the stack S[0, G) (G <= k wseg <= k wstride: in place).
+  int G = __shfl_sync(full, len, 0);
+  for (int k = 1; k < 32; k++) {
+    const int lk = __shfl_sync(full, len, k);
+    if (lk == 0) continue; // uniform
+    const ndf_site *Bk = S + (ndf_i64)k * wstride;
+    int j = 0, g = G;
+    if (lane == 0) {
+      while (j < lk) {
+        const ndf_site e = Bk[j];
+        bool popped = false;
+        while (g >= 2 && ndf_hidden(S[g - 2].v, S[g - 2].w, S[g - 1].v, S[g - 1].w, e.v, e.w, s)) {
+          --g;
+          popped = true;
+        }
+        S[g++] = e; // g <= k wstride + j: at most the slot just read
+        ++j;
+        if (j >= 2 && !popped) break; // Bk[j - 1] sits on Bk[j - 2]: the rest of the segment stays
+      }
+    }
+    j = __shfl_sync(full, j, 0);
+    g = __shfl_sync(full, g, 0);
+    __syncwarp();
+    const int rem = lk - j; // Bk[j, lk) -> S[g, g + rem), g <= k wstride + j: copy in chunks of 32
+    for (int c0 = 0; c0 < rem; c0 += 32) {
+      ndf_site e;
+      const int c = c0 + lane;
+      if (c < rem) e = Bk[j + c];
+      __syncwarp();
+      if (c < rem) S[g + c] = e;
+      __syncwarp();
+    }
+    G = g + rem;
+  }
+  __syncwarp();
+  return G;
+}
+#endif
+
 // ---- the last axis, a warp per row (ndf_edt_wrows) --------------------------------------
 //
 // For passes with few rows (2-D images: a row per image line) a thread per
 // row leaves most of the GPU idle, so a warp takes a row and keeps its
-// envelope in shared memory (blockDim = 32, dynamic shared memory).
+// envelope in shared memory (blockDim = (32, 1..4), a warp per row, each warp
+// its own p.wbytes of dynamic shared memory).
 //
 // The warp first stages the row in shared memory (coalesced loads, several
 // in flight), so the envelope loops read shared memory only.
@@ -484,13 +617,15 @@ extern "C" __global__ void __launch_bounds__(NDF_TILE) ndf_edt_rows(const ndf_ed
 // non-decreasing in the position, so each lane walks its positions
 // lane, lane + 32, ... from where its previous one stopped.
 #if !FIRST && LAST
-extern "C" __global__ void __launch_bounds__(32) ndf_edt_wrows(const ndf_edt_params p) {
+extern "C" __global__ void __launch_bounds__(128) ndf_edt_wrows(const ndf_edt_params p) {
   extern __shared__ __align__(16) unsigned char ndf_wsmem[];
-  ndf_site *S = (ndf_site *)ndf_wsmem;
+  // blockDim = (32, 1..4): warp threadIdx.y takes its own rows and its own p.wbytes of shared memory.
+  ndf_site *S = (ndf_site *)(ndf_wsmem + (ndf_i64)threadIdx.y * p.wbytes);
   const unsigned full = 0xffffffffu;
   const int lane = threadIdx.x;
   const ndf_i64 n = p.n, m = p.wseg;
-  for (ndf_i64 row = blockIdx.x; row < p.nlines; row += gridDim.x) {
+  for (ndf_i64 row = (ndf_i64)blockIdx.x * blockDim.y + threadIdx.y; row < p.nlines;
+       row += (ndf_i64)gridDim.x * blockDim.y) {
     const ndf_i64 r0 = row * n; // working index of the row start
     // 0. The warp stages the row in shared memory, coalesced, 8 loads in
     //    flight per lane: site x (W, x, feature) at slot (x / wseg) wstride + x % wseg,
@@ -502,7 +637,7 @@ extern "C" __global__ void __launch_bounds__(32) ndf_edt_wrows(const ndf_edt_par
       for (int u = 0; u < 8; u++) {
         const ndf_i64 x = xb + u * 32 + lane;
         fb[u] = x < n ? p.sfeat[r0 + x] : -1;
-        wb[u] = x < n ? p.sw[r0 + x] : 0.0;
+        wb[u] = x < n ? (double)p.sw[r0 + x] : 0.0;
       }
 #pragma unroll
       for (int u = 0; u < 8; u++) {
@@ -518,63 +653,8 @@ extern "C" __global__ void __launch_bounds__(32) ndf_edt_wrows(const ndf_edt_par
       }
     }
     __syncwarp();
-    // 1. Each lane: the envelope of its segment [lane wseg, (lane + 1) wseg),
-    //    built in place at S + lane * wstride (the stack never passes the
-    //    site being read); the top two sites in registers.
-    const ndf_i64 x0 = (ndf_i64)lane * m, x1 = x0 + m < n ? x0 + m : n;
-    ndf_site *B = S + (x0 < n ? (ndf_i64)lane * p.wstride : 0);
-    int len = 0;
-    ndf_site top, prv;
-    top.w = prv.w = 0.0;
-    top.v = top.f = prv.v = prv.f = 0;
-    for (ndf_i64 j = 0; j < x1 - x0; j++) {
-      const ndf_site e = B[j];
-      if (e.f < 0) continue;
-      while (len >= 2 && ndf_hidden(prv.v, prv.w, top.v, top.w, e.v, e.w, p.s)) {
-        --len;
-        top = prv;
-        if (len >= 2) prv = B[len - 2];
-      }
-      B[len++] = e; // len <= j: at most the slot just read
-      prv = top;
-      top = e;
-    }
-    __syncwarp();
-    // 2. Lane 0 merges segment k into the stack S[0, G) (G <= k wseg <= k wstride: in place).
-    int G = __shfl_sync(full, len, 0);
-    for (int k = 1; k < 32; k++) {
-      const int lk = __shfl_sync(full, len, k);
-      if (lk == 0) continue; // uniform
-      const ndf_site *Bk = S + (ndf_i64)k * p.wstride;
-      int j = 0, g = G;
-      if (lane == 0) {
-        while (j < lk) {
-          const ndf_site e = Bk[j];
-          bool popped = false;
-          while (g >= 2 && ndf_hidden(S[g - 2].v, S[g - 2].w, S[g - 1].v, S[g - 1].w, e.v, e.w, p.s)) {
-            --g;
-            popped = true;
-          }
-          S[g++] = e; // g <= k wstride + j: at most the slot just read
-          ++j;
-          if (j >= 2 && !popped) break; // Bk[j - 1] sits on Bk[j - 2]: the rest of the segment stays
-        }
-      }
-      j = __shfl_sync(full, j, 0);
-      g = __shfl_sync(full, g, 0);
-      __syncwarp();
-      const int rem = lk - j; // Bk[j, lk) -> S[g, g + rem), g <= k wstride + j: copy in chunks of 32
-      for (int c0 = 0; c0 < rem; c0 += 32) {
-        ndf_site e;
-        const int c = c0 + lane;
-        if (c < rem) e = Bk[j + c];
-        __syncwarp();
-        if (c < rem) S[g + c] = e;
-        __syncwarp();
-      }
-      G = g + rem;
-    }
-    __syncwarp();
+    // 1-2. The envelope of the row (ndf_wenv).
+    const int G = ndf_wenv(S, n, m, p.wstride, p.s, p.wtree);
     // 3. Queries; the outputs are written along the row.
     const ndf_i64 db = ndf_offset(p, r0, p.dstr), ds = p.dstr[p.axis];
     const ndf_i64 xb = ndf_offset(p, r0, p.xstr), xs = p.xstr[p.axis];
@@ -651,6 +731,109 @@ extern "C" __global__ void __launch_bounds__(32) ndf_edt_wrows(const ndf_edt_par
       }
     }
     __syncwarp(); // the next row overwrites S
+  }
+}
+#endif
+
+// ---- axes other than the last, a warp per line (ndf_edt_wlines) -------------------------
+//
+// The middle axes of 3+-D images with exact arithmetic (wexact, see
+// ndf_edt_wrows: every sampling an integer and no operation rounds).  A block
+// of lw warps (blockDim = (32, lw)) takes lw consecutive lines of the working
+// layout [outer][n][inner] -- consecutive j, so adjacent in memory -- and:
+//  0. stages them in shared memory, element e = x lw + k (line k, position x):
+//     consecutive threads read consecutive lines, so the loads are coalesced
+//     along the contiguous axis (lw features = one 32-byte sector for lw = 8);
+//     each line's sites go to its warp's region in ndf_edt_wrows' segment layout;
+//  1-2. each warp builds its line's envelope (ndf_wenv: 32 segments, merged);
+//  3. each lane answers positions lane, lane + 32, ... walking forward (the
+//     first site of least distance, as the sequential walk without rounding),
+//     into the block's output tile [k][x] (pitch wpitch, odd: no bank conflicts);
+//  4. the block writes the tile out, coalesced as in 0.
+// Shared memory: lw (wbytes + 12 wpitch) bytes (the host keeps it within 48 KiB).
+// A line without a site (an image without background so far) gets feature -1, W 0,
+// as in ndf_edt_lines.
+#if !FIRST && !LAST
+extern "C" __global__ void __launch_bounds__(256) ndf_edt_wlines(const ndf_edt_params p) {
+  extern __shared__ __align__(16) unsigned char ndf_wsmem[];
+  __shared__ ndf_i64 lbase[8]; // working index of each line's start (-1: past the last line)
+  const int lane = threadIdx.x, k = threadIdx.y, lw = blockDim.y, tid = k * 32 + lane, nt = lw * 32;
+  const int n = (int)p.n, m = (int)p.wseg, pitch = (int)p.wpitch;
+  const ndf_i64 inner = p.inner, wstride = p.wstride, wbytes = p.wbytes;
+  ndf_site *S = (ndf_site *)(ndf_wsmem + (ndf_i64)k * wbytes);
+  double *ow = (double *)(ndf_wsmem + (ndf_i64)lw * wbytes); // [line][x], pitch
+  int *of = (int *)(ow + (ndf_i64)lw * pitch);
+  const int total = lw * n;
+  const ndf_i64 ngroups = (p.nlines + lw - 1) / lw;
+  for (ndf_i64 g = blockIdx.x; g < ngroups; g += gridDim.x) {
+    if (tid < lw) {
+      const ndf_i64 L = g * lw + tid;
+      const ndf_i64 o = L / inner, j = L - o * inner;
+      lbase[tid] = L < p.nlines ? o * p.n * inner + j : -1;
+    }
+    __syncthreads();
+    // 0. Stage the lines, 4 loads in flight per thread.
+    for (int eb = 0; eb < total; eb += 4 * nt) {
+      int fb[4];
+      double wb[4];
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const int e = eb + u * nt + tid;
+        const int kk = e % lw, x = e / lw;
+        const ndf_i64 b = e < total ? lbase[kk] : -1;
+        fb[u] = b >= 0 ? p.sfeat[b + x * inner] : -1;
+        wb[u] = b >= 0 ? (double)p.sw[b + x * inner] : 0.0;
+      }
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const int e = eb + u * nt + tid;
+        if (e < total) {
+          const int kk = e % lw, x = e / lw, q = x / m;
+          ndf_site s;
+          s.w = wb[u];
+          s.v = x;
+          s.f = fb[u];
+          ((ndf_site *)(ndf_wsmem + (ndf_i64)kk * wbytes))[q * wstride + (x - q * m)] = s;
+        }
+      }
+    }
+    __syncthreads();
+    // 1-2. This warp's line: its envelope S[0, G).
+    const int G = ndf_wenv(S, n, m, wstride, p.s, p.wtree);
+    // 3. Queries into the output tile.
+    if (G == 0) {
+      for (int i = lane; i < n; i += 32) {
+        of[k * pitch + i] = -1;
+        ow[k * pitch + i] = 0.0;
+      }
+    } else {
+      int l = 0;
+      for (int i = lane; i < n; i += 32) {
+        ndf_site cur = S[l];
+        double d1 = ndf_qd(cur.w, cur.v, i, p.s);
+        while (l < G - 1) {
+          const ndf_site nx = S[l + 1];
+          const double d2 = ndf_qd(nx.w, nx.v, i, p.s);
+          if (d1 <= d2) break;
+          d1 = d2;
+          cur = nx;
+          ++l;
+        }
+        of[k * pitch + i] = cur.f;
+        ow[k * pitch + i] = d1;
+      }
+    }
+    __syncthreads();
+    // 4. Write the tile out, coalesced along the contiguous axis.
+    for (int e = tid; e < total; e += nt) {
+      const int kk = e % lw, x = e / lw;
+      const ndf_i64 b = lbase[kk];
+      if (b >= 0) {
+        p.dfeat[b + x * inner] = of[kk * pitch + x];
+        p.dw[b + x * inner] = (WT)ow[kk * pitch + x];
+      }
+    }
+    __syncthreads(); // the next group overwrites the staging, the tile and lbase
   }
 }
 #endif

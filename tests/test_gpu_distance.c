@@ -7,7 +7,9 @@
  * unit and anisotropic sampling, float64 and float32 distances, indices,
  * either output alone, strided and negative-stride inputs, strided outputs,
  * and the benchmark shapes (1024^2, 8x1024^2, 256^3); every last-axis
- * kernel (NDF_EDT_ROWS: auto, warp, serial, tile) in turn.
+ * kernel (NDF_EDT_ROWS: auto, warp, serial, tile) in turn, the middle axes'
+ * ndf_edt_wlines and ndf_edt_lines (NDF_EDT_LINES=thread), and chosen
+ * shapes/masks on every path (test_gpu_edt_paths).
  *
  * Tolerance: none.  The GPU evaluates scipy's double arithmetic operation by
  * operation (no fused multiply-adds) and sqrt is correctly rounded on both
@@ -64,8 +66,12 @@ typedef struct dcase {
 } dcase;
 
 /* Foreground mask of kind k into m (C order, 0/1). */
+/* Mask kind for the next draw_mask (-1: random 0-5; test_gpu_edt_paths sets 2, 6, 7). */
+static int g_mask_kind = -1;
+
 static void draw_mask(uint8_t *m, const dcase *c, int64_t n, tu_rng *r) {
-  int kind = (int)tu_rng_int(r, 0, 5);
+  int kind = g_mask_kind >= 0 ? g_mask_kind : (int)tu_rng_int(r, 0, 5);
+  const int64_t last = c->nd > 0 && c->shape[c->nd - 1] > 0 ? c->shape[c->nd - 1] : 1;
   double p = tu_rng_unif(r);
   for (int64_t i = 0; i < n; i++) {
     switch (kind) {
@@ -74,12 +80,14 @@ static void draw_mask(uint8_t *m, const dcase *c, int64_t n, tu_rng *r) {
       case 2: m[i] = 1; break;                                     /* no background: scipy's virtual feature */
       case 3: m[i] = (i % 3) != 0 && (i % 7) != 0; break;          /* lattice: ties */
       case 4: m[i] = 1; break;                                     /* single points, below */
+      case 6: m[i] = 0; break;                                     /* all background (empty mask) */
+      case 7: m[i] = i % last != 0 || !tu_rng_chance(r, 0.3); break; /* background only at last coordinate 0:
+                                                                      lines without sites in the middle passes */
       default: m[i] = tu_rng_chance(r, p); break;                  /* anything */
     }
   }
   if (kind == 4 && n > 0)
     for (int k = 0; k < 3; k++) m[tu_rng_int(r, 0, n - 1)] = 0;
-  (void)c;
 }
 
 static void set_value(const ndf_array *a, int64_t i, int fg, tu_rng *r) {
@@ -214,18 +222,39 @@ done:
   return rc;
 }
 
-/* The last-axis kernels (runtime/distance_cuda.c, NDF_EDT_ROWS): 0 the
- * automatic choice, 1 a warp per row (exact-arithmetic segments where the
- * sampling allows), 2 a warp per row with scipy's serial walk, 3 a thread
- * per row; recorded in the case's description. */
+/* The kernels (runtime/distance_cuda.c), recorded in the case's description.
+ * Last axis (NDF_EDT_ROWS): 0 the automatic choice, 1 a warp per row
+ * (exact-arithmetic segments where the sampling allows), 2 a warp per row
+ * with scipy's serial walk, 3 a thread per row (ndf_edt_rows); 4 = 3 with
+ * the middle axes on a thread per line too (NDF_EDT_LINES=thread: the
+ * kernels before ndf_edt_wlines); 5 = 0 with the warp kernels' segments
+ * merged by lane 0 in order (NDF_EDT_MERGE=serial) instead of in a tree;
+ * 6 = 0 with W kept as double between passes (NDF_EDT_W=double) where it
+ * would be uint32 (exact arithmetic).
+ * Modes 0-3 leave the middle axes' automatic choice (ndf_edt_wlines with
+ * exact arithmetic). */
+#define EDT_MODES 7
 static void edt_rows_mode(dcase *c, int mode) {
-  static const char *const names[] = {NULL, "warp", "serial", "tile"};
+  static const char *const names[] = {NULL, "warp", "serial", "tile", "tile", NULL, NULL};
   if (names[mode])
     setenv("NDF_EDT_ROWS", names[mode], 1);
   else
     unsetenv("NDF_EDT_ROWS");
+  if (mode == 4)
+    setenv("NDF_EDT_LINES", "thread", 1);
+  else
+    unsetenv("NDF_EDT_LINES");
+  if (mode == 5)
+    setenv("NDF_EDT_MERGE", "serial", 1);
+  else
+    unsetenv("NDF_EDT_MERGE");
+  if (mode == 6)
+    setenv("NDF_EDT_W", "double", 1);
+  else
+    unsetenv("NDF_EDT_W");
   size_t n = strlen(c->desc);
-  snprintf(c->desc + n, sizeof c->desc - n, " rows %s", names[mode] ? names[mode] : "auto");
+  snprintf(c->desc + n, sizeof c->desc - n, " rows %s%s", names[mode] ? names[mode] : "auto",
+           mode == 4 ? " lines thread" : mode == 5 ? " merge serial" : mode == 6 ? " W double" : "");
 }
 
 static void test_gpu_random_cases(void **state) {
@@ -236,11 +265,75 @@ static void test_gpu_random_cases(void **state) {
   for (long k = 0; k < s->ncases; k++) {
     dcase c;
     draw_case(&c, &r, k % 10 == 9);
-    edt_rows_mode(&c, (int)(k % 4));
+    edt_rows_mode(&c, (int)(k % EDT_MODES));
     if (run_case(s->ctx, &c, &r, NULL) != 0) failed++;
     if (failed >= 5) break;
   }
   if (failed) printf("%d random cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
+  assert_int_equal(failed, 0);
+}
+
+/* The kernels' paths on chosen shapes, each in every mode (EDT_MODES):
+ * 2-D and 3-D, non-power-of-2 and 1-long axes, middle axes whose blocks of
+ * lines cross an outer index (inner < 8), a middle axis too long for
+ * ndf_edt_wlines (2000: ndf_edt_lines), batches, integer sampling (exact:
+ * ndf_edt_wlines / segments in ndf_edt_wrows), non-integer sampling (the
+ * thread-per-line kernels), indices, and the masks: random (-1), empty (6:
+ * all background), full (2: no background) and background only at last
+ * coordinate 0 (7: whole lines without a site in the middle passes). */
+static void test_gpu_edt_paths(void **state) {
+  gpu_state *s = *state;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed ^ 0xed7);
+  static const struct { int nd, batch; int64_t shape[4]; } S[] = {
+      {2, 0, {37, 45}},       {2, 0, {1, 300}},       {2, 0, {300, 1}},        {3, 0, {37, 45, 29}},
+      {3, 0, {64, 64, 64}},   {3, 0, {5, 700, 3}},    {3, 0, {1, 33, 1}},      {3, 0, {9, 1, 17}},
+      {3, 0, {3, 1500, 5}},   {3, 0, {2, 2000, 3}},   {4, 1, {3, 20, 33, 18}}, {4, 0, {7, 9, 11, 13}},
+      {3, 1, {4, 130, 70}},   {4, 1, {2, 31, 40, 65}},
+  };
+  static const int kinds[] = {-1, 6, 2, 7};
+  /* Short runs (compute-sanitizer): the automatic choice and the old kernels, random and kind-7 masks. */
+  const int small = s->ncases < 100;
+  int failed = 0, ncase = 0;
+  for (size_t k = 0; k < sizeof S / sizeof S[0]; k++)
+    for (int samp = 0; samp < 3; samp++)
+      for (size_t q = 0; q < sizeof kinds / sizeof kinds[0]; q++)
+        for (int mode = 0; mode < EDT_MODES; mode++) {
+          if (small && ((mode != 0 && mode != 4) || (q != 0 && q != 3))) continue;
+          dcase c;
+          memset(&c, 0, sizeof c);
+          c.dt = NDF_UINT8;
+          c.nd = S[k].nd;
+          c.batch = S[k].batch;
+          c.nsp = c.nd - c.batch;
+          memcpy(c.shape, S[k].shape, sizeof S[k].shape);
+          ndf_distance_options_init(&c.o);
+          c.o.batch_dims = c.batch;
+          if (samp) { /* 1: integer (exact), 2: non-integer */
+            static const double si[] = {2.0, 1.0, 3.0}, sf[] = {0.7, 1.3, 1.1};
+            c.o.nsampling = c.nsp;
+            for (int d = 0; d < c.nsp; d++) c.o.sampling[d] = samp == 1 ? si[d % 3] : sf[d % 3];
+          }
+          c.want_dist = 1;
+          c.want_idx = (mode + (int)q) % 2 == 0;
+          c.dout = NDF_FLOAT64;
+          int n = snprintf(c.desc, sizeof c.desc, "paths: shape");
+          for (int d = 0; d < c.nd; d++) n += snprintf(c.desc + n, sizeof c.desc - n, " %lld", (long long)c.shape[d]);
+          snprintf(c.desc + n, sizeof c.desc - n, " batch %d sampling %d mask %d%s", c.batch, samp, kinds[q],
+                   c.want_idx ? " idx" : "");
+          edt_rows_mode(&c, mode);
+          g_mask_kind = kinds[q];
+          ncase++;
+          if (run_case(s->ctx, &c, &r, NULL) != 0) failed++;
+          g_mask_kind = -1;
+          if (failed >= 5) goto out;
+        }
+out:
+  unsetenv("NDF_EDT_ROWS");
+  unsetenv("NDF_EDT_LINES");
+  unsetenv("NDF_EDT_MERGE");
+  unsetenv("NDF_EDT_W");
+  if (failed) printf("%d of %d path cases failed; seed %llu\n", failed, ncase, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);
 }
 
@@ -259,6 +352,12 @@ static void test_gpu_benchmark_shapes(void **state) {
       {2, 0, {1024, 1024}, 1, 1, 0},
       {2, 0, {1024, 1024}, 2, 1, 0},
       {3, 1, {8, 1024, 1024}, 1, 1, 2}, /* scipy's walk in parallel chunks, many rows */
+      {3, 0, {256, 256, 256}, 0, 1, 4},   /* the thread-per-line kernels (before ndf_edt_wlines) */
+      {3, 0, {256, 256, 256}, 2, 1, 0},   /* integer sampling: ndf_edt_wlines + ndf_edt_wrows */
+      {3, 0, {256, 256, 256}, 1, 0, 0},   /* non-integer sampling: ndf_edt_lines + ndf_edt_rows */
+      {3, 0, {512, 512, 512}, 0, 0, 0},
+      {2, 0, {1024, 1024}, 0, 1, 5},      /* segments merged in order (NDF_EDT_MERGE=serial) */
+      {3, 0, {256, 256, 256}, 0, 1, 6},   /* W as double between passes (NDF_EDT_W=double) */
   };
   /* Short runs (NDF_TEST_CASES < 100, as gpu_run.sh's compute-sanitizer pass
    * uses) take the 1024^2 shapes only. */
@@ -276,9 +375,10 @@ static void test_gpu_benchmark_shapes(void **state) {
     ndf_distance_options_init(&c.o);
     c.o.batch_dims = c.batch;
     if (W[k].samp) { /* 1: scipy's serial walk; 2: integer sampling (exact segments) */
-      c.o.nsampling = 2;
+      c.o.nsampling = c.nsp;
       c.o.sampling[0] = W[k].samp == 1 ? 0.7 : 3.0;
       c.o.sampling[1] = W[k].samp == 1 ? 1.3 : 2.0;
+      if (c.nsp > 2) c.o.sampling[2] = W[k].samp == 1 ? 1.1 : 1.0;
     }
     c.want_dist = 1;
     c.want_idx = W[k].idx;
@@ -489,11 +589,15 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_prestate(test_gpu_cdt_bf_not_supported, s),
       cmocka_unit_test_prestate(test_gpu_random_cases, s),
+      cmocka_unit_test_prestate(test_gpu_edt_paths, s),
       cmocka_unit_test_prestate(test_gpu_benchmark_shapes, s),
       cmocka_unit_test_prestate(test_gpu_cdt, s),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   unsetenv("NDF_EDT_ROWS");
+  unsetenv("NDF_EDT_LINES");
+  unsetenv("NDF_EDT_MERGE");
+  unsetenv("NDF_EDT_W");
   ndf_cache_stats st;
   ndf_ctx_cache_stats(s->ctx, &st);
   printf("kernel cache: %llu memory hits, %llu disk hits, %llu compiles (%.0f ms)\n",
