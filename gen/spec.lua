@@ -332,6 +332,22 @@ return {
       },
     },
     {
+      name = "ect_soft",
+      file = "templates/ect_soft.cu",
+      kernels = { "ndf_ect_soft", "ndf_ect_soft_put" },
+      slots = {
+        TIN = "input element type (C name)",
+        NSP = "spatial axes, 2 or 3",
+        CONS = "0 V-construction, 1 T-construction",
+        WT = "1: weighted (the image values weight the cells), 0: binary",
+        FAST = "1: the sigmoid in float (__expf), 0: in double (the CPU's arithmetic)",
+      },
+      families = {
+        { TIN = { "unsigned char", "float" }, NSP = { "2", "3" }, CONS = { "0", "1" }, WT = { "0", "1" }, FAST = { "0" } },
+        { TIN = { "unsigned short", "double" }, NSP = { "2", "3" }, CONS = { "1" }, WT = { "1" }, FAST = { "0", "1" } },
+      },
+    },
+    {
       name = "sinkhorn",
       file = "templates/sinkhorn.cu",
       kernels = { "ndf_sinkhorn" },

@@ -285,6 +285,12 @@ typedef struct ndf__ect_cuda_call {
  * t: the T thresholds (caller's order; uniform: evenly spaced); out (batch..., m, T) on the device. */
 ndf_status ndf__ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const ndf_array *in, ndf_array *out,
                          const double *coord, const double *dirs, const double *t, int uniform);
+/* Soft ECT on CUDA (ect_soft.cu): mode 0 forward into arr (device); mode 1 backward from arr (grad_output,
+ * device) into gin (device, may be NULL) and the host buffers gdir (m x nsp) / gthr (T) (may be NULL).
+ * t: the T thresholds (caller's order). */
+ndf_status ndf__soft_ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const ndf_array *in, const double *coord,
+                              const double *dirs, const double *t, double lambda, int mode, ndf_array *arr,
+                              ndf_array *gin, double *gdir, double *gthr);
 
 /* ---- binary.c / binary_cuda.c: binary morphology ------------------------------------------ */
 typedef enum {
