@@ -123,6 +123,20 @@ return {
       },
     },
     {
+      name = "distance_bf",
+      file = "templates/distance_bf.cu",
+      kernels = { "ndf_bf_mark", "ndf_bf_list", "ndf_bf_dist" },
+      slots = {
+        TIN = "input element type (C name; read by ndf_bf_mark only)",
+        NSP = "spatial axes, 1..8",
+        METRIC = "0 euclidean (float64), 1 taxicab, 2 chessboard (uint32)",
+      },
+      families = {
+        { TIN = { "unsigned char", "float", "double" }, NSP = { "1", "2", "3" }, METRIC = { "0" } },
+        { TIN = { "unsigned char" }, NSP = { "2", "3", "4", "8" }, METRIC = { "0", "1", "2" } },
+      },
+    },
+    {
       name = "elementwise",
       file = "templates/elementwise.cu",
       kernels = { "ndf_elementwise" },

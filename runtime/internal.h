@@ -255,6 +255,10 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
  * chessboard (1); every spatial axis shorter than 2^29 (checked by distance.c). */
 ndf_status ndf__cdt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, int batch_dims,
                          int chess);
+/* distance_transform_bf on CUDA arrays (distance_bf_cuda.c): metric an ndf_metric (resolved),
+ * sampling one value per spatial axis (multiplied in when has_sampling); dist and idx may be NULL. */
+ndf_status ndf__bf_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, ndf_array *idx, int nb,
+                        int metric, int has_sampling, const double *sampling);
 /* ---- ecc.c / ecc_cuda.c: Euler characteristic curves ------------------------------------- */
 /* A validated call: batch and spatial axes, images, voxels per image, thresholds. */
 typedef struct ndf__ecc_call {
