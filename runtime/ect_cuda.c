@@ -310,9 +310,11 @@ ndf_status ndf__soft_ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const n
     goto done;
   }
   if (npix > 0 && nimg > 0) {
-    /* thresholds (and, backward, the pair's g) in shared memory when they fit 32 KiB */
+    /* thresholds (and, backward, the pair's g) in shared memory when they fit
+     * 20 KiB: with the kernel's static 24.4 KiB (3-D weighted) under the 48 KiB
+     * a launch may take without opting in */
     const size_t dyn_bytes = (size_t)T * (mode == 1 ? 16 : 8);
-    int smem = dyn_bytes <= 32768;
+    int smem = dyn_bytes <= 20480;
     ndf__params pb = {.n = 0};
     const CUdeviceptr p_g = mode == 1 ? (CUdeviceptr)(uintptr_t)arr->data : 0;
     const CUdeviceptr p_gu = mode == 1 && gdir ? gu : 0, p_gw = want_gw ? gw : 0;

@@ -482,7 +482,7 @@ static void draw_soft_case(tcase *c, tu_rng *r) {
     c->shape[c->batch + d] = tu_rng_chance(r, 0.1) ? tu_rng_int(r, 1, 3) : tu_rng_int(r, 1, h);
   const double mk = tu_rng_unif(r);
   c->m = mk < 0.2 ? 1 : mk < 0.35 ? 64 : tu_rng_int(r, 2, 12);
-  c->T = tu_rng_chance(r, 0.08) ? tu_rng_int(r, 2100, 2600) : tu_rng_int(r, 1, 100); /* past the shared g table */
+  c->T = tu_rng_chance(r, 0.08) ? tu_rng_int(r, 1300, 3000) : tu_rng_int(r, 1, 100); /* past the shared tables */
   c->tkind = 0;
 }
 
