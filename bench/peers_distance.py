@@ -12,7 +12,8 @@ The input is ndf_bench's: uint8 random bytes (background = the zeros, 1 in
 256).  Timing (CUDA events behind a spin kernel, rotated buffers) and the
 JSON lines are those of peers_grey.py, whose helpers this script imports.
 The cdt workloads (cdt_taxicab_..., cdt_chessboard_...: int32 distances) run
-on scipy only: cupyx has no distance_transform_cdt.
+on scipy only: cupyx has no distance_transform_cdt; nor has it distance_transform_bf
+(bf_u8_256x256_b0, euclidean float64 distances).
 TorchMorph is not packaged; it is not timed here.
 """
 import sys
@@ -34,12 +35,16 @@ WORKLOADS = [
     dict(shape=(1024, 1024), batch_dims=0, samp_idx=False, metric="chessboard"),
     dict(shape=(256, 256, 256), batch_dims=0, samp_idx=False, metric="taxicab"),
     dict(shape=(256, 256, 256), batch_dims=0, samp_idx=False, metric="chessboard"),
+    # distance_transform_bf (scipy only; cupyx has none): euclidean, float64 distances
+    dict(shape=(256, 256), batch_dims=0, samp_idx=False, bf=True),
 ]
 ROTATE_TOTAL = 512 << 20
 
 
 def wl_name(w):
     """The key shared with ndf_bench: edt_u8_1024x1024_b0, edt_u8_1024x1024_b0_samp_idx, cdt_taxicab_u8_1024x1024_b0."""
+    if w.get("bf"):
+        return "bf_u8_%s_b%d%s" % ("x".join(map(str, w["shape"])), w["batch_dims"], "_samp_idx" if w["samp_idx"] else "")
     if w.get("metric"):
         return "cdt_%s_u8_%s_b%d" % (w["metric"], "x".join(map(str, w["shape"])), w["batch_dims"])
     return "edt_u8_%s_b%d%s" % ("x".join(map(str, w["shape"])), w["batch_dims"], "_samp_idx" if w["samp_idx"] else "")
@@ -59,7 +64,8 @@ def record(w, peer, device, date):
     # 1 byte in, 8 bytes out (edt) or 4 (cdt, int32): ndf_bench's count
     b = int(np.prod(w["shape"])) * (5 if w.get("metric") else 9)
     return {"bench": "peers_distance", "peer": peer, "name": wl_name(w),
-            "op": "distance_transform_cdt" if w.get("metric") else "distance_transform_edt",
+            "op": "distance_transform_bf" if w.get("bf") else
+                  "distance_transform_cdt" if w.get("metric") else "distance_transform_edt",
             "dtype": "uint8", "shape": list(w["shape"]), "batch_dims": w["batch_dims"],
             "sampling": sampling(w), "indices": w["samp_idx"], "device": device, "date": date, "bytes": b,
             "floor_ms": b / PEAK_BYTES_PER_S * 1e3}
@@ -79,6 +85,12 @@ def run_scipy(w, host, base, human):
     import scipy
     import scipy.ndimage as ndi
     t0 = time.perf_counter()
+    if w.get("bf"):
+        ref = [ndi.distance_transform_bf(im, sampling=sampling(w), return_indices=w["samp_idx"]) for im in images(w, host)]
+        ms = (time.perf_counter() - t0) * 1e3
+        emit(dict(base, peer="scipy", device="cpu (scipy.ndimage, one thread)", version=scipy.__version__,
+                  cpu_ms=ms, runs=1), human)
+        return ref
     if w.get("metric"):
         ref = [ndi.distance_transform_cdt(im, metric=w["metric"]) for im in images(w, host)]
         ms = (time.perf_counter() - t0) * 1e3
@@ -143,7 +155,7 @@ def main():
         hosts = [rng.integers(0, 256, size=w["shape"], dtype=np.uint8) for _ in range(n_buffers(w))]
         base = record(w, None, device, date)
         ref = run_scipy(w, hosts[0], base, args.human) if "scipy" in mods and scipy_ok(w) else None
-        if "cupyx" in mods and not w.get("metric"):
+        if "cupyx" in mods and not w.get("metric") and not w.get("bf"):
             try:
                 run_cupyx(w, hosts, ref, base, args.reps, args.human, mods["cupyx"])
             except Exception as e:  # report and go on

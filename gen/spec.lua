@@ -169,6 +169,20 @@ return {
       },
     },
     {
+      name = "distance_bf",
+      file = "templates/distance_bf.cu",
+      kernels = { "ndf_bf_mark", "ndf_bf_list", "ndf_bf_dist" },
+      slots = {
+        TIN = "input element type (C name; read by ndf_bf_mark only)",
+        NSP = "spatial axes, 1..8",
+        METRIC = "0 euclidean (float64), 1 taxicab, 2 chessboard (uint32)",
+      },
+      families = {
+        { TIN = { "unsigned char", "float", "double" }, NSP = { "1", "2", "3" }, METRIC = { "0" } },
+        { TIN = { "unsigned char" }, NSP = { "2", "3", "4", "8" }, METRIC = { "0", "1", "2" } },
+      },
+    },
+    {
       name = "elementwise",
       file = "templates/elementwise.cu",
       kernels = { "ndf_elementwise" },
@@ -410,6 +424,22 @@ return {
       families = {
         { TIN = { "unsigned char", "float" }, NSP = { "2", "3" }, CONS = { "0", "1" }, WT = { "0", "1" } },
         { TIN = { "unsigned short", "double" }, NSP = { "3" }, CONS = { "1" }, WT = { "1" } },
+      },
+    },
+    {
+      name = "ect_soft",
+      file = "templates/ect_soft.cu",
+      kernels = { "ndf_ect_soft", "ndf_ect_soft_put" },
+      slots = {
+        TIN = "input element type (C name)",
+        NSP = "spatial axes, 2 or 3",
+        CONS = "0 V-construction, 1 T-construction",
+        WT = "1: weighted (the image values weight the cells), 0: binary",
+        FAST = "1: the sigmoid in float (__expf), 0: in double (the CPU's arithmetic)",
+      },
+      families = {
+        { TIN = { "unsigned char", "float" }, NSP = { "2", "3" }, CONS = { "0", "1" }, WT = { "0", "1" }, FAST = { "0" } },
+        { TIN = { "unsigned short", "double" }, NSP = { "2", "3" }, CONS = { "1" }, WT = { "1" }, FAST = { "0", "1" } },
       },
     },
     {

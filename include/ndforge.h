@@ -857,7 +857,11 @@ NDF_API ndf_status ndf_ect_thresholds(ndf_ctx *ctx, const ndf_array *input, cons
  * (batch..., m, T).  grad_input (may be NULL): float32/float64 of the input's
  * shape; grad_directions (may be NULL): float64 (m, nsp); grad_thresholds
  * (may be NULL): float64 (T,); gradients are summed over the batch where
- * shared.  CPU arrays only; O(N m T).
+ * shared.  O(N m T).  Backends: CPU and CUDA (input, output / grad_output
+ * and grad_input on the context's device; directions, thresholds,
+ * grad_directions and grad_thresholds host arrays; backward synchronizes to
+ * return the latter two): to rounding (sums in another order; with
+ * NDF_SOFT_ECT_FAST=1 the CUDA sigmoid runs in float, ~1e-6 relative).
  */
 typedef struct ndf_soft_ect_options {
   ndf_ecc_construction construction;

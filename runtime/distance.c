@@ -210,9 +210,6 @@ static ndf_status check_call(ndf_ctx *ctx, dist_op op, const char *name, const n
     return ndf__argerror(ctx, name, "indices", "overlaps distances");
   if ((s = ndf__check_device(ctx, name, in)) != NDF_OK) return s;
   if (in->device == NDF_DEVICE_CUDA) {
-    if (op == OP_BF)
-      return ndf__error(ctx, NDF_ENOTSUP, "%s: CUDA arrays are not supported yet (bf runs on the CPU backend in "
-                        "this version)", name);
     if (op == OP_CDT && idx)
       return ndf__error(ctx, NDF_ENOTSUP, "%s: indices (return_indices) on CUDA arrays are not supported: cdt's "
                         "feature transform runs on the CPU backend only (CUDA computes distances)", name);
@@ -785,7 +782,11 @@ static ndf_status run(ndf_ctx *ctx, dist_op op, const char *name, const ndf_arra
         s = cdt_cpu(ctx, &c, in, dist, idx);
       }
       break;
-    case OP_BF: s = bf_cpu(ctx, &c, in, dist, idx); break;
+    case OP_BF:
+      s = in->device == NDF_DEVICE_CUDA
+              ? ndf__bf_cuda(ctx, name, in, dist, idx, c.nb, (int)c.metric, c.has_sampling, c.sampling)
+              : bf_cpu(ctx, &c, in, dist, idx);
+      break;
   }
   free(c.structure);
   return s;

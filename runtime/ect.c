@@ -14,7 +14,7 @@
  *
  * Work is split over (image, direction) pairs: one thread runs one pair over
  * every row of its image.  CUDA arrays: exact and weighted ECT in ect_cuda.c
- * (templates/ect.cu); the soft ECT is NDF_ENOTSUP on CUDA in this version.
+ * (templates/ect.cu), the soft ECT too (templates/ect_soft.cu).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -646,13 +646,15 @@ static ndf_status check_soft(ndf_ctx *ctx, const char *name, const ndf_array *in
     if (!isfinite(ndf__ecc_value_at(thr, k * thr->strides[0])))
       return ndf__argerror(ctx, name, "thresholds", "thresholds[%lld] is not finite", (long long)k);
   if ((s = check_curve_array(ctx, c, in, arr, arg, NDF_FLOAT64)) != NDF_OK) return s;
-  if (in->device == NDF_DEVICE_CUDA)
-    return ndf__error(ctx, NDF_ENOTSUP, "%s: CUDA arrays are not supported yet (the soft Euler characteristic transform "
-                      "runs on the CPU backend in this version)", name);
+  /* CUDA input: output / grad_output and grad_input on its device; the
+   * directions, thresholds and their gradients are host arrays */
+  const int dev = in->device == NDF_DEVICE_CUDA;
+  if (dev && (s = ndf__check_device(ctx, name, in)) != NDF_OK) return s;
   if (ndf_array_size(in) > 0 && !in->data) return ndf__argerror(ctx, name, "input", "NULL data");
-  if (arr->device != NDF_DEVICE_CPU || (ndf_array_size(arr) > 0 && !arr->data))
-    return ndf__argerror(ctx, name, arg, "must be a CPU array with data");
-  if (ndf_array_size(arr) > 0 && (!ndf__layout_is_proper(arr) || ndf__arrays_overlap(arr, in) || ndf__arrays_overlap(arr, dirs)))
+  if (arr->device != in->device || arr->device_id != in->device_id || (ndf_array_size(arr) > 0 && !arr->data))
+    return ndf__argerror(ctx, name, arg, "must be an array with data on the input's device");
+  if (ndf_array_size(arr) > 0 && (!ndf__layout_is_proper(arr) || ndf__arrays_overlap(arr, in) ||
+                                  (!dev && ndf__arrays_overlap(arr, dirs))))
     return ndf__argerror(ctx, name, arg, "overlaps itself, the input or the directions");
   if (gin) {
     if (gin->dtype != NDF_FLOAT32 && gin->dtype != NDF_FLOAT64)
@@ -660,10 +662,10 @@ static ndf_status check_soft(ndf_ctx *ctx, const char *name, const ndf_array *in
     if (gin->ndim != in->ndim) return ndf__argerror(ctx, name, "grad_input", "rank differs from the input's");
     for (int d = 0; d < in->ndim; d++)
       if (gin->shape[d] != in->shape[d]) return ndf__argerror(ctx, name, "grad_input", "shape[%d] differs from the input's", d);
-    if (gin->device != NDF_DEVICE_CPU || (ndf_array_size(gin) > 0 && !gin->data))
-      return ndf__argerror(ctx, name, "grad_input", "must be a CPU array with data");
+    if (gin->device != in->device || gin->device_id != in->device_id || (ndf_array_size(gin) > 0 && !gin->data))
+      return ndf__argerror(ctx, name, "grad_input", "must be an array with data on the input's device");
     if (ndf_array_size(gin) > 0 && (!ndf__layout_is_proper(gin) || ndf__arrays_overlap(gin, in) ||
-                                    ndf__arrays_overlap(gin, arr) || ndf__arrays_overlap(gin, dirs)))
+                                    ndf__arrays_overlap(gin, arr) || (!dev && ndf__arrays_overlap(gin, dirs))))
       return ndf__argerror(ctx, name, "grad_input", "overlaps itself, the input, the directions or %s", arg);
   }
   if (gdir) {
@@ -671,7 +673,7 @@ static ndf_status check_soft(ndf_ctx *ctx, const char *name, const ndf_array *in
         gdir->device != NDF_DEVICE_CPU || !gdir->data)
       return ndf__argerror(ctx, name, "grad_directions", "must be a CPU float64 array of shape (%lld, %d)",
                            (long long)c->m, c->nsp);
-    if (!ndf__layout_is_proper(gdir) || ndf__arrays_overlap(gdir, dirs) || ndf__arrays_overlap(gdir, arr))
+    if (!ndf__layout_is_proper(gdir) || ndf__arrays_overlap(gdir, dirs) || (!dev && ndf__arrays_overlap(gdir, arr)))
       return ndf__argerror(ctx, name, "grad_directions", "overlaps itself, the directions or %s", arg);
   }
   if (gthr) {
@@ -821,6 +823,46 @@ done:
   return st;
 }
 
+/* CUDA (ect_soft.cu via ect_cuda.c): the host prepares coordinates, thresholds and directions
+ * as for the CPU; the gradients of the (host) directions and thresholds come back to the host. */
+static ndf_status soft_cuda(ndf_ctx *ctx, const ect_call *c, const ndf_array *in, const ndf_array *dirs,
+                            const ndf_array *thr, ndf_array *arr, ndf_array *gin, ndf_array *gdir, ndf_array *gthr,
+                            double lam, int mode) {
+  const int64_t T = c->T, m = c->m;
+  const int nsp = c->nsp;
+  const double *coord[3];
+  double *cbuf = alloc_coords(c, coord);
+  double *t = malloc((size_t)T * sizeof *t);
+  double *du = malloc((size_t)m * nsp * sizeof *du);
+  double *gd = malloc((size_t)m * nsp * sizeof *gd);
+  double *gt = malloc((size_t)T * sizeof *gt);
+  ndf_status st = NDF_OK;
+  if (!cbuf || !t || !du || !gd || !gt) st = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
+  if (st == NDF_OK) st = check_heights(ctx, c, dirs, coord);
+  if (st == NDF_OK) {
+    for (int64_t k = 0; k < T; k++) t[k] = ndf__ecc_value_at(thr, k * thr->strides[0]);
+    for (int64_t j = 0; j < m; j++)
+      for (int d = 0; d < nsp; d++) du[j * nsp + d] = dir_at(dirs, j, d);
+    ndf__ect_cuda_call cc = {c->name, c->nb, c->nsp, c->cons, c->weighted, c->nimg, c->npix, c->m, c->T,
+                             {c->sshape[0], c->sshape[1], c->sshape[2]}};
+    st = ndf__soft_ect_cuda(ctx, &cc, in, cbuf, du, t, lam, mode, arr, gin && ndf_array_size(gin) > 0 ? gin : NULL,
+                            mode == 1 && gdir ? gd : NULL, mode == 1 && gthr ? gt : NULL);
+  }
+  if (st == NDF_OK && mode == 1) {
+    if (gthr)
+      for (int64_t k = 0; k < T; k++) ((double *)gthr->data)[k * gthr->strides[0]] = gt[k];
+    if (gdir)
+      for (int64_t j = 0; j < m; j++)
+        for (int d = 0; d < nsp; d++) ((double *)gdir->data)[j * gdir->strides[0] + d * gdir->strides[1]] = gd[j * nsp + d];
+  }
+  free(cbuf);
+  free(t);
+  free(du);
+  free(gd);
+  free(gt);
+  return st;
+}
+
 ndf_status ndf_soft_ect_forward(ndf_ctx *ctx, const ndf_array *input, const ndf_array *directions,
                                 const ndf_array *thresholds, ndf_array *output, const ndf_soft_ect_options *opt) {
   const char *name = "ndf_soft_ect_forward";
@@ -831,6 +873,8 @@ ndf_status ndf_soft_ect_forward(ndf_ctx *ctx, const ndf_array *input, const ndf_
   if (s != NDF_OK) return s;
   if ((s = check_values(ctx, &c, input)) != NDF_OK) return s;
   if (ndf_array_size(output) == 0) return NDF_OK;
+  if (input->device == NDF_DEVICE_CUDA)
+    return soft_cuda(ctx, &c, input, directions, thresholds, output, NULL, NULL, NULL, opt->lambda, 0);
   return soft_run(ctx, &c, input, directions, thresholds, output, NULL, NULL, NULL, opt->lambda, 0);
 }
 
@@ -846,6 +890,9 @@ ndf_status ndf_soft_ect_backward(ndf_ctx *ctx, const ndf_array *input, const ndf
                             grad_directions, grad_thresholds, opt, &c);
   if (s != NDF_OK) return s;
   if ((s = check_values(ctx, &c, input)) != NDF_OK) return s;
+  if (input->device == NDF_DEVICE_CUDA)
+    return soft_cuda(ctx, &c, input, directions, thresholds, (ndf_array *)grad_output, grad_input, grad_directions,
+                     grad_thresholds, opt->lambda, 1);
   return soft_run(ctx, &c, input, directions, thresholds, (ndf_array *)grad_output, grad_input, grad_directions,
                   grad_thresholds, opt->lambda, 1);
 }

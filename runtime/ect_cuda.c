@@ -181,3 +181,211 @@ done:
   free(perm);
   return s;
 }
+
+/* ---- soft ECT ----------------------------------------------------------------------------------- */
+
+static ndf_status get_soft_fn(ndf_ctx *ctx, const char *name, const char *kernel, ndf_dtype dt, int nsp, int cons,
+                              int wt, int fast, CUfunction *fn) {
+  ndf__kernel_req r;
+  ndf__req_init(&r, "ect_soft", kernel);
+  ndf__req_set(&r, "TIN", "%s", ndf__dtype_ctype(dt));
+  ndf__req_set(&r, "NSP", "%d", nsp);
+  ndf__req_set(&r, "CONS", "%d", cons);
+  ndf__req_set(&r, "WT", "%d", wt);
+  ndf__req_set(&r, "FAST", "%d", fast);
+  return ndf__jit_get(ctx, name, &r, fn);
+}
+
+/* The sigmoid in float (NDF_SOFT_ECT_FAST=1) or double (default, the CPU's arithmetic). */
+static int soft_fast(void) {
+  const char *e = getenv("NDF_SOFT_ECT_FAST");
+  return e && e[0] == '1';
+}
+
+static ndf_status put_launch(ndf_ctx *ctx, const char *name, CUfunction fn, int what, CUdeviceptr acc, CUdeviceptr gu,
+                             CUdeviceptr gw, CUdeviceptr out, const ndf_array *dst, const ndf__ect_cuda_call *c) {
+  ndf__params pb = {.n = 0};
+  const int nb = c->nb, nsp = c->nsp;
+  int64_t nimg = c->nimg, m = c->m, T = c->T, ns = nsp, dstep = 0, kstep = 0;
+  int64_t nz = nsp == 3 ? c->sshape[0] : 1, ny = c->sshape[nsp - 2], nx = c->sshape[nsp - 1], gsz = 0, gsy = 0, gsx = 0;
+  int i_nb = what == 1 ? 0 : nb, i_what = what, f32 = dst && dst->dtype == NDF_FLOAT32;
+  CUdeviceptr gin = 0;
+  if (what == 0) {
+    out = (CUdeviceptr)(uintptr_t)dst->data;
+    dstep = dst->strides[nb];
+    kstep = dst->strides[nb + 1];
+  } else if (what == 2) {
+    gin = (CUdeviceptr)(uintptr_t)dst->data;
+    gsz = nsp == 3 ? dst->strides[nb] : 0;
+    gsy = dst->strides[nb + nsp - 2];
+    gsx = dst->strides[nb + nsp - 1];
+  }
+  NDF__PUT(&pb, acc);
+  NDF__PUT(&pb, gu);
+  NDF__PUT(&pb, gw);
+  NDF__PUT(&pb, out);
+  NDF__PUT(&pb, gin);
+  NDF__PUT(&pb, nimg);
+  NDF__PUT(&pb, m);
+  NDF__PUT(&pb, T);
+  NDF__PUT(&pb, ns);
+  NDF__PUT(&pb, dstep);
+  NDF__PUT(&pb, kstep);
+  NDF__PUT(&pb, nz);
+  NDF__PUT(&pb, ny);
+  NDF__PUT(&pb, nx);
+  NDF__PUT(&pb, gsz);
+  NDF__PUT(&pb, gsy);
+  NDF__PUT(&pb, gsx);
+  NDF__PUT(&pb, i_nb);
+  NDF__PUT(&pb, i_what);
+  NDF__PUT(&pb, f32);
+  for (int a = 0; a < NDF_MAX_NDIM; a++) {
+    int64_t v = a < i_nb ? dst->shape[a] : 0;
+    NDF__PUT(&pb, v);
+  }
+  for (int a = 0; a < NDF_MAX_NDIM; a++) {
+    int64_t v = a < i_nb ? dst->strides[a] : 0;
+    NDF__PUT(&pb, v);
+  }
+  const int64_t n = what == 0 ? nimg * m * T : what == 1 ? T + m * nsp : nimg * c->npix;
+  if (n <= 0) return NDF_OK;
+  return ndf__launch(ctx, name, fn, ndf__grid(ctx, (n + 255) / 256, 8), 256, 1, 0, pb.b);
+}
+
+ndf_status ndf__soft_ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const ndf_array *in, const double *coord,
+                              const double *dirs, const double *t, double lambda, int mode, ndf_array *arr,
+                              ndf_array *gin, double *gdir, double *gthr) {
+  ndf_status s = ndf__ctx_bind(ctx);
+  if (s != NDF_OK) return s;
+  const int64_t T = c->T, nimg = c->nimg, m = c->m, npix = c->npix;
+  const int nsp = c->nsp, nb = c->nb, wt = c->weighted, fast = soft_fast();
+  CUfunction fs, fp;
+  if ((s = get_soft_fn(ctx, c->name, "ndf_ect_soft", in->dtype, nsp, c->cons, wt, fast, &fs)) != NDF_OK) return s;
+  if ((s = get_soft_fn(ctx, c->name, "ndf_ect_soft_put", NDF_FLOAT32, 2, 0, 0, 0, &fp)) != NDF_OK) return s;
+
+  /* geometry as ndf__ect_cuda */
+  int64_t nz, ny, nx, sz, sy, sx;
+  if (nsp == 3) {
+    nz = c->sshape[0], ny = c->sshape[1], nx = c->sshape[2];
+    sz = in->strides[nb], sy = in->strides[nb + 1], sx = in->strides[nb + 2];
+  } else {
+    nz = 1, ny = c->sshape[0], nx = c->sshape[1];
+    sz = 0, sy = in->strides[nb], sx = in->strides[nb + 1];
+  }
+  const int TX = nsp == 3 ? 8 : 16, TY = nsp == 3 ? 8 : 16, TZ = nsp == 3 ? 4 : 1;
+  const int64_t ntx = (nx + TX - 1) / TX, nty = (ny + TY - 1) / TY, ntz = (nz + TZ - 1) / TZ;
+  const int64_t per_group = nimg * ntx * nty * ntz;
+  const int64_t target = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) * 8;
+  int64_t ngroups = per_group > 0 ? (target + per_group - 1) / per_group : 1;
+  if (ngroups > m) ngroups = m;
+  if (ngroups < 1) ngroups = 1;
+  const int64_t G = (m + ngroups - 1) / ngroups;
+  ngroups = (m + G - 1) / G;
+  const int64_t items = per_group * ngroups;
+  if (items > 0x7fffffff)
+    return ndf__error(ctx, NDF_ENOTSUP, "%s: the input is too large for one launch (%lld blocks)", c->name,
+                      (long long)items);
+  int64_t ncoord = 0;
+  for (int d = 0; d < nsp; d++) ncoord += c->sshape[d];
+  const int want_gw = mode == 1 && gin && wt && npix > 0;
+  /* scratch: acc [nimg][m][T], gu [nimg][m][nsp], gw [nimg][npix], reduced [T + m nsp], ts, coords, dirs */
+#define A256(x) (((size_t)(x) + 255) & ~(size_t)255)
+  const size_t acc_b = A256((size_t)nimg * m * T * 8), gu_b = A256((size_t)nimg * m * nsp * 8),
+               gw_b = want_gw ? A256((size_t)nimg * npix * 8) : 0, red_b = A256((size_t)(T + m * nsp) * 8),
+               ts_b = A256((size_t)T * 8), c_b = A256((size_t)(ncoord > 0 ? ncoord : 1) * 8),
+               d_b = A256((size_t)m * nsp * 8);
+#undef A256
+  CUdeviceptr scratch = 0;
+  if ((s = ndf__scratch_alloc(ctx, acc_b + gu_b + gw_b + red_b + ts_b + c_b + d_b, &scratch)) != NDF_OK) return s;
+  const CUdeviceptr acc = scratch, gu = acc + acc_b, gw = gu + gu_b, red = gw + gw_b, d_ts = red + red_b,
+                    d_coord = d_ts + ts_b, d_dirs = d_coord + c_b;
+  const ndf__cu_api *cu = ndf__cu(NULL);
+  CUresult r = cu->cuMemsetD8Async(acc, 0, acc_b + gu_b + gw_b, ctx->stream);
+  if (r == CUDA_SUCCESS) r = cu->cuMemcpyHtoDAsync(d_ts, t, (size_t)T * 8, ctx->stream);
+  if (r == CUDA_SUCCESS && ncoord > 0) r = cu->cuMemcpyHtoDAsync(d_coord, coord, (size_t)ncoord * 8, ctx->stream);
+  if (r == CUDA_SUCCESS) r = cu->cuMemcpyHtoDAsync(d_dirs, dirs, (size_t)m * nsp * 8, ctx->stream);
+  if (r != CUDA_SUCCESS) {
+    s = ndf__cuda_error(ctx, c->name, r);
+    goto done;
+  }
+  if (npix > 0 && nimg > 0) {
+    /* thresholds (and, backward, the pair's g) in shared memory when they fit
+     * 20 KiB: with the kernel's static 24.4 KiB (3-D weighted) under the 48 KiB
+     * a launch may take without opting in */
+    const size_t dyn_bytes = (size_t)T * (mode == 1 ? 16 : 8);
+    int smem = dyn_bytes <= 20480;
+    ndf__params pb = {.n = 0};
+    const CUdeviceptr p_g = mode == 1 ? (CUdeviceptr)(uintptr_t)arr->data : 0;
+    const CUdeviceptr p_gu = mode == 1 && gdir ? gu : 0, p_gw = want_gw ? gw : 0;
+    int64_t tt = T, mm = m, gg = G, ng = ngroups, ni = nimg;
+    int64_t gdstep = mode == 1 ? arr->strides[nb] : 0, gkstep = mode == 1 ? arr->strides[nb + 1] : 0;
+    int i_nb = nb, i_mode = mode, want_gt = mode == 1 && gthr != NULL;
+    NDF__PUT(&pb, in->data);
+    NDF__PUT(&pb, d_coord);
+    NDF__PUT(&pb, d_dirs);
+    NDF__PUT(&pb, d_ts);
+    NDF__PUT(&pb, p_g);
+    NDF__PUT(&pb, acc);
+    NDF__PUT(&pb, p_gu);
+    NDF__PUT(&pb, p_gw);
+    NDF__PUT(&pb, lambda);
+    NDF__PUT(&pb, tt);
+    NDF__PUT(&pb, mm);
+    NDF__PUT(&pb, gg);
+    NDF__PUT(&pb, ng);
+    NDF__PUT(&pb, ni);
+    NDF__PUT(&pb, ntx);
+    NDF__PUT(&pb, nty);
+    NDF__PUT(&pb, ntz);
+    NDF__PUT(&pb, nz);
+    NDF__PUT(&pb, ny);
+    NDF__PUT(&pb, nx);
+    NDF__PUT(&pb, sz);
+    NDF__PUT(&pb, sy);
+    NDF__PUT(&pb, sx);
+    NDF__PUT(&pb, gdstep);
+    NDF__PUT(&pb, gkstep);
+    NDF__PUT(&pb, i_nb);
+    NDF__PUT(&pb, i_mode);
+    NDF__PUT(&pb, want_gt);
+    NDF__PUT(&pb, smem);
+    for (int a = 0; a < NDF_MAX_NDIM; a++) {
+      int64_t v = a < nb ? in->shape[a] : 0;
+      NDF__PUT(&pb, v);
+    }
+    for (int a = 0; a < NDF_MAX_NDIM; a++) {
+      int64_t v = a < nb ? in->strides[a] : 0;
+      NDF__PUT(&pb, v);
+    }
+    for (int a = 0; a < NDF_MAX_NDIM; a++) {
+      int64_t v = a < nb && mode == 1 ? arr->strides[a] : 0;
+      NDF__PUT(&pb, v);
+    }
+    s = ndf__launch(ctx, c->name, fs, (unsigned)items, 256, 1, smem ? (unsigned)dyn_bytes : 0, pb.b);
+    if (s != NDF_OK) goto done;
+  }
+  if (mode == 0) {
+    s = put_launch(ctx, c->name, fp, 0, acc, 0, 0, 0, arr, c);
+  } else {
+    if (gin && ndf_array_size(gin) > 0) s = put_launch(ctx, c->name, fp, 2, acc, 0, want_gw ? gw : 0, 0, gin, c);
+    if (s == NDF_OK && (gdir || gthr)) {
+      s = put_launch(ctx, c->name, fp, 1, acc, gdir ? gu : 0, 0, red, NULL, c);
+      double *h = s == NDF_OK ? malloc((size_t)(T + m * nsp) * 8) : NULL;
+      if (s == NDF_OK && !h) s = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
+      if (s == NDF_OK) {
+        r = cu->cuMemcpyDtoHAsync(h, red, (size_t)(T + m * nsp) * 8, ctx->stream);
+        if (r == CUDA_SUCCESS) r = cu->cuStreamSynchronize(ctx->stream);
+        if (r != CUDA_SUCCESS) s = ndf__cuda_error(ctx, c->name, r);
+      }
+      if (s == NDF_OK) {
+        if (gthr) memcpy(gthr, h, (size_t)T * 8);
+        if (gdir) memcpy(gdir, h + T, (size_t)m * nsp * 8);
+      }
+      free(h);
+    }
+  }
+done:
+  ndf__scratch_free(ctx, scratch);
+  return s;
+}

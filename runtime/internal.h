@@ -257,6 +257,10 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
  * chessboard (1); every spatial axis shorter than 2^29 (checked by distance.c). */
 ndf_status ndf__cdt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, int batch_dims,
                          int chess);
+/* distance_transform_bf on CUDA arrays (distance_bf_cuda.c): metric an ndf_metric (resolved),
+ * sampling one value per spatial axis (multiplied in when has_sampling); dist and idx may be NULL. */
+ndf_status ndf__bf_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, ndf_array *idx, int nb,
+                        int metric, int has_sampling, const double *sampling);
 /* ---- ecc.c / ecc_cuda.c: Euler characteristic curves ------------------------------------- */
 /* A validated call: batch and spatial axes, images, voxels per image, thresholds. */
 typedef struct ndf__ecc_call {
@@ -296,6 +300,12 @@ typedef struct ndf__ect_cuda_call {
  * t: the T thresholds (caller's order; uniform: evenly spaced); out (batch..., m, T) on the device. */
 ndf_status ndf__ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const ndf_array *in, ndf_array *out,
                          const double *coord, const double *dirs, const double *t, int uniform);
+/* Soft ECT on CUDA (ect_soft.cu): mode 0 forward into arr (device); mode 1 backward from arr (grad_output,
+ * device) into gin (device, may be NULL) and the host buffers gdir (m x nsp) / gthr (T) (may be NULL).
+ * t: the T thresholds (caller's order). */
+ndf_status ndf__soft_ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const ndf_array *in, const double *coord,
+                              const double *dirs, const double *t, double lambda, int mode, ndf_array *arr,
+                              ndf_array *gin, double *gdir, double *gthr);
 
 /* ---- binary.c / binary_cuda.c: binary morphology ------------------------------------------ */
 typedef enum {

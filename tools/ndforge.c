@@ -729,13 +729,13 @@ static const op_def ops[] = {
      NULL, "structure1 fits in the input, structure2 outside it", 0},
     {"label", LABEL_OPTS, OPF_LABEL, call_label, NULL, NULL,
      "number the connected features 1..N (prints num_features)", 0},
-    /* bf: CPU only in this version (drop OPF_CPU_ONLY when its CUDA path lands); cdt: CUDA for
+    /* bf: CUDA too (the brute force, bit for bit the CPU's); cdt: CUDA for
      * distances with taxicab / chessboard, --device auto picks the CPU for --indices or --structure. */
     {"distance_transform_edt", EDT_OPTS, OPF_DISTANCE, call_edt, NULL, NULL,
      "exact Euclidean distance to the nearest zero (float64; --indices)", 0},
     {"distance_transform_cdt", CDT_OPTS, OPF_DISTANCE, call_cdt, NULL, NULL,
      "chamfer distance, chessboard/taxicab or --structure (int32, -1 unreachable)", 0},
-    {"distance_transform_bf", BF_OPTS, OPF_DISTANCE | OPF_CPU_ONLY, call_bf, NULL, NULL,
+    {"distance_transform_bf", BF_OPTS, OPF_DISTANCE, call_bf, NULL, NULL,
      "brute-force distance (float64 euclidean, uint32 taxicab/chessboard)", 0},
 };
 #define NOPS (sizeof ops / sizeof ops[0])
@@ -944,7 +944,7 @@ static void run_help(void) {
   printf("distance transforms (zero input is the background; OUTPUT gets the distances in\n"
          "scipy's dtype, --indices FILE the nearest background coordinates, int32 of shape\n"
          "(rank,) + shape per image; edt runs on CUDA too, cdt too for taxicab/chessboard\n"
-         "distances without --indices, bf on the CPU only):\n");
+         "distances without --indices, bf too):\n");
   for (size_t i = 0; i < NOPS; i++)
     if (ops[i].flags & OPF_DISTANCE) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
   printf("\nThe composite ops (opening to black_tophat) use the element, mode, cval and\n"
@@ -1425,7 +1425,7 @@ static int cmd_cache(int argc, char **argv) {
         errorf("'%s' has no GPU kernels to warm (it runs on the CPU in this version)", op->name);
         return EXIT_USAGE;
       }
-      if ((op->flags & (OPF_BINARY | OPF_LABEL)) || op->call == call_cdt) {
+      if ((op->flags & (OPF_BINARY | OPF_LABEL)) || op->call == call_cdt || op->call == call_bf) {
         errorf("'%s' cannot be warmed in this version (its few small kernels compile on first use)", op->name);
         return EXIT_USAGE;
       }
