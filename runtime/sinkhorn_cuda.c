@@ -11,8 +11,9 @@
  * n is small enough that n * CL blocks (CL = 2, 4 or 8) fit the SMs, those
  * grids use templates/sinkhorn_cluster.cu instead: one thread-block cluster
  * of CL blocks per pair, the rows split between the blocks, the column pass
- * exchanged through distributed shared memory ($NDF_SINKHORN_CLUSTER=0
- * forces one block per pair, =2/4/8 forces that cluster size, =1 runs that
+ * exchanged through distributed shared memory ($NDF_SINKHORN_CLUSTER unset,
+ * empty or "auto": this choice; =0 forces one block per pair (the run-time
+ * off switch), =2/4/8 forces that cluster size, =1 runs that
  * kernel with one block of 32 * N0 threads per pair and no cluster: float
  * only, a measurement point against sinkhorn_grid2.cu).  If the
  * cluster kernel cannot be compiled or launched, the solver falls back to
@@ -49,8 +50,9 @@ struct ndf__sk_cuda {
   int f32, log_domain, kind, nsp;
   int use_smem;
   int grid2; /* templates/sinkhorn_grid2.cu (2-D grid L^p, at most 32 x 32) */
-  int cl;    /* > 0: templates/sinkhorn_cluster.cu with clusters of cl blocks of nt threads (fn) */
+  int cl;    /* > 0: templates/sinkhorn_cluster.cu with clusters of cl blocks of nt threads (fncl) */
   unsigned nt;
+  CUfunction fncl; /* the cluster kernel; fn then stays NULL until a fallback compiles sinkhorn_grid2.cu */
   int cl_forced; /* $NDF_SINKHORN_CLUSTER chose cl: no silent fallback (tests see failures) */
   unsigned smem;
   int64_t shape[NDF_MAX_SPATIAL], stride[NDF_MAX_SPATIAL], axoff[NDF_MAX_SPATIAL], wofs, axlen;
@@ -204,7 +206,8 @@ ndf_status ndf__sk_cuda_create(ndf_ctx *ctx, const ndf_sinkhorn_options *opt, co
   if (g->grid2 && ctx->cc_major >= 9) {
     const char *ce = getenv("NDF_SINKHORN_CLUSTER");
     const int sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
-    if (ce && ce[0]) {
+    if (ce && ce[0] && strcmp(ce, "auto") != 0) { /* unset, empty or "auto": the choice below */
+      /* 0 (or anything else): off, one block per pair (sinkhorn_grid2.cu) */
       const int v = atoi(ce);
       /* 1 (float only): the same kernel with one 32 * N0-thread block per pair, no cluster (a comparison point) */
       g->cl = ((v == 2 || v == 4 || v == 8) && v <= g->shape[0]) || (v == 1 && g->f32) ? v : 0;
@@ -223,13 +226,19 @@ ndf_status ndf__sk_cuda_create(ndf_ctx *ctx, const ndf_sinkhorn_options *opt, co
     ndf__req_set(&req, "N0", "%d", (int)g->shape[0]);
     ndf__req_set(&req, "N1", "%d", (int)g->shape[1]);
     ndf__req_set(&req, "CL", "%d", g->cl);
-    if ((s = ndf__jit_get(ctx, OP_CREATE, &req, &g->fn)) != NDF_OK) { /* e.g. an NVRTC without sm_90 */
+    if ((s = ndf__jit_get(ctx, OP_CREATE, &req, &g->fncl)) != NDF_OK) { /* e.g. an NVRTC without sm_90 */
       if (g->cl_forced) goto fail;
       ndf__clear_error(ctx);
       g->cl = 0;
+      g->fncl = NULL;
     }
   }
-  if (g->grid2 && !g->cl) {
+  /* fn: the one-block-per-pair kernel (grid2 or generic), not compiled when
+   * the cluster kernel serves this solver (it is launched from fncl only: fn
+   * and fncl differ in grid, block and shared-memory geometry). */
+  if (g->cl) {
+    /* nothing: cluster_fallback compiles sinkhorn_grid2.cu if the cluster launch fails */
+  } else if (g->grid2) {
     ndf__req_init(&req, "sinkhorn_grid2", "ndf_sinkhorn_grid2");
     ndf__req_set(&req, "T", "%s", g->f32 ? "float" : "double");
     ndf__req_set(&req, "LOGD", "%d", g->log_domain);
@@ -448,7 +457,9 @@ static ndf_status dense_run(ndf__sk_cuda *g) {
 }
 
 /* The cluster kernel would not launch (no cluster support, too few SMs for
- * a cluster, ...): compile sinkhorn_grid2.cu and use it from now on. */
+ * a cluster, ...): compile sinkhorn_grid2.cu into fn and use it from now on
+ * (the solver's state was set up for grid2: static shared memory, no
+ * workspace, so fn then runs with the usual n blocks of SK_THREADS). */
 static ndf_status cluster_fallback(ndf__sk_cuda *g) {
   ndf__kernel_req req;
   ndf__req_init(&req, "sinkhorn_grid2", "ndf_sinkhorn_grid2");
@@ -457,7 +468,10 @@ static ndf_status cluster_fallback(ndf__sk_cuda *g) {
   ndf__req_set(&req, "N0", "%d", (int)g->shape[0]);
   ndf__req_set(&req, "N1", "%d", (int)g->shape[1]);
   ndf_status s = ndf__jit_get(g->ctx, OP_SOLVE, &req, &g->fn);
-  if (s == NDF_OK) g->cl = 0;
+  if (s == NDF_OK) {
+    g->cl = 0;
+    g->fncl = NULL;
+  }
   return s;
 }
 
@@ -479,12 +493,16 @@ ndf_status ndf__sk_cuda_solve(ndf__sk_cuda *g, const double *A, const double *B,
       put_params(g, &pb);
       if (cl) {
         void *args[] = {pb.b};
-        CUresult rl = cu->cuLaunchKernel(g->fn, (unsigned)(g->n * cl), 1, 1, g->nt, 1, 1, 0, ctx->stream, args, NULL);
+        if (!g->fncl || !g->grid2 || g->smem != 0 || g->nt != (unsigned)(32 * ((g->shape[0] + cl - 1) / cl)))
+          return ndf__error(ctx, NDF_EINTERNAL, "%s: the cluster kernel's set-up is inconsistent", OP_SOLVE);
+        CUresult rl = cu->cuLaunchKernel(g->fncl, (unsigned)(g->n * cl), 1, 1, g->nt, 1, 1, 0, ctx->stream, args, NULL);
         if (rl != CUDA_SUCCESS && g->cl_forced) return ndf__cuda_error(ctx, OP_SOLVE ": cluster launch", rl);
         if (rl != CUDA_SUCCESS) {
           if ((s = cluster_fallback(g)) != NDF_OK) return s;
           continue;
         }
+      } else if (!g->fn) {
+        return ndf__error(ctx, NDF_EINTERNAL, "%s: no kernel", OP_SOLVE);
       } else if ((s = ndf__launch(ctx, OP_SOLVE, g->fn, (unsigned)g->n, SK_THREADS, 1, g->smem, pb.b)) != NDF_OK) {
         return s;
       }
