@@ -397,8 +397,9 @@ static void test_gpu_rank_tile(void **state) {
   assert_int_equal(failed, 0);
 }
 
-/* The 3x3 median by sorted rows (the default for 3x3 boxes) and, with
- * $NDF_RANK_MED3=0, the generated network: every dtype, mode and NaN policy,
+/* The 3x3 median by sorted rows (the default for 3x3 boxes: ALGO 3, the tile
+ * load unrolled), with $NDF_RANK_MED3=1 ALGO 2 (the generic tile load) and
+ * with $NDF_RANK_MED3=0 the generated network: every dtype, mode and NaN policy,
  * heavy ties, 2-D, batched 3x3 and a 1x3x3 window of a 3-D array. */
 static void test_gpu_rank_median3(void **state) {
   gpu_state *s = *state;
@@ -406,17 +407,19 @@ static void test_gpu_rank_median3(void **state) {
   tu_rng r;
   tu_rng_seed(&r, s->seed + 7);
   /* Every case is a kernel of its own: every dtype runs every variant, the
-   * mode rotating so that each variant meets every mode (24 kernels), and the
-   * network runs three of them (the network is also covered by the random
-   * cases), not the 240 of the full product. */
+   * mode rotating so that each variant meets every mode (24 kernels); the
+   * network ($NDF_RANK_MED3=0, also covered by the random cases) and ALGO 2
+   * (=1, the sorted rows without the unrolled tile load) run three each: 30,
+   * not the 240 of the full product. */
   int failed = 0;
   long k = 0;
-  for (int net = 0; net < 2; net++) {
-    if (net) setenv("NDF_RANK_MED3", "0", 1);
+  for (int net = 0; net < 3; net++) {
+    if (net) setenv("NDF_RANK_MED3", net == 1 ? "0" : "1", 1);
     for (int dt = NDF_UINT8; dt <= NDF_FLOAT64; dt++)
       for (int v = 0; v < 3; v++) {
         const int m = (dt + v) % NDF_MODE_COUNT;
-        if (net && dt != (v == 0 ? NDF_FLOAT32 : v == 1 ? NDF_FLOAT64 : NDF_UINT16)) continue;
+        if (net == 1 && dt != (v == 0 ? NDF_FLOAT32 : v == 1 ? NDF_FLOAT64 : NDF_UINT16)) continue;
+        if (net == 2 && dt != (v == 0 ? NDF_FLOAT32 : v == 1 ? NDF_FLOAT32 : NDF_INT8)) continue;
         rcase c;
         memset(&c, 0, sizeof c);
         ndf_rank_options_init(&c.o);
@@ -438,8 +441,8 @@ static void test_gpu_rank_median3(void **state) {
         c.o.batch_dims = c.batch;
         c.o.nan_policy = v == 1 ? NDF_RANK_NAN_OMIT : NDF_RANK_NAN_PROPAGATE;
         c.pnan = tu_is_float(c.dt) ? 0.03 : 0;
-        snprintf(c.desc, sizeof c.desc, "3x3 median %s mode=%s variant %d NDF_RANK_MED3=%d", ndf_dtype_name(c.dt),
-                 ndf_mode_name(c.o.mode), v, !net);
+        snprintf(c.desc, sizeof c.desc, "3x3 median %s mode=%s variant %d NDF_RANK_MED3=%s", ndf_dtype_name(c.dt),
+                 ndf_mode_name(c.o.mode), v, net == 0 ? "(unset)" : net == 1 ? "0" : "1");
         failed += run_fixed(s, &k, &c, &r, v == 2 ? TU_LAYOUT_PADDED : TU_LAYOUT_C, TU_LAYOUT_C);
       }
   }
