@@ -390,6 +390,17 @@ static ndf_status run_tile(ndf_ctx *ctx, const char *name, const ndf_array *in, 
   tile_geom tg;
   if (!tile_plan(ky, kx, ny, &tg)) /* rank.c has checked ndf__rank_tile_applies */
     return ndf__error(ctx, NDF_ENOTSUP, "%s: the window is too large for the sorted-tile kernel", name);
+  /* $NDF_RANK_TILE_S (even, below the plan's rows) shrinks the rows per block,
+   * for tuning runs: more, smaller blocks (waves, occupancy) against a larger
+   * share of the sort per output. */
+  const char *ets = getenv("NDF_RANK_TILE_S");
+  if (ets && atoi(ets) >= 2 && atoi(ets) % 2 == 0 && atoi(ets) < tg.s) {
+    const int s2 = atoi(ets);
+    const int64_t r = (int64_t)(s2 + ky - 1) * (31 + kx);
+    int p2 = 64;
+    while (p2 < r) p2 *= 2;
+    tg.s = s2, tg.rp2 = p2, tg.smem = tile_smem(s2, ky, kx, p2);
+  }
   ndf__kernel_req req;
   tile_request(in->dtype, g, n, sel, &tg, &req);
   CUfunction fn;
