@@ -303,7 +303,7 @@ return {
         TBITS = "bits of T",
         MODE = "boundary mode, 0..4",
         NAN_OMIT = "1: NaNs are left out of the window (floats only)",
-        ALGO = "0 generated selection network, 1 bitwise radix select, 2 3x3 median by sorted rows",
+        ALGO = "0 generated selection network, 1 bitwise radix select, 2 3x3 median by sorted rows, 3 the same with the tile load unrolled",
         N = "taps of the window",
         RKIND = "0 median, 1 rank, 2 percentile",
         RPARAM = "the rank (RKIND 1) or percentile (RKIND 2) as a literal; 0 for the median",
@@ -326,9 +326,9 @@ return {
           ALGO = { "0" }, N = { "3" }, RKIND = { "0" }, RPARAM = { "0" }, OUTREG = { "1" }, TX = { "32" },
           TY = { "8" }, RY = { "1", "4" }, RZ = { "1" }, KY = { "1" }, KX = { "3" }, NPLANES = { "1" }, NLEADSP = { "0" }, OFFS = { "0,1,2" },
           PLANES = { "0" }, NET = { "X(0,1)MN(1,2)MX(0,1)" } },
-        -- 3x3 median by sorted rows (ALGO 2), every dtype, both NaN policies
+        -- 3x3 median by sorted rows (ALGO 2, 3), every dtype, both NaN policies
         { T = { "float", "double", "unsigned char", "int" }, KIND = { "2" }, TBITS = { "32" }, MODE = { "0" },
-          NAN_OMIT = { "0", "1" }, ALGO = { "2" }, N = { "9" }, RKIND = { "0" }, RPARAM = { "0" }, OUTREG = { "4" },
+          NAN_OMIT = { "0", "1" }, ALGO = { "2", "3" }, N = { "9" }, RKIND = { "0" }, RPARAM = { "0" }, OUTREG = { "4" },
           TX = { "32" }, TY = { "8" }, RY = { "8" }, RZ = { "1" }, KY = { "3" }, KX = { "3" }, NPLANES = { "1" },
           NLEADSP = { "0" }, OFFS = { "0,1,2,34,35,36,68,69,70" }, PLANES = { "0" }, NET = { "" } },
         -- radix select for every dtype, a 3-D window of two planes

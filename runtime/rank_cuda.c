@@ -64,7 +64,7 @@ typedef struct {
   int ylo, xlo, ky, kx, ty, ry, rz;
   size_t smem;
   const ndf__selnet *net;
-  int med3; /* ALGO 2 */
+  int med3; /* 0: no; 1: ALGO 2; 2: ALGO 3 (ALGO 2, tile load unrolled) */
 } rank_geom;
 
 /* Plane index of each tap and the planes' lead offsets (first-seen order). */
@@ -105,10 +105,12 @@ static ndf_status build(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndi
   const ndf__selnet *net = ndf__selnet_find(n, ndf__rank_for(sel->kind, sel->rank, sel->percentile, n));
   rg->net = sel->algorithm == NDF_RANK_ALGO_SELECT ? NULL : net;
   /* The 3x3 median (every tap of a 3x3 box over Y and X): sorted rows shared
-   * down a thread's outputs (ALGO 2); $NDF_RANK_MED3=0 keeps the network. */
+   * down a thread's outputs, the tile load unrolled (ALGO 3); $NDF_RANK_MED3=0
+   * keeps the network, =1 the sorted rows with the generic tile load (ALGO 2). */
   const char *em = getenv("NDF_RANK_MED3");
   rg->med3 = rg->net && n == 9 && ndf__rank_for(sel->kind, sel->rank, sel->percentile, n) == 4 && rg->ky == 3 &&
              rg->kx == 3 && !(em && !strcmp(em, "0"));
+  if (rg->med3) rg->med3 = em && !strcmp(em, "1") ? 1 : 2;
   for (int64_t k = 0; rg->med3 && k < n; k++)
     for (int d = 0; d < nsp - 2; d++)
       if (taps[k * nsp + d] != taps[d]) rg->med3 = 0; /* the taps span an axis in front of Y */
@@ -125,7 +127,8 @@ static ndf_status build(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndi
   rg->rz = rg->nleadsp && n <= 27 && !rg->med3 ? 8 : 1;
   /* $NDF_RANK_RY / $NDF_RANK_RZ (1, 2, 4 or 8) override the blocking, for tuning runs. */
   const char *ey = getenv("NDF_RANK_RY"), *ez = getenv("NDF_RANK_RZ");
-  if (ey && (atoi(ey) == 1 || atoi(ey) == 2 || atoi(ey) == 4 || atoi(ey) == 8)) rg->ry = atoi(ey);
+  if (ey && (atoi(ey) == 1 || atoi(ey) == 2 || atoi(ey) == 4 || atoi(ey) == 8 || (rg->med3 && atoi(ey) == 16)))
+    rg->ry = atoi(ey); /* 16: the 3x3 median only (its registers do not grow with RY) */
   if (ez && rg->nleadsp && !rg->med3 && (atoi(ez) == 1 || atoi(ez) == 2 || atoi(ez) == 4 || atoi(ez) == 8)) rg->rz = atoi(ez);
   while (rg->ry > 1 && ny < (int64_t)RANK_TY * rg->ry) rg->ry /= 2;
   while (rg->rz > 1 && nz < rg->rz) rg->rz /= 2;
@@ -195,7 +198,7 @@ static ndf_status build(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndi
     ndf__req_set(req, "TBITS", "%d", (int)(8 * es));
     ndf__req_set(req, "MODE", "%d", (int)g->mode);
     ndf__req_set(req, "NAN_OMIT", "%d", is_float && sel->nan_policy == NDF_RANK_NAN_OMIT);
-    ndf__req_set(req, "ALGO", "%d", rg->med3 ? 2 : rg->net ? 0 : 1);
+    ndf__req_set(req, "ALGO", "%d", rg->med3 ? rg->med3 + 1 : rg->net ? 0 : 1);
     ndf__req_set(req, "N", "%lld", (long long)n);
     ndf__req_set(req, "RKIND", "%d", (int)sel->kind);
     if (sel->kind == 1) ndf__req_set(req, "RPARAM", "%lld", (long long)sel->rank);
@@ -387,6 +390,17 @@ static ndf_status run_tile(ndf_ctx *ctx, const char *name, const ndf_array *in, 
   tile_geom tg;
   if (!tile_plan(ky, kx, ny, &tg)) /* rank.c has checked ndf__rank_tile_applies */
     return ndf__error(ctx, NDF_ENOTSUP, "%s: the window is too large for the sorted-tile kernel", name);
+  /* $NDF_RANK_TILE_S (even, below the plan's rows) shrinks the rows per block,
+   * for tuning runs: more, smaller blocks (waves, occupancy) against a larger
+   * share of the sort per output. */
+  const char *ets = getenv("NDF_RANK_TILE_S");
+  if (ets && atoi(ets) >= 2 && atoi(ets) % 2 == 0 && atoi(ets) < tg.s) {
+    const int s2 = atoi(ets);
+    const int64_t r = (int64_t)(s2 + ky - 1) * (31 + kx);
+    int p2 = 64;
+    while (p2 < r) p2 *= 2;
+    tg.s = s2, tg.rp2 = p2, tg.smem = tile_smem(s2, ky, kx, p2);
+  }
   ndf__kernel_req req;
   tile_request(in->dtype, g, n, sel, &tg, &req);
   CUfunction fn;

@@ -22,6 +22,9 @@
 //         over the window per key bit, for windows without a network.
 // ALGO 2: the 3x3 median (a full 3x3 box over Y and X, RZ = 1): rows of
 //         three sorted once and shared by a thread's RY outputs (below).
+// ALGO 3: ALGO 2 with the tile load unrolled: a thread maps its (at most
+//         NCOL) tile columns once, then issues all its rows' loads back to
+//         back (no boundary mapping per element, loads in flight together).
 // Both are exact; a tie cannot change the value returned (equal keys are
 // equal values; -0.0 takes the key of 0.0, so a zero may come back as
 // either sign, which ADR 0005 leaves unspecified).
@@ -199,7 +202,7 @@ __device__ __forceinline__ T ndf_select(const T *s, int j) {
   NDF_SLOT(NET)
   return v[OUTREG];
 }
-#elif ALGO == 2
+#elif ALGO >= 2
 // 3x3 median: each row of three sorted once (shared by the RY outputs of a
 // thread, which slide down), then the median of (the largest low, the median
 // of the middles, the smallest high): exactly the value of rank 4 (checked
@@ -253,7 +256,7 @@ __device__ __forceinline__ void ndf_divmod(ndf_i64 a, ndf_i64 b, ndf_i64 &q, ndf
 // ALGO 2 fits in 32 registers without spilling (data up to 32 bits, NaN
 // propagated): 8 blocks of 256 threads per SM, so the 8x3x256^2 benchmark's
 // 768 blocks run as one wave.
-#if ALGO == 2 && TBITS <= 32 && !NAN_OMIT
+#if ALGO >= 2 && TBITS <= 32 && !NAN_OMIT
 #define NDF_MINB 8
 #else
 #define NDF_MINB 1
@@ -279,6 +282,63 @@ extern "C" __global__ void __launch_bounds__(TX * TY, NDF_MINB) ndf_rank(const n
     }
     const ndf_i64 y0 = by * (TY * RY) + p.ylo, x0 = bx * TX + p.xlo;
     __syncthreads(); // the previous tile has been read
+#if ALGO == 3 && NPLANES == 1
+    {
+      // The lead axes map once (NPLANES = 1: one offset tuple), this thread's
+      // columns once for all its rows; per column, the loads of all its rows
+      // issue before any shared store (read-only path: the output never
+      // overlaps the input).
+      ndf_i64 ib = 0;
+      bool outside = false;
+      for (int d = 0; d < p.nlead; d++) {
+        ndf_i64 c = lc[d];
+#if NLEADSP > 0
+        const int j = d - (p.nlead - NLEADSP);
+        if (j >= 0) c += ndf_planes[j];
+#endif
+        const ndf_i64 m = ndf_map(c, p.lshape[d], MODE);
+        outside = outside || m < 0;
+        ib += m * p.listr[d];
+      }
+      constexpr int NCOL = (W + TX - 1) / TX, NROW = (ROWS + TY - 1) / TY;
+      ndf_i64 xo[NCOL];
+#pragma unroll
+      for (int ci = 0; ci < NCOL; ci++) {
+        const int cc = threadIdx.x + ci * TX;
+        const ndf_i64 mx = cc < W ? ndf_map(x0 + cc, p.nx, MODE) : -1;
+        xo[ci] = mx < 0 ? -1 : mx * p.ixs;
+      }
+      T v[NROW];
+#pragma unroll
+      for (int ri = 0; ri < NROW; ri++) {
+        const int rr = threadIdx.y + ri * TY;
+        const ndf_i64 my = rr < ROWS ? ndf_map(y0 + rr, p.ny, MODE) : -1;
+        v[ri] = (outside || my < 0 || xo[0] < 0) ? cv : __ldg(p.in + ib + my * p.iys + xo[0]);
+      }
+#pragma unroll
+      for (int ri = 0; ri < NROW; ri++) {
+        const int rr = threadIdx.y + ri * TY;
+        if (rr < ROWS) tile[rr * W + threadIdx.x] = v[ri];
+      }
+#pragma unroll
+      for (int ci = 1; ci < NCOL; ci++) {
+        const int cc = threadIdx.x + ci * TX;
+        if (cc < W) {
+#pragma unroll
+          for (int ri = 0; ri < NROW; ri++) {
+            const int rr = threadIdx.y + ri * TY;
+            const ndf_i64 my = rr < ROWS ? ndf_map(y0 + rr, p.ny, MODE) : -1;
+            v[ri] = (outside || my < 0 || xo[ci] < 0) ? cv : __ldg(p.in + ib + my * p.iys + xo[ci]);
+          }
+#pragma unroll
+          for (int ri = 0; ri < NROW; ri++) {
+            const int rr = threadIdx.y + ri * TY;
+            if (rr < ROWS) tile[rr * W + cc] = v[ri];
+          }
+        }
+      }
+    }
+#else
     for (int pl = 0; pl < NPLANES; pl++) {
       ndf_i64 ib = 0;
       bool outside = false;
@@ -303,11 +363,12 @@ extern "C" __global__ void __launch_bounds__(TX * TY, NDF_MINB) ndf_rank(const n
         }
       }
     }
+#endif
     __syncthreads();
     const ndf_i64 x = bx * TX + threadIdx.x;
     if (x >= p.nx) continue;
     const T *s = tile + threadIdx.y * RY * W + threadIdx.x;
-#if ALGO == 2
+#if ALGO >= 2
     {
       T *out = p.out + obase + x * p.oxs;
       ndf_row3 r0 = ndf_sort_row(s), r1 = ndf_sort_row(s + W);
