@@ -356,9 +356,13 @@ static ndf_status box_cpu(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, con
   }
   const void *src = in_c ? in->data : packed;
   void *final = out_c ? out->data : obuf;
+  /* Passes from the last axis to the first: each keeps the first of equal
+   * extrema along its axis, so the last pass's axis decides first and the
+   * result is the first of equal extrema in raster (C) order of the window,
+   * as in the direct path and the GPU's fused box kernels (ADR 0008). */
   for (int i = 0; i < npass; i++) {
     void *dst = ((npass - 1 - i) % 2 == 0) ? final : tmp;
-    int a = axes[i];
+    int a = axes[npass - 1 - i];
     pass_any(ctx, bufs, nth, in->dtype, src, dst, in->shape, ndim, nb + a, g->box[a], g->lo[a], g);
     src = dst;
   }

@@ -464,7 +464,8 @@ ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
     return run_taps(ctx, name, in->dtype, in->data, in->strides, out->data, out->strides, in->shape, ndim, g,
                     g->ntaps, g->taps, g->w_first, g->w_cast);
 
-  /* Separable box: the fused kernel for the trailing axes, line passes for the rest. */
+  /* Separable box: the fused kernel for the trailing axes, then line passes
+   * for the others, last axis first (the CPU's order). */
   int nf = box_fused_axes(g);
   if (!plane_offsets_fit(in->shape, in->strides, ndim)) nf = 0;
   int axes[NDF_MAX_SPATIAL], npass = 0;
@@ -524,7 +525,10 @@ ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
       else
         s = run_box(ctx, name, in->dtype, src, sstr, dst, dstr, in->shape, ndim, g, nf);
     } else {
-      int a = axes[nf ? i - 1 : i];
+      /* line passes from the last axis to the first, after the fused pass
+       * (which covers the last axes): ties resolve as on the CPU, the first
+       * of equal extrema in raster order of the window (ADR 0008) */
+      int a = axes[npass - 1 - (nf ? i - 1 : i)];
       if (use_line(g, g->box[a], in->shape[nb + a], es)) {
         s = run_line(ctx, name, in->dtype, src, sstr, dst, dstr, in->shape, ndim, g, nb + a, g->box[a], g->lo[a],
                      use_lined(g, g->box[a], in->shape[nb + a], es));

@@ -20,9 +20,11 @@
 //      and folds the new value in by streaming doubling (ndf_zstream).
 // Doubling: m_2W[i] = OP(m_W[i], m_W[i+W]) while 2W <= K, then
 // m_K[i] = OP(m_W[i], m_W[i+K-W]) (overlapping when K is no power of 2).
-// Every OP keeps the operand that covers earlier positions first: the result
-// is the leftmost of equal extrema and the rightmost NaN of the window, the
-// same as the left-to-right fold of grey_box and the CPU, bit for bit.
+// Every OP keeps the operand that covers earlier positions first: along an
+// axis the result is the leftmost of equal extrema and the rightmost NaN, and
+// X, then Y, then Z make it the first of equal extrema (the last NaN) in
+// raster order of the window: the fold of grey_box and the CPU's box passes
+// (last axis first), bit for bit, -0.0 against 0.0 included (ADR 0008).
 //
 // When the element has no Z extent (KZ = 1) the host may pass an outer axis
 // (a batch axis) as Z: planes never mix, and blocks march over many images.
