@@ -14,6 +14,7 @@
  * (W, position, feature: 16 bytes per voxel).  Results are bit-identical to
  * the CPU backend.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,10 +24,24 @@
  * ndf_edt_rows (edt_wrows_plan); the first pass of any other axis
  * ndf_edt_first (W = 0: segmented scans, no envelope); the passes in between
  * ndf_edt_wlines or ndf_edt_lines (edt_wlines_plan). */
-static const char *edt_kernel(int d, int nsp, int wrows, int wlines) {
+static const char *edt_kernel(int d, int nsp, int wrows, int wlines, int first1k) {
   return d == nsp - 1 ? (wrows ? "ndf_edt_wrows" : "ndf_edt_rows")
-         : d == 0     ? "ndf_edt_first"
+         : d == 0     ? (first1k ? "ndf_edt_first1k" : "ndf_edt_first")
                       : (wlines ? "ndf_edt_wlines" : "ndf_edt_lines");
+}
+
+/* ndf_edt_first's configuration: the 512-thread kernel with blocks of down
+ * to 4 lines (more blocks for few lines), or (first1k) the configuration
+ * before it: ndf_edt_first1k, 1024-thread blocks of at least 8 lines (8
+ * adjacent lines: every warp access covers whole 32-byte sectors of the
+ * features).  The second is the default without exact arithmetic (it was
+ * 0.265 ms on the 1024^2 sampling + indices workload, against 0.315 ms after
+ * the change: issue 5); NDF_EDT_FIRST=512 / 1024 forces one. */
+static int edt_first1k(int exact) {
+  const char *env = getenv("NDF_EDT_FIRST");
+  if (env && !strcmp(env, "512")) return 0;
+  if (env && !strcmp(env, "1024")) return 1;
+  return !exact;
 }
 
 /* The last pass of an image of 2+ spatial axes runs ndf_edt_wrows (a warp per
@@ -97,6 +112,15 @@ static edt_wplan edt_wrows_plan(const ndf_array *in, int nb, const double *sampl
   if (w.wbytes > EDT_WROWS_SMEM) return w;
   w.warps = (int)(EDT_WROWS_SMEM / w.wbytes);
   if (w.warps > 4) w.warps = 4;
+  /* Without exact arithmetic one row per block, as before the multi-row
+   * blocks (issue 5: the 1024^2 sampling + indices regression);
+   * NDF_EDT_WARPS=1..4 forces the rows per block (within 48 KiB). */
+  if (!w.exact) w.warps = 1;
+  const char *env_warps = getenv("NDF_EDT_WARPS");
+  if (env_warps && atoi(env_warps) >= 1 && atoi(env_warps) <= 4) {
+    const int want = atoi(env_warps);
+    w.warps = want * w.wbytes <= EDT_WROWS_SMEM ? want : w.warps;
+  }
   if (w.warps > nlines) w.warps = (int)(nlines > 0 ? nlines : 1);
   w.smem = (unsigned)(w.warps * w.wbytes);
   w.use = 1;
@@ -159,6 +183,8 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
   const ndf_dtype dout = dist ? dist->dtype : NDF_FLOAT64;
 
   const edt_wplan wp = edt_wrows_plan(in, nb, sampling);
+  const int first1k = edt_first1k(edt_exact(in, nb, sampling));
+  const int debug = getenv("NDF_DEBUG") != NULL && getenv("NDF_DEBUG")[0] != '\0' && strcmp(getenv("NDF_DEBUG"), "0");
   const int w32 = edt_w32(in, nb, sampling);
   const size_t wsize = w32 ? 4 : 8; /* bytes of one W between passes */
   /* ndf_wenv merges the lanes' segments in a tree, or (NDF_EDT_MERGE=serial) lane 0 in order. */
@@ -175,7 +201,7 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
   CUfunction fns[NDF_MAX_SPATIAL];
   for (int d = 0; d < nsp; d++) {
     ndf__kernel_req req;
-    edt_request(&req, edt_kernel(d, nsp, wp.use, lp[d].use), in->dtype, dout, d == 0, d == nsp - 1, dist != NULL,
+    edt_request(&req, edt_kernel(d, nsp, wp.use, lp[d].use, first1k), in->dtype, dout, d == 0, d == nsp - 1, dist != NULL,
                 idx != NULL, w32);
     if ((s = ndf__jit_get(ctx, name, &req, &fns[d])) != NDF_OK) return s;
   }
@@ -265,17 +291,39 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
       /* Lines per block: 32, or 16 / 8 / 4 while that leaves fewer than
        * two waves of 3 blocks per SM (a 2-D image: 1024 lines); segments
        * of 8+ voxels, at most 512 threads per block. */
-      const int64_t want = 6 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132);
+      /* ndf_edt_first1k (edt_first1k): 32 lines, or 16 / 8 while that
+       * leaves fewer than two blocks per SM; at most 1024 threads. */
+      const int64_t maxt = first1k ? 1024 : 512, minlw = first1k ? 8 : 4;
+      const int64_t want = (first1k ? 2 : 6) * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132);
       int64_t lw = 32;
-      while (lw > 4 && (nlines + lw - 1) / lw < want) lw /= 2;
+      while (lw > minlw && (nlines + lw - 1) / lw < want) lw /= 2;
       int64_t nseg = (n + 7) / 8;
-      if (nseg > 512 / lw) nseg = 512 / lw; /* __launch_bounds__(512, 3) */
+      if (nseg > maxt / lw) nseg = maxt / lw; /* __launch_bounds__(512, 3) / (1024) */
       bx = (unsigned)lw;
       by = (unsigned)(nseg < 1 ? 1 : nseg);
       per_block = lw;
     }
+    /* ndf_edt_wrows' grid: 64 warps per SM, or (one row per block without
+     * exact arithmetic) 32 blocks per SM, as before the multi-row blocks. */
+    const int wrows_per_sm = wp.warps == 1 && !wp.exact ? 32 : 64 / (wp.warps > 0 ? wp.warps : 1);
+    if (debug) { /* one line per pass, so a GPU run can confirm the dispatch */
+      const int wl_ = lp[d].use, wr_ = last && wp.use;
+      const int64_t blocks = wr_ ? (nlines + wp.warps - 1) / wp.warps
+                             : wl_ ? (nlines + lp[d].lw - 1) / lp[d].lw
+                                   : (nlines + per_block - 1) / per_block;
+      const unsigned gx = ndf__grid(ctx, blocks, wr_ ? wrows_per_sm : wl_ ? 64 / lp[d].lw : 32);
+      fprintf(stderr,
+              "ndf debug: %s pass %d/%d axis %d (n=%lld lines=%lld): %s grid %u block %ux%u smem %u W %s%s%s\n",
+              name, d + 1, nsp, axis, (long long)n, (long long)nlines,
+              edt_kernel(d, nsp, wp.use, lp[d].use, first1k), gx, wr_ || wl_ ? 32u : bx,
+              wr_ ? (unsigned)wp.warps : wl_ ? (unsigned)lp[d].lw : by,
+              wr_ ? wp.smem : wl_ ? lp[d].smem : 0u, w32 ? "uint32" : "double",
+              wr_ || wl_ ? (wl || wp.exact ? (wtree ? " exact merge=tree" : " exact merge=serial") : " serial-envelope walk")
+                         : "",
+              first && !last ? (first1k ? " (first: 1024-thread config)" : " (first: 512-thread config)") : "");
+    }
     if (last && wp.use) /* a warp per row, wp.warps rows per block */
-      s = ndf__launch(ctx, name, fns[d], ndf__grid(ctx, (nlines + wp.warps - 1) / wp.warps, 64 / wp.warps), 32,
+      s = ndf__launch(ctx, name, fns[d], ndf__grid(ctx, (nlines + wp.warps - 1) / wp.warps, wrows_per_sm), 32,
                       (unsigned)wp.warps, wp.smem, pb.b);
     else if (wl) /* a warp per line, lp[d].lw lines per block */
       s = ndf__launch(ctx, name, fns[d], ndf__grid(ctx, (nlines + lp[d].lw - 1) / lp[d].lw, 64 / lp[d].lw),

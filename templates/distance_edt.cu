@@ -263,8 +263,11 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_lines(const ndf_edt_pa
 // backwards (the next background, kept in the destination's feature slot) and
 // forwards (the previous one; the choice; feature and W written).
 #if FIRST && !LAST
-extern "C" __global__ void __launch_bounds__(512, 3) ndf_edt_first(const ndf_edt_params p) {
-  __shared__ int sfirst[512], slast[512]; // [segment * lw + line in block]
+// The body of ndf_edt_first (512-thread blocks, 3 per SM) and ndf_edt_first1k
+// (1024-thread blocks: the configuration before ndf_edt_first was cut to 512
+// threads, kept for the passes where the host takes it, see distance_cuda.c);
+// sfirst / slast: the block's shared exchange, blockDim.x * blockDim.y ints each.
+__device__ __forceinline__ void ndf_edt_first_body(const ndf_edt_params &p, int *sfirst, int *slast) {
   const int n = (int)p.n;
   const ndf_i64 inner = p.inner;
   const int tx = threadIdx.x, ty = threadIdx.y, nseg = blockDim.y, lw = blockDim.x;
@@ -320,6 +323,16 @@ extern "C" __global__ void __launch_bounds__(512, 3) ndf_edt_first(const ndf_edt
       p.dw[wi] = (WT)d;
     }
   }
+}
+
+extern "C" __global__ void __launch_bounds__(512, 3) ndf_edt_first(const ndf_edt_params p) {
+  __shared__ int sfirst[512], slast[512]; // [segment * lw + line in block]
+  ndf_edt_first_body(p, sfirst, slast);
+}
+
+extern "C" __global__ void __launch_bounds__(1024) ndf_edt_first1k(const ndf_edt_params p) {
+  __shared__ int sfirst[1024], slast[1024];
+  ndf_edt_first_body(p, sfirst, slast);
 }
 #endif
 

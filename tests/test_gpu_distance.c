@@ -230,12 +230,16 @@ done:
  * kernels before ndf_edt_wlines); 5 = 0 with the warp kernels' segments
  * merged by lane 0 in order (NDF_EDT_MERGE=serial) instead of in a tree;
  * 6 = 0 with W kept as double between passes (NDF_EDT_W=double) where it
- * would be uint32 (exact arithmetic).
+ * would be uint32 (exact arithmetic); 7 = 0 with ndf_edt_first's 512-thread
+ * configuration and 2 rows per ndf_edt_wrows block forced (NDF_EDT_FIRST=512,
+ * NDF_EDT_WARPS=2: run 1's choice without exact arithmetic); 8 = 0 with
+ * ndf_edt_first1k and one row per block forced (NDF_EDT_FIRST=1024,
+ * NDF_EDT_WARPS=1: the default without exact arithmetic, here on exact too).
  * Modes 0-3 leave the middle axes' automatic choice (ndf_edt_wlines with
  * exact arithmetic). */
-#define EDT_MODES 7
+#define EDT_MODES 9
 static void edt_rows_mode(dcase *c, int mode) {
-  static const char *const names[] = {NULL, "warp", "serial", "tile", "tile", NULL, NULL};
+  static const char *const names[] = {NULL, "warp", "serial", "tile", "tile", NULL, NULL, NULL, NULL};
   if (names[mode])
     setenv("NDF_EDT_ROWS", names[mode], 1);
   else
@@ -252,9 +256,21 @@ static void edt_rows_mode(dcase *c, int mode) {
     setenv("NDF_EDT_W", "double", 1);
   else
     unsetenv("NDF_EDT_W");
+  if (mode == 7 || mode == 8) {
+    setenv("NDF_EDT_FIRST", mode == 7 ? "512" : "1024", 1);
+    setenv("NDF_EDT_WARPS", mode == 7 ? "2" : "1", 1);
+  } else {
+    unsetenv("NDF_EDT_FIRST");
+    unsetenv("NDF_EDT_WARPS");
+  }
   size_t n = strlen(c->desc);
   snprintf(c->desc + n, sizeof c->desc - n, " rows %s%s", names[mode] ? names[mode] : "auto",
-           mode == 4 ? " lines thread" : mode == 5 ? " merge serial" : mode == 6 ? " W double" : "");
+           mode == 4   ? " lines thread"
+           : mode == 5 ? " merge serial"
+           : mode == 6 ? " W double"
+           : mode == 7 ? " first 512 warps 2"
+           : mode == 8 ? " first 1024 warps 1"
+                       : "");
 }
 
 static void test_gpu_random_cases(void **state) {
@@ -358,6 +374,8 @@ static void test_gpu_benchmark_shapes(void **state) {
       {3, 0, {512, 512, 512}, 0, 0, 0},
       {2, 0, {1024, 1024}, 0, 1, 5},      /* segments merged in order (NDF_EDT_MERGE=serial) */
       {3, 0, {256, 256, 256}, 0, 1, 6},   /* W as double between passes (NDF_EDT_W=double) */
+      {2, 0, {1024, 1024}, 1, 1, 7},      /* run 1's non-exact configuration (NDF_EDT_FIRST=512, WARPS=2) */
+      {3, 0, {256, 256, 256}, 0, 0, 8},   /* ndf_edt_first1k + one row per block on exact arithmetic */
   };
   /* Short runs (NDF_TEST_CASES < 100, as gpu_run.sh's compute-sanitizer pass
    * uses) take the 1024^2 shapes only. */
@@ -595,6 +613,8 @@ int main(void) {
   unsetenv("NDF_EDT_LINES");
   unsetenv("NDF_EDT_MERGE");
   unsetenv("NDF_EDT_W");
+  unsetenv("NDF_EDT_FIRST");
+  unsetenv("NDF_EDT_WARPS");
   ndf_cache_stats st;
   ndf_ctx_cache_stats(s->ctx, &st);
   printf("kernel cache: %llu memory hits, %llu disk hits, %llu compiles (%.0f ms)\n",
