@@ -223,7 +223,7 @@ static ndf_status hist_launch(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
   unsigned dyn = 0;
   if (x && x->pack) {
     smem_ts = 1;
-    dyn = (unsigned)((size_t)c->T * 16 + 8);
+    dyn = (unsigned)((size_t)c->T * 16 + 32);
   } else if (hist && (size_t)c->T * 12 + 4 <= 40960) {
     smem_ts = 1;
     dyn = (unsigned)((size_t)c->T * 12 + 4);

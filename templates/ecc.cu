@@ -505,35 +505,17 @@ extern "C" __global__ void __launch_bounds__(256, 8)
 #define NDF_QP (NDF_QW + 2)
 #define NDF_QS (NDF_QH * NDF_QP)
 
-// the least k with f <= tv[k] (T when none); tv sorted; uni: first guess
-// ceil((f - lo) * inv) in float, corrected against the table
-__device__ __forceinline__ unsigned ndf_ecc_bin(V f, const V *tv, int T, int uni, float lo, float inv) {
-  int k;
-  if (uni) {
-    const float g = ceilf(((float)f - lo) * inv);
-    k = g <= 0.0f ? 0 : g >= (float)T ? T : (int)g;
-    while (k > 0 && f <= tv[k - 1]) k--;
-    while (k < T && f > tv[k]) k++;
-  } else {
-    int a = 0, b = T;
-    while (a < b) {
-      const int mid = (a + b) >> 1;
-      if (f <= tv[mid]) b = mid;
-      else a = mid + 1;
-    }
-    k = a;
-  }
-  return (unsigned)k;
-}
-
 extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_pack(const ndf_ecc_params p) {
   if (p.dev_binner && (p.hdr->nan_key != 0ull || p.hdr->bad != 0)) return;
   __shared__ unsigned qpl[2][NDF_QS];
-  extern __shared__ double dyn[]; // ts[T] (double), T + 1 counters, float inputs: tsf[T]
+  // dyn: -inf, the T sorted thresholds, +inf (double); T + 1 counters; the
+  // same padded table rounded down to float (float inputs)
+  extern __shared__ double dyn[];
   const int T = (int)p.T;
   const int tid = threadIdx.x, tx = tid % NDF_QW, ty = tid / NDF_QW;
-  int *shist = (int *)(dyn + T);
-  const V *tv = sizeof(V) == 4 ? (const V *)(shist + T + 1) : (const V *)dyn;
+  int *shist = (int *)(dyn + T + 2);
+  float *tsf = (float *)(shist + T + 1);
+  const V *tv = sizeof(V) == 4 ? (const V *)(tsf + 1) : (const V *)(dyn + 1);
   __shared__ float s_lo, s_inv;
   __shared__ int s_uni, s_nan;
   if (tid == 0) {
@@ -542,10 +524,10 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_pack(const ndf_ecc_
     s_uni = p.dev_binner ? p.hdr->uniform : p.uniform;
     s_nan = 0;
   }
-  for (int k = tid; k < T; k += 256) {
-    const double t = __ldcg(p.ts + k);
-    dyn[k] = t;
-    if (sizeof(V) == 4) ((float *)(shist + T + 1))[k] = __double2float_rd(t);
+  for (int k = tid - 1; k <= T; k += 256) {
+    const double t = k < 0 ? -1.0 / 0.0 : k == T ? 1.0 / 0.0 : __ldcg(p.ts + k);
+    dyn[k + 1] = t;
+    if (sizeof(V) == 4) tsf[k + 1] = __double2float_rd(t);
   }
   for (int k = tid; k <= T; k += 256) shist[k] = 0;
   ndf_i64 item = blockIdx.x;
@@ -563,7 +545,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_pack(const ndf_ecc_
   // load slots: word (r, cw) of the plane tile with its halo; bit h of lok:
   // voxel 2 xw + h is inside the plane
   constexpr int NLD = (NDF_QS + 255) / 256;
-  ndf_i64 loff[NLD];
+  const TIN *lp[NLD]; // the slot's first voxel in plane 0
   unsigned lok[NLD];
 #pragma unroll
   for (int e = 0; e < NLD; e++) {
@@ -571,18 +553,21 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_pack(const ndf_ecc_
     const ndf_i64 yy = y0 - (NSP == 3 ? 1 : 0) + r, xx = 2 * (xw0 - 1 + cw);
     const bool rok = i < NDF_QS && yy >= 0 && yy < p.ny && xx >= 0;
     lok[e] = rok ? (unsigned)(xx < p.nx) | ((unsigned)(xx + 1 < p.nx) << 1) : 0u;
-    loff[e] = lok[e] ? yy * p.sy + xx * p.sx : 0;
+    lp[e] = in + (lok[e] ? yy * p.sy + xx * p.sx : 0);
   }
   V nv[NLD][2];
   bool nzin = false;
+  // planes are fetched in order z0 - 1, z0, ...: the plane offset steps by sz
+  ndf_i64 zo = (z0 - 1) * p.sz;
   auto fetch = [&](ndf_i64 zz) {
     nzin = zz >= 0 && zz < p.nz;
-    const ndf_i64 zo = nzin ? zz * p.sz : 0;
 #pragma unroll
     for (int e = 0; e < NLD; e++) {
-      nv[e][0] = nzin && (lok[e] & 1u) ? (V)in[zo + loff[e]] : (V)0;
-      nv[e][1] = nzin && (lok[e] & 2u) ? (V)in[zo + loff[e] + p.sx] : (V)0;
+      const TIN *q = lp[e] + zo;
+      nv[e][0] = nzin && (lok[e] & 1u) ? (V)q[0] : (V)0;
+      nv[e][1] = nzin && (lok[e] & 2u) ? (V)q[p.sx] : (V)0;
     }
+    zo += p.sz;
   };
   auto store = [&](int buf) {
 #pragma unroll
@@ -595,12 +580,8 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_pack(const ndf_ecc_
           unsigned b = NDF_ECC_POUT;
           if (nzin && ((lok[e] >> h) & 1u)) {
             const V f = nv[e][h];
-            if (f != f) {
-              s_nan = 1; // located after the march; the bin T is never counted
-              b = (unsigned)T;
-            } else {
-              b = ndf_ecc_bin(f, tv, T, s_uni, s_lo, s_inv);
-            }
+            b = ndf_ecc_bin<V>(f, tv, T, s_uni, s_lo, s_inv); // NaN: T, never counted
+            if (b == (unsigned)T && f != f) s_nan = 1;       // located after the march
           }
           w |= b << (16 * h);
         }

@@ -99,3 +99,36 @@ template <int NSP, int CONS> NDF_HD int ndf_ecc_pack_c(unsigned d, int h) {
   const int k = (int)((d >> (9 + 16 * h)) & 127u) - 14;
   return (NSP == 3 && CONS == 1) ? -k : k;
 }
+
+// bin(f): the least k with f <= tv[k] (T when none) over the sorted table tv,
+// padded with tv[-1] = -inf and tv[T] = +inf.  uni: evenly spaced thresholds,
+// a first guess ceil((f - lo) * inv) in float, accepted when tv[k - 1] < f <=
+// tv[k] (two table reads), else the loops walk to the exact bin (a rare
+// path: a guess off by one near a threshold, ranges past float, +-inf).
+// Values: binary search.  NaN gives T.  float inputs use the table
+// rounded down to float (f <= t iff f <= rd(t) for a float f).
+#ifndef NDF_ECC_CEILF
+#define NDF_ECC_CEILF ceilf
+#endif
+template <typename V> NDF_HD unsigned ndf_ecc_bin(V f, const V *tv, int T, int uni, float lo, float inv) {
+  int k;
+  if (uni) {
+    // fmax(NaN, 0) = 0: a NaN guess (inf * 0) starts at 0
+    const float g = fminf(fmaxf(NDF_ECC_CEILF(((float)f - lo) * inv), 0.0f), (float)T);
+    k = (int)g;
+    if (!((f > tv[k - 1]) & (f <= tv[k]))) { // both reads always: no branch between them
+      while (k > 0 && f <= tv[k - 1]) k--;
+      while (k < T && f > tv[k]) k++;
+    }
+  } else {
+    int a = 0, b = T;
+    while (a < b) {
+      const int mid = (a + b) >> 1;
+      if (f <= tv[mid]) b = mid;
+      else a = mid + 1;
+    }
+    k = a;
+  }
+  return (unsigned)k;
+}
+

@@ -18,6 +18,7 @@
 extern "C" {
 #include "ndforge.h"
 }
+#define NDF_ECC_CEILF std::ceil
 #include "../../templates/ndf_ecc_pack.cuh"
 
 static uint64_t sd = 12345;
@@ -36,28 +37,12 @@ static float rd_float(double t) {
   if ((double)f > t) f = std::nextafter(f, -INFINITY);
   return f;
 }
-// ndf_ecc_bin with V = float
-static unsigned bin_of(float f, const std::vector<float> &tv, int T, int uni, float lo, float inv) {
-  int k;
-  if (uni) {
-    const float g = std::ceil((f - lo) * inv);
-    k = g <= 0.0f ? 0 : g >= (float)T ? T : (int)g;
-    while (k > 0 && f <= tv[k - 1]) k--;
-    while (k < T && f > tv[k]) k++;
-  } else {
-    int a = 0, b = T;
-    while (a < b) {
-      const int mid = (a + b) >> 1;
-      if (f <= tv[mid]) b = mid;
-      else a = mid + 1;
-    }
-    k = a;
-  }
-  return (unsigned)k;
+static unsigned bin_of(float f, const float *tv, int T, int uni, float lo, float inv) {
+  return ndf_ecc_bin<float>(f, tv, T, uni, lo, inv);
 }
 
 template <int NSP, int CONS>
-static void pack_curve(const float *img, int64_t nz, int64_t ny, int64_t nx, const std::vector<float> &tv, int T, int uni,
+static void pack_curve(const float *img, int64_t nz, int64_t ny, int64_t nx, const float *tv, int T, int uni,
                        float lo, float inv, std::vector<long long> &hist) {
   const int64_t nw = (nx + 1) / 2;
   // words with a halo of one word / row / plane of the outside marker
@@ -148,6 +133,7 @@ int main(int argc, char **argv) {
       eo.has_range = 1;
       eo.range_lo = vkind == 1 ? -50 : 0;
       eo.range_hi = vkind == 1 ? 60 : (double)top - 0.5;
+      if (urand() < 0.15) eo.range_lo = -1e300, eo.range_hi = urand() < 0.5 ? 1e300 : 1e-30; // past float: slow bins
     }
     if (ndf_euler_characteristic_curve(ctx, &in, &cur, &eo) != NDF_OK) {
       printf("CPU: %s\n", ndf_errmsg(ctx));
@@ -162,8 +148,12 @@ int main(int argc, char **argv) {
     std::vector<std::pair<double, int64_t>> srt((size_t)T);
     for (int64_t k = 0; k < T; k++) srt[(size_t)k] = {th[(size_t)k], k};
     std::sort(srt.begin(), srt.end());
-    std::vector<float> tv((size_t)T);
-    for (int64_t k = 0; k < T; k++) tv[(size_t)k] = rd_float(srt[(size_t)k].first);
+    // padded as in the kernel: -inf, the thresholds rounded down to float, +inf
+    std::vector<float> tvp((size_t)T + 2);
+    tvp[0] = -INFINITY;
+    tvp[(size_t)T + 1] = INFINITY;
+    for (int64_t k = 0; k < T; k++) tvp[(size_t)k + 1] = rd_float(srt[(size_t)k].first);
+    const float *tv = tvp.data() + 1;
     const double t0 = srt[0].first, tl = srt[(size_t)T - 1].first;
     const int uni = tkind != 0 && tl > t0;
     const float lo = uni ? (float)t0 : 0.0f, inv = uni ? (float)((double)(T - 1) / (tl - t0)) : 0.0f;
