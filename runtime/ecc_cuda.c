@@ -50,6 +50,13 @@ typedef struct ecc_hdr {
 } ecc_hdr;
 #define HDR_BYTES 256
 
+/* The packed bin kernel (ndf_ecc_pack) unless NDF_ECC_HIST=old; bins up to 510. */
+#define PACK_MAX_T 510
+static int use_pack(int64_t T) {
+  const char *e = getenv("NDF_ECC_HIST");
+  return T <= PACK_MAX_T && !(e && strcmp(e, "old") == 0);
+}
+
 int ndf__ecc_new_path(void) {
   const char *e = getenv("NDF_ECC_PATH");
   return !(e && strcmp(e, "old") == 0);
@@ -152,15 +159,17 @@ typedef struct hist_geom {
 
 static ndf_status hist_geometry(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, hist_geom *g, int newp) {
   const int nb = c->nb;
+  /* newp 2: ndf_ecc_pack's tiles, 64 (3-D, 8 rows) or 512 (2-D) voxels of x */
+  const int64_t tw = newp == 2 ? 64 : 32, tw2 = newp == 2 ? 512 : 256;
   if (c->nsp == 3) {
     g->nz = c->sshape[0], g->ny = c->sshape[1], g->nx = c->sshape[2];
     g->sz = in->strides[nb], g->sy = in->strides[nb + 1], g->sx = in->strides[nb + 2];
-    g->ntx = (g->nx + 31) / 32;
+    g->ntx = (g->nx + tw - 1) / tw;
     g->ptiles = g->ntx * ((g->ny + 7) / 8);
   } else {
     g->nz = c->sshape[0], g->ny = 1, g->nx = c->sshape[1];
     g->sz = in->strides[nb], g->sy = 0, g->sx = in->strides[nb + 1];
-    g->ntx = (g->nx + 255) / 256;
+    g->ntx = (g->nx + tw2 - 1) / tw2;
     g->ptiles = g->ntx;
   }
   /* about 16 blocks per SM (two waves: the kernel takes 32 registers, so 8
@@ -172,7 +181,8 @@ static ndf_status hist_geometry(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_
      * equal length, at least 8 planes (the halo) -- fewer blocks, so fewer
      * threshold loads and flushes of T global atomics per voxel (2-D at
      * 1024^2 had 4 rows and 256 atomics per block of 1024 voxels) */
-    const int64_t target = sms * (c->nsp == 3 ? 8 : 4), per = c->nimg * g->ptiles;
+    /* ndf_ecc_pack: 64 registers, 4 blocks of 256 per SM */
+    const int64_t target = sms * (newp == 2 ? 4 : c->nsp == 3 ? 8 : 4), per = c->nimg * g->ptiles;
     int64_t nch = (target + per / 2) / (per > 0 ? per : 1);
     if (nch < 1) nch = 1;
     if (nch > (g->nz + 7) / 8) nch = (g->nz + 7) / 8;
@@ -203,6 +213,7 @@ typedef struct hist_extra {
   int dev_binner, check_nan;
   CUdeviceptr cnt, perm;
   const ndf_array *out; /* with cnt */
+  int pack;             /* ndf_ecc_pack: thresholds, counters and float thresholds in shared memory */
 } hist_extra;
 
 static ndf_status hist_launch(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, CUfunction fn,
@@ -210,7 +221,10 @@ static ndf_status hist_launch(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
                               CUdeviceptr ts, double lo, double inv_step, int uniform, const hist_extra *x) {
   int smem_ts = 0;
   unsigned dyn = 0;
-  if (hist && (size_t)c->T * 12 + 4 <= 40960) {
+  if (x && x->pack) {
+    smem_ts = 1;
+    dyn = (unsigned)((size_t)c->T * 16 + 32);
+  } else if (hist && (size_t)c->T * 12 + 4 <= 40960) {
     smem_ts = 1;
     dyn = (unsigned)((size_t)c->T * 12 + 4);
   }
@@ -382,11 +396,14 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
    * occur); otherwise ndf_ecc_final runs after the NaN-checking histogram */
   const int fused = need_range || !isfloat;
   CUfunction fh, ff = NULL, fsc = NULL;
-  if ((s = get_fn(ctx, c->name, "ndf_ecc_hist", in->dtype, c->nsp, construction, 0, &fh)) != NDF_OK) return s;
+  const int pack = use_pack(T);
+  if ((s = get_fn(ctx, c->name, pack ? "ndf_ecc_pack" : "ndf_ecc_hist", in->dtype, c->nsp, construction, 0, &fh)) !=
+      NDF_OK)
+    return s;
   if (!fused && (s = get_fn(ctx, c->name, "ndf_ecc_final", NDF_FLOAT32, 2, 0, 0, &ff)) != NDF_OK) return s;
   if (need_range && (s = get_fn(ctx, c->name, "ndf_ecc_scan", in->dtype, 2, 0, 0, &fsc)) != NDF_OK) return s;
   hist_geom g;
-  if ((s = hist_geometry(ctx, c, in, &g, 1)) != NDF_OK) return s;
+  if ((s = hist_geometry(ctx, c, in, &g, pack ? 2 : 1)) != NDF_OK) return s;
   ndf__params spb = {.n = 0};
   const unsigned sgrid = need_range ? scan_params(ctx, &spb, in, 0, 0, 0, 0, 0, 0, 0, 0, 1) : 0;
   /* scratch: header, per-image tickets, histogram (zeroed by one memset),
@@ -430,7 +447,7 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
     if ((s = ndf__launch(ctx, c->name, fsc, sgrid, 256, 1, 0, spb.b)) != NDF_OK) goto done;
   }
   {
-    const hist_extra x = {hdr, need_range, isfloat && !need_range, fused ? cnt : 0, d_perm, out};
+    const hist_extra x = {hdr, need_range, isfloat && !need_range, fused ? cnt : 0, d_perm, out, pack};
     if ((s = hist_launch(ctx, c, in, fh, &g, 0, 0, hist, d_ts, lo, inv_step, uni, &x)) != NDF_OK) goto done;
   }
   if (!fused && (s = final_launch(ctx, c, ff, hist, d_perm, out, hdr)) != NDF_OK) goto done;
@@ -501,7 +518,7 @@ ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
   if (r == CUDA_SUCCESS) r = ndf__cu(NULL)->cuMemcpyHtoDAsync(d_ts, t, (size_t)T * 8, ctx->stream);
   s = sync_error(ctx, c->name, r);
   if (s == NDF_OK && npix > 0) {
-    const hist_extra x = {hdr, 0, hdr != 0, 0, 0, NULL};
+    const hist_extra x = {hdr, 0, hdr != 0, 0, 0, NULL, 0};
     s = hist_launch(ctx, c, in, fh, &g, cbuf, fbuf, 0, 0, 0, 0, 0, &x);
   }
   if (s == NDF_OK && npix > 0 && nimg > 0) {

@@ -28,6 +28,7 @@
 //   ndf_ecc_put    copies nimg x T doubles into a strided (batch..., T) array.
 #include "ndf_common.cuh"
 #include "ndf_ecc.cuh"
+#include "ndf_ecc_pack.cuh"
 
 typedef NDF_SLOT(TIN) TIN; // input element type
 typedef NDF_SLOT(V) V;     // comparison type: float (uint8/uint16/float32) or double
@@ -481,6 +482,198 @@ extern "C" __global__ void __launch_bounds__(256, 8)
           }
           ndf_ecc_prefix((const long long *)p.hist + (ndf_i64)img2 * p.T, p.perm, p.out + off, p.T, p.ostep);
         }
+      }
+    }
+  }
+}
+
+
+// ---- the packed bin kernel (ndf_ecc_pack, default for T <= 510; ndf_ecc_pack.cuh) -------------------
+// Same parameters, header and tails as ndf_ecc_hist, in the bin domain: each
+// voxel's threshold bin is found once as its plane is loaded (halo included)
+// and packed two voxels per word (16-bit halves, 511 outside the image); a
+// thread owns one word (voxels x, x + 1) of a (y, x) tile row (3-D: 8 rows of
+// 32 words = 64 voxels; 2-D: 256 words) and marches along the first spatial
+// axis keeping the three planes' words (x - 1, x, x + 1 shifted) in
+// registers, so each step reads 9 shared words (3-D) and computes both
+// voxels' c with word-wide compares (ndf_ecc_pack_sum).  The thresholds sit
+// in shared memory (float inputs: rounded down to float, so f <= t_k is
+// exact in float).  The histogram: one shared atomic per voxel with c != 0.
+#define NDF_QW (NSP == 3 ? 32 : 256)
+#define NDF_QY (NSP == 3 ? 8 : 1)
+#define NDF_QH (NSP == 3 ? NDF_QY + 2 : 1)
+#define NDF_QP (NDF_QW + 2)
+#define NDF_QS (NDF_QH * NDF_QP)
+
+extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_pack(const ndf_ecc_params p) {
+  if (p.dev_binner && (p.hdr->nan_key != 0ull || p.hdr->bad != 0)) return;
+  __shared__ unsigned qpl[2][NDF_QS];
+  // dyn: -inf, the T sorted thresholds, +inf (double); T + 1 counters; the
+  // same padded table rounded down to float (float inputs)
+  extern __shared__ double dyn[];
+  const int T = (int)p.T;
+  const int tid = threadIdx.x, tx = tid % NDF_QW, ty = tid / NDF_QW;
+  int *shist = (int *)(dyn + T + 2);
+  float *tsf = (float *)(shist + T + 1);
+  const V *tv = sizeof(V) == 4 ? (const V *)(tsf + 1) : (const V *)(dyn + 1);
+  __shared__ float s_lo, s_inv;
+  __shared__ int s_uni, s_nan;
+  if (tid == 0) {
+    s_lo = (float)(p.dev_binner ? p.hdr->lo : p.lo);
+    s_inv = (float)(p.dev_binner ? p.hdr->inv_step : p.inv_step);
+    s_uni = p.dev_binner ? p.hdr->uniform : p.uniform;
+    s_nan = 0;
+  }
+  for (int k = tid - 1; k <= T; k += 256) {
+    const double t = k < 0 ? -1.0 / 0.0 : k == T ? 1.0 / 0.0 : __ldcg(p.ts + k);
+    dyn[k + 1] = t;
+    if (sizeof(V) == 4) tsf[k + 1] = __double2float_rd(t);
+  }
+  for (int k = tid; k <= T; k += 256) shist[k] = 0;
+  ndf_i64 item = blockIdx.x;
+  const ndf_i64 chunk = item % p.nchunks;
+  item /= p.nchunks;
+  const ndf_i64 tile = item % p.ptiles, img = item / p.ptiles;
+  const ndf_i64 xw0 = (tile % p.ntx) * NDF_QW, y0 = (tile / p.ntx) * NDF_QY;
+  const ndf_i64 z0 = chunk * p.mc, z1 = min(z0 + p.mc, p.nz);
+  ndf_i64 base = 0, q = img;
+  for (int d = p.nb - 1; d >= 0; d--) {
+    base += (q % p.bshape[d]) * p.bstr[d];
+    q /= p.bshape[d];
+  }
+  const TIN *in = p.in + base;
+  // load slots: word (r, cw) of the plane tile with its halo; bit h of lok:
+  // voxel 2 xw + h is inside the plane
+  constexpr int NLD = (NDF_QS + 255) / 256;
+  const TIN *lp[NLD]; // the slot's first voxel in plane 0
+  unsigned lok[NLD];
+#pragma unroll
+  for (int e = 0; e < NLD; e++) {
+    const int i = tid + 256 * e, r = i / NDF_QP, cw = i % NDF_QP;
+    const ndf_i64 yy = y0 - (NSP == 3 ? 1 : 0) + r, xx = 2 * (xw0 - 1 + cw);
+    const bool rok = i < NDF_QS && yy >= 0 && yy < p.ny && xx >= 0;
+    lok[e] = rok ? (unsigned)(xx < p.nx) | ((unsigned)(xx + 1 < p.nx) << 1) : 0u;
+    lp[e] = in + (lok[e] ? yy * p.sy + xx * p.sx : 0);
+  }
+  V nv[NLD][2];
+  bool nzin = false;
+  // planes are fetched in order z0 - 1, z0, ...: the plane offset steps by sz
+  ndf_i64 zo = (z0 - 1) * p.sz;
+  auto fetch = [&](ndf_i64 zz) {
+    nzin = zz >= 0 && zz < p.nz;
+#pragma unroll
+    for (int e = 0; e < NLD; e++) {
+      const TIN *q = lp[e] + zo;
+      nv[e][0] = nzin && (lok[e] & 1u) ? (V)q[0] : (V)0;
+      nv[e][1] = nzin && (lok[e] & 2u) ? (V)q[p.sx] : (V)0;
+    }
+    zo += p.sz;
+  };
+  auto store = [&](int buf) {
+#pragma unroll
+    for (int e = 0; e < NLD; e++) {
+      const int i = tid + 256 * e;
+      if (i < NDF_QS) {
+        unsigned w = CONS == 1 ? NDF_ECC_PG : 0u;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+          unsigned b = NDF_ECC_POUT;
+          if (nzin && ((lok[e] >> h) & 1u)) {
+            const V f = nv[e][h];
+            b = ndf_ecc_bin<V>(f, tv, T, s_uni, s_lo, s_inv); // NaN: T, never counted
+            if (b == (unsigned)T && f != f) s_nan = 1;       // located after the march
+          }
+          w |= b << (16 * h);
+        }
+        qpl[buf][i] = w;
+      }
+    }
+  };
+  auto rd = [&](int buf, unsigned (&R)[3][3]) {
+#pragma unroll
+    for (int ry = 0; ry < 3; ry++) {
+      if (NSP == 2 && ry != 1) continue;
+      const unsigned *row = qpl[buf] + (NSP == 3 ? (ty + ry) * NDF_QP : 0);
+      const unsigned L = row[tx], W = row[tx + 1], Rw = row[tx + 2];
+      R[ry][0] = __byte_perm(L, W, 0x5432);
+      R[ry][1] = W;
+      R[ry][2] = __byte_perm(W, Rw, 0x5432);
+    }
+  };
+  unsigned A[3][3], B[3][3], C[3][3];
+  if (NSP == 2) {
+#pragma unroll
+    for (int k = 0; k < 3; k++) A[0][k] = A[2][k] = B[0][k] = B[2][k] = C[0][k] = C[2][k] = 0u;
+  }
+  __syncthreads(); // the tables
+  // planes z go to buffer (z - z0 + 1) & 1
+  fetch(z0 - 1);
+  store(0);
+  __syncthreads();
+  rd(0, A);
+  fetch(z0);
+  store(1);
+  __syncthreads();
+  rd(1, B);
+  fetch(z0 + 1);
+  auto step = [&](const unsigned (&Pm)[3][3], const unsigned (&Pc)[3][3], unsigned (&Pp)[3][3], ndf_i64 z) {
+    const int buf = (int)((z - z0) & 1);
+    store(buf); // plane z + 1; this buffer was last read two steps ago, before the last barrier
+    __syncthreads();
+    if (z + 2 <= z1) fetch(z + 2);
+    rd(buf, Pp);
+    const unsigned d = ndf_ecc_pack_sum<NSP, CONS>(Pm, Pc, Pp);
+    const unsigned w = Pc[1][1];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const unsigned b = (w >> (16 * h)) & 0x1ffu;
+      const int c = ndf_ecc_pack_c<NSP, CONS>(d, h);
+      if (c != 0 && b < (unsigned)T) atomicAdd(&shist[b], c);
+    }
+  };
+  for (ndf_i64 z = z0; z < z1; z += 3) {
+    step(A, B, C, z);
+    if (z + 1 >= z1) break;
+    step(B, C, A, z + 1);
+    if (z + 2 >= z1) break;
+    step(C, A, B, z + 2);
+  }
+  __syncthreads();
+  for (int k = tid; k < T; k += 256)
+    if (shist[k]) atomicAdd(&p.hist[img * p.T + k], (ndf_u64)(long long)shist[k]);
+  if (p.check_nan && s_nan) {
+    // a NaN among this block's loads: each thread reports the least NaN of its two columns
+    const ndf_i64 y = y0 + ty;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const ndf_i64 x = 2 * (xw0 + tx) + h;
+      if (y < p.ny && x < p.nx) {
+        for (ndf_i64 z = z0; z < z1; z++) {
+          const V f = (V)in[z * p.sz + y * p.sy + x * p.sx];
+          if (f != f) {
+            atomicMax(&p.hdr->nan_key, ~(ndf_u64)(img * (p.nz * p.ny * p.nx) + (z * p.ny + y) * p.nx + x));
+            break;
+          }
+        }
+      }
+    }
+  }
+  if (p.cnt) {
+    // the image's last block writes its curve (when the header is clean)
+    __shared__ bool last;
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) last = atomicAdd(&p.cnt[img], 1u) == (unsigned)(p.ptiles * p.nchunks) - 1u;
+    __syncthreads();
+    if (last) {
+      __threadfence();
+      if (ndf_ecc_hdr_ok(p.hdr)) {
+        ndf_i64 off = 0, q2 = img;
+        for (int d = p.nb - 1; d >= 0; d--) {
+          off += (q2 % p.oshape[d]) * p.ostr[d];
+          q2 /= p.oshape[d];
+        }
+        ndf_ecc_prefix((const long long *)p.hist + img * p.T, p.perm, p.out + off, p.T, p.ostep);
       }
     }
   }

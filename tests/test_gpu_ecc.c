@@ -510,6 +510,49 @@ static void test_gpu_old_path(void **state) {
   assert_int_equal(failed, 0);
 }
 
+/* The packed bin kernel (ndf_ecc_pack, T <= 510) at its edges: T = 1, 2,
+ * 255, 256, 509, 510 and the fallback past it (511, 1000); shapes not
+ * multiple of 2, 64 (a 3-D tile row) or 512 (a 2-D tile), 1-long axes;
+ * ties (few distinct values), constant images; thresholds as values, over
+ * [min, max], over a range; V and T; batches; every dtype.  The same cases
+ * run again with NDF_ECC_HIST=old (ndf_ecc_hist) to compare both. */
+static void pack_cases(gpu_state *s, uint64_t salt, const char *env) {
+  tu_rng r;
+  tu_rng_seed(&r, s->seed ^ salt);
+  static const int64_t Ts[] = {1, 2, 255, 256, 300, 509, 510, 511, 1000};
+  static const int64_t S2[][2] = {{1, 1}, {1, 7}, {7, 1}, {3, 513}, {5, 1023}, {2, 2}, {33, 511}, {40, 1025}, {9, 64}};
+  static const int64_t S3[][3] = {{1, 1, 1}, {1, 9, 65}, {9, 1, 63}, {5, 17, 1}, {3, 9, 129},
+                                  {12, 8, 64}, {17, 3, 2}, {20, 16, 127}, {2, 23, 66}};
+  static const ndf_dtype dts[4] = {NDF_FLOAT32, NDF_FLOAT64, NDF_UINT8, NDF_UINT16};
+  if (env) setenv("NDF_ECC_HIST", env, 1);
+  int failed = 0;
+  const long n = s->ncases / 2 > 40 ? s->ncases / 2 : 40;
+  for (long k = 0; k < n && failed < 5; k++) {
+    ecase c;
+    memset(&c, 0, sizeof c);
+    c.dt = dts[tu_rng_int(&r, 0, 3)];
+    c.nsp = (int)tu_rng_int(&r, 2, 3);
+    c.batch = (int)tu_rng_int(&r, 0, 2);
+    c.nd = c.nsp + c.batch;
+    for (int d = 0; d < c.batch; d++) c.shape[d] = tu_rng_int(&r, 1, 3);
+    const int64_t *sp = c.nsp == 2 ? S2[tu_rng_int(&r, 0, 8)] : S3[tu_rng_int(&r, 0, 8)];
+    for (int d = 0; d < c.nsp; d++) c.shape[c.batch + d] = sp[d];
+    c.vkind = tu_rng_chance(&r, 0.5) ? 0 : tu_rng_chance(&r, 0.8) ? 1 : 2;
+    c.T = Ts[tu_rng_int(&r, 0, 8)];
+    c.tkind = c.T == 1 ? 0 : (int)tu_rng_int(&r, 0, 2);
+    c.cons = tu_rng_chance(&r, 0.5) ? NDF_ECC_V : NDF_ECC_T;
+    c.in_layout = tu_rng_chance(&r, 0.2) ? TU_LAYOUT_PADDED | TU_LAYOUT_NEGATIVE : TU_LAYOUT_C;
+    c.out_layout = TU_LAYOUT_C;
+    failed += run_exact(s->ctx, &c, &r);
+  }
+  if (env) unsetenv("NDF_ECC_HIST");
+  if (failed) printf("%d packed-kernel cases failed (NDF_ECC_HIST=%s); seed %llu\n", failed, env ? env : "",
+                     (unsigned long long)s->seed);
+  assert_int_equal(failed, 0);
+}
+static void test_gpu_pack_edges(void **state) { pack_cases(*state, 0x9ac, NULL); }
+static void test_gpu_pack_edges_old_hist(void **state) { pack_cases(*state, 0x9ac, "old"); }
+
 int main(void) {
   gpu_state *s = calloc(1, sizeof *s);
   ndf_ctx_options o;
@@ -534,6 +577,8 @@ int main(void) {
       cmocka_unit_test_prestate(test_gpu_nan_rejected, s),
       cmocka_unit_test_prestate(test_gpu_exact_random, s),
       cmocka_unit_test_prestate(test_gpu_old_path, s),
+      cmocka_unit_test_prestate(test_gpu_pack_edges, s),
+      cmocka_unit_test_prestate(test_gpu_pack_edges_old_hist, s),
       cmocka_unit_test_prestate(test_gpu_soft_random, s),
       cmocka_unit_test_prestate(test_gpu_benchmark_shapes, s),
       cmocka_unit_test_prestate(test_gpu_soft_timing, s),

@@ -1,0 +1,20 @@
+# ecc_pack_emu_splice.py ROOT OUT -- the parts of templates/ecc.cu that ndf_ecc_pack needs, with its
+# __shared__ variables mapped onto the emulator's per-block storage (tools/emu/ecc_pack_emu.cpp).
+import sys, re
+root, out = sys.argv[1], sys.argv[2]
+s = open(root + '/templates/ecc.cu').read()
+a = s.index('struct ndf_ecc_hdr {'); b = s.index('// Prefix sum of one image')
+hdr = s[a:b]
+a = s.index('struct ndf_ecc_params {'); b = s.index('#define NDF_BX')
+par = s[a:b]
+a = s.index('#define NDF_QW'); b = s.index("// ---- prefix sums in the caller's order")
+k = s[a:b]
+rep = [('__shared__ unsigned qpl[2][NDF_QS];', 'auto &qpl = *(unsigned (*)[2][NDF_QS])EMB().qpl;'),
+       ('extern __shared__ double dyn[];', 'double *dyn = (double *)EMB().dyn;'),
+       ('__shared__ float s_lo, s_inv;', 'float &s_lo = EMB().f[0], &s_inv = EMB().f[1];'),
+       ('__shared__ int s_uni, s_nan;', 'int &s_uni = EMB().i[0], &s_nan = EMB().i[1];'),
+       ('__shared__ bool last;', 'bool &last = EMB().last;')]
+for x, y in rep:
+    assert x in k, x
+    k = k.replace(x, y)
+open(out, 'w').write(hdr + par + k)
