@@ -280,6 +280,14 @@ static double finish_pair(const ndf_sinkhorn *s, const double *ak, const double 
   return fa + gb;
 }
 
+/* A histogram row's mass, summed in the order load_hist sums it (4 partial
+ * sums), so a deferred plan finishes with the masses of the solve, bit for bit. */
+static double row_mass(const double *row, int64_t d) {
+  double m4[4] = {0.0, 0.0, 0.0, 0.0};
+  for (int64_t i = 0; i < d; i++) m4[i & 3] += row[i];
+  return (m4[0] + m4[1]) + (m4[2] + m4[3]);
+}
+
 /* CUDA: the potentials of the last solve, downloaded and finished (plan). */
 static ndf_status undefer(ndf_sinkhorn *s) {
   ndf_status st = ndf__sk_cuda_potentials(s->cuda, s->f, s->g);
@@ -287,12 +295,7 @@ static ndf_status undefer(ndf_sinkhorn *s) {
   const int64_t d = s->d;
   for (int64_t k = 0; k < s->n; k++) {
     const double *ak = s->defA + k * d, *bk = s->defB + k * d;
-    double ma = 0.0, mb = 0.0;
-    for (int64_t i = 0; i < d; i++) {
-      ma += ak[i];
-      mb += bk[i];
-    }
-    finish_pair(s, ak, bk, ma, mb, s->f + k * d, s->g + k * d);
+    finish_pair(s, ak, bk, row_mass(ak, d), row_mass(bk, d), s->f + k * d, s->g + k * d);
   }
   s->deferred = 0;
   return NDF_OK;

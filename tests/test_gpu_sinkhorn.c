@@ -328,7 +328,9 @@ static void test_cluster(void **st) {
     for (int r = 0; r < 2; r++) {
       out_alloc(&o[r], n, d);
       setenv("NDF_SINKHORN_CLUSTER", r ? "0" : (v == 1 ? "2" : "8"), 1);
-      assert_int_equal(run(gctx, NDF_DEVICE_CUDA, &c, NULL, a, b, &o[r], NULL), NDF_OK);
+      const ndf_status st = run(gctx, NDF_DEVICE_CUDA, &c, NULL, a, b, &o[r], NULL);
+      if (st != NDF_OK) fprintf(stderr, "cluster vs block, variant %d, %s: %s\n", v, r ? "one block" : "cluster", ndf_errmsg(gctx));
+      assert_int_equal(st, NDF_OK);
       unsetenv("NDF_SINKHORN_CLUSTER");
     }
     for (int64_t k = 0; k < n; k++) {
