@@ -111,6 +111,7 @@ template <int NSP, int CONS> NDF_HD int ndf_ecc_pack_c(unsigned d, int h) {
 #define NDF_ECC_CEILF ceilf
 #endif
 template <typename V> NDF_HD unsigned ndf_ecc_bin(V f, const V *tv, int T, int uni, float lo, float inv) {
+  if (f != f) return (unsigned)T; // NaN: never counted (the guess below would give bin 0)
   int k;
   if (uni) {
     // fmax(NaN, 0) = 0: a NaN guess (inf * 0) starts at 0

@@ -320,7 +320,7 @@ static void test_cluster(void **st) {
   assert_int_equal(bad, 0);
   /* the same inputs through a cluster and through one block */
   for (int v = 0; v < 3; v++) {
-    gcase c = {"cluster vs block", L2, 2, {v == 2 ? 9 : 16, v == 2 ? 30 : 16}, v == 1 ? 1 : 2, v, F64, v ? 0.01 : 0.05,
+    gcase c = {"cluster vs block", L2, 2, {v == 2 ? 9 : 16, v == 2 ? 30 : 16}, v == 1 ? 1 : 2, v != 0, F64, v ? 0.01 : 0.05,
                400, 10, v == 2 ? 0 : 1e-8, 5, v ? 0.15 : 0.0};
     const int64_t n = c.n, d = case_d(&c);
     double *a = rand_hist(n, d, c.zfrac), *b = rand_hist(n, d, c.zfrac);

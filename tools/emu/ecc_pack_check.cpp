@@ -98,6 +98,14 @@ int main(int argc, char **argv) {
   o.backend = NDF_BACKEND_CPU;
   if (ndf_ctx_create(&ctx, &o) != NDF_OK) return 2;
   int bad = 0;
+  { /* NaN takes bin T (never counted, flagged) through both bin searches */
+    const float tv1[5] = {-INFINITY, 0.0f, 1.0f, 2.0f, 3.0f}; /* tv[-1] is read by the guess */
+    for (int uni = 0; uni < 2; uni++)
+      if (bin_of(NAN, tv1 + 1, 4, uni, 0.0f, 1.0f) != 4u) {
+        std::printf("NaN: bin %u, want 4 (uni %d)\n", bin_of(NAN, tv1 + 1, 4, uni, 0.0f, 1.0f), uni);
+        bad++;
+      }
+  }
   static const int64_t Ts[] = {1, 2, 3, 7, 64, 255, 256, 300, 509, 510};
   for (int cs = 0; cs < cases; cs++) {
     const int nsp = (int)irand(2, 3), cons = (int)irand(0, 1), tkind = (int)irand(0, 2), vkind = (int)irand(0, 2);
