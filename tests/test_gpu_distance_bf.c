@@ -161,31 +161,8 @@ static int run_case(ndf_ctx *ctx, bcase *c, tu_rng *r, double *gpu_ms) {
     printf("%s: GPU: %s %s\n", c->desc, ndf_status_name(s), ndf_errmsg(ctx));
     goto done;
   }
-  char msg[1024];
-  if (c->want_dist) {
-    tu_dev_download(ctx, &dd, &gd);
-    int64_t bad = tu_compare(&cd.arr, &gd.arr, msg, sizeof msg);
-    if (bad) {
-      printf("%s: %lld distances differ:\n%s\n", c->desc, (long long)bad, msg);
-      goto done;
-    }
-    if (tu_check_gaps(&gd) >= 0) {
-      printf("%s: distances written outside the elements\n", c->desc);
-      goto done;
-    }
-  }
-  if (c->want_idx) {
-    tu_dev_download(ctx, &di, &gi);
-    int64_t bad = tu_compare(&ci.arr, &gi.arr, msg, sizeof msg);
-    if (bad) {
-      printf("%s: %lld indices differ:\n%s\n", c->desc, (long long)bad, msg);
-      goto done;
-    }
-    if (tu_check_gaps(&gi) >= 0) {
-      printf("%s: indices written outside the elements\n", c->desc);
-      goto done;
-    }
-  }
+  if (c->want_dist && tu_dev_check(ctx, c->desc, "distances", &dd, &gd, &cd.arr)) goto done;
+  if (c->want_idx && tu_dev_check(ctx, c->desc, "indices", &di, &gi, &ci.arr)) goto done;
   rc = 0;
 done:
   tu_dev_free(ctx, &din);

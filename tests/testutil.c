@@ -801,6 +801,22 @@ void tu_dev_download(ndf_ctx *ctx, const tu_dev *d, tu_array *t) {
 
 void tu_dev_free(ndf_ctx *ctx, tu_dev *d) { ndf_array_free(ctx, &d->raw); }
 
+int tu_dev_check(ndf_ctx *ctx, const char *desc, const char *what, const tu_dev *d, tu_array *got,
+                 const ndf_array *expected) {
+  char msg[1024];
+  tu_dev_download(ctx, d, got);
+  const int64_t bad = tu_compare(expected, &got->arr, msg, sizeof msg);
+  if (bad) {
+    printf("%s: %lld %s differ:\n%s\n", desc, (long long)bad, what, msg);
+    return 1;
+  }
+  if (tu_check_gaps(got) >= 0) {
+    printf("%s: %s written outside the elements\n", desc, what);
+    return 1;
+  }
+  return 0;
+}
+
 int tu_gpu_setup(void **state, long default_cases) {
   tu_gpu_state *s = calloc(1, sizeof *s);
   ndf_ctx_options o;

@@ -263,5 +263,11 @@ int tu_have_cuda(void);
 void tu_dev_upload(ndf_ctx *ctx, tu_dev *d, const tu_array *t);
 void tu_dev_download(ndf_ctx *ctx, const tu_dev *d, tu_array *t);
 void tu_dev_free(ndf_ctx *ctx, tu_dev *d);
+/* A GPU call's output against the CPU's: downloads d into got, compares it
+ * with expected bit for bit and checks the gaps of got's layout stayed
+ * poisoned.  0 when equal, else 1 after printing "DESC: ..." naming WHAT
+ * (e.g. "distances"). */
+int tu_dev_check(ndf_ctx *ctx, const char *desc, const char *what, const tu_dev *d, tu_array *got,
+                 const ndf_array *expected);
 
 #endif
