@@ -39,6 +39,57 @@ static int cmp_tsort(const void *a, const void *b) {
   return x->t < y->t ? -1 : x->t > y->t ? 1 : (x->k > y->k) - (x->k < y->k);
 }
 
+/* The tiling both ECT kernels launch over: tiles (3-D 8 x 8 x 4 of (z, y, x),
+ * 2-D 16 x 16 of (y, x)) times direction groups of G directions, about 8
+ * blocks per SM; and the length of the coordinate table. */
+typedef struct ect_tiling {
+  int64_t nz, ny, nx, sz, sy, sx; /* spatial extents and element strides (2-D: nz = 1, sz = 0) */
+  int64_t ntx, nty, ntz;          /* tiles per axis */
+  int64_t G, ngroups, items;      /* directions per group, groups, blocks */
+  int64_t ncoord;                 /* sum of the spatial extents */
+} ect_tiling;
+
+static ndf_status ect_tiling_plan(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const ndf_array *in, ect_tiling *g) {
+  const int64_t nimg = c->nimg, m = c->m;
+  const int nsp = c->nsp, nb = c->nb;
+  if (nsp == 3) {
+    g->nz = c->sshape[0], g->ny = c->sshape[1], g->nx = c->sshape[2];
+    g->sz = in->strides[nb], g->sy = in->strides[nb + 1], g->sx = in->strides[nb + 2];
+  } else {
+    g->nz = 1, g->ny = c->sshape[0], g->nx = c->sshape[1];
+    g->sz = 0, g->sy = in->strides[nb], g->sx = in->strides[nb + 1];
+  }
+  const int TX = nsp == 3 ? 8 : 16, TY = nsp == 3 ? 8 : 16, TZ = nsp == 3 ? 4 : 1;
+  g->ntx = (g->nx + TX - 1) / TX, g->nty = (g->ny + TY - 1) / TY, g->ntz = (g->nz + TZ - 1) / TZ;
+  const int64_t per_group = nimg * g->ntx * g->nty * g->ntz;
+  const int64_t target = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) * 8;
+  int64_t ngroups = per_group > 0 ? (target + per_group - 1) / per_group : 1;
+  if (ngroups > m) ngroups = m;
+  if (ngroups < 1) ngroups = 1;
+  g->G = (m + ngroups - 1) / ngroups;
+  g->ngroups = (m + g->G - 1) / g->G;
+  g->items = per_group * g->ngroups;
+  if (g->items > 0x7fffffff)
+    return ndf__error(ctx, NDF_ENOTSUP, "%s: the input is too large for one launch (%lld blocks)", c->name,
+                      (long long)g->items);
+  g->ncoord = 0;
+  for (int d = 0; d < nsp; d++) g->ncoord += c->sshape[d];
+  return NDF_OK;
+}
+
+/* The tiling's fields in the order both kernels' parameter blocks read them. */
+static void ect_tiling_put(ndf__params *pb, const ect_tiling *g) {
+  NDF__PUT(pb, g->ntx);
+  NDF__PUT(pb, g->nty);
+  NDF__PUT(pb, g->ntz);
+  NDF__PUT(pb, g->nz);
+  NDF__PUT(pb, g->ny);
+  NDF__PUT(pb, g->nx);
+  NDF__PUT(pb, g->sz);
+  NDF__PUT(pb, g->sy);
+  NDF__PUT(pb, g->sx);
+}
+
 ndf_status ndf__ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const ndf_array *in, ndf_array *out,
                          const double *coord, const double *dirs, const double *t, int uniform) {
   ndf_status s = ndf__ctx_bind(ctx);
@@ -50,37 +101,15 @@ ndf_status ndf__ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const ndf_ar
   if ((s = get_fn(ctx, c->name, "ndf_ect_hist", in->dtype, nsp, c->cons, wt, &fh)) != NDF_OK) return s;
   if ((s = get_fn(ctx, c->name, "ndf_ect_final", NDF_FLOAT32, 2, 0, wt, &ff)) != NDF_OK) return s;
 
-  /* geometry: tiles (3-D 8 x 8 x 4 of (z, y, x), 2-D 16 x 16 of (y, x)) and direction groups */
-  int64_t nz, ny, nx, sz, sy, sx;
-  if (nsp == 3) {
-    nz = c->sshape[0], ny = c->sshape[1], nx = c->sshape[2];
-    sz = in->strides[nb], sy = in->strides[nb + 1], sx = in->strides[nb + 2];
-  } else {
-    nz = 1, ny = c->sshape[0], nx = c->sshape[1];
-    sz = 0, sy = in->strides[nb], sx = in->strides[nb + 1];
-  }
-  const int TX = nsp == 3 ? 8 : 16, TY = nsp == 3 ? 8 : 16, TZ = nsp == 3 ? 4 : 1;
-  const int64_t ntx = (nx + TX - 1) / TX, nty = (ny + TY - 1) / TY, ntz = (nz + TZ - 1) / TZ;
-  const int64_t per_group = nimg * ntx * nty * ntz;
-  const int64_t target = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) * 8;
-  int64_t ngroups = per_group > 0 ? (target + per_group - 1) / per_group : 1;
-  if (ngroups > m) ngroups = m;
-  if (ngroups < 1) ngroups = 1;
-  const int64_t G = (m + ngroups - 1) / ngroups;
-  ngroups = (m + G - 1) / G;
-  const int64_t items = per_group * ngroups;
-  if (items > 0x7fffffff)
-    return ndf__error(ctx, NDF_ENOTSUP, "%s: the input is too large for one launch (%lld blocks)", c->name,
-                      (long long)items);
+  ect_tiling g;
+  if ((s = ect_tiling_plan(ctx, c, in, &g)) != NDF_OK) return s;
 
-  int64_t ncoord = 0;
-  for (int d = 0; d < nsp; d++) ncoord += c->sshape[d];
   tsort *srt = malloc((size_t)T * sizeof *srt);
   double *ts = malloc((size_t)T * sizeof *ts);
   int64_t *perm = malloc((size_t)T * sizeof *perm);
   CUdeviceptr hist = 0;
   const size_t hbytes = (size_t)nimg * (size_t)m * (size_t)T * 8;
-  const size_t cbytes = (size_t)(ncoord > 0 ? ncoord : 1) * 8, dbytes = (size_t)m * (size_t)nsp * 8;
+  const size_t cbytes = (size_t)(g.ncoord > 0 ? g.ncoord : 1) * 8, dbytes = (size_t)m * (size_t)nsp * 8;
   if (!srt || !ts || !perm) {
     s = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
     goto done;
@@ -104,7 +133,7 @@ ndf_status ndf__ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const ndf_ar
   CUresult r = cu->cuMemsetD8Async(hist, 0, hbytes, ctx->stream);
   if (r == CUDA_SUCCESS) r = cu->cuMemcpyHtoDAsync(d_ts, ts, (size_t)T * 8, ctx->stream);
   if (r == CUDA_SUCCESS) r = cu->cuMemcpyHtoDAsync(d_perm, perm, (size_t)T * 8, ctx->stream);
-  if (r == CUDA_SUCCESS && ncoord > 0) r = cu->cuMemcpyHtoDAsync(d_coord, coord, (size_t)ncoord * 8, ctx->stream);
+  if (r == CUDA_SUCCESS && g.ncoord > 0) r = cu->cuMemcpyHtoDAsync(d_coord, coord, (size_t)g.ncoord * 8, ctx->stream);
   if (r == CUDA_SUCCESS) r = cu->cuMemcpyHtoDAsync(d_dirs, dirs, dbytes, ctx->stream);
   if (r != CUDA_SUCCESS) {
     s = ndf__cuda_error(ctx, c->name, r);
@@ -121,21 +150,13 @@ ndf_status ndf__ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const ndf_ar
     NDF__PUT(&pb, hist);
     NDF__PUT(&pb, lo);
     NDF__PUT(&pb, inv_step);
-    int64_t tt = T, mm = m, gg = G, ng = ngroups, ni = nimg;
+    int64_t tt = T, mm = m, gg = g.G, ng = g.ngroups, ni = nimg;
     NDF__PUT(&pb, tt);
     NDF__PUT(&pb, mm);
     NDF__PUT(&pb, gg);
     NDF__PUT(&pb, ng);
     NDF__PUT(&pb, ni);
-    NDF__PUT(&pb, ntx);
-    NDF__PUT(&pb, nty);
-    NDF__PUT(&pb, ntz);
-    NDF__PUT(&pb, nz);
-    NDF__PUT(&pb, ny);
-    NDF__PUT(&pb, nx);
-    NDF__PUT(&pb, sz);
-    NDF__PUT(&pb, sy);
-    NDF__PUT(&pb, sx);
+    ect_tiling_put(&pb, &g);
     int nbb = nb;
     NDF__PUT(&pb, nbb);
     NDF__PUT(&pb, uni);
@@ -148,7 +169,7 @@ ndf_status ndf__ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const ndf_ar
       int64_t v = a < nb ? in->strides[a] : 0;
       NDF__PUT(&pb, v);
     }
-    s = ndf__launch(ctx, c->name, fh, (unsigned)items, 256, 1, smem ? (unsigned)dyn_bytes : 0, pb.b);
+    s = ndf__launch(ctx, c->name, fh, (unsigned)g.items, 256, 1, smem ? (unsigned)dyn_bytes : 0, pb.b);
     if (s != NDF_OK) goto done;
   }
   {
@@ -264,36 +285,14 @@ ndf_status ndf__soft_ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const n
   if ((s = get_soft_fn(ctx, c->name, "ndf_ect_soft", in->dtype, nsp, c->cons, wt, fast, &fs)) != NDF_OK) return s;
   if ((s = get_soft_fn(ctx, c->name, "ndf_ect_soft_put", NDF_FLOAT32, 2, 0, 0, 0, &fp)) != NDF_OK) return s;
 
-  /* geometry as ndf__ect_cuda */
-  int64_t nz, ny, nx, sz, sy, sx;
-  if (nsp == 3) {
-    nz = c->sshape[0], ny = c->sshape[1], nx = c->sshape[2];
-    sz = in->strides[nb], sy = in->strides[nb + 1], sx = in->strides[nb + 2];
-  } else {
-    nz = 1, ny = c->sshape[0], nx = c->sshape[1];
-    sz = 0, sy = in->strides[nb], sx = in->strides[nb + 1];
-  }
-  const int TX = nsp == 3 ? 8 : 16, TY = nsp == 3 ? 8 : 16, TZ = nsp == 3 ? 4 : 1;
-  const int64_t ntx = (nx + TX - 1) / TX, nty = (ny + TY - 1) / TY, ntz = (nz + TZ - 1) / TZ;
-  const int64_t per_group = nimg * ntx * nty * ntz;
-  const int64_t target = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) * 8;
-  int64_t ngroups = per_group > 0 ? (target + per_group - 1) / per_group : 1;
-  if (ngroups > m) ngroups = m;
-  if (ngroups < 1) ngroups = 1;
-  const int64_t G = (m + ngroups - 1) / ngroups;
-  ngroups = (m + G - 1) / G;
-  const int64_t items = per_group * ngroups;
-  if (items > 0x7fffffff)
-    return ndf__error(ctx, NDF_ENOTSUP, "%s: the input is too large for one launch (%lld blocks)", c->name,
-                      (long long)items);
-  int64_t ncoord = 0;
-  for (int d = 0; d < nsp; d++) ncoord += c->sshape[d];
+  ect_tiling g;
+  if ((s = ect_tiling_plan(ctx, c, in, &g)) != NDF_OK) return s;
   const int want_gw = mode == 1 && gin && wt && npix > 0;
   /* scratch: acc [nimg][m][T], gu [nimg][m][nsp], gw [nimg][npix], reduced [T + m nsp], ts, coords, dirs */
 #define A256(x) (((size_t)(x) + 255) & ~(size_t)255)
   const size_t acc_b = A256((size_t)nimg * m * T * 8), gu_b = A256((size_t)nimg * m * nsp * 8),
                gw_b = want_gw ? A256((size_t)nimg * npix * 8) : 0, red_b = A256((size_t)(T + m * nsp) * 8),
-               ts_b = A256((size_t)T * 8), c_b = A256((size_t)(ncoord > 0 ? ncoord : 1) * 8),
+               ts_b = A256((size_t)T * 8), c_b = A256((size_t)(g.ncoord > 0 ? g.ncoord : 1) * 8),
                d_b = A256((size_t)m * nsp * 8);
 #undef A256
   CUdeviceptr scratch = 0;
@@ -303,7 +302,7 @@ ndf_status ndf__soft_ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const n
   const ndf__cu_api *cu = ndf__cu(NULL);
   CUresult r = cu->cuMemsetD8Async(acc, 0, acc_b + gu_b + gw_b, ctx->stream);
   if (r == CUDA_SUCCESS) r = cu->cuMemcpyHtoDAsync(d_ts, t, (size_t)T * 8, ctx->stream);
-  if (r == CUDA_SUCCESS && ncoord > 0) r = cu->cuMemcpyHtoDAsync(d_coord, coord, (size_t)ncoord * 8, ctx->stream);
+  if (r == CUDA_SUCCESS && g.ncoord > 0) r = cu->cuMemcpyHtoDAsync(d_coord, coord, (size_t)g.ncoord * 8, ctx->stream);
   if (r == CUDA_SUCCESS) r = cu->cuMemcpyHtoDAsync(d_dirs, dirs, (size_t)m * nsp * 8, ctx->stream);
   if (r != CUDA_SUCCESS) {
     s = ndf__cuda_error(ctx, c->name, r);
@@ -318,7 +317,7 @@ ndf_status ndf__soft_ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const n
     ndf__params pb = {.n = 0};
     const CUdeviceptr p_g = mode == 1 ? (CUdeviceptr)(uintptr_t)arr->data : 0;
     const CUdeviceptr p_gu = mode == 1 && gdir ? gu : 0, p_gw = want_gw ? gw : 0;
-    int64_t tt = T, mm = m, gg = G, ng = ngroups, ni = nimg;
+    int64_t tt = T, mm = m, gg = g.G, ng = g.ngroups, ni = nimg;
     int64_t gdstep = mode == 1 ? arr->strides[nb] : 0, gkstep = mode == 1 ? arr->strides[nb + 1] : 0;
     int i_nb = nb, i_mode = mode, want_gt = mode == 1 && gthr != NULL;
     NDF__PUT(&pb, in->data);
@@ -335,15 +334,7 @@ ndf_status ndf__soft_ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const n
     NDF__PUT(&pb, gg);
     NDF__PUT(&pb, ng);
     NDF__PUT(&pb, ni);
-    NDF__PUT(&pb, ntx);
-    NDF__PUT(&pb, nty);
-    NDF__PUT(&pb, ntz);
-    NDF__PUT(&pb, nz);
-    NDF__PUT(&pb, ny);
-    NDF__PUT(&pb, nx);
-    NDF__PUT(&pb, sz);
-    NDF__PUT(&pb, sy);
-    NDF__PUT(&pb, sx);
+    ect_tiling_put(&pb, &g);
     NDF__PUT(&pb, gdstep);
     NDF__PUT(&pb, gkstep);
     NDF__PUT(&pb, i_nb);
@@ -362,7 +353,7 @@ ndf_status ndf__soft_ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const n
       int64_t v = a < nb && mode == 1 ? arr->strides[a] : 0;
       NDF__PUT(&pb, v);
     }
-    s = ndf__launch(ctx, c->name, fs, (unsigned)items, 256, 1, smem ? (unsigned)dyn_bytes : 0, pb.b);
+    s = ndf__launch(ctx, c->name, fs, (unsigned)g.items, 256, 1, smem ? (unsigned)dyn_bytes : 0, pb.b);
     if (s != NDF_OK) goto done;
   }
   if (mode == 0) {
