@@ -762,6 +762,15 @@ void tu_oracle_cleanup(const char *dir, int keep, uint64_t seed) {
 #include <stddef.h>
 #include <cmocka.h>
 
+/* NDF_TEST_FILTER=<cmocka pattern, * and ? wildcards>: every test program that links
+ * testutil runs only the tests whose names match (e.g. to put one GPU test under
+ * compute-sanitizer racecheck). Set before main, so no test's main has to ask. */
+__attribute__((constructor)) static void tu_test_filter(void) {
+  const char *f = getenv("NDF_TEST_FILTER");
+  if (f && *f) cmocka_set_test_filter(f);
+}
+
+
 static ndf_array tu_raw_host(const tu_array *t) {
   ndf_array a;
   int64_t n = (int64_t)t->bytes;
