@@ -549,10 +549,11 @@ extern "C" __global__ void NDF_SK_CLUSTER_ATTR __launch_bounds__(NT) ndf_sinkhor
       S.ys[w][c] = v;
     }
     it++;
-    // ASYNC and tol = 0: only the last check counts (its error is the one
-    // reported; a check's K y is the next row update's, so skipping one
-    // changes no value and no breakdown iteration)
-    if ((it % p.check_every == 0 && (!ASYNC || p.tol > 0.0)) || it == p.max_iter) {
+    // tol = 0: only the last check counts (its error is the one reported; a
+    // check's K y is the next row update's, so skipping one changes no value
+    // and no breakdown iteration: a column breakdown is read after the next
+    // K y either way, at the same it)
+    if ((it % p.check_every == 0 && p.tol > 0.0) || it == p.max_iter) {
       if (ASYNC) tv = apply_async(S, S.ys, k1c, ro, buf, ph, ok, row, pend_c, flagged);
       else tv = apply(S, S.ys, k1c, rtt, buf, rowok, ok, row);
       buf ^= 1;
