@@ -484,10 +484,12 @@ return {
         N0 = "grid rows, 1..32",
         N1 = "grid columns, 1..32",
         CL = "blocks per cluster (one histogram pair), 2..16 (sm_90); 1: one block, no cluster (float)",
+        ASYNC = "1: rows exchanged by st.async on mbarriers, no cluster barrier in the loop (CL > 1 dividing N0); 0: cluster barriers",
       },
       families = {
-        { T = { "float" }, LOGD = { "0", "1" }, N0 = { "32" }, N1 = { "32" }, CL = { "1", "2", "4", "8" } },
-        { T = { "double" }, LOGD = { "0", "1" }, N0 = { "12" }, N1 = { "9" }, CL = { "2", "4" } },
+        { T = { "float" }, LOGD = { "0", "1" }, N0 = { "32" }, N1 = { "32" }, CL = { "1", "2", "4", "8" }, ASYNC = { "0" } },
+        { T = { "float" }, LOGD = { "0", "1" }, N0 = { "32" }, N1 = { "32" }, CL = { "2", "4", "8" }, ASYNC = { "1" } },
+        { T = { "double" }, LOGD = { "0", "1" }, N0 = { "12" }, N1 = { "9" }, CL = { "2", "4" }, ASYNC = { "0", "1" } },
       },
     },
     {

@@ -17,7 +17,11 @@
  * kernel with one block of 32 * N0 threads per pair and no cluster: float
  * only, a measurement point against sinkhorn_grid2.cu).  If the
  * cluster kernel cannot be compiled or launched, the solver falls back to
- * sinkhorn_grid2.cu for good.
+ * sinkhorn_grid2.cu for good.  How a cluster's blocks exchange rows
+ * ($NDF_SINKHORN_CLSYNC): unset, empty, "auto" or "async" = st.async stores
+ * completing on mbarriers, no cluster barrier in the loop (the template's
+ * ASYNC slot; when CL divides N0, else as "barrier"); "barrier" = distributed
+ * stores and a cluster barrier per application (the session-4 kernel).
  *
  * Dense costs: templates/sinkhorn_dense.cu, one kernel per half-iteration
  * for all pairs (K read once per 8 pairs).  A chunk of check_every
@@ -30,6 +34,7 @@
  * solver's life and is destroyed with it.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,6 +59,7 @@ struct ndf__sk_cuda {
   unsigned nt;
   CUfunction fncl; /* the cluster kernel; fn then stays NULL until a fallback compiles sinkhorn_grid2.cu */
   int cl_forced; /* $NDF_SINKHORN_CLUSTER chose cl: no silent fallback (tests see failures) */
+  int clasync;   /* the cluster kernel's ASYNC slot ($NDF_SINKHORN_CLSYNC) */
   unsigned smem;
   int64_t shape[NDF_MAX_SPATIAL], stride[NDF_MAX_SPATIAL], axoff[NDF_MAX_SPATIAL], wofs, axlen;
   double tol;
@@ -220,12 +226,15 @@ ndf_status ndf__sk_cuda_create(ndf_ctx *ctx, const ndf_sinkhorn_options *opt, co
   if (g->cl) {
     const int rows = (int)((g->shape[0] + g->cl - 1) / g->cl);
     g->nt = (unsigned)(32 * rows);
+    const char *se = getenv("NDF_SINKHORN_CLSYNC");
+    g->clasync = g->cl > 1 && g->shape[0] % g->cl == 0 && !(se && (strcmp(se, "barrier") == 0 || strcmp(se, "0") == 0));
     ndf__req_init(&req, "sinkhorn_cluster", "ndf_sinkhorn_cluster");
     ndf__req_set(&req, "T", "%s", g->f32 ? "float" : "double");
     ndf__req_set(&req, "LOGD", "%d", g->log_domain);
     ndf__req_set(&req, "N0", "%d", (int)g->shape[0]);
     ndf__req_set(&req, "N1", "%d", (int)g->shape[1]);
     ndf__req_set(&req, "CL", "%d", g->cl);
+    ndf__req_set(&req, "ASYNC", "%d", g->clasync);
     if ((s = ndf__jit_get(ctx, OP_CREATE, &req, &g->fncl)) != NDF_OK) { /* e.g. an NVRTC without sm_90 */
       if (g->cl_forced) goto fail;
       ndf__clear_error(ctx);
@@ -254,6 +263,10 @@ ndf_status ndf__sk_cuda_create(ndf_ctx *ctx, const ndf_sinkhorn_options *opt, co
     if ((s = ndf__jit_get(ctx, OP_CREATE, &req, &g->fn)) != NDF_OK) goto fail;
   }
 
+  const char *dbg = getenv("NDF_DEBUG");
+  if (dbg && dbg[0] && strcmp(dbg, "0") != 0)
+    fprintf(stderr, "ndforge: sinkhorn: %s%s, cluster %d (%s)\n", g->batched ? "dense batched" : g->cl ? "sinkhorn_cluster" : g->grid2 ? "sinkhorn_grid2" : "sinkhorn",
+            g->f32 ? " float" : " double", g->cl, g->cl ? (g->clasync ? "st.async + mbarriers" : "cluster barriers") : "-");
   const size_t d = (size_t)g->d, d2 = d * d, nd = (size_t)g->n * d;
   if (g->kind == NDF_OT_COST_DENSE) {
     double *CT = NULL;

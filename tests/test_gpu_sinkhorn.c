@@ -23,7 +23,10 @@
  * block per pair ($NDF_SINKHORN_CLUSTER=0) against the CPU, on grids whose
  * rows do not split evenly (a block with no rows at all included), both
  * domains, zero bins, early exit and breakdown, and compares the two GPU
- * paths with each other on the same inputs.
+ * paths with each other on the same inputs.  Cluster kernels whose blocks
+ * own equal row counts exchange rows by st.async on mbarriers by default;
+ * every cluster case also runs with $NDF_SINKHORN_CLSYNC=barrier (cluster
+ * barriers), and the two must give the same bits.
  *
  * Exits 77 (skipped) without a CUDA device.  Seed: NDF_TEST_SEED (printed).
  * This file uses only the public API of ndforge.
@@ -312,27 +315,44 @@ static void test_cluster(void **st) {
       {"1", {"cluster kernel, 1 block: f32 L2 log 20x27, zero bins", L2, 2, {20, 27}, 2, 1, F32, 0.01, 50, 10, 0, 3, 0.2}},
   };
   int bad = 0;
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    setenv("NDF_SINKHORN_CLUSTER", cases[i].cl, 1);
-    bad += check_case(&cases[i].c) != 0;
-    unsetenv("NDF_SINKHORN_CLUSTER");
-  }
+  for (int sy = 0; sy < 2; sy++) /* st.async (default where rows split evenly), then cluster barriers */
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+      setenv("NDF_SINKHORN_CLUSTER", cases[i].cl, 1);
+      if (sy) setenv("NDF_SINKHORN_CLSYNC", "barrier", 1);
+      const int b = check_case(&cases[i].c) != 0;
+      if (b) fprintf(stderr, "test_cluster: %s failed (%s)\n", cases[i].c.what, sy ? "cluster barriers" : "default exchange");
+      bad += b;
+      unsetenv("NDF_SINKHORN_CLUSTER");
+      unsetenv("NDF_SINKHORN_CLSYNC");
+    }
   assert_int_equal(bad, 0);
   /* the same inputs through a cluster and through one block */
-  for (int v = 0; v < 3; v++) {
-    gcase c = {"cluster vs block", L2, 2, {v == 2 ? 9 : 16, v == 2 ? 30 : 16}, v == 1 ? 1 : 2, v != 0, F64, v ? 0.01 : 0.05,
-               400, 10, v == 2 ? 0 : 1e-8, 5, v ? 0.15 : 0.0};
+  /* (v = 3: scaling, tol 0, so the st.async kernel skips all checks but the last) */
+  for (int v = 0; v < 4; v++) {
+    const int lg = v == 1 || v == 2;
+    gcase c = {"cluster vs block", L2, 2, {v == 2 ? 9 : 16, v == 2 ? 30 : v == 3 ? 12 : 16}, v == 1 ? 1 : 2, lg, F64,
+               lg ? 0.01 : 0.05, 400, 10, v >= 2 ? 0 : 1e-8, 5, lg ? 0.15 : 0.0};
     const int64_t n = c.n, d = case_d(&c);
     double *a = rand_hist(n, d, c.zfrac), *b = rand_hist(n, d, c.zfrac);
-    out_t o[2];
-    for (int r = 0; r < 2; r++) {
+    out_t o[3]; /* cluster (st.async where rows split evenly), one block, cluster with cluster barriers */
+    for (int r = 0; r < 3; r++) {
       out_alloc(&o[r], n, d);
-      setenv("NDF_SINKHORN_CLUSTER", r ? "0" : (v == 1 ? "2" : "8"), 1);
+      setenv("NDF_SINKHORN_CLUSTER", r == 1 ? "0" : (v == 1 ? "2" : "8"), 1);
+      if (r == 2) setenv("NDF_SINKHORN_CLSYNC", "barrier", 1);
       const ndf_status st = run(gctx, NDF_DEVICE_CUDA, &c, NULL, a, b, &o[r], NULL);
-      if (st != NDF_OK) fprintf(stderr, "cluster vs block, variant %d, %s: %s\n", v, r ? "one block" : "cluster", ndf_errmsg(gctx));
+      if (st != NDF_OK)
+        fprintf(stderr, "cluster vs block, variant %d, %s: %s\n", v, r == 1 ? "one block" : r ? "cluster barriers" : "cluster",
+                ndf_errmsg(gctx));
       assert_int_equal(st, NDF_OK);
       unsetenv("NDF_SINKHORN_CLUSTER");
+      unsetenv("NDF_SINKHORN_CLSYNC");
     }
+    /* the two row exchanges run the same arithmetic in the same order */
+    assert_memory_equal(o[0].it, o[2].it, (size_t)n * sizeof(int32_t));
+    assert_memory_equal(o[0].tc, o[2].tc, (size_t)n * sizeof(double));
+    assert_memory_equal(o[0].err, o[2].err, (size_t)n * sizeof(double));
+    assert_memory_equal(o[0].f, o[2].f, (size_t)(n * d) * sizeof(double));
+    assert_memory_equal(o[0].g, o[2].g, (size_t)(n * d) * sizeof(double));
     for (int64_t k = 0; k < n; k++) {
       assert_int_equal(o[0].it[k], o[1].it[k]);
       assert_true(close_to(o[0].tc[k], o[1].tc[k], 1e-10, 1e-14));
@@ -343,8 +363,9 @@ static void test_cluster(void **st) {
       }
     }
     print_message("cluster vs one block (%s): same iterations (%d), values to 1e-10\n",
-                  v == 0 ? "scaling, early exit" : v == 1 ? "L1 log, early exit" : "log 9x30", o[0].it[0]);
-    for (int r = 0; r < 2; r++) out_free(&o[r]);
+                  v == 0 ? "scaling, early exit" : v == 1 ? "L1 log, early exit" : v == 2 ? "log 9x30" : "scaling 16x12, tol 0",
+                  o[0].it[0]);
+    for (int r = 0; r < 3; r++) out_free(&o[r]);
     free(a);
     free(b);
   }
@@ -439,8 +460,8 @@ static void test_breakdown(void **st) {
   /* (default path: clusters on sm_90; then one block, then clusters of 2 and 4) */
   ndf_ctx_info info;
   assert_int_equal(ndf_ctx_get_info(gctx, &info), NDF_OK);
-  static const char *paths[] = {NULL, "0", "2", "4"};
-  for (int pi = 0; pi < (info.cc_major >= 9 ? 4 : 2); pi++) {
+  static const char *paths[] = {NULL, "0", "2", "4", "4b"}; /* 4b: clusters of 4 with cluster barriers */
+  for (int pi = 0; pi < (info.cc_major >= 9 ? 5 : 2); pi++) {
     gcase cg = {"breakdown grid", L2, 2, {12, 9}, 2, 0, F64, 1e-6, 10, 10, 0, 3, 0.3};
     const int64_t ng = cg.n, dg = case_d(&cg);
     a = rand_hist(ng, dg, cg.zfrac);
@@ -448,9 +469,11 @@ static void test_breakdown(void **st) {
     out_alloc(&oc, ng, dg);
     out_alloc(&og, ng, dg);
     assert_int_equal(run(cctx, NDF_DEVICE_CPU, &cg, NULL, a, b, &oc, NULL), NDF_EINVAL);
-    if (paths[pi]) setenv("NDF_SINKHORN_CLUSTER", paths[pi], 1);
+    if (paths[pi]) setenv("NDF_SINKHORN_CLUSTER", paths[pi][1] ? "4" : paths[pi], 1);
+    if (paths[pi] && paths[pi][1]) setenv("NDF_SINKHORN_CLSYNC", "barrier", 1);
     assert_int_equal(run(gctx, NDF_DEVICE_CUDA, &cg, NULL, a, b, &og, NULL), NDF_EINVAL);
     unsetenv("NDF_SINKHORN_CLUSTER");
+    unsetenv("NDF_SINKHORN_CLSYNC");
     assert_string_equal(ndf_errmsg(gctx), ndf_errmsg(cctx));
     out_free(&oc);
     out_free(&og);

@@ -4,6 +4,8 @@
 # compares with the CPU backend of BUILD_DIR/libndforge.so, e.g.
 #   tools/emu/sinkhorn_cluster_emu.sh /tmp/build double 1 10 10 4 -- 4 2 3000 5 0.05 1e-9 0
 # (P: 1 or 2, the grid cost's exponent; exits 0 when every pair agrees).
+# ASYNC=1 in the environment emulates the kernel's st.async/mbarrier variant
+# (slot ASYNC; needs CL > 1 dividing N0).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd); root=$(cd "$here/../.." && pwd)
 build=$1 T=$2 LOGD=$3 N0=$4 N1=$5 CL=$6; shift 7
@@ -21,6 +23,6 @@ s = s.replace('#include "ndf_common.cuh"', '#include "' + root + '/templates/ndf
 open(out, 'w').write(s)
 PY
 g++ -std=c++20 -O1 -w -pthread -I"$root/include" -I"$here" -DKERN_INC="\"$tmp/kern.inc\"" -DNDF_SLOT_T="$T" \
-  -DNDF_SLOT_LOGD="$LOGD" -DNDF_SLOT_N0="$N0" -DNDF_SLOT_N1="$N1" -DNDF_SLOT_CL="$CL" \
+  -DNDF_SLOT_LOGD="$LOGD" -DNDF_SLOT_N0="$N0" -DNDF_SLOT_N1="$N1" -DNDF_SLOT_CL="$CL" -DNDF_SLOT_ASYNC="${ASYNC:-0}" \
   -o "$tmp/emu" "$here/sinkhorn_cluster_emu.cpp" -L"$build" -lndforge -Wl,-rpath,"$build"
 "$tmp/emu" "$@"
