@@ -413,6 +413,17 @@ return {
       },
     },
     {
+      name = "ecc_soft",
+      file = "templates/ecc_soft.cu",
+      kernels = { "ndf_ecc_soft2" },
+      slots = {
+        PROD = "1: e = A_k B_v (each threshold group within 32 / kappa of its centre), 0: one exp per (voxel, threshold)",
+      },
+      families = {
+        { PROD = { "0", "1" } },
+      },
+    },
+    {
       name = "ect",
       file = "templates/ect.cu",
       kernels = { "ndf_ect_hist", "ndf_ect_final" },
