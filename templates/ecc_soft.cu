@@ -207,17 +207,23 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_soft2(const ndf_ecc_so
     return ibase + (r / p.ny) * p.gsz + (r % p.ny) * p.gsy + x * p.gsx;
   };
   const bool bwd = p.mode == 1;
+  // every load of the chunk issued before the first is used
+  int cr[NDF_S2_CH / 256];
+  float fr[NDF_S2_CH / 256];
+#pragma unroll
+  for (int r = 0; r < NDF_S2_CH / 256; r++) {
+    const ndf_i64 v = v0 + r * 256 + tid;
+    cr[r] = v < p.npix ? p.cbuf[img * p.npix + v] : 0;
+    fr[r] = v < p.npix ? p.fbuf[img * p.npix + v] : 0.0f;
+  }
   int n = 0;
+#pragma unroll
   for (int r = 0; r < NDF_S2_CH / 256; r++) {
     const int j = r * 256 + tid;
     const ndf_i64 v = v0 + j;
-    int c = 0;
-    float f = 0;
-    if (v < p.npix) {
-      c = p.cbuf[img * p.npix + v];
-      f = p.fbuf[img * p.npix + v];
-      if (c == 0 && bwd && p.gin) p.gin[gin_off(v)] = 0.0f;
-    }
+    const int c = cr[r];
+    const float f = fr[r];
+    if (c == 0 && bwd && p.gin && v < p.npix) p.gin[gin_off(v)] = 0.0f;
     const unsigned b = __ballot_sync(0xffffffffu, c != 0);
     if (lane == 0) wcount[warp] = __popc(b);
     __syncthreads();

@@ -178,6 +178,7 @@ int main(int argc, char **argv) {
     // grad_input with a padded layout (strides in elements): [img][y][x] with row pitch nx + 3
     const int64_t pitch = nx + 3;
     std::vector<float> gin((size_t)(nimg * ny * pitch), 777.0f);
+    const int which = (int)irand(0, 3) % 3; // backward: 0 both gradients, 1 grad_input only, 2 grad_thresholds only
     for (int mode = 0; mode < 2; mode++) {
       ndf_ecc_soft2_params p;
       memset(&p, 0, sizeof p);
@@ -187,8 +188,8 @@ int main(int argc, char **argv) {
       p.centre = (const float *)((const ndf_ecc_soft2_slot *)slots + nslots);
       p.g = go.data();
       p.acc = mode == 0 ? acc.data() : nullptr;
-      p.gt = mode == 1 ? gt.data() : nullptr;
-      p.gin = mode == 1 ? gin.data() : nullptr;
+      p.gt = mode == 1 && which != 1 ? gt.data() : nullptr;
+      p.gin = mode == 1 && which != 2 ? gin.data() : nullptr;
       p.lambda = lambda;
       p.kh = kh;
       p.kl = kl;
@@ -213,12 +214,19 @@ int main(int argc, char **argv) {
     double e1 = 0, e2 = 0, e3 = 0;
     int gaps = 0;
     for (size_t i = 0; i < acc.size(); i++) e1 = std::max(e1, std::fabs(acc[i] - chi[i]) / (chia[i] + 1e-30));
+    if (which == 1)
+      for (int64_t k = 0; k < T; k++) gaps += gt[(size_t)k] != 0;
+    if (which != 1)
     for (int64_t k = 0; k < T; k++) e2 = std::max(e2, std::fabs(gt[(size_t)k] - gtr[(size_t)k]) / (gta[(size_t)k] + 1e-30));
     for (int64_t im = 0; im < nimg; im++)
       for (int64_t y = 0; y < ny; y++) {
         for (int64_t x = 0; x < nx; x++) {
           const size_t i = (size_t)(im * npix + y * nx + x);
           const double got = gin[(size_t)((im * ny + y) * pitch + x)];
+          if (which == 2) {
+            gaps += got != 777.0f;
+            continue;
+          }
           const double r3 = std::fabs(got - gir[i]) / (gia[i] + 1e-30);
           if (r3 > e3 && getenv("EMU_VERBOSE"))
             printf("  dL/df img %lld (%lld, %lld) c %d f %g: got %.9g want %.9g sum|terms| %.3g\n", (long long)im,
@@ -231,9 +239,9 @@ int main(int argc, char **argv) {
     // PROD: a few 1e-7 per term; direct (ndf_ecc_soft's float arithmetic): (2 + |kappa (f - t)|) 1e-7
     const double tol = EMU_PROD ? 2e-6 : 2e-5;
     const int ok = e1 <= tol && e2 <= tol && e3 <= tol && !gaps;
-    printf("%s case %d: %lld x %lld x %lld T %lld lambda %.3g %s lg %d chunks %d: rel err chi %.2e dL/dt %.2e dL/df %.2e%s\n",
+    printf("%s case %d: %lld x %lld x %lld T %lld lambda %.3g %s grads %d lg %d chunks %d: rel err chi %.2e dL/dt %.2e dL/df %.2e%s\n",
            ok ? "ok " : "BAD", cs, (long long)nimg, (long long)ny, (long long)nx, (long long)T, lambda,
-           prod ? "PROD" : "direct", lg, tch, e1, e2, e3, gaps ? " (gaps written)" : "");
+           prod ? "PROD" : "direct", which, lg, tch, e1, e2, e3, gaps ? " (gaps written)" : "");
     bad += !ok;
   }
   printf("%d cases (%d PROD), %d bad\n", cases, nprod, bad);
