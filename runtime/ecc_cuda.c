@@ -485,11 +485,17 @@ static ndf_status put_launch(ndf_ctx *ctx, const char *name, CUfunction fn, CUde
 
 /* ---- soft ECC, float32: ndf_ecc_soft2 (templates/ecc_soft.cu) unless NDF_SOFT_ECC=old ---------- */
 /* NDF_SOFT_ECC=old: ndf_ecc_soft (templates/ecc.cu) for float32 too; =direct:
- * ndf_ecc_soft2 with one exp per (voxel, threshold) (PROD = 0) always. */
+ * ndf_ecc_soft2 with one exp per (voxel, threshold) (PROD = 0) always;
+ * =unfused: ndf_ecc_soft2 after the contribution pass for 2-D inputs too
+ * (FUSED = 0; 2-D inputs take c and f from the input by default). */
 static int soft2_mode(void) {
   const char *e = getenv("NDF_SOFT_ECC");
   if (e && strcmp(e, "old") == 0) return 0;
   return e && strcmp(e, "direct") == 0 ? 2 : 1;
+}
+static int soft2_unfused(void) {
+  const char *e = getenv("NDF_SOFT_ECC");
+  return e && strcmp(e, "unfused") == 0;
 }
 
 #define SOFT2_KT 8
@@ -584,10 +590,22 @@ ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
   const int64_t T = c->T, nimg = c->nimg, npix = c->npix;
   const int nb = c->nb;
   const size_t vsz = in->dtype == NDF_FLOAT64 ? 8 : 4;
-  CUfunction fh, fs, fp;
-  if ((s = get_fn(ctx, c->name, "ndf_ecc_hist", in->dtype, c->nsp, construction, 1, &fh)) != NDF_OK) return s;
-  /* float32: ndf_ecc_soft2 (thresholds sorted into slots on the host) unless NDF_SOFT_ECC=old */
+  CUfunction fh = NULL, fs, fp, fsc = NULL;
+  /* float32: ndf_ecc_soft2 (thresholds sorted into slots on the host) unless
+   * NDF_SOFT_ECC=old; fused (2-D, new path): no contribution pass, and the
+   * backward runs ndf_ecc_scan first to fill the header's NaN flag */
   const int s2mode = in->dtype == NDF_FLOAT32 && T > 0 && T <= 0x7fffffff ? soft2_mode() : 0;
+  const int fused = s2mode && c->nsp == 2 && nan_at && !soft2_unfused();
+  if (!fused && (s = get_fn(ctx, c->name, "ndf_ecc_hist", in->dtype, c->nsp, construction, 1, &fh)) != NDF_OK) return s;
+  /* the fused backward's NaN pass: ndf_ecc_soft2_nan (C-contiguous) or ndf_ecc_scan */
+  int contig = 1;
+  for (int64_t a = in->ndim - 1, e = 1; a >= 0; a--) {
+    if (in->shape[a] != 1 && in->strides[a] != e) contig = 0;
+    e *= in->shape[a];
+  }
+  if (fused && mode == 1 && !contig && (s = get_fn(ctx, c->name, "ndf_ecc_scan", in->dtype, 2, 0, 0, &fsc)) != NDF_OK)
+    return s;
+  CUfunction fnan = NULL;
   soft2_plan pl = {0};
   if (s2mode && soft2_make_plan(t, T, lambda, s2mode == 2, &pl) != 0)
     return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
@@ -595,13 +613,22 @@ ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
     ndf__kernel_req req;
     ndf__req_init(&req, "ecc_soft", "ndf_ecc_soft2");
     ndf__req_set(&req, "PROD", "%d", pl.prod);
+    ndf__req_set(&req, "FUSED", "%d", fused);
+    ndf__req_set(&req, "CONS", "%d", fused ? construction : 0);
     s = ndf__jit_get(ctx, c->name, &req, &fs);
+    if (s == NDF_OK && fused && mode == 1 && contig) {
+      ndf__req_init(&req, "ecc_soft", "ndf_ecc_soft2_nan");
+      ndf__req_set(&req, "PROD", "%d", pl.prod);
+      ndf__req_set(&req, "FUSED", "%d", fused);
+      ndf__req_set(&req, "CONS", "%d", construction);
+      s = ndf__jit_get(ctx, c->name, &req, &fnan);
+    }
   } else {
     s = get_fn(ctx, c->name, "ndf_ecc_soft", in->dtype, 2, 0, 1, &fs);
   }
   if (s == NDF_OK) s = get_fn(ctx, c->name, "ndf_ecc_put", NDF_FLOAT32, 2, 0, 0, &fp);
   hist_geom g;
-  if (s == NDF_OK && npix > 0) s = hist_geometry(ctx, c, in, &g, 0);
+  if (s == NDF_OK && npix > 0 && !fused) s = hist_geometry(ctx, c, in, &g, 0);
   const int64_t chunk = s2mode ? 2048 : 1024, nchunk = (npix + chunk - 1) / chunk;
   if (s == NDF_OK && nimg * nchunk > 0x7fffffff)
     s = ndf__error(ctx, NDF_ENOTSUP, "%s: the input is too large for one launch", c->name);
@@ -614,14 +641,18 @@ ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
    * and centres), f per voxel, c per voxel */
   const size_t acc_bytes = ((size_t)(mode == 0 ? nimg : 1) * (size_t)T * 8 + 255) & ~(size_t)255;
   const size_t t_bytes = ((s2mode ? pl.bytes : (size_t)T * 8) + 255) & ~(size_t)255;
-  const size_t f_bytes = ((size_t)nimg * (size_t)npix * vsz + 255) & ~(size_t)255;
+  /* fused: no f and c per voxel; the backward's scan partials (24 bytes per block) instead */
+  ndf__params spb = {.n = 0};
+  const unsigned sgrid = fsc && npix > 0 ? scan_params(ctx, &spb, in, 0, 0, 0, 0, 0, 0, 0, 0, 1) : 0;
+  const size_t f_bytes = fused ? ((size_t)sgrid * 24 + 255) & ~(size_t)255
+                               : ((size_t)nimg * (size_t)npix * vsz + 255) & ~(size_t)255;
+  const size_t c_bytes = fused ? 0 : (size_t)nimg * (size_t)npix;
   /* new path (nan_at given): a header first, zeroed with the accumulators; the
    * contribution pass flags NaN there, the later kernels write nothing then,
    * and the header comes back once at the end (no scan, no readback before) */
   const size_t hdr_bytes = nan_at ? HDR_BYTES : 0;
   if (nan_at) *nan_at = -1;
-  if ((s = ndf__scratch_alloc(ctx, hdr_bytes + acc_bytes + t_bytes + f_bytes + (size_t)nimg * (size_t)npix, &scratch)) !=
-      NDF_OK) {
+  if ((s = ndf__scratch_alloc(ctx, hdr_bytes + acc_bytes + t_bytes + f_bytes + c_bytes, &scratch)) != NDF_OK) {
     free(pl.slots);
     return s;
   }
@@ -633,9 +664,21 @@ ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
                                          s2mode ? pl.bytes : (size_t)T * 8, ctx->stream);
   free(pl.slots); /* pageable: the copy has consumed it when cuMemcpyHtoDAsync returns */
   s = sync_error(ctx, c->name, r);
-  if (s == NDF_OK && npix > 0) {
+  if (s == NDF_OK && npix > 0 && !fused) {
     const hist_extra x = {hdr, 0, hdr != 0, 0, 0, NULL, 0};
     s = hist_launch(ctx, c, in, fh, &g, cbuf, fbuf, 0, 0, 0, 0, 0, &x);
+  }
+  if (s == NDF_OK && npix > 0 && fsc) { /* fused backward: the NaN flag before any grad_input write */
+    scan_params(ctx, &spb, in, fbuf, fbuf + (size_t)sgrid * 8, fbuf + (size_t)sgrid * 16, hdr, 0, 0, 0, 0, 0);
+    s = ndf__launch(ctx, c->name, fsc, sgrid, 256, 1, 0, spb.b);
+  }
+  if (s == NDF_OK && npix > 0 && fnan) {
+    ndf__params npb = {.n = 0};
+    int64_t n = ndf_array_size(in);
+    NDF__PUT(&npb, in->data);
+    NDF__PUT(&npb, n);
+    NDF__PUT(&npb, hdr);
+    s = ndf__launch(ctx, c->name, fnan, ndf__grid(ctx, (n + 4095) / 4096, 8), 256, 1, 0, npb.b);
   }
   if (s == NDF_OK && npix > 0 && nimg > 0 && s2mode) {
     ndf__params pb = {.n = 0};
@@ -652,8 +695,9 @@ ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
       gsx = gin->strides[nb + c->nsp - 1];
     }
     int i_nb = nb, i_mode = mode, i_lg = pl.lg, i_tch = pl.tchunks;
-    NDF__PUT(&pb, cbuf);
-    NDF__PUT(&pb, fbuf);
+    CUdeviceptr p_cb = fused ? 0 : cbuf, p_fb = fused ? 0 : fbuf;
+    NDF__PUT(&pb, p_cb);
+    NDF__PUT(&pb, p_fb);
     NDF__PUT(&pb, d_ts);
     NDF__PUT(&pb, p_cen);
     NDF__PUT(&pb, p_g);
@@ -690,6 +734,16 @@ ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
       NDF__PUT(&pb, v);
     }
     NDF__PUT(&pb, hdr);
+    CUdeviceptr p_in = fused ? (CUdeviceptr)(uintptr_t)in->data : 0;
+    int64_t nrow = c->sshape[0], isy = fused ? in->strides[nb] : 0, isx = fused ? in->strides[nb + 1] : 0;
+    NDF__PUT(&pb, p_in);
+    NDF__PUT(&pb, nrow);
+    NDF__PUT(&pb, isy);
+    NDF__PUT(&pb, isx);
+    for (int a = 0; a < NDF_MAX_NDIM; a++) {
+      int64_t v = a < nb ? in->strides[a] : 0;
+      NDF__PUT(&pb, v);
+    }
     s = ndf__launch(ctx, c->name, fs, (unsigned)(nimg * nchunk), 256, 1, 0, pb.b);
   } else if (s == NDF_OK && npix > 0 && nimg > 0) {
     ndf__params pb = {.n = 0};

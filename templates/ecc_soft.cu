@@ -36,9 +36,20 @@
 //                  per (block, threshold).  G: float over the KT terms of a
 //                  lane and the LG-lane tree (<= 64 terms, error bound about
 //                  (KT - 1 + log2 LG) eps sum |g q|), then double over chunks.
+//                  FUSED = 1 (2-D inputs): no contribution pass; the block
+//                  takes c(v) (ndf_ecc.cuh, construction CONS) and f of its
+//                  chunk from the input itself (9 reads per voxel through
+//                  L1, NaN outside the image), a NaN voxel sets the header's
+//                  nan_key.  Forward: the sums go to scratch and ndf_ecc_put,
+//                  gated by the header, runs after.  Backward (grad_input
+//                  written here): ecc.cu's ndf_ecc_scan fills the header
+//                  first, so a NaN anywhere stops every block before it writes.
 #include "ndf_common.cuh"
+#include "ndf_ecc.cuh"
 
-#define PROD NDF_SLOT(PROD) // 1: e = A_k B_v (each group within 32 / kappa of its centre), 0: e per pair
+#define PROD NDF_SLOT(PROD)   // 1: e = A_k B_v (each group within 32 / kappa of its centre), 0: e per pair
+#define FUSED NDF_SLOT(FUSED) // 1: c and f from the 2-D input (no cbuf / fbuf)
+#define CONS NDF_SLOT(CONS)   // FUSED: 0 V-construction, 1 T-construction
 
 #define NDF_S2_CH 2048 // voxels per block
 #define NDF_S2_KT 8    // thresholds per lane
@@ -74,6 +85,10 @@ struct ndf_ecc_soft2_params {
   int nb, mode, lg, tchunks;       // lg lanes per voxel (1, 2, 4, 8); tchunks chunks of lg * KT thresholds
   ndf_i64 bshape[NDF_MAX_NDIM], gostr[NDF_MAX_NDIM], gistr[NDF_MAX_NDIM];
   const ndf_ecc_soft2_hdr *hdr;    // nothing is written unless its flags are clean (NULL: always)
+  // FUSED: the input (float32, 2-D spatial: nrow x nx) and its strides
+  const float *in;
+  ndf_i64 nrow, isy, isx;
+  ndf_i64 ibstr[NDF_MAX_NDIM];
 };
 
 __device__ __forceinline__ float ndf_s2_ex2(float x) {
@@ -186,6 +201,40 @@ __device__ __forceinline__ void ndf_s2_run(const ndf_ecc_soft2_params &p, const 
   }
 }
 
+// NaN flag of a C-contiguous float32 input (n elements) into the header: the
+// fused backward runs it first (ecc.cu's ndf_ecc_scan for other layouts).
+// Four elements per load, 4 loads in flight per thread; nan_key keeps the
+// least index (atomicMax of its complement).
+struct ndf_ecc_soft2_nan_params {
+  const float *in;
+  ndf_i64 n;
+  ndf_ecc_soft2_hdr *hdr;
+};
+
+extern "C" __global__ void __launch_bounds__(256) ndf_ecc_soft2_nan(const ndf_ecc_soft2_nan_params p) {
+  const ndf_i64 n4 = ((unsigned long long)p.in & 15) == 0 ? p.n / 4 : 0, stride = (ndf_i64)gridDim.x * 256 * 4;
+  const float4 *in4 = (const float4 *)p.in;
+  ndf_i64 bad = -1;
+  for (ndf_i64 i0 = (ndf_i64)blockIdx.x * 256 * 4 + threadIdx.x; i0 < n4; i0 += stride) {
+    float4 v[4];
+#pragma unroll
+    for (int j = 0; j < 4; j++) v[j] = i0 + 256 * j < n4 ? __ldcs(in4 + i0 + 256 * j) : make_float4(0, 0, 0, 0);
+#pragma unroll
+    for (int j = 3; j >= 0; j--) {
+      const ndf_i64 e = 4 * (i0 + 256 * j);
+      if (v[j].w != v[j].w) bad = e + 3;
+      if (v[j].z != v[j].z) bad = e + 2;
+      if (v[j].y != v[j].y) bad = e + 1;
+      if (v[j].x != v[j].x) bad = e;
+    }
+    if (bad >= 0) break; // the least index of this thread's elements (its later ones are greater)
+  }
+  // the tail (and a misaligned input): one element per thread
+  for (ndf_i64 i = 4 * n4 + (ndf_i64)blockIdx.x * 256 + threadIdx.x; i < p.n && bad < 0; i += (ndf_i64)gridDim.x * 256)
+    if (p.in[i] != p.in[i]) bad = i;
+  if (bad >= 0) atomicMax(&p.hdr->nan_key, ~(unsigned long long)bad);
+}
+
 extern "C" __global__ void __launch_bounds__(256) ndf_ecc_soft2(const ndf_ecc_soft2_params p) {
   if (p.hdr && (__ldcg(&p.hdr->nan_key) != 0ull || __ldcg(&p.hdr->bad) != 0)) return;
   __shared__ float2 sv[NDF_S2_CH];          // compacted (f, c)
@@ -195,11 +244,12 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_soft2(const ndf_ecc_so
   __shared__ int wcount[8];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const ndf_i64 img = blockIdx.x / p.nchunk, v0 = (blockIdx.x % p.nchunk) * NDF_S2_CH;
-  ndf_i64 gbase = 0, ibase = 0, q = img;
+  ndf_i64 gbase = 0, ibase = 0, inbase = 0, q = img;
   for (int d = p.nb - 1; d >= 0; d--) {
     const ndf_i64 c = q % p.bshape[d];
     gbase += c * p.gostr[d];
     ibase += c * p.gistr[d];
+    if (FUSED) inbase += c * p.ibstr[d];
     q /= p.bshape[d];
   }
   auto gin_off = [&](ndf_i64 v) {
@@ -210,11 +260,34 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_soft2(const ndf_ecc_so
   // every load of the chunk issued before the first is used
   int cr[NDF_S2_CH / 256];
   float fr[NDF_S2_CH / 256];
+  if (FUSED) {
+    const float *in = p.in + inbase;
+    const ndf_i64 nrow = p.nrow, nx = p.nx, isy = p.isy, isx = p.isx;
+    bool nan = false;
 #pragma unroll
-  for (int r = 0; r < NDF_S2_CH / 256; r++) {
-    const ndf_i64 v = v0 + r * 256 + tid;
-    cr[r] = v < p.npix ? p.cbuf[img * p.npix + v] : 0;
-    fr[r] = v < p.npix ? p.fbuf[img * p.npix + v] : 0.0f;
+    for (int r = 0; r < NDF_S2_CH / 256; r++) {
+      const ndf_i64 v = v0 + r * 256 + tid, y = v / nx, x = v - y * nx;
+      auto at = [&](int t) -> float {
+        const ndf_i64 yy = y + t / 3 - 1, xx = x + t % 3 - 1;
+        return yy >= 0 && yy < nrow && xx >= 0 && xx < nx ? in[yy * isy + xx * isx] : __int_as_float(0x7fffffff);
+      };
+      const float f = v < p.npix ? at(4) : 0.0f;
+      cr[r] = 0;
+      fr[r] = f;
+      if (v < p.npix && f != f) {
+        if (!nan && p.hdr) atomicMax((unsigned long long *)&p.hdr->nan_key, ~(unsigned long long)(img * p.npix + v));
+        nan = true;
+      } else if (v < p.npix) {
+        cr[r] = ndf_ecc_contribution<2, CONS, float>(f, at);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int r = 0; r < NDF_S2_CH / 256; r++) {
+      const ndf_i64 v = v0 + r * 256 + tid;
+      cr[r] = v < p.npix ? p.cbuf[img * p.npix + v] : 0;
+      fr[r] = v < p.npix ? p.fbuf[img * p.npix + v] : 0.0f;
+    }
   }
   int n = 0;
 #pragma unroll

@@ -32,8 +32,14 @@ struct emu_dim { unsigned x; };
 thread_local unsigned tl_tid, tl_bid;
 #define threadIdx (emu_dim{tl_tid})
 #define blockIdx (emu_dim{tl_bid})
+static unsigned g_grid = 1;
+#define gridDim (emu_dim{g_grid})
 struct float2 { float x, y; };
+struct float4 { float x, y, z, w; };
+static inline float4 make_float4(float a, float b, float c, float d) { return float4{a, b, c, d}; }
+template <class T> static inline T __ldcs(const T *p) { return *p; }
 static inline float2 make_float2(float a, float b) { return float2{a, b}; }
+static std::mutex g_amu;
 static std::barrier<> *g_bar;
 static std::barrier<> *g_wbar[8];
 static double g_wslot[8][32];
@@ -57,7 +63,13 @@ static inline unsigned __ballot_sync(unsigned, bool p) {
   return b;
 }
 static inline int __popc(unsigned x) { return __builtin_popcount(x); }
-static std::mutex g_amu;
+static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
+static inline unsigned long long atomicMax(unsigned long long *p, unsigned long long v) {
+  std::lock_guard<std::mutex> g(g_amu);
+  const unsigned long long o = *p;
+  if (v > o) *p = v;
+  return o;
+}
 static inline double atomicAdd(double *p, double v) {
   std::lock_guard<std::mutex> g(g_amu);
   const double o = *p;
@@ -106,7 +118,8 @@ int main(int argc, char **argv) {
     std::vector<double> t((size_t)T);
     for (auto &v : t) v = tkind == 0 ? urand() * 60 - 30 : urand() * 16 - 8;
     if (urand() < 0.5) std::sort(t.begin(), t.end());
-    // c(v), 2-D V-construction: 1 - owned edges + owned squares, owner = greatest (value, index)
+    // c(v), 2-D: V (owner = greatest (value, index)): 1 - owned edges + owned squares; T (owner = least,
+    // a border face has no other top cell): 1 - owned edges + owned vertices
     std::vector<signed char> cb((size_t)(nimg * npix));
     for (int64_t im = 0; im < nimg; im++)
       for (int64_t y = 0; y < ny; y++)
@@ -115,8 +128,9 @@ int main(int argc, char **argv) {
           const int64_t i = y * nx + x;
           auto win = [&](int dy, int dx) {
             const int64_t yy = y + dy, xx = x + dx;
-            if (yy < 0 || yy >= ny || xx < 0 || xx >= nx) return false;
+            if (yy < 0 || yy >= ny || xx < 0 || xx >= nx) return EMU_CONS == 1;
             const int64_t j = yy * nx + xx;
+            if (EMU_CONS == 1) return f[i] < f[j] || (f[i] == f[j] && i < j);
             return f[i] > f[j] || (f[i] == f[j] && i > j);
           };
           int c = 1;
@@ -155,6 +169,7 @@ int main(int argc, char **argv) {
       ndf_soft_ecc_options_init(&so);
       so.batch_dims = 1;
       so.lambda = lambda;
+      so.construction = EMU_CONS ? NDF_ECC_T : NDF_ECC_V;
       if (ndf_soft_ecc_forward(ctx, &in, &th, &out, &so) != NDF_OK) return 2;
       for (size_t i = 0; i < cpu.size(); i++)
         if (std::fabs(cpu[i] - chi[i]) > 1e-9 * (chia[i] + 1)) {
@@ -198,6 +213,12 @@ int main(int argc, char **argv) {
       p.nb = 1, p.mode = mode, p.lg = lg, p.tchunks = tch;
       p.bshape[0] = nimg, p.gostr[0] = T, p.gistr[0] = ny * pitch;
       p.hdr = nullptr;
+      static ndf_ecc_soft2_hdr hd;
+      memset(&hd, 0, sizeof hd);
+      if (EMU_FUSED) { // c and f from the image itself
+        p.cbuf = nullptr, p.fbuf = nullptr, p.hdr = &hd;
+        p.in = img.data(), p.nrow = ny, p.isy = nx, p.isx = 1, p.ibstr[0] = npix;
+      }
       const unsigned grid = (unsigned)(nimg * nchunk);
       for (unsigned b = 0; b < grid; b++) {
         std::barrier<> bar(256);
@@ -245,6 +266,37 @@ int main(int argc, char **argv) {
     bad += !ok;
   }
   printf("%d cases (%d PROD), %d bad\n", cases, nprod, bad);
+  // ndf_ecc_soft2_nan (no barriers: threads run one after another): the least NaN index, or none
+  int nbad = 0;
+  for (int tr = 0; tr < 300; tr++) {
+    const int64_t n = irand(1, 70000), off = irand(0, 3);
+    std::vector<float> buf((size_t)(n + 4), 1.0f);
+    float *a = buf.data() + off; // misaligned for off != 0
+    int64_t want = -1;
+    const int k = (int)irand(0, 3);
+    for (int j = 0; j < k; j++) {
+      const int64_t i = urand() < 0.3 ? n - 1 - irand(0, std::min<int64_t>(n - 1, 5)) : irand(0, n - 1);
+      a[i] = NAN;
+      if (want < 0 || i < want) want = i;
+    }
+    ndf_ecc_soft2_hdr hd;
+    memset(&hd, 0, sizeof hd);
+    ndf_ecc_soft2_nan_params q = {a, n, &hd};
+    g_grid = (unsigned)irand(1, 20);
+    for (unsigned b = 0; b < g_grid; b++)
+      for (unsigned t = 0; t < 256; t++) {
+        tl_tid = t, tl_bid = b;
+        ndf_ecc_soft2_nan(q);
+      }
+    const int64_t got = hd.nan_key ? (int64_t)~hd.nan_key : -1;
+    if (got != want) {
+      nbad++;
+      printf("NaN pass: n %lld offset %lld grid %u: got %lld want %lld\n", (long long)n, (long long)off, g_grid,
+             (long long)got, (long long)want);
+    }
+  }
+  printf("NaN pass: 300 trials, %d bad\n", nbad);
+  bad += nbad;
   ndf_ctx_destroy(ctx);
   return bad != 0;
 }
