@@ -592,8 +592,9 @@ ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
   const size_t vsz = in->dtype == NDF_FLOAT64 ? 8 : 4;
   CUfunction fh = NULL, fs, fp, fsc = NULL;
   /* float32: ndf_ecc_soft2 (thresholds sorted into slots on the host) unless
-   * NDF_SOFT_ECC=old; fused (2-D, new path): no contribution pass, and the
-   * backward runs ndf_ecc_scan first to fill the header's NaN flag */
+   * NDF_SOFT_ECC=old; fused (2-D, new path): no contribution pass, and a
+   * backward with grad_input flags NaN in the header first (ndf_ecc_soft2_nan,
+   * or ndf_ecc_scan for other layouts) */
   const int s2mode = in->dtype == NDF_FLOAT32 && T > 0 && T <= 0x7fffffff ? soft2_mode() : 0;
   const int fused = s2mode && c->nsp == 2 && nan_at && !soft2_unfused();
   if (!fused && (s = get_fn(ctx, c->name, "ndf_ecc_hist", in->dtype, c->nsp, construction, 1, &fh)) != NDF_OK) return s;
@@ -603,7 +604,8 @@ ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
     if (in->shape[a] != 1 && in->strides[a] != e) contig = 0;
     e *= in->shape[a];
   }
-  if (fused && mode == 1 && !contig && (s = get_fn(ctx, c->name, "ndf_ecc_scan", in->dtype, 2, 0, 0, &fsc)) != NDF_OK)
+  const int nanpass = fused && mode == 1 && gin; /* without grad_input the put kernels' gate suffices */
+  if (nanpass && !contig && (s = get_fn(ctx, c->name, "ndf_ecc_scan", in->dtype, 2, 0, 0, &fsc)) != NDF_OK)
     return s;
   CUfunction fnan = NULL;
   soft2_plan pl = {0};
@@ -616,7 +618,7 @@ ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
     ndf__req_set(&req, "FUSED", "%d", fused);
     ndf__req_set(&req, "CONS", "%d", fused ? construction : 0);
     s = ndf__jit_get(ctx, c->name, &req, &fs);
-    if (s == NDF_OK && fused && mode == 1 && contig) {
+    if (s == NDF_OK && nanpass && contig) {
       ndf__req_init(&req, "ecc_soft", "ndf_ecc_soft2_nan");
       ndf__req_set(&req, "PROD", "%d", pl.prod);
       ndf__req_set(&req, "FUSED", "%d", fused);
