@@ -110,9 +110,9 @@ __device__ __forceinline__ float ndf_s2_base(float f, float m, float kh, float k
   const float xh = __fmul_rn(kh, s);
   const float pe = __fmaf_rn(kh, s, -xh);             // kh s - xh exactly
   const float xl = __fadd_rn(pe, __fmaf_rn(kh, err, __fmul_rn(kl, s)));
-  const float xc = fminf(fmaxf(xh, -94.0f), 94.0f);
-  const float b = ndf_s2_ex2(xc);
-  return __fmaf_rn(b, __fmul_rn(xl, 0.6931471805599453f), b); // 2^xl ~ 1 + xl ln 2 (|xl| < 1e-5)
+  const bool in_range = fabsf(xh) < 94.0f; // else saturated: the low part (large, or NaN for xh = inf) is dropped
+  const float b = ndf_s2_ex2(in_range ? xh : copysignf(94.0f, xh));
+  return in_range ? __fmaf_rn(b, __fmul_rn(xl, 0.6931471805599453f), b) : b; // 2^xl ~ 1 + xl ln 2 (|xl| < 1e-5)
 }
 
 // BWD: backward (q = s (1 - s)), else forward (s); WT: the per-threshold sums
