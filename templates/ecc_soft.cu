@@ -138,6 +138,7 @@ __device__ __forceinline__ void ndf_s2_run(const ndf_ecc_soft2_params &p, const 
       gk[j] = BWD && s.k >= 0 ? (float)p.g[gbase + (ndf_i64)s.k * p.gstep] : 0.0f;
       fa[j] = 0.0f;
       da[j] = 0.0;
+      if (PROD && BWD) gk[j] *= ta[j]; // g_k A_k: q = A_k B r^2, so sum_k g_k q = B sum_k (g_k A_k) r^2
     }
     const float m = PROD ? p.centre[grp] : 0.0f;
     int cnt = 0;
@@ -147,6 +148,7 @@ __device__ __forceinline__ void ndf_s2_run(const ndf_ecc_soft2_params &p, const 
       const float f = v.x, c = v.y;
       float G = 0.0f;
       const float B = PROD ? ndf_s2_base(f, m, kh, kl) : 0.0f;
+      const float cB = __fmul_rn(c, B); // PROD, backward: the per-threshold sums take c B r^2 (times A_k at the end)
 #pragma unroll
       for (int j = 0; j < NDF_S2_KT; j++) {
         float ee;
@@ -159,12 +161,17 @@ __device__ __forceinline__ void ndf_s2_run(const ndf_ecc_soft2_params &p, const 
         const float r = ndf_s2_rcp(__fadd_rn(1.0f, ee)); // s
         if (!BWD) {
           fa[j] = __fmaf_rn(c, r, fa[j]);
+        } else if (PROD) {
+          const float r2 = __fmul_rn(r, r); // s (1 - s) = e r^2 = A_k B r^2
+          if (WT) fa[j] = __fmaf_rn(cB, r2, fa[j]);
+          G = __fmaf_rn(gk[j], r2, G);
         } else {
-          const float q = __fmul_rn(r, __fmul_rn(ee, r)); // s (1 - s)
+          const float q = __fmul_rn(r, __fmul_rn(ee, r)); // s (1 - s) = e r^2
           if (WT) fa[j] = __fmaf_rn(c, q, fa[j]);
           G = __fmaf_rn(gk[j], q, G);
         }
       }
+      if (PROD && BWD) G = __fmul_rn(G, B);
       if (WT && ++cnt == 16) {
 #pragma unroll
         for (int j = 0; j < NDF_S2_KT; j++) {
@@ -183,6 +190,7 @@ __device__ __forceinline__ void ndf_s2_run(const ndf_ecc_soft2_params &p, const 
 #pragma unroll
       for (int j = 0; j < NDF_S2_KT; j++) {
         double t = da[j] + (double)fa[j];
+        if (PROD && BWD) t *= (double)ta[j];
         for (int o = lg; o < 32; o <<= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
         if (vs == 0) red[warp * 64 + kg * NDF_S2_KT + j] = t;
       }
