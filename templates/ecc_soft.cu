@@ -271,13 +271,23 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_soft2(const ndf_ecc_so
   if (FUSED) {
     const float *in = p.in + inbase;
     const ndf_i64 nrow = p.nrow, nx = p.nx, isy = p.isy, isx = p.isx;
+    // (y, x) of voxel v0 + r * 256 + tid, stepped by 256 voxels per round (one division per thread)
+    ndf_i64 y = (v0 + tid) / nx, x = v0 + tid - y * nx;
+    const ndf_i64 dy = 256 / nx, dx = 256 - dy * nx;
     bool nan = false;
 #pragma unroll
     for (int r = 0; r < NDF_S2_CH / 256; r++) {
-      const ndf_i64 v = v0 + r * 256 + tid, y = v / nx, x = v - y * nx;
+      if (r > 0) {
+        y += dy, x += dx;
+        if (x >= nx) x -= nx, y++;
+      }
+      const ndf_i64 v = v0 + r * 256 + tid;
+      // the 3 x 3 neighbourhood: row pointers and column offsets once, NaN outside the image
+      const float *rows[3] = {in + (y - 1) * isy, in + y * isy, in + (y + 1) * isy};
+      const ndf_i64 cols[3] = {(x - 1) * isx, x * isx, (x + 1) * isx};
+      const bool yok[3] = {y >= 1, true, y + 1 < nrow}, xok[3] = {x >= 1, true, x + 1 < nx};
       auto at = [&](int t) -> float {
-        const ndf_i64 yy = y + t / 3 - 1, xx = x + t % 3 - 1;
-        return yy >= 0 && yy < nrow && xx >= 0 && xx < nx ? in[yy * isy + xx * isx] : __int_as_float(0x7fffffff);
+        return yok[t / 3] && xok[t % 3] ? rows[t / 3][cols[t % 3]] : __int_as_float(0x7fffffff);
       };
       const float f = v < p.npix ? at(4) : 0.0f;
       cr[r] = 0;
