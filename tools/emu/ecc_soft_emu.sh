@@ -5,6 +5,7 @@
 #   tools/emu/ecc_soft_emu.sh /tmp/build 1 12      # the product form where the plan allows it
 #   tools/emu/ecc_soft_emu.sh /tmp/build direct 12 # one exp per (voxel, threshold) throughout
 #   tools/emu/ecc_soft_emu.sh /tmp/build 1 12 1 1  # FUSED (c(v) from the input), T-construction
+# EMU_CXXFLAGS="-fsanitize=address,undefined" adds flags.
 # (exits 0 when every case agrees to 2e-6 (PROD) or 2e-5 (direct) of the sum of |terms|; slow).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd); root=$(cd "$here/../.." && pwd)
@@ -40,7 +41,7 @@ PY
 prod=1 direct=0
 if [ "$which" = direct ]; then prod=0 direct=1; fi
 gcc -std=c11 -O1 -c -o "$tmp/plan.o" "$tmp/plan.c"
-g++ -std=c++20 -O1 -w -pthread -ffp-contract=off -I"$root/include" -DKERN_INC="\"$tmp/kern.inc\"" -DEMU_PROD=$prod -DEMU_FUSED="${3:-0}" -DEMU_CONS="${4:-0}" \
+g++ -std=c++20 -O1 -w -pthread -ffp-contract=off ${EMU_CXXFLAGS:-} -I"$root/include" -DKERN_INC="\"$tmp/kern.inc\"" -DEMU_PROD=$prod -DEMU_FUSED="${3:-0}" -DEMU_CONS="${4:-0}" \
   -I"$root/templates" -I"$build/generated" \
   -o "$tmp/emu" "$here/ecc_soft_emu.cpp" "$tmp/plan.o" -L"$build" -lndforge -Wl,-rpath,"$build"
 "$tmp/emu" "${1:-12}" "$direct"
