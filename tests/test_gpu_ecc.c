@@ -428,7 +428,7 @@ done:
 }
 
 /* env: NDF_SOFT_ECC for these cases (old: ndf_ecc_soft for float32 too; direct: ndf_ecc_soft2 without
- * the product form; unfused: 2-D inputs through the contribution pass too); tight: float32 only, tkind 3
+ * the product form; fused: 2-D inputs without the contribution pass); tight: float32 only, tkind 3
  * (see run_soft). */
 static void soft_cases(gpu_state *s, uint64_t salt, const char *env, int tight) {
   tu_rng r;
@@ -457,7 +457,7 @@ static void soft_cases(gpu_state *s, uint64_t salt, const char *env, int tight) 
 }
 static void test_gpu_soft_random(void **state) { soft_cases(*state, 0x50f7, NULL, 0); }
 static void test_gpu_soft_tight(void **state) { soft_cases(*state, 0x5e1f, NULL, 1); }
-static void test_gpu_soft_unfused(void **state) { soft_cases(*state, 0x50f7, "unfused", 0); }
+static void test_gpu_soft_fused(void **state) { soft_cases(*state, 0x50f7, "fused", 0); }
 static void test_gpu_soft_direct(void **state) { soft_cases(*state, 0x50f7, "direct", 0); }
 static void test_gpu_soft_old(void **state) { soft_cases(*state, 0x50f7, "old", 0); }
 
@@ -487,8 +487,9 @@ static void test_gpu_soft_timing(void **state) {
   ndf_soft_ecc_options_init(&o);
   o.batch_dims = 1;
   o.lambda = 0.05;
-  /* the default (ndf_ecc_soft2, product form, fused), then NDF_SOFT_ECC=unfused, =direct and =old */
-  static const char *const envs[4] = {NULL, "unfused", "direct", "old"};
+  /* the default (ndf_ecc_soft2, product form, after the contribution pass), then NDF_SOFT_ECC=fused,
+   * =direct and =old */
+  static const char *const envs[4] = {NULL, "fused", "direct", "old"};
   for (int v = 0; v < 4; v++) {
     if (envs[v]) setenv("NDF_SOFT_ECC", envs[v], 1);
     double t0 = 0;
@@ -603,7 +604,7 @@ int main(void) {
       cmocka_unit_test_prestate(test_gpu_pack_edges_old_hist, s),
       cmocka_unit_test_prestate(test_gpu_soft_random, s),
       cmocka_unit_test_prestate(test_gpu_soft_tight, s),
-      cmocka_unit_test_prestate(test_gpu_soft_unfused, s),
+      cmocka_unit_test_prestate(test_gpu_soft_fused, s),
       cmocka_unit_test_prestate(test_gpu_soft_direct, s),
       cmocka_unit_test_prestate(test_gpu_soft_old, s),
       cmocka_unit_test_prestate(test_gpu_benchmark_shapes, s),
