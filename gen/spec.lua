@@ -413,6 +413,20 @@ return {
       },
     },
     {
+      name = "ecc_soft",
+      file = "templates/ecc_soft.cu",
+      kernels = { "ndf_ecc_soft2", "ndf_ecc_soft2_nan" },
+      slots = {
+        PROD = "1: e = A_k B_v (each threshold group within 32 / kappa of its centre), 0: one exp per (voxel, threshold)",
+        FUSED = "1: c(v) and f from the 2-D input (no contribution pass), 0: from ndf_ecc_hist's (c, f)",
+        CONS = "FUSED: 0 V-construction, 1 T-construction (0 otherwise)",
+      },
+      families = {
+        { PROD = { "0", "1" }, FUSED = { "0" }, CONS = { "0" } },
+        { PROD = { "0", "1" }, FUSED = { "1" }, CONS = { "0", "1" } },
+      },
+    },
+    {
       name = "ect",
       file = "templates/ect.cu",
       kernels = { "ndf_ect_hist", "ndf_ect_final" },

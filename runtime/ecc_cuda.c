@@ -15,6 +15,7 @@
  * into scratch, ndf_ecc_soft sums the sigmoids (double accumulation), and
  * ndf_ecc_put copies the nimg x T sums into the strided output.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -482,6 +483,107 @@ static ndf_status put_launch(ndf_ctx *ctx, const char *name, CUfunction fn, CUde
   return ndf__launch(ctx, name, fn, ndf__grid(ctx, (nimg * T + 255) / 256, 8), 256, 1, 0, pb.b);
 }
 
+/* ---- soft ECC, float32: ndf_ecc_soft2 (templates/ecc_soft.cu) unless NDF_SOFT_ECC=old ---------- */
+/* NDF_SOFT_ECC=old: ndf_ecc_soft (templates/ecc.cu) for float32 too; =direct:
+ * ndf_ecc_soft2 with one exp per (voxel, threshold) (PROD = 0) always;
+ * =fused: 2-D inputs skip the contribution pass (FUSED = 1: c and f from the
+ * input in ndf_ecc_soft2).  Default: after the contribution pass (FUSED = 0),
+ * which measured faster on the H200 (64 x 256^2, T = 64: 0.352 ms against
+ * 0.396 ms for the first fused version, 2026-11-29). */
+static int soft2_mode(void) {
+  const char *e = getenv("NDF_SOFT_ECC");
+  if (e && strcmp(e, "old") == 0) return 0;
+  return e && strcmp(e, "direct") == 0 ? 2 : 1;
+}
+static int soft2_fused(void) {
+  const char *e = getenv("NDF_SOFT_ECC");
+  return e && strcmp(e, "fused") == 0;
+}
+
+#define SOFT2_KT 8
+#define SOFT2_RMAX 32.0 /* PROD: kappa |t - m| <= 32 for every threshold of a group */
+typedef struct soft2_slot {
+  float a, b;
+  int32_t k, pad;
+} soft2_slot;
+typedef struct soft2_plan {
+  int lg, tchunks, prod;
+  int64_t nslots, ngroups;
+  float kh, kl;
+  soft2_slot *slots; /* nslots, then ngroups float centres (one allocation) */
+  size_t bytes;
+} soft2_plan;
+
+static const double *soft2_sort_t;
+static int soft2_cmp(const void *a, const void *b) {
+  const int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
+  const double x = soft2_sort_t[i], y = soft2_sort_t[j];
+  return x < y ? -1 : x > y ? 1 : i < j ? -1 : i > j;
+}
+
+/* The thresholds sorted into slots: lg lanes of KT per chunk (lg * KT <= 64),
+ * each group of KT its float centre m; PROD when kappa |t - m| <= RMAX for
+ * every threshold (A = 2^(-kappa (t - m)) then lies in [2^-32, 2^32]). */
+static int soft2_make_plan(const double *t, int64_t T, double lambda, int force_direct, soft2_plan *pl) {
+  memset(pl, 0, sizeof *pl);
+  const int64_t ng0 = (T + SOFT2_KT - 1) / SOFT2_KT;
+  int lg = 1;
+  while (lg < 8 && lg < ng0) lg <<= 1;
+  pl->lg = lg;
+  pl->tchunks = (int)((T + lg * SOFT2_KT - 1) / (lg * SOFT2_KT));
+  pl->nslots = (int64_t)pl->tchunks * lg * SOFT2_KT;
+  pl->ngroups = pl->nslots / SOFT2_KT;
+  const double kappa = lambda * 1.4426950408889634; /* lambda log2(e) */
+  pl->kh = (float)kappa;
+  pl->kl = (float)(kappa - (double)pl->kh);
+  pl->bytes = (size_t)pl->nslots * sizeof(soft2_slot) + (size_t)pl->ngroups * sizeof(float);
+  int64_t *idx = malloc((size_t)(T > 0 ? T : 1) * sizeof *idx);
+  pl->slots = malloc(pl->bytes);
+  if (!idx || !pl->slots) {
+    free(idx);
+    free(pl->slots);
+    pl->slots = NULL;
+    return -1;
+  }
+  for (int64_t k = 0; k < T; k++) idx[k] = k;
+  soft2_sort_t = t;
+  qsort(idx, (size_t)T, sizeof *idx, soft2_cmp);
+  float *centre = (float *)(pl->slots + pl->nslots);
+  int prod = !force_direct && isfinite(pl->kh) && pl->kh > 0;
+  for (int64_t g = 0; g < pl->ngroups; g++) {
+    const int64_t j0 = g * SOFT2_KT, j1 = j0 + SOFT2_KT < T ? j0 + SOFT2_KT : T;
+    float m = 0;
+    if (j0 < T) {
+      const double lo = t[idx[j0]], hi = t[idx[j1 - 1]];
+      m = (float)(lo / 2 + hi / 2);
+      if (!isfinite(m) || kappa * fmax(fabs(lo - (double)m), fabs(hi - (double)m)) > SOFT2_RMAX) prod = 0;
+    }
+    centre[g] = m;
+  }
+  pl->prod = prod;
+  for (int64_t j = 0; j < pl->nslots; j++) {
+    soft2_slot *s = &pl->slots[j];
+    s->pad = 0;
+    if (j >= T) { /* padding: s = 1 and q = 0 either way; g = 0, never written */
+      s->a = prod ? 0.0f : INFINITY;
+      s->b = 0;
+      s->k = -1;
+      continue;
+    }
+    const double tk = t[idx[j]];
+    s->k = (int32_t)idx[j];
+    if (prod) {
+      s->a = (float)exp2(-kappa * (tk - (double)centre[j / SOFT2_KT]));
+      s->b = 0;
+    } else {
+      s->a = (float)tk;
+      s->b = isfinite(s->a) ? (float)(tk - (double)s->a) : 0.0f;
+    }
+  }
+  free(idx);
+  return 0;
+}
+
 ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, const double *t,
                               ndf_array *arr, ndf_array *gin, ndf_array *gthr, int construction, double lambda,
                               int mode, int64_t *nan_at) {
@@ -490,38 +592,164 @@ ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
   const int64_t T = c->T, nimg = c->nimg, npix = c->npix;
   const int nb = c->nb;
   const size_t vsz = in->dtype == NDF_FLOAT64 ? 8 : 4;
-  CUfunction fh, fs, fp;
-  if ((s = get_fn(ctx, c->name, "ndf_ecc_hist", in->dtype, c->nsp, construction, 1, &fh)) != NDF_OK) return s;
-  if ((s = get_fn(ctx, c->name, "ndf_ecc_soft", in->dtype, 2, 0, 1, &fs)) != NDF_OK) return s;
-  if ((s = get_fn(ctx, c->name, "ndf_ecc_put", NDF_FLOAT32, 2, 0, 0, &fp)) != NDF_OK) return s;
+  CUfunction fh = NULL, fs, fp, fsc = NULL;
+  /* float32: ndf_ecc_soft2 (thresholds sorted into slots on the host) unless
+   * NDF_SOFT_ECC=old; fused (2-D, new path, NDF_SOFT_ECC=fused): no contribution pass, and a
+   * backward with grad_input flags NaN in the header first (ndf_ecc_soft2_nan,
+   * or ndf_ecc_scan for other layouts) */
+  const int s2mode = in->dtype == NDF_FLOAT32 && T > 0 && T <= 0x7fffffff ? soft2_mode() : 0;
+  const int fused = s2mode && c->nsp == 2 && nan_at && soft2_fused();
+  if (!fused && (s = get_fn(ctx, c->name, "ndf_ecc_hist", in->dtype, c->nsp, construction, 1, &fh)) != NDF_OK) return s;
+  /* the fused backward's NaN pass: ndf_ecc_soft2_nan (C-contiguous) or ndf_ecc_scan */
+  int contig = 1;
+  for (int64_t a = in->ndim - 1, e = 1; a >= 0; a--) {
+    if (in->shape[a] != 1 && in->strides[a] != e) contig = 0;
+    e *= in->shape[a];
+  }
+  const int nanpass = fused && mode == 1 && gin; /* without grad_input the put kernels' gate suffices */
+  if (nanpass && !contig && (s = get_fn(ctx, c->name, "ndf_ecc_scan", in->dtype, 2, 0, 0, &fsc)) != NDF_OK)
+    return s;
+  CUfunction fnan = NULL;
+  soft2_plan pl = {0};
+  if (s2mode && soft2_make_plan(t, T, lambda, s2mode == 2, &pl) != 0)
+    return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
+  if (s2mode) {
+    ndf__kernel_req req;
+    ndf__req_init(&req, "ecc_soft", "ndf_ecc_soft2");
+    ndf__req_set(&req, "PROD", "%d", pl.prod);
+    ndf__req_set(&req, "FUSED", "%d", fused);
+    ndf__req_set(&req, "CONS", "%d", fused ? construction : 0);
+    s = ndf__jit_get(ctx, c->name, &req, &fs);
+    if (s == NDF_OK && nanpass && contig) {
+      ndf__req_init(&req, "ecc_soft", "ndf_ecc_soft2_nan");
+      ndf__req_set(&req, "PROD", "%d", pl.prod);
+      ndf__req_set(&req, "FUSED", "%d", fused);
+      ndf__req_set(&req, "CONS", "%d", construction);
+      s = ndf__jit_get(ctx, c->name, &req, &fnan);
+    }
+  } else {
+    s = get_fn(ctx, c->name, "ndf_ecc_soft", in->dtype, 2, 0, 1, &fs);
+  }
+  if (s == NDF_OK) s = get_fn(ctx, c->name, "ndf_ecc_put", NDF_FLOAT32, 2, 0, 0, &fp);
   hist_geom g;
-  if (npix > 0 && (s = hist_geometry(ctx, c, in, &g, 0)) != NDF_OK) return s;
-  const int64_t nchunk = (npix + 1023) / 1024;
-  if (nimg * nchunk > 0x7fffffff)
-    return ndf__error(ctx, NDF_ENOTSUP, "%s: the input is too large for one launch", c->name);
+  if (s == NDF_OK && npix > 0 && !fused) s = hist_geometry(ctx, c, in, &g, 0);
+  const int64_t chunk = s2mode ? 2048 : 1024, nchunk = (npix + chunk - 1) / chunk;
+  if (s == NDF_OK && nimg * nchunk > 0x7fffffff)
+    s = ndf__error(ctx, NDF_ENOTSUP, "%s: the input is too large for one launch", c->name);
+  if (s != NDF_OK) {
+    free(pl.slots);
+    return s;
+  }
   CUdeviceptr scratch = 0;
-  /* scratch: accumulators (nimg x T or T doubles), thresholds, f per voxel, c per voxel */
+  /* scratch: accumulators (nimg x T or T doubles), thresholds (soft2: the slots
+   * and centres), f per voxel, c per voxel */
   const size_t acc_bytes = ((size_t)(mode == 0 ? nimg : 1) * (size_t)T * 8 + 255) & ~(size_t)255;
-  const size_t t_bytes = ((size_t)T * 8 + 255) & ~(size_t)255;
-  const size_t f_bytes = ((size_t)nimg * (size_t)npix * vsz + 255) & ~(size_t)255;
+  const size_t t_bytes = ((s2mode ? pl.bytes : (size_t)T * 8) + 255) & ~(size_t)255;
+  /* fused: no f and c per voxel; the backward's scan partials (24 bytes per block) instead */
+  ndf__params spb = {.n = 0};
+  const unsigned sgrid = fsc && npix > 0 ? scan_params(ctx, &spb, in, 0, 0, 0, 0, 0, 0, 0, 0, 1) : 0;
+  const size_t f_bytes = fused ? ((size_t)sgrid * 24 + 255) & ~(size_t)255
+                               : ((size_t)nimg * (size_t)npix * vsz + 255) & ~(size_t)255;
+  const size_t c_bytes = fused ? 0 : (size_t)nimg * (size_t)npix;
   /* new path (nan_at given): a header first, zeroed with the accumulators; the
    * contribution pass flags NaN there, the later kernels write nothing then,
    * and the header comes back once at the end (no scan, no readback before) */
   const size_t hdr_bytes = nan_at ? HDR_BYTES : 0;
   if (nan_at) *nan_at = -1;
-  if ((s = ndf__scratch_alloc(ctx, hdr_bytes + acc_bytes + t_bytes + f_bytes + (size_t)nimg * (size_t)npix, &scratch)) !=
-      NDF_OK)
+  if ((s = ndf__scratch_alloc(ctx, hdr_bytes + acc_bytes + t_bytes + f_bytes + c_bytes, &scratch)) != NDF_OK) {
+    free(pl.slots);
     return s;
+  }
   const CUdeviceptr hdr = nan_at ? scratch : 0, acc = scratch + hdr_bytes, d_ts = acc + acc_bytes,
                     fbuf = d_ts + t_bytes, cbuf = fbuf + f_bytes;
   CUresult r = ndf__cu(NULL)->cuMemsetD8Async(scratch, 0, hdr_bytes + acc_bytes, ctx->stream);
-  if (r == CUDA_SUCCESS) r = ndf__cu(NULL)->cuMemcpyHtoDAsync(d_ts, t, (size_t)T * 8, ctx->stream);
+  if (r == CUDA_SUCCESS)
+    r = ndf__cu(NULL)->cuMemcpyHtoDAsync(d_ts, s2mode ? (const void *)pl.slots : (const void *)t,
+                                         s2mode ? pl.bytes : (size_t)T * 8, ctx->stream);
+  free(pl.slots); /* pageable: the copy has consumed it when cuMemcpyHtoDAsync returns */
   s = sync_error(ctx, c->name, r);
-  if (s == NDF_OK && npix > 0) {
+  if (s == NDF_OK && npix > 0 && !fused) {
     const hist_extra x = {hdr, 0, hdr != 0, 0, 0, NULL, 0};
     s = hist_launch(ctx, c, in, fh, &g, cbuf, fbuf, 0, 0, 0, 0, 0, &x);
   }
-  if (s == NDF_OK && npix > 0 && nimg > 0) {
+  if (s == NDF_OK && npix > 0 && fsc) { /* fused backward: the NaN flag before any grad_input write */
+    scan_params(ctx, &spb, in, fbuf, fbuf + (size_t)sgrid * 8, fbuf + (size_t)sgrid * 16, hdr, 0, 0, 0, 0, 0);
+    s = ndf__launch(ctx, c->name, fsc, sgrid, 256, 1, 0, spb.b);
+  }
+  if (s == NDF_OK && npix > 0 && fnan) {
+    ndf__params npb = {.n = 0};
+    int64_t n = ndf_array_size(in);
+    NDF__PUT(&npb, in->data);
+    NDF__PUT(&npb, n);
+    NDF__PUT(&npb, hdr);
+    s = ndf__launch(ctx, c->name, fnan, ndf__grid(ctx, (n + 4095) / 4096, 8), 256, 1, 0, npb.b);
+  }
+  if (s == NDF_OK && npix > 0 && nimg > 0 && s2mode) {
+    ndf__params pb = {.n = 0};
+    CUdeviceptr p_g = mode == 1 ? (CUdeviceptr)(uintptr_t)arr->data : 0;
+    CUdeviceptr p_acc = mode == 0 ? acc : 0, p_gt = mode == 1 && gthr ? acc : 0;
+    CUdeviceptr p_gin = mode == 1 && gin ? (CUdeviceptr)(uintptr_t)gin->data : 0;
+    CUdeviceptr p_cen = d_ts + (size_t)pl.nslots * sizeof(soft2_slot);
+    int64_t tt = T, ni = nimg, np = npix, nc = nchunk, gstep = arr->strides[nb];
+    int64_t ny = c->nsp == 3 ? c->sshape[1] : 1, nx = c->sshape[c->nsp - 1];
+    int64_t gsz = 0, gsy = 0, gsx = 0;
+    if (gin) {
+      gsz = gin->strides[nb];
+      gsy = c->nsp == 3 ? gin->strides[nb + 1] : 0;
+      gsx = gin->strides[nb + c->nsp - 1];
+    }
+    int i_nb = nb, i_mode = mode, i_lg = pl.lg, i_tch = pl.tchunks;
+    CUdeviceptr p_cb = fused ? 0 : cbuf, p_fb = fused ? 0 : fbuf;
+    NDF__PUT(&pb, p_cb);
+    NDF__PUT(&pb, p_fb);
+    NDF__PUT(&pb, d_ts);
+    NDF__PUT(&pb, p_cen);
+    NDF__PUT(&pb, p_g);
+    NDF__PUT(&pb, p_acc);
+    NDF__PUT(&pb, p_gt);
+    NDF__PUT(&pb, p_gin);
+    NDF__PUT(&pb, lambda);
+    NDF__PUT(&pb, pl.kh);
+    NDF__PUT(&pb, pl.kl);
+    NDF__PUT(&pb, ni);
+    NDF__PUT(&pb, np);
+    NDF__PUT(&pb, tt);
+    NDF__PUT(&pb, nc);
+    NDF__PUT(&pb, gstep);
+    NDF__PUT(&pb, ny);
+    NDF__PUT(&pb, nx);
+    NDF__PUT(&pb, gsz);
+    NDF__PUT(&pb, gsy);
+    NDF__PUT(&pb, gsx);
+    NDF__PUT(&pb, i_nb);
+    NDF__PUT(&pb, i_mode);
+    NDF__PUT(&pb, i_lg);
+    NDF__PUT(&pb, i_tch);
+    for (int a = 0; a < NDF_MAX_NDIM; a++) {
+      int64_t v = a < nb ? in->shape[a] : 0;
+      NDF__PUT(&pb, v);
+    }
+    for (int a = 0; a < NDF_MAX_NDIM; a++) {
+      int64_t v = a < nb ? arr->strides[a] : 0;
+      NDF__PUT(&pb, v);
+    }
+    for (int a = 0; a < NDF_MAX_NDIM; a++) {
+      int64_t v = a < nb && gin ? gin->strides[a] : 0;
+      NDF__PUT(&pb, v);
+    }
+    NDF__PUT(&pb, hdr);
+    CUdeviceptr p_in = fused ? (CUdeviceptr)(uintptr_t)in->data : 0;
+    int64_t nrow = c->sshape[0], isy = fused ? in->strides[nb] : 0, isx = fused ? in->strides[nb + 1] : 0;
+    NDF__PUT(&pb, p_in);
+    NDF__PUT(&pb, nrow);
+    NDF__PUT(&pb, isy);
+    NDF__PUT(&pb, isx);
+    for (int a = 0; a < NDF_MAX_NDIM; a++) {
+      int64_t v = a < nb ? in->strides[a] : 0;
+      NDF__PUT(&pb, v);
+    }
+    s = ndf__launch(ctx, c->name, fs, (unsigned)(nimg * nchunk), 256, 1, 0, pb.b);
+  } else if (s == NDF_OK && npix > 0 && nimg > 0) {
     ndf__params pb = {.n = 0};
     CUdeviceptr p_g = mode == 1 ? (CUdeviceptr)(uintptr_t)arr->data : 0;
     CUdeviceptr p_acc = mode == 0 ? acc : 0, p_gt = mode == 1 && gthr ? acc : 0;

@@ -349,7 +349,11 @@ static int run_soft(ndf_ctx *ctx, ecase *c, tu_rng *r) {
   fill_values(&hin.arr, c->vkind, r);
   assert_int_equal(tu_array_relayout(&lin, &hin.arr, c->in_layout, r), 0);
   assert_int_equal(tu_array_alloc(&thr, NDF_FLOAT64, 1, &c->T), 0);
-  for (int64_t k = 0; k < c->T; k++) tu_set(&thr.arr, k, c->vkind == 0 ? tu_rng_unif(r) * 14 - 1 : tu_rng_normal(r) * 60);
+  /* tkind 3 (soft_tight): thresholds and lambda that ndf_ecc_soft2's product form takes (each group of 8
+   * sorted thresholds within 32 / kappa of its centre), float32 to 1e-6 */
+  const int tight = c->tkind == 3;
+  for (int64_t k = 0; k < c->T; k++)
+    tu_set(&thr.arr, k, tight || c->vkind == 0 ? tu_rng_unif(r) * 14 - 1 : tu_rng_normal(r) * 60);
   int64_t oshape[NDF_MAX_NDIM];
   for (int d = 0; d < c->batch; d++) oshape[d] = c->shape[d];
   oshape[c->batch] = c->T;
@@ -366,7 +370,7 @@ static int run_soft(ndf_ctx *ctx, ecase *c, tu_rng *r) {
   ndf_soft_ecc_options_init(&o);
   o.construction = c->cons;
   o.batch_dims = c->batch;
-  o.lambda = tu_rng_chance(r, 0.5) ? 0.3 + tu_rng_unif(r) * 3 : 1 + tu_rng_unif(r) * 40;
+  o.lambda = tight ? 0.3 + tu_rng_unif(r) * 2.7 : tu_rng_chance(r, 0.5) ? 0.3 + tu_rng_unif(r) * 3 : 1 + tu_rng_unif(r) * 40;
   assert_int_equal(ndf_soft_ecc_forward(ctx, &hin.arr, &thr.arr, &cf.arr, &o), NDF_OK);
   assert_int_equal(ndf_soft_ecc_backward(ctx, &hin.arr, &thr.arr, &go.arr, &cgi.arr, &cgt.arr, &o), NDF_OK);
   tu_dev_upload(ctx, &din, &lin);
@@ -391,7 +395,7 @@ static int run_soft(ndf_ctx *ctx, ecase *c, tu_rng *r) {
     else npix *= c->shape[d];
   }
   (void)nimg;
-  const double eps = c->dt == NDF_FLOAT32 ? 2e-5 : 1e-11;
+  const double eps = c->dt == NDF_FLOAT32 ? (tight ? 1e-6 : 2e-5) : 1e-11;
   double gsum = 0;
   for (int64_t i = 0; i < ndf_array_size(&go.arr); i++) gsum += fabs(tu_get(&go.arr, i));
   int64_t bad = 0;
@@ -423,27 +427,39 @@ done:
   return rc;
 }
 
-static void test_gpu_soft_random(void **state) {
-  gpu_state *s = *state;
+/* env: NDF_SOFT_ECC for these cases (old: ndf_ecc_soft for float32 too; direct: ndf_ecc_soft2 without
+ * the product form; fused: 2-D inputs without the contribution pass); tight: float32 only, tkind 3
+ * (see run_soft). */
+static void soft_cases(gpu_state *s, uint64_t salt, const char *env, int tight) {
   tu_rng r;
-  tu_rng_seed(&r, s->seed ^ 0x50f7);
+  tu_rng_seed(&r, s->seed ^ salt);
+  if (env) setenv("NDF_SOFT_ECC", env, 1);
   int failed = 0;
   const long n = s->ncases / 3 > 10 ? s->ncases / 3 : 10;
   for (long k = 0; k < n && failed < 5; k++) {
     ecase c;
     memset(&c, 0, sizeof c);
-    c.dt = tu_rng_chance(&r, 0.5) ? NDF_FLOAT32 : NDF_FLOAT64;
+    c.dt = tight || tu_rng_chance(&r, 0.5) ? NDF_FLOAT32 : NDF_FLOAT64;
+    c.tkind = tight ? 3 : 0;
     draw_shape(&c, &r, 1);
     c.vkind = tu_rng_chance(&r, 0.5) ? 0 : 1;
-    c.T = tu_rng_chance(&r, 0.1) ? tu_rng_int(&r, 257, 600) : tu_rng_int(&r, 1, 80);
+    c.T = tu_rng_chance(&r, 0.1) ? tu_rng_int(&r, tight ? 65 : 257, tight ? 200 : 600) : tu_rng_int(&r, 1, 80);
     c.cons = tu_rng_chance(&r, 0.5) ? NDF_ECC_V : NDF_ECC_T;
     c.in_layout = tu_rng_chance(&r, 0.3) ? TU_LAYOUT_PADDED | TU_LAYOUT_NEGATIVE : TU_LAYOUT_C;
     c.out_layout = tu_rng_chance(&r, 0.3) ? TU_LAYOUT_PADDED : TU_LAYOUT_C;
     failed += run_soft(s->ctx, &c, &r);
   }
-  if (failed) printf("%d soft cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
+  if (env) unsetenv("NDF_SOFT_ECC");
+  if (failed)
+    printf("%d soft cases failed (NDF_SOFT_ECC=%s%s); seed %llu\n", failed, env ? env : "", tight ? ", tight" : "",
+           (unsigned long long)s->seed);
   assert_int_equal(failed, 0);
 }
+static void test_gpu_soft_random(void **state) { soft_cases(*state, 0x50f7, NULL, 0); }
+static void test_gpu_soft_tight(void **state) { soft_cases(*state, 0x5e1f, NULL, 1); }
+static void test_gpu_soft_fused(void **state) { soft_cases(*state, 0x50f7, "fused", 0); }
+static void test_gpu_soft_direct(void **state) { soft_cases(*state, 0x50f7, "direct", 0); }
+static void test_gpu_soft_old(void **state) { soft_cases(*state, 0x50f7, "old", 0); }
 
 /* The issue's soft workload (64 x 256^2 float32, T = 64, forward + backward):
  * host-clock time per pair of calls after a warm-up, printed, not judged. */
@@ -471,18 +487,25 @@ static void test_gpu_soft_timing(void **state) {
   ndf_soft_ecc_options_init(&o);
   o.batch_dims = 1;
   o.lambda = 0.05;
-  double t0 = 0;
-  for (int it = 0; it < 23; it++) {
-    if (it == 3) {
-      assert_int_equal(ndf_ctx_synchronize(s->ctx), NDF_OK);
-      t0 = tu_now_ms();
+  /* the default (ndf_ecc_soft2, product form, after the contribution pass), then NDF_SOFT_ECC=fused,
+   * =direct and =old */
+  static const char *const envs[4] = {NULL, "fused", "direct", "old"};
+  for (int v = 0; v < 4; v++) {
+    if (envs[v]) setenv("NDF_SOFT_ECC", envs[v], 1);
+    double t0 = 0;
+    for (int it = 0; it < 23; it++) {
+      if (it == 3) {
+        assert_int_equal(ndf_ctx_synchronize(s->ctx), NDF_OK);
+        t0 = tu_now_ms();
+      }
+      assert_int_equal(ndf_soft_ecc_forward(s->ctx, &din, &th.arr, &dout, &o), NDF_OK);
+      assert_int_equal(ndf_soft_ecc_backward(s->ctx, &din, &th.arr, &dgo, &dgi, &dgt, &o), NDF_OK);
     }
-    assert_int_equal(ndf_soft_ecc_forward(s->ctx, &din, &th.arr, &dout, &o), NDF_OK);
-    assert_int_equal(ndf_soft_ecc_backward(s->ctx, &din, &th.arr, &dgo, &dgi, &dgt, &o), NDF_OK);
+    assert_int_equal(ndf_ctx_synchronize(s->ctx), NDF_OK);
+    printf("soft ECC forward + backward, 64x256x256 float32, T = 64 (NDF_SOFT_ECC=%s): %.3f ms per pair (host clock, "
+           "mean of 20; one header readback per call included)\n", envs[v] ? envs[v] : "", (tu_now_ms() - t0) / 20);
+    if (envs[v]) unsetenv("NDF_SOFT_ECC");
   }
-  assert_int_equal(ndf_ctx_synchronize(s->ctx), NDF_OK);
-  printf("soft ECC forward + backward, 64x256x256 float32, T = 64: %.3f ms per pair (host clock, mean of 20; "
-         "one header readback per call included)\n", (tu_now_ms() - t0) / 20);
   ndf_array *all[] = {&din, &dout, &dgo, &dgi, &dgt};
   for (int i = 0; i < 5; i++) ndf_array_free(s->ctx, all[i]);
   tu_array_free(&h);
@@ -580,6 +603,10 @@ int main(void) {
       cmocka_unit_test_prestate(test_gpu_pack_edges, s),
       cmocka_unit_test_prestate(test_gpu_pack_edges_old_hist, s),
       cmocka_unit_test_prestate(test_gpu_soft_random, s),
+      cmocka_unit_test_prestate(test_gpu_soft_tight, s),
+      cmocka_unit_test_prestate(test_gpu_soft_fused, s),
+      cmocka_unit_test_prestate(test_gpu_soft_direct, s),
+      cmocka_unit_test_prestate(test_gpu_soft_old, s),
       cmocka_unit_test_prestate(test_gpu_benchmark_shapes, s),
       cmocka_unit_test_prestate(test_gpu_soft_timing, s),
   };
