@@ -246,8 +246,14 @@ typedef struct hist_fuse {
 static int fuse_geometry(hist_geom *g, int64_t nimg, int64_t cap) {
   const int64_t per = nimg * g->ptiles;
   if (per <= 0 || per > cap) return 0;
-  if (g->items <= cap) return 1;
+  /* as many blocks as fit (small images are latency-bound: each march step
+   * waits for its plane), chunks of at least NDF_ECC_MINMC planes (default 4) */
+  const char *e = getenv("NDF_ECC_MINMC");
+  int64_t minmc = e ? atoll(e) : 4;
+  if (minmc < 1) minmc = 1;
   int64_t nch = cap / per;
+  if (nch > (g->nz + minmc - 1) / minmc) nch = (g->nz + minmc - 1) / minmc;
+  if (nch < 1) nch = 1;
   g->mc = (g->nz + nch - 1) / nch;
   g->nchunks = (g->nz + g->mc - 1) / g->mc;
   g->items = per * g->nchunks;

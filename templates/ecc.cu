@@ -598,7 +598,10 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_pack(const ndf_ecc_
     const bool yin = y < p.ny;
     const TIN *c0 = in + (yin ? y * p.sy + xb * p.sx : 0);
     const bool ok0 = yin && xb < p.nx, ok1 = yin && xb + 1 < p.nx;
-    for (ndf_i64 z = z0; z < z1; z += 4) {
+    // float pairs as one 8-byte load when unit-stride and aligned (the usual case)
+    const bool vec = sizeof(TIN) == 4 && p.sx == 1 && ok1 && (p.sz & 1) == 0 && (((size_t)c0) & 7) == 0;
+    const TIN *cz = c0 + z0 * p.sz;
+    for (ndf_i64 z = z0; z < z1; z += 4, cz += 4 * p.sz) {
       // four planes' loads in flight before any is used
       V v[4][2];
       bool ok[4][2];
@@ -607,8 +610,18 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_pack(const ndf_ecc_
         const bool zin = z + j < z1;
         ok[j][0] = zin && ok0;
         ok[j][1] = zin && ok1;
-        v[j][0] = ok[j][0] ? (V)c0[(z + j) * p.sz] : (V)0;
-        v[j][1] = ok[j][1] ? (V)c0[(z + j) * p.sz + p.sx] : (V)0;
+        if (vec) {
+          if (zin) {
+            const float2 f2 = *(const float2 *)(cz + j * p.sz);
+            v[j][0] = (V)f2.x;
+            v[j][1] = (V)f2.y;
+          } else {
+            v[j][0] = v[j][1] = (V)0;
+          }
+        } else {
+          v[j][0] = ok[j][0] ? (V)cz[j * p.sz] : (V)0;
+          v[j][1] = ok[j][1] ? (V)cz[j * p.sz + p.sx] : (V)0;
+        }
       }
 #pragma unroll
       for (int j = 0; j < 4; j++)

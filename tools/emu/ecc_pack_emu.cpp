@@ -28,6 +28,7 @@ typedef long long ndf_i64;
 typedef unsigned long long ndf_u64;
 #define NDF_MAX_NDIM 12
 struct emu_dim { unsigned x; };
+struct float2 { float x, y; };
 thread_local unsigned tl_tid, tl_bid;
 static unsigned g_grid;
 #define threadIdx (emu_dim{tl_tid})
