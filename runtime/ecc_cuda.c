@@ -268,7 +268,8 @@ static ndf_status hist_launch2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_a
   unsigned dyn = 0;
   if (x && x->pack) {
     smem_ts = 1;
-    dyn = (unsigned)((size_t)c->T * 16 + 32);
+    /* thresholds (double) and counters, the float table, its (t_{k-1}, t_k) pairs */
+    dyn = (unsigned)((size_t)c->T * 24 + 64);
   } else if (hist && (size_t)c->T * 12 + 4 <= 40960) {
     smem_ts = 1;
     dyn = (unsigned)((size_t)c->T * 12 + 4);

@@ -564,6 +564,33 @@ extern "C" __global__ void __launch_bounds__(256, 8)
 #define NDF_QP (NDF_QW + 2)
 #define NDF_QS (NDF_QH * NDF_QP)
 
+// The exact bin of ndf_ecc_bin (NaN: T) when the first guess is wrong or the
+// thresholds are not evenly spaced: out of line (rare for evenly spaced ones).
+template <typename W> __device__ __noinline__ unsigned ndf_ecc_bin_slow(W f, const W *tv, int T, int uni, float lo, float inv) {
+  return ndf_ecc_bin<W>(f, tv, T, uni, lo, inv);
+}
+
+// bin(f) for float comparisons with evenly spaced thresholds: the guess
+// ceil(f * ga + gb) clamped to [0, T], accepted when tp[k] = (tv[k - 1],
+// tv[k]) brackets f (one 8-byte shared load), else ndf_ecc_bin (which also
+// sends NaN to T: every comparison with NaN fails here).  Any guess gives the
+// exact bin; only its speed depends on the guess.
+__device__ __forceinline__ unsigned ndf_ecc_bin_pair(float f, const float2 *tp, const float *tv, int T, int uni,
+                                                     float ga, float gb, float lo, float inv) {
+  if (uni) {
+    const int k = min(max(__float2int_ru(fmaf(f, ga, gb)), 0), T);
+    const float2 w = tp[k];
+    if ((f > w.x) & (f <= w.y)) return (unsigned)k;
+    // off by one (a value on a threshold, rounding of the guess): the neighbour
+    const int k2 = f <= w.x ? k - 1 : k + 1;
+    if (k2 >= 0 && k2 <= T) {
+      const float2 w2 = tp[k2];
+      if ((f > w2.x) & (f <= w2.y)) return (unsigned)k2;
+    }
+  }
+  return ndf_ecc_bin_slow<float>(f, tv, T, uni, lo, inv);
+}
+
 extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_pack(const ndf_ecc_params p) {
   if (p.dev_binner && (p.hdr->nan_key != 0ull || p.hdr->bad != 0)) return;
   __shared__ unsigned qpl[2][NDF_QS];
@@ -575,6 +602,9 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_pack(const ndf_ecc_
   int *shist = (int *)(dyn + T + 2);
   float *tsf = (float *)(shist + T + 1);
   const V *tv = sizeof(V) == 4 ? (const V *)(tsf + 1) : (const V *)(dyn + 1);
+  // float comparisons: tpair[k] = (tsf[k], tsf[k + 1]) = (tv[k - 1], tv[k]), k = 0..T (8-byte aligned)
+  // (bytes 16 T + 28 end the float table: the pairs start at 16 T + 32, a shared-memory pointer from dyn)
+  float2 *tpair = (float2 *)(dyn + 2 * T + 4);
   __shared__ float s_lo, s_inv;
   __shared__ int s_uni, s_nan, s_m;
   ndf_i64 item = blockIdx.x;
@@ -761,6 +791,16 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_pack(const ndf_ecc_
     }
   }
   for (int k = tid; k <= T; k += 256) shist[k] = 0;
+  if (sizeof(V) == 4) {
+    __syncthreads(); // tsf
+    for (int k = tid; k <= T; k += 256) tpair[k] = make_float2(tsf[k], tsf[k + 1]);
+  }
+  // the first guess ceil(f * ga + gb) of ndf_ecc_bin_pair (thread 0 wrote s_lo and s_inv)
+  __shared__ float s_ga, s_gb;
+  if (tid == 0) {
+    s_ga = s_inv;
+    s_gb = -s_lo * s_inv;
+  }
   // load slots: word (r, cw) of the plane tile with its halo; bit h of lok:
   // voxel 2 xw + h is inside the plane
   constexpr int NLD = (NDF_QS + 255) / 256;
@@ -778,16 +818,29 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_pack(const ndf_ecc_
   bool nzin = false;
   // planes are fetched in order z0 - 1, z0, ...: the plane offset steps by sz
   ndf_i64 zo = (z0 - 1) * p.sz;
+  // float pairs as one 8-byte load: unit x stride, even strides and width, aligned base
+  const bool vec = sizeof(TIN) == 4 && p.sx == 1 && ((p.sy | p.sz | p.nx) & 1) == 0 && (((size_t)in) & 7) == 0;
   auto fetch = [&](ndf_i64 zz) {
     nzin = zz >= 0 && zz < p.nz;
 #pragma unroll
     for (int e = 0; e < NLD; e++) {
       const TIN *q = lp[e] + zo;
-      nv[e][0] = nzin && (lok[e] & 1u) ? (V)q[0] : (V)0;
-      nv[e][1] = nzin && (lok[e] & 2u) ? (V)q[p.sx] : (V)0;
+      if (vec) {
+        // lok bit 0 implies bit 1 here (even width)
+        float2 f2 = make_float2(0.0f, 0.0f);
+        if (nzin && (lok[e] & 1u)) f2 = *(const float2 *)q;
+        nv[e][0] = (V)f2.x;
+        nv[e][1] = (V)f2.y;
+      } else {
+        nv[e][0] = nzin && (lok[e] & 1u) ? (V)q[0] : (V)0;
+        nv[e][1] = nzin && (lok[e] & 2u) ? (V)q[p.sx] : (V)0;
+      }
     }
     zo += p.sz;
   };
+  // NaN among this thread's loads: nacc + f * 0 is NaN from then on (also for +-inf: a
+  // false alarm only costs the column re-read after the march, which finds no NaN)
+  V nacc = 0;
   auto store = [&](int buf) {
 #pragma unroll
     for (int e = 0; e < NLD; e++) {
@@ -799,8 +852,12 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_pack(const ndf_ecc_
           unsigned b = NDF_ECC_POUT;
           if (nzin && ((lok[e] >> h) & 1u)) {
             const V f = nv[e][h];
-            b = ndf_ecc_bin<V>(f, tv, T, s_uni, s_lo, s_inv); // NaN: T, never counted
-            if (b == (unsigned)T && f != f) s_nan = 1;       // located after the march
+            // NaN: T, never counted; located after the march
+            if (sizeof(V) == 4)
+              b = ndf_ecc_bin_pair((float)f, tpair, (const float *)tv, T, s_uni, s_ga, s_gb, s_lo, s_inv);
+            else
+              b = ndf_ecc_bin_slow<V>(f, tv, T, s_uni, s_lo, s_inv);
+            nacc = fma(f, (V)0, nacc);
           }
           w |= b << (16 * h);
         }
@@ -857,6 +914,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_pack(const ndf_ecc_
     if (z + 2 >= z1) break;
     step(C, A, B, z + 2);
   }
+  if (nacc != nacc) s_nan = 1;
   __syncthreads();
   for (int k = tid; k < T; k += 256)
     if (shist[k]) atomicAdd(&p.hist[img * p.T + k], (ndf_u64)(long long)shist[k]);

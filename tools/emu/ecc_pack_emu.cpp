@@ -29,6 +29,14 @@ typedef unsigned long long ndf_u64;
 #define NDF_MAX_NDIM 12
 struct emu_dim { unsigned x; };
 struct float2 { float x, y; };
+static inline float2 make_float2(float x, float y) { return float2{x, y}; }
+#define __noinline__
+// cvt.rpi.s32.f32: NaN gives 0, out of range saturates
+static inline int __float2int_ru(float x) {
+  if (x != x) return 0;
+  const double c = std::ceil((double)x);
+  return c >= 2147483647.0 ? 2147483647 : c <= -2147483648.0 ? (-2147483647 - 1) : (int)c;
+}
 thread_local unsigned tl_tid, tl_bid;
 static unsigned g_grid;
 #define threadIdx (emu_dim{tl_tid})
@@ -37,7 +45,7 @@ static unsigned g_grid;
 struct emu_block {
   alignas(16) unsigned qpl[8192];
   alignas(16) char dyn[65536];
-  float f[2];
+  float f[2], g[2];
   int i[3];
   bool last;
   double r_lo[8], r_hi[8];
@@ -104,6 +112,7 @@ using std::min;
 using std::max;
 using std::fmin;
 using std::fmax;
+using std::fma;
 using std::isfinite;
 static void ndf_ecc_prefix(const long long *, const long long *, long long *, ndf_i64, ndf_i64) { abort(); }
 // the fused tail: thread 0 of the block does the prefix sums in order
