@@ -631,12 +631,12 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_pack(const ndf_ecc_
     // float pairs as one 8-byte load when unit-stride and aligned (the usual case)
     const bool vec = sizeof(TIN) == 4 && p.sx == 1 && ok1 && (p.sz & 1) == 0 && (((size_t)c0) & 7) == 0;
     const TIN *cz = c0 + z0 * p.sz;
-    for (ndf_i64 z = z0; z < z1; z += 4, cz += 4 * p.sz) {
-      // four planes' loads in flight before any is used
-      V v[4][2];
-      bool ok[4][2];
+    for (ndf_i64 z = z0; z < z1; z += 8, cz += 8 * p.sz) {
+      // eight planes' loads in flight before any is used
+      V v[8][2];
+      bool ok[8][2];
 #pragma unroll
-      for (int j = 0; j < 4; j++) {
+      for (int j = 0; j < 8; j++) {
         const bool zin = z + j < z1;
         ok[j][0] = zin && ok0;
         ok[j][1] = zin && ok1;
@@ -654,7 +654,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_pack(const ndf_ecc_
         }
       }
 #pragma unroll
-      for (int j = 0; j < 4; j++)
+      for (int j = 0; j < 8; j++)
 #pragma unroll
         for (int h = 0; h < 2; h++)
           if (ok[j][h]) {
