@@ -892,11 +892,15 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_pack(const ndf_ecc_
   __syncthreads();
   rd(1, B);
   fetch(z0 + 1);
+  // 2-D: this thread's word holds a voxel of the image (else its steps only load and
+  // store: a 256-wide image leaves half the 512-wide tile's warps idle; 3-D would spill)
+  const bool act = NSP == 3 || 2 * (xw0 + tx) < p.nx;
   auto step = [&](const unsigned (&Pm)[3][3], const unsigned (&Pc)[3][3], unsigned (&Pp)[3][3], ndf_i64 z) {
     const int buf = (int)((z - z0) & 1);
     store(buf); // plane z + 1; this buffer was last read two steps ago, before the last barrier
     __syncthreads();
     if (z + 2 <= z1) fetch(z + 2);
+    if (NSP == 2 && !act) return; // both voxels outside the image (whole warps past a narrow image's width)
     rd(buf, Pp);
     const unsigned d = ndf_ecc_pack_sum<NSP, CONS>(Pm, Pc, Pp);
     const unsigned w = Pc[1][1];
