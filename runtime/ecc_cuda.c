@@ -336,7 +336,9 @@ static ndf_status hist_launch2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_a
     void *args[] = {pb.b};
     CUresult r = ndf__cu(NULL)->cuLaunchCooperativeKernel(fn, (unsigned)g->items, 1, 1, 256, 1, 1, dyn, ctx->stream,
                                                           args);
-    if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE) {
+    /* too many blocks to be resident at once, or no cooperative launches on
+     * this device / setup: nothing ran, the caller takes the scan path */
+    if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE || r == CUDA_ERROR_NOT_SUPPORTED) {
       *f->too_large = 1;
       return NDF_OK;
     }
