@@ -29,6 +29,8 @@ typedef int nvrtcResult;
 #define CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN 97
 #define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
 #define CU_STREAM_NON_BLOCKING 1
+#define CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE 720
+#define CUDA_ERROR_NOT_SUPPORTED 801
 #define CU_MEMPOOL_ATTR_RELEASE_THRESHOLD 4
 #define CU_MEM_ALLOCATION_TYPE_PINNED 1
 #define CU_MEM_LOCATION_TYPE_DEVICE 1
@@ -83,6 +85,9 @@ typedef struct ndf__cu_mempool_props {
   X(CUresult, cuLaunchKernel, "cuLaunchKernel",                                           \
     (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,    \
      CUstream, void **, void **))                                                         \
+  X(CUresult, cuLaunchCooperativeKernel, "cuLaunchCooperativeKernel",                     \
+    (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,    \
+     CUstream, void **))                                                                  \
   X(CUresult, cuStreamBeginCapture, "cuStreamBeginCapture_v2", (CUstream, int))         \
   X(CUresult, cuStreamEndCapture, "cuStreamEndCapture", (CUstream, CUgraph *))            \
   X(CUresult, cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags",                 \

@@ -58,6 +58,24 @@ static int use_pack(int64_t T) {
   return T <= PACK_MAX_T && !(e && strcmp(e, "old") == 0);
 }
 
+/* One cooperative launch of ndf_ecc_pack for thresholds over [min, max]
+ * (scan, barrier, histogram, curve) unless NDF_ECC_FUSE=0. */
+static int use_fuse(void) {
+  const char *e = getenv("NDF_ECC_FUSE");
+  return !(e && strcmp(e, "0") == 0);
+}
+
+/* The persistent grid barrier word of ndf_ecc_grid_sync (templates/ecc.cu):
+ * 0 when uploaded, 0 or 0x80000000 after every launch.  A device table of
+ * the context (cached by content: the tag keeps it this op's own). */
+static ndf_status grid_barrier_word(ndf_ctx *ctx, CUdeviceptr *out) {
+  static const struct {
+    uint32_t word, pad;
+    char tag[56];
+  } init = {0, 0, "ndf_ecc_grid_sync barrier word (runtime/ecc_cuda.c)"};
+  return ndf__device_table(ctx, &init, sizeof init, out);
+}
+
 int ndf__ecc_new_path(void) {
   const char *e = getenv("NDF_ECC_PATH");
   return !(e && strcmp(e, "old") == 0);
@@ -217,14 +235,42 @@ typedef struct hist_extra {
   int pack;             /* ndf_ecc_pack: thresholds, counters and float thresholds in shared memory */
 } hist_extra;
 
-static ndf_status hist_launch(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, CUfunction fn,
-                              const hist_geom *g, CUdeviceptr cbuf, CUdeviceptr fbuf, CUdeviceptr hist,
-                              CUdeviceptr ts, double lo, double inv_step, int uniform, const hist_extra *x) {
+/* ndf_ecc_pack in one cooperative launch (thresholds over [min, max]; NULL: a plain launch). */
+typedef struct hist_fuse {
+  CUdeviceptr gbar, part;
+  int *too_large; /* set when the grid cannot be resident at once (nothing launched) */
+} hist_fuse;
+
+/* The fused launch's geometry: at most cap blocks (all resident at once), so
+ * the march chunks of hist_geometry are made longer when needed.  Returns 0
+ * when even one chunk per tile is too many blocks. */
+static int fuse_geometry(hist_geom *g, int64_t nimg, int64_t cap) {
+  const int64_t per = nimg * g->ptiles;
+  if (per <= 0 || per > cap) return 0;
+  /* as many blocks as fit (small images are latency-bound: each march step
+   * waits for its plane), chunks of at least NDF_ECC_MINMC planes (default 4) */
+  const char *e = getenv("NDF_ECC_MINMC");
+  int64_t minmc = e ? atoll(e) : 4;
+  if (minmc < 1) minmc = 1;
+  int64_t nch = cap / per;
+  if (nch > (g->nz + minmc - 1) / minmc) nch = (g->nz + minmc - 1) / minmc;
+  if (nch < 1) nch = 1;
+  g->mc = (g->nz + nch - 1) / nch;
+  g->nchunks = (g->nz + g->mc - 1) / g->mc;
+  g->items = per * g->nchunks;
+  return g->items <= cap;
+}
+
+static ndf_status hist_launch2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, CUfunction fn,
+                               const hist_geom *g, CUdeviceptr cbuf, CUdeviceptr fbuf, CUdeviceptr hist,
+                               CUdeviceptr ts, double lo, double inv_step, int uniform, const hist_extra *x,
+                               const hist_fuse *f) {
   int smem_ts = 0;
   unsigned dyn = 0;
   if (x && x->pack) {
     smem_ts = 1;
-    dyn = (unsigned)((size_t)c->T * 16 + 32);
+    /* thresholds (double) and counters, the float table, its (t_{k-1}, t_k) pairs */
+    dyn = (unsigned)((size_t)c->T * 24 + 64);
   } else if (hist && (size_t)c->T * 12 + 4 <= 40960) {
     smem_ts = 1;
     dyn = (unsigned)((size_t)c->T * 12 + 4);
@@ -282,7 +328,30 @@ static ndf_status hist_launch(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
     int64_t v = out && a < nb ? out->strides[a] : 0;
     NDF__PUT(&pb, v);
   }
+  int fused = f != NULL;
+  CUdeviceptr gbar = f ? f->gbar : 0, part = f ? f->part : 0;
+  NDF__PUT(&pb, fused);
+  NDF__PUT(&pb, gbar);
+  NDF__PUT(&pb, part);
+  if (f) {
+    void *args[] = {pb.b};
+    CUresult r = ndf__cu(NULL)->cuLaunchCooperativeKernel(fn, (unsigned)g->items, 1, 1, 256, 1, 1, dyn, ctx->stream,
+                                                          args);
+    /* too many blocks to be resident at once, or no cooperative launches on
+     * this device / setup: nothing ran, the caller takes the scan path */
+    if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE || r == CUDA_ERROR_NOT_SUPPORTED) {
+      *f->too_large = 1;
+      return NDF_OK;
+    }
+    return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, c->name, r);
+  }
   return ndf__launch(ctx, c->name, fn, (unsigned)g->items, 256, 1, dyn, pb.b);
+}
+
+static ndf_status hist_launch(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, CUfunction fn,
+                              const hist_geom *g, CUdeviceptr cbuf, CUdeviceptr fbuf, CUdeviceptr hist,
+                              CUdeviceptr ts, double lo, double inv_step, int uniform, const hist_extra *x) {
+  return hist_launch2(ctx, c, in, fn, g, cbuf, fbuf, hist, ts, lo, inv_step, uniform, x, NULL);
 }
 
 /* ndf_ecc_final: per image the prefix sums, in the caller's order (hdr: only when clean). */
@@ -383,6 +452,29 @@ static ndf_status hdr_read(ndf_ctx *ctx, const char *name, CUdeviceptr hdr, int6
   return NDF_OK;
 }
 
+/* The fused call (thresholds over [min, max], ndf_ecc_pack): one cooperative
+ * launch -- no memset, no scan kernel; float inputs then read the header
+ * back (one copy, one sync), integer inputs do not wait at all.  *too_large:
+ * the grid could not be resident at once, nothing was launched. */
+static ndf_status ecc_fused(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out, CUfunction fh,
+                            const hist_geom *g, int64_t *nan_at, int *not_finite, int *too_large) {
+  const int64_t T = c->T, nimg = c->nimg;
+  const int isfloat = in->dtype == NDF_FLOAT32 || in->dtype == NDF_FLOAT64;
+  CUdeviceptr gbar = 0, base = 0;
+  ndf_status s = grid_barrier_word(ctx, &gbar);
+  if (s != NDF_OK) return s;
+  /* scratch: header, per-image tickets, histogram (the kernel zeroes them), the blocks' partials */
+  const size_t cnt_bytes = ((size_t)nimg * 4 + 255) & ~(size_t)255, hbytes = (size_t)nimg * (size_t)T * 8;
+  if ((s = ndf__scratch_alloc(ctx, HDR_BYTES + cnt_bytes + hbytes + (size_t)g->items * 24, &base)) != NDF_OK) return s;
+  const CUdeviceptr hdr = base, cnt = base + HDR_BYTES, hist = cnt + cnt_bytes, part = hist + hbytes;
+  const hist_extra x = {hdr, 0, 0, cnt, 0, out, 1};
+  const hist_fuse f = {gbar, part, too_large};
+  s = hist_launch2(ctx, c, in, fh, g, 0, 0, hist, 0, 0, 0, 0, &x, &f);
+  if (s == NDF_OK && !*too_large && isfloat) s = hdr_read(ctx, c->name, hdr, nan_at, not_finite);
+  ndf__scratch_free(ctx, base);
+  return s;
+}
+
 ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out,
                           int construction, const double *t, int uniform, int64_t *nan_at, int *not_finite) {
   *nan_at = -1;
@@ -405,6 +497,17 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
   if (need_range && (s = get_fn(ctx, c->name, "ndf_ecc_scan", in->dtype, 2, 0, 0, &fsc)) != NDF_OK) return s;
   hist_geom g;
   if ((s = hist_geometry(ctx, c, in, &g, pack ? 2 : 1)) != NDF_OK) return s;
+  if (need_range && pack && use_fuse()) {
+    /* one cooperative launch: at most 4 blocks of 256 per SM (ndf_ecc_pack's
+     * launch bounds; its shared memory is far below the SM's) */
+    hist_geom gf = g;
+    const int64_t cap = 4 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132);
+    if (fuse_geometry(&gf, nimg, cap)) {
+      int too_large = 0;
+      s = ecc_fused(ctx, c, in, out, fh, &gf, nan_at, not_finite, &too_large);
+      if (s != NDF_OK || !too_large) return s;
+    }
+  }
   ndf__params spb = {.n = 0};
   const unsigned sgrid = need_range ? scan_params(ctx, &spb, in, 0, 0, 0, 0, 0, 0, 0, 0, 1) : 0;
   /* scratch: header, per-image tickets, histogram (zeroed by one memset),

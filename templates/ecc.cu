@@ -87,6 +87,55 @@ __device__ void ndf_ecc_prefix(const long long *hist, const long long *perm, lon
   }
 }
 
+// The same with the permutation of the thresholds over [min, max] that the
+// fused kernel derives (ndf_ecc_pack_range): sorted position k holds
+// threshold k < m ? k : k == m ? T - 1 : k - 1.
+__device__ void ndf_ecc_prefix_m(const long long *hist, ndf_i64 m, long long *out, ndf_i64 T, ndf_i64 ostep) {
+  __shared__ long long wsum[8];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  long long carry = 0;
+  for (ndf_i64 k0 = 0; k0 < T; k0 += 256) {
+    const ndf_i64 k = k0 + threadIdx.x;
+    long long v = k < T ? __ldcg(hist + k) : 0;
+    for (int o = 1; o < 32; o <<= 1) {
+      const long long u = __shfl_up_sync(0xffffffffu, v, o);
+      if (lane >= o) v += u;
+    }
+    if (lane == 31) wsum[warp] = v;
+    __syncthreads();
+    long long before = carry, total = carry;
+    for (int w = 0; w < 8; w++) {
+      if (w < warp) before += wsum[w];
+      total += wsum[w];
+    }
+    if (k < T) out[(k < m ? k : k == m ? T - 1 : k - 1) * ostep] = before + v;
+    carry = total;
+    __syncthreads();
+  }
+}
+
+// A grid-wide barrier of a cooperative launch (every block resident).  *w is
+// a persistent word that is 0 or 0x80000000 between launches (runtime/
+// ecc_cuda.c keeps one per context): block 0 adds 0x80000000 - (n - 1), the
+// others 1, so the top bit flips exactly when all n blocks have arrived and
+// the low bits come back to 0; each block waits for the flip.  No reset and
+// no memset before the launch.
+__device__ void ndf_ecc_grid_sync(unsigned *w) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned n = gridDim.x;
+    const unsigned add = blockIdx.x == 0 ? 0x80000000u - (n - 1u) : 1u;
+    __threadfence();
+    const unsigned old = atomicAdd(w, add);
+    unsigned cur;
+    do {
+      asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(cur) : "l"(w) : "memory");
+    } while (((old ^ cur) & 0x80000000u) == 0u);
+    __threadfence();
+  }
+  __syncthreads();
+}
+
 // ---- min / max / NaN ----------------------------------------------------------------------------
 struct ndf_ecc_scan_params {
   const TIN *in;
@@ -271,6 +320,16 @@ struct ndf_ecc_params {
   long long *out;
   ndf_i64 ostep;
   ndf_i64 oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM]; // batch axes of the output (nb of them)
+  // fused (ndf_ecc_pack only, thresholds over [min, max], one cooperative
+  // launch): each block scans its own voxels for min, max and NaN into
+  // part[3 * block] (min, max as double; the least NaN index or -1 as an
+  // int64), zeroes its share of hist and cnt, then a grid barrier on gbar (a
+  // persistent word, ndf_ecc_grid_sync); every block then reduces the
+  // partials, derives the thresholds in its shared memory, and block 0
+  // writes the header (nothing else does: no memset before the launch)
+  int fused;
+  unsigned *gbar;
+  double *part;
 };
 
 #define NDF_BX (NSP == 3 ? 32 : 256)
@@ -505,6 +564,33 @@ extern "C" __global__ void __launch_bounds__(256, 8)
 #define NDF_QP (NDF_QW + 2)
 #define NDF_QS (NDF_QH * NDF_QP)
 
+// The exact bin of ndf_ecc_bin (NaN: T) when the first guess is wrong or the
+// thresholds are not evenly spaced: out of line (rare for evenly spaced ones).
+template <typename W> __device__ __noinline__ unsigned ndf_ecc_bin_slow(W f, const W *tv, int T, int uni, float lo, float inv) {
+  return ndf_ecc_bin<W>(f, tv, T, uni, lo, inv);
+}
+
+// bin(f) for float comparisons with evenly spaced thresholds: the guess
+// ceil(f * ga + gb) clamped to [0, T], accepted when tp[k] = (tv[k - 1],
+// tv[k]) brackets f (one 8-byte shared load), else ndf_ecc_bin (which also
+// sends NaN to T: every comparison with NaN fails here).  Any guess gives the
+// exact bin; only its speed depends on the guess.
+__device__ __forceinline__ unsigned ndf_ecc_bin_pair(float f, const float2 *tp, const float *tv, int T, int uni,
+                                                     float ga, float gb, float lo, float inv) {
+  if (uni) {
+    const int k = min(max(__float2int_ru(fmaf(f, ga, gb)), 0), T);
+    const float2 w = tp[k];
+    if ((f > w.x) & (f <= w.y)) return (unsigned)k;
+    // off by one (a value on a threshold, rounding of the guess): the neighbour
+    const int k2 = f <= w.x ? k - 1 : k + 1;
+    if (k2 >= 0 && k2 <= T) {
+      const float2 w2 = tp[k2];
+      if ((f > w2.x) & (f <= w2.y)) return (unsigned)k2;
+    }
+  }
+  return ndf_ecc_bin_slow<float>(f, tv, T, uni, lo, inv);
+}
+
 extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_pack(const ndf_ecc_params p) {
   if (p.dev_binner && (p.hdr->nan_key != 0ull || p.hdr->bad != 0)) return;
   __shared__ unsigned qpl[2][NDF_QS];
@@ -516,20 +602,11 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_pack(const ndf_ecc_
   int *shist = (int *)(dyn + T + 2);
   float *tsf = (float *)(shist + T + 1);
   const V *tv = sizeof(V) == 4 ? (const V *)(tsf + 1) : (const V *)(dyn + 1);
+  // float comparisons: tpair[k] = (tsf[k], tsf[k + 1]) = (tv[k - 1], tv[k]), k = 0..T (8-byte aligned)
+  // (bytes 16 T + 28 end the float table: the pairs start at 16 T + 32, a shared-memory pointer from dyn)
+  float2 *tpair = (float2 *)(dyn + 2 * T + 4);
   __shared__ float s_lo, s_inv;
-  __shared__ int s_uni, s_nan;
-  if (tid == 0) {
-    s_lo = (float)(p.dev_binner ? p.hdr->lo : p.lo);
-    s_inv = (float)(p.dev_binner ? p.hdr->inv_step : p.inv_step);
-    s_uni = p.dev_binner ? p.hdr->uniform : p.uniform;
-    s_nan = 0;
-  }
-  for (int k = tid - 1; k <= T; k += 256) {
-    const double t = k < 0 ? -1.0 / 0.0 : k == T ? 1.0 / 0.0 : __ldcg(p.ts + k);
-    dyn[k + 1] = t;
-    if (sizeof(V) == 4) tsf[k + 1] = __double2float_rd(t);
-  }
-  for (int k = tid; k <= T; k += 256) shist[k] = 0;
+  __shared__ int s_uni, s_nan, s_m;
   ndf_i64 item = blockIdx.x;
   const ndf_i64 chunk = item % p.nchunks;
   item /= p.nchunks;
@@ -542,6 +619,188 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_pack(const ndf_ecc_
     q /= p.bshape[d];
   }
   const TIN *in = p.in + base;
+  if (p.fused) {
+    // ---- phase 1: min, max and NaN of this block's own voxels (each voxel of
+    // the batch belongs to exactly one block), its share of the zeroing
+    V lo = (V)(1.0 / 0.0), hi = (V)(-1.0 / 0.0);
+    bool nan = false;
+    const ndf_i64 y = y0 + ty, xb = 2 * (xw0 + tx);
+    const bool yin = y < p.ny;
+    const TIN *c0 = in + (yin ? y * p.sy + xb * p.sx : 0);
+    const bool ok0 = yin && xb < p.nx, ok1 = yin && xb + 1 < p.nx;
+    // float pairs as one 8-byte load when unit-stride and aligned (the usual case)
+    const bool vec = sizeof(TIN) == 4 && p.sx == 1 && ok1 && (p.sz & 1) == 0 && (((size_t)c0) & 7) == 0;
+    const TIN *cz = c0 + z0 * p.sz;
+    for (ndf_i64 z = z0; z < z1; z += 8, cz += 8 * p.sz) {
+      // eight planes' loads in flight before any is used
+      V v[8][2];
+      bool ok[8][2];
+#pragma unroll
+      for (int j = 0; j < 8; j++) {
+        const bool zin = z + j < z1;
+        ok[j][0] = zin && ok0;
+        ok[j][1] = zin && ok1;
+        if (vec) {
+          if (zin) {
+            const float2 f2 = *(const float2 *)(cz + j * p.sz);
+            v[j][0] = (V)f2.x;
+            v[j][1] = (V)f2.y;
+          } else {
+            v[j][0] = v[j][1] = (V)0;
+          }
+        } else {
+          v[j][0] = ok[j][0] ? (V)cz[j * p.sz] : (V)0;
+          v[j][1] = ok[j][1] ? (V)cz[j * p.sz + p.sx] : (V)0;
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < 8; j++)
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+          if (ok[j][h]) {
+            nan |= v[j][h] != v[j][h];
+            lo = fmin(lo, v[j][h]); // a NaN operand gives the other
+            hi = fmax(hi, v[j][h]);
+          }
+    }
+    __shared__ double r_lo[8], r_hi[8];
+    __shared__ unsigned long long r_key;
+    const int lane = tid & 31, warp = tid >> 5;
+    for (int o = 16; o > 0; o >>= 1) {
+      lo = fmin(lo, __shfl_xor_sync(0xffffffffu, lo, o));
+      hi = fmax(hi, __shfl_xor_sync(0xffffffffu, hi, o));
+    }
+    if (tid == 0) r_key = 0ull;
+    if (lane == 0) {
+      r_lo[warp] = (double)lo;
+      r_hi[warp] = (double)hi;
+    }
+    if (__syncthreads_or(nan)) {
+      // rare: the least C-order index of a NaN among this block's voxels
+      // (per column the first z; ~index kept by atomicMax)
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        if (h == 0 ? ok0 : ok1) {
+          for (ndf_i64 z = z0; z < z1; z++) {
+            const V f = (V)c0[z * p.sz + h * p.sx];
+            if (f != f) {
+              atomicMax(&r_key, ~(ndf_u64)(img * (p.nz * p.ny * p.nx) + (z * p.ny + y) * p.nx + xb + h));
+              break;
+            }
+          }
+        }
+      }
+      __syncthreads();
+    }
+    if (tid == 0) {
+      double a = r_lo[0], b = r_hi[0];
+      for (int w = 1; w < 8; w++) {
+        a = fmin(a, r_lo[w]);
+        b = fmax(b, r_hi[w]);
+      }
+      p.part[3 * blockIdx.x] = a;
+      p.part[3 * blockIdx.x + 1] = b;
+      ((ndf_u64 *)p.part)[3 * blockIdx.x + 2] = r_key;
+    }
+    // zero the histogram and the per-image tickets (used after the barrier)
+    {
+      const ndf_i64 nh = p.nimg * p.T, stride = (ndf_i64)gridDim.x * 256;
+      for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + tid; i < nh; i += stride) p.hist[i] = 0ull;
+      for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + tid; i < p.nimg; i += stride) p.cnt[i] = 0u;
+    }
+    ndf_ecc_grid_sync(p.gbar);
+    // ---- phase 2: every block reduces the partials (the same values in each)
+    double a = 1.0 / 0.0, b = -1.0 / 0.0;
+    unsigned long long key = 0;
+    for (unsigned k = tid; k < gridDim.x; k += 256) {
+      a = fmin(a, __ldcg(p.part + 3 * k));
+      b = fmax(b, __ldcg(p.part + 3 * k + 1));
+      key = max(key, __ldcg((const ndf_u64 *)p.part + 3 * k + 2));
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+      a = fmin(a, __shfl_xor_sync(0xffffffffu, a, o));
+      b = fmax(b, __shfl_xor_sync(0xffffffffu, b, o));
+      key = max(key, __shfl_xor_sync(0xffffffffu, key, o));
+    }
+    __syncthreads(); // r_lo, r_hi, r_key reused
+    if (tid == 0) r_key = 0ull;
+    __syncthreads();
+    if (lane == 0) {
+      r_lo[warp] = a;
+      r_hi[warp] = b;
+      atomicMax(&r_key, key);
+    }
+    __syncthreads();
+    a = r_lo[0];
+    b = r_hi[0];
+    for (int w = 1; w < 8; w++) {
+      a = fmin(a, r_lo[w]);
+      b = fmax(b, r_hi[w]);
+    }
+    key = r_key;
+    const int bad = !(isfinite(a) && isfinite(b));
+    if (blockIdx.x == 0 && tid == 0) {
+      p.hdr->mn = a;
+      p.hdr->mx = b;
+      p.hdr->nan_key = key;
+      p.hdr->bad = bad;
+    }
+    if (key != 0ull || bad) return; // the whole grid: nothing is written
+    // the thresholds over [a, b] sorted (as ndf_ecc_scan_finish), with the
+    // -inf / +inf pads, into dyn (double) and tsf (float, rounded down)
+    const double span = __dsub_rn(b, a), den = (double)(T - 1);
+    int m = 0;
+    for (int k0 = 0; k0 < T - 1; k0 += 256) {
+      const int k = k0 + tid;
+      m += __syncthreads_count(k < T - 1 && __dadd_rn(a, __ddiv_rn(__dmul_rn(span, (double)k), den)) <= b);
+    }
+    for (int k = tid; k < T - 1; k += 256) {
+      const double t = __dadd_rn(a, __ddiv_rn(__dmul_rn(span, (double)k), den));
+      const int pos = k < m ? k : k + 1;
+      dyn[pos + 1] = t;
+      if (sizeof(V) == 4) tsf[pos + 1] = __double2float_rd(t);
+    }
+    if (tid == 0) {
+      dyn[m + 1] = b;
+      dyn[0] = -1.0 / 0.0;
+      dyn[T + 1] = 1.0 / 0.0;
+      if (sizeof(V) == 4) {
+        tsf[m + 1] = __double2float_rd(b);
+        tsf[0] = -1.0f / 0.0f;
+        tsf[T + 1] = 1.0f / 0.0f;
+      }
+      const double t0 = m == 0 ? b : __dadd_rn(a, __ddiv_rn(__dmul_rn(span, 0.0), den));
+      const double tl = m == T - 1 ? b : __dadd_rn(a, __ddiv_rn(__dmul_rn(span, (double)(T - 2)), den));
+      s_lo = (float)t0;
+      s_inv = (float)(tl > t0 ? __ddiv_rn(den, __dsub_rn(tl, t0)) : 0.0);
+      s_uni = tl > t0 ? 1 : 0;
+      s_nan = 0;
+      s_m = m;
+    }
+  } else {
+    if (tid == 0) {
+      s_lo = (float)(p.dev_binner ? p.hdr->lo : p.lo);
+      s_inv = (float)(p.dev_binner ? p.hdr->inv_step : p.inv_step);
+      s_uni = p.dev_binner ? p.hdr->uniform : p.uniform;
+      s_nan = 0;
+    }
+    for (int k = tid - 1; k <= T; k += 256) {
+      const double t = k < 0 ? -1.0 / 0.0 : k == T ? 1.0 / 0.0 : __ldcg(p.ts + k);
+      dyn[k + 1] = t;
+      if (sizeof(V) == 4) tsf[k + 1] = __double2float_rd(t);
+    }
+  }
+  for (int k = tid; k <= T; k += 256) shist[k] = 0;
+  if (sizeof(V) == 4) {
+    __syncthreads(); // tsf
+    for (int k = tid; k <= T; k += 256) tpair[k] = make_float2(tsf[k], tsf[k + 1]);
+  }
+  // the first guess ceil(f * ga + gb) of ndf_ecc_bin_pair (thread 0 wrote s_lo and s_inv)
+  __shared__ float s_ga, s_gb;
+  if (tid == 0) {
+    s_ga = s_inv;
+    s_gb = -s_lo * s_inv;
+  }
   // load slots: word (r, cw) of the plane tile with its halo; bit h of lok:
   // voxel 2 xw + h is inside the plane
   constexpr int NLD = (NDF_QS + 255) / 256;
@@ -559,16 +818,29 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_pack(const ndf_ecc_
   bool nzin = false;
   // planes are fetched in order z0 - 1, z0, ...: the plane offset steps by sz
   ndf_i64 zo = (z0 - 1) * p.sz;
+  // float pairs as one 8-byte load: unit x stride, even strides and width, aligned base
+  const bool vec = sizeof(TIN) == 4 && p.sx == 1 && ((p.sy | p.sz | p.nx) & 1) == 0 && (((size_t)in) & 7) == 0;
   auto fetch = [&](ndf_i64 zz) {
     nzin = zz >= 0 && zz < p.nz;
 #pragma unroll
     for (int e = 0; e < NLD; e++) {
       const TIN *q = lp[e] + zo;
-      nv[e][0] = nzin && (lok[e] & 1u) ? (V)q[0] : (V)0;
-      nv[e][1] = nzin && (lok[e] & 2u) ? (V)q[p.sx] : (V)0;
+      if (vec) {
+        // lok bit 0 implies bit 1 here (even width)
+        float2 f2 = make_float2(0.0f, 0.0f);
+        if (nzin && (lok[e] & 1u)) f2 = *(const float2 *)q;
+        nv[e][0] = (V)f2.x;
+        nv[e][1] = (V)f2.y;
+      } else {
+        nv[e][0] = nzin && (lok[e] & 1u) ? (V)q[0] : (V)0;
+        nv[e][1] = nzin && (lok[e] & 2u) ? (V)q[p.sx] : (V)0;
+      }
     }
     zo += p.sz;
   };
+  // NaN among this thread's loads: nacc + f * 0 is NaN from then on (also for +-inf: a
+  // false alarm only costs the column re-read after the march, which finds no NaN)
+  V nacc = 0;
   auto store = [&](int buf) {
 #pragma unroll
     for (int e = 0; e < NLD; e++) {
@@ -580,8 +852,12 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_pack(const ndf_ecc_
           unsigned b = NDF_ECC_POUT;
           if (nzin && ((lok[e] >> h) & 1u)) {
             const V f = nv[e][h];
-            b = ndf_ecc_bin<V>(f, tv, T, s_uni, s_lo, s_inv); // NaN: T, never counted
-            if (b == (unsigned)T && f != f) s_nan = 1;       // located after the march
+            // NaN: T, never counted; located after the march
+            if (sizeof(V) == 4)
+              b = ndf_ecc_bin_pair((float)f, tpair, (const float *)tv, T, s_uni, s_ga, s_gb, s_lo, s_inv);
+            else
+              b = ndf_ecc_bin_slow<V>(f, tv, T, s_uni, s_lo, s_inv);
+            nacc = fma(f, (V)0, nacc);
           }
           w |= b << (16 * h);
         }
@@ -616,11 +892,15 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_pack(const ndf_ecc_
   __syncthreads();
   rd(1, B);
   fetch(z0 + 1);
+  // 2-D: this thread's word holds a voxel of the image (else its steps only load and
+  // store: a 256-wide image leaves half the 512-wide tile's warps idle; 3-D would spill)
+  const bool act = NSP == 3 || 2 * (xw0 + tx) < p.nx;
   auto step = [&](const unsigned (&Pm)[3][3], const unsigned (&Pc)[3][3], unsigned (&Pp)[3][3], ndf_i64 z) {
     const int buf = (int)((z - z0) & 1);
     store(buf); // plane z + 1; this buffer was last read two steps ago, before the last barrier
     __syncthreads();
     if (z + 2 <= z1) fetch(z + 2);
+    if (NSP == 2 && !act) return; // both voxels outside the image (whole warps past a narrow image's width)
     rd(buf, Pp);
     const unsigned d = ndf_ecc_pack_sum<NSP, CONS>(Pm, Pc, Pp);
     const unsigned w = Pc[1][1];
@@ -638,6 +918,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_pack(const ndf_ecc_
     if (z + 2 >= z1) break;
     step(C, A, B, z + 2);
   }
+  if (nacc != nacc) s_nan = 1;
   __syncthreads();
   for (int k = tid; k < T; k += 256)
     if (shist[k]) atomicAdd(&p.hist[img * p.T + k], (ndf_u64)(long long)shist[k]);
@@ -667,13 +948,14 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_pack(const ndf_ecc_
     __syncthreads();
     if (last) {
       __threadfence();
-      if (ndf_ecc_hdr_ok(p.hdr)) {
+      if (p.fused || ndf_ecc_hdr_ok(p.hdr)) { // fused: a bad header returned before the march
         ndf_i64 off = 0, q2 = img;
         for (int d = p.nb - 1; d >= 0; d--) {
           off += (q2 % p.oshape[d]) * p.ostr[d];
           q2 /= p.oshape[d];
         }
-        ndf_ecc_prefix((const long long *)p.hist + img * p.T, p.perm, p.out + off, p.T, p.ostep);
+        if (p.fused) ndf_ecc_prefix_m((const long long *)p.hist + img * p.T, s_m, p.out + off, p.T, p.ostep);
+        else ndf_ecc_prefix((const long long *)p.hist + img * p.T, p.perm, p.out + off, p.T, p.ostep);
       }
     }
   }

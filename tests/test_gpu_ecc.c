@@ -326,13 +326,17 @@ static void nan_case(ndf_ctx *ctx, ndf_dtype dt, int nd, const int64_t *sh, int 
 static void test_gpu_nan_rejected(void **state) {
   gpu_state *s = *state;
   static const int64_t s3[3] = {3, 17, 40}, s2[2] = {70, 300}, s4[4] = {2, 3, 9, 33}, s5[3] = {20, 30, 40};
-  for (int tk = 0; tk < 3; tk++) {
+  /* tk 0 ([min, max]) runs the fused launch, then (fuse 1) the scan + ndf_ecc_pack path */
+  for (int k = 0; k < 6; k++) {
+    const int fuse = k / 3, tk = k % 3;
+    if (fuse) setenv("NDF_ECC_FUSE", "0", 1);
     nan_case(s->ctx, NDF_FLOAT32, 3, s3, 1, 1234, 1300, tk, NDF_ECC_V);
     nan_case(s->ctx, NDF_FLOAT64, 3, s3, 1, 1234, 2000, tk, NDF_ECC_T);
     nan_case(s->ctx, NDF_FLOAT32, 2, s2, 0, 20999, 20999, tk, NDF_ECC_T);
     nan_case(s->ctx, NDF_FLOAT32, 4, s4, 2, 5 * 9 * 33 + 7, 6 * 9 * 33 - 1, tk, NDF_ECC_V);
     nan_case(s->ctx, NDF_FLOAT64, 3, s5, 0, 20 * 30 * 40 - 1, 20 * 30 * 40 - 1, tk, NDF_ECC_V);
     nan_case(s->ctx, NDF_FLOAT32, 3, s5, 0, -1, 0, tk, NDF_ECC_V); /* +inf */
+    unsetenv("NDF_ECC_FUSE");
   }
 }
 
@@ -539,7 +543,7 @@ static void test_gpu_old_path(void **state) {
  * ties (few distinct values), constant images; thresholds as values, over
  * [min, max], over a range; V and T; batches; every dtype.  The same cases
  * run again with NDF_ECC_HIST=old (ndf_ecc_hist) to compare both. */
-static void pack_cases(gpu_state *s, uint64_t salt, const char *env) {
+static void pack_cases(gpu_state *s, uint64_t salt, const char *var, const char *env) {
   tu_rng r;
   tu_rng_seed(&r, s->seed ^ salt);
   static const int64_t Ts[] = {1, 2, 255, 256, 300, 509, 510, 511, 1000};
@@ -547,7 +551,7 @@ static void pack_cases(gpu_state *s, uint64_t salt, const char *env) {
   static const int64_t S3[][3] = {{1, 1, 1}, {1, 9, 65}, {9, 1, 63}, {5, 17, 1}, {3, 9, 129},
                                   {12, 8, 64}, {17, 3, 2}, {20, 16, 127}, {2, 23, 66}};
   static const ndf_dtype dts[4] = {NDF_FLOAT32, NDF_FLOAT64, NDF_UINT8, NDF_UINT16};
-  if (env) setenv("NDF_ECC_HIST", env, 1);
+  if (env) setenv(var, env, 1);
   int failed = 0;
   const long n = s->ncases / 2 > 40 ? s->ncases / 2 : 40;
   for (long k = 0; k < n && failed < 5; k++) {
@@ -568,13 +572,15 @@ static void pack_cases(gpu_state *s, uint64_t salt, const char *env) {
     c.out_layout = TU_LAYOUT_C;
     failed += run_exact(s->ctx, &c, &r);
   }
-  if (env) unsetenv("NDF_ECC_HIST");
-  if (failed) printf("%d packed-kernel cases failed (NDF_ECC_HIST=%s); seed %llu\n", failed, env ? env : "",
+  if (env) unsetenv(var);
+  if (failed) printf("%d packed-kernel cases failed (%s=%s); seed %llu\n", failed, var, env ? env : "",
                      (unsigned long long)s->seed);
   assert_int_equal(failed, 0);
 }
-static void test_gpu_pack_edges(void **state) { pack_cases(*state, 0x9ac, NULL); }
-static void test_gpu_pack_edges_old_hist(void **state) { pack_cases(*state, 0x9ac, "old"); }
+static void test_gpu_pack_edges(void **state) { pack_cases(*state, 0x9ac, "NDF_ECC_HIST", NULL); }
+static void test_gpu_pack_edges_old_hist(void **state) { pack_cases(*state, 0x9ac, "NDF_ECC_HIST", "old"); }
+/* thresholds over [min, max] without the fused launch (scan, then ndf_ecc_pack) */
+static void test_gpu_pack_edges_unfused(void **state) { pack_cases(*state, 0x9ac, "NDF_ECC_FUSE", "0"); }
 
 int main(void) {
   gpu_state *s = calloc(1, sizeof *s);
@@ -602,6 +608,7 @@ int main(void) {
       cmocka_unit_test_prestate(test_gpu_old_path, s),
       cmocka_unit_test_prestate(test_gpu_pack_edges, s),
       cmocka_unit_test_prestate(test_gpu_pack_edges_old_hist, s),
+      cmocka_unit_test_prestate(test_gpu_pack_edges_unfused, s),
       cmocka_unit_test_prestate(test_gpu_soft_random, s),
       cmocka_unit_test_prestate(test_gpu_soft_tight, s),
       cmocka_unit_test_prestate(test_gpu_soft_fused, s),
