@@ -376,6 +376,33 @@ return {
       },
     },
     {
+      name = "rank_tile2",
+      file = "templates/rank_tile2.cu",
+      kernels = { "ndf_rank_tile2" },
+      slots = {
+        T = "element type of at most 32 bits (C name)",
+        KIND = "0 unsigned integer, 1 signed integer, 2 floating point",
+        TBITS = "bits of T: 8, 16 or 32",
+        MODE = "boundary mode, 0..4",
+        NAN_OMIT = "1: NaNs are left out of the window (floats only)",
+        N = "taps of the window (KY * KX)",
+        RKIND = "0 median, 1 rank, 2 percentile",
+        RPARAM = "the rank (RKIND 1) or percentile (RKIND 2) as a literal; 0 for the median",
+        KY = "box extent along Y",
+        KX = "box extent along X",
+        S = "output rows per block (even; (S + KY - 1) * (32 + KX - 1) <= 4096)",
+      },
+      families = {
+        -- About 10 s of NVRTC each on a busy 2-core machine (the sort is unrolled): few families.
+        { T = { "float" }, KIND = { "2" }, TBITS = { "32" }, MODE = { "0" }, NAN_OMIT = { "0", "1" },
+          N = { "961" }, RKIND = { "0" }, RPARAM = { "0" }, KY = { "31" }, KX = { "31" }, S = { "34" } },
+        { T = { "unsigned char" }, KIND = { "0" }, TBITS = { "8" }, MODE = { "4" }, NAN_OMIT = { "0" }, N = { "12" },
+          RKIND = { "2" }, RPARAM = { "37.5" }, KY = { "3" }, KX = { "4" }, S = { "2" } },
+        { T = { "short" }, KIND = { "1" }, TBITS = { "16" }, MODE = { "1" }, NAN_OMIT = { "0" }, N = { "63" },
+          RKIND = { "1" }, RPARAM = { "5" }, KY = { "7" }, KX = { "9" }, S = { "94" } },
+      },
+    },
+    {
       name = "rank_hist",
       file = "templates/rank_hist.cu",
       kernels = { "ndf_rank_hist" },
