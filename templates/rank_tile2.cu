@@ -290,20 +290,33 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
     // The whole tile inside the array: no boundary mapping.
     const bool inner = ty0 >= 0 && ty0 + TH <= p.ny && tx0 >= 0 && tx0 + TW <= p.nx;
     __syncthreads(); // the previous tile is no longer read
-    for (int e = t; e < RP2; e += BT) { // tile position (row-major)
-      unsigned int key = 0xffffffffu;
-      if (e < R) {
-        const int ry = e / TW, rx = e - ry * TW;
-        ndf_i64 my = ty0 + ry, mx = tx0 + rx;
-        if (!inner) {
-          my = ndf_map(my, p.ny, MODE);
-          mx = ndf_map(mx, p.nx, MODE);
+    // Tile position e (row-major); positions from R up are padding (all
+    // ones).  8 loads in flight (clamped positions: no branch between them).
+#pragma unroll 1
+    for (int e0 = t; e0 < RP2; e0 += 8 * BT) {
+      T val[8];
+      if (inner) {
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+          const int e = e0 + u * BT, ec = e < R ? e : R - 1;
+          const int ry = ec / TW, rx = ec - ry * TW;
+          val[u] = p.in[ibase + (ty0 + ry) * p.iys + (tx0 + rx) * p.ixs];
         }
-        const T val = (my < 0 || mx < 0) ? cv : p.in[ibase + my * p.iys + mx * p.ixs];
-        key = ndf_tkey(val);
+      } else {
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+          const int e = e0 + u * BT, ec = e < R ? e : R - 1;
+          const int ry = ec / TW, rx = ec - ry * TW;
+          const ndf_i64 my = ndf_map(ty0 + ry, p.ny, MODE), mx = ndf_map(tx0 + rx, p.nx, MODE);
+          val[u] = (my < 0 || mx < 0) ? cv : p.in[ibase + my * p.iys + mx * p.ixs];
+        }
       }
-      tkey[e] = key;
-      dup[e] = 0u;
+#pragma unroll
+      for (int u = 0; u < 8; u++) {
+        const int e = e0 + u * BT;
+        tkey[e] = e < R ? ndf_tkey(val[u]) : 0xffffffffu;
+        dup[e] = 0u;
+      }
     }
     // Thread t's own positions t + 64i become the sort's elements 64t + i.
     unsigned int v[PK];
@@ -313,7 +326,8 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
     // Ranks: the lower bound of the key (it is present) plus the equal keys
     // counted so far.  NaNs (floats) take the ranks from the lower bound of
     // all ones up; nq is its code (padding keys lie above every real one).
-#pragma unroll 4
+    // Eight searches at a time: each is a chain of 12 dependent loads.
+#pragma unroll 8
     for (int i = 0; i < PK; i++) {
       const int e = i * BT + t;
       if (e < R) {
