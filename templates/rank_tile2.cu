@@ -233,6 +233,24 @@ __device__ __forceinline__ int ndf_tile2_kth(const unsigned int *mybits, int k, 
   return pw * 32 + pos;
 }
 
+// One step down: tile row `out` leaves the window of thread t, row `in`
+// enters it (the bits of distinct positions are distinct).
+template <bool NANS>
+__device__ __forceinline__ void ndf_tile2_step(const unsigned short *rpos, unsigned int *mybits, int out, int in,
+                                               int lane, unsigned int pq, unsigned int nq, int &below, int &nanc) {
+  const unsigned short *ro = rpos + out * TW + lane, *ri = rpos + in * TW + lane;
+#pragma unroll
+  for (int dx = 0; dx < KX; dx++) {
+    const unsigned int q1 = ro[dx], q2 = ri[dx];
+    atomicXor(reinterpret_cast<unsigned int *>(reinterpret_cast<unsigned char *>(mybits) + (q1 & 0xff00u)),
+              __funnelshift_l(0u, 1u, q1));
+    atomicXor(reinterpret_cast<unsigned int *>(reinterpret_cast<unsigned char *>(mybits) + (q2 & 0xff00u)),
+              __funnelshift_l(0u, 1u, q2));
+    below += (int)(q2 < pq) - (int)(q1 < pq);
+    if (NANS) nanc += (int)(q2 >= nq) - (int)(q1 >= nq);
+  }
+}
+
 // Thread (half, lane)'s outputs: the column lane, tile rows ly0 .. ly0+HALF-1.
 template <bool NANS>
 __device__ __forceinline__ void ndf_tile2_column(const unsigned short *rpos, unsigned int *mybits, const unsigned int *sbuf,
@@ -254,9 +272,7 @@ __device__ __forceinline__ void ndf_tile2_column(const unsigned short *rpos, uns
 #endif
     out[y * oys] = res;
     if (jr + 1 < HALF) {
-      const unsigned int pq = (unsigned int)pw << 8;
-      ndf_tile2_row<NANS>(rpos, mybits, ly0 + jr, lane, false, pq, nq, below, nanc);
-      ndf_tile2_row<NANS>(rpos, mybits, ly0 + jr + KY, lane, true, pq, nq, below, nanc);
+      ndf_tile2_step<NANS>(rpos, mybits, ly0 + jr, ly0 + jr + KY, lane, (unsigned int)pw << 8, nq, below, nanc);
     }
   }
 }
