@@ -341,7 +341,8 @@ static void test_gpu_rank_histogram(void **state) {
  * a 3-D array with a 1 x h x w window, images smaller than a tile and taller
  * than several, strided inputs and outputs.  Its second form
  * (templates/rank_tile2.cu) takes every window here but the 45 x 45 one (the
- * first form's); pass 2 runs a third of the cases again with
+ * first form's), a third of them with its unrolled sort
+ * ($NDF_RANK_TILE2_UNROLL=1); pass 2 runs a third of the cases again with
  * $NDF_RANK_TILE=1, the first form everywhere. */
 static void test_gpu_rank_tile(void **state) {
   gpu_state *s = *state;
@@ -374,6 +375,8 @@ static void test_gpu_rank_tile(void **state) {
         if (pass == 1 && (v != 1 || rot == NDF_FLOAT32)) continue;
         if (pass == 2 && (i + (size_t)v) % 3 != 0) continue;
         if (pass == 2) setenv("NDF_RANK_TILE", "1", 1);
+        const int unroll = pass == 0 && (i + (size_t)v) % 3 == 1; /* the second form's unrolled sort */
+        if (unroll) setenv("NDF_RANK_TILE2_UNROLL", "1", 1);
         rcase c;
         memset(&c, 0, sizeof c);
         ndf_rank_options_init(&c.o);
@@ -397,11 +400,13 @@ static void test_gpu_rank_tile(void **state) {
         c.o.nan_policy = v == 1 ? NDF_RANK_NAN_OMIT : NDF_RANK_NAN_PROPAGATE;
         c.o.algorithm = v == 2 ? NDF_RANK_ALGO_AUTO : NDF_RANK_ALGO_TILE;
         c.pnan = tu_is_float(c.dt) ? (v == 1 ? 0.2 : 0.01) : 0;
-        snprintf(c.desc, sizeof c.desc, "tile %s case %zu variant %d pass %d mode=%s kind=%d rank=%lld pct=%g",
-                 ndf_dtype_name(c.dt), i, v, pass, ndf_mode_name(c.o.mode), c.kind, (long long)c.rank, c.pct);
+        snprintf(c.desc, sizeof c.desc, "tile %s case %zu variant %d pass %d%s mode=%s kind=%d rank=%lld pct=%g",
+                 ndf_dtype_name(c.dt), i, v, pass, unroll ? " (unrolled sort)" : "", ndf_mode_name(c.o.mode), c.kind,
+                 (long long)c.rank, c.pct);
         int il = v == 1 ? (TU_LAYOUT_PADDED | TU_LAYOUT_NEGATIVE) : i % 4 == 3 ? TU_LAYOUT_FORTRAN : TU_LAYOUT_C;
         failed += run_fixed(s, &k, &c, &r, il, v == 2 ? TU_LAYOUT_PADDED : TU_LAYOUT_C);
         unsetenv("NDF_RANK_TILE");
+        unsetenv("NDF_RANK_TILE2_UNROLL");
       }
   assert_int_equal(failed, 0);
 }

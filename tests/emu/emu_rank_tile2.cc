@@ -134,7 +134,7 @@ int main(int argc, char **argv) {
     bad_total += bad;
   }
   ndf_ctx_destroy(ctx);
-  printf("rank_tile2 emu T=%s KY=%d KX=%d S=%d MODE=%d RKIND=%d NAN_OMIT=%d: %ld cases, %ld mismatches\n", EMU_TNAME, KY, KX,
-         S, MODE, RKIND, NAN_OMIT, ncases, bad_total);
+  printf("rank_tile2 emu T=%s KY=%d KX=%d S=%d SORTU=%d MODE=%d RKIND=%d NAN_OMIT=%d: %ld cases, %ld mismatches\n", EMU_TNAME, KY, KX,
+         S, SORTU, MODE, RKIND, NAN_OMIT, ncases, bad_total);
   return bad_total ? 1 : 0;
 }
