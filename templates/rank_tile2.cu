@@ -372,30 +372,35 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
     const bool inner = ty0 >= 0 && ty0 + TH <= p.ny && tx0 >= 0 && tx0 + TW <= p.nx;
     __syncthreads(); // the previous tile is no longer read
     // Tile position e (row-major); positions from R up are padding (all
-    // ones).  8 loads in flight (clamped positions: no branch between them).
+    // ones).  Inner tiles: 8 loads in flight (clamped positions, no branch
+    // between them); border tiles (few) map each position, one at a time.
+    if (inner) {
 #pragma unroll 1
-    for (int e0 = t; e0 < RP2; e0 += 8 * BT) {
-      T val[8];
-      if (inner) {
+      for (int e0 = t; e0 < RP2; e0 += 8 * BT) {
+        T val[8];
 #pragma unroll
         for (int u = 0; u < 8; u++) {
           const int e = e0 + u * BT, ec = e < R ? e : R - 1;
           const int ry = ec / TW, rx = ec - ry * TW;
           val[u] = p.in[ibase + (ty0 + ry) * p.iys + (tx0 + rx) * p.ixs];
         }
-      } else {
 #pragma unroll
         for (int u = 0; u < 8; u++) {
-          const int e = e0 + u * BT, ec = e < R ? e : R - 1;
-          const int ry = ec / TW, rx = ec - ry * TW;
-          const ndf_i64 my = ndf_map(ty0 + ry, p.ny, MODE), mx = ndf_map(tx0 + rx, p.nx, MODE);
-          val[u] = (my < 0 || mx < 0) ? cv : p.in[ibase + my * p.iys + mx * p.ixs];
+          const int e = e0 + u * BT;
+          tkey[e] = e < R ? ndf_tkey(val[u]) : 0xffffffffu;
+          dup[e] = 0u;
         }
       }
-#pragma unroll
-      for (int u = 0; u < 8; u++) {
-        const int e = e0 + u * BT;
-        tkey[e] = e < R ? ndf_tkey(val[u]) : 0xffffffffu;
+    } else {
+#pragma unroll 1
+      for (int e = t; e < RP2; e += BT) {
+        unsigned int key = 0xffffffffu;
+        if (e < R) {
+          const int ry = e / TW, rx = e - ry * TW;
+          const ndf_i64 my = ndf_map(ty0 + ry, p.ny, MODE), mx = ndf_map(tx0 + rx, p.nx, MODE);
+          key = ndf_tkey((my < 0 || mx < 0) ? cv : p.in[ibase + my * p.iys + mx * p.ixs]);
+        }
+        tkey[e] = key;
         dup[e] = 0u;
       }
     }
