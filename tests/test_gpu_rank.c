@@ -341,9 +341,9 @@ static void test_gpu_rank_histogram(void **state) {
  * a 3-D array with a 1 x h x w window, images smaller than a tile and taller
  * than several, strided inputs and outputs.  Its second form
  * (templates/rank_tile2.cu) takes every window here but the 45 x 45 one (the
- * first form's), a third of them with its unrolled sort
- * ($NDF_RANK_TILE2_UNROLL=1); pass 2 runs a third of the cases again with
- * $NDF_RANK_TILE=1, the first form everywhere. */
+ * first form's), two of them with its rolled sort ($NDF_RANK_TILE2_UNROLL=0);
+ * pass 2 runs three shapes again with $NDF_RANK_TILE=1, the first form
+ * everywhere. */
 static void test_gpu_rank_tile(void **state) {
   gpu_state *s = *state;
   SKIP_WITHOUT_CUDA(s);
@@ -363,7 +363,7 @@ static void test_gpu_rank_tile(void **state) {
    * (v = i % 3), the dtypes rotating over the shapes (all seven), the modes
    * and kinds too (all of them); float32 also runs shapes 1-3 (pass 1: one
    * per variant: NaN omission with 20% NaN, NaN propagation, a NaN cval in
-   * constant mode); the first form (pass 2) three shapes, the unrolled sort
+   * constant mode); the first form (pass 2) three shapes, the rolled sort
    * two: 12 kernels of the second form and 4 of the first (all of them from
    * NDF_TEST_CASES = 6 on, one in six below, as every fixed test). */
   static const ndf_dtype dts[] = {NDF_UINT8, NDF_INT8, NDF_UINT16, NDF_INT16, NDF_UINT32, NDF_INT32, NDF_FLOAT32};
@@ -377,8 +377,8 @@ static void test_gpu_rank_tile(void **state) {
         if (pass == 1 && (i < 1 || i > 3)) continue; /* float32 under each variant */
         if (pass == 2 && i % 4 != 0) continue;
         if (pass == 2) setenv("NDF_RANK_TILE", "1", 1);
-        const int unroll = pass == 0 && i % 4 == 2; /* the second form's unrolled sort */
-        if (unroll) setenv("NDF_RANK_TILE2_UNROLL", "1", 1);
+        const int rolled = pass == 0 && i % 4 == 2; /* the second form's rolled sort */
+        if (rolled) setenv("NDF_RANK_TILE2_UNROLL", "0", 1);
         rcase c;
         memset(&c, 0, sizeof c);
         ndf_rank_options_init(&c.o);
@@ -403,7 +403,7 @@ static void test_gpu_rank_tile(void **state) {
         c.o.algorithm = v == 2 ? NDF_RANK_ALGO_AUTO : NDF_RANK_ALGO_TILE;
         c.pnan = tu_is_float(c.dt) ? (v == 1 ? 0.2 : 0.01) : 0;
         snprintf(c.desc, sizeof c.desc, "tile %s case %zu variant %d pass %d%s mode=%s kind=%d rank=%lld pct=%g",
-                 ndf_dtype_name(c.dt), i, v, pass, unroll ? " (unrolled sort)" : "", ndf_mode_name(c.o.mode), c.kind,
+                 ndf_dtype_name(c.dt), i, v, pass, rolled ? " (rolled sort)" : "", ndf_mode_name(c.o.mode), c.kind,
                  (long long)c.rank, c.pct);
         int il = v == 1 ? (TU_LAYOUT_PADDED | TU_LAYOUT_NEGATIVE) : i % 4 == 3 ? TU_LAYOUT_FORTRAN : TU_LAYOUT_C;
         failed += run_fixed(s, &k, &c, &r, il, v == 2 ? TU_LAYOUT_PADDED : TU_LAYOUT_C);
