@@ -235,6 +235,7 @@ int ndf__rank_hist_applies(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n) 
 typedef struct {
   int s, rp2;
   size_t smem;
+  int form; /* 1: templates/rank_tile.cu; 2: templates/rank_tile2.cu */
 } tile_geom;
 
 static size_t tile_smem(int s, int ky, int kx, int rp2) {
@@ -265,7 +266,41 @@ static int tile_plan(int ky, int kx, int64_t ny, tile_geom *tg) {
   tg->s = (int)s;
   tg->rp2 = p2;
   tg->smem = tile_smem((int)s, ky, kx, p2);
+  tg->form = 1;
   return tg->smem <= TILE_SMEM_MAX;
+}
+
+/* The second form (templates/rank_tile2.cu): 4096 keys sorted in registers,
+ * S as large as (S + KY - 1) x (32 + KX - 1) <= 4096 allows, fewer (not
+ * under 16) while the tile has more than 3968 values, so that the block
+ * takes at most 56 KB (4 blocks per SM; 31x31: 34 rows); used where that
+ * leaves at least 16 rows (or covers ny).  Shared memory: 32 KB (keys by
+ * position and equal-key counters, then the bitsets), 16.25 KB of sorted
+ * keys (rows of 64 padded to 65), 2 bytes of rank per tile position. */
+#define TILE2_KEYS 4096
+static size_t tile2_smem(int s, int ky, int kx) {
+  return 32768 + 65 * 64 * 4 + (((size_t)(s + ky - 1) * (size_t)(31 + kx) * 2 + 15) & ~(size_t)15);
+}
+
+static int tile2_plan(int ky, int kx, int64_t ny, tile_geom *tg) {
+  const int64_t tw = 31 + (int64_t)kx;
+  int64_t s = (TILE2_KEYS / tw - (ky - 1)) & ~(int64_t)1;
+  const int64_t sneed = ny < 2 ? 2 : (ny + 1) & ~(int64_t)1;
+  if (s < 2 || (s < 16 && s < sneed)) return 0;
+  if (s > sneed) s = sneed;
+  while (s > 16 && (s + ky - 1) * tw > 3968) s -= 2;
+  tg->s = (int)s;
+  tg->rp2 = TILE2_KEYS;
+  tg->smem = tile2_smem((int)s, ky, kx);
+  tg->form = 2;
+  return 1;
+}
+
+/* The second form where it applies, unless $NDF_RANK_TILE=1 asks for the first. */
+static int tile_choose(int ky, int kx, int64_t ny, tile_geom *tg) {
+  const char *e = getenv("NDF_RANK_TILE");
+  if (!(e && !strcmp(e, "1")) && tile2_plan(ky, kx, ny, tg)) return 1;
+  return tile_plan(ky, kx, ny, tg);
 }
 
 int ndf__rank_tile_applies(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n) {
@@ -364,7 +399,8 @@ static void tile_request(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, co
                          const tile_geom *tg, ndf__kernel_req *req) {
   const int nsp = g->nsp;
   const int is_signed = dtype == NDF_INT8 || dtype == NDF_INT16 || dtype == NDF_INT32;
-  ndf__req_init(req, "rank_tile", "ndf_rank_tile");
+  if (tg->form == 2) ndf__req_init(req, "rank_tile2", "ndf_rank_tile2");
+  else ndf__req_init(req, "rank_tile", "ndf_rank_tile");
   ndf__req_set(req, "T", "%s", ndf__dtype_ctype(dtype));
   ndf__req_set(req, "KIND", "%d", ndf__dtype_is_float(dtype) ? 2 : is_signed ? 1 : 0);
   ndf__req_set(req, "TBITS", "%d", (int)(8 * ndf_dtype_size(dtype)));
@@ -378,7 +414,12 @@ static void tile_request(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, co
   ndf__req_set(req, "KY", "%d", (int)g->box[nsp - 2]);
   ndf__req_set(req, "KX", "%d", (int)g->box[nsp - 1]);
   ndf__req_set(req, "S", "%d", tg->s);
-  ndf__req_set(req, "RP2", "%d", tg->rp2);
+  if (tg->form == 1) ndf__req_set(req, "RP2", "%d", tg->rp2);
+  /* The second form's sort: unrolled stages (default; measured 0.225 ms at
+   * 31x31 on 1024^2 on the H200) or, with $NDF_RANK_TILE2_UNROLL=0, rolled
+   * (a few more instructions, 75 KB less code; not measured yet). */
+  const char *eu = getenv("NDF_RANK_TILE2_UNROLL");
+  if (tg->form == 2) ndf__req_set(req, "SORTU", "%d", !(eu && !strcmp(eu, "0")));
 }
 
 /* The sorted-tile kernel over a 2-D box window (ndf_tile_params of templates/rank_tile.cu). */
@@ -388,7 +429,7 @@ static ndf_status run_tile(ndf_ctx *ctx, const char *name, const ndf_array *in, 
   const int ky = (int)g->box[nsp - 2], kx = (int)g->box[nsp - 1], ylo = (int)g->lo[nsp - 2], xlo = (int)g->lo[nsp - 1];
   int64_t ny = in->shape[ndim - 2], nx = in->shape[ndim - 1];
   tile_geom tg;
-  if (!tile_plan(ky, kx, ny, &tg)) /* rank.c has checked ndf__rank_tile_applies */
+  if (!tile_choose(ky, kx, ny, &tg)) /* rank.c has checked ndf__rank_tile_applies */
     return ndf__error(ctx, NDF_ENOTSUP, "%s: the window is too large for the sorted-tile kernel", name);
   /* $NDF_RANK_TILE_S (even, below the plan's rows) shrinks the rows per block,
    * for tuning runs: more, smaller blocks (waves, occupancy) against a larger
@@ -399,7 +440,8 @@ static ndf_status run_tile(ndf_ctx *ctx, const char *name, const ndf_array *in, 
     const int64_t r = (int64_t)(s2 + ky - 1) * (31 + kx);
     int p2 = 64;
     while (p2 < r) p2 *= 2;
-    tg.s = s2, tg.rp2 = p2, tg.smem = tile_smem(s2, ky, kx, p2);
+    if (tg.form == 2) tg.s = s2, tg.smem = tile2_smem(s2, ky, kx);
+    else tg.s = s2, tg.rp2 = p2, tg.smem = tile_smem(s2, ky, kx, p2);
   }
   ndf__kernel_req req;
   tile_request(in->dtype, g, n, sel, &tg, &req);
@@ -445,8 +487,8 @@ ndf_status ndf__rank_cuda_request(ndf_ctx *ctx, const char *name, ndf_dtype dtyp
                                   ndf__kernel_req *req) {
   if (use_tile(dtype, g, n, sel)) {
     tile_geom tg;
-    if (!tile_plan((int)g->box[g->nsp - 2], (int)g->box[g->nsp - 1],
-                   shape && ndim >= 2 ? shape[ndim - 2] : 1 << 20, &tg))
+    if (!tile_choose((int)g->box[g->nsp - 2], (int)g->box[g->nsp - 1],
+                     shape && ndim >= 2 ? shape[ndim - 2] : 1 << 20, &tg))
       return ndf__error(ctx, NDF_ENOTSUP, "%s: the window is too large for the sorted-tile kernel", name);
     tile_request(dtype, g, n, sel, &tg, req);
     return NDF_OK;

@@ -337,9 +337,13 @@ static void test_gpu_rank_histogram(void **state) {
 
 /* The sorted tile (NDF_RANK_ALGO_TILE, and AUTO for windows without a
  * network): every dtype up to 32 bits, mode and kind, both NaN policies,
- * even, odd and non-square boxes (1 x 9 to 31 x 31) with origins, batch axes,
+ * even, odd and non-square boxes (1 x 9 to 45 x 45) with origins, batch axes,
  * a 3-D array with a 1 x h x w window, images smaller than a tile and taller
- * than several, strided inputs and outputs. */
+ * than several, strided inputs and outputs.  Its second form
+ * (templates/rank_tile2.cu) takes every window here but the 45 x 45 one (the
+ * first form's), two of them with its rolled sort ($NDF_RANK_TILE2_UNROLL=0);
+ * pass 2 runs three shapes again with $NDF_RANK_TILE=1, the first form
+ * everywhere. */
 static void test_gpu_rank_tile(void **state) {
   gpu_state *s = *state;
   SKIP_WITHOUT_CUDA(s);
@@ -352,20 +356,29 @@ static void test_gpu_rank_tile(void **state) {
       {3, 1, {2, 75, 70}, {31, 31}},     {2, 0, {140, 37}, {4, 6}},      {3, 1, {3, 9, 100}, {3, 17}},
       {2, 0, {200, 33}, {9, 1}},         {2, 0, {50, 129}, {1, 9}},      {3, 0, {3, 40, 45}, {1, 5, 5}},
       {4, 2, {2, 2, 20, 30}, {6, 7}},    {2, 0, {5, 6}, {3, 4}},         {2, 0, {300, 64}, {2, 2}},
+      {2, 0, {60, 50}, {45, 45}},
   };
-  /* Every case is a kernel of its own (NVRTC, about 0.3-0.6 s each): the
-   * dtypes rotate over the (shape, variant) pairs, each dtype meeting most
-   * shapes and every variant, and float32 also runs every shape under NaN
-   * omission (variant 1, 20% NaN): 35 kernels, not the 189 of the full product. */
+  /* Every case is a kernel of its own (NVRTC on the H200's host: about 1 s
+   * for the first form, 3-4 s for the second): one variant per shape
+   * (v = i % 3), the dtypes rotating over the shapes (all seven), the modes
+   * and kinds too (all of them); float32 also runs shapes 1-3 (pass 1: one
+   * per variant: NaN omission with 20% NaN, NaN propagation, a NaN cval in
+   * constant mode); the first form (pass 2) three shapes, the rolled sort
+   * two: 12 kernels of the second form and 4 of the first (all of them from
+   * NDF_TEST_CASES = 6 on, one in six below, as every fixed test). */
   static const ndf_dtype dts[] = {NDF_UINT8, NDF_INT8, NDF_UINT16, NDF_INT16, NDF_UINT32, NDF_INT32, NDF_FLOAT32};
   const int ndt = (int)(sizeof dts / sizeof dts[0]);
   int failed = 0;
   long k = 0;
   for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
-    for (int v = 0; v < 3; v++)
-      for (int pass = 0; pass < 2; pass++) {
+    for (int v = (int)(i % 3); v == (int)(i % 3); v++)
+      for (int pass = 0; pass < 3; pass++) {
         const ndf_dtype rot = dts[(3 * (int)i + v) % ndt];
-        if (pass == 1 && (v != 1 || rot == NDF_FLOAT32)) continue;
+        if (pass == 1 && (i < 1 || i > 3)) continue; /* float32 under each variant */
+        if (pass == 2 && i % 4 != 0) continue;
+        if (pass == 2) setenv("NDF_RANK_TILE", "1", 1);
+        const int rolled = pass == 0 && i % 4 == 2; /* the second form's rolled sort */
+        if (rolled) setenv("NDF_RANK_TILE2_UNROLL", "0", 1);
         rcase c;
         memset(&c, 0, sizeof c);
         ndf_rank_options_init(&c.o);
@@ -389,10 +402,13 @@ static void test_gpu_rank_tile(void **state) {
         c.o.nan_policy = v == 1 ? NDF_RANK_NAN_OMIT : NDF_RANK_NAN_PROPAGATE;
         c.o.algorithm = v == 2 ? NDF_RANK_ALGO_AUTO : NDF_RANK_ALGO_TILE;
         c.pnan = tu_is_float(c.dt) ? (v == 1 ? 0.2 : 0.01) : 0;
-        snprintf(c.desc, sizeof c.desc, "tile %s case %zu variant %d mode=%s kind=%d rank=%lld pct=%g", ndf_dtype_name(c.dt),
-                 i, v, ndf_mode_name(c.o.mode), c.kind, (long long)c.rank, c.pct);
+        snprintf(c.desc, sizeof c.desc, "tile %s case %zu variant %d pass %d%s mode=%s kind=%d rank=%lld pct=%g",
+                 ndf_dtype_name(c.dt), i, v, pass, rolled ? " (rolled sort)" : "", ndf_mode_name(c.o.mode), c.kind,
+                 (long long)c.rank, c.pct);
         int il = v == 1 ? (TU_LAYOUT_PADDED | TU_LAYOUT_NEGATIVE) : i % 4 == 3 ? TU_LAYOUT_FORTRAN : TU_LAYOUT_C;
         failed += run_fixed(s, &k, &c, &r, il, v == 2 ? TU_LAYOUT_PADDED : TU_LAYOUT_C);
+        unsetenv("NDF_RANK_TILE");
+        unsetenv("NDF_RANK_TILE2_UNROLL");
       }
   assert_int_equal(failed, 0);
 }

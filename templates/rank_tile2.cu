@@ -1,0 +1,452 @@
+// rank_tile2.cu -- median, rank and percentile filters over large 2-D box
+// windows of data up to 32 bits: the sorted tile of rank_tile.cu with a
+// cheaper sort and a cheaper search (ADR 0005, "sorted tile, second form").
+//
+// A block of 64 threads covers 32 output columns and S output rows; its
+// TH x TW input tile (TH = S + KY - 1, TW = 32 + KX - 1, at most 4096
+// values, the boundary mode applied while loading) is sorted as 32-bit
+// order-preserving keys only, 64 keys per thread in registers: a bitonic
+// network whose steps between elements less than 64 apart run inside a
+// thread ("blocked": thread t holds elements 64t .. 64t+63) and whose other
+// steps run inside a thread too after a transpose through shared memory
+// ("strided": thread t holds elements t, t+64, ...), four shared-memory
+// passes per stage of 4096 keys instead of one per step, compare-exchanges
+// as one unsigned min and max.  A tile position's rank is then the lower
+// bound of its key in the sorted keys plus a per-key counter of earlier
+// equal keys (shared-memory atomics): distinct ranks that order the tile as
+// its keys do.
+//
+// Thread (half, lane) slides a bitset of ranks down column lane, rows
+// half*S/2 .. +S/2, as in rank_tile.cu (one atomic XOR per value entering
+// or leaving), but without group counts: it keeps a pivot word pw and the
+// number of set bits in the words below it, updated by one compare per
+// changed value.  The k-th set bit is found by walking from the pivot to
+// the word holding it (neighbouring windows have nearby ranks, so the walk
+// is short) and a binary search in that word.
+//
+// NaN (floats): key all ones, so NaNs take the ranks above every other
+// value; a thread counts the set bits at or above the first NaN rank (one
+// more compare per flip) instead of testing each value.  Propagate: NaN
+// where that count is not 0; omit: the k-th set bit for k below the number
+// of other values is never a NaN.  Exact for every rank.
+#include "ndf_common.cuh"
+
+typedef NDF_SLOT(T) T;
+#define KIND NDF_SLOT(KIND)          /* 0 unsigned integer, 1 signed integer, 2 floating point */
+#define TBITS NDF_SLOT(TBITS)        /* bits of T: 8, 16 or 32 */
+#define MODE NDF_SLOT(MODE)
+#define NAN_OMIT NDF_SLOT(NAN_OMIT)  /* 0 propagate, 1 omit */
+#define N NDF_SLOT(N)                /* taps: KY * KX */
+#define RKIND NDF_SLOT(RKIND)        /* 0 median, 1 rank, 2 percentile */
+#define RPARAM NDF_SLOT(RPARAM)
+#define KY NDF_SLOT(KY)
+#define KX NDF_SLOT(KX)
+#define S NDF_SLOT(S)                /* output rows per block (even) */
+#define SORTU NDF_SLOT(SORTU)        /* 1: the sort's stages unrolled (larger code), 0: rolled */
+
+#define BT 64                        /* threads */
+#define PK 64                        /* keys per thread in the sort */
+#define RP2 (BT * PK)                /* keys sorted: 4096 */
+#define HALF (S / 2)
+#define TW (32 + KX - 1)
+#define TH (S + KY - 1)
+#define R (TH * TW)
+#define NWORDS ((R + 31) / 32)
+static_assert(R <= RP2, "rank_tile2: the tile holds more than 4096 values");
+static_assert(NWORDS <= 128, "rank_tile2: the bitsets would overflow their area");
+
+#if TBITS == 8
+typedef unsigned char K;
+#elif TBITS == 16
+typedef unsigned short K;
+#else
+typedef unsigned int K;
+#endif
+
+struct ndf_tile_params {
+  const T *in;
+  T *out;
+  ndf_i64 ny, nx;
+  ndf_i64 iys, ixs, oys, oxs;
+  int nlead;                      // axes in front of Y and X (outer: the window does not span them)
+  ndf_i64 lshape[NDF_MAX_NDIM], listr[NDF_MAX_NDIM], lostr[NDF_MAX_NDIM];
+  int ylo, xlo;                   // least offset of the box along Y and X
+  ndf_i64 nstrips, nxb, nouter;
+  double cval;                    // already converted to T
+};
+
+// Order-preserving 32-bit key; NaN is all ones (only floats test it).  The
+// same keys as rank_tile.cu: -0.0 takes the key of 0.0.
+__device__ __forceinline__ unsigned int ndf_tkey(T v) {
+#if KIND == 0
+  return (unsigned int)v;
+#elif KIND == 1
+  return (unsigned int)(K)((K)v ^ (K)((K)1 << (TBITS - 1)));
+#else
+  if (v != v) return 0xffffffffu;
+  unsigned int b = v == 0.0f ? 0u : __float_as_uint(v); // -0.0 is 0.0
+  return b ^ ((b >> 31) ? 0xffffffffu : 0x80000000u);
+#endif
+}
+
+__device__ __forceinline__ T ndf_untkey(unsigned int k) {
+#if KIND == 0
+  return (T)k;
+#elif KIND == 1
+  return (T)(K)((K)k ^ (K)((K)1 << (TBITS - 1)));
+#else
+  return __uint_as_float((k >> 31) ? (k ^ 0x80000000u) : ~k);
+#endif
+}
+
+// The sort buffer is padded so that both layouts are free of bank conflicts
+// and every access is a base plus a constant: element e (row e / 64, column
+// e % 64) lives at word 65 * (e / 64) + e % 64.  Blocked accesses of a warp
+// (element 64t + i, i fixed) and strided ones (element 64i + t) touch 32
+// different banks.
+#define PADW 65
+#define SBUF_WORDS (PADW * PK)
+__device__ __forceinline__ int ndf_saddr(int e) { return e + (e >> 6); }
+
+// Ascending compare-exchange: one unsigned min and one max.
+__device__ __forceinline__ void ndf_cx(unsigned int &a, unsigned int &b) {
+  const unsigned int lo = a < b ? a : b, hi = a < b ? b : a;
+  a = lo;
+  b = hi;
+}
+
+#include "ndf_rank.cuh" // ndf_rank_of: the rank among m values (m < N only under NaN omission)
+
+// The bitonic sort with every comparator ascending: a stage of size k first
+// compares each element of a block of k with its mirror image in the block
+// (e and e ^ (k - 1)), then runs the half-cleaners e, e ^ j for j = k/4 .. 1.
+// Half-cleaners j = 32 .. 1 on a thread's 64 blocked keys.
+__device__ __forceinline__ void ndf_blocked_steps(unsigned int (&v)[PK], int ljhi) {
+#pragma unroll
+  for (int lj = 5; lj >= 0; lj--) {
+    const int j = 1 << lj;
+    if (lj <= ljhi) {
+#pragma unroll
+      for (int i = 0; i < PK; i++)
+        if ((i & j) == 0) ndf_cx(v[i], v[i + j]);
+    }
+  }
+}
+
+#if SORTU
+// Sorts the block's 4096 keys (thread t's v[i] is element 64t + i) ascending
+// into buf (padded, blocked order).  Ends with a barrier.
+__device__ __forceinline__ void ndf_sort4096(unsigned int (&v)[PK], unsigned int *buf, int t) {
+  // Stages 2 .. 64 inside the thread.
+#pragma unroll
+  for (int lk = 1; lk <= 6; lk++) {
+    const int k = 1 << lk;
+#pragma unroll
+    for (int i = 0; i < PK; i++)
+      if ((i & (k >> 1)) == 0) ndf_cx(v[i], v[i ^ (k - 1)]);
+    ndf_blocked_steps(v, lk - 2);
+  }
+  // Stages 128 .. 4096: the mirror step and the half-cleaners j >= 64
+  // strided, the half-cleaners j < 64 blocked.  Strided, slot i of thread t
+  // holds element 64i + t in the lower half of its block of k and element
+  // 64i + 63 - t in the upper half, so that mirror images (e ^ (k - 1): the
+  // column t becomes 63 - t) meet in one thread as the half-cleaners' pairs do.
+#pragma unroll
+  for (int lk = 7; lk <= 12; lk++) {
+    const int hb = 1 << (lk - 7); // bit of i marking the upper half of a block of k
+#pragma unroll
+    for (int i = 0; i < PK; i++) buf[PADW * t + i] = v[i];
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < PK; i++) v[i] = buf[PADW * i + ((i & hb) ? 63 - t : t)];
+#pragma unroll
+    for (int i = 0; i < PK; i++)
+      if ((i & hb) == 0) ndf_cx(v[i], v[i ^ (2 * hb - 1)]);
+#pragma unroll
+    for (int lj = 10; lj >= 6; lj--) {
+      const int jj = 1 << (lj - 6);
+      if (jj < hb) {
+#pragma unroll
+        for (int i = 0; i < PK; i++)
+          if ((i & jj) == 0) ndf_cx(v[i], v[i + jj]);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < PK; i++) buf[PADW * i + ((i & hb) ? 63 - t : t)] = v[i];
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < PK; i++) v[i] = buf[PADW * t + i];
+    ndf_blocked_steps(v, 5);
+  }
+#pragma unroll
+  for (int i = 0; i < PK; i++) buf[PADW * t + i] = v[i];
+  __syncthreads();
+}
+#else
+// The rolled form (about 60 KB less code, a few more instructions): the
+// classic bitonic directions, a block of 64 keys sorted descending where
+// its stage asks for it by complementing its keys around ascending steps.
+__device__ __forceinline__ void ndf_flip(unsigned int (&v)[PK], unsigned int m) {
+#pragma unroll
+  for (int i = 0; i < PK; i++) v[i] ^= m;
+}
+
+__device__ __forceinline__ void ndf_sort4096(unsigned int (&v)[PK], unsigned int *buf, int t) {
+  // Stages 2 .. 32 inside the thread: element 64t + i ascending when (i & k) == 0.
+#pragma unroll
+  for (int lk = 1; lk <= 5; lk++) {
+    const int k = 1 << lk;
+#pragma unroll
+    for (int lj = lk - 1; lj >= 0; lj--) {
+      const int j = 1 << lj;
+#pragma unroll
+      for (int i = 0; i < PK; i++)
+        if ((i & j) == 0) {
+          if ((i & k) == 0) ndf_cx(v[i], v[i + j]);
+          else ndf_cx(v[i + j], v[i]);
+        }
+    }
+  }
+  // Stages 64 .. 4096: the half-cleaners j >= 64 strided (slot i of thread t
+  // holds element 64i + t, ascending when (64i & k) == 0), those under 64
+  // blocked (ascending when (64t & k) == 0); descending runs complemented.
+#pragma unroll 1
+  for (int lk = 6; lk <= 12; lk++) {
+    const int k = 1 << lk;
+    if (lk > 6) {
+#pragma unroll
+      for (int i = 0; i < PK; i++) buf[PADW * t + i] = v[i];
+      __syncthreads();
+      const unsigned int kb = (unsigned int)k >> 6;
+#pragma unroll
+      for (int i = 0; i < PK; i++) v[i] = buf[PADW * i + t] ^ (((unsigned int)i & kb) ? 0xffffffffu : 0u);
+#pragma unroll
+      for (int lj = 11; lj >= 6; lj--) {
+        const int jj = 1 << (lj - 6);
+        if (lj < lk) {
+#pragma unroll
+          for (int i = 0; i < PK; i++)
+            if ((i & jj) == 0) ndf_cx(v[i], v[i + jj]);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < PK; i++) buf[PADW * i + t] = v[i] ^ (((unsigned int)i & kb) ? 0xffffffffu : 0u);
+      __syncthreads();
+#pragma unroll
+      for (int i = 0; i < PK; i++) v[i] = buf[PADW * t + i];
+    }
+    const unsigned int m = ((t * PK) & k) ? 0xffffffffu : 0u;
+    ndf_flip(v, m);
+    ndf_blocked_steps(v, 5);
+    ndf_flip(v, m);
+  }
+#pragma unroll
+  for (int i = 0; i < PK; i++) buf[PADW * t + i] = v[i];
+  __syncthreads();
+}
+#endif
+
+// Rank q is stored as (q / 32) << 8 | q % 32: the byte offset of its word in
+// the bitsets (word w of thread t at bits[w * BT + t]) and its bit; the
+// stored values order as the ranks do.
+__device__ __forceinline__ unsigned int ndf_tile2_code(int rk) { return (unsigned int)(((rk >> 5) << 8) | (rk & 31)); }
+
+// Clears (add = 0) or sets (add = 1) the ranks of tile row `row`, columns
+// lane .. lane+KX-1, in thread t's bitset (mybits = bits + t), keeping
+// `below` (set bits in the words under the pivot word, code pq) and, when
+// the tile holds NaNs, nanc (set bits at or above the first NaN rank, code nq).
+template <bool NANS>
+__device__ __forceinline__ void ndf_tile2_row(const unsigned short *rpos, unsigned int *mybits, int row, int lane,
+                                              bool add, unsigned int pq, unsigned int nq, int &below, int &nanc) {
+  const unsigned short *rp = rpos + row * TW + lane;
+  const int d = add ? 1 : -1;
+#pragma unroll
+  for (int dx = 0; dx < KX; dx++) {
+    const unsigned int q = rp[dx];
+    atomicXor(reinterpret_cast<unsigned int *>(reinterpret_cast<unsigned char *>(mybits) + (q & 0xff00u)),
+              __funnelshift_l(0u, 1u, q)); // 1 << (q % 32)
+    below += q < pq ? d : 0;
+    if (NANS) nanc += q >= nq ? d : 0;
+  }
+}
+
+// The rank of the k-th (0-based) set bit of the bitset, walking the pivot
+// word pw (below: the set bits in the words under it) to the word holding it.
+__device__ __forceinline__ int ndf_tile2_kth(const unsigned int *mybits, int k, int &pw, int &below) {
+  while (below > k) {
+    pw--;
+    below -= __popc(mybits[pw * BT]);
+  }
+  unsigned int word;
+  for (;;) {
+    word = mybits[pw * BT];
+    const int c = __popc(word);
+    if (below + c > k) break;
+    below += c;
+    pw++;
+  }
+  int kk = k - below, pos = 0;
+#pragma unroll
+  for (int width = 16; width > 0; width >>= 1) {
+    const int c = __popc(word & ((1u << width) - 1u));
+    if (kk >= c) {
+      kk -= c;
+      word >>= width;
+      pos += width;
+    }
+  }
+  return pw * 32 + pos;
+}
+
+// One step down: tile row `out` leaves the window of thread t, row `in`
+// enters it (the bits of distinct positions are distinct).
+template <bool NANS>
+__device__ __forceinline__ void ndf_tile2_step(const unsigned short *rpos, unsigned int *mybits, int out, int in,
+                                               int lane, unsigned int pq, unsigned int nq, int &below, int &nanc) {
+  const unsigned short *ro = rpos + out * TW + lane, *ri = rpos + in * TW + lane;
+#pragma unroll
+  for (int dx = 0; dx < KX; dx++) {
+    const unsigned int q1 = ro[dx], q2 = ri[dx];
+    atomicXor(reinterpret_cast<unsigned int *>(reinterpret_cast<unsigned char *>(mybits) + (q1 & 0xff00u)),
+              __funnelshift_l(0u, 1u, q1));
+    atomicXor(reinterpret_cast<unsigned int *>(reinterpret_cast<unsigned char *>(mybits) + (q2 & 0xff00u)),
+              __funnelshift_l(0u, 1u, q2));
+    below += (int)(q2 < pq) - (int)(q1 < pq);
+    if (NANS) nanc += (int)(q2 >= nq) - (int)(q1 >= nq);
+  }
+}
+
+// Thread (half, lane)'s outputs: the column lane, tile rows ly0 .. ly0+HALF-1.
+template <bool NANS>
+__device__ __forceinline__ void ndf_tile2_column(const unsigned short *rpos, unsigned int *mybits, const unsigned int *sbuf,
+                                                 int ly0, int lane, unsigned int nq, ndf_i64 y0, ndf_i64 ny, T *out,
+                                                 ndf_i64 oys) {
+  int nanc = 0, pw = 0, below = 0;
+  for (int dy = 0; dy < KY; dy++) ndf_tile2_row<NANS>(rpos, mybits, ly0 + dy, lane, true, 0u, nq, below, nanc);
+  for (int jr = 0; jr < HALF; jr++) {
+    const ndf_i64 y = y0 + ly0 + jr;
+    if (y >= ny) break;
+    T res;
+#if KIND == 2 && !NAN_OMIT
+    if (nanc) res = __int_as_float(0x7fc00000);
+    else res = ndf_untkey(sbuf[ndf_saddr(ndf_tile2_kth(mybits, ndf_rank_of(N), pw, below))]);
+#else
+    const int m = N - nanc, k = ndf_rank_of(m);
+    if (m == 0 || k < 0 || k >= m) res = (T)__int_as_float(0x7fc00000); // floats only: m < N needs NaN
+    else res = ndf_untkey(sbuf[ndf_saddr(ndf_tile2_kth(mybits, k, pw, below))]);
+#endif
+    out[y * oys] = res;
+    if (jr + 1 < HALF) {
+      ndf_tile2_step<NANS>(rpos, mybits, ly0 + jr, ly0 + jr + KY, lane, (unsigned int)pw << 8, nq, below, nanc);
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_params p) {
+  extern __shared__ __align__(16) unsigned char ndf_smem[];
+  // Area 0 (32 KB): the tile's keys by position and the equal-key counters,
+  // then the bitsets.  Then the sorted keys (16.25 KB), then the ranks by position.
+  unsigned int *tkey = reinterpret_cast<unsigned int *>(ndf_smem);
+  unsigned int *dup = tkey + RP2;
+  unsigned int *bits = tkey;
+  unsigned int *sbuf = tkey + 2 * RP2;
+  unsigned short *rpos = reinterpret_cast<unsigned short *>(sbuf + SBUF_WORDS);
+  const int t = threadIdx.x, lane = t & 31, half = t >> 5;
+  const T cv = (T)p.cval;
+  const ndf_i64 nwork = p.nxb * p.nstrips * p.nouter;
+  for (ndf_i64 w = blockIdx.x; w < nwork; w += gridDim.x) {
+    ndf_i64 r = w / p.nxb;
+    const ndf_i64 xb = w - r * p.nxb;
+    ndf_i64 o = r / p.nstrips;
+    const ndf_i64 strip = r - o * p.nstrips;
+    ndf_i64 ibase = 0, obase = 0;
+    for (int d = p.nlead - 1; d >= 0; d--) {
+      const ndf_i64 q = o / p.lshape[d], c = o - q * p.lshape[d];
+      o = q;
+      ibase += c * p.listr[d];
+      obase += c * p.lostr[d];
+    }
+    const ndf_i64 y0 = strip * S, x0 = xb * 32;
+    const ndf_i64 ty0 = y0 + p.ylo, tx0 = x0 + p.xlo;
+    // The whole tile inside the array: no boundary mapping.
+    const bool inner = ty0 >= 0 && ty0 + TH <= p.ny && tx0 >= 0 && tx0 + TW <= p.nx;
+    __syncthreads(); // the previous tile is no longer read
+    // Tile position e (row-major); positions from R up are padding (all
+    // ones).  Inner tiles: 8 loads in flight (clamped positions, no branch
+    // between them); border tiles (few) map each position, one at a time.
+    if (inner) {
+#pragma unroll 1
+      for (int e0 = t; e0 < RP2; e0 += 8 * BT) {
+        T val[8];
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+          const int e = e0 + u * BT, ec = e < R ? e : R - 1;
+          const int ry = ec / TW, rx = ec - ry * TW;
+          val[u] = p.in[ibase + (ty0 + ry) * p.iys + (tx0 + rx) * p.ixs];
+        }
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+          const int e = e0 + u * BT;
+          tkey[e] = e < R ? ndf_tkey(val[u]) : 0xffffffffu;
+          dup[e] = 0u;
+        }
+      }
+    } else {
+#pragma unroll 1
+      for (int e = t; e < RP2; e += BT) {
+        unsigned int key = 0xffffffffu;
+        if (e < R) {
+          const int ry = e / TW, rx = e - ry * TW;
+          const ndf_i64 my = ndf_map(ty0 + ry, p.ny, MODE), mx = ndf_map(tx0 + rx, p.nx, MODE);
+          key = ndf_tkey((my < 0 || mx < 0) ? cv : p.in[ibase + my * p.iys + mx * p.ixs]);
+        }
+        tkey[e] = key;
+        dup[e] = 0u;
+      }
+    }
+    // Thread t's own positions t + 64i become the sort's elements 64t + i.
+    unsigned int v[PK];
+#pragma unroll
+    for (int i = 0; i < PK; i++) v[i] = tkey[i * BT + t];
+    ndf_sort4096(v, sbuf, t); // its first barrier orders dup too
+    // Ranks: the lower bound of the key (it is present) plus the equal keys
+    // counted so far.  NaNs (floats) take the ranks from the lower bound of
+    // all ones up; nq is its code (padding keys lie above every real one).
+    // Eight searches at a time: each is a chain of 12 dependent loads.
+#pragma unroll 8
+    for (int i = 0; i < PK; i++) {
+      const int e = i * BT + t;
+      if (e < R) {
+        const unsigned int key = tkey[e];
+        int lb = 0;
+#pragma unroll
+        for (int h = RP2 / 2; h > 0; h >>= 1)
+          if (sbuf[ndf_saddr(lb + h - 1)] < key) lb += h;
+        rpos[e] = (unsigned short)ndf_tile2_code(lb + (int)atomicAdd(&dup[lb], 1u));
+      }
+    }
+    unsigned int nq = 0xffffu; // above every code
+#if KIND == 2
+    {
+      int lb = 0;
+#pragma unroll
+      for (int h = RP2 / 2; h > 0; h >>= 1)
+        if (sbuf[ndf_saddr(lb + h - 1)] < 0xffffffffu) lb += h;
+      if (sbuf[ndf_saddr(lb)] < 0xffffffffu) lb++; // 4096 values, no NaN: above every rank
+      nq = ndf_tile2_code(lb);
+    }
+#endif
+    __syncthreads(); // rpos complete; tkey and dup no longer read
+    unsigned int *mybits = bits + t;
+    for (int q = 0; q < NWORDS; q++) mybits[q * BT] = 0u; // this thread's words only
+    const ndf_i64 x = x0 + lane;
+    if (x >= p.nx) continue; // no barrier below
+#if KIND == 2
+    if (nq < ndf_tile2_code(R)) { // NaNs in the tile
+      ndf_tile2_column<true>(rpos, mybits, sbuf, half * HALF, lane, nq, y0, p.ny, p.out + obase + x * p.oxs, p.oys);
+      continue;
+    }
+#endif
+    ndf_tile2_column<false>(rpos, mybits, sbuf, half * HALF, lane, nq, y0, p.ny, p.out + obase + x * p.oxs, p.oys);
+  }
+}
