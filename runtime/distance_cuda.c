@@ -172,6 +172,170 @@ static void edt_request(ndf__kernel_req *r, const char *kernel, ndf_dtype tin, n
   ndf__req_set(r, "HAS_IDX", "%d", last ? has_idx : 0);
 }
 
+/* The search path (templates/distance_edt.cu, ndf_edt_s*): with exact
+ * arithmetic and every W below 2^32 (edt_w32) no pass needs an envelope;
+ * each voxel searches outwards for its nearest site (cost ~ its distance
+ * along the axis).  Passes: ndf_edt_sfirst (axis 0, ndf_edt_first's
+ * segmented scans), ndf_edt_smid (middle axes: lw = 8..32 lines per block
+ * staged whole in shared memory), ndf_edt_srows (last axis: R rows per
+ * block).  Between passes W (uint32) and, with indices, the feature (int32).
+ * Taken for 2+ spatial axes when every staged block fits 48 KiB, unless
+ * NDF_EDT_SEARCH=0 or one of the old kernels' switches (NDF_EDT_ROWS,
+ * NDF_EDT_LINES, NDF_EDT_MERGE, NDF_EDT_W) is set. */
+#define EDT_SEARCH_BUDGET (28 * 1024) /* per block: 8 blocks (64 warps) per SM */
+
+typedef struct edt_splan {
+  int use;
+  int64_t lw[NDF_MAX_SPATIAL]; /* lines (middle) or rows (last) per block; unused for pass 0 */
+  unsigned smem[NDF_MAX_SPATIAL];
+} edt_splan;
+
+static edt_splan edt_search_plan(const ndf_ctx *ctx, const ndf_array *in, int nb, const double *sampling, int has_idx) {
+  edt_splan sp;
+  memset(&sp, 0, sizeof sp);
+  const char *env = getenv("NDF_EDT_SEARCH");
+  if (env && !strcmp(env, "0")) return sp;
+  if (getenv("NDF_EDT_ROWS") || getenv("NDF_EDT_LINES") || getenv("NDF_EDT_MERGE")) return sp;
+  const int nd = in->ndim, nsp = nd - nb;
+  if (nsp < 2 || !edt_w32(in, nb, sampling)) return sp;
+  if (in->shape[nb] > 16384) return sp; /* ndf_edt_sfirst: 512 segments of at most 32 voxels */
+  const int64_t N = ndf_array_size(in), bpv = has_idx ? 8 : 4;
+  const int64_t want = 4 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132); /* blocks */
+  for (int d = 1; d < nsp; d++) {
+    const int64_t n = in->shape[nb + d], nlines = N / n;
+    if (n > 65535) return sp;
+    int64_t lw;
+    if (d < nsp - 1) { /* 32, 16 or 8 lines: 8+ keep every access a whole 32-byte sector */
+      lw = 32;
+      while (lw > 8 && (lw * n * bpv > EDT_SEARCH_BUDGET || (nlines + lw - 1) / lw < want)) lw /= 2;
+    } else { /* 1 .. 32 rows */
+      lw = EDT_SEARCH_BUDGET / (n * bpv);
+      if (lw > 32) lw = 32;
+      while (lw > 1 && (nlines + lw - 1) / lw < want) lw /= 2;
+      if (lw < 1) lw = 1;
+    }
+    if (lw * n * bpv > EDT_WROWS_SMEM - 1024) return sp; /* 1024: the kernels' static shared memory (up to 640 bytes) */
+    sp.lw[d] = lw;
+    sp.smem[d] = (unsigned)(lw * n * bpv);
+  }
+  sp.use = 1;
+  return sp;
+}
+
+static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, ndf_array *idx,
+                                  int nb, const double *sampling, const edt_splan *sp, int debug) {
+  const int nd = in->ndim, nsp = nd - nb, has_idx = idx != NULL;
+  const int64_t N = ndf_array_size(in);
+  int64_t npix = 1;
+  for (int d = nb; d < nd; d++) npix *= in->shape[d];
+  const ndf_dtype dout = dist ? dist->dtype : NDF_FLOAT64;
+  static const char *const kn[3] = {"ndf_edt_sfirst", "ndf_edt_smid", "ndf_edt_srows"};
+  CUfunction fns[NDF_MAX_SPATIAL];
+  ndf_status s = NDF_OK;
+  for (int d = 0; d < nsp; d++) {
+    const int last = d == nsp - 1;
+    ndf__kernel_req req;
+    ndf__req_init(&req, "distance_edt", kn[d == 0 ? 0 : last ? 2 : 1]);
+    ndf__req_set(&req, "TIN", "%s", d == 0 ? ndf__dtype_ctype(in->dtype) : "unsigned char");
+    ndf__req_set(&req, "DOUT", "%s", last && dist && dout == NDF_FLOAT32 ? "float" : "double");
+    ndf__req_set(&req, "WT", "%s", "unsigned int");
+    ndf__req_set(&req, "FIRST", "%d", d == 0);
+    ndf__req_set(&req, "LAST", "%d", last);
+    ndf__req_set(&req, "HAS_DIST", "%d", last ? dist != NULL : 0);
+    ndf__req_set(&req, "HAS_IDX", "%d", has_idx);
+    if ((s = ndf__jit_get(ctx, name, &req, &fns[d])) != NDF_OK) return s;
+  }
+  /* Two buffers (one for 2-D) of W (uint32) then, with indices, features (int32). */
+  const int nbuf = nsp >= 3 ? 2 : 1;
+  const size_t buf_bytes = ((size_t)N * (has_idx ? 8 : 4) + 255) & ~(size_t)255;
+  CUdeviceptr scratch = 0;
+  if ((s = ndf__scratch_alloc(ctx, (size_t)nbuf * buf_bytes, &scratch)) != NDF_OK) return s;
+  CUdeviceptr w[2] = {0, 0}, f[2] = {0, 0};
+  for (int k = 0; k < nbuf; k++) {
+    w[k] = scratch + (size_t)k * buf_bytes;
+    f[k] = has_idx ? w[k] + (size_t)N * 4 : 0;
+  }
+  for (int d = 0; d < nsp && s == NDF_OK; d++) {
+    const int axis = nb + d, first = d == 0, last = d == nsp - 1;
+    int64_t inner = 1;
+    for (int a = axis + 1; a < nd; a++) inner *= in->shape[a];
+    const int64_t n = in->shape[axis], nlines = N / n;
+    const int src = nbuf == 1 ? 0 : (d + 1) % 2, dst = nbuf == 1 ? 0 : d % 2;
+    /* The fields of ndf_edt_params, in order. */
+    ndf__params pb = {.n = 0};
+    const void *p_in = first ? in->data : NULL;
+    CUdeviceptr p_sf = first ? 0 : f[src], p_sw = first ? 0 : w[src];
+    CUdeviceptr p_df = last ? 0 : f[dst], p_dw = last ? 0 : w[dst];
+    CUdeviceptr p_stack = 0;
+    void *p_dist = last && dist ? dist->data : NULL;
+    void *p_idx = last && idx ? idx->data : NULL;
+    NDF__PUT(&pb, p_in);
+    NDF__PUT(&pb, p_sf);
+    NDF__PUT(&pb, p_sw);
+    NDF__PUT(&pb, p_df);
+    NDF__PUT(&pb, p_dw);
+    NDF__PUT(&pb, p_stack);
+    NDF__PUT(&pb, p_dist);
+    NDF__PUT(&pb, p_idx);
+    NDF__PUT(&pb, nlines);
+    NDF__PUT(&pb, n);
+    NDF__PUT(&pb, inner);
+    NDF__PUT(&pb, sampling[d]);
+    int i_nd = nd, i_nb = nb, i_axis = axis;
+    NDF__PUT(&pb, i_nd);
+    NDF__PUT(&pb, i_nb);
+    NDF__PUT(&pb, i_axis);
+    NDF__PUT(&pb, npix);
+    int64_t shape[NDF_MAX_NDIM] = {0}, istr[NDF_MAX_NDIM] = {0}, dstr[NDF_MAX_NDIM] = {0}, xstr[NDF_MAX_NDIM] = {0};
+    double samp[NDF_MAX_NDIM] = {0};
+    for (int a = 0; a < nd; a++) {
+      shape[a] = in->shape[a];
+      istr[a] = in->strides[a];
+      dstr[a] = dist ? dist->strides[a] : 0;
+      xstr[a] = idx ? idx->strides[a < nb ? a : a + 1] : 0;
+    }
+    for (int k = 0; k < nsp; k++) samp[k] = sampling[k];
+    int64_t xk = idx ? idx->strides[nb] : 0;
+    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, shape[a]);
+    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, istr[a]);
+    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, dstr[a]);
+    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, xstr[a]);
+    NDF__PUT(&pb, xk);
+    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, samp[a]);
+    int64_t wseg = 0, wstride = 0, wbytes = 0, wpitch = 0, slw = sp->lw[d];
+    int wexact = 1, wtree = 0;
+    NDF__PUT(&pb, wseg);
+    NDF__PUT(&pb, wstride);
+    NDF__PUT(&pb, wexact);
+    NDF__PUT(&pb, wbytes);
+    NDF__PUT(&pb, wpitch);
+    NDF__PUT(&pb, wtree);
+    NDF__PUT(&pb, slw);
+    unsigned grid, bx = 256, by = 1, smem = 0;
+    if (first) { /* as ndf_edt_first: 32 .. 4 lines x segments of 8 .. 32 voxels, 512 threads, 3 blocks per SM */
+      const int64_t want = 6 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132);
+      int64_t lw = 32;
+      while (lw > 4 && (nlines + lw - 1) / lw < want) lw /= 2;
+      while (lw > 1 && (n + 512 / lw - 1) / (512 / lw) > 32) lw /= 2; /* segments of at most 32 (bit masks) */
+      int64_t nseg = (n + 7) / 8;
+      if (nseg > 512 / lw) nseg = 512 / lw;
+      bx = (unsigned)lw;
+      by = (unsigned)(nseg < 1 ? 1 : nseg);
+      grid = ndf__grid(ctx, (nlines + lw - 1) / lw, 32);
+    } else {
+      smem = sp->smem[d];
+      grid = ndf__grid(ctx, (nlines + slw - 1) / slw, 8);
+    }
+    if (debug)
+      fprintf(stderr, "ndf debug: %s pass %d/%d axis %d (n=%lld lines=%lld): %s grid %u block %ux%u smem %u lines/block %lld W uint32%s (search path)\n",
+              name, d + 1, nsp, axis, (long long)n, (long long)nlines, kn[first ? 0 : last ? 2 : 1], grid, bx, by, smem,
+              (long long)(first ? bx : slw), has_idx ? " + features" : "");
+    s = ndf__launch(ctx, name, fns[d], grid, bx, by, smem, pb.b);
+  }
+  ndf__scratch_free(ctx, scratch);
+  return s;
+}
+
 ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, ndf_array *idx,
                          int nb, const double *sampling) {
   ndf_status s = ndf__ctx_bind(ctx);
@@ -181,10 +345,13 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
   int64_t npix = 1;
   for (int d = nb; d < nd; d++) npix *= in->shape[d];
   const ndf_dtype dout = dist ? dist->dtype : NDF_FLOAT64;
+  const int debug = getenv("NDF_DEBUG") != NULL && getenv("NDF_DEBUG")[0] != '\0' && strcmp(getenv("NDF_DEBUG"), "0");
+
+  const edt_splan sp = edt_search_plan(ctx, in, nb, sampling, idx != NULL);
+  if (sp.use) return edt_search_cuda(ctx, name, in, dist, idx, nb, sampling, &sp, debug);
 
   const edt_wplan wp = edt_wrows_plan(in, nb, sampling);
   const int first1k = edt_first1k(edt_exact(in, nb, sampling));
-  const int debug = getenv("NDF_DEBUG") != NULL && getenv("NDF_DEBUG")[0] != '\0' && strcmp(getenv("NDF_DEBUG"), "0");
   const int w32 = edt_w32(in, nb, sampling);
   const size_t wsize = w32 ? 4 : 8; /* bytes of one W between passes */
   /* ndf_wenv merges the lanes' segments in a tree, or (NDF_EDT_MERGE=serial) lane 0 in order. */
@@ -280,6 +447,8 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
     NDF__PUT(&pb, wbytes);
     NDF__PUT(&pb, wpitch);
     NDF__PUT(&pb, wtree);
+    int64_t slw = 0; /* the search kernels' field */
+    NDF__PUT(&pb, slw);
 
     /* rows: a warp per 32 rows; first: 32 lines x nseg segments of about 32 voxels; lines: 128 lines. */
     unsigned bx = 128, by = 1;

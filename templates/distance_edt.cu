@@ -74,6 +74,7 @@ struct ndf_edt_params {
   ndf_i64 wbytes;                 // ndf_edt_wrows / ndf_edt_wlines: shared memory of one warp's sites (bytes)
   ndf_i64 wpitch;                 // ndf_edt_wlines: pitch (positions) of a line's staged outputs
   int wtree;                      // ndf_wenv: 1 = merge the segments in a tree (5 levels), 0 = lane 0 in order
+  ndf_i64 slw;                    // ndf_edt_smid / ndf_edt_srows: lines (rows) per block
 };
 
 __device__ __forceinline__ double ndf_mul(double a, double b) { return __dmul_rn(a, b); }
@@ -847,6 +848,269 @@ extern "C" __global__ void __launch_bounds__(256) ndf_edt_wlines(const ndf_edt_p
       }
     }
     __syncthreads(); // the next group overwrites the staging, the tile and lbase
+  }
+}
+#endif
+
+// ---- the search path: exact arithmetic, W below 2^32 (ndf_edt_s*) -------------------------
+//
+// When every sampling is an integer and every W is below 2^32 (the host's
+// edt_w32), no operation rounds, so a pass's answer is the exact minimum of
+// W(y) + ((y - i) s)^2 over the line's sites, and the sequential algorithm
+// returns the smallest position y among the minimisers (docs/adr/0007).  So
+// the passes need no envelope: each voxel searches outwards from its own
+// position, y = i, i - 1, i + 1, i - 2, i + 2, ..., keeping the least
+// distance (a left candidate at radius r lies left of every candidate seen,
+// so it wins a tie; a right one loses it), and stops at the first radius
+// with (r s)^2 > best: no site further out can reach best.  The work per
+// voxel is about twice its distance along the axis (in voxels): every
+// thread independent, every shared-memory read conflict-free, no serial
+// per-lane chain.  Worst case (a few sites far apart, or large blobs) O(n)
+// per voxel; NDF_EDT_SEARCH=0 keeps the envelope kernels.
+//
+// Between passes only W travels (uint32; NDF_WNONE: the line so far has no
+// background), and the feature (int32, flat index in the image) only when
+// indices are wanted (HAS_IDX, set on every pass of this path): 4 or 8
+// bytes per voxel instead of 8.  All in unsigned arithmetic: every W and
+// every W + (r s)^2 < 2^32 (r s < 2^16) by the host's bound.
+//   ndf_edt_sfirst  axis 0 (not the last): ndf_edt_first's segmented scans.
+//   ndf_edt_smid    middle axes: slw (8..32) adjacent lines per block staged
+//                   whole in shared memory as [x][line] (coalesced loads and
+//                   stores; a warp reads 32 consecutive words), a thread per
+//                   voxel.
+//   ndf_edt_srows   the last axis: slw rows per block staged as [row][x]
+//                   (one contiguous chunk), a thread per voxel; writes the
+//                   outputs along the rows.
+#define NDF_WNONE 0xffffffffu
+
+// The search of position i on a staged line w[0, n) (stride: words between
+// positions); s2 = s^2.  best = NDF_WNONE, pos = -1 when the line has no
+// site (the caller skips such lines: the loop would run to both ends).
+__device__ __forceinline__ void ndf_ssearch(const unsigned *w, int stride, int n, int i, unsigned s2, unsigned &best,
+                                            int &pos) {
+  best = w[i * stride];
+  pos = best != NDF_WNONE ? i : -1;
+  for (int r = 1;; r++) {
+    const unsigned t = (unsigned)(r * r) * s2;
+    const int yl = i - r, yr = i + r;
+    if (t > best || (yl < 0 && yr >= n)) break;
+    if (yl >= 0) {
+      const unsigned a = w[yl * stride];
+      if (a != NDF_WNONE && a + t <= best) {
+        best = a + t;
+        pos = yl;
+      }
+    }
+    if (yr < n) {
+      const unsigned a = w[yr * stride];
+      if (a != NDF_WNONE && a + t < best) {
+        best = a + t;
+        pos = yr;
+      }
+    }
+  }
+}
+
+#if FIRST && !LAST
+// As ndf_edt_first_body (blockDim.x lines x blockDim.y segments), with each
+// segment's background as a bit mask in a register (the host keeps segments
+// at 32 voxels or fewer): the previous and the next background of every
+// voxel come from the mask (or the neighbouring segments' exchange), so the
+// pass reads the input once and writes each voxel once.
+extern "C" __global__ void __launch_bounds__(512, 3) ndf_edt_sfirst(const ndf_edt_params p) {
+  __shared__ int sfirst[512], slast[512];
+  unsigned *dw = (unsigned *)(void *)p.dw;
+  const int n = (int)p.n;
+  const ndf_i64 inner = p.inner;
+  const unsigned si = (unsigned)p.s;
+  const int tx = threadIdx.x, ty = threadIdx.y, nseg = blockDim.y, lw = blockDim.x;
+  const int seg = (n + nseg - 1) / nseg, x0 = ty * seg < n ? ty * seg : n, x1 = x0 + seg < n ? x0 + seg : n;
+  const int cnt = x1 - x0; // <= 32
+  const ndf_i64 ngroups = (p.nlines + lw - 1) / lw;
+  for (ndf_i64 g = blockIdx.x; g < ngroups; g += gridDim.x) {
+    const ndf_i64 L = g * lw + tx;
+    const bool active = L < p.nlines;
+    const ndf_i64 o = L / inner, j = L - o * inner;
+    const ndf_i64 w0 = o * n * inner + j;
+    const ndf_i64 is = p.istr[p.axis];
+    unsigned bits = 0; // bit k: x0 + k is background
+    if (active) {
+      const TIN *ip = p.in + ndf_offset(p, w0, p.istr) + (ndf_i64)x0 * is;
+#pragma unroll 8
+      for (int k = 0; k < cnt; k++)
+        if (ip[k * is] == (TIN)0) bits |= 1u << k;
+    }
+    sfirst[ty * lw + tx] = bits ? x0 + __ffs(bits) - 1 : -1;
+    slast[ty * lw + tx] = bits ? x0 + 31 - __clz(bits) : -1;
+    __syncthreads();
+    int prev = -1, next = -1;
+    for (int k = ty - 1; k >= 0 && prev < 0; k--) prev = slast[k * lw + tx];
+    for (int k = ty + 1; k < nseg && next < 0; k++) next = sfirst[k * lw + tx];
+    __syncthreads(); // the exchange is read before the next group overwrites it
+    if (!active) continue;
+#if HAS_IDX
+    const ndf_i64 fbase = w0 % p.npix; // the line lies in one image
+#endif
+    for (int k = 0; k < cnt; k++) {
+      const int x = x0 + k;
+      const unsigned lo = bits & (0xffffffffu >> (31 - k)), hi = bits >> k; // bits 0..k, k..31
+      const int pv = lo ? x0 + 31 - __clz(lo) : prev, nx = hi ? x + __ffs(hi) - 1 : next;
+      // the nearer of the two, the previous on a tie (the same sampling scales both)
+      const int v = pv < 0 ? nx : nx < 0 ? pv : (x - pv <= nx - x ? pv : nx);
+      const unsigned t = v < 0 ? 0u : (unsigned)(x > v ? x - v : v - x) * si;
+      const ndf_i64 wi = w0 + (ndf_i64)x * inner;
+      dw[wi] = v < 0 ? NDF_WNONE : t * t;
+#if HAS_IDX
+      p.dfeat[wi] = v < 0 ? -1 : (int)(fbase + (ndf_i64)v * inner);
+#endif
+    }
+  }
+}
+#endif
+
+#if !FIRST && !LAST
+extern "C" __global__ void __launch_bounds__(256) ndf_edt_smid(const ndf_edt_params p) {
+  extern __shared__ __align__(16) unsigned char ndf_wsmem[];
+  __shared__ ndf_i64 lbase[32]; // working index of each line's start (-1: past the last line)
+  __shared__ int lany[32];      // the line has a site
+  const int tid = threadIdx.x, nt = blockDim.x, lw = (int)p.slw, lsh = __ffs(lw) - 1; // lw: 8, 16 or 32
+  const int n = (int)p.n, total = lw * n;
+  const ndf_i64 inner = p.inner;
+  const unsigned s2 = (unsigned)p.s * (unsigned)p.s;
+  const unsigned *gw = (const unsigned *)(const void *)p.sw;
+  unsigned *dw = (unsigned *)(void *)p.dw;
+  unsigned *sw = (unsigned *)ndf_wsmem; // [x * lw + k]
+#if HAS_IDX
+  int *sf = (int *)(sw + total);
+#endif
+  const ndf_i64 ngroups = (p.nlines + lw - 1) / lw;
+  for (ndf_i64 g = blockIdx.x; g < ngroups; g += gridDim.x) {
+    if (tid < lw) {
+      const ndf_i64 L = g * lw + tid;
+      const ndf_i64 o = L / inner, j = L - o * inner;
+      lbase[tid] = L < p.nlines ? o * p.n * inner + j : -1;
+      lany[tid] = 0;
+    }
+    __syncthreads();
+    // Stage the lines, 4 loads in flight per thread.
+    for (int eb = 0; eb < total; eb += 4 * nt) {
+      unsigned wb[4];
+#if HAS_IDX
+      int fb[4];
+#endif
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const int e = eb + u * nt + tid;
+        const ndf_i64 b = e < total ? lbase[e & (lw - 1)] : -1;
+        const ndf_i64 gi = b + (ndf_i64)(e >> lsh) * inner;
+        wb[u] = b >= 0 ? gw[gi] : NDF_WNONE;
+#if HAS_IDX
+        fb[u] = b >= 0 ? p.sfeat[gi] : -1;
+#endif
+      }
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const int e = eb + u * nt + tid;
+        if (e < total) {
+          sw[e] = wb[u];
+#if HAS_IDX
+          sf[e] = fb[u];
+#endif
+          if (wb[u] != NDF_WNONE) lany[e & (lw - 1)] = 1;
+        }
+      }
+    }
+    __syncthreads();
+    for (int e = tid; e < total; e += nt) {
+      const int k = e & (lw - 1), x = e >> lsh;
+      const ndf_i64 b = lbase[k];
+      if (b < 0) continue;
+      unsigned best = NDF_WNONE;
+      int pos = -1;
+      if (lany[k]) ndf_ssearch(sw + k, lw, n, x, s2, best, pos);
+      const ndf_i64 gi = b + (ndf_i64)x * inner;
+      dw[gi] = best;
+#if HAS_IDX
+      p.dfeat[gi] = pos >= 0 ? sf[pos * lw + k] : -1;
+#endif
+    }
+    __syncthreads(); // the next group overwrites the staging, lbase and lany
+  }
+}
+#endif
+
+#if !FIRST && LAST
+extern "C" __global__ void __launch_bounds__(256, 5) ndf_edt_srows(const ndf_edt_params p) {
+  extern __shared__ __align__(16) unsigned char ndf_wsmem[];
+  __shared__ ndf_i64 rdb[32], rxb[32]; // each row's output offsets
+  __shared__ int rany[32];             // the row has a site (else the image has no background)
+  const int tid = threadIdx.x, nt = blockDim.x, R = (int)p.slw, n = (int)p.n;
+  const unsigned s2 = (unsigned)p.s * (unsigned)p.s;
+  const unsigned *gw = (const unsigned *)(const void *)p.sw;
+  const ndf_i64 ds = p.dstr[p.axis], xs = p.xstr[p.axis];
+  unsigned *sw = (unsigned *)ndf_wsmem; // [row * n + x]
+#if HAS_IDX
+  int *sf = (int *)(sw + R * n);
+#endif
+  const ndf_i64 ngroups = (p.nlines + R - 1) / R;
+  for (ndf_i64 g = blockIdx.x; g < ngroups; g += gridDim.x) {
+    const ndf_i64 r0 = g * R;
+    const int rows = p.nlines - r0 < R ? (int)(p.nlines - r0) : R, cnt = rows * n;
+    if (tid < rows) {
+      rdb[tid] = ndf_offset(p, (r0 + tid) * p.n, p.dstr);
+      rxb[tid] = ndf_offset(p, (r0 + tid) * p.n, p.xstr);
+      rany[tid] = 0;
+    }
+    __syncthreads();
+    const ndf_i64 base = r0 * p.n; // the rows are one contiguous chunk of the source
+    for (int eb = 0; eb < cnt; eb += 4 * nt) {
+      unsigned wb[4];
+#if HAS_IDX
+      int fb[4];
+#endif
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const int e = eb + u * nt + tid;
+        wb[u] = e < cnt ? gw[base + e] : NDF_WNONE;
+#if HAS_IDX
+        fb[u] = e < cnt ? p.sfeat[base + e] : -1;
+#endif
+      }
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const int e = eb + u * nt + tid;
+        if (e < cnt) {
+          sw[e] = wb[u];
+#if HAS_IDX
+          sf[e] = fb[u];
+#endif
+          if (wb[u] != NDF_WNONE) rany[e / n] = 1;
+        }
+      }
+    }
+    __syncthreads();
+    int k = tid / n, i = tid - k * n; // element e = k n + i
+    for (int e = tid; e < cnt; e += nt) {
+      if (!rany[k]) { // the image has no background
+        ndf_emit(p, rdb[k] + i * ds, rxb[k] + i * xs, -1, ndf_nobg(p, (r0 + k) * p.n + i));
+      } else {
+        unsigned best;
+        int pos;
+        ndf_ssearch(sw + k * n, 1, n, i, s2, best, pos);
+#if HAS_IDX
+        const int f = sf[k * n + pos];
+#else
+        const int f = 0;
+#endif
+        ndf_emit(p, rdb[k] + i * ds, rxb[k] + i * xs, f, (double)best);
+      }
+      i += nt;
+      while (i >= n) {
+        i -= n;
+        k++;
+      }
+    }
+    __syncthreads(); // the next group overwrites the staging and the row tables
   }
 }
 #endif
