@@ -311,6 +311,8 @@ static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
     NDF__PUT(&pb, wpitch);
     NDF__PUT(&pb, wtree);
     NDF__PUT(&pb, slw);
+    int wfast = 0;
+    NDF__PUT(&pb, wfast);
     unsigned grid, bx = 256, by = 1, smem = 0;
     if (first) { /* as ndf_edt_first: 32 .. 4 lines x segments of 8 .. 32 voxels, 512 threads, 3 blocks per SM */
       const int64_t want = 6 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132);
@@ -449,6 +451,10 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
     NDF__PUT(&pb, wtree);
     int64_t slw = 0; /* the search kernels' field */
     NDF__PUT(&pb, slw);
+    /* ndf_edt_wrows without exact arithmetic: lane 0's envelope by ndf_wenv1 (NDF_EDT_SERIAL=old: ndf_wenv) */
+    const char *env_serial = getenv("NDF_EDT_SERIAL");
+    int wfast = !(env_serial && !strcmp(env_serial, "old"));
+    NDF__PUT(&pb, wfast);
 
     /* rows: a warp per 32 rows; first: 32 lines x nseg segments of about 32 voxels; lines: 128 lines. */
     unsigned bx = 128, by = 1;
@@ -487,7 +493,10 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
               edt_kernel(d, nsp, wp.use, lp[d].use, first1k), gx, wr_ || wl_ ? 32u : bx,
               wr_ ? (unsigned)wp.warps : wl_ ? (unsigned)lp[d].lw : by,
               wr_ ? wp.smem : wl_ ? lp[d].smem : 0u, w32 ? "uint32" : "double",
-              wr_ || wl_ ? (wl || wp.exact ? (wtree ? " exact merge=tree" : " exact merge=serial") : " serial-envelope walk")
+              wr_ || wl_ ? (wl || wp.exact ? (wtree ? " exact merge=tree" : " exact merge=serial")
+                                                : getenv("NDF_EDT_SERIAL") && !strcmp(getenv("NDF_EDT_SERIAL"), "old")
+                                                    ? " serial-envelope walk (ndf_wenv)"
+                                                    : " serial-envelope walk (ndf_wenv1)")
                          : "",
               first && !last ? (first1k ? " (first: 1024-thread config)" : " (first: 512-thread config)") : "");
     }

@@ -75,6 +75,7 @@ struct ndf_edt_params {
   ndf_i64 wpitch;                 // ndf_edt_wlines: pitch (positions) of a line's staged outputs
   int wtree;                      // ndf_wenv: 1 = merge the segments in a tree (5 levels), 0 = lane 0 in order
   ndf_i64 slw;                    // ndf_edt_smid / ndf_edt_srows: lines (rows) per block
+  int wfast;                      // ndf_edt_wrows without exact arithmetic: 1 = lane 0 builds with ndf_wenv1
 };
 
 __device__ __forceinline__ double ndf_mul(double a, double b) { return __dmul_rn(a, b); }
@@ -137,10 +138,10 @@ __device__ __forceinline__ void ndf_emit(const ndf_edt_params &p, ndf_i64 doff, 
   if (f < 0) {
     for (int k = 0; k < nsp; k++) p.idx[xoff + k * p.xk] = k == 0 ? -1 : 0;
   } else {
-    ndf_i64 r = f;
+    int r = f; // a flat index in an image (int32), so every extent fits an int: 32-bit divisions
     for (int k = nsp - 1; k >= 0; k--) {
-      const ndf_i64 q = r / p.shape[p.nb + k];
-      p.idx[xoff + k * p.xk] = (int)(r - q * p.shape[p.nb + k]);
+      const int e = (int)p.shape[p.nb + k], q = r / e;
+      p.idx[xoff + k * p.xk] = r - q * e;
       r = q;
     }
   }
@@ -601,6 +602,62 @@ __device__ int ndf_wenv(ndf_site *S, ndf_i64 n, ndf_i64 m, ndf_i64 wstride, doub
 }
 #endif
 
+// Lane 0 builds the envelope of a whole staged row S[0, n) in place, as
+// ndf_wenv's step 1 does for one segment (scipy's sites, tests and order:
+// the same stack bit for bit), with a shorter dependent chain per site: int
+// positions (32-bit conversions to double), the next site loaded while the
+// current one is tested, and a = (top - prev) s carried from the test that
+// pushed the top (it is the same product) instead of recomputed.  Returns the
+// stack's length to every lane.  (ndf_edt_wrows without exact arithmetic;
+// NDF_EDT_SERIAL=old keeps ndf_wenv.)
+#if !FIRST
+__device__ int ndf_wenv1(ndf_site *S, int n, double s) {
+  int len = 0;
+  if (threadIdx.x == 0 && n > 0) {
+    int tv = 0, pv = 0;         // positions of the top and the previous site
+    double tw = 0.0, pw = 0.0;  // their W
+    double a = 0.0;             // (tv - pv) s while len >= 2
+    ndf_site e = S[0];
+    for (int j = 0; j < n; j++) {
+      const ndf_site nx = S[j + 1 < n ? j + 1 : j]; // in flight during the tests (len <= j: not overwritten)
+      if (e.f >= 0) {
+        const int x = e.v;
+        const double wx = e.w;
+        double b = 0.0;
+        bool tested = false; // b = (x - tv) s was computed against the current top
+        while (len >= 2) {
+          b = ndf_mul((double)(x - tv), s);
+          const double c = ndf_add(a, b);
+          const double t = ndf_sub(ndf_sub(ndf_sub(ndf_mul(c, tw), ndf_mul(b, pw)), ndf_mul(a, wx)), ndf_mul(ndf_mul(a, b), c));
+          if (t <= 0.0) { // the top stays (ndf_hidden: !(t <= 0))
+            tested = true;
+            break;
+          }
+          --len;
+          tv = pv;
+          tw = pw;
+          if (len >= 2) {
+            const ndf_site q = S[len - 2];
+            pv = q.v;
+            pw = q.w;
+            a = ndf_mul((double)(tv - pv), s);
+          }
+        }
+        S[len++] = e;
+        if (len >= 2) a = tested ? b : ndf_mul((double)(x - tv), s);
+        pv = tv;
+        pw = tw;
+        tv = x;
+        tw = wx;
+      }
+      e = nx;
+    }
+  }
+  __syncwarp();
+  return __shfl_sync(0xffffffffu, len, 0);
+}
+#endif
+
 // ---- the last axis, a warp per row (ndf_edt_wrows) --------------------------------------
 //
 // For passes with few rows (2-D images: a row per image line) a thread per
@@ -668,7 +725,7 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_wrows(const ndf_edt_pa
     }
     __syncwarp();
     // 1-2. The envelope of the row (ndf_wenv).
-    const int G = ndf_wenv(S, n, m, p.wstride, p.s, p.wtree);
+    const int G = !p.wexact && p.wfast ? ndf_wenv1(S, (int)n, p.s) : ndf_wenv(S, n, m, p.wstride, p.s, p.wtree);
     // 3. Queries; the outputs are written along the row.
     const ndf_i64 db = ndf_offset(p, r0, p.dstr), ds = p.dstr[p.axis];
     const ndf_i64 xb = ndf_offset(p, r0, p.xstr), xs = p.xstr[p.axis];

@@ -237,8 +237,9 @@ done:
  * NDF_EDT_WARPS=2: run 1's choice without exact arithmetic); 8 = 0 with
  * ndf_edt_first1k and one row per block forced (NDF_EDT_FIRST=1024,
  * NDF_EDT_WARPS=1: the default without exact arithmetic, here on exact too);
- * 9 = 0 without the search path (NDF_EDT_SEARCH=0: the envelope kernels'
- * automatic choice).  Mode 0 (and 7, 8) take the search path (ndf_edt_s*)
+ * 9 = 0 without the search path and with ndf_wenv for lane 0's envelope
+ * without exact arithmetic (NDF_EDT_SEARCH=0, NDF_EDT_SERIAL=old: the
+ * session-4 kernels; by default ndf_wenv1 builds it).  Mode 0 (and 7, 8) take the search path (ndf_edt_s*)
  * where it applies (integer sampling, W < 2^32, 2+ spatial axes); modes 1-6
  * name envelope kernels, which turns it off.  Modes 0-3 leave the middle
  * axes' automatic choice (ndf_edt_wlines with exact arithmetic). */
@@ -261,10 +262,13 @@ static void edt_rows_mode(dcase *c, int mode) {
     setenv("NDF_EDT_W", "double", 1);
   else
     unsetenv("NDF_EDT_W");
-  if (mode == 9)
+  if (mode == 9) {
     setenv("NDF_EDT_SEARCH", "0", 1);
-  else
+    setenv("NDF_EDT_SERIAL", "old", 1);
+  } else {
     unsetenv("NDF_EDT_SEARCH");
+    unsetenv("NDF_EDT_SERIAL");
+  }
   if (mode == 7 || mode == 8) {
     setenv("NDF_EDT_FIRST", mode == 7 ? "512" : "1024", 1);
     setenv("NDF_EDT_WARPS", mode == 7 ? "2" : "1", 1);
@@ -279,7 +283,7 @@ static void edt_rows_mode(dcase *c, int mode) {
            : mode == 6 ? " W double"
            : mode == 7 ? " first 512 warps 2"
            : mode == 8 ? " first 1024 warps 1"
-           : mode == 9 ? " search off"
+           : mode == 9 ? " search off, serial old"
                        : "");
 }
 
@@ -361,6 +365,7 @@ out:
   unsetenv("NDF_EDT_MERGE");
   unsetenv("NDF_EDT_W");
   unsetenv("NDF_EDT_SEARCH");
+  unsetenv("NDF_EDT_SERIAL");
   if (failed) printf("%d of %d path cases failed; seed %llu\n", failed, ncase, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);
 }
@@ -391,6 +396,7 @@ static void test_gpu_benchmark_shapes(void **state) {
       {3, 0, {256, 256, 256}, 0, 0, 9},   /* the envelope kernels (NDF_EDT_SEARCH=0) */
       {3, 0, {256, 256, 256}, 0, 1, 9},
       {2, 0, {1024, 1024}, 0, 1, 9},
+      {2, 0, {1024, 1024}, 1, 1, 9},      /* the sampling + indices workload on ndf_wenv (session 4) */
       {3, 1, {8, 1024, 1024}, 0, 1, 0},   /* the search path with features, batched */
   };
   /* Short runs (NDF_TEST_CASES < 100, as gpu_run.sh's compute-sanitizer pass
@@ -622,6 +628,7 @@ int main(void) {
   unsetenv("NDF_EDT_FIRST");
   unsetenv("NDF_EDT_WARPS");
   unsetenv("NDF_EDT_SEARCH");
+  unsetenv("NDF_EDT_SERIAL");
   ndf_cache_stats st;
   ndf_ctx_cache_stats(s->ctx, &st);
   printf("kernel cache: %llu memory hits, %llu disk hits, %llu compiles (%.0f ms)\n",
