@@ -179,7 +179,8 @@ static void edt_request(ndf__kernel_req *r, const char *kernel, ndf_dtype tin, n
  * segmented scans), ndf_edt_smid (middle axes: lw = 8..32 lines per block
  * staged whole in shared memory), ndf_edt_srows (last axis: R rows per
  * block).  Between passes W (uint32) and, with indices, the feature (int32).
- * Taken for 2+ spatial axes when every staged block fits 48 KiB, unless
+ * Taken for 2+ spatial axes when every W stays below 2^30 and every staged
+ * block fits 48 KiB, unless
  * NDF_EDT_SEARCH=0 or one of the old kernels' switches (NDF_EDT_ROWS,
  * NDF_EDT_LINES, NDF_EDT_MERGE, NDF_EDT_W) is set. */
 #define EDT_SEARCH_BUDGET (28 * 1024) /* per block: 8 blocks (64 warps) per SM */
@@ -198,6 +199,12 @@ static edt_splan edt_search_plan(const ndf_ctx *ctx, const ndf_array *in, int nb
   if (getenv("NDF_EDT_ROWS") || getenv("NDF_EDT_LINES") || getenv("NDF_EDT_MERGE")) return sp;
   const int nd = in->ndim, nsp = nd - nb;
   if (nsp < 2 || !edt_w32(in, nb, sampling)) return sp;
+  double wmax = 0.0; /* every W + (r s)^2 below 2^30 (templates/distance_edt.cu: NDF_WNONE) */
+  for (int d = 0; d < nsp; d++) {
+    const double e = (double)in->shape[nb + d] * sampling[d];
+    wmax += e * e;
+  }
+  if (!(wmax < 1073741824.0)) return sp;
   if (in->shape[nb] > 16384) return sp; /* ndf_edt_sfirst: 512 segments of at most 32 voxels */
   const int64_t N = ndf_array_size(in), bpv = has_idx ? 8 : 4;
   const int64_t want = 4 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132); /* blocks */

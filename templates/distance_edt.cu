@@ -909,10 +909,10 @@ extern "C" __global__ void __launch_bounds__(256) ndf_edt_wlines(const ndf_edt_p
 }
 #endif
 
-// ---- the search path: exact arithmetic, W below 2^32 (ndf_edt_s*) -------------------------
+// ---- the search path: exact arithmetic, W below 2^30 (ndf_edt_s*) -------------------------
 //
-// When every sampling is an integer and every W is below 2^32 (the host's
-// edt_w32), no operation rounds, so a pass's answer is the exact minimum of
+// When every sampling is an integer and every W is below 2^30 (the host's
+// edt_search_plan), no operation rounds, so a pass's answer is the exact minimum of
 // W(y) + ((y - i) s)^2 over the line's sites, and the sequential algorithm
 // returns the smallest position y among the minimisers (docs/adr/0007).  So
 // the passes need no envelope: each voxel searches outwards from its own
@@ -929,7 +929,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_edt_wlines(const ndf_edt_p
 // background), and the feature (int32, flat index in the image) only when
 // indices are wanted (HAS_IDX, set on every pass of this path): 4 or 8
 // bytes per voxel instead of 8.  All in unsigned arithmetic: every W and
-// every W + (r s)^2 < 2^32 (r s < 2^16) by the host's bound.
+// every W + (r s)^2 < 2^30 by the host's bound (NDF_WNONE = 2^31 - 1).
 //   ndf_edt_sfirst  axis 0 (not the last): ndf_edt_first's segmented scans.
 //   ndf_edt_smid    middle axes: slw (8..32) adjacent lines per block staged
 //                   whole in shared memory as [x][line] (coalesced loads and
@@ -938,32 +938,34 @@ extern "C" __global__ void __launch_bounds__(256) ndf_edt_wlines(const ndf_edt_p
 //   ndf_edt_srows   the last axis: slw rows per block staged as [row][x]
 //                   (one contiguous chunk), a thread per voxel; writes the
 //                   outputs along the rows.
-#define NDF_WNONE 0xffffffffu
+#define NDF_WNONE 0x7fffffffu // no site; the host keeps every W + (r s)^2 below 2^30, so W + t never wraps
 
 // The search of position i on a staged line w[0, n) (stride: words between
-// positions); s2 = s^2.  best = NDF_WNONE, pos = -1 when the line has no
-// site (the caller skips such lines: the loop would run to both ends).
+// positions); s2 = s^2.  Candidates without a site read NDF_WNONE, which no
+// sum W + t can beat (best <= NDF_WNONE < NDF_WNONE + t), so they need no test.
+// The caller skips lines without a site (the loop would run to both ends);
+// with one, best < NDF_WNONE and pos is the site on return.
 __device__ __forceinline__ void ndf_ssearch(const unsigned *w, int stride, int n, int i, unsigned s2, unsigned &best,
                                             int &pos) {
-  best = w[i * stride];
-  pos = best != NDF_WNONE ? i : -1;
+  const unsigned *pl = w + i * stride, *pr = pl;
+  best = *pl;
+  pos = i;
+  unsigned t = 0, dt = s2; // t = (r s)^2 = t + (2 r - 1) s^2
   for (int r = 1;; r++) {
-    const unsigned t = (unsigned)(r * r) * s2;
+    t += dt;
+    dt += 2 * s2;
+    pl -= stride;
+    pr += stride;
     const int yl = i - r, yr = i + r;
     if (t > best || (yl < 0 && yr >= n)) break;
-    if (yl >= 0) {
-      const unsigned a = w[yl * stride];
-      if (a != NDF_WNONE && a + t <= best) {
-        best = a + t;
-        pos = yl;
-      }
+    const unsigned al = yl >= 0 ? *pl : NDF_WNONE, ar = yr < n ? *pr : NDF_WNONE;
+    if (al + t <= best) { // left of every candidate seen: wins a tie
+      best = al + t;
+      pos = yl;
     }
-    if (yr < n) {
-      const unsigned a = w[yr * stride];
-      if (a != NDF_WNONE && a + t < best) {
-        best = a + t;
-        pos = yr;
-      }
+    if (ar + t < best) { // right of every candidate seen: loses a tie
+      best = ar + t;
+      pos = yr;
     }
   }
 }
@@ -1083,12 +1085,12 @@ extern "C" __global__ void __launch_bounds__(256) ndf_edt_smid(const ndf_edt_par
       const ndf_i64 b = lbase[k];
       if (b < 0) continue;
       unsigned best = NDF_WNONE;
-      int pos = -1;
+      int pos = 0;
       if (lany[k]) ndf_ssearch(sw + k, lw, n, x, s2, best, pos);
       const ndf_i64 gi = b + (ndf_i64)x * inner;
       dw[gi] = best;
 #if HAS_IDX
-      p.dfeat[gi] = pos >= 0 ? sf[pos * lw + k] : -1;
+      p.dfeat[gi] = best != NDF_WNONE ? sf[pos * lw + k] : -1;
 #endif
     }
     __syncthreads(); // the next group overwrites the staging, lbase and lany
