@@ -179,6 +179,9 @@ static void edt_request(ndf__kernel_req *r, const char *kernel, ndf_dtype tin, n
  * segmented scans), ndf_edt_smid (middle axes: lw = 8..32 lines per block
  * staged whole in shared memory), ndf_edt_srows (last axis: R rows per
  * block).  Between passes W (uint32) and, with indices, the feature (int32).
+ * A line whose search goes past radius scap (NDF_EDT_SCAP, default 64) is
+ * answered from its exact envelope instead (ndf_senv / ndf_squery, in the
+ * same block), so the work per voxel stays bounded whatever the input.
  * Taken for 2+ spatial axes when every W stays below 2^30 and every staged
  * block fits 48 KiB, unless
  * NDF_EDT_SEARCH=0 or one of the old kernels' switches (NDF_EDT_ROWS,
@@ -186,7 +189,7 @@ static void edt_request(ndf__kernel_req *r, const char *kernel, ndf_dtype tin, n
 #define EDT_SEARCH_BUDGET (28 * 1024) /* per block: 8 blocks (64 warps) per SM */
 
 typedef struct edt_splan {
-  int use;
+  int use, scap; /* scap: the longest search (radius) before a line's envelope answers it */
   int64_t lw[NDF_MAX_SPATIAL]; /* lines (middle) or rows (last) per block; unused for pass 0 */
   unsigned smem[NDF_MAX_SPATIAL];
 } edt_splan;
@@ -205,8 +208,12 @@ static edt_splan edt_search_plan(const ndf_ctx *ctx, const ndf_array *in, int nb
     wmax += e * e;
   }
   if (!(wmax < 1073741824.0)) return sp;
+  /* NDF_EDT_SCAP=r: the longest search before a line falls back to its envelope (default 64; tests use 1-3) */
+  const char *env_cap = getenv("NDF_EDT_SCAP");
+  sp.scap = env_cap && atoi(env_cap) >= 1 ? atoi(env_cap) : 64;
   if (in->shape[nb] > 16384) return sp; /* ndf_edt_sfirst: 512 segments of at most 32 voxels */
-  const int64_t N = ndf_array_size(in), bpv = has_idx ? 8 : 4;
+  /* staged per voxel: W (4), the feature (4, with indices), the fallback envelope's position (2) */
+  const int64_t N = ndf_array_size(in), bpv = has_idx ? 10 : 6;
   const int64_t want = 4 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132); /* blocks */
   for (int d = 1; d < nsp; d++) {
     const int64_t n = in->shape[nb + d], nlines = N / n;
@@ -320,6 +327,7 @@ static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
     NDF__PUT(&pb, slw);
     int wfast = 0;
     NDF__PUT(&pb, wfast);
+    NDF__PUT(&pb, sp->scap);
     unsigned grid, bx = 256, by = 1, smem = 0;
     if (first) { /* as ndf_edt_first: 32 .. 4 lines x segments of 8 .. 32 voxels, 512 threads, 3 blocks per SM */
       const int64_t want = 6 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132);
@@ -336,9 +344,9 @@ static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
       grid = ndf__grid(ctx, (nlines + slw - 1) / slw, 8);
     }
     if (debug)
-      fprintf(stderr, "ndf debug: %s pass %d/%d axis %d (n=%lld lines=%lld): %s grid %u block %ux%u smem %u lines/block %lld W uint32%s (search path)\n",
+      fprintf(stderr, "ndf debug: %s pass %d/%d axis %d (n=%lld lines=%lld): %s grid %u block %ux%u smem %u lines/block %lld W uint32%s (search path, cap %d)\n",
               name, d + 1, nsp, axis, (long long)n, (long long)nlines, kn[first ? 0 : last ? 2 : 1], grid, bx, by, smem,
-              (long long)(first ? bx : slw), has_idx ? " + features" : "");
+              (long long)(first ? bx : slw), has_idx ? " + features" : "", sp->scap);
     s = ndf__launch(ctx, name, fns[d], grid, bx, by, smem, pb.b);
   }
   ndf__scratch_free(ctx, scratch);
@@ -462,6 +470,8 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
     const char *env_serial = getenv("NDF_EDT_SERIAL");
     int wfast = !(env_serial && !strcmp(env_serial, "old"));
     NDF__PUT(&pb, wfast);
+    int scap = 0; /* the search kernels' field */
+    NDF__PUT(&pb, scap);
 
     /* rows: a warp per 32 rows; first: 32 lines x nseg segments of about 32 voxels; lines: 128 lines. */
     unsigned bx = 128, by = 1;

@@ -76,6 +76,7 @@ struct ndf_edt_params {
   int wtree;                      // ndf_wenv: 1 = merge the segments in a tree (5 levels), 0 = lane 0 in order
   ndf_i64 slw;                    // ndf_edt_smid / ndf_edt_srows: lines (rows) per block
   int wfast;                      // ndf_edt_wrows without exact arithmetic: 1 = lane 0 builds with ndf_wenv1
+  int scap;                       // ndf_edt_smid / ndf_edt_srows: longest search (radius) before a line's envelope
 };
 
 __device__ __forceinline__ double ndf_mul(double a, double b) { return __dmul_rn(a, b); }
@@ -944,9 +945,11 @@ extern "C" __global__ void __launch_bounds__(256) ndf_edt_wlines(const ndf_edt_p
 // positions); s2 = s^2.  Candidates without a site read NDF_WNONE, which no
 // sum W + t can beat (best <= NDF_WNONE < NDF_WNONE + t), so they need no test.
 // The caller skips lines without a site (the loop would run to both ends);
-// with one, best < NDF_WNONE and pos is the site on return.
-__device__ __forceinline__ void ndf_ssearch(const unsigned *w, int stride, int n, int i, unsigned s2, unsigned &best,
-                                            int &pos) {
+// with one, best < NDF_WNONE and pos is the site on return.  Returns false
+// (best, pos unfinished) when the search would go past radius cap: the
+// caller then answers the whole line from its envelope (ndf_senv).
+__device__ __forceinline__ bool ndf_ssearch(const unsigned *w, int stride, int n, int i, unsigned s2, int cap,
+                                            unsigned &best, int &pos) {
   const unsigned *pl = w + i * stride, *pr = pl;
   best = *pl;
   pos = i;
@@ -958,6 +961,7 @@ __device__ __forceinline__ void ndf_ssearch(const unsigned *w, int stride, int n
     pr += stride;
     const int yl = i - r, yr = i + r;
     if (t > best || (yl < 0 && yr >= n)) break;
+    if (r > cap) return false;
     const unsigned al = yl >= 0 ? *pl : NDF_WNONE, ar = yr < n ? *pr : NDF_WNONE;
     if (al + t <= best) { // left of every candidate seen: wins a tie
       best = al + t;
@@ -968,6 +972,49 @@ __device__ __forceinline__ void ndf_ssearch(const unsigned *w, int stride, int n
       pos = yr;
     }
   }
+  return true;
+}
+
+// The fallback for a line with a long search (a few sites far apart, large
+// blobs): the exact lower envelope of the staged line w (stride) into stk
+// (positions), scipy's removal test in exact int64 arithmetic (terms below
+// 2^46), O(n); returns its length.  Run by one thread per line.
+__device__ int ndf_senv(const unsigned *w, int stride, int n, unsigned short *stk, ndf_i64 s) {
+  int len = 0;
+  for (int x = 0; x < n; x++) {
+    const ndf_i64 wx = w[x * stride];
+    if (wx == NDF_WNONE) continue;
+    while (len >= 2) {
+      const int v0 = stk[len - 2], v1 = stk[len - 1];
+      const ndf_i64 a = (v1 - v0) * s, b = (x - v1) * s, c = a + b;
+      if (c * (ndf_i64)w[v1 * stride] - b * (ndf_i64)w[v0 * stride] - a * wx - a * b * c <= 0) break;
+      --len;
+    }
+    stk[len++] = (unsigned short)x;
+  }
+  return len;
+}
+
+// Position i's answer from an envelope stk[0, G) of the line w: the first
+// site l with d_l(i) <= d_{l+1}(i), by binary search (without rounding that
+// predicate is monotone in l: consecutive breakpoints never decrease), which
+// is where the sequential walk stops: the smallest minimiser.  Returns the
+// site's position; best = its distance.
+__device__ __forceinline__ int ndf_squery(const unsigned *w, int stride, const unsigned short *stk, int G, int i,
+                                          unsigned s2, unsigned &best) {
+  int lo = 0, hi = G - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi) >> 1, v0 = stk[mid], v1 = stk[mid + 1];
+    const unsigned d0 = w[v0 * stride] + (unsigned)((v0 - i) * (v0 - i)) * s2;
+    const unsigned d1 = w[v1 * stride] + (unsigned)((v1 - i) * (v1 - i)) * s2;
+    if (d0 <= d1)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  const int v = stk[lo];
+  best = w[v * stride] + (unsigned)((v - i) * (v - i)) * s2;
+  return v;
 }
 
 #if FIRST && !LAST
@@ -1032,6 +1079,8 @@ extern "C" __global__ void __launch_bounds__(256) ndf_edt_smid(const ndf_edt_par
   extern __shared__ __align__(16) unsigned char ndf_wsmem[];
   __shared__ ndf_i64 lbase[32]; // working index of each line's start (-1: past the last line)
   __shared__ int lany[32];      // the line has a site
+  __shared__ int llong[32];     // a search of the line went past p.scap: its envelope answers it
+  __shared__ int lG[32];        // the envelope's length
   const int tid = threadIdx.x, nt = blockDim.x, lw = (int)p.slw, lsh = __ffs(lw) - 1; // lw: 8, 16 or 32
   const int n = (int)p.n, total = lw * n;
   const ndf_i64 inner = p.inner;
@@ -1041,6 +1090,9 @@ extern "C" __global__ void __launch_bounds__(256) ndf_edt_smid(const ndf_edt_par
   unsigned *sw = (unsigned *)ndf_wsmem; // [x * lw + k]
 #if HAS_IDX
   int *sf = (int *)(sw + total);
+  unsigned short *stk = (unsigned short *)(sf + total); // [line * n + l]
+#else
+  unsigned short *stk = (unsigned short *)(sw + total);
 #endif
   const ndf_i64 ngroups = (p.nlines + lw - 1) / lw;
   for (ndf_i64 g = blockIdx.x; g < ngroups; g += gridDim.x) {
@@ -1049,6 +1101,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_edt_smid(const ndf_edt_par
       const ndf_i64 o = L / inner, j = L - o * inner;
       lbase[tid] = L < p.nlines ? o * p.n * inner + j : -1;
       lany[tid] = 0;
+      llong[tid] = 0;
     }
     __syncthreads();
     // Stage the lines, 4 loads in flight per thread.
@@ -1080,20 +1133,40 @@ extern "C" __global__ void __launch_bounds__(256) ndf_edt_smid(const ndf_edt_par
       }
     }
     __syncthreads();
+    int mylong = 0;
     for (int e = tid; e < total; e += nt) {
       const int k = e & (lw - 1), x = e >> lsh;
       const ndf_i64 b = lbase[k];
       if (b < 0) continue;
       unsigned best = NDF_WNONE;
       int pos = 0;
-      if (lany[k]) ndf_ssearch(sw + k, lw, n, x, s2, best, pos);
+      if (lany[k] && !ndf_ssearch(sw + k, lw, n, x, s2, p.scap, best, pos)) {
+        llong[k] = 1; // the line's envelope writes this voxel
+        mylong = 1;
+        continue;
+      }
       const ndf_i64 gi = b + (ndf_i64)x * inner;
       dw[gi] = best;
 #if HAS_IDX
       p.dfeat[gi] = best != NDF_WNONE ? sf[pos * lw + k] : -1;
 #endif
     }
-    __syncthreads(); // the next group overwrites the staging, lbase and lany
+    if (__syncthreads_or(mylong)) { // some line searched too far: its envelope answers all its positions
+      if (tid < lw && llong[tid]) lG[tid] = ndf_senv(sw + tid, lw, n, stk + tid * n, (ndf_i64)p.s);
+      __syncthreads();
+      for (int e = tid; e < total; e += nt) {
+        const int k = e & (lw - 1), x = e >> lsh;
+        if (!llong[k]) continue;
+        unsigned best;
+        const int pos = ndf_squery(sw + k, lw, stk + k * n, lG[k], x, s2, best);
+        const ndf_i64 gi = lbase[k] + (ndf_i64)x * inner;
+        dw[gi] = best;
+#if HAS_IDX
+        p.dfeat[gi] = sf[pos * lw + k];
+#endif
+      }
+      __syncthreads();
+    } // (__syncthreads_or is the barrier before the next group overwrites the staging and the tables)
   }
 }
 #endif
@@ -1103,6 +1176,8 @@ extern "C" __global__ void __launch_bounds__(256, 5) ndf_edt_srows(const ndf_edt
   extern __shared__ __align__(16) unsigned char ndf_wsmem[];
   __shared__ ndf_i64 rdb[32], rxb[32]; // each row's output offsets
   __shared__ int rany[32];             // the row has a site (else the image has no background)
+  __shared__ int rlong[32];            // a search of the row went past p.scap: its envelope answers it
+  __shared__ int rG[32];               // the envelope's length
   const int tid = threadIdx.x, nt = blockDim.x, R = (int)p.slw, n = (int)p.n;
   const unsigned s2 = (unsigned)p.s * (unsigned)p.s;
   const unsigned *gw = (const unsigned *)(const void *)p.sw;
@@ -1110,6 +1185,9 @@ extern "C" __global__ void __launch_bounds__(256, 5) ndf_edt_srows(const ndf_edt
   unsigned *sw = (unsigned *)ndf_wsmem; // [row * n + x]
 #if HAS_IDX
   int *sf = (int *)(sw + R * n);
+  unsigned short *stk = (unsigned short *)(sf + R * n); // [row * n + l]
+#else
+  unsigned short *stk = (unsigned short *)(sw + R * n);
 #endif
   const ndf_i64 ngroups = (p.nlines + R - 1) / R;
   for (ndf_i64 g = blockIdx.x; g < ngroups; g += gridDim.x) {
@@ -1119,6 +1197,7 @@ extern "C" __global__ void __launch_bounds__(256, 5) ndf_edt_srows(const ndf_edt
       rdb[tid] = ndf_offset(p, (r0 + tid) * p.n, p.dstr);
       rxb[tid] = ndf_offset(p, (r0 + tid) * p.n, p.xstr);
       rany[tid] = 0;
+      rlong[tid] = 0;
     }
     __syncthreads();
     const ndf_i64 base = r0 * p.n; // the rows are one contiguous chunk of the source
@@ -1149,19 +1228,24 @@ extern "C" __global__ void __launch_bounds__(256, 5) ndf_edt_srows(const ndf_edt
     }
     __syncthreads();
     int k = tid / n, i = tid - k * n; // element e = k n + i
+    int mylong = 0;
     for (int e = tid; e < cnt; e += nt) {
       if (!rany[k]) { // the image has no background
         ndf_emit(p, rdb[k] + i * ds, rxb[k] + i * xs, -1, ndf_nobg(p, (r0 + k) * p.n + i));
       } else {
         unsigned best;
         int pos;
-        ndf_ssearch(sw + k * n, 1, n, i, s2, best, pos);
+        if (ndf_ssearch(sw + k * n, 1, n, i, s2, p.scap, best, pos)) {
 #if HAS_IDX
-        const int f = sf[k * n + pos];
+          const int f = sf[k * n + pos];
 #else
-        const int f = 0;
+          const int f = 0;
 #endif
-        ndf_emit(p, rdb[k] + i * ds, rxb[k] + i * xs, f, (double)best);
+          ndf_emit(p, rdb[k] + i * ds, rxb[k] + i * xs, f, (double)best);
+        } else { // the row's envelope writes this voxel
+          rlong[k] = 1;
+          mylong = 1;
+        }
       }
       i += nt;
       while (i >= n) {
@@ -1169,7 +1253,31 @@ extern "C" __global__ void __launch_bounds__(256, 5) ndf_edt_srows(const ndf_edt
         k++;
       }
     }
-    __syncthreads(); // the next group overwrites the staging and the row tables
+    if (__syncthreads_or(mylong)) { // some row searched too far: its envelope answers all its positions
+      if (tid < rows && rlong[tid]) rG[tid] = ndf_senv(sw + tid * n, 1, n, stk + tid * n, (ndf_i64)p.s);
+      __syncthreads();
+      k = tid / n;
+      i = tid - k * n;
+      for (int e = tid; e < cnt; e += nt) {
+        if (rlong[k]) {
+          unsigned best;
+          const int pos = ndf_squery(sw + k * n, 1, stk + k * n, rG[k], i, s2, best);
+#if HAS_IDX
+          const int f = sf[k * n + pos];
+#else
+          const int f = 0;
+          (void)pos;
+#endif
+          ndf_emit(p, rdb[k] + i * ds, rxb[k] + i * xs, f, (double)best);
+        }
+        i += nt;
+        while (i >= n) {
+          i -= n;
+          k++;
+        }
+      }
+      __syncthreads();
+    } // (__syncthreads_or is the barrier before the next group overwrites the staging and the row tables)
   }
 }
 #endif

@@ -239,13 +239,15 @@ done:
  * NDF_EDT_WARPS=1: the default without exact arithmetic, here on exact too);
  * 9 = 0 without the search path and with ndf_wenv for lane 0's envelope
  * without exact arithmetic (NDF_EDT_SEARCH=0, NDF_EDT_SERIAL=old: the
- * session-4 kernels; by default ndf_wenv1 builds it).  Mode 0 (and 7, 8) take the search path (ndf_edt_s*)
+ * session-4 kernels; by default ndf_wenv1 builds it); 10 = 0 with searches
+ * capped at radius 2 (NDF_EDT_SCAP=2: most lines of the search path answered
+ * by their envelope, ndf_senv / ndf_squery).  Mode 0 (and 7, 8) take the search path (ndf_edt_s*)
  * where it applies (integer sampling, W < 2^32, 2+ spatial axes); modes 1-6
  * name envelope kernels, which turns it off.  Modes 0-3 leave the middle
  * axes' automatic choice (ndf_edt_wlines with exact arithmetic). */
-#define EDT_MODES 10
+#define EDT_MODES 11
 static void edt_rows_mode(dcase *c, int mode) {
-  static const char *const names[] = {NULL, "warp", "serial", "tile", "tile", NULL, NULL, NULL, NULL, NULL};
+  static const char *const names[] = {NULL, "warp", "serial", "tile", "tile", NULL, NULL, NULL, NULL, NULL, NULL};
   if (names[mode])
     setenv("NDF_EDT_ROWS", names[mode], 1);
   else
@@ -269,6 +271,10 @@ static void edt_rows_mode(dcase *c, int mode) {
     unsetenv("NDF_EDT_SEARCH");
     unsetenv("NDF_EDT_SERIAL");
   }
+  if (mode == 10)
+    setenv("NDF_EDT_SCAP", "2", 1);
+  else
+    unsetenv("NDF_EDT_SCAP");
   if (mode == 7 || mode == 8) {
     setenv("NDF_EDT_FIRST", mode == 7 ? "512" : "1024", 1);
     setenv("NDF_EDT_WARPS", mode == 7 ? "2" : "1", 1);
@@ -284,6 +290,7 @@ static void edt_rows_mode(dcase *c, int mode) {
            : mode == 7 ? " first 512 warps 2"
            : mode == 8 ? " first 1024 warps 1"
            : mode == 9 ? " search off, serial old"
+           : mode == 10 ? " search cap 2"
                        : "");
 }
 
@@ -330,7 +337,7 @@ static void test_gpu_edt_paths(void **state) {
     for (int samp = 0; samp < 3; samp++)
       for (size_t q = 0; q < sizeof kinds / sizeof kinds[0]; q++)
         for (int mode = 0; mode < EDT_MODES; mode++) {
-          if (small && ((mode != 0 && mode != 4 && mode != 9) || (q != 0 && q != 3 && q != 4))) continue;
+          if (small && ((mode != 0 && mode != 4 && mode != 9 && mode != 10) || (q != 0 && q != 3 && q != 4))) continue;
           dcase c;
           memset(&c, 0, sizeof c);
           c.dt = NDF_UINT8;
@@ -366,6 +373,7 @@ out:
   unsetenv("NDF_EDT_W");
   unsetenv("NDF_EDT_SEARCH");
   unsetenv("NDF_EDT_SERIAL");
+  unsetenv("NDF_EDT_SCAP");
   if (failed) printf("%d of %d path cases failed; seed %llu\n", failed, ncase, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);
 }
@@ -398,6 +406,7 @@ static void test_gpu_benchmark_shapes(void **state) {
       {2, 0, {1024, 1024}, 0, 1, 9},
       {2, 0, {1024, 1024}, 1, 1, 9},      /* the sampling + indices workload on ndf_wenv (session 4) */
       {3, 1, {8, 1024, 1024}, 0, 1, 0},   /* the search path with features, batched */
+      {3, 0, {256, 256, 256}, 0, 1, 10},  /* the search path's envelope fallback (NDF_EDT_SCAP=2) */
   };
   /* Short runs (NDF_TEST_CASES < 100, as gpu_run.sh's compute-sanitizer pass
    * uses) take the 1024^2 shapes only. */
@@ -629,6 +638,7 @@ int main(void) {
   unsetenv("NDF_EDT_WARPS");
   unsetenv("NDF_EDT_SEARCH");
   unsetenv("NDF_EDT_SERIAL");
+  unsetenv("NDF_EDT_SCAP");
   ndf_cache_stats st;
   ndf_ctx_cache_stats(s->ctx, &st);
   printf("kernel cache: %llu memory hits, %llu disk hits, %llu compiles (%.0f ms)\n",

@@ -12,7 +12,7 @@ python3 - "$root/templates/distance_edt.cu" "$tmp/search.inc" <<'PY'
 import sys
 s = open(sys.argv[1]).read()
 a = s.index('#define NDF_WNONE'); b = s.index('#if FIRST && !LAST', a)
-open(sys.argv[2], 'w').write(s[a:b])
+open(sys.argv[2], 'w').write(s[a:b].replace('__device__ int ndf_senv', 'static int ndf_senv'))
 PY
 g++ -std=c++17 -O2 -Wall -I"$root/include" -DSEARCH_INC="\"$tmp/search.inc\"" -o "$tmp/chk" \
   "$here/edt_search_check.cpp" -L"$build" -lndforge -Wl,-rpath,"$build"

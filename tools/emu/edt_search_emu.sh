@@ -16,7 +16,7 @@ s = open(sys.argv[1]).read()
 head = s[:s.index('// ---- axes other than the last: one thread per line')]
 tail = s[s.index('// ---- the search path'):]
 k = head + tail
-k = k.replace('__device__ __forceinline__', 'static inline').replace('__device__ double ndf_nobg', 'static double ndf_nobg')
+k = k.replace('__device__ __forceinline__', 'static inline').replace('__device__ double ndf_nobg', 'static double ndf_nobg').replace('__device__ int ndf_senv', 'static int ndf_senv')
 k = k.replace('extern __shared__ __align__(16) unsigned char ndf_wsmem[];', 'unsigned char *ndf_wsmem = emu_dyn;')
 k = k.replace('__shared__ ', 'static ')
 k = k.replace('extern "C" __global__', 'static')

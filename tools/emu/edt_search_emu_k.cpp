@@ -3,6 +3,7 @@
 // times: EMU_FIRST/EMU_LAST select ndf_edt_sfirst, ndf_edt_smid or
 // ndf_edt_srows); emu_pass_<EMU_NAME> runs it with one std::thread per CUDA
 // thread, blocks in turn, real barriers, shared memory as static storage.
+#include <atomic>
 #include <barrier>
 #include <cmath>
 #include <cstdint>
@@ -29,6 +30,16 @@ static emu_dim3 blockDim, gridDim;
 static std::barrier<> *g_bar;
 alignas(16) static unsigned char emu_dyn[65536];
 static inline void __syncthreads() { g_bar->arrive_and_wait(); }
+static std::atomic<int> g_or{0};
+static inline int __syncthreads_or(int v) {
+  if (v) g_or = 1;
+  g_bar->arrive_and_wait();
+  const int r = g_or;
+  g_bar->arrive_and_wait();
+  if (threadIdx.x == 0 && threadIdx.y == 0) g_or = 0;
+  g_bar->arrive_and_wait();
+  return r;
+}
 static inline int __ffs(unsigned x) { return __builtin_ffs((int)x); }
 static inline int __clz(unsigned x) { return x ? __builtin_clz(x) : 32; }
 static inline double __dmul_rn(double a, double b) { return a * b; }
@@ -43,7 +54,7 @@ extern "C" void EMU_CAT(emu_pass_, EMU_NAME)(const void *in, const int *sfeat, c
                                              int64_t inner, double s, int nd, int nb, int axis, int64_t npix,
                                              const int64_t *shape, const int64_t *istr, const int64_t *dstr,
                                              const int64_t *xstr, int64_t xk, const double *samp, int64_t slw,
-                                             unsigned grid, unsigned bx, unsigned by) {
+                                             int scap, unsigned grid, unsigned bx, unsigned by) {
   ndf_edt_params p;
   memset(&p, 0, sizeof p);
   p.in = (const TIN *)in;
@@ -70,6 +81,7 @@ extern "C" void EMU_CAT(emu_pass_, EMU_NAME)(const void *in, const int *sfeat, c
   }
   p.xk = xk;
   p.slw = slw;
+  p.scap = scap;
   gridDim = {grid, 1};
   blockDim = {bx, by};
   memset(emu_dyn, 0xa5, sizeof emu_dyn); // stale shared memory
