@@ -605,53 +605,96 @@ __device__ int ndf_wenv(ndf_site *S, ndf_i64 n, ndf_i64 m, ndf_i64 wstride, doub
 
 // Lane 0 builds the envelope of a whole staged row S[0, n) in place, as
 // ndf_wenv's step 1 does for one segment (scipy's sites, tests and order:
-// the same stack bit for bit), with a shorter dependent chain per site: int
-// positions (32-bit conversions to double), the next site loaded while the
-// current one is tested, and a = (top - prev) s carried from the test that
-// pushed the top (it is the same product) instead of recomputed.  Returns the
-// stack's length to every lane.  (ndf_edt_wrows without exact arithmetic;
-// NDF_EDT_SERIAL=old keeps ndf_wenv.)
+// the same stack bit for bit), with a shorter dependent chain per site.
+// Every site is pushed, so when site x arrives the top is always the
+// previous site; when that one was pushed without a pop, the one below is
+// the site before it.  So first (ndf_wenv1_pre, every lane) T[x] = the
+// outcome of scipy's test of x against (x - 2, x - 1) for every x whose two
+// predecessors are sites (1: the top stays, 2: it goes; 0: not known); then
+// lane 0 walks the sites and, where x - 1 was pushed without a pop, takes
+// T[x] instead of computing the same test (same operands, same operations,
+// same result); after a pop it tests as scipy does.  The chain per site is
+// then a shared load that does not depend on the stack.  Also: int
+// positions (32-bit conversions), the next site and its T loaded ahead, and
+// a = (top - prev) s carried.  Returns the stack's length to every lane.
+// (ndf_edt_wrows without exact arithmetic; NDF_EDT_SERIAL=old: ndf_wenv.)
 #if !FIRST
-__device__ int ndf_wenv1(ndf_site *S, int n, double s) {
+__device__ __forceinline__ void ndf_wenv1_pre(const ndf_site *S, unsigned char *T, int n, double s, int lane) {
+  for (int x = lane; x < n; x += 32) {
+    unsigned char t = 0;
+    if (x >= 2 && S[x].f >= 0 && S[x - 1].f >= 0 && S[x - 2].f >= 0)
+      t = ndf_hidden(x - 2, S[x - 2].w, x - 1, S[x - 1].w, x, S[x].w, s) ? 2 : 1;
+    T[x] = t;
+  }
+}
+
+__device__ int ndf_wenv1(ndf_site *S, unsigned char *T, int n, double s) {
+  ndf_wenv1_pre(S, T, n, s, threadIdx.x);
+  __syncwarp();
   int len = 0;
   if (threadIdx.x == 0 && n > 0) {
     int tv = 0, pv = 0;         // positions of the top and the previous site
     double tw = 0.0, pw = 0.0;  // their W
     double a = 0.0;             // (tv - pv) s while len >= 2
+    bool clean = false;         // the top is site x - 1, pushed without a pop, over site x - 2
     ndf_site e = S[0];
+    unsigned char te = T[0];
     for (int j = 0; j < n; j++) {
-      const ndf_site nx = S[j + 1 < n ? j + 1 : j]; // in flight during the tests (len <= j: not overwritten)
+      const int jn = j + 1 < n ? j + 1 : j;
+      const ndf_site nx = S[jn]; // in flight during the tests (len <= j: not overwritten)
+      const unsigned char tn = T[jn];
       if (e.f >= 0) {
         const int x = e.v;
         const double wx = e.w;
         double b = 0.0;
         bool tested = false; // b = (x - tv) s was computed against the current top
-        while (len >= 2) {
-          b = ndf_mul((double)(x - tv), s);
-          const double c = ndf_add(a, b);
-          const double t = ndf_sub(ndf_sub(ndf_sub(ndf_mul(c, tw), ndf_mul(b, pw)), ndf_mul(a, wx)), ndf_mul(ndf_mul(a, b), c));
-          if (t <= 0.0) { // the top stays (ndf_hidden: !(t <= 0))
-            tested = true;
-            break;
+        if (clean && te == 1) { // scipy's test against (x - 2, x - 1) keeps the top: push
+        } else {
+          if (clean && te == 2) { // the same test removes the top: pop it, then test as scipy does
+            --len;
+            tv = pv;
+            tw = pw;
+            if (len >= 2) {
+              const ndf_site q = S[len - 2];
+              pv = q.v;
+              pw = q.w;
+              a = ndf_mul((double)(tv - pv), s);
+            }
           }
-          --len;
-          tv = pv;
-          tw = pw;
-          if (len >= 2) {
-            const ndf_site q = S[len - 2];
-            pv = q.v;
-            pw = q.w;
-            a = ndf_mul((double)(tv - pv), s);
+          while (len >= 2) {
+            b = ndf_mul((double)(x - tv), s);
+            const double c = ndf_add(a, b);
+            const double t =
+                ndf_sub(ndf_sub(ndf_sub(ndf_mul(c, tw), ndf_mul(b, pw)), ndf_mul(a, wx)), ndf_mul(ndf_mul(a, b), c));
+            if (t <= 0.0) { // the top stays (ndf_hidden: !(t <= 0))
+              tested = true;
+              break;
+            }
+            --len;
+            tv = pv;
+            tw = pw;
+            if (len >= 2) {
+              const ndf_site q = S[len - 2];
+              pv = q.v;
+              pw = q.w;
+              a = ndf_mul((double)(tv - pv), s);
+            }
           }
         }
         S[len++] = e;
         if (len >= 2) a = tested ? b : ndf_mul((double)(x - tv), s);
+        // the next site's T assumes (x - 1, x) on top: x - 1 was the top when x came and x popped nothing
+        // (any pop takes x - 1 first)
+        clean = len >= 2 && tv == x - 1;
         pv = tv;
         pw = tw;
         tv = x;
         tw = wx;
+      } else {
+        clean = false;
       }
       e = nx;
+      te = tn;
     }
   }
   __syncwarp();
@@ -726,7 +769,9 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_wrows(const ndf_edt_pa
     }
     __syncwarp();
     // 1-2. The envelope of the row (ndf_wenv).
-    const int G = !p.wexact && p.wfast ? ndf_wenv1(S, (int)n, p.s) : ndf_wenv(S, n, m, p.wstride, p.s, p.wtree);
+    // (ndf_wenv1's test outcomes T go where the walk's states L go later: n bytes of 4 n)
+    const int G = !p.wexact && p.wfast ? ndf_wenv1(S, (unsigned char *)(S + n), (int)n, p.s)
+                                       : ndf_wenv(S, n, m, p.wstride, p.s, p.wtree);
     // 3. Queries; the outputs are written along the row.
     const ndf_i64 db = ndf_offset(p, r0, p.dstr), ds = p.dstr[p.axis];
     const ndf_i64 xb = ndf_offset(p, r0, p.xstr), xs = p.xstr[p.axis];

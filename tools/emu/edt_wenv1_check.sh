@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # edt_wenv1_check.sh [rows] -- ndf_wenv1 (templates/distance_edt.cu: lane 0's
 # envelope in ndf_edt_wrows without exact arithmetic) against scipy's build
-# loop written with the template's own ndf_hidden, on random rows of W =
+# loop written with the template's own ndf_hidden (the lanes' precomputed tests
+# ndf_wenv1_pre run for all 32 lanes), on random rows of W =
 # (k s0)^2 (the first pass's values) and sites without a feature, for
 # non-integer samplings: the stacks must be identical (exits 0 when so).
 set -euo pipefail
@@ -14,7 +15,7 @@ a = s.index('struct ndf_site {'); b = s.index('struct ndf_edt_params {')
 site = s[a:b]
 a = s.index('__device__ __forceinline__ double ndf_mul'); b = s.index('// The query\'s distance')
 ar = s[a:b]
-a = s.index('__device__ int ndf_wenv1('); b = s.index('#endif', a)
+a = s.index('__device__ __forceinline__ void ndf_wenv1_pre('); b = s.index('#endif', a)
 w1 = s[a:b]
 k = site + ar + w1
 k = k.replace('__device__ __forceinline__', 'static inline').replace('__device__ int', 'static int')
@@ -59,7 +60,9 @@ int main(int argc, char **argv) {
       A.push_back(row[x]);
     }
     B = row;
-    const int G = ndf_wenv1(B.data(), n, s1);
+    std::vector<unsigned char> T((size_t)n, 0xee);
+    for (int lane = 1; lane < 32; lane++) ndf_wenv1_pre(B.data(), T.data(), n, s1, lane); // lane 0's part: inside
+    const int G = ndf_wenv1(B.data(), T.data(), n, s1);
     bool same = G == (int)A.size();
     for (int i = 0; same && i < G; i++) same = A[i].v == B[i].v && A[i].f == B[i].f && A[i].w == B[i].w;
     if (!same) {
