@@ -26,7 +26,7 @@
  * ndf_edt_wlines or ndf_edt_lines (edt_wlines_plan). */
 static const char *edt_kernel(int d, int nsp, int wrows, int wlines, int first1k) {
   return d == nsp - 1 ? (wrows ? "ndf_edt_wrows" : "ndf_edt_rows")
-         : d == 0     ? (first1k ? "ndf_edt_first1k" : "ndf_edt_first")
+         : d == 0     ? (first1k == 2 ? "ndf_edt_bfirst" : first1k ? "ndf_edt_first1k" : "ndf_edt_first")
                       : (wlines ? "ndf_edt_wlines" : "ndf_edt_lines");
 }
 
@@ -36,11 +36,16 @@ static const char *edt_kernel(int d, int nsp, int wrows, int wlines, int first1k
  * adjacent lines: every warp access covers whole 32-byte sectors of the
  * features).  The second is the default without exact arithmetic (it was
  * 0.265 ms on the 1024^2 sampling + indices workload, against 0.315 ms after
- * the change: issue 5); NDF_EDT_FIRST=512 / 1024 forces one. */
-static int edt_first1k(int exact) {
+ * the change: issue 5); NDF_EDT_FIRST=512 / 1024 forces one.  Returns 2
+ * (session 5) for ndf_edt_bfirst (the search path's bit-mask first pass with
+ * the envelope kernels' output; 512 threads, segments of at most 32 voxels,
+ * so axis 0 up to 16384): the default without exact arithmetic, forced by
+ * NDF_EDT_FIRST=bits. */
+static int edt_first1k(int exact, int64_t n0) {
   const char *env = getenv("NDF_EDT_FIRST");
   if (env && !strcmp(env, "512")) return 0;
   if (env && !strcmp(env, "1024")) return 1;
+  if (n0 <= 16384 && ((env && !strcmp(env, "bits")) || !exact)) return 2;
   return !exact;
 }
 
@@ -368,7 +373,7 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
   if (sp.use) return edt_search_cuda(ctx, name, in, dist, idx, nb, sampling, &sp, debug);
 
   const edt_wplan wp = edt_wrows_plan(in, nb, sampling);
-  const int first1k = edt_first1k(edt_exact(in, nb, sampling));
+  const int first1k = edt_first1k(edt_exact(in, nb, sampling), in->shape[nb]);
   const int w32 = edt_w32(in, nb, sampling);
   const size_t wsize = w32 ? 4 : 8; /* bytes of one W between passes */
   /* ndf_wenv merges the lanes' segments in a tree, or (NDF_EDT_MERGE=serial) lane 0 in order. */
@@ -485,10 +490,14 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
        * of 8+ voxels, at most 512 threads per block. */
       /* ndf_edt_first1k (edt_first1k): 32 lines, or 16 / 8 while that
        * leaves fewer than two blocks per SM; at most 1024 threads. */
-      const int64_t maxt = first1k ? 1024 : 512, minlw = first1k ? 8 : 4;
-      const int64_t want = (first1k ? 2 : 6) * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132);
+      /* ndf_edt_bfirst (first1k == 2): as ndf_edt_first, with segments of at most 32 voxels (bit masks). */
+      const int k1 = first1k == 1;
+      const int64_t maxt = k1 ? 1024 : 512, minlw = k1 ? 8 : 4;
+      const int64_t want = (k1 ? 2 : 6) * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132);
       int64_t lw = 32;
       while (lw > minlw && (nlines + lw - 1) / lw < want) lw /= 2;
+      if (first1k == 2)
+        while (lw > 1 && (n + 512 / lw - 1) / (512 / lw) > 32) lw /= 2;
       int64_t nseg = (n + 7) / 8;
       if (nseg > maxt / lw) nseg = maxt / lw; /* __launch_bounds__(512, 3) / (1024) */
       bx = (unsigned)lw;
@@ -515,7 +524,10 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
                                                     ? " serial-envelope walk (ndf_wenv)"
                                                     : " serial-envelope walk (ndf_wenv1)")
                          : "",
-              first && !last ? (first1k ? " (first: 1024-thread config)" : " (first: 512-thread config)") : "");
+              first && !last ? (first1k == 2   ? " (first: bit-mask segments)"
+                                : first1k ? " (first: 1024-thread config)"
+                                          : " (first: 512-thread config)")
+                             : "");
     }
     if (last && wp.use) /* a warp per row, wp.warps rows per block */
       s = ndf__launch(ctx, name, fns[d], ndf__grid(ctx, (nlines + wp.warps - 1) / wp.warps, wrows_per_sm), 32,

@@ -1068,9 +1068,11 @@ __device__ __forceinline__ int ndf_squery(const unsigned *w, int stride, const u
 // at 32 voxels or fewer): the previous and the next background of every
 // voxel come from the mask (or the neighbouring segments' exchange), so the
 // pass reads the input once and writes each voxel once.
-extern "C" __global__ void __launch_bounds__(512, 3) ndf_edt_sfirst(const ndf_edt_params p) {
-  __shared__ int sfirst[512], slast[512];
-  unsigned *dw = (unsigned *)(void *)p.dw;
+// ENV = 0: the search path's output (W uint32, NDF_WNONE without a site;
+// features with HAS_IDX).  ENV = 1 (ndf_edt_bfirst): the envelope kernels'
+// (feature always, -1 and W 0 without a site; W = ndf_qd(0, v, x, s) in
+// double, as ndf_edt_first writes it: the same choice, see above).
+template <int ENV> __device__ __forceinline__ void ndf_sfirst_body(const ndf_edt_params &p, int *sfirst, int *slast) {
   const int n = (int)p.n;
   const ndf_i64 inner = p.inner;
   const unsigned si = (unsigned)p.s;
@@ -1099,23 +1101,41 @@ extern "C" __global__ void __launch_bounds__(512, 3) ndf_edt_sfirst(const ndf_ed
     for (int k = ty + 1; k < nseg && next < 0; k++) next = sfirst[k * lw + tx];
     __syncthreads(); // the exchange is read before the next group overwrites it
     if (!active) continue;
-#if HAS_IDX
     const ndf_i64 fbase = w0 % p.npix; // the line lies in one image
-#endif
     for (int k = 0; k < cnt; k++) {
       const int x = x0 + k;
       const unsigned lo = bits & (0xffffffffu >> (31 - k)), hi = bits >> k; // bits 0..k, k..31
       const int pv = lo ? x0 + 31 - __clz(lo) : prev, nx = hi ? x + __ffs(hi) - 1 : next;
       // the nearer of the two, the previous on a tie (the same sampling scales both)
       const int v = pv < 0 ? nx : nx < 0 ? pv : (x - pv <= nx - x ? pv : nx);
-      const unsigned t = v < 0 ? 0u : (unsigned)(x > v ? x - v : v - x) * si;
       const ndf_i64 wi = w0 + (ndf_i64)x * inner;
-      dw[wi] = v < 0 ? NDF_WNONE : t * t;
+      if (ENV) {
+        p.dw[wi] = v < 0 ? (WT)0 : (WT)ndf_qd(0.0, v, x, p.s);
+        p.dfeat[wi] = v < 0 ? -1 : (int)(fbase + (ndf_i64)v * inner);
+      } else {
+        const unsigned t = v < 0 ? 0u : (unsigned)(x > v ? x - v : v - x) * si;
+        ((unsigned *)(void *)p.dw)[wi] = v < 0 ? NDF_WNONE : t * t;
 #if HAS_IDX
-      p.dfeat[wi] = v < 0 ? -1 : (int)(fbase + (ndf_i64)v * inner);
+        p.dfeat[wi] = v < 0 ? -1 : (int)(fbase + (ndf_i64)v * inner);
 #endif
+      }
     }
   }
+}
+
+extern "C" __global__ void __launch_bounds__(512, 3) ndf_edt_sfirst(const ndf_edt_params p) {
+  __shared__ int sfirst[512], slast[512];
+  ndf_sfirst_body<0>(p, sfirst, slast);
+}
+
+// The first pass of the envelope kernels by ndf_sfirst_body (segments of at
+// most 32 voxels as bit masks: the input read once, each voxel written
+// once), instead of ndf_edt_first's three sweeps; default without exact
+// arithmetic (the 1024^2 sampling + indices workload), NDF_EDT_FIRST=512 /
+// 1024 forces ndf_edt_first / ndf_edt_first1k.
+extern "C" __global__ void __launch_bounds__(512, 3) ndf_edt_bfirst(const ndf_edt_params p) {
+  __shared__ int sfirst[512], slast[512];
+  ndf_sfirst_body<1>(p, sfirst, slast);
 }
 #endif
 

@@ -14,7 +14,7 @@
 #include "ndforge.h"
 
 #define EMU_DECL(name)                                                                                             \
-  extern "C" void emu_pass_##name(const void *in, const int *sfeat, const unsigned *sw, int *dfeat, unsigned *dw, \
+  extern "C" void emu_pass_##name(const void *in, const int *sfeat, const void *sw, int *dfeat, void *dw,         \
                                   void *dist, int *idx, int64_t nlines, int64_t n, int64_t inner, double s, int nd, \
                                   int nb, int axis, int64_t npix, const int64_t *shape, const int64_t *istr,      \
                                   const int64_t *dstr, const int64_t *xstr, int64_t xk, const double *samp,       \
@@ -25,6 +25,8 @@ EMU_DECL(smid0)
 EMU_DECL(smid1)
 EMU_DECL(srows0)
 EMU_DECL(srows1)
+EMU_DECL(bfirst)
+EMU_DECL(ofirst)
 
 static uint64_t rs = 0x9e3779b97f4a7c15ull;
 static uint64_t rnd() {
@@ -179,6 +181,31 @@ int main(int argc, char **argv) {
                                                         gd.data(), has_idx ? gi.data() : nullptr, nlines, n, inner,
                                                         samp[d], nd, nb, axis, npix, sh, istr, dstr, xstr, xk, samp, R,
                                                         scap, grid, bx, 1);
+        }
+      }
+      { // the envelope kernels' first pass: ndf_edt_bfirst (random block shape) = ndf_edt_first (its own)
+        const int axis = nb;
+        int64_t inner = 1;
+        for (int a = axis + 1; a < nd; a++) inner *= sh[a];
+        const int64_t n = sh[axis], nlines = N / n;
+        const double s0 = urand() < 0.5 ? samp[0] : (urand() < 0.5 ? 0.7 : 1.3);
+        std::vector<double> wb((size_t)N, -5.0), wo((size_t)N, -6.0);
+        std::vector<int> fb((size_t)N, -99), fo((size_t)N, -98);
+        int64_t lw = irand(1, 32), minseg = (n + 31) / 32;
+        while (lw > 1 && 512 / lw < minseg) lw--;
+        const int64_t nseg = irand(minseg, std::min<int64_t>(512 / lw, std::max<int64_t>(minseg, n)));
+        emu_pass_bfirst(base, nullptr, nullptr, fb.data(), wb.data(), nullptr, nullptr, nlines, n, inner, s0, nd, nb,
+                        axis, npix, sh, istr, dstr, xstr, xk, samp, 0, 0, (unsigned)irand(1, 3), (unsigned)lw,
+                        (unsigned)nseg);
+        const int64_t olw = 8 << irand(0, 2), onseg = std::min<int64_t>((n + 7) / 8, 1024 / olw);
+        emu_pass_ofirst(base, nullptr, nullptr, fo.data(), wo.data(), nullptr, nullptr, nlines, n, inner, s0, nd, nb,
+                        axis, npix, sh, istr, dstr, xstr, xk, samp, 0, 0, (unsigned)irand(1, 3), (unsigned)olw,
+                        (unsigned)std::max<int64_t>(onseg, 1));
+        int64_t fd = 0;
+        for (int64_t i = 0; i < N; i++) fd += fb[i] != fo[i] || std::memcmp(&wb[i], &wo[i], sizeof(double)) != 0;
+        if (fd) {
+          printf("case %d: bfirst vs first: %lld voxels differ (s0 %g)\n", cs, (long long)fd, s0);
+          bad++;
         }
       }
       int64_t diff = 0, first = -1, idiff = 0;

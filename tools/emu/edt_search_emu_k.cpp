@@ -18,7 +18,7 @@
 #define NDF_SLOT(x) NDF_SLOT_##x
 #define NDF_SLOT_TIN unsigned char
 #define NDF_SLOT_DOUT EMU_DOUT
-#define NDF_SLOT_WT unsigned int
+#define NDF_SLOT_WT EMU_WT
 #define NDF_SLOT_FIRST EMU_FIRST
 #define NDF_SLOT_LAST EMU_LAST
 #define NDF_SLOT_HAS_DIST EMU_HAS_DIST
@@ -49,8 +49,8 @@ static inline double __dsub_rn(double a, double b) { return a - b; }
 
 #define EMU_CAT2(a, b) a##b
 #define EMU_CAT(a, b) EMU_CAT2(a, b)
-extern "C" void EMU_CAT(emu_pass_, EMU_NAME)(const void *in, const int *sfeat, const unsigned *sw, int *dfeat,
-                                             unsigned *dw, void *dist, int *idx, int64_t nlines, int64_t n,
+extern "C" void EMU_CAT(emu_pass_, EMU_NAME)(const void *in, const int *sfeat, const void *sw, int *dfeat,
+                                             void *dw, void *dist, int *idx, int64_t nlines, int64_t n,
                                              int64_t inner, double s, int nd, int nb, int axis, int64_t npix,
                                              const int64_t *shape, const int64_t *istr, const int64_t *dstr,
                                              const int64_t *xstr, int64_t xk, const double *samp, int64_t slw,
@@ -59,9 +59,9 @@ extern "C" void EMU_CAT(emu_pass_, EMU_NAME)(const void *in, const int *sfeat, c
   memset(&p, 0, sizeof p);
   p.in = (const TIN *)in;
   p.sfeat = sfeat;
-  p.sw = sw;
+  p.sw = (const WT *)sw;
   p.dfeat = dfeat;
-  p.dw = dw;
+  p.dw = (WT *)dw;
   p.dist = (DOUT *)dist;
   p.idx = idx;
   p.nlines = nlines;
