@@ -75,7 +75,7 @@ struct ndf_edt_params {
   ndf_i64 wpitch;                 // ndf_edt_wlines: pitch (positions) of a line's staged outputs
   int wtree;                      // ndf_wenv: 1 = merge the segments in a tree (5 levels), 0 = lane 0 in order
   ndf_i64 slw;                    // ndf_edt_smid / ndf_edt_srows: lines (rows) per block
-  int wfast;                      // ndf_edt_wrows without exact arithmetic: 1 = lane 0 builds with ndf_wenv1
+  int wfast;                      // ndf_edt_wrows without exact arithmetic: 1 = lane 0 builds with ndf_wenv1 (NDF_EDT_SERIAL=new)
   int scap;                       // ndf_edt_smid / ndf_edt_srows: longest search (radius) before a line's envelope
 };
 
@@ -617,7 +617,9 @@ __device__ int ndf_wenv(ndf_site *S, ndf_i64 n, ndf_i64 m, ndf_i64 wstride, doub
 // then a shared load that does not depend on the stack.  Also: int
 // positions (32-bit conversions), the next site and its T loaded ahead, and
 // a = (top - prev) s carried.  Returns the stack's length to every lane.
-// (ndf_edt_wrows without exact arithmetic; NDF_EDT_SERIAL=old: ndf_wenv.)
+// (ndf_edt_wrows without exact arithmetic under NDF_EDT_SERIAL=new; measured
+// slower than ndf_wenv on the 1024^2 sampling + indices workload, 0.320 against
+// 0.267 ms on the H200, so not the default.)
 #if !FIRST
 __device__ __forceinline__ void ndf_wenv1_pre(const ndf_site *S, unsigned char *T, int n, double s, int lane) {
   for (int x = lane; x < n; x += 32) {

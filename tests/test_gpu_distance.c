@@ -237,9 +237,9 @@ done:
  * NDF_EDT_WARPS=2: run 1's choice without exact arithmetic); 8 = 0 with
  * ndf_edt_first1k and one row per block forced (NDF_EDT_FIRST=1024,
  * NDF_EDT_WARPS=1: the default without exact arithmetic, here on exact too);
- * 9 = 0 without the search path and with ndf_wenv for lane 0's envelope
- * without exact arithmetic (NDF_EDT_SEARCH=0, NDF_EDT_SERIAL=old: the
- * session-4 kernels; by default ndf_wenv1 builds it); 10 = 0 with searches
+ * 9 = 0 without the search path (NDF_EDT_SEARCH=0: the session-4 kernels);
+ * modes 2 and 8 build lane 0's envelope (no exact arithmetic) with ndf_wenv1
+ * (NDF_EDT_SERIAL=new), the others with ndf_wenv; 10 = 0 with searches
  * capped at radius 2 (NDF_EDT_SCAP=2: most lines of the search path answered
  * by their envelope, ndf_senv / ndf_squery).  Mode 0 (and 7, 8) take the search path (ndf_edt_s*)
  * where it applies (integer sampling, W < 2^32, 2+ spatial axes); modes 1-6
@@ -264,13 +264,14 @@ static void edt_rows_mode(dcase *c, int mode) {
     setenv("NDF_EDT_W", "double", 1);
   else
     unsetenv("NDF_EDT_W");
-  if (mode == 9) {
+  if (mode == 9)
     setenv("NDF_EDT_SEARCH", "0", 1);
-    setenv("NDF_EDT_SERIAL", "old", 1);
-  } else {
+  else
     unsetenv("NDF_EDT_SEARCH");
+  if (mode == 2 || mode == 8) /* lane 0's envelope by ndf_wenv1 */
+    setenv("NDF_EDT_SERIAL", "new", 1);
+  else
     unsetenv("NDF_EDT_SERIAL");
-  }
   if (mode == 10)
     setenv("NDF_EDT_SCAP", "2", 1);
   else
@@ -288,8 +289,8 @@ static void edt_rows_mode(dcase *c, int mode) {
            : mode == 5 ? " merge serial"
            : mode == 6 ? " W double"
            : mode == 7 ? " first 512 warps 2"
-           : mode == 8 ? " first 1024 warps 1"
-           : mode == 9 ? " search off, serial old"
+           : mode == 8 ? " first 1024 warps 1, wenv1"
+           : mode == 9 ? " search off"
            : mode == 10 ? " search cap 2"
                        : "");
 }
@@ -404,7 +405,7 @@ static void test_gpu_benchmark_shapes(void **state) {
       {3, 0, {256, 256, 256}, 0, 0, 9},   /* the envelope kernels (NDF_EDT_SEARCH=0) */
       {3, 0, {256, 256, 256}, 0, 1, 9},
       {2, 0, {1024, 1024}, 0, 1, 9},
-      {2, 0, {1024, 1024}, 1, 1, 9},      /* the sampling + indices workload on ndf_wenv (session 4) */
+      {2, 0, {1024, 1024}, 1, 1, 8},      /* the sampling + indices workload on ndf_wenv1, ndf_edt_first1k */
       {3, 1, {8, 1024, 1024}, 0, 1, 0},   /* the search path with features, batched */
       {3, 0, {256, 256, 256}, 0, 1, 10},  /* the search path's envelope fallback (NDF_EDT_SCAP=2) */
   };
