@@ -997,29 +997,55 @@ extern "C" __global__ void __launch_bounds__(256) ndf_edt_wlines(const ndf_edt_p
 // caller then answers the whole line from its envelope (ndf_senv).
 __device__ __forceinline__ bool ndf_ssearch(const unsigned *w, int stride, int n, int i, unsigned s2, int cap,
                                             unsigned &best, int &pos) {
-  const unsigned *pl = w + i * stride, *pr = pl;
-  best = *pl;
+  const unsigned *p0 = w + i * stride;
+  best = *p0;
   pos = i;
   unsigned t = 0, dt = s2; // t = (r s)^2 = t + (2 r - 1) s^2
-  for (int r = 1;; r++) {
+  for (int r = 1;;) {
     t += dt;
     dt += 2 * s2;
-    pl -= stride;
-    pr += stride;
     const int yl = i - r, yr = i + r;
-    if (t > best || (yl < 0 && yr >= n)) break;
+    if (t > best || (yl < 0 && yr >= n)) return true;
     if (r > cap) return false;
-    const unsigned al = yl >= 0 ? *pl : NDF_WNONE, ar = yr < n ? *pr : NDF_WNONE;
-    if (al + t <= best) { // left of every candidate seen: wins a tie
-      best = al + t;
-      pos = yl;
-    }
-    if (ar + t < best) { // right of every candidate seen: loses a tie
-      best = ar + t;
-      pos = yr;
+    if (yl >= 3 && yr + 3 < n && r + 3 <= cap) {
+      // radii r .. r + 3 inside the line: 8 loads in flight, then the candidates in the
+      // sequential order (left, right, radius by radius); a radius past the stop (its t
+      // above best) cannot reach best, so testing it changes nothing
+      unsigned al[4], ar[4];
+#pragma unroll
+      for (int k = 0; k < 4; k++) {
+        al[k] = p0[-(r + k) * stride];
+        ar[k] = p0[(r + k) * stride];
+      }
+#pragma unroll
+      for (int k = 0; k < 4; k++) {
+        if (al[k] + t <= best) { // left of every candidate seen: wins a tie
+          best = al[k] + t;
+          pos = yl - k;
+        }
+        if (ar[k] + t < best) { // right of every candidate seen: loses a tie
+          best = ar[k] + t;
+          pos = yr + k;
+        }
+        if (k < 3) {
+          t += dt;
+          dt += 2 * s2;
+        }
+      }
+      r += 4;
+    } else {
+      const unsigned al = yl >= 0 ? p0[-r * stride] : NDF_WNONE, ar = yr < n ? p0[r * stride] : NDF_WNONE;
+      if (al + t <= best) {
+        best = al + t;
+        pos = yl;
+      }
+      if (ar + t < best) {
+        best = ar + t;
+        pos = yr;
+      }
+      r += 1;
     }
   }
-  return true;
 }
 
 // The fallback for a line with a long search (a few sites far apart, large

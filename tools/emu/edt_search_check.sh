@@ -14,6 +14,6 @@ s = open(sys.argv[1]).read()
 a = s.index('#define NDF_WNONE'); b = s.index('#if FIRST && !LAST', a)
 open(sys.argv[2], 'w').write(s[a:b].replace('__device__ int ndf_senv', 'static int ndf_senv'))
 PY
-g++ -std=c++17 -O2 -Wall -I"$root/include" -DSEARCH_INC="\"$tmp/search.inc\"" -o "$tmp/chk" \
+g++ -std=c++17 -O2 -Wall -Wno-unknown-pragmas -I"$root/include" -DSEARCH_INC="\"$tmp/search.inc\"" -o "$tmp/chk" \
   "$here/edt_search_check.cpp" -L"$build" -lndforge -Wl,-rpath,"$build"
 "$tmp/chk" "$@"
