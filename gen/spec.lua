@@ -132,7 +132,7 @@ return {
       name = "distance_edt",
       file = "templates/distance_edt.cu",
       kernels = { "ndf_edt_lines", "ndf_edt_rows", "ndf_edt_first", "ndf_edt_first1k", "ndf_edt_wrows",
-                  "ndf_edt_wlines" },
+                  "ndf_edt_wlines", "ndf_edt_sfirst", "ndf_edt_smid", "ndf_edt_srows", "ndf_edt_bfirst" },
       slots = {
         TIN = "input element type (C name; read by the first pass only)",
         DOUT = "distance type, double or float (written by the last pass only)",
@@ -140,7 +140,7 @@ return {
         FIRST = "1: the pass reads the input (axis 0)",
         LAST = "1: the pass writes distances and indices (the last axis)",
         HAS_DIST = "1: distances are wanted (LAST)",
-        HAS_IDX = "1: indices are wanted (LAST)",
+        HAS_IDX = "1: indices are wanted (LAST; the search kernels ndf_edt_s*: on every pass, features carried)",
       },
       families = {
         { TIN = { "unsigned char", "float" }, DOUT = { "double" }, WT = { "double" }, FIRST = { "1" }, LAST = { "0" },
@@ -153,6 +153,11 @@ return {
           HAS_DIST = { "1" }, HAS_IDX = { "1" } },
         { TIN = { "short", "double" }, DOUT = { "float" }, WT = { "double" }, FIRST = { "1" }, LAST = { "1" },
           HAS_DIST = { "0", "1" }, HAS_IDX = { "1" } },
+        -- the search path without indices (ndf_edt_sfirst, ndf_edt_smid, ndf_edt_srows)
+        { TIN = { "unsigned char" }, DOUT = { "double" }, WT = { "unsigned int" }, FIRST = { "1", "0" }, LAST = { "0" },
+          HAS_DIST = { "0" }, HAS_IDX = { "0" } },
+        { TIN = { "unsigned char" }, DOUT = { "double" }, WT = { "unsigned int" }, FIRST = { "0" }, LAST = { "1" },
+          HAS_DIST = { "1" }, HAS_IDX = { "0" } },
       },
     },
     {

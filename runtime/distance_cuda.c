@@ -26,7 +26,7 @@
  * ndf_edt_wlines or ndf_edt_lines (edt_wlines_plan). */
 static const char *edt_kernel(int d, int nsp, int wrows, int wlines, int first1k) {
   return d == nsp - 1 ? (wrows ? "ndf_edt_wrows" : "ndf_edt_rows")
-         : d == 0     ? (first1k ? "ndf_edt_first1k" : "ndf_edt_first")
+         : d == 0     ? (first1k == 2 ? "ndf_edt_bfirst" : first1k ? "ndf_edt_first1k" : "ndf_edt_first")
                       : (wlines ? "ndf_edt_wlines" : "ndf_edt_lines");
 }
 
@@ -36,11 +36,16 @@ static const char *edt_kernel(int d, int nsp, int wrows, int wlines, int first1k
  * adjacent lines: every warp access covers whole 32-byte sectors of the
  * features).  The second is the default without exact arithmetic (it was
  * 0.265 ms on the 1024^2 sampling + indices workload, against 0.315 ms after
- * the change: issue 5); NDF_EDT_FIRST=512 / 1024 forces one. */
-static int edt_first1k(int exact) {
+ * the change: issue 5); NDF_EDT_FIRST=512 / 1024 forces one.  Returns 2
+ * (session 5) for ndf_edt_bfirst (the search path's bit-mask first pass with
+ * the envelope kernels' output; 512 threads, segments of at most 32 voxels,
+ * so axis 0 up to 16384): the default without exact arithmetic, forced by
+ * NDF_EDT_FIRST=bits. */
+static int edt_first1k(int exact, int64_t n0) {
   const char *env = getenv("NDF_EDT_FIRST");
   if (env && !strcmp(env, "512")) return 0;
   if (env && !strcmp(env, "1024")) return 1;
+  if (n0 <= 16384 && ((env && !strcmp(env, "bits")) || !exact)) return 2;
   return !exact;
 }
 
@@ -172,6 +177,187 @@ static void edt_request(ndf__kernel_req *r, const char *kernel, ndf_dtype tin, n
   ndf__req_set(r, "HAS_IDX", "%d", last ? has_idx : 0);
 }
 
+/* The search path (templates/distance_edt.cu, ndf_edt_s*): with exact
+ * arithmetic and every W below 2^32 (edt_w32) no pass needs an envelope;
+ * each voxel searches outwards for its nearest site (cost ~ its distance
+ * along the axis).  Passes: ndf_edt_sfirst (axis 0, ndf_edt_first's
+ * segmented scans), ndf_edt_smid (middle axes: lw = 8..32 lines per block
+ * staged whole in shared memory), ndf_edt_srows (last axis: R rows per
+ * block).  Between passes W (uint32) and, with indices, the feature (int32).
+ * A line whose search goes past radius scap (NDF_EDT_SCAP, default 64) is
+ * answered from its exact envelope instead (ndf_senv / ndf_squery, in the
+ * same block), so the work per voxel stays bounded whatever the input.
+ * Taken for 2+ spatial axes when every W stays below 2^30 and every staged
+ * block fits 48 KiB, unless
+ * NDF_EDT_SEARCH=0 or one of the old kernels' switches (NDF_EDT_ROWS,
+ * NDF_EDT_LINES, NDF_EDT_MERGE, NDF_EDT_W) is set. */
+#define EDT_SEARCH_BUDGET (28 * 1024) /* per block: 8 blocks (64 warps) per SM */
+
+typedef struct edt_splan {
+  int use, scap; /* scap: the longest search (radius) before a line's envelope answers it */
+  int64_t lw[NDF_MAX_SPATIAL]; /* lines (middle) or rows (last) per block; unused for pass 0 */
+  unsigned smem[NDF_MAX_SPATIAL];
+} edt_splan;
+
+static edt_splan edt_search_plan(const ndf_ctx *ctx, const ndf_array *in, int nb, const double *sampling, int has_idx) {
+  edt_splan sp;
+  memset(&sp, 0, sizeof sp);
+  const char *env = getenv("NDF_EDT_SEARCH");
+  if (env && !strcmp(env, "0")) return sp;
+  if (getenv("NDF_EDT_ROWS") || getenv("NDF_EDT_LINES") || getenv("NDF_EDT_MERGE")) return sp;
+  const int nd = in->ndim, nsp = nd - nb;
+  if (nsp < 2 || !edt_w32(in, nb, sampling)) return sp;
+  double wmax = 0.0; /* every W + (r s)^2 below 2^30 (templates/distance_edt.cu: NDF_WNONE) */
+  for (int d = 0; d < nsp; d++) {
+    const double e = (double)in->shape[nb + d] * sampling[d];
+    wmax += e * e;
+  }
+  if (!(wmax < 1073741824.0)) return sp;
+  /* NDF_EDT_SCAP=r: the longest search before a line falls back to its envelope (default 64; tests use 1-3) */
+  const char *env_cap = getenv("NDF_EDT_SCAP");
+  sp.scap = env_cap && atoi(env_cap) >= 1 ? atoi(env_cap) : 64;
+  if (in->shape[nb] > 16384) return sp; /* ndf_edt_sfirst: 512 segments of at most 32 voxels */
+  /* staged per voxel: W (4), the feature (4, with indices), the fallback envelope's position (2) */
+  const int64_t N = ndf_array_size(in), bpv = has_idx ? 10 : 6;
+  const int64_t want = 4 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132); /* blocks */
+  for (int d = 1; d < nsp; d++) {
+    const int64_t n = in->shape[nb + d], nlines = N / n;
+    if (n > 65535) return sp;
+    int64_t lw;
+    if (d < nsp - 1) { /* 32, 16 or 8 lines: 8+ keep every access a whole 32-byte sector */
+      lw = 32;
+      while (lw > 8 && (lw * n * bpv > EDT_SEARCH_BUDGET || (nlines + lw - 1) / lw < want)) lw /= 2;
+    } else { /* 1 .. 32 rows */
+      lw = EDT_SEARCH_BUDGET / (n * bpv);
+      if (lw > 32) lw = 32;
+      while (lw > 1 && (nlines + lw - 1) / lw < want) lw /= 2;
+      if (lw < 1) lw = 1;
+    }
+    if (lw * n * bpv > EDT_WROWS_SMEM - 1024) return sp; /* 1024: the kernels' static shared memory (up to 640 bytes) */
+    sp.lw[d] = lw;
+    sp.smem[d] = (unsigned)(lw * n * bpv);
+  }
+  sp.use = 1;
+  return sp;
+}
+
+static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, ndf_array *idx,
+                                  int nb, const double *sampling, const edt_splan *sp, int debug) {
+  const int nd = in->ndim, nsp = nd - nb, has_idx = idx != NULL;
+  const int64_t N = ndf_array_size(in);
+  int64_t npix = 1;
+  for (int d = nb; d < nd; d++) npix *= in->shape[d];
+  const ndf_dtype dout = dist ? dist->dtype : NDF_FLOAT64;
+  static const char *const kn[3] = {"ndf_edt_sfirst", "ndf_edt_smid", "ndf_edt_srows"};
+  CUfunction fns[NDF_MAX_SPATIAL];
+  ndf_status s = NDF_OK;
+  for (int d = 0; d < nsp; d++) {
+    const int last = d == nsp - 1;
+    ndf__kernel_req req;
+    ndf__req_init(&req, "distance_edt", kn[d == 0 ? 0 : last ? 2 : 1]);
+    ndf__req_set(&req, "TIN", "%s", d == 0 ? ndf__dtype_ctype(in->dtype) : "unsigned char");
+    ndf__req_set(&req, "DOUT", "%s", last && dist && dout == NDF_FLOAT32 ? "float" : "double");
+    ndf__req_set(&req, "WT", "%s", "unsigned int");
+    ndf__req_set(&req, "FIRST", "%d", d == 0);
+    ndf__req_set(&req, "LAST", "%d", last);
+    ndf__req_set(&req, "HAS_DIST", "%d", last ? dist != NULL : 0);
+    ndf__req_set(&req, "HAS_IDX", "%d", has_idx);
+    if ((s = ndf__jit_get(ctx, name, &req, &fns[d])) != NDF_OK) return s;
+  }
+  /* Two buffers (one for 2-D) of W (uint32) then, with indices, features (int32). */
+  const int nbuf = nsp >= 3 ? 2 : 1;
+  const size_t buf_bytes = ((size_t)N * (has_idx ? 8 : 4) + 255) & ~(size_t)255;
+  CUdeviceptr scratch = 0;
+  if ((s = ndf__scratch_alloc(ctx, (size_t)nbuf * buf_bytes, &scratch)) != NDF_OK) return s;
+  CUdeviceptr w[2] = {0, 0}, f[2] = {0, 0};
+  for (int k = 0; k < nbuf; k++) {
+    w[k] = scratch + (size_t)k * buf_bytes;
+    f[k] = has_idx ? w[k] + (size_t)N * 4 : 0;
+  }
+  for (int d = 0; d < nsp && s == NDF_OK; d++) {
+    const int axis = nb + d, first = d == 0, last = d == nsp - 1;
+    int64_t inner = 1;
+    for (int a = axis + 1; a < nd; a++) inner *= in->shape[a];
+    const int64_t n = in->shape[axis], nlines = N / n;
+    const int src = nbuf == 1 ? 0 : (d + 1) % 2, dst = nbuf == 1 ? 0 : d % 2;
+    /* The fields of ndf_edt_params, in order. */
+    ndf__params pb = {.n = 0};
+    const void *p_in = first ? in->data : NULL;
+    CUdeviceptr p_sf = first ? 0 : f[src], p_sw = first ? 0 : w[src];
+    CUdeviceptr p_df = last ? 0 : f[dst], p_dw = last ? 0 : w[dst];
+    CUdeviceptr p_stack = 0;
+    void *p_dist = last && dist ? dist->data : NULL;
+    void *p_idx = last && idx ? idx->data : NULL;
+    NDF__PUT(&pb, p_in);
+    NDF__PUT(&pb, p_sf);
+    NDF__PUT(&pb, p_sw);
+    NDF__PUT(&pb, p_df);
+    NDF__PUT(&pb, p_dw);
+    NDF__PUT(&pb, p_stack);
+    NDF__PUT(&pb, p_dist);
+    NDF__PUT(&pb, p_idx);
+    NDF__PUT(&pb, nlines);
+    NDF__PUT(&pb, n);
+    NDF__PUT(&pb, inner);
+    NDF__PUT(&pb, sampling[d]);
+    int i_nd = nd, i_nb = nb, i_axis = axis;
+    NDF__PUT(&pb, i_nd);
+    NDF__PUT(&pb, i_nb);
+    NDF__PUT(&pb, i_axis);
+    NDF__PUT(&pb, npix);
+    int64_t shape[NDF_MAX_NDIM] = {0}, istr[NDF_MAX_NDIM] = {0}, dstr[NDF_MAX_NDIM] = {0}, xstr[NDF_MAX_NDIM] = {0};
+    double samp[NDF_MAX_NDIM] = {0};
+    for (int a = 0; a < nd; a++) {
+      shape[a] = in->shape[a];
+      istr[a] = in->strides[a];
+      dstr[a] = dist ? dist->strides[a] : 0;
+      xstr[a] = idx ? idx->strides[a < nb ? a : a + 1] : 0;
+    }
+    for (int k = 0; k < nsp; k++) samp[k] = sampling[k];
+    int64_t xk = idx ? idx->strides[nb] : 0;
+    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, shape[a]);
+    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, istr[a]);
+    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, dstr[a]);
+    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, xstr[a]);
+    NDF__PUT(&pb, xk);
+    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, samp[a]);
+    int64_t wseg = 0, wstride = 0, wbytes = 0, wpitch = 0, slw = sp->lw[d];
+    int wexact = 1, wtree = 0;
+    NDF__PUT(&pb, wseg);
+    NDF__PUT(&pb, wstride);
+    NDF__PUT(&pb, wexact);
+    NDF__PUT(&pb, wbytes);
+    NDF__PUT(&pb, wpitch);
+    NDF__PUT(&pb, wtree);
+    NDF__PUT(&pb, slw);
+    int wfast = 0;
+    NDF__PUT(&pb, wfast);
+    NDF__PUT(&pb, sp->scap);
+    unsigned grid, bx = 256, by = 1, smem = 0;
+    if (first) { /* as ndf_edt_first: 32 .. 4 lines x segments of 8 .. 32 voxels, 512 threads, 3 blocks per SM */
+      const int64_t want = 6 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132);
+      int64_t lw = 32;
+      while (lw > 4 && (nlines + lw - 1) / lw < want) lw /= 2;
+      while (lw > 1 && (n + 512 / lw - 1) / (512 / lw) > 32) lw /= 2; /* segments of at most 32 (bit masks) */
+      int64_t nseg = (n + 7) / 8;
+      if (nseg > 512 / lw) nseg = 512 / lw;
+      bx = (unsigned)lw;
+      by = (unsigned)(nseg < 1 ? 1 : nseg);
+      grid = ndf__grid(ctx, (nlines + lw - 1) / lw, 32);
+    } else {
+      smem = sp->smem[d];
+      grid = ndf__grid(ctx, (nlines + slw - 1) / slw, 8);
+    }
+    if (debug)
+      fprintf(stderr, "ndf debug: %s pass %d/%d axis %d (n=%lld lines=%lld): %s grid %u block %ux%u smem %u lines/block %lld W uint32%s (search path, cap %d)\n",
+              name, d + 1, nsp, axis, (long long)n, (long long)nlines, kn[first ? 0 : last ? 2 : 1], grid, bx, by, smem,
+              (long long)(first ? bx : slw), has_idx ? " + features" : "", sp->scap);
+    s = ndf__launch(ctx, name, fns[d], grid, bx, by, smem, pb.b);
+  }
+  ndf__scratch_free(ctx, scratch);
+  return s;
+}
+
 ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, ndf_array *idx,
                          int nb, const double *sampling) {
   ndf_status s = ndf__ctx_bind(ctx);
@@ -181,10 +367,13 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
   int64_t npix = 1;
   for (int d = nb; d < nd; d++) npix *= in->shape[d];
   const ndf_dtype dout = dist ? dist->dtype : NDF_FLOAT64;
+  const int debug = getenv("NDF_DEBUG") != NULL && getenv("NDF_DEBUG")[0] != '\0' && strcmp(getenv("NDF_DEBUG"), "0");
+
+  const edt_splan sp = edt_search_plan(ctx, in, nb, sampling, idx != NULL);
+  if (sp.use) return edt_search_cuda(ctx, name, in, dist, idx, nb, sampling, &sp, debug);
 
   const edt_wplan wp = edt_wrows_plan(in, nb, sampling);
-  const int first1k = edt_first1k(edt_exact(in, nb, sampling));
-  const int debug = getenv("NDF_DEBUG") != NULL && getenv("NDF_DEBUG")[0] != '\0' && strcmp(getenv("NDF_DEBUG"), "0");
+  const int first1k = edt_first1k(edt_exact(in, nb, sampling), in->shape[nb]);
   const int w32 = edt_w32(in, nb, sampling);
   const size_t wsize = w32 ? 4 : 8; /* bytes of one W between passes */
   /* ndf_wenv merges the lanes' segments in a tree, or (NDF_EDT_MERGE=serial) lane 0 in order. */
@@ -280,6 +469,15 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
     NDF__PUT(&pb, wbytes);
     NDF__PUT(&pb, wpitch);
     NDF__PUT(&pb, wtree);
+    int64_t slw = 0; /* the search kernels' field */
+    NDF__PUT(&pb, slw);
+    /* ndf_edt_wrows without exact arithmetic: lane 0's envelope by ndf_wenv (default: 0.267 ms on the
+     * 1024^2 sampling + indices workload, H200 session 5) or, under NDF_EDT_SERIAL=new, ndf_wenv1 (0.320) */
+    const char *env_serial = getenv("NDF_EDT_SERIAL");
+    int wfast = env_serial && !strcmp(env_serial, "new");
+    NDF__PUT(&pb, wfast);
+    int scap = 0; /* the search kernels' field */
+    NDF__PUT(&pb, scap);
 
     /* rows: a warp per 32 rows; first: 32 lines x nseg segments of about 32 voxels; lines: 128 lines. */
     unsigned bx = 128, by = 1;
@@ -293,10 +491,14 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
        * of 8+ voxels, at most 512 threads per block. */
       /* ndf_edt_first1k (edt_first1k): 32 lines, or 16 / 8 while that
        * leaves fewer than two blocks per SM; at most 1024 threads. */
-      const int64_t maxt = first1k ? 1024 : 512, minlw = first1k ? 8 : 4;
-      const int64_t want = (first1k ? 2 : 6) * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132);
+      /* ndf_edt_bfirst (first1k == 2): as ndf_edt_first, with segments of at most 32 voxels (bit masks). */
+      const int k1 = first1k == 1;
+      const int64_t maxt = k1 ? 1024 : 512, minlw = k1 ? 8 : 4;
+      const int64_t want = (k1 ? 2 : 6) * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132);
       int64_t lw = 32;
       while (lw > minlw && (nlines + lw - 1) / lw < want) lw /= 2;
+      if (first1k == 2)
+        while (lw > 1 && (n + 512 / lw - 1) / (512 / lw) > 32) lw /= 2;
       int64_t nseg = (n + 7) / 8;
       if (nseg > maxt / lw) nseg = maxt / lw; /* __launch_bounds__(512, 3) / (1024) */
       bx = (unsigned)lw;
@@ -318,9 +520,15 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
               edt_kernel(d, nsp, wp.use, lp[d].use, first1k), gx, wr_ || wl_ ? 32u : bx,
               wr_ ? (unsigned)wp.warps : wl_ ? (unsigned)lp[d].lw : by,
               wr_ ? wp.smem : wl_ ? lp[d].smem : 0u, w32 ? "uint32" : "double",
-              wr_ || wl_ ? (wl || wp.exact ? (wtree ? " exact merge=tree" : " exact merge=serial") : " serial-envelope walk")
+              wr_ || wl_ ? (wl || wp.exact ? (wtree ? " exact merge=tree" : " exact merge=serial")
+                                                : getenv("NDF_EDT_SERIAL") && !strcmp(getenv("NDF_EDT_SERIAL"), "new")
+                                                    ? " serial-envelope walk (ndf_wenv1)"
+                                                    : " serial-envelope walk (ndf_wenv)")
                          : "",
-              first && !last ? (first1k ? " (first: 1024-thread config)" : " (first: 512-thread config)") : "");
+              first && !last ? (first1k == 2   ? " (first: bit-mask segments)"
+                                : first1k ? " (first: 1024-thread config)"
+                                          : " (first: 512-thread config)")
+                             : "");
     }
     if (last && wp.use) /* a warp per row, wp.warps rows per block */
       s = ndf__launch(ctx, name, fns[d], ndf__grid(ctx, (nlines + wp.warps - 1) / wp.warps, wrows_per_sm), 32,

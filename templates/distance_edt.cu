@@ -74,6 +74,9 @@ struct ndf_edt_params {
   ndf_i64 wbytes;                 // ndf_edt_wrows / ndf_edt_wlines: shared memory of one warp's sites (bytes)
   ndf_i64 wpitch;                 // ndf_edt_wlines: pitch (positions) of a line's staged outputs
   int wtree;                      // ndf_wenv: 1 = merge the segments in a tree (5 levels), 0 = lane 0 in order
+  ndf_i64 slw;                    // ndf_edt_smid / ndf_edt_srows: lines (rows) per block
+  int wfast;                      // ndf_edt_wrows without exact arithmetic: 1 = lane 0 builds with ndf_wenv1 (NDF_EDT_SERIAL=new)
+  int scap;                       // ndf_edt_smid / ndf_edt_srows: longest search (radius) before a line's envelope
 };
 
 __device__ __forceinline__ double ndf_mul(double a, double b) { return __dmul_rn(a, b); }
@@ -136,10 +139,10 @@ __device__ __forceinline__ void ndf_emit(const ndf_edt_params &p, ndf_i64 doff, 
   if (f < 0) {
     for (int k = 0; k < nsp; k++) p.idx[xoff + k * p.xk] = k == 0 ? -1 : 0;
   } else {
-    ndf_i64 r = f;
+    int r = f; // a flat index in an image (int32), so every extent fits an int: 32-bit divisions
     for (int k = nsp - 1; k >= 0; k--) {
-      const ndf_i64 q = r / p.shape[p.nb + k];
-      p.idx[xoff + k * p.xk] = (int)(r - q * p.shape[p.nb + k]);
+      const int e = (int)p.shape[p.nb + k], q = r / e;
+      p.idx[xoff + k * p.xk] = r - q * e;
       r = q;
     }
   }
@@ -600,6 +603,107 @@ __device__ int ndf_wenv(ndf_site *S, ndf_i64 n, ndf_i64 m, ndf_i64 wstride, doub
 }
 #endif
 
+// Lane 0 builds the envelope of a whole staged row S[0, n) in place, as
+// ndf_wenv's step 1 does for one segment (scipy's sites, tests and order:
+// the same stack bit for bit), with a shorter dependent chain per site.
+// Every site is pushed, so when site x arrives the top is always the
+// previous site; when that one was pushed without a pop, the one below is
+// the site before it.  So first (ndf_wenv1_pre, every lane) T[x] = the
+// outcome of scipy's test of x against (x - 2, x - 1) for every x whose two
+// predecessors are sites (1: the top stays, 2: it goes; 0: not known); then
+// lane 0 walks the sites and, where x - 1 was pushed without a pop, takes
+// T[x] instead of computing the same test (same operands, same operations,
+// same result); after a pop it tests as scipy does.  The chain per site is
+// then a shared load that does not depend on the stack.  Also: int
+// positions (32-bit conversions), the next site and its T loaded ahead, and
+// a = (top - prev) s carried.  Returns the stack's length to every lane.
+// (ndf_edt_wrows without exact arithmetic under NDF_EDT_SERIAL=new; measured
+// slower than ndf_wenv on the 1024^2 sampling + indices workload, 0.320 against
+// 0.267 ms on the H200, so not the default.)
+#if !FIRST
+__device__ __forceinline__ void ndf_wenv1_pre(const ndf_site *S, unsigned char *T, int n, double s, int lane) {
+  for (int x = lane; x < n; x += 32) {
+    unsigned char t = 0;
+    if (x >= 2 && S[x].f >= 0 && S[x - 1].f >= 0 && S[x - 2].f >= 0)
+      t = ndf_hidden(x - 2, S[x - 2].w, x - 1, S[x - 1].w, x, S[x].w, s) ? 2 : 1;
+    T[x] = t;
+  }
+}
+
+__device__ int ndf_wenv1(ndf_site *S, unsigned char *T, int n, double s) {
+  ndf_wenv1_pre(S, T, n, s, threadIdx.x);
+  __syncwarp();
+  int len = 0;
+  if (threadIdx.x == 0 && n > 0) {
+    int tv = 0, pv = 0;         // positions of the top and the previous site
+    double tw = 0.0, pw = 0.0;  // their W
+    double a = 0.0;             // (tv - pv) s while len >= 2
+    bool clean = false;         // the top is site x - 1, pushed without a pop, over site x - 2
+    ndf_site e = S[0];
+    unsigned char te = T[0];
+    for (int j = 0; j < n; j++) {
+      const int jn = j + 1 < n ? j + 1 : j;
+      const ndf_site nx = S[jn]; // in flight during the tests (len <= j: not overwritten)
+      const unsigned char tn = T[jn];
+      if (e.f >= 0) {
+        const int x = e.v;
+        const double wx = e.w;
+        double b = 0.0;
+        bool tested = false; // b = (x - tv) s was computed against the current top
+        if (clean && te == 1) { // scipy's test against (x - 2, x - 1) keeps the top: push
+        } else {
+          if (clean && te == 2) { // the same test removes the top: pop it, then test as scipy does
+            --len;
+            tv = pv;
+            tw = pw;
+            if (len >= 2) {
+              const ndf_site q = S[len - 2];
+              pv = q.v;
+              pw = q.w;
+              a = ndf_mul((double)(tv - pv), s);
+            }
+          }
+          while (len >= 2) {
+            b = ndf_mul((double)(x - tv), s);
+            const double c = ndf_add(a, b);
+            const double t =
+                ndf_sub(ndf_sub(ndf_sub(ndf_mul(c, tw), ndf_mul(b, pw)), ndf_mul(a, wx)), ndf_mul(ndf_mul(a, b), c));
+            if (t <= 0.0) { // the top stays (ndf_hidden: !(t <= 0))
+              tested = true;
+              break;
+            }
+            --len;
+            tv = pv;
+            tw = pw;
+            if (len >= 2) {
+              const ndf_site q = S[len - 2];
+              pv = q.v;
+              pw = q.w;
+              a = ndf_mul((double)(tv - pv), s);
+            }
+          }
+        }
+        S[len++] = e;
+        if (len >= 2) a = tested ? b : ndf_mul((double)(x - tv), s);
+        // the next site's T assumes (x - 1, x) on top: x - 1 was the top when x came and x popped nothing
+        // (any pop takes x - 1 first)
+        clean = len >= 2 && tv == x - 1;
+        pv = tv;
+        pw = tw;
+        tv = x;
+        tw = wx;
+      } else {
+        clean = false;
+      }
+      e = nx;
+      te = tn;
+    }
+  }
+  __syncwarp();
+  return __shfl_sync(0xffffffffu, len, 0);
+}
+#endif
+
 // ---- the last axis, a warp per row (ndf_edt_wrows) --------------------------------------
 //
 // For passes with few rows (2-D images: a row per image line) a thread per
@@ -667,7 +771,9 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_wrows(const ndf_edt_pa
     }
     __syncwarp();
     // 1-2. The envelope of the row (ndf_wenv).
-    const int G = ndf_wenv(S, n, m, p.wstride, p.s, p.wtree);
+    // (ndf_wenv1's test outcomes T go where the walk's states L go later: n bytes of 4 n)
+    const int G = !p.wexact && p.wfast ? ndf_wenv1(S, (unsigned char *)(S + n), (int)n, p.s)
+                                       : ndf_wenv(S, n, m, p.wstride, p.s, p.wtree);
     // 3. Queries; the outputs are written along the row.
     const ndf_i64 db = ndf_offset(p, r0, p.dstr), ds = p.dstr[p.axis];
     const ndf_i64 xb = ndf_offset(p, r0, p.xstr), xs = p.xstr[p.axis];
@@ -847,6 +953,424 @@ extern "C" __global__ void __launch_bounds__(256) ndf_edt_wlines(const ndf_edt_p
       }
     }
     __syncthreads(); // the next group overwrites the staging, the tile and lbase
+  }
+}
+#endif
+
+// ---- the search path: exact arithmetic, W below 2^30 (ndf_edt_s*) -------------------------
+//
+// When every sampling is an integer and every W is below 2^30 (the host's
+// edt_search_plan), no operation rounds, so a pass's answer is the exact minimum of
+// W(y) + ((y - i) s)^2 over the line's sites, and the sequential algorithm
+// returns the smallest position y among the minimisers (docs/adr/0007).  So
+// the passes need no envelope: each voxel searches outwards from its own
+// position, y = i, i - 1, i + 1, i - 2, i + 2, ..., keeping the least
+// distance (a left candidate at radius r lies left of every candidate seen,
+// so it wins a tie; a right one loses it), and stops at the first radius
+// with (r s)^2 > best: no site further out can reach best.  The work per
+// voxel is about twice its distance along the axis (in voxels): every
+// thread independent, every shared-memory read conflict-free, no serial
+// per-lane chain.  Worst case (a few sites far apart, or large blobs) O(n)
+// per voxel; NDF_EDT_SEARCH=0 keeps the envelope kernels.
+//
+// Between passes only W travels (uint32; NDF_WNONE: the line so far has no
+// background), and the feature (int32, flat index in the image) only when
+// indices are wanted (HAS_IDX, set on every pass of this path): 4 or 8
+// bytes per voxel instead of 8.  All in unsigned arithmetic: every W and
+// every W + (r s)^2 < 2^30 by the host's bound (NDF_WNONE = 2^31 - 1).
+//   ndf_edt_sfirst  axis 0 (not the last): ndf_edt_first's segmented scans.
+//   ndf_edt_smid    middle axes: slw (8..32) adjacent lines per block staged
+//                   whole in shared memory as [x][line] (coalesced loads and
+//                   stores; a warp reads 32 consecutive words), a thread per
+//                   voxel.
+//   ndf_edt_srows   the last axis: slw rows per block staged as [row][x]
+//                   (one contiguous chunk), a thread per voxel; writes the
+//                   outputs along the rows.
+#define NDF_WNONE 0x7fffffffu // no site; the host keeps every W + (r s)^2 below 2^30, so W + t never wraps
+
+// The search of position i on a staged line w[0, n) (stride: words between
+// positions); s2 = s^2.  Candidates without a site read NDF_WNONE, which no
+// sum W + t can beat (best <= NDF_WNONE < NDF_WNONE + t), so they need no test.
+// The caller skips lines without a site (the loop would run to both ends);
+// with one, best < NDF_WNONE and pos is the site on return.  Returns false
+// (best, pos unfinished) when the search would go past radius cap: the
+// caller then answers the whole line from its envelope (ndf_senv).
+__device__ __forceinline__ bool ndf_ssearch(const unsigned *w, int stride, int n, int i, unsigned s2, int cap,
+                                            unsigned &best, int &pos) {
+  const unsigned *p0 = w + i * stride;
+  best = *p0;
+  pos = i;
+  unsigned t = 0, dt = s2; // t = (r s)^2 = t + (2 r - 1) s^2
+  for (int r = 1;;) {
+    t += dt;
+    dt += 2 * s2;
+    const int yl = i - r, yr = i + r;
+    if (t > best || (yl < 0 && yr >= n)) return true;
+    if (r > cap) return false;
+    if (yl >= 3 && yr + 3 < n && r + 3 <= cap) {
+      // radii r .. r + 3 inside the line: 8 loads in flight, then the candidates in the
+      // sequential order (left, right, radius by radius); a radius past the stop (its t
+      // above best) cannot reach best, so testing it changes nothing
+      unsigned al[4], ar[4];
+#pragma unroll
+      for (int k = 0; k < 4; k++) {
+        al[k] = p0[-(r + k) * stride];
+        ar[k] = p0[(r + k) * stride];
+      }
+#pragma unroll
+      for (int k = 0; k < 4; k++) {
+        if (al[k] + t <= best) { // left of every candidate seen: wins a tie
+          best = al[k] + t;
+          pos = yl - k;
+        }
+        if (ar[k] + t < best) { // right of every candidate seen: loses a tie
+          best = ar[k] + t;
+          pos = yr + k;
+        }
+        if (k < 3) {
+          t += dt;
+          dt += 2 * s2;
+        }
+      }
+      r += 4;
+    } else {
+      const unsigned al = yl >= 0 ? p0[-r * stride] : NDF_WNONE, ar = yr < n ? p0[r * stride] : NDF_WNONE;
+      if (al + t <= best) {
+        best = al + t;
+        pos = yl;
+      }
+      if (ar + t < best) {
+        best = ar + t;
+        pos = yr;
+      }
+      r += 1;
+    }
+  }
+}
+
+// The fallback for a line with a long search (a few sites far apart, large
+// blobs): the exact lower envelope of the staged line w (stride) into stk
+// (positions), scipy's removal test in exact int64 arithmetic (terms below
+// 2^46), O(n); returns its length.  Run by one thread per line.
+__device__ int ndf_senv(const unsigned *w, int stride, int n, unsigned short *stk, ndf_i64 s) {
+  int len = 0;
+  for (int x = 0; x < n; x++) {
+    const ndf_i64 wx = w[x * stride];
+    if (wx == NDF_WNONE) continue;
+    while (len >= 2) {
+      const int v0 = stk[len - 2], v1 = stk[len - 1];
+      const ndf_i64 a = (v1 - v0) * s, b = (x - v1) * s, c = a + b;
+      if (c * (ndf_i64)w[v1 * stride] - b * (ndf_i64)w[v0 * stride] - a * wx - a * b * c <= 0) break;
+      --len;
+    }
+    stk[len++] = (unsigned short)x;
+  }
+  return len;
+}
+
+// Position i's answer from an envelope stk[0, G) of the line w: the first
+// site l with d_l(i) <= d_{l+1}(i), by binary search (without rounding that
+// predicate is monotone in l: consecutive breakpoints never decrease), which
+// is where the sequential walk stops: the smallest minimiser.  Returns the
+// site's position; best = its distance.
+__device__ __forceinline__ int ndf_squery(const unsigned *w, int stride, const unsigned short *stk, int G, int i,
+                                          unsigned s2, unsigned &best) {
+  int lo = 0, hi = G - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi) >> 1, v0 = stk[mid], v1 = stk[mid + 1];
+    const unsigned d0 = w[v0 * stride] + (unsigned)((v0 - i) * (v0 - i)) * s2;
+    const unsigned d1 = w[v1 * stride] + (unsigned)((v1 - i) * (v1 - i)) * s2;
+    if (d0 <= d1)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  const int v = stk[lo];
+  best = w[v * stride] + (unsigned)((v - i) * (v - i)) * s2;
+  return v;
+}
+
+#if FIRST && !LAST
+// As ndf_edt_first_body (blockDim.x lines x blockDim.y segments), with each
+// segment's background as a bit mask in a register (the host keeps segments
+// at 32 voxels or fewer): the previous and the next background of every
+// voxel come from the mask (or the neighbouring segments' exchange), so the
+// pass reads the input once and writes each voxel once.
+// ENV = 0: the search path's output (W uint32, NDF_WNONE without a site;
+// features with HAS_IDX).  ENV = 1 (ndf_edt_bfirst): the envelope kernels'
+// (feature always, -1 and W 0 without a site; W = ndf_qd(0, v, x, s) in
+// double, as ndf_edt_first writes it: the same choice, see above).
+template <int ENV> __device__ __forceinline__ void ndf_sfirst_body(const ndf_edt_params &p, int *sfirst, int *slast) {
+  const int n = (int)p.n;
+  const ndf_i64 inner = p.inner;
+  const unsigned si = (unsigned)p.s;
+  const int tx = threadIdx.x, ty = threadIdx.y, nseg = blockDim.y, lw = blockDim.x;
+  const int seg = (n + nseg - 1) / nseg, x0 = ty * seg < n ? ty * seg : n, x1 = x0 + seg < n ? x0 + seg : n;
+  const int cnt = x1 - x0; // <= 32
+  const ndf_i64 ngroups = (p.nlines + lw - 1) / lw;
+  for (ndf_i64 g = blockIdx.x; g < ngroups; g += gridDim.x) {
+    const ndf_i64 L = g * lw + tx;
+    const bool active = L < p.nlines;
+    const ndf_i64 o = L / inner, j = L - o * inner;
+    const ndf_i64 w0 = o * n * inner + j;
+    const ndf_i64 is = p.istr[p.axis];
+    unsigned bits = 0; // bit k: x0 + k is background
+    if (active) {
+      const TIN *ip = p.in + ndf_offset(p, w0, p.istr) + (ndf_i64)x0 * is;
+#pragma unroll 8
+      for (int k = 0; k < cnt; k++)
+        if (ip[k * is] == (TIN)0) bits |= 1u << k;
+    }
+    sfirst[ty * lw + tx] = bits ? x0 + __ffs(bits) - 1 : -1;
+    slast[ty * lw + tx] = bits ? x0 + 31 - __clz(bits) : -1;
+    __syncthreads();
+    int prev = -1, next = -1;
+    for (int k = ty - 1; k >= 0 && prev < 0; k--) prev = slast[k * lw + tx];
+    for (int k = ty + 1; k < nseg && next < 0; k++) next = sfirst[k * lw + tx];
+    __syncthreads(); // the exchange is read before the next group overwrites it
+    if (!active) continue;
+    const ndf_i64 fbase = w0 % p.npix; // the line lies in one image
+    for (int k = 0; k < cnt; k++) {
+      const int x = x0 + k;
+      const unsigned lo = bits & (0xffffffffu >> (31 - k)), hi = bits >> k; // bits 0..k, k..31
+      const int pv = lo ? x0 + 31 - __clz(lo) : prev, nx = hi ? x + __ffs(hi) - 1 : next;
+      // the nearer of the two, the previous on a tie (the same sampling scales both)
+      const int v = pv < 0 ? nx : nx < 0 ? pv : (x - pv <= nx - x ? pv : nx);
+      const ndf_i64 wi = w0 + (ndf_i64)x * inner;
+      if (ENV) {
+        p.dw[wi] = v < 0 ? (WT)0 : (WT)ndf_qd(0.0, v, x, p.s);
+        p.dfeat[wi] = v < 0 ? -1 : (int)(fbase + (ndf_i64)v * inner);
+      } else {
+        const unsigned t = v < 0 ? 0u : (unsigned)(x > v ? x - v : v - x) * si;
+        ((unsigned *)(void *)p.dw)[wi] = v < 0 ? NDF_WNONE : t * t;
+#if HAS_IDX
+        p.dfeat[wi] = v < 0 ? -1 : (int)(fbase + (ndf_i64)v * inner);
+#endif
+      }
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(512, 3) ndf_edt_sfirst(const ndf_edt_params p) {
+  __shared__ int sfirst[512], slast[512];
+  ndf_sfirst_body<0>(p, sfirst, slast);
+}
+
+// The first pass of the envelope kernels by ndf_sfirst_body (segments of at
+// most 32 voxels as bit masks: the input read once, each voxel written
+// once), instead of ndf_edt_first's three sweeps; default without exact
+// arithmetic (the 1024^2 sampling + indices workload), NDF_EDT_FIRST=512 /
+// 1024 forces ndf_edt_first / ndf_edt_first1k.
+extern "C" __global__ void __launch_bounds__(512, 3) ndf_edt_bfirst(const ndf_edt_params p) {
+  __shared__ int sfirst[512], slast[512];
+  ndf_sfirst_body<1>(p, sfirst, slast);
+}
+#endif
+
+#if !FIRST && !LAST
+extern "C" __global__ void __launch_bounds__(256) ndf_edt_smid(const ndf_edt_params p) {
+  extern __shared__ __align__(16) unsigned char ndf_wsmem[];
+  __shared__ ndf_i64 lbase[32]; // working index of each line's start (-1: past the last line)
+  __shared__ int lany[32];      // the line has a site
+  __shared__ int llong[32];     // a search of the line went past p.scap: its envelope answers it
+  __shared__ int lG[32];        // the envelope's length
+  const int tid = threadIdx.x, nt = blockDim.x, lw = (int)p.slw, lsh = __ffs(lw) - 1; // lw: 8, 16 or 32
+  const int n = (int)p.n, total = lw * n;
+  const ndf_i64 inner = p.inner;
+  const unsigned s2 = (unsigned)p.s * (unsigned)p.s;
+  const unsigned *gw = (const unsigned *)(const void *)p.sw;
+  unsigned *dw = (unsigned *)(void *)p.dw;
+  unsigned *sw = (unsigned *)ndf_wsmem; // [x * lw + k]
+#if HAS_IDX
+  int *sf = (int *)(sw + total);
+  unsigned short *stk = (unsigned short *)(sf + total); // [line * n + l]
+#else
+  unsigned short *stk = (unsigned short *)(sw + total);
+#endif
+  const ndf_i64 ngroups = (p.nlines + lw - 1) / lw;
+  for (ndf_i64 g = blockIdx.x; g < ngroups; g += gridDim.x) {
+    if (tid < lw) {
+      const ndf_i64 L = g * lw + tid;
+      const ndf_i64 o = L / inner, j = L - o * inner;
+      lbase[tid] = L < p.nlines ? o * p.n * inner + j : -1;
+      lany[tid] = 0;
+      llong[tid] = 0;
+    }
+    __syncthreads();
+    // Stage the lines, 4 loads in flight per thread.
+    for (int eb = 0; eb < total; eb += 4 * nt) {
+      unsigned wb[4];
+#if HAS_IDX
+      int fb[4];
+#endif
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const int e = eb + u * nt + tid;
+        const ndf_i64 b = e < total ? lbase[e & (lw - 1)] : -1;
+        const ndf_i64 gi = b + (ndf_i64)(e >> lsh) * inner;
+        wb[u] = b >= 0 ? gw[gi] : NDF_WNONE;
+#if HAS_IDX
+        fb[u] = b >= 0 ? p.sfeat[gi] : -1;
+#endif
+      }
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const int e = eb + u * nt + tid;
+        if (e < total) {
+          sw[e] = wb[u];
+#if HAS_IDX
+          sf[e] = fb[u];
+#endif
+          if (wb[u] != NDF_WNONE) lany[e & (lw - 1)] = 1;
+        }
+      }
+    }
+    __syncthreads();
+    int mylong = 0;
+    for (int e = tid; e < total; e += nt) {
+      const int k = e & (lw - 1), x = e >> lsh;
+      const ndf_i64 b = lbase[k];
+      if (b < 0) continue;
+      unsigned best = NDF_WNONE;
+      int pos = 0;
+      if (lany[k] && !ndf_ssearch(sw + k, lw, n, x, s2, p.scap, best, pos)) {
+        llong[k] = 1; // the line's envelope writes this voxel
+        mylong = 1;
+        continue;
+      }
+      const ndf_i64 gi = b + (ndf_i64)x * inner;
+      dw[gi] = best;
+#if HAS_IDX
+      p.dfeat[gi] = best != NDF_WNONE ? sf[pos * lw + k] : -1;
+#endif
+    }
+    if (__syncthreads_or(mylong)) { // some line searched too far: its envelope answers all its positions
+      if (tid < lw && llong[tid]) lG[tid] = ndf_senv(sw + tid, lw, n, stk + tid * n, (ndf_i64)p.s);
+      __syncthreads();
+      for (int e = tid; e < total; e += nt) {
+        const int k = e & (lw - 1), x = e >> lsh;
+        if (!llong[k]) continue;
+        unsigned best;
+        const int pos = ndf_squery(sw + k, lw, stk + k * n, lG[k], x, s2, best);
+        const ndf_i64 gi = lbase[k] + (ndf_i64)x * inner;
+        dw[gi] = best;
+#if HAS_IDX
+        p.dfeat[gi] = sf[pos * lw + k];
+#endif
+      }
+      __syncthreads();
+    } // (__syncthreads_or is the barrier before the next group overwrites the staging and the tables)
+  }
+}
+#endif
+
+#if !FIRST && LAST
+extern "C" __global__ void __launch_bounds__(256, 5) ndf_edt_srows(const ndf_edt_params p) {
+  extern __shared__ __align__(16) unsigned char ndf_wsmem[];
+  __shared__ ndf_i64 rdb[32], rxb[32]; // each row's output offsets
+  __shared__ int rany[32];             // the row has a site (else the image has no background)
+  __shared__ int rlong[32];            // a search of the row went past p.scap: its envelope answers it
+  __shared__ int rG[32];               // the envelope's length
+  const int tid = threadIdx.x, nt = blockDim.x, R = (int)p.slw, n = (int)p.n;
+  const unsigned s2 = (unsigned)p.s * (unsigned)p.s;
+  const unsigned *gw = (const unsigned *)(const void *)p.sw;
+  const ndf_i64 ds = p.dstr[p.axis], xs = p.xstr[p.axis];
+  unsigned *sw = (unsigned *)ndf_wsmem; // [row * n + x]
+#if HAS_IDX
+  int *sf = (int *)(sw + R * n);
+  unsigned short *stk = (unsigned short *)(sf + R * n); // [row * n + l]
+#else
+  unsigned short *stk = (unsigned short *)(sw + R * n);
+#endif
+  const ndf_i64 ngroups = (p.nlines + R - 1) / R;
+  for (ndf_i64 g = blockIdx.x; g < ngroups; g += gridDim.x) {
+    const ndf_i64 r0 = g * R;
+    const int rows = p.nlines - r0 < R ? (int)(p.nlines - r0) : R, cnt = rows * n;
+    if (tid < rows) {
+      rdb[tid] = ndf_offset(p, (r0 + tid) * p.n, p.dstr);
+      rxb[tid] = ndf_offset(p, (r0 + tid) * p.n, p.xstr);
+      rany[tid] = 0;
+      rlong[tid] = 0;
+    }
+    __syncthreads();
+    const ndf_i64 base = r0 * p.n; // the rows are one contiguous chunk of the source
+    for (int eb = 0; eb < cnt; eb += 4 * nt) {
+      unsigned wb[4];
+#if HAS_IDX
+      int fb[4];
+#endif
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const int e = eb + u * nt + tid;
+        wb[u] = e < cnt ? gw[base + e] : NDF_WNONE;
+#if HAS_IDX
+        fb[u] = e < cnt ? p.sfeat[base + e] : -1;
+#endif
+      }
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const int e = eb + u * nt + tid;
+        if (e < cnt) {
+          sw[e] = wb[u];
+#if HAS_IDX
+          sf[e] = fb[u];
+#endif
+          if (wb[u] != NDF_WNONE) rany[e / n] = 1;
+        }
+      }
+    }
+    __syncthreads();
+    int k = tid / n, i = tid - k * n; // element e = k n + i
+    int mylong = 0;
+    for (int e = tid; e < cnt; e += nt) {
+      if (!rany[k]) { // the image has no background
+        ndf_emit(p, rdb[k] + i * ds, rxb[k] + i * xs, -1, ndf_nobg(p, (r0 + k) * p.n + i));
+      } else {
+        unsigned best;
+        int pos;
+        if (ndf_ssearch(sw + k * n, 1, n, i, s2, p.scap, best, pos)) {
+#if HAS_IDX
+          const int f = sf[k * n + pos];
+#else
+          const int f = 0;
+#endif
+          ndf_emit(p, rdb[k] + i * ds, rxb[k] + i * xs, f, (double)best);
+        } else { // the row's envelope writes this voxel
+          rlong[k] = 1;
+          mylong = 1;
+        }
+      }
+      i += nt;
+      while (i >= n) {
+        i -= n;
+        k++;
+      }
+    }
+    if (__syncthreads_or(mylong)) { // some row searched too far: its envelope answers all its positions
+      if (tid < rows && rlong[tid]) rG[tid] = ndf_senv(sw + tid * n, 1, n, stk + tid * n, (ndf_i64)p.s);
+      __syncthreads();
+      k = tid / n;
+      i = tid - k * n;
+      for (int e = tid; e < cnt; e += nt) {
+        if (rlong[k]) {
+          unsigned best;
+          const int pos = ndf_squery(sw + k * n, 1, stk + k * n, rG[k], i, s2, best);
+#if HAS_IDX
+          const int f = sf[k * n + pos];
+#else
+          const int f = 0;
+          (void)pos;
+#endif
+          ndf_emit(p, rdb[k] + i * ds, rxb[k] + i * xs, f, (double)best);
+        }
+        i += nt;
+        while (i >= n) {
+          i -= n;
+          k++;
+        }
+      }
+      __syncthreads();
+    } // (__syncthreads_or is the barrier before the next group overwrites the staging and the row tables)
   }
 }
 #endif

@@ -66,7 +66,7 @@ typedef struct dcase {
 } dcase;
 
 /* Foreground mask of kind k into m (C order, 0/1). */
-/* Mask kind for the next draw_mask (-1: random 0-5; test_gpu_edt_paths sets 2, 6, 7). */
+/* Mask kind for the next draw_mask (-1: random 0-5; test_gpu_edt_paths sets 2, 6, 7, 8). */
 static int g_mask_kind = -1;
 
 static void draw_mask(uint8_t *m, const dcase *c, int64_t n, tu_rng *r) {
@@ -83,11 +83,36 @@ static void draw_mask(uint8_t *m, const dcase *c, int64_t n, tu_rng *r) {
       case 6: m[i] = 0; break;                                     /* all background (empty mask) */
       case 7: m[i] = i % last != 0 || !tu_rng_chance(r, 0.3); break; /* background only at last coordinate 0:
                                                                       lines without sites in the middle passes */
+      case 8: m[i] = 0; break;                                     /* balls of foreground, below */
       default: m[i] = tu_rng_chance(r, p); break;                  /* anything */
     }
   }
   if (kind == 4 && n > 0)
     for (int k = 0; k < 3; k++) m[tu_rng_int(r, 0, n - 1)] = 0;
+  if (kind == 8 && n > 0) { /* 1-4 balls of foreground (the same in every image of a batch): long
+                               searches in the search kernels, ties on their rims */
+    int64_t npix = 1, smax = 1;
+    for (int d = c->batch; d < c->nd; d++) {
+      npix *= c->shape[d];
+      smax = c->shape[d] > smax ? c->shape[d] : smax;
+    }
+    const int nballs = (int)tu_rng_int(r, 1, 4);
+    for (int b = 0; b < nballs; b++) {
+      double ctr[NDF_MAX_NDIM];
+      const double rad = 1.0 + tu_rng_unif(r) * (double)smax / 3.0;
+      for (int d = c->batch; d < c->nd; d++) ctr[d] = tu_rng_unif(r) * (double)c->shape[d];
+      for (int64_t i = 0; i < n; i++) {
+        int64_t q = i % npix;
+        double d2 = 0.0;
+        for (int d = c->nd - 1; d >= c->batch; d--) {
+          const double x = (double)(q % c->shape[d]) - ctr[d];
+          q /= c->shape[d];
+          d2 += x * x;
+        }
+        if (d2 <= rad * rad) m[i] = 1;
+      }
+    }
+  }
 }
 
 static void set_value(const ndf_array *a, int64_t i, int fg, tu_rng *r) {
@@ -211,12 +236,18 @@ done:
  * configuration and 2 rows per ndf_edt_wrows block forced (NDF_EDT_FIRST=512,
  * NDF_EDT_WARPS=2: run 1's choice without exact arithmetic); 8 = 0 with
  * ndf_edt_first1k and one row per block forced (NDF_EDT_FIRST=1024,
- * NDF_EDT_WARPS=1: the default without exact arithmetic, here on exact too).
- * Modes 0-3 leave the middle axes' automatic choice (ndf_edt_wlines with
- * exact arithmetic). */
-#define EDT_MODES 9
+ * NDF_EDT_WARPS=1: the default without exact arithmetic, here on exact too);
+ * 9 = 0 without the search path (NDF_EDT_SEARCH=0: the session-4 kernels);
+ * modes 2 and 8 build lane 0's envelope (no exact arithmetic) with ndf_wenv1
+ * (NDF_EDT_SERIAL=new), the others with ndf_wenv; 10 = 0 with searches
+ * capped at radius 2 (NDF_EDT_SCAP=2: most lines of the search path answered
+ * by their envelope, ndf_senv / ndf_squery).  Mode 0 (and 7, 8) take the search path (ndf_edt_s*)
+ * where it applies (integer sampling, W < 2^32, 2+ spatial axes); modes 1-6
+ * name envelope kernels, which turns it off.  Modes 0-3 leave the middle
+ * axes' automatic choice (ndf_edt_wlines with exact arithmetic). */
+#define EDT_MODES 11
 static void edt_rows_mode(dcase *c, int mode) {
-  static const char *const names[] = {NULL, "warp", "serial", "tile", "tile", NULL, NULL, NULL, NULL};
+  static const char *const names[] = {NULL, "warp", "serial", "tile", "tile", NULL, NULL, NULL, NULL, NULL, NULL};
   if (names[mode])
     setenv("NDF_EDT_ROWS", names[mode], 1);
   else
@@ -233,6 +264,18 @@ static void edt_rows_mode(dcase *c, int mode) {
     setenv("NDF_EDT_W", "double", 1);
   else
     unsetenv("NDF_EDT_W");
+  if (mode == 9)
+    setenv("NDF_EDT_SEARCH", "0", 1);
+  else
+    unsetenv("NDF_EDT_SEARCH");
+  if (mode == 2 || mode == 8) /* lane 0's envelope by ndf_wenv1 */
+    setenv("NDF_EDT_SERIAL", "new", 1);
+  else
+    unsetenv("NDF_EDT_SERIAL");
+  if (mode == 10)
+    setenv("NDF_EDT_SCAP", "2", 1);
+  else
+    unsetenv("NDF_EDT_SCAP");
   if (mode == 7 || mode == 8) {
     setenv("NDF_EDT_FIRST", mode == 7 ? "512" : "1024", 1);
     setenv("NDF_EDT_WARPS", mode == 7 ? "2" : "1", 1);
@@ -246,7 +289,9 @@ static void edt_rows_mode(dcase *c, int mode) {
            : mode == 5 ? " merge serial"
            : mode == 6 ? " W double"
            : mode == 7 ? " first 512 warps 2"
-           : mode == 8 ? " first 1024 warps 1"
+           : mode == 8 ? " first 1024 warps 1, wenv1"
+           : mode == 9 ? " search off"
+           : mode == 10 ? " search cap 2"
                        : "");
 }
 
@@ -272,8 +317,9 @@ static void test_gpu_random_cases(void **state) {
  * ndf_edt_wlines (2000: ndf_edt_lines), batches, integer sampling (exact:
  * ndf_edt_wlines / segments in ndf_edt_wrows), non-integer sampling (the
  * thread-per-line kernels), indices, and the masks: random (-1), empty (6:
- * all background), full (2: no background) and background only at last
- * coordinate 0 (7: whole lines without a site in the middle passes). */
+ * all background), full (2: no background), background only at last
+ * coordinate 0 (7: whole lines without a site in the middle passes), balls
+ * of foreground (8: long searches, ties on the rims) and a lattice (3: ties). */
 static void test_gpu_edt_paths(void **state) {
   gpu_state *s = *state;
   tu_rng r;
@@ -284,7 +330,7 @@ static void test_gpu_edt_paths(void **state) {
       {3, 0, {3, 1500, 5}},   {3, 0, {2, 2000, 3}},   {4, 1, {3, 20, 33, 18}}, {4, 0, {7, 9, 11, 13}},
       {3, 1, {4, 130, 70}},   {4, 1, {2, 31, 40, 65}},
   };
-  static const int kinds[] = {-1, 6, 2, 7};
+  static const int kinds[] = {-1, 6, 2, 7, 8, 3};
   /* Short runs (compute-sanitizer): the automatic choice and the old kernels, random and kind-7 masks. */
   const int small = s->ncases < 100;
   int failed = 0, ncase = 0;
@@ -292,7 +338,7 @@ static void test_gpu_edt_paths(void **state) {
     for (int samp = 0; samp < 3; samp++)
       for (size_t q = 0; q < sizeof kinds / sizeof kinds[0]; q++)
         for (int mode = 0; mode < EDT_MODES; mode++) {
-          if (small && ((mode != 0 && mode != 4) || (q != 0 && q != 3))) continue;
+          if (small && ((mode != 0 && mode != 4 && mode != 9 && mode != 10) || (q != 0 && q != 3 && q != 4))) continue;
           dcase c;
           memset(&c, 0, sizeof c);
           c.dt = NDF_UINT8;
@@ -326,6 +372,9 @@ out:
   unsetenv("NDF_EDT_LINES");
   unsetenv("NDF_EDT_MERGE");
   unsetenv("NDF_EDT_W");
+  unsetenv("NDF_EDT_SEARCH");
+  unsetenv("NDF_EDT_SERIAL");
+  unsetenv("NDF_EDT_SCAP");
   if (failed) printf("%d of %d path cases failed; seed %llu\n", failed, ncase, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);
 }
@@ -353,6 +402,12 @@ static void test_gpu_benchmark_shapes(void **state) {
       {3, 0, {256, 256, 256}, 0, 1, 6},   /* W as double between passes (NDF_EDT_W=double) */
       {2, 0, {1024, 1024}, 1, 1, 7},      /* run 1's non-exact configuration (NDF_EDT_FIRST=512, WARPS=2) */
       {3, 0, {256, 256, 256}, 0, 0, 8},   /* ndf_edt_first1k + one row per block on exact arithmetic */
+      {3, 0, {256, 256, 256}, 0, 0, 9},   /* the envelope kernels (NDF_EDT_SEARCH=0) */
+      {3, 0, {256, 256, 256}, 0, 1, 9},
+      {2, 0, {1024, 1024}, 0, 1, 9},
+      {2, 0, {1024, 1024}, 1, 1, 8},      /* the sampling + indices workload on ndf_wenv1, ndf_edt_first1k */
+      {3, 1, {8, 1024, 1024}, 0, 1, 0},   /* the search path with features, batched */
+      {3, 0, {256, 256, 256}, 0, 1, 10},  /* the search path's envelope fallback (NDF_EDT_SCAP=2) */
   };
   /* Short runs (NDF_TEST_CASES < 100, as gpu_run.sh's compute-sanitizer pass
    * uses) take the 1024^2 shapes only. */
@@ -582,6 +637,9 @@ int main(void) {
   unsetenv("NDF_EDT_W");
   unsetenv("NDF_EDT_FIRST");
   unsetenv("NDF_EDT_WARPS");
+  unsetenv("NDF_EDT_SEARCH");
+  unsetenv("NDF_EDT_SERIAL");
+  unsetenv("NDF_EDT_SCAP");
   ndf_cache_stats st;
   ndf_ctx_cache_stats(s->ctx, &st);
   printf("kernel cache: %llu memory hits, %llu disk hits, %llu compiles (%.0f ms)\n",
