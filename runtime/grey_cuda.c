@@ -105,8 +105,12 @@ static void req_boxd(ndf__kernel_req *r, ndf_dtype dtype, ndf__minmax op, ndf_mo
 }
 
 /* Number of trailing spatial axes the fused box kernel covers (0 = none). */
+static int box_lines_env(void) {
+  const char *e = getenv("NDF_GREY_BOX");
+  return e && strcmp(e, "lines") == 0;
+}
 static int box_fused_axes(const ndf__grey_geom *g) {
-  if (!g->is_box || g->algo != NDF_GREY_AUTO) return 0;
+  if (!g->is_box || g->algo != NDF_GREY_AUTO || box_lines_env()) return 0;
   int n = g->nsp < 3 ? g->nsp : 3;
   for (int d = g->nsp - n; d < g->nsp; d++)
     if (g->box[d] > BOX_MAX) return 0;
@@ -184,7 +188,8 @@ static int use_line(const ndf__grey_geom *g, int64_t K, int64_t n, size_t es) {
  * LINEW_KMAX; grey_linev (other axes) keeps K values per thread in shared
  * memory, 32..128 threads per block within 48 KiB.  NDF_GREY_LINE selects
  * the kernels of auto: unset (or "regs") these, "lined" grey_lined,
- * "classic" grey_line. */
+ * "classic" grey_line.  NDF_GREY_BOX=lines (tuning) runs boxes of extents
+ * <= 7 by these line passes too, in place of the fused box kernel. */
 #define LINEW_KMAX 257
 #define LINEW_WPB 8
 #define LINEW_CO 256
@@ -202,6 +207,9 @@ static int linev_threads(int64_t K, size_t es) {
 /* The kernel of a box line pass of extent K along an axis of length n (the
  * array's last axis when last). */
 static int line_kind(const ndf__grey_geom *g, int64_t K, int64_t n, size_t es, int last) {
+  if (g->algo == NDF_GREY_AUTO && box_lines_env() && K >= 2 && K < NDF__VHGW_MIN_CUDA && line_env_regs() &&
+      (last ? K <= LINEW_KMAX : linev_threads(K, es) > 0))
+    return last ? LK_LINEW : LK_LINEV; /* NDF_GREY_BOX=lines: small boxes by these passes too */
   if (!use_line(g, K, n, es)) return LK_TAPS;
   if (g->algo != NDF_GREY_AUTO) return LK_LINE;
   if (line_env_regs() && (last ? K <= LINEW_KMAX : linev_threads(K, es) > 0)) return last ? LK_LINEW : LK_LINEV;
@@ -251,7 +259,8 @@ int ndf__grey_cuda_requests(const ndf__grey_geom *g, ndf_dtype dtype, int ndim, 
     }
   }
   int need_taps = !g->is_box;
-  for (int d = 0; d < g->nsp - nf; d++) need_taps |= g->box[d] > 1 && !use_line(g, g->box[d], 64, ndf_dtype_size(dtype));
+  for (int d = 0; d < g->nsp - nf; d++)
+    need_taps |= g->box[d] > 1 && line_kind(g, g->box[d], 64, ndf_dtype_size(dtype), d == g->nsp - 1) == LK_TAPS;
   if (need_taps && n < max) req_taps(&reqs[n++], dtype, g->nsp, g->op, g->mode, g->has_weights);
   return n;
 }

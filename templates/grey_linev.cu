@@ -22,13 +22,15 @@
 // earlier positions first: the leftmost of equal extrema and the rightmost
 // NaN of the window, as the left-to-right O(K) pass, grey_line and the CPU,
 // bit for bit.  Rows are loaded U at a time, the next U while the current
-// ones are processed (2U loads in flight per thread).
+// ones are processed (up to 2U loads in flight per thread: one wave of
+// threads is all the parallelism a 2048^2 image offers at K = 63).
 #include "ndf_common.cuh"
+#include "grey_lines.cuh"
 
 typedef NDF_SLOT(T) T;
 #define OP NDF_SLOT(OP)
 #define MODE NDF_SLOT(MODE)
-#define U 8                   // rows per load batch
+#define U 16                  // rows per load batch
 
 struct ndf_linev_params {
   const T *in;
@@ -67,14 +69,9 @@ extern "C" __global__ void ndf_grey_linev(const ndf_linev_params p) {
   const T cv = (T)p.cval;
   const ndf_i64 total = p.nlines * p.nseg, step = (ndf_i64)gridDim.x * nt;
   for (ndf_i64 item = (ndf_i64)blockIdx.x * nt + threadIdx.x; item < total; item += step) {
-    const ndf_i64 seg = item / p.nlines, line = item - seg * p.nlines;
-    ndf_i64 r = line, ib = 0, ob = 0;
-    for (int d = p.nother - 1; d >= 0; d--) {
-      const ndf_i64 q = r / p.oshape[d], c = r - q * p.oshape[d];
-      r = q;
-      ib += c * p.oistr[d];
-      ob += c * p.oostr[d];
-    }
+    const ndf_i64 seg = ndf_div(item, p.nlines), line = item - seg * p.nlines;
+    ndf_i64 ib, ob;
+    ndf_line_bases(line, p.nother, p.oshape, p.oistr, p.oostr, ib, ob);
     const T *src = p.in + ib;
     T *dst = p.out + ob;
     const ndf_i64 y0 = seg * p.L, a = y0 + p.lo, oy = y0 - (K - 1); // output of row r: oy + r

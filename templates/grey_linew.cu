@@ -23,6 +23,7 @@
 // left-to-right O(K) pass, grey_line (van Herk), grey_lined and the CPU, bit
 // for bit.  Shuffles move the bits (NaN payloads and signed zeros kept).
 #include "ndf_common.cuh"
+#include "grey_lines.cuh"
 
 typedef NDF_SLOT(T) T;
 #define OP NDF_SLOT(OP)
@@ -69,14 +70,9 @@ extern "C" __global__ void __launch_bounds__(32 * WPB) ndf_grey_linew(const ndf_
   // The task (line, chunk) is the same for all lanes of a warp: the loop and
   // the shuffles stay warp-uniform.
   for (ndf_i64 task = (ndf_i64)blockIdx.x * WPB + (threadIdx.x >> 5); task < ntask; task += nw) {
-    const ndf_i64 line = task / p.nchunk, x0 = (task - line * p.nchunk) * (32 * RO);
-    ndf_i64 r = line, ib = 0, ob = 0;
-    for (int d = p.nother - 1; d >= 0; d--) {
-      const ndf_i64 q = r / p.oshape[d], c = r - q * p.oshape[d];
-      r = q;
-      ib += c * p.oistr[d];
-      ob += c * p.oostr[d];
-    }
+    const ndf_i64 line = ndf_div(task, p.nchunk), x0 = (task - line * p.nchunk) * (32 * RO);
+    ndf_i64 ib, ob;
+    ndf_line_bases(line, p.nother, p.oshape, p.oistr, p.oostr, ib, ob);
     const T *src = p.in + ib;
     T a[RI];
     const ndf_i64 first = x0 + p.lo;
