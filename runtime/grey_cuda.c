@@ -460,7 +460,7 @@ static ndf_status run_linew(ndf_ctx *ctx, const char *name, ndf_dtype dtype, con
  * output). */
 static int64_t linev_segment(const ndf_ctx *ctx, int64_t K, int64_t n, int64_t nlines, int nt, size_t es) {
   const char *e = getenv("NDF_GREY_LINEV_L");
-  if (e && *e && atoll(e) >= 1) return atoll(e) < n ? atoll(e) : n;
+  if (e && *e && atoll(e) >= 1) return atoll(e) < n && atoll(e) < (1 << 30) ? atoll(e) : n < (1 << 30) ? n : (1 << 30);
   const int64_t smem = K * nt * (int64_t)es + 1024, sm_smem = 227 * 1024;
   int64_t bps = sm_smem / smem, cap = 2048 / nt;
   if (bps > cap) bps = cap;
@@ -468,7 +468,7 @@ static int64_t linev_segment(const ndf_ctx *ctx, int64_t K, int64_t n, int64_t n
   const int64_t resident = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) * bps * nt;
   int64_t nseg = resident / (nlines > 0 ? nlines : 1);
   if (nseg > n / K) nseg = n / K;
-  if (nseg < 1) nseg = 1;
+  if (nseg < (n >> 30) + 1) nseg = (n >> 30) + 1; /* L fits the kernel's int */
   return (n + nseg - 1) / nseg;
 }
 
