@@ -140,9 +140,9 @@ return {
       },
       families = {
         { T = { "float" }, OP = { "0", "1" }, MODE = { "0", "1", "2", "3", "4" }, K = { "63" } },
-        { T = { "float" }, OP = { "1" }, MODE = { "0" }, K = { "2", "3", "7", "8", "15", "31", "32", "33", "64", "65", "127", "200", "257" } },
-        { T = int_types, OP = { "0" }, MODE = { "0" }, K = { "9" } },
-        { T = { "double" }, OP = { "1" }, MODE = { "1", "4" }, K = { "40", "100" } },
+        { T = { "float" }, OP = { "1" }, MODE = { "0" }, K = { "2", "3", "8", "32", "33", "65", "127", "257" } },
+        { T = { "unsigned char", "short", "unsigned int" }, OP = { "0" }, MODE = { "0" }, K = { "9" } },
+        { T = { "double" }, OP = { "1" }, MODE = { "1" }, K = { "40", "100" } },
       },
     },
     {
@@ -156,8 +156,8 @@ return {
       },
       families = {
         { T = { "float" }, OP = { "0", "1" }, MODE = { "0", "1", "2", "3", "4" } },
-        { T = int_types, OP = { "0" }, MODE = { "0" } },
-        { T = { "double" }, OP = { "1" }, MODE = { "1", "4" } },
+        { T = { "unsigned char", "short", "unsigned int" }, OP = { "0" }, MODE = { "0" } },
+        { T = { "double" }, OP = { "1" }, MODE = { "1" } },
       },
     },
     {

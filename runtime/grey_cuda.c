@@ -194,6 +194,7 @@ static int use_line(const ndf__grey_geom *g, int64_t K, int64_t n, size_t es) {
 #define LINEW_WPB 8
 #define LINEW_CO 256
 #define LINEV_SMEM 49152
+#define LINEV_REGS 96
 enum { LK_TAPS, LK_LINE, LK_LINED, LK_LINEW, LK_LINEV };
 static int line_env_regs(void) {
   const char *e = getenv("NDF_GREY_LINE");
@@ -454,16 +455,16 @@ static ndf_status run_linew(ndf_ctx *ctx, const char *name, ndf_dtype dtype, con
 }
 
 /* Segment length of grey_linev: NDF_GREY_LINEV_L (tuning), else the axis
- * split in as many segments as fill the device's resident threads once
- * (nt threads and K * nt values of shared memory per block), but segments of
- * at least K outputs (each segment also reads K - 1 rows before its first
- * output). */
+ * split in as many segments as fill the device's resident threads once (nt
+ * threads of about LINEV_REGS registers and K * nt values of shared memory
+ * per block), but segments of at least K outputs (each segment also reads
+ * K - 1 rows before its first output). */
 static int64_t linev_segment(const ndf_ctx *ctx, int64_t K, int64_t n, int64_t nlines, int nt, size_t es) {
   const char *e = getenv("NDF_GREY_LINEV_L");
   if (n < 1) return 1;
   if (e && *e && atoll(e) >= 1) return atoll(e) < n && atoll(e) < (1 << 30) ? atoll(e) : n < (1 << 30) ? n : (1 << 30);
   const int64_t smem = K * nt * (int64_t)es + 1024, sm_smem = 227 * 1024;
-  int64_t bps = sm_smem / smem, cap = 2048 / nt;
+  int64_t bps = sm_smem / smem, cap = 65536 / (LINEV_REGS * nt);
   if (bps > cap) bps = cap;
   if (bps < 1) bps = 1;
   const int64_t resident = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) * bps * nt;

@@ -57,6 +57,7 @@ __device__ __forceinline__ double ndf_shfl_bits(double v, int src) {
   return __longlong_as_double(__shfl_sync(0xffffffffu, __double_as_longlong(v), src));
 }
 template <typename V> __device__ __forceinline__ V ndf_shfl_bits(V v, int src) {
+  static_assert(sizeof(V) <= 4, "integer element types of up to 4 bytes");
   return (V)__shfl_sync(0xffffffffu, (int)v, src);
 }
 
