@@ -188,7 +188,7 @@ static int use_line(const ndf__grey_geom *g, int64_t K, int64_t n, size_t es) {
  * LINEW_KMAX; grey_linev (other axes) keeps K values per thread in shared
  * memory, 32..128 threads per block within 48 KiB.  NDF_GREY_LINE selects
  * the kernels of auto: unset (or "regs") these, "lined" grey_lined,
- * "classic" grey_line.  NDF_GREY_BOX=lines (tuning) runs boxes of extents
+ * "classic" grey_line, "linew" / "linev" one of these only.  NDF_GREY_BOX=lines (tuning) runs boxes of extents
  * <= 7 by these line passes too, in place of the fused box kernel. */
 #define LINEW_KMAX 257
 #define LINEW_WPB 8
@@ -196,9 +196,13 @@ static int use_line(const ndf__grey_geom *g, int64_t K, int64_t n, size_t es) {
 #define LINEV_SMEM 49152
 #define LINEV_REGS 96
 enum { LK_TAPS, LK_LINE, LK_LINED, LK_LINEW, LK_LINEV };
-static int line_env_regs(void) {
+/* Which of the two NDF_GREY_LINE allows: 1 grey_linew, 2 grey_linev (3: unset
+ * or "regs"; "linew" / "linev": one of them, the other axes' passes as with
+ * "lined", to time each kernel alone). */
+static int line_env_regs(int last) {
   const char *e = getenv("NDF_GREY_LINE");
-  return !e || !*e || strcmp(e, "regs") == 0;
+  const int m = !e || !*e || strcmp(e, "regs") == 0 ? 3 : strcmp(e, "linew") == 0 ? 1 : strcmp(e, "linev") == 0 ? 2 : 0;
+  return (m & (last ? 1 : 2)) != 0;
 }
 static int linev_threads(int64_t K, size_t es) {
   for (int nt = 128; nt >= 32; nt -= 32)
@@ -208,12 +212,12 @@ static int linev_threads(int64_t K, size_t es) {
 /* The kernel of a box line pass of extent K along an axis of length n (the
  * array's last axis when last). */
 static int line_kind(const ndf__grey_geom *g, int64_t K, int64_t n, size_t es, int last) {
-  if (g->algo == NDF_GREY_AUTO && box_lines_env() && K >= 2 && K < NDF__VHGW_MIN_CUDA && line_env_regs() &&
+  if (g->algo == NDF_GREY_AUTO && box_lines_env() && K >= 2 && K < NDF__VHGW_MIN_CUDA && line_env_regs(last) &&
       (last ? K <= LINEW_KMAX : linev_threads(K, es) > 0))
     return last ? LK_LINEW : LK_LINEV; /* NDF_GREY_BOX=lines: small boxes by these passes too */
   if (!use_line(g, K, n, es)) return LK_TAPS;
   if (g->algo != NDF_GREY_AUTO) return LK_LINE;
-  if (line_env_regs() && (last ? K <= LINEW_KMAX : linev_threads(K, es) > 0)) return last ? LK_LINEW : LK_LINEV;
+  if (line_env_regs(last) && (last ? K <= LINEW_KMAX : linev_threads(K, es) > 0)) return last ? LK_LINEW : LK_LINEV;
   return use_lined(g, K, n, es) ? LK_LINED : LK_LINE;
 }
 static void req_linek(ndf__kernel_req *r, int kind, ndf_dtype dtype, const ndf__grey_geom *g, int64_t K, int last) {
