@@ -194,7 +194,6 @@ static int use_line(const ndf__grey_geom *g, int64_t K, int64_t n, size_t es) {
 #define LINEW_WPB 8
 #define LINEW_CO 256
 #define LINEV_SMEM 49152
-#define LINEV_REGS 96
 enum { LK_TAPS, LK_LINE, LK_LINED, LK_LINEW, LK_LINEV };
 /* Which of the two NDF_GREY_LINE allows: 1 grey_linew, 2 grey_linev (3: unset
  * or "regs"; "linew" / "linev": one of them, the other axes' passes as with
@@ -459,16 +458,18 @@ static ndf_status run_linew(ndf_ctx *ctx, const char *name, ndf_dtype dtype, con
 }
 
 /* Segment length of grey_linev: NDF_GREY_LINEV_L (tuning), else the axis
- * split in as many segments as fill the device's resident threads once (nt
- * threads of about LINEV_REGS registers and K * nt values of shared memory
- * per block), but segments of at least K outputs (each segment also reads
- * K - 1 rows before its first output). */
+ * split in as many segments as fill the device's threads once (nt threads
+ * and K * nt values of shared memory per block; registers, about 90 per
+ * thread, are not counted: this is the rule measured on the H200, where
+ * 2048^2 size 63 got L = 64 in 0.0602 ms, L = 32 / 128 / 256 in 0.070 /
+ * 0.0744 / 0.101), but segments of at least K outputs (each segment also
+ * reads K - 1 rows before its first output). */
 static int64_t linev_segment(const ndf_ctx *ctx, int64_t K, int64_t n, int64_t nlines, int nt, size_t es) {
   const char *e = getenv("NDF_GREY_LINEV_L");
   if (n < 1) return 1;
   if (e && *e && atoll(e) >= 1) return atoll(e) < n && atoll(e) < (1 << 30) ? atoll(e) : n < (1 << 30) ? n : (1 << 30);
   const int64_t smem = K * nt * (int64_t)es + 1024, sm_smem = 227 * 1024;
-  int64_t bps = sm_smem / smem, cap = 65536 / (LINEV_REGS * nt);
+  int64_t bps = sm_smem / smem, cap = 2048 / nt;
   if (bps > cap) bps = cap;
   if (bps < 1) bps = 1;
   const int64_t resident = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) * bps * nt;
