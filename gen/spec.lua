@@ -129,6 +129,38 @@ return {
       },
     },
     {
+      name = "grey_linew",
+      file = "templates/grey_linew.cu",
+      kernels = { "ndf_grey_linew" },
+      slots = {
+        T = "element type (C name)",
+        OP = "0 = minimum (erosion), 1 = maximum (dilation)",
+        MODE = "boundary mode, 0..4",
+        K = "the box's extent along the (last) axis, 2..257",
+      },
+      families = {
+        { T = { "float" }, OP = { "0", "1" }, MODE = { "0", "1", "2", "3", "4" }, K = { "63" } },
+        { T = { "float" }, OP = { "1" }, MODE = { "0" }, K = { "2", "3", "8", "32", "33", "65", "127", "257" } },
+        { T = { "unsigned char", "short", "unsigned int" }, OP = { "0" }, MODE = { "0" }, K = { "9" } },
+        { T = { "double" }, OP = { "1" }, MODE = { "1" }, K = { "40", "100" } },
+      },
+    },
+    {
+      name = "grey_linev",
+      file = "templates/grey_linev.cu",
+      kernels = { "ndf_grey_linev" },
+      slots = {
+        T = "element type (C name)",
+        OP = "0 = minimum (erosion), 1 = maximum (dilation)",
+        MODE = "boundary mode, 0..4",
+      },
+      families = {
+        { T = { "float" }, OP = { "0", "1" }, MODE = { "0", "1", "2", "3", "4" } },
+        { T = { "unsigned char", "short", "unsigned int" }, OP = { "0" }, MODE = { "0" } },
+        { T = { "double" }, OP = { "1" }, MODE = { "1" } },
+      },
+    },
+    {
       name = "distance_edt",
       file = "templates/distance_edt.cu",
       kernels = { "ndf_edt_lines", "ndf_edt_rows", "ndf_edt_first", "ndf_edt_first1k", "ndf_edt_wrows",

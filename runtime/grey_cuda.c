@@ -11,9 +11,12 @@
  *   any other element (or algorithm direct) -> grey_taps with the element's
  *       tap table; algorithm decomposed runs its steps (grey.c).
  * A line pass is grey_line (van Herk/Gil-Werman, constant cost) for
- * algorithm vhgw, or auto from extent NDF__VHGW_MIN_CUDA on (there grey_lined,
- * doubling in shared memory, where its segments are long enough; grey_line
- * with NDF_GREY_LINE=classic), else grey_taps
+ * algorithm vhgw, or auto from extent NDF__VHGW_MIN_CUDA on: there
+ * grey_linew (last axis: one warp per chunk, doubling in registers) and
+ * grey_linev (other axes: van Herk streamed by one thread per line segment),
+ * within their limits; NDF_GREY_LINE=lined runs grey_lined (doubling in
+ * shared memory, where its segments are long enough), NDF_GREY_LINE=classic
+ * grey_line; else grey_taps
  * with a 1-D tap table, O(extent) per voxel (and for extents too large for
  * grey_line's shared memory: some hundreds, see line_geometry).
  * Separable passes are exact for min/max in every mode (cval padding and NaN
@@ -102,8 +105,12 @@ static void req_boxd(ndf__kernel_req *r, ndf_dtype dtype, ndf__minmax op, ndf_mo
 }
 
 /* Number of trailing spatial axes the fused box kernel covers (0 = none). */
+static int box_lines_env(void) {
+  const char *e = getenv("NDF_GREY_BOX");
+  return e && strcmp(e, "lines") == 0;
+}
 static int box_fused_axes(const ndf__grey_geom *g) {
-  if (!g->is_box || g->algo != NDF_GREY_AUTO) return 0;
+  if (!g->is_box || g->algo != NDF_GREY_AUTO || box_lines_env()) return 0;
   int n = g->nsp < 3 ? g->nsp : 3;
   for (int d = g->nsp - n; d < g->nsp; d++)
     if (g->box[d] > BOX_MAX) return 0;
@@ -174,19 +181,77 @@ static int use_line(const ndf__grey_geom *g, int64_t K, int64_t n, size_t es) {
   return g->algo == NDF_GREY_VHGW || (g->algo == NDF_GREY_AUTO && K >= NDF__VHGW_MIN_CUDA);
 }
 
+/* grey_linew / grey_linev (templates/grey_linew.cu, grey_linev.cu), the
+ * line passes of auto by default: no block barrier, every load and store of
+ * a warp 32 consecutive values.  grey_linew (the array's last axis) has the
+ * extent as a slot (registers: 8 + ceil((K-1)/32) per lane), up to
+ * LINEW_KMAX; grey_linev (other axes) keeps K values per thread in shared
+ * memory, 32..128 threads per block within 48 KiB.  NDF_GREY_LINE selects
+ * the kernels of auto: unset (or "regs") these, "lined" grey_lined,
+ * "classic" grey_line, "linew" / "linev" one of these only.  NDF_GREY_BOX=lines (tuning) runs boxes of extents
+ * <= 7 by these line passes too, in place of the fused box kernel. */
+#define LINEW_KMAX 257
+#define LINEW_WPB 8
+#define LINEW_CO 256
+#define LINEV_SMEM 49152
+enum { LK_TAPS, LK_LINE, LK_LINED, LK_LINEW, LK_LINEV };
+/* Which of the two NDF_GREY_LINE allows: 1 grey_linew, 2 grey_linev (3: unset
+ * or "regs"; "linew" / "linev": one of them, the other axes' passes as with
+ * "lined", to time each kernel alone). */
+static int line_env_regs(int last) {
+  const char *e = getenv("NDF_GREY_LINE");
+  const int m = !e || !*e || strcmp(e, "regs") == 0 ? 3 : strcmp(e, "linew") == 0 ? 1 : strcmp(e, "linev") == 0 ? 2 : 0;
+  return (m & (last ? 1 : 2)) != 0;
+}
+static int linev_threads(int64_t K, size_t es) {
+  for (int nt = 128; nt >= 32; nt -= 32)
+    if (K * nt * (int64_t)es <= LINEV_SMEM) return nt;
+  return 0;
+}
+/* The kernel of a box line pass of extent K along an axis of length n (the
+ * array's last axis when last). */
+static int line_kind(const ndf__grey_geom *g, int64_t K, int64_t n, size_t es, int last) {
+  if (g->algo == NDF_GREY_AUTO && box_lines_env() && K >= 2 && K < NDF__VHGW_MIN_CUDA && line_env_regs(last) &&
+      (last ? K <= LINEW_KMAX : linev_threads(K, es) > 0))
+    return last ? LK_LINEW : LK_LINEV; /* NDF_GREY_BOX=lines: small boxes by these passes too */
+  if (!use_line(g, K, n, es)) return LK_TAPS;
+  if (g->algo != NDF_GREY_AUTO) return LK_LINE;
+  if (line_env_regs(last) && (last ? K <= LINEW_KMAX : linev_threads(K, es) > 0)) return last ? LK_LINEW : LK_LINEV;
+  return use_lined(g, K, n, es) ? LK_LINED : LK_LINE;
+}
+static void req_linek(ndf__kernel_req *r, int kind, ndf_dtype dtype, const ndf__grey_geom *g, int64_t K, int last) {
+  if (kind == LK_LINEW || kind == LK_LINEV) {
+    if (kind == LK_LINEW) ndf__req_init(r, "grey_linew", "ndf_grey_linew");
+    else ndf__req_init(r, "grey_linev", "ndf_grey_linev");
+    ndf__req_set(r, "T", "%s", ndf__dtype_ctype(dtype));
+    ndf__req_set(r, "OP", "%d", (int)g->op);
+    ndf__req_set(r, "MODE", "%d", (int)g->mode);
+    if (kind == LK_LINEW) ndf__req_set(r, "K", "%d", (int)K);
+  } else {
+    req_line(r, dtype, g->op, g->mode, last, kind == LK_LINED);
+  }
+}
+static int req_same(const ndf__kernel_req *a, const ndf__kernel_req *b) {
+  if (strcmp(a->kernel, b->kernel) != 0 || a->nslots != b->nslots) return 0;
+  for (int i = 0; i < a->nslots; i++)
+    if (strcmp(a->slots[i].name, b->slots[i].name) != 0 ||
+        strcmp(ndf__slot_value(&a->slots[i]), ndf__slot_value(&b->slots[i])) != 0)
+      return 0;
+  return 1;
+}
+
 int ndf__grey_cuda_requests(const ndf__grey_geom *g, ndf_dtype dtype, int ndim, ndf__kernel_req *reqs, int max) {
   if (g->algo == NDF_GREY_DECOMPOSED) return ndf__grey_cuda_requests(g->step, dtype, ndim, reqs, max);
   int n = 0, nf = box_fused_axes(g);
-  if (g->is_box) /* line passes by van Herk (the warm shape is 64 per axis) */
-    for (int l = 0; l < 2; l++)
-      for (int dbl = 0; dbl < 2; dbl++) {
-        int need = 0;
-        for (int d = 0; d < g->nsp - nf; d++) {
-          const size_t es = ndf_dtype_size(dtype);
-          need |= use_line(g, g->box[d], 64, es) && use_lined(g, g->box[d], 64, es) == dbl && (d == g->nsp - 1) == l;
-        }
-        if (need && n < max) req_line(&reqs[n++], dtype, g->op, g->mode, l, dbl);
-      }
+  if (g->is_box) /* line passes (the warm shape is 64 per axis) */
+    for (int d = 0; d < g->nsp - nf; d++) {
+      const int last = d == g->nsp - 1, kind = line_kind(g, g->box[d], 64, ndf_dtype_size(dtype), last);
+      if (kind == LK_TAPS || n >= max) continue;
+      req_linek(&reqs[n], kind, dtype, g, g->box[d], last);
+      int seen = 0;
+      for (int i = 0; i < n; i++) seen |= req_same(&reqs[i], &reqs[n]);
+      if (!seen) n++;
+    }
   if (nf) {
     int k[3], lo[3];
     box_k(g, nf, k, lo);
@@ -198,7 +263,8 @@ int ndf__grey_cuda_requests(const ndf__grey_geom *g, ndf_dtype dtype, int ndim, 
     }
   }
   int need_taps = !g->is_box;
-  for (int d = 0; d < g->nsp - nf; d++) need_taps |= g->box[d] > 1 && !use_line(g, g->box[d], 64, ndf_dtype_size(dtype));
+  for (int d = 0; d < g->nsp - nf; d++)
+    need_taps |= g->box[d] > 1 && line_kind(g, g->box[d], 64, ndf_dtype_size(dtype), d == g->nsp - 1) == LK_TAPS;
   if (need_taps && n < max) req_taps(&reqs[n++], dtype, g->nsp, g->op, g->mode, g->has_weights);
   return n;
 }
@@ -300,6 +366,30 @@ static int box_zc(const ndf_ctx *ctx, const int64_t *shape, int ndim) {
   return blocks < 2 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) ? 4 : 32;
 }
 
+/* The fields the line templates share after in and out: the axis' length
+ * and strides, then the other axes (in array order, padded to NDF_MAX_NDIM)
+ * and their product, the number of lines. */
+static int64_t put_line_axes(ndf__params *pb, const int64_t *istr, const int64_t *ostr, const int64_t *shape,
+                             int ndim, int a) {
+  NDF__PUT(pb, shape[a]);
+  NDF__PUT(pb, istr[a]);
+  NDF__PUT(pb, ostr[a]);
+  int nother = ndim - 1;
+  NDF__PUT(pb, nother);
+  int64_t nlines = 1;
+  const int64_t *arrays[3] = {shape, istr, ostr};
+  for (int k = 0; k < 3; k++)
+    for (int d = 0, i = 0; i < NDF_MAX_NDIM; d++) {
+      if (d == a) continue;
+      int64_t v = d < ndim ? arrays[k][d] : 0;
+      if (k == 0 && d < ndim) nlines *= v;
+      NDF__PUT(pb, v);
+      i++;
+    }
+  NDF__PUT(pb, nlines);
+  return nlines;
+}
+
 /* One van Herk/Gil-Werman pass along array axis a (templates/grey_line.cu). */
 static ndf_status run_line(ndf_ctx *ctx, const char *name, ndf_dtype dtype, const void *in, const int64_t *istr,
                            void *out, const int64_t *ostr, const int64_t *shape, int ndim, const ndf__grey_geom *g,
@@ -322,23 +412,8 @@ static ndf_status run_line(ndf_ctx *ctx, const char *name, ndf_dtype dtype, cons
   void *pout = out;
   NDF__PUT(&pb, pin);
   NDF__PUT(&pb, pout);
-  NDF__PUT(&pb, shape[a]);
-  NDF__PUT(&pb, istr[a]);
-  NDF__PUT(&pb, ostr[a]);
-  int nother = ndim - 1;
-  NDF__PUT(&pb, nother);
-  int64_t nlines = 1;
-  const int64_t *arrays[3] = {shape, istr, ostr};
-  for (int k = 0; k < 3; k++)
-    for (int d = 0, i = 0; i < NDF_MAX_NDIM; d++) {
-      if (d == a) continue;
-      int64_t v = d < ndim ? arrays[k][d] : 0;
-      if (k == 0 && d < ndim) nlines *= v;
-      NDF__PUT(&pb, v);
-      i++;
-    }
+  const int64_t nlines = put_line_axes(&pb, istr, ostr, shape, ndim, a);
   int64_t nseg = (shape[a] + seg - 1) / seg;
-  NDF__PUT(&pb, nlines);
   NDF__PUT(&pb, nseg);
   int k32 = (int)K, lo32 = (int)lo;
   NDF__PUT(&pb, k32);
@@ -354,6 +429,84 @@ static ndf_status run_line(ndf_ctx *ctx, const char *name, ndf_dtype dtype, cons
   }
   int64_t tiles = (nlines + cols - 1) / cols * nseg;
   return ndf__launch(ctx, name, fn, ndf__grid(ctx, tiles, dbl ? 8 : 32), dbl ? LINED_NTH : (unsigned)cols, 1, smem, pb.b);
+}
+
+/* grey_linew along the last axis a (templates/grey_linew.cu): one warp per
+ * chunk of LINEW_CO outputs of a line. */
+static ndf_status run_linew(ndf_ctx *ctx, const char *name, ndf_dtype dtype, const void *in, const int64_t *istr,
+                            void *out, const int64_t *ostr, const int64_t *shape, int ndim, const ndf__grey_geom *g,
+                            int a, int64_t K, int64_t lo) {
+  ndf__kernel_req req;
+  req_linek(&req, LK_LINEW, dtype, g, K, 1);
+  CUfunction fn;
+  ndf_status s = ndf__jit_get(ctx, name, &req, &fn);
+  if (s != NDF_OK) return s;
+  ndf__params pb = {.n = 0};
+  const void *pin = in;
+  void *pout = out;
+  NDF__PUT(&pb, pin);
+  NDF__PUT(&pb, pout);
+  const int64_t nlines = put_line_axes(&pb, istr, ostr, shape, ndim, a);
+  int64_t nchunk = (shape[a] + LINEW_CO - 1) / LINEW_CO;
+  NDF__PUT(&pb, nchunk);
+  int lo32 = (int)lo;
+  NDF__PUT(&pb, lo32);
+  NDF__PUT(&pb, g->cval);
+  const int64_t warps = nlines * nchunk;
+  return ndf__launch(ctx, name, fn, ndf__grid(ctx, (warps + LINEW_WPB - 1) / LINEW_WPB, 8), 32 * LINEW_WPB, 1, 0,
+                     pb.b);
+}
+
+/* Segment length of grey_linev: NDF_GREY_LINEV_L (tuning), else the axis
+ * split in as many segments as fill the device's threads once (nt threads
+ * and K * nt values of shared memory per block; registers, about 90 per
+ * thread, are not counted: this is the rule measured on the H200, where
+ * 2048^2 size 63 got L = 64 in 0.0602 ms, L = 32 / 128 / 256 in 0.070 /
+ * 0.0744 / 0.101), but segments of at least K outputs (each segment also
+ * reads K - 1 rows before its first output). */
+static int64_t linev_segment(const ndf_ctx *ctx, int64_t K, int64_t n, int64_t nlines, int nt, size_t es) {
+  const char *e = getenv("NDF_GREY_LINEV_L");
+  if (n < 1) return 1;
+  if (e && *e && atoll(e) >= 1) return atoll(e) < n && atoll(e) < (1 << 30) ? atoll(e) : n < (1 << 30) ? n : (1 << 30);
+  const int64_t smem = K * nt * (int64_t)es + 1024, sm_smem = 227 * 1024;
+  int64_t bps = sm_smem / smem, cap = 2048 / nt;
+  if (bps > cap) bps = cap;
+  if (bps < 1) bps = 1;
+  const int64_t resident = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) * bps * nt;
+  int64_t nseg = resident / (nlines > 0 ? nlines : 1);
+  if (nseg > n / K) nseg = n / K;
+  if (nseg < (n >> 30) + 1) nseg = (n >> 30) + 1; /* L fits the kernel's int */
+  return (n + nseg - 1) / nseg;
+}
+
+/* grey_linev along axis a, not the last (templates/grey_linev.cu). */
+static ndf_status run_linev(ndf_ctx *ctx, const char *name, ndf_dtype dtype, const void *in, const int64_t *istr,
+                            void *out, const int64_t *ostr, const int64_t *shape, int ndim, const ndf__grey_geom *g,
+                            int a, int64_t K, int64_t lo) {
+  const size_t es = ndf_dtype_size(dtype);
+  const int nt = linev_threads(K, es);
+  ndf__kernel_req req;
+  req_linek(&req, LK_LINEV, dtype, g, K, 0);
+  CUfunction fn;
+  ndf_status s = ndf__jit_get(ctx, name, &req, &fn);
+  if (s != NDF_OK) return s;
+  ndf__params pb = {.n = 0};
+  const void *pin = in;
+  void *pout = out;
+  NDF__PUT(&pb, pin);
+  NDF__PUT(&pb, pout);
+  const int64_t nlines = put_line_axes(&pb, istr, ostr, shape, ndim, a);
+  const int64_t L = linev_segment(ctx, K, shape[a], nlines, nt, es);
+  int64_t nseg = (shape[a] + L - 1) / L;
+  NDF__PUT(&pb, nseg);
+  int k32 = (int)K, lo32 = (int)lo, l32 = (int)L;
+  NDF__PUT(&pb, k32);
+  NDF__PUT(&pb, lo32);
+  NDF__PUT(&pb, l32);
+  NDF__PUT(&pb, g->cval);
+  const unsigned smem = (unsigned)(K * nt * (int64_t)es);
+  const int64_t blocks = (nlines * nseg + nt - 1) / nt;
+  return ndf__launch(ctx, name, fn, ndf__grid(ctx, blocks, 2048 / nt), (unsigned)nt, 1, smem, pb.b);
 }
 
 static ndf_status run_box(ndf_ctx *ctx, const char *name, ndf_dtype dtype, const void *in, const int64_t *istr,
@@ -496,9 +649,9 @@ ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
       if ((s = ndf__jit_get(ctx, name, &req, &fn)) != NDF_OK) return s;
     }
     for (int i = 0; i < npass; i++) {
-      const int a = axes[i];
-      if (use_line(g, g->box[a], in->shape[nb + a], es))
-        req_line(&req, in->dtype, g->op, g->mode, nb + a == ndim - 1, use_lined(g, g->box[a], in->shape[nb + a], es));
+      const int a = axes[i], last = nb + a == ndim - 1;
+      const int kind = line_kind(g, g->box[a], in->shape[nb + a], es, last);
+      if (kind != LK_TAPS) req_linek(&req, kind, in->dtype, g, g->box[a], last);
       else req_taps(&req, in->dtype, nsp, g->op, g->mode, 0);
       if ((s = ndf__jit_get(ctx, name, &req, &fn)) != NDF_OK) return s;
     }
@@ -529,9 +682,15 @@ ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
        * (which covers the last axes): ties resolve as on the CPU, the first
        * of equal extrema in raster order of the window (ADR 0008) */
       int a = axes[npass - 1 - (nf ? i - 1 : i)];
-      if (use_line(g, g->box[a], in->shape[nb + a], es)) {
-        s = run_line(ctx, name, in->dtype, src, sstr, dst, dstr, in->shape, ndim, g, nb + a, g->box[a], g->lo[a],
-                     use_lined(g, g->box[a], in->shape[nb + a], es));
+      const int kind = line_kind(g, g->box[a], in->shape[nb + a], es, nb + a == ndim - 1);
+      if (kind != LK_TAPS) {
+        if (kind == LK_LINEW)
+          s = run_linew(ctx, name, in->dtype, src, sstr, dst, dstr, in->shape, ndim, g, nb + a, g->box[a], g->lo[a]);
+        else if (kind == LK_LINEV)
+          s = run_linev(ctx, name, in->dtype, src, sstr, dst, dstr, in->shape, ndim, g, nb + a, g->box[a], g->lo[a]);
+        else
+          s = run_line(ctx, name, in->dtype, src, sstr, dst, dstr, in->shape, ndim, g, nb + a, g->box[a], g->lo[a],
+                       kind == LK_LINED);
         src = dst;
         sstr = dstr;
         continue;

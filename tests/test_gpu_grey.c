@@ -466,7 +466,8 @@ static void test_gpu_benchmark_shapes(void **state) {
  * spatial axes): grey_boxd (doubling, the default), with every rows-per-
  * thread setting (NDF_GREY_BOXD_RY), against the CPU, and bit for bit
  * (memcmp: signed zeros and NaN payloads included) against the classic
- * grey_box (NDF_GREY_BOX=classic).  Boxes by size= and by full footprints,
+ * grey_box (NDF_GREY_BOX=classic), and so are the register line passes
+ * grey_linew / grey_linev run for these boxes (NDF_GREY_BOX=lines).  Boxes by size= and by full footprints,
  * odd and even extents 1-7, origins, every mode, dtype and op, batch axes,
  * 1-4 spatial axes, tiles cut at every edge (X to 300, Y to 70), strided
  * inputs and outputs, inputs of few distinct values (ties of -0.0 and 0.0,
@@ -482,6 +483,13 @@ static void run_box_env(ndf_ctx *ctx, gcase *c, const tu_array *hin, tu_array *h
   char v[8];
   snprintf(v, sizeof v, "%d", ry);
   setenv("NDF_GREY_BOXD_RY", v, 1);
+  if (box && strcmp(box, "lined") == 0) setenv("NDF_GREY_LINE", "lined", 1); /* "lined": grey_boxd + grey_lined */
+  if (box && strcmp(box, "lines") == 0) unsetenv("NDF_GREY_LINE"); /* "lines": grey_linew/linev for small boxes too */
+  if (box && strncmp(box, "linev_l=", 8) == 0) { /* the default kernels, grey_linev's segment length set */
+    unsetenv("NDF_GREY_BOX");
+    unsetenv("NDF_GREY_LINE");
+    setenv("NDF_GREY_LINEV_L", box + 8, 1);
+  }
   tu_dev din, dout;
   tu_dev_upload(ctx, &din, hin);
   tu_dev_upload(ctx, &dout, hout);
@@ -498,6 +506,18 @@ static void run_box_env(ndf_ctx *ctx, gcase *c, const tu_array *hin, tu_array *h
   unsetenv("NDF_GREY_BOX");
   unsetenv("NDF_GREY_LINE");
   unsetenv("NDF_GREY_BOXD_RY");
+  unsetenv("NDF_GREY_LINEV_L");
+}
+
+/* Elements whose bits differ between a and b (memcmp), the first at *first. */
+static int64_t bits_differ(const tu_array *a, const tu_array *b, int64_t *first) {
+  const size_t es1 = ndf_dtype_size(a->arr.dtype);
+  const int64_t n = ndf_array_size(&a->arr);
+  int64_t nbit = 0;
+  *first = -1;
+  for (int64_t k = 0; k < n; k++)
+    if (memcmp(tu_elem_ptr(&a->arr, k), tu_elem_ptr(&b->arr, k), es1) != 0 && nbit++ == 0) *first = k;
+  return nbit;
 }
 
 static void box_doubling_cases(void **state, int lines) {
@@ -570,8 +590,10 @@ static void box_doubling_cases(void **state, int lines) {
       static const double fv[] = {-0.0, 0.0, -0.0, 0.0, 1.0, -1.0, NAN};
       const int64_t n = ndf_array_size(&in.arr);
       const int nv = tu_rng_chance(&r, 0.5) ? 7 : 6;
+      /* long lines: mostly zeros, else a window of ~60 almost always holds a 1 and -1 (no tie decides) */
+      const int zeros = lines && tu_rng_chance(&r, 0.6);
       for (int64_t k = 0; k < n; k++) {
-        double v = fv[tu_rng_int(&r, 0, nv - 1)];
+        double v = fv[zeros && tu_rng_int(&r, 0, 99) < 97 ? tu_rng_int(&r, 0, 1) : tu_rng_int(&r, 0, nv - 1)];
         if (!tu_is_float(c.dt)) v = isnan(v) ? 2.0 : v == 0 ? 0.0 : v < 0 && lo == 0 ? 3.0 : v;
         tu_set(&in.arr, k, v);
       }
@@ -592,6 +614,25 @@ static void box_doubling_cases(void **state, int lines) {
     const int ry = tu_rng_chance(&r, 0.5) ? 8 : (int)tu_rng_int(&r, 1, 8);
     run_box_env(s->ctx, &c, &hin, &hnew, NULL, ry);
     run_box_env(s->ctx, &c, &hin, &hold, "classic", 8);
+    { /* bit for bit with classic too: small boxes by the register line passes (NDF_GREY_BOX=lines);
+       * large: grey_lined (NDF_GREY_LINE=lined), grey_linev with other segment lengths */
+      tu_array halt;
+      assert_int_equal(tu_array_like(&halt, &in.arr, TU_LAYOUT_C, &r), 0);
+      char lv[32];
+      snprintf(lv, sizeof lv, "linev_l=%d", (int)tu_rng_int(&r, 1, 90));
+      const char *alts[2] = {lines ? "lined" : "lines", lv};
+      for (int k = 0; k < (lines ? 2 : 1); k++) {
+        run_box_env(s->ctx, &c, &hin, &halt, alts[k], ry);
+        int64_t first, nb = bits_differ(&halt, &hold, &first);
+        if (nb) {
+          printf("line kernels (%s) and classic kernels differ in the bits of %lld elements (first: flat %lld, %g vs %g)%s:\n  %s\n",
+                 alts[k], (long long)nb, (long long)first, tu_get(&halt.arr, first), tu_get(&hold.arr, first),
+                 ties ? " (ties input)" : "", c.desc);
+          failed++;
+        }
+      }
+      tu_array_free(&halt);
+    }
     char msg[2048];
     int64_t bad = tu_compare(&cpu_out.arr, &hnew.arr, msg, sizeof msg);
     int64_t gap = tu_check_gaps(&hnew);
@@ -623,9 +664,12 @@ static void box_doubling_cases(void **state, int lines) {
   assert_int_equal(failed, 0);
 }
 static void test_gpu_box_doubling(void **state) { box_doubling_cases(state, 0); }
-/* The same for large boxes: the line passes by doubling (grey_lined, auto)
- * against the CPU and bit for bit against grey_line (NDF_GREY_LINE=classic),
- * extents 8-140 on any spatial axis. */
+/* The same for large boxes: the line passes of auto (grey_linew on the last
+ * axis, grey_linev on the others) against the CPU and bit for bit against
+ * grey_line (NDF_GREY_LINE=classic), and so are grey_lined
+ * (NDF_GREY_LINE=lined) and grey_linev with random segment lengths
+ * (NDF_GREY_LINEV_L); extents 8-140 on any spatial axis; inputs of ties are
+ * mostly -0.0 and 0.0 (long windows). */
 static void test_gpu_line_doubling(void **state) { box_doubling_cases(state, 1); }
 
 /* Every algorithm on the GPU (auto, direct, separable, vhgw, decomposed)
