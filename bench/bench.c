@@ -570,16 +570,19 @@ static soft_ect_bufs *soft_ect_arrays(ndf_ctx *c, const workload *w, const ndf_a
  * computed and timed but not compared (tests/test_gpu_distance.c does). */
 static ndf_array *edt_indices(ndf_ctx *c, const workload *w, const ndf_array *in)
 {
+  /* One indices buffer per (context, device, shape), kept for the whole run:
+   * (batch..., ndim, spatial...) int32, the layout the API asks for. */
   static struct { ndf_ctx *ctx; ndf_device_type dev; ndf_array a; } cache[16];
   static int n;
-  for (int i = 0; i < n; i++)
-    if (cache[i].ctx == c && cache[i].dev == in->device && cache[i].a.shape[w->batch_dims] == w->ndim - w->batch_dims)
-      return &cache[i].a;
-  if (n == 16) return NULL;
-  int64_t sh[NDF_MAX_NDIM];
+  int64_t sh[NDF_MAX_NDIM + 1];
   for (int i = 0; i < w->batch_dims; i++) sh[i] = w->shape[i];
   sh[w->batch_dims] = w->ndim - w->batch_dims;
   for (int i = w->batch_dims; i < w->ndim; i++) sh[i + 1] = w->shape[i];
+  for (int i = 0; i < n; i++) {
+    if (cache[i].ctx != c || cache[i].dev != in->device || cache[i].a.ndim != w->ndim + 1) continue;
+    if (!memcmp(cache[i].a.shape, sh, (size_t)(w->ndim + 1) * sizeof sh[0])) return &cache[i].a;
+  }
+  if (n == 16) return NULL;
   ndf_array *a = &cache[n].a;
   if (ndf_array_alloc(c, a, in->device, NDF_INT32, w->ndim + 1, sh) != NDF_OK) return NULL;
   cache[n].ctx = c;
