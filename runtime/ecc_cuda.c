@@ -617,13 +617,6 @@ typedef struct soft2_plan {
   size_t bytes;
 } soft2_plan;
 
-static const double *soft2_sort_t;
-static int soft2_cmp(const void *a, const void *b) {
-  const int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
-  const double x = soft2_sort_t[i], y = soft2_sort_t[j];
-  return x < y ? -1 : x > y ? 1 : i < j ? -1 : i > j;
-}
-
 /* The thresholds sorted into slots: lg lanes of KT per chunk (lg * KT <= 64),
  * each group of KT its float centre m; PROD when kappa |t - m| <= RMAX for
  * every threshold (A = 2^(-kappa (t - m)) then lies in [2^-32, 2^32]). */
@@ -640,17 +633,22 @@ static int soft2_make_plan(const double *t, int64_t T, double lambda, int force_
   pl->kh = (float)kappa;
   pl->kl = (float)(kappa - (double)pl->kh);
   pl->bytes = (size_t)pl->nslots * sizeof(soft2_slot) + (size_t)pl->ngroups * sizeof(float);
+  /* sorted by (t, k) through (value, index) pairs: no comparator state shared
+   * between threads, the order ndf__ecc_cuda's cmp_tsort gives */
   int64_t *idx = malloc((size_t)(T > 0 ? T : 1) * sizeof *idx);
+  tsort *srt = malloc((size_t)(T > 0 ? T : 1) * sizeof *srt);
   pl->slots = malloc(pl->bytes);
-  if (!idx || !pl->slots) {
+  if (!idx || !srt || !pl->slots) {
     free(idx);
+    free(srt);
     free(pl->slots);
     pl->slots = NULL;
     return -1;
   }
-  for (int64_t k = 0; k < T; k++) idx[k] = k;
-  soft2_sort_t = t;
-  qsort(idx, (size_t)T, sizeof *idx, soft2_cmp);
+  for (int64_t k = 0; k < T; k++) srt[k] = (tsort){t[k], k};
+  qsort(srt, (size_t)T, sizeof *srt, cmp_tsort);
+  for (int64_t k = 0; k < T; k++) idx[k] = srt[k].k;
+  free(srt);
   float *centre = (float *)(pl->slots + pl->nslots);
   int prod = !force_direct && isfinite(pl->kh) && pl->kh > 0;
   for (int64_t g = 0; g < pl->ngroups; g++) {

@@ -23,11 +23,12 @@ for a, b in [('asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));', 'y = emu_
 open(tmp + '/kern.inc', 'w').write(k)
 c = open(root + '/runtime/ecc_cuda.c').read()
 a = c.index('#define SOFT2_KT'); b = c.index('ndf_status ndf__soft_ecc_cuda(')
+ta = c.index('typedef struct tsort'); tb = c.index('ndf_status ndf__ecc_cuda(')  # the plan sorts with cmp_tsort
 open(tmp + '/plan.c', 'w').write('''#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-''' + c[a:b] + '''
+''' + c[ta:tb] + c[a:b] + '''
 int emu_soft2_plan(const double *t, int64_t T, double lambda, int force_direct, int *lg, int *tchunks, int *prod,
                    int64_t *nslots, float *kh, float *kl, void **slots) {
   soft2_plan pl;
