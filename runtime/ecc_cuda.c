@@ -252,6 +252,7 @@ static int fuse_geometry(hist_geom *g, int64_t nimg, int64_t cap) {
   const char *e = getenv("NDF_ECC_MINMC");
   int64_t minmc = e ? atoll(e) : 4;
   if (minmc < 1) minmc = 1;
+  if (minmc > g->nz) minmc = g->nz > 0 ? g->nz : 1; /* no overflow below for a huge knob */
   int64_t nch = cap / per;
   if (nch > (g->nz + minmc - 1) / minmc) nch = (g->nz + minmc - 1) / minmc;
   if (nch < 1) nch = 1;
