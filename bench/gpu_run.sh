@@ -17,6 +17,8 @@
 #                         (NDF_TEST_CASES; default 50, the plain ctest run does 200)
 #   NDF_SANITIZE_TESTS    which GPU tests run under the sanitizer (default: every
 #                         built tests/test_gpu_*; e.g. "test_gpu_rank")
+#                         (every test program also honours NDF_TEST_FILTER, a cmocka
+#                         name pattern, e.g. NDF_TEST_FILTER=test_gpu_line_doubling)
 #   NDF_CTEST_ARGS        extra arguments of ctest (e.g. "-L gpu": only the GPU tests)
 #   NDF_SANITIZE_WARM     1: the sanitizer runs reuse one kernel cache filled by the
 #                         ctest step (faster; default 0: a fresh cache per run, so
