@@ -69,10 +69,7 @@ ndf_status ndf__bf_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf
       double v = d < nsp ? sampling[d] : 1.0;
       NDF__PUT(&pb, v);
     }
-    for (int a = 0; a < NDF_MAX_NDIM; a++) {
-      int64_t v = a < nb ? in->shape[a] : 0;
-      NDF__PUT(&pb, v);
-    }
+    ndf__params_put_padded(&pb, nb, in->shape);
     /* input, distances, indices: batch strides then spatial strides */
     const ndf_array *arrs[3] = {in, dist, idx};
     for (int k = 0; k < 3; k++) {

@@ -114,14 +114,8 @@ static unsigned scan_params(ndf_ctx *ctx, ndf__params *pb, const ndf_array *in, 
   NDF__PUT(pb, nl);
   NDF__PUT(pb, sl);
   NDF__PUT(pb, nd);
-  for (int a = 0; a < NDF_MAX_NDIM; a++) {
-    int64_t v = a < nd ? shape[a] : 0;
-    NDF__PUT(pb, v);
-  }
-  for (int a = 0; a < NDF_MAX_NDIM; a++) {
-    int64_t v = a < nd ? str[a] : 0;
-    NDF__PUT(pb, v);
-  }
+  ndf__params_put_padded(pb, nd, shape);
+  ndf__params_put_padded(pb, nd, str);
   NDF__PUT(pb, hdr);
   NDF__PUT(pb, ts);
   NDF__PUT(pb, perm);
@@ -301,14 +295,8 @@ static ndf_status hist_launch2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_a
   NDF__PUT(&pb, nb);
   NDF__PUT(&pb, uniform);
   NDF__PUT(&pb, smem_ts);
-  for (int a = 0; a < NDF_MAX_NDIM; a++) {
-    int64_t v = a < nb ? in->shape[a] : 0;
-    NDF__PUT(&pb, v);
-  }
-  for (int a = 0; a < NDF_MAX_NDIM; a++) {
-    int64_t v = a < nb ? in->strides[a] : 0;
-    NDF__PUT(&pb, v);
-  }
+  ndf__params_put_padded(&pb, nb, in->shape);
+  ndf__params_put_padded(&pb, nb, in->strides);
   const hist_extra none = {0};
   if (!x) x = &none;
   const ndf_array *out = x->cnt ? x->out : NULL;
@@ -321,14 +309,8 @@ static ndf_status hist_launch2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_a
   NDF__PUT(&pb, x->perm);
   NDF__PUT(&pb, p_out);
   NDF__PUT(&pb, ostep);
-  for (int a = 0; a < NDF_MAX_NDIM; a++) {
-    int64_t v = out && a < nb ? out->shape[a] : 0;
-    NDF__PUT(&pb, v);
-  }
-  for (int a = 0; a < NDF_MAX_NDIM; a++) {
-    int64_t v = out && a < nb ? out->strides[a] : 0;
-    NDF__PUT(&pb, v);
-  }
+  ndf__params_put_padded(&pb, nb, out ? out->shape : NULL);
+  ndf__params_put_padded(&pb, nb, out ? out->strides : NULL);
   int fused = f != NULL;
   CUdeviceptr gbar = f ? f->gbar : 0, part = f ? f->part : 0;
   NDF__PUT(&pb, fused);
@@ -368,14 +350,8 @@ static ndf_status final_launch(ndf_ctx *ctx, const ndf__ecc_call *c, CUfunction 
   NDF__PUT(&pb, tt);
   NDF__PUT(&pb, ostep);
   NDF__PUT(&pb, nb);
-  for (int a = 0; a < NDF_MAX_NDIM; a++) {
-    int64_t v = a < nb ? out->shape[a] : 0;
-    NDF__PUT(&pb, v);
-  }
-  for (int a = 0; a < NDF_MAX_NDIM; a++) {
-    int64_t v = a < nb ? out->strides[a] : 0;
-    NDF__PUT(&pb, v);
-  }
+  ndf__params_put_padded(&pb, nb, out->shape);
+  ndf__params_put_padded(&pb, nb, out->strides);
   NDF__PUT(&pb, hdr);
   return ndf__launch(ctx, c->name, ff, ndf__grid(ctx, c->nimg, 8), 256, 1, 0, pb.b);
 }
@@ -575,14 +551,8 @@ static ndf_status put_launch(ndf_ctx *ctx, const char *name, CUfunction fn, CUde
   NDF__PUT(&pb, T);
   NDF__PUT(&pb, step);
   NDF__PUT(&pb, nb);
-  for (int a = 0; a < NDF_MAX_NDIM; a++) {
-    int64_t v = a < nb ? dst->shape[a] : 0;
-    NDF__PUT(&pb, v);
-  }
-  for (int a = 0; a < NDF_MAX_NDIM; a++) {
-    int64_t v = a < nb ? dst->strides[a] : 0;
-    NDF__PUT(&pb, v);
-  }
+  ndf__params_put_padded(&pb, nb, dst->shape);
+  ndf__params_put_padded(&pb, nb, dst->strides);
   NDF__PUT(&pb, hdr);
   return ndf__launch(ctx, name, fn, ndf__grid(ctx, (nimg * T + 255) / 256, 8), 256, 1, 0, pb.b);
 }
@@ -827,18 +797,9 @@ ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
     NDF__PUT(&pb, i_mode);
     NDF__PUT(&pb, i_lg);
     NDF__PUT(&pb, i_tch);
-    for (int a = 0; a < NDF_MAX_NDIM; a++) {
-      int64_t v = a < nb ? in->shape[a] : 0;
-      NDF__PUT(&pb, v);
-    }
-    for (int a = 0; a < NDF_MAX_NDIM; a++) {
-      int64_t v = a < nb ? arr->strides[a] : 0;
-      NDF__PUT(&pb, v);
-    }
-    for (int a = 0; a < NDF_MAX_NDIM; a++) {
-      int64_t v = a < nb && gin ? gin->strides[a] : 0;
-      NDF__PUT(&pb, v);
-    }
+    ndf__params_put_padded(&pb, nb, in->shape);
+    ndf__params_put_padded(&pb, nb, arr->strides);
+    ndf__params_put_padded(&pb, nb, gin ? gin->strides : NULL);
     NDF__PUT(&pb, hdr);
     CUdeviceptr p_in = fused ? (CUdeviceptr)(uintptr_t)in->data : 0;
     int64_t nrow = c->sshape[0], isy = fused ? in->strides[nb] : 0, isx = fused ? in->strides[nb + 1] : 0;
@@ -846,10 +807,7 @@ ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
     NDF__PUT(&pb, nrow);
     NDF__PUT(&pb, isy);
     NDF__PUT(&pb, isx);
-    for (int a = 0; a < NDF_MAX_NDIM; a++) {
-      int64_t v = a < nb ? in->strides[a] : 0;
-      NDF__PUT(&pb, v);
-    }
+    ndf__params_put_padded(&pb, nb, in->strides);
     s = ndf__launch(ctx, c->name, fs, (unsigned)(nimg * nchunk), 256, 1, 0, pb.b);
   } else if (s == NDF_OK && npix > 0 && nimg > 0) {
     ndf__params pb = {.n = 0};
@@ -885,18 +843,9 @@ ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
     NDF__PUT(&pb, gsx);
     NDF__PUT(&pb, i_nb);
     NDF__PUT(&pb, i_mode);
-    for (int a = 0; a < NDF_MAX_NDIM; a++) {
-      int64_t v = a < nb ? in->shape[a] : 0;
-      NDF__PUT(&pb, v);
-    }
-    for (int a = 0; a < NDF_MAX_NDIM; a++) {
-      int64_t v = a < nb ? arr->strides[a] : 0;
-      NDF__PUT(&pb, v);
-    }
-    for (int a = 0; a < NDF_MAX_NDIM; a++) {
-      int64_t v = a < nb && gin ? gin->strides[a] : 0;
-      NDF__PUT(&pb, v);
-    }
+    ndf__params_put_padded(&pb, nb, in->shape);
+    ndf__params_put_padded(&pb, nb, arr->strides);
+    ndf__params_put_padded(&pb, nb, gin ? gin->strides : NULL);
     NDF__PUT(&pb, hdr);
     s = ndf__launch(ctx, c->name, fs, (unsigned)(nimg * nchunk), 256, 1, 0, pb.b);
   }

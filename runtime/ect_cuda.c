@@ -161,14 +161,8 @@ ndf_status ndf__ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const ndf_ar
     NDF__PUT(&pb, nbb);
     NDF__PUT(&pb, uni);
     NDF__PUT(&pb, smem);
-    for (int a = 0; a < NDF_MAX_NDIM; a++) {
-      int64_t v = a < nb ? in->shape[a] : 0;
-      NDF__PUT(&pb, v);
-    }
-    for (int a = 0; a < NDF_MAX_NDIM; a++) {
-      int64_t v = a < nb ? in->strides[a] : 0;
-      NDF__PUT(&pb, v);
-    }
+    ndf__params_put_padded(&pb, nb, in->shape);
+    ndf__params_put_padded(&pb, nb, in->strides);
     s = ndf__launch(ctx, c->name, fh, (unsigned)g.items, 256, 1, smem ? (unsigned)dyn_bytes : 0, pb.b);
     if (s != NDF_OK) goto done;
   }
@@ -185,14 +179,8 @@ ndf_status ndf__ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const ndf_ar
     NDF__PUT(&pb, dstep);
     NDF__PUT(&pb, kstep);
     NDF__PUT(&pb, nbb);
-    for (int a = 0; a < NDF_MAX_NDIM; a++) {
-      int64_t v = a < nb ? out->shape[a] : 0;
-      NDF__PUT(&pb, v);
-    }
-    for (int a = 0; a < NDF_MAX_NDIM; a++) {
-      int64_t v = a < nb ? out->strides[a] : 0;
-      NDF__PUT(&pb, v);
-    }
+    ndf__params_put_padded(&pb, nb, out->shape);
+    ndf__params_put_padded(&pb, nb, out->strides);
     s = ndf__launch(ctx, c->name, ff, ndf__grid(ctx, nimg * m, 8), 256, 1, 0, pb.b);
   }
 done:
@@ -261,14 +249,8 @@ static ndf_status put_launch(ndf_ctx *ctx, const char *name, CUfunction fn, int 
   NDF__PUT(&pb, i_nb);
   NDF__PUT(&pb, i_what);
   NDF__PUT(&pb, f32);
-  for (int a = 0; a < NDF_MAX_NDIM; a++) {
-    int64_t v = a < i_nb ? dst->shape[a] : 0;
-    NDF__PUT(&pb, v);
-  }
-  for (int a = 0; a < NDF_MAX_NDIM; a++) {
-    int64_t v = a < i_nb ? dst->strides[a] : 0;
-    NDF__PUT(&pb, v);
-  }
+  ndf__params_put_padded(&pb, i_nb, dst ? dst->shape : NULL);
+  ndf__params_put_padded(&pb, i_nb, dst ? dst->strides : NULL);
   const int64_t n = what == 0 ? nimg * m * T : what == 1 ? T + m * nsp : nimg * c->npix;
   if (n <= 0) return NDF_OK;
   return ndf__launch(ctx, name, fn, ndf__grid(ctx, (n + 255) / 256, 8), 256, 1, 0, pb.b);
@@ -341,18 +323,9 @@ ndf_status ndf__soft_ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const n
     NDF__PUT(&pb, i_mode);
     NDF__PUT(&pb, want_gt);
     NDF__PUT(&pb, smem);
-    for (int a = 0; a < NDF_MAX_NDIM; a++) {
-      int64_t v = a < nb ? in->shape[a] : 0;
-      NDF__PUT(&pb, v);
-    }
-    for (int a = 0; a < NDF_MAX_NDIM; a++) {
-      int64_t v = a < nb ? in->strides[a] : 0;
-      NDF__PUT(&pb, v);
-    }
-    for (int a = 0; a < NDF_MAX_NDIM; a++) {
-      int64_t v = a < nb && mode == 1 ? arr->strides[a] : 0;
-      NDF__PUT(&pb, v);
-    }
+    ndf__params_put_padded(&pb, nb, in->shape);
+    ndf__params_put_padded(&pb, nb, in->strides);
+    ndf__params_put_padded(&pb, nb, mode == 1 ? arr->strides : NULL);
     s = ndf__launch(ctx, c->name, fs, (unsigned)g.items, 256, 1, smem ? (unsigned)dyn_bytes : 0, pb.b);
     if (s != NDF_OK) goto done;
   }

@@ -88,17 +88,21 @@ static inline void ndf__params_put(ndf__params *p, const void *v, size_t size, s
   p->n += size;
 }
 #define NDF__PUT(p, v) ndf__params_put((p), &(v), sizeof(v), _Alignof(__typeof__(v)))
+/* NDF_MAX_NDIM int64 fields: v[0 .. n-1], then zeros (all zeros when v is NULL). */
+static inline void ndf__params_put_padded(ndf__params *p, int64_t n, const int64_t *v) {
+  for (int d = 0; d < NDF_MAX_NDIM; d++) {
+    int64_t x = v && d < n ? v[d] : 0;
+    NDF__PUT(p, x);
+  }
+}
 /* The outer-axes fields templates share: n (int), then the shapes and both
  * strides of the n outer axes, each padded to NDF_MAX_NDIM entries. */
 static inline void ndf__params_put_outer(ndf__params *p, int n, const int64_t *shape, const int64_t *istr,
                                          const int64_t *ostr) {
-  const int64_t *arrays[3] = {shape, istr, ostr};
   NDF__PUT(p, n);
-  for (int a = 0; a < 3; a++)
-    for (int d = 0; d < NDF_MAX_NDIM; d++) {
-      int64_t v = d < n ? arrays[a][d] : 0;
-      NDF__PUT(p, v);
-    }
+  ndf__params_put_padded(p, n, shape);
+  ndf__params_put_padded(p, n, istr);
+  ndf__params_put_padded(p, n, ostr);
 }
 
 /* ---- jit.c: specialization, compile, in-memory table --------------------------------- */
