@@ -241,12 +241,60 @@ static edt_splan edt_search_plan(const ndf_ctx *ctx, const ndf_array *in, int nb
   return sp;
 }
 
+/* The fields of ndf_edt_params up to its sampling table, in order (the W
+ * layout fields follow), for pass d along axis nb + d: it reads (sf, sw)
+ * unless it is the first pass (which reads the input), writes (df, dw) unless
+ * it is the last (which writes dist and idx). */
+static void edt_put_head(ndf__params *pb, const ndf_array *in, const ndf_array *dist, const ndf_array *idx, int nb,
+                         const double *sampling, int d, CUdeviceptr sf, CUdeviceptr sw, CUdeviceptr df,
+                         CUdeviceptr dw, CUdeviceptr stack) {
+  const int nd = in->ndim, nsp = nd - nb, axis = nb + d, first = d == 0, last = d == nsp - 1;
+  int64_t inner = 1, npix = 1;
+  for (int a = axis + 1; a < nd; a++) inner *= in->shape[a];
+  for (int a = nb; a < nd; a++) npix *= in->shape[a];
+  const int64_t n = in->shape[axis], nlines = ndf_array_size(in) / n;
+  const void *p_in = first ? in->data : NULL;
+  CUdeviceptr p_sf = first ? 0 : sf, p_sw = first ? 0 : sw;
+  CUdeviceptr p_df = last ? 0 : df, p_dw = last ? 0 : dw;
+  void *p_dist = last && dist ? dist->data : NULL;
+  void *p_idx = last && idx ? idx->data : NULL;
+  NDF__PUT(pb, p_in);
+  NDF__PUT(pb, p_sf);
+  NDF__PUT(pb, p_sw);
+  NDF__PUT(pb, p_df);
+  NDF__PUT(pb, p_dw);
+  NDF__PUT(pb, stack);
+  NDF__PUT(pb, p_dist);
+  NDF__PUT(pb, p_idx);
+  NDF__PUT(pb, nlines);
+  NDF__PUT(pb, n);
+  NDF__PUT(pb, inner);
+  NDF__PUT(pb, sampling[d]);
+  int i_nd = nd, i_nb = nb, i_axis = axis;
+  NDF__PUT(pb, i_nd);
+  NDF__PUT(pb, i_nb);
+  NDF__PUT(pb, i_axis);
+  NDF__PUT(pb, npix);
+  int64_t dstr[NDF_MAX_NDIM] = {0}, xstr[NDF_MAX_NDIM] = {0};
+  double samp[NDF_MAX_NDIM] = {0};
+  for (int a = 0; a < nd; a++) {
+    dstr[a] = dist ? dist->strides[a] : 0;
+    xstr[a] = idx ? idx->strides[a < nb ? a : a + 1] : 0;
+  }
+  for (int k = 0; k < nsp; k++) samp[k] = sampling[k];
+  int64_t xk = idx ? idx->strides[nb] : 0;
+  ndf__params_put_padded(pb, nd, in->shape);
+  ndf__params_put_padded(pb, nd, in->strides);
+  ndf__params_put_padded(pb, nd, dstr);
+  ndf__params_put_padded(pb, nd, xstr);
+  NDF__PUT(pb, xk);
+  for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(pb, samp[a]);
+}
+
 static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, ndf_array *idx,
                                   int nb, const double *sampling, const edt_splan *sp, int debug) {
   const int nd = in->ndim, nsp = nd - nb, has_idx = idx != NULL;
   const int64_t N = ndf_array_size(in);
-  int64_t npix = 1;
-  for (int d = nb; d < nd; d++) npix *= in->shape[d];
   const ndf_dtype dout = dist ? dist->dtype : NDF_FLOAT64;
   static const char *const kn[3] = {"ndf_edt_sfirst", "ndf_edt_smid", "ndf_edt_srows"};
   CUfunction fns[NDF_MAX_SPATIAL];
@@ -282,45 +330,7 @@ static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
     const int src = nbuf == 1 ? 0 : (d + 1) % 2, dst = nbuf == 1 ? 0 : d % 2;
     /* The fields of ndf_edt_params, in order. */
     ndf__params pb = {.n = 0};
-    const void *p_in = first ? in->data : NULL;
-    CUdeviceptr p_sf = first ? 0 : f[src], p_sw = first ? 0 : w[src];
-    CUdeviceptr p_df = last ? 0 : f[dst], p_dw = last ? 0 : w[dst];
-    CUdeviceptr p_stack = 0;
-    void *p_dist = last && dist ? dist->data : NULL;
-    void *p_idx = last && idx ? idx->data : NULL;
-    NDF__PUT(&pb, p_in);
-    NDF__PUT(&pb, p_sf);
-    NDF__PUT(&pb, p_sw);
-    NDF__PUT(&pb, p_df);
-    NDF__PUT(&pb, p_dw);
-    NDF__PUT(&pb, p_stack);
-    NDF__PUT(&pb, p_dist);
-    NDF__PUT(&pb, p_idx);
-    NDF__PUT(&pb, nlines);
-    NDF__PUT(&pb, n);
-    NDF__PUT(&pb, inner);
-    NDF__PUT(&pb, sampling[d]);
-    int i_nd = nd, i_nb = nb, i_axis = axis;
-    NDF__PUT(&pb, i_nd);
-    NDF__PUT(&pb, i_nb);
-    NDF__PUT(&pb, i_axis);
-    NDF__PUT(&pb, npix);
-    int64_t shape[NDF_MAX_NDIM] = {0}, istr[NDF_MAX_NDIM] = {0}, dstr[NDF_MAX_NDIM] = {0}, xstr[NDF_MAX_NDIM] = {0};
-    double samp[NDF_MAX_NDIM] = {0};
-    for (int a = 0; a < nd; a++) {
-      shape[a] = in->shape[a];
-      istr[a] = in->strides[a];
-      dstr[a] = dist ? dist->strides[a] : 0;
-      xstr[a] = idx ? idx->strides[a < nb ? a : a + 1] : 0;
-    }
-    for (int k = 0; k < nsp; k++) samp[k] = sampling[k];
-    int64_t xk = idx ? idx->strides[nb] : 0;
-    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, shape[a]);
-    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, istr[a]);
-    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, dstr[a]);
-    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, xstr[a]);
-    NDF__PUT(&pb, xk);
-    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, samp[a]);
+    edt_put_head(&pb, in, dist, idx, nb, sampling, d, f[src], w[src], f[dst], w[dst], 0);
     int64_t wseg = 0, wstride = 0, wbytes = 0, wpitch = 0, slw = sp->lw[d];
     int wexact = 1, wtree = 0;
     NDF__PUT(&pb, wseg);
@@ -364,8 +374,6 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
   if (s != NDF_OK) return s;
   const int nd = in->ndim, nsp = nd - nb;
   const int64_t N = ndf_array_size(in);
-  int64_t npix = 1;
-  for (int d = nb; d < nd; d++) npix *= in->shape[d];
   const ndf_dtype dout = dist ? dist->dtype : NDF_FLOAT64;
   const int debug = getenv("NDF_DEBUG") != NULL && getenv("NDF_DEBUG")[0] != '\0' && strcmp(getenv("NDF_DEBUG"), "0");
 
@@ -420,45 +428,7 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
 
     /* The fields of ndf_edt_params, in order. */
     ndf__params pb = {.n = 0};
-    const void *p_in = first ? in->data : NULL;
-    CUdeviceptr p_sf = first ? 0 : f[src], p_sw = first ? 0 : w[src];
-    CUdeviceptr p_df = last ? 0 : f[dst], p_dw = last ? 0 : w[dst];
-    CUdeviceptr p_stack = scratch;
-    void *p_dist = last && dist ? dist->data : NULL;
-    void *p_idx = last && idx ? idx->data : NULL;
-    NDF__PUT(&pb, p_in);
-    NDF__PUT(&pb, p_sf);
-    NDF__PUT(&pb, p_sw);
-    NDF__PUT(&pb, p_df);
-    NDF__PUT(&pb, p_dw);
-    NDF__PUT(&pb, p_stack);
-    NDF__PUT(&pb, p_dist);
-    NDF__PUT(&pb, p_idx);
-    NDF__PUT(&pb, nlines);
-    NDF__PUT(&pb, n);
-    NDF__PUT(&pb, inner);
-    NDF__PUT(&pb, sampling[d]);
-    int i_nd = nd, i_nb = nb, i_axis = axis;
-    NDF__PUT(&pb, i_nd);
-    NDF__PUT(&pb, i_nb);
-    NDF__PUT(&pb, i_axis);
-    NDF__PUT(&pb, npix);
-    int64_t shape[NDF_MAX_NDIM] = {0}, istr[NDF_MAX_NDIM] = {0}, dstr[NDF_MAX_NDIM] = {0}, xstr[NDF_MAX_NDIM] = {0};
-    double samp[NDF_MAX_NDIM] = {0};
-    for (int a = 0; a < nd; a++) {
-      shape[a] = in->shape[a];
-      istr[a] = in->strides[a];
-      dstr[a] = dist ? dist->strides[a] : 0;
-      xstr[a] = idx ? idx->strides[a < nb ? a : a + 1] : 0;
-    }
-    for (int k = 0; k < nsp; k++) samp[k] = sampling[k];
-    int64_t xk = idx ? idx->strides[nb] : 0;
-    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, shape[a]);
-    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, istr[a]);
-    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, dstr[a]);
-    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, xstr[a]);
-    NDF__PUT(&pb, xk);
-    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, samp[a]);
+    edt_put_head(&pb, in, dist, idx, nb, sampling, d, f[src], w[src], f[dst], w[dst], scratch);
     const int wl = lp[d].use;
     int64_t wseg = wl ? lp[d].seg : wp.seg, wstride = wl ? lp[d].stride : wp.stride;
     int wexact = wl ? 1 : wp.exact;
