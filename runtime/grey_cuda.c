@@ -467,7 +467,11 @@ static ndf_status run_linew(ndf_ctx *ctx, const char *name, ndf_dtype dtype, con
 static int64_t linev_segment(const ndf_ctx *ctx, int64_t K, int64_t n, int64_t nlines, int nt, size_t es) {
   const char *e = getenv("NDF_GREY_LINEV_L");
   if (n < 1) return 1;
-  if (e && *e && atoll(e) >= 1) return atoll(e) < n && atoll(e) < (1 << 30) ? atoll(e) : n < (1 << 30) ? n : (1 << 30);
+  int64_t knob = e && *e ? atoll(e) : 0; /* min(knob, n, 2^30): L fits the kernel's int */
+  if (knob >= 1) {
+    if (knob > n) knob = n;
+    return knob < (1 << 30) ? knob : (1 << 30);
+  }
   const int64_t smem = K * nt * (int64_t)es + 1024, sm_smem = 227 * 1024;
   int64_t bps = sm_smem / smem, cap = 2048 / nt;
   if (bps > cap) bps = cap;
