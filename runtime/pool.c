@@ -56,7 +56,13 @@ ndf_status ndf__device_table(ndf_ctx *ctx, const void *data, size_t bytes, CUdev
   e->bytes = bytes;
   const ndf__cu_api *cu = ndf__cu(NULL);
   CUresult r = cu->cuMemAlloc(&e->dev, bytes ? bytes : 1);
-  if (r == CUDA_SUCCESS) r = cu->cuMemcpyHtoD(e->dev, data, bytes);
+  /* On the context's stream: the kernels that read the table are queued there,
+   * and that stream does not wait for the legacy stream (CU_STREAM_NON_BLOCKING),
+   * where a plain cuMemcpyHtoD from pageable memory may still be in its DMA when
+   * it returns -- a kernel could then read the memory's previous contents (a
+   * table freed earlier: test_gpu_grey's algorithms case, seed 5506311715).
+   * Pageable source: staged before the call returns. */
+  if (r == CUDA_SUCCESS) r = cu->cuMemcpyHtoDAsync(e->dev, e->host, bytes, ctx->stream);
   if (r != CUDA_SUCCESS) {
     if (e->dev) cu->cuMemFree(e->dev);
     free(e->host);
