@@ -785,6 +785,75 @@ static void test_gpu_algorithms(void **state) {
   for (int a = 0; a < NDF_GREY_ALGORITHM_COUNT; a++) assert_true(ran[a] > 0);
 }
 
+/* Structuring-element tables uploaded back to back: 300 distinct random
+ * footprints (more than the context's table cache holds, so it is dropped and
+ * refilled on the way), each erosion/dilation launched right after its table's
+ * upload, no synchronisation until the end, every output in its own device
+ * buffer; all compared with the CPU.  Guards the ordering of a table's upload
+ * against the kernel that reads it (runtime/pool.c). */
+static void test_gpu_table_churn(void **state) {
+  gpu_state *s = *state;
+  SKIP_WITHOUT_CUDA(s);
+  tu_rng r;
+  tu_rng_seed(&r, s->seed + 6);
+  enum { NCALL = 300 };
+  int64_t shape[3] = {9, 21, 37}, es[3] = {7, 9, 11};
+  tu_array in;
+  assert_int_equal(tu_array_alloc(&in, NDF_UINT16, 3, shape), 0);
+  fill_values(&in, &r, 0);
+  tu_dev din;
+  tu_dev_upload(s->ctx, &din, &in);
+  tu_array blank;
+  assert_int_equal(tu_array_like(&blank, &in.arr, TU_LAYOUT_C, &r), 0);
+  tu_array *fps = calloc(NCALL, sizeof *fps), *want = calloc(NCALL, sizeof *want);
+  tu_dev *dout = calloc(NCALL, sizeof *dout);
+  ndf_grey_options *opts = calloc(NCALL, sizeof *opts);
+  assert_non_null(fps);
+  assert_non_null(want);
+  assert_non_null(dout);
+  assert_non_null(opts);
+  for (int i = 0; i < NCALL; i++) {
+    assert_int_equal(tu_array_alloc(&fps[i], NDF_BOOL, 3, es), 0);
+    for (int64_t t = 0; t < 7 * 9 * 11; t++) tu_set(&fps[i].arr, t, tu_rng_chance(&r, 0.5));
+    tu_set(&fps[i].arr, 0, 1);
+    ndf_grey_options_init(&opts[i]);
+    opts[i].footprint = &fps[i].arr;
+    opts[i].mode = (ndf_mode)tu_rng_int(&r, 0, NDF_MODE_COUNT - 1);
+    opts[i].cval = (double)tu_rng_int(&r, 0, 65535);
+    opts[i].algorithm = NDF_GREY_DIRECT;
+    assert_int_equal(tu_array_alloc(&want[i], NDF_UINT16, 3, shape), 0);
+    assert_int_equal(tu_op_call(s->ctx, i % 2 ? TU_OP_DILATION : TU_OP_EROSION, &in.arr, &want[i].arr, &opts[i]),
+                     NDF_OK);
+    tu_dev_upload(s->ctx, &dout[i], &blank); /* poisoned */
+  }
+  assert_int_equal(ndf_ctx_synchronize(s->ctx), NDF_OK);
+  for (int i = 0; i < NCALL; i++) /* no waits between the calls */
+    assert_int_equal(tu_op_call(s->ctx, i % 2 ? TU_OP_DILATION : TU_OP_EROSION, &din.arr, &dout[i].arr, &opts[i]),
+                     NDF_OK);
+  assert_int_equal(ndf_ctx_synchronize(s->ctx), NDF_OK);
+  int failed = 0;
+  for (int i = 0; i < NCALL; i++) {
+    tu_array got;
+    assert_int_equal(tu_array_like(&got, &in.arr, TU_LAYOUT_C, &r), 0);
+    char desc[64];
+    snprintf(desc, sizeof desc, "table churn call %d", i);
+    failed += tu_dev_check(s->ctx, desc, "output", &dout[i], &got, &want[i].arr);
+    tu_array_free(&got);
+    tu_dev_free(s->ctx, &dout[i]);
+    tu_array_free(&want[i]);
+    tu_array_free(&fps[i]);
+  }
+  printf("%d table-churn calls, %d failed\n", NCALL, failed);
+  free(fps);
+  free(want);
+  free(dout);
+  free(opts);
+  tu_dev_free(s->ctx, &din);
+  tu_array_free(&blank);
+  tu_array_free(&in);
+  assert_int_equal(failed, 0);
+}
+
 /* Rejections on CUDA arrays leave the device output untouched. */
 static void test_gpu_rejections(void **state) {
   gpu_state *s = *state;
@@ -864,6 +933,7 @@ int main(void) {
       cmocka_unit_test(test_gpu_algorithms),
       cmocka_unit_test(test_gpu_box_doubling),
       cmocka_unit_test(test_gpu_line_doubling),
+      cmocka_unit_test(test_gpu_table_churn),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
