@@ -26,6 +26,12 @@ struct ndf__module_entry {
 /* NVRTC options every kernel is compiled with (part of the disk key). */
 static const char *const base_options[] = {"--std=c++17", "-DNDEBUG", "--device-as-default-execution-space"};
 #define NBASE_OPTIONS ((int)(sizeof base_options / sizeof base_options[0]))
+/* NDF_NVRTC_LINEINFO=1 adds -lineinfo (also to the disk key): compute-sanitizer
+ * and Nsight then name lines of the generated source (NDF_DUMP_SOURCE). */
+static int want_lineinfo(void) {
+  const char *e = getenv("NDF_NVRTC_LINEINFO");
+  return e && strcmp(e, "1") == 0;
+}
 
 void ndf__req_init(ndf__kernel_req *r, const char *template_name, const char *kernel) {
   memset(r, 0, sizeof *r);
@@ -245,6 +251,7 @@ static char *disk_key(const ndf__kernel_req *req, const ndf__template *t, const 
   int w = snprintf(k, n, "ndforge %s\ngenerator %s\ntemplate %s %s\nkernel %s\nnvrtc %d.%d\ntarget %s\noptions",
                    NDF_VERSION_STRING, ndf__generator_hash, t->name, t->hash, req->kernel, nv_major, nv_minor, target);
   for (int i = 0; i < NBASE_OPTIONS; i++) w += snprintf(k + w, n - w, " %s", base_options[i]);
+  if (want_lineinfo()) w += snprintf(k + w, n - w, " -lineinfo");
   w += snprintf(k + w, n - w, "\nslots");
   /* Slots in the template's (sorted) order so equal requests give equal keys. */
   for (int s = 0; s < t->nslots; s++)
@@ -273,10 +280,11 @@ static ndf_status nvrtc_compile(ndf_ctx *ctx, const char *op, const char *src, c
   if (r != 0) return ndf__error(ctx, NDF_ECOMPILE, "%s: nvrtcCreateProgram: %s", op, nv->nvrtcGetErrorString(r));
   char archopt[64];
   snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", target);
-  const char *opts[NBASE_OPTIONS + 1];
+  const char *opts[NBASE_OPTIONS + 2];
   for (int i = 0; i < NBASE_OPTIONS; i++) opts[i] = base_options[i];
   opts[NBASE_OPTIONS] = archopt;
-  r = nv->nvrtcCompileProgram(prog, NBASE_OPTIONS + 1, opts);
+  opts[NBASE_OPTIONS + 1] = "-lineinfo";
+  r = nv->nvrtcCompileProgram(prog, NBASE_OPTIONS + 1 + want_lineinfo(), opts);
   if (r != 0) {
     size_t loglen = 0;
     nv->nvrtcGetProgramLogSize(prog, &loglen);
