@@ -11,6 +11,13 @@
  * the host buffers are consumed when the call returns).  Equal to the CPU's
  * curve exactly: the same owners, the same bins.
  *
+ * Thresholds over [min, max] with T <= 510 (the default new path): one
+ * cooperative launch of ndf_ecc_brick (ecc_brick: bricks with their halo
+ * binned at once, kept in shared memory over the grid barrier when they fit;
+ * NDF_ECC_BRICK=0 the fused march of ndf_ecc_pack, =1 bricks read twice),
+ * the header in the context's mapped host memory (NDF_ECC_MAPHDR=0: copied
+ * back).  docs/adr/0009, "Bricks instead of the march".
+ *
  * Soft curve: ndf_ecc_hist with SOFT = 1 writes c (int8) and f per voxel
  * into scratch, ndf_ecc_soft sums the sigmoids (double accumulation), and
  * ndf_ecc_put copies the nimg x T sums into the strided output.
@@ -566,10 +573,15 @@ static int brick_planner(ndf_ctx *ctx, CUfunction fn, const ndf__ecc_call *c, in
   if (last.ctx == ctx && last.fn == fn && last.T == c->T && last.nbricks == pl->nbricks && last.mode == mode &&
       last.nsp == nsp && last.vsize == vsize) {
     *pl = last.pl;
+    /* the attribute again past the default 48 KiB (a context and function at reused addresses) */
+    if (pl->dyn > 49152 && ndf__cu(NULL)->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                             (int)pl->dyn) != CUDA_SUCCESS)
+      return 0;
     return 1;
   }
   const int64_t sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
-  const size_t cap = ctx->max_smem_block > 0 ? ctx->max_smem_block : 49152;
+  /* the attribute plus the kernel's static shared memory (about 200 bytes) must stay within the opt-in limit */
+  const size_t cap = ctx->max_smem_block > 49152 + 1024 ? ctx->max_smem_block - 1024 : 49152;
   if (ndf__cu(NULL)->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)cap) != CUDA_SUCCESS)
     return 0;
   int found = 0;

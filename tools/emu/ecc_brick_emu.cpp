@@ -44,8 +44,9 @@ static unsigned g_grid;
 #define threadIdx (emu_dim{tl_tid})
 #define blockIdx (emu_dim{tl_bid})
 #define gridDim (emu_dim{g_grid})
+static size_t g_dyn_words = 1 << 17; // dynamic shared memory per block: 1 MiB (EMU_RT: the launch's)
 struct emu_block {
-  std::vector<double> dyn = std::vector<double>(1 << 17); // 1 MiB
+  std::vector<double> dyn = std::vector<double>(g_dyn_words);
   float f[4], g[2];
   int i[3];
   bool last;
@@ -140,6 +141,26 @@ typedef EMU_V V;
 #include KERN_INC
 
 
+#ifdef EMU_RT
+// tools/emu/ecc_brick_rt.sh: runtime/ecc_cuda.c's cooperative launch runs here (the parameter bytes
+// as the kernel's struct, the grid, the dynamic shared memory of the launch, exactly sized)
+extern "C" int emu_brick(unsigned grid, unsigned dyn, const void *params) {
+  ndf_ecc_brick_params p;
+  memcpy(&p, params, sizeof p);
+  g_grid = grid;
+  g_dyn_words = (dyn + 7) / 8;
+  std::vector<emu_block> blks(grid);
+  std::barrier<> gb((ptrdiff_t)grid * 256);
+  g_gridbar = &gb;
+  std::vector<std::thread> th2;
+  for (unsigned b = 0; b < grid; b++)
+    for (unsigned t = 0; t < 256; t++)
+      th2.emplace_back([&, t, b] { tl_tid = t; tl_bid = b; tl_blk = &blks[b]; ndf_ecc_brick(p); });
+  for (auto &t : th2) t.join();
+  return 0;
+}
+extern "C" size_t emu_brick_params_size(void) { return sizeof(ndf_ecc_brick_params); }
+#else
 static uint64_t sd = 777;
 static uint64_t rnd() { return sd = sd * 6364136223846793005ULL + 1442695040888963407ULL, sd >> 11; }
 static double urand() { return (double)rnd() * 0x1p-53; }
@@ -156,8 +177,9 @@ int main(int argc, char **argv) {
     const int nb = (int)irand(0, 1), vkind = (int)irand(0, 2);
     int64_t T = std::vector<int64_t>{2, 3, 37, 256, 510}[irand(0, 4)];
     int64_t sh[4]; int nd = 0;
-    if (nb) sh[nd++] = irand(1, 3);
-    for (int d = 0; d < NSP; d++) sh[nd++] = urand() < 0.2 ? irand(1, 3) : irand(1, NSP == 2 ? 300 : 40);
+    const bool tiny = nb && irand(0, 3) == 0; // many tiny images: a block's bricks span images
+    if (nb) sh[nd++] = tiny ? irand(5, 40) : irand(1, 3);
+    for (int d = 0; d < NSP; d++) sh[nd++] = tiny ? irand(1, 6) : urand() < 0.2 ? irand(1, 3) : irand(1, NSP == 2 ? 300 : 40);
     if (NSP == 3 && sh[nd - 3] * sh[nd - 2] * sh[nd - 1] > 30000) sh[nd - 3] = std::max<int64_t>(1, 30000 / (sh[nd - 2] * sh[nd - 1]));
     int64_t n = 1; for (int d = 0; d < nd; d++) n *= sh[d];
     // strided input: every other element of a wider last axis (sometimes)
@@ -264,3 +286,4 @@ int main(int argc, char **argv) {
   printf("NSP %d CONS %d: %d cases (%d resident, %d with NaN/inf), %d mismatches\n", NSP, CONS, cases, nres, nbadin, bad);
   return bad != 0;
 }
+#endif
