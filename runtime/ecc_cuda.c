@@ -696,6 +696,13 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
   const int fused = need_range || !isfloat;
   CUfunction fh, ff = NULL, fsc = NULL;
   const int pack = use_pack(T);
+  const int bmode = brick_mode();
+  if (need_range && pack && use_fuse() && bmode != 0) {
+    /* before the other kernels' lookups: a warm call needs only this one */
+    int fallback = 1;
+    s = ecc_brick(ctx, c, in, out, construction, bmode, nan_at, not_finite, &fallback);
+    if (s != NDF_OK || !fallback) return s;
+  }
   if ((s = get_fn(ctx, c->name, pack ? "ndf_ecc_pack" : "ndf_ecc_hist", in->dtype, c->nsp, construction, 0, &fh)) !=
       NDF_OK)
     return s;
@@ -703,12 +710,6 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
   if (need_range && (s = get_fn(ctx, c->name, "ndf_ecc_scan", in->dtype, 2, 0, 0, &fsc)) != NDF_OK) return s;
   hist_geom g;
   if ((s = hist_geometry(ctx, c, in, &g, pack ? 2 : 1)) != NDF_OK) return s;
-  const int bmode = brick_mode();
-  if (need_range && pack && use_fuse() && bmode != 0) {
-    int fallback = 1;
-    s = ecc_brick(ctx, c, in, out, construction, bmode, nan_at, not_finite, &fallback);
-    if (s != NDF_OK || !fallback) return s;
-  }
   if (need_range && pack && use_fuse()) {
     /* one cooperative launch: at most 4 blocks of 256 per SM (ndf_ecc_pack's
      * launch bounds; its shared memory is far below the SM's) */
