@@ -5,6 +5,7 @@
 # kernel (ecc_brick_emu.cpp, EMU_RT; ASan on) for every (dtype, NSP, CONS) family; curves bit for
 # bit against the CPU backend, NaN / inf errors and the untouched output, the mapped header
 # (NDF_ECC_MAPHDR=0: the copy).  Runs with NDF_ECC_BRICK unset (resident when it fits) and =1.
+# ONLY=float (or double, uchar, ushort) limits the dtypes.
 set -eu
 B=${1:?build dir}; SEED=${2:-1}; CASES=${3:-8}
 here=$(cd "$(dirname "$0")" && pwd); root=$(cd "$here/../.." && pwd)
@@ -13,6 +14,7 @@ python3 "$here/ecc_brick_emu_splice.py" "$root" "$W/kern.inc"
 fail=0
 for cfg in "float float NDF_FLOAT32" "double double NDF_FLOAT64" "uchar float NDF_UINT8" "ushort float NDF_UINT16"; do
   set -- $cfg
+  [ -z "${ONLY:-}" ] || [ "$ONLY" = "$1" ] || continue
   v=$2 dt=$3
   case "$1" in uchar) tin="unsigned char";; ushort) tin="unsigned short";; *) tin=$1;; esac
   for nsp in 2 3; do for cons in 0 1; do
