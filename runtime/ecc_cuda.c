@@ -12,11 +12,12 @@
  * curve exactly: the same owners, the same bins.
  *
  * Thresholds over [min, max] with T <= 510 (the default new path): one
- * cooperative launch of ndf_ecc_brick (ecc_brick: bricks with their halo
- * binned at once, kept in shared memory over the grid barrier when they fit;
- * NDF_ECC_BRICK=0 the fused march of ndf_ecc_pack, =1 bricks read twice),
- * the header in the context's mapped host memory (NDF_ECC_MAPHDR=0: copied
- * back).  docs/adr/0009, "Bricks instead of the march".
+ * cooperative launch of the fused march (ndf_ecc_pack) or, with
+ * NDF_ECC_BRICK=1|2, of ndf_ecc_brick (ecc_brick: bricks with their halo
+ * binned at once; 2: kept in shared memory over the grid barrier when they
+ * fit; measured slower on large inputs), the header in the context's mapped
+ * host memory (NDF_ECC_MAPHDR=0: copied back).  docs/adr/0009, "Bricks
+ * instead of the march".
  *
  * Soft curve: ndf_ecc_hist with SOFT = 1 writes c (int8) and f per voxel
  * into scratch, ndf_ecc_soft sums the sigmoids (double accumulation), and
@@ -510,15 +511,17 @@ static ndf_status fused_result(ndf_ctx *ctx, const char *name, int isfloat, vola
 }
 
 /* ---- the brick kernel (ndf_ecc_brick, templates/ecc.cu) ------------------------------------------ */
-/* NDF_ECC_BRICK=0: the march (ndf_ecc_pack, one cooperative launch); 1: the
- * brick kernel reading the input twice (phase 1 and phase 2); default (2):
- * the brick kernel, the bricks kept in shared memory over the grid barrier
- * when every block's share fits (one read of the input), else as 1. */
+/* NDF_ECC_BRICK=1: the brick kernel reading the input twice (phase 1 and
+ * phase 2); =2: the brick kernel, the bricks kept in shared memory over the
+ * grid barrier when every block's share fits (one read of the input), else
+ * as 1; default (0): the march (ndf_ecc_pack, one cooperative launch), which
+ * measured faster on the H200 (session 6: 256^3 0.164 ms against 0.24 for
+ * both brick forms, 8192^2 0.41 against 0.63; small inputs within ~10%). */
 static int brick_mode(void) {
   const char *e = getenv("NDF_ECC_BRICK");
-  if (e && strcmp(e, "0") == 0) return 0;
   if (e && strcmp(e, "1") == 0) return 1;
-  return 2;
+  if (e && strcmp(e, "2") == 0) return 2;
+  return 0;
 }
 
 /* The brick geometry of ndf_ecc_brick (NDF_KW, NDF_KY, NDF_KZ, NDF_KNW there). */

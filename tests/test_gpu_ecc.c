@@ -326,12 +326,12 @@ static void nan_case(ndf_ctx *ctx, ndf_dtype dt, int nd, const int64_t *sh, int 
 static void test_gpu_nan_rejected(void **state) {
   gpu_state *s = *state;
   static const int64_t s3[3] = {3, 17, 40}, s2[2] = {70, 300}, s4[4] = {2, 3, 9, 33}, s5[3] = {20, 30, 40};
-  /* tk 0 ([min, max]) runs the brick kernel (resident bricks), then (grp 1)
-   * the brick kernel reading twice, (grp 2) the fused march, (grp 3) the scan
-   * + ndf_ecc_pack path, (grp 4) the brick kernel with the header in device
-   * memory read back by a copy */
+  /* tk 0 ([min, max]) runs the fused march (header in mapped host memory),
+   * then (grp 1) the brick kernel reading twice, (grp 2) the brick kernel
+   * with resident bricks, (grp 3) the scan + ndf_ecc_pack path, (grp 4) the
+   * fused march with the header in device memory read back by a copy */
   static const char *const var[5] = {NULL, "NDF_ECC_BRICK", "NDF_ECC_BRICK", "NDF_ECC_FUSE", "NDF_ECC_MAPHDR"};
-  static const char *const val[5] = {NULL, "1", "0", "0", "0"};
+  static const char *const val[5] = {NULL, "1", "2", "0", "0"};
   for (int k = 0; k < 15; k++) {
     const int grp = k / 3, tk = k % 3;
     if (grp > 0 && tk > 0) continue; /* given thresholds: the same path in every group */
@@ -588,15 +588,15 @@ static void test_gpu_pack_edges_old_hist(void **state) { pack_cases(*state, 0x9a
 /* thresholds over [min, max] without the fused launch (scan, then ndf_ecc_pack) */
 static void test_gpu_pack_edges_unfused(void **state) { pack_cases(*state, 0x9ac, "NDF_ECC_FUSE", "0"); }
 
-/* The march (ndf_ecc_pack in one cooperative launch) against the brick
- * kernel's default (NDF_ECC_BRICK unset) on the pack edges. */
-static void test_gpu_pack_edges_march(void **state) { pack_cases(*state, 0x9ac, "NDF_ECC_BRICK", "0"); }
+/* The brick kernel with resident bricks (NDF_ECC_BRICK=2) on the pack edges
+ * (the default runs the march there). */
+static void test_gpu_pack_edges_brick(void **state) { pack_cases(*state, 0x9ac, "NDF_ECC_BRICK", "2"); }
 
 /* The brick kernel (ndf_ecc_brick, thresholds over [min, max], T <= 510)
  * against the CPU and the march, the same input under each setting:
- * default (resident bricks when they fit), NDF_ECC_BRICK=1 (read twice),
- * NDF_ECC_BRICK=0 (the march), the default with NDF_ECC_MAPHDR=0 (header
- * copied back).  Shapes: 1xN, Nx1, 1x1x1, sizes not multiples of the brick
+ * default (the march, header in mapped host memory), NDF_ECC_BRICK=1 (read
+ * twice), NDF_ECC_BRICK=2 (resident bricks when they fit), the default with
+ * NDF_ECC_MAPHDR=0 (header copied back).  Shapes: 1xN, Nx1, 1x1x1, sizes not multiples of the brick
  * (2-D 16 x 128, 3-D 8 x 8 x 64) on either side, batches of tiny images and
  * of images of several bricks; every dtype; V and T; ties and constant images. */
 static void test_gpu_brick(void **state) {
@@ -610,7 +610,7 @@ static void test_gpu_brick(void **state) {
                                   {9, 9, 65},  {17, 3, 129}, {3, 17, 2}, {24, 16, 128}, {2, 2, 2}, {33, 20, 70}};
   static const ndf_dtype dts[4] = {NDF_FLOAT32, NDF_FLOAT64, NDF_UINT8, NDF_UINT16};
   static const char *const var[4] = {NULL, "NDF_ECC_BRICK", "NDF_ECC_BRICK", "NDF_ECC_MAPHDR"};
-  static const char *const val[4] = {NULL, "1", "0", "0"};
+  static const char *const val[4] = {NULL, "1", "2", "0"};
   int failed = 0;
   const long n = s->ncases / 2 > 40 ? s->ncases / 2 : 40;
   for (long k = 0; k < n && failed < 5; k++) {
@@ -672,7 +672,7 @@ int main(void) {
       cmocka_unit_test_prestate(test_gpu_pack_edges, s),
       cmocka_unit_test_prestate(test_gpu_pack_edges_old_hist, s),
       cmocka_unit_test_prestate(test_gpu_pack_edges_unfused, s),
-      cmocka_unit_test_prestate(test_gpu_pack_edges_march, s),
+      cmocka_unit_test_prestate(test_gpu_pack_edges_brick, s),
       cmocka_unit_test_prestate(test_gpu_brick, s),
       cmocka_unit_test_prestate(test_gpu_soft_random, s),
       cmocka_unit_test_prestate(test_gpu_soft_tight, s),

@@ -4,7 +4,7 @@
 # launch (parameter bytes, grid, dynamic shared memory, exactly sized) runs on the host-emulated
 # kernel (ecc_brick_emu.cpp, EMU_RT; ASan on) for every (dtype, NSP, CONS) family; curves bit for
 # bit against the CPU backend, NaN / inf errors and the untouched output, the mapped header
-# (NDF_ECC_MAPHDR=0: the copy).  Runs with NDF_ECC_BRICK unset (resident when it fits) and =1.
+# (NDF_ECC_MAPHDR=0: the copy).  Runs with NDF_ECC_BRICK=2 (resident when it fits) and =1.
 # ONLY=float (or double, uchar, ushort) limits the dtypes.
 set -eu
 B=${1:?build dir}; SEED=${2:-1}; CASES=${3:-8}
@@ -25,7 +25,7 @@ for cfg in "float float NDF_FLOAT32" "double double NDF_FLOAT64" "uchar float ND
       -c "$here/ecc_brick_emu.cpp" -o "$W/k.o"
     g++ -fsanitize=address "$W/s.o" "$W/k.o" "$B/libndforge_internal.a" -Wl,--allow-multiple-definition -fopenmp -ldl -lm -lpthread -o "$W/emu"
     echo "== $tin NSP $nsp CONS $cons"
-    "$W/emu" "$SEED" "$CASES" || fail=1
+    NDF_ECC_BRICK=2 "$W/emu" "$SEED" "$CASES" || fail=1
     NDF_ECC_BRICK=1 NDF_ECC_MAPHDR=0 "$W/emu" "$((SEED + 100))" "$CASES" || fail=1
   done; done
 done
