@@ -710,7 +710,6 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
       NDF_OK)
     return s;
   if (!fused && (s = get_fn(ctx, c->name, "ndf_ecc_final", NDF_FLOAT32, 2, 0, 0, &ff)) != NDF_OK) return s;
-  if (need_range && (s = get_fn(ctx, c->name, "ndf_ecc_scan", in->dtype, 2, 0, 0, &fsc)) != NDF_OK) return s;
   hist_geom g;
   if ((s = hist_geometry(ctx, c, in, &g, pack ? 2 : 1)) != NDF_OK) return s;
   if (need_range && pack && use_fuse()) {
@@ -724,6 +723,8 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
       if (s != NDF_OK || !too_large) return s;
     }
   }
+  /* the scan kernel only now: a fused call needs no lookup of it */
+  if (need_range && (s = get_fn(ctx, c->name, "ndf_ecc_scan", in->dtype, 2, 0, 0, &fsc)) != NDF_OK) return s;
   ndf__params spb = {.n = 0};
   const unsigned sgrid = need_range ? scan_params(ctx, &spb, in, 0, 0, 0, 0, 0, 0, 0, 0, 1) : 0;
   /* scratch: header, per-image tickets, histogram (zeroed by one memset),
