@@ -193,6 +193,7 @@ void ndf_ctx_destroy(ndf_ctx *ctx) {
     if (ctx->stream) cu->cuStreamSynchronize(ctx->stream);
     ndf__tables_release(ctx);
     ndf__jit_release(ctx);
+    if (ctx->ecc_hdr_host) cu->cuMemFreeHost(ctx->ecc_hdr_host);
     if (ctx->pool) cu->cuMemPoolDestroy(ctx->pool); /* after the sync: every scratch is freed */
     if (ctx->own_stream) cu->cuStreamDestroy(ctx->stream);
     cu->cuDevicePrimaryCtxRelease(ctx->dev);

@@ -29,6 +29,7 @@ typedef int nvrtcResult;
 #define CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN 97
 #define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
 #define CU_STREAM_NON_BLOCKING 1
+#define CU_MEMHOSTALLOC_DEVICEMAP 2
 #define CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE 720
 #define CUDA_ERROR_NOT_SUPPORTED 801
 #define CU_MEMPOOL_ATTR_RELEASE_THRESHOLD 4
@@ -72,6 +73,10 @@ typedef struct ndf__cu_mempool_props {
   X(CUresult, cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", (CUdeviceptr *, size_t, CUmemoryPool, CUstream)) \
   X(CUresult, cuMemAllocHost, "cuMemAllocHost_v2", (void **, size_t))                    \
   X(CUresult, cuMemFreeHost, "cuMemFreeHost", (void *))                                   \
+  X(CUresult, cuMemHostAlloc, "cuMemHostAlloc", (void **, size_t, unsigned int))          \
+  X(CUresult, cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", (CUdeviceptr *, void *, unsigned int)) \
+  X(CUresult, cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor", \
+    (int *, CUfunction, int, size_t))                                                     \
   X(CUresult, cuMemcpyHtoD, "cuMemcpyHtoD_v2", (CUdeviceptr, const void *, size_t))       \
   X(CUresult, cuMemcpyDtoH, "cuMemcpyDtoH_v2", (void *, CUdeviceptr, size_t))             \
   X(CUresult, cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", (CUdeviceptr, const void *, size_t, CUstream)) \

@@ -11,6 +11,14 @@
  * the host buffers are consumed when the call returns).  Equal to the CPU's
  * curve exactly: the same owners, the same bins.
  *
+ * Thresholds over [min, max] with T <= 510 (the default new path): one
+ * cooperative launch of the fused march (ndf_ecc_pack) or, with
+ * NDF_ECC_BRICK=1|2, of ndf_ecc_brick (ecc_brick: bricks with their halo
+ * binned at once; 2: kept in shared memory over the grid barrier when they
+ * fit; measured slower on large inputs), the header in the context's mapped
+ * host memory (NDF_ECC_MAPHDR=0: copied back).  docs/adr/0009, "Bricks
+ * instead of the march".
+ *
  * Soft curve: ndf_ecc_hist with SOFT = 1 writes c (int8) and f per voxel
  * into scratch, ndf_ecc_soft sums the sigmoids (double accumulation), and
  * ndf_ecc_put copies the nimg x T sums into the strided output.
@@ -429,6 +437,10 @@ static ndf_status hdr_read(ndf_ctx *ctx, const char *name, CUdeviceptr hdr, int6
   return NDF_OK;
 }
 
+static int mapped_header(ndf_ctx *ctx, CUdeviceptr *dev, volatile ecc_hdr **host);
+static ndf_status fused_result(ndf_ctx *ctx, const char *name, int isfloat, volatile ecc_hdr *host, CUdeviceptr hdr,
+                               int64_t *nan_at, int *not_finite);
+
 /* The fused call (thresholds over [min, max], ndf_ecc_pack): one cooperative
  * launch -- no memset, no scan kernel; float inputs then read the header
  * back (one copy, one sync), integer inputs do not wait at all.  *too_large:
@@ -443,11 +455,231 @@ static ndf_status ecc_fused(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arra
   /* scratch: header, per-image tickets, histogram (the kernel zeroes them), the blocks' partials */
   const size_t cnt_bytes = ((size_t)nimg * 4 + 255) & ~(size_t)255, hbytes = (size_t)nimg * (size_t)T * 8;
   if ((s = ndf__scratch_alloc(ctx, HDR_BYTES + cnt_bytes + hbytes + (size_t)g->items * 24, &base)) != NDF_OK) return s;
-  const CUdeviceptr hdr = base, cnt = base + HDR_BYTES, hist = cnt + cnt_bytes, part = hist + hbytes;
+  CUdeviceptr mhdr = 0;
+  volatile ecc_hdr *hhost = NULL;
+  const int mapped = mapped_header(ctx, &mhdr, &hhost);
+  const CUdeviceptr hdr = mapped ? mhdr : base, cnt = base + HDR_BYTES, hist = cnt + cnt_bytes, part = hist + hbytes;
   const hist_extra x = {hdr, 0, 0, cnt, 0, out, 1};
   const hist_fuse f = {gbar, part, too_large};
   s = hist_launch2(ctx, c, in, fh, g, 0, 0, hist, 0, 0, 0, 0, &x, &f);
-  if (s == NDF_OK && !*too_large && isfloat) s = hdr_read(ctx, c->name, hdr, nan_at, not_finite);
+  if (s == NDF_OK && !*too_large) s = fused_result(ctx, c->name, isfloat, mapped ? hhost : NULL, hdr, nan_at, not_finite);
+  ndf__scratch_free(ctx, base);
+  return s;
+}
+
+/* NDF_ECC_MAPHDR=0: the fused calls' header in device scratch, read back
+ * by a copy; default: the context's page-locked, device-mapped header
+ * (ctx->ecc_hdr_host), which block 0 writes directly, so a float call only
+ * synchronizes the stream.  Returns 0 (device header) when mapping fails. */
+static int mapped_header(ndf_ctx *ctx, CUdeviceptr *dev, volatile ecc_hdr **host) {
+  const char *e = getenv("NDF_ECC_MAPHDR");
+  if (e && strcmp(e, "0") == 0) return 0;
+  pthread_mutex_lock(&ctx->lock);
+  if (!ctx->ecc_hdr_host) {
+    const ndf__cu_api *cu = ndf__cu(NULL);
+    void *h = NULL;
+    CUdeviceptr d = 0;
+    if (cu->cuMemHostAlloc(&h, HDR_BYTES, CU_MEMHOSTALLOC_DEVICEMAP) == CUDA_SUCCESS) {
+      memset(h, 0, HDR_BYTES);
+      if (cu->cuMemHostGetDevicePointer(&d, h, 0) == CUDA_SUCCESS) {
+        ctx->ecc_hdr_host = h;
+        ctx->ecc_hdr_dev = d;
+      } else {
+        cu->cuMemFreeHost(h);
+      }
+    }
+  }
+  *dev = ctx->ecc_hdr_dev;
+  *host = (volatile ecc_hdr *)ctx->ecc_hdr_host;
+  pthread_mutex_unlock(&ctx->lock);
+  return *host != NULL;
+}
+
+/* After a fused launch: float inputs wait for the stream and read the NaN
+ * index and the not-finite flag from the mapped header (host != NULL) or by
+ * a copy from the device header; integer inputs do not wait. */
+static ndf_status fused_result(ndf_ctx *ctx, const char *name, int isfloat, volatile ecc_hdr *host, CUdeviceptr hdr,
+                               int64_t *nan_at, int *not_finite) {
+  if (!isfloat) return NDF_OK;
+  if (!host) return hdr_read(ctx, name, hdr, nan_at, not_finite);
+  ndf_status s = sync_error(ctx, name, ndf__cu(NULL)->cuStreamSynchronize(ctx->stream));
+  if (s != NDF_OK) return s;
+  const uint64_t key = host->nan_key;
+  *nan_at = key ? (int64_t)~key : -1;
+  *not_finite = host->bad != 0;
+  return NDF_OK;
+}
+
+/* ---- the brick kernel (ndf_ecc_brick, templates/ecc.cu) ------------------------------------------ */
+/* NDF_ECC_BRICK=1: the brick kernel reading the input twice (phase 1 and
+ * phase 2); =2: the brick kernel, the bricks kept in shared memory over the
+ * grid barrier when every block's share fits (one read of the input), else
+ * as 1; default (0): the march (ndf_ecc_pack, one cooperative launch), which
+ * measured faster on the H200 (session 6: 256^3 0.164 ms against 0.24 for
+ * both brick forms, 8192^2 0.41 against 0.63; small inputs within ~10%). */
+static int brick_mode(void) {
+  const char *e = getenv("NDF_ECC_BRICK");
+  if (e && strcmp(e, "1") == 0) return 1;
+  if (e && strcmp(e, "2") == 0) return 2;
+  return 0;
+}
+
+/* The brick geometry of ndf_ecc_brick (NDF_KW, NDF_KY, NDF_KZ, NDF_KNW there). */
+#define BRICK_KW(nsp) ((nsp) == 3 ? 32 : 64)
+#define BRICK_KY(nsp) ((nsp) == 3 ? 8 : 1)
+#define BRICK_KZ(nsp) ((nsp) == 3 ? 8 : 16)
+#define BRICK_NW(nsp) ((nsp) == 3 ? 10 * 10 * 34 : 18 * 66)
+#define BRICK_MAX_PER_SM 4 /* __launch_bounds__(256, 4) */
+
+typedef struct brick_plan {
+  int64_t nbz, nby, nbx, nbricks, per, grid;
+  int resident;
+  unsigned dyn;
+} brick_plan;
+
+static unsigned brick_dyn(int64_t T, int nsp, int64_t per, int resident, size_t vsize) {
+  const size_t base = (size_t)8 * (size_t)((3 * T + 9) & ~(int64_t)1) + (size_t)4 * BRICK_NW(nsp);
+  const size_t res = resident ? (size_t)per * 2 * BRICK_NW(nsp) * vsize : 0;
+  const size_t b = base + res;
+  return b > 0x7fffffffu ? 0x7fffffffu : (unsigned)b;
+}
+
+static int brick_occupancy(CUfunction fn, unsigned dyn) {
+  int n = 0;
+  if (ndf__cu(NULL)->cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, fn, 256, dyn) != CUDA_SUCCESS) return 0;
+  return n;
+}
+
+/* The plan of one call: resident (mode 2) with the fewest bricks per block
+ * whose grid is resident at once (occupancy from the driver at that shared
+ * memory), else streaming with as many blocks as are resident.  The last
+ * plan is kept per thread (the driver's occupancy queries cost microseconds). */
+static int brick_planner(ndf_ctx *ctx, CUfunction fn, const ndf__ecc_call *c, int mode, size_t vsize, brick_plan *pl) {
+  static __thread struct {
+    ndf_ctx *ctx;
+    CUfunction fn;
+    int64_t T, nbricks;
+    int mode, nsp;
+    size_t vsize;
+    brick_plan pl;
+  } last;
+  const int nsp = c->nsp;
+  const int64_t nz = c->sshape[0], ny = nsp == 3 ? c->sshape[1] : 1, nx = c->sshape[nsp - 1];
+  memset(pl, 0, sizeof *pl);
+  pl->nbz = (nz + BRICK_KZ(nsp) - 1) / BRICK_KZ(nsp);
+  pl->nby = (ny + BRICK_KY(nsp) - 1) / BRICK_KY(nsp);
+  pl->nbx = (nx + 2 * BRICK_KW(nsp) - 1) / (2 * BRICK_KW(nsp));
+  const int64_t bpi = pl->nbz * pl->nby * pl->nbx;
+  if (bpi <= 0 || c->nimg > INT64_MAX / bpi) return 0;
+  pl->nbricks = c->nimg * bpi;
+  if (pl->nbricks > 0x7fffffff) return 0;
+  if (last.ctx == ctx && last.fn == fn && last.T == c->T && last.nbricks == pl->nbricks && last.mode == mode &&
+      last.nsp == nsp && last.vsize == vsize) {
+    *pl = last.pl;
+    /* the attribute again past the default 48 KiB (a context and function at reused addresses) */
+    if (pl->dyn > 49152 && ndf__cu(NULL)->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                             (int)pl->dyn) != CUDA_SUCCESS)
+      return 0;
+    return 1;
+  }
+  const int64_t sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
+  /* the attribute plus the kernel's static shared memory (about 200 bytes) must stay within the opt-in limit */
+  const size_t cap = ctx->max_smem_block > 49152 + 1024 ? ctx->max_smem_block - 1024 : 49152;
+  if (ndf__cu(NULL)->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)cap) != CUDA_SUCCESS)
+    return 0;
+  int found = 0;
+  if (mode == 2) {
+    for (int b = BRICK_MAX_PER_SM; b >= 1 && !found; b--) {
+      const int64_t per = (pl->nbricks + b * sms - 1) / (b * sms);
+      const unsigned dyn = brick_dyn(c->T, nsp, per, 1, vsize);
+      if (dyn > cap) continue;
+      const int64_t grid = (pl->nbricks + per - 1) / per;
+      if ((int64_t)brick_occupancy(fn, dyn) * sms >= grid) {
+        pl->per = per, pl->grid = grid, pl->resident = 1, pl->dyn = dyn;
+        found = 1;
+      }
+    }
+  }
+  if (!found) {
+    const unsigned dyn = brick_dyn(c->T, nsp, 0, 0, vsize);
+    if (dyn > cap) return 0;
+    const int64_t occ = brick_occupancy(fn, dyn);
+    if (occ < 1) return 0;
+    int64_t grid = occ * sms;
+    if (grid > pl->nbricks) grid = pl->nbricks;
+    pl->per = (pl->nbricks + grid - 1) / grid;
+    pl->grid = (pl->nbricks + pl->per - 1) / pl->per;
+    pl->resident = 0, pl->dyn = dyn;
+  }
+  last.ctx = ctx, last.fn = fn, last.T = c->T, last.nbricks = pl->nbricks, last.mode = mode, last.nsp = nsp;
+  last.vsize = vsize, last.pl = *pl;
+  return 1;
+}
+
+/* One cooperative launch of ndf_ecc_brick (thresholds over [min, max], T <=
+ * 510).  *fallback: nothing was launched (no plan, or the grid could not be
+ * resident at once); the caller takes another path. */
+static ndf_status ecc_brick(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out, int cons,
+                            int mode, int64_t *nan_at, int *not_finite, int *fallback) {
+  *fallback = 1;
+  CUfunction fn;
+  ndf_status s = get_fn(ctx, c->name, "ndf_ecc_brick", in->dtype, c->nsp, cons, 0, &fn);
+  if (s != NDF_OK) return s;
+  const size_t vsize = in->dtype == NDF_FLOAT64 ? 8 : 4;
+  brick_plan pl;
+  if (!brick_planner(ctx, fn, c, mode, vsize, &pl)) return NDF_OK;
+  const int64_t T = c->T, nimg = c->nimg;
+  const int isfloat = in->dtype == NDF_FLOAT32 || in->dtype == NDF_FLOAT64;
+  CUdeviceptr gbar = 0, base = 0, mhdr = 0;
+  volatile ecc_hdr *hhost = NULL;
+  if ((s = grid_barrier_word(ctx, &gbar)) != NDF_OK) return s;
+  const int mapped = mapped_header(ctx, &mhdr, &hhost);
+  const size_t cnt_bytes = ((size_t)nimg * 4 + 255) & ~(size_t)255, hbytes = (size_t)nimg * (size_t)T * 8;
+  if ((s = ndf__scratch_alloc(ctx, HDR_BYTES + cnt_bytes + hbytes + (size_t)pl.grid * 24, &base)) != NDF_OK) return s;
+  const CUdeviceptr hdr = mapped ? mhdr : base, cnt = base + HDR_BYTES, hist = cnt + cnt_bytes, part = hist + hbytes;
+  const int nb = c->nb, nsp = c->nsp;
+  int64_t ostep = out->strides[nb];
+  int64_t nz = c->sshape[0], ny = nsp == 3 ? c->sshape[1] : 1, nx = c->sshape[nsp - 1];
+  int64_t sz = in->strides[nb], sy = nsp == 3 ? in->strides[nb + 1] : 0, sx = in->strides[nb + nsp - 1];
+  int resident = pl.resident;
+  ndf__params pb = {.n = 0};
+  NDF__PUT(&pb, in->data);
+  NDF__PUT(&pb, hist);
+  NDF__PUT(&pb, cnt);
+  NDF__PUT(&pb, out->data);
+  NDF__PUT(&pb, hdr);
+  NDF__PUT(&pb, gbar);
+  NDF__PUT(&pb, part);
+  NDF__PUT(&pb, T);
+  NDF__PUT(&pb, nimg);
+  NDF__PUT(&pb, ostep);
+  NDF__PUT(&pb, nz);
+  NDF__PUT(&pb, ny);
+  NDF__PUT(&pb, nx);
+  NDF__PUT(&pb, sz);
+  NDF__PUT(&pb, sy);
+  NDF__PUT(&pb, sx);
+  NDF__PUT(&pb, pl.nbz);
+  NDF__PUT(&pb, pl.nby);
+  NDF__PUT(&pb, pl.nbx);
+  NDF__PUT(&pb, pl.nbricks);
+  NDF__PUT(&pb, pl.per);
+  NDF__PUT(&pb, nb);
+  NDF__PUT(&pb, resident);
+  ndf__params_put_padded(&pb, nb, in->shape);
+  ndf__params_put_padded(&pb, nb, in->strides);
+  ndf__params_put_padded(&pb, nb, out->shape);
+  ndf__params_put_padded(&pb, nb, out->strides);
+  void *args[] = {pb.b};
+  const CUresult r = ndf__cu(NULL)->cuLaunchCooperativeKernel(fn, (unsigned)pl.grid, 1, 1, 256, 1, 1, pl.dyn,
+                                                              ctx->stream, args);
+  if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE || r == CUDA_ERROR_NOT_SUPPORTED) {
+    ndf__scratch_free(ctx, base);
+    return NDF_OK;
+  }
+  *fallback = 0;
+  s = r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, c->name, r);
+  if (s == NDF_OK) s = fused_result(ctx, c->name, isfloat, mapped ? hhost : NULL, hdr, nan_at, not_finite);
   ndf__scratch_free(ctx, base);
   return s;
 }
@@ -467,11 +699,17 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
   const int fused = need_range || !isfloat;
   CUfunction fh, ff = NULL, fsc = NULL;
   const int pack = use_pack(T);
+  const int bmode = brick_mode();
+  if (need_range && pack && use_fuse() && bmode != 0) {
+    /* before the other kernels' lookups: a warm call needs only this one */
+    int fallback = 1;
+    s = ecc_brick(ctx, c, in, out, construction, bmode, nan_at, not_finite, &fallback);
+    if (s != NDF_OK || !fallback) return s;
+  }
   if ((s = get_fn(ctx, c->name, pack ? "ndf_ecc_pack" : "ndf_ecc_hist", in->dtype, c->nsp, construction, 0, &fh)) !=
       NDF_OK)
     return s;
   if (!fused && (s = get_fn(ctx, c->name, "ndf_ecc_final", NDF_FLOAT32, 2, 0, 0, &ff)) != NDF_OK) return s;
-  if (need_range && (s = get_fn(ctx, c->name, "ndf_ecc_scan", in->dtype, 2, 0, 0, &fsc)) != NDF_OK) return s;
   hist_geom g;
   if ((s = hist_geometry(ctx, c, in, &g, pack ? 2 : 1)) != NDF_OK) return s;
   if (need_range && pack && use_fuse()) {
@@ -485,6 +723,8 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
       if (s != NDF_OK || !too_large) return s;
     }
   }
+  /* the scan kernel only now: a fused call needs no lookup of it */
+  if (need_range && (s = get_fn(ctx, c->name, "ndf_ecc_scan", in->dtype, 2, 0, 0, &fsc)) != NDF_OK) return s;
   ndf__params spb = {.n = 0};
   const unsigned sgrid = need_range ? scan_params(ctx, &spb, in, 0, 0, 0, 0, 0, 0, 0, 0, 1) : 0;
   /* scratch: header, per-image tickets, histogram (zeroed by one memset),

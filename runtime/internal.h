@@ -54,6 +54,10 @@ struct ndf_ctx {
   ndf__module_entry *modules;
   ndf__table_entry *tables;
   ndf_cache_stats stats;
+  /* ecc_cuda.c: the exact ECC's header in page-locked host memory mapped
+   * into the device (allocated on first use under lock, freed with the context) */
+  void *ecc_hdr_host;
+  CUdeviceptr ecc_hdr_dev;
 };
 
 /* Makes the context's CUDA context current on the calling thread. */

@@ -1208,3 +1208,390 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_put(const ndf_ecc_put_
     p.dst[off + k * p.step] = p.src[i];
   }
 }
+
+// ---- the brick kernel (ndf_ecc_brick, one cooperative launch; runtime/ecc_cuda.c, NDF_ECC_BRICK) -----
+// Thresholds over [min, max], T <= 510, the bin domain of ndf_ecc_pack
+// without its per-plane march.  The batch is cut into bricks (3-D: 8 planes x
+// 8 rows x 64 voxels of x; 2-D: 16 rows x 128 voxels); block b owns the
+// contiguous run of bricks [b per, b per + per).
+//   phase 1: min, max and the least NaN index of the block's bricks (each
+//            voxel in exactly one brick; resident: the bricks with their halo
+//            are kept raw in shared memory), its share of zeroing the
+//            histogram and tickets, the grid barrier; every block then
+//            reduces the partials and derives the thresholds (as ndf_ecc_pack).
+//   phase 2: per brick, every word (two voxels' bins, ndf_ecc_pack.cuh) of the
+//            brick and its one-voxel halo is binned at once (the loads of
+//            eight words per thread in flight; resident: from shared memory)
+//            into a shared word array, ONE __syncthreads, then each thread
+//            takes its column of words (2-D: 4 rows, 3-D: 8 planes) keeping
+//            three planes' words in registers (9 shared reads per step, no
+//            barrier) and adds both voxels' c to the shared histogram.  When
+//            the image changes and at the end: one global atomic per non-zero
+//            bin, then the brick count goes to the image's ticket; the block
+//            that completes an image writes its curve.
+// Outside the image a voxel's bin is 511 (ndf_ecc_pack.cuh): it is never
+// counted (T <= 510) and decides the border cells as NaN does.
+#define NDF_KW (NSP == 3 ? 32 : 64)              // words (voxel pairs) of x per brick
+#define NDF_KY (NSP == 3 ? 8 : 1)                // rows of y per brick (3-D)
+#define NDF_KZ (NSP == 3 ? 8 : 16)               // planes (2-D: rows) of the first axis per brick
+#define NDF_KG (256 / (NDF_KW * NDF_KY))         // thread groups along the first axis: 1 (3-D), 4 (2-D)
+#define NDF_KR (NDF_KZ / NDF_KG)                 // planes per thread: 8 (3-D), 4 (2-D)
+#define NDF_KWP (NDF_KW + 2)                     // words per row with the halo
+#define NDF_KWY (NSP == 3 ? NDF_KY + 2 : 1)      // rows per plane with the halo
+#define NDF_KNW ((NDF_KZ + 2) * NDF_KWY * NDF_KWP) // words with the halo: 1188 (2-D), 3400 (3-D)
+#define NDF_KNI (NDF_KZ * NDF_KY * NDF_KW)       // words of the brick itself
+#define NDF_KNL (NSP == 3 ? 6 : 5) // word slots per thread loaded before any is used (2-D: the whole brick at once)
+
+struct ndf_ecc_brick_params {
+  const TIN *in;
+  ndf_u64 *hist;     // [img][T], zeroed here (phase 1)
+  unsigned *cnt;     // [img] bricks done, zeroed here
+  long long *out;    // the curves (caller's strides)
+  ndf_ecc_hdr *hdr;  // block 0 writes mn, mx, nan_key, bad (device or mapped host memory)
+  unsigned *gbar;    // the persistent grid barrier word (ndf_ecc_grid_sync)
+  double *part;      // 3 per block: min, max, ~least NaN index (0: none)
+  ndf_i64 T, nimg, ostep;
+  ndf_i64 nz, ny, nx, sz, sy, sx; // 2-D: ny = 1, sy = 0
+  ndf_i64 nbz, nby, nbx, nbricks; // bricks of one image per axis; of the batch
+  ndf_i64 per;                    // bricks per block
+  int nb, resident;               // resident: per bricks' raw values stay in shared memory
+  ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM], oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
+};
+
+extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_brick(const ndf_ecc_brick_params p) {
+  // dyn: the tables of ndf_ecc_pack (24 T + 64 bytes), the word array, the resident bricks
+  extern __shared__ double dyn[];
+  const int T = (int)p.T;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  int *shist = (int *)(dyn + T + 2);
+  float *tsf = (float *)(shist + T + 1);
+  const V *tv = sizeof(V) == 4 ? (const V *)(tsf + 1) : (const V *)(dyn + 1);
+  float2 *tpair = (float2 *)(dyn + 2 * T + 4);
+  unsigned *wb = (unsigned *)(dyn + ((3 * T + 9) & ~1));
+  V *raw = (V *)(wb + NDF_KNW);
+  __shared__ float s_lo, s_inv, s_ga, s_gb;
+  __shared__ int s_uni, s_m;
+  __shared__ bool s_last;
+  __shared__ double r_lo[8], r_hi[8];
+  __shared__ unsigned long long r_key;
+  const ndf_i64 bpi = p.nbz * p.nby * p.nbx;
+  const ndf_i64 j0 = (ndf_i64)blockIdx.x * p.per, j1 = min(j0 + p.per, p.nbricks);
+  const bool vec = sizeof(TIN) == 4 && p.sx == 1 && ((p.sy | p.sz | p.nx) & 1) == 0;
+  // brick j: its image, first voxel (z0, y0, word xw0) and the image's input
+  auto brick = [&](ndf_i64 j, ndf_i64 &img, ndf_i64 &z0, ndf_i64 &y0, ndf_i64 &xw0) -> const TIN * {
+    img = j / bpi;
+    const ndf_i64 r = j - img * bpi, bx = r % p.nbx, q = r / p.nbx;
+    xw0 = bx * NDF_KW;
+    y0 = (q % p.nby) * NDF_KY;
+    z0 = (q / p.nby) * NDF_KZ;
+    ndf_i64 base = 0, q2 = img;
+    for (int d = p.nb - 1; d >= 0; d--) {
+      base += (q2 % p.bshape[d]) * p.bstr[d];
+      q2 /= p.bshape[d];
+    }
+    return p.in + base;
+  };
+  // word slot i of a brick (halo: with the one-voxel halo, NDF_KNW slots; else
+  // the brick's own NDF_KNI): its voxels (z, y, 2 xw + h)
+  auto coords = [&](int i, bool halo, ndf_i64 z0, ndf_i64 y0, ndf_i64 xw0, ndf_i64 &z, ndf_i64 &y, ndf_i64 &x) {
+    if (halo) {
+      const int iz = i / (NDF_KWY * NDF_KWP), r = i - iz * (NDF_KWY * NDF_KWP), iy = r / NDF_KWP;
+      z = z0 - 1 + iz;
+      y = NSP == 3 ? y0 - 1 + iy : 0;
+      x = 2 * (xw0 - 1 + (r - iy * NDF_KWP));
+    } else {
+      const int iz = i / (NDF_KY * NDF_KW), r = i - iz * (NDF_KY * NDF_KW), iy = r / NDF_KW;
+      z = z0 + iz;
+      y = y0 + iy;
+      x = 2 * (xw0 + (r - iy * NDF_KW));
+    }
+  };
+  // the slot's two values (0 where outside); bit h of the result: voxel h is inside the image
+  auto load = [&](const TIN *in, int i, bool halo, ndf_i64 z0, ndf_i64 y0, ndf_i64 xw0, V &a, V &b) -> unsigned {
+    ndf_i64 z, y, x;
+    coords(i, halo, z0, y0, xw0, z, y, x);
+    const bool inn = z >= 0 && z < p.nz && y >= 0 && y < p.ny && x >= 0;
+    const unsigned ok = inn ? (unsigned)(x < p.nx) | ((unsigned)(x + 1 < p.nx) << 1) : 0u;
+    const TIN *q = in + (ok ? z * p.sz + y * p.sy + x * p.sx : 0);
+    if (vec && ok == 3u && (((size_t)q) & 7) == 0) {
+      const float2 f2 = *(const float2 *)q;
+      a = (V)f2.x;
+      b = (V)f2.y;
+    } else {
+      a = (ok & 1u) ? (V)q[0] : (V)0;
+      b = (ok & 2u) ? (V)q[p.sx] : (V)0;
+    }
+    return ok;
+  };
+  // the same inside-bits without loading (resident bricks)
+  auto inside = [&](int i, ndf_i64 z0, ndf_i64 y0, ndf_i64 xw0) -> unsigned {
+    ndf_i64 z, y, x;
+    coords(i, true, z0, y0, xw0, z, y, x);
+    const bool inn = z >= 0 && z < p.nz && y >= 0 && y < p.ny && x >= 0;
+    return inn ? (unsigned)(x < p.nx) | ((unsigned)(x + 1 < p.nx) << 1) : 0u;
+  };
+
+  // ---- phase 1: min, max, NaN of the block's bricks
+  if (tid == 0) r_key = 0ull;
+  __syncthreads();
+  V lo = (V)(1.0 / 0.0), hi = (V)(-1.0 / 0.0);
+  {
+    const int ns = p.resident ? NDF_KNW : NDF_KNI;
+    for (ndf_i64 j = j0; j < j1; j++) {
+      ndf_i64 img, z0, y0, xw0;
+      const TIN *in = brick(j, img, z0, y0, xw0);
+      V *rw = raw + (j - j0) * (2 * NDF_KNW);
+      for (int i0 = 0; i0 < ns; i0 += 256 * NDF_KNL) {
+        V v[NDF_KNL][2];
+        unsigned ok[NDF_KNL];
+#pragma unroll
+        for (int e = 0; e < NDF_KNL; e++) {
+          const int i = i0 + 256 * e + tid;
+          v[e][0] = v[e][1] = (V)0;
+          ok[e] = i < ns ? load(in, i, p.resident, z0, y0, xw0, v[e][0], v[e][1]) : 0u;
+        }
+#pragma unroll
+        for (int e = 0; e < NDF_KNL; e++) {
+          const int i = i0 + 256 * e + tid;
+#pragma unroll
+          for (int h = 0; h < 2; h++) {
+            const V f = v[e][h];
+            if ((ok[e] >> h) & 1u) {
+              if (f != f) {
+                // rare: the voxel's C-order index in the batch
+                ndf_i64 z, y, x;
+                coords(i, p.resident, z0, y0, xw0, z, y, x);
+                atomicMax(&r_key, ~(ndf_u64)(img * (p.nz * p.ny * p.nx) + (z * p.ny + y) * p.nx + x + h));
+              } else {
+                lo = fmin(lo, f);
+                hi = fmax(hi, f);
+              }
+            }
+            if (p.resident && i < ns) rw[2 * i + h] = f;
+          }
+        }
+      }
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    lo = fmin(lo, __shfl_xor_sync(0xffffffffu, lo, o));
+    hi = fmax(hi, __shfl_xor_sync(0xffffffffu, hi, o));
+  }
+  if (lane == 0) {
+    r_lo[warp] = (double)lo;
+    r_hi[warp] = (double)hi;
+  }
+  __syncthreads();
+  if (tid == 0) {
+    double a = r_lo[0], b = r_hi[0];
+    for (int w = 1; w < 8; w++) {
+      a = fmin(a, r_lo[w]);
+      b = fmax(b, r_hi[w]);
+    }
+    p.part[3 * blockIdx.x] = a;
+    p.part[3 * blockIdx.x + 1] = b;
+    ((ndf_u64 *)p.part)[3 * blockIdx.x + 2] = r_key;
+  }
+  {
+    const ndf_i64 nh = p.nimg * p.T, stride = (ndf_i64)gridDim.x * 256;
+    for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + tid; i < nh; i += stride) p.hist[i] = 0ull;
+    for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + tid; i < p.nimg; i += stride) p.cnt[i] = 0u;
+  }
+  ndf_ecc_grid_sync(p.gbar);
+
+  // ---- the partials of every block, the thresholds (as ndf_ecc_pack)
+  double a = 1.0 / 0.0, b = -1.0 / 0.0;
+  unsigned long long key = 0;
+  for (unsigned k = tid; k < gridDim.x; k += 256) {
+    a = fmin(a, __ldcg(p.part + 3 * k));
+    b = fmax(b, __ldcg(p.part + 3 * k + 1));
+    key = max(key, __ldcg((const ndf_u64 *)p.part + 3 * k + 2));
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    a = fmin(a, __shfl_xor_sync(0xffffffffu, a, o));
+    b = fmax(b, __shfl_xor_sync(0xffffffffu, b, o));
+    key = max(key, __shfl_xor_sync(0xffffffffu, key, o));
+  }
+  if (tid == 0) r_key = 0ull; // r_lo / r_hi were last read by thread 0 before the grid barrier
+  __syncthreads();
+  if (lane == 0) {
+    r_lo[warp] = a;
+    r_hi[warp] = b;
+    atomicMax(&r_key, key);
+  }
+  __syncthreads();
+  a = r_lo[0];
+  b = r_hi[0];
+  for (int w = 1; w < 8; w++) {
+    a = fmin(a, r_lo[w]);
+    b = fmax(b, r_hi[w]);
+  }
+  key = r_key;
+  const int bad = !(isfinite(a) && isfinite(b));
+  if (blockIdx.x == 0 && tid == 0) {
+    p.hdr->mn = a;
+    p.hdr->mx = b;
+    p.hdr->nan_key = key;
+    p.hdr->bad = bad;
+    __threadfence_system();
+  }
+  if (key != 0ull || bad) return; // the whole grid: nothing is written
+  {
+    const double span = __dsub_rn(b, a), den = (double)(T - 1);
+    int m = 0;
+    for (int k0 = 0; k0 < T - 1; k0 += 256) {
+      const int k = k0 + tid;
+      m += __syncthreads_count(k < T - 1 && __dadd_rn(a, __ddiv_rn(__dmul_rn(span, (double)k), den)) <= b);
+    }
+    for (int k = tid; k < T - 1; k += 256) {
+      const double t = __dadd_rn(a, __ddiv_rn(__dmul_rn(span, (double)k), den));
+      const int pos = k < m ? k : k + 1;
+      dyn[pos + 1] = t;
+      if (sizeof(V) == 4) tsf[pos + 1] = __double2float_rd(t);
+    }
+    if (tid == 0) {
+      dyn[m + 1] = b;
+      dyn[0] = -1.0 / 0.0;
+      dyn[T + 1] = 1.0 / 0.0;
+      if (sizeof(V) == 4) {
+        tsf[m + 1] = __double2float_rd(b);
+        tsf[0] = -1.0f / 0.0f;
+        tsf[T + 1] = 1.0f / 0.0f;
+      }
+      const double t0 = m == 0 ? b : __dadd_rn(a, __ddiv_rn(__dmul_rn(span, 0.0), den));
+      const double tl = m == T - 1 ? b : __dadd_rn(a, __ddiv_rn(__dmul_rn(span, (double)(T - 2)), den));
+      s_lo = (float)t0;
+      s_inv = (float)(tl > t0 ? __ddiv_rn(den, __dsub_rn(tl, t0)) : 0.0);
+      s_uni = tl > t0 ? 1 : 0;
+      s_m = m;
+    }
+  }
+  for (int k = tid; k <= T; k += 256) shist[k] = 0;
+  __syncthreads(); // tsf, s_lo, s_inv
+  if (sizeof(V) == 4)
+    for (int k = tid; k <= T; k += 256) tpair[k] = make_float2(tsf[k], tsf[k + 1]);
+  if (tid == 0) {
+    s_ga = s_inv;
+    s_gb = -s_lo * s_inv;
+  }
+  __syncthreads();
+
+  // ---- phase 2: the bricks' histograms
+  const int tx = tid % NDF_KW, ty = (tid / NDF_KW) % NDF_KY, tg = tid / (NDF_KW * NDF_KY);
+  // the words (x - 1, x), (x, x + 1), (x + 1, x + 2) of plane iz, rows ty - 1 .. ty + 1 (2-D: ry = 1 only)
+  auto rd = [&](int iz, unsigned (&R)[3][3]) {
+#pragma unroll
+    for (int ry = 0; ry < 3; ry++) {
+      if (NSP == 2 && ry != 1) continue;
+      const unsigned *row = wb + (iz * NDF_KWY + (NSP == 3 ? ty + ry : 0)) * NDF_KWP;
+      const unsigned L = row[tx], W = row[tx + 1], Rw = row[tx + 2];
+      R[ry][0] = __byte_perm(L, W, 0x5432);
+      R[ry][1] = W;
+      R[ry][2] = __byte_perm(W, Rw, 0x5432);
+    }
+  };
+  // the block's counts of image img (nd bricks) into the global histogram; the image's last brick writes the curve
+  auto flush = [&](ndf_i64 img, unsigned nd) {
+    __syncthreads();
+    for (int k = tid; k < T; k += 256) {
+      const int h = shist[k];
+      if (h) atomicAdd(&p.hist[img * p.T + k], (ndf_u64)(long long)h);
+      shist[k] = 0;
+    }
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) s_last = atomicAdd(&p.cnt[img], nd) + nd == (unsigned)bpi;
+    __syncthreads();
+    if (s_last) {
+      __threadfence();
+      ndf_i64 off = 0, q2 = img;
+      for (int d = p.nb - 1; d >= 0; d--) {
+        off += (q2 % p.oshape[d]) * p.ostr[d];
+        q2 /= p.oshape[d];
+      }
+      ndf_ecc_prefix_m((const long long *)p.hist + img * p.T, s_m, p.out + off, p.T, p.ostep);
+    }
+  };
+  ndf_i64 cur = -1;
+  unsigned ndone = 0;
+  for (ndf_i64 j = j0; j < j1; j++) {
+    ndf_i64 img, z0, y0, xw0;
+    const TIN *in = brick(j, img, z0, y0, xw0);
+    if (img != cur) {
+      if (cur >= 0) flush(cur, ndone);
+      cur = img;
+      ndone = 0;
+    }
+    const V *rw = raw + (j - j0) * (2 * NDF_KNW);
+    for (int i0 = 0; i0 < NDF_KNW; i0 += 256 * NDF_KNL) {
+      V v[NDF_KNL][2];
+      unsigned ok[NDF_KNL];
+#pragma unroll
+      for (int e = 0; e < NDF_KNL; e++) {
+        const int i = i0 + 256 * e + tid;
+        v[e][0] = v[e][1] = (V)0;
+        if (i >= NDF_KNW) {
+          ok[e] = 0u;
+        } else if (p.resident) {
+          ok[e] = inside(i, z0, y0, xw0);
+          if (ok[e] & 1u) v[e][0] = rw[2 * i];
+          if (ok[e] & 2u) v[e][1] = rw[2 * i + 1];
+        } else {
+          ok[e] = load(in, i, true, z0, y0, xw0, v[e][0], v[e][1]);
+        }
+      }
+#pragma unroll
+      for (int e = 0; e < NDF_KNL; e++) {
+        const int i = i0 + 256 * e + tid;
+        if (i < NDF_KNW) {
+          unsigned w = CONS == 1 ? NDF_ECC_PG : 0u;
+#pragma unroll
+          for (int h = 0; h < 2; h++) {
+            unsigned bn = NDF_ECC_POUT;
+            if ((ok[e] >> h) & 1u) {
+              if (sizeof(V) == 4)
+                bn = ndf_ecc_bin_pair((float)v[e][h], tpair, (const float *)tv, T, s_uni, s_ga, s_gb, s_lo, s_inv);
+              else
+                bn = ndf_ecc_bin_slow<V>(v[e][h], tv, T, s_uni, s_lo, s_inv);
+            }
+            w |= bn << (16 * h);
+          }
+          wb[i] = w;
+        }
+      }
+    }
+    __syncthreads();
+    {
+      unsigned A[3][3], B[3][3], C[3][3];
+      if (NSP == 2) {
+#pragma unroll
+        for (int k = 0; k < 3; k++) A[0][k] = A[2][k] = B[0][k] = B[2][k] = C[0][k] = C[2][k] = 0u;
+      }
+      const int iz0 = tg * NDF_KR; // word planes iz0 .. iz0 + KR + 1: brick planes iz0 .. iz0 + KR - 1 with halo
+      rd(iz0, A);
+      rd(iz0 + 1, B);
+#pragma unroll
+      for (int r = 0; r < NDF_KR; r++) {
+        rd(iz0 + r + 2, C);
+        const unsigned d = ndf_ecc_pack_sum<NSP, CONS>(A, B, C);
+        const unsigned w = B[1][1];
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+          const unsigned bn = (w >> (16 * h)) & 0x1ffu;
+          const int c = ndf_ecc_pack_c<NSP, CONS>(d, h);
+          if (c != 0 && bn < (unsigned)T) atomicAdd(&shist[bn], c);
+        }
+#pragma unroll
+        for (int ry = 0; ry < 3; ry++)
+#pragma unroll
+          for (int k = 0; k < 3; k++) {
+            A[ry][k] = B[ry][k];
+            B[ry][k] = C[ry][k];
+          }
+      }
+    }
+    __syncthreads(); // wb is refilled for the next brick
+    ndone++;
+  }
+  if (cur >= 0) flush(cur, ndone);
+}

@@ -326,17 +326,23 @@ static void nan_case(ndf_ctx *ctx, ndf_dtype dt, int nd, const int64_t *sh, int 
 static void test_gpu_nan_rejected(void **state) {
   gpu_state *s = *state;
   static const int64_t s3[3] = {3, 17, 40}, s2[2] = {70, 300}, s4[4] = {2, 3, 9, 33}, s5[3] = {20, 30, 40};
-  /* tk 0 ([min, max]) runs the fused launch, then (fuse 1) the scan + ndf_ecc_pack path */
-  for (int k = 0; k < 6; k++) {
-    const int fuse = k / 3, tk = k % 3;
-    if (fuse) setenv("NDF_ECC_FUSE", "0", 1);
+  /* tk 0 ([min, max]) runs the fused march (header in mapped host memory),
+   * then (grp 1) the brick kernel reading twice, (grp 2) the brick kernel
+   * with resident bricks, (grp 3) the scan + ndf_ecc_pack path, (grp 4) the
+   * fused march with the header in device memory read back by a copy */
+  static const char *const var[5] = {NULL, "NDF_ECC_BRICK", "NDF_ECC_BRICK", "NDF_ECC_FUSE", "NDF_ECC_MAPHDR"};
+  static const char *const val[5] = {NULL, "1", "2", "0", "0"};
+  for (int k = 0; k < 15; k++) {
+    const int grp = k / 3, tk = k % 3;
+    if (grp > 0 && tk > 0) continue; /* given thresholds: the same path in every group */
+    if (var[grp]) setenv(var[grp], val[grp], 1);
     nan_case(s->ctx, NDF_FLOAT32, 3, s3, 1, 1234, 1300, tk, NDF_ECC_V);
     nan_case(s->ctx, NDF_FLOAT64, 3, s3, 1, 1234, 2000, tk, NDF_ECC_T);
     nan_case(s->ctx, NDF_FLOAT32, 2, s2, 0, 20999, 20999, tk, NDF_ECC_T);
     nan_case(s->ctx, NDF_FLOAT32, 4, s4, 2, 5 * 9 * 33 + 7, 6 * 9 * 33 - 1, tk, NDF_ECC_V);
     nan_case(s->ctx, NDF_FLOAT64, 3, s5, 0, 20 * 30 * 40 - 1, 20 * 30 * 40 - 1, tk, NDF_ECC_V);
     nan_case(s->ctx, NDF_FLOAT32, 3, s5, 0, -1, 0, tk, NDF_ECC_V); /* +inf */
-    unsetenv("NDF_ECC_FUSE");
+    if (var[grp]) unsetenv(var[grp]);
   }
 }
 
@@ -582,6 +588,63 @@ static void test_gpu_pack_edges_old_hist(void **state) { pack_cases(*state, 0x9a
 /* thresholds over [min, max] without the fused launch (scan, then ndf_ecc_pack) */
 static void test_gpu_pack_edges_unfused(void **state) { pack_cases(*state, 0x9ac, "NDF_ECC_FUSE", "0"); }
 
+/* The brick kernel with resident bricks (NDF_ECC_BRICK=2) on the pack edges
+ * (the default runs the march there). */
+static void test_gpu_pack_edges_brick(void **state) { pack_cases(*state, 0x9ac, "NDF_ECC_BRICK", "2"); }
+
+/* The brick kernel (ndf_ecc_brick, thresholds over [min, max], T <= 510)
+ * against the CPU and the march, the same input under each setting:
+ * default (the march, header in mapped host memory), NDF_ECC_BRICK=1 (read
+ * twice), NDF_ECC_BRICK=2 (resident bricks when they fit), the default with
+ * NDF_ECC_MAPHDR=0 (header copied back).  Shapes: 1xN, Nx1, 1x1x1, sizes not multiples of the brick
+ * (2-D 16 x 128, 3-D 8 x 8 x 64) on either side, batches of tiny images and
+ * of images of several bricks; every dtype; V and T; ties and constant images. */
+static void test_gpu_brick(void **state) {
+  gpu_state *s = *state;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed ^ 0xb41c);
+  static const int64_t Ts[] = {2, 3, 64, 255, 256, 510};
+  static const int64_t S2[][2] = {{1, 1},    {1, 300},  {300, 1},  {16, 128}, {15, 127},  {17, 129},
+                                  {33, 257}, {2, 1023}, {1023, 3}, {48, 384}, {100, 250}, {3, 3}};
+  static const int64_t S3[][3] = {{1, 1, 1},   {1, 1, 200}, {1, 200, 1}, {200, 1, 1}, {8, 8, 64}, {7, 7, 63},
+                                  {9, 9, 65},  {17, 3, 129}, {3, 17, 2}, {24, 16, 128}, {2, 2, 2}, {33, 20, 70}};
+  static const ndf_dtype dts[4] = {NDF_FLOAT32, NDF_FLOAT64, NDF_UINT8, NDF_UINT16};
+  static const char *const var[4] = {NULL, "NDF_ECC_BRICK", "NDF_ECC_BRICK", "NDF_ECC_MAPHDR"};
+  static const char *const val[4] = {NULL, "1", "2", "0"};
+  int failed = 0;
+  const long n = s->ncases / 2 > 40 ? s->ncases / 2 : 40;
+  for (long k = 0; k < n && failed < 5; k++) {
+    ecase c;
+    memset(&c, 0, sizeof c);
+    c.dt = dts[tu_rng_int(&r, 0, 3)];
+    c.nsp = (int)tu_rng_int(&r, 2, 3);
+    c.batch = (int)tu_rng_int(&r, 0, 2);
+    c.nd = c.nsp + c.batch;
+    const int tiny = tu_rng_chance(&r, 0.25); /* many tiny images: bricks of several images per block */
+    for (int d = 0; d < c.batch; d++) c.shape[d] = tiny ? tu_rng_int(&r, 1, 40) : tu_rng_int(&r, 1, 3);
+    const int64_t *sp = c.nsp == 2 ? S2[tu_rng_int(&r, 0, 11)] : S3[tu_rng_int(&r, 0, 11)];
+    for (int d = 0; d < c.nsp; d++) c.shape[c.batch + d] = tiny ? tu_rng_int(&r, 1, 5) : sp[d];
+    c.vkind = tu_rng_chance(&r, 0.4) ? 0 : tu_rng_chance(&r, 0.8) ? 1 : 2;
+    c.T = Ts[tu_rng_int(&r, 0, 5)];
+    c.tkind = 1;
+    c.cons = tu_rng_chance(&r, 0.5) ? NDF_ECC_V : NDF_ECC_T;
+    c.in_layout = tu_rng_chance(&r, 0.2) ? TU_LAYOUT_PADDED | TU_LAYOUT_NEGATIVE : TU_LAYOUT_C;
+    c.out_layout = tu_rng_chance(&r, 0.2) ? TU_LAYOUT_PADDED : TU_LAYOUT_C;
+    const tu_rng r0 = r; /* the same input and layouts under every setting */
+    for (int v = 0; v < 4; v++) {
+      tu_rng rv = r0;
+      if (var[v]) setenv(var[v], val[v], 1);
+      const int f = run_exact(s->ctx, &c, &rv);
+      if (f) printf("  (failed with %s=%s)\n", var[v] ? var[v] : "default", var[v] ? val[v] : "");
+      failed += f;
+      if (var[v]) unsetenv(var[v]);
+      r = rv;
+    }
+  }
+  if (failed) printf("%d brick cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
+  assert_int_equal(failed, 0);
+}
+
 int main(void) {
   gpu_state *s = calloc(1, sizeof *s);
   ndf_ctx_options o;
@@ -609,6 +672,8 @@ int main(void) {
       cmocka_unit_test_prestate(test_gpu_pack_edges, s),
       cmocka_unit_test_prestate(test_gpu_pack_edges_old_hist, s),
       cmocka_unit_test_prestate(test_gpu_pack_edges_unfused, s),
+      cmocka_unit_test_prestate(test_gpu_pack_edges_brick, s),
+      cmocka_unit_test_prestate(test_gpu_brick, s),
       cmocka_unit_test_prestate(test_gpu_soft_random, s),
       cmocka_unit_test_prestate(test_gpu_soft_tight, s),
       cmocka_unit_test_prestate(test_gpu_soft_fused, s),
