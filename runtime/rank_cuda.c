@@ -420,6 +420,12 @@ static void tile_request(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, co
    * (a few more instructions, 75 KB less code; not measured yet). */
   const char *eu = getenv("NDF_RANK_TILE2_UNROLL");
   if (tg->form == 2) ndf__req_set(req, "SORTU", "%d", !(eu && !strcmp(eu, "0")));
+  /* Session 6 (ADR 0005): 1 issues the shared loads ahead of the atomics, 2
+   * (default) also shares the first window between the two threads of a
+   * column; $NDF_RANK_TILE2_PIPE=0 / 1 select session 5's order / 1 alone,
+   * to compare them in one run. */
+  const char *ep = getenv("NDF_RANK_TILE2_PIPE");
+  if (tg->form == 2) ndf__req_set(req, "PIPE", "%d", ep && (!strcmp(ep, "0") || !strcmp(ep, "1")) ? ep[0] - '0' : 2);
 }
 
 /* The sorted-tile kernel over a 2-D box window (ndf_tile_params of templates/rank_tile.cu). */
