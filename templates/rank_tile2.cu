@@ -340,14 +340,18 @@ __device__ __forceinline__ void ndf_tile2_ld(const unsigned short *rpos, int row
 template <bool NANS>
 __device__ __forceinline__ void ndf_tile2_flipq(unsigned int *mybits, const unsigned int (&q)[CW], int c0, int d,
                                                 unsigned int pq, unsigned int nq, int &below, int &nanc) {
+  // Four partial counts: a single running count would chain all its adds.
+  int cb[4] = {0, 0, 0, 0}, cn[4] = {0, 0, 0, 0};
 #pragma unroll
   for (int u = 0; u < CW; u++)
     if (c0 + u < KX) {
       atomicXor(reinterpret_cast<unsigned int *>(reinterpret_cast<unsigned char *>(mybits) + (q[u] & 0xff00u)),
                 __funnelshift_l(0u, 1u, q[u]));
-      below += q[u] < pq ? d : 0;
-      if (NANS) nanc += q[u] >= nq ? d : 0;
+      cb[u & 3] += (int)(q[u] < pq);
+      if (NANS) cn[u & 3] += (int)(q[u] >= nq);
     }
+  below += d * ((cb[0] + cb[1]) + (cb[2] + cb[3]));
+  if (NANS) nanc += d * ((cn[0] + cn[1]) + (cn[2] + cn[3]));
 }
 
 // The first window's rows row0 .. row0+nrows-1, columns lane .. lane+KX-1,
