@@ -54,6 +54,20 @@ typedef NDF_SLOT(T) T;
 #define R (TH * TW)
 #define NWORDS ((R + 31) / 32)
 #define LU (PIPE ? 16 : 8)           /* global loads in flight per thread (inner tiles) */
+// Data of 8 and 16 bits (PIPE): the sort's keys carry their tile position,
+// key << 12 | position (padding: 0xffff << 12 | position, above every real
+// key or after it), so the sorted order gives every position its rank with
+// no search and no counters; the value of a rank is its sorted key >> 12.
+#define PACK (PIPE && TBITS <= 16)
+#if PACK
+#define NDF_T2VAL(k) ((k) >> 12)
+#define NDF_T2PAD(e) (0xffffu << 12 | (unsigned int)(e))
+#define NDF_T2KEY(k, e) ((k) << 12 | (unsigned int)(e))
+#else
+#define NDF_T2VAL(k) (k)
+#define NDF_T2PAD(e) 0xffffffffu
+#define NDF_T2KEY(k, e) (k)
+#endif
 static_assert(R <= RP2, "rank_tile2: the tile holds more than 4096 values");
 static_assert(NWORDS <= 128, "rank_tile2: the bitsets would overflow their area");
 
@@ -427,11 +441,11 @@ __device__ __forceinline__ void ndf_tile2_column(const unsigned short *rpos, uns
     T res;
 #if KIND == 2 && !NAN_OMIT
     if (nanc) res = __int_as_float(0x7fc00000);
-    else res = ndf_untkey(sbuf[ndf_saddr(ndf_tile2_kth(mybits, ndf_rank_of(N), pw, below))]);
+    else res = ndf_untkey(NDF_T2VAL(sbuf[ndf_saddr(ndf_tile2_kth(mybits, ndf_rank_of(N), pw, below))]));
 #else
     const int m = N - nanc, k = ndf_rank_of(m);
     if (m == 0 || k < 0 || k >= m) res = (T)__int_as_float(0x7fc00000); // floats only: m < N needs NaN
-    else res = ndf_untkey(sbuf[ndf_saddr(ndf_tile2_kth(mybits, k, pw, below))]);
+    else res = ndf_untkey(NDF_T2VAL(sbuf[ndf_saddr(ndf_tile2_kth(mybits, k, pw, below))]));
 #endif
     out[y * oys] = res;
     if (jr + 1 < HALF) {
@@ -504,11 +518,11 @@ __device__ __forceinline__ void ndf_tile2_column_mid(const unsigned short *rpos,
       T res;
 #if KIND == 2 && !NAN_OMIT
       if (nanc) res = __int_as_float(0x7fc00000);
-      else res = ndf_untkey(sbuf[ndf_saddr(ndf_tile2_kth(mybits, ndf_rank_of(N), pw, below))]);
+      else res = ndf_untkey(NDF_T2VAL(sbuf[ndf_saddr(ndf_tile2_kth(mybits, ndf_rank_of(N), pw, below))]));
 #else
       const int m = N - nanc, k = ndf_rank_of(m);
       if (m == 0 || k < 0 || k >= m) res = (T)__int_as_float(0x7fc00000); // floats only: m < N needs NaN
-      else res = ndf_untkey(sbuf[ndf_saddr(ndf_tile2_kth(mybits, k, pw, below))]);
+      else res = ndf_untkey(NDF_T2VAL(sbuf[ndf_saddr(ndf_tile2_kth(mybits, k, pw, below))]));
 #endif
       out[y * oys] = res;
     }
@@ -563,18 +577,18 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
 #pragma unroll
         for (int u = 0; u < LU; u++) {
           const int e = e0 + u * BT;
-          tkey[e] = e < R ? ndf_tkey(val[u]) : 0xffffffffu;
+          tkey[e] = e < R ? NDF_T2KEY(ndf_tkey(val[u]), e) : NDF_T2PAD(e);
           dup[e] = 0u;
         }
       }
     } else {
 #pragma unroll 1
       for (int e = t; e < RP2; e += BT) {
-        unsigned int key = 0xffffffffu;
+        unsigned int key = NDF_T2PAD(e);
         if (e < R) {
           const int ry = e / TW, rx = e - ry * TW;
           const ndf_i64 my = ndf_map(ty0 + ry, p.ny, MODE), mx = ndf_map(tx0 + rx, p.nx, MODE);
-          key = ndf_tkey((my < 0 || mx < 0) ? cv : p.in[ibase + my * p.iys + mx * p.ixs]);
+          key = NDF_T2KEY(ndf_tkey((my < 0 || mx < 0) ? cv : p.in[ibase + my * p.iys + mx * p.ixs]), e);
         }
         tkey[e] = key;
         dup[e] = 0u;
@@ -588,7 +602,14 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
     // Ranks: the lower bound of the key (it is present) plus the equal keys
     // counted so far.  NaNs (floats) take the ranks from the lower bound of
     // all ones up; nq is its code (padding keys lie above every real one).
-#if PIPE
+#if PACK
+    // Sorted element 64t + i (v[i] after the sort, also in sbuf) has rank 64t + i.
+#pragma unroll
+    for (int i = 0; i < PK; i++) {
+      const unsigned int pos = v[i] & 0xfffu;
+      if (pos < (unsigned int)R) rpos[pos] = (unsigned short)ndf_tile2_code(PK * t + i);
+    }
+#elif PIPE
     // RG searches at a time, with no shared store or atomic among their loads
     // (those would keep the next search's loads behind them): RG independent
     // chains of 12 loads, then RG atomics, then RG stores.

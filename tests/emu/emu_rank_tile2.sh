@@ -35,7 +35,9 @@ schar 1 8 3 4 0 1 2 50 0
 ushort 0 16 10 10 0 2 0 0 0
 float 2 32 2 40 0 1 1 5 1
 float 2 32 24 31 0 4 2 -20 1
-float 2 32 20 20 6 3 0 0 0"}
+float 2 32 20 20 6 3 0 0 0
+uchar 0 8 45 20 0 4 1 300 0
+short 1 16 31 33 0 1 2 25 0"}
 echo "$CONFIGS" | sed '/^ *$/d' > "$W/configs"
 while read -r T KIND TBITS KY KX S MODE RKIND RPARAM NOMIT; do
   case "$T" in uchar) T="unsigned char";; schar) T="signed char";; uint) T="unsigned int";; ushort) T="unsigned short";; esac
