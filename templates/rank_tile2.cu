@@ -479,11 +479,31 @@ __device__ __forceinline__ void ndf_tile2_column_mid(const unsigned short *rpos,
   else ndf_tile2_first<NANS>(rpos, mybits, HALF + ka, KY - ka, lane, nq, below, nanc);
   // The two sets are disjoint: OR them.  Half 0 completes the lower words,
   // half 1 the upper ones; then each copies the other's completed words.
+  // Eight words at a time: loads first, then stores (a store would keep
+  // the next word's loads behind it).
   const int wh = NWORDS / 2;
   __syncthreads();
-  for (int w = half ? wh : 0; w < (half ? NWORDS : wh); w++) mybits[w * BT] |= other[w * BT];
+#pragma unroll 1
+  for (int w0 = half ? wh : 0, we = half ? NWORDS : wh; w0 < we; w0 += 8) {
+    unsigned int a[8];
+#pragma unroll
+    for (int u = 0; u < 8; u++)
+      if (w0 + u < we) a[u] = mybits[(w0 + u) * BT] | other[(w0 + u) * BT];
+#pragma unroll
+    for (int u = 0; u < 8; u++)
+      if (w0 + u < we) mybits[(w0 + u) * BT] = a[u];
+  }
   __syncthreads();
-  for (int w = half ? 0 : wh; w < (half ? wh : NWORDS); w++) mybits[w * BT] = other[w * BT];
+#pragma unroll 1
+  for (int w0 = half ? 0 : wh, we = half ? wh : NWORDS; w0 < we; w0 += 8) {
+    unsigned int a[8];
+#pragma unroll
+    for (int u = 0; u < 8; u++)
+      if (w0 + u < we) a[u] = other[(w0 + u) * BT];
+#pragma unroll
+    for (int u = 0; u < 8; u++)
+      if (w0 + u < we) mybits[(w0 + u) * BT] = a[u];
+  }
   __syncthreads(); // the partner's words are no longer read
   if (!active) return;
   if (NANS) { // set bits at or above the first NaN rank (code nq)
