@@ -29,6 +29,13 @@
 // more compare per flip) instead of testing each value.  Propagate: NaN
 // where that count is not 0; omit: the k-th set bit for k below the number
 // of other values is never a NaN.  Exact for every rank.
+//
+// Slot PIPE (session 6, ADR 0005): 1 orders the shared-memory loads ahead of
+// the atomics and stores that would otherwise hold them back (one load
+// latency per row of flips instead of per flip; rank searches interleaved)
+// and sorts 8/16-bit keys with their tile position; 2 (the default) also
+// lets the two threads of a column share their first window.  0 is the
+// session-5 kernel.
 #include "ndf_common.cuh"
 
 typedef NDF_SLOT(T) T;
