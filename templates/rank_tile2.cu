@@ -33,7 +33,7 @@
 // Slot PIPE (session 6, ADR 0005): 1 orders the shared-memory loads ahead of
 // the atomics and stores that would otherwise hold them back (one load
 // latency per row of flips instead of per flip; rank searches interleaved)
-// and sorts 8/16-bit keys with their tile position; 2 (the default) also
+// and sorts 8/16-bit keys with their tile position (the default); 2 also
 // lets the two threads of a column share their first window.  0 is the
 // session-5 kernel.
 #include "ndf_common.cuh"
@@ -50,7 +50,7 @@ typedef NDF_SLOT(T) T;
 #define KX NDF_SLOT(KX)
 #define S NDF_SLOT(S)                /* output rows per block (even) */
 #define SORTU NDF_SLOT(SORTU)        /* 1: the sort's stages unrolled (larger code), 0: rolled */
-#define PIPE NDF_SLOT(PIPE)          /* 0: as session 5; 1: shared loads ahead of the atomics; 2: 1 and a shared middle window */
+#define PIPE NDF_SLOT(PIPE)          /* 0: as session 5; 1 (default): shared loads ahead of the atomics; 2: 1 and a shared middle window */
 
 #define BT 64                        /* threads */
 #define PK 64                        /* keys per thread in the sort */
