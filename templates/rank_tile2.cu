@@ -29,6 +29,13 @@
 // more compare per flip) instead of testing each value.  Propagate: NaN
 // where that count is not 0; omit: the k-th set bit for k below the number
 // of other values is never a NaN.  Exact for every rank.
+//
+// Slot PIPE (session 6, ADR 0005): 1 orders the shared-memory loads ahead of
+// the atomics and stores that would otherwise hold them back (one load
+// latency per row of flips instead of per flip; rank searches interleaved)
+// and sorts 8/16-bit keys with their tile position (the default); 2 also
+// lets the two threads of a column share their first window.  0 is the
+// session-5 kernel.
 #include "ndf_common.cuh"
 
 typedef NDF_SLOT(T) T;
@@ -43,6 +50,7 @@ typedef NDF_SLOT(T) T;
 #define KX NDF_SLOT(KX)
 #define S NDF_SLOT(S)                /* output rows per block (even) */
 #define SORTU NDF_SLOT(SORTU)        /* 1: the sort's stages unrolled (larger code), 0: rolled */
+#define PIPE NDF_SLOT(PIPE)          /* 0: as session 5; 1 (default): shared loads ahead of the atomics; 2: 1 and a shared middle window */
 
 #define BT 64                        /* threads */
 #define PK 64                        /* keys per thread in the sort */
@@ -52,6 +60,21 @@ typedef NDF_SLOT(T) T;
 #define TH (S + KY - 1)
 #define R (TH * TW)
 #define NWORDS ((R + 31) / 32)
+#define LU (PIPE ? 16 : 8)           /* global loads in flight per thread (inner tiles) */
+// Data of 8 and 16 bits (PIPE): the sort's keys carry their tile position,
+// key << 12 | position (padding: 0xffff << 12 | position, above every real
+// key or after it), so the sorted order gives every position its rank with
+// no search and no counters; the value of a rank is its sorted key >> 12.
+#define PACK (PIPE && TBITS <= 16)
+#if PACK
+#define NDF_T2VAL(k) ((k) >> 12)
+#define NDF_T2PAD(e) (0xffffu << 12 | (unsigned int)(e))
+#define NDF_T2KEY(k, e) ((k) << 12 | (unsigned int)(e))
+#else
+#define NDF_T2VAL(k) (k)
+#define NDF_T2PAD(e) 0xffffffffu
+#define NDF_T2KEY(k, e) (k)
+#endif
 static_assert(R <= RP2, "rank_tile2: the tile holds more than 4096 values");
 static_assert(NWORDS <= 128, "rank_tile2: the bitsets would overflow their area");
 
@@ -316,31 +339,225 @@ __device__ __forceinline__ void ndf_tile2_step(const unsigned short *rpos, unsig
   }
 }
 
+#if PIPE
+// Session 6 (ADR 0005, "loads ahead of the atomics"): the compiler may not move
+// a shared-memory load above an earlier shared atomic (both live in the one
+// dynamic shared array), so in the loops above each code's load waits for the
+// previous flip: one load latency per flip (first window) or per pair (step).
+// Here a row's codes (a chunk of CW columns) are loaded into registers first,
+// the next row's codes before this row's atomics, and a step's codes before
+// the search of the output above it.
+#define CW (KX < 32 ? KX : 32)
+
+// Codes of tile row `row`, columns lane + c0 .. lane + c0 + CW - 1 (those under KX).
+__device__ __forceinline__ void ndf_tile2_ld(const unsigned short *rpos, int row, int lane, int c0, unsigned int (&q)[CW]) {
+  const unsigned short *rp = rpos + row * TW + lane + c0;
+#pragma unroll
+  for (int u = 0; u < CW; u++)
+    if (c0 + u < KX) q[u] = rp[u];
+}
+
+// Flips the loaded codes q (columns c0 + u < KX) in and out of the bitset.
+template <bool NANS>
+__device__ __forceinline__ void ndf_tile2_flipq(unsigned int *mybits, const unsigned int (&q)[CW], int c0, int d,
+                                                unsigned int pq, unsigned int nq, int &below, int &nanc) {
+  // Four partial counts: a single running count would chain all its adds.
+  int cb[4] = {0, 0, 0, 0}, cn[4] = {0, 0, 0, 0};
+#pragma unroll
+  for (int u = 0; u < CW; u++)
+    if (c0 + u < KX) {
+      atomicXor(reinterpret_cast<unsigned int *>(reinterpret_cast<unsigned char *>(mybits) + (q[u] & 0xff00u)),
+                __funnelshift_l(0u, 1u, q[u]));
+      cb[u & 3] += (int)(q[u] < pq);
+      if (NANS) cn[u & 3] += (int)(q[u] >= nq);
+    }
+  below += d * ((cb[0] + cb[1]) + (cb[2] + cb[3]));
+  if (NANS) nanc += d * ((cn[0] + cn[1]) + (cn[2] + cn[3]));
+}
+
+// The first window's rows row0 .. row0+nrows-1, columns lane .. lane+KX-1,
+// set with pq = 0 (below stays 0).  One row ahead when a row is one chunk.
+template <bool NANS>
+__device__ __forceinline__ void ndf_tile2_first(const unsigned short *rpos, unsigned int *mybits, int row0, int nrows,
+                                                int lane, unsigned int nq, int &below, int &nanc) {
+  if (KX <= CW) {
+    unsigned int qa[CW], qb[CW];
+    if (nrows > 0) ndf_tile2_ld(rpos, row0, lane, 0, qa);
+#pragma unroll 1
+    for (int dy = 0; dy + 1 < nrows; dy += 2) {
+      ndf_tile2_ld(rpos, row0 + dy + 1, lane, 0, qb);
+      ndf_tile2_flipq<NANS>(mybits, qa, 0, 1, 0u, nq, below, nanc);
+      if (dy + 2 < nrows) ndf_tile2_ld(rpos, row0 + dy + 2, lane, 0, qa);
+      ndf_tile2_flipq<NANS>(mybits, qb, 0, 1, 0u, nq, below, nanc);
+    }
+    if (nrows & 1) ndf_tile2_flipq<NANS>(mybits, qa, 0, 1, 0u, nq, below, nanc);
+  } else {
+#pragma unroll 1
+    for (int dy = 0; dy < nrows; dy++) {
+#pragma unroll
+      for (int c0 = 0; c0 < KX; c0 += CW) {
+        unsigned int q[CW];
+        ndf_tile2_ld(rpos, row0 + dy, lane, c0, q);
+        ndf_tile2_flipq<NANS>(mybits, q, c0, 1, 0u, nq, below, nanc);
+      }
+    }
+  }
+}
+
+// One step down (row `out` leaves, row `in` enters) with the first chunk's
+// codes already loaded (qo, qi); further chunks are loaded here.
+template <bool NANS>
+__device__ __forceinline__ void ndf_tile2_stepq(const unsigned short *rpos, unsigned int *mybits, int out, int in,
+                                                int lane, const unsigned int (&qo)[CW], const unsigned int (&qi)[CW],
+                                                unsigned int pq, unsigned int nq, int &below, int &nanc) {
+  ndf_tile2_flipq<NANS>(mybits, qo, 0, -1, pq, nq, below, nanc);
+  ndf_tile2_flipq<NANS>(mybits, qi, 0, 1, pq, nq, below, nanc);
+#pragma unroll
+  for (int c0 = CW; c0 < KX; c0 += CW) {
+    unsigned int ro[CW], ri[CW];
+    ndf_tile2_ld(rpos, out, lane, c0, ro);
+    ndf_tile2_ld(rpos, in, lane, c0, ri);
+    ndf_tile2_flipq<NANS>(mybits, ro, c0, -1, pq, nq, below, nanc);
+    ndf_tile2_flipq<NANS>(mybits, ri, c0, 1, pq, nq, below, nanc);
+  }
+}
+#endif
+
 // Thread (half, lane)'s outputs: the column lane, tile rows ly0 .. ly0+HALF-1.
 template <bool NANS>
 __device__ __forceinline__ void ndf_tile2_column(const unsigned short *rpos, unsigned int *mybits, const unsigned int *sbuf,
                                                  int ly0, int lane, unsigned int nq, ndf_i64 y0, ndf_i64 ny, T *out,
                                                  ndf_i64 oys) {
   int nanc = 0, pw = 0, below = 0;
+#if PIPE
+  ndf_tile2_first<NANS>(rpos, mybits, ly0, KY, lane, nq, below, nanc);
+#else
   for (int dy = 0; dy < KY; dy++) ndf_tile2_row<NANS>(rpos, mybits, ly0 + dy, lane, true, 0u, nq, below, nanc);
+#endif
   for (int jr = 0; jr < HALF; jr++) {
     const ndf_i64 y = y0 + ly0 + jr;
     if (y >= ny) break;
+#if PIPE
+    // The next step's first chunk of codes, before the search below.
+    unsigned int qo[CW], qi[CW];
+    if (jr + 1 < HALF) {
+      ndf_tile2_ld(rpos, ly0 + jr, lane, 0, qo);
+      ndf_tile2_ld(rpos, ly0 + jr + KY, lane, 0, qi);
+    }
+#endif
     T res;
 #if KIND == 2 && !NAN_OMIT
     if (nanc) res = __int_as_float(0x7fc00000);
-    else res = ndf_untkey(sbuf[ndf_saddr(ndf_tile2_kth(mybits, ndf_rank_of(N), pw, below))]);
+    else res = ndf_untkey(NDF_T2VAL(sbuf[ndf_saddr(ndf_tile2_kth(mybits, ndf_rank_of(N), pw, below))]));
 #else
     const int m = N - nanc, k = ndf_rank_of(m);
     if (m == 0 || k < 0 || k >= m) res = (T)__int_as_float(0x7fc00000); // floats only: m < N needs NaN
-    else res = ndf_untkey(sbuf[ndf_saddr(ndf_tile2_kth(mybits, k, pw, below))]);
+    else res = ndf_untkey(NDF_T2VAL(sbuf[ndf_saddr(ndf_tile2_kth(mybits, k, pw, below))]));
 #endif
     out[y * oys] = res;
     if (jr + 1 < HALF) {
+#if PIPE
+      ndf_tile2_stepq<NANS>(rpos, mybits, ly0 + jr, ly0 + jr + KY, lane, qo, qi, (unsigned int)pw << 8, nq, below, nanc);
+#else
       ndf_tile2_step<NANS>(rpos, mybits, ly0 + jr, ly0 + jr + KY, lane, (unsigned int)pw << 8, nq, below, nanc);
+#endif
     }
   }
 }
+
+#if PIPE == 2
+// PIPE 2: the two threads of a column start from one window, that of tile row
+// HALF, each setting half of its rows (half 0 the first (KY + 1) / 2, half 1
+// the others) and taking the other half from its partner's bitset (t ^ 32)
+// between barriers; then half 1 walks down over rows HALF .. S-1 as above and
+// half 0 walks up over rows HALF-1 .. 0 (one step more).  Each thread sets
+// about half of a first window instead of all of it.  Every thread of the
+// block calls this (barriers): `active` is false for columns past the array.
+template <bool NANS>
+__device__ __forceinline__ void ndf_tile2_column_mid(const unsigned short *rpos, unsigned int *bits,
+                                                     const unsigned int *sbuf, int t, unsigned int nq, ndf_i64 y0,
+                                                     ndf_i64 ny, bool active, T *out, ndf_i64 oys) {
+  const int lane = t & 31, half = t >> 5;
+  unsigned int *mybits = bits + t;
+  const unsigned int *other = bits + (t ^ 32);
+  int nanc = 0, pw = 0, below = 0;
+  const int ka = (KY + 1) / 2;
+  if (half == 0) ndf_tile2_first<NANS>(rpos, mybits, HALF, ka, lane, nq, below, nanc);
+  else ndf_tile2_first<NANS>(rpos, mybits, HALF + ka, KY - ka, lane, nq, below, nanc);
+  // The two sets are disjoint: OR them.  Half 0 completes the lower words,
+  // half 1 the upper ones; then each copies the other's completed words.
+  // Eight words at a time: loads first, then stores (a store would keep
+  // the next word's loads behind it).
+  const int wh = NWORDS / 2;
+  __syncthreads();
+#pragma unroll 1
+  for (int w0 = half ? wh : 0, we = half ? NWORDS : wh; w0 < we; w0 += 8) {
+    unsigned int a[8];
+#pragma unroll
+    for (int u = 0; u < 8; u++)
+      if (w0 + u < we) a[u] = mybits[(w0 + u) * BT] | other[(w0 + u) * BT];
+#pragma unroll
+    for (int u = 0; u < 8; u++)
+      if (w0 + u < we) mybits[(w0 + u) * BT] = a[u];
+  }
+  __syncthreads();
+#pragma unroll 1
+  for (int w0 = half ? 0 : wh, we = half ? wh : NWORDS; w0 < we; w0 += 8) {
+    unsigned int a[8];
+#pragma unroll
+    for (int u = 0; u < 8; u++)
+      if (w0 + u < we) a[u] = other[(w0 + u) * BT];
+#pragma unroll
+    for (int u = 0; u < 8; u++)
+      if (w0 + u < we) mybits[(w0 + u) * BT] = a[u];
+  }
+  __syncthreads(); // the partner's words are no longer read
+  if (!active) return;
+  if (NANS) { // set bits at or above the first NaN rank (code nq)
+    nanc = 0;
+    const int nw = (int)(nq >> 8);
+    for (int w = nw; w < NWORDS; w++) {
+      unsigned int word = mybits[w * BT];
+      if (w == nw) word &= ~0u << (nq & 31u);
+      nanc += __popc(word);
+    }
+  }
+  // Half 0: first the step from the window of row HALF to that of row HALF-1.
+  int r = half ? HALF : HALF - 1;
+  if (half == 0) {
+    unsigned int qo[CW], qi[CW];
+    ndf_tile2_ld(rpos, r + KY, lane, 0, qo);
+    ndf_tile2_ld(rpos, r, lane, 0, qi);
+    ndf_tile2_stepq<NANS>(rpos, mybits, r + KY, r, lane, qo, qi, 0u, nq, below, nanc);
+  }
+  for (int jr = 0; jr < HALF; jr++) {
+    const ndf_i64 y = y0 + r;
+    if (half && y >= ny) break; // rows below are past the array too
+    const bool more = jr + 1 < HALF;
+    const int rn = half ? r + 1 : r - 1;
+    const int ro = half ? r : rn + KY, rin = half ? r + KY : rn;
+    unsigned int qo[CW], qi[CW];
+    if (more) {
+      ndf_tile2_ld(rpos, ro, lane, 0, qo);
+      ndf_tile2_ld(rpos, rin, lane, 0, qi);
+    }
+    if (y < ny) {
+      T res;
+#if KIND == 2 && !NAN_OMIT
+      if (nanc) res = __int_as_float(0x7fc00000);
+      else res = ndf_untkey(NDF_T2VAL(sbuf[ndf_saddr(ndf_tile2_kth(mybits, ndf_rank_of(N), pw, below))]));
+#else
+      const int m = N - nanc, k = ndf_rank_of(m);
+      if (m == 0 || k < 0 || k >= m) res = (T)__int_as_float(0x7fc00000); // floats only: m < N needs NaN
+      else res = ndf_untkey(NDF_T2VAL(sbuf[ndf_saddr(ndf_tile2_kth(mybits, k, pw, below))]));
+#endif
+      out[y * oys] = res;
+    }
+    if (more) ndf_tile2_stepq<NANS>(rpos, mybits, ro, rin, lane, qo, qi, (unsigned int)pw << 8, nq, below, nanc);
+    r = rn;
+  }
+}
+#endif
 
 extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_params p) {
   extern __shared__ __align__(16) unsigned char ndf_smem[];
@@ -372,33 +589,33 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
     const bool inner = ty0 >= 0 && ty0 + TH <= p.ny && tx0 >= 0 && tx0 + TW <= p.nx;
     __syncthreads(); // the previous tile is no longer read
     // Tile position e (row-major); positions from R up are padding (all
-    // ones).  Inner tiles: 8 loads in flight (clamped positions, no branch
+    // ones).  Inner tiles: LU loads in flight (clamped positions, no branch
     // between them); border tiles (few) map each position, one at a time.
     if (inner) {
 #pragma unroll 1
-      for (int e0 = t; e0 < RP2; e0 += 8 * BT) {
-        T val[8];
+      for (int e0 = t; e0 < RP2; e0 += LU * BT) {
+        T val[LU];
 #pragma unroll
-        for (int u = 0; u < 8; u++) {
+        for (int u = 0; u < LU; u++) {
           const int e = e0 + u * BT, ec = e < R ? e : R - 1;
           const int ry = ec / TW, rx = ec - ry * TW;
           val[u] = p.in[ibase + (ty0 + ry) * p.iys + (tx0 + rx) * p.ixs];
         }
 #pragma unroll
-        for (int u = 0; u < 8; u++) {
+        for (int u = 0; u < LU; u++) {
           const int e = e0 + u * BT;
-          tkey[e] = e < R ? ndf_tkey(val[u]) : 0xffffffffu;
+          tkey[e] = e < R ? NDF_T2KEY(ndf_tkey(val[u]), e) : NDF_T2PAD(e);
           dup[e] = 0u;
         }
       }
     } else {
 #pragma unroll 1
       for (int e = t; e < RP2; e += BT) {
-        unsigned int key = 0xffffffffu;
+        unsigned int key = NDF_T2PAD(e);
         if (e < R) {
           const int ry = e / TW, rx = e - ry * TW;
           const ndf_i64 my = ndf_map(ty0 + ry, p.ny, MODE), mx = ndf_map(tx0 + rx, p.nx, MODE);
-          key = ndf_tkey((my < 0 || mx < 0) ? cv : p.in[ibase + my * p.iys + mx * p.ixs]);
+          key = NDF_T2KEY(ndf_tkey((my < 0 || mx < 0) ? cv : p.in[ibase + my * p.iys + mx * p.ixs]), e);
         }
         tkey[e] = key;
         dup[e] = 0u;
@@ -412,6 +629,48 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
     // Ranks: the lower bound of the key (it is present) plus the equal keys
     // counted so far.  NaNs (floats) take the ranks from the lower bound of
     // all ones up; nq is its code (padding keys lie above every real one).
+#if PACK
+    // Sorted element 64t + i (v[i] after the sort, also in sbuf) has rank 64t + i.
+#pragma unroll
+    for (int i = 0; i < PK; i++) {
+      const unsigned int pos = v[i] & 0xfffu;
+      if (pos < (unsigned int)R) rpos[pos] = (unsigned short)ndf_tile2_code(PK * t + i);
+    }
+#elif PIPE
+    // RG searches at a time, with no shared store or atomic among their loads
+    // (those would keep the next search's loads behind them): RG independent
+    // chains of 12 loads, then RG atomics, then RG stores.
+#define RG 16
+#pragma unroll 1
+    for (int i0 = 0; i0 < PK; i0 += RG) {
+      unsigned int key[RG], dk[RG];
+      int lb[RG];
+#pragma unroll
+      for (int u = 0; u < RG; u++) {
+        key[u] = tkey[(i0 + u) * BT + t]; // padding (all ones) searches harmlessly
+        lb[u] = 0;
+      }
+      // lb[u] runs in padded words (lb + lb / 64): lb is a multiple of 2h
+      // before the step of h, so the probe saddr(lb + h - 1) is lb's padded
+      // word plus a constant (h - 1 + (h >= 64 ? h / 64 - 1 : 0)), and a
+      // taken step adds h + h / 64.  Back to a rank: lb - lb / 65.
+#pragma unroll
+      for (int h = RP2 / 2; h > 0; h >>= 1) {
+#pragma unroll
+        for (int u = 0; u < RG; u++)
+          if (sbuf[lb[u] + h - 1 + (h >= 64 ? h / 64 - 1 : 0)] < key[u]) lb[u] += h + h / 64;
+      }
+#pragma unroll
+      for (int u = 0; u < RG; u++) lb[u] -= lb[u] / 65;
+#pragma unroll
+      for (int u = 0; u < RG; u++) dk[u] = (i0 + u) * BT + t < R ? atomicAdd(&dup[lb[u]], 1u) : 0u;
+#pragma unroll
+      for (int u = 0; u < RG; u++) {
+        const int e = (i0 + u) * BT + t;
+        if (e < R) rpos[e] = (unsigned short)ndf_tile2_code(lb[u] + (int)dk[u]);
+      }
+    }
+#else
     // Eight searches at a time: each is a chain of 12 dependent loads.
 #pragma unroll 8
     for (int i = 0; i < PK; i++) {
@@ -425,6 +684,7 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
         rpos[e] = (unsigned short)ndf_tile2_code(lb + (int)atomicAdd(&dup[lb], 1u));
       }
     }
+#endif
     unsigned int nq = 0xffffu; // above every code
 #if KIND == 2
     {
@@ -440,6 +700,20 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
     unsigned int *mybits = bits + t;
     for (int q = 0; q < NWORDS; q++) mybits[q * BT] = 0u; // this thread's words only
     const ndf_i64 x = x0 + lane;
+#if PIPE == 2
+    {
+      const bool active = x < p.nx;
+      T *op = p.out + obase + (active ? x : 0) * p.oxs;
+#if KIND == 2
+      if (nq < ndf_tile2_code(R)) { // NaNs in the tile (the same for the whole block)
+        ndf_tile2_column_mid<true>(rpos, bits, sbuf, t, nq, y0, p.ny, active, op, p.oys);
+        continue;
+      }
+#endif
+      ndf_tile2_column_mid<false>(rpos, bits, sbuf, t, nq, y0, p.ny, active, op, p.oys);
+      continue;
+    }
+#endif
     if (x >= p.nx) continue; // no barrier below
 #if KIND == 2
     if (nq < ndf_tile2_code(R)) { // NaNs in the tile

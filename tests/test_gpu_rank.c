@@ -413,6 +413,82 @@ static void test_gpu_rank_tile(void **state) {
   assert_int_equal(failed, 0);
 }
 
+/* The second sorted-tile form's session-6 variants (slot PIPE; ADR 0005:
+ * $NDF_RANK_TILE2_PIPE=0 the session-5 order, 1 (default) shared loads ahead
+ * of the atomics, 2 also a first window shared by a column's threads): windows
+ * from 9 to 45 per axis, odd and even, wider than 32 columns (the codes load
+ * in chunks), median, rank and percentile, both NaN policies, 8/16/32-bit
+ * integers and float32, images smaller than the window, batch axes, origins;
+ * the 31 x 31 median of the benchmark in all three forms (PIPE 0, 1, 2), a
+ * NaN-omitting 17 x 17 in forms 1 and 2; the other cases in the default form.  Every case runs (about 16 kernels
+ * of 3-4 s of NVRTC each). */
+static void test_gpu_rank_tile2_pipe(void **state) {
+  gpu_state *s = *state;
+  SKIP_WITHOUT_CUDA(s);
+  tu_rng r;
+  tu_rng_seed(&r, s->seed + 9);
+  struct {
+    ndf_dtype dt;
+    int nd, batch, kind;
+    const char *pipe; /* $NDF_RANK_TILE2_PIPE, NULL: the default (1) */
+    int64_t shape[3], size[2];
+    double pnan;
+    ndf_rank_nan_policy nan;
+  } w[] = {
+      {NDF_FLOAT32, 2, 0, K_MEDIAN, "0", {150, 300}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
+      {NDF_FLOAT32, 2, 0, K_MEDIAN, "2", {150, 300}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
+      {NDF_FLOAT32, 2, 0, K_MEDIAN, NULL, {150, 300}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
+      {NDF_FLOAT32, 2, 0, K_RANK, NULL, {70, 90}, {20, 20}, 0.01, NDF_RANK_NAN_PROPAGATE},
+      {NDF_FLOAT32, 2, 0, K_PERCENTILE, NULL, {81, 77}, {17, 17}, 0.2, NDF_RANK_NAN_OMIT},
+      {NDF_FLOAT32, 2, 0, K_PERCENTILE, "2", {81, 77}, {17, 17}, 0.2, NDF_RANK_NAN_OMIT},
+      {NDF_FLOAT32, 2, 0, K_PERCENTILE, NULL, {60, 100}, {31, 33}, 0.05, NDF_RANK_NAN_OMIT},
+      {NDF_FLOAT32, 2, 0, K_RANK, NULL, {90, 40}, {9, 40}, 0.01, NDF_RANK_NAN_PROPAGATE},
+      {NDF_FLOAT32, 2, 0, K_MEDIAN, NULL, {7, 5}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
+      {NDF_UINT8, 2, 0, K_RANK, NULL, {64, 70}, {9, 9}, 0.0, NDF_RANK_NAN_PROPAGATE},
+      {NDF_UINT16, 2, 0, K_PERCENTILE, NULL, {100, 45}, {10, 12}, 0.0, NDF_RANK_NAN_PROPAGATE},
+      {NDF_INT16, 3, 1, K_MEDIAN, NULL, {3, 50, 70}, {15, 16}, 0.0, NDF_RANK_NAN_PROPAGATE},
+      {NDF_INT32, 2, 0, K_RANK, NULL, {20, 3}, {40, 9}, 0.0, NDF_RANK_NAN_PROPAGATE},
+      {NDF_UINT8, 3, 1, K_MEDIAN, NULL, {2, 40, 45}, {45, 20}, 0.0, NDF_RANK_NAN_PROPAGATE},
+      {NDF_FLOAT32, 3, 1, K_PERCENTILE, NULL, {2, 33, 65}, {24, 31}, 0.3, NDF_RANK_NAN_OMIT},
+      {NDF_FLOAT64, 2, 0, K_MEDIAN, NULL, {40, 45}, {15, 15}, 0.01, NDF_RANK_NAN_PROPAGATE}, /* not the tile: AUTO */
+  };
+  int failed = 0;
+  for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+    if (w[i].pipe) setenv("NDF_RANK_TILE2_PIPE", w[i].pipe, 1);
+    rcase c;
+    memset(&c, 0, sizeof c);
+    ndf_rank_options_init(&c.o);
+    c.dt = w[i].dt;
+    c.nd = w[i].nd, c.batch = w[i].batch, c.nsp = w[i].nd - w[i].batch;
+    memcpy(c.shape, w[i].shape, sizeof c.shape);
+    c.kind = w[i].kind;
+    int64_t ntap = 1;
+    c.o.nsize = 2;
+    for (int d = 0; d < 2; d++) c.o.size[d] = w[i].size[d], ntap *= w[i].size[d];
+    c.rank = tu_rng_int(&r, -ntap, ntap - 1);
+    c.pct = tu_rng_unif(&r) * 200 - 100;
+    if (i > 2 && tu_rng_chance(&r, 0.5)) {
+      c.o.norigin = 2;
+      for (int d = 0; d < 2; d++) c.o.origin[d] = tu_rng_int(&r, -(w[i].size[d] / 2), (w[i].size[d] - 1) / 2);
+    }
+    c.o.mode = i < 3 ? NDF_MODE_REFLECT : (ndf_mode)(i % NDF_MODE_COUNT);
+    c.o.cval = tu_is_float(c.dt) ? (i % 4 == 1 ? NAN : -1.5) : 3;
+    c.o.batch_dims = c.batch;
+    c.o.nan_policy = w[i].nan;
+    c.o.algorithm = c.dt == NDF_FLOAT64 ? NDF_RANK_ALGO_AUTO : NDF_RANK_ALGO_TILE;
+    c.pnan = tu_is_float(c.dt) ? w[i].pnan : 0;
+    snprintf(c.desc, sizeof c.desc, "tile2 pipe %s case %zu %lldx%lld kind=%d rank=%lld pct=%g mode=%s nan=%s%s%s",
+             ndf_dtype_name(c.dt), i, (long long)w[i].size[0], (long long)w[i].size[1], c.kind, (long long)c.rank,
+             c.pct, ndf_mode_name(c.o.mode), c.o.nan_policy == NDF_RANK_NAN_OMIT ? "omit" : "propagate",
+             w[i].pipe ? " NDF_RANK_TILE2_PIPE=" : "", w[i].pipe ? w[i].pipe : "");
+    if (run_case(s, &c, &r, i % 3 == 2 ? (TU_LAYOUT_PADDED | TU_LAYOUT_NEGATIVE) : TU_LAYOUT_C,
+                 i % 5 == 4 ? TU_LAYOUT_PADDED : TU_LAYOUT_C) != 0)
+      failed++;
+    unsetenv("NDF_RANK_TILE2_PIPE");
+  }
+  assert_int_equal(failed, 0);
+}
+
 /* The 3x3 median by sorted rows (the default for 3x3 boxes: ALGO 3, the tile
  * load unrolled), with $NDF_RANK_MED3=1 ALGO 2 (the generic tile load) and
  * with $NDF_RANK_MED3=0 the generated network: every dtype, mode and NaN policy,
@@ -560,6 +636,7 @@ int main(void) {
       cmocka_unit_test(test_gpu_rank_every_dtype_and_mode),
       cmocka_unit_test(test_gpu_rank_histogram),
       cmocka_unit_test(test_gpu_rank_tile),
+      cmocka_unit_test(test_gpu_rank_tile2_pipe),
       cmocka_unit_test(test_gpu_rank_median3),
       cmocka_unit_test(test_gpu_rank_benchmark_shapes),
       cmocka_unit_test(test_gpu_rank_random_cases),

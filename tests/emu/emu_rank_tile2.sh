@@ -2,7 +2,8 @@
 # emu_rank_tile2.sh BUILD_DIR [SEEDS] [CASES] -- host emulation of the second
 # sorted-tile rank kernel (templates/rank_tile2.cu) against the CPU backend of
 # BUILD_DIR/libndforge.so, over configurations of type, window, rows per
-# block, mode, rank kind and NaN policy (see emu_rank_tile2.cc).
+# block, mode, rank kind and NaN policy (see emu_rank_tile2.cc).  PIPE=0|1|2
+# in the environment picks the template's slot PIPE (ADR 0005; default 1).
 set -eu
 B=${1:?build dir}; SEEDS=${2:-2}; CASES=${3:-6}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -30,10 +31,16 @@ int 1 32 7 8 0 2 1 0 0
 uchar 0 8 31 31 0 0 0 0 0
 short 1 16 6 7 0 3 2 -10 0
 uint 0 32 12 12 0 4 1 143 0
-schar 1 8 3 4 0 1 2 50 0"}
+schar 1 8 3 4 0 1 2 50 0
+ushort 0 16 10 10 0 2 0 0 0
+float 2 32 2 40 0 1 1 5 1
+float 2 32 24 31 0 4 2 -20 1
+float 2 32 20 20 6 3 0 0 0
+uchar 0 8 45 20 0 4 1 300 0
+short 1 16 31 33 0 1 2 25 0"}
 echo "$CONFIGS" | sed '/^ *$/d' > "$W/configs"
 while read -r T KIND TBITS KY KX S MODE RKIND RPARAM NOMIT; do
-  case "$T" in uchar) T="unsigned char";; schar) T="signed char";; uint) T="unsigned int";; esac
+  case "$T" in uchar) T="unsigned char";; schar) T="signed char";; uint) T="unsigned int";; ushort) T="unsigned short";; esac
   [ -n "$T" ] || continue
   NT=$((KY * KX))
   SMAX=$(( (4096 / (31 + KX) - (KY - 1)) / 2 * 2 ))
@@ -44,12 +51,12 @@ while read -r T KIND TBITS KY KX S MODE RKIND RPARAM NOMIT; do
     "-DNDF_SLOT_T=$T" -DEMU_TNAME="\"$T\"" -DNDF_SLOT_KIND="$KIND" -DNDF_SLOT_TBITS="$TBITS" -DNDF_SLOT_MODE="$MODE" \
     -DNDF_SLOT_NAN_OMIT="$NOMIT" -DNDF_SLOT_N="$NT" -DNDF_SLOT_RKIND="$RKIND" -DNDF_SLOT_RPARAM="$RPARAM" \
     -DNDF_SLOT_KY="$KY" -DNDF_SLOT_KX="$KX" -DNDF_SLOT_S="$S" -DEMU_KERNEL_FILE="\"$W/k.cu\"" \
-    -DNDF_SLOT_SORTU=0 "$ROOT/tests/emu/emu_rank_tile2.cc" -o "$W/emu0" -L"$B" -lndforge -Wl,-rpath,"$B"
+    -DNDF_SLOT_SORTU=0 -DNDF_SLOT_PIPE="${PIPE:-1}" "$ROOT/tests/emu/emu_rank_tile2.cc" -o "$W/emu0" -L"$B" -lndforge -Wl,-rpath,"$B"
   g++ -std=c++17 -O1 -w -fno-strict-aliasing -I"$ROOT/include" -I"$ROOT/tests/emu" -I"$ROOT/templates" \
     "-DNDF_SLOT_T=$T" -DEMU_TNAME="\"$T\"" -DNDF_SLOT_KIND="$KIND" -DNDF_SLOT_TBITS="$TBITS" -DNDF_SLOT_MODE="$MODE" \
     -DNDF_SLOT_NAN_OMIT="$NOMIT" -DNDF_SLOT_N="$NT" -DNDF_SLOT_RKIND="$RKIND" -DNDF_SLOT_RPARAM="$RPARAM" \
     -DNDF_SLOT_KY="$KY" -DNDF_SLOT_KX="$KX" -DNDF_SLOT_S="$S" -DEMU_KERNEL_FILE="\"$W/k.cu\"" \
-    -DNDF_SLOT_SORTU=1 "$ROOT/tests/emu/emu_rank_tile2.cc" -o "$W/emu1" -L"$B" -lndforge -Wl,-rpath,"$B"
+    -DNDF_SLOT_SORTU=1 -DNDF_SLOT_PIPE="${PIPE:-1}" "$ROOT/tests/emu/emu_rank_tile2.cc" -o "$W/emu1" -L"$B" -lndforge -Wl,-rpath,"$B"
   for s in $(seq 1 "$SEEDS"); do
     n=$((n + 1))
     "$W/emu$((s % 2))" "$s" "$CASES" || fail=$((fail + 1))   # odd seeds: unrolled sort
