@@ -704,6 +704,133 @@ __device__ int ndf_wenv1(ndf_site *S, unsigned char *T, int n, double s) {
 }
 #endif
 
+// The whole warp builds a row's envelope with scipy's sequential stack, bit
+// for bit, without a serial chain over the row (ndf_edt_wrows without exact
+// arithmetic, p.wfast == 2, the default).  The sequential build is a linked
+// stack: site x, when it arrives, is pushed on top of below(x) = the site
+// reached from the previous site y by following below() while scipy's test
+// hides y under (below(y), x) -- the same tests, in the same order, as the
+// array stack (the top is always the previous site: every site is pushed).
+// So the history is the array below[] and it solves, for every site x in
+// order, below(x) = walk(x; below of sites < x): a triangular system with one
+// solution.  Lane k owns segment k (sites in the segment layout, slot
+// (x / wseg) wstride + x % wseg, odd wstride: lanes in different banks) and
+// runs the sequential build of its segment on top of the stack the previous
+// round left below it (array P; its own new values in C): round 1 takes
+// every earlier segment's below as "nothing below" (-1).  A lane runs again
+// when a segment to its left changed in the last round; when none does,
+// every lane's values are its walk over the final values of the segments
+// before it, i.e. the system holds everywhere: scipy's history exactly
+// (after round r lanes 0..r-1 are exact, so at most 33 rounds; 2-4 on the
+// benchmark's rows).  Pointers are slots (monotone in x).  Then a site is on
+// the final stack iff no later site y has below(y) below it (a suffix
+// minimum), and the warp compacts the stack into S[0, G) in order (ascending
+// chunks of 32 positions; a site's rank <= its position <= its slot, so no
+// chunk overwrites a slot still to be read).  S: 32 wstride sites, then P and
+// C (32 wstride ints each).  Returns G to every lane.
+#if !FIRST
+__device__ int ndf_wenvp(ndf_site *S, ndf_i64 n64, ndf_i64 m64, ndf_i64 wstride64, double s) {
+  const unsigned full = 0xffffffffu;
+  const int lane = threadIdx.x;
+  const int n = (int)n64, m = (int)m64, wstride = (int)wstride64;
+  int *P = (int *)(S + 32 * wstride), *C = P + 32 * wstride;
+  const int xs0 = lane * m < n ? lane * m : n;
+  const int len = xs0 + m < n ? m : n - xs0; // sites of this lane's segment
+  const int base = lane * wstride;           // its first slot
+  int last = -1;                             // the slot of its last site
+  for (int j = 0; j < len; j++) {
+    P[base + j] = -1;
+    C[base + j] = -1;
+    if (S[base + j].f >= 0) last = base + j;
+  }
+  // the last site before the segment: an exclusive max-scan of `last` (slots grow with the lane)
+  int ps = last;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int t = __shfl_up_sync(full, ps, o);
+    if (lane >= o && t > ps) ps = t;
+  }
+  int ps0 = __shfl_up_sync(full, ps, 1);
+  if (lane == 0) ps0 = -1;
+  __syncwarp();
+  bool redo = len > 0;
+  for (;;) {
+    bool changed = false;
+    if (redo) {
+      int top = ps0; // the stack's top: the last site so far
+      ndf_site ts;
+      ts.w = 0.0;
+      ts.v = ts.f = 0;
+      if (top >= 0) ts = S[top];
+      for (int j = 0; j < len; j++) {
+        const int xs = base + j;
+        const ndf_site e = S[xs];
+        if (e.f < 0) continue;
+        int t = top;
+        if (t >= 0) {
+          ndf_site tc = ts;
+          for (;;) {
+            const int b = t >= base ? C[t] : P[t];
+            if (b < 0) break;
+            const ndf_site bs = S[b];
+            if (!ndf_hidden(bs.v, bs.w, tc.v, tc.w, e.v, e.w, s)) break;
+            t = b;
+            tc = bs;
+          }
+        }
+        C[xs] = t;
+        changed |= t != P[xs];
+        top = xs;
+        ts = e;
+      }
+    }
+    const unsigned chg = __ballot_sync(full, changed);
+    __syncwarp();
+    if (changed)
+      for (int j = 0; j < len; j++) P[base + j] = C[base + j];
+    __syncwarp();
+    redo = len > 0 && (chg & ((1u << lane) - 1u)) != 0u;
+    if (__ballot_sync(full, redo) == 0u) break;
+  }
+  // On the final stack: every later site's below is at or above it.  mn: the least below
+  // of this segment's sites; a suffix minimum over the lanes to the right.
+  int mn = 0x7fffffff;
+  for (int j = 0; j < len; j++)
+    if (S[base + j].f >= 0 && P[base + j] < mn) mn = P[base + j];
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int t = __shfl_down_sync(full, mn, o);
+    if (lane + o < 32 && t < mn) mn = t;
+  }
+  int cur = __shfl_down_sync(full, mn, 1);
+  if (lane == 31) cur = 0x7fffffff;
+  for (int j = len - 1; j >= 0; j--) { // C becomes the flags (P stays: every lane reads its own slots only)
+    const int xs = base + j;
+    int flag = 0;
+    if (S[xs].f >= 0) {
+      flag = cur >= xs;
+      if (P[xs] < cur) cur = P[xs];
+    }
+    C[xs] = flag;
+  }
+  __syncwarp();
+  int G = 0;
+  for (int x0 = 0; x0 < n; x0 += 32) {
+    const int x = x0 + lane;
+    const int k = x / m, xs = k * wstride + (x - k * m);
+    const bool on = x < n && C[xs] != 0;
+    const unsigned mask = __ballot_sync(full, on);
+    ndf_site e;
+    if (on) e = S[xs];
+    __syncwarp();
+    if (on) S[G + __popc(mask & ((1u << lane) - 1u))] = e;
+    __syncwarp();
+    G += __popc(mask);
+  }
+  return G;
+}
+#endif
+
 // ---- the last axis, a warp per row (ndf_edt_wrows) --------------------------------------
 //
 // For passes with few rows (2-D images: a row per image line) a thread per
@@ -772,8 +899,10 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_wrows(const ndf_edt_pa
     __syncwarp();
     // 1-2. The envelope of the row (ndf_wenv).
     // (ndf_wenv1's test outcomes T go where the walk's states L go later: n bytes of 4 n)
-    const int G = !p.wexact && p.wfast ? ndf_wenv1(S, (unsigned char *)(S + n), (int)n, p.s)
-                                       : ndf_wenv(S, n, m, p.wstride, p.s, p.wtree);
+    // (p.wfast: 0 lane 0 builds it (ndf_wenv, one segment), 1 ndf_wenv1, 2 the warp (ndf_wenvp))
+    const int G = !p.wexact && p.wfast == 2 ? ndf_wenvp(S, n, m, p.wstride, p.s)
+                  : !p.wexact && p.wfast    ? ndf_wenv1(S, (unsigned char *)(S + n), (int)n, p.s)
+                                            : ndf_wenv(S, n, m, p.wstride, p.s, p.wtree);
     // 3. Queries; the outputs are written along the row.
     const ndf_i64 db = ndf_offset(p, r0, p.dstr), ds = p.dstr[p.axis];
     const ndf_i64 xb = ndf_offset(p, r0, p.xstr), xs = p.xstr[p.axis];
