@@ -115,11 +115,12 @@ static edt_wplan edt_wrows_plan(const ndf_array *in, int nb, const double *sampl
     w.seg = w.stride = n;
     w.wbytes = (n * 20 + 15) & ~(int64_t)15; /* each warp's region 16-byte aligned */
     /* The envelope's builder (issue 5): NDF_EDT_SERIAL=old lane 0 (ndf_wenv), =new lane 0
-     * (ndf_wenv1), else the warp (ndf_wenvp: 32 segments of an odd stride, sites then two
-     * int arrays, 24 bytes per slot) where that fits 48 KiB (rows up to ~1950), else lane 0. */
+     * (ndf_wenv1), else the warp (ndf_wenvp: 32 segments of an odd stride, sites, two int
+     * arrays and a byte array, 25 bytes per slot) where that fits 48 KiB (rows up to ~1900),
+     * else lane 0. */
     const char *env_serial = getenv("NDF_EDT_SERIAL");
     w.wfast = env_serial && !strcmp(env_serial, "new") ? 1 : 0;
-    const int64_t pseg = (n + 31) / 32, pstride = pseg + (pseg % 2 == 0), pbytes = 32 * pstride * 24;
+    const int64_t pseg = (n + 31) / 32, pstride = pseg + (pseg % 2 == 0), pbytes = (32 * pstride * 25 + 15) & ~(int64_t)15;
     if (!env_serial && pbytes <= EDT_WROWS_SMEM) {
       w.wfast = 2;
       w.seg = pseg;

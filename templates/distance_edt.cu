@@ -717,23 +717,25 @@ __device__ int ndf_wenv1(ndf_site *S, unsigned char *T, int n, double s) {
 // (x / wseg) wstride + x % wseg, odd wstride: lanes in different banks) and
 // runs the sequential build of its segment on top of the stack the previous
 // round left below it (array P; its own new values in C): round 1 takes
-// every earlier segment's below as "nothing below" (-1).  A lane runs again
-// when a segment to its left changed in the last round; when none does,
-// every lane's values are its walk over the final values of the segments
-// before it, i.e. the system holds everywhere: scipy's history exactly
-// (after round r lanes 0..r-1 are exact, so at most 33 rounds; 2-4 on the
-// benchmark's rows).  Pointers are slots (monotone in x).  Then a site is on
-// the final stack iff no later site y has below(y) below it (a suffix
-// minimum), and the warp compacts the stack into S[0, G) in order (ascending
-// chunks of 32 positions; a site's rank <= its position <= its slot, so no
-// chunk overwrites a slot still to be read).  S: 32 wstride sites, then P and
-// C (32 wstride ints each).  Returns G to every lane.
+// every earlier segment's below as "nothing below" (-1).  A lane builds again
+// when a slot it read (on the chain below its segment) changed since its last
+// build; when no lane changes, every lane's values are its walk over the
+// final values of the segments before it, i.e. the system holds everywhere:
+// scipy's history exactly (after round r lanes 0..r-1 are exact, so at most
+// 33 rounds; 3 on the benchmark's rows).  Pointers are slots (monotone in x).
+// Then a site is on the final stack iff no later site y has below(y) below it
+// (a suffix minimum), and the warp compacts the stack into S[0, G) in order
+// (ascending chunks of 32 positions; a site's rank <= its position <= its
+// slot, so no chunk overwrites a slot still to be read).  Shared memory: 32
+// wstride sites, then P and C (ints) and R (bytes), 25 bytes per slot.
+// Returns G to every lane.
 #if !FIRST
 __device__ int ndf_wenvp(ndf_site *S, ndf_i64 n64, ndf_i64 m64, ndf_i64 wstride64, double s) {
   const unsigned full = 0xffffffffu;
   const int lane = threadIdx.x;
   const int n = (int)n64, m = (int)m64, wstride = (int)wstride64;
   int *P = (int *)(S + 32 * wstride), *C = P + 32 * wstride;
+  unsigned char *R = (unsigned char *)(C + 32 * wstride);
   const int xs0 = lane * m < n ? lane * m : n;
   const int len = xs0 + m < n ? m : n - xs0; // sites of this lane's segment
   const int base = lane * wstride;           // its first slot
@@ -741,6 +743,7 @@ __device__ int ndf_wenvp(ndf_site *S, ndf_i64 n64, ndf_i64 m64, ndf_i64 wstride6
   for (int j = 0; j < len; j++) {
     P[base + j] = -1;
     C[base + j] = -1;
+    R[base + j] = 0;
     if (S[base + j].f >= 0) last = base + j;
   }
   // the last site before the segment: an exclusive max-scan of `last` (slots grow with the lane)
@@ -753,41 +756,78 @@ __device__ int ndf_wenvp(ndf_site *S, ndf_i64 n64, ndf_i64 m64, ndf_i64 wstride6
   int ps0 = __shfl_up_sync(full, ps, 1);
   if (lane == 0) ps0 = -1;
   __syncwarp();
+  // Rounds.  r0: the round of this lane's last build; dmin: the lowest slot whose P it read
+  // then (all on the stack left of it: the chain ps0, P[ps0], ...).  A lane is a candidate
+  // when a lane to its left changed in the last round, and builds again only when a slot of
+  // its chain down to dmin changed since r0 (R: the round of each slot's last change; the
+  // chain is followed in its current values, so if none changed it is the chain it read).
+  int r0 = 1, dmin = 0x7fffffff;
   bool redo = len > 0;
-  for (;;) {
+  for (int round = 1;; round++) {
     bool changed = false;
+    if (redo && round > 1) { // a candidate: did its chain change?
+      bool need = false;
+      for (int e = ps0; e >= 0 && e >= dmin && !need; e = P[e]) need = R[e] >= r0;
+      redo = need;
+    }
     if (redo) {
-      int top = ps0; // the stack's top: the last site so far
-      ndf_site ts;
-      ts.w = 0.0;
-      ts.v = ts.f = 0;
-      if (top >= 0) ts = S[top];
+      r0 = round;
+      dmin = 0x7fffffff;
+      // The top (slot t, site tc) and the site below it (slot b, site bs) in registers: after a
+      // push they are (x, its below), so a site that pops nothing costs one test and no load;
+      // each pop loads the next pair ahead of its test.
+      int t = ps0, b = -1;
+      ndf_site tc, bs;
+      tc.w = bs.w = 0.0;
+      tc.v = tc.f = bs.v = bs.f = 0;
+      if (t >= 0) {
+        tc = S[t];
+        b = P[t];
+        dmin = t;
+        if (b >= 0) bs = S[b];
+      }
+      ndf_site e = S[base];
       for (int j = 0; j < len; j++) {
         const int xs = base + j;
-        const ndf_site e = S[xs];
-        if (e.f < 0) continue;
-        int t = top;
-        if (t >= 0) {
-          ndf_site tc = ts;
-          for (;;) {
-            const int b = t >= base ? C[t] : P[t];
-            if (b < 0) break;
-            const ndf_site bs = S[b];
+        const ndf_site en = S[j + 1 < len ? xs + 1 : xs]; // the next site, in flight during the tests
+        if (e.f >= 0) {
+          while (b >= 0) {
+            int nb; // the pair below, loaded ahead of the test
+            if (b >= base) {
+              nb = C[b];
+            } else {
+              nb = P[b];
+              dmin = b < dmin ? b : dmin;
+            }
+            ndf_site nbs = bs;
+            if (nb >= 0) nbs = S[nb];
             if (!ndf_hidden(bs.v, bs.w, tc.v, tc.w, e.v, e.w, s)) break;
             t = b;
             tc = bs;
+            b = nb;
+            bs = nbs;
           }
+          // x goes on top of t
+          C[xs] = t;
+          changed |= t != P[xs];
+          b = t;
+          bs = tc;
+          t = xs;
+          tc = e;
         }
-        C[xs] = t;
-        changed |= t != P[xs];
-        top = xs;
-        ts = e;
+        e = en;
       }
     }
     const unsigned chg = __ballot_sync(full, changed);
     __syncwarp();
     if (changed)
-      for (int j = 0; j < len; j++) P[base + j] = C[base + j];
+      for (int j = 0; j < len; j++) {
+        const int c = C[base + j];
+        if (c != P[base + j]) {
+          P[base + j] = c;
+          R[base + j] = (unsigned char)round;
+        }
+      }
     __syncwarp();
     redo = len > 0 && (chg & ((1u << lane) - 1u)) != 0u;
     if (__ballot_sync(full, redo) == 0u) break;

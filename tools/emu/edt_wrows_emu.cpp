@@ -209,7 +209,7 @@ int main(int argc, char **argv) {
         cn += snprintf(cfg + cn, sizeof cfg - cn, " lines %u/%u", a.bx, a.grid);
         emu_pass_lines(&a);
       } else { // ndf_edt_wrows without exact arithmetic, as edt_wrows_plan sets it up
-        const int64_t c = (n + 31) / 32, stride = c + (c % 2 == 0), pbytes = 32 * stride * 24;
+        const int64_t c = (n + 31) / 32, stride = c + (c % 2 == 0), pbytes = (32 * stride * 25 + 15) & ~(int64_t)15;
         const int par = pbytes <= 48 * 1024 && (bench || urand() < 0.85);
         if (par) {
           a.wfast = 2;
