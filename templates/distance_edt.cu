@@ -786,12 +786,15 @@ __device__ int ndf_wenvp(ndf_site *S, ndf_i64 n64, ndf_i64 m64, ndf_i64 wstride6
         dmin = t;
         if (b >= 0) bs = S[b];
       }
+      // One step per iteration (skip a non-site, pop the top, or push the site), so each lane
+      // runs at its own pace: the warp takes the most steps of a lane, not the sum over
+      // sites of the most pops at that site.
       ndf_site e = S[base];
-      for (int j = 0; j < len; j++) {
+      for (int j = 0; j < len;) {
         const int xs = base + j;
-        const ndf_site en = S[j + 1 < len ? xs + 1 : xs]; // the next site, in flight during the tests
+        const ndf_site en = S[j + 1 < len ? xs + 1 : xs]; // the next site, in flight during the test
         if (e.f >= 0) {
-          while (b >= 0) {
+          if (b >= 0) {
             int nb; // the pair below, loaded ahead of the test
             if (b >= base) {
               nb = C[b];
@@ -801,11 +804,13 @@ __device__ int ndf_wenvp(ndf_site *S, ndf_i64 n64, ndf_i64 m64, ndf_i64 wstride6
             }
             ndf_site nbs = bs;
             if (nb >= 0) nbs = S[nb];
-            if (!ndf_hidden(bs.v, bs.w, tc.v, tc.w, e.v, e.w, s)) break;
-            t = b;
-            tc = bs;
-            b = nb;
-            bs = nbs;
+            if (ndf_hidden(bs.v, bs.w, tc.v, tc.w, e.v, e.w, s)) { // pop the top; x again
+              t = b;
+              tc = bs;
+              b = nb;
+              bs = nbs;
+              continue;
+            }
           }
           // x goes on top of t
           C[xs] = t;
@@ -816,6 +821,7 @@ __device__ int ndf_wenvp(ndf_site *S, ndf_i64 n64, ndf_i64 m64, ndf_i64 wstride6
           tc = e;
         }
         e = en;
+        ++j;
       }
     }
     const unsigned chg = __ballot_sync(full, changed);
