@@ -730,6 +730,15 @@ __device__ int ndf_wenv1(ndf_site *S, unsigned char *T, int n, double s) {
 // wstride sites, then P and C (ints) and R (bytes), 25 bytes per slot.
 // Returns G to every lane.
 #if !FIRST
+// ndf_hidden with 32-bit positions (the differences convert exactly either way: the same bits).
+__device__ __forceinline__ bool ndf_hidden32(int v0, double w0, int v1, double w1, int x, double wx, double s) {
+  const double a = ndf_mul((double)(v1 - v0), s);
+  const double b = ndf_mul((double)(x - v1), s);
+  const double c = ndf_add(a, b);
+  const double t = ndf_sub(ndf_sub(ndf_sub(ndf_mul(c, w1), ndf_mul(b, w0)), ndf_mul(a, wx)), ndf_mul(ndf_mul(a, b), c));
+  return !(t <= 0.0);
+}
+
 __device__ int ndf_wenvp(ndf_site *S, ndf_i64 n64, ndf_i64 m64, ndf_i64 wstride64, double s) {
   const unsigned full = 0xffffffffu;
   const int lane = threadIdx.x;
@@ -804,7 +813,7 @@ __device__ int ndf_wenvp(ndf_site *S, ndf_i64 n64, ndf_i64 m64, ndf_i64 wstride6
             }
             ndf_site nbs = bs;
             if (nb >= 0) nbs = S[nb];
-            if (ndf_hidden(bs.v, bs.w, tc.v, tc.w, e.v, e.w, s)) { // pop the top; x again
+            if (ndf_hidden32(bs.v, bs.w, tc.v, tc.w, e.v, e.w, s)) { // pop the top; x again
               t = b;
               tc = bs;
               b = nb;

@@ -9,8 +9,8 @@
 // with and without distances, masks with ties (lattices), balls, sparse
 // points, rows and images without background, full background; random warps
 // per block and 1-3 blocks (grid-stride loops).  Distances and indices must
-// equal the CPU backend's bit for bit.  Argument: cases (default 80); "bench"
-// runs the benchmark's 1024^2 sampling (0.7, 1.3) + indices case.
+// equal the CPU backend's bit for bit.  Arguments: cases (default 80) and a
+// seed; "bench" runs the benchmark's 1024^2 sampling (0.7, 1.3) + indices case.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -43,6 +43,7 @@ static double urand() { return (double)(rnd() >> 11) / 9007199254740992.0; }
 int main(int argc, char **argv) {
   const bool bench = argc > 1 && !strcmp(argv[1], "bench");
   const int cases = bench ? 1 : argc > 1 ? atoi(argv[1]) : 80;
+  if (argc > 2) rs ^= strtoull(argv[2], nullptr, 10) * 0x9e3779b97f4a7c15ull; // a seed
   ndf_ctx_options co;
   ndf_ctx_options_init(&co);
   co.backend = NDF_BACKEND_CPU;

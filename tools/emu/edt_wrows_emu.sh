@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# edt_wrows_emu.sh BUILD_DIR [cases | bench] -- runs the CUDA edt envelope path
+# edt_wrows_emu.sh BUILD_DIR [cases [seed] | bench] -- runs the CUDA edt envelope path
 # for non-integer sampling (templates/distance_edt.cu: ndf_edt_bfirst,
 # ndf_edt_lines, ndf_edt_wrows with the warp-built envelope ndf_wenvp) on the
 # host, one std::thread per CUDA thread with emulated warps
