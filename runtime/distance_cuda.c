@@ -61,6 +61,7 @@ static int edt_first1k(int exact, int64_t n0) {
 
 typedef struct edt_wplan {
   int use, exact, warps; /* warps: rows (warps) per block */
+  int wfast;             /* without exact arithmetic: 0 lane 0's envelope (ndf_wenv), 1 ndf_wenv1, 2 the warp's (ndf_wenvp) */
   int64_t seg, stride, wbytes;
   unsigned smem; /* per block */
 } edt_wplan;
@@ -97,7 +98,7 @@ static int edt_w32(const ndf_array *in, int nb, const double *sampling) {
 }
 
 static edt_wplan edt_wrows_plan(const ndf_array *in, int nb, const double *sampling) {
-  edt_wplan w = {0, 0, 0, 0, 0, 0, 0};
+  edt_wplan w = {0, 0, 0, 0, 0, 0, 0, 0};
   const int nd = in->ndim;
   if (nd - nb < 2) return w;
   const int64_t n = in->shape[nd - 1], nlines = ndf_array_size(in) / (n > 0 ? n : 1);
@@ -113,6 +114,19 @@ static edt_wplan edt_wrows_plan(const ndf_array *in, int nb, const double *sampl
   } else { /* the envelope (16 bytes per site), then the walk's state per position (int) */
     w.seg = w.stride = n;
     w.wbytes = (n * 20 + 15) & ~(int64_t)15; /* each warp's region 16-byte aligned */
+    /* The envelope's builder (issue 5): NDF_EDT_SERIAL=old lane 0 (ndf_wenv), =new lane 0
+     * (ndf_wenv1), else the warp (ndf_wenvp: 32 segments of an odd stride, sites, two int
+     * arrays and a byte array, 25 bytes per slot) where that fits 48 KiB (rows up to ~1900),
+     * else lane 0. */
+    const char *env_serial = getenv("NDF_EDT_SERIAL");
+    w.wfast = env_serial && !strcmp(env_serial, "new") ? 1 : 0;
+    const int64_t pseg = (n + 31) / 32, pstride = pseg + (pseg % 2 == 0), pbytes = (32 * pstride * 25 + 15) & ~(int64_t)15;
+    if (!env_serial && pbytes <= EDT_WROWS_SMEM) {
+      w.wfast = 2;
+      w.seg = pseg;
+      w.stride = pstride;
+      w.wbytes = pbytes;
+    }
   }
   if (w.wbytes > EDT_WROWS_SMEM) return w;
   w.warps = (int)(EDT_WROWS_SMEM / w.wbytes);
@@ -441,10 +455,10 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
     NDF__PUT(&pb, wtree);
     int64_t slw = 0; /* the search kernels' field */
     NDF__PUT(&pb, slw);
-    /* ndf_edt_wrows without exact arithmetic: lane 0's envelope by ndf_wenv (default: 0.267 ms on the
-     * 1024^2 sampling + indices workload, H200 session 5) or, under NDF_EDT_SERIAL=new, ndf_wenv1 (0.320) */
-    const char *env_serial = getenv("NDF_EDT_SERIAL");
-    int wfast = env_serial && !strcmp(env_serial, "new");
+    /* ndf_edt_wrows without exact arithmetic: the warp's envelope (ndf_wenvp, default), or lane 0's
+     * by ndf_wenv (NDF_EDT_SERIAL=old: 0.263 ms on the 1024^2 sampling + indices workload, H200
+     * session 6) or ndf_wenv1 (NDF_EDT_SERIAL=new, 0.320 in session 5): edt_wrows_plan */
+    int wfast = wp.wfast;
     NDF__PUT(&pb, wfast);
     int scap = 0; /* the search kernels' field */
     NDF__PUT(&pb, scap);
@@ -491,9 +505,9 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
               wr_ ? (unsigned)wp.warps : wl_ ? (unsigned)lp[d].lw : by,
               wr_ ? wp.smem : wl_ ? lp[d].smem : 0u, w32 ? "uint32" : "double",
               wr_ || wl_ ? (wl || wp.exact ? (wtree ? " exact merge=tree" : " exact merge=serial")
-                                                : getenv("NDF_EDT_SERIAL") && !strcmp(getenv("NDF_EDT_SERIAL"), "new")
-                                                    ? " serial-envelope walk (ndf_wenv1)"
-                                                    : " serial-envelope walk (ndf_wenv)")
+                                                : wp.wfast == 2 ? " warp-envelope walk (ndf_wenvp)"
+                                                : wp.wfast ? " serial-envelope walk (ndf_wenv1)"
+                                                           : " serial-envelope walk (ndf_wenv)")
                          : "",
               first && !last ? (first1k == 2   ? " (first: bit-mask segments)"
                                 : first1k ? " (first: 1024-thread config)"

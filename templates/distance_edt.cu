@@ -704,6 +704,188 @@ __device__ int ndf_wenv1(ndf_site *S, unsigned char *T, int n, double s) {
 }
 #endif
 
+// The whole warp builds a row's envelope with scipy's sequential stack, bit
+// for bit, without a serial chain over the row (ndf_edt_wrows without exact
+// arithmetic, p.wfast == 2, the default).  The sequential build is a linked
+// stack: site x, when it arrives, is pushed on top of below(x) = the site
+// reached from the previous site y by following below() while scipy's test
+// hides y under (below(y), x) -- the same tests, in the same order, as the
+// array stack (the top is always the previous site: every site is pushed).
+// So the history is the array below[] and it solves, for every site x in
+// order, below(x) = walk(x; below of sites < x): a triangular system with one
+// solution.  Lane k owns segment k (sites in the segment layout, slot
+// (x / wseg) wstride + x % wseg, odd wstride: lanes in different banks) and
+// runs the sequential build of its segment on top of the stack the previous
+// round left below it (array P; its own new values in C): round 1 takes
+// every earlier segment's below as "nothing below" (-1).  A lane builds again
+// when a slot it read (on the chain below its segment) changed since its last
+// build; when no lane changes, every lane's values are its walk over the
+// final values of the segments before it, i.e. the system holds everywhere:
+// scipy's history exactly (after round r lanes 0..r-1 are exact, so at most
+// 33 rounds; 3 on the benchmark's rows).  Pointers are slots (monotone in x).
+// Then a site is on the final stack iff no later site y has below(y) below it
+// (a suffix minimum), and the warp compacts the stack into S[0, G) in order
+// (ascending chunks of 32 positions; a site's rank <= its position <= its
+// slot, so no chunk overwrites a slot still to be read).  Shared memory: 32
+// wstride sites, then P and C (ints) and R (bytes), 25 bytes per slot.
+// Returns G to every lane.
+#if !FIRST
+// ndf_hidden with 32-bit positions (the differences convert exactly either way: the same bits).
+__device__ __forceinline__ bool ndf_hidden32(int v0, double w0, int v1, double w1, int x, double wx, double s) {
+  const double a = ndf_mul((double)(v1 - v0), s);
+  const double b = ndf_mul((double)(x - v1), s);
+  const double c = ndf_add(a, b);
+  const double t = ndf_sub(ndf_sub(ndf_sub(ndf_mul(c, w1), ndf_mul(b, w0)), ndf_mul(a, wx)), ndf_mul(ndf_mul(a, b), c));
+  return !(t <= 0.0);
+}
+
+__device__ int ndf_wenvp(ndf_site *S, ndf_i64 n64, ndf_i64 m64, ndf_i64 wstride64, double s) {
+  const unsigned full = 0xffffffffu;
+  const int lane = threadIdx.x;
+  const int n = (int)n64, m = (int)m64, wstride = (int)wstride64;
+  int *P = (int *)(S + 32 * wstride), *C = P + 32 * wstride;
+  unsigned char *R = (unsigned char *)(C + 32 * wstride);
+  const int xs0 = lane * m < n ? lane * m : n;
+  const int len = xs0 + m < n ? m : n - xs0; // sites of this lane's segment
+  const int base = lane * wstride;           // its first slot
+  int last = -1;                             // the slot of its last site
+  for (int j = 0; j < len; j++) {
+    P[base + j] = -1;
+    C[base + j] = -1;
+    R[base + j] = 0;
+    if (S[base + j].f >= 0) last = base + j;
+  }
+  // the last site before the segment: an exclusive max-scan of `last` (slots grow with the lane)
+  int ps = last;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int t = __shfl_up_sync(full, ps, o);
+    if (lane >= o && t > ps) ps = t;
+  }
+  int ps0 = __shfl_up_sync(full, ps, 1);
+  if (lane == 0) ps0 = -1;
+  __syncwarp();
+  // Rounds.  r0: the round of this lane's last build; dmin: the lowest slot whose P it read
+  // then (all on the stack left of it: the chain ps0, P[ps0], ...).  A lane is a candidate
+  // when a lane to its left changed in the last round, and builds again only when a slot of
+  // its chain down to dmin changed since r0 (R: the round of each slot's last change; the
+  // chain is followed in its current values, so if none changed it is the chain it read).
+  int r0 = 1, dmin = 0x7fffffff;
+  bool redo = len > 0;
+  for (int round = 1;; round++) {
+    bool changed = false;
+    if (redo && round > 1) { // a candidate: did its chain change?
+      bool need = false;
+      for (int e = ps0; e >= 0 && e >= dmin && !need; e = P[e]) need = R[e] >= r0;
+      redo = need;
+    }
+    if (redo) {
+      r0 = round;
+      dmin = 0x7fffffff;
+      // The top (slot t, site tc) and the site below it (slot b, site bs) in registers: after a
+      // push they are (x, its below), so a site that pops nothing costs one test and no load;
+      // each pop loads the next pair ahead of its test.
+      int t = ps0, b = -1;
+      ndf_site tc, bs;
+      tc.w = bs.w = 0.0;
+      tc.v = tc.f = bs.v = bs.f = 0;
+      if (t >= 0) {
+        tc = S[t];
+        b = P[t];
+        dmin = t;
+        if (b >= 0) bs = S[b];
+      }
+      // One step per iteration (skip a non-site, pop the top, or push the site), so each lane
+      // runs at its own pace: the warp takes the most steps of a lane, not the sum over
+      // sites of the most pops at that site.
+      ndf_site e = S[base];
+      for (int j = 0; j < len;) {
+        const int xs = base + j;
+        const ndf_site en = S[j + 1 < len ? xs + 1 : xs]; // the next site, in flight during the test
+        if (e.f >= 0) {
+          if (b >= 0) {
+            int nb; // the pair below, loaded ahead of the test
+            if (b >= base) {
+              nb = C[b];
+            } else {
+              nb = P[b];
+              dmin = b < dmin ? b : dmin;
+            }
+            ndf_site nbs = bs;
+            if (nb >= 0) nbs = S[nb];
+            if (ndf_hidden32(bs.v, bs.w, tc.v, tc.w, e.v, e.w, s)) { // pop the top; x again
+              t = b;
+              tc = bs;
+              b = nb;
+              bs = nbs;
+              continue;
+            }
+          }
+          // x goes on top of t
+          C[xs] = t;
+          changed |= t != P[xs];
+          b = t;
+          bs = tc;
+          t = xs;
+          tc = e;
+        }
+        e = en;
+        ++j;
+      }
+    }
+    const unsigned chg = __ballot_sync(full, changed);
+    __syncwarp();
+    if (changed)
+      for (int j = 0; j < len; j++) {
+        const int c = C[base + j];
+        if (c != P[base + j]) {
+          P[base + j] = c;
+          R[base + j] = (unsigned char)round;
+        }
+      }
+    __syncwarp();
+    redo = len > 0 && (chg & ((1u << lane) - 1u)) != 0u;
+    if (__ballot_sync(full, redo) == 0u) break;
+  }
+  // On the final stack: every later site's below is at or above it.  mn: the least below
+  // of this segment's sites; a suffix minimum over the lanes to the right.
+  int mn = 0x7fffffff;
+  for (int j = 0; j < len; j++)
+    if (S[base + j].f >= 0 && P[base + j] < mn) mn = P[base + j];
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int t = __shfl_down_sync(full, mn, o);
+    if (lane + o < 32 && t < mn) mn = t;
+  }
+  int cur = __shfl_down_sync(full, mn, 1);
+  if (lane == 31) cur = 0x7fffffff;
+  for (int j = len - 1; j >= 0; j--) { // C becomes the flags (P stays: every lane reads its own slots only)
+    const int xs = base + j;
+    int flag = 0;
+    if (S[xs].f >= 0) {
+      flag = cur >= xs;
+      if (P[xs] < cur) cur = P[xs];
+    }
+    C[xs] = flag;
+  }
+  __syncwarp();
+  int G = 0;
+  for (int x0 = 0; x0 < n; x0 += 32) {
+    const int x = x0 + lane;
+    const int k = x / m, xs = k * wstride + (x - k * m);
+    const bool on = x < n && C[xs] != 0;
+    const unsigned mask = __ballot_sync(full, on);
+    ndf_site e;
+    if (on) e = S[xs];
+    __syncwarp();
+    if (on) S[G + __popc(mask & ((1u << lane) - 1u))] = e;
+    __syncwarp();
+    G += __popc(mask);
+  }
+  return G;
+}
+#endif
+
 // ---- the last axis, a warp per row (ndf_edt_wrows) --------------------------------------
 //
 // For passes with few rows (2-D images: a row per image line) a thread per
@@ -772,8 +954,10 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_wrows(const ndf_edt_pa
     __syncwarp();
     // 1-2. The envelope of the row (ndf_wenv).
     // (ndf_wenv1's test outcomes T go where the walk's states L go later: n bytes of 4 n)
-    const int G = !p.wexact && p.wfast ? ndf_wenv1(S, (unsigned char *)(S + n), (int)n, p.s)
-                                       : ndf_wenv(S, n, m, p.wstride, p.s, p.wtree);
+    // (p.wfast: 0 lane 0 builds it (ndf_wenv, one segment), 1 ndf_wenv1, 2 the warp (ndf_wenvp))
+    const int G = !p.wexact && p.wfast == 2 ? ndf_wenvp(S, n, m, p.wstride, p.s)
+                  : !p.wexact && p.wfast    ? ndf_wenv1(S, (unsigned char *)(S + n), (int)n, p.s)
+                                            : ndf_wenv(S, n, m, p.wstride, p.s, p.wtree);
     // 3. Queries; the outputs are written along the row.
     const ndf_i64 db = ndf_offset(p, r0, p.dstr), ds = p.dstr[p.axis];
     const ndf_i64 xb = ndf_offset(p, r0, p.xstr), xs = p.xstr[p.axis];

@@ -379,6 +379,72 @@ out:
   assert_int_equal(failed, 0);
 }
 
+/* The last axis' envelope built by the warp (ndf_wenvp: ndf_edt_wrows without
+ * exact arithmetic, the default there), forced on every sampling by
+ * NDF_EDT_ROWS=serial (which also turns the search path off): samplings of
+ * 0.5 / 1 / 2 (exact ties: the tie rule), non-integer ones (0.7, 1.3, 1.1,
+ * 0.35: rounding), float64 and float32 distances, indices with and without
+ * distances, masks with ties (lattice), rows without a site (7, and no
+ * background at all: 2), all background (6), balls (8), random; 1-D (no warp
+ * rows: ndf_edt_rows) to 4-D, batches, rows of 1..2100 (1950 fits the warp's
+ * 48 KiB, 2100 falls back to lane 0).  Every third case runs lane 0's build
+ * (NDF_EDT_SERIAL=old) instead, so one run checks both. */
+static void test_gpu_edt_wenvp(void **state) {
+  gpu_state *s = *state;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed ^ 0x3e9b);
+  static const struct { int nd, batch; int64_t shape[5]; } S[] = {
+      {1, 0, {257}},          {2, 0, {37, 45}},         {2, 0, {1, 300}},          {2, 0, {300, 1}},
+      {2, 0, {64, 1024}},     {2, 0, {9, 1950}},        {2, 0, {3, 2100}},         {3, 0, {5, 40, 70}},
+      {3, 1, {3, 20, 90}},    {4, 0, {3, 5, 6, 40}},    {5, 1, {2, 3, 4, 5, 33}},
+  };
+  static const double samps[][4] = {{0.5, 1.0, 2.0, 0.5}, {1.0, 1.0, 1.0, 1.0}, {2.0, 0.5, 1.0, 2.0},
+                                    {0.7, 1.3, 1.1, 0.7}, {1.3, 0.7, 0.35, 1.1}};
+  static const int kinds[] = {-1, 3, 7, 8, 2, 6};
+  const int small = s->ncases < 100;
+  int failed = 0, ncase = 0;
+  setenv("NDF_EDT_ROWS", "serial", 1);
+  for (size_t k = 0; k < sizeof S / sizeof S[0]; k++)
+    for (int q = 0; q < 5; q++)
+      for (size_t mk = 0; mk < sizeof kinds / sizeof kinds[0]; mk++) {
+        if (small && ((q != 0 && q != 3) || (mk != 0 && mk != 1))) continue;
+        dcase c;
+        memset(&c, 0, sizeof c);
+        c.dt = NDF_UINT8;
+        c.nd = S[k].nd;
+        c.batch = S[k].batch;
+        c.nsp = c.nd - c.batch;
+        memcpy(c.shape, S[k].shape, sizeof S[k].shape);
+        ndf_distance_options_init(&c.o);
+        c.o.batch_dims = c.batch;
+        c.o.nsampling = c.nsp;
+        for (int d = 0; d < c.nsp; d++) c.o.sampling[d] = samps[q][d];
+        const int outs = ncase % 5; /* 0 f64, 1 f64 + idx, 2 f32, 3 f32 + idx, 4 idx only */
+        c.want_dist = outs != 4;
+        c.want_idx = outs == 1 || outs == 3 || outs == 4;
+        c.dout = outs == 2 || outs == 3 ? NDF_FLOAT32 : NDF_FLOAT64;
+        const int old = ncase % 3 == 2;
+        if (old)
+          setenv("NDF_EDT_SERIAL", "old", 1);
+        else
+          unsetenv("NDF_EDT_SERIAL");
+        int n = snprintf(c.desc, sizeof c.desc, "wenvp: shape");
+        for (int d = 0; d < c.nd; d++) n += snprintf(c.desc + n, sizeof c.desc - n, " %lld", (long long)c.shape[d]);
+        snprintf(c.desc + n, sizeof c.desc - n, " batch %d sampling %g %g %g mask %d outs %d%s", c.batch,
+                 samps[q][0], samps[q][1], samps[q][2], kinds[mk], outs, old ? " lane 0 (old)" : " warp");
+        g_mask_kind = kinds[mk];
+        ncase++;
+        if (run_case(s->ctx, &c, &r, NULL) != 0) failed++;
+        g_mask_kind = -1;
+        if (failed >= 5) goto out;
+      }
+out:
+  unsetenv("NDF_EDT_ROWS");
+  unsetenv("NDF_EDT_SERIAL");
+  if (failed) printf("%d of %d wenvp cases failed; seed %llu\n", failed, ncase, (unsigned long long)s->seed);
+  assert_int_equal(failed, 0);
+}
+
 /* The workloads, for correctness at size (timings are printed, not judged). */
 static void test_gpu_benchmark_shapes(void **state) {
   gpu_state *s = *state;
@@ -627,6 +693,7 @@ int main(void) {
       cmocka_unit_test_prestate(test_gpu_cdt_bf_not_supported, s),
       cmocka_unit_test_prestate(test_gpu_random_cases, s),
       cmocka_unit_test_prestate(test_gpu_edt_paths, s),
+      cmocka_unit_test_prestate(test_gpu_edt_wenvp, s),
       cmocka_unit_test_prestate(test_gpu_benchmark_shapes, s),
       cmocka_unit_test_prestate(test_gpu_cdt, s),
   };
