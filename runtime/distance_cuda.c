@@ -197,7 +197,23 @@ typedef struct edt_splan {
   int use, scap; /* scap: the longest search (radius) before a line's envelope answers it */
   int64_t lw[NDF_MAX_SPATIAL]; /* lines (middle) or rows (last) per block; unused for pass 0 */
   unsigned smem[NDF_MAX_SPATIAL];
+  int dk[NDF_MAX_SPATIAL]; /* 1: ndf_edt_sdmid / ndf_edt_sdrows (distances only, padded staging) */
 } edt_splan;
+
+/* Distances only (no indices), the middle and last passes default to
+ * ndf_edt_sdmid / ndf_edt_sdrows: no position kept, one add-and-min per
+ * candidate, lines staged with edt_spad cells of NDF_WNONE past both ends (no
+ * bounds tests); NDF_EDT_SMID=old / NDF_EDT_SROWS=old keep ndf_edt_smid /
+ * ndf_edt_srows.  They need ((n + 8) s)^2 below 2^30 on the pass's axis
+ * (radii up to n + 2 are read, past the line's end). */
+static int edt_spad(int64_t n, int scap) { return (int)((scap < n - 1 ? scap : n - 1) + 3); }
+
+static int edt_sdist(int last, int64_t n, double s) {
+  const char *env = getenv(last ? "NDF_EDT_SROWS" : "NDF_EDT_SMID");
+  if (env && !strcmp(env, "old")) return 0;
+  const double e = (double)(n + 8) * s;
+  return e * e < 1073741824.0;
+}
 
 static edt_splan edt_search_plan(const ndf_ctx *ctx, const ndf_array *in, int nb, const double *sampling, int has_idx) {
   edt_splan sp;
@@ -223,19 +239,25 @@ static edt_splan edt_search_plan(const ndf_ctx *ctx, const ndf_array *in, int nb
   for (int d = 1; d < nsp; d++) {
     const int64_t n = in->shape[nb + d], nlines = N / n;
     if (n > 65535) return sp;
+    const int dk = !has_idx && edt_sdist(d == nsp - 1, n, sampling[d]);
+    /* bytes of lw lines (rows): per voxel as above; ndf_edt_sd*: W and the stack's position (6), plus the pads
+     * (middle: 2 pad rows per line; last: pad cells per row and one more run) */
+    const int64_t pad = edt_spad(n, sp.scap);
+#define EDT_SBYTES(lw) (dk ? (d < nsp - 1 ? (lw) * (n * 6 + 8 * pad) : (lw) * (n * 6 + 4 * pad) + 4 * pad) : (lw) * n * bpv)
     int64_t lw;
     if (d < nsp - 1) { /* 32, 16 or 8 lines: 8+ keep every access a whole 32-byte sector */
       lw = 32;
-      while (lw > 8 && (lw * n * bpv > EDT_SEARCH_BUDGET || (nlines + lw - 1) / lw < want)) lw /= 2;
+      while (lw > 8 && (EDT_SBYTES(lw) > EDT_SEARCH_BUDGET || (nlines + lw - 1) / lw < want)) lw /= 2;
     } else { /* 1 .. 32 rows */
-      lw = EDT_SEARCH_BUDGET / (n * bpv);
-      if (lw > 32) lw = 32;
+      lw = 32;
+      while (lw > 1 && EDT_SBYTES(lw) > EDT_SEARCH_BUDGET) lw--;
       while (lw > 1 && (nlines + lw - 1) / lw < want) lw /= 2;
-      if (lw < 1) lw = 1;
     }
-    if (lw * n * bpv > EDT_WROWS_SMEM - 1024) return sp; /* 1024: the kernels' static shared memory (up to 640 bytes) */
+    if (EDT_SBYTES(lw) > EDT_WROWS_SMEM - 1024) return sp; /* 1024: the kernels' static shared memory (up to 640 bytes) */
     sp.lw[d] = lw;
-    sp.smem[d] = (unsigned)(lw * n * bpv);
+    sp.smem[d] = (unsigned)EDT_SBYTES(lw);
+    sp.dk[d] = dk;
+#undef EDT_SBYTES
   }
   sp.use = 1;
   return sp;
@@ -296,13 +318,13 @@ static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
   const int nd = in->ndim, nsp = nd - nb, has_idx = idx != NULL;
   const int64_t N = ndf_array_size(in);
   const ndf_dtype dout = dist ? dist->dtype : NDF_FLOAT64;
-  static const char *const kn[3] = {"ndf_edt_sfirst", "ndf_edt_smid", "ndf_edt_srows"};
+  static const char *const kn[5] = {"ndf_edt_sfirst", "ndf_edt_smid", "ndf_edt_srows", "ndf_edt_sdmid", "ndf_edt_sdrows"};
   CUfunction fns[NDF_MAX_SPATIAL];
   ndf_status s = NDF_OK;
   for (int d = 0; d < nsp; d++) {
     const int last = d == nsp - 1;
     ndf__kernel_req req;
-    ndf__req_init(&req, "distance_edt", kn[d == 0 ? 0 : last ? 2 : 1]);
+    ndf__req_init(&req, "distance_edt", kn[d == 0 ? 0 : (last ? 2 : 1) + 2 * sp->dk[d]]);
     ndf__req_set(&req, "TIN", "%s", d == 0 ? ndf__dtype_ctype(in->dtype) : "unsigned char");
     ndf__req_set(&req, "DOUT", "%s", last && dist && dout == NDF_FLOAT32 ? "float" : "double");
     ndf__req_set(&req, "WT", "%s", "unsigned int");
@@ -360,7 +382,7 @@ static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
     }
     if (debug)
       fprintf(stderr, "ndf debug: %s pass %d/%d axis %d (n=%lld lines=%lld): %s grid %u block %ux%u smem %u lines/block %lld W uint32%s (search path, cap %d)\n",
-              name, d + 1, nsp, axis, (long long)n, (long long)nlines, kn[first ? 0 : last ? 2 : 1], grid, bx, by, smem,
+              name, d + 1, nsp, axis, (long long)n, (long long)nlines, kn[first ? 0 : (last ? 2 : 1) + 2 * sp->dk[d]], grid, bx, by, smem,
               (long long)(first ? bx : slw), has_idx ? " + features" : "", sp->scap);
     s = ndf__launch(ctx, name, fns[d], grid, bx, by, smem, pb.b);
   }

@@ -25,6 +25,8 @@ EMU_DECL(smid0)
 EMU_DECL(smid1)
 EMU_DECL(srows0)
 EMU_DECL(srows1)
+EMU_DECL(sdmid)
+EMU_DECL(sdrows)
 EMU_DECL(bfirst)
 EMU_DECL(ofirst)
 
@@ -164,6 +166,22 @@ int main(int argc, char **argv) {
           (has_idx ? emu_pass_sfirst1 : emu_pass_sfirst0)(base, nullptr, nullptr, F[dst].data(), W[dst].data(), nullptr,
                                                           nullptr, nlines, n, inner, samp[d], nd, nb, axis, npix, sh,
                                                           istr, dstr, xstr, xk, samp, 0, scap, grid, (unsigned)lw, (unsigned)nseg);
+        } else if (!last && !has_idx && urand() < 0.6) { // ndf_edt_sdmid: padded staging, distances only
+          const int64_t pad = std::min<int64_t>(scap, n - 1) + 3;
+          int64_t lw = 8 << irand(0, 2);
+          while (lw > 8 && lw * (n * 6 + 8 * pad) > 65536) lw /= 2;
+          const unsigned bx = (unsigned)(32 * irand(1, 8));
+          cn += snprintf(cfg + cn, sizeof cfg - cn, " sdmid %lld/%ux%u", (long long)lw, bx, grid);
+          emu_pass_sdmid(nullptr, F[src].data(), W[src].data(), F[dst].data(), W[dst].data(), nullptr, nullptr, nlines,
+                         n, inner, samp[d], nd, nb, axis, npix, sh, istr, dstr, xstr, xk, samp, lw, scap, grid, bx, 1);
+        } else if (last && !has_idx && urand() < 0.6) { // ndf_edt_sdrows
+          const int64_t pad = std::min<int64_t>(scap, n - 1) + 3;
+          int64_t R = irand(1, 32);
+          while (R > 1 && R * (n * 6 + 4 * pad) + 4 * pad > 65536) R--;
+          const unsigned bx = (unsigned)(32 * irand(1, 8));
+          cn += snprintf(cfg + cn, sizeof cfg - cn, " sdrows %lld/%ux%u", (long long)R, bx, grid);
+          emu_pass_sdrows(nullptr, F[src].data(), W[src].data(), nullptr, nullptr, gd.data(), nullptr, nlines, n, inner,
+                          samp[d], nd, nb, axis, npix, sh, istr, dstr, xstr, xk, samp, R, scap, grid, bx, 1);
         } else if (!last) {
           int64_t lw = 8 << irand(0, 2);
           while (lw > 8 && lw * n * bpv > 65536) lw /= 2;
