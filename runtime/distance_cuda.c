@@ -197,22 +197,31 @@ typedef struct edt_splan {
   int use, scap; /* scap: the longest search (radius) before a line's envelope answers it */
   int64_t lw[NDF_MAX_SPATIAL]; /* lines (middle) or rows (last) per block; unused for pass 0 */
   unsigned smem[NDF_MAX_SPATIAL];
-  int dk[NDF_MAX_SPATIAL]; /* 1: ndf_edt_sdmid / ndf_edt_sdrows (distances only, padded staging) */
+  int dk[NDF_MAX_SPATIAL]; /* 1: ndf_edt_sdrows / ndf_edt_sdmid, 2: ndf_edt_sdmidt (distances only, padded staging) */
 } edt_splan;
 
 /* Distances only (no indices), the middle and last passes default to
- * ndf_edt_sdmid / ndf_edt_sdrows: no position kept, one add-and-min per
+ * ndf_edt_sdmidt / ndf_edt_sdrows: no position kept, one add-and-min per
  * candidate, lines staged with edt_spad cells of NDF_WNONE past both ends (no
  * bounds tests); NDF_EDT_SMID=old / NDF_EDT_SROWS=old keep ndf_edt_smid /
- * ndf_edt_srows.  They need ((n + 8) s)^2 below 2^30 on the pass's axis
- * (radii up to n + 2 are read, past the line's end). */
+ * ndf_edt_srows, NDF_EDT_SMID=a takes ndf_edt_sdmid (lanes across lines, as
+ * ndf_edt_smid) instead of ndf_edt_sdmidt (lanes along a line, lines staged
+ * transposed, answers through a shared tile).  They need ((n + 8) s)^2 below
+ * 2^30 on the pass's axis (radii up to n + 2 are read, past the line's end). */
 static int edt_spad(int64_t n, int scap) { return (int)((scap < n - 1 ? scap : n - 1) + 3); }
+
+/* ndf_spitch: the transposed line pitch, at least n + pad and 32 / lw modulo 32. */
+static int64_t edt_spitch(int64_t n, int64_t pad, int64_t lw) {
+  const int64_t q = n + pad, m = 32 / lw;
+  return q + (((m - q) % 32) + 32) % 32;
+}
 
 static int edt_sdist(int last, int64_t n, double s) {
   const char *env = getenv(last ? "NDF_EDT_SROWS" : "NDF_EDT_SMID");
   if (env && !strcmp(env, "old")) return 0;
   const double e = (double)(n + 8) * s;
-  return e * e < 1073741824.0;
+  if (!(e * e < 1073741824.0)) return 0;
+  return last || (env && !strcmp(env, "a")) ? 1 : 2;
 }
 
 static edt_splan edt_search_plan(const ndf_ctx *ctx, const ndf_array *in, int nb, const double *sampling, int has_idx) {
@@ -241,9 +250,13 @@ static edt_splan edt_search_plan(const ndf_ctx *ctx, const ndf_array *in, int nb
     if (n > 65535) return sp;
     const int dk = !has_idx && edt_sdist(d == nsp - 1, n, sampling[d]);
     /* bytes of lw lines (rows): per voxel as above; ndf_edt_sd*: W and the stack's position (6), plus the pads
-     * (middle: 2 pad rows per line; last: pad cells per row and one more run) */
+     * (middle: 2 pad rows per line; last: pad cells per row and one more run); ndf_edt_sdmidt: the transposed
+     * lines (pitch edt_spitch, one pad run more) and the answer tile n (lw + 1) (the stacks reuse it) */
     const int64_t pad = edt_spad(n, sp.scap);
-#define EDT_SBYTES(lw) (dk ? (d < nsp - 1 ? (lw) * (n * 6 + 8 * pad) : (lw) * (n * 6 + 4 * pad) + 4 * pad) : (lw) * n * bpv)
+#define EDT_SBYTES(lw)                                                                                          \
+  (dk == 2 ? 4 * (edt_spitch(n, pad, lw) - n + (lw) * edt_spitch(n, pad, lw)) + 4 * n * ((lw) + 1)                 \
+   : dk    ? (d < nsp - 1 ? (lw) * (n * 6 + 8 * pad) : (lw) * (n * 6 + 4 * pad) + 4 * pad)                           \
+           : (lw) * n * bpv)
     int64_t lw;
     if (d < nsp - 1) { /* 32, 16 or 8 lines: 8+ keep every access a whole 32-byte sector */
       lw = 32;
@@ -318,7 +331,8 @@ static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
   const int nd = in->ndim, nsp = nd - nb, has_idx = idx != NULL;
   const int64_t N = ndf_array_size(in);
   const ndf_dtype dout = dist ? dist->dtype : NDF_FLOAT64;
-  static const char *const kn[5] = {"ndf_edt_sfirst", "ndf_edt_smid", "ndf_edt_srows", "ndf_edt_sdmid", "ndf_edt_sdrows"};
+  static const char *const kn[6] = {"ndf_edt_sfirst", "ndf_edt_smid",   "ndf_edt_srows",
+                                    "ndf_edt_sdmid",  "ndf_edt_sdrows", "ndf_edt_sdmidt"};
   CUfunction fns[NDF_MAX_SPATIAL];
   ndf_status s = NDF_OK;
   for (int d = 0; d < nsp; d++) {

@@ -1394,13 +1394,37 @@ __device__ __forceinline__ unsigned ndf_addmin(unsigned a, unsigned t, unsigned 
 
 // The least W + t around p0 (W of position y at p0[(y - i) ST]); rend: the
 // largest radius that reaches a position of the line.  Returns false when the
-// search would go past radius cap (best unfinished).
-template <int ST>
+// search would go past radius cap (best unfinished).  Radii 1 .. 64 are
+// unrolled (S1: unit sampling, so every t = r^2 is an immediate; else r^2 s2):
+// constant load offsets from p0, no loop counter; past 64 (cap > 64) a loop.
+template <int ST, bool S1>
 __device__ __forceinline__ bool ndf_sdsearch(const unsigned *p0, int rend, unsigned s2, int cap, unsigned &best) {
-  unsigned b = *p0, t = s2, dt = 3u * s2; // t = (r s)^2, dt = t(r + 1) - t(r)
-  const unsigned s2x2 = 2u * s2;
-  for (int r = 1;; r += 4) {
+  unsigned b = *p0;
+  const int rlim = rend < cap ? rend : cap; // a step starting at radius r runs while r <= rlim
+#pragma unroll
+  for (int g = 0; g < 16; g++) {
+    const int r = 1 + 4 * g;
     // every candidate at radius r or more is at least t: b is the minimum
+    if ((S1 ? (unsigned)(r * r) : (unsigned)(r * r) * s2) > b) {
+      best = b;
+      return true;
+    }
+    if (r > rlim) {
+      best = b;
+      return r > rend;
+    }
+    unsigned bl = b, br = b; // two chains: shorter dependences
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+      const unsigned t = S1 ? (unsigned)((r + k) * (r + k)) : (unsigned)((r + k) * (r + k)) * s2;
+      bl = ndf_addmin(p0[-(r + k) * ST], t, bl);
+      br = ndf_addmin(p0[(r + k) * ST], t, br);
+    }
+    b = bl < br ? bl : br;
+  }
+  unsigned t = 65u * 65u * s2, dt = 131u * s2; // t = (r s)^2, dt = t(r + 1) - t(r)
+  const unsigned s2x2 = 2u * s2;
+  for (int r = 65;; r += 4) {
     if (t > b || r > rend) {
       best = b;
       return true;
@@ -1410,7 +1434,7 @@ __device__ __forceinline__ bool ndf_sdsearch(const unsigned *p0, int rend, unsig
     const unsigned t1 = t + dt, d2 = dt + s2x2, t2 = t1 + d2, d3 = d2 + s2x2, t3 = t2 + d3, d4 = d3 + s2x2;
     const unsigned l0 = pl[0], r0 = pr[0], l1 = pl[-ST], r1 = pr[ST], l2 = pl[-2 * ST], r2 = pr[2 * ST],
                    l3 = pl[-3 * ST], r3 = pr[3 * ST];
-    unsigned bl = ndf_addmin(l0, t, b), br = ndf_addmin(r0, t, b); // two chains: shorter dependences
+    unsigned bl = ndf_addmin(l0, t, b), br = ndf_addmin(r0, t, b);
     bl = ndf_addmin(l1, t1, bl);
     br = ndf_addmin(r1, t1, br);
     bl = ndf_addmin(l2, t2, bl);
@@ -1421,6 +1445,12 @@ __device__ __forceinline__ bool ndf_sdsearch(const unsigned *p0, int rend, unsig
     t = t3 + d4;
     dt = d4 + s2x2;
   }
+}
+
+// ndf_sdsearch with the sampling's case picked (warp-uniform).
+template <int ST>
+__device__ __forceinline__ bool ndf_sdsearch2(const unsigned *p0, int rend, unsigned s2, int cap, unsigned &best) {
+  return s2 == 1u ? ndf_sdsearch<ST, true>(p0, rend, s2, cap, best) : ndf_sdsearch<ST, false>(p0, rend, s2, cap, best);
 }
 
 // The cells of NDF_WNONE staged past each end of a line (host: edt_spad).
@@ -1479,7 +1509,7 @@ template <int LW> __device__ __forceinline__ void ndf_sdmid_body(const ndf_edt_p
       const ndf_i64 b = lbase[k];
       if (b < 0) continue;
       unsigned best = NDF_WNONE;
-      if (lany[k] && !ndf_sdsearch<LW>(tw + e, x > n - 1 - x ? x : n - 1 - x, s2, cap, best)) {
+      if (lany[k] && !ndf_sdsearch2<LW>(tw + e, x > n - 1 - x ? x : n - 1 - x, s2, cap, best)) {
         llong[k] = 1; // the line's envelope writes this voxel
         mylong = 1;
         continue;
@@ -1512,6 +1542,122 @@ extern "C" __global__ void __launch_bounds__(256, 8) ndf_edt_sdmid(const ndf_edt
     ndf_sdmid_body<16>(p, lbase, lany, llong, lG);
   else
     ndf_sdmid_body<32>(p, lbase, lany, llong, lG);
+}
+#endif
+
+// The pitch of a line staged transposed (ndf_edt_sdmidt): at least n + pad
+// and P = 32 / LW (mod 32), so the staging stores of a warp (LW lines x 32 / LW
+// positions) fall in 32 distinct banks.  (host: edt_spitch)
+__device__ __forceinline__ int ndf_spitch(int n, int pad, int lw) {
+  const int q = n + pad, m = 32 / lw;
+  return q + (((m - q) % 32) + 32) % 32;
+}
+
+#if !FIRST && !LAST && !HAS_IDX
+// ndf_edt_sdmid with the lanes of a warp along a line (the searches of
+// neighbouring positions end at similar radii, so fewer lanes idle than with
+// 32 lines side by side): the LW lines are staged transposed, line k at
+// tw[k P + x] (P = ndf_spitch: a line's right pad is the next one's left pad,
+// written once), each thread takes positions e = k n + x, e + nt, ... and
+// puts its answers in an output tile [x][k] (pitch LW + 1: conflict-free
+// both ways), which the block then writes out coalesced as ndf_edt_sdmid.
+template <int LW> __device__ __forceinline__ void ndf_sdmidt_body(const ndf_edt_params &p, ndf_i64 *lbase, int *lany,
+                                                                 int *llong, int *lG) {
+  extern __shared__ __align__(16) unsigned char ndf_wsmem[];
+  const int tid = threadIdx.x, nt = blockDim.x, lsh = LW == 8 ? 3 : LW == 16 ? 4 : 5;
+  const int n = (int)p.n, total = LW * n, cap = p.scap, P = ndf_spitch(n, ndf_spad(n, cap), LW), pad = P - n;
+  const int dk = nt / n, di = nt - dk * n, k0 = tid / n, i0 = tid - k0 * n;
+  const ndf_i64 inner = p.inner;
+  const unsigned s2 = (unsigned)p.s * (unsigned)p.s;
+  const unsigned *gw = (const unsigned *)(const void *)p.sw;
+  unsigned *dw = (unsigned *)(void *)p.dw;
+  unsigned *sw = (unsigned *)ndf_wsmem, *tw = sw + pad; // line k, position x: tw[k P + x]
+  unsigned *ot = tw + LW * P;                            // answers: ot[x (LW + 1) + k]
+  unsigned short *stk = (unsigned short *)ot; // [line * n + l]: the fallback's stacks, after ot is written out
+  for (int e = tid; e < pad; e += nt) sw[e] = NDF_WNONE;
+  for (int e = tid; e < LW * pad; e += nt) {
+    const int k = e / pad;
+    tw[k * P + n + e - k * pad] = NDF_WNONE;
+  }
+  const ndf_i64 ngroups = (p.nlines + LW - 1) / LW;
+  for (ndf_i64 g = blockIdx.x; g < ngroups; g += gridDim.x) {
+    __syncthreads(); // the previous group's write-out has read lbase and ot
+    if (tid < LW) {
+      const ndf_i64 L = g * LW + tid;
+      const ndf_i64 o = L / inner, j = L - o * inner;
+      lbase[tid] = L < p.nlines ? o * p.n * inner + j : -1;
+      lany[tid] = 0;
+      llong[tid] = 0;
+    }
+    __syncthreads(); // (also orders the pads before the first search)
+    for (int eb = 0; eb < total; eb += 4 * nt) {
+      unsigned wb[4];
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const int e = eb + u * nt + tid;
+        const ndf_i64 b = e < total ? lbase[e & (LW - 1)] : -1;
+        wb[u] = b >= 0 ? gw[b + (ndf_i64)(e >> lsh) * inner] : NDF_WNONE;
+      }
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const int e = eb + u * nt + tid, k = e & (LW - 1);
+        if (e < total) {
+          tw[k * P + (e >> lsh)] = wb[u];
+          if (wb[u] != NDF_WNONE) lany[k] = 1;
+        }
+      }
+    }
+    __syncthreads();
+    int k = k0, x = i0, mylong = 0;
+    for (int e = tid; e < total; e += nt) {
+      if (lbase[k] >= 0) {
+        unsigned best = NDF_WNONE;
+        if (lany[k] && !ndf_sdsearch2<1>(tw + k * P + x, x > n - 1 - x ? x : n - 1 - x, s2, cap, best)) {
+          llong[k] = 1; // the line's envelope answers this voxel
+          mylong = 1;
+        } else {
+          ot[x * (LW + 1) + k] = best;
+        }
+      }
+      k += dk;
+      x += di;
+      if (x >= n) {
+        x -= n;
+        k++;
+      }
+    }
+    const int anylong = __syncthreads_or(mylong); // (the barrier: ot is complete)
+    for (int e = tid; e < total; e += nt) {
+      const int kk = e & (LW - 1), xx = e >> lsh;
+      const ndf_i64 b = lbase[kk];
+      if (b >= 0 && !llong[kk]) dw[b + (ndf_i64)xx * inner] = ot[xx * (LW + 1) + kk];
+    }
+    if (anylong) { // some line searched too far: its envelope answers all its positions
+      __syncthreads(); // ot is written out before the stacks overwrite it
+      if (tid < LW && llong[tid]) lG[tid] = ndf_senv(tw + tid * P, 1, n, stk + tid * n, (ndf_i64)p.s);
+      __syncthreads();
+      for (int e = tid; e < total; e += nt) {
+        const int kk = e & (LW - 1), xx = e >> lsh;
+        if (!llong[kk]) continue;
+        unsigned best;
+        ndf_squery(tw + kk * P, 1, stk + kk * n, lG[kk], xx, s2, best);
+        dw[lbase[kk] + (ndf_i64)xx * inner] = best;
+      }
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(256, 6) ndf_edt_sdmidt(const ndf_edt_params p) {
+  __shared__ ndf_i64 lbase[32]; // working index of each line's start (-1: past the last line)
+  __shared__ int lany[32];      // the line has a site
+  __shared__ int llong[32];     // a search of the line went past p.scap: its envelope answers it
+  __shared__ int lG[32];        // the envelope's length
+  if (p.slw == 8)
+    ndf_sdmidt_body<8>(p, lbase, lany, llong, lG);
+  else if (p.slw == 16)
+    ndf_sdmidt_body<16>(p, lbase, lany, llong, lG);
+  else
+    ndf_sdmidt_body<32>(p, lbase, lany, llong, lG);
 }
 #endif
 
@@ -1582,7 +1728,7 @@ extern "C" __global__ void __launch_bounds__(256, 6) ndf_edt_sdrows(const ndf_ed
         ndf_emit(p, rdb[k] + i * ds, 0, -1, ndf_nobg(p, (r0 + k) * p.n + i));
       } else {
         unsigned best;
-        if (ndf_sdsearch<1>(tw + k * P + i, i > n - 1 - i ? i : n - 1 - i, s2, cap, best)) {
+        if (ndf_sdsearch2<1>(tw + k * P + i, i > n - 1 - i ? i : n - 1 - i, s2, cap, best)) {
           ndf_emit(p, rdb[k] + i * ds, 0, 0, (double)best);
         } else { // the row's envelope writes this voxel
           rlong[k] = 1;

@@ -26,6 +26,7 @@ EMU_DECL(smid1)
 EMU_DECL(srows0)
 EMU_DECL(srows1)
 EMU_DECL(sdmid)
+EMU_DECL(sdmidt)
 EMU_DECL(sdrows)
 EMU_DECL(bfirst)
 EMU_DECL(ofirst)
@@ -166,13 +167,19 @@ int main(int argc, char **argv) {
           (has_idx ? emu_pass_sfirst1 : emu_pass_sfirst0)(base, nullptr, nullptr, F[dst].data(), W[dst].data(), nullptr,
                                                           nullptr, nlines, n, inner, samp[d], nd, nb, axis, npix, sh,
                                                           istr, dstr, xstr, xk, samp, 0, scap, grid, (unsigned)lw, (unsigned)nseg);
-        } else if (!last && !has_idx && urand() < 0.6) { // ndf_edt_sdmid: padded staging, distances only
+        } else if (!last && !has_idx && urand() < 0.7) { // ndf_edt_sdmid(t): padded staging, distances only
           const int64_t pad = std::min<int64_t>(scap, n - 1) + 3;
+          const int tr = urand() < 0.6; // ndf_edt_sdmidt: lines transposed, pitch edt_spitch, answer tile
+          auto bytes = [&](int64_t lw) {
+            const int64_t q = n + pad, P = q + (((32 / lw - q) % 32) + 32) % 32;
+            return tr ? 4 * (P - n + lw * P) + 4 * n * (lw + 1) : lw * (n * 6 + 8 * pad);
+          };
           int64_t lw = 8 << irand(0, 2);
-          while (lw > 8 && lw * (n * 6 + 8 * pad) > 65536) lw /= 2;
+          while (lw > 8 && bytes(lw) > 65536) lw /= 2;
+          if (bytes(lw) > 65536) { printf("case %d: no room\n", cs); continue; }
           const unsigned bx = (unsigned)(32 * irand(1, 8));
-          cn += snprintf(cfg + cn, sizeof cfg - cn, " sdmid %lld/%ux%u", (long long)lw, bx, grid);
-          emu_pass_sdmid(nullptr, F[src].data(), W[src].data(), F[dst].data(), W[dst].data(), nullptr, nullptr, nlines,
+          cn += snprintf(cfg + cn, sizeof cfg - cn, " %s %lld/%ux%u", tr ? "sdmidt" : "sdmid", (long long)lw, bx, grid);
+          (tr ? emu_pass_sdmidt : emu_pass_sdmid)(nullptr, F[src].data(), W[src].data(), F[dst].data(), W[dst].data(), nullptr, nullptr, nlines,
                          n, inner, samp[d], nd, nb, axis, npix, sh, istr, dstr, xstr, xk, samp, lw, scap, grid, bx, 1);
         } else if (last && !has_idx && urand() < 0.6) { // ndf_edt_sdrows
           const int64_t pad = std::min<int64_t>(scap, n - 1) + 3;
