@@ -248,28 +248,35 @@ static edt_splan edt_search_plan(const ndf_ctx *ctx, const ndf_array *in, int nb
   for (int d = 1; d < nsp; d++) {
     const int64_t n = in->shape[nb + d], nlines = N / n;
     if (n > 65535) return sp;
-    const int dk = !has_idx && edt_sdist(d == nsp - 1, n, sampling[d]);
     /* bytes of lw lines (rows): per voxel as above; ndf_edt_sd*: W and the stack's position (6), plus the pads
      * (middle: 2 pad rows per line; last: pad cells per row and one more run); ndf_edt_sdmidt: the transposed
-     * lines (pitch edt_spitch, one pad run more) and the answer tile n (lw + 1) (the stacks reuse it) */
+     * lines (pitch edt_spitch, one pad run more) and the answer tile n (lw + 1) (the stacks reuse it).  A kernel
+     * that does not fit 48 KiB gives way to the next (sdmidt, sdmid, smid; sdrows, srows). */
     const int64_t pad = edt_spad(n, sp.scap);
+    int dk = has_idx ? 0 : edt_sdist(d == nsp - 1, n, sampling[d]), fits = 0;
 #define EDT_SBYTES(lw)                                                                                          \
   (dk == 2 ? 4 * (edt_spitch(n, pad, lw) - n + (lw) * edt_spitch(n, pad, lw)) + 4 * n * ((lw) + 1)                 \
    : dk    ? (d < nsp - 1 ? (lw) * (n * 6 + 8 * pad) : (lw) * (n * 6 + 4 * pad) + 4 * pad)                           \
            : (lw) * n * bpv)
-    int64_t lw;
-    if (d < nsp - 1) { /* 32, 16 or 8 lines: 8+ keep every access a whole 32-byte sector */
-      lw = 32;
-      while (lw > 8 && (EDT_SBYTES(lw) > EDT_SEARCH_BUDGET || (nlines + lw - 1) / lw < want)) lw /= 2;
-    } else { /* 1 .. 32 rows */
-      lw = 32;
-      while (lw > 1 && EDT_SBYTES(lw) > EDT_SEARCH_BUDGET) lw--;
-      while (lw > 1 && (nlines + lw - 1) / lw < want) lw /= 2;
+    int64_t lw = 1;
+    for (; dk >= 0 && !fits; dk--) {
+      if (d < nsp - 1) { /* 32, 16 or 8 lines: 8+ keep every access a whole 32-byte sector */
+        lw = 32;
+        while (lw > 8 && (EDT_SBYTES(lw) > EDT_SEARCH_BUDGET || (nlines + lw - 1) / lw < want)) lw /= 2;
+      } else { /* 1 .. 32 rows */
+        lw = 32;
+        while (lw > 1 && EDT_SBYTES(lw) > EDT_SEARCH_BUDGET) lw--;
+        while (lw > 1 && (nlines + lw - 1) / lw < want) lw /= 2;
+      }
+      /* the kernels' static shared memory: up to 640 bytes (ndf_edt_sdrows: 2688, its sqrt table) */
+      fits = EDT_SBYTES(lw) <= EDT_WROWS_SMEM - (dk && d == nsp - 1 ? 3072 : 1024);
+      if (fits) {
+        sp.lw[d] = lw;
+        sp.smem[d] = (unsigned)EDT_SBYTES(lw);
+        sp.dk[d] = dk;
+      }
     }
-    if (EDT_SBYTES(lw) > EDT_WROWS_SMEM - 1024) return sp; /* 1024: the kernels' static shared memory (up to 640 bytes) */
-    sp.lw[d] = lw;
-    sp.smem[d] = (unsigned)EDT_SBYTES(lw);
-    sp.dk[d] = dk;
+    if (!fits) return sp;
 #undef EDT_SBYTES
   }
   sp.use = 1;
@@ -385,7 +392,15 @@ static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
       int64_t lw = 32;
       while (lw > 4 && (nlines + lw - 1) / lw < want) lw /= 2;
       while (lw > 1 && (n + 512 / lw - 1) / (512 / lw) > 32) lw /= 2; /* segments of at most 32 (bit masks) */
-      int64_t nseg = (n + 7) / 8;
+      /* segments of 8+ voxels; of 32 (the most a bit mask holds) when that still leaves two waves of
+       * threads (256^3: 8 x 32 instead of 16 x 16 per line: each thread's fixed work -- its line's offsets,
+       * the neighbouring segments' scan -- over twice the voxels); NDF_EDT_SFSEG=8|16|32 forces the least */
+      const char *env_seg = getenv("NDF_EDT_SFSEG");
+      const int64_t sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
+      int64_t segmin = env_seg && atoi(env_seg) >= 1 && atoi(env_seg) <= 32 ? atoi(env_seg)
+                       : nlines * ((n + 31) / 32) >= 2 * 1536 * sms ? 32
+                                                                     : 8;
+      int64_t nseg = (n + segmin - 1) / segmin;
       if (nseg > 512 / lw) nseg = 512 / lw;
       bx = (unsigned)lw;
       by = (unsigned)(nseg < 1 ? 1 : nseg);
@@ -396,7 +411,8 @@ static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
     }
     if (debug)
       fprintf(stderr, "ndf debug: %s pass %d/%d axis %d (n=%lld lines=%lld): %s grid %u block %ux%u smem %u lines/block %lld W uint32%s (search path, cap %d)\n",
-              name, d + 1, nsp, axis, (long long)n, (long long)nlines, kn[first ? 0 : (last ? 2 : 1) + 2 * sp->dk[d]], grid, bx, by, smem,
+              name, d + 1, nsp, axis, (long long)n, (long long)nlines, kn[first ? 0 : (last ? 2 : 1) + 2 * sp->dk[d]],
+              grid, bx, by, smem,
               (long long)(first ? bx : slw), has_idx ? " + features" : "", sp->scap);
     s = ndf__launch(ctx, name, fns[d], grid, bx, by, smem, pb.b);
   }

@@ -1460,9 +1460,9 @@ __device__ __forceinline__ int ndf_spad(int n, int cap) { return (cap < n - 1 ? 
 // ndf_edt_smid without indices: LW lines staged as [pad + x][k] (pad rows of
 // NDF_WNONE above and below, written once), a thread per voxel; the fallback
 // envelopes' stacks follow the staging.
-template <int LW> __device__ __forceinline__ void ndf_sdmid_body(const ndf_edt_params &p, ndf_i64 *lbase, int *lany,
-                                                                int *llong, int *lG) {
-  extern __shared__ __align__(16) unsigned char ndf_wsmem[];
+template <int LW>
+__device__ __forceinline__ void ndf_sdmid_body(const ndf_edt_params &p, unsigned char *ndf_wsmem, ndf_i64 *lbase,
+                                               int *lany, int *llong, int *lG) {
   const int tid = threadIdx.x, nt = blockDim.x, lsh = LW == 8 ? 3 : LW == 16 ? 4 : 5;
   const int n = (int)p.n, total = LW * n, cap = p.scap, pad = ndf_spad(n, cap);
   const ndf_i64 inner = p.inner;
@@ -1532,16 +1532,17 @@ template <int LW> __device__ __forceinline__ void ndf_sdmid_body(const ndf_edt_p
 }
 
 extern "C" __global__ void __launch_bounds__(256, 8) ndf_edt_sdmid(const ndf_edt_params p) {
+  extern __shared__ __align__(16) unsigned char ndf_wsmem[];
   __shared__ ndf_i64 lbase[32]; // working index of each line's start (-1: past the last line)
   __shared__ int lany[32];      // the line has a site
   __shared__ int llong[32];     // a search of the line went past p.scap: its envelope answers it
   __shared__ int lG[32];        // the envelope's length
   if (p.slw == 8)
-    ndf_sdmid_body<8>(p, lbase, lany, llong, lG);
+    ndf_sdmid_body<8>(p, ndf_wsmem, lbase, lany, llong, lG);
   else if (p.slw == 16)
-    ndf_sdmid_body<16>(p, lbase, lany, llong, lG);
+    ndf_sdmid_body<16>(p, ndf_wsmem, lbase, lany, llong, lG);
   else
-    ndf_sdmid_body<32>(p, lbase, lany, llong, lG);
+    ndf_sdmid_body<32>(p, ndf_wsmem, lbase, lany, llong, lG);
 }
 #endif
 
@@ -1561,9 +1562,9 @@ __device__ __forceinline__ int ndf_spitch(int n, int pad, int lw) {
 // written once), each thread takes positions e = k n + x, e + nt, ... and
 // puts its answers in an output tile [x][k] (pitch LW + 1: conflict-free
 // both ways), which the block then writes out coalesced as ndf_edt_sdmid.
-template <int LW> __device__ __forceinline__ void ndf_sdmidt_body(const ndf_edt_params &p, ndf_i64 *lbase, int *lany,
-                                                                 int *llong, int *lG) {
-  extern __shared__ __align__(16) unsigned char ndf_wsmem[];
+template <int LW>
+__device__ __forceinline__ void ndf_sdmidt_body(const ndf_edt_params &p, unsigned char *ndf_wsmem, ndf_i64 *lbase,
+                                               int *lany, int *llong, int *lG) {
   const int tid = threadIdx.x, nt = blockDim.x, lsh = LW == 8 ? 3 : LW == 16 ? 4 : 5;
   const int n = (int)p.n, total = LW * n, cap = p.scap, P = ndf_spitch(n, ndf_spad(n, cap), LW), pad = P - n;
   const int dk = nt / n, di = nt - dk * n, k0 = tid / n, i0 = tid - k0 * n;
@@ -1648,16 +1649,17 @@ template <int LW> __device__ __forceinline__ void ndf_sdmidt_body(const ndf_edt_
 }
 
 extern "C" __global__ void __launch_bounds__(256, 6) ndf_edt_sdmidt(const ndf_edt_params p) {
+  extern __shared__ __align__(16) unsigned char ndf_wsmem[];
   __shared__ ndf_i64 lbase[32]; // working index of each line's start (-1: past the last line)
   __shared__ int lany[32];      // the line has a site
   __shared__ int llong[32];     // a search of the line went past p.scap: its envelope answers it
   __shared__ int lG[32];        // the envelope's length
   if (p.slw == 8)
-    ndf_sdmidt_body<8>(p, lbase, lany, llong, lG);
+    ndf_sdmidt_body<8>(p, ndf_wsmem, lbase, lany, llong, lG);
   else if (p.slw == 16)
-    ndf_sdmidt_body<16>(p, lbase, lany, llong, lG);
+    ndf_sdmidt_body<16>(p, ndf_wsmem, lbase, lany, llong, lG);
   else
-    ndf_sdmidt_body<32>(p, lbase, lany, llong, lG);
+    ndf_sdmidt_body<32>(p, ndf_wsmem, lbase, lany, llong, lG);
 }
 #endif
 
@@ -1671,6 +1673,7 @@ extern "C" __global__ void __launch_bounds__(256, 6) ndf_edt_sdrows(const ndf_ed
   __shared__ int rany[32];    // the row has a site (else the image has no background)
   __shared__ int rlong[32];   // a search of the row went past p.scap: its envelope answers it
   __shared__ int rG[32];      // the envelope's length
+  __shared__ double sq[256];  // sqrt(0 .. 255): the distances of most voxels (the same correctly rounded values)
   const int tid = threadIdx.x, nt = blockDim.x, R = (int)p.slw, n = (int)p.n, cap = p.scap, pad = ndf_spad(n, cap);
   const int P = n + pad, dk = nt / n, di = nt - dk * n, k0 = tid / n, i0 = tid - k0 * n;
   const unsigned s2 = (unsigned)p.s * (unsigned)p.s;
@@ -1678,6 +1681,7 @@ extern "C" __global__ void __launch_bounds__(256, 6) ndf_edt_sdrows(const ndf_ed
   const ndf_i64 ds = p.dstr[p.axis];
   unsigned *sw = (unsigned *)ndf_wsmem, *tw = sw + pad; // row k, position i: tw[k P + i]
   unsigned short *stk = (unsigned short *)(sw + pad + R * P); // [row * n + l]
+  for (int e = tid; e < 256; e += nt) sq[e] = sqrt((double)e);
   for (int e = tid; e < pad; e += nt) sw[e] = NDF_WNONE;
   for (int e = tid; e < R * pad; e += nt) {
     const int k = e / pad;
@@ -1729,7 +1733,9 @@ extern "C" __global__ void __launch_bounds__(256, 6) ndf_edt_sdrows(const ndf_ed
       } else {
         unsigned best;
         if (ndf_sdsearch2<1>(tw + k * P + i, i > n - 1 - i ? i : n - 1 - i, s2, cap, best)) {
-          ndf_emit(p, rdb[k] + i * ds, 0, 0, (double)best);
+#if HAS_DIST
+          p.dist[rdb[k] + i * ds] = (DOUT)(best < 256u ? sq[best] : sqrt((double)best));
+#endif
         } else { // the row's envelope writes this voxel
           rlong[k] = 1;
           mylong = 1;

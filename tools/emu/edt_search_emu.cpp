@@ -179,7 +179,8 @@ int main(int argc, char **argv) {
           if (bytes(lw) > 65536) { printf("case %d: no room\n", cs); continue; }
           const unsigned bx = (unsigned)(32 * irand(1, 8));
           cn += snprintf(cfg + cn, sizeof cfg - cn, " %s %lld/%ux%u", tr ? "sdmidt" : "sdmid", (long long)lw, bx, grid);
-          (tr ? emu_pass_sdmidt : emu_pass_sdmid)(nullptr, F[src].data(), W[src].data(), F[dst].data(), W[dst].data(), nullptr, nullptr, nlines,
+          (tr ? emu_pass_sdmidt : emu_pass_sdmid)(nullptr, F[src].data(), W[src].data(), F[dst].data(),
+                                                  W[dst].data(), nullptr, nullptr, nlines,
                          n, inner, samp[d], nd, nb, axis, npix, sh, istr, dstr, xstr, xk, samp, lw, scap, grid, bx, 1);
         } else if (last && !has_idx && urand() < 0.6) { // ndf_edt_sdrows
           const int64_t pad = std::min<int64_t>(scap, n - 1) + 3;
