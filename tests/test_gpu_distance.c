@@ -247,10 +247,11 @@ done:
  * axes' automatic choice (ndf_edt_wlines with exact arithmetic).  Without
  * indices the search path's middle and last passes are ndf_edt_sdmid /
  * ndf_edt_sdrows (padded staging, distances only); 11 = 0 with the older
- * ndf_edt_smid / ndf_edt_srows there (NDF_EDT_SMID=old, NDF_EDT_SROWS=old);
+ * ndf_edt_smid / ndf_edt_srows there (NDF_EDT_SMID=old, NDF_EDT_SROWS=old)
+ * and the first pass's segments of 8+ voxels (NDF_EDT_SFSEG=8: session 5);
  * 12 = 0 with searches up to radius 100 (NDF_EDT_SCAP=100: wider pads,
- * searches past 64 on long lines) and ndf_edt_srows with ndf_edt_sdmid
- * (NDF_EDT_SROWS=old). */
+ * searches past 64 on long lines), ndf_edt_srows after ndf_edt_sdmidt
+ * (NDF_EDT_SROWS=old) and first-pass segments of 32 (NDF_EDT_SFSEG=32). */
 #define EDT_MODES 13
 static void edt_rows_mode(dcase *c, int mode) {
   static const char *const names[] = {NULL, "warp", "serial", "tile", "tile", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
@@ -290,6 +291,10 @@ static void edt_rows_mode(dcase *c, int mode) {
     setenv("NDF_EDT_SROWS", "old", 1);
   else
     unsetenv("NDF_EDT_SROWS");
+  if (mode == 11 || mode == 12) /* the first pass's segments: 8+ voxels (session 5) / 32 */
+    setenv("NDF_EDT_SFSEG", mode == 11 ? "8" : "32", 1);
+  else
+    unsetenv("NDF_EDT_SFSEG");
   if (mode == 7 || mode == 8) {
     setenv("NDF_EDT_FIRST", mode == 7 ? "512" : "1024", 1);
     setenv("NDF_EDT_WARPS", mode == 7 ? "2" : "1", 1);
@@ -306,8 +311,8 @@ static void edt_rows_mode(dcase *c, int mode) {
            : mode == 8 ? " first 1024 warps 1, wenv1"
            : mode == 9 ? " search off"
            : mode == 10 ? " search cap 2"
-           : mode == 11 ? " smid/srows old"
-           : mode == 12 ? " search cap 100, srows old"
+           : mode == 11 ? " smid/srows old, first segments 8+"
+           : mode == 12 ? " search cap 100, srows old, first segments 32"
                        : "");
 }
 
@@ -396,6 +401,7 @@ out:
   unsetenv("NDF_EDT_SCAP");
   unsetenv("NDF_EDT_SMID");
   unsetenv("NDF_EDT_SROWS");
+  unsetenv("NDF_EDT_SFSEG");
   if (failed) printf("%d of %d path cases failed; seed %llu\n", failed, ncase, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);
 }
@@ -666,6 +672,7 @@ int main(void) {
   unsetenv("NDF_EDT_SCAP");
   unsetenv("NDF_EDT_SMID");
   unsetenv("NDF_EDT_SROWS");
+  unsetenv("NDF_EDT_SFSEG");
   ndf_cache_stats st;
   ndf_ctx_cache_stats(s->ctx, &st);
   printf("kernel cache: %llu memory hits, %llu disk hits, %llu compiles (%.0f ms)\n",
