@@ -407,7 +407,15 @@ static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
       grid = ndf__grid(ctx, (nlines + lw - 1) / lw, 32);
     } else {
       smem = sp->smem[d];
-      grid = ndf__grid(ctx, (nlines + slw - 1) / slw, 8);
+      /* ndf_edt_sd*: a grid of the blocks that fit the SMs at once (launch bounds: sdmid 8 blocks, sdmidt and
+       * sdrows 6; shared memory: 228 KiB per SM on sm_90), one wave of grid-stride loops -- 8 per SM (the older
+       * kernels' grid) left a third of a wave behind at 256^3 */
+      int per_sm = 8;
+      if (sp->dk[d]) {
+        const int lb = sp->dk[d] == 1 && !last ? 8 : 6, fit = (int)(233472 / ((int64_t)smem + 3072));
+        per_sm = fit < 1 ? 1 : fit < lb ? fit : lb;
+      }
+      grid = ndf__grid(ctx, (nlines + slw - 1) / slw, per_sm);
     }
     if (debug)
       fprintf(stderr, "ndf debug: %s pass %d/%d axis %d (n=%lld lines=%lld): %s grid %u block %ux%u smem %u lines/block %lld W uint32%s (search path, cap %d)\n",
