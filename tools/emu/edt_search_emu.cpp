@@ -54,6 +54,11 @@ int main(int argc, char **argv) {
     int64_t sh[NDF_MAX_NDIM] = {0};
     static const int64_t hi[5] = {0, 0, 120, 26, 10};
     for (int d = 0; d < nd; d++) sh[d] = d < nb ? irand(1, 3) : urand() < 0.1 ? irand(1, 2) : irand(1, hi[nsp]);
+    if (nsp == 3 && urand() < 0.3) { // a long middle axis (past the search cap): 2-4 x 70-200 x 2-5
+      sh[nb] = irand(2, 4);
+      sh[nb + 1] = irand(70, 200);
+      sh[nb + 2] = irand(2, 5);
+    }
     int64_t N = 1, npix = 1;
     for (int d = 0; d < nd; d++) N *= sh[d];
     for (int d = nb; d < nd; d++) npix *= sh[d];
