@@ -201,13 +201,15 @@ typedef struct edt_splan {
 } edt_splan;
 
 /* Distances only (no indices), the middle and last passes default to
- * ndf_edt_sdmidt / ndf_edt_sdrows: no position kept, one add-and-min per
+ * ndf_edt_sdmid / ndf_edt_sdrows: no position kept, one add-and-min per
  * candidate, lines staged with edt_spad cells of NDF_WNONE past both ends (no
  * bounds tests); NDF_EDT_SMID=old / NDF_EDT_SROWS=old keep ndf_edt_smid /
- * ndf_edt_srows, NDF_EDT_SMID=a takes ndf_edt_sdmid (lanes across lines, as
- * ndf_edt_smid) instead of ndf_edt_sdmidt (lanes along a line, lines staged
- * transposed, answers through a shared tile).  They need ((n + 8) s)^2 below
- * 2^30 on the pass's axis (radii up to n + 2 are read, past the line's end). */
+ * ndf_edt_srows; NDF_EDT_SMID=t takes ndf_edt_sdmidt (lanes along a line,
+ * lines staged transposed, answers through a shared tile; checked by the
+ * host emulator only, not yet run on a GPU) instead of ndf_edt_sdmid (lanes
+ * across lines, as ndf_edt_smid; measured: 256^3 middle pass 171 us, was
+ * 263).  They need ((n + 8) s)^2 below 2^30 on the pass's axis (radii up to
+ * n + 2 are read, past the line's end). */
 static int edt_spad(int64_t n, int scap) { return (int)((scap < n - 1 ? scap : n - 1) + 3); }
 
 /* ndf_spitch: the transposed line pitch, at least n + pad and 32 / lw modulo 32. */
@@ -221,7 +223,7 @@ static int edt_sdist(int last, int64_t n, double s) {
   if (env && !strcmp(env, "old")) return 0;
   const double e = (double)(n + 8) * s;
   if (!(e * e < 1073741824.0)) return 0;
-  return last || (env && !strcmp(env, "a")) ? 1 : 2;
+  return last || !(env && !strcmp(env, "t")) ? 1 : 2;
 }
 
 static edt_splan edt_search_plan(const ndf_ctx *ctx, const ndf_array *in, int nb, const double *sampling, int has_idx) {
@@ -392,14 +394,15 @@ static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
       int64_t lw = 32;
       while (lw > 4 && (nlines + lw - 1) / lw < want) lw /= 2;
       while (lw > 1 && (n + 512 / lw - 1) / (512 / lw) > 32) lw /= 2; /* segments of at most 32 (bit masks) */
-      /* segments of 8+ voxels; of 32 (the most a bit mask holds) when that still leaves two waves of
-       * threads (256^3: 8 x 32 instead of 16 x 16 per line: each thread's fixed work -- its line's offsets,
-       * the neighbouring segments' scan -- over twice the voxels); NDF_EDT_SFSEG=8|16|32 forces the least */
+      /* segments of 8+ voxels (NDF_EDT_SFSEG=16|32: the least length; =auto: 32, the most a bit mask
+       * holds, when that still leaves two waves of threads -- 256^3: 8 x 32 instead of 16 x 16 per line,
+       * each thread's fixed work (its line's offsets, the neighbouring segments' scan) over twice the
+       * voxels; not yet measured on a GPU, so not the default) */
       const char *env_seg = getenv("NDF_EDT_SFSEG");
       const int64_t sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
       int64_t segmin = env_seg && atoi(env_seg) >= 1 && atoi(env_seg) <= 32 ? atoi(env_seg)
-                       : nlines * ((n + 31) / 32) >= 2 * 1536 * sms ? 32
-                                                                     : 8;
+                       : env_seg && !strcmp(env_seg, "auto") && nlines * ((n + 31) / 32) >= 2 * 1536 * sms ? 32
+                                                                                                          : 8;
       int64_t nseg = (n + segmin - 1) / segmin;
       if (nseg > 512 / lw) nseg = 512 / lw;
       bx = (unsigned)lw;

@@ -249,9 +249,10 @@ done:
  * ndf_edt_sdrows (padded staging, distances only); 11 = 0 with the older
  * ndf_edt_smid / ndf_edt_srows there (NDF_EDT_SMID=old, NDF_EDT_SROWS=old)
  * and the first pass's segments of 8+ voxels (NDF_EDT_SFSEG=8: session 5);
- * 12 = 0 with searches up to radius 100 (NDF_EDT_SCAP=100: wider pads,
- * searches past 64 on long lines), ndf_edt_srows after ndf_edt_sdmidt
- * (NDF_EDT_SROWS=old) and first-pass segments of 32 (NDF_EDT_SFSEG=32). */
+ * 12 = 0 with ndf_edt_sdmidt (NDF_EDT_SMID=t), searches up to radius 100
+ * (NDF_EDT_SCAP=100: wider pads, searches past 64 on long lines),
+ * ndf_edt_srows (NDF_EDT_SROWS=old) and first-pass segments of 32
+ * (NDF_EDT_SFSEG=32). */
 #define EDT_MODES 13
 static void edt_rows_mode(dcase *c, int mode) {
   static const char *const names[] = {NULL, "warp", "serial", "tile", "tile", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
@@ -283,8 +284,8 @@ static void edt_rows_mode(dcase *c, int mode) {
     setenv("NDF_EDT_SCAP", mode == 10 ? "2" : "100", 1);
   else
     unsetenv("NDF_EDT_SCAP");
-  if (mode == 11)
-    setenv("NDF_EDT_SMID", "old", 1);
+  if (mode == 11 || mode == 12) /* the session-5 middle pass / ndf_edt_sdmidt */
+    setenv("NDF_EDT_SMID", mode == 11 ? "old" : "t", 1);
   else
     unsetenv("NDF_EDT_SMID");
   if (mode == 11 || mode == 12)
@@ -312,7 +313,7 @@ static void edt_rows_mode(dcase *c, int mode) {
            : mode == 9 ? " search off"
            : mode == 10 ? " search cap 2"
            : mode == 11 ? " smid/srows old, first segments 8+"
-           : mode == 12 ? " search cap 100, srows old, first segments 32"
+           : mode == 12 ? " smid t, search cap 100, srows old, first segments 32"
                        : "");
 }
 
@@ -438,6 +439,7 @@ static void test_gpu_benchmark_shapes(void **state) {
       {3, 0, {256, 256, 256}, 0, 0, 11},  /* the search path without indices on ndf_edt_smid / srows */
       {3, 0, {256, 256, 256}, 0, 0, 10},  /* ndf_edt_sdmid / sdrows with the envelope fallback */
       {2, 0, {1024, 1024}, 0, 0, 12},     /* searches up to radius 100 */
+      {3, 0, {256, 256, 256}, 0, 0, 12},  /* ndf_edt_sdmidt (NDF_EDT_SMID=t), first-pass segments of 32 */
   };
   /* Short runs (NDF_TEST_CASES < 100, as gpu_run.sh's compute-sanitizer pass
    * uses) take the 1024^2 shapes only. */
