@@ -412,9 +412,12 @@ static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
       smem = sp->smem[d];
       /* ndf_edt_sd*: a grid of the blocks that fit the SMs at once (launch bounds: sdmid 8 blocks, sdmidt and
        * sdrows 6; shared memory: 228 KiB per SM on sm_90), one wave of grid-stride loops -- 8 per SM (the older
-       * kernels' grid) left a third of a wave behind at 256^3 */
+       * kernels' grid) left a third of a wave behind at 256^3; NDF_EDT_SGRID=k: k blocks per SM) */
       int per_sm = 8;
-      if (sp->dk[d]) {
+      const char *env_grid = getenv("NDF_EDT_SGRID");
+      if (env_grid && atoi(env_grid) >= 1 && atoi(env_grid) <= 64) {
+        per_sm = atoi(env_grid);
+      } else if (sp->dk[d]) {
         const int lb = sp->dk[d] == 1 && !last ? 8 : 6, fit = (int)(233472 / ((int64_t)smem + 3072));
         per_sm = fit < 1 ? 1 : fit < lb ? fit : lb;
       }
