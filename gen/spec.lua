@@ -164,7 +164,8 @@ return {
       name = "distance_edt",
       file = "templates/distance_edt.cu",
       kernels = { "ndf_edt_lines", "ndf_edt_rows", "ndf_edt_first", "ndf_edt_first1k", "ndf_edt_wrows",
-                  "ndf_edt_wlines", "ndf_edt_sfirst", "ndf_edt_smid", "ndf_edt_srows", "ndf_edt_bfirst" },
+                  "ndf_edt_wlines", "ndf_edt_sfirst", "ndf_edt_smid", "ndf_edt_srows", "ndf_edt_bfirst", "ndf_edt_sdmid",
+                  "ndf_edt_sdrows" },
       slots = {
         TIN = "input element type (C name; read by the first pass only)",
         DOUT = "distance type, double or float (written by the last pass only)",

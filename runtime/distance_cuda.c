@@ -211,7 +211,34 @@ typedef struct edt_splan {
   int use, scap; /* scap: the longest search (radius) before a line's envelope answers it */
   int64_t lw[NDF_MAX_SPATIAL]; /* lines (middle) or rows (last) per block; unused for pass 0 */
   unsigned smem[NDF_MAX_SPATIAL];
+  int dk[NDF_MAX_SPATIAL]; /* 1: ndf_edt_sdrows / ndf_edt_sdmid, 2: ndf_edt_sdmidt (distances only, padded staging) */
 } edt_splan;
+
+/* Distances only (no indices), the middle and last passes default to
+ * ndf_edt_sdmid / ndf_edt_sdrows: no position kept, one add-and-min per
+ * candidate, lines staged with edt_spad cells of NDF_WNONE past both ends (no
+ * bounds tests); NDF_EDT_SMID=old / NDF_EDT_SROWS=old keep ndf_edt_smid /
+ * ndf_edt_srows; NDF_EDT_SMID=t takes ndf_edt_sdmidt (lanes along a line,
+ * lines staged transposed, answers through a shared tile; checked by the
+ * host emulator only, not yet run on a GPU) instead of ndf_edt_sdmid (lanes
+ * across lines, as ndf_edt_smid; measured: 256^3 middle pass 171 us, was
+ * 263).  They need ((n + 8) s)^2 below 2^30 on the pass's axis (radii up to
+ * n + 2 are read, past the line's end). */
+static int edt_spad(int64_t n, int scap) { return (int)((scap < n - 1 ? scap : n - 1) + 3); }
+
+/* ndf_spitch: the transposed line pitch, at least n + pad and 32 / lw modulo 32. */
+static int64_t edt_spitch(int64_t n, int64_t pad, int64_t lw) {
+  const int64_t q = n + pad, m = 32 / lw;
+  return q + (((m - q) % 32) + 32) % 32;
+}
+
+static int edt_sdist(int last, int64_t n, double s) {
+  const char *env = getenv(last ? "NDF_EDT_SROWS" : "NDF_EDT_SMID");
+  if (env && !strcmp(env, "old")) return 0;
+  const double e = (double)(n + 8) * s;
+  if (!(e * e < 1073741824.0)) return 0;
+  return last || !(env && !strcmp(env, "t")) ? 1 : 2;
+}
 
 static edt_splan edt_search_plan(const ndf_ctx *ctx, const ndf_array *in, int nb, const double *sampling, int has_idx) {
   edt_splan sp;
@@ -237,19 +264,36 @@ static edt_splan edt_search_plan(const ndf_ctx *ctx, const ndf_array *in, int nb
   for (int d = 1; d < nsp; d++) {
     const int64_t n = in->shape[nb + d], nlines = N / n;
     if (n > 65535) return sp;
-    int64_t lw;
-    if (d < nsp - 1) { /* 32, 16 or 8 lines: 8+ keep every access a whole 32-byte sector */
-      lw = 32;
-      while (lw > 8 && (lw * n * bpv > EDT_SEARCH_BUDGET || (nlines + lw - 1) / lw < want)) lw /= 2;
-    } else { /* 1 .. 32 rows */
-      lw = EDT_SEARCH_BUDGET / (n * bpv);
-      if (lw > 32) lw = 32;
-      while (lw > 1 && (nlines + lw - 1) / lw < want) lw /= 2;
-      if (lw < 1) lw = 1;
+    /* bytes of lw lines (rows): per voxel as above; ndf_edt_sd*: W and the stack's position (6), plus the pads
+     * (middle: 2 pad rows per line; last: pad cells per row and one more run); ndf_edt_sdmidt: the transposed
+     * lines (pitch edt_spitch, one pad run more) and the answer tile n (lw + 1) (the stacks reuse it).  A kernel
+     * that does not fit 48 KiB gives way to the next (sdmidt, sdmid, smid; sdrows, srows). */
+    const int64_t pad = edt_spad(n, sp.scap);
+    int dk = has_idx ? 0 : edt_sdist(d == nsp - 1, n, sampling[d]), fits = 0;
+#define EDT_SBYTES(lw)                                                                                          \
+  (dk == 2 ? 4 * (edt_spitch(n, pad, lw) - n + (lw) * edt_spitch(n, pad, lw)) + 4 * n * ((lw) + 1)                 \
+   : dk    ? (d < nsp - 1 ? (lw) * (n * 6 + 8 * pad) : (lw) * (n * 6 + 4 * pad) + 4 * pad)                           \
+           : (lw) * n * bpv)
+    int64_t lw = 1;
+    for (; dk >= 0 && !fits; dk--) {
+      if (d < nsp - 1) { /* 32, 16 or 8 lines: 8+ keep every access a whole 32-byte sector */
+        lw = 32;
+        while (lw > 8 && (EDT_SBYTES(lw) > EDT_SEARCH_BUDGET || (nlines + lw - 1) / lw < want)) lw /= 2;
+      } else { /* 1 .. 32 rows */
+        lw = 32;
+        while (lw > 1 && EDT_SBYTES(lw) > EDT_SEARCH_BUDGET) lw--;
+        while (lw > 1 && (nlines + lw - 1) / lw < want) lw /= 2;
+      }
+      /* the kernels' static shared memory: up to 640 bytes (ndf_edt_sdrows: 2688, its sqrt table) */
+      fits = EDT_SBYTES(lw) <= EDT_WROWS_SMEM - (dk && d == nsp - 1 ? 3072 : 1024);
+      if (fits) {
+        sp.lw[d] = lw;
+        sp.smem[d] = (unsigned)EDT_SBYTES(lw);
+        sp.dk[d] = dk;
+      }
     }
-    if (lw * n * bpv > EDT_WROWS_SMEM - 1024) return sp; /* 1024: the kernels' static shared memory (up to 640 bytes) */
-    sp.lw[d] = lw;
-    sp.smem[d] = (unsigned)(lw * n * bpv);
+    if (!fits) return sp;
+#undef EDT_SBYTES
   }
   sp.use = 1;
   return sp;
@@ -310,13 +354,14 @@ static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
   const int nd = in->ndim, nsp = nd - nb, has_idx = idx != NULL;
   const int64_t N = ndf_array_size(in);
   const ndf_dtype dout = dist ? dist->dtype : NDF_FLOAT64;
-  static const char *const kn[3] = {"ndf_edt_sfirst", "ndf_edt_smid", "ndf_edt_srows"};
+  static const char *const kn[6] = {"ndf_edt_sfirst", "ndf_edt_smid",   "ndf_edt_srows",
+                                    "ndf_edt_sdmid",  "ndf_edt_sdrows", "ndf_edt_sdmidt"};
   CUfunction fns[NDF_MAX_SPATIAL];
   ndf_status s = NDF_OK;
   for (int d = 0; d < nsp; d++) {
     const int last = d == nsp - 1;
     ndf__kernel_req req;
-    ndf__req_init(&req, "distance_edt", kn[d == 0 ? 0 : last ? 2 : 1]);
+    ndf__req_init(&req, "distance_edt", kn[d == 0 ? 0 : (last ? 2 : 1) + 2 * sp->dk[d]]);
     ndf__req_set(&req, "TIN", "%s", d == 0 ? ndf__dtype_ctype(in->dtype) : "unsigned char");
     ndf__req_set(&req, "DOUT", "%s", last && dist && dout == NDF_FLOAT32 ? "float" : "double");
     ndf__req_set(&req, "WT", "%s", "unsigned int");
@@ -363,18 +408,39 @@ static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
       int64_t lw = 32;
       while (lw > 4 && (nlines + lw - 1) / lw < want) lw /= 2;
       while (lw > 1 && (n + 512 / lw - 1) / (512 / lw) > 32) lw /= 2; /* segments of at most 32 (bit masks) */
-      int64_t nseg = (n + 7) / 8;
+      /* segments of 8+ voxels (NDF_EDT_SFSEG=16|32: the least length; =auto: 32, the most a bit mask
+       * holds, when that still leaves two waves of threads -- 256^3: 8 x 32 instead of 16 x 16 per line,
+       * each thread's fixed work (its line's offsets, the neighbouring segments' scan) over twice the
+       * voxels; not yet measured on a GPU, so not the default) */
+      const char *env_seg = getenv("NDF_EDT_SFSEG");
+      const int64_t sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
+      int64_t segmin = env_seg && atoi(env_seg) >= 1 && atoi(env_seg) <= 32 ? atoi(env_seg)
+                       : env_seg && !strcmp(env_seg, "auto") && nlines * ((n + 31) / 32) >= 2 * 1536 * sms ? 32
+                                                                                                          : 8;
+      int64_t nseg = (n + segmin - 1) / segmin;
       if (nseg > 512 / lw) nseg = 512 / lw;
       bx = (unsigned)lw;
       by = (unsigned)(nseg < 1 ? 1 : nseg);
       grid = ndf__grid(ctx, (nlines + lw - 1) / lw, 32);
     } else {
       smem = sp->smem[d];
-      grid = ndf__grid(ctx, (nlines + slw - 1) / slw, 8);
+      /* ndf_edt_sd*: a grid of the blocks that fit the SMs at once (launch bounds: sdmid 8 blocks, sdmidt and
+       * sdrows 6; shared memory: 228 KiB per SM on sm_90), one wave of grid-stride loops -- 8 per SM (the older
+       * kernels' grid) left a third of a wave behind at 256^3; NDF_EDT_SGRID=k: k blocks per SM) */
+      int per_sm = 8;
+      const char *env_grid = getenv("NDF_EDT_SGRID");
+      if (env_grid && atoi(env_grid) >= 1 && atoi(env_grid) <= 64) {
+        per_sm = atoi(env_grid);
+      } else if (sp->dk[d]) {
+        const int lb = sp->dk[d] == 1 && !last ? 8 : 6, fit = (int)(233472 / ((int64_t)smem + 3072));
+        per_sm = fit < 1 ? 1 : fit < lb ? fit : lb;
+      }
+      grid = ndf__grid(ctx, (nlines + slw - 1) / slw, per_sm);
     }
     if (debug)
       fprintf(stderr, "ndf debug: %s pass %d/%d axis %d (n=%lld lines=%lld): %s grid %u block %ux%u smem %u lines/block %lld W uint32%s (search path, cap %d)\n",
-              name, d + 1, nsp, axis, (long long)n, (long long)nlines, kn[first ? 0 : last ? 2 : 1], grid, bx, by, smem,
+              name, d + 1, nsp, axis, (long long)n, (long long)nlines, kn[first ? 0 : (last ? 2 : 1) + 2 * sp->dk[d]],
+              grid, bx, by, smem,
               (long long)(first ? bx : slw), has_idx ? " + features" : "", sp->scap);
     s = ndf__launch(ctx, name, fns[d], grid, bx, by, smem, pb.b);
   }

@@ -1558,3 +1558,400 @@ extern "C" __global__ void __launch_bounds__(256, 5) ndf_edt_srows(const ndf_edt
   }
 }
 #endif
+
+// ---- the search path, distances only: padded staging (ndf_edt_sdmid, ndf_edt_sdrows) ----------
+//
+// Without indices a pass only needs the least W(y) + ((y - i) s)^2, not which
+// site gives it, so the search keeps no position and no tie rule: each
+// candidate costs a shared load and one add-and-min (__viaddmin_u32, one
+// instruction on sm_90), about a third of ndf_ssearch's per-candidate work
+// (the profile of ndf_edt_smid at 256^3: 79% of the SM's issue slots, 0.86
+// warps issued per cycle per scheduler: instruction-bound, not memory-bound).
+// The staged lines carry pad = min(scap, n - 1) + 3 cells of NDF_WNONE past
+// both ends, so a step takes four radii on each side with no bounds test
+// (radii past a line's end read NDF_WNONE, which no sum beats); the host keeps
+// every ((n + 8) s)^2 below 2^30, so NONE + t never wraps even there.  The
+// minimum is exact (no rounding), so the distances equal ndf_ssearch's, and
+// the fallback (a search past radius scap: the line's envelope) is the same.
+// NDF_EDT_SMID=old / NDF_EDT_SROWS=old keep ndf_edt_smid / ndf_edt_srows.
+__device__ __forceinline__ unsigned ndf_addmin(unsigned a, unsigned t, unsigned b) { return __viaddmin_u32(a, t, b); }
+
+// The least W + t around p0 (W of position y at p0[(y - i) ST]); rend: the
+// largest radius that reaches a position of the line.  Returns false when the
+// search would go past radius cap (best unfinished).  Radii 1 .. 64 are
+// unrolled (S1: unit sampling, so every t = r^2 is an immediate; else r^2 s2):
+// constant load offsets from p0, no loop counter; past 64 (cap > 64) a loop.
+template <int ST, bool S1>
+__device__ __forceinline__ bool ndf_sdsearch(const unsigned *p0, int rend, unsigned s2, int cap, unsigned &best) {
+  unsigned b = *p0;
+  const int rlim = rend < cap ? rend : cap; // a step starting at radius r runs while r <= rlim
+#pragma unroll
+  for (int g = 0; g < 16; g++) {
+    const int r = 1 + 4 * g;
+    // every candidate at radius r or more is at least t: b is the minimum
+    if ((S1 ? (unsigned)(r * r) : (unsigned)(r * r) * s2) > b) {
+      best = b;
+      return true;
+    }
+    if (r > rlim) {
+      best = b;
+      return r > rend;
+    }
+    unsigned bl = b, br = b; // two chains: shorter dependences
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+      const unsigned t = S1 ? (unsigned)((r + k) * (r + k)) : (unsigned)((r + k) * (r + k)) * s2;
+      bl = ndf_addmin(p0[-(r + k) * ST], t, bl);
+      br = ndf_addmin(p0[(r + k) * ST], t, br);
+    }
+    b = bl < br ? bl : br;
+  }
+  unsigned t = 65u * 65u * s2, dt = 131u * s2; // t = (r s)^2, dt = t(r + 1) - t(r)
+  const unsigned s2x2 = 2u * s2;
+  for (int r = 65;; r += 4) {
+    if (t > b || r > rend) {
+      best = b;
+      return true;
+    }
+    if (r > cap) return false;
+    const unsigned *pl = p0 - r * ST, *pr = p0 + r * ST;
+    const unsigned t1 = t + dt, d2 = dt + s2x2, t2 = t1 + d2, d3 = d2 + s2x2, t3 = t2 + d3, d4 = d3 + s2x2;
+    const unsigned l0 = pl[0], r0 = pr[0], l1 = pl[-ST], r1 = pr[ST], l2 = pl[-2 * ST], r2 = pr[2 * ST],
+                   l3 = pl[-3 * ST], r3 = pr[3 * ST];
+    unsigned bl = ndf_addmin(l0, t, b), br = ndf_addmin(r0, t, b);
+    bl = ndf_addmin(l1, t1, bl);
+    br = ndf_addmin(r1, t1, br);
+    bl = ndf_addmin(l2, t2, bl);
+    br = ndf_addmin(r2, t2, br);
+    bl = ndf_addmin(l3, t3, bl);
+    br = ndf_addmin(r3, t3, br);
+    b = bl < br ? bl : br;
+    t = t3 + d4;
+    dt = d4 + s2x2;
+  }
+}
+
+// ndf_sdsearch with the sampling's case picked (warp-uniform).
+template <int ST>
+__device__ __forceinline__ bool ndf_sdsearch2(const unsigned *p0, int rend, unsigned s2, int cap, unsigned &best) {
+  return s2 == 1u ? ndf_sdsearch<ST, true>(p0, rend, s2, cap, best) : ndf_sdsearch<ST, false>(p0, rend, s2, cap, best);
+}
+
+// The cells of NDF_WNONE staged past each end of a line (host: edt_spad).
+__device__ __forceinline__ int ndf_spad(int n, int cap) { return (cap < n - 1 ? cap : n - 1) + 3; }
+
+#if !FIRST && !LAST && !HAS_IDX
+// ndf_edt_smid without indices: LW lines staged as [pad + x][k] (pad rows of
+// NDF_WNONE above and below, written once), a thread per voxel; the fallback
+// envelopes' stacks follow the staging.
+template <int LW>
+__device__ __forceinline__ void ndf_sdmid_body(const ndf_edt_params &p, unsigned char *ndf_wsmem, ndf_i64 *lbase,
+                                               int *lany, int *llong, int *lG) {
+  const int tid = threadIdx.x, nt = blockDim.x, lsh = LW == 8 ? 3 : LW == 16 ? 4 : 5;
+  const int n = (int)p.n, total = LW * n, cap = p.scap, pad = ndf_spad(n, cap);
+  const ndf_i64 inner = p.inner;
+  const unsigned s2 = (unsigned)p.s * (unsigned)p.s;
+  const unsigned *gw = (const unsigned *)(const void *)p.sw;
+  unsigned *dw = (unsigned *)(void *)p.dw;
+  unsigned *sw = (unsigned *)ndf_wsmem, *tw = sw + pad * LW; // position x of line k: tw[x * LW + k]
+  unsigned short *stk = (unsigned short *)(sw + (n + 2 * pad) * LW); // [line * n + l]
+  for (int e = tid; e < pad * LW; e += nt) {
+    sw[e] = NDF_WNONE;
+    tw[total + e] = NDF_WNONE;
+  }
+  const ndf_i64 ngroups = (p.nlines + LW - 1) / LW;
+  for (ndf_i64 g = blockIdx.x; g < ngroups; g += gridDim.x) {
+    if (tid < LW) {
+      const ndf_i64 L = g * LW + tid;
+      const ndf_i64 o = L / inner, j = L - o * inner;
+      lbase[tid] = L < p.nlines ? o * p.n * inner + j : -1;
+      lany[tid] = 0;
+      llong[tid] = 0;
+    }
+    __syncthreads(); // (also orders the pad rows before the first search)
+    for (int eb = 0; eb < total; eb += 4 * nt) {
+      unsigned wb[4];
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const int e = eb + u * nt + tid;
+        const ndf_i64 b = e < total ? lbase[e & (LW - 1)] : -1;
+        wb[u] = b >= 0 ? gw[b + (ndf_i64)(e >> lsh) * inner] : NDF_WNONE;
+      }
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const int e = eb + u * nt + tid;
+        if (e < total) {
+          tw[e] = wb[u];
+          if (wb[u] != NDF_WNONE) lany[e & (LW - 1)] = 1;
+        }
+      }
+    }
+    __syncthreads();
+    int mylong = 0;
+    for (int e = tid; e < total; e += nt) {
+      const int k = e & (LW - 1), x = e >> lsh;
+      const ndf_i64 b = lbase[k];
+      if (b < 0) continue;
+      unsigned best = NDF_WNONE;
+      if (lany[k] && !ndf_sdsearch2<LW>(tw + e, x > n - 1 - x ? x : n - 1 - x, s2, cap, best)) {
+        llong[k] = 1; // the line's envelope writes this voxel
+        mylong = 1;
+        continue;
+      }
+      dw[b + (ndf_i64)x * inner] = best;
+    }
+    if (__syncthreads_or(mylong)) { // some line searched too far: its envelope answers all its positions
+      if (tid < LW && llong[tid]) lG[tid] = ndf_senv(tw + tid, LW, n, stk + tid * n, (ndf_i64)p.s);
+      __syncthreads();
+      for (int e = tid; e < total; e += nt) {
+        const int k = e & (LW - 1), x = e >> lsh;
+        if (!llong[k]) continue;
+        unsigned best;
+        ndf_squery(tw + k, LW, stk + k * n, lG[k], x, s2, best);
+        dw[lbase[k] + (ndf_i64)x * inner] = best;
+      }
+      __syncthreads();
+    } // (__syncthreads_or is the barrier before the next group overwrites the staging and the tables)
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8) ndf_edt_sdmid(const ndf_edt_params p) {
+  extern __shared__ __align__(16) unsigned char ndf_wsmem[];
+  __shared__ ndf_i64 lbase[32]; // working index of each line's start (-1: past the last line)
+  __shared__ int lany[32];      // the line has a site
+  __shared__ int llong[32];     // a search of the line went past p.scap: its envelope answers it
+  __shared__ int lG[32];        // the envelope's length
+  if (p.slw == 8)
+    ndf_sdmid_body<8>(p, ndf_wsmem, lbase, lany, llong, lG);
+  else if (p.slw == 16)
+    ndf_sdmid_body<16>(p, ndf_wsmem, lbase, lany, llong, lG);
+  else
+    ndf_sdmid_body<32>(p, ndf_wsmem, lbase, lany, llong, lG);
+}
+#endif
+
+// The pitch of a line staged transposed (ndf_edt_sdmidt): at least n + pad
+// and P = 32 / LW (mod 32), so the staging stores of a warp (LW lines x 32 / LW
+// positions) fall in 32 distinct banks.  (host: edt_spitch)
+__device__ __forceinline__ int ndf_spitch(int n, int pad, int lw) {
+  const int q = n + pad, m = 32 / lw;
+  return q + (((m - q) % 32) + 32) % 32;
+}
+
+#if !FIRST && !LAST && !HAS_IDX
+// ndf_edt_sdmid with the lanes of a warp along a line (the searches of
+// neighbouring positions end at similar radii, so fewer lanes idle than with
+// 32 lines side by side): the LW lines are staged transposed, line k at
+// tw[k P + x] (P = ndf_spitch: a line's right pad is the next one's left pad,
+// written once), each thread takes positions e = k n + x, e + nt, ... and
+// puts its answers in an output tile [x][k] (pitch LW + 1: conflict-free
+// both ways), which the block then writes out coalesced as ndf_edt_sdmid.
+template <int LW>
+__device__ __forceinline__ void ndf_sdmidt_body(const ndf_edt_params &p, unsigned char *ndf_wsmem, ndf_i64 *lbase,
+                                               int *lany, int *llong, int *lG) {
+  const int tid = threadIdx.x, nt = blockDim.x, lsh = LW == 8 ? 3 : LW == 16 ? 4 : 5;
+  const int n = (int)p.n, total = LW * n, cap = p.scap, P = ndf_spitch(n, ndf_spad(n, cap), LW), pad = P - n;
+  const int dk = nt / n, di = nt - dk * n, k0 = tid / n, i0 = tid - k0 * n;
+  const ndf_i64 inner = p.inner;
+  const unsigned s2 = (unsigned)p.s * (unsigned)p.s;
+  const unsigned *gw = (const unsigned *)(const void *)p.sw;
+  unsigned *dw = (unsigned *)(void *)p.dw;
+  unsigned *sw = (unsigned *)ndf_wsmem, *tw = sw + pad; // line k, position x: tw[k P + x]
+  unsigned *ot = tw + LW * P;                            // answers: ot[x (LW + 1) + k]
+  unsigned short *stk = (unsigned short *)ot; // [line * n + l]: the fallback's stacks, after ot is written out
+  for (int e = tid; e < pad; e += nt) sw[e] = NDF_WNONE;
+  for (int e = tid; e < LW * pad; e += nt) {
+    const int k = e / pad;
+    tw[k * P + n + e - k * pad] = NDF_WNONE;
+  }
+  const ndf_i64 ngroups = (p.nlines + LW - 1) / LW;
+  for (ndf_i64 g = blockIdx.x; g < ngroups; g += gridDim.x) {
+    __syncthreads(); // the previous group's write-out has read lbase and ot
+    if (tid < LW) {
+      const ndf_i64 L = g * LW + tid;
+      const ndf_i64 o = L / inner, j = L - o * inner;
+      lbase[tid] = L < p.nlines ? o * p.n * inner + j : -1;
+      lany[tid] = 0;
+      llong[tid] = 0;
+    }
+    __syncthreads(); // (also orders the pads before the first search)
+    for (int eb = 0; eb < total; eb += 4 * nt) {
+      unsigned wb[4];
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const int e = eb + u * nt + tid;
+        const ndf_i64 b = e < total ? lbase[e & (LW - 1)] : -1;
+        wb[u] = b >= 0 ? gw[b + (ndf_i64)(e >> lsh) * inner] : NDF_WNONE;
+      }
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const int e = eb + u * nt + tid, k = e & (LW - 1);
+        if (e < total) {
+          tw[k * P + (e >> lsh)] = wb[u];
+          if (wb[u] != NDF_WNONE) lany[k] = 1;
+        }
+      }
+    }
+    __syncthreads();
+    int k = k0, x = i0, mylong = 0;
+    for (int e = tid; e < total; e += nt) {
+      if (lbase[k] >= 0) {
+        unsigned best = NDF_WNONE;
+        if (lany[k] && !ndf_sdsearch2<1>(tw + k * P + x, x > n - 1 - x ? x : n - 1 - x, s2, cap, best)) {
+          llong[k] = 1; // the line's envelope answers this voxel
+          mylong = 1;
+        } else {
+          ot[x * (LW + 1) + k] = best;
+        }
+      }
+      k += dk;
+      x += di;
+      if (x >= n) {
+        x -= n;
+        k++;
+      }
+    }
+    const int anylong = __syncthreads_or(mylong); // (the barrier: ot is complete)
+    for (int e = tid; e < total; e += nt) {
+      const int kk = e & (LW - 1), xx = e >> lsh;
+      const ndf_i64 b = lbase[kk];
+      if (b >= 0 && !llong[kk]) dw[b + (ndf_i64)xx * inner] = ot[xx * (LW + 1) + kk];
+    }
+    if (anylong) { // some line searched too far: its envelope answers all its positions
+      __syncthreads(); // ot is written out before the stacks overwrite it
+      if (tid < LW && llong[tid]) lG[tid] = ndf_senv(tw + tid * P, 1, n, stk + tid * n, (ndf_i64)p.s);
+      __syncthreads();
+      for (int e = tid; e < total; e += nt) {
+        const int kk = e & (LW - 1), xx = e >> lsh;
+        if (!llong[kk]) continue;
+        unsigned best;
+        ndf_squery(tw + kk * P, 1, stk + kk * n, lG[kk], xx, s2, best);
+        dw[lbase[kk] + (ndf_i64)xx * inner] = best;
+      }
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(256, 6) ndf_edt_sdmidt(const ndf_edt_params p) {
+  extern __shared__ __align__(16) unsigned char ndf_wsmem[];
+  __shared__ ndf_i64 lbase[32]; // working index of each line's start (-1: past the last line)
+  __shared__ int lany[32];      // the line has a site
+  __shared__ int llong[32];     // a search of the line went past p.scap: its envelope answers it
+  __shared__ int lG[32];        // the envelope's length
+  if (p.slw == 8)
+    ndf_sdmidt_body<8>(p, ndf_wsmem, lbase, lany, llong, lG);
+  else if (p.slw == 16)
+    ndf_sdmidt_body<16>(p, ndf_wsmem, lbase, lany, llong, lG);
+  else
+    ndf_sdmidt_body<32>(p, ndf_wsmem, lbase, lany, llong, lG);
+}
+#endif
+
+#if !FIRST && LAST && !HAS_IDX
+// ndf_edt_srows without indices: R rows staged as [pad + k (n + pad) + i]
+// (a row's right pad is the next row's left pad; written once), a thread per
+// voxel; (k, i) of element e = k n + i advanced without divisions.
+extern "C" __global__ void __launch_bounds__(256, 6) ndf_edt_sdrows(const ndf_edt_params p) {
+  extern __shared__ __align__(16) unsigned char ndf_wsmem[];
+  __shared__ ndf_i64 rdb[32]; // each row's output offset
+  __shared__ int rany[32];    // the row has a site (else the image has no background)
+  __shared__ int rlong[32];   // a search of the row went past p.scap: its envelope answers it
+  __shared__ int rG[32];      // the envelope's length
+  __shared__ double sq[256];  // sqrt(0 .. 255): the distances of most voxels (the same correctly rounded values)
+  const int tid = threadIdx.x, nt = blockDim.x, R = (int)p.slw, n = (int)p.n, cap = p.scap, pad = ndf_spad(n, cap);
+  const int P = n + pad, dk = nt / n, di = nt - dk * n, k0 = tid / n, i0 = tid - k0 * n;
+  const unsigned s2 = (unsigned)p.s * (unsigned)p.s;
+  const unsigned *gw = (const unsigned *)(const void *)p.sw;
+  const ndf_i64 ds = p.dstr[p.axis];
+  unsigned *sw = (unsigned *)ndf_wsmem, *tw = sw + pad; // row k, position i: tw[k P + i]
+  unsigned short *stk = (unsigned short *)(sw + pad + R * P); // [row * n + l]
+  for (int e = tid; e < 256; e += nt) sq[e] = sqrt((double)e);
+  for (int e = tid; e < pad; e += nt) sw[e] = NDF_WNONE;
+  for (int e = tid; e < R * pad; e += nt) {
+    const int k = e / pad;
+    tw[k * P + n + e - k * pad] = NDF_WNONE;
+  }
+  const ndf_i64 ngroups = (p.nlines + R - 1) / R;
+  for (ndf_i64 g = blockIdx.x; g < ngroups; g += gridDim.x) {
+    const ndf_i64 r0 = g * R;
+    const int rows = p.nlines - r0 < R ? (int)(p.nlines - r0) : R, cnt = rows * n;
+    if (tid < rows) {
+      rdb[tid] = ndf_offset(p, (r0 + tid) * p.n, p.dstr);
+      rany[tid] = 0;
+      rlong[tid] = 0;
+    }
+    __syncthreads(); // (also orders the pads before the first search)
+    const ndf_i64 base = r0 * p.n; // the rows are one contiguous chunk of the source
+    int k = k0, i = i0;
+    for (int eb = 0; eb < cnt; eb += 4 * nt) {
+      unsigned wb[4];
+      int kk[4];
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const int e = eb + u * nt + tid;
+        wb[u] = e < cnt ? gw[base + e] : NDF_WNONE;
+        kk[u] = k;
+        k += dk;
+        i += di;
+        if (i >= n) {
+          i -= n;
+          k++;
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const int e = eb + u * nt + tid;
+        if (e < cnt) {
+          tw[e + kk[u] * pad] = wb[u];
+          if (wb[u] != NDF_WNONE) rany[kk[u]] = 1;
+        }
+      }
+    }
+    __syncthreads();
+    k = k0;
+    i = i0;
+    int mylong = 0;
+    for (int e = tid; e < cnt; e += nt) {
+      if (!rany[k]) { // the image has no background
+        ndf_emit(p, rdb[k] + i * ds, 0, -1, ndf_nobg(p, (r0 + k) * p.n + i));
+      } else {
+        unsigned best;
+        if (ndf_sdsearch2<1>(tw + k * P + i, i > n - 1 - i ? i : n - 1 - i, s2, cap, best)) {
+#if HAS_DIST
+          p.dist[rdb[k] + i * ds] = (DOUT)(best < 256u ? sq[best] : sqrt((double)best));
+#endif
+        } else { // the row's envelope writes this voxel
+          rlong[k] = 1;
+          mylong = 1;
+        }
+      }
+      k += dk;
+      i += di;
+      if (i >= n) {
+        i -= n;
+        k++;
+      }
+    }
+    if (__syncthreads_or(mylong)) { // some row searched too far: its envelope answers all its positions
+      if (tid < rows && rlong[tid]) rG[tid] = ndf_senv(tw + tid * P, 1, n, stk + tid * n, (ndf_i64)p.s);
+      __syncthreads();
+      k = k0;
+      i = i0;
+      for (int e = tid; e < cnt; e += nt) {
+        if (rlong[k]) {
+          unsigned best;
+          ndf_squery(tw + k * P, 1, stk + k * n, rG[k], i, s2, best);
+          ndf_emit(p, rdb[k] + i * ds, 0, 0, (double)best);
+        }
+        k += dk;
+        i += di;
+        if (i >= n) {
+          i -= n;
+          k++;
+        }
+      }
+      __syncthreads();
+    } // (__syncthreads_or is the barrier before the next group overwrites the staging and the row tables)
+  }
+}
+#endif

@@ -244,10 +244,18 @@ done:
  * by their envelope, ndf_senv / ndf_squery).  Mode 0 (and 7, 8) take the search path (ndf_edt_s*)
  * where it applies (integer sampling, W < 2^32, 2+ spatial axes); modes 1-6
  * name envelope kernels, which turns it off.  Modes 0-3 leave the middle
- * axes' automatic choice (ndf_edt_wlines with exact arithmetic). */
-#define EDT_MODES 11
+ * axes' automatic choice (ndf_edt_wlines with exact arithmetic).  Without
+ * indices the search path's middle and last passes are ndf_edt_sdmid /
+ * ndf_edt_sdrows (padded staging, distances only); 11 = 0 with the older
+ * ndf_edt_smid / ndf_edt_srows there (NDF_EDT_SMID=old, NDF_EDT_SROWS=old)
+ * and the first pass's segments of 8+ voxels (NDF_EDT_SFSEG=8: session 5);
+ * 12 = 0 with ndf_edt_sdmidt (NDF_EDT_SMID=t), searches up to radius 100
+ * (NDF_EDT_SCAP=100: wider pads, searches past 64 on long lines),
+ * ndf_edt_srows (NDF_EDT_SROWS=old) and first-pass segments of 32
+ * (NDF_EDT_SFSEG=32). */
+#define EDT_MODES 13
 static void edt_rows_mode(dcase *c, int mode) {
-  static const char *const names[] = {NULL, "warp", "serial", "tile", "tile", NULL, NULL, NULL, NULL, NULL, NULL};
+  static const char *const names[] = {NULL, "warp", "serial", "tile", "tile", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
   if (names[mode])
     setenv("NDF_EDT_ROWS", names[mode], 1);
   else
@@ -272,10 +280,22 @@ static void edt_rows_mode(dcase *c, int mode) {
     setenv("NDF_EDT_SERIAL", "new", 1);
   else
     unsetenv("NDF_EDT_SERIAL");
-  if (mode == 10)
-    setenv("NDF_EDT_SCAP", "2", 1);
+  if (mode == 10 || mode == 12)
+    setenv("NDF_EDT_SCAP", mode == 10 ? "2" : "100", 1);
   else
     unsetenv("NDF_EDT_SCAP");
+  if (mode == 11 || mode == 12) /* the session-5 middle pass / ndf_edt_sdmidt */
+    setenv("NDF_EDT_SMID", mode == 11 ? "old" : "t", 1);
+  else
+    unsetenv("NDF_EDT_SMID");
+  if (mode == 11 || mode == 12)
+    setenv("NDF_EDT_SROWS", "old", 1);
+  else
+    unsetenv("NDF_EDT_SROWS");
+  if (mode == 11 || mode == 12) /* the first pass's segments: 8+ voxels (session 5) / 32 */
+    setenv("NDF_EDT_SFSEG", mode == 11 ? "8" : "32", 1);
+  else
+    unsetenv("NDF_EDT_SFSEG");
   if (mode == 7 || mode == 8) {
     setenv("NDF_EDT_FIRST", mode == 7 ? "512" : "1024", 1);
     setenv("NDF_EDT_WARPS", mode == 7 ? "2" : "1", 1);
@@ -292,6 +312,8 @@ static void edt_rows_mode(dcase *c, int mode) {
            : mode == 8 ? " first 1024 warps 1, wenv1"
            : mode == 9 ? " search off"
            : mode == 10 ? " search cap 2"
+           : mode == 11 ? " smid/srows old, first segments 8+"
+           : mode == 12 ? " smid t, search cap 100, srows old, first segments 32"
                        : "");
 }
 
@@ -329,6 +351,8 @@ static void test_gpu_edt_paths(void **state) {
       {3, 0, {64, 64, 64}},   {3, 0, {5, 700, 3}},    {3, 0, {1, 33, 1}},      {3, 0, {9, 1, 17}},
       {3, 0, {3, 1500, 5}},   {3, 0, {2, 2000, 3}},   {4, 1, {3, 20, 33, 18}}, {4, 0, {7, 9, 11, 13}},
       {3, 1, {4, 130, 70}},   {4, 1, {2, 31, 40, 65}},
+      /* lines past the search cap (64) and block sizes that do not divide them (ndf_edt_sdmid / sdrows) */
+      {3, 0, {3, 200, 41}},   {2, 0, {150, 333}},     {4, 2, {2, 3, 70, 9}},
   };
   static const int kinds[] = {-1, 6, 2, 7, 8, 3};
   /* Short runs (compute-sanitizer): the automatic choice and the old kernels, random and kind-7 masks. */
@@ -338,7 +362,8 @@ static void test_gpu_edt_paths(void **state) {
     for (int samp = 0; samp < 3; samp++)
       for (size_t q = 0; q < sizeof kinds / sizeof kinds[0]; q++)
         for (int mode = 0; mode < EDT_MODES; mode++) {
-          if (small && ((mode != 0 && mode != 4 && mode != 9 && mode != 10) || (q != 0 && q != 3 && q != 4))) continue;
+          if (small && ((mode != 0 && mode != 4 && mode != 9 && mode != 10 && mode != 11) || (q != 0 && q != 3 && q != 4)))
+            continue;
           dcase c;
           memset(&c, 0, sizeof c);
           c.dt = NDF_UINT8;
@@ -375,6 +400,9 @@ out:
   unsetenv("NDF_EDT_SEARCH");
   unsetenv("NDF_EDT_SERIAL");
   unsetenv("NDF_EDT_SCAP");
+  unsetenv("NDF_EDT_SMID");
+  unsetenv("NDF_EDT_SROWS");
+  unsetenv("NDF_EDT_SFSEG");
   if (failed) printf("%d of %d path cases failed; seed %llu\n", failed, ncase, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);
 }
@@ -474,6 +502,10 @@ static void test_gpu_benchmark_shapes(void **state) {
       {2, 0, {1024, 1024}, 1, 1, 8},      /* the sampling + indices workload on ndf_wenv1, ndf_edt_first1k */
       {3, 1, {8, 1024, 1024}, 0, 1, 0},   /* the search path with features, batched */
       {3, 0, {256, 256, 256}, 0, 1, 10},  /* the search path's envelope fallback (NDF_EDT_SCAP=2) */
+      {3, 0, {256, 256, 256}, 0, 0, 11},  /* the search path without indices on ndf_edt_smid / srows */
+      {3, 0, {256, 256, 256}, 0, 0, 10},  /* ndf_edt_sdmid / sdrows with the envelope fallback */
+      {2, 0, {1024, 1024}, 0, 0, 12},     /* searches up to radius 100 */
+      {3, 0, {256, 256, 256}, 0, 0, 12},  /* ndf_edt_sdmidt (NDF_EDT_SMID=t), first-pass segments of 32 */
   };
   /* Short runs (NDF_TEST_CASES < 100, as gpu_run.sh's compute-sanitizer pass
    * uses) take the 1024^2 shapes only. */
@@ -707,6 +739,9 @@ int main(void) {
   unsetenv("NDF_EDT_SEARCH");
   unsetenv("NDF_EDT_SERIAL");
   unsetenv("NDF_EDT_SCAP");
+  unsetenv("NDF_EDT_SMID");
+  unsetenv("NDF_EDT_SROWS");
+  unsetenv("NDF_EDT_SFSEG");
   ndf_cache_stats st;
   ndf_ctx_cache_stats(s->ctx, &st);
   printf("kernel cache: %llu memory hits, %llu disk hits, %llu compiles (%.0f ms)\n",

@@ -25,6 +25,9 @@ EMU_DECL(smid0)
 EMU_DECL(smid1)
 EMU_DECL(srows0)
 EMU_DECL(srows1)
+EMU_DECL(sdmid)
+EMU_DECL(sdmidt)
+EMU_DECL(sdrows)
 EMU_DECL(bfirst)
 EMU_DECL(ofirst)
 
@@ -51,6 +54,11 @@ int main(int argc, char **argv) {
     int64_t sh[NDF_MAX_NDIM] = {0};
     static const int64_t hi[5] = {0, 0, 120, 26, 10};
     for (int d = 0; d < nd; d++) sh[d] = d < nb ? irand(1, 3) : urand() < 0.1 ? irand(1, 2) : irand(1, hi[nsp]);
+    if (nsp == 3 && urand() < 0.3) { // a long middle axis (past the search cap): 2-4 x 70-200 x 2-5
+      sh[nb] = irand(2, 4);
+      sh[nb + 1] = irand(70, 200);
+      sh[nb + 2] = irand(2, 5);
+    }
     int64_t N = 1, npix = 1;
     for (int d = 0; d < nd; d++) N *= sh[d];
     for (int d = nb; d < nd; d++) npix *= sh[d];
@@ -164,6 +172,29 @@ int main(int argc, char **argv) {
           (has_idx ? emu_pass_sfirst1 : emu_pass_sfirst0)(base, nullptr, nullptr, F[dst].data(), W[dst].data(), nullptr,
                                                           nullptr, nlines, n, inner, samp[d], nd, nb, axis, npix, sh,
                                                           istr, dstr, xstr, xk, samp, 0, scap, grid, (unsigned)lw, (unsigned)nseg);
+        } else if (!last && !has_idx && urand() < 0.7) { // ndf_edt_sdmid(t): padded staging, distances only
+          const int64_t pad = std::min<int64_t>(scap, n - 1) + 3;
+          const int tr = urand() < 0.6; // ndf_edt_sdmidt: lines transposed, pitch edt_spitch, answer tile
+          auto bytes = [&](int64_t lw) {
+            const int64_t q = n + pad, P = q + (((32 / lw - q) % 32) + 32) % 32;
+            return tr ? 4 * (P - n + lw * P) + 4 * n * (lw + 1) : lw * (n * 6 + 8 * pad);
+          };
+          int64_t lw = 8 << irand(0, 2);
+          while (lw > 8 && bytes(lw) > 65536) lw /= 2;
+          if (bytes(lw) > 65536) { printf("case %d: no room\n", cs); continue; }
+          const unsigned bx = (unsigned)(32 * irand(1, 8));
+          cn += snprintf(cfg + cn, sizeof cfg - cn, " %s %lld/%ux%u", tr ? "sdmidt" : "sdmid", (long long)lw, bx, grid);
+          (tr ? emu_pass_sdmidt : emu_pass_sdmid)(nullptr, F[src].data(), W[src].data(), F[dst].data(),
+                                                  W[dst].data(), nullptr, nullptr, nlines,
+                         n, inner, samp[d], nd, nb, axis, npix, sh, istr, dstr, xstr, xk, samp, lw, scap, grid, bx, 1);
+        } else if (last && !has_idx && urand() < 0.6) { // ndf_edt_sdrows
+          const int64_t pad = std::min<int64_t>(scap, n - 1) + 3;
+          int64_t R = irand(1, 32);
+          while (R > 1 && R * (n * 6 + 4 * pad) + 4 * pad > 65536) R--;
+          const unsigned bx = (unsigned)(32 * irand(1, 8));
+          cn += snprintf(cfg + cn, sizeof cfg - cn, " sdrows %lld/%ux%u", (long long)R, bx, grid);
+          emu_pass_sdrows(nullptr, F[src].data(), W[src].data(), nullptr, nullptr, gd.data(), nullptr, nlines, n, inner,
+                          samp[d], nd, nb, axis, npix, sh, istr, dstr, xstr, xk, samp, R, scap, grid, bx, 1);
         } else if (!last) {
           int64_t lw = 8 << irand(0, 2);
           while (lw > 8 && lw * n * bpv > 65536) lw /= 2;

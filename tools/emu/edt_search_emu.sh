@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # edt_search_emu.sh BUILD_DIR [cases] -- runs the CUDA edt search kernels
-# (templates/distance_edt.cu: ndf_edt_sfirst, ndf_edt_smid, ndf_edt_srows) on
+# (templates/distance_edt.cu: ndf_edt_sfirst, ndf_edt_smid, ndf_edt_srows,
+# ndf_edt_sdmid, ndf_edt_sdmidt, ndf_edt_sdrows) on
 # the host, one std::thread per CUDA thread (tools/emu/edt_search_emu_k.cpp),
 # with random block shapes, and compares distances and indices with the CPU
 # backend of BUILD_DIR/libndforge.so bit for bit (exits 0 when all agree).
@@ -32,6 +33,14 @@ for spec in "sfirst 1 0 ndf_edt_sfirst" "smid 0 0 ndf_edt_smid" "srows 0 1 ndf_e
       -DEMU_WT="unsigned int" -o "$tmp/$1$idx.o" "$here/edt_search_emu_k.cpp"
     objs+=("$tmp/$1$idx.o")
   done
+done
+# the distances-only kernels (HAS_IDX 0): ndf_edt_sdmid, ndf_edt_sdmidt, ndf_edt_sdrows
+for spec in "sdmid 0 0 ndf_edt_sdmid" "sdmidt 0 0 ndf_edt_sdmidt" "sdrows 0 1 ndf_edt_sdrows"; do
+  set -- $spec
+  g++ -std=c++20 -O1 -w -pthread -c -I"$root/templates" -DKERN_INC="\"$tmp/kern.inc\"" -DEMU_NAME="$1" \
+    -DEMU_FIRST="$2" -DEMU_LAST="$3" -DEMU_HAS_DIST="$3" -DEMU_HAS_IDX=0 -DEMU_DOUT=double -DKERNEL="$4" \
+    -DEMU_WT="unsigned int" -o "$tmp/$1.o" "$here/edt_search_emu_k.cpp"
+  objs+=("$tmp/$1.o")
 done
 # the envelope kernels' first pass (W double): ndf_edt_bfirst against ndf_edt_first
 for spec in "bfirst ndf_edt_bfirst" "ofirst ndf_edt_first"; do

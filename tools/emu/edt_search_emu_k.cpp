@@ -42,6 +42,10 @@ static inline int __syncthreads_or(int v) {
 }
 static inline int __ffs(unsigned x) { return __builtin_ffs((int)x); }
 static inline int __clz(unsigned x) { return x ? __builtin_clz(x) : 32; }
+static inline unsigned __viaddmin_u32(unsigned a, unsigned b, unsigned c) { // min(a + b, c), wrapping add
+  const unsigned s = a + b;
+  return s < c ? s : c;
+}
 static inline double __dmul_rn(double a, double b) { return a * b; }
 static inline double __dadd_rn(double a, double b) { return a + b; }
 static inline double __dsub_rn(double a, double b) { return a - b; }
