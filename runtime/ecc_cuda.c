@@ -575,7 +575,8 @@ static int brick_planner(ndf_ctx *ctx, CUfunction fn, const ndf__ecc_call *c, in
   if (pl->nbricks > 0x7fffffff) return 0;
   if (last.ctx == ctx && last.fn == fn && last.T == c->T && last.nbricks == pl->nbricks && last.mode == mode &&
       last.nsp == nsp && last.vsize == vsize) {
-    *pl = last.pl;
+    /* the layout (nbz, nby, nbx) is this call's: only the launch shape depends on the key */
+    pl->per = last.pl.per, pl->grid = last.pl.grid, pl->resident = last.pl.resident, pl->dyn = last.pl.dyn;
     /* the attribute again past the default 48 KiB (a context and function at reused addresses) */
     if (pl->dyn > 49152 && ndf__cu(NULL)->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                              (int)pl->dyn) != CUDA_SUCCESS)

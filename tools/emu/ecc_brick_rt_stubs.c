@@ -144,13 +144,18 @@ int main(int argc, char **argv) {
   for (long cs = 0; cs < ncases; cs++) {
     const ndf_dtype dt = EMU_DT; /* the emulated kernel's family */
     const size_t es = ndf_dtype_size(dt);
-    const int nsp = EMU_NSP, nb = (int)ri(0, 2), nd = nb + nsp;
-    const int cons = EMU_CONS;
+    int nb = (int)ri(0, 2);
+    const int nsp = EMU_NSP, cons = EMU_CONS;
     const int64_t Ts[5] = {2, 3, 37, 256, 510};
-    const int64_t T = Ts[ri(0, 4)];
+    int64_t T = Ts[ri(0, 4)];
     int64_t sh[5], n = 1;
+    /* cases 0 and 1: equal brick counts, different layouts (three 1-voxel images, then one image
+     * three bricks wide): the planner's per-thread cache must not reuse the first layout */
+    if (cs < 2) nb = 1 - (int)cs, T = 37;
+    const int nd = nb + nsp;
     for (int d = 0; d < nd; d++) {
       sh[d] = d < nb ? ri(1, 3) : ri(0, 4) == 0 ? ri(1, 3) : ri(1, nsp == 2 ? 200 : 30);
+      if (cs < 2) sh[d] = cs == 0 ? (d == 0 ? 3 : 1) : (d == nd - 1 ? (nsp == 2 ? 300 : 150) : 1);
       n *= sh[d];
     }
     if (n > 40000) { cs--; continue; }
