@@ -115,13 +115,14 @@ static edt_wplan edt_wrows_plan(const ndf_array *in, int nb, const double *sampl
     w.seg = w.stride = n;
     w.wbytes = (n * 20 + 15) & ~(int64_t)15; /* each warp's region 16-byte aligned */
     /* The envelope's builder (issue 5): NDF_EDT_SERIAL=old lane 0 (ndf_wenv), =new lane 0
-     * (ndf_wenv1), else the warp (ndf_wenvp: 32 segments of an odd stride, sites, two int
+     * (ndf_wenv1), unset or any other value the warp (ndf_wenvp: 32 segments of an odd stride, sites, two int
      * arrays and a byte array, 25 bytes per slot) where that fits 48 KiB (rows up to ~1900),
      * else lane 0. */
     const char *env_serial = getenv("NDF_EDT_SERIAL");
     w.wfast = env_serial && !strcmp(env_serial, "new") ? 1 : 0;
     const int64_t pseg = (n + 31) / 32, pstride = pseg + (pseg % 2 == 0), pbytes = (32 * pstride * 25 + 15) & ~(int64_t)15;
-    if (!env_serial && pbytes <= EDT_WROWS_SMEM) {
+    const int serial = env_serial && (!strcmp(env_serial, "old") || !strcmp(env_serial, "new"));
+    if (!serial && pbytes <= EDT_WROWS_SMEM) {
       w.wfast = 2;
       w.seg = pseg;
       w.stride = pstride;
@@ -219,8 +220,8 @@ typedef struct edt_splan {
  * candidate, lines staged with edt_spad cells of NDF_WNONE past both ends (no
  * bounds tests); NDF_EDT_SMID=old / NDF_EDT_SROWS=old keep ndf_edt_smid /
  * ndf_edt_srows; NDF_EDT_SMID=t takes ndf_edt_sdmidt (lanes along a line,
- * lines staged transposed, answers through a shared tile; checked by the
- * host emulator only, not yet run on a GPU) instead of ndf_edt_sdmid (lanes
+ * lines staged transposed, answers through a shared tile; run on the GPU
+ * only by test_gpu_distance's mode 12 and benchmark-shape cases, not timed) instead of ndf_edt_sdmid (lanes
  * across lines, as ndf_edt_smid; measured: 256^3 middle pass 171 us, was
  * 263).  They need ((n + 8) s)^2 below 2^30 on the pass's axis (radii up to
  * n + 2 are read, past the line's end). */

@@ -75,7 +75,7 @@ struct ndf_edt_params {
   ndf_i64 wpitch;                 // ndf_edt_wlines: pitch (positions) of a line's staged outputs
   int wtree;                      // ndf_wenv: 1 = merge the segments in a tree (5 levels), 0 = lane 0 in order
   ndf_i64 slw;                    // ndf_edt_smid / ndf_edt_srows: lines (rows) per block
-  int wfast;                      // ndf_edt_wrows without exact arithmetic: 1 = lane 0 builds with ndf_wenv1 (NDF_EDT_SERIAL=new)
+  int wfast;                      // ndf_edt_wrows without exact arithmetic: 0 = lane 0 (ndf_wenv), 1 = lane 0 with ndf_wenv1 (NDF_EDT_SERIAL=new), 2 = the warp (ndf_wenvp)
   int scap;                       // ndf_edt_smid / ndf_edt_srows: longest search (radius) before a line's envelope
 };
 
