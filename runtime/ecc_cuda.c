@@ -441,29 +441,48 @@ static int mapped_header(ndf_ctx *ctx, CUdeviceptr *dev, volatile ecc_hdr **host
 static ndf_status fused_result(ndf_ctx *ctx, const char *name, int isfloat, volatile ecc_hdr *host, CUdeviceptr hdr,
                                int64_t *nan_at, int *not_finite);
 
+/* The memory of one fused cooperative launch (ndf_ecc_pack or ndf_ecc_brick):
+ * the grid barrier word; scratch with the header (unless the mapped one is
+ * used: hhost != NULL), the per-image tickets and the histogram (the kernel
+ * zeroes them), then the partials of nblocks blocks.  Free base. */
+typedef struct fused_mem {
+  CUdeviceptr gbar, base, hdr, cnt, hist, part;
+  volatile ecc_hdr *hhost;
+} fused_mem;
+
+static ndf_status fused_mem_alloc(ndf_ctx *ctx, int64_t nimg, int64_t T, int64_t nblocks, fused_mem *m) {
+  memset(m, 0, sizeof *m);
+  ndf_status s = grid_barrier_word(ctx, &m->gbar);
+  if (s != NDF_OK) return s;
+  const size_t cnt_bytes = ((size_t)nimg * 4 + 255) & ~(size_t)255, hbytes = (size_t)nimg * (size_t)T * 8;
+  if ((s = ndf__scratch_alloc(ctx, HDR_BYTES + cnt_bytes + hbytes + (size_t)nblocks * 24, &m->base)) != NDF_OK)
+    return s;
+  CUdeviceptr mhdr = 0;
+  volatile ecc_hdr *hhost = NULL;
+  const int mapped = mapped_header(ctx, &mhdr, &hhost);
+  m->hhost = mapped ? hhost : NULL;
+  m->hdr = mapped ? mhdr : m->base;
+  m->cnt = m->base + HDR_BYTES;
+  m->hist = m->cnt + cnt_bytes;
+  m->part = m->hist + hbytes;
+  return NDF_OK;
+}
+
 /* The fused call (thresholds over [min, max], ndf_ecc_pack): one cooperative
  * launch -- no memset, no scan kernel; float inputs then read the header
  * back (one copy, one sync), integer inputs do not wait at all.  *too_large:
  * the grid could not be resident at once, nothing was launched. */
 static ndf_status ecc_fused(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out, CUfunction fh,
                             const hist_geom *g, int64_t *nan_at, int *not_finite, int *too_large) {
-  const int64_t T = c->T, nimg = c->nimg;
   const int isfloat = in->dtype == NDF_FLOAT32 || in->dtype == NDF_FLOAT64;
-  CUdeviceptr gbar = 0, base = 0;
-  ndf_status s = grid_barrier_word(ctx, &gbar);
+  fused_mem m;
+  ndf_status s = fused_mem_alloc(ctx, c->nimg, c->T, g->items, &m);
   if (s != NDF_OK) return s;
-  /* scratch: header, per-image tickets, histogram (the kernel zeroes them), the blocks' partials */
-  const size_t cnt_bytes = ((size_t)nimg * 4 + 255) & ~(size_t)255, hbytes = (size_t)nimg * (size_t)T * 8;
-  if ((s = ndf__scratch_alloc(ctx, HDR_BYTES + cnt_bytes + hbytes + (size_t)g->items * 24, &base)) != NDF_OK) return s;
-  CUdeviceptr mhdr = 0;
-  volatile ecc_hdr *hhost = NULL;
-  const int mapped = mapped_header(ctx, &mhdr, &hhost);
-  const CUdeviceptr hdr = mapped ? mhdr : base, cnt = base + HDR_BYTES, hist = cnt + cnt_bytes, part = hist + hbytes;
-  const hist_extra x = {hdr, 0, 0, cnt, 0, out, 1};
-  const hist_fuse f = {gbar, part, too_large};
-  s = hist_launch2(ctx, c, in, fh, g, 0, 0, hist, 0, 0, 0, 0, &x, &f);
-  if (s == NDF_OK && !*too_large) s = fused_result(ctx, c->name, isfloat, mapped ? hhost : NULL, hdr, nan_at, not_finite);
-  ndf__scratch_free(ctx, base);
+  const hist_extra x = {m.hdr, 0, 0, m.cnt, 0, out, 1};
+  const hist_fuse f = {m.gbar, m.part, too_large};
+  s = hist_launch2(ctx, c, in, fh, g, 0, 0, m.hist, 0, 0, 0, 0, &x, &f);
+  if (s == NDF_OK && !*too_large) s = fused_result(ctx, c->name, isfloat, m.hhost, m.hdr, nan_at, not_finite);
+  ndf__scratch_free(ctx, m.base);
   return s;
 }
 
@@ -631,13 +650,8 @@ static ndf_status ecc_brick(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arra
   if (!brick_planner(ctx, fn, c, mode, vsize, &pl)) return NDF_OK;
   const int64_t T = c->T, nimg = c->nimg;
   const int isfloat = in->dtype == NDF_FLOAT32 || in->dtype == NDF_FLOAT64;
-  CUdeviceptr gbar = 0, base = 0, mhdr = 0;
-  volatile ecc_hdr *hhost = NULL;
-  if ((s = grid_barrier_word(ctx, &gbar)) != NDF_OK) return s;
-  const int mapped = mapped_header(ctx, &mhdr, &hhost);
-  const size_t cnt_bytes = ((size_t)nimg * 4 + 255) & ~(size_t)255, hbytes = (size_t)nimg * (size_t)T * 8;
-  if ((s = ndf__scratch_alloc(ctx, HDR_BYTES + cnt_bytes + hbytes + (size_t)pl.grid * 24, &base)) != NDF_OK) return s;
-  const CUdeviceptr hdr = mapped ? mhdr : base, cnt = base + HDR_BYTES, hist = cnt + cnt_bytes, part = hist + hbytes;
+  fused_mem m;
+  if ((s = fused_mem_alloc(ctx, nimg, T, pl.grid, &m)) != NDF_OK) return s;
   const int nb = c->nb, nsp = c->nsp;
   int64_t ostep = out->strides[nb];
   int64_t nz = c->sshape[0], ny = nsp == 3 ? c->sshape[1] : 1, nx = c->sshape[nsp - 1];
@@ -645,12 +659,12 @@ static ndf_status ecc_brick(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arra
   int resident = pl.resident;
   ndf__params pb = {.n = 0};
   NDF__PUT(&pb, in->data);
-  NDF__PUT(&pb, hist);
-  NDF__PUT(&pb, cnt);
+  NDF__PUT(&pb, m.hist);
+  NDF__PUT(&pb, m.cnt);
   NDF__PUT(&pb, out->data);
-  NDF__PUT(&pb, hdr);
-  NDF__PUT(&pb, gbar);
-  NDF__PUT(&pb, part);
+  NDF__PUT(&pb, m.hdr);
+  NDF__PUT(&pb, m.gbar);
+  NDF__PUT(&pb, m.part);
   NDF__PUT(&pb, T);
   NDF__PUT(&pb, nimg);
   NDF__PUT(&pb, ostep);
@@ -675,13 +689,13 @@ static ndf_status ecc_brick(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arra
   const CUresult r = ndf__cu(NULL)->cuLaunchCooperativeKernel(fn, (unsigned)pl.grid, 1, 1, 256, 1, 1, pl.dyn,
                                                               ctx->stream, args);
   if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE || r == CUDA_ERROR_NOT_SUPPORTED) {
-    ndf__scratch_free(ctx, base);
+    ndf__scratch_free(ctx, m.base);
     return NDF_OK;
   }
   *fallback = 0;
   s = r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, c->name, r);
-  if (s == NDF_OK) s = fused_result(ctx, c->name, isfloat, mapped ? hhost : NULL, hdr, nan_at, not_finite);
-  ndf__scratch_free(ctx, base);
+  if (s == NDF_OK) s = fused_result(ctx, c->name, isfloat, m.hhost, m.hdr, nan_at, not_finite);
+  ndf__scratch_free(ctx, m.base);
   return s;
 }
 
