@@ -26,8 +26,10 @@ struct ndf__module_entry {
 /* NVRTC options every kernel is compiled with (part of the disk key). */
 static const char *const base_options[] = {"--std=c++17", "-DNDEBUG", "--device-as-default-execution-space"};
 #define NBASE_OPTIONS ((int)(sizeof base_options / sizeof base_options[0]))
-/* NDF_NVRTC_LINEINFO=1 adds -lineinfo (also to the disk key): compute-sanitizer
- * and Nsight then name lines of the generated source (NDF_DUMP_SOURCE). */
+/* NDF_NVRTC_LINEINFO=1 adds -lineinfo to the disk key, and the compile follows
+ * the key: compute-sanitizer and Nsight then name lines of the generated source
+ * (NDF_DUMP_SOURCE).  Read when a kernel is first requested in a context (the
+ * in-memory cache does not look at it): set it before the process starts. */
 static int want_lineinfo(void) {
   const char *e = getenv("NDF_NVRTC_LINEINFO");
   return e && strcmp(e, "1") == 0;
@@ -284,7 +286,8 @@ static ndf_status nvrtc_compile(ndf_ctx *ctx, const char *op, const char *src, c
   for (int i = 0; i < NBASE_OPTIONS; i++) opts[i] = base_options[i];
   opts[NBASE_OPTIONS] = archopt;
   opts[NBASE_OPTIONS + 1] = "-lineinfo";
-  r = nv->nvrtcCompileProgram(prog, NBASE_OPTIONS + 1 + want_lineinfo(), opts);
+  /* -lineinfo exactly when the key says so (one reading of the knob per request) */
+  r = nv->nvrtcCompileProgram(prog, NBASE_OPTIONS + 1 + (strstr(key, " -lineinfo\nslots") != NULL), opts);
   if (r != 0) {
     size_t loglen = 0;
     nv->nvrtcGetProgramLogSize(prog, &loglen);
