@@ -140,6 +140,9 @@ static ndf_status init_cuda(ndf_ctx *ctx) {
   int smem = 0;
   cu->cuDeviceGetAttribute(&smem, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, ctx->dev);
   ctx->max_smem_block = (size_t)smem;
+  smem = 0;
+  cu->cuDeviceGetAttribute(&smem, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, ctx->dev);
+  ctx->smem_per_sm = smem > 0 ? (size_t)smem : 0;
   snprintf(ctx->arch, sizeof ctx->arch, "sm_%d%d", ctx->cc_major, ctx->cc_minor);
   if (ctx->opt.stream) {
     ctx->stream = (CUstream)ctx->opt.stream;

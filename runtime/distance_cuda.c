@@ -14,11 +14,22 @@
  * (W, position, feature: 16 bytes per voxel).  Results are bit-identical to
  * the CPU backend.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+
+/* A knob from the environment: its integer value when it is one (the whole
+ * string) within [lo, hi], else dflt (unset, empty, other text, out of range). */
+static int env_in(const char *name, int lo, int hi, int dflt) {
+  const char *e = getenv(name);
+  if (!e || !*e) return dflt;
+  char *end = NULL;
+  const long v = strtol(e, &end, 10);
+  return *end == '\0' && v >= lo && v <= hi ? (int)v : dflt;
+}
 
 /* The kernel of pass d of nsp: the last axis runs ndf_edt_wrows or
  * ndf_edt_rows (edt_wrows_plan); the first pass of any other axis
@@ -136,11 +147,8 @@ static edt_wplan edt_wrows_plan(const ndf_array *in, int nb, const double *sampl
    * blocks (issue 5: the 1024^2 sampling + indices regression);
    * NDF_EDT_WARPS=1..4 forces the rows per block (within 48 KiB). */
   if (!w.exact) w.warps = 1;
-  const char *env_warps = getenv("NDF_EDT_WARPS");
-  if (env_warps && atoi(env_warps) >= 1 && atoi(env_warps) <= 4) {
-    const int want = atoi(env_warps);
-    w.warps = want * w.wbytes <= EDT_WROWS_SMEM ? want : w.warps;
-  }
+  const int want = env_in("NDF_EDT_WARPS", 1, 4, 0);
+  if (want) w.warps = want * w.wbytes <= EDT_WROWS_SMEM ? want : w.warps;
   if (w.warps > nlines) w.warps = (int)(nlines > 0 ? nlines : 1);
   w.smem = (unsigned)(w.warps * w.wbytes);
   w.use = 1;
@@ -256,8 +264,7 @@ static edt_splan edt_search_plan(const ndf_ctx *ctx, const ndf_array *in, int nb
   }
   if (!(wmax < 1073741824.0)) return sp;
   /* NDF_EDT_SCAP=r: the longest search before a line falls back to its envelope (default 64; tests use 1-3) */
-  const char *env_cap = getenv("NDF_EDT_SCAP");
-  sp.scap = env_cap && atoi(env_cap) >= 1 ? atoi(env_cap) : 64;
+  sp.scap = env_in("NDF_EDT_SCAP", 1, INT_MAX, 64);
   if (in->shape[nb] > 16384) return sp; /* ndf_edt_sfirst: 512 segments of at most 32 voxels */
   /* staged per voxel: W (4), the feature (4, with indices), the fallback envelope's position (2) */
   const int64_t N = ndf_array_size(in), bpv = has_idx ? 10 : 6;
@@ -415,7 +422,8 @@ static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
        * voxels; not yet measured on a GPU, so not the default) */
       const char *env_seg = getenv("NDF_EDT_SFSEG");
       const int64_t sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
-      int64_t segmin = env_seg && atoi(env_seg) >= 1 && atoi(env_seg) <= 32 ? atoi(env_seg)
+      const int seg_env = env_in("NDF_EDT_SFSEG", 1, 32, 0);
+      int64_t segmin = seg_env ? seg_env
                        : env_seg && !strcmp(env_seg, "auto") && nlines * ((n + 31) / 32) >= 2 * 1536 * sms ? 32
                                                                                                           : 8;
       int64_t nseg = (n + segmin - 1) / segmin;
@@ -426,14 +434,13 @@ static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
     } else {
       smem = sp->smem[d];
       /* ndf_edt_sd*: a grid of the blocks that fit the SMs at once (launch bounds: sdmid 8 blocks, sdmidt and
-       * sdrows 6; shared memory: 228 KiB per SM on sm_90), one wave of grid-stride loops -- 8 per SM (the older
+       * sdrows 6; shared memory per SM from the device, 228 KiB on sm_90), one wave of grid-stride loops -- 8 per SM (the older
        * kernels' grid) left a third of a wave behind at 256^3; NDF_EDT_SGRID=k: k blocks per SM) */
-      int per_sm = 8;
-      const char *env_grid = getenv("NDF_EDT_SGRID");
-      if (env_grid && atoi(env_grid) >= 1 && atoi(env_grid) <= 64) {
-        per_sm = atoi(env_grid);
-      } else if (sp->dk[d]) {
-        const int lb = sp->dk[d] == 1 && !last ? 8 : 6, fit = (int)(233472 / ((int64_t)smem + 3072));
+      const int sgrid = env_in("NDF_EDT_SGRID", 1, 64, 0);
+      int per_sm = sgrid ? sgrid : 8;
+      if (!sgrid && sp->dk[d]) {
+        const int64_t per_smem = ctx->smem_per_sm ? (int64_t)ctx->smem_per_sm : 233472;
+        const int lb = sp->dk[d] == 1 && !last ? 8 : 6, fit = (int)(per_smem / ((int64_t)smem + 3072));
         per_sm = fit < 1 ? 1 : fit < lb ? fit : lb;
       }
       grid = ndf__grid(ctx, (nlines + slw - 1) / slw, per_sm);

@@ -48,6 +48,7 @@ struct ndf_ctx {
   int cc_major, cc_minor;
   int sm_count;
   size_t max_smem_block;
+  size_t smem_per_sm; /* shared memory per multiprocessor (bytes; 0 when unknown) */
   char arch[16]; /* "sm_90" */
   /* kernel modules: in-memory table, guarded by lock */
   pthread_mutex_t lock;

@@ -765,7 +765,7 @@ __device__ int ndf_wenvp(ndf_site *S, ndf_i64 n64, ndf_i64 m64, ndf_i64 wstride6
   int ps0 = __shfl_up_sync(full, ps, 1);
   if (lane == 0) ps0 = -1;
   __syncwarp();
-  // Rounds.  r0: the round of this lane's last build; dmin: the lowest slot whose P it read
+  // Rounds.  r0: the round of this lane's last build; dmin: the lowest slot whose P it used
   // then (all on the stack left of it: the chain ps0, P[ps0], ...).  A lane is a candidate
   // when a lane to its left changed in the last round, and builds again only when a slot of
   // its chain down to dmin changed since r0 (R: the round of each slot's last change; the
@@ -804,16 +804,11 @@ __device__ int ndf_wenvp(ndf_site *S, ndf_i64 n64, ndf_i64 m64, ndf_i64 wstride6
         const ndf_site en = S[j + 1 < len ? xs + 1 : xs]; // the next site, in flight during the test
         if (e.f >= 0) {
           if (b >= 0) {
-            int nb; // the pair below, loaded ahead of the test
-            if (b >= base) {
-              nb = C[b];
-            } else {
-              nb = P[b];
-              dmin = b < dmin ? b : dmin;
-            }
+            const int nb = b >= base ? C[b] : P[b]; // the pair below, loaded ahead of the test
             ndf_site nbs = bs;
             if (nb >= 0) nbs = S[nb];
             if (ndf_hidden32(bs.v, bs.w, tc.v, tc.w, e.v, e.w, s)) { // pop the top; x again
+              if (b < base && b < dmin) dmin = b; // P[b] is used (read ahead only, it is not)
               t = b;
               tc = bs;
               b = nb;
