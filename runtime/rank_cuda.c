@@ -420,12 +420,15 @@ static void tile_request(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, co
    * (a few more instructions, 75 KB less code; not measured yet). */
   const char *eu = getenv("NDF_RANK_TILE2_UNROLL");
   if (tg->form == 2) ndf__req_set(req, "SORTU", "%d", !(eu && !strcmp(eu, "0")));
-  /* Session 6 (ADR 0005): 1 (default; 0.160 ms at 31x31 on 1024^2 on the
-   * H200, session 5's order 0.219) issues the shared loads ahead of the
-   * atomics; $NDF_RANK_TILE2_PIPE=2 also shares the first window between the
-   * two threads of a column (0.164), =0 keeps session 5's order. */
+  /* Session 6 (ADR 0005): 1 (0.160 ms at 31x31 on 1024^2 on the H200,
+   * session 5's order 0.219) issues the shared loads ahead of the atomics;
+   * 2 also shares the first window between the two threads of a column
+   * (0.164); 0 keeps session 5's order.  Session 7: 3 (default) is 1 with
+   * fewer instructions per flip, probe and walk.  $NDF_RANK_TILE2_PIPE=0..3
+   * selects one. */
   const char *ep = getenv("NDF_RANK_TILE2_PIPE");
-  if (tg->form == 2) ndf__req_set(req, "PIPE", "%d", ep && (!strcmp(ep, "0") || !strcmp(ep, "2")) ? ep[0] - '0' : 1);
+  if (tg->form == 2)
+    ndf__req_set(req, "PIPE", "%d", ep && ep[0] >= '0' && ep[0] <= '3' && !ep[1] ? ep[0] - '0' : 3);
 }
 
 /* The sorted-tile kernel over a 2-D box window (ndf_tile_params of templates/rank_tile.cu). */

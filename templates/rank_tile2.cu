@@ -559,6 +559,201 @@ __device__ __forceinline__ void ndf_tile2_column_mid(const unsigned short *rpos,
 }
 #endif
 
+#if PIPE == 3
+// PIPE 3 (session 7, ADR 0005, "fewer instructions per flip"): PIPE 1's order
+// with cheaper flips, probes and walks.
+// - Flip: the bitsets start at shared offset 0 and word w of thread t lies at
+//   byte 256 w + 4 t, so a code's word bits (code & 0xff00 = 256 w) ORed with
+//   4 t are the word's address: one LOP3, one funnel shift, the atomic (was
+//   a mask, an add and a zero-extension more).
+// - Counts (codes under the pivot word, NaN codes) as sums of sign bits.
+// - The first window's rows two at a time with no codes carried between
+//   iterations (a carried 16-bit load costs a zero extension per code).
+// - The first search of a column starts from a scan of 8 words at a time
+//   (independent loads) instead of walking word by word from word 0.
+// - Walks and rank searches step byte offsets and pointers (loads at a
+//   register plus a constant).
+__device__ __forceinline__ void ndf_t3_flip(unsigned char *sm, unsigned int t4, unsigned int q) {
+  atomicXor(reinterpret_cast<unsigned int *>(sm + ((q & 0xff00u) | t4)), __funnelshift_l(0u, 1u, q));
+}
+
+// Codes of tile row `row`, columns lane + c0 .. (those under KX).
+__device__ __forceinline__ void ndf_t3_ld(const unsigned short *rpos, int row, int lane, int c0, unsigned int (&q)[CW]) {
+  ndf_tile2_ld(rpos, row, lane, c0, q);
+}
+
+// Flips the loaded codes q (columns c0 + u < KX); counts those under pqs
+// into below (d = +1 or -1) when `count`, those at or above nqs into nanc.
+template <bool NANS>
+__device__ __forceinline__ void ndf_t3_flipq(unsigned char *sm, unsigned int t4, const unsigned int (&q)[CW], int c0,
+                                             int d, bool count, unsigned int pqs, unsigned int nqs, int &below,
+                                             int &nanc) {
+  // Counts as sums of sign bits (codes and bounds are under 2^31): an
+  // add and a shift-add per code.
+  unsigned int cb0 = 0, cb1 = 0, cn0 = 0, cn1 = 0;
+#pragma unroll
+  for (int u = 0; u < CW; u++)
+    if (c0 + u < KX) {
+      ndf_t3_flip(sm, t4, q[u]);
+      if (count) {
+        if (u & 1) cb1 += (q[u] - pqs) >> 31;
+        else cb0 += (q[u] - pqs) >> 31;
+      }
+      if (NANS) {
+        if (u & 1) cn1 += (q[u] - nqs) >> 31;
+        else cn0 += (q[u] - nqs) >> 31;
+      }
+    }
+  if (count) below += d > 0 ? (int)(cb0 + cb1) : -(int)(cb0 + cb1);
+  // nanc counts codes at or above nqs: (code < nqs) counted, the rest taken from the codes flipped.
+  if (NANS) {
+    int nf = 0;
+#pragma unroll
+    for (int u = 0; u < CW; u++)
+      if (c0 + u < KX) nf++;
+    nanc += d > 0 ? nf - (int)(cn0 + cn1) : (int)(cn0 + cn1) - nf;
+  }
+}
+
+// The first window's rows row0 .. row0+nrows-1 (below stays 0).
+template <bool NANS>
+__device__ __forceinline__ void ndf_t3_first(const unsigned short *rpos, unsigned char *sm, unsigned int t4, int row0,
+                                             int nrows, int lane, unsigned int nqs, int &nanc) {
+  int below = 0;
+  if (KX <= CW) {
+    // Two rows' codes loaded ahead of their atomics; no codes carried from
+    // one iteration to the next (carried 16-bit loads cost a zero-extension each).
+#pragma unroll 1
+    for (int dy = 0; dy + 1 < nrows; dy += 2) {
+      unsigned int qa[CW], qb[CW];
+      ndf_t3_ld(rpos, row0 + dy, lane, 0, qa);
+      ndf_t3_ld(rpos, row0 + dy + 1, lane, 0, qb);
+      ndf_t3_flipq<NANS>(sm, t4, qa, 0, 1, false, 0u, nqs, below, nanc);
+      ndf_t3_flipq<NANS>(sm, t4, qb, 0, 1, false, 0u, nqs, below, nanc);
+    }
+    if (nrows & 1) {
+      unsigned int qa[CW];
+      ndf_t3_ld(rpos, row0 + nrows - 1, lane, 0, qa);
+      ndf_t3_flipq<NANS>(sm, t4, qa, 0, 1, false, 0u, nqs, below, nanc);
+    }
+  } else {
+#pragma unroll 1
+    for (int dy = 0; dy < nrows; dy++) {
+#pragma unroll
+      for (int c0 = 0; c0 < KX; c0 += CW) {
+        unsigned int q[CW];
+        ndf_t3_ld(rpos, row0 + dy, lane, c0, q);
+        ndf_t3_flipq<NANS>(sm, t4, q, c0, 1, false, 0u, nqs, below, nanc);
+      }
+    }
+  }
+}
+
+// One step down (row `out` leaves, row `in` enters), the first chunk's codes loaded.
+template <bool NANS>
+__device__ __forceinline__ void ndf_t3_stepq(const unsigned short *rpos, unsigned char *sm, unsigned int t4, int out,
+                                             int in, int lane, const unsigned int (&qo)[CW], const unsigned int (&qi)[CW],
+                                             unsigned int pqs, unsigned int nqs, int &below, int &nanc) {
+  ndf_t3_flipq<NANS>(sm, t4, qo, 0, -1, true, pqs, nqs, below, nanc);
+  ndf_t3_flipq<NANS>(sm, t4, qi, 0, 1, true, pqs, nqs, below, nanc);
+#pragma unroll
+  for (int c0 = CW; c0 < KX; c0 += CW) {
+    unsigned int ro[CW], ri[CW];
+    ndf_t3_ld(rpos, out, lane, c0, ro);
+    ndf_t3_ld(rpos, in, lane, c0, ri);
+    ndf_t3_flipq<NANS>(sm, t4, ro, c0, -1, true, pqs, nqs, below, nanc);
+    ndf_t3_flipq<NANS>(sm, t4, ri, c0, 1, true, pqs, nqs, below, nanc);
+  }
+}
+
+__device__ __forceinline__ unsigned int ndf_t3_word(const unsigned char *mb, unsigned int off) {
+  return *reinterpret_cast<const unsigned int *>(mb + off);
+}
+
+// pw, below for a first search of rank k (below(0) = 0): whole groups of 8
+// words while they hold at most k set bits.  k < N (the set bits).
+__device__ __forceinline__ void ndf_t3_seek(const unsigned char *mb, int k, int &pw, int &below) {
+  int acc = 0, w0 = 0;
+#pragma unroll 1
+  for (; w0 + 8 <= NWORDS; w0 += 8) {
+    int c[8];
+#pragma unroll
+    for (int u = 0; u < 8; u++) c[u] = __popc(ndf_t3_word(mb, (unsigned int)(w0 + u) << 8));
+    const int s = ((c[0] + c[1]) + (c[2] + c[3])) + ((c[4] + c[5]) + (c[6] + c[7]));
+    if (acc + s > k) break;
+    acc += s;
+  }
+  pw = w0;
+  below = acc;
+}
+
+// The rank of the k-th (0-based) set bit, walking from the pivot word pw.
+__device__ __forceinline__ int ndf_t3_kth(const unsigned char *mb, int k, int &pw, int &below) {
+  unsigned int off = (unsigned int)pw << 8, word;
+  while (below > k) {
+    off -= 256u;
+    below -= __popc(ndf_t3_word(mb, off));
+  }
+  for (;;) {
+    word = ndf_t3_word(mb, off);
+    const int c = __popc(word);
+    if (below + c > k) break;
+    below += c;
+    off += 256u;
+  }
+  pw = (int)(off >> 8);
+  int kk = k - below, pos = 0;
+#pragma unroll
+  for (int width = 16; width > 0; width >>= 1) {
+    const int c = __popc(word & ((1u << width) - 1u));
+    if (kk >= c) {
+      kk -= c;
+      word >>= width;
+      pos += width;
+    }
+  }
+  return (int)(off >> 3) + pos; // 32 * pw + pos
+}
+
+// Thread (half, lane)'s outputs: the column lane, tile rows ly0 .. ly0+HALF-1.
+template <bool NANS>
+__device__ __forceinline__ void ndf_t3_column(const unsigned short *rpos, unsigned char *sm, unsigned int t4,
+                                              const unsigned int *sbuf, int ly0, int lane, unsigned int nq, ndf_i64 y0,
+                                              ndf_i64 ny, T *out, ndf_i64 oys) {
+  const unsigned char *mb = sm + t4;
+  const unsigned int nqs = nq;
+  const int nr = ny - (y0 + ly0) < HALF ? (int)(ny - (y0 + ly0)) : HALF; // rows of this thread inside the array
+  if (nr <= 0) return;
+  int nanc = 0, pw = 0, below = 0;
+  ndf_t3_first<NANS>(rpos, sm, t4, ly0, KY, lane, nqs, nanc);
+  {
+    int ks = ndf_rank_of(N - nanc); // any rank under N (the set bits) will do
+    ks = ks < 0 ? 0 : ks >= N ? N - 1 : ks;
+    ndf_t3_seek(mb, ks, pw, below);
+  }
+  T *op = out + (y0 + ly0) * oys;
+  for (int jr = 0; jr < nr; jr++, op += oys) {
+    unsigned int qo[CW], qi[CW];
+    if (jr + 1 < nr) {
+      ndf_t3_ld(rpos, ly0 + jr, lane, 0, qo);
+      ndf_t3_ld(rpos, ly0 + jr + KY, lane, 0, qi);
+    }
+    T res;
+#if KIND == 2 && !NAN_OMIT
+    if (nanc) res = __int_as_float(0x7fc00000);
+    else res = ndf_untkey(NDF_T2VAL(sbuf[ndf_saddr(ndf_t3_kth(mb, ndf_rank_of(N), pw, below))]));
+#else
+    const int m = N - nanc, k = ndf_rank_of(m);
+    if (m == 0 || k < 0 || k >= m) res = (T)__int_as_float(0x7fc00000); // floats only: m < N needs NaN
+    else res = ndf_untkey(NDF_T2VAL(sbuf[ndf_saddr(ndf_t3_kth(mb, k, pw, below))]));
+#endif
+    *op = res;
+    if (jr + 1 < nr)
+      ndf_t3_stepq<NANS>(rpos, sm, t4, ly0 + jr, ly0 + jr + KY, lane, qo, qi, (unsigned int)pw << 8, nqs, below, nanc);
+  }
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_params p) {
   extern __shared__ __align__(16) unsigned char ndf_smem[];
   // Area 0 (32 KB): the tile's keys by position and the equal-key counters,
@@ -571,6 +766,10 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
   const int t = threadIdx.x, lane = t & 31, half = t >> 5;
   const T cv = (T)p.cval;
   const ndf_i64 nwork = p.nxb * p.nstrips * p.nouter;
+#if PIPE == 3
+  const ndf_i64 ay = p.iys < 0 ? -p.iys : p.iys, ax = p.ixs < 0 ? -p.ixs : p.ixs;
+  const bool off32 = (ndf_i64)(TH - 1) * ay + (ndf_i64)(TW - 1) * ax < ((ndf_i64)1 << 31);
+#endif
   for (ndf_i64 w = blockIdx.x; w < nwork; w += gridDim.x) {
     ndf_i64 r = w / p.nxb;
     const ndf_i64 xb = w - r * p.nxb;
@@ -591,6 +790,32 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
     // Tile position e (row-major); positions from R up are padding (all
     // ones).  Inner tiles: LU loads in flight (clamped positions, no branch
     // between them); border tiles (few) map each position, one at a time.
+    unsigned int v[PK];
+#if PIPE == 3
+    // Inner tiles whose offsets fit 32 bits: all 64 loads of a thread in
+    // flight, straight into its sort registers (its positions t + 64i are the
+    // sort's elements 64t + i); the equal-key counters cleared 16 bytes at a time.
+    if (inner && off32) {
+      const T *src = p.in + ibase + ty0 * p.iys + tx0 * p.ixs;
+      const int iys = (int)p.iys, ixs = (int)p.ixs;
+      T val[PK];
+#pragma unroll
+      for (int i = 0; i < PK; i++) {
+        const int e = i * BT + t, ec = e < R ? e : R - 1;
+        const int ry = ec / TW, rx = ec - ry * TW;
+        val[i] = src[ry * iys + rx * ixs];
+      }
+#pragma unroll
+      for (int i = 0; i < PK; i++) {
+        const int e = i * BT + t;
+        v[i] = e < R ? NDF_T2KEY(ndf_tkey(val[i]), e) : NDF_T2PAD(e);
+        tkey[e] = v[i];
+      }
+#pragma unroll
+      for (int j = 0; j < RP2 / 4 / BT; j++) reinterpret_cast<uint4 *>(dup)[j * BT + t] = make_uint4(0u, 0u, 0u, 0u);
+    } else
+#endif
+    {
     if (inner) {
 #pragma unroll 1
       for (int e0 = t; e0 < RP2; e0 += LU * BT) {
@@ -622,9 +847,9 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
       }
     }
     // Thread t's own positions t + 64i become the sort's elements 64t + i.
-    unsigned int v[PK];
 #pragma unroll
     for (int i = 0; i < PK; i++) v[i] = tkey[i * BT + t];
+    }
     ndf_sort4096(v, sbuf, t); // its first barrier orders dup too
     // Ranks: the lower bound of the key (it is present) plus the equal keys
     // counted so far.  NaNs (floats) take the ranks from the lower bound of
@@ -635,6 +860,41 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
     for (int i = 0; i < PK; i++) {
       const unsigned int pos = v[i] & 0xfffu;
       if (pos < (unsigned int)R) rpos[pos] = (unsigned short)ndf_tile2_code(PK * t + i);
+    }
+#elif PIPE == 3
+    // As PIPE 1 below, each search's position a byte offset into the padded
+    // sorted keys: a probe is a load at the offset plus a constant, a taken
+    // step adds a constant.
+#define RG 16
+#pragma unroll 1
+    for (int i0 = 0; i0 < PK; i0 += RG) {
+      unsigned int key[RG], dk[RG], ob[RG];
+      int lb[RG];
+      const unsigned char *sb = reinterpret_cast<const unsigned char *>(sbuf);
+#pragma unroll
+      for (int u = 0; u < RG; u++) {
+        key[u] = tkey[(i0 + u) * BT + t]; // padding (all ones) searches harmlessly
+        ob[u] = 0u;
+      }
+#pragma unroll
+      for (int h = RP2 / 2; h > 0; h >>= 1) {
+#pragma unroll
+        for (int u = 0; u < RG; u++)
+          if (*reinterpret_cast<const unsigned int *>(sb + ob[u] + 4 * (h - 1 + (h >= 64 ? h / 64 - 1 : 0))) < key[u])
+            ob[u] += 4 * (h + h / 64);
+      }
+#pragma unroll
+      for (int u = 0; u < RG; u++) {
+        lb[u] = (int)(ob[u] >> 2);
+        lb[u] -= lb[u] / 65;
+      }
+#pragma unroll
+      for (int u = 0; u < RG; u++) dk[u] = (i0 + u) * BT + t < R ? atomicAdd(&dup[lb[u]], 1u) : 0u;
+#pragma unroll
+      for (int u = 0; u < RG; u++) {
+        const int e = (i0 + u) * BT + t;
+        if (e < R) rpos[e] = (unsigned short)ndf_tile2_code(lb[u] + (int)dk[u]);
+      }
     }
 #elif PIPE
     // RG searches at a time, with no shared store or atomic among their loads
@@ -715,6 +975,16 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
     }
 #endif
     if (x >= p.nx) continue; // no barrier below
+#if PIPE == 3
+#if KIND == 2
+    if (nq < ndf_tile2_code(R)) { // NaNs in the tile
+      ndf_t3_column<true>(rpos, ndf_smem, 4u * t, sbuf, half * HALF, lane, nq, y0, p.ny, p.out + obase + x * p.oxs, p.oys);
+      continue;
+    }
+#endif
+    ndf_t3_column<false>(rpos, ndf_smem, 4u * t, sbuf, half * HALF, lane, nq, y0, p.ny, p.out + obase + x * p.oxs, p.oys);
+    continue;
+#endif
 #if KIND == 2
     if (nq < ndf_tile2_code(R)) { // NaNs in the tile
       ndf_tile2_column<true>(rpos, mybits, sbuf, half * HALF, lane, nq, y0, p.ny, p.out + obase + x * p.oxs, p.oys);
