@@ -112,6 +112,19 @@ __device__ __forceinline__ unsigned int ndf_tkey(T v) {
 #endif
 }
 
+// ndf_tkey with fewer instructions for floats (the same keys): -0.0 as 0.0,
+// a NaN all ones, else the sign-flip (no float compare with zero: subnormals
+// keep their keys whatever the compile flags).
+__device__ __forceinline__ unsigned int ndf_tkey3(T v) {
+#if KIND == 2
+  const unsigned int b0 = __float_as_uint(v), b = b0 == 0x80000000u ? 0u : b0;
+  const unsigned int k = b ^ ((unsigned int)((int)b >> 31) | 0x80000000u);
+  return v != v ? 0xffffffffu : k;
+#else
+  return ndf_tkey(v);
+#endif
+}
+
 __device__ __forceinline__ T ndf_untkey(unsigned int k) {
 #if KIND == 0
   return (T)k;
@@ -573,6 +586,11 @@ __device__ __forceinline__ void ndf_tile2_column_mid(const unsigned short *rpos,
 //   (independent loads) instead of walking word by word from word 0.
 // - Walks and rank searches step byte offsets and pointers (loads at a
 //   register plus a constant).
+// Inner tiles of 32-bit keys with at most 64 rows and columns load by columns
+// (the sort does not care which thread holds which key; 8/16-bit keys carry
+// their position and keep the row-major order).
+#define COLMAP (!PACK && TH <= 64 && TW <= 64)
+
 __device__ __forceinline__ void ndf_t3_flip(unsigned char *sm, unsigned int t4, unsigned int q) {
   atomicXor(reinterpret_cast<unsigned int *>(sm + ((q & 0xff00u) | t4)), __funnelshift_l(0u, 1u, q));
 }
@@ -799,6 +817,29 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
       const T *src = p.in + ibase + ty0 * p.iys + tx0 * p.ixs;
       const int iys = (int)p.iys, ixs = (int)p.ixs;
       T val[PK];
+#if COLMAP
+      // The sort takes its keys in any arrangement: thread t loads tile
+      // column t (rows 0 .. TH-1: no division, one multiply-add per load),
+      // the rest of its 64 slots padding; tkey still by position.
+      const int c = t < TW ? t : TW - 1;
+#pragma unroll
+      for (int r = 0; r < PK; r++)
+        if (r < TH) val[r] = src[r * iys + c * ixs];
+      const bool real = t < TW;
+#pragma unroll
+      for (int r = 0; r < PK; r++) {
+        if (r < TH) {
+          const unsigned int k = ndf_tkey3(val[r]);
+          v[r] = real ? k : 0xffffffffu;
+        } else {
+          v[r] = 0xffffffffu;
+        }
+      }
+      if (real) {
+#pragma unroll
+        for (int r = 0; r < TH; r++) tkey[r * TW + t] = v[r];
+      }
+#else
 #pragma unroll
       for (int i = 0; i < PK; i++) {
         const int e = i * BT + t, ec = e < R ? e : R - 1;
@@ -811,6 +852,7 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
         v[i] = e < R ? NDF_T2KEY(ndf_tkey(val[i]), e) : NDF_T2PAD(e);
         tkey[e] = v[i];
       }
+#endif
 #pragma unroll
       for (int j = 0; j < RP2 / 4 / BT; j++) reinterpret_cast<uint4 *>(dup)[j * BT + t] = make_uint4(0u, 0u, 0u, 0u);
     } else
