@@ -173,6 +173,23 @@ __device__ __forceinline__ void ndf_blocked_steps(unsigned int (&v)[PK], int ljh
 // Sorts the block's 4096 keys (thread t's v[i] is element 64t + i) ascending
 // into buf (padded, blocked order).  Ends with a barrier.
 __device__ __forceinline__ void ndf_sort4096(unsigned int (&v)[PK], unsigned int *buf, int t) {
+#if PIPE == 3
+  // Each thread's 64 keys by Batcher's odd-even merge sort (543 compare-
+  // exchanges instead of the bitonic 672; any network that sorts ascending
+  // will do before the merges below).
+  // (p = 2^lp, k = 2^lk: element a meets a + k when a - k % p lies in an even
+  // block of k and both lie in one block of 2p.)
+#pragma unroll
+  for (int lp = 0; lp < 6; lp++)
+#pragma unroll
+    for (int lk = lp; lk >= 0; lk--) {
+      const int k = 1 << lk, j0 = lk == lp ? 0 : k;
+#pragma unroll
+      for (int a = 0; a < PK; a++)
+        if (a >= j0 && (((a - j0) >> lk) & 1) == 0 && a + k < PK && (a >> (lp + 1)) == ((a + k) >> (lp + 1)))
+          ndf_cx(v[a], v[a + k]);
+    }
+#else
   // Stages 2 .. 64 inside the thread.
 #pragma unroll
   for (int lk = 1; lk <= 6; lk++) {
@@ -182,6 +199,7 @@ __device__ __forceinline__ void ndf_sort4096(unsigned int (&v)[PK], unsigned int
       if ((i & (k >> 1)) == 0) ndf_cx(v[i], v[i ^ (k - 1)]);
     ndf_blocked_steps(v, lk - 2);
   }
+#endif
   // Stages 128 .. 4096: the mirror step and the half-cleaners j >= 64
   // strided, the half-cleaners j < 64 blocked.  Strided, slot i of thread t
   // holds element 64i + t in the lower half of its block of k and element
