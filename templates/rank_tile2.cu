@@ -140,9 +140,25 @@ __device__ __forceinline__ T ndf_untkey(unsigned int k) {
 // e % 64) lives at word 65 * (e / 64) + e % 64.  Blocked accesses of a warp
 // (element 64t + i, i fixed) and strided ones (element 64i + t) touch 32
 // different banks.
+// PIPE 3 (tiles of at most 3968 values): rows of 68 words instead, so that
+// a thread's blocked row is 16-byte aligned and moves as 16 vector accesses
+// (a quarter warp's 8 rows then start in 8 different groups of 4 banks;
+// strided accesses stay conflict-free, bank 4i + t), and area 0 shrinks to
+// what the tile needs (keys and counters of R values, or the bitsets) to
+// make room: 57088 bytes for 31 x 31.
+#define VEC3 (PIPE == 3 && R <= 3968)
+#if VEC3
+#define PADW 68
+#define TKW ((R + 3) & ~3)           /* words of tkey (and of dup) */
+#define AREA0 (2 * TKW > NWORDS * BT ? 2 * TKW : NWORDS * BT)
+#else
 #define PADW 65
+#define TKW RP2
+#define AREA0 (2 * RP2)
+#endif
+#define PADX (PADW - 64)
 #define SBUF_WORDS (PADW * PK)
-__device__ __forceinline__ int ndf_saddr(int e) { return e + (e >> 6); }
+__device__ __forceinline__ int ndf_saddr(int e) { return e + PADX * (e >> 6); }
 
 // Ascending compare-exchange: one unsigned min and one max.
 __device__ __forceinline__ void ndf_cx(unsigned int &a, unsigned int &b) {
@@ -167,6 +183,31 @@ __device__ __forceinline__ void ndf_blocked_steps(unsigned int (&v)[PK], int ljh
         if ((i & j) == 0) ndf_cx(v[i], v[i + j]);
     }
   }
+}
+
+// Thread t's row of the padded buffer (its blocked keys 64t .. 64t+63).
+__device__ __forceinline__ void ndf_blocked_store(const unsigned int (&v)[PK], unsigned int *buf, int t) {
+#if VEC3
+#pragma unroll
+  for (int j = 0; j < PK / 4; j++)
+    reinterpret_cast<uint4 *>(buf + PADW * t)[j] = make_uint4(v[4 * j], v[4 * j + 1], v[4 * j + 2], v[4 * j + 3]);
+#else
+#pragma unroll
+  for (int i = 0; i < PK; i++) buf[PADW * t + i] = v[i];
+#endif
+}
+
+__device__ __forceinline__ void ndf_blocked_load(unsigned int (&v)[PK], const unsigned int *buf, int t) {
+#if VEC3
+#pragma unroll
+  for (int j = 0; j < PK / 4; j++) {
+    const uint4 q = reinterpret_cast<const uint4 *>(buf + PADW * t)[j];
+    v[4 * j] = q.x, v[4 * j + 1] = q.y, v[4 * j + 2] = q.z, v[4 * j + 3] = q.w;
+  }
+#else
+#pragma unroll
+  for (int i = 0; i < PK; i++) v[i] = buf[PADW * t + i];
+#endif
 }
 
 #if SORTU
@@ -208,8 +249,7 @@ __device__ __forceinline__ void ndf_sort4096(unsigned int (&v)[PK], unsigned int
 #pragma unroll
   for (int lk = 7; lk <= 12; lk++) {
     const int hb = 1 << (lk - 7); // bit of i marking the upper half of a block of k
-#pragma unroll
-    for (int i = 0; i < PK; i++) buf[PADW * t + i] = v[i];
+    ndf_blocked_store(v, buf, t);
     __syncthreads();
 #pragma unroll
     for (int i = 0; i < PK; i++) v[i] = buf[PADW * i + ((i & hb) ? 63 - t : t)];
@@ -228,12 +268,10 @@ __device__ __forceinline__ void ndf_sort4096(unsigned int (&v)[PK], unsigned int
 #pragma unroll
     for (int i = 0; i < PK; i++) buf[PADW * i + ((i & hb) ? 63 - t : t)] = v[i];
     __syncthreads();
-#pragma unroll
-    for (int i = 0; i < PK; i++) v[i] = buf[PADW * t + i];
+    ndf_blocked_load(v, buf, t);
     ndf_blocked_steps(v, 5);
   }
-#pragma unroll
-  for (int i = 0; i < PK; i++) buf[PADW * t + i] = v[i];
+  ndf_blocked_store(v, buf, t);
   __syncthreads();
 }
 #else
@@ -795,9 +833,9 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
   // Area 0 (32 KB): the tile's keys by position and the equal-key counters,
   // then the bitsets.  Then the sorted keys (16.25 KB), then the ranks by position.
   unsigned int *tkey = reinterpret_cast<unsigned int *>(ndf_smem);
-  unsigned int *dup = tkey + RP2;
+  unsigned int *dup = tkey + TKW;
   unsigned int *bits = tkey;
-  unsigned int *sbuf = tkey + 2 * RP2;
+  unsigned int *sbuf = tkey + AREA0;
   unsigned short *rpos = reinterpret_cast<unsigned short *>(sbuf + SBUF_WORDS);
   const int t = threadIdx.x, lane = t & 31, half = t >> 5;
   const T cv = (T)p.cval;
@@ -868,11 +906,12 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
       for (int i = 0; i < PK; i++) {
         const int e = i * BT + t;
         v[i] = e < R ? NDF_T2KEY(ndf_tkey(val[i]), e) : NDF_T2PAD(e);
-        tkey[e] = v[i];
+        if (e < TKW) tkey[e] = v[i];
       }
 #endif
 #pragma unroll
-      for (int j = 0; j < RP2 / 4 / BT; j++) reinterpret_cast<uint4 *>(dup)[j * BT + t] = make_uint4(0u, 0u, 0u, 0u);
+      for (int j = 0; j < (TKW / 4 + BT - 1) / BT; j++)
+        if (j * BT + t < TKW / 4) reinterpret_cast<uint4 *>(dup)[j * BT + t] = make_uint4(0u, 0u, 0u, 0u);
     } else
 #endif
     {
@@ -889,8 +928,10 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
 #pragma unroll
         for (int u = 0; u < LU; u++) {
           const int e = e0 + u * BT;
-          tkey[e] = e < R ? NDF_T2KEY(ndf_tkey(val[u]), e) : NDF_T2PAD(e);
-          dup[e] = 0u;
+          if (e < TKW) {
+            tkey[e] = e < R ? NDF_T2KEY(ndf_tkey(val[u]), e) : NDF_T2PAD(e);
+            dup[e] = 0u;
+          }
         }
       }
     } else {
@@ -902,13 +943,16 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
           const ndf_i64 my = ndf_map(ty0 + ry, p.ny, MODE), mx = ndf_map(tx0 + rx, p.nx, MODE);
           key = NDF_T2KEY(ndf_tkey((my < 0 || mx < 0) ? cv : p.in[ibase + my * p.iys + mx * p.ixs]), e);
         }
-        tkey[e] = key;
-        dup[e] = 0u;
+        if (e < TKW) {
+          tkey[e] = key;
+          dup[e] = 0u;
+        }
       }
     }
-    // Thread t's own positions t + 64i become the sort's elements 64t + i.
+    // Thread t's own positions t + 64i become the sort's elements 64t + i
+    // (positions from TKW up: padding, not stored).
 #pragma unroll
-    for (int i = 0; i < PK; i++) v[i] = tkey[i * BT + t];
+    for (int i = 0; i < PK; i++) v[i] = i * BT + t < TKW ? tkey[i * BT + t] : NDF_T2PAD(i * BT + t);
     }
     ndf_sort4096(v, sbuf, t); // its first barrier orders dup too
     // Ranks: the lower bound of the key (it is present) plus the equal keys
@@ -933,20 +977,20 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
       const unsigned char *sb = reinterpret_cast<const unsigned char *>(sbuf);
 #pragma unroll
       for (int u = 0; u < RG; u++) {
-        key[u] = tkey[(i0 + u) * BT + t]; // padding (all ones) searches harmlessly
+        key[u] = (i0 + u) * BT + t < R ? tkey[(i0 + u) * BT + t] : 0xffffffffu; // padding searches harmlessly
         ob[u] = 0u;
       }
 #pragma unroll
       for (int h = RP2 / 2; h > 0; h >>= 1) {
 #pragma unroll
         for (int u = 0; u < RG; u++)
-          if (*reinterpret_cast<const unsigned int *>(sb + ob[u] + 4 * (h - 1 + (h >= 64 ? h / 64 - 1 : 0))) < key[u])
-            ob[u] += 4 * (h + h / 64);
+          if (*reinterpret_cast<const unsigned int *>(sb + ob[u] + 4 * (h - 1 + (h >= 64 ? PADX * (h / 64 - 1) : 0))) < key[u])
+            ob[u] += 4 * (h + PADX * (h / 64));
       }
 #pragma unroll
       for (int u = 0; u < RG; u++) {
         lb[u] = (int)(ob[u] >> 2);
-        lb[u] -= lb[u] / 65;
+        lb[u] -= PADX * (lb[u] / PADW);
       }
 #pragma unroll
       for (int u = 0; u < RG; u++) dk[u] = (i0 + u) * BT + t < R ? atomicAdd(&dup[lb[u]], 1u) : 0u;
