@@ -33,9 +33,12 @@
 // Slot PIPE (session 6, ADR 0005): 1 orders the shared-memory loads ahead of
 // the atomics and stores that would otherwise hold them back (one load
 // latency per row of flips instead of per flip; rank searches interleaved)
-// and sorts 8/16-bit keys with their tile position (the default); 2 also
-// lets the two threads of a column share their first window.  0 is the
-// session-5 kernel.
+// and sorts 8/16-bit keys with their tile position; 2 also lets the two
+// threads of a column share their first window.  0 is the session-5 kernel.
+// 3 (session 7, the default) is 1 with fewer instructions: flips, counts,
+// rank probes, walks, loads by columns, an odd-even 64-key sort and 16-byte
+// transposes (see "PIPE 3" below and ADR 0005); 4 is 3 with the first
+// window shared by a column's two threads within one warp.
 #include "ndf_common.cuh"
 
 typedef NDF_SLOT(T) T;
@@ -50,7 +53,7 @@ typedef NDF_SLOT(T) T;
 #define KX NDF_SLOT(KX)
 #define S NDF_SLOT(S)                /* output rows per block (even) */
 #define SORTU NDF_SLOT(SORTU)        /* 1: the sort's stages unrolled (larger code), 0: rolled */
-#define PIPE NDF_SLOT(PIPE)          /* 0: as session 5; 1 (default): shared loads ahead of the atomics; 2: 1 and a shared middle window */
+#define PIPE NDF_SLOT(PIPE)          /* 0: as session 5; 1: shared loads ahead of the atomics; 2: 1 and a shared middle window; 3 (default): 1, cheaper; 4: 3 and a middle window shared within a warp */
 
 #define BT 64                        /* threads */
 #define PK 64                        /* keys per thread in the sort */
@@ -146,7 +149,7 @@ __device__ __forceinline__ T ndf_untkey(unsigned int k) {
 // strided accesses stay conflict-free, bank 4i + t), and area 0 shrinks to
 // what the tile needs (keys and counters of R values, or the bitsets) to
 // make room: 57088 bytes for 31 x 31.
-#define VEC3 (PIPE == 3 && R <= 3968)
+#define VEC3 (PIPE >= 3 && R <= 3968)
 #if VEC3
 #define PADW 68
 #define TKW ((R + 3) & ~3)           /* words of tkey (and of dup) */
@@ -214,7 +217,7 @@ __device__ __forceinline__ void ndf_blocked_load(unsigned int (&v)[PK], const un
 // Sorts the block's 4096 keys (thread t's v[i] is element 64t + i) ascending
 // into buf (padded, blocked order).  Ends with a barrier.
 __device__ __forceinline__ void ndf_sort4096(unsigned int (&v)[PK], unsigned int *buf, int t) {
-#if PIPE == 3
+#if PIPE >= 3
   // Each thread's 64 keys by Batcher's odd-even merge sort (543 compare-
   // exchanges instead of the bitonic 672; any network that sorts ascending
   // will do before the merges below).
@@ -628,7 +631,7 @@ __device__ __forceinline__ void ndf_tile2_column_mid(const unsigned short *rpos,
 }
 #endif
 
-#if PIPE == 3
+#if PIPE >= 3
 // PIPE 3 (session 7, ADR 0005, "fewer instructions per flip"): PIPE 1's order
 // with cheaper flips, probes and walks.
 // - Flip: the bitsets start at shared offset 0 and word w of thread t lies at
@@ -828,6 +831,79 @@ __device__ __forceinline__ void ndf_t3_column(const unsigned short *rpos, unsign
 }
 #endif
 
+#if PIPE == 4
+// PIPE 4: PIPE 3 with the two threads of a column in one warp (column
+// 16 * warp + lane % 16, half lane / 16; partner lane ^ 16) starting from one
+// window, that of tile row HALF: half 0 sets its first (KY + 1) / 2 rows, half
+// 1 the others, each ORs in its partner's words (the sets are disjoint; a
+// chunk of 16 of the partner's words is read before either lane writes its
+// own words of that chunk, __syncwarp between), the NaN counts add up.  Then
+// half 1 walks down over rows HALF .. S-1 and half 0 up over HALF-1 .. 0 (one
+// step more).  A thread sets about half of a first window (31 x 31: 496 or
+// 465 bits instead of 961) and ORs 124 words.  Every lane of the warp runs it
+// (`active`: the column lies inside the array).
+template <bool NANS>
+__device__ __forceinline__ void ndf_t4_column(const unsigned short *rpos, unsigned char *sm, unsigned int t4,
+                                              const unsigned int *sbuf, int col, int half, unsigned int nq, ndf_i64 y0,
+                                              ndf_i64 ny, bool active, T *out, ndf_i64 oys) {
+  const unsigned char *mb = sm + t4, *pb = sm + (t4 ^ 64u);
+  int nanc = 0, pw = 0, below = 0;
+  const int ka = (KY + 1) / 2;
+  if (half == 0) ndf_t3_first<NANS>(rpos, sm, t4, HALF, ka, col, nq, nanc);
+  else ndf_t3_first<NANS>(rpos, sm, t4, HALF + ka, KY - ka, col, nq, nanc);
+  __syncwarp();
+#pragma unroll 1
+  for (int w0 = 0; w0 < NWORDS; w0 += 16) {
+    unsigned int a[16];
+#pragma unroll
+    for (int u = 0; u < 16; u++)
+      if (w0 + u < NWORDS) a[u] = ndf_t3_word(pb, (unsigned int)(w0 + u) << 8);
+    __syncwarp();
+#pragma unroll
+    for (int u = 0; u < 16; u++)
+      if (w0 + u < NWORDS) atomicOr(reinterpret_cast<unsigned int *>(sm + (((unsigned int)(w0 + u) << 8) | t4)), a[u]);
+  }
+  if (NANS) nanc += __shfl_xor_sync(0xffffffffu, nanc, 16);
+  {
+    int ks = ndf_rank_of(N - nanc); // any rank under N (the set bits) will do
+    ks = ks < 0 ? 0 : ks >= N ? N - 1 : ks;
+    ndf_t3_seek(mb, ks, pw, below);
+  }
+  // Iteration j: a step (half 0 always, up; half 1 from j = 1, down), then
+  // the codes of the next step, then the output of row r.
+  int r = HALF;
+  unsigned int qo[CW], qi[CW];
+  int ro = half ? r : r + KY - 1, ri = half ? r + KY : r - 1;
+  ndf_t3_ld(rpos, ro, col, 0, qo);
+  ndf_t3_ld(rpos, ri, col, 0, qi);
+  for (int j = 0; j < HALF; j++) {
+    if (half == 0 || j > 0) {
+      ndf_t3_stepq<NANS>(rpos, sm, t4, ro, ri, col, qo, qi, (unsigned int)pw << 8, nq, below, nanc);
+      r += half ? 1 : -1;
+    }
+    if (j + 1 < HALF) {
+      ro = half ? r : r + KY - 1;
+      ri = half ? r + KY : r - 1;
+      ndf_t3_ld(rpos, ro, col, 0, qo);
+      ndf_t3_ld(rpos, ri, col, 0, qi);
+    }
+    const ndf_i64 y = y0 + r;
+    if (active && y < ny) {
+      T res;
+#if KIND == 2 && !NAN_OMIT
+      if (nanc) res = __int_as_float(0x7fc00000);
+      else res = ndf_untkey(NDF_T2VAL(sbuf[ndf_saddr(ndf_t3_kth(mb, ndf_rank_of(N), pw, below))]));
+#else
+      const int m = N - nanc, k = ndf_rank_of(m);
+      if (m == 0 || k < 0 || k >= m) res = (T)__int_as_float(0x7fc00000); // floats only: m < N needs NaN
+      else res = ndf_untkey(NDF_T2VAL(sbuf[ndf_saddr(ndf_t3_kth(mb, k, pw, below))]));
+#endif
+      out[y * oys] = res;
+    }
+  }
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_params p) {
   extern __shared__ __align__(16) unsigned char ndf_smem[];
   // Area 0 (32 KB): the tile's keys by position and the equal-key counters,
@@ -840,7 +916,7 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
   const int t = threadIdx.x, lane = t & 31, half = t >> 5;
   const T cv = (T)p.cval;
   const ndf_i64 nwork = p.nxb * p.nstrips * p.nouter;
-#if PIPE == 3
+#if PIPE >= 3
   const ndf_i64 ay = p.iys < 0 ? -p.iys : p.iys, ax = p.ixs < 0 ? -p.ixs : p.ixs;
   const bool off32 = (ndf_i64)(TH - 1) * ay + (ndf_i64)(TW - 1) * ax < ((ndf_i64)1 << 31);
 #endif
@@ -865,7 +941,7 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
     // ones).  Inner tiles: LU loads in flight (clamped positions, no branch
     // between them); border tiles (few) map each position, one at a time.
     unsigned int v[PK];
-#if PIPE == 3
+#if PIPE >= 3
     // Inner tiles whose offsets fit 32 bits: all 64 loads of a thread in
     // flight, straight into its sort registers (its positions t + 64i are the
     // sort's elements 64t + i); the equal-key counters cleared 16 bytes at a time.
@@ -965,7 +1041,7 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
       const unsigned int pos = v[i] & 0xfffu;
       if (pos < (unsigned int)R) rpos[pos] = (unsigned short)ndf_tile2_code(PK * t + i);
     }
-#elif PIPE == 3
+#elif PIPE >= 3
     // As PIPE 1 below, each search's position a byte offset into the padded
     // sorted keys: a probe is a load at the offset plus a constant, a taken
     // step adds a constant.
@@ -1075,6 +1151,22 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
       }
 #endif
       ndf_tile2_column_mid<false>(rpos, bits, sbuf, t, nq, y0, p.ny, active, op, p.oys);
+      continue;
+    }
+#endif
+#if PIPE == 4
+    {
+      const int col = 16 * half + (lane & 15), hf = lane >> 4;
+      const ndf_i64 xx = x0 + col;
+      const bool active = xx < p.nx;
+      T *op = p.out + obase + (active ? xx : 0) * p.oxs;
+#if KIND == 2
+      if (nq < ndf_tile2_code(R)) { // NaNs in the tile (the same for the whole block)
+        ndf_t4_column<true>(rpos, ndf_smem, 4u * t, sbuf, col, hf, nq, y0, p.ny, active, op, p.oys);
+        continue;
+      }
+#endif
+      ndf_t4_column<false>(rpos, ndf_smem, 4u * t, sbuf, col, hf, nq, y0, p.ny, active, op, p.oys);
       continue;
     }
 #endif

@@ -18,6 +18,18 @@ extern "C" {
 #include "cuda_host_shim.h"
 static unsigned int atomicXor(unsigned int *a, unsigned int v) { unsigned int o = *a; *a = o ^ v; return o; }
 static unsigned int atomicAdd(unsigned int *a, unsigned int v) { unsigned int o = *a; *a = o + v; return o; }
+static unsigned int atomicOr(unsigned int *a, unsigned int v) { unsigned int o = *a; *a = o | v; return o; }
+/* PIPE 4: every thread of the block reaches each __syncwarp and shuffle
+ * equally often, so a block barrier (stronger) stands in for both. */
+static void __syncwarp(void) { __syncthreads(); }
+static int emu_shfl_slot[64];
+static int __shfl_xor_sync(unsigned int, int v, int m) {
+  emu_shfl_slot[threadIdx.x] = v;
+  __syncthreads();
+  const int r = emu_shfl_slot[threadIdx.x ^ m];
+  __syncthreads();
+  return r;
+}
 static int __popc(unsigned int v) { return __builtin_popcount(v); }
 static unsigned int __funnelshift_l(unsigned int lo, unsigned int hi, unsigned int s) {
   unsigned long long x = ((unsigned long long)hi << 32 | lo) << (s & 31);
