@@ -874,8 +874,10 @@ __device__ __forceinline__ void ndf_t4_column(const unsigned short *rpos, unsign
   int r = HALF;
   unsigned int qo[CW], qi[CW];
   int ro = half ? r : r + KY - 1, ri = half ? r + KY : r - 1;
-  ndf_t3_ld(rpos, ro, col, 0, qo);
-  ndf_t3_ld(rpos, ri, col, 0, qi);
+  if (half == 0 || HALF > 1) { // half 1 steps first at j = 1 (S = 2: row HALF + KY lies past the tile)
+    ndf_t3_ld(rpos, ro, col, 0, qo);
+    ndf_t3_ld(rpos, ri, col, 0, qi);
+  }
   for (int j = 0; j < HALF; j++) {
     if (half == 0 || j > 0) {
       ndf_t3_stepq<NANS>(rpos, sm, t4, ro, ri, col, qo, qi, (unsigned int)pw << 8, nq, below, nanc);
