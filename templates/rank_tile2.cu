@@ -1006,7 +1006,7 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
 #pragma unroll
         for (int u = 0; u < LU; u++) {
           const int e = e0 + u * BT;
-          if (e < TKW) {
+          if (!VEC3 || e < TKW) {
             tkey[e] = e < R ? NDF_T2KEY(ndf_tkey(val[u]), e) : NDF_T2PAD(e);
             dup[e] = 0u;
           }
@@ -1021,7 +1021,7 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
           const ndf_i64 my = ndf_map(ty0 + ry, p.ny, MODE), mx = ndf_map(tx0 + rx, p.nx, MODE);
           key = NDF_T2KEY(ndf_tkey((my < 0 || mx < 0) ? cv : p.in[ibase + my * p.iys + mx * p.ixs]), e);
         }
-        if (e < TKW) {
+        if (!VEC3 || e < TKW) {
           tkey[e] = key;
           dup[e] = 0u;
         }
@@ -1029,8 +1029,13 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
     }
     // Thread t's own positions t + 64i become the sort's elements 64t + i
     // (positions from TKW up: padding, not stored).
+#if VEC3
 #pragma unroll
     for (int i = 0; i < PK; i++) v[i] = i * BT + t < TKW ? tkey[i * BT + t] : NDF_T2PAD(i * BT + t);
+#else
+#pragma unroll
+    for (int i = 0; i < PK; i++) v[i] = tkey[i * BT + t];
+#endif
     }
     ndf_sort4096(v, sbuf, t); // its first barrier orders dup too
     // Ranks: the lower bound of the key (it is present) plus the equal keys
