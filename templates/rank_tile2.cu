@@ -309,8 +309,7 @@ __device__ __forceinline__ void ndf_sort4096(unsigned int (&v)[PK], unsigned int
   for (int lk = 6; lk <= 12; lk++) {
     const int k = 1 << lk;
     if (lk > 6) {
-#pragma unroll
-      for (int i = 0; i < PK; i++) buf[PADW * t + i] = v[i];
+      ndf_blocked_store(v, buf, t);
       __syncthreads();
       const unsigned int kb = (unsigned int)k >> 6;
 #pragma unroll
@@ -327,16 +326,14 @@ __device__ __forceinline__ void ndf_sort4096(unsigned int (&v)[PK], unsigned int
 #pragma unroll
       for (int i = 0; i < PK; i++) buf[PADW * i + t] = v[i] ^ (((unsigned int)i & kb) ? 0xffffffffu : 0u);
       __syncthreads();
-#pragma unroll
-      for (int i = 0; i < PK; i++) v[i] = buf[PADW * t + i];
+      ndf_blocked_load(v, buf, t);
     }
     const unsigned int m = ((t * PK) & k) ? 0xffffffffu : 0u;
     ndf_flip(v, m);
     ndf_blocked_steps(v, 5);
     ndf_flip(v, m);
   }
-#pragma unroll
-  for (int i = 0; i < PK; i++) buf[PADW * t + i] = v[i];
+  ndf_blocked_store(v, buf, t);
   __syncthreads();
 }
 #endif
