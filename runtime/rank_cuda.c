@@ -278,8 +278,23 @@ static int tile_plan(int ky, int kx, int64_t ny, tile_geom *tg) {
  * position and equal-key counters, then the bitsets), 16.25 KB of sorted
  * keys (rows of 64 padded to 65), 2 bytes of rank per tile position. */
 #define TILE2_KEYS 4096
+/* The variant of templates/rank_tile2.cu (slot PIPE): $NDF_RANK_TILE2_PIPE=0..4, else 3. */
+static int tile2_pipe(void) {
+  const char *ep = getenv("NDF_RANK_TILE2_PIPE");
+  return ep && ep[0] >= '0' && ep[0] <= '4' && !ep[1] ? ep[0] - '0' : 3;
+}
+
+/* PIPE 3 and 4 with at most 3968 values (VEC3 in the template): keys and counters
+ * of R values (or the bitsets), sorted rows of 68 words; else 32 KB and rows
+ * of 65 words.  Then 2 bytes of rank per value. */
 static size_t tile2_smem(int s, int ky, int kx) {
-  return 32768 + 65 * 64 * 4 + (((size_t)(s + ky - 1) * (size_t)(31 + kx) * 2 + 15) & ~(size_t)15);
+  const size_t r = (size_t)(s + ky - 1) * (size_t)(31 + kx);
+  const size_t rpos = (r * 2 + 15) & ~(size_t)15;
+  if (tile2_pipe() >= 3 && r <= 3968) {
+    const size_t tkw = (r + 3) & ~(size_t)3, bitw = (r + 31) / 32 * 64;
+    return 4 * (2 * tkw > bitw ? 2 * tkw : bitw) + 68 * 64 * 4 + rpos;
+  }
+  return 32768 + 65 * 64 * 4 + rpos;
 }
 
 static int tile2_plan(int ky, int kx, int64_t ny, tile_geom *tg) {
@@ -420,12 +435,14 @@ static void tile_request(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, co
    * (a few more instructions, 75 KB less code; not measured yet). */
   const char *eu = getenv("NDF_RANK_TILE2_UNROLL");
   if (tg->form == 2) ndf__req_set(req, "SORTU", "%d", !(eu && !strcmp(eu, "0")));
-  /* Session 6 (ADR 0005): 1 (default; 0.160 ms at 31x31 on 1024^2 on the
-   * H200, session 5's order 0.219) issues the shared loads ahead of the
-   * atomics; $NDF_RANK_TILE2_PIPE=2 also shares the first window between the
-   * two threads of a column (0.164), =0 keeps session 5's order. */
-  const char *ep = getenv("NDF_RANK_TILE2_PIPE");
-  if (tg->form == 2) ndf__req_set(req, "PIPE", "%d", ep && (!strcmp(ep, "0") || !strcmp(ep, "2")) ? ep[0] - '0' : 1);
+  /* Session 6 (ADR 0005): 1 (0.160 ms at 31x31 on 1024^2 on the H200,
+   * session 5's order 0.219) issues the shared loads ahead of the atomics;
+   * 2 also shares the first window between the two threads of a column
+   * (0.164); 0 keeps session 5's order.  Session 7: 3 (default) is 1 with
+   * fewer instructions per flip, probe, walk, load and sort; 4 is 3 with the
+   * first window shared by the two threads of a column within one warp.
+   * $NDF_RANK_TILE2_PIPE=0..4 selects one. */
+  if (tg->form == 2) ndf__req_set(req, "PIPE", "%d", tile2_pipe());
 }
 
 /* The sorted-tile kernel over a 2-D box window (ndf_tile_params of templates/rank_tile.cu). */

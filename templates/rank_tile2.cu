@@ -33,9 +33,12 @@
 // Slot PIPE (session 6, ADR 0005): 1 orders the shared-memory loads ahead of
 // the atomics and stores that would otherwise hold them back (one load
 // latency per row of flips instead of per flip; rank searches interleaved)
-// and sorts 8/16-bit keys with their tile position (the default); 2 also
-// lets the two threads of a column share their first window.  0 is the
-// session-5 kernel.
+// and sorts 8/16-bit keys with their tile position; 2 also lets the two
+// threads of a column share their first window.  0 is the session-5 kernel.
+// 3 (session 7, the default) is 1 with fewer instructions: flips, counts,
+// rank probes, walks, loads by columns, an odd-even 64-key sort and 16-byte
+// transposes (see "PIPE 3" below and ADR 0005); 4 is 3 with the first
+// window shared by a column's two threads within one warp.
 #include "ndf_common.cuh"
 
 typedef NDF_SLOT(T) T;
@@ -50,7 +53,7 @@ typedef NDF_SLOT(T) T;
 #define KX NDF_SLOT(KX)
 #define S NDF_SLOT(S)                /* output rows per block (even) */
 #define SORTU NDF_SLOT(SORTU)        /* 1: the sort's stages unrolled (larger code), 0: rolled */
-#define PIPE NDF_SLOT(PIPE)          /* 0: as session 5; 1 (default): shared loads ahead of the atomics; 2: 1 and a shared middle window */
+#define PIPE NDF_SLOT(PIPE)          /* 0: as session 5; 1: shared loads ahead of the atomics; 2: 1 and a shared middle window; 3 (default): 1, cheaper; 4: 3 and a middle window shared within a warp */
 
 #define BT 64                        /* threads */
 #define PK 64                        /* keys per thread in the sort */
@@ -112,6 +115,19 @@ __device__ __forceinline__ unsigned int ndf_tkey(T v) {
 #endif
 }
 
+// ndf_tkey with fewer instructions for floats (the same keys): -0.0 as 0.0,
+// a NaN all ones, else the sign-flip (no float compare with zero: subnormals
+// keep their keys whatever the compile flags).
+__device__ __forceinline__ unsigned int ndf_tkey3(T v) {
+#if KIND == 2
+  const unsigned int b0 = __float_as_uint(v), b = b0 == 0x80000000u ? 0u : b0;
+  const unsigned int k = b ^ ((unsigned int)((int)b >> 31) | 0x80000000u);
+  return v != v ? 0xffffffffu : k;
+#else
+  return ndf_tkey(v);
+#endif
+}
+
 __device__ __forceinline__ T ndf_untkey(unsigned int k) {
 #if KIND == 0
   return (T)k;
@@ -127,9 +143,25 @@ __device__ __forceinline__ T ndf_untkey(unsigned int k) {
 // e % 64) lives at word 65 * (e / 64) + e % 64.  Blocked accesses of a warp
 // (element 64t + i, i fixed) and strided ones (element 64i + t) touch 32
 // different banks.
+// PIPE 3 (tiles of at most 3968 values): rows of 68 words instead, so that
+// a thread's blocked row is 16-byte aligned and moves as 16 vector accesses
+// (a quarter warp's 8 rows then start in 8 different groups of 4 banks;
+// strided accesses stay conflict-free, bank 4i + t), and area 0 shrinks to
+// what the tile needs (keys and counters of R values, or the bitsets) to
+// make room: 57088 bytes for 31 x 31.
+#define VEC3 (PIPE >= 3 && R <= 3968)
+#if VEC3
+#define PADW 68
+#define TKW ((R + 3) & ~3)           /* words of tkey (and of dup) */
+#define AREA0 (2 * TKW > NWORDS * BT ? 2 * TKW : NWORDS * BT)
+#else
 #define PADW 65
+#define TKW RP2
+#define AREA0 (2 * RP2)
+#endif
+#define PADX (PADW - 64)
 #define SBUF_WORDS (PADW * PK)
-__device__ __forceinline__ int ndf_saddr(int e) { return e + (e >> 6); }
+__device__ __forceinline__ int ndf_saddr(int e) { return e + PADX * (e >> 6); }
 
 // Ascending compare-exchange: one unsigned min and one max.
 __device__ __forceinline__ void ndf_cx(unsigned int &a, unsigned int &b) {
@@ -156,10 +188,52 @@ __device__ __forceinline__ void ndf_blocked_steps(unsigned int (&v)[PK], int ljh
   }
 }
 
+// Thread t's row of the padded buffer (its blocked keys 64t .. 64t+63).
+__device__ __forceinline__ void ndf_blocked_store(const unsigned int (&v)[PK], unsigned int *buf, int t) {
+#if VEC3
+#pragma unroll
+  for (int j = 0; j < PK / 4; j++)
+    reinterpret_cast<uint4 *>(buf + PADW * t)[j] = make_uint4(v[4 * j], v[4 * j + 1], v[4 * j + 2], v[4 * j + 3]);
+#else
+#pragma unroll
+  for (int i = 0; i < PK; i++) buf[PADW * t + i] = v[i];
+#endif
+}
+
+__device__ __forceinline__ void ndf_blocked_load(unsigned int (&v)[PK], const unsigned int *buf, int t) {
+#if VEC3
+#pragma unroll
+  for (int j = 0; j < PK / 4; j++) {
+    const uint4 q = reinterpret_cast<const uint4 *>(buf + PADW * t)[j];
+    v[4 * j] = q.x, v[4 * j + 1] = q.y, v[4 * j + 2] = q.z, v[4 * j + 3] = q.w;
+  }
+#else
+#pragma unroll
+  for (int i = 0; i < PK; i++) v[i] = buf[PADW * t + i];
+#endif
+}
+
 #if SORTU
 // Sorts the block's 4096 keys (thread t's v[i] is element 64t + i) ascending
 // into buf (padded, blocked order).  Ends with a barrier.
 __device__ __forceinline__ void ndf_sort4096(unsigned int (&v)[PK], unsigned int *buf, int t) {
+#if PIPE >= 3
+  // Each thread's 64 keys by Batcher's odd-even merge sort (543 compare-
+  // exchanges instead of the bitonic 672; any network that sorts ascending
+  // will do before the merges below).
+  // (p = 2^lp, k = 2^lk: element a meets a + k when a - k % p lies in an even
+  // block of k and both lie in one block of 2p.)
+#pragma unroll
+  for (int lp = 0; lp < 6; lp++)
+#pragma unroll
+    for (int lk = lp; lk >= 0; lk--) {
+      const int k = 1 << lk, j0 = lk == lp ? 0 : k;
+#pragma unroll
+      for (int a = 0; a < PK; a++)
+        if (a >= j0 && (((a - j0) >> lk) & 1) == 0 && a + k < PK && (a >> (lp + 1)) == ((a + k) >> (lp + 1)))
+          ndf_cx(v[a], v[a + k]);
+    }
+#else
   // Stages 2 .. 64 inside the thread.
 #pragma unroll
   for (int lk = 1; lk <= 6; lk++) {
@@ -169,6 +243,7 @@ __device__ __forceinline__ void ndf_sort4096(unsigned int (&v)[PK], unsigned int
       if ((i & (k >> 1)) == 0) ndf_cx(v[i], v[i ^ (k - 1)]);
     ndf_blocked_steps(v, lk - 2);
   }
+#endif
   // Stages 128 .. 4096: the mirror step and the half-cleaners j >= 64
   // strided, the half-cleaners j < 64 blocked.  Strided, slot i of thread t
   // holds element 64i + t in the lower half of its block of k and element
@@ -177,8 +252,7 @@ __device__ __forceinline__ void ndf_sort4096(unsigned int (&v)[PK], unsigned int
 #pragma unroll
   for (int lk = 7; lk <= 12; lk++) {
     const int hb = 1 << (lk - 7); // bit of i marking the upper half of a block of k
-#pragma unroll
-    for (int i = 0; i < PK; i++) buf[PADW * t + i] = v[i];
+    ndf_blocked_store(v, buf, t);
     __syncthreads();
 #pragma unroll
     for (int i = 0; i < PK; i++) v[i] = buf[PADW * i + ((i & hb) ? 63 - t : t)];
@@ -197,12 +271,10 @@ __device__ __forceinline__ void ndf_sort4096(unsigned int (&v)[PK], unsigned int
 #pragma unroll
     for (int i = 0; i < PK; i++) buf[PADW * i + ((i & hb) ? 63 - t : t)] = v[i];
     __syncthreads();
-#pragma unroll
-    for (int i = 0; i < PK; i++) v[i] = buf[PADW * t + i];
+    ndf_blocked_load(v, buf, t);
     ndf_blocked_steps(v, 5);
   }
-#pragma unroll
-  for (int i = 0; i < PK; i++) buf[PADW * t + i] = v[i];
+  ndf_blocked_store(v, buf, t);
   __syncthreads();
 }
 #else
@@ -237,8 +309,7 @@ __device__ __forceinline__ void ndf_sort4096(unsigned int (&v)[PK], unsigned int
   for (int lk = 6; lk <= 12; lk++) {
     const int k = 1 << lk;
     if (lk > 6) {
-#pragma unroll
-      for (int i = 0; i < PK; i++) buf[PADW * t + i] = v[i];
+      ndf_blocked_store(v, buf, t);
       __syncthreads();
       const unsigned int kb = (unsigned int)k >> 6;
 #pragma unroll
@@ -255,16 +326,14 @@ __device__ __forceinline__ void ndf_sort4096(unsigned int (&v)[PK], unsigned int
 #pragma unroll
       for (int i = 0; i < PK; i++) buf[PADW * i + t] = v[i] ^ (((unsigned int)i & kb) ? 0xffffffffu : 0u);
       __syncthreads();
-#pragma unroll
-      for (int i = 0; i < PK; i++) v[i] = buf[PADW * t + i];
+      ndf_blocked_load(v, buf, t);
     }
     const unsigned int m = ((t * PK) & k) ? 0xffffffffu : 0u;
     ndf_flip(v, m);
     ndf_blocked_steps(v, 5);
     ndf_flip(v, m);
   }
-#pragma unroll
-  for (int i = 0; i < PK; i++) buf[PADW * t + i] = v[i];
+  ndf_blocked_store(v, buf, t);
   __syncthreads();
 }
 #endif
@@ -559,18 +628,297 @@ __device__ __forceinline__ void ndf_tile2_column_mid(const unsigned short *rpos,
 }
 #endif
 
+#if PIPE >= 3
+// PIPE 3 (session 7, ADR 0005, "fewer instructions per flip"): PIPE 1's order
+// with cheaper flips, probes and walks.
+// - Flip: the bitsets start at shared offset 0 and word w of thread t lies at
+//   byte 256 w + 4 t, so a code's word bits (code & 0xff00 = 256 w) ORed with
+//   4 t are the word's address: one LOP3, one funnel shift, the atomic (was
+//   a mask, an add and a zero-extension more).
+// - Counts (codes under the pivot word, NaN codes) as sums of sign bits.
+// - The first window's rows two at a time with no codes carried between
+//   iterations (a carried 16-bit load costs a zero extension per code).
+// - The first search of a column starts from a scan of 8 words at a time
+//   (independent loads) instead of walking word by word from word 0.
+// - Walks and rank searches step byte offsets and pointers (loads at a
+//   register plus a constant).
+// Inner tiles of 32-bit keys with at most 64 rows and columns load by columns
+// (the sort does not care which thread holds which key; 8/16-bit keys carry
+// their position and keep the row-major order).
+#define COLMAP (!PACK && TH <= 64 && TW <= 64)
+
+__device__ __forceinline__ void ndf_t3_flip(unsigned char *sm, unsigned int t4, unsigned int q) {
+  atomicXor(reinterpret_cast<unsigned int *>(sm + ((q & 0xff00u) | t4)), __funnelshift_l(0u, 1u, q));
+}
+
+// Codes of tile row `row`, columns lane + c0 .. (those under KX).
+__device__ __forceinline__ void ndf_t3_ld(const unsigned short *rpos, int row, int lane, int c0, unsigned int (&q)[CW]) {
+  ndf_tile2_ld(rpos, row, lane, c0, q);
+}
+
+// Flips the loaded codes q (columns c0 + u < KX); counts those under pqs
+// into below (d = +1 or -1) when `count`, those at or above nqs into nanc.
+template <bool NANS>
+__device__ __forceinline__ void ndf_t3_flipq(unsigned char *sm, unsigned int t4, const unsigned int (&q)[CW], int c0,
+                                             int d, bool count, unsigned int pqs, unsigned int nqs, int &below,
+                                             int &nanc) {
+  // Counts as sums of sign bits (codes and bounds are under 2^31): an
+  // add and a shift-add per code.
+  unsigned int cb0 = 0, cb1 = 0, cn0 = 0, cn1 = 0;
+#pragma unroll
+  for (int u = 0; u < CW; u++)
+    if (c0 + u < KX) {
+      ndf_t3_flip(sm, t4, q[u]);
+      if (count) {
+        if (u & 1) cb1 += (q[u] - pqs) >> 31;
+        else cb0 += (q[u] - pqs) >> 31;
+      }
+      if (NANS) {
+        if (u & 1) cn1 += (q[u] - nqs) >> 31;
+        else cn0 += (q[u] - nqs) >> 31;
+      }
+    }
+  if (count) below += d > 0 ? (int)(cb0 + cb1) : -(int)(cb0 + cb1);
+  // nanc counts codes at or above nqs: (code < nqs) counted, the rest taken from the codes flipped.
+  if (NANS) {
+    int nf = 0;
+#pragma unroll
+    for (int u = 0; u < CW; u++)
+      if (c0 + u < KX) nf++;
+    nanc += d > 0 ? nf - (int)(cn0 + cn1) : (int)(cn0 + cn1) - nf;
+  }
+}
+
+// The first window's rows row0 .. row0+nrows-1 (below stays 0).
+template <bool NANS>
+__device__ __forceinline__ void ndf_t3_first(const unsigned short *rpos, unsigned char *sm, unsigned int t4, int row0,
+                                             int nrows, int lane, unsigned int nqs, int &nanc) {
+  int below = 0;
+  if (KX <= CW) {
+    // Two rows' codes loaded ahead of their atomics; no codes carried from
+    // one iteration to the next (carried 16-bit loads cost a zero-extension each).
+#pragma unroll 1
+    for (int dy = 0; dy + 1 < nrows; dy += 2) {
+      unsigned int qa[CW], qb[CW];
+      ndf_t3_ld(rpos, row0 + dy, lane, 0, qa);
+      ndf_t3_ld(rpos, row0 + dy + 1, lane, 0, qb);
+      ndf_t3_flipq<NANS>(sm, t4, qa, 0, 1, false, 0u, nqs, below, nanc);
+      ndf_t3_flipq<NANS>(sm, t4, qb, 0, 1, false, 0u, nqs, below, nanc);
+    }
+    if (nrows & 1) {
+      unsigned int qa[CW];
+      ndf_t3_ld(rpos, row0 + nrows - 1, lane, 0, qa);
+      ndf_t3_flipq<NANS>(sm, t4, qa, 0, 1, false, 0u, nqs, below, nanc);
+    }
+  } else {
+#pragma unroll 1
+    for (int dy = 0; dy < nrows; dy++) {
+#pragma unroll
+      for (int c0 = 0; c0 < KX; c0 += CW) {
+        unsigned int q[CW];
+        ndf_t3_ld(rpos, row0 + dy, lane, c0, q);
+        ndf_t3_flipq<NANS>(sm, t4, q, c0, 1, false, 0u, nqs, below, nanc);
+      }
+    }
+  }
+}
+
+// One step down (row `out` leaves, row `in` enters), the first chunk's codes loaded.
+template <bool NANS>
+__device__ __forceinline__ void ndf_t3_stepq(const unsigned short *rpos, unsigned char *sm, unsigned int t4, int out,
+                                             int in, int lane, const unsigned int (&qo)[CW], const unsigned int (&qi)[CW],
+                                             unsigned int pqs, unsigned int nqs, int &below, int &nanc) {
+  ndf_t3_flipq<NANS>(sm, t4, qo, 0, -1, true, pqs, nqs, below, nanc);
+  ndf_t3_flipq<NANS>(sm, t4, qi, 0, 1, true, pqs, nqs, below, nanc);
+#pragma unroll
+  for (int c0 = CW; c0 < KX; c0 += CW) {
+    unsigned int ro[CW], ri[CW];
+    ndf_t3_ld(rpos, out, lane, c0, ro);
+    ndf_t3_ld(rpos, in, lane, c0, ri);
+    ndf_t3_flipq<NANS>(sm, t4, ro, c0, -1, true, pqs, nqs, below, nanc);
+    ndf_t3_flipq<NANS>(sm, t4, ri, c0, 1, true, pqs, nqs, below, nanc);
+  }
+}
+
+__device__ __forceinline__ unsigned int ndf_t3_word(const unsigned char *mb, unsigned int off) {
+  return *reinterpret_cast<const unsigned int *>(mb + off);
+}
+
+// pw, below for a first search of rank k (below(0) = 0): whole groups of 8
+// words while they hold at most k set bits.  k < N (the set bits).
+__device__ __forceinline__ void ndf_t3_seek(const unsigned char *mb, int k, int &pw, int &below) {
+  int acc = 0, w0 = 0;
+#pragma unroll 1
+  for (; w0 + 8 <= NWORDS; w0 += 8) {
+    int c[8];
+#pragma unroll
+    for (int u = 0; u < 8; u++) c[u] = __popc(ndf_t3_word(mb, (unsigned int)(w0 + u) << 8));
+    const int s = ((c[0] + c[1]) + (c[2] + c[3])) + ((c[4] + c[5]) + (c[6] + c[7]));
+    if (acc + s > k) break;
+    acc += s;
+  }
+  pw = w0;
+  below = acc;
+}
+
+// The rank of the k-th (0-based) set bit, walking from the pivot word pw.
+__device__ __forceinline__ int ndf_t3_kth(const unsigned char *mb, int k, int &pw, int &below) {
+  unsigned int off = (unsigned int)pw << 8, word;
+  while (below > k) {
+    off -= 256u;
+    below -= __popc(ndf_t3_word(mb, off));
+  }
+  for (;;) {
+    word = ndf_t3_word(mb, off);
+    const int c = __popc(word);
+    if (below + c > k) break;
+    below += c;
+    off += 256u;
+  }
+  pw = (int)(off >> 8);
+  int kk = k - below, pos = 0;
+#pragma unroll
+  for (int width = 16; width > 0; width >>= 1) {
+    const int c = __popc(word & ((1u << width) - 1u));
+    if (kk >= c) {
+      kk -= c;
+      word >>= width;
+      pos += width;
+    }
+  }
+  return (int)(off >> 3) + pos; // 32 * pw + pos
+}
+
+// Thread (half, lane)'s outputs: the column lane, tile rows ly0 .. ly0+HALF-1.
+template <bool NANS>
+__device__ __forceinline__ void ndf_t3_column(const unsigned short *rpos, unsigned char *sm, unsigned int t4,
+                                              const unsigned int *sbuf, int ly0, int lane, unsigned int nq, ndf_i64 y0,
+                                              ndf_i64 ny, T *out, ndf_i64 oys) {
+  const unsigned char *mb = sm + t4;
+  const unsigned int nqs = nq;
+  const int nr = ny - (y0 + ly0) < HALF ? (int)(ny - (y0 + ly0)) : HALF; // rows of this thread inside the array
+  if (nr <= 0) return;
+  int nanc = 0, pw = 0, below = 0;
+  ndf_t3_first<NANS>(rpos, sm, t4, ly0, KY, lane, nqs, nanc);
+  {
+    int ks = ndf_rank_of(N - nanc); // any rank under N (the set bits) will do
+    ks = ks < 0 ? 0 : ks >= N ? N - 1 : ks;
+    ndf_t3_seek(mb, ks, pw, below);
+  }
+  T *op = out + (y0 + ly0) * oys;
+  for (int jr = 0; jr < nr; jr++, op += oys) {
+    unsigned int qo[CW], qi[CW];
+    if (jr + 1 < nr) {
+      ndf_t3_ld(rpos, ly0 + jr, lane, 0, qo);
+      ndf_t3_ld(rpos, ly0 + jr + KY, lane, 0, qi);
+    }
+    T res;
+#if KIND == 2 && !NAN_OMIT
+    if (nanc) res = __int_as_float(0x7fc00000);
+    else res = ndf_untkey(NDF_T2VAL(sbuf[ndf_saddr(ndf_t3_kth(mb, ndf_rank_of(N), pw, below))]));
+#else
+    const int m = N - nanc, k = ndf_rank_of(m);
+    if (m == 0 || k < 0 || k >= m) res = (T)__int_as_float(0x7fc00000); // floats only: m < N needs NaN
+    else res = ndf_untkey(NDF_T2VAL(sbuf[ndf_saddr(ndf_t3_kth(mb, k, pw, below))]));
+#endif
+    *op = res;
+    if (jr + 1 < nr)
+      ndf_t3_stepq<NANS>(rpos, sm, t4, ly0 + jr, ly0 + jr + KY, lane, qo, qi, (unsigned int)pw << 8, nqs, below, nanc);
+  }
+}
+#endif
+
+#if PIPE == 4
+// PIPE 4: PIPE 3 with the two threads of a column in one warp (column
+// 16 * warp + lane % 16, half lane / 16; partner lane ^ 16) starting from one
+// window, that of tile row HALF: half 0 sets its first (KY + 1) / 2 rows, half
+// 1 the others, each ORs in its partner's words (the sets are disjoint; a
+// chunk of 16 of the partner's words is read before either lane writes its
+// own words of that chunk, __syncwarp between), the NaN counts add up.  Then
+// half 1 walks down over rows HALF .. S-1 and half 0 up over HALF-1 .. 0 (one
+// step more).  A thread sets about half of a first window (31 x 31: 496 or
+// 465 bits instead of 961) and ORs 124 words.  Every lane of the warp runs it
+// (`active`: the column lies inside the array).
+template <bool NANS>
+__device__ __forceinline__ void ndf_t4_column(const unsigned short *rpos, unsigned char *sm, unsigned int t4,
+                                              const unsigned int *sbuf, int col, int half, unsigned int nq, ndf_i64 y0,
+                                              ndf_i64 ny, bool active, T *out, ndf_i64 oys) {
+  const unsigned char *mb = sm + t4, *pb = sm + (t4 ^ 64u);
+  int nanc = 0, pw = 0, below = 0;
+  const int ka = (KY + 1) / 2;
+  if (half == 0) ndf_t3_first<NANS>(rpos, sm, t4, HALF, ka, col, nq, nanc);
+  else ndf_t3_first<NANS>(rpos, sm, t4, HALF + ka, KY - ka, col, nq, nanc);
+  __syncwarp();
+#pragma unroll 1
+  for (int w0 = 0; w0 < NWORDS; w0 += 16) {
+    unsigned int a[16];
+#pragma unroll
+    for (int u = 0; u < 16; u++)
+      if (w0 + u < NWORDS) a[u] = ndf_t3_word(pb, (unsigned int)(w0 + u) << 8);
+    __syncwarp();
+#pragma unroll
+    for (int u = 0; u < 16; u++)
+      if (w0 + u < NWORDS) atomicOr(reinterpret_cast<unsigned int *>(sm + (((unsigned int)(w0 + u) << 8) | t4)), a[u]);
+  }
+  if (NANS) nanc += __shfl_xor_sync(0xffffffffu, nanc, 16);
+  {
+    int ks = ndf_rank_of(N - nanc); // any rank under N (the set bits) will do
+    ks = ks < 0 ? 0 : ks >= N ? N - 1 : ks;
+    ndf_t3_seek(mb, ks, pw, below);
+  }
+  // Iteration j: a step (half 0 always, up; half 1 from j = 1, down), then
+  // the codes of the next step, then the output of row r.
+  int r = HALF;
+  unsigned int qo[CW], qi[CW];
+  int ro = half ? r : r + KY - 1, ri = half ? r + KY : r - 1;
+  if (half == 0 || HALF > 1) { // half 1 steps first at j = 1 (S = 2: row HALF + KY lies past the tile)
+    ndf_t3_ld(rpos, ro, col, 0, qo);
+    ndf_t3_ld(rpos, ri, col, 0, qi);
+  }
+  for (int j = 0; j < HALF; j++) {
+    if (half == 0 || j > 0) {
+      ndf_t3_stepq<NANS>(rpos, sm, t4, ro, ri, col, qo, qi, (unsigned int)pw << 8, nq, below, nanc);
+      r += half ? 1 : -1;
+    }
+    if (j + 1 < HALF) {
+      ro = half ? r : r + KY - 1;
+      ri = half ? r + KY : r - 1;
+      ndf_t3_ld(rpos, ro, col, 0, qo);
+      ndf_t3_ld(rpos, ri, col, 0, qi);
+    }
+    const ndf_i64 y = y0 + r;
+    if (active && y < ny) {
+      T res;
+#if KIND == 2 && !NAN_OMIT
+      if (nanc) res = __int_as_float(0x7fc00000);
+      else res = ndf_untkey(NDF_T2VAL(sbuf[ndf_saddr(ndf_t3_kth(mb, ndf_rank_of(N), pw, below))]));
+#else
+      const int m = N - nanc, k = ndf_rank_of(m);
+      if (m == 0 || k < 0 || k >= m) res = (T)__int_as_float(0x7fc00000); // floats only: m < N needs NaN
+      else res = ndf_untkey(NDF_T2VAL(sbuf[ndf_saddr(ndf_t3_kth(mb, k, pw, below))]));
+#endif
+      out[y * oys] = res;
+    }
+  }
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_params p) {
   extern __shared__ __align__(16) unsigned char ndf_smem[];
   // Area 0 (32 KB): the tile's keys by position and the equal-key counters,
   // then the bitsets.  Then the sorted keys (16.25 KB), then the ranks by position.
   unsigned int *tkey = reinterpret_cast<unsigned int *>(ndf_smem);
-  unsigned int *dup = tkey + RP2;
+  unsigned int *dup = tkey + TKW;
   unsigned int *bits = tkey;
-  unsigned int *sbuf = tkey + 2 * RP2;
+  unsigned int *sbuf = tkey + AREA0;
   unsigned short *rpos = reinterpret_cast<unsigned short *>(sbuf + SBUF_WORDS);
   const int t = threadIdx.x, lane = t & 31, half = t >> 5;
   const T cv = (T)p.cval;
   const ndf_i64 nwork = p.nxb * p.nstrips * p.nouter;
+#if PIPE >= 3
+  const ndf_i64 ay = p.iys < 0 ? -p.iys : p.iys, ax = p.ixs < 0 ? -p.ixs : p.ixs;
+  const bool off32 = (ndf_i64)(TH - 1) * ay + (ndf_i64)(TW - 1) * ax < ((ndf_i64)1 << 31);
+#endif
   for (ndf_i64 w = blockIdx.x; w < nwork; w += gridDim.x) {
     ndf_i64 r = w / p.nxb;
     const ndf_i64 xb = w - r * p.nxb;
@@ -591,6 +939,57 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
     // Tile position e (row-major); positions from R up are padding (all
     // ones).  Inner tiles: LU loads in flight (clamped positions, no branch
     // between them); border tiles (few) map each position, one at a time.
+    unsigned int v[PK];
+#if PIPE >= 3
+    // Inner tiles whose offsets fit 32 bits: all 64 loads of a thread in
+    // flight, straight into its sort registers (its positions t + 64i are the
+    // sort's elements 64t + i); the equal-key counters cleared 16 bytes at a time.
+    if (inner && off32) {
+      const T *src = p.in + ibase + ty0 * p.iys + tx0 * p.ixs;
+      const int iys = (int)p.iys, ixs = (int)p.ixs;
+      T val[PK];
+#if COLMAP
+      // The sort takes its keys in any arrangement: thread t loads tile
+      // column t (rows 0 .. TH-1: no division, one multiply-add per load),
+      // the rest of its 64 slots padding; tkey still by position.
+      const int c = t < TW ? t : TW - 1;
+#pragma unroll
+      for (int r = 0; r < PK; r++)
+        if (r < TH) val[r] = src[r * iys + c * ixs];
+      const bool real = t < TW;
+#pragma unroll
+      for (int r = 0; r < PK; r++) {
+        if (r < TH) {
+          const unsigned int k = ndf_tkey3(val[r]);
+          v[r] = real ? k : 0xffffffffu;
+        } else {
+          v[r] = 0xffffffffu;
+        }
+      }
+      if (real) {
+#pragma unroll
+        for (int r = 0; r < TH; r++) tkey[r * TW + t] = v[r];
+      }
+#else
+#pragma unroll
+      for (int i = 0; i < PK; i++) {
+        const int e = i * BT + t, ec = e < R ? e : R - 1;
+        const int ry = ec / TW, rx = ec - ry * TW;
+        val[i] = src[ry * iys + rx * ixs];
+      }
+#pragma unroll
+      for (int i = 0; i < PK; i++) {
+        const int e = i * BT + t;
+        v[i] = e < R ? NDF_T2KEY(ndf_tkey(val[i]), e) : NDF_T2PAD(e);
+        if (e < TKW) tkey[e] = v[i];
+      }
+#endif
+#pragma unroll
+      for (int j = 0; j < (TKW / 4 + BT - 1) / BT; j++)
+        if (j * BT + t < TKW / 4) reinterpret_cast<uint4 *>(dup)[j * BT + t] = make_uint4(0u, 0u, 0u, 0u);
+    } else
+#endif
+    {
     if (inner) {
 #pragma unroll 1
       for (int e0 = t; e0 < RP2; e0 += LU * BT) {
@@ -604,8 +1003,10 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
 #pragma unroll
         for (int u = 0; u < LU; u++) {
           const int e = e0 + u * BT;
-          tkey[e] = e < R ? NDF_T2KEY(ndf_tkey(val[u]), e) : NDF_T2PAD(e);
-          dup[e] = 0u;
+          if (!VEC3 || e < TKW) {
+            tkey[e] = e < R ? NDF_T2KEY(ndf_tkey(val[u]), e) : NDF_T2PAD(e);
+            dup[e] = 0u;
+          }
         }
       }
     } else {
@@ -617,14 +1018,22 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
           const ndf_i64 my = ndf_map(ty0 + ry, p.ny, MODE), mx = ndf_map(tx0 + rx, p.nx, MODE);
           key = NDF_T2KEY(ndf_tkey((my < 0 || mx < 0) ? cv : p.in[ibase + my * p.iys + mx * p.ixs]), e);
         }
-        tkey[e] = key;
-        dup[e] = 0u;
+        if (!VEC3 || e < TKW) {
+          tkey[e] = key;
+          dup[e] = 0u;
+        }
       }
     }
-    // Thread t's own positions t + 64i become the sort's elements 64t + i.
-    unsigned int v[PK];
+    // Thread t's own positions t + 64i become the sort's elements 64t + i
+    // (positions from TKW up: padding, not stored).
+#if VEC3
+#pragma unroll
+    for (int i = 0; i < PK; i++) v[i] = i * BT + t < TKW ? tkey[i * BT + t] : NDF_T2PAD(i * BT + t);
+#else
 #pragma unroll
     for (int i = 0; i < PK; i++) v[i] = tkey[i * BT + t];
+#endif
+    }
     ndf_sort4096(v, sbuf, t); // its first barrier orders dup too
     // Ranks: the lower bound of the key (it is present) plus the equal keys
     // counted so far.  NaNs (floats) take the ranks from the lower bound of
@@ -635,6 +1044,41 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
     for (int i = 0; i < PK; i++) {
       const unsigned int pos = v[i] & 0xfffu;
       if (pos < (unsigned int)R) rpos[pos] = (unsigned short)ndf_tile2_code(PK * t + i);
+    }
+#elif PIPE >= 3
+    // As PIPE 1 below, each search's position a byte offset into the padded
+    // sorted keys: a probe is a load at the offset plus a constant, a taken
+    // step adds a constant.
+#define RG 16
+#pragma unroll 1
+    for (int i0 = 0; i0 < PK; i0 += RG) {
+      unsigned int key[RG], dk[RG], ob[RG];
+      int lb[RG];
+      const unsigned char *sb = reinterpret_cast<const unsigned char *>(sbuf);
+#pragma unroll
+      for (int u = 0; u < RG; u++) {
+        key[u] = (i0 + u) * BT + t < R ? tkey[(i0 + u) * BT + t] : 0xffffffffu; // padding searches harmlessly
+        ob[u] = 0u;
+      }
+#pragma unroll
+      for (int h = RP2 / 2; h > 0; h >>= 1) {
+#pragma unroll
+        for (int u = 0; u < RG; u++)
+          if (*reinterpret_cast<const unsigned int *>(sb + ob[u] + 4 * (h - 1 + (h >= 64 ? PADX * (h / 64 - 1) : 0))) < key[u])
+            ob[u] += 4 * (h + PADX * (h / 64));
+      }
+#pragma unroll
+      for (int u = 0; u < RG; u++) {
+        lb[u] = (int)(ob[u] >> 2);
+        lb[u] -= PADX * (lb[u] / PADW);
+      }
+#pragma unroll
+      for (int u = 0; u < RG; u++) dk[u] = (i0 + u) * BT + t < R ? atomicAdd(&dup[lb[u]], 1u) : 0u;
+#pragma unroll
+      for (int u = 0; u < RG; u++) {
+        const int e = (i0 + u) * BT + t;
+        if (e < R) rpos[e] = (unsigned short)ndf_tile2_code(lb[u] + (int)dk[u]);
+      }
     }
 #elif PIPE
     // RG searches at a time, with no shared store or atomic among their loads
@@ -714,7 +1158,33 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
       continue;
     }
 #endif
+#if PIPE == 4
+    {
+      const int col = 16 * half + (lane & 15), hf = lane >> 4;
+      const ndf_i64 xx = x0 + col;
+      const bool active = xx < p.nx;
+      T *op = p.out + obase + (active ? xx : 0) * p.oxs;
+#if KIND == 2
+      if (nq < ndf_tile2_code(R)) { // NaNs in the tile (the same for the whole block)
+        ndf_t4_column<true>(rpos, ndf_smem, 4u * t, sbuf, col, hf, nq, y0, p.ny, active, op, p.oys);
+        continue;
+      }
+#endif
+      ndf_t4_column<false>(rpos, ndf_smem, 4u * t, sbuf, col, hf, nq, y0, p.ny, active, op, p.oys);
+      continue;
+    }
+#endif
     if (x >= p.nx) continue; // no barrier below
+#if PIPE == 3
+#if KIND == 2
+    if (nq < ndf_tile2_code(R)) { // NaNs in the tile
+      ndf_t3_column<true>(rpos, ndf_smem, 4u * t, sbuf, half * HALF, lane, nq, y0, p.ny, p.out + obase + x * p.oxs, p.oys);
+      continue;
+    }
+#endif
+    ndf_t3_column<false>(rpos, ndf_smem, 4u * t, sbuf, half * HALF, lane, nq, y0, p.ny, p.out + obase + x * p.oxs, p.oys);
+    continue;
+#endif
 #if KIND == 2
     if (nq < ndf_tile2_code(R)) { // NaNs in the tile
       ndf_tile2_column<true>(rpos, mybits, sbuf, half * HALF, lane, nq, y0, p.ny, p.out + obase + x * p.oxs, p.oys);

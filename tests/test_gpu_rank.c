@@ -413,15 +413,19 @@ static void test_gpu_rank_tile(void **state) {
   assert_int_equal(failed, 0);
 }
 
-/* The second sorted-tile form's session-6 variants (slot PIPE; ADR 0005:
- * $NDF_RANK_TILE2_PIPE=0 the session-5 order, 1 (default) shared loads ahead
- * of the atomics, 2 also a first window shared by a column's threads): windows
+/* The second sorted-tile form's session-6/7 variants (slot PIPE; ADR 0005:
+ * $NDF_RANK_TILE2_PIPE=0 the session-5 order, 1 shared loads ahead of the
+ * atomics, 2 also a first window shared by a column's threads, 3 (default)
+ * 1 with cheaper flips, probes, walks, loads and sort, 4 is 3 with a first
+ * window shared within a warp): windows
  * from 9 to 45 per axis, odd and even, wider than 32 columns (the codes load
  * in chunks), median, rank and percentile, both NaN policies, 8/16/32-bit
  * integers and float32, images smaller than the window, batch axes, origins;
- * the 31 x 31 median of the benchmark in all three forms (PIPE 0, 1, 2), a
- * NaN-omitting 17 x 17 in forms 1 and 2; the other cases in the default form.  Every case runs (about 16 kernels
- * of 3-4 s of NVRTC each). */
+ * the 31 x 31 median of the benchmark in all four forms (PIPE 0, 1, 2, 3), a
+ * NaN-omitting 17 x 17 in forms 2 and 3; the other cases in the default form
+ * (3), six on arrays large enough for many tiles inside the array (loads
+ * without boundary mapping), six in form 4.  Every case runs (about 28
+ * kernels of 3-4 s of NVRTC each). */
 static void test_gpu_rank_tile2_pipe(void **state) {
   gpu_state *s = *state;
   SKIP_WITHOUT_CUDA(s);
@@ -430,7 +434,7 @@ static void test_gpu_rank_tile2_pipe(void **state) {
   struct {
     ndf_dtype dt;
     int nd, batch, kind;
-    const char *pipe; /* $NDF_RANK_TILE2_PIPE, NULL: the default (1) */
+    const char *pipe; /* $NDF_RANK_TILE2_PIPE, NULL: the default (3) */
     int64_t shape[3], size[2];
     double pnan;
     ndf_rank_nan_policy nan;
@@ -451,6 +455,20 @@ static void test_gpu_rank_tile2_pipe(void **state) {
       {NDF_UINT8, 3, 1, K_MEDIAN, NULL, {2, 40, 45}, {45, 20}, 0.0, NDF_RANK_NAN_PROPAGATE},
       {NDF_FLOAT32, 3, 1, K_PERCENTILE, NULL, {2, 33, 65}, {24, 31}, 0.3, NDF_RANK_NAN_OMIT},
       {NDF_FLOAT64, 2, 0, K_MEDIAN, NULL, {40, 45}, {15, 15}, 0.01, NDF_RANK_NAN_PROPAGATE}, /* not the tile: AUTO */
+      /* session 7: PIPE 3 (the default) against session 6's PIPE 1, many tiles inside the array */
+      {NDF_FLOAT32, 2, 0, K_MEDIAN, "1", {150, 300}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
+      {NDF_FLOAT32, 2, 0, K_MEDIAN, NULL, {300, 260}, {31, 31}, 0.02, NDF_RANK_NAN_OMIT},
+      {NDF_FLOAT32, 2, 0, K_RANK, NULL, {200, 210}, {25, 30}, 0.001, NDF_RANK_NAN_PROPAGATE},
+      {NDF_UINT8, 2, 0, K_MEDIAN, NULL, {200, 300}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
+      {NDF_FLOAT32, 3, 1, K_PERCENTILE, NULL, {2, 120, 150}, {31, 31}, 0.001, NDF_RANK_NAN_PROPAGATE},
+      {NDF_INT32, 2, 0, K_MEDIAN, NULL, {170, 140}, {21, 27}, 0.0, NDF_RANK_NAN_PROPAGATE},
+      /* PIPE 4: the first window shared by a column's two threads within a warp */
+      {NDF_FLOAT32, 2, 0, K_MEDIAN, "4", {150, 300}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
+      {NDF_FLOAT32, 2, 0, K_PERCENTILE, "4", {81, 77}, {17, 17}, 0.2, NDF_RANK_NAN_OMIT},
+      {NDF_FLOAT32, 2, 0, K_RANK, "4", {300, 260}, {31, 30}, 0.02, NDF_RANK_NAN_PROPAGATE},
+      {NDF_UINT8, 3, 1, K_MEDIAN, "4", {2, 100, 90}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
+      {NDF_FLOAT32, 2, 0, K_MEDIAN, "4", {7, 5}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
+      {NDF_INT16, 2, 0, K_RANK, "4", {90, 70}, {9, 40}, 0.0, NDF_RANK_NAN_PROPAGATE},
   };
   int failed = 0;
   for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {

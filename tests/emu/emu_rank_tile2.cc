@@ -18,11 +18,31 @@ extern "C" {
 #include "cuda_host_shim.h"
 static unsigned int atomicXor(unsigned int *a, unsigned int v) { unsigned int o = *a; *a = o ^ v; return o; }
 static unsigned int atomicAdd(unsigned int *a, unsigned int v) { unsigned int o = *a; *a = o + v; return o; }
+static unsigned int atomicOr(unsigned int *a, unsigned int v) { unsigned int o = *a; *a = o | v; return o; }
+/* PIPE 4: every thread of the block reaches each __syncwarp and shuffle
+ * equally often, so a block barrier (stronger) stands in for both. */
+static void __syncwarp(void) { __syncthreads(); }
+static int emu_shfl_slot[64];
+static int __shfl_xor_sync(unsigned int, int v, int m) {
+  emu_shfl_slot[threadIdx.x] = v;
+  __syncthreads();
+  const int r = emu_shfl_slot[threadIdx.x ^ m];
+  __syncthreads();
+  return r;
+}
 static int __popc(unsigned int v) { return __builtin_popcount(v); }
 static unsigned int __funnelshift_l(unsigned int lo, unsigned int hi, unsigned int s) {
   unsigned long long x = ((unsigned long long)hi << 32 | lo) << (s & 31);
   return (unsigned int)(x >> 32);
 }
+static unsigned int __byte_perm(unsigned int x, unsigned int y, unsigned int s) {
+  const unsigned long long v = (unsigned long long)y << 32 | x;
+  unsigned int r = 0;
+  for (int i = 0; i < 4; i++) r |= (unsigned int)(v >> (8 * ((s >> (4 * i)) & 7)) & 0xff) << (8 * i);
+  return r;
+}
+struct uint4 { unsigned int x, y, z, w; };
+static uint4 make_uint4(unsigned int x, unsigned int y, unsigned int z, unsigned int w) { return uint4{x, y, z, w}; }
 static float __uint_as_float(unsigned int u) { float f; memcpy(&f, &u, 4); return f; }
 static unsigned int __float_as_uint(float f) { unsigned int u; memcpy(&u, &f, 4); return u; }
 static float __int_as_float(int u) { float f; memcpy(&f, &u, 4); return f; }
@@ -59,6 +79,10 @@ int main(int argc, char **argv) {
     for (int d = 0; d < nb; d++) sh[d] = ri(1, 2);
     sh[nb] = ri(0, 3) ? ri(1, 3 * S) : ri(1, 5);        /* ny: one to several strips */
     sh[nb + 1] = ri(0, 3) ? ri(1, 100) : ri(1, 6);      /* nx: one to four column blocks */
+    if (ri(0, 3) == 0) {                                /* tiles inside the array too (no boundary mapping) */
+      sh[nb] = ri(2 * S + KY, 3 * S + 2 * KY);
+      sh[nb + 1] = ri(64 + 2 * KX, 128 + 2 * KX);
+    }
     int64_t n = 1;
     for (int d = 0; d < nd; d++) n *= sh[d];
     const int64_t es[2] = {KY, KX};

@@ -2,14 +2,26 @@
 # emu_rank_tile2.sh BUILD_DIR [SEEDS] [CASES] -- host emulation of the second
 # sorted-tile rank kernel (templates/rank_tile2.cu) against the CPU backend of
 # BUILD_DIR/libndforge.so, over configurations of type, window, rows per
-# block, mode, rank kind and NaN policy (see emu_rank_tile2.cc).  PIPE=0|1|2
-# in the environment picks the template's slot PIPE (ADR 0005; default 1).
+# block, mode, rank kind and NaN policy (see emu_rank_tile2.cc).  PIPE=0..4
+# in the environment picks the template's slot PIPE (ADR 0005; default 1);
+# EMU_BOUNDS=1 checks shared-memory accesses against the runtime's size (ASan).
 set -eu
 B=${1:?build dir}; SEEDS=${2:-2}; CASES=${3:-6}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
-sed -e 's/extern __shared__ __align__(16) unsigned char ndf_smem\[\];/unsigned char *ndf_smem = emu_smem;/' \
+# EMU_BOUNDS=1: the block's shared memory ends where the runtime's allocation
+# (tile2_smem in runtime/rank_cuda.c: area 0, the padded sorted keys, the
+# ranks) ends, at the end of the static array, and AddressSanitizer reports any
+# access past it.
+if [ "${EMU_BOUNDS:-0}" = 1 ]; then
+  SMEM='emu_smem + sizeof emu_smem - ((AREA0 + SBUF_WORDS) * 4 + ((R * 2 + 15) \& ~15))'
+  XFLAGS="-g -fsanitize=address"
+  export ASAN_OPTIONS=detect_leaks=0
+else
+  SMEM=emu_smem XFLAGS=
+fi
+sed -e "s/extern __shared__ __align__(16) unsigned char ndf_smem\[\];/unsigned char *ndf_smem = $SMEM;/" \
   "$ROOT/templates/rank_tile2.cu" > "$W/k.cu"
 grep -q 'ndf_smem = emu_smem' "$W/k.cu" || { echo "patch of rank_tile2.cu failed"; exit 2; }
 fail=0; n=0
@@ -47,12 +59,12 @@ while read -r T KIND TBITS KY KX S MODE RKIND RPARAM NOMIT; do
   while [ "$SMAX" -gt 16 ] && [ $(( (SMAX + KY - 1) * (31 + KX) )) -gt 3968 ]; do SMAX=$((SMAX - 2)); done
   [ "$S" = 0 ] || [ "$S" -gt "$SMAX" ] && S=$SMAX
   [ "$RKIND" = 2 ] && case "$RPARAM" in -*) RPARAM=$(echo "$RPARAM + 100" | bc);; esac
-  g++ -std=c++17 -O1 -w -fno-strict-aliasing -I"$ROOT/include" -I"$ROOT/tests/emu" -I"$ROOT/templates" \
+  g++ -std=c++17 -O1 $XFLAGS -w -fno-strict-aliasing -I"$ROOT/include" -I"$ROOT/tests/emu" -I"$ROOT/templates" \
     "-DNDF_SLOT_T=$T" -DEMU_TNAME="\"$T\"" -DNDF_SLOT_KIND="$KIND" -DNDF_SLOT_TBITS="$TBITS" -DNDF_SLOT_MODE="$MODE" \
     -DNDF_SLOT_NAN_OMIT="$NOMIT" -DNDF_SLOT_N="$NT" -DNDF_SLOT_RKIND="$RKIND" -DNDF_SLOT_RPARAM="$RPARAM" \
     -DNDF_SLOT_KY="$KY" -DNDF_SLOT_KX="$KX" -DNDF_SLOT_S="$S" -DEMU_KERNEL_FILE="\"$W/k.cu\"" \
     -DNDF_SLOT_SORTU=0 -DNDF_SLOT_PIPE="${PIPE:-1}" "$ROOT/tests/emu/emu_rank_tile2.cc" -o "$W/emu0" -L"$B" -lndforge -Wl,-rpath,"$B"
-  g++ -std=c++17 -O1 -w -fno-strict-aliasing -I"$ROOT/include" -I"$ROOT/tests/emu" -I"$ROOT/templates" \
+  g++ -std=c++17 -O1 $XFLAGS -w -fno-strict-aliasing -I"$ROOT/include" -I"$ROOT/tests/emu" -I"$ROOT/templates" \
     "-DNDF_SLOT_T=$T" -DEMU_TNAME="\"$T\"" -DNDF_SLOT_KIND="$KIND" -DNDF_SLOT_TBITS="$TBITS" -DNDF_SLOT_MODE="$MODE" \
     -DNDF_SLOT_NAN_OMIT="$NOMIT" -DNDF_SLOT_N="$NT" -DNDF_SLOT_RKIND="$RKIND" -DNDF_SLOT_RPARAM="$RPARAM" \
     -DNDF_SLOT_KY="$KY" -DNDF_SLOT_KX="$KX" -DNDF_SLOT_S="$S" -DEMU_KERNEL_FILE="\"$W/k.cu\"" \
