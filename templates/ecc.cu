@@ -1595,3 +1595,442 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_brick(const ndf_ecc
   }
   if (cur >= 0) flush(cur, ndone);
 }
+
+// ---- the 2-D warp-strip kernel (ndf_ecc_strip2, 2-D fused calls; NDF_ECC_2D=old: ndf_ecc_pack) ---
+// Thresholds over [min, max], T <= 510, 2-D, float comparisons (float32,
+// uint8, uint16); one cooperative launch, the phases of ndf_ecc_pack's fused
+// form, but a WARP is the unit of work and the march has no block barrier:
+// a task is a strip of 128 columns (32 lanes x 4 voxels, one 16-byte load per
+// lane and row when the rows allow it) over mc rows of one image; a block is 8
+// tasks of one image.  Per row a lane bins its 4 voxels (the first guess and
+// one bracket check against the (t_{k-1}, t_k) float pairs; a warp-uniform
+// slow path only when some lane's guess is off), packs them as two words,
+// takes the x - 1 / x + 4 neighbours' bins from the neighbouring lanes by
+// shuffles (lanes 0 and 31 bin the strip's halo voxel themselves), and keeps
+// three rows' words in registers; c of the 4 voxels from ndf_ecc_pack_sum.
+// Phase 1 reads the task's rows in reverse order (the last read are the
+// first the march needs: L2 hits), min with NaN propagation flags NaN.  The
+// block's shared histogram goes to one of NC copies of the image's global
+// histogram (fewer atomics on one address), then one acquire-release ticket
+// per block; the image's last block sums the copies and writes the curve.
+// Block 0 writes the header, then (mapped header) the call's sequence word,
+// which the host waits for instead of the end of the kernel.
+#define NDF_SW 128 // columns per strip (task)
+
+struct ndf_ecc2_params {
+  const TIN *in;
+  ndf_u64 *hist;   // [img][NC][T], zeroed in phase 1
+  unsigned *cnt;   // [img] blocks done, zeroed in phase 1
+  long long *out;  // the curves (caller's strides)
+  ndf_ecc_hdr *hdr; // block 0 writes mn, mx, nan_key, bad
+  unsigned *gbar;  // the persistent grid barrier word
+  double *part;    // 3 per block: min, max, ~least NaN index (0: none)
+  unsigned *seqp;  // NULL, or the mapped header's sequence word (written after the header)
+  ndf_i64 T, nimg, ostep;
+  ndf_i64 nz, nx, sz, sx;     // rows, columns; their strides
+  ndf_i64 nstrip, mc, tpi, bpi; // strips per image, rows per task, tasks per image, blocks per image
+  int nb, ncopy;
+  unsigned seq;
+  int pad;
+  ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM], oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
+};
+
+// (tools/emu/ecc_strip2_emu.cpp replaces this block of helpers)
+// NDF_ECC2_HELPERS_BEGIN
+// min keeping NaN (min.NaN.f32): a NaN voxel leaves the lane's min NaN
+__device__ __forceinline__ float ndf_ecc2_fminnan(float a, float b) {
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+// the image's ticket: releases this block's histogram atomics (the block's
+// threads reached the barrier before: cumulative), acquires the others'
+__device__ __forceinline__ unsigned ndf_ecc2_ticket(unsigned *p) {
+  unsigned old;
+  asm volatile("atom.add.acq_rel.gpu.u32 %0, [%1], 1;" : "=r"(old) : "l"(p) : "memory");
+  return old;
+}
+// shist[b] += c when on, predicated (no branch around the shared atomic); sbase: shist's shared address
+__device__ __forceinline__ void ndf_ecc2_hadd(unsigned sbase, unsigned b, int c, bool on) {
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %2, 0;\n\t@p red.shared.add.s32 [%0], %1;\n\t}" ::"r"(sbase + 4u * b),
+               "r"(c), "r"((unsigned)on)
+               : "memory");
+}
+template <bool B> struct ndf_ecc2_bool {
+  static constexpr bool value = B;
+};
+// prefix sums of the NC copies' sum, written as ndf_ecc_prefix_m
+__device__ void ndf_ecc2_prefix(const long long *hist, int nc, ndf_i64 m, long long *out, ndf_i64 T, ndf_i64 ostep) {
+  __shared__ long long wsum[8];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  long long carry = 0;
+  for (ndf_i64 k0 = 0; k0 < T; k0 += 256) {
+    const ndf_i64 k = k0 + threadIdx.x;
+    long long v = 0;
+    if (k < T)
+      for (int c = 0; c < nc; c++) v += __ldcg(hist + c * T + k);
+    for (int o = 1; o < 32; o <<= 1) {
+      const long long u = __shfl_up_sync(0xffffffffu, v, o);
+      if (lane >= o) v += u;
+    }
+    if (lane == 31) wsum[warp] = v;
+    __syncthreads();
+    long long before = carry, total = carry;
+    for (int w = 0; w < 8; w++) {
+      if (w < warp) before += wsum[w];
+      total += wsum[w];
+    }
+    if (k < T) out[(k < m ? k : k == m ? T - 1 : k - 1) * ostep] = before + v;
+    carry = total;
+    __syncthreads();
+  }
+}
+// NDF_ECC2_HELPERS_END
+
+extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ecc2_params p) {
+  if (NSP != 2 || sizeof(V) != 4) return; // 2-D float comparisons only (the runtime never asks otherwise)
+  __shared__ int shist[512];
+  __shared__ float tsf[512];       // -inf, the T sorted thresholds rounded down, +inf
+  __shared__ float2 tpair[512];    // tpair[k] = (tv[k - 1], tv[k]), k = 0..T
+  __shared__ float s_ga, s_gb, s_lo, s_inv;
+  __shared__ int s_uni, s_m;
+  __shared__ float r_lo[8], r_hi[8];
+  __shared__ double r_dlo[8], r_dhi[8];
+  __shared__ unsigned long long r_key;
+  __shared__ bool s_last;
+  const int T = (int)p.T;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const unsigned FULL = 0xffffffffu;
+  // 32-bit places (the runtime keeps rows, columns + 256 and blocks below 2^31)
+  const int bpi = (int)p.bpi, img = (int)blockIdx.x / bpi, bimg = (int)blockIdx.x % bpi;
+  const int task = bimg * 8 + warp;
+  const bool act = task < (int)p.tpi; // warp-uniform
+  const int strip = act ? task % (int)p.nstrip : 0, chunk = act ? task / (int)p.nstrip : 0;
+  const int x0 = strip * NDF_SW, r0 = chunk * (int)p.mc, r1 = act ? min(r0 + (int)p.mc, (int)p.nz) : r0;
+  ndf_i64 base = 0, q = img;
+  for (int d = p.nb - 1; d >= 0; d--) {
+    base += (q % p.bshape[d]) * p.bstr[d];
+    q /= p.bshape[d];
+  }
+  const TIN *in = p.in + base;
+  // this lane's columns x .. x + 3 (bit j of inb: x + j < nx) and its halo voxel (lane 0: x0 - 1,
+  // lane 31: x0 + 128; the other lanes have none)
+  const int x = x0 + 4 * lane;
+  unsigned inb = 0;
+#pragma unroll
+  for (int j = 0; j < 4; j++) inb |= (unsigned)(x + j < p.nx) << j;
+  const int hx = lane == 0 ? x0 - 1 : x0 + NDF_SW;
+  const bool hin = (lane == 0 && x0 > 0) || (lane == 31 && x0 + NDF_SW < p.nx);
+  // float4 rows: unit x stride, row stride and width multiples of 4, aligned base (a lane is all in or all out)
+  const bool vec = sizeof(TIN) == 4 && p.sx == 1 && ((p.sz | p.nx) & 3) == 0 && (((size_t)in) & 15) == 0;
+  // the lane's 4 voxels of row r (in the image: r in [0, nz)); fill for the voxels outside
+  auto ld4 = [&](int r, float (&v)[4], float fill) {
+    const TIN *rp = in + r * p.sz;
+    if (vec) {
+      if (inb) {
+        const float4 f4 = *(const float4 *)(rp + x);
+        v[0] = f4.x, v[1] = f4.y, v[2] = f4.z, v[3] = f4.w;
+      } else {
+        v[0] = v[1] = v[2] = v[3] = fill;
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; j++) v[j] = ((inb >> j) & 1u) ? (float)rp[(ndf_i64)(x + j) * p.sx] : fill;
+    }
+  };
+
+  // ---- phase 1: min, max, NaN of the task's voxels, rows in reverse order
+  float lo = 1.0f / 0.0f, hi = -1.0f / 0.0f;
+  if (act) {
+    for (int r = r1 - 1; r >= r0; r -= 4) {
+      float v[4][4];
+#pragma unroll
+      for (int u = 0; u < 4; u++)
+        if (r - u >= r0) ld4(r - u, v[u], 0.0f);
+#pragma unroll
+      for (int u = 0; u < 4; u++)
+        if (r - u >= r0) {
+          if (inb == 15u) {
+            lo = ndf_ecc2_fminnan(lo, ndf_ecc2_fminnan(ndf_ecc2_fminnan(v[u][0], v[u][1]), ndf_ecc2_fminnan(v[u][2], v[u][3])));
+            hi = fmaxf(hi, fmaxf(fmaxf(v[u][0], v[u][1]), fmaxf(v[u][2], v[u][3])));
+          } else {
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+              if ((inb >> j) & 1u) {
+                lo = ndf_ecc2_fminnan(lo, v[u][j]);
+                hi = fmaxf(hi, v[u][j]);
+              }
+          }
+        }
+    }
+  }
+  {
+    const bool nan = lo != lo;
+    for (int o = 16; o > 0; o >>= 1) {
+      lo = fminf(lo, __shfl_xor_sync(FULL, lo, o));
+      hi = fmaxf(hi, __shfl_xor_sync(FULL, hi, o));
+    }
+    if (tid == 0) r_key = 0ull;
+    if (lane == 0) {
+      r_lo[warp] = lo;
+      r_hi[warp] = hi;
+    }
+    if (__syncthreads_or(nan)) {
+      // rare: the least C-order index of a NaN among this block's voxels (rows ascending)
+      if (nan) {
+        bool found = false;
+        for (int r = r0; r < r1 && !found; r++) {
+          float v[4];
+          ld4(r, v, 0.0f);
+#pragma unroll
+          for (int j = 0; j < 4; j++)
+            if (!found && ((inb >> j) & 1u) && v[j] != v[j]) {
+              atomicMax(&r_key, ~(ndf_u64)((ndf_i64)img * (p.nz * p.nx) + (ndf_i64)r * p.nx + x + j));
+              found = true;
+            }
+        }
+      }
+      __syncthreads();
+    }
+    if (tid == 0) {
+      float a = r_lo[0], b = r_hi[0];
+      for (int w = 1; w < 8; w++) {
+        a = fminf(a, r_lo[w]);
+        b = fmaxf(b, r_hi[w]);
+      }
+      p.part[3 * blockIdx.x] = (double)a;
+      p.part[3 * blockIdx.x + 1] = (double)b;
+      ((ndf_u64 *)p.part)[3 * blockIdx.x + 2] = r_key;
+    }
+    // zero the histogram copies and the per-image tickets (used after the barrier)
+    const ndf_i64 nh = p.nimg * p.ncopy * p.T, stride = (ndf_i64)gridDim.x * 256;
+    for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + tid; i < nh; i += stride) p.hist[i] = 0ull;
+    for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + tid; i < p.nimg; i += stride) p.cnt[i] = 0u;
+  }
+  ndf_ecc_grid_sync(p.gbar);
+
+  // ---- phase 2: every block reduces the partials (the same values in each)
+  double a = 1.0 / 0.0, b = -1.0 / 0.0;
+  {
+    unsigned long long key = 0;
+    for (unsigned k = tid; k < gridDim.x; k += 256) {
+      a = fmin(a, __ldcg(p.part + 3 * k));
+      b = fmax(b, __ldcg(p.part + 3 * k + 1));
+      key = max(key, __ldcg((const ndf_u64 *)p.part + 3 * k + 2));
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+      a = fmin(a, __shfl_xor_sync(FULL, a, o));
+      b = fmax(b, __shfl_xor_sync(FULL, b, o));
+      key = max(key, __shfl_xor_sync(FULL, key, o));
+    }
+    __syncthreads(); // r_key reused
+    if (tid == 0) r_key = 0ull;
+    __syncthreads();
+    if (lane == 0) {
+      r_dlo[warp] = a;
+      r_dhi[warp] = b;
+      atomicMax(&r_key, key);
+    }
+    __syncthreads();
+    a = r_dlo[0];
+    b = r_dhi[0];
+    for (int w = 1; w < 8; w++) {
+      a = fmin(a, r_dlo[w]);
+      b = fmax(b, r_dhi[w]);
+    }
+    key = r_key;
+    const int bad = !(isfinite(a) && isfinite(b));
+    if (blockIdx.x == 0 && tid == 0) {
+      p.hdr->mn = a;
+      p.hdr->mx = b;
+      p.hdr->nan_key = key;
+      p.hdr->bad = bad;
+      if (p.seqp) {
+        __threadfence_system();
+        *(volatile unsigned *)p.seqp = p.seq;
+      }
+    }
+    if (key != 0ull || bad) return; // the whole grid: nothing is written
+  }
+  // the thresholds over [a, b] sorted (as ndf_ecc_scan_finish), rounded down to float,
+  // with the -inf / +inf pads; tsf[k + 1] = tv[k]
+  {
+    const double span = __dsub_rn(b, a), den = (double)(T - 1);
+    double tk[2];
+    int m = 0;
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+      const int k = tid + 256 * i;
+      tk[i] = __dadd_rn(a, __ddiv_rn(__dmul_rn(span, (double)k), den));
+      m += __syncthreads_count(k < T - 1 && tk[i] <= b);
+    }
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+      const int k = tid + 256 * i;
+      if (k < T - 1) tsf[(k < m ? k : k + 1) + 1] = __double2float_rd(tk[i]);
+    }
+    if (tid == 0) {
+      tsf[m + 1] = __double2float_rd(b);
+      tsf[0] = -1.0f / 0.0f;
+      tsf[T + 1] = 1.0f / 0.0f;
+      const double t0 = m == 0 ? b : __dadd_rn(a, __ddiv_rn(__dmul_rn(span, 0.0), den));
+      const double tl = m == T - 1 ? b : __dadd_rn(a, __ddiv_rn(__dmul_rn(span, (double)(T - 2)), den));
+      s_lo = (float)t0;
+      s_inv = (float)(tl > t0 ? __ddiv_rn(den, __dsub_rn(tl, t0)) : 0.0);
+      s_uni = tl > t0 ? 1 : 0;
+      s_m = m;
+      s_ga = s_inv;
+      s_gb = -s_lo * s_inv;
+    }
+    for (int k = tid; k <= T; k += 256) shist[k] = 0;
+    __syncthreads(); // tsf
+    for (int k = tid; k <= T; k += 256) tpair[k] = make_float2(tsf[k], tsf[k + 1]);
+    __syncthreads(); // tpair, the binner
+  }
+
+  // ---- the march: the warp's strip over rows r0 .. r1 - 1, no block barrier.  Voxels outside the
+  // image (columns past nx, the strip's halo at the image's border, rows -1 and nz) read as +inf,
+  // whose bin is T: no voxel inside has it (every value is <= max = t_{T-1}), so T serves as
+  // ndf_ecc_pack.cuh's outside marker (every V flag false, every T flag true) and is never counted.
+  // two copies of the march: float4 rows or element loads (warp-uniform choice)
+  auto march = [&](auto vecc) {
+    constexpr bool VEC = decltype(vecc)::value;
+    const float ga = s_ga, gb = s_gb, INF = 1.0f / 0.0f;
+    const unsigned sbase = (unsigned)__cvta_generic_to_shared(shist);
+    const float *tv = tsf + 1;
+    const unsigned G = CONS == 1 ? NDF_ECC_PG : 0u;
+    const int nz = (int)p.nz, ir1 = r1;
+    // a row's raw values: 4 voxels and the halo voxel (lanes 1..30: +inf, never used)
+    struct raw {
+      float v[4], h;
+    };
+    // rows are loaded in order r0 - 1, r0, ...: lq points at the lane's voxel x of row lr
+    int lr = r0 - 1;
+    const TIN *lq = in + (ndf_i64)x * p.sx + (ndf_i64)lr * p.sz;
+    const ndf_i64 hoff = (ndf_i64)(hx - x) * p.sx;
+    auto load = [&](raw &w) {
+      const int r = lr++;
+      const TIN *rp = lq;
+      lq += p.sz;
+      if (r > ir1) return; // not needed
+      if (r < 0 || r >= nz) {
+        w.v[0] = w.v[1] = w.v[2] = w.v[3] = w.h = INF;
+        return;
+      }
+      if (VEC) {
+        if (inb) {
+          const float4 f4 = *(const float4 *)rp;
+          w.v[0] = f4.x, w.v[1] = f4.y, w.v[2] = f4.z, w.v[3] = f4.w;
+        } else {
+          w.v[0] = w.v[1] = w.v[2] = w.v[3] = INF;
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < 4; j++) w.v[j] = ((inb >> j) & 1u) ? (float)rp[j * p.sx] : INF;
+      }
+      w.h = hin ? (float)rp[hoff] : INF;
+    };
+    // bins of a row into its words {(x - 1, x), (x, x + 1), (x + 2, x + 3), (x + 3, x + 4)}; the
+    // word (x + 1, x + 2) is formed where it is used (registers)
+    auto binrow = [&](const raw &w, unsigned (&o)[4]) {
+      unsigned bq[5];
+      bool ok = true;
+#pragma unroll
+      for (int j = 0; j < 5; j++) {
+        const float f = j < 4 ? w.v[j] : w.h;
+        const unsigned k = min((unsigned)__float2int_ru(fmaf(f, ga, gb)), (unsigned)T);
+        const float2 pr = tpair[k];
+        ok &= (f > pr.x) & (f <= pr.y);
+        bq[j] = k;
+      }
+      if (__any_sync(FULL, !ok)) {
+        // a guess off by some (a value on a threshold, rounding, a wide range): walk to the exact
+        // bin, the least k with f <= tv[k] (any start gives it; +inf: T)
+#pragma unroll
+        for (int j = 0; j < 5; j++) {
+          const float f = j < 4 ? w.v[j] : w.h;
+          int k = (int)bq[j];
+          while (k > 0 && f <= tv[k - 1]) k--;
+          while (k < T && f > tv[k]) k++;
+          bq[j] = (unsigned)k;
+        }
+      }
+      const unsigned A = __byte_perm(bq[0], bq[1], 0x5410) | G, B = __byte_perm(bq[2], bq[3], 0x5410) | G;
+      const unsigned H = bq[4] | (G & 0x3ffu);
+      unsigned up = __shfl_up_sync(FULL, B, 1), dn = __shfl_down_sync(FULL, A, 1);
+      if (lane == 0) up = H << 16;
+      if (lane == 31) dn = H;
+      o[0] = __byte_perm(up, A, 0x5432);
+      o[1] = A;
+      o[2] = B;
+      o[3] = __byte_perm(B, dn, 0x5432);
+    };
+    auto step = [&](const unsigned (&P)[4], const unsigned (&Q)[4], unsigned (&N)[4], raw &rw) {
+      binrow(rw, N); // row r + 1 from the raw values loaded three steps ago
+      load(rw);      // row r + 4
+#pragma unroll
+      for (int s = 0; s < 2; s++) {
+        // word s: (x + 2 s, x + 2 s + 1) with its left and right neighbour words in each row
+        unsigned R0[3][3], R1[3][3], R2[3][3];
+#pragma unroll
+        for (int k = 0; k < 3; k++) R0[0][k] = R0[2][k] = R1[0][k] = R1[2][k] = R2[0][k] = R2[2][k] = 0u;
+        R0[1][2 - 2 * s] = __byte_perm(P[1], P[2], 0x5432);
+        R1[1][2 - 2 * s] = __byte_perm(Q[1], Q[2], 0x5432);
+        R2[1][2 - 2 * s] = __byte_perm(N[1], N[2], 0x5432);
+        R0[1][1] = P[1 + s], R0[1][2 * s] = P[3 * s];
+        R1[1][1] = Q[1 + s], R1[1][2 * s] = Q[3 * s];
+        R2[1][1] = N[1 + s], R2[1][2 * s] = N[3 * s];
+        const unsigned d = ndf_ecc_pack_sum<2, CONS>(R0, R1, R2);
+        const unsigned wq = Q[1 + s];
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+          const unsigned bn = (wq >> (16 * h)) & 0x1ffu;
+          const int c = ndf_ecc_pack_c<2, CONS>(d, h);
+          ndf_ecc2_hadd(sbase, bn, c, c != 0 && bn < (unsigned)T);
+        }
+      }
+    };
+    raw R0, R1, R2;
+    unsigned WA[4], WB[4], WC[4];
+    // rows r0 - 1 (R0), r0 (R1), r0 + 1 (R2) in flight; then R0, R1 take r0 + 2, r0 + 3
+    load(R0);
+    load(R1);
+    load(R2);
+    binrow(R0, WA);
+    binrow(R1, WB);
+    load(R0);
+    load(R1);
+    for (int r = r0; r < ir1; r += 3) {
+      step(WA, WB, WC, R2);
+      if (r + 1 >= ir1) break;
+      step(WB, WC, WA, R0);
+      if (r + 2 >= ir1) break;
+      step(WC, WA, WB, R1);
+    }
+  };
+  if (act) {
+    if (vec) march(ndf_ecc2_bool<true>());
+    else march(ndf_ecc2_bool<false>());
+  }
+
+  // ---- the block's histogram to its copy of the image's, the ticket, the curve
+  __syncthreads();
+  {
+    ndf_u64 *hc = p.hist + ((ndf_i64)img * p.ncopy + bimg % p.ncopy) * p.T;
+    for (int k = tid; k < T; k += 256) {
+      const int v = shist[k];
+      if (v) atomicAdd(hc + k, (ndf_u64)(long long)v);
+    }
+  }
+  __syncthreads();
+  if (tid == 0) s_last = ndf_ecc2_ticket(&p.cnt[img]) == (unsigned)p.bpi - 1u;
+  __syncthreads();
+  if (s_last) {
+    ndf_i64 off = 0, q2 = img;
+    for (int d = p.nb - 1; d >= 0; d--) {
+      off += (q2 % p.oshape[d]) * p.ostr[d];
+      q2 /= p.oshape[d];
+    }
+    ndf_ecc2_prefix((const long long *)p.hist + (ndf_i64)img * p.ncopy * p.T, p.ncopy, s_m, p.out + off, p.T, p.ostep);
+  }
+}
