@@ -736,17 +736,13 @@ static int strip2_plan_make(const ndf__ecc_call *c, int64_t cap, strip2_plan *pl
   int64_t mc = (work * nz + warps - 1) / warps;
   if (mc < minmc) mc = minmc;
   if (mc > nz) mc = nz;
-  for (;;) {
-    const int64_t nch = (nz + mc - 1) / mc;
-    mc = (nz + nch - 1) / nch; /* equal chunks */
-    pl->mc = mc;
+  for (int64_t nch = (nz + mc - 1) / mc;; nch -= nch / 8 + 1) { /* fewer chunks until the grid fits */
+    pl->mc = (nz + nch - 1) / nch; /* equal chunks */
     pl->tpi = pl->nstrip * nch;
     pl->bpi = (pl->tpi + 7) / 8;
     pl->nblocks = nimg * pl->bpi;
     if (pl->nblocks <= cap) break;
-    if (mc >= nz) return 0;
-    mc += mc / 8 + 1;
-    if (mc > nz) mc = nz;
+    if (nch == 1) return 0;
   }
   /* copies of each image's histogram: about 16 blocks' atomics per address */
   int64_t nc = pl->bpi / 16;
@@ -785,6 +781,47 @@ static ndf_status strip2_wait(ndf_ctx *ctx, const char *name, volatile ecc_hdr *
   return NDF_OK;
 }
 
+/* fused_mem_alloc's layout in the context's workspace (ctx->ecc_ws) instead
+ * of per-call scratch: no allocation and free per call (the kernel zeroes
+ * the tickets and histograms and writes the partials itself; later calls
+ * on the stream are ordered after it).  Grown by a stream-ordered free and
+ * allocation; NDF_ECC2_WS=0 takes per-call scratch (fused_mem_alloc: the
+ * caller frees m->base after the launch). */
+static ndf_status strip2_mem(ndf_ctx *ctx, int64_t nimg, int64_t T, int64_t nblocks, fused_mem *m) {
+  const char *e = getenv("NDF_ECC2_WS");
+  if (e && strcmp(e, "0") == 0) {
+    return fused_mem_alloc(ctx, nimg, T, nblocks, m); /* the caller frees m->base after the launch */
+  }
+  memset(m, 0, sizeof *m);
+  ndf_status s = grid_barrier_word(ctx, &m->gbar);
+  if (s != NDF_OK) return s;
+  const size_t cnt_bytes = ((size_t)nimg * 4 + 255) & ~(size_t)255, hbytes = (size_t)nimg * (size_t)T * 8;
+  const size_t need = HDR_BYTES + cnt_bytes + hbytes + (size_t)nblocks * 24;
+  pthread_mutex_lock(&ctx->lock);
+  if (ctx->ecc_ws_bytes < need) {
+    if (ctx->ecc_ws) ndf__scratch_free(ctx, ctx->ecc_ws);
+    ctx->ecc_ws = 0;
+    ctx->ecc_ws_bytes = 0;
+    const size_t want = need < ((size_t)1 << 16) ? (size_t)1 << 16 : need;
+    s = ndf__scratch_alloc(ctx, want, &ctx->ecc_ws);
+    if (s == NDF_OK) ctx->ecc_ws_bytes = want;
+    else ctx->ecc_ws = 0;
+  }
+  const CUdeviceptr base = ctx->ecc_ws;
+  pthread_mutex_unlock(&ctx->lock);
+  if (s != NDF_OK) return s;
+  CUdeviceptr mhdr = 0;
+  volatile ecc_hdr *hhost = NULL;
+  const int mapped = mapped_header(ctx, &mhdr, &hhost);
+  m->base = 0; /* nothing to free */
+  m->hhost = mapped ? hhost : NULL;
+  m->hdr = mapped ? mhdr : base;
+  m->cnt = base + HDR_BYTES;
+  m->hist = m->cnt + cnt_bytes;
+  m->part = m->hist + hbytes;
+  return NDF_OK;
+}
+
 /* One cooperative launch of ndf_ecc_strip2.  *fallback: nothing was launched
  * (no plan, or the grid could not be resident at once). */
 static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out, int cons,
@@ -799,7 +836,7 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   const int64_t T = c->T, nimg = c->nimg;
   const int isfloat = in->dtype == NDF_FLOAT32 || in->dtype == NDF_FLOAT64;
   fused_mem m;
-  if ((s = fused_mem_alloc(ctx, nimg, T * pl.ncopy, pl.nblocks, &m)) != NDF_OK) return s;
+  if ((s = strip2_mem(ctx, nimg, T * pl.ncopy, pl.nblocks, &m)) != NDF_OK) return s;
   static uint32_t seq_next = 0;
   uint32_t seq = __atomic_add_fetch(&seq_next, 1u, __ATOMIC_RELAXED);
   if (seq == 0) seq = __atomic_add_fetch(&seq_next, 1u, __ATOMIC_RELAXED);
@@ -840,7 +877,7 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   const CUresult r = ndf__cu(NULL)->cuLaunchCooperativeKernel(fn, (unsigned)pl.nblocks, 1, 1, 256, 1, 1, 0,
                                                               ctx->stream, args);
   if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE || r == CUDA_ERROR_NOT_SUPPORTED) {
-    ndf__scratch_free(ctx, m.base);
+    if (m.base) ndf__scratch_free(ctx, m.base);
     return NDF_OK;
   }
   *fallback = 0;
@@ -849,7 +886,7 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
     if (m.hhost) s = strip2_wait(ctx, c->name, m.hhost, seq, nan_at, not_finite);
     else s = hdr_read(ctx, c->name, m.hdr, nan_at, not_finite);
   }
-  ndf__scratch_free(ctx, m.base);
+  if (m.base) ndf__scratch_free(ctx, m.base);
   return s;
 }
 

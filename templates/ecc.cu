@@ -1639,15 +1639,21 @@ struct ndf_ecc2_params {
 // NDF_ECC2_HELPERS_BEGIN
 // min keeping NaN (min.NaN.f32): a NaN voxel leaves the lane's min NaN
 __device__ __forceinline__ float ndf_ecc2_fminnan(float a, float b) {
+#if __CUDA_ARCH__ >= 800
   float r;
   asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
   return r;
+#else
+  return (a != a || b != b) ? __int_as_float(0x7fffffff) : fminf(a, b);
+#endif
 }
-// the image's ticket: releases this block's histogram atomics (the block's
-// threads reached the barrier before: cumulative), acquires the others'
+// the image's ticket, taken by one thread after a __syncthreads: the fences
+// order the block's histogram atomics before it (as ndf_ecc_grid_sync) and
+// the other blocks' before the last block's reads
 __device__ __forceinline__ unsigned ndf_ecc2_ticket(unsigned *p) {
-  unsigned old;
-  asm volatile("atom.add.acq_rel.gpu.u32 %0, [%1], 1;" : "=r"(old) : "l"(p) : "memory");
+  __threadfence();
+  const unsigned old = atomicAdd(p, 1u);
+  __threadfence();
   return old;
 }
 // shist[b] += c when on, predicated (no branch around the shared atomic); sbase: shist's shared address
@@ -1692,10 +1698,9 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
   __shared__ int shist[512];
   __shared__ float tsf[512];       // -inf, the T sorted thresholds rounded down, +inf
   __shared__ float2 tpair[512];    // tpair[k] = (tv[k - 1], tv[k]), k = 0..T
-  __shared__ float s_ga, s_gb, s_lo, s_inv;
-  __shared__ int s_uni, s_m;
+  __shared__ float s_ga, s_gb;
+  __shared__ int s_m;
   __shared__ float r_lo[8], r_hi[8];
-  __shared__ double r_dlo[8], r_dhi[8];
   __shared__ unsigned long long r_key;
   __shared__ bool s_last;
   const int T = (int)p.T;
@@ -1798,9 +1803,9 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
         a = fminf(a, r_lo[w]);
         b = fmaxf(b, r_hi[w]);
       }
-      p.part[3 * blockIdx.x] = (double)a;
-      p.part[3 * blockIdx.x + 1] = (double)b;
-      ((ndf_u64 *)p.part)[3 * blockIdx.x + 2] = r_key;
+      // (min, max) as a float pair, then the key: 16 of the block's 24 bytes
+      ((float2 *)p.part)[3 * blockIdx.x] = make_float2(a, b);
+      ((ndf_u64 *)p.part)[3 * blockIdx.x + 1] = r_key;
     }
     // zero the histogram copies and the per-image tickets (used after the barrier)
     const ndf_i64 nh = p.nimg * p.ncopy * p.T, stride = (ndf_i64)gridDim.x * 256;
@@ -1809,36 +1814,41 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
   }
   ndf_ecc_grid_sync(p.gbar);
 
-  // ---- phase 2: every block reduces the partials (the same values in each)
-  double a = 1.0 / 0.0, b = -1.0 / 0.0;
+  // ---- phase 2: every block reduces the partials (the same values in each), in float
+  // (exact: the values are floats); the thresholds in double as the CPU's
+  double a, b;
   {
+    float fa = 1.0f / 0.0f, fb = -1.0f / 0.0f;
     unsigned long long key = 0;
     for (unsigned k = tid; k < gridDim.x; k += 256) {
-      a = fmin(a, __ldcg(p.part + 3 * k));
-      b = fmax(b, __ldcg(p.part + 3 * k + 1));
-      key = max(key, __ldcg((const ndf_u64 *)p.part + 3 * k + 2));
+      const float2 ab = __ldcg((const float2 *)p.part + 3 * k);
+      fa = fminf(fa, ab.x);
+      fb = fmaxf(fb, ab.y);
+      key = max(key, __ldcg((const ndf_u64 *)p.part + 3 * k + 1));
     }
     for (int o = 16; o > 0; o >>= 1) {
-      a = fmin(a, __shfl_xor_sync(FULL, a, o));
-      b = fmax(b, __shfl_xor_sync(FULL, b, o));
+      fa = fminf(fa, __shfl_xor_sync(FULL, fa, o));
+      fb = fmaxf(fb, __shfl_xor_sync(FULL, fb, o));
       key = max(key, __shfl_xor_sync(FULL, key, o));
     }
-    __syncthreads(); // r_key reused
+    __syncthreads(); // r_lo, r_hi, r_key reused
     if (tid == 0) r_key = 0ull;
     __syncthreads();
     if (lane == 0) {
-      r_dlo[warp] = a;
-      r_dhi[warp] = b;
+      r_lo[warp] = fa;
+      r_hi[warp] = fb;
       atomicMax(&r_key, key);
     }
     __syncthreads();
-    a = r_dlo[0];
-    b = r_dhi[0];
+    fa = r_lo[0];
+    fb = r_hi[0];
     for (int w = 1; w < 8; w++) {
-      a = fmin(a, r_dlo[w]);
-      b = fmax(b, r_dhi[w]);
+      fa = fminf(fa, r_lo[w]);
+      fb = fmaxf(fb, r_hi[w]);
     }
     key = r_key;
+    a = (double)fa;
+    b = (double)fb;
     const int bad = !(isfinite(a) && isfinite(b));
     if (blockIdx.x == 0 && tid == 0) {
       p.hdr->mn = a;
@@ -1852,40 +1862,43 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
     }
     if (key != 0ull || bad) return; // the whole grid: nothing is written
   }
-  // the thresholds over [a, b] sorted (as ndf_ecc_scan_finish), rounded down to float,
-  // with the -inf / +inf pads; tsf[k + 1] = tv[k]
+  // the thresholds over [a, b] sorted (as ndf_ecc_scan_finish), rounded down to float:
+  // tsf[j + 1] = tv[j] (tv[-1] = -inf, tv[T] = +inf) and the pairs tpair[j] = (tv[j - 1], tv[j])
   {
     const double span = __dsub_rn(b, a), den = (double)(T - 1);
     double tk[2];
-    int m = 0;
+    bool le[2];
 #pragma unroll
     for (int i = 0; i < 2; i++) {
       const int k = tid + 256 * i;
       tk[i] = __dadd_rn(a, __ddiv_rn(__dmul_rn(span, (double)k), den));
-      m += __syncthreads_count(k < T - 1 && tk[i] <= b);
+      le[i] = k < T - 1 && tk[i] <= b;
     }
+    int m = __syncthreads_count(le[0]);
+    if (T - 1 > 256) m += __syncthreads_count(le[1]);
+    auto put = [&](int j, float t) { // sorted position j holds t
+      tsf[j + 1] = t;
+      tpair[j].y = t;
+      tpair[j + 1].x = t;
+    };
 #pragma unroll
     for (int i = 0; i < 2; i++) {
       const int k = tid + 256 * i;
-      if (k < T - 1) tsf[(k < m ? k : k + 1) + 1] = __double2float_rd(tk[i]);
-    }
-    if (tid == 0) {
-      tsf[m + 1] = __double2float_rd(b);
-      tsf[0] = -1.0f / 0.0f;
-      tsf[T + 1] = 1.0f / 0.0f;
-      const double t0 = m == 0 ? b : __dadd_rn(a, __ddiv_rn(__dmul_rn(span, 0.0), den));
-      const double tl = m == T - 1 ? b : __dadd_rn(a, __ddiv_rn(__dmul_rn(span, (double)(T - 2)), den));
-      s_lo = (float)t0;
-      s_inv = (float)(tl > t0 ? __ddiv_rn(den, __dsub_rn(tl, t0)) : 0.0);
-      s_uni = tl > t0 ? 1 : 0;
-      s_m = m;
-      s_ga = s_inv;
-      s_gb = -s_lo * s_inv;
+      if (k < T - 1) put(k < m ? k : k + 1, __double2float_rd(tk[i]));
     }
     for (int k = tid; k <= T; k += 256) shist[k] = 0;
-    __syncthreads(); // tsf
-    for (int k = tid; k <= T; k += 256) tpair[k] = make_float2(tsf[k], tsf[k + 1]);
-    __syncthreads(); // tpair, the binner
+    if (tid == 0) {
+      put(m, __double2float_rd(b));
+      tsf[0] = tpair[0].x = -1.0f / 0.0f;
+      tsf[T + 1] = tpair[T].y = 1.0f / 0.0f;
+      // the first guess ceil(f * ga + gb) ~ (f - a) (T - 1) / (b - a): any guess gives the exact
+      // bin (the bracket check, then the walk); a constant image: 0
+      const float w = (float)span;
+      s_ga = w > 0.0f ? (float)(T - 1) / w : 0.0f;
+      s_gb = -(float)a * s_ga;
+      s_m = m;
+    }
+    __syncthreads(); // tsf, tpair, shist, the guess
   }
 
   // ---- the march: the warp's strip over rows r0 .. r1 - 1, no block barrier.  Voxels outside the

@@ -49,10 +49,9 @@ struct emu_block {
   int shist[512];
   float tsf[512];
   float2 tpair[512];
-  float s_ga, s_gb, s_lo, s_inv;
-  int s_uni, s_m;
+  float s_ga, s_gb;
+  int s_m;
   float r_lo[8], r_hi[8];
-  double r_dlo[8], r_dhi[8];
   unsigned long long r_key;
   bool s_last;
   long long wsum[8];
@@ -121,7 +120,7 @@ static inline int __any_sync(unsigned, int pred) {
 static inline void __threadfence() {}
 static inline void __threadfence_system() {}
 template <class T> static inline T __ldcg(const T *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
-static inline double __ldcg(const double *p) { double d; uint64_t b = __atomic_load_n((const uint64_t *)p, __ATOMIC_RELAXED); memcpy(&d, &b, 8); return d; }
+static inline float2 __ldcg(const float2 *p) { uint64_t b = __atomic_load_n((const uint64_t *)p, __ATOMIC_RELAXED); float2 f; memcpy(&f, &b, 8); return f; }
 static inline int atomicAdd(int *p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 static inline unsigned atomicAdd(unsigned *p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 static inline ndf_u64 atomicAdd(ndf_u64 *p, ndf_u64 v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
@@ -185,17 +184,13 @@ static int plan_make(int64_t nz, int64_t nx, int64_t nimg, int64_t cap, int64_t 
   int64_t mc = (work * nz + warps - 1) / warps;
   if (mc < minmc) mc = minmc;
   if (mc > nz) mc = nz;
-  for (;;) {
-    const int64_t nch = (nz + mc - 1) / mc;
-    mc = (nz + nch - 1) / nch;
-    pl->mc = mc;
+  for (int64_t nch = (nz + mc - 1) / mc;; nch -= nch / 8 + 1) {
+    pl->mc = (nz + nch - 1) / nch;
     pl->tpi = pl->nstrip * nch;
     pl->bpi = (pl->tpi + 7) / 8;
     pl->nblocks = nimg * pl->bpi;
     if (pl->nblocks <= cap) break;
-    if (mc >= nz) return 0;
-    mc += mc / 8 + 1;
-    if (mc > nz) mc = nz;
+    if (nch == 1) return 0;
   }
   int64_t nc = pl->bpi / 16;
   pl->ncopy = (int)(nc < 1 ? 1 : nc > 8 ? 8 : nc);
