@@ -173,6 +173,24 @@ typedef float V;
 #define SOFT 0
 #include KERN_INC
 
+#ifdef EMU_RT
+// tools/emu/ecc_strip2_rt.sh: runtime/ecc_cuda.c's cooperative launch runs here (the parameter bytes as
+// the kernel's struct, the grid)
+extern "C" int emu_strip2(unsigned grid, const void *params) {
+  ndf_ecc2_params p;
+  memcpy(&p, params, sizeof p);
+  g_grid = grid;
+  std::vector<emu_block> blks(grid);
+  std::barrier<> gb((ptrdiff_t)grid * 256);
+  g_gridbar = &gb;
+  std::vector<std::thread> th;
+  for (unsigned b = 0; b < grid; b++)
+    for (unsigned t = 0; t < 256; t++)
+      th.emplace_back([&, t, b] { tl_tid = t; tl_bid = b; tl_blk = &blks[b]; ndf_ecc_strip2(p); });
+  for (auto &t : th) t.join();
+  return 0;
+}
+#else
 // runtime/ecc_cuda.c's strip2_plan_make (keep in step)
 struct strip2_plan { int64_t nstrip, mc, tpi, bpi, nblocks; int ncopy; };
 static int plan_make(int64_t nz, int64_t nx, int64_t nimg, int64_t cap, int64_t minmc, strip2_plan *pl) {
@@ -337,3 +355,4 @@ int main(int argc, char **argv) {
          sizeof(TIN) == 4 ? "float" : sizeof(TIN) == 2 ? "uint16" : "uint8", CONS, cases, nnan, nslow, nskip, bad);
   return bad != 0;
 }
+#endif
