@@ -1693,6 +1693,13 @@ __device__ void ndf_ecc2_prefix(const long long *hist, int nc, ndf_i64 m, long l
 }
 // NDF_ECC2_HELPERS_END
 
+// the least k with f <= tv[k] from any start k (+inf: T); out of line (the rare path; code size)
+__device__ __noinline__ unsigned ndf_ecc2_walk(float f, int k, const float *tv, int T) {
+  while (k > 0 && f <= tv[k - 1]) k--;
+  while (k < T && f > tv[k]) k++;
+  return (unsigned)k;
+}
+
 extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ecc2_params p) {
   if (NSP != 2 || sizeof(V) != 4) return; // 2-D float comparisons only (the runtime never asks otherwise)
   __shared__ int shist[512];
@@ -1807,6 +1814,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
       ((float2 *)p.part)[3 * blockIdx.x] = make_float2(a, b);
       ((ndf_u64 *)p.part)[3 * blockIdx.x + 1] = r_key;
     }
+    if (tid == 0) r_key = 0ull; // for phase 2 (the grid barrier orders it)
     // zero the histogram copies and the per-image tickets (used after the barrier)
     const ndf_i64 nh = p.nimg * p.ncopy * p.T, stride = (ndf_i64)gridDim.x * 256;
     for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + tid; i < nh; i += stride) p.hist[i] = 0ull;
@@ -1831,9 +1839,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
       fb = fmaxf(fb, __shfl_xor_sync(FULL, fb, o));
       key = max(key, __shfl_xor_sync(FULL, key, o));
     }
-    __syncthreads(); // r_lo, r_hi, r_key reused
-    if (tid == 0) r_key = 0ull;
-    __syncthreads();
+    // r_lo, r_hi: last read by thread 0 before the grid barrier; r_key zeroed there
     if (lane == 0) {
       r_lo[warp] = fa;
       r_hi[warp] = fb;
@@ -1866,16 +1872,14 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
   // tsf[j + 1] = tv[j] (tv[-1] = -inf, tv[T] = +inf) and the pairs tpair[j] = (tv[j - 1], tv[j])
   {
     const double span = __dsub_rn(b, a), den = (double)(T - 1);
+    auto tof = [&](int k) { return __dadd_rn(a, __ddiv_rn(__dmul_rn(span, (double)k), den)); };
     double tk[2];
-    bool le[2];
 #pragma unroll
-    for (int i = 0; i < 2; i++) {
-      const int k = tid + 256 * i;
-      tk[i] = __dadd_rn(a, __ddiv_rn(__dmul_rn(span, (double)k), den));
-      le[i] = k < T - 1 && tk[i] <= b;
-    }
-    int m = __syncthreads_count(le[0]);
-    if (T - 1 > 256) m += __syncthreads_count(le[1]);
+    for (int i = 0; i < 2; i++) tk[i] = tof(tid + 256 * i);
+    // m = #{k < T - 1 : t_k <= b}: t_k is non-decreasing in k (each rounding is monotone), so
+    // those k are 0 .. m - 1; every thread finds m itself (usually t_{T-2} <= b: m = T - 1)
+    int m = T - 1;
+    while (m > 0 && tof(m - 1) > b) m--;
     auto put = [&](int j, float t) { // sorted position j holds t
       tsf[j + 1] = t;
       tpair[j].y = t;
@@ -1962,10 +1966,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
 #pragma unroll
         for (int j = 0; j < 5; j++) {
           const float f = j < 4 ? w.v[j] : w.h;
-          int k = (int)bq[j];
-          while (k > 0 && f <= tv[k - 1]) k--;
-          while (k < T && f > tv[k]) k++;
-          bq[j] = (unsigned)k;
+          bq[j] = ndf_ecc2_walk(f, (int)bq[j], tv, T);
         }
       }
       const unsigned A = __byte_perm(bq[0], bq[1], 0x5410) | G, B = __byte_perm(bq[2], bq[3], 0x5410) | G;

@@ -25,6 +25,7 @@ extern "C" {
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __noinline__
 #define __global__
 #define __launch_bounds__(a, b)
 #define NDF_HD static inline
