@@ -1656,12 +1656,8 @@ __device__ __forceinline__ unsigned ndf_ecc2_ticket(unsigned *p) {
   __threadfence();
   return old;
 }
-// shist[b] += c when on, predicated (no branch around the shared atomic); sbase: shist's shared address
-__device__ __forceinline__ void ndf_ecc2_hadd(unsigned sbase, unsigned b, int c, bool on) {
-  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %2, 0;\n\t@p red.shared.add.s32 [%0], %1;\n\t}" ::"r"(sbase + 4u * b),
-               "r"(c), "r"((unsigned)on)
-               : "memory");
-}
+// brings the line of p into L1 (the march's halo rows, fetched during the grid barrier)
+__device__ __forceinline__ void ndf_ecc2_prefetch(const void *p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
 template <bool B> struct ndf_ecc2_bool {
   static constexpr bool value = B;
 };
@@ -1702,7 +1698,7 @@ __device__ __noinline__ unsigned ndf_ecc2_walk(float f, int k, const float *tv, 
 
 extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ecc2_params p) {
   if (NSP != 2 || sizeof(V) != 4) return; // 2-D float comparisons only (the runtime never asks otherwise)
-  __shared__ int shist[512];
+  __shared__ int shist[512 + 32]; // T + 1 counters, then a dummy slot per lane (never read)
   __shared__ float tsf[512];       // -inf, the T sorted thresholds rounded down, +inf
   __shared__ float2 tpair[512];    // tpair[k] = (tv[k - 1], tv[k]), k = 0..T
   __shared__ float s_ga, s_gb;
@@ -1774,6 +1770,19 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
               }
           }
         }
+    }
+  }
+  if (act) {
+    // the march's halo rows (r0 - 1, r1: other tasks' rows) into L1 while the grid barrier waits;
+    // phase 1 has just read the task's own rows
+#pragma unroll
+    for (int e = 0; e < 2; e++) {
+      const int r = e == 0 ? r0 - 1 : r1;
+      if (r >= 0 && r < (int)p.nz) {
+        const TIN *rp = in + r * p.sz;
+        if (inb) ndf_ecc2_prefetch(rp + (ndf_i64)x * p.sx);
+        if (hin) ndf_ecc2_prefetch(rp + (ndf_i64)hx * p.sx);
+      }
     }
   }
   {
@@ -1913,7 +1922,6 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
   auto march = [&](auto vecc) {
     constexpr bool VEC = decltype(vecc)::value;
     const float ga = s_ga, gb = s_gb, INF = 1.0f / 0.0f;
-    const unsigned sbase = (unsigned)__cvta_generic_to_shared(shist);
     const float *tv = tsf + 1;
     const unsigned G = CONS == 1 ? NDF_ECC_PG : 0u;
     const int nz = (int)p.nz, ir1 = r1;
@@ -2000,7 +2008,8 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
         for (int h = 0; h < 2; h++) {
           const unsigned bn = (wq >> (16 * h)) & 0x1ffu;
           const int c = ndf_ecc_pack_c<2, CONS>(d, h);
-          ndf_ecc2_hadd(sbase, bn, c, c != 0 && bn < (unsigned)T);
+          // no branch: voxels not counted (c = 0, outside) add to the lane's own dummy slot
+          atomicAdd(&shist[c != 0 && bn < (unsigned)T ? bn : 512u + lane], c);
         }
       }
     };

@@ -47,7 +47,7 @@ static unsigned g_grid;
 #define blockIdx (emu_dim{tl_bid})
 #define gridDim (emu_dim{g_grid})
 struct emu_block {
-  int shist[512];
+  int shist[512 + 32];
   float tsf[512];
   float2 tpair[512];
   float s_ga, s_gb;
@@ -151,9 +151,7 @@ static void ndf_ecc_grid_sync(unsigned *) { g_gridbar->arrive_and_wait(); }
 // the helpers of templates/ecc.cu (NDF_ECC2_HELPERS_BEGIN .. END), without inline PTX
 static inline float ndf_ecc2_fminnan(float a, float b) { return (a != a || b != b) ? NAN : std::fmin(a, b); }
 static inline unsigned ndf_ecc2_ticket(unsigned *p) { return __atomic_fetch_add(p, 1u, __ATOMIC_ACQ_REL); }
-static inline void ndf_ecc2_hadd(unsigned, unsigned b, int c, bool on) {
-  if (on) __atomic_fetch_add(&EMB().shist[b], c, __ATOMIC_RELAXED);
-}
+static inline void ndf_ecc2_prefetch(const void *) {}
 template <bool B> struct ndf_ecc2_bool { static constexpr bool value = B; };
 static void ndf_ecc2_prefix(const long long *hist, int nc, ndf_i64 m, long long *out, ndf_i64 T, ndf_i64 ostep) {
   __syncthreads();

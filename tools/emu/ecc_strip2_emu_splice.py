@@ -9,7 +9,7 @@ hdr = s[a:b]
 a = s.index('#define NDF_SW 128'); k = s[a:]
 a = k.index('// NDF_ECC2_HELPERS_BEGIN'); b = k.index('// NDF_ECC2_HELPERS_END')
 k = k[:a] + k[b:]
-a = k.index('  __shared__ int shist[512];'); b = k.index('  __shared__ bool s_last;')
+a = k.index('  __shared__ int shist['); b = k.index('  __shared__ bool s_last;')
 b = k.index('\n', b) + 1
 decl = k[a:b]
 names = ['shist', 'tsf', 'tpair', 's_ga', 's_gb', 's_m', 'r_lo', 'r_hi', 'r_key', 's_last']
