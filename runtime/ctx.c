@@ -193,6 +193,7 @@ void ndf_ctx_destroy(ndf_ctx *ctx) {
   if (ctx->has_cuda) {
     const ndf__cu_api *cu = ndf__cu(NULL);
     cu->cuCtxSetCurrent(ctx->cu);
+    if (ctx->ecc_ws) cu->cuMemFreeAsync(ctx->ecc_ws, ctx->stream);
     if (ctx->stream) cu->cuStreamSynchronize(ctx->stream);
     ndf__tables_release(ctx);
     ndf__jit_release(ctx);

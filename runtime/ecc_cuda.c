@@ -26,6 +26,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -699,6 +700,196 @@ static ndf_status ecc_brick(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arra
   return s;
 }
 
+/* ---- the 2-D warp-strip kernel (ndf_ecc_strip2, templates/ecc.cu) ------------------------------ */
+/* 2-D calls with thresholds over [min, max], T <= 510 and float comparisons
+ * (float32, uint8, uint16) make one cooperative launch of ndf_ecc_strip2
+ * (a warp marches a strip of 128 columns, no block barriers in the march)
+ * unless NDF_ECC_2D=old (ndf_ecc_pack's fused march, as before).
+ * NDF_ECC2_MC: the least rows per warp task (default 4).  docs/adr/0009,
+ * "The 2-D warp-strip kernel". */
+static int use_strip2(void) {
+  const char *e = getenv("NDF_ECC_2D");
+  return !(e && strcmp(e, "old") == 0);
+}
+
+#define STRIP2_W 128          /* columns per strip (NDF_SW) */
+#define STRIP2_MAX_PER_SM 4   /* __launch_bounds__(256, 4) */
+#define STRIP2_SEQ_OFF 128    /* the sequence word in the mapped header block (HDR_BYTES) */
+
+typedef struct strip2_plan {
+  int64_t nstrip, mc, tpi, bpi, nblocks;
+  int ncopy;
+} strip2_plan;
+
+/* Tasks (strip, chunk of mc rows) of 8 per block, blocks of one image each,
+ * at most cap blocks; rows per task at least NDF_ECC2_MC and about one task
+ * per resident warp.  0: no plan (the caller keeps ndf_ecc_pack). */
+static int strip2_plan_make(const ndf__ecc_call *c, int64_t cap, strip2_plan *pl) {
+  const int64_t nz = c->sshape[0], nx = c->sshape[1], nimg = c->nimg;
+  if (nz <= 0 || nx <= 0 || nimg <= 0 || nz > 0x7fffff00 || nx > 0x7fffff00) return 0;
+  const char *e = getenv("NDF_ECC2_MC");
+  int64_t minmc = e ? atoll(e) : 4;
+  if (minmc < 1) minmc = 1;
+  pl->nstrip = (nx + STRIP2_W - 1) / STRIP2_W;
+  if (nimg > cap || pl->nstrip > cap * 8) return 0;
+  const int64_t warps = cap * 8, work = nimg * pl->nstrip; /* strips of the batch */
+  int64_t mc = (work * nz + warps - 1) / warps;
+  if (mc < minmc) mc = minmc;
+  if (mc > nz) mc = nz;
+  for (int64_t nch = (nz + mc - 1) / mc;; nch -= nch / 8 + 1) { /* fewer chunks until the grid fits */
+    pl->mc = (nz + nch - 1) / nch; /* equal chunks */
+    pl->tpi = pl->nstrip * nch;
+    pl->bpi = (pl->tpi + 7) / 8;
+    pl->nblocks = nimg * pl->bpi;
+    if (pl->nblocks <= cap) break;
+    if (nch == 1) return 0;
+  }
+  /* copies of each image's histogram: about 16 blocks' atomics per address */
+  int64_t nc = pl->bpi / 16;
+  pl->ncopy = (int)(nc < 1 ? 1 : nc > 8 ? 8 : nc);
+  return 1;
+}
+
+/* After the launch (float input, mapped header): wait until block 0 has
+ * written this call's sequence word after the header (the end of phase 1),
+ * not for the end of the kernel; after about 1 ms a stream sync instead. */
+static ndf_status strip2_wait(ndf_ctx *ctx, const char *name, volatile ecc_hdr *h, uint32_t seq, int64_t *nan_at,
+                              int *not_finite) {
+  volatile uint32_t *w = (volatile uint32_t *)((volatile char *)h + STRIP2_SEQ_OFF);
+  int seen = 0;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (unsigned it = 0;; it++) {
+    if (__atomic_load_n(w, __ATOMIC_ACQUIRE) == seq) {
+      seen = 1;
+      break;
+    }
+    if ((it & 63u) == 63u) {
+      clock_gettime(CLOCK_MONOTONIC, &t1);
+      if ((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) > 1000000L) break;
+    }
+  }
+  if (!seen) {
+    ndf_status s = sync_error(ctx, name, ndf__cu(NULL)->cuStreamSynchronize(ctx->stream));
+    if (s != NDF_OK) return s;
+    if (__atomic_load_n(w, __ATOMIC_ACQUIRE) != seq)
+      return ndf__error(ctx, NDF_EINTERNAL, "%s: the kernel ended without writing its header", name);
+  }
+  const uint64_t key = h->nan_key;
+  *nan_at = key ? (int64_t)~key : -1;
+  *not_finite = h->bad != 0;
+  return NDF_OK;
+}
+
+/* fused_mem_alloc's layout in the context's workspace (ctx->ecc_ws) instead
+ * of per-call scratch: no allocation and free per call (the kernel zeroes
+ * the tickets and histograms and writes the partials itself; later calls
+ * on the stream are ordered after it).  Grown by a stream-ordered free and
+ * allocation; NDF_ECC2_WS=0 takes per-call scratch (fused_mem_alloc: the
+ * caller frees m->base after the launch). */
+static ndf_status strip2_mem(ndf_ctx *ctx, int64_t nimg, int64_t T, int64_t nblocks, fused_mem *m) {
+  const char *e = getenv("NDF_ECC2_WS");
+  if (e && strcmp(e, "0") == 0) {
+    return fused_mem_alloc(ctx, nimg, T, nblocks, m); /* the caller frees m->base after the launch */
+  }
+  memset(m, 0, sizeof *m);
+  ndf_status s = grid_barrier_word(ctx, &m->gbar);
+  if (s != NDF_OK) return s;
+  const size_t cnt_bytes = ((size_t)nimg * 4 + 255) & ~(size_t)255, hbytes = (size_t)nimg * (size_t)T * 8;
+  const size_t need = HDR_BYTES + cnt_bytes + hbytes + (size_t)nblocks * 24;
+  pthread_mutex_lock(&ctx->lock);
+  if (ctx->ecc_ws_bytes < need) {
+    if (ctx->ecc_ws) ndf__scratch_free(ctx, ctx->ecc_ws);
+    ctx->ecc_ws = 0;
+    ctx->ecc_ws_bytes = 0;
+    const size_t want = need < ((size_t)1 << 16) ? (size_t)1 << 16 : need;
+    s = ndf__scratch_alloc(ctx, want, &ctx->ecc_ws);
+    if (s == NDF_OK) ctx->ecc_ws_bytes = want;
+    else ctx->ecc_ws = 0;
+  }
+  const CUdeviceptr base = ctx->ecc_ws;
+  pthread_mutex_unlock(&ctx->lock);
+  if (s != NDF_OK) return s;
+  CUdeviceptr mhdr = 0;
+  volatile ecc_hdr *hhost = NULL;
+  const int mapped = mapped_header(ctx, &mhdr, &hhost);
+  m->base = 0; /* nothing to free */
+  m->hhost = mapped ? hhost : NULL;
+  m->hdr = mapped ? mhdr : base;
+  m->cnt = base + HDR_BYTES;
+  m->hist = m->cnt + cnt_bytes;
+  m->part = m->hist + hbytes;
+  return NDF_OK;
+}
+
+/* One cooperative launch of ndf_ecc_strip2.  *fallback: nothing was launched
+ * (no plan, or the grid could not be resident at once). */
+static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out, int cons,
+                             int64_t *nan_at, int *not_finite, int *fallback) {
+  *fallback = 1;
+  const int64_t sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
+  strip2_plan pl;
+  if (!strip2_plan_make(c, STRIP2_MAX_PER_SM * sms, &pl)) return NDF_OK;
+  CUfunction fn;
+  ndf_status s = get_fn(ctx, c->name, "ndf_ecc_strip2", in->dtype, 2, cons, 0, &fn);
+  if (s != NDF_OK) return s;
+  const int64_t T = c->T, nimg = c->nimg;
+  const int isfloat = in->dtype == NDF_FLOAT32 || in->dtype == NDF_FLOAT64;
+  fused_mem m;
+  if ((s = strip2_mem(ctx, nimg, T * pl.ncopy, pl.nblocks, &m)) != NDF_OK) return s;
+  static uint32_t seq_next = 0;
+  uint32_t seq = __atomic_add_fetch(&seq_next, 1u, __ATOMIC_RELAXED);
+  if (seq == 0) seq = __atomic_add_fetch(&seq_next, 1u, __ATOMIC_RELAXED);
+  const CUdeviceptr seqp = m.hhost ? m.hdr + STRIP2_SEQ_OFF : 0;
+  const int nb = c->nb;
+  int64_t ostep = out->strides[nb];
+  int64_t nz = c->sshape[0], nx = c->sshape[1], sz = in->strides[nb], sx = in->strides[nb + 1];
+  int ncopy = pl.ncopy, pad = 0;
+  ndf__params pb = {.n = 0};
+  NDF__PUT(&pb, in->data);
+  NDF__PUT(&pb, m.hist);
+  NDF__PUT(&pb, m.cnt);
+  NDF__PUT(&pb, out->data);
+  NDF__PUT(&pb, m.hdr);
+  NDF__PUT(&pb, m.gbar);
+  NDF__PUT(&pb, m.part);
+  NDF__PUT(&pb, seqp);
+  NDF__PUT(&pb, T);
+  NDF__PUT(&pb, nimg);
+  NDF__PUT(&pb, ostep);
+  NDF__PUT(&pb, nz);
+  NDF__PUT(&pb, nx);
+  NDF__PUT(&pb, sz);
+  NDF__PUT(&pb, sx);
+  NDF__PUT(&pb, pl.nstrip);
+  NDF__PUT(&pb, pl.mc);
+  NDF__PUT(&pb, pl.tpi);
+  NDF__PUT(&pb, pl.bpi);
+  NDF__PUT(&pb, nb);
+  NDF__PUT(&pb, ncopy);
+  NDF__PUT(&pb, seq);
+  NDF__PUT(&pb, pad);
+  ndf__params_put_padded(&pb, nb, in->shape);
+  ndf__params_put_padded(&pb, nb, in->strides);
+  ndf__params_put_padded(&pb, nb, out->shape);
+  ndf__params_put_padded(&pb, nb, out->strides);
+  void *args[] = {pb.b};
+  const CUresult r = ndf__cu(NULL)->cuLaunchCooperativeKernel(fn, (unsigned)pl.nblocks, 1, 1, 256, 1, 1, 0,
+                                                              ctx->stream, args);
+  if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE || r == CUDA_ERROR_NOT_SUPPORTED) {
+    if (m.base) ndf__scratch_free(ctx, m.base);
+    return NDF_OK;
+  }
+  *fallback = 0;
+  s = r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, c->name, r);
+  if (s == NDF_OK && isfloat) {
+    if (m.hhost) s = strip2_wait(ctx, c->name, m.hhost, seq, nan_at, not_finite);
+    else s = hdr_read(ctx, c->name, m.hdr, nan_at, not_finite);
+  }
+  if (m.base) ndf__scratch_free(ctx, m.base);
+  return s;
+}
+
 ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out,
                           int construction, const double *t, int uniform, int64_t *nan_at, int *not_finite) {
   *nan_at = -1;
@@ -715,6 +906,12 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
   CUfunction fh, ff = NULL, fsc = NULL;
   const int pack = use_pack(T);
   const int bmode = brick_mode();
+  if (need_range && pack && use_fuse() && bmode == 0 && c->nsp == 2 && in->dtype != NDF_FLOAT64 && use_strip2()) {
+    /* 2-D: the warp-strip kernel (before the other kernels' lookups) */
+    int fallback = 1;
+    s = ecc_strip2(ctx, c, in, out, construction, nan_at, not_finite, &fallback);
+    if (s != NDF_OK || !fallback) return s;
+  }
   if (need_range && pack && use_fuse() && bmode != 0) {
     /* before the other kernels' lookups: a warm call needs only this one */
     int fallback = 1;

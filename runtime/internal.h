@@ -59,6 +59,11 @@ struct ndf_ctx {
    * into the device (allocated on first use under lock, freed with the context) */
   void *ecc_hdr_host;
   CUdeviceptr ecc_hdr_dev;
+  /* ecc_cuda.c: the 2-D warp-strip kernel's workspace (tickets, histogram
+   * copies, partials; the kernel initializes what it uses), kept between
+   * calls (stream-ordered), grown when too small, freed with the context */
+  CUdeviceptr ecc_ws;
+  size_t ecc_ws_bytes;
 };
 
 /* Makes the context's CUDA context current on the calling thread. */

@@ -1595,3 +1595,465 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_brick(const ndf_ecc
   }
   if (cur >= 0) flush(cur, ndone);
 }
+
+// ---- the 2-D warp-strip kernel (ndf_ecc_strip2, 2-D fused calls; NDF_ECC_2D=old: ndf_ecc_pack) ---
+// Thresholds over [min, max], T <= 510, 2-D, float comparisons (float32,
+// uint8, uint16); one cooperative launch, the phases of ndf_ecc_pack's fused
+// form, but a WARP is the unit of work and the march has no block barrier:
+// a task is a strip of 128 columns (32 lanes x 4 voxels, one 16-byte load per
+// lane and row when the rows allow it) over mc rows of one image; a block is 8
+// tasks of one image.  Per row a lane bins its 4 voxels (the first guess and
+// one bracket check against the (t_{k-1}, t_k) float pairs; a warp-uniform
+// slow path only when some lane's guess is off), packs them as two words,
+// takes the x - 1 / x + 4 neighbours' bins from the neighbouring lanes by
+// shuffles (lanes 0 and 31 bin the strip's halo voxel themselves), and keeps
+// three rows' words in registers; c of the 4 voxels from ndf_ecc_pack_sum.
+// Phase 1 reads the task's rows in reverse order (the last read are the
+// first the march needs: L2 hits), min with NaN propagation flags NaN.  The
+// block's shared histogram goes to one of NC copies of the image's global
+// histogram (fewer atomics on one address), then one acquire-release ticket
+// per block; the image's last block sums the copies and writes the curve.
+// Block 0 writes the header, then (mapped header) the call's sequence word,
+// which the host waits for instead of the end of the kernel.
+#define NDF_SW 128 // columns per strip (task)
+
+struct ndf_ecc2_params {
+  const TIN *in;
+  ndf_u64 *hist;   // [img][NC][T], zeroed in phase 1
+  unsigned *cnt;   // [img] blocks done, zeroed in phase 1
+  long long *out;  // the curves (caller's strides)
+  ndf_ecc_hdr *hdr; // block 0 writes mn, mx, nan_key, bad
+  unsigned *gbar;  // the persistent grid barrier word
+  double *part;    // 3 per block: min, max, ~least NaN index (0: none)
+  unsigned *seqp;  // NULL, or the mapped header's sequence word (written after the header)
+  ndf_i64 T, nimg, ostep;
+  ndf_i64 nz, nx, sz, sx;     // rows, columns; their strides
+  ndf_i64 nstrip, mc, tpi, bpi; // strips per image, rows per task, tasks per image, blocks per image
+  int nb, ncopy;
+  unsigned seq;
+  int pad;
+  ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM], oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
+};
+
+// (tools/emu/ecc_strip2_emu.cpp replaces this block of helpers)
+// NDF_ECC2_HELPERS_BEGIN
+// min keeping NaN (min.NaN.f32): a NaN voxel leaves the lane's min NaN
+__device__ __forceinline__ float ndf_ecc2_fminnan(float a, float b) {
+#if __CUDA_ARCH__ >= 800
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return (a != a || b != b) ? __int_as_float(0x7fffffff) : fminf(a, b);
+#endif
+}
+// the image's ticket, taken by one thread after a __syncthreads: the fences
+// order the block's histogram atomics before it (as ndf_ecc_grid_sync) and
+// the other blocks' before the last block's reads
+__device__ __forceinline__ unsigned ndf_ecc2_ticket(unsigned *p) {
+  __threadfence();
+  const unsigned old = atomicAdd(p, 1u);
+  __threadfence();
+  return old;
+}
+// brings the line of p into L1 (the march's halo rows, fetched during the grid barrier)
+__device__ __forceinline__ void ndf_ecc2_prefetch(const void *p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
+template <bool B> struct ndf_ecc2_bool {
+  static constexpr bool value = B;
+};
+// prefix sums of the NC copies' sum, written as ndf_ecc_prefix_m
+__device__ void ndf_ecc2_prefix(const long long *hist, int nc, ndf_i64 m, long long *out, ndf_i64 T, ndf_i64 ostep) {
+  __shared__ long long wsum[8];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  long long carry = 0;
+  for (ndf_i64 k0 = 0; k0 < T; k0 += 256) {
+    const ndf_i64 k = k0 + threadIdx.x;
+    long long v = 0;
+    if (k < T)
+      for (int c = 0; c < nc; c++) v += __ldcg(hist + c * T + k);
+    for (int o = 1; o < 32; o <<= 1) {
+      const long long u = __shfl_up_sync(0xffffffffu, v, o);
+      if (lane >= o) v += u;
+    }
+    if (lane == 31) wsum[warp] = v;
+    __syncthreads();
+    long long before = carry, total = carry;
+    for (int w = 0; w < 8; w++) {
+      if (w < warp) before += wsum[w];
+      total += wsum[w];
+    }
+    if (k < T) out[(k < m ? k : k == m ? T - 1 : k - 1) * ostep] = before + v;
+    carry = total;
+    __syncthreads();
+  }
+}
+// NDF_ECC2_HELPERS_END
+
+// the least k with f <= tv[k] from any start k (+inf: T); out of line (the rare path; code size)
+__device__ __noinline__ unsigned ndf_ecc2_walk(float f, int k, const float *tv, int T) {
+  while (k > 0 && f <= tv[k - 1]) k--;
+  while (k < T && f > tv[k]) k++;
+  return (unsigned)k;
+}
+
+extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ecc2_params p) {
+  if (NSP != 2 || sizeof(V) != 4) return; // 2-D float comparisons only (the runtime never asks otherwise)
+  __shared__ int shist[512 + 32]; // T + 1 counters, then a dummy slot per lane (never read)
+  __shared__ float tsf[512];       // -inf, the T sorted thresholds rounded down, +inf
+  __shared__ float2 tpair[512];    // tpair[k] = (tv[k - 1], tv[k]), k = 0..T
+  __shared__ float s_ga, s_gb;
+  __shared__ int s_m;
+  __shared__ float r_lo[8], r_hi[8];
+  __shared__ unsigned long long r_key;
+  __shared__ bool s_last;
+  const int T = (int)p.T;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const unsigned FULL = 0xffffffffu;
+  // 32-bit places (the runtime keeps rows, columns + 256 and blocks below 2^31)
+  const int bpi = (int)p.bpi, img = (int)blockIdx.x / bpi, bimg = (int)blockIdx.x % bpi;
+  const int task = bimg * 8 + warp;
+  const bool act = task < (int)p.tpi; // warp-uniform
+  const int strip = act ? task % (int)p.nstrip : 0, chunk = act ? task / (int)p.nstrip : 0;
+  const int x0 = strip * NDF_SW, r0 = chunk * (int)p.mc, r1 = act ? min(r0 + (int)p.mc, (int)p.nz) : r0;
+  ndf_i64 base = 0, q = img;
+  for (int d = p.nb - 1; d >= 0; d--) {
+    base += (q % p.bshape[d]) * p.bstr[d];
+    q /= p.bshape[d];
+  }
+  const TIN *in = p.in + base;
+  // this lane's columns x .. x + 3 (bit j of inb: x + j < nx) and its halo voxel (lane 0: x0 - 1,
+  // lane 31: x0 + 128; the other lanes have none)
+  const int x = x0 + 4 * lane;
+  unsigned inb = 0;
+#pragma unroll
+  for (int j = 0; j < 4; j++) inb |= (unsigned)(x + j < p.nx) << j;
+  const int hx = lane == 0 ? x0 - 1 : x0 + NDF_SW;
+  const bool hin = (lane == 0 && x0 > 0) || (lane == 31 && x0 + NDF_SW < p.nx);
+  // float4 rows: unit x stride, row stride and width multiples of 4, aligned base (a lane is all in or all out)
+  const bool vec = sizeof(TIN) == 4 && p.sx == 1 && ((p.sz | p.nx) & 3) == 0 && (((size_t)in) & 15) == 0;
+  // the lane's 4 voxels of row r (in the image: r in [0, nz)); fill for the voxels outside
+  auto ld4 = [&](int r, float (&v)[4], float fill) {
+    const TIN *rp = in + r * p.sz;
+    if (vec) {
+      if (inb) {
+        const float4 f4 = *(const float4 *)(rp + x);
+        v[0] = f4.x, v[1] = f4.y, v[2] = f4.z, v[3] = f4.w;
+      } else {
+        v[0] = v[1] = v[2] = v[3] = fill;
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; j++) v[j] = ((inb >> j) & 1u) ? (float)rp[(ndf_i64)(x + j) * p.sx] : fill;
+    }
+  };
+
+  // ---- phase 1: min, max, NaN of the task's voxels, rows in reverse order
+  float lo = 1.0f / 0.0f, hi = -1.0f / 0.0f;
+  if (act) {
+    for (int r = r1 - 1; r >= r0; r -= 4) {
+      float v[4][4];
+#pragma unroll
+      for (int u = 0; u < 4; u++)
+        if (r - u >= r0) ld4(r - u, v[u], 0.0f);
+#pragma unroll
+      for (int u = 0; u < 4; u++)
+        if (r - u >= r0) {
+          if (inb == 15u) {
+            lo = ndf_ecc2_fminnan(lo, ndf_ecc2_fminnan(ndf_ecc2_fminnan(v[u][0], v[u][1]), ndf_ecc2_fminnan(v[u][2], v[u][3])));
+            hi = fmaxf(hi, fmaxf(fmaxf(v[u][0], v[u][1]), fmaxf(v[u][2], v[u][3])));
+          } else {
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+              if ((inb >> j) & 1u) {
+                lo = ndf_ecc2_fminnan(lo, v[u][j]);
+                hi = fmaxf(hi, v[u][j]);
+              }
+          }
+        }
+    }
+  }
+  if (act) {
+    // the march's halo rows (r0 - 1, r1: other tasks' rows) into L1 while the grid barrier waits;
+    // phase 1 has just read the task's own rows
+#pragma unroll
+    for (int e = 0; e < 2; e++) {
+      const int r = e == 0 ? r0 - 1 : r1;
+      if (r >= 0 && r < (int)p.nz) {
+        const TIN *rp = in + r * p.sz;
+        if (inb) ndf_ecc2_prefetch(rp + (ndf_i64)x * p.sx);
+        if (hin) ndf_ecc2_prefetch(rp + (ndf_i64)hx * p.sx);
+      }
+    }
+  }
+  {
+    const bool nan = lo != lo;
+    for (int o = 16; o > 0; o >>= 1) {
+      lo = fminf(lo, __shfl_xor_sync(FULL, lo, o));
+      hi = fmaxf(hi, __shfl_xor_sync(FULL, hi, o));
+    }
+    if (tid == 0) r_key = 0ull;
+    if (lane == 0) {
+      r_lo[warp] = lo;
+      r_hi[warp] = hi;
+    }
+    if (__syncthreads_or(nan)) {
+      // rare: the least C-order index of a NaN among this block's voxels (rows ascending)
+      if (nan) {
+        bool found = false;
+        for (int r = r0; r < r1 && !found; r++) {
+          float v[4];
+          ld4(r, v, 0.0f);
+#pragma unroll
+          for (int j = 0; j < 4; j++)
+            if (!found && ((inb >> j) & 1u) && v[j] != v[j]) {
+              atomicMax(&r_key, ~(ndf_u64)((ndf_i64)img * (p.nz * p.nx) + (ndf_i64)r * p.nx + x + j));
+              found = true;
+            }
+        }
+      }
+      __syncthreads();
+    }
+    if (tid == 0) {
+      float a = r_lo[0], b = r_hi[0];
+      for (int w = 1; w < 8; w++) {
+        a = fminf(a, r_lo[w]);
+        b = fmaxf(b, r_hi[w]);
+      }
+      // (min, max) as a float pair, then the key: 16 of the block's 24 bytes
+      ((float2 *)p.part)[3 * blockIdx.x] = make_float2(a, b);
+      ((ndf_u64 *)p.part)[3 * blockIdx.x + 1] = r_key;
+    }
+    if (tid == 0) r_key = 0ull; // for phase 2 (the grid barrier orders it)
+    // zero the histogram copies and the per-image tickets (used after the barrier)
+    const ndf_i64 nh = p.nimg * p.ncopy * p.T, stride = (ndf_i64)gridDim.x * 256;
+    for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + tid; i < nh; i += stride) p.hist[i] = 0ull;
+    for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + tid; i < p.nimg; i += stride) p.cnt[i] = 0u;
+  }
+  ndf_ecc_grid_sync(p.gbar);
+
+  // ---- phase 2: every block reduces the partials (the same values in each), in float
+  // (exact: the values are floats); the thresholds in double as the CPU's
+  double a, b;
+  {
+    float fa = 1.0f / 0.0f, fb = -1.0f / 0.0f;
+    unsigned long long key = 0;
+    for (unsigned k = tid; k < gridDim.x; k += 256) {
+      const float2 ab = __ldcg((const float2 *)p.part + 3 * k);
+      fa = fminf(fa, ab.x);
+      fb = fmaxf(fb, ab.y);
+      key = max(key, __ldcg((const ndf_u64 *)p.part + 3 * k + 1));
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+      fa = fminf(fa, __shfl_xor_sync(FULL, fa, o));
+      fb = fmaxf(fb, __shfl_xor_sync(FULL, fb, o));
+      key = max(key, __shfl_xor_sync(FULL, key, o));
+    }
+    // r_lo, r_hi: last read by thread 0 before the grid barrier; r_key zeroed there
+    if (lane == 0) {
+      r_lo[warp] = fa;
+      r_hi[warp] = fb;
+      atomicMax(&r_key, key);
+    }
+    __syncthreads();
+    fa = r_lo[0];
+    fb = r_hi[0];
+    for (int w = 1; w < 8; w++) {
+      fa = fminf(fa, r_lo[w]);
+      fb = fmaxf(fb, r_hi[w]);
+    }
+    key = r_key;
+    a = (double)fa;
+    b = (double)fb;
+    const int bad = !(isfinite(a) && isfinite(b));
+    if (blockIdx.x == 0 && tid == 0) {
+      p.hdr->mn = a;
+      p.hdr->mx = b;
+      p.hdr->nan_key = key;
+      p.hdr->bad = bad;
+      if (p.seqp) {
+        __threadfence_system();
+        *(volatile unsigned *)p.seqp = p.seq;
+      }
+    }
+    if (key != 0ull || bad) return; // the whole grid: nothing is written
+  }
+  // the thresholds over [a, b] sorted (as ndf_ecc_scan_finish), rounded down to float:
+  // tsf[j + 1] = tv[j] (tv[-1] = -inf, tv[T] = +inf) and the pairs tpair[j] = (tv[j - 1], tv[j])
+  {
+    const double span = __dsub_rn(b, a), den = (double)(T - 1);
+    auto tof = [&](int k) { return __dadd_rn(a, __ddiv_rn(__dmul_rn(span, (double)k), den)); };
+    double tk[2];
+#pragma unroll
+    for (int i = 0; i < 2; i++) tk[i] = tof(tid + 256 * i);
+    // m = #{k < T - 1 : t_k <= b}: t_k is non-decreasing in k (each rounding is monotone), so
+    // those k are 0 .. m - 1; every thread finds m itself (usually t_{T-2} <= b: m = T - 1)
+    int m = T - 1;
+    while (m > 0 && tof(m - 1) > b) m--;
+    auto put = [&](int j, float t) { // sorted position j holds t
+      tsf[j + 1] = t;
+      tpair[j].y = t;
+      tpair[j + 1].x = t;
+    };
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+      const int k = tid + 256 * i;
+      if (k < T - 1) put(k < m ? k : k + 1, __double2float_rd(tk[i]));
+    }
+    for (int k = tid; k <= T; k += 256) shist[k] = 0;
+    if (tid == 0) {
+      put(m, __double2float_rd(b));
+      tsf[0] = tpair[0].x = -1.0f / 0.0f;
+      tsf[T + 1] = tpair[T].y = 1.0f / 0.0f;
+      // the first guess ceil(f * ga + gb) ~ (f - a) (T - 1) / (b - a): any guess gives the exact
+      // bin (the bracket check, then the walk); a constant image: 0
+      const float w = (float)span;
+      s_ga = w > 0.0f ? (float)(T - 1) / w : 0.0f;
+      s_gb = -(float)a * s_ga;
+      s_m = m;
+    }
+    __syncthreads(); // tsf, tpair, shist, the guess
+  }
+
+  // ---- the march: the warp's strip over rows r0 .. r1 - 1, no block barrier.  Voxels outside the
+  // image (columns past nx, the strip's halo at the image's border, rows -1 and nz) read as +inf,
+  // whose bin is T: no voxel inside has it (every value is <= max = t_{T-1}), so T serves as
+  // ndf_ecc_pack.cuh's outside marker (every V flag false, every T flag true) and is never counted.
+  // two copies of the march: float4 rows or element loads (warp-uniform choice)
+  auto march = [&](auto vecc) {
+    constexpr bool VEC = decltype(vecc)::value;
+    const float ga = s_ga, gb = s_gb, INF = 1.0f / 0.0f;
+    const float *tv = tsf + 1;
+    const unsigned G = CONS == 1 ? NDF_ECC_PG : 0u;
+    const int nz = (int)p.nz, ir1 = r1;
+    // a row's raw values: 4 voxels and the halo voxel (lanes 1..30: +inf, never used)
+    struct raw {
+      float v[4], h;
+    };
+    // rows are loaded in order r0 - 1, r0, ...: lq points at the lane's voxel x of row lr
+    int lr = r0 - 1;
+    const TIN *lq = in + (ndf_i64)x * p.sx + (ndf_i64)lr * p.sz;
+    const ndf_i64 hoff = (ndf_i64)(hx - x) * p.sx;
+    auto load = [&](raw &w) {
+      const int r = lr++;
+      const TIN *rp = lq;
+      lq += p.sz;
+      if (r > ir1) return; // not needed
+      if (r < 0 || r >= nz) {
+        w.v[0] = w.v[1] = w.v[2] = w.v[3] = w.h = INF;
+        return;
+      }
+      if (VEC) {
+        if (inb) {
+          const float4 f4 = *(const float4 *)rp;
+          w.v[0] = f4.x, w.v[1] = f4.y, w.v[2] = f4.z, w.v[3] = f4.w;
+        } else {
+          w.v[0] = w.v[1] = w.v[2] = w.v[3] = INF;
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < 4; j++) w.v[j] = ((inb >> j) & 1u) ? (float)rp[j * p.sx] : INF;
+      }
+      w.h = hin ? (float)rp[hoff] : INF;
+    };
+    // bins of a row into its words {(x - 1, x), (x, x + 1), (x + 2, x + 3), (x + 3, x + 4)}; the
+    // word (x + 1, x + 2) is formed where it is used (registers)
+    auto binrow = [&](const raw &w, unsigned (&o)[4]) {
+      unsigned bq[5];
+      bool ok = true;
+#pragma unroll
+      for (int j = 0; j < 5; j++) {
+        const float f = j < 4 ? w.v[j] : w.h;
+        const unsigned k = min((unsigned)__float2int_ru(fmaf(f, ga, gb)), (unsigned)T);
+        const float2 pr = tpair[k];
+        ok &= (f > pr.x) & (f <= pr.y);
+        bq[j] = k;
+      }
+      if (__any_sync(FULL, !ok)) {
+        // a guess off by some (a value on a threshold, rounding, a wide range): walk to the exact
+        // bin, the least k with f <= tv[k] (any start gives it; +inf: T)
+#pragma unroll
+        for (int j = 0; j < 5; j++) {
+          const float f = j < 4 ? w.v[j] : w.h;
+          bq[j] = ndf_ecc2_walk(f, (int)bq[j], tv, T);
+        }
+      }
+      const unsigned A = __byte_perm(bq[0], bq[1], 0x5410) | G, B = __byte_perm(bq[2], bq[3], 0x5410) | G;
+      const unsigned H = bq[4] | (G & 0x3ffu);
+      unsigned up = __shfl_up_sync(FULL, B, 1), dn = __shfl_down_sync(FULL, A, 1);
+      if (lane == 0) up = H << 16;
+      if (lane == 31) dn = H;
+      o[0] = __byte_perm(up, A, 0x5432);
+      o[1] = A;
+      o[2] = B;
+      o[3] = __byte_perm(B, dn, 0x5432);
+    };
+    auto step = [&](const unsigned (&P)[4], const unsigned (&Q)[4], unsigned (&N)[4], raw &rw) {
+      binrow(rw, N); // row r + 1 from the raw values loaded three steps ago
+      load(rw);      // row r + 4
+#pragma unroll
+      for (int s = 0; s < 2; s++) {
+        // word s: (x + 2 s, x + 2 s + 1) with its left and right neighbour words in each row
+        unsigned R0[3][3], R1[3][3], R2[3][3];
+#pragma unroll
+        for (int k = 0; k < 3; k++) R0[0][k] = R0[2][k] = R1[0][k] = R1[2][k] = R2[0][k] = R2[2][k] = 0u;
+        R0[1][2 - 2 * s] = __byte_perm(P[1], P[2], 0x5432);
+        R1[1][2 - 2 * s] = __byte_perm(Q[1], Q[2], 0x5432);
+        R2[1][2 - 2 * s] = __byte_perm(N[1], N[2], 0x5432);
+        R0[1][1] = P[1 + s], R0[1][2 * s] = P[3 * s];
+        R1[1][1] = Q[1 + s], R1[1][2 * s] = Q[3 * s];
+        R2[1][1] = N[1 + s], R2[1][2 * s] = N[3 * s];
+        const unsigned d = ndf_ecc_pack_sum<2, CONS>(R0, R1, R2);
+        const unsigned wq = Q[1 + s];
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+          const unsigned bn = (wq >> (16 * h)) & 0x1ffu;
+          const int c = ndf_ecc_pack_c<2, CONS>(d, h);
+          // no branch: voxels not counted (c = 0, outside) add to the lane's own dummy slot
+          atomicAdd(&shist[c != 0 && bn < (unsigned)T ? bn : 512u + lane], c);
+        }
+      }
+    };
+    raw R0, R1, R2;
+    unsigned WA[4], WB[4], WC[4];
+    // rows r0 - 1 (R0), r0 (R1), r0 + 1 (R2) in flight; then R0, R1 take r0 + 2, r0 + 3
+    load(R0);
+    load(R1);
+    load(R2);
+    binrow(R0, WA);
+    binrow(R1, WB);
+    load(R0);
+    load(R1);
+    for (int r = r0; r < ir1; r += 3) {
+      step(WA, WB, WC, R2);
+      if (r + 1 >= ir1) break;
+      step(WB, WC, WA, R0);
+      if (r + 2 >= ir1) break;
+      step(WC, WA, WB, R1);
+    }
+  };
+  if (act) {
+    if (vec) march(ndf_ecc2_bool<true>());
+    else march(ndf_ecc2_bool<false>());
+  }
+
+  // ---- the block's histogram to its copy of the image's, the ticket, the curve
+  __syncthreads();
+  {
+    ndf_u64 *hc = p.hist + ((ndf_i64)img * p.ncopy + bimg % p.ncopy) * p.T;
+    for (int k = tid; k < T; k += 256) {
+      const int v = shist[k];
+      if (v) atomicAdd(hc + k, (ndf_u64)(long long)v);
+    }
+  }
+  __syncthreads();
+  if (tid == 0) s_last = ndf_ecc2_ticket(&p.cnt[img]) == (unsigned)p.bpi - 1u;
+  __syncthreads();
+  if (s_last) {
+    ndf_i64 off = 0, q2 = img;
+    for (int d = p.nb - 1; d >= 0; d--) {
+      off += (q2 % p.oshape[d]) * p.ostr[d];
+      q2 /= p.oshape[d];
+    }
+    ndf_ecc2_prefix((const long long *)p.hist + (ndf_i64)img * p.ncopy * p.T, p.ncopy, s_m, p.out + off, p.T, p.ostep);
+  }
+}

@@ -41,7 +41,7 @@ typedef struct ecase {
   ndf_dtype dt;
   int nd, batch, nsp;
   int64_t shape[NDF_MAX_NDIM];
-  int vkind;   /* 0 small integers (ties), 1 continuous, 2 constant */
+  int vkind;   /* 0 small integers (ties), 1 continuous, 2 constant, 3 far from 0 in a narrow range */
   int tkind;   /* 0 values, 1 spaced over [min, max], 2 spaced over a range */
   int64_t T;
   ndf_ecc_construction cons;
@@ -67,6 +67,8 @@ static void fill_values(const ndf_array *a, int vkind, tu_rng *r) {
     double v;
     if (vkind == 0) v = (double)tu_rng_int(r, 0, top);
     else if (vkind == 2) v = k;
+    else if (vkind == 3) /* far from 0 in a narrow range: the first bin guesses are off */
+      v = tu_is_float(a->dtype) ? 1e6 + (double)tu_rng_int(r, 0, 40) * 0.0625 : (double)tu_rng_int(r, 200, 255);
     else if (tu_is_float(a->dtype)) v = tu_rng_normal(r) * scale;
     else v = (double)tu_rng_int(r, 0, a->dtype == NDF_UINT8 ? 255 : 65535);
     if (a->dtype == NDF_FLOAT32) v = (float)v;
@@ -330,9 +332,11 @@ static void test_gpu_nan_rejected(void **state) {
    * then (grp 1) the brick kernel reading twice, (grp 2) the brick kernel
    * with resident bricks, (grp 3) the scan + ndf_ecc_pack path, (grp 4) the
    * fused march with the header in device memory read back by a copy */
-  static const char *const var[5] = {NULL, "NDF_ECC_BRICK", "NDF_ECC_BRICK", "NDF_ECC_FUSE", "NDF_ECC_MAPHDR"};
-  static const char *const val[5] = {NULL, "1", "2", "0", "0"};
-  for (int k = 0; k < 15; k++) {
+  /* (grp 5) 2-D calls on ndf_ecc_pack's fused march instead of the warp-strip kernel (the default) */
+  static const char *const var[6] = {NULL, "NDF_ECC_BRICK", "NDF_ECC_BRICK", "NDF_ECC_FUSE", "NDF_ECC_MAPHDR",
+                                     "NDF_ECC_2D"};
+  static const char *const val[6] = {NULL, "1", "2", "0", "0", "old"};
+  for (int k = 0; k < 18; k++) {
     const int grp = k / 3, tk = k % 3;
     if (grp > 0 && tk > 0) continue; /* given thresholds: the same path in every group */
     if (var[grp]) setenv(var[grp], val[grp], 1);
@@ -645,6 +649,62 @@ static void test_gpu_brick(void **state) {
   assert_int_equal(failed, 0);
 }
 
+/* The 2-D warp-strip kernel (ndf_ecc_strip2: 2-D, thresholds over [min,
+ * max], T <= 510, float32 / uint8 / uint16) against the CPU, the same input
+ * under each setting: default, NDF_ECC_2D=old (ndf_ecc_pack's fused march),
+ * NDF_ECC_MAPHDR=0 (header copied back instead of the sequence word),
+ * NDF_ECC2_MC=1 and 13 (other task lengths), NDF_ECC2_WS=0 (per-call scratch
+ * instead of the context's workspace).  Widths around the 128-column
+ * strip and the 4-voxel lane (1, 3, 4, 127, 128, 129, 256, 260, 1023, 1025),
+ * heights 1 to 600, batches (many images: more than the resident blocks falls
+ * back to the march), float64 (the march), T = 2, 3, 255, 256, 509, 510;
+ * ties, constant images, values far from 0 (first guesses off); padded,
+ * negative and offset layouts (element loads), strided outputs. */
+static void test_gpu_strip2(void **state) {
+  gpu_state *s = *state;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed ^ 0x5721);
+  static const int64_t Ts[] = {2, 3, 255, 256, 509, 510};
+  static const int64_t W[] = {1, 3, 4, 127, 128, 129, 256, 260, 1023, 1025};
+  static const ndf_dtype dts[5] = {NDF_FLOAT32, NDF_FLOAT32, NDF_UINT8, NDF_UINT16, NDF_FLOAT64};
+  static const char *const var[6] = {NULL, "NDF_ECC_2D", "NDF_ECC_MAPHDR", "NDF_ECC2_MC", "NDF_ECC2_MC", "NDF_ECC2_WS"};
+  static const char *const val[6] = {NULL, "old", "0", "1", "13", "0"};
+  int failed = 0;
+  const long n = s->ncases / 2 > 40 ? s->ncases / 2 : 40;
+  for (long k = 0; k < n && failed < 5; k++) {
+    ecase c;
+    memset(&c, 0, sizeof c);
+    c.dt = dts[tu_rng_int(&r, 0, 4)];
+    c.nsp = 2;
+    c.batch = tu_rng_chance(&r, 0.4) ? (int)tu_rng_int(&r, 1, 2) : 0;
+    c.nd = c.nsp + c.batch;
+    const int many = c.batch && tu_rng_chance(&r, 0.2);
+    for (int d = 0; d < c.batch; d++) c.shape[d] = many ? tu_rng_int(&r, 20, 40) : tu_rng_int(&r, 1, 3);
+    c.shape[c.batch] = tu_rng_chance(&r, 0.1) ? tu_rng_int(&r, 1, 3) : tu_rng_int(&r, 1, many ? 8 : 600);
+    c.shape[c.batch + 1] = tu_rng_chance(&r, 0.6) ? W[tu_rng_int(&r, 0, 9)] : tu_rng_int(&r, 1, 700);
+    c.vkind = tu_rng_chance(&r, 0.4) ? 0 : tu_rng_chance(&r, 0.7) ? 1 : tu_rng_chance(&r, 0.5) ? 2 : 3;
+    c.T = Ts[tu_rng_int(&r, 0, 5)];
+    c.tkind = 1;
+    c.cons = tu_rng_chance(&r, 0.5) ? NDF_ECC_V : NDF_ECC_T;
+    c.in_layout = tu_rng_chance(&r, 0.3) ? TU_LAYOUT_PADDED | (tu_rng_chance(&r, 0.5) ? TU_LAYOUT_NEGATIVE : 0) |
+                                               (tu_rng_chance(&r, 0.5) ? TU_LAYOUT_OFFSET : 0)
+                                         : TU_LAYOUT_C;
+    c.out_layout = tu_rng_chance(&r, 0.2) ? TU_LAYOUT_PADDED : TU_LAYOUT_C;
+    const tu_rng r0 = r; /* the same input and layouts under every setting */
+    for (int v = 0; v < 6; v++) {
+      tu_rng rv = r0;
+      if (var[v]) setenv(var[v], val[v], 1);
+      const int f = run_exact(s->ctx, &c, &rv);
+      if (f) printf("  (failed with %s=%s)\n", var[v] ? var[v] : "default", var[v] ? val[v] : "");
+      failed += f;
+      if (var[v]) unsetenv(var[v]);
+      r = rv;
+    }
+  }
+  if (failed) printf("%d strip2 cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
+  assert_int_equal(failed, 0);
+}
+
 int main(void) {
   gpu_state *s = calloc(1, sizeof *s);
   ndf_ctx_options o;
@@ -674,6 +734,7 @@ int main(void) {
       cmocka_unit_test_prestate(test_gpu_pack_edges_unfused, s),
       cmocka_unit_test_prestate(test_gpu_pack_edges_brick, s),
       cmocka_unit_test_prestate(test_gpu_brick, s),
+      cmocka_unit_test_prestate(test_gpu_strip2, s),
       cmocka_unit_test_prestate(test_gpu_soft_random, s),
       cmocka_unit_test_prestate(test_gpu_soft_tight, s),
       cmocka_unit_test_prestate(test_gpu_soft_fused, s),

@@ -1,0 +1,357 @@
+// ecc_strip2_emu.cpp -- runs ndf_ecc_strip2 (templates/ecc.cu, 2-D) on the host: one std::thread per CUDA
+// thread, the whole cooperative grid at once (a real grid barrier), per-block shared memory, warp
+// shuffles and votes through per-warp barriers.  Poisoned histogram copies, tickets, header and
+// partials (the kernel zeroes / writes what it uses); the curve written by each image's last block
+// is compared with the CPU backend's on random inputs: ties, few distinct values, wide ranges far
+// from 0 (first guesses off: the walk), constant images, odd and 1-long axes, batches, padded,
+// misaligned and strided rows (element loads), strided outputs, T from 2 to 510, and the plan of
+// runtime/ecc_cuda.c (strip2_plan_make, copied below) under small block caps.  NaN / inf inputs:
+// the header's key / flag and the untouched output.  tools/emu/ecc_strip2_emu.sh.
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <type_traits>
+#include <vector>
+extern "C" {
+#include "ndforge.h"
+}
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __noinline__
+#define __global__
+#define __launch_bounds__(a, b)
+#define NDF_HD static inline
+typedef long long ndf_i64;
+typedef unsigned long long ndf_u64;
+#define NDF_MAX_NDIM 12
+struct emu_dim { unsigned x; };
+struct float2 { float x, y; };
+struct alignas(16) float4 { float x, y, z, w; };
+static inline float2 make_float2(float x, float y) { return float2{x, y}; }
+static inline int __float2int_ru(float x) {
+  if (x != x) return 0;
+  const double c = std::ceil((double)x);
+  return c >= 2147483647.0 ? 2147483647 : c <= -2147483648.0 ? (-2147483647 - 1) : (int)c;
+}
+thread_local unsigned tl_tid, tl_bid;
+static unsigned g_grid;
+#define threadIdx (emu_dim{tl_tid})
+#define blockIdx (emu_dim{tl_bid})
+#define gridDim (emu_dim{g_grid})
+struct emu_block {
+  int shist[512 + 32];
+  float tsf[512];
+  float2 tpair[512];
+  float s_ga, s_gb;
+  int s_m;
+  float r_lo[8], r_hi[8];
+  unsigned long long r_key;
+  bool s_last;
+  long long wsum[8];
+  std::atomic<int> cnt{0};
+  std::barrier<> bar{256};
+  std::barrier<> *wbar[8];
+  uint64_t wsl[8][32];
+  int wvote[8];
+  emu_block() {
+    for (auto &w : wbar) w = new std::barrier<>(32);
+    // poison
+    for (auto &v : shist) v = 0x5eed;
+    for (auto &v : tsf) v = 12345.0f;
+    for (auto &v : tpair) v = float2{7.0f, -7.0f};
+    r_key = 0x77;
+  }
+  ~emu_block() { for (auto &w : wbar) delete w; }
+};
+thread_local emu_block *tl_blk;
+static std::barrier<> *g_gridbar;
+static inline emu_block &EMB() { return *tl_blk; }
+static inline void __syncthreads() { tl_blk->bar.arrive_and_wait(); }
+static inline int __syncthreads_count(int pred) {
+  emu_block &b = *tl_blk;
+  b.bar.arrive_and_wait();
+  if (pred) b.cnt.fetch_add(1);
+  b.bar.arrive_and_wait();
+  const int r = b.cnt.load();
+  b.bar.arrive_and_wait();
+  if (tl_tid == 0) b.cnt.store(0);
+  b.bar.arrive_and_wait();
+  return r;
+}
+static inline int __syncthreads_or(int pred) { return __syncthreads_count(pred) != 0; }
+// a warp exchange: every lane publishes v, then reads lane src's
+template <class T> static inline T warp_get(T v, int src) {
+  emu_block &b = *tl_blk;
+  const unsigned w = tl_tid / 32, l = tl_tid % 32;
+  uint64_t bits = 0;
+  memcpy(&bits, &v, sizeof v);
+  b.wsl[w][l] = bits;
+  b.wbar[w]->arrive_and_wait();
+  bits = b.wsl[w][src];
+  b.wbar[w]->arrive_and_wait();
+  T r;
+  memcpy(&r, &bits, sizeof r);
+  return r;
+}
+template <class T> static inline T __shfl_xor_sync(unsigned, T v, int o) { return warp_get(v, (int)(tl_tid % 32) ^ o); }
+template <class T> static inline T __shfl_up_sync(unsigned, T v, int d) {
+  const int l = (int)(tl_tid % 32);
+  return warp_get(v, l >= d ? l - d : l);
+}
+template <class T> static inline T __shfl_down_sync(unsigned, T v, int d) {
+  const int l = (int)(tl_tid % 32);
+  return warp_get(v, l + d < 32 ? l + d : l);
+}
+static inline int __any_sync(unsigned, int pred) {
+  int any = 0;
+  for (int l = 0; l < 32; l++) {
+    const int v = warp_get(pred ? 1 : 0, l);
+    any |= v;
+  }
+  return any;
+}
+static inline void __threadfence() {}
+static inline void __threadfence_system() {}
+template <class T> static inline T __ldcg(const T *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+static inline float2 __ldcg(const float2 *p) { uint64_t b = __atomic_load_n((const uint64_t *)p, __ATOMIC_RELAXED); float2 f; memcpy(&f, &b, 8); return f; }
+static inline int atomicAdd(int *p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+static inline unsigned atomicAdd(unsigned *p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+static inline ndf_u64 atomicAdd(ndf_u64 *p, ndf_u64 v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+static inline ndf_u64 atomicMax(ndf_u64 *p, ndf_u64 v) {
+  ndf_u64 o = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while (o < v && !__atomic_compare_exchange_n(p, &o, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+  return o;
+}
+static inline float __double2float_rd(double t) { float f = (float)t; if ((double)f > t) f = std::nextafter(f, -INFINITY); return f; }
+static inline double __dadd_rn(double a, double b) { return a + b; }
+static inline double __dsub_rn(double a, double b) { return a - b; }
+static inline double __dmul_rn(double a, double b) { return a * b; }
+static inline double __ddiv_rn(double a, double b) { return a / b; }
+static inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  const uint64_t v = (uint64_t)x | ((uint64_t)y << 32);
+  unsigned r = 0;
+  for (int i = 0; i < 4; i++) r |= (unsigned)((v >> (8 * ((s >> (4 * i)) & 7))) & 0xff) << (8 * i);
+  return r;
+}
+static inline size_t __cvta_generic_to_shared(const void *) { return 0; }
+using std::fmax;
+using std::fmin;
+using std::isfinite;
+using std::max;
+using std::min;
+static void ndf_ecc_grid_sync(unsigned *) { g_gridbar->arrive_and_wait(); }
+// the helpers of templates/ecc.cu (NDF_ECC2_HELPERS_BEGIN .. END), without inline PTX
+static inline float ndf_ecc2_fminnan(float a, float b) { return (a != a || b != b) ? NAN : std::fmin(a, b); }
+static inline unsigned ndf_ecc2_ticket(unsigned *p) { return __atomic_fetch_add(p, 1u, __ATOMIC_ACQ_REL); }
+static inline void ndf_ecc2_prefetch(const void *) {}
+template <bool B> struct ndf_ecc2_bool { static constexpr bool value = B; };
+static void ndf_ecc2_prefix(const long long *hist, int nc, ndf_i64 m, long long *out, ndf_i64 T, ndf_i64 ostep) {
+  __syncthreads();
+  if (tl_tid == 0) {
+    long long acc = 0;
+    for (ndf_i64 k = 0; k < T; k++) {
+      for (int c = 0; c < nc; c++) acc += hist[c * T + k];
+      out[(k < m ? k : k == m ? T - 1 : k - 1) * ostep] = acc;
+    }
+  }
+  __syncthreads();
+}
+#include "ndf_ecc_pack.cuh"
+typedef EMU_TIN TIN;
+typedef float V;
+#define NSP 2
+#define CONS EMU_CONS
+#define SOFT 0
+#include KERN_INC
+
+#ifdef EMU_RT
+// tools/emu/ecc_strip2_rt.sh: runtime/ecc_cuda.c's cooperative launch runs here (the parameter bytes as
+// the kernel's struct, the grid)
+extern "C" int emu_strip2(unsigned grid, const void *params) {
+  ndf_ecc2_params p;
+  memcpy(&p, params, sizeof p);
+  g_grid = grid;
+  std::vector<emu_block> blks(grid);
+  std::barrier<> gb((ptrdiff_t)grid * 256);
+  g_gridbar = &gb;
+  std::vector<std::thread> th;
+  for (unsigned b = 0; b < grid; b++)
+    for (unsigned t = 0; t < 256; t++)
+      th.emplace_back([&, t, b] { tl_tid = t; tl_bid = b; tl_blk = &blks[b]; ndf_ecc_strip2(p); });
+  for (auto &t : th) t.join();
+  return 0;
+}
+#else
+// runtime/ecc_cuda.c's strip2_plan_make (keep in step)
+struct strip2_plan { int64_t nstrip, mc, tpi, bpi, nblocks; int ncopy; };
+static int plan_make(int64_t nz, int64_t nx, int64_t nimg, int64_t cap, int64_t minmc, strip2_plan *pl) {
+  if (nz <= 0 || nx <= 0 || nimg <= 0 || nz > 0x7fffff00 || nx > 0x7fffff00) return 0;
+  if (minmc < 1) minmc = 1;
+  pl->nstrip = (nx + 127) / 128;
+  if (nimg > cap || pl->nstrip > cap * 8) return 0;
+  const int64_t warps = cap * 8, work = nimg * pl->nstrip;
+  int64_t mc = (work * nz + warps - 1) / warps;
+  if (mc < minmc) mc = minmc;
+  if (mc > nz) mc = nz;
+  for (int64_t nch = (nz + mc - 1) / mc;; nch -= nch / 8 + 1) {
+    pl->mc = (nz + nch - 1) / nch;
+    pl->tpi = pl->nstrip * nch;
+    pl->bpi = (pl->tpi + 7) / 8;
+    pl->nblocks = nimg * pl->bpi;
+    if (pl->nblocks <= cap) break;
+    if (nch == 1) return 0;
+  }
+  int64_t nc = pl->bpi / 16;
+  pl->ncopy = (int)(nc < 1 ? 1 : nc > 8 ? 8 : nc);
+  return 1;
+}
+
+static uint64_t sd = 777;
+static uint64_t rnd() { return sd = sd * 6364136223846793005ULL + 1442695040888963407ULL, sd >> 11; }
+static double urand() { return (double)rnd() * 0x1p-53; }
+static int64_t irand(int64_t a, int64_t b) { return a + (int64_t)(rnd() % (uint64_t)(b - a + 1)); }
+
+int main(int argc, char **argv) {
+  const int cases = argc > 1 ? atoi(argv[1]) : 20;
+  if (argc > 2) sd = strtoull(argv[2], nullptr, 10);
+  ndf_ctx *ctx; ndf_ctx_options o; ndf_ctx_options_init(&o); o.backend = NDF_BACKEND_CPU;
+  if (ndf_ctx_create(&ctx, &o) != NDF_OK) return 2;
+  const bool isf = std::is_floating_point<TIN>::value;
+  int bad = 0, nnan = 0, nskip = 0, nslow = 0;
+  for (int cs = 0; cs < cases; cs++) {
+    const int nb = (int)irand(0, 1), vkind = (int)irand(0, 3);
+    const int64_t T = std::vector<int64_t>{2, 3, 37, 256, 256, 510}[irand(0, 5)];
+    const int64_t nimg = nb ? irand(1, 3) : 1;
+    const int64_t nz = urand() < 0.15 ? irand(1, 3) : irand(1, 90);
+    const int64_t nx = urand() < 0.15 ? irand(1, 5) : urand() < 0.5 ? 4 * irand(1, 100) : irand(1, 420);
+    // layout: contiguous (float4 rows when nx % 4 == 0), padded rows, misaligned base, x stride 2
+    const int lay = (int)irand(0, 5);
+    int64_t sx = lay == 3 ? 2 : 1, sz = lay == 1 ? nx * sx + 4 * irand(0, 3) + (irand(0, 1) ? 0 : 1) : nx * sx;
+    const int64_t simg = nz * sz + (irand(0, 1) ? 0 : 4);
+    int64_t off = lay == 2 ? irand(1, 3) : 0;
+    std::vector<TIN> store((size_t)(off + nimg * simg + 8));
+    if (lay == 4) sz = -sz, off = (nz - 1) * -sz; // rows reversed (row 0 last in memory)
+    if (lay == 5) sx = -1, off = nx - 1;          // columns reversed
+    TIN *img = store.data() + off;
+    std::vector<TIN> dense((size_t)(nimg * nz * nx));
+    const int top = (int)irand(1, 6);
+    const double big = isf ? 1e6 : 0;
+    for (int64_t i = 0; i < nimg; i++)
+      for (int64_t z = 0; z < nz; z++)
+        for (int64_t x = 0; x < nx; x++) {
+          TIN v;
+          if (vkind == 0) v = (TIN)irand(0, top);
+          else if (vkind == 1) v = (TIN)(urand() * 200);
+          else if (vkind == 2) v = isf ? (TIN)(big + irand(0, 40) * 0.0625) : (TIN)irand(200, 255);
+          else v = (TIN)(isf ? urand() * 2000 - 1000 : irand(0, 250));
+          if (urand() < 0.02 && vkind != 2) v = (TIN)3;
+          img[i * simg + z * sz + x * sx] = v;
+          dense[(size_t)((i * nz + z) * nx + x)] = v;
+        }
+    // NaN / inf sometimes (float inputs)
+    int64_t nan_at = -1;
+    bool has_inf = false;
+    if (isf && irand(0, 5) == 0) {
+      const int kind = (int)irand(0, 2);
+      for (int r = (int)irand(1, 3); r > 0; r--) {
+        const int64_t at = irand(0, nimg * nz * nx - 1);
+        const TIN v = kind != 1 ? (TIN)NAN : (TIN)(irand(0, 1) ? INFINITY : -INFINITY);
+        dense[(size_t)at] = v;
+        if (kind == 2 && r == 1) dense[(size_t)irand(0, nimg * nz * nx - 1)] = (TIN)INFINITY;
+      }
+      for (int64_t i = 0; i < nimg * nz * nx; i++) {
+        const int64_t x = i % nx, z = (i / nx) % nz, im = i / (nx * nz);
+        img[im * simg + z * sz + x * sx] = dense[(size_t)i];
+        if (dense[(size_t)i] != dense[(size_t)i] && nan_at < 0) nan_at = i;
+        if (std::isinf((double)dense[(size_t)i])) has_inf = true;
+      }
+      if (nan_at >= 0) has_inf = false;
+    }
+    ndf_array in, cur;
+    int64_t sh[3], nd = 0;
+    if (nb) sh[nd++] = nimg;
+    sh[nd++] = nz;
+    sh[nd++] = nx;
+    ndf_dtype dt = sizeof(TIN) == 4 ? NDF_FLOAT32 : sizeof(TIN) == 2 ? NDF_UINT16 : NDF_UINT8;
+    ndf_array_init(&in, dense.data(), NDF_DEVICE_CPU, dt, (int)nd, sh);
+    std::vector<long long> ref((size_t)(nimg * T));
+    int64_t osh[2] = {nimg, T};
+    ndf_array_init(&cur, ref.data(), NDF_DEVICE_CPU, NDF_INT64, nb ? 2 : 1, nb ? osh : &T);
+    ndf_ecc_options eo; ndf_ecc_options_init(&eo);
+    eo.construction = CONS ? NDF_ECC_T : NDF_ECC_V; eo.batch_dims = nb; eo.nthresholds = T;
+    const bool cpu_ok = nan_at < 0 && !has_inf;
+    if (cpu_ok && ndf_euler_characteristic_curve(ctx, &in, &cur, &eo) != NDF_OK) { printf("CPU: %s\n", ndf_errmsg(ctx)); return 2; }
+    // plan under a small cap (all blocks run at once here)
+    strip2_plan pl;
+    const int64_t cap = irand(1, 12), minmc = irand(1, 6);
+    if (!plan_make(nz, nx, nimg, cap, minmc, &pl)) { nskip++; continue; }
+    ndf_ecc2_params p; memset(&p, 0, sizeof p);
+    const int64_t ostep = irand(1, 2);
+    std::vector<ndf_u64> hist((size_t)(nimg * pl.ncopy * T), 0x1234567ull);
+    std::vector<unsigned> cnt((size_t)nimg, 0xdeadbeefu);
+    std::vector<long long> outv((size_t)(nimg * T * ostep), 0x5a5a5a5aLL);
+    std::vector<double> part((size_t)pl.nblocks * 3, -7.5);
+    ndf_ecc_hdr hd; memset(&hd, 0x77, sizeof hd);
+    unsigned seqw = 0xabcd, gbar = irand(0, 1) ? 0x80000000u : 0u;
+    p.in = img; p.hist = hist.data(); p.cnt = cnt.data(); p.out = outv.data(); p.hdr = &hd; p.gbar = &gbar;
+    p.part = part.data(); p.seqp = irand(0, 1) ? &seqw : nullptr; p.T = T; p.nimg = nimg; p.ostep = ostep;
+    p.nz = nz; p.nx = nx; p.sz = sz; p.sx = sx; p.nstrip = pl.nstrip; p.mc = pl.mc; p.tpi = pl.tpi; p.bpi = pl.bpi;
+    p.nb = nb; p.ncopy = pl.ncopy; p.seq = 4242;
+    p.bshape[0] = nimg; p.bstr[0] = simg; p.oshape[0] = nimg; p.ostr[0] = T * ostep;
+    g_grid = (unsigned)pl.nblocks;
+    {
+      std::vector<emu_block> blks(g_grid);
+      std::barrier<> gb((ptrdiff_t)g_grid * 256);
+      g_gridbar = &gb;
+      std::vector<std::thread> th;
+      for (unsigned b = 0; b < g_grid; b++)
+        for (unsigned t = 0; t < 256; t++)
+          th.emplace_back([&, t, b] { tl_tid = t; tl_bid = b; tl_blk = &blks[b]; ndf_ecc_strip2(p); });
+      for (auto &t : th) t.join();
+    }
+    if (p.seqp && seqw != 4242) { bad++; printf("MISMATCH case %d: sequence word %x\n", cs, seqw); }
+    if ((gbar & 0x7fffffffu) != 0) { bad++; printf("MISMATCH case %d: barrier word %x\n", cs, gbar); }
+    if (!cpu_ok) {
+      const bool ok = hd.nan_key == (nan_at >= 0 ? ~(ndf_u64)nan_at : 0ull) && (nan_at >= 0 || hd.bad == 1) &&
+                      std::all_of(outv.begin(), outv.end(), [](long long v) { return v == 0x5a5a5a5aLL; });
+      if (!ok) {
+        bad++;
+        printf("MISMATCH case %d (NaN at %lld, inf %d): key %llx bad %d\n", cs, (long long)nan_at, (int)has_inf,
+               (unsigned long long)hd.nan_key, hd.bad);
+      }
+      nnan++;
+      continue;
+    }
+    if (hd.nan_key != 0 || hd.bad != 0) { bad++; printf("MISMATCH case %d: header key %llx bad %d\n", cs, (unsigned long long)hd.nan_key, hd.bad); }
+    for (int64_t im = 0; im < nimg; im++)
+      for (int64_t k = 0; k < T; k++) {
+        const long long got = outv[(size_t)((im * T + k) * ostep)];
+        if (got != ref[(size_t)(im * T + k)]) {
+          bad++;
+          printf("MISMATCH case %d vkind %d lay %d T %lld shape %lldx%lldx%lld plan mc %lld bpi %lld nc %d image %lld k %lld: %lld vs %lld\n",
+                 cs, vkind, lay, (long long)T, (long long)nimg, (long long)nz, (long long)nx, (long long)pl.mc,
+                 (long long)pl.bpi, pl.ncopy, (long long)im, (long long)k, got, ref[(size_t)(im * T + k)]);
+          im = nimg;
+          break;
+        }
+      }
+    if (vkind == 2) nslow++;
+    if (getenv("EMU_VERBOSE")) {
+      printf("case %d: %lldx%lldx%lld T %lld lay %d blocks %lld\n", cs, (long long)nimg, (long long)nz, (long long)nx,
+             (long long)T, lay, (long long)pl.nblocks);
+      fflush(stdout);
+    }
+  }
+  printf("strip2 TIN %s CONS %d: %d cases (%d NaN/inf, %d wide-range, %d without a plan), %d mismatches\n",
+         sizeof(TIN) == 4 ? "float" : sizeof(TIN) == 2 ? "uint16" : "uint8", CONS, cases, nnan, nslow, nskip, bad);
+  return bad != 0;
+}
+#endif

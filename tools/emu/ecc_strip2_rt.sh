@@ -1,0 +1,31 @@
+#!/bin/sh
+# ecc_strip2_rt.sh BUILD_DIR [SEED] [CASES] -- runtime-level host check of the 2-D warp-strip kernel:
+# runtime/ecc_cuda.c (BUILD_DIR/libndforge_internal.a) plans and launches ndf_ecc_strip2, whose launch
+# (parameter bytes, grid) runs on the host-emulated kernel (ecc_strip2_emu.cpp, EMU_RT; ASan on) for
+# float32 / uint8 / uint16, V and T: curves bit for bit against the CPU backend, NaN / inf errors and
+# the untouched output, the mapped header's sequence word (no stream sync) or, with NDF_ECC_MAPHDR=0,
+# the copy; the context's workspace, or (NDF_ECC2_WS=0) exactly sized per-call scratch.
+set -eu
+B=${1:?build dir}; SEED=${2:-1}; CASES=${3:-8}
+here=$(cd "$(dirname "$0")" && pwd); root=$(cd "$here/../.." && pwd)
+W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
+python3 "$here/ecc_strip2_emu_splice.py" "$root" "$W/kern.inc"
+fail=0
+for cfg in "float NDF_FLOAT32" "uchar NDF_UINT8" "ushort NDF_UINT16"; do
+  set -- $cfg
+  [ -z "${ONLY:-}" ] || [ "$ONLY" = "$1" ] || continue
+  dt=$2
+  case "$1" in uchar) tin="unsigned char";; ushort) tin="unsigned short";; *) tin=$1;; esac
+  for cons in 0 1; do
+    cc -std=c11 -O1 -w -c -I"$root/include" -I"$root/runtime" -I"$B/generated" -DEMU_DT=$dt \
+      -DEMU_CONS=$cons "$here/ecc_strip2_rt_stubs.c" -o "$W/s.o"
+    g++ -std=c++20 -O1 -g -w -pthread -fsanitize=address -DEMU_RT -I"$root/include" -I"$root/templates" \
+      -DKERN_INC="\"$W/kern.inc\"" -DEMU_TIN="$tin" -DEMU_CONS=$cons \
+      -c "$here/ecc_strip2_emu.cpp" -o "$W/k.o"
+    g++ -fsanitize=address "$W/s.o" "$W/k.o" "$B/libndforge_internal.a" -Wl,--allow-multiple-definition -fopenmp -ldl -lm -lpthread -o "$W/emu"
+    echo "== $tin CONS $cons"
+    "$W/emu" "$SEED" "$CASES" || fail=1
+    NDF_ECC2_WS=0 NDF_ECC_MAPHDR=0 "$W/emu" "$((SEED + 100))" "$CASES" || fail=1
+  done
+done
+exit $fail
