@@ -1,0 +1,543 @@
+// ecc_rows.cu -- ndf_ecc_rows: the exact 3-D ECC as one cooperative launch with a bit-sliced
+// contribution pass (docs/adr/0009-euler-characteristic-curves.md, "Bit-sliced rows").
+//
+// Applies to 3-D inputs with thresholds over [min, max] and T <= 256 (runtime/ecc_cuda.c,
+// NDF_ECC_ROWS): then every voxel's bin (the least k with f <= t_k) is 0..T - 1 <= 255,
+// 8 bits.  Phase 1 (min / max / NaN of the block's voxels), the grid barrier and the
+// thresholds are ndf_ecc_pack's (ndf_ecc_fused.cuh); the march differs:
+//
+// - A block owns a tile of 32 rows (y) x 128 voxels (x) of one image and marches along z over
+//   its chunk.  Warp s takes the 16-voxel segment x0 + 16 s .. + 15 of every row, lane l the row
+//   y0 + l.  Each plane is binned once (own segment: one row of 16 voxels per lane; the halo
+//   rows y0 - 1, y0 + 32 and the columns x0 - 1, x0 + 128: one or two voxels per thread) into a
+//   shared ring of four plane buffers (one barrier per plane).
+// - A segment is 8 words, word j holding the bins of voxels j and j + 8 in its 16-bit halves
+//   (bits 0..7; T-construction: 255 - bin, see below).  A shift by one voxel along x is word
+//   j -+ 1, or one PRMT with the neighbour segment's word at the ends.
+// - "v wins against n" for a whole word: with the guard G_j = bit 8 + j of each half,
+//   (w_j | G_j) - n [- 0x10001] keeps bit 8 + j iff b_v >= b_n [b_v > b_n] (both < 256:
+//   no borrow between halves), so acc |= D & G_j packs the 16 voxels' flags of one direction
+//   into one word (voxel j at bit 8 + j, voxel j + 8 at bit 24 + j).  V: v wins against an
+//   after-neighbour (C order) iff b_v > b_n, a before-neighbour iff b_v >= b_n (ndf_ecc_pack.cuh).
+//   T: iff b_v <= b_n (after) / b_v < b_n (before); with c = 255 - b stored, that is c_v >= c_n
+//   / c_v > c_n: the V code with the two rules swapped.
+// - Outside the image: V flags false (the cell does not exist), T flags true (a border face);
+//   a warp with a lane at a border of the image (and every step on the first / last plane)
+//   applies inside masks to the 26 flag words (V: &=, T: |= ~).
+// - Cells on the 16-voxel flag words: squares = AND of 3 flags, cubes = AND of 7;
+//   c = 1 - edges + squares - cubes (V; negated for T), i.e. c = E' + S + C' - 13 (V, E' the
+//   edges not owned, C' the cubes not owned) or E + S' + C - 13 (T): 26 one-bit terms summed
+//   by carry-save adders into four bit slices of c mod 16 (c is in [-7, 7]: a 4-bit two's
+//   complement).  The slices are transposed into nibbles (4 PRMT, 4 delta swaps per 8 voxels);
+//   each voxel with c != 0 adds c to the block's shared histogram (one shared atomic).
+// - The block's histogram goes to the global one (one atomic per non-zero bin); the image's
+//   last block writes the curve (ndf_ecc_prefix_m).
+//
+// PF: 1 loads plane z + 2 into registers before the step of plane z (its latency hidden by
+// the step), 0 after it.
+#include "ndf_common.cuh"
+#include "ndf_ecc_pack.cuh"
+#include "ndf_ecc_fused.cuh"
+
+typedef NDF_SLOT(TIN) TIN; // input element type
+typedef NDF_SLOT(V) V;     // comparison type: float (uint8/uint16/float32) or double (float64)
+#define CONS NDF_SLOT(CONS) // 0 V-construction, 1 T-construction
+#define PF NDF_SLOT(PF)     // 1: the next plane's loads in flight over a step
+
+struct ndf_ecc_rows_params {
+  const TIN *in;
+  ndf_u64 *hist;    // [img][k] (int64, two's complement): zeroed by phase 1
+  unsigned *cnt;    // per image: finished blocks (zeroed by phase 1)
+  ndf_ecc_hdr *hdr; // block 0 writes nan_key, bad, mn, mx
+  unsigned *gbar;   // the persistent grid barrier word
+  double *part;     // 3 per block: min, max, ~least NaN index
+  long long *out;
+  ndf_i64 T, nimg, ptiles, ntx, nchunks, mc; // tiles of a plane (ntx along x), chunks of mc planes
+  ndf_i64 nz, ny, nx, sz, sy, sx;
+  ndf_i64 ostep;
+  int nb, pad_;
+  ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM]; // batch axes of the input
+  ndf_i64 oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM]; // batch axes of the output
+};
+
+#define NDF_RS 8                        // segments (warps) per block along x, 16 voxels each
+#define NDF_RR 34                       // rows of a plane buffer: 32 lanes and the two halo rows
+#define NDF_RSLOT (NDF_RR * 8)          // words of one segment column
+#define NDF_RHL (NDF_RS * NDF_RSLOT)    // left halo column: voxel x0 - 1 in the high half
+#define NDF_RHR (NDF_RHL + NDF_RR)      // right halo column: voxel x0 + 128 in the low half
+#define NDF_RPL (NDF_RHR + NDF_RR)      // words of a plane buffer (2244: 16-byte multiple)
+
+// word w of row r of segment s: the two halves of a row's 8 words are swapped on rows with
+// bit 2 set, so the 8 lanes of a quarter warp (8 consecutive rows) read 16 bytes each from
+// distinct banks
+__host__ __device__ __forceinline__ int ndf_rows_at(int s, int r, int w) { return s * NDF_RSLOT + r * 8 + (w ^ (r & 4)); }
+
+// swap of the bits p and p + d for p in m (address bits a < b swapped: d = 2^b - 2^a)
+__host__ __device__ __forceinline__ unsigned ndf_rows_dswap(unsigned x, int d, unsigned m) {
+  const unsigned t = (x ^ (x >> d)) & m;
+  return x ^ t ^ (t << d);
+}
+
+// bytes 0..3 of a: bit i of byte k (slice k of voxel i) -> nibble i bit k
+__host__ __device__ __forceinline__ unsigned ndf_rows_transpose(unsigned a) {
+  a = ndf_rows_dswap(a, 7, 0x00aa00aau);  // address bits 0 <-> 3
+  a = ndf_rows_dswap(a, 14, 0x0000ccccu); // 1 <-> 4
+  a = ndf_rows_dswap(a, 12, 0x0000f0f0u); // 2 <-> 4
+  a = ndf_rows_dswap(a, 4, 0x00f000f0u);  // 2 <-> 3
+  return a;
+}
+
+// sum of 26 one-bit masks plus 3, modulo 16, as four bit slices, by carry-save (full) adders:
+// the first level is 8 adders of x[0..23] in triples (s, k: their sums and carries, the
+// kernel feeds them as its terms appear), ndf_rows_csa_rest the others
+#define NDF_FA(a, b, c, s, k)                                                                                  \
+  do {                                                                                                         \
+    const unsigned fa_a = (a), fa_b = (b), fa_c = (c);                                                         \
+    s = fa_a ^ fa_b ^ fa_c;                                                                                    \
+    k = (fa_a & fa_b) | (fa_c & (fa_a ^ fa_b));                                                                \
+  } while (0)
+__host__ __device__ __forceinline__ void ndf_rows_csa_rest(const unsigned (&s)[8], const unsigned (&k8)[8],
+                                                           unsigned x24, unsigned x25, unsigned (&o)[4]) {
+  unsigned k[13];
+#pragma unroll
+  for (int i = 0; i < 8; i++) k[i] = k8[i];
+  unsigned t0, t1, t2, u;
+  NDF_FA(s[0], s[1], s[2], t0, k[8]);
+  NDF_FA(s[3], s[4], s[5], t1, k[9]);
+  NDF_FA(s[6], s[7], x24, t2, k[10]);
+  NDF_FA(t0, t1, t2, u, k[11]);
+  o[0] = ~(u ^ x25); // + the constant's 1
+  k[12] = u | x25;
+  unsigned a0, a1, a2, a3, b0, b1, m[7];
+  NDF_FA(k[0], k[1], k[2], a0, m[0]);
+  NDF_FA(k[3], k[4], k[5], a1, m[1]);
+  NDF_FA(k[6], k[7], k[8], a2, m[2]);
+  NDF_FA(k[9], k[10], k[11], a3, m[3]);
+  NDF_FA(a0, a1, a2, b0, m[4]);
+  NDF_FA(a3, k[12], b0, b1, m[5]);
+  o[1] = ~b1; // + the constant's 2
+  m[6] = b1;
+  unsigned d0, d1, n0, n1, n2;
+  NDF_FA(m[0], m[1], m[2], d0, n0);
+  NDF_FA(m[3], m[4], m[5], d1, n1);
+  NDF_FA(d0, d1, m[6], o[2], n2);
+  o[3] = n0 ^ n1 ^ n2;
+}
+__host__ __device__ __forceinline__ void ndf_rows_csa(const unsigned (&x)[26], unsigned (&o)[4]) {
+  unsigned s[8], k[8];
+#pragma unroll
+  for (int i = 0; i < 8; i++) NDF_FA(x[3 * i], x[3 * i + 1], x[3 * i + 2], s[i], k[i]);
+  ndf_rows_csa_rest(s, k, x[24], x[25], o);
+}
+
+// the slices o[0..3] of c mod 16 (voxel j at bit 8 + j, voxel j + 8 at bit 24 + j) as two
+// words of 4-bit two's complement nibbles: lo nibble i voxel i, hi nibble i voxel 8 + i
+__host__ __device__ __forceinline__ void ndf_rows_nibbles(const unsigned (&o)[4], unsigned &lo, unsigned &hi) {
+  // bytes 1 (voxels 0..7) and 3 (voxels 8..15) of the four slices
+  const unsigned p01 = __byte_perm(o[0], o[1], 0x7351), p23 = __byte_perm(o[2], o[3], 0x7351);
+  lo = ndf_rows_transpose(__byte_perm(p01, p23, 0x5410));
+  hi = ndf_rows_transpose(__byte_perm(p01, p23, 0x7632));
+}
+
+// The flags f[dx] (dx = 0, 1, 2: voxel x - 1, x, x + 1; the centre row has no f[1]) of the
+// segment's 16 voxels against one neighbour row of plane P (offset DZ - 1 along z, DY - 1
+// along y): ro the offset of the row's logical word 0 (its swizzled first half; the second
+// half at ro ^ 4), rl / rr the words holding voxel x - 1 (high half) / x + 16 (low half).
+// a[j]: the centre words with their guards.
+template <int CS, int DZ, int DY>
+__device__ __forceinline__ void ndf_rows_row(const unsigned *P, int ro, int rl, int rr, const unsigned (&a)[8],
+                                             unsigned (&f)[3]) {
+  const uint4 q0 = *(const uint4 *)(P + ro), q1 = *(const uint4 *)(P + (ro ^ 4));
+  const unsigned n[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+  const unsigned nm = __byte_perm(P[rl], n[7], 0x5432); // (x - 1, x + 7)
+  const unsigned np = __byte_perm(n[0], P[rr], 0x5432); // (x + 8, x + 16)
+#pragma unroll
+  for (int dx = 0; dx < 3; dx++) {
+    f[dx] = 0u;
+    if (DZ == 1 && DY == 1 && dx == 1) continue;
+    const bool after = DZ > 1 || (DZ == 1 && (DY > 1 || (DY == 1 && dx > 1)));
+    const unsigned one = (CS == 0 ? after : !after) ? 0x00010001u : 0u;
+    unsigned acc = 0;
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+      const unsigned nb = dx == 1 ? n[j] : dx == 0 ? (j == 0 ? nm : n[j - 1]) : (j == 7 ? np : n[j + 1]);
+      acc |= (a[j] - nb - one) & ((0x100u << j) * 0x10001u);
+    }
+    f[dx] = acc;
+  }
+}
+
+template <bool B> struct ndf_rows_bool {
+  static constexpr bool value = B;
+};
+
+// bin(f) with evenly spaced thresholds over [min, max] (every f in [min, max]): the guess
+// ceil(f * ga + gb) clamped to [0, T - 1], accepted when tp[k] = (t_{k-1}, t_k) brackets f,
+// else its neighbour, else the exact search (ndf_ecc_bin, out of line)
+template <typename W> __device__ __noinline__ unsigned ndf_rows_bin_slow(W f, const W *tv, int T, int uni, float lo, float inv) {
+  return ndf_ecc_bin<W>(f, tv, T, uni, lo, inv);
+}
+__device__ __forceinline__ unsigned ndf_rows_bin(float f, const float2 *tp, const float *tv, int T, int uni, float ga,
+                                                 float gb, float lo, float inv) {
+  if (uni) {
+    const int k = min(max(__float2int_ru(fmaf(f, ga, gb)), 0), T - 1);
+    const float2 w = tp[k];
+    if ((f > w.x) & (f <= w.y)) return (unsigned)k;
+    const int k2 = f <= w.x ? k - 1 : k + 1;
+    if (k2 >= 0 && k2 < T) {
+      const float2 w2 = tp[k2];
+      if ((f > w2.x) & (f <= w2.y)) return (unsigned)k2;
+    }
+  }
+  return ndf_rows_bin_slow<float>(f, tv, T, uni, lo, inv);
+}
+
+extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const ndf_ecc_rows_params p) {
+  __shared__ __align__(16) unsigned rpl[4 * NDF_RPL];
+  __shared__ int shist[256];
+  // dyn: -inf, the T sorted thresholds, +inf (double); the same rounded down to float; the
+  // float pairs (t_{k-1}, t_k), k = 0..T (float inputs)
+  extern __shared__ double dyn[];
+  __shared__ float s_lo, s_inv;
+  __shared__ int s_uni, s_m;
+  __shared__ bool s_last;
+  const int T = (int)p.T;
+  const int tid = threadIdx.x, lane = tid & 31, seg = tid >> 5;
+  float *tsf = (float *)(dyn + T + 2);
+  float2 *tpair = (float2 *)(dyn + T + 2 + (T + 3) / 2);
+  const V *tv = sizeof(V) == 4 ? (const V *)(tsf + 1) : (const V *)(dyn + 1);
+  ndf_i64 item = blockIdx.x;
+  const ndf_i64 chunk = item % p.nchunks;
+  item /= p.nchunks;
+  const ndf_i64 tile = item % p.ptiles, img = item / p.ptiles;
+  const ndf_i64 x0 = (tile % p.ntx) * 128, y0 = (tile / p.ntx) * 32;
+  const ndf_i64 z0 = chunk * p.mc, z1 = min(z0 + p.mc, p.nz);
+  ndf_i64 base = 0, q = img;
+  for (int d = p.nb - 1; d >= 0; d--) {
+    base += (q % p.bshape[d]) * p.bstr[d];
+    q /= p.bshape[d];
+  }
+  const TIN *in = p.in + base;
+  // this thread's row segment: row y, voxels xs .. xs + nin - 1 of the image
+  const ndf_i64 y = y0 + lane, xs = x0 + 16 * seg;
+  const int nin = y < p.ny ? (int)max((ndf_i64)0, min((ndf_i64)16, p.nx - xs)) : 0;
+  const TIN *rowp = in + (nin > 0 ? y * p.sy + xs * p.sx : 0);
+  // 16 bytes at a time: unit stride, a whole segment, aligned rows and planes
+  const bool vec = nin == 16 && p.sx == 1 && (((size_t)rowp) & 15) == 0 && ((p.sz * (ndf_i64)sizeof(TIN)) & 15) == 0;
+  auto load = [&](ndf_i64 z, V (&v)[16]) {
+    const TIN *r = rowp + z * p.sz;
+    if (vec) {
+      union {
+        uint4 u[sizeof(TIN)];
+        TIN t[16];
+      } b;
+#pragma unroll
+      for (int i = 0; i < (int)sizeof(TIN); i++) b.u[i] = ((const uint4 *)r)[i];
+#pragma unroll
+      for (int j = 0; j < 16; j++) v[j] = (V)b.t[j];
+    } else {
+#pragma unroll
+      for (int j = 0; j < 16; j++) v[j] = j < nin ? (V)r[j * p.sx] : (V)0;
+    }
+  };
+
+  // ---- phase 1: min, max and NaN of this block's own voxels (two planes in flight)
+  {
+    V lo = (V)(1.0 / 0.0), hi = (V)(-1.0 / 0.0);
+    bool nan = false;
+    if (nin > 0) {
+      for (ndf_i64 z = z0; z < z1; z += 2) {
+        V v0[16], v1[16];
+        load(z, v0);
+        const bool two = z + 1 < z1;
+        if (two) load(z + 1, v1);
+#pragma unroll
+        for (int j = 0; j < 16; j++)
+          if (j < nin) {
+            nan |= v0[j] != v0[j];
+            lo = fmin(lo, v0[j]);
+            hi = fmax(hi, v0[j]);
+            if (two) {
+              nan |= v1[j] != v1[j];
+              lo = fmin(lo, v1[j]);
+              hi = fmax(hi, v1[j]);
+            }
+          }
+      }
+    }
+    ndf_ecc_fused_partial<V>(p.part, lo, hi, nan, [&](unsigned long long *key) {
+      // the least C-order index of a NaN among this thread's voxels
+      bool found = false;
+      for (ndf_i64 z = z0; z < z1 && !found; z++)
+        for (int j = 0; j < nin; j++) {
+          const V f = (V)rowp[z * p.sz + j * p.sx];
+          if (f != f) {
+            atomicMax(key, ~(ndf_u64)(img * (p.nz * p.ny * p.nx) + (z * p.ny + y) * p.nx + xs + j));
+            found = true;
+            break;
+          }
+        }
+    });
+    // zero the histogram and the per-image tickets (used after the barrier)
+    const ndf_i64 nh = p.nimg * p.T, stride = (ndf_i64)gridDim.x * 256;
+    for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + tid; i < nh; i += stride) p.hist[i] = 0ull;
+    for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + tid; i < p.nimg; i += stride) p.cnt[i] = 0u;
+  }
+  ndf_ecc_grid_sync(p.gbar);
+  // ---- phase 2: the thresholds (every block the same); NaN / inf: nothing is written
+  if (!ndf_ecc_fused_thresholds(p.part, p.hdr, T, dyn, sizeof(V) == 4 ? tsf : (float *)0, &s_lo, &s_inv, &s_uni, &s_m))
+    return;
+  for (int k = tid; k < 256; k += 256) shist[k] = 0;
+  __syncthreads(); // tsf, s_lo, s_inv, s_uni
+  if (sizeof(V) == 4)
+    for (int k = tid; k <= T; k += 256) tpair[k] = make_float2(tsf[k], tsf[k + 1]);
+  __syncthreads(); // tpair
+  const float blo = s_lo, binv = s_inv, ga = s_inv, gb = -s_lo * s_inv;
+  const int uni = s_uni;
+  auto bin = [&](V f) -> unsigned {
+    if (sizeof(V) == 4) return ndf_rows_bin((float)f, tpair, (const float *)tv, T, uni, ga, gb, blo, binv);
+    return ndf_rows_bin_slow<V>(f, tv, T, uni, blo, binv);
+  };
+
+  // ---- the march
+  // halo items of this thread: tid (the rows y0 - 1, y0 + 32: 2 x 128 voxels) and, for tid <
+  // 68, tid + 256 (the columns x0 - 1, x0 + 128 over the 34 rows): where in the plane buffer
+  // (a 16-bit half) and in the image
+  int hidx[2];
+  const TIN *hp[2];
+  bool hok[2];
+#pragma unroll
+  for (int e = 0; e < 2; e++) {
+    const int i = tid + 256 * e;
+    int r, h;
+    ndf_i64 xx;
+    if (i < 256) {
+      const int xo = i & 127, j = xo & 15;
+      r = i < 128 ? 0 : NDF_RR - 1;
+      xx = x0 + xo;
+      h = 2 * ndf_rows_at(xo >> 4, r, j & 7) + (j >> 3);
+    } else {
+      const int k = min(i - 256, 2 * NDF_RR - 1), side = k >= NDF_RR;
+      r = k - side * NDF_RR;
+      xx = side ? x0 + 128 : x0 - 1;
+      h = side ? 2 * (NDF_RHR + r) : 2 * (NDF_RHL + r) + 1;
+    }
+    const ndf_i64 yy = y0 - 1 + r;
+    hidx[e] = h;
+    hok[e] = (e == 0 || i < 256 + 2 * NDF_RR) && yy >= 0 && yy < p.ny && xx >= 0 && xx < p.nx;
+    hp[e] = in + (hok[e] ? yy * p.sy + xx * p.sx : 0);
+  }
+  // the plane zz's values (own segment and halo items): into registers (PF: a step ahead)
+  V nv[16], nh[2];
+  auto fetch = [&](ndf_i64 zz) {
+    if (zz < 0 || zz >= p.nz) return; // block-uniform
+    if (nin > 0) load(zz, nv);
+#pragma unroll
+    for (int e = 0; e < 2; e++) nh[e] = hok[e] ? (V)hp[e][zz * p.sz] : (V)0;
+  };
+  // bins of plane zz into buffer B.  Every word a step reads is written, voxels outside the
+  // image (or a plane outside it) as bin 0: a half above 255 would borrow from the other
+  // half in the guarded compares (their flags are masked anyway)
+  const unsigned cx = CONS == 1 ? 0x00ff00ffu : 0u; // T: 255 - bin
+  auto store = [&](int B, ndf_i64 zz) {
+    const bool zok = zz >= 0 && zz < p.nz; // block-uniform
+    unsigned *pb = rpl + B * NDF_RPL;
+    {
+      unsigned b[16];
+#pragma unroll
+      for (int j = 0; j < 16; j++) b[j] = zok && j < nin ? bin(nv[j]) : 0u;
+      unsigned w[8];
+#pragma unroll
+      for (int j = 0; j < 8; j++) w[j] = (b[j] | (b[j + 8] << 16)) ^ cx;
+      const int r = lane + 1, o = seg * NDF_RSLOT + r * 8;
+      *(uint4 *)(pb + o + (r & 4)) = make_uint4(w[0], w[1], w[2], w[3]);
+      *(uint4 *)(pb + o + ((r & 4) ^ 4)) = make_uint4(w[4], w[5], w[6], w[7]);
+    }
+#pragma unroll
+    for (int e = 0; e < 2; e++)
+      if (e == 0 || tid < 2 * NDF_RR)
+        ((unsigned short *)pb)[hidx[e]] = (unsigned short)((zok && hok[e] ? bin(nh[e]) : 0u) ^ (cx & 0xffu));
+  };
+  // this lane's rows in the plane buffers (dy = 0, 1, 2: y - 1, y, y + 1)
+  int ro[3], rl[3], rr[3];
+#pragma unroll
+  for (int dy = 0; dy < 3; dy++) {
+    const int r = lane + dy;
+    ro[dy] = seg * NDF_RSLOT + r * 8 + (r & 4);
+    rl[dy] = seg > 0 ? ndf_rows_at(seg - 1, r, 7) : NDF_RHL + r;
+    rr[dy] = seg < NDF_RS - 1 ? ndf_rows_at(seg + 1, r, 0) : NDF_RHR + r;
+  }
+  // borders: inside masks for the voxels x + dx (bits 8 + j, 24 + j), and whether the warp
+  // has a lane whose neighbourhood leaves the image (then every step is masked)
+  unsigned xin[3] = {0u, 0u, 0u};
+  for (int j = 0; j < 16; j++)
+#pragma unroll
+    for (int dx = 0; dx < 3; dx++) {
+      const ndf_i64 xx = xs + j + dx - 1;
+      if (xx >= 0 && xx < p.nx) xin[dx] |= 1u << (j < 8 ? 8 + j : 16 + j);
+    }
+  const bool lb = y == 0 || y + 1 >= p.ny || xs == 0 || xs + 16 >= p.nx;
+  const bool wb = __any_sync(0xffffffffu, lb);
+
+  // c of the segment's 16 voxels of plane z (buffers K, K + 1, K + 2: planes z - 1, z, z + 1)
+  // into the block's histogram.  MASK: the inside masks (a border in the warp, or the first /
+  // last plane of the image).  Terms as they appear (the centre plane, then z - 1, z + 1) go
+  // straight into the carry-save adders (fewer live words).
+  auto counts = [&](auto mk, int K, ndf_i64 z) {
+    constexpr bool MASK = decltype(mk)::value;
+    const unsigned *pl0 = rpl + (K & 3) * NDF_RPL, *pl1 = rpl + ((K + 1) & 3) * NDF_RPL,
+                   *pl2 = rpl + ((K + 2) & 3) * NDF_RPL;
+    unsigned a[8];
+    {
+      const uint4 q0 = *(const uint4 *)(pl1 + ro[1]), q1 = *(const uint4 *)(pl1 + (ro[1] ^ 4));
+      const unsigned c[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+#pragma unroll
+      for (int j = 0; j < 8; j++) a[j] = c[j] | ((0x100u << j) * 0x10001u);
+    }
+    bool yin[3] = {true, true, true}, zin[3] = {true, true, true};
+    if (MASK) {
+      yin[0] = y >= 1 && y - 1 < p.ny;
+      yin[1] = y < p.ny;
+      yin[2] = y + 1 < p.ny;
+      zin[0] = z >= 1;
+      zin[2] = z + 1 < p.nz;
+    }
+    // V: a flag with a voxel outside is false, T: true
+    auto mask = [&](int dz, int dy, unsigned (&f)[3]) {
+      if (MASK)
+#pragma unroll
+        for (int dx = 0; dx < 3; dx++) {
+          const unsigned m = zin[dz] && yin[dy] ? xin[dx] : 0u;
+          f[dx] = CONS == 0 ? f[dx] & m : f[dx] | ~m;
+        }
+    };
+    // V: c = E' + S + C' - 13, T: c = E + S' + C - 13 (primes: the complements)
+    const unsigned ne = CONS == 0 ? ~0u : 0u, ns = CONS == 0 ? 0u : ~0u;
+    unsigned s[8], k[8], x24, x25;
+    // the centre plane: the y and x edges, the xy squares
+    unsigned ey[2], ex[2], sxy[2][2], p6, p7;
+    {
+      unsigned c0[3], c1[3], c2[3];
+      ndf_rows_row<CONS, 1, 0>(pl1, ro[0], rl[0], rr[0], a, c0);
+      mask(1, 0, c0);
+      ndf_rows_row<CONS, 1, 1>(pl1, ro[1], rl[1], rr[1], a, c1);
+      mask(1, 1, c1);
+      ndf_rows_row<CONS, 1, 2>(pl1, ro[2], rl[2], rr[2], a, c2);
+      mask(1, 2, c2);
+      ey[0] = c0[1], ey[1] = c2[1], ex[0] = c1[0], ex[1] = c1[2];
+#pragma unroll
+      for (int b = 0; b < 2; b++) {
+        sxy[0][b] = ey[0] & ex[b] & c0[2 * b];
+        sxy[1][b] = ey[1] & ex[b] & c2[2 * b];
+      }
+      NDF_FA(ey[0] ^ ne, ey[1] ^ ne, ex[0] ^ ne, s[0], k[0]);
+      NDF_FA(ex[1] ^ ne, sxy[0][0] ^ ns, sxy[0][1] ^ ns, s[1], k[1]);
+      p6 = sxy[1][0] ^ ns, p7 = sxy[1][1] ^ ns;
+    }
+    // planes z - 1 (dz 0) and z + 1 (dz 2): the z edge, the xz / yz squares, the cubes
+#pragma unroll
+    for (int side = 0; side < 2; side++) {
+      const unsigned *P = side ? pl2 : pl0;
+      const int dz = 2 * side;
+      unsigned g0[3], g1[3], g2[3];
+      if (side) {
+        ndf_rows_row<CONS, 2, 0>(P, ro[0], rl[0], rr[0], a, g0);
+        ndf_rows_row<CONS, 2, 1>(P, ro[1], rl[1], rr[1], a, g1);
+        ndf_rows_row<CONS, 2, 2>(P, ro[2], rl[2], rr[2], a, g2);
+      } else {
+        ndf_rows_row<CONS, 0, 0>(P, ro[0], rl[0], rr[0], a, g0);
+        ndf_rows_row<CONS, 0, 1>(P, ro[1], rl[1], rr[1], a, g1);
+        ndf_rows_row<CONS, 0, 2>(P, ro[2], rl[2], rr[2], a, g2);
+      }
+      mask(dz, 0, g0);
+      mask(dz, 1, g1);
+      mask(dz, 2, g2);
+      const unsigned ez = g1[1];
+      const unsigned sxz[2] = {ez & ex[0] & g1[0], ez & ex[1] & g1[2]};
+      const unsigned syz[2] = {ez & ey[0] & g0[1], ez & ey[1] & g2[1]};
+      unsigned t[9];
+      t[0] = ez ^ ne;
+      t[1] = sxz[0] ^ ns, t[2] = sxz[1] ^ ns, t[3] = syz[0] ^ ns, t[4] = syz[1] ^ ns;
+#pragma unroll
+      for (int b = 0; b < 2; b++)
+#pragma unroll
+        for (int c = 0; c < 2; c++) {
+          const unsigned *gb = b ? g2 : g0;
+          t[5 + 2 * b + c] = (sxy[b][c] & sxz[c] & gb[1] & gb[2 * c]) ^ ne;
+        }
+      if (side == 0) {
+        NDF_FA(p6, p7, t[0], s[2], k[2]);
+        NDF_FA(t[1], t[2], t[3], s[3], k[3]);
+        NDF_FA(t[4], t[5], t[6], s[4], k[4]);
+        p6 = t[7], p7 = t[8];
+      } else {
+        NDF_FA(p6, p7, t[0], s[5], k[5]);
+        NDF_FA(t[1], t[2], t[3], s[6], k[6]);
+        NDF_FA(t[4], t[5], t[6], s[7], k[7]);
+        x24 = t[7], x25 = t[8];
+      }
+    }
+    unsigned o[4];
+    ndf_rows_csa_rest(s, k, x24, x25, o);
+    if (MASK) {
+      const unsigned own = yin[1] ? xin[1] : 0u; // voxels outside the image: c = 0
+#pragma unroll
+      for (int b = 0; b < 4; b++) o[b] &= own;
+    }
+    unsigned lo, hi;
+    ndf_rows_nibbles(o, lo, hi);
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        const int c = ((int)((h ? hi : lo) << (28 - 4 * j))) >> 28;
+        const unsigned s8 = (a[j] >> (16 * h)) & 0xffu;
+        if (c != 0) atomicAdd(&shist[s8], c);
+      }
+  };
+  auto step = [&](int K, ndf_i64 z) {
+    if (PF && z + 1 < z1) fetch(z + 2);
+    if (wb || z == 0 || z + 1 >= p.nz) counts(ndf_rows_bool<true>(), K, z);
+    else counts(ndf_rows_bool<false>(), K, z);
+    if (z + 1 < z1) {
+      if (!PF) fetch(z + 2);
+      store((K + 3) & 3, z + 2); // the buffer of plane z - 2, last read before the last barrier
+    }
+    __syncthreads();
+  };
+  // planes z0 - 1, z0, z0 + 1 -> buffers 0, 1, 2
+  fetch(z0 - 1);
+  store(0, z0 - 1);
+  fetch(z0);
+  store(1, z0);
+  fetch(z0 + 1);
+  store(2, z0 + 1);
+  __syncthreads();
+  for (ndf_i64 z = z0; z < z1; z += 4) {
+    step(0, z);
+    if (z + 1 >= z1) break;
+    step(1, z + 1);
+    if (z + 2 >= z1) break;
+    step(2, z + 2);
+    if (z + 3 >= z1) break;
+    step(3, z + 3);
+  }
+  for (int k = tid; k < T; k += 256) {
+    const int v = shist[CONS == 1 ? 255 - k : k];
+    if (v) atomicAdd(&p.hist[img * p.T + k], (ndf_u64)(long long)v);
+  }
+  // the image's last block writes its curve
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) s_last = atomicAdd(&p.cnt[img], 1u) == (unsigned)(p.ptiles * p.nchunks) - 1u;
+  __syncthreads();
+  if (s_last) {
+    __threadfence();
+    ndf_i64 off = 0, q2 = img;
+    for (int d = p.nb - 1; d >= 0; d--) {
+      off += (q2 % p.oshape[d]) * p.ostr[d];
+      q2 /= p.oshape[d];
+    }
+    ndf_ecc_prefix_m((const long long *)p.hist + img * p.T, s_m, p.out + off, p.T, p.ostep);
+  }
+}
