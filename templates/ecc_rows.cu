@@ -63,9 +63,12 @@ struct ndf_ecc_rows_params {
 #define NDF_RS 8                        // segments (warps) per block along x, 16 voxels each
 #define NDF_RR 34                       // rows of a plane buffer: 32 lanes and the two halo rows
 #define NDF_RSLOT (NDF_RR * 8)          // words of one segment column
-#define NDF_RHL (NDF_RS * NDF_RSLOT)    // left halo column: voxel x0 - 1 in the high half
-#define NDF_RHR (NDF_RHL + NDF_RR)      // right halo column: voxel x0 + 128 in the low half
-#define NDF_RPL (NDF_RHR + NDF_RR)      // words of a plane buffer (2244: 16-byte multiple)
+#define NDF_RE0 (NDF_RS * NDF_RSLOT)    // the edge words E[slot][row], slot = segment + 1
+#define NDF_RPL (NDF_RE0 + (NDF_RS + 2) * NDF_RR) // words of a plane buffer (2516: 16-byte multiple)
+// E[s + 1][r] = (voxel 0, voxel 15) of segment s of row r (E[0][r]: voxel x0 - 1 in the high
+// half, E[9][r]: voxel x0 + 128 in the low half): a lane's x - 1 / x + 16 neighbours, one
+// 4-byte read per row from consecutive words (no bank conflicts)
+#define NDF_REDGE(s1, r) (NDF_RE0 + (s1) * NDF_RR + (r))
 
 // word w of row r of segment s: the two halves of a row's 8 words are swapped on rows with
 // bit 2 set, so the 8 lanes of a quarter warp (8 consecutive rows) read 16 bytes each from
@@ -142,15 +145,18 @@ __host__ __device__ __forceinline__ void ndf_rows_nibbles(const unsigned (&o)[4]
 // The flags f[dx] (dx = 0, 1, 2: voxel x - 1, x, x + 1; the centre row has no f[1]) of the
 // segment's 16 voxels against one neighbour row of plane P (offset DZ - 1 along z, DY - 1
 // along y): ro the offset of the row's logical word 0 (its swizzled first half; the second
-// half at ro ^ 4), rl / rr the words holding voxel x - 1 (high half) / x + 16 (low half).
-// a[j]: the centre words with their guards.
-template <int CS, int DZ, int DY>
-__device__ __forceinline__ void ndf_rows_row(const unsigned *P, int ro, int rl, int rr, const unsigned (&a)[8],
-                                             unsigned (&f)[3]) {
+// half at ro ^ 4), n its 8 words (ndf_rows_load), rl the edge word E holding voxel x - 1
+// (high half; voxel x + 16: the low half of E two slots on).  a[j]: the centre words with
+// their guards.
+__device__ __forceinline__ void ndf_rows_load(const unsigned *P, int ro, unsigned (&n)[8]) {
   const uint4 q0 = *(const uint4 *)(P + ro), q1 = *(const uint4 *)(P + (ro ^ 4));
-  const unsigned n[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
-  const unsigned nm = __byte_perm(P[rl], n[7], 0x5432); // (x - 1, x + 7)
-  const unsigned np = __byte_perm(n[0], P[rr], 0x5432); // (x + 8, x + 16)
+  n[0] = q0.x, n[1] = q0.y, n[2] = q0.z, n[3] = q0.w, n[4] = q1.x, n[5] = q1.y, n[6] = q1.z, n[7] = q1.w;
+}
+template <int CS, int DZ, int DY>
+__device__ __forceinline__ void ndf_rows_row(const unsigned *P, const unsigned (&n)[8], int rl,
+                                             const unsigned (&a)[8], unsigned (&f)[3]) {
+  const unsigned nm = __byte_perm(P[rl], n[7], 0x5432);                 // (x - 1, x + 7)
+  const unsigned np = __byte_perm(n[0], P[rl + 2 * NDF_RR], 0x5432); // (x + 8, x + 16)
 #pragma unroll
   for (int dx = 0; dx < 3; dx++) {
     f[dx] = 0u;
@@ -167,12 +173,21 @@ __device__ __forceinline__ void ndf_rows_row(const unsigned *P, int ro, int rl, 
   }
 }
 
+// h[off / 4] += c when c != 0: one predicated shared reduction (no branch around it)
+#ifndef NDF_ROWS_RED_DEFINED
+__device__ __forceinline__ void ndf_rows_red(int *h, unsigned off, int c) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(h) + off;
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.s32 p, %1, 0;\n\t@p red.shared.add.s32 [%0], %1;\n\t}" ::"r"(a), "r"(c)
+               : "memory");
+}
+#endif
+
 template <bool B> struct ndf_rows_bool {
   static constexpr bool value = B;
 };
 
 // bin(f) with evenly spaced thresholds over [min, max] (every f in [min, max]): the guess
-// ceil(f * ga + gb) clamped to [0, T - 1], accepted when tp[k] = (t_{k-1}, t_k) brackets f,
+// ceil(f * ga + gb) clamped to [0, T], accepted when tp[k] = (t_{k-1}, t_k) brackets f,
 // else its neighbour, else the exact search (ndf_ecc_bin, out of line)
 template <typename W> __device__ __noinline__ unsigned ndf_rows_bin_slow(W f, const W *tv, int T, int uni, float lo, float inv) {
   return ndf_ecc_bin<W>(f, tv, T, uni, lo, inv);
@@ -180,11 +195,12 @@ template <typename W> __device__ __noinline__ unsigned ndf_rows_bin_slow(W f, co
 __device__ __forceinline__ unsigned ndf_rows_bin(float f, const float2 *tp, const float *tv, int T, int uni, float ga,
                                                  float gb, float lo, float inv) {
   if (uni) {
-    const int k = min(max(__float2int_ru(fmaf(f, ga, gb)), 0), T - 1);
+    // a negative guess wraps to a large unsigned one, clamped to T (tp has T + 1 pairs)
+    const int k = (int)min((unsigned)__float2int_ru(fmaf(f, ga, gb)), (unsigned)T);
     const float2 w = tp[k];
     if ((f > w.x) & (f <= w.y)) return (unsigned)k;
     const int k2 = f <= w.x ? k - 1 : k + 1;
-    if (k2 >= 0 && k2 < T) {
+    if (k2 >= 0 && k2 <= T) {
       const float2 w2 = tp[k2];
       if ((f > w2.x) & (f <= w2.y)) return (unsigned)k2;
     }
@@ -303,27 +319,29 @@ extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const
   // halo items of this thread: tid (the rows y0 - 1, y0 + 32: 2 x 128 voxels) and, for tid <
   // 68, tid + 256 (the columns x0 - 1, x0 + 128 over the 34 rows): where in the plane buffer
   // (a 16-bit half) and in the image
-  int hidx[2];
+  int hidx[2], hidx2[2]; // the half, and the edge word's half (segment ends of the halo rows; else -1)
   const TIN *hp[2];
   bool hok[2];
 #pragma unroll
   for (int e = 0; e < 2; e++) {
     const int i = tid + 256 * e;
-    int r, h;
+    int r, h, h2 = -1;
     ndf_i64 xx;
     if (i < 256) {
       const int xo = i & 127, j = xo & 15;
       r = i < 128 ? 0 : NDF_RR - 1;
       xx = x0 + xo;
       h = 2 * ndf_rows_at(xo >> 4, r, j & 7) + (j >> 3);
+      h2 = j == 0 ? 2 * NDF_REDGE((xo >> 4) + 1, r) : j == 15 ? 2 * NDF_REDGE((xo >> 4) + 1, r) + 1 : -1;
     } else {
       const int k = min(i - 256, 2 * NDF_RR - 1), side = k >= NDF_RR;
       r = k - side * NDF_RR;
       xx = side ? x0 + 128 : x0 - 1;
-      h = side ? 2 * (NDF_RHR + r) : 2 * (NDF_RHL + r) + 1;
+      h = side ? 2 * NDF_REDGE(NDF_RS + 1, r) : 2 * NDF_REDGE(0, r) + 1;
     }
     const ndf_i64 yy = y0 - 1 + r;
     hidx[e] = h;
+    hidx2[e] = h2;
     hok[e] = (e == 0 || i < 256 + 2 * NDF_RR) && yy >= 0 && yy < p.ny && xx >= 0 && xx < p.nx;
     hp[e] = in + (hok[e] ? yy * p.sy + xx * p.sx : 0);
   }
@@ -332,6 +350,9 @@ extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const
   auto fetch = [&](ndf_i64 zz) {
     if (zz < 0 || zz >= p.nz) return; // block-uniform
     if (nin > 0) load(zz, nv);
+    else
+#pragma unroll
+      for (int j = 0; j < 16; j++) nv[j] = (V)0;
 #pragma unroll
     for (int e = 0; e < 2; e++) nh[e] = hok[e] ? (V)hp[e][zz * p.sz] : (V)0;
   };
@@ -342,30 +363,33 @@ extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const
   auto store = [&](int B, ndf_i64 zz) {
     const bool zok = zz >= 0 && zz < p.nz; // block-uniform
     unsigned *pb = rpl + B * NDF_RPL;
-    {
-      unsigned b[16];
+    unsigned w[8];
+    if (zok) {
+      // every voxel binned (outside the segment: the value 0, any bin; 8 bits kept)
 #pragma unroll
-      for (int j = 0; j < 16; j++) b[j] = zok && j < nin ? bin(nv[j]) : 0u;
-      unsigned w[8];
+      for (int j = 0; j < 8; j++) w[j] = ((bin(nv[j]) | (bin(nv[j + 8]) << 16)) ^ cx) & 0x00ff00ffu;
+    } else {
 #pragma unroll
-      for (int j = 0; j < 8; j++) w[j] = (b[j] | (b[j + 8] << 16)) ^ cx;
-      const int r = lane + 1, o = seg * NDF_RSLOT + r * 8;
-      *(uint4 *)(pb + o + (r & 4)) = make_uint4(w[0], w[1], w[2], w[3]);
-      *(uint4 *)(pb + o + ((r & 4) ^ 4)) = make_uint4(w[4], w[5], w[6], w[7]);
+      for (int j = 0; j < 8; j++) w[j] = 0u;
     }
+    const int r = lane + 1, o = seg * NDF_RSLOT + r * 8;
+    *(uint4 *)(pb + o + (r & 4)) = make_uint4(w[0], w[1], w[2], w[3]);
+    *(uint4 *)(pb + o + ((r & 4) ^ 4)) = make_uint4(w[4], w[5], w[6], w[7]);
+    pb[NDF_REDGE(seg + 1, r)] = __byte_perm(w[0], w[7], 0x7610); // (voxel 0, voxel 15)
 #pragma unroll
     for (int e = 0; e < 2; e++)
-      if (e == 0 || tid < 2 * NDF_RR)
-        ((unsigned short *)pb)[hidx[e]] = (unsigned short)((zok && hok[e] ? bin(nh[e]) : 0u) ^ (cx & 0xffu));
+      if (e == 0 || tid < 2 * NDF_RR) {
+        const unsigned short v = (unsigned short)(zok ? (bin(nh[e]) ^ cx) & 0xffu : 0u);
+        ((unsigned short *)pb)[hidx[e]] = v;
+        if (hidx2[e] >= 0) ((unsigned short *)pb)[hidx2[e]] = v;
+      }
   };
   // this lane's rows in the plane buffers (dy = 0, 1, 2: y - 1, y, y + 1)
-  int ro[3], rl[3], rr[3];
+  int ro[3];
 #pragma unroll
   for (int dy = 0; dy < 3; dy++) {
     const int r = lane + dy;
     ro[dy] = seg * NDF_RSLOT + r * 8 + (r & 4);
-    rl[dy] = seg > 0 ? ndf_rows_at(seg - 1, r, 7) : NDF_RHL + r;
-    rr[dy] = seg < NDF_RS - 1 ? ndf_rows_at(seg + 1, r, 0) : NDF_RHR + r;
   }
   // borders: inside masks for the voxels x + dx (bits 8 + j, 24 + j), and whether the warp
   // has a lane whose neighbourhood leaves the image (then every step is masked)
@@ -387,13 +411,11 @@ extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const
     constexpr bool MASK = decltype(mk)::value;
     const unsigned *pl0 = rpl + (K & 3) * NDF_RPL, *pl1 = rpl + ((K + 1) & 3) * NDF_RPL,
                    *pl2 = rpl + ((K + 2) & 3) * NDF_RPL;
-    unsigned a[8];
-    {
-      const uint4 q0 = *(const uint4 *)(pl1 + ro[1]), q1 = *(const uint4 *)(pl1 + (ro[1] ^ 4));
-      const unsigned c[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+    const int rl = NDF_REDGE(seg, lane); // + dy: the edge word left of row y - 1 + dy
+    unsigned cw[8], a[8];
+    ndf_rows_load(pl1, ro[1], cw);
 #pragma unroll
-      for (int j = 0; j < 8; j++) a[j] = c[j] | ((0x100u << j) * 0x10001u);
-    }
+    for (int j = 0; j < 8; j++) a[j] = cw[j] | ((0x100u << j) * 0x10001u);
     bool yin[3] = {true, true, true}, zin[3] = {true, true, true};
     if (MASK) {
       yin[0] = y >= 1 && y - 1 < p.ny;
@@ -417,12 +439,14 @@ extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const
     // the centre plane: the y and x edges, the xy squares
     unsigned ey[2], ex[2], sxy[2][2], p6, p7;
     {
-      unsigned c0[3], c1[3], c2[3];
-      ndf_rows_row<CONS, 1, 0>(pl1, ro[0], rl[0], rr[0], a, c0);
+      unsigned c0[3], c1[3], c2[3], n[8];
+      ndf_rows_load(pl1, ro[0], n);
+      ndf_rows_row<CONS, 1, 0>(pl1, n, rl, a, c0);
       mask(1, 0, c0);
-      ndf_rows_row<CONS, 1, 1>(pl1, ro[1], rl[1], rr[1], a, c1);
+      ndf_rows_row<CONS, 1, 1>(pl1, cw, rl + 1, a, c1);
       mask(1, 1, c1);
-      ndf_rows_row<CONS, 1, 2>(pl1, ro[2], rl[2], rr[2], a, c2);
+      ndf_rows_load(pl1, ro[2], n);
+      ndf_rows_row<CONS, 1, 2>(pl1, n, rl + 2, a, c2);
       mask(1, 2, c2);
       ey[0] = c0[1], ey[1] = c2[1], ex[0] = c1[0], ex[1] = c1[2];
 #pragma unroll
@@ -439,16 +463,16 @@ extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const
     for (int side = 0; side < 2; side++) {
       const unsigned *P = side ? pl2 : pl0;
       const int dz = 2 * side;
-      unsigned g0[3], g1[3], g2[3];
-      if (side) {
-        ndf_rows_row<CONS, 2, 0>(P, ro[0], rl[0], rr[0], a, g0);
-        ndf_rows_row<CONS, 2, 1>(P, ro[1], rl[1], rr[1], a, g1);
-        ndf_rows_row<CONS, 2, 2>(P, ro[2], rl[2], rr[2], a, g2);
-      } else {
-        ndf_rows_row<CONS, 0, 0>(P, ro[0], rl[0], rr[0], a, g0);
-        ndf_rows_row<CONS, 0, 1>(P, ro[1], rl[1], rr[1], a, g1);
-        ndf_rows_row<CONS, 0, 2>(P, ro[2], rl[2], rr[2], a, g2);
-      }
+      unsigned g0[3], g1[3], g2[3], n[8];
+      ndf_rows_load(P, ro[0], n);
+      if (side) ndf_rows_row<CONS, 2, 0>(P, n, rl, a, g0);
+      else ndf_rows_row<CONS, 0, 0>(P, n, rl, a, g0);
+      ndf_rows_load(P, ro[1], n);
+      if (side) ndf_rows_row<CONS, 2, 1>(P, n, rl + 1, a, g1);
+      else ndf_rows_row<CONS, 0, 1>(P, n, rl + 1, a, g1);
+      ndf_rows_load(P, ro[2], n);
+      if (side) ndf_rows_row<CONS, 2, 2>(P, n, rl + 2, a, g2);
+      else ndf_rows_row<CONS, 0, 2>(P, n, rl + 2, a, g2);
       mask(dz, 0, g0);
       mask(dz, 1, g1);
       mask(dz, 2, g2);
@@ -491,8 +515,8 @@ extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const
 #pragma unroll
       for (int h = 0; h < 2; h++) {
         const int c = ((int)((h ? hi : lo) << (28 - 4 * j))) >> 28;
-        const unsigned s8 = (a[j] >> (16 * h)) & 0xffu;
-        if (c != 0) atomicAdd(&shist[s8], c);
+        const unsigned off = h ? (a[j] >> 14) & 0x3fcu : (a[j] << 2) & 0x3fcu; // 4 x the stored bin
+        ndf_rows_red(shist, off, c);
       }
   };
   auto step = [&](int K, ndf_i64 z) {

@@ -47,7 +47,7 @@ static unsigned g_grid;
 #define gridDim (emu_dim{g_grid})
 #define blockDim (emu_dim{256})
 struct emu_block {
-  alignas(16) unsigned rpl[4 * 2244 + 16];
+  alignas(16) unsigned rpl[4 * 2516]; // 4 * NDF_RPL (static_assert below)
   int shist[256];
   alignas(16) char dyn[65536];
   float f[2];
@@ -158,6 +158,10 @@ static int64_t g_dims[3];
     if (!g_c.empty() && yy < g_dims[1] && (ndf_i64)(xx) < g_dims[2])                                   \
       g_c[(size_t)((((ndf_i64)(im) * g_dims[0] + (zz)) * g_dims[1] + (yy)) * g_dims[2] + (xx))] = (cc); \
   } while (0)
+#define NDF_ROWS_RED_DEFINED
+static inline void ndf_rows_red(int *h, unsigned off, int c) {
+  if (c != 0) atomicAdd(h + off / 4, c);
+}
 #define NDF_ECC_CEILF std::ceil
 #include "ndf_ecc_pack.cuh"
 typedef EMU_TIN TIN;
@@ -165,6 +169,7 @@ typedef EMU_V V;
 #define CONS EMU_CONS
 #define PF EMU_PF
 #include KERN_INC
+static_assert(sizeof(((emu_block *)0)->rpl) == 4 * NDF_RPL * sizeof(unsigned), "emu_block::rpl");
 
 static uint64_t sd = 777;
 static uint64_t rnd() { return sd = sd * 6364136223846793005ULL + 1442695040888963407ULL, sd >> 11; }
