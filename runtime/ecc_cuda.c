@@ -700,15 +700,15 @@ static ndf_status ecc_brick(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arra
 }
 
 /* ---- the bit-sliced rows kernel (ndf_ecc_rows, templates/ecc_rows.cu) --------------------------- */
-/* NDF_ECC_ROWS: 0 off (ndf_ecc_pack's fused march), 1 (default) ndf_ecc_rows with PF = 0 (the
- * next plane loaded after each step, 4 blocks per SM), 2 with PF = 1 (loaded a step ahead, 3
- * blocks per SM).  It applies to 3-D inputs with thresholds over [min, max] and T <= 256 (every
- * bin in 0..255). */
+/* NDF_ECC_ROWS: 0 off (ndf_ecc_pack's fused march); 1 (default) .. 4: ndf_ecc_rows with PF =
+ * mode - 1, i.e. 1: the next plane loaded after each step (4 blocks per SM), 2: loaded a step
+ * ahead (3 blocks per SM), 3 / 4: the same with an add to the shared histogram for every voxel
+ * (no branch; c = 0 adds 0).  It applies to 3-D inputs with thresholds over [min, max] and
+ * T <= 256 (every bin in 0..255). */
 #define ROWS_MAX_T 256
 static int rows_mode(void) {
   const char *e = getenv("NDF_ECC_ROWS");
-  if (e && strcmp(e, "0") == 0) return 0;
-  if (e && strcmp(e, "2") == 0) return 2;
+  if (e && e[0] >= '0' && e[0] <= '4' && e[1] == 0) return e[0] - '0';
   return 1;
 }
 
@@ -740,7 +740,7 @@ static ndf_status ecc_rows(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array
   ndf__req_set(&req, "TIN", "%s", ndf__dtype_ctype(in->dtype));
   ndf__req_set(&req, "V", "%s", in->dtype == NDF_FLOAT64 ? "double" : "float");
   ndf__req_set(&req, "CONS", "%d", cons);
-  ndf__req_set(&req, "PF", "%d", mode == 2 ? 1 : 0);
+  ndf__req_set(&req, "PF", "%d", mode - 1);
   CUfunction fn;
   ndf_status s = ndf__jit_get(ctx, c->name, &req, &fn);
   if (s != NDF_OK) return s;

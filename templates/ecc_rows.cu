@@ -33,8 +33,9 @@
 // - The block's histogram goes to the global one (one atomic per non-zero bin); the image's
 //   last block writes the curve (ndf_ecc_prefix_m).
 //
-// PF: 1 loads plane z + 2 into registers before the step of plane z (its latency hidden by
-// the step), 0 after it.
+// PF bit 0: 1 loads plane z + 2 into registers before the step of plane z (its latency hidden
+// by the step), 0 after it.  PF bit 1: every voxel's c goes to the shared histogram (adding 0
+// for c = 0: no branch per voxel, more shared atomics), else only c != 0.
 #include "ndf_common.cuh"
 #include "ndf_ecc_pack.cuh"
 #include "ndf_ecc_fused.cuh"
@@ -42,7 +43,9 @@
 typedef NDF_SLOT(TIN) TIN; // input element type
 typedef NDF_SLOT(V) V;     // comparison type: float (uint8/uint16/float32) or double (float64)
 #define CONS NDF_SLOT(CONS) // 0 V-construction, 1 T-construction
-#define PF NDF_SLOT(PF)     // 1: the next plane's loads in flight over a step
+#define PFS NDF_SLOT(PF)    // bit 0: the next plane's loads in flight over a step; bit 1: unconditional adds
+#define PF (PFS & 1)
+#define RED_ALL ((PFS >> 1) & 1)
 
 struct ndf_ecc_rows_params {
   const TIN *in;
@@ -131,6 +134,60 @@ __host__ __device__ __forceinline__ void ndf_rows_csa(const unsigned (&x)[26], u
 #pragma unroll
   for (int i = 0; i < 8; i++) NDF_FA(x[3 * i], x[3 * i + 1], x[3 * i + 2], s[i], k[i]);
   ndf_rows_csa_rest(s, k, x[24], x[25], o);
+}
+
+// The same sum streamed as the terms appear (fewer live words): the centre plane's 8 terms,
+// then 9 of the plane z - 1, then 9 of z + 1.  ndf_rows_acc holds the pending bits of each
+// weight (w1: 1, w2: 2, w4: 4) and the parity of the weight-8 carries.
+struct ndf_rows_acc {
+  unsigned w1a, w1b, w2a, w2b, w4a, p8;
+};
+__host__ __device__ __forceinline__ ndf_rows_acc ndf_rows_acc_centre(const unsigned (&x)[8]) {
+  ndf_rows_acc A;
+  unsigned s0, s1, c0, c1, c2;
+  NDF_FA(x[0], x[1], x[2], s0, c0);
+  NDF_FA(x[3], x[4], x[5], s1, c1);
+  NDF_FA(s0, s1, x[6], A.w1a, c2);
+  A.w1b = x[7];
+  NDF_FA(c0, c1, c2, A.w2a, A.w4a);
+  A.w2b = 0u;
+  A.p8 = 0u;
+  return A;
+}
+// one plane's 9 terms; in: w1a, w1b, w2a, (w2b unused: 0), w4a; out: w1a, w2a, w2b, w4a, p8
+__host__ __device__ __forceinline__ void ndf_rows_acc_first(ndf_rows_acc &A, const unsigned (&t)[9]) {
+  unsigned s2, s3, s4, u, c3, c4, c5, c6, c7, e0, e1, d1, d2, f0, g0;
+  NDF_FA(A.w1a, A.w1b, t[0], s2, c3);
+  NDF_FA(t[1], t[2], t[3], s3, c4);
+  NDF_FA(t[4], t[5], t[6], s4, c5);
+  NDF_FA(s2, s3, s4, u, c6);
+  NDF_FA(u, t[7], t[8], A.w1a, c7);
+  NDF_FA(A.w2a, c3, c4, e0, d1);
+  NDF_FA(c5, c6, c7, e1, d2);
+  NDF_FA(A.w4a, d1, d2, f0, g0);
+  A.w1b = 0u;
+  A.w2a = e0, A.w2b = e1, A.w4a = f0, A.p8 = g0;
+}
+// the second plane's 9 terms and the constant 3; the 4 slices of the sum mod 16
+__host__ __device__ __forceinline__ void ndf_rows_acc_last(const ndf_rows_acc &A, const unsigned (&t)[9],
+                                                           unsigned (&o)[4]) {
+  unsigned s5, s6, s7, u, c8, c9, c10, c11, h0, h1, d3, d4, f1, g1, q, d5, d6;
+  NDF_FA(A.w1a, t[0], t[1], s5, c8);
+  NDF_FA(t[2], t[3], t[4], s6, c9);
+  NDF_FA(t[5], t[6], t[7], s7, c10);
+  NDF_FA(s5, s6, s7, u, c11);
+  NDF_FA(A.w2a, A.w2b, c8, h0, d3);
+  NDF_FA(c9, c10, c11, h1, d4);
+  NDF_FA(A.w4a, d3, d4, f1, g1);
+  // weight 1: u + t8 + 1
+  o[0] = ~(u ^ t[8]);
+  const unsigned k1 = u | t[8];
+  // weight 2: h0 + h1 + k1 + 1
+  NDF_FA(h0, h1, k1, q, d5);
+  o[1] = ~q;
+  // weight 4: f1 + d5 + q (q: the carry of q + 1)
+  NDF_FA(f1, d5, q, o[2], d6);
+  o[3] = A.p8 ^ g1 ^ d6;
 }
 
 // the slices o[0..3] of c mod 16 (voxel j at bit 8 + j, voxel j + 8 at bit 24 + j) as two
@@ -240,7 +297,7 @@ extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const
   const TIN *rowp = in + (nin > 0 ? y * p.sy + xs * p.sx : 0);
   // 16 bytes at a time: unit stride, a whole segment, aligned rows and planes
   const bool vec = nin == 16 && p.sx == 1 && (((size_t)rowp) & 15) == 0 && ((p.sz * (ndf_i64)sizeof(TIN)) & 15) == 0;
-  auto load = [&](ndf_i64 z, V (&v)[16]) {
+  auto load = [&](ndf_i64 z, V (&v)[16], V fill) {
     const TIN *r = rowp + z * p.sz;
     if (vec) {
       union {
@@ -253,7 +310,7 @@ extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const
       for (int j = 0; j < 16; j++) v[j] = (V)b.t[j];
     } else {
 #pragma unroll
-      for (int j = 0; j < 16; j++) v[j] = j < nin ? (V)r[j * p.sx] : (V)0;
+      for (int j = 0; j < 16; j++) v[j] = j < nin ? (V)r[j * p.sx] : fill;
     }
   };
 
@@ -264,9 +321,9 @@ extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const
     if (nin > 0) {
       for (ndf_i64 z = z0; z < z1; z += 2) {
         V v0[16], v1[16];
-        load(z, v0);
+        load(z, v0, (V)0);
         const bool two = z + 1 < z1;
-        if (two) load(z + 1, v1);
+        if (two) load(z + 1, v1, (V)0);
 #pragma unroll
         for (int j = 0; j < 16; j++)
           if (j < nin) {
@@ -310,9 +367,20 @@ extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const
   __syncthreads(); // tpair
   const float blo = s_lo, binv = s_inv, ga = s_inv, gb = -s_lo * s_inv;
   const int uni = s_uni;
+  // the value of voxels outside the image: t_0 (its bin is 0, the first guess finds it)
+  const V fill = tv[0];
   auto bin = [&](V f) -> unsigned {
     if (sizeof(V) == 4) return ndf_rows_bin((float)f, tpair, (const float *)tv, T, uni, ga, gb, blo, binv);
     return ndf_rows_bin_slow<V>(f, tv, T, uni, blo, binv);
+  };
+  // the first guess of bin(f) for float comparisons with evenly spaced thresholds (ndf_rows_bin
+  // without its branches): *ok when tpair brackets f, else the caller takes ndf_rows_bin
+  auto guess = [&](V f, bool &ok) -> unsigned {
+    const float ff = (float)f;
+    const unsigned k = min((unsigned)__float2int_ru(fmaf(ff, ga, gb)), (unsigned)T);
+    const float2 w = tpair[k];
+    ok = (ff > w.x) & (ff <= w.y);
+    return k;
   };
 
   // ---- the march
@@ -349,12 +417,12 @@ extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const
   V nv[16], nh[2];
   auto fetch = [&](ndf_i64 zz) {
     if (zz < 0 || zz >= p.nz) return; // block-uniform
-    if (nin > 0) load(zz, nv);
+    if (nin > 0) load(zz, nv, fill);
     else
 #pragma unroll
-      for (int j = 0; j < 16; j++) nv[j] = (V)0;
+      for (int j = 0; j < 16; j++) nv[j] = fill;
 #pragma unroll
-    for (int e = 0; e < 2; e++) nh[e] = hok[e] ? (V)hp[e][zz * p.sz] : (V)0;
+    for (int e = 0; e < 2; e++) nh[e] = hok[e] ? (V)hp[e][zz * p.sz] : fill;
   };
   // bins of plane zz into buffer B.  Every word a step reads is written, voxels outside the
   // image (or a plane outside it) as bin 0: a half above 255 would borrow from the other
@@ -363,11 +431,47 @@ extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const
   auto store = [&](int B, ndf_i64 zz) {
     const bool zok = zz >= 0 && zz < p.nz; // block-uniform
     unsigned *pb = rpl + B * NDF_RPL;
-    unsigned w[8];
+    unsigned w[8], hb[2] = {0u, 0u};
     if (zok) {
       // every voxel binned (outside the segment: the value 0, any bin; 8 bits kept)
+      if (sizeof(V) == 4 && uni) {
+        // every guess checked without a branch, the rare misses (a value on a threshold,
+        // rounding of the guess) one by one
+        unsigned miss = 0u;
 #pragma unroll
-      for (int j = 0; j < 8; j++) w[j] = ((bin(nv[j]) | (bin(nv[j + 8]) << 16)) ^ cx) & 0x00ff00ffu;
+        for (int j = 0; j < 8; j++) {
+          bool o0, o1;
+          const unsigned k0 = guess(nv[j], o0), k1 = guess(nv[j + 8], o1);
+          w[j] = k0 | (k1 << 16);
+          miss |= (o0 ? 0u : 1u << j) | (o1 ? 0u : 0x100u << j);
+        }
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+          bool o;
+          hb[e] = guess(nh[e], o);
+          miss |= o ? 0u : 0x10000u << e;
+        }
+        if (miss) {
+          // the values again from memory (rare: nothing stays live for it)
+          const TIN *r = rowp + zz * p.sz;
+#pragma unroll
+          for (int j = 0; j < 16; j++)
+            if ((miss >> j) & 1u) {
+              const unsigned b = bin((V)r[j * p.sx]) << (16 * (j >> 3));
+              w[j & 7] = (w[j & 7] & (j >> 3 ? 0xffffu : 0xffff0000u)) | b;
+            }
+#pragma unroll
+          for (int e = 0; e < 2; e++)
+            if ((miss >> (16 + e)) & 1u) hb[e] = bin((V)hp[e][zz * p.sz]);
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < 8; j++) w[j] = bin(nv[j]) | (bin(nv[j + 8]) << 16);
+#pragma unroll
+        for (int e = 0; e < 2; e++) hb[e] = bin(nh[e]);
+      }
+#pragma unroll
+      for (int j = 0; j < 8; j++) w[j] = (w[j] ^ cx) & 0x00ff00ffu;
     } else {
 #pragma unroll
       for (int j = 0; j < 8; j++) w[j] = 0u;
@@ -379,7 +483,7 @@ extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const
 #pragma unroll
     for (int e = 0; e < 2; e++)
       if (e == 0 || tid < 2 * NDF_RR) {
-        const unsigned short v = (unsigned short)(zok ? (bin(nh[e]) ^ cx) & 0xffu : 0u);
+        const unsigned short v = (unsigned short)(zok ? (hb[e] ^ cx) & 0xffu : 0u);
         ((unsigned short *)pb)[hidx[e]] = v;
         if (hidx2[e] >= 0) ((unsigned short *)pb)[hidx2[e]] = v;
       }
@@ -435,9 +539,9 @@ extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const
     };
     // V: c = E' + S + C' - 13, T: c = E + S' + C - 13 (primes: the complements)
     const unsigned ne = CONS == 0 ? ~0u : 0u, ns = CONS == 0 ? 0u : ~0u;
-    unsigned s[8], k[8], x24, x25;
+    ndf_rows_acc acc;
     // the centre plane: the y and x edges, the xy squares
-    unsigned ey[2], ex[2], sxy[2][2], p6, p7;
+    unsigned ey[2], ex[2], sxy[2][2];
     {
       unsigned c0[3], c1[3], c2[3], n[8];
       ndf_rows_load(pl1, ro[0], n);
@@ -454,11 +558,12 @@ extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const
         sxy[0][b] = ey[0] & ex[b] & c0[2 * b];
         sxy[1][b] = ey[1] & ex[b] & c2[2 * b];
       }
-      NDF_FA(ey[0] ^ ne, ey[1] ^ ne, ex[0] ^ ne, s[0], k[0]);
-      NDF_FA(ex[1] ^ ne, sxy[0][0] ^ ns, sxy[0][1] ^ ns, s[1], k[1]);
-      p6 = sxy[1][0] ^ ns, p7 = sxy[1][1] ^ ns;
+      const unsigned x[8] = {ey[0] ^ ne,     ey[1] ^ ne,     ex[0] ^ ne,     ex[1] ^ ne,
+                             sxy[0][0] ^ ns, sxy[0][1] ^ ns, sxy[1][0] ^ ns, sxy[1][1] ^ ns};
+      acc = ndf_rows_acc_centre(x);
     }
     // planes z - 1 (dz 0) and z + 1 (dz 2): the z edge, the xz / yz squares, the cubes
+    unsigned o[4];
 #pragma unroll
     for (int side = 0; side < 2; side++) {
       const unsigned *P = side ? pl2 : pl0;
@@ -489,20 +594,9 @@ extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const
           const unsigned *gb = b ? g2 : g0;
           t[5 + 2 * b + c] = (sxy[b][c] & sxz[c] & gb[1] & gb[2 * c]) ^ ne;
         }
-      if (side == 0) {
-        NDF_FA(p6, p7, t[0], s[2], k[2]);
-        NDF_FA(t[1], t[2], t[3], s[3], k[3]);
-        NDF_FA(t[4], t[5], t[6], s[4], k[4]);
-        p6 = t[7], p7 = t[8];
-      } else {
-        NDF_FA(p6, p7, t[0], s[5], k[5]);
-        NDF_FA(t[1], t[2], t[3], s[6], k[6]);
-        NDF_FA(t[4], t[5], t[6], s[7], k[7]);
-        x24 = t[7], x25 = t[8];
-      }
+      if (side == 0) ndf_rows_acc_first(acc, t);
+      else ndf_rows_acc_last(acc, t, o);
     }
-    unsigned o[4];
-    ndf_rows_csa_rest(s, k, x24, x25, o);
     if (MASK) {
       const unsigned own = yin[1] ? xin[1] : 0u; // voxels outside the image: c = 0
 #pragma unroll
@@ -516,7 +610,8 @@ extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const
       for (int h = 0; h < 2; h++) {
         const int c = ((int)((h ? hi : lo) << (28 - 4 * j))) >> 28;
         const unsigned off = h ? (a[j] >> 14) & 0x3fcu : (a[j] << 2) & 0x3fcu; // 4 x the stored bin
-        ndf_rows_red(shist, off, c);
+        if (RED_ALL) atomicAdd((int *)((char *)shist + off), c);
+        else ndf_rows_red(shist, off, c);
       }
   };
   auto step = [&](int K, ndf_i64 z) {

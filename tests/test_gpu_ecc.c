@@ -650,8 +650,8 @@ static void test_gpu_brick(void **state) {
 
 /* ---- ndf_ecc_rows (3-D, thresholds over [min, max], T <= 256) ------------------------------------ */
 /* The bit-sliced rows kernel against the CPU, each input under NDF_ECC_ROWS
- * unset (default: ndf_ecc_rows, PF = 0), =2 (PF = 1) and =0 (the fused march,
- * ndf_ecc_pack): random shapes 2..40 per axis and a few off the 32 x 128
+ * unset (default: ndf_ecc_rows, PF = 0), =2 (PF = 1), =3 (PF = 2: an add for
+ * every voxel) and =0 (the fused march, ndf_ecc_pack): random shapes 2..40 per axis and a few off the 32 x 128
  * tiles (1-long axes, one voxel past a tile, several tiles), 0-2 batch axes,
  * every dtype, V and T, T in {2, 3, 37, 255, 256} and 257 (the march: bins
  * past 255), ties, continuous and constant images, strided / negative-stride
@@ -664,7 +664,7 @@ static void test_gpu_rows(void **state) {
   static const int64_t S3[][3] = {{1, 1, 1},  {1, 1, 300},   {1, 300, 1},  {300, 1, 1}, {2, 32, 128}, {3, 33, 129},
                                   {5, 31, 127}, {9, 65, 257}, {40, 40, 40}, {17, 64, 16}, {4, 70, 17},  {64, 64, 64}};
   static const ndf_dtype dts[4] = {NDF_FLOAT32, NDF_FLOAT64, NDF_UINT8, NDF_UINT16};
-  static const char *const val[3] = {NULL, "2", "0"};
+  static const char *const val[4] = {NULL, "2", "3", "0"};
   int failed = 0;
   const long n = s->ncases / 2 > 40 ? s->ncases / 2 : 40;
   for (long k = 0; k < n && failed < 5; k++) {
@@ -687,7 +687,7 @@ static void test_gpu_rows(void **state) {
                                          : TU_LAYOUT_C;
     c.out_layout = tu_rng_chance(&r, 0.2) ? TU_LAYOUT_PADDED : TU_LAYOUT_C;
     const tu_rng r0 = r; /* the same input and layouts under every setting */
-    for (int v = 0; v < 3; v++) {
+    for (int v = 0; v < 4; v++) {
       tu_rng rv = r0;
       if (val[v]) setenv("NDF_ECC_ROWS", val[v], 1);
       const int f = run_exact(s->ctx, &c, &rv);

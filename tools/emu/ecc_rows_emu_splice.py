@@ -27,9 +27,9 @@ rep = [('__shared__ double r_lo[8], r_hi[8];', 'auto &r_lo = EMB().r_lo; auto &r
 for x, y in rep:
     assert x in fz, x
     fz = fz.replace(x, y)
-hook = 'ndf_rows_red(shist, off, c);'
+hook = 'else ndf_rows_red(shist, off, c);'
 assert hook in k
-k = k.replace(hook, hook + ' EMU_HOOK(img, z, y, xs + j + 8 * h, c, off / 4);')
+k = k.replace(hook, hook + '\n        EMU_HOOK(img, z, y, xs + j + 8 * h, c, off / 4);')
 for t in (k, fz):
     assert '__shared__' not in t, 'unmapped __shared__'
 open(out, "w").write(hdr + fz + k)
