@@ -209,17 +209,28 @@ __device__ __forceinline__ void ndf_rows_load(const unsigned *P, int ro, unsigne
   const uint4 q0 = *(const uint4 *)(P + ro), q1 = *(const uint4 *)(P + (ro ^ 4));
   n[0] = q0.x, n[1] = q0.y, n[2] = q0.z, n[3] = q0.w, n[4] = q1.x, n[5] = q1.y, n[6] = q1.z, n[7] = q1.w;
 }
-template <int CS, int DZ, int DY>
+// SKIP: a mask of the dx whose f[dx] the caller supplies (left as they are).
+template <int CS, int DZ, int DY, int SKIP = 0>
 __device__ __forceinline__ void ndf_rows_row(const unsigned *P, const unsigned (&n)[8], int rl,
                                              const unsigned (&a)[8], unsigned (&f)[3]) {
   const unsigned nm = __byte_perm(P[rl], n[7], 0x5432);                 // (x - 1, x + 7)
   const unsigned np = __byte_perm(n[0], P[rl + 2 * NDF_RR], 0x5432); // (x + 8, x + 16)
 #pragma unroll
-  for (int dx = 0; dx < 3; dx++) {
+  for (int dx = 2; dx >= 0; dx--) {
+    if ((SKIP >> dx) & 1) continue;
     f[dx] = 0u;
     if (DZ == 1 && DY == 1 && dx == 1) continue;
     const bool after = DZ > 1 || (DZ == 1 && (DY > 1 || (DY == 1 && dx > 1)));
     const unsigned one = (CS == 0 ? after : !after) ? 0x00010001u : 0u;
+    if (DZ == 1 && DY == 1 && dx == 0) {
+      // v against v - 1 is NOT (v - 1 against v), f[2] of the voxel before, one voxel on
+      // (voxel j - 1 at bit 8 + j - 1 -> 8 + j, voxel 7 at bit 15 -> 24); voxel 0 (against
+      // the left segment's voxel 15) compared directly
+      const unsigned sh = ((f[2] << 1) & 0xfe00fe00u) | ((f[2] << 9) & 0x01000000u);
+      const unsigned d0 = (a[0] - nm - one) & 0x100u;
+      f[0] = (~sh & 0xfffffeffu) | d0;
+      continue;
+    }
     unsigned acc = 0;
 #pragma unroll
     for (int j = 0; j < 8; j++) {
