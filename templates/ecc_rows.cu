@@ -254,26 +254,10 @@ template <bool B> struct ndf_rows_bool {
   static constexpr bool value = B;
 };
 
-// bin(f) with evenly spaced thresholds over [min, max] (every f in [min, max]): the guess
-// ceil(f * ga + gb) clamped to [0, T], accepted when tp[k] = (t_{k-1}, t_k) brackets f,
-// else its neighbour, else the exact search (ndf_ecc_bin, out of line)
+// the exact bin (ndf_ecc_bin), out of line: the misses of the kernel's first guess
+// ceil(f * ga + gb) (a value on a threshold, rounding), thresholds not evenly spaced, float64
 template <typename W> __device__ __noinline__ unsigned ndf_rows_bin_slow(W f, const W *tv, int T, int uni, float lo, float inv) {
   return ndf_ecc_bin<W>(f, tv, T, uni, lo, inv);
-}
-__device__ __forceinline__ unsigned ndf_rows_bin(float f, const float2 *tp, const float *tv, int T, int uni, float ga,
-                                                 float gb, float lo, float inv) {
-  if (uni) {
-    // a negative guess wraps to a large unsigned one, clamped to T (tp has T + 1 pairs)
-    const int k = (int)min((unsigned)__float2int_ru(fmaf(f, ga, gb)), (unsigned)T);
-    const float2 w = tp[k];
-    if ((f > w.x) & (f <= w.y)) return (unsigned)k;
-    const int k2 = f <= w.x ? k - 1 : k + 1;
-    if (k2 >= 0 && k2 <= T) {
-      const float2 w2 = tp[k2];
-      if ((f > w2.x) & (f <= w2.y)) return (unsigned)k2;
-    }
-  }
-  return ndf_rows_bin_slow<float>(f, tv, T, uni, lo, inv);
 }
 
 extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const ndf_ecc_rows_params p) {
@@ -282,7 +266,7 @@ extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const
   // dyn: -inf, the T sorted thresholds, +inf (double); the same rounded down to float; the
   // float pairs (t_{k-1}, t_k), k = 0..T (float inputs)
   extern __shared__ double dyn[];
-  __shared__ float s_lo, s_inv;
+  __shared__ float s_lo, s_inv, s_ga, s_gb;
   __shared__ int s_uni, s_m;
   __shared__ bool s_last;
   const int T = (int)p.T;
@@ -375,18 +359,21 @@ extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const
   __syncthreads(); // tsf, s_lo, s_inv, s_uni
   if (sizeof(V) == 4)
     for (int k = tid; k <= T; k += 256) tpair[k] = make_float2(tsf[k], tsf[k + 1]);
-  __syncthreads(); // tpair
-  const float blo = s_lo, binv = s_inv, ga = s_inv, gb = -s_lo * s_inv;
-  const int uni = s_uni;
-  // the value of voxels outside the image: t_0 (its bin is 0, the first guess finds it)
-  const V fill = tv[0];
-  auto bin = [&](V f) -> unsigned {
-    if (sizeof(V) == 4) return ndf_rows_bin((float)f, tpair, (const float *)tv, T, uni, ga, gb, blo, binv);
-    return ndf_rows_bin_slow<V>(f, tv, T, uni, blo, binv);
+  if (tid == 0) {
+    s_ga = s_inv;
+    s_gb = -s_lo * s_inv;
+  }
+  __syncthreads(); // tpair, s_ga, s_gb
+  // the binner's constants are read from shared memory where they are used (volatile: not
+  // kept in registers over the march, where registers are short)
+  // the exact bin, out of line (misses of the first guess, thresholds not evenly spaced, float64)
+  auto slow = [&](V f) -> unsigned {
+    return ndf_rows_bin_slow<V>(f, tv, T, *(volatile int *)&s_uni, *(volatile float *)&s_lo,
+                                *(volatile float *)&s_inv);
   };
   // the first guess of bin(f) for float comparisons with evenly spaced thresholds (ndf_rows_bin
   // without its branches): *ok when tpair brackets f, else the caller takes ndf_rows_bin
-  auto guess = [&](V f, bool &ok) -> unsigned {
+  auto guess = [&](V f, float ga, float gb, bool &ok) -> unsigned {
     const float ff = (float)f;
     const unsigned k = min((unsigned)__float2int_ru(fmaf(ff, ga, gb)), (unsigned)T);
     const float2 w = tpair[k];
@@ -428,6 +415,8 @@ extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const
   V nv[16], nh[2];
   auto fetch = [&](ndf_i64 zz) {
     if (zz < 0 || zz >= p.nz) return; // block-uniform
+    // the value of voxels outside the image: t_0 (its bin is 0, the first guess finds it)
+    const V fill = *(volatile const V *)tv;
     if (nin > 0) load(zz, nv, fill);
     else
 #pragma unroll
@@ -445,21 +434,22 @@ extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const
     unsigned w[8], hb[2] = {0u, 0u};
     if (zok) {
       // every voxel binned (outside the segment: the value 0, any bin; 8 bits kept)
-      if (sizeof(V) == 4 && uni) {
+      const float ga = *(volatile float *)&s_ga, gb = *(volatile float *)&s_gb;
+      if (sizeof(V) == 4 && *(volatile int *)&s_uni) {
         // every guess checked without a branch, the rare misses (a value on a threshold,
         // rounding of the guess) one by one
         unsigned miss = 0u;
 #pragma unroll
         for (int j = 0; j < 8; j++) {
           bool o0, o1;
-          const unsigned k0 = guess(nv[j], o0), k1 = guess(nv[j + 8], o1);
+          const unsigned k0 = guess(nv[j], ga, gb, o0), k1 = guess(nv[j + 8], ga, gb, o1);
           w[j] = k0 | (k1 << 16);
           miss |= (o0 ? 0u : 1u << j) | (o1 ? 0u : 0x100u << j);
         }
 #pragma unroll
         for (int e = 0; e < 2; e++) {
           bool o;
-          hb[e] = guess(nh[e], o);
+          hb[e] = guess(nh[e], ga, gb, o);
           miss |= o ? 0u : 0x10000u << e;
         }
         if (miss) {
@@ -468,18 +458,18 @@ extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const
 #pragma unroll
           for (int j = 0; j < 16; j++)
             if ((miss >> j) & 1u) {
-              const unsigned b = bin((V)r[j * p.sx]) << (16 * (j >> 3));
+              const unsigned b = slow((V)r[j * p.sx]) << (16 * (j >> 3));
               w[j & 7] = (w[j & 7] & (j >> 3 ? 0xffffu : 0xffff0000u)) | b;
             }
 #pragma unroll
           for (int e = 0; e < 2; e++)
-            if ((miss >> (16 + e)) & 1u) hb[e] = bin((V)hp[e][zz * p.sz]);
+            if ((miss >> (16 + e)) & 1u) hb[e] = slow((V)hp[e][zz * p.sz]);
         }
       } else {
 #pragma unroll
-        for (int j = 0; j < 8; j++) w[j] = bin(nv[j]) | (bin(nv[j + 8]) << 16);
+        for (int j = 0; j < 8; j++) w[j] = slow(nv[j]) | (slow(nv[j + 8]) << 16);
 #pragma unroll
-        for (int e = 0; e < 2; e++) hb[e] = bin(nh[e]);
+        for (int e = 0; e < 2; e++) hb[e] = slow(nh[e]);
       }
 #pragma unroll
       for (int j = 0; j < 8; j++) w[j] = (w[j] ^ cx) & 0x00ff00ffu;
@@ -643,15 +633,10 @@ extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const
   fetch(z0 + 1);
   store(2, z0 + 1);
   __syncthreads();
-  for (ndf_i64 z = z0; z < z1; z += 4) {
-    step(0, z);
-    if (z + 1 >= z1) break;
-    step(1, z + 1);
-    if (z + 2 >= z1) break;
-    step(2, z + 2);
-    if (z + 3 >= z1) break;
-    step(3, z + 3);
-  }
+  // one copy of the step (the buffers' offsets at run time: a smaller loop for the
+  // instruction cache than an unrolled ring)
+#pragma unroll 1
+  for (ndf_i64 z = z0; z < z1; z++) step((int)(z - z0) & 3, z);
   for (int k = tid; k < T; k += 256) {
     const int v = shist[CONS == 1 ? 255 - k : k];
     if (v) atomicAdd(&p.hist[img * p.T + k], (ndf_u64)(long long)v);

@@ -50,7 +50,7 @@ struct emu_block {
   alignas(16) unsigned rpl[4 * 2516]; // 4 * NDF_RPL (static_assert below)
   int shist[256];
   alignas(16) char dyn[65536];
-  float f[2];
+  float f[4];
   int i[2];
   bool last;
   double r_lo[8], r_hi[8], q_lo[8], q_hi[8];
