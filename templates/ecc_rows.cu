@@ -452,6 +452,8 @@ extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const
           hb[e] = guess(nh[e], ga, gb, o);
           miss |= o ? 0u : 0x10000u << e;
         }
+        // voxels outside the image (the value t_0; any bin will do) are never re-read
+        miss &= (nin >= 16 ? 0xffffu : (1u << nin) - 1u) | (hok[0] ? 0x10000u : 0u) | (hok[1] ? 0x20000u : 0u);
         if (miss) {
           // the values again from memory (rare: nothing stays live for it)
           const TIN *r = rowp + zz * p.sz;
