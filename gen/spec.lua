@@ -491,6 +491,23 @@ return {
       },
     },
     {
+      name = "ecc_rows",
+      file = "templates/ecc_rows.cu",
+      kernels = { "ndf_ecc_rows" },
+      slots = {
+        TIN = "input element type (C name)",
+        V = "comparison type: float (uint8, uint16, float32) or double (float64)",
+        CONS = "0 V-construction, 1 T-construction",
+        PF = "bit 0: the next plane's loads in flight over a step (3 blocks per SM, else 4); bit 1: every voxel adds to the histogram (no branch)",
+      },
+      families = {
+        { TIN = { "float" }, V = { "float" }, CONS = { "0", "1" }, PF = { "0", "1" } },
+        { TIN = { "float" }, V = { "float" }, CONS = { "0" }, PF = { "2", "3" } },
+        { TIN = { "unsigned char", "unsigned short" }, V = { "float" }, CONS = { "1" }, PF = { "0" } },
+        { TIN = { "double" }, V = { "double" }, CONS = { "0" }, PF = { "1" } },
+      },
+    },
+    {
       name = "ecc_soft",
       file = "templates/ecc_soft.cu",
       kernels = { "ndf_ecc_soft2", "ndf_ecc_soft2_nan" },

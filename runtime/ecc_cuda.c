@@ -890,6 +890,119 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   return s;
 }
 
+/* ---- the bit-sliced rows kernel (ndf_ecc_rows, templates/ecc_rows.cu) --------------------------- */
+/* NDF_ECC_ROWS: 0 off (ndf_ecc_pack's fused march); 1 (default) .. 4: ndf_ecc_rows with PF =
+ * mode - 1, i.e. 1: the next plane loaded after each step (4 blocks per SM), 2: loaded a step
+ * ahead (3 blocks per SM), 3 / 4: the same with an add to the shared histogram for every voxel
+ * (no branch; c = 0 adds 0).  It applies to 3-D inputs with thresholds over [min, max] and
+ * T <= 256 (every bin in 0..255). */
+#define ROWS_MAX_T 256
+static int rows_mode(void) {
+  const char *e = getenv("NDF_ECC_ROWS");
+  if (e && e[0] >= '0' && e[0] <= '4' && e[1] == 0) return e[0] - '0';
+  return 1;
+}
+
+/* Blocks of ndf_ecc_rows resident per SM at its shared memory (cached per thread: the
+ * driver's query costs microseconds). */
+static int rows_occupancy(ndf_ctx *ctx, CUfunction fn, unsigned dyn) {
+  static __thread struct {
+    ndf_ctx *ctx;
+    CUfunction fn;
+    unsigned dyn;
+    int occ;
+  } last;
+  if (last.ctx == ctx && last.fn == fn && last.dyn == dyn) return last.occ;
+  int n = 0;
+  if (ndf__cu(NULL)->cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, fn, 256, dyn) != CUDA_SUCCESS) return 0;
+  last.ctx = ctx, last.fn = fn, last.dyn = dyn, last.occ = n;
+  return n;
+}
+
+/* One cooperative launch of ndf_ecc_rows: tiles of 32 rows x 128 voxels per block, the march
+ * chunks as long as the resident grid needs (at least NDF_ECC_MINMC planes, default 4).
+ * *fallback: nothing was launched (the tiles alone exceed the resident grid, or the launch
+ * was refused); the caller takes ndf_ecc_pack. */
+static ndf_status ecc_rows(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out, int cons,
+                           int mode, int64_t *nan_at, int *not_finite, int *fallback) {
+  *fallback = 1;
+  ndf__kernel_req req;
+  ndf__req_init(&req, "ecc_rows", "ndf_ecc_rows");
+  ndf__req_set(&req, "TIN", "%s", ndf__dtype_ctype(in->dtype));
+  ndf__req_set(&req, "V", "%s", in->dtype == NDF_FLOAT64 ? "double" : "float");
+  ndf__req_set(&req, "CONS", "%d", cons);
+  ndf__req_set(&req, "PF", "%d", mode - 1);
+  CUfunction fn;
+  ndf_status s = ndf__jit_get(ctx, c->name, &req, &fn);
+  if (s != NDF_OK) return s;
+  int64_t T = c->T, nimg = c->nimg;
+  /* -inf, T thresholds, +inf (double); the float table; the float pairs */
+  const unsigned dyn = (unsigned)((size_t)T * 24 + 64);
+  const int64_t sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
+  const int64_t cap = (int64_t)rows_occupancy(ctx, fn, dyn) * sms;
+  const int nb = c->nb;
+  int64_t nz = c->sshape[0], ny = c->sshape[1], nx = c->sshape[2];
+  int64_t sz = in->strides[nb], sy = in->strides[nb + 1], sx = in->strides[nb + 2];
+  int64_t ntx = (nx + 127) / 128, ptiles = ntx * ((ny + 31) / 32);
+  const int64_t per = nimg * ptiles;
+  if (per <= 0 || per > cap) return NDF_OK;
+  const char *e = getenv("NDF_ECC_MINMC");
+  int64_t minmc = e ? atoll(e) : 4;
+  if (minmc < 1) minmc = 1;
+  if (minmc > nz) minmc = nz > 0 ? nz : 1;
+  int64_t nch = cap / per;
+  if (nch > (nz + minmc - 1) / minmc) nch = (nz + minmc - 1) / minmc;
+  if (nch < 1) nch = 1;
+  int64_t mc = (nz + nch - 1) / nch;
+  int64_t nchunks = (nz + mc - 1) / mc;
+  const int64_t grid = per * nchunks;
+  if (grid > cap) return NDF_OK;
+  const int isfloat = in->dtype == NDF_FLOAT32 || in->dtype == NDF_FLOAT64;
+  fused_mem m;
+  if ((s = fused_mem_alloc(ctx, nimg, T, grid, &m)) != NDF_OK) return s;
+  int64_t ostep = out->strides[nb];
+  int pad = 0;
+  ndf__params pb = {.n = 0};
+  NDF__PUT(&pb, in->data);
+  NDF__PUT(&pb, m.hist);
+  NDF__PUT(&pb, m.cnt);
+  NDF__PUT(&pb, m.hdr);
+  NDF__PUT(&pb, m.gbar);
+  NDF__PUT(&pb, m.part);
+  NDF__PUT(&pb, out->data);
+  NDF__PUT(&pb, T);
+  NDF__PUT(&pb, nimg);
+  NDF__PUT(&pb, ptiles);
+  NDF__PUT(&pb, ntx);
+  NDF__PUT(&pb, nchunks);
+  NDF__PUT(&pb, mc);
+  NDF__PUT(&pb, nz);
+  NDF__PUT(&pb, ny);
+  NDF__PUT(&pb, nx);
+  NDF__PUT(&pb, sz);
+  NDF__PUT(&pb, sy);
+  NDF__PUT(&pb, sx);
+  NDF__PUT(&pb, ostep);
+  NDF__PUT(&pb, nb);
+  NDF__PUT(&pb, pad);
+  ndf__params_put_padded(&pb, nb, in->shape);
+  ndf__params_put_padded(&pb, nb, in->strides);
+  ndf__params_put_padded(&pb, nb, out->shape);
+  ndf__params_put_padded(&pb, nb, out->strides);
+  void *args[] = {pb.b};
+  const CUresult r =
+      ndf__cu(NULL)->cuLaunchCooperativeKernel(fn, (unsigned)grid, 1, 1, 256, 1, 1, dyn, ctx->stream, args);
+  if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE || r == CUDA_ERROR_NOT_SUPPORTED) {
+    ndf__scratch_free(ctx, m.base);
+    return NDF_OK;
+  }
+  *fallback = 0;
+  s = r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, c->name, r);
+  if (s == NDF_OK) s = fused_result(ctx, c->name, isfloat, m.hhost, m.hdr, nan_at, not_finite);
+  ndf__scratch_free(ctx, m.base);
+  return s;
+}
+
 ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out,
                           int construction, const double *t, int uniform, int64_t *nan_at, int *not_finite) {
   *nan_at = -1;
@@ -916,6 +1029,12 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
     /* before the other kernels' lookups: a warm call needs only this one */
     int fallback = 1;
     s = ecc_brick(ctx, c, in, out, construction, bmode, nan_at, not_finite, &fallback);
+    if (s != NDF_OK || !fallback) return s;
+  }
+  const int rmode = rows_mode();
+  if (need_range && pack && use_fuse() && bmode == 0 && rmode != 0 && c->nsp == 3 && T <= ROWS_MAX_T) {
+    int fallback = 1;
+    s = ecc_rows(ctx, c, in, out, construction, rmode, nan_at, not_finite, &fallback);
     if (s != NDF_OK || !fallback) return s;
   }
   if ((s = get_fn(ctx, c->name, pack ? "ndf_ecc_pack" : "ndf_ecc_hist", in->dtype, c->nsp, construction, 0, &fh)) !=

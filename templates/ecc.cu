@@ -36,105 +36,12 @@ typedef NDF_SLOT(V) V;     // comparison type: float (uint8/uint16/float32) or d
 #define CONS NDF_SLOT(CONS) // 0 V-construction, 1 T-construction
 #define SOFT NDF_SLOT(SOFT) // 1: ndf_ecc_hist writes c and f instead of the histogram
 
-typedef unsigned long long ndf_u64;
 
 template <typename W> __device__ __forceinline__ W ndf_nan();
 template <> __device__ __forceinline__ float ndf_nan<float>() { return __int_as_float(0x7fffffff); }
 template <> __device__ __forceinline__ double ndf_nan<double>() { return __longlong_as_double(0x7ff8000000000000LL); }
 
-// ---- the device header of one exact call (new path, runtime/ecc_cuda.c) --------------------------
-// Zeroed before the call.  nan_key: ~(least C-order index of a NaN), 0 when
-// none (atomicMax keeps the least index).  bad: [min, max] is not finite.
-// lo, inv_step, uniform: the binner of thresholds the scan derived on the
-// device.  ticket: the scan's blocks.  The host reads nan_key and bad once,
-// at the end; the curves are written only when both are 0.
-struct ndf_ecc_hdr {
-  double lo, inv_step, mn, mx;
-  unsigned long long nan_key;
-  int uniform, bad;
-  unsigned ticket, pad;
-};
-
-__device__ __forceinline__ bool ndf_ecc_hdr_ok(const ndf_ecc_hdr *h) {
-  return __ldcg(&h->nan_key) == 0ull && __ldcg(&h->bad) == 0;
-}
-
-// Prefix sum of one image's histogram (hist, sorted thresholds) written to
-// out[perm[k] * ostep]; a whole block calls it.  hist is read through L2
-// (it was filled by other blocks' atomics).
-__device__ void ndf_ecc_prefix(const long long *hist, const long long *perm, long long *out, ndf_i64 T,
-                               ndf_i64 ostep) {
-  __shared__ long long wsum[8];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  long long carry = 0;
-  for (ndf_i64 k0 = 0; k0 < T; k0 += 256) {
-    const ndf_i64 k = k0 + threadIdx.x;
-    long long v = k < T ? __ldcg(hist + k) : 0;
-    for (int o = 1; o < 32; o <<= 1) {
-      const long long u = __shfl_up_sync(0xffffffffu, v, o);
-      if (lane >= o) v += u;
-    }
-    if (lane == 31) wsum[warp] = v;
-    __syncthreads();
-    long long before = carry, total = carry;
-    for (int w = 0; w < 8; w++) {
-      if (w < warp) before += wsum[w];
-      total += wsum[w];
-    }
-    if (k < T) out[__ldcg(perm + k) * ostep] = before + v;
-    carry = total;
-    __syncthreads();
-  }
-}
-
-// The same with the permutation of the thresholds over [min, max] that the
-// fused kernel derives (ndf_ecc_pack_range): sorted position k holds
-// threshold k < m ? k : k == m ? T - 1 : k - 1.
-__device__ void ndf_ecc_prefix_m(const long long *hist, ndf_i64 m, long long *out, ndf_i64 T, ndf_i64 ostep) {
-  __shared__ long long wsum[8];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  long long carry = 0;
-  for (ndf_i64 k0 = 0; k0 < T; k0 += 256) {
-    const ndf_i64 k = k0 + threadIdx.x;
-    long long v = k < T ? __ldcg(hist + k) : 0;
-    for (int o = 1; o < 32; o <<= 1) {
-      const long long u = __shfl_up_sync(0xffffffffu, v, o);
-      if (lane >= o) v += u;
-    }
-    if (lane == 31) wsum[warp] = v;
-    __syncthreads();
-    long long before = carry, total = carry;
-    for (int w = 0; w < 8; w++) {
-      if (w < warp) before += wsum[w];
-      total += wsum[w];
-    }
-    if (k < T) out[(k < m ? k : k == m ? T - 1 : k - 1) * ostep] = before + v;
-    carry = total;
-    __syncthreads();
-  }
-}
-
-// A grid-wide barrier of a cooperative launch (every block resident).  *w is
-// a persistent word that is 0 or 0x80000000 between launches (runtime/
-// ecc_cuda.c keeps one per context): block 0 adds 0x80000000 - (n - 1), the
-// others 1, so the top bit flips exactly when all n blocks have arrived and
-// the low bits come back to 0; each block waits for the flip.  No reset and
-// no memset before the launch.
-__device__ void ndf_ecc_grid_sync(unsigned *w) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const unsigned n = gridDim.x;
-    const unsigned add = blockIdx.x == 0 ? 0x80000000u - (n - 1u) : 1u;
-    __threadfence();
-    const unsigned old = atomicAdd(w, add);
-    unsigned cur;
-    do {
-      asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(cur) : "l"(w) : "memory");
-    } while (((old ^ cur) & 0x80000000u) == 0u);
-    __threadfence();
-  }
-  __syncthreads();
-}
+#include "ndf_ecc_fused.cuh" // the header, prefix sums, grid barrier
 
 // ---- min / max / NaN ----------------------------------------------------------------------------
 struct ndf_ecc_scan_params {

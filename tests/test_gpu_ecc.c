@@ -328,15 +328,17 @@ static void nan_case(ndf_ctx *ctx, ndf_dtype dt, int nd, const int64_t *sh, int 
 static void test_gpu_nan_rejected(void **state) {
   gpu_state *s = *state;
   static const int64_t s3[3] = {3, 17, 40}, s2[2] = {70, 300}, s4[4] = {2, 3, 9, 33}, s5[3] = {20, 30, 40};
-  /* tk 0 ([min, max]) runs the fused march (header in mapped host memory),
-   * then (grp 1) the brick kernel reading twice, (grp 2) the brick kernel
-   * with resident bricks, (grp 3) the scan + ndf_ecc_pack path, (grp 4) the
-   * fused march with the header in device memory read back by a copy */
-  /* (grp 5) 2-D calls on ndf_ecc_pack's fused march instead of the warp-strip kernel (the default) */
-  static const char *const var[6] = {NULL, "NDF_ECC_BRICK", "NDF_ECC_BRICK", "NDF_ECC_FUSE", "NDF_ECC_MAPHDR",
-                                     "NDF_ECC_2D"};
-  static const char *const val[6] = {NULL, "1", "2", "0", "0", "old"};
-  for (int k = 0; k < 18; k++) {
+  /* tk 0 ([min, max]) runs the fused default (3-D: ndf_ecc_rows; 2-D: the
+   * warp-strip kernel; header in mapped host memory), then (grp 1) the brick
+   * kernel reading twice, (grp 2) the brick kernel with resident bricks,
+   * (grp 3) the scan + ndf_ecc_pack path, (grp 4) the fused default with the
+   * header in device memory read back by a copy, (grp 5) 2-D calls on
+   * ndf_ecc_pack's fused march, (grp 6) the fused march for 3-D too
+   * (NDF_ECC_ROWS=0), (grp 7) ndf_ecc_rows with PF = 1 */
+  static const char *const var[8] = {NULL,          "NDF_ECC_BRICK", "NDF_ECC_BRICK", "NDF_ECC_FUSE",
+                                     "NDF_ECC_MAPHDR", "NDF_ECC_2D",  "NDF_ECC_ROWS",  "NDF_ECC_ROWS"};
+  static const char *const val[8] = {NULL, "1", "2", "0", "0", "old", "0", "2"};
+  for (int k = 0; k < 24; k++) {
     const int grp = k / 3, tk = k % 3;
     if (grp > 0 && tk > 0) continue; /* given thresholds: the same path in every group */
     if (var[grp]) setenv(var[grp], val[grp], 1);
@@ -705,6 +707,59 @@ static void test_gpu_strip2(void **state) {
   assert_int_equal(failed, 0);
 }
 
+/* ---- ndf_ecc_rows (3-D, thresholds over [min, max], T <= 256) ------------------------------------ */
+/* The bit-sliced rows kernel against the CPU, each input under NDF_ECC_ROWS
+ * unset (default: ndf_ecc_rows, PF = 0), =2 (PF = 1), =3 (PF = 2: an add for
+ * every voxel) and =0 (the fused march, ndf_ecc_pack): random shapes 2..40 per axis and a few off the 32 x 128
+ * tiles (1-long axes, one voxel past a tile, several tiles), 0-2 batch axes,
+ * every dtype, V and T, T in {2, 3, 37, 255, 256} and 257 (the march: bins
+ * past 255), ties, continuous and constant images, strided / negative-stride
+ * / misaligned inputs (the scalar loads), strided outputs. */
+static void test_gpu_rows(void **state) {
+  gpu_state *s = *state;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed ^ 0x7035);
+  static const int64_t Ts[] = {2, 3, 37, 255, 256, 256, 257};
+  static const int64_t S3[][3] = {{1, 1, 1},  {1, 1, 300},   {1, 300, 1},  {300, 1, 1}, {2, 32, 128}, {3, 33, 129},
+                                  {5, 31, 127}, {9, 65, 257}, {40, 40, 40}, {17, 64, 16}, {4, 70, 17},  {64, 64, 64}};
+  static const ndf_dtype dts[4] = {NDF_FLOAT32, NDF_FLOAT64, NDF_UINT8, NDF_UINT16};
+  static const char *const val[4] = {NULL, "2", "3", "0"};
+  int failed = 0;
+  const long n = s->ncases / 2 > 40 ? s->ncases / 2 : 40;
+  for (long k = 0; k < n && failed < 5; k++) {
+    ecase c;
+    memset(&c, 0, sizeof c);
+    c.dt = dts[tu_rng_int(&r, 0, 3)];
+    c.nsp = 3;
+    c.batch = (int)tu_rng_int(&r, 0, 2);
+    c.nd = c.nsp + c.batch;
+    for (int d = 0; d < c.batch; d++) c.shape[d] = tu_rng_int(&r, 1, 3);
+    const int64_t *sp = S3[tu_rng_int(&r, 0, 11)];
+    const int rnd = tu_rng_chance(&r, 0.6);
+    for (int d = 0; d < 3; d++) c.shape[c.batch + d] = rnd ? tu_rng_int(&r, 2, 40) : sp[d];
+    c.vkind = tu_rng_chance(&r, 0.5) ? 0 : tu_rng_chance(&r, 0.9) ? 1 : 2;
+    c.T = Ts[tu_rng_int(&r, 0, 6)];
+    c.tkind = 1;
+    c.cons = tu_rng_chance(&r, 0.5) ? NDF_ECC_V : NDF_ECC_T;
+    c.in_layout = tu_rng_chance(&r, 0.3) ? TU_LAYOUT_PADDED | (tu_rng_chance(&r, 0.5) ? TU_LAYOUT_NEGATIVE : 0) |
+                                               (tu_rng_chance(&r, 0.5) ? TU_LAYOUT_OFFSET : 0)
+                                         : TU_LAYOUT_C;
+    c.out_layout = tu_rng_chance(&r, 0.2) ? TU_LAYOUT_PADDED : TU_LAYOUT_C;
+    const tu_rng r0 = r; /* the same input and layouts under every setting */
+    for (int v = 0; v < 4; v++) {
+      tu_rng rv = r0;
+      if (val[v]) setenv("NDF_ECC_ROWS", val[v], 1);
+      const int f = run_exact(s->ctx, &c, &rv);
+      if (f) printf("  (failed with NDF_ECC_ROWS=%s)\n", val[v] ? val[v] : "unset");
+      failed += f;
+      if (val[v]) unsetenv("NDF_ECC_ROWS");
+      r = rv;
+    }
+  }
+  if (failed) printf("%d rows cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
+  assert_int_equal(failed, 0);
+}
+
 int main(void) {
   gpu_state *s = calloc(1, sizeof *s);
   ndf_ctx_options o;
@@ -735,6 +790,7 @@ int main(void) {
       cmocka_unit_test_prestate(test_gpu_pack_edges_brick, s),
       cmocka_unit_test_prestate(test_gpu_brick, s),
       cmocka_unit_test_prestate(test_gpu_strip2, s),
+      cmocka_unit_test_prestate(test_gpu_rows, s),
       cmocka_unit_test_prestate(test_gpu_soft_random, s),
       cmocka_unit_test_prestate(test_gpu_soft_tight, s),
       cmocka_unit_test_prestate(test_gpu_soft_fused, s),

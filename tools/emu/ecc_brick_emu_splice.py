@@ -3,8 +3,9 @@
 import sys
 root, out = sys.argv[1], sys.argv[2]
 s = open(root + '/templates/ecc.cu').read()
-a = s.index('struct ndf_ecc_hdr {'); b = s.index('// Prefix sum of one image')
-hdr = s[a:b]
+hs = open(root + '/templates/ndf_ecc_fused.cuh').read()
+a = hs.index('struct ndf_ecc_hdr {'); b = hs.index('// Prefix sum of one image')
+hdr = hs[a:b]
 a = s.index('// The exact bin of ndf_ecc_bin'); b = s.index('extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_pack(')
 binf = s[a:b]
 a = s.index('// ---- the brick kernel')

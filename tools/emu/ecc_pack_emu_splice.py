@@ -3,8 +3,9 @@
 import sys, re
 root, out = sys.argv[1], sys.argv[2]
 s = open(root + '/templates/ecc.cu').read()
-a = s.index('struct ndf_ecc_hdr {'); b = s.index('// Prefix sum of one image')
-hdr = s[a:b]
+hs = open(root + '/templates/ndf_ecc_fused.cuh').read()
+a = hs.index('struct ndf_ecc_hdr {'); b = hs.index('// Prefix sum of one image')
+hdr = hs[a:b]
 a = s.index('struct ndf_ecc_params {'); b = s.index('#define NDF_BX')
 par = s[a:b]
 a = s.index('#define NDF_QW'); b = s.index("// ---- prefix sums in the caller's order")
