@@ -52,7 +52,7 @@ typedef NDF_SLOT(T) T;
 #define KY NDF_SLOT(KY)
 #define KX NDF_SLOT(KX)
 #define S NDF_SLOT(S)                /* output rows per block (even) */
-#define SORTU NDF_SLOT(SORTU)        /* 1: the sort's stages unrolled (larger code), 0: rolled */
+#define SORTU NDF_SLOT(SORTU)        /* 1: the sort's stages unrolled (larger code), 0: rolled, 2: 1 with its last six stages as a loop */
 #define PIPE NDF_SLOT(PIPE)          /* 0: as session 5; 1: shared loads ahead of the atomics; 2: 1 and a shared middle window; 3 (default): 1, cheaper; 4: 3 and a middle window shared within a warp */
 
 #define BT 64                        /* threads */
@@ -230,6 +230,21 @@ __device__ __forceinline__ void ndf_blocked_load(unsigned int (&v)[PK], const un
 }
 
 #if SORTU
+// The strided part of a stage whose blocks span 2 HB rows: the mirror step,
+// then the half-cleaners between rows under HB apart.
+template <int HB>
+__device__ __forceinline__ void ndf_strided_steps(unsigned int (&v)[PK]) {
+#pragma unroll
+  for (int i = 0; i < PK; i++)
+    if ((i & HB) == 0) ndf_cx(v[i], v[i ^ (2 * HB - 1)]);
+#pragma unroll
+  for (int jj = HB / 2; jj > 0; jj >>= 1) {
+#pragma unroll
+    for (int i = 0; i < PK; i++)
+      if ((i & jj) == 0) ndf_cx(v[i], v[i + jj]);
+  }
+}
+
 // Sorts the block's 4096 keys (thread t's v[i] is element 64t + i) ascending
 // into buf (padded, blocked order).  Ends with a barrier.
 __device__ __forceinline__ void ndf_sort4096(unsigned int (&v)[PK], unsigned int *buf, int t) {
@@ -265,6 +280,33 @@ __device__ __forceinline__ void ndf_sort4096(unsigned int (&v)[PK], unsigned int
   // holds element 64i + t in the lower half of its block of k and element
   // 64i + 63 - t in the upper half, so that mirror images (e ^ (k - 1): the
   // column t becomes 63 - t) meet in one thread as the half-cleaners' pairs do.
+#if SORTU == 2
+  // SORTU 2 ($NDF_RANK_TILE2_UNROLL=2): the same stages as a loop, the
+  // blocked half-cleaners' code once instead of six times (about 30 KB less
+  // code, 128 selects more per stage for the transposes' columns).
+#pragma unroll 1
+  for (int lk = 7; lk <= 12; lk++) {
+    const int hb = 1 << (lk - 7);
+    ndf_blocked_store(v, buf, t);
+    __syncthreads();
+    const int a1 = 63 - t;
+#pragma unroll
+    for (int i = 0; i < PK; i++) v[i] = buf[SPADW * i + ((i & hb) ? a1 : t)];
+    switch (lk) {
+      case 7: ndf_strided_steps<1>(v); break;
+      case 8: ndf_strided_steps<2>(v); break;
+      case 9: ndf_strided_steps<4>(v); break;
+      case 10: ndf_strided_steps<8>(v); break;
+      case 11: ndf_strided_steps<16>(v); break;
+      default: ndf_strided_steps<32>(v); break;
+    }
+#pragma unroll
+    for (int i = 0; i < PK; i++) buf[SPADW * i + ((i & hb) ? a1 : t)] = v[i];
+    __syncthreads();
+    ndf_blocked_load(v, buf, t);
+    ndf_blocked_steps(v, 5);
+  }
+#else
 #pragma unroll
   for (int lk = 7; lk <= 12; lk++) {
     const int hb = 1 << (lk - 7); // bit of i marking the upper half of a block of k
@@ -290,6 +332,7 @@ __device__ __forceinline__ void ndf_sort4096(unsigned int (&v)[PK], unsigned int
     ndf_blocked_load(v, buf, t);
     ndf_blocked_steps(v, 5);
   }
+#endif
   ndf_final_store(v, buf, t);
   __syncthreads();
 }
