@@ -429,7 +429,7 @@ return {
         KY = "box extent along Y",
         KX = "box extent along X",
         S = "output rows per block (even; (S + KY - 1) * (32 + KX - 1) <= 4096)",
-        SORTU = "1: the sort's stages unrolled (fewer instructions, more code); 0: rolled",
+        SORTU = "1: the sort's stages unrolled (fewer instructions, more code); 0: rolled; 2: 1 with its last six stages as a loop",
         PIPE = "0: the session-5 order; 1: shared loads ahead of the atomics; 2: 1 and a first window shared by the two threads of a column; 3 (default): 1 with cheaper flips, probes, walks, loads and sort; 4: 3 with a first window shared within a warp",
       },
       families = {
@@ -449,7 +449,7 @@ return {
           PIPE = { "1", "2", "3", "4" } },
         -- PIPE 3 with the unrolled sort (the default), NaN tiles, loads by columns (31 x 33: 62 x 63 values)
         { T = { "float" }, KIND = { "2" }, TBITS = { "32" }, MODE = { "3" }, NAN_OMIT = { "1" }, N = { "1023" },
-          RKIND = { "1" }, RPARAM = { "500" }, KY = { "31" }, KX = { "33" }, S = { "32" }, SORTU = { "1" },
+          RKIND = { "1" }, RPARAM = { "500" }, KY = { "31" }, KX = { "33" }, S = { "32" }, SORTU = { "1", "2" },
           PIPE = { "3" } },
       },
     },

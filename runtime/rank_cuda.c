@@ -434,7 +434,8 @@ static void tile_request(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, co
    * 31x31 on 1024^2 on the H200) or, with $NDF_RANK_TILE2_UNROLL=0, rolled
    * (a few more instructions, 75 KB less code; not measured yet). */
   const char *eu = getenv("NDF_RANK_TILE2_UNROLL");
-  if (tg->form == 2) ndf__req_set(req, "SORTU", "%d", !(eu && !strcmp(eu, "0")));
+  /* =2 (session 7, not measured yet): the unrolled form with its last six stages as a loop (about 40 KB less code). */
+  if (tg->form == 2) ndf__req_set(req, "SORTU", "%d", eu && !strcmp(eu, "0") ? 0 : eu && !strcmp(eu, "2") ? 2 : 1);
   /* Session 6 (ADR 0005): 1 (0.160 ms at 31x31 on 1024^2 on the H200,
    * session 5's order 0.219) issues the shared loads ahead of the atomics;
    * 2 also shares the first window between the two threads of a column

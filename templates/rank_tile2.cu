@@ -52,7 +52,7 @@ typedef NDF_SLOT(T) T;
 #define KY NDF_SLOT(KY)
 #define KX NDF_SLOT(KX)
 #define S NDF_SLOT(S)                /* output rows per block (even) */
-#define SORTU NDF_SLOT(SORTU)        /* 1: the sort's stages unrolled (larger code), 0: rolled */
+#define SORTU NDF_SLOT(SORTU)        /* 1: the sort's stages unrolled (larger code), 0: rolled, 2: 1 with its last six stages as a loop */
 #define PIPE NDF_SLOT(PIPE)          /* 0: as session 5; 1: shared loads ahead of the atomics; 2: 1 and a shared middle window; 3 (default): 1, cheaper; 4: 3 and a middle window shared within a warp */
 
 #define BT 64                        /* threads */
@@ -149,18 +149,23 @@ __device__ __forceinline__ T ndf_untkey(unsigned int k) {
 // strided accesses stay conflict-free, bank 4i + t), and area 0 shrinks to
 // what the tile needs (keys and counters of R values, or the bitsets) to
 // make room: 57088 bytes for 31 x 31.
+// The sorted keys themselves (the last store of the sort) keep rows of 65
+// words: the rank searches' probes of one level lie in rows 65 words apart,
+// 32 different banks (rows of 68 would put them in 8: measured 8-way
+// conflicts, 34% excess shared wavefronts, 2026-11-30 05:00).
 #define VEC3 (PIPE >= 3 && R <= 3968)
 #if VEC3
-#define PADW 68
+#define SPADW 68                     /* rows of the sort's transposes */
 #define TKW ((R + 3) & ~3)           /* words of tkey (and of dup) */
 #define AREA0 (2 * TKW > NWORDS * BT ? 2 * TKW : NWORDS * BT)
 #else
-#define PADW 65
+#define SPADW 65
 #define TKW RP2
 #define AREA0 (2 * RP2)
 #endif
+#define PADW 65                      /* rows of the sorted keys after the sort */
 #define PADX (PADW - 64)
-#define SBUF_WORDS (PADW * PK)
+#define SBUF_WORDS (SPADW * PK)
 __device__ __forceinline__ int ndf_saddr(int e) { return e + PADX * (e >> 6); }
 
 // Ascending compare-exchange: one unsigned min and one max.
@@ -193,27 +198,53 @@ __device__ __forceinline__ void ndf_blocked_store(const unsigned int (&v)[PK], u
 #if VEC3
 #pragma unroll
   for (int j = 0; j < PK / 4; j++)
-    reinterpret_cast<uint4 *>(buf + PADW * t)[j] = make_uint4(v[4 * j], v[4 * j + 1], v[4 * j + 2], v[4 * j + 3]);
+    reinterpret_cast<uint4 *>(buf + SPADW * t)[j] = make_uint4(v[4 * j], v[4 * j + 1], v[4 * j + 2], v[4 * j + 3]);
 #else
 #pragma unroll
-  for (int i = 0; i < PK; i++) buf[PADW * t + i] = v[i];
+  for (int i = 0; i < PK; i++) buf[SPADW * t + i] = v[i];
 #endif
+}
+
+// The sort's result: thread t's keys 64t .. 64t+63 at rows of PADW (65)
+// words.  With rows of 68 in the transposes, a barrier first: the rows of
+// 65 overlap other threads' rows of 68, which they may still be reading.
+__device__ __forceinline__ void ndf_final_store(const unsigned int (&v)[PK], unsigned int *buf, int t) {
+#if VEC3
+  __syncthreads();
+#endif
+#pragma unroll
+  for (int i = 0; i < PK; i++) buf[PADW * t + i] = v[i];
 }
 
 __device__ __forceinline__ void ndf_blocked_load(unsigned int (&v)[PK], const unsigned int *buf, int t) {
 #if VEC3
 #pragma unroll
   for (int j = 0; j < PK / 4; j++) {
-    const uint4 q = reinterpret_cast<const uint4 *>(buf + PADW * t)[j];
+    const uint4 q = reinterpret_cast<const uint4 *>(buf + SPADW * t)[j];
     v[4 * j] = q.x, v[4 * j + 1] = q.y, v[4 * j + 2] = q.z, v[4 * j + 3] = q.w;
   }
 #else
 #pragma unroll
-  for (int i = 0; i < PK; i++) v[i] = buf[PADW * t + i];
+  for (int i = 0; i < PK; i++) v[i] = buf[SPADW * t + i];
 #endif
 }
 
 #if SORTU
+// The strided part of a stage whose blocks span 2 HB rows: the mirror step,
+// then the half-cleaners between rows under HB apart.
+template <int HB>
+__device__ __forceinline__ void ndf_strided_steps(unsigned int (&v)[PK]) {
+#pragma unroll
+  for (int i = 0; i < PK; i++)
+    if ((i & HB) == 0) ndf_cx(v[i], v[i ^ (2 * HB - 1)]);
+#pragma unroll
+  for (int jj = HB / 2; jj > 0; jj >>= 1) {
+#pragma unroll
+    for (int i = 0; i < PK; i++)
+      if ((i & jj) == 0) ndf_cx(v[i], v[i + jj]);
+  }
+}
+
 // Sorts the block's 4096 keys (thread t's v[i] is element 64t + i) ascending
 // into buf (padded, blocked order).  Ends with a barrier.
 __device__ __forceinline__ void ndf_sort4096(unsigned int (&v)[PK], unsigned int *buf, int t) {
@@ -249,13 +280,40 @@ __device__ __forceinline__ void ndf_sort4096(unsigned int (&v)[PK], unsigned int
   // holds element 64i + t in the lower half of its block of k and element
   // 64i + 63 - t in the upper half, so that mirror images (e ^ (k - 1): the
   // column t becomes 63 - t) meet in one thread as the half-cleaners' pairs do.
+#if SORTU == 2
+  // SORTU 2 ($NDF_RANK_TILE2_UNROLL=2): the same stages as a loop, the
+  // blocked half-cleaners' code once instead of six times (about 30 KB less
+  // code, 128 selects more per stage for the transposes' columns).
+#pragma unroll 1
+  for (int lk = 7; lk <= 12; lk++) {
+    const int hb = 1 << (lk - 7);
+    ndf_blocked_store(v, buf, t);
+    __syncthreads();
+    const int a1 = 63 - t;
+#pragma unroll
+    for (int i = 0; i < PK; i++) v[i] = buf[SPADW * i + ((i & hb) ? a1 : t)];
+    switch (lk) {
+      case 7: ndf_strided_steps<1>(v); break;
+      case 8: ndf_strided_steps<2>(v); break;
+      case 9: ndf_strided_steps<4>(v); break;
+      case 10: ndf_strided_steps<8>(v); break;
+      case 11: ndf_strided_steps<16>(v); break;
+      default: ndf_strided_steps<32>(v); break;
+    }
+#pragma unroll
+    for (int i = 0; i < PK; i++) buf[SPADW * i + ((i & hb) ? a1 : t)] = v[i];
+    __syncthreads();
+    ndf_blocked_load(v, buf, t);
+    ndf_blocked_steps(v, 5);
+  }
+#else
 #pragma unroll
   for (int lk = 7; lk <= 12; lk++) {
     const int hb = 1 << (lk - 7); // bit of i marking the upper half of a block of k
     ndf_blocked_store(v, buf, t);
     __syncthreads();
 #pragma unroll
-    for (int i = 0; i < PK; i++) v[i] = buf[PADW * i + ((i & hb) ? 63 - t : t)];
+    for (int i = 0; i < PK; i++) v[i] = buf[SPADW * i + ((i & hb) ? 63 - t : t)];
 #pragma unroll
     for (int i = 0; i < PK; i++)
       if ((i & hb) == 0) ndf_cx(v[i], v[i ^ (2 * hb - 1)]);
@@ -269,12 +327,13 @@ __device__ __forceinline__ void ndf_sort4096(unsigned int (&v)[PK], unsigned int
       }
     }
 #pragma unroll
-    for (int i = 0; i < PK; i++) buf[PADW * i + ((i & hb) ? 63 - t : t)] = v[i];
+    for (int i = 0; i < PK; i++) buf[SPADW * i + ((i & hb) ? 63 - t : t)] = v[i];
     __syncthreads();
     ndf_blocked_load(v, buf, t);
     ndf_blocked_steps(v, 5);
   }
-  ndf_blocked_store(v, buf, t);
+#endif
+  ndf_final_store(v, buf, t);
   __syncthreads();
 }
 #else
@@ -313,7 +372,7 @@ __device__ __forceinline__ void ndf_sort4096(unsigned int (&v)[PK], unsigned int
       __syncthreads();
       const unsigned int kb = (unsigned int)k >> 6;
 #pragma unroll
-      for (int i = 0; i < PK; i++) v[i] = buf[PADW * i + t] ^ (((unsigned int)i & kb) ? 0xffffffffu : 0u);
+      for (int i = 0; i < PK; i++) v[i] = buf[SPADW * i + t] ^ (((unsigned int)i & kb) ? 0xffffffffu : 0u);
 #pragma unroll
       for (int lj = 11; lj >= 6; lj--) {
         const int jj = 1 << (lj - 6);
@@ -324,7 +383,7 @@ __device__ __forceinline__ void ndf_sort4096(unsigned int (&v)[PK], unsigned int
         }
       }
 #pragma unroll
-      for (int i = 0; i < PK; i++) buf[PADW * i + t] = v[i] ^ (((unsigned int)i & kb) ? 0xffffffffu : 0u);
+      for (int i = 0; i < PK; i++) buf[SPADW * i + t] = v[i] ^ (((unsigned int)i & kb) ? 0xffffffffu : 0u);
       __syncthreads();
       ndf_blocked_load(v, buf, t);
     }
@@ -333,7 +392,7 @@ __device__ __forceinline__ void ndf_sort4096(unsigned int (&v)[PK], unsigned int
     ndf_blocked_steps(v, 5);
     ndf_flip(v, m);
   }
-  ndf_blocked_store(v, buf, t);
+  ndf_final_store(v, buf, t);
   __syncthreads();
 }
 #endif
@@ -664,28 +723,24 @@ __device__ __forceinline__ void ndf_t3_flipq(unsigned char *sm, unsigned int t4,
                                              int &nanc) {
   // Counts as sums of sign bits (codes and bounds are under 2^31): an
   // add and a shift-add per code.
-  unsigned int cb0 = 0, cb1 = 0, cn0 = 0, cn1 = 0;
+  // Four partial sums of each: one sum would chain all its shift-adds.
+  unsigned int cb[4] = {0u, 0u, 0u, 0u}, cn[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
   for (int u = 0; u < CW; u++)
     if (c0 + u < KX) {
       ndf_t3_flip(sm, t4, q[u]);
-      if (count) {
-        if (u & 1) cb1 += (q[u] - pqs) >> 31;
-        else cb0 += (q[u] - pqs) >> 31;
-      }
-      if (NANS) {
-        if (u & 1) cn1 += (q[u] - nqs) >> 31;
-        else cn0 += (q[u] - nqs) >> 31;
-      }
+      if (count) cb[u & 3] += (q[u] - pqs) >> 31;
+      if (NANS) cn[u & 3] += (q[u] - nqs) >> 31;
     }
-  if (count) below += d > 0 ? (int)(cb0 + cb1) : -(int)(cb0 + cb1);
+  const unsigned int cbs = (cb[0] + cb[1]) + (cb[2] + cb[3]), cns = (cn[0] + cn[1]) + (cn[2] + cn[3]);
+  if (count) below += d > 0 ? (int)cbs : -(int)cbs;
   // nanc counts codes at or above nqs: (code < nqs) counted, the rest taken from the codes flipped.
   if (NANS) {
     int nf = 0;
 #pragma unroll
     for (int u = 0; u < CW; u++)
       if (c0 + u < KX) nf++;
-    nanc += d > 0 ? nf - (int)(cn0 + cn1) : (int)(cn0 + cn1) - nf;
+    nanc += d > 0 ? nf - (int)cns : (int)cns - nf;
   }
 }
 

@@ -469,10 +469,16 @@ static void test_gpu_rank_tile2_pipe(void **state) {
       {NDF_UINT8, 3, 1, K_MEDIAN, "4", {2, 100, 90}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
       {NDF_FLOAT32, 2, 0, K_MEDIAN, "4", {7, 5}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
       {NDF_INT16, 2, 0, K_RANK, "4", {90, 70}, {9, 40}, 0.0, NDF_RANK_NAN_PROPAGATE},
+      /* "3r": PIPE 3 with $NDF_RANK_TILE2_UNROLL=2 (the sort's last stages as a loop) */
+      {NDF_FLOAT32, 2, 0, K_MEDIAN, "3r", {150, 300}, {31, 31}, 0.01, NDF_RANK_NAN_OMIT},
   };
   int failed = 0;
   for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
-    if (w[i].pipe) setenv("NDF_RANK_TILE2_PIPE", w[i].pipe, 1);
+    if (w[i].pipe) {
+      const char pv[2] = {w[i].pipe[0], 0};
+      setenv("NDF_RANK_TILE2_PIPE", pv, 1);
+      if (w[i].pipe[1] == 'r') setenv("NDF_RANK_TILE2_UNROLL", "2", 1);
+    }
     rcase c;
     memset(&c, 0, sizeof c);
     ndf_rank_options_init(&c.o);
@@ -503,6 +509,7 @@ static void test_gpu_rank_tile2_pipe(void **state) {
                  i % 5 == 4 ? TU_LAYOUT_PADDED : TU_LAYOUT_C) != 0)
       failed++;
     unsetenv("NDF_RANK_TILE2_PIPE");
+    unsetenv("NDF_RANK_TILE2_UNROLL");
   }
   assert_int_equal(failed, 0);
 }

@@ -4,7 +4,8 @@
 # BUILD_DIR/libndforge.so, over configurations of type, window, rows per
 # block, mode, rank kind and NaN policy (see emu_rank_tile2.cc).  PIPE=0..4
 # in the environment picks the template's slot PIPE (ADR 0005; default 1);
-# EMU_BOUNDS=1 checks shared-memory accesses against the runtime's size (ASan).
+# EMU_BOUNDS=1 checks shared-memory accesses against the runtime's size (ASan);
+# SORTU1=2 builds the odd seeds' kernel with slot SORTU 2 instead of 1.
 set -eu
 B=${1:?build dir}; SEEDS=${2:-2}; CASES=${3:-6}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -68,7 +69,7 @@ while read -r T KIND TBITS KY KX S MODE RKIND RPARAM NOMIT; do
     "-DNDF_SLOT_T=$T" -DEMU_TNAME="\"$T\"" -DNDF_SLOT_KIND="$KIND" -DNDF_SLOT_TBITS="$TBITS" -DNDF_SLOT_MODE="$MODE" \
     -DNDF_SLOT_NAN_OMIT="$NOMIT" -DNDF_SLOT_N="$NT" -DNDF_SLOT_RKIND="$RKIND" -DNDF_SLOT_RPARAM="$RPARAM" \
     -DNDF_SLOT_KY="$KY" -DNDF_SLOT_KX="$KX" -DNDF_SLOT_S="$S" -DEMU_KERNEL_FILE="\"$W/k.cu\"" \
-    -DNDF_SLOT_SORTU=1 -DNDF_SLOT_PIPE="${PIPE:-1}" "$ROOT/tests/emu/emu_rank_tile2.cc" -o "$W/emu1" -L"$B" -lndforge -Wl,-rpath,"$B"
+    -DNDF_SLOT_SORTU="${SORTU1:-1}" -DNDF_SLOT_PIPE="${PIPE:-1}" "$ROOT/tests/emu/emu_rank_tile2.cc" -o "$W/emu1" -L"$B" -lndforge -Wl,-rpath,"$B"
   for s in $(seq 1 "$SEEDS"); do
     n=$((n + 1))
     "$W/emu$((s % 2))" "$s" "$CASES" || fail=$((fail + 1))   # odd seeds: unrolled sort
