@@ -151,7 +151,6 @@ static void ndf_ecc_grid_sync(unsigned *) { g_gridbar->arrive_and_wait(); }
 // the helpers of templates/ecc.cu (NDF_ECC2_HELPERS_BEGIN .. END), without inline PTX
 static inline float ndf_ecc2_fminnan(float a, float b) { return (a != a || b != b) ? NAN : std::fmin(a, b); }
 static inline unsigned ndf_ecc2_ticket(unsigned *p) { return __atomic_fetch_add(p, 1u, __ATOMIC_ACQ_REL); }
-static inline void ndf_ecc2_prefetch(const void *) {}
 template <bool B> struct ndf_ecc2_bool { static constexpr bool value = B; };
 static void ndf_ecc2_prefix(const long long *hist, int nc, ndf_i64 m, long long *out, ndf_i64 T, ndf_i64 ostep) {
   __syncthreads();
