@@ -1631,7 +1631,8 @@ struct ndf_ecc2_params {
   ndf_i64 nstrip, mc, tpi, bpi; // strips per image, rows per task, tasks per image, blocks per image
   int nb, ncopy;
   unsigned seq;
-  int pad;
+  int hdrblk; // 1: the grid's last block has no tasks and writes the header (its PCIe write and system
+              // fence delay no block that marches); 0: block 0 writes it
   ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM], oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
 };
 
@@ -1708,9 +1709,10 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const unsigned FULL = 0xffffffffu;
   // 32-bit places (the runtime keeps rows, columns + 256 and blocks below 2^31)
-  const int bpi = (int)p.bpi, img = (int)blockIdx.x / bpi, bimg = (int)blockIdx.x % bpi;
+  const bool hblk = p.hdrblk && blockIdx.x == gridDim.x - 1; // the header block: no tasks, no image
+  const int bpi = (int)p.bpi, img = hblk ? 0 : (int)blockIdx.x / bpi, bimg = hblk ? 0 : (int)blockIdx.x % bpi;
   const int task = bimg * 8 + warp;
-  const bool act = task < (int)p.tpi; // warp-uniform
+  const bool act = !hblk && task < (int)p.tpi; // warp-uniform
   const int strip = act ? task % (int)p.nstrip : 0, chunk = act ? task / (int)p.nstrip : 0;
   const int x0 = strip * NDF_SW, r0 = chunk * (int)p.mc, r1 = act ? min(r0 + (int)p.mc, (int)p.nz) : r0;
   ndf_i64 base = 0, q = img;
@@ -1896,7 +1898,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
     a = (double)fa;
     b = (double)fb;
     const int bad = !(isfinite(a) && isfinite(b));
-    if (blockIdx.x == 0 && tid == 0) {
+    if ((p.hdrblk ? hblk : blockIdx.x == 0) && tid == 0) {
       p.hdr->mn = a;
       p.hdr->mx = b;
       p.hdr->nan_key = key;
@@ -1906,7 +1908,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
         *(volatile unsigned *)p.seqp = p.seq;
       }
     }
-    if (key != 0ull || bad) return; // the whole grid: nothing is written
+    if (key != 0ull || bad || hblk) return; // the whole grid: nothing is written; the header block is done
   }
   // the thresholds over [a, b] sorted (as ndf_ecc_scan_finish), rounded down to float:
   // tsf[j + 1] = tv[j] (tv[-1] = -inf, tv[T] = +inf) and the pairs tpair[j] = (tv[j - 1], tv[j])
