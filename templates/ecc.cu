@@ -1538,7 +1538,8 @@ struct ndf_ecc2_params {
   ndf_i64 nstrip, mc, tpi, bpi; // strips per image, rows per task, tasks per image, blocks per image
   int nb, ncopy;
   unsigned seq;
-  int pad;
+  int hdrblk; // 1: the grid's last block has no tasks and writes the header (its PCIe write and system
+              // fence delay no block that marches); 0: block 0 writes it
   ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM], oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
 };
 
@@ -1563,8 +1564,6 @@ __device__ __forceinline__ unsigned ndf_ecc2_ticket(unsigned *p) {
   __threadfence();
   return old;
 }
-// brings the line of p into L1 (the march's halo rows, fetched during the grid barrier)
-__device__ __forceinline__ void ndf_ecc2_prefetch(const void *p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
 template <bool B> struct ndf_ecc2_bool {
   static constexpr bool value = B;
 };
@@ -1617,9 +1616,10 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const unsigned FULL = 0xffffffffu;
   // 32-bit places (the runtime keeps rows, columns + 256 and blocks below 2^31)
-  const int bpi = (int)p.bpi, img = (int)blockIdx.x / bpi, bimg = (int)blockIdx.x % bpi;
+  const bool hblk = p.hdrblk && blockIdx.x == gridDim.x - 1; // the header block: no tasks, no image
+  const int bpi = (int)p.bpi, img = hblk ? 0 : (int)blockIdx.x / bpi, bimg = hblk ? 0 : (int)blockIdx.x % bpi;
   const int task = bimg * 8 + warp;
-  const bool act = task < (int)p.tpi; // warp-uniform
+  const bool act = !hblk && task < (int)p.tpi; // warp-uniform
   const int strip = act ? task % (int)p.nstrip : 0, chunk = act ? task / (int)p.nstrip : 0;
   const int x0 = strip * NDF_SW, r0 = chunk * (int)p.mc, r1 = act ? min(r0 + (int)p.mc, (int)p.nz) : r0;
   ndf_i64 base = 0, q = img;
@@ -1657,13 +1657,13 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
   // ---- phase 1: min, max, NaN of the task's voxels, rows in reverse order
   float lo = 1.0f / 0.0f, hi = -1.0f / 0.0f;
   if (act) {
-    for (int r = r1 - 1; r >= r0; r -= 4) {
-      float v[4][4];
+    for (int r = r1 - 1; r >= r0; r -= 8) { // eight rows' loads in flight
+      float v[8][4];
 #pragma unroll
-      for (int u = 0; u < 4; u++)
+      for (int u = 0; u < 8; u++)
         if (r - u >= r0) ld4(r - u, v[u], 0.0f);
 #pragma unroll
-      for (int u = 0; u < 4; u++)
+      for (int u = 0; u < 8; u++)
         if (r - u >= r0) {
           if (inb == 15u) {
             lo = ndf_ecc2_fminnan(lo, ndf_ecc2_fminnan(ndf_ecc2_fminnan(v[u][0], v[u][1]), ndf_ecc2_fminnan(v[u][2], v[u][3])));
@@ -1677,19 +1677,6 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
               }
           }
         }
-    }
-  }
-  if (act) {
-    // the march's halo rows (r0 - 1, r1: other tasks' rows) into L1 while the grid barrier waits;
-    // phase 1 has just read the task's own rows
-#pragma unroll
-    for (int e = 0; e < 2; e++) {
-      const int r = e == 0 ? r0 - 1 : r1;
-      if (r >= 0 && r < (int)p.nz) {
-        const TIN *rp = in + r * p.sz;
-        if (inb) ndf_ecc2_prefetch(rp + (ndf_i64)x * p.sx);
-        if (hin) ndf_ecc2_prefetch(rp + (ndf_i64)hx * p.sx);
-      }
     }
   }
   {
@@ -1738,6 +1725,52 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
   }
   ndf_ecc_grid_sync(p.gbar);
 
+  // ---- the march's first rows, loaded now: their latency overlaps the set-up below (the grid
+  // barrier's acquire has emptied L1; the rows come from L2).  Rows are loaded in order r0 - 1,
+  // r0, ...: lq points at the lane's voxel x of row lr.  Voxels outside the image (columns past
+  // nx, the strip's halo at the image's border, rows -1 and nz) read as +inf, whose bin is T: no
+  // voxel inside has it (every value is <= max = t_{T-1}), so T serves as ndf_ecc_pack.cuh's
+  // outside marker (every V flag false, every T flag true) and is never counted.
+  const float INF = 1.0f / 0.0f;
+  const int nzi = (int)p.nz;
+  struct raw { // a row's raw values: 4 voxels and the halo voxel (lanes 1..30: +inf, never used)
+    float v[4], h;
+  };
+  int lr = r0 - 1;
+  const TIN *lq = in + (ndf_i64)x * p.sx + (ndf_i64)lr * p.sz;
+  const ndf_i64 hoff = (ndf_i64)(hx - x) * p.sx;
+  auto load = [&](auto vecc, raw &w) {
+    constexpr bool VEC = decltype(vecc)::value;
+    const int r = lr++;
+    const TIN *rp = lq;
+    lq += p.sz;
+    if (r > r1) return; // not needed
+    if (r < 0 || r >= nzi) {
+      w.v[0] = w.v[1] = w.v[2] = w.v[3] = w.h = INF;
+      return;
+    }
+    if (VEC) {
+      if (inb) {
+        const float4 f4 = *(const float4 *)rp;
+        w.v[0] = f4.x, w.v[1] = f4.y, w.v[2] = f4.z, w.v[3] = f4.w;
+      } else {
+        w.v[0] = w.v[1] = w.v[2] = w.v[3] = INF;
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; j++) w.v[j] = ((inb >> j) & 1u) ? (float)rp[j * p.sx] : INF;
+    }
+    w.h = hin ? (float)rp[hoff] : INF;
+  };
+  raw R0, R1, R2; // rows r0 - 1, r0, r0 + 1, then a ring (ndf_ecc_strip2's march)
+  if (act) {
+    if (vec) {
+      load(ndf_ecc2_bool<true>(), R0), load(ndf_ecc2_bool<true>(), R1), load(ndf_ecc2_bool<true>(), R2);
+    } else {
+      load(ndf_ecc2_bool<false>(), R0), load(ndf_ecc2_bool<false>(), R1), load(ndf_ecc2_bool<false>(), R2);
+    }
+  }
+
   // ---- phase 2: every block reduces the partials (the same values in each), in float
   // (exact: the values are floats); the thresholds in double as the CPU's
   double a, b;
@@ -1772,7 +1805,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
     a = (double)fa;
     b = (double)fb;
     const int bad = !(isfinite(a) && isfinite(b));
-    if (blockIdx.x == 0 && tid == 0) {
+    if ((p.hdrblk ? hblk : blockIdx.x == 0) && tid == 0) {
       p.hdr->mn = a;
       p.hdr->mx = b;
       p.hdr->nan_key = key;
@@ -1782,7 +1815,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
         *(volatile unsigned *)p.seqp = p.seq;
       }
     }
-    if (key != 0ull || bad) return; // the whole grid: nothing is written
+    if (key != 0ull || bad || hblk) return; // the whole grid: nothing is written; the header block is done
   }
   // the thresholds over [a, b] sorted (as ndf_ecc_scan_finish), rounded down to float:
   // tsf[j + 1] = tv[j] (tv[-1] = -inf, tv[T] = +inf) and the pairs tpair[j] = (tv[j - 1], tv[j])
@@ -1821,47 +1854,13 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
     __syncthreads(); // tsf, tpair, shist, the guess
   }
 
-  // ---- the march: the warp's strip over rows r0 .. r1 - 1, no block barrier.  Voxels outside the
-  // image (columns past nx, the strip's halo at the image's border, rows -1 and nz) read as +inf,
-  // whose bin is T: no voxel inside has it (every value is <= max = t_{T-1}), so T serves as
-  // ndf_ecc_pack.cuh's outside marker (every V flag false, every T flag true) and is never counted.
+  // ---- the march: the warp's strip over rows r0 .. r1 - 1, no block barrier
   // two copies of the march: float4 rows or element loads (warp-uniform choice)
-  auto march = [&](auto vecc) {
-    constexpr bool VEC = decltype(vecc)::value;
-    const float ga = s_ga, gb = s_gb, INF = 1.0f / 0.0f;
+  auto march = [&](auto vecc) { // vecc: ndf_ecc2_bool<float4 rows>, passed to load
+    const float ga = s_ga, gb = s_gb;
     const float *tv = tsf + 1;
     const unsigned G = CONS == 1 ? NDF_ECC_PG : 0u;
-    const int nz = (int)p.nz, ir1 = r1;
-    // a row's raw values: 4 voxels and the halo voxel (lanes 1..30: +inf, never used)
-    struct raw {
-      float v[4], h;
-    };
-    // rows are loaded in order r0 - 1, r0, ...: lq points at the lane's voxel x of row lr
-    int lr = r0 - 1;
-    const TIN *lq = in + (ndf_i64)x * p.sx + (ndf_i64)lr * p.sz;
-    const ndf_i64 hoff = (ndf_i64)(hx - x) * p.sx;
-    auto load = [&](raw &w) {
-      const int r = lr++;
-      const TIN *rp = lq;
-      lq += p.sz;
-      if (r > ir1) return; // not needed
-      if (r < 0 || r >= nz) {
-        w.v[0] = w.v[1] = w.v[2] = w.v[3] = w.h = INF;
-        return;
-      }
-      if (VEC) {
-        if (inb) {
-          const float4 f4 = *(const float4 *)rp;
-          w.v[0] = f4.x, w.v[1] = f4.y, w.v[2] = f4.z, w.v[3] = f4.w;
-        } else {
-          w.v[0] = w.v[1] = w.v[2] = w.v[3] = INF;
-        }
-      } else {
-#pragma unroll
-        for (int j = 0; j < 4; j++) w.v[j] = ((inb >> j) & 1u) ? (float)rp[j * p.sx] : INF;
-      }
-      w.h = hin ? (float)rp[hoff] : INF;
-    };
+    const int ir1 = r1;
     // bins of a row into its words {(x - 1, x), (x, x + 1), (x + 2, x + 3), (x + 3, x + 4)}; the
     // word (x + 1, x + 2) is formed where it is used (registers)
     auto binrow = [&](const raw &w, unsigned (&o)[4]) {
@@ -1895,8 +1894,8 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
       o[3] = __byte_perm(B, dn, 0x5432);
     };
     auto step = [&](const unsigned (&P)[4], const unsigned (&Q)[4], unsigned (&N)[4], raw &rw) {
-      binrow(rw, N); // row r + 1 from the raw values loaded three steps ago
-      load(rw);      // row r + 4
+      binrow(rw, N);    // row r + 1 from the raw values loaded three steps ago
+      load(vecc, rw);   // row r + 4
 #pragma unroll
       for (int s = 0; s < 2; s++) {
         // word s: (x + 2 s, x + 2 s + 1) with its left and right neighbour words in each row
@@ -1920,16 +1919,12 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
         }
       }
     };
-    raw R0, R1, R2;
     unsigned WA[4], WB[4], WC[4];
-    // rows r0 - 1 (R0), r0 (R1), r0 + 1 (R2) in flight; then R0, R1 take r0 + 2, r0 + 3
-    load(R0);
-    load(R1);
-    load(R2);
+    // rows r0 - 1 (R0), r0 (R1), r0 + 1 (R2) in flight since the grid barrier; then R0, R1 take r0 + 2, r0 + 3
     binrow(R0, WA);
     binrow(R1, WB);
-    load(R0);
-    load(R1);
+    load(vecc, R0);
+    load(vecc, R1);
     for (int r = r0; r < ir1; r += 3) {
       step(WA, WB, WC, R2);
       if (r + 1 >= ir1) break;

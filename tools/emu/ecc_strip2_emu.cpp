@@ -151,7 +151,6 @@ static void ndf_ecc_grid_sync(unsigned *) { g_gridbar->arrive_and_wait(); }
 // the helpers of templates/ecc.cu (NDF_ECC2_HELPERS_BEGIN .. END), without inline PTX
 static inline float ndf_ecc2_fminnan(float a, float b) { return (a != a || b != b) ? NAN : std::fmin(a, b); }
 static inline unsigned ndf_ecc2_ticket(unsigned *p) { return __atomic_fetch_add(p, 1u, __ATOMIC_ACQ_REL); }
-static inline void ndf_ecc2_prefetch(const void *) {}
 template <bool B> struct ndf_ecc2_bool { static constexpr bool value = B; };
 static void ndf_ecc2_prefix(const long long *hist, int nc, ndf_i64 m, long long *out, ndf_i64 T, ndf_i64 ostep) {
   __syncthreads();
@@ -291,22 +290,23 @@ int main(int argc, char **argv) {
     if (cpu_ok && ndf_euler_characteristic_curve(ctx, &in, &cur, &eo) != NDF_OK) { printf("CPU: %s\n", ndf_errmsg(ctx)); return 2; }
     // plan under a small cap (all blocks run at once here)
     strip2_plan pl;
+    const int hdrblk = (int)irand(0, 1); // an extra block writes the header (runtime default) or block 0 does
     const int64_t cap = irand(1, 12), minmc = irand(1, 6);
-    if (!plan_make(nz, nx, nimg, cap, minmc, &pl)) { nskip++; continue; }
+    if (!plan_make(nz, nx, nimg, cap - hdrblk, minmc, &pl)) { nskip++; continue; }
     ndf_ecc2_params p; memset(&p, 0, sizeof p);
     const int64_t ostep = irand(1, 2);
     std::vector<ndf_u64> hist((size_t)(nimg * pl.ncopy * T), 0x1234567ull);
     std::vector<unsigned> cnt((size_t)nimg, 0xdeadbeefu);
     std::vector<long long> outv((size_t)(nimg * T * ostep), 0x5a5a5a5aLL);
-    std::vector<double> part((size_t)pl.nblocks * 3, -7.5);
+    std::vector<double> part((size_t)(pl.nblocks + hdrblk) * 3, -7.5);
     ndf_ecc_hdr hd; memset(&hd, 0x77, sizeof hd);
     unsigned seqw = 0xabcd, gbar = irand(0, 1) ? 0x80000000u : 0u;
     p.in = img; p.hist = hist.data(); p.cnt = cnt.data(); p.out = outv.data(); p.hdr = &hd; p.gbar = &gbar;
     p.part = part.data(); p.seqp = irand(0, 1) ? &seqw : nullptr; p.T = T; p.nimg = nimg; p.ostep = ostep;
     p.nz = nz; p.nx = nx; p.sz = sz; p.sx = sx; p.nstrip = pl.nstrip; p.mc = pl.mc; p.tpi = pl.tpi; p.bpi = pl.bpi;
-    p.nb = nb; p.ncopy = pl.ncopy; p.seq = 4242;
+    p.nb = nb; p.ncopy = pl.ncopy; p.seq = 4242; p.hdrblk = hdrblk;
     p.bshape[0] = nimg; p.bstr[0] = simg; p.oshape[0] = nimg; p.ostr[0] = T * ostep;
-    g_grid = (unsigned)pl.nblocks;
+    g_grid = (unsigned)(pl.nblocks + hdrblk);
     {
       std::vector<emu_block> blks(g_grid);
       std::barrier<> gb((ptrdiff_t)g_grid * 256);
