@@ -896,16 +896,18 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
 }
 
 /* ---- the bit-sliced rows kernel (ndf_ecc_rows, templates/ecc_rows.cu) --------------------------- */
-/* NDF_ECC_ROWS: 0 off (ndf_ecc_pack's fused march); 1 (default) .. 4: ndf_ecc_rows with PF =
- * mode - 1, i.e. 1: the next plane loaded after each step (4 blocks per SM), 2: loaded a step
- * ahead (3 blocks per SM), 3 / 4: the same with an add to the shared histogram for every voxel
- * (no branch; c = 0 adds 0).  It applies to 3-D inputs with thresholds over [min, max] and
- * T <= 256 (every bin in 0..255). */
+/* NDF_ECC_ROWS: 0 off (ndf_ecc_pack's fused march); 1 .. 4: ndf_ecc_rows with PF = mode - 1,
+ * i.e. 1: the next plane loaded after each step (4 blocks per SM), 2: loaded a step ahead (3
+ * blocks per SM), 3 / 4: the same with an add to the shared histogram for every voxel (no
+ * branch; c = 0 adds 0).  Unset: mode 1 for uint8 / uint16 inputs, the march for float32 /
+ * float64 (measured on the H200 at 1ff0541: rows uint8 256^3 0.117 ms vs 0.151; float32 128^3
+ * 0.058 vs 0.047, 256^3 0.164 vs 0.155, 512^3 0.969 vs 0.997).  It applies to 3-D inputs with
+ * thresholds over [min, max] and T <= 256 (every bin in 0..255). */
 #define ROWS_MAX_T 256
-static int rows_mode(void) {
+static int rows_mode(ndf_dtype dt) {
   const char *e = getenv("NDF_ECC_ROWS");
   if (e && e[0] >= '0' && e[0] <= '4' && e[1] == 0) return e[0] - '0';
-  return 1;
+  return dt == NDF_UINT8 || dt == NDF_UINT16 ? 1 : 0;
 }
 
 /* Blocks of ndf_ecc_rows resident per SM at its shared memory (cached per thread: the
@@ -1036,7 +1038,7 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
     s = ecc_brick(ctx, c, in, out, construction, bmode, nan_at, not_finite, &fallback);
     if (s != NDF_OK || !fallback) return s;
   }
-  const int rmode = rows_mode();
+  const int rmode = rows_mode(in->dtype);
   if (need_range && pack && use_fuse() && bmode == 0 && rmode != 0 && c->nsp == 3 && T <= ROWS_MAX_T) {
     int fallback = 1;
     s = ecc_rows(ctx, c, in, out, construction, rmode, nan_at, not_finite, &fallback);

@@ -309,42 +309,83 @@ extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const
     }
   };
 
-  // ---- phase 1: min, max and NaN of this block's own voxels (two planes in flight)
+  // ---- phase 1: min, max and NaN of this block's own voxels, read in 16-byte chunks that
+  // consecutive threads take along the tile's rows (coalesced; the march's lanes are rows):
+  // chunk q = tid + 256 m (m < sizeof(TIN)) of a plane is row q / CPR of the tile, voxels
+  // x0 + (q % CPR) VPC .. + VPC - 1
   {
+    constexpr int VPC = 16 / (int)sizeof(TIN), CPR = 128 / VPC, NCH = (int)sizeof(TIN);
     V lo = (V)(1.0 / 0.0), hi = (V)(-1.0 / 0.0);
     bool nan = false;
-    if (nin > 0) {
-      for (ndf_i64 z = z0; z < z1; z += 2) {
-        V v0[16], v1[16];
-        load(z, v0, (V)0);
-        const bool two = z + 1 < z1;
-        if (two) load(z + 1, v1, (V)0);
+    const TIN *cp[NCH];
+    int cn[NCH];
+    bool cvec[NCH];
+    auto cyx = [&](int m, ndf_i64 &cy, ndf_i64 &cx) {
+      const int q = tid + 256 * m;
+      cy = y0 + q / CPR;
+      cx = x0 + (ndf_i64)(q % CPR) * VPC;
+    };
 #pragma unroll
-        for (int j = 0; j < 16; j++)
-          if (j < nin) {
-            nan |= v0[j] != v0[j];
-            lo = fmin(lo, v0[j]);
-            hi = fmax(hi, v0[j]);
-            if (two) {
-              nan |= v1[j] != v1[j];
-              lo = fmin(lo, v1[j]);
-              hi = fmax(hi, v1[j]);
-            }
-          }
+    for (int m = 0; m < NCH; m++) {
+      ndf_i64 cy, cx;
+      cyx(m, cy, cx);
+      cn[m] = cy < p.ny ? (int)max((ndf_i64)0, min((ndf_i64)VPC, p.nx - cx)) : 0;
+      cp[m] = in + (cn[m] > 0 ? cy * p.sy + cx * p.sx : 0);
+      cvec[m] = cn[m] == VPC && p.sx == 1 && (((size_t)cp[m]) & 15) == 0 &&
+                ((p.sz * (ndf_i64)sizeof(TIN)) & 15) == 0;
+    }
+    auto chunk = [&](int m, ndf_i64 z, V (&v)[VPC]) {
+      const TIN *r = cp[m] + z * p.sz;
+      if (cvec[m]) {
+        union {
+          uint4 u;
+          TIN t[VPC];
+        } b;
+        b.u = *(const uint4 *)r;
+#pragma unroll
+        for (int j = 0; j < VPC; j++) v[j] = (V)b.t[j];
+      } else {
+#pragma unroll
+        for (int j = 0; j < VPC; j++) v[j] = j < cn[m] ? (V)r[j * p.sx] : (V)0;
       }
+    };
+    for (ndf_i64 z = z0; z < z1; z += 2) {
+      // two planes' chunks in flight before any is used
+      V v[2][NCH][VPC];
+      const bool two = z + 1 < z1;
+#pragma unroll
+      for (int m = 0; m < NCH; m++) {
+        chunk(m, z, v[0][m]);
+        if (two) chunk(m, z + 1, v[1][m]);
+      }
+#pragma unroll
+      for (int h = 0; h < 2; h++)
+#pragma unroll
+        for (int m = 0; m < NCH; m++)
+#pragma unroll
+          for (int j = 0; j < VPC; j++)
+            if (j < cn[m] && (h == 0 || two)) {
+              nan |= v[h][m][j] != v[h][m][j];
+              lo = fmin(lo, v[h][m][j]); // a NaN operand gives the other
+              hi = fmax(hi, v[h][m][j]);
+            }
     }
     ndf_ecc_fused_partial<V>(p.part, lo, hi, nan, [&](unsigned long long *key) {
-      // the least C-order index of a NaN among this thread's voxels
+      // the least C-order index of a NaN among this thread's voxels: planes, then its chunks
+      // (rows in increasing order), then x
       bool found = false;
       for (ndf_i64 z = z0; z < z1 && !found; z++)
-        for (int j = 0; j < nin; j++) {
-          const V f = (V)rowp[z * p.sz + j * p.sx];
-          if (f != f) {
-            atomicMax(key, ~(ndf_u64)(img * (p.nz * p.ny * p.nx) + (z * p.ny + y) * p.nx + xs + j));
-            found = true;
-            break;
+        for (int m = 0; m < NCH && !found; m++)
+          for (int j = 0; j < cn[m]; j++) {
+            const V f = (V)cp[m][z * p.sz + j * p.sx];
+            if (f != f) {
+              ndf_i64 cy, cx;
+              cyx(m, cy, cx);
+              atomicMax(key, ~(ndf_u64)(img * (p.nz * p.ny * p.nx) + (z * p.ny + cy) * p.nx + cx + j));
+              found = true;
+              break;
+            }
           }
-        }
     });
     // zero the histogram and the per-image tickets (used after the barrier)
     const ndf_i64 nh = p.nimg * p.T, stride = (ndf_i64)gridDim.x * 256;

@@ -17,6 +17,7 @@
 #include <thread>
 #include <type_traits>
 #include <vector>
+#include <sys/mman.h>
 extern "C" {
 #include "ndforge.h"
 }
@@ -275,9 +276,18 @@ int main(int argc, char **argv) {
     st[nd - 2] = nx * ex + ey;
     st[nd - 3] = st[nd - 2] * ny;
     if (nb) st[0] = st[1] * nz;
-    const int64_t total = (nb ? st[0] * nimg : st[nd - 3] * nz) + off + 8;
-    std::vector<TIN> buf((size_t)total + 16, (TIN)0);
-    TIN *base = buf.data() + off;
+    // the input ends (within 16 bytes) at an inaccessible page: a read past it faults
+    int64_t last = 1;
+    for (int d = 0; d < nd; d++) last += (sh[d] - 1) * st[d];
+    const size_t pg = 4096, need = (size_t)(last + off) * sizeof(TIN) + 16, npg = (need + pg - 1) / pg;
+    char *map = (char *)mmap(nullptr, (npg + 2) * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (map == MAP_FAILED) return 2;
+    mprotect(map, pg, PROT_NONE);
+    mprotect(map + (npg + 1) * pg, pg, PROT_NONE);
+    char *endp = map + (npg + 1) * pg;
+    TIN *base = (TIN *)(((uintptr_t)(endp - (size_t)last * sizeof(TIN)) & ~(uintptr_t)15) ) ;
+    if (off) base = (TIN *)((char *)base - 16) + off; // misaligned by one element
+    struct unmap_t { char *m; size_t n; ~unmap_t() { munmap(m, n); } } unmap_{map, (npg + 2) * pg};
     if (lay) nstrided++;
     const int top = (int)irand(1, 6);
     std::vector<TIN> img((size_t)n);
