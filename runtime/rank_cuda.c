@@ -285,7 +285,8 @@ static int tile2_pipe(void) {
 }
 
 /* PIPE 3 and 4 with at most 3968 values (VEC3 in the template): keys and counters
- * of R values (or the bitsets), sorted rows of 68 words; else 32 KB and rows
+ * of R values (or the bitsets), rows of 68 words for the sort's transposes (the
+ * sorted keys themselves in rows of 65); else 32 KB and rows
  * of 65 words.  Then 2 bytes of rank per value. */
 static size_t tile2_smem(int s, int ky, int kx) {
   const size_t r = (size_t)(s + ky - 1) * (size_t)(31 + kx);
@@ -430,18 +431,20 @@ static void tile_request(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, co
   ndf__req_set(req, "KX", "%d", (int)g->box[nsp - 1]);
   ndf__req_set(req, "S", "%d", tg->s);
   if (tg->form == 1) ndf__req_set(req, "RP2", "%d", tg->rp2);
-  /* The second form's sort: unrolled stages (default; measured 0.225 ms at
-   * 31x31 on 1024^2 on the H200) or, with $NDF_RANK_TILE2_UNROLL=0, rolled
-   * (a few more instructions, 75 KB less code; not measured yet). */
+  /* The second form's sort: unrolled stages (default) or, with
+   * $NDF_RANK_TILE2_UNROLL=0, rolled (more instructions, 75 KB less code), =2
+   * the unrolled form with its last six stages as a loop (about 40 KB less
+   * code).  H200, 31x31 on 1024^2 float32: unrolled 0.161 ms, rolled 0.186
+   * (session 7 run 1, PIPE 1); PIPE 3 unrolled 0.151, =2 0.163 (run 8). */
   const char *eu = getenv("NDF_RANK_TILE2_UNROLL");
-  /* =2 (session 7, not measured yet): the unrolled form with its last six stages as a loop (about 40 KB less code). */
   if (tg->form == 2) ndf__req_set(req, "SORTU", "%d", eu && !strcmp(eu, "0") ? 0 : eu && !strcmp(eu, "2") ? 2 : 1);
   /* Session 6 (ADR 0005): 1 (0.160 ms at 31x31 on 1024^2 on the H200,
    * session 5's order 0.219) issues the shared loads ahead of the atomics;
    * 2 also shares the first window between the two threads of a column
-   * (0.164); 0 keeps session 5's order.  Session 7: 3 (default) is 1 with
-   * fewer instructions per flip, probe, walk, load and sort; 4 is 3 with the
-   * first window shared by the two threads of a column within one warp.
+   * (0.164); 0 keeps session 5's order.  Session 7: 3 (default, 0.151) is 1
+   * with fewer instructions per flip, probe, walk, load and sort; 4 is 3 with
+   * the first window shared by the two threads of a column within one warp
+   * (0.168 before the row-65 fix of the probes, not rerun).
    * $NDF_RANK_TILE2_PIPE=0..4 selects one. */
   if (tg->form == 2) ndf__req_set(req, "PIPE", "%d", tile2_pipe());
 }
