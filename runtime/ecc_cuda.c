@@ -901,7 +901,9 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
  * blocks per SM), 3 / 4: the same with an add to the shared histogram for every voxel (no
  * branch; c = 0 adds 0).  Unset: mode 1 for uint8 / uint16 inputs, the march for float32 /
  * float64 (measured on the H200 at 1ff0541: rows uint8 256^3 0.117 ms vs 0.151; float32 128^3
- * 0.058 vs 0.047, 256^3 0.164 vs 0.155, 512^3 0.969 vs 0.997).  It applies to 3-D inputs with
+ * 0.058 vs 0.047, 256^3 0.164 vs 0.155, 512^3 0.969 vs 0.997; at 9a1fa27 (session 7 run 8):
+ * uint8 256^3 0.120 vs 0.151, float32 128^3 0.052 vs 0.044, 256^3 0.155 vs 0.149, 512^3 0.887
+ * vs 0.993 -- the rows kernel wins for large float volumes; one point, so no size rule yet).  It applies to 3-D inputs with
  * thresholds over [min, max] and T <= 256 (every bin in 0..255). */
 #define ROWS_MAX_T 256
 static int rows_mode(ndf_dtype dt) {
