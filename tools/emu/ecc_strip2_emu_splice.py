@@ -4,8 +4,9 @@
 import sys
 root, out = sys.argv[1], sys.argv[2]
 s = open(root + '/templates/ecc.cu').read()
-a = s.index('struct ndf_ecc_hdr {'); b = s.index('// Prefix sum of one image')
-hdr = s[a:b]
+hs = open(root + '/templates/ndf_ecc_fused.cuh').read()  # the header struct lives there (with the prefix sums)
+a = hs.index('struct ndf_ecc_hdr {'); b = hs.index('// Prefix sum of one image')
+hdr = hs[a:b]
 a = s.index('#define NDF_SW 128'); k = s[a:]
 a = k.index('// NDF_ECC2_HELPERS_BEGIN'); b = k.index('// NDF_ECC2_HELPERS_END')
 k = k[:a] + k[b:]
