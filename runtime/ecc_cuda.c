@@ -637,6 +637,36 @@ static int brick_planner(ndf_ctx *ctx, CUfunction fn, const ndf__ecc_call *c, in
   return 1;
 }
 
+/* The end of one fused cooperative launch (ndf_ecc_brick, ndf_ecc_strip2,
+ * ndf_ecc_rows): the shapes and strides of in and out after pb's own
+ * fields, the launch, then (float inputs) the header's flags -- with seq != 0
+ * and the mapped header, strip2's wait for its sequence word -- and m's
+ * scratch freed.  *fallback stays 1 when the grid could not be resident at
+ * once (nothing launched). */
+static ndf_status strip2_wait(ndf_ctx *ctx, const char *name, volatile ecc_hdr *h, uint32_t seq, int64_t *nan_at,
+                              int *not_finite);
+static ndf_status fused_launch(ndf_ctx *ctx, const ndf__ecc_call *c, CUfunction fn, ndf__params *pb,
+                               const ndf_array *in, const ndf_array *out, unsigned grid, unsigned dyn,
+                               const fused_mem *m, uint32_t seq, int64_t *nan_at, int *not_finite, int *fallback) {
+  const int nb = c->nb, isfloat = in->dtype == NDF_FLOAT32 || in->dtype == NDF_FLOAT64;
+  ndf__params_put_padded(pb, nb, in->shape);
+  ndf__params_put_padded(pb, nb, in->strides);
+  ndf__params_put_padded(pb, nb, out->shape);
+  ndf__params_put_padded(pb, nb, out->strides);
+  void *args[] = {pb->b};
+  const CUresult r = ndf__cu(NULL)->cuLaunchCooperativeKernel(fn, grid, 1, 1, 256, 1, 1, dyn, ctx->stream, args);
+  if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE || r == CUDA_ERROR_NOT_SUPPORTED) {
+    ndf__scratch_free(ctx, m->base);
+    return NDF_OK;
+  }
+  *fallback = 0;
+  ndf_status s = r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, c->name, r);
+  if (s == NDF_OK && isfloat && seq && m->hhost) s = strip2_wait(ctx, c->name, m->hhost, seq, nan_at, not_finite);
+  else if (s == NDF_OK) s = fused_result(ctx, c->name, isfloat, m->hhost, m->hdr, nan_at, not_finite);
+  ndf__scratch_free(ctx, m->base);
+  return s;
+}
+
 /* One cooperative launch of ndf_ecc_brick (thresholds over [min, max], T <=
  * 510).  *fallback: nothing was launched (no plan, or the grid could not be
  * resident at once); the caller takes another path. */
@@ -650,7 +680,6 @@ static ndf_status ecc_brick(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arra
   brick_plan pl;
   if (!brick_planner(ctx, fn, c, mode, vsize, &pl)) return NDF_OK;
   const int64_t T = c->T, nimg = c->nimg;
-  const int isfloat = in->dtype == NDF_FLOAT32 || in->dtype == NDF_FLOAT64;
   fused_mem m;
   if ((s = fused_mem_alloc(ctx, nimg, T, pl.grid, &m)) != NDF_OK) return s;
   const int nb = c->nb, nsp = c->nsp;
@@ -682,22 +711,7 @@ static ndf_status ecc_brick(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arra
   NDF__PUT(&pb, pl.per);
   NDF__PUT(&pb, nb);
   NDF__PUT(&pb, resident);
-  ndf__params_put_padded(&pb, nb, in->shape);
-  ndf__params_put_padded(&pb, nb, in->strides);
-  ndf__params_put_padded(&pb, nb, out->shape);
-  ndf__params_put_padded(&pb, nb, out->strides);
-  void *args[] = {pb.b};
-  const CUresult r = ndf__cu(NULL)->cuLaunchCooperativeKernel(fn, (unsigned)pl.grid, 1, 1, 256, 1, 1, pl.dyn,
-                                                              ctx->stream, args);
-  if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE || r == CUDA_ERROR_NOT_SUPPORTED) {
-    ndf__scratch_free(ctx, m.base);
-    return NDF_OK;
-  }
-  *fallback = 0;
-  s = r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, c->name, r);
-  if (s == NDF_OK) s = fused_result(ctx, c->name, isfloat, m.hhost, m.hdr, nan_at, not_finite);
-  ndf__scratch_free(ctx, m.base);
-  return s;
+  return fused_launch(ctx, c, fn, &pb, in, out, (unsigned)pl.grid, pl.dyn, &m, 0, nan_at, not_finite, fallback);
 }
 
 /* ---- the 2-D warp-strip kernel (ndf_ecc_strip2, templates/ecc.cu) ------------------------------ */
@@ -839,7 +853,6 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   ndf_status s = get_fn(ctx, c->name, "ndf_ecc_strip2", in->dtype, 2, cons, 0, &fn);
   if (s != NDF_OK) return s;
   const int64_t T = c->T, nimg = c->nimg;
-  const int isfloat = in->dtype == NDF_FLOAT32 || in->dtype == NDF_FLOAT64;
   fused_mem m;
   if ((s = strip2_mem(ctx, nimg, T * pl.ncopy, grid, &m)) != NDF_OK) return s;
   static uint32_t seq_next = 0;
@@ -874,25 +887,7 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   NDF__PUT(&pb, ncopy);
   NDF__PUT(&pb, seq);
   NDF__PUT(&pb, hdrblk);
-  ndf__params_put_padded(&pb, nb, in->shape);
-  ndf__params_put_padded(&pb, nb, in->strides);
-  ndf__params_put_padded(&pb, nb, out->shape);
-  ndf__params_put_padded(&pb, nb, out->strides);
-  void *args[] = {pb.b};
-  const CUresult r = ndf__cu(NULL)->cuLaunchCooperativeKernel(fn, (unsigned)grid, 1, 1, 256, 1, 1, 0, ctx->stream,
-                                                              args);
-  if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE || r == CUDA_ERROR_NOT_SUPPORTED) {
-    if (m.base) ndf__scratch_free(ctx, m.base);
-    return NDF_OK;
-  }
-  *fallback = 0;
-  s = r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, c->name, r);
-  if (s == NDF_OK && isfloat) {
-    if (m.hhost) s = strip2_wait(ctx, c->name, m.hhost, seq, nan_at, not_finite);
-    else s = hdr_read(ctx, c->name, m.hdr, nan_at, not_finite);
-  }
-  if (m.base) ndf__scratch_free(ctx, m.base);
-  return s;
+  return fused_launch(ctx, c, fn, &pb, in, out, (unsigned)grid, 0, &m, seq, nan_at, not_finite, fallback);
 }
 
 /* ---- the bit-sliced rows kernel (ndf_ecc_rows, templates/ecc_rows.cu) --------------------------- */
@@ -966,7 +961,6 @@ static ndf_status ecc_rows(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array
   int64_t nchunks = (nz + mc - 1) / mc;
   const int64_t grid = per * nchunks;
   if (grid > cap) return NDF_OK;
-  const int isfloat = in->dtype == NDF_FLOAT32 || in->dtype == NDF_FLOAT64;
   fused_mem m;
   if ((s = fused_mem_alloc(ctx, nimg, T, grid, &m)) != NDF_OK) return s;
   int64_t ostep = out->strides[nb];
@@ -994,22 +988,7 @@ static ndf_status ecc_rows(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array
   NDF__PUT(&pb, ostep);
   NDF__PUT(&pb, nb);
   NDF__PUT(&pb, pad);
-  ndf__params_put_padded(&pb, nb, in->shape);
-  ndf__params_put_padded(&pb, nb, in->strides);
-  ndf__params_put_padded(&pb, nb, out->shape);
-  ndf__params_put_padded(&pb, nb, out->strides);
-  void *args[] = {pb.b};
-  const CUresult r =
-      ndf__cu(NULL)->cuLaunchCooperativeKernel(fn, (unsigned)grid, 1, 1, 256, 1, 1, dyn, ctx->stream, args);
-  if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE || r == CUDA_ERROR_NOT_SUPPORTED) {
-    ndf__scratch_free(ctx, m.base);
-    return NDF_OK;
-  }
-  *fallback = 0;
-  s = r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, c->name, r);
-  if (s == NDF_OK) s = fused_result(ctx, c->name, isfloat, m.hhost, m.hdr, nan_at, not_finite);
-  ndf__scratch_free(ctx, m.base);
-  return s;
+  return fused_launch(ctx, c, fn, &pb, in, out, (unsigned)grid, dyn, &m, 0, nan_at, not_finite, fallback);
 }
 
 ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out,
