@@ -32,6 +32,15 @@ uint64_t ndf__hash_fnv1a64(const void *data, size_t n, uint64_t seed);
 /* ---- the context --------------------------------------------------------------- */
 typedef struct ndf__module_entry ndf__module_entry;
 typedef struct ndf__table_entry ndf__table_entry;
+/* One kernel of the in-memory table (jit.c); freed with the context (its key
+ * is what the kernel log records). */
+struct ndf__module_entry {
+  ndf__module_entry *next;
+  uint64_t hash;
+  char *key; /* template|kernel|slots: the in-memory key */
+  CUmodule mod;
+  CUfunction fn;
+};
 
 struct ndf_ctx {
   ndf_ctx_options opt;

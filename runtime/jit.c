@@ -15,14 +15,6 @@
 #include "internal.h"
 #include "templates.generated.h"
 
-struct ndf__module_entry {
-  ndf__module_entry *next;
-  uint64_t hash;
-  char *key; /* template|kernel|slots: the in-memory key */
-  CUmodule mod;
-  CUfunction fn;
-};
-
 /* NVRTC options every kernel is compiled with (part of the disk key). */
 static const char *const base_options[] = {"--std=c++17", "-DNDEBUG", "--device-as-default-execution-space"};
 #define NBASE_OPTIONS ((int)(sizeof base_options / sizeof base_options[0]))

@@ -2,10 +2,11 @@
  * test_kernel_log.c -- the kernel log (ADR 0010) without a GPU (white box):
  * the public queries on a CPU context and after CPU ops (nothing is
  * launched), the ring through ndf__klog_key (numbering, the entries that
- * leave it, out-of-range and NULL queries), a launch of a function no module
- * entry holds, and testutil's spec matching and text on those entries.  The
- * look-up of a real CUfunction is covered by the GPU tests' assertions
- * (tu_klog_check), which need a device.
+ * leave it, out-of-range and NULL queries), the look-up of launched functions
+ * in the kernel table (entries made by hand, fake CUfunctions: more than the
+ * direct-mapped cache holds) and of a function no entry holds, and
+ * testutil's spec matching and text on those entries.  Real launches are
+ * checked by the GPU tests' assertions (tu_klog_check), which need a device.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -101,6 +102,48 @@ static void test_ring(void **state) {
   ndf_ctx_destroy(ctx);
 }
 
+/* The look-up of a launched function in the context's kernel table (jit.c's
+ * entries, put there by hand: no module is loaded without a device): every
+ * launch logs its own entry's key, also when many functions share a slot of
+ * the direct-mapped cache, and a function of no entry logs "?|?". */
+static void test_lookup(void **state) {
+  (void)state;
+  ndf_ctx *ctx = cpu_ctx();
+  enum { NE = 3 * NDF__KLOG_FN + 5 };
+  static char keys[NE][48];
+  for (int i = 0; i < NE; i++) {
+    ndf__module_entry *e = calloc(1, sizeof *e);
+    assert_non_null(e);
+    snprintf(keys[i], sizeof keys[i], "tpl|ndf_fake%d|I=%d", i % 7, i);
+    e->key = strdup(keys[i]);
+    assert_non_null(e->key);
+    e->fn = (CUfunction)(uintptr_t)(0x10000 + 0x40 * (uintptr_t)i); /* fake, never called */
+    e->next = ctx->modules;
+    ctx->modules = e; /* freed by ndf_ctx_destroy (no module to unload: no CUDA) */
+  }
+  tu_rng r;
+  tu_rng_seed(&r, 11);
+  for (int n = 0; n < 2000; n++) {
+    const int i = (int)tu_rng_int(&r, 0, NE - 1);
+    const uint64_t at = ndf_ctx_kernel_count(ctx);
+    ndf__klog(ctx, (CUfunction)(uintptr_t)(0x10000 + 0x40 * (uintptr_t)i));
+    const char *got = ndf_ctx_kernel_launched(ctx, at);
+    assert_non_null(got);
+    assert_string_equal(got, keys[i]);
+  }
+  const uint64_t at = ndf_ctx_kernel_count(ctx);
+  ndf__klog(ctx, (CUfunction)(uintptr_t)0x8);
+  ndf__klog(ctx, NULL);
+  assert_string_equal(ndf_ctx_kernel_launched(ctx, at), "?|?");
+  assert_string_equal(ndf_ctx_kernel_launched(ctx, at + 1), "?|?");
+  assert_int_equal(tu_klog_count(ctx, at - 100, "ndf_fake3", NULL) + tu_klog_count(ctx, at - 100, "?", NULL) +
+                       tu_klog_count(ctx, at - 100, "ndf_fake0", NULL) + tu_klog_count(ctx, at - 100, "ndf_fake1", NULL) +
+                       tu_klog_count(ctx, at - 100, "ndf_fake2", NULL) + tu_klog_count(ctx, at - 100, "ndf_fake4", NULL) +
+                       tu_klog_count(ctx, at - 100, "ndf_fake5", NULL) + tu_klog_count(ctx, at - 100, "ndf_fake6", NULL),
+                   102);
+  ndf_ctx_destroy(ctx);
+}
+
 /* Spec matching: the entry point exactly, each SLOT=value exactly; the text. */
 static void test_specs(void **state) {
   (void)state;
@@ -137,6 +180,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cpu_ops_log_nothing),
       cmocka_unit_test(test_ring),
+      cmocka_unit_test(test_lookup),
       cmocka_unit_test(test_specs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
