@@ -123,10 +123,16 @@ static const char *expected_kernel(const ecase *c, char *buf, size_t len) {
     if (c->dt == NDF_FLOAT64 || (e && !strcmp(e, "old"))) return "ndf_ecc_pack";
     return nimg * ((sp[1] + 128 * 8 - 1) / (128 * 8)) <= 256 ? "ndf_ecc_strip2" : NULL; /* 8 strips per block */
   }
+  /* NDF_ECC_ROWS: 0 the march, 1..4 ndf_ecc_rows with PF = mode - 1, other values modes this
+   * model does not know (PF not checked); unset: the rows kernel for uint8 / uint16, the march for
+   * floats (or the rows kernel: a default that may follow the volume) */
   e = getenv("NDF_ECC_ROWS");
-  const int rmode = e && e[0] >= '0' && e[0] <= '4' && !e[1] ? e[0] - '0' : c->dt == NDF_UINT8 || c->dt == NDF_UINT16;
+  const int known = e && e[0] >= '0' && e[0] <= '4' && !e[1];
+  const int rmode = known ? e[0] - '0' : e && *e ? -1 : c->dt == NDF_UINT8 || c->dt == NDF_UINT16 ? 1 : -2;
   if (rmode == 0 || c->T > 256) return "ndf_ecc_pack";
   if (nimg * ((sp[1] + 31) / 32) * ((sp[2] + 127) / 128) > 128) return NULL; /* tiles of 32 x 128 */
+  if (rmode == -2) return "ndf_ecc_pack||ndf_ecc_rows";
+  if (rmode == -1) return "ndf_ecc_rows";
   snprintf(buf, len, "ndf_ecc_rows|PF=%d", rmode - 1);
   return buf;
 }

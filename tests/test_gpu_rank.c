@@ -419,7 +419,7 @@ static void test_gpu_rank_tile(void **state) {
         c.pnan = tu_is_float(c.dt) ? (v == 1 ? 0.2 : 0.01) : 0;
         if (c.o.algorithm == NDF_RANK_ALGO_TILE) { /* the first form: pass 2 and the 45 x 45 window */
           const int first = pass == 2 || w[i].size[0] == 45;
-          c.want = first ? "ndf_rank_tile" : rolled ? "ndf_rank_tile2|SORTU=0" : "ndf_rank_tile2|SORTU=1";
+          c.want = first ? "ndf_rank_tile" : rolled ? "ndf_rank_tile2|SORTU=0" : "ndf_rank_tile2";
           c.unwanted = first ? "ndf_rank_tile2" : "ndf_rank_tile";
         }
         snprintf(c.desc, sizeof c.desc, "tile %s case %zu variant %d pass %d%s mode=%s kind=%d rank=%lld pct=%g",
@@ -524,8 +524,12 @@ static void test_gpu_rank_tile2_pipe(void **state) {
     if (c.dt == NDF_FLOAT64) {
       c.unwanted = "ndf_rank_tile2";
     } else {
-      snprintf(c.want_buf, sizeof c.want_buf, "ndf_rank_tile2|PIPE=%c|SORTU=%d", w[i].pipe ? w[i].pipe[0] : '3',
-               w[i].pipe && w[i].pipe[1] == 'r' ? 2 : 1);
+      /* the form the case sets ($NDF_RANK_TILE2_PIPE, $NDF_RANK_TILE2_UNROLL -> slots PIPE, SORTU);
+       * unset: the default, whichever it is */
+      const char *ep = getenv("NDF_RANK_TILE2_PIPE"), *eu = getenv("NDF_RANK_TILE2_UNROLL");
+      int n = snprintf(c.want_buf, sizeof c.want_buf, "ndf_rank_tile2");
+      if (ep) n += snprintf(c.want_buf + n, sizeof c.want_buf - (size_t)n, "|PIPE=%s", ep);
+      if (eu) snprintf(c.want_buf + n, sizeof c.want_buf - (size_t)n, "|SORTU=%s", eu);
       c.want = c.want_buf;
     }
     snprintf(c.desc, sizeof c.desc, "tile2 pipe %s case %zu %lldx%lld kind=%d rank=%lld pct=%g mode=%s nan=%s%s%s",

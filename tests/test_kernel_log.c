@@ -167,6 +167,9 @@ static void test_specs(void **state) {
   assert_int_equal(tu_klog_count(ctx, mark, "ndf_rank|ALGO=0", NULL), 3);
   assert_int_equal(tu_klog_count(ctx, mark, "ndf_rank|ALGO=1", NULL), 0);
   assert_int_equal(tu_klog_count(ctx, mark + 5, "ndf_ecc_pack", NULL), 1);
+  assert_int_equal(tu_klog_count(ctx, mark, "ndf_ecc_rows||ndf_ecc_pack", NULL), 1);
+  assert_int_equal(tu_klog_count(ctx, mark, "ndf_rank|ALGO=1||ndf_rank_tile2|PIPE=3||ndf_ecc_pack", NULL), 2);
+  assert_int_equal(tu_klog_count(ctx, mark, "ndf_rank|ALGO=1||ndf_rank_tile2|PIPE=4", NULL), 0);
   assert_int_equal(tu_klog_check(ctx, mark, "ndf_ecc_pack", 1, "specs"), 0);
   assert_int_equal(tu_klog_check(ctx, mark, "ndf_ecc_rows", 0, "specs"), 0);
   assert_int_equal(tu_klog_check(ctx, mark, "ndf_ecc_rows", 1, "specs (expected to fail)"), 1);

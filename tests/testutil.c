@@ -908,7 +908,7 @@ static int klog_has_piece(const char *key, const char *piece, size_t n) {
   return 0;
 }
 
-static int klog_match(const char *key, const char *spec) {
+static int klog_match1(const char *key, const char *spec) {
   size_t kl;
   const char *k = klog_kernel(key, &kl);
   const char *bar = strchr(spec, '|');
@@ -921,6 +921,22 @@ static int klog_match(const char *key, const char *spec) {
     if (n && !klog_has_piece(key, piece, n)) return 0;
   }
   return 1;
+}
+
+/* spec: alternatives "a||b||..." (each "kernel|SLOT=value|..."): any one matching. */
+static int klog_match(const char *key, const char *spec) {
+  char alt[512];
+  for (const char *a = spec;;) {
+    const char *e = strstr(a, "||");
+    const size_t n = e ? (size_t)(e - a) : strlen(a);
+    if (n < sizeof alt) {
+      memcpy(alt, a, n);
+      alt[n] = '\0';
+      if (klog_match1(key, alt)) return 1;
+    }
+    if (!e) return 0;
+    a = e + 2;
+  }
 }
 
 long tu_klog_count(const ndf_ctx *ctx, uint64_t mark, const char *spec, long *lost) {

@@ -274,7 +274,9 @@ int tu_dev_check(ndf_ctx *ctx, const char *desc, const char *what, const tu_dev 
 /* The kernel log (ndf_ctx_kernel_count / ndf_ctx_kernel_launched, ADR 0010):
  * which kernels a GPU call launched.  A spec names one specialization:
  * "kernel" (the entry point, e.g. "ndf_ecc_rows") optionally followed by
- * "|SLOT=value" pieces that must all hold (e.g. "ndf_rank_tile2|PIPE=3").
+ * "|SLOT=value" pieces that must all hold (e.g. "ndf_rank_tile2|PIPE=3");
+ * alternatives separated by "||" match when any one does
+ * ("ndf_ecc_pack||ndf_ecc_rows").
  * Take a mark (tu_klog_mark) before the call, check after it. */
 uint64_t tu_klog_mark(const ndf_ctx *ctx);
 /* Launches matching spec since mark (among the entries still in the log);
