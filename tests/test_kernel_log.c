@@ -173,6 +173,9 @@ static void test_specs(void **state) {
   assert_int_equal(tu_klog_check(ctx, mark, "ndf_ecc_pack", 1, "specs"), 0);
   assert_int_equal(tu_klog_check(ctx, mark, "ndf_ecc_rows", 0, "specs"), 0);
   assert_int_equal(tu_klog_check(ctx, mark, "ndf_ecc_rows", 1, "specs (expected to fail)"), 1);
+  setenv("NDF_TEST_KLOG", "warn", 1);
+  assert_int_equal(tu_klog_check(ctx, mark, "ndf_ecc_rows", 1, "specs (expected to warn)"), 0);
+  unsetenv("NDF_TEST_KLOG");
   char text[512];
   assert_string_equal(tu_klog_text(ctx, mark + 1, text, sizeof text),
                       "ndf_rank_tile2|T=float|PIPE=31|UNROLL=1, ndf_rank|T=uint8_t|ALGO=0 x3, ndf_ecc_pack|T=float");

@@ -995,8 +995,10 @@ int tu_klog_check(const ndf_ctx *ctx, uint64_t mark, const char *spec, int want_
   const long n = tu_klog_count(ctx, mark, spec, &lost);
   if (want_ran ? n > 0 : n == 0 && lost == 0) return 0;
   char text[2048];
-  printf("%s: expected %s %s; launched: %s\n", desc, spec,
-         want_ran ? "to run" : lost ? "not to run (some launches left the log)" : "not to run",
+  const char *mode = getenv("NDF_TEST_KLOG");
+  const int warn = mode && strcmp(mode, "warn") == 0;
+  printf("%s%s: expected %s %s; launched: %s\n", warn ? "kernel log (warning only, NDF_TEST_KLOG=warn): " : "",
+         desc, spec, want_ran ? "to run" : lost ? "not to run (some launches left the log)" : "not to run",
          tu_klog_text(ctx, mark, text, sizeof text));
-  return 1;
+  return !warn;
 }

@@ -287,8 +287,10 @@ long tu_klog_count(const ndf_ctx *ctx, uint64_t mark, const char *spec, long *lo
  * values, repeats folded ("ndf_bin_step|OP=1 x12"); buf is returned. */
 const char *tu_klog_text(const ndf_ctx *ctx, uint64_t mark, char *buf, size_t len);
 /* 0 when spec launched since mark (want_ran 1) or did not (want_ran 0); else
- * 1 after printing "DESC: expected ... ran/not ran; launched: ..." (a kernel
- * that must not run but may have left the log counts as a failure). */
+ * 1 after printing "DESC: expected ... to run / not to run; launched: ..." (a
+ * kernel that must not run but may have left the log counts as a failure).
+ * $NDF_TEST_KLOG=warn: printed, but 0 (the GPU tests then check the outputs
+ * only, as before the kernel log). */
 int tu_klog_check(const ndf_ctx *ctx, uint64_t mark, const char *spec, int want_ran, const char *desc);
 
 #endif
