@@ -1,4 +1,5 @@
-# ecc_splice.py -- what the ecc_*_emu_splice.py scripts share: reading the templates, cutting a
+# ecc_splice.py -- what the ecc_*_emu_splice.py scripts share (used by the brick and pack splices;
+# the rows and strip2 splices, edited by other branches in session 8, can move to it after the merge): reading the templates, cutting a
 # kernel's section out of templates/ecc.cu (from its '// ---- ' title line to the next one, so a
 # kernel added after it is not dragged in), the header struct and the fused launch's phases of
 # templates/ndf_ecc_fused.cuh, and mapping __shared__ declarations onto the emulators' per-block
