@@ -181,12 +181,13 @@ static void edt_expect(const dcase *c, const char **want, const char **nots) {
   const char *rows = getenv("NDF_EDT_ROWS"), *lines = getenv("NDF_EDT_LINES"), *merge = getenv("NDF_EDT_MERGE");
   const char *search = getenv("NDF_EDT_SEARCH"), *w = getenv("NDF_EDT_W"), *srows = getenv("NDF_EDT_SROWS");
   const int off = (search && !strcmp(search, "0")) || rows || lines || merge || (w && !strcmp(w, "double"));
-  double smax = 0, wmax = 0;
+  double smax = 0, wmax = 0, slast = 1.0;
   int integer = 1, inside = nsp >= 2 && c->shape[nb] <= 16384 && c->shape[c->nd - 1] <= 4000;
   for (int d = 0; d < nsp; d++) {
     const double sd = c->o.nsampling == 0 ? 1.0 : c->o.sampling[c->o.nsampling == 1 ? 0 : d];
     integer &= sd >= 1.0 && sd <= 1048576.0 && sd == (double)(int64_t)sd;
     const double e = (double)c->shape[nb + d] * sd;
+    if (d == nsp - 1) slast = sd;
     smax = e > smax ? e : smax;
     wmax += e * e;
     if (d > 0 && d < nsp - 1) inside &= c->shape[nb + d] <= 500;
@@ -196,7 +197,10 @@ static void edt_expect(const dcase *c, const char **want, const char **nots) {
     nots[nn++] = "ndf_edt_sfirst";
   } else if (exact && wmax < 1073741824.0 && inside) {
     want[nw++] = "ndf_edt_sfirst";
-    want[nw++] = c->want_idx || (srows && !strcmp(srows, "old")) ? "ndf_edt_srows" : "ndf_edt_sdrows";
+    /* the last pass: ndf_edt_sdrows without indices where ((n + 8) s)^2 < 2^30 (edt_sdist), else ndf_edt_srows */
+    const double el = ((double)c->shape[c->nd - 1] + 8) * slast;
+    const int sd = !c->want_idx && !(srows && !strcmp(srows, "old")) && el * el < 1073741824.0;
+    want[nw++] = sd ? "ndf_edt_sdrows" : "ndf_edt_srows";
   }
   if (rows && !strcmp(rows, "tile") && nsp >= 2) {
     want[nw++] = "ndf_edt_rows";
