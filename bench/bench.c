@@ -1230,6 +1230,7 @@ typedef struct result {
   int reps, nbuf, gated;
   const char *check; /* "ok", "skipped", "disabled", "n/a" */
   char error[512];
+  char kernels[512]; /* the cold call's launches (kernel log): entry points in order, repeats as *N */
 } result;
 
 typedef struct run_state {
@@ -1353,13 +1354,46 @@ static int upload_first(run_state *st)
 }
 
 /* cold: the first call of the context, host clock around call + synchronize. */
+/* The kernels launched on c since mark (the context's kernel log, docs/adr/0010-kernel-log.md):
+ * their entry points in launch order, a run of one repeated as "name*N", "?" for launches that
+ * left the log. */
+static void kernels_since(const ndf_ctx *c, uint64_t mark, char *buf, size_t len)
+{
+  const uint64_t end = ndf_ctx_kernel_count(c);
+  size_t w = 0;
+  char prev[128] = "";
+  long rep = 0;
+  buf[0] = '\0';
+  for (uint64_t i = mark; i <= end && w < len; i++) {
+    char cur[128] = "?";
+    const char *k = i < end ? ndf_ctx_kernel_launched(c, i) : NULL;
+    if (k) {
+      const char *a = strchr(k, '|');
+      a = a ? a + 1 : k;
+      const char *b = strchr(a, '|');
+      snprintf(cur, sizeof cur, "%.*s", (int)(b ? (size_t)(b - a) : strlen(a)), a);
+    }
+    if (i < end && rep && strcmp(cur, prev) == 0) {
+      rep++;
+      continue;
+    }
+    if (rep) w += (size_t)snprintf(buf + w, len - w, "%s%s", w ? " " : "", prev);
+    if (rep > 1 && w < len) w += (size_t)snprintf(buf + w, len - w, "*%ld", rep);
+    if (i == end) break;
+    snprintf(prev, sizeof prev, "%s", cur);
+    rep = 1;
+  }
+}
+
 static int time_cold(run_state *st, result *r)
 {
+  const uint64_t mark = ndf_ctx_kernel_count(st->ctx);
   double t0 = now_ms();
   ndf_status s = run_op(st->ctx, st->w, &st->din[0], &st->dout[0], &st->g);
   if (s == NDF_OK) s = ndf_ctx_synchronize(st->ctx);
   double t1 = now_ms();
   if (s != NDF_OK) return ndf_fail(st->ctx, op_name(st->w->op), s);
+  kernels_since(st->ctx, mark, r->kernels, sizeof r->kernels);
   r->cold_ms = t1 - t0;
   ndf_cache_stats cs;
   ndf_ctx_cache_stats(st->ctx, &cs);
@@ -1794,6 +1828,7 @@ static void print_json(const workload *w, const result *r, const char *device, c
   if (isfinite(r->warm_ms))
     put_str(&s, "warm_timing", r->gated ? "events, calls queued behind a gate" : "events, one call at a time");
   put_str(&s, "check", r->check);
+  if (r->kernels[0]) put_str(&s, "kernels", r->kernels);
   if (r->error[0]) put_str(&s, "error", r->error);
   put(&s, "}\n");
   fputs(s.b, stdout);

@@ -36,7 +36,9 @@ ndf_status ndf__launch(ndf_ctx *ctx, const char *name, CUfunction fn, unsigned g
                        unsigned smem, void *params) {
   void *args[] = {params};
   CUresult r = ndf__cu(NULL)->cuLaunchKernel(fn, grid, 1, 1, bx, by, 1, smem, ctx->stream, args, NULL);
-  return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, name, r);
+  if (r != CUDA_SUCCESS) return ndf__cuda_error(ctx, name, r);
+  ndf__klog(ctx, fn);
+  return NDF_OK;
 }
 
 ndf_status ndf__ctx_bind(ndf_ctx *ctx) {

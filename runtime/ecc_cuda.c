@@ -335,6 +335,7 @@ static ndf_status hist_launch2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_a
       *f->too_large = 1;
       return NDF_OK;
     }
+    if (r == CUDA_SUCCESS) ndf__klog(ctx, fn);
     return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, c->name, r);
   }
   return ndf__launch(ctx, c->name, fn, (unsigned)g->items, 256, 1, dyn, pb.b);
@@ -660,6 +661,7 @@ static ndf_status fused_launch(ndf_ctx *ctx, const ndf__ecc_call *c, CUfunction 
     return NDF_OK;
   }
   *fallback = 0;
+  if (r == CUDA_SUCCESS) ndf__klog(ctx, fn);
   ndf_status s = r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, c->name, r);
   if (s == NDF_OK && isfloat && seq && m->hhost) s = strip2_wait(ctx, c->name, m->hhost, seq, nan_at, not_finite);
   else if (s == NDF_OK) s = fused_result(ctx, c->name, isfloat, m->hhost, m->hdr, nan_at, not_finite);

@@ -32,6 +32,15 @@ uint64_t ndf__hash_fnv1a64(const void *data, size_t n, uint64_t seed);
 /* ---- the context --------------------------------------------------------------- */
 typedef struct ndf__module_entry ndf__module_entry;
 typedef struct ndf__table_entry ndf__table_entry;
+/* One kernel of the in-memory table (jit.c); freed with the context (its key
+ * is what the kernel log records). */
+struct ndf__module_entry {
+  ndf__module_entry *next;
+  uint64_t hash;
+  char *key; /* template|kernel|slots: the in-memory key */
+  CUmodule mod;
+  CUfunction fn;
+};
 
 struct ndf_ctx {
   ndf_ctx_options opt;
@@ -64,6 +73,18 @@ struct ndf_ctx {
    * calls (stream-ordered), grown when too small, freed with the context */
   CUdeviceptr ecc_ws;
   size_t ecc_ws_bytes;
+  /* jit.c: the kernel log (ADR 0010): the in-memory keys of the last
+   * NDF__KLOG launches (launch i at klog[i % NDF__KLOG]), klog_count launches
+   * in all, and a direct-mapped CUfunction -> key cache for the lookup; all
+   * under lock.  The keys are the module entries', freed with the context. */
+#define NDF__KLOG 256
+#define NDF__KLOG_FN 64
+  const char *klog[NDF__KLOG];
+  uint64_t klog_count;
+  struct {
+    CUfunction fn;
+    const char *key;
+  } klog_fn[NDF__KLOG_FN];
 };
 
 /* Makes the context's CUDA context current on the calling thread. */
@@ -77,6 +98,13 @@ unsigned ndf__grid(const ndf_ctx *ctx, int64_t blocks, int per_sm);
  * taking its parameters as one struct); a failure is reported under name. */
 ndf_status ndf__launch(ndf_ctx *ctx, const char *name, CUfunction fn, unsigned grid, unsigned bx, unsigned by,
                        unsigned smem, void *params);
+/* The kernel log (jit.c, ADR 0010): records a launch of fn (a function from
+ * ndf__jit_get) that the driver accepted.  ndf__launch calls it; a launch
+ * made directly through the driver API (cooperative launches) must call it
+ * after its cuLaunch* succeeded.  ndf__klog_key records a key as is
+ * (white-box tests). */
+void ndf__klog(ndf_ctx *ctx, CUfunction fn);
+void ndf__klog_key(ndf_ctx *ctx, const char *key);
 
 /* ---- pool.c: stream-ordered scratch and cached device tables ---------------------- */
 ndf_status ndf__scratch_alloc(ndf_ctx *ctx, size_t bytes, CUdeviceptr *out);

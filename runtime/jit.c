@@ -15,14 +15,6 @@
 #include "internal.h"
 #include "templates.generated.h"
 
-struct ndf__module_entry {
-  ndf__module_entry *next;
-  uint64_t hash;
-  char *key; /* template|kernel|slots: the in-memory key */
-  CUmodule mod;
-  CUfunction fn;
-};
-
 /* NVRTC options every kernel is compiled with (part of the disk key). */
 static const char *const base_options[] = {"--std=c++17", "-DNDEBUG", "--device-as-default-execution-space"};
 #define NBASE_OPTIONS ((int)(sizeof base_options / sizeof base_options[0]))
@@ -527,4 +519,56 @@ void ndf__jit_release(ndf_ctx *ctx) {
     free(e);
     e = next;
   }
+}
+
+/* ---- the kernel log (ADR 0010) ------------------------------------------------ */
+/* Always on: per launch one uncontended lock, a direct-mapped lookup of fn
+ * (a list walk on a miss: the context's first launch of fn) and one pointer
+ * store into a fixed ring; nothing is allocated. */
+static const char *const klog_unknown = "?|?"; /* a function no module entry holds (never expected) */
+
+static void klog_put(ndf_ctx *ctx, const char *key) {
+  ctx->klog[ctx->klog_count % NDF__KLOG] = key;
+  ctx->klog_count++;
+}
+
+void ndf__klog_key(ndf_ctx *ctx, const char *key) {
+  pthread_mutex_lock(&ctx->lock);
+  klog_put(ctx, key ? key : klog_unknown);
+  pthread_mutex_unlock(&ctx->lock);
+}
+
+void ndf__klog(ndf_ctx *ctx, CUfunction fn) {
+  const unsigned slot = (unsigned)(((uintptr_t)fn >> 4) * 0x9E3779B1u >> 8) % NDF__KLOG_FN;
+  pthread_mutex_lock(&ctx->lock);
+  const char *key = NULL;
+  if (ctx->klog_fn[slot].fn == fn && fn) {
+    key = ctx->klog_fn[slot].key;
+  } else {
+    for (ndf__module_entry *e = ctx->modules; e; e = e->next)
+      if (e->fn == fn) {
+        key = e->key;
+        ctx->klog_fn[slot].fn = fn;
+        ctx->klog_fn[slot].key = key;
+        break;
+      }
+  }
+  klog_put(ctx, key ? key : klog_unknown);
+  pthread_mutex_unlock(&ctx->lock);
+}
+
+uint64_t ndf_ctx_kernel_count(const ndf_ctx *ctx) {
+  if (!ctx) return 0;
+  pthread_mutex_lock((pthread_mutex_t *)&ctx->lock);
+  uint64_t n = ctx->klog_count;
+  pthread_mutex_unlock((pthread_mutex_t *)&ctx->lock);
+  return n;
+}
+
+const char *ndf_ctx_kernel_launched(const ndf_ctx *ctx, uint64_t i) {
+  if (!ctx) return NULL;
+  pthread_mutex_lock((pthread_mutex_t *)&ctx->lock);
+  const char *k = i < ctx->klog_count && ctx->klog_count - i <= NDF__KLOG ? ctx->klog[i % NDF__KLOG] : NULL;
+  pthread_mutex_unlock((pthread_mutex_t *)&ctx->lock);
+  return k;
 }

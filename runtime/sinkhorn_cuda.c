@@ -421,7 +421,9 @@ static CUresult dense_launch(const ndf__sk_cuda *g, int phase) {
     gy = (unsigned)((g->n + SKD_NB - 1) / SKD_NB);
   }
   void *args[] = {pb.b};
-  return ndf__cu(NULL)->cuLaunchKernel(g->fnd, gx, gy, 1, SKD_ROWS * 32, 1, 1, 0, g->ctx->stream, args, NULL);
+  const CUresult r = ndf__cu(NULL)->cuLaunchKernel(g->fnd, gx, gy, 1, SKD_ROWS * 32, 1, 1, 0, g->ctx->stream, args, NULL);
+  if (r == CUDA_SUCCESS) ndf__klog(g->ctx, g->fnd);
+  return r;
 }
 
 /* k iterations, then a check. */
@@ -514,6 +516,7 @@ ndf_status ndf__sk_cuda_solve(ndf__sk_cuda *g, const double *A, const double *B,
           if ((s = cluster_fallback(g)) != NDF_OK) return s;
           continue;
         }
+        ndf__klog(ctx, g->fncl);
       } else if (!g->fn) {
         return ndf__error(ctx, NDF_EINTERNAL, "%s: no kernel", OP_SOLVE);
       } else if ((s = ndf__launch(ctx, OP_SOLVE, g->fn, (unsigned)g->n, SK_THREADS, 1, g->smem, pb.b)) != NDF_OK) {

@@ -60,6 +60,7 @@ typedef struct bcase {
   ndf_hit_or_miss_options h;
   tu_array st, st2, mask; /* mask.arr.data NULL: none */
   double density;
+  const char *want, *unwanted; /* kernel log specs (tu_klog_check) a successful GPU call must / must not launch */
   char desc[640];
 } bcase;
 
@@ -278,7 +279,9 @@ static int run_case(gpu_state *s, bcase *c, tu_rng *r, const ndf_array *given_in
   out_desc.dtype = c->out_dt;
   assert_int_equal(tu_array_like(&cpu_out, &out_desc, TU_LAYOUT_C, r), 0);
   const ndf_array *cmask = c->mask.arr.data ? &c->mask.arr : NULL;
+  const uint64_t cpu_mark = tu_klog_mark(ctx);
   ndf_status rc = call_op(ctx, c, &in.arr, &cpu_out.arr, cmask);
+  const int cpu_launched = tu_klog_mark(ctx) != cpu_mark; /* the CPU backend launches no kernel */
   char cpu_msg[1024];
   snprintf(cpu_msg, sizeof cpu_msg, "%s", rc == NDF_OK ? "" : ndf_errmsg(ctx));
 
@@ -293,6 +296,7 @@ static int run_case(gpu_state *s, bcase *c, tu_rng *r, const ndf_array *given_in
   }
   assert_int_equal(ndf_ctx_synchronize(ctx), NDF_OK);
   double t0 = tu_now_ms();
+  const uint64_t mark = tu_klog_mark(ctx);
   ndf_status rg = call_op(ctx, c, &din.arr, &dout.arr, cmask ? &dmask.arr : NULL);
   char gpu_msg[1024];
   snprintf(gpu_msg, sizeof gpu_msg, "%s", rg == NDF_OK ? "" : ndf_errmsg(ctx));
@@ -312,6 +316,12 @@ static int run_case(gpu_state *s, bcase *c, tu_rng *r, const ndf_array *given_in
       printf("GPU wrote the output (byte %lld) of a rejected call (%s):\n  %s\n", (long long)p, gpu_msg, c->desc);
       result = -1;
     }
+  } else if (cpu_launched) {
+    printf("the CPU call launched kernels:\n  %s\n", c->desc);
+    result = -1;
+  } else if ((c->want && tu_klog_check(ctx, mark, c->want, 1, c->desc)) ||
+             (c->unwanted && tu_klog_check(ctx, mark, c->unwanted, 0, c->desc))) {
+    result = -1;
   } else {
     char msg[2048];
     int64_t bad = tu_compare(&cpu_out.arr, &hout.arr, msg, sizeof msg);
@@ -354,6 +364,7 @@ static void test_gpu_random_cases(void **state) {
      * the others compile the structure in (binary_fstep.cu). */
     const int table = i % 3 == 2;
     if (table) setenv("NDF_BINARY_FIXED_TAPS", "0", 1);
+    if (table) c.unwanted = "ndf_bin_fstep";
     if (run_case(s, &c, &r, NULL, NULL) != 0) {
       printf("  (random case %ld, %s steps)\n", i, table ? "table" : "compiled");
       failed++;
@@ -467,6 +478,15 @@ static void test_gpu_paths(void **state) {
         break;
       }
     }
+    /* the kernel each case is about (ndf_binary_*: flood fills, components, taps compiled in or on the table) */
+    switch (v) {
+      case 0: case 12: c.want = "ndf_bin_fstep"; break;
+      case 2: case 10: c.want = "ndf_bin_flood"; break;
+      case 6: c.want = "ndf_ccl"; break;
+      case 11: c.want = "ndf_bin_step|INPLACE=1"; break;
+      case 13: c.want = "ndf_bin_step|INPLACE=0"; c.unwanted = "ndf_bin_fstep"; break;
+      default: break;
+    }
     snprintf(c.desc, sizeof c.desc, "path case %d (%s)", v, op_names[c.op]);
     if (run_case(s, &c, &r, path.arr.data ? &path.arr : NULL, NULL) != 0) failed++;
     tu_array_free(&path);
@@ -563,6 +583,8 @@ static void test_gpu_flood(void **state) {
     setenv("NDF_FLOOD_BATCH", v % 2 ? "1" : "8", 1);
     char sh[128];
     shape_text(c.shape, c.nd, sh, sizeof sh);
+    c.want = "ndf_bin_flood";
+    c.unwanted = "ndf_ccl";
     snprintf(c.desc, sizeof c.desc, "flood case %d: %s shape=%s batch=%d %s kind=%d border=%d mask=%s K=%s TZ=%s", v,
              op_names[c.op], sh, c.batch, full ? "full" : "cross", kind, c.o.border_value,
              c.mask.arr.data ? "yes" : "none", v % 3 == 1 ? "1" : "2", tzs[v % 5]);

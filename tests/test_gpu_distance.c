@@ -167,6 +167,53 @@ static void idx_shape(const dcase *c, int64_t *sh) {
   for (int d = c->batch; d < c->nd; d++) sh[d + 1] = c->shape[d];
 }
 
+/* The kernels runtime/distance_cuda.c must (want) and must not (nots)
+ * launch for an edt case under the current environment (the kernel log
+ * checks them; NULL-terminated lists): the search path (ndf_edt_sfirst, then
+ * ndf_edt_sdrows / ndf_edt_srows last) where edt_search_plan takes it --
+ * claimed only well inside its limits (middle axes up to 500, the last up to
+ * 4000) -- and never under the envelope kernels' switches; the switches' own
+ * kernels (NDF_EDT_ROWS=tile: ndf_edt_rows, =warp: ndf_edt_wrows for rows up
+ * to 1500; NDF_EDT_LINES=thread: ndf_edt_lines). */
+static void edt_expect(const dcase *c, const char **want, const char **nots) {
+  int nw = 0, nn = 0;
+  const int nsp = c->nsp, nb = c->batch;
+  const char *rows = getenv("NDF_EDT_ROWS"), *lines = getenv("NDF_EDT_LINES"), *merge = getenv("NDF_EDT_MERGE");
+  const char *search = getenv("NDF_EDT_SEARCH"), *w = getenv("NDF_EDT_W"), *srows = getenv("NDF_EDT_SROWS");
+  const int off = (search && !strcmp(search, "0")) || rows || lines || merge || (w && !strcmp(w, "double"));
+  double smax = 0, wmax = 0, slast = 1.0;
+  int integer = 1, inside = nsp >= 2 && c->shape[nb] <= 16384 && c->shape[c->nd - 1] <= 4000;
+  for (int d = 0; d < nsp; d++) {
+    const double sd = c->o.nsampling == 0 ? 1.0 : c->o.sampling[c->o.nsampling == 1 ? 0 : d];
+    integer &= sd >= 1.0 && sd <= 1048576.0 && sd == (double)(int64_t)sd;
+    const double e = (double)c->shape[nb + d] * sd;
+    if (d == nsp - 1) slast = sd;
+    smax = e > smax ? e : smax;
+    wmax += e * e;
+    if (d > 0 && d < nsp - 1) inside &= c->shape[nb + d] <= 500;
+  }
+  const int exact = integer && 4.0 * smax * (wmax + smax * smax) < 4503599627370496.0;
+  if (off) {
+    nots[nn++] = "ndf_edt_sfirst";
+  } else if (exact && wmax < 1073741824.0 && inside) {
+    want[nw++] = "ndf_edt_sfirst";
+    /* the last pass: ndf_edt_sdrows without indices where ((n + 8) s)^2 < 2^30 (edt_sdist), else ndf_edt_srows */
+    const double el = ((double)c->shape[c->nd - 1] + 8) * slast;
+    const int sd = !c->want_idx && !(srows && !strcmp(srows, "old")) && el * el < 1073741824.0;
+    want[nw++] = sd ? "ndf_edt_sdrows" : "ndf_edt_srows";
+  }
+  if (rows && !strcmp(rows, "tile") && nsp >= 2) {
+    want[nw++] = "ndf_edt_rows";
+    nots[nn++] = "ndf_edt_wrows";
+  }
+  if (rows && !strcmp(rows, "warp") && nsp >= 2 && c->shape[c->nd - 1] <= 1500) want[nw++] = "ndf_edt_wrows";
+  if (lines && !strcmp(lines, "thread") && nsp >= 3) {
+    want[nw++] = "ndf_edt_lines";
+    nots[nn++] = "ndf_edt_wlines";
+  }
+  want[nw] = nots[nn] = NULL;
+}
+
 /* Runs one case on both backends; returns 0 when the GPU matches the CPU. */
 static int run_case(ndf_ctx *ctx, const dcase *c, tu_rng *r, double *gpu_ms) {
   int rc = -1;
@@ -201,12 +248,21 @@ static int run_case(ndf_ctx *ctx, const dcase *c, tu_rng *r, double *gpu_ms) {
   if (c->want_dist) tu_dev_upload(ctx, &dd, &gd); /* poisoned buffers */
   if (c->want_idx) tu_dev_upload(ctx, &di, &gi);
   double t0 = tu_now_ms();
+  const uint64_t mark = tu_klog_mark(ctx);
   s = ndf_distance_transform_edt(ctx, &din.arr, c->want_dist ? &dd.arr : NULL, c->want_idx ? &di.arr : NULL, &c->o);
   if (s == NDF_OK) s = ndf_ctx_synchronize(ctx);
   if (gpu_ms) *gpu_ms = tu_now_ms() - t0;
   if (s != NDF_OK) {
     printf("%s: GPU: %s %s\n", c->desc, ndf_status_name(s), ndf_errmsg(ctx));
     goto done;
+  }
+  if (n > 0) {
+    const char *want[8], *nots[8];
+    edt_expect(c, want, nots);
+    int bad = 0;
+    for (int k = 0; want[k]; k++) bad |= tu_klog_check(ctx, mark, want[k], 1, c->desc);
+    for (int k = 0; nots[k]; k++) bad |= tu_klog_check(ctx, mark, nots[k], 0, c->desc);
+    if (bad) goto done;
   }
   if (c->want_dist && tu_dev_check(ctx, c->desc, "distances", &dd, &gd, &cd.arr)) goto done;
   if (c->want_idx && tu_dev_check(ctx, c->desc, "indices", &di, &gi, &ci.arr)) goto done;

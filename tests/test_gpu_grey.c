@@ -493,6 +493,7 @@ static void run_box_env(ndf_ctx *ctx, gcase *c, const tu_array *hin, tu_array *h
   tu_dev din, dout;
   tu_dev_upload(ctx, &din, hin);
   tu_dev_upload(ctx, &dout, hout);
+  const uint64_t mark = tu_klog_mark(ctx);
   ndf_status rg = tu_op_call(ctx, c->op, &din.arr, &dout.arr, &c->o);
   ndf_status rs = ndf_ctx_synchronize(ctx);
   if (rg != NDF_OK || rs != NDF_OK)
@@ -500,6 +501,35 @@ static void run_box_env(ndf_ctx *ctx, gcase *c, const tu_array *hin, tu_array *h
            ndf_status_name(rg), ndf_status_name(rs), ndf_errmsg(ctx), c->desc);
   assert_int_equal(rg, NDF_OK);
   assert_int_equal(rs, NDF_OK);
+  { /* the kernels each setting is about ran (the kernel log): a setting that fell back
+     * silently would make the bit-for-bit comparisons compare a kernel with itself */
+    const char *want[4] = {NULL}, *nots[5] = {NULL};
+    int nw = 0, nn = 0, fused = 1, last_k = 0, other_k = 0;
+    for (int d = 0; d < c->nsp; d++) {
+      const int64_t k = c->o.footprint ? c->o.footprint->shape[d] : c->o.size[c->o.nsize == 1 ? 0 : d];
+      if (c->nsp - d <= 3 && k > 7) fused = 0; /* the fused box kernel: extents <= 7 on the last three axes */
+      if (d == c->nsp - 1) last_k = k > 1;
+      else other_k |= k > 1;
+    }
+    const int wide = ndf_dtype_size(c->dt) > 4; /* grey_boxd: elements up to 4 bytes */
+    if (!box && fused) want[nw++] = wide ? "ndf_grey_box" : "ndf_grey_boxd";
+    if (box && !strcmp(box, "classic")) {
+      if (fused) want[nw++] = "ndf_grey_box";
+      nots[nn++] = "ndf_grey_boxd", nots[nn++] = "ndf_grey_linew", nots[nn++] = "ndf_grey_linev";
+      nots[nn++] = "ndf_grey_lined";
+    }
+    if (box && !strcmp(box, "lines") && fused && (last_k || other_k)) {
+      if (last_k) want[nw++] = "ndf_grey_linew";
+      if (other_k) want[nw++] = "ndf_grey_linev";
+      nots[nn++] = "ndf_grey_boxd", nots[nn++] = "ndf_grey_box";
+    }
+    if (box && !strcmp(box, "lined")) nots[nn++] = "ndf_grey_linew", nots[nn++] = "ndf_grey_linev";
+    int bad = 0;
+    for (int k = 0; k < nw; k++) bad |= tu_klog_check(ctx, mark, want[k], 1, c->desc);
+    for (int k = 0; k < nn; k++) bad |= tu_klog_check(ctx, mark, nots[k], 0, c->desc);
+    if (bad) printf("  (NDF_GREY_BOX=%s RY=%d)\n", box ? box : "(unset)", ry);
+    assert_int_equal(bad, 0);
+  }
   tu_dev_download(ctx, &dout, hout);
   tu_dev_free(ctx, &din);
   tu_dev_free(ctx, &dout);

@@ -49,6 +49,9 @@ typedef struct rcase {
   ndf_rank_options o;
   tu_array fp;
   double pnan; /* NaN probability of the input (floats) */
+  /* kernel log specs (tu_klog_check) the GPU call must / must not launch; NULL: not checked */
+  const char *want, *unwanted;
+  char want_buf[64];
   char desc[512];
 } rcase;
 
@@ -155,6 +158,10 @@ static void draw_case(rcase *c, tu_rng *r) {
   for (int i = 0; i < c->nsp - 2; i++) tile_ok = tile_ok && es[i] == 1;
   if (tile_ok && tu_rng_chance(r, 0.3)) c->o.algorithm = NDF_RANK_ALGO_TILE;
   c->o.batch_dims = c->batch;
+  /* the kernel of a forced algorithm (AUTO's choice is not checked here) */
+  if (c->o.algorithm == NDF_RANK_ALGO_SELECT) c->want = "ndf_rank|ALGO=1";
+  else if (c->o.algorithm == NDF_RANK_ALGO_HISTOGRAM) c->want = "ndf_rank_hist";
+  else if (c->o.algorithm == NDF_RANK_ALGO_TILE) c->unwanted = "ndf_rank"; /* either form of the tile */
   char sh[96], el[96], org[96] = "0";
   size_t w = 0;
   for (int i = 0; i < c->nd; i++) w += (size_t)snprintf(sh + w, sizeof sh - w, "%s%lld", i ? "x" : "", (long long)c->shape[i]);
@@ -193,9 +200,11 @@ static int run_case(gpu_state *s, rcase *c, tu_rng *r, int in_layout, int out_la
   tu_dev din, dout;
   tu_dev_upload(ctx, &din, &hin);
   tu_dev_upload(ctx, &dout, &hout);
+  const uint64_t mark = tu_klog_mark(ctx);
   ndf_status rg = call(ctx, c, &din.arr, &dout.arr, &c->o);
   ndf_status rs = ndf_ctx_synchronize(ctx);
   int result = 0;
+  const int sized = ndf_array_size(&in.arr) > 0;
   if (rg != NDF_OK || rs != NDF_OK) {
     printf("GPU run failed: %s / sync %s: %s\n  %s\n", ndf_status_name(rg), ndf_status_name(rs), ndf_errmsg(ctx),
            c->desc);
@@ -210,6 +219,9 @@ static int run_case(gpu_state *s, rcase *c, tu_rng *r, int in_layout, int out_la
       result = -1;
     } else if (tu_check_gaps(&hout) >= 0) {
       printf("GPU wrote outside the output's elements:\n  %s\n", c->desc);
+      result = -1;
+    } else if (sized && ((c->want && tu_klog_check(ctx, mark, c->want, 1, c->desc)) ||
+                         (c->unwanted && tu_klog_check(ctx, mark, c->unwanted, 0, c->desc)))) {
       result = -1;
     }
   }
@@ -287,6 +299,8 @@ static void test_gpu_rank_every_dtype_and_mode(void **state) {
         c.o.batch_dims = 1;
         c.o.nan_policy = v % 2 ? NDF_RANK_NAN_OMIT : NDF_RANK_NAN_PROPAGATE;
         c.pnan = tu_is_float(c.dt) ? 0.05 : 0;
+        /* the 7x7 rank 10 has no network: AUTO takes the sorted tile for data up to 32 bits */
+        c.want = v < 2 ? "ndf_rank|ALGO=0" : ndf_dtype_size(c.dt) > 4 ? "ndf_rank|ALGO=1" : "ndf_rank_tile2";
         snprintf(c.desc, sizeof c.desc, "%s %s mode=%s policy=%d", v < 2 ? "median 5x5" : "rank 10 of 7x7",
                  ndf_dtype_name(c.dt), ndf_mode_name(c.o.mode), (int)c.o.nan_policy);
         failed += run_fixed(s, &k, &c, &r, TU_LAYOUT_C, TU_LAYOUT_C);
@@ -328,6 +342,7 @@ static void test_gpu_rank_histogram(void **state) {
           c.o.nsize = 3, c.o.size[0] = 3, c.o.size[1] = 5, c.o.size[2] = 7;
         }
         c.o.batch_dims = c.batch;
+        if (v == 2) c.want = "ndf_rank_hist"; /* AUTO (v 0, 1) prefers the sorted tile where it applies */
         snprintf(c.desc, sizeof c.desc, "histogram %s mode=%s kind=%d", ndf_dtype_name(c.dt), ndf_mode_name(c.o.mode),
                  v);
         failed += run_fixed(s, &k, &c, &r, v == 1 ? TU_LAYOUT_PADDED : TU_LAYOUT_C, TU_LAYOUT_C);
@@ -402,6 +417,11 @@ static void test_gpu_rank_tile(void **state) {
         c.o.nan_policy = v == 1 ? NDF_RANK_NAN_OMIT : NDF_RANK_NAN_PROPAGATE;
         c.o.algorithm = v == 2 ? NDF_RANK_ALGO_AUTO : NDF_RANK_ALGO_TILE;
         c.pnan = tu_is_float(c.dt) ? (v == 1 ? 0.2 : 0.01) : 0;
+        if (c.o.algorithm == NDF_RANK_ALGO_TILE) { /* the first form: pass 2 and the 45 x 45 window */
+          const int first = pass == 2 || w[i].size[0] == 45;
+          c.want = first ? "ndf_rank_tile" : rolled ? "ndf_rank_tile2|SORTU=0" : "ndf_rank_tile2";
+          c.unwanted = first ? "ndf_rank_tile2" : "ndf_rank_tile";
+        }
         snprintf(c.desc, sizeof c.desc, "tile %s case %zu variant %d pass %d%s mode=%s kind=%d rank=%lld pct=%g",
                  ndf_dtype_name(c.dt), i, v, pass, rolled ? " (rolled sort)" : "", ndf_mode_name(c.o.mode), c.kind,
                  (long long)c.rank, c.pct);
@@ -501,6 +521,17 @@ static void test_gpu_rank_tile2_pipe(void **state) {
     c.o.nan_policy = w[i].nan;
     c.o.algorithm = c.dt == NDF_FLOAT64 ? NDF_RANK_ALGO_AUTO : NDF_RANK_ALGO_TILE;
     c.pnan = tu_is_float(c.dt) ? w[i].pnan : 0;
+    if (c.dt == NDF_FLOAT64) {
+      c.unwanted = "ndf_rank_tile2";
+    } else {
+      /* the form the case sets ($NDF_RANK_TILE2_PIPE, $NDF_RANK_TILE2_UNROLL -> slots PIPE, SORTU);
+       * unset: the default, whichever it is */
+      const char *ep = getenv("NDF_RANK_TILE2_PIPE"), *eu = getenv("NDF_RANK_TILE2_UNROLL");
+      int n = snprintf(c.want_buf, sizeof c.want_buf, "ndf_rank_tile2");
+      if (ep) n += snprintf(c.want_buf + n, sizeof c.want_buf - (size_t)n, "|PIPE=%s", ep);
+      if (eu) snprintf(c.want_buf + n, sizeof c.want_buf - (size_t)n, "|SORTU=%s", eu);
+      c.want = c.want_buf;
+    }
     snprintf(c.desc, sizeof c.desc, "tile2 pipe %s case %zu %lldx%lld kind=%d rank=%lld pct=%g mode=%s nan=%s%s%s",
              ndf_dtype_name(c.dt), i, (long long)w[i].size[0], (long long)w[i].size[1], c.kind, (long long)c.rank,
              c.pct, ndf_mode_name(c.o.mode), c.o.nan_policy == NDF_RANK_NAN_OMIT ? "omit" : "propagate",
@@ -558,6 +589,7 @@ static void test_gpu_rank_median3(void **state) {
         c.o.batch_dims = c.batch;
         c.o.nan_policy = v == 1 ? NDF_RANK_NAN_OMIT : NDF_RANK_NAN_PROPAGATE;
         c.pnan = tu_is_float(c.dt) ? 0.03 : 0;
+        c.want = net == 0 ? "ndf_rank|ALGO=3" : net == 1 ? "ndf_rank|ALGO=0" : "ndf_rank|ALGO=2";
         snprintf(c.desc, sizeof c.desc, "3x3 median %s mode=%s variant %d NDF_RANK_MED3=%s", ndf_dtype_name(c.dt),
                  ndf_mode_name(c.o.mode), v, net == 0 ? "(unset)" : net == 1 ? "0" : "1");
         failed += run_fixed(s, &k, &c, &r, v == 2 ? TU_LAYOUT_PADDED : TU_LAYOUT_C, TU_LAYOUT_C);

@@ -886,3 +886,119 @@ int tu_oracle_group_teardown(void **state) {
   free(g);
   return 0;
 }
+
+/* ------------------------------------------------------------------------ */
+/* The kernel log                                                            */
+
+uint64_t tu_klog_mark(const ndf_ctx *ctx) { return ndf_ctx_kernel_count(ctx); }
+
+/* The entry-point field of a log entry "template|kernel|SLOT=v|...": *len chars at the return. */
+static const char *klog_kernel(const char *key, size_t *len) {
+  const char *k = strchr(key, '|');
+  k = k ? k + 1 : key;
+  const char *e = strchr(k, '|');
+  *len = e ? (size_t)(e - k) : strlen(k);
+  return k;
+}
+
+/* 1 when key's slot piece "|SLOT=value" (piece = "SLOT=value", n chars) is present exactly. */
+static int klog_has_piece(const char *key, const char *piece, size_t n) {
+  for (const char *p = strchr(key, '|'); p; p = strchr(p + 1, '|'))
+    if (strncmp(p + 1, piece, n) == 0 && (p[1 + n] == '|' || p[1 + n] == '\0')) return 1;
+  return 0;
+}
+
+static int klog_match1(const char *key, const char *spec) {
+  size_t kl;
+  const char *k = klog_kernel(key, &kl);
+  const char *bar = strchr(spec, '|');
+  size_t sl = bar ? (size_t)(bar - spec) : strlen(spec);
+  if (sl != kl || strncmp(k, spec, kl) != 0) return 0;
+  while (bar) {
+    const char *piece = bar + 1;
+    bar = strchr(piece, '|');
+    size_t n = bar ? (size_t)(bar - piece) : strlen(piece);
+    if (n && !klog_has_piece(key, piece, n)) return 0;
+  }
+  return 1;
+}
+
+/* spec: alternatives "a||b||..." (each "kernel|SLOT=value|..."): any one matching. */
+static int klog_match(const char *key, const char *spec) {
+  char alt[512];
+  for (const char *a = spec;;) {
+    const char *e = strstr(a, "||");
+    const size_t n = e ? (size_t)(e - a) : strlen(a);
+    if (n < sizeof alt) {
+      memcpy(alt, a, n);
+      alt[n] = '\0';
+      if (klog_match1(key, alt)) return 1;
+    }
+    if (!e) return 0;
+    a = e + 2;
+  }
+}
+
+long tu_klog_count(const ndf_ctx *ctx, uint64_t mark, const char *spec, long *lost) {
+  const uint64_t end = ndf_ctx_kernel_count(ctx);
+  long n = 0, gone = 0;
+  for (uint64_t i = mark; i < end; i++) {
+    const char *key = ndf_ctx_kernel_launched(ctx, i);
+    if (!key) gone++;
+    else n += klog_match(key, spec);
+  }
+  if (lost) *lost = gone;
+  return n;
+}
+
+/* One entry as text: the entry point and the slots whose values are short. */
+static void klog_entry_text(const char *key, char *buf, size_t len) {
+  size_t kl, w;
+  const char *k = klog_kernel(key, &kl);
+  w = (size_t)snprintf(buf, len, "%.*s", (int)kl, k);
+  for (const char *p = strchr(k, '|'); p && w < len; p = strchr(p + 1, '|')) {
+    const char *e = strchr(p + 1, '|');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    if (n <= 24 && memchr(p + 1, '\n', n - 1) == NULL) w += (size_t)snprintf(buf + w, len - w, "%.*s", (int)n, p);
+  }
+}
+
+const char *tu_klog_text(const ndf_ctx *ctx, uint64_t mark, char *buf, size_t len) {
+  const uint64_t end = ndf_ctx_kernel_count(ctx);
+  size_t w = 0;
+  char prev[512] = "", cur[512];
+  long rep = 0, gone = 0;
+  if (len) buf[0] = '\0';
+  uint64_t i = mark;
+  while (i < end && !ndf_ctx_kernel_launched(ctx, i)) i++, gone++; /* the oldest leave the log first */
+  if (gone && len) w += (size_t)snprintf(buf, len, "(%ld launches left the log)", gone);
+  for (; i <= end && w < len; i++) {
+    const char *key = i < end ? ndf_ctx_kernel_launched(ctx, i) : NULL;
+    if (i < end && !key) continue;
+    if (key) klog_entry_text(key, cur, sizeof cur);
+    if (key && rep && strcmp(cur, prev) == 0) {
+      rep++;
+      continue;
+    }
+    if (rep) w += (size_t)snprintf(buf + w, len - w, "%s%s", w ? ", " : "", prev);
+    if (rep > 1 && w < len) w += (size_t)snprintf(buf + w, len - w, " x%ld", rep);
+    if (!key) break;
+    snprintf(prev, sizeof prev, "%s", cur);
+    rep = 1;
+  }
+  if (mark == end && len) snprintf(buf, len, "(nothing)");
+  return buf;
+}
+
+int tu_klog_check(const ndf_ctx *ctx, uint64_t mark, const char *spec, int want_ran, const char *desc) {
+  long lost = 0;
+  const long n = tu_klog_count(ctx, mark, spec, &lost);
+  if (want_ran ? n > 0 : n == 0 && lost == 0) return 0;
+  char text[2048];
+  const char *mode = getenv("NDF_TEST_KLOG");
+  const int warn = mode && strcmp(mode, "warn") == 0;
+  printf("%s%s: expected %s %s; launched: %s\n", warn ? "kernel log (warning only, NDF_TEST_KLOG=warn): " : "",
+         desc, spec, want_ran ? "to run" : lost ? "not to run (some launches left the log)" : "not to run",
+         tu_klog_text(ctx, mark, text, sizeof text));
+  return !warn;
+}

@@ -270,4 +270,27 @@ void tu_dev_free(ndf_ctx *ctx, tu_dev *d);
 int tu_dev_check(ndf_ctx *ctx, const char *desc, const char *what, const tu_dev *d, tu_array *got,
                  const ndf_array *expected);
 
+/* ------------------------------------------------------------------------ */
+/* The kernel log (ndf_ctx_kernel_count / ndf_ctx_kernel_launched, ADR 0010):
+ * which kernels a GPU call launched.  A spec names one specialization:
+ * "kernel" (the entry point, e.g. "ndf_ecc_rows") optionally followed by
+ * "|SLOT=value" pieces that must all hold (e.g. "ndf_rank_tile2|PIPE=3");
+ * alternatives separated by "||" match when any one does
+ * ("ndf_ecc_pack||ndf_ecc_rows").
+ * Take a mark (tu_klog_mark) before the call, check after it. */
+uint64_t tu_klog_mark(const ndf_ctx *ctx);
+/* Launches matching spec since mark (among the entries still in the log);
+ * *lost (may be NULL) is set to the number of launches since mark that left
+ * the log before they could be seen. */
+long tu_klog_count(const ndf_ctx *ctx, uint64_t mark, const char *spec, long *lost);
+/* The launches since mark as text: each entry point with its short slot
+ * values, repeats folded ("ndf_bin_step|OP=1 x12"); buf is returned. */
+const char *tu_klog_text(const ndf_ctx *ctx, uint64_t mark, char *buf, size_t len);
+/* 0 when spec launched since mark (want_ran 1) or did not (want_ran 0); else
+ * 1 after printing "DESC: expected ... to run / not to run; launched: ..." (a
+ * kernel that must not run but may have left the log counts as a failure).
+ * $NDF_TEST_KLOG=warn: printed, but 0 (the GPU tests then check the outputs
+ * only, as before the kernel log). */
+int tu_klog_check(const ndf_ctx *ctx, uint64_t mark, const char *spec, int want_ran, const char *desc);
+
 #endif

@@ -1,11 +1,11 @@
 # ecc_pack_emu_splice.py ROOT OUT -- the parts of templates/ecc.cu that ndf_ecc_pack needs, with its
 # __shared__ variables mapped onto the emulator's per-block storage (tools/emu/ecc_pack_emu.cpp).
-import sys, re
+import os, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ecc_splice as es
 root, out = sys.argv[1], sys.argv[2]
-s = open(root + '/templates/ecc.cu').read()
-hs = open(root + '/templates/ndf_ecc_fused.cuh').read()
-a = hs.index('struct ndf_ecc_hdr {'); b = hs.index('// Prefix sum of one image')
-hdr = hs[a:b]
+s = es.read(root, 'ecc.cu')
+hdr = es.header(root)
 a = s.index('struct ndf_ecc_params {'); b = s.index('#define NDF_BX')
 par = s[a:b]
 a = s.index('#define NDF_QW'); b = s.index("// ---- prefix sums in the caller's order")
@@ -18,7 +18,5 @@ rep = [('__shared__ unsigned qpl[2][NDF_QS];', 'auto &qpl = *(unsigned (*)[2][ND
        ('__shared__ unsigned long long r_key;', 'unsigned long long &r_key = EMB().r_key;'),
        ('__shared__ float s_ga, s_gb;', 'float &s_ga = EMB().g[0], &s_gb = EMB().g[1];'),
        ('__shared__ bool last;', 'bool &last = EMB().last;')]
-for x, y in rep:
-    assert x in k, x
-    k = k.replace(x, y)
+k = es.check(es.map_shared(k, rep), 'ndf_ecc_pack')
 open(out, 'w').write(hdr + par + k)
