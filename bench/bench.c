@@ -1354,7 +1354,7 @@ static int upload_first(run_state *st)
 }
 
 /* cold: the first call of the context, host clock around call + synchronize. */
-/* The kernels launched on c since mark (the context's kernel log, docs/adr/0010-kernel-log.md):
+/* The kernels launched on c since mark (the context's kernel log, docs/adr/0013-kernel-log.md):
  * their entry points in launch order, a run of one repeated as "name*N", "?" for launches that
  * left the log. */
 static void kernels_since(const ndf_ctx *c, uint64_t mark, char *buf, size_t len)

@@ -73,7 +73,7 @@ struct ndf_ctx {
    * calls (stream-ordered), grown when too small, freed with the context */
   CUdeviceptr ecc_ws;
   size_t ecc_ws_bytes;
-  /* jit.c: the kernel log (ADR 0010): the in-memory keys of the last
+  /* jit.c: the kernel log (ADR 0013): the in-memory keys of the last
    * NDF__KLOG launches (launch i at klog[i % NDF__KLOG]), klog_count launches
    * in all, and a direct-mapped CUfunction -> key cache for the lookup; all
    * under lock.  The keys are the module entries', freed with the context. */
@@ -98,7 +98,7 @@ unsigned ndf__grid(const ndf_ctx *ctx, int64_t blocks, int per_sm);
  * taking its parameters as one struct); a failure is reported under name. */
 ndf_status ndf__launch(ndf_ctx *ctx, const char *name, CUfunction fn, unsigned grid, unsigned bx, unsigned by,
                        unsigned smem, void *params);
-/* The kernel log (jit.c, ADR 0010): records a launch of fn (a function from
+/* The kernel log (jit.c, ADR 0013): records a launch of fn (a function from
  * ndf__jit_get) that the driver accepted.  ndf__launch calls it; a launch
  * made directly through the driver API (cooperative launches) must call it
  * after its cuLaunch* succeeded.  ndf__klog_key records a key as is

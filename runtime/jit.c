@@ -521,7 +521,7 @@ void ndf__jit_release(ndf_ctx *ctx) {
   }
 }
 
-/* ---- the kernel log (ADR 0010) ------------------------------------------------ */
+/* ---- the kernel log (ADR 0013) ------------------------------------------------ */
 /* Always on: per launch one uncontended lock, a direct-mapped lookup of fn
  * (a list walk on a miss: the context's first launch of fn) and one pointer
  * store into a fixed ring; nothing is allocated. */

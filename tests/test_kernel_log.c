@@ -1,5 +1,5 @@
 /*
- * test_kernel_log.c -- the kernel log (ADR 0010) without a GPU (white box):
+ * test_kernel_log.c -- the kernel log (ADR 0013) without a GPU (white box):
  * the public queries on a CPU context and after CPU ops (nothing is
  * launched), the ring through ndf__klog_key (numbering, the entries that
  * leave it, out-of-range and NULL queries), the look-up of launched functions

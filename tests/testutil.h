@@ -271,7 +271,7 @@ int tu_dev_check(ndf_ctx *ctx, const char *desc, const char *what, const tu_dev 
                  const ndf_array *expected);
 
 /* ------------------------------------------------------------------------ */
-/* The kernel log (ndf_ctx_kernel_count / ndf_ctx_kernel_launched, ADR 0010):
+/* The kernel log (ndf_ctx_kernel_count / ndf_ctx_kernel_launched, ADR 0013):
  * which kernels a GPU call launched.  A spec names one specialization:
  * "kernel" (the entry point, e.g. "ndf_ecc_rows") optionally followed by
  * "|SLOT=value" pieces that must all hold (e.g. "ndf_rank_tile2|PIPE=3");
