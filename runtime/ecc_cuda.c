@@ -899,11 +899,16 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
  * 0.058 vs 0.047, 256^3 0.164 vs 0.155, 512^3 0.969 vs 0.997; at 9a1fa27 (session 7 run 8):
  * uint8 256^3 0.120 vs 0.151, float32 128^3 0.052 vs 0.044, 256^3 0.155 vs 0.149, 512^3 0.887
  * vs 0.993 -- the rows kernel wins for large float volumes; one point, so no size rule yet).  It applies to 3-D inputs with
- * thresholds over [min, max] and T <= 256 (every bin in 0..255). */
+ * thresholds over [min, max] and T <= 256 (every bin in 0..255).
+ * Modes 5 .. 8 (session 8): 5 / 6 = PF 4 / 6: the next plane's segment staged in shared memory by
+ * cp.async over the step (3 blocks per SM), c != 0 only / every voxel added; 7 = PF 8: mode 1 at
+ * 3 blocks per SM (80 registers: no spills); 8 = PF 12: mode 5 at 4 blocks per SM (64 registers;
+ * float32 inputs stay at 3 by the shared memory). */
+static const int rows_pf[9] = {0, 0, 1, 2, 3, 4, 6, 8, 12};
 #define ROWS_MAX_T 256
 static int rows_mode(ndf_dtype dt) {
   const char *e = getenv("NDF_ECC_ROWS");
-  if (e && e[0] >= '0' && e[0] <= '4' && e[1] == 0) return e[0] - '0';
+  if (e && e[0] >= '0' && e[0] <= '8' && e[1] == 0) return e[0] - '0';
   return dt == NDF_UINT8 || dt == NDF_UINT16 ? 1 : 0;
 }
 
@@ -935,13 +940,20 @@ static ndf_status ecc_rows(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array
   ndf__req_set(&req, "TIN", "%s", ndf__dtype_ctype(in->dtype));
   ndf__req_set(&req, "V", "%s", in->dtype == NDF_FLOAT64 ? "double" : "float");
   ndf__req_set(&req, "CONS", "%d", cons);
-  ndf__req_set(&req, "PF", "%d", mode - 1);
+  ndf__req_set(&req, "PF", "%d", rows_pf[mode]);
   CUfunction fn;
   ndf_status s = ndf__jit_get(ctx, c->name, &req, &fn);
   if (s != NDF_OK) return s;
   int64_t T = c->T, nimg = c->nimg;
-  /* -inf, T thresholds, +inf (double); the float table; the float pairs */
-  const unsigned dyn = (unsigned)((size_t)T * 24 + 64);
+  /* -inf, T thresholds, +inf (double); the float table; the float pairs; PF bit 2: then the
+   * staging of 16 values per thread (inputs of at most 4 bytes), past the default 48 KiB of
+   * static and dynamic shared memory with float32 (41.6 KiB static) */
+  const size_t esz = ndf_dtype_size(in->dtype);
+  const int stg = (rows_pf[mode] & 4) && esz <= 4;
+  const unsigned dyn = (unsigned)((((size_t)T * 24 + 64 + 15) & ~(size_t)15) + (stg ? 4096 * esz : 0));
+  if (stg && ndf__cu(NULL)->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)dyn) !=
+                 CUDA_SUCCESS)
+    return NDF_OK; /* *fallback: the march */
   const int64_t sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
   const int64_t cap = (int64_t)rows_occupancy(ctx, fn, dyn) * sms;
   const int nb = c->nb;
