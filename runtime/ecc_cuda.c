@@ -906,9 +906,14 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
  * float32 inputs stay at 3 by the shared memory). */
 static const int rows_pf[9] = {0, 0, 1, 2, 3, 4, 6, 8, 12};
 #define ROWS_MAX_T 256
-static int rows_mode(ndf_dtype dt) {
+/* The default for float32 inputs: ROWS_F32_MODE from ROWS_F32_MIN voxels per call on (0: the
+ * march at every size) */
+#define ROWS_F32_MODE 0
+#define ROWS_F32_MIN ((int64_t)1 << 26)
+static int rows_mode(ndf_dtype dt, int64_t nvox) {
   const char *e = getenv("NDF_ECC_ROWS");
   if (e && e[0] >= '0' && e[0] <= '8' && e[1] == 0) return e[0] - '0';
+  if (dt == NDF_FLOAT32) return nvox >= ROWS_F32_MIN ? ROWS_F32_MODE : 0;
   return dt == NDF_UINT8 || dt == NDF_UINT16 ? 1 : 0;
 }
 
@@ -951,6 +956,7 @@ static ndf_status ecc_rows(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array
   const size_t esz = ndf_dtype_size(in->dtype);
   const int stg = (rows_pf[mode] & 4) && esz <= 4;
   const unsigned dyn = (unsigned)((((size_t)T * 24 + 64 + 15) & ~(size_t)15) + (stg ? 4096 * esz : 0));
+  /* every call (a context and function at reused addresses would not have it) */
   if (stg && ndf__cu(NULL)->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)dyn) !=
                  CUDA_SUCCESS)
     return NDF_OK; /* *fallback: the march */
@@ -1031,7 +1037,7 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
     s = ecc_brick(ctx, c, in, out, construction, bmode, nan_at, not_finite, &fallback);
     if (s != NDF_OK || !fallback) return s;
   }
-  const int rmode = rows_mode(in->dtype);
+  const int rmode = rows_mode(in->dtype, c->nimg * c->npix);
   if (need_range && pack && use_fuse() && bmode == 0 && rmode != 0 && c->nsp == 3 && T <= ROWS_MAX_T) {
     int fallback = 1;
     s = ecc_rows(ctx, c, in, out, construction, rmode, nan_at, not_finite, &fallback);

@@ -297,7 +297,7 @@ extern "C" __global__ void __launch_bounds__(256, NDF_ROWS_MINB) ndf_ecc_rows(co
   __shared__ int shist[256];
   // dyn: -inf, the T sorted thresholds, +inf (double); the same rounded down to float; the
   // float pairs (t_{k-1}, t_k), k = 0..T (float inputs)
-  extern __shared__ double dyn[];
+  extern __shared__ __align__(16) double dyn[]; // 16-byte aligned: PF bit 2's slots
   __shared__ float s_lo, s_inv, s_ga, s_gb;
   __shared__ int s_uni, s_m;
   __shared__ bool s_last;
