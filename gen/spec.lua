@@ -502,8 +502,8 @@ return {
       },
       families = {
         { TIN = { "float" }, V = { "float" }, CONS = { "0", "1" }, PF = { "0", "1" } },
-        { TIN = { "float" }, V = { "float" }, CONS = { "0" }, PF = { "2", "3", "6", "8", "12" } },
-        { TIN = { "float" }, V = { "float" }, CONS = { "0", "1" }, PF = { "4" } },
+        { TIN = { "float" }, V = { "float" }, CONS = { "0" }, PF = { "2", "3", "6", "8", "10", "12" } },
+        { TIN = { "float" }, V = { "float" }, CONS = { "0", "1" }, PF = { "4", "8" } },
         { TIN = { "unsigned char", "unsigned short" }, V = { "float" }, CONS = { "1" }, PF = { "0", "4" } },
         { TIN = { "double" }, V = { "double" }, CONS = { "0" }, PF = { "1" } },
       },

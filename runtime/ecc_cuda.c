@@ -900,19 +900,24 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
  * uint8 256^3 0.120 vs 0.151, float32 128^3 0.052 vs 0.044, 256^3 0.155 vs 0.149, 512^3 0.887
  * vs 0.993 -- the rows kernel wins for large float volumes; one point, so no size rule yet).  It applies to 3-D inputs with
  * thresholds over [min, max] and T <= 256 (every bin in 0..255).
- * Modes 5 .. 8 (session 8): 5 / 6 = PF 4 / 6: the next plane's segment staged in shared memory by
+ * Modes 5 .. 9 (session 8): 5 / 6 = PF 4 / 6: the next plane's segment staged in shared memory by
  * cp.async over the step (3 blocks per SM), c != 0 only / every voxel added; 7 = PF 8: mode 1 at
- * 3 blocks per SM (80 registers: no spills); 8 = PF 12: mode 5 at 4 blocks per SM (64 registers;
- * float32 inputs stay at 3 by the shared memory). */
-static const int rows_pf[9] = {0, 0, 1, 2, 3, 4, 6, 8, 12};
+ * 3 blocks per SM (80 registers, fewer spills); 8 = PF 12: mode 5 at 4 blocks per SM (64
+ * registers; float32 inputs stay at 3 by the shared memory); 9 = PF 10: mode 7 with every voxel
+ * added.  Measured (H200, run8c, ade7cb9, warm ms, float32 V 256^3 / T-cons 256^3 / 512^3): march
+ * 0.1565 / 0.1562 / 1.001; mode 1 0.1645 / 0.1627 / 0.886; 5 0.1582 / 0.1605 / 0.914; 6 0.1534 /
+ * 0.1491 / 0.881; 7 0.1515 / 0.1455 / 0.852; 8 0.1735 / 0.1743 / 1.018; 128^3: 1 0.0570, 5 0.0553,
+ * 7 0.0527 (march 0.0456 in run8a); uint8 256^3: 1 0.1195, 5 0.1202, 8 0.1289.  So float32 takes
+ * mode 7 from 256^3 (2^24 voxels per call) on, the march below; uint8 / uint16 keep mode 1. */
+static const int rows_pf[10] = {0, 0, 1, 2, 3, 4, 6, 8, 12, 10};
 #define ROWS_MAX_T 256
 /* The default for float32 inputs: ROWS_F32_MODE from ROWS_F32_MIN voxels per call on (0: the
  * march at every size) */
-#define ROWS_F32_MODE 0
-#define ROWS_F32_MIN ((int64_t)1 << 26)
+#define ROWS_F32_MODE 7
+#define ROWS_F32_MIN ((int64_t)1 << 24)
 static int rows_mode(ndf_dtype dt, int64_t nvox) {
   const char *e = getenv("NDF_ECC_ROWS");
-  if (e && e[0] >= '0' && e[0] <= '8' && e[1] == 0) return e[0] - '0';
+  if (e && e[0] >= '0' && e[0] <= '9' && e[1] == 0) return e[0] - '0';
   if (dt == NDF_FLOAT32) return nvox >= ROWS_F32_MIN ? ROWS_F32_MODE : 0;
   return dt == NDF_UINT8 || dt == NDF_UINT16 ? 1 : 0;
 }

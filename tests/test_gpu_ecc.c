@@ -724,9 +724,9 @@ static void test_gpu_rows(void **state) {
                                   {5, 31, 127}, {9, 65, 257}, {40, 40, 40}, {17, 64, 16}, {4, 70, 17},  {64, 64, 64}};
   static const ndf_dtype dts[4] = {NDF_FLOAT32, NDF_FLOAT64, NDF_UINT8, NDF_UINT16};
   /* session 8: =5 (PF 4: the next plane staged by cp.async) for every dtype, =6 (PF 6), =7 (PF 8:
-   * mode 1 at 3 blocks per SM) for float32 V, =8 (PF 12: =5 at 4 blocks per SM) for float32 V
-   * and uint8 */
-  static const char *const val[9] = {"1", NULL, "2", "3", "0", "5", "6", "7", "8"};
+   * mode 1 at 3 blocks per SM; the float32 default from 2^24 voxels), =9 (PF 10) for float32 V,
+   * =8 (PF 12: =5 at 4 blocks per SM) for float32 V and uint8 */
+  static const char *const val[10] = {"1", NULL, "2", "3", "0", "5", "6", "7", "8", "9"};
   int failed = 0;
   /* few kernel specializations (each a ~2-5 s NVRTC compile): the dtypes in turn, the PF
    * variants for float32 V only, the march every fourth case */
@@ -753,9 +753,9 @@ static void test_gpu_rows(void **state) {
                                          : TU_LAYOUT_C;
     c.out_layout = tu_rng_chance(&r, 0.2) ? TU_LAYOUT_PADDED : TU_LAYOUT_C;
     const tu_rng r0 = r; /* the same input and layouts under every setting */
-    for (int v = 0; v < 9; v++) {
+    for (int v = 0; v < 10; v++) {
       const int fv = c.dt == NDF_FLOAT32 && c.cons == NDF_ECC_V;
-      if ((v == 1 && c.dt != NDF_FLOAT32) || ((v == 2 || v == 3 || v == 6 || v == 7) && !fv) ||
+      if ((v == 1 && c.dt != NDF_FLOAT32) || ((v == 2 || v == 3 || v == 6 || v == 7 || v == 9) && !fv) ||
           (v == 4 && k % 4 != 0) || (v == 8 && !fv && c.dt != NDF_UINT8))
         continue;
       tu_rng rv = r0;
