@@ -901,11 +901,26 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
  * 0.058 vs 0.047, 256^3 0.164 vs 0.155, 512^3 0.969 vs 0.997; at 9a1fa27 (session 7 run 8):
  * uint8 256^3 0.120 vs 0.151, float32 128^3 0.052 vs 0.044, 256^3 0.155 vs 0.149, 512^3 0.887
  * vs 0.993 -- the rows kernel wins for large float volumes; one point, so no size rule yet).  It applies to 3-D inputs with
- * thresholds over [min, max] and T <= 256 (every bin in 0..255). */
+ * thresholds over [min, max] and T <= 256 (every bin in 0..255).
+ * Modes 5 .. 9 (session 8): 5 / 6 = PF 4 / 6: the next plane's segment staged in shared memory by
+ * cp.async over the step (3 blocks per SM), c != 0 only / every voxel added; 7 = PF 8: mode 1 at
+ * 3 blocks per SM (80 registers, fewer spills); 8 = PF 12: mode 5 at 4 blocks per SM (64
+ * registers; float32 inputs stay at 3 by the shared memory); 9 = PF 10: mode 7 with every voxel
+ * added.  Measured (H200, run8c, ade7cb9, warm ms, float32 V 256^3 / T-cons 256^3 / 512^3): march
+ * 0.1565 / 0.1562 / 1.001; mode 1 0.1645 / 0.1627 / 0.886; 5 0.1582 / 0.1605 / 0.914; 6 0.1534 /
+ * 0.1491 / 0.881; 7 0.1515 / 0.1455 / 0.852; 8 0.1735 / 0.1743 / 1.018; 128^3: 1 0.0570, 5 0.0553,
+ * 7 0.0527 (march 0.0456 in run8a); uint8 256^3: 1 0.1195, 5 0.1202, 8 0.1289.  So float32 takes
+ * mode 7 from 256^3 (2^24 voxels per call) on, the march below; uint8 / uint16 keep mode 1. */
+static const int rows_pf[10] = {0, 0, 1, 2, 3, 4, 6, 8, 12, 10};
 #define ROWS_MAX_T 256
-static int rows_mode(ndf_dtype dt) {
+/* The default for float32 inputs: ROWS_F32_MODE from ROWS_F32_MIN voxels per call on (0: the
+ * march at every size) */
+#define ROWS_F32_MODE 7
+#define ROWS_F32_MIN ((int64_t)1 << 24)
+static int rows_mode(ndf_dtype dt, int64_t nvox) {
   const char *e = getenv("NDF_ECC_ROWS");
-  if (e && e[0] >= '0' && e[0] <= '4' && e[1] == 0) return e[0] - '0';
+  if (e && e[0] >= '0' && e[0] <= '9' && e[1] == 0) return e[0] - '0';
+  if (dt == NDF_FLOAT32) return nvox >= ROWS_F32_MIN ? ROWS_F32_MODE : 0;
   return dt == NDF_UINT8 || dt == NDF_UINT16 ? 1 : 0;
 }
 
@@ -937,13 +952,21 @@ static ndf_status ecc_rows(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array
   ndf__req_set(&req, "TIN", "%s", ndf__dtype_ctype(in->dtype));
   ndf__req_set(&req, "V", "%s", in->dtype == NDF_FLOAT64 ? "double" : "float");
   ndf__req_set(&req, "CONS", "%d", cons);
-  ndf__req_set(&req, "PF", "%d", mode - 1);
+  ndf__req_set(&req, "PF", "%d", rows_pf[mode]);
   CUfunction fn;
   ndf_status s = ndf__jit_get(ctx, c->name, &req, &fn);
   if (s != NDF_OK) return s;
   int64_t T = c->T, nimg = c->nimg;
-  /* -inf, T thresholds, +inf (double); the float table; the float pairs */
-  const unsigned dyn = (unsigned)((size_t)T * 24 + 64);
+  /* -inf, T thresholds, +inf (double); the float table; the float pairs; PF bit 2: then the
+   * staging of 16 values per thread (inputs of at most 4 bytes), past the default 48 KiB of
+   * static and dynamic shared memory with float32 (41.6 KiB static) */
+  const size_t esz = ndf_dtype_size(in->dtype);
+  const int stg = (rows_pf[mode] & 4) && esz <= 4;
+  const unsigned dyn = (unsigned)((((size_t)T * 24 + 64 + 15) & ~(size_t)15) + (stg ? 4096 * esz : 0));
+  /* every call (a context and function at reused addresses would not have it) */
+  if (stg && ndf__cu(NULL)->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)dyn) !=
+                 CUDA_SUCCESS)
+    return NDF_OK; /* *fallback: the march */
   const int64_t sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
   const int64_t cap = (int64_t)rows_occupancy(ctx, fn, dyn) * sms;
   const int nb = c->nb;
@@ -1021,7 +1044,7 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
     s = ecc_brick(ctx, c, in, out, construction, bmode, nan_at, not_finite, &fallback);
     if (s != NDF_OK || !fallback) return s;
   }
-  const int rmode = rows_mode(in->dtype);
+  const int rmode = rows_mode(in->dtype, c->nimg * c->npix);
   if (need_range && pack && use_fuse() && bmode == 0 && rmode != 0 && c->nsp == 3 && T <= ROWS_MAX_T) {
     int fallback = 1;
     s = ecc_rows(ctx, c, in, out, construction, rmode, nan_at, not_finite, &fallback);

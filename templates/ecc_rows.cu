@@ -35,7 +35,12 @@
 //
 // PF bit 0: 1 loads plane z + 2 into registers before the step of plane z (its latency hidden
 // by the step), 0 after it.  PF bit 1: every voxel's c goes to the shared histogram (adding 0
-// for c = 0: no branch per voxel, more shared atomics), else only c != 0.
+// for c = 0: no branch per voxel, more shared atomics), else only c != 0.  PF bit 2 (inputs of
+// at most 4 bytes; bit 0 ignored): the lane's 16 values of plane z + 2 go to a shared staging
+// slot of its own by cp.async before the step of plane z and are read back after it (the
+// latency hidden by the step, no registers live over it; the halo voxels in registers).  PF
+// bit 3: the other register budget (launch bounds of 3 blocks per SM where the default is 4,
+// 4 where it is 3).
 #include "ndf_common.cuh"
 #include "ndf_ecc_pack.cuh"
 #include "ndf_ecc_fused.cuh"
@@ -62,6 +67,10 @@ struct ndf_ecc_rows_params {
   ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM]; // batch axes of the input
   ndf_i64 oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM]; // batch axes of the output
 };
+
+#define NDF_ROWS_STG (((PFS >> 2) & 1) && sizeof(TIN) <= 4) // the staging of bit 2
+// blocks per SM of the launch bounds: 3 with loads in flight (bit 0 or 2), else 4; bit 3 swaps
+#define NDF_ROWS_MINB ((((PFS & 5) != 0) != ((PFS & 8) != 0)) ? 3 : 4)
 
 #define NDF_RS 8                        // segments (warps) per block along x, 16 voxels each
 #define NDF_RR 34                       // rows of a plane buffer: 32 lanes and the two halo rows
@@ -250,6 +259,29 @@ __device__ __forceinline__ void ndf_rows_red(int *h, unsigned off, int c) {
 }
 #endif
 
+// cp.async of 16 bytes from global memory into shared memory, its group's commit and the wait
+// for every group of the thread (sm_80 on; older: a plain copy)
+#ifndef NDF_ROWS_CPASYNC_DEFINED
+__device__ __forceinline__ void ndf_rows_cp16(void *dst, const void *src) {
+#if __CUDA_ARCH__ >= 800
+  const unsigned a = (unsigned)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(a), "l"(src) : "memory");
+#else
+  *(uint4 *)dst = *(const uint4 *)src;
+#endif
+}
+__device__ __forceinline__ void ndf_rows_cp_commit() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void ndf_rows_cp_wait() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group 0;" ::: "memory");
+#endif
+}
+#endif
+
 template <bool B> struct ndf_rows_bool {
   static constexpr bool value = B;
 };
@@ -260,12 +292,12 @@ template <typename W> __device__ __noinline__ unsigned ndf_rows_bin_slow(W f, co
   return ndf_ecc_bin<W>(f, tv, T, uni, lo, inv);
 }
 
-extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const ndf_ecc_rows_params p) {
+extern "C" __global__ void __launch_bounds__(256, NDF_ROWS_MINB) ndf_ecc_rows(const ndf_ecc_rows_params p) {
   __shared__ __align__(16) unsigned rpl[4 * NDF_RPL];
   __shared__ int shist[256];
   // dyn: -inf, the T sorted thresholds, +inf (double); the same rounded down to float; the
   // float pairs (t_{k-1}, t_k), k = 0..T (float inputs)
-  extern __shared__ double dyn[];
+  extern __shared__ __align__(16) double dyn[]; // 16-byte aligned: PF bit 2's slots
   __shared__ float s_lo, s_inv, s_ga, s_gb;
   __shared__ int s_uni, s_m;
   __shared__ bool s_last;
@@ -274,6 +306,10 @@ extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const
   float *tsf = (float *)(dyn + T + 2);
   float2 *tpair = (float2 *)(dyn + T + 2 + (T + 3) / 2);
   const V *tv = sizeof(V) == 4 ? (const V *)(tsf + 1) : (const V *)(dyn + 1);
+  // PF bit 2: chunk i of thread tid's 16 values of the next plane at stg[256 i + tid], after the
+  // tables' T * 24 + 64 bytes (runtime/ecc_cuda.c: the dynamic shared memory is larger by
+  // 4096 sizeof(TIN))
+  uint4 *stg = (uint4 *)((char *)dyn + ((T * 24 + 64 + 15) & ~15));
   ndf_i64 item = blockIdx.x;
   const ndf_i64 chunk = item % p.nchunks;
   item /= p.nchunks;
@@ -464,6 +500,40 @@ extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const
       for (int j = 0; j < 16; j++) nv[j] = fill;
 #pragma unroll
     for (int e = 0; e < 2; e++) nh[e] = hok[e] ? (V)hp[e][zz * p.sz] : fill;
+  };
+  // PF bit 2: plane zz's own segment (vector lanes) by cp.async into stg, the halo voxels into
+  // registers, before the step; land: the segment's values (from stg or, other lanes, memory)
+  // after it
+  auto issue = [&](ndf_i64 zz) {
+    if (zz < 0 || zz >= p.nz) return; // block-uniform
+    const V fill = *(volatile const V *)tv;
+    if (vec) {
+      const uint4 *r = (const uint4 *)(rowp + zz * p.sz);
+#pragma unroll
+      for (int i = 0; i < (int)sizeof(TIN); i++) ndf_rows_cp16(&stg[256 * i + tid], r + i);
+      ndf_rows_cp_commit();
+    }
+#pragma unroll
+    for (int e = 0; e < 2; e++) nh[e] = hok[e] ? (V)hp[e][zz * p.sz] : fill;
+  };
+  auto land = [&](ndf_i64 zz) {
+    if (zz < 0 || zz >= p.nz) return; // block-uniform
+    const V fill = *(volatile const V *)tv;
+    if (vec) {
+      ndf_rows_cp_wait(); // this thread's own copies: no barrier
+      union {
+        uint4 u[sizeof(TIN)];
+        TIN t[16];
+      } b;
+#pragma unroll
+      for (int i = 0; i < (int)sizeof(TIN); i++) b.u[i] = stg[256 * i + tid];
+#pragma unroll
+      for (int j = 0; j < 16; j++) nv[j] = (V)b.t[j];
+    } else if (nin > 0)
+      load(zz, nv, fill);
+    else
+#pragma unroll
+      for (int j = 0; j < 16; j++) nv[j] = fill;
   };
   // bins of plane zz into buffer B.  Every word a step reads is written, voxels outside the
   // image (or a plane outside it) as bin 0: a half above 255 would borrow from the other
@@ -659,11 +729,15 @@ extern "C" __global__ void __launch_bounds__(256, PF ? 3 : 4) ndf_ecc_rows(const
       }
   };
   auto step = [&](int K, ndf_i64 z) {
-    if (PF && z + 1 < z1) fetch(z + 2);
+    if (NDF_ROWS_STG) {
+      if (z + 1 < z1) issue(z + 2);
+    } else if (PF && z + 1 < z1)
+      fetch(z + 2);
     if (wb || z == 0 || z + 1 >= p.nz) counts(ndf_rows_bool<true>(), K, z);
     else counts(ndf_rows_bool<false>(), K, z);
     if (z + 1 < z1) {
-      if (!PF) fetch(z + 2);
+      if (NDF_ROWS_STG) land(z + 2);
+      else if (!PF) fetch(z + 2);
       store((K + 3) & 3, z + 2); // the buffer of plane z - 2, last read before the last barrier
     }
     __syncthreads();

@@ -374,11 +374,11 @@ static void test_gpu_nan_rejected(void **state) {
    * bricks, (grp 3) the scan + ndf_ecc_pack path, (grp 4) the fused default
    * with the header in device memory read back by a copy, (grp 5) 2-D calls
    * on ndf_ecc_pack's fused march, (grp 6, 7) ndf_ecc_rows for 3-D
-   * (NDF_ECC_ROWS=1: PF = 0, =2: PF = 1) */
-  static const char *const var[8] = {NULL,          "NDF_ECC_BRICK", "NDF_ECC_BRICK", "NDF_ECC_FUSE",
-                                     "NDF_ECC_MAPHDR", "NDF_ECC_2D",  "NDF_ECC_ROWS",  "NDF_ECC_ROWS"};
-  static const char *const val[8] = {NULL, "1", "2", "0", "0", "old", "1", "2"};
-  for (int k = 0; k < 24; k++) {
+   * (NDF_ECC_ROWS=1: PF = 0, =2: PF = 1, =5: PF = 4, the cp.async staging) */
+  static const char *const var[9] = {NULL,           "NDF_ECC_BRICK", "NDF_ECC_BRICK", "NDF_ECC_FUSE", "NDF_ECC_MAPHDR",
+                                     "NDF_ECC_2D",   "NDF_ECC_ROWS",  "NDF_ECC_ROWS",  "NDF_ECC_ROWS"};
+  static const char *const val[9] = {NULL, "1", "2", "0", "0", "old", "1", "2", "5"};
+  for (int k = 0; k < 27; k++) {
     const int grp = k / 3, tk = k % 3;
     if (grp > 0 && tk > 0) continue; /* given thresholds: the same path in every group */
     if (var[grp]) setenv(var[grp], val[grp], 1);
@@ -763,7 +763,10 @@ static void test_gpu_rows(void **state) {
   static const int64_t S3[][3] = {{1, 1, 1},  {1, 1, 300},   {1, 300, 1},  {300, 1, 1}, {2, 32, 128}, {3, 33, 129},
                                   {5, 31, 127}, {9, 65, 257}, {40, 40, 40}, {17, 64, 16}, {4, 70, 17},  {64, 64, 64}};
   static const ndf_dtype dts[4] = {NDF_FLOAT32, NDF_FLOAT64, NDF_UINT8, NDF_UINT16};
-  static const char *const val[5] = {"1", NULL, "2", "3", "0"};
+  /* session 8: =5 (PF 4: the next plane staged by cp.async) for every dtype, =6 (PF 6), =7 (PF 8:
+   * mode 1 at 3 blocks per SM; the float32 default from 2^24 voxels), =9 (PF 10) for float32 V,
+   * =8 (PF 12: =5 at 4 blocks per SM) for float32 V and uint8 */
+  static const char *const val[10] = {"1", NULL, "2", "3", "0", "5", "6", "7", "8", "9"};
   int failed = 0;
   /* few kernel specializations (each a ~2-5 s NVRTC compile): the dtypes in turn, the PF
    * variants for float32 V only, the march every fourth case */
@@ -790,9 +793,11 @@ static void test_gpu_rows(void **state) {
                                          : TU_LAYOUT_C;
     c.out_layout = tu_rng_chance(&r, 0.2) ? TU_LAYOUT_PADDED : TU_LAYOUT_C;
     const tu_rng r0 = r; /* the same input and layouts under every setting */
-    for (int v = 0; v < 5; v++) {
+    for (int v = 0; v < 10; v++) {
       const int fv = c.dt == NDF_FLOAT32 && c.cons == NDF_ECC_V;
-      if ((v == 1 && c.dt != NDF_FLOAT32) || ((v == 2 || v == 3) && !fv) || (v == 4 && k % 4 != 0)) continue;
+      if ((v == 1 && c.dt != NDF_FLOAT32) || ((v == 2 || v == 3 || v == 6 || v == 7 || v == 9) && !fv) ||
+          (v == 4 && k % 4 != 0) || (v == 8 && !fv && c.dt != NDF_UINT8))
+        continue;
       tu_rng rv = r0;
       if (val[v]) setenv("NDF_ECC_ROWS", val[v], 1);
       const int f = run_exact(s->ctx, &c, &rv);

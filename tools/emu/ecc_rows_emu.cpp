@@ -163,6 +163,15 @@ static int64_t g_dims[3];
 static inline void ndf_rows_red(int *h, unsigned off, int c) {
   if (c != 0) atomicAdd(h + off / 4, c);
 }
+// cp.async: the copies land at the wait (a read before it sees the previous contents)
+#define NDF_ROWS_CPASYNC_DEFINED
+thread_local std::vector<std::pair<void *, const void *>> tl_cp;
+static inline void ndf_rows_cp16(void *dst, const void *src) { tl_cp.emplace_back(dst, src); }
+static inline void ndf_rows_cp_commit() {}
+static inline void ndf_rows_cp_wait() {
+  for (auto &c : tl_cp) memcpy(c.first, c.second, 16);
+  tl_cp.clear();
+}
 #define NDF_ECC_CEILF std::ceil
 #include "ndf_ecc_pack.cuh"
 typedef EMU_TIN TIN;

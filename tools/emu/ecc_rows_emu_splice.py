@@ -13,7 +13,7 @@ a = s.index('struct ndf_ecc_rows_params {')
 k = s[a:]
 rep = [('__shared__ __align__(16) unsigned rpl[4 * NDF_RPL];', 'unsigned *rpl = EMB().rpl;'),
        ('__shared__ int shist[256];', 'int *shist = EMB().shist;'),
-       ('extern __shared__ double dyn[];', 'double *dyn = (double *)EMB().dyn;'),
+       ('extern __shared__ __align__(16) double dyn[];', 'double *dyn = (double *)EMB().dyn;'),
        ('__shared__ float s_lo, s_inv, s_ga, s_gb;', 'float &s_lo = EMB().f[0], &s_inv = EMB().f[1], &s_ga = EMB().f[2], &s_gb = EMB().f[3];'),
        ('__shared__ int s_uni, s_m;', 'int &s_uni = EMB().i[0], &s_m = EMB().i[1];'),
        ('__shared__ bool s_last;', 'bool &s_last = EMB().last;')]
