@@ -119,6 +119,7 @@ static inline int __any_sync(unsigned, int pred) {
   return any;
 }
 static inline void __threadfence() {}
+static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 static inline void __threadfence_system() {}
 template <class T> static inline T __ldcg(const T *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 static inline float2 __ldcg(const float2 *p) { uint64_t b = __atomic_load_n((const uint64_t *)p, __ATOMIC_RELAXED); float2 f; memcpy(&f, &b, 8); return f; }
@@ -150,7 +151,8 @@ using std::min;
 static void ndf_ecc_grid_sync(unsigned *) { g_gridbar->arrive_and_wait(); }
 // the helpers of templates/ecc.cu (NDF_ECC2_HELPERS_BEGIN .. END), without inline PTX
 static inline float ndf_ecc2_fminnan(float a, float b) { return (a != a || b != b) ? NAN : std::fmin(a, b); }
-static inline unsigned ndf_ecc2_ticket(unsigned *p) { return __atomic_fetch_add(p, 1u, __ATOMIC_ACQ_REL); }
+static inline unsigned ndf_ecc2_ticket(unsigned *p, int) { return __atomic_fetch_add(p, 1u, __ATOMIC_ACQ_REL); }
+static void ndf_ecc2_grid_sync(unsigned *w, int) { ndf_ecc_grid_sync(w); }
 template <bool B> struct ndf_ecc2_bool { static constexpr bool value = B; };
 static void ndf_ecc2_prefix(const long long *hist, int nc, ndf_i64 m, long long *out, ndf_i64 T, ndf_i64 ostep) {
   __syncthreads();
@@ -304,7 +306,7 @@ int main(int argc, char **argv) {
     p.in = img; p.hist = hist.data(); p.cnt = cnt.data(); p.out = outv.data(); p.hdr = &hd; p.gbar = &gbar;
     p.part = part.data(); p.seqp = irand(0, 1) ? &seqw : nullptr; p.T = T; p.nimg = nimg; p.ostep = ostep;
     p.nz = nz; p.nx = nx; p.sz = sz; p.sx = sx; p.nstrip = pl.nstrip; p.mc = pl.mc; p.tpi = pl.tpi; p.bpi = pl.bpi;
-    p.nb = nb; p.ncopy = pl.ncopy; p.seq = 4242; p.hdrblk = hdrblk;
+    p.nb = nb; p.ncopy = pl.ncopy; p.seq = 4242; p.hdrblk = hdrblk; p.fence = (int)irand(0, 1);
     p.bshape[0] = nimg; p.bstr[0] = simg; p.oshape[0] = nimg; p.ostr[0] = T * ostep;
     g_grid = (unsigned)(pl.nblocks + hdrblk);
     {
