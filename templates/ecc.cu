@@ -1531,7 +1531,7 @@ struct ndf_ecc2_params {
   long long *out;  // the curves (caller's strides)
   ndf_ecc_hdr *hdr; // block 0 writes mn, mx, nan_key, bad
   unsigned *gbar;  // the persistent grid barrier word
-  double *part;    // 3 per block: min, max, ~least NaN index (0: none)
+  double *part;    // 24 bytes per block: the (min, max) float pairs of all blocks, then the ~NaN keys
   unsigned *seqp;  // NULL, or the mapped header's sequence word (written after the header)
   ndf_i64 T, nimg, ostep;
   ndf_i64 nz, nx, sz, sx;     // rows, columns; their strides
@@ -1762,10 +1762,11 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
         a = fminf(a, r_lo[w]);
         b = fmaxf(b, r_hi[w]);
       }
-      // (min, max) as a float pair, then the key: 16 of the block's 24 bytes; a block that saw a
-      // NaN writes NaN as its min (phase 2 reads the keys only then)
-      ((float2 *)p.part)[3 * blockIdx.x] = make_float2(r_key ? __int_as_float(0x7fffffff) : a, b);
-      ((ndf_u64 *)p.part)[3 * blockIdx.x + 1] = r_key;
+      // (min, max) as a float pair, the pairs of all blocks first (phase 2: every block reads
+      // them all, 8 bytes each, coalesced), then the keys (16 of the 24 bytes per block); a block
+      // that saw a NaN writes NaN as its min (phase 2 reads the keys only then)
+      ((float2 *)p.part)[blockIdx.x] = make_float2(r_key ? __int_as_float(0x7fffffff) : a, b);
+      ((ndf_u64 *)p.part)[gridDim.x + blockIdx.x] = r_key;
     }
     if (tid == 0) r_key = 0ull; // for phase 2 (the grid barrier orders it)
     // zero the histogram copies and the per-image tickets (used after the barrier)
@@ -1828,7 +1829,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
     float fa = __int_as_float(0x7f800000), fb = __int_as_float(0xff800000);
     bool nan = false; // some block saw a NaN (its min is NaN): only then are the keys read
     for (unsigned k = tid; k < gridDim.x; k += 256) {
-      const float2 ab = __ldcg((const float2 *)p.part + 3 * k);
+      const float2 ab = __ldcg((const float2 *)p.part + k);
       nan |= ab.x != ab.x;
       fa = fminf(fa, ab.x);
       fb = fmaxf(fb, ab.y);
@@ -1845,7 +1846,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
     unsigned long long key = 0;
     if (__syncthreads_or(nan)) {
       // rare: the least NaN index of the grid (max of the blocks' ~index keys)
-      for (unsigned k = tid; k < gridDim.x; k += 256) key = max(key, __ldcg((const ndf_u64 *)p.part + 3 * k + 1));
+      for (unsigned k = tid; k < gridDim.x; k += 256) key = max(key, __ldcg((const ndf_u64 *)p.part + gridDim.x + k));
       for (int o = 16; o > 0; o >>= 1) key = max(key, __shfl_xor_sync(FULL, key, o));
       if (lane == 0) atomicMax(&r_key, key);
       __syncthreads();
