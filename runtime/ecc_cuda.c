@@ -720,7 +720,8 @@ static ndf_status ecc_brick(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arra
  * (a warp marches a strip of 128 columns, no block barriers in the march)
  * unless NDF_ECC_2D=old (ndf_ecc_pack's fused march, as before).
  * NDF_ECC2_MC: the least rows per warp task (default 8).  NDF_ECC2_FENCE=sc: the
- * fence.sc pairs at the grid barrier and tickets instead of acq_rel atomics.  docs/adr/0009,
+ * fence.sc pairs at the grid barrier and tickets instead of acq_rel atomics.
+ * NDF_ECC2_BIN=table: no certified first guesses (every bin from the table).  docs/adr/0009,
  * "The 2-D warp-strip kernel". */
 static int use_strip2(void) {
   const char *e = getenv("NDF_ECC_2D");
@@ -895,6 +896,11 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   const char *fe = getenv("NDF_ECC2_FENCE");
   int fence = fe && strcmp(fe, "sc") == 0;
   NDF__PUT(&pb, fence);
+  /* NDF_ECC2_BIN=table: every first guess checked against the thresholds in shared memory (as
+   * before); default: guesses certified by an error bound skip the table */
+  const char *be = getenv("NDF_ECC2_BIN");
+  int bin = be && strcmp(be, "table") == 0;
+  NDF__PUT(&pb, bin);
   return fused_launch(ctx, c, fn, &pb, in, out, (unsigned)grid, 0, &m, seq, nan_at, not_finite, fallback);
 }
 

@@ -1542,6 +1542,8 @@ struct ndf_ecc2_params {
               // fence delay no block that marches); 0: block 0 writes it
   int fence;  // 0: the grid barrier and the image tickets are release / acquire atomics (one
               // fence.acq_rel each); 1: __threadfence (fence.sc) before and after (NDF_ECC2_FENCE=sc)
+  int bin;    // 0: certified first guesses (no table read when the guess is provably the bin);
+              // 1: every guess checked against the threshold pairs in shared memory (NDF_ECC2_BIN=table)
   ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM], oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
 };
 
@@ -1638,7 +1640,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
   __shared__ int shist[512 + 32]; // T + 1 counters, then a dummy slot per lane (never read)
   __shared__ float tsf[512];       // -inf, the T sorted thresholds rounded down, +inf
   __shared__ float2 tpair[512];    // tpair[k] = (tv[k - 1], tv[k]), k = 0..T
-  __shared__ float s_ga, s_gb;
+  __shared__ float s_ga, s_gb, s_dl, s_dh;
   __shared__ int s_m;
   __shared__ float r_lo[8], r_hi[8];
   __shared__ unsigned long long r_key;
@@ -1910,6 +1912,16 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
       s_ga = w > 0.0f ? (float)(T - 1) / w : 0.0f;
       s_gb = -(float)a * s_ga;
       s_m = m;
+      // Certified guesses: g = fmaf(f, ga, gb) differs from (f - a) G, G = (T - 1) / (b - a), by
+      // at most T 2^-22.3 + |a| ga 2^-23.9 (ga = G (1 + th), |th| <= 2^-22.9: span to float, the
+      // division; gb and the fma: one rounding each), and t_k from a + k (b - a) / (T - 1) by
+      // (|a| + |b|) 2^-51 in the same units; f <= rd(t_k) iff f <= t_k.  So when d = ceil(g) - g
+      // lies in [D, 1 - D], D = 4x those bounds, the bin is ceil(g): f > t_{k-1} and f <= t_k.  Only
+      // with the thresholds in order (m = T - 1) and D < 1/4; else every guess reads the table.
+      const double D = (double)T * 0x1p-20 + (fabs(a) + fabs(b)) * (double)s_ga * 0x1p-21 + 0x1p-22;
+      const bool cert = p.bin == 0 && m == T - 1 && D < 0.25;
+      s_dl = cert ? __double2float_ru(D) : 2.0f; // 2: never certified
+      s_dh = cert ? __fsub_rd(1.0f, __double2float_ru(D)) : -1.0f;
     }
     __syncthreads(); // tsf, tpair, shist, the guess
   }
@@ -1917,7 +1929,8 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
   // ---- the march: the warp's strip over rows r0 .. r1 - 1, no block barrier
   // two copies of the march: float4 rows or element loads (warp-uniform choice)
   auto march = [&](auto vecc) { // vecc: ndf_ecc2_bool<float4 rows>, passed to load
-    const float ga = s_ga, gb = s_gb;
+    const float ga = s_ga, gb = s_gb, dl = s_dl, dh = s_dh;
+    const bool cert = dl < 1.0f; // block-uniform
     const float *tv = tsf + 1;
     const unsigned G = CONS == 1 ? NDF_ECC_PG : 0u;
     const int ir1 = r1;
@@ -1926,15 +1939,38 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
     auto binrow = [&](const raw &w, unsigned (&o)[4]) {
       unsigned bq[5];
       bool ok = true;
+      if (cert) {
+        // the guess without a table read when certified (see the set-up; +inf, outside: T); the
+        // others (about (4 T + ...) 2^-20 of the voxels) walk from the guess
+        auto certified = [&](float f, float g) {
+          const float d = ceilf(g) - g;
+          return ((d >= dl) & (d <= dh)) | (f == INF);
+        };
 #pragma unroll
-      for (int j = 0; j < 5; j++) {
-        const float f = j < 4 ? w.v[j] : w.h;
-        const unsigned k = min((unsigned)__float2int_ru(fmaf(f, ga, gb)), (unsigned)T);
-        const float2 pr = tpair[k];
-        ok &= (f > pr.x) & (f <= pr.y);
-        bq[j] = k;
+        for (int j = 0; j < 5; j++) {
+          const float f = j < 4 ? w.v[j] : w.h;
+          const float g = fmaf(f, ga, gb);
+          bq[j] = min((unsigned)__float2int_rz(ceilf(g)), (unsigned)T);
+          ok &= certified(f, g);
+        }
+        if (__any_sync(FULL, !ok)) { // rare: the voxels not certified (the test again) walk
+#pragma unroll
+          for (int j = 0; j < 5; j++) {
+            const float f = j < 4 ? w.v[j] : w.h;
+            if (!certified(f, fmaf(f, ga, gb))) bq[j] = ndf_ecc2_walk(f, (int)bq[j], tv, T);
+          }
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < 5; j++) {
+          const float f = j < 4 ? w.v[j] : w.h;
+          const unsigned k = min((unsigned)__float2int_ru(fmaf(f, ga, gb)), (unsigned)T);
+          const float2 pr = tpair[k];
+          ok &= (f > pr.x) & (f <= pr.y);
+          bq[j] = k;
+        }
       }
-      if (__any_sync(FULL, !ok)) {
+      if (!cert && __any_sync(FULL, !ok)) {
         // a guess off by some (a value on a threshold, rounding, a wide range): walk to the exact
         // bin, the least k with f <= tv[k] (any start gives it; +inf: T)
 #pragma unroll

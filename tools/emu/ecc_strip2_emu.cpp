@@ -41,6 +41,12 @@ static inline int __float2int_ru(float x) {
   const double c = std::ceil((double)x);
   return c >= 2147483647.0 ? 2147483647 : c <= -2147483648.0 ? (-2147483647 - 1) : (int)c;
 }
+static inline int __float2int_rz(float x) {
+  if (x != x) return 0;
+  return x >= 2147483647.0f ? 2147483647 : x <= -2147483648.0f ? (-2147483647 - 1) : (int)x;
+}
+static inline float __fsub_rd(float a, float b) { float r = a - b; if ((double)r > (double)a - (double)b) r = std::nextafter(r, -INFINITY); return r; }
+static inline float __double2float_ru(double t) { float f = (float)t; if ((double)f < t) f = std::nextafter(f, INFINITY); return f; }
 thread_local unsigned tl_tid, tl_bid;
 static unsigned g_grid;
 #define threadIdx (emu_dim{tl_tid})
@@ -50,7 +56,7 @@ struct emu_block {
   int shist[512 + 32];
   float tsf[512];
   float2 tpair[512];
-  float s_ga, s_gb;
+  float s_ga, s_gb, s_dl, s_dh;
   int s_m;
   float r_lo[8], r_hi[8];
   unsigned long long r_key;
@@ -306,7 +312,7 @@ int main(int argc, char **argv) {
     p.in = img; p.hist = hist.data(); p.cnt = cnt.data(); p.out = outv.data(); p.hdr = &hd; p.gbar = &gbar;
     p.part = part.data(); p.seqp = irand(0, 1) ? &seqw : nullptr; p.T = T; p.nimg = nimg; p.ostep = ostep;
     p.nz = nz; p.nx = nx; p.sz = sz; p.sx = sx; p.nstrip = pl.nstrip; p.mc = pl.mc; p.tpi = pl.tpi; p.bpi = pl.bpi;
-    p.nb = nb; p.ncopy = pl.ncopy; p.seq = 4242; p.hdrblk = hdrblk; p.fence = (int)irand(0, 1);
+    p.nb = nb; p.ncopy = pl.ncopy; p.seq = 4242; p.hdrblk = hdrblk; p.fence = (int)irand(0, 1); p.bin = irand(0, 3) == 0;
     p.bshape[0] = nimg; p.bstr[0] = simg; p.oshape[0] = nimg; p.ostr[0] = T * ostep;
     g_grid = (unsigned)(pl.nblocks + hdrblk);
     {
