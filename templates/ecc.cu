@@ -1917,9 +1917,10 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
       // division; gb and the fma: one rounding each), and t_k from a + k (b - a) / (T - 1) by
       // (|a| + |b|) 2^-51 in the same units; f <= rd(t_k) iff f <= t_k.  So when d = ceil(g) - g
       // lies in [D, 1 - D], D = 4x those bounds, the bin is ceil(g): f > t_{k-1} and f <= t_k.  Only
-      // with the thresholds in order (m = T - 1) and D < 1/4; else every guess reads the table.
+      // with the thresholds in order (m = T - 1), D < 1/4 and ga > 0; else every guess reads the table.
       const double D = (double)T * 0x1p-20 + (fabs(a) + fabs(b)) * (double)s_ga * 0x1p-21 + 0x1p-22;
-      const bool cert = p.bin == 0 && m == T - 1 && D < 0.25;
+      // (ga > 0: +inf * ga + gb = +inf, whose guess is T; a constant image has ga = 0 and NaN there)
+      const bool cert = p.bin == 0 && m == T - 1 && D < 0.25 && s_ga > 0.0f;
       s_dl = cert ? __double2float_ru(D) : 2.0f; // 2: never certified
       s_dh = cert ? __fsub_rd(1.0f, __double2float_ru(D)) : -1.0f;
     }

@@ -234,7 +234,7 @@ int main(int argc, char **argv) {
   const bool isf = std::is_floating_point<TIN>::value;
   int bad = 0, nnan = 0, nskip = 0, nslow = 0;
   for (int cs = 0; cs < cases; cs++) {
-    const int nb = (int)irand(0, 1), vkind = (int)irand(0, 3);
+    const int nb = (int)irand(0, 1), vkind = (int)irand(0, 4); // 4: a constant image (the guess scale ga = 0)
     const int64_t T = std::vector<int64_t>{2, 3, 37, 256, 256, 510}[irand(0, 5)];
     const int64_t nimg = nb ? irand(1, 3) : 1;
     const int64_t nz = urand() < 0.15 ? irand(1, 3) : irand(1, 90);
@@ -258,8 +258,9 @@ int main(int argc, char **argv) {
           if (vkind == 0) v = (TIN)irand(0, top);
           else if (vkind == 1) v = (TIN)(urand() * 200);
           else if (vkind == 2) v = isf ? (TIN)(big + irand(0, 40) * 0.0625) : (TIN)irand(200, 255);
-          else v = (TIN)(isf ? urand() * 2000 - 1000 : irand(0, 250));
-          if (urand() < 0.02 && vkind != 2) v = (TIN)3;
+          else if (vkind == 3) v = (TIN)(isf ? urand() * 2000 - 1000 : irand(0, 250));
+          else v = (TIN)7;
+          if (urand() < 0.02 && vkind != 2 && vkind != 4) v = (TIN)3;
           img[i * simg + z * sz + x * sx] = v;
           dense[(size_t)((i * nz + z) * nx + x)] = v;
         }
