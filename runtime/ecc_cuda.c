@@ -891,7 +891,7 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   NDF__PUT(&pb, ncopy);
   NDF__PUT(&pb, seq);
   NDF__PUT(&pb, hdrblk);
-  /* NDF_ECC2_FENCE=sc: __threadfence pairs at the grid barrier and the tickets (session 8's form);
+  /* NDF_ECC2_FENCE=sc: __threadfence pairs at the grid barrier and the tickets (main 7253b51's form);
    * default: release / acquire atomics */
   const char *fe = getenv("NDF_ECC2_FENCE");
   int fence = fe && strcmp(fe, "sc") == 0;

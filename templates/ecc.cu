@@ -1563,7 +1563,7 @@ __device__ __forceinline__ float ndf_ecc2_fminnan(float a, float b) {
 // block's histogram atomics before it (release, cumulative over the block's
 // threads through the barrier) and the other blocks' before the last block's
 // reads (acquire; the __syncthreads after it passes that on).  fence 1: the
-// session-8 form, __threadfence (fence.sc.gpu) before and after a relaxed add.
+// form of main 7253b51, __threadfence (fence.sc.gpu) before and after a relaxed add.
 __device__ __forceinline__ unsigned ndf_ecc2_ticket(unsigned *p, int fence) {
   unsigned old;
   if (fence) {
