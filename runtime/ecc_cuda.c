@@ -721,7 +721,9 @@ static ndf_status ecc_brick(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arra
  * (float32, uint8, uint16) make one cooperative launch of ndf_ecc_strip2
  * (a warp marches a strip of 128 columns, no block barriers in the march)
  * unless NDF_ECC_2D=old (ndf_ecc_pack's fused march, as before).
- * NDF_ECC2_MC: the least rows per warp task (default 4).  docs/adr/0009,
+ * NDF_ECC2_MC: the least rows per warp task (default 8).  NDF_ECC2_FENCE=sc: the
+ * fence.sc pairs at the grid barrier and tickets instead of acq_rel atomics.
+ * NDF_ECC2_BIN=table: no certified first guesses (every bin from the table).  docs/adr/0009,
  * "The 2-D warp-strip kernel". */
 static int use_strip2(void) {
   const char *e = getenv("NDF_ECC_2D");
@@ -744,7 +746,9 @@ static int strip2_plan_make(const ndf__ecc_call *c, int64_t cap, strip2_plan *pl
   const int64_t nz = c->sshape[0], nx = c->sshape[1], nimg = c->nimg;
   if (nz <= 0 || nx <= 0 || nimg <= 0 || nz > 0x7fffff00 || nx > 0x7fffff00) return 0;
   const char *e = getenv("NDF_ECC2_MC");
-  int64_t minmc = e ? atoll(e) : 4;
+  /* 8: session 8 (run8a, H200) measured MC 2/4/8/16/32 at 1024^2 0.0240/0.0216/0.0210/0.0288/0.0360 ms,
+   * 64 x 256^2 0.0352/0.0361/0.0333/0.0354/0.0353, 8192^2 (any MC: the resident grid sets it) ~0.22 */
+  int64_t minmc = e ? atoll(e) : 8;
   if (minmc < 1) minmc = 1;
   pl->nstrip = (nx + STRIP2_W - 1) / STRIP2_W;
   if (nimg > cap || pl->nstrip > cap * 8) return 0;
@@ -889,6 +893,16 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   NDF__PUT(&pb, ncopy);
   NDF__PUT(&pb, seq);
   NDF__PUT(&pb, hdrblk);
+  /* NDF_ECC2_FENCE=sc: __threadfence pairs at the grid barrier and the tickets (main 7253b51's form);
+   * default: release / acquire atomics */
+  const char *fe = getenv("NDF_ECC2_FENCE");
+  int fence = fe && strcmp(fe, "sc") == 0;
+  NDF__PUT(&pb, fence);
+  /* NDF_ECC2_BIN=table: every first guess checked against the thresholds in shared memory (as
+   * before); default: guesses certified by an error bound skip the table */
+  const char *be = getenv("NDF_ECC2_BIN");
+  int bin = be && strcmp(be, "table") == 0;
+  NDF__PUT(&pb, bin);
   return fused_launch(ctx, c, fn, &pb, in, out, (unsigned)grid, 0, &m, seq, nan_at, not_finite, fallback);
 }
 

@@ -1531,7 +1531,7 @@ struct ndf_ecc2_params {
   long long *out;  // the curves (caller's strides)
   ndf_ecc_hdr *hdr; // block 0 writes mn, mx, nan_key, bad
   unsigned *gbar;  // the persistent grid barrier word
-  double *part;    // 3 per block: min, max, ~least NaN index (0: none)
+  double *part;    // 24 bytes per block: the (min, max) float pairs of all blocks, then the ~NaN keys
   unsigned *seqp;  // NULL, or the mapped header's sequence word (written after the header)
   ndf_i64 T, nimg, ostep;
   ndf_i64 nz, nx, sz, sx;     // rows, columns; their strides
@@ -1540,6 +1540,10 @@ struct ndf_ecc2_params {
   unsigned seq;
   int hdrblk; // 1: the grid's last block has no tasks and writes the header (its PCIe write and system
               // fence delay no block that marches); 0: block 0 writes it
+  int fence;  // 0: the grid barrier and the image tickets are release / acquire atomics (one
+              // fence.acq_rel each); 1: __threadfence (fence.sc) before and after (NDF_ECC2_FENCE=sc)
+  int bin;    // 0: certified first guesses (no table read when the guess is provably the bin);
+              // 1: every guess checked against the threshold pairs in shared memory (NDF_ECC2_BIN=table)
   ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM], oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
 };
 
@@ -1555,14 +1559,43 @@ __device__ __forceinline__ float ndf_ecc2_fminnan(float a, float b) {
   return (a != a || b != b) ? __int_as_float(0x7fffffff) : fminf(a, b);
 #endif
 }
-// the image's ticket, taken by one thread after a __syncthreads: the fences
-// order the block's histogram atomics before it (as ndf_ecc_grid_sync) and
-// the other blocks' before the last block's reads
-__device__ __forceinline__ unsigned ndf_ecc2_ticket(unsigned *p) {
-  __threadfence();
-  const unsigned old = atomicAdd(p, 1u);
-  __threadfence();
+// the image's ticket, taken by one thread after a __syncthreads: it orders the
+// block's histogram atomics before it (release, cumulative over the block's
+// threads through the barrier) and the other blocks' before the last block's
+// reads (acquire; the __syncthreads after it passes that on).  fence 1: the
+// form of main 7253b51, __threadfence (fence.sc.gpu) before and after a relaxed add.
+__device__ __forceinline__ unsigned ndf_ecc2_ticket(unsigned *p, int fence) {
+  unsigned old;
+  if (fence) {
+    __threadfence();
+    old = atomicAdd(p, 1u);
+    __threadfence();
+  } else {
+    asm volatile("atom.acq_rel.gpu.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(1u) : "memory");
+  }
   return old;
+}
+// ndf_ecc_grid_sync (templates/ndf_ecc_fused.cuh: the same arrival word and
+// flip protocol) with a release add and acquire polls instead of a fence.sc
+// before and after: every block's writes before the barrier (partials,
+// zeroed histograms and tickets; ordered before thread 0's add by the
+// __syncthreads) are visible to every block after it.  fence 1: that function.
+__device__ __forceinline__ void ndf_ecc2_grid_sync(unsigned *w, int fence) {
+  if (fence) {
+    ndf_ecc_grid_sync(w);
+    return;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned n = gridDim.x;
+    const unsigned add = blockIdx.x == 0 ? 0x80000000u - (n - 1u) : 1u;
+    unsigned old, cur;
+    asm volatile("atom.release.gpu.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(w), "r"(add) : "memory");
+    do {
+      asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(cur) : "l"(w) : "memory");
+    } while (((old ^ cur) & 0x80000000u) == 0u);
+  }
+  __syncthreads();
 }
 template <bool B> struct ndf_ecc2_bool {
   static constexpr bool value = B;
@@ -1607,7 +1640,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
   __shared__ int shist[512 + 32]; // T + 1 counters, then a dummy slot per lane (never read)
   __shared__ float tsf[512];       // -inf, the T sorted thresholds rounded down, +inf
   __shared__ float2 tpair[512];    // tpair[k] = (tv[k - 1], tv[k]), k = 0..T
-  __shared__ float s_ga, s_gb;
+  __shared__ float s_ga, s_gb, s_dl, s_dh;
   __shared__ int s_m;
   __shared__ float r_lo[8], r_hi[8];
   __shared__ unsigned long long r_key;
@@ -1623,10 +1656,11 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
   const int strip = act ? task % (int)p.nstrip : 0, chunk = act ? task / (int)p.nstrip : 0;
   const int x0 = strip * NDF_SW, r0 = chunk * (int)p.mc, r1 = act ? min(r0 + (int)p.mc, (int)p.nz) : r0;
   ndf_i64 base = 0, q = img;
-  for (int d = p.nb - 1; d >= 0; d--) {
+  for (int d = p.nb - 1; d > 0; d--) {
     base += (q % p.bshape[d]) * p.bstr[d];
     q /= p.bshape[d];
   }
+  if (p.nb > 0) base += q * p.bstr[0]; // q < bshape[0]: no division for the outermost axis
   const TIN *in = p.in + base;
   // this lane's columns x .. x + 3 (bit j of inb: x + j < nx) and its halo voxel (lane 0: x0 - 1,
   // lane 31: x0 + 128; the other lanes have none)
@@ -1655,8 +1689,25 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
   };
 
   // ---- phase 1: min, max, NaN of the task's voxels, rows in reverse order
-  float lo = 1.0f / 0.0f, hi = -1.0f / 0.0f;
-  if (act) {
+  float lo = __int_as_float(0x7f800000), hi = __int_as_float(0xff800000);
+  if (act && vec && inb) {
+    // float4 rows, the lane's 4 voxels all in the image: one pointer per 8 rows, no per-voxel tests
+    // (the general loop below compiles to ~50 instructions a row with its element-load paths)
+    // rows past r0 in the last group re-read row r0 (min and max do not mind; no predicates, so
+    // the eight loads are issued before any is used)
+    const float *in0 = (const float *)in + x;
+    const ndf_i64 sz = p.sz;
+    for (int r = r1 - 1; r >= r0; r -= 8) { // eight rows' loads in flight
+      float4 v[8];
+#pragma unroll
+      for (int u = 0; u < 8; u++) v[u] = *(const float4 *)(in0 + (ndf_i64)max(r - u, r0) * sz);
+#pragma unroll
+      for (int u = 0; u < 8; u++) {
+        lo = ndf_ecc2_fminnan(lo, ndf_ecc2_fminnan(ndf_ecc2_fminnan(v[u].x, v[u].y), ndf_ecc2_fminnan(v[u].z, v[u].w)));
+        hi = fmaxf(hi, fmaxf(fmaxf(v[u].x, v[u].y), fmaxf(v[u].z, v[u].w)));
+      }
+    }
+  } else if (act && !vec) {
     for (int r = r1 - 1; r >= r0; r -= 8) { // eight rows' loads in flight
       float v[8][4];
 #pragma unroll
@@ -1713,9 +1764,11 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
         a = fminf(a, r_lo[w]);
         b = fmaxf(b, r_hi[w]);
       }
-      // (min, max) as a float pair, then the key: 16 of the block's 24 bytes
-      ((float2 *)p.part)[3 * blockIdx.x] = make_float2(a, b);
-      ((ndf_u64 *)p.part)[3 * blockIdx.x + 1] = r_key;
+      // (min, max) as a float pair, the pairs of all blocks first (phase 2: every block reads
+      // them all, 8 bytes each, coalesced), then the keys (16 of the 24 bytes per block); a block
+      // that saw a NaN writes NaN as its min (phase 2 reads the keys only then)
+      ((float2 *)p.part)[blockIdx.x] = make_float2(r_key ? __int_as_float(0x7fffffff) : a, b);
+      ((ndf_u64 *)p.part)[gridDim.x + blockIdx.x] = r_key;
     }
     if (tid == 0) r_key = 0ull; // for phase 2 (the grid barrier orders it)
     // zero the histogram copies and the per-image tickets (used after the barrier)
@@ -1723,7 +1776,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
     for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + tid; i < nh; i += stride) p.hist[i] = 0ull;
     for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + tid; i < p.nimg; i += stride) p.cnt[i] = 0u;
   }
-  ndf_ecc_grid_sync(p.gbar);
+  ndf_ecc2_grid_sync(p.gbar, p.fence);
 
   // ---- the march's first rows, loaded now: their latency overlaps the set-up below (the grid
   // barrier's acquire has emptied L1; the rows come from L2).  Rows are loaded in order r0 - 1,
@@ -1731,7 +1784,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
   // nx, the strip's halo at the image's border, rows -1 and nz) read as +inf, whose bin is T: no
   // voxel inside has it (every value is <= max = t_{T-1}), so T serves as ndf_ecc_pack.cuh's
   // outside marker (every V flag false, every T flag true) and is never counted.
-  const float INF = 1.0f / 0.0f;
+  const float INF = __int_as_float(0x7f800000);
   const int nzi = (int)p.nz;
   struct raw { // a row's raw values: 4 voxels and the halo voxel (lanes 1..30: +inf, never used)
     float v[4], h;
@@ -1775,33 +1828,38 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
   // (exact: the values are floats); the thresholds in double as the CPU's
   double a, b;
   {
-    float fa = 1.0f / 0.0f, fb = -1.0f / 0.0f;
-    unsigned long long key = 0;
+    float fa = __int_as_float(0x7f800000), fb = __int_as_float(0xff800000);
+    bool nan = false; // some block saw a NaN (its min is NaN): only then are the keys read
     for (unsigned k = tid; k < gridDim.x; k += 256) {
-      const float2 ab = __ldcg((const float2 *)p.part + 3 * k);
+      const float2 ab = __ldcg((const float2 *)p.part + k);
+      nan |= ab.x != ab.x;
       fa = fminf(fa, ab.x);
       fb = fmaxf(fb, ab.y);
-      key = max(key, __ldcg((const ndf_u64 *)p.part + 3 * k + 1));
     }
     for (int o = 16; o > 0; o >>= 1) {
       fa = fminf(fa, __shfl_xor_sync(FULL, fa, o));
       fb = fmaxf(fb, __shfl_xor_sync(FULL, fb, o));
-      key = max(key, __shfl_xor_sync(FULL, key, o));
     }
     // r_lo, r_hi: last read by thread 0 before the grid barrier; r_key zeroed there
     if (lane == 0) {
       r_lo[warp] = fa;
       r_hi[warp] = fb;
-      atomicMax(&r_key, key);
     }
-    __syncthreads();
+    unsigned long long key = 0;
+    if (__syncthreads_or(nan)) {
+      // rare: the least NaN index of the grid (max of the blocks' ~index keys)
+      for (unsigned k = tid; k < gridDim.x; k += 256) key = max(key, __ldcg((const ndf_u64 *)p.part + gridDim.x + k));
+      for (int o = 16; o > 0; o >>= 1) key = max(key, __shfl_xor_sync(FULL, key, o));
+      if (lane == 0) atomicMax(&r_key, key);
+      __syncthreads();
+      key = r_key;
+    }
     fa = r_lo[0];
     fb = r_hi[0];
     for (int w = 1; w < 8; w++) {
       fa = fminf(fa, r_lo[w]);
       fb = fmaxf(fb, r_hi[w]);
     }
-    key = r_key;
     a = (double)fa;
     b = (double)fb;
     const int bad = !(isfinite(a) && isfinite(b));
@@ -1822,13 +1880,16 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
   {
     const double span = __dsub_rn(b, a), den = (double)(T - 1);
     auto tof = [&](int k) { return __dadd_rn(a, __ddiv_rn(__dmul_rn(span, (double)k), den)); };
+    // t_tid, and t_{tid + 256} only when T - 1 > 256 (block-uniform: no division for nothing)
+    const bool two = T - 1 > 256;
     double tk[2];
-#pragma unroll
-    for (int i = 0; i < 2; i++) tk[i] = tof(tid + 256 * i);
+    tk[0] = tof(tid);
+    tk[1] = two ? tof(tid + 256) : 0.0;
     // m = #{k < T - 1 : t_k <= b}: t_k is non-decreasing in k (each rounding is monotone), so
-    // those k are 0 .. m - 1; every thread finds m itself (usually t_{T-2} <= b: m = T - 1)
-    int m = T - 1;
-    while (m > 0 && tof(m - 1) > b) m--;
+    // those k are 0 .. m - 1 and m = T - 1 - #{k < T - 1 : t_k > b} (a block count of the
+    // thresholds already computed; usually 0)
+    int m = T - 1 - __syncthreads_count(tid < T - 1 && tk[0] > b);
+    if (two) m -= __syncthreads_count(tid + 256 < T - 1 && tk[1] > b);
     auto put = [&](int j, float t) { // sorted position j holds t
       tsf[j + 1] = t;
       tpair[j].y = t;
@@ -1842,14 +1903,26 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
     for (int k = tid; k <= T; k += 256) shist[k] = 0;
     if (tid == 0) {
       put(m, __double2float_rd(b));
-      tsf[0] = tpair[0].x = -1.0f / 0.0f;
-      tsf[T + 1] = tpair[T].y = 1.0f / 0.0f;
+      // +-inf as bits: NVRTC emits -1.0f / 0.0f here as a division (its slow path), not a constant
+      tsf[0] = tpair[0].x = __int_as_float(0xff800000);
+      tsf[T + 1] = tpair[T].y = __int_as_float(0x7f800000);
       // the first guess ceil(f * ga + gb) ~ (f - a) (T - 1) / (b - a): any guess gives the exact
       // bin (the bracket check, then the walk); a constant image: 0
       const float w = (float)span;
       s_ga = w > 0.0f ? (float)(T - 1) / w : 0.0f;
       s_gb = -(float)a * s_ga;
       s_m = m;
+      // Certified guesses: g = fmaf(f, ga, gb) differs from (f - a) G, G = (T - 1) / (b - a), by
+      // at most T 2^-22.3 + |a| ga 2^-23.9 (ga = G (1 + th), |th| <= 2^-22.9: span to float, the
+      // division; gb and the fma: one rounding each), and t_k from a + k (b - a) / (T - 1) by
+      // (|a| + |b|) 2^-51 in the same units; f <= rd(t_k) iff f <= t_k.  So when d = ceil(g) - g
+      // lies in [D, 1 - D], D = 4x those bounds, the bin is ceil(g): f > t_{k-1} and f <= t_k.  Only
+      // with the thresholds in order (m = T - 1), D < 1/4 and ga > 0; else every guess reads the table.
+      const double D = (double)T * 0x1p-20 + (fabs(a) + fabs(b)) * (double)s_ga * 0x1p-21 + 0x1p-22;
+      // (ga > 0: +inf * ga + gb = +inf, whose guess is T; a constant image has ga = 0 and NaN there)
+      const bool cert = p.bin == 0 && m == T - 1 && D < 0.25 && s_ga > 0.0f;
+      s_dl = cert ? __double2float_ru(D) : 2.0f; // 2: never certified
+      s_dh = cert ? __fsub_rd(1.0f, __double2float_ru(D)) : -1.0f;
     }
     __syncthreads(); // tsf, tpair, shist, the guess
   }
@@ -1857,7 +1930,8 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
   // ---- the march: the warp's strip over rows r0 .. r1 - 1, no block barrier
   // two copies of the march: float4 rows or element loads (warp-uniform choice)
   auto march = [&](auto vecc) { // vecc: ndf_ecc2_bool<float4 rows>, passed to load
-    const float ga = s_ga, gb = s_gb;
+    const float ga = s_ga, gb = s_gb, dl = s_dl, dh = s_dh;
+    const bool cert = dl < 1.0f; // block-uniform
     const float *tv = tsf + 1;
     const unsigned G = CONS == 1 ? NDF_ECC_PG : 0u;
     const int ir1 = r1;
@@ -1866,15 +1940,38 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
     auto binrow = [&](const raw &w, unsigned (&o)[4]) {
       unsigned bq[5];
       bool ok = true;
+      if (cert) {
+        // the guess without a table read when certified (see the set-up; +inf, outside: T); the
+        // others (about (4 T + ...) 2^-20 of the voxels) walk from the guess
+        auto certified = [&](float f, float g) {
+          const float d = ceilf(g) - g;
+          return ((d >= dl) & (d <= dh)) | (f == INF);
+        };
 #pragma unroll
-      for (int j = 0; j < 5; j++) {
-        const float f = j < 4 ? w.v[j] : w.h;
-        const unsigned k = min((unsigned)__float2int_ru(fmaf(f, ga, gb)), (unsigned)T);
-        const float2 pr = tpair[k];
-        ok &= (f > pr.x) & (f <= pr.y);
-        bq[j] = k;
+        for (int j = 0; j < 5; j++) {
+          const float f = j < 4 ? w.v[j] : w.h;
+          const float g = fmaf(f, ga, gb);
+          bq[j] = min((unsigned)__float2int_rz(ceilf(g)), (unsigned)T);
+          ok &= certified(f, g);
+        }
+        if (__any_sync(FULL, !ok)) { // rare: the voxels not certified (the test again) walk
+#pragma unroll
+          for (int j = 0; j < 5; j++) {
+            const float f = j < 4 ? w.v[j] : w.h;
+            if (!certified(f, fmaf(f, ga, gb))) bq[j] = ndf_ecc2_walk(f, (int)bq[j], tv, T);
+          }
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < 5; j++) {
+          const float f = j < 4 ? w.v[j] : w.h;
+          const unsigned k = min((unsigned)__float2int_ru(fmaf(f, ga, gb)), (unsigned)T);
+          const float2 pr = tpair[k];
+          ok &= (f > pr.x) & (f <= pr.y);
+          bq[j] = k;
+        }
       }
-      if (__any_sync(FULL, !ok)) {
+      if (!cert && __any_sync(FULL, !ok)) {
         // a guess off by some (a value on a threshold, rounding, a wide range): walk to the exact
         // bin, the least k with f <= tv[k] (any start gives it; +inf: T)
 #pragma unroll
@@ -1948,7 +2045,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
     }
   }
   __syncthreads();
-  if (tid == 0) s_last = ndf_ecc2_ticket(&p.cnt[img]) == (unsigned)p.bpi - 1u;
+  if (tid == 0) s_last = ndf_ecc2_ticket(&p.cnt[img], p.fence) == (unsigned)p.bpi - 1u;
   __syncthreads();
   if (s_last) {
     ndf_i64 off = 0, q2 = img;

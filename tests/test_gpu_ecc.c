@@ -696,7 +696,10 @@ static void test_gpu_brick(void **state) {
  * under each setting: default, NDF_ECC_2D=old (ndf_ecc_pack's fused march),
  * NDF_ECC_MAPHDR=0 (header copied back instead of the sequence word),
  * NDF_ECC2_MC=1 and 13 (other task lengths), NDF_ECC2_WS=0 (per-call scratch
- * instead of the context's workspace).  Widths around the 128-column
+ * instead of the context's workspace), NDF_ECC2_FENCE=sc (fence.sc pairs
+ * instead of release / acquire atomics at the grid barrier and tickets),
+ * NDF_ECC2_BIN=table (every bin from the thresholds table, no certified
+ * guesses) -- these two on alternate cases.  Widths around the 128-column
  * strip and the 4-voxel lane (1, 3, 4, 127, 128, 129, 256, 260, 1023, 1025),
  * heights 1 to 600, batches (many images: more than the resident blocks falls
  * back to the march), float64 (the march), T = 2, 3, 255, 256, 509, 510;
@@ -709,8 +712,9 @@ static void test_gpu_strip2(void **state) {
   static const int64_t Ts[] = {2, 3, 255, 256, 509, 510};
   static const int64_t W[] = {1, 3, 4, 127, 128, 129, 256, 260, 1023, 1025};
   static const ndf_dtype dts[5] = {NDF_FLOAT32, NDF_FLOAT32, NDF_UINT8, NDF_UINT16, NDF_FLOAT64};
-  static const char *const var[6] = {NULL, "NDF_ECC_2D", "NDF_ECC_MAPHDR", "NDF_ECC2_MC", "NDF_ECC2_MC", "NDF_ECC2_WS"};
-  static const char *const val[6] = {NULL, "old", "0", "1", "13", "0"};
+  static const char *const var[8] = {NULL,          "NDF_ECC_2D",     "NDF_ECC_MAPHDR", "NDF_ECC2_MC",
+                                     "NDF_ECC2_MC", "NDF_ECC2_WS", "NDF_ECC2_FENCE", "NDF_ECC2_BIN"};
+  static const char *const val[8] = {NULL, "old", "0", "1", "13", "0", "sc", "table"};
   int failed = 0;
   const long n = s->ncases / 2 > 40 ? s->ncases / 2 : 40;
   for (long k = 0; k < n && failed < 5; k++) {
@@ -733,7 +737,8 @@ static void test_gpu_strip2(void **state) {
                                          : TU_LAYOUT_C;
     c.out_layout = tu_rng_chance(&r, 0.2) ? TU_LAYOUT_PADDED : TU_LAYOUT_C;
     const tu_rng r0 = r; /* the same input and layouts under every setting */
-    for (int v = 0; v < 6; v++) {
+    for (int v = 0; v < 8; v++) {
+      if (v >= 6 && (k & 1) != (v & 1)) continue; /* FENCE=sc on even cases, BIN=table on odd (time) */
       tu_rng rv = r0;
       if (var[v]) setenv(var[v], val[v], 1);
       const int f = run_exact(s->ctx, &c, &rv);

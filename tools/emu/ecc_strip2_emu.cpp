@@ -41,6 +41,12 @@ static inline int __float2int_ru(float x) {
   const double c = std::ceil((double)x);
   return c >= 2147483647.0 ? 2147483647 : c <= -2147483648.0 ? (-2147483647 - 1) : (int)c;
 }
+static inline int __float2int_rz(float x) {
+  if (x != x) return 0;
+  return x >= 2147483647.0f ? 2147483647 : x <= -2147483648.0f ? (-2147483647 - 1) : (int)x;
+}
+static inline float __fsub_rd(float a, float b) { float r = a - b; if ((double)r > (double)a - (double)b) r = std::nextafter(r, -INFINITY); return r; }
+static inline float __double2float_ru(double t) { float f = (float)t; if ((double)f < t) f = std::nextafter(f, INFINITY); return f; }
 thread_local unsigned tl_tid, tl_bid;
 static unsigned g_grid;
 #define threadIdx (emu_dim{tl_tid})
@@ -50,7 +56,7 @@ struct emu_block {
   int shist[512 + 32];
   float tsf[512];
   float2 tpair[512];
-  float s_ga, s_gb;
+  float s_ga, s_gb, s_dl, s_dh;
   int s_m;
   float r_lo[8], r_hi[8];
   unsigned long long r_key;
@@ -119,6 +125,7 @@ static inline int __any_sync(unsigned, int pred) {
   return any;
 }
 static inline void __threadfence() {}
+static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 static inline void __threadfence_system() {}
 template <class T> static inline T __ldcg(const T *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 static inline float2 __ldcg(const float2 *p) { uint64_t b = __atomic_load_n((const uint64_t *)p, __ATOMIC_RELAXED); float2 f; memcpy(&f, &b, 8); return f; }
@@ -150,7 +157,8 @@ using std::min;
 static void ndf_ecc_grid_sync(unsigned *) { g_gridbar->arrive_and_wait(); }
 // the helpers of templates/ecc.cu (NDF_ECC2_HELPERS_BEGIN .. END), without inline PTX
 static inline float ndf_ecc2_fminnan(float a, float b) { return (a != a || b != b) ? NAN : std::fmin(a, b); }
-static inline unsigned ndf_ecc2_ticket(unsigned *p) { return __atomic_fetch_add(p, 1u, __ATOMIC_ACQ_REL); }
+static inline unsigned ndf_ecc2_ticket(unsigned *p, int) { return __atomic_fetch_add(p, 1u, __ATOMIC_ACQ_REL); }
+static void ndf_ecc2_grid_sync(unsigned *w, int) { ndf_ecc_grid_sync(w); }
 template <bool B> struct ndf_ecc2_bool { static constexpr bool value = B; };
 static void ndf_ecc2_prefix(const long long *hist, int nc, ndf_i64 m, long long *out, ndf_i64 T, ndf_i64 ostep) {
   __syncthreads();
@@ -226,7 +234,7 @@ int main(int argc, char **argv) {
   const bool isf = std::is_floating_point<TIN>::value;
   int bad = 0, nnan = 0, nskip = 0, nslow = 0;
   for (int cs = 0; cs < cases; cs++) {
-    const int nb = (int)irand(0, 1), vkind = (int)irand(0, 3);
+    const int nb = (int)irand(0, 1), vkind = (int)irand(0, 4); // 4: a constant image (the guess scale ga = 0)
     const int64_t T = std::vector<int64_t>{2, 3, 37, 256, 256, 510}[irand(0, 5)];
     const int64_t nimg = nb ? irand(1, 3) : 1;
     const int64_t nz = urand() < 0.15 ? irand(1, 3) : irand(1, 90);
@@ -250,8 +258,9 @@ int main(int argc, char **argv) {
           if (vkind == 0) v = (TIN)irand(0, top);
           else if (vkind == 1) v = (TIN)(urand() * 200);
           else if (vkind == 2) v = isf ? (TIN)(big + irand(0, 40) * 0.0625) : (TIN)irand(200, 255);
-          else v = (TIN)(isf ? urand() * 2000 - 1000 : irand(0, 250));
-          if (urand() < 0.02 && vkind != 2) v = (TIN)3;
+          else if (vkind == 3) v = (TIN)(isf ? urand() * 2000 - 1000 : irand(0, 250));
+          else v = (TIN)7;
+          if (urand() < 0.02 && vkind != 2 && vkind != 4) v = (TIN)3;
           img[i * simg + z * sz + x * sx] = v;
           dense[(size_t)((i * nz + z) * nx + x)] = v;
         }
@@ -304,7 +313,7 @@ int main(int argc, char **argv) {
     p.in = img; p.hist = hist.data(); p.cnt = cnt.data(); p.out = outv.data(); p.hdr = &hd; p.gbar = &gbar;
     p.part = part.data(); p.seqp = irand(0, 1) ? &seqw : nullptr; p.T = T; p.nimg = nimg; p.ostep = ostep;
     p.nz = nz; p.nx = nx; p.sz = sz; p.sx = sx; p.nstrip = pl.nstrip; p.mc = pl.mc; p.tpi = pl.tpi; p.bpi = pl.bpi;
-    p.nb = nb; p.ncopy = pl.ncopy; p.seq = 4242; p.hdrblk = hdrblk;
+    p.nb = nb; p.ncopy = pl.ncopy; p.seq = 4242; p.hdrblk = hdrblk; p.fence = (int)irand(0, 1); p.bin = irand(0, 3) == 0;
     p.bshape[0] = nimg; p.bstr[0] = simg; p.oshape[0] = nimg; p.ostr[0] = T * ostep;
     g_grid = (unsigned)(pl.nblocks + hdrblk);
     {

@@ -13,7 +13,7 @@ k = k[:a] + k[b:]
 a = k.index('  __shared__ int shist['); b = k.index('  __shared__ bool s_last;')
 b = k.index('\n', b) + 1
 decl = k[a:b]
-names = ['shist', 'tsf', 'tpair', 's_ga', 's_gb', 's_m', 'r_lo', 'r_hi', 'r_key', 's_last']
+names = ['shist', 'tsf', 'tpair', 's_ga', 's_gb', 's_dl', 's_dh', 's_m', 'r_lo', 'r_hi', 'r_key', 's_last']
 for n in names:
     assert n in decl, n
 k = k[:a] + ''.join('  auto &%s = EMB().%s;\n' % (n, n) for n in names) + k[b:]
