@@ -1316,8 +1316,16 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
         lb[u] = (int)(ob[u] >> 2);
         lb[u] -= PADX * (lb[u] / PADW);
       }
+#if PIPE >= 5
+      // Every lane adds (0 for padding, at a clamped counter: its lower bound
+      // may be R), so the atomics need no branch each.
+#pragma unroll
+      for (int u = 0; u < RG; u++)
+        dk[u] = atomicAdd(&dup[lb[u] < R ? lb[u] : R - 1], (i0 + u) * BT + t < R ? 1u : 0u);
+#else
 #pragma unroll
       for (int u = 0; u < RG; u++) dk[u] = (i0 + u) * BT + t < R ? atomicAdd(&dup[lb[u]], 1u) : 0u;
+#endif
 #pragma unroll
       for (int u = 0; u < RG; u++) {
         const int e = (i0 + u) * BT + t;
