@@ -430,7 +430,7 @@ return {
         KX = "box extent along X",
         S = "output rows per block (even; (S + KY - 1) * (32 + KX - 1) <= 4096)",
         SORTU = "1: the sort's stages unrolled (fewer instructions, more code); 0: rolled; 2: 1 with its last six stages as a loop; 3: 2 with each stage's transposes in a switch",
-        PIPE = "0: the session-5 order; 1: shared loads ahead of the atomics; 2: 1 and a first window shared by the two threads of a column; 3 (default): 1 with cheaper flips, probes, walks, loads and sort; 4: 3 with a first window shared within a warp; 5, 6: 3 with first windows shared by groups of 8, 4 neighbouring columns; 7: 5 with a faster select in a word",
+        PIPE = "0: the session-5 order; 1: shared loads ahead of the atomics; 2: 1 and a first window shared by the two threads of a column; 3: 1 with cheaper flips, probes, walks, loads and sort; 4: 3 with a first window shared within a warp; 5, 6 (default): 3 with first windows shared by groups of 8, 4 neighbouring columns; 7: 5 with a faster select in a word",
       },
       families = {
         -- About 10 s of NVRTC each on a busy 2-core machine (the sort is unrolled): few families.
@@ -439,18 +439,18 @@ return {
           SORTU = { "0" }, PIPE = { "1", "3", "4", "5", "6", "7" } },
         { T = { "unsigned char" }, KIND = { "0" }, TBITS = { "8" }, MODE = { "4" }, NAN_OMIT = { "0" }, N = { "12" },
           RKIND = { "2" }, RPARAM = { "37.5" }, KY = { "3" }, KX = { "4" }, S = { "2" }, SORTU = { "0" },
-          PIPE = { "0", "1", "2", "3" } },
+          PIPE = { "0", "1", "2", "3", "6" } },
         { T = { "short" }, KIND = { "1" }, TBITS = { "16" }, MODE = { "1" }, NAN_OMIT = { "0" }, N = { "63" },
           RKIND = { "1" }, RPARAM = { "5" }, KY = { "7" }, KX = { "9" }, S = { "94" }, SORTU = { "1" },
           PIPE = { "2" } },
         -- rows wider than 32 columns: the codes load in chunks of 32
         { T = { "float" }, KIND = { "2" }, TBITS = { "32" }, MODE = { "2" }, NAN_OMIT = { "1" }, N = { "360" },
           RKIND = { "2" }, RPARAM = { "90" }, KY = { "9" }, KX = { "40" }, S = { "46" }, SORTU = { "0" },
-          PIPE = { "1", "2", "3", "4" } },
+          PIPE = { "1", "2", "3", "4", "6" } },
         -- PIPE 3 with the unrolled sort (the default), NaN tiles, loads by columns (31 x 33: 62 x 63 values)
         { T = { "float" }, KIND = { "2" }, TBITS = { "32" }, MODE = { "3" }, NAN_OMIT = { "1" }, N = { "1023" },
           RKIND = { "1" }, RPARAM = { "500" }, KY = { "31" }, KX = { "33" }, S = { "32" }, SORTU = { "1", "2", "3" },
-          PIPE = { "3", "5" } },
+          PIPE = { "3", "5", "6" } },
       },
     },
     {
