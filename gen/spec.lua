@@ -430,13 +430,13 @@ return {
         KX = "box extent along X",
         S = "output rows per block (even; (S + KY - 1) * (32 + KX - 1) <= 4096)",
         SORTU = "1: the sort's stages unrolled (fewer instructions, more code); 0: rolled; 2: 1 with its last six stages as a loop; 3: 2 with each stage's transposes in a switch",
-        PIPE = "0: the session-5 order; 1: shared loads ahead of the atomics; 2: 1 and a first window shared by the two threads of a column; 3: 1 with cheaper flips, probes, walks, loads and sort; 4: 3 with a first window shared within a warp; 5, 6 (default): 3 with first windows shared by groups of 8, 4 neighbouring columns; 7: 5 with a faster select in a word",
+        PIPE = "0: the session-5 order; 1: shared loads ahead of the atomics; 2: 1 and a first window shared by the two threads of a column; 3: 1 with cheaper flips, probes, walks, loads and sort; 4: 3 with a first window shared within a warp; 5, 6 (default): 3 with first windows shared by groups of 8, 4 neighbouring columns; 7: 5 with a faster select in a word; 8: 6 with 32 rank searches at a time",
       },
       families = {
         -- About 10 s of NVRTC each on a busy 2-core machine (the sort is unrolled): few families.
         { T = { "float" }, KIND = { "2" }, TBITS = { "32" }, MODE = { "0" }, NAN_OMIT = { "0", "1" },
           N = { "961" }, RKIND = { "0" }, RPARAM = { "0" }, KY = { "31" }, KX = { "31" }, S = { "34" },
-          SORTU = { "0" }, PIPE = { "1", "3", "4", "5", "6", "7" } },
+          SORTU = { "0" }, PIPE = { "1", "3", "4", "5", "6", "7", "8" } },
         { T = { "unsigned char" }, KIND = { "0" }, TBITS = { "8" }, MODE = { "4" }, NAN_OMIT = { "0" }, N = { "12" },
           RKIND = { "2" }, RPARAM = { "37.5" }, KY = { "3" }, KX = { "4" }, S = { "2" }, SORTU = { "0" },
           PIPE = { "0", "1", "2", "3", "6" } },

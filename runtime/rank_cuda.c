@@ -278,11 +278,11 @@ static int tile_plan(int ky, int kx, int64_t ny, tile_geom *tg) {
  * position and equal-key counters, then the bitsets), 16.25 KB of sorted
  * keys (rows of 64 padded to 65), 2 bytes of rank per tile position. */
 #define TILE2_KEYS 4096
-/* The variant of templates/rank_tile2.cu (slot PIPE): $NDF_RANK_TILE2_PIPE=0..7, else 6
+/* The variant of templates/rank_tile2.cu (slot PIPE): $NDF_RANK_TILE2_PIPE=0..8, else 6
  * (session 8; 3 before). */
 static int tile2_pipe(void) {
   const char *ep = getenv("NDF_RANK_TILE2_PIPE");
-  return ep && ep[0] >= '0' && ep[0] <= '7' && !ep[1] ? ep[0] - '0' : 6;
+  return ep && ep[0] >= '0' && ep[0] <= '8' && !ep[1] ? ep[0] - '0' : 6;
 }
 
 /* PIPE 3 and 4 with at most 3968 values (VEC3 in the template): keys and counters
@@ -453,8 +453,9 @@ static void tile_request(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, co
    * (6) neighbouring columns built mostly once, 7 is 5 with a select in a
    * word of less latency (ADR 0005); H200 31x31 on 1024^2 float32 / uint8:
    * 3 0.151 / 0.121, 5 0.147 / 0.119, 6 (now the default) 0.146 / 0.116,
-   * 7 0.148 / 0.121 (run 8c); SORTU 3 0.152 (no gain).
-   * $NDF_RANK_TILE2_PIPE=0..7 selects one. */
+   * 7 0.148 / 0.121 (run 8c); SORTU 3 0.152 (no gain).  8 is 6 with 32 rank
+   * searches at a time instead of 16 (not measured yet).
+   * $NDF_RANK_TILE2_PIPE=0..8 selects one. */
   if (tg->form == 2) ndf__req_set(req, "PIPE", "%d", tile2_pipe());
 }
 

@@ -53,7 +53,7 @@ typedef NDF_SLOT(T) T;
 #define KX NDF_SLOT(KX)
 #define S NDF_SLOT(S)                /* output rows per block (even) */
 #define SORTU NDF_SLOT(SORTU)        /* 1: the sort's stages unrolled (larger code), 0: rolled, 2: 1 with its last six stages as a loop, 3: 2 with each stage's transposes in a switch */
-#define PIPE NDF_SLOT(PIPE)          /* 0: as session 5; 1: shared loads ahead of the atomics; 2: 1 and a shared middle window; 3 (default): 1, cheaper; 4: 3 and a middle window shared within a warp; 5, 6: 3 with first windows shared by groups of 8, 4 columns; 7: 5 with a faster select in a word */
+#define PIPE NDF_SLOT(PIPE)          /* 0: as session 5; 1: shared loads ahead of the atomics; 2: 1 and a shared middle window; 3: 1, cheaper (the default of session 7); 4: 3 and a middle window shared within a warp; 5, 6 (default): 3 with first windows shared by groups of 8, 4 columns; 7: 5 with a faster select in a word; 8: 6 with 32 rank searches at a time */
 
 #define BT 64                        /* threads */
 #define PK 64                        /* keys per thread in the sort */
@@ -1005,8 +1005,9 @@ __device__ __forceinline__ void ndf_t4_column(const unsigned short *rpos, unsign
 // flips and a copy of 124 words per thread instead of 961 flips.  The NaN
 // count (tiles with NaNs) is taken from the finished bitset.  Every lane of
 // the warp runs it (__syncwarp between the phases), whatever its column.
-// PIPE 7 is 5 with a select in the word of less latency (ndf_t7_kth).
-#define GRP (PIPE == 6 ? 4 : 8)
+// PIPE 7 is 5 with a select in the word of less latency (ndf_t7_kth); PIPE
+// 8 is 6 with 32 rank searches at a time instead of 16.
+#define GRP (PIPE == 6 || PIPE == 8 ? 4 : 8)
 #define T5SHARE (KX >= 2 * GRP)
 #define T5CH 16                      /* codes of a column loaded ahead of their atomics */
 
@@ -1292,8 +1293,9 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
 #elif PIPE >= 3
     // As PIPE 1 below, each search's position a byte offset into the padded
     // sorted keys: a probe is a load at the offset plus a constant, a taken
-    // step adds a constant.
-#define RG 16
+    // step adds a constant.  PIPE 8: 32 searches at a time (more
+    // independent chains of probes per warp, twice the registers for them).
+#define RG (PIPE == 8 ? 32 : 16)
 #pragma unroll 1
     for (int i0 = 0; i0 < PK; i0 += RG) {
       unsigned int key[RG], dk[RG], ob[RG];

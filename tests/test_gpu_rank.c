@@ -419,7 +419,7 @@ static void test_gpu_rank_tile(void **state) {
  * 7's default) 1 with cheaper flips, probes, walks, loads and sort, 4 is 3 with a first
  * window shared within a warp; session 8: 5 and 6 are 3 with first windows
  * shared by groups of 8 and 4 columns (6: the default), 7 is 5 with a faster select in a
- * word; "5u"/"3u" with the sort's stages in a switch, $NDF_RANK_TILE2_UNROLL=3): windows
+ * word, 8 is 6 with 32 rank searches at a time; "5u"/"3u" with the sort's stages in a switch, $NDF_RANK_TILE2_UNROLL=3): windows
  * from 9 to 45 per axis, odd and even, wider than 32 columns (the codes load
  * in chunks), median, rank and percentile, both NaN policies, 8/16/32-bit
  * integers and float32, images smaller than the window, batch axes, origins;
@@ -427,8 +427,8 @@ static void test_gpu_rank_tile(void **state) {
  * NaN-omitting 17 x 17 in forms 2 and 3; the other cases in the default form
  * (6 since session 8), six on arrays large enough for many tiles inside the array (loads
  * without boundary mapping), six in form 4.  From NDF_TEST_CASES = 6 on
- * every case runs (about 45 kernels of 3-4 s of NVRTC each); below, six
- * (the default's and the session-8 forms' first cases). */
+ * every case runs (about 45 kernels of 3-4 s of NVRTC each); below, seven
+ * (the default's and the session-8 forms' first cases: seven). */
 static void test_gpu_rank_tile2_pipe(void **state) {
   gpu_state *s = *state;
   SKIP_WITHOUT_CUDA(s);
@@ -491,13 +491,17 @@ static void test_gpu_rank_tile2_pipe(void **state) {
       {NDF_UINT8, 2, 0, K_RANK, "7", {200, 301}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
       {NDF_FLOAT32, 2, 0, K_MEDIAN, "5u", {150, 300}, {31, 31}, 0.01, NDF_RANK_NAN_PROPAGATE},
       {NDF_FLOAT32, 2, 0, K_MEDIAN, "3u", {150, 300}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
+      /* PIPE 8: 6 with 32 rank searches at a time */
+      {NDF_FLOAT32, 2, 0, K_MEDIAN, "8", {300, 270}, {31, 31}, 0.02, NDF_RANK_NAN_OMIT},
+      {NDF_UINT16, 2, 0, K_PERCENTILE, "8", {100, 45}, {10, 12}, 0.0, NDF_RANK_NAN_PROPAGATE},
+      {NDF_FLOAT32, 2, 0, K_RANK, "8", {200, 210}, {25, 30}, 0.001, NDF_RANK_NAN_PROPAGATE},
       /* PIPE 3 (the default of session 7) */
       {NDF_FLOAT32, 2, 0, K_MEDIAN, "3", {300, 270}, {31, 31}, 0.02, NDF_RANK_NAN_OMIT},
       {NDF_UINT8, 2, 0, K_RANK, "3", {200, 301}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
   };
   /* Below NDF_TEST_CASES = 6 (the sanitizers' runs: every case is a cold
    * NVRTC compile, slow under memcheck) only the first case of the default
-   * and of each session-8 form (5, 6, 7, "5u", "3u"). */
+   * and of each session-8 form (5, 6, 7, 8, "5u", "3u"). */
   const char *seen[16];
   int nseen = 0;
   int failed = 0;
