@@ -278,10 +278,11 @@ static int tile_plan(int ky, int kx, int64_t ny, tile_geom *tg) {
  * position and equal-key counters, then the bitsets), 16.25 KB of sorted
  * keys (rows of 64 padded to 65), 2 bytes of rank per tile position. */
 #define TILE2_KEYS 4096
-/* The variant of templates/rank_tile2.cu (slot PIPE): $NDF_RANK_TILE2_PIPE=0..4, else 3. */
+/* The variant of templates/rank_tile2.cu (slot PIPE): $NDF_RANK_TILE2_PIPE=0..8, else 6
+ * (session 8; 3 before). */
 static int tile2_pipe(void) {
   const char *ep = getenv("NDF_RANK_TILE2_PIPE");
-  return ep && ep[0] >= '0' && ep[0] <= '4' && !ep[1] ? ep[0] - '0' : 3;
+  return ep && ep[0] >= '0' && ep[0] <= '8' && !ep[1] ? ep[0] - '0' : 6;
 }
 
 /* PIPE 3 and 4 with at most 3968 values (VEC3 in the template): keys and counters
@@ -437,7 +438,10 @@ static void tile_request(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, co
    * code).  H200, 31x31 on 1024^2 float32: unrolled 0.161 ms, rolled 0.186
    * (session 7 run 1, PIPE 1); PIPE 3 unrolled 0.151, =2 0.163 (run 8). */
   const char *eu = getenv("NDF_RANK_TILE2_UNROLL");
-  if (tg->form == 2) ndf__req_set(req, "SORTU", "%d", eu && !strcmp(eu, "0") ? 0 : eu && !strcmp(eu, "2") ? 2 : 1);
+  /* =3 (session 8): as 2 with each stage's transposes in a switch (no selects). */
+  if (tg->form == 2)
+    ndf__req_set(req, "SORTU", "%d",
+                 eu && !strcmp(eu, "0") ? 0 : eu && !strcmp(eu, "2") ? 2 : eu && !strcmp(eu, "3") ? 3 : 1);
   /* Session 6 (ADR 0005): 1 (0.160 ms at 31x31 on 1024^2 on the H200,
    * session 5's order 0.219) issues the shared loads ahead of the atomics;
    * 2 also shares the first window between the two threads of a column
@@ -445,7 +449,13 @@ static void tile_request(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, co
    * with fewer instructions per flip, probe, walk, load and sort; 4 is 3 with
    * the first window shared by the two threads of a column within one warp
    * (0.168 before the row-65 fix of the probes, not rerun).
-   * $NDF_RANK_TILE2_PIPE=0..4 selects one. */
+   * Session 8: 5 and 6 are 3 with the first windows of groups of 8 (5) or 4
+   * (6) neighbouring columns built mostly once, 7 is 5 with a select in a
+   * word of less latency (ADR 0005); H200 31x31 on 1024^2 float32 / uint8:
+   * 3 0.151 / 0.121, 5 0.147 / 0.119, 6 (now the default) 0.146 / 0.116,
+   * 7 0.148 / 0.121 (run 8c); SORTU 3 0.152 (no gain).  8 is 6 with 32 rank
+   * searches at a time instead of 16 (not measured yet).
+   * $NDF_RANK_TILE2_PIPE=0..8 selects one. */
   if (tg->form == 2) ndf__req_set(req, "PIPE", "%d", tile2_pipe());
 }
 

@@ -52,8 +52,8 @@ typedef NDF_SLOT(T) T;
 #define KY NDF_SLOT(KY)
 #define KX NDF_SLOT(KX)
 #define S NDF_SLOT(S)                /* output rows per block (even) */
-#define SORTU NDF_SLOT(SORTU)        /* 1: the sort's stages unrolled (larger code), 0: rolled, 2: 1 with its last six stages as a loop */
-#define PIPE NDF_SLOT(PIPE)          /* 0: as session 5; 1: shared loads ahead of the atomics; 2: 1 and a shared middle window; 3 (default): 1, cheaper; 4: 3 and a middle window shared within a warp */
+#define SORTU NDF_SLOT(SORTU)        /* 1: the sort's stages unrolled (larger code), 0: rolled, 2: 1 with its last six stages as a loop, 3: 2 with each stage's transposes in a switch */
+#define PIPE NDF_SLOT(PIPE)          /* 0: as session 5; 1: shared loads ahead of the atomics; 2: 1 and a shared middle window; 3: 1, cheaper (the default of session 7); 4: 3 and a middle window shared within a warp; 5, 6 (default): 3 with first windows shared by groups of 8, 4 columns; 7: 5 with a faster select in a word; 8: 6 with 32 rank searches at a time */
 
 #define BT 64                        /* threads */
 #define PK 64                        /* keys per thread in the sort */
@@ -245,6 +245,17 @@ __device__ __forceinline__ void ndf_strided_steps(unsigned int (&v)[PK]) {
   }
 }
 
+// SORTU 3: a stage's strided part with its transposes (hb = HB: rows of 64
+// in the upper half of a block of k read and written mirrored).
+template <int HB>
+__device__ __forceinline__ void ndf_strided_stage(unsigned int (&v)[PK], unsigned int *buf, int t) {
+#pragma unroll
+  for (int i = 0; i < PK; i++) v[i] = buf[SPADW * i + ((i & HB) ? 63 - t : t)];
+  ndf_strided_steps<HB>(v);
+#pragma unroll
+  for (int i = 0; i < PK; i++) buf[SPADW * i + ((i & HB) ? 63 - t : t)] = v[i];
+}
+
 // Sorts the block's 4096 keys (thread t's v[i] is element 64t + i) ascending
 // into buf (padded, blocked order).  Ends with a barrier.
 __device__ __forceinline__ void ndf_sort4096(unsigned int (&v)[PK], unsigned int *buf, int t) {
@@ -280,7 +291,29 @@ __device__ __forceinline__ void ndf_sort4096(unsigned int (&v)[PK], unsigned int
   // holds element 64i + t in the lower half of its block of k and element
   // 64i + 63 - t in the upper half, so that mirror images (e ^ (k - 1): the
   // column t becomes 63 - t) meet in one thread as the half-cleaners' pairs do.
-#if SORTU == 2
+#if SORTU == 3
+  // SORTU 3 ($NDF_RANK_TILE2_UNROLL=3, session 8): the stages as a loop like
+  // SORTU 2, each stage's strided part (its transposes included, so their
+  // addresses stay constants, no selects) one case of a switch: the blocked
+  // half-cleaners' code once (about 34 KB less code than SORTU 1, a branch
+  // per stage more).
+#pragma unroll 1
+  for (int lk = 7; lk <= 12; lk++) {
+    ndf_blocked_store(v, buf, t);
+    __syncthreads();
+    switch (lk) {
+      case 7: ndf_strided_stage<1>(v, buf, t); break;
+      case 8: ndf_strided_stage<2>(v, buf, t); break;
+      case 9: ndf_strided_stage<4>(v, buf, t); break;
+      case 10: ndf_strided_stage<8>(v, buf, t); break;
+      case 11: ndf_strided_stage<16>(v, buf, t); break;
+      default: ndf_strided_stage<32>(v, buf, t); break;
+    }
+    __syncthreads();
+    ndf_blocked_load(v, buf, t);
+    ndf_blocked_steps(v, 5);
+  }
+#elif SORTU == 2
   // SORTU 2 ($NDF_RANK_TILE2_UNROLL=2): the same stages as a loop, the
   // blocked half-cleaners' code once instead of six times (about 30 KB less
   // code, 128 selects more per stage for the transposes' columns).
@@ -958,6 +991,163 @@ __device__ __forceinline__ void ndf_t4_column(const unsigned short *rpos, unsign
 }
 #endif
 
+#if PIPE >= 5
+// PIPE 5, 6, 7 (session 8, ADR 0005 "first windows shared across columns"):
+// PIPE 3 with the first window of GRP neighbouring threads of one half (lanes
+// L .. L+GRP-1, L = lane & ~(GRP-1); GRP 8 for PIPE 5, 4 for PIPE 6) built
+// mostly once.  Their windows (columns lane .. lane+KX-1, the same rows) all
+// hold the KX-GRP+1 columns L+GRP-1 .. L+KX-1; the group's lanes flip those
+// columns' codes into the leader's (lane L's) bitset, a share each (columns
+// m = j, j + GRP, ..., j = lane - L; the leader's words, all in one bank,
+// take GRP-way conflicted atomics), the other lanes copy its words into
+// their own, then every lane flips its GRP-1 other columns (lane .. L+GRP-2
+// and L+KX .. lane+KX-1) into its own bitset.  31 x 31, GRP 8: 93 + 217
+// flips and a copy of 124 words per thread instead of 961 flips.  The NaN
+// count (tiles with NaNs) is taken from the finished bitset.  Every lane of
+// the warp runs it (__syncwarp between the phases), whatever its column.
+// PIPE 7 is 5 with a select in the word of less latency (ndf_t7_kth); PIPE
+// 8 is 6 with 32 rank searches at a time instead of 16.
+#define GRP (PIPE == 6 || PIPE == 8 ? 4 : 8)
+#define T5SHARE (KX >= 2 * GRP)
+#define T5CH 16                      /* codes of a column loaded ahead of their atomics */
+
+// Flips tile column col, rows row0 .. row0+KY-1, in the bitset at byte offset t4x.
+__device__ __forceinline__ void ndf_t5_col(const unsigned short *rpos, unsigned char *sm, unsigned int t4x, int row0,
+                                           int col) {
+  const unsigned short *rp = rpos + row0 * TW + col;
+#pragma unroll
+  for (int d0 = 0; d0 < KY; d0 += T5CH) {
+    unsigned int q[T5CH];
+#pragma unroll
+    for (int u = 0; u < T5CH; u++)
+      if (d0 + u < KY) q[u] = rp[(d0 + u) * TW];
+#pragma unroll
+    for (int u = 0; u < T5CH; u++)
+      if (d0 + u < KY) ndf_t3_flip(sm, t4x, q[u]);
+  }
+}
+
+// The first window of thread t4 / 4 (rows row0 .. row0+KY-1, columns lane ..),
+// its bitset cleared.  Every lane of the warp calls it.
+__device__ __forceinline__ void ndf_t5_first(const unsigned short *rpos, unsigned char *sm, unsigned int t4, int row0,
+                                             int lane) {
+  const int j = lane & (GRP - 1), l0 = lane - j;
+  const unsigned int t4l = t4 - 4u * (unsigned int)j; // the leader's words
+  const int nc = KX - GRP + 1;                        // columns common to the group
+  __syncwarp();                                       // the leader's words are cleared
+#pragma unroll 1
+  for (int m = j; m < nc; m += GRP) ndf_t5_col(rpos, sm, t4l, row0, l0 + GRP - 1 + m);
+  __syncwarp();
+  if (j != 0) {
+#pragma unroll
+    for (int w0 = 0; w0 < NWORDS; w0 += 32) {
+      unsigned int a[32];
+#pragma unroll
+      for (int u = 0; u < 32; u++)
+        if (w0 + u < NWORDS) a[u] = ndf_t3_word(sm + t4l, (unsigned int)(w0 + u) << 8);
+#pragma unroll
+      for (int u = 0; u < 32; u++)
+        if (w0 + u < NWORDS) *reinterpret_cast<unsigned int *>(sm + (((unsigned int)(w0 + u) << 8) | t4)) = a[u];
+    }
+  }
+  __syncwarp(); // the leader's words are copied before it changes them
+  // Columns lane + e, e = 0 .. GRP-2, those from L + GRP - 1 up shifted past the common ones.
+#pragma unroll 1
+  for (int e = 0; e < GRP - 1; e++) ndf_t5_col(rpos, sm, t4, row0, lane + e + (e >= GRP - 1 - j ? nc : 0));
+}
+
+#if PIPE == 7
+// PIPE 7: PIPE 5 with the k-th set bit of a word found with less latency
+// than the 5 dependent halvings of ndf_t3_kth: the byte from three
+// independent prefix counts, then the bit from seven (about 45 instructions
+// instead of 35, dependent chains of about 8 instead of 25).
+__device__ __forceinline__ int ndf_t7_inword(unsigned int word, int kk) {
+  const int c0 = __popc(word & 0xffu), c1 = __popc(word & 0xffffu), c2 = __popc(word & 0xffffffu);
+  const int b = (kk >= c0) + (kk >= c1) + (kk >= c2);
+  const int sub = b == 0 ? 0 : b == 1 ? c0 : b == 2 ? c1 : c2;
+  const unsigned int x = (word >> (8 * b)) & 0xffu;
+  const int k2 = kk - sub;
+  int pos = 0;
+#pragma unroll
+  for (int i = 1; i < 8; i++) pos += __popc(x & ((1u << i) - 1u)) <= k2;
+  return 8 * b + pos;
+}
+
+// ndf_t3_kth with ndf_t7_inword.
+__device__ __forceinline__ int ndf_t7_kth(const unsigned char *mb, int k, int &pw, int &below) {
+  unsigned int off = (unsigned int)pw << 8, word;
+  while (below > k) {
+    off -= 256u;
+    below -= __popc(ndf_t3_word(mb, off));
+  }
+  for (;;) {
+    word = ndf_t3_word(mb, off);
+    const int c = __popc(word);
+    if (below + c > k) break;
+    below += c;
+    off += 256u;
+  }
+  pw = (int)(off >> 8);
+  return (int)(off >> 3) + ndf_t7_inword(word, k - below); // 32 * pw + bit
+}
+#define NDF_T5_KTH ndf_t7_kth
+#else
+#define NDF_T5_KTH ndf_t3_kth
+#endif
+
+// PIPE 3's column (ndf_t3_column) with the first window above; `active`: the
+// column lies inside the array (every lane runs the first window).
+template <bool NANS>
+__device__ __forceinline__ void ndf_t5_column(const unsigned short *rpos, unsigned char *sm, unsigned int t4,
+                                              const unsigned int *sbuf, int ly0, int lane, unsigned int nq, ndf_i64 y0,
+                                              ndf_i64 ny, bool active, T *out, ndf_i64 oys) {
+  const unsigned char *mb = sm + t4;
+  const unsigned int nqs = nq;
+  int nanc = 0, pw = 0, below = 0;
+#if T5SHARE
+  ndf_t5_first(rpos, sm, t4, ly0, lane);
+  if (NANS) { // set bits at or above the first NaN rank (code nq)
+    const int nw = (int)(nq >> 8);
+#pragma unroll 1
+    for (int w = nw; w < NWORDS; w++) {
+      unsigned int word = ndf_t3_word(mb, (unsigned int)w << 8);
+      if (w == nw) word &= ~0u << (nq & 31u);
+      nanc += __popc(word);
+    }
+  }
+#else
+  ndf_t3_first<NANS>(rpos, sm, t4, ly0, KY, lane, nqs, nanc);
+#endif
+  const int nr = ny - (y0 + ly0) < HALF ? (int)(ny - (y0 + ly0)) : HALF; // rows of this thread inside the array
+  if (!active || nr <= 0) return;
+  {
+    int ks = ndf_rank_of(N - nanc); // any rank under N (the set bits) will do
+    ks = ks < 0 ? 0 : ks >= N ? N - 1 : ks;
+    ndf_t3_seek(mb, ks, pw, below);
+  }
+  T *op = out + (y0 + ly0) * oys;
+  for (int jr = 0; jr < nr; jr++, op += oys) {
+    unsigned int qo[CW], qi[CW];
+    if (jr + 1 < nr) {
+      ndf_t3_ld(rpos, ly0 + jr, lane, 0, qo);
+      ndf_t3_ld(rpos, ly0 + jr + KY, lane, 0, qi);
+    }
+    T res;
+#if KIND == 2 && !NAN_OMIT
+    if (nanc) res = __int_as_float(0x7fc00000);
+    else res = ndf_untkey(NDF_T2VAL(sbuf[ndf_saddr(NDF_T5_KTH(mb, ndf_rank_of(N), pw, below))]));
+#else
+    const int m = N - nanc, k = ndf_rank_of(m);
+    if (m == 0 || k < 0 || k >= m) res = (T)__int_as_float(0x7fc00000); // floats only: m < N needs NaN
+    else res = ndf_untkey(NDF_T2VAL(sbuf[ndf_saddr(NDF_T5_KTH(mb, k, pw, below))]));
+#endif
+    *op = res;
+    if (jr + 1 < nr)
+      ndf_t3_stepq<NANS>(rpos, sm, t4, ly0 + jr, ly0 + jr + KY, lane, qo, qi, (unsigned int)pw << 8, nqs, below, nanc);
+  }
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_params p) {
   extern __shared__ __align__(16) unsigned char ndf_smem[];
   // Area 0 (32 KB): the tile's keys by position and the equal-key counters,
@@ -1103,8 +1293,9 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
 #elif PIPE >= 3
     // As PIPE 1 below, each search's position a byte offset into the padded
     // sorted keys: a probe is a load at the offset plus a constant, a taken
-    // step adds a constant.
-#define RG 16
+    // step adds a constant.  PIPE 8: 32 searches at a time (more
+    // independent chains of probes per warp, twice the registers for them).
+#define RG (PIPE == 8 ? 32 : 16)
 #pragma unroll 1
     for (int i0 = 0; i0 < PK; i0 += RG) {
       unsigned int key[RG], dk[RG], ob[RG];
@@ -1127,8 +1318,16 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
         lb[u] = (int)(ob[u] >> 2);
         lb[u] -= PADX * (lb[u] / PADW);
       }
+#if PIPE >= 5
+      // Every lane adds (0 for padding, at a clamped counter: its lower bound
+      // may be R), so the atomics need no branch each.
+#pragma unroll
+      for (int u = 0; u < RG; u++)
+        dk[u] = atomicAdd(&dup[lb[u] < R ? lb[u] : R - 1], (i0 + u) * BT + t < R ? 1u : 0u);
+#else
 #pragma unroll
       for (int u = 0; u < RG; u++) dk[u] = (i0 + u) * BT + t < R ? atomicAdd(&dup[lb[u]], 1u) : 0u;
+#endif
 #pragma unroll
       for (int u = 0; u < RG; u++) {
         const int e = (i0 + u) * BT + t;
@@ -1226,6 +1425,20 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
       }
 #endif
       ndf_t4_column<false>(rpos, ndf_smem, 4u * t, sbuf, col, hf, nq, y0, p.ny, active, op, p.oys);
+      continue;
+    }
+#endif
+#if PIPE >= 5
+    {
+      const bool active = x < p.nx;
+      T *op = p.out + obase + (active ? x : 0) * p.oxs;
+#if KIND == 2
+      if (nq < ndf_tile2_code(R)) { // NaNs in the tile (the same for the whole block)
+        ndf_t5_column<true>(rpos, ndf_smem, 4u * t, sbuf, half * HALF, lane, nq, y0, p.ny, active, op, p.oys);
+        continue;
+      }
+#endif
+      ndf_t5_column<false>(rpos, ndf_smem, 4u * t, sbuf, half * HALF, lane, nq, y0, p.ny, active, op, p.oys);
       continue;
     }
 #endif

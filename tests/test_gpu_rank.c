@@ -435,17 +435,20 @@ static void test_gpu_rank_tile(void **state) {
 
 /* The second sorted-tile form's session-6/7 variants (slot PIPE; ADR 0005:
  * $NDF_RANK_TILE2_PIPE=0 the session-5 order, 1 shared loads ahead of the
- * atomics, 2 also a first window shared by a column's threads, 3 (default)
- * 1 with cheaper flips, probes, walks, loads and sort, 4 is 3 with a first
- * window shared within a warp): windows
+ * atomics, 2 also a first window shared by a column's threads, 3 (session
+ * 7's default) 1 with cheaper flips, probes, walks, loads and sort, 4 is 3 with a first
+ * window shared within a warp; session 8: 5 and 6 are 3 with first windows
+ * shared by groups of 8 and 4 columns (6: the default), 7 is 5 with a faster select in a
+ * word, 8 is 6 with 32 rank searches at a time; "5u"/"3u" with the sort's stages in a switch, $NDF_RANK_TILE2_UNROLL=3): windows
  * from 9 to 45 per axis, odd and even, wider than 32 columns (the codes load
  * in chunks), median, rank and percentile, both NaN policies, 8/16/32-bit
  * integers and float32, images smaller than the window, batch axes, origins;
- * the 31 x 31 median of the benchmark in all four forms (PIPE 0, 1, 2, 3), a
+ * the 31 x 31 median of the benchmark in all forms, a
  * NaN-omitting 17 x 17 in forms 2 and 3; the other cases in the default form
- * (3), six on arrays large enough for many tiles inside the array (loads
- * without boundary mapping), six in form 4.  Every case runs (about 28
- * kernels of 3-4 s of NVRTC each). */
+ * (6 since session 8), six on arrays large enough for many tiles inside the array (loads
+ * without boundary mapping), six in form 4.  From NDF_TEST_CASES = 6 on
+ * every case runs (about 45 kernels of 3-4 s of NVRTC each); below, seven
+ * (the default's and the session-8 forms' first cases: seven). */
 static void test_gpu_rank_tile2_pipe(void **state) {
   gpu_state *s = *state;
   SKIP_WITHOUT_CUDA(s);
@@ -454,7 +457,7 @@ static void test_gpu_rank_tile2_pipe(void **state) {
   struct {
     ndf_dtype dt;
     int nd, batch, kind;
-    const char *pipe; /* $NDF_RANK_TILE2_PIPE, NULL: the default (3) */
+    const char *pipe; /* $NDF_RANK_TILE2_PIPE, NULL: the default (6) */
     int64_t shape[3], size[2];
     double pnan;
     ndf_rank_nan_policy nan;
@@ -491,13 +494,51 @@ static void test_gpu_rank_tile2_pipe(void **state) {
       {NDF_INT16, 2, 0, K_RANK, "4", {90, 70}, {9, 40}, 0.0, NDF_RANK_NAN_PROPAGATE},
       /* "3r": PIPE 3 with $NDF_RANK_TILE2_UNROLL=2 (the sort's last stages as a loop) */
       {NDF_FLOAT32, 2, 0, K_MEDIAN, "3r", {150, 300}, {31, 31}, 0.01, NDF_RANK_NAN_OMIT},
+      /* session 8: PIPE 5 (6) first windows shared by groups of 8 (4) columns; columns past the array's last */
+      {NDF_FLOAT32, 2, 0, K_MEDIAN, "5", {150, 300}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
+      {NDF_FLOAT32, 2, 0, K_MEDIAN, "5", {300, 270}, {31, 31}, 0.02, NDF_RANK_NAN_OMIT},
+      {NDF_FLOAT32, 2, 0, K_RANK, "5", {200, 210}, {25, 30}, 0.001, NDF_RANK_NAN_PROPAGATE},
+      {NDF_UINT8, 2, 0, K_MEDIAN, "5", {200, 301}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
+      {NDF_FLOAT32, 3, 1, K_PERCENTILE, "5", {2, 120, 150}, {31, 33}, 0.01, NDF_RANK_NAN_OMIT},
+      {NDF_INT16, 2, 0, K_RANK, "5", {90, 70}, {9, 40}, 0.0, NDF_RANK_NAN_PROPAGATE},
+      {NDF_FLOAT32, 2, 0, K_MEDIAN, "5", {7, 5}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
+      {NDF_FLOAT32, 2, 0, K_PERCENTILE, "5", {81, 77}, {17, 17}, 0.2, NDF_RANK_NAN_OMIT},
+      {NDF_FLOAT32, 2, 0, K_MEDIAN, "6", {150, 300}, {31, 31}, 0.01, NDF_RANK_NAN_PROPAGATE},
+      {NDF_INT32, 2, 0, K_MEDIAN, "6", {170, 140}, {21, 27}, 0.0, NDF_RANK_NAN_PROPAGATE},
+      /* PIPE 7: 5 with the faster select in a word; "5u": PIPE 5 with $NDF_RANK_TILE2_UNROLL=3 */
+      {NDF_FLOAT32, 2, 0, K_MEDIAN, "7", {150, 300}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
+      {NDF_FLOAT32, 2, 0, K_PERCENTILE, "7", {300, 270}, {31, 31}, 0.02, NDF_RANK_NAN_OMIT},
+      {NDF_UINT8, 2, 0, K_RANK, "7", {200, 301}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
+      {NDF_FLOAT32, 2, 0, K_MEDIAN, "5u", {150, 300}, {31, 31}, 0.01, NDF_RANK_NAN_PROPAGATE},
+      {NDF_FLOAT32, 2, 0, K_MEDIAN, "3u", {150, 300}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
+      /* PIPE 8: 6 with 32 rank searches at a time */
+      {NDF_FLOAT32, 2, 0, K_MEDIAN, "8", {300, 270}, {31, 31}, 0.02, NDF_RANK_NAN_OMIT},
+      {NDF_UINT16, 2, 0, K_PERCENTILE, "8", {100, 45}, {10, 12}, 0.0, NDF_RANK_NAN_PROPAGATE},
+      {NDF_FLOAT32, 2, 0, K_RANK, "8", {200, 210}, {25, 30}, 0.001, NDF_RANK_NAN_PROPAGATE},
+      /* PIPE 3 (the default of session 7) */
+      {NDF_FLOAT32, 2, 0, K_MEDIAN, "3", {300, 270}, {31, 31}, 0.02, NDF_RANK_NAN_OMIT},
+      {NDF_UINT8, 2, 0, K_RANK, "3", {200, 301}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
   };
+  /* Below NDF_TEST_CASES = 6 (the sanitizers' runs: every case is a cold
+   * NVRTC compile, slow under memcheck) only the first case of the default
+   * and of each session-8 form (5, 6, 7, 8, "5u", "3u"). */
+  const char *seen[16];
+  int nseen = 0;
   int failed = 0;
   for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+    if (s->ncases < 6) {
+      const char *pk = w[i].pipe ? w[i].pipe : "";
+      if (!(pk[0] == 0 || pk[0] >= '5' || pk[1] == 'u')) continue;
+      int dup = 0;
+      for (int q = 0; q < nseen; q++) dup |= !strcmp(seen[q], pk);
+      if (dup || nseen == 16) continue;
+      seen[nseen++] = pk;
+    }
     if (w[i].pipe) {
       const char pv[2] = {w[i].pipe[0], 0};
       setenv("NDF_RANK_TILE2_PIPE", pv, 1);
       if (w[i].pipe[1] == 'r') setenv("NDF_RANK_TILE2_UNROLL", "2", 1);
+      if (w[i].pipe[1] == 'u') setenv("NDF_RANK_TILE2_UNROLL", "3", 1);
     }
     rcase c;
     memset(&c, 0, sizeof c);

@@ -2,10 +2,10 @@
 # emu_rank_tile2.sh BUILD_DIR [SEEDS] [CASES] -- host emulation of the second
 # sorted-tile rank kernel (templates/rank_tile2.cu) against the CPU backend of
 # BUILD_DIR/libndforge.so, over configurations of type, window, rows per
-# block, mode, rank kind and NaN policy (see emu_rank_tile2.cc).  PIPE=0..4
+# block, mode, rank kind and NaN policy (see emu_rank_tile2.cc).  PIPE=0..7
 # in the environment picks the template's slot PIPE (ADR 0005; default 1);
 # EMU_BOUNDS=1 checks shared-memory accesses against the runtime's size (ASan);
-# SORTU1=2 builds the odd seeds' kernel with slot SORTU 2 instead of 1.
+# SORTU1=2 (or 3) builds the odd seeds' kernel with slot SORTU 2 (3) instead of 1.
 set -eu
 B=${1:?build dir}; SEEDS=${2:-2}; CASES=${3:-6}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
