@@ -454,7 +454,8 @@ static void tile_request(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, co
    * word of less latency (ADR 0005); H200 31x31 on 1024^2 float32 / uint8:
    * 3 0.151 / 0.121, 5 0.147 / 0.119, 6 (now the default) 0.146 / 0.116,
    * 7 0.148 / 0.121 (run 8c); SORTU 3 0.152 (no gain).  8 is 6 with 32 rank
-   * searches at a time instead of 16 (not measured yet).
+   * searches at a time instead of 16: 0.148 (session 8 final run: 6 0.143,
+   * 3 0.151).
    * $NDF_RANK_TILE2_PIPE=0..8 selects one. */
   if (tg->form == 2) ndf__req_set(req, "PIPE", "%d", tile2_pipe());
 }
