@@ -452,6 +452,18 @@ typedef struct fused_mem {
   volatile ecc_hdr *hhost;
 } fused_mem;
 
+/* The head that ndf_ecc_brick's and ndf_ecc_strip2's parameter blocks share
+ * (ndf_ecc_rows puts out after part). */
+static void fused_put_head(ndf__params *pb, const ndf_array *in, const ndf_array *out, const fused_mem *m) {
+  NDF__PUT(pb, in->data);
+  NDF__PUT(pb, m->hist);
+  NDF__PUT(pb, m->cnt);
+  NDF__PUT(pb, out->data);
+  NDF__PUT(pb, m->hdr);
+  NDF__PUT(pb, m->gbar);
+  NDF__PUT(pb, m->part);
+}
+
 static ndf_status fused_mem_alloc(ndf_ctx *ctx, int64_t nimg, int64_t T, int64_t nblocks, fused_mem *m) {
   memset(m, 0, sizeof *m);
   ndf_status s = grid_barrier_word(ctx, &m->gbar);
@@ -690,13 +702,7 @@ static ndf_status ecc_brick(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arra
   int64_t sz = in->strides[nb], sy = nsp == 3 ? in->strides[nb + 1] : 0, sx = in->strides[nb + nsp - 1];
   int resident = pl.resident;
   ndf__params pb = {.n = 0};
-  NDF__PUT(&pb, in->data);
-  NDF__PUT(&pb, m.hist);
-  NDF__PUT(&pb, m.cnt);
-  NDF__PUT(&pb, out->data);
-  NDF__PUT(&pb, m.hdr);
-  NDF__PUT(&pb, m.gbar);
-  NDF__PUT(&pb, m.part);
+  fused_put_head(&pb, in, out, &m);
   NDF__PUT(&pb, T);
   NDF__PUT(&pb, nimg);
   NDF__PUT(&pb, ostep);
@@ -870,13 +876,7 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   int64_t nz = c->sshape[0], nx = c->sshape[1], sz = in->strides[nb], sx = in->strides[nb + 1];
   int ncopy = pl.ncopy;
   ndf__params pb = {.n = 0};
-  NDF__PUT(&pb, in->data);
-  NDF__PUT(&pb, m.hist);
-  NDF__PUT(&pb, m.cnt);
-  NDF__PUT(&pb, out->data);
-  NDF__PUT(&pb, m.hdr);
-  NDF__PUT(&pb, m.gbar);
-  NDF__PUT(&pb, m.part);
+  fused_put_head(&pb, in, out, &m);
   NDF__PUT(&pb, seqp);
   NDF__PUT(&pb, T);
   NDF__PUT(&pb, nimg);
