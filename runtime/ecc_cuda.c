@@ -906,6 +906,124 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   return fused_launch(ctx, c, fn, &pb, in, out, (unsigned)grid, 0, &m, seq, nan_at, not_finite, fallback);
 }
 
+/* ---- the 3-D warp-strip kernel (ndf_ecc_strip3, templates/ecc.cu) ------------------------------ */
+/* 3-D calls with thresholds over [min, max], T <= 510 and float comparisons
+ * (float32, uint8, uint16) make one cooperative launch of ndf_ecc_strip3
+ * (cells' bins by max / min, telescoped along x: four shared-memory adds
+ * per voxel and no ownership tests) unless NDF_ECC_3D=old (the rows kernel
+ * or ndf_ecc_pack's fused march, as before).  NDF_ECC3_MC: the least planes
+ * per warp task (default 4).  NDF_ECC2_FENCE and NDF_ECC2_BIN as strip2.
+ * docs/adr/0009, "Telescoped cells". */
+static int use_strip3(void) {
+  const char *e = getenv("NDF_ECC_3D");
+  return !(e && strcmp(e, "old") == 0);
+}
+
+#define STRIP3_MAX_T 510
+
+typedef struct strip3_plan {
+  int64_t ntx, nty, mc, tpi, bpi, nblocks;
+  int ncopy;
+} strip3_plan;
+
+/* Tasks (16 columns x 31 rows, a chunk of mc planes) of 8 per block, blocks of
+ * one image each, at most cap blocks; planes per task at least NDF_ECC3_MC and
+ * about one task per resident warp.  T-construction: rows and planes from -1.
+ * 0: no plan (the caller keeps the paths before). */
+static int strip3_plan_make(const ndf__ecc_call *c, int cons, int64_t cap, strip3_plan *pl) {
+  const int64_t nz = c->sshape[0], ny = c->sshape[1], nx = c->sshape[2], nimg = c->nimg;
+  if (nz <= 0 || ny <= 0 || nx <= 0 || nimg <= 0 || nz > 0x7fffff00 || ny > 0x7fffff00 || nx > 0x7fffff00) return 0;
+  const char *e = getenv("NDF_ECC3_MC");
+  int64_t minmc = e ? atoll(e) : 4;
+  if (minmc < 1) minmc = 1;
+  const int64_t nzo = nz + cons;
+  pl->ntx = (nx + 15) / 16;
+  pl->nty = (ny + cons + 30) / 31;
+  const int64_t cols = pl->ntx * pl->nty; /* tasks of one plane chunk */
+  if (nimg > cap || cols > cap * 8) return 0;
+  const int64_t warps = cap * 8, work = nimg * cols;
+  int64_t mc = (work * nzo + warps - 1) / warps;
+  if (mc < minmc) mc = minmc;
+  if (mc > nzo) mc = nzo;
+  for (int64_t nch = (nzo + mc - 1) / mc;; nch -= nch / 8 + 1) { /* fewer chunks until the grid fits */
+    pl->mc = (nzo + nch - 1) / nch;                              /* equal chunks */
+    pl->tpi = cols * ((nzo + pl->mc - 1) / pl->mc);
+    pl->bpi = (pl->tpi + 7) / 8;
+    pl->nblocks = nimg * pl->bpi;
+    if (pl->nblocks <= cap) break;
+    if (nch == 1) return 0;
+  }
+  int64_t nc = pl->bpi / 16; /* copies of each image's histogram: about 16 blocks' atomics per address */
+  pl->ncopy = (int)(nc < 1 ? 1 : nc > 8 ? 8 : nc);
+  return 1;
+}
+
+static int rows_occupancy(ndf_ctx *ctx, CUfunction fn, unsigned dyn);
+
+/* One cooperative launch of ndf_ecc_strip3.  *fallback: nothing was launched
+ * (no plan, or the grid could not be resident at once). */
+static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out, int cons,
+                             int64_t *nan_at, int *not_finite, int *fallback) {
+  *fallback = 1;
+  const int64_t sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
+  const char *hbe = getenv("NDF_ECC2_HB");
+  int hdrblk = !(hbe && strcmp(hbe, "0") == 0);
+  CUfunction fn;
+  ndf_status s = get_fn(ctx, c->name, "ndf_ecc_strip3", in->dtype, 3, cons, 0, &fn);
+  if (s != NDF_OK) return s;
+  const int64_t T = c->T, nimg = c->nimg;
+  /* the histogram: T + 1 rows of 32 lane columns of int */
+  const unsigned dyn = (unsigned)((T + 1) * 128);
+  /* past the default 48 KiB (T > 383): every such call (a context and function at reused
+   * addresses would not have it) */
+  if (dyn > 48 * 1024 &&
+      ndf__cu(NULL)->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)dyn) != CUDA_SUCCESS)
+    return NDF_OK;
+  const int64_t cap = (int64_t)rows_occupancy(ctx, fn, dyn) * sms;
+  strip3_plan pl;
+  if (cap < 2 || !strip3_plan_make(c, cons, cap - hdrblk, &pl)) return NDF_OK;
+  const int64_t grid = pl.nblocks + hdrblk;
+  fused_mem m;
+  if ((s = strip2_mem(ctx, nimg, T * pl.ncopy, grid, &m)) != NDF_OK) return s;
+  static uint32_t seq_next = 0;
+  uint32_t seq = __atomic_add_fetch(&seq_next, 1u, __ATOMIC_RELAXED);
+  if (seq == 0) seq = __atomic_add_fetch(&seq_next, 1u, __ATOMIC_RELAXED);
+  const CUdeviceptr seqp = m.hhost ? m.hdr + STRIP2_SEQ_OFF : 0;
+  const int nb = c->nb;
+  int64_t ostep = out->strides[nb];
+  int64_t nz = c->sshape[0], ny = c->sshape[1], nx = c->sshape[2];
+  int64_t sz = in->strides[nb], sy = in->strides[nb + 1], sx = in->strides[nb + 2];
+  int ncopy = pl.ncopy;
+  ndf__params pb = {.n = 0};
+  fused_put_head(&pb, in, out, &m);
+  NDF__PUT(&pb, seqp);
+  NDF__PUT(&pb, T);
+  NDF__PUT(&pb, nimg);
+  NDF__PUT(&pb, ostep);
+  NDF__PUT(&pb, nz);
+  NDF__PUT(&pb, ny);
+  NDF__PUT(&pb, nx);
+  NDF__PUT(&pb, sz);
+  NDF__PUT(&pb, sy);
+  NDF__PUT(&pb, sx);
+  NDF__PUT(&pb, pl.ntx);
+  NDF__PUT(&pb, pl.nty);
+  NDF__PUT(&pb, pl.mc);
+  NDF__PUT(&pb, pl.tpi);
+  NDF__PUT(&pb, pl.bpi);
+  NDF__PUT(&pb, nb);
+  NDF__PUT(&pb, ncopy);
+  NDF__PUT(&pb, seq);
+  NDF__PUT(&pb, hdrblk);
+  const char *fe = getenv("NDF_ECC2_FENCE");
+  int fence = fe && strcmp(fe, "sc") == 0;
+  NDF__PUT(&pb, fence);
+  const char *be = getenv("NDF_ECC2_BIN");
+  int bin = be && strcmp(be, "table") == 0;
+  NDF__PUT(&pb, bin);
+  return fused_launch(ctx, c, fn, &pb, in, out, (unsigned)grid, dyn, &m, seq, nan_at, not_finite, fallback);
+}
+
 /* ---- the bit-sliced rows kernel (ndf_ecc_rows, templates/ecc_rows.cu) --------------------------- */
 /* NDF_ECC_ROWS: 0 off (ndf_ecc_pack's fused march); 1 .. 4: ndf_ecc_rows with PF = mode - 1,
  * i.e. 1: the next plane loaded after each step (4 blocks per SM), 2: loaded a step ahead (3
@@ -1056,6 +1174,13 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
     /* before the other kernels' lookups: a warm call needs only this one */
     int fallback = 1;
     s = ecc_brick(ctx, c, in, out, construction, bmode, nan_at, not_finite, &fallback);
+    if (s != NDF_OK || !fallback) return s;
+  }
+  if (need_range && pack && use_fuse() && bmode == 0 && c->nsp == 3 && in->dtype != NDF_FLOAT64 && T <= STRIP3_MAX_T &&
+      use_strip3()) {
+    /* 3-D: the telescoped warp-strip kernel */
+    int fallback = 1;
+    s = ecc_strip3(ctx, c, in, out, construction, nan_at, not_finite, &fallback);
     if (s != NDF_OK || !fallback) return s;
   }
   const int rmode = rows_mode(in->dtype, c->nimg * c->npix);

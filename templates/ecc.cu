@@ -1635,6 +1635,191 @@ __device__ __noinline__ unsigned ndf_ecc2_walk(float f, int k, const float *tv, 
   return (unsigned)k;
 }
 
+// The end of phase 1 of the warp-strip kernels (ndf_ecc_strip2, ndf_ecc_strip3): the block's
+// (min, max) as a float pair and its least ~NaN key into the partials, the histogram copies and
+// the per-image tickets zeroed.  lo: the thread's min (NaN when it saw a NaN), hi: its max;
+// nanfind(): the thread's least NaN index, atomicMax'ed into r_key as ~index (only when lo is NaN).
+template <class P, class F>
+__device__ __forceinline__ void ndf_ecc2_phase1_end(const P &p, float lo, float hi, float *r_lo, float *r_hi,
+                                                    unsigned long long &r_key, F nanfind) {
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const unsigned FULL = 0xffffffffu;
+  const bool nan = lo != lo;
+  for (int o = 16; o > 0; o >>= 1) {
+    lo = fminf(lo, __shfl_xor_sync(FULL, lo, o));
+    hi = fmaxf(hi, __shfl_xor_sync(FULL, hi, o));
+  }
+  if (tid == 0) r_key = 0ull;
+  if (lane == 0) {
+    r_lo[warp] = lo;
+    r_hi[warp] = hi;
+  }
+  if (__syncthreads_or(nan)) {
+    // rare: the least C-order index of a NaN among this block's voxels (rows ascending)
+    if (nan) nanfind();
+    __syncthreads();
+  }
+  if (tid == 0) {
+    float a = r_lo[0], b = r_hi[0];
+    for (int w = 1; w < 8; w++) {
+      a = fminf(a, r_lo[w]);
+      b = fmaxf(b, r_hi[w]);
+    }
+    // (min, max) as a float pair, the pairs of all blocks first (phase 2: every block reads
+    // them all, 8 bytes each, coalesced), then the keys (16 of the 24 bytes per block); a block
+    // that saw a NaN writes NaN as its min (phase 2 reads the keys only then)
+    ((float2 *)p.part)[blockIdx.x] = make_float2(r_key ? __int_as_float(0x7fffffff) : a, b);
+    ((ndf_u64 *)p.part)[gridDim.x + blockIdx.x] = r_key;
+  }
+  if (tid == 0) r_key = 0ull; // for phase 2 (the grid barrier orders it)
+  // zero the histogram copies and the per-image tickets (used after the barrier)
+  const ndf_i64 nh = p.nimg * p.ncopy * p.T, stride = (ndf_i64)gridDim.x * 256;
+  for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + tid; i < nh; i += stride) p.hist[i] = 0ull;
+  for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + tid; i < p.nimg; i += stride) p.cnt[i] = 0u;
+}
+
+// Phase 2's set-up of the warp-strip kernels: every block reduces the partials (the same values
+// in each), in float (exact: the values are floats); block 0 (or the header block) writes the
+// header; the thresholds in double as the CPU's, the float table tsf, the pairs tpair and the
+// first guess (s_ga, s_gb; certified when d = ceil(g) - g lies in [s_dl, s_dh]).  false: nothing
+// more to do (a NaN or inf in the grid: nothing is written; the header block).  Ends with a
+// __syncthreads.
+template <class P>
+__device__ __forceinline__ bool ndf_ecc2_setup(const P &p, bool hblk, int T, float *tsf, float2 *tpair, float *r_lo,
+                                               float *r_hi, unsigned long long &r_key, float &s_ga, float &s_gb,
+                                               float &s_dl, float &s_dh, int &s_m) {
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const unsigned FULL = 0xffffffffu;
+  // (exact: the values are floats); the thresholds in double as the CPU's
+  double a, b;
+  {
+    float fa = __int_as_float(0x7f800000), fb = __int_as_float(0xff800000);
+    bool nan = false; // some block saw a NaN (its min is NaN): only then are the keys read
+    for (unsigned k = tid; k < gridDim.x; k += 256) {
+      const float2 ab = __ldcg((const float2 *)p.part + k);
+      nan |= ab.x != ab.x;
+      fa = fminf(fa, ab.x);
+      fb = fmaxf(fb, ab.y);
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+      fa = fminf(fa, __shfl_xor_sync(FULL, fa, o));
+      fb = fmaxf(fb, __shfl_xor_sync(FULL, fb, o));
+    }
+    // r_lo, r_hi: last read by thread 0 before the grid barrier; r_key zeroed there
+    if (lane == 0) {
+      r_lo[warp] = fa;
+      r_hi[warp] = fb;
+    }
+    unsigned long long key = 0;
+    if (__syncthreads_or(nan)) {
+      // rare: the least NaN index of the grid (max of the blocks' ~index keys)
+      for (unsigned k = tid; k < gridDim.x; k += 256) key = max(key, __ldcg((const ndf_u64 *)p.part + gridDim.x + k));
+      for (int o = 16; o > 0; o >>= 1) key = max(key, __shfl_xor_sync(FULL, key, o));
+      if (lane == 0) atomicMax(&r_key, key);
+      __syncthreads();
+      key = r_key;
+    }
+    fa = r_lo[0];
+    fb = r_hi[0];
+    for (int w = 1; w < 8; w++) {
+      fa = fminf(fa, r_lo[w]);
+      fb = fmaxf(fb, r_hi[w]);
+    }
+    a = (double)fa;
+    b = (double)fb;
+    const int bad = !(isfinite(a) && isfinite(b));
+    if ((p.hdrblk ? hblk : blockIdx.x == 0) && tid == 0) {
+      p.hdr->mn = a;
+      p.hdr->mx = b;
+      p.hdr->nan_key = key;
+      p.hdr->bad = bad;
+      if (p.seqp) {
+        __threadfence_system();
+        *(volatile unsigned *)p.seqp = p.seq;
+      }
+    }
+    if (key != 0ull || bad || hblk) return false; // the whole grid: nothing is written; the header block is done
+  }
+  // the thresholds over [a, b] sorted (as ndf_ecc_scan_finish), rounded down to float:
+  // tsf[j + 1] = tv[j] (tv[-1] = -inf, tv[T] = +inf) and the pairs tpair[j] = (tv[j - 1], tv[j])
+  {
+    const double span = __dsub_rn(b, a), den = (double)(T - 1);
+    auto tof = [&](int k) { return __dadd_rn(a, __ddiv_rn(__dmul_rn(span, (double)k), den)); };
+    // t_tid, and t_{tid + 256} only when T - 1 > 256 (block-uniform: no division for nothing)
+    const bool two = T - 1 > 256;
+    double tk[2];
+    tk[0] = tof(tid);
+    tk[1] = two ? tof(tid + 256) : 0.0;
+    // m = #{k < T - 1 : t_k <= b}: t_k is non-decreasing in k (each rounding is monotone), so
+    // those k are 0 .. m - 1 and m = T - 1 - #{k < T - 1 : t_k > b} (a block count of the
+    // thresholds already computed; usually 0)
+    int m = T - 1 - __syncthreads_count(tid < T - 1 && tk[0] > b);
+    if (two) m -= __syncthreads_count(tid + 256 < T - 1 && tk[1] > b);
+    auto put = [&](int j, float t) { // sorted position j holds t
+      tsf[j + 1] = t;
+      tpair[j].y = t;
+      tpair[j + 1].x = t;
+    };
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+      const int k = tid + 256 * i;
+      if (k < T - 1) put(k < m ? k : k + 1, __double2float_rd(tk[i]));
+    }
+    if (tid == 0) {
+      put(m, __double2float_rd(b));
+      // +-inf as bits: NVRTC emits -1.0f / 0.0f here as a division (its slow path), not a constant
+      tsf[0] = tpair[0].x = __int_as_float(0xff800000);
+      tsf[T + 1] = tpair[T].y = __int_as_float(0x7f800000);
+      // the first guess ceil(f * ga + gb) ~ (f - a) (T - 1) / (b - a): any guess gives the exact
+      // bin (the bracket check, then the walk); a constant image: 0
+      const float w = (float)span;
+      s_ga = w > 0.0f ? (float)(T - 1) / w : 0.0f;
+      s_gb = -(float)a * s_ga;
+      s_m = m;
+      // Certified guesses: g = fmaf(f, ga, gb) differs from (f - a) G, G = (T - 1) / (b - a), by
+      // at most T 2^-22.3 + |a| ga 2^-23.9 (ga = G (1 + th), |th| <= 2^-22.9: span to float, the
+      // division; gb and the fma: one rounding each), and t_k from a + k (b - a) / (T - 1) by
+      // (|a| + |b|) 2^-51 in the same units; f <= rd(t_k) iff f <= t_k.  So when d = ceil(g) - g
+      // lies in [D, 1 - D], D = 4x those bounds, the bin is ceil(g): f > t_{k-1} and f <= t_k.  Only
+      // with the thresholds in order (m = T - 1), D < 1/4 and ga > 0; else every guess reads the table.
+      const double D = (double)T * 0x1p-20 + (fabs(a) + fabs(b)) * (double)s_ga * 0x1p-21 + 0x1p-22;
+      // (ga > 0: +inf * ga + gb = +inf, whose guess is T; a constant image has ga = 0 and NaN there)
+      const bool cert = p.bin == 0 && m == T - 1 && D < 0.25 && s_ga > 0.0f;
+      s_dl = cert ? __double2float_ru(D) : 2.0f; // 2: never certified
+      s_dh = cert ? __fsub_rd(1.0f, __double2float_ru(D)) : -1.0f;
+    }
+    __syncthreads(); // tsf, tpair, the guess (and the caller's histogram, zeroed before)
+  }
+  return true;
+}
+
+// The end of the warp-strip kernels: the block's histogram (bin k: val(k)) added to its copy of
+// the image's (one global atomic per non-zero bin), then one ticket per block; the image's last
+// block sums the copies and writes the curve.
+template <class P, class F>
+__device__ __forceinline__ void ndf_ecc2_end(const P &p, int img, int bimg, int T, const int &s_m, bool &s_last, F val) {
+  const int tid = threadIdx.x;
+  __syncthreads();
+  {
+    ndf_u64 *hc = p.hist + ((ndf_i64)img * p.ncopy + bimg % p.ncopy) * p.T;
+    for (int k = tid; k < T; k += 256) {
+      const int v = val(k);
+      if (v) atomicAdd(hc + k, (ndf_u64)(long long)v);
+    }
+  }
+  __syncthreads();
+  if (tid == 0) s_last = ndf_ecc2_ticket(&p.cnt[img], p.fence) == (unsigned)p.bpi - 1u;
+  __syncthreads();
+  if (s_last) {
+    ndf_i64 off = 0, q2 = img;
+    for (int d = p.nb - 1; d >= 0; d--) {
+      off += (q2 % p.oshape[d]) * p.ostr[d];
+      q2 /= p.oshape[d];
+    }
+    ndf_ecc2_prefix((const long long *)p.hist + (ndf_i64)img * p.ncopy * p.T, p.ncopy, s_m, p.out + off, p.T, p.ostep);
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ecc2_params p) {
   if (NSP != 2 || sizeof(V) != 4) return; // 2-D float comparisons only (the runtime never asks otherwise)
   __shared__ int shist[512 + 32]; // T + 1 counters, then a dummy slot per lane (never read)
@@ -1730,52 +1915,20 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
         }
     }
   }
-  {
-    const bool nan = lo != lo;
-    for (int o = 16; o > 0; o >>= 1) {
-      lo = fminf(lo, __shfl_xor_sync(FULL, lo, o));
-      hi = fmaxf(hi, __shfl_xor_sync(FULL, hi, o));
-    }
-    if (tid == 0) r_key = 0ull;
-    if (lane == 0) {
-      r_lo[warp] = lo;
-      r_hi[warp] = hi;
-    }
-    if (__syncthreads_or(nan)) {
-      // rare: the least C-order index of a NaN among this block's voxels (rows ascending)
-      if (nan) {
-        bool found = false;
-        for (int r = r0; r < r1 && !found; r++) {
-          float v[4];
-          ld4(r, v, 0.0f);
+  ndf_ecc2_phase1_end(p, lo, hi, r_lo, r_hi, r_key, [&] {
+    // rare: the least C-order index of a NaN among this lane's voxels (rows ascending)
+    bool found = false;
+    for (int r = r0; r < r1 && !found; r++) {
+      float v[4];
+      ld4(r, v, 0.0f);
 #pragma unroll
-          for (int j = 0; j < 4; j++)
-            if (!found && ((inb >> j) & 1u) && v[j] != v[j]) {
-              atomicMax(&r_key, ~(ndf_u64)((ndf_i64)img * (p.nz * p.nx) + (ndf_i64)r * p.nx + x + j));
-              found = true;
-            }
+      for (int j = 0; j < 4; j++)
+        if (!found && ((inb >> j) & 1u) && v[j] != v[j]) {
+          atomicMax(&r_key, ~(ndf_u64)((ndf_i64)img * (p.nz * p.nx) + (ndf_i64)r * p.nx + x + j));
+          found = true;
         }
-      }
-      __syncthreads();
     }
-    if (tid == 0) {
-      float a = r_lo[0], b = r_hi[0];
-      for (int w = 1; w < 8; w++) {
-        a = fminf(a, r_lo[w]);
-        b = fmaxf(b, r_hi[w]);
-      }
-      // (min, max) as a float pair, the pairs of all blocks first (phase 2: every block reads
-      // them all, 8 bytes each, coalesced), then the keys (16 of the 24 bytes per block); a block
-      // that saw a NaN writes NaN as its min (phase 2 reads the keys only then)
-      ((float2 *)p.part)[blockIdx.x] = make_float2(r_key ? __int_as_float(0x7fffffff) : a, b);
-      ((ndf_u64 *)p.part)[gridDim.x + blockIdx.x] = r_key;
-    }
-    if (tid == 0) r_key = 0ull; // for phase 2 (the grid barrier orders it)
-    // zero the histogram copies and the per-image tickets (used after the barrier)
-    const ndf_i64 nh = p.nimg * p.ncopy * p.T, stride = (ndf_i64)gridDim.x * 256;
-    for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + tid; i < nh; i += stride) p.hist[i] = 0ull;
-    for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + tid; i < p.nimg; i += stride) p.cnt[i] = 0u;
-  }
+  });
   ndf_ecc2_grid_sync(p.gbar, p.fence);
 
   // ---- the march's first rows, loaded now: their latency overlaps the set-up below (the grid
@@ -1824,108 +1977,8 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
     }
   }
 
-  // ---- phase 2: every block reduces the partials (the same values in each), in float
-  // (exact: the values are floats); the thresholds in double as the CPU's
-  double a, b;
-  {
-    float fa = __int_as_float(0x7f800000), fb = __int_as_float(0xff800000);
-    bool nan = false; // some block saw a NaN (its min is NaN): only then are the keys read
-    for (unsigned k = tid; k < gridDim.x; k += 256) {
-      const float2 ab = __ldcg((const float2 *)p.part + k);
-      nan |= ab.x != ab.x;
-      fa = fminf(fa, ab.x);
-      fb = fmaxf(fb, ab.y);
-    }
-    for (int o = 16; o > 0; o >>= 1) {
-      fa = fminf(fa, __shfl_xor_sync(FULL, fa, o));
-      fb = fmaxf(fb, __shfl_xor_sync(FULL, fb, o));
-    }
-    // r_lo, r_hi: last read by thread 0 before the grid barrier; r_key zeroed there
-    if (lane == 0) {
-      r_lo[warp] = fa;
-      r_hi[warp] = fb;
-    }
-    unsigned long long key = 0;
-    if (__syncthreads_or(nan)) {
-      // rare: the least NaN index of the grid (max of the blocks' ~index keys)
-      for (unsigned k = tid; k < gridDim.x; k += 256) key = max(key, __ldcg((const ndf_u64 *)p.part + gridDim.x + k));
-      for (int o = 16; o > 0; o >>= 1) key = max(key, __shfl_xor_sync(FULL, key, o));
-      if (lane == 0) atomicMax(&r_key, key);
-      __syncthreads();
-      key = r_key;
-    }
-    fa = r_lo[0];
-    fb = r_hi[0];
-    for (int w = 1; w < 8; w++) {
-      fa = fminf(fa, r_lo[w]);
-      fb = fmaxf(fb, r_hi[w]);
-    }
-    a = (double)fa;
-    b = (double)fb;
-    const int bad = !(isfinite(a) && isfinite(b));
-    if ((p.hdrblk ? hblk : blockIdx.x == 0) && tid == 0) {
-      p.hdr->mn = a;
-      p.hdr->mx = b;
-      p.hdr->nan_key = key;
-      p.hdr->bad = bad;
-      if (p.seqp) {
-        __threadfence_system();
-        *(volatile unsigned *)p.seqp = p.seq;
-      }
-    }
-    if (key != 0ull || bad || hblk) return; // the whole grid: nothing is written; the header block is done
-  }
-  // the thresholds over [a, b] sorted (as ndf_ecc_scan_finish), rounded down to float:
-  // tsf[j + 1] = tv[j] (tv[-1] = -inf, tv[T] = +inf) and the pairs tpair[j] = (tv[j - 1], tv[j])
-  {
-    const double span = __dsub_rn(b, a), den = (double)(T - 1);
-    auto tof = [&](int k) { return __dadd_rn(a, __ddiv_rn(__dmul_rn(span, (double)k), den)); };
-    // t_tid, and t_{tid + 256} only when T - 1 > 256 (block-uniform: no division for nothing)
-    const bool two = T - 1 > 256;
-    double tk[2];
-    tk[0] = tof(tid);
-    tk[1] = two ? tof(tid + 256) : 0.0;
-    // m = #{k < T - 1 : t_k <= b}: t_k is non-decreasing in k (each rounding is monotone), so
-    // those k are 0 .. m - 1 and m = T - 1 - #{k < T - 1 : t_k > b} (a block count of the
-    // thresholds already computed; usually 0)
-    int m = T - 1 - __syncthreads_count(tid < T - 1 && tk[0] > b);
-    if (two) m -= __syncthreads_count(tid + 256 < T - 1 && tk[1] > b);
-    auto put = [&](int j, float t) { // sorted position j holds t
-      tsf[j + 1] = t;
-      tpair[j].y = t;
-      tpair[j + 1].x = t;
-    };
-#pragma unroll
-    for (int i = 0; i < 2; i++) {
-      const int k = tid + 256 * i;
-      if (k < T - 1) put(k < m ? k : k + 1, __double2float_rd(tk[i]));
-    }
-    for (int k = tid; k <= T; k += 256) shist[k] = 0;
-    if (tid == 0) {
-      put(m, __double2float_rd(b));
-      // +-inf as bits: NVRTC emits -1.0f / 0.0f here as a division (its slow path), not a constant
-      tsf[0] = tpair[0].x = __int_as_float(0xff800000);
-      tsf[T + 1] = tpair[T].y = __int_as_float(0x7f800000);
-      // the first guess ceil(f * ga + gb) ~ (f - a) (T - 1) / (b - a): any guess gives the exact
-      // bin (the bracket check, then the walk); a constant image: 0
-      const float w = (float)span;
-      s_ga = w > 0.0f ? (float)(T - 1) / w : 0.0f;
-      s_gb = -(float)a * s_ga;
-      s_m = m;
-      // Certified guesses: g = fmaf(f, ga, gb) differs from (f - a) G, G = (T - 1) / (b - a), by
-      // at most T 2^-22.3 + |a| ga 2^-23.9 (ga = G (1 + th), |th| <= 2^-22.9: span to float, the
-      // division; gb and the fma: one rounding each), and t_k from a + k (b - a) / (T - 1) by
-      // (|a| + |b|) 2^-51 in the same units; f <= rd(t_k) iff f <= t_k.  So when d = ceil(g) - g
-      // lies in [D, 1 - D], D = 4x those bounds, the bin is ceil(g): f > t_{k-1} and f <= t_k.  Only
-      // with the thresholds in order (m = T - 1), D < 1/4 and ga > 0; else every guess reads the table.
-      const double D = (double)T * 0x1p-20 + (fabs(a) + fabs(b)) * (double)s_ga * 0x1p-21 + 0x1p-22;
-      // (ga > 0: +inf * ga + gb = +inf, whose guess is T; a constant image has ga = 0 and NaN there)
-      const bool cert = p.bin == 0 && m == T - 1 && D < 0.25 && s_ga > 0.0f;
-      s_dl = cert ? __double2float_ru(D) : 2.0f; // 2: never certified
-      s_dh = cert ? __fsub_rd(1.0f, __double2float_ru(D)) : -1.0f;
-    }
-    __syncthreads(); // tsf, tpair, shist, the guess
-  }
+  for (int k = tid; k <= T; k += 256) shist[k] = 0;
+  if (!ndf_ecc2_setup(p, hblk, T, tsf, tpair, r_lo, r_hi, r_key, s_ga, s_gb, s_dl, s_dh, s_m)) return;
 
   // ---- the march: the warp's strip over rows r0 .. r1 - 1, no block barrier
   // two copies of the march: float4 rows or element loads (warp-uniform choice)
@@ -2036,23 +2089,277 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
   }
 
   // ---- the block's histogram to its copy of the image's, the ticket, the curve
-  __syncthreads();
-  {
-    ndf_u64 *hc = p.hist + ((ndf_i64)img * p.ncopy + bimg % p.ncopy) * p.T;
-    for (int k = tid; k < T; k += 256) {
-      const int v = shist[k];
-      if (v) atomicAdd(hc + k, (ndf_u64)(long long)v);
-    }
+  ndf_ecc2_end(p, img, bimg, T, s_m, s_last, [&](int k) { return shist[k]; });
+}
+
+// ---- the 3-D warp-strip kernel (ndf_ecc_strip3, 3-D fused calls; NDF_ECC_3D=old: the paths before) ----
+// Thresholds over [min, max], T <= 510, 3-D, float comparisons (float32, uint8, uint16); one
+// cooperative launch with strip2's phases (ndf_ecc2_phase1_end, ndf_ecc2_setup, ndf_ecc2_end), but
+// no owner of a cell: every cell's bin is the bin of its max (V) or min (T) vertex -- bin(max f) =
+// max bin(f) -- so the histogram of (-1)^dim over the cells is summed directly, telescoped along x
+// (docs/adr/0009, "Telescoped cells"): for a sequence a_0 .. a_{n-1} along x (a_n = outside),
+//   sum_i delta(a_i) - delta(agg(a_i, a_{i+1})) = sum_i c_i delta(a_i),  c_i = g_i - g_{i-1},
+//   g_i = [a_{i+1} > a_i] (g_{-1} = 0),
+// the same formula for V (agg = max; cells with their lowest corner at the voxel) and for T (agg
+// = min over the top cells a face touches; rows and planes from -1).  Per voxel four sequences
+// over the (y, z) faces of the voxel's corner: s0 = b(z, y), s1 = agg(s0, b(z, y + 1)), s2 =
+// agg(s0, b(z + 1, y)), s3 = agg(s1, s1 of plane z + 1), signs + - - +: four shared-memory adds
+// of c in {-1, 0, 1} per voxel, no neighbour ownership tests.
+// - A warp task is 16 columns (x .. x + 15) of 32 rows (lane l: row ty * 31 - CONS + l) over mc
+//   planes; lane 31's row is only the neighbour row y + 1 of lane 30 (its adds are zero: a bias
+//   keeps its g at 0).  Rows y + 1 come from lane + 1 by a shuffle; the voxel x + 16 (outside:
+//   the bin T) is binned by every lane; the chunk's first voxel takes g_{-1} = 0 and the voxel
+//   x + 16 takes -g_15 (the next chunk's lane leaves it out): c sums the same.
+// - Voxels outside the image read as +inf: bin T, never counted, above every bin inside (every
+//   value is <= max = t_{T-1}); a V cell with an outside vertex has the bin T, a T face's min
+//   ignores it.
+// - Bins are kept as byte offsets k * 128 + 4 * lane into the block's histogram of T + 1 rows of
+//   32 lane columns (dynamic shared memory): a warp's adds hit 32 distinct banks; a max or min of
+//   such offsets is the max or min bin (the column only breaks ties: any consistent order gives
+//   the same sums).
+// - The first guess k = ceil(f * ga + gb) by a round-up add of 1.5 * 2^23 (no conversion
+//   instruction), certified or checked against the pairs as strip2's; misses walk.
+#define NDF_S3R 31 // output rows per warp task (lane 31: the neighbour row)
+
+struct ndf_ecc3_params {
+  const TIN *in;
+  ndf_u64 *hist;    // [img][NC][T], zeroed in phase 1
+  unsigned *cnt;    // [img] blocks done, zeroed in phase 1
+  long long *out;   // the curves (caller's strides)
+  ndf_ecc_hdr *hdr; // block 0 (or the header block) writes mn, mx, nan_key, bad
+  unsigned *gbar;   // the persistent grid barrier word
+  double *part;     // 24 bytes per block: the (min, max) float pairs of all blocks, then the ~NaN keys
+  unsigned *seqp;   // NULL, or the mapped header's sequence word (written after the header)
+  ndf_i64 T, nimg, ostep;
+  ndf_i64 nz, ny, nx, sz, sy, sx;
+  ndf_i64 ntx, nty, mc, tpi, bpi; // x chunks, row tiles, planes per task, tasks and blocks per image
+  int nb, ncopy;
+  unsigned seq;
+  int hdrblk, fence, bin; // as ndf_ecc2_params
+  ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM], oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
+};
+
+extern "C" __global__ void __launch_bounds__(256, 2) ndf_ecc_strip3(const ndf_ecc3_params p) {
+  if (NSP != 3 || sizeof(V) != 4) return; // 3-D float comparisons only (the runtime never asks otherwise)
+  extern __shared__ int h3[];     // (T + 1) rows of 32 lane columns (row T: outside, never read)
+  __shared__ float tsf[512];       // -inf, the T sorted thresholds rounded down, +inf
+  __shared__ float2 tpair[512];    // tpair[k] = (tv[k - 1], tv[k]), k = 0..T
+  __shared__ float s_ga, s_gb, s_dl, s_dh;
+  __shared__ int s_m;
+  __shared__ float r_lo[8], r_hi[8];
+  __shared__ unsigned long long r_key;
+  __shared__ bool s_last;
+  const int T = (int)p.T;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const unsigned FULL = 0xffffffffu;
+  // 32-bit places (the runtime keeps planes, rows, columns + 64 and blocks below 2^31)
+  const bool hblk = p.hdrblk && blockIdx.x == gridDim.x - 1; // the header block: no tasks, no image
+  const int bpi = (int)p.bpi, img = hblk ? 0 : (int)blockIdx.x / bpi, bimg = hblk ? 0 : (int)blockIdx.x % bpi;
+  const int task = bimg * 8 + warp;
+  const bool act = !hblk && task < (int)p.tpi; // warp-uniform
+  const int ntx = (int)p.ntx, nty = (int)p.nty;
+  const int tx = act ? task % ntx : 0, ty = act ? task / ntx % nty : 0, zc = act ? task / (ntx * nty) : 0;
+  const int nzi = (int)p.nz, nyi = (int)p.ny, nxi = (int)p.nx;
+  const int x = tx * 16, y = ty * NDF_S3R - CONS + lane;
+  const int zb = zc * (int)p.mc - CONS, ze = act ? min(zb + (int)p.mc, nzi) : zb;
+  ndf_i64 base = 0, q = img;
+  for (int d = p.nb - 1; d > 0; d--) {
+    base += (q % p.bshape[d]) * p.bstr[d];
+    q /= p.bshape[d];
   }
-  __syncthreads();
-  if (tid == 0) s_last = ndf_ecc2_ticket(&p.cnt[img], p.fence) == (unsigned)p.bpi - 1u;
-  __syncthreads();
-  if (s_last) {
-    ndf_i64 off = 0, q2 = img;
-    for (int d = p.nb - 1; d >= 0; d--) {
-      off += (q2 % p.oshape[d]) * p.ostr[d];
-      q2 /= p.oshape[d];
+  if (p.nb > 0) base += q * p.bstr[0];
+  const TIN *in = p.in + base;
+  const bool rowin = y >= 0 && y < nyi;
+  // bit j of inb: voxel x + j in the image (j = 0..16; 16: the voxel right of the chunk); warp-uniform
+  unsigned inb = 0;
+#pragma unroll
+  for (int j = 0; j < 17; j++) inb |= (unsigned)(x + j < nxi) << j;
+  // float4 rows: unit x stride, row and plane strides and width multiples of 4, aligned base
+  const bool vec = sizeof(TIN) == 4 && p.sx == 1 && ((p.sy | p.sz | p.nx) & 3) == 0 && (((size_t)in) & 15) == 0;
+  const TIN *rowp = in + (rowin ? (ndf_i64)y * p.sy + (ndf_i64)x * p.sx : 0);
+  const float INF = __int_as_float(0x7f800000);
+  struct raw { // a row's 16 voxels and the voxel right of them
+    float v[16], h;
+  };
+  // the lane's row of plane z (voxels outside the image: +inf)
+  auto load = [&](auto vecc, int z, raw &w) {
+    constexpr bool VEC = decltype(vecc)::value;
+    if (z < 0 || z >= nzi || !rowin) {
+#pragma unroll
+      for (int j = 0; j < 16; j++) w.v[j] = INF;
+      w.h = INF;
+      return;
     }
-    ndf_ecc2_prefix((const long long *)p.hist + (ndf_i64)img * p.ncopy * p.T, p.ncopy, s_m, p.out + off, p.T, p.ostep);
+    const TIN *rp = rowp + (ndf_i64)z * p.sz;
+    if (VEC) {
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        float4 f4 = make_float4(INF, INF, INF, INF);
+        if ((inb >> (4 * u)) & 1u) f4 = *(const float4 *)(rp + 4 * u);
+        w.v[4 * u] = f4.x, w.v[4 * u + 1] = f4.y, w.v[4 * u + 2] = f4.z, w.v[4 * u + 3] = f4.w;
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < 16; j++) w.v[j] = ((inb >> j) & 1u) ? (float)rp[(ndf_i64)j * p.sx] : INF;
+    }
+    w.h = ((inb >> 16) & 1u) ? (float)rp[16 * p.sx] : INF;
+  };
+
+  // ---- phase 1: min, max, NaN of the task's own voxels (lanes 0..30, rows and planes in the
+  // image), planes in reverse order (the march starts where phase 1 ended: L2 hits)
+  float lo = INF, hi = -INF;
+  const bool own = act && lane < NDF_S3R && rowin;
+  const int zlo = max(zb, 0);
+  if (own) {
+    auto fold = [&](const raw &w) {
+      if ((inb & 0xffffu) == 0xffffu) {
+#pragma unroll
+        for (int j = 0; j < 16; j += 2) {
+          lo = ndf_ecc2_fminnan(lo, ndf_ecc2_fminnan(w.v[j], w.v[j + 1]));
+          hi = fmaxf(hi, fmaxf(w.v[j], w.v[j + 1]));
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < 16; j++)
+          if ((inb >> j) & 1u) {
+            lo = ndf_ecc2_fminnan(lo, w.v[j]);
+            hi = fmaxf(hi, w.v[j]);
+          }
+      }
+    };
+    auto pass = [&](auto vecc) {
+      for (int z = ze - 1; z >= zlo; z -= 2) { // two planes' loads in flight
+        raw a, b;
+        load(vecc, z, a);
+        load(vecc, max(z - 1, zlo), b); // z - 1 < zlo: plane zlo again (min and max do not mind)
+        fold(a);
+        fold(b);
+      }
+    };
+    if (vec) pass(ndf_ecc2_bool<true>());
+    else pass(ndf_ecc2_bool<false>());
   }
+  ndf_ecc2_phase1_end(p, lo, hi, r_lo, r_hi, r_key, [&] {
+    // rare: the least C-order index of a NaN among this lane's voxels (planes ascending)
+    bool found = false;
+    for (int z = zlo; z < ze && !found; z++)
+      for (int j = 0; j < 16; j++)
+        if (((inb >> j) & 1u)) {
+          const float f = (float)rowp[(ndf_i64)z * p.sz + (ndf_i64)j * p.sx];
+          if (f != f) {
+            atomicMax(&r_key, ~(ndf_u64)((ndf_i64)img * (p.nz * p.ny * p.nx) + ((ndf_i64)z * p.ny + y) * p.nx + x + j));
+            found = true;
+            break;
+          }
+        }
+  });
+  ndf_ecc2_grid_sync(p.gbar, p.fence);
+
+  // ---- the march's first two planes, loaded now (their latency overlaps the set-up)
+  raw RA, RB;
+  if (act) {
+    if (vec) load(ndf_ecc2_bool<true>(), zb, RA), load(ndf_ecc2_bool<true>(), zb + 1, RB);
+    else load(ndf_ecc2_bool<false>(), zb, RA), load(ndf_ecc2_bool<false>(), zb + 1, RB);
+  }
+  for (int i = tid; i < (T + 1) * 32; i += 256) h3[i] = 0;
+  if (!ndf_ecc2_setup(p, hblk, T, tsf, tpair, r_lo, r_hi, r_key, s_ga, s_gb, s_dl, s_dh, s_m)) return;
+
+  // ---- the march: the warp's task over planes zb .. ze - 1, no block barrier
+  auto march = [&](auto vecc) {
+    const float ga = s_ga, gb = s_gb, dl = s_dl, dh = s_dh;
+    const bool cert = dl < 1.0f; // block-uniform
+    const float *tv = tsf + 1;
+    const unsigned col = 4u * (unsigned)lane;
+    // lane 31 (the neighbour row only): every x_i = a_i - a_{i+1} + bias is >= 0, so every g is 0
+    const int bias = lane == NDF_S3R ? 0x40000000 : 0;
+    char *hb = (char *)h3;
+    // the 17 bins of a row as byte offsets k * 128 + col
+    auto bins = [&](const raw &w, unsigned (&o)[17]) {
+      unsigned k[17];
+      bool ok = true;
+#pragma unroll
+      for (int j = 0; j < 17; j++) {
+        const float f = j < 16 ? w.v[j] : w.h;
+        const float g = fmaf(f, ga, gb);
+        const float r = __fadd_ru(g, 12582912.0f); // 1.5 * 2^23 + ceil(g) (|g| < 2^22; +inf: +inf)
+        k[j] = min((unsigned)(__float_as_int(r) - 0x4b400000), (unsigned)T);
+        if (cert) {
+          const float d = (r - 12582912.0f) - g; // ceil(g) - g
+          ok &= ((d >= dl) & (d <= dh)) | (f == INF);
+        } else {
+          const float2 pr = tpair[k[j]];
+          ok &= (f > pr.x) & (f <= pr.y);
+        }
+      }
+      if (__any_sync(FULL, !ok)) { // rare: the voxels not certified or off walk to the exact bin
+#pragma unroll
+        for (int j = 0; j < 17; j++) {
+          const float f = j < 16 ? w.v[j] : w.h;
+          bool okj;
+          if (cert) {
+            const float g = fmaf(f, ga, gb), d = ceilf(g) - g;
+            okj = ((d >= dl) & (d <= dh)) | (f == INF);
+          } else {
+            const float2 pr = tpair[k[j]];
+            okj = (f > pr.x) & (f <= pr.y);
+          }
+          if (!okj) k[j] = ndf_ecc2_walk(f, (int)k[j], tv, T);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < 17; j++) o[j] = k[j] * 128u + col;
+    };
+    auto agg = [](unsigned a, unsigned b) { return CONS == 1 ? min(a, b) : max(a, b); };
+    // sum_i c_i delta(a_i) with sign SG: n_i = -g_i; c_0 = g_0, c_i = g_i - g_{i-1}, c_16 = -g_15
+    auto add = [&](const unsigned (&a)[17], auto sgc) {
+      constexpr int SG = decltype(sgc)::value ? 1 : -1;
+      int n[16];
+#pragma unroll
+      for (int i = 0; i < 16; i++) n[i] = ((int)(a[i] - a[i + 1]) + bias) >> 31;
+      atomicAdd((int *)(hb + a[0]), -SG * n[0]);
+#pragma unroll
+      for (int i = 1; i < 16; i++) atomicAdd((int *)(hb + a[i]), SG * (n[i - 1] - n[i]));
+      atomicAdd((int *)(hb + a[16]), SG * n[15]);
+    };
+    // plane z's row (B) and its s1 (S) -> plane z + 1's (B2, S2), rw: plane z + 1's raw values,
+    // then plane z + 2's
+    auto step = [&](const unsigned (&B)[17], const unsigned (&S)[17], unsigned (&B2)[17], unsigned (&S2)[17], raw &rw,
+                    int z) {
+      bins(rw, B2);
+      if (z + 2 <= ze) load(vecc, z + 2, rw);
+      unsigned t[17];
+#pragma unroll
+      for (int j = 0; j < 17; j++) S2[j] = agg(B2[j], __shfl_down_sync(FULL, B2[j], 1));
+      add(B, ndf_ecc2_bool<true>());
+      add(S, ndf_ecc2_bool<false>());
+#pragma unroll
+      for (int j = 0; j < 17; j++) t[j] = agg(B[j], B2[j]);
+      add(t, ndf_ecc2_bool<false>());
+#pragma unroll
+      for (int j = 0; j < 17; j++) t[j] = agg(S[j], S2[j]);
+      add(t, ndf_ecc2_bool<true>());
+    };
+    unsigned B0[17], S0[17], B1[17], S1[17];
+    bins(RA, B0);
+#pragma unroll
+    for (int j = 0; j < 17; j++) S0[j] = agg(B0[j], __shfl_down_sync(FULL, B0[j], 1));
+    for (int z = zb; z < ze; z += 2) {
+      step(B0, S0, B1, S1, RB, z);
+      if (z + 1 >= ze) break;
+      step(B1, S1, B0, S0, RB, z + 1);
+    }
+  };
+  if (act) {
+    if (vec) march(ndf_ecc2_bool<true>());
+    else march(ndf_ecc2_bool<false>());
+  }
+
+  // ---- the block's histogram (the sum of its 32 columns; a thread's reads rotated over the
+  // banks) to its copy of the image's, the ticket, the curve
+  ndf_ecc2_end(p, img, bimg, T, s_m, s_last, [&](int k) {
+    int v = 0;
+#pragma unroll 8
+    for (int c = 0; c < 32; c++) v += h3[k * 32 + ((c + lane) & 31)];
+    return v;
+  });
 }

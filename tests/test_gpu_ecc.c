@@ -123,6 +123,13 @@ static const char *expected_kernel(const ecase *c, char *buf, size_t len) {
     if (c->dt == NDF_FLOAT64 || (e && !strcmp(e, "old"))) return "ndf_ecc_pack";
     return nimg * ((sp[1] + 128 * 8 - 1) / (128 * 8)) <= 256 ? "ndf_ecc_strip2" : NULL; /* 8 strips per block */
   }
+  /* 3-D: the telescoped warp-strip kernel for float comparisons and T <= 510 unless NDF_ECC_3D=old
+   * (tasks of 16 columns x 31 rows, 8 per block; checked well below the resident grid) */
+  e = getenv("NDF_ECC_3D");
+  if (c->dt != NDF_FLOAT64 && !(e && !strcmp(e, "old"))) {
+    const int t = c->cons == NDF_ECC_T;
+    return nimg * ((((sp[2] + 15) / 16) * ((sp[1] + t + 30) / 31) + 7) / 8) <= 128 ? "ndf_ecc_strip3" : NULL;
+  }
   /* NDF_ECC_ROWS: 0 the march, 1..4 ndf_ecc_rows with PF = mode - 1, other values modes this
    * model does not know (PF not checked); unset: the rows kernel for uint8 / uint16, the march for
    * floats (or the rows kernel: a default that may follow the volume) */
@@ -368,13 +375,13 @@ static void nan_case(ndf_ctx *ctx, ndf_dtype dt, int nd, const int64_t *sh, int 
 static void test_gpu_nan_rejected(void **state) {
   gpu_state *s = *state;
   static const int64_t s3[3] = {3, 17, 40}, s2[2] = {70, 300}, s4[4] = {2, 3, 9, 33}, s5[3] = {20, 30, 40};
-  /* tk 0 ([min, max]) runs the fused default (3-D float inputs: the march;
+  /* tk 0 ([min, max]) runs the fused default (3-D float32: ndf_ecc_strip3, float64: the march;
    * 2-D: the warp-strip kernel; header in mapped host memory), then (grp 1)
    * the brick kernel reading twice, (grp 2) the brick kernel with resident
    * bricks, (grp 3) the scan + ndf_ecc_pack path, (grp 4) the fused default
    * with the header in device memory read back by a copy, (grp 5) 2-D calls
    * on ndf_ecc_pack's fused march, (grp 6, 7) ndf_ecc_rows for 3-D
-   * (NDF_ECC_ROWS=1: PF = 0, =2: PF = 1, =5: PF = 4, the cp.async staging) */
+   * (NDF_ECC_3D=old with NDF_ECC_ROWS=1: PF = 0, =2: PF = 1, =5: PF = 4, the cp.async staging) */
   static const char *const var[9] = {NULL,           "NDF_ECC_BRICK", "NDF_ECC_BRICK", "NDF_ECC_FUSE", "NDF_ECC_MAPHDR",
                                      "NDF_ECC_2D",   "NDF_ECC_ROWS",  "NDF_ECC_ROWS",  "NDF_ECC_ROWS"};
   static const char *const val[9] = {NULL, "1", "2", "0", "0", "old", "1", "2", "5"};
@@ -382,6 +389,7 @@ static void test_gpu_nan_rejected(void **state) {
     const int grp = k / 3, tk = k % 3;
     if (grp > 0 && tk > 0) continue; /* given thresholds: the same path in every group */
     if (var[grp]) setenv(var[grp], val[grp], 1);
+    if (grp >= 6) setenv("NDF_ECC_3D", "old", 1);
     nan_case(s->ctx, NDF_FLOAT32, 3, s3, 1, 1234, 1300, tk, NDF_ECC_V);
     nan_case(s->ctx, NDF_FLOAT64, 3, s3, 1, 1234, 2000, tk, NDF_ECC_T);
     nan_case(s->ctx, NDF_FLOAT32, 2, s2, 0, 20999, 20999, tk, NDF_ECC_T);
@@ -389,6 +397,7 @@ static void test_gpu_nan_rejected(void **state) {
     nan_case(s->ctx, NDF_FLOAT64, 3, s5, 0, 20 * 30 * 40 - 1, 20 * 30 * 40 - 1, tk, NDF_ECC_V);
     nan_case(s->ctx, NDF_FLOAT32, 3, s5, 0, -1, 0, tk, NDF_ECC_V); /* +inf */
     if (var[grp]) unsetenv(var[grp]);
+    unsetenv("NDF_ECC_3D");
   }
 }
 
@@ -752,6 +761,67 @@ static void test_gpu_strip2(void **state) {
   assert_int_equal(failed, 0);
 }
 
+/* The 3-D warp-strip kernel (ndf_ecc_strip3: 3-D, thresholds over [min,
+ * max], T <= 510, float32 / uint8 / uint16; cells' bins by max / min,
+ * telescoped along x) against the CPU, the same input under each setting:
+ * default, NDF_ECC_3D=old (the paths before), NDF_ECC_MAPHDR=0,
+ * NDF_ECC3_MC=1 and 7 (other task lengths), NDF_ECC2_WS=0, and on alternate
+ * cases NDF_ECC2_FENCE=sc / NDF_ECC2_BIN=table.  Widths around the 16-column
+ * task (1, 4, 15, 16, 17, 33, 64, 100), heights around the 31-row tile (1,
+ * 2, 30, 31, 32, 62, 63, 64), depths 1 to 24, batches (many images: past the
+ * resident grid the old paths), float64 (the old paths), T = 2, 3, 37, 256,
+ * 383, 384 (dynamic shared memory past 48 KiB), 510; ties, constant images,
+ * values far from 0 (first guesses off); padded, negative and offset layouts
+ * (element loads), strided outputs. */
+static void test_gpu_strip3(void **state) {
+  gpu_state *s = *state;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed ^ 0x5731);
+  static const int64_t Ts[] = {2, 3, 37, 256, 383, 384, 510};
+  static const int64_t W[] = {1, 4, 15, 16, 17, 33, 64, 100};
+  static const int64_t H[] = {1, 2, 30, 31, 32, 62, 63, 64};
+  static const ndf_dtype dts[5] = {NDF_FLOAT32, NDF_FLOAT32, NDF_UINT8, NDF_UINT16, NDF_FLOAT64};
+  static const char *const var[8] = {NULL,          "NDF_ECC_3D",  "NDF_ECC_MAPHDR", "NDF_ECC3_MC",
+                                     "NDF_ECC3_MC", "NDF_ECC2_WS", "NDF_ECC2_FENCE", "NDF_ECC2_BIN"};
+  static const char *const val[8] = {NULL, "old", "0", "1", "7", "0", "sc", "table"};
+  int failed = 0;
+  const long n = s->ncases / 4 > 24 ? s->ncases / 4 : 24;
+  for (long k = 0; k < n && failed < 5; k++) {
+    ecase c;
+    memset(&c, 0, sizeof c);
+    c.dt = dts[tu_rng_int(&r, 0, 4)];
+    c.nsp = 3;
+    c.batch = tu_rng_chance(&r, 0.3) ? (int)tu_rng_int(&r, 1, 2) : 0;
+    c.nd = c.nsp + c.batch;
+    const int many = c.batch && tu_rng_chance(&r, 0.2);
+    for (int d = 0; d < c.batch; d++) c.shape[d] = many ? tu_rng_int(&r, 20, 40) : tu_rng_int(&r, 1, 3);
+    c.shape[c.batch] = tu_rng_chance(&r, 0.15) ? tu_rng_int(&r, 1, 2) : tu_rng_int(&r, 1, many ? 3 : 24);
+    c.shape[c.batch + 1] = tu_rng_chance(&r, 0.6) ? H[tu_rng_int(&r, 0, 7)] : tu_rng_int(&r, 1, many ? 8 : 70);
+    c.shape[c.batch + 2] = tu_rng_chance(&r, 0.6) ? W[tu_rng_int(&r, 0, 7)] : tu_rng_int(&r, 1, many ? 8 : 130);
+    c.vkind = tu_rng_chance(&r, 0.4) ? 0 : tu_rng_chance(&r, 0.7) ? 1 : tu_rng_chance(&r, 0.5) ? 2 : 3;
+    c.T = Ts[tu_rng_int(&r, 0, 6)];
+    c.tkind = 1;
+    c.cons = tu_rng_chance(&r, 0.5) ? NDF_ECC_V : NDF_ECC_T;
+    c.in_layout = tu_rng_chance(&r, 0.3) ? TU_LAYOUT_PADDED | (tu_rng_chance(&r, 0.5) ? TU_LAYOUT_NEGATIVE : 0) |
+                                               (tu_rng_chance(&r, 0.5) ? TU_LAYOUT_OFFSET : 0)
+                                         : TU_LAYOUT_C;
+    c.out_layout = tu_rng_chance(&r, 0.2) ? TU_LAYOUT_PADDED : TU_LAYOUT_C;
+    const tu_rng r0 = r; /* the same input and layouts under every setting */
+    for (int v = 0; v < 8; v++) {
+      if (v >= 6 && (k & 1) != (v & 1)) continue; /* FENCE=sc on even cases, BIN=table on odd (time) */
+      tu_rng rv = r0;
+      if (var[v]) setenv(var[v], val[v], 1);
+      const int f = run_exact(s->ctx, &c, &rv);
+      if (f) printf("  (failed with %s=%s)\n", var[v] ? var[v] : "default", var[v] ? val[v] : "");
+      failed += f;
+      if (var[v]) unsetenv(var[v]);
+      r = rv;
+    }
+  }
+  if (failed) printf("%d strip3 cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
+  assert_int_equal(failed, 0);
+}
+
 /* ---- ndf_ecc_rows (3-D, thresholds over [min, max], T <= 256) ------------------------------------ */
 /* The bit-sliced rows kernel against the CPU, each input under NDF_ECC_ROWS=1
  * (PF = 0; float32 also unset: the default, the march), float32 V also =2 (PF = 1)
@@ -776,6 +846,7 @@ static void test_gpu_rows(void **state) {
   /* few kernel specializations (each a ~2-5 s NVRTC compile): the dtypes in turn, the PF
    * variants for float32 V only, the march every fourth case */
   const long n = s->ncases / 3 > 3 ? s->ncases / 3 : 3;
+  setenv("NDF_ECC_3D", "old", 1); /* the paths before ndf_ecc_strip3 */
   for (long k = 0; k < n && failed < 5; k++) {
     ecase c;
     memset(&c, 0, sizeof c);
@@ -812,6 +883,7 @@ static void test_gpu_rows(void **state) {
       r = rv;
     }
   }
+  unsetenv("NDF_ECC_3D");
   if (failed) printf("%d rows cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);
 }
@@ -847,6 +919,7 @@ int main(void) {
       cmocka_unit_test_prestate(test_gpu_brick, s),
       cmocka_unit_test_prestate(test_gpu_strip2, s),
       cmocka_unit_test_prestate(test_gpu_rows, s),
+      cmocka_unit_test_prestate(test_gpu_strip3, s),
       cmocka_unit_test_prestate(test_gpu_soft_random, s),
       cmocka_unit_test_prestate(test_gpu_soft_tight, s),
       cmocka_unit_test_prestate(test_gpu_soft_fused, s),

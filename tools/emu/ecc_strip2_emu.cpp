@@ -1,4 +1,4 @@
-// ecc_strip2_emu.cpp -- runs ndf_ecc_strip2 (templates/ecc.cu, 2-D) on the host: one std::thread per CUDA
+// ecc_strip2_emu.cpp -- runs ndf_ecc_strip2 (templates/ecc.cu, 2-D; EMU_NSP=3: ndf_ecc_strip3, 3-D) on the host: one std::thread per CUDA
 // thread, the whole cooperative grid at once (a real grid barrier), per-block shared memory, warp
 // shuffles and votes through per-warp barriers.  Poisoned histogram copies, tickets, header and
 // partials (the kernel zeroes / writes what it uses); the curve written by each image's last block
@@ -36,6 +36,9 @@ struct emu_dim { unsigned x; };
 struct float2 { float x, y; };
 struct alignas(16) float4 { float x, y, z, w; };
 static inline float2 make_float2(float x, float y) { return float2{x, y}; }
+static inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+static inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }
+static inline float __fadd_ru(float a, float b) { float r = a + b; if ((double)r < (double)a + (double)b) r = std::nextafter(r, INFINITY); return r; }
 static inline int __float2int_ru(float x) {
   if (x != x) return 0;
   const double c = std::ceil((double)x);
@@ -54,6 +57,7 @@ static unsigned g_grid;
 #define gridDim (emu_dim{g_grid})
 struct emu_block {
   int shist[512 + 32];
+  int h3[511 * 32];
   float tsf[512];
   float2 tpair[512];
   float s_ga, s_gb, s_dl, s_dh;
@@ -71,6 +75,7 @@ struct emu_block {
     for (auto &w : wbar) w = new std::barrier<>(32);
     // poison
     for (auto &v : shist) v = 0x5eed;
+    for (auto &v : h3) v = 0x3eed;
     for (auto &v : tsf) v = 12345.0f;
     for (auto &v : tpair) v = float2{7.0f, -7.0f};
     r_key = 0x77;
@@ -149,6 +154,8 @@ static inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
   return r;
 }
 static inline size_t __cvta_generic_to_shared(const void *) { return 0; }
+using std::ceil;
+using std::fmaf;
 using std::fmax;
 using std::fmin;
 using std::isfinite;
@@ -174,7 +181,10 @@ static void ndf_ecc2_prefix(const long long *hist, int nc, ndf_i64 m, long long 
 #include "ndf_ecc_pack.cuh"
 typedef EMU_TIN TIN;
 typedef float V;
-#define NSP 2
+#ifndef EMU_NSP
+#define EMU_NSP 2
+#endif
+#define NSP EMU_NSP
 #define CONS EMU_CONS
 #define SOFT 0
 #include KERN_INC
@@ -226,6 +236,173 @@ static uint64_t rnd() { return sd = sd * 6364136223846793005ULL + 14426950408889
 static double urand() { return (double)rnd() * 0x1p-53; }
 static int64_t irand(int64_t a, int64_t b) { return a + (int64_t)(rnd() % (uint64_t)(b - a + 1)); }
 
+#if EMU_NSP == 3
+// runtime/ecc_cuda.c's strip3_plan_make (keep in step)
+struct strip3_plan { int64_t ntx, nty, mc, tpi, bpi, nblocks; int ncopy; };
+static int plan3_make(int64_t nz, int64_t ny, int64_t nx, int64_t nimg, int cons, int64_t cap, int64_t minmc, strip3_plan *pl) {
+  if (nz <= 0 || ny <= 0 || nx <= 0 || nimg <= 0 || nz > 0x7fffff00 || ny > 0x7fffff00 || nx > 0x7fffff00) return 0;
+  if (minmc < 1) minmc = 1;
+  const int64_t nzo = nz + cons;
+  pl->ntx = (nx + 15) / 16;
+  pl->nty = (ny + cons + 30) / 31;
+  const int64_t cols = pl->ntx * pl->nty;
+  if (nimg > cap || cols > cap * 8) return 0;
+  const int64_t warps = cap * 8, work = nimg * cols;
+  int64_t mc = (work * nzo + warps - 1) / warps;
+  if (mc < minmc) mc = minmc;
+  if (mc > nzo) mc = nzo;
+  for (int64_t nch = (nzo + mc - 1) / mc;; nch -= nch / 8 + 1) {
+    pl->mc = (nzo + nch - 1) / nch;
+    pl->tpi = cols * ((nzo + pl->mc - 1) / pl->mc);
+    pl->bpi = (pl->tpi + 7) / 8;
+    pl->nblocks = nimg * pl->bpi;
+    if (pl->nblocks <= cap) break;
+    if (nch == 1) return 0;
+  }
+  int64_t nc = pl->bpi / 16;
+  pl->ncopy = (int)(nc < 1 ? 1 : nc > 8 ? 8 : nc);
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  const int cases = argc > 1 ? atoi(argv[1]) : 20;
+  if (argc > 2) sd = strtoull(argv[2], nullptr, 10);
+  ndf_ctx *ctx; ndf_ctx_options o; ndf_ctx_options_init(&o); o.backend = NDF_BACKEND_CPU;
+  if (ndf_ctx_create(&ctx, &o) != NDF_OK) return 2;
+  const bool isf = std::is_floating_point<TIN>::value;
+  int bad = 0, nnan = 0, nskip = 0, nslow = 0;
+  for (int cs = 0; cs < cases; cs++) {
+    const int nb = (int)irand(0, 1), vkind = (int)irand(0, 4); // 4: a constant image
+    const int64_t T = std::vector<int64_t>{2, 3, 37, 256, 256, 510}[irand(0, 5)];
+    const int64_t nimg = nb ? irand(1, 2) : 1;
+    auto ax = [&](int64_t hi) { return urand() < 0.2 ? irand(1, 3) : irand(1, hi); };
+    const int64_t nz = ax(12), ny = urand() < 0.3 ? irand(28, 66) : ax(20);
+    const int64_t nx = urand() < 0.5 ? 4 * irand(1, 12) : ax(50);
+    // layout: contiguous (float4 rows when nx % 4 == 0), padded rows, misaligned base, x stride 2, reversed rows / columns
+    const int lay = (int)irand(0, 5);
+    int64_t sx = lay == 3 ? 2 : 1, sy = lay == 1 ? nx * sx + 4 * irand(0, 3) + (irand(0, 1) ? 0 : 1) : nx * sx;
+    int64_t sz = ny * sy + (lay == 1 ? 4 * irand(0, 2) : 0);
+    const int64_t simg = nz * sz + (irand(0, 1) ? 0 : 4);
+    int64_t off = lay == 2 ? irand(1, 3) : 0;
+    std::vector<TIN> store((size_t)(off + nimg * simg + 8));
+    if (lay == 4) sy = -sy, off = (ny - 1) * -sy; // rows reversed
+    if (lay == 5) sx = -1, off = nx - 1;          // columns reversed
+    TIN *img = store.data() + off;
+    const int64_t nvox = nimg * nz * ny * nx;
+    std::vector<TIN> dense((size_t)nvox);
+    const int top = (int)irand(1, 6);
+    const double big = isf ? 1e6 : 0;
+    auto at = [&](int64_t i) -> TIN & {
+      const int64_t x = i % nx, y = (i / nx) % ny, z = (i / (nx * ny)) % nz, im = i / (nx * ny * nz);
+      return img[im * simg + z * sz + y * sy + x * sx];
+    };
+    for (int64_t i = 0; i < nvox; i++) {
+      TIN v;
+      if (vkind == 0) v = (TIN)irand(0, top);
+      else if (vkind == 1) v = (TIN)(urand() * 200);
+      else if (vkind == 2) v = isf ? (TIN)(big + irand(0, 40) * 0.0625) : (TIN)irand(200, 255);
+      else if (vkind == 3) v = (TIN)(isf ? urand() * 2000 - 1000 : irand(0, 250));
+      else v = (TIN)7;
+      if (urand() < 0.02 && vkind != 2 && vkind != 4) v = (TIN)3;
+      dense[(size_t)i] = v;
+    }
+    int64_t nan_at = -1;
+    bool has_inf = false;
+    if (isf && irand(0, 5) == 0) {
+      const int kind = (int)irand(0, 2);
+      for (int r = (int)irand(1, 3); r > 0; r--) {
+        dense[(size_t)irand(0, nvox - 1)] = kind != 1 ? (TIN)NAN : (TIN)(irand(0, 1) ? INFINITY : -INFINITY);
+        if (kind == 2 && r == 1) dense[(size_t)irand(0, nvox - 1)] = (TIN)INFINITY;
+      }
+      for (int64_t i = 0; i < nvox; i++) {
+        if (dense[(size_t)i] != dense[(size_t)i] && nan_at < 0) nan_at = i;
+        if (std::isinf((double)dense[(size_t)i])) has_inf = true;
+      }
+      if (nan_at >= 0) has_inf = false;
+    }
+    for (int64_t i = 0; i < nvox; i++) at(i) = dense[(size_t)i];
+    ndf_array in, cur;
+    int64_t sh[4], nd = 0;
+    if (nb) sh[nd++] = nimg;
+    sh[nd++] = nz;
+    sh[nd++] = ny;
+    sh[nd++] = nx;
+    ndf_dtype dt = sizeof(TIN) == 4 ? NDF_FLOAT32 : sizeof(TIN) == 2 ? NDF_UINT16 : NDF_UINT8;
+    ndf_array_init(&in, dense.data(), NDF_DEVICE_CPU, dt, (int)nd, sh);
+    std::vector<long long> ref((size_t)(nimg * T));
+    int64_t osh[2] = {nimg, T};
+    ndf_array_init(&cur, ref.data(), NDF_DEVICE_CPU, NDF_INT64, nb ? 2 : 1, nb ? osh : &T);
+    ndf_ecc_options eo; ndf_ecc_options_init(&eo);
+    eo.construction = CONS ? NDF_ECC_T : NDF_ECC_V; eo.batch_dims = nb; eo.nthresholds = T;
+    const bool cpu_ok = nan_at < 0 && !has_inf;
+    if (cpu_ok && ndf_euler_characteristic_curve(ctx, &in, &cur, &eo) != NDF_OK) { printf("CPU: %s\n", ndf_errmsg(ctx)); return 2; }
+    strip3_plan pl;
+    const int hdrblk = (int)irand(0, 1);
+    const int64_t cap = irand(1, 6), minmc = irand(1, 6);
+    if (!plan3_make(nz, ny, nx, nimg, CONS, cap - hdrblk, minmc, &pl)) { nskip++; continue; }
+    ndf_ecc3_params p; memset(&p, 0, sizeof p);
+    const int64_t ostep = irand(1, 2);
+    std::vector<ndf_u64> hist((size_t)(nimg * pl.ncopy * T), 0x1234567ull);
+    std::vector<unsigned> cnt((size_t)nimg, 0xdeadbeefu);
+    std::vector<long long> outv((size_t)(nimg * T * ostep), 0x5a5a5a5aLL);
+    std::vector<double> part((size_t)(pl.nblocks + hdrblk) * 3, -7.5);
+    ndf_ecc_hdr hd; memset(&hd, 0x77, sizeof hd);
+    unsigned seqw = 0xabcd, gbar = irand(0, 1) ? 0x80000000u : 0u;
+    p.in = img; p.hist = hist.data(); p.cnt = cnt.data(); p.out = outv.data(); p.hdr = &hd; p.gbar = &gbar;
+    p.part = part.data(); p.seqp = irand(0, 1) ? &seqw : nullptr; p.T = T; p.nimg = nimg; p.ostep = ostep;
+    p.nz = nz; p.ny = ny; p.nx = nx; p.sz = sz; p.sy = sy; p.sx = sx; p.ntx = pl.ntx; p.nty = pl.nty; p.mc = pl.mc;
+    p.tpi = pl.tpi; p.bpi = pl.bpi; p.nb = nb; p.ncopy = pl.ncopy; p.seq = 4242; p.hdrblk = hdrblk;
+    p.fence = (int)irand(0, 1); p.bin = irand(0, 3) == 0;
+    p.bshape[0] = nimg; p.bstr[0] = simg; p.oshape[0] = nimg; p.ostr[0] = T * ostep;
+    g_grid = (unsigned)(pl.nblocks + hdrblk);
+    {
+      std::vector<emu_block> blks(g_grid);
+      std::barrier<> gb((ptrdiff_t)g_grid * 256);
+      g_gridbar = &gb;
+      std::vector<std::thread> th;
+      for (unsigned b = 0; b < g_grid; b++)
+        for (unsigned t = 0; t < 256; t++)
+          th.emplace_back([&, t, b] { tl_tid = t; tl_bid = b; tl_blk = &blks[b]; ndf_ecc_strip3(p); });
+      for (auto &t : th) t.join();
+    }
+    if (p.seqp && seqw != 4242) { bad++; printf("MISMATCH case %d: sequence word %x\n", cs, seqw); }
+    if ((gbar & 0x7fffffffu) != 0) { bad++; printf("MISMATCH case %d: barrier word %x\n", cs, gbar); }
+    if (!cpu_ok) {
+      const bool ok = hd.nan_key == (nan_at >= 0 ? ~(ndf_u64)nan_at : 0ull) && (nan_at >= 0 || hd.bad == 1) &&
+                      std::all_of(outv.begin(), outv.end(), [](long long v) { return v == 0x5a5a5a5aLL; });
+      if (!ok) {
+        bad++;
+        printf("MISMATCH case %d (NaN at %lld, inf %d): key %llx bad %d\n", cs, (long long)nan_at, (int)has_inf,
+               (unsigned long long)hd.nan_key, hd.bad);
+      }
+      nnan++;
+      continue;
+    }
+    if (hd.nan_key != 0 || hd.bad != 0) { bad++; printf("MISMATCH case %d: header key %llx bad %d\n", cs, (unsigned long long)hd.nan_key, hd.bad); }
+    for (int64_t im = 0; im < nimg; im++)
+      for (int64_t k = 0; k < T; k++) {
+        const long long got = outv[(size_t)((im * T + k) * ostep)];
+        if (got != ref[(size_t)(im * T + k)]) {
+          bad++;
+          printf("MISMATCH case %d vkind %d lay %d T %lld shape %lldx%lldx%lldx%lld plan mc %lld bpi %lld nc %d image %lld k %lld: %lld vs %lld\n",
+                 cs, vkind, lay, (long long)T, (long long)nimg, (long long)nz, (long long)ny, (long long)nx, (long long)pl.mc,
+                 (long long)pl.bpi, pl.ncopy, (long long)im, (long long)k, got, ref[(size_t)(im * T + k)]);
+          im = nimg;
+          break;
+        }
+      }
+    if (vkind == 2) nslow++;
+    if (getenv("EMU_VERBOSE")) {
+      printf("case %d: %lldx%lldx%lldx%lld T %lld lay %d blocks %lld\n", cs, (long long)nimg, (long long)nz, (long long)ny,
+             (long long)nx, (long long)T, lay, (long long)pl.nblocks);
+      fflush(stdout);
+    }
+  }
+  printf("strip3 TIN %s CONS %d: %d cases (%d NaN/inf, %d wide-range, %d without a plan), %d mismatches\n",
+         sizeof(TIN) == 4 ? "float" : sizeof(TIN) == 2 ? "uint16" : "uint8", CONS, cases, nnan, nslow, nskip, bad);
+  return bad != 0;
+}
+#else
 int main(int argc, char **argv) {
   const int cases = argc > 1 ? atoi(argv[1]) : 20;
   if (argc > 2) sd = strtoull(argv[2], nullptr, 10);
@@ -363,4 +540,5 @@ int main(int argc, char **argv) {
          sizeof(TIN) == 4 ? "float" : sizeof(TIN) == 2 ? "uint16" : "uint8", CONS, cases, nnan, nslow, nskip, bad);
   return bad != 0;
 }
+#endif // EMU_NSP
 #endif

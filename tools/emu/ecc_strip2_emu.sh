@@ -3,6 +3,7 @@
 # backend of BUILD_DIR/libndforge.so, e.g.
 #   tools/emu/ecc_strip2_emu.sh /tmp/build float 0 40
 #   tools/emu/ecc_strip2_emu.sh /tmp/build "unsigned short" 1 40
+#   EMU_NSP=3 tools/emu/ecc_strip2_emu.sh /tmp/build float 0 40   (ndf_ecc_strip3, 3-D)
 # (exits 0 when every curve, header and untouched output agrees; one std::thread per CUDA thread).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd); root=$(cd "$here/../.." && pwd)
@@ -10,6 +11,6 @@ build=$1 tin=$2 cons=$3; shift 3
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 python3 "$here/ecc_strip2_emu_splice.py" "$root" "$tmp/kern.inc"
 g++ -std=c++20 -O1 -w -pthread -I"$root/include" -I"$root/templates" -DKERN_INC="\"$tmp/kern.inc\"" \
-  -DEMU_TIN="$tin" -DEMU_CONS="$cons" \
+  -DEMU_TIN="$tin" -DEMU_CONS="$cons" -DEMU_NSP="${EMU_NSP:-2}" \
   -o "$tmp/emu" "$here/ecc_strip2_emu.cpp" -L"$build" -lndforge -Wl,-rpath,"$build"
 "$tmp/emu" "$@"

@@ -1,21 +1,37 @@
-# ecc_strip2_emu_splice.py ROOT OUT -- the parts of templates/ecc.cu that ndf_ecc_strip2 needs, with its
-# __shared__ variables mapped onto the emulator's per-block storage and its inline-PTX helpers left out
-# (tools/emu/ecc_strip2_emu.cpp defines them).
+# ecc_strip2_emu_splice.py ROOT OUT -- the parts of templates/ecc.cu that ndf_ecc_strip2 and ndf_ecc_strip3
+# need (their sections: the shared phases, the two kernels), with their __shared__ variables mapped onto
+# the emulator's per-block storage and the inline-PTX helpers left out (tools/emu/ecc_strip2_emu.cpp
+# defines them).
+import re
 import sys
+sys.path.insert(0, __import__('os').path.dirname(__file__))
+import ecc_splice as es
+
 root, out = sys.argv[1], sys.argv[2]
-s = open(root + '/templates/ecc.cu').read()
-hs = open(root + '/templates/ndf_ecc_fused.cuh').read()  # the header struct lives there (with the prefix sums)
-a = hs.index('struct ndf_ecc_hdr {'); b = hs.index('// Prefix sum of one image')
-hdr = hs[a:b]
-a = s.index('#define NDF_SW 128'); k = s[a:]
-a = k.index('// NDF_ECC2_HELPERS_BEGIN'); b = k.index('// NDF_ECC2_HELPERS_END')
-k = k[:a] + k[b:]
-a = k.index('  __shared__ int shist['); b = k.index('  __shared__ bool s_last;')
-b = k.index('\n', b) + 1
-decl = k[a:b]
-names = ['shist', 'tsf', 'tpair', 's_ga', 's_gb', 's_dl', 's_dh', 's_m', 'r_lo', 'r_hi', 'r_key', 's_last']
-for n in names:
-    assert n in decl, n
-k = k[:a] + ''.join('  auto &%s = EMB().%s;\n' % (n, n) for n in names) + k[b:]
-assert '__shared__' not in k[k.index('ndf_ecc_strip2(') :], 'unmapped shared variable'
-open(out, 'w').write(hdr + k)
+s = es.read(root, 'ecc.cu')
+k2 = es.section(s, 'the 2-D warp-strip kernel')
+k3 = es.section(s, 'the 3-D warp-strip kernel')
+a = k2.index('// NDF_ECC2_HELPERS_BEGIN')
+b = k2.index('// NDF_ECC2_HELPERS_END')
+k2 = k2[:a] + k2[b:]
+
+
+def map_kernel(k, name):
+    """Every __shared__ declaration in kernel `name`'s body as references into EMB()."""
+    a = k.index(name + '(')
+    head, body = k[:a], k[a:]
+    def rep(m):
+        ind, names = m.group(1), m.group(2)
+        out = []
+        for part in names.split(','):
+            n = re.match(r'\s*\**\s*(\w+)', part).group(1)
+            out.append('auto &%s = EMB().%s;' % (n, n))
+        return ind + ' '.join(out)
+    body = re.sub(r'^(\s*)(?:extern )?__shared__ (?:__align__\(\d+\) )?(?:unsigned long long|unsigned|int|float2|float|bool|double) ([^;]*?)(?:\[[^\]]*\])?;',
+                  lambda m: rep(re.match(r'(\s*)(.*)', m.group(1) + re.sub(r'\[[^\]]*\]', '', m.group(2)))), body, flags=re.M)
+    return head + body
+
+
+k2 = map_kernel(k2, 'ndf_ecc_strip2')
+k3 = map_kernel(k3, 'ndf_ecc_strip3')
+open(out, 'w').write(es.header(root) + es.check(k2, 'ndf_ecc_strip2') + es.check(k3, 'ndf_ecc_strip3'))
