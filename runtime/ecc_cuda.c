@@ -907,16 +907,24 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
 }
 
 /* ---- the 3-D warp-strip kernel (ndf_ecc_strip3, templates/ecc.cu) ------------------------------ */
-/* 3-D calls with thresholds over [min, max], T <= 510 and float comparisons
- * (float32, uint8, uint16) make one cooperative launch of ndf_ecc_strip3
+/* 3-D float32 calls (uint8 / uint16 with NDF_ECC_3D=strip3) with thresholds over [min, max] and
+ * T <= 510 make one cooperative launch of ndf_ecc_strip3 (or strip3n)
  * (cells' bins by max / min, telescoped along x: four shared-memory adds
  * per voxel and no ownership tests) unless NDF_ECC_3D=old (the rows kernel
  * or ndf_ecc_pack's fused march, as before).  NDF_ECC3_MC: the least planes
- * per warp task (default 4).  NDF_ECC2_FENCE and NDF_ECC2_BIN as strip2.
- * docs/adr/0009, "Telescoped cells". */
-static int use_strip3(void) {
+ * per warp task (default 4); NDF_ECC3_W: columns per lane, 16 (ndf_ecc_strip3,
+ * 2 blocks per SM) or 8 (ndf_ecc_strip3n, 3 blocks per SM; default).
+ * NDF_ECC2_FENCE and NDF_ECC2_BIN as strip2.  docs/adr/0009, "Telescoped cells". */
+static int use_strip3(ndf_dtype dt) {
   const char *e = getenv("NDF_ECC_3D");
-  return !(e && strcmp(e, "old") == 0);
+  if (e && strcmp(e, "old") == 0) return 0;
+  /* uint8 / uint16: element loads across a warp's 32 rows (session 9, run9b: uint8 256^3 0.292 ms
+   * against ndf_ecc_rows' 0.119): only when asked (NDF_ECC_3D=strip3) */
+  return dt == NDF_FLOAT32 || (e && strcmp(e, "strip3") == 0);
+}
+static int strip3_w(void) {
+  const char *e = getenv("NDF_ECC3_W");
+  return e && atoi(e) == 16 ? 16 : 8;
 }
 
 #define STRIP3_MAX_T 510
@@ -926,18 +934,18 @@ typedef struct strip3_plan {
   int ncopy;
 } strip3_plan;
 
-/* Tasks (16 columns x 31 rows, a chunk of mc planes) of 8 per block, blocks of
+/* Tasks (w columns x 31 rows, a chunk of mc planes) of 8 per block, blocks of
  * one image each, at most cap blocks; planes per task at least NDF_ECC3_MC and
  * about one task per resident warp.  T-construction: rows and planes from -1.
  * 0: no plan (the caller keeps the paths before). */
-static int strip3_plan_make(const ndf__ecc_call *c, int cons, int64_t cap, strip3_plan *pl) {
+static int strip3_plan_make(const ndf__ecc_call *c, int cons, int w, int64_t cap, strip3_plan *pl) {
   const int64_t nz = c->sshape[0], ny = c->sshape[1], nx = c->sshape[2], nimg = c->nimg;
   if (nz <= 0 || ny <= 0 || nx <= 0 || nimg <= 0 || nz > 0x7fffff00 || ny > 0x7fffff00 || nx > 0x7fffff00) return 0;
   const char *e = getenv("NDF_ECC3_MC");
   int64_t minmc = e ? atoll(e) : 4;
   if (minmc < 1) minmc = 1;
   const int64_t nzo = nz + cons;
-  pl->ntx = (nx + 15) / 16;
+  pl->ntx = (nx + w - 1) / w;
   pl->nty = (ny + cons + 30) / 31;
   const int64_t cols = pl->ntx * pl->nty; /* tasks of one plane chunk */
   if (nimg > cap || cols > cap * 8) return 0;
@@ -968,20 +976,21 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   const int64_t sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
   const char *hbe = getenv("NDF_ECC2_HB");
   int hdrblk = !(hbe && strcmp(hbe, "0") == 0);
+  const int w = strip3_w();
   CUfunction fn;
-  ndf_status s = get_fn(ctx, c->name, "ndf_ecc_strip3", in->dtype, 3, cons, 0, &fn);
+  ndf_status s = get_fn(ctx, c->name, w == 16 ? "ndf_ecc_strip3" : "ndf_ecc_strip3n", in->dtype, 3, cons, 0, &fn);
   if (s != NDF_OK) return s;
   const int64_t T = c->T, nimg = c->nimg;
   /* the histogram: T + 1 rows of 32 lane columns of int */
   const unsigned dyn = (unsigned)((T + 1) * 128);
-  /* past the default 48 KiB (T > 383): every such call (a context and function at reused
-   * addresses would not have it) */
-  if (dyn > 48 * 1024 &&
+  /* with the static 6.3 KiB past the default 48 KiB (T > 330): every such call (a context and
+   * function at reused addresses would not have it) */
+  if (dyn > 40 * 1024 &&
       ndf__cu(NULL)->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)dyn) != CUDA_SUCCESS)
     return NDF_OK;
   const int64_t cap = (int64_t)rows_occupancy(ctx, fn, dyn) * sms;
   strip3_plan pl;
-  if (cap < 2 || !strip3_plan_make(c, cons, cap - hdrblk, &pl)) return NDF_OK;
+  if (cap < 2 || !strip3_plan_make(c, cons, w, cap - hdrblk, &pl)) return NDF_OK;
   const int64_t grid = pl.nblocks + hdrblk;
   fused_mem m;
   if ((s = strip2_mem(ctx, nimg, T * pl.ncopy, grid, &m)) != NDF_OK) return s;
@@ -1177,7 +1186,7 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
     if (s != NDF_OK || !fallback) return s;
   }
   if (need_range && pack && use_fuse() && bmode == 0 && c->nsp == 3 && in->dtype != NDF_FLOAT64 && T <= STRIP3_MAX_T &&
-      use_strip3()) {
+      use_strip3(in->dtype)) {
     /* 3-D: the telescoped warp-strip kernel */
     int fallback = 1;
     s = ecc_strip3(ctx, c, in, out, construction, nan_at, not_finite, &fallback);

@@ -2139,16 +2139,17 @@ struct ndf_ecc3_params {
   ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM], oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
 };
 
-extern "C" __global__ void __launch_bounds__(256, 2) ndf_ecc_strip3(const ndf_ecc3_params p) {
-  if (NSP != 3 || sizeof(V) != 4) return; // 3-D float comparisons only (the runtime never asks otherwise)
-  extern __shared__ int h3[];     // (T + 1) rows of 32 lane columns (row T: outside, never read)
-  __shared__ float tsf[512];       // -inf, the T sorted thresholds rounded down, +inf
-  __shared__ float2 tpair[512];    // tpair[k] = (tv[k - 1], tv[k]), k = 0..T
-  __shared__ float s_ga, s_gb, s_dl, s_dh;
-  __shared__ int s_m;
-  __shared__ float r_lo[8], r_hi[8];
-  __shared__ unsigned long long r_key;
-  __shared__ bool s_last;
+// NDF_ECC3_HELPERS_BEGIN (tools/emu/ecc_strip2_emu.cpp replaces these)
+// h[a] += c for a 32-bit shared-window address a (one RED, no address add)
+__device__ __forceinline__ void ndf_ecc3_red(unsigned a, int c) { asm volatile("red.shared.add.s32 [%0], %1;" ::"r"(a), "r"(c)); }
+// NDF_ECC3_HELPERS_END
+
+// The kernel body for W columns per lane (ndf_ecc_strip3: 16, ndf_ecc_strip3n: 8); the block's
+// shared variables come from the kernel.
+template <int W>
+__device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3, float *tsf, float2 *tpair, float &s_ga,
+                                              float &s_gb, float &s_dl, float &s_dh, int &s_m, float *r_lo, float *r_hi,
+                                              unsigned long long &r_key, bool &s_last) {
   const int T = (int)p.T;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const unsigned FULL = 0xffffffffu;
@@ -2160,7 +2161,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) ndf_ecc_strip3(const ndf_ec
   const int ntx = (int)p.ntx, nty = (int)p.nty;
   const int tx = act ? task % ntx : 0, ty = act ? task / ntx % nty : 0, zc = act ? task / (ntx * nty) : 0;
   const int nzi = (int)p.nz, nyi = (int)p.ny, nxi = (int)p.nx;
-  const int x = tx * 16, y = ty * NDF_S3R - CONS + lane;
+  const int x = tx * W, y = ty * NDF_S3R - CONS + lane;
   const int zb = zc * (int)p.mc - CONS, ze = act ? min(zb + (int)p.mc, nzi) : zb;
   ndf_i64 base = 0, q = img;
   for (int d = p.nb - 1; d > 0; d--) {
@@ -2170,39 +2171,41 @@ extern "C" __global__ void __launch_bounds__(256, 2) ndf_ecc_strip3(const ndf_ec
   if (p.nb > 0) base += q * p.bstr[0];
   const TIN *in = p.in + base;
   const bool rowin = y >= 0 && y < nyi;
-  // bit j of inb: voxel x + j in the image (j = 0..16; 16: the voxel right of the chunk); warp-uniform
+  // bit j of inb: voxel x + j in the image (j = 0..W; W: the voxel right of the chunk); warp-uniform
   unsigned inb = 0;
 #pragma unroll
-  for (int j = 0; j < 17; j++) inb |= (unsigned)(x + j < nxi) << j;
+  for (int j = 0; j <= W; j++) inb |= (unsigned)(x + j < nxi) << j;
+  const unsigned wall = (1u << W) - 1u;
   // float4 rows: unit x stride, row and plane strides and width multiples of 4, aligned base
   const bool vec = sizeof(TIN) == 4 && p.sx == 1 && ((p.sy | p.sz | p.nx) & 3) == 0 && (((size_t)in) & 15) == 0;
+  // the fill-free loads: float4 rows, the whole chunk in the image, every lane's row in it (warp-uniform)
+  const bool fast = vec && (inb & wall) == wall && __all_sync(FULL, rowin);
   const TIN *rowp = in + (rowin ? (ndf_i64)y * p.sy + (ndf_i64)x * p.sx : 0);
   const float INF = __int_as_float(0x7f800000);
-  struct raw { // a row's 16 voxels and the voxel right of them
-    float v[16], h;
+  struct raw { // a row's W voxels and the voxel right of them
+    float v[W], h;
   };
   // the lane's row of plane z (voxels outside the image: +inf)
   auto load = [&](auto vecc, int z, raw &w) {
     constexpr bool VEC = decltype(vecc)::value;
-    if (z < 0 || z >= nzi || !rowin) {
+    if (z < 0 || z >= nzi) { // warp-uniform
 #pragma unroll
-      for (int j = 0; j < 16; j++) w.v[j] = INF;
+      for (int j = 0; j < W; j++) w.v[j] = INF;
       w.h = INF;
       return;
     }
     const TIN *rp = rowp + (ndf_i64)z * p.sz;
-    if (VEC) {
+    if (VEC) { // fast: no fills
 #pragma unroll
-      for (int u = 0; u < 4; u++) {
-        float4 f4 = make_float4(INF, INF, INF, INF);
-        if ((inb >> (4 * u)) & 1u) f4 = *(const float4 *)(rp + 4 * u);
+      for (int u = 0; u < W / 4; u++) {
+        const float4 f4 = *(const float4 *)(rp + 4 * u);
         w.v[4 * u] = f4.x, w.v[4 * u + 1] = f4.y, w.v[4 * u + 2] = f4.z, w.v[4 * u + 3] = f4.w;
       }
     } else {
 #pragma unroll
-      for (int j = 0; j < 16; j++) w.v[j] = ((inb >> j) & 1u) ? (float)rp[(ndf_i64)j * p.sx] : INF;
+      for (int j = 0; j < W; j++) w.v[j] = rowin && ((inb >> j) & 1u) ? (float)rp[(ndf_i64)j * p.sx] : INF;
     }
-    w.h = ((inb >> 16) & 1u) ? (float)rp[16 * p.sx] : INF;
+    w.h = rowin && ((inb >> W) & 1u) ? (float)rp[(ndf_i64)W * p.sx] : INF;
   };
 
   // ---- phase 1: min, max, NaN of the task's own voxels (lanes 0..30, rows and planes in the
@@ -2210,17 +2213,17 @@ extern "C" __global__ void __launch_bounds__(256, 2) ndf_ecc_strip3(const ndf_ec
   float lo = INF, hi = -INF;
   const bool own = act && lane < NDF_S3R && rowin;
   const int zlo = max(zb, 0);
-  if (own) {
+  if (act) {
     auto fold = [&](const raw &w) {
-      if ((inb & 0xffffu) == 0xffffu) {
+      if ((inb & wall) == wall) {
 #pragma unroll
-        for (int j = 0; j < 16; j += 2) {
+        for (int j = 0; j < W; j += 2) {
           lo = ndf_ecc2_fminnan(lo, ndf_ecc2_fminnan(w.v[j], w.v[j + 1]));
           hi = fmaxf(hi, fmaxf(w.v[j], w.v[j + 1]));
         }
       } else {
 #pragma unroll
-        for (int j = 0; j < 16; j++)
+        for (int j = 0; j < W; j++)
           if ((inb >> j) & 1u) {
             lo = ndf_ecc2_fminnan(lo, w.v[j]);
             hi = fmaxf(hi, w.v[j]);
@@ -2236,14 +2239,15 @@ extern "C" __global__ void __launch_bounds__(256, 2) ndf_ecc_strip3(const ndf_ec
         fold(b);
       }
     };
-    if (vec) pass(ndf_ecc2_bool<true>());
+    if (fast) pass(ndf_ecc2_bool<true>());
     else pass(ndf_ecc2_bool<false>());
+    if (!own) lo = INF, hi = -INF; // lane 31's row is another task's; rows outside: +inf
   }
   ndf_ecc2_phase1_end(p, lo, hi, r_lo, r_hi, r_key, [&] {
     // rare: the least C-order index of a NaN among this lane's voxels (planes ascending)
     bool found = false;
     for (int z = zlo; z < ze && !found; z++)
-      for (int j = 0; j < 16; j++)
+      for (int j = 0; j < W; j++)
         if (((inb >> j) & 1u)) {
           const float f = (float)rowp[(ndf_i64)z * p.sz + (ndf_i64)j * p.sx];
           if (f != f) {
@@ -2258,7 +2262,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) ndf_ecc_strip3(const ndf_ec
   // ---- the march's first two planes, loaded now (their latency overlaps the set-up)
   raw RA, RB;
   if (act) {
-    if (vec) load(ndf_ecc2_bool<true>(), zb, RA), load(ndf_ecc2_bool<true>(), zb + 1, RB);
+    if (fast) load(ndf_ecc2_bool<true>(), zb, RA), load(ndf_ecc2_bool<true>(), zb + 1, RB);
     else load(ndf_ecc2_bool<false>(), zb, RA), load(ndf_ecc2_bool<false>(), zb + 1, RB);
   }
   for (int i = tid; i < (T + 1) * 32; i += 256) h3[i] = 0;
@@ -2268,81 +2272,82 @@ extern "C" __global__ void __launch_bounds__(256, 2) ndf_ecc_strip3(const ndf_ec
   auto march = [&](auto vecc) {
     const float ga = s_ga, gb = s_gb, dl = s_dl, dh = s_dh;
     const bool cert = dl < 1.0f; // block-uniform
+    // certified: |d - 1/2| <= hw, d = ceil(g) - g
+    const float hw = cert ? fminf(__fsub_rd(0.5f, dl), __fsub_rd(dh, 0.5f)) : -1.0f;
+    const float gmax = (float)T - 0.5f; // g clamped: +inf (outside) and NaN (+inf * 0) give the bin T
     const float *tv = tsf + 1;
-    const unsigned col = 4u * (unsigned)lane;
+    // a bin k as the shared-window address of its lane column: k * 128 + cb; from the round-up sum
+    // r = 1.5 * 2^23 + k as bits(r) * 128 + cbm
+    const unsigned cb = (unsigned)__cvta_generic_to_shared(h3) + 4u * (unsigned)lane;
+    const unsigned cbm = cb - 0x4b400000u * 128u;
     // lane 31 (the neighbour row only): every x_i = a_i - a_{i+1} + bias is >= 0, so every g is 0
     const int bias = lane == NDF_S3R ? 0x40000000 : 0;
-    char *hb = (char *)h3;
-    // the 17 bins of a row as byte offsets k * 128 + col
-    auto bins = [&](const raw &w, unsigned (&o)[17]) {
-      unsigned k[17];
+    auto bins = [&](const raw &w, unsigned (&o)[W + 1]) {
       bool ok = true;
 #pragma unroll
-      for (int j = 0; j < 17; j++) {
-        const float f = j < 16 ? w.v[j] : w.h;
-        const float g = fmaf(f, ga, gb);
-        const float r = __fadd_ru(g, 12582912.0f); // 1.5 * 2^23 + ceil(g) (|g| < 2^22; +inf: +inf)
-        k[j] = min((unsigned)(__float_as_int(r) - 0x4b400000), (unsigned)T);
+      for (int j = 0; j <= W; j++) {
+        const float f = j < W ? w.v[j] : w.h;
+        const float g = fminf(fmaf(f, ga, gb), gmax);
+        const float r = __fadd_ru(g, 12582912.0f); // 1.5 * 2^23 + ceil(g) (0 <= ceil(g) <= T)
+        o[j] = (unsigned)__float_as_int(r) * 128u + cbm;
         if (cert) {
-          const float d = (r - 12582912.0f) - g; // ceil(g) - g
-          ok &= ((d >= dl) & (d <= dh)) | (f == INF);
+          ok &= fabsf(((r - 12582912.0f) - g) - 0.5f) <= hw;
         } else {
-          const float2 pr = tpair[k[j]];
+          const float2 pr = tpair[(__float_as_int(r) - 0x4b400000)];
           ok &= (f > pr.x) & (f <= pr.y);
         }
       }
       if (__any_sync(FULL, !ok)) { // rare: the voxels not certified or off walk to the exact bin
 #pragma unroll
-        for (int j = 0; j < 17; j++) {
-          const float f = j < 16 ? w.v[j] : w.h;
+        for (int j = 0; j <= W; j++) {
+          const float f = j < W ? w.v[j] : w.h;
+          const int k = (int)((o[j] - cb) >> 7);
           bool okj;
           if (cert) {
-            const float g = fmaf(f, ga, gb), d = ceilf(g) - g;
-            okj = ((d >= dl) & (d <= dh)) | (f == INF);
+            const float g = fminf(fmaf(f, ga, gb), gmax);
+            okj = fabsf((ceilf(g) - g) - 0.5f) <= hw;
           } else {
-            const float2 pr = tpair[k[j]];
+            const float2 pr = tpair[k];
             okj = (f > pr.x) & (f <= pr.y);
           }
-          if (!okj) k[j] = ndf_ecc2_walk(f, (int)k[j], tv, T);
+          if (!okj) o[j] = ndf_ecc2_walk(f, k, tv, T) * 128u + cb;
         }
       }
-#pragma unroll
-      for (int j = 0; j < 17; j++) o[j] = k[j] * 128u + col;
     };
     auto agg = [](unsigned a, unsigned b) { return CONS == 1 ? min(a, b) : max(a, b); };
-    // sum_i c_i delta(a_i) with sign SG: n_i = -g_i; c_0 = g_0, c_i = g_i - g_{i-1}, c_16 = -g_15
-    auto add = [&](const unsigned (&a)[17], auto sgc) {
+    // sum_i c_i delta(a_i) with sign SG: n_i = -g_i; c_0 = g_0, c_i = g_i - g_{i-1}, c_W = -g_{W-1}
+    auto add = [&](const unsigned (&a)[W + 1], auto sgc) {
       constexpr int SG = decltype(sgc)::value ? 1 : -1;
-      int n[16];
+      int n[W];
 #pragma unroll
-      for (int i = 0; i < 16; i++) n[i] = ((int)(a[i] - a[i + 1]) + bias) >> 31;
-      atomicAdd((int *)(hb + a[0]), -SG * n[0]);
+      for (int i = 0; i < W; i++) n[i] = ((int)(a[i] - a[i + 1]) + bias) >> 31;
+      ndf_ecc3_red(a[0], -SG * n[0]);
 #pragma unroll
-      for (int i = 1; i < 16; i++) atomicAdd((int *)(hb + a[i]), SG * (n[i - 1] - n[i]));
-      atomicAdd((int *)(hb + a[16]), SG * n[15]);
+      for (int i = 1; i < W; i++) ndf_ecc3_red(a[i], SG * (n[i - 1] - n[i]));
+      ndf_ecc3_red(a[W], SG * n[W - 1]);
     };
     // plane z's row (B) and its s1 (S) -> plane z + 1's (B2, S2), rw: plane z + 1's raw values,
     // then plane z + 2's
-    auto step = [&](const unsigned (&B)[17], const unsigned (&S)[17], unsigned (&B2)[17], unsigned (&S2)[17], raw &rw,
-                    int z) {
+    auto step = [&](const unsigned (&B)[W + 1], const unsigned (&S)[W + 1], unsigned (&B2)[W + 1], unsigned (&S2)[W + 1],
+                    raw &rw, int z) {
       bins(rw, B2);
       if (z + 2 <= ze) load(vecc, z + 2, rw);
-      unsigned t[17];
+      unsigned t[W + 1];
 #pragma unroll
-      for (int j = 0; j < 17; j++) S2[j] = agg(B2[j], __shfl_down_sync(FULL, B2[j], 1));
+      for (int j = 0; j <= W; j++) S2[j] = agg(B2[j], __shfl_down_sync(FULL, B2[j], 1));
       add(B, ndf_ecc2_bool<true>());
       add(S, ndf_ecc2_bool<false>());
 #pragma unroll
-      for (int j = 0; j < 17; j++) t[j] = agg(B[j], B2[j]);
+      for (int j = 0; j <= W; j++) t[j] = agg(B[j], B2[j]);
       add(t, ndf_ecc2_bool<false>());
 #pragma unroll
-      for (int j = 0; j < 17; j++) t[j] = agg(S[j], S2[j]);
+      for (int j = 0; j <= W; j++) t[j] = agg(S[j], S2[j]);
       add(t, ndf_ecc2_bool<true>());
     };
-    unsigned B0[17], S0[17], B1[17], S1[17];
+    unsigned B0[W + 1], S0[W + 1], B1[W + 1], S1[W + 1];
     bins(RA, B0);
 #pragma unroll
-    for (int j = 0; j < 17; j++) S0[j] = agg(B0[j], __shfl_down_sync(FULL, B0[j], 1));
+    for (int j = 0; j <= W; j++) S0[j] = agg(B0[j], __shfl_down_sync(FULL, B0[j], 1));
     for (int z = zb; z < ze; z += 2) {
       step(B0, S0, B1, S1, RB, z);
       if (z + 1 >= ze) break;
@@ -2350,7 +2355,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) ndf_ecc_strip3(const ndf_ec
     }
   };
   if (act) {
-    if (vec) march(ndf_ecc2_bool<true>());
+    if (fast) march(ndf_ecc2_bool<true>());
     else march(ndf_ecc2_bool<false>());
   }
 
@@ -2363,3 +2368,20 @@ extern "C" __global__ void __launch_bounds__(256, 2) ndf_ecc_strip3(const ndf_ec
     return v;
   });
 }
+
+// W = 16 columns per lane at 2 blocks per SM (128 registers); ndf_ecc_strip3n: 8 at 3 (85)
+#define NDF_ECC3_KERNEL(NAME, W, MINB)                                                                               \
+  extern "C" __global__ void __launch_bounds__(256, MINB) NAME(const ndf_ecc3_params p) {                            \
+    if (NSP != 3 || sizeof(V) != 4) return; /* 3-D float comparisons only (the runtime never asks otherwise) */     \
+    extern __shared__ int h3[];             /* (T + 1) rows of 32 lane columns (row T: outside, never read) */      \
+    __shared__ float tsf[512];              /* -inf, the T sorted thresholds rounded down, +inf */                   \
+    __shared__ float2 tpair[512];           /* tpair[k] = (tv[k - 1], tv[k]), k = 0..T */                            \
+    __shared__ float s_ga, s_gb, s_dl, s_dh;                                                                         \
+    __shared__ int s_m;                                                                                              \
+    __shared__ float r_lo[8], r_hi[8];                                                                               \
+    __shared__ unsigned long long r_key;                                                                             \
+    __shared__ bool s_last;                                                                                          \
+    ndf_ecc3_body<W>(p, h3, tsf, tpair, s_ga, s_gb, s_dl, s_dh, s_m, r_lo, r_hi, r_key, s_last);                     \
+  }
+NDF_ECC3_KERNEL(ndf_ecc_strip3, 16, 2)
+NDF_ECC3_KERNEL(ndf_ecc_strip3n, 8, 3)

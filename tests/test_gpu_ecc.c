@@ -126,9 +126,10 @@ static const char *expected_kernel(const ecase *c, char *buf, size_t len) {
   /* 3-D: the telescoped warp-strip kernel for float comparisons and T <= 510 unless NDF_ECC_3D=old
    * (tasks of 16 columns x 31 rows, 8 per block; checked well below the resident grid) */
   e = getenv("NDF_ECC_3D");
-  if (c->dt != NDF_FLOAT64 && !(e && !strcmp(e, "old"))) {
-    const int t = c->cons == NDF_ECC_T;
-    return nimg * ((((sp[2] + 15) / 16) * ((sp[1] + t + 30) / 31) + 7) / 8) <= 128 ? "ndf_ecc_strip3" : NULL;
+  if (c->dt == NDF_FLOAT32 ? !(e && !strcmp(e, "old")) : c->dt != NDF_FLOAT64 && e && !strcmp(e, "strip3")) {
+    const int t = c->cons == NDF_ECC_T, w = getenv("NDF_ECC3_W") && atoi(getenv("NDF_ECC3_W")) == 16 ? 16 : 8;
+    if (nimg * ((((sp[2] + w - 1) / w) * ((sp[1] + t + 30) / 31) + 7) / 8) > 128) return NULL;
+    return w == 16 ? "ndf_ecc_strip3" : "ndf_ecc_strip3n";
   }
   /* NDF_ECC_ROWS: 0 the march, 1..4 ndf_ecc_rows with PF = mode - 1, other values modes this
    * model does not know (PF not checked); unset: the rows kernel for uint8 / uint16, the march for
@@ -764,8 +765,10 @@ static void test_gpu_strip2(void **state) {
 /* The 3-D warp-strip kernel (ndf_ecc_strip3: 3-D, thresholds over [min,
  * max], T <= 510, float32 / uint8 / uint16; cells' bins by max / min,
  * telescoped along x) against the CPU, the same input under each setting:
- * default, NDF_ECC_3D=old (the paths before), NDF_ECC_MAPHDR=0,
- * NDF_ECC3_MC=1 and 7 (other task lengths), NDF_ECC2_WS=0, and on alternate
+ * default (ndf_ecc_strip3n, 8 columns per lane; uint8 / uint16 with
+ * NDF_ECC_3D=strip3), NDF_ECC_3D=old (the paths before), NDF_ECC_MAPHDR=0,
+ * NDF_ECC3_MC=1 (other task lengths), NDF_ECC3_W=16 (ndf_ecc_strip3),
+ * NDF_ECC2_WS=0, and on alternate
  * cases NDF_ECC2_FENCE=sc / NDF_ECC2_BIN=table.  Widths around the 16-column
  * task (1, 4, 15, 16, 17, 33, 64, 100), heights around the 31-row tile (1,
  * 2, 30, 31, 32, 62, 63, 64), depths 1 to 24, batches (many images: past the
@@ -782,8 +785,8 @@ static void test_gpu_strip3(void **state) {
   static const int64_t H[] = {1, 2, 30, 31, 32, 62, 63, 64};
   static const ndf_dtype dts[5] = {NDF_FLOAT32, NDF_FLOAT32, NDF_UINT8, NDF_UINT16, NDF_FLOAT64};
   static const char *const var[8] = {NULL,          "NDF_ECC_3D",  "NDF_ECC_MAPHDR", "NDF_ECC3_MC",
-                                     "NDF_ECC3_MC", "NDF_ECC2_WS", "NDF_ECC2_FENCE", "NDF_ECC2_BIN"};
-  static const char *const val[8] = {NULL, "old", "0", "1", "7", "0", "sc", "table"};
+                                     "NDF_ECC3_W", "NDF_ECC2_WS", "NDF_ECC2_FENCE", "NDF_ECC2_BIN"};
+  static const char *const val[8] = {NULL, "old", "0", "1", "16", "0", "sc", "table"};
   int failed = 0;
   const long n = s->ncases / 4 > 24 ? s->ncases / 4 : 24;
   for (long k = 0; k < n && failed < 5; k++) {
@@ -807,6 +810,9 @@ static void test_gpu_strip3(void **state) {
                                          : TU_LAYOUT_C;
     c.out_layout = tu_rng_chance(&r, 0.2) ? TU_LAYOUT_PADDED : TU_LAYOUT_C;
     const tu_rng r0 = r; /* the same input and layouts under every setting */
+    /* uint8 / uint16 take strip3 only when asked (NDF_ECC_3D=strip3; =old: the rows kernel) */
+    const int small = c.dt == NDF_UINT8 || c.dt == NDF_UINT16;
+    if (small) setenv("NDF_ECC_3D", "strip3", 1);
     for (int v = 0; v < 8; v++) {
       if (v >= 6 && (k & 1) != (v & 1)) continue; /* FENCE=sc on even cases, BIN=table on odd (time) */
       tu_rng rv = r0;
@@ -814,9 +820,11 @@ static void test_gpu_strip3(void **state) {
       const int f = run_exact(s->ctx, &c, &rv);
       if (f) printf("  (failed with %s=%s)\n", var[v] ? var[v] : "default", var[v] ? val[v] : "");
       failed += f;
-      if (var[v]) unsetenv(var[v]);
+      if (var[v] && !(small && v == 1)) unsetenv(var[v]);
+      if (small) setenv("NDF_ECC_3D", "strip3", 1);
       r = rv;
     }
+    unsetenv("NDF_ECC_3D");
   }
   if (failed) printf("%d strip3 cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);

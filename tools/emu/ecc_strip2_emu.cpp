@@ -121,6 +121,11 @@ template <class T> static inline T __shfl_down_sync(unsigned, T v, int d) {
   const int l = (int)(tl_tid % 32);
   return warp_get(v, l + d < 32 ? l + d : l);
 }
+static inline int __all_sync(unsigned, int pred) {
+  int all = 1;
+  for (int l = 0; l < 32; l++) all &= warp_get(pred ? 1 : 0, l);
+  return all;
+}
 static inline int __any_sync(unsigned, int pred) {
   int any = 0;
   for (int l = 0; l < 32; l++) {
@@ -163,6 +168,7 @@ using std::max;
 using std::min;
 static void ndf_ecc_grid_sync(unsigned *) { g_gridbar->arrive_and_wait(); }
 // the helpers of templates/ecc.cu (NDF_ECC2_HELPERS_BEGIN .. END), without inline PTX
+static inline void ndf_ecc3_red(unsigned a, int c) { __atomic_fetch_add((int *)((char *)tl_blk->h3 + a), c, __ATOMIC_RELAXED); }
 static inline float ndf_ecc2_fminnan(float a, float b) { return (a != a || b != b) ? NAN : std::fmin(a, b); }
 static inline unsigned ndf_ecc2_ticket(unsigned *p, int) { return __atomic_fetch_add(p, 1u, __ATOMIC_ACQ_REL); }
 static void ndf_ecc2_grid_sync(unsigned *w, int) { ndf_ecc_grid_sync(w); }
@@ -239,11 +245,11 @@ static int64_t irand(int64_t a, int64_t b) { return a + (int64_t)(rnd() % (uint6
 #if EMU_NSP == 3
 // runtime/ecc_cuda.c's strip3_plan_make (keep in step)
 struct strip3_plan { int64_t ntx, nty, mc, tpi, bpi, nblocks; int ncopy; };
-static int plan3_make(int64_t nz, int64_t ny, int64_t nx, int64_t nimg, int cons, int64_t cap, int64_t minmc, strip3_plan *pl) {
+static int plan3_make(int64_t nz, int64_t ny, int64_t nx, int64_t nimg, int cons, int64_t cap, int64_t minmc, int w, strip3_plan *pl) {
   if (nz <= 0 || ny <= 0 || nx <= 0 || nimg <= 0 || nz > 0x7fffff00 || ny > 0x7fffff00 || nx > 0x7fffff00) return 0;
   if (minmc < 1) minmc = 1;
   const int64_t nzo = nz + cons;
-  pl->ntx = (nx + 15) / 16;
+  pl->ntx = (nx + w - 1) / w;
   pl->nty = (ny + cons + 30) / 31;
   const int64_t cols = pl->ntx * pl->nty;
   if (nimg > cap || cols > cap * 8) return 0;
@@ -339,7 +345,8 @@ int main(int argc, char **argv) {
     strip3_plan pl;
     const int hdrblk = (int)irand(0, 1);
     const int64_t cap = irand(1, 6), minmc = irand(1, 6);
-    if (!plan3_make(nz, ny, nx, nimg, CONS, cap - hdrblk, minmc, &pl)) { nskip++; continue; }
+    const int w8 = (int)irand(0, 1); // ndf_ecc_strip3n (8 columns per lane) or ndf_ecc_strip3 (16)
+    if (!plan3_make(nz, ny, nx, nimg, CONS, cap - hdrblk, minmc, w8 ? 8 : 16, &pl)) { nskip++; continue; }
     ndf_ecc3_params p; memset(&p, 0, sizeof p);
     const int64_t ostep = irand(1, 2);
     std::vector<ndf_u64> hist((size_t)(nimg * pl.ncopy * T), 0x1234567ull);
@@ -362,7 +369,7 @@ int main(int argc, char **argv) {
       std::vector<std::thread> th;
       for (unsigned b = 0; b < g_grid; b++)
         for (unsigned t = 0; t < 256; t++)
-          th.emplace_back([&, t, b] { tl_tid = t; tl_bid = b; tl_blk = &blks[b]; ndf_ecc_strip3(p); });
+          th.emplace_back([&, t, b] { tl_tid = t; tl_bid = b; tl_blk = &blks[b]; if (w8) ndf_ecc_strip3n(p); else ndf_ecc_strip3(p); });
       for (auto &t : th) t.join();
     }
     if (p.seqp && seqw != 4242) { bad++; printf("MISMATCH case %d: sequence word %x\n", cs, seqw); }

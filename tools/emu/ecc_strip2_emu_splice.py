@@ -14,11 +14,15 @@ k3 = es.section(s, 'the 3-D warp-strip kernel')
 a = k2.index('// NDF_ECC2_HELPERS_BEGIN')
 b = k2.index('// NDF_ECC2_HELPERS_END')
 k2 = k2[:a] + k2[b:]
+a = k3.index('// NDF_ECC3_HELPERS_BEGIN')
+b = k3.index('// NDF_ECC3_HELPERS_END')
+k3 = k3[:a] + k3[b:]
 
 
 def map_kernel(k, name):
-    """Every __shared__ declaration in kernel `name`'s body as references into EMB()."""
-    a = k.index(name + '(')
+    """Every __shared__ declaration after `name` (a kernel's name and its parenthesis, or a macro's
+    #define) as references into EMB()."""
+    a = k.index(name)
     head, body = k[:a], k[a:]
     def rep(m):
         ind, names = m.group(1), m.group(2)
@@ -32,6 +36,6 @@ def map_kernel(k, name):
     return head + body
 
 
-k2 = map_kernel(k2, 'ndf_ecc_strip2')
-k3 = map_kernel(k3, 'ndf_ecc_strip3')
+k2 = map_kernel(k2, 'ndf_ecc_strip2(')
+k3 = map_kernel(k3, '#define NDF_ECC3_KERNEL')
 open(out, 'w').write(es.header(root) + es.check(k2, 'ndf_ecc_strip2') + es.check(k3, 'ndf_ecc_strip3'))
