@@ -908,7 +908,7 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
 
 /* ---- the 3-D warp-strip kernel (ndf_ecc_strip3, templates/ecc.cu) ------------------------------ */
 /* 3-D float32 calls (uint8 / uint16 with NDF_ECC_3D=strip3) with thresholds over [min, max] and
- * T <= 510 make one cooperative launch of ndf_ecc_strip3 (or strip3n)
+ * T <= 320 make one cooperative launch of ndf_ecc_strip3 (or strip3n)
  * (cells' bins by max / min, telescoped along x: four shared-memory adds
  * per voxel and no ownership tests) unless NDF_ECC_3D=old (the rows kernel
  * or ndf_ecc_pack's fused march, as before).  NDF_ECC3_MC: the least planes
@@ -927,7 +927,11 @@ static int strip3_w(void) {
   return e && atoi(e) == 16 ? 16 : 8;
 }
 
-#define STRIP3_MAX_T 510
+/* the histogram ((T + 1) x 128 bytes) and the kernel's 6.3 KiB of static shared memory within the
+ * default 48 KiB: no opt-in attribute (session 9, run9c: calls with T = 384, past it with the
+ * attribute set, failed with CUDA_ERROR_ILLEGAL_INSTRUCTION -- not understood; larger T takes the
+ * paths before) */
+#define STRIP3_MAX_T 320
 
 typedef struct strip3_plan {
   int64_t ntx, nty, mc, tpi, bpi, nblocks;
@@ -983,11 +987,6 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   const int64_t T = c->T, nimg = c->nimg;
   /* the histogram: T + 1 rows of 32 lane columns of int */
   const unsigned dyn = (unsigned)((T + 1) * 128);
-  /* with the static 6.3 KiB past the default 48 KiB (T > 330): every such call (a context and
-   * function at reused addresses would not have it) */
-  if (dyn > 40 * 1024 &&
-      ndf__cu(NULL)->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)dyn) != CUDA_SUCCESS)
-    return NDF_OK;
   const int64_t cap = (int64_t)rows_occupancy(ctx, fn, dyn) * sms;
   strip3_plan pl;
   if (cap < 2 || !strip3_plan_make(c, cons, w, cap - hdrblk, &pl)) return NDF_OK;

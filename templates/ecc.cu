@@ -2178,9 +2178,10 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
   const unsigned wall = (1u << W) - 1u;
   // float4 rows: unit x stride, row and plane strides and width multiples of 4, aligned base
   const bool vec = sizeof(TIN) == 4 && p.sx == 1 && ((p.sy | p.sz | p.nx) & 3) == 0 && (((size_t)in) & 15) == 0;
-  // the fill-free loads: float4 rows, the whole chunk in the image, every lane's row in it (warp-uniform)
-  const bool fast = vec && (inb & wall) == wall && __all_sync(FULL, rowin);
-  const TIN *rowp = in + (rowin ? (ndf_i64)y * p.sy + (ndf_i64)x * p.sx : 0);
+  // the fill-free loads: float4 rows, the whole chunk in the image (warp-uniform); a lane whose row is
+  // outside reads row 0 or ny - 1 instead, and the march bins its values as outside (the bin T)
+  const bool fast = vec && (inb & wall) == wall;
+  const TIN *rowp = in + (ndf_i64)min(max(y, 0), nyi - 1) * p.sy + (ndf_i64)x * p.sx;
   const float INF = __int_as_float(0x7f800000);
   struct raw { // a row's W voxels and the voxel right of them
     float v[W], h;
@@ -2275,6 +2276,8 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
     // certified: |d - 1/2| <= hw, d = ceil(g) - g
     const float hw = cert ? fminf(__fsub_rd(0.5f, dl), __fsub_rd(dh, 0.5f)) : -1.0f;
     const float gmax = (float)T - 0.5f; // g clamped: +inf (outside) and NaN (+inf * 0) give the bin T
+    // a row outside the image (read as row 0 or ny - 1 by the fast loads): every guess gmax, the bin T
+    const float gal = rowin ? ga : 0.0f, gbl = rowin ? gb : gmax;
     const float *tv = tsf + 1;
     // a bin k as the shared-window address of its lane column: k * 128 + cb; from the round-up sum
     // r = 1.5 * 2^23 + k as bits(r) * 128 + cbm
@@ -2287,14 +2290,14 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
 #pragma unroll
       for (int j = 0; j <= W; j++) {
         const float f = j < W ? w.v[j] : w.h;
-        const float g = fminf(fmaf(f, ga, gb), gmax);
+        const float g = fminf(fmaf(f, gal, gbl), gmax);
         const float r = __fadd_ru(g, 12582912.0f); // 1.5 * 2^23 + ceil(g) (0 <= ceil(g) <= T)
         o[j] = (unsigned)__float_as_int(r) * 128u + cbm;
         if (cert) {
           ok &= fabsf(((r - 12582912.0f) - g) - 0.5f) <= hw;
         } else {
           const float2 pr = tpair[(__float_as_int(r) - 0x4b400000)];
-          ok &= (f > pr.x) & (f <= pr.y);
+          ok &= ((f > pr.x) & (f <= pr.y)) | !rowin;
         }
       }
       if (__any_sync(FULL, !ok)) { // rare: the voxels not certified or off walk to the exact bin
@@ -2304,11 +2307,11 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
           const int k = (int)((o[j] - cb) >> 7);
           bool okj;
           if (cert) {
-            const float g = fminf(fmaf(f, ga, gb), gmax);
+            const float g = fminf(fmaf(f, gal, gbl), gmax);
             okj = fabsf((ceilf(g) - g) - 0.5f) <= hw;
           } else {
             const float2 pr = tpair[k];
-            okj = (f > pr.x) & (f <= pr.y);
+            okj = ((f > pr.x) & (f <= pr.y)) | !rowin;
           }
           if (!okj) o[j] = ndf_ecc2_walk(f, k, tv, T) * 128u + cb;
         }

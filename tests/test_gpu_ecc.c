@@ -126,7 +126,8 @@ static const char *expected_kernel(const ecase *c, char *buf, size_t len) {
   /* 3-D: the telescoped warp-strip kernel for float comparisons and T <= 510 unless NDF_ECC_3D=old
    * (tasks of 16 columns x 31 rows, 8 per block; checked well below the resident grid) */
   e = getenv("NDF_ECC_3D");
-  if (c->dt == NDF_FLOAT32 ? !(e && !strcmp(e, "old")) : c->dt != NDF_FLOAT64 && e && !strcmp(e, "strip3")) {
+  if (c->T <= 320 &&
+      (c->dt == NDF_FLOAT32 ? !(e && !strcmp(e, "old")) : c->dt != NDF_FLOAT64 && e && !strcmp(e, "strip3"))) {
     const int t = c->cons == NDF_ECC_T, w = getenv("NDF_ECC3_W") && atoi(getenv("NDF_ECC3_W")) == 16 ? 16 : 8;
     if (nimg * ((((sp[2] + w - 1) / w) * ((sp[1] + t + 30) / 31) + 7) / 8) > 128) return NULL;
     return w == 16 ? "ndf_ecc_strip3" : "ndf_ecc_strip3n";
@@ -773,14 +774,14 @@ static void test_gpu_strip2(void **state) {
  * task (1, 4, 15, 16, 17, 33, 64, 100), heights around the 31-row tile (1,
  * 2, 30, 31, 32, 62, 63, 64), depths 1 to 24, batches (many images: past the
  * resident grid the old paths), float64 (the old paths), T = 2, 3, 37, 256,
- * 383, 384 (dynamic shared memory past 48 KiB), 510; ties, constant images,
+ * 319, 320 and 321 (past the kernel's limit: the old paths); ties, constant images,
  * values far from 0 (first guesses off); padded, negative and offset layouts
  * (element loads), strided outputs. */
 static void test_gpu_strip3(void **state) {
   gpu_state *s = *state;
   tu_rng r;
   tu_rng_seed(&r, s->seed ^ 0x5731);
-  static const int64_t Ts[] = {2, 3, 37, 256, 383, 384, 510};
+  static const int64_t Ts[] = {2, 3, 37, 256, 319, 320, 321}; /* 321: the paths before */
   static const int64_t W[] = {1, 4, 15, 16, 17, 33, 64, 100};
   static const int64_t H[] = {1, 2, 30, 31, 32, 62, 63, 64};
   static const ndf_dtype dts[5] = {NDF_FLOAT32, NDF_FLOAT32, NDF_UINT8, NDF_UINT16, NDF_FLOAT64};
