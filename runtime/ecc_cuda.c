@@ -913,7 +913,7 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
  * per voxel and no ownership tests) unless NDF_ECC_3D=old (the rows kernel
  * or ndf_ecc_pack's fused march, as before).  NDF_ECC3_MC: the least planes
  * per warp task (default 4); NDF_ECC3_W: columns per lane, 16 (ndf_ecc_strip3,
- * 2 blocks per SM) or 8 (ndf_ecc_strip3n, 3 blocks per SM; default).
+ * 2 blocks per SM; default) or 8 (ndf_ecc_strip3n, 3 blocks per SM).
  * NDF_ECC2_FENCE and NDF_ECC2_BIN as strip2.  docs/adr/0009, "Telescoped cells". */
 static int use_strip3(ndf_dtype dt) {
   const char *e = getenv("NDF_ECC_3D");
@@ -922,9 +922,11 @@ static int use_strip3(ndf_dtype dt) {
    * against ndf_ecc_rows' 0.119): only when asked (NDF_ECC_3D=strip3) */
   return dt == NDF_FLOAT32 || (e && strcmp(e, "strip3") == 0);
 }
+/* session 9, run9d (H200, float32 T = 256): W 16 / 8 at 256^3 0.0951 / 0.1052 ms, 512^3 0.6315 /
+ * 0.7594, 128^3 0.0359 / 0.0329 */
 static int strip3_w(void) {
   const char *e = getenv("NDF_ECC3_W");
-  return e && atoi(e) == 16 ? 16 : 8;
+  return e && atoi(e) == 8 ? 8 : 16;
 }
 
 /* the histogram ((T + 1) x 128 bytes) and the kernel's 6.3 KiB of static shared memory within the

@@ -2290,8 +2290,10 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
 #pragma unroll
       for (int j = 0; j <= W; j++) {
         const float f = j < W ? w.v[j] : w.h;
-        const float g = fminf(fmaf(f, gal, gbl), gmax);
-        const float r = __fadd_ru(g, 12582912.0f); // 1.5 * 2^23 + ceil(g) (0 <= ceil(g) <= T)
+        // clamped to [-1/2, T - 1/2]: a guess far off (uncertified: thresholds over a narrow range far
+        // from 0) still indexes the pairs (0 <= ceil(g) <= T) and then walks
+        const float g = fmaxf(fminf(fmaf(f, gal, gbl), gmax), -0.5f);
+        const float r = __fadd_ru(g, 12582912.0f); // 1.5 * 2^23 + ceil(g)
         o[j] = (unsigned)__float_as_int(r) * 128u + cbm;
         if (cert) {
           ok &= fabsf(((r - 12582912.0f) - g) - 0.5f) <= hw;
@@ -2307,7 +2309,7 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
           const int k = (int)((o[j] - cb) >> 7);
           bool okj;
           if (cert) {
-            const float g = fminf(fmaf(f, gal, gbl), gmax);
+            const float g = fmaxf(fminf(fmaf(f, gal, gbl), gmax), -0.5f);
             okj = fabsf((ceilf(g) - g) - 0.5f) <= hw;
           } else {
             const float2 pr = tpair[k];
@@ -2372,7 +2374,7 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
   });
 }
 
-// W = 16 columns per lane at 2 blocks per SM (128 registers); ndf_ecc_strip3n: 8 at 3 (85)
+// W = 16 columns per lane at 2 blocks per SM (128 registers; the default); ndf_ecc_strip3n: 8 at 3 (80)
 #define NDF_ECC3_KERNEL(NAME, W, MINB)                                                                               \
   extern "C" __global__ void __launch_bounds__(256, MINB) NAME(const ndf_ecc3_params p) {                            \
     if (NSP != 3 || sizeof(V) != 4) return; /* 3-D float comparisons only (the runtime never asks otherwise) */     \

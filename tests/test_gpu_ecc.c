@@ -128,7 +128,7 @@ static const char *expected_kernel(const ecase *c, char *buf, size_t len) {
   e = getenv("NDF_ECC_3D");
   if (c->T <= 320 &&
       (c->dt == NDF_FLOAT32 ? !(e && !strcmp(e, "old")) : c->dt != NDF_FLOAT64 && e && !strcmp(e, "strip3"))) {
-    const int t = c->cons == NDF_ECC_T, w = getenv("NDF_ECC3_W") && atoi(getenv("NDF_ECC3_W")) == 16 ? 16 : 8;
+    const int t = c->cons == NDF_ECC_T, w = getenv("NDF_ECC3_W") && atoi(getenv("NDF_ECC3_W")) == 8 ? 8 : 16;
     if (nimg * ((((sp[2] + w - 1) / w) * ((sp[1] + t + 30) / 31) + 7) / 8) > 128) return NULL;
     return w == 16 ? "ndf_ecc_strip3" : "ndf_ecc_strip3n";
   }
@@ -766,9 +766,9 @@ static void test_gpu_strip2(void **state) {
 /* The 3-D warp-strip kernel (ndf_ecc_strip3: 3-D, thresholds over [min,
  * max], T <= 510, float32 / uint8 / uint16; cells' bins by max / min,
  * telescoped along x) against the CPU, the same input under each setting:
- * default (ndf_ecc_strip3n, 8 columns per lane; uint8 / uint16 with
+ * default (ndf_ecc_strip3, 16 columns per lane; uint8 / uint16 with
  * NDF_ECC_3D=strip3), NDF_ECC_3D=old (the paths before), NDF_ECC_MAPHDR=0,
- * NDF_ECC3_MC=1 (other task lengths), NDF_ECC3_W=16 (ndf_ecc_strip3),
+ * NDF_ECC3_MC=1 (other task lengths), NDF_ECC3_W=8 (ndf_ecc_strip3n),
  * NDF_ECC2_WS=0, and on alternate
  * cases NDF_ECC2_FENCE=sc / NDF_ECC2_BIN=table.  Widths around the 16-column
  * task (1, 4, 15, 16, 17, 33, 64, 100), heights around the 31-row tile (1,
@@ -787,7 +787,7 @@ static void test_gpu_strip3(void **state) {
   static const ndf_dtype dts[5] = {NDF_FLOAT32, NDF_FLOAT32, NDF_UINT8, NDF_UINT16, NDF_FLOAT64};
   static const char *const var[8] = {NULL,          "NDF_ECC_3D",  "NDF_ECC_MAPHDR", "NDF_ECC3_MC",
                                      "NDF_ECC3_W", "NDF_ECC2_WS", "NDF_ECC2_FENCE", "NDF_ECC2_BIN"};
-  static const char *const val[8] = {NULL, "old", "0", "1", "16", "0", "sc", "table"};
+  static const char *const val[8] = {NULL, "old", "0", "1", "8", "0", "sc", "table"};
   int failed = 0;
   const long n = s->ncases / 4 > 24 ? s->ncases / 4 : 24;
   for (long k = 0; k < n && failed < 5; k++) {
