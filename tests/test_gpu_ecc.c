@@ -810,6 +810,11 @@ static void test_gpu_strip3(void **state) {
                                                (tu_rng_chance(&r, 0.5) ? TU_LAYOUT_OFFSET : 0)
                                          : TU_LAYOUT_C;
     c.out_layout = tu_rng_chance(&r, 0.2) ? TU_LAYOUT_PADDED : TU_LAYOUT_C;
+    if (k < 2) { /* values far from 0 in a narrow range (uncertified guesses far off), T above 256 */
+      c.dt = NDF_FLOAT32;
+      c.vkind = 3;
+      c.T = k ? 256 : 320;
+    }
     const tu_rng r0 = r; /* the same input and layouts under every setting */
     /* uint8 / uint16 take strip3 only when asked (NDF_ECC_3D=strip3; =old: the rows kernel) */
     const int small = c.dt == NDF_UINT8 || c.dt == NDF_UINT16;
