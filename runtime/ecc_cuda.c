@@ -770,6 +770,8 @@ static int strip2_plan_make(const ndf__ecc_call *c, int64_t cap, strip2_plan *pl
     if (pl->nblocks <= cap) break;
     if (nch == 1) return 0;
   }
+  /* the kernel's 32-bit chunk ends (chunk * mc + mc) */
+  if ((nz + pl->mc - 1) / pl->mc * pl->mc > 0x7fffffff) return 0;
   /* copies of each image's histogram: about 16 blocks' atomics per address */
   int64_t nc = pl->bpi / 16;
   pl->ncopy = (int)(nc < 1 ? 1 : nc > 8 ? 8 : nc);
@@ -930,9 +932,9 @@ static int strip3_w(void) {
 }
 
 /* the histogram ((T + 1) x 128 bytes) and the kernel's 6.3 KiB of static shared memory within the
- * default 48 KiB: no opt-in attribute (session 9, run9c: calls with T = 384, past it with the
- * attribute set, failed with CUDA_ERROR_ILLEGAL_INSTRUCTION -- not understood; larger T takes the
- * paths before) */
+ * default 48 KiB: no opt-in attribute.  (Session 9: calls at T = 384 with the attribute set failed
+ * with CUDA_ERROR_ILLEGAL_INSTRUCTION, as did T = 319 / 320 without it -- the negative pair index of
+ * an unclamped first guess, fixed in 708826b; T > 320 was not run again, so it takes the paths before.) */
 #define STRIP3_MAX_T 320
 
 typedef struct strip3_plan {
@@ -967,6 +969,8 @@ static int strip3_plan_make(const ndf__ecc_call *c, int cons, int w, int64_t cap
     if (pl->nblocks <= cap) break;
     if (nch == 1) return 0;
   }
+  /* the kernel's 32-bit chunk ends (zc * mc - cons + mc) */
+  if ((nzo + pl->mc - 1) / pl->mc * pl->mc > 0x7fffffff) return 0;
   int64_t nc = pl->bpi / 16; /* copies of each image's histogram: about 16 blocks' atomics per address */
   pl->ncopy = (int)(nc < 1 ? 1 : nc > 8 ? 8 : nc);
   return 1;

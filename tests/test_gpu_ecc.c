@@ -123,8 +123,9 @@ static const char *expected_kernel(const ecase *c, char *buf, size_t len) {
     if (c->dt == NDF_FLOAT64 || (e && !strcmp(e, "old"))) return "ndf_ecc_pack";
     return nimg * ((sp[1] + 128 * 8 - 1) / (128 * 8)) <= 256 ? "ndf_ecc_strip2" : NULL; /* 8 strips per block */
   }
-  /* 3-D: the telescoped warp-strip kernel for float comparisons and T <= 510 unless NDF_ECC_3D=old
-   * (tasks of 16 columns x 31 rows, 8 per block; checked well below the resident grid) */
+  /* 3-D: the telescoped warp-strip kernel for float32 (uint8 / uint16: NDF_ECC_3D=strip3) and T <= 320
+   * unless NDF_ECC_3D=old (tasks of W columns x 31 rows, 8 per block; checked well below the resident
+   * grid of an H200; a device with few SMs may fall back) */
   e = getenv("NDF_ECC_3D");
   if (c->T <= 320 &&
       (c->dt == NDF_FLOAT32 ? !(e && !strcmp(e, "old")) : c->dt != NDF_FLOAT64 && e && !strcmp(e, "strip3"))) {
@@ -764,7 +765,7 @@ static void test_gpu_strip2(void **state) {
 }
 
 /* The 3-D warp-strip kernel (ndf_ecc_strip3: 3-D, thresholds over [min,
- * max], T <= 510, float32 / uint8 / uint16; cells' bins by max / min,
+ * max], T <= 320, float32 / uint8 / uint16; cells' bins by max / min,
  * telescoped along x) against the CPU, the same input under each setting:
  * default (ndf_ecc_strip3, 16 columns per lane; uint8 / uint16 with
  * NDF_ECC_3D=strip3), NDF_ECC_3D=old (the paths before), NDF_ECC_MAPHDR=0,

@@ -56,10 +56,14 @@ static unsigned g_grid;
 #define blockIdx (emu_dim{tl_bid})
 #define gridDim (emu_dim{g_grid})
 struct emu_block {
-  int shist[512 + 32];
-  int h3[511 * 32];
-  float tsf[512];
-  float2 tpair[512];
+  // the tables and histograms on the heap, each its own allocation: an index outside them is a
+  // heap-buffer-overflow under EMU_ASAN=1 (inside one struct it would read a neighbour silently)
+  std::unique_ptr<int[]> shist_{new int[512 + 32]}, h3_{new int[511 * 32]};
+  std::unique_ptr<float[]> tsf_{new float[512]};
+  std::unique_ptr<float2[]> tpair_{new float2[512]};
+  int *shist = shist_.get(), *h3 = h3_.get();
+  float *tsf = tsf_.get();
+  float2 *tpair = tpair_.get();
   float s_ga, s_gb, s_dl, s_dh;
   int s_m;
   float r_lo[8], r_hi[8];
@@ -74,10 +78,9 @@ struct emu_block {
   emu_block() {
     for (auto &w : wbar) w = new std::barrier<>(32);
     // poison
-    for (auto &v : shist) v = 0x5eed;
-    for (auto &v : h3) v = 0x3eed;
-    for (auto &v : tsf) v = 12345.0f;
-    for (auto &v : tpair) v = float2{7.0f, -7.0f};
+    for (int i = 0; i < 512 + 32; i++) shist[i] = 0x5eed;
+    for (int i = 0; i < 511 * 32; i++) h3[i] = 0x3eed;
+    for (int i = 0; i < 512; i++) tsf[i] = 12345.0f, tpair[i] = float2{7.0f, -7.0f};
     r_key = 0x77;
   }
   ~emu_block() { for (auto &w : wbar) delete w; }
@@ -265,6 +268,7 @@ static int plan3_make(int64_t nz, int64_t ny, int64_t nx, int64_t nimg, int cons
     if (pl->nblocks <= cap) break;
     if (nch == 1) return 0;
   }
+  if ((nzo + pl->mc - 1) / pl->mc * pl->mc > 0x7fffffff) return 0;
   int64_t nc = pl->bpi / 16;
   pl->ncopy = (int)(nc < 1 ? 1 : nc > 8 ? 8 : nc);
   return 1;
