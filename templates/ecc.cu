@@ -2093,9 +2093,9 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
 }
 
 // ---- the 3-D warp-strip kernel (ndf_ecc_strip3, 3-D fused calls; NDF_ECC_3D=old: the paths before) ----
-// Thresholds over [min, max], T <= 510 (the runtime: T <= 320), 3-D, float comparisons (float32; uint8,
-// uint16 when asked); one
-// cooperative launch with strip2's phases (ndf_ecc2_phase1_end, ndf_ecc2_setup, ndf_ecc2_end), but
+// Thresholds over [min, max], T <= 510 (the runtime asks for T <= 320), 3-D, float comparisons
+// (float32; uint8, uint16 when asked); one cooperative launch with strip2's phases
+// (ndf_ecc2_phase1_end, ndf_ecc2_setup, ndf_ecc2_end), but
 // no owner of a cell: every cell's bin is the bin of its max (V) or min (T) vertex -- bin(max f) =
 // max bin(f) -- so the histogram of (-1)^dim over the cells is summed directly, telescoped along x
 // (docs/adr/0009, "Telescoped cells"): for a sequence a_0 .. a_{n-1} along x (a_n = outside),
