@@ -215,6 +215,25 @@ extern "C" int emu_strip2(unsigned grid, const void *params) {
   for (auto &t : th) t.join();
   return 0;
 }
+// the same for ndf_ecc_strip3 (w 16) / ndf_ecc_strip3n (w 8) (EMU_NSP=3)
+extern "C" int emu_strip3(unsigned grid, const void *params, int w) {
+  ndf_ecc3_params p;
+  memcpy(&p, params, sizeof p);
+  g_grid = grid;
+  std::vector<emu_block> blks(grid);
+  std::barrier<> gb((ptrdiff_t)grid * 256);
+  g_gridbar = &gb;
+  std::vector<std::thread> th;
+  for (unsigned b = 0; b < grid; b++)
+    for (unsigned t = 0; t < 256; t++)
+      th.emplace_back([&, t, b] {
+        tl_tid = t; tl_bid = b; tl_blk = &blks[b];
+        if (w == 8) ndf_ecc_strip3n(p);
+        else ndf_ecc_strip3(p);
+      });
+  for (auto &t : th) t.join();
+  return 0;
+}
 #else
 // runtime/ecc_cuda.c's strip2_plan_make (keep in step)
 struct strip2_plan { int64_t nstrip, mc, tpi, bpi, nblocks; int ncopy; };

@@ -5,6 +5,8 @@
 # float32 / uint8 / uint16, V and T: curves bit for bit against the CPU backend, NaN / inf errors and
 # the untouched output, the mapped header's sequence word (no stream sync) or, with NDF_ECC_MAPHDR=0,
 # the copy; the context's workspace, or (NDF_ECC2_WS=0) exactly sized per-call scratch.
+# EMU_NSP=3: the same for the 3-D kernel (ndf_ecc_strip3, and ndf_ecc_strip3n with NDF_ECC3_W=8; uint8 /
+# uint16 with NDF_ECC_3D=strip3).
 set -eu
 B=${1:?build dir}; SEED=${2:-1}; CASES=${3:-8}
 here=$(cd "$(dirname "$0")" && pwd); root=$(cd "$here/../.." && pwd)
@@ -17,15 +19,18 @@ for cfg in "float NDF_FLOAT32" "uchar NDF_UINT8" "ushort NDF_UINT16"; do
   dt=$2
   case "$1" in uchar) tin="unsigned char";; ushort) tin="unsigned short";; *) tin=$1;; esac
   for cons in 0 1; do
+    nsp=${EMU_NSP:-2}
     cc -std=c11 -O1 -w -c -I"$root/include" -I"$root/runtime" -I"$B/generated" -DEMU_DT=$dt \
-      -DEMU_CONS=$cons "$here/ecc_strip2_rt_stubs.c" -o "$W/s.o"
+      -DEMU_CONS=$cons -DEMU_NSP=$nsp "$here/ecc_strip2_rt_stubs.c" -o "$W/s.o"
     g++ -std=c++20 -O1 -g -w -pthread -fsanitize=address -DEMU_RT -I"$root/include" -I"$root/templates" \
-      -DKERN_INC="\"$W/kern.inc\"" -DEMU_TIN="$tin" -DEMU_CONS=$cons \
+      -DKERN_INC="\"$W/kern.inc\"" -DEMU_TIN="$tin" -DEMU_CONS=$cons -DEMU_NSP=$nsp \
       -c "$here/ecc_strip2_emu.cpp" -o "$W/k.o"
     g++ -fsanitize=address "$W/s.o" "$W/k.o" "$B/libndforge_internal.a" -Wl,--allow-multiple-definition -fopenmp -ldl -lm -lpthread -o "$W/emu"
-    echo "== $tin CONS $cons"
-    "$W/emu" "$SEED" "$CASES" || fail=1
-    NDF_ECC2_WS=0 NDF_ECC_MAPHDR=0 "$W/emu" "$((SEED + 100))" "$CASES" || fail=1
+    echo "== $tin CONS $cons NSP $nsp"
+    x=""; [ "$nsp" = 3 ] && [ "$1" != float ] && x="NDF_ECC_3D=strip3"
+    env $x "$W/emu" "$SEED" "$CASES" || fail=1
+    env $x NDF_ECC2_WS=0 NDF_ECC_MAPHDR=0 "$W/emu" "$((SEED + 100))" "$CASES" || fail=1
+    [ "$nsp" = 3 ] && { env $x NDF_ECC3_W=8 "$W/emu" "$((SEED + 200))" "$CASES" || fail=1; }
   done
 done
 exit $fail

@@ -19,6 +19,10 @@
 #include "internal.h"
 
 int emu_strip2(unsigned grid, const void *params);
+int emu_strip3(unsigned grid, const void *params, int w);
+#ifndef EMU_NSP
+#define EMU_NSP 2
+#endif
 
 static int g_bad, g_coop, g_other, g_copies, g_syncs;
 
@@ -42,7 +46,11 @@ ndf_status ndf__device_table(ndf_ctx *ctx, const void *data, size_t bytes, CUdev
 ndf_status ndf__jit_get(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, CUfunction *out) {
   (void)ctx;
   (void)op;
-  *out = (CUfunction)(uintptr_t)(strcmp(req->kernel, "ndf_ecc_strip2") == 0 ? 1 : 2);
+  /* 1: strip2, 3: strip3 (16 columns per lane), 4: strip3n (8), 2: anything else (a failure) */
+  *out = (CUfunction)(uintptr_t)(strcmp(req->kernel, "ndf_ecc_strip2") == 0   ? 1
+                                 : strcmp(req->kernel, "ndf_ecc_strip3") == 0  ? 3
+                                 : strcmp(req->kernel, "ndf_ecc_strip3n") == 0 ? 4
+                                                                               : 2);
   return NDF_OK;
 }
 ndf_status ndf__launch(ndf_ctx *ctx, const char *name, CUfunction fn, unsigned grid, unsigned bx, unsigned by,
@@ -74,13 +82,25 @@ static CUresult f_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s) {
 static CUresult f_coop(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                        unsigned smem, CUstream s, void **args) {
   (void)s;
-  if ((uintptr_t)fn != 1 || gy != 1 || gz != 1 || bx != 256 || by != 1 || bz != 1 || smem != 0) {
+  const uintptr_t id = (uintptr_t)fn;
+  /* strip2: no dynamic shared memory; strip3: the histogram, (T + 1) rows of 32 ints (T: the
+   * parameter block's after the 8 pointers) */
+  int64_t T = 0;
+  if (id >= 3) memcpy(&T, (const char *)args[0] + 8 * sizeof(void *), sizeof T);
+  if ((id != 1 && id != 3 && id != 4) || gy != 1 || gz != 1 || bx != 256 || by != 1 || bz != 1 ||
+      smem != (id == 1 ? 0u : (unsigned)((T + 1) * 128))) {
     g_bad++;
     return 1;
   }
-  if (gx > 4 * 3) return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE; /* 4 blocks on each of 3 SMs */
+  /* resident: 4 (strip2), 2 (strip3) or 3 (strip3n) blocks on each of 3 SMs */
+  if (gx > (id == 1 ? 4u : id == 3 ? 2u : 3u) * 3u) return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
   g_coop++;
-  return emu_strip2(gx, args[0]) == 0 ? 0 : 1;
+  return (id == 1 ? emu_strip2(gx, args[0]) : emu_strip3(gx, args[0], id == 4 ? 8 : 16)) == 0 ? 0 : 1;
+}
+static CUresult f_occ(int *n, CUfunction fn, int bs, size_t dyn) {
+  (void)bs, (void)dyn;
+  *n = (uintptr_t)fn == 3 ? 2 : (uintptr_t)fn == 4 ? 3 : 4;
+  return 0;
 }
 static ndf__cu_api g_api;
 const ndf__cu_api *ndf__cu(const char **why) {
@@ -91,6 +111,7 @@ const ndf__cu_api *ndf__cu(const char **why) {
   g_api.cuStreamSynchronize = f_sync;
   g_api.cuMemcpyDtoHAsync = f_dtoh;
   g_api.cuLaunchCooperativeKernel = f_coop;
+  g_api.cuOccupancyMaxActiveBlocksPerMultiprocessor = f_occ;
   return &g_api;
 }
 
@@ -114,13 +135,13 @@ int main(int argc, char **argv) {
     const ndf_dtype dt = EMU_DT; /* the emulated kernel's family */
     const size_t es = ndf_dtype_size(dt);
     int nb = (int)ri(0, 2);
-    const int nsp = 2, cons = EMU_CONS;
-    const int64_t Ts[5] = {2, 3, 37, 256, 510};
+    const int nsp = EMU_NSP, cons = EMU_CONS;
+    const int64_t Ts[5] = {2, 3, 37, 256, nsp == 3 ? 320 : 510}; /* strip3: T <= 320 */
     int64_t T = Ts[ri(0, 4)];
     int64_t sh[5], n = 1;
     const int nd = nb + nsp;
     for (int d = 0; d < nd; d++) {
-      sh[d] = d < nb ? ri(1, 2) : ri(0, 4) == 0 ? ri(1, 3) : ri(1, 300);
+      sh[d] = d < nb ? ri(1, 2) : ri(0, 4) == 0 ? ri(1, 3) : ri(1, nsp == 3 ? 40 : 300);
       n *= sh[d];
     }
     if (n > 40000) { cs--; continue; }
