@@ -850,6 +850,32 @@ static ndf_status strip2_mem(ndf_ctx *ctx, int64_t nimg, int64_t T, int64_t nblo
   return NDF_OK;
 }
 
+/* The call's number for the mapped header's sequence word (strip2_wait): one counter for every
+ * kernel that writes the word (ndf_ecc_strip2, ndf_ecc_strip3), never 0, so that no call finds its
+ * number already left there by a call of the other kernel. */
+static uint32_t strip_seq(void) {
+  static uint32_t seq_next = 0;
+  uint32_t seq = __atomic_add_fetch(&seq_next, 1u, __ATOMIC_RELAXED);
+  if (seq == 0) seq = __atomic_add_fetch(&seq_next, 1u, __ATOMIC_RELAXED);
+  return seq;
+}
+
+/* The parameter blocks' common tail (ndf_ecc2_params, ndf_ecc3_params): nb, ncopy, seq, hdrblk,
+ * fence, bin.  NDF_ECC2_FENCE=sc: __threadfence pairs at the grid barrier and the tickets (main
+ * 7253b51's form); default: release / acquire atomics.  NDF_ECC2_BIN=table: every first guess
+ * checked against the thresholds in shared memory (as before); default: guesses certified by an
+ * error bound skip the table. */
+static void strip_put_tail(ndf__params *pb, int nb, int ncopy, uint32_t seq, int hdrblk) {
+  const char *fe = getenv("NDF_ECC2_FENCE"), *be = getenv("NDF_ECC2_BIN");
+  int fence = fe && strcmp(fe, "sc") == 0, bin = be && strcmp(be, "table") == 0;
+  NDF__PUT(pb, nb);
+  NDF__PUT(pb, ncopy);
+  NDF__PUT(pb, seq);
+  NDF__PUT(pb, hdrblk);
+  NDF__PUT(pb, fence);
+  NDF__PUT(pb, bin);
+}
+
 /* One cooperative launch of ndf_ecc_strip2.  *fallback: nothing was launched
  * (no plan, or the grid could not be resident at once). */
 static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out, int cons,
@@ -869,14 +895,11 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   const int64_t T = c->T, nimg = c->nimg;
   fused_mem m;
   if ((s = strip2_mem(ctx, nimg, T * pl.ncopy, grid, &m)) != NDF_OK) return s;
-  static uint32_t seq_next = 0;
-  uint32_t seq = __atomic_add_fetch(&seq_next, 1u, __ATOMIC_RELAXED);
-  if (seq == 0) seq = __atomic_add_fetch(&seq_next, 1u, __ATOMIC_RELAXED);
+  const uint32_t seq = strip_seq();
   const CUdeviceptr seqp = m.hhost ? m.hdr + STRIP2_SEQ_OFF : 0;
   const int nb = c->nb;
   int64_t ostep = out->strides[nb];
   int64_t nz = c->sshape[0], nx = c->sshape[1], sz = in->strides[nb], sx = in->strides[nb + 1];
-  int ncopy = pl.ncopy;
   ndf__params pb = {.n = 0};
   fused_put_head(&pb, in, out, &m);
   NDF__PUT(&pb, seqp);
@@ -891,20 +914,7 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   NDF__PUT(&pb, pl.mc);
   NDF__PUT(&pb, pl.tpi);
   NDF__PUT(&pb, pl.bpi);
-  NDF__PUT(&pb, nb);
-  NDF__PUT(&pb, ncopy);
-  NDF__PUT(&pb, seq);
-  NDF__PUT(&pb, hdrblk);
-  /* NDF_ECC2_FENCE=sc: __threadfence pairs at the grid barrier and the tickets (main 7253b51's form);
-   * default: release / acquire atomics */
-  const char *fe = getenv("NDF_ECC2_FENCE");
-  int fence = fe && strcmp(fe, "sc") == 0;
-  NDF__PUT(&pb, fence);
-  /* NDF_ECC2_BIN=table: every first guess checked against the thresholds in shared memory (as
-   * before); default: guesses certified by an error bound skip the table */
-  const char *be = getenv("NDF_ECC2_BIN");
-  int bin = be && strcmp(be, "table") == 0;
-  NDF__PUT(&pb, bin);
+  strip_put_tail(&pb, nb, pl.ncopy, seq, hdrblk);
   return fused_launch(ctx, c, fn, &pb, in, out, (unsigned)grid, 0, &m, seq, nan_at, not_finite, fallback);
 }
 
@@ -999,15 +1009,12 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   const int64_t grid = pl.nblocks + hdrblk;
   fused_mem m;
   if ((s = strip2_mem(ctx, nimg, T * pl.ncopy, grid, &m)) != NDF_OK) return s;
-  static uint32_t seq_next = 0;
-  uint32_t seq = __atomic_add_fetch(&seq_next, 1u, __ATOMIC_RELAXED);
-  if (seq == 0) seq = __atomic_add_fetch(&seq_next, 1u, __ATOMIC_RELAXED);
+  const uint32_t seq = strip_seq();
   const CUdeviceptr seqp = m.hhost ? m.hdr + STRIP2_SEQ_OFF : 0;
   const int nb = c->nb;
   int64_t ostep = out->strides[nb];
   int64_t nz = c->sshape[0], ny = c->sshape[1], nx = c->sshape[2];
   int64_t sz = in->strides[nb], sy = in->strides[nb + 1], sx = in->strides[nb + 2];
-  int ncopy = pl.ncopy;
   ndf__params pb = {.n = 0};
   fused_put_head(&pb, in, out, &m);
   NDF__PUT(&pb, seqp);
@@ -1025,16 +1032,7 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   NDF__PUT(&pb, pl.mc);
   NDF__PUT(&pb, pl.tpi);
   NDF__PUT(&pb, pl.bpi);
-  NDF__PUT(&pb, nb);
-  NDF__PUT(&pb, ncopy);
-  NDF__PUT(&pb, seq);
-  NDF__PUT(&pb, hdrblk);
-  const char *fe = getenv("NDF_ECC2_FENCE");
-  int fence = fe && strcmp(fe, "sc") == 0;
-  NDF__PUT(&pb, fence);
-  const char *be = getenv("NDF_ECC2_BIN");
-  int bin = be && strcmp(be, "table") == 0;
-  NDF__PUT(&pb, bin);
+  strip_put_tail(&pb, nb, pl.ncopy, seq, hdrblk);
   return fused_launch(ctx, c, fn, &pb, in, out, (unsigned)grid, dyn, &m, seq, nan_at, not_finite, fallback);
 }
 
