@@ -703,6 +703,42 @@ static void test_gpu_brick(void **state) {
   assert_int_equal(failed, 0);
 }
 
+/* The warp-strip tests' draws after the shape: values, T from Ts, thresholds over [min, max], the
+ * construction and the layouts (padded / negative / offset inputs: the element loads). */
+static void strip_draw_rest(ecase *c, tu_rng *r, const int64_t *Ts, int nT) {
+  c->vkind = tu_rng_chance(r, 0.4) ? 0 : tu_rng_chance(r, 0.7) ? 1 : tu_rng_chance(r, 0.5) ? 2 : 3;
+  c->T = Ts[tu_rng_int(r, 0, nT - 1)];
+  c->tkind = 1;
+  c->cons = tu_rng_chance(r, 0.5) ? NDF_ECC_V : NDF_ECC_T;
+  c->in_layout = tu_rng_chance(r, 0.3) ? TU_LAYOUT_PADDED | (tu_rng_chance(r, 0.5) ? TU_LAYOUT_NEGATIVE : 0) |
+                                             (tu_rng_chance(r, 0.5) ? TU_LAYOUT_OFFSET : 0)
+                                       : TU_LAYOUT_C;
+  c->out_layout = tu_rng_chance(r, 0.2) ? TU_LAYOUT_PADDED : TU_LAYOUT_C;
+}
+
+/* Case k of a warp-strip test under each of its 8 settings (var[v]=val[v]; var[0]: the default), the
+ * same input and layouts under each; settings 6 and 7 on even / odd cases only (time).  base: a
+ * variable set under every setting (NULL: none; a setting of the same variable overrides it).
+ * Returns the failures; *r continues after the case. */
+static int strip_settings(ndf_ctx *ctx, ecase *c, tu_rng *r, long k, const char *const var[8],
+                          const char *const val[8], const char *base, const char *bval) {
+  const tu_rng r0 = *r;
+  int failed = 0;
+  for (int v = 0; v < 8; v++) {
+    if (v >= 6 && (k & 1) != (v & 1)) continue;
+    tu_rng rv = r0;
+    if (base) setenv(base, bval, 1);
+    if (var[v]) setenv(var[v], val[v], 1);
+    const int f = run_exact(ctx, c, &rv);
+    if (f) printf("  (failed with %s=%s)\n", var[v] ? var[v] : "default", var[v] ? val[v] : "");
+    failed += f;
+    if (var[v]) unsetenv(var[v]);
+    if (base) unsetenv(base);
+    *r = rv;
+  }
+  return failed;
+}
+
 /* The 2-D warp-strip kernel (ndf_ecc_strip2: 2-D, thresholds over [min,
  * max], T <= 510, float32 / uint8 / uint16) against the CPU, the same input
  * under each setting: default, NDF_ECC_2D=old (ndf_ecc_pack's fused march),
@@ -740,25 +776,8 @@ static void test_gpu_strip2(void **state) {
     for (int d = 0; d < c.batch; d++) c.shape[d] = many ? tu_rng_int(&r, 20, 40) : tu_rng_int(&r, 1, 3);
     c.shape[c.batch] = tu_rng_chance(&r, 0.1) ? tu_rng_int(&r, 1, 3) : tu_rng_int(&r, 1, many ? 8 : 600);
     c.shape[c.batch + 1] = tu_rng_chance(&r, 0.6) ? W[tu_rng_int(&r, 0, 9)] : tu_rng_int(&r, 1, 700);
-    c.vkind = tu_rng_chance(&r, 0.4) ? 0 : tu_rng_chance(&r, 0.7) ? 1 : tu_rng_chance(&r, 0.5) ? 2 : 3;
-    c.T = Ts[tu_rng_int(&r, 0, 5)];
-    c.tkind = 1;
-    c.cons = tu_rng_chance(&r, 0.5) ? NDF_ECC_V : NDF_ECC_T;
-    c.in_layout = tu_rng_chance(&r, 0.3) ? TU_LAYOUT_PADDED | (tu_rng_chance(&r, 0.5) ? TU_LAYOUT_NEGATIVE : 0) |
-                                               (tu_rng_chance(&r, 0.5) ? TU_LAYOUT_OFFSET : 0)
-                                         : TU_LAYOUT_C;
-    c.out_layout = tu_rng_chance(&r, 0.2) ? TU_LAYOUT_PADDED : TU_LAYOUT_C;
-    const tu_rng r0 = r; /* the same input and layouts under every setting */
-    for (int v = 0; v < 8; v++) {
-      if (v >= 6 && (k & 1) != (v & 1)) continue; /* FENCE=sc on even cases, BIN=table on odd (time) */
-      tu_rng rv = r0;
-      if (var[v]) setenv(var[v], val[v], 1);
-      const int f = run_exact(s->ctx, &c, &rv);
-      if (f) printf("  (failed with %s=%s)\n", var[v] ? var[v] : "default", var[v] ? val[v] : "");
-      failed += f;
-      if (var[v]) unsetenv(var[v]);
-      r = rv;
-    }
+    strip_draw_rest(&c, &r, Ts, 6);
+    failed += strip_settings(s->ctx, &c, &r, k, var, val, NULL, NULL); /* FENCE=sc even cases, BIN=table odd */
   }
   if (failed) printf("%d strip2 cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);
@@ -803,35 +822,15 @@ static void test_gpu_strip3(void **state) {
     c.shape[c.batch] = tu_rng_chance(&r, 0.15) ? tu_rng_int(&r, 1, 2) : tu_rng_int(&r, 1, many ? 3 : 24);
     c.shape[c.batch + 1] = tu_rng_chance(&r, 0.6) ? H[tu_rng_int(&r, 0, 7)] : tu_rng_int(&r, 1, many ? 8 : 70);
     c.shape[c.batch + 2] = tu_rng_chance(&r, 0.6) ? W[tu_rng_int(&r, 0, 7)] : tu_rng_int(&r, 1, many ? 8 : 130);
-    c.vkind = tu_rng_chance(&r, 0.4) ? 0 : tu_rng_chance(&r, 0.7) ? 1 : tu_rng_chance(&r, 0.5) ? 2 : 3;
-    c.T = Ts[tu_rng_int(&r, 0, 6)];
-    c.tkind = 1;
-    c.cons = tu_rng_chance(&r, 0.5) ? NDF_ECC_V : NDF_ECC_T;
-    c.in_layout = tu_rng_chance(&r, 0.3) ? TU_LAYOUT_PADDED | (tu_rng_chance(&r, 0.5) ? TU_LAYOUT_NEGATIVE : 0) |
-                                               (tu_rng_chance(&r, 0.5) ? TU_LAYOUT_OFFSET : 0)
-                                         : TU_LAYOUT_C;
-    c.out_layout = tu_rng_chance(&r, 0.2) ? TU_LAYOUT_PADDED : TU_LAYOUT_C;
+    strip_draw_rest(&c, &r, Ts, 7);
     if (k < 2) { /* values far from 0 in a narrow range (uncertified guesses far off), T above 256 */
       c.dt = NDF_FLOAT32;
       c.vkind = 3;
       c.T = k ? 256 : 320;
     }
-    const tu_rng r0 = r; /* the same input and layouts under every setting */
-    /* uint8 / uint16 take strip3 only when asked (NDF_ECC_3D=strip3; =old: the rows kernel) */
+    /* uint8 / uint16 take strip3 only when asked (NDF_ECC_3D=strip3; the setting =old: the rows kernel) */
     const int small = c.dt == NDF_UINT8 || c.dt == NDF_UINT16;
-    if (small) setenv("NDF_ECC_3D", "strip3", 1);
-    for (int v = 0; v < 8; v++) {
-      if (v >= 6 && (k & 1) != (v & 1)) continue; /* FENCE=sc on even cases, BIN=table on odd (time) */
-      tu_rng rv = r0;
-      if (var[v]) setenv(var[v], val[v], 1);
-      const int f = run_exact(s->ctx, &c, &rv);
-      if (f) printf("  (failed with %s=%s)\n", var[v] ? var[v] : "default", var[v] ? val[v] : "");
-      failed += f;
-      if (var[v] && !(small && v == 1)) unsetenv(var[v]);
-      if (small) setenv("NDF_ECC_3D", "strip3", 1);
-      r = rv;
-    }
-    unsetenv("NDF_ECC_3D");
+    failed += strip_settings(s->ctx, &c, &r, k, var, val, small ? "NDF_ECC_3D" : NULL, "strip3");
   }
   if (failed) printf("%d strip3 cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);
