@@ -198,40 +198,33 @@ typedef float V;
 #define SOFT 0
 #include KERN_INC
 
+// the whole cooperative grid at once: one std::thread per CUDA thread running kern() (a real grid barrier)
+template <class K> static void run_grid(unsigned grid, K kern) {
+  g_grid = grid;
+  std::vector<emu_block> blks(grid);
+  std::barrier<> gb((ptrdiff_t)grid * 256);
+  g_gridbar = &gb;
+  std::vector<std::thread> th;
+  for (unsigned b = 0; b < grid; b++)
+    for (unsigned t = 0; t < 256; t++)
+      th.emplace_back([&, t, b] { tl_tid = t; tl_bid = b; tl_blk = &blks[b]; kern(); });
+  for (auto &t : th) t.join();
+}
+
 #ifdef EMU_RT
 // tools/emu/ecc_strip2_rt.sh: runtime/ecc_cuda.c's cooperative launch runs here (the parameter bytes as
 // the kernel's struct, the grid)
 extern "C" int emu_strip2(unsigned grid, const void *params) {
   ndf_ecc2_params p;
   memcpy(&p, params, sizeof p);
-  g_grid = grid;
-  std::vector<emu_block> blks(grid);
-  std::barrier<> gb((ptrdiff_t)grid * 256);
-  g_gridbar = &gb;
-  std::vector<std::thread> th;
-  for (unsigned b = 0; b < grid; b++)
-    for (unsigned t = 0; t < 256; t++)
-      th.emplace_back([&, t, b] { tl_tid = t; tl_bid = b; tl_blk = &blks[b]; ndf_ecc_strip2(p); });
-  for (auto &t : th) t.join();
+  run_grid(grid, [&] { ndf_ecc_strip2(p); });
   return 0;
 }
 // the same for ndf_ecc_strip3 (w 16) / ndf_ecc_strip3n (w 8) (EMU_NSP=3)
 extern "C" int emu_strip3(unsigned grid, const void *params, int w) {
   ndf_ecc3_params p;
   memcpy(&p, params, sizeof p);
-  g_grid = grid;
-  std::vector<emu_block> blks(grid);
-  std::barrier<> gb((ptrdiff_t)grid * 256);
-  g_gridbar = &gb;
-  std::vector<std::thread> th;
-  for (unsigned b = 0; b < grid; b++)
-    for (unsigned t = 0; t < 256; t++)
-      th.emplace_back([&, t, b] {
-        tl_tid = t; tl_bid = b; tl_blk = &blks[b];
-        if (w == 8) ndf_ecc_strip3n(p);
-        else ndf_ecc_strip3(p);
-      });
-  for (auto &t : th) t.join();
+  run_grid(grid, [&] { if (w == 8) ndf_ecc_strip3n(p); else ndf_ecc_strip3(p); });
   return 0;
 }
 #else
@@ -293,6 +286,7 @@ static int plan3_make(int64_t nz, int64_t ny, int64_t nx, int64_t nimg, int cons
   return 1;
 }
 
+#endif // EMU_NSP == 3 (the plan)
 int main(int argc, char **argv) {
   const int cases = argc > 1 ? atoi(argv[1]) : 20;
   if (argc > 2) sd = strtoull(argv[2], nullptr, 10);
@@ -301,21 +295,31 @@ int main(int argc, char **argv) {
   const bool isf = std::is_floating_point<TIN>::value;
   int bad = 0, nnan = 0, nskip = 0, nslow = 0;
   for (int cs = 0; cs < cases; cs++) {
-    const int nb = (int)irand(0, 1), vkind = (int)irand(0, 4); // 4: a constant image
+    const int nb = (int)irand(0, 1), vkind = (int)irand(0, 4); // 4: a constant image (the guess scale ga = 0)
     // 320: first guesses below 0 for values ~1e6 in a range of 2.5 (the vkind 2 images; session 9 GPU bug)
     const int64_t T = std::vector<int64_t>{2, 3, 37, 256, 256, 319, 320, 510}[irand(0, 7)];
+    // layout: contiguous (float4 rows when nx % 4 == 0), padded rows, misaligned base, x stride 2, reversed
+    // rows / columns.  2-D: nz x nx (ny = 1, sy = 0: the rows are the first axis)
+    const int lay = (int)irand(0, 5);
+#if EMU_NSP == 3
     const int64_t nimg = nb ? irand(1, 2) : 1;
     auto ax = [&](int64_t hi) { return urand() < 0.2 ? irand(1, 3) : irand(1, hi); };
     const int64_t nz = ax(12), ny = urand() < 0.3 ? irand(28, 66) : ax(20);
     const int64_t nx = urand() < 0.5 ? 4 * irand(1, 12) : ax(50);
-    // layout: contiguous (float4 rows when nx % 4 == 0), padded rows, misaligned base, x stride 2, reversed rows / columns
-    const int lay = (int)irand(0, 5);
     int64_t sx = lay == 3 ? 2 : 1, sy = lay == 1 ? nx * sx + 4 * irand(0, 3) + (irand(0, 1) ? 0 : 1) : nx * sx;
     int64_t sz = ny * sy + (lay == 1 ? 4 * irand(0, 2) : 0);
+#else
+    const int64_t nimg = nb ? irand(1, 3) : 1, ny = 1;
+    const int64_t nz = urand() < 0.15 ? irand(1, 3) : irand(1, 90);
+    const int64_t nx = urand() < 0.15 ? irand(1, 5) : urand() < 0.5 ? 4 * irand(1, 100) : irand(1, 420);
+    int64_t sx = lay == 3 ? 2 : 1, sy = 0, sz = lay == 1 ? nx * sx + 4 * irand(0, 3) + (irand(0, 1) ? 0 : 1) : nx * sx;
+#endif
     const int64_t simg = nz * sz + (irand(0, 1) ? 0 : 4);
     int64_t off = lay == 2 ? irand(1, 3) : 0;
     std::vector<TIN> store((size_t)(off + nimg * simg + 8));
-    if (lay == 4) sy = -sy, off = (ny - 1) * -sy; // rows reversed
+    int64_t &sr = EMU_NSP == 3 ? sy : sz; // the row stride
+    const int64_t nr = EMU_NSP == 3 ? ny : nz;
+    if (lay == 4) sr = -sr, off = (nr - 1) * -sr; // rows reversed (row 0 last in memory)
     if (lay == 5) sx = -1, off = nx - 1;          // columns reversed
     TIN *img = store.data() + off;
     const int64_t nvox = nimg * nz * ny * nx;
@@ -355,7 +359,7 @@ int main(int argc, char **argv) {
     int64_t sh[4], nd = 0;
     if (nb) sh[nd++] = nimg;
     sh[nd++] = nz;
-    sh[nd++] = ny;
+    if (EMU_NSP == 3) sh[nd++] = ny;
     sh[nd++] = nx;
     ndf_dtype dt = sizeof(TIN) == 4 ? NDF_FLOAT32 : sizeof(TIN) == 2 ? NDF_UINT16 : NDF_UINT8;
     ndf_array_init(&in, dense.data(), NDF_DEVICE_CPU, dt, (int)nd, sh);
@@ -366,12 +370,23 @@ int main(int argc, char **argv) {
     eo.construction = CONS ? NDF_ECC_T : NDF_ECC_V; eo.batch_dims = nb; eo.nthresholds = T;
     const bool cpu_ok = nan_at < 0 && !has_inf;
     if (cpu_ok && ndf_euler_characteristic_curve(ctx, &in, &cur, &eo) != NDF_OK) { printf("CPU: %s\n", ndf_errmsg(ctx)); return 2; }
-    strip3_plan pl;
+    // the plan under a small cap (all blocks run at once here); an extra block writes the header
+    // (runtime default) or block 0 does
     const int hdrblk = (int)irand(0, 1);
+#if EMU_NSP == 3
+    strip3_plan pl;
     const int64_t cap = irand(1, 6), minmc = irand(1, 6);
     const int w8 = (int)irand(0, 1); // ndf_ecc_strip3n (8 columns per lane) or ndf_ecc_strip3 (16)
     if (!plan3_make(nz, ny, nx, nimg, CONS, cap - hdrblk, minmc, w8 ? 8 : 16, &pl)) { nskip++; continue; }
     ndf_ecc3_params p; memset(&p, 0, sizeof p);
+    p.ny = ny; p.sy = sy; p.ntx = pl.ntx; p.nty = pl.nty;
+#else
+    strip2_plan pl;
+    const int64_t cap = irand(1, 12), minmc = irand(1, 6);
+    if (!plan_make(nz, nx, nimg, cap - hdrblk, minmc, &pl)) { nskip++; continue; }
+    ndf_ecc2_params p; memset(&p, 0, sizeof p);
+    p.nstrip = pl.nstrip;
+#endif
     const int64_t ostep = irand(1, 2);
     std::vector<ndf_u64> hist((size_t)(nimg * pl.ncopy * T), 0x1234567ull);
     std::vector<unsigned> cnt((size_t)nimg, 0xdeadbeefu);
@@ -381,21 +396,14 @@ int main(int argc, char **argv) {
     unsigned seqw = 0xabcd, gbar = irand(0, 1) ? 0x80000000u : 0u;
     p.in = img; p.hist = hist.data(); p.cnt = cnt.data(); p.out = outv.data(); p.hdr = &hd; p.gbar = &gbar;
     p.part = part.data(); p.seqp = irand(0, 1) ? &seqw : nullptr; p.T = T; p.nimg = nimg; p.ostep = ostep;
-    p.nz = nz; p.ny = ny; p.nx = nx; p.sz = sz; p.sy = sy; p.sx = sx; p.ntx = pl.ntx; p.nty = pl.nty; p.mc = pl.mc;
-    p.tpi = pl.tpi; p.bpi = pl.bpi; p.nb = nb; p.ncopy = pl.ncopy; p.seq = 4242; p.hdrblk = hdrblk;
-    p.fence = (int)irand(0, 1); p.bin = irand(0, 3) == 0;
+    p.nz = nz; p.nx = nx; p.sz = sz; p.sx = sx; p.mc = pl.mc; p.tpi = pl.tpi; p.bpi = pl.bpi;
+    p.nb = nb; p.ncopy = pl.ncopy; p.seq = 4242; p.hdrblk = hdrblk; p.fence = (int)irand(0, 1); p.bin = irand(0, 3) == 0;
     p.bshape[0] = nimg; p.bstr[0] = simg; p.oshape[0] = nimg; p.ostr[0] = T * ostep;
-    g_grid = (unsigned)(pl.nblocks + hdrblk);
-    {
-      std::vector<emu_block> blks(g_grid);
-      std::barrier<> gb((ptrdiff_t)g_grid * 256);
-      g_gridbar = &gb;
-      std::vector<std::thread> th;
-      for (unsigned b = 0; b < g_grid; b++)
-        for (unsigned t = 0; t < 256; t++)
-          th.emplace_back([&, t, b] { tl_tid = t; tl_bid = b; tl_blk = &blks[b]; if (w8) ndf_ecc_strip3n(p); else ndf_ecc_strip3(p); });
-      for (auto &t : th) t.join();
-    }
+#if EMU_NSP == 3
+    run_grid((unsigned)(pl.nblocks + hdrblk), [&] { if (w8) ndf_ecc_strip3n(p); else ndf_ecc_strip3(p); });
+#else
+    run_grid((unsigned)(pl.nblocks + hdrblk), [&] { ndf_ecc_strip2(p); });
+#endif
     if (p.seqp && seqw != 4242) { bad++; printf("MISMATCH case %d: sequence word %x\n", cs, seqw); }
     if ((gbar & 0x7fffffffu) != 0) { bad++; printf("MISMATCH case %d: barrier word %x\n", cs, gbar); }
     if (!cpu_ok) {
@@ -429,147 +437,8 @@ int main(int argc, char **argv) {
       fflush(stdout);
     }
   }
-  printf("strip3 TIN %s CONS %d: %d cases (%d NaN/inf, %d wide-range, %d without a plan), %d mismatches\n",
-         sizeof(TIN) == 4 ? "float" : sizeof(TIN) == 2 ? "uint16" : "uint8", CONS, cases, nnan, nslow, nskip, bad);
+  printf("strip%d TIN %s CONS %d: %d cases (%d NaN/inf, %d wide-range, %d without a plan), %d mismatches\n",
+         EMU_NSP, sizeof(TIN) == 4 ? "float" : sizeof(TIN) == 2 ? "uint16" : "uint8", CONS, cases, nnan, nslow, nskip, bad);
   return bad != 0;
 }
-#else
-int main(int argc, char **argv) {
-  const int cases = argc > 1 ? atoi(argv[1]) : 20;
-  if (argc > 2) sd = strtoull(argv[2], nullptr, 10);
-  ndf_ctx *ctx; ndf_ctx_options o; ndf_ctx_options_init(&o); o.backend = NDF_BACKEND_CPU;
-  if (ndf_ctx_create(&ctx, &o) != NDF_OK) return 2;
-  const bool isf = std::is_floating_point<TIN>::value;
-  int bad = 0, nnan = 0, nskip = 0, nslow = 0;
-  for (int cs = 0; cs < cases; cs++) {
-    const int nb = (int)irand(0, 1), vkind = (int)irand(0, 4); // 4: a constant image (the guess scale ga = 0)
-    const int64_t T = std::vector<int64_t>{2, 3, 37, 256, 256, 510}[irand(0, 5)];
-    const int64_t nimg = nb ? irand(1, 3) : 1;
-    const int64_t nz = urand() < 0.15 ? irand(1, 3) : irand(1, 90);
-    const int64_t nx = urand() < 0.15 ? irand(1, 5) : urand() < 0.5 ? 4 * irand(1, 100) : irand(1, 420);
-    // layout: contiguous (float4 rows when nx % 4 == 0), padded rows, misaligned base, x stride 2
-    const int lay = (int)irand(0, 5);
-    int64_t sx = lay == 3 ? 2 : 1, sz = lay == 1 ? nx * sx + 4 * irand(0, 3) + (irand(0, 1) ? 0 : 1) : nx * sx;
-    const int64_t simg = nz * sz + (irand(0, 1) ? 0 : 4);
-    int64_t off = lay == 2 ? irand(1, 3) : 0;
-    std::vector<TIN> store((size_t)(off + nimg * simg + 8));
-    if (lay == 4) sz = -sz, off = (nz - 1) * -sz; // rows reversed (row 0 last in memory)
-    if (lay == 5) sx = -1, off = nx - 1;          // columns reversed
-    TIN *img = store.data() + off;
-    std::vector<TIN> dense((size_t)(nimg * nz * nx));
-    const int top = (int)irand(1, 6);
-    const double big = isf ? 1e6 : 0;
-    for (int64_t i = 0; i < nimg; i++)
-      for (int64_t z = 0; z < nz; z++)
-        for (int64_t x = 0; x < nx; x++) {
-          TIN v;
-          if (vkind == 0) v = (TIN)irand(0, top);
-          else if (vkind == 1) v = (TIN)(urand() * 200);
-          else if (vkind == 2) v = isf ? (TIN)(big + irand(0, 40) * 0.0625) : (TIN)irand(200, 255);
-          else if (vkind == 3) v = (TIN)(isf ? urand() * 2000 - 1000 : irand(0, 250));
-          else v = (TIN)7;
-          if (urand() < 0.02 && vkind != 2 && vkind != 4) v = (TIN)3;
-          img[i * simg + z * sz + x * sx] = v;
-          dense[(size_t)((i * nz + z) * nx + x)] = v;
-        }
-    // NaN / inf sometimes (float inputs)
-    int64_t nan_at = -1;
-    bool has_inf = false;
-    if (isf && irand(0, 5) == 0) {
-      const int kind = (int)irand(0, 2);
-      for (int r = (int)irand(1, 3); r > 0; r--) {
-        const int64_t at = irand(0, nimg * nz * nx - 1);
-        const TIN v = kind != 1 ? (TIN)NAN : (TIN)(irand(0, 1) ? INFINITY : -INFINITY);
-        dense[(size_t)at] = v;
-        if (kind == 2 && r == 1) dense[(size_t)irand(0, nimg * nz * nx - 1)] = (TIN)INFINITY;
-      }
-      for (int64_t i = 0; i < nimg * nz * nx; i++) {
-        const int64_t x = i % nx, z = (i / nx) % nz, im = i / (nx * nz);
-        img[im * simg + z * sz + x * sx] = dense[(size_t)i];
-        if (dense[(size_t)i] != dense[(size_t)i] && nan_at < 0) nan_at = i;
-        if (std::isinf((double)dense[(size_t)i])) has_inf = true;
-      }
-      if (nan_at >= 0) has_inf = false;
-    }
-    ndf_array in, cur;
-    int64_t sh[3], nd = 0;
-    if (nb) sh[nd++] = nimg;
-    sh[nd++] = nz;
-    sh[nd++] = nx;
-    ndf_dtype dt = sizeof(TIN) == 4 ? NDF_FLOAT32 : sizeof(TIN) == 2 ? NDF_UINT16 : NDF_UINT8;
-    ndf_array_init(&in, dense.data(), NDF_DEVICE_CPU, dt, (int)nd, sh);
-    std::vector<long long> ref((size_t)(nimg * T));
-    int64_t osh[2] = {nimg, T};
-    ndf_array_init(&cur, ref.data(), NDF_DEVICE_CPU, NDF_INT64, nb ? 2 : 1, nb ? osh : &T);
-    ndf_ecc_options eo; ndf_ecc_options_init(&eo);
-    eo.construction = CONS ? NDF_ECC_T : NDF_ECC_V; eo.batch_dims = nb; eo.nthresholds = T;
-    const bool cpu_ok = nan_at < 0 && !has_inf;
-    if (cpu_ok && ndf_euler_characteristic_curve(ctx, &in, &cur, &eo) != NDF_OK) { printf("CPU: %s\n", ndf_errmsg(ctx)); return 2; }
-    // plan under a small cap (all blocks run at once here)
-    strip2_plan pl;
-    const int hdrblk = (int)irand(0, 1); // an extra block writes the header (runtime default) or block 0 does
-    const int64_t cap = irand(1, 12), minmc = irand(1, 6);
-    if (!plan_make(nz, nx, nimg, cap - hdrblk, minmc, &pl)) { nskip++; continue; }
-    ndf_ecc2_params p; memset(&p, 0, sizeof p);
-    const int64_t ostep = irand(1, 2);
-    std::vector<ndf_u64> hist((size_t)(nimg * pl.ncopy * T), 0x1234567ull);
-    std::vector<unsigned> cnt((size_t)nimg, 0xdeadbeefu);
-    std::vector<long long> outv((size_t)(nimg * T * ostep), 0x5a5a5a5aLL);
-    std::vector<double> part((size_t)(pl.nblocks + hdrblk) * 3, -7.5);
-    ndf_ecc_hdr hd; memset(&hd, 0x77, sizeof hd);
-    unsigned seqw = 0xabcd, gbar = irand(0, 1) ? 0x80000000u : 0u;
-    p.in = img; p.hist = hist.data(); p.cnt = cnt.data(); p.out = outv.data(); p.hdr = &hd; p.gbar = &gbar;
-    p.part = part.data(); p.seqp = irand(0, 1) ? &seqw : nullptr; p.T = T; p.nimg = nimg; p.ostep = ostep;
-    p.nz = nz; p.nx = nx; p.sz = sz; p.sx = sx; p.nstrip = pl.nstrip; p.mc = pl.mc; p.tpi = pl.tpi; p.bpi = pl.bpi;
-    p.nb = nb; p.ncopy = pl.ncopy; p.seq = 4242; p.hdrblk = hdrblk; p.fence = (int)irand(0, 1); p.bin = irand(0, 3) == 0;
-    p.bshape[0] = nimg; p.bstr[0] = simg; p.oshape[0] = nimg; p.ostr[0] = T * ostep;
-    g_grid = (unsigned)(pl.nblocks + hdrblk);
-    {
-      std::vector<emu_block> blks(g_grid);
-      std::barrier<> gb((ptrdiff_t)g_grid * 256);
-      g_gridbar = &gb;
-      std::vector<std::thread> th;
-      for (unsigned b = 0; b < g_grid; b++)
-        for (unsigned t = 0; t < 256; t++)
-          th.emplace_back([&, t, b] { tl_tid = t; tl_bid = b; tl_blk = &blks[b]; ndf_ecc_strip2(p); });
-      for (auto &t : th) t.join();
-    }
-    if (p.seqp && seqw != 4242) { bad++; printf("MISMATCH case %d: sequence word %x\n", cs, seqw); }
-    if ((gbar & 0x7fffffffu) != 0) { bad++; printf("MISMATCH case %d: barrier word %x\n", cs, gbar); }
-    if (!cpu_ok) {
-      const bool ok = hd.nan_key == (nan_at >= 0 ? ~(ndf_u64)nan_at : 0ull) && (nan_at >= 0 || hd.bad == 1) &&
-                      std::all_of(outv.begin(), outv.end(), [](long long v) { return v == 0x5a5a5a5aLL; });
-      if (!ok) {
-        bad++;
-        printf("MISMATCH case %d (NaN at %lld, inf %d): key %llx bad %d\n", cs, (long long)nan_at, (int)has_inf,
-               (unsigned long long)hd.nan_key, hd.bad);
-      }
-      nnan++;
-      continue;
-    }
-    if (hd.nan_key != 0 || hd.bad != 0) { bad++; printf("MISMATCH case %d: header key %llx bad %d\n", cs, (unsigned long long)hd.nan_key, hd.bad); }
-    for (int64_t im = 0; im < nimg; im++)
-      for (int64_t k = 0; k < T; k++) {
-        const long long got = outv[(size_t)((im * T + k) * ostep)];
-        if (got != ref[(size_t)(im * T + k)]) {
-          bad++;
-          printf("MISMATCH case %d vkind %d lay %d T %lld shape %lldx%lldx%lld plan mc %lld bpi %lld nc %d image %lld k %lld: %lld vs %lld\n",
-                 cs, vkind, lay, (long long)T, (long long)nimg, (long long)nz, (long long)nx, (long long)pl.mc,
-                 (long long)pl.bpi, pl.ncopy, (long long)im, (long long)k, got, ref[(size_t)(im * T + k)]);
-          im = nimg;
-          break;
-        }
-      }
-    if (vkind == 2) nslow++;
-    if (getenv("EMU_VERBOSE")) {
-      printf("case %d: %lldx%lldx%lld T %lld lay %d blocks %lld\n", cs, (long long)nimg, (long long)nz, (long long)nx,
-             (long long)T, lay, (long long)pl.nblocks);
-      fflush(stdout);
-    }
-  }
-  printf("strip2 TIN %s CONS %d: %d cases (%d NaN/inf, %d wide-range, %d without a plan), %d mismatches\n",
-         sizeof(TIN) == 4 ? "float" : sizeof(TIN) == 2 ? "uint16" : "uint8", CONS, cases, nnan, nslow, nskip, bad);
-  return bad != 0;
-}
-#endif // EMU_NSP
 #endif
