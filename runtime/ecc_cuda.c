@@ -464,6 +464,24 @@ static void fused_put_head(ndf__params *pb, const ndf_array *in, const ndf_array
   NDF__PUT(pb, m->part);
 }
 
+/* The fields after it that ndf_ecc_brick's and ndf_ecc_strip3's blocks share: T, nimg, the
+ * output's threshold step, the shape (nz, ny, nx) and strides (sz, sy, sx); 2-D: ny = 1, sy = 0. */
+static void fused_put_geom(ndf__params *pb, const ndf__ecc_call *c, const ndf_array *in, const ndf_array *out) {
+  const int nb = c->nb, nsp = c->nsp;
+  int64_t T = c->T, nimg = c->nimg, ostep = out->strides[nb];
+  int64_t nz = c->sshape[0], ny = nsp == 3 ? c->sshape[1] : 1, nx = c->sshape[nsp - 1];
+  int64_t sz = in->strides[nb], sy = nsp == 3 ? in->strides[nb + 1] : 0, sx = in->strides[nb + nsp - 1];
+  NDF__PUT(pb, T);
+  NDF__PUT(pb, nimg);
+  NDF__PUT(pb, ostep);
+  NDF__PUT(pb, nz);
+  NDF__PUT(pb, ny);
+  NDF__PUT(pb, nx);
+  NDF__PUT(pb, sz);
+  NDF__PUT(pb, sy);
+  NDF__PUT(pb, sx);
+}
+
 static ndf_status fused_mem_alloc(ndf_ctx *ctx, int64_t nimg, int64_t T, int64_t nblocks, fused_mem *m) {
   memset(m, 0, sizeof *m);
   ndf_status s = grid_barrier_word(ctx, &m->gbar);
@@ -696,22 +714,11 @@ static ndf_status ecc_brick(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arra
   const int64_t T = c->T, nimg = c->nimg;
   fused_mem m;
   if ((s = fused_mem_alloc(ctx, nimg, T, pl.grid, &m)) != NDF_OK) return s;
-  const int nb = c->nb, nsp = c->nsp;
-  int64_t ostep = out->strides[nb];
-  int64_t nz = c->sshape[0], ny = nsp == 3 ? c->sshape[1] : 1, nx = c->sshape[nsp - 1];
-  int64_t sz = in->strides[nb], sy = nsp == 3 ? in->strides[nb + 1] : 0, sx = in->strides[nb + nsp - 1];
+  const int nb = c->nb;
   int resident = pl.resident;
   ndf__params pb = {.n = 0};
   fused_put_head(&pb, in, out, &m);
-  NDF__PUT(&pb, T);
-  NDF__PUT(&pb, nimg);
-  NDF__PUT(&pb, ostep);
-  NDF__PUT(&pb, nz);
-  NDF__PUT(&pb, ny);
-  NDF__PUT(&pb, nx);
-  NDF__PUT(&pb, sz);
-  NDF__PUT(&pb, sy);
-  NDF__PUT(&pb, sx);
+  fused_put_geom(&pb, c, in, out);
   NDF__PUT(&pb, pl.nbz);
   NDF__PUT(&pb, pl.nby);
   NDF__PUT(&pb, pl.nbx);
@@ -1012,21 +1019,10 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   const uint32_t seq = strip_seq();
   const CUdeviceptr seqp = m.hhost ? m.hdr + STRIP2_SEQ_OFF : 0;
   const int nb = c->nb;
-  int64_t ostep = out->strides[nb];
-  int64_t nz = c->sshape[0], ny = c->sshape[1], nx = c->sshape[2];
-  int64_t sz = in->strides[nb], sy = in->strides[nb + 1], sx = in->strides[nb + 2];
   ndf__params pb = {.n = 0};
   fused_put_head(&pb, in, out, &m);
   NDF__PUT(&pb, seqp);
-  NDF__PUT(&pb, T);
-  NDF__PUT(&pb, nimg);
-  NDF__PUT(&pb, ostep);
-  NDF__PUT(&pb, nz);
-  NDF__PUT(&pb, ny);
-  NDF__PUT(&pb, nx);
-  NDF__PUT(&pb, sz);
-  NDF__PUT(&pb, sy);
-  NDF__PUT(&pb, sx);
+  fused_put_geom(&pb, c, in, out);
   NDF__PUT(&pb, pl.ntx);
   NDF__PUT(&pb, pl.nty);
   NDF__PUT(&pb, pl.mc);
