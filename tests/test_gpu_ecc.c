@@ -716,23 +716,29 @@ static void strip_draw_rest(ecase *c, tu_rng *r, const int64_t *Ts, int nT) {
   c->out_layout = tu_rng_chance(r, 0.2) ? TU_LAYOUT_PADDED : TU_LAYOUT_C;
 }
 
-/* Case k of a warp-strip test under each of its 8 settings (var[v]=val[v]; var[0]: the default), the
- * same input and layouts under each; settings 6 and 7 on even / odd cases only (time).  base: a
- * variable set under every setting (NULL: none; a setting of the same variable overrides it).
- * Returns the failures; *r continues after the case. */
-static int strip_settings(ndf_ctx *ctx, ecase *c, tu_rng *r, long k, const char *const var[8],
-                          const char *const val[8], const char *base, const char *bval) {
+/* Case k of a warp-strip test under each of its nv settings (var[v]=val[v], and var2[v]=val2[v] where
+ * var2 has one; var[0]: the default), the same input and layouts under each; settings 6 and 7 on
+ * even / odd cases only (time).  base: a variable set under every setting (NULL: none; a setting of
+ * the same variable overrides it).  Returns the failures; *r continues after the case. */
+static int strip_settings(ndf_ctx *ctx, ecase *c, tu_rng *r, long k, int nv, const char *const *var,
+                          const char *const *val, const char *const *var2, const char *const *val2, const char *base,
+                          const char *bval) {
   const tu_rng r0 = *r;
   int failed = 0;
-  for (int v = 0; v < 8; v++) {
-    if (v >= 6 && (k & 1) != (v & 1)) continue;
+  for (int v = 0; v < nv; v++) {
+    if ((v == 6 || v == 7) && (k & 1) != (v & 1)) continue;
+    const char *v2 = var2 ? var2[v] : NULL;
     tu_rng rv = r0;
     if (base) setenv(base, bval, 1);
     if (var[v]) setenv(var[v], val[v], 1);
+    if (v2) setenv(v2, val2[v], 1);
     const int f = run_exact(ctx, c, &rv);
-    if (f) printf("  (failed with %s=%s)\n", var[v] ? var[v] : "default", var[v] ? val[v] : "");
+    if (f)
+      printf("  (failed with %s=%s%s%s%s)\n", var[v] ? var[v] : "default", var[v] ? val[v] : "", v2 ? " " : "",
+             v2 ? v2 : "", v2 ? val2[v] : "");
     failed += f;
     if (var[v]) unsetenv(var[v]);
+    if (v2) unsetenv(v2);
     if (base) unsetenv(base);
     *r = rv;
   }
@@ -777,7 +783,7 @@ static void test_gpu_strip2(void **state) {
     c.shape[c.batch] = tu_rng_chance(&r, 0.1) ? tu_rng_int(&r, 1, 3) : tu_rng_int(&r, 1, many ? 8 : 600);
     c.shape[c.batch + 1] = tu_rng_chance(&r, 0.6) ? W[tu_rng_int(&r, 0, 9)] : tu_rng_int(&r, 1, 700);
     strip_draw_rest(&c, &r, Ts, 6);
-    failed += strip_settings(s->ctx, &c, &r, k, var, val, NULL, NULL); /* FENCE=sc even cases, BIN=table odd */
+    failed += strip_settings(s->ctx, &c, &r, k, 8, var, val, NULL, NULL, NULL, NULL); /* FENCE=sc / BIN=table: even / odd */
   }
   if (failed) printf("%d strip2 cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);
@@ -830,7 +836,7 @@ static void test_gpu_strip3(void **state) {
     }
     /* uint8 / uint16 take strip3 only when asked (NDF_ECC_3D=strip3; the setting =old: the rows kernel) */
     const int small = c.dt == NDF_UINT8 || c.dt == NDF_UINT16;
-    failed += strip_settings(s->ctx, &c, &r, k, var, val, small ? "NDF_ECC_3D" : NULL, "strip3");
+    failed += strip_settings(s->ctx, &c, &r, k, 8, var, val, NULL, NULL, small ? "NDF_ECC_3D" : NULL, "strip3");
   }
   if (failed) printf("%d strip3 cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);
