@@ -487,7 +487,7 @@ return {
     {
       name = "ecc",
       file = "templates/ecc.cu",
-      kernels = { "ndf_ecc_hist", "ndf_ecc_pack", "ndf_ecc_scan", "ndf_ecc_final", "ndf_ecc_soft", "ndf_ecc_put", "ndf_ecc_brick", "ndf_ecc_strip2", "ndf_ecc_strip3", "ndf_ecc_strip3n" },
+      kernels = { "ndf_ecc_hist", "ndf_ecc_pack", "ndf_ecc_scan", "ndf_ecc_final", "ndf_ecc_soft", "ndf_ecc_put", "ndf_ecc_brick", "ndf_ecc_strip2", "ndf_ecc_strip3", "ndf_ecc_strip3n", "ndf_ecc_strip2t" },
       slots = {
         TIN = "input element type (C name)",
         V = "comparison type: float (uint8, uint16, float32) or double (float64)",

@@ -733,7 +733,8 @@ static ndf_status ecc_brick(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arra
 /* 2-D calls with thresholds over [min, max], T <= 510 and float comparisons
  * (float32, uint8, uint16) make one cooperative launch of ndf_ecc_strip2
  * (a warp marches a strip of 128 columns, no block barriers in the march)
- * unless NDF_ECC_2D=old (ndf_ecc_pack's fused march, as before).
+ * unless NDF_ECC_2D=old (ndf_ecc_pack's fused march, as before); =tele: ndf_ecc_strip2t where it
+ * applies (below), =strip2: this kernel.
  * NDF_ECC2_MC: the least rows per warp task (default 8).  NDF_ECC2_FENCE=sc: the
  * fence.sc pairs at the grid barrier and tickets instead of acq_rel atomics.
  * NDF_ECC2_BIN=table: no certified first guesses (every bin from the table).  docs/adr/0009,
@@ -752,6 +753,37 @@ typedef struct strip2_plan {
   int ncopy;
 } strip2_plan;
 
+/* The tasks of the warp-strip kernels: cols task columns per image (strips, row tiles), each cut
+ * along an axis of len into chunks of mc (a multiple of al) -- 8 tasks per block, blocks of one
+ * image each, at most cap blocks; mc at least minmc and about one task per resident warp, the
+ * chunks' ends below 2^31 (the kernels' 32-bit places).  Sets mc, tpi, bpi, nblocks and ncopy (the
+ * copies of each image's histogram: about 16 blocks' atomics per address).  0: no plan. */
+typedef struct strip_chunks {
+  int64_t mc, tpi, bpi, nblocks;
+  int ncopy;
+} strip_chunks;
+static int strip_chunks_make(int64_t cols, int64_t len, int64_t al, int64_t minmc, int64_t nimg, int64_t cap,
+                             strip_chunks *ch) {
+  if (nimg > cap || cols > cap * 8) return 0;
+  if (minmc < 1) minmc = 1;
+  const int64_t warps = cap * 8, work = nimg * cols;
+  int64_t mc = (work * len + warps - 1) / warps;
+  if (mc < minmc) mc = minmc;
+  if (mc > len) mc = len;
+  for (int64_t nch = (len + mc - 1) / mc;; nch -= nch / 8 + 1) { /* fewer chunks until the grid fits */
+    ch->mc = ((len + nch - 1) / nch + al - 1) / al * al;        /* equal chunks */
+    ch->tpi = cols * ((len + ch->mc - 1) / ch->mc);
+    ch->bpi = (ch->tpi + 7) / 8;
+    ch->nblocks = nimg * ch->bpi;
+    if (ch->nblocks <= cap) break;
+    if (nch == 1) return 0;
+  }
+  if ((len + ch->mc - 1) / ch->mc * ch->mc > 0x7fffffff) return 0;
+  const int64_t nc = ch->bpi / 16;
+  ch->ncopy = (int)(nc < 1 ? 1 : nc > 8 ? 8 : nc);
+  return 1;
+}
+
 /* Tasks (strip, chunk of mc rows) of 8 per block, blocks of one image each,
  * at most cap blocks; rows per task at least NDF_ECC2_MC and about one task
  * per resident warp.  0: no plan (the caller keeps ndf_ecc_pack). */
@@ -761,27 +793,10 @@ static int strip2_plan_make(const ndf__ecc_call *c, int64_t cap, strip2_plan *pl
   const char *e = getenv("NDF_ECC2_MC");
   /* 8: session 8 (run8a, H200) measured MC 2/4/8/16/32 at 1024^2 0.0240/0.0216/0.0210/0.0288/0.0360 ms,
    * 64 x 256^2 0.0352/0.0361/0.0333/0.0354/0.0353, 8192^2 (any MC: the resident grid sets it) ~0.22 */
-  int64_t minmc = e ? atoll(e) : 8;
-  if (minmc < 1) minmc = 1;
   pl->nstrip = (nx + STRIP2_W - 1) / STRIP2_W;
-  if (nimg > cap || pl->nstrip > cap * 8) return 0;
-  const int64_t warps = cap * 8, work = nimg * pl->nstrip; /* strips of the batch */
-  int64_t mc = (work * nz + warps - 1) / warps;
-  if (mc < minmc) mc = minmc;
-  if (mc > nz) mc = nz;
-  for (int64_t nch = (nz + mc - 1) / mc;; nch -= nch / 8 + 1) { /* fewer chunks until the grid fits */
-    pl->mc = (nz + nch - 1) / nch; /* equal chunks */
-    pl->tpi = pl->nstrip * nch;
-    pl->bpi = (pl->tpi + 7) / 8;
-    pl->nblocks = nimg * pl->bpi;
-    if (pl->nblocks <= cap) break;
-    if (nch == 1) return 0;
-  }
-  /* the kernel's 32-bit chunk ends (chunk * mc + mc) */
-  if ((nz + pl->mc - 1) / pl->mc * pl->mc > 0x7fffffff) return 0;
-  /* copies of each image's histogram: about 16 blocks' atomics per address */
-  int64_t nc = pl->bpi / 16;
-  pl->ncopy = (int)(nc < 1 ? 1 : nc > 8 ? 8 : nc);
+  strip_chunks ch;
+  if (!strip_chunks_make(pl->nstrip, nz, 1, e ? atoll(e) : 8, nimg, cap, &ch)) return 0;
+  pl->mc = ch.mc, pl->tpi = ch.tpi, pl->bpi = ch.bpi, pl->nblocks = ch.nblocks, pl->ncopy = ch.ncopy;
   return 1;
 }
 
@@ -925,7 +940,7 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   return fused_launch(ctx, c, fn, &pb, in, out, (unsigned)grid, 0, &m, seq, nan_at, not_finite, fallback);
 }
 
-/* ---- the 3-D warp-strip kernel (ndf_ecc_strip3, templates/ecc.cu) ------------------------------ */
+/* ---- the telescoped warp-strip kernels (ndf_ecc_strip3: 3-D, ndf_ecc_strip2t: 2-D; templates/ecc.cu) ---- */
 /* 3-D float32 calls (uint8 / uint16 with NDF_ECC_3D=strip3) with thresholds over [min, max] and
  * T <= 320 make one cooperative launch of ndf_ecc_strip3 (or strip3n)
  * (cells' bins by max / min, telescoped along x: four shared-memory adds
@@ -933,6 +948,9 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
  * or ndf_ecc_pack's fused march, as before).  NDF_ECC3_MC: the least planes
  * per warp task (default 4); NDF_ECC3_W: columns per lane, 16 (ndf_ecc_strip3,
  * 2 blocks per SM; default) or 8 (ndf_ecc_strip3n, 3 blocks per SM).
+ * 2-D calls (float32, uint8, uint16) with NDF_ECC_2D=tele and T <= 320 take ndf_ecc_strip2t (the
+ * same sum in 2-D: a warp's 32 rows march along x; two adds per pixel); NDF_ECC2T_MC: the least
+ * columns per warp task (default 32, rounded up to a multiple of 4).
  * NDF_ECC2_FENCE and NDF_ECC2_BIN as strip2.  docs/adr/0009, "Telescoped cells". */
 static int use_strip3(ndf_dtype dt) {
   const char *e = getenv("NDF_ECC_3D");
@@ -941,6 +959,10 @@ static int use_strip3(ndf_dtype dt) {
    * against ndf_ecc_rows' 0.119): only when asked (NDF_ECC_3D=strip3) */
   return dt == NDF_FLOAT32 || (e && strcmp(e, "strip3") == 0);
 }
+static int use_strip2t(void) {
+  const char *e = getenv("NDF_ECC_2D");
+  return e && strcmp(e, "tele") == 0;
+}
 /* session 9, run9d (H200, float32 T = 256): W 16 / 8 at 256^3 0.0951 / 0.1052 ms, 512^3 0.6315 /
  * 0.7594, 128^3 0.0359 / 0.0329 */
 static int strip3_w(void) {
@@ -948,74 +970,61 @@ static int strip3_w(void) {
   return e && atoi(e) == 8 ? 8 : 16;
 }
 
-/* the histogram ((T + 1) x 128 bytes) and the kernel's 6.3 KiB of static shared memory within the
+/* the histogram ((T + 1) x 128 bytes) and the kernels' 6.3 KiB of static shared memory within the
  * default 48 KiB: no opt-in attribute.  (Session 9: calls at T = 384 with the attribute set failed
  * with CUDA_ERROR_ILLEGAL_INSTRUCTION, as did T = 319 / 320 without it -- the negative pair index of
  * an unclamped first guess, fixed in 708826b; T > 320 was not run again, so it takes the paths before.) */
-#define STRIP3_MAX_T 320
+#define TELE_MAX_T 320
 
-typedef struct strip3_plan {
-  int64_t ntx, nty, mc, tpi, bpi, nblocks;
-  int ncopy;
-} strip3_plan;
+typedef struct tele_plan {
+  int64_t ntx, nty;
+  strip_chunks ch;
+} tele_plan;
 
-/* Tasks (w columns x 31 rows, a chunk of mc planes) of 8 per block, blocks of
- * one image each, at most cap blocks; planes per task at least NDF_ECC3_MC and
- * about one task per resident warp.  T-construction: rows and planes from -1.
- * 0: no plan (the caller keeps the paths before). */
-static int strip3_plan_make(const ndf__ecc_call *c, int cons, int w, int64_t cap, strip3_plan *pl) {
-  const int64_t nz = c->sshape[0], ny = c->sshape[1], nx = c->sshape[2], nimg = c->nimg;
+/* 3-D: tasks of w columns x 31 rows, a chunk of mc planes (at least NDF_ECC3_MC); 2-D: tasks of 31
+ * rows, a chunk of mc columns (at least NDF_ECC2T_MC, a multiple of 4; ntx: the chunks per row).
+ * T-construction: rows and planes from -1.  0: no plan (the caller keeps the paths before). */
+static int tele_plan_make(const ndf__ecc_call *c, int cons, int w, int64_t cap, tele_plan *pl) {
+  const int nsp = c->nsp;
+  const int64_t nz = c->sshape[0], ny = nsp == 3 ? c->sshape[1] : 1, nx = c->sshape[nsp - 1], nimg = c->nimg;
   if (nz <= 0 || ny <= 0 || nx <= 0 || nimg <= 0 || nz > 0x7fffff00 || ny > 0x7fffff00 || nx > 0x7fffff00) return 0;
-  const char *e = getenv("NDF_ECC3_MC");
-  int64_t minmc = e ? atoll(e) : 4;
-  if (minmc < 1) minmc = 1;
-  const int64_t nzo = nz + cons;
+  const char *e = getenv(nsp == 3 ? "NDF_ECC3_MC" : "NDF_ECC2T_MC");
+  const int64_t minmc = e ? atoll(e) : nsp == 3 ? 4 : 32;
+  if (nsp == 2) {
+    pl->nty = (nz + cons + 30) / 31;
+    if (!strip_chunks_make(pl->nty, nx, 4, minmc, nimg, cap, &pl->ch)) return 0;
+    pl->ntx = (nx + pl->ch.mc - 1) / pl->ch.mc;
+    return 1;
+  }
   pl->ntx = (nx + w - 1) / w;
   pl->nty = (ny + cons + 30) / 31;
-  const int64_t cols = pl->ntx * pl->nty; /* tasks of one plane chunk */
-  if (nimg > cap || cols > cap * 8) return 0;
-  const int64_t warps = cap * 8, work = nimg * cols;
-  int64_t mc = (work * nzo + warps - 1) / warps;
-  if (mc < minmc) mc = minmc;
-  if (mc > nzo) mc = nzo;
-  for (int64_t nch = (nzo + mc - 1) / mc;; nch -= nch / 8 + 1) { /* fewer chunks until the grid fits */
-    pl->mc = (nzo + nch - 1) / nch;                              /* equal chunks */
-    pl->tpi = cols * ((nzo + pl->mc - 1) / pl->mc);
-    pl->bpi = (pl->tpi + 7) / 8;
-    pl->nblocks = nimg * pl->bpi;
-    if (pl->nblocks <= cap) break;
-    if (nch == 1) return 0;
-  }
-  /* the kernel's 32-bit chunk ends (zc * mc - cons + mc) */
-  if ((nzo + pl->mc - 1) / pl->mc * pl->mc > 0x7fffffff) return 0;
-  int64_t nc = pl->bpi / 16; /* copies of each image's histogram: about 16 blocks' atomics per address */
-  pl->ncopy = (int)(nc < 1 ? 1 : nc > 8 ? 8 : nc);
-  return 1;
+  return strip_chunks_make(pl->ntx * pl->nty, nz + cons, 1, minmc, nimg, cap, &pl->ch);
 }
 
 static int rows_occupancy(ndf_ctx *ctx, CUfunction fn, unsigned dyn);
 
-/* One cooperative launch of ndf_ecc_strip3.  *fallback: nothing was launched
- * (no plan, or the grid could not be resident at once). */
-static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out, int cons,
-                             int64_t *nan_at, int *not_finite, int *fallback) {
+/* One cooperative launch of ndf_ecc_strip3 / strip3n (3-D) or ndf_ecc_strip2t (2-D).  *fallback:
+ * nothing was launched (no plan, or the grid could not be resident at once). */
+static ndf_status ecc_tele(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out, int cons,
+                           int64_t *nan_at, int *not_finite, int *fallback) {
   *fallback = 1;
   const int64_t sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
   const char *hbe = getenv("NDF_ECC2_HB");
   int hdrblk = !(hbe && strcmp(hbe, "0") == 0);
-  const int w = strip3_w();
+  const int w = c->nsp == 3 ? strip3_w() : 4;
+  const char *kname = c->nsp == 2 ? "ndf_ecc_strip2t" : w == 16 ? "ndf_ecc_strip3" : "ndf_ecc_strip3n";
   CUfunction fn;
-  ndf_status s = get_fn(ctx, c->name, w == 16 ? "ndf_ecc_strip3" : "ndf_ecc_strip3n", in->dtype, 3, cons, 0, &fn);
+  ndf_status s = get_fn(ctx, c->name, kname, in->dtype, c->nsp, cons, 0, &fn);
   if (s != NDF_OK) return s;
   const int64_t T = c->T, nimg = c->nimg;
   /* the histogram: T + 1 rows of 32 lane columns of int */
   const unsigned dyn = (unsigned)((T + 1) * 128);
   const int64_t cap = (int64_t)rows_occupancy(ctx, fn, dyn) * sms;
-  strip3_plan pl;
-  if (cap < 2 || !strip3_plan_make(c, cons, w, cap - hdrblk, &pl)) return NDF_OK;
-  const int64_t grid = pl.nblocks + hdrblk;
+  tele_plan pl;
+  if (cap < 2 || !tele_plan_make(c, cons, w, cap - hdrblk, &pl)) return NDF_OK;
+  const int64_t grid = pl.ch.nblocks + hdrblk;
   fused_mem m;
-  if ((s = strip2_mem(ctx, nimg, T * pl.ncopy, grid, &m)) != NDF_OK) return s;
+  if ((s = strip2_mem(ctx, nimg, T * pl.ch.ncopy, grid, &m)) != NDF_OK) return s;
   const uint32_t seq = strip_seq();
   const CUdeviceptr seqp = m.hhost ? m.hdr + STRIP2_SEQ_OFF : 0;
   const int nb = c->nb;
@@ -1025,10 +1034,10 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   fused_put_geom(&pb, c, in, out);
   NDF__PUT(&pb, pl.ntx);
   NDF__PUT(&pb, pl.nty);
-  NDF__PUT(&pb, pl.mc);
-  NDF__PUT(&pb, pl.tpi);
-  NDF__PUT(&pb, pl.bpi);
-  strip_put_tail(&pb, nb, pl.ncopy, seq, hdrblk);
+  NDF__PUT(&pb, pl.ch.mc);
+  NDF__PUT(&pb, pl.ch.tpi);
+  NDF__PUT(&pb, pl.ch.bpi);
+  strip_put_tail(&pb, nb, pl.ch.ncopy, seq, hdrblk);
   return fused_launch(ctx, c, fn, &pb, in, out, (unsigned)grid, dyn, &m, seq, nan_at, not_finite, fallback);
 }
 
@@ -1173,8 +1182,12 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
   const int pack = use_pack(T);
   const int bmode = brick_mode();
   if (need_range && pack && use_fuse() && bmode == 0 && c->nsp == 2 && in->dtype != NDF_FLOAT64 && use_strip2()) {
-    /* 2-D: the warp-strip kernel (before the other kernels' lookups) */
+    /* 2-D: the warp-strip kernel (before the other kernels' lookups); NDF_ECC_2D=tele: the telescoped one */
     int fallback = 1;
+    if (T <= TELE_MAX_T && use_strip2t()) {
+      s = ecc_tele(ctx, c, in, out, construction, nan_at, not_finite, &fallback);
+      if (s != NDF_OK || !fallback) return s;
+    }
     s = ecc_strip2(ctx, c, in, out, construction, nan_at, not_finite, &fallback);
     if (s != NDF_OK || !fallback) return s;
   }
@@ -1184,11 +1197,11 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
     s = ecc_brick(ctx, c, in, out, construction, bmode, nan_at, not_finite, &fallback);
     if (s != NDF_OK || !fallback) return s;
   }
-  if (need_range && pack && use_fuse() && bmode == 0 && c->nsp == 3 && in->dtype != NDF_FLOAT64 && T <= STRIP3_MAX_T &&
+  if (need_range && pack && use_fuse() && bmode == 0 && c->nsp == 3 && in->dtype != NDF_FLOAT64 && T <= TELE_MAX_T &&
       use_strip3(in->dtype)) {
     /* 3-D: the telescoped warp-strip kernel */
     int fallback = 1;
-    s = ecc_strip3(ctx, c, in, out, construction, nan_at, not_finite, &fallback);
+    s = ecc_tele(ctx, c, in, out, construction, nan_at, not_finite, &fallback);
     if (s != NDF_OK || !fallback) return s;
   }
   const int rmode = rows_mode(in->dtype, c->nimg * c->npix);

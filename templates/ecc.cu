@@ -1635,6 +1635,17 @@ __device__ __noinline__ unsigned ndf_ecc2_walk(float f, int k, const float *tv, 
   return (unsigned)k;
 }
 
+// The element offset of image img of the batch in the input (the warp-strip kernels' parameter blocks)
+template <class P> __device__ __forceinline__ ndf_i64 ndf_ecc2_img_base(const P &p, int img) {
+  ndf_i64 base = 0, q = img;
+  for (int d = p.nb - 1; d > 0; d--) {
+    base += (q % p.bshape[d]) * p.bstr[d];
+    q /= p.bshape[d];
+  }
+  if (p.nb > 0) base += q * p.bstr[0]; // q < bshape[0]: no division for the outermost axis
+  return base;
+}
+
 // The end of phase 1 of the warp-strip kernels (ndf_ecc_strip2, ndf_ecc_strip3): the block's
 // (min, max) as a float pair and its least ~NaN key into the partials, the histogram copies and
 // the per-image tickets zeroed.  lo: the thread's min (NaN when it saw a NaN), hi: its max;
@@ -1840,13 +1851,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
   const bool act = !hblk && task < (int)p.tpi; // warp-uniform
   const int strip = act ? task % (int)p.nstrip : 0, chunk = act ? task / (int)p.nstrip : 0;
   const int x0 = strip * NDF_SW, r0 = chunk * (int)p.mc, r1 = act ? min(r0 + (int)p.mc, (int)p.nz) : r0;
-  ndf_i64 base = 0, q = img;
-  for (int d = p.nb - 1; d > 0; d--) {
-    base += (q % p.bshape[d]) * p.bstr[d];
-    q /= p.bshape[d];
-  }
-  if (p.nb > 0) base += q * p.bstr[0]; // q < bshape[0]: no division for the outermost axis
-  const TIN *in = p.in + base;
+  const TIN *in = p.in + ndf_ecc2_img_base(p, img);
   // this lane's columns x .. x + 3 (bit j of inb: x + j < nx) and its halo voxel (lane 0: x0 - 1,
   // lane 31: x0 + 128; the other lanes have none)
   const int x = x0 + 4 * lane;
@@ -2144,6 +2149,13 @@ struct ndf_ecc3_params {
 // h[a] += c for a 32-bit shared-window address a (one RED, no address add)
 __device__ __forceinline__ void ndf_ecc3_red(unsigned a, int c) { asm volatile("red.shared.add.s32 [%0], %1;" ::"r"(a), "r"(c)); }
 // NDF_ECC3_HELPERS_END
+// bin k of a block's histogram: the sum of its 32 lane columns (a thread's reads rotated over the banks)
+__device__ __forceinline__ int ndf_ecc3_colsum(const int *h3, int k, int lane) {
+  int v = 0;
+#pragma unroll 8
+  for (int c = 0; c < 32; c++) v += h3[k * 32 + ((c + lane) & 31)];
+  return v;
+}
 
 // The kernel body for W columns per lane (ndf_ecc_strip3: 16, ndf_ecc_strip3n: 8); the block's
 // shared variables come from the kernel.
@@ -2164,13 +2176,7 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
   const int nzi = (int)p.nz, nyi = (int)p.ny, nxi = (int)p.nx;
   const int x = tx * W, y = ty * NDF_S3R - CONS + lane;
   const int zb = zc * (int)p.mc - CONS, ze = act ? min(zb + (int)p.mc, nzi) : zb;
-  ndf_i64 base = 0, q = img;
-  for (int d = p.nb - 1; d > 0; d--) {
-    base += (q % p.bshape[d]) * p.bstr[d];
-    q /= p.bshape[d];
-  }
-  if (p.nb > 0) base += q * p.bstr[0];
-  const TIN *in = p.in + base;
+  const TIN *in = p.in + ndf_ecc2_img_base(p, img);
   const bool rowin = y >= 0 && y < nyi;
   // bit j of inb: voxel x + j in the image (j = 0..W; W: the voxel right of the chunk); warp-uniform
   unsigned inb = 0;
@@ -2365,29 +2371,210 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
     else march(ndf_ecc2_bool<false>());
   }
 
-  // ---- the block's histogram (the sum of its 32 columns; a thread's reads rotated over the
-  // banks) to its copy of the image's, the ticket, the curve
-  ndf_ecc2_end(p, img, bimg, T, s_m, s_last, [&](int k) {
-    int v = 0;
-#pragma unroll 8
-    for (int c = 0; c < 32; c++) v += h3[k * 32 + ((c + lane) & 31)];
-    return v;
-  });
+  // ---- the block's histogram (the sum of its 32 columns) to its copy of the image's, the ticket, the curve
+  ndf_ecc2_end(p, img, bimg, T, s_m, s_last, [&](int k) { return ndf_ecc3_colsum(h3, k, lane); });
 }
 
-// W = 16 columns per lane at 2 blocks per SM (128 registers; the default); ndf_ecc_strip3n: 8 at 3 (80)
-#define NDF_ECC3_KERNEL(NAME, W, MINB)                                                                               \
+// The telescoped kernels' shell (shared memory as the kernel's; BODY: ndf_ecc3_body<W>, ndf_ecc2t_body):
+// NAME for NS spatial axes at MINB blocks per SM.  W = 16 columns per lane at 2 blocks per SM (128
+// registers; the default) is ndf_ecc_strip3, 8 at 3 (80) ndf_ecc_strip3n.
+#define NDF_ECC_TELE_KERNEL(NAME, NS, MINB, BODY)                                                                    \
   extern "C" __global__ void __launch_bounds__(256, MINB) NAME(const ndf_ecc3_params p) {                            \
-    if (NSP != 3 || sizeof(V) != 4) return; /* 3-D float comparisons only (the runtime never asks otherwise) */     \
-    extern __shared__ int h3[];             /* (T + 1) rows of 32 lane columns (row T: outside, never read) */      \
-    __shared__ float tsf[512];              /* -inf, the T sorted thresholds rounded down, +inf */                   \
-    __shared__ float2 tpair[512];           /* tpair[k] = (tv[k - 1], tv[k]), k = 0..T */                            \
+    if (NSP != NS || sizeof(V) != 4) return; /* float comparisons only (the runtime never asks otherwise) */       \
+    extern __shared__ int h3[];              /* (T + 1) rows of 32 lane columns (row T: outside, never read) */     \
+    __shared__ float tsf[512];               /* -inf, the T sorted thresholds rounded down, +inf */                  \
+    __shared__ float2 tpair[512];            /* tpair[k] = (tv[k - 1], tv[k]), k = 0..T */                           \
     __shared__ float s_ga, s_gb, s_dl, s_dh;                                                                         \
     __shared__ int s_m;                                                                                              \
     __shared__ float r_lo[8], r_hi[8];                                                                               \
     __shared__ unsigned long long r_key;                                                                             \
     __shared__ bool s_last;                                                                                          \
-    ndf_ecc3_body<W>(p, h3, tsf, tpair, s_ga, s_gb, s_dl, s_dh, s_m, r_lo, r_hi, r_key, s_last);                     \
+    BODY(p, h3, tsf, tpair, s_ga, s_gb, s_dl, s_dh, s_m, r_lo, r_hi, r_key, s_last);                                 \
   }
-NDF_ECC3_KERNEL(ndf_ecc_strip3, 16, 2)
-NDF_ECC3_KERNEL(ndf_ecc_strip3n, 8, 3)
+NDF_ECC_TELE_KERNEL(ndf_ecc_strip3, 3, 2, ndf_ecc3_body<16>)
+NDF_ECC_TELE_KERNEL(ndf_ecc_strip3n, 3, 3, ndf_ecc3_body<8>)
+
+// ---- the 2-D telescoped kernel (ndf_ecc_strip2t; 2-D calls with NDF_ECC_2D=tele) ----
+// ndf_ecc_strip3's telescoped cells in 2-D (docs/adr/0009, "Telescoped cells"): per pixel two
+// sequences along x, s0 = b(y) and s1 = agg(b(y), b(y + 1)), with the signs (+, -) for V and (-, +)
+// for T (rows from -1; in 3-D the T-construction's two sign flips cancel; tools/ecc_telescope_check.py
+// checks both): two shared-memory adds of c in {-1, 0, 1} per pixel, no ownership tests.
+// - A warp task is 32 rows (lane l: row ty * 31 - CONS + l; lane 31 is only the row below lane 30's,
+//   its g kept 0 by the bias) marching along x over the columns xb .. xe - 1, xb a multiple of 4, four
+//   at a time: a lane loads its row's 4 pixels as one vector (float4; uint8: 4 bytes, uint16: 8;
+//   element loads for other layouts), the row below comes from lane + 1 by a shuffle, and a step's last
+//   pair (x + 3, x + 4) takes the next step's first bin (the carry n of -g).  The chunk's first pixel
+//   takes g_{-1} = 0 and the pixel xe (the next chunk's first, or outside) -g of the chunk's last.
+// - Pixels outside the image (+inf), rows outside (read as row 0 or ny - 1, binned as outside), the
+//   bins as shared-window addresses and the guesses: as ndf_ecc_strip3.
+template <class E> struct __align__(4 * sizeof(E)) ndf_ecc_v4 { // 4 elements as one load
+  E e[4];
+};
+__device__ __forceinline__ void ndf_ecc2t_body(const ndf_ecc3_params &p, int *h3, float *tsf, float2 *tpair, float &s_ga,
+                                               float &s_gb, float &s_dl, float &s_dh, int &s_m, float *r_lo, float *r_hi,
+                                               unsigned long long &r_key, bool &s_last) {
+  const int T = (int)p.T;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const unsigned FULL = 0xffffffffu;
+  // 32-bit places (the runtime keeps rows + 32, columns + 8 and blocks below 2^31)
+  const bool hblk = p.hdrblk && blockIdx.x == gridDim.x - 1; // the header block: no tasks, no image
+  const int bpi = (int)p.bpi, img = hblk ? 0 : (int)blockIdx.x / bpi, bimg = hblk ? 0 : (int)blockIdx.x % bpi;
+  const int task = bimg * 8 + warp;
+  const bool act = !hblk && task < (int)p.tpi; // warp-uniform
+  const int nty = (int)p.nty;
+  const int ty = act ? task % nty : 0, xc = act ? task / nty : 0;
+  const int nyi = (int)p.nz, nxi = (int)p.nx; // 2-D (fused_put_geom): the rows are nz, their stride sz
+  const int y = ty * NDF_S3R - CONS + lane;
+  const int xb = xc * (int)p.mc, xe = act ? min(xb + (int)p.mc, nxi) : xb;
+  const TIN *in = p.in + ndf_ecc2_img_base(p, img);
+  const bool rowin = y >= 0 && y < nyi;
+  const TIN *rowp = in + (ndf_i64)min(max(y, 0), nyi - 1) * p.sz;
+  // vector loads: unit x stride, row stride and width multiples of 4, the base aligned to 4 elements
+  const bool vec = p.sx == 1 && ((p.sz | p.nx) & 3) == 0 && (((size_t)in) & (4 * sizeof(TIN) - 1)) == 0;
+  const float INF = __int_as_float(0x7f800000);
+  // the lane's row at columns x .. x + 3 (x warp-uniform, a multiple of 4); past the width: +inf
+  auto load = [&](auto vecc, int x, float(&v)[4]) {
+    constexpr bool VEC = decltype(vecc)::value;
+    if (VEC) {
+      if (x < nxi) {
+        const ndf_ecc_v4<TIN> q = *(const ndf_ecc_v4<TIN> *)(rowp + x);
+#pragma unroll
+        for (int j = 0; j < 4; j++) v[j] = (float)q.e[j];
+      } else {
+#pragma unroll
+        for (int j = 0; j < 4; j++) v[j] = INF;
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; j++) v[j] = x + j < nxi ? (float)rowp[(ndf_i64)(x + j) * p.sx] : INF;
+    }
+  };
+
+  // ---- phase 1: min, max, NaN of the lane's own pixels (lanes 0..30, rows in the image)
+  float lo = INF, hi = -INF;
+  const bool own = act && lane < NDF_S3R && rowin;
+  if (own) {
+    if (vec) { // xe is a multiple of 4 (so is the width): whole vectors, two in flight
+      for (int x = xb; x < xe; x += 8) {
+        float a[4], b[4];
+        load(ndf_ecc2_bool<true>(), x, a);
+        load(ndf_ecc2_bool<true>(), min(x + 4, xe - 4), b); // past xe: the vector at xe - 4 again
+        lo = ndf_ecc2_fminnan(lo, ndf_ecc2_fminnan(ndf_ecc2_fminnan(a[0], a[1]), ndf_ecc2_fminnan(a[2], a[3])));
+        lo = ndf_ecc2_fminnan(lo, ndf_ecc2_fminnan(ndf_ecc2_fminnan(b[0], b[1]), ndf_ecc2_fminnan(b[2], b[3])));
+        hi = fmaxf(hi, fmaxf(fmaxf(fmaxf(a[0], a[1]), fmaxf(a[2], a[3])), fmaxf(fmaxf(b[0], b[1]), fmaxf(b[2], b[3]))));
+      }
+    } else {
+      for (int x = xb; x < xe; x++) {
+        const float f = (float)rowp[(ndf_i64)x * p.sx];
+        lo = ndf_ecc2_fminnan(lo, f);
+        hi = fmaxf(hi, f);
+      }
+    }
+  }
+  ndf_ecc2_phase1_end(p, lo, hi, r_lo, r_hi, r_key, [&] {
+    // rare: the least C-order index of a NaN among this lane's pixels (columns ascending)
+    for (int x = xb; x < xe; x++) {
+      const float f = (float)rowp[(ndf_i64)x * p.sx];
+      if (f != f) {
+        atomicMax(&r_key, ~(ndf_u64)((ndf_i64)img * (p.nz * p.nx) + (ndf_i64)y * p.nx + x));
+        break;
+      }
+    }
+  });
+  ndf_ecc2_grid_sync(p.gbar, p.fence);
+
+  // ---- the march's first two vectors, loaded now (their latency overlaps the set-up)
+  float va[4], vb[4];
+  if (act) {
+    if (vec) load(ndf_ecc2_bool<true>(), xb, va), load(ndf_ecc2_bool<true>(), xb + 4, vb);
+    else load(ndf_ecc2_bool<false>(), xb, va), load(ndf_ecc2_bool<false>(), xb + 4, vb);
+  }
+  for (int i = tid; i < (T + 1) * 32; i += 256) h3[i] = 0;
+  if (!ndf_ecc2_setup(p, hblk, T, tsf, tpair, r_lo, r_hi, r_key, s_ga, s_gb, s_dl, s_dh, s_m)) return;
+
+  // ---- the march: the warp's rows over the columns xb .. xe - 1, no block barrier
+  auto march = [&](auto vecc) {
+    const float ga = s_ga, gb = s_gb, dl = s_dl, dh = s_dh;
+    const bool cert = dl < 1.0f; // block-uniform
+    const float hw = cert ? fminf(__fsub_rd(0.5f, dl), __fsub_rd(dh, 0.5f)) : -1.0f;
+    const float gmax = (float)T - 0.5f;
+    const float gal = rowin ? ga : 0.0f, gbl = rowin ? gb : gmax;
+    const float *tv = tsf + 1;
+    const unsigned cb = (unsigned)__cvta_generic_to_shared(h3) + 4u * (unsigned)lane;
+    const unsigned cbm = cb - 0x4b400000u * 128u;
+    const int bias = lane == NDF_S3R ? 0x40000000 : 0;
+    // the 4 bins of a vector as shared-window addresses (ndf_ecc3_body's bins)
+    auto bins = [&](const float(&v)[4], unsigned(&o)[4]) {
+      bool ok = true;
+#pragma unroll
+      for (int j = 0; j < 4; j++) {
+        const float f = v[j];
+        const float g = fmaxf(fminf(fmaf(f, gal, gbl), gmax), -0.5f);
+        const float r = __fadd_ru(g, 12582912.0f); // 1.5 * 2^23 + ceil(g)
+        o[j] = (unsigned)__float_as_int(r) * 128u + cbm;
+        if (cert) {
+          ok &= fabsf(((r - 12582912.0f) - g) - 0.5f) <= hw;
+        } else {
+          const float2 pr = tpair[(__float_as_int(r) - 0x4b400000)];
+          ok &= ((f > pr.x) & (f <= pr.y)) | !rowin;
+        }
+      }
+      if (__any_sync(FULL, !ok)) { // rare: the pixels not certified or off walk to the exact bin
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+          const float f = v[j];
+          const int k = (int)((o[j] - cb) >> 7);
+          bool okj;
+          if (cert) {
+            const float g = fmaxf(fminf(fmaf(f, gal, gbl), gmax), -0.5f);
+            okj = fabsf((ceilf(g) - g) - 0.5f) <= hw;
+          } else {
+            const float2 pr = tpair[k];
+            okj = ((f > pr.x) & (f <= pr.y)) | !rowin;
+          }
+          if (!okj) o[j] = ndf_ecc2_walk(f, k, tv, T) * 128u + cb;
+        }
+      }
+    };
+    auto agg = [](unsigned a, unsigned b) { return CONS == 1 ? min(a, b) : max(a, b); };
+    // sum_i c_i delta(a_i) over a step's 4 pixels with sign sg: n_i = -g_i (a_4: the next step's
+    // first); c_i = n_{i-1} - n_i, n_{-1} = nc (the previous step's last), then nc = n_3
+    auto add = [&](const unsigned(&a)[4], unsigned a4, int &nc, int sg) {
+      int n[4];
+#pragma unroll
+      for (int i = 0; i < 4; i++) n[i] = ((int)(a[i] - (i < 3 ? a[i + 1] : a4)) + bias) >> 31;
+      ndf_ecc3_red(a[0], sg * (nc - n[0]));
+#pragma unroll
+      for (int i = 1; i < 4; i++) ndf_ecc3_red(a[i], sg * (n[i - 1] - n[i]));
+      nc = n[3];
+    };
+    constexpr int SG = CONS == 1 ? -1 : 1; // s0's sign (s1: -SG)
+    unsigned B[4], S[4];
+    int n0 = 0, n1 = 0; // g_{-1} = 0
+    bins(va, B);
+#pragma unroll
+    for (int j = 0; j < 4; j++) S[j] = agg(B[j], __shfl_down_sync(FULL, B[j], 1));
+    for (int x = xb; x < xe; x += 4) {
+      unsigned B2[4], S2[4];
+      bins(vb, B2); // columns x + 4 .. x + 7
+      if (x + 8 <= xe) load(vecc, x + 8, vb); // (the vector at xe: its first pixel is needed)
+#pragma unroll
+      for (int j = 0; j < 4; j++) S2[j] = agg(B2[j], __shfl_down_sync(FULL, B2[j], 1));
+      add(B, B2[0], n0, SG);
+      add(S, S2[0], n1, -SG);
+#pragma unroll
+      for (int j = 0; j < 4; j++) B[j] = B2[j], S[j] = S2[j];
+    }
+    // the pixel xe: -g of the chunk's last
+    ndf_ecc3_red(B[0], SG * n0);
+    ndf_ecc3_red(S[0], -SG * n1);
+  };
+  if (act) {
+    if (vec) march(ndf_ecc2_bool<true>());
+    else march(ndf_ecc2_bool<false>());
+  }
+
+  // ---- the block's histogram (the sum of its 32 columns) to its copy of the image's, the ticket, the curve
+  ndf_ecc2_end(p, img, bimg, T, s_m, s_last, [&](int k) { return ndf_ecc3_colsum(h3, k, lane); });
+}
+NDF_ECC_TELE_KERNEL(ndf_ecc_strip2t, 2, 4, ndf_ecc2t_body)

@@ -121,6 +121,12 @@ static const char *expected_kernel(const ecase *c, char *buf, size_t len) {
   if (c->nsp == 2) {
     e = getenv("NDF_ECC_2D");
     if (c->dt == NDF_FLOAT64 || (e && !strcmp(e, "old"))) return "ndf_ecc_pack";
+    /* NDF_ECC_2D=tele: the telescoped kernel for T <= 320 (tasks of 31 rows, 8 per block; checked well
+     * below the resident grid of an H200), =strip2 (or unset): ndf_ecc_strip2 */
+    if (e && !strcmp(e, "tele") && c->T <= 320) {
+      const int t = c->cons == NDF_ECC_T;
+      return nimg * (((sp[0] + t + 30) / 31 + 7) / 8) <= 128 ? "ndf_ecc_strip2t" : NULL;
+    }
     return nimg * ((sp[1] + 128 * 8 - 1) / (128 * 8)) <= 256 ? "ndf_ecc_strip2" : NULL; /* 8 strips per block */
   }
   /* 3-D: the telescoped warp-strip kernel for float32 (uint8 / uint16: NDF_ECC_3D=strip3) and T <= 320
@@ -717,8 +723,8 @@ static void strip_draw_rest(ecase *c, tu_rng *r, const int64_t *Ts, int nT) {
 }
 
 /* Case k of a warp-strip test under each of its nv settings (var[v]=val[v], and var2[v]=val2[v] where
- * var2 has one; var[0]: the default), the same input and layouts under each; settings 6 and 7 on
- * even / odd cases only (time).  base: a variable set under every setting (NULL: none; a setting of
+ * var2 has one; var[0]: the default), the same input and layouts under each; settings 6 and up on
+ * every other case (even settings on even cases, odd on odd: time).  base: a variable set under every setting (NULL: none; a setting of
  * the same variable overrides it).  Returns the failures; *r continues after the case. */
 static int strip_settings(ndf_ctx *ctx, ecase *c, tu_rng *r, long k, int nv, const char *const *var,
                           const char *const *val, const char *const *var2, const char *const *val2, const char *base,
@@ -726,7 +732,7 @@ static int strip_settings(ndf_ctx *ctx, ecase *c, tu_rng *r, long k, int nv, con
   const tu_rng r0 = *r;
   int failed = 0;
   for (int v = 0; v < nv; v++) {
-    if ((v == 6 || v == 7) && (k & 1) != (v & 1)) continue;
+    if (v >= 6 && (k & 1) != (v & 1)) continue;
     const char *v2 = var2 ? var2[v] : NULL;
     tu_rng rv = r0;
     if (base) setenv(base, bval, 1);
@@ -753,7 +759,9 @@ static int strip_settings(ndf_ctx *ctx, ecase *c, tu_rng *r, long k, int nv, con
  * instead of the context's workspace), NDF_ECC2_FENCE=sc (fence.sc pairs
  * instead of release / acquire atomics at the grid barrier and tickets),
  * NDF_ECC2_BIN=table (every bin from the thresholds table, no certified
- * guesses) -- these two on alternate cases.  Widths around the 128-column
+ * guesses), NDF_ECC_2D=tele (ndf_ecc_strip2t for T <= 320: the telescoped
+ * sum), =tele with NDF_ECC2T_MC=4 (4 columns per task), =tele with
+ * NDF_ECC2_BIN=table, NDF_ECC_2D=strip2 -- these six on alternate cases.  Widths around the 128-column
  * strip and the 4-voxel lane (1, 3, 4, 127, 128, 129, 256, 260, 1023, 1025),
  * heights 1 to 600, batches (many images: more than the resident blocks falls
  * back to the march), float64 (the march), T = 2, 3, 255, 256, 509, 510;
@@ -766,9 +774,172 @@ static void test_gpu_strip2(void **state) {
   static const int64_t Ts[] = {2, 3, 255, 256, 509, 510};
   static const int64_t W[] = {1, 3, 4, 127, 128, 129, 256, 260, 1023, 1025};
   static const ndf_dtype dts[5] = {NDF_FLOAT32, NDF_FLOAT32, NDF_UINT8, NDF_UINT16, NDF_FLOAT64};
-  static const char *const var[8] = {NULL,          "NDF_ECC_2D",     "NDF_ECC_MAPHDR", "NDF_ECC2_MC",
-                                     "NDF_ECC2_MC", "NDF_ECC2_WS", "NDF_ECC2_FENCE", "NDF_ECC2_BIN"};
-  static const char *const val[8] = {NULL, "old", "0", "1", "13", "0", "sc", "table"};
+  static const char *const var[12] = {NULL,          "NDF_ECC_2D",  "NDF_ECC_MAPHDR", "NDF_ECC2_MC",
+                                      "NDF_ECC2_MC", "NDF_ECC2_WS", "NDF_ECC2_FENCE", "NDF_ECC2_BIN",
+                                      "NDF_ECC_2D",  "NDF_ECC_2D",  "NDF_ECC_2D",     "NDF_ECC_2D"};
+  static const char *const val[12] = {NULL, "old", "0", "1", "13", "0", "sc", "table", "tele", "tele", "tele", "strip2"};
+  static const char *const var2[12] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "NDF_ECC2T_MC", "NDF_ECC2_BIN", NULL};
+  static const char *const val2[12] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "4", "table", NULL};
+  int failed = 0;
+  const long n = s->ncases / 2 > 40 ? s->ncases / 2 : 40;
+  for (long k = 0; k < n && failed < 5; k++) {
+    ecase c;
+    memset(&c, 0, sizeof c);
+    c.dt = dts[tu_rng_int(&r, 0, 3)];
+    c.nsp = (int)tu_rng_int(&r, 2, 3);
+    c.batch = (int)tu_rng_int(&r, 0, 2);
+    c.nd = c.nsp + c.batch;
+    for (int d = 0; d < c.batch; d++) c.shape[d] = tu_rng_int(&r, 1, 3);
+    const int64_t *sp = c.nsp == 2 ? S2[tu_rng_int(&r, 0, 8)] : S3[tu_rng_int(&r, 0, 8)];
+    for (int d = 0; d < c.nsp; d++) c.shape[c.batch + d] = sp[d];
+    c.vkind = tu_rng_chance(&r, 0.5) ? 0 : tu_rng_chance(&r, 0.8) ? 1 : 2;
+    c.T = Ts[tu_rng_int(&r, 0, 8)];
+    c.tkind = c.T == 1 ? 0 : (int)tu_rng_int(&r, 0, 2);
+    c.cons = tu_rng_chance(&r, 0.5) ? NDF_ECC_V : NDF_ECC_T;
+    c.in_layout = tu_rng_chance(&r, 0.2) ? TU_LAYOUT_PADDED | TU_LAYOUT_NEGATIVE : TU_LAYOUT_C;
+    c.out_layout = TU_LAYOUT_C;
+    failed += run_exact(s->ctx, &c, &r);
+  }
+  if (env) unsetenv(var);
+  if (failed) printf("%d packed-kernel cases failed (%s=%s); seed %llu\n", failed, var, env ? env : "",
+                     (unsigned long long)s->seed);
+  assert_int_equal(failed, 0);
+}
+static void test_gpu_pack_edges(void **state) { pack_cases(*state, 0x9ac, "NDF_ECC_HIST", NULL); }
+static void test_gpu_pack_edges_old_hist(void **state) { pack_cases(*state, 0x9ac, "NDF_ECC_HIST", "old"); }
+/* thresholds over [min, max] without the fused launch (scan, then ndf_ecc_pack) */
+static void test_gpu_pack_edges_unfused(void **state) { pack_cases(*state, 0x9ac, "NDF_ECC_FUSE", "0"); }
+
+/* The brick kernel with resident bricks (NDF_ECC_BRICK=2) on the pack edges
+ * (the default runs the march there). */
+static void test_gpu_pack_edges_brick(void **state) { pack_cases(*state, 0x9ac, "NDF_ECC_BRICK", "2"); }
+
+/* The brick kernel (ndf_ecc_brick, thresholds over [min, max], T <= 510)
+ * against the CPU and the march, the same input under each setting:
+ * default (the march, header in mapped host memory), NDF_ECC_BRICK=1 (read
+ * twice), NDF_ECC_BRICK=2 (resident bricks when they fit), the default with
+ * NDF_ECC_MAPHDR=0 (header copied back).  Shapes: 1xN, Nx1, 1x1x1, sizes not multiples of the brick
+ * (2-D 16 x 128, 3-D 8 x 8 x 64) on either side, batches of tiny images and
+ * of images of several bricks; every dtype; V and T; ties and constant images. */
+static void test_gpu_brick(void **state) {
+  gpu_state *s = *state;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed ^ 0xb41c);
+  static const int64_t Ts[] = {2, 3, 64, 255, 256, 510};
+  static const int64_t S2[][2] = {{1, 1},    {1, 300},  {300, 1},  {16, 128}, {15, 127},  {17, 129},
+                                  {33, 257}, {2, 1023}, {1023, 3}, {48, 384}, {100, 250}, {3, 3}};
+  static const int64_t S3[][3] = {{1, 1, 1},   {1, 1, 200}, {1, 200, 1}, {200, 1, 1}, {8, 8, 64}, {7, 7, 63},
+                                  {9, 9, 65},  {17, 3, 129}, {3, 17, 2}, {24, 16, 128}, {2, 2, 2}, {33, 20, 70}};
+  static const ndf_dtype dts[4] = {NDF_FLOAT32, NDF_FLOAT64, NDF_UINT8, NDF_UINT16};
+  static const char *const var[4] = {NULL, "NDF_ECC_BRICK", "NDF_ECC_BRICK", "NDF_ECC_MAPHDR"};
+  static const char *const val[4] = {NULL, "1", "2", "0"};
+  int failed = 0;
+  const long n = s->ncases / 2 > 40 ? s->ncases / 2 : 40;
+  for (long k = 0; k < n && failed < 5; k++) {
+    ecase c;
+    memset(&c, 0, sizeof c);
+    c.dt = dts[tu_rng_int(&r, 0, 3)];
+    c.nsp = (int)tu_rng_int(&r, 2, 3);
+    c.batch = (int)tu_rng_int(&r, 0, 2);
+    c.nd = c.nsp + c.batch;
+    const int tiny = tu_rng_chance(&r, 0.25); /* many tiny images: bricks of several images per block */
+    for (int d = 0; d < c.batch; d++) c.shape[d] = tiny ? tu_rng_int(&r, 1, 40) : tu_rng_int(&r, 1, 3);
+    const int64_t *sp = c.nsp == 2 ? S2[tu_rng_int(&r, 0, 11)] : S3[tu_rng_int(&r, 0, 11)];
+    for (int d = 0; d < c.nsp; d++) c.shape[c.batch + d] = tiny ? tu_rng_int(&r, 1, 5) : sp[d];
+    c.vkind = tu_rng_chance(&r, 0.4) ? 0 : tu_rng_chance(&r, 0.8) ? 1 : 2;
+    c.T = Ts[tu_rng_int(&r, 0, 5)];
+    c.tkind = 1;
+    c.cons = tu_rng_chance(&r, 0.5) ? NDF_ECC_V : NDF_ECC_T;
+    c.in_layout = tu_rng_chance(&r, 0.2) ? TU_LAYOUT_PADDED | TU_LAYOUT_NEGATIVE : TU_LAYOUT_C;
+    c.out_layout = tu_rng_chance(&r, 0.2) ? TU_LAYOUT_PADDED : TU_LAYOUT_C;
+    const tu_rng r0 = r; /* the same input and layouts under every setting */
+    for (int v = 0; v < 4; v++) {
+      tu_rng rv = r0;
+      if (var[v]) setenv(var[v], val[v], 1);
+      const int f = run_exact(s->ctx, &c, &rv);
+      if (f) printf("  (failed with %s=%s)\n", var[v] ? var[v] : "default", var[v] ? val[v] : "");
+      failed += f;
+      if (var[v]) unsetenv(var[v]);
+      r = rv;
+    }
+  }
+  if (failed) printf("%d brick cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
+  assert_int_equal(failed, 0);
+}
+
+/* The warp-strip tests' draws after the shape: values, T from Ts, thresholds over [min, max], the
+ * construction and the layouts (padded / negative / offset inputs: the element loads). */
+static void strip_draw_rest(ecase *c, tu_rng *r, const int64_t *Ts, int nT) {
+  c->vkind = tu_rng_chance(r, 0.4) ? 0 : tu_rng_chance(r, 0.7) ? 1 : tu_rng_chance(r, 0.5) ? 2 : 3;
+  c->T = Ts[tu_rng_int(r, 0, nT - 1)];
+  c->tkind = 1;
+  c->cons = tu_rng_chance(r, 0.5) ? NDF_ECC_V : NDF_ECC_T;
+  c->in_layout = tu_rng_chance(r, 0.3) ? TU_LAYOUT_PADDED | (tu_rng_chance(r, 0.5) ? TU_LAYOUT_NEGATIVE : 0) |
+                                             (tu_rng_chance(r, 0.5) ? TU_LAYOUT_OFFSET : 0)
+                                       : TU_LAYOUT_C;
+  c->out_layout = tu_rng_chance(r, 0.2) ? TU_LAYOUT_PADDED : TU_LAYOUT_C;
+}
+
+/* Case k of a warp-strip test under each of its nv settings (var[v]=val[v], and var2[v]=val2[v] where
+ * var2 has one; var[0]: the default), the same input and layouts under each; settings 6 and up on
+ * every other case (even settings on even cases, odd on odd: time).  base: a variable set under every setting (NULL: none; a setting of
+ * the same variable overrides it).  Returns the failures; *r continues after the case. */
+static int strip_settings(ndf_ctx *ctx, ecase *c, tu_rng *r, long k, int nv, const char *const *var,
+                          const char *const *val, const char *const *var2, const char *const *val2, const char *base,
+                          const char *bval) {
+  const tu_rng r0 = *r;
+  int failed = 0;
+  for (int v = 0; v < nv; v++) {
+    if (v >= 6 && (k & 1) != (v & 1)) continue;
+    const char *v2 = var2 ? var2[v] : NULL;
+    tu_rng rv = r0;
+    if (base) setenv(base, bval, 1);
+    if (var[v]) setenv(var[v], val[v], 1);
+    if (v2) setenv(v2, val2[v], 1);
+    const int f = run_exact(ctx, c, &rv);
+    if (f)
+      printf("  (failed with %s=%s%s%s%s)\n", var[v] ? var[v] : "default", var[v] ? val[v] : "", v2 ? " " : "",
+             v2 ? v2 : "", v2 ? val2[v] : "");
+    failed += f;
+    if (var[v]) unsetenv(var[v]);
+    if (v2) unsetenv(v2);
+    if (base) unsetenv(base);
+    *r = rv;
+  }
+  return failed;
+}
+
+/* The 2-D warp-strip kernel (ndf_ecc_strip2: 2-D, thresholds over [min,
+ * max], T <= 510, float32 / uint8 / uint16) against the CPU, the same input
+ * under each setting: default, NDF_ECC_2D=old (ndf_ecc_pack's fused march),
+ * NDF_ECC_MAPHDR=0 (header copied back instead of the sequence word),
+ * NDF_ECC2_MC=1 and 13 (other task lengths), NDF_ECC2_WS=0 (per-call scratch
+ * instead of the context's workspace), NDF_ECC2_FENCE=sc (fence.sc pairs
+ * instead of release / acquire atomics at the grid barrier and tickets),
+ * NDF_ECC2_BIN=table (every bin from the thresholds table, no certified
+ * guesses), NDF_ECC_2D=tele (ndf_ecc_strip2t for T <= 320: the telescoped
+ * sum), =tele with NDF_ECC2T_MC=4 (4 columns per task), =tele with
+ * NDF_ECC2_BIN=table, NDF_ECC_2D=strip2 -- these six on alternate cases.  Widths around the 128-column
+ * strip and the 4-voxel lane (1, 3, 4, 127, 128, 129, 256, 260, 1023, 1025),
+ * heights 1 to 600, batches (many images: more than the resident blocks falls
+ * back to the march), float64 (the march), T = 2, 3, 255, 256, 509, 510;
+ * ties, constant images, values far from 0 (first guesses off); padded,
+ * negative and offset layouts (element loads), strided outputs. */
+static void test_gpu_strip2(void **state) {
+  gpu_state *s = *state;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed ^ 0x5721);
+  static const int64_t Ts[] = {2, 3, 255, 256, 509, 510};
+  static const int64_t W[] = {1, 3, 4, 127, 128, 129, 256, 260, 1023, 1025};
+  static const ndf_dtype dts[5] = {NDF_FLOAT32, NDF_FLOAT32, NDF_UINT8, NDF_UINT16, NDF_FLOAT64};
+  static const char *const var[11] = {NULL,          "NDF_ECC_2D",  "NDF_ECC_MAPHDR", "NDF_ECC2_MC",
+                                      "NDF_ECC2_MC", "NDF_ECC2_WS", "NDF_ECC2_FENCE", "NDF_ECC2_BIN",
+                                      "NDF_ECC_2D",  "NDF_ECC_2D",  "NDF_ECC_2D"};
+  static const char *const val[11] = {NULL, "old", "0", "1", "13", "0", "sc", "table", "tele", "tele", "strip2"};
+  /* ndf_ecc_strip2t: also with 4 columns per task and the header copied; on alternate cases with
+   * FENCE=sc / BIN=table */
+  static const char *const var2[11] = {NULL, NULL, NULL, NULL, NULL, NULL, "NDF_ECC_2D", "NDF_ECC_2D", NULL, "NDF_ECC2T_MC", NULL};
+  static const char *const val2[11] = {NULL, NULL, NULL, NULL, NULL, NULL, "tele", "tele", NULL, "4", NULL};
   int failed = 0;
   const long n = s->ncases / 2 > 40 ? s->ncases / 2 : 40;
   for (long k = 0; k < n && failed < 5; k++) {
@@ -783,7 +954,7 @@ static void test_gpu_strip2(void **state) {
     c.shape[c.batch] = tu_rng_chance(&r, 0.1) ? tu_rng_int(&r, 1, 3) : tu_rng_int(&r, 1, many ? 8 : 600);
     c.shape[c.batch + 1] = tu_rng_chance(&r, 0.6) ? W[tu_rng_int(&r, 0, 9)] : tu_rng_int(&r, 1, 700);
     strip_draw_rest(&c, &r, Ts, 6);
-    failed += strip_settings(s->ctx, &c, &r, k, 8, var, val, NULL, NULL, NULL, NULL); /* FENCE=sc / BIN=table: even / odd */
+    failed += strip_settings(s->ctx, &c, &r, k, 12, var, val, var2, val2, NULL, NULL); /* 6..11: even / odd cases */
   }
   if (failed) printf("%d strip2 cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);

@@ -1,11 +1,12 @@
-// ecc_strip2_emu.cpp -- runs ndf_ecc_strip2 (templates/ecc.cu, 2-D; EMU_NSP=3: ndf_ecc_strip3, 3-D) on the host: one std::thread per CUDA
+// ecc_strip2_emu.cpp -- runs ndf_ecc_strip2 (templates/ecc.cu, 2-D; EMU_TELE=1: ndf_ecc_strip2t; EMU_NSP=3:
+// ndf_ecc_strip3, 3-D) on the host: one std::thread per CUDA
 // thread, the whole cooperative grid at once (a real grid barrier), per-block shared memory, warp
 // shuffles and votes through per-warp barriers.  Poisoned histogram copies, tickets, header and
 // partials (the kernel zeroes / writes what it uses); the curve written by each image's last block
 // is compared with the CPU backend's on random inputs: ties, few distinct values, wide ranges far
 // from 0 (first guesses off: the walk), constant images, odd and 1-long axes, batches, padded,
 // misaligned and strided rows (element loads), strided outputs, T from 2 to 510, and the plan of
-// runtime/ecc_cuda.c (strip2_plan_make, copied below) under small block caps.  NaN / inf inputs:
+// runtime/ecc_cuda.c (strip_chunks_make and the plans, copied below) under small block caps.  NaN / inf inputs:
 // the header's key / flag and the untouched output.  tools/emu/ecc_strip2_emu.sh.
 #include <algorithm>
 #include <atomic>
@@ -28,6 +29,7 @@ extern "C" {
 #define __noinline__
 #define __global__
 #define __launch_bounds__(a, b)
+#define __align__(n) alignas(n)
 #define NDF_HD static inline
 typedef long long ndf_i64;
 typedef unsigned long long ndf_u64;
@@ -193,6 +195,9 @@ typedef float V;
 #ifndef EMU_NSP
 #define EMU_NSP 2
 #endif
+#ifndef EMU_TELE
+#define EMU_TELE 0
+#endif
 #define NSP EMU_NSP
 #define CONS EMU_CONS
 #define SOFT 0
@@ -227,28 +232,57 @@ extern "C" int emu_strip3(unsigned grid, const void *params, int w) {
   run_grid(grid, [&] { if (w == 8) ndf_ecc_strip3n(p); else ndf_ecc_strip3(p); });
   return 0;
 }
+// the same for ndf_ecc_strip2t (EMU_NSP=2, NDF_ECC_2D=tele)
+extern "C" int emu_strip2t(unsigned grid, const void *params) {
+  ndf_ecc3_params p;
+  memcpy(&p, params, sizeof p);
+  run_grid(grid, [&] { ndf_ecc_strip2t(p); });
+  return 0;
+}
 #else
-// runtime/ecc_cuda.c's strip2_plan_make (keep in step)
-struct strip2_plan { int64_t nstrip, mc, tpi, bpi, nblocks; int ncopy; };
-static int plan_make(int64_t nz, int64_t nx, int64_t nimg, int64_t cap, int64_t minmc, strip2_plan *pl) {
-  if (nz <= 0 || nx <= 0 || nimg <= 0 || nz > 0x7fffff00 || nx > 0x7fffff00) return 0;
+// runtime/ecc_cuda.c's strip_chunks_make and the plans built on it (keep in step)
+struct strip_chunks { int64_t mc, tpi, bpi, nblocks; int ncopy; };
+static int chunks_make(int64_t cols, int64_t len, int64_t al, int64_t minmc, int64_t nimg, int64_t cap, strip_chunks *ch) {
+  if (nimg > cap || cols > cap * 8) return 0;
   if (minmc < 1) minmc = 1;
-  pl->nstrip = (nx + 127) / 128;
-  if (nimg > cap || pl->nstrip > cap * 8) return 0;
-  const int64_t warps = cap * 8, work = nimg * pl->nstrip;
-  int64_t mc = (work * nz + warps - 1) / warps;
+  const int64_t warps = cap * 8, work = nimg * cols;
+  int64_t mc = (work * len + warps - 1) / warps;
   if (mc < minmc) mc = minmc;
-  if (mc > nz) mc = nz;
-  for (int64_t nch = (nz + mc - 1) / mc;; nch -= nch / 8 + 1) {
-    pl->mc = (nz + nch - 1) / nch;
-    pl->tpi = pl->nstrip * nch;
-    pl->bpi = (pl->tpi + 7) / 8;
-    pl->nblocks = nimg * pl->bpi;
-    if (pl->nblocks <= cap) break;
+  if (mc > len) mc = len;
+  for (int64_t nch = (len + mc - 1) / mc;; nch -= nch / 8 + 1) {
+    ch->mc = ((len + nch - 1) / nch + al - 1) / al * al;
+    ch->tpi = cols * ((len + ch->mc - 1) / ch->mc);
+    ch->bpi = (ch->tpi + 7) / 8;
+    ch->nblocks = nimg * ch->bpi;
+    if (ch->nblocks <= cap) break;
     if (nch == 1) return 0;
   }
-  int64_t nc = pl->bpi / 16;
-  pl->ncopy = (int)(nc < 1 ? 1 : nc > 8 ? 8 : nc);
+  if ((len + ch->mc - 1) / ch->mc * ch->mc > 0x7fffffff) return 0;
+  const int64_t nc = ch->bpi / 16;
+  ch->ncopy = (int)(nc < 1 ? 1 : nc > 8 ? 8 : nc);
+  return 1;
+}
+// strip2: strips of 128 columns, chunks of rows; strip2t: row tiles of 31 (T: from -1), chunks of columns (a
+// multiple of 4); strip3: w columns x 31 rows, chunks of planes (T: from -1)
+struct strip_plan { int64_t nstrip, ntx, nty, mc, tpi, bpi, nblocks; int ncopy; };
+static int plan_make(int kind, int64_t nz, int64_t ny, int64_t nx, int64_t nimg, int cons, int64_t cap, int64_t minmc, int w,
+                     strip_plan *pl) {
+  if (nz <= 0 || ny <= 0 || nx <= 0 || nimg <= 0 || nz > 0x7fffff00 || ny > 0x7fffff00 || nx > 0x7fffff00) return 0;
+  strip_chunks ch;
+  memset(pl, 0, sizeof *pl);
+  if (kind == 2) {
+    pl->nstrip = (nx + 127) / 128;
+    if (!chunks_make(pl->nstrip, nz, 1, minmc, nimg, cap, &ch)) return 0;
+  } else if (kind == 22) {
+    pl->nty = (nz + cons + 30) / 31;
+    if (!chunks_make(pl->nty, nx, 4, minmc, nimg, cap, &ch)) return 0;
+    pl->ntx = (nx + ch.mc - 1) / ch.mc;
+  } else {
+    pl->ntx = (nx + w - 1) / w;
+    pl->nty = (ny + cons + 30) / 31;
+    if (!chunks_make(pl->ntx * pl->nty, nz + cons, 1, minmc, nimg, cap, &ch)) return 0;
+  }
+  pl->mc = ch.mc, pl->tpi = ch.tpi, pl->bpi = ch.bpi, pl->nblocks = ch.nblocks, pl->ncopy = ch.ncopy;
   return 1;
 }
 
@@ -257,36 +291,6 @@ static uint64_t rnd() { return sd = sd * 6364136223846793005ULL + 14426950408889
 static double urand() { return (double)rnd() * 0x1p-53; }
 static int64_t irand(int64_t a, int64_t b) { return a + (int64_t)(rnd() % (uint64_t)(b - a + 1)); }
 
-#if EMU_NSP == 3
-// runtime/ecc_cuda.c's strip3_plan_make (keep in step)
-struct strip3_plan { int64_t ntx, nty, mc, tpi, bpi, nblocks; int ncopy; };
-static int plan3_make(int64_t nz, int64_t ny, int64_t nx, int64_t nimg, int cons, int64_t cap, int64_t minmc, int w, strip3_plan *pl) {
-  if (nz <= 0 || ny <= 0 || nx <= 0 || nimg <= 0 || nz > 0x7fffff00 || ny > 0x7fffff00 || nx > 0x7fffff00) return 0;
-  if (minmc < 1) minmc = 1;
-  const int64_t nzo = nz + cons;
-  pl->ntx = (nx + w - 1) / w;
-  pl->nty = (ny + cons + 30) / 31;
-  const int64_t cols = pl->ntx * pl->nty;
-  if (nimg > cap || cols > cap * 8) return 0;
-  const int64_t warps = cap * 8, work = nimg * cols;
-  int64_t mc = (work * nzo + warps - 1) / warps;
-  if (mc < minmc) mc = minmc;
-  if (mc > nzo) mc = nzo;
-  for (int64_t nch = (nzo + mc - 1) / mc;; nch -= nch / 8 + 1) {
-    pl->mc = (nzo + nch - 1) / nch;
-    pl->tpi = cols * ((nzo + pl->mc - 1) / pl->mc);
-    pl->bpi = (pl->tpi + 7) / 8;
-    pl->nblocks = nimg * pl->bpi;
-    if (pl->nblocks <= cap) break;
-    if (nch == 1) return 0;
-  }
-  if ((nzo + pl->mc - 1) / pl->mc * pl->mc > 0x7fffffff) return 0;
-  int64_t nc = pl->bpi / 16;
-  pl->ncopy = (int)(nc < 1 ? 1 : nc > 8 ? 8 : nc);
-  return 1;
-}
-
-#endif // EMU_NSP == 3 (the plan)
 int main(int argc, char **argv) {
   const int cases = argc > 1 ? atoi(argv[1]) : 20;
   if (argc > 2) sd = strtoull(argv[2], nullptr, 10);
@@ -373,17 +377,21 @@ int main(int argc, char **argv) {
     // the plan under a small cap (all blocks run at once here); an extra block writes the header
     // (runtime default) or block 0 does
     const int hdrblk = (int)irand(0, 1);
+    strip_plan pl;
 #if EMU_NSP == 3
-    strip3_plan pl;
     const int64_t cap = irand(1, 6), minmc = irand(1, 6);
     const int w8 = (int)irand(0, 1); // ndf_ecc_strip3n (8 columns per lane) or ndf_ecc_strip3 (16)
-    if (!plan3_make(nz, ny, nx, nimg, CONS, cap - hdrblk, minmc, w8 ? 8 : 16, &pl)) { nskip++; continue; }
+    if (!plan_make(3, nz, ny, nx, nimg, CONS, cap - hdrblk, minmc, w8 ? 8 : 16, &pl)) { nskip++; continue; }
     ndf_ecc3_params p; memset(&p, 0, sizeof p);
     p.ny = ny; p.sy = sy; p.ntx = pl.ntx; p.nty = pl.nty;
+#elif EMU_TELE
+    const int64_t cap = irand(1, 12), minmc = irand(1, 40);
+    if (!plan_make(22, nz, 1, nx, nimg, CONS, cap - hdrblk, minmc, 4, &pl)) { nskip++; continue; }
+    ndf_ecc3_params p; memset(&p, 0, sizeof p);
+    p.ny = 1; p.sy = 0; p.ntx = pl.ntx; p.nty = pl.nty;
 #else
-    strip2_plan pl;
     const int64_t cap = irand(1, 12), minmc = irand(1, 6);
-    if (!plan_make(nz, nx, nimg, cap - hdrblk, minmc, &pl)) { nskip++; continue; }
+    if (!plan_make(2, nz, 1, nx, nimg, CONS, cap - hdrblk, minmc, 128, &pl)) { nskip++; continue; }
     ndf_ecc2_params p; memset(&p, 0, sizeof p);
     p.nstrip = pl.nstrip;
 #endif
@@ -401,6 +409,8 @@ int main(int argc, char **argv) {
     p.bshape[0] = nimg; p.bstr[0] = simg; p.oshape[0] = nimg; p.ostr[0] = T * ostep;
 #if EMU_NSP == 3
     run_grid((unsigned)(pl.nblocks + hdrblk), [&] { if (w8) ndf_ecc_strip3n(p); else ndf_ecc_strip3(p); });
+#elif EMU_TELE
+    run_grid((unsigned)(pl.nblocks + hdrblk), [&] { ndf_ecc_strip2t(p); });
 #else
     run_grid((unsigned)(pl.nblocks + hdrblk), [&] { ndf_ecc_strip2(p); });
 #endif
@@ -437,8 +447,8 @@ int main(int argc, char **argv) {
       fflush(stdout);
     }
   }
-  printf("strip%d TIN %s CONS %d: %d cases (%d NaN/inf, %d wide-range, %d without a plan), %d mismatches\n",
-         EMU_NSP, sizeof(TIN) == 4 ? "float" : sizeof(TIN) == 2 ? "uint16" : "uint8", CONS, cases, nnan, nslow, nskip, bad);
+  printf("strip%d%s TIN %s CONS %d: %d cases (%d NaN/inf, %d wide-range, %d without a plan), %d mismatches\n",
+         EMU_NSP, EMU_TELE ? "t" : "", sizeof(TIN) == 4 ? "float" : sizeof(TIN) == 2 ? "uint16" : "uint8", CONS, cases, nnan, nslow, nskip, bad);
   return bad != 0;
 }
 #endif

@@ -1,5 +1,5 @@
-# ecc_strip2_emu_splice.py ROOT OUT -- the parts of templates/ecc.cu that ndf_ecc_strip2 and ndf_ecc_strip3
-# need (their sections: the shared phases, the two kernels), with their __shared__ variables mapped onto
+# ecc_strip2_emu_splice.py ROOT OUT -- the parts of templates/ecc.cu that ndf_ecc_strip2, ndf_ecc_strip3
+# and ndf_ecc_strip2t need (their sections: the shared phases, the kernels), with their __shared__ variables mapped onto
 # the emulator's per-block storage and the inline-PTX helpers left out (tools/emu/ecc_strip2_emu.cpp
 # defines them).
 import re
@@ -11,6 +11,7 @@ root, out = sys.argv[1], sys.argv[2]
 s = es.read(root, 'ecc.cu')
 k2 = es.section(s, 'the 2-D warp-strip kernel')
 k3 = es.section(s, 'the 3-D warp-strip kernel')
+k2t = es.section(s, 'the 2-D telescoped kernel')
 a = k2.index('// NDF_ECC2_HELPERS_BEGIN')
 b = k2.index('// NDF_ECC2_HELPERS_END')
 k2 = k2[:a] + k2[b:]
@@ -37,5 +38,6 @@ def map_kernel(k, name):
 
 
 k2 = map_kernel(k2, 'ndf_ecc_strip2(')
-k3 = map_kernel(k3, '#define NDF_ECC3_KERNEL')
-open(out, 'w').write(es.header(root) + es.check(k2, 'ndf_ecc_strip2') + es.check(k3, 'ndf_ecc_strip3'))
+k3 = map_kernel(k3, '#define NDF_ECC_TELE_KERNEL')
+open(out, 'w').write(es.header(root) + es.check(k2, 'ndf_ecc_strip2') + es.check(k3, 'ndf_ecc_strip3') +
+                     es.check(k2t, 'ndf_ecc_strip2t'))

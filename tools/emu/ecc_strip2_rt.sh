@@ -5,7 +5,7 @@
 # float32 / uint8 / uint16, V and T: curves bit for bit against the CPU backend, NaN / inf errors and
 # the untouched output, the mapped header's sequence word (no stream sync) or, with NDF_ECC_MAPHDR=0,
 # the copy; the context's workspace, or (NDF_ECC2_WS=0) exactly sized per-call scratch.
-# EMU_NSP=3: the same for the 3-D kernel (ndf_ecc_strip3, and ndf_ecc_strip3n with NDF_ECC3_W=8; uint8 /
+# EMU_NSP=2 also runs ndf_ecc_strip2t (NDF_ECC_2D=tele).  EMU_NSP=3: the same for the 3-D kernel (ndf_ecc_strip3, and ndf_ecc_strip3n with NDF_ECC3_W=8; uint8 /
 # uint16 with NDF_ECC_3D=strip3).
 set -eu
 B=${1:?build dir}; SEED=${2:-1}; CASES=${3:-8}
@@ -31,6 +31,10 @@ for cfg in "float NDF_FLOAT32" "uchar NDF_UINT8" "ushort NDF_UINT16"; do
     env $x "$W/emu" "$SEED" "$CASES" || fail=1
     env $x NDF_ECC2_WS=0 NDF_ECC_MAPHDR=0 "$W/emu" "$((SEED + 100))" "$CASES" || fail=1
     [ "$nsp" = 3 ] && { env $x NDF_ECC3_W=8 "$W/emu" "$((SEED + 200))" "$CASES" || fail=1; }
+    if [ "$nsp" = 2 ]; then # ndf_ecc_strip2t (T 510: strip2)
+      env NDF_ECC_2D=tele "$W/emu" "$((SEED + 300))" "$CASES" || fail=1
+      env NDF_ECC_2D=tele NDF_ECC2T_MC=1 NDF_ECC2_WS=0 NDF_ECC_MAPHDR=0 "$W/emu" "$((SEED + 400))" "$CASES" || fail=1
+    fi
   done
 done
 exit $fail

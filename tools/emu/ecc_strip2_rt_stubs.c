@@ -20,6 +20,7 @@
 
 int emu_strip2(unsigned grid, const void *params);
 int emu_strip3(unsigned grid, const void *params, int w);
+int emu_strip2t(unsigned grid, const void *params);
 #ifndef EMU_NSP
 #define EMU_NSP 2
 #endif
@@ -46,10 +47,11 @@ ndf_status ndf__device_table(ndf_ctx *ctx, const void *data, size_t bytes, CUdev
 ndf_status ndf__jit_get(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, CUfunction *out) {
   (void)ctx;
   (void)op;
-  /* 1: strip2, 3: strip3 (16 columns per lane), 4: strip3n (8), 2: anything else (a failure) */
-  *out = (CUfunction)(uintptr_t)(strcmp(req->kernel, "ndf_ecc_strip2") == 0   ? 1
+  /* 1: strip2, 3: strip3 (16 columns per lane), 4: strip3n (8), 5: strip2t, 2: anything else (a failure) */
+  *out = (CUfunction)(uintptr_t)(strcmp(req->kernel, "ndf_ecc_strip2") == 0    ? 1
                                  : strcmp(req->kernel, "ndf_ecc_strip3") == 0  ? 3
                                  : strcmp(req->kernel, "ndf_ecc_strip3n") == 0 ? 4
+                                 : strcmp(req->kernel, "ndf_ecc_strip2t") == 0 ? 5
                                                                                : 2);
   return NDF_OK;
 }
@@ -83,19 +85,20 @@ static CUresult f_coop(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, uns
                        unsigned smem, CUstream s, void **args) {
   (void)s;
   const uintptr_t id = (uintptr_t)fn;
-  /* strip2: no dynamic shared memory; strip3: the histogram, (T + 1) rows of 32 ints (T: the
-   * parameter block's after the 8 pointers) */
+  /* strip2: no dynamic shared memory; strip3, strip2t: the histogram, (T + 1) rows of 32 ints (T:
+   * the parameter block's after the 8 pointers) */
   int64_t T = 0;
   if (id >= 3) memcpy(&T, (const char *)args[0] + 8 * sizeof(void *), sizeof T);
-  if ((id != 1 && id != 3 && id != 4) || gy != 1 || gz != 1 || bx != 256 || by != 1 || bz != 1 ||
+  if ((id != 1 && id != 3 && id != 4 && id != 5) || gy != 1 || gz != 1 || bx != 256 || by != 1 || bz != 1 ||
       smem != (id == 1 ? 0u : (unsigned)((T + 1) * 128))) {
     g_bad++;
     return 1;
   }
-  /* resident: 4 (strip2), 2 (strip3) or 3 (strip3n) blocks on each of 3 SMs */
-  if (gx > (id == 1 ? 4u : id == 3 ? 2u : 3u) * 3u) return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+  /* resident: 4 (strip2, strip2t), 2 (strip3) or 3 (strip3n) blocks on each of 3 SMs */
+  if (gx > (id == 1 || id == 5 ? 4u : id == 3 ? 2u : 3u) * 3u) return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
   g_coop++;
-  return (id == 1 ? emu_strip2(gx, args[0]) : emu_strip3(gx, args[0], id == 4 ? 8 : 16)) == 0 ? 0 : 1;
+  const int r = id == 1 ? emu_strip2(gx, args[0]) : id == 5 ? emu_strip2t(gx, args[0]) : emu_strip3(gx, args[0], id == 4 ? 8 : 16);
+  return r == 0 ? 0 : 1;
 }
 static CUresult f_occ(int *n, CUfunction fn, int bs, size_t dyn) {
   (void)bs, (void)dyn;
