@@ -786,8 +786,9 @@ static int strip_chunks_make(int64_t cols, int64_t len, int64_t al, int64_t minm
 
 /* Tasks (strip, chunk of mc rows) of 8 per block, blocks of one image each,
  * at most cap blocks; rows per task at least NDF_ECC2_MC and about one task
- * per resident warp.  0: no plan (the caller keeps ndf_ecc_pack). */
-static int strip2_plan_make(const ndf__ecc_call *c, int64_t cap, strip2_plan *pl) {
+ * per resident warp; rows0 more rows before row 0 (ndf_ecc_strip2t's
+ * T-construction: rows from -1).  0: no plan (the caller keeps ndf_ecc_pack). */
+static int strip2_plan_make(const ndf__ecc_call *c, int64_t rows0, int64_t cap, strip2_plan *pl) {
   const int64_t nz = c->sshape[0], nx = c->sshape[1], nimg = c->nimg;
   if (nz <= 0 || nx <= 0 || nimg <= 0 || nz > 0x7fffff00 || nx > 0x7fffff00) return 0;
   const char *e = getenv("NDF_ECC2_MC");
@@ -795,7 +796,7 @@ static int strip2_plan_make(const ndf__ecc_call *c, int64_t cap, strip2_plan *pl
    * 64 x 256^2 0.0352/0.0361/0.0333/0.0354/0.0353, 8192^2 (any MC: the resident grid sets it) ~0.22 */
   pl->nstrip = (nx + STRIP2_W - 1) / STRIP2_W;
   strip_chunks ch;
-  if (!strip_chunks_make(pl->nstrip, nz, 1, e ? atoll(e) : 8, nimg, cap, &ch)) return 0;
+  if (!strip_chunks_make(pl->nstrip, nz + rows0, 1, e ? atoll(e) : 8, nimg, cap, &ch)) return 0;
   pl->mc = ch.mc, pl->tpi = ch.tpi, pl->bpi = ch.bpi, pl->nblocks = ch.nblocks, pl->ncopy = ch.ncopy;
   return 1;
 }
@@ -898,22 +899,27 @@ static void strip_put_tail(ndf__params *pb, int nb, int ncopy, uint32_t seq, int
   NDF__PUT(pb, bin);
 }
 
-/* One cooperative launch of ndf_ecc_strip2.  *fallback: nothing was launched
- * (no plan, or the grid could not be resident at once). */
+static int rows_occupancy(ndf_ctx *ctx, CUfunction fn, unsigned dyn);
+
+/* One cooperative launch of ndf_ecc_strip2, or with tele of ndf_ecc_strip2t (the same tasks and
+ * parameters; its histogram, T + 1 rows of 32 lane columns of int, in dynamic shared memory).
+ * *fallback: nothing was launched (no plan, or the grid could not be resident at once). */
 static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out, int cons,
-                             int64_t *nan_at, int *not_finite, int *fallback) {
+                             int tele, int64_t *nan_at, int *not_finite, int *fallback) {
   *fallback = 1;
   const int64_t sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
   /* NDF_ECC2_HB=0: block 0 writes the header; default: one more block, without tasks, does
    * (the system fence after its write to the mapped header then delays no marching block) */
   const char *hbe = getenv("NDF_ECC2_HB");
   int hdrblk = !(hbe && strcmp(hbe, "0") == 0);
-  strip2_plan pl;
-  if (!strip2_plan_make(c, STRIP2_MAX_PER_SM * sms - hdrblk, &pl)) return NDF_OK;
-  const int64_t grid = pl.nblocks + hdrblk;
   CUfunction fn;
-  ndf_status s = get_fn(ctx, c->name, "ndf_ecc_strip2", in->dtype, 2, cons, 0, &fn);
+  ndf_status s = get_fn(ctx, c->name, tele ? "ndf_ecc_strip2t" : "ndf_ecc_strip2", in->dtype, 2, cons, 0, &fn);
   if (s != NDF_OK) return s;
+  const unsigned dyn = tele ? (unsigned)((c->T + 1) * 128) : 0;
+  const int64_t cap = tele ? (int64_t)rows_occupancy(ctx, fn, dyn) * sms : STRIP2_MAX_PER_SM * sms;
+  strip2_plan pl;
+  if (cap < 2 || !strip2_plan_make(c, tele ? cons : 0, cap - hdrblk, &pl)) return NDF_OK;
+  const int64_t grid = pl.nblocks + hdrblk;
   const int64_t T = c->T, nimg = c->nimg;
   fused_mem m;
   if ((s = strip2_mem(ctx, nimg, T * pl.ncopy, grid, &m)) != NDF_OK) return s;
@@ -937,10 +943,10 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   NDF__PUT(&pb, pl.tpi);
   NDF__PUT(&pb, pl.bpi);
   strip_put_tail(&pb, nb, pl.ncopy, seq, hdrblk);
-  return fused_launch(ctx, c, fn, &pb, in, out, (unsigned)grid, 0, &m, seq, nan_at, not_finite, fallback);
+  return fused_launch(ctx, c, fn, &pb, in, out, (unsigned)grid, dyn, &m, seq, nan_at, not_finite, fallback);
 }
 
-/* ---- the telescoped warp-strip kernels (ndf_ecc_strip3: 3-D, ndf_ecc_strip2t: 2-D; templates/ecc.cu) ---- */
+/* ---- the telescoped warp-strip kernels (ndf_ecc_strip3: 3-D, ndf_ecc_strip2t: 2-D; templates/ecc.cu) -- */
 /* 3-D float32 calls (uint8 / uint16 with NDF_ECC_3D=strip3) with thresholds over [min, max] and
  * T <= 320 make one cooperative launch of ndf_ecc_strip3 (or strip3n)
  * (cells' bins by max / min, telescoped along x: four shared-memory adds
@@ -949,8 +955,7 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
  * per warp task (default 4); NDF_ECC3_W: columns per lane, 16 (ndf_ecc_strip3,
  * 2 blocks per SM; default) or 8 (ndf_ecc_strip3n, 3 blocks per SM).
  * 2-D calls (float32, uint8, uint16) with NDF_ECC_2D=tele and T <= 320 take ndf_ecc_strip2t (the
- * same sum in 2-D: a warp's 32 rows march along x; two adds per pixel); NDF_ECC2T_MC: the least
- * columns per warp task (default 32, rounded up to a multiple of 4).
+ * same sum in 2-D on ndf_ecc_strip2's tasks: two adds per pixel; ecc_strip2).
  * NDF_ECC2_FENCE and NDF_ECC2_BIN as strip2.  docs/adr/0009, "Telescoped cells". */
 static int use_strip3(ndf_dtype dt) {
   const char *e = getenv("NDF_ECC_3D");
@@ -976,52 +981,42 @@ static int strip3_w(void) {
  * an unclamped first guess, fixed in 708826b; T > 320 was not run again, so it takes the paths before.) */
 #define TELE_MAX_T 320
 
-typedef struct tele_plan {
+typedef struct strip3_plan {
   int64_t ntx, nty;
   strip_chunks ch;
-} tele_plan;
+} strip3_plan;
 
-/* 3-D: tasks of w columns x 31 rows, a chunk of mc planes (at least NDF_ECC3_MC); 2-D: tasks of 31
- * rows, a chunk of mc columns (at least NDF_ECC2T_MC, a multiple of 4; ntx: the chunks per row).
- * T-construction: rows and planes from -1.  0: no plan (the caller keeps the paths before). */
-static int tele_plan_make(const ndf__ecc_call *c, int cons, int w, int64_t cap, tele_plan *pl) {
-  const int nsp = c->nsp;
-  const int64_t nz = c->sshape[0], ny = nsp == 3 ? c->sshape[1] : 1, nx = c->sshape[nsp - 1], nimg = c->nimg;
+/* Tasks of w columns x 31 rows, a chunk of mc planes (at least NDF_ECC3_MC, default 4), 8 per block
+ * (strip_chunks_make).  T-construction: rows and planes from -1.  0: no plan (the caller keeps the
+ * paths before). */
+static int strip3_plan_make(const ndf__ecc_call *c, int cons, int w, int64_t cap, strip3_plan *pl) {
+  const int64_t nz = c->sshape[0], ny = c->sshape[1], nx = c->sshape[2], nimg = c->nimg;
   if (nz <= 0 || ny <= 0 || nx <= 0 || nimg <= 0 || nz > 0x7fffff00 || ny > 0x7fffff00 || nx > 0x7fffff00) return 0;
-  const char *e = getenv(nsp == 3 ? "NDF_ECC3_MC" : "NDF_ECC2T_MC");
-  const int64_t minmc = e ? atoll(e) : nsp == 3 ? 4 : 32;
-  if (nsp == 2) {
-    pl->nty = (nz + cons + 30) / 31;
-    if (!strip_chunks_make(pl->nty, nx, 4, minmc, nimg, cap, &pl->ch)) return 0;
-    pl->ntx = (nx + pl->ch.mc - 1) / pl->ch.mc;
-    return 1;
-  }
+  const char *e = getenv("NDF_ECC3_MC");
   pl->ntx = (nx + w - 1) / w;
   pl->nty = (ny + cons + 30) / 31;
-  return strip_chunks_make(pl->ntx * pl->nty, nz + cons, 1, minmc, nimg, cap, &pl->ch);
+  return strip_chunks_make(pl->ntx * pl->nty, nz + cons, 1, e ? atoll(e) : 4, nimg, cap, &pl->ch);
 }
 
-static int rows_occupancy(ndf_ctx *ctx, CUfunction fn, unsigned dyn);
-
-/* One cooperative launch of ndf_ecc_strip3 / strip3n (3-D) or ndf_ecc_strip2t (2-D).  *fallback:
- * nothing was launched (no plan, or the grid could not be resident at once). */
-static ndf_status ecc_tele(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out, int cons,
-                           int64_t *nan_at, int *not_finite, int *fallback) {
+/* One cooperative launch of ndf_ecc_strip3 (or strip3n).  *fallback: nothing was launched (no plan,
+ * or the grid could not be resident at once). */
+static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out, int cons,
+                             int64_t *nan_at, int *not_finite, int *fallback) {
   *fallback = 1;
   const int64_t sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
   const char *hbe = getenv("NDF_ECC2_HB");
   int hdrblk = !(hbe && strcmp(hbe, "0") == 0);
-  const int w = c->nsp == 3 ? strip3_w() : 4;
-  const char *kname = c->nsp == 2 ? "ndf_ecc_strip2t" : w == 16 ? "ndf_ecc_strip3" : "ndf_ecc_strip3n";
+  const int w = strip3_w();
+  const char *kname = w == 16 ? "ndf_ecc_strip3" : "ndf_ecc_strip3n";
   CUfunction fn;
-  ndf_status s = get_fn(ctx, c->name, kname, in->dtype, c->nsp, cons, 0, &fn);
+  ndf_status s = get_fn(ctx, c->name, kname, in->dtype, 3, cons, 0, &fn);
   if (s != NDF_OK) return s;
   const int64_t T = c->T, nimg = c->nimg;
   /* the histogram: T + 1 rows of 32 lane columns of int */
   const unsigned dyn = (unsigned)((T + 1) * 128);
   const int64_t cap = (int64_t)rows_occupancy(ctx, fn, dyn) * sms;
-  tele_plan pl;
-  if (cap < 2 || !tele_plan_make(c, cons, w, cap - hdrblk, &pl)) return NDF_OK;
+  strip3_plan pl;
+  if (cap < 2 || !strip3_plan_make(c, cons, w, cap - hdrblk, &pl)) return NDF_OK;
   const int64_t grid = pl.ch.nblocks + hdrblk;
   fused_mem m;
   if ((s = strip2_mem(ctx, nimg, T * pl.ch.ncopy, grid, &m)) != NDF_OK) return s;
@@ -1185,10 +1180,10 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
     /* 2-D: the warp-strip kernel (before the other kernels' lookups); NDF_ECC_2D=tele: the telescoped one */
     int fallback = 1;
     if (T <= TELE_MAX_T && use_strip2t()) {
-      s = ecc_tele(ctx, c, in, out, construction, nan_at, not_finite, &fallback);
+      s = ecc_strip2(ctx, c, in, out, construction, 1, nan_at, not_finite, &fallback);
       if (s != NDF_OK || !fallback) return s;
     }
-    s = ecc_strip2(ctx, c, in, out, construction, nan_at, not_finite, &fallback);
+    s = ecc_strip2(ctx, c, in, out, construction, 0, nan_at, not_finite, &fallback);
     if (s != NDF_OK || !fallback) return s;
   }
   if (need_range && pack && use_fuse() && bmode != 0) {
@@ -1201,7 +1196,7 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
       use_strip3(in->dtype)) {
     /* 3-D: the telescoped warp-strip kernel */
     int fallback = 1;
-    s = ecc_tele(ctx, c, in, out, construction, nan_at, not_finite, &fallback);
+    s = ecc_strip3(ctx, c, in, out, construction, nan_at, not_finite, &fallback);
     if (s != NDF_OK || !fallback) return s;
   }
   const int rmode = rows_mode(in->dtype, c->nimg * c->npix);

@@ -1689,6 +1689,152 @@ __device__ __forceinline__ void ndf_ecc2_phase1_end(const P &p, float lo, float 
   for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + tid; i < p.nimg; i += stride) p.cnt[i] = 0u;
 }
 
+// The lane's place in a 128-column strip (ndf_ecc_strip2, ndf_ecc_strip2t): its columns x .. x + 3
+// (bit j of inb: x + j < nx) and its halo voxel hx (lane 0: x0 - 1, lane 31: x0 + 128; hin: in the
+// image; the other lanes have none); vec: float4 rows (unit x stride, row stride and width multiples
+// of 4, an aligned base: a lane is all in or all out).
+struct ndf_ecc2_lane {
+  int x, hx;
+  unsigned inb;
+  bool hin, vec;
+};
+template <class P> __device__ __forceinline__ ndf_ecc2_lane ndf_ecc2_lane_at(const P &p, const TIN *in, int x0) {
+  ndf_ecc2_lane L;
+  const int lane = threadIdx.x & 31;
+  L.x = x0 + 4 * lane;
+  L.inb = 0;
+#pragma unroll
+  for (int j = 0; j < 4; j++) L.inb |= (unsigned)(L.x + j < p.nx) << j;
+  L.hx = lane == 0 ? x0 - 1 : x0 + NDF_SW;
+  L.hin = (lane == 0 && x0 > 0) || (lane == 31 && x0 + NDF_SW < p.nx);
+  L.vec = sizeof(TIN) == 4 && p.sx == 1 && ((p.sz | p.nx) & 3) == 0 && (((size_t)in) & 15) == 0;
+  return L;
+}
+
+// The march's rows of a 128-column strip, loaded in order from row r: the lane's 4 voxels and its
+// halo voxel (v[4]; lanes 1..30: +inf, never used).  Voxels outside the image (columns past nx, the
+// strip's halo at the image's border, rows outside [0, nz)) read as +inf, whose bin is T: no voxel
+// inside has it (every value is <= max = t_{T-1}), so T serves as ndf_ecc_pack.cuh's outside marker
+// (every V flag false, every T flag true) and is never counted.  Rows past rend are not read.
+struct ndf_ecc2_raw {
+  float v[5];
+};
+template <class P> struct ndf_ecc2_rows {
+  const P &p;
+  const ndf_ecc2_lane &L;
+  const TIN *lq; // the lane's voxel x of row lr
+  ndf_i64 hoff;
+  int lr, rend;
+  __device__ __forceinline__ ndf_ecc2_rows(const P &p_, const TIN *in, const ndf_ecc2_lane &L_, int r, int rend_)
+      : p(p_), L(L_), lq(in + (ndf_i64)L_.x * p_.sx + (ndf_i64)r * p_.sz), hoff((ndf_i64)(L_.hx - L_.x) * p_.sx), lr(r),
+        rend(rend_) {}
+  template <bool VEC> __device__ __forceinline__ void load(ndf_ecc2_raw &w) {
+    const float INF = __int_as_float(0x7f800000);
+    const int r = lr++;
+    const TIN *rp = lq;
+    lq += p.sz;
+    if (r > rend) return; // not needed
+    if (r < 0 || r >= (int)p.nz) {
+      w.v[0] = w.v[1] = w.v[2] = w.v[3] = w.v[4] = INF;
+      return;
+    }
+    if (VEC) {
+      if (L.inb) {
+        const float4 f4 = *(const float4 *)rp;
+        w.v[0] = f4.x, w.v[1] = f4.y, w.v[2] = f4.z, w.v[3] = f4.w;
+      } else {
+        w.v[0] = w.v[1] = w.v[2] = w.v[3] = INF;
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; j++) w.v[j] = ((L.inb >> j) & 1u) ? (float)rp[j * p.sx] : INF;
+    }
+    w.v[4] = L.hin ? (float)rp[hoff] : INF;
+  }
+};
+
+// Phase 1 of the 128-column strip kernels: min, max, NaN of the lane's voxels over rows r0 .. r1 - 1
+// (in the image; act: the warp has a task), then ndf_ecc2_phase1_end.
+template <class P>
+__device__ __forceinline__ void ndf_ecc2_strip_phase1(const P &p, const TIN *in, const ndf_ecc2_lane &L, int img, bool act,
+                                                      int r0, int r1, float *r_lo, float *r_hi, unsigned long long &r_key) {
+  const int x = L.x;
+  const unsigned inb = L.inb;
+  const bool vec = L.vec;
+  // the lane's 4 voxels of row r (in the image: r in [0, nz)); fill for the voxels outside
+  auto ld4 = [&](int r, float (&v)[4], float fill) {
+    const TIN *rp = in + r * p.sz;
+    if (vec) {
+      if (inb) {
+        const float4 f4 = *(const float4 *)(rp + x);
+        v[0] = f4.x, v[1] = f4.y, v[2] = f4.z, v[3] = f4.w;
+      } else {
+        v[0] = v[1] = v[2] = v[3] = fill;
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; j++) v[j] = ((inb >> j) & 1u) ? (float)rp[(ndf_i64)(x + j) * p.sx] : fill;
+    }
+  };
+
+  // rows in reverse order
+  float lo = __int_as_float(0x7f800000), hi = __int_as_float(0xff800000);
+  if (act && vec && inb) {
+    // float4 rows, the lane's 4 voxels all in the image: one pointer per 8 rows, no per-voxel tests
+    // (the general loop below compiles to ~50 instructions a row with its element-load paths)
+    // rows past r0 in the last group re-read row r0 (min and max do not mind; no predicates, so
+    // the eight loads are issued before any is used)
+    const float *in0 = (const float *)in + x;
+    const ndf_i64 sz = p.sz;
+    for (int r = r1 - 1; r >= r0; r -= 8) { // eight rows' loads in flight
+      float4 v[8];
+#pragma unroll
+      for (int u = 0; u < 8; u++) v[u] = *(const float4 *)(in0 + (ndf_i64)max(r - u, r0) * sz);
+#pragma unroll
+      for (int u = 0; u < 8; u++) {
+        lo = ndf_ecc2_fminnan(lo, ndf_ecc2_fminnan(ndf_ecc2_fminnan(v[u].x, v[u].y), ndf_ecc2_fminnan(v[u].z, v[u].w)));
+        hi = fmaxf(hi, fmaxf(fmaxf(v[u].x, v[u].y), fmaxf(v[u].z, v[u].w)));
+      }
+    }
+  } else if (act && !vec) {
+    for (int r = r1 - 1; r >= r0; r -= 8) { // eight rows' loads in flight
+      float v[8][4];
+#pragma unroll
+      for (int u = 0; u < 8; u++)
+        if (r - u >= r0) ld4(r - u, v[u], 0.0f);
+#pragma unroll
+      for (int u = 0; u < 8; u++)
+        if (r - u >= r0) {
+          if (inb == 15u) {
+            lo = ndf_ecc2_fminnan(lo, ndf_ecc2_fminnan(ndf_ecc2_fminnan(v[u][0], v[u][1]), ndf_ecc2_fminnan(v[u][2], v[u][3])));
+            hi = fmaxf(hi, fmaxf(fmaxf(v[u][0], v[u][1]), fmaxf(v[u][2], v[u][3])));
+          } else {
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+              if ((inb >> j) & 1u) {
+                lo = ndf_ecc2_fminnan(lo, v[u][j]);
+                hi = fmaxf(hi, v[u][j]);
+              }
+          }
+        }
+    }
+  }
+  ndf_ecc2_phase1_end(p, lo, hi, r_lo, r_hi, r_key, [&] {
+    // rare: the least C-order index of a NaN among this lane's voxels (rows ascending)
+    bool found = false;
+    for (int r = r0; r < r1 && !found; r++) {
+      float v[4];
+      ld4(r, v, 0.0f);
+#pragma unroll
+      for (int j = 0; j < 4; j++)
+        if (!found && ((inb >> j) & 1u) && v[j] != v[j]) {
+          atomicMax(&r_key, ~(ndf_u64)((ndf_i64)img * (p.nz * p.nx) + (ndf_i64)r * p.nx + x + j));
+          found = true;
+        }
+    }
+  });
+}
+
 // Phase 2's set-up of the warp-strip kernels: every block reduces the partials (the same values
 // in each), in float (exact: the values are floats); block 0 (or the header block) writes the
 // header; the thresholds in double as the CPU's, the float table tsf, the pairs tpair and the
@@ -1852,127 +1998,17 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
   const int strip = act ? task % (int)p.nstrip : 0, chunk = act ? task / (int)p.nstrip : 0;
   const int x0 = strip * NDF_SW, r0 = chunk * (int)p.mc, r1 = act ? min(r0 + (int)p.mc, (int)p.nz) : r0;
   const TIN *in = p.in + ndf_ecc2_img_base(p, img);
-  // this lane's columns x .. x + 3 (bit j of inb: x + j < nx) and its halo voxel (lane 0: x0 - 1,
-  // lane 31: x0 + 128; the other lanes have none)
-  const int x = x0 + 4 * lane;
-  unsigned inb = 0;
-#pragma unroll
-  for (int j = 0; j < 4; j++) inb |= (unsigned)(x + j < p.nx) << j;
-  const int hx = lane == 0 ? x0 - 1 : x0 + NDF_SW;
-  const bool hin = (lane == 0 && x0 > 0) || (lane == 31 && x0 + NDF_SW < p.nx);
-  // float4 rows: unit x stride, row stride and width multiples of 4, aligned base (a lane is all in or all out)
-  const bool vec = sizeof(TIN) == 4 && p.sx == 1 && ((p.sz | p.nx) & 3) == 0 && (((size_t)in) & 15) == 0;
-  // the lane's 4 voxels of row r (in the image: r in [0, nz)); fill for the voxels outside
-  auto ld4 = [&](int r, float (&v)[4], float fill) {
-    const TIN *rp = in + r * p.sz;
-    if (vec) {
-      if (inb) {
-        const float4 f4 = *(const float4 *)(rp + x);
-        v[0] = f4.x, v[1] = f4.y, v[2] = f4.z, v[3] = f4.w;
-      } else {
-        v[0] = v[1] = v[2] = v[3] = fill;
-      }
-    } else {
-#pragma unroll
-      for (int j = 0; j < 4; j++) v[j] = ((inb >> j) & 1u) ? (float)rp[(ndf_i64)(x + j) * p.sx] : fill;
-    }
-  };
-
-  // ---- phase 1: min, max, NaN of the task's voxels, rows in reverse order
-  float lo = __int_as_float(0x7f800000), hi = __int_as_float(0xff800000);
-  if (act && vec && inb) {
-    // float4 rows, the lane's 4 voxels all in the image: one pointer per 8 rows, no per-voxel tests
-    // (the general loop below compiles to ~50 instructions a row with its element-load paths)
-    // rows past r0 in the last group re-read row r0 (min and max do not mind; no predicates, so
-    // the eight loads are issued before any is used)
-    const float *in0 = (const float *)in + x;
-    const ndf_i64 sz = p.sz;
-    for (int r = r1 - 1; r >= r0; r -= 8) { // eight rows' loads in flight
-      float4 v[8];
-#pragma unroll
-      for (int u = 0; u < 8; u++) v[u] = *(const float4 *)(in0 + (ndf_i64)max(r - u, r0) * sz);
-#pragma unroll
-      for (int u = 0; u < 8; u++) {
-        lo = ndf_ecc2_fminnan(lo, ndf_ecc2_fminnan(ndf_ecc2_fminnan(v[u].x, v[u].y), ndf_ecc2_fminnan(v[u].z, v[u].w)));
-        hi = fmaxf(hi, fmaxf(fmaxf(v[u].x, v[u].y), fmaxf(v[u].z, v[u].w)));
-      }
-    }
-  } else if (act && !vec) {
-    for (int r = r1 - 1; r >= r0; r -= 8) { // eight rows' loads in flight
-      float v[8][4];
-#pragma unroll
-      for (int u = 0; u < 8; u++)
-        if (r - u >= r0) ld4(r - u, v[u], 0.0f);
-#pragma unroll
-      for (int u = 0; u < 8; u++)
-        if (r - u >= r0) {
-          if (inb == 15u) {
-            lo = ndf_ecc2_fminnan(lo, ndf_ecc2_fminnan(ndf_ecc2_fminnan(v[u][0], v[u][1]), ndf_ecc2_fminnan(v[u][2], v[u][3])));
-            hi = fmaxf(hi, fmaxf(fmaxf(v[u][0], v[u][1]), fmaxf(v[u][2], v[u][3])));
-          } else {
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-              if ((inb >> j) & 1u) {
-                lo = ndf_ecc2_fminnan(lo, v[u][j]);
-                hi = fmaxf(hi, v[u][j]);
-              }
-          }
-        }
-    }
-  }
-  ndf_ecc2_phase1_end(p, lo, hi, r_lo, r_hi, r_key, [&] {
-    // rare: the least C-order index of a NaN among this lane's voxels (rows ascending)
-    bool found = false;
-    for (int r = r0; r < r1 && !found; r++) {
-      float v[4];
-      ld4(r, v, 0.0f);
-#pragma unroll
-      for (int j = 0; j < 4; j++)
-        if (!found && ((inb >> j) & 1u) && v[j] != v[j]) {
-          atomicMax(&r_key, ~(ndf_u64)((ndf_i64)img * (p.nz * p.nx) + (ndf_i64)r * p.nx + x + j));
-          found = true;
-        }
-    }
-  });
+  const ndf_ecc2_lane L = ndf_ecc2_lane_at(p, in, x0);
+  const bool vec = L.vec;
+  ndf_ecc2_strip_phase1(p, in, L, img, act, r0, r1, r_lo, r_hi, r_key);
   ndf_ecc2_grid_sync(p.gbar, p.fence);
 
   // ---- the march's first rows, loaded now: their latency overlaps the set-up below (the grid
-  // barrier's acquire has emptied L1; the rows come from L2).  Rows are loaded in order r0 - 1,
-  // r0, ...: lq points at the lane's voxel x of row lr.  Voxels outside the image (columns past
-  // nx, the strip's halo at the image's border, rows -1 and nz) read as +inf, whose bin is T: no
-  // voxel inside has it (every value is <= max = t_{T-1}), so T serves as ndf_ecc_pack.cuh's
-  // outside marker (every V flag false, every T flag true) and is never counted.
+  // barrier's acquire has emptied L1; the rows come from L2); rows r0 - 1, r0, ... (ndf_ecc2_rows)
+  typedef ndf_ecc2_raw raw;
+  ndf_ecc2_rows<ndf_ecc2_params> rows(p, in, L, r0 - 1, r1);
+  auto load = [&](auto vecc, raw &w) { rows.template load<decltype(vecc)::value>(w); };
   const float INF = __int_as_float(0x7f800000);
-  const int nzi = (int)p.nz;
-  struct raw { // a row's raw values: 4 voxels and the halo voxel (lanes 1..30: +inf, never used)
-    float v[4], h;
-  };
-  int lr = r0 - 1;
-  const TIN *lq = in + (ndf_i64)x * p.sx + (ndf_i64)lr * p.sz;
-  const ndf_i64 hoff = (ndf_i64)(hx - x) * p.sx;
-  auto load = [&](auto vecc, raw &w) {
-    constexpr bool VEC = decltype(vecc)::value;
-    const int r = lr++;
-    const TIN *rp = lq;
-    lq += p.sz;
-    if (r > r1) return; // not needed
-    if (r < 0 || r >= nzi) {
-      w.v[0] = w.v[1] = w.v[2] = w.v[3] = w.h = INF;
-      return;
-    }
-    if (VEC) {
-      if (inb) {
-        const float4 f4 = *(const float4 *)rp;
-        w.v[0] = f4.x, w.v[1] = f4.y, w.v[2] = f4.z, w.v[3] = f4.w;
-      } else {
-        w.v[0] = w.v[1] = w.v[2] = w.v[3] = INF;
-      }
-    } else {
-#pragma unroll
-      for (int j = 0; j < 4; j++) w.v[j] = ((inb >> j) & 1u) ? (float)rp[j * p.sx] : INF;
-    }
-    w.h = hin ? (float)rp[hoff] : INF;
-  };
   raw R0, R1, R2; // rows r0 - 1, r0, r0 + 1, then a ring (ndf_ecc_strip2's march)
   if (act) {
     if (vec) {
@@ -2007,7 +2043,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
         };
 #pragma unroll
         for (int j = 0; j < 5; j++) {
-          const float f = j < 4 ? w.v[j] : w.h;
+          const float f = w.v[j];
           const float g = fmaf(f, ga, gb);
           bq[j] = min((unsigned)__float2int_rz(ceilf(g)), (unsigned)T);
           ok &= certified(f, g);
@@ -2015,14 +2051,14 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
         if (__any_sync(FULL, !ok)) { // rare: the voxels not certified (the test again) walk
 #pragma unroll
           for (int j = 0; j < 5; j++) {
-            const float f = j < 4 ? w.v[j] : w.h;
+            const float f = w.v[j];
             if (!certified(f, fmaf(f, ga, gb))) bq[j] = ndf_ecc2_walk(f, (int)bq[j], tv, T);
           }
         }
       } else {
 #pragma unroll
         for (int j = 0; j < 5; j++) {
-          const float f = j < 4 ? w.v[j] : w.h;
+          const float f = w.v[j];
           const unsigned k = min((unsigned)__float2int_ru(fmaf(f, ga, gb)), (unsigned)T);
           const float2 pr = tpair[k];
           ok &= (f > pr.x) & (f <= pr.y);
@@ -2034,7 +2070,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
         // bin, the least k with f <= tv[k] (any start gives it; +inf: T)
 #pragma unroll
         for (int j = 0; j < 5; j++) {
-          const float f = j < 4 ? w.v[j] : w.h;
+          const float f = w.v[j];
           bq[j] = ndf_ecc2_walk(f, (int)bq[j], tv, T);
         }
       }
@@ -2157,6 +2193,72 @@ __device__ __forceinline__ int ndf_ecc3_colsum(const int *h3, int k, int lane) {
   return v;
 }
 
+// The bins of the telescoped kernels' marches (ndf_ecc_strip3, ndf_ecc_strip2t) as shared-window
+// addresses k * 128 + cb of the block's histogram, cb: its address plus the lane's column.  The first
+// guess k = ceil(f * ga + gb) by a round-up add of 1.5 * 2^23 (no conversion instruction; r = 1.5 *
+// 2^23 + k gives the address bits(r) * 128 + cbm), certified (|d - 1/2| <= hw, d = ceil(g) - g) or
+// checked against the pairs as strip2's; the others walk.  g is clamped to [-1/2, T - 1/2]: +inf
+// (outside) and NaN (+inf * 0) give the bin T, and a guess far off (uncertified: thresholds over a
+// narrow range far from 0) still indexes the pairs.  rowin false (strip3: a row outside the image,
+// read as row 0 or ny - 1): every guess gmax, the bin T.
+struct ndf_ecc3_binner {
+  float gal, gbl, hw, gmax;
+  bool cert, rowin;
+  unsigned cb, cbm;
+  int T;
+  const float2 *tpair;
+  const float *tv;
+  template <int N> __device__ __forceinline__ void operator()(const float (&v)[N], unsigned (&o)[N]) const {
+    const unsigned FULL = 0xffffffffu;
+    bool ok = true;
+#pragma unroll
+    for (int j = 0; j < N; j++) {
+      const float f = v[j];
+      const float g = fmaxf(fminf(fmaf(f, gal, gbl), gmax), -0.5f);
+      const float r = __fadd_ru(g, 12582912.0f); // 1.5 * 2^23 + ceil(g)
+      o[j] = (unsigned)__float_as_int(r) * 128u + cbm;
+      if (cert) {
+        ok &= fabsf(((r - 12582912.0f) - g) - 0.5f) <= hw;
+      } else {
+        const float2 pr = tpair[(__float_as_int(r) - 0x4b400000)];
+        ok &= ((f > pr.x) & (f <= pr.y)) | !rowin;
+      }
+    }
+    if (__any_sync(FULL, !ok)) { // rare: the voxels not certified or off walk to the exact bin
+#pragma unroll
+      for (int j = 0; j < N; j++) {
+        const float f = v[j];
+        const int k = (int)((o[j] - cb) >> 7);
+        bool okj;
+        if (cert) {
+          const float g = fmaxf(fminf(fmaf(f, gal, gbl), gmax), -0.5f);
+          okj = fabsf((ceilf(g) - g) - 0.5f) <= hw;
+        } else {
+          const float2 pr = tpair[k];
+          okj = ((f > pr.x) & (f <= pr.y)) | !rowin;
+        }
+        if (!okj) o[j] = ndf_ecc2_walk(f, k, tv, T) * 128u + cb;
+      }
+    }
+  }
+};
+__device__ __forceinline__ ndf_ecc3_binner ndf_ecc3_binner_make(int T, bool rowin, const int *h3, const float *tsf,
+                                                                const float2 *tpair, float ga, float gb, float dl, float dh) {
+  ndf_ecc3_binner b;
+  b.cert = dl < 1.0f; // block-uniform
+  b.hw = b.cert ? fminf(__fsub_rd(0.5f, dl), __fsub_rd(dh, 0.5f)) : -1.0f;
+  b.gmax = (float)T - 0.5f;
+  b.gal = rowin ? ga : 0.0f;
+  b.gbl = rowin ? gb : b.gmax;
+  b.rowin = rowin;
+  b.cb = (unsigned)__cvta_generic_to_shared(h3) + 4u * (unsigned)(threadIdx.x & 31);
+  b.cbm = b.cb - 0x4b400000u * 128u;
+  b.T = T;
+  b.tpair = tpair;
+  b.tv = tsf + 1;
+  return b;
+}
+
 // The kernel body for W columns per lane (ndf_ecc_strip3: 16, ndf_ecc_strip3n: 8); the block's
 // shared variables come from the kernel.
 template <int W>
@@ -2190,16 +2292,15 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
   const bool fast = vec && (inb & wall) == wall;
   const TIN *rowp = in + (ndf_i64)min(max(y, 0), nyi - 1) * p.sy + (ndf_i64)x * p.sx;
   const float INF = __int_as_float(0x7f800000);
-  struct raw { // a row's W voxels and the voxel right of them
-    float v[W], h;
+  struct raw { // a row's W voxels and the voxel right of them (v[W])
+    float v[W + 1];
   };
   // the lane's row of plane z (voxels outside the image: +inf)
   auto load = [&](auto vecc, int z, raw &w) {
     constexpr bool VEC = decltype(vecc)::value;
     if (z < 0 || z >= nzi) { // warp-uniform
 #pragma unroll
-      for (int j = 0; j < W; j++) w.v[j] = INF;
-      w.h = INF;
+      for (int j = 0; j <= W; j++) w.v[j] = INF;
       return;
     }
     const TIN *rp = rowp + (ndf_i64)z * p.sz;
@@ -2213,7 +2314,7 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
 #pragma unroll
       for (int j = 0; j < W; j++) w.v[j] = rowin && ((inb >> j) & 1u) ? (float)rp[(ndf_i64)j * p.sx] : INF;
     }
-    w.h = rowin && ((inb >> W) & 1u) ? (float)rp[(ndf_i64)W * p.sx] : INF;
+    w.v[W] = rowin && ((inb >> W) & 1u) ? (float)rp[(ndf_i64)W * p.sx] : INF;
   };
 
   // ---- phase 1: min, max, NaN of the task's own voxels (lanes 0..30, rows and planes in the
@@ -2278,54 +2379,9 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
 
   // ---- the march: the warp's task over planes zb .. ze - 1, no block barrier
   auto march = [&](auto vecc) {
-    const float ga = s_ga, gb = s_gb, dl = s_dl, dh = s_dh;
-    const bool cert = dl < 1.0f; // block-uniform
-    // certified: |d - 1/2| <= hw, d = ceil(g) - g
-    const float hw = cert ? fminf(__fsub_rd(0.5f, dl), __fsub_rd(dh, 0.5f)) : -1.0f;
-    const float gmax = (float)T - 0.5f; // g clamped: +inf (outside) and NaN (+inf * 0) give the bin T
-    // a row outside the image (read as row 0 or ny - 1 by the fast loads): every guess gmax, the bin T
-    const float gal = rowin ? ga : 0.0f, gbl = rowin ? gb : gmax;
-    const float *tv = tsf + 1;
-    // a bin k as the shared-window address of its lane column: k * 128 + cb; from the round-up sum
-    // r = 1.5 * 2^23 + k as bits(r) * 128 + cbm
-    const unsigned cb = (unsigned)__cvta_generic_to_shared(h3) + 4u * (unsigned)lane;
-    const unsigned cbm = cb - 0x4b400000u * 128u;
+    const ndf_ecc3_binner bins = ndf_ecc3_binner_make(T, rowin, h3, tsf, tpair, s_ga, s_gb, s_dl, s_dh);
     // lane 31 (the neighbour row only): every x_i = a_i - a_{i+1} + bias is >= 0, so every g is 0
     const int bias = lane == NDF_S3R ? 0x40000000 : 0;
-    auto bins = [&](const raw &w, unsigned (&o)[W + 1]) {
-      bool ok = true;
-#pragma unroll
-      for (int j = 0; j <= W; j++) {
-        const float f = j < W ? w.v[j] : w.h;
-        // clamped to [-1/2, T - 1/2]: a guess far off (uncertified: thresholds over a narrow range far
-        // from 0) still indexes the pairs (0 <= ceil(g) <= T) and then walks
-        const float g = fmaxf(fminf(fmaf(f, gal, gbl), gmax), -0.5f);
-        const float r = __fadd_ru(g, 12582912.0f); // 1.5 * 2^23 + ceil(g)
-        o[j] = (unsigned)__float_as_int(r) * 128u + cbm;
-        if (cert) {
-          ok &= fabsf(((r - 12582912.0f) - g) - 0.5f) <= hw;
-        } else {
-          const float2 pr = tpair[(__float_as_int(r) - 0x4b400000)];
-          ok &= ((f > pr.x) & (f <= pr.y)) | !rowin;
-        }
-      }
-      if (__any_sync(FULL, !ok)) { // rare: the voxels not certified or off walk to the exact bin
-#pragma unroll
-        for (int j = 0; j <= W; j++) {
-          const float f = j < W ? w.v[j] : w.h;
-          const int k = (int)((o[j] - cb) >> 7);
-          bool okj;
-          if (cert) {
-            const float g = fmaxf(fminf(fmaf(f, gal, gbl), gmax), -0.5f);
-            okj = fabsf((ceilf(g) - g) - 0.5f) <= hw;
-          } else {
-            const float2 pr = tpair[k];
-            okj = ((f > pr.x) & (f <= pr.y)) | !rowin;
-          }
-          if (!okj) o[j] = ndf_ecc2_walk(f, k, tv, T) * 128u + cb;
-        }
-      }
-    };
     auto agg = [](unsigned a, unsigned b) { return CONS == 1 ? min(a, b) : max(a, b); };
     // sum_i c_i delta(a_i) with sign SG: n_i = -g_i; c_0 = g_0, c_i = g_i - g_{i-1}, c_W = -g_{W-1}
     auto add = [&](const unsigned (&a)[W + 1], auto sgc) {
@@ -2342,7 +2398,7 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
     // then plane z + 2's
     auto step = [&](const unsigned (&B)[W + 1], const unsigned (&S)[W + 1], unsigned (&B2)[W + 1], unsigned (&S2)[W + 1],
                     raw &rw, int z) {
-      bins(rw, B2);
+      bins(rw.v, B2);
       if (z + 2 <= ze) load(vecc, z + 2, rw);
       unsigned t[W + 1];
 #pragma unroll
@@ -2357,7 +2413,7 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
       add(t, ndf_ecc2_bool<true>());
     };
     unsigned B0[W + 1], S0[W + 1], B1[W + 1], S1[W + 1];
-    bins(RA, B0);
+    bins(RA.v, B0);
 #pragma unroll
     for (int j = 0; j <= W; j++) S0[j] = agg(B0[j], __shfl_down_sync(FULL, B0[j], 1));
     for (int z = zb; z < ze; z += 2) {
@@ -2376,10 +2432,10 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
 }
 
 // The telescoped kernels' shell (shared memory as the kernel's; BODY: ndf_ecc3_body<W>, ndf_ecc2t_body):
-// NAME for NS spatial axes at MINB blocks per SM.  W = 16 columns per lane at 2 blocks per SM (128
+// NAME for NS spatial axes at MINB blocks per SM, parameters PARAMS.  W = 16 columns per lane at 2 blocks per SM (128
 // registers; the default) is ndf_ecc_strip3, 8 at 3 (80) ndf_ecc_strip3n.
-#define NDF_ECC_TELE_KERNEL(NAME, NS, MINB, BODY)                                                                    \
-  extern "C" __global__ void __launch_bounds__(256, MINB) NAME(const ndf_ecc3_params p) {                            \
+#define NDF_ECC_TELE_KERNEL(NAME, NS, MINB, PARAMS, BODY)                                                            \
+  extern "C" __global__ void __launch_bounds__(256, MINB) NAME(const PARAMS p) {                                     \
     if (NSP != NS || sizeof(V) != 4) return; /* float comparisons only (the runtime never asks otherwise) */       \
     extern __shared__ int h3[];              /* (T + 1) rows of 32 lane columns (row T: outside, never read) */     \
     __shared__ float tsf[512];               /* -inf, the T sorted thresholds rounded down, +inf */                  \
@@ -2391,190 +2447,96 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
     __shared__ bool s_last;                                                                                          \
     BODY(p, h3, tsf, tpair, s_ga, s_gb, s_dl, s_dh, s_m, r_lo, r_hi, r_key, s_last);                                 \
   }
-NDF_ECC_TELE_KERNEL(ndf_ecc_strip3, 3, 2, ndf_ecc3_body<16>)
-NDF_ECC_TELE_KERNEL(ndf_ecc_strip3n, 3, 3, ndf_ecc3_body<8>)
+NDF_ECC_TELE_KERNEL(ndf_ecc_strip3, 3, 2, ndf_ecc3_params, ndf_ecc3_body<16>)
+NDF_ECC_TELE_KERNEL(ndf_ecc_strip3n, 3, 3, ndf_ecc3_params, ndf_ecc3_body<8>)
 
 // ---- the 2-D telescoped kernel (ndf_ecc_strip2t; 2-D calls with NDF_ECC_2D=tele) ----
-// ndf_ecc_strip3's telescoped cells in 2-D (docs/adr/0009, "Telescoped cells"): per pixel two
-// sequences along x, s0 = b(y) and s1 = agg(b(y), b(y + 1)), with the signs (+, -) for V and (-, +)
-// for T (rows from -1; in 3-D the T-construction's two sign flips cancel; tools/ecc_telescope_check.py
-// checks both): two shared-memory adds of c in {-1, 0, 1} per pixel, no ownership tests.
-// - A warp task is 32 rows (lane l: row ty * 31 - CONS + l; lane 31 is only the row below lane 30's,
-//   its g kept 0 by the bias) marching along x over the columns xb .. xe - 1, xb a multiple of 4, four
-//   at a time: a lane loads its row's 4 pixels as one vector (float4; uint8: 4 bytes, uint16: 8;
-//   element loads for other layouts), the row below comes from lane + 1 by a shuffle, and a step's last
-//   pair (x + 3, x + 4) takes the next step's first bin (the carry n of -g).  The chunk's first pixel
-//   takes g_{-1} = 0 and the pixel xe (the next chunk's first, or outside) -g of the chunk's last.
-// - Pixels outside the image (+inf), rows outside (read as row 0 or ny - 1, binned as outside), the
-//   bins as shared-window addresses and the guesses: as ndf_ecc_strip3.
-template <class E> struct __align__(4 * sizeof(E)) ndf_ecc_v4 { // 4 elements as one load
-  E e[4];
-};
-__device__ __forceinline__ void ndf_ecc2t_body(const ndf_ecc3_params &p, int *h3, float *tsf, float2 *tpair, float &s_ga,
+// ndf_ecc_strip3's telescoped cells (docs/adr/0009, "Telescoped cells") on ndf_ecc_strip2's tasks: per
+// pixel two sequences along x, s0 = b(y) and s1 = agg(b(y), b(y + 1)), with the signs (+, -) for V
+// and (-, +) for T (rows from -1: the pairs (y, y + 1) from y = -1; in 3-D the T-construction's two
+// sign flips cancel; tools/ecc_telescope_check.py checks both), so two shared-memory adds of c in
+// {-1, 0, 1} per pixel instead of the pack sums and ownership tests.
+// - A warp task is strip2's: a strip of 128 columns (lane: 4 of them, float4 rows or element loads)
+//   over a chunk of rows (from -1 for T), rows marched down with two rows in flight.  Along x the sum
+//   runs over the strip: a lane's a_4 is lane + 1's a_0 (a shuffle), lane 31's the halo voxel x0 +
+//   128 (the next strip's first, or outside), which also takes lane 31's -g; lane 0's g_{-1} is 0.
+// - Outside voxels (+inf, ndf_ecc2_rows), the bins as shared-window addresses and the guesses as
+//   ndf_ecc_strip3 (ndf_ecc3_binner; a tie of bins between two lanes' columns is broken by the column,
+//   consistently).
+__device__ __forceinline__ void ndf_ecc2t_body(const ndf_ecc2_params &p, int *h3, float *tsf, float2 *tpair, float &s_ga,
                                                float &s_gb, float &s_dl, float &s_dh, int &s_m, float *r_lo, float *r_hi,
                                                unsigned long long &r_key, bool &s_last) {
   const int T = (int)p.T;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const unsigned FULL = 0xffffffffu;
-  // 32-bit places (the runtime keeps rows + 32, columns + 8 and blocks below 2^31)
+  // 32-bit places (the runtime keeps rows, columns + 256 and blocks below 2^31)
   const bool hblk = p.hdrblk && blockIdx.x == gridDim.x - 1; // the header block: no tasks, no image
   const int bpi = (int)p.bpi, img = hblk ? 0 : (int)blockIdx.x / bpi, bimg = hblk ? 0 : (int)blockIdx.x % bpi;
   const int task = bimg * 8 + warp;
   const bool act = !hblk && task < (int)p.tpi; // warp-uniform
-  const int nty = (int)p.nty;
-  const int ty = act ? task % nty : 0, xc = act ? task / nty : 0;
-  const int nyi = (int)p.nz, nxi = (int)p.nx; // 2-D (fused_put_geom): the rows are nz, their stride sz
-  const int y = ty * NDF_S3R - CONS + lane;
-  const int xb = xc * (int)p.mc, xe = act ? min(xb + (int)p.mc, nxi) : xb;
+  const int strip = act ? task % (int)p.nstrip : 0, chunk = act ? task / (int)p.nstrip : 0;
+  const int x0 = strip * NDF_SW, r0 = chunk * (int)p.mc - CONS, r1 = act ? min(r0 + (int)p.mc, (int)p.nz) : r0;
   const TIN *in = p.in + ndf_ecc2_img_base(p, img);
-  const bool rowin = y >= 0 && y < nyi;
-  const TIN *rowp = in + (ndf_i64)min(max(y, 0), nyi - 1) * p.sz;
-  // vector loads: unit x stride, row stride and width multiples of 4, the base aligned to 4 elements
-  const bool vec = p.sx == 1 && ((p.sz | p.nx) & 3) == 0 && (((size_t)in) & (4 * sizeof(TIN) - 1)) == 0;
-  const float INF = __int_as_float(0x7f800000);
-  // the lane's row at columns x .. x + 3 (x warp-uniform, a multiple of 4); past the width: +inf
-  auto load = [&](auto vecc, int x, float(&v)[4]) {
-    constexpr bool VEC = decltype(vecc)::value;
-    if (VEC) {
-      if (x < nxi) {
-        const ndf_ecc_v4<TIN> q = *(const ndf_ecc_v4<TIN> *)(rowp + x);
-#pragma unroll
-        for (int j = 0; j < 4; j++) v[j] = (float)q.e[j];
-      } else {
-#pragma unroll
-        for (int j = 0; j < 4; j++) v[j] = INF;
-      }
-    } else {
-#pragma unroll
-      for (int j = 0; j < 4; j++) v[j] = x + j < nxi ? (float)rowp[(ndf_i64)(x + j) * p.sx] : INF;
-    }
-  };
-
-  // ---- phase 1: min, max, NaN of the lane's own pixels (lanes 0..30, rows in the image)
-  float lo = INF, hi = -INF;
-  const bool own = act && lane < NDF_S3R && rowin;
-  if (own) {
-    if (vec) { // xe is a multiple of 4 (so is the width): whole vectors, two in flight
-      for (int x = xb; x < xe; x += 8) {
-        float a[4], b[4];
-        load(ndf_ecc2_bool<true>(), x, a);
-        load(ndf_ecc2_bool<true>(), min(x + 4, xe - 4), b); // past xe: the vector at xe - 4 again
-        lo = ndf_ecc2_fminnan(lo, ndf_ecc2_fminnan(ndf_ecc2_fminnan(a[0], a[1]), ndf_ecc2_fminnan(a[2], a[3])));
-        lo = ndf_ecc2_fminnan(lo, ndf_ecc2_fminnan(ndf_ecc2_fminnan(b[0], b[1]), ndf_ecc2_fminnan(b[2], b[3])));
-        hi = fmaxf(hi, fmaxf(fmaxf(fmaxf(a[0], a[1]), fmaxf(a[2], a[3])), fmaxf(fmaxf(b[0], b[1]), fmaxf(b[2], b[3]))));
-      }
-    } else {
-      for (int x = xb; x < xe; x++) {
-        const float f = (float)rowp[(ndf_i64)x * p.sx];
-        lo = ndf_ecc2_fminnan(lo, f);
-        hi = fmaxf(hi, f);
-      }
-    }
-  }
-  ndf_ecc2_phase1_end(p, lo, hi, r_lo, r_hi, r_key, [&] {
-    // rare: the least C-order index of a NaN among this lane's pixels (columns ascending)
-    for (int x = xb; x < xe; x++) {
-      const float f = (float)rowp[(ndf_i64)x * p.sx];
-      if (f != f) {
-        atomicMax(&r_key, ~(ndf_u64)((ndf_i64)img * (p.nz * p.nx) + (ndf_i64)y * p.nx + x));
-        break;
-      }
-    }
-  });
+  const ndf_ecc2_lane L = ndf_ecc2_lane_at(p, in, x0);
+  ndf_ecc2_strip_phase1(p, in, L, img, act, max(r0, 0), r1, r_lo, r_hi, r_key);
   ndf_ecc2_grid_sync(p.gbar, p.fence);
 
-  // ---- the march's first two vectors, loaded now (their latency overlaps the set-up)
-  float va[4], vb[4];
+  // ---- the march's first rows r0 .. r0 + 2, loaded now (their latency overlaps the set-up)
+  typedef ndf_ecc2_raw raw;
+  ndf_ecc2_rows<ndf_ecc2_params> rows(p, in, L, r0, r1);
+  raw R0, R1, R2;
   if (act) {
-    if (vec) load(ndf_ecc2_bool<true>(), xb, va), load(ndf_ecc2_bool<true>(), xb + 4, vb);
-    else load(ndf_ecc2_bool<false>(), xb, va), load(ndf_ecc2_bool<false>(), xb + 4, vb);
+    if (L.vec) rows.load<true>(R0), rows.load<true>(R1), rows.load<true>(R2);
+    else rows.load<false>(R0), rows.load<false>(R1), rows.load<false>(R2);
   }
   for (int i = tid; i < (T + 1) * 32; i += 256) h3[i] = 0;
   if (!ndf_ecc2_setup(p, hblk, T, tsf, tpair, r_lo, r_hi, r_key, s_ga, s_gb, s_dl, s_dh, s_m)) return;
 
-  // ---- the march: the warp's rows over the columns xb .. xe - 1, no block barrier
+  // ---- the march: the warp's strip over rows r0 .. r1 - 1, no block barrier
   auto march = [&](auto vecc) {
-    const float ga = s_ga, gb = s_gb, dl = s_dl, dh = s_dh;
-    const bool cert = dl < 1.0f; // block-uniform
-    const float hw = cert ? fminf(__fsub_rd(0.5f, dl), __fsub_rd(dh, 0.5f)) : -1.0f;
-    const float gmax = (float)T - 0.5f;
-    const float gal = rowin ? ga : 0.0f, gbl = rowin ? gb : gmax;
-    const float *tv = tsf + 1;
-    const unsigned cb = (unsigned)__cvta_generic_to_shared(h3) + 4u * (unsigned)lane;
-    const unsigned cbm = cb - 0x4b400000u * 128u;
-    const int bias = lane == NDF_S3R ? 0x40000000 : 0;
-    // the 4 bins of a vector as shared-window addresses (ndf_ecc3_body's bins)
-    auto bins = [&](const float(&v)[4], unsigned(&o)[4]) {
-      bool ok = true;
-#pragma unroll
-      for (int j = 0; j < 4; j++) {
-        const float f = v[j];
-        const float g = fmaxf(fminf(fmaf(f, gal, gbl), gmax), -0.5f);
-        const float r = __fadd_ru(g, 12582912.0f); // 1.5 * 2^23 + ceil(g)
-        o[j] = (unsigned)__float_as_int(r) * 128u + cbm;
-        if (cert) {
-          ok &= fabsf(((r - 12582912.0f) - g) - 0.5f) <= hw;
-        } else {
-          const float2 pr = tpair[(__float_as_int(r) - 0x4b400000)];
-          ok &= ((f > pr.x) & (f <= pr.y)) | !rowin;
-        }
-      }
-      if (__any_sync(FULL, !ok)) { // rare: the pixels not certified or off walk to the exact bin
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-          const float f = v[j];
-          const int k = (int)((o[j] - cb) >> 7);
-          bool okj;
-          if (cert) {
-            const float g = fmaxf(fminf(fmaf(f, gal, gbl), gmax), -0.5f);
-            okj = fabsf((ceilf(g) - g) - 0.5f) <= hw;
-          } else {
-            const float2 pr = tpair[k];
-            okj = ((f > pr.x) & (f <= pr.y)) | !rowin;
-          }
-          if (!okj) o[j] = ndf_ecc2_walk(f, k, tv, T) * 128u + cb;
-        }
-      }
-    };
+    constexpr bool VEC = decltype(vecc)::value;
+    const ndf_ecc3_binner bins = ndf_ecc3_binner_make(T, true, h3, tsf, tpair, s_ga, s_gb, s_dl, s_dh);
     auto agg = [](unsigned a, unsigned b) { return CONS == 1 ? min(a, b) : max(a, b); };
-    // sum_i c_i delta(a_i) over a step's 4 pixels with sign sg: n_i = -g_i (a_4: the next step's
-    // first); c_i = n_{i-1} - n_i, n_{-1} = nc (the previous step's last), then nc = n_3
-    auto add = [&](const unsigned(&a)[4], unsigned a4, int &nc, int sg) {
+    // sum_i c_i delta(a_i) over a row's sequence a with sign sg: n_i = -g_i, c_i = n_{i-1} - n_i
+    // (n_{-1}: lane - 1's n_3; lane 0: 0); lane 31 also adds -g_3 = n_3 at the halo's bin a[4]
+    auto add = [&](const unsigned(&a)[5], int sg) {
+      unsigned a4 = __shfl_down_sync(FULL, a[0], 1);
+      if (lane == 31) a4 = a[4];
       int n[4];
 #pragma unroll
-      for (int i = 0; i < 4; i++) n[i] = ((int)(a[i] - (i < 3 ? a[i + 1] : a4)) + bias) >> 31;
-      ndf_ecc3_red(a[0], sg * (nc - n[0]));
+      for (int i = 0; i < 4; i++) n[i] = (int)(a[i] - (i < 3 ? a[i + 1] : a4)) >> 31;
+      int np = __shfl_up_sync(FULL, n[3], 1);
+      if (lane == 0) np = 0;
+      ndf_ecc3_red(a[0], sg * (np - n[0]));
 #pragma unroll
       for (int i = 1; i < 4; i++) ndf_ecc3_red(a[i], sg * (n[i - 1] - n[i]));
-      nc = n[3];
+      if (lane == 31) ndf_ecc3_red(a[4], sg * n[3]);
     };
     constexpr int SG = CONS == 1 ? -1 : 1; // s0's sign (s1: -SG)
-    unsigned B[4], S[4];
-    int n0 = 0, n1 = 0; // g_{-1} = 0
-    bins(va, B);
+    // row y (bins Bc): the bins of row y + 1 (Bn) from rw, rw <- row y + 3, the two sequences' sums
+    auto step = [&](const unsigned(&Bc)[5], unsigned(&Bn)[5], raw &rw) {
+      bins(rw.v, Bn);
+      rows.template load<VEC>(rw);
+      unsigned S[5];
 #pragma unroll
-    for (int j = 0; j < 4; j++) S[j] = agg(B[j], __shfl_down_sync(FULL, B[j], 1));
-    for (int x = xb; x < xe; x += 4) {
-      unsigned B2[4], S2[4];
-      bins(vb, B2); // columns x + 4 .. x + 7
-      if (x + 8 <= xe) load(vecc, x + 8, vb); // (the vector at xe: its first pixel is needed)
-#pragma unroll
-      for (int j = 0; j < 4; j++) S2[j] = agg(B2[j], __shfl_down_sync(FULL, B2[j], 1));
-      add(B, B2[0], n0, SG);
-      add(S, S2[0], n1, -SG);
-#pragma unroll
-      for (int j = 0; j < 4; j++) B[j] = B2[j], S[j] = S2[j];
+      for (int j = 0; j < 5; j++) S[j] = agg(Bc[j], Bn[j]);
+      add(Bc, SG);
+      add(S, -SG);
+    };
+    unsigned B0[5], B1[5];
+    bins(R0.v, B0);
+    for (int y = r0; y < r1; y += 2) { // R1, R2: rows y + 1, y + 2
+      step(B0, B1, R1);
+      if (y + 1 >= r1) break;
+      step(B1, B0, R2);
     }
-    // the pixel xe: -g of the chunk's last
-    ndf_ecc3_red(B[0], SG * n0);
-    ndf_ecc3_red(S[0], -SG * n1);
   };
   if (act) {
-    if (vec) march(ndf_ecc2_bool<true>());
+    if (L.vec) march(ndf_ecc2_bool<true>());
     else march(ndf_ecc2_bool<false>());
   }
 
   // ---- the block's histogram (the sum of its 32 columns) to its copy of the image's, the ticket, the curve
   ndf_ecc2_end(p, img, bimg, T, s_m, s_last, [&](int k) { return ndf_ecc3_colsum(h3, k, lane); });
 }
-NDF_ECC_TELE_KERNEL(ndf_ecc_strip2t, 2, 4, ndf_ecc2t_body)
+NDF_ECC_TELE_KERNEL(ndf_ecc_strip2t, 2, 4, ndf_ecc2_params, ndf_ecc2t_body)

@@ -121,13 +121,11 @@ static const char *expected_kernel(const ecase *c, char *buf, size_t len) {
   if (c->nsp == 2) {
     e = getenv("NDF_ECC_2D");
     if (c->dt == NDF_FLOAT64 || (e && !strcmp(e, "old"))) return "ndf_ecc_pack";
-    /* NDF_ECC_2D=tele: the telescoped kernel for T <= 320 (tasks of 31 rows, 8 per block; checked well
-     * below the resident grid of an H200), =strip2 (or unset): ndf_ecc_strip2 */
-    if (e && !strcmp(e, "tele") && c->T <= 320) {
-      const int t = c->cons == NDF_ECC_T;
-      return nimg * (((sp[0] + t + 30) / 31 + 7) / 8) <= 128 ? "ndf_ecc_strip2t" : NULL;
-    }
-    return nimg * ((sp[1] + 128 * 8 - 1) / (128 * 8)) <= 256 ? "ndf_ecc_strip2" : NULL; /* 8 strips per block */
+    /* NDF_ECC_2D=tele: the telescoped kernel for T <= 320 (strip2's tasks), =strip2 (or unset):
+     * ndf_ecc_strip2 (8 strips per block at least; checked well below the resident grid of an H200) */
+    const int tele = e && !strcmp(e, "tele") && c->T <= 320;
+    if (nimg * ((sp[1] + 128 * 8 - 1) / (128 * 8)) > 256) return NULL;
+    return tele ? "ndf_ecc_strip2t" : "ndf_ecc_strip2";
   }
   /* 3-D: the telescoped warp-strip kernel for float32 (uint8 / uint16: NDF_ECC_3D=strip3) and T <= 320
    * unless NDF_ECC_3D=old (tasks of W columns x 31 rows, 8 per block; checked well below the resident

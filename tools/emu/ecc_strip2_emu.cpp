@@ -234,7 +234,7 @@ extern "C" int emu_strip3(unsigned grid, const void *params, int w) {
 }
 // the same for ndf_ecc_strip2t (EMU_NSP=2, NDF_ECC_2D=tele)
 extern "C" int emu_strip2t(unsigned grid, const void *params) {
-  ndf_ecc3_params p;
+  ndf_ecc2_params p;
   memcpy(&p, params, sizeof p);
   run_grid(grid, [&] { ndf_ecc_strip2t(p); });
   return 0;
@@ -262,21 +262,17 @@ static int chunks_make(int64_t cols, int64_t len, int64_t al, int64_t minmc, int
   ch->ncopy = (int)(nc < 1 ? 1 : nc > 8 ? 8 : nc);
   return 1;
 }
-// strip2: strips of 128 columns, chunks of rows; strip2t: row tiles of 31 (T: from -1), chunks of columns (a
-// multiple of 4); strip3: w columns x 31 rows, chunks of planes (T: from -1)
+// strip2 (strip2t: cons = CONS): strips of 128 columns, chunks of rows; strip3: w columns x 31 rows, chunks of
+// planes (T: from -1)
 struct strip_plan { int64_t nstrip, ntx, nty, mc, tpi, bpi, nblocks; int ncopy; };
 static int plan_make(int kind, int64_t nz, int64_t ny, int64_t nx, int64_t nimg, int cons, int64_t cap, int64_t minmc, int w,
                      strip_plan *pl) {
   if (nz <= 0 || ny <= 0 || nx <= 0 || nimg <= 0 || nz > 0x7fffff00 || ny > 0x7fffff00 || nx > 0x7fffff00) return 0;
   strip_chunks ch;
   memset(pl, 0, sizeof *pl);
-  if (kind == 2) {
+  if (kind == 2) { // strip2t: cons rows before row 0 (T: from -1)
     pl->nstrip = (nx + 127) / 128;
-    if (!chunks_make(pl->nstrip, nz, 1, minmc, nimg, cap, &ch)) return 0;
-  } else if (kind == 22) {
-    pl->nty = (nz + cons + 30) / 31;
-    if (!chunks_make(pl->nty, nx, 4, minmc, nimg, cap, &ch)) return 0;
-    pl->ntx = (nx + ch.mc - 1) / ch.mc;
+    if (!chunks_make(pl->nstrip, nz + cons, 1, minmc, nimg, cap, &ch)) return 0;
   } else {
     pl->ntx = (nx + w - 1) / w;
     pl->nty = (ny + cons + 30) / 31;
@@ -384,14 +380,9 @@ int main(int argc, char **argv) {
     if (!plan_make(3, nz, ny, nx, nimg, CONS, cap - hdrblk, minmc, w8 ? 8 : 16, &pl)) { nskip++; continue; }
     ndf_ecc3_params p; memset(&p, 0, sizeof p);
     p.ny = ny; p.sy = sy; p.ntx = pl.ntx; p.nty = pl.nty;
-#elif EMU_TELE
-    const int64_t cap = irand(1, 12), minmc = irand(1, 40);
-    if (!plan_make(22, nz, 1, nx, nimg, CONS, cap - hdrblk, minmc, 4, &pl)) { nskip++; continue; }
-    ndf_ecc3_params p; memset(&p, 0, sizeof p);
-    p.ny = 1; p.sy = 0; p.ntx = pl.ntx; p.nty = pl.nty;
 #else
     const int64_t cap = irand(1, 12), minmc = irand(1, 6);
-    if (!plan_make(2, nz, 1, nx, nimg, CONS, cap - hdrblk, minmc, 128, &pl)) { nskip++; continue; }
+    if (!plan_make(2, nz, 1, nx, nimg, EMU_TELE ? CONS : 0, cap - hdrblk, minmc, 128, &pl)) { nskip++; continue; }
     ndf_ecc2_params p; memset(&p, 0, sizeof p);
     p.nstrip = pl.nstrip;
 #endif
