@@ -24,6 +24,7 @@
  * ndf_ecc_put copies the nimg x T sums into the strided output.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -733,8 +734,8 @@ static ndf_status ecc_brick(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arra
 /* 2-D calls with thresholds over [min, max], T <= 510 and float comparisons
  * (float32, uint8, uint16) make one cooperative launch of ndf_ecc_strip2
  * (a warp marches a strip of 128 columns, no block barriers in the march)
- * unless NDF_ECC_2D=old (ndf_ecc_pack's fused march, as before); =tele: ndf_ecc_strip2t where it
- * applies (below), =strip2: this kernel.
+ * unless NDF_ECC_2D=old (ndf_ecc_pack's fused march, as before); T <= 320 takes
+ * ndf_ecc_strip2t (below) unless NDF_ECC_2D=strip2.
  * NDF_ECC2_MC: the least rows per warp task (default 8).  NDF_ECC2_FENCE=sc: the
  * fence.sc pairs at the grid barrier and tickets instead of acq_rel atomics.
  * NDF_ECC2_BIN=table: no certified first guesses (every bin from the table).  docs/adr/0009,
@@ -884,11 +885,11 @@ static uint32_t strip_seq(void) {
 }
 
 /* The parameter blocks' common tail (ndf_ecc2_params, ndf_ecc3_params): nb, ncopy, seq, hdrblk,
- * fence, bin.  NDF_ECC2_FENCE=sc: __threadfence pairs at the grid barrier and the tickets (main
- * 7253b51's form); default: release / acquire atomics.  NDF_ECC2_BIN=table: every first guess
+ * fence, bin, prof (strip_prof_alloc).  NDF_ECC2_FENCE=sc: __threadfence pairs at the grid barrier
+ * and the tickets (main 7253b51's form); default: release / acquire atomics.  NDF_ECC2_BIN=table: every first guess
  * checked against the thresholds in shared memory (as before); default: guesses certified by an
  * error bound skip the table. */
-static void strip_put_tail(ndf__params *pb, int nb, int ncopy, uint32_t seq, int hdrblk) {
+static void strip_put_tail(ndf__params *pb, int nb, int ncopy, uint32_t seq, int hdrblk, CUdeviceptr prof) {
   const char *fe = getenv("NDF_ECC2_FENCE"), *be = getenv("NDF_ECC2_BIN");
   int fence = fe && strcmp(fe, "sc") == 0, bin = be && strcmp(be, "table") == 0;
   NDF__PUT(pb, nb);
@@ -897,6 +898,50 @@ static void strip_put_tail(ndf__params *pb, int nb, int ncopy, uint32_t seq, int
   NDF__PUT(pb, hdrblk);
   NDF__PUT(pb, fence);
   NDF__PUT(pb, bin);
+  NDF__PUT(pb, prof);
+}
+
+/* NDF_ECC2_PROF=1 (benchmarks): the warp-strip kernels write %globaltimer at their phase boundaries
+ * (8 stamps per block: 0 start, 1 phase 1 done, 2 past the grid barrier, 3 set-up done, 4 the
+ * block's march done, 5 histogram flushed and ticket taken, 6 end); strip_prof_report prints, after
+ * the call, the grid's span and per phase the median and largest block time (microseconds) to stderr.
+ * Returns the stamps' scratch (0: not profiling). */
+static CUdeviceptr strip_prof_alloc(ndf_ctx *ctx, int64_t grid) {
+  const char *e = getenv("NDF_ECC2_PROF");
+  CUdeviceptr d = 0;
+  if (!(e && strcmp(e, "1") == 0) || ndf__scratch_alloc(ctx, (size_t)grid * 64, &d) != NDF_OK) return 0;
+  ndf__cu(NULL)->cuMemsetD8Async(d, 0, (size_t)grid * 64, ctx->stream);
+  return d;
+}
+static int cmp_u64(const void *a, const void *b) {
+  const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+static void strip_prof_report(ndf_ctx *ctx, const char *kname, CUdeviceptr d, int64_t nblocks, int64_t grid) {
+  if (!d) return;
+  const ndf__cu_api *cu = ndf__cu(NULL);
+  uint64_t *h = malloc((size_t)grid * 64), *v = malloc((size_t)nblocks * 8);
+  if (h && v && cu->cuMemcpyDtoHAsync(h, d, (size_t)grid * 64, ctx->stream) == CUDA_SUCCESS &&
+      cu->cuStreamSynchronize(ctx->stream) == CUDA_SUCCESS) {
+    uint64_t t0 = UINT64_MAX, t6 = 0, s0 = 0;
+    for (int64_t b = 0; b < nblocks; b++) {
+      if (h[b * 8] < t0) t0 = h[b * 8];
+      if (h[b * 8] > s0) s0 = h[b * 8];
+      if (h[b * 8 + 6] > t6) t6 = h[b * 8 + 6];
+    }
+    static const char *const ph[6] = {"phase1", "barrier", "setup", "march", "flush", "tail"};
+    fprintf(stderr, "ndf prof %s blocks %lld: span %.2f us, starts over %.2f us;", kname, (long long)nblocks,
+            (double)(t6 - t0) * 1e-3, (double)(s0 - t0) * 1e-3);
+    for (int i = 0; i < 6; i++) {
+      for (int64_t b = 0; b < nblocks; b++) v[b] = h[b * 8 + i + 1] - h[b * 8 + i];
+      qsort(v, (size_t)nblocks, 8, cmp_u64);
+      fprintf(stderr, " %s %.2f/%.2f", ph[i], (double)v[nblocks / 2] * 1e-3, (double)v[nblocks - 1] * 1e-3);
+    }
+    fprintf(stderr, " (median/max us)\n");
+  }
+  free(h);
+  free(v);
+  ndf__scratch_free(ctx, d);
 }
 
 static int rows_occupancy(ndf_ctx *ctx, CUfunction fn, unsigned dyn);
@@ -942,8 +987,11 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   NDF__PUT(&pb, pl.mc);
   NDF__PUT(&pb, pl.tpi);
   NDF__PUT(&pb, pl.bpi);
-  strip_put_tail(&pb, nb, pl.ncopy, seq, hdrblk);
-  return fused_launch(ctx, c, fn, &pb, in, out, (unsigned)grid, dyn, &m, seq, nan_at, not_finite, fallback);
+  const CUdeviceptr prof = strip_prof_alloc(ctx, grid);
+  strip_put_tail(&pb, nb, pl.ncopy, seq, hdrblk, prof);
+  s = fused_launch(ctx, c, fn, &pb, in, out, (unsigned)grid, dyn, &m, seq, nan_at, not_finite, fallback);
+  strip_prof_report(ctx, tele ? "ndf_ecc_strip2t" : "ndf_ecc_strip2", prof, pl.nblocks, grid);
+  return s;
 }
 
 /* ---- the telescoped warp-strip kernels (ndf_ecc_strip3: 3-D, ndf_ecc_strip2t: 2-D; templates/ecc.cu) -- */
@@ -954,8 +1002,8 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
  * or ndf_ecc_pack's fused march, as before).  NDF_ECC3_MC: the least planes
  * per warp task (default 4); NDF_ECC3_W: columns per lane, 16 (ndf_ecc_strip3,
  * 2 blocks per SM; default) or 8 (ndf_ecc_strip3n, 3 blocks per SM).
- * 2-D calls (float32, uint8, uint16) with NDF_ECC_2D=tele and T <= 320 take ndf_ecc_strip2t (the
- * same sum in 2-D on ndf_ecc_strip2's tasks: two adds per pixel; ecc_strip2).
+ * 2-D calls (float32, uint8, uint16) with T <= 320 take ndf_ecc_strip2t (the same sum in 2-D on
+ * ndf_ecc_strip2's tasks: two adds per pixel; ecc_strip2) unless NDF_ECC_2D=strip2 or old.
  * NDF_ECC2_FENCE and NDF_ECC2_BIN as strip2.  docs/adr/0009, "Telescoped cells". */
 static int use_strip3(ndf_dtype dt) {
   const char *e = getenv("NDF_ECC_3D");
@@ -964,9 +1012,12 @@ static int use_strip3(ndf_dtype dt) {
    * against ndf_ecc_rows' 0.119): only when asked (NDF_ECC_3D=strip3) */
   return dt == NDF_FLOAT32 || (e && strcmp(e, "strip3") == 0);
 }
+/* 2-D: ndf_ecc_strip2t unless NDF_ECC_2D=strip2 (or =old: ndf_ecc_pack).  Session 10, run 2 (H200,
+ * float32 T = 256, warm ms, strip2t / strip2): 8192^2 0.205 / 0.244, 64 x 256^2 0.034 / 0.033-0.036,
+ * 1024^2 0.0223 / 0.0220-0.0222 */
 static int use_strip2t(void) {
   const char *e = getenv("NDF_ECC_2D");
-  return e && strcmp(e, "tele") == 0;
+  return !(e && (strcmp(e, "strip2") == 0 || strcmp(e, "old") == 0));
 }
 /* session 9, run9d (H200, float32 T = 256): W 16 / 8 at 256^3 0.0951 / 0.1052 ms, 512^3 0.6315 /
  * 0.7594, 128^3 0.0359 / 0.0329 */
@@ -1032,8 +1083,11 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   NDF__PUT(&pb, pl.ch.mc);
   NDF__PUT(&pb, pl.ch.tpi);
   NDF__PUT(&pb, pl.ch.bpi);
-  strip_put_tail(&pb, nb, pl.ch.ncopy, seq, hdrblk);
-  return fused_launch(ctx, c, fn, &pb, in, out, (unsigned)grid, dyn, &m, seq, nan_at, not_finite, fallback);
+  const CUdeviceptr prof = strip_prof_alloc(ctx, grid);
+  strip_put_tail(&pb, nb, pl.ch.ncopy, seq, hdrblk, prof);
+  s = fused_launch(ctx, c, fn, &pb, in, out, (unsigned)grid, dyn, &m, seq, nan_at, not_finite, fallback);
+  strip_prof_report(ctx, kname, prof, pl.ch.nblocks, grid);
+  return s;
 }
 
 /* ---- the bit-sliced rows kernel (ndf_ecc_rows, templates/ecc_rows.cu) --------------------------- */
@@ -1177,7 +1231,7 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
   const int pack = use_pack(T);
   const int bmode = brick_mode();
   if (need_range && pack && use_fuse() && bmode == 0 && c->nsp == 2 && in->dtype != NDF_FLOAT64 && use_strip2()) {
-    /* 2-D: the warp-strip kernel (before the other kernels' lookups); NDF_ECC_2D=tele: the telescoped one */
+    /* 2-D: the warp-strip kernels (before the other kernels' lookups): the telescoped one for T <= 320 */
     int fallback = 1;
     if (T <= TELE_MAX_T && use_strip2t()) {
       s = ecc_strip2(ctx, c, in, out, construction, 1, nan_at, not_finite, &fallback);

@@ -1544,6 +1544,7 @@ struct ndf_ecc2_params {
               // fence.acq_rel each); 1: __threadfence (fence.sc) before and after (NDF_ECC2_FENCE=sc)
   int bin;    // 0: certified first guesses (no table read when the guess is provably the bin);
               // 1: every guess checked against the threshold pairs in shared memory (NDF_ECC2_BIN=table)
+  unsigned long long *prof; // NULL, or 8 %globaltimer stamps per block at the phase boundaries (NDF_ECC2_PROF)
   ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM], oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
 };
 
@@ -1596,6 +1597,14 @@ __device__ __forceinline__ void ndf_ecc2_grid_sync(unsigned *w, int fence) {
     } while (((old ^ cur) & 0x80000000u) == 0u);
   }
   __syncthreads();
+}
+// stamp i of the block (thread 0): %globaltimer at a phase boundary, when profiling (prof != NULL)
+__device__ __forceinline__ void ndf_ecc2_stamp(unsigned long long *prof, int i) {
+  if (prof && threadIdx.x == 0) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    prof[blockIdx.x * 8 + i] = t;
+  }
 }
 template <bool B> struct ndf_ecc2_bool {
   static constexpr bool value = B;
@@ -1957,6 +1966,7 @@ template <class P, class F>
 __device__ __forceinline__ void ndf_ecc2_end(const P &p, int img, int bimg, int T, const int &s_m, bool &s_last, F val) {
   const int tid = threadIdx.x;
   __syncthreads();
+  ndf_ecc2_stamp(p.prof, 4);
   {
     ndf_u64 *hc = p.hist + ((ndf_i64)img * p.ncopy + bimg % p.ncopy) * p.T;
     for (int k = tid; k < T; k += 256) {
@@ -1967,6 +1977,7 @@ __device__ __forceinline__ void ndf_ecc2_end(const P &p, int img, int bimg, int 
   __syncthreads();
   if (tid == 0) s_last = ndf_ecc2_ticket(&p.cnt[img], p.fence) == (unsigned)p.bpi - 1u;
   __syncthreads();
+  ndf_ecc2_stamp(p.prof, 5);
   if (s_last) {
     ndf_i64 off = 0, q2 = img;
     for (int d = p.nb - 1; d >= 0; d--) {
@@ -1975,6 +1986,7 @@ __device__ __forceinline__ void ndf_ecc2_end(const P &p, int img, int bimg, int 
     }
     ndf_ecc2_prefix((const long long *)p.hist + (ndf_i64)img * p.ncopy * p.T, p.ncopy, s_m, p.out + off, p.T, p.ostep);
   }
+  ndf_ecc2_stamp(p.prof, 6);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ecc2_params p) {
@@ -1987,6 +1999,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
   __shared__ float r_lo[8], r_hi[8];
   __shared__ unsigned long long r_key;
   __shared__ bool s_last;
+  ndf_ecc2_stamp(p.prof, 0);
   const int T = (int)p.T;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const unsigned FULL = 0xffffffffu;
@@ -2001,7 +2014,9 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
   const ndf_ecc2_lane L = ndf_ecc2_lane_at(p, in, x0);
   const bool vec = L.vec;
   ndf_ecc2_strip_phase1(p, in, L, img, act, r0, r1, r_lo, r_hi, r_key);
+  ndf_ecc2_stamp(p.prof, 1);
   ndf_ecc2_grid_sync(p.gbar, p.fence);
+  ndf_ecc2_stamp(p.prof, 2);
 
   // ---- the march's first rows, loaded now: their latency overlaps the set-up below (the grid
   // barrier's acquire has emptied L1; the rows come from L2); rows r0 - 1, r0, ... (ndf_ecc2_rows)
@@ -2020,6 +2035,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
 
   for (int k = tid; k <= T; k += 256) shist[k] = 0;
   if (!ndf_ecc2_setup(p, hblk, T, tsf, tpair, r_lo, r_hi, r_key, s_ga, s_gb, s_dl, s_dh, s_m)) return;
+  ndf_ecc2_stamp(p.prof, 3);
 
   // ---- the march: the warp's strip over rows r0 .. r1 - 1, no block barrier
   // two copies of the march: float4 rows or element loads (warp-uniform choice)
@@ -2177,7 +2193,8 @@ struct ndf_ecc3_params {
   ndf_i64 ntx, nty, mc, tpi, bpi; // x chunks, row tiles, planes per task, tasks and blocks per image
   int nb, ncopy;
   unsigned seq;
-  int hdrblk, fence, bin; // as ndf_ecc2_params
+  int hdrblk, fence, bin;   // as ndf_ecc2_params
+  unsigned long long *prof; // as ndf_ecc2_params
   ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM], oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
 };
 
@@ -2265,6 +2282,7 @@ template <int W>
 __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3, float *tsf, float2 *tpair, float &s_ga,
                                               float &s_gb, float &s_dl, float &s_dh, int &s_m, float *r_lo, float *r_hi,
                                               unsigned long long &r_key, bool &s_last) {
+  ndf_ecc2_stamp(p.prof, 0);
   const int T = (int)p.T;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const unsigned FULL = 0xffffffffu;
@@ -2366,7 +2384,9 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
           }
         }
   });
+  ndf_ecc2_stamp(p.prof, 1);
   ndf_ecc2_grid_sync(p.gbar, p.fence);
+  ndf_ecc2_stamp(p.prof, 2);
 
   // ---- the march's first two planes, loaded now (their latency overlaps the set-up)
   raw RA, RB;
@@ -2376,6 +2396,7 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
   }
   for (int i = tid; i < (T + 1) * 32; i += 256) h3[i] = 0;
   if (!ndf_ecc2_setup(p, hblk, T, tsf, tpair, r_lo, r_hi, r_key, s_ga, s_gb, s_dl, s_dh, s_m)) return;
+  ndf_ecc2_stamp(p.prof, 3);
 
   // ---- the march: the warp's task over planes zb .. ze - 1, no block barrier
   auto march = [&](auto vecc) {
@@ -2466,6 +2487,7 @@ NDF_ECC_TELE_KERNEL(ndf_ecc_strip3n, 3, 3, ndf_ecc3_params, ndf_ecc3_body<8>)
 __device__ __forceinline__ void ndf_ecc2t_body(const ndf_ecc2_params &p, int *h3, float *tsf, float2 *tpair, float &s_ga,
                                                float &s_gb, float &s_dl, float &s_dh, int &s_m, float *r_lo, float *r_hi,
                                                unsigned long long &r_key, bool &s_last) {
+  ndf_ecc2_stamp(p.prof, 0);
   const int T = (int)p.T;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const unsigned FULL = 0xffffffffu;
@@ -2479,7 +2501,9 @@ __device__ __forceinline__ void ndf_ecc2t_body(const ndf_ecc2_params &p, int *h3
   const TIN *in = p.in + ndf_ecc2_img_base(p, img);
   const ndf_ecc2_lane L = ndf_ecc2_lane_at(p, in, x0);
   ndf_ecc2_strip_phase1(p, in, L, img, act, max(r0, 0), r1, r_lo, r_hi, r_key);
+  ndf_ecc2_stamp(p.prof, 1);
   ndf_ecc2_grid_sync(p.gbar, p.fence);
+  ndf_ecc2_stamp(p.prof, 2);
 
   // ---- the march's first rows r0 .. r0 + 2, loaded now (their latency overlaps the set-up)
   typedef ndf_ecc2_raw raw;
@@ -2491,6 +2515,7 @@ __device__ __forceinline__ void ndf_ecc2t_body(const ndf_ecc2_params &p, int *h3
   }
   for (int i = tid; i < (T + 1) * 32; i += 256) h3[i] = 0;
   if (!ndf_ecc2_setup(p, hblk, T, tsf, tpair, r_lo, r_hi, r_key, s_ga, s_gb, s_dl, s_dh, s_m)) return;
+  ndf_ecc2_stamp(p.prof, 3);
 
   // ---- the march: the warp's strip over rows r0 .. r1 - 1, no block barrier
   auto march = [&](auto vecc) {

@@ -121,9 +121,9 @@ static const char *expected_kernel(const ecase *c, char *buf, size_t len) {
   if (c->nsp == 2) {
     e = getenv("NDF_ECC_2D");
     if (c->dt == NDF_FLOAT64 || (e && !strcmp(e, "old"))) return "ndf_ecc_pack";
-    /* NDF_ECC_2D=tele: the telescoped kernel for T <= 320 (strip2's tasks), =strip2 (or unset):
-     * ndf_ecc_strip2 (8 strips per block at least; checked well below the resident grid of an H200) */
-    const int tele = e && !strcmp(e, "tele") && c->T <= 320;
+    /* the telescoped kernel for T <= 320 (strip2's tasks) unless NDF_ECC_2D=strip2, else ndf_ecc_strip2
+     * (8 strips per block at least; checked well below the resident grid of an H200) */
+    const int tele = !(e && !strcmp(e, "strip2")) && c->T <= 320;
     if (nimg * ((sp[1] + 128 * 8 - 1) / (128 * 8)) > 256) return NULL;
     return tele ? "ndf_ecc_strip2t" : "ndf_ecc_strip2";
   }
@@ -749,7 +749,7 @@ static int strip_settings(ndf_ctx *ctx, ecase *c, tu_rng *r, long k, int nv, con
   return failed;
 }
 
-/* The 2-D warp-strip kernel (ndf_ecc_strip2: 2-D, thresholds over [min,
+/* The 2-D warp-strip kernels (ndf_ecc_strip2t, ndf_ecc_strip2: 2-D, thresholds over [min,
  * max], T <= 510, float32 / uint8 / uint16) against the CPU, the same input
  * under each setting: default, NDF_ECC_2D=old (ndf_ecc_pack's fused march),
  * NDF_ECC_MAPHDR=0 (header copied back instead of the sequence word),
@@ -757,9 +757,9 @@ static int strip_settings(ndf_ctx *ctx, ecase *c, tu_rng *r, long k, int nv, con
  * instead of the context's workspace), NDF_ECC2_FENCE=sc (fence.sc pairs
  * instead of release / acquire atomics at the grid barrier and tickets),
  * NDF_ECC2_BIN=table (every bin from the thresholds table, no certified
- * guesses), NDF_ECC_2D=tele (ndf_ecc_strip2t for T <= 320: the telescoped
- * sum), =tele with NDF_ECC2T_MC=4 (4 columns per task), =tele with
- * NDF_ECC2_BIN=table, NDF_ECC_2D=strip2 -- these six on alternate cases.  Widths around the 128-column
+ * guesses), and with NDF_ECC_2D=strip2 (ndf_ecc_strip2; the default is
+ * ndf_ecc_strip2t for T <= 320: the telescoped sum) itself, with MC=1 and
+ * with BIN=table -- these five on alternate cases.  Widths around the 128-column
  * strip and the 4-voxel lane (1, 3, 4, 127, 128, 129, 256, 260, 1023, 1025),
  * heights 1 to 600, batches (many images: more than the resident blocks falls
  * back to the march), float64 (the march), T = 2, 3, 255, 256, 509, 510;
@@ -772,12 +772,12 @@ static void test_gpu_strip2(void **state) {
   static const int64_t Ts[] = {2, 3, 255, 256, 509, 510};
   static const int64_t W[] = {1, 3, 4, 127, 128, 129, 256, 260, 1023, 1025};
   static const ndf_dtype dts[5] = {NDF_FLOAT32, NDF_FLOAT32, NDF_UINT8, NDF_UINT16, NDF_FLOAT64};
-  static const char *const var[12] = {NULL,          "NDF_ECC_2D",  "NDF_ECC_MAPHDR", "NDF_ECC2_MC",
+  static const char *const var[11] = {NULL,          "NDF_ECC_2D",  "NDF_ECC_MAPHDR", "NDF_ECC2_MC",
                                       "NDF_ECC2_MC", "NDF_ECC2_WS", "NDF_ECC2_FENCE", "NDF_ECC2_BIN",
-                                      "NDF_ECC_2D",  "NDF_ECC_2D",  "NDF_ECC_2D",     "NDF_ECC_2D"};
-  static const char *const val[12] = {NULL, "old", "0", "1", "13", "0", "sc", "table", "tele", "tele", "tele", "strip2"};
-  static const char *const var2[12] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "NDF_ECC2T_MC", "NDF_ECC2_BIN", NULL};
-  static const char *const val2[12] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "4", "table", NULL};
+                                      "NDF_ECC_2D",  "NDF_ECC_2D",  "NDF_ECC_2D"};
+  static const char *const val[11] = {NULL, "old", "0", "1", "13", "0", "sc", "table", "strip2", "strip2", "strip2"};
+  static const char *const var2[11] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "NDF_ECC2_MC", "NDF_ECC2_BIN"};
+  static const char *const val2[11] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "1", "table"};
   int failed = 0;
   const long n = s->ncases / 2 > 40 ? s->ncases / 2 : 40;
   for (long k = 0; k < n && failed < 5; k++) {
@@ -792,7 +792,7 @@ static void test_gpu_strip2(void **state) {
     c.shape[c.batch] = tu_rng_chance(&r, 0.1) ? tu_rng_int(&r, 1, 3) : tu_rng_int(&r, 1, many ? 8 : 600);
     c.shape[c.batch + 1] = tu_rng_chance(&r, 0.6) ? W[tu_rng_int(&r, 0, 9)] : tu_rng_int(&r, 1, 700);
     strip_draw_rest(&c, &r, Ts, 6);
-    failed += strip_settings(s->ctx, &c, &r, k, 12, var, val, var2, val2, NULL, NULL); /* 6..11: even / odd cases */
+    failed += strip_settings(s->ctx, &c, &r, k, 11, var, val, var2, val2, NULL, NULL); /* 6..10: even / odd cases */
   }
   if (failed) printf("%d strip2 cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);

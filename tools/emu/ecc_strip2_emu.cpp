@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <barrier>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -174,6 +175,9 @@ using std::min;
 static void ndf_ecc_grid_sync(unsigned *) { g_gridbar->arrive_and_wait(); }
 // the helpers of templates/ecc.cu (NDF_ECC2_HELPERS_BEGIN .. END), without inline PTX
 static inline void ndf_ecc3_red(unsigned a, int c) { __atomic_fetch_add((int *)((char *)tl_blk->h3 + a), c, __ATOMIC_RELAXED); }
+static inline void ndf_ecc2_stamp(unsigned long long *prof, int i) {
+  if (prof && tl_tid == 0) prof[tl_bid * 8 + i] = (unsigned long long)std::chrono::steady_clock::now().time_since_epoch().count();
+}
 static inline float ndf_ecc2_fminnan(float a, float b) { return (a != a || b != b) ? NAN : std::fmin(a, b); }
 static inline unsigned ndf_ecc2_ticket(unsigned *p, int) { return __atomic_fetch_add(p, 1u, __ATOMIC_ACQ_REL); }
 static void ndf_ecc2_grid_sync(unsigned *w, int) { ndf_ecc_grid_sync(w); }
@@ -232,7 +236,7 @@ extern "C" int emu_strip3(unsigned grid, const void *params, int w) {
   run_grid(grid, [&] { if (w == 8) ndf_ecc_strip3n(p); else ndf_ecc_strip3(p); });
   return 0;
 }
-// the same for ndf_ecc_strip2t (EMU_NSP=2, NDF_ECC_2D=tele)
+// the same for ndf_ecc_strip2t (EMU_NSP=2; the 2-D default for T <= 320)
 extern "C" int emu_strip2t(unsigned grid, const void *params) {
   ndf_ecc2_params p;
   memcpy(&p, params, sizeof p);

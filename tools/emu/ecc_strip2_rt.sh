@@ -1,11 +1,11 @@
 #!/bin/sh
-# ecc_strip2_rt.sh BUILD_DIR [SEED] [CASES] -- runtime-level host check of the 2-D warp-strip kernel:
+# ecc_strip2_rt.sh BUILD_DIR [SEED] [CASES] -- runtime-level host check of the 2-D warp-strip kernels:
 # runtime/ecc_cuda.c (BUILD_DIR/libndforge_internal.a) plans and launches ndf_ecc_strip2, whose launch
 # (parameter bytes, grid) runs on the host-emulated kernel (ecc_strip2_emu.cpp, EMU_RT; ASan on) for
 # float32 / uint8 / uint16, V and T: curves bit for bit against the CPU backend, NaN / inf errors and
 # the untouched output, the mapped header's sequence word (no stream sync) or, with NDF_ECC_MAPHDR=0,
 # the copy; the context's workspace, or (NDF_ECC2_WS=0) exactly sized per-call scratch.
-# EMU_NSP=2 also runs ndf_ecc_strip2t (NDF_ECC_2D=tele).  EMU_NSP=3: the same for the 3-D kernel (ndf_ecc_strip3, and ndf_ecc_strip3n with NDF_ECC3_W=8; uint8 /
+# EMU_NSP=2: ndf_ecc_strip2t (the default for T <= 320), also NDF_ECC_2D=strip2.  EMU_NSP=3: the same for the 3-D kernel (ndf_ecc_strip3, and ndf_ecc_strip3n with NDF_ECC3_W=8; uint8 /
 # uint16 with NDF_ECC_3D=strip3).
 set -eu
 B=${1:?build dir}; SEED=${2:-1}; CASES=${3:-8}
@@ -31,9 +31,9 @@ for cfg in "float NDF_FLOAT32" "uchar NDF_UINT8" "ushort NDF_UINT16"; do
     env $x "$W/emu" "$SEED" "$CASES" || fail=1
     env $x NDF_ECC2_WS=0 NDF_ECC_MAPHDR=0 "$W/emu" "$((SEED + 100))" "$CASES" || fail=1
     [ "$nsp" = 3 ] && { env $x NDF_ECC3_W=8 "$W/emu" "$((SEED + 200))" "$CASES" || fail=1; }
-    if [ "$nsp" = 2 ]; then # ndf_ecc_strip2t (T 510: strip2)
-      env NDF_ECC_2D=tele "$W/emu" "$((SEED + 300))" "$CASES" || fail=1
-      env NDF_ECC_2D=tele NDF_ECC2T_MC=1 NDF_ECC2_WS=0 NDF_ECC_MAPHDR=0 "$W/emu" "$((SEED + 400))" "$CASES" || fail=1
+    if [ "$nsp" = 2 ]; then # ndf_ecc_strip2 (the default: ndf_ecc_strip2t; T 510: strip2)
+      env NDF_ECC_2D=strip2 "$W/emu" "$((SEED + 300))" "$CASES" || fail=1
+      env NDF_ECC_2D=strip2 NDF_ECC2_MC=1 NDF_ECC2_WS=0 NDF_ECC_MAPHDR=0 "$W/emu" "$((SEED + 400))" "$CASES" || fail=1
     fi
   done
 done
