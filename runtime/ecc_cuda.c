@@ -41,11 +41,37 @@ static void ecc_request(ndf__kernel_req *r, const char *kernel, ndf_dtype dt, in
 }
 
 /* Kernels whose code does not depend on the slots share one specialization. */
+/* The kernel's function: from the context's memo (kernel: a string literal, compared by address), else
+ * the JIT lookup (ndf__jit_get: key built and hashed, module loaded or compiled), then memoized.
+ * NDF_ECC_MEMO=0: always the JIT lookup. */
 static ndf_status get_fn(ndf_ctx *ctx, const char *name, const char *kernel, ndf_dtype dt, int nsp, int cons,
                          int soft, CUfunction *fn) {
+  const char *e = getenv("NDF_ECC_MEMO");
+  const int memo = !(e && strcmp(e, "0") == 0);
+  const unsigned slot =
+      (unsigned)((((uintptr_t)kernel >> 3) ^ ((unsigned)dt * 7u) ^ ((unsigned)nsp * 13u) ^ ((unsigned)cons * 29u) ^
+                  ((unsigned)soft * 31u)) % NDF__ECC_FN_MEMO);
+  if (memo) {
+    pthread_mutex_lock(&ctx->lock);
+    const int hit = ctx->ecc_fn_memo[slot].fn && ctx->ecc_fn_memo[slot].kernel == kernel &&
+                    ctx->ecc_fn_memo[slot].dt == (int)dt && ctx->ecc_fn_memo[slot].nsp == nsp &&
+                    ctx->ecc_fn_memo[slot].cons == cons && ctx->ecc_fn_memo[slot].soft == soft;
+    if (hit) *fn = ctx->ecc_fn_memo[slot].fn;
+    pthread_mutex_unlock(&ctx->lock);
+    if (hit) return NDF_OK;
+  }
   ndf__kernel_req req;
   ecc_request(&req, kernel, dt, nsp, cons, soft);
-  return ndf__jit_get(ctx, name, &req, fn);
+  ndf_status s = ndf__jit_get(ctx, name, &req, fn);
+  if (s == NDF_OK && memo) {
+    pthread_mutex_lock(&ctx->lock);
+    ctx->ecc_fn_memo[slot].kernel = kernel;
+    ctx->ecc_fn_memo[slot].dt = (int)dt, ctx->ecc_fn_memo[slot].nsp = nsp;
+    ctx->ecc_fn_memo[slot].cons = cons, ctx->ecc_fn_memo[slot].soft = soft;
+    ctx->ecc_fn_memo[slot].fn = *fn;
+    pthread_mutex_unlock(&ctx->lock);
+  }
+  return s;
 }
 
 static ndf_status sync_error(ndf_ctx *ctx, const char *name, CUresult r) {
@@ -677,6 +703,14 @@ static int brick_planner(ndf_ctx *ctx, CUfunction fn, const ndf__ecc_call *c, in
  * once (nothing launched). */
 static ndf_status strip2_wait(ndf_ctx *ctx, const char *name, volatile ecc_hdr *h, uint32_t seq, int64_t *nan_at,
                               int *not_finite);
+/* NDF_ECC2_PROF's host times: the public call's entry (ecc.c), before and after the launch call */
+__thread uint64_t ndf__ecc_t_entry;
+static __thread uint64_t ecc_t_launch[2];
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 static ndf_status fused_launch(ndf_ctx *ctx, const ndf__ecc_call *c, CUfunction fn, ndf__params *pb,
                                const ndf_array *in, const ndf_array *out, unsigned grid, unsigned dyn,
                                const fused_mem *m, uint32_t seq, int64_t *nan_at, int *not_finite, int *fallback) {
@@ -686,7 +720,9 @@ static ndf_status fused_launch(ndf_ctx *ctx, const ndf__ecc_call *c, CUfunction 
   ndf__params_put_padded(pb, nb, out->shape);
   ndf__params_put_padded(pb, nb, out->strides);
   void *args[] = {pb->b};
+  ecc_t_launch[0] = now_ns();
   const CUresult r = ndf__cu(NULL)->cuLaunchCooperativeKernel(fn, grid, 1, 1, 256, 1, 1, dyn, ctx->stream, args);
+  ecc_t_launch[1] = now_ns();
   if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE || r == CUDA_ERROR_NOT_SUPPORTED) {
     ndf__scratch_free(ctx, m->base);
     return NDF_OK;
@@ -904,7 +940,8 @@ static void strip_put_tail(ndf__params *pb, int nb, int ncopy, uint32_t seq, int
 /* NDF_ECC2_PROF=1 (benchmarks): the warp-strip kernels write %globaltimer at their phase boundaries
  * (8 stamps per block: 0 start, 1 phase 1 done, 2 past the grid barrier, 3 set-up done, 4 the
  * block's march done, 5 histogram flushed and ticket taken, 6 end); strip_prof_report prints, after
- * the call, the grid's span and per phase the median and largest block time (microseconds) to stderr.
+ * the call, the grid's span and per phase the median and largest block time (microseconds) to stderr,
+ * and the host's time from the public call's entry to the launch call and of the launch call.
  * Returns the stamps' scratch (0: not profiling). */
 static CUdeviceptr strip_prof_alloc(ndf_ctx *ctx, int64_t grid) {
   const char *e = getenv("NDF_ECC2_PROF");
@@ -937,7 +974,8 @@ static void strip_prof_report(ndf_ctx *ctx, const char *kname, CUdeviceptr d, in
       qsort(v, (size_t)nblocks, 8, cmp_u64);
       fprintf(stderr, " %s %.2f/%.2f", ph[i], (double)v[nblocks / 2] * 1e-3, (double)v[nblocks - 1] * 1e-3);
     }
-    fprintf(stderr, " (median/max us)\n");
+    fprintf(stderr, " (median/max us); host: call to launch %.2f us, launch call %.2f us\n",
+            (double)(ecc_t_launch[0] - ndf__ecc_t_entry) * 1e-3, (double)(ecc_t_launch[1] - ecc_t_launch[0]) * 1e-3);
   }
   free(h);
   free(v);

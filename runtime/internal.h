@@ -73,6 +73,14 @@ struct ndf_ctx {
    * calls (stream-ordered), grown when too small, freed with the context */
   CUdeviceptr ecc_ws;
   size_t ecc_ws_bytes;
+  /* ecc_cuda.c: get_fn's direct-mapped memo of the ECC kernels' functions (the JIT lookup builds
+   * and hashes the request's key on every call); under lock */
+#define NDF__ECC_FN_MEMO 16
+  struct {
+    const char *kernel; /* a string literal of ecc_cuda.c (compared by address) */
+    int dt, nsp, cons, soft;
+    CUfunction fn;
+  } ecc_fn_memo[NDF__ECC_FN_MEMO];
   /* jit.c: the kernel log (ADR 0013): the in-memory keys of the last
    * NDF__KLOG launches (launch i at klog[i % NDF__KLOG]), klog_count launches
    * in all, and a direct-mapped CUfunction -> key cache for the lookup; all
@@ -324,6 +332,8 @@ ndf_status ndf__ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *
  * readback: *nan_at (-1: none) and *not_finite ([min, max] infinite), the
  * output untouched then.  Input size > 0. */
 int ndf__ecc_new_path(void);
+/* NDF_ECC2_PROF: CLOCK_MONOTONIC nanoseconds at the public ECC call's entry (ecc.c) */
+extern __thread uint64_t ndf__ecc_t_entry;
 ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out,
                           int construction, const double *t, int uniform, int64_t *nan_at, int *not_finite);
 /* Soft curve on CUDA: mode 0 forward into arr; mode 1 backward from arr (grad_output) into gin/gthr (may be NULL).
