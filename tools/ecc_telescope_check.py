@@ -1,9 +1,10 @@
-# ecc_telescope_check.py [SEED] -- checks the telescoped cell sum of ndf_ecc_strip3 (docs/adr/0009,
-# "Telescoped cells") against a brute-force oracle that lists every cell of the cubical complex on the
-# doubled grid (V: a cell's bin is the max over its vertices; T: the min over the voxels it touches),
-# on random small 3-D bin arrays with ties, both constructions, chunks of W = 3 columns with the left
-# edge form and the right halo voxel.  Prints "bad 0" when every histogram agrees.  Needs numpy
-# (/usr/bin/python3 on Debian with python3-numpy).
+# ecc_telescope_check.py [SEED] -- checks the telescoped cell sums of ndf_ecc_strip3 and (2-D)
+# ndf_ecc_strip2t (docs/adr/0009, "Telescoped cells") against a brute-force oracle that lists every
+# cell of the cubical complex on the doubled grid (V: a cell's bin is the max over its vertices; T:
+# the min over the voxels it touches), on random small 2-D and 3-D bin arrays with ties, both
+# constructions (3-D: chunks of W = 3 columns with the left edge form and the right halo voxel).
+# Prints "bad 0" when every histogram agrees.  Needs numpy (/usr/bin/python3 on Debian with
+# python3-numpy).
 import itertools
 import sys
 
@@ -55,7 +56,28 @@ def tele(b, cons, T):
                     i = x0 + w  # the right halo: -g(last)
                     h[a[i] if i <= nx else BINF] += sgn * (-g(x0 + w - 1))
     return h[:T]
+def tele2(b, cons, T):
+    # 2-D (ndf_ecc_strip2t): s0 = b(y), s1 = agg(b(y), b(y + 1)) along x, signs (+, -) for V and
+    # (-, +) for T (rows from -1)
+    ny, nx = b.shape
+    agg = max if cons == 0 else min
+    h = np.zeros(T+1, np.int64)
+    B = lambda y, x: int(b[y, x]) if 0 <= y < ny and 0 <= x < nx else T
+    for y in range(-1 if cons else 0, ny):
+        for sgn, cells in zip((-1, 1) if cons else (1, -1), ([0], [0, 1])):
+            a = [agg(B(y+dy, x) for dy in cells) for x in range(nx + 1)]
+            for i in range(nx):
+                g = 1 if a[i+1] > a[i] else 0
+                h[a[i]] += sgn * g
+                h[a[i+1]] -= sgn * g
+    return h[:T]
 bad = 0
+for it in range(200):
+    shp = tuple(int(v) for v in rng.integers(1, 6, 2)); T = int(rng.integers(2, 6))
+    b = rng.integers(0, T, shp)
+    for cons in (0, 1):
+        o, t = oracle(b, cons, T), tele2(b, cons, T)
+        if not np.array_equal(o, t): bad += 1; print('BAD 2-D', shp, T, cons, o, t)
 for it in range(60):
     shp = tuple(int(v) for v in rng.integers(1, 5, 3)); T = int(rng.integers(2, 6))
     b = rng.integers(0, T, shp)
