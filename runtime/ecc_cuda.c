@@ -941,8 +941,9 @@ static void strip_put_tail(ndf__params *pb, int nb, int ncopy, uint32_t seq, int
  * (8 stamps per block: 0 start, 1 phase 1 done, 2 past the grid barrier, 3 set-up done, 4 the
  * block's march done, 5 histogram flushed and ticket taken, 6 end); strip_prof_report prints, after
  * the call, the grid's span and per phase the median and largest block time (microseconds) to stderr,
- * and the host's time from the public call's entry to the launch call and of the launch call.
- * Returns the stamps' scratch (0: not profiling). */
+ * and the host's time from the public call's entry to the launch call (this scratch's allocation and
+ * memset included: not the unprofiled cost) and of the launch call.  Returns the stamps' scratch (0:
+ * not profiling). */
 static CUdeviceptr strip_prof_alloc(ndf_ctx *ctx, int64_t grid) {
   const char *e = getenv("NDF_ECC2_PROF");
   CUdeviceptr d = 0;
@@ -958,14 +959,22 @@ static void strip_prof_report(ndf_ctx *ctx, const char *kname, CUdeviceptr d, in
   if (!d) return;
   const ndf__cu_api *cu = ndf__cu(NULL);
   uint64_t *h = malloc((size_t)grid * 64), *v = malloc((size_t)nblocks * 8);
+  uint64_t t0 = UINT64_MAX, t6 = 0, s0 = 0;
+  int64_t done = -1;
   if (h && v && cu->cuMemcpyDtoHAsync(h, d, (size_t)grid * 64, ctx->stream) == CUDA_SUCCESS &&
       cu->cuStreamSynchronize(ctx->stream) == CUDA_SUCCESS) {
-    uint64_t t0 = UINT64_MAX, t6 = 0, s0 = 0;
+    done = 0; /* blocks with all 7 stamps (none when nothing ran, or a NaN / inf ended the call early) */
     for (int64_t b = 0; b < nblocks; b++) {
       if (h[b * 8] < t0) t0 = h[b * 8];
       if (h[b * 8] > s0) s0 = h[b * 8];
       if (h[b * 8 + 6] > t6) t6 = h[b * 8 + 6];
+      done += h[b * 8] && h[b * 8 + 6];
     }
+    if (done < nblocks)
+      fprintf(stderr, "ndf prof %s blocks %lld: %lld without all stamps (not launched, or ended early)\n", kname,
+              (long long)nblocks, (long long)(nblocks - done));
+  }
+  if (h && v && done == nblocks) {
     static const char *const ph[6] = {"phase1", "barrier", "setup", "march", "flush", "tail"};
     fprintf(stderr, "ndf prof %s blocks %lld: span %.2f us, starts over %.2f us;", kname, (long long)nblocks,
             (double)(t6 - t0) * 1e-3, (double)(s0 - t0) * 1e-3);
