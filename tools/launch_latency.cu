@@ -1,0 +1,58 @@
+// launch_latency.cu -- what a launch costs in ndf_bench's one-call-at-a-time timing (events around each
+// call, then a sync): an empty kernel with a parameter block the size of the warp-strip kernels'
+// (~640 bytes), 256 threads per block, grids of 129 and 513 blocks, as a plain and as a cooperative
+// launch, with and without a grid barrier word touched.  Median event time and host time of the
+// launch call over 2000 calls.  Build and run on the GPU machine:
+//   nvcc -O2 -arch=sm_90 -o /tmp/ll tools/launch_latency.cu && /tmp/ll
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+#include <cuda_runtime.h>
+
+struct params {
+  long long f[80]; // 640 bytes, as ndf_ecc2_params with its four 12-entry shape / stride arrays
+};
+__global__ void __launch_bounds__(256, 4) empty_kernel(const params p) {
+  if (p.f[0] == 12345 && threadIdx.x == 0) *(volatile long long *)p.f[1] = 1; // never: keeps p live
+}
+
+static double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int main() {
+  cudaStream_t s;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  params p{};
+  for (int coop = 0; coop < 2; coop++)
+    for (unsigned grid : {129u, 513u}) {
+      std::vector<double> ev, host;
+      for (int i = 0; i < 2100; i++) {
+        cudaEventRecord(a, s);
+        auto t0 = std::chrono::steady_clock::now();
+        if (coop) {
+          void *args[] = {&p};
+          cudaLaunchCooperativeKernel((void *)empty_kernel, dim3(grid), dim3(256), args, 0, s);
+        } else {
+          empty_kernel<<<grid, 256, 0, s>>>(p);
+        }
+        auto t1 = std::chrono::steady_clock::now();
+        cudaEventRecord(b, s);
+        cudaEventSynchronize(b);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, a, b);
+        if (i >= 100) {
+          ev.push_back(ms * 1e3);
+          host.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+        }
+      }
+      printf("%-11s grid %4u: event time median %.2f us, launch call median %.2f us (%s)\n",
+             coop ? "cooperative" : "plain", grid, median(ev), median(host), cudaGetErrorString(cudaGetLastError()));
+    }
+  return 0;
+}
