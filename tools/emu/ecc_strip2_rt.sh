@@ -31,6 +31,9 @@ for cfg in "float NDF_FLOAT32" "uchar NDF_UINT8" "ushort NDF_UINT16"; do
     env $x "$W/emu" "$SEED" "$CASES" || fail=1
     env $x NDF_ECC2_WS=0 NDF_ECC_MAPHDR=0 "$W/emu" "$((SEED + 100))" "$CASES" || fail=1
     [ "$nsp" = 3 ] && { env $x NDF_ECC3_W=8 "$W/emu" "$((SEED + 200))" "$CASES" || fail=1; }
+    # NDF_ECC2_PROF=1, a smoke test (ASan): a report line per call (its own copy and sync make this
+    # harness's copy / sync counts differ, so only the report lines are counted)
+    [ "$1" = float ] && [ "$cons" = 0 ] && { env $x NDF_ECC2_PROF=1 NDF_ECC_MAPHDR=0 "$W/emu" "$((SEED + 500))" 2 2>&1 | grep -c "ndf prof" || fail=1; }
     if [ "$nsp" = 2 ]; then # ndf_ecc_strip2 (the default: ndf_ecc_strip2t; T 510: strip2)
       env NDF_ECC_2D=strip2 "$W/emu" "$((SEED + 300))" "$CASES" || fail=1
       env NDF_ECC_2D=strip2 NDF_ECC2_MC=1 NDF_ECC2_WS=0 NDF_ECC_MAPHDR=0 "$W/emu" "$((SEED + 400))" "$CASES" || fail=1
