@@ -722,8 +722,9 @@ static void strip_draw_rest(ecase *c, tu_rng *r, const int64_t *Ts, int nT) {
 
 /* Case k of a warp-strip test under each of its nv settings (var[v]=val[v], and var2[v]=val2[v] where
  * var2 has one; var[0]: the default), the same input and layouts under each; settings 6 and up on
- * every other case (even settings on even cases, odd on odd: time).  base: a variable set under every setting (NULL: none; a setting of
- * the same variable overrides it).  Returns the failures; *r continues after the case. */
+ * every other case (even settings on even cases, odd on odd: time).  base: a variable set under
+ * every setting (NULL: none; a setting of the same variable overrides it).  Returns the failures; *r
+ * continues after the case. */
 static int strip_settings(ndf_ctx *ctx, ecase *c, tu_rng *r, long k, int nv, const char *const *var,
                           const char *const *val, const char *const *var2, const char *const *val2, const char *base,
                           const char *bval) {
@@ -757,8 +758,8 @@ static int strip_settings(ndf_ctx *ctx, ecase *c, tu_rng *r, long k, int nv, con
  * instead of the context's workspace), NDF_ECC2_FENCE=sc (fence.sc pairs
  * instead of release / acquire atomics at the grid barrier and tickets),
  * NDF_ECC2_BIN=table (every bin from the thresholds table, no certified
- * guesses), and with NDF_ECC_2D=strip2 (ndf_ecc_strip2; the default is
- * ndf_ecc_strip2t for T <= 320: the telescoped sum) itself, with MC=1 and
+ * guesses), and NDF_ECC_2D=strip2 (ndf_ecc_strip2; the default is
+ * ndf_ecc_strip2t for T <= 320: the telescoped sum) alone, with MC=1 and
  * with BIN=table -- these five on alternate cases.  Widths around the 128-column
  * strip and the 4-voxel lane (1, 3, 4, 127, 128, 129, 256, 260, 1023, 1025),
  * heights 1 to 600, batches (many images: more than the resident blocks falls
