@@ -2471,7 +2471,7 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
 NDF_ECC_TELE_KERNEL(ndf_ecc_strip3, 3, 2, ndf_ecc3_params, ndf_ecc3_body<16>)
 NDF_ECC_TELE_KERNEL(ndf_ecc_strip3n, 3, 3, ndf_ecc3_params, ndf_ecc3_body<8>)
 
-// ---- the 2-D telescoped kernel (ndf_ecc_strip2t; 2-D calls with NDF_ECC_2D=tele) ----
+// ---- the 2-D telescoped kernel (ndf_ecc_strip2t; 2-D calls with T <= 320 unless NDF_ECC_2D=strip2) ----
 // ndf_ecc_strip3's telescoped cells (docs/adr/0009, "Telescoped cells") on ndf_ecc_strip2's tasks: per
 // pixel two sequences along x, s0 = b(y) and s1 = agg(b(y), b(y + 1)), with the signs (+, -) for V
 // and (-, +) for T (rows from -1: the pairs (y, y + 1) from y = -1; in 3-D the T-construction's two
