@@ -72,16 +72,12 @@ def tele2(b, cons, T):
                 h[a[i+1]] -= sgn * g
     return h[:T]
 bad = 0
-for it in range(200):
-    shp = tuple(int(v) for v in rng.integers(1, 6, 2)); T = int(rng.integers(2, 6))
-    b = rng.integers(0, T, shp)
-    for cons in (0, 1):
-        o, t = oracle(b, cons, T), tele2(b, cons, T)
-        if not np.array_equal(o, t): bad += 1; print('BAD 2-D', shp, T, cons, o, t)
-for it in range(60):
-    shp = tuple(int(v) for v in rng.integers(1, 5, 3)); T = int(rng.integers(2, 6))
-    b = rng.integers(0, T, shp)
-    for cons in (0, 1):
-        o, t = oracle(b, cons, T), tele(b, cons, T)
-        if not np.array_equal(o, t): bad += 1; print('BAD', shp, T, cons, o, t)
+# (number of arrays, axes, largest side + 1, the telescoped sum): 2-D (strip2t), then 3-D (strip3)
+for n, nd, hi, fn in ((200, 2, 6, tele2), (60, 3, 5, tele)):
+    for it in range(n):
+        shp = tuple(int(v) for v in rng.integers(1, hi, nd)); T = int(rng.integers(2, 6))
+        b = rng.integers(0, T, shp)
+        for cons in (0, 1):
+            o, t = oracle(b, cons, T), fn(b, cons, T)
+            if not np.array_equal(o, t): bad += 1; print('BAD %d-D' % nd, shp, T, cons, o, t)
 print('bad', bad)
