@@ -1644,6 +1644,27 @@ __device__ __noinline__ unsigned ndf_ecc2_walk(float f, int k, const float *tv, 
   return (unsigned)k;
 }
 
+// A warp-strip kernel's block and warp (ndf_ecc_strip2, ndf_ecc_strip2t; strip3 inline; thread 0 stamps
+// the start when profiling): hblk, the header block (no tasks, no image); img, the block's image; bimg,
+// its place among the image's bpi blocks; task, the warp's task in the image; act, the warp has one
+// (warp-uniform).
+struct ndf_ecc2_at {
+  bool hblk, act;
+  int img, bimg, task;
+};
+template <class P> __device__ __forceinline__ ndf_ecc2_at ndf_ecc2_start(const P &p) {
+  ndf_ecc2_stamp(p.prof, 0);
+  ndf_ecc2_at a;
+  a.hblk = p.hdrblk && blockIdx.x == gridDim.x - 1;
+  const int bpi = (int)p.bpi;
+  a.img = a.hblk ? 0 : (int)blockIdx.x / bpi;
+  a.bimg = a.hblk ? 0 : (int)blockIdx.x % bpi;
+  const int tid = threadIdx.x;
+  a.task = a.bimg * 8 + (tid >> 5);
+  a.act = !a.hblk && a.task < (int)p.tpi;
+  return a;
+}
+
 // The element offset of image img of the batch in the input (the warp-strip kernels' parameter blocks)
 template <class P> __device__ __forceinline__ ndf_i64 ndf_ecc2_img_base(const P &p, int img) {
   ndf_i64 base = 0, q = img;
@@ -1999,15 +2020,13 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
   __shared__ float r_lo[8], r_hi[8];
   __shared__ unsigned long long r_key;
   __shared__ bool s_last;
-  ndf_ecc2_stamp(p.prof, 0);
+  const ndf_ecc2_at at = ndf_ecc2_start(p);
+  const bool hblk = at.hblk, act = at.act;
+  const int img = at.img, bimg = at.bimg, task = at.task;
   const int T = (int)p.T;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int tid = threadIdx.x, lane = tid & 31;
   const unsigned FULL = 0xffffffffu;
   // 32-bit places (the runtime keeps rows, columns + 256 and blocks below 2^31)
-  const bool hblk = p.hdrblk && blockIdx.x == gridDim.x - 1; // the header block: no tasks, no image
-  const int bpi = (int)p.bpi, img = hblk ? 0 : (int)blockIdx.x / bpi, bimg = hblk ? 0 : (int)blockIdx.x % bpi;
-  const int task = bimg * 8 + warp;
-  const bool act = !hblk && task < (int)p.tpi; // warp-uniform
   const int strip = act ? task % (int)p.nstrip : 0, chunk = act ? task / (int)p.nstrip : 0;
   const int x0 = strip * NDF_SW, r0 = chunk * (int)p.mc, r1 = act ? min(r0 + (int)p.mc, (int)p.nz) : r0;
   const TIN *in = p.in + ndf_ecc2_img_base(p, img);
@@ -2282,6 +2301,8 @@ template <int W>
 __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3, float *tsf, float2 *tpair, float &s_ga,
                                               float &s_gb, float &s_dl, float &s_dh, int &s_m, float *r_lo, float *r_hi,
                                               unsigned long long &r_key, bool &s_last) {
+  // ndf_ecc2_start's fields, computed here: through the helper ptxas schedules strip3 differently
+  // (session 10: other SASS at the same registers, not measured), the other kernels identically
   ndf_ecc2_stamp(p.prof, 0);
   const int T = (int)p.T;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -2487,15 +2508,13 @@ NDF_ECC_TELE_KERNEL(ndf_ecc_strip3n, 3, 3, ndf_ecc3_params, ndf_ecc3_body<8>)
 __device__ __forceinline__ void ndf_ecc2t_body(const ndf_ecc2_params &p, int *h3, float *tsf, float2 *tpair, float &s_ga,
                                                float &s_gb, float &s_dl, float &s_dh, int &s_m, float *r_lo, float *r_hi,
                                                unsigned long long &r_key, bool &s_last) {
-  ndf_ecc2_stamp(p.prof, 0);
+  const ndf_ecc2_at at = ndf_ecc2_start(p);
+  const bool hblk = at.hblk, act = at.act;
+  const int img = at.img, bimg = at.bimg, task = at.task;
   const int T = (int)p.T;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int tid = threadIdx.x, lane = tid & 31;
   const unsigned FULL = 0xffffffffu;
   // 32-bit places (the runtime keeps rows, columns + 256 and blocks below 2^31)
-  const bool hblk = p.hdrblk && blockIdx.x == gridDim.x - 1; // the header block: no tasks, no image
-  const int bpi = (int)p.bpi, img = hblk ? 0 : (int)blockIdx.x / bpi, bimg = hblk ? 0 : (int)blockIdx.x % bpi;
-  const int task = bimg * 8 + warp;
-  const bool act = !hblk && task < (int)p.tpi; // warp-uniform
   const int strip = act ? task % (int)p.nstrip : 0, chunk = act ? task / (int)p.nstrip : 0;
   const int x0 = strip * NDF_SW, r0 = chunk * (int)p.mc - CONS, r1 = act ? min(r0 + (int)p.mc, (int)p.nz) : r0;
   const TIN *in = p.in + ndf_ecc2_img_base(p, img);
