@@ -6,7 +6,7 @@
 // is compared with the CPU backend's on random inputs: ties, few distinct values, wide ranges far
 // from 0 (first guesses off: the walk), constant images, odd and 1-long axes, batches, padded,
 // misaligned and strided rows (element loads), strided outputs, T from 2 to 510, and the plan of
-// runtime/ecc_cuda.c (strip_chunks_make and the plans, copied below) under small block caps.  NaN / inf inputs:
+// runtime/ecc_cuda.c (strip_chunks_make of runtime/ecc_plan.h, the plans below) under small block caps.  NaN / inf inputs:
 // the header's key / flag and the untouched output.  tools/emu/ecc_strip2_emu.sh.
 #include <algorithm>
 #include <atomic>
@@ -244,28 +244,9 @@ extern "C" int emu_strip2t(unsigned grid, const void *params) {
   return 0;
 }
 #else
-// runtime/ecc_cuda.c's strip_chunks_make and the plans built on it (keep in step)
-struct strip_chunks { int64_t mc, tpi, bpi, nblocks; int ncopy; };
-static int chunks_make(int64_t cols, int64_t len, int64_t al, int64_t minmc, int64_t nimg, int64_t cap, strip_chunks *ch) {
-  if (nimg > cap || cols > cap * 8) return 0;
-  if (minmc < 1) minmc = 1;
-  const int64_t warps = cap * 8, work = nimg * cols;
-  int64_t mc = (work * len + warps - 1) / warps;
-  if (mc < minmc) mc = minmc;
-  if (mc > len) mc = len;
-  for (int64_t nch = (len + mc - 1) / mc;; nch -= nch / 8 + 1) {
-    ch->mc = ((len + nch - 1) / nch + al - 1) / al * al;
-    ch->tpi = cols * ((len + ch->mc - 1) / ch->mc);
-    ch->bpi = (ch->tpi + 7) / 8;
-    ch->nblocks = nimg * ch->bpi;
-    if (ch->nblocks <= cap) break;
-    if (nch == 1) return 0;
-  }
-  if ((len + ch->mc - 1) / ch->mc * ch->mc > 0x7fffffff) return 0;
-  const int64_t nc = ch->bpi / 16;
-  ch->ncopy = (int)(nc < 1 ? 1 : nc > 8 ? 8 : nc);
-  return 1;
-}
+// runtime/ecc_cuda.c's plans on the shared planner (runtime/ecc_plan.h; keep plan_make in step with
+// strip2_plan_make / strip3_plan_make)
+#include "ecc_plan.h"
 // strip2 (strip2t: cons = CONS): strips of 128 columns, chunks of rows; strip3: w columns x 31 rows, chunks of
 // planes (T: from -1)
 struct strip_plan { int64_t nstrip, ntx, nty, mc, tpi, bpi, nblocks; int ncopy; };
@@ -276,11 +257,11 @@ static int plan_make(int kind, int64_t nz, int64_t ny, int64_t nx, int64_t nimg,
   memset(pl, 0, sizeof *pl);
   if (kind == 2) { // strip2t: cons rows before row 0 (T: from -1)
     pl->nstrip = (nx + 127) / 128;
-    if (!chunks_make(pl->nstrip, nz + cons, 1, minmc, nimg, cap, &ch)) return 0;
+    if (!strip_chunks_make(pl->nstrip, nz + cons, 1, minmc, nimg, cap, &ch)) return 0;
   } else {
     pl->ntx = (nx + w - 1) / w;
     pl->nty = (ny + cons + 30) / 31;
-    if (!chunks_make(pl->ntx * pl->nty, nz + cons, 1, minmc, nimg, cap, &ch)) return 0;
+    if (!strip_chunks_make(pl->ntx * pl->nty, nz + cons, 1, minmc, nimg, cap, &ch)) return 0;
   }
   pl->mc = ch.mc, pl->tpi = ch.tpi, pl->bpi = ch.bpi, pl->nblocks = ch.nblocks, pl->ncopy = ch.ncopy;
   return 1;

@@ -13,7 +13,7 @@ build=$1 tin=$2 cons=$3; shift 3
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 python3 "$here/ecc_strip2_emu_splice.py" "$root" "$tmp/kern.inc"
 san=""; [ "${EMU_ASAN:-0}" = 1 ] && san="-fsanitize=address,undefined -fno-omit-frame-pointer -g" && export ASAN_OPTIONS=detect_leaks=0
-g++ -std=c++20 -O1 -w -pthread $san -I"$root/include" -I"$root/templates" -DKERN_INC="\"$tmp/kern.inc\"" \
+g++ -std=c++20 -O1 -w -pthread $san -I"$root/include" -I"$root/templates" -I"$root/runtime" -DKERN_INC="\"$tmp/kern.inc\"" \
   -DEMU_TIN="$tin" -DEMU_CONS="$cons" -DEMU_NSP="${EMU_NSP:-2}" -DEMU_TELE="${EMU_TELE:-0}" \
   -o "$tmp/emu" "$here/ecc_strip2_emu.cpp" -L"$build" -lndforge -Wl,-rpath,"$build"
 "$tmp/emu" "$@"

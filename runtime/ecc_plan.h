@@ -1,0 +1,39 @@
+/* ecc_plan.h -- the task planner of the ECC warp-strip kernels (ndf_ecc_strip2, ndf_ecc_strip2t,
+ * ndf_ecc_strip3), shared by runtime/ecc_cuda.c and the host emulator (tools/emu/ecc_strip2_emu.cpp,
+ * which includes it as C++). */
+#ifndef NDF_ECC_PLAN_H
+#define NDF_ECC_PLAN_H
+#include <stdint.h>
+
+/* The tasks of the warp-strip kernels: cols task columns per image (strips, row tiles), each cut
+ * along an axis of len into chunks of mc (a multiple of al) -- 8 tasks per block, blocks of one
+ * image each, at most cap blocks; mc at least minmc and about one task per resident warp, the
+ * chunks' ends below 2^31 (the kernels' 32-bit places).  Sets mc, tpi, bpi, nblocks and ncopy (the
+ * copies of each image's histogram: about 16 blocks' atomics per address).  0: no plan. */
+typedef struct strip_chunks {
+  int64_t mc, tpi, bpi, nblocks;
+  int ncopy;
+} strip_chunks;
+static inline int strip_chunks_make(int64_t cols, int64_t len, int64_t al, int64_t minmc, int64_t nimg, int64_t cap,
+                             strip_chunks *ch) {
+  if (nimg > cap || cols > cap * 8) return 0;
+  if (minmc < 1) minmc = 1;
+  const int64_t warps = cap * 8, work = nimg * cols;
+  int64_t mc = (work * len + warps - 1) / warps;
+  if (mc < minmc) mc = minmc;
+  if (mc > len) mc = len;
+  for (int64_t nch = (len + mc - 1) / mc;; nch -= nch / 8 + 1) { /* fewer chunks until the grid fits */
+    ch->mc = ((len + nch - 1) / nch + al - 1) / al * al;        /* equal chunks */
+    ch->tpi = cols * ((len + ch->mc - 1) / ch->mc);
+    ch->bpi = (ch->tpi + 7) / 8;
+    ch->nblocks = nimg * ch->bpi;
+    if (ch->nblocks <= cap) break;
+    if (nch == 1) return 0;
+  }
+  if ((len + ch->mc - 1) / ch->mc * ch->mc > 0x7fffffff) return 0;
+  const int64_t nc = ch->bpi / 16;
+  ch->ncopy = (int)(nc < 1 ? 1 : nc > 8 ? 8 : nc);
+  return 1;
+}
+
+#endif
