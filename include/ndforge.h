@@ -140,6 +140,14 @@ typedef struct ndf_ctx_options {
   const char *cache_dir; /* NULL: $NDF_CACHE_DIR, else $XDG_CACHE_HOME/ndforge, else ~/.cache/ndforge */
   int cache_disable;     /* 1: no disk cache (also $NDF_CACHE_DISABLE=1) */
   int cpu_threads;       /* OpenMP threads of the CPU backend; 0 = OpenMP's default */
+  /* 1: deferred data checks (CUDA; default 0).  A call whose check of the input's values can
+   * only be done by its kernel (NaN in an exact ECC's float input; infinite values with
+   * [min, max] thresholds) may return NDF_OK without waiting for that check, so that it does
+   * not synchronize the stream.  When the check fails the kernel writes nothing (the output
+   * keeps its contents) and the next ndf_ctx_synchronize -- or device-to-host ndf_array_copy --
+   * returns NDF_EINVAL with the call's message; the first failure since the last of those is
+   * the one reported.  0: such calls wait for their check and return its error themselves. */
+  int deferred_errors;
 } ndf_ctx_options;
 
 /* Default options: AUTO backend, device 0, own stream, default cache dir. */
@@ -154,7 +162,8 @@ NDF_API const char *ndf_errmsg(const ndf_ctx *ctx);
 NDF_API const char *ndf_last_error(void);
 /* 1 if the context has a usable CUDA device. */
 NDF_API int ndf_ctx_has_cuda(const ndf_ctx *ctx);
-/* Blocks until all work queued on the context's stream is done. */
+/* Blocks until all work queued on the context's stream is done; then returns the first failed
+ * deferred data check since the last synchronize (ndf_ctx_options.deferred_errors), if any. */
 NDF_API ndf_status ndf_ctx_synchronize(ndf_ctx *ctx);
 /* The context's CUstream (NULL without CUDA). */
 NDF_API void *ndf_ctx_stream(const ndf_ctx *ctx);
@@ -748,7 +757,11 @@ NDF_API void ndf_ecc_options_init(ndf_ecc_options *opt);
  * Backends: CPU and CUDA (input and output on the context's device; values
  * stay a host array), with identical results.  On CUDA a float input (or
  * [min, max] thresholds) costs one small device-to-host readback (the NaN
- * check and the range), so the call waits for the stream there.
+ * check and the range), so the call waits for the stream there -- unless the
+ * context defers data checks (ndf_ctx_options.deferred_errors): then the
+ * 2-D / 3-D warp-strip kernels' calls (float32, [min, max] thresholds,
+ * T <= 510 in 2-D, T <= 320 in 3-D) return at once and a NaN / infinite
+ * input is reported by the next ndf_ctx_synchronize.
  */
 NDF_API ndf_status ndf_euler_characteristic_curve(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
                                                   const ndf_ecc_options *opt);

@@ -154,5 +154,8 @@ ndf_status ndf_array_copy(ndf_ctx *ctx, ndf_array *dst, const ndf_array *src) {
   if (r == CUDA_SUCCESS) r = cu->cuStreamSynchronize(ctx->stream);
   if (r == CUDA_SUCCESS && stage != host->data && host == dst) ndf__host_copy(dst, &tmp);
   if (stage != host->data) free(stage);
-  return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, op, r);
+  if (r != CUDA_SUCCESS) return ndf__cuda_error(ctx, op, r);
+  /* device to host: the copy waited for the stream, so a failed deferred check (an output of
+   * that call copied here is unchanged) is reported now */
+  return dst->device == NDF_DEVICE_CPU ? ndf__deferred_report(ctx) : NDF_OK;
 }

@@ -223,7 +223,7 @@ ndf_status ndf_ctx_synchronize(ndf_ctx *ctx) {
   ndf_status s = ndf__ctx_bind(ctx);
   if (s != NDF_OK) return s;
   CUresult r = ndf__cu(NULL)->cuStreamSynchronize(ctx->stream);
-  return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, "ndf_ctx_synchronize", r);
+  return r == CUDA_SUCCESS ? ndf__deferred_report(ctx) : ndf__cuda_error(ctx, "ndf_ctx_synchronize", r);
 }
 
 ndf_status ndf_ctx_get_info(ndf_ctx *ctx, ndf_ctx_info *info) {

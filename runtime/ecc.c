@@ -20,6 +20,7 @@
  * rejected up front.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <string.h>
@@ -496,6 +497,38 @@ done:
 
 /* ---- entry points ---------------------------------------------------------------------------- */
 
+/* The failed check of the device's data (a NaN at C-order index nan_at >= 0, else infinite values
+ * with [min, max] thresholds); how: where it was found ("" for the call itself). */
+static ndf_status data_error(ndf_ctx *ctx, const char *name, int64_t nan_at, const char *how) {
+  if (nan_at >= 0)
+    return ndf__argerror(ctx, name, "input", "element %lld (C order) is NaN; the filtration needs ordered values%s",
+                         (long long)nan_at, how);
+  return ndf__argerror(ctx, name, "input",
+                       "holds infinite values, so [min, max] gives no thresholds (give a range or values)%s", how);
+}
+
+ndf_status ndf__deferred_report(ndf_ctx *ctx) {
+  if (!ctx || !ctx->ecc_hdr_host) return NDF_OK; /* no deferred check ran without it */
+  pthread_mutex_lock(&ctx->lock);
+  volatile ndf__drec *d = (volatile ndf__drec *)(void *)((char *)ctx->ecc_hdr_host + NDF__DREC_OFF);
+  const uint32_t n = ctx->defer_n, ord = d->ord;
+  const char *name = ord ? ctx->defer_names[ord % NDF__DEFER_NAMES] : NULL;
+  uint64_t key = 0;
+  if (ord) {
+    key = d->nan_key;
+    d->nan_key = 0;
+    d->bad = 0;
+    d->ord = 0;
+  }
+  ctx->defer_n = 0;
+  pthread_mutex_unlock(&ctx->lock);
+  if (!ord) return NDF_OK;
+  char how[160];
+  snprintf(how, sizeof how, "; found by a deferred check: call %u of the %u with deferred checks since the last "
+           "synchronize", (unsigned)ord, (unsigned)n);
+  return data_error(ctx, name ? name : "ndf_euler_characteristic_curve", key ? (int64_t)~key : -1, how);
+}
+
 ndf_status ndf_euler_characteristic_curve(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
                                           const ndf_ecc_options *opt) {
   const char *name = "ndf_euler_characteristic_curve";
@@ -522,12 +555,7 @@ ndf_status ndf_euler_characteristic_curve(ndf_ctx *ctx, const ndf_array *input, 
     int not_finite = 0;
     s = ndf__ecc_cuda2(ctx, &c, input, output, opt->construction, need_range ? NULL : t, opt->values == NULL, &nan_at,
                        &not_finite);
-    if (s == NDF_OK && nan_at >= 0)
-      s = ndf__argerror(ctx, name, "input", "element %lld (C order) is NaN; the filtration needs ordered values",
-                        (long long)nan_at);
-    else if (s == NDF_OK && not_finite)
-      s = ndf__argerror(ctx, name, "input", "holds infinite values, so [min, max] gives no thresholds (give a "
-                        "range or values)");
+    if (s == NDF_OK && (nan_at >= 0 || not_finite)) s = data_error(ctx, name, nan_at, "");
     free(t);
     return s;
   }

@@ -468,6 +468,10 @@ static ndf_status hdr_read(ndf_ctx *ctx, const char *name, CUdeviceptr hdr, int6
 }
 
 static int mapped_header(ndf_ctx *ctx, CUdeviceptr *dev, volatile ecc_hdr **host);
+/* 1: the context defers data checks and the input can hold NaN / inf (float) */
+static int defer_float(const ndf_ctx *ctx, const ndf_array *in) {
+  return ctx->opt.deferred_errors && (in->dtype == NDF_FLOAT32 || in->dtype == NDF_FLOAT64);
+}
 static ndf_status fused_result(ndf_ctx *ctx, const char *name, int isfloat, volatile ecc_hdr *host, CUdeviceptr hdr,
                                int64_t *nan_at, int *not_finite);
 
@@ -478,6 +482,12 @@ static ndf_status fused_result(ndf_ctx *ctx, const char *name, int isfloat, vola
 typedef struct fused_mem {
   CUdeviceptr gbar, base, hdr, cnt, hist, part;
   volatile ecc_hdr *hhost;
+  /* the warp-strip kernels (strip2_mem): the call's seq and the mapped header's sequence word
+   * (0: none); deferred: the host does not wait (drec: the deferred check's record; seq: the
+   * call's ordinal there) */
+  CUdeviceptr seqp, drec;
+  uint32_t seq;
+  int deferred;
 } fused_mem;
 
 /* The head that ndf_ecc_brick's and ndf_ecc_strip2's parameter blocks share
@@ -731,8 +741,13 @@ static ndf_status fused_launch(ndf_ctx *ctx, const ndf__ecc_call *c, CUfunction 
   *fallback = 0;
   if (r == CUDA_SUCCESS) ndf__klog(ctx, fn);
   ndf_status s = r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, c->name, r);
-  if (s == NDF_OK && isfloat && seq && m->hhost) s = strip2_wait(ctx, c->name, m->hhost, seq, nan_at, not_finite);
-  else if (s == NDF_OK) s = fused_result(ctx, c->name, isfloat, m->hhost, m->hdr, nan_at, not_finite);
+  if (s == NDF_OK && m->deferred) {
+    /* no wait: the check's failure goes to m->drec */
+  } else if (s == NDF_OK && isfloat && seq && m->hhost) {
+    s = strip2_wait(ctx, c->name, m->hhost, seq, nan_at, not_finite);
+  } else if (s == NDF_OK) {
+    s = fused_result(ctx, c->name, isfloat, m->hhost, m->hdr, nan_at, not_finite);
+  }
   ndf__scratch_free(ctx, m->base);
   return s;
 }
@@ -845,11 +860,35 @@ static ndf_status strip2_wait(ndf_ctx *ctx, const char *name, volatile ecc_hdr *
  * on the stream are ordered after it).  Grown by a stream-ordered free and
  * allocation; NDF_ECC2_WS=0 takes per-call scratch (fused_mem_alloc: the
  * caller frees m->base after the launch). */
-static ndf_status strip2_mem(ndf_ctx *ctx, int64_t nimg, int64_t T, int64_t nblocks, fused_mem *m) {
+static ndf_status strip2_mem_at(ndf_ctx *ctx, int64_t nimg, int64_t T, int64_t nblocks, fused_mem *m);
+static uint32_t strip_seq(void);
+static ndf_status strip2_mem(ndf_ctx *ctx, const char *name, int defer, int64_t nimg, int64_t T, int64_t nblocks,
+                             fused_mem *m) {
   const char *e = getenv("NDF_ECC2_WS");
-  if (e && strcmp(e, "0") == 0) {
-    return fused_mem_alloc(ctx, nimg, T, nblocks, m); /* the caller frees m->base after the launch */
+  ndf_status s = e && strcmp(e, "0") == 0 ? fused_mem_alloc(ctx, nimg, T, nblocks, m) /* the caller frees m->base */
+                                          : strip2_mem_at(ctx, nimg, T, nblocks, m);
+  if (s != NDF_OK) return s;
+  if (defer && m->hhost) {
+    /* deferred check: the kernel writes the header to the device (the workspace's, or the
+     * scratch's), a failure to the record in the mapped block; the call's ordinal is its seq */
+    m->drec = m->hdr + NDF__DREC_OFF;
+    m->hdr = m->cnt - HDR_BYTES; /* the scratch's or the workspace's header */
+    m->hhost = NULL;
+    m->deferred = 1;
+    pthread_mutex_lock(&ctx->lock);
+    uint32_t n = ++ctx->defer_n;
+    if (n == 0) n = ++ctx->defer_n;
+    ctx->defer_names[n % NDF__DEFER_NAMES] = name;
+    pthread_mutex_unlock(&ctx->lock);
+    m->seq = n;
+    m->seqp = 0;
+    return NDF_OK;
   }
+  m->seq = strip_seq();
+  m->seqp = m->hhost ? m->hdr + STRIP2_SEQ_OFF : 0;
+  return NDF_OK;
+}
+static ndf_status strip2_mem_at(ndf_ctx *ctx, int64_t nimg, int64_t T, int64_t nblocks, fused_mem *m) {
   memset(m, 0, sizeof *m);
   ndf_status s = grid_barrier_word(ctx, &m->gbar);
   if (s != NDF_OK) return s;
@@ -895,16 +934,17 @@ static uint32_t strip_seq(void) {
  * and the tickets (main 7253b51's form); default: release / acquire atomics.  NDF_ECC2_BIN=table: every first guess
  * checked against the thresholds in shared memory (as before); default: guesses certified by an
  * error bound skip the table. */
-static void strip_put_tail(ndf__params *pb, int nb, int ncopy, uint32_t seq, int hdrblk, CUdeviceptr prof) {
+static void strip_put_tail(ndf__params *pb, int nb, int ncopy, const fused_mem *m, int hdrblk, CUdeviceptr prof) {
   const char *fe = getenv("NDF_ECC2_FENCE"), *be = getenv("NDF_ECC2_BIN");
   int fence = fe && strcmp(fe, "sc") == 0, bin = be && strcmp(be, "table") == 0;
   NDF__PUT(pb, nb);
   NDF__PUT(pb, ncopy);
-  NDF__PUT(pb, seq);
+  NDF__PUT(pb, m->seq);
   NDF__PUT(pb, hdrblk);
   NDF__PUT(pb, fence);
   NDF__PUT(pb, bin);
   NDF__PUT(pb, prof);
+  NDF__PUT(pb, m->drec);
 }
 
 /* NDF_ECC2_PROF=1 (benchmarks): the warp-strip kernels write %globaltimer at their phase boundaries
@@ -987,9 +1027,8 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   const int64_t grid = pl.nblocks + hdrblk;
   const int64_t T = c->T, nimg = c->nimg;
   fused_mem m;
-  if ((s = strip2_mem(ctx, nimg, T * pl.ncopy, grid, &m)) != NDF_OK) return s;
-  const uint32_t seq = strip_seq();
-  const CUdeviceptr seqp = m.hhost ? m.hdr + STRIP2_SEQ_OFF : 0;
+  if ((s = strip2_mem(ctx, c->name, defer_float(ctx, in), nimg, T * pl.ncopy, grid, &m)) != NDF_OK) return s;
+  const CUdeviceptr seqp = m.seqp;
   const int nb = c->nb;
   int64_t ostep = out->strides[nb];
   int64_t nz = c->sshape[0], nx = c->sshape[1], sz = in->strides[nb], sx = in->strides[nb + 1];
@@ -1008,8 +1047,8 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   NDF__PUT(&pb, pl.tpi);
   NDF__PUT(&pb, pl.bpi);
   const CUdeviceptr prof = strip_prof_alloc(ctx, grid);
-  strip_put_tail(&pb, nb, pl.ncopy, seq, hdrblk, prof);
-  s = fused_launch(ctx, c, fn, &pb, in, out, (unsigned)grid, dyn, &m, seq, nan_at, not_finite, fallback);
+  strip_put_tail(&pb, nb, pl.ncopy, &m, hdrblk, prof);
+  s = fused_launch(ctx, c, fn, &pb, in, out, (unsigned)grid, dyn, &m, m.seq, nan_at, not_finite, fallback);
   strip_prof_report(ctx, tele ? "ndf_ecc_strip2t" : "ndf_ecc_strip2", prof, pl.nblocks, grid);
   return s;
 }
@@ -1090,9 +1129,8 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   if (cap < 2 || !strip3_plan_make(c, cons, w, cap - hdrblk, &pl)) return NDF_OK;
   const int64_t grid = pl.ch.nblocks + hdrblk;
   fused_mem m;
-  if ((s = strip2_mem(ctx, nimg, T * pl.ch.ncopy, grid, &m)) != NDF_OK) return s;
-  const uint32_t seq = strip_seq();
-  const CUdeviceptr seqp = m.hhost ? m.hdr + STRIP2_SEQ_OFF : 0;
+  if ((s = strip2_mem(ctx, c->name, defer_float(ctx, in), nimg, T * pl.ch.ncopy, grid, &m)) != NDF_OK) return s;
+  const CUdeviceptr seqp = m.seqp;
   const int nb = c->nb;
   ndf__params pb = {.n = 0};
   fused_put_head(&pb, in, out, &m);
@@ -1104,8 +1142,8 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   NDF__PUT(&pb, pl.ch.tpi);
   NDF__PUT(&pb, pl.ch.bpi);
   const CUdeviceptr prof = strip_prof_alloc(ctx, grid);
-  strip_put_tail(&pb, nb, pl.ch.ncopy, seq, hdrblk, prof);
-  s = fused_launch(ctx, c, fn, &pb, in, out, (unsigned)grid, dyn, &m, seq, nan_at, not_finite, fallback);
+  strip_put_tail(&pb, nb, pl.ch.ncopy, &m, hdrblk, prof);
+  s = fused_launch(ctx, c, fn, &pb, in, out, (unsigned)grid, dyn, &m, m.seq, nan_at, not_finite, fallback);
   strip_prof_report(ctx, kname, prof, pl.ch.nblocks, grid);
   return s;
 }

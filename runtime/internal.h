@@ -73,6 +73,12 @@ struct ndf_ctx {
    * calls (stream-ordered), grown when too small, freed with the context */
   CUdeviceptr ecc_ws;
   size_t ecc_ws_bytes;
+  /* deferred data checks (opt.deferred_errors; ecc.c, ecc_cuda.c): the calls since the last
+   * report (their ordinals 1, 2, ... as the kernels' seq) and their names by ordinal % 64; the
+   * record the kernels write lives in the mapped header block (NDF__DREC_OFF); under lock */
+#define NDF__DEFER_NAMES 64
+  uint32_t defer_n;
+  const char *defer_names[NDF__DEFER_NAMES];
   /* ecc_cuda.c: get_fn's direct-mapped memo of the ECC kernels' functions (the JIT lookup builds
    * and hashes the request's key on every call); under lock */
 #define NDF__ECC_FN_MEMO 16
@@ -334,6 +340,19 @@ ndf_status ndf__ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *
 int ndf__ecc_new_path(void);
 /* NDF_ECC2_PROF: CLOCK_MONOTONIC nanoseconds at the public ECC call's entry (ecc.c) */
 extern __thread uint64_t ndf__ecc_t_entry;
+/* The record of a failed deferred check (templates/ndf_ecc_fused.cuh: ndf_ecc_drec), at
+ * NDF__DREC_OFF in the context's mapped header block: the first failing kernel (in stream order)
+ * since the last report writes the NaN key (~ the least C-order NaN index; 0: none), the
+ * not-finite flag, then its ordinal (0: no failure). */
+typedef struct ndf__drec {
+  uint64_t nan_key;
+  int32_t bad;
+  uint32_t ord;
+} ndf__drec;
+#define NDF__DREC_OFF 192
+/* After a stream sync (ndf_ctx_synchronize, ndf_array_copy): the failed deferred check, if any,
+ * as NDF_EINVAL with its call's message (the record cleared, the ordinals restarted), else NDF_OK. */
+ndf_status ndf__deferred_report(ndf_ctx *ctx);
 ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out,
                           int construction, const double *t, int uniform, int64_t *nan_at, int *not_finite);
 /* Soft curve on CUDA: mode 0 forward into arr; mode 1 backward from arr (grad_output) into gin/gthr (may be NULL).

@@ -1545,6 +1545,7 @@ struct ndf_ecc2_params {
   int bin;    // 0: certified first guesses (no table read when the guess is provably the bin);
               // 1: every guess checked against the threshold pairs in shared memory (NDF_ECC2_BIN=table)
   unsigned long long *prof; // NULL, or 8 %globaltimer stamps per block at the phase boundaries (NDF_ECC2_PROF)
+  ndf_ecc_drec *drec;       // NULL, or the deferred check's record (a failure noted there; ndf_ecc2_setup)
   ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM], oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
 };
 
@@ -1924,6 +1925,17 @@ __device__ __forceinline__ bool ndf_ecc2_setup(const P &p, bool hblk, int T, flo
         __threadfence_system();
         *(volatile unsigned *)p.seqp = p.seq;
       }
+      // deferred checks (the host does not wait for this call): the first failure since the host's
+      // last report is kept; seq is the call's ordinal there
+      if (p.drec && (key != 0ull || bad)) {
+        volatile ndf_ecc_drec *d = p.drec;
+        if (d->ord == 0u) {
+          d->nan_key = key;
+          d->bad = bad;
+          __threadfence_system();
+          d->ord = p.seq;
+        }
+      }
     }
     if (key != 0ull || bad || hblk) return false; // the whole grid: nothing is written; the header block is done
   }
@@ -2214,6 +2226,7 @@ struct ndf_ecc3_params {
   unsigned seq;
   int hdrblk, fence, bin;   // as ndf_ecc2_params
   unsigned long long *prof; // as ndf_ecc2_params
+  ndf_ecc_drec *drec;       // as ndf_ecc2_params
   ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM], oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
 };
 

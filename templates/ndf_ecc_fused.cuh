@@ -20,6 +20,15 @@ struct ndf_ecc_hdr {
   unsigned ticket, pad;
 };
 
+// The record of a failed deferred check (runtime/internal.h: ndf__drec; in the context's mapped
+// header block): the first kernel since the host's last report that finds a NaN / infinite input
+// (ord == 0 then) writes the key and flag, then its ordinal.
+struct ndf_ecc_drec {
+  unsigned long long nan_key;
+  int bad;
+  unsigned ord;
+};
+
 __device__ __forceinline__ bool ndf_ecc_hdr_ok(const ndf_ecc_hdr *h) {
   return __ldcg(&h->nan_key) == 0ull && __ldcg(&h->bad) == 0;
 }

@@ -271,7 +271,10 @@ static void test_gpu_benchmark_shapes(void **state) {
  * every output untouched (poisoned before, poisoned after).  nan_at < 0: an
  * infinite value instead (an error only for thresholds over [min, max]). */
 static void nan_case(ndf_ctx *ctx, ndf_dtype dt, int nd, const int64_t *sh, int batch, int64_t nan_at, int64_t nan2,
-                     int tkind, ndf_ecc_construction cons) {
+                     int tkind, ndf_ecc_construction cons, int deferred) {
+  /* deferred: ctx defers data checks; under the default environment the warp-strip kernels'
+   * calls (float32 over [min, max]) then return NDF_OK and ndf_ctx_synchronize the error */
+  const int defers = deferred && dt == NDF_FLOAT32 && tkind == 0;
   int64_t n = 1;
   for (int d = 0; d < nd; d++) n *= sh[d];
   int64_t os[NDF_MAX_NDIM];
@@ -318,7 +321,13 @@ static void nan_case(ndf_ctx *ctx, ndf_dtype dt, int nd, const int64_t *sh, int 
     assert_int_equal(tu_compare(&cpu.arr, &o.arr, msg, sizeof msg), 0);
     tu_array_free(&cpu);
   } else {
+    if (defers) {
+      assert_int_equal(st, NDF_OK); /* the check's failure comes with the next synchronize */
+      st = ndf_ctx_synchronize(ctx);
+      assert_non_null(strstr(ndf_errmsg(ctx), "found by a deferred check: call 1 of the 1 "));
+    }
     assert_int_equal(st, NDF_EINVAL);
+    assert_non_null(strstr(ndf_errmsg(ctx), "ndf_euler_characteristic_curve: bad argument 'input'"));
     char want[64];
     if (!inf_case) {
       snprintf(want, sizeof want, "element %lld ", (long long)nan_at);
@@ -379,9 +388,18 @@ static void nan_case(ndf_ctx *ctx, ndf_dtype dt, int nd, const int64_t *sh, int 
  * finds it; a range or values: the contribution pass does), 2-D and 3-D,
  * batches with the NaN in a later image, float32 and float64; an infinite
  * value fails only over [min, max]. */
+static void nan_cases(ndf_ctx *ctx, int tk, int deferred) {
+  static const int64_t s3[3] = {3, 17, 40}, s2[2] = {70, 300}, s4[4] = {2, 3, 9, 33}, s5[3] = {20, 30, 40};
+  nan_case(ctx, NDF_FLOAT32, 3, s3, 1, 1234, 1300, tk, NDF_ECC_V, deferred);
+  nan_case(ctx, NDF_FLOAT64, 3, s3, 1, 1234, 2000, tk, NDF_ECC_T, deferred);
+  nan_case(ctx, NDF_FLOAT32, 2, s2, 0, 20999, 20999, tk, NDF_ECC_T, deferred);
+  nan_case(ctx, NDF_FLOAT32, 4, s4, 2, 5 * 9 * 33 + 7, 6 * 9 * 33 - 1, tk, NDF_ECC_V, deferred);
+  nan_case(ctx, NDF_FLOAT64, 3, s5, 0, 20 * 30 * 40 - 1, 20 * 30 * 40 - 1, tk, NDF_ECC_V, deferred);
+  nan_case(ctx, NDF_FLOAT32, 3, s5, 0, -1, 0, tk, NDF_ECC_V, deferred); /* +inf */
+}
+
 static void test_gpu_nan_rejected(void **state) {
   gpu_state *s = *state;
-  static const int64_t s3[3] = {3, 17, 40}, s2[2] = {70, 300}, s4[4] = {2, 3, 9, 33}, s5[3] = {20, 30, 40};
   /* tk 0 ([min, max]) runs the fused default (3-D float32: ndf_ecc_strip3, float64: the march;
    * 2-D: the warp-strip kernel; header in mapped host memory), then (grp 1)
    * the brick kernel reading twice, (grp 2) the brick kernel with resident
@@ -397,15 +415,92 @@ static void test_gpu_nan_rejected(void **state) {
     if (grp > 0 && tk > 0) continue; /* given thresholds: the same path in every group */
     if (var[grp]) setenv(var[grp], val[grp], 1);
     if (grp >= 6) setenv("NDF_ECC_3D", "old", 1);
-    nan_case(s->ctx, NDF_FLOAT32, 3, s3, 1, 1234, 1300, tk, NDF_ECC_V);
-    nan_case(s->ctx, NDF_FLOAT64, 3, s3, 1, 1234, 2000, tk, NDF_ECC_T);
-    nan_case(s->ctx, NDF_FLOAT32, 2, s2, 0, 20999, 20999, tk, NDF_ECC_T);
-    nan_case(s->ctx, NDF_FLOAT32, 4, s4, 2, 5 * 9 * 33 + 7, 6 * 9 * 33 - 1, tk, NDF_ECC_V);
-    nan_case(s->ctx, NDF_FLOAT64, 3, s5, 0, 20 * 30 * 40 - 1, 20 * 30 * 40 - 1, tk, NDF_ECC_V);
-    nan_case(s->ctx, NDF_FLOAT32, 3, s5, 0, -1, 0, tk, NDF_ECC_V); /* +inf */
+    nan_cases(s->ctx, tk, 0);
     if (var[grp]) unsetenv(var[grp]);
     unsetenv("NDF_ECC_3D");
   }
+}
+
+/* A context with deferred data checks (ndf_ctx_options.deferred_errors): the NaN / inf cases above
+ * (float32 over [min, max]: the call returns NDF_OK, the next synchronize the error naming the
+ * element and the call; float64, ranges, values: the call's own error as before); four calls
+ * before one report (clean, NaN, NaN, clean: the first failing one is reported, by a
+ * device-to-host copy, once; the failing calls' outputs untouched, the clean ones equal the CPU);
+ * then random float32 curves over [min, max] against the CPU in that context. */
+static void test_gpu_deferred(void **state) {
+  gpu_state *s = *state;
+  ndf_ctx_options co;
+  ndf_ctx_options_init(&co);
+  co.backend = NDF_BACKEND_CUDA;
+  co.deferred_errors = 1;
+  ndf_ctx *ctx;
+  assert_int_equal(ndf_ctx_create(&ctx, &co), NDF_OK);
+  for (int tk = 0; tk < 3; tk++) nan_cases(ctx, tk, 1);
+
+  const int64_t sh[3][3] = {{64, 200}, {64, 200}, {9, 20, 33}}; /* 2-D (strip2t), 3-D (strip3) */
+  for (int k = 0; k < 3; k++) {
+    const int nd = k < 2 ? 2 : 3;
+    int64_t n = 1, T = k == 1 ? 400 : 32; /* T 400: ndf_ecc_strip2 */
+    for (int d = 0; d < nd; d++) n *= sh[k][d];
+    tu_array h[4], o[4], cpu;
+    tu_dev din[4], dout[4];
+    assert_int_equal(tu_array_alloc(&cpu, NDF_INT64, 1, &T), 0);
+    ndf_ecc_options opt;
+    ndf_ecc_options_init(&opt);
+    opt.nthresholds = T;
+    opt.construction = k == 2 ? NDF_ECC_T : NDF_ECC_V;
+    const int64_t nan_at[4] = {-1, 777 + k, 5, -1};
+    for (int i = 0; i < 4; i++) {
+      assert_int_equal(tu_array_alloc(&h[i], NDF_FLOAT32, nd, sh[k]), 0);
+      assert_int_equal(tu_array_alloc(&o[i], NDF_INT64, 1, &T), 0);
+      for (int64_t j = 0; j < n; j++) tu_set(&h[i].arr, j, (double)((j * (i + 3)) % 11) - 4.5);
+      if (nan_at[i] >= 0) tu_set(&h[i].arr, nan_at[i], NAN);
+      tu_poison(o[i].base, o[i].bytes);
+      tu_dev_upload(ctx, &din[i], &h[i]);
+      tu_dev_upload(ctx, &dout[i], &o[i]);
+    }
+    for (int i = 0; i < 4; i++) assert_int_equal(ndf_euler_characteristic_curve(ctx, &din[i].arr, &dout[i].arr, &opt), NDF_OK);
+    /* the report comes with the first device-to-host copy */
+    const ndf_status st = ndf_array_copy(ctx, &o[0].arr, &dout[0].arr);
+    char want[64];
+    snprintf(want, sizeof want, "element %lld (C order) is NaN", (long long)nan_at[1]);
+    if (st != NDF_EINVAL || !strstr(ndf_errmsg(ctx), want))
+      printf("case %d: status %d, message: %s (want %s)\n", k, (int)st, ndf_errmsg(ctx), want);
+    assert_int_equal(st, NDF_EINVAL);
+    assert_non_null(strstr(ndf_errmsg(ctx), want));
+    assert_non_null(strstr(ndf_errmsg(ctx), "call 2 of the 4 "));
+    assert_int_equal(ndf_ctx_synchronize(ctx), NDF_OK); /* reported once */
+    for (int i = 0; i < 4; i++) {
+      tu_dev_download(ctx, &dout[i], &o[i]);
+      if (nan_at[i] >= 0) {
+        assert_int_equal(tu_poison_check(o[i].base, o[i].bytes), -1);
+      } else {
+        assert_int_equal(ndf_euler_characteristic_curve(ctx, &h[i].arr, &cpu.arr, &opt), NDF_OK);
+        char msg[512];
+        assert_int_equal(tu_compare(&cpu.arr, &o[i].arr, msg, sizeof msg), 0);
+      }
+      tu_dev_free(ctx, &din[i]);
+      tu_dev_free(ctx, &dout[i]);
+      tu_array_free(&h[i]);
+      tu_array_free(&o[i]);
+    }
+    tu_array_free(&cpu);
+  }
+
+  tu_rng r;
+  tu_rng_seed(&r, s->seed ^ 0xdefe);
+  int failed = 0;
+  for (long k = 0; k < s->ncases / 3 + 8 && failed < 5; k++) {
+    ecase c;
+    draw_case(&c, &r);
+    c.dt = NDF_FLOAT32;
+    c.tkind = 1;
+    c.T = tu_rng_int(&r, 2, 320);
+    failed += run_exact(ctx, &c, &r);
+  }
+  ndf_ctx_destroy(ctx);
+  if (failed) printf("%d deferred cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
+  assert_int_equal(failed, 0);
 }
 
 /* ---- soft curve ------------------------------------------------------------------------------ */
@@ -940,6 +1035,7 @@ int main(void) {
   s->ncases = tu_env_long("NDF_TEST_CASES", 150);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_prestate(test_gpu_nan_rejected, s),
+      cmocka_unit_test_prestate(test_gpu_deferred, s),
       cmocka_unit_test_prestate(test_gpu_exact_random, s),
       cmocka_unit_test_prestate(test_gpu_old_path, s),
       cmocka_unit_test_prestate(test_gpu_pack_edges, s),

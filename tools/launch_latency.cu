@@ -1,8 +1,9 @@
 // launch_latency.cu -- what a launch costs in ndf_bench's one-call-at-a-time timing (events around each
 // call, then a sync): an empty kernel with a parameter block the size of the warp-strip kernels'
 // (~640 bytes), 256 threads per block, grids of 129 and 513 blocks, as a plain and as a cooperative
-// launch, with and without a grid barrier word touched.  Median event time and host time of the
-// launch call over 2000 calls.  Build and run on the GPU machine:
+// launch.  Median event time and host time of the launch call over 2000 calls; then the same
+// launches queued behind a gate (the GPU's own cost per call, as ndf_bench's gated timing).
+// Build and run on the GPU machine:
 //   nvcc -O2 -arch=sm_90 -o /tmp/ll tools/launch_latency.cu && /tmp/ll
 #include <algorithm>
 #include <chrono>
@@ -53,6 +54,40 @@ int main() {
       }
       printf("%-11s grid %4u: event time median %.2f us, launch call median %.2f us (%s)\n",
              coop ? "cooperative" : "plain", grid, median(ev), median(host), cudaGetErrorString(cudaGetLastError()));
+    }
+  // queued (as ndf_bench's gated timing, used where a call does not wait for its kernel): 200 calls,
+  // each between two events, enqueued behind a host function that holds the stream until all are
+  // queued; the median event time per call is the GPU's own cost of a launch (no host in it)
+  for (int coop = 0; coop < 2; coop++)
+    for (unsigned grid : {129u, 513u}) {
+      const int n = 200;
+      std::vector<cudaEvent_t> e(2 * n);
+      for (auto &x : e) cudaEventCreate(&x);
+      std::vector<double> ev;
+      for (int rep = 0; rep < 5; rep++) {
+        volatile int release = 0;
+        cudaLaunchHostFunc(s, [](void *r) { while (!*(volatile int *)r) {} }, (void *)&release);
+        for (int i = 0; i < n; i++) {
+          cudaEventRecord(e[2 * i], s);
+          if (coop) {
+            void *args[] = {&p};
+            cudaLaunchCooperativeKernel((void *)empty_kernel, dim3(grid), dim3(256), args, 0, s);
+          } else {
+            empty_kernel<<<grid, 256, 0, s>>>(p);
+          }
+          cudaEventRecord(e[2 * i + 1], s);
+        }
+        release = 1;
+        cudaStreamSynchronize(s);
+        for (int i = 0; i < n; i++) {
+          float ms = 0;
+          cudaEventElapsedTime(&ms, e[2 * i], e[2 * i + 1]);
+          ev.push_back(ms * 1e3);
+        }
+      }
+      printf("%-11s grid %4u queued: event time median %.2f us (%s)\n", coop ? "cooperative" : "plain", grid,
+             median(ev), cudaGetErrorString(cudaGetLastError()));
+      for (auto &x : e) cudaEventDestroy(x);
     }
   return 0;
 }

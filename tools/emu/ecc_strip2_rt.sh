@@ -4,7 +4,8 @@
 # (parameter bytes, grid) runs on the host-emulated kernel (ecc_strip2_emu.cpp, EMU_RT; ASan on) for
 # float32 / uint8 / uint16, V and T: curves bit for bit against the CPU backend, NaN / inf errors and
 # the untouched output, the mapped header's sequence word (no stream sync) or, with NDF_ECC_MAPHDR=0,
-# the copy; the context's workspace, or (NDF_ECC2_WS=0) exactly sized per-call scratch.
+# the copy; the context's workspace, or (NDF_ECC2_WS=0) exactly sized per-call scratch; EMU_DEFER=1:
+# deferred data checks (ndf_ctx_options.deferred_errors).
 # EMU_NSP=2: ndf_ecc_strip2t (the default for T <= 320), also NDF_ECC_2D=strip2.  EMU_NSP=3: the same for the 3-D kernel (ndf_ecc_strip3, and ndf_ecc_strip3n with NDF_ECC3_W=8; uint8 /
 # uint16 with NDF_ECC_3D=strip3).
 set -eu
@@ -34,6 +35,10 @@ for cfg in "float NDF_FLOAT32" "uchar NDF_UINT8" "ushort NDF_UINT16"; do
     # NDF_ECC2_PROF=1, a smoke test (ASan): a report line per call (its own copy and sync make this
     # harness's copy / sync counts differ, so only the report lines are counted)
     [ "$1" = float ] && [ "$cons" = 0 ] && { env $x NDF_ECC2_PROF=1 NDF_ECC_MAPHDR=0 "$W/emu" "$((SEED + 500))" 2 2>&1 | grep -c "ndf prof" || fail=1; }
+    # EMU_DEFER=1: a context with deferred data checks (the float calls do not wait; reports after
+    # random runs of calls name the first failing one), on the workspace and on per-call scratch
+    [ "$1" = float ] && { env $x EMU_DEFER=1 "$W/emu" "$((SEED + 600))" "$((CASES * 2))" || fail=1; }
+    [ "$1" = float ] && { env $x EMU_DEFER=1 NDF_ECC2_WS=0 "$W/emu" "$((SEED + 700))" "$CASES" || fail=1; }
     if [ "$nsp" = 2 ]; then # ndf_ecc_strip2 (the default: ndf_ecc_strip2t; T 510: strip2)
       env NDF_ECC_2D=strip2 "$W/emu" "$((SEED + 300))" "$CASES" || fail=1
       env NDF_ECC_2D=strip2 NDF_ECC2_MC=1 NDF_ECC2_WS=0 NDF_ECC_MAPHDR=0 "$W/emu" "$((SEED + 400))" "$CASES" || fail=1
