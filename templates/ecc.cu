@@ -1610,7 +1610,7 @@ __device__ __forceinline__ void ndf_ecc2_stamp(unsigned long long *prof, int i) 
 template <bool B> struct ndf_ecc2_bool {
   static constexpr bool value = B;
 };
-// prefix sums of the NC copies' sum, written as ndf_ecc_prefix_m
+// prefix sums of the NC copies' sum (NC <= 8: strip_chunks_make's cap), written as ndf_ecc_prefix_m
 __device__ void ndf_ecc2_prefix(const long long *hist, int nc, ndf_i64 m, long long *out, ndf_i64 T, ndf_i64 ostep) {
   __shared__ long long wsum[8];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -1618,8 +1618,13 @@ __device__ void ndf_ecc2_prefix(const long long *hist, int nc, ndf_i64 m, long l
   for (ndf_i64 k0 = 0; k0 < T; k0 += 256) {
     const ndf_i64 k = k0 + threadIdx.x;
     long long v = 0;
-    if (k < T)
-      for (int c = 0; c < nc; c++) v += __ldcg(hist + c * T + k);
+    if (k < T) { // nc <= 8 copies (the runtime's cap): every load in flight at once
+      long long w[8];
+#pragma unroll
+      for (int c = 0; c < 8; c++) w[c] = c < nc ? __ldcg(hist + c * T + k) : 0ll;
+#pragma unroll
+      for (int c = 0; c < 8; c++) v += w[c];
+    }
     for (int o = 1; o < 32; o <<= 1) {
       const long long u = __shfl_up_sync(0xffffffffu, v, o);
       if (lane >= o) v += u;
@@ -1883,11 +1888,17 @@ __device__ __forceinline__ bool ndf_ecc2_setup(const P &p, bool hblk, int T, flo
   {
     float fa = __int_as_float(0x7f800000), fb = __int_as_float(0xff800000);
     bool nan = false; // some block saw a NaN (its min is NaN): only then are the keys read
-    for (unsigned k = tid; k < gridDim.x; k += 256) {
-      const float2 ab = __ldcg((const float2 *)p.part + k);
-      nan |= ab.x != ab.x;
-      fa = fminf(fa, ab.x);
-      fb = fmaxf(fb, ab.y);
+    for (unsigned k0 = tid; k0 < gridDim.x; k0 += 1024) { // grids up to 1024 blocks: one round trip
+      float2 ab[4];
+#pragma unroll
+      for (int u = 0; u < 4; u++)
+        ab[u] = k0 + 256u * u < gridDim.x ? __ldcg((const float2 *)p.part + k0 + 256u * u) : make_float2(fa, fb);
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        nan |= ab[u].x != ab[u].x;
+        fa = fminf(fa, ab[u].x);
+        fb = fmaxf(fb, ab[u].y);
+      }
     }
     for (int o = 16; o > 0; o >>= 1) {
       fa = fminf(fa, __shfl_xor_sync(FULL, fa, o));

@@ -18,6 +18,15 @@ __global__ void __launch_bounds__(256, 4) empty_kernel(const params p) {
   if (p.f[0] == 12345 && threadIdx.x == 0) *(volatile long long *)p.f[1] = 1; // never: keeps p live
 }
 
+// the parameter block's size alone (queued cooperative launches of grid 129): 16 .. 4096 bytes
+template <int N> struct pblock {
+  long long f[N / 8];
+};
+template <int N> __global__ void __launch_bounds__(256, 4) sized_kernel(const pblock<N> p) {
+  if (p.f[0] == 12345 && threadIdx.x == 0) *(volatile long long *)p.f[N / 8 - 1] = 1; // never
+}
+template <int N> static double queued_sized(cudaStream_t s);
+
 static double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -89,5 +98,34 @@ int main() {
              median(ev), cudaGetErrorString(cudaGetLastError()));
       for (auto &x : e) cudaEventDestroy(x);
     }
+  printf("queued cooperative grid 129 by parameter bytes: 16 %.2f, 128 %.2f, 640 %.2f, 2048 %.2f, 4096 %.2f us\n",
+         queued_sized<16>(s), queued_sized<128>(s), queued_sized<640>(s), queued_sized<2048>(s), queued_sized<4096>(s));
   return 0;
+}
+
+template <int N> static double queued_sized(cudaStream_t s) {
+  const int n = 200;
+  std::vector<cudaEvent_t> e(2 * n);
+  for (auto &x : e) cudaEventCreate(&x);
+  std::vector<double> ev;
+  pblock<N> p{};
+  for (int rep = 0; rep < 5; rep++) {
+    volatile int release = 0;
+    cudaLaunchHostFunc(s, [](void *r) { while (!*(volatile int *)r) {} }, (void *)&release);
+    for (int i = 0; i < n; i++) {
+      cudaEventRecord(e[2 * i], s);
+      void *args[] = {&p};
+      cudaLaunchCooperativeKernel((void *)sized_kernel<N>, dim3(129), dim3(256), args, 0, s);
+      cudaEventRecord(e[2 * i + 1], s);
+    }
+    release = 1;
+    cudaStreamSynchronize(s);
+    for (int i = 0; i < n; i++) {
+      float ms = 0;
+      cudaEventElapsedTime(&ms, e[2 * i], e[2 * i + 1]);
+      ev.push_back(ms * 1e3);
+    }
+  }
+  for (auto &x : e) cudaEventDestroy(x);
+  return median(ev);
 }
