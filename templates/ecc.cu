@@ -1546,17 +1546,11 @@ struct ndf_ecc2_params {
               // 1: every guess checked against the threshold pairs in shared memory (NDF_ECC2_BIN=table)
   unsigned long long *prof; // NULL, or 8 %globaltimer stamps per block at the phase boundaries (NDF_ECC2_PROF)
   ndf_ecc_drec *drec;       // NULL, or the deferred check's record (a failure noted there; ndf_ecc2_setup)
-  int nc;                   // 1: the input read through the non-coherent path (ndf_ecc2_ld; NDF_ECC2_NC=1)
   ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM], oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
 };
 
 // (tools/emu/ecc_strip2_emu.cpp replaces this block of helpers)
 // NDF_ECC2_HELPERS_BEGIN
-// An input load of the warp-strip kernels: plain, or with nc through the non-coherent read-only
-// path (ld.global.nc; the input is never written during the kernel), whose lines might outlive the
-// L1 invalidation of the grid barrier's acquire, so the march could re-read phase 1's rows from L1
-__device__ __forceinline__ float4 ndf_ecc2_ld(const float4 *q, int nc) { return nc ? __ldg(q) : *q; }
-template <class T> __device__ __forceinline__ T ndf_ecc2_ld(const T *q, int nc) { return nc ? __ldg(q) : *q; }
 // min keeping NaN (min.NaN.f32): a NaN voxel leaves the lane's min NaN
 __device__ __forceinline__ float ndf_ecc2_fminnan(float a, float b) {
 #if __CUDA_ARCH__ >= 800
@@ -1782,16 +1776,16 @@ template <class P> struct ndf_ecc2_rows {
     }
     if (VEC) {
       if (L.inb) {
-        const float4 f4 = ndf_ecc2_ld((const float4 *)rp, p.nc);
+        const float4 f4 = *(const float4 *)rp;
         w.v[0] = f4.x, w.v[1] = f4.y, w.v[2] = f4.z, w.v[3] = f4.w;
       } else {
         w.v[0] = w.v[1] = w.v[2] = w.v[3] = INF;
       }
     } else {
 #pragma unroll
-      for (int j = 0; j < 4; j++) w.v[j] = ((L.inb >> j) & 1u) ? (float)ndf_ecc2_ld(rp + j * p.sx, p.nc) : INF;
+      for (int j = 0; j < 4; j++) w.v[j] = ((L.inb >> j) & 1u) ? (float)rp[j * p.sx] : INF;
     }
-    w.v[4] = L.hin ? (float)ndf_ecc2_ld(rp + hoff, p.nc) : INF;
+    w.v[4] = L.hin ? (float)rp[hoff] : INF;
   }
 };
 
@@ -1808,14 +1802,14 @@ __device__ __forceinline__ void ndf_ecc2_strip_phase1(const P &p, const TIN *in,
     const TIN *rp = in + r * p.sz;
     if (vec) {
       if (inb) {
-        const float4 f4 = ndf_ecc2_ld((const float4 *)(rp + x), p.nc);
+        const float4 f4 = *(const float4 *)(rp + x);
         v[0] = f4.x, v[1] = f4.y, v[2] = f4.z, v[3] = f4.w;
       } else {
         v[0] = v[1] = v[2] = v[3] = fill;
       }
     } else {
 #pragma unroll
-      for (int j = 0; j < 4; j++) v[j] = ((inb >> j) & 1u) ? (float)ndf_ecc2_ld(rp + (ndf_i64)(x + j) * p.sx, p.nc) : fill;
+      for (int j = 0; j < 4; j++) v[j] = ((inb >> j) & 1u) ? (float)rp[(ndf_i64)(x + j) * p.sx] : fill;
     }
   };
 
@@ -1831,7 +1825,7 @@ __device__ __forceinline__ void ndf_ecc2_strip_phase1(const P &p, const TIN *in,
     for (int r = r1 - 1; r >= r0; r -= 8) { // eight rows' loads in flight
       float4 v[8];
 #pragma unroll
-      for (int u = 0; u < 8; u++) v[u] = ndf_ecc2_ld((const float4 *)(in0 + (ndf_i64)max(r - u, r0) * sz), p.nc);
+      for (int u = 0; u < 8; u++) v[u] = *(const float4 *)(in0 + (ndf_i64)max(r - u, r0) * sz);
 #pragma unroll
       for (int u = 0; u < 8; u++) {
         lo = ndf_ecc2_fminnan(lo, ndf_ecc2_fminnan(ndf_ecc2_fminnan(v[u].x, v[u].y), ndf_ecc2_fminnan(v[u].z, v[u].w)));
@@ -2244,7 +2238,6 @@ struct ndf_ecc3_params {
   int hdrblk, fence, bin;   // as ndf_ecc2_params
   unsigned long long *prof; // as ndf_ecc2_params
   ndf_ecc_drec *drec;       // as ndf_ecc2_params
-  int nc;                   // as ndf_ecc2_params
   ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM], oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
 };
 
@@ -2377,15 +2370,14 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
     if (VEC) { // fast: no fills
 #pragma unroll
       for (int u = 0; u < W / 4; u++) {
-        const float4 f4 = ndf_ecc2_ld((const float4 *)(rp + 4 * u), p.nc);
+        const float4 f4 = *(const float4 *)(rp + 4 * u);
         w.v[4 * u] = f4.x, w.v[4 * u + 1] = f4.y, w.v[4 * u + 2] = f4.z, w.v[4 * u + 3] = f4.w;
       }
     } else {
 #pragma unroll
-      for (int j = 0; j < W; j++)
-        w.v[j] = rowin && ((inb >> j) & 1u) ? (float)ndf_ecc2_ld(rp + (ndf_i64)j * p.sx, p.nc) : INF;
+      for (int j = 0; j < W; j++) w.v[j] = rowin && ((inb >> j) & 1u) ? (float)rp[(ndf_i64)j * p.sx] : INF;
     }
-    w.v[W] = rowin && ((inb >> W) & 1u) ? (float)ndf_ecc2_ld(rp + (ndf_i64)W * p.sx, p.nc) : INF;
+    w.v[W] = rowin && ((inb >> W) & 1u) ? (float)rp[(ndf_i64)W * p.sx] : INF;
   };
 
   // ---- phase 1: min, max, NaN of the task's own voxels (lanes 0..30, rows and planes in the
