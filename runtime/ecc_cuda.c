@@ -930,8 +930,7 @@ static uint32_t strip_seq(void) {
 }
 
 /* The parameter blocks' common tail (ndf_ecc2_params, ndf_ecc3_params): nb, ncopy, seq, hdrblk,
- * fence, bin, prof (strip_prof_alloc), drec (deferred checks), pf (NDF_ECC2_PF=K, 0..64: the march
- * prefetches K rows / planes ahead into L1; default 0).  NDF_ECC2_FENCE=sc: __threadfence pairs at the grid barrier
+ * fence, bin, prof (strip_prof_alloc).  NDF_ECC2_FENCE=sc: __threadfence pairs at the grid barrier
  * and the tickets (main 7253b51's form); default: release / acquire atomics.  NDF_ECC2_BIN=table: every first guess
  * checked against the thresholds in shared memory (as before); default: guesses certified by an
  * error bound skip the table. */
@@ -946,10 +945,6 @@ static void strip_put_tail(ndf__params *pb, int nb, int ncopy, const fused_mem *
   NDF__PUT(pb, bin);
   NDF__PUT(pb, prof);
   NDF__PUT(pb, m->drec);
-  const char *pe = getenv("NDF_ECC2_PF");
-  int pf = pe ? atoi(pe) : 0;
-  pf = pf < 0 ? 0 : pf > 64 ? 64 : pf;
-  NDF__PUT(pb, pf);
 }
 
 /* NDF_ECC2_PROF=1 (benchmarks): the warp-strip kernels write %globaltimer at their phase boundaries

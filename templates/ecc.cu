@@ -1546,14 +1546,11 @@ struct ndf_ecc2_params {
               // 1: every guess checked against the threshold pairs in shared memory (NDF_ECC2_BIN=table)
   unsigned long long *prof; // NULL, or 8 %globaltimer stamps per block at the phase boundaries (NDF_ECC2_PROF)
   ndf_ecc_drec *drec;       // NULL, or the deferred check's record (a failure noted there; ndf_ecc2_setup)
-  int pf;                   // rows (2-D) / planes (3-D) the march prefetches into L1 ahead of its loads (0: none)
   ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM], oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
 };
 
 // (tools/emu/ecc_strip2_emu.cpp replaces this block of helpers)
 // NDF_ECC2_HELPERS_BEGIN
-// a prefetch of q's sector into L1 (no register; the march's later load then hits L1, not L2)
-__device__ __forceinline__ void ndf_ecc2_pf(const void *q) { asm volatile("prefetch.global.L1 [%0];" ::"l"(q)); }
 // min keeping NaN (min.NaN.f32): a NaN voxel leaves the lane's min NaN
 __device__ __forceinline__ float ndf_ecc2_fminnan(float a, float b) {
 #if __CUDA_ARCH__ >= 800
@@ -1767,11 +1764,6 @@ template <class P> struct ndf_ecc2_rows {
   __device__ __forceinline__ ndf_ecc2_rows(const P &p_, const TIN *in, const ndf_ecc2_lane &L_, int r, int rend_)
       : p(p_), L(L_), lq(in + (ndf_i64)L_.x * p_.sx + (ndf_i64)r * p_.sz), hoff((ndf_i64)(L_.hx - L_.x) * p_.sx), lr(r),
         rend(rend_) {}
-  // row lr + k (k rows past the next load) into L1: the lane's first voxel (its 16 bytes of a float4 row)
-  __device__ __forceinline__ void prefetch(int k) const {
-    const int r = lr + k;
-    if (r >= 0 && r < (int)p.nz && r <= rend && L.inb) ndf_ecc2_pf(lq + (ndf_i64)k * p.sz);
-  }
   template <bool VEC> __device__ __forceinline__ void load(ndf_ecc2_raw &w) {
     const float INF = __int_as_float(0x7f800000);
     const int r = lr++;
@@ -2246,7 +2238,6 @@ struct ndf_ecc3_params {
   int hdrblk, fence, bin;   // as ndf_ecc2_params
   unsigned long long *prof; // as ndf_ecc2_params
   ndf_ecc_drec *drec;       // as ndf_ecc2_params
-  int pf;                   // as ndf_ecc2_params
   ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM], oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
 };
 
@@ -2442,17 +2433,11 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
   ndf_ecc2_grid_sync(p.gbar, p.fence);
   ndf_ecc2_stamp(p.prof, 2);
 
-  // plane z's row of the lane into L1 (its W voxels' 32-byte sectors; rows and planes in the image)
-  auto pfplane = [&](int z) {
-    if (z >= 0 && z < nzi && z <= ze && rowin && (inb & 1u))
-      for (int j = 0; j < W; j += 8) ndf_ecc2_pf(rowp + (ndf_i64)z * p.sz + (ndf_i64)j * p.sx);
-  };
   // ---- the march's first two planes, loaded now (their latency overlaps the set-up)
   raw RA, RB;
   if (act) {
     if (fast) load(ndf_ecc2_bool<true>(), zb, RA), load(ndf_ecc2_bool<true>(), zb + 1, RB);
     else load(ndf_ecc2_bool<false>(), zb, RA), load(ndf_ecc2_bool<false>(), zb + 1, RB);
-    for (int k = 0; k < p.pf; k++) pfplane(zb + 2 + k); // NDF_ECC2_PF: the next planes into L1 during the set-up
   }
   for (int i = tid; i < (T + 1) * 32; i += 256) h3[i] = 0;
   if (!ndf_ecc2_setup(p, hblk, T, tsf, tpair, r_lo, r_hi, r_key, s_ga, s_gb, s_dl, s_dh, s_m)) return;
@@ -2481,7 +2466,6 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
                     raw &rw, int z) {
       bins(rw.v, B2);
       if (z + 2 <= ze) load(vecc, z + 2, rw);
-      if (p.pf) pfplane(z + 1 + p.pf);
       unsigned t[W + 1];
 #pragma unroll
       for (int j = 0; j <= W; j++) S2[j] = agg(B2[j], __shfl_down_sync(FULL, B2[j], 1));
@@ -2571,7 +2555,6 @@ __device__ __forceinline__ void ndf_ecc2t_body(const ndf_ecc2_params &p, int *h3
   if (act) {
     if (L.vec) rows.load<true>(R0), rows.load<true>(R1), rows.load<true>(R2);
     else rows.load<false>(R0), rows.load<false>(R1), rows.load<false>(R2);
-    for (int k = 0; k < p.pf; k++) rows.prefetch(k); // NDF_ECC2_PF: the next rows into L1 during the set-up
   }
   for (int i = tid; i < (T + 1) * 32; i += 256) h3[i] = 0;
   if (!ndf_ecc2_setup(p, hblk, T, tsf, tpair, r_lo, r_hi, r_key, s_ga, s_gb, s_dl, s_dh, s_m)) return;
@@ -2602,7 +2585,6 @@ __device__ __forceinline__ void ndf_ecc2t_body(const ndf_ecc2_params &p, int *h3
     auto step = [&](const unsigned(&Bc)[5], unsigned(&Bn)[5], raw &rw) {
       bins(rw.v, Bn);
       rows.template load<VEC>(rw);
-      if (p.pf) rows.prefetch(p.pf - 1);
       unsigned S[5];
 #pragma unroll
       for (int j = 0; j < 5; j++) S[j] = agg(Bc[j], Bn[j]);

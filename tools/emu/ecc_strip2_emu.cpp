@@ -179,7 +179,6 @@ static inline void ndf_ecc2_stamp(unsigned long long *prof, int i) {
   if (prof && tl_tid == 0) prof[tl_bid * 8 + i] = (unsigned long long)std::chrono::steady_clock::now().time_since_epoch().count();
 }
 static inline float ndf_ecc2_fminnan(float a, float b) { return (a != a || b != b) ? NAN : std::fmin(a, b); }
-static inline void ndf_ecc2_pf(const void *) {}
 static inline unsigned ndf_ecc2_ticket(unsigned *p, int) { return __atomic_fetch_add(p, 1u, __ATOMIC_ACQ_REL); }
 static void ndf_ecc2_grid_sync(unsigned *w, int) { ndf_ecc_grid_sync(w); }
 template <bool B> struct ndf_ecc2_bool { static constexpr bool value = B; };
