@@ -788,7 +788,7 @@ static ndf_status ecc_brick(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arra
  * (a warp marches a strip of 128 columns, no block barriers in the march)
  * unless NDF_ECC_2D=old (ndf_ecc_pack's fused march, as before); T <= 320 takes
  * ndf_ecc_strip2t (below) unless NDF_ECC_2D=strip2.
- * NDF_ECC2_MC: the least rows per warp task (default 8).  NDF_ECC2_FENCE=sc: the
+ * NDF_ECC2_MC: the least rows per warp task (default 4 for ndf_ecc_strip2t, 8 for ndf_ecc_strip2).  NDF_ECC2_FENCE=sc: the
  * fence.sc pairs at the grid barrier and tickets instead of acq_rel atomics.
  * NDF_ECC2_BIN=table: no certified first guesses (every bin from the table).  docs/adr/0009,
  * "The 2-D warp-strip kernel". */
@@ -807,18 +807,21 @@ typedef struct strip2_plan {
 } strip2_plan;
 
 /* Tasks (strip, chunk of mc rows) of 8 per block, blocks of one image each,
- * at most cap blocks; rows per task at least NDF_ECC2_MC and about one task
+ * at most cap blocks; rows per task at least NDF_ECC2_MC (default mc0) and about one task
  * per resident warp; rows0 more rows before row 0 (ndf_ecc_strip2t's
  * T-construction: rows from -1).  0: no plan (the caller keeps ndf_ecc_pack). */
-static int strip2_plan_make(const ndf__ecc_call *c, int64_t rows0, int64_t cap, strip2_plan *pl) {
+static int strip2_plan_make(const ndf__ecc_call *c, int64_t rows0, int64_t mc0, int64_t cap, strip2_plan *pl) {
   const int64_t nz = c->sshape[0], nx = c->sshape[1], nimg = c->nimg;
   if (nz <= 0 || nx <= 0 || nimg <= 0 || nz > 0x7fffff00 || nx > 0x7fffff00) return 0;
   const char *e = getenv("NDF_ECC2_MC");
-  /* 8: session 8 (run8a, H200) measured MC 2/4/8/16/32 at 1024^2 0.0240/0.0216/0.0210/0.0288/0.0360 ms,
-   * 64 x 256^2 0.0352/0.0361/0.0333/0.0354/0.0353, 8192^2 (any MC: the resident grid sets it) ~0.22 */
+  /* mc0 (the default): ndf_ecc_strip2t 4, ndf_ecc_strip2 8.  4: session 11 (r11f, H200, ndf_ecc_strip2t) measured MC 4 against 8 at 1024^2 0.0150-0.0151 / 0.0163 ms
+   * (deferred checks; waiting 0.0212 / 0.0220), 512^2 0.0135 / 0.0151, 16 x 256^2 0.0152 / 0.0165, uint8
+   * 1024^2 0.0204 / 0.0272, 2048^2 and larger equal (the resident grid sets mc), 64 x 256^2 equal (mc 8
+   * either way).  (Session 8, ndf_ecc_strip2, waiting: MC 2/4/8/16/32 at 1024^2
+   * 0.0240/0.0216/0.0210/0.0288/0.0360 ms.) */
   pl->nstrip = (nx + STRIP2_W - 1) / STRIP2_W;
   strip_chunks ch;
-  if (!strip_chunks_make(pl->nstrip, nz + rows0, 1, e ? atoll(e) : 8, nimg, cap, &ch)) return 0;
+  if (!strip_chunks_make(pl->nstrip, nz + rows0, 1, e ? atoll(e) : mc0, nimg, cap, &ch)) return 0;
   pl->mc = ch.mc, pl->tpi = ch.tpi, pl->bpi = ch.bpi, pl->nblocks = ch.nblocks, pl->ncopy = ch.ncopy;
   return 1;
 }
@@ -1023,7 +1026,7 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   const unsigned dyn = tele ? (unsigned)((c->T + 1) * 128) : 0;
   const int64_t cap = tele ? (int64_t)rows_occupancy(ctx, fn, dyn) * sms : STRIP2_MAX_PER_SM * sms;
   strip2_plan pl;
-  if (cap < 2 || !strip2_plan_make(c, tele ? cons : 0, cap - hdrblk, &pl)) return NDF_OK;
+  if (cap < 2 || !strip2_plan_make(c, tele ? cons : 0, tele ? 4 : 8, cap - hdrblk, &pl)) return NDF_OK;
   const int64_t grid = pl.nblocks + hdrblk;
   const int64_t T = c->T, nimg = c->nimg;
   fused_mem m;
