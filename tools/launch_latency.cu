@@ -25,12 +25,39 @@ template <int N> struct pblock {
 template <int N> __global__ void __launch_bounds__(256, 4) sized_kernel(const pblock<N> p) {
   if (p.f[0] == 12345 && threadIdx.x == 0) *(volatile long long *)p.f[N / 8 - 1] = 1; // never
 }
-template <int N> static double queued_sized(cudaStream_t s);
 
 static double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
+
+// 5 x 200 calls of launch(), each between two events, enqueued behind a host function that holds the
+// stream until all are queued: the median event time per call (us)
+template <class F> static double queued(cudaStream_t s, F launch) {
+  const int n = 200;
+  std::vector<cudaEvent_t> e(2 * n);
+  for (auto &x : e) cudaEventCreate(&x);
+  std::vector<double> ev;
+  for (int rep = 0; rep < 5; rep++) {
+    volatile int release = 0;
+    cudaLaunchHostFunc(s, [](void *r) { while (!*(volatile int *)r) {} }, (void *)&release);
+    for (int i = 0; i < n; i++) {
+      cudaEventRecord(e[2 * i], s);
+      launch();
+      cudaEventRecord(e[2 * i + 1], s);
+    }
+    release = 1;
+    cudaStreamSynchronize(s);
+    for (int i = 0; i < n; i++) {
+      float ms = 0;
+      cudaEventElapsedTime(&ms, e[2 * i], e[2 * i + 1]);
+      ev.push_back(ms * 1e3);
+    }
+  }
+  for (auto &x : e) cudaEventDestroy(x);
+  return median(ev);
+}
+template <int N> static double queued_sized(cudaStream_t s);
 
 int main() {
   cudaStream_t s;
@@ -64,39 +91,20 @@ int main() {
       printf("%-11s grid %4u: event time median %.2f us, launch call median %.2f us (%s)\n",
              coop ? "cooperative" : "plain", grid, median(ev), median(host), cudaGetErrorString(cudaGetLastError()));
     }
-  // queued (as ndf_bench's gated timing, used where a call does not wait for its kernel): 200 calls,
-  // each between two events, enqueued behind a host function that holds the stream until all are
-  // queued; the median event time per call is the GPU's own cost of a launch (no host in it)
+  // queued (as ndf_bench's gated timing, used where a call does not wait for its kernel): the GPU's own
+  // cost of a launch (no host in it)
   for (int coop = 0; coop < 2; coop++)
     for (unsigned grid : {129u, 513u}) {
-      const int n = 200;
-      std::vector<cudaEvent_t> e(2 * n);
-      for (auto &x : e) cudaEventCreate(&x);
-      std::vector<double> ev;
-      for (int rep = 0; rep < 5; rep++) {
-        volatile int release = 0;
-        cudaLaunchHostFunc(s, [](void *r) { while (!*(volatile int *)r) {} }, (void *)&release);
-        for (int i = 0; i < n; i++) {
-          cudaEventRecord(e[2 * i], s);
-          if (coop) {
-            void *args[] = {&p};
-            cudaLaunchCooperativeKernel((void *)empty_kernel, dim3(grid), dim3(256), args, 0, s);
-          } else {
-            empty_kernel<<<grid, 256, 0, s>>>(p);
-          }
-          cudaEventRecord(e[2 * i + 1], s);
+      const double t = queued(s, [&] {
+        if (coop) {
+          void *args[] = {&p};
+          cudaLaunchCooperativeKernel((void *)empty_kernel, dim3(grid), dim3(256), args, 0, s);
+        } else {
+          empty_kernel<<<grid, 256, 0, s>>>(p);
         }
-        release = 1;
-        cudaStreamSynchronize(s);
-        for (int i = 0; i < n; i++) {
-          float ms = 0;
-          cudaEventElapsedTime(&ms, e[2 * i], e[2 * i + 1]);
-          ev.push_back(ms * 1e3);
-        }
-      }
-      printf("%-11s grid %4u queued: event time median %.2f us (%s)\n", coop ? "cooperative" : "plain", grid,
-             median(ev), cudaGetErrorString(cudaGetLastError()));
-      for (auto &x : e) cudaEventDestroy(x);
+      });
+      printf("%-11s grid %4u queued: event time median %.2f us (%s)\n", coop ? "cooperative" : "plain", grid, t,
+             cudaGetErrorString(cudaGetLastError()));
     }
   printf("queued cooperative grid 129 by parameter bytes: 16 %.2f, 128 %.2f, 640 %.2f, 2048 %.2f, 4096 %.2f us\n",
          queued_sized<16>(s), queued_sized<128>(s), queued_sized<640>(s), queued_sized<2048>(s), queued_sized<4096>(s));
@@ -104,28 +112,9 @@ int main() {
 }
 
 template <int N> static double queued_sized(cudaStream_t s) {
-  const int n = 200;
-  std::vector<cudaEvent_t> e(2 * n);
-  for (auto &x : e) cudaEventCreate(&x);
-  std::vector<double> ev;
   pblock<N> p{};
-  for (int rep = 0; rep < 5; rep++) {
-    volatile int release = 0;
-    cudaLaunchHostFunc(s, [](void *r) { while (!*(volatile int *)r) {} }, (void *)&release);
-    for (int i = 0; i < n; i++) {
-      cudaEventRecord(e[2 * i], s);
-      void *args[] = {&p};
-      cudaLaunchCooperativeKernel((void *)sized_kernel<N>, dim3(129), dim3(256), args, 0, s);
-      cudaEventRecord(e[2 * i + 1], s);
-    }
-    release = 1;
-    cudaStreamSynchronize(s);
-    for (int i = 0; i < n; i++) {
-      float ms = 0;
-      cudaEventElapsedTime(&ms, e[2 * i], e[2 * i + 1]);
-      ev.push_back(ms * 1e3);
-    }
-  }
-  for (auto &x : e) cudaEventDestroy(x);
-  return median(ev);
+  return queued(s, [&] {
+    void *args[] = {&p};
+    cudaLaunchCooperativeKernel((void *)sized_kernel<N>, dim3(129), dim3(256), args, 0, s);
+  });
 }
