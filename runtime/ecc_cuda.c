@@ -788,8 +788,9 @@ static ndf_status ecc_brick(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arra
  * (a warp marches a strip of 128 columns, no block barriers in the march)
  * unless NDF_ECC_2D=old (ndf_ecc_pack's fused march, as before); T <= 320 takes
  * ndf_ecc_strip2t (below) unless NDF_ECC_2D=strip2.
- * NDF_ECC2_MC: the least rows per warp task (default 4 for ndf_ecc_strip2t, 8 for ndf_ecc_strip2).  NDF_ECC2_FENCE=sc: the
- * fence.sc pairs at the grid barrier and tickets instead of acq_rel atomics.
+ * NDF_ECC2_MC: the least rows per warp task (default 4 for ndf_ecc_strip2t, 8 for
+ * ndf_ecc_strip2).  NDF_ECC2_FENCE=sc: the fence.sc pairs at the grid barrier and tickets
+ * instead of acq_rel atomics.
  * NDF_ECC2_BIN=table: no certified first guesses (every bin from the table).  docs/adr/0009,
  * "The 2-D warp-strip kernel". */
 static int use_strip2(void) {
@@ -814,8 +815,8 @@ static int strip2_plan_make(const ndf__ecc_call *c, int64_t rows0, int64_t mc0, 
   const int64_t nz = c->sshape[0], nx = c->sshape[1], nimg = c->nimg;
   if (nz <= 0 || nx <= 0 || nimg <= 0 || nz > 0x7fffff00 || nx > 0x7fffff00) return 0;
   const char *e = getenv("NDF_ECC2_MC");
-  /* mc0 (the default): ndf_ecc_strip2t 4, ndf_ecc_strip2 8.  4: session 11 (r11f, H200, ndf_ecc_strip2t) measured MC 4 against 8 at 1024^2 0.0150-0.0151 / 0.0163 ms
-   * (deferred checks; waiting 0.0212 / 0.0220), 512^2 0.0135 / 0.0151, 16 x 256^2 0.0152 / 0.0165, uint8
+  /* mc0 (the default): ndf_ecc_strip2t 4, ndf_ecc_strip2 8.  4: session 11 (r11f, H200, ndf_ecc_strip2t)
+   * measured MC 4 against 8 at 1024^2 0.0150-0.0151 / 0.0163 ms (deferred checks; waiting 0.0212 / 0.0220), 512^2 0.0135 / 0.0151, 16 x 256^2 0.0152 / 0.0165, uint8
    * 1024^2 0.0204 / 0.0272, 2048^2 and larger equal (the resident grid sets mc), 64 x 256^2 equal (mc 8
    * either way).  (Session 8, ndf_ecc_strip2, waiting: MC 2/4/8/16/32 at 1024^2
    * 0.0240/0.0216/0.0210/0.0288/0.0360 ms.) */
@@ -857,14 +858,12 @@ static ndf_status strip2_wait(ndf_ctx *ctx, const char *name, volatile ecc_hdr *
   return NDF_OK;
 }
 
-/* fused_mem_alloc's layout in the context's workspace (ctx->ecc_ws) instead
- * of per-call scratch: no allocation and free per call (the kernel zeroes
- * the tickets and histograms and writes the partials itself; later calls
- * on the stream are ordered after it).  Grown by a stream-ordered free and
- * allocation; NDF_ECC2_WS=0 takes per-call scratch (fused_mem_alloc: the
- * caller frees m->base after the launch). */
 static ndf_status strip2_mem_at(ndf_ctx *ctx, int64_t nimg, int64_t T, int64_t nblocks, fused_mem *m);
 static uint32_t strip_seq(void);
+/* The memory of a warp-strip kernel's call (strip2_mem_at, or with NDF_ECC2_WS=0 per-call scratch:
+ * fused_mem_alloc, the caller frees m->base after the launch) and its seq: the mapped header's
+ * sequence word the host waits for; with defer (the context defers the checks of a float input)
+ * and a mapped header block, no wait: the call's ordinal and the deferred check's record. */
 static ndf_status strip2_mem(ndf_ctx *ctx, const char *name, int defer, int64_t nimg, int64_t T, int64_t nblocks,
                              fused_mem *m) {
   const char *e = getenv("NDF_ECC2_WS");
@@ -891,6 +890,12 @@ static ndf_status strip2_mem(ndf_ctx *ctx, const char *name, int defer, int64_t 
   m->seqp = m->hhost ? m->hdr + STRIP2_SEQ_OFF : 0;
   return NDF_OK;
 }
+/* fused_mem_alloc's layout in the context's workspace (ctx->ecc_ws) instead
+ * of per-call scratch: no allocation and free per call (the kernel zeroes
+ * the tickets and histograms and writes the partials itself; later calls
+ * on the stream are ordered after it).  Grown by a stream-ordered free and
+ * allocation; NDF_ECC2_WS=0 takes per-call scratch (fused_mem_alloc: the
+ * caller frees m->base after the launch). */
 static ndf_status strip2_mem_at(ndf_ctx *ctx, int64_t nimg, int64_t T, int64_t nblocks, fused_mem *m) {
   memset(m, 0, sizeof *m);
   ndf_status s = grid_barrier_word(ctx, &m->gbar);
