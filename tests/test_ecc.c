@@ -537,6 +537,24 @@ static void test_contract(void **state) {
   opt.range_hi = 6;
   assert_int_equal(ndf_euler_characteristic_curve(g_ctx, &in, &out, &opt), NDF_OK);
   opt.has_range = 0;
+  /* a context with deferred data checks (ndf_ctx_options.deferred_errors): on the CPU every check is
+   * the call's own -- the error comes at once, nothing is left for the synchronize */
+  {
+    ndf_ctx_options co;
+    ndf_ctx_options_init(&co);
+    co.backend = NDF_BACKEND_CPU;
+    co.deferred_errors = 1;
+    ndf_ctx *dc;
+    assert_int_equal(ndf_ctx_create(&dc, &co), NDF_OK);
+    img[37] = NAN;
+    assert_int_equal(ndf_euler_characteristic_curve(dc, &in, &out, &opt), NDF_EINVAL);
+    assert_non_null(strstr(ndf_errmsg(dc), "element 37 "));
+    assert_int_equal(ndf_ctx_synchronize(dc), NDF_OK);
+    img[37] = 2;
+    assert_int_equal(ndf_euler_characteristic_curve(dc, &in, &out, &opt), NDF_OK);
+    assert_int_equal(ndf_ctx_synchronize(dc), NDF_OK);
+    ndf_ctx_destroy(dc);
+  }
   img[37] = 2;
 
   /* dtypes, ranks, batch_dims */
