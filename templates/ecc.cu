@@ -2411,9 +2411,45 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
         fold(b);
       }
     };
-    if (fast) pass(ndf_ecc2_bool<true>());
-    else pass(ndf_ecc2_bool<false>());
-    if (!own) lo = INF, hi = -INF; // lane 31's row is another task's; rows outside: +inf
+    if (fast) {
+      // float4 rows, coalesced: F lanes per row (the row's W voxels, 16 bytes each), 32 / F rows per
+      // load, the own rows 0..30 of the tile in F loads per plane (a load touches 32 / F rows' sectors,
+      // not 32 rows' halves); rows outside the image or past 30 read a clamped row and are not folded
+      constexpr int F = W / 4, R = 32 / F;
+      const float *b4 = (const float *)in + x + 4 * (lane % F);
+      ndf_i64 roff[F];
+      bool rv[F];
+#pragma unroll
+      for (int i = 0; i < F; i++) {
+        const int q = lane / F + R * i, yq = ty * NDF_S3R - CONS + q;
+        rv[i] = q < NDF_S3R && yq >= 0 && yq < nyi;
+        roff[i] = (ndf_i64)min(max(yq, 0), nyi - 1) * p.sy;
+      }
+      const ndf_i64 sz = p.sz;
+      for (int z = ze - 1; z >= zlo; z -= 2) { // two planes' loads in flight
+        float4 a[F], b[F];
+        const ndf_i64 za = (ndf_i64)z * sz, zb2 = (ndf_i64)max(z - 1, zlo) * sz; // z - 1 < zlo: plane zlo again
+#pragma unroll
+        for (int i = 0; i < F; i++) {
+          a[i] = *(const float4 *)(b4 + roff[i] + za);
+          b[i] = *(const float4 *)(b4 + roff[i] + zb2);
+        }
+#pragma unroll
+        for (int i = 0; i < F; i++)
+          if (rv[i]) {
+            lo = ndf_ecc2_fminnan(lo, ndf_ecc2_fminnan(ndf_ecc2_fminnan(a[i].x, a[i].y), ndf_ecc2_fminnan(a[i].z, a[i].w)));
+            hi = fmaxf(hi, fmaxf(fmaxf(a[i].x, a[i].y), fmaxf(a[i].z, a[i].w)));
+            lo = ndf_ecc2_fminnan(lo, ndf_ecc2_fminnan(ndf_ecc2_fminnan(b[i].x, b[i].y), ndf_ecc2_fminnan(b[i].z, b[i].w)));
+            hi = fmaxf(hi, fmaxf(fmaxf(b[i].x, b[i].y), fmaxf(b[i].z, b[i].w)));
+          }
+      }
+      // a NaN in the warp's voxels: min and max no longer matter (the call fails); the rows' owners
+      // (lanes 0..30 in the image, the rare path's mapping) look for the least NaN index
+      if (__any_sync(FULL, lo != lo)) lo = own ? __int_as_float(0x7fffffff) : INF, hi = -INF;
+    } else {
+      pass(ndf_ecc2_bool<false>());
+      if (!own) lo = INF, hi = -INF; // lane 31's row is another task's; rows outside: +inf
+    }
   }
   ndf_ecc2_phase1_end(p, lo, hi, r_lo, r_hi, r_key, [&] {
     // rare: the least C-order index of a NaN among this lane's voxels (planes ascending)
