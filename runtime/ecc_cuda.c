@@ -802,6 +802,13 @@ static int use_strip2(void) {
 #define STRIP2_MAX_PER_SM 4   /* __launch_bounds__(256, 4) */
 #define STRIP2_SEQ_OFF 128    /* the sequence word in the mapped header block (HDR_BYTES) */
 
+/* NDF_ECC_PLAN=fine: the warp-strip plans' finer chunk-count search (strip_chunks_make's fine;
+ * opt-in until measured: it changes the grids of large 2-D images and of 3-D volumes) */
+static int plan_fine(void) {
+  const char *e = getenv("NDF_ECC_PLAN");
+  return e && strcmp(e, "fine") == 0;
+}
+
 typedef struct strip2_plan {
   int64_t nstrip, mc, tpi, bpi, nblocks;
   int ncopy;
@@ -822,7 +829,7 @@ static int strip2_plan_make(const ndf__ecc_call *c, int64_t rows0, int64_t mc0, 
    * 0.0240/0.0216/0.0210/0.0288/0.0360 ms.) */
   pl->nstrip = (nx + STRIP2_W - 1) / STRIP2_W;
   strip_chunks ch;
-  if (!strip_chunks_make(pl->nstrip, nz + rows0, 1, e ? atoll(e) : mc0, nimg, cap, &ch)) return 0;
+  if (!strip_chunks_make(pl->nstrip, nz + rows0, 1, e ? atoll(e) : mc0, nimg, cap, plan_fine(), &ch)) return 0;
   pl->mc = ch.mc, pl->tpi = ch.tpi, pl->bpi = ch.bpi, pl->nblocks = ch.nblocks, pl->ncopy = ch.ncopy;
   return 1;
 }
@@ -1113,7 +1120,7 @@ static int strip3_plan_make(const ndf__ecc_call *c, int cons, int w, int64_t cap
   const char *e = getenv("NDF_ECC3_MC");
   pl->ntx = (nx + w - 1) / w;
   pl->nty = (ny + cons + 30) / 31;
-  return strip_chunks_make(pl->ntx * pl->nty, nz + cons, 1, e ? atoll(e) : 4, nimg, cap, &pl->ch);
+  return strip_chunks_make(pl->ntx * pl->nty, nz + cons, 1, e ? atoll(e) : 4, nimg, cap, plan_fine(), &pl->ch);
 }
 
 /* One cooperative launch of ndf_ecc_strip3 (or strip3n).  *fallback: nothing was launched (no plan,

@@ -251,17 +251,17 @@ extern "C" int emu_strip2t(unsigned grid, const void *params) {
 // planes (T: from -1)
 struct strip_plan { int64_t nstrip, ntx, nty, mc, tpi, bpi, nblocks; int ncopy; };
 static int plan_make(int kind, int64_t nz, int64_t ny, int64_t nx, int64_t nimg, int cons, int64_t cap, int64_t minmc, int w,
-                     strip_plan *pl) {
+                     int fine, strip_plan *pl) {
   if (nz <= 0 || ny <= 0 || nx <= 0 || nimg <= 0 || nz > 0x7fffff00 || ny > 0x7fffff00 || nx > 0x7fffff00) return 0;
   strip_chunks ch;
   memset(pl, 0, sizeof *pl);
   if (kind == 2) { // strip2t: cons rows before row 0 (T: from -1)
     pl->nstrip = (nx + 127) / 128;
-    if (!strip_chunks_make(pl->nstrip, nz + cons, 1, minmc, nimg, cap, &ch)) return 0;
+    if (!strip_chunks_make(pl->nstrip, nz + cons, 1, minmc, nimg, cap, fine, &ch)) return 0;
   } else {
     pl->ntx = (nx + w - 1) / w;
     pl->nty = (ny + cons + 30) / 31;
-    if (!strip_chunks_make(pl->ntx * pl->nty, nz + cons, 1, minmc, nimg, cap, &ch)) return 0;
+    if (!strip_chunks_make(pl->ntx * pl->nty, nz + cons, 1, minmc, nimg, cap, fine, &ch)) return 0;
   }
   pl->mc = ch.mc, pl->tpi = ch.tpi, pl->bpi = ch.bpi, pl->nblocks = ch.nblocks, pl->ncopy = ch.ncopy;
   return 1;
@@ -362,12 +362,12 @@ int main(int argc, char **argv) {
 #if EMU_NSP == 3
     const int64_t cap = irand(1, 6), minmc = irand(1, 6);
     const int w8 = (int)irand(0, 1); // ndf_ecc_strip3n (8 columns per lane) or ndf_ecc_strip3 (16)
-    if (!plan_make(3, nz, ny, nx, nimg, CONS, cap - hdrblk, minmc, w8 ? 8 : 16, &pl)) { nskip++; continue; }
+    if (!plan_make(3, nz, ny, nx, nimg, CONS, cap - hdrblk, minmc, w8 ? 8 : 16, (int)irand(0, 1), &pl)) { nskip++; continue; }
     ndf_ecc3_params p; memset(&p, 0, sizeof p);
     p.ny = ny; p.sy = sy; p.ntx = pl.ntx; p.nty = pl.nty;
 #else
     const int64_t cap = irand(1, 12), minmc = irand(1, 6);
-    if (!plan_make(2, nz, 1, nx, nimg, EMU_TELE ? CONS : 0, cap - hdrblk, minmc, 128, &pl)) { nskip++; continue; }
+    if (!plan_make(2, nz, 1, nx, nimg, EMU_TELE ? CONS : 0, cap - hdrblk, minmc, 128, (int)irand(0, 1), &pl)) { nskip++; continue; }
     ndf_ecc2_params p; memset(&p, 0, sizeof p);
     p.nstrip = pl.nstrip;
 #endif

@@ -39,6 +39,8 @@ for cfg in "float NDF_FLOAT32" "uchar NDF_UINT8" "ushort NDF_UINT16"; do
     # random runs of calls name the first failing one), on the workspace and on per-call scratch
     [ "$1" = float ] && { env $x EMU_DEFER=1 "$W/emu" "$((SEED + 600))" "$((CASES * 2))" || fail=1; }
     [ "$1" = float ] && { env $x EMU_DEFER=1 NDF_ECC2_WS=0 "$W/emu" "$((SEED + 700))" "$CASES" || fail=1; }
+    # NDF_ECC_PLAN=fine: the finer chunk-count search of the plans (strip_chunks_make's fine)
+    [ "$1" = float ] && { env $x NDF_ECC_PLAN=fine "$W/emu" "$((SEED + 800))" "$CASES" || fail=1; }
     if [ "$nsp" = 2 ]; then # ndf_ecc_strip2 (the default: ndf_ecc_strip2t; T 510: strip2)
       env NDF_ECC_2D=strip2 "$W/emu" "$((SEED + 300))" "$CASES" || fail=1
       env NDF_ECC_2D=strip2 NDF_ECC2_MC=1 NDF_ECC2_WS=0 NDF_ECC_MAPHDR=0 "$W/emu" "$((SEED + 400))" "$CASES" || fail=1
