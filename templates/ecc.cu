@@ -1682,6 +1682,24 @@ template <class P> __device__ __forceinline__ ndf_i64 ndf_ecc2_img_base(const P 
   return base;
 }
 
+// The warp's 128-column strip task (ndf_ecc_strip2, ndf_ecc_strip2t): strip x0, rows r0 .. r1 - 1 with
+// r0 = chunk * mc - rows0 (ndf_ecc_strip2t's T-construction counts rows from -1), its image's input
+// (32-bit places: the runtime keeps rows, columns + 256 and blocks below 2^31)
+struct ndf_ecc2_task {
+  int x0, r0, r1;
+  const TIN *in;
+};
+template <class P>
+__device__ __forceinline__ ndf_ecc2_task ndf_ecc2_task_at(const P &p, const ndf_ecc2_at &at, int rows0) {
+  ndf_ecc2_task t;
+  const int strip = at.act ? at.task % (int)p.nstrip : 0, chunk = at.act ? at.task / (int)p.nstrip : 0;
+  t.x0 = strip * NDF_SW;
+  t.r0 = chunk * (int)p.mc - rows0;
+  t.r1 = at.act ? min(t.r0 + (int)p.mc, (int)p.nz) : t.r0;
+  t.in = p.in + ndf_ecc2_img_base(p, at.img);
+  return t;
+}
+
 // The end of phase 1 of the warp-strip kernels (ndf_ecc_strip2, ndf_ecc_strip3): the block's
 // (min, max) as a float pair and its least ~NaN key into the partials, the histogram copies and
 // the per-image tickets zeroed.  lo: the thread's min (NaN when it saw a NaN), hi: its max;
@@ -2045,14 +2063,13 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
   __shared__ bool s_last;
   const ndf_ecc2_at at = ndf_ecc2_start(p);
   const bool hblk = at.hblk, act = at.act;
-  const int img = at.img, bimg = at.bimg, task = at.task;
+  const int img = at.img, bimg = at.bimg;
   const int T = (int)p.T;
   const int tid = threadIdx.x, lane = tid & 31;
   const unsigned FULL = 0xffffffffu;
-  // 32-bit places (the runtime keeps rows, columns + 256 and blocks below 2^31)
-  const int strip = act ? task % (int)p.nstrip : 0, chunk = act ? task / (int)p.nstrip : 0;
-  const int x0 = strip * NDF_SW, r0 = chunk * (int)p.mc, r1 = act ? min(r0 + (int)p.mc, (int)p.nz) : r0;
-  const TIN *in = p.in + ndf_ecc2_img_base(p, img);
+  const ndf_ecc2_task tk = ndf_ecc2_task_at(p, at, 0);
+  const int x0 = tk.x0, r0 = tk.r0, r1 = tk.r1;
+  const TIN *in = tk.in;
   const ndf_ecc2_lane L = ndf_ecc2_lane_at(p, in, x0);
   const bool vec = L.vec;
   ndf_ecc2_strip_phase1(p, in, L, img, act, r0, r1, r_lo, r_hi, r_key);
@@ -2570,14 +2587,13 @@ __device__ __forceinline__ void ndf_ecc2t_body(const ndf_ecc2_params &p, int *h3
                                                unsigned long long &r_key, bool &s_last) {
   const ndf_ecc2_at at = ndf_ecc2_start(p);
   const bool hblk = at.hblk, act = at.act;
-  const int img = at.img, bimg = at.bimg, task = at.task;
+  const int img = at.img, bimg = at.bimg;
   const int T = (int)p.T;
   const int tid = threadIdx.x, lane = tid & 31;
   const unsigned FULL = 0xffffffffu;
-  // 32-bit places (the runtime keeps rows, columns + 256 and blocks below 2^31)
-  const int strip = act ? task % (int)p.nstrip : 0, chunk = act ? task / (int)p.nstrip : 0;
-  const int x0 = strip * NDF_SW, r0 = chunk * (int)p.mc - CONS, r1 = act ? min(r0 + (int)p.mc, (int)p.nz) : r0;
-  const TIN *in = p.in + ndf_ecc2_img_base(p, img);
+  const ndf_ecc2_task tk = ndf_ecc2_task_at(p, at, CONS); // T: rows from -1
+  const int x0 = tk.x0, r0 = tk.r0, r1 = tk.r1;
+  const TIN *in = tk.in;
   const ndf_ecc2_lane L = ndf_ecc2_lane_at(p, in, x0);
   ndf_ecc2_strip_phase1(p, in, L, img, act, max(r0, 0), r1, r_lo, r_hi, r_key);
   ndf_ecc2_stamp(p.prof, 1);
