@@ -802,11 +802,13 @@ static int use_strip2(void) {
 #define STRIP2_MAX_PER_SM 4   /* __launch_bounds__(256, 4) */
 #define STRIP2_SEQ_OFF 128    /* the sequence word in the mapped header block (HDR_BYTES) */
 
-/* NDF_ECC_PLAN=fine: the warp-strip plans' finer chunk-count search (strip_chunks_make's fine;
- * opt-in until measured: it changes the grids of large 2-D images and of 3-D volumes) */
+/* The 2-D warp-strip plans' finer chunk-count search (strip_chunks_make's fine), the default since
+ * session 12 (H200, float32 T = 256, deferred, warm ms, fine / coarse: 8192^2 0.1829 / 0.1960, 1024^2
+ * 0.01475 / 0.01485, 64 x 256^2 0.0249 / 0.0249 -- run12b); NDF_ECC_PLAN=coarse: the search before.
+ * (3-D: strip_units_make's equal shares.) */
 static int plan_fine(void) {
   const char *e = getenv("NDF_ECC_PLAN");
-  return e && strcmp(e, "fine") == 0;
+  return !(e && strcmp(e, "coarse") == 0);
 }
 
 typedef struct strip2_plan {
@@ -1111,16 +1113,16 @@ typedef struct strip3_plan {
   strip_chunks ch;
 } strip3_plan;
 
-/* Tasks of w columns x 31 rows, a chunk of mc planes (at least NDF_ECC3_MC, default 4), 8 per block
- * (strip_chunks_make).  T-construction: rows and planes from -1.  0: no plan (the caller keeps the
- * paths before). */
+/* Tiles of w columns x 31 rows over the planes; each warp an equal share of the (tile, plane) units, at
+ * least NDF_ECC3_MC (default 4) where the grid allows, 8 warps per block (strip_units_make).
+ * T-construction: rows and planes from -1.  0: no plan (the caller keeps the paths before). */
 static int strip3_plan_make(const ndf__ecc_call *c, int cons, int w, int64_t cap, strip3_plan *pl) {
   const int64_t nz = c->sshape[0], ny = c->sshape[1], nx = c->sshape[2], nimg = c->nimg;
   if (nz <= 0 || ny <= 0 || nx <= 0 || nimg <= 0 || nz > 0x7fffff00 || ny > 0x7fffff00 || nx > 0x7fffff00) return 0;
   const char *e = getenv("NDF_ECC3_MC");
   pl->ntx = (nx + w - 1) / w;
   pl->nty = (ny + cons + 30) / 31;
-  return strip_chunks_make(pl->ntx * pl->nty, nz + cons, 1, e ? atoll(e) : 4, nimg, cap, plan_fine(), &pl->ch);
+  return strip_units_make(pl->ntx * pl->nty, nz + cons, e ? atoll(e) : 4, nimg, cap, &pl->ch);
 }
 
 /* One cooperative launch of ndf_ecc_strip3 (or strip3n).  *fallback: nothing was launched (no plan,
@@ -1153,7 +1155,6 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   fused_put_geom(&pb, c, in, out);
   NDF__PUT(&pb, pl.ntx);
   NDF__PUT(&pb, pl.nty);
-  NDF__PUT(&pb, pl.ch.mc);
   NDF__PUT(&pb, pl.ch.tpi);
   NDF__PUT(&pb, pl.ch.bpi);
   const CUdeviceptr prof = strip_prof_alloc(ctx, grid);

@@ -11,8 +11,8 @@
  * chunks' ends below 2^31 (the kernels' 32-bit places).  Sets mc, tpi, bpi, nblocks and ncopy (the
  * copies of each image's histogram: about 16 blocks' atomics per address).  0: no plan.  fine: the
  * chunk count steps down by nch / 64 + 1 (by one below 64 chunks) instead of nch / 8 + 1 until the
- * grid fits, so the plan comes closer to cap (256^3 strip3: 252 blocks instead of 234; 8192^2
- * strip2t: 512 instead of 456; NDF_ECC_PLAN=fine, not yet measured). */
+ * grid fits, so the plan comes closer to cap (8192^2 strip2t: 512 blocks instead of 456; the default,
+ * NDF_ECC_PLAN=coarse the search before). */
 typedef struct strip_chunks {
   int64_t mc, tpi, bpi, nblocks;
   int ncopy;
@@ -35,6 +35,29 @@ static inline int strip_chunks_make(int64_t cols, int64_t len, int64_t al, int64
   }
   if ((len + ch->mc - 1) / ch->mc * ch->mc > 0x7fffffff) return 0;
   const int64_t nc = ch->bpi / 16;
+  ch->ncopy = (int)(nc < 1 ? 1 : nc > 8 ? 8 : nc);
+  return 1;
+}
+
+/* The equal-share plan of ndf_ecc_strip3: an image's units (cols tiles x len planes, tile-major) split
+ * among tpi = 8 * bpi warps, warp w marching units * w / tpi .. units * (w + 1) / tpi - 1 (tile by tile:
+ * a warp's share may end in one tile and go on in the next), blocks of one image each, at most cap
+ * blocks: as many as cap allows while a share keeps at least minq units.  So every SM gets the same
+ * work whatever the tile count (strip_chunks_make's equal chunks of whole tiles left SMs idle: 256^3 took
+ * 234 of 263 blocks, 512^3 204).  Sets tpi, bpi, nblocks, ncopy (as strip_chunks_make) and mc (the
+ * largest share).  0: no plan. */
+static inline int strip_units_make(int64_t cols, int64_t len, int64_t minq, int64_t nimg, int64_t cap, strip_chunks *ch) {
+  if (cols <= 0 || len <= 0 || nimg <= 0 || nimg > cap || cols > 0x7fffffff / len) return 0;
+  if (minq < 1) minq = 1;
+  const int64_t units = cols * len;
+  int64_t bpi = cap / nimg, nw = units / minq;
+  if (nw < 1) nw = 1;
+  if (nw < bpi * 8) bpi = (nw + 7) / 8;
+  ch->tpi = bpi * 8;
+  ch->mc = (units + ch->tpi - 1) / ch->tpi;
+  ch->bpi = bpi;
+  ch->nblocks = nimg * bpi;
+  const int64_t nc = bpi / 16;
   ch->ncopy = (int)(nc < 1 ? 1 : nc > 8 ? 8 : nc);
   return 1;
 }

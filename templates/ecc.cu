@@ -2222,8 +2222,9 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
 // over the (y, z) faces of the voxel's corner: s0 = b(z, y), s1 = agg(s0, b(z, y + 1)), s2 =
 // agg(s0, b(z + 1, y)), s3 = agg(s1, s1 of plane z + 1), signs + - - +: four shared-memory adds
 // of c in {-1, 0, 1} per voxel, no neighbour ownership tests.
-// - A warp task is 16 columns (x .. x + 15) of 32 rows (lane l: row ty * 31 - CONS + l) over mc
-//   planes; lane 31's row is only the neighbour row y + 1 of lane 30 (its adds are zero: a bias
+// - A tile is 16 columns (x .. x + 15) of 32 rows (lane l: row ty * 31 - CONS + l); a warp marches
+//   an equal share of the image's (tile, plane) units, tile by tile (a segment: one tile's planes,
+//   at most two segments per warp where the share is below a tile's planes); lane 31's row is only the neighbour row y + 1 of lane 30 (its adds are zero: a bias
 //   keeps its g at 0).  Rows y + 1 come from lane + 1 by a shuffle; the voxel x + 16 (outside:
 //   the bin T) is binned by every lane; the chunk's first voxel takes g_{-1} = 0 and the voxel
 //   x + 16 takes -g_15 (the next chunk's lane leaves it out): c sums the same.
@@ -2249,7 +2250,7 @@ struct ndf_ecc3_params {
   unsigned *seqp;   // NULL, or the mapped header's sequence word (written after the header)
   ndf_i64 T, nimg, ostep;
   ndf_i64 nz, ny, nx, sz, sy, sx;
-  ndf_i64 ntx, nty, mc, tpi, bpi; // x chunks, row tiles, planes per task, tasks and blocks per image
+  ndf_i64 ntx, nty, tpi, bpi; // x chunks, row tiles; warps (equal shares of the units) and blocks per image
   int nb, ncopy;
   unsigned seq;
   int hdrblk, fence, bin;   // as ndf_ecc2_params
@@ -2285,37 +2286,31 @@ struct ndf_ecc3_binner {
   int T;
   const float2 *tpair;
   const float *tv;
-  template <int N> __device__ __forceinline__ void operator()(const float (&v)[N], unsigned (&o)[N]) const {
+  // pin false (warp-uniform): v is a plane outside the image (any values), every bin T
+  template <int N> __device__ __forceinline__ void operator()(const float (&v)[N], unsigned (&o)[N], bool pin = true) const {
     const unsigned FULL = 0xffffffffu;
-    bool ok = true;
+    const float ga = pin ? gal : 0.0f, gb = pin ? gbl : gmax;
+    const bool in = rowin && pin;
+    unsigned bad = 0; // bit j: voxel j not certified or off
 #pragma unroll
     for (int j = 0; j < N; j++) {
       const float f = v[j];
-      const float g = fmaxf(fminf(fmaf(f, gal, gbl), gmax), -0.5f);
+      const float g = fmaxf(fminf(fmaf(f, ga, gb), gmax), -0.5f);
       const float r = __fadd_ru(g, 12582912.0f); // 1.5 * 2^23 + ceil(g)
       o[j] = (unsigned)__float_as_int(r) * 128u + cbm;
+      bool ok;
       if (cert) {
-        ok &= fabsf(((r - 12582912.0f) - g) - 0.5f) <= hw;
+        ok = fabsf(((r - 12582912.0f) - g) - 0.5f) <= hw;
       } else {
         const float2 pr = tpair[(__float_as_int(r) - 0x4b400000)];
-        ok &= ((f > pr.x) & (f <= pr.y)) | !rowin;
+        ok = ((f > pr.x) & (f <= pr.y)) | !in;
       }
+      if (!ok) bad |= 1u << j;
     }
-    if (__any_sync(FULL, !ok)) { // rare: the voxels not certified or off walk to the exact bin
+    if (__any_sync(FULL, bad != 0u)) { // rare: the voxels not certified or off walk to the exact bin
 #pragma unroll
-      for (int j = 0; j < N; j++) {
-        const float f = v[j];
-        const int k = (int)((o[j] - cb) >> 7);
-        bool okj;
-        if (cert) {
-          const float g = fmaxf(fminf(fmaf(f, gal, gbl), gmax), -0.5f);
-          okj = fabsf((ceilf(g) - g) - 0.5f) <= hw;
-        } else {
-          const float2 pr = tpair[k];
-          okj = ((f > pr.x) & (f <= pr.y)) | !rowin;
-        }
-        if (!okj) o[j] = ndf_ecc2_walk(f, k, tv, T) * 128u + cb;
-      }
+      for (int j = 0; j < N; j++)
+        if ((bad >> j) & 1u) o[j] = ndf_ecc2_walk(v[j], (int)((o[j] - cb) >> 7), tv, T) * 128u + cb;
     }
   }
 };
@@ -2348,42 +2343,67 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
   const int T = (int)p.T;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const unsigned FULL = 0xffffffffu;
-  // 32-bit places (the runtime keeps planes, rows, columns + 64 and blocks below 2^31)
+  // 32-bit places (the runtime keeps planes, rows, columns + 64, blocks and units below 2^31)
   const bool hblk = p.hdrblk && blockIdx.x == gridDim.x - 1; // the header block: no tasks, no image
   const int bpi = (int)p.bpi, img = hblk ? 0 : (int)blockIdx.x / bpi, bimg = hblk ? 0 : (int)blockIdx.x % bpi;
-  const int task = bimg * 8 + warp;
-  const bool act = !hblk && task < (int)p.tpi; // warp-uniform
+  // the warp's range [u0, u1) of the image's units u = tile * L + plane + CONS (tile: ty * ntx + tx;
+  // L = nz + CONS planes from -CONS), an equal share of the tpi warps' (warp-uniform; empty: no work)
+  const int wi = bimg * 8 + warp;
   const int ntx = (int)p.ntx, nty = (int)p.nty;
-  const int tx = act ? task % ntx : 0, ty = act ? task / ntx % nty : 0, zc = act ? task / (ntx * nty) : 0;
-  const int nzi = (int)p.nz, nyi = (int)p.ny, nxi = (int)p.nx;
-  const int x = tx * W, y = ty * NDF_S3R - CONS + lane;
-  const int zb = zc * (int)p.mc - CONS, ze = act ? min(zb + (int)p.mc, nzi) : zb;
+  const int nzi = (int)p.nz, nyi = (int)p.ny, nxi = (int)p.nx, L = nzi + CONS;
+  const ndf_i64 U = (ndf_i64)ntx * nty * L;
+  const bool act = !hblk && wi < (int)p.tpi;
+  const int u0 = act ? (int)((ndf_i64)wi * U / p.tpi) : 0, u1 = act ? (int)((ndf_i64)(wi + 1) * U / p.tpi) : 0;
   const TIN *in = p.in + ndf_ecc2_img_base(p, img);
-  const bool rowin = y >= 0 && y < nyi;
-  // bit j of inb: voxel x + j in the image (j = 0..W; W: the voxel right of the chunk); warp-uniform
-  unsigned inb = 0;
-#pragma unroll
-  for (int j = 0; j <= W; j++) inb |= (unsigned)(x + j < nxi) << j;
   const unsigned wall = (1u << W) - 1u;
   // float4 rows: unit x stride, row and plane strides and width multiples of 4, aligned base
   const bool vec = sizeof(TIN) == 4 && p.sx == 1 && ((p.sy | p.sz | p.nx) & 3) == 0 && (((size_t)in) & 15) == 0;
-  // the fill-free loads: float4 rows, the whole chunk in the image (warp-uniform); a lane whose row is
-  // outside reads row 0 or ny - 1 instead, and the march bins its values as outside (the bin T)
-  const bool fast = vec && (inb & wall) == wall;
-  const TIN *rowp = in + (ndf_i64)min(max(y, 0), nyi - 1) * p.sy + (ndf_i64)x * p.sx;
-  const float INF = __int_as_float(0x7f800000);
-  struct raw { // a row's W voxels and the voxel right of them (v[W])
-    float v[W + 1];
+  // a segment of the range: one tile's planes zb .. ze - 1 (warp-uniform but rowin)
+  struct seg {
+    int x, y, zb, ze;
+    unsigned inb; // bit j: voxel x + j in the image (j = 0..W; W: the voxel right of the chunk)
+    bool rowin, fast;
+    const TIN *rowp;
   };
-  // the lane's row of plane z (voxels outside the image: +inf)
-  auto load = [&](auto vecc, int z, raw &w) {
+  // segment s: tile's planes zb .. ze - 1
+  auto seg_fill = [&](int tile, int zb, int ze, seg &s) {
+    const int tx = tile % ntx, ty = tile / ntx;
+    s.x = tx * W, s.y = ty * NDF_S3R - CONS + lane;
+    s.zb = zb, s.ze = ze;
+    s.rowin = s.y >= 0 && s.y < nyi;
+    s.inb = 0;
+#pragma unroll
+    for (int j = 0; j <= W; j++) s.inb |= (unsigned)(s.x + j < nxi) << j;
+    // the fill-free loads: float4 rows, the whole chunk in the image (warp-uniform); a lane whose row is
+    // outside reads row 0 or ny - 1 instead, and the march bins its values as outside (the bin T)
+    s.fast = vec && (s.inb & wall) == wall;
+    s.rowp = in + (ndf_i64)min(max(s.y, 0), nyi - 1) * p.sy + (ndf_i64)s.x * p.sx;
+  };
+  // the march's segment that starts at unit u (u0 <= u < u1); returns its units
+  auto seg_at = [&](int u, seg &s) {
+    const int tile = u / L, z0 = u - tile * L, n = min(L - z0, u1 - u);
+    seg_fill(tile, z0 - CONS, z0 - CONS + n, s);
+    return n;
+  };
+  const float INF = __int_as_float(0x7f800000);
+  struct raw {   // a row's W voxels and the voxel right of them (v[W])
+    float v[W + 1];
+    bool pin;     // false: plane outside the image (v: any values; the binner's bin T)
+  };
+  // the lane's row of plane z of segment s (voxels outside the image: +inf; VEC: a plane outside the
+  // image reads plane 0 or nz - 1 and leaves pin false -- no fills, which ptxas hoisted above the test)
+  auto load = [&](auto vecc, const seg &s, int z, raw &w) {
     constexpr bool VEC = decltype(vecc)::value;
-    if (z < 0 || z >= nzi) { // warp-uniform
+    w.pin = true;
+    if (VEC) {
+      w.pin = z >= 0 && z < nzi;
+      z = min(max(z, 0), nzi - 1);
+    } else if (z < 0 || z >= nzi) { // warp-uniform
 #pragma unroll
       for (int j = 0; j <= W; j++) w.v[j] = INF;
       return;
     }
-    const TIN *rp = rowp + (ndf_i64)z * p.sz;
+    const TIN *rp = s.rowp + (ndf_i64)z * p.sz;
     if (VEC) { // fast: no fills
 #pragma unroll
       for (int u = 0; u < W / 4; u++) {
@@ -2392,113 +2412,134 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
       }
     } else {
 #pragma unroll
-      for (int j = 0; j < W; j++) w.v[j] = rowin && ((inb >> j) & 1u) ? (float)rp[(ndf_i64)j * p.sx] : INF;
+      for (int j = 0; j < W; j++) w.v[j] = s.rowin && ((s.inb >> j) & 1u) ? (float)rp[(ndf_i64)j * p.sx] : INF;
     }
-    w.v[W] = rowin && ((inb >> W) & 1u) ? (float)rp[(ndf_i64)W * p.sx] : INF;
+    w.v[W] = s.rowin && ((s.inb >> W) & 1u) ? (float)rp[(ndf_i64)W * p.sx] : INF;
   };
 
-  // ---- phase 1: min, max, NaN of the task's own voxels (lanes 0..30, rows and planes in the
-  // image), planes in reverse order (the march starts where phase 1 ended: L2 hits)
+  // ---- phase 1: min, max, NaN of the image's own voxels (lanes 0..30, rows and planes in the image)
+  // over other units: the image's (plane, tile) units v = z * NT + tile in plane-major order, warp wi
+  // taking v = wi, wi + tpi, ... (grid-stride), so that the image's warps sweep the planes together,
+  // neighbouring warps reading neighbouring tiles at the same time (run12a: phase 1 over the march's
+  // tile-major shares, 512^3 203 us; run12c: over contiguous plane-major shares, 158 us; the chunk
+  // plan before 128 us)
+  const int NT = ntx * nty;
+  const ndf_i64 V1 = (ndf_i64)NT * nzi;
+  const int tpi = (int)p.tpi;
+  auto unit_at = [&](int v, seg &s) {
+    const int z = v / NT;
+    seg_fill(v - z * NT, z, z + 1, s);
+  };
   float lo = INF, hi = -INF;
-  const bool own = act && lane < NDF_S3R && rowin;
-  const int zlo = max(zb, 0);
-  if (act) {
-    auto fold = [&](const raw &w) {
-      if ((inb & wall) == wall) {
-#pragma unroll
-        for (int j = 0; j < W; j += 2) {
-          lo = ndf_ecc2_fminnan(lo, ndf_ecc2_fminnan(w.v[j], w.v[j + 1]));
-          hi = fmaxf(hi, fmaxf(w.v[j], w.v[j + 1]));
-        }
-      } else {
-#pragma unroll
-        for (int j = 0; j < W; j++)
-          if ((inb >> j) & 1u) {
-            lo = ndf_ecc2_fminnan(lo, w.v[j]);
-            hi = fmaxf(hi, w.v[j]);
-          }
-      }
-    };
-    auto pass = [&](auto vecc) {
-      for (int z = ze - 1; z >= zlo; z -= 2) { // two planes' loads in flight
-        raw a, b;
-        load(vecc, z, a);
-        load(vecc, max(z - 1, zlo), b); // z - 1 < zlo: plane zlo again (min and max do not mind)
-        fold(a);
-        fold(b);
-      }
-    };
-    if (fast) {
-      // float4 rows, coalesced: F lanes per row (the row's W voxels, 16 bytes each), 32 / F rows per
-      // load, the own rows 0..30 of the tile in F loads per plane (a load touches 32 / F rows' sectors,
-      // not 32 rows' halves); rows outside the image or past 30 read a clamped row and are not folded
-      constexpr int F = W / 4, R = 32 / F;
-      const float *b4 = (const float *)in + x + 4 * (lane % F);
-      ndf_i64 roff[F];
-      bool rv[F];
+  bool anyown = false; // the lane owns a row of one of its units
+  {
+    // float4 rows, coalesced: F lanes per row (the row's W voxels, 16 bytes each), 32 / F rows per
+    // load, the own rows 0..30 of the tile in F loads per plane (a load touches 32 / F rows' sectors,
+    // not 32 rows' halves); rows outside the image or past 30 read a clamped row and are not folded
+    constexpr int F = W / 4, R = 32 / F;
+    // a unit's F row pointers (tile column x, first row ty0, plane z) and which rows to fold
+    auto ptrs = [&](int x, int ty0, int z, const float *(&pp)[F], bool (&rv)[F]) {
+      const float *b4 = (const float *)in + (ndf_i64)z * p.sz + x + 4 * (lane % F);
 #pragma unroll
       for (int i = 0; i < F; i++) {
-        const int q = lane / F + R * i, yq = ty * NDF_S3R - CONS + q;
+        const int q = lane / F + R * i, yq = ty0 + q;
         rv[i] = q < NDF_S3R && yq >= 0 && yq < nyi;
-        roff[i] = (ndf_i64)min(max(yq, 0), nyi - 1) * p.sy;
+        pp[i] = b4 + (ndf_i64)min(max(yq, 0), nyi - 1) * p.sy;
       }
-      const ndf_i64 sz = p.sz;
-      for (int z = ze - 1; z >= zlo; z -= 2) { // two planes' loads in flight
+    };
+    auto fold4 = [&](const float4 &a) {
+      lo = ndf_ecc2_fminnan(lo, ndf_ecc2_fminnan(ndf_ecc2_fminnan(a.x, a.y), ndf_ecc2_fminnan(a.z, a.w)));
+      hi = fmaxf(hi, fmaxf(fmaxf(a.x, a.y), fmaxf(a.z, a.w)));
+    };
+    // the lane's own row of a unit, element loads
+    auto slow = [&](int tile, int z) {
+      seg s;
+      seg_fill(tile, z, z + 1, s);
+      raw w;
+      load(ndf_ecc2_bool<false>(), s, z, w);
+      if (lane < NDF_S3R && s.rowin) // lane 31's row is another unit's
+#pragma unroll
+        for (int j = 0; j < W; j++)
+          if ((s.inb >> j) & 1u) lo = ndf_ecc2_fminnan(lo, w.v[j]), hi = fmaxf(hi, w.v[j]);
+    };
+    // the cursor (tile column cx, row tile cy, plane cz) of unit v, stepped by tpi without divisions
+    const int sz_ = tpi / NT, sy_ = tpi % NT / ntx, sx_ = tpi % NT % ntx;
+    int cz = 0, cy = 0, cx = 0;
+    if (act) cz = wi / NT, cy = wi % NT / ntx, cx = wi % NT % ntx;
+    auto next = [&] {
+      cx += sx_;
+      if (cx >= ntx) cx -= ntx, cy++;
+      cy += sy_;
+      if (cy >= nty) cy -= nty, cz++;
+      cz += sz_;
+    };
+    for (ndf_i64 v = act ? wi : V1; v < V1; v += 2 * (ndf_i64)tpi) { // two units' loads in flight (one left: it twice)
+      const int xa = cx * W, ya = cy * NDF_S3R - CONS, za = cz, ta = cy * ntx + cx;
+      if (v + tpi < V1) next();
+      const int xb = cx * W, yb = cy * NDF_S3R - CONS, zb = cz, tb = cy * ntx + cx;
+      next();
+      // a row of the tile in the image: lanes 0..30 (rows ya + lane) own one
+      anyown |= lane < NDF_S3R && ((ya + lane >= 0 && ya + lane < nyi) || (yb + lane >= 0 && yb + lane < nyi));
+      if (vec && xa + W <= nxi && xb + W <= nxi) { // warp-uniform: both units on the fast loads
+        const float *pa[F], *pb[F];
+        bool ra[F], rb[F];
+        ptrs(xa, ya, za, pa, ra);
+        ptrs(xb, yb, zb, pb, rb);
         float4 a[F], b[F];
-        const ndf_i64 za = (ndf_i64)z * sz, zb2 = (ndf_i64)max(z - 1, zlo) * sz; // z - 1 < zlo: plane zlo again
+#pragma unroll
+        for (int i = 0; i < F; i++) a[i] = *(const float4 *)pa[i], b[i] = *(const float4 *)pb[i];
 #pragma unroll
         for (int i = 0; i < F; i++) {
-          a[i] = *(const float4 *)(b4 + roff[i] + za);
-          b[i] = *(const float4 *)(b4 + roff[i] + zb2);
+          if (ra[i]) fold4(a[i]);
+          if (rb[i]) fold4(b[i]);
         }
-#pragma unroll
-        for (int i = 0; i < F; i++)
-          if (rv[i]) {
-            lo = ndf_ecc2_fminnan(lo, ndf_ecc2_fminnan(ndf_ecc2_fminnan(a[i].x, a[i].y), ndf_ecc2_fminnan(a[i].z, a[i].w)));
-            hi = fmaxf(hi, fmaxf(fmaxf(a[i].x, a[i].y), fmaxf(a[i].z, a[i].w)));
-            lo = ndf_ecc2_fminnan(lo, ndf_ecc2_fminnan(ndf_ecc2_fminnan(b[i].x, b[i].y), ndf_ecc2_fminnan(b[i].z, b[i].w)));
-            hi = fmaxf(hi, fmaxf(fmaxf(b[i].x, b[i].y), fmaxf(b[i].z, b[i].w)));
-          }
+      } else {
+        slow(ta, za);
+        slow(tb, zb);
       }
-      // a NaN in the warp's voxels: min and max no longer matter (the call fails); the rows' owners
-      // (lanes 0..30 in the image, the rare path's mapping) look for the least NaN index
-      if (__any_sync(FULL, lo != lo)) lo = own ? __int_as_float(0x7fffffff) : INF, hi = -INF;
-    } else {
-      pass(ndf_ecc2_bool<false>());
-      if (!own) lo = INF, hi = -INF; // lane 31's row is another task's; rows outside: +inf
     }
   }
+  // a NaN in the warp's voxels: min and max no longer matter (the call fails); the rows' owners
+  // (lanes 0..30 in the image, the rare path's mapping) look for the least NaN index
+  if (__any_sync(FULL, lo != lo)) lo = anyown ? __int_as_float(0x7fffffff) : INF, hi = -INF;
   ndf_ecc2_phase1_end(p, lo, hi, r_lo, r_hi, r_key, [&] {
-    // rare: the least C-order index of a NaN among this lane's voxels (planes ascending)
-    bool found = false;
-    for (int z = zlo; z < ze && !found; z++)
+    // rare: the least C-order index of a NaN among this lane's own voxels (per unit: a row's first)
+    for (ndf_i64 v = act ? wi : V1; v < V1; v += tpi) {
+      seg s;
+      unit_at((int)v, s);
+      if (lane >= NDF_S3R || !s.rowin) continue;
       for (int j = 0; j < W; j++)
-        if (((inb >> j) & 1u)) {
-          const float f = (float)rowp[(ndf_i64)z * p.sz + (ndf_i64)j * p.sx];
+        if (((s.inb >> j) & 1u)) {
+          const float f = (float)s.rowp[(ndf_i64)s.zb * p.sz + (ndf_i64)j * p.sx];
           if (f != f) {
-            atomicMax(&r_key, ~(ndf_u64)((ndf_i64)img * (p.nz * p.ny * p.nx) + ((ndf_i64)z * p.ny + y) * p.nx + x + j));
-            found = true;
+            atomicMax(&r_key, ~(ndf_u64)((ndf_i64)img * (p.nz * p.ny * p.nx) + ((ndf_i64)s.zb * p.ny + s.y) * p.nx + s.x + j));
             break;
           }
         }
+    }
   });
   ndf_ecc2_stamp(p.prof, 1);
   ndf_ecc2_grid_sync(p.gbar, p.fence);
   ndf_ecc2_stamp(p.prof, 2);
 
-  // ---- the march's first two planes, loaded now (their latency overlaps the set-up)
+  // ---- the first segment's first two planes, loaded now (their latency overlaps the set-up)
   raw RA, RB;
-  if (act) {
-    if (fast) load(ndf_ecc2_bool<true>(), zb, RA), load(ndf_ecc2_bool<true>(), zb + 1, RB);
-    else load(ndf_ecc2_bool<false>(), zb, RA), load(ndf_ecc2_bool<false>(), zb + 1, RB);
-  }
+  seg sm;
+  int um = u0;
+  auto first2 = [&] { // the first two planes of the segment that starts at um
+    um += seg_at(um, sm);
+    if (sm.fast) load(ndf_ecc2_bool<true>(), sm, sm.zb, RA), load(ndf_ecc2_bool<true>(), sm, sm.zb + 1, RB);
+    else load(ndf_ecc2_bool<false>(), sm, sm.zb, RA), load(ndf_ecc2_bool<false>(), sm, sm.zb + 1, RB);
+  };
+  if (um < u1) first2();
   for (int i = tid; i < (T + 1) * 32; i += 256) h3[i] = 0;
   if (!ndf_ecc2_setup(p, hblk, T, tsf, tpair, r_lo, r_hi, r_key, s_ga, s_gb, s_dl, s_dh, s_m)) return;
   ndf_ecc2_stamp(p.prof, 3);
 
-  // ---- the march: the warp's task over planes zb .. ze - 1, no block barrier
-  auto march = [&](auto vecc) {
-    const ndf_ecc3_binner bins = ndf_ecc3_binner_make(T, rowin, h3, tsf, tpair, s_ga, s_gb, s_dl, s_dh);
+  // ---- the march: segment s's planes zb .. ze - 1 (RA, RB: its planes zb, zb + 1), no block barrier
+  auto march = [&](auto vecc, const seg &s) {
+    const int zb = s.zb, ze = s.ze;
+    const ndf_ecc3_binner bins = ndf_ecc3_binner_make(T, s.rowin, h3, tsf, tpair, s_ga, s_gb, s_dl, s_dh);
     // lane 31 (the neighbour row only): every x_i = a_i - a_{i+1} + bias is >= 0, so every g is 0
     const int bias = lane == NDF_S3R ? 0x40000000 : 0;
     auto agg = [](unsigned a, unsigned b) { return CONS == 1 ? min(a, b) : max(a, b); };
@@ -2514,25 +2555,28 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
       ndf_ecc3_red(a[W], SG * n[W - 1]);
     };
     // plane z's row (B) and its s1 (S) -> plane z + 1's (B2, S2), rw: plane z + 1's raw values,
-    // then plane z + 2's
+    // then plane z + 2's.  Ordered for registers (ptxas wants ~158 for the march's arrays at 128:
+    // the adds' values then took two registers in turn, each waiting for the previous shared add to
+    // read it -- run12c: the march's stalls 32% short scoreboard): B and S's own adds first, then B2,
+    // then B's last use; plane z + 2's load once rw is binned and B dead; S2 last (<= 4 arrays live).
     auto step = [&](const unsigned (&B)[W + 1], const unsigned (&S)[W + 1], unsigned (&B2)[W + 1], unsigned (&S2)[W + 1],
                     raw &rw, int z) {
-      bins(rw.v, B2);
-      if (z + 2 <= ze) load(vecc, z + 2, rw);
-      unsigned t[W + 1];
-#pragma unroll
-      for (int j = 0; j <= W; j++) S2[j] = agg(B2[j], __shfl_down_sync(FULL, B2[j], 1));
       add(B, ndf_ecc2_bool<true>());
       add(S, ndf_ecc2_bool<false>());
+      bins(rw.v, B2, rw.pin);
+      unsigned t[W + 1];
 #pragma unroll
       for (int j = 0; j <= W; j++) t[j] = agg(B[j], B2[j]);
       add(t, ndf_ecc2_bool<false>());
+      if (z + 2 <= ze) load(vecc, s, z + 2, rw);
+#pragma unroll
+      for (int j = 0; j <= W; j++) S2[j] = agg(B2[j], __shfl_down_sync(FULL, B2[j], 1));
 #pragma unroll
       for (int j = 0; j <= W; j++) t[j] = agg(S[j], S2[j]);
       add(t, ndf_ecc2_bool<true>());
     };
     unsigned B0[W + 1], S0[W + 1], B1[W + 1], S1[W + 1];
-    bins(RA.v, B0);
+    bins(RA.v, B0, RA.pin);
 #pragma unroll
     for (int j = 0; j <= W; j++) S0[j] = agg(B0[j], __shfl_down_sync(FULL, B0[j], 1));
     for (int z = zb; z < ze; z += 2) {
@@ -2541,10 +2585,13 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
       step(B1, S1, B0, S0, RB, z + 1);
     }
   };
-  if (act) {
-    if (fast) march(ndf_ecc2_bool<true>());
-    else march(ndf_ecc2_bool<false>());
-  }
+  if (u0 < u1)
+    for (;;) { // segment sm (RA, RB loaded), then the next one's first two planes
+      if (sm.fast) march(ndf_ecc2_bool<true>(), sm);
+      else march(ndf_ecc2_bool<false>(), sm);
+      if (um >= u1) break;
+      first2();
+    }
 
   // ---- the block's histogram (the sum of its 32 columns) to its copy of the image's, the ticket, the curve
   ndf_ecc2_end(p, img, bimg, T, s_m, s_last, [&](int k) { return ndf_ecc3_colsum(h3, k, lane); });

@@ -261,7 +261,7 @@ static int plan_make(int kind, int64_t nz, int64_t ny, int64_t nx, int64_t nimg,
   } else {
     pl->ntx = (nx + w - 1) / w;
     pl->nty = (ny + cons + 30) / 31;
-    if (!strip_chunks_make(pl->ntx * pl->nty, nz + cons, 1, minmc, nimg, cap, fine, &ch)) return 0;
+    if (!strip_units_make(pl->ntx * pl->nty, nz + cons, minmc, nimg, cap, &ch)) return 0;
   }
   pl->mc = ch.mc, pl->tpi = ch.tpi, pl->bpi = ch.bpi, pl->nblocks = ch.nblocks, pl->ncopy = ch.ncopy;
   return 1;
@@ -369,7 +369,7 @@ int main(int argc, char **argv) {
     const int64_t cap = irand(1, 12), minmc = irand(1, 6);
     if (!plan_make(2, nz, 1, nx, nimg, EMU_TELE ? CONS : 0, cap - hdrblk, minmc, 128, (int)irand(0, 1), &pl)) { nskip++; continue; }
     ndf_ecc2_params p; memset(&p, 0, sizeof p);
-    p.nstrip = pl.nstrip;
+    p.nstrip = pl.nstrip; p.mc = pl.mc;
 #endif
     const int64_t ostep = irand(1, 2);
     std::vector<ndf_u64> hist((size_t)(nimg * pl.ncopy * T), 0x1234567ull);
@@ -380,7 +380,7 @@ int main(int argc, char **argv) {
     unsigned seqw = 0xabcd, gbar = irand(0, 1) ? 0x80000000u : 0u;
     p.in = img; p.hist = hist.data(); p.cnt = cnt.data(); p.out = outv.data(); p.hdr = &hd; p.gbar = &gbar;
     p.part = part.data(); p.seqp = irand(0, 1) ? &seqw : nullptr; p.T = T; p.nimg = nimg; p.ostep = ostep;
-    p.nz = nz; p.nx = nx; p.sz = sz; p.sx = sx; p.mc = pl.mc; p.tpi = pl.tpi; p.bpi = pl.bpi;
+    p.nz = nz; p.nx = nx; p.sz = sz; p.sx = sx; p.tpi = pl.tpi; p.bpi = pl.bpi;
     p.nb = nb; p.ncopy = pl.ncopy; p.seq = 4242; p.hdrblk = hdrblk; p.fence = (int)irand(0, 1); p.bin = irand(0, 3) == 0;
     p.bshape[0] = nimg; p.bstr[0] = simg; p.oshape[0] = nimg; p.ostr[0] = T * ostep;
 #if EMU_NSP == 3
