@@ -2224,8 +2224,8 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
 // of c in {-1, 0, 1} per voxel, no neighbour ownership tests.
 // - A tile is 16 columns (x .. x + 15) of 32 rows (lane l: row ty * 31 - CONS + l); a warp marches
 //   an equal share of the image's (tile, plane) units, tile by tile (a segment: one tile's planes,
-//   at most two segments per warp where the share is below a tile's planes); lane 31's row is only the neighbour row y + 1 of lane 30 (its adds are zero: a bias
-//   keeps its g at 0).  Rows y + 1 come from lane + 1 by a shuffle; the voxel x + 16 (outside:
+//   at most two segments per warp where the share is below a tile's planes); lane 31's row is only
+//   the neighbour row y + 1 of lane 30 (its adds are zero: a bias keeps its g at 0).  Rows y + 1 come from lane + 1 by a shuffle; the voxel x + 16 (outside:
 //   the bin T) is binned by every lane; the chunk's first voxel takes g_{-1} = 0 and the voxel
 //   x + 16 takes -g_15 (the next chunk's lane leaves it out): c sums the same.
 // - Voxels outside the image read as +inf: bin T, never counted, above every bin inside (every

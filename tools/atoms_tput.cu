@@ -5,10 +5,10 @@
 //   red    red.shared.add.s32 (strip3's ATOMS.ADD, no return),
 //   rmw    a plain load, add, store (not atomic: wrong under contention; the cost of the memory pipe alone),
 //   alu    the bin arithmetic without the memory access (the loop's own cost),
-// and red at 4 blocks of 256 (strip2t's occupancy).  Bins pseudo-random per lane (xorshift), 16 adds per
-// iteration with independent bins.  Session 12 (run12c, H200): red 5.16, rmw 5.74, alu 5.00 cycles per
-// warp add per SM -- the xorshift chain itself sets the pace (alu alone as slow), so this form says
-// only that the adds cost little next to it; a form with precomputed bins is still to be written.
+// and red at 4 blocks of 256 (strip2t's occupancy).  16 adds per iteration with independent bins: start
+// bins drawn once per lane, moved by a constant each iteration (3 integer instructions per add).
+// Session 12's first form drew every bin by xorshift in the loop and measured only that chain (run12c,
+// H200: red 5.16, rmw 5.74, alu 5.00 cycles per warp add per SM); this form is not run yet.
 // Build and run on the GPU machine:
 //   nvcc -O3 -arch=sm_90 -o /tmp/at tools/atoms_tput.cu && /tmp/at
 #include <cstdio>
@@ -20,24 +20,27 @@ template <int MODE, int MINB> __global__ void __launch_bounds__(256, MINB) adds(
   __syncthreads();
   const unsigned lane = threadIdx.x & 31;
   const unsigned base = (unsigned)__cvta_generic_to_shared(h) + 4u * lane;
-  unsigned x = 0x9e3779b9u * (threadIdx.x + 1) + blockIdx.x, acc = 0;
+  // per lane 16 pseudo-random start bins and values in {-1, 1}, drawn once; the loop moves every bin by
+  // a constant (3 independent integer instructions per add, no dependent chain)
+  unsigned x = 0x9e3779b9u * (threadIdx.x + 1) + blockIdx.x, acc = 0, b0[16];
+  int c[16];
+#pragma unroll
+  for (int j = 0; j < 16; j++) {
+    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+    b0[j] = x & 255u;
+    c[j] = (int)(x >> 9 & 2u) - 1;
+  }
   for (int it = 0; it < iters; it++) {
-    unsigned a[16];
 #pragma unroll
     for (int j = 0; j < 16; j++) {
-      x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-      a[j] = base + (x & 255u) * 128u;
-    }
-#pragma unroll
-    for (int j = 0; j < 16; j++) {
-      const int c = (int)(a[j] >> 7 & 1u) - (int)(a[j] >> 8 & 1u); // in {-1, 0, 1}, as strip3's
-      if (MODE == 0) asm volatile("red.shared.add.s32 [%0], %1;" ::"r"(a[j]), "r"(c));
+      const unsigned a = base + (((b0[j] + (unsigned)it * 37u) & 255u) << 7);
+      if (MODE == 0) asm volatile("red.shared.add.s32 [%0], %1;" ::"r"(a), "r"(c[j]));
       if (MODE == 1) {
         int v;
-        asm volatile("ld.shared.s32 %0, [%1];" : "=r"(v) : "r"(a[j]));
-        asm volatile("st.shared.s32 [%0], %1;" ::"r"(a[j]), "r"(v + c));
+        asm volatile("ld.shared.s32 %0, [%1];" : "=r"(v) : "r"(a));
+        asm volatile("st.shared.s32 [%0], %1;" ::"r"(a), "r"(v + c[j]));
       }
-      if (MODE == 2) acc += a[j] * (unsigned)c;
+      if (MODE == 2) acc += a * (unsigned)c[j];
     }
   }
   __syncthreads();
