@@ -5,7 +5,8 @@
 #define NDF_ECC_PLAN_H
 #include <stdint.h>
 
-/* The tasks of the warp-strip kernels: cols task columns per image (strips, row tiles), each cut
+/* The tasks of the 2-D warp-strip kernels (ndf_ecc_strip2, ndf_ecc_strip2t; ndf_ecc_strip3 takes
+ * strip_units_make below): cols task columns per image (strips), each cut
  * along an axis of len into chunks of mc (a multiple of al) -- 8 tasks per block, blocks of one
  * image each, at most cap blocks; mc at least minmc and about one task per resident warp, the
  * chunks' ends below 2^31 (the kernels' 32-bit places).  Sets mc, tpi, bpi, nblocks and ncopy (the

@@ -6,7 +6,7 @@
 // is compared with the CPU backend's on random inputs: ties, few distinct values, wide ranges far
 // from 0 (first guesses off: the walk), constant images, odd and 1-long axes, batches, padded,
 // misaligned and strided rows (element loads), strided outputs, T from 2 to 510, and the plan of
-// runtime/ecc_cuda.c (strip_chunks_make of runtime/ecc_plan.h, the plans below) under small block caps.  NaN / inf inputs:
+// runtime/ecc_cuda.c (strip_chunks_make / strip_units_make of runtime/ecc_plan.h, the plans below) under small block caps.  NaN / inf inputs:
 // the header's key / flag and the untouched output.  tools/emu/ecc_strip2_emu.sh.
 #include <algorithm>
 #include <atomic>
@@ -247,8 +247,8 @@ extern "C" int emu_strip2t(unsigned grid, const void *params) {
 // runtime/ecc_cuda.c's plans on the shared planner (runtime/ecc_plan.h; keep plan_make in step with
 // strip2_plan_make / strip3_plan_make)
 #include "ecc_plan.h"
-// strip2 (strip2t: cons = CONS): strips of 128 columns, chunks of rows; strip3: w columns x 31 rows, chunks of
-// planes (T: from -1)
+// strip2 (strip2t: cons = CONS): strips of 128 columns, chunks of rows; strip3: tiles of w columns x 31 rows,
+// equal shares of the (tile, plane) units (T: planes and rows from -1)
 struct strip_plan { int64_t nstrip, ntx, nty, mc, tpi, bpi, nblocks; int ncopy; };
 static int plan_make(int kind, int64_t nz, int64_t ny, int64_t nx, int64_t nimg, int cons, int64_t cap, int64_t minmc, int w,
                      int fine, strip_plan *pl) {
