@@ -236,6 +236,7 @@ typedef struct {
   int s, rp2;
   size_t smem;
   int form; /* 1: templates/rank_tile.cu; 2: templates/rank_tile2.cu */
+  int pipe; /* form 2: the template's slot PIPE (tile2_finish) */
 } tile_geom;
 
 static size_t tile_smem(int s, int ky, int kx, int rp2) {
@@ -278,21 +279,34 @@ static int tile_plan(int ky, int kx, int64_t ny, tile_geom *tg) {
  * position and equal-key counters, then the bitsets), 16.25 KB of sorted
  * keys (rows of 64 padded to 65), 2 bytes of rank per tile position. */
 #define TILE2_KEYS 4096
-/* The variant of templates/rank_tile2.cu (slot PIPE): $NDF_RANK_TILE2_PIPE=0..8, else 6
+/* The variant of templates/rank_tile2.cu (slot PIPE): $NDF_RANK_TILE2_PIPE=0..8 or 10, else 6
  * (session 8; 3 before). */
 static int tile2_pipe(void) {
   const char *ep = getenv("NDF_RANK_TILE2_PIPE");
+  if (ep && !strcmp(ep, "10")) return 10;
   return ep && ep[0] >= '0' && ep[0] <= '8' && !ep[1] ? ep[0] - '0' : 6;
+}
+
+/* PIPE 10 (session 13, ADR 0005 "pivots instead of bitsets") takes 32-bit
+ * data in tiles of at most 64 x 64 and 3968 values; elsewhere it is 6. */
+static int tile2_pipe_for(ndf_dtype dtype, int s, int ky, int kx) {
+  const int p = tile2_pipe();
+  if (p != 10) return p;
+  const int th = s + ky - 1, tw = 31 + kx;
+  return ndf_dtype_size(dtype) == 4 && th <= 64 && tw <= 64 && th * tw <= 3968 ? 10 : 6;
 }
 
 /* PIPE 3 and 4 with at most 3968 values (VEC3 in the template): keys and counters
  * of R values (or the bitsets), rows of 68 words for the sort's transposes (the
  * sorted keys themselves in rows of 65); else 32 KB and rows
  * of 65 words.  Then 2 bytes of rank per value. */
-static size_t tile2_smem(int s, int ky, int kx) {
+static size_t tile2_smem(int pipe, int s, int ky, int kx) {
   const size_t r = (size_t)(s + ky - 1) * (size_t)(31 + kx);
   const size_t rpos = (r * 2 + 15) & ~(size_t)15;
-  if (tile2_pipe() >= 3 && r <= 3968) {
+  /* PIPE 10: the sort's buffer (rows of 68; later posOf and the histograms)
+   * and the ranks (before them the equal-key counters): 25344 bytes for 31x31. */
+  if (pipe == 10) return 68 * 64 * 4 + rpos;
+  if (pipe >= 3 && r <= 3968) {
     const size_t tkw = (r + 3) & ~(size_t)3, bitw = (r + 31) / 32 * 64;
     return 4 * (2 * tkw > bitw ? 2 * tkw : bitw) + 68 * 64 * 4 + rpos;
   }
@@ -308,9 +322,17 @@ static int tile2_plan(int ky, int kx, int64_t ny, tile_geom *tg) {
   while (s > 16 && (s + ky - 1) * tw > 3968) s -= 2;
   tg->s = (int)s;
   tg->rp2 = TILE2_KEYS;
-  tg->smem = tile2_smem((int)s, ky, kx);
+  tg->pipe = tile2_pipe();
+  tg->smem = tile2_smem(tg->pipe, (int)s, ky, kx);
   tg->form = 2;
   return 1;
+}
+
+/* Form 2's slot PIPE for this dtype, and its shared memory. */
+static void tile2_finish(ndf_dtype dtype, int ky, int kx, tile_geom *tg) {
+  if (tg->form != 2) return;
+  tg->pipe = tile2_pipe_for(dtype, tg->s, ky, kx);
+  tg->smem = tile2_smem(tg->pipe, tg->s, ky, kx);
 }
 
 /* The second form where it applies, unless $NDF_RANK_TILE=1 asks for the first. */
@@ -456,8 +478,9 @@ static void tile_request(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, co
    * 7 0.148 / 0.121 (run 8c); SORTU 3 0.152 (no gain).  8 is 6 with 32 rank
    * searches at a time instead of 16: 0.148 (session 8 final run: 6 0.143,
    * 3 0.151).
-   * $NDF_RANK_TILE2_PIPE=0..8 selects one. */
-  if (tg->form == 2) ndf__req_set(req, "PIPE", "%d", tile2_pipe());
+   * $NDF_RANK_TILE2_PIPE=0..8 selects one; 10 (session 13) where it applies
+   * (tile2_pipe_for). */
+  if (tg->form == 2) ndf__req_set(req, "PIPE", "%d", tg->pipe);
 }
 
 /* The sorted-tile kernel over a 2-D box window (ndf_tile_params of templates/rank_tile.cu). */
@@ -478,9 +501,10 @@ static ndf_status run_tile(ndf_ctx *ctx, const char *name, const ndf_array *in, 
     const int64_t r = (int64_t)(s2 + ky - 1) * (31 + kx);
     int p2 = 64;
     while (p2 < r) p2 *= 2;
-    if (tg.form == 2) tg.s = s2, tg.smem = tile2_smem(s2, ky, kx);
+    if (tg.form == 2) tg.s = s2;
     else tg.s = s2, tg.rp2 = p2, tg.smem = tile_smem(s2, ky, kx, p2);
   }
+  tile2_finish(in->dtype, ky, kx, &tg);
   ndf__kernel_req req;
   tile_request(in->dtype, g, n, sel, &tg, &req);
   CUfunction fn;
@@ -528,6 +552,7 @@ ndf_status ndf__rank_cuda_request(ndf_ctx *ctx, const char *name, ndf_dtype dtyp
     if (!tile_choose((int)g->box[g->nsp - 2], (int)g->box[g->nsp - 1],
                      shape && ndim >= 2 ? shape[ndim - 2] : 1 << 20, &tg))
       return ndf__error(ctx, NDF_ENOTSUP, "%s: the window is too large for the sorted-tile kernel", name);
+    tile2_finish(dtype, (int)g->box[g->nsp - 2], (int)g->box[g->nsp - 1], &tg);
     tile_request(dtype, g, n, sel, &tg, req);
     return NDF_OK;
   }

@@ -154,7 +154,11 @@ __device__ __forceinline__ T ndf_untkey(unsigned int k) {
 // 32 different banks (rows of 68 would put them in 8: measured 8-way
 // conflicts, 34% excess shared wavefronts, 2026-11-30 05:00).
 #define VEC3 (PIPE >= 3 && R <= 3968)
-#if VEC3
+#if PIPE == 10
+#define SPADW 68                     /* rows of the sort's transposes */
+#define TKW ((R + 3) & ~3)
+#define AREA0 0                      /* PIPE 10: no keys by position, counters, bitsets */
+#elif VEC3
 #define SPADW 68                     /* rows of the sort's transposes */
 #define TKW ((R + 3) & ~3)           /* words of tkey (and of dup) */
 #define AREA0 (2 * TKW > NWORDS * BT ? 2 * TKW : NWORDS * BT)
@@ -1148,13 +1152,234 @@ __device__ __forceinline__ void ndf_t5_column(const unsigned short *rpos, unsign
 }
 #endif
 
-extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_params p) {
+#if PIPE == 10
+// PIPE 10 (session 13, ADR 0005 "pivots instead of bitsets"): no bitsets, so
+// that eight blocks fit a SM (one round of tiles at 1024^2 instead of two).
+// Shared memory holds the sort's buffer (later the position of each rank,
+// posOf, and per-thread histograms of 64 rank buckets) and the ranks by
+// position (before them, 16-bit equal-key counters): 25 KB for 31 x 31.  The
+// search's keys and the outputs' values are read again from global memory
+// (L1/L2), the ranks of a thread's positions wait in registers for a barrier.
+// A thread keeps a pivot rank P, c = the window's ranks under P and whether P
+// is in the window; a step counts the leaving and entering row's ranks under
+// P (two 16-bit ranks a word, sign bits of biased differences), then walks P
+// over posOf, four ranks at a time, to the window's k-th rank (membership of
+// a rank: its position row << 8 | column against the window's corner, one
+// subtraction and two compares).  The first window: a histogram of 64
+// buckets, the bucket holding rank k, a walk in it.  Same bits as the other
+// forms (a rank's value is read at its position; -0.0 as 0.0 by the key).
+static_assert(!PACK && COLMAP && VEC3, "rank_tile2 PIPE 10: 32-bit keys, tiles of at most 64 x 64 and 3968 values");
+#define NWX (KX / 2 + 1)                        /* words holding a row's KX ranks, from either parity */
+#define T10_POSB ((((R + 8) * 2) + 15) & ~15)   /* bytes of posOf (padding ranks read as outside) */
+#define T10_HW 32                               /* histogram words per thread: 64 buckets of 64 ranks */
+static_assert(T10_POSB + T10_HW * BT * 4 <= SBUF_WORDS * 4, "rank_tile2 PIPE 10: posOf and histograms exceed the sort's buffer");
+
+struct ndf_t10_src {
+  const T *in, *src;   // src: the tile's corner (fast tiles)
+  ndf_i64 ibase, ty0, tx0, ny, nx, iys, ixs;
+  int iys32, ixs32;
+  bool fast;           // the tile inside the array, 32-bit offsets
+  T cv;
+};
+
+// The value at tile position (row, column) = pp >> 8, pp & 255.
+__device__ __forceinline__ T ndf_t10_val(const ndf_t10_src &s, unsigned int pp) {
+  const int row = (int)(pp >> 8), col = (int)(pp & 0xffu);
+  if (s.fast) return s.src[row * s.iys32 + col * s.ixs32];
+  const ndf_i64 my = ndf_map(s.ty0 + row, s.ny, MODE), mx = ndf_map(s.tx0 + col, s.nx, MODE);
+  return (my < 0 || mx < 0) ? s.cv : s.in[s.ibase + my * s.iys + mx * s.ixs];
+}
+
+// Rank position q (row << 8 | column) inside the window whose corner is base.
+__device__ __forceinline__ bool ndf_t10_in(unsigned int q, unsigned int base) {
+  const unsigned int d = q - base;
+  return (d & 0xffu) < (unsigned int)KX && d < ((unsigned int)KY << 8);
+}
+
+// Word j of a row's ranks (tile row start s = row * TW + lane, par = s & 1):
+// the halves that hold the row's columns, as the sign-bit mask 0x8000 / 0x80000000.
+__device__ __forceinline__ unsigned int ndf_t10_vm(int j, int par) {
+  return ((unsigned int)(2 * j - par) < (unsigned int)KX ? 0x8000u : 0u) |
+         ((unsigned int)(2 * j + 1 - par) < (unsigned int)KX ? 0x80000000u : 0u);
+}
+__device__ __forceinline__ unsigned int ndf_t10_word(const unsigned int *w, int j, int par) {
+  // With KX even and par 0 the last word holds none of the row (it may lie past the ranks).
+  return (j < NWX - 1 || (KX & 1) || par) ? w[j] : 0u;
+}
+
+// The row's ranks at or above P (P2 = P * 0x10001; ranks and P under 2^15).
+__device__ __forceinline__ int ndf_t10_ge(const unsigned short *rpos, int s, unsigned int P2) {
+  const unsigned int *w = reinterpret_cast<const unsigned int *>(rpos) + (s >> 1);
+  const int par = s & 1;
+  unsigned int acc = 0u;
+#pragma unroll
+  for (int j = 0; j < NWX; j++) acc += (((ndf_t10_word(w, j, par) | 0x80008000u) - P2) & ndf_t10_vm(j, par)) >> 15;
+  return (int)((acc & 0xffffu) + (acc >> 16));
+}
+
+// P moves up to the need-th (from 1) window rank above it; pp its position.
+__device__ __forceinline__ void ndf_t10_up(const unsigned short *pof, unsigned int base, int need, int &P,
+                                           unsigned int &pp) {
+  int g = (P + 1) >> 2;
+  unsigned int keep = 0xfu << ((P + 1) & 3);
+#pragma unroll 1
+  for (;;) {
+    const uint2 w = reinterpret_cast<const uint2 *>(pof)[g];
+    const unsigned int q0 = w.x & 0xffffu, q1 = w.x >> 16, q2 = w.y & 0xffffu, q3 = w.y >> 16;
+    unsigned int m = (ndf_t10_in(q0, base) ? 1u : 0u) | (ndf_t10_in(q1, base) ? 2u : 0u) |
+                     (ndf_t10_in(q2, base) ? 4u : 0u) | (ndf_t10_in(q3, base) ? 8u : 0u);
+    m &= keep;
+    keep = 0xfu;
+    const int n = __popc(m);
+    if (n >= need) {
+      if (need > 1) m &= m - 1;
+      if (need > 2) m &= m - 1;
+      if (need > 3) m &= m - 1;
+      const int b = __ffs(m) - 1;
+      P = 4 * g + b;
+      pp = b == 0 ? q0 : b == 1 ? q1 : b == 2 ? q2 : q3;
+      return;
+    }
+    need -= n;
+    g++;
+  }
+}
+
+// P moves down to the need-th (from 1) window rank below it.
+__device__ __forceinline__ void ndf_t10_down(const unsigned short *pof, unsigned int base, int need, int &P,
+                                             unsigned int &pp) {
+  int g = (P - 1) >> 2;
+  unsigned int keep = 0xfu >> (3 - ((P - 1) & 3));
+#pragma unroll 1
+  for (;;) {
+    const uint2 w = reinterpret_cast<const uint2 *>(pof)[g];
+    const unsigned int q0 = w.x & 0xffffu, q1 = w.x >> 16, q2 = w.y & 0xffffu, q3 = w.y >> 16;
+    unsigned int m = (ndf_t10_in(q0, base) ? 1u : 0u) | (ndf_t10_in(q1, base) ? 2u : 0u) |
+                     (ndf_t10_in(q2, base) ? 4u : 0u) | (ndf_t10_in(q3, base) ? 8u : 0u);
+    m &= keep;
+    keep = 0xfu;
+    const int n = __popc(m);
+    if (n >= need) {
+      if (need > 1) m &= ~(0x80000000u >> __clz(m));
+      if (need > 2) m &= ~(0x80000000u >> __clz(m));
+      if (need > 3) m &= ~(0x80000000u >> __clz(m));
+      const int b = 31 - __clz(m);
+      P = 4 * g + b;
+      pp = b == 0 ? q0 : b == 1 ? q1 : b == 2 ? q2 : q3;
+      return;
+    }
+    need -= n;
+    g--;
+  }
+}
+
+// Thread (half, lane)'s outputs: column lane, tile rows ly0 .. ly0+HALF-1.
+// hb: this thread's histogram words (word j at hb + 256 j); nq: the first
+// NaN rank (floats; R when the tile holds none).
+template <bool NANS>
+__device__ __forceinline__ void ndf_t10_column(const unsigned short *rpos, const unsigned short *pof, unsigned char *hb,
+                                               const ndf_t10_src &sr, int ly0, int lane, int nq, ndf_i64 y0,
+                                               ndf_i64 ny, T *out, ndf_i64 oys) {
+  const int nr = ny - (y0 + ly0) < HALF ? (int)(ny - (y0 + ly0)) : HALF; // rows of this thread inside the array
+  if (nr <= 0) return;
+  const unsigned int NQ2 = (unsigned int)nq * 0x10001u;
+  int nanc = 0;
+  // The first window's histogram (bucket b = rank >> 6: word b >> 1, half b & 1).
+#pragma unroll
+  for (int j = 0; j < T10_HW; j++) *reinterpret_cast<unsigned int *>(hb + 256 * j) = 0u;
+#pragma unroll 1
+  for (int dy = 0; dy < KY; dy++) {
+    const int s = (ly0 + dy) * TW + lane, par = s & 1;
+    const unsigned int *w = reinterpret_cast<const unsigned int *>(rpos) + (s >> 1);
+    unsigned int wd[NWX];
+#pragma unroll
+    for (int j = 0; j < NWX; j++) wd[j] = ndf_t10_word(w, j, par);
+    unsigned int na = 0u;
+#pragma unroll
+    for (int j = 0; j < NWX; j++) {
+      const unsigned int vm = ndf_t10_vm(j, par);
+      if (vm & 0x8000u) atomicAdd(reinterpret_cast<unsigned int *>(hb + ((wd[j] << 1) & 0x1f00u)), 1u << ((wd[j] >> 2) & 16u));
+      if (vm & 0x80000000u) atomicAdd(reinterpret_cast<unsigned int *>(hb + ((wd[j] >> 15) & 0x1f00u)), 1u << ((wd[j] >> 18) & 16u));
+      if (NANS) na += (((wd[j] | 0x80008000u) - NQ2) & vm) >> 15;
+    }
+    if (NANS) nanc += (int)((na & 0xffffu) + (na >> 16));
+  }
+  int P, c;
+  unsigned int pp;
+  {
+    int k = ndf_rank_of(N - nanc); // any rank under N (every window rank) will do
+    k = k < 0 ? 0 : k >= N ? N - 1 : k;
+    unsigned int hw[T10_HW];
+#pragma unroll
+    for (int j = 0; j < T10_HW; j++) hw[j] = *reinterpret_cast<const unsigned int *>(hb + 256 * j);
+    int acc = 0, bk = -1;
+#pragma unroll
+    for (int j = 0; j < T10_HW; j++) {
+      const int lo = (int)(hw[j] & 0xffffu), hi = (int)(hw[j] >> 16);
+      if (bk < 0) {
+        if (acc + lo > k) bk = 2 * j;
+        else if (acc + lo + hi > k) acc += lo, bk = 2 * j + 1;
+        else acc += lo + hi;
+      }
+    }
+    P = 64 * bk - 1;
+    ndf_t10_up(pof, ((unsigned int)ly0 << 8) | (unsigned int)lane, k - acc + 1, P, pp);
+    c = k;
+  }
+  bool inP = true;
+  T *op = out + (y0 + ly0) * oys;
+  for (int jr = 0;; jr++, op += oys) {
+    T res;
+#if KIND == 2 && !NAN_OMIT
+    res = nanc ? __int_as_float(0x7fc00000) : ndf_untkey(ndf_tkey3(ndf_t10_val(sr, pp)));
+#else
+    {
+      const int m = N - nanc, k = ndf_rank_of(m);
+      if (m == 0 || k < 0 || k >= m) res = (T)__int_as_float(0x7fc00000); // floats only: m < N needs NaN
+      else res = ndf_untkey(ndf_tkey3(ndf_t10_val(sr, pp)));
+    }
+#endif
+    *op = res;
+    if (jr + 1 >= nr) break;
+    const int ro = ly0 + jr, ri = ro + KY;
+    const unsigned int P2 = (unsigned int)P * 0x10001u;
+    c += ndf_t10_ge(rpos, ro * TW + lane, P2) - ndf_t10_ge(rpos, ri * TW + lane, P2);
+    if ((int)(pp >> 8) == ro) inP = false;
+    if (NANS) nanc += ndf_t10_ge(rpos, ri * TW + lane, NQ2) - ndf_t10_ge(rpos, ro * TW + lane, NQ2);
+#if KIND == 2 && !NAN_OMIT
+    const int k = ndf_rank_of(N);
+    const bool ok = true;
+#else
+    const int m = N - nanc, k = ndf_rank_of(m);
+    const bool ok = m > 0 && k >= 0 && k < m;
+#endif
+    if (ok) {
+      const unsigned int base = ((unsigned int)(ro + 1) << 8) | (unsigned int)lane;
+      if (c > k) {
+        ndf_t10_down(pof, base, c - k, P, pp);
+        c = k, inP = true;
+      } else if (c < k || !inP) {
+        ndf_t10_up(pof, base, k - c - (inP ? 1 : 0) + 1, P, pp);
+        c = k, inP = true;
+      }
+    }
+  }
+}
+#endif
+
+#if PIPE == 10
+#define NDF_T2_LB __launch_bounds__(BT, 8) /* 8 blocks of 64 per SM: 128 registers */
+#else
+#define NDF_T2_LB __launch_bounds__(BT)
+#endif
+extern "C" __global__ void NDF_T2_LB ndf_rank_tile2(const ndf_tile_params p) {
   extern __shared__ __align__(16) unsigned char ndf_smem[];
   // Area 0 (32 KB): the tile's keys by position and the equal-key counters,
   // then the bitsets.  Then the sorted keys (16.25 KB), then the ranks by position.
   unsigned int *tkey = reinterpret_cast<unsigned int *>(ndf_smem);
   unsigned int *dup = tkey + TKW;
   unsigned int *bits = tkey;
+  (void)dup, (void)bits; // PIPE 10 uses neither
   unsigned int *sbuf = tkey + AREA0;
   unsigned short *rpos = reinterpret_cast<unsigned short *>(sbuf + SBUF_WORDS);
   const int t = threadIdx.x, lane = t & 31, half = t >> 5;
@@ -1185,6 +1410,26 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
     // ones).  Inner tiles: LU loads in flight (clamped positions, no branch
     // between them); border tiles (few) map each position, one at a time.
     unsigned int v[PK];
+#if PIPE == 10
+    // Thread t loads tile column t (rows 0 .. TH-1) into its sort registers,
+    // every tile (border tiles map each position); the rest is padding.
+    const int cc = t < TW ? t : TW - 1;
+    const bool real = t < TW;
+    ndf_t10_src sr;
+    sr.in = p.in, sr.ibase = ibase, sr.ty0 = ty0, sr.tx0 = tx0, sr.ny = p.ny, sr.nx = p.nx, sr.iys = p.iys, sr.ixs = p.ixs;
+    sr.iys32 = (int)p.iys, sr.ixs32 = (int)p.ixs, sr.fast = inner && off32, sr.cv = cv;
+    sr.src = p.in + ibase + (sr.fast ? ty0 * p.iys + tx0 * p.ixs : 0);
+    {
+      T val[PK];
+#pragma unroll
+      for (int r = 0; r < PK; r++)
+        if (r < TH) val[r] = ndf_t10_val(sr, ((unsigned int)r << 8) | (unsigned int)cc);
+#pragma unroll
+      for (int r = 0; r < PK; r++) v[r] = (r < TH && real) ? ndf_tkey3(val[r]) : 0xffffffffu;
+    }
+    // The equal-key counters (16 bits each, where the ranks go later) cleared.
+    for (int j = t; j < (R * 2 + 15) / 16; j += BT) reinterpret_cast<uint4 *>(rpos)[j] = make_uint4(0u, 0u, 0u, 0u);
+#else
 #if PIPE >= 3
     // Inner tiles whose offsets fit 32 bits: all 64 loads of a thread in
     // flight, straight into its sort registers (its positions t + 64i are the
@@ -1279,11 +1524,82 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile2(const ndf_tile_p
     for (int i = 0; i < PK; i++) v[i] = tkey[i * BT + t];
 #endif
     }
+#endif // PIPE == 10
     ndf_sort4096(v, sbuf, t); // its first barrier orders dup too
     // Ranks: the lower bound of the key (it is present) plus the equal keys
     // counted so far.  NaNs (floats) take the ranks from the lower bound of
     // all ones up; nq is its code (padding keys lie above every real one).
-#if PACK
+#if PIPE == 10
+    {
+      // Column cc's keys read again (L1 / L2), 16 searches at a time as PIPE
+      // 3's; the ranks wait in registers until every search is done (the
+      // counters lie where the ranks go, the sorted keys where posOf goes).
+      unsigned int rk[PK];
+      unsigned int *dup = reinterpret_cast<unsigned int *>(rpos);
+      const unsigned char *sb = reinterpret_cast<const unsigned char *>(sbuf);
+#pragma unroll
+      for (int i0 = 0; i0 < PK; i0 += 16) {
+        unsigned int key[16], ob[16];
+#pragma unroll
+        for (int u = 0; u < 16; u++) {
+          const int r = i0 + u;
+          key[u] = (r < TH && real) ? ndf_tkey3(ndf_t10_val(sr, ((unsigned int)r << 8) | (unsigned int)cc)) : 0xffffffffu;
+          ob[u] = 0u;
+        }
+#pragma unroll
+        for (int h = RP2 / 2; h > 0; h >>= 1) {
+#pragma unroll
+          for (int u = 0; u < 16; u++)
+            if (*reinterpret_cast<const unsigned int *>(sb + ob[u] + 4 * (h - 1 + (h >= 64 ? PADX * (h / 64 - 1) : 0))) < key[u])
+              ob[u] += 4 * (h + PADX * (h / 64));
+        }
+#pragma unroll
+        for (int u = 0; u < 16; u++) {
+          const int r = i0 + u;
+          int lb = (int)(ob[u] >> 2);
+          lb -= PADX * (lb / PADW);
+          const int lbc = lb < R ? lb : R - 1;
+          const unsigned int sh = (unsigned int)(lbc & 1) << 4;
+          const unsigned int old = atomicAdd(&dup[lbc >> 1], ((r < TH && real) ? 1u : 0u) << sh);
+          rk[r] = (unsigned int)lb + ((old >> sh) & 0xffffu);
+        }
+      }
+      int nqr = R; // the first NaN rank (floats), R when the tile holds none
+#if KIND == 2
+      {
+        int lb = 0;
+#pragma unroll
+        for (int h = RP2 / 2; h > 0; h >>= 1)
+          if (sbuf[ndf_saddr(lb + h - 1)] < 0xffffffffu) lb += h;
+        nqr = lb < R ? lb : R; // R <= 3968: padding keys (all ones) follow every real key
+      }
+#endif
+      __syncthreads(); // counters and sorted keys no longer read
+      unsigned short *pof = reinterpret_cast<unsigned short *>(sbuf);
+      if (real) {
+#pragma unroll
+        for (int r = 0; r < PK; r++)
+          if (r < TH) {
+            rpos[r * TW + cc] = (unsigned short)rk[r];
+            pof[rk[r]] = (unsigned short)((r << 8) | cc);
+          }
+      }
+      if (t < 8) pof[R + t] = 0xffffu; // ranks past the tile (a walk reads four at a time): outside every window
+      __syncthreads(); // ranks and positions complete
+      const ndf_i64 x = x0 + lane;
+      if (x >= p.nx) continue; // no barrier below
+      unsigned char *hb = reinterpret_cast<unsigned char *>(sbuf) + T10_POSB + 4 * t;
+      T *op = p.out + obase + x * p.oxs;
+#if KIND == 2
+      if (nqr < R) { // NaNs in the tile
+        ndf_t10_column<true>(rpos, pof, hb, sr, half * HALF, lane, nqr, y0, p.ny, op, p.oys);
+        continue;
+      }
+#endif
+      ndf_t10_column<false>(rpos, pof, hb, sr, half * HALF, lane, nqr, y0, p.ny, op, p.oys);
+      continue;
+    }
+#elif PACK
     // Sorted element 64t + i (v[i] after the sort, also in sbuf) has rank 64t + i.
 #pragma unroll
     for (int i = 0; i < PK; i++) {

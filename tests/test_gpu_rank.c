@@ -439,7 +439,8 @@ static void test_gpu_rank_tile(void **state) {
  * 7's default) 1 with cheaper flips, probes, walks, loads and sort, 4 is 3 with a first
  * window shared within a warp; session 8: 5 and 6 are 3 with first windows
  * shared by groups of 8 and 4 columns (6: the default), 7 is 5 with a faster select in a
- * word, 8 is 6 with 32 rank searches at a time; "5u"/"3u" with the sort's stages in a switch, $NDF_RANK_TILE2_UNROLL=3): windows
+ * word, 8 is 6 with 32 rank searches at a time; "5u"/"3u" with the sort's stages in a switch, $NDF_RANK_TILE2_UNROLL=3;
+ * session 13: 10, pivots over the ranks' positions instead of bitsets): windows
  * from 9 to 45 per axis, odd and even, wider than 32 columns (the codes load
  * in chunks), median, rank and percentile, both NaN policies, 8/16/32-bit
  * integers and float32, images smaller than the window, batch axes, origins;
@@ -517,6 +518,14 @@ static void test_gpu_rank_tile2_pipe(void **state) {
       {NDF_FLOAT32, 2, 0, K_RANK, "8", {200, 210}, {25, 30}, 0.001, NDF_RANK_NAN_PROPAGATE},
       /* PIPE 3 (the default of session 7) */
       {NDF_FLOAT32, 2, 0, K_MEDIAN, "3", {300, 270}, {31, 31}, 0.02, NDF_RANK_NAN_OMIT},
+      /* session 13: PIPE 10 (pivots over posOf, no bitsets; 32-bit data in tiles of at most 64 x 64) */
+      {NDF_FLOAT32, 2, 0, K_MEDIAN, "10", {150, 300}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
+      {NDF_FLOAT32, 2, 0, K_MEDIAN, "10", {300, 270}, {31, 31}, 0.02, NDF_RANK_NAN_OMIT},
+      {NDF_FLOAT32, 2, 0, K_RANK, "10", {200, 210}, {25, 30}, 0.001, NDF_RANK_NAN_PROPAGATE},
+      {NDF_FLOAT32, 3, 1, K_PERCENTILE, "10", {2, 120, 150}, {31, 33}, 0.01, NDF_RANK_NAN_OMIT},
+      {NDF_INT32, 2, 0, K_RANK, "10", {170, 140}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
+      {NDF_FLOAT32, 2, 0, K_MEDIAN, "10", {7, 5}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
+      {NDF_FLOAT32, 3, 1, K_PERCENTILE, "10", {2, 33, 65}, {24, 31}, 0.3, NDF_RANK_NAN_OMIT},
       {NDF_UINT8, 2, 0, K_RANK, "3", {200, 301}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
   };
   /* Below NDF_TEST_CASES = 6 (the sanitizers' runs: every case is a cold
@@ -525,17 +534,20 @@ static void test_gpu_rank_tile2_pipe(void **state) {
   const char *seen[16];
   int nseen = 0;
   int failed = 0;
+  /* $NDF_TEST_TILE2_ONLY=P: only the cases of form P (sanitizer runs of one form). */
+  const char *only = getenv("NDF_TEST_TILE2_ONLY");
   for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
-    if (s->ncases < 6) {
+    if (only && !(w[i].pipe && !strcmp(w[i].pipe, only))) continue;
+    if (s->ncases < 6 && !only) {
       const char *pk = w[i].pipe ? w[i].pipe : "";
-      if (!(pk[0] == 0 || pk[0] >= '5' || pk[1] == 'u')) continue;
+      if (!(pk[0] == 0 || pk[0] >= '5' || pk[1] == 'u' || !strcmp(pk, "10"))) continue;
       int dup = 0;
       for (int q = 0; q < nseen; q++) dup |= !strcmp(seen[q], pk);
       if (dup || nseen == 16) continue;
       seen[nseen++] = pk;
     }
     if (w[i].pipe) {
-      const char pv[2] = {w[i].pipe[0], 0};
+      const char pv[3] = {w[i].pipe[0], w[i].pipe[1] >= '0' && w[i].pipe[1] <= '9' ? w[i].pipe[1] : 0, 0};
       setenv("NDF_RANK_TILE2_PIPE", pv, 1);
       if (w[i].pipe[1] == 'r') setenv("NDF_RANK_TILE2_UNROLL", "2", 1);
       if (w[i].pipe[1] == 'u') setenv("NDF_RANK_TILE2_UNROLL", "3", 1);

@@ -42,6 +42,9 @@ static unsigned int __byte_perm(unsigned int x, unsigned int y, unsigned int s) 
   return r;
 }
 struct uint4 { unsigned int x, y, z, w; };
+struct uint2 { unsigned int x, y; };
+static int __ffs(unsigned int v) { return __builtin_ffs((int)v); }
+static int __clz(unsigned int v) { return v ? __builtin_clz(v) : 32; }
 static uint4 make_uint4(unsigned int x, unsigned int y, unsigned int z, unsigned int w) { return uint4{x, y, z, w}; }
 static float __uint_as_float(unsigned int u) { float f; memcpy(&f, &u, 4); return f; }
 static unsigned int __float_as_uint(float f) { unsigned int u; memcpy(&u, &f, 4); return u; }

@@ -2,7 +2,7 @@
 # emu_rank_tile2.sh BUILD_DIR [SEEDS] [CASES] -- host emulation of the second
 # sorted-tile rank kernel (templates/rank_tile2.cu) against the CPU backend of
 # BUILD_DIR/libndforge.so, over configurations of type, window, rows per
-# block, mode, rank kind and NaN policy (see emu_rank_tile2.cc).  PIPE=0..7
+# block, mode, rank kind and NaN policy (see emu_rank_tile2.cc).  PIPE=0..8 or 10
 # in the environment picks the template's slot PIPE (ADR 0005; default 1);
 # EMU_BOUNDS=1 checks shared-memory accesses against the runtime's size (ASan);
 # SORTU1=2 (or 3) builds the odd seeds' kernel with slot SORTU 2 (3) instead of 1.
@@ -59,17 +59,21 @@ while read -r T KIND TBITS KY KX S MODE RKIND RPARAM NOMIT; do
   SMAX=$(( (4096 / (31 + KX) - (KY - 1)) / 2 * 2 ))
   while [ "$SMAX" -gt 16 ] && [ $(( (SMAX + KY - 1) * (31 + KX) )) -gt 3968 ]; do SMAX=$((SMAX - 2)); done
   [ "$S" = 0 ] || [ "$S" -gt "$SMAX" ] && S=$SMAX
+  # PIPE 10 only where runtime/rank_cuda.c's tile2_pipe_for takes it (else 6).
+  PC=${PIPE:-1}
+  if [ "$PC" = 10 ] && ! { [ "$TBITS" = 32 ] && [ $((S + KY - 1)) -le 64 ] && [ $((31 + KX)) -le 64 ] &&
+    [ $(( (S + KY - 1) * (31 + KX) )) -le 3968 ]; }; then PC=6; fi
   [ "$RKIND" = 2 ] && case "$RPARAM" in -*) RPARAM=$(echo "$RPARAM + 100" | bc);; esac
   g++ -std=c++17 -O1 $XFLAGS -w -fno-strict-aliasing -I"$ROOT/include" -I"$ROOT/tests/emu" -I"$ROOT/templates" \
     "-DNDF_SLOT_T=$T" -DEMU_TNAME="\"$T\"" -DNDF_SLOT_KIND="$KIND" -DNDF_SLOT_TBITS="$TBITS" -DNDF_SLOT_MODE="$MODE" \
     -DNDF_SLOT_NAN_OMIT="$NOMIT" -DNDF_SLOT_N="$NT" -DNDF_SLOT_RKIND="$RKIND" -DNDF_SLOT_RPARAM="$RPARAM" \
     -DNDF_SLOT_KY="$KY" -DNDF_SLOT_KX="$KX" -DNDF_SLOT_S="$S" -DEMU_KERNEL_FILE="\"$W/k.cu\"" \
-    -DNDF_SLOT_SORTU=0 -DNDF_SLOT_PIPE="${PIPE:-1}" "$ROOT/tests/emu/emu_rank_tile2.cc" -o "$W/emu0" -L"$B" -lndforge -Wl,-rpath,"$B"
+    -DNDF_SLOT_SORTU=0 -DNDF_SLOT_PIPE="$PC" "$ROOT/tests/emu/emu_rank_tile2.cc" -o "$W/emu0" -L"$B" -lndforge -Wl,-rpath,"$B"
   g++ -std=c++17 -O1 $XFLAGS -w -fno-strict-aliasing -I"$ROOT/include" -I"$ROOT/tests/emu" -I"$ROOT/templates" \
     "-DNDF_SLOT_T=$T" -DEMU_TNAME="\"$T\"" -DNDF_SLOT_KIND="$KIND" -DNDF_SLOT_TBITS="$TBITS" -DNDF_SLOT_MODE="$MODE" \
     -DNDF_SLOT_NAN_OMIT="$NOMIT" -DNDF_SLOT_N="$NT" -DNDF_SLOT_RKIND="$RKIND" -DNDF_SLOT_RPARAM="$RPARAM" \
     -DNDF_SLOT_KY="$KY" -DNDF_SLOT_KX="$KX" -DNDF_SLOT_S="$S" -DEMU_KERNEL_FILE="\"$W/k.cu\"" \
-    -DNDF_SLOT_SORTU="${SORTU1:-1}" -DNDF_SLOT_PIPE="${PIPE:-1}" "$ROOT/tests/emu/emu_rank_tile2.cc" -o "$W/emu1" -L"$B" -lndforge -Wl,-rpath,"$B"
+    -DNDF_SLOT_SORTU="${SORTU1:-1}" -DNDF_SLOT_PIPE="$PC" "$ROOT/tests/emu/emu_rank_tile2.cc" -o "$W/emu1" -L"$B" -lndforge -Wl,-rpath,"$B"
   for s in $(seq 1 "$SEEDS"); do
     n=$((n + 1))
     "$W/emu$((s % 2))" "$s" "$CASES" || fail=$((fail + 1))   # odd seeds: unrolled sort
