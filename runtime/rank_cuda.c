@@ -288,12 +288,16 @@ static int tile2_pipe(void) {
 }
 
 /* PIPE 10 (session 13, ADR 0005 "pivots instead of bitsets") takes 32-bit
- * data in tiles of at most 64 x 64 and 3968 values; elsewhere it is 6. */
-static int tile2_pipe_for(ndf_dtype dtype, int s, int ky, int kx) {
+ * data in tiles of at most 64 x 64 and 3968 values, rows and columns below
+ * 2^31 (its border map is 32-bit); elsewhere it is 6. */
+static int tile2_pipe_for(ndf_dtype dtype, int s, int ky, int kx, int64_t ny, int64_t nx) {
   const int p = tile2_pipe();
   if (p != 10) return p;
   const int th = s + ky - 1, tw = 31 + kx;
-  return ndf_dtype_size(dtype) == 4 && th <= 64 && tw <= 64 && th * tw <= 3968 ? 10 : 6;
+  return ndf_dtype_size(dtype) == 4 && th <= 64 && tw <= 64 && th * tw <= 3968 && ny < INT32_MAX - 64 &&
+                 nx < INT32_MAX - 64
+             ? 10
+             : 6;
 }
 
 /* PIPE 3 and 4 with at most 3968 values (VEC3 in the template): keys and counters
@@ -304,8 +308,9 @@ static size_t tile2_smem(int pipe, int s, int ky, int kx) {
   const size_t r = (size_t)(s + ky - 1) * (size_t)(31 + kx);
   const size_t rpos = (r * 2 + 15) & ~(size_t)15;
   /* PIPE 10: the sort's buffer (rows of 68; later posOf and the histograms)
-   * and the ranks (before them the equal-key counters): 25344 bytes for 31x31. */
-  if (pipe == 10) return 68 * 64 * 4 + rpos;
+   * and the ranks (before them the equal-key counters), after 512 bytes for
+ * the border tiles' map of rows and columns: 25856 bytes for 31x31. */
+  if (pipe == 10) return 128 * 4 + 68 * 64 * 4 + rpos; /* the border map, the sort's buffer, the ranks */
   if (pipe >= 3 && r <= 3968) {
     const size_t tkw = (r + 3) & ~(size_t)3, bitw = (r + 31) / 32 * 64;
     return 4 * (2 * tkw > bitw ? 2 * tkw : bitw) + 68 * 64 * 4 + rpos;
@@ -329,9 +334,9 @@ static int tile2_plan(int ky, int kx, int64_t ny, tile_geom *tg) {
 }
 
 /* Form 2's slot PIPE for this dtype, and its shared memory. */
-static void tile2_finish(ndf_dtype dtype, int ky, int kx, tile_geom *tg) {
+static void tile2_finish(ndf_dtype dtype, int ky, int kx, int64_t ny, int64_t nx, tile_geom *tg) {
   if (tg->form != 2) return;
-  tg->pipe = tile2_pipe_for(dtype, tg->s, ky, kx);
+  tg->pipe = tile2_pipe_for(dtype, tg->s, ky, kx, ny, nx);
   tg->smem = tile2_smem(tg->pipe, tg->s, ky, kx);
 }
 
@@ -504,7 +509,7 @@ static ndf_status run_tile(ndf_ctx *ctx, const char *name, const ndf_array *in, 
     if (tg.form == 2) tg.s = s2;
     else tg.s = s2, tg.rp2 = p2, tg.smem = tile_smem(s2, ky, kx, p2);
   }
-  tile2_finish(in->dtype, ky, kx, &tg);
+  tile2_finish(in->dtype, ky, kx, ny, nx, &tg);
   ndf__kernel_req req;
   tile_request(in->dtype, g, n, sel, &tg, &req);
   CUfunction fn;
@@ -552,7 +557,8 @@ ndf_status ndf__rank_cuda_request(ndf_ctx *ctx, const char *name, ndf_dtype dtyp
     if (!tile_choose((int)g->box[g->nsp - 2], (int)g->box[g->nsp - 1],
                      shape && ndim >= 2 ? shape[ndim - 2] : 1 << 20, &tg))
       return ndf__error(ctx, NDF_ENOTSUP, "%s: the window is too large for the sorted-tile kernel", name);
-    tile2_finish(dtype, (int)g->box[g->nsp - 2], (int)g->box[g->nsp - 1], &tg);
+    tile2_finish(dtype, (int)g->box[g->nsp - 2], (int)g->box[g->nsp - 1], shape && ndim >= 2 ? shape[ndim - 2] : 0,
+                 shape && ndim >= 2 ? shape[ndim - 1] : 0, &tg);
     tile_request(dtype, g, n, sel, &tg, req);
     return NDF_OK;
   }

@@ -157,7 +157,7 @@ __device__ __forceinline__ T ndf_untkey(unsigned int k) {
 #if PIPE == 10
 #define SPADW 68                     /* rows of the sort's transposes */
 #define TKW ((R + 3) & ~3)
-#define AREA0 0                      /* PIPE 10: no keys by position, counters, bitsets */
+#define AREA0 128                    /* PIPE 10: no keys by position, counters, bitsets; the border map (TH + TW <= 128) */
 #elif VEC3
 #define SPADW 68                     /* rows of the sort's transposes */
 #define TKW ((R + 3) & ~3)           /* words of tkey (and of dup) */
@@ -1171,23 +1171,49 @@ __device__ __forceinline__ void ndf_t5_column(const unsigned short *rpos, unsign
 static_assert(!PACK && COLMAP && VEC3, "rank_tile2 PIPE 10: 32-bit keys, tiles of at most 64 x 64 and 3968 values");
 #define NWX (KX / 2 + 1)                        /* words holding a row's KX ranks, from either parity */
 #define T10_POSB ((((R + 8) * 2) + 15) & ~15)   /* bytes of posOf (padding ranks read as outside) */
-#define T10_HW 32                               /* histogram words per thread: 64 buckets of 64 ranks */
-static_assert(T10_POSB + T10_HW * BT * 4 <= SBUF_WORDS * 4, "rank_tile2 PIPE 10: posOf and histograms exceed the sort's buffer");
+#define T10_NBP 16                              /* first windows: 32 buckets of 128 ranks, two a word */
+#define T10_ROWS (T10_NBP + 1)                  /* and the NaN counts */
+#define T10_RW (TW + 1)                         /* words a row: prefixes at columns 0 .. TW */
+static_assert(T10_POSB + 2 * T10_ROWS * T10_RW * 4 <= SBUF_WORDS * 4, "rank_tile2 PIPE 10: posOf and the column counts exceed the sort's buffer");
 
 struct ndf_t10_src {
   const T *in, *src;   // src: the tile's corner (fast tiles)
-  ndf_i64 ibase, ty0, tx0, ny, nx, iys, ixs;
+  ndf_i64 ibase, iys, ixs;
   int iys32, ixs32;
   bool fast;           // the tile inside the array, 32-bit offsets
   T cv;
+  const int *my, *mx;  // border tiles: the mapped row of each tile row, column of each tile column (-1: cval)
 };
 
-// The value at tile position (row, column) = pp >> 8, pp & 255.
+// The value at tile position (row, column) = pp >> 8, pp & 255; border tiles
+// read the tile's map of rows and columns (shared memory, set before the
+// loads: no mapping arithmetic and no call in the unrolled loops, every load
+// independent -- run13c: out-of-line mapping serialized the border tiles'
+// loads, and the last tiles set the kernel's time).
 __device__ __forceinline__ T ndf_t10_val(const ndf_t10_src &s, unsigned int pp) {
   const int row = (int)(pp >> 8), col = (int)(pp & 0xffu);
   if (s.fast) return s.src[row * s.iys32 + col * s.ixs32];
-  const ndf_i64 my = ndf_map(s.ty0 + row, s.ny, MODE), mx = ndf_map(s.tx0 + col, s.nx, MODE);
-  return (my < 0 || mx < 0) ? s.cv : s.in[s.ibase + my * s.iys + mx * s.ixs];
+  const int my = s.my[row], mx = s.mx[col];
+  return (my < 0 || mx < 0) ? s.cv : s.in[s.ibase + (ndf_i64)my * s.iys + (ndf_i64)mx * s.ixs];
+}
+// Tile column col's TH values, every load in flight; addresses stepped one row at a time (all 64
+// addresses computed ahead cost ptxas 128 registers: spills at the 128 cap).
+__device__ __forceinline__ void ndf_t10_colvals(const ndf_t10_src &s, int col, T (&val)[PK]) {
+  if (s.fast) {
+    const T *q = s.src + col * s.ixs32;
+#pragma unroll
+    for (int r = 0; r < PK; r++)
+      if (r < TH) val[r] = *q, q += s.iys32;
+  } else {
+    const int mx = s.mx[col];
+    const T *q = s.in + s.ibase + (ndf_i64)(mx < 0 ? 0 : mx) * s.ixs;
+#pragma unroll
+    for (int r = 0; r < PK; r++)
+      if (r < TH) {
+        const int my = s.my[r];
+        val[r] = (my < 0 || mx < 0) ? s.cv : q[(ndf_i64)my * s.iys];
+      }
+  }
 }
 
 // Rank position q (row << 8 | column) inside the window whose corner is base.
@@ -1274,47 +1300,59 @@ __device__ __forceinline__ void ndf_t10_down(const unsigned short *pof, unsigned
 }
 
 // Thread (half, lane)'s outputs: column lane, tile rows ly0 .. ly0+HALF-1.
-// hb: this thread's histogram words (word j at hb + 256 j); nq: the first
-// NaN rank (floats; R when the tile holds none).
+// A: this half's (warp's) column counts; nq: the first NaN rank (floats; R
+// when the tile holds none); active: the column lies inside the array (every
+// lane of the warp takes part in the first windows' counts).
+// The first windows (rows ly0 .. ly0+KY-1) of the warp's 32 columns share
+// their rows: counts of each tile column's ranks per bucket of 128 ranks
+// (two 16-bit counts a word, row p of A for buckets 2p, 2p+1; row T10_NBP
+// the NaN ranks), prefix sums along the columns, so that a lane's window
+// count of a bucket is the difference of two prefixes; then a walk in the
+// bucket holding rank k.
 template <bool NANS>
-__device__ __forceinline__ void ndf_t10_column(const unsigned short *rpos, const unsigned short *pof, unsigned char *hb,
+__device__ __forceinline__ void ndf_t10_column(const unsigned short *rpos, const unsigned short *pof, unsigned int *A,
                                                const ndf_t10_src &sr, int ly0, int lane, int nq, ndf_i64 y0,
-                                               ndf_i64 ny, T *out, ndf_i64 oys) {
-  const int nr = ny - (y0 + ly0) < HALF ? (int)(ny - (y0 + ly0)) : HALF; // rows of this thread inside the array
-  if (nr <= 0) return;
+                                               ndf_i64 ny, bool active, T *out, ndf_i64 oys) {
+  const int nr = ny - (y0 + ly0) < HALF ? (int)(ny - (y0 + ly0)) : HALF; // rows of this half inside the array
   const unsigned int NQ2 = (unsigned int)nq * 0x10001u;
-  int nanc = 0;
-  // The first window's histogram (bucket b = rank >> 6: word b >> 1, half b & 1).
+  for (int i = lane; i < T10_ROWS * T10_RW; i += 32) A[i] = 0u;
+  __syncwarp();
 #pragma unroll
-  for (int j = 0; j < T10_HW; j++) *reinterpret_cast<unsigned int *>(hb + 256 * j) = 0u;
-#pragma unroll 1
-  for (int dy = 0; dy < KY; dy++) {
-    const int s = (ly0 + dy) * TW + lane, par = s & 1;
-    const unsigned int *w = reinterpret_cast<const unsigned int *>(rpos) + (s >> 1);
-    unsigned int wd[NWX];
-#pragma unroll
-    for (int j = 0; j < NWX; j++) wd[j] = ndf_t10_word(w, j, par);
-    unsigned int na = 0u;
-#pragma unroll
-    for (int j = 0; j < NWX; j++) {
-      const unsigned int vm = ndf_t10_vm(j, par);
-      if (vm & 0x8000u) atomicAdd(reinterpret_cast<unsigned int *>(hb + ((wd[j] << 1) & 0x1f00u)), 1u << ((wd[j] >> 2) & 16u));
-      if (vm & 0x80000000u) atomicAdd(reinterpret_cast<unsigned int *>(hb + ((wd[j] >> 15) & 0x1f00u)), 1u << ((wd[j] >> 18) & 16u));
-      if (NANS) na += (((wd[j] | 0x80008000u) - NQ2) & vm) >> 15;
+  for (int xx = 0; xx < 2; xx++) {
+    const int x = lane + 32 * xx;
+    if (x < TW) {
+#pragma unroll 4
+      for (int dy = 0; dy < KY; dy++) {
+        const unsigned int q = rpos[(ly0 + dy) * TW + x];
+        atomicAdd(&A[(q >> 8) * T10_RW + x], 1u << ((q >> 3) & 16u));
+        if (NANS && (int)q >= nq) atomicAdd(&A[T10_NBP * T10_RW + x], 1u);
+      }
     }
-    if (NANS) nanc += (int)((na & 0xffffu) + (na >> 16));
   }
+  __syncwarp();
+  if (lane < (NANS ? T10_ROWS : T10_NBP)) { // exclusive prefix sums along the row
+    unsigned int *row = A + lane * T10_RW, run = 0u;
+#pragma unroll 8
+    for (int x = 0; x <= TW; x++) {
+      const unsigned int v = x < TW ? row[x] : 0u;
+      row[x] = run;
+      run += v;
+    }
+  }
+  __syncwarp();
+  if (!active || nr <= 0) return; // after the warp's counts (the emulator's __syncwarp is a block barrier)
+  int nanc = NANS ? (int)(A[T10_NBP * T10_RW + lane + KX] - A[T10_NBP * T10_RW + lane]) : 0;
   int P, c;
   unsigned int pp;
   {
     int k = ndf_rank_of(N - nanc); // any rank under N (every window rank) will do
     k = k < 0 ? 0 : k >= N ? N - 1 : k;
-    unsigned int hw[T10_HW];
+    unsigned int hw[T10_NBP];
 #pragma unroll
-    for (int j = 0; j < T10_HW; j++) hw[j] = *reinterpret_cast<const unsigned int *>(hb + 256 * j);
+    for (int j = 0; j < T10_NBP; j++) hw[j] = A[j * T10_RW + lane + KX] - A[j * T10_RW + lane];
     int acc = 0, bk = -1;
 #pragma unroll
-    for (int j = 0; j < T10_HW; j++) {
+    for (int j = 0; j < T10_NBP; j++) {
       const int lo = (int)(hw[j] & 0xffffu), hi = (int)(hw[j] >> 16);
       if (bk < 0) {
         if (acc + lo > k) bk = 2 * j;
@@ -1322,25 +1360,29 @@ __device__ __forceinline__ void ndf_t10_column(const unsigned short *rpos, const
         else acc += lo + hi;
       }
     }
-    P = 64 * bk - 1;
+    P = 128 * bk - 1;
     ndf_t10_up(pof, ((unsigned int)ly0 << 8) | (unsigned int)lane, k - acc + 1, P, pp);
     c = k;
   }
   bool inP = true;
   T *op = out + (y0 + ly0) * oys;
   for (int jr = 0;; jr++, op += oys) {
-    T res;
+    // the output's value read at its position now, stored after the next step (the load's latency
+    // behind the step's work)
+    const T val = ndf_t10_val(sr, pp);
+    bool isnan;
 #if KIND == 2 && !NAN_OMIT
-    res = nanc ? __int_as_float(0x7fc00000) : ndf_untkey(ndf_tkey3(ndf_t10_val(sr, pp)));
+    isnan = nanc != 0;
 #else
     {
       const int m = N - nanc, k = ndf_rank_of(m);
-      if (m == 0 || k < 0 || k >= m) res = (T)__int_as_float(0x7fc00000); // floats only: m < N needs NaN
-      else res = ndf_untkey(ndf_tkey3(ndf_t10_val(sr, pp)));
+      isnan = m == 0 || k < 0 || k >= m; // floats only: m < N needs NaN
     }
 #endif
-    *op = res;
-    if (jr + 1 >= nr) break;
+    if (jr + 1 >= nr) {
+      *op = isnan ? (T)__int_as_float(0x7fc00000) : ndf_untkey(ndf_tkey3(val));
+      break;
+    }
     const int ro = ly0 + jr, ri = ro + KY;
     const unsigned int P2 = (unsigned int)P * 0x10001u;
     c += ndf_t10_ge(rpos, ro * TW + lane, P2) - ndf_t10_ge(rpos, ri * TW + lane, P2);
@@ -1353,16 +1395,19 @@ __device__ __forceinline__ void ndf_t10_column(const unsigned short *rpos, const
     const int m = N - nanc, k = ndf_rank_of(m);
     const bool ok = m > 0 && k >= 0 && k < m;
 #endif
+    unsigned int npp = pp;
     if (ok) {
       const unsigned int base = ((unsigned int)(ro + 1) << 8) | (unsigned int)lane;
       if (c > k) {
-        ndf_t10_down(pof, base, c - k, P, pp);
+        ndf_t10_down(pof, base, c - k, P, npp);
         c = k, inP = true;
       } else if (c < k || !inP) {
-        ndf_t10_up(pof, base, k - c - (inP ? 1 : 0) + 1, P, pp);
+        ndf_t10_up(pof, base, k - c - (inP ? 1 : 0) + 1, P, npp);
         c = k, inP = true;
       }
     }
+    *op = isnan ? (T)__int_as_float(0x7fc00000) : ndf_untkey(ndf_tkey3(val));
+    pp = npp;
   }
 }
 #endif
@@ -1416,14 +1461,19 @@ extern "C" __global__ void NDF_T2_LB ndf_rank_tile2(const ndf_tile_params p) {
     const int cc = t < TW ? t : TW - 1;
     const bool real = t < TW;
     ndf_t10_src sr;
-    sr.in = p.in, sr.ibase = ibase, sr.ty0 = ty0, sr.tx0 = tx0, sr.ny = p.ny, sr.nx = p.nx, sr.iys = p.iys, sr.ixs = p.ixs;
+    sr.in = p.in, sr.ibase = ibase, sr.iys = p.iys, sr.ixs = p.ixs;
     sr.iys32 = (int)p.iys, sr.ixs32 = (int)p.ixs, sr.fast = inner && off32, sr.cv = cv;
     sr.src = p.in + ibase + (sr.fast ? ty0 * p.iys + tx0 * p.ixs : 0);
+    sr.my = reinterpret_cast<const int *>(tkey), sr.mx = sr.my + TH;
+    if (!sr.fast) { // block-uniform: the border map (array extents below 2^31: the runtime's limit for tiles)
+      int *mp = reinterpret_cast<int *>(tkey);
+      for (int i = t; i < TH + TW; i += BT)
+        mp[i] = (int)(i < TH ? ndf_map(ty0 + i, p.ny, MODE) : ndf_map(tx0 + (i - TH), p.nx, MODE));
+      __syncthreads();
+    }
     {
       T val[PK];
-#pragma unroll
-      for (int r = 0; r < PK; r++)
-        if (r < TH) val[r] = ndf_t10_val(sr, ((unsigned int)r << 8) | (unsigned int)cc);
+      ndf_t10_colvals(sr, cc, val);
 #pragma unroll
       for (int r = 0; r < PK; r++) v[r] = (r < TH && real) ? ndf_tkey3(val[r]) : 0xffffffffu;
     }
@@ -1534,23 +1584,26 @@ extern "C" __global__ void NDF_T2_LB ndf_rank_tile2(const ndf_tile_params p) {
       // Column cc's keys read again (L1 / L2), 16 searches at a time as PIPE
       // 3's; the ranks wait in registers until every search is done (the
       // counters lie where the ranks go, the sorted keys where posOf goes).
+      // rk[r]: first row r's key (all loads in flight at once), then its rank
       unsigned int rk[PK];
       unsigned int *dup = reinterpret_cast<unsigned int *>(rpos);
       const unsigned char *sb = reinterpret_cast<const unsigned char *>(sbuf);
+      {
+        T val[PK];
+        ndf_t10_colvals(sr, cc, val);
+#pragma unroll
+        for (int r = 0; r < PK; r++) rk[r] = (r < TH && real) ? ndf_tkey3(val[r]) : 0xffffffffu;
+      }
 #pragma unroll
       for (int i0 = 0; i0 < PK; i0 += 16) {
-        unsigned int key[16], ob[16];
+        unsigned int ob[16];
 #pragma unroll
-        for (int u = 0; u < 16; u++) {
-          const int r = i0 + u;
-          key[u] = (r < TH && real) ? ndf_tkey3(ndf_t10_val(sr, ((unsigned int)r << 8) | (unsigned int)cc)) : 0xffffffffu;
-          ob[u] = 0u;
-        }
+        for (int u = 0; u < 16; u++) ob[u] = 0u;
 #pragma unroll
         for (int h = RP2 / 2; h > 0; h >>= 1) {
 #pragma unroll
           for (int u = 0; u < 16; u++)
-            if (*reinterpret_cast<const unsigned int *>(sb + ob[u] + 4 * (h - 1 + (h >= 64 ? PADX * (h / 64 - 1) : 0))) < key[u])
+            if (*reinterpret_cast<const unsigned int *>(sb + ob[u] + 4 * (h - 1 + (h >= 64 ? PADX * (h / 64 - 1) : 0))) < rk[i0 + u])
               ob[u] += 4 * (h + PADX * (h / 64));
         }
 #pragma unroll
@@ -1587,16 +1640,16 @@ extern "C" __global__ void NDF_T2_LB ndf_rank_tile2(const ndf_tile_params p) {
       if (t < 8) pof[R + t] = 0xffffu; // ranks past the tile (a walk reads four at a time): outside every window
       __syncthreads(); // ranks and positions complete
       const ndf_i64 x = x0 + lane;
-      if (x >= p.nx) continue; // no barrier below
-      unsigned char *hb = reinterpret_cast<unsigned char *>(sbuf) + T10_POSB + 4 * t;
-      T *op = p.out + obase + x * p.oxs;
+      const bool active = x < p.nx; // every lane of the warp takes part in the first windows' counts
+      unsigned int *A = reinterpret_cast<unsigned int *>(reinterpret_cast<unsigned char *>(sbuf) + T10_POSB) + half * (T10_ROWS * T10_RW);
+      T *op = p.out + obase + (active ? x : 0) * p.oxs;
 #if KIND == 2
-      if (nqr < R) { // NaNs in the tile
-        ndf_t10_column<true>(rpos, pof, hb, sr, half * HALF, lane, nqr, y0, p.ny, op, p.oys);
+      if (nqr < R) { // NaNs in the tile (the same for the whole block)
+        ndf_t10_column<true>(rpos, pof, A, sr, half * HALF, lane, nqr, y0, p.ny, active, op, p.oys);
         continue;
       }
 #endif
-      ndf_t10_column<false>(rpos, pof, hb, sr, half * HALF, lane, nqr, y0, p.ny, op, p.oys);
+      ndf_t10_column<false>(rpos, pof, A, sr, half * HALF, lane, nqr, y0, p.ny, active, op, p.oys);
       continue;
     }
 #elif PACK
