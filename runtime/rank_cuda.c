@@ -279,12 +279,12 @@ static int tile_plan(int ky, int kx, int64_t ny, tile_geom *tg) {
  * position and equal-key counters, then the bitsets), 16.25 KB of sorted
  * keys (rows of 64 padded to 65), 2 bytes of rank per tile position. */
 #define TILE2_KEYS 4096
-/* The variant of templates/rank_tile2.cu (slot PIPE): $NDF_RANK_TILE2_PIPE=0..8 or 10, else 6
- * (session 8; 3 before). */
+/* The variant of templates/rank_tile2.cu (slot PIPE): $NDF_RANK_TILE2_PIPE=0..8 or 10, else 10
+ * where it applies and 6 elsewhere (tile2_pipe_for; session 13: 6 before, since session 8). */
 static int tile2_pipe(void) {
   const char *ep = getenv("NDF_RANK_TILE2_PIPE");
   if (ep && !strcmp(ep, "10")) return 10;
-  return ep && ep[0] >= '0' && ep[0] <= '8' && !ep[1] ? ep[0] - '0' : 6;
+  return ep && ep[0] >= '0' && ep[0] <= '8' && !ep[1] ? ep[0] - '0' : 10;
 }
 
 /* PIPE 10 (session 13, ADR 0005 "pivots instead of bitsets") takes 32-bit

@@ -1170,7 +1170,7 @@ __device__ __forceinline__ void ndf_t5_column(const unsigned short *rpos, unsign
 // forms (a rank's value is read at its position; -0.0 as 0.0 by the key).
 static_assert(!PACK && COLMAP && VEC3, "rank_tile2 PIPE 10: 32-bit keys, tiles of at most 64 x 64 and 3968 values");
 #define NWX (KX / 2 + 1)                        /* words holding a row's KX ranks, from either parity */
-#define T10_POSB ((((R + 8) * 2) + 15) & ~15)   /* bytes of posOf (padding ranks read as outside) */
+#define T10_POSB ((((R + 8) * 2) + 15) & ~15)   /* bytes of posOf (8 padding ranks, outside every window) */
 #define T10_NBP 16                              /* first windows: 32 buckets of 128 ranks, two a word */
 #define T10_ROWS (T10_NBP + 1)                  /* and the NaN counts */
 #define T10_RW (TW + 1)                         /* words a row: prefixes at columns 0 .. TW */
@@ -1216,11 +1216,6 @@ __device__ __forceinline__ void ndf_t10_colvals(const ndf_t10_src &s, int col, T
   }
 }
 
-// Rank position q (row << 8 | column) inside the window whose corner is base.
-__device__ __forceinline__ bool ndf_t10_in(unsigned int q, unsigned int base) {
-  const unsigned int d = q - base;
-  return (d & 0xffu) < (unsigned int)KX && d < ((unsigned int)KY << 8);
-}
 
 // Word j of a row's ranks (tile row start s = row * TW + lane, par = s & 1):
 // the halves that hold the row's columns, as the sign-bit mask 0x8000 / 0x80000000.
@@ -1243,27 +1238,49 @@ __device__ __forceinline__ int ndf_t10_ge(const unsigned short *rpos, int s, uns
   return (int)((acc & 0xffffu) + (acc >> 16));
 }
 
-// P moves up to the need-th (from 1) window rank above it; pp its position.
+// Window membership of eight ranks' positions (row << 8 | column, rows and columns under 128) at
+// once: with x = q + 0x4040 - corner in each 16-bit half (no borrows: every byte stays in 1 .. 191),
+// a rank is inside iff its column byte lies in [64, 64 + KX) and its row byte in [64, 64 + KY): bit 6
+// clear is below, bit 7 of the byte plus 64 - K is above.  b2 = 0x40404040 - corner * 0x10001.
+// Returns bit i for rank 8g + i.
+__device__ __forceinline__ unsigned int ndf_t10_m8(const uint4 &w, unsigned int b2) {
+  const unsigned int AK = (unsigned int)(64 - KY) << 24 | (unsigned int)(64 - KX) << 16 | (unsigned int)(64 - KY) << 8 |
+                          (unsigned int)(64 - KX);
+  unsigned int e[4];
+  const unsigned int ws[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+  for (int j = 0; j < 4; j++) {
+    const unsigned int x = ws[j] + b2;
+    const unsigned int bad = ((~x & 0x40404040u) << 1) | ((x + AK) & 0x80808080u); // bit 7 of a bad byte
+    e[j] = ~(bad | (bad << 8)) & 0x80008000u;                                         // bits 15, 31: inside
+  }
+  const unsigned int u = (e[0] >> 15) | (e[1] >> 13) | (e[2] >> 11) | (e[3] >> 9); // bits 2j and 16 + 2j
+  return (u | (u >> 15)) & 0xffu;
+}
+__device__ __forceinline__ unsigned int ndf_t10_pick(const uint4 &w, int b) {
+  const unsigned int x = (b & 4) ? ((b & 2) ? w.w : w.z) : ((b & 2) ? w.y : w.x);
+  return (b & 1) ? x >> 16 : x & 0xffffu;
+}
+
+// P moves up to the need-th (from 1) window rank above it; pp its position.  base: the window's
+// corner (top row << 8 | first column).
 __device__ __forceinline__ void ndf_t10_up(const unsigned short *pof, unsigned int base, int need, int &P,
                                            unsigned int &pp) {
-  int g = (P + 1) >> 2;
-  unsigned int keep = 0xfu << ((P + 1) & 3);
+  const unsigned int b2 = 0x40404040u - base * 0x10001u;
+  int g = (P + 1) >> 3;
+  unsigned int keep = 0xffu << ((P + 1) & 7);
 #pragma unroll 1
   for (;;) {
-    const uint2 w = reinterpret_cast<const uint2 *>(pof)[g];
-    const unsigned int q0 = w.x & 0xffffu, q1 = w.x >> 16, q2 = w.y & 0xffffu, q3 = w.y >> 16;
-    unsigned int m = (ndf_t10_in(q0, base) ? 1u : 0u) | (ndf_t10_in(q1, base) ? 2u : 0u) |
-                     (ndf_t10_in(q2, base) ? 4u : 0u) | (ndf_t10_in(q3, base) ? 8u : 0u);
-    m &= keep;
-    keep = 0xfu;
+    const uint4 w = reinterpret_cast<const uint4 *>(pof)[g];
+    unsigned int m = ndf_t10_m8(w, b2) & keep;
+    keep = 0xffu;
     const int n = __popc(m);
     if (n >= need) {
-      if (need > 1) m &= m - 1;
-      if (need > 2) m &= m - 1;
-      if (need > 3) m &= m - 1;
+#pragma unroll 1
+      for (int j = 1; j < need; j++) m &= m - 1;
       const int b = __ffs(m) - 1;
-      P = 4 * g + b;
-      pp = b == 0 ? q0 : b == 1 ? q1 : b == 2 ? q2 : q3;
+      P = 8 * g + b;
+      pp = ndf_t10_pick(w, b);
       return;
     }
     need -= n;
@@ -1274,24 +1291,21 @@ __device__ __forceinline__ void ndf_t10_up(const unsigned short *pof, unsigned i
 // P moves down to the need-th (from 1) window rank below it.
 __device__ __forceinline__ void ndf_t10_down(const unsigned short *pof, unsigned int base, int need, int &P,
                                              unsigned int &pp) {
-  int g = (P - 1) >> 2;
-  unsigned int keep = 0xfu >> (3 - ((P - 1) & 3));
+  const unsigned int b2 = 0x40404040u - base * 0x10001u;
+  int g = (P - 1) >> 3;
+  unsigned int keep = 0xffu >> (7 - ((P - 1) & 7));
 #pragma unroll 1
   for (;;) {
-    const uint2 w = reinterpret_cast<const uint2 *>(pof)[g];
-    const unsigned int q0 = w.x & 0xffffu, q1 = w.x >> 16, q2 = w.y & 0xffffu, q3 = w.y >> 16;
-    unsigned int m = (ndf_t10_in(q0, base) ? 1u : 0u) | (ndf_t10_in(q1, base) ? 2u : 0u) |
-                     (ndf_t10_in(q2, base) ? 4u : 0u) | (ndf_t10_in(q3, base) ? 8u : 0u);
-    m &= keep;
-    keep = 0xfu;
+    const uint4 w = reinterpret_cast<const uint4 *>(pof)[g];
+    unsigned int m = ndf_t10_m8(w, b2) & keep;
+    keep = 0xffu;
     const int n = __popc(m);
     if (n >= need) {
-      if (need > 1) m &= ~(0x80000000u >> __clz(m));
-      if (need > 2) m &= ~(0x80000000u >> __clz(m));
-      if (need > 3) m &= ~(0x80000000u >> __clz(m));
+#pragma unroll 1
+      for (int j = 1; j < need; j++) m &= ~(0x80000000u >> __clz(m));
       const int b = 31 - __clz(m);
-      P = 4 * g + b;
-      pp = b == 0 ? q0 : b == 1 ? q1 : b == 2 ? q2 : q3;
+      P = 8 * g + b;
+      pp = ndf_t10_pick(w, b);
       return;
     }
     need -= n;
@@ -1637,7 +1651,7 @@ extern "C" __global__ void NDF_T2_LB ndf_rank_tile2(const ndf_tile_params p) {
             pof[rk[r]] = (unsigned short)((r << 8) | cc);
           }
       }
-      if (t < 8) pof[R + t] = 0xffffu; // ranks past the tile (a walk reads four at a time): outside every window
+      if (t < 8) pof[R + t] = 0x7f7fu; // ranks past the tile (a walk reads eight at a time): outside every window
       __syncthreads(); // ranks and positions complete
       const ndf_i64 x = x0 + lane;
       const bool active = x < p.nx; // every lane of the warp takes part in the first windows' counts

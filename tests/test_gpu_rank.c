@@ -440,13 +440,13 @@ static void test_gpu_rank_tile(void **state) {
  * window shared within a warp; session 8: 5 and 6 are 3 with first windows
  * shared by groups of 8 and 4 columns (6: the default), 7 is 5 with a faster select in a
  * word, 8 is 6 with 32 rank searches at a time; "5u"/"3u" with the sort's stages in a switch, $NDF_RANK_TILE2_UNROLL=3;
- * session 13: 10, pivots over the ranks' positions instead of bitsets): windows
+ * session 13: 10, pivots over the ranks' positions instead of bitsets, the default where it applies): windows
  * from 9 to 45 per axis, odd and even, wider than 32 columns (the codes load
  * in chunks), median, rank and percentile, both NaN policies, 8/16/32-bit
  * integers and float32, images smaller than the window, batch axes, origins;
  * the 31 x 31 median of the benchmark in all forms, a
  * NaN-omitting 17 x 17 in forms 2 and 3; the other cases in the default form
- * (6 since session 8), six on arrays large enough for many tiles inside the array (loads
+ * (session 13: 10 where it applies, else 6), six on arrays large enough for many tiles inside the array (loads
  * without boundary mapping), six in form 4.  From NDF_TEST_CASES = 6 on
  * every case runs (about 45 kernels of 3-4 s of NVRTC each); below, seven
  * (the default's and the session-8 forms' first cases: seven). */
@@ -458,7 +458,7 @@ static void test_gpu_rank_tile2_pipe(void **state) {
   struct {
     ndf_dtype dt;
     int nd, batch, kind;
-    const char *pipe; /* $NDF_RANK_TILE2_PIPE, NULL: the default (6) */
+    const char *pipe; /* $NDF_RANK_TILE2_PIPE, NULL: the default (10 where it applies, else 6) */
     int64_t shape[3], size[2];
     double pnan;
     ndf_rank_nan_policy nan;
