@@ -59,8 +59,11 @@ while read -r T KIND TBITS KY KX S MODE RKIND RPARAM NOMIT; do
   SMAX=$(( (4096 / (31 + KX) - (KY - 1)) / 2 * 2 ))
   while [ "$SMAX" -gt 16 ] && [ $(( (SMAX + KY - 1) * (31 + KX) )) -gt 3968 ]; do SMAX=$((SMAX - 2)); done
   [ "$S" = 0 ] || [ "$S" -gt "$SMAX" ] && S=$SMAX
-  # PIPE 10 only where runtime/rank_cuda.c's tile2_pipe_for takes it (else 6).
+  # PIPE 10 only where runtime/rank_cuda.c's tile2_pipe_for takes it (else 6), with tile2_finish's
+  # cap of the rows per block (tiles of at most 64 rows).
   PC=${PIPE:-1}
+  if [ "$PC" = 10 ] && [ "$TBITS" = 32 ] && [ $((S + KY - 1)) -gt 64 ] && [ $(( (65 - KY) / 2 * 2 )) -ge 16 ] &&
+    [ $((31 + KX)) -le 64 ]; then S=$(( (65 - KY) / 2 * 2 )); fi
   if [ "$PC" = 10 ] && ! { [ "$TBITS" = 32 ] && [ $((S + KY - 1)) -le 64 ] && [ $((31 + KX)) -le 64 ] &&
     [ $(( (S + KY - 1) * (31 + KX) )) -le 3968 ]; }; then PC=6; fi
   [ "$RKIND" = 2 ] && case "$RPARAM" in -*) RPARAM=$(echo "$RPARAM + 100" | bc);; esac
