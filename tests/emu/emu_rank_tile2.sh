@@ -59,13 +59,16 @@ while read -r T KIND TBITS KY KX S MODE RKIND RPARAM NOMIT; do
   SMAX=$(( (4096 / (31 + KX) - (KY - 1)) / 2 * 2 ))
   while [ "$SMAX" -gt 16 ] && [ $(( (SMAX + KY - 1) * (31 + KX) )) -gt 3968 ]; do SMAX=$((SMAX - 2)); done
   [ "$S" = 0 ] || [ "$S" -gt "$SMAX" ] && S=$SMAX
-  # PIPE 10 only where runtime/rank_cuda.c's tile2_pipe_for takes it (else 6), with tile2_finish's
-  # cap of the rows per block (tiles of at most 64 rows).
+  # PIPE 10 only where runtime/rank_cuda.c's tile2_finish / tile2_pipe_for take it (else 6), with
+  # the rows per block capped so that a tile has at most 64 rows.
   PC=${PIPE:-1}
-  if [ "$PC" = 10 ] && [ "$TBITS" = 32 ] && [ $((S + KY - 1)) -gt 64 ] && [ $(( (65 - KY) / 2 * 2 )) -ge 16 ] &&
-    [ $((31 + KX)) -le 64 ]; then S=$(( (65 - KY) / 2 * 2 )); fi
-  if [ "$PC" = 10 ] && ! { [ "$TBITS" = 32 ] && [ $((S + KY - 1)) -le 64 ] && [ $((31 + KX)) -le 64 ] &&
-    [ $(( (S + KY - 1) * (31 + KX) )) -le 3968 ]; }; then PC=6; fi
+  if [ "$PC" = 10 ]; then
+    S10=$S
+    [ $((S + KY - 1)) -gt 64 ] && [ $(( (65 - KY) / 2 * 2 )) -ge 16 ] && S10=$(( (65 - KY) / 2 * 2 ))
+    TH10=$((S10 + KY - 1))
+    if [ "$TBITS" = 32 ] && [ "$TH10" -le 64 ] && [ $((31 + KX)) -le 64 ] && [ $((TH10 * (31 + KX))) -le 3968 ] &&
+      [ $((10 * KY * KX)) -ge $((TH10 * (31 + KX))) ]; then S=$S10; else PC=6; fi
+  fi
   [ "$RKIND" = 2 ] && case "$RPARAM" in -*) RPARAM=$(echo "$RPARAM + 100" | bc);; esac
   g++ -std=c++17 -O1 $XFLAGS -w -fno-strict-aliasing -I"$ROOT/include" -I"$ROOT/tests/emu" -I"$ROOT/templates" \
     "-DNDF_SLOT_T=$T" -DEMU_TNAME="\"$T\"" -DNDF_SLOT_KIND="$KIND" -DNDF_SLOT_TBITS="$TBITS" -DNDF_SLOT_MODE="$MODE" \
