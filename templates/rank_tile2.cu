@@ -38,7 +38,9 @@
 // 3 (session 7, the default) is 1 with fewer instructions: flips, counts,
 // rank probes, walks, loads by columns, an odd-even 64-key sort and 16-byte
 // transposes (see "PIPE 3" below and ADR 0005); 4 is 3 with the first
-// window shared by a column's two threads within one warp.
+// window shared by a column's two threads within one warp.  10 (session 13)
+// keeps no bitsets at all: a pivot rank per thread walked over the ranks'
+// positions (see "PIPE 10" below).
 #include "ndf_common.cuh"
 
 typedef NDF_SLOT(T) T;
@@ -53,7 +55,7 @@ typedef NDF_SLOT(T) T;
 #define KX NDF_SLOT(KX)
 #define S NDF_SLOT(S)                /* output rows per block (even) */
 #define SORTU NDF_SLOT(SORTU)        /* 1: the sort's stages unrolled (larger code), 0: rolled, 2: 1 with its last six stages as a loop, 3: 2 with each stage's transposes in a switch */
-#define PIPE NDF_SLOT(PIPE)          /* 0: as session 5; 1: shared loads ahead of the atomics; 2: 1 and a shared middle window; 3: 1, cheaper (the default of session 7); 4: 3 and a middle window shared within a warp; 5, 6 (default): 3 with first windows shared by groups of 8, 4 columns; 7: 5 with a faster select in a word; 8: 6 with 32 rank searches at a time */
+#define PIPE NDF_SLOT(PIPE)          /* 0: as session 5; 1: shared loads ahead of the atomics; 2: 1 and a shared middle window; 3: 1, cheaper (the default of session 7); 4: 3 and a middle window shared within a warp; 5, 6 (default for 8/16-bit data and small windows): 3 with first windows shared by groups of 8, 4 columns; 7: 5 with a faster select in a word; 8: 6 with 32 rank searches at a time; 10 (default where it applies, session 13): pivots over the ranks' positions, no bitsets */
 
 #define BT 64                        /* threads */
 #define PK 64                        /* keys per thread in the sort */
@@ -1153,21 +1155,22 @@ __device__ __forceinline__ void ndf_t5_column(const unsigned short *rpos, unsign
 #endif
 
 #if PIPE == 10
-// PIPE 10 (session 13, ADR 0005 "pivots instead of bitsets"): no bitsets, so
-// that eight blocks fit a SM (one round of tiles at 1024^2 instead of two).
-// Shared memory holds the sort's buffer (later the position of each rank,
-// posOf, and per-thread histograms of 64 rank buckets) and the ranks by
-// position (before them, 16-bit equal-key counters): 25 KB for 31 x 31.  The
-// search's keys and the outputs' values are read again from global memory
-// (L1/L2), the ranks of a thread's positions wait in registers for a barrier.
-// A thread keeps a pivot rank P, c = the window's ranks under P and whether P
-// is in the window; a step counts the leaving and entering row's ranks under
-// P (two 16-bit ranks a word, sign bits of biased differences), then walks P
-// over posOf, four ranks at a time, to the window's k-th rank (membership of
-// a rank: its position row << 8 | column against the window's corner, one
-// subtraction and two compares).  The first window: a histogram of 64
-// buckets, the bucket holding rank k, a walk in it.  Same bits as the other
-// forms (a rank's value is read at its position; -0.0 as 0.0 by the key).
+// PIPE 10 (session 13, ADR 0005 "pivots instead of bitsets"; the default where
+// the runtime's tile2_pipe_for takes it): no bitsets, so that eight blocks fit
+// a SM (one round of tiles at 1024^2 instead of two).  Shared memory: the
+// border tiles' map of rows and columns (area 0), the sort's buffer (later the
+// position of each rank, posOf, and the two warps' column counts) and the
+// ranks by position (before them, 16-bit equal-key counters): 25,856 bytes for
+// 31 x 31.  The search's keys and the outputs' values are read again from
+// global memory (L1/L2), the ranks of a thread's positions wait in registers
+// for a barrier.  A thread keeps a pivot rank P, c = the window's ranks under
+// P and whether P is in the window; a step counts the leaving and entering
+// row's ranks under P (two 16-bit ranks a word, sign bits of biased
+// differences), then walks P over posOf, eight ranks a load, to the window's
+// k-th rank (ndf_t10_m8: the window test byte-wise).  The first windows: the
+// warp's column counts of 32 buckets of 128 ranks and their prefix sums, the
+// bucket holding rank k, a walk in it.  Same bits as the other forms (a
+// rank's value is read at its position; -0.0 as 0.0 by the key).
 static_assert(!PACK && COLMAP && VEC3, "rank_tile2 PIPE 10: 32-bit keys, tiles of at most 64 x 64 and 3968 values");
 #define NWX (KX / 2 + 1)                        /* words holding a row's KX ranks, from either parity */
 #define T10_POSB ((((R + 8) * 2) + 15) & ~15)   /* bytes of posOf (8 padding ranks, outside every window) */
