@@ -310,9 +310,9 @@ static int tile2_pipe_for(ndf_dtype dtype, int s, int ky, int kx, int64_t ny, in
 static size_t tile2_smem(int pipe, int s, int ky, int kx) {
   const size_t r = (size_t)(s + ky - 1) * (size_t)(31 + kx);
   const size_t rpos = (r * 2 + 15) & ~(size_t)15;
-  /* PIPE 10: the sort's buffer (rows of 68; later posOf and the histograms)
-   * and the ranks (before them the equal-key counters), after 512 bytes for
- * the border tiles' map of rows and columns: 25856 bytes for 31x31. */
+  /* PIPE 10: 512 bytes for the border tiles' map of rows and columns, the
+   * sort's buffer (rows of 68; later posOf and the column counts), the ranks
+   * (before them the equal-key counters): 25856 bytes for 31x31. */
   if (pipe == 10) return 128 * 4 + 68 * 64 * 4 + rpos; /* the border map, the sort's buffer, the ranks */
   if (pipe >= 3 && r <= 3968) {
     const size_t tkw = (r + 3) & ~(size_t)3, bitw = (r + 31) / 32 * 64;

@@ -1474,7 +1474,8 @@ extern "C" __global__ void NDF_T2_LB ndf_rank_tile2(const ndf_tile_params p) {
     unsigned int v[PK];
 #if PIPE == 10
     // Thread t loads tile column t (rows 0 .. TH-1) into its sort registers,
-    // every tile (border tiles map each position); the rest is padding.
+    // every tile (border tiles through the tile's map of rows and columns in
+    // area 0); the rest is padding.
     const int cc = t < TW ? t : TW - 1;
     const bool real = t < TW;
     ndf_t10_src sr;
