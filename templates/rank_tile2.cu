@@ -1265,38 +1265,15 @@ __device__ __forceinline__ unsigned int ndf_t10_pick(const uint4 &w, int b) {
   return (b & 1) ? x >> 16 : x & 0xffffu;
 }
 
-// P moves up to the need-th (from 1) window rank above it; pp its position.  base: the window's
-// corner (top row << 8 | first column).
-__device__ __forceinline__ void ndf_t10_up(const unsigned short *pof, unsigned int base, int need, int &P,
-                                           unsigned int &pp) {
-  const unsigned int b2 = 0x40404040u - base * 0x10001u;
-  int g = (P + 1) >> 3;
-  unsigned int keep = 0xffu << ((P + 1) & 7);
-#pragma unroll 1
-  for (;;) {
-    const uint4 w = reinterpret_cast<const uint4 *>(pof)[g];
-    unsigned int m = ndf_t10_m8(w, b2) & keep;
-    keep = 0xffu;
-    const int n = __popc(m);
-    if (n >= need) {
-#pragma unroll 1
-      for (int j = 1; j < need; j++) m &= m - 1;
-      const int b = __ffs(m) - 1;
-      P = 8 * g + b;
-      pp = ndf_t10_pick(w, b);
-      return;
-    }
-    need -= n;
-    g++;
-  }
-}
-
-// P moves down to the need-th (from 1) window rank below it.
-__device__ __forceinline__ void ndf_t10_down(const unsigned short *pof, unsigned int base, int need, int &P,
+// P moves to the need-th (from 1) window rank above it (UP) or below it; pp its position.  base:
+// the window's corner (top row << 8 | first column).
+template <bool UP>
+__device__ __forceinline__ void ndf_t10_walk(const unsigned short *pof, unsigned int base, int need, int &P,
                                              unsigned int &pp) {
   const unsigned int b2 = 0x40404040u - base * 0x10001u;
-  int g = (P - 1) >> 3;
-  unsigned int keep = 0xffu >> (7 - ((P - 1) & 7));
+  const int r0 = UP ? P + 1 : P - 1; // the first rank looked at
+  int g = r0 >> 3;
+  unsigned int keep = UP ? 0xffu << (r0 & 7) : 0xffu >> (7 - (r0 & 7));
 #pragma unroll 1
   for (;;) {
     const uint4 w = reinterpret_cast<const uint4 *>(pof)[g];
@@ -1305,14 +1282,14 @@ __device__ __forceinline__ void ndf_t10_down(const unsigned short *pof, unsigned
     const int n = __popc(m);
     if (n >= need) {
 #pragma unroll 1
-      for (int j = 1; j < need; j++) m &= ~(0x80000000u >> __clz(m));
-      const int b = 31 - __clz(m);
+      for (int j = 1; j < need; j++) m &= UP ? m - 1 : ~(0x80000000u >> __clz(m)); // the nearest ones dropped
+      const int b = UP ? __ffs(m) - 1 : 31 - __clz(m);
       P = 8 * g + b;
       pp = ndf_t10_pick(w, b);
       return;
     }
     need -= n;
-    g--;
+    g += UP ? 1 : -1;
   }
 }
 
@@ -1378,7 +1355,7 @@ __device__ __forceinline__ void ndf_t10_column(const unsigned short *rpos, const
       }
     }
     P = 128 * bk - 1;
-    ndf_t10_up(pof, ((unsigned int)ly0 << 8) | (unsigned int)lane, k - acc + 1, P, pp);
+    ndf_t10_walk<true>(pof, ((unsigned int)ly0 << 8) | (unsigned int)lane, k - acc + 1, P, pp);
     c = k;
   }
   bool inP = true;
@@ -1416,10 +1393,10 @@ __device__ __forceinline__ void ndf_t10_column(const unsigned short *rpos, const
     if (ok) {
       const unsigned int base = ((unsigned int)(ro + 1) << 8) | (unsigned int)lane;
       if (c > k) {
-        ndf_t10_down(pof, base, c - k, P, npp);
+        ndf_t10_walk<false>(pof, base, c - k, P, npp);
         c = k, inP = true;
       } else if (c < k || !inP) {
-        ndf_t10_up(pof, base, k - c - (inP ? 1 : 0) + 1, P, npp);
+        ndf_t10_walk<true>(pof, base, k - c - (inP ? 1 : 0) + 1, P, npp);
         c = k, inP = true;
       }
     }
@@ -1439,9 +1416,10 @@ extern "C" __global__ void NDF_T2_LB ndf_rank_tile2(const ndf_tile_params p) {
   // Area 0 (32 KB): the tile's keys by position and the equal-key counters,
   // then the bitsets.  Then the sorted keys (16.25 KB), then the ranks by position.
   unsigned int *tkey = reinterpret_cast<unsigned int *>(ndf_smem);
-  unsigned int *dup = tkey + TKW;
+#if PIPE != 10
+  unsigned int *dup = tkey + TKW; // PIPE 10: its counters lie where the ranks go
+#endif
   unsigned int *bits = tkey;
-  (void)dup, (void)bits; // PIPE 10 uses neither
   unsigned int *sbuf = tkey + AREA0;
   unsigned short *rpos = reinterpret_cast<unsigned short *>(sbuf + SBUF_WORDS);
   const int t = threadIdx.x, lane = t & 31, half = t >> 5;
