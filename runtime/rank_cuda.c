@@ -346,7 +346,7 @@ static void tile2_finish(ndf_dtype dtype, int ky, int kx, int64_t ny, int64_t nx
   const int s0 = tg->s, scap = (65 - ky) & ~1;
   if (tile2_pipe() == 10 && s0 + ky - 1 > 64 && scap >= 16) tg->s = scap;
   tg->pipe = tile2_pipe_for(dtype, tg->s, ky, kx, ny, nx);
-  if (tg->pipe != 10 && tg->s != s0) tg->s = s0, tg->pipe = tile2_pipe_for(dtype, s0, ky, kx, ny, nx);
+  if (tg->pipe != 10) tg->s = s0; /* (6, or the form asked for: the same at the plan's rows) */
   tg->smem = tile2_smem(tg->pipe, tg->s, ky, kx);
 }
 
