@@ -975,8 +975,8 @@ static CUdeviceptr strip_prof_alloc(ndf_ctx *ctx, int64_t grid) {
   CUdeviceptr d = 0;
   if (!(e && strcmp(e, "1") == 0)) return 0;
   const uint64_t t0 = now_ns();
-  if (ndf__scratch_alloc(ctx, (size_t)grid * 64, &d) != NDF_OK) return 0;
-  ndf__cu(NULL)->cuMemsetD8Async(d, 0, (size_t)grid * 64, ctx->stream);
+  if (ndf__scratch_alloc(ctx, (size_t)grid * 128, &d) != NDF_OK) return 0;
+  ndf__cu(NULL)->cuMemsetD8Async(d, 0, (size_t)grid * 128, ctx->stream);
   ecc_t_prof = now_ns() - t0;
   return d;
 }
@@ -987,10 +987,10 @@ static int cmp_u64(const void *a, const void *b) {
 static void strip_prof_report(ndf_ctx *ctx, const char *kname, CUdeviceptr d, int64_t nblocks, int64_t grid) {
   if (!d) return;
   const ndf__cu_api *cu = ndf__cu(NULL);
-  uint64_t *h = malloc((size_t)grid * 64), *v = malloc((size_t)nblocks * 8);
+  uint64_t *h = malloc((size_t)grid * 128), *v = malloc((size_t)nblocks * 8);
   uint64_t t0 = UINT64_MAX, t6 = 0, s0 = 0;
   int64_t done = -1;
-  if (h && v && cu->cuMemcpyDtoHAsync(h, d, (size_t)grid * 64, ctx->stream) == CUDA_SUCCESS &&
+  if (h && v && cu->cuMemcpyDtoHAsync(h, d, (size_t)grid * 128, ctx->stream) == CUDA_SUCCESS &&
       cu->cuStreamSynchronize(ctx->stream) == CUDA_SUCCESS) {
     done = 0; /* blocks with all 7 stamps (none when nothing ran, or a NaN / inf ended the call early) */
     for (int64_t b = 0; b < nblocks; b++) {
@@ -1015,6 +1015,23 @@ static void strip_prof_report(ndf_ctx *ctx, const char *kname, CUdeviceptr d, in
     fprintf(stderr, " (median/max us); host: call to launch %.2f us (the profiler's allocation %.2f us not counted), "
             "launch call %.2f us\n", (double)(ecc_t_launch[0] - ndf__ecc_t_entry - ecc_t_prof) * 1e-3,
             (double)ecc_t_prof * 1e-3, (double)(ecc_t_launch[1] - ecc_t_launch[0]) * 1e-3);
+    /* NDF_ECC2_PROF_DUMP=FILE: per block its SM, its stamps 1..6 and its warps' march ends (strip3;
+     * else 0) in ns from the grid's first start, one line per block, appended */
+    const char *dump = getenv("NDF_ECC2_PROF_DUMP");
+    FILE *f = dump ? fopen(dump, "a") : NULL;
+    if (f) {
+      fprintf(f, "# %s blocks %lld\n", kname, (long long)nblocks);
+      for (int64_t b = 0; b < nblocks; b++) {
+        fprintf(f, "%lld %llu", (long long)b, (unsigned long long)h[b * 8 + 7]);
+        for (int i = 0; i < 7; i++) fprintf(f, " %llu", (unsigned long long)(h[b * 8 + i] - t0));
+        for (int w = 0; w < 8; w++) {
+          const uint64_t t = h[grid * 8 + b * 8 + w];
+          fprintf(f, " %lld", t ? (long long)(t - t0) : -1ll);
+        }
+        fputc('\n', f);
+      }
+      fclose(f);
+    }
   }
   free(h);
   free(v);

@@ -1605,6 +1605,19 @@ __device__ __forceinline__ void ndf_ecc2_stamp(unsigned long long *prof, int i) 
     unsigned long long t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     prof[blockIdx.x * 8 + i] = t;
+    if (i == 0) { // slot 7: the block's SM (NDF_ECC2_PROF's dump)
+      unsigned sm;
+      asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+      prof[blockIdx.x * 8 + 7] = sm;
+    }
+  }
+}
+// NDF_ECC2_PROF: a warp's own march end (strip3), after the blocks' 8 stamps
+__device__ __forceinline__ void ndf_ecc2_wstamp(unsigned long long *prof) {
+  if (prof && (threadIdx.x & 31) == 0) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    prof[gridDim.x * 8 + blockIdx.x * 8 + (threadIdx.x >> 5)] = t;
   }
 }
 template <bool B> struct ndf_ecc2_bool {
@@ -2262,6 +2275,12 @@ struct ndf_ecc3_params {
 // NDF_ECC3_HELPERS_BEGIN (tools/emu/ecc_strip2_emu.cpp replaces these)
 // h[a] += c for a 32-bit shared-window address a (one RED, no address add)
 __device__ __forceinline__ void ndf_ecc3_red(unsigned a, int c) { asm volatile("red.shared.add.s32 [%0], %1;" ::"r"(a), "r"(c)); }
+// sat(fma(a, b, c)): [0, 1], NaN to 0 (one FFMA.SAT)
+__device__ __forceinline__ float ndf_ecc3_fmasat(float a, float b, float c) {
+  float r;
+  asm("fma.rn.sat.f32 %0, %1, %2, %3;" : "=f"(r) : "f"(a), "f"(b), "f"(c));
+  return r;
+}
 // NDF_ECC3_HELPERS_END
 // bin k of a block's histogram: the sum of its 32 lane columns (a thread's reads rotated over the banks)
 __device__ __forceinline__ int ndf_ecc3_colsum(const int *h3, int k, int lane) {
@@ -2273,14 +2292,20 @@ __device__ __forceinline__ int ndf_ecc3_colsum(const int *h3, int k, int lane) {
 
 // The bins of the telescoped kernels' marches (ndf_ecc_strip3, ndf_ecc_strip2t) as shared-window
 // addresses k * 128 + cb of the block's histogram, cb: its address plus the lane's column.  The first
-// guess k = ceil(f * ga + gb) by a round-up add of 1.5 * 2^23 (no conversion instruction; r = 1.5 *
-// 2^23 + k gives the address bits(r) * 128 + cbm), certified (|d - 1/2| <= hw, d = ceil(g) - g) or
-// checked against the pairs as strip2's; the others walk.  g is clamped to [-1/2, T - 1/2]: +inf
-// (outside) and NaN (+inf * 0) give the bin T, and a guess far off (uncertified: thresholds over a
-// narrow range far from 0) still indexes the pairs.  rowin false (strip3: a row outside the image,
-// read as row 0 or ny - 1): every guess gmax, the bin T.
+// guess k = ceil(g), g = s K - 1, K = T + 1/2, s = sat(f ga2 + gb2) (one FFMA.SAT: ga2 = ga / K, gb2 =
+// (gb + 1) / K, so g ~ f ga + gb clamped to [-1, T - 1/2]), by one round-up FFMA r = C + s K, C =
+// 1.5 * 2^23 - 1 (r = 1.5 * 2^23 + k: the address bits(r) * 128 + cbm; no conversion instruction),
+// certified (d = ceil(g) - g = (r - C) - s K in [dl, dh]: one FADD, one FFMA) or checked against the
+// pairs as strip2's; the others walk.  The error of g against (f - a) (T - 1) / (b - a) is at most
+// T 2^-22.5 + (|a| + |b|) ga 2^-22 + 2^-23 with d's own rounding (ga: 2^-22.9 relative; ga2, gb + 1,
+// gb2, s, d: one rounding each), within ndf_ecc2_setup's D (T 2^-20 + (|a| + |b|) ga 2^-21 + 2^-22).
+// +inf (outside) gives s = 1, the bin T (d = 1/2: certified); rowin false (strip3: a row outside the
+// image, read as row 0 or ny - 1) and planes outside (pin false) take ga2 = 1, gb2 = +inf: every
+// value (finite or +inf) the bin T.  s = 0 (a guess far below: uncertified thresholds over a narrow
+// range far from 0; a constant image's +inf, ga = 0) gives the bin -1: never certified (d = 0),
+// the pairs read at 0 and the walk started at 0.
 struct ndf_ecc3_binner {
-  float gal, gbl, hw, gmax;
+  float ga2l, gb2l, K, dl, dh;
   bool cert, rowin;
   unsigned cb, cbm;
   int T;
@@ -2289,28 +2314,30 @@ struct ndf_ecc3_binner {
   // pin false (warp-uniform): v is a plane outside the image (any values), every bin T
   template <int N> __device__ __forceinline__ void operator()(const float (&v)[N], unsigned (&o)[N], bool pin = true) const {
     const unsigned FULL = 0xffffffffu;
-    const float ga = pin ? gal : 0.0f, gb = pin ? gbl : gmax;
+    const float ga2 = pin ? ga2l : 1.0f, gb2 = pin ? gb2l : __int_as_float(0x7f800000);
     const bool in = rowin && pin;
     unsigned bad = 0; // bit j: voxel j not certified or off
 #pragma unroll
     for (int j = 0; j < N; j++) {
       const float f = v[j];
-      const float g = fmaxf(fminf(fmaf(f, ga, gb), gmax), -0.5f);
-      const float r = __fadd_ru(g, 12582912.0f); // 1.5 * 2^23 + ceil(g)
+      const float s = ndf_ecc3_fmasat(f, ga2, gb2);
+      const float r = __fmaf_ru(s, K, 12582911.0f); // 1.5 * 2^23 + ceil(s K - 1)
       o[j] = (unsigned)__float_as_int(r) * 128u + cbm;
       bool ok;
       if (cert) {
-        ok = fabsf(((r - 12582912.0f) - g) - 0.5f) <= hw;
+        const float d = fmaf(-s, K, r - 12582911.0f); // ceil(g) - g
+        ok = (d >= dl) & (d <= dh);
       } else {
-        const float2 pr = tpair[(__float_as_int(r) - 0x4b400000)];
-        ok = ((f > pr.x) & (f <= pr.y)) | !in;
+        const int k = __float_as_int(r) - 0x4b400000; // -1 .. T
+        const float2 pr = tpair[max(k, 0)];
+        ok = ((f > pr.x) & (f <= pr.y) & (k >= 0)) | !in;
       }
       if (!ok) bad |= 1u << j;
     }
     if (__any_sync(FULL, bad != 0u)) { // rare: the voxels not certified or off walk to the exact bin
 #pragma unroll
       for (int j = 0; j < N; j++)
-        if ((bad >> j) & 1u) o[j] = ndf_ecc2_walk(v[j], (int)((o[j] - cb) >> 7), tv, T) * 128u + cb;
+        if ((bad >> j) & 1u) o[j] = ndf_ecc2_walk(v[j], max((int)(o[j] - cb) >> 7, 0), tv, T) * 128u + cb;
     }
   }
 };
@@ -2318,10 +2345,11 @@ __device__ __forceinline__ ndf_ecc3_binner ndf_ecc3_binner_make(int T, bool rowi
                                                                 const float2 *tpair, float ga, float gb, float dl, float dh) {
   ndf_ecc3_binner b;
   b.cert = dl < 1.0f; // block-uniform
-  b.hw = b.cert ? fminf(__fsub_rd(0.5f, dl), __fsub_rd(dh, 0.5f)) : -1.0f;
-  b.gmax = (float)T - 0.5f;
-  b.gal = rowin ? ga : 0.0f;
-  b.gbl = rowin ? gb : b.gmax;
+  b.dl = dl;
+  b.dh = dh;
+  b.K = (float)T + 0.5f;
+  b.ga2l = rowin ? __fdiv_rn(ga, b.K) : 1.0f;
+  b.gb2l = rowin ? __fdiv_rn(__fadd_rn(gb, 1.0f), b.K) : __int_as_float(0x7f800000);
   b.rowin = rowin;
   b.cb = (unsigned)__cvta_generic_to_shared(h3) + 4u * (unsigned)(threadIdx.x & 31);
   b.cbm = b.cb - 0x4b400000u * 128u;
@@ -2592,6 +2620,8 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
       if (um >= u1) break;
       first2();
     }
+
+  ndf_ecc2_wstamp(p.prof);
 
   // ---- the block's histogram (the sum of its 32 columns) to its copy of the image's, the ticket, the curve
   ndf_ecc2_end(p, img, bimg, T, s_m, s_last, [&](int k) { return ndf_ecc3_colsum(h3, k, lane); });

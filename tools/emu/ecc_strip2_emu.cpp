@@ -51,6 +51,15 @@ static inline int __float2int_rz(float x) {
   if (x != x) return 0;
   return x >= 2147483647.0f ? 2147483647 : x <= -2147483648.0f ? (-2147483647 - 1) : (int)x;
 }
+// fmaf rounded up: the round-to-nearest result, moved up when the exact a b + c lies above it (its sign
+// from one double fma: c - r is exact in double for the kernels' operands)
+static inline float __fmaf_ru(float a, float b, float c) {
+  float r = std::fmaf(a, b, c);
+  if (std::fma((double)a, (double)b, (double)c - (double)r) > 0.0) r = std::nextafter(r, INFINITY);
+  return r;
+}
+static inline float __fdiv_rn(float a, float b) { return a / b; }
+static inline float __fadd_rn(float a, float b) { return a + b; }
 static inline float __fsub_rd(float a, float b) { float r = a - b; if ((double)r > (double)a - (double)b) r = std::nextafter(r, -INFINITY); return r; }
 static inline float __double2float_ru(double t) { float f = (float)t; if ((double)f < t) f = std::nextafter(f, INFINITY); return f; }
 thread_local unsigned tl_tid, tl_bid;
@@ -175,9 +184,14 @@ using std::min;
 static void ndf_ecc_grid_sync(unsigned *) { g_gridbar->arrive_and_wait(); }
 // the helpers of templates/ecc.cu (NDF_ECC2_HELPERS_BEGIN .. END), without inline PTX
 static inline void ndf_ecc3_red(unsigned a, int c) { __atomic_fetch_add((int *)((char *)tl_blk->h3 + a), c, __ATOMIC_RELAXED); }
+static inline float ndf_ecc3_fmasat(float a, float b, float c) {
+  const float r = std::fmaf(a, b, c);
+  return r != r ? 0.0f : std::fmin(std::fmax(r, 0.0f), 1.0f);
+}
 static inline void ndf_ecc2_stamp(unsigned long long *prof, int i) {
   if (prof && tl_tid == 0) prof[tl_bid * 8 + i] = (unsigned long long)std::chrono::steady_clock::now().time_since_epoch().count();
 }
+static inline void ndf_ecc2_wstamp(unsigned long long *) {}
 static inline float ndf_ecc2_fminnan(float a, float b) { return (a != a || b != b) ? NAN : std::fmin(a, b); }
 static inline unsigned ndf_ecc2_ticket(unsigned *p, int) { return __atomic_fetch_add(p, 1u, __ATOMIC_ACQ_REL); }
 static void ndf_ecc2_grid_sync(unsigned *w, int) { ndf_ecc_grid_sync(w); }
