@@ -1174,6 +1174,10 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   NDF__PUT(&pb, pl.nty);
   NDF__PUT(&pb, pl.ch.tpi);
   NDF__PUT(&pb, pl.ch.bpi);
+  /* block columns (ndf_ecc3_params.bcol) where the tiles across come in eights; NDF_ECC3_BCOL=0: off */
+  const char *bce = getenv("NDF_ECC3_BCOL");
+  const int64_t bcol = pl.ntx % 8 == 0 && !(bce && strcmp(bce, "0") == 0);
+  NDF__PUT(&pb, bcol);
   const CUdeviceptr prof = strip_prof_alloc(ctx, grid);
   strip_put_tail(&pb, nb, pl.ch.ncopy, &m, hdrblk, prof);
   s = fused_launch(ctx, c, fn, &pb, in, out, (unsigned)grid, dyn, &m, m.seq, nan_at, not_finite, fallback);

@@ -901,8 +901,9 @@ static void test_gpu_strip2(void **state) {
  * NDF_ECC_3D=strip3), NDF_ECC_3D=old (the paths before), NDF_ECC_MAPHDR=0,
  * NDF_ECC3_MC=1 (other task lengths), NDF_ECC3_W=8 (ndf_ecc_strip3n),
  * NDF_ECC2_WS=0, and on alternate
- * cases NDF_ECC2_FENCE=sc / NDF_ECC2_BIN=table.  Widths around the 16-column
- * task (1, 4, 15, 16, 17, 33, 64, 100), heights around the 31-row tile (1,
+ * cases NDF_ECC2_FENCE=sc / NDF_ECC2_BIN=table, NDF_ECC3_BCOL=0 (the warps' own shares where
+ * block columns apply: 8 or 16 tiles across).  Widths around the 16-column
+ * task (1, 4, 15, 16, 17, 33, 64, 100, 128, 256), heights around the 31-row tile (1,
  * 2, 30, 31, 32, 62, 63, 64), depths 1 to 24, batches (many images: past the
  * resident grid the old paths), float64 (the old paths), T = 2, 3, 37, 256,
  * 319, 320 and 321 (past the kernel's limit: the old paths); ties, constant images,
@@ -913,12 +914,12 @@ static void test_gpu_strip3(void **state) {
   tu_rng r;
   tu_rng_seed(&r, s->seed ^ 0x5731);
   static const int64_t Ts[] = {2, 3, 37, 256, 319, 320, 321}; /* 321: the paths before */
-  static const int64_t W[] = {1, 4, 15, 16, 17, 33, 64, 100};
+  static const int64_t W[] = {1, 4, 15, 16, 17, 33, 64, 100, 128, 256};
   static const int64_t H[] = {1, 2, 30, 31, 32, 62, 63, 64};
   static const ndf_dtype dts[5] = {NDF_FLOAT32, NDF_FLOAT32, NDF_UINT8, NDF_UINT16, NDF_FLOAT64};
-  static const char *const var[8] = {NULL,          "NDF_ECC_3D",  "NDF_ECC_MAPHDR", "NDF_ECC3_MC",
-                                     "NDF_ECC3_W", "NDF_ECC2_WS", "NDF_ECC2_FENCE", "NDF_ECC2_BIN"};
-  static const char *const val[8] = {NULL, "old", "0", "1", "8", "0", "sc", "table"};
+  static const char *const var[9] = {NULL,          "NDF_ECC_3D",  "NDF_ECC_MAPHDR", "NDF_ECC3_MC",   "NDF_ECC3_W",
+                                     "NDF_ECC2_WS", "NDF_ECC2_FENCE", "NDF_ECC2_BIN", "NDF_ECC3_BCOL"};
+  static const char *const val[9] = {NULL, "old", "0", "1", "8", "0", "sc", "table", "0"};
   int failed = 0;
   const long n = s->ncases / 4 > 24 ? s->ncases / 4 : 24;
   for (long k = 0; k < n && failed < 5; k++) {
@@ -932,7 +933,7 @@ static void test_gpu_strip3(void **state) {
     for (int d = 0; d < c.batch; d++) c.shape[d] = many ? tu_rng_int(&r, 20, 40) : tu_rng_int(&r, 1, 3);
     c.shape[c.batch] = tu_rng_chance(&r, 0.15) ? tu_rng_int(&r, 1, 2) : tu_rng_int(&r, 1, many ? 3 : 24);
     c.shape[c.batch + 1] = tu_rng_chance(&r, 0.6) ? H[tu_rng_int(&r, 0, 7)] : tu_rng_int(&r, 1, many ? 8 : 70);
-    c.shape[c.batch + 2] = tu_rng_chance(&r, 0.6) ? W[tu_rng_int(&r, 0, 7)] : tu_rng_int(&r, 1, many ? 8 : 130);
+    c.shape[c.batch + 2] = tu_rng_chance(&r, 0.6) ? W[tu_rng_int(&r, 0, 9)] : tu_rng_int(&r, 1, many ? 8 : 130);
     strip_draw_rest(&c, &r, Ts, 7);
     if (k < 2) { /* values far from 0 in a narrow range (uncertified guesses far off), T above 256 */
       c.dt = NDF_FLOAT32;
@@ -941,7 +942,7 @@ static void test_gpu_strip3(void **state) {
     }
     /* uint8 / uint16 take strip3 only when asked (NDF_ECC_3D=strip3; the setting =old: the rows kernel) */
     const int small = c.dt == NDF_UINT8 || c.dt == NDF_UINT16;
-    failed += strip_settings(s->ctx, &c, &r, k, 8, var, val, NULL, NULL, small ? "NDF_ECC_3D" : NULL, "strip3");
+    failed += strip_settings(s->ctx, &c, &r, k, 9, var, val, NULL, NULL, small ? "NDF_ECC_3D" : NULL, "strip3");
   }
   if (failed) printf("%d strip3 cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);

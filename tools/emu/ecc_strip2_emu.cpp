@@ -292,7 +292,7 @@ int main(int argc, char **argv) {
   ndf_ctx *ctx; ndf_ctx_options o; ndf_ctx_options_init(&o); o.backend = NDF_BACKEND_CPU;
   if (ndf_ctx_create(&ctx, &o) != NDF_OK) return 2;
   const bool isf = std::is_floating_point<TIN>::value;
-  int bad = 0, nnan = 0, nskip = 0, nslow = 0;
+  int bad = 0, nnan = 0, nskip = 0, nslow = 0, nbcol = 0;
   for (int cs = 0; cs < cases; cs++) {
     const int nb = (int)irand(0, 1), vkind = (int)irand(0, 4); // 4: a constant image (the guess scale ga = 0)
     // 320: first guesses below 0 for values ~1e6 in a range of 2.5 (the vkind 2 images; session 9 GPU bug)
@@ -304,7 +304,8 @@ int main(int argc, char **argv) {
     const int64_t nimg = nb ? irand(1, 2) : 1;
     auto ax = [&](int64_t hi) { return urand() < 0.2 ? irand(1, 3) : irand(1, hi); };
     const int64_t nz = ax(12), ny = urand() < 0.3 ? irand(28, 66) : ax(20);
-    const int64_t nx = urand() < 0.5 ? 4 * irand(1, 12) : ax(50);
+    // 64 / 128 / 256: 8 or 16 tiles across (block columns) at 8 or 16 columns per lane
+    const int64_t nx = urand() < 0.25 ? 64 * irand(1, 2) * irand(1, 2) : urand() < 0.5 ? 4 * irand(1, 12) : ax(50);
     int64_t sx = lay == 3 ? 2 : 1, sy = lay == 1 ? nx * sx + 4 * irand(0, 3) + (irand(0, 1) ? 0 : 1) : nx * sx;
     int64_t sz = ny * sy + (lay == 1 ? 4 * irand(0, 2) : 0);
 #else
@@ -379,6 +380,8 @@ int main(int argc, char **argv) {
     if (!plan_make(3, nz, ny, nx, nimg, CONS, cap - hdrblk, minmc, w8 ? 8 : 16, (int)irand(0, 1), &pl)) { nskip++; continue; }
     ndf_ecc3_params p; memset(&p, 0, sizeof p);
     p.ny = ny; p.sy = sy; p.ntx = pl.ntx; p.nty = pl.nty;
+    p.bcol = pl.ntx % 8 == 0 && irand(0, 3) != 0; // block columns (the runtime's default where they apply)
+    nbcol += p.bcol != 0;
 #else
     const int64_t cap = irand(1, 12), minmc = irand(1, 6);
     if (!plan_make(2, nz, 1, nx, nimg, EMU_TELE ? CONS : 0, cap - hdrblk, minmc, 128, (int)irand(0, 1), &pl)) { nskip++; continue; }
@@ -437,8 +440,9 @@ int main(int argc, char **argv) {
       fflush(stdout);
     }
   }
-  printf("strip%d%s TIN %s CONS %d: %d cases (%d NaN/inf, %d wide-range, %d without a plan), %d mismatches\n",
-         EMU_NSP, EMU_TELE ? "t" : "", sizeof(TIN) == 4 ? "float" : sizeof(TIN) == 2 ? "uint16" : "uint8", CONS, cases, nnan, nslow, nskip, bad);
+  printf("strip%d%s TIN %s CONS %d: %d cases (%d NaN/inf, %d wide-range, %d without a plan, %d block columns), %d mismatches\n",
+         EMU_NSP, EMU_TELE ? "t" : "", sizeof(TIN) == 4 ? "float" : sizeof(TIN) == 2 ? "uint16" : "uint8", CONS, cases, nnan, nslow, nskip,
+         nbcol, bad);
   return bad != 0;
 }
 #endif
