@@ -1015,7 +1015,7 @@ static void strip_prof_report(ndf_ctx *ctx, const char *kname, CUdeviceptr d, in
     fprintf(stderr, " (median/max us); host: call to launch %.2f us (the profiler's allocation %.2f us not counted), "
             "launch call %.2f us\n", (double)(ecc_t_launch[0] - ndf__ecc_t_entry - ecc_t_prof) * 1e-3,
             (double)ecc_t_prof * 1e-3, (double)(ecc_t_launch[1] - ecc_t_launch[0]) * 1e-3);
-    /* NDF_ECC2_PROF_DUMP=FILE: per block its SM, its stamps 1..6 and its warps' march ends (strip3;
+    /* NDF_ECC2_PROF_DUMP=FILE: per block its SM, its stamps 0..6 and its warps' march ends (strip3;
      * else 0) in ns from the grid's first start, one line per block, appended */
     const char *dump = getenv("NDF_ECC2_PROF_DUMP");
     FILE *f = dump ? fopen(dump, "a") : NULL;
