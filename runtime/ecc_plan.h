@@ -46,7 +46,9 @@ static inline int strip_chunks_make(int64_t cols, int64_t len, int64_t al, int64
  * blocks: as many as cap allows while a share keeps at least minq units.  So every SM gets the same
  * work whatever the tile count (strip_chunks_make's equal chunks of whole tiles left SMs idle: 256^3 took
  * 234 of 263 blocks, 512^3 204).  Sets tpi, bpi, nblocks, ncopy (as strip_chunks_make) and mc (the
- * largest share).  0: no plan. */
+ * largest share).  0: no plan.  With block columns (ndf_ecc3_params.bcol, ntx % 8 == 0) the kernel splits
+ * the same units by block instead (groups of 8 tiles across, each warp one tile of its block's share):
+ * the same units per warp, so the same bpi. */
 static inline int strip_units_make(int64_t cols, int64_t len, int64_t minq, int64_t nimg, int64_t cap, strip_chunks *ch) {
   if (cols <= 0 || len <= 0 || nimg <= 0 || nimg > cap || cols > 0x7fffffff / len) return 0;
   if (minq < 1) minq = 1;
