@@ -1151,13 +1151,24 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   const char *hbe = getenv("NDF_ECC2_HB");
   int hdrblk = !(hbe && strcmp(hbe, "0") == 0);
   const int w = strip3_w();
-  const char *kname = w == 16 ? "ndf_ecc_strip3" : "ndf_ecc_strip3n";
+  /* the histogram: T + 1 rows of 32 lane columns of int; staged planes (ndf_ecc_strip3s: float32, block
+   * columns of 128 whole columns, 16 per lane; NDF_ECC3_STG=0 or NDF_ECC3_BCOL=0: off): two buffers of 32
+   * rows of 132 floats */
+  const char *bce = getenv("NDF_ECC3_BCOL"), *stge = getenv("NDF_ECC3_STG");
+  const int bcol_ok = !(bce && strcmp(bce, "0") == 0);
+  const int stg = bcol_ok && w == 16 && in->dtype == NDF_FLOAT32 && c->sshape[2] % 128 == 0 &&
+                  !(stge && strcmp(stge, "0") == 0);
+  const char *kname = stg ? "ndf_ecc_strip3s" : w == 16 ? "ndf_ecc_strip3" : "ndf_ecc_strip3n";
   CUfunction fn;
   ndf_status s = get_fn(ctx, c->name, kname, in->dtype, 3, cons, 0, &fn);
   if (s != NDF_OK) return s;
   const int64_t T = c->T, nimg = c->nimg;
-  /* the histogram: T + 1 rows of 32 lane columns of int */
-  const unsigned dyn = (unsigned)((T + 1) * 128);
+  const unsigned dyn = (unsigned)((T + 1) * 128 + (stg ? 2 * 32 * 132 * 4 : 0));
+  /* past 48 KiB the function needs the attribute (every call, as the rows kernel's); run14h lacked it:
+   * every staged call fell back to the paths before */
+  if (dyn > 49152 &&
+      ndf__cu(NULL)->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)dyn) != CUDA_SUCCESS)
+    return NDF_OK; /* *fallback */
   const int64_t cap = (int64_t)rows_occupancy(ctx, fn, dyn) * sms;
   strip3_plan pl;
   if (cap < 2 || !strip3_plan_make(c, cons, w, cap - hdrblk, &pl)) return NDF_OK;
@@ -1174,9 +1185,8 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   NDF__PUT(&pb, pl.nty);
   NDF__PUT(&pb, pl.ch.tpi);
   NDF__PUT(&pb, pl.ch.bpi);
-  /* block columns (ndf_ecc3_params.bcol) where the tiles across come in eights; NDF_ECC3_BCOL=0: off */
-  const char *bce = getenv("NDF_ECC3_BCOL");
-  const int64_t bcol = pl.ntx % 8 == 0 && !(bce && strcmp(bce, "0") == 0);
+  /* block columns (ndf_ecc3_params.bcol) where the tiles across come in eights (2: and staged planes) */
+  const int64_t bcol = stg ? 2 : pl.ntx % 8 == 0 && bcol_ok;
   NDF__PUT(&pb, bcol);
   const CUdeviceptr prof = strip_prof_alloc(ctx, grid);
   strip_put_tail(&pb, nb, pl.ch.ncopy, &m, hdrblk, prof);

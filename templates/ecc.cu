@@ -2264,7 +2264,8 @@ struct ndf_ecc3_params {
   ndf_i64 T, nimg, ostep;
   ndf_i64 nz, ny, nx, sz, sy, sx;
   ndf_i64 ntx, nty, tpi, bpi; // x chunks, row tiles; warps (equal shares of the units) and blocks per image
-  ndf_i64 bcol;               // 1: a block's warps march 8 neighbouring tiles together (ntx % 8 == 0)
+  ndf_i64 bcol;               // 1: a block's warps march 8 neighbouring tiles together (ntx % 8 == 0); 2: and
+                              // stage the planes in shared memory (nx % 128 == 0, W 16; the buffers after h3)
   int nb, ncopy;
   unsigned seq;
   int hdrblk, fence, bin;   // as ndf_ecc2_params
@@ -2276,6 +2277,16 @@ struct ndf_ecc3_params {
 // NDF_ECC3_HELPERS_BEGIN (tools/emu/ecc_strip2_emu.cpp replaces these)
 // h[a] += c for a 32-bit shared-window address a (one RED, no address add)
 __device__ __forceinline__ void ndf_ecc3_red(unsigned a, int c) { asm volatile("red.shared.add.s32 [%0], %1;" ::"r"(a), "r"(c)); }
+// cp.async copies to shared memory (strip3's staged planes): 16 bytes (L2 only), 4 bytes; the thread's
+// copies so far as one group; wait for all of the thread's groups
+__device__ __forceinline__ void ndf_ecc3_cp16(float *s, const float *g) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(s)), "l"(g) : "memory");
+}
+__device__ __forceinline__ void ndf_ecc3_cp4(float *s, const float *g) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"((unsigned)__cvta_generic_to_shared(s)), "l"(g) : "memory");
+}
+__device__ __forceinline__ void ndf_ecc3_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void ndf_ecc3_cp_wait() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 // sat(fma(a, b, c)): [0, 1], NaN to 0 (one FFMA.SAT)
 __device__ __forceinline__ float ndf_ecc3_fmasat(float a, float b, float c) {
   float r;
@@ -2362,7 +2373,7 @@ __device__ __forceinline__ ndf_ecc3_binner ndf_ecc3_binner_make(int T, bool rowi
 
 // The kernel body for W columns per lane (ndf_ecc_strip3: 16, ndf_ecc_strip3n: 8); the block's
 // shared variables come from the kernel.
-template <int W>
+template <int W, bool SK = false>
 __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3, float *tsf, float2 *tpair, float &s_ga,
                                               float &s_gb, float &s_dl, float &s_dh, int &s_m, float *r_lo, float *r_hi,
                                               unsigned long long &r_key, bool &s_last) {
@@ -2450,6 +2461,50 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
       for (int j = 0; j < W; j++) w.v[j] = s.rowin && ((s.inb >> j) & 1u) ? (float)rp[(ndf_i64)j * p.sx] : INF;
     }
     w.v[W] = s.rowin && ((s.inb >> W) & 1u) ? (float)rp[(ndf_i64)W * p.sx] : INF;
+  };
+
+  // Staged planes (bcol == 2: block columns of 128 whole columns; float4 rows): the block's 8 warps copy
+  // each plane's 32 rows x 128 columns to one of two shared buffers after the histogram by cp.async,
+  // coalesced -- warp w rows 4w .. 4w + 3, lane l columns 4l .. 4l + 3, lanes 0..3 also column 128 -- no
+  // registers held; after the copies' wait and a block barrier each lane reads its row's 16 columns and the
+  // one after.  A warp's 4 copies touch 4 rows' lines each instead of 32 (r14g: the march without its
+  // global loads took 131 us instead of 281 at 512^3; reading cached planes instead was no faster: the
+  // loads' L1 lookups, not DRAM, bound it).  Every warp of the block marches the same segments (block
+  // columns), so all reach each barrier; the buffer refilled after a barrier was last read before it.
+  constexpr int SBS = 132; // a staged row's stride in floats: lane-per-row float4 reads conflict-free
+  const bool stg = SK && W == 16 && p.bcol == 2 && vec; // SK: ndf_ecc_strip3s (its own registers)
+  float *const sbuf = (float *)(h3 + (T + 1) * 32);
+  // plane z (clamped) of the block column of segment s to buffer buf (rows clamped: binned outside by rowin)
+  auto s_issue = [&](const seg &s, int z, int buf) {
+    const int zc = min(max(z, 0), nzi - 1), x0 = s.x - W * warp, r0 = s.y - lane + 4 * warp;
+    const float *b = (const float *)in + (ndf_i64)zc * p.sz + x0;
+    float *const sb = sbuf + buf * (32 * SBS) + 4 * warp * SBS;
+    if (lane < 4 && x0 + 128 < nxi) ndf_ecc3_cp4(sb + lane * SBS + 128, b + (ndf_i64)min(max(r0 + lane, 0), nyi - 1) * p.sy + 128);
+    // one pointer walked down the 4 rows (64-bit values live: one; ptxas spilled with four): row r0 + i
+    // clamped, so it moves on only while r0 + i >= 0 and r0 + i + 1 <= ny - 1
+    const float *q = b + (ndf_i64)min(max(r0, 0), nyi - 1) * p.sy + 4 * lane;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      ndf_ecc3_cp16(sb + i * SBS + 4 * lane, q);
+      if (i < 3 && r0 + i >= 0 && r0 + i + 1 <= nyi - 1) q += p.sy;
+    }
+    ndf_ecc3_cp_commit();
+  };
+  // plane z from buffer buf to the lane's row w (the copies' wait and a block barrier; buf flips: the
+  // buffer to refill, the next plane's); the column after the image (the last block column's 128) reads
+  // as outside
+  auto s_deliver = [&](const seg &s, int z, raw &w, int &buf) {
+    ndf_ecc3_cp_wait();
+    __syncthreads();
+    const float *r = sbuf + buf * (32 * SBS) + lane * SBS + W * warp;
+    buf ^= 1;
+#pragma unroll
+    for (int u = 0; u < W / 4; u++) {
+      const float4 f4 = *(const float4 *)(r + 4 * u);
+      w.v[4 * u] = f4.x, w.v[4 * u + 1] = f4.y, w.v[4 * u + 2] = f4.z, w.v[4 * u + 3] = f4.w;
+    }
+    w.v[W] = s.x + W < nxi ? r[W] : INF;
+    w.pin = z >= 0 && z < nzi;
   };
 
   // ---- phase 1: min, max, NaN of the image's own voxels (lanes 0..30, rows and planes in the image)
@@ -2559,11 +2614,13 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
 
   // ---- the first segment's first two planes, loaded now (their latency overlaps the set-up)
   raw RA, RB;
+  int sbi = 0; // staged: the buffer of the next plane copied and read
   seg sm;
   int um = u0;
   auto first2 = [&] { // the first two planes of the segment that starts at um
     um += seg_at(um, sm);
-    if (sm.fast) load(ndf_ecc2_bool<true>(), sm, sm.zb, RA), load(ndf_ecc2_bool<true>(), sm, sm.zb + 1, RB);
+    if (SK && stg) s_issue(sm, sm.zb, sbi), s_deliver(sm, sm.zb, RA, sbi), s_issue(sm, sm.zb + 1, sbi);
+    else if (sm.fast) load(ndf_ecc2_bool<true>(), sm, sm.zb, RA), load(ndf_ecc2_bool<true>(), sm, sm.zb + 1, RB);
     else load(ndf_ecc2_bool<false>(), sm, sm.zb, RA), load(ndf_ecc2_bool<false>(), sm, sm.zb + 1, RB);
   };
   if (um < u1) first2();
@@ -2572,7 +2629,8 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
   ndf_ecc2_stamp(p.prof, 3);
 
   // ---- the march: segment s's planes zb .. ze - 1 (RA, RB: its planes zb, zb + 1), no block barrier
-  auto march = [&](auto vecc, const seg &s) {
+  auto march = [&](auto vecc, auto stgc, const seg &s) {
+    constexpr bool STG = decltype(stgc)::value;
     const int zb = s.zb, ze = s.ze;
     const ndf_ecc3_binner bins = ndf_ecc3_binner_make(T, s.rowin, h3, tsf, tpair, s_ga, s_gb, s_dl, s_dh);
     // lane 31 (the neighbour row only): every x_i = a_i - a_{i+1} + bias is >= 0, so every g is 0
@@ -2598,12 +2656,16 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
                     raw &rw, int z) {
       add(B, ndf_ecc2_bool<true>());
       add(S, ndf_ecc2_bool<false>());
+      if (STG) { // plane z + 1 from its buffer, then plane z + 2's copies into the other
+        s_deliver(s, z + 1, rw, sbi);
+        if (z + 2 <= ze) s_issue(s, z + 2, sbi);
+      }
       bins(rw.v, B2, rw.pin);
       unsigned t[W + 1];
 #pragma unroll
       for (int j = 0; j <= W; j++) t[j] = agg(B[j], B2[j]);
       add(t, ndf_ecc2_bool<false>());
-      if (z + 2 <= ze) load(vecc, s, z + 2, rw);
+      if (!STG && z + 2 <= ze) load(vecc, s, z + 2, rw);
 #pragma unroll
       for (int j = 0; j <= W; j++) S2[j] = agg(B2[j], __shfl_down_sync(FULL, B2[j], 1));
 #pragma unroll
@@ -2621,9 +2683,10 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
     }
   };
   if (u0 < u1)
-    for (;;) { // segment sm (RA, RB loaded), then the next one's first two planes
-      if (sm.fast) march(ndf_ecc2_bool<true>(), sm);
-      else march(ndf_ecc2_bool<false>(), sm);
+    for (;;) { // segment sm (RA, RB loaded; staged: RA and G), then the next one's first two planes
+      if (SK && stg) march(ndf_ecc2_bool<true>(), ndf_ecc2_bool<SK>(), sm);
+      else if (sm.fast) march(ndf_ecc2_bool<true>(), ndf_ecc2_bool<false>(), sm);
+      else march(ndf_ecc2_bool<false>(), ndf_ecc2_bool<false>(), sm);
       if (um >= u1) break;
       first2();
     }
@@ -2652,6 +2715,9 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
   }
 NDF_ECC_TELE_KERNEL(ndf_ecc_strip3, 3, 2, ndf_ecc3_params, ndf_ecc3_body<16>)
 NDF_ECC_TELE_KERNEL(ndf_ecc_strip3n, 3, 3, ndf_ecc3_params, ndf_ecc3_body<8>)
+// the staged planes' form (bcol == 2) as its own kernel: its march's registers do not move the others'
+#define NDF_ECC3S_BODY ndf_ecc3_body<16, true>
+NDF_ECC_TELE_KERNEL(ndf_ecc_strip3s, 3, 2, ndf_ecc3_params, NDF_ECC3S_BODY)
 
 // ---- the 2-D telescoped kernel (ndf_ecc_strip2t; 2-D calls with T <= 320 unless NDF_ECC_2D=strip2) ----
 // ndf_ecc_strip3's telescoped cells (docs/adr/0009, "Telescoped cells") on ndf_ecc_strip2's tasks: per

@@ -70,7 +70,7 @@ static unsigned g_grid;
 struct emu_block {
   // the tables and histograms on the heap, each its own allocation: an index outside them is a
   // heap-buffer-overflow under EMU_ASAN=1 (inside one struct it would read a neighbour silently)
-  std::unique_ptr<int[]> shist_{new int[512 + 32]}, h3_{new int[511 * 32]};
+  std::unique_ptr<int[]> shist_{new int[512 + 32]}, h3_{new int[511 * 32 + 2 * 32 * 132]}; // + strip3's staged planes
   std::unique_ptr<float[]> tsf_{new float[512]};
   std::unique_ptr<float2[]> tpair_{new float2[512]};
   int *shist = shist_.get(), *h3 = h3_.get();
@@ -184,6 +184,10 @@ using std::min;
 static void ndf_ecc_grid_sync(unsigned *) { g_gridbar->arrive_and_wait(); }
 // the helpers of templates/ecc.cu (NDF_ECC2_HELPERS_BEGIN .. END), without inline PTX
 static inline void ndf_ecc3_red(unsigned a, int c) { __atomic_fetch_add((int *)((char *)tl_blk->h3 + a), c, __ATOMIC_RELAXED); }
+static inline void ndf_ecc3_cp16(float *s, const float *g) { memcpy(s, g, 16); }
+static inline void ndf_ecc3_cp4(float *s, const float *g) { memcpy(s, g, 4); }
+static inline void ndf_ecc3_cp_commit() {}
+static inline void ndf_ecc3_cp_wait() {}
 static inline float ndf_ecc3_fmasat(float a, float b, float c) {
   const float r = std::fmaf(a, b, c);
   return r != r ? 0.0f : std::fmin(std::fmax(r, 0.0f), 1.0f);
@@ -292,20 +296,22 @@ int main(int argc, char **argv) {
   ndf_ctx *ctx; ndf_ctx_options o; ndf_ctx_options_init(&o); o.backend = NDF_BACKEND_CPU;
   if (ndf_ctx_create(&ctx, &o) != NDF_OK) return 2;
   const bool isf = std::is_floating_point<TIN>::value;
-  int bad = 0, nnan = 0, nskip = 0, nslow = 0, nbcol = 0;
+  int bad = 0, nnan = 0, nskip = 0, nslow = 0, nbcol = 0, nstg = 0;
   for (int cs = 0; cs < cases; cs++) {
     const int nb = (int)irand(0, 1), vkind = (int)irand(0, 4); // 4: a constant image (the guess scale ga = 0)
     // 320: first guesses below 0 for values ~1e6 in a range of 2.5 (the vkind 2 images; session 9 GPU bug)
     const int64_t T = std::vector<int64_t>{2, 3, 37, 256, 256, 319, 320, 510}[irand(0, 7)];
     // layout: contiguous (float4 rows when nx % 4 == 0), padded rows, misaligned base, x stride 2, reversed
     // rows / columns.  2-D: nz x nx (ny = 1, sy = 0: the rows are the first axis)
-    const int lay = (int)irand(0, 5);
+    // EMU_STG=1: strip3's staged planes in every case (widths 128 / 256, contiguous, 16 columns per lane)
+    const bool fstg = getenv("EMU_STG") && atoi(getenv("EMU_STG")) == 1;
+    const int lay = fstg ? 0 : (int)irand(0, 5);
 #if EMU_NSP == 3
     const int64_t nimg = nb ? irand(1, 2) : 1;
     auto ax = [&](int64_t hi) { return urand() < 0.2 ? irand(1, 3) : irand(1, hi); };
     const int64_t nz = ax(12), ny = urand() < 0.3 ? irand(28, 66) : ax(20);
     // 64 / 128 / 256: 8 or 16 tiles across (block columns) at 8 or 16 columns per lane
-    const int64_t nx = urand() < 0.25 ? 64 * irand(1, 2) * irand(1, 2) : urand() < 0.5 ? 4 * irand(1, 12) : ax(50);
+    const int64_t nx = fstg ? 128 * irand(1, 2) : urand() < 0.25 ? 64 * irand(1, 2) * irand(1, 2) : urand() < 0.5 ? 4 * irand(1, 12) : ax(50);
     int64_t sx = lay == 3 ? 2 : 1, sy = lay == 1 ? nx * sx + 4 * irand(0, 3) + (irand(0, 1) ? 0 : 1) : nx * sx;
     int64_t sz = ny * sy + (lay == 1 ? 4 * irand(0, 2) : 0);
 #else
@@ -376,11 +382,13 @@ int main(int argc, char **argv) {
     strip_plan pl;
 #if EMU_NSP == 3
     const int64_t cap = irand(1, 6), minmc = irand(1, 6);
-    const int w8 = (int)irand(0, 1); // ndf_ecc_strip3n (8 columns per lane) or ndf_ecc_strip3 (16)
+    const int w8 = fstg ? 0 : (int)irand(0, 1); // ndf_ecc_strip3n (8 columns per lane) or ndf_ecc_strip3 (16)
     if (!plan_make(3, nz, ny, nx, nimg, CONS, cap - hdrblk, minmc, w8 ? 8 : 16, (int)irand(0, 1), &pl)) { nskip++; continue; }
     ndf_ecc3_params p; memset(&p, 0, sizeof p);
     p.ny = ny; p.sy = sy; p.ntx = pl.ntx; p.nty = pl.nty;
     p.bcol = pl.ntx % 8 == 0 && irand(0, 3) != 0; // block columns (the runtime's default where they apply)
+    if (p.bcol && !w8 && nx % 128 == 0 && (fstg || irand(0, 3) != 0)) p.bcol = 2; // staged planes
+    nstg += p.bcol == 2;
     nbcol += p.bcol != 0;
 #else
     const int64_t cap = irand(1, 12), minmc = irand(1, 6);
@@ -401,7 +409,7 @@ int main(int argc, char **argv) {
     p.nb = nb; p.ncopy = pl.ncopy; p.seq = 4242; p.hdrblk = hdrblk; p.fence = (int)irand(0, 1); p.bin = irand(0, 3) == 0;
     p.bshape[0] = nimg; p.bstr[0] = simg; p.oshape[0] = nimg; p.ostr[0] = T * ostep;
 #if EMU_NSP == 3
-    run_grid((unsigned)(pl.nblocks + hdrblk), [&] { if (w8) ndf_ecc_strip3n(p); else ndf_ecc_strip3(p); });
+    run_grid((unsigned)(pl.nblocks + hdrblk), [&] { if (w8) ndf_ecc_strip3n(p); else if (p.bcol == 2) ndf_ecc_strip3s(p); else ndf_ecc_strip3(p); });
 #elif EMU_TELE
     run_grid((unsigned)(pl.nblocks + hdrblk), [&] { ndf_ecc_strip2t(p); });
 #else
@@ -440,9 +448,9 @@ int main(int argc, char **argv) {
       fflush(stdout);
     }
   }
-  printf("strip%d%s TIN %s CONS %d: %d cases (%d NaN/inf, %d wide-range, %d without a plan, %d block columns), %d mismatches\n",
+  printf("strip%d%s TIN %s CONS %d: %d cases (%d NaN/inf, %d wide-range, %d without a plan, %d block columns, %d staged), %d mismatches\n",
          EMU_NSP, EMU_TELE ? "t" : "", sizeof(TIN) == 4 ? "float" : sizeof(TIN) == 2 ? "uint16" : "uint8", CONS, cases, nnan, nslow, nskip,
-         nbcol, bad);
+         nbcol, nstg, bad);
   return bad != 0;
 }
 #endif
