@@ -1152,24 +1152,31 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   int hdrblk = !(hbe && strcmp(hbe, "0") == 0);
   const int w = strip3_w();
   /* the histogram: T + 1 rows of 32 lane columns of int; staged planes (ndf_ecc_strip3s: float32, block
-   * columns of 128 whole columns, 16 per lane; NDF_ECC3_STG=0 or NDF_ECC3_BCOL=0: off): two buffers of 32
-   * rows of 132 floats */
+   * columns of 128 whole columns, 16 per lane, two blocks per SM; NDF_ECC3_STG=0 or NDF_ECC3_BCOL=0: off):
+   * four buffers of 32 rows of 132 floats */
   const char *bce = getenv("NDF_ECC3_BCOL"), *stge = getenv("NDF_ECC3_STG");
   const int bcol_ok = !(bce && strcmp(bce, "0") == 0);
-  const int stg = bcol_ok && w == 16 && in->dtype == NDF_FLOAT32 && c->sshape[2] % 128 == 0 &&
-                  !(stge && strcmp(stge, "0") == 0);
-  const char *kname = stg ? "ndf_ecc_strip3s" : w == 16 ? "ndf_ecc_strip3" : "ndf_ecc_strip3n";
-  CUfunction fn;
-  ndf_status s = get_fn(ctx, c->name, kname, in->dtype, 3, cons, 0, &fn);
-  if (s != NDF_OK) return s;
+  int stg = bcol_ok && w == 16 && in->dtype == NDF_FLOAT32 && c->sshape[2] % 128 == 0 && !(stge && strcmp(stge, "0") == 0);
   const int64_t T = c->T, nimg = c->nimg;
-  const unsigned dyn = (unsigned)((T + 1) * 128 + (stg ? 2 * 32 * 132 * 4 : 0));
-  /* past 48 KiB the function needs the attribute (every call, as the rows kernel's); run14h lacked it:
-   * every staged call fell back to the paths before */
-  if (dyn > 49152 &&
-      ndf__cu(NULL)->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)dyn) != CUDA_SUCCESS)
-    return NDF_OK; /* *fallback */
-  const int64_t cap = (int64_t)rows_occupancy(ctx, fn, dyn) * sms;
+  const char *kname;
+  CUfunction fn;
+  unsigned dyn;
+  int64_t cap;
+  ndf_status s;
+  for (;;) {
+    kname = stg ? "ndf_ecc_strip3s" : w == 16 ? "ndf_ecc_strip3" : "ndf_ecc_strip3n";
+    if ((s = get_fn(ctx, c->name, kname, in->dtype, 3, cons, 0, &fn)) != NDF_OK) return s;
+    dyn = (unsigned)((T + 1) * 128 + (stg ? 4 * 32 * 132 * 4 : 0));
+    /* past 48 KiB the function needs the attribute (every call, as the rows kernel's); run14h lacked it:
+     * every staged call fell back to the paths before */
+    const int attr_ok = dyn <= 49152 || ndf__cu(NULL)->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                                        (int)dyn) == CUDA_SUCCESS;
+    if (!attr_ok && !stg) return NDF_OK; /* *fallback */
+    const int occ = attr_ok ? rows_occupancy(ctx, fn, dyn) : 0;
+    cap = (int64_t)occ * sms;
+    if (!stg || occ >= 2) break;
+    stg = 0; /* many thresholds (T > ~300 at 228 KiB per SM): the staged planes' block would be alone on its SM */
+  }
   strip3_plan pl;
   if (cap < 2 || !strip3_plan_make(c, cons, w, cap - hdrblk, &pl)) return NDF_OK;
   const int64_t grid = pl.ch.nblocks + hdrblk;

@@ -2286,7 +2286,8 @@ __device__ __forceinline__ void ndf_ecc3_cp4(float *s, const float *g) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"((unsigned)__cvta_generic_to_shared(s)), "l"(g) : "memory");
 }
 __device__ __forceinline__ void ndf_ecc3_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-__device__ __forceinline__ void ndf_ecc3_cp_wait() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+// the calling thread's copies but the N newest groups complete (and visible to it)
+template <int N> __device__ __forceinline__ void ndf_ecc3_cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 // sat(fma(a, b, c)): [0, 1], NaN to 0 (one FFMA.SAT)
 __device__ __forceinline__ float ndf_ecc3_fmasat(float a, float b, float c) {
   float r;
@@ -2464,40 +2465,46 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
   };
 
   // Staged planes (bcol == 2: block columns of 128 whole columns; float4 rows): the block's 8 warps copy
-  // each plane's 32 rows x 128 columns to one of two shared buffers after the histogram by cp.async,
+  // each plane's 32 rows x 128 columns to one of NSB shared buffers after the histogram by cp.async,
   // coalesced -- warp w rows 4w .. 4w + 3, lane l columns 4l .. 4l + 3, lanes 0..3 also column 128 -- no
   // registers held; after the copies' wait and a block barrier each lane reads its row's 16 columns and the
   // one after.  A warp's 4 copies touch 4 rows' lines each instead of 32 (r14g: the march without its
   // global loads took 131 us instead of 281 at 512^3; reading cached planes instead was no faster: the
   // loads' L1 lookups, not DRAM, bound it).  Every warp of the block marches the same segments (block
-  // columns), so all reach each barrier; the buffer refilled after a barrier was last read before it.
-  constexpr int SBS = 132; // a staged row's stride in floats: lane-per-row float4 reads conflict-free
+  // columns), so all reach each barrier.  The copies run NSB - 1 planes ahead of the reads (s15a: with two
+  // buffers, one plane ahead, the march took 247 us at 512^3): plane z + 3's copies go, right after plane
+  // z's barrier, to the buffer plane z - 1 was read from before it; a segment's first copies follow a
+  // block barrier (every warp past its reads of the segment before).
+  constexpr int SBS = 132, NSB = 4; // a staged row's stride in floats (lane-per-row float4 reads conflict-free); buffers
   const bool stg = SK && W == 16 && p.bcol == 2 && vec; // SK: ndf_ecc_strip3s (its own registers)
   float *const sbuf = (float *)(h3 + (T + 1) * 32);
-  // plane z (clamped) of the block column of segment s to buffer buf (rows clamped: binned outside by rowin)
-  auto s_issue = [&](const seg &s, int z, int buf) {
-    const int zc = min(max(z, 0), nzi - 1), x0 = s.x - W * warp, r0 = s.y - lane + 4 * warp;
-    const float *b = (const float *)in + (ndf_i64)zc * p.sz + x0;
-    float *const sb = sbuf + buf * (32 * SBS) + 4 * warp * SBS;
-    if (lane < 4 && x0 + 128 < nxi) ndf_ecc3_cp4(sb + lane * SBS + 128, b + (ndf_i64)min(max(r0 + lane, 0), nyi - 1) * p.sy + 128);
-    // one pointer walked down the 4 rows (64-bit values live: one; ptxas spilled with four): row r0 + i
-    // clamped, so it moves on only while r0 + i >= 0 and r0 + i + 1 <= ny - 1
-    const float *q = b + (ndf_i64)min(max(r0, 0), nyi - 1) * p.sy + 4 * lane;
+  // plane z (clamped) of the block column of segment s to buffer sq % NSB (rows clamped: binned outside by
+  // rowin), no copies past the segment's plane ze; one commit group each call (the waits count groups), sq + 1
+  auto s_issue = [&](const seg &s, int z, unsigned &sq) {
+    if (z <= s.ze) {
+      const int zc = min(max(z, 0), nzi - 1), x0 = s.x - W * warp, r0 = s.y - lane + 4 * warp;
+      const float *b = (const float *)in + (ndf_i64)zc * p.sz + x0;
+      float *const sb = sbuf + (sq % NSB) * (32 * SBS) + 4 * warp * SBS;
+      if (lane < 4 && x0 + 128 < nxi) ndf_ecc3_cp4(sb + lane * SBS + 128, b + (ndf_i64)min(max(r0 + lane, 0), nyi - 1) * p.sy + 128);
+      // one pointer walked down the 4 rows (64-bit values live: one; ptxas spilled with four): row r0 + i
+      // clamped, so it moves on only while r0 + i >= 0 and r0 + i + 1 <= ny - 1
+      const float *q = b + (ndf_i64)min(max(r0, 0), nyi - 1) * p.sy + 4 * lane;
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
-      ndf_ecc3_cp16(sb + i * SBS + 4 * lane, q);
-      if (i < 3 && r0 + i >= 0 && r0 + i + 1 <= nyi - 1) q += p.sy;
+      for (int i = 0; i < 4; i++) {
+        ndf_ecc3_cp16(sb + i * SBS + 4 * lane, q);
+        if (i < 3 && r0 + i >= 0 && r0 + i + 1 <= nyi - 1) q += p.sy;
+      }
     }
     ndf_ecc3_cp_commit();
+    sq++;
   };
-  // plane z from buffer buf to the lane's row w (the copies' wait and a block barrier; buf flips: the
-  // buffer to refill, the next plane's); the column after the image (the last block column's 128) reads
-  // as outside
-  auto s_deliver = [&](const seg &s, int z, raw &w, int &buf) {
-    ndf_ecc3_cp_wait();
+  // plane z to the lane's row w from the buffer of the group issued NSB - 1 calls of s_issue before the last
+  // (the copies' wait but the NSB - 2 newest groups, a block barrier); the column after the image (the last
+  // block column's 128) reads as outside
+  auto s_deliver = [&](const seg &s, int z, raw &w, unsigned sq) {
+    ndf_ecc3_cp_wait<NSB - 2>();
     __syncthreads();
-    const float *r = sbuf + buf * (32 * SBS) + lane * SBS + W * warp;
-    buf ^= 1;
+    const float *r = sbuf + ((sq - (NSB - 1)) % NSB) * (32 * SBS) + lane * SBS + W * warp;
 #pragma unroll
     for (int u = 0; u < W / 4; u++) {
       const float4 f4 = *(const float4 *)(r + 4 * u);
@@ -2563,6 +2570,40 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
       if (cy >= nty) cy -= nty, cz++;
       cz += sz_;
     };
+    if (SK && stg) {
+      // staged (every tile whole, float4 rows): each unit's 32 rows to a ring of 4 slots of 32 x 16 floats per
+      // warp in the staged buffers (free until the march) by cp.async, two units ahead of the folds -- up to
+      // three units' 2 KB in flight per warp without registers or L1 lines (s15a: the loads above took phase 1
+      // from 138 to 179 us at 512^3 in this kernel: its shared memory leaves L1 too few lines in flight).
+      // The lane reads back its own 4 pieces (rows lane / 4 + 8 i, columns 4 (lane % 4)) and folds them all:
+      // a row outside the image is a clamped copy of an image row, the neighbour row 31 an image row, so
+      // min and max are the image's, a NaN seen is the image's (its owner flags it too)
+      float *const ws = sbuf + warp * (4 * 32 * W);
+      const int lr = lane / 4, lc = 4 * (lane % 4);
+      ndf_i64 vi = act ? wi : V1; // the next unit to copy (the cursor's)
+      auto issue1 = [&](int slot) {
+        if (vi < V1) {
+          const int y0 = cy * NDF_S3R - CONS + lr;
+          anyown |= lane < NDF_S3R && cy * NDF_S3R - CONS + lane >= 0 && cy * NDF_S3R - CONS + lane < nyi;
+          const float *b = (const float *)in + (ndf_i64)cz * p.sz + cx * W + lc;
+          float *const d = ws + slot * (32 * W) + lr * W + lc;
+#pragma unroll
+          for (int i = 0; i < 4; i++) ndf_ecc3_cp16(d + 8 * i * W, b + (ndf_i64)min(max(y0 + 8 * i, 0), nyi - 1) * p.sy);
+          next();
+        }
+        vi += tpi;
+        ndf_ecc3_cp_commit();
+      };
+      issue1(0), issue1(1);
+      for (ndf_i64 v = act ? wi : V1, j = 0; v < V1; v += tpi, j++) {
+        issue1((int)(j + 2) & 3);
+        ndf_ecc3_cp_wait<2>();
+        const float *const r = ws + ((int)j & 3) * (32 * W) + lr * W + lc;
+#pragma unroll
+        for (int i = 0; i < 4; i++) fold4(*(const float4 *)(r + 8 * i * W));
+      }
+      ndf_ecc3_cp_wait<0>();
+    } else
     for (ndf_i64 v = act ? wi : V1; v < V1; v += 2 * (ndf_i64)tpi) { // two units' loads in flight (one left: it twice)
       const int xa = cx * W, ya = cy * NDF_S3R - CONS, za = cz, ta = cy * ntx + cx;
       if (v + tpi < V1) next();
@@ -2614,18 +2655,27 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
 
   // ---- the first segment's first two planes, loaded now (their latency overlaps the set-up)
   raw RA, RB;
-  int sbi = 0; // staged: the buffer of the next plane copied and read
+  unsigned sq = 0; // staged: the copy groups issued (the next plane's buffer sq % NSB)
   seg sm;
   int um = u0;
   auto first2 = [&] { // the first two planes of the segment that starts at um
+    const bool later = um != u0;
     um += seg_at(um, sm);
-    if (SK && stg) s_issue(sm, sm.zb, sbi), s_deliver(sm, sm.zb, RA, sbi), s_issue(sm, sm.zb + 1, sbi);
-    else if (sm.fast) load(ndf_ecc2_bool<true>(), sm, sm.zb, RA), load(ndf_ecc2_bool<true>(), sm, sm.zb + 1, RB);
+    if (SK && stg) {
+      if (later) __syncthreads(); // the segment before's last planes read by every warp
+#pragma unroll
+      for (int i = 0; i < NSB - 1; i++) s_issue(sm, sm.zb + i, sq);
+      s_deliver(sm, sm.zb, RA, sq);
+      s_issue(sm, sm.zb + NSB - 1, sq);
+    } else if (sm.fast) load(ndf_ecc2_bool<true>(), sm, sm.zb, RA), load(ndf_ecc2_bool<true>(), sm, sm.zb + 1, RB);
     else load(ndf_ecc2_bool<false>(), sm, sm.zb, RA), load(ndf_ecc2_bool<false>(), sm, sm.zb + 1, RB);
   };
   if (um < u1) first2();
   for (int i = tid; i < (T + 1) * 32; i += 256) h3[i] = 0;
-  if (!ndf_ecc2_setup(p, hblk, T, tsf, tpair, r_lo, r_hi, r_key, s_ga, s_gb, s_dl, s_dh, s_m)) return;
+  if (!ndf_ecc2_setup(p, hblk, T, tsf, tpair, r_lo, r_hi, r_key, s_ga, s_gb, s_dl, s_dh, s_m)) {
+    if (SK) ndf_ecc3_cp_wait<0>(); // no copies in flight past the block's end
+    return;
+  }
   ndf_ecc2_stamp(p.prof, 3);
 
   // ---- the march: segment s's planes zb .. ze - 1 (RA, RB: its planes zb, zb + 1), no block barrier
@@ -2656,9 +2706,9 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
                     raw &rw, int z) {
       add(B, ndf_ecc2_bool<true>());
       add(S, ndf_ecc2_bool<false>());
-      if (STG) { // plane z + 1 from its buffer, then plane z + 2's copies into the other
-        s_deliver(s, z + 1, rw, sbi);
-        if (z + 2 <= ze) s_issue(s, z + 2, sbi);
+      if (STG) { // plane z + 1 from its buffer, then plane z + NSB's copies into the one plane z was read from
+        s_deliver(s, z + 1, rw, sq);
+        s_issue(s, z + NSB, sq);
       }
       bins(rw.v, B2, rw.pin);
       unsigned t[W + 1];

@@ -70,7 +70,7 @@ static unsigned g_grid;
 struct emu_block {
   // the tables and histograms on the heap, each its own allocation: an index outside them is a
   // heap-buffer-overflow under EMU_ASAN=1 (inside one struct it would read a neighbour silently)
-  std::unique_ptr<int[]> shist_{new int[512 + 32]}, h3_{new int[511 * 32 + 2 * 32 * 132]}; // + strip3's staged planes
+  std::unique_ptr<int[]> shist_{new int[512 + 32]}, h3_{new int[511 * 32 + 4 * 32 * 132]}; // + strip3's staged planes
   std::unique_ptr<float[]> tsf_{new float[512]};
   std::unique_ptr<float2[]> tpair_{new float2[512]};
   int *shist = shist_.get(), *h3 = h3_.get();
@@ -91,7 +91,7 @@ struct emu_block {
     for (auto &w : wbar) w = new std::barrier<>(32);
     // poison
     for (int i = 0; i < 512 + 32; i++) shist[i] = 0x5eed;
-    for (int i = 0; i < 511 * 32; i++) h3[i] = 0x3eed;
+    for (int i = 0; i < 511 * 32 + 4 * 32 * 132; i++) h3[i] = 0x3eed; // staged buffers too: a plane read before its copies
     for (int i = 0; i < 512; i++) tsf[i] = 12345.0f, tpair[i] = float2{7.0f, -7.0f};
     r_key = 0x77;
   }
@@ -184,10 +184,25 @@ using std::min;
 static void ndf_ecc_grid_sync(unsigned *) { g_gridbar->arrive_and_wait(); }
 // the helpers of templates/ecc.cu (NDF_ECC2_HELPERS_BEGIN .. END), without inline PTX
 static inline void ndf_ecc3_red(unsigned a, int c) { __atomic_fetch_add((int *)((char *)tl_blk->h3 + a), c, __ATOMIC_RELAXED); }
-static inline void ndf_ecc3_cp16(float *s, const float *g) { memcpy(s, g, 16); }
-static inline void ndf_ecc3_cp4(float *s, const float *g) { memcpy(s, g, 4); }
-static inline void ndf_ecc3_cp_commit() {}
-static inline void ndf_ecc3_cp_wait() {}
+// cp.async: EMU_CPLATE=1 defers each thread's copies to its wait that completes their group (a read
+// before the right wait sees stale or poisoned shared memory); else copied at once
+struct emu_cp { float *s; const float *g; int n; };
+thread_local std::vector<std::vector<emu_cp>> tl_cpg; // the thread's committed groups, oldest first
+thread_local std::vector<emu_cp> tl_cpo;              // its open group
+static const bool g_cplate = getenv("EMU_CPLATE") && atoi(getenv("EMU_CPLATE")) == 1;
+static inline void emu_cp_do(float *s, const float *g, int n) {
+  if (g_cplate) tl_cpo.push_back(emu_cp{s, g, n});
+  else memcpy(s, g, (size_t)n);
+}
+static inline void ndf_ecc3_cp16(float *s, const float *g) { emu_cp_do(s, g, 16); }
+static inline void ndf_ecc3_cp4(float *s, const float *g) { emu_cp_do(s, g, 4); }
+static inline void ndf_ecc3_cp_commit() { tl_cpg.push_back(std::move(tl_cpo)), tl_cpo.clear(); }
+template <int N> static inline void ndf_ecc3_cp_wait() {
+  while (tl_cpg.size() > (size_t)N) {
+    for (const emu_cp &c : tl_cpg.front()) memcpy(c.s, c.g, (size_t)c.n);
+    tl_cpg.erase(tl_cpg.begin());
+  }
+}
 static inline float ndf_ecc3_fmasat(float a, float b, float c) {
   const float r = std::fmaf(a, b, c);
   return r != r ? 0.0f : std::fmin(std::fmax(r, 0.0f), 1.0f);
@@ -234,7 +249,12 @@ template <class K> static void run_grid(unsigned grid, K kern) {
   std::vector<std::thread> th;
   for (unsigned b = 0; b < grid; b++)
     for (unsigned t = 0; t < 256; t++)
-      th.emplace_back([&, t, b] { tl_tid = t; tl_bid = b; tl_blk = &blks[b]; kern(); });
+      th.emplace_back([&, t, b] {
+        tl_tid = t, tl_bid = b, tl_blk = &blks[b];
+        kern();
+        for (const auto &g : tl_cpg) // a copy never waited for: the kernel ended with it in flight
+          if (!g.empty()) fprintf(stderr, "block %u thread %u: cp.async copies in flight at the end\n", b, t), abort();
+      });
   for (auto &t : th) t.join();
 }
 
