@@ -1156,7 +1156,12 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
    * four buffers of 32 rows of 132 floats */
   const char *bce = getenv("NDF_ECC3_BCOL"), *stge = getenv("NDF_ECC3_STG");
   const int bcol_ok = !(bce && strcmp(bce, "0") == 0);
-  int stg = bcol_ok && w == 16 && in->dtype == NDF_FLOAT32 && c->sshape[2] % 128 == 0 && !(stge && strcmp(stge, "0") == 0);
+  int stg = bcol_ok && w == 16 && in->dtype == NDF_FLOAT32 && c->sshape[2] % 128 == 0 && ctx->cc_major >= 8 &&
+            !(stge && strcmp(stge, "0") == 0);
+  /* its phase 1 (ndf_ecc3_params.p1): NDF_ECC3_P1=tma (bulk copies, sm_90 on; the default there), cp (cp.async),
+   * ldg (loads; the default before sm_90) */
+  const char *p1e = getenv("NDF_ECC3_P1");
+  const int64_t p1 = p1e && !strcmp(p1e, "cp") ? 1 : (p1e && !strcmp(p1e, "ldg")) || ctx->cc_major < 9 ? 2 : 0;
   const int64_t T = c->T, nimg = c->nimg;
   const char *kname;
   CUfunction fn;
@@ -1195,6 +1200,7 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   /* block columns (ndf_ecc3_params.bcol) where the tiles across come in eights (2: and staged planes) */
   const int64_t bcol = stg ? 2 : pl.ntx % 8 == 0 && bcol_ok;
   NDF__PUT(&pb, bcol);
+  NDF__PUT(&pb, p1);
   const CUdeviceptr prof = strip_prof_alloc(ctx, grid);
   strip_put_tail(&pb, nb, pl.ch.ncopy, &m, hdrblk, prof);
   s = fused_launch(ctx, c, fn, &pb, in, out, (unsigned)grid, dyn, &m, m.seq, nan_at, not_finite, fallback);

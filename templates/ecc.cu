@@ -2266,6 +2266,7 @@ struct ndf_ecc3_params {
   ndf_i64 ntx, nty, tpi, bpi; // x chunks, row tiles; warps (equal shares of the units) and blocks per image
   ndf_i64 bcol;               // 1: a block's warps march 8 neighbouring tiles together (ntx % 8 == 0); 2: and
                               // stage the planes in shared memory (nx % 128 == 0, W 16; the buffers after h3)
+  ndf_i64 p1;                 // staged (ndf_ecc_strip3s): phase 1 by 0 bulk copies (sm_90), 1 cp.async, 2 loads
   int nb, ncopy;
   unsigned seq;
   int hdrblk, fence, bin;   // as ndf_ecc2_params
@@ -2277,8 +2278,10 @@ struct ndf_ecc3_params {
 // NDF_ECC3_HELPERS_BEGIN (tools/emu/ecc_strip2_emu.cpp replaces these)
 // h[a] += c for a 32-bit shared-window address a (one RED, no address add)
 __device__ __forceinline__ void ndf_ecc3_red(unsigned a, int c) { asm volatile("red.shared.add.s32 [%0], %1;" ::"r"(a), "r"(c)); }
-// cp.async copies to shared memory (strip3's staged planes): 16 bytes (L2 only), 4 bytes; the thread's
-// copies so far as one group; wait for all of the thread's groups
+// cp.async copies to shared memory (strip3's staged planes; sm_80 on, the runtime's condition): 16 bytes
+// (L2 only), 4 bytes; the thread's copies so far as one group; wait for all of the thread's groups but the N
+// newest (their copies visible to it)
+#if __CUDA_ARCH__ >= 800
 __device__ __forceinline__ void ndf_ecc3_cp16(float *s, const float *g) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(s)), "l"(g) : "memory");
 }
@@ -2286,8 +2289,54 @@ __device__ __forceinline__ void ndf_ecc3_cp4(float *s, const float *g) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"((unsigned)__cvta_generic_to_shared(s)), "l"(g) : "memory");
 }
 __device__ __forceinline__ void ndf_ecc3_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-// the calling thread's copies but the N newest groups complete (and visible to it)
 template <int N> __device__ __forceinline__ void ndf_ecc3_cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+#else
+__device__ __forceinline__ void ndf_ecc3_cp16(float *s, const float *g) { *(float4 *)s = *(const float4 *)g; }
+__device__ __forceinline__ void ndf_ecc3_cp4(float *s, const float *g) { *s = *g; }
+__device__ __forceinline__ void ndf_ecc3_cp_commit() {}
+template <int N> __device__ __forceinline__ void ndf_ecc3_cp_wait() {}
+#endif
+// bulk copies (the tensor memory accelerator, sm_90 on: the runtime's condition; strip3s' phase 1) completing
+// on an mbarrier of shared memory: init (one arrival a phase) and its fence; the arrival expecting bytes; a
+// copy of bytes (a multiple of 16, both addresses 16-byte aligned) counted on b; wait for the phase of parity
+// par to complete; inval before the memory is used otherwise; the proxy fence before bulk copies overwrite
+// what the block's threads read
+#if __CUDA_ARCH__ >= 900
+__device__ __forceinline__ unsigned ndf_ecc3_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ void ndf_ecc3_mb_init(unsigned long long *b) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(ndf_ecc3_sa(b)) : "memory");
+}
+__device__ __forceinline__ void ndf_ecc3_mb_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+__device__ __forceinline__ void ndf_ecc3_mb_expect(unsigned long long *b, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(ndf_ecc3_sa(b)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void ndf_ecc3_bulk(float *s, const float *g, unsigned bytes, unsigned long long *b) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(ndf_ecc3_sa(s)),
+               "l"(g), "r"(bytes), "r"(ndf_ecc3_sa(b))
+               : "memory");
+}
+__device__ __forceinline__ void ndf_ecc3_mb_wait(unsigned long long *b, unsigned par) {
+  unsigned ok;
+  do
+    asm volatile("{ .reg .pred q; mbarrier.try_wait.parity.shared::cta.b64 q, [%1], %2; selp.u32 %0, 1, 0, q; }"
+                 : "=r"(ok)
+                 : "r"(ndf_ecc3_sa(b)), "r"(par)
+                 : "memory");
+  while (!ok);
+}
+__device__ __forceinline__ void ndf_ecc3_mb_inval(unsigned long long *b) {
+  asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(ndf_ecc3_sa(b)) : "memory");
+}
+__device__ __forceinline__ void ndf_ecc3_fence_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+#else
+__device__ __forceinline__ void ndf_ecc3_mb_init(unsigned long long *) {}
+__device__ __forceinline__ void ndf_ecc3_mb_init_fence() {}
+__device__ __forceinline__ void ndf_ecc3_mb_expect(unsigned long long *, unsigned) {}
+__device__ __forceinline__ void ndf_ecc3_bulk(float *, const float *, unsigned, unsigned long long *) { __trap(); }
+__device__ __forceinline__ void ndf_ecc3_mb_wait(unsigned long long *, unsigned) {}
+__device__ __forceinline__ void ndf_ecc3_mb_inval(unsigned long long *) {}
+__device__ __forceinline__ void ndf_ecc3_fence_async() {}
+#endif
 // sat(fma(a, b, c)): [0, 1], NaN to 0 (one FFMA.SAT)
 __device__ __forceinline__ float ndf_ecc3_fmasat(float a, float b, float c) {
   float r;
@@ -2570,7 +2619,57 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
       if (cy >= nty) cy -= nty, cz++;
       cz += sz_;
     };
-    if (SK && stg) {
+    if (SK && stg && p.p1 == 0) {
+      // staged, bulk copies: the block's share of the image's rows (plane-major), in stages of 16 KB (rows of
+      // nx <= 4096 floats, runs of contiguous rows one copy each; or a piece of a longer row) to 4 buffers in
+      // the staged buffers (free until the march), thread 0 issuing a stage's copies 3 stages ahead of the
+      // block's folds, the 256 threads folding a stage as float4 each after its mbarrier's phase.  The copies
+      // pass no L1 (s15a: phase 1 at 512^3 took 179-182 us in this kernel, by loads or by cp.async, 134 us in
+      // ndf_ecc_strip3 with its smaller shared memory)
+      unsigned long long *const mb = (unsigned long long *)(sbuf + 4 * 4096); // 4 mbarriers after the 4 x 16 KB
+      const ndf_i64 R = (ndf_i64)nzi * nyi;
+      const int ra = hblk ? 0 : (int)((ndf_i64)bimg * R / bpi), rb = hblk ? 0 : (int)((ndf_i64)(bimg + 1) * R / bpi);
+      const int PR = (nxi + 4095) / 4096, SR = PR > 1 ? 1 : 4096 / nxi; // pieces a row, rows a stage
+      const int nst = PR > 1 ? (rb - ra) * PR : (rb - ra + SR - 1) / SR;
+      auto rowp = [&](int r) { return (const float *)in + (ndf_i64)(r / nyi) * p.sz + (ndf_i64)(r % nyi) * p.sy; };
+      auto issue = [&](int st) { // thread 0: stage st's copies to buffer st % 4
+        float *const d = sbuf + (st & 3) * 4096;
+        unsigned long long *const b = mb + (st & 3);
+        if (PR > 1) {
+          const int c0 = (st % PR) * 4096, len = min(4096, nxi - c0);
+          ndf_ecc3_mb_expect(b, 4u * len);
+          ndf_ecc3_bulk(d, rowp(ra + st / PR) + c0, 4u * len, b);
+        } else {
+          const int r0 = ra + st * SR, n = min(SR, rb - r0);
+          ndf_ecc3_mb_expect(b, 4u * n * nxi);
+          for (int i = 0; i < n;) { // a run of rows contiguous in memory: one copy
+            const float *const g = rowp(r0 + i);
+            int k = 1;
+            while (i + k < n && rowp(r0 + i + k) == g + (ndf_i64)k * nxi) k++;
+            ndf_ecc3_bulk(d + i * nxi, g, 4u * k * nxi, b);
+            i += k;
+          }
+        }
+      };
+      if (tid == 0) {
+        for (int i = 0; i < 4; i++) ndf_ecc3_mb_init(mb + i);
+        ndf_ecc3_mb_init_fence();
+      }
+      __syncthreads();
+      if (tid == 0)
+        for (int st = 0; st < min(4, nst); st++) issue(st);
+      for (int st = 0; st < nst; st++) {
+        ndf_ecc3_mb_wait(mb + (st & 3), (unsigned)(st >> 2) & 1u);
+        const int cnt = PR > 1 ? min(4096, nxi - (st % PR) * 4096) : min(SR, rb - (ra + st * SR)) * nxi;
+        const float *const d = sbuf + (st & 3) * 4096;
+        for (int i = 4 * tid; i < cnt; i += 1024) fold4(*(const float4 *)(d + i));
+        __syncthreads(); // the buffer read by every thread: thread 0 refills it
+        if (tid == 0 && st + 4 < nst) ndf_ecc3_fence_async(), issue(st + 4);
+      }
+      if (tid == 0)
+        for (int i = 0; i < 4; i++) ndf_ecc3_mb_inval(mb + i);
+      anyown = rb > ra;
+    } else if (SK && stg && p.p1 == 1) {
       // staged (every tile whole, float4 rows): each unit's 32 rows to a ring of 4 slots of 32 x 16 floats per
       // warp in the staged buffers (free until the march) by cp.async, two units ahead of the folds -- up to
       // three units' 2 KB in flight per warp without registers or L1 lines (s15a: the loads above took phase 1

@@ -135,7 +135,8 @@ static const char *expected_kernel(const ecase *c, char *buf, size_t len) {
       (c->dt == NDF_FLOAT32 ? !(e && !strcmp(e, "old")) : c->dt != NDF_FLOAT64 && e && !strcmp(e, "strip3"))) {
     const int t = c->cons == NDF_ECC_T, w = getenv("NDF_ECC3_W") && atoi(getenv("NDF_ECC3_W")) == 8 ? 8 : 16;
     if (nimg * ((((sp[2] + w - 1) / w) * ((sp[1] + t + 30) / 31) + 7) / 8) > 128) return NULL;
-    /* staged planes (ndf_ecc_strip3s): float32, widths multiple of 128 at 16 columns per lane */
+    /* staged planes (ndf_ecc_strip3s): float32, widths multiple of 128 at 16 columns per lane (two blocks fit
+     * an H200's SM up to T 326: every T here) */
     const char *bc = getenv("NDF_ECC3_BCOL"), *sg = getenv("NDF_ECC3_STG");
     if (w == 16 && c->dt == NDF_FLOAT32 && sp[2] % 128 == 0 && !(bc && !strcmp(bc, "0")) && !(sg && !strcmp(sg, "0")))
       return "ndf_ecc_strip3s";
@@ -907,7 +908,7 @@ static void test_gpu_strip2(void **state) {
  * NDF_ECC2_WS=0, and on alternate
  * cases NDF_ECC2_FENCE=sc / NDF_ECC2_BIN=table, NDF_ECC3_BCOL=0 (the warps' own shares where
  * block columns apply: 8 or 16 tiles across).  Widths around the 16-column
- * task (1, 4, 15, 16, 17, 33, 64, 100, 128, 256), heights around the 31-row tile (1,
+ * task (1, 4, 15, 16, 17, 33, 64, 100, 128, 256; 4224: the staged kernel's phase 1 in two pieces a row), heights around the 31-row tile (1,
  * 2, 30, 31, 32, 62, 63, 64), depths 1 to 24, batches (many images: past the
  * resident grid the old paths), float64 (the old paths), T = 2, 3, 37, 256,
  * 319, 320 and 321 (past the kernel's limit: the old paths); ties, constant images,
@@ -918,7 +919,7 @@ static void test_gpu_strip3(void **state) {
   tu_rng r;
   tu_rng_seed(&r, s->seed ^ 0x5731);
   static const int64_t Ts[] = {2, 3, 37, 256, 319, 320, 321}; /* 321: the paths before */
-  static const int64_t W[] = {1, 4, 15, 16, 17, 33, 64, 100, 128, 256};
+  static const int64_t W[] = {1, 4, 15, 16, 17, 33, 64, 100, 128, 256, 4224}; /* 4224: rows of two bulk copies */
   static const int64_t H[] = {1, 2, 30, 31, 32, 62, 63, 64};
   static const ndf_dtype dts[5] = {NDF_FLOAT32, NDF_FLOAT32, NDF_UINT8, NDF_UINT16, NDF_FLOAT64};
   static const char *const var[9] = {NULL,          "NDF_ECC_3D",  "NDF_ECC_MAPHDR", "NDF_ECC3_MC",   "NDF_ECC3_W",
@@ -937,7 +938,7 @@ static void test_gpu_strip3(void **state) {
     for (int d = 0; d < c.batch; d++) c.shape[d] = many ? tu_rng_int(&r, 20, 40) : tu_rng_int(&r, 1, 3);
     c.shape[c.batch] = tu_rng_chance(&r, 0.15) ? tu_rng_int(&r, 1, 2) : tu_rng_int(&r, 1, many ? 3 : 24);
     c.shape[c.batch + 1] = tu_rng_chance(&r, 0.6) ? H[tu_rng_int(&r, 0, 7)] : tu_rng_int(&r, 1, many ? 8 : 70);
-    c.shape[c.batch + 2] = tu_rng_chance(&r, 0.6) ? W[tu_rng_int(&r, 0, 9)] : tu_rng_int(&r, 1, many ? 8 : 130);
+    c.shape[c.batch + 2] = tu_rng_chance(&r, 0.6) ? W[tu_rng_int(&r, 0, 10)] : tu_rng_int(&r, 1, many ? 8 : 130);
     strip_draw_rest(&c, &r, Ts, 7);
     if (k < 2) { /* values far from 0 in a narrow range (uncertified guesses far off), T above 256 */
       c.dt = NDF_FLOAT32;

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -203,6 +204,23 @@ template <int N> static inline void ndf_ecc3_cp_wait() {
     tl_cpg.erase(tl_cpg.begin());
   }
 }
+// bulk copies on an mbarrier (its 8 bytes: the completed phases, the bytes still expected): the copy at once,
+// the phase completing when the expected bytes have all arrived; a wait spins on it
+struct emu_mb { std::atomic<unsigned> ph; unsigned tx; };
+static inline emu_mb *emu_mbp(unsigned long long *b) { return (emu_mb *)(void *)b; }
+static inline void ndf_ecc3_mb_init(unsigned long long *b) { new (b) emu_mb{{0u}, 0u}; }
+static inline void ndf_ecc3_mb_init_fence() {}
+static inline void ndf_ecc3_mb_expect(unsigned long long *b, unsigned bytes) { emu_mbp(b)->tx += bytes; }
+static inline void ndf_ecc3_bulk(float *s, const float *g, unsigned bytes, unsigned long long *b) {
+  if (bytes % 16 || ((uintptr_t)s | (uintptr_t)g) % 16) fprintf(stderr, "bulk copy misaligned\n"), abort();
+  memcpy(s, g, bytes);
+  if ((emu_mbp(b)->tx -= bytes) == 0) emu_mbp(b)->ph.fetch_add(1, std::memory_order_release);
+}
+static inline void ndf_ecc3_mb_wait(unsigned long long *b, unsigned par) {
+  while ((emu_mbp(b)->ph.load(std::memory_order_acquire) & 1u) == par) std::this_thread::yield();
+}
+static inline void ndf_ecc3_mb_inval(unsigned long long *b) { memset((void *)b, 0x5a, 8); }
+static inline void ndf_ecc3_fence_async() {}
 static inline float ndf_ecc3_fmasat(float a, float b, float c) {
   const float r = std::fmaf(a, b, c);
   return r != r ? 0.0f : std::fmin(std::fmax(r, 0.0f), 1.0f);
@@ -331,7 +349,8 @@ int main(int argc, char **argv) {
     auto ax = [&](int64_t hi) { return urand() < 0.2 ? irand(1, 3) : irand(1, hi); };
     const int64_t nz = ax(12), ny = urand() < 0.3 ? irand(28, 66) : ax(20);
     // 64 / 128 / 256: 8 or 16 tiles across (block columns) at 8 or 16 columns per lane
-    const int64_t nx = fstg ? 128 * irand(1, 2) : urand() < 0.25 ? 64 * irand(1, 2) * irand(1, 2) : urand() < 0.5 ? 4 * irand(1, 12) : ax(50);
+    // (staged: a row of 4224 now and then, two pieces for the bulk copies of phase 1)
+    const int64_t nx = fstg ? (urand() < 0.15 ? 4224 : 128 * irand(1, 2)) : urand() < 0.25 ? 64 * irand(1, 2) * irand(1, 2) : urand() < 0.5 ? 4 * irand(1, 12) : ax(50);
     int64_t sx = lay == 3 ? 2 : 1, sy = lay == 1 ? nx * sx + 4 * irand(0, 3) + (irand(0, 1) ? 0 : 1) : nx * sx;
     int64_t sz = ny * sy + (lay == 1 ? 4 * irand(0, 2) : 0);
 #else
@@ -408,6 +427,8 @@ int main(int argc, char **argv) {
     p.ny = ny; p.sy = sy; p.ntx = pl.ntx; p.nty = pl.nty;
     p.bcol = pl.ntx % 8 == 0 && irand(0, 3) != 0; // block columns (the runtime's default where they apply)
     if (p.bcol && !w8 && nx % 128 == 0 && (fstg || irand(0, 3) != 0)) p.bcol = 2; // staged planes
+    // the staged kernel's phase 1: bulk copies, cp.async, loads (EMU_P1 fixes it)
+    p.p1 = getenv("EMU_P1") ? atoi(getenv("EMU_P1")) : irand(0, 2);
     nstg += p.bcol == 2;
     nbcol += p.bcol != 0;
 #else
