@@ -2578,6 +2578,10 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
   };
   float lo = INF, hi = -INF;
   bool anyown = false; // the lane owns a row of one of its units
+  // phase 1 by bulk copies (staged): the block's rows [bra, brb) of the image's nz ny (plane-major)
+  const bool p1b = SK && stg && p.p1 == 0;
+  const int bra = p1b && !hblk ? (int)((ndf_i64)bimg * nzi * nyi / bpi) : 0;
+  const int brb = p1b && !hblk ? (int)((ndf_i64)(bimg + 1) * nzi * nyi / bpi) : 0;
   {
     // float4 rows, coalesced: F lanes per row (the row's W voxels, 16 bytes each), 32 / F rows per
     // load, the own rows 0..30 of the tile in F loads per plane (a load touches 32 / F rows' sectors,
@@ -2619,7 +2623,7 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
       if (cy >= nty) cy -= nty, cz++;
       cz += sz_;
     };
-    if (SK && stg && p.p1 == 0) {
+    if (p1b) {
       // staged, bulk copies: the block's share of the image's rows (plane-major), in stages of 16 KB (rows of
       // nx <= 4096 floats, runs of contiguous rows one copy each; or a piece of a longer row) to 4 buffers in
       // the staged buffers (free until the march), thread 0 issuing a stage's copies 3 stages ahead of the
@@ -2627,8 +2631,7 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
       // pass no L1 (s15a: phase 1 at 512^3 took 179-182 us in this kernel, by loads or by cp.async, 134 us in
       // ndf_ecc_strip3 with its smaller shared memory)
       unsigned long long *const mb = (unsigned long long *)(sbuf + 4 * 4096); // 4 mbarriers after the 4 x 16 KB
-      const ndf_i64 R = (ndf_i64)nzi * nyi;
-      const int ra = hblk ? 0 : (int)((ndf_i64)bimg * R / bpi), rb = hblk ? 0 : (int)((ndf_i64)(bimg + 1) * R / bpi);
+      const int ra = bra, rb = brb;
       const int PR = (nxi + 4095) / 4096, SR = PR > 1 ? 1 : 4096 / nxi; // pieces a row, rows a stage
       const int nst = PR > 1 ? (rb - ra) * PR : (rb - ra + SR - 1) / SR;
       auto rowp = [&](int r) { return (const float *)in + (ndf_i64)(r / nyi) * p.sz + (ndf_i64)(r % nyi) * p.sy; };
@@ -2733,6 +2736,17 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
   // (lanes 0..30 in the image, the rare path's mapping) look for the least NaN index
   if (__any_sync(FULL, lo != lo)) lo = anyown ? __int_as_float(0x7fffffff) : INF, hi = -INF;
   ndf_ecc2_phase1_end(p, lo, hi, r_lo, r_hi, r_key, [&] {
+    if (p1b) { // bulk copies: the block's rows, each warp that saw a NaN (a row's first NaN per lane)
+      for (int r = bra + lane; r < brb; r += 32) {
+        const float *const g = (const float *)in + (ndf_i64)(r / nyi) * p.sz + (ndf_i64)(r % nyi) * p.sy;
+        for (int j = 0; j < nxi; j++)
+          if (g[j] != g[j]) {
+            atomicMax(&r_key, ~(ndf_u64)((ndf_i64)img * (p.nz * p.ny * p.nx) + (ndf_i64)r * p.nx + j));
+            break;
+          }
+      }
+      return;
+    }
     // rare: the least C-order index of a NaN among this lane's own voxels (per unit: a row's first)
     for (ndf_i64 v = act ? wi : V1; v < V1; v += tpi) {
       seg s;
