@@ -2578,10 +2578,14 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
   };
   float lo = INF, hi = -INF;
   bool anyown = false; // the lane owns a row of one of its units
-  // phase 1 by bulk copies (staged): the block's rows [bra, brb) of the image's nz ny (plane-major)
+  // phase 1 by bulk copies (staged): the image's rows r = z ny + y in NC chunks of up to 16 KB -- SR rows of
+  // nx <= 4096 floats, or with PR > 1 pieces a row the piece c % PR of row c / PR -- the block's chunks
+  // c = bimg + st bpi (st < nst): the image's blocks sweep it together, as the loads' plane-major units do
   const bool p1b = SK && stg && p.p1 == 0;
-  const int bra = p1b && !hblk ? (int)((ndf_i64)bimg * nzi * nyi / bpi) : 0;
-  const int brb = p1b && !hblk ? (int)((ndf_i64)(bimg + 1) * nzi * nyi / bpi) : 0;
+  const int PR = p1b ? (nxi + 4095) / 4096 : 1, SR = p1b && PR == 1 ? 4096 / nxi : 1, R1 = nzi * nyi;
+  const int NC = PR > 1 ? R1 * PR : (R1 + SR - 1) / SR;
+  const int nst = p1b && !hblk && bimg < NC ? (NC - 1 - bimg) / bpi + 1 : 0;
+  auto rowp = [&](int r) { return (const float *)in + (ndf_i64)(r / nyi) * p.sz + (ndf_i64)(r % nyi) * p.sy; };
   {
     // float4 rows, coalesced: F lanes per row (the row's W voxels, 16 bytes each), 32 / F rows per
     // load, the own rows 0..30 of the tile in F loads per plane (a load touches 32 / F rows' sectors,
@@ -2624,26 +2628,23 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
       cz += sz_;
     };
     if (p1b) {
-      // staged, bulk copies: the block's share of the image's rows (plane-major), in stages of 16 KB (rows of
-      // nx <= 4096 floats, runs of contiguous rows one copy each; or a piece of a longer row) to 4 buffers in
-      // the staged buffers (free until the march), thread 0 issuing a stage's copies 3 stages ahead of the
-      // block's folds, the 256 threads folding a stage as float4 each after its mbarrier's phase.  The copies
-      // pass no L1 (s15a: phase 1 at 512^3 took 179-182 us in this kernel, by loads or by cp.async, 134 us in
-      // ndf_ecc_strip3 with its smaller shared memory)
+      // staged, bulk copies: the block's chunks (above; runs of contiguous rows one copy each) to 4 buffers of
+      // 16 KB in the staged buffers (free until the march), thread 0 issuing a chunk's copies 3 chunks ahead of
+      // the block's folds, the 256 threads folding a chunk as float4 each after its mbarrier's phase.  The
+      // copies pass no L1: in this kernel, with its shared memory, the loads of phase 1 took 213 us at 512^3
+      // (r15b; 137 in ndf_ecc_strip3), per-warp cp.async rings 190; bulk copies of the block's own contiguous
+      // rows 158
       unsigned long long *const mb = (unsigned long long *)(sbuf + 4 * 4096); // 4 mbarriers after the 4 x 16 KB
-      const int ra = bra, rb = brb;
-      const int PR = (nxi + 4095) / 4096, SR = PR > 1 ? 1 : 4096 / nxi; // pieces a row, rows a stage
-      const int nst = PR > 1 ? (rb - ra) * PR : (rb - ra + SR - 1) / SR;
-      auto rowp = [&](int r) { return (const float *)in + (ndf_i64)(r / nyi) * p.sz + (ndf_i64)(r % nyi) * p.sy; };
-      auto issue = [&](int st) { // thread 0: stage st's copies to buffer st % 4
+      auto issue = [&](int st) { // thread 0: stage st's copies (chunk bimg + st bpi) to buffer st % 4
+        const int c = bimg + st * bpi;
         float *const d = sbuf + (st & 3) * 4096;
         unsigned long long *const b = mb + (st & 3);
         if (PR > 1) {
-          const int c0 = (st % PR) * 4096, len = min(4096, nxi - c0);
+          const int c0 = (c % PR) * 4096, len = min(4096, nxi - c0);
           ndf_ecc3_mb_expect(b, 4u * len);
-          ndf_ecc3_bulk(d, rowp(ra + st / PR) + c0, 4u * len, b);
+          ndf_ecc3_bulk(d, rowp(c / PR) + c0, 4u * len, b);
         } else {
-          const int r0 = ra + st * SR, n = min(SR, rb - r0);
+          const int r0 = c * SR, n = min(SR, R1 - r0);
           ndf_ecc3_mb_expect(b, 4u * n * nxi);
           for (int i = 0; i < n;) { // a run of rows contiguous in memory: one copy
             const float *const g = rowp(r0 + i);
@@ -2663,7 +2664,7 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
         for (int st = 0; st < min(4, nst); st++) issue(st);
       for (int st = 0; st < nst; st++) {
         ndf_ecc3_mb_wait(mb + (st & 3), (unsigned)(st >> 2) & 1u);
-        const int cnt = PR > 1 ? min(4096, nxi - (st % PR) * 4096) : min(SR, rb - (ra + st * SR)) * nxi;
+        const int c = bimg + st * bpi, cnt = PR > 1 ? min(4096, nxi - (c % PR) * 4096) : min(SR, R1 - c * SR) * nxi;
         const float *const d = sbuf + (st & 3) * 4096;
         for (int i = 4 * tid; i < cnt; i += 1024) fold4(*(const float4 *)(d + i));
         __syncthreads(); // the buffer read by every thread: thread 0 refills it
@@ -2671,7 +2672,7 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
       }
       if (tid == 0)
         for (int i = 0; i < 4; i++) ndf_ecc3_mb_inval(mb + i);
-      anyown = rb > ra;
+      anyown = nst > 0;
     } else if (SK && stg && p.p1 == 1) {
       // staged (every tile whole, float4 rows): each unit's 32 rows to a ring of 4 slots of 32 x 16 floats per
       // warp in the staged buffers (free until the march) by cp.async, two units ahead of the folds -- up to
@@ -2736,14 +2737,27 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
   // (lanes 0..30 in the image, the rare path's mapping) look for the least NaN index
   if (__any_sync(FULL, lo != lo)) lo = anyown ? __int_as_float(0x7fffffff) : INF, hi = -INF;
   ndf_ecc2_phase1_end(p, lo, hi, r_lo, r_hi, r_key, [&] {
-    if (p1b) { // bulk copies: the block's rows, each warp that saw a NaN (a row's first NaN per lane)
-      for (int r = bra + lane; r < brb; r += 32) {
-        const float *const g = (const float *)in + (ndf_i64)(r / nyi) * p.sz + (ndf_i64)(r % nyi) * p.sy;
-        for (int j = 0; j < nxi; j++)
-          if (g[j] != g[j]) {
-            atomicMax(&r_key, ~(ndf_u64)((ndf_i64)img * (p.nz * p.ny * p.nx) + (ndf_i64)r * p.nx + j));
-            break;
-          }
+    if (p1b) { // bulk copies: the block's chunks, each warp that saw a NaN (per lane its first NaN)
+      const ndf_i64 base = (ndf_i64)img * (p.nz * p.ny * p.nx);
+      for (int st = 0; st < nst; st++) {
+        const int c = bimg + st * bpi;
+        if (PR > 1) { // a piece of row c / PR: the lanes along it
+          const int r = c / PR, c0 = (c % PR) * 4096, len = min(4096, nxi - c0);
+          const float *const g = rowp(r) + c0;
+          for (int j = lane; j < len; j += 32)
+            if (g[j] != g[j]) {
+              atomicMax(&r_key, ~(ndf_u64)(base + (ndf_i64)r * p.nx + c0 + j));
+              break;
+            }
+        } else if (lane < SR && c * SR + lane < R1) { // rows: one a lane
+          const int r = c * SR + lane;
+          const float *const g = rowp(r);
+          for (int j = 0; j < nxi; j++)
+            if (g[j] != g[j]) {
+              atomicMax(&r_key, ~(ndf_u64)(base + (ndf_i64)r * p.nx + j));
+              break;
+            }
+        }
       }
       return;
     }
@@ -2771,6 +2785,8 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
   unsigned sq = 0; // staged: the copy groups issued (the next plane's buffer sq % NSB)
   seg sm;
   int um = u0;
+  // (staged: the first NSB - 1 planes' copies, the first plane from its buffer, the next plane's copies -- its
+  // delivery after the set-up instead, or in the march, made ptxas spill 420-480 bytes instead of 64)
   auto first2 = [&] { // the first two planes of the segment that starts at um
     const bool later = um != u0;
     um += seg_at(um, sm);
@@ -2778,8 +2794,7 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
       if (later) __syncthreads(); // the segment before's last planes read by every warp
 #pragma unroll
       for (int i = 0; i < NSB - 1; i++) s_issue(sm, sm.zb + i, sq);
-      s_deliver(sm, sm.zb, RA, sq);
-      s_issue(sm, sm.zb + NSB - 1, sq);
+      s_deliver(sm, sm.zb, RA, sq), s_issue(sm, sm.zb + NSB - 1, sq);
     } else if (sm.fast) load(ndf_ecc2_bool<true>(), sm, sm.zb, RA), load(ndf_ecc2_bool<true>(), sm, sm.zb + 1, RB);
     else load(ndf_ecc2_bool<false>(), sm, sm.zb, RA), load(ndf_ecc2_bool<false>(), sm, sm.zb + 1, RB);
   };
