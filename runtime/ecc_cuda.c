@@ -722,9 +722,11 @@ static uint64_t now_ns(void) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
-static ndf_status fused_launch(ndf_ctx *ctx, const ndf__ecc_call *c, CUfunction fn, ndf__params *pb,
-                               const ndf_array *in, const ndf_array *out, unsigned grid, unsigned dyn,
-                               const fused_mem *m, uint32_t seq, int64_t *nan_at, int *not_finite, int *fallback) {
+/* (pre: a kernel launched first on the same grid with the same parameters, no dynamic shared memory, not
+ * cooperative -- strip3's split phase 1; NULL: none) */
+static ndf_status fused_launch_pre(ndf_ctx *ctx, const ndf__ecc_call *c, CUfunction pre, CUfunction fn, ndf__params *pb,
+                                   const ndf_array *in, const ndf_array *out, unsigned grid, unsigned dyn,
+                                   const fused_mem *m, uint32_t seq, int64_t *nan_at, int *not_finite, int *fallback) {
   const int nb = c->nb, isfloat = in->dtype == NDF_FLOAT32 || in->dtype == NDF_FLOAT64;
   ndf__params_put_padded(pb, nb, in->shape);
   ndf__params_put_padded(pb, nb, in->strides);
@@ -732,7 +734,9 @@ static ndf_status fused_launch(ndf_ctx *ctx, const ndf__ecc_call *c, CUfunction 
   ndf__params_put_padded(pb, nb, out->strides);
   void *args[] = {pb->b};
   ecc_t_launch[0] = now_ns();
-  const CUresult r = ndf__cu(NULL)->cuLaunchCooperativeKernel(fn, grid, 1, 1, 256, 1, 1, dyn, ctx->stream, args);
+  CUresult r = CUDA_SUCCESS;
+  if (pre) r = ndf__cu(NULL)->cuLaunchKernel(pre, grid, 1, 1, 256, 1, 1, 0, ctx->stream, args, NULL);
+  if (r == CUDA_SUCCESS) r = ndf__cu(NULL)->cuLaunchCooperativeKernel(fn, grid, 1, 1, 256, 1, 1, dyn, ctx->stream, args);
   ecc_t_launch[1] = now_ns();
   if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE || r == CUDA_ERROR_NOT_SUPPORTED) {
     ndf__scratch_free(ctx, m->base);
@@ -750,6 +754,11 @@ static ndf_status fused_launch(ndf_ctx *ctx, const ndf__ecc_call *c, CUfunction 
   }
   ndf__scratch_free(ctx, m->base);
   return s;
+}
+static ndf_status fused_launch(ndf_ctx *ctx, const ndf__ecc_call *c, CUfunction fn, ndf__params *pb,
+                               const ndf_array *in, const ndf_array *out, unsigned grid, unsigned dyn,
+                               const fused_mem *m, uint32_t seq, int64_t *nan_at, int *not_finite, int *fallback) {
+  return fused_launch_pre(ctx, c, NULL, fn, pb, in, out, grid, dyn, m, seq, nan_at, not_finite, fallback);
 }
 
 /* One cooperative launch of ndf_ecc_brick (thresholds over [min, max], T <=
@@ -1152,16 +1161,19 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   int hdrblk = !(hbe && strcmp(hbe, "0") == 0);
   const int w = strip3_w();
   /* the histogram: T + 1 rows of 32 lane columns of int; staged planes (ndf_ecc_strip3s: float32, block
-   * columns of 128 whole columns, 16 per lane, two blocks per SM; NDF_ECC3_STG=0 or NDF_ECC3_BCOL=0: off):
-   * four buffers of 32 rows of 132 floats */
-  const char *bce = getenv("NDF_ECC3_BCOL"), *stge = getenv("NDF_ECC3_STG");
+   * columns of 128 whole columns, 16 per lane, sm_80 on, two blocks per SM): four buffers of 32 rows of 132
+   * floats.  Staged from 2^26 voxels a call (r15c, H200: 512^3 0.458 against 0.489, but 256^3 0.093 against
+   * 0.078 and 128^3 0.040 against 0.028 -- its shared memory leaves phase 1 a small L1, and the staged march
+   * gains only where the planes come from DRAM); NDF_ECC3_STG=1: wherever it applies, =0 or NDF_ECC3_BCOL=0:
+   * never.  Its phase 1 (ndf_ecc3_params.p1): 0 bulk copies (sm_90 on; NDF_ECC3_P1=tma), 1 the loads of
+   * ndf_ecc_strip3 (before sm_90; =ldg), 2 split (=split): a launch of ndf_ecc_strip3 before, phase 1 only,
+   * with its small shared memory */
+  const char *bce = getenv("NDF_ECC3_BCOL"), *stge = getenv("NDF_ECC3_STG"), *p1e = getenv("NDF_ECC3_P1");
   const int bcol_ok = !(bce && strcmp(bce, "0") == 0);
+  const int64_t nvox = c->nimg * c->sshape[0] * c->sshape[1] * c->sshape[2];
   int stg = bcol_ok && w == 16 && in->dtype == NDF_FLOAT32 && c->sshape[2] % 128 == 0 && ctx->cc_major >= 8 &&
-            !(stge && strcmp(stge, "0") == 0);
-  /* its phase 1 (ndf_ecc3_params.p1): NDF_ECC3_P1=tma (bulk copies, sm_90 on; the default there), cp (cp.async),
-   * ldg (loads; the default before sm_90) */
-  const char *p1e = getenv("NDF_ECC3_P1");
-  const int64_t p1 = p1e && !strcmp(p1e, "cp") ? 1 : (p1e && !strcmp(p1e, "ldg")) || ctx->cc_major < 9 ? 2 : 0;
+            (stge ? strcmp(stge, "1") == 0 : nvox >= ((int64_t)1 << 26));
+  int64_t p1 = p1e && !strcmp(p1e, "split") ? 2 : (p1e && !strcmp(p1e, "ldg")) || ctx->cc_major < 9 ? 1 : 0;
   const int64_t T = c->T, nimg = c->nimg;
   const char *kname;
   CUfunction fn;
@@ -1182,6 +1194,9 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
     if (!stg || occ >= 2) break;
     stg = 0; /* many thresholds (T > ~300 at 228 KiB per SM): the staged planes' block would be alone on its SM */
   }
+  if (!stg) p1 = 1; /* (read by the staged kernel only) */
+  CUfunction pre = NULL; /* the split phase 1's kernel (same module) */
+  if (stg && p1 == 2 && (s = get_fn(ctx, c->name, "ndf_ecc_strip3", in->dtype, 3, cons, 0, &pre)) != NDF_OK) return s;
   strip3_plan pl;
   if (cap < 2 || !strip3_plan_make(c, cons, w, cap - hdrblk, &pl)) return NDF_OK;
   const int64_t grid = pl.ch.nblocks + hdrblk;
@@ -1203,7 +1218,7 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   NDF__PUT(&pb, p1);
   const CUdeviceptr prof = strip_prof_alloc(ctx, grid);
   strip_put_tail(&pb, nb, pl.ch.ncopy, &m, hdrblk, prof);
-  s = fused_launch(ctx, c, fn, &pb, in, out, (unsigned)grid, dyn, &m, m.seq, nan_at, not_finite, fallback);
+  s = fused_launch_pre(ctx, c, pre, fn, &pb, in, out, (unsigned)grid, dyn, &m, m.seq, nan_at, not_finite, fallback);
   strip_prof_report(ctx, kname, prof, pl.ch.nblocks, grid);
   return s;
 }

@@ -2266,7 +2266,7 @@ struct ndf_ecc3_params {
   ndf_i64 ntx, nty, tpi, bpi; // x chunks, row tiles; warps (equal shares of the units) and blocks per image
   ndf_i64 bcol;               // 1: a block's warps march 8 neighbouring tiles together (ntx % 8 == 0); 2: and
                               // stage the planes in shared memory (nx % 128 == 0, W 16; the buffers after h3)
-  ndf_i64 p1;                 // staged (ndf_ecc_strip3s): phase 1 by 0 bulk copies (sm_90), 1 cp.async, 2 loads
+  ndf_i64 p1;                 // staged (ndf_ecc_strip3s): phase 1 by 0 bulk copies (sm_90), 1 loads
   int nb, ncopy;
   unsigned seq;
   int hdrblk, fence, bin;   // as ndf_ecc2_params
@@ -2429,7 +2429,11 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
                                               unsigned long long &r_key, bool &s_last) {
   // ndf_ecc2_start's fields, computed here: through the helper ptxas schedules strip3 differently
   // (session 10: other SASS at the same registers, not measured), the other kernels identically
-  ndf_ecc2_stamp(p.prof, 0);
+  // p1 == 2 (split): phase 1 by a launch of ndf_ecc_strip3 before this one with the same parameters -- it
+  // ends after phase 1 (the blocks' partials written, histograms and tickets zeroed), and ndf_ecc_strip3s
+  // starts at the set-up: phase 1 runs with ndf_ecc_strip3's small shared memory (a large L1)
+  const bool split = p.p1 == 2 && p.bcol == 2; // (the staged calls' parameters: ndf_ecc_strip3's own calls never split)
+  if (!(SK && split)) ndf_ecc2_stamp(p.prof, 0);
   const int T = (int)p.T;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const unsigned FULL = 0xffffffffu;
@@ -2563,6 +2567,7 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
     w.pin = z >= 0 && z < nzi;
   };
 
+  if (!(SK && split)) {
   // ---- phase 1: min, max, NaN of the image's own voxels (lanes 0..30, rows and planes in the image)
   // over other units: the image's (plane, tile) units v = z * NT + tile in plane-major order, warp wi
   // taking v = wi, wi + tpi, ... (grid-stride), so that the image's warps sweep the planes together,
@@ -2632,8 +2637,8 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
       // 16 KB in the staged buffers (free until the march), thread 0 issuing a chunk's copies 3 chunks ahead of
       // the block's folds, the 256 threads folding a chunk as float4 each after its mbarrier's phase.  The
       // copies pass no L1: in this kernel, with its shared memory, the loads of phase 1 took 213 us at 512^3
-      // (r15b; 137 in ndf_ecc_strip3), per-warp cp.async rings 190; bulk copies of the block's own contiguous
-      // rows 158
+      // (r15b; 137 in ndf_ecc_strip3), per-warp cp.async rings (two units ahead) 190, bulk copies 157-158
+      // (r15b, r15c: of the block's own contiguous rows, or interleaved as here)
       unsigned long long *const mb = (unsigned long long *)(sbuf + 4 * 4096); // 4 mbarriers after the 4 x 16 KB
       auto issue = [&](int st) { // thread 0: stage st's copies (chunk bimg + st bpi) to buffer st % 4
         const int c = bimg + st * bpi;
@@ -2673,39 +2678,6 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
       if (tid == 0)
         for (int i = 0; i < 4; i++) ndf_ecc3_mb_inval(mb + i);
       anyown = nst > 0;
-    } else if (SK && stg && p.p1 == 1) {
-      // staged (every tile whole, float4 rows): each unit's 32 rows to a ring of 4 slots of 32 x 16 floats per
-      // warp in the staged buffers (free until the march) by cp.async, two units ahead of the folds -- up to
-      // three units' 2 KB in flight per warp without registers or L1 lines (s15a: the loads above took phase 1
-      // from 138 to 179 us at 512^3 in this kernel: its shared memory leaves L1 too few lines in flight).
-      // The lane reads back its own 4 pieces (rows lane / 4 + 8 i, columns 4 (lane % 4)) and folds them all:
-      // a row outside the image is a clamped copy of an image row, the neighbour row 31 an image row, so
-      // min and max are the image's, a NaN seen is the image's (its owner flags it too)
-      float *const ws = sbuf + warp * (4 * 32 * W);
-      const int lr = lane / 4, lc = 4 * (lane % 4);
-      ndf_i64 vi = act ? wi : V1; // the next unit to copy (the cursor's)
-      auto issue1 = [&](int slot) {
-        if (vi < V1) {
-          const int y0 = cy * NDF_S3R - CONS + lr;
-          anyown |= lane < NDF_S3R && cy * NDF_S3R - CONS + lane >= 0 && cy * NDF_S3R - CONS + lane < nyi;
-          const float *b = (const float *)in + (ndf_i64)cz * p.sz + cx * W + lc;
-          float *const d = ws + slot * (32 * W) + lr * W + lc;
-#pragma unroll
-          for (int i = 0; i < 4; i++) ndf_ecc3_cp16(d + 8 * i * W, b + (ndf_i64)min(max(y0 + 8 * i, 0), nyi - 1) * p.sy);
-          next();
-        }
-        vi += tpi;
-        ndf_ecc3_cp_commit();
-      };
-      issue1(0), issue1(1);
-      for (ndf_i64 v = act ? wi : V1, j = 0; v < V1; v += tpi, j++) {
-        issue1((int)(j + 2) & 3);
-        ndf_ecc3_cp_wait<2>();
-        const float *const r = ws + ((int)j & 3) * (32 * W) + lr * W + lc;
-#pragma unroll
-        for (int i = 0; i < 4; i++) fold4(*(const float4 *)(r + 8 * i * W));
-      }
-      ndf_ecc3_cp_wait<0>();
     } else
     for (ndf_i64 v = act ? wi : V1; v < V1; v += 2 * (ndf_i64)tpi) { // two units' loads in flight (one left: it twice)
       const int xa = cx * W, ya = cy * NDF_S3R - CONS, za = cz, ta = cy * ntx + cx;
@@ -2777,7 +2749,9 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
     }
   });
   ndf_ecc2_stamp(p.prof, 1);
+  if (split) return; // ndf_ecc_strip3: phase 1 only
   ndf_ecc2_grid_sync(p.gbar, p.fence);
+  } else if (threadIdx.x == 0) r_key = 0ull; // ndf_ecc_strip3s after the split's phase 1 (as phase 1's end)
   ndf_ecc2_stamp(p.prof, 2);
 
   // ---- the first segment's first two planes, loaded now (their latency overlaps the set-up)

@@ -135,10 +135,11 @@ static const char *expected_kernel(const ecase *c, char *buf, size_t len) {
       (c->dt == NDF_FLOAT32 ? !(e && !strcmp(e, "old")) : c->dt != NDF_FLOAT64 && e && !strcmp(e, "strip3"))) {
     const int t = c->cons == NDF_ECC_T, w = getenv("NDF_ECC3_W") && atoi(getenv("NDF_ECC3_W")) == 8 ? 8 : 16;
     if (nimg * ((((sp[2] + w - 1) / w) * ((sp[1] + t + 30) / 31) + 7) / 8) > 128) return NULL;
-    /* staged planes (ndf_ecc_strip3s): float32, widths multiple of 128 at 16 columns per lane (two blocks fit
-     * an H200's SM up to T 326: every T here) */
+    /* staged planes (ndf_ecc_strip3s): float32, widths multiple of 128 at 16 columns per lane, from 2^26
+     * voxels a call or with NDF_ECC3_STG=1 (two blocks fit an H200's SM up to T 326: every T here) */
     const char *bc = getenv("NDF_ECC3_BCOL"), *sg = getenv("NDF_ECC3_STG");
-    if (w == 16 && c->dt == NDF_FLOAT32 && sp[2] % 128 == 0 && !(bc && !strcmp(bc, "0")) && !(sg && !strcmp(sg, "0")))
+    if (w == 16 && c->dt == NDF_FLOAT32 && sp[2] % 128 == 0 && !(bc && !strcmp(bc, "0")) &&
+        (sg ? !strcmp(sg, "1") : nimg * sp[0] * sp[1] * sp[2] >= ((int64_t)1 << 26)))
       return "ndf_ecc_strip3s";
     return w == 16 ? "ndf_ecc_strip3" : "ndf_ecc_strip3n";
   }
@@ -907,7 +908,8 @@ static void test_gpu_strip2(void **state) {
  * NDF_ECC3_MC=1 (other task lengths), NDF_ECC3_W=8 (ndf_ecc_strip3n),
  * NDF_ECC2_WS=0, and on alternate
  * cases NDF_ECC2_FENCE=sc / NDF_ECC2_BIN=table, NDF_ECC3_BCOL=0 (the warps' own shares where
- * block columns apply: 8 or 16 tiles across).  Widths around the 16-column
+ * block columns apply: 8 or 16 tiles across), NDF_ECC3_STG=1 (ndf_ecc_strip3s, staged planes, where
+ * they apply; its phase 1 the default, and on alternate cases NDF_ECC3_P1=tma / ldg / split).  Widths around the 16-column
  * task (1, 4, 15, 16, 17, 33, 64, 100, 128, 256; 4224: the staged kernel's phase 1 in two pieces a row), heights around the 31-row tile (1,
  * 2, 30, 31, 32, 62, 63, 64), depths 1 to 24, batches (many images: past the
  * resident grid the old paths), float64 (the old paths), T = 2, 3, 37, 256,
@@ -922,9 +924,15 @@ static void test_gpu_strip3(void **state) {
   static const int64_t W[] = {1, 4, 15, 16, 17, 33, 64, 100, 128, 256, 4224}; /* 4224: rows of two bulk copies */
   static const int64_t H[] = {1, 2, 30, 31, 32, 62, 63, 64};
   static const ndf_dtype dts[5] = {NDF_FLOAT32, NDF_FLOAT32, NDF_UINT8, NDF_UINT16, NDF_FLOAT64};
-  static const char *const var[9] = {NULL,          "NDF_ECC_3D",  "NDF_ECC_MAPHDR", "NDF_ECC3_MC",   "NDF_ECC3_W",
-                                     "NDF_ECC2_WS", "NDF_ECC2_FENCE", "NDF_ECC2_BIN", "NDF_ECC3_BCOL"};
-  static const char *const val[9] = {NULL, "old", "0", "1", "8", "0", "sc", "table", "0"};
+  /* 9..12: the staged planes forced (ndf_ecc_strip3s where it applies), its phase 1 the default (odd cases),
+   * by bulk copies (even), by loads (odd), split (even) */
+  static const char *const var[13] = {NULL,          "NDF_ECC_3D",     "NDF_ECC_MAPHDR", "NDF_ECC3_MC",
+                                      "NDF_ECC3_W",  "NDF_ECC2_WS",    "NDF_ECC2_FENCE", "NDF_ECC2_BIN",
+                                      "NDF_ECC3_BCOL", "NDF_ECC3_STG", "NDF_ECC3_STG",  "NDF_ECC3_STG", "NDF_ECC3_STG"};
+  static const char *const val[13] = {NULL, "old", "0", "1", "8", "0", "sc", "table", "0", "1", "1", "1", "1"};
+  static const char *const var2[13] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                                       "NDF_ECC3_P1", "NDF_ECC3_P1", "NDF_ECC3_P1"};
+  static const char *const val2[13] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "tma", "ldg", "split"};
   int failed = 0;
   const long n = s->ncases / 4 > 24 ? s->ncases / 4 : 24;
   for (long k = 0; k < n && failed < 5; k++) {
@@ -947,7 +955,7 @@ static void test_gpu_strip3(void **state) {
     }
     /* uint8 / uint16 take strip3 only when asked (NDF_ECC_3D=strip3; the setting =old: the rows kernel) */
     const int small = c.dt == NDF_UINT8 || c.dt == NDF_UINT16;
-    failed += strip_settings(s->ctx, &c, &r, k, 9, var, val, NULL, NULL, small ? "NDF_ECC_3D" : NULL, "strip3");
+    failed += strip_settings(s->ctx, &c, &r, k, 13, var, val, var2, val2, small ? "NDF_ECC_3D" : NULL, "strip3");
   }
   if (failed) printf("%d strip3 cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);

@@ -427,7 +427,7 @@ int main(int argc, char **argv) {
     p.ny = ny; p.sy = sy; p.ntx = pl.ntx; p.nty = pl.nty;
     p.bcol = pl.ntx % 8 == 0 && irand(0, 3) != 0; // block columns (the runtime's default where they apply)
     if (p.bcol && !w8 && nx % 128 == 0 && (fstg || irand(0, 3) != 0)) p.bcol = 2; // staged planes
-    // the staged kernel's phase 1: bulk copies, cp.async, loads (EMU_P1 fixes it)
+    // the staged kernel's phase 1: bulk copies, loads, split (ndf_ecc_strip3's grid first; EMU_P1 fixes it)
     p.p1 = getenv("EMU_P1") ? atoi(getenv("EMU_P1")) : irand(0, 2);
     nstg += p.bcol == 2;
     nbcol += p.bcol != 0;
@@ -450,6 +450,7 @@ int main(int argc, char **argv) {
     p.nb = nb; p.ncopy = pl.ncopy; p.seq = 4242; p.hdrblk = hdrblk; p.fence = (int)irand(0, 1); p.bin = irand(0, 3) == 0;
     p.bshape[0] = nimg; p.bstr[0] = simg; p.oshape[0] = nimg; p.ostr[0] = T * ostep;
 #if EMU_NSP == 3
+    if (p.bcol == 2 && p.p1 == 2 && !w8) run_grid((unsigned)(pl.nblocks + hdrblk), [&] { ndf_ecc_strip3(p); }); // the split's phase 1
     run_grid((unsigned)(pl.nblocks + hdrblk), [&] { if (w8) ndf_ecc_strip3n(p); else if (p.bcol == 2) ndf_ecc_strip3s(p); else ndf_ecc_strip3(p); });
 #elif EMU_TELE
     run_grid((unsigned)(pl.nblocks + hdrblk), [&] { ndf_ecc_strip2t(p); });
