@@ -1162,18 +1162,18 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   const int w = strip3_w();
   /* the histogram: T + 1 rows of 32 lane columns of int; staged planes (ndf_ecc_strip3s: float32, block
    * columns of 128 whole columns, 16 per lane, sm_80 on, two blocks per SM): four buffers of 32 rows of 132
-   * floats.  Staged from 2^26 voxels a call (r15c, H200: 512^3 0.458 against 0.489, but 256^3 0.093 against
-   * 0.078 and 128^3 0.040 against 0.028 -- its shared memory leaves phase 1 a small L1, and the staged march
-   * gains only where the planes come from DRAM); NDF_ECC3_STG=1: wherever it applies, =0 or NDF_ECC3_BCOL=0:
-   * never.  Its phase 1 (ndf_ecc3_params.p1): 0 bulk copies (sm_90 on; NDF_ECC3_P1=tma), 1 the loads of
-   * ndf_ecc_strip3 (before sm_90; =ldg), 2 split (=split): a launch of ndf_ecc_strip3 before, phase 1 only,
-   * with its small shared memory */
+   * floats.  Staged from 2^26 voxels a call (r15d, H200, against ndf_ecc_strip3: 512^3 0.443 against 0.485,
+   * but 256^3 0.086 against 0.078, 128^3 0.031 against 0.028 -- the staged march gains only where the planes
+   * come from DRAM); NDF_ECC3_STG=1: wherever it applies, =0 or NDF_ECC3_BCOL=0: never.  Its phase 1
+   * (ndf_ecc3_params.p1): 2 split, the default: a launch of ndf_ecc_strip3 first, phase 1 only, with that
+   * kernel's small shared memory (a large L1); NDF_ECC3_P1=tma: 0, in the staged kernel by bulk copies (sm_90
+   * on; 512^3 0.451); =ldg: 1, in the staged kernel by ndf_ecc_strip3's loads (0.517: its L1 too small) */
   const char *bce = getenv("NDF_ECC3_BCOL"), *stge = getenv("NDF_ECC3_STG"), *p1e = getenv("NDF_ECC3_P1");
   const int bcol_ok = !(bce && strcmp(bce, "0") == 0);
   const int64_t nvox = c->nimg * c->sshape[0] * c->sshape[1] * c->sshape[2];
   int stg = bcol_ok && w == 16 && in->dtype == NDF_FLOAT32 && c->sshape[2] % 128 == 0 && ctx->cc_major >= 8 &&
             (stge ? strcmp(stge, "1") == 0 : nvox >= ((int64_t)1 << 26));
-  int64_t p1 = p1e && !strcmp(p1e, "split") ? 2 : (p1e && !strcmp(p1e, "ldg")) || ctx->cc_major < 9 ? 1 : 0;
+  int64_t p1 = p1e && !strcmp(p1e, "ldg") ? 1 : p1e && !strcmp(p1e, "tma") && ctx->cc_major >= 9 ? 0 : 2;
   const int64_t T = c->T, nimg = c->nimg;
   const char *kname;
   CUfunction fn;

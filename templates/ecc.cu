@@ -2266,7 +2266,7 @@ struct ndf_ecc3_params {
   ndf_i64 ntx, nty, tpi, bpi; // x chunks, row tiles; warps (equal shares of the units) and blocks per image
   ndf_i64 bcol;               // 1: a block's warps march 8 neighbouring tiles together (ntx % 8 == 0); 2: and
                               // stage the planes in shared memory (nx % 128 == 0, W 16; the buffers after h3)
-  ndf_i64 p1;                 // staged (ndf_ecc_strip3s): phase 1 by 0 bulk copies (sm_90), 1 loads
+  ndf_i64 p1;                 // staged (bcol 2): phase 1 by 0 bulk copies (sm_90), 1 loads, 2 split (ndf_ecc_strip3 first)
   int nb, ncopy;
   unsigned seq;
   int hdrblk, fence, bin;   // as ndf_ecc2_params
@@ -2567,190 +2567,190 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
     w.pin = z >= 0 && z < nzi;
   };
 
-  if (!(SK && split)) {
-  // ---- phase 1: min, max, NaN of the image's own voxels (lanes 0..30, rows and planes in the image)
-  // over other units: the image's (plane, tile) units v = z * NT + tile in plane-major order, warp wi
-  // taking v = wi, wi + tpi, ... (grid-stride), so that the image's warps sweep the planes together,
-  // neighbouring warps reading neighbouring tiles at the same time (run12a: phase 1 over the march's
-  // tile-major shares, 512^3 203 us; run12c: over contiguous plane-major shares, 158 us; the chunk
-  // plan before 128 us)
-  const int NT = ntx * nty;
-  const ndf_i64 V1 = (ndf_i64)NT * nzi;
-  const int tpi = (int)p.tpi;
-  auto unit_at = [&](int v, seg &s) {
-    const int z = v / NT;
-    seg_fill(v - z * NT, z, z + 1, s);
-  };
-  float lo = INF, hi = -INF;
-  bool anyown = false; // the lane owns a row of one of its units
-  // phase 1 by bulk copies (staged): the image's rows r = z ny + y in NC chunks of up to 16 KB -- SR rows of
-  // nx <= 4096 floats, or with PR > 1 pieces a row the piece c % PR of row c / PR -- the block's chunks
-  // c = bimg + st bpi (st < nst): the image's blocks sweep it together, as the loads' plane-major units do
-  const bool p1b = SK && stg && p.p1 == 0;
-  const int PR = p1b ? (nxi + 4095) / 4096 : 1, SR = p1b && PR == 1 ? 4096 / nxi : 1, R1 = nzi * nyi;
-  const int NC = PR > 1 ? R1 * PR : (R1 + SR - 1) / SR;
-  const int nst = p1b && !hblk && bimg < NC ? (NC - 1 - bimg) / bpi + 1 : 0;
-  auto rowp = [&](int r) { return (const float *)in + (ndf_i64)(r / nyi) * p.sz + (ndf_i64)(r % nyi) * p.sy; };
-  {
-    // float4 rows, coalesced: F lanes per row (the row's W voxels, 16 bytes each), 32 / F rows per
-    // load, the own rows 0..30 of the tile in F loads per plane (a load touches 32 / F rows' sectors,
-    // not 32 rows' halves); rows outside the image or past 30 read a clamped row and are not folded
-    constexpr int F = W / 4, R = 32 / F;
-    // a unit's F row pointers (tile column x, first row ty0, plane z) and which rows to fold
-    auto ptrs = [&](int x, int ty0, int z, const float *(&pp)[F], bool (&rv)[F]) {
-      const float *b4 = (const float *)in + (ndf_i64)z * p.sz + x + 4 * (lane % F);
-#pragma unroll
-      for (int i = 0; i < F; i++) {
-        const int q = lane / F + R * i, yq = ty0 + q;
-        rv[i] = q < NDF_S3R && yq >= 0 && yq < nyi;
-        pp[i] = b4 + (ndf_i64)min(max(yq, 0), nyi - 1) * p.sy;
-      }
+  if (!(SK && split)) { // phase 1 (the split: ndf_ecc_strip3 only)
+    // ---- phase 1: min, max, NaN of the image's own voxels (lanes 0..30, rows and planes in the image)
+    // over other units: the image's (plane, tile) units v = z * NT + tile in plane-major order, warp wi
+    // taking v = wi, wi + tpi, ... (grid-stride), so that the image's warps sweep the planes together,
+    // neighbouring warps reading neighbouring tiles at the same time (run12a: phase 1 over the march's
+    // tile-major shares, 512^3 203 us; run12c: over contiguous plane-major shares, 158 us; the chunk
+    // plan before 128 us)
+    const int NT = ntx * nty;
+    const ndf_i64 V1 = (ndf_i64)NT * nzi;
+    const int tpi = (int)p.tpi;
+    auto unit_at = [&](int v, seg &s) {
+      const int z = v / NT;
+      seg_fill(v - z * NT, z, z + 1, s);
     };
-    auto fold4 = [&](const float4 &a) {
-      lo = ndf_ecc2_fminnan(lo, ndf_ecc2_fminnan(ndf_ecc2_fminnan(a.x, a.y), ndf_ecc2_fminnan(a.z, a.w)));
-      hi = fmaxf(hi, fmaxf(fmaxf(a.x, a.y), fmaxf(a.z, a.w)));
-    };
-    // the lane's own row of a unit, element loads
-    auto slow = [&](int tile, int z) {
-      seg s;
-      seg_fill(tile, z, z + 1, s);
-      raw w;
-      load(ndf_ecc2_bool<false>(), s, z, w);
-      if (lane < NDF_S3R && s.rowin) // lane 31's row is another unit's
-#pragma unroll
-        for (int j = 0; j < W; j++)
-          if ((s.inb >> j) & 1u) lo = ndf_ecc2_fminnan(lo, w.v[j]), hi = fmaxf(hi, w.v[j]);
-    };
-    // the cursor (tile column cx, row tile cy, plane cz) of unit v, stepped by tpi without divisions
-    const int sz_ = tpi / NT, sy_ = tpi % NT / ntx, sx_ = tpi % NT % ntx;
-    int cz = 0, cy = 0, cx = 0;
-    if (act) cz = wi / NT, cy = wi % NT / ntx, cx = wi % NT % ntx;
-    auto next = [&] {
-      cx += sx_;
-      if (cx >= ntx) cx -= ntx, cy++;
-      cy += sy_;
-      if (cy >= nty) cy -= nty, cz++;
-      cz += sz_;
-    };
-    if (p1b) {
-      // staged, bulk copies: the block's chunks (above; runs of contiguous rows one copy each) to 4 buffers of
-      // 16 KB in the staged buffers (free until the march), thread 0 issuing a chunk's copies 3 chunks ahead of
-      // the block's folds, the 256 threads folding a chunk as float4 each after its mbarrier's phase.  The
-      // copies pass no L1: in this kernel, with its shared memory, the loads of phase 1 took 213 us at 512^3
-      // (r15b; 137 in ndf_ecc_strip3), per-warp cp.async rings (two units ahead) 190, bulk copies 157-158
-      // (r15b, r15c: of the block's own contiguous rows, or interleaved as here)
-      unsigned long long *const mb = (unsigned long long *)(sbuf + 4 * 4096); // 4 mbarriers after the 4 x 16 KB
-      auto issue = [&](int st) { // thread 0: stage st's copies (chunk bimg + st bpi) to buffer st % 4
-        const int c = bimg + st * bpi;
-        float *const d = sbuf + (st & 3) * 4096;
-        unsigned long long *const b = mb + (st & 3);
-        if (PR > 1) {
-          const int c0 = (c % PR) * 4096, len = min(4096, nxi - c0);
-          ndf_ecc3_mb_expect(b, 4u * len);
-          ndf_ecc3_bulk(d, rowp(c / PR) + c0, 4u * len, b);
-        } else {
-          const int r0 = c * SR, n = min(SR, R1 - r0);
-          ndf_ecc3_mb_expect(b, 4u * n * nxi);
-          for (int i = 0; i < n;) { // a run of rows contiguous in memory: one copy
-            const float *const g = rowp(r0 + i);
-            int k = 1;
-            while (i + k < n && rowp(r0 + i + k) == g + (ndf_i64)k * nxi) k++;
-            ndf_ecc3_bulk(d + i * nxi, g, 4u * k * nxi, b);
-            i += k;
-          }
-        }
-      };
-      if (tid == 0) {
-        for (int i = 0; i < 4; i++) ndf_ecc3_mb_init(mb + i);
-        ndf_ecc3_mb_init_fence();
-      }
-      __syncthreads();
-      if (tid == 0)
-        for (int st = 0; st < min(4, nst); st++) issue(st);
-      for (int st = 0; st < nst; st++) {
-        ndf_ecc3_mb_wait(mb + (st & 3), (unsigned)(st >> 2) & 1u);
-        const int c = bimg + st * bpi, cnt = PR > 1 ? min(4096, nxi - (c % PR) * 4096) : min(SR, R1 - c * SR) * nxi;
-        const float *const d = sbuf + (st & 3) * 4096;
-        for (int i = 4 * tid; i < cnt; i += 1024) fold4(*(const float4 *)(d + i));
-        __syncthreads(); // the buffer read by every thread: thread 0 refills it
-        if (tid == 0 && st + 4 < nst) ndf_ecc3_fence_async(), issue(st + 4);
-      }
-      if (tid == 0)
-        for (int i = 0; i < 4; i++) ndf_ecc3_mb_inval(mb + i);
-      anyown = nst > 0;
-    } else
-    for (ndf_i64 v = act ? wi : V1; v < V1; v += 2 * (ndf_i64)tpi) { // two units' loads in flight (one left: it twice)
-      const int xa = cx * W, ya = cy * NDF_S3R - CONS, za = cz, ta = cy * ntx + cx;
-      if (v + tpi < V1) next();
-      const int xb = cx * W, yb = cy * NDF_S3R - CONS, zb = cz, tb = cy * ntx + cx;
-      next();
-      // a row of the tile in the image: lanes 0..30 (rows ya + lane) own one
-      anyown |= lane < NDF_S3R && ((ya + lane >= 0 && ya + lane < nyi) || (yb + lane >= 0 && yb + lane < nyi));
-      if (vec && xa + W <= nxi && xb + W <= nxi) { // warp-uniform: both units on the fast loads
-        const float *pa[F], *pb[F];
-        bool ra[F], rb[F];
-        ptrs(xa, ya, za, pa, ra);
-        ptrs(xb, yb, zb, pb, rb);
-        float4 a[F], b[F];
-#pragma unroll
-        for (int i = 0; i < F; i++) a[i] = *(const float4 *)pa[i], b[i] = *(const float4 *)pb[i];
+    float lo = INF, hi = -INF;
+    bool anyown = false; // the lane owns a row of one of its units
+    // phase 1 by bulk copies (staged): the image's rows r = z ny + y in NC chunks of up to 16 KB -- SR rows of
+    // nx <= 4096 floats, or with PR > 1 pieces a row the piece c % PR of row c / PR -- the block's chunks
+    // c = bimg + st bpi (st < nst): the image's blocks sweep it together, as the loads' plane-major units do
+    const bool p1b = SK && stg && p.p1 == 0;
+    const int PR = p1b ? (nxi + 4095) / 4096 : 1, SR = p1b && PR == 1 ? 4096 / nxi : 1, R1 = nzi * nyi;
+    const int NC = PR > 1 ? R1 * PR : (R1 + SR - 1) / SR;
+    const int nst = p1b && !hblk && bimg < NC ? (NC - 1 - bimg) / bpi + 1 : 0;
+    auto rowp = [&](int r) { return (const float *)in + (ndf_i64)(r / nyi) * p.sz + (ndf_i64)(r % nyi) * p.sy; };
+    {
+      // float4 rows, coalesced: F lanes per row (the row's W voxels, 16 bytes each), 32 / F rows per
+      // load, the own rows 0..30 of the tile in F loads per plane (a load touches 32 / F rows' sectors,
+      // not 32 rows' halves); rows outside the image or past 30 read a clamped row and are not folded
+      constexpr int F = W / 4, R = 32 / F;
+      // a unit's F row pointers (tile column x, first row ty0, plane z) and which rows to fold
+      auto ptrs = [&](int x, int ty0, int z, const float *(&pp)[F], bool (&rv)[F]) {
+        const float *b4 = (const float *)in + (ndf_i64)z * p.sz + x + 4 * (lane % F);
 #pragma unroll
         for (int i = 0; i < F; i++) {
-          if (ra[i]) fold4(a[i]);
-          if (rb[i]) fold4(b[i]);
+          const int q = lane / F + R * i, yq = ty0 + q;
+          rv[i] = q < NDF_S3R && yq >= 0 && yq < nyi;
+          pp[i] = b4 + (ndf_i64)min(max(yq, 0), nyi - 1) * p.sy;
         }
-      } else {
-        slow(ta, za);
-        slow(tb, zb);
+      };
+      auto fold4 = [&](const float4 &a) {
+        lo = ndf_ecc2_fminnan(lo, ndf_ecc2_fminnan(ndf_ecc2_fminnan(a.x, a.y), ndf_ecc2_fminnan(a.z, a.w)));
+        hi = fmaxf(hi, fmaxf(fmaxf(a.x, a.y), fmaxf(a.z, a.w)));
+      };
+      // the lane's own row of a unit, element loads
+      auto slow = [&](int tile, int z) {
+        seg s;
+        seg_fill(tile, z, z + 1, s);
+        raw w;
+        load(ndf_ecc2_bool<false>(), s, z, w);
+        if (lane < NDF_S3R && s.rowin) // lane 31's row is another unit's
+#pragma unroll
+          for (int j = 0; j < W; j++)
+            if ((s.inb >> j) & 1u) lo = ndf_ecc2_fminnan(lo, w.v[j]), hi = fmaxf(hi, w.v[j]);
+      };
+      // the cursor (tile column cx, row tile cy, plane cz) of unit v, stepped by tpi without divisions
+      const int sz_ = tpi / NT, sy_ = tpi % NT / ntx, sx_ = tpi % NT % ntx;
+      int cz = 0, cy = 0, cx = 0;
+      if (act) cz = wi / NT, cy = wi % NT / ntx, cx = wi % NT % ntx;
+      auto next = [&] {
+        cx += sx_;
+        if (cx >= ntx) cx -= ntx, cy++;
+        cy += sy_;
+        if (cy >= nty) cy -= nty, cz++;
+        cz += sz_;
+      };
+      if (p1b) {
+        // staged, bulk copies: the block's chunks (above; runs of contiguous rows one copy each) to 4 buffers of
+        // 16 KB in the staged buffers (free until the march), thread 0 issuing a chunk's copies 3 chunks ahead of
+        // the block's folds, the 256 threads folding a chunk as float4 each after its mbarrier's phase.  The
+        // copies pass no L1: in this kernel, with its shared memory, the loads of phase 1 took 213 us at 512^3
+        // (r15b; 137 in ndf_ecc_strip3), per-warp cp.async rings (two units ahead) 190, bulk copies 157-158
+        // (r15b, r15c: of the block's own contiguous rows, or interleaved as here)
+        unsigned long long *const mb = (unsigned long long *)(sbuf + 4 * 4096); // 4 mbarriers after the 4 x 16 KB
+        auto issue = [&](int st) { // thread 0: stage st's copies (chunk bimg + st bpi) to buffer st % 4
+          const int c = bimg + st * bpi;
+          float *const d = sbuf + (st & 3) * 4096;
+          unsigned long long *const b = mb + (st & 3);
+          if (PR > 1) {
+            const int c0 = (c % PR) * 4096, len = min(4096, nxi - c0);
+            ndf_ecc3_mb_expect(b, 4u * len);
+            ndf_ecc3_bulk(d, rowp(c / PR) + c0, 4u * len, b);
+          } else {
+            const int r0 = c * SR, n = min(SR, R1 - r0);
+            ndf_ecc3_mb_expect(b, 4u * n * nxi);
+            for (int i = 0; i < n;) { // a run of rows contiguous in memory: one copy
+              const float *const g = rowp(r0 + i);
+              int k = 1;
+              while (i + k < n && rowp(r0 + i + k) == g + (ndf_i64)k * nxi) k++;
+              ndf_ecc3_bulk(d + i * nxi, g, 4u * k * nxi, b);
+              i += k;
+            }
+          }
+        };
+        if (tid == 0) {
+          for (int i = 0; i < 4; i++) ndf_ecc3_mb_init(mb + i);
+          ndf_ecc3_mb_init_fence();
+        }
+        __syncthreads();
+        if (tid == 0)
+          for (int st = 0; st < min(4, nst); st++) issue(st);
+        for (int st = 0; st < nst; st++) {
+          ndf_ecc3_mb_wait(mb + (st & 3), (unsigned)(st >> 2) & 1u);
+          const int c = bimg + st * bpi, cnt = PR > 1 ? min(4096, nxi - (c % PR) * 4096) : min(SR, R1 - c * SR) * nxi;
+          const float *const d = sbuf + (st & 3) * 4096;
+          for (int i = 4 * tid; i < cnt; i += 1024) fold4(*(const float4 *)(d + i));
+          __syncthreads(); // the buffer read by every thread: thread 0 refills it
+          if (tid == 0 && st + 4 < nst) ndf_ecc3_fence_async(), issue(st + 4);
+        }
+        if (tid == 0)
+          for (int i = 0; i < 4; i++) ndf_ecc3_mb_inval(mb + i);
+        anyown = nst > 0;
+      } else
+      for (ndf_i64 v = act ? wi : V1; v < V1; v += 2 * (ndf_i64)tpi) { // two units' loads in flight (one left: it twice)
+        const int xa = cx * W, ya = cy * NDF_S3R - CONS, za = cz, ta = cy * ntx + cx;
+        if (v + tpi < V1) next();
+        const int xb = cx * W, yb = cy * NDF_S3R - CONS, zb = cz, tb = cy * ntx + cx;
+        next();
+        // a row of the tile in the image: lanes 0..30 (rows ya + lane) own one
+        anyown |= lane < NDF_S3R && ((ya + lane >= 0 && ya + lane < nyi) || (yb + lane >= 0 && yb + lane < nyi));
+        if (vec && xa + W <= nxi && xb + W <= nxi) { // warp-uniform: both units on the fast loads
+          const float *pa[F], *pb[F];
+          bool ra[F], rb[F];
+          ptrs(xa, ya, za, pa, ra);
+          ptrs(xb, yb, zb, pb, rb);
+          float4 a[F], b[F];
+#pragma unroll
+          for (int i = 0; i < F; i++) a[i] = *(const float4 *)pa[i], b[i] = *(const float4 *)pb[i];
+#pragma unroll
+          for (int i = 0; i < F; i++) {
+            if (ra[i]) fold4(a[i]);
+            if (rb[i]) fold4(b[i]);
+          }
+        } else {
+          slow(ta, za);
+          slow(tb, zb);
+        }
       }
     }
-  }
-  // a NaN in the warp's voxels: min and max no longer matter (the call fails); the rows' owners
-  // (lanes 0..30 in the image, the rare path's mapping) look for the least NaN index
-  if (__any_sync(FULL, lo != lo)) lo = anyown ? __int_as_float(0x7fffffff) : INF, hi = -INF;
-  ndf_ecc2_phase1_end(p, lo, hi, r_lo, r_hi, r_key, [&] {
-    if (p1b) { // bulk copies: the block's chunks, each warp that saw a NaN (per lane its first NaN)
-      const ndf_i64 base = (ndf_i64)img * (p.nz * p.ny * p.nx);
-      for (int st = 0; st < nst; st++) {
-        const int c = bimg + st * bpi;
-        if (PR > 1) { // a piece of row c / PR: the lanes along it
-          const int r = c / PR, c0 = (c % PR) * 4096, len = min(4096, nxi - c0);
-          const float *const g = rowp(r) + c0;
-          for (int j = lane; j < len; j += 32)
-            if (g[j] != g[j]) {
-              atomicMax(&r_key, ~(ndf_u64)(base + (ndf_i64)r * p.nx + c0 + j));
-              break;
-            }
-        } else if (lane < SR && c * SR + lane < R1) { // rows: one a lane
-          const int r = c * SR + lane;
-          const float *const g = rowp(r);
-          for (int j = 0; j < nxi; j++)
-            if (g[j] != g[j]) {
-              atomicMax(&r_key, ~(ndf_u64)(base + (ndf_i64)r * p.nx + j));
-              break;
-            }
-        }
-      }
-      return;
-    }
-    // rare: the least C-order index of a NaN among this lane's own voxels (per unit: a row's first)
-    for (ndf_i64 v = act ? wi : V1; v < V1; v += tpi) {
-      seg s;
-      unit_at((int)v, s);
-      if (lane >= NDF_S3R || !s.rowin) continue;
-      for (int j = 0; j < W; j++)
-        if (((s.inb >> j) & 1u)) {
-          const float f = (float)s.rowp[(ndf_i64)s.zb * p.sz + (ndf_i64)j * p.sx];
-          if (f != f) {
-            atomicMax(&r_key, ~(ndf_u64)((ndf_i64)img * (p.nz * p.ny * p.nx) + ((ndf_i64)s.zb * p.ny + s.y) * p.nx + s.x + j));
-            break;
+    // a NaN in the warp's voxels: min and max no longer matter (the call fails); the rows' owners
+    // (lanes 0..30 in the image, the rare path's mapping) look for the least NaN index
+    if (__any_sync(FULL, lo != lo)) lo = anyown ? __int_as_float(0x7fffffff) : INF, hi = -INF;
+    ndf_ecc2_phase1_end(p, lo, hi, r_lo, r_hi, r_key, [&] {
+      if (p1b) { // bulk copies: the block's chunks, each warp that saw a NaN (per lane its first NaN)
+        const ndf_i64 base = (ndf_i64)img * (p.nz * p.ny * p.nx);
+        for (int st = 0; st < nst; st++) {
+          const int c = bimg + st * bpi;
+          if (PR > 1) { // a piece of row c / PR: the lanes along it
+            const int r = c / PR, c0 = (c % PR) * 4096, len = min(4096, nxi - c0);
+            const float *const g = rowp(r) + c0;
+            for (int j = lane; j < len; j += 32)
+              if (g[j] != g[j]) {
+                atomicMax(&r_key, ~(ndf_u64)(base + (ndf_i64)r * p.nx + c0 + j));
+                break;
+              }
+          } else if (lane < SR && c * SR + lane < R1) { // rows: one a lane
+            const int r = c * SR + lane;
+            const float *const g = rowp(r);
+            for (int j = 0; j < nxi; j++)
+              if (g[j] != g[j]) {
+                atomicMax(&r_key, ~(ndf_u64)(base + (ndf_i64)r * p.nx + j));
+                break;
+              }
           }
         }
-    }
-  });
-  ndf_ecc2_stamp(p.prof, 1);
-  if (split) return; // ndf_ecc_strip3: phase 1 only
-  ndf_ecc2_grid_sync(p.gbar, p.fence);
+        return;
+      }
+      // rare: the least C-order index of a NaN among this lane's own voxels (per unit: a row's first)
+      for (ndf_i64 v = act ? wi : V1; v < V1; v += tpi) {
+        seg s;
+        unit_at((int)v, s);
+        if (lane >= NDF_S3R || !s.rowin) continue;
+        for (int j = 0; j < W; j++)
+          if (((s.inb >> j) & 1u)) {
+            const float f = (float)s.rowp[(ndf_i64)s.zb * p.sz + (ndf_i64)j * p.sx];
+            if (f != f) {
+              atomicMax(&r_key, ~(ndf_u64)((ndf_i64)img * (p.nz * p.ny * p.nx) + ((ndf_i64)s.zb * p.ny + s.y) * p.nx + s.x + j));
+              break;
+            }
+          }
+      }
+    });
+    ndf_ecc2_stamp(p.prof, 1);
+    if (split) return; // ndf_ecc_strip3: phase 1 only
+    ndf_ecc2_grid_sync(p.gbar, p.fence);
   } else if (threadIdx.x == 0) r_key = 0ull; // ndf_ecc_strip3s after the split's phase 1 (as phase 1's end)
   ndf_ecc2_stamp(p.prof, 2);
 
