@@ -2524,8 +2524,8 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
   // one after.  A warp's 4 copies touch 4 rows' lines each instead of 32 (r14g: the march without its
   // global loads took 131 us instead of 281 at 512^3; reading cached planes instead was no faster: the
   // loads' L1 lookups, not DRAM, bound it).  Every warp of the block marches the same segments (block
-  // columns), so all reach each barrier.  The copies run NSB - 1 planes ahead of the reads (s15a: with two
-  // buffers, one plane ahead, the march took 247 us at 512^3): plane z + 3's copies go, right after plane
+  // columns), so all reach each barrier.  The copies run NSB - 1 planes ahead of the reads (the march at
+  // 512^3: 239-247 us; two buffers, one plane ahead: 247, r14stg): plane z + 3's copies go, right after plane
   // z's barrier, to the buffer plane z - 1 was read from before it; a segment's first copies follow a
   // block barrier (every warp past its reads of the segment before).
   constexpr int SBS = 132, NSB = 4; // a staged row's stride in floats (lane-per-row float4 reads conflict-free); buffers

@@ -909,9 +909,10 @@ static void test_gpu_strip2(void **state) {
  * NDF_ECC2_WS=0, and on alternate
  * cases NDF_ECC2_FENCE=sc / NDF_ECC2_BIN=table, NDF_ECC3_BCOL=0 (the warps' own shares where
  * block columns apply: 8 or 16 tiles across), NDF_ECC3_STG=1 (ndf_ecc_strip3s, staged planes, where
- * they apply; its phase 1 the default, and on alternate cases NDF_ECC3_P1=tma / ldg / split).  Widths around the 16-column
- * task (1, 4, 15, 16, 17, 33, 64, 100, 128, 256; 4224: the staged kernel's phase 1 in two pieces a row), heights around the 31-row tile (1,
- * 2, 30, 31, 32, 62, 63, 64), depths 1 to 24, batches (many images: past the
+ * they apply; its phase 1 the default, and on alternate cases NDF_ECC3_P1=tma / ldg / split).  Widths
+ * around the 16-column task (1, 4, 15, 16, 17, 33, 64, 100, 128, 256; 4224: the staged kernel's
+ * bulk-copy phase 1 in two pieces a row), heights around the 31-row tile (1, 2, 30, 31, 32, 62, 63,
+ * 64), depths 1 to 24, batches (many images: past the
  * resident grid the old paths), float64 (the old paths), T = 2, 3, 37, 256,
  * 319, 320 and 321 (past the kernel's limit: the old paths); ties, constant images,
  * values far from 0 (first guesses off); padded, negative and offset layouts
