@@ -1170,9 +1170,8 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
    * on; 512^3 0.451); =ldg: 1, in the staged kernel by ndf_ecc_strip3's loads (0.517: its L1 too small) */
   const char *bce = getenv("NDF_ECC3_BCOL"), *stge = getenv("NDF_ECC3_STG"), *p1e = getenv("NDF_ECC3_P1");
   const int bcol_ok = !(bce && strcmp(bce, "0") == 0);
-  const int64_t nvox = c->nimg * c->sshape[0] * c->sshape[1] * c->sshape[2];
   int stg = bcol_ok && w == 16 && in->dtype == NDF_FLOAT32 && c->sshape[2] % 128 == 0 && ctx->cc_major >= 8 &&
-            (stge ? strcmp(stge, "1") == 0 : nvox >= ((int64_t)1 << 26));
+            (stge ? strcmp(stge, "1") == 0 : c->nimg * c->npix >= ((int64_t)1 << 26));
   int64_t p1 = p1e && !strcmp(p1e, "ldg") ? 1 : p1e && !strcmp(p1e, "tma") && ctx->cc_major >= 9 ? 0 : 2;
   const int64_t T = c->T, nimg = c->nimg;
   const char *kname;

@@ -2835,7 +2835,7 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
     }
   };
   if (u0 < u1)
-    for (;;) { // segment sm (RA, RB loaded; staged: RA and G), then the next one's first two planes
+    for (;;) { // segment sm (RA, RB loaded; staged: RA, the next planes' copies in flight), then the next one's first planes
       if (SK && stg) march(ndf_ecc2_bool<true>(), ndf_ecc2_bool<SK>(), sm);
       else if (sm.fast) march(ndf_ecc2_bool<true>(), ndf_ecc2_bool<false>(), sm);
       else march(ndf_ecc2_bool<false>(), ndf_ecc2_bool<false>(), sm);
