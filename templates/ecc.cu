@@ -2522,8 +2522,9 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
   // coalesced -- warp w rows 4w .. 4w + 3, lane l columns 4l .. 4l + 3, lanes 0..3 also column 128 -- no
   // registers held; after the copies' wait and a block barrier each lane reads its row's 16 columns and the
   // one after.  A warp's 4 copies touch 4 rows' lines each instead of 32 (r14g: the march without its
-  // global loads took 131 us instead of 281 at 512^3; reading cached planes instead was no faster: the
-  // loads' L1 lookups, not DRAM, bound it).  Every warp of the block marches the same segments (block
+  // global loads took 131 us instead of 281 at 512^3, whence the guess that the loads' L1 lookups bound it;
+  // session 16 found otherwise -- coalesced loads without staging did not speed the march (r16d), and its
+  // stalls are the shared adds', shuffles' and instruction fetch (r16b)).  Every warp of the block marches the same segments (block
   // columns), so all reach each barrier.  The copies run NSB - 1 planes ahead of the reads (the march at
   // 512^3: 239-247 us; two buffers, one plane ahead: 247, r14stg): plane z + 3's copies go, right after plane
   // z's barrier, to the buffer plane z - 1 was read from before it; a segment's first copies follow a
