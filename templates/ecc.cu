@@ -2382,7 +2382,7 @@ struct ndf_ecc3_binner {
     const unsigned FULL = 0xffffffffu;
     const float ga2 = pin ? ga2l : 1.0f, gb2 = pin ? gb2l : __int_as_float(0x7f800000);
     const bool in = rowin && pin;
-    float dmn = 1.0f, dmx = 0.0f; // certified guesses: the least and the greatest d = ceil(g) - g of the lane's
+    float dmn = 1.0f, dmx = 0.0f; // certified guesses: the least and the greatest d = ceil(g) - g of the lane's voxels
 #pragma unroll
     for (int j = 0; j < N; j++) {
       const float s = ndf_ecc3_fmasat(v[j], ga2, gb2);
@@ -2399,7 +2399,7 @@ struct ndf_ecc3_binner {
     // (f - a) (T - 1) / (b - a), so its ceiling at most one bin from the bin -- others pass until none moves.
     // (Session 16: a rare path of 17 unrolled calls of ndf_ecc2_walk, and the per-voxel certificate tests,
     // cost the march 13% at 512^3 and 19% at 8192^2 -- run16g, timing without them; and "rare" it was not: at
-    // T = 256 over [-1000, 1000) a third of the warps' steps have an uncertified voxel.)  Lanes outside the
+    // T = 256 over [-1000, 1000) about a third of the warps' steps have an uncertified voxel, by D.)  Lanes outside the
     // image (bin T from the guess: s = 1, certified) never pass -- their values are another row's.
     const bool fix = cert ? (dmn < dl) | (dmx > dh) : in;
     if (__any_sync(FULL, fix) && fix) {
