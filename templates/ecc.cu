@@ -2395,8 +2395,9 @@ struct ndf_ecc3_binner {
     }
     // A lane with a guess not certified (uncertified thresholds: every lane in the image) corrects its bins
     // against the pairs, every voxel one bin a pass toward its own (bin k: tv[k - 1] < f <= tv[k]): certified
-    // thresholds need one pass -- a guess off the certificate is within D / 4 < 1 / 16 of the exact
-    // (f - a) (T - 1) / (b - a), so its ceiling at most one bin from the bin -- others pass until none moves.
+    // thresholds need one pass -- a guess off the certificate is within D / 2 < 1 / 8 of the exact (f - a) (T -
+    // 1) / (b - a), the thresholds' rounding included, so its ceiling at most one bin from the bin -- others
+    // pass until none moves.
     // (Session 16: a rare path of 17 unrolled calls of ndf_ecc2_walk, and the per-voxel certificate tests,
     // cost the march 13% at 512^3 and 19% at 8192^2 -- run16g, timing without them; and "rare" it was not: at
     // T = 256 over [-1000, 1000) about a third of the warps' steps have an uncertified voxel, by D.)  Lanes outside the
