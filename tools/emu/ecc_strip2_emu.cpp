@@ -184,6 +184,7 @@ using std::max;
 using std::min;
 static void ndf_ecc_grid_sync(unsigned *) { g_gridbar->arrive_and_wait(); }
 // the helpers of templates/ecc.cu (NDF_ECC2_HELPERS_BEGIN .. END), without inline PTX
+static inline float2 ndf_ecc3_ldpair(unsigned a) { return tl_blk->tpair[a / 8]; } // (shared-window addresses from 0)
 static inline void ndf_ecc3_red(unsigned a, int c) { __atomic_fetch_add((int *)((char *)tl_blk->h3 + a), c, __ATOMIC_RELAXED); }
 // cp.async: EMU_CPLATE=1 defers each thread's copies to its wait that completes their group (a read
 // before the right wait sees stale or poisoned shared memory); else copied at once
