@@ -838,7 +838,14 @@ static int strip_settings(ndf_ctx *ctx, ecase *c, tu_rng *r, long k, int nv, con
     if (base) setenv(base, bval, 1);
     if (var[v]) setenv(var[v], val[v], 1);
     if (v2) setenv(v2, val2[v], 1);
+    const int verbose = getenv("NDF_TEST_VERBOSE") != NULL; /* each case as it runs (which one hangs) */
+    if (verbose) {
+      printf("case %ld with %s=%s%s%s%s ...", k, var[v] ? var[v] : "default", var[v] ? val[v] : "", v2 ? " " : "",
+             v2 ? v2 : "", v2 ? val2[v] : "");
+      fflush(stdout);
+    }
     const int f = run_exact(ctx, c, &rv);
+    if (verbose) printf(" %s\n", c->desc);
     if (f)
       printf("  (failed with %s=%s%s%s%s)\n", var[v] ? var[v] : "default", var[v] ? val[v] : "", v2 ? " " : "",
              v2 ? v2 : "", v2 ? val2[v] : "");
