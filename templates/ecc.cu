@@ -2019,11 +2019,15 @@ __device__ __forceinline__ bool ndf_ecc2_setup(const P &p, bool hblk, int T, flo
       s_m = m;
       // Certified guesses: g = fmaf(f, ga, gb) differs from (f - a) G, G = (T - 1) / (b - a), by
       // at most T 2^-22.3 + |a| ga 2^-23.9 (ga = G (1 + th), |th| <= 2^-22.9: span to float, the
-      // division; gb and the fma: one rounding each), and t_k from a + k (b - a) / (T - 1) by
-      // (|a| + |b|) 2^-51 in the same units; f <= rd(t_k) iff f <= t_k.  So when d = ceil(g) - g
-      // lies in [D, 1 - D], D = 4x those bounds, the bin is ceil(g): f > t_{k-1} and f <= t_k.  Only
-      // with the thresholds in order (m = T - 1), D < 1/4 and ga > 0; else every guess reads the table.
-      const double D = (double)T * 0x1p-20 + (fabs(a) + fabs(b)) * (double)s_ga * 0x1p-21 + 0x1p-22;
+      // division; gb and the fma: one rounding each), the binner's g = s K - 1 by at most T 2^-22.5 +
+      // (|a| + |b|) ga 2^-22 + 2^-23 with d's rounding (ndf_ecc3_binner), and t_k from a + k (b - a) /
+      // (T - 1) by (|a| + |b|) 2^-51 in the same units; f <= rd(t_k) iff f <= t_k.  So when d = ceil(g)
+      // - g lies in [D, 1 - D], D = T 2^-22 + 5 (|a| + |b|) ga 2^-24 + 2^-21 (above each bound by a
+      // quarter or more), the bin is ceil(g): f > t_{k-1} and f <= t_k.  Only with the thresholds in
+      // order (m = T - 1), D < 1/4 and ga > 0; else every guess reads the table.  (Sessions 8-16: D 2.4x
+      // larger at T = 256 over [-1000, 1000), four times the bounds; tools/emu/ecc_cert_check.cpp: no wrong
+      // certified bin at D, wrong ones from D / 4.)
+      const double D = (double)T * 0x1p-22 + (fabs(a) + fabs(b)) * (double)s_ga * 0x1.4p-22 + 0x1p-21;
       // (ga > 0: +inf * ga + gb = +inf, whose guess is T; a constant image has ga = 0 and NaN there)
       const bool cert = p.bin == 0 && m == T - 1 && D < 0.25 && s_ga > 0.0f;
       s_dl = cert ? __double2float_ru(D) : 2.0f; // 2: never certified
@@ -2124,7 +2128,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
       bool ok = true;
       if (cert) {
         // the guess without a table read when certified (see the set-up; +inf, outside: T); the
-        // others (about (4 T + ...) 2^-20 of the voxels) walk from the guess
+        // others (about 2 D of the voxels: (T + ...) 2^-21) walk from the guess
         auto certified = [&](float f, float g) {
           const float d = ceilf(g) - g;
           return ((d >= dl) & (d <= dh)) | (f == INF);
@@ -2366,7 +2370,7 @@ __device__ __forceinline__ int ndf_ecc3_colsum(const int *h3, int k, int lane) {
 // certified (d = ceil(g) - g = (r - C) - s K in [dl, dh]: one FADD, one FFMA) or checked against the
 // pairs as strip2's; the others walk.  The error of g against (f - a) (T - 1) / (b - a) is at most
 // T 2^-22.5 + (|a| + |b|) ga 2^-22 + 2^-23 with d's own rounding (ga: 2^-22.9 relative; ga2, gb + 1,
-// gb2, s, d: one rounding each), within ndf_ecc2_setup's D (T 2^-20 + (|a| + |b|) ga 2^-21 + 2^-22).
+// gb2, s, d: one rounding each), within ndf_ecc2_setup's D (T 2^-22 + 5 (|a| + |b|) ga 2^-24 + 2^-21).
 // +inf (outside) gives s = 1, the bin T (d = 1/2: certified); rowin false (strip3: a row outside the
 // image, read as row 0 or ny - 1) and planes outside (pin false) take ga2 = 1, gb2 = +inf: every
 // value (finite or +inf) the bin T.  s = 0 (a guess far below: uncertified thresholds over a narrow
@@ -2395,13 +2399,14 @@ struct ndf_ecc3_binner {
     }
     // A lane with a guess not certified (uncertified thresholds: every lane in the image) corrects its bins
     // against the pairs, every voxel one bin a pass toward its own (bin k: tv[k - 1] < f <= tv[k]): certified
-    // thresholds need one pass -- a guess off the certificate is within D / 2 < 1 / 8 of the exact (f - a) (T -
-    // 1) / (b - a), the thresholds' rounding included, so its ceiling at most one bin from the bin -- others
+    // thresholds need one pass -- every guess is within D < 1 / 4 of the exact (f - a) (T - 1) / (b - a), the
+    // thresholds' rounding included, so its ceiling at most one bin from the bin -- others
     // pass until none moves.
     // (Session 16: a rare path of 17 unrolled calls of ndf_ecc2_walk, and the per-voxel certificate tests,
     // cost the march 13% at 512^3 and 19% at 8192^2 -- run16g, timing without them; and "rare" it was not: at
-    // T = 256 over [-1000, 1000) about a third of the warps' steps have an uncertified voxel, by D.)  Lanes outside the
-    // image (bin T from the guess: s = 1, certified) never pass -- their values are another row's.
+    // T = 256 over [-1000, 1000) about a third of the warps' steps had an uncertified voxel, by the D of then;
+    // session 17's D, 2.7x smaller there, leaves about 13%, an estimate.)  Lanes outside the image (bin T from
+    // the guess: s = 1, certified) never pass -- their values are another row's.
     const bool fix = cert ? (dmn < dl) | (dmx > dh) : in;
     if (__any_sync(FULL, fix) && fix) {
       for (;;) { // a pass over the lane's voxels (settled ones stay)

@@ -1,0 +1,109 @@
+// Host check of the ECC warp-strip kernels' certified first guesses (templates/ecc.cu: ndf_ecc2_setup's D,
+// strip2's g = fmaf(f, ga, gb) and the telescoped binner's s = sat(f ga2 + gb2), r = fma_ru(s, K, C)): for
+// random ranges [a, b] (near and far from 0, narrow and wide) and T = 2..510, values next to every threshold
+// (a few ulps either side) and uniform ones; counts the certified guesses whose bin is not the exact one (the
+// least k with f <= tv[k]).  Scale the certificate's D by argv[1] (default 1: the kernels' D; a negative
+// control at 1/64 must find wrong bins).  Build: g++ -O2 -frounding-math tools/emu/ecc_cert_check.cpp
+#include <cfenv>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+static float bits2f(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
+static uint32_t f2bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
+static float fma_ru(float a, float b, float c) {
+  std::fesetround(FE_UPWARD);
+  volatile float r = std::fmaf(a, b, c);
+  std::fesetround(FE_TONEAREST);
+  return r;
+}
+static float d2f_rd(double x) {
+  std::fesetround(FE_DOWNWARD);
+  volatile float r = (float)x;
+  std::fesetround(FE_TONEAREST);
+  return r;
+}
+static float d2f_ru(double x) {
+  std::fesetround(FE_UPWARD);
+  volatile float r = (float)x;
+  std::fesetround(FE_TONEAREST);
+  return r;
+}
+static float sub_rd(float a, float b) {
+  std::fesetround(FE_DOWNWARD);
+  volatile float r = a - b;
+  std::fesetround(FE_TONEAREST);
+  return r;
+}
+
+int main(int argc, char **argv) {
+  const double scale = argc > 1 ? atof(argv[1]) : 1.0;
+  const int ranges = argc > 2 ? atoi(argv[2]) : 3000;
+  std::mt19937_64 rng(argc > 3 ? strtoull(argv[3], 0, 10) : 1);
+  std::uniform_real_distribution<double> U(0, 1);
+  long long nval = 0, ncert2 = 0, ncert3 = 0, bad2 = 0, bad3 = 0, nskip = 0;
+  for (int it = 0; it < ranges; it++) {
+    const int T = it % 4 == 0 ? 2 + (int)(U(rng) * 509) : std::vector<int>{256, 320, 510, 64, 37}[it % 5];
+    const double c = (U(rng) < 0.5 ? -1 : 1) * std::pow(10.0, U(rng) * 10 - 3) * (U(rng) < 0.2 ? 0 : 1);
+    const double wd = std::pow(10.0, U(rng) * 9 - 3);
+    const float a = (float)(c - wd * U(rng)), b0 = (float)(a + wd);
+    const float b = b0 > a ? b0 : std::nextafterf(a, INFINITY);
+    // ndf_ecc2_setup
+    const double span = (double)b - (double)a, den = (double)(T - 1);
+    std::vector<float> tv(T + 1);
+    int m = T - 1;
+    std::vector<double> tk(T - 1);
+    for (int k = 0; k < T - 1; k++) tk[k] = (double)a + (span * (double)k) / den;
+    for (int k = 0; k < T - 1; k++)
+      if (tk[k] > b) m--;
+    if (m != T - 1) { nskip++; continue; } // uncertified: the table for every voxel
+    for (int k = 0; k < T - 1; k++) tv[k] = d2f_rd(tk[k]);
+    tv[T - 1] = d2f_rd((double)b);
+    tv[T] = INFINITY;
+    const float w = (float)span;
+    const float ga = (float)(T - 1) / w, gb = -a * ga;
+    const double D = scale * ((double)T * 0x1p-22 + (std::fabs((double)a) + std::fabs((double)b)) * (double)ga * 0x1p-24 * 5 + 0x1p-21);
+    if (!(D < 0.25 && ga > 0)) { nskip++; continue; }
+    const float dl = d2f_ru(D), dh = sub_rd(1.0f, d2f_ru(D));
+    const float K = (float)T + 0.5f, ga2 = ga / K, gb2 = (gb + 1.0f) / K;
+    auto check = [&](float f) {
+      if (!(f >= a && f <= b)) return;
+      nval++;
+      int ex = 0;
+      while (!(f <= tv[ex])) ex++;
+      { // strip2: g = fmaf(f, ga, gb)
+        const float g = std::fmaf(f, ga, gb), d = std::ceil(g) - g;
+        if (d >= dl && d <= dh) {
+          ncert2++;
+          const int k = std::min((int)std::ceil(g), T);
+          if (k != ex) bad2++;
+        }
+      }
+      { // the binner
+        float s = std::fmaf(f, ga2, gb2);
+        s = s != s ? 0.0f : std::fmin(std::fmax(s, 0.0f), 1.0f);
+        const float r = fma_ru(s, K, 12582911.0f);
+        const int k = (int)(f2bits(r) - 0x4b400000u);
+        const float d = std::fmaf(-s, K, r - 12582911.0f);
+        if (d >= dl && d <= dh) {
+          ncert3++;
+          if (k != ex) bad3++;
+        }
+      }
+    };
+    for (int k = 0; k < T; k++)
+      for (int j = -4; j <= 4; j++) {
+        float f = tv[k];
+        for (int q = 0; q < (j < 0 ? -j : j); q++) f = std::nextafterf(f, j < 0 ? -INFINITY : INFINITY);
+        check(f);
+      }
+    for (int q = 0; q < 4 * T; q++) check((float)(a + span * U(rng)));
+  }
+  std::printf("D x %g: %lld values, certified %lld (strip2) / %lld (binner), wrong %lld / %lld; %lld ranges skipped\n",
+              scale, nval, ncert2, ncert3, bad2, bad3, nskip);
+  return (bad2 || bad3) ? 1 : 0;
+}
