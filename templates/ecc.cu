@@ -2024,7 +2024,7 @@ __device__ __forceinline__ bool ndf_ecc2_setup(const P &p, bool hblk, int T, flo
       // (T - 1) by (|a| + |b|) 2^-51 in the same units; f <= rd(t_k) iff f <= t_k.  So when d = ceil(g)
       // - g lies in [D, 1 - D], D = T 2^-22 + 5 (|a| + |b|) ga 2^-24 + 2^-21 (above each bound by a
       // quarter or more), the bin is ceil(g): f > t_{k-1} and f <= t_k.  Only with the thresholds in
-      // order (m = T - 1), D < 1/4 and ga > 0; else every guess reads the table.  (Sessions 8-16: D 2.4x
+      // order (m = T - 1), D < 1/4 and ga > 0; else every guess reads the table.  (Sessions 8-16: D 2.7x
       // larger at T = 256 over [-1000, 1000), four times the bounds; tools/emu/ecc_cert_check.cpp: no wrong
       // certified bin at D, wrong ones from D / 4.)
       const double D = (double)T * 0x1p-22 + (fabs(a) + fabs(b)) * (double)s_ga * 0x1.4p-22 + 0x1p-21;
@@ -2367,15 +2367,16 @@ __device__ __forceinline__ int ndf_ecc3_colsum(const int *h3, int k, int lane) {
 // guess k = ceil(g), g = s K - 1, K = T + 1/2, s = sat(f ga2 + gb2) (one FFMA.SAT: ga2 = ga / K, gb2 =
 // (gb + 1) / K, so g ~ f ga + gb clamped to [-1, T - 1/2]), by one round-up FFMA r = C + s K, C =
 // 1.5 * 2^23 - 1 (r = 1.5 * 2^23 + k: the address bits(r) * 128 + cbm; no conversion instruction),
-// certified (d = ceil(g) - g = (r - C) - s K in [dl, dh]: one FADD, one FFMA) or checked against the
-// pairs as strip2's; the others walk.  The error of g against (f - a) (T - 1) / (b - a) is at most
-// T 2^-22.5 + (|a| + |b|) ga 2^-22 + 2^-23 with d's own rounding (ga: 2^-22.9 relative; ga2, gb + 1,
-// gb2, s, d: one rounding each), within ndf_ecc2_setup's D (T 2^-22 + 5 (|a| + |b|) ga 2^-24 + 2^-21).
+// certified (d = ceil(g) - g = (r - C) - s K in [dl, dh]: one FADD, one FFMA, the lane's least and
+// greatest d) or corrected by passes against the pairs (see the operator).  The error of g against
+// (f - a) (T - 1) / (b - a) is at most T 2^-22.5 + (|a| + |b|) ga 2^-22 + 2^-23 with d's own rounding
+// (ga: 2^-22.9 relative; ga2, gb + 1, gb2, s, d: one rounding each), within ndf_ecc2_setup's D (T 2^-22
+// + 5 (|a| + |b|) ga 2^-24 + 2^-21).
 // +inf (outside) gives s = 1, the bin T (d = 1/2: certified); rowin false (strip3: a row outside the
 // image, read as row 0 or ny - 1) and planes outside (pin false) take ga2 = 1, gb2 = +inf: every
 // value (finite or +inf) the bin T.  s = 0 (a guess far below: uncertified thresholds over a narrow
-// range far from 0; a constant image's +inf, ga = 0) gives the bin -1: never certified (d = 0),
-// the pairs read at 0 and the walk started at 0.
+// range far from 0; a constant image's +inf, ga = 0) gives the bin -1: never certified (d = 0), its
+// passes start at 0.
 struct ndf_ecc3_binner {
   float ga2l, gb2l, K, dl, dh;
   bool cert, rowin;
@@ -2399,8 +2400,8 @@ struct ndf_ecc3_binner {
     }
     // A lane with a guess not certified (uncertified thresholds: every lane in the image) corrects its bins
     // against the pairs, every voxel one bin a pass toward its own (bin k: tv[k - 1] < f <= tv[k]): certified
-    // thresholds need one pass -- every guess is within D < 1 / 4 of the exact (f - a) (T - 1) / (b - a), the
-    // thresholds' rounding included, so its ceiling at most one bin from the bin -- others
+    // thresholds need one pass -- every guess is within its error bound (below D < 1 / 4) of the exact (f - a)
+    // (T - 1) / (b - a), the thresholds' rounding included, so its ceiling at most one bin from the bin -- others
     // pass until none moves.
     // (Session 16: a rare path of 17 unrolled calls of ndf_ecc2_walk, and the per-voxel certificate tests,
     // cost the march 13% at 512^3 and 19% at 8192^2 -- run16g, timing without them; and "rare" it was not: at

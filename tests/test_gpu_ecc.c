@@ -838,7 +838,7 @@ static int strip_settings(ndf_ctx *ctx, ecase *c, tu_rng *r, long k, int nv, con
     if (base) setenv(base, bval, 1);
     if (var[v]) setenv(var[v], val[v], 1);
     if (v2) setenv(v2, val2[v], 1);
-    const int verbose = getenv("NDF_TEST_VERBOSE") != NULL; /* each case as it runs (which one hangs) */
+    const int verbose = getenv("NDF_TEST_VERBOSE") != NULL; /* each case as it runs (which one runs long) */
     if (verbose) {
       printf("case %ld with %s=%s%s%s%s ...", k, var[v] ? var[v] : "default", var[v] ? val[v] : "", v2 ? " " : "",
              v2 ? v2 : "", v2 ? val2[v] : "");
@@ -955,7 +955,8 @@ static void test_gpu_strip3(void **state) {
     c.shape[c.batch] = tu_rng_chance(&r, 0.15) ? tu_rng_int(&r, 1, 2) : tu_rng_int(&r, 1, many ? 3 : 24);
     /* many images are small ones (run17b: 1332 images of 32 x 4224 float64, 1.4 GB, ran the test past 170 s) */
     c.shape[c.batch + 1] = !many && tu_rng_chance(&r, 0.6) ? H[tu_rng_int(&r, 0, 7)] : tu_rng_int(&r, 1, many ? 8 : 70);
-    c.shape[c.batch + 2] = !many && tu_rng_chance(&r, 0.6) ? W[tu_rng_int(&r, 0, 10)] : tu_rng_int(&r, 1, many ? 8 : 130);
+    c.shape[c.batch + 2] =
+        !many && tu_rng_chance(&r, 0.6) ? W[tu_rng_int(&r, 0, 10)] : tu_rng_int(&r, 1, many ? 8 : 130);
     strip_draw_rest(&c, &r, Ts, 7);
     if (k < 2) { /* values far from 0 in a narrow range (uncertified guesses far off), T above 256 */
       c.dt = NDF_FLOAT32;

@@ -66,7 +66,8 @@ int main(int argc, char **argv) {
     tv[T] = INFINITY;
     const float w = (float)span;
     const float ga = (float)(T - 1) / w, gb = -a * ga;
-    const double D = scale * ((double)T * 0x1p-22 + (std::fabs((double)a) + std::fabs((double)b)) * (double)ga * 0x1p-24 * 5 + 0x1p-21);
+    const double aab = std::fabs((double)a) + std::fabs((double)b); // the kernels' D (ndf_ecc2_setup)
+    const double D = scale * ((double)T * 0x1p-22 + aab * (double)ga * 0x1.4p-22 + 0x1p-21);
     if (!(D < 0.25 && ga > 0)) { nskip++; continue; }
     const float dl = d2f_ru(D), dh = sub_rd(1.0f, d2f_ru(D));
     const float K = (float)T + 0.5f, ga2 = ga / K, gb2 = (gb + 1.0f) / K;
