@@ -1165,14 +1165,13 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
    * floats.  Staged from 2^26 voxels a call (r15d, H200, against ndf_ecc_strip3: 512^3 0.443 against 0.485,
    * but 256^3 0.086 against 0.078, 128^3 0.031 against 0.028 -- the staged march gains only where the planes
    * come from DRAM); NDF_ECC3_STG=1: wherever it applies, =0 or NDF_ECC3_BCOL=0: never.  Its phase 1
-   * (ndf_ecc3_params.p1): 2 split, the default: a launch of ndf_ecc_strip3 first, phase 1 only, with that
-   * kernel's small shared memory (a large L1); NDF_ECC3_P1=tma: 0, in the staged kernel by bulk copies (sm_90
-   * on; 512^3 0.451); =ldg: 1, in the staged kernel by ndf_ecc_strip3's loads (0.517: its L1 too small) */
-  const char *bce = getenv("NDF_ECC3_BCOL"), *stge = getenv("NDF_ECC3_STG"), *p1e = getenv("NDF_ECC3_P1");
+   * (ndf_ecc3_params.p1 = 2, the split): a launch of ndf_ecc_strip3 first, phase 1 only, with that kernel's
+   * small shared memory (a large L1).  (Until session 17 also NDF_ECC3_P1=tma, in the staged kernel by bulk
+   * copies, 512^3 0.451, and =ldg, by ndf_ecc_strip3's loads, 0.517: slower than the split, 0.440, removed.) */
+  const char *bce = getenv("NDF_ECC3_BCOL"), *stge = getenv("NDF_ECC3_STG");
   const int bcol_ok = !(bce && strcmp(bce, "0") == 0);
   int stg = bcol_ok && w == 16 && in->dtype == NDF_FLOAT32 && c->sshape[2] % 128 == 0 && ctx->cc_major >= 8 &&
             (stge ? strcmp(stge, "1") == 0 : c->nimg * c->npix >= ((int64_t)1 << 26));
-  int64_t p1 = p1e && !strcmp(p1e, "ldg") ? 1 : p1e && !strcmp(p1e, "tma") && ctx->cc_major >= 9 ? 0 : 2;
   const int64_t T = c->T, nimg = c->nimg;
   const char *kname;
   CUfunction fn;
@@ -1193,9 +1192,9 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
     if (!stg || occ >= 2) break;
     stg = 0; /* many thresholds (T > ~300 at 228 KiB per SM): the staged planes' block would be alone on its SM */
   }
-  if (!stg) p1 = 1; /* (read by the staged kernel only) */
+  const int64_t p1 = stg ? 2 : 1; /* the staged call's phase 1: the split */
   CUfunction pre = NULL; /* the split phase 1's kernel (same module) */
-  if (stg && p1 == 2 && (s = get_fn(ctx, c->name, "ndf_ecc_strip3", in->dtype, 3, cons, 0, &pre)) != NDF_OK) return s;
+  if (stg && (s = get_fn(ctx, c->name, "ndf_ecc_strip3", in->dtype, 3, cons, 0, &pre)) != NDF_OK) return s;
   strip3_plan pl;
   if (cap < 2 || !strip3_plan_make(c, cons, w, cap - hdrblk, &pl)) return NDF_OK;
   const int64_t grid = pl.ch.nblocks + hdrblk;

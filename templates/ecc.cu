@@ -2270,7 +2270,7 @@ struct ndf_ecc3_params {
   ndf_i64 ntx, nty, tpi, bpi; // x chunks, row tiles; warps (equal shares of the units) and blocks per image
   ndf_i64 bcol;               // 1: a block's warps march 8 neighbouring tiles together (ntx % 8 == 0); 2: and
                               // stage the planes in shared memory (nx % 128 == 0, W 16; the buffers after h3)
-  ndf_i64 p1;                 // staged (bcol 2): phase 1 by 0 bulk copies (sm_90), 1 loads, 2 split (ndf_ecc_strip3 first)
+  ndf_i64 p1;                 // 2 with bcol 2: the staged call's phase 1 by ndf_ecc_strip3 first (the split); else 1
   int nb, ncopy;
   unsigned seq;
   int hdrblk, fence, bin;   // as ndf_ecc2_params
@@ -2299,47 +2299,6 @@ __device__ __forceinline__ void ndf_ecc3_cp16(float *s, const float *g) { *(floa
 __device__ __forceinline__ void ndf_ecc3_cp4(float *s, const float *g) { *s = *g; }
 __device__ __forceinline__ void ndf_ecc3_cp_commit() {}
 template <int N> __device__ __forceinline__ void ndf_ecc3_cp_wait() {}
-#endif
-// bulk copies (the tensor memory accelerator, sm_90 on: the runtime's condition; strip3s' phase 1) completing
-// on an mbarrier of shared memory: init (one arrival a phase) and its fence; the arrival expecting bytes; a
-// copy of bytes (a multiple of 16, both addresses 16-byte aligned) counted on b; wait for the phase of parity
-// par to complete; inval before the memory is used otherwise; the proxy fence before bulk copies overwrite
-// what the block's threads read
-#if __CUDA_ARCH__ >= 900
-__device__ __forceinline__ unsigned ndf_ecc3_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void ndf_ecc3_mb_init(unsigned long long *b) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(ndf_ecc3_sa(b)) : "memory");
-}
-__device__ __forceinline__ void ndf_ecc3_mb_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
-__device__ __forceinline__ void ndf_ecc3_mb_expect(unsigned long long *b, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(ndf_ecc3_sa(b)), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void ndf_ecc3_bulk(float *s, const float *g, unsigned bytes, unsigned long long *b) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(ndf_ecc3_sa(s)),
-               "l"(g), "r"(bytes), "r"(ndf_ecc3_sa(b))
-               : "memory");
-}
-__device__ __forceinline__ void ndf_ecc3_mb_wait(unsigned long long *b, unsigned par) {
-  unsigned ok;
-  do
-    asm volatile("{ .reg .pred q; mbarrier.try_wait.parity.shared::cta.b64 q, [%1], %2; selp.u32 %0, 1, 0, q; }"
-                 : "=r"(ok)
-                 : "r"(ndf_ecc3_sa(b)), "r"(par)
-                 : "memory");
-  while (!ok);
-}
-__device__ __forceinline__ void ndf_ecc3_mb_inval(unsigned long long *b) {
-  asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(ndf_ecc3_sa(b)) : "memory");
-}
-__device__ __forceinline__ void ndf_ecc3_fence_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-#else
-__device__ __forceinline__ void ndf_ecc3_mb_init(unsigned long long *) {}
-__device__ __forceinline__ void ndf_ecc3_mb_init_fence() {}
-__device__ __forceinline__ void ndf_ecc3_mb_expect(unsigned long long *, unsigned) {}
-__device__ __forceinline__ void ndf_ecc3_bulk(float *, const float *, unsigned, unsigned long long *) { __trap(); }
-__device__ __forceinline__ void ndf_ecc3_mb_wait(unsigned long long *, unsigned) {}
-__device__ __forceinline__ void ndf_ecc3_mb_inval(unsigned long long *) {}
-__device__ __forceinline__ void ndf_ecc3_fence_async() {}
 #endif
 // the float2 at the 32-bit shared-window address a (the binner's threshold pairs)
 __device__ __forceinline__ float2 ndf_ecc3_ldpair(unsigned a) {
@@ -2450,10 +2409,12 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
                                               unsigned long long &r_key, bool &s_last) {
   // ndf_ecc2_start's fields, computed here: through the helper ptxas schedules strip3 differently
   // (session 10: other SASS at the same registers, not measured), the other kernels identically
-  // p1 == 2 (split): phase 1 by a launch of ndf_ecc_strip3 before this one with the same parameters -- it
-  // ends after phase 1 (the blocks' partials written, histograms and tickets zeroed), and ndf_ecc_strip3s
-  // starts at the set-up: phase 1 runs with ndf_ecc_strip3's small shared memory (a large L1)
-  const bool split = p.p1 == 2 && p.bcol == 2; // (the staged calls' parameters: ndf_ecc_strip3's own calls never split)
+  // the split: phase 1 by a launch of ndf_ecc_strip3 before ndf_ecc_strip3s with the same parameters (p1 ==
+  // 2, bcol == 2) -- it ends after phase 1 (the blocks' partials written, histograms and tickets zeroed), and
+  // ndf_ecc_strip3s starts at the set-up: phase 1 runs with ndf_ecc_strip3's small shared memory (a large L1).
+  // ndf_ecc_strip3s has no phase 1 of its own (session 17: its bulk-copy and in-kernel-load phases 1, opt-ins
+  // slower than the split at every size measured, r15b-r16e, were removed)
+  const bool split = SK || (p.p1 == 2 && p.bcol == 2); // (ndf_ecc_strip3's own calls never split)
   if (!(SK && split)) ndf_ecc2_stamp(p.prof, 0);
   const int T = (int)p.T;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -2605,14 +2566,6 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
     };
     float lo = INF, hi = -INF;
     bool anyown = false; // the lane owns a row of one of its units
-    // phase 1 by bulk copies (staged): the image's rows r = z ny + y in NC chunks of up to 16 KB -- SR rows of
-    // nx <= 4096 floats, or with PR > 1 pieces a row the piece c % PR of row c / PR -- the block's chunks
-    // c = bimg + st bpi (st < nst): the image's blocks sweep it together, as the loads' plane-major units do
-    const bool p1b = SK && stg && p.p1 == 0;
-    const int PR = p1b ? (nxi + 4095) / 4096 : 1, SR = p1b && PR == 1 ? 4096 / nxi : 1, R1 = nzi * nyi;
-    const int NC = PR > 1 ? R1 * PR : (R1 + SR - 1) / SR;
-    const int nst = p1b && !hblk && bimg < NC ? (NC - 1 - bimg) / bpi + 1 : 0;
-    auto rowp = [&](int r) { return (const float *)in + (ndf_i64)(r / nyi) * p.sz + (ndf_i64)(r % nyi) * p.sy; };
     {
       // float4 rows, coalesced: F lanes per row (the row's W voxels, 16 bytes each), 32 / F rows per
       // load, the own rows 0..30 of the tile in F loads per plane (a load touches 32 / F rows' sectors,
@@ -2654,53 +2607,6 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
         if (cy >= nty) cy -= nty, cz++;
         cz += sz_;
       };
-      if (p1b) {
-        // staged, bulk copies: the block's chunks (above; runs of contiguous rows one copy each) to 4 buffers of
-        // 16 KB in the staged buffers (free until the march), thread 0 issuing a chunk's copies 3 chunks ahead of
-        // the block's folds, the 256 threads folding a chunk as float4 each after its mbarrier's phase.  The
-        // copies pass no L1: in this kernel, with its shared memory, the loads of phase 1 took 213 us at 512^3
-        // (r15b; 137 in ndf_ecc_strip3), per-warp cp.async rings (two units ahead) 190, bulk copies 157-158
-        // (r15b, r15c: of the block's own contiguous rows, or interleaved as here)
-        unsigned long long *const mb = (unsigned long long *)(sbuf + 4 * 4096); // 4 mbarriers after the 4 x 16 KB
-        auto issue = [&](int st) { // thread 0: stage st's copies (chunk bimg + st bpi) to buffer st % 4
-          const int c = bimg + st * bpi;
-          float *const d = sbuf + (st & 3) * 4096;
-          unsigned long long *const b = mb + (st & 3);
-          if (PR > 1) {
-            const int c0 = (c % PR) * 4096, len = min(4096, nxi - c0);
-            ndf_ecc3_mb_expect(b, 4u * len);
-            ndf_ecc3_bulk(d, rowp(c / PR) + c0, 4u * len, b);
-          } else {
-            const int r0 = c * SR, n = min(SR, R1 - r0);
-            ndf_ecc3_mb_expect(b, 4u * n * nxi);
-            for (int i = 0; i < n;) { // a run of rows contiguous in memory: one copy
-              const float *const g = rowp(r0 + i);
-              int k = 1;
-              while (i + k < n && rowp(r0 + i + k) == g + (ndf_i64)k * nxi) k++;
-              ndf_ecc3_bulk(d + i * nxi, g, 4u * k * nxi, b);
-              i += k;
-            }
-          }
-        };
-        if (tid == 0) {
-          for (int i = 0; i < 4; i++) ndf_ecc3_mb_init(mb + i);
-          ndf_ecc3_mb_init_fence();
-        }
-        __syncthreads();
-        if (tid == 0)
-          for (int st = 0; st < min(4, nst); st++) issue(st);
-        for (int st = 0; st < nst; st++) {
-          ndf_ecc3_mb_wait(mb + (st & 3), (unsigned)(st >> 2) & 1u);
-          const int c = bimg + st * bpi, cnt = PR > 1 ? min(4096, nxi - (c % PR) * 4096) : min(SR, R1 - c * SR) * nxi;
-          const float *const d = sbuf + (st & 3) * 4096;
-          for (int i = 4 * tid; i < cnt; i += 1024) fold4(*(const float4 *)(d + i));
-          __syncthreads(); // the buffer read by every thread: thread 0 refills it
-          if (tid == 0 && st + 4 < nst) ndf_ecc3_fence_async(), issue(st + 4);
-        }
-        if (tid == 0)
-          for (int i = 0; i < 4; i++) ndf_ecc3_mb_inval(mb + i);
-        anyown = nst > 0;
-      } else
       for (ndf_i64 v = act ? wi : V1; v < V1; v += 2 * (ndf_i64)tpi) { // two units' loads in flight (one left: it twice)
         const int xa = cx * W, ya = cy * NDF_S3R - CONS, za = cz, ta = cy * ntx + cx;
         if (v + tpi < V1) next();
@@ -2731,30 +2637,6 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
     // (lanes 0..30 in the image, the rare path's mapping) look for the least NaN index
     if (__any_sync(FULL, lo != lo)) lo = anyown ? __int_as_float(0x7fffffff) : INF, hi = -INF;
     ndf_ecc2_phase1_end(p, lo, hi, r_lo, r_hi, r_key, [&] {
-      if (p1b) { // bulk copies: the block's chunks, each warp that saw a NaN (per lane its first NaN)
-        const ndf_i64 base = (ndf_i64)img * (p.nz * p.ny * p.nx);
-        for (int st = 0; st < nst; st++) {
-          const int c = bimg + st * bpi;
-          if (PR > 1) { // a piece of row c / PR: the lanes along it
-            const int r = c / PR, c0 = (c % PR) * 4096, len = min(4096, nxi - c0);
-            const float *const g = rowp(r) + c0;
-            for (int j = lane; j < len; j += 32)
-              if (g[j] != g[j]) {
-                atomicMax(&r_key, ~(ndf_u64)(base + (ndf_i64)r * p.nx + c0 + j));
-                break;
-              }
-          } else if (lane < SR && c * SR + lane < R1) { // rows: one a lane
-            const int r = c * SR + lane;
-            const float *const g = rowp(r);
-            for (int j = 0; j < nxi; j++)
-              if (g[j] != g[j]) {
-                atomicMax(&r_key, ~(ndf_u64)(base + (ndf_i64)r * p.nx + j));
-                break;
-              }
-          }
-        }
-        return;
-      }
       // rare: the least C-order index of a NaN among this lane's own voxels (per unit: a row's first)
       for (ndf_i64 v = act ? wi : V1; v < V1; v += tpi) {
         seg s;

@@ -916,9 +916,9 @@ static void test_gpu_strip2(void **state) {
  * NDF_ECC2_WS=0, and on alternate
  * cases NDF_ECC2_FENCE=sc / NDF_ECC2_BIN=table, NDF_ECC3_BCOL=0 (the warps' own shares where
  * block columns apply: 8 or 16 tiles across), NDF_ECC3_STG=1 (ndf_ecc_strip3s, staged planes, where
- * they apply; its phase 1 the default, and on alternate cases NDF_ECC3_P1=tma / ldg / split).  Widths
- * around the 16-column task (1, 4, 15, 16, 17, 33, 64, 100, 128, 256; 4224: the staged kernel's
- * bulk-copy phase 1 in two pieces a row), heights around the 31-row tile (1, 2, 30, 31, 32, 62, 63,
+ * they apply, its phase 1 by ndf_ecc_strip3 first: the split; odd and even cases).  Widths
+ * around the 16-column task (1, 4, 15, 16, 17, 33, 64, 100, 128, 256; 4224: 33 block columns of
+ * 128), heights around the 31-row tile (1, 2, 30, 31, 32, 62, 63,
  * 64), depths 1 to 24, batches (many images: past the
  * resident grid the old paths), float64 (the old paths), T = 2, 3, 37, 256,
  * 319, 320 and 321 (past the kernel's limit: the old paths); ties, constant images,
@@ -929,18 +929,14 @@ static void test_gpu_strip3(void **state) {
   tu_rng r;
   tu_rng_seed(&r, s->seed ^ 0x5731);
   static const int64_t Ts[] = {2, 3, 37, 256, 319, 320, 321}; /* 321: the paths before */
-  static const int64_t W[] = {1, 4, 15, 16, 17, 33, 64, 100, 128, 256, 4224}; /* 4224: rows of two bulk copies */
+  static const int64_t W[] = {1, 4, 15, 16, 17, 33, 64, 100, 128, 256, 4224}; /* 4224: 33 block columns */
   static const int64_t H[] = {1, 2, 30, 31, 32, 62, 63, 64};
   static const ndf_dtype dts[5] = {NDF_FLOAT32, NDF_FLOAT32, NDF_UINT8, NDF_UINT16, NDF_FLOAT64};
-  /* 9..12: the staged planes forced (ndf_ecc_strip3s where it applies), its phase 1 the default (odd cases),
-   * by bulk copies (even), by loads (odd), split (even) */
-  static const char *const var[13] = {NULL,          "NDF_ECC_3D",     "NDF_ECC_MAPHDR", "NDF_ECC3_MC",
+  /* 9, 10: the staged planes forced (ndf_ecc_strip3s where it applies; odd and even cases) */
+  static const char *const var[11] = {NULL,          "NDF_ECC_3D",     "NDF_ECC_MAPHDR", "NDF_ECC3_MC",
                                       "NDF_ECC3_W",  "NDF_ECC2_WS",    "NDF_ECC2_FENCE", "NDF_ECC2_BIN",
-                                      "NDF_ECC3_BCOL", "NDF_ECC3_STG", "NDF_ECC3_STG",  "NDF_ECC3_STG", "NDF_ECC3_STG"};
-  static const char *const val[13] = {NULL, "old", "0", "1", "8", "0", "sc", "table", "0", "1", "1", "1", "1"};
-  static const char *const var2[13] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-                                       "NDF_ECC3_P1", "NDF_ECC3_P1", "NDF_ECC3_P1"};
-  static const char *const val2[13] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "tma", "ldg", "split"};
+                                      "NDF_ECC3_BCOL", "NDF_ECC3_STG", "NDF_ECC3_STG"};
+  static const char *const val[11] = {NULL, "old", "0", "1", "8", "0", "sc", "table", "0", "1", "1"};
   int failed = 0;
   const long n = s->ncases / 4 > 24 ? s->ncases / 4 : 24;
   for (long k = 0; k < n && failed < 5; k++) {
@@ -965,7 +961,7 @@ static void test_gpu_strip3(void **state) {
     }
     /* uint8 / uint16 take strip3 only when asked (NDF_ECC_3D=strip3; the setting =old: the rows kernel) */
     const int small = c.dt == NDF_UINT8 || c.dt == NDF_UINT16;
-    failed += strip_settings(s->ctx, &c, &r, k, 13, var, val, var2, val2, small ? "NDF_ECC_3D" : NULL, "strip3");
+    failed += strip_settings(s->ctx, &c, &r, k, 11, var, val, NULL, NULL, small ? "NDF_ECC_3D" : NULL, "strip3");
   }
   if (failed) printf("%d strip3 cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);

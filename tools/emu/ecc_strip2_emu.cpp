@@ -205,23 +205,6 @@ template <int N> static inline void ndf_ecc3_cp_wait() {
     tl_cpg.erase(tl_cpg.begin());
   }
 }
-// bulk copies on an mbarrier (its 8 bytes: the completed phases, the bytes still expected): the copy at once,
-// the phase completing when the expected bytes have all arrived; a wait spins on it
-struct emu_mb { std::atomic<unsigned> ph; unsigned tx; };
-static inline emu_mb *emu_mbp(unsigned long long *b) { return (emu_mb *)(void *)b; }
-static inline void ndf_ecc3_mb_init(unsigned long long *b) { new (b) emu_mb{{0u}, 0u}; }
-static inline void ndf_ecc3_mb_init_fence() {}
-static inline void ndf_ecc3_mb_expect(unsigned long long *b, unsigned bytes) { emu_mbp(b)->tx += bytes; }
-static inline void ndf_ecc3_bulk(float *s, const float *g, unsigned bytes, unsigned long long *b) {
-  if (bytes % 16 || ((uintptr_t)s | (uintptr_t)g) % 16) fprintf(stderr, "bulk copy misaligned\n"), abort();
-  memcpy(s, g, bytes);
-  if ((emu_mbp(b)->tx -= bytes) == 0) emu_mbp(b)->ph.fetch_add(1, std::memory_order_release);
-}
-static inline void ndf_ecc3_mb_wait(unsigned long long *b, unsigned par) {
-  while ((emu_mbp(b)->ph.load(std::memory_order_acquire) & 1u) == par) std::this_thread::yield();
-}
-static inline void ndf_ecc3_mb_inval(unsigned long long *b) { memset((void *)b, 0x5a, 8); }
-static inline void ndf_ecc3_fence_async() {}
 static inline float ndf_ecc3_fmasat(float a, float b, float c) {
   const float r = std::fmaf(a, b, c);
   return r != r ? 0.0f : std::fmin(std::fmax(r, 0.0f), 1.0f);
@@ -428,8 +411,7 @@ int main(int argc, char **argv) {
     p.ny = ny; p.sy = sy; p.ntx = pl.ntx; p.nty = pl.nty;
     p.bcol = pl.ntx % 8 == 0 && irand(0, 3) != 0; // block columns (the runtime's default where they apply)
     if (p.bcol && !w8 && nx % 128 == 0 && (fstg || irand(0, 3) != 0)) p.bcol = 2; // staged planes
-    // the staged kernel's phase 1: bulk copies, loads, split (ndf_ecc_strip3's grid first; EMU_P1 fixes it)
-    p.p1 = getenv("EMU_P1") ? atoi(getenv("EMU_P1")) : irand(0, 2);
+    p.p1 = p.bcol == 2 ? 2 : 1; // the staged kernel's phase 1: ndf_ecc_strip3's grid first (the split)
     nstg += p.bcol == 2;
     nbcol += p.bcol != 0;
 #else
@@ -451,7 +433,7 @@ int main(int argc, char **argv) {
     p.nb = nb; p.ncopy = pl.ncopy; p.seq = 4242; p.hdrblk = hdrblk; p.fence = (int)irand(0, 1); p.bin = irand(0, 3) == 0;
     p.bshape[0] = nimg; p.bstr[0] = simg; p.oshape[0] = nimg; p.ostr[0] = T * ostep;
 #if EMU_NSP == 3
-    if (p.bcol == 2 && p.p1 == 2 && !w8) run_grid((unsigned)(pl.nblocks + hdrblk), [&] { ndf_ecc_strip3(p); }); // the split's phase 1
+    if (p.bcol == 2 && !w8) run_grid((unsigned)(pl.nblocks + hdrblk), [&] { ndf_ecc_strip3(p); }); // the split's phase 1
     run_grid((unsigned)(pl.nblocks + hdrblk), [&] { if (w8) ndf_ecc_strip3n(p); else if (p.bcol == 2) ndf_ecc_strip3s(p); else ndf_ecc_strip3(p); });
 #elif EMU_TELE
     run_grid((unsigned)(pl.nblocks + hdrblk), [&] { ndf_ecc_strip2t(p); });
