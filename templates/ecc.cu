@@ -2411,11 +2411,11 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
   // (session 10: other SASS at the same registers, not measured), the other kernels identically
   // the split: phase 1 by a launch of ndf_ecc_strip3 before ndf_ecc_strip3s with the same parameters (p1 ==
   // 2, bcol == 2) -- it ends after phase 1 (the blocks' partials written, histograms and tickets zeroed), and
-  // ndf_ecc_strip3s starts at the set-up: phase 1 runs with ndf_ecc_strip3's small shared memory (a large L1).
-  // ndf_ecc_strip3s has no phase 1 of its own (session 17: its bulk-copy and in-kernel-load phases 1, opt-ins
-  // slower than the split at every size measured, r15b-r16e, were removed)
-  const bool split = SK || (p.p1 == 2 && p.bcol == 2); // (ndf_ecc_strip3's own calls never split)
-  if (!(SK && split)) ndf_ecc2_stamp(p.prof, 0);
+  // ndf_ecc_strip3s (SK) starts at the set-up: phase 1 runs with ndf_ecc_strip3's small shared memory (a large
+  // L1).  ndf_ecc_strip3s has no phase 1 of its own (session 17: its bulk-copy and in-kernel-load phases 1,
+  // opt-ins slower than the split at every size measured, r15b-r16e, were removed)
+  const bool split = p.p1 == 2 && p.bcol == 2; // ndf_ecc_strip3 as that phase 1 (its own calls never split)
+  if (!SK) ndf_ecc2_stamp(p.prof, 0);
   const int T = (int)p.T;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const unsigned FULL = 0xffffffffu;
@@ -2550,7 +2550,7 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
     w.pin = z >= 0 && z < nzi;
   };
 
-  if (!(SK && split)) { // phase 1 (the split: ndf_ecc_strip3 only)
+  if (!SK) { // phase 1 (ndf_ecc_strip3, ndf_ecc_strip3n)
     // ---- phase 1: min, max, NaN of the image's own voxels (lanes 0..30, rows and planes in the image)
     // over other units: the image's (plane, tile) units v = z * NT + tile in plane-major order, warp wi
     // taking v = wi, wi + tpi, ... (grid-stride), so that the image's warps sweep the planes together,
