@@ -2755,7 +2755,9 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
 
 // The telescoped kernels' shell (shared memory as the kernel's; BODY: ndf_ecc3_body<W>, ndf_ecc2t_body):
 // NAME for NS spatial axes at MINB blocks per SM, parameters PARAMS.  W = 16 columns per lane at 2 blocks per SM (128
-// registers; the default) is ndf_ecc_strip3, 8 at 3 (80) ndf_ecc_strip3n.
+// registers; the default) is ndf_ecc_strip3, 8 at 3 (80) ndf_ecc_strip3n.  ndf_ecc_strip2t at 3 (80 registers, no
+// spills; at 4 until session 17: 64 registers, spills 14/60 bytes, 2-D 2-5% slower, run17f); the grids follow the
+// occupancy query.
 #define NDF_ECC_TELE_KERNEL(NAME, NS, MINB, PARAMS, BODY)                                                            \
   extern "C" __global__ void __launch_bounds__(256, MINB) NAME(const PARAMS p) {                                     \
     if (NSP != NS || sizeof(V) != 4) return; /* float comparisons only (the runtime never asks otherwise) */       \
@@ -2865,4 +2867,4 @@ __device__ __forceinline__ void ndf_ecc2t_body(const ndf_ecc2_params &p, int *h3
   // ---- the block's histogram (the sum of its 32 columns) to its copy of the image's, the ticket, the curve
   ndf_ecc2_end(p, img, bimg, T, s_m, s_last, [&](int k) { return ndf_ecc3_colsum(h3, k, lane); });
 }
-NDF_ECC_TELE_KERNEL(ndf_ecc_strip2t, 2, 4, ndf_ecc2_params, ndf_ecc2t_body)
+NDF_ECC_TELE_KERNEL(ndf_ecc_strip2t, 2, 3, ndf_ecc2_params, ndf_ecc2t_body)
