@@ -3,7 +3,7 @@
 // random ranges [a, b] (near and far from 0, narrow and wide) and T = 2..510, values next to every threshold
 // (a few ulps either side) and uniform ones; counts the certified guesses whose bin is not the exact one (the
 // least k with f <= tv[k]).  Scale the certificate's D by argv[1] (default 1: the kernels' D; a negative
-// control at 1/64 must find wrong bins).  Build: g++ -O2 -frounding-math tools/emu/ecc_cert_check.cpp
+// control at 1/4 finds wrong bins).  Build: g++ -O2 -frounding-math tools/emu/ecc_cert_check.cpp
 #include <cfenv>
 #include <cmath>
 #include <cstdint>
@@ -13,29 +13,11 @@
 #include <random>
 #include <vector>
 
-static float bits2f(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
 static uint32_t f2bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
-static float fma_ru(float a, float b, float c) {
-  std::fesetround(FE_UPWARD);
-  volatile float r = std::fmaf(a, b, c);
-  std::fesetround(FE_TONEAREST);
-  return r;
-}
-static float d2f_rd(double x) {
-  std::fesetround(FE_DOWNWARD);
-  volatile float r = (float)x;
-  std::fesetround(FE_TONEAREST);
-  return r;
-}
-static float d2f_ru(double x) {
-  std::fesetround(FE_UPWARD);
-  volatile float r = (float)x;
-  std::fesetround(FE_TONEAREST);
-  return r;
-}
-static float sub_rd(float a, float b) {
-  std::fesetround(FE_DOWNWARD);
-  volatile float r = a - b;
+// op() evaluated under the rounding mode (FE_UPWARD, FE_DOWNWARD): the kernels' _ru / _rd intrinsics
+template <class F> static float rounded(int mode, F op) {
+  std::fesetround(mode);
+  volatile float r = op();
   std::fesetround(FE_TONEAREST);
   return r;
 }
@@ -61,15 +43,16 @@ int main(int argc, char **argv) {
     for (int k = 0; k < T - 1; k++)
       if (tk[k] > b) m--;
     if (m != T - 1) { nskip++; continue; } // uncertified: the table for every voxel
-    for (int k = 0; k < T - 1; k++) tv[k] = d2f_rd(tk[k]);
-    tv[T - 1] = d2f_rd((double)b);
+    for (int k = 0; k < T - 1; k++) tv[k] = rounded(FE_DOWNWARD, [&] { return (float)tk[k]; });
+    tv[T - 1] = b;
     tv[T] = INFINITY;
     const float w = (float)span;
     const float ga = (float)(T - 1) / w, gb = -a * ga;
     const double aab = std::fabs((double)a) + std::fabs((double)b); // the kernels' D (ndf_ecc2_setup)
     const double D = scale * ((double)T * 0x1p-22 + aab * (double)ga * 0x1.4p-22 + 0x1p-21);
     if (!(D < 0.25 && ga > 0)) { nskip++; continue; }
-    const float dl = d2f_ru(D), dh = sub_rd(1.0f, d2f_ru(D));
+    const float dl = rounded(FE_UPWARD, [&] { return (float)D; });
+    const float dh = rounded(FE_DOWNWARD, [&] { return 1.0f - dl; });
     const float K = (float)T + 0.5f, ga2 = ga / K, gb2 = (gb + 1.0f) / K;
     auto check = [&](float f) {
       if (!(f >= a && f <= b)) return;
@@ -87,7 +70,7 @@ int main(int argc, char **argv) {
       { // the binner
         float s = std::fmaf(f, ga2, gb2);
         s = s != s ? 0.0f : std::fmin(std::fmax(s, 0.0f), 1.0f);
-        const float r = fma_ru(s, K, 12582911.0f);
+        const float r = rounded(FE_UPWARD, [&] { return std::fmaf(s, K, 12582911.0f); });
         const int k = (int)(f2bits(r) - 0x4b400000u);
         const float d = std::fmaf(-s, K, r - 12582911.0f);
         if (d >= dl && d <= dh) {
