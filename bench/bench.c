@@ -118,7 +118,8 @@ typedef struct workload {
   fp_kind fp; /* box: size = ...; cross: footprint with one axis off-centre at most */
   int batch_dims;
   ndf_mode mode;
-  double param; /* euler_characteristic_curve: size = T thresholds over [min, max], param 1 = T-construction;
+  double param; /* euler_characteristic_curve: size = T thresholds over [min, max], param bit 0 = T-construction,
+                   bit 1 = over the range [-1000, 1000] instead;
                    rank_filter: the rank; percentile_filter: the percentile; binary_erosion: iterations;
                    distance_transform_edt: 1 = sampling (0.7, 1.3, ...) and indices too; sinkhorn: epsilon */
 } workload;
@@ -185,6 +186,11 @@ static const workload default_workloads[] = {
     {OP_ECC, NDF_FLOAT32, 3, {64, 256, 256}, 256, FP_BOX, 1, NDF_MODE_REFLECT, 0},
     {OP_ECC, NDF_FLOAT32, 3, {256, 256, 256}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 1},
     {OP_ECC, NDF_UINT8, 3, {256, 256, 256}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    /* thresholds over a given range (param bit 1: [-1000, 1000], fill_random's): no pass for [min, max] */
+    {OP_ECC, NDF_FLOAT32, 3, {128, 128, 128}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 2},
+    {OP_ECC, NDF_FLOAT32, 3, {256, 256, 256}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 2},
+    {OP_ECC, NDF_FLOAT32, 3, {512, 512, 512}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 2},
+    {OP_ECC, NDF_FLOAT32, 3, {256, 256, 256}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 3},
     /* soft ECC: forward + backward, T = size thresholds evenly spaced over the input's [-1000, 1000) */
     {OP_SOFT_ECC, NDF_FLOAT32, 3, {64, 256, 256}, 64, FP_BOX, 1, NDF_MODE_REFLECT, 0},
     /* Euler characteristic transform (issue 8): uint8 blobs, binary, V, T = size over [-R, R], param = m
@@ -300,7 +306,9 @@ static void wl_name(const workload *w, char *buf, size_t len)
   if (ops[w->op].family == FAM_ECC) { /* "ecc_float32_1024x1024_T256", "ecc_float32_64x256x256_b1_T256" */
     char b[16] = "";
     if (w->batch_dims) snprintf(b, sizeof b, "_b%d", w->batch_dims);
-    snprintf(buf, len, "%s%s_%s_%s%s_T%d", op, w->param ? "_tcons" : "", ndf_dtype_name(w->dtype), shp, b, w->size);
+    const int pm = (int)w->param;
+    snprintf(buf, len, "%s%s%s_%s_%s%s_T%d", op, pm & 1 ? "_tcons" : "", pm & 2 ? "_range" : "", ndf_dtype_name(w->dtype), shp,
+             b, w->size);
     return;
   }
   if (ops[w->op].family == FAM_ECT || ops[w->op].family == FAM_SOFT_ECT) { /* "ect_uint8_256x256_m64_T64" */
@@ -360,7 +368,12 @@ static int setup_options(const workload *w, op_setup *g)
     ndf_ecc_options_init(&g->eopt);
     g->eopt.nthresholds = w->size;
     g->eopt.batch_dims = w->batch_dims;
-    g->eopt.construction = w->param ? NDF_ECC_T : NDF_ECC_V;
+    g->eopt.construction = (int)w->param & 1 ? NDF_ECC_T : NDF_ECC_V;
+    if ((int)w->param & 2) { /* the range the data is known to lie in (fill_random's) */
+      g->eopt.has_range = 1;
+      g->eopt.range_lo = -1000.0;
+      g->eopt.range_hi = 1000.0;
+    }
     return 0;
   }
   if (ops[w->op].family == FAM_ECT || ops[w->op].family == FAM_SOFT_ECT) {

@@ -524,7 +524,8 @@ static ndf_status fused_mem_alloc(ndf_ctx *ctx, int64_t nimg, int64_t T, int64_t
   memset(m, 0, sizeof *m);
   ndf_status s = grid_barrier_word(ctx, &m->gbar);
   if (s != NDF_OK) return s;
-  const size_t cnt_bytes = ((size_t)nimg * 4 + 255) & ~(size_t)255, hbytes = (size_t)nimg * (size_t)T * 8;
+  /* tickets: one per image and the call's (ndf_ecc_strip3's given range) */
+  const size_t cnt_bytes = ((size_t)(nimg + 1) * 4 + 255) & ~(size_t)255, hbytes = (size_t)nimg * (size_t)T * 8;
   if ((s = ndf__scratch_alloc(ctx, HDR_BYTES + cnt_bytes + hbytes + (size_t)nblocks * 24, &m->base)) != NDF_OK)
     return s;
   CUdeviceptr mhdr = 0;
@@ -918,7 +919,7 @@ static ndf_status strip2_mem_at(ndf_ctx *ctx, int64_t nimg, int64_t T, int64_t n
   memset(m, 0, sizeof *m);
   ndf_status s = grid_barrier_word(ctx, &m->gbar);
   if (s != NDF_OK) return s;
-  const size_t cnt_bytes = ((size_t)nimg * 4 + 255) & ~(size_t)255, hbytes = (size_t)nimg * (size_t)T * 8;
+  const size_t cnt_bytes = ((size_t)(nimg + 1) * 4 + 255) & ~(size_t)255, hbytes = (size_t)nimg * (size_t)T * 8;
   const size_t need = HDR_BYTES + cnt_bytes + hbytes + (size_t)nblocks * 24;
   pthread_mutex_lock(&ctx->lock);
   if (ctx->ecc_ws_bytes < need) {
@@ -1151,14 +1152,16 @@ static int strip3_plan_make(const ndf__ecc_call *c, int cons, int w, int64_t cap
   return strip_units_make(pl->ntx * pl->nty, nz + cons, e ? atoll(e) : 4, nimg, cap, &pl->ch);
 }
 
-/* One cooperative launch of ndf_ecc_strip3 (or strip3n).  *fallback: nothing was launched (no plan,
- * or the grid could not be resident at once). */
+/* One cooperative launch of ndf_ecc_strip3 (or strip3n, strip3s).  rng: NULL (thresholds over [min, max]), or
+ * the given range {lo, hi} (lo < hi, finite; session 18): no phase 1, no split, no header block -- the call's
+ * last block writes the header, so a waiting call waits for the whole kernel.  *fallback: nothing was launched
+ * (no plan, or the grid could not be resident at once). */
 static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out, int cons,
-                             int64_t *nan_at, int *not_finite, int *fallback) {
+                             const double *rng, int64_t *nan_at, int *not_finite, int *fallback) {
   *fallback = 1;
   const int64_t sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
   const char *hbe = getenv("NDF_ECC2_HB");
-  int hdrblk = !(hbe && strcmp(hbe, "0") == 0);
+  int hdrblk = !rng && !(hbe && strcmp(hbe, "0") == 0);
   const int w = strip3_w();
   /* the histogram: T + 1 rows of 32 lane columns of int; staged planes (ndf_ecc_strip3s: float32, block
    * columns of 128 whole columns, 16 per lane, sm_80 on, two blocks per SM): four buffers of 32 rows of 132
@@ -1192,14 +1195,16 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
     if (!stg || occ >= 2) break;
     stg = 0; /* many thresholds (T > ~300 at 228 KiB per SM): the staged planes' block would be alone on its SM */
   }
-  const int64_t p1 = stg ? 2 : 1; /* the staged call's phase 1: the split */
+  const int64_t p1 = stg && !rng ? 2 : 1; /* the staged call's phase 1: the split */
   CUfunction pre = NULL; /* the split phase 1's kernel (same module) */
-  if (stg && (s = get_fn(ctx, c->name, "ndf_ecc_strip3", in->dtype, 3, cons, 0, &pre)) != NDF_OK) return s;
+  if (p1 == 2 && (s = get_fn(ctx, c->name, "ndf_ecc_strip3", in->dtype, 3, cons, 0, &pre)) != NDF_OK) return s;
   strip3_plan pl;
   if (cap < 2 || !strip3_plan_make(c, cons, w, cap - hdrblk, &pl)) return NDF_OK;
   const int64_t grid = pl.ch.nblocks + hdrblk;
+  /* the partials (24 bytes a block); a given range: the call's NaN key, then from 256 bytes a batch's curves */
+  const int64_t nparts = rng && (256 + nimg * T * 8 + 23) / 24 > grid ? (256 + nimg * T * 8 + 23) / 24 : grid;
   fused_mem m;
-  if ((s = strip2_mem(ctx, c->name, defer_float(ctx, in), nimg, T * pl.ch.ncopy, grid, &m)) != NDF_OK) return s;
+  if ((s = strip2_mem(ctx, c->name, defer_float(ctx, in), nimg, T * pl.ch.ncopy, nparts, &m)) != NDF_OK) return s;
   const CUdeviceptr seqp = m.seqp;
   const int nb = c->nb;
   ndf__params pb = {.n = 0};
@@ -1214,6 +1219,11 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   const int64_t bcol = stg ? 2 : pl.ntx % 8 == 0 && bcol_ok;
   NDF__PUT(&pb, bcol);
   NDF__PUT(&pb, p1);
+  const int64_t given = rng != NULL;
+  const double rlo = rng ? rng[0] : 0.0, rhi = rng ? rng[1] : 0.0;
+  NDF__PUT(&pb, given);
+  NDF__PUT(&pb, rlo);
+  NDF__PUT(&pb, rhi);
   const CUdeviceptr prof = strip_prof_alloc(ctx, grid);
   strip_put_tail(&pb, nb, pl.ch.ncopy, &m, hdrblk, prof);
   s = fused_launch_pre(ctx, c, pre, fn, &pb, in, out, (unsigned)grid, dyn, &m, m.seq, nan_at, not_finite, fallback);
@@ -1377,11 +1387,16 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
     s = ecc_brick(ctx, c, in, out, construction, bmode, nan_at, not_finite, &fallback);
     if (s != NDF_OK || !fallback) return s;
   }
-  if (need_range && pack && use_fuse() && bmode == 0 && c->nsp == 3 && in->dtype != NDF_FLOAT64 && T <= TELE_MAX_T &&
-      use_strip3(in->dtype)) {
+  /* a given range (evenly spaced thresholds from t[0] = lo to t[T - 1] = hi, lo < hi): float32 3-D calls take
+   * ndf_ecc_strip3 without its phase 1 (session 18); 2-D calls and values: the paths below */
+  const double rng[2] = {t ? t[0] : 0.0, t ? t[T - 1] : 0.0};
+  const int given = !need_range && uniform && in->dtype == NDF_FLOAT32 && isfinite(rng[0]) && isfinite(rng[1]) &&
+                    rng[0] < rng[1];
+  if ((need_range || given) && pack && use_fuse() && bmode == 0 && c->nsp == 3 && in->dtype != NDF_FLOAT64 &&
+      T <= TELE_MAX_T && use_strip3(in->dtype)) {
     /* 3-D: the telescoped warp-strip kernel */
     int fallback = 1;
-    s = ecc_strip3(ctx, c, in, out, construction, nan_at, not_finite, &fallback);
+    s = ecc_strip3(ctx, c, in, out, construction, given ? rng : NULL, nan_at, not_finite, &fallback);
     if (s != NDF_OK || !fallback) return s;
   }
   const int rmode = rows_mode(in->dtype, c->nimg * c->npix);

@@ -1548,6 +1548,9 @@ struct ndf_ecc2_params {
   ndf_ecc_drec *drec;       // NULL, or the deferred check's record (a failure noted there; ndf_ecc2_setup)
   ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM], oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
 };
+// thresholds over a given range [a, b] (ndf_ecc3_params.rng; found by argument-dependent lookup from the
+// shared phases): the 2-D kernels' calls are over [min, max] only
+__device__ __forceinline__ bool ndf_ecc2_given(const ndf_ecc2_params &, double &, double &) { return false; }
 
 // (tools/emu/ecc_strip2_emu.cpp replaces this block of helpers)
 // NDF_ECC2_HELPERS_BEGIN
@@ -1582,21 +1585,30 @@ __device__ __forceinline__ unsigned ndf_ecc2_ticket(unsigned *p, int fence) {
 // before and after: every block's writes before the barrier (partials,
 // zeroed histograms and tickets; ordered before thread 0's add by the
 // __syncthreads) are visible to every block after it.  fence 1: that function.
+// The barrier in two halves (thread 0; the grid co-resident): ndf_ecc2_arrive releases the block's writes
+// before it (after a __syncthreads) and returns the word before its add; ndf_ecc2_await(w, old) returns once
+// every block has arrived (the top bit flipped since old), acquiring their writes -- the given range's calls
+// arrive at their start and wait only before their first global atomics (session 18).
+__device__ __forceinline__ unsigned ndf_ecc2_arrive(unsigned *w) {
+  const unsigned n = gridDim.x;
+  const unsigned add = blockIdx.x == 0 ? 0x80000000u - (n - 1u) : 1u;
+  unsigned old;
+  asm volatile("atom.release.gpu.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(w), "r"(add) : "memory");
+  return old;
+}
+__device__ __forceinline__ void ndf_ecc2_await(unsigned *w, unsigned old) {
+  unsigned cur;
+  do {
+    asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(cur) : "l"(w) : "memory");
+  } while (((old ^ cur) & 0x80000000u) == 0u);
+}
 __device__ __forceinline__ void ndf_ecc2_grid_sync(unsigned *w, int fence) {
   if (fence) {
     ndf_ecc_grid_sync(w);
     return;
   }
   __syncthreads();
-  if (threadIdx.x == 0) {
-    const unsigned n = gridDim.x;
-    const unsigned add = blockIdx.x == 0 ? 0x80000000u - (n - 1u) : 1u;
-    unsigned old, cur;
-    asm volatile("atom.release.gpu.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(w), "r"(add) : "memory");
-    do {
-      asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(cur) : "l"(w) : "memory");
-    } while (((old ^ cur) & 0x80000000u) == 0u);
-  }
+  if (threadIdx.x == 0) ndf_ecc2_await(w, ndf_ecc2_arrive(w));
   __syncthreads();
 }
 // stamp i of the block (thread 0): %globaltimer at a phase boundary, when profiling (prof != NULL)
@@ -1908,15 +1920,41 @@ __device__ __forceinline__ void ndf_ecc2_strip_phase1(const P &p, const TIN *in,
 // first guess (s_ga, s_gb; certified when d = ceil(g) - g lies in [s_dl, s_dh]).  false: nothing
 // more to do (a NaN or inf in the grid: nothing is written; the header block).  Ends with a
 // __syncthreads.
+// The call's header (thread 0 of one block): min / max (or the given range), the least NaN index's key, the
+// infinite flag; then the mapped header's sequence word, and a failure to the deferred check's record.
+template <class P> __device__ __forceinline__ void ndf_ecc2_header(const P &p, double a, double b, unsigned long long key, int bad) {
+  p.hdr->mn = a;
+  p.hdr->mx = b;
+  p.hdr->nan_key = key;
+  p.hdr->bad = bad;
+  if (p.seqp) {
+    __threadfence_system();
+    *(volatile unsigned *)p.seqp = p.seq;
+  }
+  // deferred checks (the host does not wait for this call): the first failure since the host's
+  // last report is kept; seq is the call's ordinal there
+  if (p.drec && (key != 0ull || bad)) {
+    volatile ndf_ecc_drec *d = p.drec;
+    if (d->ord == 0u) {
+      d->nan_key = key;
+      d->bad = bad;
+      __threadfence_system();
+      d->ord = p.seq;
+    }
+  }
+}
+
 template <class P>
 __device__ __forceinline__ bool ndf_ecc2_setup(const P &p, bool hblk, int T, float *tsf, float2 *tpair, float *r_lo,
                                                float *r_hi, unsigned long long &r_key, float &s_ga, float &s_gb,
                                                float &s_dl, float &s_dh, int &s_m) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const unsigned FULL = 0xffffffffu;
-  // (exact: the values are floats); the thresholds in double as the CPU's
+  // (exact: the values are floats); the thresholds in double as the CPU's.  A given range (ndf_ecc3_params.rng):
+  // [a, b] from the parameters, no partials, the header written at the end (ndf_ecc2_end_given)
   double a, b;
-  {
+  const bool given = ndf_ecc2_given(p, a, b);
+  if (!given) {
     float fa = __int_as_float(0x7f800000), fb = __int_as_float(0xff800000);
     bool nan = false; // some block saw a NaN (its min is NaN): only then are the keys read
     for (unsigned k0 = tid; k0 < gridDim.x; k0 += 1024) { // grids up to 1024 blocks: one round trip
@@ -1958,27 +1996,7 @@ __device__ __forceinline__ bool ndf_ecc2_setup(const P &p, bool hblk, int T, flo
     a = (double)fa;
     b = (double)fb;
     const int bad = !(isfinite(a) && isfinite(b));
-    if ((p.hdrblk ? hblk : blockIdx.x == 0) && tid == 0) {
-      p.hdr->mn = a;
-      p.hdr->mx = b;
-      p.hdr->nan_key = key;
-      p.hdr->bad = bad;
-      if (p.seqp) {
-        __threadfence_system();
-        *(volatile unsigned *)p.seqp = p.seq;
-      }
-      // deferred checks (the host does not wait for this call): the first failure since the host's
-      // last report is kept; seq is the call's ordinal there
-      if (p.drec && (key != 0ull || bad)) {
-        volatile ndf_ecc_drec *d = p.drec;
-        if (d->ord == 0u) {
-          d->nan_key = key;
-          d->bad = bad;
-          __threadfence_system();
-          d->ord = p.seq;
-        }
-      }
-    }
+    if ((p.hdrblk ? hblk : blockIdx.x == 0) && tid == 0) ndf_ecc2_header(p, a, b, key, bad);
     if (key != 0ull || bad || hblk) return false; // the whole grid: nothing is written; the header block is done
   }
   // the thresholds over [a, b] sorted (as ndf_ecc_scan_finish), rounded down to float:
@@ -2027,7 +2045,11 @@ __device__ __forceinline__ bool ndf_ecc2_setup(const P &p, bool hblk, int T, flo
       // order (m = T - 1), D < 1/4 and ga > 0; else every guess reads the table.  (Sessions 8-16: D 2.7x
       // larger at T = 256 over [-1000, 1000), four times the bounds; tools/emu/ecc_cert_check.cpp: no wrong
       // certified bin at D, wrong ones from D / 4.)
-      const double D = (double)T * 0x1p-22 + (fabs(a) + fabs(b)) * (double)s_ga * 0x1.4p-22 + 0x1p-21;
+      // A given range: a and b are doubles, so gb = -(float)a ga has one more rounding, |a| ga 2^-24 at most: the
+      // middle term 6 (|a| + |b|) ga 2^-24 there (values outside [a, b] saturate to the bins -1 and T, or lie
+      // within 1 / ga of a or b: their products' roundings are inside the constant's margin; ecc_cert_check's
+      // mode 1).
+      const double D = (double)T * 0x1p-22 + (fabs(a) + fabs(b)) * (double)s_ga * (given ? 0x1.8p-22 : 0x1.4p-22) + 0x1p-21;
       // (ga > 0: +inf * ga + gb = +inf, whose guess is T; a constant image has ga = 0 and NaN there)
       const bool cert = p.bin == 0 && m == T - 1 && D < 0.25 && s_ga > 0.0f;
       s_dl = cert ? __double2float_ru(D) : 2.0f; // 2: never certified
@@ -2036,6 +2058,44 @@ __device__ __forceinline__ bool ndf_ecc2_setup(const P &p, bool hblk, int T, flo
     __syncthreads(); // tsf, tpair, the guess (and the caller's histogram, zeroed before)
   }
   return true;
+}
+
+// the offset of image img's curve in the output (its batch index by the caller's strides)
+template <class P> __device__ __forceinline__ ndf_i64 ndf_ecc2_out_at(const P &p, ndf_i64 img) {
+  ndf_i64 off = 0;
+  for (int d = p.nb - 1; d >= 0; d--) {
+    off += (img % p.oshape[d]) * p.ostr[d];
+    img /= p.oshape[d];
+  }
+  return off;
+}
+// A given range's end in image img's last block (h: the image's histogram copies): no curve is written when
+// some block found a NaN (the call's key, every block's before its ticket).  One image: the curve, then the
+// header.  Several: the image's curve to the scratch (p.part + 256 bytes), the call's ticket (cnt[nimg]), and
+// its last block copies every curve out (or none) and writes the header.
+template <class P>
+__device__ __forceinline__ void ndf_ecc2_finish_given(const P &p, const long long *h, int img, int m, double a, double b,
+                                                   bool &s_last) {
+  const int tid = threadIdx.x;
+  const ndf_u64 *const gkey = (const ndf_u64 *)p.part;
+  long long *const cur = (long long *)p.part + 32;
+  if (p.nimg == 1) {
+    const ndf_u64 key = __ldcg(gkey);
+    if (key == 0ull) ndf_ecc2_prefix(h, p.ncopy, m, p.out + ndf_ecc2_out_at(p, 0), p.T, p.ostep);
+    if (tid == 0) ndf_ecc2_header(p, a, b, key, 0);
+    return;
+  }
+  ndf_ecc2_prefix(h, p.ncopy, m, cur + (ndf_i64)img * p.T, p.T, 1); // (ends with a block barrier)
+  if (tid == 0) s_last = ndf_ecc2_ticket(&p.cnt[p.nimg], p.fence) == (unsigned)p.nimg - 1u;
+  __syncthreads();
+  if (!s_last) return;
+  const ndf_u64 key = __ldcg(gkey);
+  if (key == 0ull)
+    for (ndf_i64 i = tid; i < p.nimg * p.T; i += 256) {
+      const ndf_i64 im = i / p.T;
+      p.out[ndf_ecc2_out_at(p, im) + (i - im * p.T) * p.ostep] = __ldcg(cur + i);
+    }
+  if (tid == 0) ndf_ecc2_header(p, a, b, key, 0);
 }
 
 // The end of the warp-strip kernels: the block's histogram (bin k: val(k)) added to its copy of
@@ -2058,12 +2118,10 @@ __device__ __forceinline__ void ndf_ecc2_end(const P &p, int img, int bimg, int 
   __syncthreads();
   ndf_ecc2_stamp(p.prof, 5);
   if (s_last) {
-    ndf_i64 off = 0, q2 = img;
-    for (int d = p.nb - 1; d >= 0; d--) {
-      off += (q2 % p.oshape[d]) * p.ostr[d];
-      q2 /= p.oshape[d];
-    }
-    ndf_ecc2_prefix((const long long *)p.hist + (ndf_i64)img * p.ncopy * p.T, p.ncopy, s_m, p.out + off, p.T, p.ostep);
+    double a, b;
+    const long long *h = (const long long *)p.hist + (ndf_i64)img * p.ncopy * p.T;
+    if (!ndf_ecc2_given(p, a, b)) ndf_ecc2_prefix(h, p.ncopy, s_m, p.out + ndf_ecc2_out_at(p, img), p.T, p.ostep);
+    else ndf_ecc2_finish_given(p, h, img, s_m, a, b, s_last);
   }
   ndf_ecc2_stamp(p.prof, 6);
 }
@@ -2271,6 +2329,8 @@ struct ndf_ecc3_params {
   ndf_i64 bcol;               // 1: a block's warps march 8 neighbouring tiles together (ntx % 8 == 0); 2: and
                               // stage the planes in shared memory (nx % 128 == 0, W 16; the buffers after h3)
   ndf_i64 p1;                 // 2 with bcol 2: the staged call's phase 1 by ndf_ecc_strip3 first (the split); else 1
+  ndf_i64 rng;                // 1: thresholds over the given [rlo, rhi] (rlo < rhi, finite): no phase 1 (session 18)
+  double rlo, rhi;
   int nb, ncopy;
   unsigned seq;
   int hdrblk, fence, bin;   // as ndf_ecc2_params
@@ -2278,6 +2338,11 @@ struct ndf_ecc3_params {
   ndf_ecc_drec *drec;       // as ndf_ecc2_params
   ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM], oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
 };
+
+__device__ __forceinline__ bool ndf_ecc2_given(const ndf_ecc3_params &p, double &a, double &b) {
+  a = p.rlo, b = p.rhi;
+  return p.rng != 0;
+}
 
 // NDF_ECC3_HELPERS_BEGIN (tools/emu/ecc_strip2_emu.cpp replaces these)
 // h[a] += c for a 32-bit shared-window address a (one RED, no address add)
@@ -2306,6 +2371,8 @@ __device__ __forceinline__ float2 ndf_ecc3_ldpair(unsigned a) {
   asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(r.x), "=f"(r.y) : "r"(a));
   return r;
 }
+// the u32 v to the 32-bit shared-window address a (the binner's NaN flag)
+__device__ __forceinline__ void ndf_ecc3_st(unsigned a, unsigned v) { asm volatile("st.shared.u32 [%0], %1;" ::"r"(a), "r"(v) : "memory"); }
 // sat(fma(a, b, c)): [0, 1], NaN to 0 (one FFMA.SAT)
 __device__ __forceinline__ float ndf_ecc3_fmasat(float a, float b, float c) {
   float r;
@@ -2365,10 +2432,15 @@ struct ndf_ecc3_binner {
     // (Session 16: a rare path of 17 unrolled calls of ndf_ecc2_walk, and the per-voxel certificate tests,
     // cost the march 13% at 512^3 and 19% at 8192^2 -- run16g, timing without them; and "rare" it was not: at
     // T = 256 over [-1000, 1000) about a third of the warps' steps had an uncertified voxel, by the D of then;
-    // session 17's D, 2.7x smaller there, leaves about 13%, an estimate.)  Lanes outside the image (bin T from
-    // the guess: s = 1, certified) never pass -- their values are another row's.
-    const bool fix = cert ? (dmn < dl) | (dmx > dh) : in;
+    // session 17's D, 2.7x smaller there, leaves about 13%, an estimate.)  Lanes outside the image take the bin T
+    // from the guess (s = 1, certified) for any finite or +inf value -- their values are another row's.
+    // A given range (session 18) adds: -inf (bin 0: the clamp below), NaN (s = 0, never certified: the pass
+    // flags it in tpair[511], the strip3 body's rflag), and lanes outside the image whose values give s = 0
+    // (-inf, NaN: -inf + inf) -- they pass too and take the bin T; with uncertified thresholds they pass always.
+    const bool fix = cert ? (dmn < dl) | (dmx > dh) : true;
     if (__any_sync(FULL, fix) && fix) {
+      const int kmin = in ? 0 : T; // (k + dk <= T)
+      bool nan = false;
       for (;;) { // a pass over the lane's voxels (settled ones stay)
         bool mv = false;
 #pragma unroll
@@ -2376,11 +2448,14 @@ struct ndf_ecc3_binner {
           const int k = min(max((int)(o[j] - cb) >> 7, 0), T);
           const float2 pr = ndf_ecc3_ldpair(tpa + 8u * (unsigned)k);
           const int dk = (int)(v[j] > pr.y) - (int)(v[j] <= pr.x);
-          o[j] = (unsigned)(k + dk) * 128u + cb;
-          mv |= dk != 0;
+          const int kn = max(k + dk, kmin);
+          nan |= v[j] != v[j];
+          o[j] = (unsigned)kn * 128u + cb;
+          mv |= kn != k;
         }
         if (cert || !mv) break;
       }
+      if (nan) ndf_ecc3_st(tpa + 8u * 511u, 1u);
     }
   }
 };
@@ -2550,7 +2625,22 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
     w.pin = z >= 0 && z < nzi;
   };
 
-  if (!SK) { // phase 1 (ndf_ecc_strip3, ndf_ecc_strip3n)
+  // A given range (p.rng; session 18): no phase 1 -- the blocks zero the histogram copies, the tickets (the
+  // images' and the call's) and the call's NaN key, arrive at the grid barrier and march; each waits for every
+  // arrival only before its first global atomic (the end).  NaN: its guess s = 0 is never certified, so the
+  // binner's pass sees it and sets rflag[0]; the block then looks for its least NaN index (the rare path).
+  // rflag: tpair[511] (T <= 320), [0] that flag, [1] the arrival's word (thread 0).
+  unsigned *const rflag = (unsigned *)(tpair + 511);
+  if (p.rng) {
+    const ndf_i64 nh = p.nimg * p.ncopy * p.T, stride = (ndf_i64)gridDim.x * 256;
+    for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + tid; i < nh; i += stride) p.hist[i] = 0ull;
+    for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + tid; i <= p.nimg; i += stride) p.cnt[i] = 0u;
+    if (blockIdx.x == 0 && tid == 0) *(ndf_u64 *)p.part = 0ull;
+    if (tid == 0) r_key = 0ull, rflag[0] = 0u;
+    __syncthreads();
+    if (tid == 0) rflag[1] = ndf_ecc2_arrive(p.gbar);
+    ndf_ecc2_stamp(p.prof, 1);
+  } else if (!SK) { // phase 1 (ndf_ecc_strip3, ndf_ecc_strip3n)
     // ---- phase 1: min, max, NaN of the image's own voxels (lanes 0..30, rows and planes in the image)
     // over other units: the image's (plane, tile) units v = z * NT + tile in plane-major order, warp wi
     // taking v = wi, wi + tpi, ... (grid-stride), so that the image's warps sweep the planes together,
@@ -2748,6 +2838,29 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
     }
 
   ndf_ecc2_wstamp(p.prof);
+
+  if (p.rng) { // every block's zeroing done; a NaN seen: the least index of the block's own (the rare path)
+    __syncthreads();
+    if (tid == 0) ndf_ecc2_await(p.gbar, rflag[1]);
+    if (*(volatile unsigned *)rflag) {
+      for (int u = u0; u < u1;) { // the warp's segments; a lane's own row (lanes 0..30), C order
+        seg s;
+        u += seg_at(u, s);
+        bool found = lane >= NDF_S3R || !s.rowin;
+        for (int z = max(s.zb, 0); z < min(s.ze, nzi) && !found; z++)
+          for (int j = 0; j < W && !found; j++)
+            if ((s.inb >> j) & 1u) {
+              const float f = (float)s.rowp[(ndf_i64)z * p.sz + (ndf_i64)j * p.sx];
+              if (f != f) {
+                atomicMax(&r_key, ~(ndf_u64)((ndf_i64)img * (p.nz * p.ny * p.nx) + ((ndf_i64)z * p.ny + s.y) * p.nx + s.x + j));
+                found = true;
+              }
+            }
+      }
+      __syncthreads();
+      if (tid == 0 && r_key) atomicMax((ndf_u64 *)p.part, (ndf_u64)r_key);
+    }
+  }
 
   // ---- the block's histogram (the sum of its 32 columns) to its copy of the image's, the ticket, the curve
   ndf_ecc2_end(p, img, bimg, T, s_m, s_last, [&](int k) { return ndf_ecc3_colsum(h3, k, lane); });

@@ -43,6 +43,7 @@ typedef struct ecase {
   int64_t shape[NDF_MAX_NDIM];
   int vkind;   /* 0 small integers (ties), 1 continuous, 2 constant, 3 far from 0 in a narrow range */
   int tkind;   /* 0 values, 1 spaced over [min, max], 2 spaced over a range */
+  int rdeg;    /* tkind 2: the range is one point (lo == hi; set by run_exact) */
   int64_t T;
   ndf_ecc_construction cons;
   int in_layout, out_layout;
@@ -112,9 +113,13 @@ static const char *expected_kernel(const ecase *c, char *buf, size_t len) {
   const int pack = c->T <= 510 && !(e && !strcmp(e, "old"));
   if (!pack) return "ndf_ecc_hist";
   e = getenv("NDF_ECC_FUSE");
-  if (c->tkind != 1 || (e && !strcmp(e, "0"))) return "ndf_ecc_pack"; /* given thresholds, or unfused */
+  const int nofuse = e && !strcmp(e, "0");
   e = getenv("NDF_ECC_BRICK");
-  if (e && (!strcmp(e, "1") || !strcmp(e, "2"))) return "ndf_ecc_brick";
+  const int brick = e && (!strcmp(e, "1") || !strcmp(e, "2"));
+  /* a given range with lo < hi: 3-D float32 calls take the telescoped kernels as [min, max] does (session 18) */
+  const int given3 = c->tkind == 2 && !c->rdeg && c->nsp == 3 && c->dt == NDF_FLOAT32 && !brick;
+  if ((c->tkind != 1 && !given3) || nofuse) return "ndf_ecc_pack"; /* values, 2-D ranges, or unfused */
+  if (brick) return "ndf_ecc_brick";
   int64_t nimg = 1;
   for (int d = 0; d < c->batch; d++) nimg *= c->shape[d];
   const int64_t *sp = c->shape + c->batch;
@@ -143,6 +148,7 @@ static const char *expected_kernel(const ecase *c, char *buf, size_t len) {
       return "ndf_ecc_strip3s";
     return w == 16 ? "ndf_ecc_strip3" : "ndf_ecc_strip3n";
   }
+  if (c->tkind == 2) return "ndf_ecc_pack"; /* the rows kernel and the fused march: [min, max] only */
   /* NDF_ECC_ROWS: 0 the march, 1..4 ndf_ecc_rows with PF = mode - 1, other values modes this
    * model does not know (PF not checked); unset: the rows kernel for uint8 / uint16, the march for
    * floats (or the rows kernel: a default that may follow the volume) */
@@ -189,6 +195,7 @@ static int run_exact(ndf_ctx *ctx, ecase *c, tu_rng *r) {
     o.has_range = 1;
     o.range_lo = tu_rng_normal(r) * 10;
     o.range_hi = o.range_lo + (tu_rng_chance(r, 0.1) ? 0 : tu_rng_unif(r) * 100);
+    c->rdeg = o.range_lo == o.range_hi;
   }
   ndf_status sc = ndf_euler_characteristic_curve(ctx, &hin.arr, &cpu.arr, &o);
   if (sc != NDF_OK) {
@@ -279,8 +286,9 @@ static void test_gpu_benchmark_shapes(void **state) {
 static void nan_case(ndf_ctx *ctx, ndf_dtype dt, int nd, const int64_t *sh, int batch, int64_t nan_at, int64_t nan2,
                      int tkind, ndf_ecc_construction cons, int deferred) {
   /* deferred: ctx defers data checks; under the default environment the warp-strip kernels'
-   * calls (float32 over [min, max]) then return NDF_OK and ndf_ctx_synchronize the error */
-  const int defers = deferred && dt == NDF_FLOAT32 && tkind == 0;
+   * calls (float32 over [min, max]; 3-D float32 over a range, session 18) then return NDF_OK and
+   * ndf_ctx_synchronize the error */
+  const int defers = deferred && dt == NDF_FLOAT32 && (tkind == 0 || (tkind == 1 && nd - batch == 3));
   int64_t n = 1;
   for (int d = 0; d < nd; d++) n *= sh[d];
   int64_t os[NDF_MAX_NDIM];
@@ -429,7 +437,7 @@ static void test_gpu_nan_rejected(void **state) {
 
 /* A context with deferred data checks (ndf_ctx_options.deferred_errors): the NaN / inf cases above
  * (float32 over [min, max]: the call returns NDF_OK, the next synchronize the error naming the
- * element and the call; float64, ranges, values: the call's own error as before); four calls
+ * element and the call, as 3-D float32 calls over a range; float64, 2-D ranges, values: the call's own error); four calls
  * before one report (clean, NaN, NaN, clean: the first failing one is reported, by a
  * device-to-host copy, once; the failing calls' outputs untouched, the clean ones equal the CPU);
  * then random float32 curves over [min, max] against the CPU in that context. */
@@ -908,7 +916,7 @@ static void test_gpu_strip2(void **state) {
 }
 
 /* The 3-D warp-strip kernel (ndf_ecc_strip3: 3-D, thresholds over [min,
- * max], T <= 320, float32 / uint8 / uint16; cells' bins by max / min,
+ * max] or, float32, over a given range (a third of the float32 cases), T <= 320, float32 / uint8 / uint16; cells' bins by max / min,
  * telescoped along x) against the CPU, the same input under each setting:
  * default (ndf_ecc_strip3, 16 columns per lane; uint8 / uint16 with
  * NDF_ECC_3D=strip3), NDF_ECC_3D=old (the paths before), NDF_ECC_MAPHDR=0,
@@ -959,6 +967,9 @@ static void test_gpu_strip3(void **state) {
       c.vkind = 3;
       c.T = k ? 256 : 320;
     }
+    /* float32: thresholds over a given range in a third of the cases (session 18: no phase 1; run_exact's
+     * ranges, [N(0, 10), + U(0, 100)], one in ten a single point: the paths before) */
+    if (k >= 2 && c.dt == NDF_FLOAT32 && tu_rng_chance(&r, 0.35)) c.tkind = 2;
     /* uint8 / uint16 take strip3 only when asked (NDF_ECC_3D=strip3; the setting =old: the rows kernel) */
     const int small = c.dt == NDF_UINT8 || c.dt == NDF_UINT16;
     failed += strip_settings(s->ctx, &c, &r, k, 11, var, val, NULL, NULL, small ? "NDF_ECC_3D" : NULL, "strip3");

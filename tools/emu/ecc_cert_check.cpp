@@ -3,7 +3,10 @@
 // random ranges [a, b] (near and far from 0, narrow and wide) and T = 2..510, values next to every threshold
 // (a few ulps either side) and uniform ones; counts the certified guesses whose bin is not the exact one (the
 // least k with f <= tv[k]).  Scale the certificate's D by argv[1] (default 1: the kernels' D; a negative
-// control at 1/4 finds wrong bins).  Build: g++ -O2 -frounding-math tools/emu/ecc_cert_check.cpp
+// control at 1/4 finds wrong bins).  argv[4] = 1: a given range (ndf_ecc3_params.rng, session 18): a and b
+// doubles (not floats), gb from (float)a, the middle term of D 6 instead of 5, values also outside [a, b]
+// (within a few 1 / ga of either end, -inf, +inf; the exact bin then 0 or T).
+// Build: g++ -O2 -frounding-math tools/emu/ecc_cert_check.cpp
 #include <cfenv>
 #include <cmath>
 #include <cstdint>
@@ -26,40 +29,47 @@ int main(int argc, char **argv) {
   const double scale = argc > 1 ? atof(argv[1]) : 1.0;
   const int ranges = argc > 2 ? atoi(argv[2]) : 3000;
   std::mt19937_64 rng(argc > 3 ? strtoull(argv[3], 0, 10) : 1);
+  const bool given = argc > 4 && atoi(argv[4]) == 1;
   std::uniform_real_distribution<double> U(0, 1);
   long long nval = 0, ncert2 = 0, ncert3 = 0, bad2 = 0, bad3 = 0, nskip = 0;
   for (int it = 0; it < ranges; it++) {
     const int T = it % 4 == 0 ? 2 + (int)(U(rng) * 509) : std::vector<int>{256, 320, 510, 64, 37}[it % 5];
     const double c = (U(rng) < 0.5 ? -1 : 1) * std::pow(10.0, U(rng) * 10 - 3) * (U(rng) < 0.2 ? 0 : 1);
     const double wd = std::pow(10.0, U(rng) * 9 - 3);
-    const float a = (float)(c - wd * U(rng)), b0 = (float)(a + wd);
-    const float b = b0 > a ? b0 : std::nextafterf(a, INFINITY);
+    double a, b;
+    if (given) { // doubles anywhere (lo < hi)
+      a = c - wd * U(rng), b = a + wd;
+      if (!(b > a)) b = std::nextafter(a, INFINITY);
+    } else {
+      const float fa = (float)(c - wd * U(rng)), b0 = (float)(fa + wd);
+      a = fa, b = b0 > fa ? b0 : std::nextafterf(fa, INFINITY);
+    }
     // ndf_ecc2_setup
-    const double span = (double)b - (double)a, den = (double)(T - 1);
+    const double span = b - a, den = (double)(T - 1);
     std::vector<float> tv(T + 1);
     int m = T - 1;
     std::vector<double> tk(T - 1);
-    for (int k = 0; k < T - 1; k++) tk[k] = (double)a + (span * (double)k) / den;
+    for (int k = 0; k < T - 1; k++) tk[k] = a + (span * (double)k) / den;
     for (int k = 0; k < T - 1; k++)
       if (tk[k] > b) m--;
     if (m != T - 1) { nskip++; continue; } // uncertified: the table for every voxel
     for (int k = 0; k < T - 1; k++) tv[k] = rounded(FE_DOWNWARD, [&] { return (float)tk[k]; });
-    tv[T - 1] = b;
+    tv[T - 1] = rounded(FE_DOWNWARD, [&] { return (float)b; });
     tv[T] = INFINITY;
     const float w = (float)span;
-    const float ga = (float)(T - 1) / w, gb = -a * ga;
-    const double aab = std::fabs((double)a) + std::fabs((double)b); // the kernels' D (ndf_ecc2_setup)
-    const double D = scale * ((double)T * 0x1p-22 + aab * (double)ga * 0x1.4p-22 + 0x1p-21);
+    const float ga = (float)(T - 1) / w, gb = -(float)a * ga;
+    const double aab = std::fabs(a) + std::fabs(b); // the kernels' D (ndf_ecc2_setup)
+    const double D = scale * ((double)T * 0x1p-22 + aab * (double)ga * (given ? 0x1.8p-22 : 0x1.4p-22) + 0x1p-21);
     if (!(D < 0.25 && ga > 0)) { nskip++; continue; }
     const float dl = rounded(FE_UPWARD, [&] { return (float)D; });
     const float dh = rounded(FE_DOWNWARD, [&] { return 1.0f - dl; });
     const float K = (float)T + 0.5f, ga2 = ga / K, gb2 = (gb + 1.0f) / K;
     auto check = [&](float f) {
-      if (!(f >= a && f <= b)) return;
+      if (!given && !(f >= a && f <= b)) return;
       nval++;
       int ex = 0;
-      while (!(f <= tv[ex])) ex++;
-      { // strip2: g = fmaf(f, ga, gb)
+      while (ex < T && !(f <= tv[ex])) ex++;
+      if (!given) { // strip2: g = fmaf(f, ga, gb) ([min, max] only)
         const float g = std::fmaf(f, ga, gb), d = std::ceil(g) - g;
         if (d >= dl && d <= dh) {
           ncert2++;
@@ -86,6 +96,13 @@ int main(int argc, char **argv) {
         check(f);
       }
     for (int q = 0; q < 4 * T; q++) check((float)(a + span * U(rng)));
+    if (given) { // outside [a, b]: within a few 1 / ga of either end, and the infinities
+      for (int q = 0; q < 2 * T; q++) {
+        check((float)(a - 4.0 * U(rng) / (double)ga));
+        check((float)(b + 4.0 * U(rng) / (double)ga));
+      }
+      check(-INFINITY), check(INFINITY);
+    }
   }
   std::printf("D x %g: %lld values, certified %lld (strip2) / %lld (binner), wrong %lld / %lld; %lld ranges skipped\n",
               scale, nval, ncert2, ncert3, bad2, bad3, nskip);

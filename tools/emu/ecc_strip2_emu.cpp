@@ -185,6 +185,7 @@ using std::min;
 static void ndf_ecc_grid_sync(unsigned *) { g_gridbar->arrive_and_wait(); }
 // the helpers of templates/ecc.cu (NDF_ECC2_HELPERS_BEGIN .. END), without inline PTX
 static inline float2 ndf_ecc3_ldpair(unsigned a) { return tl_blk->tpair[a / 8]; } // (shared-window addresses from 0)
+static inline void ndf_ecc3_st(unsigned a, unsigned v) { __atomic_store_n((unsigned *)((char *)tl_blk->tpair + a), v, __ATOMIC_RELAXED); }
 static inline void ndf_ecc3_red(unsigned a, int c) { __atomic_fetch_add((int *)((char *)tl_blk->h3 + a), c, __ATOMIC_RELAXED); }
 // cp.async: EMU_CPLATE=1 defers each thread's copies to its wait that completes their group (a read
 // before the right wait sees stale or poisoned shared memory); else copied at once
@@ -216,6 +217,14 @@ static inline void ndf_ecc2_wstamp(unsigned long long *) {}
 static inline float ndf_ecc2_fminnan(float a, float b) { return (a != a || b != b) ? NAN : std::fmin(a, b); }
 static inline unsigned ndf_ecc2_ticket(unsigned *p, int) { return __atomic_fetch_add(p, 1u, __ATOMIC_ACQ_REL); }
 static void ndf_ecc2_grid_sync(unsigned *w, int) { ndf_ecc_grid_sync(w); }
+// the barrier's halves (the given range's calls) on the word itself, as the kernel's protocol: block 0 adds
+// 2^31 - (n - 1), the others 1; the top bit flips once all have arrived
+static unsigned ndf_ecc2_arrive(unsigned *w) {
+  return __atomic_fetch_add(w, tl_bid == 0 ? 0x80000000u - (g_grid - 1u) : 1u, __ATOMIC_ACQ_REL);
+}
+static void ndf_ecc2_await(unsigned *w, unsigned old) {
+  while (((old ^ __atomic_load_n(w, __ATOMIC_ACQUIRE)) & 0x80000000u) == 0u) std::this_thread::yield();
+}
 template <bool B> struct ndf_ecc2_bool { static constexpr bool value = B; };
 static void ndf_ecc2_prefix(const long long *hist, int nc, ndf_i64 m, long long *out, ndf_i64 T, ndf_i64 ostep) {
   __syncthreads();
@@ -318,7 +327,7 @@ int main(int argc, char **argv) {
   ndf_ctx *ctx; ndf_ctx_options o; ndf_ctx_options_init(&o); o.backend = NDF_BACKEND_CPU;
   if (ndf_ctx_create(&ctx, &o) != NDF_OK) return 2;
   const bool isf = std::is_floating_point<TIN>::value;
-  int bad = 0, nnan = 0, nskip = 0, nslow = 0, nbcol = 0, nstg = 0;
+  int bad = 0, nnan = 0, nskip = 0, nslow = 0, nbcol = 0, nstg = 0, ngiven = 0;
   for (int cs = 0; cs < cases; cs++) {
     const int nb = (int)irand(0, 1), vkind = (int)irand(0, 4); // 4: a constant image (the guess scale ga = 0)
     // 320: first guesses below 0 for values ~1e6 in a range of 2.5 (the vkind 2 images; session 9 GPU bug)
@@ -397,11 +406,25 @@ int main(int argc, char **argv) {
     ndf_array_init(&cur, ref.data(), NDF_DEVICE_CPU, NDF_INT64, nb ? 2 : 1, nb ? osh : &T);
     ndf_ecc_options eo; ndf_ecc_options_init(&eo);
     eo.construction = CONS ? NDF_ECC_T : NDF_ECC_V; eo.batch_dims = nb; eo.nthresholds = T;
-    const bool cpu_ok = nan_at < 0 && !has_inf;
+    // strip3 (float): a given range in a third of the cases (session 18: no phase 1; infinite values allowed) --
+    // around the data's, inside it, past it, or narrow and far from 0 (uncertified guesses)
+    const bool given = EMU_NSP == 3 && isf && irand(0, 2) == 0;
+    if (given) {
+      double mn = INFINITY, mx = -INFINITY;
+      for (int64_t i = 0; i < nvox; i++)
+        if (std::isfinite((double)dense[(size_t)i])) mn = std::min(mn, (double)dense[(size_t)i]), mx = std::max(mx, (double)dense[(size_t)i]);
+      if (!(mn <= mx)) mn = 0, mx = 1;
+      const double w = mx > mn ? mx - mn : 1.0;
+      const int rk = (int)irand(0, 3);
+      eo.has_range = 1;
+      eo.range_lo = rk == 0 ? mn : rk == 1 ? mn + w * urand() * 0.5 : rk == 2 ? mn - w * urand() : 1e6 + urand();
+      eo.range_hi = rk == 0 ? mx : rk == 3 ? eo.range_lo + 0.3 * urand() + 1e-3 : eo.range_lo + w * (0.1 + urand());
+    }
+    const bool cpu_ok = nan_at < 0 && (given || !has_inf);
     if (cpu_ok && ndf_euler_characteristic_curve(ctx, &in, &cur, &eo) != NDF_OK) { printf("CPU: %s\n", ndf_errmsg(ctx)); return 2; }
     // the plan under a small cap (all blocks run at once here); an extra block writes the header
     // (runtime default) or block 0 does
-    const int hdrblk = (int)irand(0, 1);
+    const int hdrblk = given ? 0 : (int)irand(0, 1); // (a given range: the call's last block writes it)
     strip_plan pl;
 #if EMU_NSP == 3
     const int64_t cap = irand(1, 6), minmc = irand(1, 6);
@@ -411,7 +434,8 @@ int main(int argc, char **argv) {
     p.ny = ny; p.sy = sy; p.ntx = pl.ntx; p.nty = pl.nty;
     p.bcol = pl.ntx % 8 == 0 && irand(0, 3) != 0; // block columns (the runtime's default where they apply)
     if (p.bcol && !w8 && nx % 128 == 0 && (fstg || irand(0, 3) != 0)) p.bcol = 2; // staged planes
-    p.p1 = p.bcol == 2 ? 2 : 1; // the staged kernel's phase 1: ndf_ecc_strip3's grid first (the split)
+    p.p1 = p.bcol == 2 && !given ? 2 : 1; // the staged kernel's phase 1: ndf_ecc_strip3's grid first (the split)
+    p.rng = given, p.rlo = eo.range_lo, p.rhi = eo.range_hi;
     nstg += p.bcol == 2;
     nbcol += p.bcol != 0;
 #else
@@ -422,9 +446,10 @@ int main(int argc, char **argv) {
 #endif
     const int64_t ostep = irand(1, 2);
     std::vector<ndf_u64> hist((size_t)(nimg * pl.ncopy * T), 0x1234567ull);
-    std::vector<unsigned> cnt((size_t)nimg, 0xdeadbeefu);
+    std::vector<unsigned> cnt((size_t)nimg + 1, 0xdeadbeefu); // the images' tickets and the call's (a given range)
     std::vector<long long> outv((size_t)(nimg * T * ostep), 0x5a5a5a5aLL);
-    std::vector<double> part((size_t)(pl.nblocks + hdrblk) * 3, -7.5);
+    // partials; a given range: the call's NaN key, then from 256 bytes the curves of a batch (runtime's part_bytes)
+    std::vector<double> part((size_t)std::max((pl.nblocks + hdrblk) * 3, given ? 32 + nimg * T : 0), -7.5);
     ndf_ecc_hdr hd; memset(&hd, 0x77, sizeof hd);
     unsigned seqw = 0xabcd, gbar = irand(0, 1) ? 0x80000000u : 0u;
     p.in = img; p.hist = hist.data(); p.cnt = cnt.data(); p.out = outv.data(); p.hdr = &hd; p.gbar = &gbar;
@@ -433,7 +458,8 @@ int main(int argc, char **argv) {
     p.nb = nb; p.ncopy = pl.ncopy; p.seq = 4242; p.hdrblk = hdrblk; p.fence = (int)irand(0, 1); p.bin = irand(0, 3) == 0;
     p.bshape[0] = nimg; p.bstr[0] = simg; p.oshape[0] = nimg; p.ostr[0] = T * ostep;
 #if EMU_NSP == 3
-    if (p.bcol == 2 && !w8) run_grid((unsigned)(pl.nblocks + hdrblk), [&] { ndf_ecc_strip3(p); }); // the split's phase 1
+    if (p.p1 == 2 && !w8) run_grid((unsigned)(pl.nblocks + hdrblk), [&] { ndf_ecc_strip3(p); }); // the split's phase 1
+    ngiven += given;
     run_grid((unsigned)(pl.nblocks + hdrblk), [&] { if (w8) ndf_ecc_strip3n(p); else if (p.bcol == 2) ndf_ecc_strip3s(p); else ndf_ecc_strip3(p); });
 #elif EMU_TELE
     run_grid((unsigned)(pl.nblocks + hdrblk), [&] { ndf_ecc_strip2t(p); });
@@ -473,9 +499,9 @@ int main(int argc, char **argv) {
       fflush(stdout);
     }
   }
-  printf("strip%d%s TIN %s CONS %d: %d cases (%d NaN/inf, %d wide-range, %d without a plan, %d block columns, %d staged), %d mismatches\n",
+  printf("strip%d%s TIN %s CONS %d: %d cases (%d NaN/inf, %d wide-range, %d without a plan, %d block columns, %d staged, %d given ranges), %d mismatches\n",
          EMU_NSP, EMU_TELE ? "t" : "", sizeof(TIN) == 4 ? "float" : sizeof(TIN) == 2 ? "uint16" : "uint8", CONS, cases, nnan, nslow, nskip,
-         nbcol, nstg, bad);
+         nbcol, nstg, ngiven, bad);
   return bad != 0;
 }
 #endif

@@ -192,6 +192,18 @@ int main(int argc, char **argv) {
     o.construction = cons ? NDF_ECC_T : NDF_ECC_V;
     o.batch_dims = nb;
     o.nthresholds = T;
+    /* 3-D float32: a given range in a third of the cases (ndf_ecc_strip3 without phase 1; infinite values fine) */
+    const int given = nsp == 3 && dt == NDF_FLOAT32 && ri(0, 2) == 0;
+    double *tv = NULL;
+    if (given) {
+      o.has_range = 1;
+      o.range_lo = (double)ri(-50, 300) * 0.5;
+      o.range_hi = o.range_lo + (double)ri(1, 800) * 0.25;
+      tv = malloc((size_t)T * sizeof *tv); /* the thresholds as runtime/ecc.c fills them */
+      for (int64_t k = 0; k < T; k++) tv[k] = o.range_lo + (o.range_hi - o.range_lo) * (double)k / (double)(T - 1);
+      tv[T - 1] = o.range_hi;
+      inf_at = -1;
+    }
     const ndf_status scpu = ndf_euler_characteristic_curve(ctx, &ain, &aref, &o);
     if ((nan_at >= 0 || inf_at >= 0) != (scpu != NDF_OK)) {
       printf("case %ld: CPU status %d (%s)\n", cs, (int)scpu, ndf_errmsg(ctx));
@@ -203,7 +215,8 @@ int main(int argc, char **argv) {
     const int cb = g_coop, cc = g_copies, cs0 = g_syncs;
     int64_t got_nan = -2;
     int not_finite = -1;
-    ndf_status s = ndf__ecc_cuda2(ctx, &c, &ain, &aout, cons, NULL, 1, &got_nan, &not_finite);
+    ndf_status s = ndf__ecc_cuda2(ctx, &c, &ain, &aout, cons, tv, 1, &got_nan, &not_finite);
+    free(tv);
     int ok = s == NDF_OK && g_coop == cb + 1 && g_other == 0 && g_bad == 0;
     const int isfloat = dt >= NDF_FLOAT32;
     const char *mh = getenv("NDF_ECC_MAPHDR");
