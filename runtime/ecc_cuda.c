@@ -32,19 +32,21 @@
 #include "internal.h"
 #include "ecc_plan.h"
 
-static void ecc_request(ndf__kernel_req *r, const char *kernel, ndf_dtype dt, int nsp, int cons, int soft) {
+/* var: bit 0 the SOFT slot, bit 1 the RNG slot (ndf_ecc_strip3's given range; session 18) */
+static void ecc_request(ndf__kernel_req *r, const char *kernel, ndf_dtype dt, int nsp, int cons, int var) {
   ndf__req_init(r, "ecc", kernel);
   ndf__req_set(r, "TIN", "%s", ndf__dtype_ctype(dt));
   ndf__req_set(r, "V", "%s", dt == NDF_FLOAT64 ? "double" : "float");
   ndf__req_set(r, "NSP", "%d", nsp);
   ndf__req_set(r, "CONS", "%d", cons);
-  ndf__req_set(r, "SOFT", "%d", soft);
+  ndf__req_set(r, "SOFT", "%d", var & 1);
+  ndf__req_set(r, "RNG", "%d", (var >> 1) & 1);
 }
 
 /* Kernels whose code does not depend on the slots share one specialization. */
 /* The kernel's function: from the context's memo (kernel: a string literal, compared by address), else
  * the JIT lookup (ndf__jit_get: key built and hashed, module loaded or compiled), then memoized.
- * NDF_ECC_MEMO=0: always the JIT lookup. */
+ * NDF_ECC_MEMO=0: always the JIT lookup.  soft: ecc_request's var (SOFT, RNG). */
 static ndf_status get_fn(ndf_ctx *ctx, const char *name, const char *kernel, ndf_dtype dt, int nsp, int cons,
                          int soft, CUfunction *fn) {
   const char *e = getenv("NDF_ECC_MEMO");
@@ -1183,7 +1185,8 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   ndf_status s;
   for (;;) {
     kname = stg ? "ndf_ecc_strip3s" : w == 16 ? "ndf_ecc_strip3" : "ndf_ecc_strip3n";
-    if ((s = get_fn(ctx, c->name, kname, in->dtype, 3, cons, 0, &fn)) != NDF_OK) return s;
+    /* a given range: the RNG specialization (its own module; the [min, max] kernels keep their code) */
+    if ((s = get_fn(ctx, c->name, kname, in->dtype, 3, cons, rng ? 2 : 0, &fn)) != NDF_OK) return s;
     dyn = (unsigned)((T + 1) * 128 + (stg ? 4 * 32 * 132 * 4 : 0));
     /* past 48 KiB the function needs the attribute (every call, as the rows kernel's); run14h lacked it:
      * every staged call fell back to the paths before */
@@ -1219,9 +1222,7 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   const int64_t bcol = stg ? 2 : pl.ntx % 8 == 0 && bcol_ok;
   NDF__PUT(&pb, bcol);
   NDF__PUT(&pb, p1);
-  const int64_t given = rng != NULL;
   const double rlo = rng ? rng[0] : 0.0, rhi = rng ? rng[1] : 0.0;
-  NDF__PUT(&pb, given);
   NDF__PUT(&pb, rlo);
   NDF__PUT(&pb, rhi);
   const CUdeviceptr prof = strip_prof_alloc(ctx, grid);

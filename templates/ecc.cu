@@ -35,6 +35,7 @@ typedef NDF_SLOT(V) V;     // comparison type: float (uint8/uint16/float32) or d
 #define NSP NDF_SLOT(NSP)  // spatial axes, 2 or 3
 #define CONS NDF_SLOT(CONS) // 0 V-construction, 1 T-construction
 #define SOFT NDF_SLOT(SOFT) // 1: ndf_ecc_hist writes c and f instead of the histogram
+#define RNG NDF_SLOT(RNG)   // 1: ndf_ecc_strip3 / strip3n / strip3s take thresholds over a given range (session 18)
 
 
 template <typename W> __device__ __forceinline__ W ndf_nan();
@@ -1548,7 +1549,7 @@ struct ndf_ecc2_params {
   ndf_ecc_drec *drec;       // NULL, or the deferred check's record (a failure noted there; ndf_ecc2_setup)
   ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM], oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
 };
-// thresholds over a given range [a, b] (ndf_ecc3_params.rng; found by argument-dependent lookup from the
+// thresholds over a given range [a, b] (ndf_ecc3_params.rlo, rhi with RNG; found by argument-dependent lookup from the
 // shared phases): the 2-D kernels' calls are over [min, max] only
 __device__ __forceinline__ bool ndf_ecc2_given(const ndf_ecc2_params &, double &, double &) { return false; }
 
@@ -1950,7 +1951,7 @@ __device__ __forceinline__ bool ndf_ecc2_setup(const P &p, bool hblk, int T, flo
                                                float &s_dl, float &s_dh, int &s_m) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const unsigned FULL = 0xffffffffu;
-  // (exact: the values are floats); the thresholds in double as the CPU's.  A given range (ndf_ecc3_params.rng):
+  // (exact: the values are floats); the thresholds in double as the CPU's.  A given range (RNG, ndf_ecc3 only):
   // [a, b] from the parameters, no partials, the header written at the end (ndf_ecc2_end_given)
   double a, b;
   const bool given = ndf_ecc2_given(p, a, b);
@@ -2329,8 +2330,7 @@ struct ndf_ecc3_params {
   ndf_i64 bcol;               // 1: a block's warps march 8 neighbouring tiles together (ntx % 8 == 0); 2: and
                               // stage the planes in shared memory (nx % 128 == 0, W 16; the buffers after h3)
   ndf_i64 p1;                 // 2 with bcol 2: the staged call's phase 1 by ndf_ecc_strip3 first (the split); else 1
-  ndf_i64 rng;                // 1: thresholds over the given [rlo, rhi] (rlo < rhi, finite): no phase 1 (session 18)
-  double rlo, rhi;
+  double rlo, rhi;            // RNG: thresholds over the given [rlo, rhi] (rlo < rhi, finite): no phase 1 (session 18)
   int nb, ncopy;
   unsigned seq;
   int hdrblk, fence, bin;   // as ndf_ecc2_params
@@ -2341,7 +2341,7 @@ struct ndf_ecc3_params {
 
 __device__ __forceinline__ bool ndf_ecc2_given(const ndf_ecc3_params &p, double &a, double &b) {
   a = p.rlo, b = p.rhi;
-  return p.rng != 0;
+  return RNG != 0;
 }
 
 // NDF_ECC3_HELPERS_BEGIN (tools/emu/ecc_strip2_emu.cpp replaces these)
@@ -2434,12 +2434,14 @@ struct ndf_ecc3_binner {
     // T = 256 over [-1000, 1000) about a third of the warps' steps had an uncertified voxel, by the D of then;
     // session 17's D, 2.7x smaller there, leaves about 13%, an estimate.)  Lanes outside the image take the bin T
     // from the guess (s = 1, certified) for any finite or +inf value -- their values are another row's.
-    // A given range (session 18) adds: -inf (bin 0: the clamp below), NaN (s = 0, never certified: the pass
-    // flags it in tpair[511], the strip3 body's rflag), and lanes outside the image whose values give s = 0
+    // A given range (RNG, session 18) adds: -inf (bin 0: the clamp below), NaN (s = 0, never certified: the
+    // pass flags it in tpair[511], the strip3 body's rflag), and lanes outside the image whose values give s = 0
     // (-inf, NaN: -inf + inf) -- they pass too and take the bin T; with uncertified thresholds they pass always.
-    const bool fix = cert ? (dmn < dl) | (dmx > dh) : true;
+    // Its own specialization: those few instructions a voxel in the pass cost the [min, max] kernels 2-3%
+    // (run18b: 512^3 0.436 vs 0.423 ms, 8192^2 0.170 vs 0.165), though the pass is the cold path.
+    const bool fix = cert ? (dmn < dl) | (dmx > dh) : RNG ? true : in;
     if (__any_sync(FULL, fix) && fix) {
-      const int kmin = in ? 0 : T; // (k + dk <= T)
+      const int kmin = in ? 0 : T; // (RNG: k + dk <= T)
       bool nan = false;
       for (;;) { // a pass over the lane's voxels (settled ones stay)
         bool mv = false;
@@ -2448,14 +2450,19 @@ struct ndf_ecc3_binner {
           const int k = min(max((int)(o[j] - cb) >> 7, 0), T);
           const float2 pr = ndf_ecc3_ldpair(tpa + 8u * (unsigned)k);
           const int dk = (int)(v[j] > pr.y) - (int)(v[j] <= pr.x);
-          const int kn = max(k + dk, kmin);
-          nan |= v[j] != v[j];
-          o[j] = (unsigned)kn * 128u + cb;
-          mv |= kn != k;
+          if (RNG) {
+            const int kn = max(k + dk, kmin);
+            nan |= v[j] != v[j];
+            o[j] = (unsigned)kn * 128u + cb;
+            mv |= kn != k;
+          } else {
+            o[j] = (unsigned)(k + dk) * 128u + cb;
+            mv |= dk != 0;
+          }
         }
         if (cert || !mv) break;
       }
-      if (nan) ndf_ecc3_st(tpa + 8u * 511u, 1u);
+      if (RNG && nan) ndf_ecc3_st(tpa + 8u * 511u, 1u);
     }
   }
 };
@@ -2490,7 +2497,7 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
   // L1).  ndf_ecc_strip3s has no phase 1 of its own (session 17: its bulk-copy and in-kernel-load phases 1,
   // opt-ins slower than the split at every size measured, r15b-r16e, were removed)
   const bool split = p.p1 == 2 && p.bcol == 2; // ndf_ecc_strip3 as that phase 1 (its own calls never split)
-  if (!SK) ndf_ecc2_stamp(p.prof, 0);
+  if (!SK || RNG) ndf_ecc2_stamp(p.prof, 0); // (the split: ndf_ecc_strip3 stamps phase 1)
   const int T = (int)p.T;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const unsigned FULL = 0xffffffffu;
@@ -2625,13 +2632,13 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
     w.pin = z >= 0 && z < nzi;
   };
 
-  // A given range (p.rng; session 18): no phase 1 -- the blocks zero the histogram copies, the tickets (the
+  // A given range (RNG, a specialization of its own; session 18): no phase 1 -- the blocks zero the histogram copies, the tickets (the
   // images' and the call's) and the call's NaN key, arrive at the grid barrier and march; each waits for every
   // arrival only before its first global atomic (the end).  NaN: its guess s = 0 is never certified, so the
   // binner's pass sees it and sets rflag[0]; the block then looks for its least NaN index (the rare path).
   // rflag: tpair[511] (T <= 320), [0] that flag, [1] the arrival's word (thread 0).
   unsigned *const rflag = (unsigned *)(tpair + 511);
-  if (p.rng) {
+  if (RNG) {
     const ndf_i64 nh = p.nimg * p.ncopy * p.T, stride = (ndf_i64)gridDim.x * 256;
     for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + tid; i < nh; i += stride) p.hist[i] = 0ull;
     for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + tid; i <= p.nimg; i += stride) p.cnt[i] = 0u;
@@ -2839,7 +2846,7 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
 
   ndf_ecc2_wstamp(p.prof);
 
-  if (p.rng) { // every block's zeroing done; a NaN seen: the least index of the block's own (the rare path)
+  if (RNG) { // every block's zeroing done; a NaN seen: the least index of the block's own (the rare path)
     __syncthreads();
     if (tid == 0) ndf_ecc2_await(p.gbar, rflag[1]);
     if (*(volatile unsigned *)rflag) {

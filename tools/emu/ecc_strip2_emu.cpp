@@ -249,6 +249,8 @@ typedef float V;
 #define NSP EMU_NSP
 #define CONS EMU_CONS
 #define SOFT 0
+static int g_rng; // the RNG slot as a variable: each case draws it (a given range) or not
+#define RNG g_rng
 #include KERN_INC
 
 // the whole cooperative grid at once: one std::thread per CUDA thread running kern() (a real grid barrier)
@@ -279,10 +281,12 @@ extern "C" int emu_strip2(unsigned grid, const void *params) {
   return 0;
 }
 // the same for ndf_ecc_strip3 (w 16) / ndf_ecc_strip3n (w 8) (EMU_NSP=3)
-extern "C" int emu_strip3(unsigned grid, const void *params, int w) {
+extern "C" int emu_strip3(unsigned grid, const void *params, int w, int rng) {
   ndf_ecc3_params p;
   memcpy(&p, params, sizeof p);
+  g_rng = rng; // the RNG specialization (a given range)
   run_grid(grid, [&] { if (w == 8) ndf_ecc_strip3n(p); else ndf_ecc_strip3(p); });
+  g_rng = 0;
   return 0;
 }
 // the same for ndf_ecc_strip2t (EMU_NSP=2; the 2-D default for T <= 320)
@@ -435,7 +439,7 @@ int main(int argc, char **argv) {
     p.bcol = pl.ntx % 8 == 0 && irand(0, 3) != 0; // block columns (the runtime's default where they apply)
     if (p.bcol && !w8 && nx % 128 == 0 && (fstg || irand(0, 3) != 0)) p.bcol = 2; // staged planes
     p.p1 = p.bcol == 2 && !given ? 2 : 1; // the staged kernel's phase 1: ndf_ecc_strip3's grid first (the split)
-    p.rng = given, p.rlo = eo.range_lo, p.rhi = eo.range_hi;
+    p.rlo = eo.range_lo, p.rhi = eo.range_hi;
     nstg += p.bcol == 2;
     nbcol += p.bcol != 0;
 #else
@@ -458,8 +462,9 @@ int main(int argc, char **argv) {
     p.nb = nb; p.ncopy = pl.ncopy; p.seq = 4242; p.hdrblk = hdrblk; p.fence = (int)irand(0, 1); p.bin = irand(0, 3) == 0;
     p.bshape[0] = nimg; p.bstr[0] = simg; p.oshape[0] = nimg; p.ostr[0] = T * ostep;
 #if EMU_NSP == 3
-    if (p.p1 == 2 && !w8) run_grid((unsigned)(pl.nblocks + hdrblk), [&] { ndf_ecc_strip3(p); }); // the split's phase 1
     ngiven += given;
+    g_rng = given; // the RNG specialization (the split's phase 1 too: never with a given range)
+    if (p.p1 == 2 && !w8) run_grid((unsigned)(pl.nblocks + hdrblk), [&] { ndf_ecc_strip3(p); }); // the split's phase 1
     run_grid((unsigned)(pl.nblocks + hdrblk), [&] { if (w8) ndf_ecc_strip3n(p); else if (p.bcol == 2) ndf_ecc_strip3s(p); else ndf_ecc_strip3(p); });
 #elif EMU_TELE
     run_grid((unsigned)(pl.nblocks + hdrblk), [&] { ndf_ecc_strip2t(p); });

@@ -19,7 +19,7 @@
 #include "internal.h"
 
 int emu_strip2(unsigned grid, const void *params);
-int emu_strip3(unsigned grid, const void *params, int w);
+int emu_strip3(unsigned grid, const void *params, int w, int rng);
 int emu_strip2t(unsigned grid, const void *params);
 #ifndef EMU_NSP
 #define EMU_NSP 2
@@ -47,12 +47,16 @@ ndf_status ndf__device_table(ndf_ctx *ctx, const void *data, size_t bytes, CUdev
 ndf_status ndf__jit_get(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, CUfunction *out) {
   (void)ctx;
   (void)op;
-  /* 1: strip2, 3: strip3 (16 columns per lane), 4: strip3n (8), 5: strip2t, 2: anything else (a failure) */
-  *out = (CUfunction)(uintptr_t)(strcmp(req->kernel, "ndf_ecc_strip2") == 0    ? 1
-                                 : strcmp(req->kernel, "ndf_ecc_strip3") == 0  ? 3
-                                 : strcmp(req->kernel, "ndf_ecc_strip3n") == 0 ? 4
-                                 : strcmp(req->kernel, "ndf_ecc_strip2t") == 0 ? 5
-                                                                               : 2);
+  /* 1: strip2, 3: strip3 (16 columns per lane), 4: strip3n (8), 5: strip2t, 2: anything else (a failure);
+   * + 16: the RNG slot 1 (a given range) */
+  int rng = 0;
+  for (int i = 0; i < req->nslots; i++)
+    if (strcmp(req->slots[i].name, "RNG") == 0) rng = strcmp(ndf__slot_value(&req->slots[i]), "1") == 0;
+  *out = (CUfunction)(uintptr_t)((strcmp(req->kernel, "ndf_ecc_strip2") == 0    ? 1
+                                  : strcmp(req->kernel, "ndf_ecc_strip3") == 0  ? 3
+                                  : strcmp(req->kernel, "ndf_ecc_strip3n") == 0 ? 4
+                                  : strcmp(req->kernel, "ndf_ecc_strip2t") == 0 ? 5
+                                                                                : 2) + 16 * rng);
   return NDF_OK;
 }
 ndf_status ndf__launch(ndf_ctx *ctx, const char *name, CUfunction fn, unsigned grid, unsigned bx, unsigned by,
@@ -89,7 +93,8 @@ static CUresult f_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s) {
 static CUresult f_coop(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                        unsigned smem, CUstream s, void **args) {
   (void)s;
-  const uintptr_t id = (uintptr_t)fn;
+  const uintptr_t id = (uintptr_t)fn & 15, rng = (uintptr_t)fn >> 4;
+  if (rng && id != 3 && id != 4) g_bad++; /* the RNG specialization: strip3 / strip3n only */
   /* strip2: no dynamic shared memory; strip3, strip2t: the histogram, (T + 1) rows of 32 ints (T:
    * the parameter block's after the 8 pointers) */
   int64_t T = 0;
@@ -102,12 +107,12 @@ static CUresult f_coop(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, uns
   /* resident: 4 (strip2, strip2t), 2 (strip3) or 3 (strip3n) blocks on each of 3 SMs */
   if (gx > (id == 1 || id == 5 ? 4u : id == 3 ? 2u : 3u) * 3u) return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
   g_coop++;
-  const int r = id == 1 ? emu_strip2(gx, args[0]) : id == 5 ? emu_strip2t(gx, args[0]) : emu_strip3(gx, args[0], id == 4 ? 8 : 16);
+  const int r = id == 1 ? emu_strip2(gx, args[0]) : id == 5 ? emu_strip2t(gx, args[0]) : emu_strip3(gx, args[0], id == 4 ? 8 : 16, (int)rng);
   return r == 0 ? 0 : 1;
 }
 static CUresult f_occ(int *n, CUfunction fn, int bs, size_t dyn) {
   (void)bs, (void)dyn;
-  *n = (uintptr_t)fn == 3 ? 2 : (uintptr_t)fn == 4 ? 3 : 4;
+  *n = ((uintptr_t)fn & 15) == 3 ? 2 : ((uintptr_t)fn & 15) == 4 ? 3 : 4;
   return 0;
 }
 static ndf__cu_api g_api;
