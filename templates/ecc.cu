@@ -1581,11 +1581,6 @@ __device__ __forceinline__ unsigned ndf_ecc2_ticket(unsigned *p, int fence) {
   }
   return old;
 }
-// ndf_ecc_grid_sync (templates/ndf_ecc_fused.cuh: the same arrival word and
-// flip protocol) with a release add and acquire polls instead of a fence.sc
-// before and after: every block's writes before the barrier (partials,
-// zeroed histograms and tickets; ordered before thread 0's add by the
-// __syncthreads) are visible to every block after it.  fence 1: that function.
 // The barrier in two halves (thread 0; the grid co-resident): ndf_ecc2_arrive releases the block's writes
 // before it (after a __syncthreads) and returns the word before its add; ndf_ecc2_await(w, old) returns once
 // every block has arrived (the top bit flipped since old), acquiring their writes -- the given range's calls
@@ -1603,6 +1598,11 @@ __device__ __forceinline__ void ndf_ecc2_await(unsigned *w, unsigned old) {
     asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(cur) : "l"(w) : "memory");
   } while (((old ^ cur) & 0x80000000u) == 0u);
 }
+// ndf_ecc_grid_sync (templates/ndf_ecc_fused.cuh: the same arrival word and
+// flip protocol) with a release add and acquire polls instead of a fence.sc
+// before and after: every block's writes before the barrier (partials,
+// zeroed histograms and tickets; ordered before thread 0's add by the
+// __syncthreads) are visible to every block after it.  fence 1: that function.
 __device__ __forceinline__ void ndf_ecc2_grid_sync(unsigned *w, int fence) {
   if (fence) {
     ndf_ecc_grid_sync(w);
@@ -1915,12 +1915,6 @@ __device__ __forceinline__ void ndf_ecc2_strip_phase1(const P &p, const TIN *in,
   });
 }
 
-// Phase 2's set-up of the warp-strip kernels: every block reduces the partials (the same values
-// in each), in float (exact: the values are floats); block 0 (or the header block) writes the
-// header; the thresholds in double as the CPU's, the float table tsf, the pairs tpair and the
-// first guess (s_ga, s_gb; certified when d = ceil(g) - g lies in [s_dl, s_dh]).  false: nothing
-// more to do (a NaN or inf in the grid: nothing is written; the header block).  Ends with a
-// __syncthreads.
 // The call's header (thread 0 of one block): min / max (or the given range), the least NaN index's key, the
 // infinite flag; then the mapped header's sequence word, and a failure to the deferred check's record.
 template <class P> __device__ __forceinline__ void ndf_ecc2_header(const P &p, double a, double b, unsigned long long key, int bad) {
@@ -1945,6 +1939,12 @@ template <class P> __device__ __forceinline__ void ndf_ecc2_header(const P &p, d
   }
 }
 
+// Phase 2's set-up of the warp-strip kernels: every block reduces the partials (the same values
+// in each), in float (exact: the values are floats); block 0 (or the header block) writes the
+// header (a given range, RNG: [a, b] from the parameters, no partials, no header here); the thresholds in double as the CPU's, the float table tsf, the pairs tpair and the
+// first guess (s_ga, s_gb; certified when d = ceil(g) - g lies in [s_dl, s_dh]).  false: nothing
+// more to do (a NaN or inf in the grid: nothing is written; the header block).  Ends with a
+// __syncthreads.
 template <class P>
 __device__ __forceinline__ bool ndf_ecc2_setup(const P &p, bool hblk, int T, float *tsf, float2 *tpair, float *r_lo,
                                                float *r_hi, unsigned long long &r_key, float &s_ga, float &s_gb,
@@ -1952,7 +1952,7 @@ __device__ __forceinline__ bool ndf_ecc2_setup(const P &p, bool hblk, int T, flo
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const unsigned FULL = 0xffffffffu;
   // (exact: the values are floats); the thresholds in double as the CPU's.  A given range (RNG, ndf_ecc3 only):
-  // [a, b] from the parameters, no partials, the header written at the end (ndf_ecc2_end_given)
+  // [a, b] from the parameters, no partials, the header written at the end (ndf_ecc2_finish_given)
   double a, b;
   const bool given = ndf_ecc2_given(p, a, b);
   if (!given) {
