@@ -1173,11 +1173,11 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
    * (ndf_ecc3_params.p1 = 2, the split): a launch of ndf_ecc_strip3 first, phase 1 only, with that kernel's
    * small shared memory (a large L1).  (Until session 17 also NDF_ECC3_P1=tma, in the staged kernel by bulk
    * copies, 512^3 0.451, and =ldg, by ndf_ecc_strip3's loads, 0.517: slower than the split, 0.440, removed.)
-   * A given range (no phase 1, no split): staged from 2^24 voxels (run18d, H200: 256^3 0.0524 against 0.0575,
-   * 512^3 0.290 against 0.338; smaller sizes not measured). */
+   * A given range (no phase 1, no split): staged from 2^21 voxels (run18d / run18e, H200: 512^3 0.290 against
+   * 0.338, 256^3 0.0524 against 0.0575, 128^3 0.0209 against 0.0224; smaller sizes not measured). */
   const char *bce = getenv("NDF_ECC3_BCOL"), *stge = getenv("NDF_ECC3_STG");
   const int bcol_ok = !(bce && strcmp(bce, "0") == 0);
-  const int64_t stg_min = (int64_t)1 << (rng ? 24 : 26);
+  const int64_t stg_min = (int64_t)1 << (rng ? 21 : 26);
   int stg = bcol_ok && w == 16 && in->dtype == NDF_FLOAT32 && c->sshape[2] % 128 == 0 && ctx->cc_major >= 8 &&
             (stge ? strcmp(stge, "1") == 0 : c->nimg * c->npix >= stg_min);
   const int64_t T = c->T, nimg = c->nimg;

@@ -140,11 +140,11 @@ static const char *expected_kernel(const ecase *c, char *buf, size_t len) {
       (c->dt == NDF_FLOAT32 ? !(e && !strcmp(e, "old")) : c->dt != NDF_FLOAT64 && e && !strcmp(e, "strip3"))) {
     const int t = c->cons == NDF_ECC_T, w = getenv("NDF_ECC3_W") && atoi(getenv("NDF_ECC3_W")) == 8 ? 8 : 16;
     if (nimg * ((((sp[2] + w - 1) / w) * ((sp[1] + t + 30) / 31) + 7) / 8) > 128) return NULL;
-    /* staged planes (ndf_ecc_strip3s): float32, widths multiple of 128 at 16 columns per lane, from 2^26 (a range: 2^24)
+    /* staged planes (ndf_ecc_strip3s): float32, widths multiple of 128 at 16 columns per lane, from 2^26 (a range: 2^21)
      * voxels a call or with NDF_ECC3_STG=1 (two blocks fit an H200's SM up to T 326: every T here) */
     const char *bc = getenv("NDF_ECC3_BCOL"), *sg = getenv("NDF_ECC3_STG");
     if (w == 16 && c->dt == NDF_FLOAT32 && sp[2] % 128 == 0 && !(bc && !strcmp(bc, "0")) &&
-        (sg ? !strcmp(sg, "1") : nimg * sp[0] * sp[1] * sp[2] >= ((int64_t)1 << (given3 ? 24 : 26))))
+        (sg ? !strcmp(sg, "1") : nimg * sp[0] * sp[1] * sp[2] >= ((int64_t)1 << (given3 ? 21 : 26))))
       return "ndf_ecc_strip3s";
     return w == 16 ? "ndf_ecc_strip3" : "ndf_ecc_strip3n";
   }
