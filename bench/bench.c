@@ -191,6 +191,9 @@ static const workload default_workloads[] = {
     {OP_ECC, NDF_FLOAT32, 3, {256, 256, 256}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 2},
     {OP_ECC, NDF_FLOAT32, 3, {512, 512, 512}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 2},
     {OP_ECC, NDF_FLOAT32, 3, {256, 256, 256}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 3},
+    {OP_ECC, NDF_FLOAT32, 2, {1024, 1024}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 2},
+    {OP_ECC, NDF_FLOAT32, 2, {8192, 8192}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 2},
+    {OP_ECC, NDF_FLOAT32, 3, {64, 256, 256}, 256, FP_BOX, 1, NDF_MODE_REFLECT, 2},
     /* soft ECC: forward + backward, T = size thresholds evenly spaced over the input's [-1000, 1000) */
     {OP_SOFT_ECC, NDF_FLOAT32, 3, {64, 256, 256}, 64, FP_BOX, 1, NDF_MODE_REFLECT, 0},
     /* Euler characteristic transform (issue 8): uint8 blobs, binary, V, T = size over [-R, R], param = m

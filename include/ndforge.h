@@ -760,7 +760,7 @@ NDF_API void ndf_ecc_options_init(ndf_ecc_options *opt);
  * check and the range), so the call waits for the stream there -- unless the
  * context defers data checks (ndf_ctx_options.deferred_errors): then the
  * 2-D / 3-D warp-strip kernels' calls (float32, [min, max] thresholds,
- * T <= 510 in 2-D, T <= 320 in 3-D; 3-D float32 over a range too, T <= 320)
+ * T <= 510 in 2-D, T <= 320 in 3-D; float32 over a range too, T <= 320)
  * return at once and a NaN / infinite input is reported by the next
  * ndf_ctx_synchronize.  A known range (has_range) spares the GPU the pass
  * over the input that [min, max] needs before any threshold is known.

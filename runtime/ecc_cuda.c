@@ -1056,15 +1056,18 @@ static int rows_occupancy(ndf_ctx *ctx, CUfunction fn, unsigned dyn);
  * parameters; its histogram, T + 1 rows of 32 lane columns of int, in dynamic shared memory).
  * *fallback: nothing was launched (no plan, or the grid could not be resident at once). */
 static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out, int cons,
-                             int tele, int64_t *nan_at, int *not_finite, int *fallback) {
+                             int tele, const double *rng, int64_t *nan_at, int *not_finite, int *fallback) {
   *fallback = 1;
   const int64_t sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
   /* NDF_ECC2_HB=0: block 0 writes the header; default: one more block, without tasks, does
-   * (the system fence after its write to the mapped header then delays no marching block) */
+   * (the system fence after its write to the mapped header then delays no marching block).
+   * rng: a given range {lo, hi} (ndf_ecc_strip2t only, its RNG specialization; as ecc_strip3) */
   const char *hbe = getenv("NDF_ECC2_HB");
-  int hdrblk = !(hbe && strcmp(hbe, "0") == 0);
+  int hdrblk = !rng && !(hbe && strcmp(hbe, "0") == 0);
+  if (rng && !tele) return NDF_OK; /* *fallback */
   CUfunction fn;
-  ndf_status s = get_fn(ctx, c->name, tele ? "ndf_ecc_strip2t" : "ndf_ecc_strip2", in->dtype, 2, cons, 0, &fn);
+  ndf_status s =
+      get_fn(ctx, c->name, tele ? "ndf_ecc_strip2t" : "ndf_ecc_strip2", in->dtype, 2, cons, rng ? 2 : 0, &fn);
   if (s != NDF_OK) return s;
   const unsigned dyn = tele ? (unsigned)((c->T + 1) * 128) : 0;
   const int64_t cap = tele ? (int64_t)rows_occupancy(ctx, fn, dyn) * sms : STRIP2_MAX_PER_SM * sms;
@@ -1072,8 +1075,10 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   if (cap < 2 || !strip2_plan_make(c, tele ? cons : 0, tele ? 4 : 8, cap - hdrblk, &pl)) return NDF_OK;
   const int64_t grid = pl.nblocks + hdrblk;
   const int64_t T = c->T, nimg = c->nimg;
+  /* the partials (24 bytes a block); a given range: the call's NaN key, then from 256 bytes a batch's curves */
+  const int64_t nparts = rng && (256 + nimg * T * 8 + 23) / 24 > grid ? (256 + nimg * T * 8 + 23) / 24 : grid;
   fused_mem m;
-  if ((s = strip2_mem(ctx, c->name, defer_float(ctx, in), nimg, T * pl.ncopy, grid, &m)) != NDF_OK) return s;
+  if ((s = strip2_mem(ctx, c->name, defer_float(ctx, in), nimg, T * pl.ncopy, nparts, &m)) != NDF_OK) return s;
   const CUdeviceptr seqp = m.seqp;
   const int nb = c->nb;
   int64_t ostep = out->strides[nb];
@@ -1092,6 +1097,9 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   NDF__PUT(&pb, pl.mc);
   NDF__PUT(&pb, pl.tpi);
   NDF__PUT(&pb, pl.bpi);
+  const double rlo = rng ? rng[0] : 0.0, rhi = rng ? rng[1] : 0.0;
+  NDF__PUT(&pb, rlo);
+  NDF__PUT(&pb, rhi);
   const CUdeviceptr prof = strip_prof_alloc(ctx, grid);
   strip_put_tail(&pb, nb, pl.ncopy, &m, hdrblk, prof);
   s = fused_launch(ctx, c, fn, &pb, in, out, (unsigned)grid, dyn, &m, m.seq, nan_at, not_finite, fallback);
@@ -1375,14 +1383,21 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
   CUfunction fh, ff = NULL, fsc = NULL;
   const int pack = use_pack(T);
   const int bmode = brick_mode();
-  if (need_range && pack && use_fuse() && bmode == 0 && c->nsp == 2 && in->dtype != NDF_FLOAT64 && use_strip2()) {
+  /* a given range (evenly spaced thresholds from t[0] = lo to t[T - 1] = hi, lo < hi): float32 calls take the
+   * telescoped kernels without their phase 1 (ndf_ecc_strip2t, ndf_ecc_strip3; session 18); values and the
+   * other kernels: the paths below */
+  const double rng[2] = {t ? t[0] : 0.0, t ? t[T - 1] : 0.0};
+  const int given = !need_range && uniform && in->dtype == NDF_FLOAT32 && isfinite(rng[0]) && isfinite(rng[1]) &&
+                    rng[0] < rng[1];
+  if ((need_range || given) && pack && use_fuse() && bmode == 0 && c->nsp == 2 && in->dtype != NDF_FLOAT64 &&
+      use_strip2()) {
     /* 2-D: the warp-strip kernels (before the other kernels' lookups): the telescoped one for T <= 320 */
     int fallback = 1;
     if (T <= TELE_MAX_T && use_strip2t()) {
-      s = ecc_strip2(ctx, c, in, out, construction, 1, nan_at, not_finite, &fallback);
+      s = ecc_strip2(ctx, c, in, out, construction, 1, given ? rng : NULL, nan_at, not_finite, &fallback);
       if (s != NDF_OK || !fallback) return s;
     }
-    s = ecc_strip2(ctx, c, in, out, construction, 0, nan_at, not_finite, &fallback);
+    if (!given) s = ecc_strip2(ctx, c, in, out, construction, 0, NULL, nan_at, not_finite, &fallback);
     if (s != NDF_OK || !fallback) return s;
   }
   if (need_range && pack && use_fuse() && bmode != 0) {
@@ -1391,11 +1406,6 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
     s = ecc_brick(ctx, c, in, out, construction, bmode, nan_at, not_finite, &fallback);
     if (s != NDF_OK || !fallback) return s;
   }
-  /* a given range (evenly spaced thresholds from t[0] = lo to t[T - 1] = hi, lo < hi): float32 3-D calls take
-   * ndf_ecc_strip3 without its phase 1 (session 18); 2-D calls and values: the paths below */
-  const double rng[2] = {t ? t[0] : 0.0, t ? t[T - 1] : 0.0};
-  const int given = !need_range && uniform && in->dtype == NDF_FLOAT32 && isfinite(rng[0]) && isfinite(rng[1]) &&
-                    rng[0] < rng[1];
   if ((need_range || given) && pack && use_fuse() && bmode == 0 && c->nsp == 3 && in->dtype != NDF_FLOAT64 &&
       T <= TELE_MAX_T && use_strip3(in->dtype)) {
     /* 3-D: the telescoped warp-strip kernel */

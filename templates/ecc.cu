@@ -1537,6 +1537,7 @@ struct ndf_ecc2_params {
   ndf_i64 T, nimg, ostep;
   ndf_i64 nz, nx, sz, sx;     // rows, columns; their strides
   ndf_i64 nstrip, mc, tpi, bpi; // strips per image, rows per task, tasks per image, blocks per image
+  double rlo, rhi;              // RNG (ndf_ecc_strip2t): thresholds over the given [rlo, rhi] (session 18)
   int nb, ncopy;
   unsigned seq;
   int hdrblk; // 1: the grid's last block has no tasks and writes the header (its PCIe write and system
@@ -1549,9 +1550,12 @@ struct ndf_ecc2_params {
   ndf_ecc_drec *drec;       // NULL, or the deferred check's record (a failure noted there; ndf_ecc2_setup)
   ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM], oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
 };
-// thresholds over a given range [a, b] (ndf_ecc3_params.rlo, rhi with RNG; found by argument-dependent lookup from the
-// shared phases): the 2-D kernels' calls are over [min, max] only
-__device__ __forceinline__ bool ndf_ecc2_given(const ndf_ecc2_params &, double &, double &) { return false; }
+// thresholds over a given range [a, b] (the RNG specialization: ndf_ecc_strip2t, and ndf_ecc_strip3's through
+// argument-dependent lookup from the shared phases; ndf_ecc_strip2 is never launched with RNG)
+__device__ __forceinline__ bool ndf_ecc2_given(const ndf_ecc2_params &p, double &a, double &b) {
+  a = p.rlo, b = p.rhi;
+  return RNG != 0;
+}
 
 // (tools/emu/ecc_strip2_emu.cpp replaces this block of helpers)
 // NDF_ECC2_HELPERS_BEGIN
@@ -2127,6 +2131,34 @@ __device__ __forceinline__ void ndf_ecc2_end(const P &p, int img, int bimg, int 
   ndf_ecc2_stamp(p.prof, 6);
 }
 
+// A given range's start (RNG; instead of phase 1 and the grid barrier): the block zeroes its share of the
+// histogram copies and the tickets (the images' and the call's, cnt[nimg]), block 0 the call's NaN key
+// (part[0]); then thread 0 arrives at the grid barrier and keeps the word in rflag[1] (rflag[0]: the block's
+// NaN flag, set by the binner's pass).  The block marches without waiting.
+template <class P> __device__ __forceinline__ void ndf_ecc2_given_start(const P &p, unsigned *rflag, unsigned long long &r_key) {
+  const int tid = threadIdx.x;
+  const ndf_i64 nh = p.nimg * p.ncopy * p.T, stride = (ndf_i64)gridDim.x * 256;
+  for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + tid; i < nh; i += stride) p.hist[i] = 0ull;
+  for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + tid; i <= p.nimg; i += stride) p.cnt[i] = 0u;
+  if (blockIdx.x == 0 && tid == 0) *(ndf_u64 *)p.part = 0ull;
+  if (tid == 0) r_key = 0ull, rflag[0] = 0u;
+  __syncthreads();
+  if (tid == 0) rflag[1] = ndf_ecc2_arrive(p.gbar);
+}
+// After a given range's march, before ndf_ecc2_end: every block's zeroing done (the barrier's other half);
+// when the block's passes saw a NaN, nanfind() (a thread's least NaN index among its own voxels, atomicMax'ed
+// as ~index into r_key: the rare path) and the block's key into the call's (before its ticket).
+template <class P, class F>
+__device__ __forceinline__ void ndf_ecc2_given_nan(const P &p, const unsigned *rflag, unsigned long long &r_key, F nanfind) {
+  __syncthreads();
+  if (threadIdx.x == 0) ndf_ecc2_await(p.gbar, rflag[1]);
+  if (*(const volatile unsigned *)rflag) {
+    nanfind();
+    __syncthreads();
+    if (threadIdx.x == 0 && r_key) atomicMax((ndf_u64 *)p.part, (ndf_u64)r_key);
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ecc2_params p) {
   if (NSP != 2 || sizeof(V) != 4) return; // 2-D float comparisons only (the runtime never asks otherwise)
   __shared__ int shist[512 + 32]; // T + 1 counters, then a dummy slot per lane (never read)
@@ -2435,7 +2467,7 @@ struct ndf_ecc3_binner {
     // session 17's D, 2.7x smaller there, leaves about 13%, an estimate.)  Lanes outside the image take the bin T
     // from the guess (s = 1, certified) for any finite or +inf value -- their values are another row's.
     // A given range (RNG, session 18) adds: -inf (bin 0: the clamp below), NaN (s = 0, never certified: the
-    // pass flags it in tpair[511], the strip3 body's rflag), and lanes outside the image whose values give s = 0
+    // pass flags it in tpair[511], the bodies' rflag), and lanes outside the image whose values give s = 0
     // (-inf, NaN: -inf + inf) -- they pass too and take the bin T; with uncertified thresholds they pass always.
     // Its own specialization: those few instructions a voxel in the pass cost the [min, max] kernels 2-3%
     // (run18b: 512^3 0.436 vs 0.423 ms, 8192^2 0.170 vs 0.165), though the pass is the cold path.
@@ -2639,13 +2671,7 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
   // rflag: tpair[511] (T <= 320), [0] that flag, [1] the arrival's word (thread 0).
   unsigned *const rflag = (unsigned *)(tpair + 511);
   if (RNG) {
-    const ndf_i64 nh = p.nimg * p.ncopy * p.T, stride = (ndf_i64)gridDim.x * 256;
-    for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + tid; i < nh; i += stride) p.hist[i] = 0ull;
-    for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + tid; i <= p.nimg; i += stride) p.cnt[i] = 0u;
-    if (blockIdx.x == 0 && tid == 0) *(ndf_u64 *)p.part = 0ull;
-    if (tid == 0) r_key = 0ull, rflag[0] = 0u;
-    __syncthreads();
-    if (tid == 0) rflag[1] = ndf_ecc2_arrive(p.gbar);
+    ndf_ecc2_given_start(p, rflag, r_key);
     ndf_ecc2_stamp(p.prof, 1);
   } else if (!SK) { // phase 1 (ndf_ecc_strip3, ndf_ecc_strip3n)
     // ---- phase 1: min, max, NaN of the image's own voxels (lanes 0..30, rows and planes in the image)
@@ -2846,10 +2872,8 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
 
   ndf_ecc2_wstamp(p.prof);
 
-  if (RNG) { // every block's zeroing done; a NaN seen: the least index of the block's own (the rare path)
-    __syncthreads();
-    if (tid == 0) ndf_ecc2_await(p.gbar, rflag[1]);
-    if (*(volatile unsigned *)rflag) {
+  if (RNG)
+    ndf_ecc2_given_nan(p, rflag, r_key, [&] {
       for (int u = u0; u < u1;) { // the warp's segments; a lane's own row (lanes 0..30), C order
         seg s;
         u += seg_at(u, s);
@@ -2864,10 +2888,7 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
               }
             }
       }
-      __syncthreads();
-      if (tid == 0 && r_key) atomicMax((ndf_u64 *)p.part, (ndf_u64)r_key);
-    }
-  }
+    });
 
   // ---- the block's histogram (the sum of its 32 columns) to its copy of the image's, the ticket, the curve
   ndf_ecc2_end(p, img, bimg, T, s_m, s_last, [&](int k) { return ndf_ecc3_colsum(h3, k, lane); });
@@ -2923,9 +2944,16 @@ __device__ __forceinline__ void ndf_ecc2t_body(const ndf_ecc2_params &p, int *h3
   const int x0 = tk.x0, r0 = tk.r0, r1 = tk.r1;
   const TIN *in = tk.in;
   const ndf_ecc2_lane L = ndf_ecc2_lane_at(p, in, x0);
-  ndf_ecc2_strip_phase1(p, in, L, img, act, max(r0, 0), r1, r_lo, r_hi, r_key);
-  ndf_ecc2_stamp(p.prof, 1);
-  ndf_ecc2_grid_sync(p.gbar, p.fence);
+  // a given range (RNG; session 18): no phase 1, the barrier's two halves (ndf_ecc2_given_start, _nan), as strip3
+  unsigned *const rflag = (unsigned *)(tpair + 511);
+  if (RNG) {
+    ndf_ecc2_given_start(p, rflag, r_key);
+    ndf_ecc2_stamp(p.prof, 1);
+  } else {
+    ndf_ecc2_strip_phase1(p, in, L, img, act, max(r0, 0), r1, r_lo, r_hi, r_key);
+    ndf_ecc2_stamp(p.prof, 1);
+    ndf_ecc2_grid_sync(p.gbar, p.fence);
+  }
   ndf_ecc2_stamp(p.prof, 2);
 
   // ---- the march's first rows r0 .. r0 + 2, loaded now (their latency overlaps the set-up)
@@ -2983,6 +3011,19 @@ __device__ __forceinline__ void ndf_ecc2t_body(const ndf_ecc2_params &p, int *h3
     if (L.vec) march(ndf_ecc2_bool<true>());
     else march(ndf_ecc2_bool<false>());
   }
+  if (RNG)
+    ndf_ecc2_given_nan(p, rflag, r_key, [&] { // the lane's own pixels: rows max(r0, 0) .. r1 - 1, C order
+      if (!act) return;
+      for (int y = max(r0, 0); y < r1; y++)
+        for (int j = 0; j < 4; j++)
+          if ((L.inb >> j) & 1u) {
+            const float f = (float)in[(ndf_i64)y * p.sz + (ndf_i64)(L.x + j) * p.sx];
+            if (f != f) {
+              atomicMax(&r_key, ~(ndf_u64)((ndf_i64)img * (p.nz * p.nx) + (ndf_i64)y * p.nx + L.x + j));
+              return;
+            }
+          }
+    });
 
   // ---- the block's histogram (the sum of its 32 columns) to its copy of the image's, the ticket, the curve
   ndf_ecc2_end(p, img, bimg, T, s_m, s_last, [&](int k) { return ndf_ecc3_colsum(h3, k, lane); });

@@ -116,9 +116,9 @@ static const char *expected_kernel(const ecase *c, char *buf, size_t len) {
   const int nofuse = e && !strcmp(e, "0");
   e = getenv("NDF_ECC_BRICK");
   const int brick = e && (!strcmp(e, "1") || !strcmp(e, "2"));
-  /* a given range with lo < hi: 3-D float32 calls take the telescoped kernels as [min, max] does (session 18) */
-  const int given3 = c->tkind == 2 && !c->rdeg && c->nsp == 3 && c->dt == NDF_FLOAT32 && !brick;
-  if ((c->tkind != 1 && !given3) || nofuse) return "ndf_ecc_pack"; /* values, 2-D ranges, or unfused */
+  /* a given range with lo < hi: float32 calls take the telescoped kernels as [min, max] does (session 18) */
+  const int givenr = c->tkind == 2 && !c->rdeg && c->dt == NDF_FLOAT32 && !brick;
+  if ((c->tkind != 1 && !givenr) || nofuse) return "ndf_ecc_pack"; /* values, or unfused */
   if (brick) return "ndf_ecc_brick";
   int64_t nimg = 1;
   for (int d = 0; d < c->batch; d++) nimg *= c->shape[d];
@@ -129,6 +129,7 @@ static const char *expected_kernel(const ecase *c, char *buf, size_t len) {
     /* the telescoped kernel for T <= 320 (strip2's tasks) unless NDF_ECC_2D=strip2, else ndf_ecc_strip2
      * (8 strips per block at least; checked well below the resident grid of an H200) */
     const int tele = !(e && !strcmp(e, "strip2")) && c->T <= 320;
+    if (givenr && !tele) return "ndf_ecc_pack"; /* a range: ndf_ecc_strip2t only */
     if (nimg * ((sp[1] + 128 * 8 - 1) / (128 * 8)) > 256) return NULL;
     return tele ? "ndf_ecc_strip2t" : "ndf_ecc_strip2";
   }
@@ -144,7 +145,7 @@ static const char *expected_kernel(const ecase *c, char *buf, size_t len) {
      * voxels a call or with NDF_ECC3_STG=1 (two blocks fit an H200's SM up to T 326: every T here) */
     const char *bc = getenv("NDF_ECC3_BCOL"), *sg = getenv("NDF_ECC3_STG");
     if (w == 16 && c->dt == NDF_FLOAT32 && sp[2] % 128 == 0 && !(bc && !strcmp(bc, "0")) &&
-        (sg ? !strcmp(sg, "1") : nimg * sp[0] * sp[1] * sp[2] >= ((int64_t)1 << (given3 ? 21 : 26))))
+        (sg ? !strcmp(sg, "1") : nimg * sp[0] * sp[1] * sp[2] >= ((int64_t)1 << (givenr ? 21 : 26))))
       return "ndf_ecc_strip3s";
     return w == 16 ? "ndf_ecc_strip3" : "ndf_ecc_strip3n";
   }
@@ -286,9 +287,9 @@ static void test_gpu_benchmark_shapes(void **state) {
 static void nan_case(ndf_ctx *ctx, ndf_dtype dt, int nd, const int64_t *sh, int batch, int64_t nan_at, int64_t nan2,
                      int tkind, ndf_ecc_construction cons, int deferred) {
   /* deferred: ctx defers data checks; under the default environment the warp-strip kernels'
-   * calls (float32 over [min, max]; 3-D float32 over a range, session 18) then return NDF_OK and
+   * calls (float32 over [min, max] or, session 18, over a range) then return NDF_OK and
    * ndf_ctx_synchronize the error */
-  const int defers = deferred && dt == NDF_FLOAT32 && (tkind == 0 || (tkind == 1 && nd - batch == 3));
+  const int defers = deferred && dt == NDF_FLOAT32 && tkind <= 1;
   int64_t n = 1;
   for (int d = 0; d < nd; d++) n *= sh[d];
   int64_t os[NDF_MAX_NDIM];
@@ -437,7 +438,7 @@ static void test_gpu_nan_rejected(void **state) {
 
 /* A context with deferred data checks (ndf_ctx_options.deferred_errors): the NaN / inf cases above
  * (float32 over [min, max]: the call returns NDF_OK, the next synchronize the error naming the
- * element and the call, as 3-D float32 calls over a range; float64, 2-D ranges, values: the call's own error); four calls
+ * element and the call, as float32 calls over a range; float64, values: the call's own error); four calls
  * before one report (clean, NaN, NaN, clean: the first failing one is reported, by a
  * device-to-host copy, once; the failing calls' outputs untouched, the clean ones equal the CPU);
  * then random float32 curves over [min, max] against the CPU in that context. */
@@ -879,7 +880,8 @@ static int strip_settings(ndf_ctx *ctx, ecase *c, tu_rng *r, long k, int nv, con
  * with BIN=table -- these five on alternate cases.  Widths around the 128-column
  * strip and the 4-voxel lane (1, 3, 4, 127, 128, 129, 256, 260, 1023, 1025),
  * heights 1 to 600, batches (many images: more than the resident blocks falls
- * back to the march), float64 (the march), T = 2, 3, 255, 256, 509, 510;
+ * back to the march), float64 (the march), T = 2, 3, 255, 256, 509, 510; a third of the float32 cases
+ * over a given range (ndf_ecc_strip2t's RNG specialization);
  * ties, constant images, values far from 0 (first guesses off); padded,
  * negative and offset layouts (element loads), strided outputs. */
 static void test_gpu_strip2(void **state) {
@@ -909,6 +911,9 @@ static void test_gpu_strip2(void **state) {
     c.shape[c.batch] = tu_rng_chance(&r, 0.1) ? tu_rng_int(&r, 1, 3) : tu_rng_int(&r, 1, many ? 8 : 600);
     c.shape[c.batch + 1] = tu_rng_chance(&r, 0.6) ? W[tu_rng_int(&r, 0, 9)] : tu_rng_int(&r, 1, 700);
     strip_draw_rest(&c, &r, Ts, 6);
+    /* float32: thresholds over a given range in a third of the cases (session 18: ndf_ecc_strip2t without phase 1
+     * for T <= 320; the other kernels and T 509 / 510 the paths before) */
+    if (c.dt == NDF_FLOAT32 && tu_rng_chance(&r, 0.35)) c.tkind = 2;
     failed += strip_settings(s->ctx, &c, &r, k, 11, var, val, var2, val2, NULL, NULL); /* 6..10: even / odd cases */
   }
   if (failed) printf("%d strip2 cases failed; seed %llu\n", failed, (unsigned long long)s->seed);

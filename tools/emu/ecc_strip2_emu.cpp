@@ -290,10 +290,12 @@ extern "C" int emu_strip3(unsigned grid, const void *params, int w, int rng) {
   return 0;
 }
 // the same for ndf_ecc_strip2t (EMU_NSP=2; the 2-D default for T <= 320)
-extern "C" int emu_strip2t(unsigned grid, const void *params) {
+extern "C" int emu_strip2t(unsigned grid, const void *params, int rng) {
   ndf_ecc2_params p;
   memcpy(&p, params, sizeof p);
+  g_rng = rng; // the RNG specialization (a given range)
   run_grid(grid, [&] { ndf_ecc_strip2t(p); });
+  g_rng = 0;
   return 0;
 }
 #else
@@ -410,9 +412,9 @@ int main(int argc, char **argv) {
     ndf_array_init(&cur, ref.data(), NDF_DEVICE_CPU, NDF_INT64, nb ? 2 : 1, nb ? osh : &T);
     ndf_ecc_options eo; ndf_ecc_options_init(&eo);
     eo.construction = CONS ? NDF_ECC_T : NDF_ECC_V; eo.batch_dims = nb; eo.nthresholds = T;
-    // strip3 (float): a given range in a third of the cases (session 18: no phase 1; infinite values allowed) --
+    // strip3 / strip2t (float): a given range in a third of the cases (session 18: no phase 1; infinite values allowed) --
     // around the data's, inside it, past it, or narrow and far from 0 (uncertified guesses)
-    const bool given = EMU_NSP == 3 && isf && irand(0, 2) == 0;
+    const bool given = (EMU_NSP == 3 || EMU_TELE) && isf && irand(0, 2) == 0; // strip3, strip2t
     if (given) {
       double mn = INFINITY, mx = -INFINITY;
       for (int64_t i = 0; i < nvox; i++)
@@ -447,6 +449,7 @@ int main(int argc, char **argv) {
     if (!plan_make(2, nz, 1, nx, nimg, EMU_TELE ? CONS : 0, cap - hdrblk, minmc, 128, (int)irand(0, 1), &pl)) { nskip++; continue; }
     ndf_ecc2_params p; memset(&p, 0, sizeof p);
     p.nstrip = pl.nstrip; p.mc = pl.mc;
+    p.rlo = eo.range_lo, p.rhi = eo.range_hi;
 #endif
     const int64_t ostep = irand(1, 2);
     std::vector<ndf_u64> hist((size_t)(nimg * pl.ncopy * T), 0x1234567ull);
@@ -467,7 +470,10 @@ int main(int argc, char **argv) {
     if (p.p1 == 2 && !w8) run_grid((unsigned)(pl.nblocks + hdrblk), [&] { ndf_ecc_strip3(p); }); // the split's phase 1
     run_grid((unsigned)(pl.nblocks + hdrblk), [&] { if (w8) ndf_ecc_strip3n(p); else if (p.bcol == 2) ndf_ecc_strip3s(p); else ndf_ecc_strip3(p); });
 #elif EMU_TELE
+    ngiven += given;
+    g_rng = given; // the RNG specialization
     run_grid((unsigned)(pl.nblocks + hdrblk), [&] { ndf_ecc_strip2t(p); });
+    g_rng = 0;
 #else
     run_grid((unsigned)(pl.nblocks + hdrblk), [&] { ndf_ecc_strip2(p); });
 #endif
