@@ -494,11 +494,11 @@ return {
         NSP = "spatial axes, 2 or 3",
         CONS = "0 V-construction, 1 T-construction",
         SOFT = "1: ndf_ecc_hist writes c and f per voxel (soft ECC) instead of the histogram",
-        RNG = "1: ndf_ecc_strip3 / strip3n / strip3s over a given range (no phase 1; float32)",
+        RNG = "1: ndf_ecc_strip3 / strip3n / strip3s / strip2t over a given range (no phase 1; float32)",
       },
       families = {
         { TIN = { "float" }, V = { "float" }, NSP = { "2", "3" }, CONS = { "0", "1" }, SOFT = { "0", "1" }, RNG = { "0" } },
-        { TIN = { "float" }, V = { "float" }, NSP = { "3" }, CONS = { "0", "1" }, SOFT = { "0" }, RNG = { "1" } },
+        { TIN = { "float" }, V = { "float" }, NSP = { "2", "3" }, CONS = { "0", "1" }, SOFT = { "0" }, RNG = { "1" } },
         { TIN = { "unsigned char", "unsigned short" }, V = { "float" }, NSP = { "3" }, CONS = { "1" }, SOFT = { "0" }, RNG = { "0" } },
         { TIN = { "double" }, V = { "double" }, NSP = { "2", "3" }, CONS = { "0" }, SOFT = { "0", "1" }, RNG = { "0" } },
       },

@@ -32,7 +32,7 @@
 #include "internal.h"
 #include "ecc_plan.h"
 
-/* var: bit 0 the SOFT slot, bit 1 the RNG slot (ndf_ecc_strip3's given range; session 18) */
+/* var: bit 0 the SOFT slot, bit 1 the RNG slot (the telescoped kernels over a given range; session 18) */
 static void ecc_request(ndf__kernel_req *r, const char *kernel, ndf_dtype dt, int nsp, int cons, int var) {
   ndf__req_init(r, "ecc", kernel);
   ndf__req_set(r, "TIN", "%s", ndf__dtype_ctype(dt));
@@ -46,31 +46,31 @@ static void ecc_request(ndf__kernel_req *r, const char *kernel, ndf_dtype dt, in
 /* Kernels whose code does not depend on the slots share one specialization. */
 /* The kernel's function: from the context's memo (kernel: a string literal, compared by address), else
  * the JIT lookup (ndf__jit_get: key built and hashed, module loaded or compiled), then memoized.
- * NDF_ECC_MEMO=0: always the JIT lookup.  soft: ecc_request's var (SOFT, RNG). */
+ * NDF_ECC_MEMO=0: always the JIT lookup.  var: ecc_request's (SOFT, RNG). */
 static ndf_status get_fn(ndf_ctx *ctx, const char *name, const char *kernel, ndf_dtype dt, int nsp, int cons,
-                         int soft, CUfunction *fn) {
+                         int var, CUfunction *fn) {
   const char *e = getenv("NDF_ECC_MEMO");
   const int memo = !(e && strcmp(e, "0") == 0);
   const unsigned slot =
       (unsigned)((((uintptr_t)kernel >> 3) ^ ((unsigned)dt * 7u) ^ ((unsigned)nsp * 13u) ^ ((unsigned)cons * 29u) ^
-                  ((unsigned)soft * 31u)) % NDF__ECC_FN_MEMO);
+                  ((unsigned)var * 31u)) % NDF__ECC_FN_MEMO);
   if (memo) {
     pthread_mutex_lock(&ctx->lock);
     const int hit = ctx->ecc_fn_memo[slot].fn && ctx->ecc_fn_memo[slot].kernel == kernel &&
                     ctx->ecc_fn_memo[slot].dt == (int)dt && ctx->ecc_fn_memo[slot].nsp == nsp &&
-                    ctx->ecc_fn_memo[slot].cons == cons && ctx->ecc_fn_memo[slot].soft == soft;
+                    ctx->ecc_fn_memo[slot].cons == cons && ctx->ecc_fn_memo[slot].var == var;
     if (hit) *fn = ctx->ecc_fn_memo[slot].fn;
     pthread_mutex_unlock(&ctx->lock);
     if (hit) return NDF_OK;
   }
   ndf__kernel_req req;
-  ecc_request(&req, kernel, dt, nsp, cons, soft);
+  ecc_request(&req, kernel, dt, nsp, cons, var);
   ndf_status s = ndf__jit_get(ctx, name, &req, fn);
   if (s == NDF_OK && memo) {
     pthread_mutex_lock(&ctx->lock);
     ctx->ecc_fn_memo[slot].kernel = kernel;
     ctx->ecc_fn_memo[slot].dt = (int)dt, ctx->ecc_fn_memo[slot].nsp = nsp;
-    ctx->ecc_fn_memo[slot].cons = cons, ctx->ecc_fn_memo[slot].soft = soft;
+    ctx->ecc_fn_memo[slot].cons = cons, ctx->ecc_fn_memo[slot].var = var;
     ctx->ecc_fn_memo[slot].fn = *fn;
     pthread_mutex_unlock(&ctx->lock);
   }
@@ -526,7 +526,7 @@ static ndf_status fused_mem_alloc(ndf_ctx *ctx, int64_t nimg, int64_t T, int64_t
   memset(m, 0, sizeof *m);
   ndf_status s = grid_barrier_word(ctx, &m->gbar);
   if (s != NDF_OK) return s;
-  /* tickets: one per image and the call's (ndf_ecc_strip3's given range) */
+  /* tickets: one per image and the call's (the telescoped kernels over a given range) */
   const size_t cnt_bytes = ((size_t)(nimg + 1) * 4 + 255) & ~(size_t)255, hbytes = (size_t)nimg * (size_t)T * 8;
   if ((s = ndf__scratch_alloc(ctx, HDR_BYTES + cnt_bytes + hbytes + (size_t)nblocks * 24, &m->base)) != NDF_OK)
     return s;

@@ -84,7 +84,7 @@ struct ndf_ctx {
 #define NDF__ECC_FN_MEMO 16
   struct {
     const char *kernel; /* a string literal of ecc_cuda.c (compared by address) */
-    int dt, nsp, cons, soft;
+    int dt, nsp, cons, var; /* var: the SOFT and RNG slots (ecc_request) */
     CUfunction fn;
   } ecc_fn_memo[NDF__ECC_FN_MEMO];
   /* jit.c: the kernel log (ADR 0013): the in-memory keys of the last

@@ -35,7 +35,7 @@ typedef NDF_SLOT(V) V;     // comparison type: float (uint8/uint16/float32) or d
 #define NSP NDF_SLOT(NSP)  // spatial axes, 2 or 3
 #define CONS NDF_SLOT(CONS) // 0 V-construction, 1 T-construction
 #define SOFT NDF_SLOT(SOFT) // 1: ndf_ecc_hist writes c and f instead of the histogram
-#define RNG NDF_SLOT(RNG)   // 1: ndf_ecc_strip3 / strip3n / strip3s take thresholds over a given range (session 18)
+#define RNG NDF_SLOT(RNG)   // 1: ndf_ecc_strip3 / strip3n / strip3s / strip2t over a given range (session 18)
 
 
 template <typename W> __device__ __forceinline__ W ndf_nan();
