@@ -1550,9 +1550,9 @@ struct ndf_ecc2_params {
   ndf_ecc_drec *drec;       // NULL, or the deferred check's record (a failure noted there; ndf_ecc2_setup)
   ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM], oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
 };
-// thresholds over a given range [a, b] (the RNG specialization: ndf_ecc_strip2t, and ndf_ecc_strip3's through
-// argument-dependent lookup from the shared phases; ndf_ecc_strip2 is never launched with RNG)
-__device__ __forceinline__ bool ndf_ecc2_given(const ndf_ecc2_params &p, double &a, double &b) {
+// thresholds over a given range [a, b] (the RNG specialization; ndf_ecc2_params and ndf_ecc3_params both carry
+// rlo, rhi; ndf_ecc_strip2 is never launched with RNG)
+template <class P> __device__ __forceinline__ bool ndf_ecc2_given(const P &p, double &a, double &b) {
   a = p.rlo, b = p.rhi;
   return RNG != 0;
 }
@@ -2370,11 +2370,6 @@ struct ndf_ecc3_params {
   ndf_ecc_drec *drec;       // as ndf_ecc2_params
   ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM], oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
 };
-
-__device__ __forceinline__ bool ndf_ecc2_given(const ndf_ecc3_params &p, double &a, double &b) {
-  a = p.rlo, b = p.rhi;
-  return RNG != 0;
-}
 
 // NDF_ECC3_HELPERS_BEGIN (tools/emu/ecc_strip2_emu.cpp replaces these)
 // h[a] += c for a 32-bit shared-window address a (one RED, no address add)
