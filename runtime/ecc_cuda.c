@@ -1075,10 +1075,9 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   if (cap < 2 || !strip2_plan_make(c, tele ? cons : 0, tele ? 4 : 8, cap - hdrblk, &pl)) return NDF_OK;
   const int64_t grid = pl.nblocks + hdrblk;
   const int64_t T = c->T, nimg = c->nimg;
-  /* the partials (24 bytes a block); a given range: the call's NaN key, then from 256 bytes a batch's curves */
-  const int64_t nparts = rng && (256 + nimg * T * 8 + 23) / 24 > grid ? (256 + nimg * T * 8 + 23) / 24 : grid;
+  /* the partials, 24 bytes a block (a given range: the call's NaN key in the first 8) */
   fused_mem m;
-  if ((s = strip2_mem(ctx, c->name, defer_float(ctx, in), nimg, T * pl.ncopy, nparts, &m)) != NDF_OK) return s;
+  if ((s = strip2_mem(ctx, c->name, defer_float(ctx, in), nimg, T * pl.ncopy, grid, &m)) != NDF_OK) return s;
   const CUdeviceptr seqp = m.seqp;
   const int nb = c->nb;
   int64_t ostep = out->strides[nb];
@@ -1215,10 +1214,9 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   strip3_plan pl;
   if (cap < 2 || !strip3_plan_make(c, cons, w, cap - hdrblk, &pl)) return NDF_OK;
   const int64_t grid = pl.ch.nblocks + hdrblk;
-  /* the partials (24 bytes a block); a given range: the call's NaN key, then from 256 bytes a batch's curves */
-  const int64_t nparts = rng && (256 + nimg * T * 8 + 23) / 24 > grid ? (256 + nimg * T * 8 + 23) / 24 : grid;
+  /* the partials, 24 bytes a block (a given range: the call's NaN key in the first 8) */
   fused_mem m;
-  if ((s = strip2_mem(ctx, c->name, defer_float(ctx, in), nimg, T * pl.ch.ncopy, nparts, &m)) != NDF_OK) return s;
+  if ((s = strip2_mem(ctx, c->name, defer_float(ctx, in), nimg, T * pl.ch.ncopy, grid, &m)) != NDF_OK) return s;
   const CUdeviceptr seqp = m.seqp;
   const int nb = c->nb;
   ndf__params pb = {.n = 0};

@@ -225,6 +225,9 @@ static unsigned ndf_ecc2_arrive(unsigned *w) {
 static void ndf_ecc2_await(unsigned *w, unsigned old) {
   while (((old ^ __atomic_load_n(w, __ATOMIC_ACQUIRE)) & 0x80000000u) == 0u) std::this_thread::yield();
 }
+static void ndf_ecc2_wait_count(unsigned *w, unsigned n) {
+  while (__atomic_load_n(w, __ATOMIC_ACQUIRE) < n) std::this_thread::yield();
+}
 template <bool B> struct ndf_ecc2_bool { static constexpr bool value = B; };
 static void ndf_ecc2_prefix(const long long *hist, int nc, ndf_i64 m, long long *out, ndf_i64 T, ndf_i64 ostep) {
   __syncthreads();
@@ -455,8 +458,8 @@ int main(int argc, char **argv) {
     std::vector<ndf_u64> hist((size_t)(nimg * pl.ncopy * T), 0x1234567ull);
     std::vector<unsigned> cnt((size_t)nimg + 1, 0xdeadbeefu); // the images' tickets and the call's (a given range)
     std::vector<long long> outv((size_t)(nimg * T * ostep), 0x5a5a5a5aLL);
-    // partials; a given range: the call's NaN key, then from 256 bytes the curves of a batch (runtime's part_bytes)
-    std::vector<double> part((size_t)std::max((pl.nblocks + hdrblk) * 3, given ? 32 + nimg * T : 0), -7.5);
+    // partials, 24 bytes a block (a given range: the call's NaN key in the first 8)
+    std::vector<double> part((size_t)(pl.nblocks + hdrblk) * 3, -7.5);
     ndf_ecc_hdr hd; memset(&hd, 0x77, sizeof hd);
     unsigned seqw = 0xabcd, gbar = irand(0, 1) ? 0x80000000u : 0u;
     p.in = img; p.hist = hist.data(); p.cnt = cnt.data(); p.out = outv.data(); p.hdr = &hd; p.gbar = &gbar;
