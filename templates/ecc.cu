@@ -36,6 +36,8 @@ typedef NDF_SLOT(V) V;     // comparison type: float (uint8/uint16/float32) or d
 #define CONS NDF_SLOT(CONS) // 0 V-construction, 1 T-construction
 #define SOFT NDF_SLOT(SOFT) // 1: ndf_ecc_hist writes c and f instead of the histogram
 #define RNG NDF_SLOT(RNG)   // 1: ndf_ecc_strip3 / strip3n / strip3s / strip2t over a given range (session 18)
+// uint8 / uint16 input: the telescoped kernels' exact integer binner (ndf_ecc3_binner; session 19)
+constexpr bool NDF_ECC_IB = sizeof(TIN) < 4;
 
 
 template <typename W> __device__ __forceinline__ W ndf_nan();
@@ -1960,7 +1962,7 @@ template <class P> __device__ __forceinline__ void ndf_ecc2_header(const P &p, d
 template <class P>
 __device__ __forceinline__ bool ndf_ecc2_setup(const P &p, bool hblk, int T, float *tsf, float2 *tpair, float *r_lo,
                                                float *r_hi, unsigned long long &r_key, float &s_ga, float &s_gb,
-                                               float &s_dl, float &s_dh, int &s_m) {
+                                               float &s_dl, float &s_dh, int &s_m, bool ib = false) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const unsigned FULL = 0xffffffffu;
   // (exact: the values are floats); the thresholds in double as the CPU's.  A given range (RNG, ndf_ecc3 only):
@@ -2067,6 +2069,22 @@ __device__ __forceinline__ bool ndf_ecc2_setup(const P &p, bool hblk, int T, flo
       const bool cert = p.bin == 0 && m == T - 1 && D < 0.25 && s_ga > 0.0f;
       s_dl = cert ? __double2float_ru(D) : 2.0f; // 2: never certified
       s_dh = cert ? __fsub_rd(1.0f, __double2float_ru(D)) : -1.0f;
+      // ib (the telescoped kernels' uint8 / uint16 input over [min, max]: a and b are integers, b - a < 2^16): the
+      // integer binner's M, c, mag, sh as bits in s_ga, s_gb, s_dl, s_dh (ndf_ecc3_binner).  An integer f has the
+      // bin ceil((f - a) M / D), M = T - 1, D = b - a: f <= t_k iff (f - a) M <= D k, and t_k (double) is that
+      // rational exactly when it is an integer, else 1 / M or more from the next integer (rounding 2^-35 at most).
+      // As floor(x / D), x = (f - a) M + D - 1 < 2^25 (f up to 65536: +inf's clamp), by one 32 x 32-bit product:
+      // floor(x mag / 2^sh), sh = 25 + ceil(log2 D), mag = ceil(2^sh / D) (mag D = 2^sh + e, e < D: the excess
+      // x e / (D 2^sh) < 2^-ceil(log2 D) <= 1 / D never reaches the next integer).  c folds the bias of the
+      // binner's f + 2^23 (bits 0x4b000000 + f).  A constant image (D = 0): M = T, D = 1 (bins 0, and T outside).
+      if (ib) {
+        const unsigned D0 = (unsigned)(b - a), D = D0 ? D0 : 1u, M = D0 ? (unsigned)(T - 1) : (unsigned)T;
+        const int sh = 25 + (D > 1u ? 32 - __clz(D - 1u) : 0);
+        s_ga = __int_as_float((int)M);
+        s_gb = __int_as_float((int)(D - 1u - (unsigned)a * M - 0x4b000000u * M));
+        s_dl = __int_as_float((int)(unsigned)(((1ull << sh) + D - 1u) / D));
+        s_dh = __int_as_float(sh);
+      }
     }
     __syncthreads(); // tsf, tpair, the guess (and the caller's histogram, zeroed before)
   }
@@ -2433,14 +2451,32 @@ __device__ __forceinline__ int ndf_ecc3_colsum(const int *h3, int k, int lane) {
 // value (finite or +inf) the bin T.  s = 0 (a guess far below: uncertified thresholds over a narrow
 // range far from 0; a constant image's +inf, ga = 0) gives the bin -1: never certified (d = 0), its
 // passes start at 0.
+//
+// uint8 / uint16 input (NDF_ECC_IB; session 19): thresholds on integers -- T = 256 over [0, 255] puts every
+// voxel on one -- leave no guess certified, so the FFMA guess would pass every lane (run19c: uint8 256^3 march
+// 102 us against float32's 36).  Instead the exact bin by integer arithmetic (ndf_ecc2_setup's ib): f + 2^23's
+// bits clamped to 0x4b010000 (f = 65536: +inf, outside, to the bin T), x = bits M + c, k = min(floor(x mag /
+// 2^sh), T); rows and planes outside take M = 0, c = 2^25 - 1 (k >= 512 > T).  Seven instructions a voxel, no
+// passes.
 struct ndf_ecc3_binner {
   float ga2l, gb2l, K, dl, dh;
   bool cert, rowin;
   unsigned cb, cbm, tpa; // tpa: the shared-window address of tpair[0]
   int T;
+  unsigned iM, ic, imag; // NDF_ECC_IB: the integer binner's M, c (rows outside: 0, 2^25 - 1), mag, sh
+  int ish;
   // pin false (warp-uniform): v is a plane outside the image (any values), every bin T
   template <int N> __device__ __forceinline__ void operator()(const float (&v)[N], unsigned (&o)[N], bool pin = true) const {
     const unsigned FULL = 0xffffffffu;
+    if (NDF_ECC_IB) {
+      const unsigned M = pin ? iM : 0u, c = pin ? ic : 0x1ffffffu;
+#pragma unroll
+      for (int j = 0; j < N; j++) {
+        const unsigned x = min((unsigned)__float_as_int(v[j] + 8388608.0f), 0x4b010000u) * M + c;
+        o[j] = min((unsigned)(((unsigned long long)x * imag) >> ish), (unsigned)T) * 128u + cb;
+      }
+      return;
+    }
     const float ga2 = pin ? ga2l : 1.0f, gb2 = pin ? gb2l : __int_as_float(0x7f800000);
     const bool in = rowin && pin;
     float dmn = 1.0f, dmx = 0.0f; // certified guesses: the least and the greatest d = ceil(g) - g of the lane's voxels
@@ -2510,6 +2546,12 @@ __device__ __forceinline__ ndf_ecc3_binner ndf_ecc3_binner_make(int T, bool rowi
   b.cbm = b.cb - 0x4b400000u * 128u;
   b.T = T;
   b.tpa = (unsigned)__cvta_generic_to_shared(tpair);
+  if (NDF_ECC_IB) { // ndf_ecc2_setup's ib: M, c, mag, sh as bits in ga, gb, dl, dh
+    b.iM = rowin ? (unsigned)__float_as_int(ga) : 0u;
+    b.ic = rowin ? (unsigned)__float_as_int(gb) : 0x1ffffffu;
+    b.imag = (unsigned)__float_as_int(dl);
+    b.ish = __float_as_int(dh);
+  }
   return b;
 }
 
@@ -2799,7 +2841,7 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
   };
   if (um < u1) first2();
   for (int i = tid; i < (T + 1) * 32; i += 256) h3[i] = 0;
-  if (!ndf_ecc2_setup(p, hblk, T, tsf, tpair, r_lo, r_hi, r_key, s_ga, s_gb, s_dl, s_dh, s_m)) {
+  if (!ndf_ecc2_setup(p, hblk, T, tsf, tpair, r_lo, r_hi, r_key, s_ga, s_gb, s_dl, s_dh, s_m, NDF_ECC_IB)) {
     if (SK) ndf_ecc3_cp_wait<0>(); // no copies in flight past the block's end
     return;
   }
@@ -2963,7 +3005,7 @@ __device__ __forceinline__ void ndf_ecc2t_body(const ndf_ecc2_params &p, int *h3
     else rows.load<false>(R0), rows.load<false>(R1), rows.load<false>(R2);
   }
   for (int i = tid; i < (T + 1) * 32; i += 256) h3[i] = 0;
-  if (!ndf_ecc2_setup(p, hblk, T, tsf, tpair, r_lo, r_hi, r_key, s_ga, s_gb, s_dl, s_dh, s_m)) return;
+  if (!ndf_ecc2_setup(p, hblk, T, tsf, tpair, r_lo, r_hi, r_key, s_ga, s_gb, s_dl, s_dh, s_m, NDF_ECC_IB)) return;
   ndf_ecc2_stamp(p.prof, 3);
 
   // ---- the march: the warp's strip over rows r0 .. r1 - 1, no block barrier

@@ -42,6 +42,7 @@ struct alignas(16) float4 { float x, y, z, w; };
 static inline float2 make_float2(float x, float y) { return float2{x, y}; }
 static inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
 static inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }
+static inline int __clz(int x) { return x ? __builtin_clz((unsigned)x) : 32; }
 static inline float __fadd_ru(float a, float b) { float r = a + b; if ((double)r < (double)a + (double)b) r = std::nextafter(r, INFINITY); return r; }
 static inline int __float2int_ru(float x) {
   if (x != x) return 0;
@@ -254,6 +255,7 @@ typedef float V;
 #define SOFT 0
 static int g_rng; // the RNG slot as a variable: each case draws it (a given range) or not
 #define RNG g_rng
+constexpr bool NDF_ECC_IB = sizeof(TIN) < 4; // (the template's, before its splice point)
 #include KERN_INC
 
 // the whole cooperative grid at once: one std::thread per CUDA thread running kern() (a real grid barrier)
