@@ -2428,6 +2428,35 @@ __device__ __forceinline__ float ndf_ecc3_fmasat(float a, float b, float c) {
   return r;
 }
 // NDF_ECC3_HELPERS_END
+// N elements of TIN at q (N sizeof(TIN) bytes, aligned to that: a float4, or for uint8 / uint16 a uint4 / uint2)
+// as floats to o.  Integers by bytes into 0x4b000000's mantissa (2^23 + f exactly), then - 2^23: one PRMT and
+// one FADD an element, no conversion instructions.
+template <int N> __device__ __forceinline__ void ndf_ecc3_vld(const TIN *q, float *o) {
+  if (sizeof(TIN) == 4) {
+#pragma unroll
+    for (int u = 0; u < N / 4; u++) {
+      const float4 f4 = *(const float4 *)((const float *)q + 4 * u);
+      o[4 * u] = f4.x, o[4 * u + 1] = f4.y, o[4 * u + 2] = f4.z, o[4 * u + 3] = f4.w;
+    }
+  } else {
+    constexpr int NW = N * (int)sizeof(TIN) / 4; // 32-bit words: 2 (uint2) or 4 (uint4)
+    unsigned w[NW];
+    if (NW == 4) {
+      const uint4 u4 = *(const uint4 *)q;
+      w[0] = u4.x, w[1] = u4.y, w[NW > 2 ? 2 : 0] = u4.z, w[NW > 3 ? 3 : 0] = u4.w;
+    } else {
+      const uint2 u2 = *(const uint2 *)q;
+      w[0] = u2.x, w[1] = u2.y;
+    }
+    constexpr int EW = 4 / (int)sizeof(TIN); // elements a word
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+      const int b = (i % EW) * (int)sizeof(TIN); // the element's first byte in its word
+      const unsigned sel = sizeof(TIN) == 1 ? 0x7440u | (unsigned)b : 0x7400u | (unsigned)((b + 1) << 4) | (unsigned)b;
+      o[i] = __int_as_float((int)__byte_perm(w[i / EW], 0x4b000000u, sel)) - 8388608.0f;
+    }
+  }
+}
 // bin k of a block's histogram: the sum of its 32 lane columns (a thread's reads rotated over the banks)
 __device__ __forceinline__ int ndf_ecc3_colsum(const int *h3, int k, int lane) {
   int v = 0;
@@ -2592,8 +2621,10 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
   const int u0 = act ? (int)((ndf_i64)sid * U / nsh) : 0, u1 = act ? (int)((ndf_i64)(sid + 1) * U / nsh) : 0;
   const TIN *in = p.in + ndf_ecc2_img_base(p, img);
   const unsigned wall = (1u << W) - 1u;
-  // float4 rows: unit x stride, row and plane strides and width multiples of 4, aligned base
-  const bool vec = sizeof(TIN) == 4 && p.sx == 1 && ((p.sy | p.sz | p.nx) & 3) == 0 && (((size_t)in) & 15) == 0;
+  // vector rows (float4; uint8 / uint16: VB elements, 16 bytes or W of them, session 19): unit x stride, row
+  // and plane strides and width multiples of VB, aligned base
+  constexpr int VB = sizeof(TIN) == 4 ? 4 : 16 / (int)sizeof(TIN) < W ? 16 / (int)sizeof(TIN) : W;
+  const bool vec = p.sx == 1 && ((p.sy | p.sz | p.nx) & (VB - 1)) == 0 && (((size_t)in) & (VB * sizeof(TIN) - 1)) == 0;
   // a segment of the range: one tile's planes zb .. ze - 1 (warp-uniform but rowin)
   struct seg {
     int x, y, zb, ze;
@@ -2642,10 +2673,7 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
     const TIN *rp = s.rowp + (ndf_i64)z * p.sz;
     if (VEC) { // fast: no fills
 #pragma unroll
-      for (int u = 0; u < W / 4; u++) {
-        const float4 f4 = *(const float4 *)(rp + 4 * u);
-        w.v[4 * u] = f4.x, w.v[4 * u + 1] = f4.y, w.v[4 * u + 2] = f4.z, w.v[4 * u + 3] = f4.w;
-      }
+      for (int u = 0; u < W / VB; u++) ndf_ecc3_vld<VB>(rp + VB * u, w.v + VB * u);
     } else {
 #pragma unroll
       for (int j = 0; j < W; j++) w.v[j] = s.rowin && ((s.inb >> j) & 1u) ? (float)rp[(ndf_i64)j * p.sx] : INF;
@@ -2666,7 +2694,7 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
   // z's barrier, to the buffer plane z - 1 was read from before it; a segment's first copies follow a
   // block barrier (every warp past its reads of the segment before).
   constexpr int SBS = 132, NSB = 4; // a staged row's stride in floats (lane-per-row float4 reads conflict-free); buffers
-  const bool stg = SK && W == 16 && p.bcol == 2 && vec; // SK: ndf_ecc_strip3s (its own registers)
+  const bool stg = SK && W == 16 && p.bcol == 2 && vec && sizeof(TIN) == 4; // SK: ndf_ecc_strip3s (its own registers)
   float *const sbuf = (float *)(h3 + (T + 1) * 32);
   // plane z (clamped) of the block column of segment s to buffer sq % NSB (rows clamped: binned outside by
   // rowin), no copies past the segment's plane ze; one commit group each call (the waits count groups), sq + 1
@@ -2777,7 +2805,23 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
         next();
         // a row of the tile in the image: lanes 0..30 (rows ya + lane) own one
         anyown |= lane < NDF_S3R && ((ya + lane >= 0 && ya + lane < nyi) || (yb + lane >= 0 && yb + lane < nyi));
-        if (vec && xa + W <= nxi && xb + W <= nxi) { // warp-uniform: both units on the fast loads
+        if (sizeof(TIN) < 4 && vec && xa + W <= nxi && xb + W <= nxi) {
+          // uint8 / uint16 (session 19; element loads: run19c's 71 us at 256^3 against float32's 17): the lane's own
+          // row of both units, one vector load each (IF vectors of VB), their 2^23-biased bits folded as integers
+          constexpr int IF = W / VB;
+          const int qa = ya + lane, qb = yb + lane;
+          const bool oa = lane < NDF_S3R && qa >= 0 && qa < nyi, ob = lane < NDF_S3R && qb >= 0 && qb < nyi;
+          const TIN *a0 = in + (ndf_i64)za * p.sz + (ndf_i64)min(max(qa, 0), nyi - 1) * p.sy + xa;
+          const TIN *b0 = in + (ndf_i64)zb * p.sz + (ndf_i64)min(max(qb, 0), nyi - 1) * p.sy + xb;
+          float fa[W], fb[W];
+#pragma unroll
+          for (int i = 0; i < IF; i++) ndf_ecc3_vld<VB>(a0 + VB * i, fa + VB * i), ndf_ecc3_vld<VB>(b0 + VB * i, fb + VB * i);
+#pragma unroll
+          for (int j = 0; j < W; j++) {
+            if (oa) lo = fminf(lo, fa[j]), hi = fmaxf(hi, fa[j]);
+            if (ob) lo = fminf(lo, fb[j]), hi = fmaxf(hi, fb[j]);
+          }
+        } else if (sizeof(TIN) == 4 && vec && xa + W <= nxi && xb + W <= nxi) { // warp-uniform: both units on the fast loads
           const float *pa[F], *pb[F];
           bool ra[F], rb[F];
           ptrs(xa, ya, za, pa, ra);

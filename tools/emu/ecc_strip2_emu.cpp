@@ -39,6 +39,8 @@ typedef unsigned long long ndf_u64;
 struct emu_dim { unsigned x; };
 struct float2 { float x, y; };
 struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+struct alignas(8) uint2 { unsigned x, y; };
 static inline float2 make_float2(float x, float y) { return float2{x, y}; }
 static inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
 static inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }
@@ -384,7 +386,7 @@ int main(int argc, char **argv) {
       if (vkind == 0) v = (TIN)irand(0, top);
       else if (vkind == 1) v = (TIN)(urand() * 200);
       else if (vkind == 2) v = isf ? (TIN)(big + irand(0, 40) * 0.0625) : (TIN)irand(200, 255);
-      else if (vkind == 3) v = (TIN)(isf ? urand() * 2000 - 1000 : irand(0, 250));
+      else if (vkind == 3) v = (TIN)(isf ? urand() * 2000 - 1000 : irand(0, sizeof(TIN) == 2 && top > 3 ? 65535 : 250));
       else v = (TIN)7;
       if (urand() < 0.02 && vkind != 2 && vkind != 4) v = (TIN)3;
       dense[(size_t)i] = v;
