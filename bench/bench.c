@@ -187,6 +187,9 @@ static const workload default_workloads[] = {
     {OP_ECC, NDF_FLOAT32, 3, {256, 256, 256}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 1},
     {OP_ECC, NDF_UINT8, 3, {256, 256, 256}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 0},
     {OP_ECC, NDF_UINT16, 3, {256, 256, 256}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_ECC, NDF_UINT8, 3, {512, 512, 512}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_ECC, NDF_UINT8, 2, {1024, 1024}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_ECC, NDF_UINT16, 2, {8192, 8192}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 0},
     /* thresholds over a given range (param bit 1: [-1000, 1000], fill_random's): no pass for [min, max] */
     {OP_ECC, NDF_FLOAT32, 3, {128, 128, 128}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 2},
     {OP_ECC, NDF_FLOAT32, 3, {256, 256, 256}, 256, FP_BOX, 0, NDF_MODE_REFLECT, 2},
