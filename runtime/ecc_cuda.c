@@ -1107,7 +1107,7 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
 }
 
 /* ---- the telescoped warp-strip kernels (ndf_ecc_strip3: 3-D, ndf_ecc_strip2t: 2-D; templates/ecc.cu) -- */
-/* 3-D float32 calls (uint8 / uint16 with NDF_ECC_3D=strip3) with thresholds over [min, max] and
+/* 3-D float32, uint8 and uint16 calls with thresholds over [min, max] and
  * T <= 320 make one cooperative launch of ndf_ecc_strip3 (or strip3n)
  * (cells' bins by max / min, telescoped along x: four shared-memory adds
  * per voxel and no ownership tests) unless NDF_ECC_3D=old (the rows kernel
@@ -1117,12 +1117,13 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
  * 2-D calls (float32, uint8, uint16) with T <= 320 take ndf_ecc_strip2t (the same sum in 2-D on
  * ndf_ecc_strip2's tasks: two adds per pixel; ecc_strip2) unless NDF_ECC_2D=strip2 or old.
  * NDF_ECC2_FENCE and NDF_ECC2_BIN as strip2.  docs/adr/0009, "Telescoped cells". */
-static int use_strip3(ndf_dtype dt) {
+static int use_strip3(void) {
   const char *e = getenv("NDF_ECC_3D");
   if (e && strcmp(e, "old") == 0) return 0;
-  /* uint8 / uint16: element loads across a warp's 32 rows (session 9, run9b: uint8 256^3 0.292 ms
-   * against ndf_ecc_rows' 0.119): only when asked (NDF_ECC_3D=strip3) */
-  return dt == NDF_FLOAT32 || (e && strcmp(e, "strip3") == 0);
+  /* uint8 / uint16 too since session 19 (the exact integer binner and vector loads; run19d, H200, T = 256:
+   * uint8 256^3 0.0558 ms against ndf_ecc_rows' 0.119, uint16 256^3 0.0618 against 0.127, uint8 512^3 0.335
+   * against 0.762; until then only with NDF_ECC_3D=strip3: element loads and the FFMA guess, 0.212) */
+  return 1;
 }
 /* 2-D: ndf_ecc_strip2t unless NDF_ECC_2D=strip2 (or =old: ndf_ecc_pack).  Session 10, run 2 (H200,
  * float32 T = 256, warm ms, strip2t / strip2): 8192^2 0.205 / 0.244, 64 x 256^2 0.034 / 0.033-0.036,
@@ -1405,7 +1406,7 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
     if (s != NDF_OK || !fallback) return s;
   }
   if ((need_range || given) && pack && use_fuse() && bmode == 0 && c->nsp == 3 && in->dtype != NDF_FLOAT64 &&
-      T <= TELE_MAX_T && use_strip3(in->dtype)) {
+      T <= TELE_MAX_T && use_strip3()) {
     /* 3-D: the telescoped warp-strip kernel */
     int fallback = 1;
     s = ecc_strip3(ctx, c, in, out, construction, given ? rng : NULL, nan_at, not_finite, &fallback);

@@ -133,12 +133,12 @@ static const char *expected_kernel(const ecase *c, char *buf, size_t len) {
     if (nimg * ((sp[1] + 128 * 8 - 1) / (128 * 8)) > 256) return NULL;
     return tele ? "ndf_ecc_strip2t" : "ndf_ecc_strip2";
   }
-  /* 3-D: the telescoped warp-strip kernel for float32 (uint8 / uint16: NDF_ECC_3D=strip3) and T <= 320
+  /* 3-D: the telescoped warp-strip kernel for float32, uint8 and uint16 (session 19) and T <= 320
    * unless NDF_ECC_3D=old (tasks of W columns x 31 rows, 8 per block; checked well below the resident
    * grid of an H200; a device with few SMs may fall back) */
   e = getenv("NDF_ECC_3D");
   if (c->T <= 320 &&
-      (c->dt == NDF_FLOAT32 ? !(e && !strcmp(e, "old")) : c->dt != NDF_FLOAT64 && e && !strcmp(e, "strip3"))) {
+      c->dt != NDF_FLOAT64 && !(e && !strcmp(e, "old"))) {
     const int t = c->cons == NDF_ECC_T, w = getenv("NDF_ECC3_W") && atoi(getenv("NDF_ECC3_W")) == 8 ? 8 : 16;
     if (nimg * ((((sp[2] + w - 1) / w) * ((sp[1] + t + 30) / 31) + 7) / 8) > 128) return NULL;
     /* staged planes (ndf_ecc_strip3s): float32, widths multiple of 128 at 16 columns per lane, from 2^26 (a range: 2^21)
@@ -923,8 +923,8 @@ static void test_gpu_strip2(void **state) {
 /* The 3-D warp-strip kernel (ndf_ecc_strip3: 3-D, thresholds over [min,
  * max] or, float32, over a given range (a third of the float32 cases), T <= 320, float32 / uint8 / uint16; cells' bins by max / min,
  * telescoped along x) against the CPU, the same input under each setting:
- * default (ndf_ecc_strip3, 16 columns per lane; uint8 / uint16 with
- * NDF_ECC_3D=strip3), NDF_ECC_3D=old (the paths before), NDF_ECC_MAPHDR=0,
+ * default (ndf_ecc_strip3, 16 columns per lane; uint8 / uint16 too since session 19: the integer
+ * binner), NDF_ECC_3D=old (the paths before), NDF_ECC_MAPHDR=0,
  * NDF_ECC3_MC=1 (other task lengths), NDF_ECC3_W=8 (ndf_ecc_strip3n),
  * NDF_ECC2_WS=0, and on alternate
  * cases NDF_ECC2_FENCE=sc / NDF_ECC2_BIN=table, NDF_ECC3_BCOL=0 (the warps' own shares where
@@ -975,9 +975,8 @@ static void test_gpu_strip3(void **state) {
     /* float32: thresholds over a given range in a third of the cases (session 18: no phase 1; run_exact's
      * ranges, [N(0, 10), + U(0, 100)], one in ten a single point: the paths before) */
     if (k >= 2 && c.dt == NDF_FLOAT32 && tu_rng_chance(&r, 0.35)) c.tkind = 2;
-    /* uint8 / uint16 take strip3 only when asked (NDF_ECC_3D=strip3; the setting =old: the rows kernel) */
-    const int small = c.dt == NDF_UINT8 || c.dt == NDF_UINT16;
-    failed += strip_settings(s->ctx, &c, &r, k, 11, var, val, NULL, NULL, small ? "NDF_ECC_3D" : NULL, "strip3");
+    /* (uint8 / uint16: strip3 by default since session 19; the setting NDF_ECC_3D=old: the rows kernel) */
+    failed += strip_settings(s->ctx, &c, &r, k, 11, var, val, NULL, NULL, NULL, NULL);
   }
   if (failed) printf("%d strip3 cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);
