@@ -1251,7 +1251,8 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
  * 0.058 vs 0.047, 256^3 0.164 vs 0.155, 512^3 0.969 vs 0.997; at 9a1fa27 (session 7 run 8):
  * uint8 256^3 0.120 vs 0.151, float32 128^3 0.052 vs 0.044, 256^3 0.155 vs 0.149, 512^3 0.887
  * vs 0.993 -- the rows kernel wins for large float volumes; one point, so no size rule yet).  It applies to 3-D inputs with
- * thresholds over [min, max] and T <= 256 (every bin in 0..255).
+ * thresholds over [min, max] and T <= 256 (every bin in 0..255) that ndf_ecc_strip3 did not take (since
+ * session 19 uint8 / uint16 too reach it only with NDF_ECC_3D=old).
  * Modes 5 .. 9 (session 8): 5 / 6 = PF 4 / 6: the next plane's segment staged in shared memory by
  * cp.async over the step (3 blocks per SM), c != 0 only / every voxel added; 7 = PF 8: mode 1 at
  * 3 blocks per SM (80 registers, fewer spills); 8 = PF 12: mode 5 at 4 blocks per SM (64
