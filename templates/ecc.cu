@@ -1783,10 +1783,41 @@ __device__ __forceinline__ void ndf_ecc2_phase1_end(const P &p, float lo, float 
   for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + tid; i < p.nimg; i += stride) p.cnt[i] = 0u;
 }
 
+// N elements of TIN at q (N sizeof(TIN) bytes, aligned to that: float4s, or for uint8 / uint16 a uint4, uint2 or u32)
+// as floats to o.  Integers by bytes into 0x4b000000's mantissa (2^23 + f exactly), then - 2^23: one PRMT and
+// one FADD an element, no conversion instructions.
+template <int N> __device__ __forceinline__ void ndf_ecc3_vld(const TIN *q, float *o) {
+  if (sizeof(TIN) == 4) {
+#pragma unroll
+    for (int u = 0; u < N / 4; u++) {
+      const float4 f4 = *(const float4 *)((const float *)q + 4 * u);
+      o[4 * u] = f4.x, o[4 * u + 1] = f4.y, o[4 * u + 2] = f4.z, o[4 * u + 3] = f4.w;
+    }
+  } else {
+    constexpr int NW = N * (int)sizeof(TIN) / 4; // 32-bit words: 2 (uint2) or 4 (uint4)
+    unsigned w[NW];
+    if (NW == 4) {
+      const uint4 u4 = *(const uint4 *)q;
+      w[0] = u4.x, w[NW > 1 ? 1 : 0] = u4.y, w[NW > 2 ? 2 : 0] = u4.z, w[NW > 3 ? 3 : 0] = u4.w;
+    } else if (NW == 2) {
+      const uint2 u2 = *(const uint2 *)q;
+      w[0] = u2.x, w[NW > 1 ? 1 : 0] = u2.y;
+    } else {
+      w[0] = *(const unsigned *)q;
+    }
+    constexpr int EW = 4 / (int)sizeof(TIN); // elements a word
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+      const int b = (i % EW) * (int)sizeof(TIN); // the element's first byte in its word
+      const unsigned sel = sizeof(TIN) == 1 ? 0x7440u | (unsigned)b : 0x7400u | (unsigned)((b + 1) << 4) | (unsigned)b;
+      o[i] = __int_as_float((int)__byte_perm(w[i / EW], 0x4b000000u, sel)) - 8388608.0f;
+    }
+  }
+}
 // The lane's place in a 128-column strip (ndf_ecc_strip2, ndf_ecc_strip2t): its columns x .. x + 3
 // (bit j of inb: x + j < nx) and its halo voxel hx (lane 0: x0 - 1, lane 31: x0 + 128; hin: in the
-// image; the other lanes have none); vec: float4 rows (unit x stride, row stride and width multiples
-// of 4, an aligned base: a lane is all in or all out).
+// image; the other lanes have none); vec: vector rows, float4 (uint8 / uint16: a u32 / uint2, session 19;
+// unit x stride, row stride and width multiples of 4, an aligned base: a lane is all in or all out).
 struct ndf_ecc2_lane {
   int x, hx;
   unsigned inb;
@@ -1801,7 +1832,7 @@ template <class P> __device__ __forceinline__ ndf_ecc2_lane ndf_ecc2_lane_at(con
   for (int j = 0; j < 4; j++) L.inb |= (unsigned)(L.x + j < p.nx) << j;
   L.hx = lane == 0 ? x0 - 1 : x0 + NDF_SW;
   L.hin = (lane == 0 && x0 > 0) || (lane == 31 && x0 + NDF_SW < p.nx);
-  L.vec = sizeof(TIN) == 4 && p.sx == 1 && ((p.sz | p.nx) & 3) == 0 && (((size_t)in) & 15) == 0;
+  L.vec = p.sx == 1 && ((p.sz | p.nx) & 3) == 0 && (((size_t)in) & (4 * sizeof(TIN) - 1)) == 0;
   return L;
 }
 
@@ -1833,7 +1864,9 @@ template <class P> struct ndf_ecc2_rows {
       return;
     }
     if (VEC) {
-      if (L.inb) {
+      if (L.inb && sizeof(TIN) < 4) {
+        ndf_ecc3_vld<4>(rp, w.v); // (float32 through ndf_ecc3_vld: 8 more instructions in strip2t, so apart)
+      } else if (L.inb) {
         const float4 f4 = *(const float4 *)rp;
         w.v[0] = f4.x, w.v[1] = f4.y, w.v[2] = f4.z, w.v[3] = f4.w;
       } else {
@@ -1859,7 +1892,9 @@ __device__ __forceinline__ void ndf_ecc2_strip_phase1(const P &p, const TIN *in,
   auto ld4 = [&](int r, float (&v)[4], float fill) {
     const TIN *rp = in + r * p.sz;
     if (vec) {
-      if (inb) {
+      if (inb && sizeof(TIN) < 4) {
+        ndf_ecc3_vld<4>(rp + x, v);
+      } else if (inb) {
         const float4 f4 = *(const float4 *)(rp + x);
         v[0] = f4.x, v[1] = f4.y, v[2] = f4.z, v[3] = f4.w;
       } else {
@@ -1873,7 +1908,21 @@ __device__ __forceinline__ void ndf_ecc2_strip_phase1(const P &p, const TIN *in,
 
   // rows in reverse order
   float lo = __int_as_float(0x7f800000), hi = __int_as_float(0xff800000);
-  if (act && vec && inb) {
+  if (sizeof(TIN) < 4 && act && vec && inb) {
+    // uint8 / uint16 (session 19): the lane's 4 voxels a row as one u32 / uint2, eight rows in flight
+    const TIN *in0 = in + x;
+    const ndf_i64 sz = p.sz;
+    for (int r = r1 - 1; r >= r0; r -= 8) {
+      float v[8][4];
+#pragma unroll
+      for (int u = 0; u < 8; u++) ndf_ecc3_vld<4>(in0 + (ndf_i64)max(r - u, r0) * sz, v[u]);
+#pragma unroll
+      for (int u = 0; u < 8; u++) {
+        lo = fminf(lo, fminf(fminf(v[u][0], v[u][1]), fminf(v[u][2], v[u][3])));
+        hi = fmaxf(hi, fmaxf(fmaxf(v[u][0], v[u][1]), fmaxf(v[u][2], v[u][3])));
+      }
+    }
+  } else if (sizeof(TIN) == 4 && act && vec && inb) {
     // float4 rows, the lane's 4 voxels all in the image: one pointer per 8 rows, no per-voxel tests
     // (the general loop below compiles to ~50 instructions a row with its element-load paths)
     // rows past r0 in the last group re-read row r0 (min and max do not mind; no predicates, so
@@ -2428,35 +2477,6 @@ __device__ __forceinline__ float ndf_ecc3_fmasat(float a, float b, float c) {
   return r;
 }
 // NDF_ECC3_HELPERS_END
-// N elements of TIN at q (N sizeof(TIN) bytes, aligned to that: a float4, or for uint8 / uint16 a uint4 / uint2)
-// as floats to o.  Integers by bytes into 0x4b000000's mantissa (2^23 + f exactly), then - 2^23: one PRMT and
-// one FADD an element, no conversion instructions.
-template <int N> __device__ __forceinline__ void ndf_ecc3_vld(const TIN *q, float *o) {
-  if (sizeof(TIN) == 4) {
-#pragma unroll
-    for (int u = 0; u < N / 4; u++) {
-      const float4 f4 = *(const float4 *)((const float *)q + 4 * u);
-      o[4 * u] = f4.x, o[4 * u + 1] = f4.y, o[4 * u + 2] = f4.z, o[4 * u + 3] = f4.w;
-    }
-  } else {
-    constexpr int NW = N * (int)sizeof(TIN) / 4; // 32-bit words: 2 (uint2) or 4 (uint4)
-    unsigned w[NW];
-    if (NW == 4) {
-      const uint4 u4 = *(const uint4 *)q;
-      w[0] = u4.x, w[1] = u4.y, w[NW > 2 ? 2 : 0] = u4.z, w[NW > 3 ? 3 : 0] = u4.w;
-    } else {
-      const uint2 u2 = *(const uint2 *)q;
-      w[0] = u2.x, w[1] = u2.y;
-    }
-    constexpr int EW = 4 / (int)sizeof(TIN); // elements a word
-#pragma unroll
-    for (int i = 0; i < N; i++) {
-      const int b = (i % EW) * (int)sizeof(TIN); // the element's first byte in its word
-      const unsigned sel = sizeof(TIN) == 1 ? 0x7440u | (unsigned)b : 0x7400u | (unsigned)((b + 1) << 4) | (unsigned)b;
-      o[i] = __int_as_float((int)__byte_perm(w[i / EW], 0x4b000000u, sel)) - 8388608.0f;
-    }
-  }
-}
 // bin k of a block's histogram: the sum of its 32 lane columns (a thread's reads rotated over the banks)
 __device__ __forceinline__ int ndf_ecc3_colsum(const int *h3, int k, int lane) {
   int v = 0;
