@@ -1786,6 +1786,11 @@ __device__ __forceinline__ void ndf_ecc2_phase1_end(const P &p, float lo, float 
 // N elements of TIN at q (N sizeof(TIN) bytes, aligned to that: float4s, or for uint8 / uint16 a uint4, uint2 or u32)
 // as floats to o.  Integers by bytes into 0x4b000000's mantissa (2^23 + f exactly), then - 2^23: one PRMT and
 // one FADD an element, no conversion instructions.
+// (the byte selector of __byte_perm(word, 0x4b000000, sel) for element i of its word: the element's bytes, then
+// zeros, then 0x4b)
+__device__ __forceinline__ constexpr unsigned ndf_ecc3_bsel(int i) {
+  return sizeof(TIN) == 1 ? 0x7440u | (unsigned)(i & 3) : 0x7400u | (unsigned)((2 * (i & 1) + 1) << 4) | (unsigned)(2 * (i & 1));
+}
 template <int N> __device__ __forceinline__ void ndf_ecc3_vld(const TIN *q, float *o) {
   if (sizeof(TIN) == 4) {
 #pragma unroll
@@ -1794,7 +1799,7 @@ template <int N> __device__ __forceinline__ void ndf_ecc3_vld(const TIN *q, floa
       o[4 * u] = f4.x, o[4 * u + 1] = f4.y, o[4 * u + 2] = f4.z, o[4 * u + 3] = f4.w;
     }
   } else {
-    constexpr int NW = N * (int)sizeof(TIN) / 4; // 32-bit words: 2 (uint2) or 4 (uint4)
+    constexpr int NW = N * (int)sizeof(TIN) / 4; // 32-bit words: 1 (u32), 2 (uint2) or 4 (uint4)
     unsigned w[NW];
     if (NW == 4) {
       const uint4 u4 = *(const uint4 *)q;
@@ -1807,11 +1812,7 @@ template <int N> __device__ __forceinline__ void ndf_ecc3_vld(const TIN *q, floa
     }
     constexpr int EW = 4 / (int)sizeof(TIN); // elements a word
 #pragma unroll
-    for (int i = 0; i < N; i++) {
-      const int b = (i % EW) * (int)sizeof(TIN); // the element's first byte in its word
-      const unsigned sel = sizeof(TIN) == 1 ? 0x7440u | (unsigned)b : 0x7400u | (unsigned)((b + 1) << 4) | (unsigned)b;
-      o[i] = __int_as_float((int)__byte_perm(w[i / EW], 0x4b000000u, sel)) - 8388608.0f;
-    }
+    for (int i = 0; i < N; i++) o[i] = __int_as_float((int)__byte_perm(w[i / EW], 0x4b000000u, ndf_ecc3_bsel(i))) - 8388608.0f;
   }
 }
 // The lane's place in a 128-column strip (ndf_ecc_strip2, ndf_ecc_strip2t): its columns x .. x + 3
@@ -2836,9 +2837,7 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
             const unsigned w[4] = {q[u].x, q[u].y, q[u].z, q[u].w};
 #pragma unroll
             for (int i = 0; i < E; i++) {
-              const int b = (i % (4 / (int)sizeof(TIN))) * (int)sizeof(TIN);
-              const unsigned sel = sizeof(TIN) == 1 ? 0x7440u | (unsigned)b : 0x7400u | (unsigned)((b + 1) << 4) | (unsigned)b;
-              const unsigned x = __byte_perm(w[i / (4 / (int)sizeof(TIN))], 0x4b000000u, sel);
+              const unsigned x = __byte_perm(w[i / (4 / (int)sizeof(TIN))], 0x4b000000u, ndf_ecc3_bsel(i));
               bmn = min(bmn, x), bmx = max(bmx, x);
             }
           }
