@@ -1598,25 +1598,27 @@ __device__ __forceinline__ unsigned ndf_ecc2_arrive(unsigned *w) {
   asm volatile("atom.release.gpu.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(w), "r"(add) : "memory");
   return old;
 }
+// the word at w, an acquire load at gpu scope (the polls below)
+__device__ __forceinline__ unsigned ndf_ecc2_ldacq(const unsigned *w) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(w) : "memory");
+  return v;
+}
 __device__ __forceinline__ void ndf_ecc2_await(unsigned *w, unsigned old) {
-  unsigned cur;
-  do {
-    asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(cur) : "l"(w) : "memory");
-  } while (((old ^ cur) & 0x80000000u) == 0u);
+  while (((old ^ ndf_ecc2_ldacq(w)) & 0x80000000u) == 0u) {
+  }
+}
+// Returns once the word at w is n or more (acquire polls; thread 0 of a co-resident grid's block): the given
+// range's batches, the images' last blocks waiting for each other (ndf_ecc2_finish_given)
+__device__ __forceinline__ void ndf_ecc2_wait_count(unsigned *w, unsigned n) {
+  while (ndf_ecc2_ldacq(w) < n) {
+  }
 }
 // ndf_ecc_grid_sync (templates/ndf_ecc_fused.cuh: the same arrival word and
 // flip protocol) with a release add and acquire polls instead of a fence.sc
 // before and after: every block's writes before the barrier (partials,
 // zeroed histograms and tickets; ordered before thread 0's add by the
 // __syncthreads) are visible to every block after it.  fence 1: that function.
-// Returns once the word at w is n or more (acquire polls; thread 0 of a co-resident grid's block): the given
-// range's batches, the images' last blocks waiting for each other (ndf_ecc2_finish_given)
-__device__ __forceinline__ void ndf_ecc2_wait_count(unsigned *w, unsigned n) {
-  unsigned cur;
-  do {
-    asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(cur) : "l"(w) : "memory");
-  } while (cur < n);
-}
 __device__ __forceinline__ void ndf_ecc2_grid_sync(unsigned *w, int fence) {
   if (fence) {
     ndf_ecc_grid_sync(w);
