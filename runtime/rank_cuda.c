@@ -375,7 +375,7 @@ static int use_hist(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, const n
 }
 
 /* The sorted tile where the selection asks for it, or AUTO finds no network
- * and the tile applies.  $NDF_RANK_TILE=0 leaves AUTO's choice to the older
+ * and the tile applies.  $NDF_RANK_TILE=0 leaves AUTO's choice to the other
  * kernels (histogram, radix select), for comparing them in one run. */
 static int use_tile(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, const ndf__rank_sel *sel) {
   if (sel->algorithm == NDF_RANK_ALGO_TILE) return 1;

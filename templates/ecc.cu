@@ -151,7 +151,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_scan(const ndf_ecc_
     }
     const TIN *rp = p.in + off;
     // 8 loads in flight per lane before any is used: one load at a time per
-    // warp left the scan latency-bound (~0.5 TB/s)
+    // warp would leave the scan latency-bound (~0.5 TB/s)
     for (ndf_i64 x0 = 0; x0 < p.nl; x0 += 256) {
       TIN v[8];
 #pragma unroll
