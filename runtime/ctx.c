@@ -99,7 +99,7 @@ static void pick_cache_dir(ndf_ctx *ctx) {
  * pool gives memory back at every synchronisation, and mapping it again on
  * the next call costs tens to thousands of microseconds of host time per op
  * (docs/adr/0012-scratch-memory-pool.md).  Without one (a driver that
- * refuses), scratch comes from the device's default pool as before. */
+ * refuses), scratch comes from the device's default pool. */
 static void create_pool(ndf_ctx *ctx) {
   const ndf__cu_api *cu = ndf__cu(NULL);
   ndf__cu_mempool_props props;

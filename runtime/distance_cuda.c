@@ -42,15 +42,14 @@ static const char *edt_kernel(int d, int nsp, int wrows, int wlines, int first1k
 }
 
 /* ndf_edt_first's configuration: the 512-thread kernel with blocks of down
- * to 4 lines (more blocks for few lines), or (first1k) the configuration
- * before it: ndf_edt_first1k, 1024-thread blocks of at least 8 lines (8
- * adjacent lines: every warp access covers whole 32-byte sectors of the
- * features).  The second is the default without exact arithmetic (it was
- * 0.265 ms on the 1024^2 sampling + indices workload, against 0.315 ms after
- * the change: issue 5); NDF_EDT_FIRST=512 / 1024 forces one.  Returns 2
- * (session 5) for ndf_edt_bfirst (the search path's bit-mask first pass with
- * the envelope kernels' output; 512 threads, segments of at most 32 voxels,
- * so axis 0 up to 16384): the default without exact arithmetic, forced by
+ * to 4 lines (more blocks for few lines), or (first1k) ndf_edt_first1k,
+ * 1024-thread blocks of at least 8 lines (8 adjacent lines: every warp
+ * access covers whole 32-byte sectors of the features).  The second is the
+ * default without exact arithmetic (16% less time on the 1024^2 sampling +
+ * indices workload); NDF_EDT_FIRST=512 / 1024 forces one.  Returns 2 for
+ * ndf_edt_bfirst (the search path's bit-mask first pass with the envelope
+ * kernels' output; 512 threads, segments of at most 32 voxels, so axis 0 up
+ * to 16384): the default there without exact arithmetic, forced by
  * NDF_EDT_FIRST=bits. */
 static int edt_first1k(int exact, int64_t n0) {
   const char *env = getenv("NDF_EDT_FIRST");
@@ -125,7 +124,7 @@ static edt_wplan edt_wrows_plan(const ndf_array *in, int nb, const double *sampl
   } else { /* the envelope (16 bytes per site), then the walk's state per position (int) */
     w.seg = w.stride = n;
     w.wbytes = (n * 20 + 15) & ~(int64_t)15; /* each warp's region 16-byte aligned */
-    /* The envelope's builder (issue 5): NDF_EDT_SERIAL=old lane 0 (ndf_wenv), =new lane 0
+    /* The envelope's builder: NDF_EDT_SERIAL=old lane 0 (ndf_wenv), =new lane 0
      * (ndf_wenv1), unset or any other value the warp (ndf_wenvp: 32 segments of an odd stride, sites, two int
      * arrays and a byte array, 25 bytes per slot) where that fits 48 KiB (rows up to ~1900),
      * else lane 0. */
@@ -143,8 +142,8 @@ static edt_wplan edt_wrows_plan(const ndf_array *in, int nb, const double *sampl
   if (w.wbytes > EDT_WROWS_SMEM) return w;
   w.warps = (int)(EDT_WROWS_SMEM / w.wbytes);
   if (w.warps > 4) w.warps = 4;
-  /* Without exact arithmetic one row per block, as before the multi-row
-   * blocks (issue 5: the 1024^2 sampling + indices regression);
+  /* Without exact arithmetic one row per block (several rows per block are
+   * slower on the 1024^2 sampling + indices workload);
    * NDF_EDT_WARPS=1..4 forces the rows per block (within 48 KiB). */
   if (!w.exact) w.warps = 1;
   const int want = env_in("NDF_EDT_WARPS", 1, 4, 0);
@@ -212,7 +211,7 @@ static void edt_request(ndf__kernel_req *r, const char *kernel, ndf_dtype tin, n
  * same block), so the work per voxel stays bounded whatever the input.
  * Taken for 2+ spatial axes when every W stays below 2^30 and every staged
  * block fits 48 KiB, unless
- * NDF_EDT_SEARCH=0 or one of the old kernels' switches (NDF_EDT_ROWS,
+ * NDF_EDT_SEARCH=0 or one of the envelope kernels' switches (NDF_EDT_ROWS,
  * NDF_EDT_LINES, NDF_EDT_MERGE, NDF_EDT_W) is set. */
 #define EDT_SEARCH_BUDGET (28 * 1024) /* per block: 8 blocks (64 warps) per SM */
 
@@ -228,11 +227,11 @@ typedef struct edt_splan {
  * candidate, lines staged with edt_spad cells of NDF_WNONE past both ends (no
  * bounds tests); NDF_EDT_SMID=old / NDF_EDT_SROWS=old keep ndf_edt_smid /
  * ndf_edt_srows; NDF_EDT_SMID=t takes ndf_edt_sdmidt (lanes along a line,
- * lines staged transposed, answers through a shared tile; run on the GPU
- * only by test_gpu_distance's mode 12 and benchmark-shape cases, not timed) instead of ndf_edt_sdmid (lanes
- * across lines, as ndf_edt_smid; measured: 256^3 middle pass 171 us, was
- * 263).  They need ((n + 8) s)^2 below 2^30 on the pass's axis (radii up to
- * n + 2 are read, past the line's end). */
+ * lines staged transposed, answers through a shared tile; an alternative,
+ * exercised by test_gpu_distance's mode 12) instead of ndf_edt_sdmid (lanes
+ * across lines, as ndf_edt_smid; about a third less time than ndf_edt_smid in
+ * the 256^3 middle pass).  They need ((n + 8) s)^2 below 2^30 on the pass's axis
+ * (radii up to n + 2 are read, past the line's end). */
 static int edt_spad(int64_t n, int scap) { return (int)((scap < n - 1 ? scap : n - 1) + 3); }
 
 /* ndf_spitch: the transposed line pitch, at least n + pad and 32 / lw modulo 32. */
@@ -419,7 +418,7 @@ static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
       /* segments of 8+ voxels (NDF_EDT_SFSEG=16|32: the least length; =auto: 32, the most a bit mask
        * holds, when that still leaves two waves of threads -- 256^3: 8 x 32 instead of 16 x 16 per line,
        * each thread's fixed work (its line's offsets, the neighbouring segments' scan) over twice the
-       * voxels; not yet measured on a GPU, so not the default) */
+       * voxels; an option, not the default) */
       const char *env_seg = getenv("NDF_EDT_SFSEG");
       const int64_t sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
       const int seg_env = env_in("NDF_EDT_SFSEG", 1, 32, 0);
@@ -434,8 +433,8 @@ static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
     } else {
       smem = sp->smem[d];
       /* ndf_edt_sd*: a grid of the blocks that fit the SMs at once (launch bounds: sdmid 8 blocks, sdmidt and
-       * sdrows 6; shared memory per SM from the device, 228 KiB on sm_90), one wave of grid-stride loops -- 8 per SM (the older
-       * kernels' grid) left a third of a wave behind at 256^3; NDF_EDT_SGRID=k: k blocks per SM) */
+       * sdrows 6; shared memory per SM from the device, 228 KiB on sm_90), one wave of grid-stride loops -- 8 per SM (the other
+       * kernels' grid) would leave a third of a wave behind at 256^3; NDF_EDT_SGRID=k: k blocks per SM) */
       const int sgrid = env_in("NDF_EDT_SGRID", 1, 64, 0);
       int per_sm = sgrid ? sgrid : 8;
       if (!sgrid && sp->dk[d]) {
@@ -530,8 +529,7 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
     int64_t slw = 0; /* the search kernels' field */
     NDF__PUT(&pb, slw);
     /* ndf_edt_wrows without exact arithmetic: the warp's envelope (ndf_wenvp, default), or lane 0's
-     * by ndf_wenv (NDF_EDT_SERIAL=old: 0.263 ms on the 1024^2 sampling + indices workload, H200
-     * session 6) or ndf_wenv1 (NDF_EDT_SERIAL=new, 0.320 in session 5): edt_wrows_plan */
+     * by ndf_wenv (NDF_EDT_SERIAL=old) or ndf_wenv1 (NDF_EDT_SERIAL=new): edt_wrows_plan */
     int wfast = wp.wfast;
     NDF__PUT(&pb, wfast);
     int scap = 0; /* the search kernels' field */
@@ -564,7 +562,7 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
       per_block = lw;
     }
     /* ndf_edt_wrows' grid: 64 warps per SM, or (one row per block without
-     * exact arithmetic) 32 blocks per SM, as before the multi-row blocks. */
+     * exact arithmetic) 32 blocks per SM. */
     const int wrows_per_sm = wp.warps == 1 && !wp.exact ? 32 : 64 / (wp.warps > 0 ? wp.warps : 1);
     if (debug) { /* one line per pass, so a GPU run can confirm the dispatch */
       const int wl_ = lp[d].use, wr_ = last && wp.use;

@@ -12,12 +12,15 @@
  * curve exactly: the same owners, the same bins.
  *
  * Thresholds over [min, max] with T <= 510 (the default new path): one
- * cooperative launch of the fused march (ndf_ecc_pack) or, with
- * NDF_ECC_BRICK=1|2, of ndf_ecc_brick (ecc_brick: bricks with their halo
- * binned at once; 2: kept in shared memory over the grid barrier when they
- * fit; measured slower on large inputs), the header in the context's mapped
- * host memory (NDF_ECC_MAPHDR=0: copied back).  docs/adr/0009, "Bricks
- * instead of the march".
+ * cooperative launch of the first kernel that applies (ndf__ecc_cuda2): the
+ * 2-D warp-strip kernels (ndf_ecc_strip2t, ndf_ecc_strip2), the 3-D
+ * telescoped one (ndf_ecc_strip3), the bit-sliced rows (ndf_ecc_rows), the
+ * fused march (ndf_ecc_pack); with NDF_ECC_BRICK=1|2, ndf_ecc_brick instead
+ * (ecc_brick: bricks with their halo binned at once; 2: kept in shared memory
+ * over the grid barrier when they fit; slower than the march on large
+ * inputs).  The header lies in the context's mapped host memory
+ * (NDF_ECC_MAPHDR=0: copied back).  docs/adr/0009, "Bricks instead of the
+ * march".
  *
  * Soft curve: ndf_ecc_hist with SOFT = 1 writes c (int8) and f per voxel
  * into scratch, ndf_ecc_soft sums the sigmoids (double accumulation), and
@@ -32,7 +35,7 @@
 #include "internal.h"
 #include "ecc_plan.h"
 
-/* var: bit 0 the SOFT slot, bit 1 the RNG slot (the telescoped kernels over a given range; session 18) */
+/* var: bit 0 the SOFT slot, bit 1 the RNG slot (the telescoped kernels over a given range) */
 static void ecc_request(ndf__kernel_req *r, const char *kernel, ndf_dtype dt, int nsp, int cons, int var) {
   ndf__req_init(r, "ecc", kernel);
   ndf__req_set(r, "TIN", "%s", ndf__dtype_ctype(dt));
@@ -231,8 +234,9 @@ static ndf_status hist_geometry(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_
   if (newp) {
     /* new path: about one wave (3-D: 8 blocks per SM, 2-D: 4) of chunks of
      * equal length, at least 8 planes (the halo) -- fewer blocks, so fewer
-     * threshold loads and flushes of T global atomics per voxel (2-D at
-     * 1024^2 had 4 rows and 256 atomics per block of 1024 voxels) */
+     * threshold loads and flushes of T global atomics per voxel (the old
+     * path's 2-D chunks at 1024^2: 4 rows and 256 atomics per block of 1024
+     * voxels) */
     /* ndf_ecc_pack: 64 registers, 4 blocks of 256 per SM */
     const int64_t target = sms * (newp == 2 ? 4 : c->nsp == 3 ? 8 : 4), per = c->nimg * g->ptiles;
     int64_t nch = (target + per / 2) / (per > 0 ? per : 1);
@@ -607,8 +611,8 @@ static ndf_status fused_result(ndf_ctx *ctx, const char *name, int isfloat, vola
  * phase 2); =2: the brick kernel, the bricks kept in shared memory over the
  * grid barrier when every block's share fits (one read of the input), else
  * as 1; default (0): the march (ndf_ecc_pack, one cooperative launch), which
- * measured faster on the H200 (session 6: 256^3 0.164 ms against 0.24 for
- * both brick forms, 8192^2 0.41 against 0.63; small inputs within ~10%). */
+ * is faster on the H200 (about a third less time than either brick form at
+ * 256^3 and 8192^2; small inputs within ~10%). */
 static int brick_mode(void) {
   const char *e = getenv("NDF_ECC_BRICK");
   if (e && strcmp(e, "1") == 0) return 1;
@@ -798,7 +802,7 @@ static ndf_status ecc_brick(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arra
 /* 2-D calls with thresholds over [min, max], T <= 510 and float comparisons
  * (float32, uint8, uint16) make one cooperative launch of ndf_ecc_strip2
  * (a warp marches a strip of 128 columns, no block barriers in the march)
- * unless NDF_ECC_2D=old (ndf_ecc_pack's fused march, as before); T <= 320 takes
+ * unless NDF_ECC_2D=old (ndf_ecc_pack's fused march); T <= 320 takes
  * ndf_ecc_strip2t (below) unless NDF_ECC_2D=strip2.
  * NDF_ECC2_MC: the least rows per warp task (default 4 for ndf_ecc_strip2t, 8 for
  * ndf_ecc_strip2).  NDF_ECC2_FENCE=sc: the fence.sc pairs at the grid barrier and tickets
@@ -814,10 +818,9 @@ static int use_strip2(void) {
 #define STRIP2_MAX_PER_SM 4   /* __launch_bounds__(256, 4) */
 #define STRIP2_SEQ_OFF 128    /* the sequence word in the mapped header block (HDR_BYTES) */
 
-/* The 2-D warp-strip plans' finer chunk-count search (strip_chunks_make's fine), the default since
- * session 12 (H200, float32 T = 256, deferred, warm ms, fine / coarse: 8192^2 0.1829 / 0.1960, 1024^2
- * 0.01475 / 0.01485, 64 x 256^2 0.0249 / 0.0249 -- run12b); NDF_ECC_PLAN=coarse: the search before.
- * (3-D: strip_units_make's equal shares.) */
+/* The 2-D warp-strip plans' finer chunk-count search (strip_chunks_make's fine) by default: on the
+ * H200 (float32, T = 256) it is 7% faster than the coarse search at 8192^2 and equal at 1024^2 and
+ * 64 x 256^2; NDF_ECC_PLAN=coarse: the coarse search.  (3-D: strip_units_make's equal shares.) */
 static int plan_fine(void) {
   const char *e = getenv("NDF_ECC_PLAN");
   return !(e && strcmp(e, "coarse") == 0);
@@ -836,11 +839,10 @@ static int strip2_plan_make(const ndf__ecc_call *c, int64_t rows0, int64_t mc0, 
   const int64_t nz = c->sshape[0], nx = c->sshape[1], nimg = c->nimg;
   if (nz <= 0 || nx <= 0 || nimg <= 0 || nz > 0x7fffff00 || nx > 0x7fffff00) return 0;
   const char *e = getenv("NDF_ECC2_MC");
-  /* mc0 (the default): ndf_ecc_strip2t 4, ndf_ecc_strip2 8.  4: session 11 (r11f, H200, ndf_ecc_strip2t)
-   * measured MC 4 against 8 at 1024^2 0.0150-0.0151 / 0.0163 ms (deferred checks; waiting 0.0212 / 0.0220), 512^2 0.0135 / 0.0151, 16 x 256^2 0.0152 / 0.0165, uint8
-   * 1024^2 0.0204 / 0.0272, 2048^2 and larger equal (the resident grid sets mc), 64 x 256^2 equal (mc 8
-   * either way).  (Session 8, ndf_ecc_strip2, waiting: MC 2/4/8/16/32 at 1024^2
-   * 0.0240/0.0216/0.0210/0.0288/0.0360 ms.) */
+  /* mc0 (the default): ndf_ecc_strip2t 4, ndf_ecc_strip2 8.  On the H200, ndf_ecc_strip2t with 4 rows
+   * takes 8-11% less time than with 8 at 512^2 to 1024^2 float32 (25% uint8 1024^2); from 2048^2 on, and
+   * at 64 x 256^2, the resident grid sets mc and both are equal.  ndf_ecc_strip2 is fastest at 8 (1024^2:
+   * 4 is 3% slower, 2, 16 and 32 are 15-70% slower). */
   pl->nstrip = (nx + STRIP2_W - 1) / STRIP2_W;
   strip_chunks ch;
   if (!strip_chunks_make(pl->nstrip, nz + rows0, 1, e ? atoll(e) : mc0, nimg, cap, plan_fine(), &ch)) return 0;
@@ -960,8 +962,8 @@ static uint32_t strip_seq(void) {
 
 /* The parameter blocks' common tail (ndf_ecc2_params, ndf_ecc3_params): nb, ncopy, seq, hdrblk,
  * fence, bin, prof (strip_prof_alloc).  NDF_ECC2_FENCE=sc: __threadfence pairs at the grid barrier
- * and the tickets (main 7253b51's form); default: release / acquire atomics.  NDF_ECC2_BIN=table: every first guess
- * checked against the thresholds in shared memory (as before); default: guesses certified by an
+ * and the tickets; default: release / acquire atomics.  NDF_ECC2_BIN=table: every first guess
+ * checked against the thresholds in shared memory; default: guesses certified by an
  * error bound skip the table. */
 static void strip_put_tail(ndf__params *pb, int nb, int ncopy, const fused_mem *m, int hdrblk, CUdeviceptr prof) {
   const char *fe = getenv("NDF_ECC2_FENCE"), *be = getenv("NDF_ECC2_BIN");
@@ -1111,7 +1113,7 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
  * T <= 320 make one cooperative launch of ndf_ecc_strip3 (or strip3n)
  * (cells' bins by max / min, telescoped along x: four shared-memory adds
  * per voxel and no ownership tests) unless NDF_ECC_3D=old (the rows kernel
- * or ndf_ecc_pack's fused march, as before).  NDF_ECC3_MC: the least planes
+ * or ndf_ecc_pack's fused march).  NDF_ECC3_MC: the least planes
  * per warp task (default 4); NDF_ECC3_W: columns per lane, 16 (ndf_ecc_strip3,
  * 2 blocks per SM; default) or 8 (ndf_ecc_strip3n, 3 blocks per SM).
  * 2-D calls (float32, uint8, uint16) with T <= 320 take ndf_ecc_strip2t (the same sum in 2-D on
@@ -1120,29 +1122,27 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
 static int use_strip3(void) {
   const char *e = getenv("NDF_ECC_3D");
   if (e && strcmp(e, "old") == 0) return 0;
-  /* uint8 / uint16 too since session 19 (the exact integer binner and vector loads; run19d, H200, T = 256:
-   * uint8 256^3 0.0558 ms against ndf_ecc_rows' 0.119, uint16 256^3 0.0618 against 0.127, uint8 512^3 0.335
-   * against 0.762; until then only with NDF_ECC_3D=strip3: element loads and the FFMA guess, 0.212) */
+  /* uint8 / uint16 too: with the exact integer binner and vector loads the telescoped kernel takes
+   * less than half the time of ndf_ecc_rows, the next kernel in line for integers (H200, T = 256:
+   * uint8 and uint16 256^3, uint8 512^3) */
   return 1;
 }
-/* 2-D: ndf_ecc_strip2t unless NDF_ECC_2D=strip2 (or =old: ndf_ecc_pack).  Session 10, run 2 (H200,
- * float32 T = 256, warm ms, strip2t / strip2): 8192^2 0.205 / 0.244, 64 x 256^2 0.034 / 0.033-0.036,
- * 1024^2 0.0223 / 0.0220-0.0222 */
+/* 2-D: ndf_ecc_strip2t unless NDF_ECC_2D=strip2 (or =old: ndf_ecc_pack).  On the H200 (float32,
+ * T = 256) it takes 16% less time than ndf_ecc_strip2 at 8192^2 and the same at 1024^2 and
+ * 64 x 256^2. */
 static int use_strip2t(void) {
   const char *e = getenv("NDF_ECC_2D");
   return !(e && (strcmp(e, "strip2") == 0 || strcmp(e, "old") == 0));
 }
-/* session 9, run9d (H200, float32 T = 256): W 16 / 8 at 256^3 0.0951 / 0.1052 ms, 512^3 0.6315 /
- * 0.7594, 128^3 0.0359 / 0.0329 */
+/* W 16 by default: on the H200 (float32, T = 256) it takes 10% less time than W 8 at 256^3 and 17%
+ * less at 512^3, 9% more at 128^3. */
 static int strip3_w(void) {
   const char *e = getenv("NDF_ECC3_W");
   return e && atoi(e) == 8 ? 8 : 16;
 }
 
 /* the histogram ((T + 1) x 128 bytes) and the kernels' 6.3 KiB of static shared memory within the
- * default 48 KiB: no opt-in attribute.  (Session 9: calls at T = 384 with the attribute set failed
- * with CUDA_ERROR_ILLEGAL_INSTRUCTION, as did T = 319 / 320 without it -- the negative pair index of
- * an unclamped first guess, fixed in 708826b; T > 320 was not run again, so it takes the paths before.) */
+ * default 48 KiB: no opt-in attribute.  Larger T takes the other paths. */
 #define TELE_MAX_T 320
 
 typedef struct strip3_plan {
@@ -1152,7 +1152,7 @@ typedef struct strip3_plan {
 
 /* Tiles of w columns x 31 rows over the planes; each warp an equal share of the (tile, plane) units, at
  * least NDF_ECC3_MC (default 4) where the grid allows, 8 warps per block (strip_units_make).
- * T-construction: rows and planes from -1.  0: no plan (the caller keeps the paths before). */
+ * T-construction: rows and planes from -1.  0: no plan (the caller takes the other kernels). */
 static int strip3_plan_make(const ndf__ecc_call *c, int cons, int w, int64_t cap, strip3_plan *pl) {
   const int64_t nz = c->sshape[0], ny = c->sshape[1], nx = c->sshape[2], nimg = c->nimg;
   if (nz <= 0 || ny <= 0 || nx <= 0 || nimg <= 0 || nz > 0x7fffff00 || ny > 0x7fffff00 || nx > 0x7fffff00) return 0;
@@ -1163,7 +1163,7 @@ static int strip3_plan_make(const ndf__ecc_call *c, int cons, int w, int64_t cap
 }
 
 /* One cooperative launch of ndf_ecc_strip3 (or strip3n, strip3s).  rng: NULL (thresholds over [min, max]), or
- * the given range {lo, hi} (lo < hi, finite; session 18): no phase 1, no split, no header block -- the call's
+ * the given range {lo, hi} (lo < hi, finite): no phase 1, no split, no header block -- the call's
  * last block writes the header, so a waiting call waits for the whole kernel.  *fallback: nothing was launched
  * (no plan, or the grid could not be resident at once). */
 static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out, int cons,
@@ -1175,14 +1175,13 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   const int w = strip3_w();
   /* the histogram: T + 1 rows of 32 lane columns of int; staged planes (ndf_ecc_strip3s: float32, block
    * columns of 128 whole columns, 16 per lane, sm_80 on, two blocks per SM): four buffers of 32 rows of 132
-   * floats.  Staged from 2^26 voxels a call (r15d, H200, against ndf_ecc_strip3: 512^3 0.443 against 0.485,
-   * but 256^3 0.086 against 0.078, 128^3 0.031 against 0.028 -- the staged march gains only where the planes
-   * come from DRAM); NDF_ECC3_STG=1: wherever it applies, =0 or NDF_ECC3_BCOL=0: never.  Its phase 1
-   * (ndf_ecc3_params.p1 = 2, the split): a launch of ndf_ecc_strip3 first, phase 1 only, with that kernel's
-   * small shared memory (a large L1).  (Until session 17 also NDF_ECC3_P1=tma, in the staged kernel by bulk
-   * copies, 512^3 0.451, and =ldg, by ndf_ecc_strip3's loads, 0.517: slower than the split, 0.440, removed.)
-   * A given range (no phase 1, no split): staged from 2^21 voxels (run18d / run18e, H200: 512^3 0.290 against
-   * 0.338, 256^3 0.0524 against 0.0575, 128^3 0.0209 against 0.0224; smaller sizes not measured). */
+   * floats.  Staged from 2^26 voxels a call: the staged march gains only where the planes come from DRAM
+   * (H200, against ndf_ecc_strip3: 9% less time at 512^3, about 10% more at 256^3 and 128^3);
+   * NDF_ECC3_STG=1: wherever it applies, =0 or NDF_ECC3_BCOL=0: never.  Its phase 1 (ndf_ecc3_params.p1 =
+   * 2, the split): a launch of ndf_ecc_strip3 first, phase 1 only, with that kernel's small shared memory
+   * (a large L1) -- faster than phase 1 inside the staged kernel, by bulk copies (2%) or by ndf_ecc_strip3's
+   * loads (15%, 512^3).  A given range (no phase 1, no split): staged from 2^21 voxels (128^3, the smallest
+   * size measured), where the staged march takes 7-14% less time from 128^3 to 512^3. */
   const char *bce = getenv("NDF_ECC3_BCOL"), *stge = getenv("NDF_ECC3_STG");
   const int bcol_ok = !(bce && strcmp(bce, "0") == 0);
   const int64_t stg_min = (int64_t)1 << (rng ? 21 : 26);
@@ -1199,8 +1198,8 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
     /* a given range: the RNG specialization (its own module; the [min, max] kernels keep their code) */
     if ((s = get_fn(ctx, c->name, kname, in->dtype, 3, cons, rng ? 2 : 0, &fn)) != NDF_OK) return s;
     dyn = (unsigned)((T + 1) * 128 + (stg ? 4 * 32 * 132 * 4 : 0));
-    /* past 48 KiB the function needs the attribute (every call, as the rows kernel's); run14h lacked it:
-     * every staged call fell back to the paths before */
+    /* past 48 KiB the function needs the attribute, set on every call (as the rows kernel's): without it
+     * the staged launch is refused and the call falls back to ndf_ecc_strip3 */
     const int attr_ok = dyn <= 49152 || ndf__cu(NULL)->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                                         (int)dyn) == CUDA_SUCCESS;
     if (!attr_ok && !stg) return NDF_OK; /* *fallback */
@@ -1246,22 +1245,16 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
 /* NDF_ECC_ROWS: 0 off (ndf_ecc_pack's fused march); 1 .. 4: ndf_ecc_rows with PF = mode - 1,
  * i.e. 1: the next plane loaded after each step (4 blocks per SM), 2: loaded a step ahead (3
  * blocks per SM), 3 / 4: the same with an add to the shared histogram for every voxel (no
- * branch; c = 0 adds 0).  Unset: mode 1 for uint8 / uint16 inputs, the march for float32 /
- * float64 (measured on the H200 at 1ff0541: rows uint8 256^3 0.117 ms vs 0.151; float32 128^3
- * 0.058 vs 0.047, 256^3 0.164 vs 0.155, 512^3 0.969 vs 0.997; at 9a1fa27 (session 7 run 8):
- * uint8 256^3 0.120 vs 0.151, float32 128^3 0.052 vs 0.044, 256^3 0.155 vs 0.149, 512^3 0.887
- * vs 0.993 -- the rows kernel wins for large float volumes; one point, so no size rule yet).  It applies to 3-D inputs with
- * thresholds over [min, max] and T <= 256 (every bin in 0..255) that ndf_ecc_strip3 did not take (since
- * session 19 uint8 / uint16 too reach it only with NDF_ECC_3D=old).
- * Modes 5 .. 9 (session 8): 5 / 6 = PF 4 / 6: the next plane's segment staged in shared memory by
+ * branch; c = 0 adds 0).  5 / 6 = PF 4 / 6: the next plane's segment staged in shared memory by
  * cp.async over the step (3 blocks per SM), c != 0 only / every voxel added; 7 = PF 8: mode 1 at
  * 3 blocks per SM (80 registers, fewer spills); 8 = PF 12: mode 5 at 4 blocks per SM (64
  * registers; float32 inputs stay at 3 by the shared memory); 9 = PF 10: mode 7 with every voxel
- * added.  Measured (H200, run8c, ade7cb9, warm ms, float32 V 256^3 / T-cons 256^3 / 512^3): march
- * 0.1565 / 0.1562 / 1.001; mode 1 0.1645 / 0.1627 / 0.886; 5 0.1582 / 0.1605 / 0.914; 6 0.1534 /
- * 0.1491 / 0.881; 7 0.1515 / 0.1455 / 0.852; 8 0.1735 / 0.1743 / 1.018; 128^3: 1 0.0570, 5 0.0553,
- * 7 0.0527 (march 0.0456 in run8a); uint8 256^3: 1 0.1195, 5 0.1202, 8 0.1289.  So float32 takes
- * mode 7 from 256^3 (2^24 voxels per call) on, the march below; uint8 / uint16 keep mode 1. */
+ * added.  It applies to 3-D inputs with thresholds over [min, max] and T <= 256 (every bin in
+ * 0..255) that ndf_ecc_strip3 did not take (uint8 / uint16 reach it only with NDF_ECC_3D=old).
+ * Unset: mode 1 for uint8 / uint16 (about 20% less time than the march at 256^3 on the H200, and
+ * no slower than modes 5 or 8); float32 takes mode 7 from 256^3 (2^24 voxels per call) on and the
+ * march below: on the H200 mode 7 takes 3-7% less time than the march at 256^3 and 15% less at
+ * 512^3, but 15% more at 128^3, and of modes 1, 5, 6 and 8 none beats it; float64 the march. */
 static const int rows_pf[10] = {0, 0, 1, 2, 3, 4, 6, 8, 12, 10};
 #define ROWS_MAX_T 256
 /* The default for float32 inputs: ROWS_F32_MODE from ROWS_F32_MIN voxels per call on (0: the
@@ -1384,7 +1377,7 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
   const int pack = use_pack(T);
   const int bmode = brick_mode();
   /* a given range (evenly spaced thresholds from t[0] = lo to t[T - 1] = hi, lo < hi): float32 calls take the
-   * telescoped kernels without their phase 1 (ndf_ecc_strip2t, ndf_ecc_strip3; session 18); values and the
+   * telescoped kernels without their phase 1 (ndf_ecc_strip2t, ndf_ecc_strip3); values and the
    * other kernels: the paths below */
   const double rng[2] = {t ? t[0] : 0.0, t ? t[T - 1] : 0.0};
   const int given = !need_range && uniform && in->dtype == NDF_FLOAT32 && isfinite(rng[0]) && isfinite(rng[1]) &&
@@ -1515,8 +1508,8 @@ static ndf_status put_launch(ndf_ctx *ctx, const char *name, CUfunction fn, CUde
  * ndf_ecc_soft2 with one exp per (voxel, threshold) (PROD = 0) always;
  * =fused: 2-D inputs skip the contribution pass (FUSED = 1: c and f from the
  * input in ndf_ecc_soft2).  Default: after the contribution pass (FUSED = 0),
- * which measured faster on the H200 (64 x 256^2, T = 64: 0.352 ms against
- * 0.396 ms for the first fused version, 2026-11-29). */
+ * which is faster on the H200 (64 x 256^2, T = 64: 11% less time than the
+ * fused form). */
 static int soft2_mode(void) {
   const char *e = getenv("NDF_SOFT_ECC");
   if (e && strcmp(e, "old") == 0) return 0;

@@ -12,8 +12,8 @@
  * chunks' ends below 2^31 (the kernels' 32-bit places).  Sets mc, tpi, bpi, nblocks and ncopy (the
  * copies of each image's histogram: about 16 blocks' atomics per address).  0: no plan.  fine: the
  * chunk count steps down by nch / 64 + 1 (by one below 64 chunks) instead of nch / 8 + 1 until the
- * grid fits, so the plan comes closer to cap (8192^2 strip2t: 512 blocks instead of 456; the default,
- * NDF_ECC_PLAN=coarse the search before). */
+ * grid fits, so the plan comes closer to cap (8192^2 strip2t: 512 blocks instead of 456); fine is the
+ * default, NDF_ECC_PLAN=coarse takes the coarse steps. */
 typedef struct strip_chunks {
   int64_t mc, tpi, bpi, nblocks;
   int ncopy;
@@ -44,8 +44,8 @@ static inline int strip_chunks_make(int64_t cols, int64_t len, int64_t al, int64
  * among tpi = 8 * bpi warps, warp w marching units * w / tpi .. units * (w + 1) / tpi - 1 (tile by tile:
  * a warp's share may end in one tile and go on in the next), blocks of one image each, at most cap
  * blocks: as many as cap allows while a share keeps at least minq units.  So every SM gets the same
- * work whatever the tile count (strip_chunks_make's equal chunks of whole tiles left SMs idle: 256^3 took
- * 234 of 263 blocks, 512^3 204).  Sets tpi, bpi, nblocks, ncopy (as strip_chunks_make) and mc (the
+ * work whatever the tile count (strip_chunks_make's equal chunks of whole tiles would leave SMs idle: 256^3
+ * would take 234 of 263 blocks, 512^3 204).  Sets tpi, bpi, nblocks, ncopy (as strip_chunks_make) and mc (the
  * largest share).  0: no plan.  With block columns (ndf_ecc3_params.bcol, ntx % 8 == 0) the kernel splits
  * the same units by block instead (groups of 8 tiles across, each warp one tile of its block's share):
  * the same units per warp, so the same bpi. */

@@ -460,9 +460,9 @@ static ndf_status run_linew(ndf_ctx *ctx, const char *name, ndf_dtype dtype, con
 /* Segment length of grey_linev: NDF_GREY_LINEV_L (tuning), else the axis
  * split in as many segments as fill the device's threads once (nt threads
  * and K * nt values of shared memory per block; registers, about 90 per
- * thread, are not counted: this is the rule measured on the H200, where
- * 2048^2 size 63 got L = 64 in 0.0602 ms, L = 32 / 128 / 256 in 0.070 /
- * 0.0744 / 0.101), but segments of at least K outputs (each segment also
+ * thread, are not counted: on the H200 this rule picks the fastest L at
+ * 2048^2 size 63, L = 64, where L = 32, 128 or 256 take 16-70% more time),
+ * but segments of at least K outputs (each segment also
  * reads K - 1 rows before its first output). */
 static int64_t linev_segment(const ndf_ctx *ctx, int64_t K, int64_t n, int64_t nlines, int nt, size_t es) {
   const char *e = getenv("NDF_GREY_LINEV_L");

@@ -232,7 +232,7 @@ typedef struct ndf__grey_geom {
 } ndf__grey_geom;
 
 /* AUTO runs a box line pass with van Herk/Gil-Werman from this extent on
- * (below it, the O(K) pass is as cheap); the lead tunes them on the GPU. */
+ * (below it, the O(K) pass is as cheap); one tuning value per backend. */
 #define NDF__VHGW_MIN_CPU 8
 #define NDF__VHGW_MIN_CUDA 8
 

@@ -60,7 +60,7 @@ ndf_status ndf__device_table(ndf_ctx *ctx, const void *data, size_t bytes, CUdev
    * and that stream does not wait for the legacy stream (CU_STREAM_NON_BLOCKING),
    * where a plain cuMemcpyHtoD from pageable memory may still be in its DMA when
    * it returns -- a kernel could then read the memory's previous contents (a
-   * table freed earlier: test_gpu_grey's algorithms case, seed 5506311715).
+   * table freed earlier).
    * Pageable source: staged before the call returns. */
   if (r == CUDA_SUCCESS) r = cu->cuMemcpyHtoDAsync(e->dev, e->host, bytes, ctx->stream);
   if (r != CUDA_SUCCESS) {

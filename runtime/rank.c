@@ -6,9 +6,8 @@
  * element of the given rank of the sorted window.  NaN follows the context's
  * documented policy (ndforge.h), where scipy is undefined.
  *
- * This version runs on the CPU backend (gather the window, select the rank);
- * the GPU path with generated selection networks is to come, with this as its
- * oracle.
+ * The CPU backend gathers the window and selects the rank; it is the oracle
+ * of the CUDA backend (rank_cuda.c).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -274,7 +273,7 @@ static ndf_status rank_filter(ndf_ctx *ctx, const char *name, rank_kind kind, co
     s = ndf__rank_cuda(ctx, name, in, out, &c.g, c.taps, c.n, sel);
   } else if (ndf_array_size(in) > 0) {
     /* Quickselect by default: on the CPU an interpreted network is slower
-     * (5x5 median: 571 ms against 398 ms on 8x3x256^2, 2 cores).  The
+     * (5x5 median on 8x3x256^2: about 40% more time).  The
      * generated networks are meant for the GPU's straight-line kernels;
      * NDF_RANK_ALGO_NETWORK (or $NDF_RANK_NETWORK=1) runs them here, to test
      * them against the sort path. */

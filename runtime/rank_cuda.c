@@ -280,19 +280,19 @@ static int tile_plan(int ky, int kx, int64_t ny, tile_geom *tg) {
  * keys (rows of 64 padded to 65), 2 bytes of rank per tile position. */
 #define TILE2_KEYS 4096
 /* The variant of templates/rank_tile2.cu (slot PIPE): $NDF_RANK_TILE2_PIPE=0..8 or 10, else 10
- * where it applies and 6 elsewhere (tile2_pipe_for; session 13: 6 before, since session 8). */
+ * where it applies and 6 elsewhere (tile2_pipe_for). */
 static int tile2_pipe(void) {
   const char *ep = getenv("NDF_RANK_TILE2_PIPE");
   if (ep && !strcmp(ep, "10")) return 10;
   return ep && ep[0] >= '0' && ep[0] <= '8' && !ep[1] ? ep[0] - '0' : 10;
 }
 
-/* PIPE 10 (session 13, ADR 0005 "pivots instead of bitsets") takes 32-bit
+/* PIPE 10 (ADR 0005 "pivots instead of bitsets") takes 32-bit
  * data in tiles of at most 64 x 64 and 3968 values, rows and columns below
  * 2^31 (its border map is 32-bit), where the window holds at least a tenth of
- * the tile's values (its walks pass the tile's ranks outside the window:
- * H200 1024^2 float32, 11x11 0.142 ms against PIPE 6's 0.102, 15x15 0.111
- * against 0.094; 21x21 0.101 against 0.143; run 13f); elsewhere it is 6. */
+ * the tile's values (its walks pass the tile's ranks outside the window: on
+ * the H200, 1024^2 float32, it takes 40% more time than PIPE 6 at 11x11 and
+ * 18% more at 15x15, 30% less at 21x21); elsewhere it is 6. */
 static int tile2_pipe_for(ndf_dtype dtype, int s, int ky, int kx, int64_t ny, int64_t nx) {
   const int p = tile2_pipe();
   if (p != 10) return p;
@@ -340,9 +340,9 @@ static int tile2_plan(int ky, int kx, int64_t ny, tile_geom *tg) {
 static void tile2_finish(ndf_dtype dtype, int ky, int kx, int64_t ny, int64_t nx, tile_geom *tg) {
   if (tg->form != 2) return;
   /* PIPE 10 takes tiles of at most 64 rows: where the plan took more, fewer rows per block (not
-   * under 16), unless PIPE 10 does not apply even then.  H200, 1024^2 float32: 25x25 at S = 40
-   * 0.1017 ms against PIPE 6 at the plan's 48 rows 0.1375, 21x21 at S = 44 0.100 against 0.1423
-   * (session 13, run 13e). */
+   * under 16), unless PIPE 10 does not apply even then.  On the H200 (1024^2 float32) PIPE 10 at
+   * S = 40 takes 26% less time than PIPE 6 at the plan's 48 rows for 25x25, at S = 44 30% less
+   * for 21x21. */
   const int s0 = tg->s, scap = (65 - ky) & ~1;
   if (tile2_pipe() == 10 && s0 + ky - 1 > 64 && scap >= 16) tg->s = scap;
   tg->pipe = tile2_pipe_for(dtype, tg->s, ky, kx, ny, nx);
@@ -375,7 +375,7 @@ static int use_hist(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, const n
 }
 
 /* The sorted tile where the selection asks for it, or AUTO finds no network
- * and the tile applies.  $NDF_RANK_TILE=0 leaves AUTO's choice to the older
+ * and the tile applies.  $NDF_RANK_TILE=0 leaves AUTO's choice to the other
  * kernels (histogram, radix select), for comparing them in one run. */
 static int use_tile(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, const ndf__rank_sel *sel) {
   if (sel->algorithm == NDF_RANK_ALGO_TILE) return 1;
@@ -472,29 +472,25 @@ static void tile_request(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, co
   /* The second form's sort: unrolled stages (default) or, with
    * $NDF_RANK_TILE2_UNROLL=0, rolled (more instructions, 75 KB less code), =2
    * the unrolled form with its last six stages as a loop (about 40 KB less
-   * code).  H200, 31x31 on 1024^2 float32: unrolled 0.161 ms, rolled 0.186
-   * (session 7 run 1, PIPE 1); PIPE 3 unrolled 0.151, =2 0.163 (run 8). */
+   * code).  On the H200 (31x31 on 1024^2 float32) the rolled sort takes about
+   * 15% more time than the unrolled one, =2 and =3 8% and 1% more. */
   const char *eu = getenv("NDF_RANK_TILE2_UNROLL");
-  /* =3 (session 8): as 2 with each stage's transposes in a switch (no selects). */
+  /* =3: as 2 with each stage's transposes in a switch (no selects). */
   if (tg->form == 2)
     ndf__req_set(req, "SORTU", "%d",
                  eu && !strcmp(eu, "0") ? 0 : eu && !strcmp(eu, "2") ? 2 : eu && !strcmp(eu, "3") ? 3 : 1);
-  /* Session 6 (ADR 0005): 1 (0.160 ms at 31x31 on 1024^2 on the H200,
-   * session 5's order 0.219) issues the shared loads ahead of the atomics;
-   * 2 also shares the first window between the two threads of a column
-   * (0.164); 0 keeps session 5's order.  Session 7: 3 (default, 0.151) is 1
+  /* PIPE (ADR 0005): 1 issues the shared loads ahead of the atomics (27% less
+   * time than 0, which does not, at 31x31 on 1024^2 on the H200); 2 also
+   * shares the first window between the two threads of a column; 3 is 1
    * with fewer instructions per flip, probe, walk, load and sort; 4 is 3 with
-   * the first window shared by the two threads of a column within one warp
-   * (0.168 before the row-65 fix of the probes, not rerun).
-   * Session 8: 5 and 6 are 3 with the first windows of groups of 8 (5) or 4
-   * (6) neighbouring columns built mostly once, 7 is 5 with a select in a
-   * word of less latency (ADR 0005); H200 31x31 on 1024^2 float32 / uint8:
-   * 3 0.151 / 0.121, 5 0.147 / 0.119, 6 (now the default) 0.146 / 0.116,
-   * 7 0.148 / 0.121 (run 8c); SORTU 3 0.152 (no gain).  8 is 6 with 32 rank
-   * searches at a time instead of 16: 0.148 (session 8 final run: 6 0.143,
-   * 3 0.151).
-   * $NDF_RANK_TILE2_PIPE=0..8 selects one; 10 (session 13) where it applies
-   * (tile2_pipe_for). */
+   * the first window shared by the two threads of a column within one warp;
+   * 5 and 6 are 3 with the first windows of groups of 8 (5) or 4 (6)
+   * neighbouring columns built mostly once, 7 is 5 with a select in a word
+   * of less latency, 8 is 6 with 32 rank searches at a time instead of 16;
+   * 10 keeps no bitsets (pivots over the ranks' positions).  Of 0..8, 6 is
+   * the fastest at 31x31 on 1024^2 (H200, float32 and uint8: 3-5% less time
+   * than 3), so it is the default where 10 does not apply (tile2_pipe_for).
+   * $NDF_RANK_TILE2_PIPE=0..8 or 10 selects one. */
   if (tg->form == 2) ndf__req_set(req, "PIPE", "%d", tg->pipe);
 }
 

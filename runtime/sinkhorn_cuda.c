@@ -21,7 +21,7 @@
  * ($NDF_SINKHORN_CLSYNC): unset, empty, "auto" or "async" = st.async stores
  * completing on mbarriers, no cluster barrier in the loop (the template's
  * ASYNC slot; when CL divides N0, else as "barrier"); "barrier" = distributed
- * stores and a cluster barrier per application (the session-4 kernel).
+ * stores and a cluster barrier per application.
  *
  * Dense costs: templates/sinkhorn_dense.cu, one kernel per half-iteration
  * for all pairs (K read once per 8 pairs).  A chunk of check_every

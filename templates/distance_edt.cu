@@ -267,8 +267,8 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_lines(const ndf_edt_pa
 // forwards (the previous one; the choice; feature and W written).
 #if FIRST && !LAST
 // The body of ndf_edt_first (512-thread blocks, 3 per SM) and ndf_edt_first1k
-// (1024-thread blocks: the configuration before ndf_edt_first was cut to 512
-// threads, kept for the passes where the host takes it, see distance_cuda.c);
+// (1024-thread blocks, for the passes where the host takes them: edt_first1k
+// in distance_cuda.c);
 // sfirst / slast: the block's shared exchange, blockDim.x * blockDim.y ints each.
 __device__ __forceinline__ void ndf_edt_first_body(const ndf_edt_params &p, int *sfirst, int *slast) {
   const int n = (int)p.n;
@@ -617,9 +617,9 @@ __device__ int ndf_wenv(ndf_site *S, ndf_i64 n, ndf_i64 m, ndf_i64 wstride, doub
 // then a shared load that does not depend on the stack.  Also: int
 // positions (32-bit conversions), the next site and its T loaded ahead, and
 // a = (top - prev) s carried.  Returns the stack's length to every lane.
-// (ndf_edt_wrows without exact arithmetic under NDF_EDT_SERIAL=new; measured
-// slower than ndf_wenv on the 1024^2 sampling + indices workload, 0.320 against
-// 0.267 ms on the H200, so not the default.)
+// (ndf_edt_wrows without exact arithmetic under NDF_EDT_SERIAL=new; not the
+// default: on the H200 it takes about 20% more time than ndf_wenv on the
+// 1024^2 sampling + indices workload.)
 #if !FIRST
 __device__ __forceinline__ void ndf_wenv1_pre(const ndf_site *S, unsigned char *T, int n, double s, int lane) {
   for (int x = lane; x < n; x += 32) {

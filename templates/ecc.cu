@@ -35,8 +35,8 @@ typedef NDF_SLOT(V) V;     // comparison type: float (uint8/uint16/float32) or d
 #define NSP NDF_SLOT(NSP)  // spatial axes, 2 or 3
 #define CONS NDF_SLOT(CONS) // 0 V-construction, 1 T-construction
 #define SOFT NDF_SLOT(SOFT) // 1: ndf_ecc_hist writes c and f instead of the histogram
-#define RNG NDF_SLOT(RNG)   // 1: ndf_ecc_strip3 / strip3n / strip3s / strip2t over a given range (session 18)
-// uint8 / uint16 input: the telescoped kernels' exact integer binner (ndf_ecc3_binner; session 19)
+#define RNG NDF_SLOT(RNG)   // 1: ndf_ecc_strip3 / strip3n / strip3s / strip2t over a given range
+// uint8 / uint16 input: the telescoped kernels' exact integer binner (ndf_ecc3_binner)
 constexpr bool NDF_ECC_IB = sizeof(TIN) < 4;
 
 
@@ -151,7 +151,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_scan(const ndf_ecc_
     }
     const TIN *rp = p.in + off;
     // 8 loads in flight per lane before any is used: one load at a time per
-    // warp left the scan latency-bound (~0.5 TB/s)
+    // warp would leave the scan latency-bound (~0.5 TB/s)
     for (ndf_i64 x0 = 0; x0 < p.nl; x0 += 256) {
       TIN v[8];
 #pragma unroll
@@ -1539,7 +1539,7 @@ struct ndf_ecc2_params {
   ndf_i64 T, nimg, ostep;
   ndf_i64 nz, nx, sz, sx;     // rows, columns; their strides
   ndf_i64 nstrip, mc, tpi, bpi; // strips per image, rows per task, tasks per image, blocks per image
-  double rlo, rhi;              // RNG (ndf_ecc_strip2t): thresholds over the given [rlo, rhi] (session 18)
+  double rlo, rhi;              // RNG (ndf_ecc_strip2t): thresholds over the given [rlo, rhi]
   int nb, ncopy;
   unsigned seq;
   int hdrblk; // 1: the grid's last block has no tasks and writes the header (its PCIe write and system
@@ -1574,8 +1574,8 @@ __device__ __forceinline__ float ndf_ecc2_fminnan(float a, float b) {
 // the image's ticket, taken by one thread after a __syncthreads: it orders the
 // block's histogram atomics before it (release, cumulative over the block's
 // threads through the barrier) and the other blocks' before the last block's
-// reads (acquire; the __syncthreads after it passes that on).  fence 1: the
-// form of main 7253b51, __threadfence (fence.sc.gpu) before and after a relaxed add.
+// reads (acquire; the __syncthreads after it passes that on).  fence 1
+// (NDF_ECC2_FENCE=sc): __threadfence (fence.sc.gpu) before and after a relaxed add.
 __device__ __forceinline__ unsigned ndf_ecc2_ticket(unsigned *p, int fence) {
   unsigned old;
   if (fence) {
@@ -1590,7 +1590,7 @@ __device__ __forceinline__ unsigned ndf_ecc2_ticket(unsigned *p, int fence) {
 // The barrier in two halves (thread 0; the grid co-resident): ndf_ecc2_arrive releases the block's writes
 // before it (after a __syncthreads) and returns the word before its add; ndf_ecc2_await(w, old) returns once
 // every block has arrived (the top bit flipped since old), acquiring their writes -- the given range's calls
-// arrive at their start and wait only before their first global atomics (session 18).
+// arrive at their start and wait only before their first global atomics.
 __device__ __forceinline__ unsigned ndf_ecc2_arrive(unsigned *w) {
   const unsigned n = gridDim.x;
   const unsigned add = blockIdx.x == 0 ? 0x80000000u - (n - 1u) : 1u;
@@ -1819,7 +1819,7 @@ template <int N> __device__ __forceinline__ void ndf_ecc3_vld(const TIN *q, floa
 }
 // The lane's place in a 128-column strip (ndf_ecc_strip2, ndf_ecc_strip2t): its columns x .. x + 3
 // (bit j of inb: x + j < nx) and its halo voxel hx (lane 0: x0 - 1, lane 31: x0 + 128; hin: in the
-// image; the other lanes have none); vec: vector rows, float4 (uint8 / uint16: a u32 / uint2, session 19;
+// image; the other lanes have none); vec: vector rows, float4 (uint8 / uint16: a u32 / uint2;
 // unit x stride, row stride and width multiples of 4, an aligned base: a lane is all in or all out).
 struct ndf_ecc2_lane {
   int x, hx;
@@ -1912,7 +1912,7 @@ __device__ __forceinline__ void ndf_ecc2_strip_phase1(const P &p, const TIN *in,
   // rows in reverse order
   float lo = __int_as_float(0x7f800000), hi = __int_as_float(0xff800000);
   if (sizeof(TIN) < 4 && act && vec && inb) {
-    // uint8 / uint16 (session 19): the lane's 4 voxels a row as one u32 / uint2, eight rows in flight
+    // uint8 / uint16: the lane's 4 voxels a row as one u32 / uint2, eight rows in flight
     const TIN *in0 = in + x;
     const ndf_i64 sz = p.sz;
     for (int r = r1 - 1; r >= r0; r -= 8) {
@@ -2109,9 +2109,8 @@ __device__ __forceinline__ bool ndf_ecc2_setup(const P &p, bool hblk, int T, flo
       // (T - 1) by (|a| + |b|) 2^-51 in the same units; f <= rd(t_k) iff f <= t_k.  So when d = ceil(g)
       // - g lies in [D, 1 - D], D = T 2^-22 + 5 (|a| + |b|) ga 2^-24 + 2^-21 (above each bound by a
       // quarter or more), the bin is ceil(g): f > t_{k-1} and f <= t_k.  Only with the thresholds in
-      // order (m = T - 1), D < 1/4 and ga > 0; else every guess reads the table.  (Sessions 8-16: D 2.7x
-      // larger at T = 256 over [-1000, 1000), four times the bounds; tools/emu/ecc_cert_check.cpp: no wrong
-      // certified bin at D, wrong ones from D / 4.)
+      // order (m = T - 1), D < 1/4 and ga > 0; else every guess reads the table.  (tools/emu/ecc_cert_check.cpp
+      // finds no wrong certified bin at D, and wrong ones from D / 4.)
       // A given range: a and b are doubles, so gb = -(float)a ga has one more rounding, |a| ga 2^-24 at most: the
       // middle term 6 (|a| + |b|) ga 2^-24 there (values outside [a, b] saturate to the bins -1 and T, or lie
       // within 1 / ga of a or b: their products' roundings are inside the constant's margin; ecc_cert_check's
@@ -2156,8 +2155,8 @@ template <class P> __device__ __forceinline__ ndf_i64 ndf_ecc2_out_at(const P &p
 // some block found a NaN (the call's key, every block's before its ticket).  One image: the curve, then the
 // header.  Several: the call's ticket (cnt[nimg]), then the image's last block waits until every image's has
 // taken it (the grid is co-resident) and writes its own curve (or none); the call's last writes the header.
-// (Until then -- run18f -- the curves went to scratch and the call's last block alone copied them out, each
-// element's offset by 64-bit divisions: 64 x 256^2 0.0424 ms against 0.0231 over [min, max].)
+// (The call's last block alone copying every curve out of scratch, each element's offset by 64-bit divisions,
+// would make 64 x 256^2 about 1.8 times as slow as over [min, max].)
 template <class P>
 __device__ __forceinline__ void ndf_ecc2_finish_given(const P &p, const long long *h, int img, int m, double a, double b,
                                                    bool &s_last) {
@@ -2389,7 +2388,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
   ndf_ecc2_end(p, img, bimg, T, s_m, s_last, [&](int k) { return shist[k]; });
 }
 
-// ---- the 3-D warp-strip kernel (ndf_ecc_strip3, 3-D fused calls; NDF_ECC_3D=old: the paths before) ----
+// ---- the 3-D warp-strip kernel (ndf_ecc_strip3, 3-D fused calls; NDF_ECC_3D=old: rows or ndf_ecc_pack) ----
 // Thresholds over [min, max], T <= 510 (the runtime asks for T <= 320), 3-D, float comparisons
 // (float32; uint8, uint16 when asked); one cooperative launch with strip2's phases
 // (ndf_ecc2_phase1_end, ndf_ecc2_setup, ndf_ecc2_end), but
@@ -2435,7 +2434,7 @@ struct ndf_ecc3_params {
   ndf_i64 bcol;               // 1: a block's warps march 8 neighbouring tiles together (ntx % 8 == 0); 2: and
                               // stage the planes in shared memory (nx % 128 == 0, W 16; the buffers after h3)
   ndf_i64 p1;                 // 2 with bcol 2: the staged call's phase 1 by ndf_ecc_strip3 first (the split); else 1
-  double rlo, rhi;            // RNG: thresholds over the given [rlo, rhi] (rlo < rhi, finite): no phase 1 (session 18)
+  double rlo, rhi;            // RNG: thresholds over the given [rlo, rhi] (rlo < rhi, finite): no phase 1
   int nb, ncopy;
   unsigned seq;
   int hdrblk, fence, bin;   // as ndf_ecc2_params
@@ -2504,9 +2503,9 @@ __device__ __forceinline__ int ndf_ecc3_colsum(const int *h3, int k, int lane) {
 // range far from 0; a constant image's +inf, ga = 0) gives the bin -1: never certified (d = 0), its
 // passes start at 0.
 //
-// uint8 / uint16 input (NDF_ECC_IB; session 19): thresholds on integers -- T = 256 over [0, 255] puts every
-// voxel on one -- leave no guess certified, so the FFMA guess would pass every lane (run19c: uint8 256^3 march
-// 102 us against float32's 36).  Instead the exact bin by integer arithmetic (ndf_ecc2_setup's ib): f + 2^23's
+// uint8 / uint16 input (NDF_ECC_IB): thresholds on integers -- T = 256 over [0, 255] puts every voxel on
+// one -- leave no guess certified, so the FFMA guess would pass every lane (and the uint8 march at 256^3 take
+// about three times float32's time).  Instead the exact bin by integer arithmetic (ndf_ecc2_setup's ib): f + 2^23's
 // bits clamped to 0x4b010000 (f = 65536: +inf, outside, to the bin T), x = bits M + c, k = min(floor(x mag /
 // 2^sh), T); rows and planes outside take M = 0, c = 2^25 - 1 (k >= 512 > T).  Seven instructions a voxel, no
 // passes.
@@ -2547,16 +2546,15 @@ struct ndf_ecc3_binner {
     // thresholds need one pass -- every guess is within its error bound (below D < 1 / 4) of the exact (f - a)
     // (T - 1) / (b - a), the thresholds' rounding included, so its ceiling at most one bin from the bin -- others
     // pass until none moves.
-    // (Session 16: a rare path of 17 unrolled calls of ndf_ecc2_walk, and the per-voxel certificate tests,
-    // cost the march 13% at 512^3 and 19% at 8192^2 -- run16g, timing without them; and "rare" it was not: at
-    // T = 256 over [-1000, 1000) about a third of the warps' steps had an uncertified voxel, by the D of then;
-    // session 17's D, 2.7x smaller there, leaves about 13%, an estimate.)  Lanes outside the image take the bin T
+    // (A rare path of unrolled ndf_ecc2_walk calls with per-voxel certificate tests would cost the march 13% at
+    // 512^3 and 19% at 8192^2, and the path is not that rare: at T = 256 over [-1000, 1000) about 13% of the
+    // warps' steps hold an uncertified voxel, an estimate.)  Lanes outside the image take the bin T
     // from the guess (s = 1, certified) for any finite or +inf value -- their values are another row's.
-    // A given range (RNG, session 18) adds: -inf (bin 0: the clamp below), NaN (s = 0, never certified: the
+    // A given range (RNG) adds: -inf (bin 0: the clamp below), NaN (s = 0, never certified: the
     // pass flags it in tpair[511], the bodies' rflag), and lanes outside the image whose values give s = 0
     // (-inf, NaN: -inf + inf) -- they pass too and take the bin T; with uncertified thresholds they pass always.
-    // Its own specialization: those few instructions a voxel in the pass cost the [min, max] kernels 2-3%
-    // (run18b: 512^3 0.436 vs 0.423 ms, 8192^2 0.170 vs 0.165), though the pass is the cold path.
+    // Its own specialization: those few instructions a voxel in the pass would cost the [min, max] kernels 2-3%
+    // (512^3, 8192^2), though the pass is the cold path.
     const bool fix = cert ? (dmn < dl) | (dmx > dh) : RNG ? true : in;
     if (__any_sync(FULL, fix) && fix) {
       const int kmin = in ? 0 : T; // (RNG: k + dk <= T)
@@ -2614,12 +2612,12 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
                                               float &s_gb, float &s_dl, float &s_dh, int &s_m, float *r_lo, float *r_hi,
                                               unsigned long long &r_key, bool &s_last) {
   // ndf_ecc2_start's fields, computed here: through the helper ptxas schedules strip3 differently
-  // (session 10: other SASS at the same registers, not measured), the other kernels identically
+  // (other SASS at the same registers), the other kernels identically
   // the split: phase 1 by a launch of ndf_ecc_strip3 before ndf_ecc_strip3s with the same parameters (p1 ==
   // 2, bcol == 2) -- it ends after phase 1 (the blocks' partials written, histograms and tickets zeroed), and
   // ndf_ecc_strip3s (SK) starts at the set-up: phase 1 runs with ndf_ecc_strip3's small shared memory (a large
-  // L1).  ndf_ecc_strip3s has no phase 1 of its own (session 17: its bulk-copy and in-kernel-load phases 1,
-  // opt-ins slower than the split at every size measured, r15b-r16e, were removed)
+  // L1).  ndf_ecc_strip3s has no phase 1 of its own: by bulk copies or by its own loads, phase 1 is slower
+  // than the split at every size measured
   const bool split = p.p1 == 2 && p.bcol == 2; // ndf_ecc_strip3 as that phase 1 (its own calls never split)
   if (!SK || RNG) ndf_ecc2_stamp(p.prof, 0); // (the split: ndf_ecc_strip3 stamps phase 1)
   const int T = (int)p.T;
@@ -2633,8 +2631,8 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
   // or with bcol (block columns) an equal share of the bpi blocks' over the units of nbx = ntx / 8
   // groups of 8 tiles, col = ty * nbx + g, the block's warp w marching tile tx = 8 g + w: the block's
   // warps read the same planes of neighbouring tiles together (a row's 8 x 64 bytes; the voxel x + 16
-  // is the next warp's first, in the same sector: session 14's r14d measured that third sector per row
-  // at -18 us of the march at 512^3)
+  // is the next warp's first, in the same sector: sharing that third sector per row saves about 7% of the
+  // march at 512^3)
   const int wi = bimg * 8 + warp;
   const int ntx = (int)p.ntx, nty = (int)p.nty, nbx = p.bcol ? ntx / 8 : ntx;
   const int nzi = (int)p.nz, nyi = (int)p.ny, nxi = (int)p.nx, L = nzi + CONS;
@@ -2644,7 +2642,7 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
   const int u0 = act ? (int)((ndf_i64)sid * U / nsh) : 0, u1 = act ? (int)((ndf_i64)(sid + 1) * U / nsh) : 0;
   const TIN *in = p.in + ndf_ecc2_img_base(p, img);
   const unsigned wall = (1u << W) - 1u;
-  // vector rows (float4; uint8 / uint16: VB elements, 16 bytes or W of them, session 19): unit x stride, row
+  // vector rows (float4; uint8 / uint16: VB elements, 16 bytes or W of them): unit x stride, row
   // and plane strides and width multiples of VB, aligned base
   constexpr int VB = sizeof(TIN) == 4 ? 4 : 16 / (int)sizeof(TIN) < W ? 16 / (int)sizeof(TIN) : W;
   const bool vec = p.sx == 1 && ((p.sy | p.sz | p.nx) & (VB - 1)) == 0 && (((size_t)in) & (VB * sizeof(TIN) - 1)) == 0;
@@ -2708,12 +2706,11 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
   // each plane's 32 rows x 128 columns to one of NSB shared buffers after the histogram by cp.async,
   // coalesced -- warp w rows 4w .. 4w + 3, lane l columns 4l .. 4l + 3, lanes 0..3 also column 128 -- no
   // registers held; after the copies' wait and a block barrier each lane reads its row's 16 columns and the
-  // one after.  A warp's 4 copies touch 4 rows' lines each instead of 32 (r14g: the march without its
-  // global loads took 131 us instead of 281 at 512^3, whence the guess that the loads' L1 lookups bound it;
-  // session 16 found otherwise -- coalesced loads without staging did not speed the march (r16d), and its
-  // stalls are the shared adds', shuffles' and instruction fetch (r16b)).  Every warp of the block marches the same segments (block
-  // columns), so all reach each barrier.  The copies run NSB - 1 planes ahead of the reads (the march at
-  // 512^3: 239-247 us; two buffers, one plane ahead: 247, r14stg): plane z + 3's copies go, right after plane
+  // one after.  A warp's 4 copies touch 4 rows' lines each instead of 32.  (The staging gains only where the
+  // planes come from DRAM: the march's stalls are the shared adds', shuffles' and instruction fetch, and
+  // coalesced loads without staging do not speed it.)  Every warp of the block marches the same segments (block
+  // columns), so all reach each barrier.  The copies run NSB - 1 planes ahead of the reads (two buffers, one
+  // plane ahead, are up to 3% slower at 512^3): plane z + 3's copies go, right after plane
   // z's barrier, to the buffer plane z - 1 was read from before it; a segment's first copies follow a
   // block barrier (every warp past its reads of the segment before).
   constexpr int SBS = 132, NSB = 4; // a staged row's stride in floats (lane-per-row float4 reads conflict-free); buffers
@@ -2755,7 +2752,7 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
     w.pin = z >= 0 && z < nzi;
   };
 
-  // A given range (RNG, a specialization of its own; session 18): no phase 1 -- the blocks zero the histogram copies, the tickets (the
+  // A given range (RNG, a specialization of its own): no phase 1 -- the blocks zero the histogram copies, the tickets (the
   // images' and the call's) and the call's NaN key, arrive at the grid barrier and march; each waits for every
   // arrival only before its first global atomic (the end).  NaN: its guess s = 0 is never certified, so the
   // binner's pass sees it and sets rflag[0]; the block then looks for its least NaN index (the rare path).
@@ -2768,9 +2765,8 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
     // ---- phase 1: min, max, NaN of the image's own voxels (lanes 0..30, rows and planes in the image)
     // over other units: the image's (plane, tile) units v = z * NT + tile in plane-major order, warp wi
     // taking v = wi, wi + tpi, ... (grid-stride), so that the image's warps sweep the planes together,
-    // neighbouring warps reading neighbouring tiles at the same time (run12a: phase 1 over the march's
-    // tile-major shares, 512^3 203 us; run12c: over contiguous plane-major shares, 158 us; the chunk
-    // plan before 128 us)
+    // neighbouring warps reading neighbouring tiles at the same time (phase 1 over the march's tile-major
+    // shares, or over contiguous plane-major shares, is slower at 512^3)
     const int NT = ntx * nty;
     const ndf_i64 V1 = (ndf_i64)NT * nzi;
     const int tpi = (int)p.tpi;
@@ -2821,9 +2817,9 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
         if (cy >= nty) cy -= nty, cz++;
         cz += sz_;
       };
-      // uint8 / uint16, an image contiguous in C order (session 19): one linear sweep of 16-byte vectors, a warp's
+      // uint8 / uint16, an image contiguous in C order: one linear sweep of 16-byte vectors, a warp's
       // 32 lanes over 512 consecutive bytes, four vectors in flight a lane (the units' rows below read half a
-      // sector a row: run19d phase 1 at 256^3 10.8 us, 512^3 68, twice the DRAM floor); the 2^23-biased bits
+      // sector a row, which takes phase 1 to twice the DRAM floor); the 2^23-biased bits
       // folded as integers, the tail by elements
       const bool lin = sizeof(TIN) < 4 && p.sx == 1 && p.sy == p.nx && p.sz == p.ny * p.nx && (((size_t)in) & 15) == 0;
       if (lin) {
@@ -2858,7 +2854,7 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
         // a row of the tile in the image: lanes 0..30 (rows ya + lane) own one
         anyown |= lane < NDF_S3R && ((ya + lane >= 0 && ya + lane < nyi) || (yb + lane >= 0 && yb + lane < nyi));
         if (sizeof(TIN) < 4 && vec && xa + W <= nxi && xb + W <= nxi) {
-          // uint8 / uint16 (session 19; element loads: run19c's 71 us at 256^3 against float32's 17): the lane's own
+          // uint8 / uint16 (element loads would take four times float32's phase 1 at 256^3): the lane's own
           // row of both units, one vector load each (IF vectors of VB), their 2^23-biased bits folded as integers
           constexpr int IF = W / VB;
           const int qa = ya + lane, qb = yb + lane;
@@ -2964,8 +2960,8 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
     };
     // plane z's row (B) and its s1 (S) -> plane z + 1's (B2, S2), rw: plane z + 1's raw values,
     // then plane z + 2's.  Ordered for registers (ptxas wants ~158 for the march's arrays at 128:
-    // the adds' values then took two registers in turn, each waiting for the previous shared add to
-    // read it -- run12c: the march's stalls 32% short scoreboard): B and S's own adds first, then B2,
+    // the adds' values would take two registers in turn, each waiting for the previous shared add to
+    // read it, a third of the march's stalls short scoreboard): B and S's own adds first, then B2,
     // then B's last use; plane z + 2's load once rw is binned and B dead; S2 last (<= 4 arrays live).
     auto step = [&](const unsigned (&B)[W + 1], const unsigned (&S)[W + 1], unsigned (&B2)[W + 1], unsigned (&S2)[W + 1],
                     raw &rw, int z) {
@@ -3033,8 +3029,7 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
 // The telescoped kernels' shell (shared memory as the kernel's; BODY: ndf_ecc3_body<W>, ndf_ecc2t_body):
 // NAME for NS spatial axes at MINB blocks per SM, parameters PARAMS.  W = 16 columns per lane at 2 blocks per SM (128
 // registers; the default) is ndf_ecc_strip3, 8 at 3 (80) ndf_ecc_strip3n.  ndf_ecc_strip2t at 3 (80 registers, no
-// spills; at 4 until session 17: 64 registers, spills 14/60 bytes, 2-D 2-5% slower, run17f); the grids follow the
-// occupancy query.
+// spills; at 4 it would have 64 registers and spill, 2-5% slower); the grids follow the occupancy query.
 #define NDF_ECC_TELE_KERNEL(NAME, NS, MINB, PARAMS, BODY)                                                            \
   extern "C" __global__ void __launch_bounds__(256, MINB) NAME(const PARAMS p) {                                     \
     if (NSP != NS || sizeof(V) != 4) return; /* float comparisons only (the runtime never asks otherwise) */       \
@@ -3080,7 +3075,7 @@ __device__ __forceinline__ void ndf_ecc2t_body(const ndf_ecc2_params &p, int *h3
   const int x0 = tk.x0, r0 = tk.r0, r1 = tk.r1;
   const TIN *in = tk.in;
   const ndf_ecc2_lane L = ndf_ecc2_lane_at(p, in, x0);
-  // a given range (RNG; session 18): no phase 1, the barrier's two halves (ndf_ecc2_given_start, _nan), as strip3
+  // a given range (RNG): no phase 1, the barrier's two halves (ndf_ecc2_given_start, _nan), as strip3
   unsigned *const rflag = (unsigned *)(tpair + 511);
   if (RNG) {
     ndf_ecc2_given_start(p, rflag, r_key);

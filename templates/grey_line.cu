@@ -68,7 +68,7 @@ extern "C" __global__ void __launch_bounds__(64) ndf_grey_line(const ndf_line_pa
     // Element i of the staging order is (col, j); the pair is stepped by C
     // without a division per element.  Loads go out LB at a time before
     // their stores, so a thread has LB global loads in flight rather than
-    // one (the pass was latency-bound: ~8 warps per SM, a load each).
+    // one (with one load each the pass is latency-bound: ~8 warps per SM).
     {
 #if LAST
       int j = t % E, col = t / E;

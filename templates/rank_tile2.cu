@@ -30,17 +30,18 @@
 // where that count is not 0; omit: the k-th set bit for k below the number
 // of other values is never a NaN.  Exact for every rank.
 //
-// Slot PIPE (session 6, ADR 0005): 1 orders the shared-memory loads ahead of
+// Slot PIPE (ADR 0005): 1 orders the shared-memory loads ahead of
 // the atomics and stores that would otherwise hold them back (one load
 // latency per row of flips instead of per flip; rank searches interleaved)
 // and sorts 8/16-bit keys with their tile position; 2 also lets the two
-// threads of a column share their first window.  0 is the session-5 kernel.
-// 3 (session 7, the default) is 1 with fewer instructions: flips, counts,
+// threads of a column share their first window.  0 does neither.
+// 3 is 1 with fewer instructions: flips, counts,
 // rank probes, walks, loads by columns, an odd-even 64-key sort and 16-byte
 // transposes (see "PIPE 3" below and ADR 0005); 4 is 3 with the first
-// window shared by a column's two threads within one warp.  10 (session 13)
-// keeps no bitsets at all: a pivot rank per thread walked over the ranks'
-// positions (see "PIPE 10" below).
+// window shared by a column's two threads within one warp; 5 to 8 share first
+// windows across columns (see "PIPE 5, 6, 7" below).  10 keeps no bitsets at
+// all: a pivot rank per thread walked over the ranks' positions (see "PIPE 10"
+// below).  The runtime takes 10 where it applies, else 6 (tile2_pipe_for).
 #include "ndf_common.cuh"
 
 typedef NDF_SLOT(T) T;
@@ -55,7 +56,7 @@ typedef NDF_SLOT(T) T;
 #define KX NDF_SLOT(KX)
 #define S NDF_SLOT(S)                /* output rows per block (even) */
 #define SORTU NDF_SLOT(SORTU)        /* 1: the sort's stages unrolled (larger code), 0: rolled, 2: 1 with its last six stages as a loop, 3: 2 with each stage's transposes in a switch */
-#define PIPE NDF_SLOT(PIPE)          /* 0: as session 5; 1: shared loads ahead of the atomics; 2: 1 and a shared middle window; 3: 1, cheaper (the default of session 7); 4: 3 and a middle window shared within a warp; 5, 6 (default for 8/16-bit data and small windows): 3 with first windows shared by groups of 8, 4 columns; 7: 5 with a faster select in a word; 8: 6 with 32 rank searches at a time; 10 (default where it applies, session 13): pivots over the ranks' positions, no bitsets */
+#define PIPE NDF_SLOT(PIPE)          /* 0: loads behind the atomics; 1: shared loads ahead of the atomics; 2: 1 and a shared middle window; 3: 1, cheaper; 4: 3 and a middle window shared within a warp; 5, 6 (6: default for 8/16-bit data and small windows): 3 with first windows shared by groups of 8, 4 columns; 7: 5 with a faster select in a word; 8: 6 with 32 rank searches at a time; 10 (default where it applies): pivots over the ranks' positions, no bitsets */
 
 #define BT 64                        /* threads */
 #define PK 64                        /* keys per thread in the sort */
@@ -153,8 +154,8 @@ __device__ __forceinline__ T ndf_untkey(unsigned int k) {
 // make room: 57088 bytes for 31 x 31.
 // The sorted keys themselves (the last store of the sort) keep rows of 65
 // words: the rank searches' probes of one level lie in rows 65 words apart,
-// 32 different banks (rows of 68 would put them in 8: measured 8-way
-// conflicts, 34% excess shared wavefronts, 2026-11-30 05:00).
+// 32 different banks (rows of 68 would put them in 8: 8-way conflicts,
+// 34% excess shared wavefronts).
 #define VEC3 (PIPE >= 3 && R <= 3968)
 #if PIPE == 10
 #define SPADW 68                     /* rows of the sort's transposes */
@@ -298,7 +299,7 @@ __device__ __forceinline__ void ndf_sort4096(unsigned int (&v)[PK], unsigned int
   // 64i + 63 - t in the upper half, so that mirror images (e ^ (k - 1): the
   // column t becomes 63 - t) meet in one thread as the half-cleaners' pairs do.
 #if SORTU == 3
-  // SORTU 3 ($NDF_RANK_TILE2_UNROLL=3, session 8): the stages as a loop like
+  // SORTU 3 ($NDF_RANK_TILE2_UNROLL=3): the stages as a loop like
   // SORTU 2, each stage's strided part (its transposes included, so their
   // addresses stay constants, no selects) one case of a switch: the blocked
   // half-cleaners' code once (about 34 KB less code than SORTU 1, a branch
@@ -507,7 +508,7 @@ __device__ __forceinline__ void ndf_tile2_step(const unsigned short *rpos, unsig
 }
 
 #if PIPE
-// Session 6 (ADR 0005, "loads ahead of the atomics"): the compiler may not move
+// PIPE 1 and up (ADR 0005, "loads ahead of the atomics"): the compiler may not move
 // a shared-memory load above an earlier shared atomic (both live in the one
 // dynamic shared array), so in the loops above each code's load waits for the
 // previous flip: one load latency per flip (first window) or per pair (step).
@@ -727,12 +728,12 @@ __device__ __forceinline__ void ndf_tile2_column_mid(const unsigned short *rpos,
 #endif
 
 #if PIPE >= 3
-// PIPE 3 (session 7, ADR 0005, "fewer instructions per flip"): PIPE 1's order
+// PIPE 3 (ADR 0005, "fewer instructions per flip"): PIPE 1's order
 // with cheaper flips, probes and walks.
 // - Flip: the bitsets start at shared offset 0 and word w of thread t lies at
 //   byte 256 w + 4 t, so a code's word bits (code & 0xff00 = 256 w) ORed with
-//   4 t are the word's address: one LOP3, one funnel shift, the atomic (was
-//   a mask, an add and a zero-extension more).
+//   4 t are the word's address: one LOP3, one funnel shift, the atomic (PIPE
+//   0 to 2: a mask, an add and a zero-extension more).
 // - Counts (codes under the pivot word, NaN codes) as sums of sign bits.
 // - The first window's rows two at a time with no codes carried between
 //   iterations (a carried 16-bit load costs a zero extension per code).
@@ -998,7 +999,7 @@ __device__ __forceinline__ void ndf_t4_column(const unsigned short *rpos, unsign
 #endif
 
 #if PIPE >= 5
-// PIPE 5, 6, 7 (session 8, ADR 0005 "first windows shared across columns"):
+// PIPE 5, 6, 7 (ADR 0005 "first windows shared across columns"):
 // PIPE 3 with the first window of GRP neighbouring threads of one half (lanes
 // L .. L+GRP-1, L = lane & ~(GRP-1); GRP 8 for PIPE 5, 4 for PIPE 6) built
 // mostly once.  Their windows (columns lane .. lane+KX-1, the same rows) all
@@ -1155,7 +1156,7 @@ __device__ __forceinline__ void ndf_t5_column(const unsigned short *rpos, unsign
 #endif
 
 #if PIPE == 10
-// PIPE 10 (session 13, ADR 0005 "pivots instead of bitsets"; the default where
+// PIPE 10 (ADR 0005 "pivots instead of bitsets"; the default where
 // the runtime's tile2_pipe_for takes it): no bitsets, so that eight blocks fit
 // a SM (one round of tiles at 1024^2 instead of two).  Shared memory: the
 // border tiles' map of rows and columns (area 0), the sort's buffer (later the
@@ -1191,7 +1192,7 @@ struct ndf_t10_src {
 // The value at tile position (row, column) = pp >> 8, pp & 255; border tiles
 // read the tile's map of rows and columns (shared memory, set before the
 // loads: no mapping arithmetic and no call in the unrolled loops, every load
-// independent -- run13c: out-of-line mapping serialized the border tiles'
+// independent: out-of-line mapping would serialize the border tiles'
 // loads, and the last tiles set the kernel's time).
 __device__ __forceinline__ T ndf_t10_val(const ndf_t10_src &s, unsigned int pp) {
   const int row = (int)(pp >> 8), col = (int)(pp & 0xffu);
