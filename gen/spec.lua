@@ -430,7 +430,7 @@ return {
         KX = "box extent along X",
         S = "output rows per block (even; (S + KY - 1) * (32 + KX - 1) <= 4096)",
         SORTU = "1: the sort's stages unrolled (fewer instructions, more code); 0: rolled; 2: 1 with its last six stages as a loop; 3: 2 with each stage's transposes in a switch",
-        PIPE = "0: the session-5 order; 1: shared loads ahead of the atomics; 2: 1 and a first window shared by the two threads of a column; 3: 1 with cheaper flips, probes, walks, loads and sort; 4: 3 with a first window shared within a warp; 5, 6 (default): 3 with first windows shared by groups of 8, 4 neighbouring columns; 7: 5 with a faster select in a word; 8: 6 with 32 rank searches at a time",
+        PIPE = "0: the first pipeline order; 1: shared loads ahead of the atomics; 2: 1 and a first window shared by the two threads of a column; 3: 1 with cheaper flips, probes, walks, loads and sort; 4: 3 with a first window shared within a warp; 5, 6: 3 with first windows shared by groups of 8, 4 neighbouring columns; 7: 5 with a faster select in a word; 8: 6 with 32 rank searches at a time; 9, 10: without bitsets (ADR 0005; the runtime takes 10 where it applies, else 6)",
       },
       families = {
         -- About 10 s of NVRTC each on a busy 2-core machine (the sort is unrolled): few families.

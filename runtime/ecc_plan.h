@@ -1,6 +1,6 @@
 /* ecc_plan.h -- the task planner of the ECC warp-strip kernels (ndf_ecc_strip2, ndf_ecc_strip2t,
- * ndf_ecc_strip3), shared by runtime/ecc_cuda.c and the host emulator (tools/emu/ecc_strip2_emu.cpp,
- * which includes it as C++). */
+ * ndf_ecc_strip3), used by runtime/ecc_cuda.c; plain C with no runtime dependency, so host code
+ * (and C++) can include it. */
 #ifndef NDF_ECC_PLAN_H
 #define NDF_ECC_PLAN_H
 #include <stdint.h>

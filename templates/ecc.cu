@@ -1559,8 +1559,7 @@ template <class P> __device__ __forceinline__ bool ndf_ecc2_given(const P &p, do
   return RNG != 0;
 }
 
-// (tools/emu/ecc_strip2_emu.cpp replaces this block of helpers)
-// NDF_ECC2_HELPERS_BEGIN
+// NDF_ECC2_HELPERS_BEGIN (the inline-PTX helpers, fenced so a host build can replace them)
 // min keeping NaN (min.NaN.f32): a NaN voxel leaves the lane's min NaN
 __device__ __forceinline__ float ndf_ecc2_fminnan(float a, float b) {
 #if __CUDA_ARCH__ >= 800
@@ -2109,12 +2108,12 @@ __device__ __forceinline__ bool ndf_ecc2_setup(const P &p, bool hblk, int T, flo
       // (T - 1) by (|a| + |b|) 2^-51 in the same units; f <= rd(t_k) iff f <= t_k.  So when d = ceil(g)
       // - g lies in [D, 1 - D], D = T 2^-22 + 5 (|a| + |b|) ga 2^-24 + 2^-21 (above each bound by a
       // quarter or more), the bin is ceil(g): f > t_{k-1} and f <= t_k.  Only with the thresholds in
-      // order (m = T - 1), D < 1/4 and ga > 0; else every guess reads the table.  (tools/emu/ecc_cert_check.cpp
+      // order (m = T - 1), D < 1/4 and ga > 0; else every guess reads the table.  (tests/test_ecc_cert.c
       // finds no wrong certified bin at D, and wrong ones from D / 4.)
       // A given range: a and b are doubles, so gb = -(float)a ga has one more rounding, |a| ga 2^-24 at most: the
       // middle term 6 (|a| + |b|) ga 2^-24 there (values outside [a, b] saturate to the bins -1 and T, or lie
-      // within 1 / ga of a or b: their products' roundings are inside the constant's margin; ecc_cert_check's
-      // mode 1).
+      // within 1 / ga of a or b: their products' roundings are inside the constant's margin; test_ecc_cert's
+      // given-range runs).
       const double D = (double)T * 0x1p-22 + (fabs(a) + fabs(b)) * (double)s_ga * (given ? 0x1.8p-22 : 0x1.4p-22) + 0x1p-21;
       // (ga > 0: +inf * ga + gb = +inf, whose guess is T; a constant image has ga = 0 and NaN there)
       const bool cert = p.bin == 0 && m == T - 1 && D < 0.25 && s_ga > 0.0f;
@@ -2443,7 +2442,7 @@ struct ndf_ecc3_params {
   ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM], oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
 };
 
-// NDF_ECC3_HELPERS_BEGIN (tools/emu/ecc_strip2_emu.cpp replaces these)
+// NDF_ECC3_HELPERS_BEGIN (the inline-PTX helpers, fenced so a host build can replace them)
 // h[a] += c for a 32-bit shared-window address a (one RED, no address add)
 __device__ __forceinline__ void ndf_ecc3_red(unsigned a, int c) { asm volatile("red.shared.add.s32 [%0], %1;" ::"r"(a), "r"(c)); }
 // cp.async copies to shared memory (strip3's staged planes; sm_80 on, the runtime's condition): 16 bytes

@@ -1335,7 +1335,7 @@ __device__ __forceinline__ void ndf_t10_column(const unsigned short *rpos, const
     }
   }
   __syncwarp();
-  if (!active || nr <= 0) return; // after the warp's counts (the emulator's __syncwarp is a block barrier)
+  if (!active || nr <= 0) return; // after the warp's counts
   int nanc = NANS ? (int)(A[T10_NBP * T10_RW + lane + KX] - A[T10_NBP * T10_RW + lane]) : 0;
   int P, c;
   unsigned int pp;
