@@ -1426,8 +1426,9 @@ static int cmd_cache(int argc, char **argv) {
         errorf("'%s' has no GPU kernels to warm (it runs on the CPU in this version)", op->name);
         return EXIT_USAGE;
       }
-      if ((op->flags & (OPF_BINARY | OPF_LABEL)) || op->call == call_cdt || op->call == call_bf) {
-        errorf("'%s' cannot be warmed in this version (its few small kernels compile on first use)", op->name);
+      if (!op->grey && !(op->flags & OPF_RANK)) { /* ndf_cache_warm(_rank) know these only */
+        errorf("'%s' cannot be warmed in this version: only the grey ops and the rank filters can "
+               "(its kernels compile on first use)", op->name);
         return EXIT_USAGE;
       }
       unsigned extra = a.given & ~(op->opts | warm_common);
