@@ -704,7 +704,7 @@ static const op_def ops[] = {
     GREY_OP("grey_opening", ndf_grey_opening, "dilation of the erosion"),
     GREY_OP("grey_closing", ndf_grey_closing, "erosion of the dilation"),
     GREY_OP("morphological_gradient", ndf_morphological_gradient, "dilation - erosion"),
-    GREY_OP("morphological_laplace", ndf_morphological_laplace, "(dilation + erosion - input) - input"),
+    GREY_OP("morphological_laplace", ndf_morphological_laplace, "dilation + erosion - input - input (in this order)"),
     GREY_OP("white_tophat", ndf_white_tophat, "input - opening"),
     GREY_OP("black_tophat", ndf_black_tophat, "closing - input"),
     RANK_OP("median_filter", RANK_OPTS, call_median,
