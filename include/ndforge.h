@@ -87,7 +87,7 @@ typedef enum {
   NDF_INT32,
   NDF_FLOAT32,
   NDF_FLOAT64,
-  NDF_INT64, /* outputs only: Euler characteristic curves; no op takes it as input */
+  NDF_INT64, /* outputs only: Euler characteristic curves and transforms; no op takes it as input */
   NDF_DTYPE_COUNT
 } ndf_dtype;
 
@@ -567,12 +567,13 @@ NDF_API void ndf_distance_options_init(ndf_distance_options *opt);
  * to the highest raster index.  An image without background voxels next to
  * the foreground gives sqrt(DBL_MAX) (euclidean) or UINT32_MAX and index 0.
  *
- * Backends: CPU for all three; CUDA arrays for edt, bit-identical to the CPU
- * (stream-ordered, like every GPU op), and for cdt distances with the taxicab
- * or chessboard metric (by name, or the structure generate_binary_structure(
- * rank, 1) / (rank, rank)), equal to the CPU's; spatial axes shorter than
- * 2^29.  bf, cdt indices and other cdt metric structures on CUDA arrays:
- * NDF_ENOTSUP in this version (they run on the CPU backend).
+ * Backends: CPU for all three; CUDA arrays (stream-ordered, like every GPU
+ * op) for edt and bf, distances and indices bit-identical to the CPU's, and
+ * for cdt distances with the taxicab or chessboard metric (by name, or the
+ * structure generate_binary_structure(rank, 1) / (rank, rank)), equal to the
+ * CPU's, spatial axes shorter than 2^29.  cdt indices and other cdt metric
+ * structures on CUDA arrays: NDF_ENOTSUP in this version (they run on the
+ * CPU backend).
  */
 NDF_API ndf_status ndf_distance_transform_edt(ndf_ctx *ctx, const ndf_array *input, ndf_array *distances,
                                               ndf_array *indices, const ndf_distance_options *opt);
@@ -909,9 +910,11 @@ NDF_API ndf_status ndf_soft_ect_backward(ndf_ctx *ctx, const ndf_array *input, c
 /* Kernel cache                                                              */
 
 /*
- * Compiles, without any GPU, the kernels that op would need for the given
- * input dtype / spatial ndim and options, for a target architecture such as
- * "sm_90", into the context's disk cache.  An entry found corrupt is replaced.
+ * Compiles, without any GPU, the kernels that op (a grey op: "grey_erosion",
+ * "grey_dilation", "grey_opening", "grey_closing", "morphological_gradient",
+ * "morphological_laplace", "white_tophat" or "black_tophat") would need for the
+ * given input dtype / spatial ndim and options, for a target architecture such
+ * as "sm_90", into the context's disk cache.  An entry found corrupt is replaced.
  * *compiled receives the number of kernels compiled (0 = all were cached).
  */
 NDF_API ndf_status ndf_cache_warm(ndf_ctx *ctx, const char *arch, const char *op,

@@ -704,7 +704,7 @@ static const op_def ops[] = {
     GREY_OP("grey_opening", ndf_grey_opening, "dilation of the erosion"),
     GREY_OP("grey_closing", ndf_grey_closing, "erosion of the dilation"),
     GREY_OP("morphological_gradient", ndf_morphological_gradient, "dilation - erosion"),
-    GREY_OP("morphological_laplace", ndf_morphological_laplace, "dilation + erosion - 2 * input"),
+    GREY_OP("morphological_laplace", ndf_morphological_laplace, "dilation + erosion - input - input (in this order)"),
     GREY_OP("white_tophat", ndf_white_tophat, "input - opening"),
     GREY_OP("black_tophat", ndf_black_tophat, "closing - input"),
     RANK_OP("median_filter", RANK_OPTS, call_median,
@@ -929,22 +929,21 @@ static void run_help(void) {
   for (size_t i = 0; i < NOPS; i++)
     if (!(ops[i].flags & (OPF_BINARY | OPF_LABEL | OPF_RANK | OPF_DISTANCE)))
       printf("  %-23s %s\n", ops[i].name, ops[i].summary);
-  printf("rank filters (the output has the input's dtype; CPU only in this version):\n");
+  printf("rank filters (the output has the input's dtype):\n");
   for (size_t i = 0; i < NOPS; i++)
     if (ops[i].flags & OPF_RANK) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
-  printf("binary ops (non-zero input is true; the output is bool, uint8 in NIfTI files;\n"
-         "CPU only in this version):\n");
+  printf("binary ops (non-zero input is true; the output is bool, uint8 in NIfTI files):\n");
   for (size_t i = 0; i < NOPS; i++)
     if (ops[i].flags & OPF_BINARY) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
   printf("labelling (non-zero input is foreground; the output is int32 in every format\n"
          "unless --output-dtype; prints \"num_features: N\", one count per image with\n"
-         "--batch-dims; CPU only in this version):\n");
+         "--batch-dims):\n");
   for (size_t i = 0; i < NOPS; i++)
     if (ops[i].flags & OPF_LABEL) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
   printf("distance transforms (zero input is the background; OUTPUT gets the distances in\n"
          "scipy's dtype, --indices FILE the nearest background coordinates, int32 of shape\n"
-         "(rank,) + shape per image; edt runs on CUDA too, cdt too for taxicab/chessboard\n"
-         "distances without --indices, bf too):\n");
+         "(rank,) + shape per image; cdt runs on CUDA for taxicab/chessboard distances\n"
+         "without --indices, on the CPU otherwise):\n");
   for (size_t i = 0; i < NOPS; i++)
     if (ops[i].flags & OPF_DISTANCE) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
   printf("\nThe composite ops (opening to black_tophat) use the element, mode, cval and\n"
@@ -974,8 +973,9 @@ static void run_help(void) {
          "  --algorithm auto|network|select|histogram|tile  rank: how the rank is selected\n"
          "                        (same results): a generated selection network (up to 27\n"
          "                        taps, medians up to 49), general selection, a sliding\n"
-         "                        histogram (8-bit, box windows), or a sorted tile (2-D box\n"
-         "                        windows, up to 32 bits); auto picks the fastest\n"
+         "                        histogram (8-bit, boxes over 2 or more axes), or a sorted\n"
+         "                        tile (boxes over the last 2 axes, up to 32 bits); refused\n"
+         "                        where it does not apply; auto picks the fastest\n"
          "  --iterations N        binary: steps (default 1); N < 1 repeats until nothing\n"
          "                        changes\n"
          "  --mask FILE           binary: change only where FILE is non-zero\n"
@@ -996,8 +996,8 @@ static void run_help(void) {
          "  --indices FILE        distance transforms: also write the feature transform\n"
          "  --output-dtype DTYPE  edt: float64 (default) or float32 distances\n"
          "  --batch-dims N        leading axes that are independent images (default 0)\n"
-         "  --device cpu|cuda|auto  where to run (default auto: CUDA when available and\n"
-         "                        the op has CUDA kernels)\n");
+         "  --device cpu|cuda|auto  where to run (default auto: CUDA when there is a\n"
+         "                        device, except cdt with --indices or --structure)\n");
 }
 
 /* `ndforge run OP --help`: what OP is and the options it takes. */
@@ -1006,7 +1006,8 @@ static void op_help(const op_def *op) {
          op->summary);
   printf("Output: %s.\nOptions:\n",
          op->flags & OPF_DISTANCE
-             ? "the distances in scipy's dtype (edt float64, cdt int32, bf float64 or uint32);\n"
+             ? "the distances in scipy's dtype (edt float64, or float32 with --output-dtype;\n"
+               "cdt int32; bf float64 or uint32);\n"
                "--indices FILE writes the feature transform (int32)"
          : op->flags & OPF_LABEL
              ? "labels 1..N, 0 for the background, int32 (or --output-dtype) in every format;\n"
@@ -1425,8 +1426,9 @@ static int cmd_cache(int argc, char **argv) {
         errorf("'%s' has no GPU kernels to warm (it runs on the CPU in this version)", op->name);
         return EXIT_USAGE;
       }
-      if ((op->flags & (OPF_BINARY | OPF_LABEL)) || op->call == call_cdt || op->call == call_bf) {
-        errorf("'%s' cannot be warmed in this version (its few small kernels compile on first use)", op->name);
+      if (!op->grey && !(op->flags & OPF_RANK)) { /* ndf_cache_warm(_rank) know these only */
+        errorf("'%s' cannot be warmed in this version: only the grey ops and the rank filters can "
+               "(its kernels compile on first use)", op->name);
         return EXIT_USAGE;
       }
       unsigned extra = a.given & ~(op->opts | warm_common);
@@ -2060,19 +2062,22 @@ static void usage(FILE *f) {
           "  ndforge cache list                      list the kernel cache\n"
           "  ndforge cache clear                     empty the kernel cache\n"
           "  ndforge cache warm [--arch sm_XY] OP... --dtype DTYPE [--ndim N] [op options]\n"
-          "                                         compile kernels ahead of time (no GPU needed)\n"
+          "                                         compile the kernels of grey ops and rank\n"
+          "                                         filters ahead of time (no GPU needed)\n"
           "  ndforge structure generate RANK CONNECTIVITY OUT\n"
           "                                         scipy's generate_binary_structure\n"
           "  ndforge structure iterate IN ITERATIONS OUT [--origin N[,N...]]\n"
           "                                         scipy's iterate_structure (prints the\n"
           "                                         scaled origin when --origin is given)\n"
           "  ndforge ecc INPUT OUT.npy [--thresholds T | --values V.npy] [--range LO,HI]\n"
-          "      [--construction V|T] [--batch-dims N]   Euler characteristic curve\n"
+          "      [--construction V|T] [--batch-dims N] ...  Euler characteristic curve\n"
+          "                                         (ndforge ecc --help)\n"
           "  ndforge ect INPUT DIRECTIONS.npy OUT.npy [--thresholds T | --values V.npy]\n"
           "      [--weighted] [--construction V|T] ...   Euler characteristic transform\n"
           "                                         (ndforge ect --help)\n"
           "  ndforge demo [--out DIR] [--device cpu|cuda|auto]\n"
-          "                                         erode and dilate an MRI volume, with timings\n"
+          "                                         erode and dilate an MRI volume (a phantom\n"
+          "                                         without mricron-data), with timings\n"
           "  ndforge sinkhorn A.npy B.npy OUT.npy --epsilon E --max-iter N [options]\n"
           "                                         entropic OT costs between histograms\n"
           "                                         (ndforge sinkhorn --help)\n"
@@ -2091,7 +2096,8 @@ static void usage(FILE *f) {
     col += 1 + len;
   }
   fprintf(f, "\nFiles: .npy, .nii, .nii.gz.  Exit status: 0 ok, 1 failure, 2 bad command line.\n"
-             "Environment: NDF_CACHE_DIR, NDF_CACHE_DISABLE=1.\n");
+             "Environment: NDF_CACHE_DIR (default $XDG_CACHE_HOME/ndforge, then\n"
+             "~/.cache/ndforge), NDF_CACHE_DISABLE=1, NDF_DUMP_SOURCE=DIR.\n");
 }
 
 
