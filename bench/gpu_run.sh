@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # gpu_run.sh -- the one command for the GPU machine: build, test, sanitize and
-# benchmark ndforge, leaving logs and JSON under $OUT and a short table last.
+# benchmark ndforge, leaving logs and JSON under $OUT and the tables of
+# bench/report.py last ($OUT/tables.md).
 #
 # Usage, from the repository root, after `source .gpu/env.sh`:
 #   bench/gpu_run.sh [--quick] [--sanitize-only]
@@ -46,7 +47,7 @@ cd "$root" || exit 2
 OUT=${OUT:-$root/build-gpu/out}
 mkdir -p "$OUT"
 # Results of an earlier run must not reach this run's table.
-rm -f "$OUT"/{gpu.txt,commit.txt,configure.log,build.log,ctest.log,bench.json,bench.log,peers.json} \
+rm -f "$OUT"/{gpu.txt,commit.txt,configure.log,build.log,ctest.log,bench.json,bench.log,peers.json,bandwidth.json,tables.md} \
       "$OUT"/memcheck*.log "$OUT"/racecheck*.log "$OUT"/initcheck*.log "$OUT"/peers_*.json "$OUT"/peers_*.log
 build="build-gpu"
 budget=${NDF_RUN_BUDGET_S:-480}
@@ -145,6 +146,38 @@ if (( ! sanitize_only )); then
       python3 "$script" "${peers_args[@]}"
     cat "$OUT/peers_$fam.json" >> "$OUT/peers.json" 2>/dev/null
   done
+
+  # The card's copy bandwidth, for the memory floor of the tables: a 1 GiB
+  # device-to-device copy (read + write) through torch, the median of 20 timed by
+  # CUDA events.  Without torch the tables take the card's known bandwidth.
+  step bandwidth 60 - python3 - "$OUT/bandwidth.json" <<'PYEOF'
+import json, statistics, sys
+try:
+    import torch
+    if not torch.cuda.is_available():
+        raise RuntimeError("no CUDA device")
+except Exception as e:
+    print("bandwidth: not measured (%s)" % e)
+    sys.exit(0)
+n = 1 << 30
+src = torch.ones(n, dtype=torch.uint8, device="cuda")
+dst = torch.empty_like(src)
+for _ in range(3):
+    dst.copy_(src)
+times = []
+for _ in range(20):
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    dst.copy_(src)
+    b.record()
+    b.synchronize()
+    times.append(a.elapsed_time(b))
+rec = {"device": torch.cuda.get_device_name(0), "bytes_per_s": 2 * n / (statistics.median(times) * 1e-3),
+       "method": "torch copy of 1 GiB on the device, read + write, median of 20 (CUDA events)"}
+with open(sys.argv[1], "w") as f:
+    json.dump(rec, f)
+print("bandwidth: %s %.2f TB/s" % (rec["device"], rec["bytes_per_s"] / 1e12))
+PYEOF
 fi
 
 # The sanitizer runs last: it is the slowest step and the likeliest to run out of
@@ -173,57 +206,11 @@ if (( built && (sanitize_only || ! quick) )); then
   fi
 fi
 
-# The table: one row per workload, ndforge next to its peers (warm medians, ms).
+# The tables: per op family, ndforge next to the peers of this run (warm medians, ms)
+# and the memory floor, in markdown, on the terminal and in $OUT/tables.md.
 if (( ! sanitize_only )); then
   echo
-  python3 - "$OUT/bench.json" "$OUT/peers.json" <<'PYEOF' || { failed+=("table"); summary+=("table: FAILED"); }
-import json, sys
-
-def lines(path):
-    try:
-        with open(path) as f:
-            for ln in f:
-                ln = ln.strip()
-                if ln.startswith("{"):
-                    try:
-                        yield json.loads(ln)
-                    except ValueError:
-                        pass
-    except OSError:
-        return
-
-def ms(v):
-    return "-" if v is None else ("%.3g" % v if v < 1 else "%.3f" % v if v < 100 else "%.0f" % v)
-
-ours = [r for r in lines(sys.argv[1]) if "name" in r]
-peers = {}
-for r in lines(sys.argv[2]):
-    if "name" in r:
-        peers[(r.get("peer"), r["name"])] = r
-    elif "error" in r:
-        print("peer %s: %s" % (r.get("peer"), r["error"]))
-names = [r["name"] for r in ours] + sorted({n for _, n in peers} - {r["name"] for r in ours})
-byname = {r["name"]: r for r in ours}
-hdr = "%-36s %9s %8s %9s %9s %9s %9s %8s  %s" % ("workload", "ndforge", "TB/s", "cupyx", "torch",
-                                                  "scipy", "floor", "cold", "check")
-print(hdr)
-print("-" * len(hdr))
-for n in names:
-    o = byname.get(n, {})
-    c, t, s = (peers.get((p, n), {}) for p in ("cupyx", "torch", "scipy"))
-    floor = next((r["floor_ms"] for r in (o, c, t, s) if r.get("floor_ms") is not None), None)
-    tbs = "%.2f" % (o["gbps"] / 1e3) if o.get("gbps") else "-"
-    checks = [o.get("check", "-")]
-    if o.get("error"):
-        checks.append("ERROR " + o["error"][:60])
-    for p, r in (("cupyx", c), ("torch", t)):
-        if "MISMATCH" in str(r.get("check", "")) or r.get("error"):
-            checks.append("%s: %s" % (p, r.get("error") or r.get("check")))
-    print("%-36s %9s %8s %9s %9s %9s %9s %8s  %s" % (n, ms(o.get("warm_ms")), tbs, ms(c.get("warm_ms")),
-          ms(t.get("warm_ms")), ms(s.get("cpu_ms")), ms(floor), ms(o.get("cold_ms")), "; ".join(checks)))
-print("ms: warm medians (CUDA events); scipy: one CPU run; floor: bytes / 4.19 TB/s; cold: first call with compile")
-print("torch pads with -inf (not reflect); for box elements that gives the reflect result, and its check says so")
-PYEOF
+  python3 bench/report.py "$OUT" | tee "$OUT/tables.md" || { failed+=("tables"); summary+=("tables: FAILED"); }
 fi
 
 echo
