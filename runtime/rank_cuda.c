@@ -119,7 +119,7 @@ static ndf_status build(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndi
    * Z, fewer for large windows (registers) and small extents (idle threads). */
   int64_t ny = shape && ndim >= 2 ? shape[ndim - 2] : 1 << 20;
   int64_t nz = shape && ndim >= 3 ? shape[ndim - 3] : 1 << 20;
-  /* Measured on the H200 (docs/performance.md, rank blocking sweep): 8 rows
+  /* Measured on the H200 (a sweep of RY x RZ over the benchmark's rank workloads): 8 rows
    * per thread up to 5x5, 2 rows x 8 planes for 3x3x3; then fewer while the
    * grid would have under 2^16 threads (small batches need the threads more
    * than the shared loads). */
