@@ -38,6 +38,10 @@ void ndfio__err(char *err, size_t errlen, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(err, errlen, fmt, ap);
   va_end(ap);
+  /* Messages quote bytes from the file (a .npy header's keys and dtype):
+   * control characters become '?' so that the message stays one line. */
+  for (char *p = err; *p; p++)
+    if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
 }
 
 static int host_is_little_endian(void) {
