@@ -287,9 +287,11 @@ ndf_status ndf__grey_prepare(ndf_ctx *ctx, const char *name, ndf__minmax op, ndf
   const int decompose = cdec && (algo == NDF_GREY_DECOMPOSED || kdec * small_structure_taps(nsp, cdec) < active);
   g->algo = g->is_box ? algo : NDF_GREY_DIRECT;
 
-  /* Dilation: origin -> -origin - (even size). */
+  /* Dilation: origin -> -origin - (even size).  check_origin refuses INT64_MIN below (it lies
+   * outside every footprint), or the axis ignores its origin; it is not negated here. */
   int64_t o2[NDF_MAX_SPATIAL];
-  for (int d = 0; d < nsp; d++) o2[d] = op == NDF__MAX ? -origin[d] - (es[d] % 2 == 0) : origin[d];
+  for (int d = 0; d < nsp; d++)
+    o2[d] = op == NDF__MAX && origin[d] != INT64_MIN ? -origin[d] - (es[d] % 2 == 0) : origin[d];
 
   if (g->is_box) {
     for (int d = 0; d < nsp; d++) {
