@@ -81,6 +81,11 @@ ndf_status ndf__ecc_check_thresholds(ndf_ctx *ctx, const char *name, const ndf_a
       return ndf__argerror(ctx, name, "values", "dtype %s; thresholds are float64 or float32", dname(v->dtype));
     if (v->ndim != 1) return ndf__argerror(ctx, name, "values", "rank %d; thresholds are a 1-D array", v->ndim);
     if (v->shape[0] < 1) return ndf__argerror(ctx, name, "values", "no thresholds (shape[0]=%lld)", (long long)v->shape[0]);
+    ndf_status s = ndf__check_array(ctx, name, "values", v, NULL);
+    if (s != NDF_OK) return s;
+    if (v->shape[0] > NDF_MAX_THRESHOLDS)
+      return ndf__argerror(ctx, name, "values", "%lld thresholds are more than NDF_MAX_THRESHOLDS = 2^30",
+                           (long long)v->shape[0]);
     if (!v->data) return ndf__argerror(ctx, name, "values", "NULL data");
     for (int64_t k = 0; k < v->shape[0]; k++)
       if (isnan(ndf__ecc_value_at(v, k * v->strides[0])))
@@ -92,8 +97,8 @@ ndf_status ndf__ecc_check_thresholds(ndf_ctx *ctx, const char *name, const ndf_a
   if (nthresholds < 2)
     return ndf__argerror(ctx, name, "nthresholds", "%lld; evenly spaced thresholds need at least 2 (give values for one)",
                          (long long)nthresholds);
-  if (nthresholds > (int64_t)1 << 30)
-    return ndf__argerror(ctx, name, "nthresholds", "%lld is more than 2^30", (long long)nthresholds);
+  if (nthresholds > NDF_MAX_THRESHOLDS)
+    return ndf__argerror(ctx, name, "nthresholds", "%lld is more than NDF_MAX_THRESHOLDS = 2^30", (long long)nthresholds);
   if (has_range && (!isfinite(range_lo) || !isfinite(range_hi) || !(range_lo <= range_hi)))
     return ndf__argerror(ctx, name, "range", "[%g, %g] must be finite with lo <= hi", range_lo, range_hi);
   *T = nthresholds;
@@ -144,6 +149,7 @@ static ndf_status check_call(ndf_ctx *ctx, const char *name, const ndf_array *in
         return ndf__argerror(ctx, name, "output", "shape[%d]=%lld; expected %lld (batch axes, then %lld thresholds)", d,
                              (long long)out->shape[d], (long long)want, (long long)c->T);
     }
+    if ((cs = ndf__check_array(ctx, name, "output", out, NULL)) != NDF_OK) return cs;
     if (out->device != in->device || out->device_id != in->device_id)
       return ndf__argerror(ctx, name, "output", "lives on another device than the input");
   }
@@ -631,8 +637,11 @@ static ndf_status check_soft(ndf_ctx *ctx, const char *name, const ndf_array *in
       return ndf__argerror(ctx, name, arg, "shape[%d]=%lld; expected %lld (batch axes, then %lld thresholds)", d,
                            (long long)arr->shape[d], (long long)want, (long long)c->T);
   }
+  if ((s = ndf__check_array(ctx, name, arg, arr, NULL)) != NDF_OK) return s;
   if (arr->device != in->device || arr->device_id != in->device_id || (ndf_array_size(arr) > 0 && !arr->data))
     return ndf__argerror(ctx, name, arg, "must be an array with data on the input's device");
+  if (gin && (s = ndf__check_array(ctx, name, "grad_input", gin, NULL)) != NDF_OK) return s;
+  if (gthr && (s = ndf__check_array(ctx, name, "grad_thresholds", gthr, NULL)) != NDF_OK) return s;
   if (gin) {
     if (gin->dtype != in->dtype) return ndf__argerror(ctx, name, "grad_input", "dtype %s differs from the input's", dname(gin->dtype));
     if (gin->ndim != in->ndim) return ndf__argerror(ctx, name, "grad_input", "rank differs from the input's");

@@ -95,6 +95,7 @@ static ndf_status check_common(ndf_ctx *ctx, const char *name, const ndf_array *
     return ndf__argerror(ctx, name, "directions", "must have shape (m, %d) for %d spatial axes", c->nsp, c->nsp);
   if (dirs->shape[0] < 1) return ndf__argerror(ctx, name, "directions", "no directions (shape[0]=%lld)",
                                                (long long)dirs->shape[0]);
+  if ((cs = ndf__check_array(ctx, name, "directions", dirs, NULL)) != NDF_OK) return cs;
   if (!dirs->data) return ndf__argerror(ctx, name, "directions", "NULL data");
   c->m = dirs->shape[0];
   for (int64_t j = 0; j < c->m; j++)
@@ -122,7 +123,7 @@ static ndf_status check_curve_array(ndf_ctx *ctx, const ect_call *c, const ndf_a
       return ndf__argerror(ctx, c->name, arg, "shape[%d]=%lld; expected %lld (batch axes, %lld directions, %lld thresholds)",
                            d, (long long)a->shape[d], (long long)want, (long long)c->m, (long long)c->T);
   }
-  return NDF_OK;
+  return ndf__check_array(ctx, c->name, arg, a, NULL);
 }
 
 static ndf_status check_exact(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *dirs,
@@ -641,6 +642,7 @@ static ndf_status check_soft(ndf_ctx *ctx, const char *name, const ndf_array *in
   if (!thr) return ndf__argerror(ctx, name, "thresholds", "NULL");
   if (thr->dtype != NDF_FLOAT64 || thr->ndim != 1 || thr->device != NDF_DEVICE_CPU || thr->shape[0] < 1 || !thr->data)
     return ndf__argerror(ctx, name, "thresholds", "must be a non-empty host float64 1-D array");
+  if ((s = ndf__check_array(ctx, name, "thresholds", thr, NULL)) != NDF_OK) return s;
   c->T = thr->shape[0];
   for (int64_t k = 0; k < c->T; k++)
     if (!isfinite(ndf__ecc_value_at(thr, k * thr->strides[0])))
@@ -656,6 +658,9 @@ static ndf_status check_soft(ndf_ctx *ctx, const char *name, const ndf_array *in
   if (ndf_array_size(arr) > 0 && (!ndf__layout_is_proper(arr) || ndf__arrays_overlap(arr, in) ||
                                   (!dev && ndf__arrays_overlap(arr, dirs))))
     return ndf__argerror(ctx, name, arg, "overlaps itself, the input or the directions");
+  if (gin && (s = ndf__check_array(ctx, name, "grad_input", gin, NULL)) != NDF_OK) return s;
+  if (gdir && (s = ndf__check_array(ctx, name, "grad_directions", gdir, NULL)) != NDF_OK) return s;
+  if (gthr && (s = ndf__check_array(ctx, name, "grad_thresholds", gthr, NULL)) != NDF_OK) return s;
   if (gin) {
     if (gin->dtype != NDF_FLOAT32 && gin->dtype != NDF_FLOAT64)
       return ndf__argerror(ctx, name, "grad_input", "dtype %s; must be float32 or float64", dname(gin->dtype));

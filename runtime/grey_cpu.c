@@ -236,7 +236,10 @@ static int omp_threads(void) { return 1; }
 NDF_CPU_TYPES(DEFINE_CPU)
 NDF_CPU_TYPES(DEFINE_VHGW)
 
-int ndf__cpu_threads(const ndf_ctx *ctx) { return nthreads(ctx) ? nthreads(ctx) : omp_threads(); }
+int ndf__cpu_threads(const ndf_ctx *ctx) {
+  int n = nthreads(ctx) ? nthreads(ctx) : omp_threads();
+  return n < NDF_MAX_CPU_THREADS ? n : NDF_MAX_CPU_THREADS;
+}
 
 int ndf__thread_id(void) {
 #ifdef _OPENMP

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <nifti1_io.h>
 
@@ -166,13 +167,12 @@ ndf_status ndfio_nifti_read(const char *path, ndfio_image *img, char *err, size_
     return NDF_EINVAL;
   }
   memset(img, 0, sizeof *img);
-  /* nifti_image_read would also try other extensions; check the name given. */
-  FILE *probe = fopen(path, "rb");
-  if (!probe) {
-    ndfio__err(err, errlen, "cannot read '%s': %s", path, strerror(errno));
-    return NDF_EIO;
-  }
-  fclose(probe);
+  /* nifti_image_read would also try other extensions; check the name given,
+   * and that it is a regular file (a FIFO would block the reads below). */
+  struct stat fst;
+  int probe = ndfio__open_regular(path, &fst, err, errlen);
+  if (probe < 0) return NDF_EIO;
+  close(probe);
   quiet();
   ndf_status s = check_header(path, err, errlen);
   if (s != NDF_OK) return s;
@@ -266,7 +266,15 @@ static ndf_status shape_header(nifti_image *nim, const ndf_array *a) {
 
 ndf_status ndfio_nifti_write(const char *path, const ndf_array *a, const ndfio_image *header_from,
                              char *err, size_t errlen) {
+  char *tmp;
+  ndf_status s = ndfio__nifti_write_tmp(path, a, header_from, &tmp, err, errlen);
+  return s == NDF_OK ? ndfio__tmp_finish(tmp, path, 1, err, errlen) : s;
+}
+
+ndf_status ndfio__nifti_write_tmp(const char *path, const ndf_array *a, const ndfio_image *header_from,
+                                  char **tmpout, char *err, size_t errlen) {
   int64_t nelem;
+  *tmpout = NULL;
   if (!path) {
     ndfio__err(err, errlen, "ndfio_nifti_write: no path given");
     return NDF_EINVAL;
@@ -338,7 +346,8 @@ ndf_status ndfio_nifti_write(const char *path, const ndf_array *a, const ndfio_i
     ndfio__err(err, errlen, "cannot write '%s': %s", path, e ? strerror(e) : "write error");
     goto done;
   }
-  s = ndfio__tmp_finish(tmp, path, 1, err, errlen);
+  s = NDF_OK;
+  *tmpout = tmp;
   tmp = NULL;
 done:
   ndfio__tmp_finish(tmp, path, 0, NULL, 0);
