@@ -514,7 +514,7 @@ NDF_API ndf_status ndf_generate_binary_structure(int rank, int connectivity, ndf
  * structure (the dilation steps that build it) is at most
  * NDF_MAX_STRUCTURE_WORK; beyond either, NDF_EINVAL before any allocation. */
 #define NDF_MAX_STRUCTURE_ELEMENTS ((int64_t)1 << 24)
-#define NDF_MAX_STRUCTURE_WORK ((int64_t)1 << 36)
+#define NDF_MAX_STRUCTURE_WORK ((int64_t)1 << 34)
 NDF_API ndf_status ndf_iterate_structure_shape(const ndf_array *structure, int iterations, int64_t *shape);
 NDF_API ndf_status ndf_iterate_structure(const ndf_array *structure, int iterations, ndf_array *out,
                                          int norigin, const int64_t *origin, int64_t *origin_out);

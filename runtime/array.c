@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -87,6 +88,21 @@ ndf_status ndf__size_product(ndf_ctx *ctx, const char *name, const char *arg, in
   }
   *out = p;
   return NDF_OK;
+}
+
+int64_t ndf__host_memory(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  int64_t m;
+  return pages > 0 && page > 0 && ndf__mul(pages, page, &m) ? m : INT64_MAX;
+}
+
+ndf_status ndf__check_host_memory(ndf_ctx *ctx, const char *name, const char *what, int64_t bytes) {
+  int64_t mem = ndf__host_memory();
+  if (bytes >= 0 && bytes <= mem) return NDF_OK;
+  if (bytes < 0)
+    return ndf__error(ctx, NDF_ENOMEM, "%s: %s would need more than 2^63 bytes of host memory", name, what);
+  return ndf__error(ctx, NDF_ENOMEM, "%s: %s would need %lld bytes of host memory; the host has %lld", name, what,
+                    (long long)bytes, (long long)mem);
 }
 
 ndf_status ndf_shape_bytes(ndf_dtype dtype, int ndim, const int64_t *shape, int64_t *bytes) {

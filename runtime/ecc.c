@@ -426,16 +426,34 @@ static int cmp_tsort(const void *a, const void *b) {
   return x->t < y->t ? -1 : x->t > y->t ? 1 : (x->k > y->k) - (x->k < y->k);
 }
 
+/* The threads of ecc_cpu: small calls run on one thread (a parallel region
+ * costs more than they do); *by_image: threads take whole images. */
+static int ecc_cpu_threads(ndf_ctx *ctx, const ecc_call *c, int *by_image) {
+  const int64_t nimg = c->nimg, nrows = c->npix ? c->npix / c->sshape[c->nsp - 1] : 0;
+  const int nth = c->npix * nimg < 4096 ? 1 : ndf__cpu_threads(ctx);
+  *by_image = nimg >= nth || nrows < 4 * nth;
+  return *by_image && nimg < nth ? (int)nimg : nth;
+}
+
+/* The host memory ecc_cpu and its caller take (thresholds, their sort, the
+ * per-thread lines and histograms), checked before any of it is allocated. */
+static ndf_status ecc_cpu_memory(ndf_ctx *ctx, const ecc_call *c) {
+  int by_image;
+  const int64_t nt = ecc_cpu_threads(ctx, c, &by_image), W = c->sshape[c->nsp - 1] + 2, T = c->T;
+  /* T is at most NDF_MAX_THRESHOLDS and W an extent of a checked array: no overflow */
+  const int64_t bytes = T * (int64_t)(sizeof(tsort) + 3 * sizeof(double)) +
+                        nt * ((c->nsp == 2 ? 3 : 9) * W + T + 1) * (int64_t)sizeof(double);
+  return ndf__check_host_memory(ctx, c->name, "the thresholds, their sort and the histograms", bytes);
+}
+
 static ndf_status ecc_cpu(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in, ndf_array *out, int construction,
                           const double *t, int uniform) {
   const int64_t T = c->T, nimg = c->nimg;
   const int nsp = c->nsp;
   const int64_t W = c->sshape[nsp - 1] + 2, nrows = c->npix ? c->npix / c->sshape[nsp - 1] : 0;
   const int nlines = nsp == 2 ? 3 : 9;
-  /* small calls run on one thread: a parallel region costs more than they do */
-  const int nth = c->npix * nimg < 4096 ? 1 : ndf__cpu_threads(ctx);
-  const int by_image = nimg >= nth || nrows < 4 * nth;
-  const int nt = by_image && nimg < nth ? (int)nimg : nth;
+  int by_image;
+  const int nt = ecc_cpu_threads(ctx, c, &by_image);
   tsort *srt = malloc((size_t)T * sizeof *srt);
   double *ts = malloc((size_t)T * sizeof *ts);
   int64_t *chi = malloc((size_t)T * sizeof *chi);
@@ -550,6 +568,7 @@ ndf_status ndf_euler_characteristic_curve(ndf_ctx *ctx, const ndf_array *input, 
   ndf_status s = check_call(ctx, name, input, output, opt, &c);
   if (s != NDF_OK) return s;
   if (ndf_array_size(output) == 0) return NDF_OK;
+  if (input->device == NDF_DEVICE_CPU && (s = ecc_cpu_memory(ctx, &c)) != NDF_OK) return s;
   double *t = malloc((size_t)c.T * sizeof *t);
   if (!t) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", name);
   if (input->device == NDF_DEVICE_CUDA && ndf_array_size(input) > 0 && ndf__ecc_new_path()) {

@@ -508,13 +508,22 @@ static int pick_threads(ndf_ctx *ctx, const ect_call *c) {
   return nth;
 }
 
+/* The host memory ect_cpu and its caller take (thresholds, their sort, the
+ * per-thread passes and histograms), checked before any of it is allocated. */
+static ndf_status ect_cpu_memory(ndf_ctx *ctx, const ect_call *c) {
+  const int64_t nt = pick_threads(ctx, c), T = c->T;
+  /* T is at most NDF_MAX_THRESHOLDS and the passes a few lines of a checked array: no overflow */
+  const int64_t bytes = T * (int64_t)(sizeof(tsort) + 2 * sizeof(double)) + nt * ((int64_t)pass_bytes(c) + (T + 1) * 8);
+  return ndf__check_host_memory(ctx, c->name, "the thresholds, their sort and the histograms", bytes);
+}
+
 static ndf_status ect_cpu(ndf_ctx *ctx, const ect_call *c, const ndf_array *in, const ndf_array *dirs, ndf_array *out,
                           const double **coord, const double *t) {
   const int64_t T = c->T, pairs = c->nimg * c->m;
   const int nt = pick_threads(ctx, c);
+  const size_t lb = pass_bytes(c);
   tsort *srt = malloc((size_t)T * sizeof *srt);
   double *ts = malloc((size_t)T * sizeof *ts);
-  const size_t lb = pass_bytes(c);
   void **bufs = ndf__thread_buffers(nt, lb + (size_t)(T + 1) * sizeof(double));
   ndf_status s = NDF_OK;
   ect_pat pat[27];
@@ -595,6 +604,7 @@ ndf_status ndf_euler_characteristic_transform(ndf_ctx *ctx, const ndf_array *inp
   if (s != NDF_OK) return s;
   if ((s = check_values(ctx, &c, input)) != NDF_OK) return s;
   if (ndf_array_size(output) == 0) return NDF_OK;
+  if (input->device == NDF_DEVICE_CPU && (s = ect_cpu_memory(ctx, &c)) != NDF_OK) return s;
   const double *coord[3];
   double *cbuf = alloc_coords(&c, coord);
   double *t = malloc((size_t)c.T * sizeof *t);

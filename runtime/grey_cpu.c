@@ -256,6 +256,9 @@ void ndf__thread_buffers_free(void **b, int nth) {
 }
 
 void **ndf__thread_buffers(int nth, size_t bytes) {
+  int64_t total;
+  if (bytes > (size_t)INT64_MAX || !ndf__mul(nth > 0 ? nth : 1, (int64_t)bytes, &total) || total > ndf__host_memory())
+    return NULL; /* more than the host has: fail now rather than when the pages are touched */
   void **b = calloc((size_t)(nth > 0 ? nth : 1), sizeof *b);
   if (!b) return NULL;
   for (int i = 0; i < nth; i++)

@@ -45,6 +45,12 @@ ndf_status ndf__check_array(ndf_ctx *ctx, const char *name, const char *arg, con
  * arg and the factors when it exceeds limit. */
 ndf_status ndf__size_product(ndf_ctx *ctx, const char *name, const char *arg, int n, const int64_t *f, int64_t limit,
                              int64_t *out);
+/* The host's physical memory in bytes (INT64_MAX when unknown). */
+int64_t ndf__host_memory(void);
+/* NDF_OK when bytes (>= 0; a negative value stands for an overflowed sum) of
+ * host scratch fit in the host's memory, else NDF_ENOMEM naming name, what
+ * and the sizes: work whose memory cannot exist fails before it allocates. */
+ndf_status ndf__check_host_memory(ndf_ctx *ctx, const char *name, const char *what, int64_t bytes);
 /* "4x5x6" ("()" for rank 0) into buf, for messages. */
 const char *ndf__shape_str(int ndim, const int64_t *shape, char *buf, size_t cap);
 

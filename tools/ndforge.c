@@ -1236,6 +1236,17 @@ static int structure_iterate(const args *a) {
   char err[ERRLEN];
   int64_t shape[NDF_MAX_NDIM], origin[NDF_MAX_SPATIAL];
   if (read_image(inpath, &in) != 0) return EXIT_RUN;
+  /* The origin must be one an op accepts with IN (the scaled one then fits the
+   * iterated structure): -(s/2) .. (s-1)/2 per axis, as `run` checks it. */
+  const int check_origin = (a->given & O_ORIGIN) && (a->norigin == 1 || a->norigin == in.arr.ndim);
+  for (int d = 0; check_origin && d < in.arr.ndim; d++) {
+    int64_t o = a->origin[a->norigin == 1 ? 0 : d], sz = in.arr.shape[d];
+    if (o < -(sz / 2) || o > (sz - 1) / 2) {
+      errorf("'structure iterate': origin[%d]=%lld is outside the structure of size %lld (valid %lld..%lld)", d,
+             (long long)o, (long long)sz, (long long)-(sz / 2), (long long)(sz - 1) / 2);
+      goto done;
+    }
+  }
   if (ndf_iterate_structure_shape(&in.arr, iterations, shape) != NDF_OK) {
     errorf("%s", ndf_last_error());
     goto done;
