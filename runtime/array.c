@@ -22,25 +22,26 @@ const char *ndf__shape_str(int ndim, const int64_t *shape, char *buf, size_t cap
   return buf;
 }
 
-/* The rules of ndf__check_array on (dtype, ndim, shape, strides); strides NULL: C order.
- * Returns NULL, or why not into why (what names the array in the message). */
+/* The rules of ndf__check_array on (dtype, ndim, shape, strides), strides
+ * NULL for C order: NULL, or why they are broken (in why).  *count (may be
+ * NULL) gets the element count. */
 static const char *geometry_error(ndf_dtype dtype, int ndim, const int64_t *shape, const int64_t *strides,
                                   int64_t *count, char *why, size_t cap) {
   char sh[NDF_MAX_NDIM * 21 + 4];
   const int64_t es = (int64_t)ndf_dtype_size(dtype);
   if (!es) { snprintf(why, cap, "unknown dtype %d", (int)dtype); return why; }
   if (ndim < 0 || ndim > NDF_MAX_NDIM) { snprintf(why, cap, "rank %d is not in 0..%d", ndim, NDF_MAX_NDIM); return why; }
-  int64_t n = 1, nonzero = 1;
+  int64_t nonzero = 1; /* the product of the non-zero extents: every sub-product of the shape fits */
+  int empty = 0;
   for (int d = 0; d < ndim; d++) {
     if (shape[d] < 0) { snprintf(why, cap, "shape[%d]=%lld is negative", d, (long long)shape[d]); return why; }
+    empty |= shape[d] == 0;
     if (shape[d] > 0 && !ndf__mul(nonzero, shape[d], &nonzero)) {
       snprintf(why, cap, "shape %s: the product of its extents exceeds 2^63-1", ndf__shape_str(ndim, shape, sh, sizeof sh));
       return why;
     }
   }
-  for (int d = 0; d < ndim; d++)
-    if (shape[d] == 0) n = 0;
-  if (n) n = nonzero;
+  const int64_t n = empty ? 0 : nonzero;
   int64_t bytes;
   if (n > 0 && (!ndf__mul(n, es, &bytes) || bytes > NDF_MAX_BYTES)) {
     snprintf(why, cap, "shape %s of %s: %lld elements of %lld bytes exceed NDF_MAX_BYTES (2^56 bytes)",
@@ -69,24 +70,6 @@ ndf_status ndf__check_array(ndf_ctx *ctx, const char *name, const char *arg, con
   if (!a) return ndf__argerror(ctx, name, arg, "NULL");
   if (geometry_error(a->dtype, a->ndim, a->shape, a->strides, count, why, sizeof why))
     return ndf__argerror(ctx, name, arg, "%s", why);
-  return NDF_OK;
-}
-
-ndf_status ndf__size_product(ndf_ctx *ctx, const char *name, const char *arg, int n, const int64_t *f, int64_t limit,
-                             int64_t *out) {
-  int64_t p = 1;
-  for (int i = 0; i < n; i++) {
-    if (f[i] < 0) return ndf__argerror(ctx, name, arg, "size %lld is negative", (long long)f[i]);
-    if (!ndf__mul(p, f[i], &p) || p > limit) {
-      char buf[256];
-      size_t k = 0;
-      buf[0] = '\0';
-      for (int j = 0; j < n && k < sizeof buf; j++)
-        k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%lld", j ? " x " : "", (long long)f[j]);
-      return ndf__argerror(ctx, name, arg, "%s exceeds %lld", buf, (long long)limit);
-    }
-  }
-  *out = p;
   return NDF_OK;
 }
 
@@ -170,6 +153,7 @@ ndf_status ndf_array_alloc(ndf_ctx *ctx, ndf_array *a, ndf_device_type device, n
   if (!ctx) return ndf__error(NULL, NDF_EINVAL, "ndf_array_alloc: bad argument 'ctx' (NULL)");
   ndf__clear_error(ctx);
   ndf_status s = ndf_array_init(a, NULL, device, dtype, ndim, shape);
+  /* ndf_array_init's message under this call's name */
   if (s != NDF_OK) return ndf__error(ctx, s, "ndf_array_alloc%s", ndf_last_error() + strlen("ndf_array_init"));
   size_t bytes = (size_t)ndf_array_size(a) * ndf_dtype_size(dtype); /* at most NDF_MAX_BYTES (ndf_array_init) */
   if (bytes == 0) bytes = 1;

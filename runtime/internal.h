@@ -41,10 +41,6 @@ static inline int ndf__mul(int64_t a, int64_t b, int64_t *out) {
  * element size is representable; *count (may be NULL) gets its element
  * count.  The message names name, arg and the sizes. */
 ndf_status ndf__check_array(ndf_ctx *ctx, const char *name, const char *arg, const ndf_array *a, int64_t *count);
-/* The product of n sizes >= 0 into *out, or an argument error naming name,
- * arg and the factors when it exceeds limit. */
-ndf_status ndf__size_product(ndf_ctx *ctx, const char *name, const char *arg, int n, const int64_t *f, int64_t limit,
-                             int64_t *out);
 /* The host's physical memory in bytes (INT64_MAX when unknown). */
 int64_t ndf__host_memory(void);
 /* NDF_OK when bytes (>= 0; a negative value stands for an overflowed sum) of
