@@ -508,11 +508,11 @@ NDF_API ndf_status ndf_generate_binary_structure(int rank, int connectivity, ndf
  * (ndf_iterate_structure_shape tells it); origin_out (may be NULL, else rank
  * entries) receives iterations * origin from norigin values (0, 1 or rank);
  * for iterations < 2 the structure is copied and the origin passed through
- * (scipy returns no origin there). */
-/* Bounded work: the iterated structure holds at most NDF_MAX_STRUCTURE_ELEMENTS
- * elements, and (iterations - 1) x its elements x the true elements of the
- * structure (the dilation steps that build it) is at most
- * NDF_MAX_STRUCTURE_WORK; beyond either, NDF_EINVAL before any allocation. */
+ * (scipy returns no origin there).  Bounded work: the iterated structure
+ * holds at most NDF_MAX_STRUCTURE_ELEMENTS elements, and (iterations - 1) x
+ * its elements x the true elements of the structure (the dilation steps that
+ * build it) is at most NDF_MAX_STRUCTURE_WORK; beyond either, NDF_EINVAL
+ * before any allocation. */
 #define NDF_MAX_STRUCTURE_ELEMENTS ((int64_t)1 << 24)
 #define NDF_MAX_STRUCTURE_WORK ((int64_t)1 << 34)
 NDF_API ndf_status ndf_iterate_structure_shape(const ndf_array *structure, int iterations, int64_t *shape);
@@ -754,7 +754,9 @@ NDF_API ndf_status ndf_sinkhorn_grid_cost(ndf_ot_cost kind, int ndim, const int6
  */
 typedef enum { NDF_ECC_V = 0, NDF_ECC_T = 1 } ndf_ecc_construction;
 /* Most thresholds (nthresholds, or the length of values) of the curves and
- * transforms below; more is NDF_EINVAL. */
+ * transforms below; more is NDF_EINVAL.  On the CPU backend, a call whose
+ * thresholds' working memory (their sort and a histogram per thread) exceeds
+ * the host's physical memory fails with NDF_ENOMEM before allocating it. */
 #define NDF_MAX_THRESHOLDS ((int64_t)1 << 30)
 /* Accepts V, T (any case); names "V" and "T". */
 NDF_API ndf_status ndf_ecc_construction_from_name(const char *name, ndf_ecc_construction *out);

@@ -90,18 +90,19 @@ static void pick_cache_dir(ndf_ctx *ctx) {
     return;
   }
   const char *d = ctx->opt.cache_dir, *env, *from = "ndf_ctx_options.cache_dir", *tail = "";
-  if (d && *d) {
-  } else if ((env = getenv("NDF_CACHE_DIR")) && *env) {
-    d = env, from = "NDF_CACHE_DIR";
-  } else if ((env = getenv("XDG_CACHE_HOME")) && *env) {
-    d = env, from = "XDG_CACHE_HOME", tail = "/ndforge";
-  } else if ((env = getenv("HOME")) && *env) {
-    d = env, from = "HOME", tail = "/.cache/ndforge";
-  } else {
-    ctx->cache_disabled = 1;
-    snprintf(ctx->cache_problem, sizeof ctx->cache_problem,
-             "no cache directory: none of NDF_CACHE_DIR, XDG_CACHE_HOME and HOME is set");
-    return;
+  if (!d || !*d) {
+    if ((env = getenv("NDF_CACHE_DIR")) && *env) {
+      d = env, from = "NDF_CACHE_DIR";
+    } else if ((env = getenv("XDG_CACHE_HOME")) && *env) {
+      d = env, from = "XDG_CACHE_HOME", tail = "/ndforge";
+    } else if ((env = getenv("HOME")) && *env) {
+      d = env, from = "HOME", tail = "/.cache/ndforge";
+    } else {
+      ctx->cache_disabled = 1;
+      snprintf(ctx->cache_problem, sizeof ctx->cache_problem,
+               "no cache directory: none of NDF_CACHE_DIR, XDG_CACHE_HOME and HOME is set");
+      return;
+    }
   }
   /* An unusable cache directory slows the first calls; it is not an error,
    * but the context says why (ndf_ctx_cache_problem).  A path too long is

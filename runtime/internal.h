@@ -227,7 +227,8 @@ ndf_status ndf__nvrtc_version(int *major, int *minor);
 ndf_status ndf__cache_load(ndf_ctx *ctx, const char *key, void **payload, size_t *len);
 /* Stores payload under key (temp file + rename).  Failures leave the cache as
  * it was (it is best effort) and set the calling thread's
- * ndf__cache_store_errno (cache warm reports them; nothing clears it). */
+ * ndf__cache_store_errno, which cache warm clears before a kernel and
+ * reports after it. */
 void ndf__cache_store(ndf_ctx *ctx, const char *key, const void *payload, size_t len);
 extern _Thread_local int ndf__cache_store_errno;
 /* Opens a cache file for reading without waiting on a FIFO: a descriptor,

@@ -1210,6 +1210,7 @@ static int structure_generate(const args *a) {
   int rc = EXIT_RUN;
   char err[ERRLEN];
   if (cli_alloc("the structure", &out, binary_file_dtype(outpath), rank, shape) != 0) {
+    /* cli_alloc said why */
   } else if (ndf_generate_binary_structure(rank, conn, &out) != NDF_OK) {
     errorf("%s", ndf_last_error());
   } else if (ndfio_write(outpath, &out, NULL, err, sizeof err) != NDF_OK) {

@@ -1,7 +1,8 @@
 /*
  * npy.c -- NumPy .npy files (format versions 1.0, 2.0 and 3.0) for the
  * ndforge command and tests, and the helpers both file formats share:
- * messages, strided gathers and temporary output files.
+ * messages, strided gathers, temporary output files and the staging that
+ * renames a command's outputs into place together.
  * This file uses only the public API of ndforge.
  *
  * A .npy file is a 6-byte magic "\x93NUMPY", a version (major, minor), a
@@ -240,7 +241,6 @@ ndf_status ndfio__tmp_create(const char *path, char **tmp, int *fd, char *err, s
   } else {
     strcpy(name, ".");
   }
-  errno = 0;
   long nm = pathconf(name, _PC_NAME_MAX);
   if (nm > 0 && nm < name_max) name_max = nm;
   for (int attempt = 0; attempt < 100; attempt++) {
