@@ -114,10 +114,30 @@ typedef struct ndf_array {
   int64_t strides[NDF_MAX_NDIM];
 } ndf_array;
 
-/* Fills a C-contiguous descriptor over data (device CPU, id 0 unless set). */
+/*
+ * The largest array any call accepts: its elements times the element size,
+ * and the bytes its strides span, at most NDF_MAX_BYTES (2^56, beyond any
+ * address space), so that no size derived from a valid array overflows.  An
+ * empty array (an extent 0) may have larger extents on other axes as long as
+ * the product of its non-zero extents fits in int64.  Every call checks its
+ * arrays against these rules before anything else (NDF_EINVAL).
+ */
+#define NDF_MAX_BYTES ((int64_t)1 << 56)
+/* Overflow-checked size arithmetic for sizes from untrusted input: *out =
+ * a * b and 1, or 0 (out untouched) when a or b is negative or the product
+ * exceeds INT64_MAX. */
+NDF_API int ndf_size_mul(int64_t a, int64_t b, int64_t *out);
+/* Bytes of a C-contiguous array of that dtype and shape into *bytes, or
+ * NDF_EINVAL (ndf_last_error names the shape) when an extent is negative or
+ * the array breaks the NDF_MAX_BYTES rules. */
+NDF_API ndf_status ndf_shape_bytes(ndf_dtype dtype, int ndim, const int64_t *shape, int64_t *bytes);
+
+/* Fills a C-contiguous descriptor over data (device CPU, id 0 unless set);
+ * NDF_EINVAL for a shape that breaks the NDF_MAX_BYTES rules. */
 NDF_API ndf_status ndf_array_init(ndf_array *a, void *data, ndf_device_type device,
                                   ndf_dtype dtype, int ndim, const int64_t *shape);
-/* Number of elements (product of the shape; 1 for ndim 0). */
+/* Number of elements (product of the shape; 1 for ndim 0; 0 for NULL); -1
+ * when the rank or an extent is out of range or the product overflows. */
 NDF_API int64_t ndf_array_size(const ndf_array *a);
 /* 1 if the strides are C-contiguous row-major. */
 NDF_API int ndf_array_is_contiguous(const ndf_array *a);
@@ -133,13 +153,17 @@ typedef enum {
   NDF_BACKEND_CUDA = 2  /* fail with NDF_ENODEV when no device is usable */
 } ndf_backend;
 
+/* Most CPU threads a context runs (ndf_ctx_options.cpu_threads). */
+#define NDF_MAX_CPU_THREADS 1024
+
 typedef struct ndf_ctx_options {
   ndf_backend backend;
   int device;            /* CUDA device ordinal (default 0) */
   void *stream;          /* a CUstream owned by the caller, or NULL for a stream the context creates */
   const char *cache_dir; /* NULL: $NDF_CACHE_DIR, else $XDG_CACHE_HOME/ndforge, else ~/.cache/ndforge */
   int cache_disable;     /* 1: no disk cache (also $NDF_CACHE_DISABLE=1) */
-  int cpu_threads;       /* OpenMP threads of the CPU backend; 0 = OpenMP's default */
+  int cpu_threads;       /* OpenMP threads of the CPU backend, 1..NDF_MAX_CPU_THREADS (more, or
+                            < 0, is NDF_EINVAL); 0 = OpenMP's default, capped at that maximum */
   /* 1: deferred data checks (CUDA; default 0).  A call whose check of the input's values can
    * only be done by its kernel (NaN in an exact ECC's float input; infinite values with
    * [min, max] thresholds) may return NDF_OK without waiting for that check, so that it does
@@ -169,6 +193,11 @@ NDF_API ndf_status ndf_ctx_synchronize(ndf_ctx *ctx);
 NDF_API void *ndf_ctx_stream(const ndf_ctx *ctx);
 /* Disk cache directory of the context ("" when the disk cache is off). */
 NDF_API const char *ndf_ctx_cache_dir(const ndf_ctx *ctx);
+/* Why the disk cache is off although it was not turned off (cache_disable,
+ * NDF_CACHE_DISABLE): the directory cannot be created, is not a directory,
+ * or its path is too long (it is never cut short); "" otherwise.  Such a
+ * context runs without a disk cache. */
+NDF_API const char *ndf_ctx_cache_problem(const ndf_ctx *ctx);
 
 /* What the context knows about its device and compiler, for `ndforge info`. */
 typedef struct ndf_ctx_info {
@@ -479,7 +508,13 @@ NDF_API ndf_status ndf_generate_binary_structure(int rank, int connectivity, ndf
  * (ndf_iterate_structure_shape tells it); origin_out (may be NULL, else rank
  * entries) receives iterations * origin from norigin values (0, 1 or rank);
  * for iterations < 2 the structure is copied and the origin passed through
- * (scipy returns no origin there). */
+ * (scipy returns no origin there).  Bounded work: the iterated structure
+ * holds at most NDF_MAX_STRUCTURE_ELEMENTS elements, and (iterations - 1) x
+ * its elements x the true elements of the structure (the dilation steps that
+ * build it) is at most NDF_MAX_STRUCTURE_WORK; beyond either, NDF_EINVAL
+ * before any allocation. */
+#define NDF_MAX_STRUCTURE_ELEMENTS ((int64_t)1 << 24)
+#define NDF_MAX_STRUCTURE_WORK ((int64_t)1 << 34)
 NDF_API ndf_status ndf_iterate_structure_shape(const ndf_array *structure, int iterations, int64_t *shape);
 NDF_API ndf_status ndf_iterate_structure(const ndf_array *structure, int iterations, ndf_array *out,
                                          int norigin, const int64_t *origin, int64_t *origin_out);
@@ -719,6 +754,11 @@ NDF_API ndf_status ndf_sinkhorn_grid_cost(ndf_ot_cost kind, int ndim, const int6
  *              is then read with 8-/26-connectivity.
  */
 typedef enum { NDF_ECC_V = 0, NDF_ECC_T = 1 } ndf_ecc_construction;
+/* Most thresholds (nthresholds, or the length of values) of the curves and
+ * transforms below; more is NDF_EINVAL.  On the CPU backend, a call whose
+ * thresholds' working memory (their sort and a histogram per thread) exceeds
+ * the host's physical memory fails with NDF_ENOMEM before allocating it. */
+#define NDF_MAX_THRESHOLDS ((int64_t)1 << 30)
 /* Accepts V, T (any case); names "V" and "T". */
 NDF_API ndf_status ndf_ecc_construction_from_name(const char *name, ndf_ecc_construction *out);
 NDF_API const char *ndf_ecc_construction_name(ndf_ecc_construction c);
@@ -916,6 +956,7 @@ NDF_API ndf_status ndf_soft_ect_backward(ndf_ctx *ctx, const ndf_array *input, c
  * given input dtype / spatial ndim and options, for a target architecture such
  * as "sm_90", into the context's disk cache.  An entry found corrupt is replaced.
  * *compiled receives the number of kernels compiled (0 = all were cached).
+ * A compiled kernel that cannot be stored (a read-only directory) is NDF_EIO.
  */
 NDF_API ndf_status ndf_cache_warm(ndf_ctx *ctx, const char *arch, const char *op,
                                   ndf_dtype dtype, int ndim, const ndf_grey_options *opt,

@@ -1,28 +1,122 @@
 /*
- * array.c -- array descriptors and the host helpers to allocate and copy
- * arrays for callers without a framework.
+ * array.c -- array descriptors, the overflow-checked size arithmetic every
+ * call's validation uses, and the host helpers to allocate and copy arrays
+ * for callers without a framework.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
+int ndf_size_mul(int64_t a, int64_t b, int64_t *out) { return ndf__mul(a, b, out); }
+
+/* "4x5x6" (or "()" for a scalar) into buf. */
+const char *ndf__shape_str(int ndim, const int64_t *shape, char *buf, size_t cap) {
+  size_t n = 0;
+  buf[0] = '\0';
+  if (ndim <= 0) snprintf(buf, cap, "()");
+  for (int i = 0; i < ndim && n < cap; i++)
+    n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? "x" : "", (long long)shape[i]);
+  return buf;
+}
+
+/* The rules of ndf__check_array on (dtype, ndim, shape, strides), strides
+ * NULL for C order: NULL, or why they are broken (in why).  *count (may be
+ * NULL) gets the element count. */
+static const char *geometry_error(ndf_dtype dtype, int ndim, const int64_t *shape, const int64_t *strides,
+                                  int64_t *count, char *why, size_t cap) {
+  char sh[NDF_MAX_NDIM * 21 + 4];
+  const int64_t es = (int64_t)ndf_dtype_size(dtype);
+  if (!es) { snprintf(why, cap, "unknown dtype %d", (int)dtype); return why; }
+  if (ndim < 0 || ndim > NDF_MAX_NDIM) { snprintf(why, cap, "rank %d is not in 0..%d", ndim, NDF_MAX_NDIM); return why; }
+  int64_t nonzero = 1; /* the product of the non-zero extents: every sub-product of the shape fits */
+  int empty = 0;
+  for (int d = 0; d < ndim; d++) {
+    if (shape[d] < 0) { snprintf(why, cap, "shape[%d]=%lld is negative", d, (long long)shape[d]); return why; }
+    empty |= shape[d] == 0;
+    if (shape[d] > 0 && !ndf__mul(nonzero, shape[d], &nonzero)) {
+      snprintf(why, cap, "shape %s: the product of its extents exceeds 2^63-1", ndf__shape_str(ndim, shape, sh, sizeof sh));
+      return why;
+    }
+  }
+  const int64_t n = empty ? 0 : nonzero;
+  int64_t bytes;
+  if (n > 0 && (!ndf__mul(n, es, &bytes) || bytes > NDF_MAX_BYTES)) {
+    snprintf(why, cap, "shape %s of %s: %lld elements of %lld bytes exceed NDF_MAX_BYTES (2^56 bytes)",
+             ndf__shape_str(ndim, shape, sh, sizeof sh), ndf_dtype_name(dtype), (long long)n, (long long)es);
+    return why;
+  }
+  if (n > 0 && strides) { /* the span the strides reach: sum of |stride| (extent - 1), in bytes */
+    int64_t span = 0;
+    for (int d = 0; d < ndim; d++) {
+      int64_t t;
+      if (shape[d] <= 1) continue;
+      if (strides[d] == INT64_MIN || !ndf__mul(strides[d] < 0 ? -strides[d] : strides[d], shape[d] - 1, &t) ||
+          !ndf__mul(t, es, &t) || __builtin_add_overflow(span, t, &span) || span > NDF_MAX_BYTES) {
+        snprintf(why, cap, "stride[%d]=%lld with shape[%d]=%lld reaches beyond NDF_MAX_BYTES (2^56 bytes)", d,
+                 (long long)strides[d], d, (long long)shape[d]);
+        return why;
+      }
+    }
+  }
+  if (count) *count = n;
+  return NULL;
+}
+
+ndf_status ndf__check_array(ndf_ctx *ctx, const char *name, const char *arg, const ndf_array *a, int64_t *count) {
+  char why[256];
+  if (!a) return ndf__argerror(ctx, name, arg, "NULL");
+  if (geometry_error(a->dtype, a->ndim, a->shape, a->strides, count, why, sizeof why))
+    return ndf__argerror(ctx, name, arg, "%s", why);
+  return NDF_OK;
+}
+
+int64_t ndf__host_memory(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  int64_t m;
+  return pages > 0 && page > 0 && ndf__mul(pages, page, &m) ? m : INT64_MAX;
+}
+
+ndf_status ndf__check_host_memory(ndf_ctx *ctx, const char *name, const char *what, int64_t bytes) {
+  int64_t mem = ndf__host_memory();
+  if (bytes >= 0 && bytes <= mem) return NDF_OK;
+  if (bytes < 0)
+    return ndf__error(ctx, NDF_ENOMEM, "%s: %s would need more than 2^63 bytes of host memory", name, what);
+  return ndf__error(ctx, NDF_ENOMEM, "%s: %s would need %lld bytes of host memory; the host has %lld", name, what,
+                    (long long)bytes, (long long)mem);
+}
+
+ndf_status ndf_shape_bytes(ndf_dtype dtype, int ndim, const int64_t *shape, int64_t *bytes) {
+  char why[256];
+  int64_t n = 0;
+  if (!bytes || (ndim > 0 && !shape))
+    return ndf__error(NULL, NDF_EINVAL, "ndf_shape_bytes: bad argument '%s' (NULL)", bytes ? "shape" : "bytes");
+  if (geometry_error(dtype, ndim, shape, NULL, &n, why, sizeof why))
+    return ndf__error(NULL, NDF_EINVAL, "ndf_shape_bytes: bad argument 'shape' (%s)", why);
+  *bytes = n * (int64_t)ndf_dtype_size(dtype);
+  return NDF_OK;
+}
+
 ndf_status ndf_array_init(ndf_array *a, void *data, ndf_device_type device, ndf_dtype dtype,
                           int ndim, const int64_t *shape) {
+  char why[256];
   if (!a) return ndf__error(NULL, NDF_EINVAL, "ndf_array_init: bad argument 'a' (NULL)");
   if (ndim < 0 || ndim > NDF_MAX_NDIM)
     return ndf__error(NULL, NDF_EINVAL, "ndf_array_init: bad argument 'ndim' (%d not in 0..%d)", ndim,
                       NDF_MAX_NDIM);
   if (ndim > 0 && !shape) return ndf__error(NULL, NDF_EINVAL, "ndf_array_init: bad argument 'shape' (NULL)");
   if (!ndf_dtype_size(dtype)) return ndf__error(NULL, NDF_EINVAL, "ndf_array_init: bad argument 'dtype' (%d)", (int)dtype);
+  if (geometry_error(dtype, ndim, shape, NULL, NULL, why, sizeof why))
+    return ndf__error(NULL, NDF_EINVAL, "ndf_array_init: bad argument 'shape' (%s)", why);
   memset(a, 0, sizeof *a);
   a->data = data;
   a->device = device;
   a->dtype = dtype;
   a->ndim = ndim;
-  int64_t st = 1;
+  int64_t st = 1; /* the product of the non-zero extents fits (geometry_error) */
   for (int i = ndim - 1; i >= 0; i--) {
-    if (shape[i] < 0) return ndf__error(NULL, NDF_EINVAL, "ndf_array_init: bad argument 'shape' (shape[%d]=%lld < 0)", i, (long long)shape[i]);
     a->shape[i] = shape[i];
     a->strides[i] = st;
     st *= shape[i] > 0 ? shape[i] : 1;
@@ -32,17 +126,24 @@ ndf_status ndf_array_init(ndf_array *a, void *data, ndf_device_type device, ndf_
 
 int64_t ndf_array_size(const ndf_array *a) {
   if (!a) return 0;
+  if (a->ndim < 0 || a->ndim > NDF_MAX_NDIM) return -1;
   int64_t n = 1;
-  for (int i = 0; i < a->ndim; i++) n *= a->shape[i];
+  for (int i = 0; i < a->ndim; i++)
+    if (a->shape[i] < 0) return -1;
+  for (int i = 0; i < a->ndim; i++)
+    if (a->shape[i] == 0) return 0;
+  for (int i = 0; i < a->ndim; i++)
+    if (!ndf__mul(n, a->shape[i], &n)) return -1;
   return n;
 }
 
 int ndf_array_is_contiguous(const ndf_array *a) {
   if (!a) return 0;
+  if (ndf_array_size(a) < 0) return 0;
   int64_t st = 1;
   for (int i = a->ndim - 1; i >= 0; i--) {
     if (a->shape[i] != 1 && a->strides[i] != st) return 0;
-    st *= a->shape[i];
+    if (!ndf__mul(st, a->shape[i], &st)) return 0;
   }
   return 1;
 }
@@ -52,8 +153,9 @@ ndf_status ndf_array_alloc(ndf_ctx *ctx, ndf_array *a, ndf_device_type device, n
   if (!ctx) return ndf__error(NULL, NDF_EINVAL, "ndf_array_alloc: bad argument 'ctx' (NULL)");
   ndf__clear_error(ctx);
   ndf_status s = ndf_array_init(a, NULL, device, dtype, ndim, shape);
-  if (s != NDF_OK) return ndf__error(ctx, s, "%s", ndf_last_error());
-  size_t bytes = (size_t)ndf_array_size(a) * ndf_dtype_size(dtype);
+  /* ndf_array_init's message under this call's name */
+  if (s != NDF_OK) return ndf__error(ctx, s, "ndf_array_alloc%s", ndf_last_error() + strlen("ndf_array_init"));
+  size_t bytes = (size_t)ndf_array_size(a) * ndf_dtype_size(dtype); /* at most NDF_MAX_BYTES (ndf_array_init) */
   if (bytes == 0) bytes = 1;
   if (device == NDF_DEVICE_CPU) {
     a->data = malloc(bytes);
@@ -114,9 +216,14 @@ ndf_status ndf_array_copy(ndf_ctx *ctx, ndf_array *dst, const ndf_array *src) {
   if (dst->ndim != src->ndim || dst->ndim < 0 || dst->ndim > NDF_MAX_NDIM) return ndf__argerror(ctx, op, "dst", "ndim %d differs from src ndim %d", dst->ndim, src->ndim);
   for (int i = 0; i < src->ndim; i++)
     if (dst->shape[i] != src->shape[i]) return ndf__argerror(ctx, op, "dst", "shape[%d]=%lld differs from src shape %lld", i, (long long)dst->shape[i], (long long)src->shape[i]);
-  int64_t n = ndf_array_size(src);
-  if (n == 0) return NDF_OK;
+  int64_t n;
+  ndf_status s = ndf__check_array(ctx, op, "src", src, &n);
+  if (s == NDF_OK) s = ndf__check_array(ctx, op, "dst", dst, NULL);
+  if (s != NDF_OK || n == 0) return s;
   if (!dst->data || !src->data) return ndf__argerror(ctx, op, !dst->data ? "dst" : "src", "NULL data");
+  if (!ndf__layout_is_proper(dst)) return ndf__argerror(ctx, op, "dst", "its strides make elements overlap");
+  if (dst->device == src->device && ndf__arrays_overlap(dst, src))
+    return ndf__argerror(ctx, op, "dst", "overlaps src");
   size_t bytes = (size_t)n * ndf_dtype_size(src->dtype);
   if (dst->device == NDF_DEVICE_CPU && src->device == NDF_DEVICE_CPU) {
     ndf__host_copy(dst, src);
@@ -125,7 +232,7 @@ ndf_status ndf_array_copy(ndf_ctx *ctx, ndf_array *dst, const ndf_array *src) {
   if ((dst->device != NDF_DEVICE_CPU && dst->device != NDF_DEVICE_CUDA) ||
       (src->device != NDF_DEVICE_CPU && src->device != NDF_DEVICE_CUDA))
     return ndf__argerror(ctx, op, "device", "unknown device type");
-  ndf_status s = ndf__ctx_bind(ctx);
+  s = ndf__ctx_bind(ctx);
   if (s != NDF_OK) return s;
   const ndf__cu_api *cu = ndf__cu(NULL);
   if ((dst->device == NDF_DEVICE_CUDA && !ndf_array_is_contiguous(dst)) ||

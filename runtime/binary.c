@@ -98,6 +98,7 @@ ndf_status ndf_generate_binary_structure(int rank, int connectivity, ndf_array *
     if (out->shape[d] != 3)
       return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'out' (shape[%d]=%lld, expected 3)", name, d,
                         (long long)out->shape[d]);
+  if (ndf__check_array(NULL, name, "out", out, NULL) != NDF_OK) return NDF_EINVAL;
   uint8_t s[6561]; /* 3^8 */
   cross_structure(rank, connectivity, s);
   ndf_array src;
@@ -144,6 +145,9 @@ static ndf_status check_io(ndf_ctx *ctx, const char *name, const ndf_array *in, 
       return ndf__argerror(ctx, name, "output", "shape[%d]=%lld differs from the input shape %lld", d,
                            (long long)out->shape[d], (long long)in->shape[d]);
   }
+  ndf_status cs = ndf__check_array(ctx, name, "input", in, NULL);
+  if (cs == NDF_OK) cs = ndf__check_array(ctx, name, "output", out, NULL);
+  if (cs != NDF_OK) return cs;
   if (batch_dims < 0 || batch_dims >= in->ndim)
     return ndf__argerror(ctx, name, "batch_dims", "%d must be in 0..%d for an input of rank %d", batch_dims,
                          in->ndim - 1, in->ndim);
@@ -183,6 +187,7 @@ static ndf_status get_structure(ndf_ctx *ctx, const char *name, const char *arg,
       if (st->shape[d] < 1) return ndf__argerror(ctx, name, arg, "shape[%d]=%lld is empty", d, (long long)st->shape[d]);
       shape[d] = st->shape[d];
     }
+    if ((s = ndf__check_array(ctx, name, arg, st, NULL)) != NDF_OK) return s;
     if (!st->data) return ndf__argerror(ctx, name, arg, "NULL data");
     if ((s = binarize(ctx, st, buf)) != NDF_OK) return s;
   }
@@ -190,7 +195,8 @@ static ndf_status get_structure(ndf_ctx *ctx, const char *name, const char *arg,
   return NDF_OK;
 }
 
-static ndf_status check_mask(ndf_ctx *ctx, const char *name, const ndf_array *mask, const ndf_array *in) {
+static ndf_status check_mask(ndf_ctx *ctx, const char *name, const ndf_array *mask, const ndf_array *in,
+                             const ndf_array *out) {
   if (!mask) return NDF_OK;
   if (mask->device != in->device || mask->device_id != in->device_id)
     return ndf__argerror(ctx, name, "mask", "lives on another device than the input");
@@ -200,7 +206,11 @@ static ndf_status check_mask(ndf_ctx *ctx, const char *name, const ndf_array *ma
     if (mask->shape[d] != in->shape[d])
       return ndf__argerror(ctx, name, "mask", "shape[%d]=%lld differs from the input shape %lld", d,
                            (long long)mask->shape[d], (long long)in->shape[d]);
+  ndf_status s = ndf__check_array(ctx, name, "mask", mask, NULL);
+  if (s != NDF_OK) return s;
   if (ndf_array_size(in) > 0 && !mask->data) return ndf__argerror(ctx, name, "mask", "NULL data");
+  /* The mask is read while the output is written. */
+  if (ndf__arrays_overlap(mask, out)) return ndf__argerror(ctx, name, "mask", "overlaps the output");
   return NDF_OK;
 }
 
@@ -535,7 +545,7 @@ static ndf_status binary(ndf_ctx *ctx, const char *name, binary_kind kind, const
   ndf_status s = check_io(ctx, name, in, out, opt->batch_dims, 0);
   if (s != NDF_OK) return s;
   const int nsp = in->ndim - opt->batch_dims;
-  if (kind != B_FILL_HOLES && (s = check_mask(ctx, name, opt->mask, in)) != NDF_OK) return s;
+  if (kind != B_FILL_HOLES && (s = check_mask(ctx, name, opt->mask, in, out)) != NDF_OK) return s;
   int border = opt->border_value;
   if (kind == B_FILL_HOLES) border = 1;
   else if (border != 0 && border != 1) return ndf__argerror(ctx, name, "border_value", "%d must be 0 or 1", border);
@@ -698,10 +708,19 @@ ndf_status ndf_iterate_structure_shape(const ndf_array *st, int iterations, int6
   if (!st || !shape) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument '%s' (NULL)", name, !st ? "structure" : "shape");
   if (st->ndim < 1 || st->ndim > NDF_MAX_SPATIAL)
     return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'structure' (rank %d is not in 1..%d)", name, st->ndim, NDF_MAX_SPATIAL);
+  if (ndf__check_array(NULL, name, "structure", st, NULL) != NDF_OK) return NDF_EINVAL;
   int ni = iterations < 2 ? 0 : iterations - 1;
+  int64_t n = 1;
   for (int d = 0; d < st->ndim; d++) {
     if (st->shape[d] < 1) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'structure' (shape[%d] is empty)", name, d);
-    shape[d] = st->shape[d] + (int64_t)ni * (st->shape[d] - 1);
+    int64_t grow;
+    if (!ndf__mul(ni, st->shape[d] - 1, &grow) || __builtin_add_overflow(st->shape[d], grow, &shape[d]) ||
+        !ndf__mul(n, shape[d], &n) || n > NDF_MAX_STRUCTURE_ELEMENTS)
+      return ndf__error(NULL, NDF_EINVAL,
+                        "%s: bad argument 'iterations' (%d iterations of a structure of shape %s give more than "
+                        "NDF_MAX_STRUCTURE_ELEMENTS = %lld elements)", name, iterations,
+                        ndf__shape_str(st->ndim, st->shape, (char[NDF_MAX_NDIM * 21 + 4]){0}, NDF_MAX_NDIM * 21 + 4),
+                        (long long)NDF_MAX_STRUCTURE_ELEMENTS);
   }
   return NDF_OK;
 }
@@ -733,8 +752,17 @@ ndf_status ndf_iterate_structure(const ndf_array *st, int iterations, ndf_array 
   if ((s = ndf_ctx_create(&ctx, &co)) != NDF_OK) return s;
   uint8_t *sb = NULL, *res = NULL, *tmp = NULL;
   if ((s = binarize(ctx, st, &sb)) != NDF_OK) goto done;
-  int64_t n = 1;
-  for (int d = 0; d < st->ndim; d++) n *= shape[d];
+  int64_t n = 1, taps = 0, work;
+  for (int d = 0; d < st->ndim; d++) n *= shape[d]; /* at most NDF_MAX_STRUCTURE_ELEMENTS */
+  for (int64_t i = 0; i < ndf_array_size(st); i++) taps += sb[i];
+  /* iterations - 1 dilation steps over the whole result */
+  if (!ndf__mul(iterations < 2 ? 0 : iterations - 1, taps, &work) || !ndf__mul(work, n, &work) ||
+      work > NDF_MAX_STRUCTURE_WORK) {
+    s = ndf__argerror(ctx, name, "iterations", "%d iterations of a structure of %lld true elements over %lld "
+                      "elements take more than NDF_MAX_STRUCTURE_WORK = %lld steps", iterations, (long long)taps,
+                      (long long)n, (long long)NDF_MAX_STRUCTURE_WORK);
+    goto done;
+  }
   res = calloc((size_t)n, 1);
   tmp = malloc((size_t)n);
   if (!res || !tmp) { s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name); goto done; }

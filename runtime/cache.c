@@ -61,11 +61,28 @@ static int write_all(int fd, const void *buf, size_t n) {
   return 0;
 }
 
+int ndf__cache_open(const char *path, int *not_regular) {
+  /* O_NONBLOCK: opening a FIFO would wait for a writer. */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  *not_regular = 0;
+  if (fd < 0) return -1;
+  int fl = fcntl(fd, F_GETFL);
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+    *not_regular = 1;
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 /* Reads and validates an entry file.  Returns 0 and fills key/payload
- * (malloc'd), 1 when the file is not there, -1 when it is invalid. */
+ * (malloc'd), 1 when the file is not there, -1 when it is invalid (not a
+ * regular file included). */
 static int read_entry(const char *path, char **key, size_t *klen, void **payload, size_t *plen) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 1;
+  int odd;
+  int fd = ndf__cache_open(path, &odd);
+  if (fd < 0) return odd ? -1 : 1;
   struct stat st;
   unsigned char h[HEADER];
   int rc = -1;
@@ -128,13 +145,18 @@ void ndf__cache_remove(ndf_ctx *ctx, const char *key) {
   if (unlink(path) == 0) count_reject(ctx);
 }
 
+_Thread_local int ndf__cache_store_errno;
+
 void ndf__cache_store(ndf_ctx *ctx, const char *key, const void *payload, size_t len) {
   if (ctx->cache_disabled || !ctx->cache_dir[0]) return;
   char path[4200], tmp[4300];
   entry_path(ctx, key, path, sizeof path);
   snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path);
   int fd = mkstemp(tmp);
-  if (fd < 0) return;
+  if (fd < 0) {
+    ndf__cache_store_errno = errno ? errno : EIO;
+    return;
+  }
   size_t klen = strlen(key);
   unsigned char h[HEADER];
   memcpy(h, MAGIC, 8);
@@ -145,7 +167,10 @@ void ndf__cache_store(ndf_ctx *ctx, const char *key, const void *payload, size_t
   int ok = fchmod(fd, 0644) == 0 && write_all(fd, h, HEADER) == 0 && write_all(fd, key, klen) == 0 &&
            write_all(fd, payload, len) == 0 && fsync(fd) == 0;
   ok = (close(fd) == 0) && ok;
-  if (!ok || rename(tmp, path) != 0) unlink(tmp);
+  if (!ok || rename(tmp, path) != 0) {
+    ndf__cache_store_errno = errno ? errno : EIO;
+    unlink(tmp);
+  }
 }
 
 static int is_entry(const char *name) {

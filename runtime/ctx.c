@@ -50,11 +50,19 @@ ndf_status ndf__ctx_bind(ndf_ctx *ctx) {
   return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, "cuCtxSetCurrent", r);
 }
 
-/* mkdir -p, best effort; returns 0 when path exists as a directory afterwards. */
+/* The longest cache directory path: an entry's temporary name
+ * ("/<16 hex>.ndfk.tmp.XXXXXX") must still fit in PATH_MAX (4096). */
+#define CACHE_DIR_MAX 4055
+
+/* mkdir -p; returns 0 when path exists as a directory afterwards, else
+ * -1 with errno saying why (ENOTDIR: it, or a parent, is not a directory). */
 static int mkdirs(const char *path) {
   char buf[4096];
   size_t n = strlen(path);
-  if (n == 0 || n >= sizeof buf) return -1;
+  if (n == 0 || n >= sizeof buf) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
   memcpy(buf, path, n + 1);
   for (size_t i = 1; i < n; i++) {
     if (buf[i] == '/') {
@@ -63,9 +71,16 @@ static int mkdirs(const char *path) {
       buf[i] = '/';
     }
   }
-  if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
+  int e = mkdir(buf, 0755) != 0 ? errno : 0;
   struct stat st;
-  return (stat(buf, &st) == 0 && S_ISDIR(st.st_mode)) ? 0 : -1;
+  if (stat(buf, &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return 0;
+    e = ENOTDIR;
+  } else if (!e || e == EEXIST) {
+    e = errno;
+  }
+  errno = e;
+  return -1;
 }
 
 static void pick_cache_dir(ndf_ctx *ctx) {
@@ -74,25 +89,41 @@ static void pick_cache_dir(ndf_ctx *ctx) {
     ctx->cache_disabled = 1;
     return;
   }
-  const char *d = ctx->opt.cache_dir, *env;
-  if (d && *d) {
-    snprintf(ctx->cache_dir, sizeof ctx->cache_dir, "%s", d);
-  } else if ((env = getenv("NDF_CACHE_DIR")) && *env) {
-    snprintf(ctx->cache_dir, sizeof ctx->cache_dir, "%s", env);
-  } else if ((env = getenv("XDG_CACHE_HOME")) && *env) {
-    snprintf(ctx->cache_dir, sizeof ctx->cache_dir, "%s/ndforge", env);
-  } else if ((env = getenv("HOME")) && *env) {
-    snprintf(ctx->cache_dir, sizeof ctx->cache_dir, "%s/.cache/ndforge", env);
-  } else {
-    ctx->cache_disabled = 1;
-    return;
+  const char *d = ctx->opt.cache_dir, *env, *from = "ndf_ctx_options.cache_dir", *tail = "";
+  if (!d || !*d) {
+    if ((env = getenv("NDF_CACHE_DIR")) && *env) {
+      d = env, from = "NDF_CACHE_DIR";
+    } else if ((env = getenv("XDG_CACHE_HOME")) && *env) {
+      d = env, from = "XDG_CACHE_HOME", tail = "/ndforge";
+    } else if ((env = getenv("HOME")) && *env) {
+      d = env, from = "HOME", tail = "/.cache/ndforge";
+    } else {
+      ctx->cache_disabled = 1;
+      snprintf(ctx->cache_problem, sizeof ctx->cache_problem,
+               "no cache directory: none of NDF_CACHE_DIR, XDG_CACHE_HOME and HOME is set");
+      return;
+    }
   }
-  if (mkdirs(ctx->cache_dir) != 0) {
-    /* An unusable cache directory slows the first calls; it is not an error. */
-    ctx->cache_dir[0] = '\0';
-    ctx->cache_disabled = 1;
-  }
+  /* An unusable cache directory slows the first calls; it is not an error,
+   * but the context says why (ndf_ctx_cache_problem).  A path too long is
+   * not cut short: that would be another directory. */
+  int e = 0;
+  if (strlen(d) + strlen(tail) > CACHE_DIR_MAX) e = ENAMETOOLONG;
+  else snprintf(ctx->cache_dir, sizeof ctx->cache_dir, "%s%s", d, tail);
+  if (!e && mkdirs(ctx->cache_dir) != 0) e = errno;
+  if (!e) return;
+  if (e == ENAMETOOLONG)
+    snprintf(ctx->cache_problem, sizeof ctx->cache_problem,
+             "the cache directory from %s is %zu bytes long, more than the %d a cache directory may have", from,
+             strlen(d) + strlen(tail), CACHE_DIR_MAX);
+  else
+    snprintf(ctx->cache_problem, sizeof ctx->cache_problem, "the cache directory '%.*s' (from %s) is unusable: %s",
+             256, ctx->cache_dir, from, e == ENOTDIR ? "it, or a directory above it, is not a directory" : strerror(e));
+  ctx->cache_dir[0] = '\0';
+  ctx->cache_disabled = 1;
 }
+
+const char *ndf_ctx_cache_problem(const ndf_ctx *ctx) { return ctx ? ctx->cache_problem : ""; }
 
 /* The context's own stream-ordered memory pool for scratch (pool.c), which
  * keeps what it has reserved until the context is destroyed: the default
@@ -166,6 +197,12 @@ ndf_status ndf_ctx_create(ndf_ctx **out, const ndf_ctx_options *opt) {
   if ((unsigned)ctx->opt.backend > NDF_BACKEND_CUDA) {
     free(ctx);
     return ndf__error(NULL, NDF_EINVAL, "ndf_ctx_create: bad argument 'backend' (%d)", (int)opt->backend);
+  }
+  if (ctx->opt.cpu_threads < 0 || ctx->opt.cpu_threads > NDF_MAX_CPU_THREADS) {
+    int n = ctx->opt.cpu_threads;
+    free(ctx);
+    return ndf__error(NULL, NDF_EINVAL, "ndf_ctx_create: bad argument 'cpu_threads' (%d is not in 0..%d, "
+                      "NDF_MAX_CPU_THREADS)", n, NDF_MAX_CPU_THREADS);
   }
   pthread_mutex_init(&ctx->lock, NULL);
   pick_cache_dir(ctx);

@@ -86,6 +86,8 @@ static const char *dname(ndf_dtype t) { return ndf_dtype_name(t) ? ndf_dtype_nam
 
 static ndf_status check_output(ndf_ctx *ctx, const char *name, const char *arg, const ndf_array *in,
                                const ndf_array *out) {
+  ndf_status s = ndf__check_array(ctx, name, arg, out, NULL);
+  if (s != NDF_OK) return s;
   if (out->device != in->device || out->device_id != in->device_id)
     return ndf__argerror(ctx, name, arg, "lives on another device than the input");
   if (ndf_array_size(in) == 0) return NDF_OK;
@@ -165,6 +167,7 @@ static ndf_status check_call(ndf_ctx *ctx, dist_op op, const char *name, const n
       if (st->shape[d] != 3)
         return ndf__argerror(ctx, name, "metric_structure", "shape[%d]=%lld; metric sizes must be equal to 3", d,
                              (long long)st->shape[d]);
+    if ((cs = ndf__check_array(ctx, name, "metric_structure", st, NULL)) != NDF_OK) return cs;
     if (!st->data) return ndf__argerror(ctx, name, "metric_structure", "NULL data");
   }
 

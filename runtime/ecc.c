@@ -81,6 +81,11 @@ ndf_status ndf__ecc_check_thresholds(ndf_ctx *ctx, const char *name, const ndf_a
       return ndf__argerror(ctx, name, "values", "dtype %s; thresholds are float64 or float32", dname(v->dtype));
     if (v->ndim != 1) return ndf__argerror(ctx, name, "values", "rank %d; thresholds are a 1-D array", v->ndim);
     if (v->shape[0] < 1) return ndf__argerror(ctx, name, "values", "no thresholds (shape[0]=%lld)", (long long)v->shape[0]);
+    ndf_status s = ndf__check_array(ctx, name, "values", v, NULL);
+    if (s != NDF_OK) return s;
+    if (v->shape[0] > NDF_MAX_THRESHOLDS)
+      return ndf__argerror(ctx, name, "values", "%lld thresholds are more than NDF_MAX_THRESHOLDS = 2^30",
+                           (long long)v->shape[0]);
     if (!v->data) return ndf__argerror(ctx, name, "values", "NULL data");
     for (int64_t k = 0; k < v->shape[0]; k++)
       if (isnan(ndf__ecc_value_at(v, k * v->strides[0])))
@@ -92,8 +97,8 @@ ndf_status ndf__ecc_check_thresholds(ndf_ctx *ctx, const char *name, const ndf_a
   if (nthresholds < 2)
     return ndf__argerror(ctx, name, "nthresholds", "%lld; evenly spaced thresholds need at least 2 (give values for one)",
                          (long long)nthresholds);
-  if (nthresholds > (int64_t)1 << 30)
-    return ndf__argerror(ctx, name, "nthresholds", "%lld is more than 2^30", (long long)nthresholds);
+  if (nthresholds > NDF_MAX_THRESHOLDS)
+    return ndf__argerror(ctx, name, "nthresholds", "%lld is more than NDF_MAX_THRESHOLDS = 2^30", (long long)nthresholds);
   if (has_range && (!isfinite(range_lo) || !isfinite(range_hi) || !(range_lo <= range_hi)))
     return ndf__argerror(ctx, name, "range", "[%g, %g] must be finite with lo <= hi", range_lo, range_hi);
   *T = nthresholds;
@@ -144,6 +149,7 @@ static ndf_status check_call(ndf_ctx *ctx, const char *name, const ndf_array *in
         return ndf__argerror(ctx, name, "output", "shape[%d]=%lld; expected %lld (batch axes, then %lld thresholds)", d,
                              (long long)out->shape[d], (long long)want, (long long)c->T);
     }
+    if ((cs = ndf__check_array(ctx, name, "output", out, NULL)) != NDF_OK) return cs;
     if (out->device != in->device || out->device_id != in->device_id)
       return ndf__argerror(ctx, name, "output", "lives on another device than the input");
   }
@@ -420,16 +426,34 @@ static int cmp_tsort(const void *a, const void *b) {
   return x->t < y->t ? -1 : x->t > y->t ? 1 : (x->k > y->k) - (x->k < y->k);
 }
 
+/* The threads of ecc_cpu: small calls run on one thread (a parallel region
+ * costs more than they do); *by_image: threads take whole images. */
+static int ecc_cpu_threads(ndf_ctx *ctx, const ecc_call *c, int *by_image) {
+  const int64_t nimg = c->nimg, nrows = c->npix ? c->npix / c->sshape[c->nsp - 1] : 0;
+  const int nth = c->npix * nimg < 4096 ? 1 : ndf__cpu_threads(ctx);
+  *by_image = nimg >= nth || nrows < 4 * nth;
+  return *by_image && nimg < nth ? (int)nimg : nth;
+}
+
+/* The host memory ecc_cpu and its caller take (thresholds, their sort, the
+ * per-thread lines and histograms), checked before any of it is allocated. */
+static ndf_status ecc_cpu_memory(ndf_ctx *ctx, const ecc_call *c) {
+  int by_image;
+  const int64_t nt = ecc_cpu_threads(ctx, c, &by_image), W = c->sshape[c->nsp - 1] + 2, T = c->T;
+  /* T is at most NDF_MAX_THRESHOLDS and W an extent of a checked array: no overflow */
+  const int64_t bytes = T * (int64_t)(sizeof(tsort) + 3 * sizeof(double)) +
+                        nt * ((c->nsp == 2 ? 3 : 9) * W + T + 1) * (int64_t)sizeof(double);
+  return ndf__check_host_memory(ctx, c->name, "the thresholds, their sort and the histograms", bytes);
+}
+
 static ndf_status ecc_cpu(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in, ndf_array *out, int construction,
                           const double *t, int uniform) {
   const int64_t T = c->T, nimg = c->nimg;
   const int nsp = c->nsp;
   const int64_t W = c->sshape[nsp - 1] + 2, nrows = c->npix ? c->npix / c->sshape[nsp - 1] : 0;
   const int nlines = nsp == 2 ? 3 : 9;
-  /* small calls run on one thread: a parallel region costs more than they do */
-  const int nth = c->npix * nimg < 4096 ? 1 : ndf__cpu_threads(ctx);
-  const int by_image = nimg >= nth || nrows < 4 * nth;
-  const int nt = by_image && nimg < nth ? (int)nimg : nth;
+  int by_image;
+  const int nt = ecc_cpu_threads(ctx, c, &by_image);
   tsort *srt = malloc((size_t)T * sizeof *srt);
   double *ts = malloc((size_t)T * sizeof *ts);
   int64_t *chi = malloc((size_t)T * sizeof *chi);
@@ -544,6 +568,7 @@ ndf_status ndf_euler_characteristic_curve(ndf_ctx *ctx, const ndf_array *input, 
   ndf_status s = check_call(ctx, name, input, output, opt, &c);
   if (s != NDF_OK) return s;
   if (ndf_array_size(output) == 0) return NDF_OK;
+  if (input->device == NDF_DEVICE_CPU && (s = ecc_cpu_memory(ctx, &c)) != NDF_OK) return s;
   double *t = malloc((size_t)c.T * sizeof *t);
   if (!t) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", name);
   if (input->device == NDF_DEVICE_CUDA && ndf_array_size(input) > 0 && ndf__ecc_new_path()) {
@@ -631,8 +656,11 @@ static ndf_status check_soft(ndf_ctx *ctx, const char *name, const ndf_array *in
       return ndf__argerror(ctx, name, arg, "shape[%d]=%lld; expected %lld (batch axes, then %lld thresholds)", d,
                            (long long)arr->shape[d], (long long)want, (long long)c->T);
   }
+  if ((s = ndf__check_array(ctx, name, arg, arr, NULL)) != NDF_OK) return s;
   if (arr->device != in->device || arr->device_id != in->device_id || (ndf_array_size(arr) > 0 && !arr->data))
     return ndf__argerror(ctx, name, arg, "must be an array with data on the input's device");
+  if (gin && (s = ndf__check_array(ctx, name, "grad_input", gin, NULL)) != NDF_OK) return s;
+  if (gthr && (s = ndf__check_array(ctx, name, "grad_thresholds", gthr, NULL)) != NDF_OK) return s;
   if (gin) {
     if (gin->dtype != in->dtype) return ndf__argerror(ctx, name, "grad_input", "dtype %s differs from the input's", dname(gin->dtype));
     if (gin->ndim != in->ndim) return ndf__argerror(ctx, name, "grad_input", "rank differs from the input's");

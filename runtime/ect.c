@@ -95,6 +95,7 @@ static ndf_status check_common(ndf_ctx *ctx, const char *name, const ndf_array *
     return ndf__argerror(ctx, name, "directions", "must have shape (m, %d) for %d spatial axes", c->nsp, c->nsp);
   if (dirs->shape[0] < 1) return ndf__argerror(ctx, name, "directions", "no directions (shape[0]=%lld)",
                                                (long long)dirs->shape[0]);
+  if ((cs = ndf__check_array(ctx, name, "directions", dirs, NULL)) != NDF_OK) return cs;
   if (!dirs->data) return ndf__argerror(ctx, name, "directions", "NULL data");
   c->m = dirs->shape[0];
   for (int64_t j = 0; j < c->m; j++)
@@ -122,7 +123,7 @@ static ndf_status check_curve_array(ndf_ctx *ctx, const ect_call *c, const ndf_a
       return ndf__argerror(ctx, c->name, arg, "shape[%d]=%lld; expected %lld (batch axes, %lld directions, %lld thresholds)",
                            d, (long long)a->shape[d], (long long)want, (long long)c->m, (long long)c->T);
   }
-  return NDF_OK;
+  return ndf__check_array(ctx, c->name, arg, a, NULL);
 }
 
 static ndf_status check_exact(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *dirs,
@@ -507,13 +508,22 @@ static int pick_threads(ndf_ctx *ctx, const ect_call *c) {
   return nth;
 }
 
+/* The host memory ect_cpu and its caller take (thresholds, their sort, the
+ * per-thread passes and histograms), checked before any of it is allocated. */
+static ndf_status ect_cpu_memory(ndf_ctx *ctx, const ect_call *c) {
+  const int64_t nt = pick_threads(ctx, c), T = c->T;
+  /* T is at most NDF_MAX_THRESHOLDS and the passes a few lines of a checked array: no overflow */
+  const int64_t bytes = T * (int64_t)(sizeof(tsort) + 2 * sizeof(double)) + nt * ((int64_t)pass_bytes(c) + (T + 1) * 8);
+  return ndf__check_host_memory(ctx, c->name, "the thresholds, their sort and the histograms", bytes);
+}
+
 static ndf_status ect_cpu(ndf_ctx *ctx, const ect_call *c, const ndf_array *in, const ndf_array *dirs, ndf_array *out,
                           const double **coord, const double *t) {
   const int64_t T = c->T, pairs = c->nimg * c->m;
   const int nt = pick_threads(ctx, c);
+  const size_t lb = pass_bytes(c);
   tsort *srt = malloc((size_t)T * sizeof *srt);
   double *ts = malloc((size_t)T * sizeof *ts);
-  const size_t lb = pass_bytes(c);
   void **bufs = ndf__thread_buffers(nt, lb + (size_t)(T + 1) * sizeof(double));
   ndf_status s = NDF_OK;
   ect_pat pat[27];
@@ -594,6 +604,7 @@ ndf_status ndf_euler_characteristic_transform(ndf_ctx *ctx, const ndf_array *inp
   if (s != NDF_OK) return s;
   if ((s = check_values(ctx, &c, input)) != NDF_OK) return s;
   if (ndf_array_size(output) == 0) return NDF_OK;
+  if (input->device == NDF_DEVICE_CPU && (s = ect_cpu_memory(ctx, &c)) != NDF_OK) return s;
   const double *coord[3];
   double *cbuf = alloc_coords(&c, coord);
   double *t = malloc((size_t)c.T * sizeof *t);
@@ -641,6 +652,7 @@ static ndf_status check_soft(ndf_ctx *ctx, const char *name, const ndf_array *in
   if (!thr) return ndf__argerror(ctx, name, "thresholds", "NULL");
   if (thr->dtype != NDF_FLOAT64 || thr->ndim != 1 || thr->device != NDF_DEVICE_CPU || thr->shape[0] < 1 || !thr->data)
     return ndf__argerror(ctx, name, "thresholds", "must be a non-empty host float64 1-D array");
+  if ((s = ndf__check_array(ctx, name, "thresholds", thr, NULL)) != NDF_OK) return s;
   c->T = thr->shape[0];
   for (int64_t k = 0; k < c->T; k++)
     if (!isfinite(ndf__ecc_value_at(thr, k * thr->strides[0])))
@@ -656,6 +668,9 @@ static ndf_status check_soft(ndf_ctx *ctx, const char *name, const ndf_array *in
   if (ndf_array_size(arr) > 0 && (!ndf__layout_is_proper(arr) || ndf__arrays_overlap(arr, in) ||
                                   (!dev && ndf__arrays_overlap(arr, dirs))))
     return ndf__argerror(ctx, name, arg, "overlaps itself, the input or the directions");
+  if (gin && (s = ndf__check_array(ctx, name, "grad_input", gin, NULL)) != NDF_OK) return s;
+  if (gdir && (s = ndf__check_array(ctx, name, "grad_directions", gdir, NULL)) != NDF_OK) return s;
+  if (gthr && (s = ndf__check_array(ctx, name, "grad_thresholds", gthr, NULL)) != NDF_OK) return s;
   if (gin) {
     if (gin->dtype != NDF_FLOAT32 && gin->dtype != NDF_FLOAT64)
       return ndf__argerror(ctx, name, "grad_input", "dtype %s; must be float32 or float64", dname(gin->dtype));

@@ -82,6 +82,8 @@ static ndf_status check_element(ndf_ctx *ctx, const char *name, const char *arg,
   for (int d = 0; d < a->ndim; d++)
     if (a->shape[d] < 1)
       return ndf__argerror(ctx, name, arg, "shape[%d]=%lld is empty", d, (long long)a->shape[d]);
+  ndf_status s = ndf__check_array(ctx, name, arg, a, NULL);
+  if (s != NDF_OK) return s;
   if (!a->data) return ndf__argerror(ctx, name, arg, "NULL data");
   return NDF_OK;
 }
@@ -356,20 +358,24 @@ ndf_status ndf__grey_prepare(ndf_ctx *ctx, const char *name, ndf__minmax op, ndf
   return s;
 }
 
-/* Byte extent [lo, hi) an array touches. */
+/* Byte extent [lo, hi) a non-empty array touches; the whole address space
+ * when it cannot be computed (a span ndf__check_array refuses). */
 static void extent(const ndf_array *a, intptr_t *lo, intptr_t *hi) {
   intptr_t base = (intptr_t)a->data, l = base, h = base;
   intptr_t es = (intptr_t)ndf_dtype_size(a->dtype);
+  int bad = 0;
   for (int d = 0; d < a->ndim; d++) {
-    intptr_t span = (intptr_t)((a->shape[d] - 1) * a->strides[d]) * es;
-    if (span < 0) l += span; else h += span;
+    intptr_t span;
+    bad |= __builtin_mul_overflow(a->shape[d] - 1, a->strides[d], &span) || __builtin_mul_overflow(span, es, &span) ||
+           (span < 0 ? __builtin_add_overflow(l, span, &l) : __builtin_add_overflow(h, span, &h));
   }
-  *lo = l;
-  *hi = h + es;
+  *lo = bad ? INTPTR_MIN : l;
+  *hi = bad || __builtin_add_overflow(h, es, &h) ? INTPTR_MAX : h;
 }
 
 int ndf__arrays_overlap(const ndf_array *a, const ndf_array *b) {
   intptr_t al, ah, bl, bh;
+  if (ndf_array_size(a) <= 0 || ndf_array_size(b) <= 0) return 0;
   extent(a, &al, &ah);
   extent(b, &bl, &bh);
   return al < bh && bl < ah;
@@ -379,14 +385,16 @@ int ndf__arrays_overlap(const ndf_array *a, const ndf_array *b) {
 int ndf__layout_is_proper(const ndf_array *a) {
   int idx[NDF_MAX_NDIM], n = 0;
   for (int d = 0; d < a->ndim; d++) if (a->shape[d] > 1) idx[n++] = d;
+  for (int i = 0; i < n; i++)
+    if (a->strides[idx[i]] == INT64_MIN) return 0;
   for (int i = 1; i < n; i++) /* sort by |stride| */
     for (int j = i; j > 0 && llabs(a->strides[idx[j]]) < llabs(a->strides[idx[j - 1]]); j--) {
       int t = idx[j]; idx[j] = idx[j - 1]; idx[j - 1] = t;
     }
   int64_t need = 1;
   for (int i = 0; i < n; i++) {
-    if (llabs(a->strides[idx[i]]) < need) return 0;
-    need = llabs(a->strides[idx[i]]) * a->shape[idx[i]];
+    int64_t st = a->strides[idx[i]];
+    if (llabs(st) < need || !ndf__mul(llabs(st), a->shape[idx[i]], &need)) return 0;
   }
   return 1;
 }
@@ -396,6 +404,8 @@ ndf_status ndf__check_shape(ndf_ctx *ctx, const char *name, const ndf_array *in,
     return ndf__argerror(ctx, name, "input", "rank %d is not in 1..%d", in->ndim, NDF_MAX_NDIM);
   for (int d = 0; d < in->ndim; d++)
     if (in->shape[d] < 0) return ndf__argerror(ctx, name, "input", "shape[%d]=%lld is negative", d, (long long)in->shape[d]);
+  ndf_status s = ndf__check_array(ctx, name, "input", in, NULL);
+  if (s != NDF_OK) return s;
   if (batch_dims < 0 || batch_dims >= in->ndim)
     return ndf__argerror(ctx, name, "batch_dims", "%d must be in 0..%d for an input of rank %d", batch_dims,
                          in->ndim - 1, in->ndim);
@@ -431,10 +441,12 @@ ndf_status ndf__check_filter_arrays(ndf_ctx *ctx, const char *name, const ndf_ar
       return ndf__argerror(ctx, name, "output", "shape[%d]=%lld differs from the input shape %lld", d,
                            (long long)out->shape[d], (long long)in->shape[d]);
   }
+  ndf_status s = ndf__check_array(ctx, name, "input", in, NULL);
+  if (s == NDF_OK) s = ndf__check_array(ctx, name, "output", out, NULL);
+  if (s != NDF_OK) return s;
   if (in->device != out->device || in->device_id != out->device_id)
     return ndf__argerror(ctx, name, "output", "lives on another device than the input");
-  ndf_status s = ndf__check_device(ctx, name, in);
-  if (s != NDF_OK) return s;
+  if ((s = ndf__check_device(ctx, name, in)) != NDF_OK) return s;
   if (ndf_array_size(in) == 0) return NDF_OK;
   if (!in->data) return ndf__argerror(ctx, name, "input", "NULL data");
   if (!out->data) return ndf__argerror(ctx, name, "output", "NULL data");

@@ -236,7 +236,10 @@ static int omp_threads(void) { return 1; }
 NDF_CPU_TYPES(DEFINE_CPU)
 NDF_CPU_TYPES(DEFINE_VHGW)
 
-int ndf__cpu_threads(const ndf_ctx *ctx) { return nthreads(ctx) ? nthreads(ctx) : omp_threads(); }
+int ndf__cpu_threads(const ndf_ctx *ctx) {
+  int n = nthreads(ctx) ? nthreads(ctx) : omp_threads();
+  return n < NDF_MAX_CPU_THREADS ? n : NDF_MAX_CPU_THREADS;
+}
 
 int ndf__thread_id(void) {
 #ifdef _OPENMP
@@ -253,6 +256,9 @@ void ndf__thread_buffers_free(void **b, int nth) {
 }
 
 void **ndf__thread_buffers(int nth, size_t bytes) {
+  int64_t total;
+  if (bytes > (size_t)INT64_MAX || !ndf__mul(nth > 0 ? nth : 1, (int64_t)bytes, &total) || total > ndf__host_memory())
+    return NULL; /* more than the host has: fail now rather than when the pages are touched */
   void **b = calloc((size_t)(nth > 0 ? nth : 1), sizeof *b);
   if (!b) return NULL;
   for (int i = 0; i < nth; i++)

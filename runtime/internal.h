@@ -25,6 +25,31 @@ ndf_status ndf__argerror(ndf_ctx *ctx, const char *op, const char *arg, const ch
     __attribute__((format(printf, 4, 5)));
 void ndf__clear_error(ndf_ctx *ctx);
 
+/* ---- array.c: overflow-checked sizes -------------------------------------------- */
+/* *out = a * b for a, b >= 0; returns 0 (out untouched) when a factor is
+ * negative or the product exceeds INT64_MAX. */
+static inline int ndf__mul(int64_t a, int64_t b, int64_t *out) {
+  int64_t p;
+  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &p)) return 0;
+  *out = p;
+  return 1;
+}
+/* The geometry every call requires of an array (not NULL, a known dtype,
+ * rank 0..NDF_MAX_NDIM, extents >= 0 whose non-zero ones multiply within
+ * int64; when it has elements, its bytes and the bytes its strides span at
+ * most NDF_MAX_BYTES), so that every product of its extents, strides and
+ * element size is representable; *count (may be NULL) gets its element
+ * count.  The message names name, arg and the sizes. */
+ndf_status ndf__check_array(ndf_ctx *ctx, const char *name, const char *arg, const ndf_array *a, int64_t *count);
+/* The host's physical memory in bytes (INT64_MAX when unknown). */
+int64_t ndf__host_memory(void);
+/* NDF_OK when bytes (>= 0; a negative value stands for an overflowed sum) of
+ * host scratch fit in the host's memory, else NDF_ENOMEM naming name, what
+ * and the sizes: work whose memory cannot exist fails before it allocates. */
+ndf_status ndf__check_host_memory(ndf_ctx *ctx, const char *name, const char *what, int64_t bytes);
+/* "4x5x6" ("()" for rank 0) into buf, for messages. */
+const char *ndf__shape_str(int ndim, const int64_t *shape, char *buf, size_t cap);
+
 /* ---- hash.c ------------------------------------------------------------------ */
 uint64_t ndf__hash_fnv1a64(const void *data, size_t n, uint64_t seed);
 #define NDF__FNV_SEED 0xcbf29ce484222325ULL
@@ -47,6 +72,7 @@ struct ndf_ctx {
   char errmsg[NDF__ERRMSG_MAX];
   char cache_dir[4096]; /* "" when the disk cache is off */
   int cache_disabled;
+  char cache_problem[512]; /* why the disk cache is off, when it was not asked to be ("" else) */
   /* CUDA state (valid when has_cuda) */
   int has_cuda;
   CUdevice dev;
@@ -199,8 +225,15 @@ ndf_status ndf__nvrtc_version(int *major, int *minor);
 /* Loads the payload stored under key; NDF_OK with *payload malloc'd, or NDF_EIO on a miss.
  * A corrupt/truncated/mismatched entry is deleted (stats.disk_rejects++) and reported as a miss. */
 ndf_status ndf__cache_load(ndf_ctx *ctx, const char *key, void **payload, size_t *len);
-/* Stores payload under key (temp file + rename).  Failures are ignored (cache is best effort). */
+/* Stores payload under key (temp file + rename).  Failures leave the cache as
+ * it was (it is best effort) and set the calling thread's
+ * ndf__cache_store_errno, which cache warm clears before a kernel and
+ * reports after it. */
 void ndf__cache_store(ndf_ctx *ctx, const char *key, const void *payload, size_t len);
+extern _Thread_local int ndf__cache_store_errno;
+/* Opens a cache file for reading without waiting on a FIFO: a descriptor,
+ * or -1 with *not_regular set when the path is there but not a regular file. */
+int ndf__cache_open(const char *path, int *not_regular);
 /* Removes the entry for key if present. */
 void ndf__cache_remove(ndf_ctx *ctx, const char *key);
 

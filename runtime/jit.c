@@ -172,8 +172,12 @@ static int id_load(const ndf_ctx *ctx, nvrtc_id *id) {
   if (ctx->cache_disabled || !ctx->cache_dir[0]) return -1;
   char path[4200], text[8192];
   snprintf(path, sizeof path, "%s/nvrtc.id", ctx->cache_dir);
-  FILE *f = fopen(path, "r");
-  if (!f) return -1;
+  int odd, fd = ndf__cache_open(path, &odd);
+  FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
+  if (!f) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
   size_t n = fread(text, 1, sizeof text - 1, f);
   fclose(f);
   text[n] = '\0';
@@ -391,9 +395,14 @@ ndf_status ndf__jit_warm(ndf_ctx *ctx, const char *op, const ndf__kernel_req *re
   char *key = NULL;
   void *payload = NULL;
   size_t len = 0;
+  ndf__cache_store_errno = 0;
   ndf_status s = get_payload(ctx, op, req, arch, &key, &payload, &len, compiled);
   free(key);
   free(payload);
+  /* warming is for the disk cache: a kernel it could not keep is an error */
+  if (s == NDF_OK && *compiled && ndf__cache_store_errno)
+    return ndf__error(ctx, NDF_EIO, "%s: cannot store the compiled kernel in '%s' (%s)", op, ctx->cache_dir,
+                      strerror(ndf__cache_store_errno));
   return s;
 }
 

@@ -383,6 +383,8 @@ static ndf_status check_matrix(ndf_ctx *ctx, const char *op, const char *name, c
       return ndf__argerror(ctx, op, name, "expected shape (%lld,)", (long long)r);
   } else if (m->ndim != 2 || m->shape[0] != r || m->shape[1] != c)
     return ndf__argerror(ctx, op, name, "expected shape (%lld, %lld)", (long long)r, (long long)c);
+  ndf_status s = ndf__check_array(ctx, op, name, m, NULL);
+  if (s != NDF_OK) return s;
   if (!m->data && r > 0) return ndf__argerror(ctx, op, name, "data is NULL");
   (void)write;
   return NDF_OK;
@@ -550,6 +552,8 @@ static ndf_status check_out(ndf_ctx *ctx, const char *name, const ndf_array *x, 
     if (c == 0) return ndf__argerror(ctx, OP_SOLVE, name, "expected shape (%lld,)", (long long)r);
     return ndf__argerror(ctx, OP_SOLVE, name, "expected shape (%lld, %lld)", (long long)r, (long long)c);
   }
+  ndf_status s = ndf__check_array(ctx, OP_SOLVE, name, x, NULL);
+  if (s != NDF_OK) return s;
   if (!x->data) return ndf__argerror(ctx, OP_SOLVE, name, "data is NULL");
   return NDF_OK;
 }

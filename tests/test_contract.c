@@ -908,6 +908,288 @@ static void test_context_and_options(void **state) {
   assert_int_not_equal(ndf_array_alloc(cpu, &a, NDF_DEVICE_CUDA, NDF_INT16, 2, sh), NDF_OK);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Hostile sizes: shapes, strides and derived sizes that overflow            */
+
+/* Checks status and that the message holds every '|'-separated word. */
+static void expect_msg(ndf_status got, ndf_status want, const char *m, const char *words, const char *what) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", words);
+  int ok = got == want;
+  char *save = NULL;
+  for (char *w = strtok_r(buf, "|", &save); w; w = strtok_r(NULL, "|", &save))
+    if (!m || !strstr(m, w)) ok = 0;
+  if (!ok) printf("%s: got %s \"%s\"; want %s naming %s\n", what, ndf_status_name(got), m ? m : "(null)",
+                  ndf_status_name(want), words);
+  assert_int_equal(got, want);
+  assert_true(ok);
+}
+
+static void test_hostile_descriptors(void **state) {
+  ndf_ctx *ctx = *state;
+  ndf_array a;
+  int64_t big2[2] = {(int64_t)1 << 32, (int64_t)1 << 32};
+  expect_msg(ndf_array_init(&a, NULL, NDF_DEVICE_CPU, NDF_FLOAT32, 2, big2), NDF_EINVAL, ndf_last_error(),
+             "ndf_array_init|shape|4294967296x4294967296", "init 2^32 x 2^32");
+  int64_t neg[2] = {3, -2};
+  expect_msg(ndf_array_init(&a, NULL, NDF_DEVICE_CPU, NDF_FLOAT32, 2, neg), NDF_EINVAL, ndf_last_error(),
+             "ndf_array_init|shape[1]=-2", "init negative");
+  /* an empty array may have huge other extents when the non-zero ones multiply within int64 */
+  int64_t empty[3] = {(int64_t)1 << 61, 0, 3};
+  assert_int_equal(ndf_array_init(&a, NULL, NDF_DEVICE_CPU, NDF_UINT8, 3, empty), NDF_OK);
+  assert_int_equal(ndf_array_size(&a), 0);
+  int64_t empty2[3] = {(int64_t)1 << 40, 0, (int64_t)1 << 40};
+  assert_int_equal(ndf_array_init(&a, NULL, NDF_DEVICE_CPU, NDF_UINT8, 3, empty2), NDF_EINVAL);
+  /* ndf_array_size of a descriptor built by hand: -1 when the product overflows or an extent is negative */
+  memset(&a, 0, sizeof a);
+  a.dtype = NDF_FLOAT32;
+  a.ndim = 2;
+  a.shape[0] = a.shape[1] = (int64_t)1 << 32;
+  assert_int_equal(ndf_array_size(&a), -1);
+  a.shape[1] = -1;
+  assert_int_equal(ndf_array_size(&a), -1);
+  a.ndim = NDF_MAX_NDIM + 1;
+  assert_int_equal(ndf_array_size(&a), -1);
+  assert_int_equal(ndf_array_size(NULL), 0);
+  /* the checked arithmetic */
+  int64_t r = 7;
+  assert_int_equal(ndf_size_mul((int64_t)1 << 62, 2, &r), 0);
+  assert_int_equal(r, 7);
+  assert_int_equal(ndf_size_mul(-1, 2, &r), 0);
+  assert_int_equal(ndf_size_mul((int64_t)1 << 31, (int64_t)1 << 31, &r), 1);
+  assert_int_equal(r, (int64_t)1 << 62);
+  int64_t bytes = -1, one[1] = {(int64_t)1 << 61};
+  expect_msg(ndf_shape_bytes(NDF_FLOAT64, 1, one, &bytes), NDF_EINVAL, ndf_last_error(), "NDF_MAX_BYTES",
+             "shape_bytes 2^61 f64");
+  int64_t ok3[3] = {4, 5, 6};
+  assert_int_equal(ndf_shape_bytes(NDF_FLOAT64, 3, ok3, &bytes), NDF_OK);
+  assert_int_equal(bytes, 960);
+  assert_int_equal(ndf_shape_bytes(NDF_FLOAT64, 3, empty, &bytes), NDF_OK);
+  assert_int_equal(bytes, 0);
+  /* allocation of 2^61 float64: refused before malloc, not a 1-byte buffer */
+  memset(&a, 0, sizeof a);
+  expect_msg(ndf_array_alloc(ctx, &a, NDF_DEVICE_CPU, NDF_FLOAT64, 1, one), NDF_EINVAL, ndf_errmsg(ctx),
+             "ndf_array_alloc|NDF_MAX_BYTES", "alloc 2^61 f64");
+  assert_null(a.data);
+  expect_msg(ndf_array_alloc(ctx, &a, NDF_DEVICE_CPU, NDF_FLOAT32, 2, big2), NDF_EINVAL, ndf_errmsg(ctx),
+             "ndf_array_alloc|shape", "alloc 2^32 x 2^32");
+  assert_null(a.data);
+}
+
+static void test_hostile_copy(void **state) {
+  ndf_ctx *ctx = *state;
+  int64_t sh[1] = {16};
+  ndf_array a, b;
+  assert_int_equal(ndf_array_alloc(ctx, &a, NDF_DEVICE_CPU, NDF_FLOAT32, 1, sh), NDF_OK);
+  assert_int_equal(ndf_array_alloc(ctx, &b, NDF_DEVICE_CPU, NDF_FLOAT32, 1, sh), NDF_OK);
+  for (int i = 0; i < 16; i++) ((float *)a.data)[i] = (float)i;
+  tu_poison(b.data, 64);
+  ndf_array src = a, dst = b;
+  src.shape[0] = dst.shape[0] = -16; /* a negative shape copies nothing */
+  expect_msg(ndf_array_copy(ctx, &dst, &src), NDF_EINVAL, ndf_errmsg(ctx), "ndf_array_copy|src|negative",
+             "copy negative shape");
+  src = a;
+  dst = b;
+  src.strides[0] = INT64_MIN;
+  expect_msg(ndf_array_copy(ctx, &dst, &src), NDF_EINVAL, ndf_errmsg(ctx), "ndf_array_copy|src|stride",
+             "copy INT64_MIN stride");
+  src = a;
+  src.strides[0] = (int64_t)1 << 62;
+  expect_msg(ndf_array_copy(ctx, &dst, &src), NDF_EINVAL, ndf_errmsg(ctx), "ndf_array_copy|src|stride",
+             "copy 2^62 stride");
+  src = a;
+  dst.strides[0] = 0; /* every element onto one */
+  expect_msg(ndf_array_copy(ctx, &dst, &src), NDF_EINVAL, ndf_errmsg(ctx), "ndf_array_copy|dst", "copy onto a broadcast");
+  assert_int_equal(tu_poison_check(b.data, 64), -1);
+  /* overlapping copies: the destination starts inside the source */
+  int64_t sh8[1] = {8};
+  ndf_array lo, hi;
+  assert_int_equal(ndf_array_init(&lo, a.data, NDF_DEVICE_CPU, NDF_FLOAT32, 1, sh8), NDF_OK);
+  assert_int_equal(ndf_array_init(&hi, (float *)a.data + 4, NDF_DEVICE_CPU, NDF_FLOAT32, 1, sh8), NDF_OK);
+  expect_msg(ndf_array_copy(ctx, &hi, &lo), NDF_EINVAL, ndf_errmsg(ctx), "ndf_array_copy|overlaps", "copy overlap");
+  expect_msg(ndf_array_copy(ctx, &lo, &lo), NDF_EINVAL, ndf_errmsg(ctx), "ndf_array_copy|overlaps", "copy onto itself");
+  for (int i = 0; i < 16; i++) assert_true(((float *)a.data)[i] == (float)i);
+  ndf_array_free(ctx, &a);
+  ndf_array_free(ctx, &b);
+}
+
+/* Ops on descriptors whose sizes overflow: refused, nothing written (a
+ * 2^32 x 2^32 input used to wrap to 0 elements and return NDF_OK). */
+static void test_hostile_op_shapes(void **state) {
+  fixture f;
+  fx_init(&f, state, NDF_FLOAT32);
+  ndf_array in = f.in.arr, out = f.out;
+  in.ndim = out.ndim = 2;
+  in.shape[0] = in.shape[1] = out.shape[0] = out.shape[1] = (int64_t)1 << 32;
+  in.strides[0] = out.strides[0] = (int64_t)1 << 32;
+  in.strides[1] = out.strides[1] = 1;
+  expect_reject_io(&f, &in, &out, &f.opt, NDF_EINVAL, "exceeds", "2^32 x 2^32");
+  in = f.in.arr;
+  out = f.out;
+  in.strides[0] = (int64_t)1 << 62;
+  expect_reject_io(&f, &in, &out, &f.opt, NDF_EINVAL, "input", "input stride 2^62");
+  in = f.in.arr;
+  out.strides[2] = INT64_MIN;
+  expect_reject_io(&f, &in, &out, &f.opt, NDF_EINVAL, "output", "output stride INT64_MIN");
+  /* an empty array with a huge other axis is a valid input with an empty output */
+  int64_t empty[3] = {(int64_t)1 << 61, 0, 3};
+  assert_int_equal(ndf_array_init(&in, f.in.base, NDF_DEVICE_CPU, NDF_FLOAT32, 3, empty), NDF_OK);
+  assert_int_equal(ndf_array_init(&out, f.outbuf, NDF_DEVICE_CPU, NDF_FLOAT32, 3, empty), NDF_OK);
+  for (int opi = 0; opi < TU_OP_COUNT; opi++) {
+    tu_poison(f.outbuf, f.outbytes);
+    ndf_status r = call(f.ctx, opi, &in, &out, &f.opt);
+    if (r != NDF_OK) printf("empty (2^61, 0, 3) input (%s): %s\n", tu_op_api_name(opi), ndf_errmsg(f.ctx));
+    assert_int_equal(r, NDF_OK);
+    assert_int_equal(tu_poison_check(f.outbuf, f.outbytes), -1);
+  }
+  fx_free(&f);
+}
+
+static void test_hostile_curves(void **state) {
+  ndf_ctx *ctx = *state;
+  uint8_t one = 0;
+  int64_t ibuf[16];
+  tu_poison(ibuf, sizeof ibuf);
+  /* a (2^61, 0, 3) input: with a batch axis its curves would be 2^61 x T int64 */
+  int64_t ish[3] = {(int64_t)1 << 61, 0, 3};
+  ndf_array in, out, dirs;
+  assert_int_equal(ndf_array_init(&in, &one, NDF_DEVICE_CPU, NDF_UINT8, 3, ish), NDF_OK);
+  int64_t osh[2] = {(int64_t)1 << 61, 2};
+  memset(&out, 0, sizeof out); /* built by hand: ndf_array_init refuses it */
+  out.data = ibuf;
+  out.device = NDF_DEVICE_CPU;
+  out.dtype = NDF_INT64;
+  out.ndim = 2;
+  out.shape[0] = osh[0];
+  out.shape[1] = osh[1];
+  out.strides[0] = 2;
+  out.strides[1] = 1;
+  ndf_ecc_options eo;
+  ndf_ecc_options_init(&eo);
+  eo.batch_dims = 1;
+  eo.nthresholds = 2;
+  eo.has_range = 1;
+  eo.range_lo = 0;
+  eo.range_hi = 1;
+  expect_msg(ndf_euler_characteristic_curve(ctx, &in, &out, &eo), NDF_EINVAL, ndf_errmsg(ctx),
+             "ndf_euler_characteristic_curve|output|NDF_MAX_BYTES", "ecc 2^61 curves");
+  assert_int_equal(tu_poison_check(ibuf, sizeof ibuf), -1);
+  /* without the batch axis: one empty image, whose curve is 0 everywhere */
+  eo.batch_dims = 0;
+  int64_t tsh[1] = {2};
+  assert_int_equal(ndf_array_init(&out, ibuf, NDF_DEVICE_CPU, NDF_INT64, 1, tsh), NDF_OK);
+  assert_int_equal(ndf_euler_characteristic_curve(ctx, &in, &out, &eo), NDF_OK);
+  assert_true(ibuf[0] == 0 && ibuf[1] == 0);
+  /* thresholds beyond the documented maximum */
+  eo.nthresholds = NDF_MAX_THRESHOLDS + 1;
+  expect_msg(ndf_euler_characteristic_curve(ctx, &in, &out, &eo), NDF_EINVAL, ndf_errmsg(ctx),
+             "nthresholds|NDF_MAX_THRESHOLDS", "ecc too many thresholds");
+  /* the transform: (batch, m, T) */
+  double dbuf[3] = {1, 0, 0};
+  int64_t dsh[2] = {1, 3};
+  assert_int_equal(ndf_array_init(&dirs, dbuf, NDF_DEVICE_CPU, NDF_FLOAT64, 2, dsh), NDF_OK);
+  int64_t ish4[4] = {(int64_t)1 << 59, 0, 3, 3};
+  assert_int_equal(ndf_array_init(&in, &one, NDF_DEVICE_CPU, NDF_UINT8, 4, ish4), NDF_OK);
+  memset(&out, 0, sizeof out);
+  out.data = ibuf;
+  out.device = NDF_DEVICE_CPU;
+  out.dtype = NDF_INT64;
+  out.ndim = 3;
+  out.shape[0] = (int64_t)1 << 59;
+  out.shape[1] = 1;
+  out.shape[2] = 2;
+  out.strides[0] = 2;
+  out.strides[1] = 2;
+  out.strides[2] = 1;
+  ndf_ect_options to;
+  ndf_ect_options_init(&to);
+  to.batch_dims = 1;
+  to.nthresholds = 2;
+  tu_poison(ibuf, sizeof ibuf);
+  expect_msg(ndf_euler_characteristic_transform(ctx, &in, &dirs, &out, &to), NDF_EINVAL, ndf_errmsg(ctx),
+             "ndf_euler_characteristic_transform|output", "ect 2^61 transforms");
+  assert_int_equal(tu_poison_check(ibuf, sizeof ibuf), -1);
+}
+
+static void test_hostile_structures(void **state) {
+  (void)state;
+  uint8_t row[1000];
+  memset(row, 1, sizeof row);
+  int64_t sh[2] = {1, 1000}, out_shape[2];
+  ndf_array st;
+  assert_int_equal(ndf_array_init(&st, row, NDF_DEVICE_CPU, NDF_UINT8, 2, sh), NDF_OK);
+  /* 2,000,000 iterations of a 1x1000 element: ~2e9 elements, refused before any allocation */
+  expect_msg(ndf_iterate_structure_shape(&st, 2000000, out_shape), NDF_EINVAL, ndf_last_error(),
+             "iterations|NDF_MAX_STRUCTURE_ELEMENTS", "iterate 1x1000 2e6 times");
+  expect_msg(ndf_iterate_structure_shape(&st, INT32_MAX, out_shape), NDF_EINVAL, ndf_last_error(),
+             "iterations|NDF_MAX_STRUCTURE_ELEMENTS", "iterate INT32_MAX times");
+  /* the result would fit, the dilation steps that build it would not: (1, 2e6+1) elements x 1e6 steps x 3 taps */
+  uint8_t three[3] = {1, 1, 1};
+  int64_t sh3[2] = {1, 3};
+  assert_int_equal(ndf_array_init(&st, three, NDF_DEVICE_CPU, NDF_UINT8, 2, sh3), NDF_OK);
+  assert_int_equal(ndf_iterate_structure_shape(&st, 1000000, out_shape), NDF_OK);
+  assert_int_equal(out_shape[1], 2000001);
+  uint8_t dummy = 0;
+  ndf_array out;
+  memset(&out, 0, sizeof out);
+  out.data = &dummy; /* never written: the call fails first */
+  out.device = NDF_DEVICE_CPU;
+  out.dtype = NDF_UINT8;
+  out.ndim = 2;
+  out.shape[0] = 1;
+  out.shape[1] = out_shape[1];
+  out.strides[0] = out_shape[1];
+  out.strides[1] = 1;
+  expect_msg(ndf_iterate_structure(&st, 1000000, &out, 0, NULL, NULL), NDF_EINVAL, ndf_last_error(),
+             "iterations|NDF_MAX_STRUCTURE_WORK", "iterate work bound");
+  assert_int_equal(dummy, 0);
+}
+
+/* The mask of a binary op is read while the output is written: aliasing refused. */
+static void test_hostile_mask_alias(void **state) {
+  ndf_ctx *ctx = *state;
+  int64_t sh[2] = {6, 7};
+  ndf_array in, out;
+  assert_int_equal(ndf_array_alloc(ctx, &in, NDF_DEVICE_CPU, NDF_UINT8, 2, sh), NDF_OK);
+  assert_int_equal(ndf_array_alloc(ctx, &out, NDF_DEVICE_CPU, NDF_UINT8, 2, sh), NDF_OK);
+  memset(in.data, 1, 42);
+  memset(out.data, 0xA5, 42);
+  ndf_binary_options bo;
+  ndf_binary_options_init(&bo);
+  bo.mask = &out;
+  expect_msg(ndf_binary_erosion(ctx, &in, &out, &bo), NDF_EINVAL, ndf_errmsg(ctx), "ndf_binary_erosion|mask|output",
+             "mask is the output");
+  expect_msg(ndf_binary_propagation(ctx, &in, &out, &bo), NDF_EINVAL, ndf_errmsg(ctx),
+             "ndf_binary_propagation|mask|output", "propagation mask is the output");
+  for (int i = 0; i < 42; i++) assert_int_equal(((uint8_t *)out.data)[i], 0xA5);
+  bo.mask = &in; /* the mask may be the input (both are read) */
+  assert_int_equal(ndf_binary_erosion(ctx, &in, &out, &bo), NDF_OK);
+  ndf_array_free(ctx, &in);
+  ndf_array_free(ctx, &out);
+}
+
+/* cpu_threads beyond the documented maximum: refused at ndf_ctx_create (it used
+ * to overflow the OpenMP runtime's stack on the first op). */
+static void test_hostile_cpu_threads(void **state) {
+  (void)state;
+  ndf_ctx_options o;
+  ndf_ctx_options_init(&o);
+  o.backend = NDF_BACKEND_CPU;
+  o.cache_disable = 1;
+  const int bad[] = {100000, NDF_MAX_CPU_THREADS + 1, -1, INT32_MIN};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ndf_ctx *ctx = (ndf_ctx *)&o; /* not NULL: the call must clear it */
+    o.cpu_threads = bad[i];
+    expect_msg(ndf_ctx_create(&ctx, &o), NDF_EINVAL, ndf_last_error(), "ndf_ctx_create|cpu_threads|NDF_MAX_CPU_THREADS",
+               "cpu_threads");
+    assert_null(ctx);
+  }
+  ndf_ctx *ctx = NULL;
+  o.cpu_threads = 2;
+  assert_int_equal(ndf_ctx_create(&ctx, &o), NDF_OK);
+  ndf_ctx_destroy(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_null_arguments),
@@ -932,6 +1214,13 @@ int main(void) {
       cmocka_unit_test(test_dtype_names),
       cmocka_unit_test(test_array_helpers),
       cmocka_unit_test(test_context_and_options),
+      cmocka_unit_test(test_hostile_descriptors),
+      cmocka_unit_test(test_hostile_copy),
+      cmocka_unit_test(test_hostile_op_shapes),
+      cmocka_unit_test(test_hostile_curves),
+      cmocka_unit_test(test_hostile_structures),
+      cmocka_unit_test(test_hostile_mask_alias),
+      cmocka_unit_test(test_hostile_cpu_threads),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

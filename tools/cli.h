@@ -6,6 +6,8 @@
 #ifndef NDF_CLI_H
 #define NDF_CLI_H
 
+#include "ndforge.h"
+
 /* Prints "ndforge: <message>" as one line on stderr. */
 void errorf(const char *fmt, ...)
 #if defined(__GNUC__)
@@ -16,6 +18,12 @@ void errorf(const char *fmt, ...)
  * 0, or -1 after saying what is wrong. */
 int parse_double_arg(const char *opt, const char *s, double *out);
 int parse_long_arg(const char *opt, const char *s, long lo, long hi, long *out);
+
+/* A C-contiguous host array of that geometry in *a (malloc'ed data): 0, or
+ * -1 after saying (when what names it, e.g. "the output") that its size
+ * overflows (ndf_shape_bytes) or exceeds the host's memory, or that malloc
+ * failed.  The size is checked before anything is allocated. */
+int cli_alloc(const char *what, ndf_array *a, ndf_dtype dtype, int ndim, const int64_t *shape);
 
 /* The subcommands in their own files. */
 int ndf_cli_sinkhorn(int argc, char **argv);

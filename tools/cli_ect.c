@@ -186,7 +186,9 @@ int ndf_cli_ect(int argc, char **argv) {
         char buf[256];
         snprintf(buf, sizeof buf, "%s", val);
         nspacing = 0;
-        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        /* every comma-separated field is a number: "," and "1,,2" are refused */
+        for (char *tok = buf, *next; tok; tok = next) {
+          if ((next = strchr(tok, ','))) *next++ = '\0';
           if (nspacing == 3) {
             errorf("bad value '%s' for --spacing (at most 3 numbers)", val);
             return ECT_EXIT_USAGE;
@@ -263,14 +265,8 @@ int ndf_cli_ect(int argc, char **argv) {
   for (int d = 0; d < ond - 2; d++) osh[d] = in.arr.shape[d];
   osh[ond - 2] = m;
   osh[ond - 1] = T;
-  int64_t nout = 1;
-  for (int d = 0; d < ond; d++) nout *= osh[d];
-  obuf = calloc((size_t)(nout > 0 ? nout : 1), 8);
-  if (!obuf) {
-    errorf("cannot allocate the output: out of memory");
-    goto done;
-  }
-  ndf_array_init(&out, obuf, NDF_DEVICE_CPU, opt.weighted ? NDF_FLOAT64 : NDF_INT64, ond, osh);
+  if (cli_alloc("the output", &out, opt.weighted ? NDF_FLOAT64 : NDF_INT64, ond, osh) != 0) goto done;
+  obuf = out.data;
   ndf_status s;
   if (co.backend == NDF_BACKEND_CUDA) {
     s = ndf_array_alloc(ctx, &din, NDF_DEVICE_CUDA, in.arr.dtype, in.arr.ndim, in.arr.shape);
@@ -287,19 +283,19 @@ int ndf_cli_ect(int argc, char **argv) {
     goto done;
   }
   if (th_out) {
-    thbuf = malloc((size_t)(T > 0 ? T : 1) * sizeof *thbuf);
-    if (!thbuf) {
-      errorf("cannot allocate the thresholds: out of memory");
-      goto done;
-    }
-    ndf_array_init(&th, thbuf, NDF_DEVICE_CPU, NDF_FLOAT64, 1, &T);
+    if (cli_alloc("the thresholds", &th, NDF_FLOAT64, 1, &T) != 0) goto done;
+    thbuf = th.data;
     if (ndf_ect_thresholds(ctx, &in.arr, &dirs, &opt, thbuf, T) != NDF_OK) {
       errorf("%s", ndf_errmsg(ctx));
       goto done;
     }
   }
-  if (ndfio_npy_write(pos[2], &out, err, sizeof err) != NDF_OK ||
-      (th_out && ndfio_npy_write(th_out, &th, err, sizeof err) != NDF_OK)) {
+  ndfio_stage stage; /* the transforms and the thresholds, or neither */
+  ndfio_stage_init(&stage);
+  if (ndfio_stage_write(&stage, pos[2], &out, NULL, err, sizeof err) != NDF_OK ||
+      (th_out && ndfio_stage_write(&stage, th_out, &th, NULL, err, sizeof err) != NDF_OK) ||
+      ndfio_stage_commit(&stage, err, sizeof err) != NDF_OK) {
+    ndfio_stage_abort(&stage);
     errorf("%s", err);
     goto done;
   }

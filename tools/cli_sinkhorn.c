@@ -123,7 +123,7 @@ int ndf_cli_sinkhorn(int argc, char **argv) {
   double eps = NAN, tol = 0.0;
   long max_iter = -1, check_every = 10, p = 2;
   int have_p = 0, euclid = 0, logd = 0, ngrid = 0;
-  int64_t grid[NDF_MAX_SPATIAL];
+  int64_t grid[NDF_MAX_SPATIAL], gbins = 1;
   const char *cost_path = NULL, *device = "cpu";
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i];
@@ -174,6 +174,7 @@ int ndf_cli_sinkhorn(int argc, char **argv) {
       have_p = 1;
     } else if (strcmp(a, "--grid") == 0) {
       ngrid = 0;
+      gbins = 1;
       const char *s = v;
       for (;;) {
         char *end;
@@ -184,6 +185,11 @@ int ndf_cli_sinkhorn(int argc, char **argv) {
           return SK_EXIT_USAGE;
         }
         grid[ngrid++] = x;
+        /* the bins (the product) must be countable */
+        if (!ndf_size_mul(gbins, x, &gbins)) {
+          errorf("--grid: '%s' has more bins than 2^63-1", v);
+          return SK_EXIT_USAGE;
+        }
         if (!*end) break;
         s = end + 1;
       }
@@ -202,6 +208,10 @@ int ndf_cli_sinkhorn(int argc, char **argv) {
   }
   if (npos != 3) {
     errorf("sinkhorn: expected A.npy B.npy OUT.npy (see ndforge sinkhorn --help)");
+    return SK_EXIT_USAGE;
+  }
+  if (!ndfio_format_of(pos[2])) {
+    errorf("sinkhorn: cannot tell the format of the output '%s' (use .npy, .nii or .nii.gz)", pos[2]);
     return SK_EXIT_USAGE;
   }
   if (isnan(eps) || max_iter < 0) {
@@ -246,11 +256,8 @@ int ndf_cli_sinkhorn(int argc, char **argv) {
   o.log_domain = logd;
   o.device = strcmp(device, "cuda") == 0 ? NDF_DEVICE_CUDA : NDF_DEVICE_CPU;
   if (ngrid) {
-    int64_t gd = 1;
-    for (int k = 0; k < ngrid; k++) {
-      o.grid_shape[k] = grid[k];
-      gd *= grid[k];
-    }
+    int64_t gd = gbins; /* the product of grid[], checked when parsed */
+    for (int k = 0; k < ngrid; k++) o.grid_shape[k] = grid[k];
     if (gd != d) {
       errorf("--grid: the grid has %lld bins but the histograms have %lld", (long long)gd, (long long)d);
       goto done;

@@ -35,6 +35,24 @@ ndf_status ndfio_read(const char *path, ndfio_image *img, char *err, size_t errl
 ndf_status ndfio_write(const char *path, const ndf_array *a, const ndfio_image *header_from,
                        char *err, size_t errlen);
 
+/* All or nothing: the outputs of one command, each written to a temporary
+ * file next to its path (ndfio_stage_write, any format ndfio_write takes),
+ * then renamed into place together by ndfio_stage_commit once every one is
+ * written; ndfio_stage_abort (or any failed write, after which the caller
+ * aborts) removes the temporaries and leaves every path untouched.  Two
+ * outputs naming the same path are refused. */
+#define NDFIO_STAGE_MAX 4
+typedef struct ndfio_stage {
+  int n;
+  const char *path[NDFIO_STAGE_MAX];
+  char *tmp[NDFIO_STAGE_MAX];
+} ndfio_stage;
+void ndfio_stage_init(ndfio_stage *st);
+ndf_status ndfio_stage_write(ndfio_stage *st, const char *path, const ndf_array *a, const ndfio_image *header_from,
+                             char *err, size_t errlen);
+ndf_status ndfio_stage_commit(ndfio_stage *st, char *err, size_t errlen);
+void ndfio_stage_abort(ndfio_stage *st);
+
 /* NPY only, in memory-friendly forms used by the tests. */
 ndf_status ndfio_npy_read(const char *path, ndfio_image *img, char *err, size_t errlen);
 ndf_status ndfio_npy_write(const char *path, const ndf_array *a, char *err, size_t errlen);
@@ -94,8 +112,21 @@ size_t ndfio__gather(ndfio__iter *it, void *dst, size_t max_elems);
 int ndfio__write_elems(const ndf_array *a, int64_t nelem, int fortran,
                        int (*put)(const void *buf, size_t bytes, void *ud), void *ud);
 
+/* Opens path for reading without waiting (a FIFO is refused, not waited
+ * on): a descriptor to a regular file (blocking again) with its stat in *st,
+ * or -1 with the reason in err. */
+struct stat;
+int ndfio__open_regular(const char *path, struct stat *st, char *err, size_t errlen);
+
+/* The writers' first half: a's file written to a temporary name next to
+ * path (*tmp, malloc'ed), not yet renamed (see ndfio__tmp_finish). */
+ndf_status ndfio__npy_write_tmp(const char *path, const ndf_array *a, char **tmp, char *err, size_t errlen);
+ndf_status ndfio__nifti_write_tmp(const char *path, const ndf_array *a, const ndfio_image *header_from, char **tmp,
+                                  char *err, size_t errlen);
+
 /* Creates a new, empty temporary file next to path whose name keeps path's
- * extension (".npy", ".nii.gz" ...), e.g. "dir/.out.ndftmp-123-0.nii.gz".
+ * extension (".npy", ".nii.gz" ...), e.g. "dir/.out.ndftmp-123-0.nii.gz",
+ * within the directory's name limit (a long stem is shortened).
  * *tmp (malloc'ed) gets its name and *fd an open descriptor (or pass fd NULL
  * to have it closed).  On failure *tmp is NULL and err names path. */
 ndf_status ndfio__tmp_create(const char *path, char **tmp, int *fd, char *err, size_t errlen);

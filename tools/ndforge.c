@@ -764,6 +764,7 @@ static double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
+/* Bytes of an array from cli_alloc (its size was checked there). */
 static size_t array_bytes(const ndf_array *a) {
   return (size_t)ndf_array_size(a) * ndf_dtype_size(a->dtype);
 }
@@ -779,14 +780,46 @@ static const char *describe(const ndf_array *a, char *buf, size_t cap) {
   return buf;
 }
 
-/* A C-contiguous host array of the given geometry, malloc'ed. */
-static ndf_status host_alloc(ndf_array *a, ndf_dtype dtype, int ndim, const int64_t *shape) {
+/* The host's physical memory in bytes (0 when unknown). */
+static uint64_t host_memory(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+}
+
+int cli_alloc(const char *what, ndf_array *a, ndf_dtype dtype, int ndim, const int64_t *shape) {
+  char desc[NDF_MAX_NDIM * 21 + 32];
+  ndf_array d;
   memset(a, 0, sizeof *a);
-  ndf_status s = ndf_array_init(a, NULL, NDF_DEVICE_CPU, dtype, ndim, shape);
-  if (s != NDF_OK) return s;
-  size_t bytes = array_bytes(a);
-  a->data = malloc(bytes ? bytes : 1);
-  return a->data ? NDF_OK : NDF_ENOMEM;
+  memset(&d, 0, sizeof d);
+  d.dtype = dtype;
+  d.ndim = ndim >= 0 && ndim <= NDF_MAX_NDIM ? ndim : 0;
+  for (int i = 0; i < d.ndim; i++) d.shape[i] = shape[i];
+  /* The size is checked before anything is allocated: an overflowing shape
+   * and one larger than the host's memory fail here, with their sizes. */
+  int64_t bytes;
+  if (ndf_shape_bytes(dtype, ndim, shape, &bytes) != NDF_OK) {
+    if (what) errorf("cannot allocate %s (%s): %s", what, describe(&d, desc, sizeof desc), ndf_last_error());
+    return -1;
+  }
+  uint64_t mem = host_memory();
+  if (mem && (uint64_t)bytes > mem) {
+    if (what)
+      errorf("cannot allocate %s (%s): %lld bytes, more than the %llu bytes of memory this host has", what,
+             describe(&d, desc, sizeof desc), (long long)bytes, (unsigned long long)mem);
+    return -1;
+  }
+  if (ndf_array_init(a, NULL, NDF_DEVICE_CPU, dtype, ndim, shape) != NDF_OK ||
+      !(a->data = malloc(bytes ? (size_t)bytes : 1))) {
+    if (what) errorf("cannot allocate %s (%s): out of memory", what, describe(&d, desc, sizeof desc));
+    memset(a, 0, sizeof *a);
+    return -1;
+  }
+  return 0;
+}
+
+/* A C-contiguous host array of the given geometry, malloc'ed (cli_alloc without a message). */
+static ndf_status host_alloc(ndf_array *a, ndf_dtype dtype, int ndim, const int64_t *shape) {
+  return cli_alloc(NULL, a, dtype, ndim, shape) == 0 ? NDF_OK : NDF_ENOMEM;
 }
 
 static void host_free(ndf_array *a) {
@@ -815,12 +848,8 @@ static ndf_backend backend_of(dev_choice d) {
 static ndf_status run_op(ndf_ctx *ctx, ndf_device_type dev, const op_def *op,
                          const ndf_array *in, const op_params *p, ndf_dtype out_dtype,
                          ndf_array *out) {
-  ndf_status s = host_alloc(out, out_dtype, in->ndim, in->shape);
-  if (s != NDF_OK) {
-    errorf("cannot allocate the output: %s",
-           s == NDF_ENOMEM ? "out of memory" : ndf_last_error());
-    return s;
-  }
+  ndf_status s = NDF_OK;
+  if (cli_alloc("the output", out, out_dtype, in->ndim, in->shape) != 0) return NDF_ENOMEM;
   if (dev == NDF_DEVICE_CPU) {
     s = op->call(op, ctx, in, out, p);
     if (s != NDF_OK) errorf("%s", ndf_errmsg(ctx));
@@ -1051,10 +1080,7 @@ static int setup_distance(const args *a, const ndfio_image *in, op_params *p, nd
   for (int d = 0; d < a->batch_dims; d++) shape[d] = x->shape[d];
   shape[a->batch_dims] = x->ndim - a->batch_dims;
   for (int d = a->batch_dims; d < x->ndim; d++) shape[d + 1] = x->shape[d];
-  if (host_alloc(indices, NDF_INT32, x->ndim + 1, shape) != NDF_OK) {
-    errorf("out of memory for the indices");
-    return -1;
-  }
+  if (cli_alloc("the indices", indices, NDF_INT32, x->ndim + 1, shape) != 0) return -1;
   p->indices = indices;
   return 0;
 }
@@ -1139,11 +1165,12 @@ static int cmd_run(int argc, char **argv) {
       NDF_OK)
     goto done;
   char err[ERRLEN];
-  if (ndfio_write(outpath, &out, &in, err, sizeof err) != NDF_OK) {
-    errorf("%s", err);
-    goto done;
-  }
-  if (p.indices && ndfio_write(a.indices, p.indices, NULL, err, sizeof err) != NDF_OK) {
+  ndfio_stage stage; /* both outputs or neither */
+  ndfio_stage_init(&stage);
+  if (ndfio_stage_write(&stage, outpath, &out, &in, err, sizeof err) != NDF_OK ||
+      (p.indices && ndfio_stage_write(&stage, a.indices, p.indices, NULL, err, sizeof err) != NDF_OK) ||
+      ndfio_stage_commit(&stage, err, sizeof err) != NDF_OK) {
+    ndfio_stage_abort(&stage);
     errorf("%s", err);
     goto done;
   }
@@ -1183,8 +1210,8 @@ static int structure_generate(const args *a) {
   ndf_array out;
   int rc = EXIT_RUN;
   char err[ERRLEN];
-  if (host_alloc(&out, binary_file_dtype(outpath), rank, shape) != NDF_OK) {
-    errorf("out of memory");
+  if (cli_alloc("the structure", &out, binary_file_dtype(outpath), rank, shape) != 0) {
+    /* cli_alloc said why */
   } else if (ndf_generate_binary_structure(rank, conn, &out) != NDF_OK) {
     errorf("%s", ndf_last_error());
   } else if (ndfio_write(outpath, &out, NULL, err, sizeof err) != NDF_OK) {
@@ -1208,28 +1235,26 @@ static int structure_iterate(const args *a) {
   ndf_array out;
   memset(&out, 0, sizeof out);
   int rc = EXIT_RUN;
-  char err[ERRLEN], desc[256];
+  char err[ERRLEN];
   int64_t shape[NDF_MAX_NDIM], origin[NDF_MAX_SPATIAL];
   if (read_image(inpath, &in) != 0) return EXIT_RUN;
+  /* The origin must be one an op accepts with IN (the scaled one then fits the
+   * iterated structure): -(s/2) .. (s-1)/2 per axis, as `run` checks it. */
+  const int check_origin = (a->given & O_ORIGIN) && (a->norigin == 1 || a->norigin == in.arr.ndim);
+  for (int d = 0; check_origin && d < in.arr.ndim; d++) {
+    int64_t o = a->origin[a->norigin == 1 ? 0 : d], sz = in.arr.shape[d];
+    if (o < -(sz / 2) || o > (sz - 1) / 2) {
+      errorf("'structure iterate': origin[%d]=%lld is outside the structure of size %lld (valid %lld..%lld)", d,
+             (long long)o, (long long)sz, (long long)-(sz / 2), (long long)(sz - 1) / 2);
+      goto done;
+    }
+  }
   if (ndf_iterate_structure_shape(&in.arr, iterations, shape) != NDF_OK) {
     errorf("%s", ndf_last_error());
     goto done;
   }
-  /* The result grows with ITERATIONS: refuse what cannot be addressed. */
-  int64_t n = 1;
-  for (int d = 0; d < in.arr.ndim; d++) {
-    if (shape[d] > INT64_MAX / 2 || (shape[d] > 0 && n > INT64_MAX / 2 / shape[d])) {
-      errorf("'structure iterate': the structure iterated %d times is too large", iterations);
-      goto done;
-    }
-    n *= shape[d];
-  }
-  if ((uint64_t)n > (uint64_t)SIZE_MAX / 2 ||
-      host_alloc(&out, binary_file_dtype(outpath), in.arr.ndim, shape) != NDF_OK) {
-    ndf_array_init(&out, NULL, NDF_DEVICE_CPU, NDF_BOOL, in.arr.ndim, shape); /* to describe it */
-    errorf("out of memory for the iterated structure (%s)", describe(&out, desc, sizeof desc));
-    goto done;
-  }
+  /* The library bounds the result (NDF_MAX_STRUCTURE_ELEMENTS). */
+  if (cli_alloc("the iterated structure", &out, binary_file_dtype(outpath), in.arr.ndim, shape) != 0) goto done;
   if (ndf_iterate_structure(&in.arr, iterations, &out, a->norigin, a->origin, origin) != NDF_OK) {
     errorf("%s", ndf_last_error());
     goto done;
@@ -1453,7 +1478,9 @@ static int cmd_cache(int argc, char **argv) {
   const char *dir = ndf_ctx_cache_dir(ctx);
   rc = EXIT_RUN;
   if (!dir || !*dir) {
-    errorf("the disk cache is off (NDF_CACHE_DISABLE is set)");
+    const char *why = ndf_ctx_cache_problem(ctx);
+    if (why && *why) errorf("the disk cache is off: %s", why);
+    else errorf("the disk cache is off (NDF_CACHE_DISABLE is set)");
   } else if (warm) {
     rc = cache_warm(ctx, &a);
   } else if (strcmp(sub, "list") == 0) {
@@ -1794,15 +1821,18 @@ static int cmd_demo(int argc, char **argv) {
     goto done;
   }
   const char *stem = nifti ? "ch2" : "phantom", *ext = nifti ? ".nii.gz" : ".npy";
-  char path[2][4096];
-  for (int i = 0; i < 2; i++) {
+  char path[2][4096], err[ERRLEN];
+  ndfio_stage stage; /* both results or neither */
+  ndfio_stage_init(&stage);
+  ndf_status ws = NDF_OK;
+  for (int i = 0; i < 2 && ws == NDF_OK; i++) {
     snprintf(path[i], sizeof path[i], "%s/%s_%s%s", outdir, stem, i ? "eroded" : "dilated", ext);
-    char err[ERRLEN];
-    if (ndfio_write(path[i], &d[i].result, &img, err, sizeof err) != NDF_OK) {
-      errorf("%s", err);
-      if (i) remove(path[0]);
-      goto done;
-    }
+    ws = ndfio_stage_write(&stage, path[i], &d[i].result, &img, err, sizeof err);
+  }
+  if (ws != NDF_OK || ndfio_stage_commit(&stage, err, sizeof err) != NDF_OK) {
+    ndfio_stage_abort(&stage);
+    errorf("%s", err);
+    goto done;
   }
   printf("wrote:   %s %s\n", path[0], path[1]);
   rc = 0;
@@ -2005,10 +2035,7 @@ static int cmd_ecc(int argc, char **argv) {
   if (batch_dims >= in.arr.ndim) ond = 1; /* the library rejects --batch-dims */
   for (int d = 0; d < ond - 1; d++) oshape[d] = in.arr.shape[d];
   oshape[ond - 1] = T;
-  if (host_alloc(&out, NDF_INT64, ond, oshape) != NDF_OK) {
-    errorf("cannot allocate the output: out of memory");
-    goto done;
-  }
+  if (cli_alloc("the output", &out, NDF_INT64, ond, oshape) != 0) goto done;
   ndf_status s;
   if (device == DEV_CUDA) {
     s = ndf_array_alloc(ctx, &din, NDF_DEVICE_CUDA, in.arr.dtype, in.arr.ndim, in.arr.shape);
@@ -2025,17 +2052,18 @@ static int cmd_ecc(int argc, char **argv) {
     goto done;
   }
   if (th_out) {
-    if (host_alloc(&th, NDF_FLOAT64, 1, &T) != NDF_OK) {
-      errorf("cannot allocate the thresholds: out of memory");
-      goto done;
-    }
+    if (cli_alloc("the thresholds", &th, NDF_FLOAT64, 1, &T) != 0) goto done;
     if (ndf_ecc_thresholds(ctx, &in.arr, &opt, th.data, T) != NDF_OK) {
       errorf("%s", ndf_errmsg(ctx));
       goto done;
     }
   }
-  if (ndfio_npy_write(pos[1], &out, err, sizeof err) != NDF_OK ||
-      (th_out && ndfio_npy_write(th_out, &th, err, sizeof err) != NDF_OK)) {
+  ndfio_stage stage; /* the curves and the thresholds, or neither */
+  ndfio_stage_init(&stage);
+  if (ndfio_stage_write(&stage, pos[1], &out, NULL, err, sizeof err) != NDF_OK ||
+      (th_out && ndfio_stage_write(&stage, th_out, &th, NULL, err, sizeof err) != NDF_OK) ||
+      ndfio_stage_commit(&stage, err, sizeof err) != NDF_OK) {
+    ndfio_stage_abort(&stage);
     errorf("%s", err);
     goto done;
   }

@@ -16,12 +16,15 @@
 #include "ndfio.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <nifti1_io.h>
+#include <zlib.h>
 
 
 static const struct {
@@ -89,26 +92,149 @@ ndf_status ndfio_write(const char *path, const ndf_array *a, const ndfio_image *
 /* ------------------------------------------------------------------------ */
 /* Reading                                                                   */
 
-/* Reads nbytes of image data at the header's offset, swapping bytes when
- * the file's byte order is not the host's. */
-static ndf_status read_data(const char *path, nifti_image *nim, void *dst, size_t nbytes,
-                            char *err, size_t errlen) {
-  znzFile fp = nim->iname ? znzopen(nim->iname, "rb", nifti_is_gzfile(nim->iname)) : NULL;
-  if (znz_isnull(fp)) {
-    ndfio__err(err, errlen, "cannot read '%s': cannot open its data", path);
+/* Largest step of the buffer a compressed image's data grows in: the
+ * declared size is allocated only as the data turns out to be there. */
+#define GZ_GROW (1u << 24)
+
+/* A gzip stream read with zlib's inflate, which reports the end of a member
+ * only after its trailer (CRC-32 and length) checked out: a stream that
+ * ends before that is truncated (gzread returns a quiet end of file there). */
+typedef struct gzr {
+  int fd;
+  z_stream zs;
+  unsigned char in[1 << 16];
+  int member_done; /* the last member ended with a valid trailer */
+  int eof;         /* the file has no more bytes */
+  const char *why; /* the error, NULL while none */
+} gzr;
+
+static const char *gzr_open(gzr *z, int fd) {
+  memset(&z->zs, 0, sizeof z->zs);
+  z->fd = fd;
+  z->member_done = z->eof = 0;
+  z->why = NULL;
+  if (inflateInit2(&z->zs, 16 + MAX_WBITS) != Z_OK) z->why = "cannot start zlib";
+  return z->why;
+}
+
+static void gzr_close(gzr *z) {
+  inflateEnd(&z->zs);
+  close(z->fd);
+}
+
+/* Up to n bytes into dst; fewer only at the end of the stream or on an
+ * error (z->why set: truncated, or corrupt). */
+static size_t gzr_read(gzr *z, void *dst, size_t n) {
+  z->zs.next_out = dst;
+  z->zs.avail_out = (uInt)(n < (1u << 30) ? n : (1u << 30));
+  const uInt want = z->zs.avail_out;
+  while (!z->why && z->zs.avail_out > 0) {
+    if (z->zs.avail_in == 0 && !z->eof) {
+      ssize_t r;
+      do r = read(z->fd, z->in, sizeof z->in);
+      while (r < 0 && errno == EINTR);
+      if (r < 0) { z->why = "read error"; break; }
+      if (r == 0) z->eof = 1;
+      z->zs.next_in = z->in;
+      z->zs.avail_in = (uInt)r;
+    }
+    if (z->zs.avail_in == 0 && z->eof) {
+      if (!z->member_done) z->why = "truncated compressed data (no gzip trailer)";
+      break;
+    }
+    if (z->member_done) { /* another member follows (concatenated gzip) */
+      inflateReset(&z->zs);
+      z->member_done = 0;
+    }
+    int r = inflate(&z->zs, Z_NO_FLUSH);
+    if (r == Z_STREAM_END) z->member_done = 1;
+    else if (r == Z_BUF_ERROR && z->zs.avail_in == 0) continue; /* needs more input */
+    else if (r != Z_OK) z->why = z->zs.msg ? z->zs.msg : "corrupt compressed data";
+  }
+  return want - z->zs.avail_out;
+}
+
+/* Reads nbytes of image data at byte off of nim's data file into *out
+ * (malloc'ed), swapping bytes when the file's byte order is not the host's.
+ * An uncompressed file's size was checked by the caller; a compressed one
+ * is read with a buffer that grows with the data actually present, then to
+ * its end, so that a truncated stream or a bad trailer (CRC, length) is an
+ * error (zlib checks them only there). */
+static ndf_status read_data(const char *path, nifti_image *nim, int64_t off, size_t nbytes, void **out, char *err,
+                            size_t errlen) {
+  *out = NULL;
+  struct stat st;
+  int fd = nim->iname ? ndfio__open_regular(nim->iname, &st, err, errlen) : -1;
+  if (fd < 0) {
+    if (!nim->iname) ndfio__err(err, errlen, "cannot read '%s': cannot open its data", path);
     return NDF_EIO;
   }
   ndf_status s = NDF_OK;
-  if (znzseek(fp, (znz_off_t)nim->iname_offset, SEEK_SET) < 0 ||
-      znzread(dst, 1, nbytes, fp) != nbytes) {
-    ndfio__err(err, errlen, "cannot read '%s': truncated data (expected %zu bytes)", path,
-               nbytes);
-    s = NDF_EINVAL;
+  char *buf = NULL;
+  if (!nifti_is_gzfile(nim->iname)) {
+    if (!(buf = malloc(nbytes ? nbytes : 1))) {
+      close(fd);
+      ndfio__err(err, errlen, "cannot read '%s': out of memory for %zu bytes", path, nbytes);
+      return NDF_ENOMEM;
+    }
+    size_t got = 0;
+    while (got < nbytes) {
+      ssize_t r = pread(fd, buf + got, nbytes - got, (off_t)off + (off_t)got);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      got += (size_t)r;
+    }
+    close(fd);
+    if (got != nbytes) {
+      ndfio__err(err, errlen, "cannot read '%s': truncated data (expected %zu bytes)", path, nbytes);
+      s = NDF_EINVAL;
+    }
+  } else {
+    gzr z;
+    char skip[1 << 14];
+    const char *why = gzr_open(&z, fd);
+    int64_t left = off; /* the header and extensions before the data */
+    while (!why && left > 0) {
+      size_t want = left < (int64_t)sizeof skip ? (size_t)left : sizeof skip, r = gzr_read(&z, skip, want);
+      if (r < want) why = z.why ? z.why : "truncated before its data";
+      left -= (int64_t)r;
+    }
+    size_t cap = 0, got = 0;
+    while (!why && got < nbytes) {
+      if (got == cap) {
+        size_t ncap = cap ? cap * 2 : GZ_GROW;
+        if (ncap > nbytes || ncap < cap) ncap = nbytes;
+        char *nb = realloc(buf, ncap);
+        if (!nb) {
+          free(buf);
+          gzr_close(&z);
+          ndfio__err(err, errlen, "cannot read '%s': out of memory for %zu bytes", path, ncap);
+          return NDF_ENOMEM;
+        }
+        buf = nb;
+        cap = ncap;
+      }
+      size_t r = gzr_read(&z, buf + got, cap - got);
+      got += r;
+      if (r == 0) why = z.why ? z.why : "truncated data";
+    }
+    while (!why && gzr_read(&z, skip, sizeof skip) > 0) { /* to the end: every member's trailer is checked */
+    }
+    if (!why) why = z.why;
+    gzr_close(&z);
+    if (why) {
+      ndfio__err(err, errlen, "cannot read '%s': %s (expected %zu bytes of data)", path, why, nbytes);
+      s = NDF_EINVAL;
+    }
   }
-  znzclose(fp);
-  if (s == NDF_OK && nim->swapsize > 1 && nim->byteorder != nifti_short_order())
-    nifti_swap_Nbytes(nbytes / (size_t)nim->swapsize, nim->swapsize, dst);
-  return s;
+  if (s != NDF_OK) {
+    free(buf);
+    return s;
+  }
+  if (nim->swapsize > 1 && nim->byteorder != nifti_short_order())
+    nifti_swap_Nbytes(nbytes / (size_t)nim->swapsize, nim->swapsize, buf);
+  *out = buf;
+  return NDF_OK;
 }
 
 /* The ndforge dtype of a NIfTI datatype code, or a message naming both. */
@@ -131,10 +257,21 @@ static int16_t swap16(int16_t v) {
   return (int16_t)(uint16_t)((u >> 8) | (u << 8));
 }
 
+static float swapf(float v) {
+  uint32_t u;
+  memcpy(&u, &v, 4);
+  u = (u >> 24) | ((u >> 8) & 0xff00u) | ((u << 8) & 0xff0000u) | (u << 24);
+  memcpy(&v, &u, 4);
+  return v;
+}
+
 /* Checks the fixed header fields that nifti_image_read would complain about
  * on stderr whatever the debug level (sizeof_hdr, dim, datatype), so the
- * caller gets one message instead. */
-static ndf_status check_header(const char *path, char *err, size_t errlen) {
+ * caller gets one message instead, and those it would quietly repair: the
+ * magic of a single file ("n+1") and vox_offset, the data's offset (a whole
+ * number from 352 on; nifti_clib reads a smaller, negative or NaN one as
+ * 352, which shifts the image), into *off. */
+static ndf_status check_header(const char *path, int64_t *off, char *err, size_t errlen) {
   nifti_1_header h;
   znzFile fp = znzopen(path, "rb", nifti_is_gzfile(path));
   if (znz_isnull(fp)) {
@@ -147,15 +284,24 @@ static ndf_status check_header(const char *path, char *err, size_t errlen) {
   int swap = h.sizeof_hdr != 348;
   int16_t dim0 = swap ? swap16(h.dim[0]) : h.dim[0];
   int16_t dtype = swap ? swap16(h.datatype) : h.datatype;
-  if (got != sizeof h) why = "too short for a header";
+  if (got != sizeof h) why = nifti_is_gzfile(path) ? "too short for a header, or corrupt compressed data"
+                                                   : "too short for a header";
   else if (swap && h.sizeof_hdr != 0x5c010000) why = "sizeof_hdr is not 348";
   else if (dim0 < 1 || dim0 > 7) why = "dim[0] is not in 1..7";
   for (int i = 1; !why && i <= dim0; i++)
     if ((swap ? swap16(h.dim[i]) : h.dim[i]) < 1) why = "a dimension is not positive";
+  if (!why && memcmp(h.magic, "n+1", 4) != 0) why = "its magic is not \"n+1\", a single-file NIfTI-1";
   if (why) {
     ndfio__err(err, errlen, "cannot read '%s': not a valid NIfTI-1 file (%s)", path, why);
     return NDF_EINVAL;
   }
+  const float vo = swap ? swapf(h.vox_offset) : h.vox_offset;
+  if (!(vo >= 352.0f && vo <= 2147483520.0f) || vo != floorf(vo)) {
+    ndfio__err(err, errlen, "cannot read '%s': not a valid NIfTI-1 file (vox_offset %g: the data must start at a "
+               "whole byte offset of at least 352)", path, (double)vo);
+    return NDF_EINVAL;
+  }
+  *off = (int64_t)vo;
   ndf_dtype t;
   return dtype_of(path, dtype, &t, err, errlen);
 }
@@ -166,15 +312,15 @@ ndf_status ndfio_nifti_read(const char *path, ndfio_image *img, char *err, size_
     return NDF_EINVAL;
   }
   memset(img, 0, sizeof *img);
-  /* nifti_image_read would also try other extensions; check the name given. */
-  FILE *probe = fopen(path, "rb");
-  if (!probe) {
-    ndfio__err(err, errlen, "cannot read '%s': %s", path, strerror(errno));
-    return NDF_EIO;
-  }
-  fclose(probe);
+  /* nifti_image_read would also try other extensions; check the name given,
+   * and that it is a regular file (a FIFO would block the reads below). */
+  struct stat fst;
+  int probe = ndfio__open_regular(path, &fst, err, errlen);
+  if (probe < 0) return NDF_EIO;
+  close(probe);
   quiet();
-  ndf_status s = check_header(path, err, errlen);
+  int64_t off = 0;
+  ndf_status s = check_header(path, &off, err, errlen);
   if (s != NDF_OK) return s;
   nifti_image *nim = nifti_image_read(path, 0);
   if (!nim) {
@@ -211,21 +357,16 @@ ndf_status ndfio_nifti_read(const char *path, ndfio_image *img, char *err, size_
     n *= (size_t)nim->dim[i + 1];
   }
   size_t nbytes = n * esz;
-  /* An uncompressed file's size shows truncation before a large allocation. */
+  /* An uncompressed file's size shows truncation before a large allocation
+   * (a compressed one is read with a bound, read_data). */
   struct stat st;
   if (!nifti_is_gzfile(nim->iname) && stat(nim->iname, &st) == 0 &&
-      (uint64_t)st.st_size < (uint64_t)nim->iname_offset + nbytes) {
-    ndfio__err(err, errlen, "cannot read '%s': truncated data (expected %zu bytes)", path,
-               nbytes);
+      (uint64_t)st.st_size < (uint64_t)off + nbytes) {
+    ndfio__err(err, errlen, "cannot read '%s': truncated data (expected %zu bytes from byte %lld, the file has "
+               "%lld)", path, nbytes, (long long)off, (long long)st.st_size);
     goto fail;
   }
-  data = malloc(nbytes);
-  if (!data) {
-    s = NDF_ENOMEM;
-    ndfio__err(err, errlen, "cannot read '%s': out of memory for %zu bytes", path, nbytes);
-    goto fail;
-  }
-  if ((s = read_data(path, nim, data, nbytes, err, errlen)) != NDF_OK) goto fail;
+  if ((s = read_data(path, nim, off, nbytes, &data, err, errlen)) != NDF_OK) goto fail;
   a->data = data;
   img->owned = data;
   img->nifti = nim;
@@ -261,12 +402,24 @@ static ndf_status shape_header(nifti_image *nim, const ndf_array *a) {
   }
   nim->nifti_type = NIFTI_FTYPE_NIFTI1_1;
   nim->byteorder = nifti_short_order();
-  return nifti_update_dims_from_array(nim) == 0 ? NDF_OK : NDF_EINVAL;
+  if (nifti_update_dims_from_array(nim) != 0) return NDF_EINVAL;
+  /* nifti_update_dims_from_array drops trailing unit axes (4x4x1 -> 4x4);
+   * the array's rank is kept, as nibabel keeps it. */
+  nim->ndim = nim->dim[0] = a->ndim;
+  return NDF_OK;
 }
 
 ndf_status ndfio_nifti_write(const char *path, const ndf_array *a, const ndfio_image *header_from,
                              char *err, size_t errlen) {
+  char *tmp;
+  ndf_status s = ndfio__nifti_write_tmp(path, a, header_from, &tmp, err, errlen);
+  return s == NDF_OK ? ndfio__tmp_finish(tmp, path, 1, err, errlen) : s;
+}
+
+ndf_status ndfio__nifti_write_tmp(const char *path, const ndf_array *a, const ndfio_image *header_from,
+                                  char **tmpout, char *err, size_t errlen) {
   int64_t nelem;
+  *tmpout = NULL;
   if (!path) {
     ndfio__err(err, errlen, "ndfio_nifti_write: no path given");
     return NDF_EINVAL;
@@ -338,7 +491,8 @@ ndf_status ndfio_nifti_write(const char *path, const ndf_array *a, const ndfio_i
     ndfio__err(err, errlen, "cannot write '%s': %s", path, e ? strerror(e) : "write error");
     goto done;
   }
-  s = ndfio__tmp_finish(tmp, path, 1, err, errlen);
+  s = NDF_OK;
+  *tmpout = tmp;
   tmp = NULL;
 done:
   ndfio__tmp_finish(tmp, path, 0, NULL, 0);

@@ -1,7 +1,8 @@
 /*
  * npy.c -- NumPy .npy files (format versions 1.0, 2.0 and 3.0) for the
  * ndforge command and tests, and the helpers both file formats share:
- * messages, strided gathers and temporary output files.
+ * messages, strided gathers, temporary output files and the staging that
+ * renames a command's outputs into place together.
  * This file uses only the public API of ndforge.
  *
  * A .npy file is a 6-byte magic "\x93NUMPY", a version (major, minor), a
@@ -181,6 +182,32 @@ int ndfio__is_dense(const ndf_array *a, int fortran) {
   return 1;
 }
 
+int ndfio__open_regular(const char *path, struct stat *st, char *err, size_t errlen) {
+  /* O_NONBLOCK: opening a FIFO for reading would wait for a writer. */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    ndfio__err(err, errlen, "cannot read '%s': %s", path, strerror(errno));
+    return -1;
+  }
+  if (fstat(fd, st) != 0) {
+    ndfio__err(err, errlen, "cannot read '%s': %s", path, strerror(errno));
+    close(fd);
+    return -1;
+  }
+  if (!S_ISREG(st->st_mode)) {
+    ndfio__err(err, errlen, "cannot read '%s': not a regular file", path);
+    close(fd);
+    return -1;
+  }
+  int fl = fcntl(fd, F_GETFL);
+  if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+    ndfio__err(err, errlen, "cannot read '%s': %s", path, strerror(errno));
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 /* The extension ndfio keeps on temporary names: ".nii.gz", else the last
  * ".xyz" of the base name, else "". */
 static const char *tmp_ext(const char *base) {
@@ -209,10 +236,29 @@ ndf_status ndfio__tmp_create(const char *path, char **tmp, int *fd, char *err, s
     ndfio__err(err, errlen, "cannot write '%s': out of memory", path);
     return NDF_ENOMEM;
   }
+  /* The temporary name must stay within the directory's name limit: a legal
+   * output name leaves no room for the suffix, so the stem is shortened. */
+  long name_max = 255;
+  if (dirlen) {
+    memcpy(name, path, dirlen);
+    name[dirlen] = '\0';
+  } else {
+    strcpy(name, ".");
+  }
+  long nm = pathconf(name, _PC_NAME_MAX);
+  if (nm > 0 && nm < name_max) name_max = nm;
   for (int attempt = 0; attempt < 100; attempt++) {
     unsigned n = atomic_fetch_add(&counter, 1u);
-    snprintf(name, cap, "%.*s.%.*s.ndftmp-%ld-%u%s", (int)dirlen, path, (int)stemlen, base,
-             (long)getpid(), n, ext);
+    char suffix[64];
+    int slen = snprintf(suffix, sizeof suffix, ".ndftmp-%ld-%u", (long)getpid(), n);
+    long room = name_max - 1 - slen - (long)strlen(ext);
+    if (room < 0) {
+      free(name);
+      ndfio__err(err, errlen, "cannot write '%s': its extension leaves no room for a temporary name", path);
+      return NDF_EINVAL;
+    }
+    snprintf(name, cap, "%.*s.%.*s%s%s", (int)dirlen, path, (int)((long)stemlen < room ? (long)stemlen : room), base,
+             suffix, ext);
     int f = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (f >= 0) {
       if (fd) *fd = f;
@@ -459,19 +505,14 @@ ndf_status ndfio_npy_read(const char *path, ndfio_image *img, char *err, size_t 
   ndf_status s = NDF_EIO;
   char *text = NULL;
   void *data = NULL;
-  FILE *f = fopen(path, "rb");
+  struct stat st;
+  int fd = ndfio__open_regular(path, &st, err, errlen);
+  if (fd < 0) return NDF_EIO;
+  FILE *f = fdopen(fd, "rb");
   if (!f) {
     ndfio__err(err, errlen, "cannot read '%s': %s", path, strerror(errno));
+    close(fd);
     return NDF_EIO;
-  }
-  struct stat st;
-  if (fstat(fileno(f), &st) != 0) {
-    ndfio__err(err, errlen, "cannot read '%s': %s", path, strerror(errno));
-    goto done;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ndfio__err(err, errlen, "cannot read '%s': not a regular file", path);
-    goto done;
   }
   uint64_t fsize = (uint64_t)st.st_size;
   unsigned char pre[12];
@@ -669,8 +710,9 @@ int ndfio__write_elems(const ndf_array *a, int64_t nelem, int fortran,
 
 static int put_file(const void *buf, size_t bytes, void *ud) { return fwrite(buf, 1, bytes, ud) == bytes; }
 
-ndf_status ndfio_npy_write(const char *path, const ndf_array *a, char *err, size_t errlen) {
+ndf_status ndfio__npy_write_tmp(const char *path, const ndf_array *a, char **tmpout, char *err, size_t errlen) {
   int64_t nelem;
+  *tmpout = NULL;
   if (!path) {
     ndfio__err(err, errlen, "ndfio_npy_write: no path given");
     return NDF_EINVAL;
@@ -706,5 +748,73 @@ ndf_status ndfio_npy_write(const char *path, const ndf_array *a, char *err, size
     ndfio__err(err, errlen, "cannot write '%s': %s", path, e ? strerror(e) : "write error");
     return e == ENOMEM ? NDF_ENOMEM : NDF_EIO;
   }
-  return ndfio__tmp_finish(tmp, path, 1, err, errlen);
+  *tmpout = tmp;
+  return NDF_OK;
+}
+
+ndf_status ndfio_npy_write(const char *path, const ndf_array *a, char *err, size_t errlen) {
+  char *tmp;
+  ndf_status s = ndfio__npy_write_tmp(path, a, &tmp, err, errlen);
+  return s == NDF_OK ? ndfio__tmp_finish(tmp, path, 1, err, errlen) : s;
+}
+
+/* ------------------------------------------------------------------------ */
+/* All-or-nothing outputs                                                    */
+
+void ndfio_stage_init(ndfio_stage *st) { memset(st, 0, sizeof *st); }
+
+ndf_status ndfio_stage_write(ndfio_stage *st, const char *path, const ndf_array *a, const ndfio_image *header_from,
+                             char *err, size_t errlen) {
+  if (!path) {
+    ndfio__err(err, errlen, "ndfio_stage_write: no path given");
+    return NDF_EINVAL;
+  }
+  if (st->n == NDFIO_STAGE_MAX) {
+    ndfio__err(err, errlen, "cannot write '%s': more than %d outputs", path, NDFIO_STAGE_MAX);
+    return NDF_EINTERNAL;
+  }
+  for (int i = 0; i < st->n; i++)
+    if (strcmp(st->path[i], path) == 0) {
+      ndfio__err(err, errlen, "cannot write '%s': two outputs name the same file", path);
+      return NDF_EINVAL;
+    }
+  char *tmp = NULL;
+  ndf_status s;
+  switch (ndfio_format_of(path)) {
+  case NDFIO_NPY: s = ndfio__npy_write_tmp(path, a, &tmp, err, errlen); break;
+  case NDFIO_NIFTI: s = ndfio__nifti_write_tmp(path, a, header_from, &tmp, err, errlen); break;
+  default:
+    ndfio__err(err, errlen, "cannot write '%s': unknown file type (expected .npy, .nii or .nii.gz)", path);
+    s = NDF_EINVAL;
+  }
+  if (s != NDF_OK) return s;
+  st->path[st->n] = path;
+  st->tmp[st->n++] = tmp;
+  return NDF_OK;
+}
+
+ndf_status ndfio_stage_commit(ndfio_stage *st, char *err, size_t errlen) {
+  /* A directory in the way would fail its rename after others succeeded:
+   * look before renaming anything. */
+  for (int i = 0; i < st->n; i++) {
+    struct stat sb;
+    if (stat(st->path[i], &sb) == 0 && S_ISDIR(sb.st_mode)) {
+      ndfio__err(err, errlen, "cannot write '%s': it is a directory", st->path[i]);
+      ndfio_stage_abort(st);
+      return NDF_EIO;
+    }
+  }
+  ndf_status s = NDF_OK;
+  for (int i = 0; i < st->n; i++) {
+    if (s == NDF_OK) s = ndfio__tmp_finish(st->tmp[i], st->path[i], 1, err, errlen);
+    else ndfio__tmp_finish(st->tmp[i], st->path[i], 0, NULL, 0);
+    st->tmp[i] = NULL;
+  }
+  st->n = 0;
+  return s;
+}
+
+void ndfio_stage_abort(ndfio_stage *st) {
+  for (int i = 0; i < st->n; i++) ndfio__tmp_finish(st->tmp[i], st->path[i], 0, NULL, 0);
+  st->n = 0;
 }
