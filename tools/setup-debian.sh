@@ -8,7 +8,8 @@ pkgs=(cmake ninja-build gcc pkg-config zlib1g-dev lua5.4 luajit libcmocka-dev li
 # The demo needs Debian's MRI templates; the tests scikit-image (a third-party
 # reference for the Euler characteristic curves; tests/test_ecc.c skips that
 # cross-check, saying so, where it is missing).
-if [ "${1:-}" = "--demo" ]; then pkgs+=(mricron-data); else pkgs+=(python3-skimage); fi
+# The tests also build the fuzz targets (fuzz/) with clang and libFuzzer.
+if [ "${1:-}" = "--demo" ]; then pkgs+=(mricron-data); else pkgs+=(python3-skimage clang-14 libclang-rt-14-dev); fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
