@@ -290,10 +290,10 @@ done:
  * 6 = 0 with W kept as double between passes (NDF_EDT_W=double) where it
  * would be uint32 (exact arithmetic); 7 = 0 with ndf_edt_first's 512-thread
  * configuration and 2 rows per ndf_edt_wrows block forced (NDF_EDT_FIRST=512,
- * NDF_EDT_WARPS=2: run 1's choice without exact arithmetic); 8 = 0 with
+ * NDF_EDT_WARPS=2, without exact arithmetic); 8 = 0 with
  * ndf_edt_first1k and one row per block forced (NDF_EDT_FIRST=1024,
  * NDF_EDT_WARPS=1: the default without exact arithmetic, here on exact too);
- * 9 = 0 without the search path (NDF_EDT_SEARCH=0: the session-4 kernels);
+ * 9 = 0 without the search path (NDF_EDT_SEARCH=0: envelope kernels only);
  * modes 2 and 8 build lane 0's envelope (no exact arithmetic) with ndf_wenv1
  * (NDF_EDT_SERIAL=new), the others with ndf_wenv; 10 = 0 with searches
  * capped at radius 2 (NDF_EDT_SCAP=2: most lines of the search path answered
@@ -304,7 +304,7 @@ done:
  * indices the search path's middle and last passes are ndf_edt_sdmid /
  * ndf_edt_sdrows (padded staging, distances only); 11 = 0 with the older
  * ndf_edt_smid / ndf_edt_srows there (NDF_EDT_SMID=old, NDF_EDT_SROWS=old)
- * and the first pass's segments of 8+ voxels (NDF_EDT_SFSEG=8: session 5);
+ * and the first pass's segments of 8+ voxels (NDF_EDT_SFSEG=8);
  * 12 = 0 with ndf_edt_sdmidt (NDF_EDT_SMID=t), searches up to radius 100
  * (NDF_EDT_SCAP=100: wider pads, searches past 64 on long lines),
  * ndf_edt_srows (NDF_EDT_SROWS=old) and first-pass segments of 32
@@ -340,7 +340,7 @@ static void edt_rows_mode(dcase *c, int mode) {
     setenv("NDF_EDT_SCAP", mode == 10 ? "2" : "100", 1);
   else
     unsetenv("NDF_EDT_SCAP");
-  if (mode == 11 || mode == 12) /* the session-5 middle pass / ndf_edt_sdmidt */
+  if (mode == 11 || mode == 12) /* ndf_edt_smid / ndf_edt_sdmidt */
     setenv("NDF_EDT_SMID", mode == 11 ? "old" : "t", 1);
   else
     unsetenv("NDF_EDT_SMID");
@@ -348,7 +348,7 @@ static void edt_rows_mode(dcase *c, int mode) {
     setenv("NDF_EDT_SROWS", "old", 1);
   else
     unsetenv("NDF_EDT_SROWS");
-  if (mode == 11 || mode == 12) /* the first pass's segments: 8+ voxels (session 5) / 32 */
+  if (mode == 11 || mode == 12) /* the first pass's segments: 8+ voxels / 32 */
     setenv("NDF_EDT_SFSEG", mode == 11 ? "8" : "32", 1);
   else
     unsetenv("NDF_EDT_SFSEG");
@@ -550,7 +550,7 @@ static void test_gpu_benchmark_shapes(void **state) {
       {3, 0, {512, 512, 512}, 0, 0, 0},
       {2, 0, {1024, 1024}, 0, 1, 5},      /* segments merged in order (NDF_EDT_MERGE=serial) */
       {3, 0, {256, 256, 256}, 0, 1, 6},   /* W as double between passes (NDF_EDT_W=double) */
-      {2, 0, {1024, 1024}, 1, 1, 7},      /* run 1's non-exact configuration (NDF_EDT_FIRST=512, WARPS=2) */
+      {2, 0, {1024, 1024}, 1, 1, 7},      /* 512-thread first pass, 2 rows per block (NDF_EDT_FIRST=512, WARPS=2) */
       {3, 0, {256, 256, 256}, 0, 0, 8},   /* ndf_edt_first1k + one row per block on exact arithmetic */
       {3, 0, {256, 256, 256}, 0, 0, 9},   /* the envelope kernels (NDF_EDT_SEARCH=0) */
       {3, 0, {256, 256, 256}, 0, 1, 9},

@@ -116,7 +116,7 @@ static const char *expected_kernel(const ecase *c, char *buf, size_t len) {
   const int nofuse = e && !strcmp(e, "0");
   e = getenv("NDF_ECC_BRICK");
   const int brick = e && (!strcmp(e, "1") || !strcmp(e, "2"));
-  /* a given range with lo < hi: float32 calls take the telescoped kernels as [min, max] does (session 18) */
+  /* a given range with lo < hi: float32 calls take the telescoped kernels as [min, max] does */
   const int givenr = c->tkind == 2 && !c->rdeg && c->dt == NDF_FLOAT32 && !brick;
   if ((c->tkind != 1 && !givenr) || nofuse) return "ndf_ecc_pack"; /* values, or unfused */
   if (brick) return "ndf_ecc_brick";
@@ -133,7 +133,7 @@ static const char *expected_kernel(const ecase *c, char *buf, size_t len) {
     if (nimg * ((sp[1] + 128 * 8 - 1) / (128 * 8)) > 256) return NULL;
     return tele ? "ndf_ecc_strip2t" : "ndf_ecc_strip2";
   }
-  /* 3-D: the telescoped warp-strip kernel for float32, uint8 and uint16 (session 19) and T <= 320
+  /* 3-D: the telescoped warp-strip kernel for float32, uint8 and uint16 and T <= 320
    * unless NDF_ECC_3D=old (tasks of W columns x 31 rows, 8 per block; checked well below the resident
    * grid of an H200; a device with few SMs may fall back) */
   e = getenv("NDF_ECC_3D");
@@ -287,7 +287,7 @@ static void test_gpu_benchmark_shapes(void **state) {
 static void nan_case(ndf_ctx *ctx, ndf_dtype dt, int nd, const int64_t *sh, int batch, int64_t nan_at, int64_t nan2,
                      int tkind, ndf_ecc_construction cons, int deferred) {
   /* deferred: ctx defers data checks; under the default environment the warp-strip kernels'
-   * calls (float32 over [min, max] or, session 18, over a range) then return NDF_OK and
+   * calls (float32 over [min, max] or over a range) then return NDF_OK and
    * ndf_ctx_synchronize the error */
   const int defers = deferred && dt == NDF_FLOAT32 && tkind <= 1;
   int64_t n = 1;
@@ -911,7 +911,7 @@ static void test_gpu_strip2(void **state) {
     c.shape[c.batch] = tu_rng_chance(&r, 0.1) ? tu_rng_int(&r, 1, 3) : tu_rng_int(&r, 1, many ? 8 : 600);
     c.shape[c.batch + 1] = tu_rng_chance(&r, 0.6) ? W[tu_rng_int(&r, 0, 9)] : tu_rng_int(&r, 1, 700);
     strip_draw_rest(&c, &r, Ts, 6);
-    /* float32: thresholds over a given range in a third of the cases (session 18: ndf_ecc_strip2t without phase 1
+    /* float32: thresholds over a given range in a third of the cases (ndf_ecc_strip2t without phase 1
      * for T <= 320; the other kernels and T 509 / 510 the paths before) */
     if (c.dt == NDF_FLOAT32 && tu_rng_chance(&r, 0.35)) c.tkind = 2;
     failed += strip_settings(s->ctx, &c, &r, k, 11, var, val, var2, val2, NULL, NULL); /* 6..10: even / odd cases */
@@ -923,7 +923,7 @@ static void test_gpu_strip2(void **state) {
 /* The 3-D warp-strip kernel (ndf_ecc_strip3: 3-D, thresholds over [min,
  * max] or, float32, over a given range (a third of the float32 cases), T <= 320, float32 / uint8 / uint16; cells' bins by max / min,
  * telescoped along x) against the CPU, the same input under each setting:
- * default (ndf_ecc_strip3, 16 columns per lane; uint8 / uint16 too since session 19: the integer
+ * default (ndf_ecc_strip3, 16 columns per lane; uint8 / uint16 too: the integer
  * binner), NDF_ECC_3D=old (the paths before), NDF_ECC_MAPHDR=0,
  * NDF_ECC3_MC=1 (other task lengths), NDF_ECC3_W=8 (ndf_ecc_strip3n),
  * NDF_ECC2_WS=0, and on alternate
@@ -962,7 +962,7 @@ static void test_gpu_strip3(void **state) {
     const int many = c.batch && tu_rng_chance(&r, 0.2);
     for (int d = 0; d < c.batch; d++) c.shape[d] = many ? tu_rng_int(&r, 20, 40) : tu_rng_int(&r, 1, 3);
     c.shape[c.batch] = tu_rng_chance(&r, 0.15) ? tu_rng_int(&r, 1, 2) : tu_rng_int(&r, 1, many ? 3 : 24);
-    /* many images are small ones (run17b: 1332 images of 32 x 4224 float64, 1.4 GB, ran the test past 170 s) */
+    /* many images are small ones (thousands of 32 x 4224 float64 images would take gigabytes and minutes) */
     c.shape[c.batch + 1] = !many && tu_rng_chance(&r, 0.6) ? H[tu_rng_int(&r, 0, 7)] : tu_rng_int(&r, 1, many ? 8 : 70);
     c.shape[c.batch + 2] =
         !many && tu_rng_chance(&r, 0.6) ? W[tu_rng_int(&r, 0, 10)] : tu_rng_int(&r, 1, many ? 8 : 130);
@@ -972,10 +972,10 @@ static void test_gpu_strip3(void **state) {
       c.vkind = 3;
       c.T = k ? 256 : 320;
     }
-    /* float32: thresholds over a given range in a third of the cases (session 18: no phase 1; run_exact's
+    /* float32: thresholds over a given range in a third of the cases (no phase 1; run_exact's
      * ranges, [N(0, 10), + U(0, 100)], one in ten a single point: the paths before) */
     if (k >= 2 && c.dt == NDF_FLOAT32 && tu_rng_chance(&r, 0.35)) c.tkind = 2;
-    /* (uint8 / uint16: strip3 by default since session 19; the setting NDF_ECC_3D=old: the rows kernel) */
+    /* (uint8 / uint16: strip3 by default; the setting NDF_ECC_3D=old: the rows kernel) */
     failed += strip_settings(s->ctx, &c, &r, k, 11, var, val, NULL, NULL, NULL, NULL);
   }
   if (failed) printf("%d strip3 cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
@@ -998,7 +998,7 @@ static void test_gpu_rows(void **state) {
   static const int64_t S3[][3] = {{1, 1, 1},  {1, 1, 300},   {1, 300, 1},  {300, 1, 1}, {2, 32, 128}, {3, 33, 129},
                                   {5, 31, 127}, {9, 65, 257}, {40, 40, 40}, {17, 64, 16}, {4, 70, 17},  {64, 64, 64}};
   static const ndf_dtype dts[4] = {NDF_FLOAT32, NDF_FLOAT64, NDF_UINT8, NDF_UINT16};
-  /* session 8: =5 (PF 4: the next plane staged by cp.async) for every dtype, =6 (PF 6), =7 (PF 8:
+  /* =5 (PF 4: the next plane staged by cp.async) for every dtype, =6 (PF 6), =7 (PF 8:
    * mode 1 at 3 blocks per SM; the float32 default from 2^24 voxels), =9 (PF 10) for float32 V,
    * =8 (PF 12: =5 at 4 blocks per SM) for float32 V and uint8 */
   static const char *const val[10] = {"1", NULL, "2", "3", "0", "5", "6", "7", "8", "9"};

@@ -373,8 +373,8 @@ static void test_gpu_rank_tile(void **state) {
       {4, 2, {2, 2, 20, 30}, {6, 7}},    {2, 0, {5, 6}, {3, 4}},         {2, 0, {300, 64}, {2, 2}},
       {2, 0, {60, 50}, {45, 45}},
   };
-  /* Every case is a kernel of its own (NVRTC on the H200's host: about 1 s
-   * for the first form, 3-4 s for the second): one variant per shape
+  /* Every case is a kernel of its own (NVRTC: about 1 s for the first
+   * form, 3-4 s for the second): one variant per shape
    * (v = i % 3), the dtypes rotating over the shapes (all seven), the modes
    * and kinds too (all of them); float32 also runs shapes 1-3 (pass 1: one
    * per variant: NaN omission with 20% NaN, NaN propagation, a NaN cval in
@@ -433,23 +433,23 @@ static void test_gpu_rank_tile(void **state) {
   assert_int_equal(failed, 0);
 }
 
-/* The second sorted-tile form's session-6/7 variants (slot PIPE; ADR 0005:
- * $NDF_RANK_TILE2_PIPE=0 the session-5 order, 1 shared loads ahead of the
- * atomics, 2 also a first window shared by a column's threads, 3 (session
- * 7's default) 1 with cheaper flips, probes, walks, loads and sort, 4 is 3 with a first
- * window shared within a warp; session 8: 5 and 6 are 3 with first windows
+/* The second sorted-tile form's variants (slot PIPE; ADR 0005:
+ * $NDF_RANK_TILE2_PIPE=0 the first order, 1 shared loads ahead of the
+ * atomics, 2 also a first window shared by a column's threads, 3 is 1 with
+ * cheaper flips, probes, walks, loads and sort, 4 is 3 with a first
+ * window shared within a warp; 5 and 6 are 3 with first windows
  * shared by groups of 8 and 4 columns (6: the default), 7 is 5 with a faster select in a
  * word, 8 is 6 with 32 rank searches at a time; "5u"/"3u" with the sort's stages in a switch, $NDF_RANK_TILE2_UNROLL=3;
- * session 13: 10, pivots over the ranks' positions instead of bitsets, the default where it applies): windows
+ * 10, pivots over the ranks' positions instead of bitsets, the default where it applies): windows
  * from 9 to 45 per axis, odd and even, wider than 32 columns (the codes load
  * in chunks), median, rank and percentile, both NaN policies, 8/16/32-bit
  * integers and float32, images smaller than the window, batch axes, origins;
  * the 31 x 31 median of the benchmark in all forms, a
  * NaN-omitting 17 x 17 in forms 2 and 3; the other cases in the default form
- * (session 13: 10 where it applies, else 6), six on arrays large enough for many tiles inside the array (loads
+ * (10 where it applies, else 6), six on arrays large enough for many tiles inside the array (loads
  * without boundary mapping), six in form 4.  From NDF_TEST_CASES = 6 on
  * every case runs (about 45 kernels of 3-4 s of NVRTC each); below, seven
- * (the default's and the session-8 forms' first cases: seven). */
+ * (the default's and forms 5, 6, 7, 8, "5u" and "3u"'s first cases). */
 static void test_gpu_rank_tile2_pipe(void **state) {
   gpu_state *s = *state;
   SKIP_WITHOUT_CUDA(s);
@@ -479,7 +479,7 @@ static void test_gpu_rank_tile2_pipe(void **state) {
       {NDF_UINT8, 3, 1, K_MEDIAN, NULL, {2, 40, 45}, {45, 20}, 0.0, NDF_RANK_NAN_PROPAGATE},
       {NDF_FLOAT32, 3, 1, K_PERCENTILE, NULL, {2, 33, 65}, {24, 31}, 0.3, NDF_RANK_NAN_OMIT},
       {NDF_FLOAT64, 2, 0, K_MEDIAN, NULL, {40, 45}, {15, 15}, 0.01, NDF_RANK_NAN_PROPAGATE}, /* not the tile: AUTO */
-      /* session 7: PIPE 3 (the default) against session 6's PIPE 1, many tiles inside the array */
+      /* PIPE 1, and the default, many tiles inside the array */
       {NDF_FLOAT32, 2, 0, K_MEDIAN, "1", {150, 300}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
       {NDF_FLOAT32, 2, 0, K_MEDIAN, NULL, {300, 260}, {31, 31}, 0.02, NDF_RANK_NAN_OMIT},
       {NDF_FLOAT32, 2, 0, K_RANK, NULL, {200, 210}, {25, 30}, 0.001, NDF_RANK_NAN_PROPAGATE},
@@ -495,7 +495,7 @@ static void test_gpu_rank_tile2_pipe(void **state) {
       {NDF_INT16, 2, 0, K_RANK, "4", {90, 70}, {9, 40}, 0.0, NDF_RANK_NAN_PROPAGATE},
       /* "3r": PIPE 3 with $NDF_RANK_TILE2_UNROLL=2 (the sort's last stages as a loop) */
       {NDF_FLOAT32, 2, 0, K_MEDIAN, "3r", {150, 300}, {31, 31}, 0.01, NDF_RANK_NAN_OMIT},
-      /* session 8: PIPE 5 (6) first windows shared by groups of 8 (4) columns; columns past the array's last */
+      /* PIPE 5 (6) first windows shared by groups of 8 (4) columns; columns past the array's last */
       {NDF_FLOAT32, 2, 0, K_MEDIAN, "5", {150, 300}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
       {NDF_FLOAT32, 2, 0, K_MEDIAN, "5", {300, 270}, {31, 31}, 0.02, NDF_RANK_NAN_OMIT},
       {NDF_FLOAT32, 2, 0, K_RANK, "5", {200, 210}, {25, 30}, 0.001, NDF_RANK_NAN_PROPAGATE},
@@ -516,9 +516,9 @@ static void test_gpu_rank_tile2_pipe(void **state) {
       {NDF_FLOAT32, 2, 0, K_MEDIAN, "8", {300, 270}, {31, 31}, 0.02, NDF_RANK_NAN_OMIT},
       {NDF_UINT16, 2, 0, K_PERCENTILE, "8", {100, 45}, {10, 12}, 0.0, NDF_RANK_NAN_PROPAGATE},
       {NDF_FLOAT32, 2, 0, K_RANK, "8", {200, 210}, {25, 30}, 0.001, NDF_RANK_NAN_PROPAGATE},
-      /* PIPE 3 (the default of session 7) */
+      /* PIPE 3 */
       {NDF_FLOAT32, 2, 0, K_MEDIAN, "3", {300, 270}, {31, 31}, 0.02, NDF_RANK_NAN_OMIT},
-      /* session 13: PIPE 10 (pivots over posOf, no bitsets; 32-bit data in tiles of at most 64 x 64) */
+      /* PIPE 10 (pivots over posOf, no bitsets; 32-bit data in tiles of at most 64 x 64) */
       {NDF_FLOAT32, 2, 0, K_MEDIAN, "10", {150, 300}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
       {NDF_FLOAT32, 2, 0, K_MEDIAN, "10", {300, 270}, {31, 31}, 0.02, NDF_RANK_NAN_OMIT},
       {NDF_FLOAT32, 2, 0, K_RANK, "10", {200, 210}, {25, 30}, 0.001, NDF_RANK_NAN_PROPAGATE},
@@ -530,7 +530,7 @@ static void test_gpu_rank_tile2_pipe(void **state) {
   };
   /* Below NDF_TEST_CASES = 6 (the sanitizers' runs: every case is a cold
    * NVRTC compile, slow under memcheck) only the first case of the default
-   * and of each session-8 form (5, 6, 7, 8, "5u", "3u"). */
+   * and of forms 5, 6, 7, 8, "5u" and "3u". */
   const char *seen[16];
   int nseen = 0;
   int failed = 0;

@@ -1,13 +1,27 @@
 /*
- * test_nvrtc.c -- compiles every specialization family of the spec
- * (gen/spec.lua) with NVRTC for sm_90.  NVRTC needs no GPU, so CI runs this.
+ * test_nvrtc.c -- compiles the specializations of the spec (gen/spec.lua)
+ * with NVRTC for sm_90.  NVRTC needs no GPU, so CI runs this.
+ *
+ * By default a seeded sample ($NDF_TEST_SEED, printed) of about
+ * $NDF_TEST_CASES rows (default 32) of the family tables, shared among the
+ * templates by their number of rows, at least one each.  Within a template the
+ * rows are picked greedily, each adding the most slot values not yet compiled
+ * for that template (ties broken in the seed's random order), so a sample
+ * compiles as many distinct values of every slot as its size allows, in
+ * combinations that change with the seed.  "test_nvrtc --exhaustive" (the
+ * ctest entry test_nvrtc_exhaustive, label "exhaustive") compiles every row.
+ * The compiles run on worker threads, one context each.
+ *
+ * The rank filter's requests for real windows compile too (every run).
  * It also checks the template machinery: unfilled and unknown slots are
  * errors naming the slot.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +32,9 @@
 
 #include "internal.h"
 #include "templates.generated.h"
+#include "testutil.h"
+
+static int g_exhaustive; /* --exhaustive: every row of every family table */
 
 static int setup(void **state) {
   ndf_ctx_options opt;
@@ -35,34 +52,209 @@ static int teardown(void **state) {
   return 0;
 }
 
-static void test_every_family_compiles(void **state) {
-  ndf_ctx *ctx = *state;
+/* ---- Compiling many requests on worker threads ---- */
+
+/* One compile: a request (owned; released by nv_compile_all) and its result. */
+typedef struct nv_job {
+  ndf__kernel_req req;
+  int t, f; /* template and family row it came from; t = -1 for others */
+  ndf_status st;
+  int compiled;
+  double ms;
+  char *err; /* the context's message when st != NDF_OK (malloc'd) */
+} nv_job;
+
+typedef struct nv_pool {
+  nv_job *jobs;
+  int njobs;
+  int next; /* the next job to take (under lock) */
+  pthread_mutex_t lock;
+} nv_pool;
+
+typedef struct nv_worker {
+  nv_pool *pool;
+  ndf_ctx *ctx;
+  uint64_t compiles; /* NVRTC runs of ctx */
+} nv_worker;
+
+static void *nv_work(void *arg) {
+  nv_worker *w = arg;
+  nv_pool *p = w->pool;
+  for (;;) {
+    pthread_mutex_lock(&p->lock);
+    int i = p->next < p->njobs ? p->next++ : -1;
+    pthread_mutex_unlock(&p->lock);
+    if (i < 0) break;
+    nv_job *j = &p->jobs[i];
+    double t0 = tu_now_ms();
+    j->st = ndf__jit_warm(w->ctx, "test_nvrtc", &j->req, "sm_90", &j->compiled);
+    j->ms = tu_now_ms() - t0;
+    if (j->st != NDF_OK) j->err = strdup(ndf_errmsg(w->ctx));
+  }
+  ndf_cache_stats stats;
+  ndf_ctx_cache_stats(w->ctx, &stats);
+  w->compiles = stats.compiles;
+  return NULL;
+}
+
+/* Compiles every job for sm_90 on one thread per online CPU (1 to 8), each
+ * with its own CPU context without disk cache (so NVRTC always runs; the
+ * runtime and NVRTC are thread-safe, one request per thread at a time).
+ * Returns the number of NVRTC runs; *threads and *wall_ms say how it went.
+ * Releases every job's request. */
+static uint64_t nv_compile_all(nv_job *jobs, int njobs, int *threads, double *wall_ms) {
+  nv_pool pool = {.jobs = jobs, .njobs = njobs};
+  pthread_mutex_init(&pool.lock, NULL);
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  int nth = ncpu < 1 ? 1 : ncpu > 8 ? 8 : (int)ncpu;
+  nv_worker w[8];
+  pthread_t th[8];
+  for (int i = 0; i < nth; i++) {
+    ndf_ctx_options opt;
+    ndf_ctx_options_init(&opt);
+    opt.backend = NDF_BACKEND_CPU;
+    opt.cache_disable = 1; /* always compile: this test is about NVRTC */
+    w[i] = (nv_worker){.pool = &pool};
+    assert_int_equal(ndf_ctx_create(&w[i].ctx, &opt), NDF_OK);
+  }
+  double t0 = tu_now_ms();
+  for (int i = 0; i < nth; i++) assert_int_equal(pthread_create(&th[i], NULL, nv_work, &w[i]), 0);
+  uint64_t compiles = 0;
+  for (int i = 0; i < nth; i++) {
+    assert_int_equal(pthread_join(th[i], NULL), 0);
+    compiles += w[i].compiles;
+    ndf_ctx_destroy(w[i].ctx);
+  }
+  *wall_ms = tu_now_ms() - t0;
+  *threads = nth;
+  pthread_mutex_destroy(&pool.lock);
+  for (int i = 0; i < njobs; i++) ndf__req_free(&jobs[i].req);
+  return compiles;
+}
+
+/* Prints every failed job (named by what(job)); returns their number and
+ * frees the messages. */
+static int nv_failures(nv_job *jobs, int njobs, void (*what)(const nv_job *, char *, size_t)) {
+  int failed = 0;
+  for (int i = 0; i < njobs; i++) {
+    nv_job *j = &jobs[i];
+    if (j->st != NDF_OK || j->compiled != 1) {
+      char name[128];
+      what(j, name, sizeof name);
+      print_error("%s: %s\n", name, j->st != NDF_OK ? (j->err ? j->err : ndf_status_name(j->st)) : "NVRTC did not run");
+      failed++;
+    }
+    free(j->err);
+    j->err = NULL;
+  }
+  return failed;
+}
+
+/* ---- The spec's family tables ---- */
+
+/* Row f of template t's family table as a request. */
+static void family_job(nv_job *j, int t, int f) {
+  const ndf__template *tp = &ndf__templates[t];
+  memset(j, 0, sizeof *j);
+  j->t = t;
+  j->f = f;
+  ndf__req_init(&j->req, tp->name, tp->kernels[0]);
+  for (int s = 0; s < tp->nslots; s++) ndf__req_set(&j->req, tp->slot_names[s], "%s", tp->family[f * tp->nslots + s]);
+}
+
+static void family_what(const nv_job *j, char *buf, size_t n) {
+  snprintf(buf, n, "%s family %d", ndf__templates[j->t].name, j->f);
+}
+
+/* Appends to jobs k rows of template t: greedily the row adding the most
+ * (slot, value) pairs not yet covered, ties to the earlier row of a random
+ * permutation (rows adding nothing last, in that order). */
+static int sample_rows(int t, int k, tu_rng *rng, nv_job *jobs) {
+  const ndf__template *tp = &ndf__templates[t];
+  const int nf = tp->nfamily, ns = tp->nslots;
+  int *order = malloc((size_t)nf * sizeof *order);
+  char *covered = calloc((size_t)nf * ns, 1); /* covered[f*ns+s]: row f's value of slot s is covered */
+  char *taken = calloc((size_t)nf, 1);
+  assert_true(order && covered && taken);
+  for (int i = 0; i < nf; i++) order[i] = i;
+  for (int i = nf - 1; i > 0; i--) {
+    int r = (int)tu_rng_int(rng, 0, i), x = order[i];
+    order[i] = order[r];
+    order[r] = x;
+  }
+  int n = 0;
+  while (n < k) {
+    int best = -1, best_gain = -1;
+    for (int i = 0; i < nf; i++) {
+      int f = order[i], gain = 0;
+      if (taken[f]) continue;
+      for (int s = 0; s < ns; s++) gain += !covered[f * ns + s];
+      if (gain > best_gain) best = f, best_gain = gain;
+    }
+    if (best < 0) break;
+    taken[best] = 1;
+    family_job(&jobs[n++], t, best);
+    for (int s = 0; s < ns; s++) /* every row with the same value of slot s is now covered there */
+      for (int f = 0; f < nf; f++)
+        if (strcmp(tp->family[f * ns + s], tp->family[best * ns + s]) == 0) covered[f * ns + s] = 1;
+  }
+  free(order);
+  free(covered);
+  free(taken);
+  return n;
+}
+
+static void test_specializations_compile(void **state) {
+  (void)state;
   int major = 0, minor = 0;
   if (ndf__nvrtc_version(&major, &minor) != NDF_OK) {
     print_message("NVRTC is not installed here: %s\n", "skipping");
     skip();
   }
-  int total = 0;
+  int rows = 0;
   for (int t = 0; t < ndf__ntemplates; t++) {
-    const ndf__template *tp = &ndf__templates[t];
-    assert_true(tp->nfamily > 0); /* every template carries at least one family */
-    for (int f = 0; f < tp->nfamily; f++) {
-      ndf__kernel_req req;
-      ndf__req_init(&req, tp->name, tp->kernels[0]);
-      for (int s = 0; s < tp->nslots; s++) ndf__req_set(&req, tp->slot_names[s], "%s", tp->family[f * tp->nslots + s]);
-      int compiled = 0;
-      ndf_status st = ndf__jit_warm(ctx, "test_nvrtc", &req, "sm_90", &compiled);
-      if (st != NDF_OK) print_error("%s family %d: %s\n", tp->name, f, ndf_errmsg(ctx));
-      assert_int_equal(st, NDF_OK);
-      assert_int_equal(compiled, 1);
-      total++;
+    assert_true(ndf__templates[t].nfamily > 0); /* every template carries at least one family */
+    rows += ndf__templates[t].nfamily;
+  }
+  nv_job *jobs = calloc((size_t)rows, sizeof *jobs);
+  assert_non_null(jobs);
+  int njobs = 0;
+  if (g_exhaustive) {
+    for (int t = 0; t < ndf__ntemplates; t++)
+      for (int f = 0; f < ndf__templates[t].nfamily; f++) family_job(&jobs[njobs++], t, f);
+  } else {
+    tu_rng rng;
+    tu_rng_seed(&rng, tu_seed("NDF_TEST_SEED"));
+    const long want = tu_env_long("NDF_TEST_CASES", 32);
+    for (int t = 0; t < ndf__ntemplates; t++) {
+      const int nf = ndf__templates[t].nfamily;
+      long k = (long)((double)want * nf / rows + 0.5);
+      k = k < 1 ? 1 : k > nf ? nf : k;
+      njobs += sample_rows(t, (int)k, &rng, jobs + njobs);
     }
   }
-  ndf_cache_stats stats;
-  ndf_ctx_cache_stats(ctx, &stats);
-  print_message("compiled %d specializations with NVRTC %d.%d, %.0f ms in all\n", total, major, minor, stats.compile_ms);
-  assert_int_equal((int)stats.compiles, total);
+  int threads = 0;
+  double wall = 0;
+  uint64_t compiles = nv_compile_all(jobs, njobs, &threads, &wall);
+
+  /* Per template: rows compiled and NVRTC time. */
+  double sum_ms = 0;
+  for (int t = 0, j = 0; t < ndf__ntemplates; t++) {
+    int n = 0;
+    double ms = 0;
+    for (; j < njobs && jobs[j].t == t; j++) n++, ms += jobs[j].ms;
+    sum_ms += ms;
+    print_message("  %-18s %3d of %3d rows, %6.0f ms\n", ndf__templates[t].name, n, ndf__templates[t].nfamily, ms);
+  }
+  print_message("%s: %d of %d specializations with NVRTC %d.%d on %d threads, %.0f ms of compiles, %.0f ms wall\n",
+                g_exhaustive ? "exhaustive" : "sample", njobs, rows, major, minor, threads, sum_ms, wall);
+  int failed = nv_failures(jobs, njobs, family_what);
+  free(jobs);
+  assert_int_equal(failed, 0);
+  assert_int_equal((int)compiles, njobs);
 }
+
+static void rank_what(const nv_job *j, char *buf, size_t n) { snprintf(buf, n, "rank window %d", j->f); }
 
 /* The rank filter's requests for real windows (generated networks in a
  * long slot, radix select, 3-D planes, every dtype) compile. */
@@ -86,7 +278,10 @@ static void test_rank_requests_compile(void **state) {
       {2, {31, 31, 0}, 0, NDF_UINT8, NDF_RANK_NAN_PROPAGATE, NDF_RANK_ALGO_AUTO}, /* sliding histogram */
       {3, {3, 5, 7}, 2, NDF_INT8, NDF_RANK_NAN_PROPAGATE, NDF_RANK_ALGO_HISTOGRAM},
   };
-  for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+  enum { NW = sizeof w / sizeof w[0] };
+  nv_job jobs[NW];
+  memset(jobs, 0, sizeof jobs);
+  for (int i = 0; i < NW; i++) {
     ndf__grey_geom g;
     memset(&g, 0, sizeof g);
     g.nsp = w[i].nsp;
@@ -105,17 +300,19 @@ static void test_rank_requests_compile(void **state) {
       }
     }
     ndf__rank_sel sel = {w[i].kind, n / 3, 37.5, w[i].pol, w[i].algo};
-    ndf__kernel_req req;
-    ndf_status st = ndf__rank_cuda_request(ctx, "test_nvrtc", w[i].dt, g.nsp + 1, NULL, &g, taps, n, &sel, &req);
-    if (st == NDF_OK) {
-      int compiled = 0;
-      st = ndf__jit_warm(ctx, "test_nvrtc", &req, "sm_90", &compiled);
-      ndf__req_free(&req);
-    }
-    if (st != NDF_OK) print_error("rank window %zu: %s\n", i, ndf_errmsg(ctx));
+    jobs[i].t = -1;
+    jobs[i].f = i;
+    ndf_status st = ndf__rank_cuda_request(ctx, "test_nvrtc", w[i].dt, g.nsp + 1, NULL, &g, taps, n, &sel, &jobs[i].req);
+    if (st != NDF_OK) print_error("rank window %d: %s\n", i, ndf_errmsg(ctx));
     assert_int_equal(st, NDF_OK);
     free(taps);
   }
+  int threads = 0;
+  double wall = 0;
+  nv_compile_all(jobs, NW, &threads, &wall);
+  for (int i = 0; i < NW; i++) print_message("  rank window %d (%d-D, %s): %.0f ms\n", i, w[i].nsp, ndf_dtype_name(w[i].dt), jobs[i].ms);
+  print_message("rank windows: %d on %d threads, %.0f ms wall\n", NW, threads, wall);
+  assert_int_equal(nv_failures(jobs, NW, rank_what), 0);
 }
 
 static void test_unfilled_slot_is_an_error(void **state) {
@@ -237,13 +434,14 @@ static void test_disk_hit_does_not_load_nvrtc(void **state) {
 
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "--child-disk-hit") == 0) return child_disk_hit(argv[2]);
+  g_exhaustive = argc == 2 && strcmp(argv[1], "--exhaustive") == 0;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_unfilled_slot_is_an_error),
       cmocka_unit_test(test_unknown_slot_is_an_error),
       cmocka_unit_test(test_source_points_back_at_templates),
       cmocka_unit_test(test_compile_error_carries_log),
       cmocka_unit_test(test_disk_hit_does_not_load_nvrtc),
-      cmocka_unit_test(test_every_family_compiles),
+      cmocka_unit_test(test_specializations_compile),
       cmocka_unit_test(test_rank_requests_compile),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
