@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The test command of the README, and what CI runs: installs what is missing,
-# then builds and runs the whole test suite twice --
+# then builds and runs the whole test suite twice, and the fuzz targets --
 #   1. Release build, generator under Lua 5.4;
-#   2. AddressSanitizer + UndefinedBehaviorSanitizer build, generator under LuaJIT.
+#   2. AddressSanitizer + UndefinedBehaviorSanitizer build, generator under LuaJIT;
+#   3. the libFuzzer targets of fuzz/ (clang), each for a short fixed time from
+#      its seed corpus (ctest label "fuzz"; fuzz/README.md has the long runs).
 # GPU tests skip themselves on machines without a device.  The exhaustive
 # NVRTC sweep (ctest label "exhaustive") is left out; each pass compiles a
 # seeded sample instead.  Run the sweep with
@@ -35,5 +37,7 @@ run() { # name, build dir, cmake args...
 run "Release, Lua 5.4" build-test -DCMAKE_BUILD_TYPE=Release -DNDF_LUA="$(command -v lua5.4)"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   run "ASan+UBSan, LuaJIT" build-asan -DCMAKE_BUILD_TYPE=Debug -DNDF_SANITIZE=ON -DNDF_LUA="$(command -v luajit)"
-echo "=== both passes: $((SECONDS - start)) s ==="
+run "libFuzzer targets, clang" build-fuzz -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang-14 \
+  -DNDF_FUZZ=ON -DNDF_BUILD_TESTS=OFF -DNDF_BUILD_BENCH=OFF -DNDF_INSTALL=OFF -DNDF_LUA="$(command -v lua5.4)"
+echo "=== all passes: $((SECONDS - start)) s ==="
 exit $status
