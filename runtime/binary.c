@@ -35,36 +35,56 @@ void ndf_hit_or_miss_options_init(ndf_hit_or_miss_options *opt) {
 
 /* ---- host helpers -------------------------------------------------------------------- */
 
-/* Element i (raster order) of a host array, as "non-zero". */
-static int host_nonzero(const ndf_array *a, int64_t i) {
+/* Coordinates (axes 0..L-1) of row r into c; returns the row's offset in a (elements). */
+static int64_t row_coords(const ndf_array *a, int L, int64_t r, int64_t *c) {
   int64_t off = 0;
-  for (int d = a->ndim - 1; d >= 0; d--) {
-    off += (i % a->shape[d]) * a->strides[d];
-    i /= a->shape[d];
+  for (int d = L - 1; d >= 0; d--) {
+    c[d] = r % a->shape[d];
+    r /= a->shape[d];
+    off += c[d] * a->strides[d];
   }
-  const char *p = (const char *)a->data + off * (int64_t)ndf_dtype_size(a->dtype);
-  switch (a->dtype) {
-    case NDF_BOOL: case NDF_UINT8: case NDF_INT8: return *(const uint8_t *)p != 0;
-    case NDF_UINT16: case NDF_INT16: return *(const uint16_t *)p != 0;
-    case NDF_UINT32: case NDF_INT32: return *(const uint32_t *)p != 0;
-    case NDF_FLOAT32: return *(const float *)p != 0.0f; /* NaN is non-zero, as in NumPy */
-    case NDF_FLOAT64: return *(const double *)p != 0.0;
-    default: return 0;
+  return off;
+}
+
+/* Input row at offset off (elements) as bytes, 0 / non-zero: in place for
+ * contiguous 8-bit rows, else converted into buf. */
+static const uint8_t *row_bytes(const ndf_array *in, int64_t off, int64_t nx, uint8_t *buf) {
+  const int64_t sx = in->strides[in->ndim - 1];
+  switch (in->dtype) {
+#define ROW_NZ(T)                                                          \
+  {                                                                        \
+    const T *q = (const T *)in->data + off;                                \
+    for (int64_t x = 0; x < nx; x++) buf[x] = q[x * sx] != 0;              \
+    return buf;                                                            \
+  }
+    case NDF_BOOL: case NDF_UINT8: case NDF_INT8:
+      if (sx == 1) return (const uint8_t *)in->data + off;
+      ROW_NZ(uint8_t)
+    case NDF_UINT16: case NDF_INT16: ROW_NZ(uint16_t)
+    case NDF_UINT32: case NDF_INT32: ROW_NZ(uint32_t)
+    case NDF_FLOAT32: ROW_NZ(float) /* NaN is non-zero, -0.0 zero, as in NumPy */
+    case NDF_FLOAT64: ROW_NZ(double)
+#undef ROW_NZ
+    default: memset(buf, 0, (size_t)nx); return buf;
   }
 }
 
 /* A contiguous 0/1 byte copy of a host array (malloc'd into *buf). */
 static ndf_status binarize(ndf_ctx *ctx, const ndf_array *a, uint8_t **buf) {
-  int64_t n = ndf_array_size(a);
-  *buf = malloc((size_t)(n > 0 ? n : 1));
-  if (!*buf) return ndf__error(ctx, NDF_ENOMEM, "ndforge: out of host memory (%lld bytes)", (long long)n);
-  if (a->dtype == NDF_BOOL || a->dtype == NDF_UINT8 || a->dtype == NDF_INT8) {
-    ndf_array c;
-    ndf_array_init(&c, *buf, NDF_DEVICE_CPU, a->dtype, a->ndim, a->shape);
-    ndf__host_copy(&c, a);
-    for (int64_t i = 0; i < n; i++) (*buf)[i] = (*buf)[i] != 0;
-  } else {
-    for (int64_t i = 0; i < n; i++) (*buf)[i] = (uint8_t)host_nonzero(a, i);
+  const int64_t n = ndf_array_size(a);
+  uint8_t *o = *buf = malloc((size_t)(n > 0 ? n : 1));
+  if (!o) return ndf__error(ctx, NDF_ENOMEM, "ndforge: out of host memory (%lld bytes)", (long long)n);
+  if (n == 0) return NDF_OK;
+  const int L = a->ndim - 1;
+  const int64_t nx = a->shape[L], nrows = n / nx;
+  const int nth = n > 65536 ? ndf__cpu_threads(ctx) : 1;
+#pragma omp parallel for num_threads(nth) schedule(static)
+  for (int64_t r = 0; r < nrows; r++) {
+    int64_t c[NDF_MAX_NDIM];
+    uint8_t *row = o + r * nx;
+    const uint8_t *b = row_bytes(a, row_coords(a, L, r, c), nx, row);
+    if (b != row)
+      for (int64_t x = 0; x < nx; x++) row[x] = b[x] != 0;
   }
   return NDF_OK;
 }
@@ -258,6 +278,8 @@ static int run_step(ndf_ctx *ctx, const step *sp, binop op, const uint8_t *src, 
     if (ndf__grey_cpu(ctx, &a, &b, &sp->g) != NDF_OK) return -1;
   }
   int changed = 0;
+  const int nth = n > 65536 ? ndf__cpu_threads(ctx) : 1;
+#pragma omp parallel for num_threads(nth) schedule(static) reduction(| : changed)
   for (int64_t i = 0; i < n; i++) {
     if (mask && !mask[i]) dst[i] = src[i];
     changed |= dst[i] != src[i];
@@ -442,40 +464,6 @@ static int64_t row_runs(const uint8_t *p, int64_t nx, int want, int split, int32
     n++;
   }
   return n;
-}
-
-/* Input row at offset off (elements) as bytes, 0 / non-zero: in place for
- * contiguous 8-bit rows, else converted into buf. */
-static const uint8_t *row_bytes(const ndf_array *in, int64_t off, int64_t nx, uint8_t *buf) {
-  const int64_t sx = in->strides[in->ndim - 1];
-  switch (in->dtype) {
-#define ROW_NZ(T)                                                          \
-  {                                                                        \
-    const T *q = (const T *)in->data + off;                                \
-    for (int64_t x = 0; x < nx; x++) buf[x] = q[x * sx] != 0;              \
-    return buf;                                                            \
-  }
-    case NDF_BOOL: case NDF_UINT8: case NDF_INT8:
-      if (sx == 1) return (const uint8_t *)in->data + off;
-      ROW_NZ(uint8_t)
-    case NDF_UINT16: case NDF_INT16: ROW_NZ(uint16_t)
-    case NDF_UINT32: case NDF_INT32: ROW_NZ(uint32_t)
-    case NDF_FLOAT32: ROW_NZ(float) /* NaN is non-zero, -0.0 zero, as in NumPy */
-    case NDF_FLOAT64: ROW_NZ(double)
-#undef ROW_NZ
-    default: memset(buf, 0, (size_t)nx); return buf;
-  }
-}
-
-/* Coordinates (axes 0..L-1) of row r into c; returns the input's offset of the row. */
-static int64_t row_coords(const ndf_array *a, int L, int64_t r, int64_t *c) {
-  int64_t off = 0;
-  for (int d = L - 1; d >= 0; d--) {
-    c[d] = r % a->shape[d];
-    r /= a->shape[d];
-    off += c[d] * a->strides[d];
-  }
-  return off;
 }
 
 /* Joins the runs a..ae (one row) to the runs b..be (its neighbour row) whose
