@@ -363,8 +363,10 @@ typedef enum { NDF_RANK_NAN_PROPAGATE = 0, NDF_RANK_NAN_OMIT = 1 } ndf_rank_nan_
  *                            data up to 32 bits and a box window (size=) over
  *                            the last two spatial axes only (every other extent
  *                            1) of up to 16384 taps; NDF_EINVAL otherwise.
- * AUTO picks SELECT on the CPU; on CUDA the network where one exists, else the
- * tile where it applies, else the histogram where it applies, else SELECT. */
+ * AUTO on the CPU runs box windows (size=) of 4 to 4096 taps by sorted slices
+ * (each column of the window sorted once, the rank walked from the previous
+ * window's) and other windows by SELECT; on CUDA the network where one exists,
+ * else the tile where it applies, else the histogram where it applies, else SELECT. */
 typedef enum {
   NDF_RANK_ALGO_AUTO = 0,
   NDF_RANK_ALGO_NETWORK = 1,
