@@ -322,7 +322,8 @@ typedef struct cc_plan {
   int64_t nrows, nx, maxdrow;
   int want;     /* 1: runs of non-zero voxels, 0: runs of zeros */
   int xconn;    /* x - 1 joins x: runs are maximal */
-  int border;   /* mark the runs holding a voxel that some offset maps outside the image */
+  int light;    /* keep a "lit" flag per run */
+  int border;   /* light the runs holding a voxel that some offset maps outside the image */
   int ngroups;
   cc_group *groups;
   int32_t *ilo, *ihi;
@@ -333,7 +334,7 @@ typedef struct cc_runs {
   int32_t *rstart;  /* nrows + 1: first run of each row */
   int32_t *x0, *x1; /* run [x0, x1) */
   int32_t *parent;
-  uint8_t *lit;     /* with border: the run reaches outside the image */
+  uint8_t *lit;     /* with light; with border, initially: the run reaches outside the image */
   int64_t nruns;
 } cc_runs;
 
@@ -520,6 +521,7 @@ static ndf_status cc_build(ndf_ctx *ctx, const char *name, const cc_plan *p, cc_
   memset(R, 0, sizeof *R);
   const int64_t nrows = p->nrows, nx = p->nx;
   const int L = p->L, split = !p->xconn;
+  if (nrows * nx >= INT32_MAX) return NDF_ENOTSUP; /* run indices are int32 */
   const int nth = ndf__cpu_threads(ctx);
   int64_t nchunk = nth > 1 ? 4 * (int64_t)nth : 1;
   if (nchunk > nrows) nchunk = nrows;
@@ -544,8 +546,8 @@ static ndf_status cc_build(ndf_ctx *ctx, const char *name, const cc_plan *p, cc_
   R->x0 = malloc((size_t)(nr + 1) * sizeof *R->x0);
   R->x1 = malloc((size_t)(nr + 1) * sizeof *R->x1);
   R->parent = malloc((size_t)(nr + 1) * sizeof *R->parent);
-  if (p->border) R->lit = malloc((size_t)(nr + 1));
-  if (!R->x0 || !R->x1 || !R->parent || (p->border && !R->lit)) {
+  if (p->light) R->lit = malloc((size_t)(nr + 1));
+  if (!R->x0 || !R->x1 || !R->parent || (p->light && !R->lit)) {
     ndf__thread_buffers_free(bufs, nth);
     return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory for %lld runs", name, (long long)nr);
   }
@@ -560,9 +562,9 @@ static ndf_status cc_build(ndf_ctx *ctx, const char *name, const cc_plan *p, cc_
       const int32_t a = R->rstart[r], ae = R->rstart[r + 1];
       row_runs(b, nx, p->want, split, R->x0 + a, R->x1 + a);
       for (int32_t i = a; i < ae; i++) R->parent[i] = i;
-      if (p->border) {
-        const int out = row_reaches_out(p, c);
-        for (int32_t i = a; i < ae; i++) R->lit[i] = out || R->x0[i] < rx || R->x1[i] - 1 + rx >= nx;
+      if (p->light) {
+        const int out = p->border && row_reaches_out(p, c);
+        for (int32_t i = a; i < ae; i++) R->lit[i] = p->border && (out || R->x0[i] < rx || R->x1[i] - 1 + rx >= nx);
       }
       join_row(p, R, r, c, r0, r + 1);
     }
@@ -588,61 +590,93 @@ static void cc_roots_lit(cc_runs *R) {
   for (int64_t i = 0; i < R->nruns; i++) R->lit[i] = R->lit[par[i]];
 }
 
-/*
- * The same closure for a symmetric set of offsets, by connected components:
- * label the mask's voxels with union-find in raster order (each undirected
- * edge once, towards already visited voxels), light every component that
- * holds a 1 or touches one (or the border, when border_value is 1), and set
- * the lit components.  Two sequential passes instead of a cache-hostile
- * search.
- */
-static ndf_status propagate_components(ndf_ctx *ctx, const char *name, const int32_t *taps, int64_t ntaps, int nsp,
-                                       uint8_t *x, const uint8_t *mask, int ndim, const int64_t *shape, int border) {
-  const int nb = ndim - nsp;
-  int64_t n = 1, st[NDF_MAX_NDIM];
-  for (int d = ndim - 1; d >= 0; d--) { st[d] = n; n *= shape[d]; }
-  if (n >= INT32_MAX) return NDF_ENOTSUP; /* the caller falls back to the search */
-  int32_t *parent = malloc((size_t)n * sizeof *parent);
-  uint8_t *lit = calloc((size_t)n, 1);
-  int64_t *loff = malloc((size_t)ntaps * sizeof *loff);
-  if (!parent || !lit || !loff) {
-    free(parent); free(lit); free(loff);
-    return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory for the propagation labels", name);
-  }
-  for (int64_t k = 0; k < ntaps; k++) {
-    loff[k] = 0;
-    for (int d = 0; d < nsp; d++) loff[k] += (int64_t)taps[k * nsp + d] * st[nb + d];
-  }
-  int64_t c[NDF_MAX_NDIM] = {0};
-  for (int64_t i = 0; i < n; i++) {
-    const int in_mask = !mask || mask[i];
-    parent[i] = (int32_t)i;
-    int l = x[i];
-    for (int64_t k = 0; k < ntaps; k++) {
-      int inside = 1;
-      for (int d = 0; d < nsp && inside; d++) {
-        int64_t y = c[nb + d] + taps[k * nsp + d];
-        inside = y >= 0 && y < shape[nb + d];
+/* Whether row rr of x holds a 1 in columns a..b (clamped to the row). */
+static int any_set(const uint8_t *x, int64_t nx, int64_t rr, int64_t a, int64_t b) {
+  if (a < 0) a = 0;
+  if (b > nx - 1) b = nx - 1;
+  return a <= b && memchr(x + rr * nx + a, 1, (size_t)(b - a + 1)) != NULL;
+}
+
+/* Whether some offset (both halves of the symmetric set) maps a voxel of the
+ * run [x0, x1) of row r (coordinates c) onto a 1 of x. */
+static int run_touches(const cc_plan *p, const uint8_t *x, int64_t r, const int64_t *c, int64_t x0, int64_t x1) {
+  const int64_t nx = p->nx;
+  if (p->xconn && (any_set(x, nx, r, x0 - 1, x0 - 1) || any_set(x, nx, r, x1, x1))) return 1;
+  for (int k = 0; k < p->ngroups; k++) {
+    const cc_group *g = &p->groups[k];
+    for (int dir = -1; dir <= 1; dir += 2) { /* -1: the offsets of the backward half, +1: their mirror */
+      int ok = 1;
+      for (int d = 0; d < p->nsp - 1 && ok; d++) {
+        const int64_t y = c[p->nb + d] - dir * g->off[d];
+        ok = y >= 0 && y < p->in->shape[p->nb + d];
       }
-      if (!inside) { l |= border; continue; }
-      const int64_t j = i + loff[k];
-      l |= x[j];
-      if (in_mask && loff[k] < 0 && (!mask || mask[j])) { /* join the visited neighbour */
-        int32_t a = uf_find(parent, (int32_t)i), b = uf_find(parent, (int32_t)j);
-        if (a != b) parent[a < b ? b : a] = a < b ? a : b;
+      if (!ok) continue;
+      const int64_t rr = r + dir * g->drow;
+      for (int i = g->first; i < g->first + g->nint; i++) {
+        const int64_t lo = dir < 0 ? p->ilo[i] : -p->ihi[i], hi = dir < 0 ? p->ihi[i] : -p->ilo[i];
+        if (any_set(x, nx, rr, x0 + lo, x1 - 1 + hi)) return 1;
       }
     }
-    if (in_mask && l) lit[i] = 1;
-    for (int d = ndim - 1; d >= 0 && ++c[d] == shape[d]; d--) c[d] = 0;
   }
-  for (int64_t i = 0; i < n; i++) /* light the roots */
-    if (lit[i]) lit[uf_find(parent, (int32_t)i)] = 1;
-  for (int64_t i = 0; i < n; i++)
-    if ((!mask || mask[i]) && lit[uf_find(parent, (int32_t)i)]) x[i] = 1;
-  free(parent);
-  free(lit);
-  free(loff);
-  return NDF_OK;
+  return 0;
+}
+
+/*
+ * The propagation's closure (propagate_bfs) for a symmetric set of offsets
+ * holding 0, by components of the mask's runs: a component is lit when one
+ * of its voxels is 1, has an offset onto a 1 (inside the mask or not), or
+ * reaches outside the image while border_value is 1; the lit components are
+ * set.  x is 0/1, contiguous.  NDF_ENOTSUP (nothing changed) for images of
+ * 2^31 voxels or more.
+ */
+static ndf_status propagate_runs(ndf_ctx *ctx, const char *name, const int32_t *taps, int64_t ntaps, int nsp,
+                                 uint8_t *x, const uint8_t *mask, int ndim, const int64_t *shape, int border) {
+  int64_t n = 1;
+  for (int d = 0; d < ndim; d++) n *= shape[d];
+  if (n >= INT32_MAX) return NDF_ENOTSUP;
+  int32_t *bt = malloc((size_t)(ntaps > 0 ? ntaps : 1) * nsp * sizeof *bt);
+  uint8_t *ones = mask ? NULL : malloc((size_t)n);
+  if (!bt || (!mask && !ones)) {
+    free(bt);
+    free(ones);
+    return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+  }
+  if (ones) memset(ones, 1, (size_t)n);
+  int64_t nbt = 0; /* the backward half */
+  for (int64_t k = 0; k < ntaps; k++) {
+    int d = 0;
+    while (d < nsp && taps[k * nsp + d] == 0) d++;
+    if (d < nsp && taps[k * nsp + d] < 0) memcpy(bt + nbt++ * nsp, taps + k * nsp, (size_t)nsp * sizeof *bt);
+  }
+  ndf_array m;
+  ndf_array_init(&m, mask ? (void *)mask : ones, NDF_DEVICE_CPU, NDF_UINT8, ndim, shape);
+  cc_plan p;
+  cc_runs R;
+  memset(&R, 0, sizeof R);
+  ndf_status s = NDF_OK;
+  if (cc_plan_init(&p, &m, ndim - nsp, bt, nbt, 1, border) != 0) s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+  p.light = 1;
+  free(bt);
+  if (s == NDF_OK) s = cc_build(ctx, name, &p, &R);
+  if (s == NDF_OK) {
+    const int nth = ndf__cpu_threads(ctx);
+    const int64_t nx = p.nx;
+#pragma omp parallel for num_threads(nth) schedule(dynamic, 64)
+    for (int64_t r = 0; r < p.nrows; r++) {
+      int64_t c[NDF_MAX_NDIM];
+      row_coords(&m, p.L, r, c);
+      for (int32_t i = R.rstart[r]; i < R.rstart[r + 1]; i++)
+        if (!R.lit[i]) R.lit[i] = any_set(x, nx, r, R.x0[i], R.x1[i] - 1) || run_touches(&p, x, r, c, R.x0[i], R.x1[i]);
+    }
+    cc_roots_lit(&R);
+#pragma omp parallel for num_threads(nth) schedule(static)
+    for (int64_t r = 0; r < p.nrows; r++)
+      for (int32_t i = R.rstart[r]; i < R.rstart[r + 1]; i++)
+        if (R.lit[i]) memset(x + r * nx + R.x0[i], 1, (size_t)(R.x1[i] - R.x0[i]));
+  }
+  cc_free(&p, &R);
+  free(ones);
+  return s;
 }
 
 /* 1 if the step's offsets are symmetric (t in the set implies -t is). */
@@ -687,7 +721,7 @@ static ndf_status propagate_bfs(ndf_ctx *ctx, const char *name, const ndf__grey_
     taps = boxtaps;
   }
   if (symmetric_taps(taps, ntaps, nsp)) {
-    ndf_status s = propagate_components(ctx, name, taps, ntaps, nsp, x, mask, ndim, shape, border);
+    ndf_status s = propagate_runs(ctx, name, taps, ntaps, nsp, x, mask, ndim, shape, border);
     if (s != NDF_ENOTSUP) {
       free(boxtaps);
       return s;
@@ -879,6 +913,7 @@ static ndf_status fill_holes_runs(ndf_ctx *ctx, const char *name, const step *di
   memset(&R, 0, sizeof R);
   ndf_status s = NDF_OK;
   if (cc_plan_init(&p, in, batch_dims, t, nbt, 0, 1) != 0) s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+  p.light = 1;
   free(t);
   if (s == NDF_OK) s = cc_build(ctx, name, &p, &R);
   if (s == NDF_OK) {
