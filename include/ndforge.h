@@ -139,7 +139,10 @@ typedef struct ndf_ctx_options {
   void *stream;          /* a CUstream owned by the caller, or NULL for a stream the context creates */
   const char *cache_dir; /* NULL: $NDF_CACHE_DIR, else $XDG_CACHE_HOME/ndforge, else ~/.cache/ndforge */
   int cache_disable;     /* 1: no disk cache (also $NDF_CACHE_DISABLE=1) */
-  int cpu_threads;       /* OpenMP threads of the CPU backend; 0 = OpenMP's default */
+  /* Threads of the CPU backend (OpenMP): every CPU op runs its work on this many, and its
+   * result does not depend on the count.  0 = OpenMP's default (OMP_NUM_THREADS, else one
+   * per core); negative is NDF_EINVAL. */
+  int cpu_threads;
   /* 1: deferred data checks (CUDA; default 0).  A call whose check of the input's values can
    * only be done by its kernel (NaN in an exact ECC's float input; infinite values with
    * [min, max] thresholds) may return NDF_OK without waiting for that check, so that it does

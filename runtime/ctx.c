@@ -167,6 +167,11 @@ ndf_status ndf_ctx_create(ndf_ctx **out, const ndf_ctx_options *opt) {
     free(ctx);
     return ndf__error(NULL, NDF_EINVAL, "ndf_ctx_create: bad argument 'backend' (%d)", (int)opt->backend);
   }
+  if (ctx->opt.cpu_threads < 0) {
+    free(ctx);
+    return ndf__error(NULL, NDF_EINVAL, "ndf_ctx_create: bad argument 'cpu_threads' (%d; 0 = OpenMP's default)",
+                      opt->cpu_threads);
+  }
   pthread_mutex_init(&ctx->lock, NULL);
   pick_cache_dir(ctx);
   ctx->opt.cache_dir = NULL; /* copied into ctx->cache_dir: the caller's string need not outlive the call */
