@@ -13,7 +13,9 @@
  * detection turns scipy's endless loop on oscillating structures into an
  * error.
  *
- * CUDA arrays run on bit-packed words (binary_cuda.c) with the same
+ * On host arrays, label, fill_holes and propagation (symmetric elements)
+ * are connected components of runs along the last axis instead of repeated
+ * steps.  CUDA arrays run on bit-packed words (binary_cuda.c) with the same
  * prepared steps; label on CUDA arrays is a union-find there too.
  */
 #include <stdlib.h>
@@ -296,7 +298,7 @@ static int32_t uf_find(int32_t *p, int32_t i) {
   return i;
 }
 
-/* ---- connected components by runs (CPU label and fill_holes) ------------------------------- */
+/* ---- connected components by runs (CPU label, fill_holes, propagation) ---------------------- */
 
 /*
  * Runs are maximal stretches of selected voxels along the last axis (single

@@ -265,7 +265,7 @@ typedef struct rank_job {
     const int64_t M = j->M, K = j->K, Eb = RANK_BLOCK + K - 1, lo = g->lo[nsp - 1], k = j->kfull;        \
     int64_t *roff = buf;                                                                                 \
     int32_t *A = (int32_t *)(roff + M), *B = A + Eb; /* per slice: #(< v), #(<= v) */                    \
-    T *sl = (T *)(B + Eb + (Eb & 1)), *win = sl + M * Eb;                                                \
+    T *sl = (T *)(B + Eb), *win = sl + M * Eb; /* 2 Eb int32: sl stays 8-byte aligned */                 \
     uint8_t *nanc = (uint8_t *)(win + j->n);                                                             \
     int64_t c[NDF_MAX_NDIM], ib, ob, ispat;                                                              \
     const int inside = ndf__row_decode(row, in, j->out, nb, j->rlo, j->rhi, c, &ib, &ispat, &ob);        \
@@ -378,7 +378,7 @@ typedef struct rank_job {
     size_t bytes = (size_t)j->n * sizeof(T);                                                             \
     if (j->box) {                                                                                        \
       const int64_t Eb = RANK_BLOCK + j->K - 1;                                                          \
-      bytes = (size_t)j->M * sizeof(int64_t) + (size_t)(2 * Eb + 1) * sizeof(int32_t) +                  \
+      bytes = (size_t)j->M * sizeof(int64_t) + (size_t)(2 * Eb) * sizeof(int32_t) +                  \
               (size_t)(j->M * Eb + j->n) * sizeof(T) + (size_t)Eb;                                       \
     }                                                                                                    \
     const int nth = ndf__cpu_threads(ctx);                                                               \
