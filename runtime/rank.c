@@ -160,11 +160,18 @@ static int64_t sort_network(int64_t n, rank_ce **out) {
 /* Output columns per block of the box path. */
 #define RANK_BLOCK 64
 
-/* Whether the box path beats quickselect: from 4 taps on (below, selection
- * is as cheap) up to RANK_BOX_MAX taps (a slice's network grows as
- * M log^2 M, and its slices must fit the thread's buffer). */
+/* Whether the box path beats quickselect, in cycles per output as measured
+ * on x86-64 (SSE2): about 1.6 per compare-exchange of a slice's sorting
+ * network (one slice sorted per column), 20 per slice for each window's
+ * walk (none when K = 1: the slice is the window), 60 for the rest, against
+ * about 28 per tap for gathering and quickselect.  So from about 10 taps
+ * along the last axis alone (M = 1), and up to a few hundred taps in one
+ * column (K = 1, where the network grows as M log^2 M). */
 #define RANK_BOX_MAX 4096
-static int rank_box_pays(int64_t n) { return n >= 4 && n <= RANK_BOX_MAX; }
+static int rank_box_pays(int64_t n, int64_t K, int64_t nsort) {
+  const int64_t walk = K > 1 ? 20 * K : 0;
+  return n >= 4 && n <= RANK_BOX_MAX && 16 * nsort + 10 * walk + 600 <= 280 * n;
+}
 
 /* One call's constants for the CPU kernels. */
 typedef struct rank_job {
@@ -311,6 +318,10 @@ typedef struct rank_job {
             continue;                                                                                    \
           }                                                                                              \
         }                                                                                                \
+        if (K == 1) { /* the window is one sorted slice */                                               \
+          dst[(x0 + x) * osx] = sl[k * Eb + x];                                                          \
+          continue;                                                                                      \
+        }                                                                                                \
         if (!have_v) {                                                                                   \
           v = sl[(k / K) * Eb + x];                                                                      \
           have_v = 1;                                                                                    \
@@ -422,12 +433,14 @@ static ndf_status rank_cpu(ndf_ctx *ctx, const char *name, const ndf_array *in, 
   if (!j.loff) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory for the window", name);
   ndf__tap_table(j.taps, j.n, nsp, in->strides + nb, j.loff, j.rlo, j.rhi);
   rank_ce *sort = NULL;
-  if (g->is_box && sel->algorithm == NDF_RANK_ALGO_AUTO && !use_net && rank_box_pays(j.n)) {
+  if (g->is_box && sel->algorithm == NDF_RANK_ALGO_AUTO && !use_net && j.n >= 4 && j.n <= RANK_BOX_MAX) {
     const int64_t K = g->box[nsp - 1], M = j.n / K, nx = in->shape[L];
     j.nsort = sort_network(M, &sort);
-    j.colmap = malloc((size_t)(nx + K - 1) * sizeof *j.colmap);
-    j.moff = malloc((size_t)(M * (nsp - 1) + 1) * sizeof *j.moff);
-    if (j.nsort >= 0 && j.colmap && j.moff) {
+    if (j.nsort >= 0 && rank_box_pays(j.n, K, j.nsort)) {
+      j.colmap = malloc((size_t)(nx + K - 1) * sizeof *j.colmap);
+      j.moff = malloc((size_t)(M * (nsp - 1) + 1) * sizeof *j.moff);
+    }
+    if (j.colmap && j.moff) {
       for (int64_t e = 0; e < nx + K - 1; e++) j.colmap[e] = ndf__map_coord(e + g->lo[nsp - 1], nx, g->mode);
       for (int64_t m = 0; m < M; m++) {
         int64_t r = m;
