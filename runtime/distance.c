@@ -576,13 +576,13 @@ static void cdt_row(const cdt_plan *p, int32_t *dt, int32_t *ft, int64_t r, int 
     if (!ok) continue;
     const int64_t rn = r + dir * t->drow, dx = dir * t->dx;
     const int64_t x0 = dx < 0 ? -dx : 0, x1 = dx > 0 ? nx - dx : nx;
-    const int32_t *q = dt + rn * nx + dx;
+    const int32_t *q = dt + rn * nx;
     if (!ft) {
-      if (x1 > x0) cdt_min_row(row + x0, q + x0, x1 - x0);
+      if (x1 > x0) cdt_min_row(row + x0, q + x0 + dx, x1 - x0);
       continue;
     }
     for (int64_t x = x0; x < x1; x++) {
-      const int32_t cand = q[x] + 1;
+      const int32_t cand = q[x + dx] + 1;
       if (cand < m[x]) {
         m[x] = cand;
         mk[x] = k;
