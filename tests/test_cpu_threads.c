@@ -77,7 +77,11 @@ static ndf_status run(ndf_ctx *ctx, const tcase *c, tu_array *out, tu_array *idx
     }
     case OP_MEDIAN: return ndf_median_filter(ctx, &c->in.arr, &out->arr, &ro);
     case OP_PERCENTILE: return ndf_percentile_filter(ctx, &c->in.arr, &out->arr, 30.0, &ro);
-    default: return ndf_rank_filter(ctx, &c->in.arr, &out->arr, -2, &ro);
+    default: {
+      int64_t n = 1;
+      for (int d = 0; d < nsp; d++) n *= c->size[d];
+      return ndf_rank_filter(ctx, &c->in.arr, &out->arr, n / 3, &ro);
+    }
   }
 }
 
