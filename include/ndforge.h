@@ -162,8 +162,10 @@ typedef struct ndf_ctx_options {
   void *stream;          /* a CUstream owned by the caller, or NULL for a stream the context creates */
   const char *cache_dir; /* NULL: $NDF_CACHE_DIR, else $XDG_CACHE_HOME/ndforge, else ~/.cache/ndforge */
   int cache_disable;     /* 1: no disk cache (also $NDF_CACHE_DISABLE=1) */
-  int cpu_threads;       /* OpenMP threads of the CPU backend, 1..NDF_MAX_CPU_THREADS (more, or
-                            < 0, is NDF_EINVAL); 0 = OpenMP's default, capped at that maximum */
+  /* Threads of the CPU backend (OpenMP): every CPU op runs its work on this many, and its
+   * result does not depend on the count.  0 = OpenMP's default (OMP_NUM_THREADS, else one
+   * per core), capped at NDF_MAX_CPU_THREADS; negative or above that maximum is NDF_EINVAL. */
+  int cpu_threads;
   /* 1: deferred data checks (CUDA; default 0).  A call whose check of the input's values can
    * only be done by its kernel (NaN in an exact ECC's float input; infinite values with
    * [min, max] thresholds) may return NDF_OK without waiting for that check, so that it does
@@ -392,8 +394,10 @@ typedef enum { NDF_RANK_NAN_PROPAGATE = 0, NDF_RANK_NAN_OMIT = 1 } ndf_rank_nan_
  *                            data up to 32 bits and a box window (size=) over
  *                            the last two spatial axes only (every other extent
  *                            1) of up to 16384 taps; NDF_EINVAL otherwise.
- * AUTO picks SELECT on the CPU; on CUDA the network where one exists, else the
- * tile where it applies, else the histogram where it applies, else SELECT. */
+ * AUTO on the CPU runs box windows (size=) of 4 to 4096 taps by sorted slices
+ * (each column of the window sorted once, the rank walked from the previous
+ * window's) and other windows by SELECT; on CUDA the network where one exists,
+ * else the tile where it applies, else the histogram where it applies, else SELECT. */
 typedef enum {
   NDF_RANK_ALGO_AUTO = 0,
   NDF_RANK_ALGO_NETWORK = 1,

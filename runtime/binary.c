@@ -13,7 +13,9 @@
  * detection turns scipy's endless loop on oscillating structures into an
  * error.
  *
- * CUDA arrays run on bit-packed words (binary_cuda.c) with the same
+ * On host arrays, label, fill_holes and propagation (symmetric elements)
+ * are connected components of runs along the last axis instead of repeated
+ * steps.  CUDA arrays run on bit-packed words (binary_cuda.c) with the same
  * prepared steps; label on CUDA arrays is a union-find there too.
  */
 #include <stdlib.h>
@@ -35,36 +37,56 @@ void ndf_hit_or_miss_options_init(ndf_hit_or_miss_options *opt) {
 
 /* ---- host helpers -------------------------------------------------------------------- */
 
-/* Element i (raster order) of a host array, as "non-zero". */
-static int host_nonzero(const ndf_array *a, int64_t i) {
+/* Coordinates (axes 0..L-1) of row r into c; returns the row's offset in a (elements). */
+static int64_t row_coords(const ndf_array *a, int L, int64_t r, int64_t *c) {
   int64_t off = 0;
-  for (int d = a->ndim - 1; d >= 0; d--) {
-    off += (i % a->shape[d]) * a->strides[d];
-    i /= a->shape[d];
+  for (int d = L - 1; d >= 0; d--) {
+    c[d] = r % a->shape[d];
+    r /= a->shape[d];
+    off += c[d] * a->strides[d];
   }
-  const char *p = (const char *)a->data + off * (int64_t)ndf_dtype_size(a->dtype);
-  switch (a->dtype) {
-    case NDF_BOOL: case NDF_UINT8: case NDF_INT8: return *(const uint8_t *)p != 0;
-    case NDF_UINT16: case NDF_INT16: return *(const uint16_t *)p != 0;
-    case NDF_UINT32: case NDF_INT32: return *(const uint32_t *)p != 0;
-    case NDF_FLOAT32: return *(const float *)p != 0.0f; /* NaN is non-zero, as in NumPy */
-    case NDF_FLOAT64: return *(const double *)p != 0.0;
-    default: return 0;
+  return off;
+}
+
+/* Input row at offset off (elements) as bytes, 0 / non-zero: in place for
+ * contiguous 8-bit rows, else converted into buf. */
+static const uint8_t *row_bytes(const ndf_array *in, int64_t off, int64_t nx, uint8_t *buf) {
+  const int64_t sx = in->strides[in->ndim - 1];
+  switch (in->dtype) {
+#define ROW_NZ(T)                                                          \
+  {                                                                        \
+    const T *q = (const T *)in->data + off;                                \
+    for (int64_t x = 0; x < nx; x++) buf[x] = q[x * sx] != 0;              \
+    return buf;                                                            \
+  }
+    case NDF_BOOL: case NDF_UINT8: case NDF_INT8:
+      if (sx == 1) return (const uint8_t *)in->data + off;
+      ROW_NZ(uint8_t)
+    case NDF_UINT16: case NDF_INT16: ROW_NZ(uint16_t)
+    case NDF_UINT32: case NDF_INT32: ROW_NZ(uint32_t)
+    case NDF_FLOAT32: ROW_NZ(float) /* NaN is non-zero, -0.0 zero, as in NumPy */
+    case NDF_FLOAT64: ROW_NZ(double)
+#undef ROW_NZ
+    default: memset(buf, 0, (size_t)nx); return buf;
   }
 }
 
 /* A contiguous 0/1 byte copy of a host array (malloc'd into *buf). */
 static ndf_status binarize(ndf_ctx *ctx, const ndf_array *a, uint8_t **buf) {
-  int64_t n = ndf_array_size(a);
-  *buf = malloc((size_t)(n > 0 ? n : 1));
-  if (!*buf) return ndf__error(ctx, NDF_ENOMEM, "ndforge: out of host memory (%lld bytes)", (long long)n);
-  if (a->dtype == NDF_BOOL || a->dtype == NDF_UINT8 || a->dtype == NDF_INT8) {
-    ndf_array c;
-    ndf_array_init(&c, *buf, NDF_DEVICE_CPU, a->dtype, a->ndim, a->shape);
-    ndf__host_copy(&c, a);
-    for (int64_t i = 0; i < n; i++) (*buf)[i] = (*buf)[i] != 0;
-  } else {
-    for (int64_t i = 0; i < n; i++) (*buf)[i] = (uint8_t)host_nonzero(a, i);
+  const int64_t n = ndf_array_size(a);
+  uint8_t *o = *buf = malloc((size_t)(n > 0 ? n : 1));
+  if (!o) return ndf__error(ctx, NDF_ENOMEM, "ndforge: out of host memory (%lld bytes)", (long long)n);
+  if (n == 0) return NDF_OK;
+  const int L = a->ndim - 1;
+  const int64_t nx = a->shape[L], nrows = n / nx;
+  const int nth = n > 65536 ? ndf__cpu_threads(ctx) : 1;
+#pragma omp parallel for num_threads(nth) schedule(static)
+  for (int64_t r = 0; r < nrows; r++) {
+    int64_t c[NDF_MAX_NDIM];
+    uint8_t *row = o + r * nx;
+    const uint8_t *b = row_bytes(a, row_coords(a, L, r, c), nx, row);
+    if (b != row)
+      for (int64_t x = 0; x < nx; x++) row[x] = b[x] != 0;
   }
   return NDF_OK;
 }
@@ -268,6 +290,8 @@ static int run_step(ndf_ctx *ctx, const step *sp, binop op, const uint8_t *src, 
     if (ndf__grey_cpu(ctx, &a, &b, &sp->g) != NDF_OK) return -1;
   }
   int changed = 0;
+  const int nth = n > 65536 ? ndf__cpu_threads(ctx) : 1;
+#pragma omp parallel for num_threads(nth) schedule(static) reduction(| : changed)
   for (int64_t i = 0; i < n; i++) {
     if (mask && !mask[i]) dst[i] = src[i];
     changed |= dst[i] != src[i];
@@ -284,61 +308,387 @@ static int32_t uf_find(int32_t *p, int32_t i) {
   return i;
 }
 
+/* ---- connected components by runs (CPU label, fill_holes, propagation) ---------------------- */
+
 /*
- * The same closure for a symmetric set of offsets, by connected components:
- * label the mask's voxels with union-find in raster order (each undirected
- * edge once, towards already visited voxels), light every component that
- * holds a 1 or touches one (or the border, when border_value is 1), and set
- * the lit components.  Two sequential passes instead of a cache-hostile
- * search.
+ * Runs are maximal stretches of selected voxels along the last axis (single
+ * voxels when the offsets do not join x - 1 to x).  A symmetric set of
+ * offsets joins a run of row r to a run of row r - drow when an offset with
+ * that row part and an x part in one of its intervals [lo, hi] maps a voxel
+ * of one into the other, so one merge walk over the two sorted run lists
+ * finds every joined pair.  Union-find on run indices links the larger root
+ * under the smaller: a component's root is its first run in raster order,
+ * the order scipy numbers features in, whatever the order of the unions.
+ * Threads extract and join the rows of their own slabs (no union leaves a
+ * slab); the pairs across slab borders are joined afterwards by one thread.
  */
-static ndf_status propagate_components(ndf_ctx *ctx, const char *name, const int32_t *taps, int64_t ntaps, int nsp,
-                                       uint8_t *x, const uint8_t *mask, int ndim, const int64_t *shape, int border) {
-  const int nb = ndim - nsp;
-  int64_t n = 1, st[NDF_MAX_NDIM];
-  for (int d = ndim - 1; d >= 0; d--) { st[d] = n; n *= shape[d]; }
-  if (n >= INT32_MAX) return NDF_ENOTSUP; /* the caller falls back to the search */
-  int32_t *parent = malloc((size_t)n * sizeof *parent);
-  uint8_t *lit = calloc((size_t)n, 1);
-  int64_t *loff = malloc((size_t)ntaps * sizeof *loff);
-  if (!parent || !lit || !loff) {
-    free(parent); free(lit); free(loff);
-    return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory for the propagation labels", name);
+typedef struct cc_group {
+  int32_t off[NDF_MAX_SPATIAL]; /* row part of the offsets: every spatial axis but the last */
+  int64_t drow;                 /* the neighbour row is row - drow (0: the row itself) */
+  int first, nint;              /* its x intervals: ilo/ihi[first .. first + nint) */
+} cc_group;
+
+typedef struct cc_plan {
+  const ndf_array *in;
+  int nb, nsp, L;
+  int64_t nrows, nx, maxdrow;
+  int want;     /* 1: runs of non-zero voxels, 0: runs of zeros */
+  int xconn;    /* x - 1 joins x: runs are maximal */
+  int light;    /* keep a "lit" flag per run */
+  int border;   /* light the runs holding a voxel that some offset maps outside the image */
+  int ngroups;
+  cc_group *groups;
+  int32_t *ilo, *ihi;
+  int32_t reach[NDF_MAX_SPATIAL]; /* greatest |offset| per spatial axis */
+} cc_plan;
+
+typedef struct cc_runs {
+  int32_t *rstart;  /* nrows + 1: first run of each row */
+  int32_t *x0, *x1; /* run [x0, x1) */
+  int32_t *parent;
+  uint8_t *lit;     /* with light; with border, initially: the run reaches outside the image */
+  int64_t nruns;
+} cc_runs;
+
+static void cc_free(cc_plan *p, cc_runs *r) {
+  free(p->groups);
+  free(p->ilo);
+  free(p->ihi);
+  free(r->rstart);
+  free(r->x0);
+  free(r->x1);
+  free(r->parent);
+  free(r->lit);
+}
+
+static int cmp_i32(const void *a, const void *b) {
+  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* The plan for the backward half bt (nbt offsets of nsp values, each before
+ * 0 in raster order) of a symmetric set of offsets. */
+static int cc_plan_init(cc_plan *p, const ndf_array *in, int nb, const int32_t *bt, int64_t nbt, int want, int border) {
+  memset(p, 0, sizeof *p);
+  p->in = in;
+  p->nb = nb;
+  p->nsp = in->ndim - nb;
+  p->L = in->ndim - 1;
+  p->nx = in->shape[p->L];
+  p->nrows = ndf_array_size(in) / p->nx;
+  p->want = want;
+  p->border = border;
+  const int nsp = p->nsp;
+  p->groups = malloc((size_t)(nbt + 1) * sizeof *p->groups);
+  p->ilo = malloc((size_t)(nbt + 1) * sizeof *p->ilo);
+  p->ihi = malloc((size_t)(nbt + 1) * sizeof *p->ihi);
+  int32_t *dx = malloc((size_t)(nbt + 1) * sizeof *dx);
+  if (!p->groups || !p->ilo || !p->ihi || !dx) {
+    free(dx);
+    return -1;
   }
-  for (int64_t k = 0; k < ntaps; k++) {
-    loff[k] = 0;
-    for (int d = 0; d < nsp; d++) loff[k] += (int64_t)taps[k * nsp + d] * st[nb + d];
+  int64_t rowstride[NDF_MAX_SPATIAL], m = 1;
+  for (int d = nsp - 2; d >= 0; d--) {
+    rowstride[d] = m;
+    m *= in->shape[nb + d];
   }
-  int64_t c[NDF_MAX_NDIM] = {0};
-  for (int64_t i = 0; i < n; i++) {
-    const int in_mask = !mask || mask[i];
-    parent[i] = (int32_t)i;
-    int l = x[i];
-    for (int64_t k = 0; k < ntaps; k++) {
-      int inside = 1;
-      for (int d = 0; d < nsp && inside; d++) {
-        int64_t y = c[nb + d] + taps[k * nsp + d];
-        inside = y >= 0 && y < shape[nb + d];
+  uint8_t *used = calloc((size_t)(nbt + 1), 1);
+  if (!used) {
+    free(dx);
+    return -1;
+  }
+  for (int64_t k = 0; k < nbt; k++) {
+    for (int d = 0; d < nsp; d++) {
+      int32_t a = bt[k * nsp + d] < 0 ? -bt[k * nsp + d] : bt[k * nsp + d];
+      if (a > p->reach[d]) p->reach[d] = a;
+    }
+    int rowzero = 1;
+    for (int d = 0; d < nsp - 1; d++) rowzero &= bt[k * nsp + d] == 0;
+    if (rowzero && bt[k * nsp + nsp - 1] == -1) {
+      p->xconn = 1;
+      used[k] = 1;
+    }
+  }
+  int nint = 0;
+  for (int64_t k = 0; k < nbt; k++) {
+    if (used[k]) continue;
+    /* a new group: every unused offset with the same row part */
+    cc_group *g = &p->groups[p->ngroups++];
+    int nd = 0;
+    g->drow = 0;
+    for (int d = 0; d < nsp - 1; d++) {
+      g->off[d] = bt[k * nsp + d];
+      g->drow -= (int64_t)g->off[d] * rowstride[d];
+    }
+    for (int64_t j = k; j < nbt; j++) {
+      if (used[j]) continue;
+      int same = 1;
+      for (int d = 0; d < nsp - 1; d++) same &= bt[j * nsp + d] == g->off[d];
+      if (!same) continue;
+      used[j] = 1;
+      dx[nd++] = bt[j * nsp + nsp - 1];
+    }
+    qsort(dx, (size_t)nd, sizeof *dx, cmp_i32);
+    g->first = nint;
+    for (int i = 0; i < nd; i++) {
+      if (i > 0 && dx[i] <= p->ihi[nint - 1] + 1) {
+        if (dx[i] > p->ihi[nint - 1]) p->ihi[nint - 1] = dx[i];
+        continue;
       }
-      if (!inside) { l |= border; continue; }
-      const int64_t j = i + loff[k];
-      l |= x[j];
-      if (in_mask && loff[k] < 0 && (!mask || mask[j])) { /* join the visited neighbour */
-        int32_t a = uf_find(parent, (int32_t)i), b = uf_find(parent, (int32_t)j);
-        if (a != b) parent[a < b ? b : a] = a < b ? a : b;
+      p->ilo[nint] = p->ihi[nint] = dx[i];
+      nint++;
+    }
+    g->nint = nint - g->first;
+    if (g->drow > p->maxdrow) p->maxdrow = g->drow;
+  }
+  free(used);
+  free(dx);
+  return 0;
+}
+
+/* Runs of the selected bytes of one row (p: 0 / non-zero); counts only when x0 is NULL. */
+static int64_t row_runs(const uint8_t *p, int64_t nx, int want, int split, int32_t *x0, int32_t *x1) {
+  const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+  int64_t x = 0, n = 0;
+  while (x < nx) {
+    /* skip unselected voxels, 8 at a time where the word is all unselected */
+    if (want) {
+      for (uint64_t w; x + 8 <= nx && (memcpy(&w, p + x, 8), w == 0);) x += 8;
+      while (x < nx && !p[x]) x++;
+    } else {
+      for (uint64_t w; x + 8 <= nx && (memcpy(&w, p + x, 8), ((w - ones) & ~w & highs) == 0);) x += 8;
+      while (x < nx && p[x]) x++;
+    }
+    if (x >= nx) break;
+    const int64_t a = x;
+    if (split) {
+      x++;
+    } else if (want) {
+      for (uint64_t w; x + 8 <= nx && (memcpy(&w, p + x, 8), ((w - ones) & ~w & highs) == 0);) x += 8;
+      while (x < nx && p[x]) x++;
+    } else {
+      for (uint64_t w; x + 8 <= nx && (memcpy(&w, p + x, 8), w == 0);) x += 8;
+      while (x < nx && !p[x]) x++;
+    }
+    if (x0) {
+      x0[n] = (int32_t)a;
+      x1[n] = (int32_t)x;
+    }
+    n++;
+  }
+  return n;
+}
+
+/* Joins the runs a..ae (one row) to the runs b..be (its neighbour row) whose
+ * voxels an x offset in [lo, hi] connects.  The neighbour's runs are disjoint
+ * and sorted, and the first one a run can reach only moves right. */
+static void join_runs(int32_t *par, const int32_t *x0, const int32_t *x1, int32_t a, int32_t ae, int32_t b,
+                      int32_t be, int32_t lo, int32_t hi) {
+  for (; a < ae && b < be; a++) {
+    const int32_t s = x0[a] + lo, e = x1[a] - 1 + hi;
+    while (b < be && x1[b] - 1 < s) b++;
+    int32_t ra = -1;
+    for (int32_t k = b; k < be && x0[k] <= e; k++) {
+      if (ra < 0) ra = uf_find(par, a);
+      const int32_t rb = uf_find(par, k);
+      if (ra < rb) {
+        par[rb] = ra;
+      } else if (rb < ra) {
+        par[ra] = rb;
+        ra = rb;
       }
     }
-    if (in_mask && l) lit[i] = 1;
-    for (int d = ndim - 1; d >= 0 && ++c[d] == shape[d]; d--) c[d] = 0;
   }
-  for (int64_t i = 0; i < n; i++) /* light the roots */
-    if (lit[i]) lit[uf_find(parent, (int32_t)i)] = 1;
-  for (int64_t i = 0; i < n; i++)
-    if ((!mask || mask[i]) && lit[uf_find(parent, (int32_t)i)]) x[i] = 1;
-  free(parent);
-  free(lit);
-  free(loff);
+}
+
+/* Joins row r (coordinates c) to its neighbour rows r' with lo <= r' < hi. */
+static void join_row(const cc_plan *p, cc_runs *R, int64_t r, const int64_t *c, int64_t lo, int64_t hi) {
+  const int32_t a = R->rstart[r], ae = R->rstart[r + 1];
+  if (a == ae) return;
+  for (int k = 0; k < p->ngroups; k++) {
+    const cc_group *g = &p->groups[k];
+    const int64_t rr = r - g->drow;
+    if (rr < lo || rr >= hi) continue;
+    int ok = 1;
+    for (int d = 0; d < p->nsp - 1 && ok; d++) {
+      const int64_t y = c[p->nb + d] + g->off[d];
+      ok = y >= 0 && y < p->in->shape[p->nb + d];
+    }
+    if (!ok) continue;
+    const int32_t b = R->rstart[rr], be = R->rstart[rr + 1];
+    for (int i = g->first; i < g->first + g->nint; i++)
+      join_runs(R->parent, R->x0, R->x1, a, ae, b, be, p->ilo[i], p->ihi[i]);
+  }
+}
+
+/* Whether every voxel of the row with coordinates c has an offset leaving the image. */
+static int row_reaches_out(const cc_plan *p, const int64_t *c) {
+  for (int d = 0; d < p->nsp - 1; d++)
+    if (c[p->nb + d] < p->reach[d] || c[p->nb + d] + p->reach[d] >= p->in->shape[p->nb + d]) return 1;
+  return 0;
+}
+
+/* The runs of the input under plan p, joined into components (R->parent). */
+static ndf_status cc_build(ndf_ctx *ctx, const char *name, const cc_plan *p, cc_runs *R) {
+  memset(R, 0, sizeof *R);
+  const int64_t nrows = p->nrows, nx = p->nx;
+  const int L = p->L, split = !p->xconn;
+  if (nrows * nx >= INT32_MAX) return NDF_ENOTSUP; /* run indices are int32 */
+  const int nth = ndf__cpu_threads(ctx);
+  int64_t nchunk = nth > 1 ? 4 * (int64_t)nth : 1;
+  if (nchunk > nrows) nchunk = nrows;
+  R->rstart = malloc((size_t)(nrows + 1) * sizeof *R->rstart);
+  void **bufs = ndf__thread_buffers(nth, (size_t)nx);
+  if (!R->rstart || !bufs) {
+    ndf__thread_buffers_free(bufs, nth);
+    return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", name);
+  }
+  R->rstart[0] = 0;
+#pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
+  for (int64_t k = 0; k < nchunk; k++) {
+    uint8_t *buf = bufs[ndf__thread_id()];
+    int64_t c[NDF_MAX_NDIM];
+    for (int64_t r = k * nrows / nchunk; r < (k + 1) * nrows / nchunk; r++) {
+      const uint8_t *b = row_bytes(p->in, row_coords(p->in, L, r, c), nx, buf);
+      R->rstart[r + 1] = (int32_t)row_runs(b, nx, p->want, split, NULL, NULL);
+    }
+  }
+  for (int64_t r = 0; r < nrows; r++) R->rstart[r + 1] += R->rstart[r]; /* at most n < 2^31 runs */
+  const int64_t nr = R->nruns = R->rstart[nrows];
+  R->x0 = malloc((size_t)(nr + 1) * sizeof *R->x0);
+  R->x1 = malloc((size_t)(nr + 1) * sizeof *R->x1);
+  R->parent = malloc((size_t)(nr + 1) * sizeof *R->parent);
+  if (p->light) R->lit = malloc((size_t)(nr + 1));
+  if (!R->x0 || !R->x1 || !R->parent || (p->light && !R->lit)) {
+    ndf__thread_buffers_free(bufs, nth);
+    return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory for %lld runs", name, (long long)nr);
+  }
+  const int32_t rx = p->reach[p->nsp - 1];
+#pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
+  for (int64_t k = 0; k < nchunk; k++) {
+    uint8_t *buf = bufs[ndf__thread_id()];
+    int64_t c[NDF_MAX_NDIM];
+    const int64_t r0 = k * nrows / nchunk, r1 = (k + 1) * nrows / nchunk;
+    for (int64_t r = r0; r < r1; r++) {
+      const uint8_t *b = row_bytes(p->in, row_coords(p->in, L, r, c), nx, buf);
+      const int32_t a = R->rstart[r], ae = R->rstart[r + 1];
+      row_runs(b, nx, p->want, split, R->x0 + a, R->x1 + a);
+      for (int32_t i = a; i < ae; i++) R->parent[i] = i;
+      if (p->light) {
+        const int out = p->border && row_reaches_out(p, c);
+        for (int32_t i = a; i < ae; i++) R->lit[i] = p->border && (out || R->x0[i] < rx || R->x1[i] - 1 + rx >= nx);
+      }
+      join_row(p, R, r, c, r0, r + 1);
+    }
+  }
+  ndf__thread_buffers_free(bufs, nth);
+  /* the pairs across slab borders */
+  for (int64_t k = 1; k < nchunk; k++) {
+    const int64_t r0 = k * nrows / nchunk, r1 = (k + 1) * nrows / nchunk;
+    int64_t c[NDF_MAX_NDIM];
+    for (int64_t r = r0; r < r1 && r < r0 + p->maxdrow; r++) {
+      row_coords(p->in, L, r, c);
+      join_row(p, R, r, c, 0, r0);
+    }
+  }
   return NDF_OK;
+}
+
+/* Root of every run (parent[i] <= i, so one forward pass), then "lit" spread to the roots and back. */
+static void cc_roots_lit(cc_runs *R) {
+  int32_t *par = R->parent;
+  for (int64_t i = 0; i < R->nruns; i++) par[i] = par[i] == i ? (int32_t)i : par[par[i]];
+  for (int64_t i = 0; i < R->nruns; i++) R->lit[par[i]] |= R->lit[i];
+  for (int64_t i = 0; i < R->nruns; i++) R->lit[i] = R->lit[par[i]];
+}
+
+/* Whether row rr of x holds a 1 in columns a..b (clamped to the row). */
+static int any_set(const uint8_t *x, int64_t nx, int64_t rr, int64_t a, int64_t b) {
+  if (a < 0) a = 0;
+  if (b > nx - 1) b = nx - 1;
+  return a <= b && memchr(x + rr * nx + a, 1, (size_t)(b - a + 1)) != NULL;
+}
+
+/* Whether some offset (both halves of the symmetric set) maps a voxel of the
+ * run [x0, x1) of row r (coordinates c) onto a 1 of x. */
+static int run_touches(const cc_plan *p, const uint8_t *x, int64_t r, const int64_t *c, int64_t x0, int64_t x1) {
+  const int64_t nx = p->nx;
+  if (p->xconn && (any_set(x, nx, r, x0 - 1, x0 - 1) || any_set(x, nx, r, x1, x1))) return 1;
+  for (int k = 0; k < p->ngroups; k++) {
+    const cc_group *g = &p->groups[k];
+    for (int dir = -1; dir <= 1; dir += 2) { /* -1: the offsets of the backward half, +1: their mirror */
+      int ok = 1;
+      for (int d = 0; d < p->nsp - 1 && ok; d++) {
+        const int64_t y = c[p->nb + d] - dir * g->off[d];
+        ok = y >= 0 && y < p->in->shape[p->nb + d];
+      }
+      if (!ok) continue;
+      const int64_t rr = r + dir * g->drow;
+      for (int i = g->first; i < g->first + g->nint; i++) {
+        const int64_t lo = dir < 0 ? p->ilo[i] : -p->ihi[i], hi = dir < 0 ? p->ihi[i] : -p->ilo[i];
+        if (any_set(x, nx, rr, x0 + lo, x1 - 1 + hi)) return 1;
+      }
+    }
+  }
+  return 0;
+}
+
+/*
+ * The propagation's closure (propagate_bfs) for a symmetric set of offsets
+ * holding 0, by components of the mask's runs: a component is lit when one
+ * of its voxels is 1, has an offset onto a 1 (inside the mask or not), or
+ * reaches outside the image while border_value is 1; the lit components are
+ * set.  x is 0/1, contiguous.  NDF_ENOTSUP (nothing changed) for images of
+ * 2^31 voxels or more.
+ */
+static ndf_status propagate_runs(ndf_ctx *ctx, const char *name, const int32_t *taps, int64_t ntaps, int nsp,
+                                 uint8_t *x, const uint8_t *mask, int ndim, const int64_t *shape, int border) {
+  int64_t n = 1;
+  for (int d = 0; d < ndim; d++) n *= shape[d];
+  if (n >= INT32_MAX) return NDF_ENOTSUP;
+  int32_t *bt = malloc((size_t)(ntaps > 0 ? ntaps : 1) * nsp * sizeof *bt);
+  uint8_t *ones = mask ? NULL : malloc((size_t)n);
+  if (!bt || (!mask && !ones)) {
+    free(bt);
+    free(ones);
+    return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+  }
+  if (ones) memset(ones, 1, (size_t)n);
+  int64_t nbt = 0; /* the backward half */
+  for (int64_t k = 0; k < ntaps; k++) {
+    int d = 0;
+    while (d < nsp && taps[k * nsp + d] == 0) d++;
+    if (d < nsp && taps[k * nsp + d] < 0) memcpy(bt + nbt++ * nsp, taps + k * nsp, (size_t)nsp * sizeof *bt);
+  }
+  ndf_array m;
+  ndf_array_init(&m, mask ? (void *)mask : ones, NDF_DEVICE_CPU, NDF_UINT8, ndim, shape);
+  cc_plan p;
+  cc_runs R;
+  memset(&R, 0, sizeof R);
+  ndf_status s = NDF_OK;
+  if (cc_plan_init(&p, &m, ndim - nsp, bt, nbt, 1, border) != 0) s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+  p.light = 1;
+  free(bt);
+  if (s == NDF_OK) s = cc_build(ctx, name, &p, &R);
+  if (s == NDF_OK) {
+    const int nth = ndf__cpu_threads(ctx);
+    const int64_t nx = p.nx;
+#pragma omp parallel for num_threads(nth) schedule(dynamic, 64)
+    for (int64_t r = 0; r < p.nrows; r++) {
+      int64_t c[NDF_MAX_NDIM];
+      row_coords(&m, p.L, r, c);
+      for (int32_t i = R.rstart[r]; i < R.rstart[r + 1]; i++)
+        if (!R.lit[i]) R.lit[i] = any_set(x, nx, r, R.x0[i], R.x1[i] - 1) || run_touches(&p, x, r, c, R.x0[i], R.x1[i]);
+    }
+    cc_roots_lit(&R);
+#pragma omp parallel for num_threads(nth) schedule(static)
+    for (int64_t r = 0; r < p.nrows; r++)
+      for (int32_t i = R.rstart[r]; i < R.rstart[r + 1]; i++)
+        if (R.lit[i]) memset(x + r * nx + R.x0[i], 1, (size_t)(R.x1[i] - R.x0[i]));
+  }
+  cc_free(&p, &R);
+  free(ones);
+  return s;
 }
 
 /* 1 if the step's offsets are symmetric (t in the set implies -t is). */
@@ -383,7 +733,7 @@ static ndf_status propagate_bfs(ndf_ctx *ctx, const char *name, const ndf__grey_
     taps = boxtaps;
   }
   if (symmetric_taps(taps, ntaps, nsp)) {
-    ndf_status s = propagate_components(ctx, name, taps, ntaps, nsp, x, mask, ndim, shape, border);
+    ndf_status s = propagate_runs(ctx, name, taps, ntaps, nsp, x, mask, ndim, shape, border);
     if (s != NDF_ENOTSUP) {
       free(boxtaps);
       return s;
@@ -527,6 +877,76 @@ static void store(const uint8_t *buf, ndf_array *out) {
   ndf__host_copy(out, &src);
 }
 
+/* Offsets of a prepared step (a box's enumerated), malloc'd. */
+static int32_t *step_taps(const ndf__grey_geom *g) {
+  const int nsp = g->nsp;
+  int32_t *t = malloc((size_t)(g->ntaps > 0 ? g->ntaps : 1) * nsp * sizeof *t);
+  if (!t) return NULL;
+  for (int64_t k = 0; k < g->ntaps; k++) {
+    int64_t r = k;
+    for (int d = nsp - 1; d >= 0; d--) {
+      if (!g->is_box) {
+        t[k * nsp + d] = g->taps[k * nsp + d];
+        continue;
+      }
+      t[k * nsp + d] = (int32_t)(g->lo[d] + r % g->box[d]);
+      r /= g->box[d];
+    }
+  }
+  return t;
+}
+
+/*
+ * binary_fill_holes on host arrays when the dilation's offsets are symmetric
+ * and hold 0: the background's components under those offsets, by runs; a
+ * component that holds a voxel some offset maps outside the image stays
+ * background, every other one is filled.  NDF_ENOTSUP (nothing written) for
+ * other elements, which run the propagation.
+ */
+static ndf_status fill_holes_runs(ndf_ctx *ctx, const char *name, const step *dil, const ndf_array *in,
+                                  ndf_array *out, int batch_dims) {
+  const ndf__grey_geom *g = &dil->g;
+  if (!has_centre(dil)) return NDF_ENOTSUP;
+  const int nsp = g->nsp;
+  int32_t *t = step_taps(g);
+  if (!t) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+  if (!symmetric_taps(t, g->ntaps, nsp)) {
+    free(t);
+    return NDF_ENOTSUP;
+  }
+  int64_t nbt = 0; /* the backward half, in place */
+  for (int64_t k = 0; k < g->ntaps; k++) {
+    int d = 0;
+    while (d < nsp && t[k * nsp + d] == 0) d++;
+    if (d < nsp && t[k * nsp + d] < 0) memmove(t + nbt++ * nsp, t + k * nsp, (size_t)nsp * sizeof *t);
+  }
+  cc_plan p;
+  cc_runs R;
+  memset(&R, 0, sizeof R);
+  ndf_status s = NDF_OK;
+  if (cc_plan_init(&p, in, batch_dims, t, nbt, 0, 1) != 0) s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+  p.light = 1;
+  free(t);
+  if (s == NDF_OK) s = cc_build(ctx, name, &p, &R);
+  if (s == NDF_OK) {
+    cc_roots_lit(&R);
+    const int nth = ndf__cpu_threads(ctx), L = p.L;
+    const int64_t nx = p.nx, sx = out->strides[L];
+#pragma omp parallel for num_threads(nth) schedule(static)
+    for (int64_t r = 0; r < p.nrows; r++) {
+      int64_t c[NDF_MAX_NDIM];
+      uint8_t *o = (uint8_t *)out->data + row_coords(out, L, r, c);
+      if (sx == 1) memset(o, 1, (size_t)nx);
+      else for (int64_t x = 0; x < nx; x++) o[x * sx] = 1;
+      for (int32_t i = R.rstart[r]; i < R.rstart[r + 1]; i++)
+        if (R.lit[i])
+          for (int64_t x = R.x0[i]; x < R.x1[i]; x++) o[x * sx] = 0;
+    }
+  }
+  cc_free(&p, &R);
+  return s;
+}
+
 /* ---- the ops ------------------------------------------------------------------------------------ */
 
 typedef ndf__binary_kind binary_kind;
@@ -574,6 +994,9 @@ static ndf_status binary(ndf_ctx *ctx, const char *name, binary_kind kind, const
                          opt->iterations, opt->batch_dims);
     goto done;
   }
+  if (kind == B_FILL_HOLES && !dil.empty && (s = fill_holes_runs(ctx, name, &dil, in, out, opt->batch_dims)) != NDF_ENOTSUP)
+    goto done;
+  s = NDF_OK;
   if ((s = binarize(ctx, in, &a)) != NDF_OK) goto done;
   b = malloc((size_t)n);
   if (!b) { s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name); goto done; }
@@ -809,24 +1232,79 @@ done:
 
 /* ---- label ------------------------------------------------------------------------------------------ */
 
-static void put_label(void *base, ndf_dtype t, int64_t off, int64_t v) {
-  switch (t) {
-    case NDF_UINT8: ((uint8_t *)base)[off] = (uint8_t)v; break;
-    case NDF_INT8: ((int8_t *)base)[off] = (int8_t)v; break;
-    case NDF_UINT16: ((uint16_t *)base)[off] = (uint16_t)v; break;
-    case NDF_INT16: ((int16_t *)base)[off] = (int16_t)v; break;
-    case NDF_UINT32: ((uint32_t *)base)[off] = (uint32_t)v; break;
-    case NDF_INT32: ((int32_t *)base)[off] = (int32_t)v; break;
-    case NDF_FLOAT32: ((float *)base)[off] = (float)v; break;
-    case NDF_FLOAT64: ((double *)base)[off] = (double)v; break;
+/* Writes one output row of labels: 0, then lab[i] over each run i of a..ae. */
+static void put_label_row(const ndf_array *out, int64_t off, int64_t nx, const cc_runs *R, int32_t a, int32_t ae) {
+  const int64_t sx = out->strides[out->ndim - 1];
+  switch (out->dtype) {
+#define PUT_ROW(T)                                                               \
+  {                                                                              \
+    T *o = (T *)out->data + off;                                                 \
+    if (sx == 1) memset(o, 0, (size_t)nx * sizeof(T)); /* 0 bits: 0 and 0.0 */   \
+    else for (int64_t x = 0; x < nx; x++) o[x * sx] = 0;                         \
+    for (int32_t i = a; i < ae; i++) {                                           \
+      const T v = (T)R->parent[i];                                               \
+      for (int64_t x = R->x0[i]; x < R->x1[i]; x++) o[x * sx] = v;               \
+    }                                                                            \
+  }                                                                              \
+  break;
+    case NDF_UINT8: PUT_ROW(uint8_t)
+    case NDF_INT8: PUT_ROW(int8_t)
+    case NDF_UINT16: PUT_ROW(uint16_t)
+    case NDF_INT16: PUT_ROW(int16_t)
+    case NDF_UINT32: PUT_ROW(uint32_t)
+    case NDF_INT32: PUT_ROW(int32_t)
+    case NDF_FLOAT32: PUT_ROW(float)
+    case NDF_FLOAT64: PUT_ROW(double)
+#undef PUT_ROW
     default: break;
   }
 }
 
+/* label on host arrays by runs; bt = the structure's backward half (nbt offsets). */
+static ndf_status label_cpu(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out, const int32_t *bt,
+                            int64_t nbt, int batch_dims, int64_t nimg, int64_t *num_features) {
+  cc_plan p;
+  cc_runs R;
+  memset(&R, 0, sizeof R);
+  int64_t *lab = malloc((size_t)nimg * sizeof *lab);
+  ndf_status s = NDF_OK;
+  if (cc_plan_init(&p, in, batch_dims, bt, nbt, 1, 0) != 0 || !lab) {
+    s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+    goto done;
+  }
+  if ((s = cc_build(ctx, name, &p, &R)) != NDF_OK) goto done;
+  /* Number the roots in raster order per image: parent[i] <= i, so one
+   * forward pass turns every parent into its root's number. */
+  const int64_t rpi = p.nrows / nimg, cap = label_capacity(out->dtype);
+  int32_t *par = R.parent;
+  for (int64_t b = 0; b < nimg; b++) {
+    int32_t next = 0;
+    for (int32_t i = R.rstart[b * rpi]; i < R.rstart[(b + 1) * rpi]; i++) par[i] = par[i] == i ? ++next : par[par[i]];
+    lab[b] = next;
+    if (next > cap) {
+      s = ndf__error(ctx, NDF_EINVAL, "%s: bad argument 'output' (insufficient bit-depth: %lld features do not fit %s)",
+                     name, (long long)next, ndf_dtype_name(out->dtype));
+      goto done;
+    }
+  }
+  const int nth = ndf__cpu_threads(ctx);
+#pragma omp parallel for num_threads(nth) schedule(static)
+  for (int64_t r = 0; r < p.nrows; r++) {
+    int64_t c[NDF_MAX_NDIM];
+    put_label_row(out, row_coords(out, p.L, r, c), p.nx, &R, R.rstart[r], R.rstart[r + 1]);
+  }
+  if (num_features)
+    for (int64_t b = 0; b < nimg; b++) num_features[b] = lab[b];
+done:
+  cc_free(&p, &R);
+  free(lab);
+  return s;
+}
+
 /*
- * Union-find over the foreground with the structure's backward half (each
- * undirected edge once); a component's root is its least index, i.e. its
- * first voxel in raster order, which is the order scipy numbers features in.
+ * Connected components of the foreground under the structure's backward half
+ * (each undirected edge once), numbered in raster order of their first voxel
+ * as scipy does: by runs on host arrays, by union-find on CUDA arrays.
  */
 ndf_status ndf_label(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_array *structure, int batch_dims,
                      int64_t *num_features) {
@@ -841,9 +1319,7 @@ ndf_status ndf_label(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const nd
 
   int32_t *taps = NULL;
   int64_t *loff = NULL;
-  uint8_t *sb = NULL, *x = NULL;
-  int32_t *parent = NULL;
-  int64_t *lab = NULL;
+  uint8_t *sb = NULL;
   ndf_array sdesc;
   if ((s = get_structure(ctx, name, "structure", structure, nsp, &sb, &sdesc)) != NDF_OK) return s;
   int64_t sn = ndf_array_size(&sdesc);
@@ -894,80 +1370,10 @@ ndf_status ndf_label(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const nd
     s = ndf__label_cuda(ctx, name, in, out, taps, ntaps, nsp, batch_dims, label_capacity(out->dtype), num_features);
     goto done;
   }
-  if ((s = binarize(ctx, in, &x)) != NDF_OK) goto done;
-  parent = malloc((size_t)n * sizeof *parent);
-  lab = malloc((size_t)(nimg + 1) * sizeof *lab);
-  if (!parent || !lab) { s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name); goto done; }
-  /* Rows along the last axis; a voxel whose spatial coordinates are all at
-   * least one away from the edges needs no bounds checks (the reach is 1). */
-  const int L = in->ndim - 1;
-  const int64_t nx = in->shape[L], nrows = n / nx;
-  int64_t c[NDF_MAX_NDIM] = {0};
-  for (int64_t row = 0; row < nrows; row++) {
-    int outer_ok = 1;
-    for (int d = batch_dims; d < L; d++) outer_ok &= c[d] >= 1 && c[d] + 1 < in->shape[d];
-    const int64_t base = row * nx;
-    for (int64_t xi = 0; xi < nx; xi++) {
-      const int64_t i = base + xi;
-      parent[i] = (int32_t)i;
-      if (!x[i]) continue;
-      const int fast = outer_ok && xi >= 1 && xi + 1 < nx;
-      for (int64_t k = 0; k < ntaps; k++) {
-        if (!fast) {
-          int inside = 1;
-          for (int d = 0; d < nsp && inside; d++) {
-            int64_t y = (batch_dims + d == L ? xi : c[batch_dims + d]) + taps[k * nsp + d];
-            inside = y >= 0 && y < in->shape[batch_dims + d];
-          }
-          if (!inside) continue;
-        }
-        const int64_t j = i + loff[k];
-        if (!x[j]) continue;
-        int32_t a = uf_find(parent, (int32_t)i), b = uf_find(parent, (int32_t)j);
-        if (a != b) parent[a < b ? b : a] = a < b ? a : b;
-      }
-    }
-    for (int d = L - 1; d >= 0 && ++c[d] == in->shape[d]; d--) c[d] = 0;
-  }
-  /* Number the roots in raster order, per image; check the output can hold them. */
-  const int64_t per_image = n / nimg, cap = label_capacity(out->dtype);
-  int32_t *rootlab = malloc((size_t)n * sizeof *rootlab); /* labels < n < 2^31 */
-  if (!rootlab) { s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name); goto done; }
-  for (int64_t b = 0; b < nimg; b++) {
-    int64_t next = 0;
-    for (int64_t i = b * per_image; i < (b + 1) * per_image; i++) {
-      if (!x[i]) continue;
-      if (uf_find(parent, (int32_t)i) == (int32_t)i) rootlab[i] = (int32_t)++next;
-    }
-    lab[b] = next;
-    if (next > cap) {
-      free(rootlab);
-      s = ndf__error(ctx, NDF_EINVAL, "%s: bad argument 'output' (insufficient bit-depth: %lld features do not fit %s)",
-                     name, (long long)next, ndf_dtype_name(out->dtype));
-      goto done;
-    }
-  }
-  /* Write in the output's layout (raster order of the logical index). */
-  const int flat = ndf_array_is_contiguous(out);
-  for (int d = 0; d < in->ndim; d++) c[d] = 0;
-  for (int64_t i = 0; i < n; i++) {
-    int64_t off = i;
-    if (!flat) {
-      off = 0;
-      for (int d = 0; d < in->ndim; d++) off += c[d] * out->strides[d];
-      for (int d = in->ndim - 1; d >= 0 && ++c[d] == in->shape[d]; d--) c[d] = 0;
-    }
-    put_label(out->data, out->dtype, off, x[i] ? rootlab[uf_find(parent, (int32_t)i)] : 0);
-  }
-  free(rootlab);
-  if (num_features)
-    for (int64_t b = 0; b < nimg; b++) num_features[b] = lab[b];
+  s = label_cpu(ctx, name, in, out, taps, ntaps, batch_dims, nimg, num_features);
 done:
   free(taps);
   free(loff);
   free(sb);
-  free(x);
-  free(parent);
-  free(lab);
   return s;
 }

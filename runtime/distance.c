@@ -25,6 +25,7 @@
  */
 #include <float.h>
 #include <math.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -517,107 +518,266 @@ static void read_structure(const ndf_array *a, uint8_t *out) {
   }
 }
 
-/* One of scipy's passes over an image: dir = +1 raster order with neighbours
- * p + o, dir = -1 reverse order with neighbours p - o (the reversed view). */
-static void cdt_pass(int32_t *dt, int32_t *ft, const int64_t *sh, int nsp, int64_t N, const int32_t *taps,
-                     const int64_t *loff, int ntaps, int dir) {
-  int64_t co[NDF_MAX_SPATIAL];
-  for (int d = 0; d < nsp; d++) co[d] = dir > 0 ? 0 : sh[d] - 1;
-  for (int64_t it = 0; it < N; it++) {
-    const int64_t p = dir > 0 ? it : N - 1 - it;
-    int32_t v = dt[p];
-    if (v != 0) {
-      int interior = 1;
-      for (int d = 0; d < nsp; d++) interior &= co[d] > 0 && co[d] < sh[d] - 1;
-      int32_t mn = v;
-      int64_t mo = 0;
-      for (int k = 0; k < ntaps; k++) {
-        if (!interior) {
-          int in = 1;
-          for (int d = 0; d < nsp; d++) {
-            int64_t q = co[d] + dir * taps[k * nsp + d];
-            in &= q >= 0 && q < sh[d];
-          }
-          if (!in) continue;
-        }
-        const int64_t o = dir * loff[k];
-        const int32_t tt = dt[p + o];
-        if (tt >= 0 && (mn < 0 || tt + 1 < mn)) {
-          mn = tt + 1;
-          mo = o;
-        }
-      }
-      dt[p] = mn;
-      if (ft) ft[p] = ft[p + mo];
+/*
+ * scipy's chamfer pass, row by row.  A voxel's new value is the least of its
+ * own and of (neighbour + 1) over the structure's backward offsets, the
+ * first of equal candidates in offset order winning (features follow it).
+ * Every offset but x - 1 reads a row finished earlier in the pass, so those
+ * candidates are whole-row minima (vectorizable); x - 1, the last offset in
+ * raster order, is a running minimum along the row.  Unreached foreground is
+ * CDT_FAR (scipy's -1), so that a candidate from it, CDT_FAR + 1, never wins
+ * and background (0) never changes, without branches.
+ */
+#define CDT_FAR (INT32_MAX - 1)
+
+typedef struct cdt_tap {
+  int32_t off[NDF_MAX_SPATIAL]; /* row part: every spatial axis but the last */
+  int32_t dx;
+  int64_t drow;                 /* the neighbour row is row + drow (forward pass) */
+} cdt_tap;
+
+typedef struct cdt_plan {
+  int nsp;
+  const int64_t *sh;
+  int64_t nx, nrows;
+  int ntaps;     /* the offsets with a row part, in raster order */
+  cdt_tap *taps;
+  int xtap;      /* the structure holds (0, ..., 0, -1) */
+  int64_t ahead; /* rows of the previous slice a row of the pipeline reads beyond its own index */
+} cdt_plan;
+
+/* m[x] = min(m[x], q[x] + 1) for x in [0, n). */
+static void cdt_min_row(int32_t *restrict m, const int32_t *restrict q, int64_t n) {
+  for (int64_t x = 0; x < n; x++) {
+    const int32_t c = q[x] + 1;
+    m[x] = c < m[x] ? c : m[x];
+  }
+}
+
+/* Row r of the pass dir (+1: raster order, -1: reversed) of one image. */
+static void cdt_row(const cdt_plan *p, int32_t *dt, int32_t *ft, int64_t r, int dir, int32_t *m, int32_t *mk) {
+  const int nsp = p->nsp;
+  const int64_t nx = p->nx;
+  int64_t c[NDF_MAX_SPATIAL], rr = r;
+  for (int d = nsp - 2; d >= 0; d--) {
+    c[d] = rr % p->sh[d];
+    rr /= p->sh[d];
+  }
+  int32_t *row = dt + r * nx;
+  if (ft)
+    for (int64_t x = 0; x < nx; x++) {
+      m[x] = row[x];
+      mk[x] = -1;
     }
-    for (int d = nsp - 1; d >= 0; d--) { /* next coordinates in the pass's order */
-      if (dir > 0) {
-        if (++co[d] < sh[d]) break;
-        co[d] = 0;
-      } else {
-        if (--co[d] >= 0) break;
-        co[d] = sh[d] - 1;
+  for (int k = 0; k < p->ntaps; k++) {
+    const cdt_tap *t = &p->taps[k];
+    int ok = 1;
+    for (int d = 0; d < nsp - 1 && ok; d++) {
+      const int64_t y = c[d] + dir * t->off[d];
+      ok = y >= 0 && y < p->sh[d];
+    }
+    if (!ok) continue;
+    const int64_t rn = r + dir * t->drow, dx = dir * t->dx;
+    const int64_t x0 = dx < 0 ? -dx : 0, x1 = dx > 0 ? nx - dx : nx;
+    const int32_t *q = dt + rn * nx;
+    if (!ft) {
+      if (x1 > x0) cdt_min_row(row + x0, q + x0 + dx, x1 - x0);
+      continue;
+    }
+    for (int64_t x = x0; x < x1; x++) {
+      const int32_t cand = q[x + dx] + 1;
+      if (cand < m[x]) {
+        m[x] = cand;
+        mk[x] = k;
+      }
+    }
+  }
+  if (!ft) {
+    if (!p->xtap) return;
+    if (dir > 0)
+      for (int64_t x = 1; x < nx; x++) row[x] = row[x - 1] + 1 < row[x] ? row[x - 1] + 1 : row[x];
+    else
+      for (int64_t x = nx - 2; x >= 0; x--) row[x] = row[x + 1] + 1 < row[x] ? row[x + 1] + 1 : row[x];
+    return;
+  }
+  int32_t *frow = ft + r * nx;
+  for (int64_t i = 0; i < nx; i++) {
+    const int64_t x = dir > 0 ? i : nx - 1 - i;
+    int32_t w = row[x], f = frow[x];
+    if (mk[x] >= 0) {
+      const cdt_tap *t = &p->taps[mk[x]];
+      w = m[x];
+      f = ft[(r + dir * t->drow) * nx + x + dir * t->dx];
+    }
+    if (p->xtap && i > 0 && row[x - dir] + 1 < w) {
+      w = row[x - dir] + 1;
+      f = frow[x - dir];
+    }
+    row[x] = w;
+    frow[x] = f;
+  }
+}
+
+static void cdt_relax(int spins) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+  if (spins % 64 == 63) sched_yield();
+}
+
+/*
+ * Both passes over one image.  With several threads and at least 3 spatial
+ * axes, the slices of the first axis form a pipeline: slice s (in pass
+ * order) runs on thread s % nth, and its row i waits until slice s - 1 has
+ * finished the rows it reads (i + ahead + 1).  Every value is computed from
+ * the same finished values as in one thread, so the result is the same.
+ */
+static void cdt_image(const cdt_plan *p, int32_t *dt, int32_t *ft, int nth, void **bufs, int *prog) {
+  const int64_t S = p->nsp >= 3 ? p->sh[0] : 1, R = p->nrows / S;
+  if (S < 2) nth = 1;
+  for (int dir = 1; dir >= -1; dir -= 2) {
+    if (nth > 1)
+      for (int64_t s = 0; s < S; s++) prog[s] = 0;
+#pragma omp parallel num_threads(nth)
+    {
+      const int tid = ndf__thread_id(), nt = nth;
+      int32_t *m = bufs[tid], *mk = m + p->nx;
+      for (int64_t ps = tid; ps < S; ps += nt) {
+        const int64_t s = dir > 0 ? ps : S - 1 - ps;
+        for (int64_t i = 0; i < R; i++) {
+          if (ps > 0 && nt > 1) {
+            const int64_t need = i + p->ahead + 1 < R ? i + p->ahead + 1 : R;
+            for (int spins = 0; __atomic_load_n(&prog[ps - 1], __ATOMIC_ACQUIRE) < need; spins++) cdt_relax(spins);
+          }
+          const int64_t j = dir > 0 ? i : R - 1 - i;
+          cdt_row(p, dt, ft, s * R + j, dir, m, mk);
+          if (nt > 1) __atomic_store_n(&prog[ps], (int)(i + 1), __ATOMIC_RELEASE);
+        }
       }
     }
   }
 }
 
+/* dt = CDT_FAR where image img of the input is non-zero, else 0; ft = the voxel's index. */
+static void cdt_read(const ndf_array *in, const dist_call *c, int64_t img, int32_t *dt, int32_t *ft, int nth) {
+  const int64_t nx = c->sshape[c->nsp - 1], nrows = c->npix / nx, sx = in->strides[in->ndim - 1];
+#pragma omp parallel for num_threads(nth) schedule(static)
+  for (int64_t r = 0; r < nrows; r++) {
+    const int64_t off = row_offset(in, c->nb, c->nb, c->nsp, img, r);
+    int32_t *o = dt + r * nx;
+#define CDT_READ(T)                                                             \
+  {                                                                             \
+    const T *q = (const T *)in->data + off;                                     \
+    for (int64_t x = 0; x < nx; x++) o[x] = q[x * sx] != 0 ? CDT_FAR : 0;       \
+  }                                                                             \
+  break;
+    switch (in->dtype) {
+      case NDF_BOOL: case NDF_UINT8: CDT_READ(uint8_t)
+      case NDF_INT8: CDT_READ(int8_t)
+      case NDF_UINT16: CDT_READ(uint16_t)
+      case NDF_INT16: CDT_READ(int16_t)
+      case NDF_UINT32: CDT_READ(uint32_t)
+      case NDF_INT32: CDT_READ(int32_t)
+      case NDF_FLOAT32: CDT_READ(float)
+      case NDF_FLOAT64: CDT_READ(double)
+      default: break;
+    }
+#undef CDT_READ
+    if (ft)
+      for (int64_t x = 0; x < nx; x++) ft[r * nx + x] = (int32_t)(r * nx + x);
+  }
+}
+
+/* Writes image img's distances, CDT_FAR as scipy's -1. */
+static void cdt_write(const ndf_array *out, const dist_call *c, int64_t img, const int32_t *dt, int nth) {
+  const int64_t nx = c->sshape[c->nsp - 1], nrows = c->npix / nx, sx = out->strides[out->ndim - 1];
+#pragma omp parallel for num_threads(nth) schedule(static)
+  for (int64_t r = 0; r < nrows; r++) {
+    int32_t *o = (int32_t *)out->data + row_offset(out, c->nb, c->nb, c->nsp, img, r);
+    const int32_t *v = dt + r * nx;
+    for (int64_t x = 0; x < nx; x++) o[x * sx] = v[x] == CDT_FAR ? -1 : v[x];
+  }
+}
+
+/* One image: read, both passes, write. */
+static void cdt_one(const cdt_plan *p, const dist_call *c, const ndf_array *in, ndf_array *dist, ndf_array *idx,
+                    int64_t img, void *buf, void **row_bufs, int nth, int *prog) {
+  int32_t *dt = buf, *ft = idx ? dt + c->npix : NULL;
+  cdt_read(in, c, img, dt, ft, nth);
+  cdt_image(p, dt, ft, nth, row_bufs, prog);
+  if (dist) cdt_write(dist, c, img, dt, nth);
+  if (idx) write_indices(idx, c, img, ft);
+}
+
 static ndf_status cdt_cpu(ndf_ctx *ctx, const dist_call *c, const ndf_array *in, ndf_array *dist, ndf_array *idx) {
   const int nsp = c->nsp;
-  const int64_t N = c->npix;
+  const int64_t N = c->npix, nx = c->sshape[nsp - 1];
   int64_t sn = 1;
   for (int d = 0; d < nsp; d++) sn *= 3;
-  /* taps: the structure's entries before the centre in raster order, in that order */
-  int32_t *taps = malloc((size_t)(sn / 2 + 1) * nsp * sizeof *taps);
-  int64_t *loff = malloc((size_t)(sn / 2 + 1) * sizeof *loff);
-  int ntaps = 0;
-  int64_t nimg = c->nimg;
+  cdt_plan p;
+  memset(&p, 0, sizeof p);
+  p.nsp = nsp;
+  p.sh = c->sshape;
+  p.nx = nx;
+  p.nrows = N / nx;
+  p.taps = malloc((size_t)(sn / 2 + 1) * sizeof *p.taps);
+  const int64_t nimg = c->nimg;
   const int nth = ndf__cpu_threads(ctx);
-  const int nt = nimg < nth ? (int)nimg : nth;
-  void **b1 = ndf__thread_buffers(nt, (size_t)N * (sizeof(int32_t) * 2 + 1));
+  /* several images: one per thread; one image: its slices pipelined on every thread */
+  const int per_image = nimg >= 2 && nth >= 2;
+  const int nbuf = per_image ? (nimg < nth ? (int)nimg : nth) : 1;
+  void **img_bufs = ndf__thread_buffers(nbuf, (size_t)N * (idx ? 2 : 1) * sizeof(int32_t));
+  void **row_bufs = ndf__thread_buffers(nth, (size_t)nx * 2 * sizeof(int32_t));
+  int *prog = malloc((size_t)c->sshape[0] * sizeof *prog);
   ndf_status s = NDF_OK;
-  if (!taps || !loff || !b1) {
+  if (!p.taps || !img_bufs || !row_bufs || !prog) {
     s = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
     goto done;
   }
-  int64_t sst[NDF_MAX_SPATIAL];
+  int64_t rowstride[NDF_MAX_SPATIAL];
   {
     int64_t m = 1;
-    for (int d = nsp - 1; d >= 0; d--) {
-      sst[d] = m;
+    for (int d = nsp - 2; d >= 0; d--) {
+      rowstride[d] = m;
       m *= c->sshape[d];
     }
   }
+  /* the structure's entries before the centre in raster order, in that order; (0, ..., 0, -1) is the last */
   for (int64_t k = 0; k < sn / 2; k++) {
     if (!c->structure[k]) continue;
+    int32_t t[NDF_MAX_SPATIAL];
     int64_t r = k;
-    loff[ntaps] = 0;
     for (int d = nsp - 1; d >= 0; d--) {
-      taps[ntaps * nsp + d] = (int32_t)(r % 3) - 1;
-      loff[ntaps] += (int64_t)taps[ntaps * nsp + d] * sst[d];
+      t[d] = (int32_t)(r % 3) - 1;
       r /= 3;
     }
-    ntaps++;
-  }
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-  for (int64_t img = 0; img < nimg; img++) {
-    int32_t *dt = b1[ndf__thread_id()];
-    int32_t *ft = idx ? dt + N : NULL;
-    uint8_t *fg = (uint8_t *)(dt + 2 * N);
-    read_mask(in, c, img, fg);
-    for (int64_t i = 0; i < N; i++) {
-      dt[i] = fg[i] ? -1 : 0;
-      if (ft) ft[i] = (int32_t)i;
+    if (k == sn / 2 - 1) {
+      p.xtap = 1;
+      continue;
     }
-    cdt_pass(dt, ft, c->sshape, nsp, N, taps, loff, ntaps, +1);
-    cdt_pass(dt, ft, c->sshape, nsp, N, taps, loff, ntaps, -1);
-    if (dist) write_dist_i32(dist, c, img, dt);
-    if (idx) write_indices(idx, c, img, ft);
+    cdt_tap *tp = &p.taps[p.ntaps++];
+    tp->dx = t[nsp - 1];
+    tp->drow = 0;
+    for (int d = 0; d < nsp - 1; d++) {
+      tp->off[d] = t[d];
+      tp->drow += (int64_t)t[d] * rowstride[d];
+    }
+    if (nsp >= 3 && t[0] == -1 && tp->drow + rowstride[0] > p.ahead) p.ahead = tp->drow + rowstride[0];
+  }
+  if (per_image) {
+#pragma omp parallel for num_threads(nbuf) schedule(dynamic, 1)
+    for (int64_t img = 0; img < nimg; img++) {
+      const int t = ndf__thread_id();
+      cdt_one(&p, c, in, dist, idx, img, img_bufs[t], row_bufs + t, 1, prog);
+    }
+  } else {
+    for (int64_t img = 0; img < nimg; img++) cdt_one(&p, c, in, dist, idx, img, img_bufs[0], row_bufs, nth, prog);
   }
 done:
-  ndf__thread_buffers_free(b1, nt);
-  free(taps);
-  free(loff);
+  ndf__thread_buffers_free(img_bufs, nbuf);
+  ndf__thread_buffers_free(row_bufs, nth);
+  free(prog);
+  free(p.taps);
   return s;
 }
 
