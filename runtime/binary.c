@@ -1186,6 +1186,15 @@ ndf_status ndf_iterate_structure(const ndf_array *st, int iterations, ndf_array 
                       (long long)n, (long long)NDF_MAX_STRUCTURE_WORK);
     goto done;
   }
+  /* The scaled origin (iterations x origin) must fit int64, checked before anything is written. */
+  for (int d = 0; origin_out && norigin && d < st->ndim; d++) {
+    int64_t o = origin[norigin == 1 ? 0 : d], scaled;
+    if (iterations >= 2 && __builtin_mul_overflow(o, (int64_t)iterations, &scaled)) {
+      s = ndf__argerror(ctx, name, "origin", "origin[%d]=%lld times %d iterations overflows int64", d, (long long)o,
+                        iterations);
+      goto done;
+    }
+  }
   res = calloc((size_t)n, 1);
   tmp = malloc((size_t)n);
   if (!res || !tmp) { s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name); goto done; }

@@ -1143,6 +1143,21 @@ static void test_hostile_structures(void **state) {
   expect_msg(ndf_iterate_structure(&st, 1000000, &out, 0, NULL, NULL), NDF_EINVAL, ndf_last_error(),
              "iterations|NDF_MAX_STRUCTURE_WORK", "iterate work bound");
   assert_int_equal(dummy, 0);
+  /* iterations x origin beyond int64 (found by fuzz/fuzz_structure): refused, nothing written */
+  uint8_t res[3 * 9];
+  int64_t sh9[2] = {3, 9};
+  ndf_array out9;
+  assert_int_equal(ndf_array_init(&st, three, NDF_DEVICE_CPU, NDF_UINT8, 2, sh3), NDF_OK);
+  assert_int_equal(ndf_iterate_structure_shape(&st, 4, out_shape), NDF_OK);
+  assert_int_equal(out_shape[1], 9);
+  sh9[0] = out_shape[0];
+  assert_int_equal(ndf_array_init(&out9, res, NDF_DEVICE_CPU, NDF_UINT8, 2, sh9), NDF_OK);
+  memset(res, 0xA5, sizeof res);
+  int64_t big[1] = {-(INT64_MAX / 2)}, scaled[2] = {7, 7};
+  expect_msg(ndf_iterate_structure(&st, 4, &out9, 1, big, scaled), NDF_EINVAL, ndf_last_error(),
+             "origin|overflow", "iterate origin overflow");
+  for (size_t i = 0; i < sizeof res; i++) assert_int_equal(res[i], 0xA5);
+  assert_int_equal(scaled[0], 7);
 }
 
 /* The mask of a binary op is read while the output is written: aliasing refused. */
