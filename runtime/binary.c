@@ -877,25 +877,6 @@ static void store(const uint8_t *buf, ndf_array *out) {
   ndf__host_copy(out, &src);
 }
 
-/* Offsets of a prepared step (a box's enumerated), malloc'd. */
-static int32_t *step_taps(const ndf__grey_geom *g) {
-  const int nsp = g->nsp;
-  int32_t *t = malloc((size_t)(g->ntaps > 0 ? g->ntaps : 1) * nsp * sizeof *t);
-  if (!t) return NULL;
-  for (int64_t k = 0; k < g->ntaps; k++) {
-    int64_t r = k;
-    for (int d = nsp - 1; d >= 0; d--) {
-      if (!g->is_box) {
-        t[k * nsp + d] = g->taps[k * nsp + d];
-        continue;
-      }
-      t[k * nsp + d] = (int32_t)(g->lo[d] + r % g->box[d]);
-      r /= g->box[d];
-    }
-  }
-  return t;
-}
-
 /*
  * binary_fill_holes on host arrays when the dilation's offsets are symmetric
  * and hold 0: the background's components under those offsets, by runs; a
@@ -908,7 +889,7 @@ static ndf_status fill_holes_runs(ndf_ctx *ctx, const char *name, const step *di
   const ndf__grey_geom *g = &dil->g;
   if (!has_centre(dil)) return NDF_ENOTSUP;
   const int nsp = g->nsp;
-  int32_t *t = step_taps(g);
+  int32_t *t = ndf__grey_geom_taps_copy(g);
   if (!t) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
   if (!symmetric_taps(t, g->ntaps, nsp)) {
     free(t);

@@ -37,6 +37,24 @@ ndf_status ndf_grey_algorithm_from_name(const char *name, ndf_grey_algorithm *ou
                     "or decomposed)", name);
 }
 
+int32_t *ndf__grey_geom_taps_copy(const ndf__grey_geom *g) {
+  const int nsp = g->nsp;
+  int32_t *t = malloc((size_t)(g->ntaps > 0 ? g->ntaps : 1) * nsp * sizeof *t);
+  if (!t) return NULL;
+  if (!g->is_box) {
+    if (g->ntaps > 0) memcpy(t, g->taps, (size_t)g->ntaps * nsp * sizeof *t);
+    return t;
+  }
+  for (int64_t k = 0; k < g->ntaps; k++) {
+    int64_t r = k;
+    for (int d = nsp - 1; d >= 0; d--) {
+      t[k * nsp + d] = (int32_t)(g->lo[d] + r % g->box[d]);
+      r /= g->box[d];
+    }
+  }
+  return t;
+}
+
 void ndf__grey_geom_free(ndf__grey_geom *g) {
   if (g->step) {
     ndf__grey_geom_free(g->step);

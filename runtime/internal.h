@@ -270,6 +270,9 @@ typedef struct ndf__grey_geom {
 #define NDF__VHGW_MIN_CUDA 8
 
 void ndf__grey_geom_free(ndf__grey_geom *g);
+/* The geometry's tap offsets in raster order (a box's enumerated), ntaps x nsp, as a malloc'd
+ * copy the caller owns; NULL when out of memory. */
+int32_t *ndf__grey_geom_taps_copy(const ndf__grey_geom *g);
 /* Validates the call and normalizes scipy's arguments.  name is "ndf_grey_erosion"/... */
 ndf_status ndf__grey_prepare(ndf_ctx *ctx, const char *name, ndf__minmax op, ndf_dtype dtype,
                              int ndim, const int64_t *shape, const ndf_grey_options *opt,
