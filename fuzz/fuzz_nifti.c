@@ -26,22 +26,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   return 0;
 }
 
-/* Compares the elements of a and b in Fortran order. */
-static void check_same_elements(const ndf_array *a, const ndf_array *b) {
-  size_t esz = ndf_dtype_size(a->dtype);
-  enum { CHUNK = 256 };
-  unsigned char ba[CHUNK * 8], bb[CHUNK * 8];
-  ndfio__iter ia, ib;
-  ndfio__iter_init(&ia, a, 1);
-  ndfio__iter_init(&ib, b, 1);
-  for (;;) {
-    size_t na = ndfio__gather(&ia, ba, CHUNK), nb = ndfio__gather(&ib, bb, CHUNK);
-    FUZZ_CHECK(na == nb, "element counts differ after a round trip (%zu, %zu)", na, nb);
-    if (na == 0) return;
-    FUZZ_CHECK(memcmp(ba, bb, na * esz) == 0, "elements differ after a round trip");
-  }
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *path = size >= 2 && data[0] == 0x1f && data[1] == 0x8b ? gz_path : nii_path;
@@ -82,7 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_CHECK(back.arr.ndim == a->ndim, "ndim changed in a round trip (%d -> %d)", a->ndim, back.arr.ndim);
     for (int d = 0; d < a->ndim; d++)
       FUZZ_CHECK(back.arr.shape[d] == a->shape[d], "shape[%d] changed in a round trip", d);
-    check_same_elements(a, &back.arr);
+    fuzz_check_same_elements(a, &back.arr, 1);
     ndfio_image_free(&back);
   }
   unlink(out_path);

@@ -20,22 +20,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   return 0;
 }
 
-/* Compares a and b element by element in C order. */
-static void check_same_elements(const ndf_array *a, const ndf_array *b) {
-  size_t esz = ndf_dtype_size(a->dtype);
-  enum { CHUNK = 256 };
-  unsigned char ba[CHUNK * 8], bb[CHUNK * 8];
-  ndfio__iter ia, ib;
-  ndfio__iter_init(&ia, a, 0);
-  ndfio__iter_init(&ib, b, 0);
-  for (;;) {
-    size_t na = ndfio__gather(&ia, ba, CHUNK), nb = ndfio__gather(&ib, bb, CHUNK);
-    FUZZ_CHECK(na == nb, "element counts differ after a round trip (%zu, %zu)", na, nb);
-    if (na == 0) return;
-    FUZZ_CHECK(memcmp(ba, bb, na * esz) == 0, "elements differ after a round trip");
-  }
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fuzz_write_file(in_path, data, size);
@@ -71,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FUZZ_CHECK(back.arr.dtype == a->dtype && back.arr.ndim == a->ndim, "dtype/ndim changed in a round trip");
   for (int d = 0; d < a->ndim; d++)
     FUZZ_CHECK(back.arr.shape[d] == a->shape[d], "shape[%d] changed in a round trip", d);
-  check_same_elements(a, &back.arr);
+  fuzz_check_same_elements(a, &back.arr, 0);
   if (a->dtype == NDF_BOOL) {
     ndfio__iter it;
     unsigned char buf[256];

@@ -109,4 +109,22 @@ static inline uint64_t fuzz_u64(fuzz_in *in) {
   uint64_t v = fuzz_u32(in);
   return v | (uint64_t)fuzz_u32(in) << 32;
 }
+/* FUZZ_CHECKs that a and b hold the same elements, compared in C order (fortran 0) or
+ * Fortran order (1): the round trips of the .npy and NIfTI targets. */
+#include "ndfio.h"
+static inline void fuzz_check_same_elements(const ndf_array *a, const ndf_array *b, int fortran) {
+  size_t esz = ndf_dtype_size(a->dtype);
+  enum { CHUNK = 256 };
+  unsigned char ba[CHUNK * 8], bb[CHUNK * 8];
+  ndfio__iter ia, ib;
+  ndfio__iter_init(&ia, a, fortran);
+  ndfio__iter_init(&ib, b, fortran);
+  for (;;) {
+    size_t na = ndfio__gather(&ia, ba, CHUNK), nb = ndfio__gather(&ib, bb, CHUNK);
+    FUZZ_CHECK(na == nb, "element counts differ after a round trip (%zu, %zu)", na, nb);
+    if (na == 0) return;
+    FUZZ_CHECK(memcmp(ba, bb, na * esz) == 0, "elements differ after a round trip");
+  }
+}
+
 #endif
