@@ -252,18 +252,8 @@ static const int32_t *geom_taps(const ndf__grey_geom *g, int64_t *ntaps, int32_t
   *owned = NULL;
   *ntaps = g->ntaps;
   if (!g->is_box) return g->taps;
-  const int nsp = g->nsp;
-  int32_t *t = malloc((size_t)(g->ntaps > 0 ? g->ntaps : 1) * nsp * sizeof *t);
-  if (!t) return NULL;
-  for (int64_t k = 0; k < g->ntaps; k++) {
-    int64_t r = k;
-    for (int d = nsp - 1; d >= 0; d--) {
-      t[k * nsp + d] = (int32_t)(g->lo[d] + r % g->box[d]);
-      r /= g->box[d];
-    }
-  }
-  *owned = t;
-  return t;
+  *owned = ndf__grey_geom_taps_copy(g);
+  return *owned;
 }
 
 /* A growing string for generated code. */
