@@ -1,5 +1,5 @@
 /*
- * fuzz_cache.c -- the kernel cache's entry parser (runtime/cache.c) on
+ * fuzz_cache.c -- the kernel cache's entry parser (runtime/jit/cache.c) on
  * arbitrary entry files, through ndf_cache_list and ndf__cache_load.
  *
  * Input: one flags byte, then the entry file.  Flag bit 0 rewrites the key

@@ -1,5 +1,5 @@
 -- ecc.lua -- local-contribution tables of the Euler characteristic curves
--- (runtime/ecc.c), emitted as C at build time:
+-- (runtime/ops/ecc/ecc.c), emitted as C at build time:
 --   lua ecc.lua OUTDIR  ->  OUTDIR/ecc_tables.generated.{c,h,cuh}
 --
 -- A voxel v owns the cells of the cubical complex it decides: in the

@@ -285,7 +285,7 @@ return {
         OP = "0: AND over the taps (erosion), 1: OR (dilation, the miss of hit_or_miss)",
         CYCLE = "1: also compare each state with the saved one (cycle detection)",
         NRA = "spatial axes but the last, 0..7",
-        TAPS = "generated code: one block per tap row (runtime/binary_cuda.c, fstep_code)",
+        TAPS = "generated code: one block per tap row (runtime/ops/binary/binary_cuda.c, fstep_code)",
       },
       families = {
         { OP = { "0", "1" }, CYCLE = { "0", "1" }, NRA = { "0", "1", "2", "3" },

@@ -167,7 +167,7 @@ static void idx_shape(const dcase *c, int64_t *sh) {
   for (int d = c->batch; d < c->nd; d++) sh[d + 1] = c->shape[d];
 }
 
-/* The kernels runtime/distance_cuda.c must (want) and must not (nots)
+/* The kernels runtime/ops/distance/distance_cuda.c must (want) and must not (nots)
  * launch for an edt case under the current environment (the kernel log
  * checks them; NULL-terminated lists): the search path (ndf_edt_sfirst, then
  * ndf_edt_sdrows / ndf_edt_srows last) where edt_search_plan takes it --
@@ -280,7 +280,7 @@ done:
   return rc;
 }
 
-/* The kernels (runtime/distance_cuda.c), recorded in the case's description.
+/* The kernels (runtime/ops/distance/distance_cuda.c), recorded in the case's description.
  * Last axis (NDF_EDT_ROWS): 0 the automatic choice, 1 a warp per row
  * (exact-arithmetic segments where the sampling allows), 2 a warp per row
  * with scipy's serial walk, 3 a thread per row (ndf_edt_rows); 4 = 3 with

@@ -820,7 +820,7 @@ static void test_gpu_algorithms(void **state) {
  * refilled on the way), each erosion/dilation launched right after its table's
  * upload, no synchronisation until the end, every output in its own device
  * buffer; all compared with the CPU.  Guards the ordering of a table's upload
- * against the kernel that reads it (runtime/pool.c). */
+ * against the kernel that reads it (runtime/core/pool.c). */
 static void test_gpu_table_churn(void **state) {
   gpu_state *s = *state;
   SKIP_WITHOUT_CUDA(s);

@@ -30,7 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "rank/rank.h"
 #include "templates.generated.h"
 #include "testutil.h"
 

@@ -1758,7 +1758,7 @@ static void test_contract_cuda_arrays(void **state) {
 /* ------------------------------------------------------------------------ */
 /* Selection networks                                                        */
 
-/* runtime/rank.c keeps generated selection networks (for the GPU kernels to
+/* runtime/ops/rank/rank.c keeps generated selection networks (for the GPU kernels to
  * come) that $NDF_RANK_NETWORK=1 runs on the CPU instead of quickselect: the
  * same scipy cases, NaN policies and large windows must hold through them.
  * (Without that switch these tests repeat the default path.) */

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "internal.h"
+#include "rank/rank.h"
 #include "selnets.generated.h"
 
 static void apply(const ndf__selnet *net, int *v) {

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "grey/grey.h"
 
 void ndf_grey_options_init(ndf_grey_options *opt) {
   if (!opt) return;

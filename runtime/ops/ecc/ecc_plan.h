@@ -1,5 +1,5 @@
 /* ecc_plan.h -- the task planner of the ECC warp-strip kernels (ndf_ecc_strip2, ndf_ecc_strip2t,
- * ndf_ecc_strip3), used by runtime/ecc_cuda.c; plain C with no runtime dependency, so host code
+ * ndf_ecc_strip3), used by runtime/ops/ecc/ecc_cuda.c; plain C with no runtime dependency, so host code
  * (and C++) can include it. */
 #ifndef NDF_ECC_PLAN_H
 #define NDF_ECC_PLAN_H

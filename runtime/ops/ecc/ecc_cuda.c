@@ -32,7 +32,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "ecc/ecc.h"
 #include "ecc_plan.h"
 
 /* var: bit 0 the SOFT slot, bit 1 the RNG slot (the telescoped kernels over a given range) */
@@ -114,7 +114,7 @@ static ndf_status grid_barrier_word(ndf_ctx *ctx, CUdeviceptr *out) {
   static const struct {
     uint32_t word, pad;
     char tag[56];
-  } init = {0, 0, "ndf_ecc_grid_sync barrier word (runtime/ecc_cuda.c)"};
+  } init = {0, 0, "ndf_ecc_grid_sync barrier word (ecc/ecc_cuda.c)"};
   return ndf__device_table(ctx, &init, sizeof init, out);
 }
 

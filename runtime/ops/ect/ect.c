@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "ect/ect.h"
 
 void ndf_ect_options_init(ndf_ect_options *opt) {
   if (!opt) return;

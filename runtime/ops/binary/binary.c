@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "binary/binary.h"
 
 void ndf_binary_options_init(ndf_binary_options *opt) {
   if (!opt) return;

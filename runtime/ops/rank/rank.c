@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "rank/rank.h"
 #include "selnets.generated.h"
 
 void ndf_rank_options_init(ndf_rank_options *opt) {

@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "grey/grey.h"
 
 #define BOX_MAX 7
 #define BOX_TY 8

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "internal.h"
+#include "ecc/ecc.h"
 
 void ndf_ctx_options_init(ndf_ctx_options *opt) {
   if (!opt) return;

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "rank/rank.h"
 #include "selnets.generated.h"
 
 #define RANK_TX 32

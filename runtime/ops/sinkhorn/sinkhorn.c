@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "sinkhorn/sinkhorn.h"
 
 #define OP_CREATE "ndf_sinkhorn_create"
 #define OP_SOLVE "ndf_sinkhorn_solve"

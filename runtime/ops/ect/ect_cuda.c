@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "ect/ect.h"
 
 #define ECT_SMEM_MAX 36864 /* dynamic shared bytes for thresholds + histogram (static use <= 10.2 KB) */
 

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "binary/binary.h"
 
 /* The packed image geometry and the scratch of one op. */
 typedef struct bdev {

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "distance/distance.h"
 
 /* A knob from the environment: its integer value when it is one (the whole
  * string) within [lo, hi], else dflt (unset, empty, other text, out of range). */

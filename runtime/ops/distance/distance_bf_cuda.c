@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "distance/distance.h"
 
 ndf_status ndf__bf_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, ndf_array *idx, int nb,
                         int metric, int has_sampling, const double *sampling) {

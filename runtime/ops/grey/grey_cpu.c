@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "grey/grey.h"
 
 static int nthreads(const ndf_ctx *ctx) { return ctx->opt.cpu_threads > 0 ? ctx->opt.cpu_threads : 0; }
 static int omp_threads(void);

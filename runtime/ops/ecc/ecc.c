@@ -27,7 +27,7 @@
 #include <strings.h>
 
 #include "ecc_tables.generated.h"
-#include "internal.h"
+#include "ecc/ecc.h"
 
 void ndf_ecc_options_init(ndf_ecc_options *opt) {
   if (!opt) return;

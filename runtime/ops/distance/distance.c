@@ -30,7 +30,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "internal.h"
+#include "distance/distance.h"
 
 void ndf_distance_options_init(ndf_distance_options *opt) {
   if (!opt) return;

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "grey/grey.h"
 
 /* ---- the elementwise epilogue -------------------------------------------------------- */
 

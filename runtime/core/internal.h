@@ -1,0 +1,296 @@
+/*
+ * internal.h -- declarations shared by the runtime's modules.  Internal
+ * non-static names are ndf__<module>_*; nothing here is public.
+ */
+#ifndef NDF_INTERNAL_H
+#define NDF_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <string.h>
+#include <pthread.h>
+
+#include "ndforge.h"
+#include "cuda_api.h"
+
+#define NDF__ERRMSG_MAX 8192
+
+/* ---- status.c: messages ---------------------------------------------------- */
+/* Formats the context's message (or the thread-local one when ctx is NULL) and returns s. */
+ndf_status ndf__error(ndf_ctx *ctx, ndf_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Argument errors in one shape: "<op>: bad argument '<arg>' (<why>)". */
+ndf_status ndf__argerror(ndf_ctx *ctx, const char *op, const char *arg, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void ndf__clear_error(ndf_ctx *ctx);
+
+/* ---- array.c: overflow-checked sizes -------------------------------------------- */
+/* *out = a * b for a, b >= 0; returns 0 (out untouched) when a factor is
+ * negative or the product exceeds INT64_MAX. */
+static inline int ndf__mul(int64_t a, int64_t b, int64_t *out) {
+  int64_t p;
+  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &p)) return 0;
+  *out = p;
+  return 1;
+}
+/* The geometry every call requires of an array (not NULL, a known dtype,
+ * rank 0..NDF_MAX_NDIM, extents >= 0 whose non-zero ones multiply within
+ * int64; when it has elements, its bytes and the bytes its strides span at
+ * most NDF_MAX_BYTES), so that every product of its extents, strides and
+ * element size is representable; *count (may be NULL) gets its element
+ * count.  The message names name, arg and the sizes. */
+ndf_status ndf__check_array(ndf_ctx *ctx, const char *name, const char *arg, const ndf_array *a, int64_t *count);
+/* The host's physical memory in bytes (INT64_MAX when unknown). */
+int64_t ndf__host_memory(void);
+/* NDF_OK when bytes (>= 0; a negative value stands for an overflowed sum) of
+ * host scratch fit in the host's memory, else NDF_ENOMEM naming name, what
+ * and the sizes: work whose memory cannot exist fails before it allocates. */
+ndf_status ndf__check_host_memory(ndf_ctx *ctx, const char *name, const char *what, int64_t bytes);
+/* "4x5x6" ("()" for rank 0) into buf, for messages. */
+const char *ndf__shape_str(int ndim, const int64_t *shape, char *buf, size_t cap);
+
+/* ---- hash.c ------------------------------------------------------------------ */
+uint64_t ndf__hash_fnv1a64(const void *data, size_t n, uint64_t seed);
+#define NDF__FNV_SEED 0xcbf29ce484222325ULL
+
+/* ---- the context --------------------------------------------------------------- */
+typedef struct ndf__module_entry ndf__module_entry;
+typedef struct ndf__table_entry ndf__table_entry;
+/* One kernel of the in-memory table (jit.c); freed with the context (its key
+ * is what the kernel log records). */
+struct ndf__module_entry {
+  ndf__module_entry *next;
+  uint64_t hash;
+  char *key; /* template|kernel|slots: the in-memory key */
+  CUmodule mod;
+  CUfunction fn;
+};
+
+struct ndf_ctx {
+  ndf_ctx_options opt;
+  char errmsg[NDF__ERRMSG_MAX];
+  char cache_dir[4096]; /* "" when the disk cache is off */
+  int cache_disabled;
+  char cache_problem[512]; /* why the disk cache is off, when it was not asked to be ("" else) */
+  /* CUDA state (valid when has_cuda) */
+  int has_cuda;
+  CUdevice dev;
+  CUcontext cu;
+  CUstream stream;
+  int own_stream;
+  CUmemoryPool pool;
+  int cc_major, cc_minor;
+  int sm_count;
+  size_t max_smem_block;
+  size_t smem_per_sm; /* shared memory per multiprocessor (bytes; 0 when unknown) */
+  char arch[16]; /* "sm_90" */
+  /* kernel modules: in-memory table, guarded by lock */
+  pthread_mutex_t lock;
+  ndf__module_entry *modules;
+  ndf__table_entry *tables;
+  ndf_cache_stats stats;
+  /* ecc_cuda.c: the exact ECC's header in page-locked host memory mapped
+   * into the device (allocated on first use under lock, freed with the context) */
+  void *ecc_hdr_host;
+  CUdeviceptr ecc_hdr_dev;
+  /* ecc_cuda.c: the 2-D warp-strip kernel's workspace (tickets, histogram
+   * copies, partials; the kernel initializes what it uses), kept between
+   * calls (stream-ordered), grown when too small, freed with the context */
+  CUdeviceptr ecc_ws;
+  size_t ecc_ws_bytes;
+  /* deferred data checks (opt.deferred_errors; ecc.c, ecc_cuda.c): the calls since the last
+   * report (their ordinals 1, 2, ... as the kernels' seq) and their names by ordinal % 64; the
+   * record the kernels write lives in the mapped header block (NDF__DREC_OFF); under lock */
+#define NDF__DEFER_NAMES 64
+  uint32_t defer_n;
+  const char *defer_names[NDF__DEFER_NAMES];
+  /* ecc_cuda.c: get_fn's direct-mapped memo of the ECC kernels' functions (the JIT lookup builds
+   * and hashes the request's key on every call); under lock */
+#define NDF__ECC_FN_MEMO 16
+  struct {
+    const char *kernel; /* a string literal of ecc_cuda.c (compared by address) */
+    int dt, nsp, cons, var; /* var: the SOFT and RNG slots (ecc_request) */
+    CUfunction fn;
+  } ecc_fn_memo[NDF__ECC_FN_MEMO];
+  /* jit.c: the kernel log (ADR 0013): the in-memory keys of the last
+   * NDF__KLOG launches (launch i at klog[i % NDF__KLOG]), klog_count launches
+   * in all, and a direct-mapped CUfunction -> key cache for the lookup; all
+   * under lock.  The keys are the module entries', freed with the context. */
+#define NDF__KLOG 256
+#define NDF__KLOG_FN 64
+  const char *klog[NDF__KLOG];
+  uint64_t klog_count;
+  struct {
+    CUfunction fn;
+    const char *key;
+  } klog_fn[NDF__KLOG_FN];
+};
+
+/* Makes the context's CUDA context current on the calling thread. */
+ndf_status ndf__ctx_bind(ndf_ctx *ctx);
+/* Reports a CUresult as NDF_ECUDA with the driver's name for it. */
+ndf_status ndf__cuda_error(ndf_ctx *ctx, const char *where, CUresult r);
+/* Blocks for a grid-stride kernel: `blocks`, capped at per_sm blocks per SM
+ * of the context's device (at least 1). */
+unsigned ndf__grid(const ndf_ctx *ctx, int64_t blocks, int per_sm);
+/* Launches fn on the context's stream with one parameter block (a kernel
+ * taking its parameters as one struct); a failure is reported under name. */
+ndf_status ndf__launch(ndf_ctx *ctx, const char *name, CUfunction fn, unsigned grid, unsigned bx, unsigned by,
+                       unsigned smem, void *params);
+/* The kernel log (jit.c, ADR 0013): records a launch of fn (a function from
+ * ndf__jit_get) that the driver accepted.  ndf__launch calls it; a launch
+ * made directly through the driver API (cooperative launches) must call it
+ * after its cuLaunch* succeeded.  ndf__klog_key records a key as is
+ * (white-box tests). */
+void ndf__klog(ndf_ctx *ctx, CUfunction fn);
+void ndf__klog_key(ndf_ctx *ctx, const char *key);
+
+/* ---- pool.c: stream-ordered scratch and cached device tables ---------------------- */
+ndf_status ndf__scratch_alloc(ndf_ctx *ctx, size_t bytes, CUdeviceptr *out);
+void ndf__scratch_free(ndf_ctx *ctx, CUdeviceptr p);
+/* Device copy of a small read-only table, cached by content in the context. */
+ndf_status ndf__device_table(ndf_ctx *ctx, const void *data, size_t bytes, CUdeviceptr *out);
+void ndf__tables_release(ndf_ctx *ctx);
+
+/* ---- kernel launches: parameter blocks laid out as a template's struct ------------------ */
+/* Fields are appended with the C alignment rules, which NVCC shares on x86-64. */
+typedef struct ndf__params {
+  unsigned char b[4096];
+  size_t n;
+} ndf__params;
+
+static inline void ndf__params_put(ndf__params *p, const void *v, size_t size, size_t align) {
+  p->n = (p->n + align - 1) & ~(align - 1);
+  if (p->n + size <= sizeof p->b) memcpy(p->b + p->n, v, size);
+  p->n += size;
+}
+#define NDF__PUT(p, v) ndf__params_put((p), &(v), sizeof(v), _Alignof(__typeof__(v)))
+/* NDF_MAX_NDIM int64 fields: v[0 .. n-1], then zeros (all zeros when v is NULL). */
+static inline void ndf__params_put_padded(ndf__params *p, int64_t n, const int64_t *v) {
+  for (int d = 0; d < NDF_MAX_NDIM; d++) {
+    int64_t x = v && d < n ? v[d] : 0;
+    NDF__PUT(p, x);
+  }
+}
+/* The outer-axes fields templates share: n (int), then the shapes and both
+ * strides of the n outer axes, each padded to NDF_MAX_NDIM entries. */
+static inline void ndf__params_put_outer(ndf__params *p, int n, const int64_t *shape, const int64_t *istr,
+                                         const int64_t *ostr) {
+  NDF__PUT(p, n);
+  ndf__params_put_padded(p, n, shape);
+  ndf__params_put_padded(p, n, istr);
+  ndf__params_put_padded(p, n, ostr);
+}
+
+/* ---- jit.c: specialization, compile, in-memory table --------------------------------- */
+/* One slot value of a template. */
+typedef struct ndf__slot {
+  const char *name;
+  char value[256];
+  char *heap; /* the value when it does not fit in `value` (generated code); see ndf__req_free */
+} ndf__slot;
+
+/* A request for one kernel: a template, its slot values and a kernel name. */
+typedef struct ndf__kernel_req {
+  const char *template_name; /* e.g. "grey_taps" */
+  const char *kernel;        /* extern "C" entry point */
+  int nslots;
+  ndf__slot slots[24];
+} ndf__kernel_req;
+
+void ndf__req_init(ndf__kernel_req *r, const char *template_name, const char *kernel);
+void ndf__req_set(ndf__kernel_req *r, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* A slot's value: short values live in the request, long ones (generated
+ * straight-line code) on the heap; a request that may hold long values is
+ * released with ndf__req_free.  A long value that cannot be stored (out of
+ * memory) leaves its slot unfilled, and the request is then rejected. */
+const char *ndf__slot_value(const ndf__slot *s);
+void ndf__req_free(ndf__kernel_req *r);
+
+/* Returns the CUfunction for req on the context's device: memory -> disk -> NVRTC. */
+ndf_status ndf__jit_get(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, CUfunction *out);
+/* Compiles req for arch (e.g. "sm_90") into the disk cache without a device.
+ * *compiled = 1 if NVRTC ran, 0 if the entry was found valid. */
+ndf_status ndf__jit_warm(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req,
+                         const char *arch, int *compiled);
+/* Expands the template of req into NVRTC source (malloc'd); NULL + message on error. */
+char *ndf__jit_source(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, uint64_t *template_hash);
+void ndf__jit_release(ndf_ctx *ctx);
+/* NVRTC version, or ENODEV if NVRTC cannot be loaded. */
+ndf_status ndf__nvrtc_version(int *major, int *minor);
+
+/* ---- cache.c: the disk cache ---------------------------------------------------------- */
+/* Loads the payload stored under key; NDF_OK with *payload malloc'd, or NDF_EIO on a miss.
+ * A corrupt/truncated/mismatched entry is deleted (stats.disk_rejects++) and reported as a miss. */
+ndf_status ndf__cache_load(ndf_ctx *ctx, const char *key, void **payload, size_t *len);
+/* Stores payload under key (temp file + rename).  Failures leave the cache as
+ * it was (it is best effort) and set the calling thread's
+ * ndf__cache_store_errno, which cache warm clears before a kernel and
+ * reports after it. */
+void ndf__cache_store(ndf_ctx *ctx, const char *key, const void *payload, size_t len);
+extern _Thread_local int ndf__cache_store_errno;
+/* Opens a cache file for reading without waiting on a FIFO: a descriptor,
+ * or -1 with *not_regular set when the path is there but not a regular file. */
+int ndf__cache_open(const char *path, int *not_regular);
+/* Removes the entry for key if present. */
+void ndf__cache_remove(ndf_ctx *ctx, const char *key);
+
+/* The input's rank (1..NDF_MAX_NDIM), extents (>= 0) and batch_dims (0..rank-1). */
+ndf_status ndf__check_shape(ndf_ctx *ctx, const char *name, const ndf_array *in, int batch_dims);
+/* The input's device: a known type, and on CUDA the context's device (ENODEV without one). */
+ndf_status ndf__check_device(ndf_ctx *ctx, const char *name, const ndf_array *in);
+/* Input/output checks of a filter whose output dtype is the input's (grey.c). */
+ndf_status ndf__check_filter_arrays(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *out);
+
+/* OpenMP threads the CPU backend uses for ctx. */
+int ndf__cpu_threads(const ndf_ctx *ctx);
+/* The calling thread's index in an OpenMP team (0 without OpenMP). */
+int ndf__thread_id(void);
+/* One buffer of `bytes` per thread, allocated before a parallel region so
+ * that running out of memory happens before anything is written; NULL (and
+ * nothing allocated) on failure. */
+void **ndf__thread_buffers(int nth, size_t bytes);
+void ndf__thread_buffers_free(void **b, int nth);
+
+/* ---- array.c ---------------------------------------------------------------------------- */
+/* Copies host array src into host array dst (same dtype and shape, any strides). */
+void ndf__host_copy(const ndf_array *dst, const ndf_array *src);
+/* 1 if no two elements of a share memory (grey.c). */
+int ndf__layout_is_proper(const ndf_array *a);
+/* 1 if the byte ranges two arrays span intersect (grey.c). */
+int ndf__arrays_overlap(const ndf_array *a, const ndf_array *b);
+
+/* ---- CPU boundary modes ----------------------------------------------------------------- */
+/* Maps coordinate i into [0, n) for mode, or -1 for constant mode outside
+ * (the same periodic extension as templates/ndf_common.cuh). */
+static inline int64_t ndf__map_coord(int64_t i, int64_t n, ndf_mode mode) {
+  if (i >= 0 && i < n) return i;
+  if (mode == NDF_MODE_CONSTANT) return -1;
+  if (mode == NDF_MODE_NEAREST || n == 1) return i < 0 ? 0 : n - 1;
+  if (mode == NDF_MODE_WRAP) {
+    int64_t r = i % n;
+    return r < 0 ? r + n : r;
+  }
+  if (mode == NDF_MODE_REFLECT) {
+    int64_t p = 2 * n, r = i % p;
+    if (r < 0) r += p;
+    return r < n ? r : p - 1 - r;
+  }
+  int64_t p = 2 * n - 2, r = i % p; /* mirror */
+  if (r < 0) r += p;
+  return r < n ? r : p - r;
+}
+
+
+/* ---- dtype helpers ------------------------------------------------------------------------ */
+int ndf__dtype_is_float(ndf_dtype t);
+/* Range of an integer dtype. */
+void ndf__dtype_range(ndf_dtype t, double *lo, double *hi);
+/* The CUDA/C type name of a dtype ("float", "unsigned char", ...). */
+const char *ndf__dtype_ctype(ndf_dtype t);
+/* Converts v to dtype t the way scipy does (C cast: truncation; float32 rounding). */
+double ndf__convert_value(ndf_dtype t, double v);
+
+#endif

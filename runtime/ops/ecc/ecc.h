@@ -1,0 +1,69 @@
+/*
+ * ecc/ecc.h -- Euler characteristic curves: the validated call, the CUDA backends, the deferred data checks and the helpers the ECT shares.
+ */
+#ifndef NDF_OPS_ECC_H
+#define NDF_OPS_ECC_H
+
+#include "internal.h"
+
+/* ---- ecc.c / ecc_cuda.c: Euler characteristic curves ------------------------------------- */
+/* A validated call: batch and spatial axes, images, voxels per image, thresholds. */
+typedef struct ndf__ecc_call {
+  const char *name;
+  int nb, nsp;
+  int64_t nimg, npix;
+  int64_t sshape[3];
+  int64_t T;
+} ndf__ecc_call;
+/* Min and max of a CUDA input and the C-order index of its first NaN (-1: none); size > 0. */
+ndf_status ndf__ecc_cuda_scan(ndf_ctx *ctx, const char *name, const ndf_array *in, double *mn, double *mx,
+                              int64_t *nan_at);
+/* The exact curve of a CUDA input at the T thresholds t (caller's order; uniform: evenly spaced). */
+ndf_status ndf__ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out,
+                         int construction, const double *t, int uniform);
+/* New path (default; NDF_ECC_PATH=old selects the old one): no readback
+ * before the curve.  t NULL: T thresholds over [min, max] taken on the device.
+ * The NaN check runs on the device; a float input's call ends with one
+ * readback: *nan_at (-1: none) and *not_finite ([min, max] infinite), the
+ * output untouched then.  Input size > 0. */
+int ndf__ecc_new_path(void);
+/* NDF_ECC2_PROF: CLOCK_MONOTONIC nanoseconds at the public ECC call's entry (ecc.c) */
+extern __thread uint64_t ndf__ecc_t_entry;
+/* The record of a failed deferred check (templates/ndf_ecc_fused.cuh: ndf_ecc_drec), at
+ * NDF__DREC_OFF in the context's mapped header block: the first failing kernel (in stream order)
+ * since the last report writes the NaN key (~ the least C-order NaN index; 0: none), the
+ * not-finite flag, then its ordinal (0: no failure). */
+typedef struct ndf__drec {
+  uint64_t nan_key;
+  int32_t bad;
+  uint32_t ord;
+} ndf__drec;
+#define NDF__DREC_OFF 192
+/* After a stream sync (ndf_ctx_synchronize, ndf_array_copy): the failed deferred check, if any,
+ * as NDF_EINVAL with its call's message (the record cleared, the ordinals restarted), else NDF_OK. */
+ndf_status ndf__deferred_report(ndf_ctx *ctx);
+ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out,
+                          int construction, const double *t, int uniform, int64_t *nan_at, int *not_finite);
+/* Soft curve on CUDA: mode 0 forward into arr; mode 1 backward from arr (grad_output) into gin/gthr (may be NULL).
+ * nan_at non-NULL (new path): NaN checked on the device, *nan_at >= 0 then and nothing written. */
+ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, const double *t,
+                              ndf_array *arr, ndf_array *gin, ndf_array *gthr, int construction, double lambda,
+                              int mode, int64_t *nan_at);
+
+/* ---- Euler characteristic curves, shared with the ECT (ecc.c, ect.c) ---- */
+/* c(v), the alternating count of the cells the voxel at x of the centre line
+ * owns: buf holds 3^(nsp-1) neighbour lines of W = n + 2 doubles padded with
+ * NaN (line index = ternary code of the row offsets, centre line in the
+ * middle); construction NDF_ECC_V or NDF_ECC_T; ties by (value, index). */
+int ndf__ecc_contrib(const double *buf, int64_t W, int64_t x, int nsp, int construction);
+/* Element off of a host uint8/uint16/float32/float64 array, as double. */
+double ndf__ecc_value_at(const ndf_array *a, int64_t off);
+/* Offset (elements) of the start of image img over the nb batch axes. */
+int64_t ndf__ecc_image_offset(const ndf_array *a, int nb, int64_t img);
+/* n elements from off with stride st into dst[0..n), as double. */
+void ndf__ecc_read_line(const ndf_array *a, int64_t off, int64_t st, int64_t n, double *dst);
+/* The thresholds options (values, or nthresholds [+ range]); *T their count. */
+ndf_status ndf__ecc_check_thresholds(ndf_ctx *ctx, const char *name, const ndf_array *values, int64_t nthresholds,
+                                     int has_range, double range_lo, double range_hi, int64_t *T);
+
+#endif
