@@ -1008,13 +1008,17 @@ NDF_API ndf_status ndf_cache_clear(ndf_ctx *ctx, int *removed);
  *                at least batch_dims, no repeats; passes run in this order,
  *                as scipy's axes=); naxes 0 = every spatial axis in order.
  *                The 1-D filters take their axis as an argument instead.
- *   mode, modes  nmodes 0: mode for every filtered axis; else one per
- *                filtered axis (nmodes = the number of filtered axes), as
- *                scipy's sequence of modes.  grid-mirror, grid-constant and
- *                grid-wrap are reflect, constant and wrap (ndf_mode_from_name).
+ *   mode, modes  nmodes 0: mode for every filtered axis; 1: modes[0] for
+ *                every axis; else one per filtered axis, as scipy's sequence
+ *                of modes (sobel / prewitt: one per spatial axis; correlate,
+ *                convolve and the 1-D filters take one mode).  grid-mirror,
+ *                grid-constant and grid-wrap are reflect, constant and wrap
+ *                (ndf_mode_from_name).
  *   cval         the value outside the input in constant mode.
  *   origin       norigin 0: 0; 1: the same for every filtered axis; else one
- *                per filtered axis.
+ *                per filtered axis (the 1-D filters: 0 or 1 values).  Used by
+ *                correlate*, convolve* and uniform_filter*; the Gaussian and
+ *                derivative filters have none (as scipy) and ignore it.
  *   batch_dims   leading axes that are independent images (0 = scipy).
  * Per-axis lists (sizes, sigmas, orders, radii) follow the same rule: one
  * value for every filtered axis, or one per filtered axis.

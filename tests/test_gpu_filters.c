@@ -31,7 +31,8 @@
 #include "ndforge.h"
 #include "testutil.h"
 
-static int group_setup(void **state) { return tu_gpu_setup(state, 300); }
+/* 120 cases by default: most compile a kernel of their own (weights are compiled in). */
+static int group_setup(void **state) { return tu_gpu_setup(state, 120); }
 #define group_teardown tu_gpu_teardown
 
 enum {
