@@ -45,8 +45,7 @@ typedef struct ndf__ftaps {
 typedef enum {
   NDF__FEW_ADD = 0,    /* out += a */
   NDF__FEW_SQUARE = 1, /* out *= out */
-  NDF__FEW_ADDSQ = 2,  /* out += a * a (a squared in the dtype first) */
-  NDF__FEW_SQRT = 3    /* out = sqrt(out), np.sqrt(out, out, casting='unsafe') */
+  NDF__FEW_SQRT = 2    /* out = sqrt(out), np.sqrt(out, out, casting='unsafe') */
 } ndf__few_kind;
 
 /* ---- scipy's double -> dtype conversion (a C cast as gcc emits it on x86-64) ---- */
@@ -102,8 +101,5 @@ ndf_status ndf__filters_taps_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
 ndf_status ndf__filters_cast_cuda(ndf_ctx *ctx, const char *name, const ndf_array *src, ndf_array *dst);
 ndf_status ndf__filters_ew_cuda(ndf_ctx *ctx, const char *name, ndf__few_kind kind, const ndf_array *a,
                                 ndf_array *out);
-/* Kernel requests of one pass (for test_nvrtc / cache warm); returns their number. */
-int ndf__filters_line_requests(const ndf__fpass *p, ndf_dtype src, ndf_dtype dst, int ndim,
-                               ndf__kernel_req *reqs, int max);
 
 #endif

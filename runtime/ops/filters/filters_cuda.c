@@ -63,12 +63,6 @@ static int req_pass(ndf__kernel_req *r, const ndf__fpass *p, ndf_dtype src, ndf_
   return 1;
 }
 
-int ndf__filters_line_requests(const ndf__fpass *p, ndf_dtype src, ndf_dtype dst, int ndim, ndf__kernel_req *reqs,
-                               int max) {
-  if (max < 1 || !req_pass(&reqs[0], p, src, dst, p->axis == ndim - 1)) return 0;
-  return 1;
-}
-
 /* The line-pass parameters every pass shares: the processed axis a, then the
  * other axes (shapes, input and output strides, padded); returns the lines. */
 static int64_t put_line_axes(ndf__params *pb, const ndf_array *src, const ndf_array *dst, int a) {
