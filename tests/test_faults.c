@@ -231,7 +231,7 @@ static ndf_status c_cdt(fcase *c) {
   ndf_distance_options o;
   ndf_distance_options_init(&o);
   o.metric = NDF_METRIC_TAXICAB;
-  return ndf_distance_transform_cdt(c->ctx, c->IN, c->OUT[0], c->OUT[1], &o);
+  return ndf_distance_transform_cdt(c->ctx, c->IN, c->OUT[0], c->nout > 1 ? c->OUT[1] : NULL, &o);
 }
 static ndf_status c_bf(fcase *c) {
   ndf_distance_options o;
@@ -357,6 +357,8 @@ static void unbind(fcase *c) {
 
 /* One call with fault number `at` armed (0: none) on outputs holding poison;
  * on the CUDA run the poison is uploaded first and the outputs read back after. */
+static char call_msg[1024]; /* the call's message, taken before anything else runs on the context */
+
 static ndf_status run_call(fcase *c, long at) {
   poison_outputs(c);
 #ifdef TU_FAULTS_CUDA
@@ -371,6 +373,7 @@ static ndf_status run_call(fcase *c, long at) {
   arm(at);
   ndf_status s = c->call(c);
   disarm();
+  snprintf(call_msg, sizeof call_msg, "%s", s == NDF_OK ? "" : c->ctx ? ndf_errmsg(c->ctx) : ndf_last_error());
 #ifdef TU_FAULTS_CUDA
   if (!c->host_only) {
     ndf_status q = ndf_ctx_synchronize(c->ctx);
@@ -387,7 +390,7 @@ static void sweep_kind(fcase *c, int kind) {
   /* the reference run, counting the faultable events of the call */
   ndf_status s = run_call(c, 0);
   long calls = atomic_load(&fault_calls);
-  if (s != NDF_OK) printf("%s: the reference call failed: %s\n", c->name, c->ctx ? ndf_errmsg(c->ctx) : ndf_last_error());
+  if (s != NDF_OK) printf("%s: the reference call failed: %s\n", c->name, call_msg);
   assert_int_equal(s, NDF_OK);
   void *ref = snapshot(c);
   int absorbed = 0;
@@ -399,17 +402,20 @@ static void sweep_kind(fcase *c, int kind) {
       absorbed++;
       if (!same_as(c, ref)) printf("%s: %s %ld of %ld failed, NDF_OK, wrong result\n", c->name, kind_name[kind], n, calls);
       assert_true(same_as(c, ref));
-    } else {
+    } else if (kind != F_LAUNCH) {
+      /* A failed allocation leaves every output as it was.  A failed launch may
+       * come after an earlier step of a composition wrote the output (the
+       * output is then unspecified, docs/adr/0015): only the status and the
+       * context's next call are checked. */
       if (!outputs_untouched(c))
         printf("%s: %s %ld of %ld failed (%s: %s) and an output was written\n", c->name, kind_name[kind], n, calls,
-               ndf_status_name(s), c->ctx ? ndf_errmsg(c->ctx) : ndf_last_error());
+               ndf_status_name(s), call_msg);
       assert_true(outputs_untouched(c));
     }
     /* the context is still usable */
     s = run_call(c, 0);
     if (s != NDF_OK || !same_as(c, ref))
-      printf("%s: after failing %s %ld: %s %s\n", c->name, kind_name[kind], n, ndf_status_name(s),
-             c->ctx ? ndf_errmsg(c->ctx) : ndf_last_error());
+      printf("%s: after failing %s %ld: %s %s\n", c->name, kind_name[kind], n, ndf_status_name(s), call_msg);
     assert_int_equal(s, NDF_OK);
     assert_true(same_as(c, ref));
   }
@@ -508,7 +514,10 @@ static void test_distance(void **state) {
     assert_int_equal(tu_array_alloc(&c.in, NDF_UINT8, 3, SH3), 0);
     fill(&c.in, 13, 1);
     out_alloc(&c, d[k].dt, 3, SH3);
-    out_alloc(&c, NDF_INT32, 4, ish);
+#ifdef TU_FAULTS_CUDA
+    if (d[k].call != c_cdt) /* cdt's indices are a CPU-backend feature (NDF_ENOTSUP on CUDA arrays) */
+#endif
+      out_alloc(&c, NDF_INT32, 4, ish);
     sweep(&c);
     case_free(&c);
   }
