@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "ecc/ecc.h"
 
 int ndf_size_mul(int64_t a, int64_t b, int64_t *out) { return ndf__mul(a, b, out); }
 
