@@ -10,10 +10,23 @@
 
 #include "internal.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 void ndf_ctx_options_init(ndf_ctx_options *opt) {
   if (!opt) return;
   memset(opt, 0, sizeof *opt);
   opt->backend = NDF_BACKEND_AUTO;
+}
+
+int ndf__cpu_threads(const ndf_ctx *ctx) {
+#ifdef _OPENMP
+  int n = ctx->opt.cpu_threads > 0 ? ctx->opt.cpu_threads : omp_get_max_threads();
+#else
+  int n = ctx->opt.cpu_threads > 0 ? ctx->opt.cpu_threads : 1;
+#endif
+  return n < NDF_MAX_CPU_THREADS ? n : NDF_MAX_CPU_THREADS;
 }
 
 ndf_status ndf__cuda_error(ndf_ctx *ctx, const char *where, CUresult r) {

@@ -208,7 +208,7 @@ typedef struct ndf__slot {
 
 /* A request for one kernel: a template, its slot values and a kernel name. */
 typedef struct ndf__kernel_req {
-  const char *template_name; /* e.g. "grey_taps" */
+  const char *template_name; /* a template of the spec (gen/spec.lua), by name */
   const char *kernel;        /* extern "C" entry point */
   int nslots;
   ndf__slot slots[24];
@@ -252,16 +252,18 @@ int ndf__cache_open(const char *path, int *not_regular);
 /* Removes the entry for key if present. */
 void ndf__cache_remove(ndf_ctx *ctx, const char *key);
 
+/* ---- array.c: the array checks the ops share ----------------------------------------------- */
 /* The input's rank (1..NDF_MAX_NDIM), extents (>= 0) and batch_dims (0..rank-1). */
 ndf_status ndf__check_shape(ndf_ctx *ctx, const char *name, const ndf_array *in, int batch_dims);
 /* The input's device: a known type, and on CUDA the context's device (ENODEV without one). */
 ndf_status ndf__check_device(ndf_ctx *ctx, const char *name, const ndf_array *in);
-/* Input/output checks of a filter whose output dtype is the input's (grey.c). */
+/* Input/output checks of a filter whose output dtype is the input's (same shape and device,
+ * not overlapping the input). */
 ndf_status ndf__check_filter_arrays(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *out);
 
-/* OpenMP threads the CPU backend uses for ctx. */
+/* ctx.c: OpenMP threads the CPU backend uses for ctx. */
 int ndf__cpu_threads(const ndf_ctx *ctx);
-/* The calling thread's index in an OpenMP team (0 without OpenMP). */
+/* pool.c: the calling thread's index in an OpenMP team (0 without OpenMP). */
 int ndf__thread_id(void);
 /* One buffer of `bytes` per thread, allocated before a parallel region so
  * that running out of memory happens before anything is written; NULL (and
@@ -272,9 +274,9 @@ void ndf__thread_buffers_free(void **b, int nth);
 /* ---- array.c ---------------------------------------------------------------------------- */
 /* Copies host array src into host array dst (same dtype and shape, any strides). */
 void ndf__host_copy(const ndf_array *dst, const ndf_array *src);
-/* 1 if no two elements of a share memory (grey.c). */
+/* 1 if no two elements of a share memory. */
 int ndf__layout_is_proper(const ndf_array *a);
-/* 1 if the byte ranges two arrays span intersect (grey.c). */
+/* 1 if the byte ranges two arrays span intersect. */
 int ndf__arrays_overlap(const ndf_array *a, const ndf_array *b);
 
 /* ---- CPU boundary modes ----------------------------------------------------------------- */
