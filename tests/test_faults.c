@@ -8,7 +8,10 @@
  * (poisoned before the call), and leak nothing (LeakSanitizer, in the
  * sanitizer build); the same call on the same context then succeeds with
  * the result of the first run.  White box: linked with the runtime's
- * static copy, so that its allocations are the ones wrapped.
+ * static copy, so that its allocations are the ones wrapped.  Also the op
+ * families' per-context state (ndf__family_state, ADR 0020): its one
+ * allocation failing, no allocation after it, the deferred-check hook, the
+ * release with the context, a context at a destroyed one's address.
  *
  * Built a second time as test_gpu_faults (TU_FAULTS_CUDA): the same calls on
  * CUDA arrays, where besides the host allocations the n-th device allocation
@@ -25,12 +28,13 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ndforge.h"
+#include "internal.h"
 #include "testutil.h"
 #ifdef TU_FAULTS_CUDA
 #include "internal.h" /* ndf__cu: the driver table whose entries are swapped */
@@ -102,12 +106,14 @@ static void swap_driver_entries(void) {
 }
 #endif
 
-static void arm(long at) {
+static void arm_kind(long at, int kind) {
+  atomic_store(&fault_kind, kind);
   atomic_store(&fault_calls, 0);
   atomic_store(&fault_hits, 0);
   atomic_store(&fault_at, at);
   atomic_store(&fault_on, 1);
 }
+static void arm(long at) { arm_kind(at, F_HOST); }
 static void disarm(void) { atomic_store(&fault_on, 0); }
 
 /* ---- the calls ------------------------------------------------------------------------------ */
@@ -359,7 +365,7 @@ static void unbind(fcase *c) {
  * on the CUDA run the poison is uploaded first and the outputs read back after. */
 static char call_msg[1024]; /* the call's message, taken before anything else runs on the context */
 
-static ndf_status run_call(fcase *c, long at) {
+static ndf_status run_call(fcase *c, int kind, long at) {
   poison_outputs(c);
 #ifdef TU_FAULTS_CUDA
   if (!c->host_only)
@@ -370,7 +376,7 @@ static ndf_status run_call(fcase *c, long at) {
       assert_int_equal(ndf_array_copy(c->ctx, &c->dout[i].raw, &h), NDF_OK);
     }
 #endif
-  arm(at);
+  arm_kind(at, kind);
   ndf_status s = c->call(c);
   disarm();
   snprintf(call_msg, sizeof call_msg, "%s", s == NDF_OK ? "" : c->ctx ? ndf_errmsg(c->ctx) : ndf_last_error());
@@ -386,16 +392,15 @@ static ndf_status run_call(fcase *c, long at) {
 }
 
 static void sweep_kind(fcase *c, int kind) {
-  atomic_store(&fault_kind, kind);
   /* the reference run, counting the faultable events of the call */
-  ndf_status s = run_call(c, 0);
+  ndf_status s = run_call(c, kind, 0);
   long calls = atomic_load(&fault_calls);
   if (s != NDF_OK) printf("%s: the reference call failed: %s\n", c->name, call_msg);
   assert_int_equal(s, NDF_OK);
   void *ref = snapshot(c);
   int absorbed = 0;
   for (long n = 1; n <= calls; n++) {
-    s = run_call(c, n);
+    s = run_call(c, kind, n);
     if (atomic_load(&fault_hits) == 0) continue; /* fewer events this time (threads) */
     total_faults++;
     if (s == NDF_OK) { /* absorbed (a fallback): the result must be right */
@@ -413,7 +418,7 @@ static void sweep_kind(fcase *c, int kind) {
       assert_true(outputs_untouched(c));
     }
     /* the context is still usable */
-    s = run_call(c, 0);
+    s = run_call(c, kind, 0);
     if (s != NDF_OK || !same_as(c, ref))
       printf("%s: after failing %s %ld: %s %s\n", c->name, kind_name[kind], n, ndf_status_name(s), call_msg);
     assert_int_equal(s, NDF_OK);
@@ -612,6 +617,151 @@ static void test_context(void **state) {
   }
 }
 
+/* ---- the op families' per-context state (ADR 0020) ----------------------------------------------- */
+
+/* Two families: their releases and reports counted; a report returns the status set in *_fail
+ * once (with a message naming the family), then NDF_OK. */
+static int a_releases, b_releases, a_reports, b_reports;
+static ndf_status a_fail, b_fail;
+static void a_release(ndf_ctx *ctx, void *st) { (void)ctx, (void)st, a_releases++; }
+static void b_release(ndf_ctx *ctx, void *st) { (void)ctx, (void)st, b_releases++; }
+static ndf_status a_report(ndf_ctx *ctx, void *st) {
+  (void)st;
+  a_reports++;
+  const ndf_status s = a_fail;
+  a_fail = NDF_OK;
+  return s == NDF_OK ? NDF_OK : ndf__error(ctx, s, "family a: a deferred check failed");
+}
+static ndf_status b_report(ndf_ctx *ctx, void *st) {
+  (void)st;
+  b_reports++;
+  const ndf_status s = b_fail;
+  b_fail = NDF_OK;
+  return s == NDF_OK ? NDF_OK : ndf__error(ctx, s, "family b: a deferred check failed");
+}
+static const ndf__family fam_a = {"a", 300, a_release, a_report};
+static const ndf__family fam_b = {"b", 40, b_release, b_report};
+static ndf__family fam_plain[NDF__FAMILY_SLOTS + 1]; /* no callbacks (set up in the test) */
+
+static ndf_ctx *cpu_context(void) {
+  ndf_ctx_options o;
+  ndf_ctx_options_init(&o);
+  o.backend = NDF_BACKEND_CPU;
+  o.cache_disable = 1;
+  ndf_ctx *ctx = NULL;
+  assert_int_equal(ndf_ctx_create(&ctx, &o), NDF_OK);
+  return ctx;
+}
+
+static int all_zero(const void *p, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (((const unsigned char *)p)[i]) return 0;
+  return 1;
+}
+
+typedef struct race_arg {
+  ndf_ctx *ctx;
+  void *got;
+} race_arg;
+static void *race(void *p) {
+  race_arg *a = p;
+  a->got = ndf__family_state(a->ctx, &fam_b);
+  return NULL;
+}
+
+/* Created once, zeroed, on the first call (its allocation failing: NULL, no message, and the
+ * next call creates it); later calls allocate nothing and return the same state; the
+ * deferred-check hook (ndf_ctx_synchronize) asks each family in the order their states were
+ * made and returns the first failure, the other family's on the next synchronize; a host
+ * copy calls no hook; the context's destroy releases each state once.  A context made at a
+ * destroyed one's address starts without state; threads creating a state at once get one;
+ * more families than slots: NULL. */
+static void test_family_state(void **state) {
+  (void)state;
+  ndf_ctx *ctx = cpu_context();
+  arm(1);
+  void *p = ndf__family_state(ctx, &fam_a);
+  disarm();
+  assert_int_equal(atomic_load(&fault_hits), 1);
+  total_faults++;
+  assert_null(p);
+  assert_string_equal(ndf_errmsg(ctx), "");
+  arm(0);
+  p = ndf__family_state(ctx, &fam_a);
+  disarm();
+  assert_non_null(p);
+  assert_int_equal(atomic_load(&fault_calls), 1);
+  assert_true(all_zero(p, fam_a.size));
+  arm(0);
+  assert_ptr_equal(ndf__family_state(ctx, &fam_a), p);
+  disarm();
+  assert_int_equal(atomic_load(&fault_calls), 0); /* nothing allocated once it is there */
+  memset(p, 0x5a, fam_a.size);
+
+  assert_int_equal(ndf_ctx_synchronize(ctx), NDF_OK);
+  assert_int_equal(a_reports, 1);
+  void *q = ndf__family_state(ctx, &fam_b);
+  assert_non_null(q);
+  assert_ptr_not_equal(p, q);
+  a_fail = NDF_EINVAL;
+  b_fail = NDF_EIO;
+  assert_int_equal(ndf_ctx_synchronize(ctx), NDF_EINVAL);
+  assert_string_equal(ndf_errmsg(ctx), "family a: a deferred check failed");
+  assert_int_equal(b_reports, 0); /* b keeps its failure for the next report */
+  assert_int_equal(ndf_ctx_synchronize(ctx), NDF_EIO);
+  assert_string_equal(ndf_errmsg(ctx), "family b: a deferred check failed");
+  assert_int_equal(ndf_ctx_synchronize(ctx), NDF_OK);
+  assert_int_equal(a_reports, 4);
+  assert_int_equal(b_reports, 2);
+  tu_array src, dst;
+  const int64_t sh[1] = {4};
+  assert_int_equal(tu_array_alloc(&src, NDF_UINT8, 1, sh), 0);
+  assert_int_equal(tu_array_alloc(&dst, NDF_UINT8, 1, sh), 0);
+  a_fail = NDF_EINVAL;
+  assert_int_equal(ndf_array_copy(ctx, &dst.arr, &src.arr), NDF_OK); /* host to host: no stream to wait for */
+  a_fail = NDF_OK;
+  tu_array_free(&src);
+  tu_array_free(&dst);
+  const uintptr_t at = (uintptr_t)ctx;
+  ndf_ctx_destroy(ctx);
+  assert_int_equal(a_releases, 1);
+  assert_int_equal(b_releases, 1);
+
+  /* a context at the address of the destroyed one (the allocator's usual choice) has no state yet */
+  ctx = cpu_context();
+  printf("family state: the next context %s the destroyed one's address\n",
+         (uintptr_t)ctx == at ? "took" : "did not take");
+  p = ndf__family_state(ctx, &fam_a);
+  assert_non_null(p);
+  assert_true(all_zero(p, fam_a.size));
+  ndf_ctx_destroy(ctx);
+  assert_int_equal(a_releases, 2);
+
+  /* threads asking at once: one state */
+  ctx = cpu_context();
+  race_arg ra[4];
+  pthread_t th[4];
+  for (int i = 0; i < 4; i++) {
+    ra[i].ctx = ctx;
+    assert_int_equal(pthread_create(&th[i], NULL, race, &ra[i]), 0);
+  }
+  for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < 4; i++) assert_ptr_equal(ra[i].got, ra[0].got);
+  assert_non_null(ra[0].got);
+  assert_ptr_equal(ndf__family_state(ctx, &fam_b), ra[0].got);
+  /* every slot taken: the next family gets none */
+  for (int i = 0; i < NDF__FAMILY_SLOTS; i++) {
+    fam_plain[i].name = "plain";
+    fam_plain[i].size = (size_t)i * 8;
+  }
+  fam_plain[NDF__FAMILY_SLOTS] = fam_plain[0];
+  for (int i = 0; i < NDF__FAMILY_SLOTS - 1; i++) assert_non_null(ndf__family_state(ctx, &fam_plain[i]));
+  assert_null(ndf__family_state(ctx, &fam_plain[NDF__FAMILY_SLOTS]));
+  assert_int_equal(ndf_ctx_synchronize(ctx), NDF_OK);
+  ndf_ctx_destroy(ctx);
+  assert_int_equal(b_releases, 2);
+}
+
 static void test_summary(void **state) {
   (void)state;
   printf("%ld injected allocation failures\n", total_faults);
@@ -646,7 +796,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_context),   cmocka_unit_test(test_filters), cmocka_unit_test(test_binary),
       cmocka_unit_test(test_distance),  cmocka_unit_test(test_curves),  cmocka_unit_test(test_sinkhorn),
-      cmocka_unit_test(test_summary),
+      cmocka_unit_test(test_family_state), cmocka_unit_test(test_summary),
   };
 #ifdef TU_FAULTS_CUDA
   if (!tu_have_cuda()) return 77;

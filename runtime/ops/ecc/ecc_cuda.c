@@ -35,6 +35,96 @@
 #include "ecc/ecc.h"
 #include "ecc_plan.h"
 
+/* ---- the ECC's state in a context (ndf__family_state, docs/adr/0020) ------------------------------- */
+/* The launch shape of one brick kernel's call (brick_planner). */
+typedef struct brick_plan {
+  int64_t nbz, nby, nbx, nbricks, per, grid;
+  int resident;
+  unsigned dyn;
+} brick_plan;
+
+#define ECC_DEFER_NAMES 64
+#define ECC_FN_MEMO 16
+/* Created zeroed by the first CUDA call that needs it, released with the context; every field
+ * under the context's lock.  Keys that are CUfunctions are this context's own: its modules
+ * stay loaded while it lives, so no other kernel can take such a function's address. */
+typedef struct ecc_state {
+  /* the exact ECC's header in page-locked host memory mapped into the device (mapped_header:
+   * HDR_BYTES, allocated on first use) */
+  void *hdr_host;
+  CUdeviceptr hdr_dev;
+  /* the warp-strip kernels' workspace (strip2_mem_at: tickets, histogram copies, partials; the
+   * kernel initializes what it uses), kept between calls (stream-ordered), grown when too small */
+  CUdeviceptr ws;
+  size_t ws_bytes;
+  /* deferred data checks (ndf_ctx_options.deferred_errors, docs/adr/0014): the calls since the
+   * last report (their ordinals 1, 2, ... as the kernels' seq) and their names by ordinal %
+   * ECC_DEFER_NAMES; the record the kernels write lies in the mapped header block (NDF__DREC_OFF) */
+  uint32_t defer_n;
+  const char *defer_names[ECC_DEFER_NAMES];
+  /* get_fn's direct-mapped memo of the kernels' functions (the JIT lookup builds and hashes the
+   * request's key on every call) */
+  struct {
+    const char *kernel; /* a string literal of ecc_cuda.c (compared by address) */
+    int dt, nsp, cons, var; /* var: the SOFT and RNG slots (ecc_request) */
+    CUfunction fn;
+  } fn_memo[ECC_FN_MEMO];
+  /* the last plan of brick_planner and the last occupancy of rows_occupancy (the driver's
+   * occupancy queries cost microseconds); fn NULL: none */
+  struct {
+    CUfunction fn;
+    int64_t T, nbricks;
+    int mode, nsp;
+    size_t vsize;
+    brick_plan pl;
+  } brick_last;
+  struct {
+    CUfunction fn;
+    unsigned dyn;
+    int occ;
+  } rows_last;
+} ecc_state;
+
+static void ecc_release(ndf_ctx *ctx, void *state) {
+  ecc_state *st = state;
+  if (!ctx->has_cuda) return;
+  const ndf__cu_api *cu = ndf__cu(NULL);
+  if (st->ws) cu->cuMemFreeAsync(st->ws, ctx->stream);
+  if (st->hdr_host) cu->cuMemFreeHost(st->hdr_host);
+}
+
+static ndf_status ecc_report(ndf_ctx *ctx, void *state);
+
+static const ndf__family ecc_family = {"ecc", sizeof(ecc_state), ecc_release, ecc_report};
+
+/* The context's ECC state; NULL (no message) when it cannot be created. */
+static ecc_state *ecc_state_of(ndf_ctx *ctx) { return ndf__family_state(ctx, &ecc_family); }
+
+/* The deferred-check hook (ndf__deferred_report): the failed check recorded in the mapped
+ * header block since the last report, if any, as ecc.c's message; the record is cleared and
+ * the ordinals restart. */
+static ndf_status ecc_report(ndf_ctx *ctx, void *state) {
+  ecc_state *st = state;
+  pthread_mutex_lock(&ctx->lock);
+  if (!st->hdr_host) { /* no deferred check ran without it */
+    pthread_mutex_unlock(&ctx->lock);
+    return NDF_OK;
+  }
+  volatile ndf__drec *d = (volatile ndf__drec *)(void *)((char *)st->hdr_host + NDF__DREC_OFF);
+  const uint32_t n = st->defer_n, ord = d->ord;
+  const char *name = ord ? st->defer_names[ord % ECC_DEFER_NAMES] : NULL;
+  uint64_t key = 0;
+  if (ord) {
+    key = d->nan_key;
+    d->nan_key = 0;
+    d->bad = 0;
+    d->ord = 0;
+  }
+  st->defer_n = 0;
+  pthread_mutex_unlock(&ctx->lock);
+  return ord ? ndf__ecc_deferred_error(ctx, name, ord, n, key) : NDF_OK;
+}
+
 /* var: bit 0 the SOFT slot, bit 1 the RNG slot (the telescoped kernels over a given range) */
 static void ecc_request(ndf__kernel_req *r, const char *kernel, ndf_dtype dt, int nsp, int cons, int var) {
   ndf__req_init(r, "ecc", kernel);
@@ -56,25 +146,25 @@ static ndf_status get_fn(ndf_ctx *ctx, const char *name, const char *kernel, ndf
   const int memo = !(e && strcmp(e, "0") == 0);
   const unsigned slot =
       (unsigned)((((uintptr_t)kernel >> 3) ^ ((unsigned)dt * 7u) ^ ((unsigned)nsp * 13u) ^ ((unsigned)cons * 29u) ^
-                  ((unsigned)var * 31u)) % NDF__ECC_FN_MEMO);
-  if (memo) {
+                  ((unsigned)var * 31u)) % ECC_FN_MEMO);
+  ecc_state *st = memo ? ecc_state_of(ctx) : NULL; /* without it (out of memory): the JIT lookup */
+  if (st) {
     pthread_mutex_lock(&ctx->lock);
-    const int hit = ctx->ecc_fn_memo[slot].fn && ctx->ecc_fn_memo[slot].kernel == kernel &&
-                    ctx->ecc_fn_memo[slot].dt == (int)dt && ctx->ecc_fn_memo[slot].nsp == nsp &&
-                    ctx->ecc_fn_memo[slot].cons == cons && ctx->ecc_fn_memo[slot].var == var;
-    if (hit) *fn = ctx->ecc_fn_memo[slot].fn;
+    const int hit = st->fn_memo[slot].fn && st->fn_memo[slot].kernel == kernel && st->fn_memo[slot].dt == (int)dt &&
+                    st->fn_memo[slot].nsp == nsp && st->fn_memo[slot].cons == cons && st->fn_memo[slot].var == var;
+    if (hit) *fn = st->fn_memo[slot].fn;
     pthread_mutex_unlock(&ctx->lock);
     if (hit) return NDF_OK;
   }
   ndf__kernel_req req;
   ecc_request(&req, kernel, dt, nsp, cons, var);
   ndf_status s = ndf__jit_get(ctx, name, &req, fn);
-  if (s == NDF_OK && memo) {
+  if (s == NDF_OK && st) {
     pthread_mutex_lock(&ctx->lock);
-    ctx->ecc_fn_memo[slot].kernel = kernel;
-    ctx->ecc_fn_memo[slot].dt = (int)dt, ctx->ecc_fn_memo[slot].nsp = nsp;
-    ctx->ecc_fn_memo[slot].cons = cons, ctx->ecc_fn_memo[slot].var = var;
-    ctx->ecc_fn_memo[slot].fn = *fn;
+    st->fn_memo[slot].kernel = kernel;
+    st->fn_memo[slot].dt = (int)dt, st->fn_memo[slot].nsp = nsp;
+    st->fn_memo[slot].cons = cons, st->fn_memo[slot].var = var;
+    st->fn_memo[slot].fn = *fn;
     pthread_mutex_unlock(&ctx->lock);
   }
   return s;
@@ -565,28 +655,30 @@ static ndf_status ecc_fused(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arra
 
 /* NDF_ECC_MAPHDR=0: the fused calls' header in device scratch, read back
  * by a copy; default: the context's page-locked, device-mapped header
- * (ctx->ecc_hdr_host), which block 0 writes directly, so a float call only
+ * (ecc_state.hdr_host), which block 0 writes directly, so a float call only
  * synchronizes the stream.  Returns 0 (device header) when mapping fails. */
 static int mapped_header(ndf_ctx *ctx, CUdeviceptr *dev, volatile ecc_hdr **host) {
   const char *e = getenv("NDF_ECC_MAPHDR");
   if (e && strcmp(e, "0") == 0) return 0;
+  ecc_state *st = ecc_state_of(ctx);
+  if (!st) return 0;
   pthread_mutex_lock(&ctx->lock);
-  if (!ctx->ecc_hdr_host) {
+  if (!st->hdr_host) {
     const ndf__cu_api *cu = ndf__cu(NULL);
     void *h = NULL;
     CUdeviceptr d = 0;
     if (cu->cuMemHostAlloc(&h, HDR_BYTES, CU_MEMHOSTALLOC_DEVICEMAP) == CUDA_SUCCESS) {
       memset(h, 0, HDR_BYTES);
       if (cu->cuMemHostGetDevicePointer(&d, h, 0) == CUDA_SUCCESS) {
-        ctx->ecc_hdr_host = h;
-        ctx->ecc_hdr_dev = d;
+        st->hdr_host = h;
+        st->hdr_dev = d;
       } else {
         cu->cuMemFreeHost(h);
       }
     }
   }
-  *dev = ctx->ecc_hdr_dev;
-  *host = (volatile ecc_hdr *)ctx->ecc_hdr_host;
+  *dev = st->hdr_dev;
+  *host = (volatile ecc_hdr *)st->hdr_host;
   pthread_mutex_unlock(&ctx->lock);
   return *host != NULL;
 }
@@ -627,12 +719,6 @@ static int brick_mode(void) {
 #define BRICK_NW(nsp) ((nsp) == 3 ? 10 * 10 * 34 : 18 * 66)
 #define BRICK_MAX_PER_SM 4 /* __launch_bounds__(256, 4) */
 
-typedef struct brick_plan {
-  int64_t nbz, nby, nbx, nbricks, per, grid;
-  int resident;
-  unsigned dyn;
-} brick_plan;
-
 static unsigned brick_dyn(int64_t T, int nsp, int64_t per, int resident, size_t vsize) {
   const size_t base = (size_t)8 * (size_t)((3 * T + 9) & ~(int64_t)1) + (size_t)4 * BRICK_NW(nsp);
   const size_t res = resident ? (size_t)per * 2 * BRICK_NW(nsp) * vsize : 0;
@@ -649,16 +735,9 @@ static int brick_occupancy(CUfunction fn, unsigned dyn) {
 /* The plan of one call: resident (mode 2) with the fewest bricks per block
  * whose grid is resident at once (occupancy from the driver at that shared
  * memory), else streaming with as many blocks as are resident.  The last
- * plan is kept per thread (the driver's occupancy queries cost microseconds). */
+ * plan is kept in the context's state (the driver's occupancy queries cost microseconds). */
 static int brick_planner(ndf_ctx *ctx, CUfunction fn, const ndf__ecc_call *c, int mode, size_t vsize, brick_plan *pl) {
-  static __thread struct {
-    ndf_ctx *ctx;
-    CUfunction fn;
-    int64_t T, nbricks;
-    int mode, nsp;
-    size_t vsize;
-    brick_plan pl;
-  } last;
+  ecc_state *st = ecc_state_of(ctx); /* without it (out of memory): no plan kept */
   const int nsp = c->nsp;
   const int64_t nz = c->sshape[0], ny = nsp == 3 ? c->sshape[1] : 1, nx = c->sshape[nsp - 1];
   memset(pl, 0, sizeof *pl);
@@ -669,16 +748,19 @@ static int brick_planner(ndf_ctx *ctx, CUfunction fn, const ndf__ecc_call *c, in
   if (bpi <= 0 || c->nimg > INT64_MAX / bpi) return 0;
   pl->nbricks = c->nimg * bpi;
   if (pl->nbricks > 0x7fffffff) return 0;
-  if (last.ctx == ctx && last.fn == fn && last.T == c->T && last.nbricks == pl->nbricks && last.mode == mode &&
-      last.nsp == nsp && last.vsize == vsize) {
-    /* the layout (nbz, nby, nbx) is this call's: only the launch shape depends on the key */
-    pl->per = last.pl.per, pl->grid = last.pl.grid, pl->resident = last.pl.resident, pl->dyn = last.pl.dyn;
-    /* the attribute again past the default 48 KiB (a context and function at reused addresses) */
-    if (pl->dyn > 49152 && ndf__cu(NULL)->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                             (int)pl->dyn) != CUDA_SUCCESS)
-      return 0;
-    return 1;
+  int hit = 0;
+  if (st) {
+    pthread_mutex_lock(&ctx->lock);
+    hit = st->brick_last.fn == fn && st->brick_last.T == c->T && st->brick_last.nbricks == pl->nbricks &&
+          st->brick_last.mode == mode && st->brick_last.nsp == nsp && st->brick_last.vsize == vsize;
+    /* the layout (nbz, nby, nbx) is this call's: only the launch shape depends on the key (the
+     * function's shared memory attribute was set when the plan was made) */
+    if (hit)
+      pl->per = st->brick_last.pl.per, pl->grid = st->brick_last.pl.grid, pl->resident = st->brick_last.pl.resident,
+      pl->dyn = st->brick_last.pl.dyn;
+    pthread_mutex_unlock(&ctx->lock);
   }
+  if (hit) return 1;
   const int64_t sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
   /* the attribute plus the kernel's static shared memory (about 200 bytes) must stay within the opt-in limit */
   const size_t cap = ctx->max_smem_block > 49152 + 1024 ? ctx->max_smem_block - 1024 : 49152;
@@ -708,8 +790,12 @@ static int brick_planner(ndf_ctx *ctx, CUfunction fn, const ndf__ecc_call *c, in
     pl->grid = (pl->nbricks + pl->per - 1) / pl->per;
     pl->resident = 0, pl->dyn = dyn;
   }
-  last.ctx = ctx, last.fn = fn, last.T = c->T, last.nbricks = pl->nbricks, last.mode = mode, last.nsp = nsp;
-  last.vsize = vsize, last.pl = *pl;
+  if (st) {
+    pthread_mutex_lock(&ctx->lock);
+    st->brick_last.fn = fn, st->brick_last.T = c->T, st->brick_last.nbricks = pl->nbricks;
+    st->brick_last.mode = mode, st->brick_last.nsp = nsp, st->brick_last.vsize = vsize, st->brick_last.pl = *pl;
+    pthread_mutex_unlock(&ctx->lock);
+  }
   return 1;
 }
 
@@ -893,7 +979,8 @@ static ndf_status strip2_mem(ndf_ctx *ctx, const char *name, int defer, int64_t 
   ndf_status s = e && strcmp(e, "0") == 0 ? fused_mem_alloc(ctx, nimg, T, nblocks, m) /* the caller frees m->base */
                                           : strip2_mem_at(ctx, nimg, T, nblocks, m);
   if (s != NDF_OK) return s;
-  if (defer && m->hhost) {
+  ecc_state *st = defer && m->hhost ? ecc_state_of(ctx) : NULL; /* there: the mapped header is in it */
+  if (st) {
     /* deferred check: the kernel writes the header to the device (the workspace's, or the
      * scratch's), a failure to the record in the mapped block; the call's ordinal is its seq */
     m->drec = m->hdr + NDF__DREC_OFF;
@@ -901,9 +988,9 @@ static ndf_status strip2_mem(ndf_ctx *ctx, const char *name, int defer, int64_t 
     m->hhost = NULL;
     m->deferred = 1;
     pthread_mutex_lock(&ctx->lock);
-    uint32_t n = ++ctx->defer_n;
-    if (n == 0) n = ++ctx->defer_n;
-    ctx->defer_names[n % NDF__DEFER_NAMES] = name;
+    uint32_t n = ++st->defer_n;
+    if (n == 0) n = ++st->defer_n;
+    st->defer_names[n % ECC_DEFER_NAMES] = name;
     pthread_mutex_unlock(&ctx->lock);
     m->seq = n;
     m->seqp = 0;
@@ -913,7 +1000,7 @@ static ndf_status strip2_mem(ndf_ctx *ctx, const char *name, int defer, int64_t 
   m->seqp = m->hhost ? m->hdr + STRIP2_SEQ_OFF : 0;
   return NDF_OK;
 }
-/* fused_mem_alloc's layout in the context's workspace (ctx->ecc_ws) instead
+/* fused_mem_alloc's layout in the context's workspace (ecc_state.ws) instead
  * of per-call scratch: no allocation and free per call (the kernel zeroes
  * the tickets and histograms and writes the partials itself; later calls
  * on the stream are ordered after it).  Grown by a stream-ordered free and
@@ -925,17 +1012,19 @@ static ndf_status strip2_mem_at(ndf_ctx *ctx, int64_t nimg, int64_t T, int64_t n
   if (s != NDF_OK) return s;
   const size_t cnt_bytes = ((size_t)(nimg + 1) * 4 + 255) & ~(size_t)255, hbytes = (size_t)nimg * (size_t)T * 8;
   const size_t need = HDR_BYTES + cnt_bytes + hbytes + (size_t)nblocks * 24;
+  ecc_state *st = ecc_state_of(ctx);
+  if (!st) return ndf__error(ctx, NDF_ENOMEM, "ndforge: out of host memory (the context's ECC state)");
   pthread_mutex_lock(&ctx->lock);
-  if (ctx->ecc_ws_bytes < need) {
-    if (ctx->ecc_ws) ndf__scratch_free(ctx, ctx->ecc_ws);
-    ctx->ecc_ws = 0;
-    ctx->ecc_ws_bytes = 0;
+  if (st->ws_bytes < need) {
+    if (st->ws) ndf__scratch_free(ctx, st->ws);
+    st->ws = 0;
+    st->ws_bytes = 0;
     const size_t want = need < ((size_t)1 << 16) ? (size_t)1 << 16 : need;
-    s = ndf__scratch_alloc(ctx, want, &ctx->ecc_ws);
-    if (s == NDF_OK) ctx->ecc_ws_bytes = want;
-    else ctx->ecc_ws = 0;
+    s = ndf__scratch_alloc(ctx, want, &st->ws);
+    if (s == NDF_OK) st->ws_bytes = want;
+    else st->ws = 0;
   }
-  const CUdeviceptr base = ctx->ecc_ws;
+  const CUdeviceptr base = st->ws;
   pthread_mutex_unlock(&ctx->lock);
   if (s != NDF_OK) return s;
   CUdeviceptr mhdr = 0;
@@ -1268,19 +1357,24 @@ static int rows_mode(ndf_dtype dt, int64_t nvox) {
   return dt == NDF_UINT8 || dt == NDF_UINT16 ? 1 : 0;
 }
 
-/* Blocks of ndf_ecc_rows resident per SM at its shared memory (cached per thread: the
- * driver's query costs microseconds). */
+/* Blocks of ndf_ecc_rows resident per SM at its shared memory (the last answer kept in the
+ * context's state: the driver's query costs microseconds). */
 static int rows_occupancy(ndf_ctx *ctx, CUfunction fn, unsigned dyn) {
-  static __thread struct {
-    ndf_ctx *ctx;
-    CUfunction fn;
-    unsigned dyn;
-    int occ;
-  } last;
-  if (last.ctx == ctx && last.fn == fn && last.dyn == dyn) return last.occ;
-  int n = 0;
+  ecc_state *st = ecc_state_of(ctx); /* without it (out of memory): the query every time */
+  int n = 0, hit = 0;
+  if (st) {
+    pthread_mutex_lock(&ctx->lock);
+    hit = st->rows_last.fn == fn && st->rows_last.dyn == dyn;
+    if (hit) n = st->rows_last.occ;
+    pthread_mutex_unlock(&ctx->lock);
+  }
+  if (hit) return n;
   if (ndf__cu(NULL)->cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, fn, 256, dyn) != CUDA_SUCCESS) return 0;
-  last.ctx = ctx, last.fn = fn, last.dyn = dyn, last.occ = n;
+  if (st) {
+    pthread_mutex_lock(&ctx->lock);
+    st->rows_last.fn = fn, st->rows_last.dyn = dyn, st->rows_last.occ = n;
+    pthread_mutex_unlock(&ctx->lock);
+  }
   return n;
 }
 
