@@ -274,6 +274,8 @@ typedef struct nbhd {
   const int64_t *shape; /* nsp spatial extents */
   int64_t npix;
   int64_t *loff;
+  int64_t *before, *after; /* the taps of negative / positive linear offset (voxels before / after) */
+  int64_t nbefore, nafter;
 } nbhd;
 
 /* x + t inside the image (sign +1: pull from x + t) or x - t (sign -1: push to x - t), tap k. */
@@ -335,8 +337,9 @@ static inline void coords_of(const nbhd *h, int64_t q, int64_t *c) {
         c[L] = x;                                                                                          \
         const int in = all_inside(h, c, 1);                                                                \
         T best = v;                                                                                        \
-        for (int64_t k = 0; k < g->ntaps; k++) {                                                           \
-          if (h->loff[k] >= 0 || (!in && !tap_inside(h, c, k, 1))) continue;                               \
+        for (int64_t j = 0; j < h->nbefore; j++) {                                                         \
+          const int64_t k = h->before[j];                                                                  \
+          if (!in && !tap_inside(h, c, k, 1)) continue;                                                    \
           const T y = r[q + h->loff[k]];                                                                   \
           if (UP(IS_FLOAT, dil, best, y)) best = y;                                                        \
         }                                                                                                  \
@@ -354,8 +357,9 @@ static inline void coords_of(const nbhd *h, int64_t q, int64_t *c) {
         if (UP(IS_FLOAT, dil, v, b)) {                                                                     \
           const int in = all_inside(h, c, 1);                                                              \
           T best = v;                                                                                      \
-          for (int64_t k = 0; k < g->ntaps; k++) {                                                         \
-            if (h->loff[k] <= 0 || (!in && !tap_inside(h, c, k, 1))) continue;                             \
+          for (int64_t j = 0; j < h->nafter; j++) {                                                        \
+            const int64_t k = h->after[j];                                                                 \
+            if (!in && !tap_inside(h, c, k, 1)) continue;                                                  \
             const T y = r[q + h->loff[k]];                                                                 \
             if (UP(IS_FLOAT, dil, best, y)) best = y;                                                      \
           }                                                                                                \
@@ -363,8 +367,9 @@ static inline void coords_of(const nbhd *h, int64_t q, int64_t *c) {
         }                                                                                                  \
         const T w = r[q];                                                                                  \
         const int pin = all_inside(h, c, -1);                                                              \
-        for (int64_t k = 0; k < g->ntaps; k++) {                                                           \
-          if (h->loff[k] >= 0 || (!pin && !tap_inside(h, c, k, -1))) continue;                             \
+        for (int64_t j = 0; j < h->nbefore; j++) {                                                         \
+          const int64_t k = h->before[j];                                                                  \
+          if (!pin && !tap_inside(h, c, k, -1)) continue;                                                  \
           const int64_t p = q - h->loff[k];                                                                \
           if (UP(IS_FLOAT, dil, r[p], w) && UP(IS_FLOAT, dil, r[p], m[p])) {                               \
             if (fifo_push(f, q)) return -1;                                                                \
@@ -424,7 +429,8 @@ static inline void coords_of(const nbhd *h, int64_t q, int64_t *c) {
     if (!ndf__mul(nimg * npix, (int64_t)sizeof(T), &bytes)) bytes = -1;                                    \
     ndf_status s = ndf__check_host_memory(ctx, name, "the result", bytes);                                 \
     if (s != NDF_OK) return s;                                                                             \
-    nbhd h = {g, seed->shape + nb, npix, malloc((size_t)(g->ntaps > 0 ? g->ntaps : 1) * sizeof(int64_t))}; \
+    nbhd h = {g, seed->shape + nb, npix, malloc((size_t)(g->ntaps > 0 ? g->ntaps : 1) * 3 * sizeof(int64_t)), \
+              NULL, NULL, 0, 0};                                                                           \
     T *r = malloc((size_t)bytes);                                                                          \
     const int nth = ndf__cpu_threads(ctx);                                                                 \
     void **mbuf = ndf__thread_buffers(nth, (size_t)npix * sizeof(T));                                      \
@@ -439,6 +445,12 @@ static inline void coords_of(const nbhd *h, int64_t q, int64_t *c) {
       for (int64_t k = 0; k < g->ntaps; k++) {                                                             \
         h.loff[k] = 0;                                                                                     \
         for (int d = 0; d < nsp; d++) h.loff[k] += (int64_t)g->taps[k * nsp + d] * cstr[d];                \
+      }                                                                                                    \
+      h.before = h.loff + g->ntaps;                                                                        \
+      h.after = h.before + g->ntaps;                                                                       \
+      for (int64_t k = 0; k < g->ntaps; k++) {                                                             \
+        if (h.loff[k] < 0) h.before[h.nbefore++] = k;                                                      \
+        else h.after[h.nafter++] = k;                                                                      \
       }                                                                                                    \
       _Pragma("omp parallel for schedule(dynamic, 1) num_threads(nth)")                                    \
       for (int64_t b = 0; b < nimg; b++) {                                                                 \
