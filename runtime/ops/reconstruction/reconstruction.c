@@ -454,7 +454,10 @@ static inline void coords_of(const nbhd *h, int64_t q, int64_t *c) {
       }                                                                                                    \
       _Pragma("omp parallel for schedule(dynamic, 1) num_threads(nth)")                                    \
       for (int64_t b = 0; b < nimg; b++) {                                                                 \
-        if (failed) continue;                                                                              \
+        int stop;                                                                                          \
+        _Pragma("omp atomic read")                                                                         \
+        stop = failed;                                                                                     \
+        if (stop) continue;                                                                                \
         const int tid = ndf__thread_id();                                                                  \
         T *rb = r + b * npix, *mb = mbuf[tid];                                                             \
         gather_##SUF(seed, mask, g->dilation, b, npix, rb, mb);                                            \
