@@ -267,9 +267,11 @@ static void test_gpu_reconstruction_maze(void **state) {
     tu_dev_upload(s->ctx, &ds, &hs);
     tu_dev_upload(s->ctx, &dm, &hm);
     tu_dev_upload(s->ctx, &dout, &go);
+    const uint64_t mark = tu_klog_mark(s->ctx);
     const double t0 = tu_now_ms();
     assert_int_equal(ndf_reconstruction(s->ctx, &ds.arr, &dm.arr, &dout.arr, &o), NDF_OK);
     assert_int_equal(ndf_ctx_synchronize(s->ctx), NDF_OK);
+    assert_int_equal(tu_klog_check(s->ctx, mark, ero ? "ndf_recon_step|DIL=0" : "ndf_recon_step|DIL=1", 1, "corridor"), 0);
     printf("256x256 corridor of about 33000 voxels, by %s: %.1f ms on the GPU\n", ero ? "erosion" : "dilation",
            tu_now_ms() - t0);
     assert_int_equal(tu_dev_check(s->ctx, "corridor", "output", &dout, &go, &co.arr), 0);

@@ -565,6 +565,39 @@ static void test_signed_zeros(void **state) {
   }
 }
 
+/* Zero strides: a mask broadcast along the batch axis, a seed that is one value. */
+static void test_broadcast_inputs(void **state) {
+  ndf_ctx *ctx = ctx_of(state);
+  static const double row[6] = {1, 7, 3, 9, 2, 8};
+  double zero = 0;
+  tu_array m, out;
+  arr_1d(&m, NDF_FLOAT64, 6, row);
+  const int64_t shape[2] = {4, 6};
+  assert_int_equal(tu_array_alloc(&out, NDF_FLOAT64, 2, shape), 0);
+  ndf_array seed, mask;
+  ndf_array_init(&seed, &zero, NDF_DEVICE_CPU, NDF_FLOAT64, 2, shape);
+  seed.strides[0] = seed.strides[1] = 0;
+  ndf_array_init(&mask, m.arr.data, NDF_DEVICE_CPU, NDF_FLOAT64, 2, shape);
+  mask.strides[0] = 0;
+  ndf_reconstruction_options o;
+  ndf_reconstruction_options_init(&o);
+  o.batch_dims = 1;
+  assert_int_equal(ndf_reconstruction(ctx, &seed, &mask, &out.arr, &o), NDF_OK);
+  for (int64_t i = 0; i < 24; i++) assert_true(tu_get(&out.arr, i) == 0); /* nothing above 0 to spread */
+  /* a marker per image under the broadcast mask, against the brute force */
+  tu_array sd;
+  assert_int_equal(tu_array_alloc(&sd, NDF_FLOAT64, 2, shape), 0);
+  for (int64_t b = 0; b < 4; b++) tu_set(&sd.arr, b * 6 + (b * 5) % 6, row[(b * 5) % 6]);
+  double want[24];
+  bf_elem e = {.nsp = 1, .shape = {3}, .fp = NULL, .offset = {1}};
+  brute_force(&sd.arr, &mask, 0, 1, &e, want);
+  assert_int_equal(ndf_reconstruction(ctx, &sd.arr, &mask, &out.arr, &o), NDF_OK);
+  for (int64_t i = 0; i < 24; i++) assert_true(tu_get(&out.arr, i) == want[i]);
+  tu_array_free(&sd);
+  tu_array_free(&m);
+  tu_array_free(&out);
+}
+
 /* The result does not depend on the CPU thread count (images in parallel). */
 static void test_threads(void **state) {
   (void)state;
@@ -743,6 +776,7 @@ int main(void) {
       cmocka_unit_test(test_brute_force),
       cmocka_unit_test(test_skimage_known_values),
       cmocka_unit_test(test_signed_zeros),
+      cmocka_unit_test(test_broadcast_inputs),
       cmocka_unit_test(test_threads),
       cmocka_unit_test(test_contract),
   };
