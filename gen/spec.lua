@@ -633,9 +633,9 @@ return {
       kernels = { "ndf_recon_init", "ndf_recon_step", "ndf_recon_store" },
       slots = {
         T = "element type of seed and mask (C name)",
-        OUT = "element type of the output (C name): T or double",
+        OUT = "element type of the output (C name): T or double (read by ndf_recon_store only)",
         NDIM = "spatial axes, 1..8 (read by ndf_recon_step only)",
-        DIL = "1: reconstruction by dilation, 0: by erosion",
+        DIL = "1: reconstruction by dilation, 0: by erosion (read by ndf_recon_init and ndf_recon_step)",
         FLOAT = "1 when T is float or double (NaN check, -0.0 below +0.0)",
       },
       families = {

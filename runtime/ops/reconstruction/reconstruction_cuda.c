@@ -14,6 +14,9 @@
 
 #include "reconstruction/reconstruction.h"
 
+/* A kernel of templates/reconstruction.cu.  Slots a kernel does not read get one fixed value, so
+ * that it compiles once for them: NDIM only matters to the step, OUT to the store, DIL to the
+ * init and the step. */
 static void request(ndf__kernel_req *r, const char *kernel, ndf_dtype t, ndf_dtype out, int nsp, int dil) {
   ndf__req_init(r, "reconstruction", kernel);
   ndf__req_set(r, "T", "%s", ndf__dtype_ctype(t));
@@ -46,12 +49,12 @@ ndf_status ndf__reconstruction_cuda(ndf_ctx *ctx, const char *name, const ndf_ar
   /* Every kernel is resolved before anything runs: a compile failure writes nothing. */
   ndf__kernel_req req;
   CUfunction f_init, f_step = NULL, f_store;
-  request(&req, "ndf_recon_init", t, out->dtype, nsp, g->dilation);
+  request(&req, "ndf_recon_init", t, t, 1, g->dilation);
   if ((s = ndf__jit_get(ctx, name, &req, &f_init)) != NDF_OK) return s;
-  request(&req, "ndf_recon_store", t, out->dtype, nsp, g->dilation);
+  request(&req, "ndf_recon_store", t, out->dtype, 1, 1);
   if ((s = ndf__jit_get(ctx, name, &req, &f_store)) != NDF_OK) return s;
   if (g->ntaps > 0) {
-    request(&req, "ndf_recon_step", t, out->dtype, nsp, g->dilation);
+    request(&req, "ndf_recon_step", t, t, nsp, g->dilation);
     if ((s = ndf__jit_get(ctx, name, &req, &f_step)) != NDF_OK) return s;
   }
 
