@@ -139,7 +139,7 @@ ndf_status ndf__reconstruction_cuda(ndf_ctx *ctx, const char *name, const ndf_ar
           cr = cu->cuMemsetD8Async(status + 8, 0, 4, ctx->stream);
           if (cr != CUDA_SUCCESS) s = ndf__cuda_error(ctx, name, cr);
         }
-        if (s == NDF_OK) s = ndf__launch(ctx, name, f_step, grid, 256, 1, 0, pp.b);
+        if (s == NDF_OK) s = ndf__launch(ctx, name, f_step, grid, 256, 1, 0, pp.b); /* 256: a run per block */
       }
       if (s == NDF_OK) s = read_status(ctx, name, status, hs);
       if (s != NDF_OK || hs[2] == 0) break;
