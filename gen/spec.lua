@@ -627,6 +627,24 @@ return {
         { T = { "float", "double" }, LOGD = { "0", "1" } },
       },
     },
+    {
+      name = "reconstruction",
+      file = "templates/reconstruction.cu",
+      kernels = { "ndf_recon_init", "ndf_recon_step", "ndf_recon_store" },
+      slots = {
+        T = "element type of seed and mask (C name)",
+        OUT = "element type of the output (C name): T or double (read by ndf_recon_store only)",
+        NDIM = "spatial axes, 1..8 (read by ndf_recon_step only)",
+        DIL = "1: reconstruction by dilation, 0: by erosion (read by ndf_recon_init and ndf_recon_step)",
+        FLOAT = "1 when T is float or double (NaN check, -0.0 below +0.0)",
+      },
+      families = {
+        { T = int_types, OUT = { "double" }, NDIM = { "2" }, DIL = { "0", "1" }, FLOAT = { "0" } },
+        { T = { "float" }, OUT = { "float", "double" }, NDIM = { "1", "2", "3", "8" }, DIL = { "0", "1" }, FLOAT = { "1" } },
+        { T = { "double" }, OUT = { "double" }, NDIM = { "3" }, DIL = { "0", "1" }, FLOAT = { "1" } },
+        { T = { "unsigned short" }, OUT = { "unsigned short" }, NDIM = { "4" }, DIL = { "1" }, FLOAT = { "0" } },
+      },
+    },
   },
   -- Pruned selection networks for the rank filters (gen/selnet.lua): every
   -- rank of windows up to all_ranks_up_to taps, the median up to medians_up_to.
