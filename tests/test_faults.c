@@ -185,7 +185,7 @@ static ndf_status c_reconstruction(fcase *c) { /* seed in, mask aux (>= seed), a
   o.offset[0] = 1;
   o.offset[1] = 1;
   o.batch_dims = 1;
-  return ndf_reconstruction(c->ctx, &c->in.arr, &c->aux.arr, &c->out[0].arr, &o);
+  return ndf_reconstruction(c->ctx, c->IN, c->AUX, c->OUT[0], &o);
 }
 static ndf_status c_median(fcase *c) {
   ndf_rank_options o;
@@ -505,6 +505,7 @@ static void test_filters(void **state) {
     tu_set(&c.aux.arr, i, open ? 100 : 0);
     tu_set(&c.in.arr, i, y == 5 && x == 0 ? 100 : 0);
   }
+  c.aux_dev = 1;
   out_alloc(&c, NDF_FLOAT64, 3, SH3);
   sweep(&c);
   case_free(&c);
