@@ -153,6 +153,19 @@ void ndf__scratch_free(ndf_ctx *ctx, CUdeviceptr p);
 ndf_status ndf__device_table(ndf_ctx *ctx, const void *data, size_t bytes, CUdeviceptr *out);
 void ndf__tables_release(ndf_ctx *ctx);
 
+/* ---- kernel launches: parameter structs ---------------------------------------------- */
+/* Each kernel's parameters are a struct declared once, in gen/spec.lua; the
+ * generator writes it into the template and, with the same layout (asserted on
+ * both sides), into kernel_params.generated.h with a launcher.  A launch site
+ * zero-initializes the struct, fills its fields by name and launches it. */
+/* A device address the caller holds as a pointer (a CUDA array's data). */
+#define NDF__DPTR(p) ((CUdeviceptr)(uintptr_t)(p))
+/* The n leading entries of src into an axis field of NDF_MAX_NDIM entries (a
+ * zero-initialized struct keeps zeros after them); n 0..NDF_MAX_NDIM. */
+static inline void ndf__axes(int64_t *dst, int n, const int64_t *src) {
+  if (n > 0 && src) memcpy(dst, src, (size_t)n * sizeof *dst);
+}
+
 /* ---- kernel launches: parameter blocks laid out as a template's struct ------------------ */
 /* Fields are appended with the C alignment rules, which NVCC shares on x86-64. */
 typedef struct ndf__params {
