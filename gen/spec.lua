@@ -308,7 +308,8 @@ return {
       file = "templates/distance_edt.cu",
       kernels = { "ndf_edt_lines", "ndf_edt_rows", "ndf_edt_first", "ndf_edt_first1k", "ndf_edt_wrows",
                   "ndf_edt_wlines", "ndf_edt_sfirst", "ndf_edt_smid", "ndf_edt_srows", "ndf_edt_bfirst", "ndf_edt_sdmid",
-                  "ndf_edt_sdrows" },
+                  "ndf_edt_sdrows", "ndf_edt_sdmidt" },
+      args = { "TIN:dtype", "DOUT:double|float", "WT:double|unsigned int", "FIRST:0|1", "LAST:0|1", "HAS_DIST:0|1", "HAS_IDX:0|1" },
       params = {
         ndf_edt_params = {
           { "in", "const TIN*", "FIRST: the input" },
@@ -375,6 +376,7 @@ return {
       name = "distance_cdt",
       file = "templates/distance_cdt.cu",
       kernels = { "ndf_cdt_lines", "ndf_cdt_rows", "ndf_cdt_seg", "ndf_cdt_ctile" },
+      args = { "TIN:dtype", "LAST:0|1", "CHESS:0|1" },
       params = {
         ndf_cdt_params = {
           { "in", "const TIN*", "ndf_cdt_rows: the input" },
@@ -407,6 +409,7 @@ return {
       name = "distance_bf",
       file = "templates/distance_bf.cu",
       kernels = { "ndf_bf_mark", "ndf_bf_list", "ndf_bf_dist" },
+      args = { "TIN:dtype", "NSP:1..8", "METRIC:0|1|2" },
       params = {
         ndf_bf_params = {
           { "in", "const TIN*" },
