@@ -1384,6 +1384,7 @@ return {
       name = "sinkhorn",
       file = "templates/sinkhorn.cu",
       kernels = { "ndf_sinkhorn" },
+      args = { "T:float|double", "KIND:0|1|2", "LOGD:0|1", "NSP:1..8" },
       params = {
         ndf_sk_params = {
           { "a", "const T*", "(n, d) histograms, contiguous" },
@@ -1432,6 +1433,7 @@ return {
       name = "sinkhorn_grid2",
       file = "templates/sinkhorn_grid2.cu",
       kernels = { "ndf_sinkhorn_grid2" },
+      args = { "T:float|double", "LOGD:0|1", "N0:1..32", "N1:1..32" },
       params = {
         ndf_sk_params = "sinkhorn",
       },
@@ -1450,6 +1452,7 @@ return {
       name = "sinkhorn_cluster",
       file = "templates/sinkhorn_cluster.cu",
       kernels = { "ndf_sinkhorn_cluster" },
+      args = { "T:float|double", "LOGD:0|1", "N0:1..32", "N1:1..32", "CL:1..16", "ASYNC:0|1" },
       params = {
         ndf_sk_params = "sinkhorn",
       },
@@ -1471,6 +1474,7 @@ return {
       name = "sinkhorn_dense",
       file = "templates/sinkhorn_dense.cu",
       kernels = { "ndf_sinkhorn_dense" },
+      args = { "T:float|double", "LOGD:0|1" },
       params = {
         ndf_skd_params = {
           { "a", "const T*", "(n, d)" },
