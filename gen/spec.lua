@@ -1250,6 +1250,7 @@ return {
       name = "ect",
       file = "templates/ect.cu",
       kernels = { "ndf_ect_hist", "ndf_ect_final" },
+      args = { "TIN:dtype", "NSP:2|3", "CONS:0|1", "WT:0|1" },
       params = {
         ndf_ect_params = {
           { "in", "const TIN*" },
@@ -1308,6 +1309,7 @@ return {
       name = "ect_soft",
       file = "templates/ect_soft.cu",
       kernels = { "ndf_ect_soft", "ndf_ect_soft_put" },
+      args = { "TIN:dtype", "NSP:2|3", "CONS:0|1", "WT:0|1", "FAST:0|1" },
       params = {
         ndf_ects_params = {
           { "in", "const TIN*" },
