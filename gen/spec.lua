@@ -449,6 +449,7 @@ return {
       name = "elementwise",
       file = "templates/elementwise.cu",
       kernels = { "ndf_elementwise" },
+      args = { "T:dtype", "U:unsigned char|unsigned short|unsigned int|float|double", "KIND:0|1" },
       params = {
         ndf_ew_params = {
           { "a", "const T*" },
@@ -482,6 +483,7 @@ return {
       name = "binary_pack",
       file = "templates/binary_pack.cu",
       kernels = { "ndf_bin_pack" },
+      args = { "T:unsigned char|signed char|unsigned short|short|unsigned int|int|float|double", "VEC:0|1" },
       params = {
         ndf_bstep_params = {
           { "src", "const u32*", "== dst with INPLACE" },
@@ -529,6 +531,7 @@ return {
       name = "binary_step",
       file = "templates/binary_step.cu",
       kernels = { "ndf_bin_step" },
+      args = { "OP:0|1", "CYCLE:0|1", "INPLACE:0|1" },
       params = {
         ndf_bstep_params = "binary_pack",
       },
@@ -546,6 +549,7 @@ return {
       name = "binary_unpack",
       file = "templates/binary_unpack.cu",
       kernels = { "ndf_bin_unpack" },
+      args = { "VEC:0|1" },
       params = {
         ndf_bstep_params = "binary_pack",
         ndf_bunpack_params = {
@@ -572,6 +576,7 @@ return {
       name = "binary_fstep",
       file = "templates/binary_fstep.cu",
       kernels = { "ndf_bin_fstep" },
+      args = { "OP:0|1", "CYCLE:0|1", "NRA:0..7", "TAPS:text" },
       params = {
         ndf_bstep_params = "binary_pack",
       },
@@ -596,6 +601,7 @@ return {
       name = "label",
       file = "templates/label.cu",
       kernels = { "ndf_label" },
+      args = { "O:text" },
       params = {
         ndf_label_params = {
           { "out", "O*" },
@@ -624,6 +630,7 @@ return {
       name = "binary_ccl",
       file = "templates/binary_ccl.cu",
       kernels = { "ndf_ccl" },
+      args = { "NSP:1..8" },
       params = {
         ndf_bstep_params = "binary_pack",
         ndf_ccl_params = {
@@ -656,6 +663,7 @@ return {
       name = "binary_flood",
       file = "templates/binary_flood.cu",
       kernels = { "ndf_bin_flood" },
+      args = { "CONN:6|26", "K:1|2" },
       params = {
         ndf_bstep_params = "binary_pack",
         ndf_flood_params = {
