@@ -924,7 +924,9 @@ return {
     {
       name = "ecc",
       file = "templates/ecc.cu",
-      kernels = { "ndf_ecc_hist", "ndf_ecc_pack", "ndf_ecc_scan", "ndf_ecc_final", "ndf_ecc_soft", "ndf_ecc_put", "ndf_ecc_brick", "ndf_ecc_strip2", "ndf_ecc_strip3", "ndf_ecc_strip3n", "ndf_ecc_strip2t" },
+      kernels = { "ndf_ecc_hist", "ndf_ecc_pack", "ndf_ecc_scan", "ndf_ecc_final", "ndf_ecc_soft", "ndf_ecc_put", "ndf_ecc_brick", "ndf_ecc_strip2", "ndf_ecc_strip3", "ndf_ecc_strip3n", "ndf_ecc_strip2t",
+                  "ndf_ecc_strip3s" },
+      args = { "TIN:dtype", "V:float|double", "NSP:2|3", "CONS:0|1", "SOFT:0|1", "RNG:0|1" },
       params = {
         ndf_ecc_scan_params = {
           { "in", "const TIN*" },
@@ -1153,6 +1155,7 @@ return {
       name = "ecc_rows",
       file = "templates/ecc_rows.cu",
       kernels = { "ndf_ecc_rows" },
+      args = { "TIN:dtype", "V:float|double", "CONS:0|1", "PF:0..15" },
       params = {
         ndf_ecc_rows_params = {
           { "in", "const TIN*" },
@@ -1201,6 +1204,7 @@ return {
       name = "ecc_soft",
       file = "templates/ecc_soft.cu",
       kernels = { "ndf_ecc_soft2", "ndf_ecc_soft2_nan" },
+      args = { "PROD:0|1", "FUSED:0|1", "CONS:0|1" },
       params = {
         ndf_ecc_soft2_params = {
           { "cbuf", "const i8*" },
