@@ -17,7 +17,7 @@
 -- (device pointers as CUdeviceptr), the same asserts, a launcher per struct,
 -- and a typed request builder per template that declares `args` (its slots
 -- in order, each with a domain the builder checks).
-local GEN_VERSION = 1
+local GEN_VERSION = 2
 
 local function die(where, msg)
   io.stderr:write(string.format("ndfgen: %s: error: %s\n", where, msg))

@@ -9,6 +9,13 @@
 --   families specializations compiled by the NVRTC tests: each family gives
 --            a list of values for every slot; the test compiles the
 --            cartesian product of each family.
+--   args     the slots in order, each 'NAME:DOMAIN' (dtype, text, lo..hi,
+--            a|b|c): the typed request builder ndf__req_<name> takes them
+--            in this order and checks each domain; families must lie in it
+--   params   each parameter struct the kernels take (NDF_PARAMS(name) in the
+--            template): its fields in order, { name, type[, comment] }, or
+--            the name of the template that declares a shared struct
+--            (ADR 0018; types in gen/ndfgen.lua)
 local int_types = { "unsigned char", "signed char", "unsigned short", "short", "unsigned int", "int" }
 
 return {
@@ -697,6 +704,7 @@ return {
       name = "rank",
       file = "templates/rank.cu",
       kernels = { "ndf_rank" },
+      args = { "T:dtype", "KIND:0|1|2", "TBITS:8|16|32|64", "MODE:0..4", "NAN_OMIT:0|1", "ALGO:0..3", "N:1..2147483647", "RKIND:0|1|2", "RPARAM:text", "OUTREG:0..255", "TX:1..1024", "TY:1..1024", "RY:1..64", "RZ:1..64", "KY:1..2147483647", "KX:1..2147483647", "NPLANES:1..2147483647", "NLEADSP:0..11", "OFFS:text", "PLANES:text", "NET:text" },
       params = {
         ndf_rank_params = {
           { "in", "const T*" },
@@ -771,6 +779,7 @@ return {
       name = "rank_tile",
       file = "templates/rank_tile.cu",
       kernels = { "ndf_rank_tile" },
+      args = { "T:dtype", "KIND:0|1|2", "TBITS:8|16|32", "MODE:0..4", "NAN_OMIT:0|1", "N:1..4096", "RKIND:0|1|2", "RPARAM:text", "KY:1..4096", "KX:1..4096", "S:2..4096", "RP2:64..65536" },
       params = {
         ndf_tile_params = {
           { "in", "const T*" },
@@ -823,6 +832,7 @@ return {
       name = "rank_tile2",
       file = "templates/rank_tile2.cu",
       kernels = { "ndf_rank_tile2" },
+      args = { "T:dtype", "KIND:0|1|2", "TBITS:8|16|32", "MODE:0..4", "NAN_OMIT:0|1", "N:1..4096", "RKIND:0|1|2", "RPARAM:text", "KY:1..4096", "KX:1..4096", "S:2..4096", "SORTU:0..3", "PIPE:0..10" },
       params = {
         ndf_tile_params = "rank_tile",
       },
@@ -877,6 +887,7 @@ return {
       name = "rank_hist",
       file = "templates/rank_hist.cu",
       kernels = { "ndf_rank_hist" },
+      args = { "T:dtype", "KIND:0|1", "MODE:0..4", "RKIND:0|1|2", "RPARAM:text", "BX:1..1024", "STRIP:1..1024" },
       params = {
         ndf_hist_params = {
           { "in", "const T*" },

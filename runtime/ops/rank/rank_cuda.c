@@ -387,16 +387,11 @@ static int use_tile(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, const n
 }
 
 static void hist_request(ndf_dtype dtype, const ndf__grey_geom *g, const ndf__rank_sel *sel, ndf__kernel_req *req) {
-  ndf__req_init(req, "rank_hist", "ndf_rank_hist");
-  ndf__req_set(req, "T", "%s", ndf__dtype_ctype(dtype));
-  ndf__req_set(req, "KIND", "%d", dtype == NDF_INT8);
-  ndf__req_set(req, "MODE", "%d", (int)g->mode);
-  ndf__req_set(req, "RKIND", "%d", sel->kind);
-  if (sel->kind == 1) ndf__req_set(req, "RPARAM", "%lld", (long long)sel->rank);
-  else if (sel->kind == 2) ndf__req_set(req, "RPARAM", "%.17g", sel->percentile);
-  else ndf__req_set(req, "RPARAM", "0");
-  ndf__req_set(req, "BX", "%d", HIST_BX);
-  ndf__req_set(req, "STRIP", "%d", HIST_STRIP);
+  char rparam[64];
+  if (sel->kind == 1) snprintf(rparam, sizeof rparam, "%lld", (long long)sel->rank);
+  else if (sel->kind == 2) snprintf(rparam, sizeof rparam, "%.17g", sel->percentile);
+  else snprintf(rparam, sizeof rparam, "0");
+  ndf__req_rank_hist(req, dtype, dtype == NDF_INT8, (int)g->mode, (int)sel->kind, rparam, HIST_BX, HIST_STRIP);
 }
 
 /* The fields rank_hist and rank_tile share (the same names in both structs):
