@@ -561,7 +561,7 @@ static ndf_status flood_limit(bdev *b, bstep *st, int cur) {
   for (int t = 0;;) {
     for (int i = 0; i < batch; i++) {
       p.t = ++t;
-      ndf_status s = ndf__launch(b->ctx, b->name, st->flood_fn, (unsigned)tiles, 32u * (unsigned)p.tz, 1, 0, &p);
+      ndf_status s = ndf__flood_launch(b->ctx, b->name, st->flood_fn, (unsigned)tiles, 32u * (unsigned)p.tz, 1, 0, &p);
       if (s != NDF_OK) return s;
     }
     ndf_status s = read_status(b, h);

@@ -190,7 +190,8 @@ static edt_lplan edt_wlines_plan(const ndf_array *in, int nb, const double *samp
 static void edt_request(ndf__kernel_req *r, const char *kernel, ndf_dtype tin, ndf_dtype dout, int first, int last,
                         int has_dist, int has_idx, int w32) {
   /* Slots that do not change the pass get one value, so passes share kernels. */
-  ndf__req_distance_edt(r, kernel, first ? tin : NDF_UINT8, last && has_dist && dout == NDF_FLOAT32 ? "float" : "double",
+  ndf__req_distance_edt(r, kernel, first ? tin : NDF_UINT8,
+                        last && has_dist && dout == NDF_FLOAT32 ? "float" : "double",
                         w32 && !(first && last) ? "unsigned int" : "double", first, last, last ? has_dist : 0,
                         last ? has_idx : 0);
 }

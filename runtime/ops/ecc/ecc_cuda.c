@@ -120,9 +120,9 @@ int ndf__ecc_new_path(void) {
 
 /* ndf_ecc_scan's parameters and grid.  A C-contiguous input is read as rows
  * of 256 (many short rows: more blocks for a big image than its own rows). */
-static unsigned scan_params(ndf_ctx *ctx, ndf__ecc_scan_params *p, const ndf_array *in, CUdeviceptr p_mn, CUdeviceptr p_mx,
-                            CUdeviceptr p_nan, CUdeviceptr hdr, CUdeviceptr ts, CUdeviceptr perm, int64_t T,
-                            int need_range, int grid_only) {
+static unsigned scan_params(ndf_ctx *ctx, ndf__ecc_scan_params *p, const ndf_array *in, CUdeviceptr p_mn,
+                            CUdeviceptr p_mx, CUdeviceptr p_nan, CUdeviceptr hdr, CUdeviceptr ts, CUdeviceptr perm,
+                            int64_t T, int need_range, int grid_only) {
   int nd = in->ndim;
   int64_t shape[NDF_MAX_NDIM] = {0}, str[NDF_MAX_NDIM] = {0};
   const int64_t n = ndf_array_size(in);
