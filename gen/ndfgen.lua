@@ -99,13 +99,13 @@ local function param_layout(where, fields)
     local pf = param_field(where .. ": fields[" .. i .. "]", f)
     if seen[pf.name] then die(where, "field '" .. pf.name .. "' declared twice") end
     seen[pf.name] = true
-    off = (off + pf.align - 1) // pf.align * pf.align
+    off = math.floor((off + pf.align - 1) / pf.align) * pf.align
     pf.offset = off
     off = off + pf.size
     if pf.align > maxa then maxa = pf.align end
     out[#out + 1] = pf
   end
-  local size = (off + maxa - 1) // maxa * maxa
+  local size = math.floor((off + maxa - 1) / maxa) * maxa
   if size > 4096 then die(where, string.format("%d bytes: a kernel's parameters must fit in 4096", size)) end
   return { fields = out, size = size }
 end
