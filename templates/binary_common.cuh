@@ -24,10 +24,7 @@ __device__ __forceinline__ ndf_u64 ndf_udiv(ndf_u64 a, ndf_u64 b, ndf_u64 *rem) 
   return q;
 }
 
-// The kernel arguments of one step (binary_step.cu, binary_fstep.cu); the
-// host's bstep_params in runtime/binary_cuda.c has the same layout.
-#define NDF_MAX_SPATIAL 8
-
+// The kernel arguments of one step (binary_step.cu, binary_fstep.cu).
 NDF_PARAMS(ndf_bstep_params)
 
 // Iteration control before the step (status != NULL): one thread per block

@@ -64,3 +64,4 @@ template <int OP, typename V> __device__ __forceinline__ V ndf_pick(V a, V b) {
 }
 
 #define NDF_MAX_NDIM 12
+#define NDF_MAX_SPATIAL 8 /* spatial axes of one image (ndforge.h) */

@@ -41,14 +41,7 @@ __device__ __forceinline__ bool ndf_rc_lt(T a, T b) {
 // 1 when b lies beyond a in the direction values spread.
 __device__ __forceinline__ bool ndf_rc_up(T a, T b) { return DIL ? ndf_rc_lt(a, b) : ndf_rc_lt(b, a); }
 
-struct ndf_recon_init_params {
-  const T *seed, *mask;
-  T *r, *m;
-  int ndim;
-  ndf_i64 n;
-  ndf_i64 shape[NDF_MAX_NDIM], sstr[NDF_MAX_NDIM], mstr[NDF_MAX_NDIM];
-  int *status;
-};
+NDF_PARAMS(ndf_recon_init_params)
 
 extern "C" __global__ void __launch_bounds__(256) ndf_recon_init(const ndf_recon_init_params p) {
   for (ndf_i64 i = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += (ndf_i64)gridDim.x * blockDim.x) {
@@ -69,17 +62,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_recon_init(const ndf_recon
   }
 }
 
-struct ndf_recon_step_params {
-  T *r;
-  const T *m;
-  ndf_i64 n;              // elements of r (images x voxels)
-  ndf_i64 shape[NDIM];    // spatial shape; r is contiguous, images outermost
-  int ntaps;
-  const ndf_i64 *loff;    // linear offset of each tap
-  const int *toff;        // ntaps * NDIM per-axis offsets
-  int rlo[NDIM], rhi[NDIM]; // least and greatest tap offset per axis
-  int *status;
-};
+NDF_PARAMS(ndf_recon_step_params)
 
 // One step at voxel i (< p.n); true when it raised r[i].
 __device__ __forceinline__ bool ndf_rc_step(const ndf_recon_step_params &p, ndf_i64 i) {
@@ -132,13 +115,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_recon_step(const ndf_recon
   }
 }
 
-struct ndf_recon_store_params {
-  const T *r;
-  OUT *out;
-  int ndim;
-  ndf_i64 n;
-  ndf_i64 shape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
-};
+NDF_PARAMS(ndf_recon_store_params)
 
 extern "C" __global__ void __launch_bounds__(256) ndf_recon_store(const ndf_recon_store_params p) {
   for (ndf_i64 i = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += (ndf_i64)gridDim.x * blockDim.x) {

@@ -12,18 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernel_params.generated.h"
 #include "reconstruction/reconstruction.h"
 
 /* A kernel of templates/reconstruction.cu.  Slots a kernel does not read get one fixed value, so
  * that it compiles once for them: NDIM only matters to the step, OUT to the store, DIL to the
  * init and the step. */
 static void request(ndf__kernel_req *r, const char *kernel, ndf_dtype t, ndf_dtype out, int nsp, int dil) {
-  ndf__req_init(r, "reconstruction", kernel);
-  ndf__req_set(r, "T", "%s", ndf__dtype_ctype(t));
-  ndf__req_set(r, "OUT", "%s", ndf__dtype_ctype(out));
-  ndf__req_set(r, "NDIM", "%d", nsp);
-  ndf__req_set(r, "DIL", "%d", dil);
-  ndf__req_set(r, "FLOAT", "%d", ndf__dtype_is_float(t));
+  ndf__req_reconstruction(r, kernel, t, out, nsp, dil, ndf__dtype_is_float(t));
 }
 
 static ndf_status read_status(ndf_ctx *ctx, const char *name, CUdeviceptr status, int32_t *h) {
@@ -31,11 +27,6 @@ static ndf_status read_status(ndf_ctx *ctx, const char *name, CUdeviceptr status
   CUresult r = cu->cuMemcpyDtoHAsync(h, status, 4 * sizeof(int32_t), ctx->stream);
   if (r == CUDA_SUCCESS) r = cu->cuStreamSynchronize(ctx->stream);
   return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, name, r);
-}
-
-/* The element strides of a (all NDF_MAX_NDIM fields, zeros past its rank). */
-static void put_axes(ndf__params *p, const ndf_array *a, const int64_t *v) {
-  ndf__params_put_padded(p, a->ndim, v);
 }
 
 ndf_status ndf__reconstruction_cuda(ndf_ctx *ctx, const char *name, const ndf_array *seed, const ndf_array *mask,
@@ -92,21 +83,19 @@ ndf_status ndf__reconstruction_cuda(ndf_ctx *ctx, const char *name, const ndf_ar
   }
   const unsigned grid = ndf__grid(ctx, (n + 255) / 256, 32);
 
-  /* Fields of ndf_recon_init_params, in order. */
-  ndf__params pi = {.n = 0};
-  const void *ps = seed->data, *pm = mask->data;
-  void *pr = (void *)(uintptr_t)r, *pmm = (void *)(uintptr_t)m, *pst = (void *)(uintptr_t)status;
-  NDF__PUT(&pi, ps);
-  NDF__PUT(&pi, pm);
-  NDF__PUT(&pi, pr);
-  NDF__PUT(&pi, pmm);
-  NDF__PUT(&pi, ndim);
-  NDF__PUT(&pi, n);
-  put_axes(&pi, seed, seed->shape);
-  put_axes(&pi, seed, seed->strides);
-  put_axes(&pi, mask, mask->strides);
-  NDF__PUT(&pi, pst);
-  s = ndf__launch(ctx, name, f_init, grid, 256, 1, 0, pi.b);
+  ndf__recon_init_params pi = {.seed = (CUdeviceptr)(uintptr_t)seed->data,
+                                .mask = (CUdeviceptr)(uintptr_t)mask->data,
+                                .r = r,
+                                .m = m,
+                                .ndim = ndim,
+                                .n = n,
+                                .status = status};
+  for (int d = 0; d < ndim; d++) {
+    pi.shape[d] = seed->shape[d];
+    pi.sstr[d] = seed->strides[d];
+    pi.mstr[d] = mask->strides[d];
+  }
+  s = ndf__recon_init_launch(ctx, name, f_init, grid, 256, 1, 0, &pi);
   int32_t hs[4] = {0};
   if (s == NDF_OK) s = read_status(ctx, name, status, hs);
   if (s == NDF_OK && (hs[0] || hs[1])) {
@@ -117,21 +106,18 @@ ndf_status ndf__reconstruction_cuda(ndf_ctx *ctx, const char *name, const ndf_ar
   }
 
   if (s == NDF_OK && g->ntaps > 0) {
-    /* Fields of ndf_recon_step_params, in order. */
-    ndf__params pp = {.n = 0};
-    const void *pcm = (const void *)(uintptr_t)m, *ploff = (const void *)(uintptr_t)tab,
-               *ptoff = (const void *)(uintptr_t)(tab + (CUdeviceptr)g->ntaps * 8);
-    const int ntaps = (int)g->ntaps;
-    NDF__PUT(&pp, pr);
-    NDF__PUT(&pp, pcm);
-    NDF__PUT(&pp, n);
-    for (int d = 0; d < nsp; d++) NDF__PUT(&pp, seed->shape[nb + d]);
-    NDF__PUT(&pp, ntaps);
-    NDF__PUT(&pp, ploff);
-    NDF__PUT(&pp, ptoff);
-    for (int d = 0; d < nsp; d++) NDF__PUT(&pp, g->rlo[d]);
-    for (int d = 0; d < nsp; d++) NDF__PUT(&pp, g->rhi[d]);
-    NDF__PUT(&pp, pst);
+    ndf__recon_step_params pp = {.r = r,
+                                 .m = m,
+                                 .n = n,
+                                 .ntaps = (int32_t)g->ntaps,
+                                 .loff = tab,
+                                 .toff = tab + (CUdeviceptr)g->ntaps * 8,
+                                 .status = status};
+    for (int d = 0; d < nsp; d++) {
+      pp.shape[d] = seed->shape[nb + d];
+      pp.rlo[d] = g->rlo[d];
+      pp.rhi[d] = g->rhi[d];
+    }
     int batch = 4;
     for (int64_t launches = 0; s == NDF_OK;) {
       for (int i = 0; i < batch && s == NDF_OK; i++) {
@@ -139,7 +125,7 @@ ndf_status ndf__reconstruction_cuda(ndf_ctx *ctx, const char *name, const ndf_ar
           cr = cu->cuMemsetD8Async(status + 8, 0, 4, ctx->stream);
           if (cr != CUDA_SUCCESS) s = ndf__cuda_error(ctx, name, cr);
         }
-        if (s == NDF_OK) s = ndf__launch(ctx, name, f_step, grid, 256, 1, 0, pp.b); /* 256: a run per block */
+        if (s == NDF_OK) s = ndf__recon_step_launch(ctx, name, f_step, grid, 256, 1, 0, &pp); /* 256: a run per block */
       }
       if (s == NDF_OK) s = read_status(ctx, name, status, hs);
       if (s != NDF_OK || hs[2] == 0) break;
@@ -152,17 +138,12 @@ ndf_status ndf__reconstruction_cuda(ndf_ctx *ctx, const char *name, const ndf_ar
   }
 
   if (s == NDF_OK) {
-    /* Fields of ndf_recon_store_params, in order. */
-    ndf__params po = {.n = 0};
-    const void *pcr = (const void *)(uintptr_t)r;
-    void *pout = out->data;
-    NDF__PUT(&po, pcr);
-    NDF__PUT(&po, pout);
-    NDF__PUT(&po, ndim);
-    NDF__PUT(&po, n);
-    put_axes(&po, out, out->shape);
-    put_axes(&po, out, out->strides);
-    s = ndf__launch(ctx, name, f_store, grid, 256, 1, 0, po.b);
+    ndf__recon_store_params po = {.r = r, .out = (CUdeviceptr)(uintptr_t)out->data, .ndim = ndim, .n = n};
+    for (int d = 0; d < ndim; d++) {
+      po.shape[d] = out->shape[d];
+      po.ostr[d] = out->strides[d];
+    }
+    s = ndf__recon_store_launch(ctx, name, f_store, grid, 256, 1, 0, &po);
   }
   ndf__scratch_free(ctx, mem);
   return s;
