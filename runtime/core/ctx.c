@@ -9,6 +9,7 @@
 
 #include "internal.h"
 #include "ecc/ecc.h"
+#include "tune.h"
 
 void ndf_ctx_options_init(ndf_ctx_options *opt) {
   if (!opt) return;
@@ -244,6 +245,7 @@ void ndf_ctx_destroy(ndf_ctx *ctx) {
   } else {
     ndf__jit_release(ctx);
   }
+  ndf__tune_release(ctx);
   pthread_mutex_destroy(&ctx->lock);
   free(ctx);
 }
