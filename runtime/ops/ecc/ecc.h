@@ -26,7 +26,7 @@ ndf_status ndf__ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *
  * The NaN check runs on the device; a float input's call ends with one
  * readback: *nan_at (-1: none) and *not_finite ([min, max] infinite), the
  * output untouched then.  Input size > 0. */
-int ndf__ecc_new_path(void);
+int ndf__ecc_new_path(ndf_ctx *ctx);
 /* NDF_ECC2_PROF: CLOCK_MONOTONIC nanoseconds at the public ECC call's entry (ecc.c) */
 extern __thread uint64_t ndf__ecc_t_entry;
 /* The record of a failed deferred check (templates/ndf_ecc_fused.cuh: ndf_ecc_drec), at

@@ -579,7 +579,7 @@ ndf_status ndf_cache_warm(ndf_ctx *ctx, const char *arch, const char *op, ndf_dt
   for (int step = 0; step < ops[which].steps && s == NDF_OK; step++) {
     ndf__grey_geom g;
     if ((s = ndf__grey_prepare(ctx, name, ops[which].mm[step], dtype, ndim, shape, opt, &g)) != NDF_OK) return s;
-    int n = ndf__grey_cuda_requests(&g, dtype, ndim, reqs, 15);
+    int n = ndf__grey_cuda_requests(ctx, &g, dtype, ndim, reqs, 15);
     if (step == ops[which].steps - 1 && ops[which].combine >= 0) ndf__combine_request(&reqs[n++], ops[which].combine, dtype);
     for (int i = 0; i < n && s == NDF_OK; i++) {
       int c = 0;
