@@ -584,10 +584,9 @@ static ndf_status rank_filter(ndf_ctx *ctx, const char *name, rank_kind kind, co
     /* AUTO: box windows by sorted slices where that pays, else quickselect
      * per voxel.  The generated selection networks are meant for the GPU's
      * straight-line kernels (interpreted per voxel they are slower than
-     * quickselect); NDF_RANK_ALGO_NETWORK (or $NDF_RANK_NETWORK=1) runs them
-     * here, to test them against the sort path. */
-    const char *want = getenv("NDF_RANK_NETWORK");
-    const int use_net = opt->algorithm == NDF_RANK_ALGO_NETWORK || (want && *want && strcmp(want, "0") != 0);
+     * quickselect); NDF_RANK_ALGO_NETWORK runs them here, to test them
+     * against the sort path. */
+    const int use_net = opt->algorithm == NDF_RANK_ALGO_NETWORK;
     s = rank_cpu(ctx, name, in, out, &c, use_net);
   }
   rank_call_free(&c);
