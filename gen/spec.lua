@@ -720,7 +720,7 @@ return {
     { name = "binary.flood", op = "binary", templates = { "binary_flood" }, values = { "on", "off" },
       applies = "w->nsp == 2 || w->nsp == 3", doc = "the flood fill for limits of monotone dilations (off: components)" },
     { name = "binary.flood_tz", op = "binary", templates = { "binary_flood" }, range = { 1, 32 }, default = 32,
-      search = { 8, 16, 32 }, applies = "w->nsp == 3", doc = "planes per block of the flood fill" },
+      search = { 8, 16, 32 }, applies = "w->nsp == 2 || w->nsp == 3", doc = "planes per block of the flood fill" },
     { name = "binary.flood_k", op = "binary", templates = { "binary_flood" }, range = { 1, 2 }, default = 2, search = { 1, 2 },
       applies = "w->nsp == 2 || w->nsp == 3", doc = "words per thread of the flood fill" },
     { name = "binary.flood_batch", op = "binary", templates = { "binary_flood" }, range = { 1, 64 }, default = 8,
