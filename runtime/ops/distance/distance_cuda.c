@@ -202,13 +202,13 @@ static void edt_request(ndf__kernel_req *r, const char *kernel, ndf_dtype tin, n
  * segmented scans), ndf_edt_smid (middle axes: lw = 8..32 lines per block
  * staged whole in shared memory), ndf_edt_srows (last axis: R rows per
  * block).  Between passes W (uint32) and, with indices, the feature (int32).
- * A line whose search goes past radius scap (NDF_EDT_SCAP, default 64) is
+ * A line whose search goes past radius scap (edt.scap, default 64) is
  * answered from its exact envelope instead (ndf_senv / ndf_squery, in the
  * same block), so the work per voxel stays bounded whatever the input.
  * Taken for 2+ spatial axes when every W stays below 2^30 and every staged
  * block fits 48 KiB, unless
- * NDF_EDT_SEARCH=0 or one of the envelope kernels' switches (NDF_EDT_ROWS,
- * NDF_EDT_LINES, NDF_EDT_MERGE, NDF_EDT_W) is set. */
+ * edt.search=off or one of the envelope kernels' switches (edt.rows,
+ * edt.lines, edt.merge, edt.w) is set. */
 #define EDT_SEARCH_BUDGET (28 * 1024) /* per block: 8 blocks (64 warps) per SM */
 
 typedef struct edt_splan {
@@ -221,8 +221,8 @@ typedef struct edt_splan {
 /* Distances only (no indices), the middle and last passes default to
  * ndf_edt_sdmid / ndf_edt_sdrows: no position kept, one add-and-min per
  * candidate, lines staged with edt_spad cells of NDF_WNONE past both ends (no
- * bounds tests); NDF_EDT_SMID=old / NDF_EDT_SROWS=old keep ndf_edt_smid /
- * ndf_edt_srows; NDF_EDT_SMID=t takes ndf_edt_sdmidt (lanes along a line,
+ * bounds tests); edt.smid=old / edt.srows=old keep ndf_edt_smid /
+ * ndf_edt_srows; edt.smid=t takes ndf_edt_sdmidt (lanes along a line,
  * lines staged transposed, answers through a shared tile; an alternative,
  * exercised by test_gpu_distance's mode 12) instead of ndf_edt_sdmid (lanes
  * across lines, as ndf_edt_smid; about a third less time than ndf_edt_smid in
@@ -513,7 +513,7 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
     int64_t slw = 0; /* the search kernels' field */
     NDF__PUT(&pb, slw);
     /* ndf_edt_wrows without exact arithmetic: the warp's envelope (ndf_wenvp, default), or lane 0's
-     * by ndf_wenv (NDF_EDT_SERIAL=old) or ndf_wenv1 (NDF_EDT_SERIAL=new): edt_wrows_plan */
+     * by ndf_wenv (edt.serial=old) or ndf_wenv1 (edt.serial=new): edt_wrows_plan */
     int wfast = wp.wfast;
     NDF__PUT(&pb, wfast);
     int scap = 0; /* the search kernels' field */
@@ -568,11 +568,11 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
  * Separable passes of templates/distance_cdt.cu over the whole batch: pass 0
  * along the last axis (ndf_cdt_rows, a warp per row, reads the input; the
  * row staged in shared memory when 4 rows fit in 48 KiB, unless
- * NDF_CDT_ROWS=global), then axes 0 .. nsp-2: taxicab ndf_cdt_seg (lines
- * cut into segments, coalesced; NDF_CDT_LINES=simple: ndf_cdt_lines),
+ * cdt.rows=global), then axes 0 .. nsp-2: taxicab ndf_cdt_seg (lines
+ * cut into segments, coalesced; cdt.lines=simple: ndf_cdt_lines),
  * chessboard ndf_cdt_ctile (8+ lines whole in shared memory, an outward
  * search per voxel) where a line of 1535 or fewer voxels fits, else (and
- * under NDF_CDT_LINES=simple) ndf_cdt_lines (a thread per line, its deque in
+ * under cdt.lines=simple) ndf_cdt_lines (a thread per line, its deque in
  * scratch, coalesced); the last
  * pass writes the int32 output (-1 in an image without background).  Scratch:
  * one int32 buffer per voxel (two with 3+ spatial axes), and for chessboard
@@ -581,7 +581,7 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
  */
 /* Lines per block of ndf_cdt_ctile on `axis` (32, 16 or 8: the most whose
  * lines fit in 48 KiB of shared memory, fewer while that leaves under two
- * blocks per SM), 0 when it does not run (taxicab, NDF_CDT_LINES=simple, or
+ * blocks per SM), 0 when it does not run (taxicab, cdt.lines=simple, or
  * lines of more than 1535 voxels). */
 #define CDT_SMEM (48 * 1024)
 static int64_t ctile_lw(const ndf_array *in, int axis, const ndf_ctx *ctx, int simple, int chess) {

@@ -557,7 +557,7 @@ ndf_status ndf_euler_characteristic_curve(ndf_ctx *ctx, const ndf_array *input, 
                                           const ndf_ecc_options *opt) {
   const char *name = "ndf_euler_characteristic_curve";
   {
-    struct timespec ts; /* NDF_ECC2_PROF's host times start here (ecc_cuda.c) */
+    struct timespec ts; /* ecc.prof's host times start here (ecc_cuda.c) */
     clock_gettime(CLOCK_MONOTONIC, &ts);
     ndf__ecc_t_entry = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
   }

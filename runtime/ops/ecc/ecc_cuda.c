@@ -15,11 +15,11 @@
  * cooperative launch of the first kernel that applies (ndf__ecc_cuda2): the
  * 2-D warp-strip kernels (ndf_ecc_strip2t, ndf_ecc_strip2), the 3-D
  * telescoped one (ndf_ecc_strip3), the bit-sliced rows (ndf_ecc_rows), the
- * fused march (ndf_ecc_pack); with NDF_ECC_BRICK=1|2, ndf_ecc_brick instead
+ * fused march (ndf_ecc_pack); with ecc.brick=1|2, ndf_ecc_brick instead
  * (ecc_brick: bricks with their halo binned at once; 2: kept in shared memory
  * over the grid barrier when they fit; slower than the march on large
  * inputs).  The header lies in the context's mapped host memory
- * (NDF_ECC_MAPHDR=0: copied back).  docs/adr/0009, "Bricks instead of the
+ * (ecc.maphdr=off: copied back).  docs/adr/0009, "Bricks instead of the
  * march".
  *
  * Soft curve: ndf_ecc_hist with SOFT = 1 writes c (int8) and f per voxel
@@ -605,7 +605,7 @@ static ndf_status fused_result(ndf_ctx *ctx, const char *name, int isfloat, vola
 }
 
 /* ---- the brick kernel (ndf_ecc_brick, templates/ecc.cu) ------------------------------------------ */
-/* NDF_ECC_BRICK=1: the brick kernel reading the input twice (phase 1 and
+/* ecc.brick=1: the brick kernel reading the input twice (phase 1 and
  * phase 2); =2: the brick kernel, the bricks kept in shared memory over the
  * grid barrier when every block's share fits (one read of the input), else
  * as 1; default (0): the march (ndf_ecc_pack, one cooperative launch), which
@@ -716,7 +716,7 @@ static int brick_planner(ndf_ctx *ctx, CUfunction fn, const ndf__ecc_call *c, in
  * once (nothing launched). */
 static ndf_status strip2_wait(ndf_ctx *ctx, const char *name, volatile ecc_hdr *h, uint32_t seq, int64_t *nan_at,
                               int *not_finite);
-/* NDF_ECC2_PROF's host times: the public call's entry (ecc.c), before and after the launch call */
+/* ecc.prof's host times: the public call's entry (ecc.c), before and after the launch call */
 __thread uint64_t ndf__ecc_t_entry;
 static __thread uint64_t ecc_t_launch[2], ecc_t_prof; /* ecc_t_prof: strip_prof_alloc's own time */
 static uint64_t now_ns(void) {
@@ -797,12 +797,12 @@ static ndf_status ecc_brick(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arra
 /* 2-D calls with thresholds over [min, max], T <= 510 and float comparisons
  * (float32, uint8, uint16) make one cooperative launch of ndf_ecc_strip2
  * (a warp marches a strip of 128 columns, no block barriers in the march)
- * unless NDF_ECC_2D=old (ndf_ecc_pack's fused march); T <= 320 takes
- * ndf_ecc_strip2t (below) unless NDF_ECC_2D=strip2.
- * NDF_ECC2_MC: the least rows per warp task (default 4 for ndf_ecc_strip2t, 8 for
- * ndf_ecc_strip2).  NDF_ECC2_FENCE=sc: the fence.sc pairs at the grid barrier and tickets
+ * unless ecc.2d=old (ndf_ecc_pack's fused march); T <= 320 takes
+ * ndf_ecc_strip2t (below) unless ecc.2d=strip2.
+ * ecc.mc2: the least rows per warp task (default 4 for ndf_ecc_strip2t, 8 for
+ * ndf_ecc_strip2).  ecc.fence=sc: the fence.sc pairs at the grid barrier and tickets
  * instead of acq_rel atomics.
- * NDF_ECC2_BIN=table: no certified first guesses (every bin from the table).  docs/adr/0009,
+ * ecc.bin=table: no certified first guesses (every bin from the table).  docs/adr/0009,
  * "The 2-D warp-strip kernel". */
 static int use_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, ndf_dtype dt) {
   return ecc_tune(ctx, c, dt, NDF__TUNE_ECC_2D) != NDF__TUNE_ECC_2D__OLD;
@@ -814,7 +814,7 @@ static int use_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, ndf_dtype dt) {
 
 /* The 2-D warp-strip plans' finer chunk-count search (strip_chunks_make's fine) by default: on the
  * H200 (float32, T = 256) it is 7% faster than the coarse search at 8192^2 and equal at 1024^2 and
- * 64 x 256^2; NDF_ECC_PLAN=coarse: the coarse search.  (3-D: strip_units_make's equal shares.) */
+ * 64 x 256^2; ecc.plan=coarse: the coarse search.  (3-D: strip_units_make's equal shares.) */
 static int plan_fine(ndf_ctx *ctx) { return ndf__tune(ctx, NDF__TUNE_ECC_PLAN, NULL) != NDF__TUNE_ECC_PLAN__COARSE; }
 
 typedef struct strip2_plan {
@@ -823,7 +823,7 @@ typedef struct strip2_plan {
 } strip2_plan;
 
 /* Tasks (strip, chunk of mc rows) of 8 per block, blocks of one image each,
- * at most cap blocks; rows per task at least NDF_ECC2_MC (default mc0) and about one task
+ * at most cap blocks; rows per task at least ecc.mc2 (default mc0) and about one task
  * per resident warp; rows0 more rows before row 0 (ndf_ecc_strip2t's
  * T-construction: rows from -1).  0: no plan (the caller keeps ndf_ecc_pack). */
 static int strip2_plan_make(ndf_ctx *ctx, const ndf__ecc_call *c, ndf_dtype dt, int64_t rows0, int64_t mc0,
@@ -875,7 +875,7 @@ static ndf_status strip2_wait(ndf_ctx *ctx, const char *name, volatile ecc_hdr *
 
 static ndf_status strip2_mem_at(ndf_ctx *ctx, int64_t nimg, int64_t T, int64_t nblocks, fused_mem *m);
 static uint32_t strip_seq(void);
-/* The memory of a warp-strip kernel's call (strip2_mem_at, or with NDF_ECC2_WS=0 per-call scratch:
+/* The memory of a warp-strip kernel's call (strip2_mem_at, or with ecc.ws=off per-call scratch:
  * fused_mem_alloc, the caller frees m->base after the launch) and its seq: the mapped header's
  * sequence word the host waits for; with defer (the context defers the checks of a float input)
  * and a mapped header block, no wait: the call's ordinal and the deferred check's record. */
@@ -908,7 +908,7 @@ static ndf_status strip2_mem(ndf_ctx *ctx, const char *name, int defer, int64_t 
  * of per-call scratch: no allocation and free per call (the kernel zeroes
  * the tickets and histograms and writes the partials itself; later calls
  * on the stream are ordered after it).  Grown by a stream-ordered free and
- * allocation; NDF_ECC2_WS=0 takes per-call scratch (fused_mem_alloc: the
+ * allocation; ecc.ws=off takes per-call scratch (fused_mem_alloc: the
  * caller frees m->base after the launch). */
 static ndf_status strip2_mem_at(ndf_ctx *ctx, int64_t nimg, int64_t T, int64_t nblocks, fused_mem *m) {
   memset(m, 0, sizeof *m);
@@ -952,8 +952,8 @@ static uint32_t strip_seq(void) {
 }
 
 /* The parameter blocks' common tail (ndf_ecc2_params, ndf_ecc3_params): nb, ncopy, seq, hdrblk,
- * fence, bin, prof (strip_prof_alloc).  NDF_ECC2_FENCE=sc: __threadfence pairs at the grid barrier
- * and the tickets; default: release / acquire atomics.  NDF_ECC2_BIN=table: every first guess
+ * fence, bin, prof (strip_prof_alloc).  ecc.fence=sc: __threadfence pairs at the grid barrier
+ * and the tickets; default: release / acquire atomics.  ecc.bin=table: every first guess
  * checked against the thresholds in shared memory; default: guesses certified by an
  * error bound skip the table. */
 static void strip_put_tail(ndf_ctx *ctx, ndf__params *pb, int nb, int ncopy, const fused_mem *m, int hdrblk,
@@ -1085,13 +1085,13 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
 /* 3-D float32, uint8 and uint16 calls with thresholds over [min, max] and
  * T <= 320 make one cooperative launch of ndf_ecc_strip3 (or strip3n)
  * (cells' bins by max / min, telescoped along x: four shared-memory adds
- * per voxel and no ownership tests) unless NDF_ECC_3D=old (the rows kernel
- * or ndf_ecc_pack's fused march).  NDF_ECC3_MC: the least planes
- * per warp task (default 4); NDF_ECC3_W: columns per lane, 16 (ndf_ecc_strip3,
+ * per voxel and no ownership tests) unless ecc.3d=old (the rows kernel
+ * or ndf_ecc_pack's fused march).  ecc.mc3: the least planes
+ * per warp task (default 4); ecc.w3: columns per lane, 16 (ndf_ecc_strip3,
  * 2 blocks per SM; default) or 8 (ndf_ecc_strip3n, 3 blocks per SM).
  * 2-D calls (float32, uint8, uint16) with T <= 320 take ndf_ecc_strip2t (the same sum in 2-D on
- * ndf_ecc_strip2's tasks: two adds per pixel; ecc_strip2) unless NDF_ECC_2D=strip2 or old.
- * NDF_ECC2_FENCE and NDF_ECC2_BIN as strip2.  docs/adr/0009, "Telescoped cells". */
+ * ndf_ecc_strip2's tasks: two adds per pixel; ecc_strip2) unless ecc.2d=strip2 or old.
+ * ecc.fence and ecc.bin as strip2.  docs/adr/0009, "Telescoped cells". */
 static int use_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, ndf_dtype dt) {
   if (ecc_tune(ctx, c, dt, NDF__TUNE_ECC_3D) == NDF__TUNE_ECC_3D__OLD) return 0;
   /* uint8 / uint16 too: with the exact integer binner and vector loads the telescoped kernel takes
@@ -1099,7 +1099,7 @@ static int use_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, ndf_dtype dt) {
    * uint8 and uint16 256^3, uint8 512^3) */
   return 1;
 }
-/* 2-D: ndf_ecc_strip2t unless NDF_ECC_2D=strip2 (or =old: ndf_ecc_pack).  On the H200 (float32,
+/* 2-D: ndf_ecc_strip2t unless ecc.2d=strip2 (or =old: ndf_ecc_pack).  On the H200 (float32,
  * T = 256) it takes 16% less time than ndf_ecc_strip2 at 8192^2 and the same at 1024^2 and
  * 64 x 256^2. */
 static int use_strip2t(ndf_ctx *ctx, const ndf__ecc_call *c, ndf_dtype dt) {
@@ -1121,7 +1121,7 @@ typedef struct strip3_plan {
 } strip3_plan;
 
 /* Tiles of w columns x 31 rows over the planes; each warp an equal share of the (tile, plane) units, at
- * least NDF_ECC3_MC (default 4) where the grid allows, 8 warps per block (strip_units_make).
+ * least ecc.mc3 (default 4) where the grid allows, 8 warps per block (strip_units_make).
  * T-construction: rows and planes from -1.  0: no plan (the caller takes the other kernels). */
 static int strip3_plan_make(ndf_ctx *ctx, const ndf__ecc_call *c, ndf_dtype dt, int cons, int w, int64_t cap,
                             strip3_plan *pl) {
@@ -1147,7 +1147,7 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
    * columns of 128 whole columns, 16 per lane, sm_80 on, two blocks per SM): four buffers of 32 rows of 132
    * floats.  Staged from 2^26 voxels a call: the staged march gains only where the planes come from DRAM
    * (H200, against ndf_ecc_strip3: 9% less time at 512^3, about 10% more at 256^3 and 128^3);
-   * NDF_ECC3_STG=1: wherever it applies, =0 or NDF_ECC3_BCOL=0: never.  Its phase 1 (ndf_ecc3_params.p1 =
+   * ecc.stg=on: wherever it applies, =0 or ecc.stg=off: never.  Its phase 1 (ndf_ecc3_params.p1 =
    * 2, the split): a launch of ndf_ecc_strip3 first, phase 1 only, with that kernel's small shared memory
    * (a large L1) -- faster than phase 1 inside the staged kernel, by bulk copies (2%) or by ndf_ecc_strip3's
    * loads (15%, 512^3).  A given range (no phase 1, no split): staged from 2^21 voxels (128^3, the smallest
@@ -1211,7 +1211,7 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
 }
 
 /* ---- the bit-sliced rows kernel (ndf_ecc_rows, templates/ecc_rows.cu) --------------------------- */
-/* NDF_ECC_ROWS: 0 off (ndf_ecc_pack's fused march); 1 .. 4: ndf_ecc_rows with PF = mode - 1,
+/* ecc.rows: 0 off (ndf_ecc_pack's fused march); 1 .. 4: ndf_ecc_rows with PF = mode - 1,
  * i.e. 1: the next plane loaded after each step (4 blocks per SM), 2: loaded a step ahead (3
  * blocks per SM), 3 / 4: the same with an add to the shared histogram for every voxel (no
  * branch; c = 0 adds 0).  5 / 6 = PF 4 / 6: the next plane's segment staged in shared memory by
@@ -1219,7 +1219,7 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
  * 3 blocks per SM (80 registers, fewer spills); 8 = PF 12: mode 5 at 4 blocks per SM (64
  * registers; float32 inputs stay at 3 by the shared memory); 9 = PF 10: mode 7 with every voxel
  * added.  It applies to 3-D inputs with thresholds over [min, max] and T <= 256 (every bin in
- * 0..255) that ndf_ecc_strip3 did not take (uint8 / uint16 reach it only with NDF_ECC_3D=old).
+ * 0..255) that ndf_ecc_strip3 did not take (uint8 / uint16 reach it only with ecc.3d=old).
  * Unset: mode 1 for uint8 / uint16 (about 20% less time than the march at 256^3 on the H200, and
  * no slower than modes 5 or 8); float32 takes mode 7 from 256^3 (2^24 voxels per call) on and the
  * march below: on the H200 mode 7 takes 3-7% less time than the march at 256^3 and 15% less at
@@ -1254,7 +1254,7 @@ static int rows_occupancy(ndf_ctx *ctx, CUfunction fn, unsigned dyn) {
 }
 
 /* One cooperative launch of ndf_ecc_rows: tiles of 32 rows x 128 voxels per block, the march
- * chunks as long as the resident grid needs (at least NDF_ECC_MINMC planes, default 4).
+ * chunks as long as the resident grid needs (at least ecc.minmc planes, default 4).
  * *fallback: nothing was launched (the tiles alone exceed the resident grid, or the launch
  * was refused); the caller takes ndf_ecc_pack. */
 static ndf_status ecc_rows(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out, int cons,
@@ -1470,8 +1470,8 @@ static ndf_status put_launch(ndf_ctx *ctx, const char *name, CUfunction fn, CUde
   return ndf__launch(ctx, name, fn, ndf__grid(ctx, (nimg * T + 255) / 256, 8), 256, 1, 0, pb.b);
 }
 
-/* ---- soft ECC, float32: ndf_ecc_soft2 (templates/ecc_soft.cu) unless NDF_SOFT_ECC=old ---------- */
-/* NDF_SOFT_ECC=old: ndf_ecc_soft (templates/ecc.cu) for float32 too; =direct:
+/* ---- soft ECC, float32: ndf_ecc_soft2 (templates/ecc_soft.cu) unless soft_ecc.mode=old ---------- */
+/* soft_ecc.mode=old: ndf_ecc_soft (templates/ecc.cu) for float32 too; =direct:
  * ndf_ecc_soft2 with one exp per (voxel, threshold) (PROD = 0) always;
  * =fused: 2-D inputs skip the contribution pass (FUSED = 1: c and f from the
  * input in ndf_ecc_soft2).  Default: after the contribution pass (FUSED = 0),
@@ -1577,7 +1577,7 @@ ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
   const size_t vsz = in->dtype == NDF_FLOAT64 ? 8 : 4;
   CUfunction fh = NULL, fs, fp, fsc = NULL;
   /* float32: ndf_ecc_soft2 (thresholds sorted into slots on the host) unless
-   * NDF_SOFT_ECC=old; fused (2-D, new path, NDF_SOFT_ECC=fused): no contribution pass, and a
+   * soft_ecc.mode=old; fused (2-D, new path, soft_ecc.mode=fused): no contribution pass, and a
    * backward with grad_input flags NaN in the header first (ndf_ecc_soft2_nan,
    * or ndf_ecc_scan for other layouts) */
   const int s2mode = in->dtype == NDF_FLOAT32 && T > 0 && T <= 0x7fffffff ? soft2_mode(ctx) : 0;

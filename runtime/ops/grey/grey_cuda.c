@@ -5,7 +5,7 @@
  *
  *   flat box, extents <= 7 on the last three spatial axes (algorithm auto)
  *       -> grey_boxd (one fused pass by doubling; grey_box for 8-byte types
- *          or NDF_GREY_BOX=classic) + one line pass per other spatial axis
+ *          or grey.box=classic) + one line pass per other spatial axis
  *          with extent > 1;
  *   other flat boxes -> one line pass per axis with extent > 1;
  *   any other element (or algorithm direct) -> grey_taps with the element's
@@ -14,8 +14,8 @@
  * algorithm vhgw, or auto from extent NDF__VHGW_MIN_CUDA on: there
  * grey_linew (last axis: one warp per chunk, doubling in registers) and
  * grey_linev (other axes: van Herk streamed by one thread per line segment),
- * within their limits; NDF_GREY_LINE=lined runs grey_lined (doubling in
- * shared memory, where its segments are long enough), NDF_GREY_LINE=classic
+ * within their limits; grey.line=lined runs grey_lined (doubling in
+ * shared memory, where its segments are long enough), grey.line=classic
  * grey_line; else grey_taps
  * with a 1-D tap table, O(extent) per voxel (and for extents too large for
  * grey_line's shared memory: some hundreds, see line_geometry).
@@ -436,7 +436,7 @@ static ndf_status run_line(ndf_ctx *ctx, const char *name, ndf_dtype dtype, cons
     CUresult r = ndf__cu(NULL)->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);
     if (r != CUDA_SUCCESS)
       return ndf__error(ctx, NDF_ENOTSUP, "%s: the line pass needs %u bytes of shared memory per block, more than "
-                        "this device allows (NDF_GREY_LINED_KB)", name, smem);
+                        "this device allows (grey.lined_kb)", name, smem);
   }
   int64_t tiles = (nlines + cols - 1) / cols * nseg;
   return ndf__launch(ctx, name, fn, ndf__grid(ctx, tiles, dbl ? 8 : 32), dbl ? LINED_NTH : (unsigned)cols, 1, smem, pb.b);

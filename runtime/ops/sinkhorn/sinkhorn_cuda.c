@@ -11,14 +11,14 @@
  * n is small enough that n * CL blocks (CL = 2, 4 or 8) fit the SMs, those
  * grids use templates/sinkhorn_cluster.cu instead: one thread-block cluster
  * of CL blocks per pair, the rows split between the blocks, the column pass
- * exchanged through distributed shared memory ($NDF_SINKHORN_CLUSTER unset,
+ * exchanged through distributed shared memory (sinkhorn.cluster unset,
  * empty or "auto": this choice; =0 forces one block per pair (the run-time
  * off switch), =2/4/8 forces that cluster size, =1 runs that
  * kernel with one block of 32 * N0 threads per pair and no cluster: float
  * only, a measurement point against sinkhorn_grid2.cu).  If the
  * cluster kernel cannot be compiled or launched, the solver falls back to
  * sinkhorn_grid2.cu for good.  How a cluster's blocks exchange rows
- * ($NDF_SINKHORN_CLSYNC): unset, empty, "auto" or "async" = st.async stores
+ * (sinkhorn.clsync): unset, empty, "auto" or "async" = st.async stores
  * completing on mbarriers, no cluster barrier in the loop (the template's
  * ASYNC slot; when CL divides N0, else as "barrier"); "barrier" = distributed
  * stores and a cluster barrier per application.
@@ -28,7 +28,7 @@
  * iterations and its check is captured once into a CUDA graph on the
  * context's stream and replayed max_iter / check_every times (the rest runs
  * as plain launches); kernels return at once when every pair is done.  When
- * capture fails (e.g. a legacy default stream) or $NDF_SINKHORN_GRAPH=0, the
+ * capture fails (e.g. a legacy default stream) or sinkhorn.graph=0, the
  * same launches run plainly; both give the same bits.  The graph captures
  * object-owned buffers only (a, b are copied in), so it stays valid for the
  * solver's life and is destroyed with it.
@@ -59,8 +59,8 @@ struct ndf__sk_cuda {
   int cl;    /* > 0: templates/sinkhorn_cluster.cu with clusters of cl blocks of nt threads (fncl) */
   unsigned nt;
   CUfunction fncl; /* the cluster kernel; fn then stays NULL until a fallback compiles sinkhorn_grid2.cu */
-  int cl_forced; /* $NDF_SINKHORN_CLUSTER chose cl: no silent fallback (tests see failures) */
-  int clasync;   /* the cluster kernel's ASYNC slot ($NDF_SINKHORN_CLSYNC) */
+  int cl_forced; /* sinkhorn.cluster chose cl: no silent fallback (tests see failures) */
+  int clasync;   /* the cluster kernel's ASYNC slot (sinkhorn.clsync) */
   unsigned smem;
   int64_t shape[NDF_MAX_SPATIAL], stride[NDF_MAX_SPATIAL], axoff[NDF_MAX_SPATIAL], wofs, axlen;
   double tol;
