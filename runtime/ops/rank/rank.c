@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "rank/rank.h"
+#include "tune.h"
 #include "selnets.generated.h"
 
 void ndf_rank_options_init(ndf_rank_options *opt) {
@@ -584,9 +585,10 @@ static ndf_status rank_filter(ndf_ctx *ctx, const char *name, rank_kind kind, co
     /* AUTO: box windows by sorted slices where that pays, else quickselect
      * per voxel.  The generated selection networks are meant for the GPU's
      * straight-line kernels (interpreted per voxel they are slower than
-     * quickselect); NDF_RANK_ALGO_NETWORK runs them here, to test them
-     * against the sort path. */
-    const int use_net = opt->algorithm == NDF_RANK_ALGO_NETWORK;
+     * quickselect); NDF_RANK_ALGO_NETWORK (or the tunable rank.cpu_network)
+     * runs them here, to test them against the sort path. */
+    const int use_net = opt->algorithm == NDF_RANK_ALGO_NETWORK ||
+                        ndf__tune(ctx, NDF__TUNE_RANK_CPU_NETWORK, NULL) == NDF__TUNE_RANK_CPU_NETWORK__ON;
     s = rank_cpu(ctx, name, in, out, &c, use_net);
   }
   rank_call_free(&c);
