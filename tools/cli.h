@@ -28,5 +28,7 @@ int cli_alloc(const char *what, ndf_array *a, ndf_dtype dtype, int ndim, const i
 /* The subcommands in their own files. */
 int ndf_cli_sinkhorn(int argc, char **argv);
 int ndf_cli_ect(int argc, char **argv);
+/* `ndforge tunables`: the kernel variants a context may choose (cli_tune.c). */
+int ndf_cli_tunables(int argc, char **argv);
 
 #endif
