@@ -1031,6 +1031,10 @@ typedef struct ndf_tuning_status {
 NDF_API ndf_status ndf_ctx_tuning_status(ndf_ctx *ctx, ndf_tuning_status *out);
 /* 0: calls ignore the table (benchmarks: the built-in defaults); 1 (default): they use it. */
 NDF_API ndf_status ndf_ctx_tuning_use(ndf_ctx *ctx, int on);
+/* Reads (and saves) the table in directory dir instead of the cache directory
+ * (a benchmark whose contexts have fresh cache directories); NULL: the cache
+ * directory again.  The table is read again at the next call that consults it. */
+NDF_API ndf_status ndf_ctx_tuning_from(ndf_ctx *ctx, const char *dir);
 
 /* One workload of the tuner: fn runs the op once on the context (its output
  * in the arrays of outputs, CUDA or host memory), returning its status. */

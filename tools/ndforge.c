@@ -380,8 +380,9 @@ static int opt_ndim(args *a, const char *v) {
 }
 static int opt_tune(args *a, const char *v) {
   const size_t n = strlen(a->tune);
-  if (!strchr(v, '=') || strchr(v, ',') || n + strlen(v) + 2 > sizeof a->tune) {
-    errorf("bad value for --tune: '%s' (NAME=VALUE; ndforge tunables lists them)", v);
+  if (cli_tune_check(v) != 0) return -1;
+  if (n + strlen(v) + 2 > sizeof a->tune) {
+    errorf("too many --tune options");
     return -1;
   }
   snprintf(a->tune + n, sizeof a->tune - n, "%s%s", n ? "," : "", v);
@@ -2125,6 +2126,9 @@ static void usage(FILE *f) {
           "  ndforge sinkhorn A.npy B.npy OUT.npy --epsilon E --max-iter N [options]\n"
           "                                         entropic OT costs between histograms\n"
           "                                         (ndforge sinkhorn --help)\n"
+          "  ndforge tunables                        the kernel variants (run ... --tune N=V)\n"
+          "  ndforge tune [--only S] | --show        time the variants on the GPU into this\n"
+          "                                         device's tuning table (ndforge tune --help)\n"
           "  ndforge --help | --version\n\n");
   /* The ops, wrapped at 79 columns. */
   const char *lead = "Ops (scipy.ndimage names):";
@@ -2168,6 +2172,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "ecc") == 0) return cmd_ecc(argc, argv);
   if (strcmp(cmd, "ect") == 0) return ndf_cli_ect(argc, argv);
   if (strcmp(cmd, "tunables") == 0) return ndf_cli_tunables(argc, argv);
+  if (strcmp(cmd, "tune") == 0) return ndf_cli_tune(argc, argv);
   errorf("unknown command '%s' (see ndforge --help)", cmd);
   return EXIT_USAGE;
 }

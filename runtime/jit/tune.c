@@ -269,6 +269,7 @@ typedef struct ndf__tune_state {
   int state; /* ndf_tuning_status.state */
   ndf__tune_table *table;
   uint64_t hits;
+  char dir[4096]; /* ndf_ctx_tuning_from's directory ("": the cache directory) */
   char path[4200];
   char note[512]; /* "tune|ignored <path>: <why>": the kernel log's entry */
   /* the tuner's record of the consults of a call (under the context's lock) */
@@ -313,12 +314,12 @@ static int ident_of(ndf_ctx *ctx, ndf__tune_ident *id) {
   return 0;
 }
 
-static void table_path(ndf_ctx *ctx, const ndf__tune_ident *id, char *buf, size_t cap) {
+static void table_path(ndf_ctx *ctx, const char *dir, const ndf__tune_ident *id, char *buf, size_t cap) {
   buf[0] = '\0';
-  if (ctx->cache_disabled || !ctx->cache_dir[0]) return;
+  if (!dir[0] && (ctx->cache_disabled || !ctx->cache_dir[0])) return;
   char k[400];
   snprintf(k, sizeof k, "%s|%d.%d", id->device, id->cc_major, id->cc_minor);
-  snprintf(buf, cap, "%s/tuning-%016llx.txt", ctx->cache_dir,
+  snprintf(buf, cap, "%.4070s/tuning-%016llx.txt", dir[0] ? dir : ctx->cache_dir,
            (unsigned long long)ndf__hash_fnv1a64(k, strlen(k), NDF__FNV_SEED));
 }
 
@@ -330,7 +331,7 @@ static void load_locked(ndf_ctx *ctx, ndf__tune_state *t) {
   t->state = 1;
   ndf__tune_ident id;
   if (ident_of(ctx, &id) != 0) return;
-  table_path(ctx, &id, t->path, sizeof t->path);
+  table_path(ctx, t->dir, &id, t->path, sizeof t->path);
   if (!t->path[0]) return;
   int odd = 0, fd = ndf__cache_open(t->path, &odd);
   if (fd < 0 && !odd) return; /* no table */
@@ -502,7 +503,7 @@ ndf_status ndf_ctx_tuning_status(ndf_ctx *ctx, ndf_tuning_status *out) {
   out->state = t->use ? t->state : 4;
   out->entries = ndf__tune_table_count(t->table);
   out->hits = __atomic_load_n(&t->hits, __ATOMIC_RELAXED);
-  snprintf(out->note, sizeof out->note, "%s", t->note[0] ? t->note + 5 : "");
+  snprintf(out->note, sizeof out->note, "%s", t->state == 3 ? t->note + 5 : "");
   pthread_mutex_unlock(&ctx->lock);
   ndf__clear_error(ctx);
   return NDF_OK;
@@ -513,6 +514,22 @@ ndf_status ndf_ctx_tuning_use(ndf_ctx *ctx, int on) {
   ndf__tune_state *t = state(ctx);
   if (!t) return ndf__error(ctx, NDF_ENOMEM, "ndf_ctx_tuning_use: out of memory");
   t->use = on != 0;
+  return NDF_OK;
+}
+
+ndf_status ndf_ctx_tuning_from(ndf_ctx *ctx, const char *dir) {
+  static const char *fn = "ndf_ctx_tuning_from";
+  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", fn);
+  if (dir && strlen(dir) >= 4000) return ndf__argerror(ctx, fn, "dir", "longer than 4000 bytes");
+  ndf__tune_state *t = state(ctx);
+  if (!t) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", fn);
+  pthread_mutex_lock(&ctx->lock);
+  snprintf(t->dir, sizeof t->dir, "%s", dir ? dir : "");
+  ndf__tune_table_free(t->table);
+  t->table = NULL;
+  t->path[0] = '\0';
+  __atomic_store_n(&t->state, 0, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&ctx->lock);
   return NDF_OK;
 }
 
@@ -729,12 +746,27 @@ ndf_status ndf_tune_workload(ndf_ctx *ctx, ndf_tune_fn fn, void *user, const ndf
       k = 0, dim++;
     }
   }
+  /* the choice against the defaults once more, timed one after the other (clocks and caches as alike as
+   * they get): a choice is kept only where it still beats them */
+  int changed = 0;
+  for (int j = 0; j < ndims; j++) changed |= bestv[j] != ndf__tunables[dims[j]].def;
+  if (s == NDF_OK && changed) {
+    double d2 = 0, b2 = 0;
+    ndf_status err = NDF_OK;
+    memset(t->set, 0, sizeof t->set);
+    int r = try_candidate(&u, 0, &d2, &err);
+    for (int j = 0; r == 1 && j < ndims; j++) t->val[dims[j]] = bestv[j], t->set[dims[j]] = 1;
+    if (r == 1) r = try_candidate(&u, 0, &b2, &err);
+    if (r < 0) s = err;
+    else if (r == 0) res->best_ms = res->default_ms; /* cannot happen: both matched before */
+    else res->default_ms = d2, res->best_ms = b2;
+  }
   memcpy(t->val, saved_val, sizeof saved_val);
   memcpy(t->set, saved_set, sizeof saved_set);
   t->use = saved_use;
   /* the table: the choice where it beats the defaults by the margin, else no entry for these calls */
   const double margin = opt->margin > 0 ? opt->margin : 0.03;
-  const int better = s == NDF_OK && res->best_ms <= res->default_ms * (1 - margin);
+  const int better = s == NDF_OK && changed && res->best_ms <= res->default_ms * (1 - margin);
   if (s == NDF_OK && !better) res->best_ms = res->default_ms;
   pthread_mutex_lock(&ctx->lock);
   if (s == NDF_OK && !t->table && !(t->table = ndf__tune_table_new()))
@@ -753,7 +785,7 @@ ndf_status ndf_tune_workload(ndf_ctx *ctx, ndf_tune_fn fn, void *user, const ndf
           ndf__tune_table_put(t->table, id, &t->rec[i].w, v) != 0)
         s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
   }
-  if (s == NDF_OK && t->state != 2) t->state = 2, t->note[0] = '\0'; /* a fresh table replaces an ignored one */
+  if (s == NDF_OK && t->state != 2) t->state = 2; /* a fresh table replaces an ignored one */
   pthread_mutex_unlock(&ctx->lock);
   for (int i = 0; i < 4; i++) free(u.ref[i]), free(u.got[i]);
   return s;
