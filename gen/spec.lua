@@ -783,6 +783,8 @@ return {
     { name = "ecc.stg", op = "ecc", templates = { "ecc" }, values = { "auto", "on", "off" },
       applies = "w->nsp == 3 && w->dtype == NDF_FLOAT32",
       doc = "the staged march ndf_ecc_strip3s: by size (auto), wherever it applies, never" },
+    { name = "ecc.bcol", op = "ecc", templates = { "ecc" }, values = { "on", "off" }, applies = "w->nsp == 3",
+      doc = "block columns of ndf_ecc_strip3 where the tiles across come in eights (off: the warps' own shares; no staged planes)" },
     { name = "ecc.rows", op = "ecc", templates = { "ecc_rows" },
       values = { "auto", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9" }, search = { "auto", "0", "1", "7" },
       applies = "w->nsp == 3", doc = "ndf_ecc_rows mode (0 off, 1..9 its PF forms; ecc_cuda.c rows_pf), auto by dtype and size" },

@@ -1147,15 +1147,16 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
    * columns of 128 whole columns, 16 per lane, sm_80 on, two blocks per SM): four buffers of 32 rows of 132
    * floats.  Staged from 2^26 voxels a call: the staged march gains only where the planes come from DRAM
    * (H200, against ndf_ecc_strip3: 9% less time at 512^3, about 10% more at 256^3 and 128^3);
-   * ecc.stg=on: wherever it applies, =0 or ecc.stg=off: never.  Its phase 1 (ndf_ecc3_params.p1 =
+   * ecc.stg=on: wherever it applies, =off or ecc.bcol=off: never.  Its phase 1 (ndf_ecc3_params.p1 =
    * 2, the split): a launch of ndf_ecc_strip3 first, phase 1 only, with that kernel's small shared memory
    * (a large L1) -- faster than phase 1 inside the staged kernel, by bulk copies (2%) or by ndf_ecc_strip3's
    * loads (15%, 512^3).  A given range (no phase 1, no split): staged from 2^21 voxels (128^3, the smallest
    * size measured), where the staged march takes 7-14% less time from 128^3 to 512^3. */
-  const int stge = ecc_tune(ctx, c, in->dtype, NDF__TUNE_ECC_STG), bcol_ok = stge != NDF__TUNE_ECC_STG__OFF;
+  const int stge = ecc_tune(ctx, c, in->dtype, NDF__TUNE_ECC_STG);
+  const int bcol_ok = ecc_tune(ctx, c, in->dtype, NDF__TUNE_ECC_BCOL) != NDF__TUNE_ECC_BCOL__OFF;
   const int64_t stg_min = (int64_t)1 << (rng ? 21 : 26);
   int stg = bcol_ok && w == 16 && in->dtype == NDF_FLOAT32 && c->sshape[2] % 128 == 0 && ctx->cc_major >= 8 &&
-            (stge == NDF__TUNE_ECC_STG__ON || c->nimg * c->npix >= stg_min);
+            (stge == NDF__TUNE_ECC_STG__ON || (stge == NDF__TUNE_ECC_STG__AUTO && c->nimg * c->npix >= stg_min));
   const int64_t T = c->T, nimg = c->nimg;
   const char *kname;
   CUfunction fn;
