@@ -326,6 +326,7 @@ typedef struct ndf_grey_options {
   int batch_dims;
   ndf_nan_policy nan_policy;
   ndf_grey_algorithm algorithm; /* default NDF_GREY_AUTO */
+  const char *tune;          /* NULL, or tunables for this call, "name=value,..." (over the context's; ADR 0019) */
 } ndf_grey_options;
 
 /* Zeroes *opt: no size/footprint/structure, origin 0, mode reflect, cval 0. */
@@ -421,6 +422,7 @@ typedef struct ndf_rank_options {
   int batch_dims;
   ndf_rank_nan_policy nan_policy;
   ndf_rank_algorithm algorithm;
+  const char *tune; /* NULL, or tunables for this call, "name=value,..." (over the context's; ADR 0019) */
 } ndf_rank_options;
 
 /* No size/footprint, origin 0, mode reflect, cval 0, NaN propagates, AUTO algorithm. */

@@ -191,6 +191,52 @@ static void test_table_corrupt_and_stale(void **state) {
   ndf__tune_table_free(t);
 }
 
+/* An options struct's own tunables: checked at the call, in force during it only. */
+static void test_per_call(void **state) {
+  (void)state;
+  ndf_ctx *c = cpu_ctx();
+  static float x[64], y[64];
+  const int64_t shape[2] = {8, 8};
+  ndf_array in, out;
+  assert_int_equal(ndf_array_init(&in, x, NDF_DEVICE_CPU, NDF_FLOAT32, 2, shape), NDF_OK);
+  assert_int_equal(ndf_array_init(&out, y, NDF_DEVICE_CPU, NDF_FLOAT32, 2, shape), NDF_OK);
+  ndf_grey_options g;
+  ndf_grey_options_init(&g);
+  g.nsize = 1;
+  g.size[0] = 3;
+  g.tune = "grey.box=classic,grey.boxd_ry=2";
+  assert_int_equal(ndf_grey_erosion(c, &in, &out, &g), NDF_OK);
+  assert_int_equal(ndf_grey_opening(c, &in, &out, &g), NDF_OK);
+  g.tune = "grey.box=nope";
+  assert_int_equal(ndf_grey_dilation(c, &in, &out, &g), NDF_EINVAL);
+  assert_non_null(strstr(ndf_errmsg(c), "ndf_grey_dilation: bad argument 'tune'"));
+  g.tune = "grey.nosuch=1";
+  assert_int_equal(ndf_white_tophat(c, &in, &out, &g), NDF_EINVAL);
+  assert_non_null(strstr(ndf_errmsg(c), "unknown tunable 'grey.nosuch'"));
+  ndf_rank_options r;
+  ndf_rank_options_init(&r);
+  r.nsize = 1;
+  r.size[0] = 3;
+  r.tune = "rank.cpu_network=on";
+  assert_int_equal(ndf_median_filter(c, &in, &out, &r), NDF_OK);
+  r.tune = "rank.cpu_network";
+  assert_int_equal(ndf_median_filter(c, &in, &out, &r), NDF_EINVAL);
+  /* the call's value wins over the context's, and only while the call runs */
+  assert_int_equal(ndf_ctx_set_tunable(c, "ecc.3d", "old"), NDF_OK);
+  const ndf__tune_work w3 = {NDF_UINT8, 3, 1 << 24, 256};
+  ndf__tune_call tc;
+  assert_int_equal(ndf__tune_call_begin(c, "test", "ecc.3d=auto,ecc.w3=8", &tc), NDF_OK);
+  assert_int_equal(ndf__tune(c, NDF__TUNE_ECC_3D, &w3), NDF__TUNE_ECC_3D__AUTO);
+  assert_int_equal(ndf__tune(c, NDF__TUNE_ECC_W3, &w3), NDF__TUNE_ECC_W3__8);
+  ndf_ctx *other = cpu_ctx(); /* another context on the thread: not this call's */
+  assert_int_equal(ndf__tune(other, NDF__TUNE_ECC_W3, &w3), 0);
+  ndf__tune_call_end(&tc);
+  assert_int_equal(ndf__tune(c, NDF__TUNE_ECC_3D, &w3), NDF__TUNE_ECC_3D__OLD);
+  assert_int_equal(ndf__tune(c, NDF__TUNE_ECC_W3, &w3), 0);
+  ndf_ctx_destroy(other);
+  ndf_ctx_destroy(c);
+}
+
 static ndf_status never(ndf_ctx *ctx, void *user) {
   (void)ctx;
   (void)user;
@@ -226,6 +272,7 @@ int main(void) {
       cmocka_unit_test(test_set_get),
       cmocka_unit_test(test_table_round_trip),
       cmocka_unit_test(test_table_corrupt_and_stale),
+      cmocka_unit_test(test_per_call),
       cmocka_unit_test(test_tuner_needs_a_device),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -260,6 +260,8 @@ int ndf__tune_table_parse(ndf__tune_table *t, const char *text, size_t len, cons
   return 0;
 }
 
+static void domain_text(int id, char *buf, size_t cap);
+
 /* ---- the context's state ------------------------------------------------------------------ */
 #define TUNE_REC 64
 typedef struct ndf__tune_state {
@@ -360,11 +362,53 @@ static void load_locked(ndf_ctx *ctx, ndf__tune_state *t) {
   ctx->klog_count++;
 }
 
+/* The calls with their own tunables running on this thread, innermost first. */
+static _Thread_local const ndf__tune_call *tune_calls;
+
+ndf_status ndf__tune_call_begin(ndf_ctx *ctx, const char *op, const char *tune, ndf__tune_call *c) {
+  memset(c, 0, sizeof *c);
+  c->ctx = ctx;
+  if (!tune || !*tune) return NDF_OK;
+  for (const char *p = tune; *p;) {
+    const char *comma = strchr(p, ','), *e = comma ? comma : p + strlen(p), *eq = memchr(p, '=', (size_t)(e - p));
+    char name[128], value[128];
+    if (!eq || eq == p || eq + 1 == e || (size_t)(eq - p) >= sizeof name || (size_t)(e - eq - 1) >= sizeof value)
+      return ndf__argerror(ctx, op, "tune", "'%.*s' is not NAME=VALUE", (int)(e - p > 200 ? 200 : e - p), p);
+    memcpy(name, p, (size_t)(eq - p));
+    name[eq - p] = '\0';
+    memcpy(value, eq + 1, (size_t)(e - eq - 1));
+    value[e - eq - 1] = '\0';
+    const int id = find_tunable(name), v = id >= 0 ? parse_value(id, value) : -1;
+    if (id < 0) return ndf__argerror(ctx, op, "tune", "unknown tunable '%s' (ndforge tunables lists them)", name);
+    if (v < 0) {
+      char dom[1024];
+      domain_text(id, dom, sizeof dom);
+      return ndf__argerror(ctx, op, "tune", "bad value '%s' for %s (%s)", value, name, dom);
+    }
+    if (c->n == NDF__TUNE_CALL_MAX) return ndf__argerror(ctx, op, "tune", "more than %d items", NDF__TUNE_CALL_MAX);
+    c->id[c->n] = id, c->val[c->n] = v, c->n++;
+    p = comma ? comma + 1 : e;
+  }
+  c->prev = tune_calls;
+  c->active = 1;
+  tune_calls = c;
+  return NDF_OK;
+}
+
+void ndf__tune_call_end(ndf__tune_call *c) {
+  if (c->active) tune_calls = c->prev;
+  c->active = 0;
+}
+
 int ndf__tune(ndf_ctx *ctx, int id, const ndf__tune_work *w) {
   const ndf__tunable_def *d = &ndf__tunables[id];
   ndf__tune_state *t = state(ctx);
   if (!t) return d->def;
   if (w && !d->applies(w)) return d->def;
+  for (const ndf__tune_call *c = tune_calls; c; c = c->prev)
+    if (c->ctx == ctx)
+      for (int i = 0; i < c->n; i++)
+        if (c->id[i] == id) return c->val[i];
   if (t->recording && w) {
     pthread_mutex_lock(&ctx->lock);
     int i;

@@ -48,6 +48,21 @@ extern const int ndf__ntunables;
 #include "tunables.generated.h"
 
 int ndf__tune(ndf_ctx *ctx, int id, const ndf__tune_work *w);
+
+/* A call's own tunables (an options struct's `tune`, "name=value,..."): from
+ * ndf__tune_call_begin to ndf__tune_call_end, ndf__tune on this thread and
+ * context answers them before the context's.  begin returns NDF_EINVAL
+ * (naming the op and the item) for a bad item; end is called only after a
+ * begin that returned NDF_OK. */
+#define NDF__TUNE_CALL_MAX 16
+typedef struct ndf__tune_call {
+  const ndf_ctx *ctx;
+  int n, active;
+  int id[NDF__TUNE_CALL_MAX], val[NDF__TUNE_CALL_MAX];
+  const struct ndf__tune_call *prev;
+} ndf__tune_call;
+ndf_status ndf__tune_call_begin(ndf_ctx *ctx, const char *op, const char *tune, ndf__tune_call *c);
+void ndf__tune_call_end(ndf__tune_call *c);
 /* 1 when a value is set on the context for tunable id (the sites that leave
  * other paths alone when a variant is asked for). */
 int ndf__tune_is_set(ndf_ctx *ctx, int id);

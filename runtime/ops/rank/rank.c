@@ -569,10 +569,22 @@ static ndf_status rank_setup(ndf_ctx *ctx, const char *name, rank_kind kind, ndf
   return NDF_OK;
 }
 
+static ndf_status rank_call_run(ndf_ctx *ctx, const char *name, rank_kind kind, const ndf_array *in, ndf_array *out,
+                                int64_t rank, double percentile, const ndf_rank_options *opt);
+/* The call with the options' own tunables (opt->tune) in force. */
 static ndf_status rank_filter(ndf_ctx *ctx, const char *name, rank_kind kind, const ndf_array *in, ndf_array *out,
                               int64_t rank, double percentile, const ndf_rank_options *opt) {
   if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
   ndf__clear_error(ctx);
+  ndf__tune_call tc;
+  ndf_status s = ndf__tune_call_begin(ctx, name, opt ? opt->tune : NULL, &tc);
+  if (s != NDF_OK) return s;
+  s = rank_call_run(ctx, name, kind, in, out, rank, percentile, opt);
+  ndf__tune_call_end(&tc);
+  return s;
+}
+static ndf_status rank_call_run(ndf_ctx *ctx, const char *name, rank_kind kind, const ndf_array *in, ndf_array *out,
+                                int64_t rank, double percentile, const ndf_rank_options *opt) {
   ndf_status s = ndf__check_filter_arrays(ctx, name, in, out);
   if (s != NDF_OK) return s;
   rank_call c;
