@@ -100,6 +100,11 @@ for i, t in ipairs(tun) do
     die(where, "needs values or a range")
   end
   if #search == 1 then die(where, "a search of one value: use search = false") end
+  if #search > 0 then
+    local has_def = false
+    for _, v in ipairs(search) do has_def = has_def or v == def end
+    if not has_def then die(where, "the search must include the default") end
+  end
   src[#src + 1] = string.format("static int %s_applies(const ndf__tune_work *w) { (void)w; return %s; }", p, t.applies)
   if #search > 0 then
     local sv = {}

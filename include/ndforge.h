@@ -1059,6 +1059,8 @@ typedef struct ndf_tune_result {
  * margin.  CUDA contexts only (NDF_ENODEV otherwise). */
 NDF_API ndf_status ndf_tune_workload(ndf_ctx *ctx, ndf_tune_fn fn, void *user, const ndf_tune_options *opt,
                                      ndf_tune_result *res);
+/* (While ndf_tune_workload or ndf_ctx_tuning_from runs, no other thread may
+ * call an op on the same context.) */
 /* Writes the context's table to its file (temporary file and rename). */
 NDF_API ndf_status ndf_ctx_tuning_save(ndf_ctx *ctx);
 

@@ -350,12 +350,12 @@ static void load_locked(ndf_ctx *ctx, ndf__tune_state *t) {
   if (fd >= 0) close(fd);
   free(text);
   if (r == 0) {
-    t->state = 2;
+    __atomic_store_n(&t->state, 2, __ATOMIC_RELEASE); /* after the table: readers outside the lock */
     return;
   }
   ndf__tune_table_free(t->table);
   t->table = NULL;
-  t->state = 3;
+  __atomic_store_n(&t->state, 3, __ATOMIC_RELEASE);
   snprintf(t->note, sizeof t->note, "tune|ignored %.300s: %s", t->path, why);
   /* the kernel log's note: the entry's text lives with the state, until ndf_ctx_destroy */
   ctx->klog[ctx->klog_count % NDF__KLOG] = t->note;
@@ -423,12 +423,14 @@ int ndf__tune(ndf_ctx *ctx, int id, const ndf__tune_work *w) {
   }
   if (t->set[id]) return t->val[id];
   if (!w || !t->use) return d->def;
-  if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == 0) {
+  int st = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
+  if (st == 0) {
     pthread_mutex_lock(&ctx->lock);
     load_locked(ctx, t);
     pthread_mutex_unlock(&ctx->lock);
+    st = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
   }
-  if (t->state != 2) return d->def;
+  if (st != 2) return d->def;
   const int v = ndf__tune_table_get(t->table, id, w);
   if (v < 0) return d->def;
   __atomic_fetch_add(&t->hits, 1, __ATOMIC_RELAXED);
@@ -800,7 +802,11 @@ ndf_status ndf_tune_workload(ndf_ctx *ctx, ndf_tune_fn fn, void *user, const ndf
     memset(t->set, 0, sizeof t->set);
     int r = try_candidate(&u, 0, &d2, &err);
     for (int j = 0; r == 1 && j < ndims; j++) t->val[dims[j]] = bestv[j], t->set[dims[j]] = 1;
+    /* the choice's own consults too: its path may ask a tunable for another workload (the table's
+     * entries then cover every (tunable, workload) the timed calls read) */
+    t->recording = 1;
     if (r == 1) r = try_candidate(&u, 0, &b2, &err);
+    t->recording = 0;
     if (r < 0) s = err;
     else if (r == 0) res->best_ms = res->default_ms; /* cannot happen: both matched before */
     else res->default_ms = d2, res->best_ms = b2;
@@ -829,7 +835,7 @@ ndf_status ndf_tune_workload(ndf_ctx *ctx, ndf_tune_fn fn, void *user, const ndf
           ndf__tune_table_put(t->table, id, &t->rec[i].w, v) != 0)
         s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
   }
-  if (s == NDF_OK && t->state != 2) t->state = 2; /* a fresh table replaces an ignored one */
+  if (s == NDF_OK && t->state != 2) __atomic_store_n(&t->state, 2, __ATOMIC_RELEASE); /* a fresh table replaces an ignored one */
   pthread_mutex_unlock(&ctx->lock);
   for (int i = 0; i < 4; i++) free(u.ref[i]), free(u.got[i]);
   return s;
