@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include "internal.h"
@@ -237,6 +238,32 @@ static void test_per_call(void **state) {
   ndf_ctx_destroy(c);
 }
 
+/* The look-up a kernel choice costs with a table of a thousand entries in use: printed, and
+ * bounded loosely (sanitizer builds run it too; an optimized build takes well under 1 us). */
+static void test_lookup_cost(void **state) {
+  (void)state;
+  ndf__tune_table *t = ndf__tune_table_new();
+  for (int i = 0; i < 1000; i++) {
+    const ndf__tune_work w = {NDF_FLOAT32, 3, (int64_t)1 << (i % 30), i};
+    assert_int_equal(ndf__tune_table_put(t, NDF__TUNE_ECC_MC3, &w, 1 + i % 7), 0);
+  }
+  const ndf__tune_work probe = {NDF_FLOAT32, 3, (int64_t)1 << 24, 504};
+  assert_int_equal(ndf__tune_table_get(t, NDF__TUNE_ECC_MC3, &probe), 1 + 504 % 7);
+  struct timespec a, b;
+  volatile int sink = 0;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  for (int i = 0; i < 200000; i++) {
+    const ndf__tune_work w = {NDF_FLOAT32, 3, (int64_t)1 << (i % 30), i % 1200};
+    sink += ndf__tune_table_get(t, NDF__TUNE_ECC_MC3, &w);
+  }
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  const double ns = ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / 200000;
+  printf("tuning table look-up: %.1f ns\n", ns);
+  assert_true(ns < 20000);
+  (void)sink;
+  ndf__tune_table_free(t);
+}
+
 static ndf_status never(ndf_ctx *ctx, void *user) {
   (void)ctx;
   (void)user;
@@ -273,6 +300,7 @@ int main(void) {
       cmocka_unit_test(test_table_round_trip),
       cmocka_unit_test(test_table_corrupt_and_stale),
       cmocka_unit_test(test_per_call),
+      cmocka_unit_test(test_lookup_cost),
       cmocka_unit_test(test_tuner_needs_a_device),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -43,15 +43,17 @@ struct ndf__tune_table {
   int cap, count;
 };
 
-static int64_t n_class(int64_t n) {
-  int64_t c = 0;
-  while (c < 62 && ((int64_t)1 << c) < n) c++;
-  return c;
-}
+/* ceil(log2(n)), 0 for n <= 1. */
+static int64_t n_class(int64_t n) { return n <= 1 ? 0 : 64 - __builtin_clzll((unsigned long long)(n - 1)); }
 
+/* A few multiplies (the look-up runs at every choice of every call): the
+ * fields packed, then splitmix64's finalizer; never 0 (the empty slot). */
 static uint64_t entry_hash(int id, ndf_dtype dt, int nsp, int64_t nc, int64_t k) {
-  int64_t v[5] = {id, (int64_t)dt, nsp, nc, k};
-  uint64_t h = ndf__hash_fnv1a64(v, sizeof v, NDF__FNV_SEED);
+  uint64_t h = ((uint64_t)id << 48) ^ ((uint64_t)dt << 40) ^ ((uint64_t)nsp << 32) ^ ((uint64_t)nc << 24) ^
+               (uint64_t)k * 0x9e3779b97f4a7c15ull;
+  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+  h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+  h ^= h >> 31;
   return h ? h : 1;
 }
 
