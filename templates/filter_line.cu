@@ -19,9 +19,12 @@
 // doubles, one column per line, with coalesced loads: for an axis other than
 // the last (LAST = 0) consecutive threads take consecutive lines, neighbours
 // along the contiguous last axis; for the last axis (LAST = 1) consecutive
-// values of one line.  Thread t then computes the S outputs of column t,
-// writing output s over e[s] (no later output of the column reads it), and
-// the block stores them, converted to TO, with coalesced stores again.
+// values of one line; each thread issues NB loads before it stores them.
+// Thread t then computes the S outputs of column t, writing output s over
+// e[s] (no later output of the column reads it; RING: a kernel of at most 33
+// taps slides a window of NTAP registers down the column, one shared-memory
+// load per output instead of NTAP), and the block stores them, converted to
+// TO, with coalesced stores again.
 #include "ndf_common.cuh"
 #include "filter_common.cuh"
 
@@ -33,6 +36,11 @@ typedef NDF_SLOT(TO) TO;
 #define SYM NDF_SLOT(SYM)
 #define NTAP NDF_SLOT(NTAP)
 #define WTAB NDF_SLOT(WTAB)
+
+// RING: the taps of an output from a register window (short kernels, weights
+// compiled in); else read from shared memory at every tap.
+#define RING (NTAP <= 33 && !WTAB)
+#define NB 8 // staging loads in flight per thread
 
 #if WTAB
 #define W(k) __ldg(p.w + (k))
@@ -68,24 +76,65 @@ extern "C" __global__ void __launch_bounds__(128) ndf_filter_line(const ndf_flin
       obase[t] = ob;
     }
     __syncthreads();
-    {
+    // NB loads in flight per thread before their stores to shared memory.
+    for (int i0 = t; i0 < E * ncols; i0 += NB * C) {
+      double v[NB];
+      int at[NB];
+#pragma unroll
+      for (int q = 0; q < NB; q++) {
+        const int i = i0 + q * C;
+        at[q] = -1;
+        if (i < E * ncols) {
 #if LAST
-      int j = t % E, col = t / E;
+          const int col = i / E, j = i - col * E;
 #else
-      int col = t % ncols, j = t / ncols;
+          const int j = i / ncols, col = i - j * ncols;
 #endif
-      for (int i = t; i < E * ncols; i += C) {
-        const ndf_i64 m = ndf_map(x0 - p.pre + j, p.n, MODE);
-        e[j * P + col] = m < 0 ? p.cval : (double)__ldg(p.in + ibase[col] + m * p.istr);
-#if LAST
-        for (j += C; j >= E; j -= E) col++;
-#else
-        for (col += C; col >= ncols; col -= ncols) j++;
-#endif
+          const ndf_i64 m = ndf_map(x0 - p.pre + j, p.n, MODE);
+          v[q] = m < 0 ? p.cval : (double)__ldg(p.in + ibase[col] + m * p.istr);
+          at[q] = j * P + col;
+        }
       }
+#pragma unroll
+      for (int q = 0; q < NB; q++)
+        if (at[q] >= 0) e[at[q]] = v[q];
     }
     __syncthreads();
     if (t < ncols) {
+#if RING
+      // Row r of column t in win[r % NTAP]; s0 steps by NTAP, so every index of
+      // win is a constant once the loop over u is unrolled (registers, and one
+      // shared-memory load per output).
+      const double *colv = e + t;
+      double win[NTAP];
+#pragma unroll
+      for (int k = 0; k < NTAP - 1; k++) win[k] = colv[k * P];
+      for (int s0 = 0; s0 < scnt; s0 += NTAP) {
+#pragma unroll
+        for (int u = 0; u < NTAP; u++) {
+          if (s0 + u < scnt) {
+            win[(u + NTAP - 1) % NTAP] = colv[(s0 + u + NTAP - 1) * P];
+#define V(k) win[(u + (k)) % NTAP]
+            double acc;
+#if SYM > 0
+            acc = __dmul_rn(V(c), W(c));
+#pragma unroll
+            for (int j = c; j >= 1; j--) acc = __dadd_rn(acc, __dmul_rn(__dadd_rn(V(c - j), V(c + j)), W(c - j)));
+#elif SYM < 0
+            acc = __dmul_rn(V(c), W(c));
+#pragma unroll
+            for (int j = c; j >= 1; j--) acc = __dadd_rn(acc, __dmul_rn(__dsub_rn(V(c - j), V(c + j)), W(c - j)));
+#else
+            acc = __dmul_rn(V(NTAP - 1), W(NTAP - 1));
+#pragma unroll
+            for (int k = 0; k < NTAP - 1; k++) acc = __dadd_rn(acc, __dmul_rn(V(k), W(k)));
+#endif
+#undef V
+            e[(s0 + u) * P + t] = acc; // row s0 + u is in win already
+          }
+        }
+      }
+#else
       for (int s = 0; s < scnt; s++) {
         const double *v = e + s * P + t; // v[k * P]: the value at x0 + s - PRE + k
         double acc;
@@ -104,6 +153,7 @@ extern "C" __global__ void __launch_bounds__(128) ndf_filter_line(const ndf_flin
 #endif
         e[s * P + t] = acc;
       }
+#endif
     }
     __syncthreads();
 #if LAST
