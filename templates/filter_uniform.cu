@@ -14,6 +14,7 @@ typedef NDF_SLOT(TI) TI;
 typedef NDF_SLOT(TO) TO;
 #define CVT NDF_SLOT(CVT)
 #define MODE NDF_SLOT(MODE)
+#define U 8 // steps whose loads are in flight together
 
 NDF_PARAMS(ndf_funi_params)
 
@@ -33,9 +34,26 @@ extern "C" __global__ void __launch_bounds__(128) ndf_filter_uniform(const ndf_f
     double tmp = 0.0;
     for (ndf_i64 l = 0; l < p.K; l++) tmp = __dadd_rn(tmp, VAL(l - p.pre));
     p.out[ob] = ndf_filter_cvt<CVT, TO>(__ddiv_rn(tmp, K));
-    for (ndf_i64 l = 1; l < p.n; l++) {
-      tmp = __dadd_rn(tmp, __dsub_rn(VAL(l - 1 + p.K - p.pre), VAL(l - 1 - p.pre)));
-      p.out[ob + l * p.ostr] = ndf_filter_cvt<CVT, TO>(__ddiv_rn(tmp, K));
+    // U steps at a time: their 2 U loads are issued before the running sum
+    // (a chain through tmp) consumes them.
+    for (ndf_i64 l0 = 1; l0 < p.n; l0 += U) {
+      double enter[U], leave[U];
+#pragma unroll
+      for (int q = 0; q < U; q++) {
+        const ndf_i64 l = l0 + q;
+        if (l < p.n) {
+          enter[q] = VAL(l - 1 + p.K - p.pre);
+          leave[q] = VAL(l - 1 - p.pre);
+        }
+      }
+#pragma unroll
+      for (int q = 0; q < U; q++) {
+        const ndf_i64 l = l0 + q;
+        if (l < p.n) {
+          tmp = __dadd_rn(tmp, __dsub_rn(enter[q], leave[q]));
+          p.out[ob + l * p.ostr] = ndf_filter_cvt<CVT, TO>(__ddiv_rn(tmp, K));
+        }
+      }
     }
 #undef VAL
   }
