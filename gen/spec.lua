@@ -1640,6 +1640,57 @@ return {
       },
     },
     {
+      name = "filter_plane",
+      file = "templates/filter_plane.cu",
+      kernels = { "ndf_filter_plane" },
+      args = { "TI:" .. filter_ctypes, "TO:" .. filter_ctypes, "CVT:0|1|2", "MODEY:0..4", "MODEX:0..4", "SYMY:-1|0|1",
+               "SYMX:-1|0|1", "NTY:1..25", "NTX:1..25", "WY:text", "WX:text" },
+      params = {
+        ndf_fplane_params = {
+          { "in", "const TI*" },
+          { "out", "TO*" },
+          { "ny", "i64", "length of the axis Y (the first pass's) and of the last axis X" },
+          { "nx", "i64" },
+          { "isy", "i64", "input and output strides of Y and X (elements)" },
+          { "isx", "i64" },
+          { "osy", "i64" },
+          { "osx", "i64" },
+          { "nother", "i32", "the other axes, in array order" },
+          { "oshape", "i64[NDF_MAX_NDIM]" },
+          { "oistr", "i64[NDF_MAX_NDIM]" },
+          { "oostr", "i64[NDF_MAX_NDIM]" },
+          { "nouter", "i64", "product of oshape" },
+          { "nty", "i64", "tiles along Y and X" },
+          { "ntx", "i64" },
+          { "prey", "i32", "NTY / 2 + origin of each pass" },
+          { "prex", "i32" },
+          { "cval", "f64" },
+        },
+      },
+      slots = {
+        TI = "input element type (C name)",
+        TO = "output element type, also the intermediate's (C name)",
+        CVT = "double -> TO conversion, as filter_line",
+        MODEY = "boundary mode of the Y pass, 0..4",
+        MODEX = "boundary mode of the X pass, 0..4",
+        SYMY = "symmetry class of the Y weights, as filter_line's SYM",
+        SYMX = "symmetry class of the X weights",
+        NTY = "taps of the Y pass, 1..25",
+        NTX = "taps of the X pass, 1..25",
+        WY = "the NTY weights of the Y pass as exact double literals, comma-separated",
+        WX = "the NTX weights of the X pass",
+      },
+      families = {
+        { TI = { "float" }, TO = { "float" }, CVT = { "2" }, MODEY = { "0", "1", "2", "3", "4" }, MODEX = { "0", "1", "4" },
+          SYMY = { "1" }, SYMX = { "1" }, NTY = { "9" }, NTX = { "9" },
+          WY = { "0x1p-4,0x1p-3,0x1p-3,0x1p-3,0x1p-2,0x1p-3,0x1p-3,0x1p-3,0x1p-4" }, WX = { "0x1p-4,0x1p-3,0x1p-3,0x1p-3,0x1p-2,0x1p-3,0x1p-3,0x1p-3,0x1p-4" } },
+        { TI = { "unsigned char", "short" }, TO = { "short", "int" }, CVT = { "0" }, MODEY = { "1" }, MODEX = { "2" },
+          SYMY = { "-1" }, SYMX = { "0" }, NTY = { "3" }, NTX = { "2" }, WY = { "-1.0,0.0,1.0" }, WX = { "1.0,3.0" } },
+        { TI = { "double" }, TO = { "long long", "double" }, CVT = { "1", "2" }, MODEY = { "3" }, MODEX = { "3" },
+          SYMY = { "0" }, SYMX = { "-1" }, NTY = { "1" }, NTX = { "3" }, WY = { "0.5" }, WX = { "-1.0,0.0,1.0" } },
+      },
+    },
+    {
       name = "filter_uniform",
       file = "templates/filter_uniform.cu",
       kernels = { "ndf_filter_uniform" },
@@ -1770,6 +1821,10 @@ return {
   --            evaluated by the runtime before a set value or a table entry is used
   --   doc      what each value selects
   tunables = {
+    -- linear filters (runtime/ops/filters/filters.c)
+    { name = "filters.fuse", op = "filters", templates = { "filter_plane", "filter_line" }, values = { "on", "off" },
+      applies = "w->nsp >= 2",
+      doc = "on: a pass along an axis other than the last followed by one along the last axis (both of at most 25 taps) run as one kernel, filter_plane; off: two filter_line passes" },
     -- grey morphology (runtime/ops/grey/grey_cuda.c)
     { name = "grey.box", op = "grey", templates = { "grey_boxd", "grey_box", "grey_linew", "grey_linev" },
       values = { "auto", "classic", "lines" }, applies = "w->k <= 7",

@@ -7,7 +7,8 @@
  * input and output dtype, mode and origin, per-axis modes, sigmas, orders and
  * radii, axes, batch axes, strided and negative-stride inputs, strided
  * outputs, kernels compiled in and read from a table (more than 256 taps),
- * lines cut at every segment edge.  Every GPU output is poisoned before the
+ * lines cut at every segment edge, fused passes (filter_plane) and, with the
+ * tunable filters.fuse off, unfused ones.  Every GPU output is poisoned before the
  * run; the bytes between the elements of a strided output must keep the
  * poison.  Exits 77 (skipped) when no CUDA device is usable.
  *
@@ -276,6 +277,16 @@ static void test_gpu_volumes(void **state) {
   assert_int_equal(failed, 0);
 }
 
+/* The volumes again with the tunable filters.fuse off: every multi-axis
+ * filter then runs one filter_line pass per axis (on: a pass along another
+ * axis followed by one along the last runs as filter_plane). */
+static void test_gpu_volumes_unfused(void **state) {
+  tu_gpu_state *s = *state;
+  assert_int_equal(ndf_ctx_set_tunable(s->ctx, "filters.fuse", "off"), NDF_OK);
+  test_gpu_volumes(state);
+  assert_int_equal(ndf_ctx_set_tunable(s->ctx, "filters.fuse", NULL), NDF_OK);
+}
+
 /* A CUDA input with a CUDA output on another device type, and weights that
  * are no host array, are refused before anything runs. */
 static void test_gpu_rejections(void **state) {
@@ -300,6 +311,7 @@ int main(void) {
       cmocka_unit_test(test_gpu_rejections),
       cmocka_unit_test(test_gpu_random_cases),
       cmocka_unit_test(test_gpu_volumes),
+      cmocka_unit_test(test_gpu_volumes_unfused),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "filters/filters.h"
+#include "tune.h"
 
 void ndf_filter_options_init(ndf_filter_options *opt) {
   if (!opt) return;
@@ -294,13 +295,26 @@ static ndf_status run_passes(ndf_ctx *ctx, const char *name, const ndf_array *in
     for (int i = 0; i < np && s == NDF_OK; i++) s = ndf__filters_line_cpu(ctx, name, i == 0 ? in : out, out, &p[i], cval);
     return s;
   }
+  /* The launches: a pass along an axis other than the last followed by one
+   * along the last axis run as one kernel (filter_plane) where it applies and
+   * the tunable filters.fuse is on (its default). */
+  const ndf__tune_work w = {in->dtype, np, ndf_array_size(in), 0};
+  const int fuse = ndf__tune(ctx, NDF__TUNE_FILTERS_FUSE, &w) == NDF__TUNE_FILTERS_FUSE__ON;
+  int first[NDF_MAX_SPATIAL], two[NDF_MAX_SPATIAL], nk = 0;
+  for (int i = 0; i < np; i++, nk++) {
+    first[nk] = i;
+    two[nk] = fuse && i + 1 < np && ndf__filters_plane_applies(&p[i], &p[i + 1], in->ndim);
+    i += two[nk];
+  }
   ndf_array tmp = {0};
   ndf_status s = NDF_OK;
-  if (np > 1 && (s = scratch_like(ctx, name, out, out->dtype, &tmp)) != NDF_OK) return s;
+  if (nk > 1 && (s = scratch_like(ctx, name, out, out->dtype, &tmp)) != NDF_OK) return s;
   const ndf_array *src = in;
-  for (int i = 0; i < np && s == NDF_OK; i++) {
-    ndf_array *dst = (np - 1 - i) % 2 == 0 ? out : &tmp;
-    s = ndf__filters_line_cuda(ctx, name, src, dst, &p[i], cval);
+  for (int k = 0; k < nk && s == NDF_OK; k++) {
+    ndf_array *dst = (nk - 1 - k) % 2 == 0 ? out : &tmp;
+    const ndf__fpass *q = &p[first[k]];
+    s = two[k] ? ndf__filters_plane_cuda(ctx, name, src, dst, q, q + 1, cval)
+               : ndf__filters_line_cuda(ctx, name, src, dst, q, cval);
     src = dst;
   }
   scratch_free(ctx, &tmp);

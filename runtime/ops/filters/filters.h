@@ -96,6 +96,13 @@ void ndf__filters_ew_cpu(ndf_ctx *ctx, ndf__few_kind kind, const ndf_array *a, n
 /* CUDA: src and dst never alias. */
 ndf_status ndf__filters_line_cuda(ndf_ctx *ctx, const char *name, const ndf_array *src, ndf_array *dst,
                                   const ndf__fpass *p, double cval);
+/* 1 when passes a then b (of an array of ndim axes) may run as one filter_plane launch: a along an
+ * axis other than the last, b along the last, both correlations of at most NDF__PLANE_MAX_TAPS. */
+#define NDF__PLANE_MAX_TAPS 25
+int ndf__filters_plane_applies(const ndf__fpass *a, const ndf__fpass *b, int ndim);
+/* Passes a then b in one launch (ndf__filters_plane_applies); src and dst never alias. */
+ndf_status ndf__filters_plane_cuda(ndf_ctx *ctx, const char *name, const ndf_array *src, ndf_array *dst,
+                                   const ndf__fpass *a, const ndf__fpass *b, double cval);
 ndf_status ndf__filters_taps_cuda(ndf_ctx *ctx, const char *name, const ndf_array *src, ndf_array *dst,
                                   const ndf__ftaps *t, double cval);
 ndf_status ndf__filters_cast_cuda(ndf_ctx *ctx, const char *name, const ndf_array *src, ndf_array *dst);

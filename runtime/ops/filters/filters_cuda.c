@@ -144,6 +144,73 @@ ndf_status ndf__filters_line_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
   return ndf__fline_launch(ctx, name, fn, ndf__grid(ctx, tiles, 2048 / cols), (unsigned)cols, 1, smem, &pl);
 }
 
+int ndf__filters_plane_applies(const ndf__fpass *a, const ndf__fpass *b, int ndim) {
+  return !a->uniform && !b->uniform && a->axis != ndim - 1 && b->axis == ndim - 1 && a->n <= NDF__PLANE_MAX_TAPS &&
+         b->n <= NDF__PLANE_MAX_TAPS;
+}
+
+/* The weights as exact hex literals, comma-separated (malloc'd; NULL when out of memory). */
+static char *weights_text(const double *w, int64_t n) {
+  char *t = malloc((size_t)n * 32 + 1);
+  if (!t) return NULL;
+  size_t at = 0;
+  t[0] = 0;
+  for (int64_t k = 0; k < n; k++) at += (size_t)sprintf(t + at, "%s%a", k ? "," : "", w[k]);
+  return t;
+}
+
+/* filter_plane's tile and staging (templates/filter_plane.cu): TY x TX outputs, 128 threads. */
+#define PLANE_TY 16
+#define PLANE_TX 64
+
+ndf_status ndf__filters_plane_cuda(ndf_ctx *ctx, const char *name, const ndf_array *src, ndf_array *dst,
+                                   const ndf__fpass *a, const ndf__fpass *b, double cval) {
+  if (ndf_array_size(src) == 0) return NDF_OK;
+  ndf_status s = ndf__ctx_bind(ctx);
+  if (s != NDF_OK) return s;
+  char *wy = weights_text(a->w, a->n), *wx = weights_text(b->w, b->n);
+  ndf__kernel_req req;
+  if (wy && wx)
+    ndf__req_filter_plane(&req, ndf__dtype_ctype(src->dtype), ndf__dtype_ctype(dst->dtype), cvt_of(dst->dtype),
+                          (int)a->mode, (int)b->mode, a->sym, b->sym, (int)a->n, (int)b->n, wy, wx);
+  free(wy);
+  free(wx);
+  if (!wy || !wx) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory for a kernel request", name);
+  CUfunction fn;
+  s = ndf__jit_get(ctx, name, &req, &fn);
+  ndf__req_free(&req);
+  if (s != NDF_OK) return s;
+  const int ay = a->axis, ax = b->axis;
+  ndf__fplane_params pp = {.in = (CUdeviceptr)(uintptr_t)src->data,
+                           .out = (CUdeviceptr)(uintptr_t)dst->data,
+                           .ny = src->shape[ay],
+                           .nx = src->shape[ax],
+                           .isy = src->strides[ay],
+                           .isx = src->strides[ax],
+                           .osy = dst->strides[ay],
+                           .osx = dst->strides[ax],
+                           .nother = src->ndim - 2,
+                           .nouter = 1,
+                           .prey = (int32_t)(a->n / 2 + a->origin),
+                           .prex = (int32_t)(b->n / 2 + b->origin),
+                           .cval = cval};
+  for (int d = 0, i = 0; d < src->ndim; d++) {
+    if (d == ay || d == ax) continue;
+    pp.oshape[i] = src->shape[d];
+    pp.oistr[i] = src->strides[d];
+    pp.oostr[i] = dst->strides[d];
+    pp.nouter *= src->shape[d];
+    i++;
+  }
+  pp.nty = (pp.ny + PLANE_TY - 1) / PLANE_TY;
+  pp.ntx = (pp.nx + PLANE_TX - 1) / PLANE_TX;
+  /* Shared memory: (H1 + TY) rows of P1 doubles, H1 = TY + NTY - 1, P1 = (TX + NTX - 1) | 1. */
+  const int64_t h1 = PLANE_TY + a->n - 1, p1 = (PLANE_TX + b->n - 1) | 1;
+  const unsigned smem = (unsigned)((h1 + PLANE_TY) * p1 * 8);
+  const int64_t tiles = pp.nouter * pp.nty * pp.ntx;
+  return ndf__fplane_launch(ctx, name, fn, ndf__grid(ctx, tiles, 8), 128, 1, smem, &pp);
+}
+
 ndf_status ndf__filters_taps_cuda(ndf_ctx *ctx, const char *name, const ndf_array *src, ndf_array *dst,
                                   const ndf__ftaps *t, double cval) {
   const int64_t n = ndf_array_size(src);
