@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "ndfio.h"
 #include "ndforge.h"
+#include "ops.generated.h"
 
 #include <errno.h>
 #include <ftw.h>
@@ -54,7 +55,7 @@ enum {
   O_ORIGIN = 1u << 3,
   O_MODE = 1u << 4,
   O_CVAL = 1u << 5,
-  O_BATCH = 1u << 6,
+  O_BATCH_DIMS = 1u << 6,
   O_DEVICE = 1u << 7,
   O_ARCH = 1u << 8,
   O_DTYPE = 1u << 9,
@@ -62,8 +63,8 @@ enum {
   O_OUT = 1u << 11,
   O_ITERATIONS = 1u << 12,
   O_MASK = 1u << 13,
-  O_BORDER = 1u << 14,
-  O_BRUTE = 1u << 15,
+  O_BORDER_VALUE = 1u << 14,
+  O_BRUTE_FORCE = 1u << 15,
   O_STRUCTURE1 = 1u << 16,
   O_STRUCTURE2 = 1u << 17,
   O_ORIGIN1 = 1u << 18,
@@ -77,19 +78,9 @@ enum {
   O_METRIC = 1u << 26,
   O_INDICES = 1u << 27,
 };
-/* The options each family of ops takes (scipy's parameters), besides --device. */
-#define GREY_OPTS (O_SIZE | O_FOOTPRINT | O_STRUCTURE | O_ORIGIN | O_MODE | O_CVAL | O_BATCH | O_ALGORITHM)
-#define BINARY_OPTS (O_STRUCTURE | O_ITERATIONS | O_MASK | O_BORDER | O_ORIGIN | O_BRUTE | O_BATCH)
-#define PROPAGATION_OPTS (O_STRUCTURE | O_MASK | O_BORDER | O_ORIGIN | O_BATCH)
-#define FILL_HOLES_OPTS (O_STRUCTURE | O_ORIGIN | O_BATCH)
-#define HIT_OR_MISS_OPTS (O_STRUCTURE1 | O_STRUCTURE2 | O_ORIGIN1 | O_ORIGIN2 | O_BATCH)
-#define LABEL_OPTS (O_STRUCTURE | O_BATCH | O_OUTPUT_DTYPE)
-/* median_filter; rank_filter adds --rank, percentile_filter --percentile. */
-/* Distance transforms: OUTPUT gets the distances, --indices FILE the feature transform. */
-#define EDT_OPTS (O_SAMPLING | O_INDICES | O_OUTPUT_DTYPE | O_BATCH)
-#define CDT_OPTS (O_METRIC | O_STRUCTURE | O_INDICES | O_BATCH)
-#define BF_OPTS (O_METRIC | O_SAMPLING | O_INDICES | O_BATCH)
-#define RANK_OPTS (O_SIZE | O_FOOTPRINT | O_ORIGIN | O_MODE | O_CVAL | O_BATCH | O_NAN_POLICY | O_ALGORITHM)
+/* The options each op takes (scipy's parameters) come from the op registry
+ * (gen/ops.lua): ops.generated.h names them by these flags, O_ + the option's
+ * name in capitals. */
 
 typedef enum { DEV_AUTO, DEV_CPU, DEV_CUDA } dev_choice;
 
@@ -395,7 +386,7 @@ static const struct opt_def {
     {"structure2", O_STRUCTURE2, opt_structure2, "FILE", 0},
     {"iterations", O_ITERATIONS, opt_iterations, "N", 0},
     {"mask", O_MASK, opt_mask, "FILE", 0},
-    {"border-value", O_BORDER, opt_border, "0|1", 0},
+    {"border-value", O_BORDER_VALUE, opt_border, "0|1", 0},
     {"origin", O_ORIGIN, opt_origin, "N[,N...]", 0},
     {"origin1", O_ORIGIN1, opt_origin1, "N[,N...]", 0},
     {"origin2", O_ORIGIN2, opt_origin2, "N[,N...]", 0},
@@ -405,12 +396,12 @@ static const struct opt_def {
     {"percentile", O_PERCENTILE, opt_percentile, "P", 0},
     {"nan-policy", O_NAN_POLICY, opt_nan_policy, "propagate|omit", 0},
     {"algorithm", O_ALGORITHM, opt_algorithm, "A", 0},
-    {"brute-force", O_BRUTE, opt_brute, "[true|false]", 1},
+    {"brute-force", O_BRUTE_FORCE, opt_brute, "[true|false]", 1},
     {"output-dtype", O_OUTPUT_DTYPE, opt_output_dtype, "DTYPE", 0},
     {"sampling", O_SAMPLING, opt_sampling, "X[,X...]", 0},
     {"metric", O_METRIC, opt_metric, "METRIC", 0},
     {"indices", O_INDICES, opt_indices, "FILE", 0},
-    {"batch-dims", O_BATCH, opt_batch, "N", 0},
+    {"batch-dims", O_BATCH_DIMS, opt_batch, "N", 0},
     {"device", O_DEVICE, opt_device, "cpu|cuda|auto", 0},
     {"arch", O_ARCH, opt_arch, "sm_XY", 0},
     {"dtype", O_DTYPE, opt_dtype, "DTYPE", 0},
@@ -587,8 +578,8 @@ static ndf_status call_binary(const op_def *op, ndf_ctx *ctx, const ndf_array *i
   b.structure = p->file[F_STRUCTURE];
   b.mask = p->file[F_MASK];
   if (a->given & O_ITERATIONS) b.iterations = a->iterations;
-  if (a->given & O_BORDER) b.border_value = a->border_value;
-  if (a->given & O_BRUTE) b.brute_force = a->brute_force;
+  if (a->given & O_BORDER_VALUE) b.border_value = a->border_value;
+  if (a->given & O_BRUTE_FORCE) b.brute_force = a->brute_force;
   b.norigin = a->norigin;
   memcpy(b.origin, a->origin, sizeof b.origin);
   b.batch_dims = a->batch_dims;
@@ -690,54 +681,23 @@ static ndf_status call_bf(const op_def *op, ndf_ctx *ctx, const ndf_array *in, n
   return call_distance(ndf_distance_transform_bf, ctx, in, out, p);
 }
 
-#define GREY_OP(name, fn, summary) {name, GREY_OPTS, 0, call_grey, fn, NULL, summary, 0}
-#define RANK_OP(name, opts, call, summary, required) \
-  {name, opts, OPF_RANK, call, NULL, NULL, summary, required}
-#define BINARY_OP(name, opts, fn, summary) \
-  {name, opts, OPF_BINARY, call_binary, NULL, fn, summary, 0}
+/* One row of the op table per op of the registry's NDF_OPS_CLI, by its adapter:
+ * the call_* function above that turns the options into the op's call. */
+#define CLI_OP_grey(name, fn, opts, req, doc) {name, opts, 0, call_grey, fn, NULL, doc, req}
+#define CLI_OP_median(name, fn, opts, req, doc) {name, opts, OPF_RANK, call_median, NULL, NULL, doc, req}
+#define CLI_OP_rank(name, fn, opts, req, doc) {name, opts, OPF_RANK, call_rank, NULL, NULL, doc, req}
+#define CLI_OP_percentile(name, fn, opts, req, doc) {name, opts, OPF_RANK, call_percentile, NULL, NULL, doc, req}
+#define CLI_OP_binary(name, fn, opts, req, doc) {name, opts, OPF_BINARY, call_binary, NULL, fn, doc, req}
+#define CLI_OP_hit_or_miss(name, fn, opts, req, doc) {name, opts, OPF_BINARY, call_hit_or_miss, NULL, NULL, doc, req}
+#define CLI_OP_label(name, fn, opts, req, doc) {name, opts, OPF_LABEL, call_label, NULL, NULL, doc, req}
+/* bf: CUDA too (the brute force, bit for bit the CPU's); cdt: CUDA for
+ * distances with taxicab / chessboard, --device auto picks the CPU for --indices or --structure. */
+#define CLI_OP_edt(name, fn, opts, req, doc) {name, opts, OPF_DISTANCE, call_edt, NULL, NULL, doc, req}
+#define CLI_OP_cdt(name, fn, opts, req, doc) {name, opts, OPF_DISTANCE, call_cdt, NULL, NULL, doc, req}
+#define CLI_OP_bf(name, fn, opts, req, doc) {name, opts, OPF_DISTANCE, call_bf, NULL, NULL, doc, req}
+#define CLI_OP(adapter, name, fn, opts, req, doc) CLI_OP_##adapter(name, fn, opts, req, doc),
 
-static const op_def ops[] = {
-    GREY_OP("grey_erosion", ndf_grey_erosion,
-            "grey-scale erosion (minimum over the structuring element)"),
-    GREY_OP("grey_dilation", ndf_grey_dilation,
-            "grey-scale dilation (maximum over the structuring element)"),
-    GREY_OP("grey_opening", ndf_grey_opening, "dilation of the erosion"),
-    GREY_OP("grey_closing", ndf_grey_closing, "erosion of the dilation"),
-    GREY_OP("morphological_gradient", ndf_morphological_gradient, "dilation - erosion"),
-    GREY_OP("morphological_laplace", ndf_morphological_laplace, "dilation + erosion - input - input (in this order)"),
-    GREY_OP("white_tophat", ndf_white_tophat, "input - opening"),
-    GREY_OP("black_tophat", ndf_black_tophat, "closing - input"),
-    RANK_OP("median_filter", RANK_OPTS, call_median,
-            "element n//2 of the sorted window of n values", 0),
-    RANK_OP("rank_filter", RANK_OPTS | O_RANK, call_rank,
-            "element --rank of the sorted window", O_RANK),
-    RANK_OP("percentile_filter", RANK_OPTS | O_PERCENTILE, call_percentile,
-            "element int(n * P / 100) of the sorted window", O_PERCENTILE),
-    BINARY_OP("binary_erosion", BINARY_OPTS, ndf_binary_erosion,
-              "true where the structure fits in the foreground"),
-    BINARY_OP("binary_dilation", BINARY_OPTS, ndf_binary_dilation,
-              "the foreground grown by the (reflected) structure"),
-    BINARY_OP("binary_opening", BINARY_OPTS, ndf_binary_opening,
-              "binary dilation of the binary erosion"),
-    BINARY_OP("binary_closing", BINARY_OPTS, ndf_binary_closing,
-              "binary erosion of the binary dilation"),
-    BINARY_OP("binary_propagation", PROPAGATION_OPTS, ndf_binary_propagation,
-              "dilation until nothing changes (inside --mask)"),
-    BINARY_OP("binary_fill_holes", FILL_HOLES_OPTS, ndf_binary_fill_holes,
-              "fill the background not connected to the border"),
-    {"binary_hit_or_miss", HIT_OR_MISS_OPTS, OPF_BINARY, call_hit_or_miss, NULL,
-     NULL, "structure1 fits in the input, structure2 outside it", 0},
-    {"label", LABEL_OPTS, OPF_LABEL, call_label, NULL, NULL,
-     "number the connected features 1..N (prints num_features)", 0},
-    /* bf: CUDA too (the brute force, bit for bit the CPU's); cdt: CUDA for
-     * distances with taxicab / chessboard, --device auto picks the CPU for --indices or --structure. */
-    {"distance_transform_edt", EDT_OPTS, OPF_DISTANCE, call_edt, NULL, NULL,
-     "exact Euclidean distance to the nearest zero (float64; --indices)", 0},
-    {"distance_transform_cdt", CDT_OPTS, OPF_DISTANCE, call_cdt, NULL, NULL,
-     "chamfer distance, chessboard/taxicab or --structure (int32, -1 unreachable)", 0},
-    {"distance_transform_bf", BF_OPTS, OPF_DISTANCE, call_bf, NULL, NULL,
-     "brute-force distance (float64 euclidean, uint32 taxicab/chessboard)", 0},
-};
+static const op_def ops[] = {NDF_OPS_CLI(CLI_OP)};
 #define NOPS (sizeof ops / sizeof ops[0])
 
 static const op_def *find_op(const char *name) {
@@ -1412,6 +1372,39 @@ static int list_entry(const char *file, size_t bytes, const char *key, void *ud)
   return 0;
 }
 
+/* ---- cache warm: one function per family the registry gives one (gen/ops.lua's
+ * warm); each calls the family's ndf_cache_warm_* with the op's options. */
+typedef ndf_status (*warm_fn)(ndf_ctx *ctx, const char *arch, const op_def *op, const op_params *p,
+                              int *compiled);
+
+static ndf_status warm_grey(ndf_ctx *ctx, const char *arch, const op_def *op, const op_params *p,
+                            int *compiled) {
+  ndf_grey_options g;
+  grey_options_from(p, &g);
+  return ndf_cache_warm(ctx, arch, op->name, p->a->dtype, p->a->ndim, &g, compiled);
+}
+
+static ndf_status warm_rank(ndf_ctx *ctx, const char *arch, const op_def *op, const op_params *p,
+                            int *compiled) {
+  ndf_rank_options r;
+  rank_options_from(p, &r);
+  return ndf_cache_warm_rank(ctx, arch, op->name, p->a->dtype, p->a->ndim, p->a->rank, p->a->percentile, &r,
+                             compiled);
+}
+
+#define WARM_OP(name, warm) {name, warm_##warm},
+static const struct warm_def {
+  const char *name;
+  warm_fn fn;
+} warm_ops[] = {NDF_OPS_WARM(WARM_OP)};
+#define NWARM (sizeof warm_ops / sizeof warm_ops[0])
+
+static const struct warm_def *find_warm(const char *name) {
+  for (size_t i = 0; i < NWARM; i++)
+    if (strcmp(warm_ops[i].name, name) == 0) return &warm_ops[i];
+  return NULL;
+}
+
 static int cache_warm(ndf_ctx *ctx, const args *a);
 
 static int cmd_cache(int argc, char **argv) {
@@ -1429,7 +1422,7 @@ static int cmd_cache(int argc, char **argv) {
   char cmd[32];
   snprintf(cmd, sizeof cmd, "cache %s", sub);
   const unsigned warm_common = O_ARCH | O_DTYPE | O_NDIM;
-  int rc = parse_args(argc, argv, 3, warm ? (GREY_OPTS | RANK_OPTS | O_RANK | O_PERCENTILE | warm_common) : 0, cmd,
+  int rc = parse_args(argc, argv, 3, warm ? (NDF_OPS_WARM_OPTIONS | warm_common) : 0, cmd,
                       &a);
   if (rc) return rc;
   if (!warm && a.npos) {
@@ -1451,9 +1444,8 @@ static int cmd_cache(int argc, char **argv) {
         errorf("'%s' has no GPU kernels to warm (it runs on the CPU in this version)", op->name);
         return EXIT_USAGE;
       }
-      if (!op->grey && !(op->flags & OPF_RANK)) { /* ndf_cache_warm(_rank) know these only */
-        errorf("'%s' cannot be warmed in this version: only the grey ops and the rank filters can "
-               "(its kernels compile on first use)", op->name);
+      if (!find_warm(op->name)) { /* the registry gives its family no warm function */
+        errorf("'%s' cannot be warmed in this version (its kernels compile on first use)", op->name);
         return EXIT_USAGE;
       }
       unsigned extra = a.given & ~(op->opts | warm_common);
@@ -1463,8 +1455,9 @@ static int cmd_cache(int argc, char **argv) {
           return EXIT_USAGE;
         }
       if (check_algorithm(op, &a)) return EXIT_USAGE;
-      if ((op->required & ~a.given) & (O_RANK | O_PERCENTILE)) {
-        errorf("'cache warm %s' needs --%s", op->name, op->required & O_RANK ? "rank N" : "percentile P");
+      if (op->required & ~a.given) {
+        char list[256];
+        errorf("'cache warm %s' needs %s", op->name, format_opts(op->required & ~a.given, list, sizeof list));
         return EXIT_USAGE;
       }
     }
@@ -1522,8 +1515,6 @@ static int cache_warm(ndf_ctx *ctx, const args *a) {
   op_params p;
   int rc = EXIT_RUN;
   if (load_elements(a, files, &p) == 0) {
-    ndf_grey_options g;
-    grey_options_from(&p, &g);
     rc = 0;
     for (int i = 0; i < a->npos && rc == 0; i++) {
       const op_def *op = find_op(a->pos[i]); /* checked by cmd_cache */
@@ -1533,15 +1524,7 @@ static int cache_warm(ndf_ctx *ctx, const args *a) {
         rc = EXIT_USAGE;
         break;
       }
-      ndf_status st;
-      if (op->flags & OPF_RANK) {
-        ndf_rank_options r;
-        rank_options_from(&p, &r);
-        st = ndf_cache_warm_rank(ctx, arch, op->name, a->dtype, a->ndim, a->rank, a->percentile, &r, &compiled);
-      } else {
-        st = ndf_cache_warm(ctx, arch, op->name, a->dtype, a->ndim, &g, &compiled);
-      }
-      if (st != NDF_OK) {
+      if (find_warm(op->name)->fn(ctx, arch, op, &p, &compiled) != NDF_OK) {
         errorf("%s", ndf_errmsg(ctx));
         rc = EXIT_RUN;
         break;
