@@ -19,6 +19,7 @@
 --             tools/ndforge.c), options (the long options it takes besides
 --             --device), required (those it cannot run without); absent: the
 --             op has its own command (command = "ecc") or none (API only)
+--   warm      the op's warm function when it is not its family's (see families)
 --   composite true for an op composed of other ops' kernels on the host
 --   test      the short name the family's scipy oracle and test program use
 --             (tests/oracle_grey.py's manifest); the test dispatch of
@@ -45,9 +46,9 @@ return {
     { name = "grey", doc = "grey-scale morphology (flat and non-flat elements); the output has the input's dtype",
       warm = "grey" },
     { name = "rank", doc = "rank filters over a footprint; the output has the input's dtype", warm = "rank" },
-    { name = "binary", doc = "binary morphology on packed bit words; the output is bool" },
-    { name = "label", doc = "connected-component labelling" },
-    { name = "distance", doc = "distance transforms to the nearest background voxel" },
+    { name = "binary", doc = "binary morphology on packed bit words; the output is bool", warm = "binary" },
+    { name = "label", doc = "connected-component labelling", warm = "label" },
+    { name = "distance", doc = "distance transforms to the nearest background voxel", warm = "distance" },
     { name = "ecc", doc = "Euler characteristic curves of sublevel-set filtrations (cubical complexes)" },
     { name = "ect", doc = "Euler characteristic transforms (directional curves)" },
     { name = "sinkhorn", doc = "entropic optimal transport between histograms" },
@@ -120,7 +121,8 @@ return {
       bench = { { id = "FILL_HOLES", key = "binary_fill_holes" } } },
     { name = "binary_hit_or_miss", family = "binary", entry = "ndf_binary_hit_or_miss",
       doc = "structure1 fits in the input, structure2 outside it",
-      cli = { adapter = "hit_or_miss", options = { "structure1", "structure2", "origin1", "origin2", "batch-dims" } } },
+      cli = { adapter = "hit_or_miss", options = { "structure1", "structure2", "origin1", "origin2", "batch-dims" } },
+      warm = "hit_or_miss" },
 
     -- labelling
     { name = "label", family = "label", entry = "ndf_label",

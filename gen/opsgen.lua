@@ -43,7 +43,8 @@ for i, f in ipairs(reg.families) do
   family_of[f.name] = f
 end
 
-local KEYS = { name = 1, family = 1, entry = 1, doc = 1, cli = 1, command = 1, composite = 1, test = 1, bench = 1 }
+local KEYS = { name = 1, family = 1, entry = 1, doc = 1, cli = 1, command = 1, composite = 1, test = 1, bench = 1,
+  warm = 1 }
 local names, bench_ids, bench_keys, test_names = {}, {}, {}, {}
 for i, op in ipairs(reg.ops) do
   local where = string.format("ops[%d]", i)
@@ -60,6 +61,7 @@ for i, op in ipairs(reg.ops) do
   end
   if not is_line(op.doc) then die(where, "'doc' must be one line without quotes or backslashes") end
   if op.composite ~= nil and type(op.composite) ~= "boolean" then die(where, "'composite' must be a boolean") end
+  if op.warm ~= nil and not is_ident(op.warm) then die(where, "'warm' must be a C identifier") end
   if op.cli and op.command then die(where, "'cli' (an op of `ndforge run`) and 'command' exclude each other") end
   if op.command ~= nil and not is_ident(op.command) then die(where, "'command' must be a word") end
   if op.cli then
@@ -161,8 +163,9 @@ for _, op in ipairs(reg.ops) do
   if op.cli then
     cli[#cli + 1] = string.format("%s, %s, %s, %s, %s, %s", op.cli.adapter, cstr(op.name), op.entry,
       flags(op.cli.options), flags(op.cli.required), cstr(op.doc))
-    if fam.warm then
-      warm[#warm + 1] = string.format("%s, %s", cstr(op.name), fam.warm)
+    local w = op.warm or fam.warm
+    if w then
+      warm[#warm + 1] = string.format("%s, %s", cstr(op.name), w)
       for _, o in ipairs(op.cli.options) do
         if not warm_seen[o] then
           warm_seen[o] = true
@@ -232,7 +235,7 @@ for i, op in ipairs(reg.ops) do
     '"command": ' .. (op.cli and jstr("run") or op.command and jstr(op.command) or "null"),
     '"options": ' .. (op.cli and jlist(op.cli.options) or "null"),
     '"required": ' .. (op.cli and jlist(op.cli.required) or "null"),
-    '"warm": ' .. ((op.cli and fam.warm) and "true" or "false"),
+    '"warm": ' .. ((op.cli and (op.warm or fam.warm)) and "true" or "false"),
   }
   local b = {}
   for _, k in ipairs(op.bench or {}) do b[#b + 1] = k.key end
@@ -268,7 +271,7 @@ for _, f in ipairs(families) do
   for _, op in ipairs(reg.ops) do
     if op.family == f.name then
       local command = op.cli and "`run`" or op.command and ("`" .. op.command .. "`") or "API only"
-      local warmable = (op.cli and f.warm) and "yes" or "no"
+      local warmable = (op.cli and (op.warm or f.warm)) and "yes" or "no"
       md[#md + 1] = string.format("| `%s`%s | `%s` | %s | %s | %s |", op.name, op.composite and " (composite)" or "",
         op.entry, command, warmable, op.doc:gsub("|", "\\|"))
     end

@@ -972,6 +972,28 @@ NDF_API ndf_status ndf_cache_warm_rank(ndf_ctx *ctx, const char *arch, const cha
                                        int64_t rank, double percentile, const ndf_rank_options *opt,
                                        int *compiled);
 
+/* The same for the binary ops ("binary_erosion", "binary_dilation",
+ * "binary_opening", "binary_closing", "binary_propagation" or
+ * "binary_fill_holes"), binary_hit_or_miss and label: the kernels their CUDA
+ * path requests for a C-contiguous input of dtype with ndim axes of 64 (a
+ * mask of opt->mask's dtype; label: output_dtype labels); the data of the
+ * option arrays (structures) is read, that of opt->mask is not. */
+NDF_API ndf_status ndf_cache_warm_binary(ndf_ctx *ctx, const char *arch, const char *op, ndf_dtype dtype, int ndim,
+                                         const ndf_binary_options *opt, int *compiled);
+NDF_API ndf_status ndf_cache_warm_hit_or_miss(ndf_ctx *ctx, const char *arch, ndf_dtype dtype, int ndim,
+                                              const ndf_hit_or_miss_options *opt, int *compiled);
+NDF_API ndf_status ndf_cache_warm_label(ndf_ctx *ctx, const char *arch, ndf_dtype dtype, int ndim,
+                                        ndf_dtype output_dtype, const ndf_array *structure, int batch_dims,
+                                        int *compiled);
+
+/* The same for a distance transform (op "distance_transform_edt", "_cdt" or
+ * "_bf") of an input of dtype with ndim axes of 64, distances of
+ * distances_dtype (scipy's for the op and metric; float32 for edt's option)
+ * and, when with_indices is set, the feature transform. */
+NDF_API ndf_status ndf_cache_warm_distance(ndf_ctx *ctx, const char *arch, const char *op, ndf_dtype dtype, int ndim,
+                                           const ndf_distance_options *opt, ndf_dtype distances_dtype,
+                                           int with_indices, int *compiled);
+
 /* Calls fn for each entry of the context's disk cache with its file name,
  * size and key text.  Stops early when fn returns non-zero. */
 typedef int (*ndf_cache_entry_fn)(const char *file, size_t bytes, const char *key, void *ud);

@@ -570,8 +570,7 @@ static ndf_status call_grey(const op_def *op, ndf_ctx *ctx, const ndf_array *in,
 }
 
 /* Options not given keep ndf_binary_options_init's values (scipy's defaults). */
-static ndf_status call_binary(const op_def *op, ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
-                              const op_params *p) {
+static void binary_options_from(const op_params *p, ndf_binary_options *o) {
   const args *a = p->a;
   ndf_binary_options b;
   ndf_binary_options_init(&b);
@@ -583,12 +582,17 @@ static ndf_status call_binary(const op_def *op, ndf_ctx *ctx, const ndf_array *i
   b.norigin = a->norigin;
   memcpy(b.origin, a->origin, sizeof b.origin);
   b.batch_dims = a->batch_dims;
+  *o = b;
+}
+
+static ndf_status call_binary(const op_def *op, ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
+                              const op_params *p) {
+  ndf_binary_options b;
+  binary_options_from(p, &b);
   return op->binary(ctx, in, out, &b);
 }
 
-static ndf_status call_hit_or_miss(const op_def *op, ndf_ctx *ctx, const ndf_array *in,
-                                   ndf_array *out, const op_params *p) {
-  (void)op;
+static void hit_or_miss_options_from(const op_params *p, ndf_hit_or_miss_options *o) {
   const args *a = p->a;
   ndf_hit_or_miss_options h;
   ndf_hit_or_miss_options_init(&h);
@@ -601,6 +605,14 @@ static ndf_status call_hit_or_miss(const op_def *op, ndf_ctx *ctx, const ndf_arr
     memcpy(h.origin2, a->origin2, sizeof h.origin2);
   }
   h.batch_dims = a->batch_dims;
+  *o = h;
+}
+
+static ndf_status call_hit_or_miss(const op_def *op, ndf_ctx *ctx, const ndf_array *in,
+                                   ndf_array *out, const op_params *p) {
+  (void)op;
+  ndf_hit_or_miss_options h;
+  hit_or_miss_options_from(p, &h);
   return ndf_binary_hit_or_miss(ctx, in, out, &h);
 }
 
@@ -1390,6 +1402,44 @@ static ndf_status warm_rank(ndf_ctx *ctx, const char *arch, const op_def *op, co
   rank_options_from(p, &r);
   return ndf_cache_warm_rank(ctx, arch, op->name, p->a->dtype, p->a->ndim, p->a->rank, p->a->percentile, &r,
                              compiled);
+}
+
+static ndf_status warm_binary(ndf_ctx *ctx, const char *arch, const op_def *op, const op_params *p,
+                              int *compiled) {
+  ndf_binary_options b;
+  binary_options_from(p, &b);
+  return ndf_cache_warm_binary(ctx, arch, op->name, p->a->dtype, p->a->ndim, &b, compiled);
+}
+
+static ndf_status warm_hit_or_miss(ndf_ctx *ctx, const char *arch, const op_def *op, const op_params *p,
+                                   int *compiled) {
+  (void)op;
+  ndf_hit_or_miss_options h;
+  hit_or_miss_options_from(p, &h);
+  return ndf_cache_warm_hit_or_miss(ctx, arch, p->a->dtype, p->a->ndim, &h, compiled);
+}
+
+static ndf_status warm_label(ndf_ctx *ctx, const char *arch, const op_def *op, const op_params *p, int *compiled) {
+  (void)op;
+  return ndf_cache_warm_label(ctx, arch, p->a->dtype, p->a->ndim, p->a->output_dtype, p->file[F_STRUCTURE],
+                              p->a->batch_dims, compiled);
+}
+
+/* The distances' dtype is the one `run` would write (output_dtype); --indices
+ * (a file name) asks for the feature transform's kernels too. */
+static ndf_dtype output_dtype(const op_def *op, const args *a, const char *outpath, ndf_dtype in_dtype);
+static ndf_status warm_distance(ndf_ctx *ctx, const char *arch, const op_def *op, const op_params *p,
+                                int *compiled) {
+  const args *a = p->a;
+  ndf_distance_options o;
+  ndf_distance_options_init(&o);
+  o.nsampling = a->nsampling;
+  memcpy(o.sampling, a->sampling, sizeof o.sampling);
+  o.metric = a->metric;
+  o.metric_structure = p->file[F_STRUCTURE];
+  o.batch_dims = a->batch_dims;
+  return ndf_cache_warm_distance(ctx, arch, op->name, a->dtype, a->ndim, &o, output_dtype(op, a, "x.npy", a->dtype),
+                                 a->indices != NULL, compiled);
 }
 
 #define WARM_OP(name, warm) {name, warm_##warm},
