@@ -20,10 +20,14 @@
 --             --device), required (those it cannot run without); absent: the
 --             op has its own command (command = "ecc") or none (API only)
 --   warm      the op's warm function when it is not its family's (see families)
+--   warm_options  the options `ndforge cache warm` takes for an op without cli
+--             (an op of `run` takes its cli.options there)
 --   composite true for an op composed of other ops' kernels on the host
 --   test      the short name the family's scipy oracle and test program use
---             (tests/oracle_grey.py's manifest); the test dispatch of
---             tests/testutil.c is generated from the entries that have one
+--             (tests/oracle_grey.py's manifest); default the name.  The
+--             family's table NDF_OPS_<FAMILY> names each op by it (ID: in
+--             capitals): the grey ops' test dispatch (tests/testutil.c) and
+--             their compositions (runtime/ops/grey/grey_compose.c) use it
 --   bench     the workload kinds of bench/bench.c: id (its OP_ enum name),
 --             key (the first part of a workload's name), arg (its --op name;
 --             default the op's name), setup (the benchmark's FAM_ name when it
@@ -50,7 +54,7 @@ return {
     { name = "label", doc = "connected-component labelling", warm = "label" },
     { name = "distance", doc = "distance transforms to the nearest background voxel", warm = "distance" },
     { name = "ecc", doc = "Euler characteristic curves of sublevel-set filtrations (cubical complexes)" },
-    { name = "ect", doc = "Euler characteristic transforms (directional curves)" },
+    { name = "ect", doc = "Euler characteristic transforms (directional curves)", warm = "ect" },
     { name = "sinkhorn", doc = "entropic optimal transport between histograms" },
   },
 
@@ -154,10 +158,11 @@ return {
       bench = { { id = "SOFT_ECC", key = "soft_ecc", setup = "SOFT_ECC" } } },
     { name = "euler_characteristic_transform", family = "ect", entry = "ndf_euler_characteristic_transform",
       doc = "Euler characteristic curves of the height functions along m directions",
-      command = "ect",
+      command = "ect", warm_options = { "construction", "weighted", "batch-dims" },
       bench = { { id = "ECT", key = "ect" } } },
     { name = "soft_ect", family = "ect", entry = "ndf_soft_ect_forward",
       doc = "differentiable Euler characteristic transform, forward and backward",
+      warm_options = { "construction", "weighted", "batch-dims" },
       bench = { { id = "SOFT_ECT", key = "soft_ect", setup = "SOFT_ECT" } } },
 
     -- entropic optimal transport

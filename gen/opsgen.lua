@@ -44,7 +44,7 @@ for i, f in ipairs(reg.families) do
 end
 
 local KEYS = { name = 1, family = 1, entry = 1, doc = 1, cli = 1, command = 1, composite = 1, test = 1, bench = 1,
-  warm = 1 }
+  warm = 1, warm_options = 1 }
 local names, bench_ids, bench_keys, test_names = {}, {}, {}, {}
 for i, op in ipairs(reg.ops) do
   local where = string.format("ops[%d]", i)
@@ -64,18 +64,26 @@ for i, op in ipairs(reg.ops) do
   if op.warm ~= nil and not is_ident(op.warm) then die(where, "'warm' must be a C identifier") end
   if op.cli and op.command then die(where, "'cli' (an op of `ndforge run`) and 'command' exclude each other") end
   if op.command ~= nil and not is_ident(op.command) then die(where, "'command' must be a word") end
-  if op.cli then
-    if not is_ident(op.cli.adapter) then die(where, "cli.adapter must be a C identifier") end
-    if type(op.cli.options) ~= "table" then die(where, "cli.options must be a list") end
+  local function check_options(list, what)
+    if type(list) ~= "table" then die(where, what .. " must be a list") end
     local seen = {}
-    for _, o in ipairs(op.cli.options) do
+    for _, o in ipairs(list) do
       if type(o) ~= "string" or not o:match("^[a-z][a-z0-9-]*$") then
-        die(where, "cli.options: '" .. tostring(o) .. "' is not an option name such as batch-dims")
+        die(where, what .. ": '" .. tostring(o) .. "' is not an option name such as batch-dims")
       end
-      if o == "device" then die(where, "cli.options: --device applies to every op; leave it out") end
-      if seen[o] then die(where, "cli.options: '" .. o .. "' given twice") end
+      if o == "device" then die(where, what .. ": --device applies to every op; leave it out") end
+      if seen[o] then die(where, what .. ": '" .. o .. "' given twice") end
       seen[o] = true
     end
+    return seen
+  end
+  if op.warm_options ~= nil then
+    if op.cli then die(where, "'warm_options' is for ops without 'cli' (cache warm takes an op of `run` with its options)") end
+    check_options(op.warm_options, "warm_options")
+  end
+  if op.cli then
+    if not is_ident(op.cli.adapter) then die(where, "cli.adapter must be a C identifier") end
+    local seen = check_options(op.cli.options, "cli.options")
     for _, o in ipairs(op.cli.required or {}) do
       if not seen[o] then die(where, "cli.required: '" .. tostring(o) .. "' is not one of its options") end
     end
@@ -163,21 +171,23 @@ for _, op in ipairs(reg.ops) do
   if op.cli then
     cli[#cli + 1] = string.format("%s, %s, %s, %s, %s, %s", op.cli.adapter, cstr(op.name), op.entry,
       flags(op.cli.options), flags(op.cli.required), cstr(op.doc))
-    local w = op.warm or fam.warm
-    if w then
-      warm[#warm + 1] = string.format("%s, %s", cstr(op.name), w)
-      for _, o in ipairs(op.cli.options) do
-        if not warm_seen[o] then
-          warm_seen[o] = true
-          warm_opts[#warm_opts + 1] = o
-        end
+  end
+  local w = op.warm or fam.warm
+  local wopts = op.cli and op.cli.options or op.warm_options
+  if w and wopts then
+    warm[#warm + 1] = string.format("%s, %s, %s", cstr(op.name), w, flags(wopts))
+    for _, o in ipairs(wopts) do
+      if not warm_seen[o] then
+        warm_seen[o] = true
+        warm_opts[#warm_opts + 1] = o
       end
     end
   end
-  if op.test then
+  do
+    local short = op.test or op.name
     tests[op.family] = tests[op.family] or {}
     local rows = tests[op.family]
-    rows[#rows + 1] = string.format("%s, %s, %s, %s, %d", op.test:upper(), cstr(op.name), cstr(op.test), op.entry,
+    rows[#rows + 1] = string.format("%s, %s, %s, %s, %d", short:upper(), cstr(op.name), cstr(short), op.entry,
       op.composite and 1 or 0)
   end
   for _, b in ipairs(op.bench or {}) do
@@ -193,15 +203,17 @@ xmacro(h, table.concat({
   " * ORs of the CLI's O_<OPTION> flags (--batch-dims: O_BATCH_DIMS), 0 for none. */" }, "\n"),
   "NDF_OPS_CLI", cli)
 xmacro(h, table.concat({
-  "/* The ops `ndforge cache warm` compiles kernels for: X(name, warm), warm naming",
-  " * the family's warm function of the CLI (warm_<warm>). */" }, "\n"), "NDF_OPS_WARM", warm)
+  "/* The ops `ndforge cache warm` compiles kernels for: X(name, warm, options),",
+  " * warm naming the CLI's warm function (warm_<warm>), options the O_* flags it takes",
+  " * (an op of `run`: the same as there). */" }, "\n"), "NDF_OPS_WARM", warm)
 h[#h + 1] = "/* Every option of the ops of NDF_OPS_WARM (what `cache warm` parses). */"
 h[#h + 1] = "#define NDF_OPS_WARM_OPTIONS " .. flags(warm_opts)
 h[#h + 1] = ""
 for _, f in ipairs(families) do
   if tests[f.name] then
-    xmacro(h, string.format("/* The %s ops of the tests: X(ID, name, short name, entry, composite). */", f.name),
-      "NDF_OPS_TEST_" .. f.name:upper(), tests[f.name])
+    xmacro(h, string.format("/* The %s ops: X(ID, name, short name, entry, composite); the short name is the\n" ..
+      " * tests' (the oracle's manifest), else the name; ID is the short name in capitals. */", f.name),
+      "NDF_OPS_" .. f.name:upper(), tests[f.name])
   end
 end
 xmacro(h, "/* The benchmark's workload kinds: X(ID, --op name, key, setup family). */", "NDF_OPS_BENCH", bench)
@@ -234,8 +246,11 @@ for i, op in ipairs(reg.ops) do
     '"composite": ' .. (op.composite and "true" or "false"),
     '"command": ' .. (op.cli and jstr("run") or op.command and jstr(op.command) or "null"),
     '"options": ' .. (op.cli and jlist(op.cli.options) or "null"),
+    '"warm_options": ' .. (((op.cli or op.warm_options) and (op.warm or fam.warm))
+      and jlist(op.cli and op.cli.options or op.warm_options) or "null"),
     '"required": ' .. (op.cli and jlist(op.cli.required) or "null"),
-    '"warm": ' .. ((op.cli and (op.warm or fam.warm)) and "true" or "false"),
+    '"warm": ' .. (((op.cli or op.warm_options) and (op.warm or fam.warm)) and "true" or "false"),
+    '"test": ' .. jstr(op.test or op.name),
   }
   local b = {}
   for _, k in ipairs(op.bench or {}) do b[#b + 1] = k.key end
@@ -271,7 +286,7 @@ for _, f in ipairs(families) do
   for _, op in ipairs(reg.ops) do
     if op.family == f.name then
       local command = op.cli and "`run`" or op.command and ("`" .. op.command .. "`") or "API only"
-      local warmable = (op.cli and (op.warm or f.warm)) and "yes" or "no"
+      local warmable = ((op.cli or op.warm_options) and (op.warm or f.warm)) and "yes" or "no"
       md[#md + 1] = string.format("| `%s`%s | `%s` | %s | %s | %s |", op.name, op.composite and " (composite)" or "",
         op.entry, command, warmable, op.doc:gsub("|", "\\|"))
     end

@@ -955,8 +955,7 @@ NDF_API ndf_status ndf_soft_ect_backward(ndf_ctx *ctx, const ndf_array *input, c
 
 /*
  * Compiles, without any GPU, the kernels that op (a grey op: "grey_erosion",
- * "grey_dilation", "grey_opening", "grey_closing", "morphological_gradient",
- * "morphological_laplace", "white_tophat" or "black_tophat") would need for the
+ * "grey_dilation" or a composite; docs/ops.md lists them) would need for the
  * given input dtype / spatial ndim and options, for a target architecture such
  * as "sm_90", into the context's disk cache.  An entry found corrupt is replaced.
  * *compiled receives the number of kernels compiled (0 = all were cached).
@@ -993,6 +992,12 @@ NDF_API ndf_status ndf_cache_warm_label(ndf_ctx *ctx, const char *arch, ndf_dtyp
 NDF_API ndf_status ndf_cache_warm_distance(ndf_ctx *ctx, const char *arch, const char *op, ndf_dtype dtype, int ndim,
                                            const ndf_distance_options *opt, ndf_dtype distances_dtype,
                                            int with_indices, int *compiled);
+
+/* The same for the Euler characteristic transform (op
+ * "euler_characteristic_transform", or "soft_ect" for the soft one's forward
+ * and backward kernels): opt's construction, weighted and batch_dims. */
+NDF_API ndf_status ndf_cache_warm_ect(ndf_ctx *ctx, const char *arch, const char *op, ndf_dtype dtype, int ndim,
+                                      const ndf_ect_options *opt, int *compiled);
 
 /* Calls fn for each entry of the context's disk cache with its file name,
  * size and key text.  Stops early when fn returns non-zero. */

@@ -856,6 +856,11 @@ bad "label --output-dtype twice" 2 $o run label --output-dtype int32 --output-dt
 bad "label one file name" 2 $o run label in/lab.npy
 bad "label output .txt" 2 out/bad.txt run label in/lab.npy out/bad.txt
 bad "cache warm label --iterations" 2 $o cache warm --arch sm_90 label --dtype uint8 --iterations 2
+bad "cache warm sinkhorn" 2 $o cache warm --arch sm_90 sinkhorn --dtype float32
+grep -q "^ndforge: 'sinkhorn' cannot be warmed in this version" last.err && pass ||
+  fail "cache warm sinkhorn message: $(cat last.err)"
+bad "cache warm ect --size" 2 $o cache warm --arch sm_90 euler_characteristic_transform --dtype uint8 --size 3
+bad "run --weighted" 2 $o run grey_erosion --size 3 --weighted in/f32.npy $o
 # structure generate / iterate.
 bad "structure without subcommand" 2 $o structure
 bad "structure bad subcommand" 2 $o structure make 2 1 $o
@@ -1050,6 +1055,10 @@ if ndf cache warm --arch sm_90 grey_erosion grey_dilation --dtype float32 --ndim
     ndf cache warm --arch sm_90 distance_transform_edt distance_transform_cdt distance_transform_bf --dtype uint8 \
     --ndim 3 && [ "$(grep -c 'compiled 0 kernels (all cached)' last.out)" -eq 3 ] &&
     pass || fail "cache warm distance transforms: $(cat last.out last.err)"
+  # The Euler characteristic transforms (an op of `ndforge ect`) take --construction and --weighted.
+  ndf cache warm --arch sm_90 euler_characteristic_transform soft_ect --construction T --weighted --dtype float32 \
+    --ndim 3 && [ "$(grep -c ' float32 3-D sm_90: compiled [1-9]' last.out)" -eq 2 ] &&
+    pass || fail "cache warm ect: $(cat last.out last.err)"
 else
   if [ "$(wc -l < last.err)" -eq 1 ] && grep -qi 'nvrtc' last.err; then
     echo "note: cache warm skipped: $(cat last.err)"

@@ -550,7 +550,7 @@ static const struct {
   const char *scipy, *short_name, *api;
   ndf_status (*call)(ndf_ctx *, const ndf_array *, ndf_array *, const ndf_grey_options *);
   int composite;
-} tu_ops[TU_OP_COUNT] = {NDF_OPS_TEST_GREY(TU_OP_ROW)};
+} tu_ops[TU_OP_COUNT] = {NDF_OPS_GREY(TU_OP_ROW)};
 #undef TU_OP_ROW
 
 const char *tu_op_name(int op) { return op >= 0 && op < TU_OP_COUNT ? tu_ops[op].scipy : "?"; }

@@ -187,7 +187,7 @@ int64_t tu_map_coord(int64_t c, int64_t n, ndf_mode mode);
 /* TU_OP_<short name> in the registry's order (erosion, dilation, composites). */
 
 #define TU_OP_ENUM(id, name, short_name, fn, composite) TU_OP_##id,
-typedef enum { NDF_OPS_TEST_GREY(TU_OP_ENUM) TU_OP_COUNT } tu_op;
+typedef enum { NDF_OPS_GREY(TU_OP_ENUM) TU_OP_COUNT } tu_op;
 #undef TU_OP_ENUM
 
 /* scipy.ndimage's name ("grey_opening", "morphological_laplace", ...). */

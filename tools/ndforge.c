@@ -77,6 +77,8 @@ enum {
   O_SAMPLING = 1u << 25,
   O_METRIC = 1u << 26,
   O_INDICES = 1u << 27,
+  O_CONSTRUCTION = 1u << 28, /* cache warm of the Euler characteristic transforms */
+  O_WEIGHTED = 1u << 29,
 };
 /* The options each op takes (scipy's parameters) come from the op registry
  * (gen/ops.lua): ops.generated.h names them by these flags, O_ + the option's
@@ -105,6 +107,8 @@ typedef struct args {
   double sampling[NDF_MAX_SPATIAL];
   ndf_metric metric;                   /* --metric of cdt / bf */
   const char *indices;                 /* --indices FILE */
+  ndf_ecc_construction construction;   /* --construction V|T */
+  int weighted;                        /* --weighted */
   /* --algorithm: the name, and its meaning for each family (ok: a name of it) */
   const char *algorithm_name;
   ndf_grey_algorithm algorithm;
@@ -324,6 +328,20 @@ static int opt_algorithm(args *a, const char *v) {
          "grey ops; auto, network, select, histogram or tile for the rank filters)", v);
   return -1;
 }
+static int opt_construction(args *a, const char *v) {
+  if (ndf_ecc_construction_from_name(v, &a->construction) == NDF_OK) return 0;
+  errorf("bad value '%s' for --construction (expected V or T)", v);
+  return -1;
+}
+static int opt_weighted(args *a, const char *v) {
+  int b = bool_word(v);
+  if (b < 0) {
+    errorf("bad value '%s' for --weighted (expected true or false)", v);
+    return -1;
+  }
+  a->weighted = b;
+  return 0;
+}
 static int opt_batch(args *a, const char *v) {
   return parse_int("batch-dims", v, 0, NDF_MAX_NDIM - 1, &a->batch_dims);
 }
@@ -401,6 +419,8 @@ static const struct opt_def {
     {"sampling", O_SAMPLING, opt_sampling, "X[,X...]", 0},
     {"metric", O_METRIC, opt_metric, "METRIC", 0},
     {"indices", O_INDICES, opt_indices, "FILE", 0},
+    {"construction", O_CONSTRUCTION, opt_construction, "V|T", 0},
+    {"weighted", O_WEIGHTED, opt_weighted, "[true|false]", 1},
     {"batch-dims", O_BATCH_DIMS, opt_batch, "N", 0},
     {"device", O_DEVICE, opt_device, "cpu|cuda|auto", 0},
     {"arch", O_ARCH, opt_arch, "sm_XY", 0},
@@ -716,6 +736,16 @@ static const op_def *find_op(const char *name) {
   for (size_t i = 0; i < NOPS; i++)
     if (strcmp(ops[i].name, name) == 0) return &ops[i];
   return NULL;
+}
+
+/* 1 for any op of the registry (those of `run` and of the other commands). */
+static int is_op(const char *name) {
+#define OP_NAME(name, family, fn, composite, doc) name,
+  static const char *const all[] = {NDF_OPS(OP_NAME)};
+#undef OP_NAME
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    if (strcmp(all[i], name) == 0) return 1;
+  return 0;
 }
 
 static void unknown_op(const char *name) {
@@ -1386,32 +1416,32 @@ static int list_entry(const char *file, size_t bytes, const char *key, void *ud)
 
 /* ---- cache warm: one function per family the registry gives one (gen/ops.lua's
  * warm); each calls the family's ndf_cache_warm_* with the op's options. */
-typedef ndf_status (*warm_fn)(ndf_ctx *ctx, const char *arch, const op_def *op, const op_params *p,
+typedef ndf_status (*warm_fn)(ndf_ctx *ctx, const char *arch, const char *op, const op_params *p,
                               int *compiled);
 
-static ndf_status warm_grey(ndf_ctx *ctx, const char *arch, const op_def *op, const op_params *p,
+static ndf_status warm_grey(ndf_ctx *ctx, const char *arch, const char *op, const op_params *p,
                             int *compiled) {
   ndf_grey_options g;
   grey_options_from(p, &g);
-  return ndf_cache_warm(ctx, arch, op->name, p->a->dtype, p->a->ndim, &g, compiled);
+  return ndf_cache_warm(ctx, arch, op, p->a->dtype, p->a->ndim, &g, compiled);
 }
 
-static ndf_status warm_rank(ndf_ctx *ctx, const char *arch, const op_def *op, const op_params *p,
+static ndf_status warm_rank(ndf_ctx *ctx, const char *arch, const char *op, const op_params *p,
                             int *compiled) {
   ndf_rank_options r;
   rank_options_from(p, &r);
-  return ndf_cache_warm_rank(ctx, arch, op->name, p->a->dtype, p->a->ndim, p->a->rank, p->a->percentile, &r,
+  return ndf_cache_warm_rank(ctx, arch, op, p->a->dtype, p->a->ndim, p->a->rank, p->a->percentile, &r,
                              compiled);
 }
 
-static ndf_status warm_binary(ndf_ctx *ctx, const char *arch, const op_def *op, const op_params *p,
+static ndf_status warm_binary(ndf_ctx *ctx, const char *arch, const char *op, const op_params *p,
                               int *compiled) {
   ndf_binary_options b;
   binary_options_from(p, &b);
-  return ndf_cache_warm_binary(ctx, arch, op->name, p->a->dtype, p->a->ndim, &b, compiled);
+  return ndf_cache_warm_binary(ctx, arch, op, p->a->dtype, p->a->ndim, &b, compiled);
 }
 
-static ndf_status warm_hit_or_miss(ndf_ctx *ctx, const char *arch, const op_def *op, const op_params *p,
+static ndf_status warm_hit_or_miss(ndf_ctx *ctx, const char *arch, const char *op, const op_params *p,
                                    int *compiled) {
   (void)op;
   ndf_hit_or_miss_options h;
@@ -1419,7 +1449,7 @@ static ndf_status warm_hit_or_miss(ndf_ctx *ctx, const char *arch, const op_def 
   return ndf_cache_warm_hit_or_miss(ctx, arch, p->a->dtype, p->a->ndim, &h, compiled);
 }
 
-static ndf_status warm_label(ndf_ctx *ctx, const char *arch, const op_def *op, const op_params *p, int *compiled) {
+static ndf_status warm_label(ndf_ctx *ctx, const char *arch, const char *op, const op_params *p, int *compiled) {
   (void)op;
   return ndf_cache_warm_label(ctx, arch, p->a->dtype, p->a->ndim, p->a->output_dtype, p->file[F_STRUCTURE],
                               p->a->batch_dims, compiled);
@@ -1428,7 +1458,7 @@ static ndf_status warm_label(ndf_ctx *ctx, const char *arch, const op_def *op, c
 /* The distances' dtype is the one `run` would write (output_dtype); --indices
  * (a file name) asks for the feature transform's kernels too. */
 static ndf_dtype output_dtype(const op_def *op, const args *a, const char *outpath, ndf_dtype in_dtype);
-static ndf_status warm_distance(ndf_ctx *ctx, const char *arch, const op_def *op, const op_params *p,
+static ndf_status warm_distance(ndf_ctx *ctx, const char *arch, const char *op, const op_params *p,
                                 int *compiled) {
   const args *a = p->a;
   ndf_distance_options o;
@@ -1438,14 +1468,24 @@ static ndf_status warm_distance(ndf_ctx *ctx, const char *arch, const op_def *op
   o.metric = a->metric;
   o.metric_structure = p->file[F_STRUCTURE];
   o.batch_dims = a->batch_dims;
-  return ndf_cache_warm_distance(ctx, arch, op->name, a->dtype, a->ndim, &o, output_dtype(op, a, "x.npy", a->dtype),
+  return ndf_cache_warm_distance(ctx, arch, op, a->dtype, a->ndim, &o, output_dtype(find_op(op), a, "x.npy", a->dtype),
                                  a->indices != NULL, compiled);
 }
 
-#define WARM_OP(name, warm) {name, warm_##warm},
+static ndf_status warm_ect(ndf_ctx *ctx, const char *arch, const char *op, const op_params *p, int *compiled) {
+  ndf_ect_options o;
+  ndf_ect_options_init(&o);
+  o.construction = p->a->construction;
+  o.weighted = p->a->weighted;
+  o.batch_dims = p->a->batch_dims;
+  return ndf_cache_warm_ect(ctx, arch, op, p->a->dtype, p->a->ndim, &o, compiled);
+}
+
+#define WARM_OP(name, warm, opts) {name, warm_##warm, opts},
 static const struct warm_def {
   const char *name;
   warm_fn fn;
+  unsigned opts; /* O_* options it takes besides --arch, --dtype and --ndim */
 } warm_ops[] = {NDF_OPS_WARM(WARM_OP)};
 #define NWARM (sizeof warm_ops / sizeof warm_ops[0])
 
@@ -1485,27 +1525,28 @@ static int cmd_cache(int argc, char **argv) {
       return EXIT_USAGE;
     }
     for (int i = 0; i < a.npos; i++) {
-      const op_def *op = find_op(a.pos[i]);
-      if (!op) {
+      const struct warm_def *w = find_warm(a.pos[i]);
+      const op_def *op = find_op(a.pos[i]); /* NULL for the ops of other commands (ect) */
+      if (!w && !op && !is_op(a.pos[i])) {
         unknown_op(a.pos[i]);
         return EXIT_USAGE;
       }
-      if (op->flags & OPF_CPU_ONLY) {
+      if (op && (op->flags & OPF_CPU_ONLY)) {
         errorf("'%s' has no GPU kernels to warm (it runs on the CPU in this version)", op->name);
         return EXIT_USAGE;
       }
-      if (!find_warm(op->name)) { /* the registry gives its family no warm function */
-        errorf("'%s' cannot be warmed in this version (its kernels compile on first use)", op->name);
+      if (!w) { /* the registry gives it no warm function */
+        errorf("'%s' cannot be warmed in this version (its kernels compile on first use)", a.pos[i]);
         return EXIT_USAGE;
       }
-      unsigned extra = a.given & ~(op->opts | warm_common);
+      unsigned extra = a.given & ~(w->opts | warm_common);
       for (size_t k = 0; extra && k < sizeof opt_defs / sizeof opt_defs[0]; k++)
         if (opt_defs[k].flag & extra) {
-          errorf("'%s' does not take --%s", op->name, opt_defs[k].name);
+          errorf("'%s' does not take --%s", w->name, opt_defs[k].name);
           return EXIT_USAGE;
         }
-      if (check_algorithm(op, &a)) return EXIT_USAGE;
-      if (op->required & ~a.given) {
+      if (op && check_algorithm(op, &a)) return EXIT_USAGE;
+      if (op && (op->required & ~a.given)) {
         char list[256];
         errorf("'cache warm %s' needs %s", op->name, format_opts(op->required & ~a.given, list, sizeof list));
         return EXIT_USAGE;
@@ -1567,19 +1608,14 @@ static int cache_warm(ndf_ctx *ctx, const args *a) {
   if (load_elements(a, files, &p) == 0) {
     rc = 0;
     for (int i = 0; i < a->npos && rc == 0; i++) {
-      const op_def *op = find_op(a->pos[i]); /* checked by cmd_cache */
+      const struct warm_def *w = find_warm(a->pos[i]); /* checked by cmd_cache */
       int compiled = 0;
-      if (!op) {
-        unknown_op(a->pos[i]);
-        rc = EXIT_USAGE;
-        break;
-      }
-      if (find_warm(op->name)->fn(ctx, arch, op, &p, &compiled) != NDF_OK) {
+      if (w->fn(ctx, arch, w->name, &p, &compiled) != NDF_OK) {
         errorf("%s", ndf_errmsg(ctx));
         rc = EXIT_RUN;
         break;
       }
-      printf("%s %s %d-D %s: compiled %d kernel%s%s\n", op->name, ndf_dtype_name(a->dtype),
+      printf("%s %s %d-D %s: compiled %d kernel%s%s\n", w->name, ndf_dtype_name(a->dtype),
              a->ndim, arch, compiled, compiled == 1 ? "" : "s",
              compiled == 0 ? " (all cached)" : "");
     }
@@ -2123,8 +2159,8 @@ static void usage(FILE *f) {
           "  ndforge cache list                      list the kernel cache\n"
           "  ndforge cache clear                     empty the kernel cache\n"
           "  ndforge cache warm [--arch sm_XY] OP... --dtype DTYPE [--ndim N] [op options]\n"
-          "                                         compile the kernels of grey ops and rank\n"
-          "                                         filters ahead of time (no GPU needed)\n"
+          "                                         compile the kernels of ops ahead of time\n"
+          "                                         (no GPU needed)\n"
           "  ndforge structure generate RANK CONNECTIVITY OUT\n"
           "                                         scipy's generate_binary_structure\n"
           "  ndforge structure iterate IN ITERATIONS OUT [--origin N[,N...]]\n"
