@@ -8,20 +8,62 @@
 --   warm     how `ndforge cache warm` compiles the family's kernels without a
 --            GPU: the name of a warm function of the CLI (tools/ndforge.c,
 --            warm_<name>), which calls the family's public ndf_cache_warm_*
---            call; absent: the family's kernels compile on first use only
+--            call
+--   nowarm   instead of warm: why the family's kernels cannot be compiled
+--            ahead of time (one line; the CLI prints it, docs/ops.md lists it).
+--            Every op is warmed or has a reason: opsgen.lua rejects an op
+--            with neither
+--   inputs, params, outputs  the defaults of the family's ops (below)
 --
 -- ops[i]:
 --   name      the op's public name, as scipy (or the op's paper) and the CLI call it
 --   family    a key of families
 --   entry     the C entry point (include/ndforge.h)
 --   doc       one line: what the op computes
+--   inputs    its array arguments in the order of the C call; default the
+--             family's, else one, { name = "input" }.  Each:
+--               name      the argument's name (scipy's: input, seed, mask)
+--               dtypes    the dtypes it accepts, e.g. { "float32", "float64" }
+--                         (absent: those ndforge.h documents for the family)
+--               optional  true when the call takes NULL
+--               cli       for inputs after the first: the CLI option naming
+--                         its file (the first is `run`'s INPUT); `cache warm`
+--                         does not take it
+--               doc       one line
+--   params    its other arguments (the options struct's fields, Python's
+--             keyword arguments), in the reference's order.  Each:
+--               name      the reference's name (sigma, mode, offset)
+--               type      bool, int, float, enum, string, or array (a small
+--                         host array such as a footprint)
+--               per_axis  int / float: one value for every spatial axis, or
+--                         one per axis (sigma, size, origin)
+--               values    enum: its names
+--               default   the reference's default (absent: none, or NULL)
+--               required  true when the call cannot run without it
+--               doc       one line
+--   outputs   its results, in the order of the C call; default the family's.
+--             Each:
+--               name      the result's name (output, distances, num_features)
+--               kind      array (default), scalar (one value: a metric such
+--                         as psnr) or per_image (one value per image of the
+--                         batch: label's num_features)
+--               dtype     a dtype name, "input" (the first input's dtype), or
+--                         a list of those: the dtypes allowed, the first the
+--                         default (edt: { "float64", "float32" })
+--               shape     arrays: "input" (default: the first input's shape)
+--                         or one line saying it ("(batch..., m, T)", "the
+--                         zoomed shape")
+--               optional  true when the caller may leave it out (NULL)
+--               doc       one line
 --   cli       how `ndforge run` calls it: adapter (a call_<adapter> function of
 --             tools/ndforge.c), options (the long options it takes besides
 --             --device), required (those it cannot run without); absent: the
 --             op has its own command (command = "ecc") or none (API only)
+--   command   the `ndforge` command that runs an op without cli (ecc, ect)
 --   warm      the op's warm function when it is not its family's (see families)
+--   nowarm    why the op is not warmed when its family is (see families)
 --   warm_options  the options `ndforge cache warm` takes for an op without cli
---             (an op of `run` takes its cli.options there)
+--             (an op of `run` takes its cli.options there, less its inputs')
 --   composite true for an op composed of other ops' kernels on the host
 --   test      the short name the family's scipy oracle and test program use
 --             (tests/oracle_grey.py's manifest); default the name.  The
@@ -32,6 +74,19 @@
 --             key (the first part of a workload's name), arg (its --op name;
 --             default the op's name), setup (the benchmark's FAM_ name when it
 --             differs from the op's family)
+--
+-- An entry of another kind, for instance a Gaussian filter:
+--   { name = "gaussian_filter", family = "filters", entry = "ndf_gaussian_filter",
+--     doc = "Gaussian filter (separable)",
+--     params = { { name = "sigma", type = "float", per_axis = true, required = true },
+--                { name = "order", type = "int", per_axis = true, default = 0 },
+--                { name = "mode", type = "enum", values = MODES, default = "reflect" },
+--                { name = "truncate", type = "float", default = 4.0 } },
+--     outputs = { { name = "output", dtype = { "input", "float32", "float64" } } },
+--     cli = { adapter = "gaussian", options = { "sigma", "order", "mode", "cval", "truncate", "batch-dims" },
+--             required = { "sigma" } } }
+-- and a metric: inputs = { { name = "image_true" }, { name = "image_test", cli = "reference" } },
+-- outputs = { { name = "psnr", kind = "scalar", dtype = "float64" } }.
 
 -- The CLI options of each family (scipy's parameters).
 local GREY = { "size", "footprint", "structure", "origin", "mode", "cval", "batch-dims", "algorithm" }
@@ -48,14 +103,28 @@ end
 return {
   families = {
     { name = "grey", doc = "grey-scale morphology (flat and non-flat elements); the output has the input's dtype",
-      warm = "grey" },
-    { name = "rank", doc = "rank filters over a footprint; the output has the input's dtype", warm = "rank" },
-    { name = "binary", doc = "binary morphology on packed bit words; the output is bool", warm = "binary" },
-    { name = "label", doc = "connected-component labelling", warm = "label" },
+      warm = "grey", outputs = { { name = "output", dtype = "input" } } },
+    { name = "rank", doc = "rank filters over a footprint; the output has the input's dtype", warm = "rank",
+      outputs = { { name = "output", dtype = "input" } } },
+    { name = "binary", doc = "binary morphology on packed bit words; the output is bool", warm = "binary",
+      outputs = { { name = "output", dtype = "bool" } } },
+    { name = "label", doc = "connected-component labelling", warm = "label",
+      outputs = { { name = "output", dtype = { "int32", "uint8", "int8", "uint16", "int16", "uint32", "float32", "float64" } },
+                  { name = "num_features", kind = "per_image", dtype = "int64", optional = true } } },
     { name = "distance", doc = "distance transforms to the nearest background voxel", warm = "distance" },
-    { name = "ecc", doc = "Euler characteristic curves of sublevel-set filtrations (cubical complexes)" },
+    { name = "ecc", doc = "Euler characteristic curves of sublevel-set filtrations (cubical complexes)",
+      nowarm = "the CUDA path picks its kernels after reading the data (value range, strip or brick kernels and their fallbacks) and interleaves lookups with launches" },
     { name = "ect", doc = "Euler characteristic transforms (directional curves)", warm = "ect" },
-    { name = "sinkhorn", doc = "entropic optimal transport between histograms" },
+    { name = "sinkhorn", doc = "entropic optimal transport between histograms",
+      nowarm = "its kernels depend on the cost, the grid shape, the number of pairs and the device (cluster size), which are known when a solver is created (ndf_sinkhorn_create compiles them)",
+      outputs = { { name = "transport_cost", dtype = "float64", shape = "(n,)", optional = true },
+                  { name = "objective", dtype = "float64", shape = "(n,)", optional = true },
+                  { name = "error", dtype = "float64", shape = "(n,)", optional = true },
+                  { name = "iterations", dtype = "int32", shape = "(n,)", optional = true },
+                  { name = "f", dtype = "float64", shape = "(n, d)", optional = true },
+                  { name = "g", dtype = "float64", shape = "(n, d)", optional = true } } },
+    { name = "reconstruction", doc = "grey morphological reconstruction (scikit-image's morphology.reconstruction)",
+      warm = "reconstruction" },
   },
 
   ops = {
@@ -137,40 +206,66 @@ return {
     -- distance transforms
     { name = "distance_transform_edt", family = "distance", entry = "ndf_distance_transform_edt",
       doc = "exact Euclidean distance to the nearest zero (float64; --indices)",
+      outputs = { { name = "distances", dtype = { "float64", "float32" } },
+                  { name = "indices", dtype = "int32", shape = "(spatial rank,) + shape, per image", optional = true } },
       cli = { adapter = "edt", options = { "sampling", "indices", "output-dtype", "batch-dims" } },
       bench = { { id = "EDT", key = "edt" } } },
     { name = "distance_transform_cdt", family = "distance", entry = "ndf_distance_transform_cdt",
       doc = "chamfer distance, chessboard/taxicab or --structure (int32, -1 unreachable)",
+      outputs = { { name = "distances", dtype = "int32" },
+                  { name = "indices", dtype = "int32", shape = "(spatial rank,) + shape, per image", optional = true } },
       cli = { adapter = "cdt", options = { "metric", "structure", "indices", "batch-dims" } },
       bench = { { id = "CDT_TAXI", key = "cdt_taxicab" }, { id = "CDT_CHESS", key = "cdt_chessboard" } } },
     { name = "distance_transform_bf", family = "distance", entry = "ndf_distance_transform_bf",
       doc = "brute-force distance (float64 euclidean, uint32 taxicab/chessboard)",
+      outputs = { { name = "distances", dtype = { "float64", "uint32" }, doc = "uint32 for taxicab and chessboard" },
+                  { name = "indices", dtype = "int32", shape = "(spatial rank,) + shape, per image", optional = true } },
       cli = { adapter = "bf", options = { "metric", "sampling", "indices", "batch-dims" } },
       bench = { { id = "BF", key = "bf" } } },
 
     -- Euler characteristic curves and transforms (commands of their own)
     { name = "euler_characteristic_curve", family = "ecc", entry = "ndf_euler_characteristic_curve",
       doc = "Euler characteristic curve chi(t) of {f <= t} at T thresholds (int64)",
-      command = "ecc",
+      command = "ecc", outputs = { { name = "output", dtype = "int64", shape = "(batch..., T)" } },
       bench = { { id = "ECC", key = "ecc" } } },
     { name = "soft_ecc", family = "ecc", entry = "ndf_soft_ecc_forward",
       doc = "differentiable (sigmoid-smoothed) Euler characteristic curve, forward and backward",
+      inputs = { { name = "input", dtypes = { "float32", "float64" } }, { name = "thresholds", dtypes = { "float64" } } },
+      outputs = { { name = "output", dtype = "float64", shape = "(batch..., T)" } },
       bench = { { id = "SOFT_ECC", key = "soft_ecc", setup = "SOFT_ECC" } } },
     { name = "euler_characteristic_transform", family = "ect", entry = "ndf_euler_characteristic_transform",
       doc = "Euler characteristic curves of the height functions along m directions",
       command = "ect", warm_options = { "construction", "weighted", "batch-dims" },
+      inputs = { { name = "input" }, { name = "directions", dtypes = { "float64" } } },
+      outputs = { { name = "output", dtype = { "int64", "float64" }, shape = "(batch..., m, T)", doc = "float64 weighted" } },
       bench = { { id = "ECT", key = "ect" } } },
     { name = "soft_ect", family = "ect", entry = "ndf_soft_ect_forward",
       doc = "differentiable Euler characteristic transform, forward and backward",
       warm_options = { "construction", "weighted", "batch-dims" },
+      inputs = { { name = "input" }, { name = "directions", dtypes = { "float64" } },
+                 { name = "thresholds", dtypes = { "float64" } } },
+      outputs = { { name = "output", dtype = "float64", shape = "(batch..., m, T)" } },
       bench = { { id = "SOFT_ECT", key = "soft_ect", setup = "SOFT_ECT" } } },
 
     -- entropic optimal transport
     { name = "sinkhorn", family = "sinkhorn", entry = "ndf_sinkhorn_solve",
       doc = "entropic OT costs between pairs of histograms (Sinkhorn iterations)",
+      inputs = { { name = "a", dtypes = { "float32", "float64" } }, { name = "b", dtypes = { "float32", "float64" } } },
       command = "sinkhorn",
       bench = { { id = "SINKHORN", key = "sinkhorn" },
                 { id = "SINKHORN_LOG", key = "sinkhorn_log", arg = "sinkhorn_log" },
                 { id = "SINKHORN_DENSE", key = "sinkhorn_dense", arg = "sinkhorn_dense" } } },
+
+    -- grey reconstruction
+    { name = "reconstruction", family = "reconstruction", entry = "ndf_reconstruction",
+      doc = "limit of geodesic dilations of the seed under the mask (or erosions above it)",
+      inputs = { { name = "seed" }, { name = "mask", cli = "mask" } },
+      params = { { name = "method", type = "enum", values = { "dilation", "erosion" }, default = "dilation" },
+                 { name = "footprint", type = "array", doc = "default ones((3,) * spatial rank)" },
+                 { name = "offset", type = "int", per_axis = true, doc = "default the footprint's centre" },
+                 { name = "batch_dims", type = "int", default = 0 } },
+      outputs = { { name = "output", dtype = { "float64", "input" } } },
+      cli = { adapter = "reconstruction", options = { "mask", "method", "footprint", "offset", "batch-dims",
+                                                      "output-dtype" }, required = { "mask" } } },
   },
 }

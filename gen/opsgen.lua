@@ -39,12 +39,155 @@ for i, f in ipairs(reg.families) do
   if family_of[f.name] then die(where, "declared twice") end
   if not is_line(f.doc) then die(where, "'doc' must be one line without quotes or backslashes") end
   if f.warm ~= nil and not is_ident(f.warm) then die(where, "'warm' must be a C identifier") end
+  if f.nowarm ~= nil and not is_line(f.nowarm) then die(where, "'nowarm' must be one line (the reason)") end
+  if f.warm and f.nowarm then die(where, "'warm' and 'nowarm' exclude each other") end
   families[#families + 1] = f
   family_of[f.name] = f
 end
 
 local KEYS = { name = 1, family = 1, entry = 1, doc = 1, cli = 1, command = 1, composite = 1, test = 1, bench = 1,
-  warm = 1, warm_options = 1 }
+  warm = 1, warm_options = 1, nowarm = 1, inputs = 1, params = 1, outputs = 1 }
+
+-- The dtype names of ndforge.h (ndf_dtype_name), and "input": the (first) input's dtype.
+local DTYPES = { bool = 1, uint8 = 1, int8 = 1, uint16 = 1, int16 = 1, uint32 = 1, int32 = 1, int64 = 1,
+  float32 = 1, float64 = 1 }
+local PARAM_TYPES = { bool = "boolean", int = "number", float = "number", enum = "string", string = "string",
+  array = false }
+local OUTPUT_KINDS = { array = 1, scalar = 1, per_image = 1 }
+
+-- A field's keys must be among those allowed (a misspelt key is an error, not a silent default).
+local function check_keys(where, t, allowed)
+  if type(t) ~= "table" then die(where, "must be a table") end
+  for k in pairs(t) do
+    if not allowed[k] then die(where, "unknown key '" .. tostring(k) .. "'") end
+  end
+end
+local function check_dtypes(where, d, allow_input)
+  local list = type(d) == "table" and d or { d }
+  if #list == 0 then die(where, "'dtype(s)' is an empty list") end
+  for _, t in ipairs(list) do
+    if not (DTYPES[t] or (allow_input and t == "input")) then
+      die(where, "'" .. tostring(t) .. "' is not a dtype name (" .. (allow_input and "\"input\", " or "") ..
+        "uint8, float64, ...)")
+    end
+  end
+end
+
+-- inputs / params / outputs: a list of named tables (an op's, else its family's).
+local function check_named_list(where, list, what, check_one)
+  if type(list) ~= "table" or #list == 0 then die(where, "'" .. what .. "' must be a non-empty list") end
+  local seen = {}
+  for j, e in ipairs(list) do
+    local w = string.format("%s: %s[%d]", where, what, j)
+    if type(e) ~= "table" or not is_ident(e.name) then die(w, "'name' must be an identifier") end
+    if seen[e.name] then die(w, "name '" .. e.name .. "' used twice") end
+    seen[e.name] = true
+    if e.doc ~= nil and not is_line(e.doc) then die(w, "'doc' must be one line without quotes or backslashes") end
+    if e.optional ~= nil and type(e.optional) ~= "boolean" then die(w, "'optional' must be a boolean") end
+    check_one(w, e, j)
+  end
+end
+local function check_inputs(where, list)
+  check_named_list(where, list, "inputs", function(w, e)
+    check_keys(w, e, { name = 1, doc = 1, optional = 1, dtypes = 1, cli = 1 })
+    if e.dtypes ~= nil then check_dtypes(w, e.dtypes, false) end
+    if e.cli ~= nil and not (type(e.cli) == "string" and e.cli:match("^[a-z][a-z0-9-]*$")) then
+      die(w, "'cli' must be the CLI option that names its file (mask)")
+    end
+  end)
+end
+local function check_params(where, list)
+  check_named_list(where, list, "params", function(w, e)
+    check_keys(w, e, { name = 1, doc = 1, optional = 1, type = 1, per_axis = 1, values = 1, default = 1, required = 1 })
+    if PARAM_TYPES[e.type] == nil then
+      die(w, "'type' must be bool, int, float, enum, string or array")
+    end
+    if e.per_axis ~= nil and (type(e.per_axis) ~= "boolean" or (e.type ~= "int" and e.type ~= "float")) then
+      die(w, "'per_axis' (one value, or one per spatial axis) is a boolean for int and float params")
+    end
+    if e.type == "enum" then
+      if type(e.values) ~= "table" or #e.values == 0 then die(w, "an enum needs 'values'") end
+      for _, v in ipairs(e.values) do
+        if not is_ident(v) then die(w, "'values': '" .. tostring(v) .. "' is not a word") end
+      end
+    elseif e.values ~= nil then
+      die(w, "'values' is for enums")
+    end
+    if e.required ~= nil and type(e.required) ~= "boolean" then die(w, "'required' must be a boolean") end
+    if e.default ~= nil then
+      if e.required then die(w, "a required param has no 'default'") end
+      if e.type == "array" or type(e.default) ~= PARAM_TYPES[e.type] then
+        die(w, "'default' must be a " .. e.type .. " value")
+      end
+      if e.type == "int" and math.type and math.type(e.default) ~= "integer" and e.default % 1 ~= 0 then
+        die(w, "'default' must be an integer")
+      end
+      if e.type == "enum" then
+        local ok = false
+        for _, v in ipairs(e.values) do ok = ok or v == e.default end
+        if not ok then die(w, "'default' is not one of 'values'") end
+      end
+      if type(e.default) == "string" and not is_line(e.default) then die(w, "'default' must be one line") end
+    end
+  end)
+end
+local function check_outputs(where, list)
+  check_named_list(where, list, "outputs", function(w, e)
+    check_keys(w, e, { name = 1, doc = 1, optional = 1, kind = 1, dtype = 1, shape = 1 })
+    if e.kind ~= nil and not OUTPUT_KINDS[e.kind] then die(w, "'kind' must be array, scalar or per_image") end
+    if e.dtype == nil then die(w, "'dtype' is required") end
+    check_dtypes(w, e.dtype, true)
+    if e.shape ~= nil then
+      if (e.kind or "array") ~= "array" then die(w, "'shape' is for arrays") end
+      if not is_line(e.shape) then die(w, "'shape' must be one line") end
+    end
+  end)
+end
+for _, f in ipairs(families) do
+  local where = "family '" .. f.name .. "'"
+  check_keys(where, f, { name = 1, doc = 1, warm = 1, nowarm = 1, inputs = 1, params = 1, outputs = 1 })
+  if f.inputs ~= nil then check_inputs(where, f.inputs) end
+  if f.params ~= nil then check_params(where, f.params) end
+  if f.outputs ~= nil then check_outputs(where, f.outputs) end
+end
+
+-- What an op inherits from its family.
+local DEFAULT_INPUTS = { { name = "input" } }
+local function inputs_of(op) return op.inputs or family_of[op.family].inputs or DEFAULT_INPUTS end
+local function params_of(op) return op.params or family_of[op.family].params end
+local function outputs_of(op) return op.outputs or family_of[op.family].outputs end
+local function warm_of(op)
+  if op.warm then return op.warm end
+  if op.nowarm then return nil end
+  return family_of[op.family].warm
+end
+local function nowarm_of(op)
+  if warm_of(op) then return nil end
+  return op.nowarm or family_of[op.family].nowarm
+end
+-- The CLI options that name an input's file (--mask): `run` reads them, `cache warm` does not.
+local function input_options(op)
+  local t = {}
+  for j, i in ipairs(inputs_of(op)) do
+    if j > 1 and i.cli then t[i.cli] = true end
+  end
+  return t
+end
+local function without(list, drop)
+  local t = {}
+  for _, o in ipairs(list or {}) do
+    if not drop[o] then t[#t + 1] = o end
+  end
+  return t
+end
+-- The options `cache warm` takes for op and those it requires (nil: op is not warmed).
+local function warm_options_of(op)
+  if not warm_of(op) then return nil end
+  if op.warm_options then return op.warm_options, {} end
+  if not op.cli then return nil end
+  local drop = input_options(op)
+  return without(op.cli.options, drop), without(op.cli.required, drop)
+end
 local names, bench_ids, bench_keys, test_names = {}, {}, {}, {}
 for i, op in ipairs(reg.ops) do
   local where = string.format("ops[%d]", i)
@@ -62,6 +205,12 @@ for i, op in ipairs(reg.ops) do
   if not is_line(op.doc) then die(where, "'doc' must be one line without quotes or backslashes") end
   if op.composite ~= nil and type(op.composite) ~= "boolean" then die(where, "'composite' must be a boolean") end
   if op.warm ~= nil and not is_ident(op.warm) then die(where, "'warm' must be a C identifier") end
+  if op.nowarm ~= nil and not is_line(op.nowarm) then die(where, "'nowarm' must be one line (the reason)") end
+  if op.warm and op.nowarm then die(where, "'warm' and 'nowarm' exclude each other") end
+  if op.inputs ~= nil then check_inputs(where, op.inputs) end
+  if op.params ~= nil then check_params(where, op.params) end
+  if op.outputs ~= nil then check_outputs(where, op.outputs) end
+  if not outputs_of(op) then die(where, "no 'outputs' (neither the op's nor its family's)") end
   if op.cli and op.command then die(where, "'cli' (an op of `ndforge run`) and 'command' exclude each other") end
   if op.command ~= nil and not is_ident(op.command) then die(where, "'command' must be a word") end
   local function check_options(list, what)
@@ -87,6 +236,19 @@ for i, op in ipairs(reg.ops) do
     for _, o in ipairs(op.cli.required or {}) do
       if not seen[o] then die(where, "cli.required: '" .. tostring(o) .. "' is not one of its options") end
     end
+    for j, i in ipairs(inputs_of(op)) do
+      if j == 1 and i.cli then die(where, "inputs[1] is the CLI's INPUT: it takes no 'cli' option") end
+      if j > 1 and not i.cli then die(where, "input '" .. i.name .. "': 'cli' must name the option of its file") end
+      if i.cli and not seen[i.cli] then die(where, "input '" .. i.name .. "': --" .. i.cli .. " is not in cli.options") end
+    end
+  end
+  -- Every op is warmed by `ndforge cache warm`, or says why not.
+  if warm_of(op) then
+    if not warm_options_of(op) then
+      die(where, "cache warm needs its options: 'cli' or 'warm_options' (an empty list for none)")
+    end
+  elseif not nowarm_of(op) then
+    die(where, "neither 'warm' nor 'nowarm' (the reason `cache warm` cannot compile its kernels), here or in its family")
   end
   if op.test ~= nil then
     if not is_ident(op.test) then die(where, "'test' must be a C identifier") end
@@ -161,21 +323,20 @@ local h = {
   "",
 }
 
-local all, cli, warm, bench = {}, {}, {}, {}
+local all, cli, warm, nowarm, bench = {}, {}, {}, {}, {}
 local tests = {} -- family -> rows
 local warm_opts, warm_seen = {}, {}
 for _, op in ipairs(reg.ops) do
-  local fam = family_of[op.family]
   all[#all + 1] = string.format("%s, %s, %s, %d, %s", cstr(op.name), op.family, op.entry, op.composite and 1 or 0,
     cstr(op.doc))
   if op.cli then
     cli[#cli + 1] = string.format("%s, %s, %s, %s, %s, %s", op.cli.adapter, cstr(op.name), op.entry,
       flags(op.cli.options), flags(op.cli.required), cstr(op.doc))
   end
-  local w = op.warm or fam.warm
-  local wopts = op.cli and op.cli.options or op.warm_options
-  if w and wopts then
-    warm[#warm + 1] = string.format("%s, %s, %s", cstr(op.name), w, flags(wopts))
+  local w = warm_of(op)
+  local wopts, wreq = warm_options_of(op)
+  if w then
+    warm[#warm + 1] = string.format("%s, %s, %s, %s", cstr(op.name), w, flags(wopts), flags(wreq))
     for _, o in ipairs(wopts) do
       if not warm_seen[o] then
         warm_seen[o] = true
@@ -183,6 +344,7 @@ for _, op in ipairs(reg.ops) do
       end
     end
   end
+  if not w then nowarm[#nowarm + 1] = string.format("%s, %s", cstr(op.name), cstr(nowarm_of(op))) end
   do
     local short = op.test or op.name
     tests[op.family] = tests[op.family] or {}
@@ -203,9 +365,11 @@ xmacro(h, table.concat({
   " * ORs of the CLI's O_<OPTION> flags (--batch-dims: O_BATCH_DIMS), 0 for none. */" }, "\n"),
   "NDF_OPS_CLI", cli)
 xmacro(h, table.concat({
-  "/* The ops `ndforge cache warm` compiles kernels for: X(name, warm, options),",
-  " * warm naming the CLI's warm function (warm_<warm>), options the O_* flags it takes",
-  " * (an op of `run`: the same as there). */" }, "\n"), "NDF_OPS_WARM", warm)
+  "/* The ops `ndforge cache warm` compiles kernels for: X(name, warm, options, required),",
+  " * warm naming the CLI's warm function (warm_<warm>), options the O_* flags it takes and",
+  " * required those it needs (an op of `run`: its own, less the files of its inputs). */" }, "\n"),
+  "NDF_OPS_WARM", warm)
+xmacro(h, "/* The ops `ndforge cache warm` cannot warm, and why: X(name, reason). */", "NDF_OPS_NOWARM", nowarm)
 h[#h + 1] = "/* Every option of the ops of NDF_OPS_WARM (what `cache warm` parses). */"
 h[#h + 1] = "#define NDF_OPS_WARM_OPTIONS " .. flags(warm_opts)
 h[#h + 1] = ""
@@ -229,6 +393,47 @@ local function jlist(list)
   for _, v in ipairs(list or {}) do t[#t + 1] = jstr(v) end
   return "[" .. table.concat(t, ", ") .. "]"
 end
+-- A value of the registry: strings, numbers, booleans, lists, and tables written with keys in
+-- the order given (nil values left out).
+local function jval(v)
+  if type(v) == "string" then return jstr(v) end
+  if type(v) == "boolean" then return v and "true" or "false" end
+  if type(v) == "number" then
+    if v % 1 == 0 and v > -2 ^ 53 and v < 2 ^ 53 then return string.format("%d", v) end
+    return string.format("%.17g", v)
+  end
+  local t = {}
+  for _, x in ipairs(v) do t[#t + 1] = jval(x) end
+  return "[" .. table.concat(t, ", ") .. "]"
+end
+local function jobj(t, keys)
+  local f = {}
+  for _, k in ipairs(keys) do
+    if t[k] ~= nil then f[#f + 1] = jstr(k) .. ": " .. jval(t[k]) end
+  end
+  return "{" .. table.concat(f, ", ") .. "}"
+end
+local function jobjs(list, keys)
+  if not list then return "null" end
+  local t = {}
+  for _, e in ipairs(list) do t[#t + 1] = jobj(e, keys) end
+  return "[" .. table.concat(t, ", ") .. "]"
+end
+local INPUT_KEYS = { "name", "doc", "optional", "dtypes", "cli" }
+local PARAM_KEYS = { "name", "doc", "type", "per_axis", "values", "default", "required", "optional" }
+local OUTPUT_KEYS = { "name", "doc", "kind", "dtype", "shape", "optional" }
+local function with_kind(list)
+  local t = {}
+  for _, o in ipairs(list) do
+    local c = {}
+    for k, v in pairs(o) do c[k] = v end
+    c.kind = c.kind or "array"
+    if c.kind == "array" then c.shape = c.shape or "input" end
+    t[#t + 1] = c
+  end
+  return t
+end
+
 local j = { "{", '  "format": "ndforge-ops",', '  "version": 1,', '  "families": [' }
 for i, f in ipairs(families) do
   j[#j + 1] = string.format('    {"name": %s, "doc": %s, "warm": %s}%s', jstr(f.name), jstr(f.doc),
@@ -237,7 +442,7 @@ end
 j[#j + 1] = "  ],"
 j[#j + 1] = '  "ops": ['
 for i, op in ipairs(reg.ops) do
-  local fam = family_of[op.family]
+  local wopts = warm_options_of(op)
   local fields = {
     '"name": ' .. jstr(op.name),
     '"family": ' .. jstr(op.family),
@@ -246,11 +451,14 @@ for i, op in ipairs(reg.ops) do
     '"composite": ' .. (op.composite and "true" or "false"),
     '"command": ' .. (op.cli and jstr("run") or op.command and jstr(op.command) or "null"),
     '"options": ' .. (op.cli and jlist(op.cli.options) or "null"),
-    '"warm_options": ' .. (((op.cli or op.warm_options) and (op.warm or fam.warm))
-      and jlist(op.cli and op.cli.options or op.warm_options) or "null"),
+    '"warm_options": ' .. (wopts and jlist(wopts) or "null"),
     '"required": ' .. (op.cli and jlist(op.cli.required) or "null"),
-    '"warm": ' .. (((op.cli or op.warm_options) and (op.warm or fam.warm)) and "true" or "false"),
+    '"warm": ' .. (wopts and "true" or "false"),
+    '"nowarm": ' .. (nowarm_of(op) and jstr(nowarm_of(op)) or "null"),
     '"test": ' .. jstr(op.test or op.name),
+    '"inputs": ' .. jobjs(inputs_of(op), INPUT_KEYS),
+    '"params": ' .. jobjs(params_of(op), PARAM_KEYS),
+    '"outputs": ' .. jobjs(with_kind(outputs_of(op)), OUTPUT_KEYS),
   }
   local b = {}
   for _, k in ipairs(op.bench or {}) do b[#b + 1] = k.key end
@@ -286,10 +494,26 @@ for _, f in ipairs(families) do
   for _, op in ipairs(reg.ops) do
     if op.family == f.name then
       local command = op.cli and "`run`" or op.command and ("`" .. op.command .. "`") or "API only"
-      local warmable = ((op.cli or op.warm_options) and (op.warm or f.warm)) and "yes" or "no"
+      local warmable = warm_of(op) and "yes" or "no"
       md[#md + 1] = string.format("| `%s`%s | `%s` | %s | %s | %s |", op.name, op.composite and " (composite)" or "",
         op.entry, command, warmable, op.doc:gsub("|", "\\|"))
     end
+  end
+  -- The deliberate exceptions of `cache warm`, with their reasons.
+  local why, order = {}, {}
+  for _, op in ipairs(reg.ops) do
+    local r = op.family == f.name and nowarm_of(op)
+    if r then
+      if not why[r] then
+        why[r] = {}
+        order[#order + 1] = r
+      end
+      why[r][#why[r] + 1] = "`" .. op.name .. "`"
+    end
+  end
+  for _, r in ipairs(order) do
+    md[#md + 1] = ""
+    md[#md + 1] = "Not warmed (" .. table.concat(why[r], ", ") .. "): " .. r .. "."
   end
 end
 write_if_changed(outdir .. "/ops.md", table.concat(md, "\n") .. "\n")

@@ -1064,6 +1064,13 @@ NDF_API void ndf_reconstruction_options_init(ndf_reconstruction_options *opt);
 NDF_API ndf_status ndf_reconstruction(ndf_ctx *ctx, const ndf_array *seed, const ndf_array *mask,
                                       ndf_array *output, const ndf_reconstruction_options *opt);
 
+/* Cache warm (see ndf_cache_warm) for ndf_reconstruction: the kernels of a
+ * seed and mask of dtype with ndim axes, an output of output_dtype (float64
+ * or dtype) and opt (its method, footprint and batch_dims matter). */
+NDF_API ndf_status ndf_cache_warm_reconstruction(ndf_ctx *ctx, const char *arch, ndf_dtype dtype, int ndim,
+                                                 ndf_dtype output_dtype, const ndf_reconstruction_options *opt,
+                                                 int *compiled);
+
 #ifdef __cplusplus
 }
 #endif

@@ -79,6 +79,8 @@ enum {
   O_INDICES = 1u << 27,
   O_CONSTRUCTION = 1u << 28, /* cache warm of the Euler characteristic transforms */
   O_WEIGHTED = 1u << 29,
+  O_METHOD = 1u << 30, /* reconstruction */
+  O_OFFSET = 1u << 31,
 };
 /* The options each op takes (scipy's parameters) come from the op registry
  * (gen/ops.lua): ops.generated.h names them by these flags, O_ + the option's
@@ -109,6 +111,9 @@ typedef struct args {
   const char *indices;                 /* --indices FILE */
   ndf_ecc_construction construction;   /* --construction V|T */
   int weighted;                        /* --weighted */
+  ndf_reconstruct_method method;       /* --method of reconstruction */
+  int noffset;                         /* --offset of reconstruction */
+  int64_t offset[NDF_MAX_SPATIAL];
   /* --algorithm: the name, and its meaning for each family (ok: a name of it) */
   const char *algorithm_name;
   ndf_grey_algorithm algorithm;
@@ -342,6 +347,14 @@ static int opt_weighted(args *a, const char *v) {
   a->weighted = b;
   return 0;
 }
+static int opt_method(args *a, const char *v) {
+  if (ndf_reconstruct_method_from_name(v, &a->method) == NDF_OK) return 0;
+  errorf("bad value '%s' for --method (expected dilation or erosion)", v);
+  return -1;
+}
+static int opt_offset(args *a, const char *v) {
+  return parse_int_list("offset", v, 0, INT32_MAX, a->offset, &a->noffset);
+}
 static int opt_batch(args *a, const char *v) {
   return parse_int("batch-dims", v, 0, NDF_MAX_NDIM - 1, &a->batch_dims);
 }
@@ -421,6 +434,8 @@ static const struct opt_def {
     {"indices", O_INDICES, opt_indices, "FILE", 0},
     {"construction", O_CONSTRUCTION, opt_construction, "V|T", 0},
     {"weighted", O_WEIGHTED, opt_weighted, "[true|false]", 1},
+    {"method", O_METHOD, opt_method, "dilation|erosion", 0},
+    {"offset", O_OFFSET, opt_offset, "N[,N...]", 0},
     {"batch-dims", O_BATCH_DIMS, opt_batch, "N", 0},
     {"device", O_DEVICE, opt_device, "cpu|cuda|auto", 0},
     {"arch", O_ARCH, opt_arch, "sm_XY", 0},
@@ -536,6 +551,7 @@ enum {
   OPF_LABEL = 1u << 2,    /* output int32 (or --output-dtype) in every format; prints num_features */
   OPF_RANK = 1u << 3,     /* a rank filter (median, rank, percentile): the input's dtype */
   OPF_DISTANCE = 1u << 4, /* a distance transform: scipy's distance dtype, --indices */
+  OPF_RECON = 1u << 5,    /* reconstruction: INPUT is the seed, --mask the mask; float64 or --output-dtype */
 };
 
 typedef struct op_def {
@@ -715,6 +731,24 @@ static ndf_status call_bf(const op_def *op, ndf_ctx *ctx, const ndf_array *in, n
 
 /* One row of the op table per op of the registry's NDF_OPS_CLI, by its adapter:
  * the call_* function above that turns the options into the op's call. */
+static void reconstruction_options_from(const op_params *p, ndf_reconstruction_options *o) {
+  ndf_reconstruction_options_init(o);
+  o->method = p->a->method;
+  o->footprint = p->file[F_FOOTPRINT];
+  o->noffset = p->a->noffset;
+  for (int d = 0; d < p->a->noffset; d++) o->offset[d] = p->a->offset[d];
+  o->batch_dims = p->a->batch_dims;
+}
+
+/* INPUT is the seed; --mask (required) the mask. */
+static ndf_status call_reconstruction(const op_def *op, ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
+                                      const op_params *p) {
+  (void)op;
+  ndf_reconstruction_options o;
+  reconstruction_options_from(p, &o);
+  return ndf_reconstruction(ctx, in, p->file[F_MASK], out, &o);
+}
+
 #define CLI_OP_grey(name, fn, opts, req, doc) {name, opts, 0, call_grey, fn, NULL, doc, req}
 #define CLI_OP_median(name, fn, opts, req, doc) {name, opts, OPF_RANK, call_median, NULL, NULL, doc, req}
 #define CLI_OP_rank(name, fn, opts, req, doc) {name, opts, OPF_RANK, call_rank, NULL, NULL, doc, req}
@@ -727,6 +761,7 @@ static ndf_status call_bf(const op_def *op, ndf_ctx *ctx, const ndf_array *in, n
 #define CLI_OP_edt(name, fn, opts, req, doc) {name, opts, OPF_DISTANCE, call_edt, NULL, NULL, doc, req}
 #define CLI_OP_cdt(name, fn, opts, req, doc) {name, opts, OPF_DISTANCE, call_cdt, NULL, NULL, doc, req}
 #define CLI_OP_bf(name, fn, opts, req, doc) {name, opts, OPF_DISTANCE, call_bf, NULL, NULL, doc, req}
+#define CLI_OP_reconstruction(name, fn, opts, req, doc) {name, opts, OPF_RECON, call_reconstruction, NULL, NULL, doc, req}
 #define CLI_OP(adapter, name, fn, opts, req, doc) CLI_OP_##adapter(name, fn, opts, req, doc),
 
 static const op_def ops[] = {NDF_OPS_CLI(CLI_OP)};
@@ -941,6 +976,8 @@ static ndf_dtype output_dtype(const op_def *op, const args *a, const char *outpa
                                                                                    : NDF_FLOAT64;
     return a->given & O_OUTPUT_DTYPE ? a->output_dtype : NDF_FLOAT64;
   }
+  if (op->flags & OPF_RECON) /* skimage's float64, or --output-dtype (the seed's) */
+    return a->given & O_OUTPUT_DTYPE ? a->output_dtype : NDF_FLOAT64;
   return op->flags & OPF_BINARY ? binary_file_dtype(outpath) : in_dtype;
 }
 
@@ -958,7 +995,7 @@ static void run_help(void) {
          "INPUT and OUTPUT are .npy, .nii or .nii.gz files (NIfTI axes are x, y, z, ...).\n\n"
          "grey ops (the output has the input's dtype):\n");
   for (size_t i = 0; i < NOPS; i++)
-    if (!(ops[i].flags & (OPF_BINARY | OPF_LABEL | OPF_RANK | OPF_DISTANCE)))
+    if (!(ops[i].flags & (OPF_BINARY | OPF_LABEL | OPF_RANK | OPF_DISTANCE | OPF_RECON)))
       printf("  %-23s %s\n", ops[i].name, ops[i].summary);
   printf("rank filters (the output has the input's dtype):\n");
   for (size_t i = 0; i < NOPS; i++)
@@ -977,6 +1014,10 @@ static void run_help(void) {
          "without --indices, on the CPU otherwise):\n");
   for (size_t i = 0; i < NOPS; i++)
     if (ops[i].flags & OPF_DISTANCE) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
+  printf("grey reconstruction (INPUT is the seed, --mask FILE the mask, of the same dtype\n"
+         "and shape; the output is float64 unless --output-dtype gives the seed's dtype):\n");
+  for (size_t i = 0; i < NOPS; i++)
+    if (ops[i].flags & OPF_RECON) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
   printf("\nThe composite ops (opening to black_tophat) use the element, mode, cval and\n"
          "origin in every step; their arithmetic is NumPy's in the input dtype\n"
          "(integers wrap around, as in scipy).\n"
@@ -1026,6 +1067,14 @@ static void run_help(void) {
          "                        (cdt --structure FILE: a 3x...x3 metric instead)\n"
          "  --indices FILE        distance transforms: also write the feature transform\n"
          "  --output-dtype DTYPE  edt: float64 (default) or float32 distances\n"
+         "  --mask FILE           reconstruction (required): the mask (seed <= mask for\n"
+         "                        dilation, seed >= mask for erosion)\n"
+         "  --method dilation|erosion  reconstruction: dilation (default) or erosion\n"
+         "  --footprint FILE      reconstruction: the neighbourhood, non-zero entries are\n"
+         "                        in (default 3 along each spatial axis)\n"
+         "  --offset N[,N...]     reconstruction: the footprint's centre (one value or\n"
+         "                        one per spatial axis; default its middle)\n"
+         "  --output-dtype DTYPE  reconstruction: float64 (default) or the seed's dtype\n"
          "  --batch-dims N        leading axes that are independent images (default 0)\n"
          "  --device cpu|cuda|auto  where to run (default auto: CUDA when there is a\n"
          "                        device, except cdt with --indices or --structure)\n");
@@ -1043,6 +1092,7 @@ static void op_help(const op_def *op) {
          : op->flags & OPF_LABEL
              ? "labels 1..N, 0 for the background, int32 (or --output-dtype) in every format;\n"
                "prints \"num_features: N\" (one count per image with --batch-dims)"
+         : op->flags & OPF_RECON ? "float64, or the seed's dtype with --output-dtype"
          : op->flags & OPF_BINARY ? "bool (uint8 in NIfTI files)"
                                   : "the input's dtype");
   for (size_t k = 0; k < NOPT_DEFS; k++)
@@ -1481,13 +1531,29 @@ static ndf_status warm_ect(ndf_ctx *ctx, const char *arch, const char *op, const
   return ndf_cache_warm_ect(ctx, arch, op, p->a->dtype, p->a->ndim, &o, compiled);
 }
 
-#define WARM_OP(name, warm, opts) {name, warm_##warm, opts},
+static ndf_status warm_reconstruction(ndf_ctx *ctx, const char *arch, const char *op, const op_params *p,
+                                      int *compiled) {
+  ndf_reconstruction_options o;
+  reconstruction_options_from(p, &o);
+  return ndf_cache_warm_reconstruction(ctx, arch, p->a->dtype, p->a->ndim,
+                                       output_dtype(find_op(op), p->a, "x.npy", p->a->dtype), &o, compiled);
+}
+
+#define WARM_OP(name, warm, opts, req) {name, warm_##warm, opts, req},
 static const struct warm_def {
   const char *name;
   warm_fn fn;
-  unsigned opts; /* O_* options it takes besides --arch, --dtype and --ndim */
+  unsigned opts;     /* O_* options it takes besides --arch, --dtype and --ndim */
+  unsigned required; /* those of opts it cannot warm without (--rank of rank_filter) */
 } warm_ops[] = {NDF_OPS_WARM(WARM_OP)};
 #define NWARM (sizeof warm_ops / sizeof warm_ops[0])
+
+/* Why the registry's other ops cannot be warmed (gen/ops.lua's nowarm). */
+#define NOWARM_OP(name, reason) {name, reason},
+static const struct nowarm_def {
+  const char *name, *reason;
+} nowarm_ops[] = {NDF_OPS_NOWARM(NOWARM_OP)};
+#undef NOWARM_OP
 
 static const struct warm_def *find_warm(const char *name) {
   for (size_t i = 0; i < NWARM; i++)
@@ -1535,8 +1601,11 @@ static int cmd_cache(int argc, char **argv) {
         errorf("'%s' has no GPU kernels to warm (it runs on the CPU in this version)", op->name);
         return EXIT_USAGE;
       }
-      if (!w) { /* the registry gives it no warm function */
-        errorf("'%s' cannot be warmed in this version (its kernels compile on first use)", a.pos[i]);
+      if (!w) { /* the registry gives it no warm function, and the reason */
+        const char *why = "its kernels compile on first use";
+        for (size_t k = 0; k < sizeof nowarm_ops / sizeof nowarm_ops[0]; k++)
+          if (strcmp(nowarm_ops[k].name, a.pos[i]) == 0) why = nowarm_ops[k].reason;
+        errorf("'%s' cannot be warmed in this version: %s", a.pos[i], why);
         return EXIT_USAGE;
       }
       unsigned extra = a.given & ~(w->opts | warm_common);
@@ -1546,9 +1615,9 @@ static int cmd_cache(int argc, char **argv) {
           return EXIT_USAGE;
         }
       if (op && check_algorithm(op, &a)) return EXIT_USAGE;
-      if (op && (op->required & ~a.given)) {
+      if (w->required & ~a.given) {
         char list[256];
-        errorf("'cache warm %s' needs %s", op->name, format_opts(op->required & ~a.given, list, sizeof list));
+        errorf("'cache warm %s' needs %s", w->name, format_opts(w->required & ~a.given, list, sizeof list));
         return EXIT_USAGE;
       }
     }
