@@ -48,40 +48,41 @@ void errorf(const char *fmt, ...) {
 /* ------------------------------------------------------------------------ */
 /* Command-line options                                                      */
 
-enum {
-  O_SIZE = 1u << 0,
-  O_FOOTPRINT = 1u << 1,
-  O_STRUCTURE = 1u << 2,
-  O_ORIGIN = 1u << 3,
-  O_MODE = 1u << 4,
-  O_CVAL = 1u << 5,
-  O_BATCH_DIMS = 1u << 6,
-  O_DEVICE = 1u << 7,
-  O_ARCH = 1u << 8,
-  O_DTYPE = 1u << 9,
-  O_NDIM = 1u << 10,
-  O_OUT = 1u << 11,
-  O_ITERATIONS = 1u << 12,
-  O_MASK = 1u << 13,
-  O_BORDER_VALUE = 1u << 14,
-  O_BRUTE_FORCE = 1u << 15,
-  O_STRUCTURE1 = 1u << 16,
-  O_STRUCTURE2 = 1u << 17,
-  O_ORIGIN1 = 1u << 18,
-  O_ORIGIN2 = 1u << 19,
-  O_OUTPUT_DTYPE = 1u << 20,
-  O_RANK = 1u << 21,
-  O_PERCENTILE = 1u << 22,
-  O_NAN_POLICY = 1u << 23,
-  O_ALGORITHM = 1u << 24, /* grey and rank ops, each with its own names */
-  O_SAMPLING = 1u << 25,
-  O_METRIC = 1u << 26,
-  O_INDICES = 1u << 27,
-  O_CONSTRUCTION = 1u << 28, /* cache warm of the Euler characteristic transforms */
-  O_WEIGHTED = 1u << 29,
-  O_METHOD = 1u << 30, /* reconstruction */
-  O_OFFSET = 1u << 31,
-};
+/* The options, one bit each (a set of them: optset). */
+typedef uint64_t optset;
+#define O_SIZE ((optset)1 << 0)
+#define O_FOOTPRINT ((optset)1 << 1)
+#define O_STRUCTURE ((optset)1 << 2)
+#define O_ORIGIN ((optset)1 << 3)
+#define O_MODE ((optset)1 << 4)
+#define O_CVAL ((optset)1 << 5)
+#define O_BATCH_DIMS ((optset)1 << 6)
+#define O_DEVICE ((optset)1 << 7)
+#define O_ARCH ((optset)1 << 8)
+#define O_DTYPE ((optset)1 << 9)
+#define O_NDIM ((optset)1 << 10)
+#define O_OUT ((optset)1 << 11)
+#define O_ITERATIONS ((optset)1 << 12)
+#define O_MASK ((optset)1 << 13)
+#define O_BORDER_VALUE ((optset)1 << 14)
+#define O_BRUTE_FORCE ((optset)1 << 15)
+#define O_STRUCTURE1 ((optset)1 << 16)
+#define O_STRUCTURE2 ((optset)1 << 17)
+#define O_ORIGIN1 ((optset)1 << 18)
+#define O_ORIGIN2 ((optset)1 << 19)
+#define O_OUTPUT_DTYPE ((optset)1 << 20)
+#define O_RANK ((optset)1 << 21)
+#define O_PERCENTILE ((optset)1 << 22)
+#define O_NAN_POLICY ((optset)1 << 23)
+#define O_ALGORITHM ((optset)1 << 24) /* grey and rank ops, each with its own names */
+#define O_SAMPLING ((optset)1 << 25)
+#define O_METRIC ((optset)1 << 26)
+#define O_INDICES ((optset)1 << 27)
+#define O_TUNE ((optset)1 << 28) /* --tune NAME=VALUE, repeatable: a tunable (ndforge tunables) */
+#define O_CONSTRUCTION ((optset)1 << 29) /* cache warm of the Euler characteristic transforms */
+#define O_WEIGHTED ((optset)1 << 30)
+#define O_METHOD ((optset)1 << 31) /* reconstruction */
+#define O_OFFSET ((optset)1 << 32)
 /* The options each op takes (scipy's parameters) come from the op registry
  * (gen/ops.lua): ops.generated.h names them by these flags, O_ + the option's
  * name in capitals. */
@@ -92,7 +93,7 @@ typedef enum { DEV_AUTO, DEV_CPU, DEV_CUDA } dev_choice;
 enum { F_FOOTPRINT, F_STRUCTURE, F_MASK, F_STRUCTURE1, F_STRUCTURE2, NFILES };
 
 typedef struct args {
-  unsigned given; /* O_* flags seen */
+  optset given; /* O_* flags seen */
   int nsize;
   int64_t size[NDF_MAX_SPATIAL];
   const char *file[NFILES]; /* paths, NULL when not given */
@@ -126,6 +127,7 @@ typedef struct args {
   ndf_dtype output_dtype; /* --output-dtype of label */
   int ndim;
   const char *out;
+  char tune[2048]; /* the --tune assignments, comma-separated (ndf_ctx_set_tunables) */
   int npos;
   const char *pos[16];
 } args;
@@ -398,6 +400,16 @@ static int opt_output_dtype(args *a, const char *v) {
 static int opt_ndim(args *a, const char *v) {
   return parse_int("ndim", v, 1, NDF_MAX_SPATIAL, &a->ndim);
 }
+static int opt_tune(args *a, const char *v) {
+  const size_t n = strlen(a->tune);
+  if (cli_tune_check(v) != 0) return -1;
+  if (n + strlen(v) + 2 > sizeof a->tune) {
+    errorf("too many --tune options");
+    return -1;
+  }
+  snprintf(a->tune + n, sizeof a->tune - n, "%s%s", n ? "," : "", v);
+  return 0;
+}
 static int opt_out(args *a, const char *v) {
   a->out = v;
   return 0;
@@ -405,7 +417,7 @@ static int opt_out(args *a, const char *v) {
 
 static const struct opt_def {
   const char *name;
-  unsigned flag;
+  optset flag;
   int (*parse)(args *, const char *);
   const char *arg;  /* what the value looks like, for messages */
   int is_bool;      /* "--name" alone means true; a value must be a bool_word */
@@ -442,11 +454,12 @@ static const struct opt_def {
     {"dtype", O_DTYPE, opt_dtype, "DTYPE", 0},
     {"ndim", O_NDIM, opt_ndim, "N", 0},
     {"out", O_OUT, opt_out, "DIR", 0},
+    {"tune", O_TUNE, opt_tune, "NAME=VALUE", 0},
 };
 #define NOPT_DEFS (sizeof opt_defs / sizeof opt_defs[0])
 
 /* "--structure FILE, --iterations N, ..." for the options in mask, in table order. */
-static const char *format_opts(unsigned mask, char *buf, size_t cap) {
+static const char *format_opts(optset mask, char *buf, size_t cap) {
   size_t n = 0;
   buf[0] = '\0';
   for (size_t k = 0; k < NOPT_DEFS && n < cap; k++)
@@ -462,7 +475,7 @@ static int is_negative_number(const char *s) { return s[0] == '-' && s[1] >= '0'
 /* Parses argv[first..argc) into *a: options in accepted (as "--name value"
  * or "--name=value") anywhere, the rest positional ("--" ends options).
  * Returns 0 or EXIT_USAGE after printing why. */
-static int parse_args(int argc, char **argv, int first, unsigned accepted, const char *cmd,
+static int parse_args(int argc, char **argv, int first, optset accepted, const char *cmd,
                       args *a) {
   memset(a, 0, sizeof *a);
   a->mode = NDF_MODE_REFLECT;
@@ -505,7 +518,7 @@ static int parse_args(int argc, char **argv, int first, unsigned accepted, const
       else errorf("option --%s does not apply to '%s' (it takes no options)", d->name, cmd);
       return EXIT_USAGE;
     }
-    if (a->given & d->flag) {
+    if ((a->given & d->flag) && d->flag != O_TUNE) {
       errorf("option --%s given twice", d->name);
       return EXIT_USAGE;
     }
@@ -556,14 +569,14 @@ enum {
 
 typedef struct op_def {
   const char *name;
-  unsigned opts; /* O_* options it takes besides --device */
+  optset opts; /* O_* options it takes besides --device */
   unsigned flags; /* OPF_* */
   ndf_status (*call)(const struct op_def *, ndf_ctx *, const ndf_array *, ndf_array *,
                      const op_params *);
   grey_fn grey;     /* grey-morphology family */
   binary_fn binary; /* binary-morphology family (ndf_binary_options) */
   const char *summary;
-  unsigned required; /* O_* options it cannot run without (--rank of rank_filter) */
+  optset required; /* O_* options it cannot run without (--rank of rank_filter) */
 } op_def;
 
 /* --algorithm names one of the op's own algorithms (the grey ops and the rank
@@ -1160,14 +1173,14 @@ static int cmd_run(int argc, char **argv) {
   args a;
   char cmd[128];
   snprintf(cmd, sizeof cmd, "run %s", op->name);
-  int rc = parse_args(argc, argv, 3, op->opts | O_DEVICE, cmd, &a);
+  int rc = parse_args(argc, argv, 3, op->opts | O_DEVICE | O_TUNE, cmd, &a);
   if (rc) return rc;
   if (a.npos != 2) {
     errorf("'%s' needs INPUT and OUTPUT, got %d file name%s", cmd, a.npos, a.npos == 1 ? "" : "s");
     return EXIT_USAGE;
   }
   if (check_algorithm(op, &a)) return EXIT_USAGE;
-  unsigned missing = op->required & ~a.given;
+  optset missing = op->required & ~a.given;
   if (missing) {
     char list[256];
     errorf("'%s' needs %s", cmd, format_opts(missing, list, sizeof list));
@@ -1213,6 +1226,10 @@ static int cmd_run(int argc, char **argv) {
   }
   if ((op->flags & OPF_DISTANCE) && setup_distance(&a, &in, &p, &indices) != 0) goto done;
   if (open_device(device, &ctx, &dev) != NDF_OK) goto done;
+  if (a.tune[0] && ndf_ctx_set_tunables(ctx, a.tune) != NDF_OK) {
+    errorf("--tune: %s", ndf_errmsg(ctx));
+    goto done;
+  }
   if (run_op(ctx, dev, op, &in.arr, &p, output_dtype(op, &a, outpath, in.arr.dtype), &out) !=
       NDF_OK)
     goto done;
@@ -1543,8 +1560,8 @@ static ndf_status warm_reconstruction(ndf_ctx *ctx, const char *arch, const char
 static const struct warm_def {
   const char *name;
   warm_fn fn;
-  unsigned opts;     /* O_* options it takes besides --arch, --dtype and --ndim */
-  unsigned required; /* those of opts it cannot warm without (--rank of rank_filter) */
+  optset opts;       /* O_* options it takes besides --arch, --dtype and --ndim */
+  optset required;   /* those of opts it cannot warm without (--rank of rank_filter) */
 } warm_ops[] = {NDF_OPS_WARM(WARM_OP)};
 #define NWARM (sizeof warm_ops / sizeof warm_ops[0])
 
@@ -1577,7 +1594,7 @@ static int cmd_cache(int argc, char **argv) {
   args a;
   char cmd[32];
   snprintf(cmd, sizeof cmd, "cache %s", sub);
-  const unsigned warm_common = O_ARCH | O_DTYPE | O_NDIM;
+  const optset warm_common = O_ARCH | O_DTYPE | O_NDIM;
   int rc = parse_args(argc, argv, 3, warm ? (NDF_OPS_WARM_OPTIONS | warm_common) : 0, cmd,
                       &a);
   if (rc) return rc;
@@ -1608,7 +1625,7 @@ static int cmd_cache(int argc, char **argv) {
         errorf("'%s' cannot be warmed in this version: %s", a.pos[i], why);
         return EXIT_USAGE;
       }
-      unsigned extra = a.given & ~(w->opts | warm_common);
+      optset extra = a.given & ~(w->opts | warm_common);
       for (size_t k = 0; extra && k < sizeof opt_defs / sizeof opt_defs[0]; k++)
         if (opt_defs[k].flag & extra) {
           errorf("'%s' does not take --%s", w->name, opt_defs[k].name);
@@ -2247,6 +2264,9 @@ static void usage(FILE *f) {
           "  ndforge sinkhorn A.npy B.npy OUT.npy --epsilon E --max-iter N [options]\n"
           "                                         entropic OT costs between histograms\n"
           "                                         (ndforge sinkhorn --help)\n"
+          "  ndforge tunables                        the kernel variants (run ... --tune N=V)\n"
+          "  ndforge tune [--only S] | --show        time the variants on the GPU into this\n"
+          "                                         device's tuning table (ndforge tune --help)\n"
           "  ndforge --help | --version\n\n");
   /* The ops, wrapped at 79 columns. */
   const char *lead = "Ops (scipy.ndimage names):";
@@ -2289,6 +2309,8 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "sinkhorn") == 0) return ndf_cli_sinkhorn(argc, argv);
   if (strcmp(cmd, "ecc") == 0) return cmd_ecc(argc, argv);
   if (strcmp(cmd, "ect") == 0) return ndf_cli_ect(argc, argv);
+  if (strcmp(cmd, "tunables") == 0) return ndf_cli_tunables(argc, argv);
+  if (strcmp(cmd, "tune") == 0) return ndf_cli_tune(argc, argv);
   errorf("unknown command '%s' (see ndforge --help)", cmd);
   return EXIT_USAGE;
 }

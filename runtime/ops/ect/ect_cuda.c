@@ -17,6 +17,7 @@
 
 #include "ect/ect.h"
 #include "kernel_params.generated.h"
+#include "tune.h"
 
 #define ECT_SMEM_MAX 36864 /* dynamic shared bytes for thresholds + histogram (static use <= 10.2 KB) */
 
@@ -199,11 +200,8 @@ static ndf_status get_soft_fn(ndf_ctx *ctx, const char *name, const char *kernel
   return ndf__jit_resolve(ctx, name, &r, warm, fn);
 }
 
-/* The sigmoid in float (NDF_SOFT_ECT_FAST=1) or double (default, the CPU's arithmetic). */
-static int soft_fast(void) {
-  const char *e = getenv("NDF_SOFT_ECT_FAST");
-  return e && e[0] == '1';
-}
+/* The sigmoid in float (soft_ect.fast=on) or double (default, the CPU's arithmetic). */
+static int soft_fast(ndf_ctx *ctx) { return ndf__tune(ctx, NDF__TUNE_SOFT_ECT_FAST, NULL) == NDF__TUNE_SOFT_ECT_FAST__ON; }
 
 static ndf_status soft_kernels(ndf_ctx *ctx, const char *name, ndf_dtype dt, int nsp, int cons, int wt, int fast,
                                ndf__warm *warm, CUfunction *fs, CUfunction *fp) {
@@ -214,7 +212,7 @@ static ndf_status soft_kernels(ndf_ctx *ctx, const char *name, ndf_dtype dt, int
 ndf_status ndf__ect_cuda_warm(ndf_ctx *ctx, const char *name, ndf_dtype dt, int nsp, int cons, int wt, int soft,
                               ndf__warm *warm) {
   CUfunction f1, f2;
-  return soft ? soft_kernels(ctx, name, dt, nsp, cons, wt, soft_fast(), warm, &f1, &f2)
+  return soft ? soft_kernels(ctx, name, dt, nsp, cons, wt, soft_fast(ctx), warm, &f1, &f2)
               : ect_kernels(ctx, name, dt, nsp, cons, wt, warm, &f1, &f2);
 }
 
@@ -262,7 +260,7 @@ ndf_status ndf__soft_ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const n
   ndf_status s = ndf__ctx_bind(ctx);
   if (s != NDF_OK) return s;
   const int64_t T = c->T, nimg = c->nimg, m = c->m, npix = c->npix;
-  const int nsp = c->nsp, nb = c->nb, wt = c->weighted, fast = soft_fast();
+  const int nsp = c->nsp, nb = c->nb, wt = c->weighted, fast = soft_fast(ctx);
   CUfunction fs, fp;
   if ((s = soft_kernels(ctx, c->name, in->dtype, nsp, c->cons, wt, fast, NULL, &fs, &fp)) != NDF_OK) return s;
 
