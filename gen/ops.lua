@@ -92,6 +92,8 @@
 local GREY = { "size", "footprint", "structure", "origin", "mode", "cval", "batch-dims", "algorithm" }
 local RANK = { "size", "footprint", "origin", "mode", "cval", "batch-dims", "nan-policy", "algorithm" }
 local BINARY = { "structure", "iterations", "mask", "border-value", "origin", "brute-force", "batch-dims" }
+-- The dtypes of the ops that take every numeric dtype but int64.
+local NUMERIC = { "uint8", "int8", "uint16", "int16", "uint32", "int32", "float32", "float64" }
 
 local function with(list, ...)
   local t = {}
@@ -259,7 +261,7 @@ return {
     -- grey reconstruction
     { name = "reconstruction", family = "reconstruction", entry = "ndf_reconstruction",
       doc = "limit of geodesic dilations of the seed under the mask (or erosions above it)",
-      inputs = { { name = "seed" }, { name = "mask", cli = "mask" } },
+      inputs = { { name = "seed", dtypes = NUMERIC }, { name = "mask", dtypes = NUMERIC, cli = "mask" } },
       params = { { name = "method", type = "enum", values = { "dilation", "erosion" }, default = "dilation" },
                  { name = "footprint", type = "array", doc = "default ones((3,) * spatial rank)" },
                  { name = "offset", type = "int", per_axis = true, doc = "default the footprint's centre" },
