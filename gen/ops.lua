@@ -31,7 +31,8 @@
 --                         does not take it
 --               doc       one line
 --   params    its other arguments (the options struct's fields, Python's
---             keyword arguments), in the reference's order.  Each:
+--             keyword arguments), in the reference's order; absent (null in
+--             ops.json): not described here yet, ndforge.h has them.  Each:
 --               name      the reference's name (sigma, mode, offset)
 --               type      bool, int, float, enum, string, or array (a small
 --                         host array such as a footprint)
