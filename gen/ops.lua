@@ -93,6 +93,38 @@
 local GREY = { "size", "footprint", "structure", "origin", "mode", "cval", "batch-dims", "algorithm" }
 local RANK = { "size", "footprint", "origin", "mode", "cval", "batch-dims", "nan-policy", "algorithm" }
 local BINARY = { "structure", "iterations", "mask", "border-value", "origin", "brute-force", "batch-dims" }
+-- The params of each family (scipy's parameters, then ndforge's own).
+local MODES = { "reflect", "constant", "nearest", "mirror", "wrap", "grid-mirror", "grid-constant", "grid-wrap" }
+local GREY_P = {
+  { name = "size", type = "int", per_axis = true, doc = "a flat box element" },
+  { name = "footprint", type = "array", doc = "a flat element: non-zero entries are in" },
+  { name = "structure", type = "array", doc = "a non-flat element" },
+  { name = "mode", type = "enum", values = MODES, default = "reflect" },
+  { name = "cval", type = "float", default = 0.0 },
+  { name = "origin", type = "int", per_axis = true, default = 0 },
+  { name = "batch_dims", type = "int", default = 0 },
+  { name = "algorithm", type = "enum", values = { "auto", "direct", "separable", "vhgw", "decomposed" },
+    default = "auto" },
+}
+local function rank_params(first) -- first: the rank of rank_filter, the percentile of percentile_filter
+  local t = { first }
+  for _, p in ipairs({
+    { name = "size", type = "int", per_axis = true, doc = "a box window" },
+    { name = "footprint", type = "array", doc = "the window: non-zero entries are in" },
+    { name = "mode", type = "enum", values = MODES, default = "reflect" },
+    { name = "cval", type = "float", default = 0.0 },
+    { name = "origin", type = "int", per_axis = true, default = 0 },
+    { name = "batch_dims", type = "int", default = 0 },
+    { name = "nan_policy", type = "enum", values = { "propagate", "omit" }, default = "propagate" },
+    { name = "algorithm", type = "enum", values = { "auto", "network", "select", "histogram", "tile" },
+      default = "auto" } }) do
+    t[#t + 1] = p
+  end
+  return t
+end
+local SAMPLING = { name = "sampling", type = "float", per_axis = true, default = 1.0 }
+local BATCH = { name = "batch_dims", type = "int", default = 0 }
+
 -- The dtypes of the ops that take every numeric dtype but int64.
 local NUMERIC = { "uint8", "int8", "uint16", "int16", "uint32", "int32", "float32", "float64" }
 
@@ -106,12 +138,13 @@ end
 return {
   families = {
     { name = "grey", doc = "grey-scale morphology (flat and non-flat elements); the output has the input's dtype",
-      warm = "grey", outputs = { { name = "output", dtype = "input" } } },
+      warm = "grey", params = GREY_P, outputs = { { name = "output", dtype = "input" } } },
     { name = "rank", doc = "rank filters over a footprint; the output has the input's dtype", warm = "rank",
       outputs = { { name = "output", dtype = "input" } } },
     { name = "binary", doc = "binary morphology on packed bit words; the output is bool", warm = "binary",
       outputs = { { name = "output", dtype = "bool" } } },
     { name = "label", doc = "connected-component labelling", warm = "label",
+      params = { { name = "structure", type = "array", doc = "3 along each spatial axis, symmetric" }, BATCH },
       outputs = { { name = "output", dtype = { "int32", "uint8", "int8", "uint16", "int16", "uint32", "float32", "float64" } },
                   { name = "num_features", kind = "per_image", dtype = "int64", optional = true } } },
     { name = "distance", doc = "distance transforms to the nearest background voxel", warm = "distance" },
@@ -163,15 +196,17 @@ return {
     -- rank filters
     { name = "median_filter", family = "rank", entry = "ndf_median_filter",
       doc = "element n//2 of the sorted window of n values",
-      cli = { adapter = "median", options = RANK },
+      cli = { adapter = "median", options = RANK }, params = rank_params(),
       bench = { { id = "MEDIAN", key = "median" } } },
     { name = "rank_filter", family = "rank", entry = "ndf_rank_filter",
       doc = "element --rank of the sorted window",
       cli = { adapter = "rank", options = with(RANK, "rank"), required = { "rank" } },
+      params = rank_params({ name = "rank", type = "int", required = true, doc = "negative counts from the end" }),
       bench = { { id = "RANK", key = "rank" } } },
     { name = "percentile_filter", family = "rank", entry = "ndf_percentile_filter",
       doc = "element int(n * P / 100) of the sorted window",
       cli = { adapter = "percentile", options = with(RANK, "percentile"), required = { "percentile" } },
+      params = rank_params({ name = "percentile", type = "float", required = true, doc = "-100..100" }),
       bench = { { id = "PERCENTILE", key = "percentile" } } },
 
     -- binary morphology
@@ -211,18 +246,24 @@ return {
       doc = "exact Euclidean distance to the nearest zero (float64; --indices)",
       outputs = { { name = "distances", dtype = { "float64", "float32" } },
                   { name = "indices", dtype = "int32", shape = "(spatial rank,) + shape, per image", optional = true } },
+      params = { SAMPLING, BATCH },
       cli = { adapter = "edt", options = { "sampling", "indices", "output-dtype", "batch-dims" } },
       bench = { { id = "EDT", key = "edt" } } },
     { name = "distance_transform_cdt", family = "distance", entry = "ndf_distance_transform_cdt",
       doc = "chamfer distance, chessboard/taxicab or --structure (int32, -1 unreachable)",
       outputs = { { name = "distances", dtype = "int32" },
                   { name = "indices", dtype = "int32", shape = "(spatial rank,) + shape, per image", optional = true } },
+      params = { { name = "metric", type = "enum", values = { "chessboard", "taxicab", "cityblock", "manhattan" },
+                   default = "chessboard" },
+                 { name = "metric_structure", type = "array", doc = "scipy's metric given as an array" }, BATCH },
       cli = { adapter = "cdt", options = { "metric", "structure", "indices", "batch-dims" } },
       bench = { { id = "CDT_TAXI", key = "cdt_taxicab" }, { id = "CDT_CHESS", key = "cdt_chessboard" } } },
     { name = "distance_transform_bf", family = "distance", entry = "ndf_distance_transform_bf",
       doc = "brute-force distance (float64 euclidean, uint32 taxicab/chessboard)",
       outputs = { { name = "distances", dtype = { "float64", "uint32" }, doc = "uint32 for taxicab and chessboard" },
                   { name = "indices", dtype = "int32", shape = "(spatial rank,) + shape, per image", optional = true } },
+      params = { { name = "metric", type = "enum", values = { "euclidean", "taxicab", "chessboard" },
+                   default = "euclidean" }, SAMPLING, BATCH },
       cli = { adapter = "bf", options = { "metric", "sampling", "indices", "batch-dims" } },
       bench = { { id = "BF", key = "bf" } } },
 

@@ -108,7 +108,9 @@ local function check_params(where, list)
     if e.type == "enum" then
       if type(e.values) ~= "table" or #e.values == 0 then die(w, "an enum needs 'values'") end
       for _, v in ipairs(e.values) do
-        if not is_ident(v) then die(w, "'values': '" .. tostring(v) .. "' is not a word") end
+        if type(v) ~= "string" or not v:match("^[%a_][%w_-]*$") then
+          die(w, "'values': '" .. tostring(v) .. "' is not a name such as grid-wrap")
+        end
       end
     elseif e.values ~= nil then
       die(w, "'values' is for enums")
