@@ -1,0 +1,318 @@
+"""Arrays, contexts and errors: what every op of the package shares.
+
+Arrays reach the library as ``ndf_array`` descriptors over the caller's own
+memory (zero-copy, strides in elements):
+
+* NumPy arrays: the CPU backend, through ``__array_interface__``;
+* torch tensors on the CPU: the CPU backend, through ``data_ptr()`` / ``stride()``;
+* CUDA arrays (CuPy, torch, anything with ``__dlpack__``): through a DLPack
+  capsule requested with the caller's current stream, on a context whose
+  stream *is* that stream, so that the library's kernels are ordered after the
+  caller's work and before what the caller queues next, with no
+  synchronization.  One context per (thread, device, stream) is kept.
+
+A result is allocated by the input's framework on the input's device (and, on
+CUDA, by the framework's allocator, stream-ordered on the same stream).
+"""
+
+import ctypes
+import threading
+
+import numpy as np
+
+from . import _capi
+
+C = _capi.functions
+S = _capi.structs
+K = _capi.consts
+Array = S["ndf_array"]
+NDF_CPU = K["NDF_DEVICE_CPU"]
+NDF_CUDA = K["NDF_DEVICE_CUDA"]
+
+# NumPy's names are the library's names (ndf_dtype_name); the table is built from the library.
+DTYPE_CODE = {}
+for _code in range(K["NDF_DTYPE_COUNT"]):
+    _name = C["ndf_dtype_name"](_code)
+    if _name:
+        DTYPE_CODE[np.dtype(_name.decode())] = _code
+CODE_DTYPE = {v: k for k, v in DTYPE_CODE.items()}
+
+_ERRORS = {
+    K["NDF_EINVAL"]: ValueError,
+    K["NDF_ENOMEM"]: MemoryError,
+    K["NDF_ENOTSUP"]: RuntimeError,
+}
+
+
+class NdforgeError(RuntimeError):
+    """A failure of the library that is neither a bad argument nor memory (device, compiler, I/O)."""
+
+
+def raise_status(status, ctx=None):
+    msg = (C["ndf_errmsg"](ctx) if ctx else C["ndf_last_error"]()) or b""
+    msg = msg.decode(errors="replace") or C["ndf_status_string"](status).decode()
+    raise _ERRORS.get(status, NdforgeError)(msg)
+
+
+def check(status, ctx=None):
+    if status:
+        raise_status(status, ctx)
+
+
+# --- contexts ------------------------------------------------------------------
+
+_local = threading.local()
+
+
+def _contexts():
+    d = getattr(_local, "ctx", None)
+    if d is None:
+        d = _local.ctx = {}
+    return d
+
+
+def context(device=NDF_CPU, device_id=0, stream=None):
+    """The library context of this thread for a device (and, on CUDA, a CUstream)."""
+    key = (device, device_id, stream)
+    d = _contexts()
+    ctx = d.get(key)
+    if ctx is None:
+        opt = S["ndf_ctx_options"]()
+        C["ndf_ctx_options_init"](ctypes.byref(opt))
+        if device == NDF_CPU:
+            opt.backend = K["NDF_BACKEND_CPU"]
+        else:
+            opt.backend = K["NDF_BACKEND_CUDA"]
+            opt.device = device_id
+            opt.stream = stream
+        h = ctypes.c_void_p()
+        check(C["ndf_ctx_create"](ctypes.byref(h), ctypes.byref(opt)))
+        ctx = d[key] = h.value
+    return ctx
+
+
+def synchronize(device_id=0, stream=None):
+    """Waits for the library's work on a CUDA context (the caller's stream usually does this)."""
+    ctx = context(NDF_CUDA, device_id, stream)
+    check(C["ndf_ctx_synchronize"](ctx), ctx)
+
+
+# --- DLPack -------------------------------------------------------------------
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+_capsule_ptr = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_ptr.restype = ctypes.c_void_p
+_capsule_ptr.argtypes = [ctypes.py_object, ctypes.c_char_p]
+# DLPack type codes: 0 int, 1 uint, 2 float, 6 bool
+_DL_DTYPE = {(0, 8): "int8", (0, 16): "int16", (0, 32): "int32", (0, 64): "int64", (1, 8): "uint8",
+             (1, 16): "uint16", (1, 32): "uint32", (1, 64): "uint64", (2, 16): "float16", (2, 32): "float32",
+             (2, 64): "float64", (6, 8): "bool", (4, 16): "bfloat16"}
+
+
+def _dlpack_array(capsule):
+    t = _DLTensor.from_address(_capsule_ptr(capsule, b"dltensor"))
+    name = _DL_DTYPE.get((t.dtype.code, t.dtype.bits))
+    if name is None or t.dtype.lanes != 1:
+        raise TypeError("ndforge: DLPack dtype code %d bits %d lanes %d is not supported"
+                        % (t.dtype.code, t.dtype.bits, t.dtype.lanes))
+    code = _dtype_code(name)
+    n = t.ndim
+    shape = [t.shape[i] for i in range(n)]
+    if t.strides:
+        strides = [t.strides[i] for i in range(n)]
+    else:
+        strides = _contiguous_strides(shape)
+    return _make(t.data + t.byte_offset, t.device.device_type, t.device.device_id, code, shape, strides)
+
+
+# --- descriptors ----------------------------------------------------------------
+
+def _contiguous_strides(shape):
+    st, acc = [0] * len(shape), 1
+    for i in range(len(shape) - 1, -1, -1):
+        st[i] = acc
+        acc *= max(shape[i], 1)
+    return st
+
+
+def _dtype_code(dt):
+    try:
+        return DTYPE_CODE[np.dtype(dt)]
+    except (KeyError, TypeError):
+        pass
+    raise TypeError("ndforge: dtype %s is not supported by the library (supported: %s)"
+                    % (dt, ", ".join(sorted(str(d) for d in DTYPE_CODE))))
+
+
+def _make(ptr, device, device_id, code, shape, strides):
+    a = Array()
+    a.data = ptr
+    a.device = device
+    a.device_id = device_id
+    a.dtype = code
+    n = len(shape)
+    if n > K["NDF_MAX_NDIM"]:
+        raise ValueError("ndforge: %d axes; the library takes at most %d" % (n, K["NDF_MAX_NDIM"]))
+    a.ndim = n
+    a.shape[:n] = shape
+    a.strides[:n] = strides
+    return a
+
+
+def kind_of(x):
+    """'numpy', 'torch' or 'cupy' (the framework that results are made with)."""
+    mod = type(x).__module__.split(".")[0]
+    if mod in ("torch", "cupy"):
+        return mod
+    if isinstance(x, np.ndarray):
+        return "numpy"
+    if hasattr(x, "__dlpack__"):
+        return "dlpack"
+    return "numpy"
+
+
+def as_array(x):
+    """NumPy arrays stay; lists and scalars become NumPy arrays (as scipy's np.asarray)."""
+    k = kind_of(x)
+    if k == "numpy" and not isinstance(x, np.ndarray):
+        x = np.asarray(x)
+    elif k == "dlpack":
+        dev = x.__dlpack_device__()
+        if dev[0] == NDF_CPU:
+            x = np.from_dlpack(x)
+        else:
+            x = _cuda_framework().from_dlpack(x)
+    return x
+
+
+def _cuda_framework():
+    try:
+        import cupy
+        return cupy
+    except ImportError:
+        import torch
+        return torch
+
+
+class Placement:
+    """Where a call runs: CPU, or a CUDA device and the caller's current stream there."""
+    __slots__ = ("device", "device_id", "stream", "kind")
+
+    def __init__(self, device, device_id, stream, kind):
+        self.device, self.device_id, self.stream, self.kind = device, device_id, stream, kind
+
+    @property
+    def ctx(self):
+        return context(self.device, self.device_id, self.stream)
+
+
+def placement(x):
+    k = kind_of(x)
+    if k == "numpy":
+        return Placement(NDF_CPU, 0, None, k)
+    if k == "torch":
+        if x.device.type == "cpu":
+            return Placement(NDF_CPU, 0, None, k)
+        if x.device.type != "cuda":
+            raise TypeError("ndforge: torch device %s is not supported (cpu, cuda)" % x.device)
+        import torch
+        dev = x.device.index if x.device.index is not None else torch.cuda.current_device()
+        s = torch.cuda.current_stream(dev).cuda_stream
+        return Placement(NDF_CUDA, dev, s or 1, k)  # 0 is the legacy default stream: CU_STREAM_LEGACY
+    if k == "cupy":
+        import cupy
+        s = cupy.cuda.get_current_stream().ptr
+        return Placement(NDF_CUDA, x.device.id, s or 1, k)
+    raise TypeError("ndforge: unsupported array type %s" % type(x))
+
+
+def describe(x, where):
+    """(ndf_array, keep-alive) for x, which lives where `where` says."""
+    k = where.kind
+    if k == "numpy":
+        dt = x.dtype
+        code = DTYPE_CODE.get(dt)
+        if code is None:
+            code = _dtype_code(dt)
+        it = dt.itemsize
+        if any(s % it for s in x.strides):
+            x = np.ascontiguousarray(x)
+        return _make(x.__array_interface__["data"][0], NDF_CPU, 0, code, x.shape,
+                     [s // it for s in x.strides]), x
+    if k == "torch" and where.device == NDF_CPU:
+        code = _dtype_code(str(x.dtype).replace("torch.", ""))
+        return _make(x.data_ptr(), NDF_CPU, 0, code, tuple(x.shape), x.stride()), x
+    # CUDA (torch, cupy): DLPack, asking the producer to order its work before our stream
+    cap = x.__dlpack__(stream=where.stream)
+    return _dlpack_array(cap), (x, cap)
+
+
+def empty(where, shape, dtype, like=None):
+    """A new C-contiguous array of the framework and device of `where`."""
+    dtype = np.dtype(dtype)
+    if where.kind == "numpy":
+        return np.empty(shape, dtype)
+    if where.kind == "torch":
+        import torch
+        dev = "cpu" if where.device == NDF_CPU else "cuda:%d" % where.device_id
+        return torch.empty(tuple(shape), dtype=getattr(torch, dtype.name), device=dev)
+    import cupy
+    with cupy.cuda.Device(where.device_id):
+        return cupy.empty(tuple(shape), dtype)
+
+
+def dtype_of(x):
+    if kind_of(x) == "torch":
+        import torch
+        t = x.dtype
+        name = str(t).replace("torch.", "")
+        if t in (torch.float16, torch.bfloat16):
+            return name
+        return np.dtype(name)
+    return np.dtype(x.dtype)
+
+
+def copy_into(dst, src):
+    """dst[...] = src, casting as NumPy does (dst and src of one framework)."""
+    k = kind_of(dst)
+    if k == "numpy":
+        np.copyto(dst, src, casting="unsafe")
+    elif k == "torch":
+        dst.copy_(src)
+    else:
+        dst[...] = src
+
+
+def to_host_numpy(x, dtype=None):
+    """A NumPy copy of a small argument (structures, footprints, thresholds, directions)."""
+    k = kind_of(x)
+    if k == "torch":
+        x = x.detach().cpu().numpy()
+    elif k == "cupy":
+        x = x.get()
+    return np.asarray(x) if dtype is None else np.ascontiguousarray(x, dtype=dtype)
+
+
+def host_array(x, dtype=None):
+    """(ndf_array, keep-alive) of a host NumPy copy of x (for structures and footprints)."""
+    a = to_host_numpy(x, dtype)
+    if a.dtype == np.bool_ and dtype is None:
+        pass
+    return describe(a, _HOST)
+
+
+_HOST = Placement(NDF_CPU, 0, None, "numpy")
+HOST = _HOST
