@@ -37,6 +37,30 @@ for _code in range(K["NDF_DTYPE_COUNT"]):
         DTYPE_CODE[np.dtype(_name.decode())] = _code
 CODE_DTYPE = {v: k for k, v in DTYPE_CODE.items()}
 
+_INPUT_DTYPES = None
+
+
+def input_dtypes():
+    """The dtypes the library takes as op inputs, asked of the library itself (a 1-element
+    grey_erosion per dtype, once): NDF_INT64 is an output-only dtype in some versions."""
+    global _INPUT_DTYPES
+    if _INPUT_DTYPES is None:
+        ctx = context()
+        opt = S["ndf_grey_options"]()
+        C["ndf_grey_options_init"](ctypes.byref(opt))
+        opt.nsize, opt.size[0] = 1, 1
+        ok = []
+        for dt in DTYPE_CODE:
+            a, b = np.zeros(1, dt), np.zeros(1, dt)
+            da, _ = describe(a, HOST)
+            db, _ = describe(b, HOST)
+            if dt.kind == "b" or C["ndf_grey_erosion"](ctx, ctypes.byref(da), ctypes.byref(db),
+                                                       ctypes.byref(opt)) == 0:
+                ok.append(dt)
+        _INPUT_DTYPES = tuple(ok)
+    return _INPUT_DTYPES
+
+
 _ERRORS = {
     K["NDF_EINVAL"]: ValueError,
     K["NDF_ENOMEM"]: MemoryError,

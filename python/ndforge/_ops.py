@@ -45,8 +45,9 @@ ARG_ERRORS = {
     "size": RuntimeError, "footprint": RuntimeError, "structure": RuntimeError, "structure1": RuntimeError,
     "structure2": RuntimeError, "mode": RuntimeError, "output": RuntimeError, "distances": RuntimeError,
     "indices": RuntimeError, "sampling": RuntimeError, "mask": RuntimeError,
-    "origin": ValueError, "origin1": ValueError, "origin2": ValueError, "rank": ValueError,
-    "percentile": ValueError, "iterations": ValueError, "metric": ValueError,
+    "rank": RuntimeError, "percentile": RuntimeError,
+    "origin": ValueError, "origin1": ValueError, "origin2": ValueError, "iterations": ValueError,
+    "metric": ValueError,
 }
 
 

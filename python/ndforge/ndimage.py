@@ -400,13 +400,27 @@ def _footprint_opts(opt, call, size, footprint, origin, mode, cval):
     opt.batch_dims = call.batch_dims
 
 
+def _widen_to_output(call, output, half):
+    """An output dtype that holds every input value exactly (float32 -> float64, uint8 -> int16 ...): the
+    op runs in that dtype, as scipy's composites do their arithmetic in the output's dtype."""
+    if half is not None or output is None:
+        return
+    dt = _np_dtype(output) if _is_dtype_like(output) else _core.dtype_of(output)
+    if isinstance(dt, str):
+        return
+    xdt = np.dtype(_core.dtype_of(call.x0))
+    if dt != xdt and dt in _core.input_dtypes() and np.can_cast(xdt, dt, "safe"):
+        call.x0 = _astype(call.x0, dt)
+
+
 def _grey(name, input, size, footprint, structure, output, mode, cval, origin, axes, batch_dims, device,
           algorithm, nan_policy):
     row = OPS[name]
     call = _Call(input, batch_dims, axes, device)
     half = _half_input(call, True)
     if size is None and footprint is None and structure is None:
-        raise RuntimeError("no footprint provided")
+        raise ValueError("size, footprint, or structure must be specified")
+    _widen_to_output(call, output, half)
     opt = S[row["options"]]()
     C[row["options"] + "_init"](ctypes.byref(opt))
     _footprint_opts(opt, call, size, footprint, origin, mode, cval)
@@ -427,9 +441,9 @@ def _grey(name, input, size, footprint, structure, output, mode, cval, origin, a
 def _run_unary(call, row, opt, output, extra, half=None, lib_dtype=None, accepts=None):
     call.ctx = call.run_ctx()
     xdt = np.dtype(_core.dtype_of(call.x0))
-    if half is None and xdt not in _core.DTYPE_CODE:
+    if half is None and xdt not in _core.input_dtypes():
         raise TypeError("ndforge: %s inputs are not supported by %s (library dtypes: %s)"
-                        % (xdt, row["c"], ", ".join(sorted(str(d) for d in _core.DTYPE_CODE if d.kind != "b"))))
+                        % (xdt, row["c"], ", ".join(str(d) for d in _core.input_dtypes() if d.kind != "b")))
     lib_dtype = xdt if lib_dtype is None else lib_dtype
     if accepts is None:
         def accepts(dt):
@@ -520,7 +534,7 @@ def percentile_filter(input, percentile, size=None, footprint=None, output=None,
 def _binary_input(call):
     """Non-zero is foreground: dtypes the library does not take become bool (one comparison)."""
     dt = np.dtype(_core.dtype_of(call.x0)) if _core.dtype_of(call.x0) not in ("float16", "bfloat16") else None
-    if dt is None or dt not in _core.DTYPE_CODE:
+    if dt is None or dt not in _core.input_dtypes():
         call.x0 = _nonzero(call.x0)
 
 
@@ -562,7 +576,7 @@ def _binary(name, input, structure, iterations, mask, output, border_value, orig
         if tuple(m.shape) != call.shape0:
             raise RuntimeError("mask and input must have equal sizes")
         dt = _core.dtype_of(m)
-        if isinstance(dt, str) or dt not in _core.DTYPE_CODE:
+        if isinstance(dt, str) or dt not in _core.input_dtypes():
             m = _nonzero(m)
         dm = call.desc_in(m)
         call.keep.append(dm)
@@ -695,7 +709,7 @@ def iterate_structure(structure, iterations, origin=None):
 # --- label ----------------------------------------------------------------------------
 
 def _label_accepts(dt):
-    return dt in _core.DTYPE_CODE and dt.kind in "iuf" and dt != np.dtype(np.int64)
+    return dt in _core.DTYPE_CODE and dt.kind in "iuf" and dt != np.dtype(np.int64)  # int64: int32, then cast
 
 
 def label(input, structure=None, output=None, *, batch_dims=0, device=None):
