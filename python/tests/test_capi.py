@@ -1,0 +1,41 @@
+"""The ctypes view of ndforge.h (parsed at import) against the C compiler's view of the same header."""
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from ndforge import _capi
+
+
+def test_every_declared_function_is_bound():
+    assert _capi.functions, "no function parsed from %s" % _capi.header_path
+    for name in ("ndf_grey_erosion", "ndf_label", "ndf_sinkhorn_solve", "ndf_soft_ect_backward", "ndf_ctx_create"):
+        assert name in _capi.functions
+
+
+@pytest.mark.skipif(not shutil.which("cc"), reason="no C compiler")
+def test_layouts_and_constants_match_the_compiler(tmp_path):
+    layout = _capi.struct_layout()
+    lines = ["#include <stdio.h>", "#include <stddef.h>", '#include "ndforge.h"', "int main(void) {"]
+    for name, (_, fields) in sorted(layout.items()):
+        lines.append('printf("%s %%zu\\n", sizeof(%s));' % (name, name))
+        for f in fields:
+            lines.append('printf("%s.%s %%zu\\n", offsetof(%s, %s));' % (name, f, name, f))
+    for name in sorted(n for members in _capi.enums.values() for n in members):
+        lines.append('printf("%s %%lld\\n", (long long)%s);' % (name, name))
+    lines += ["return 0;", "}"]
+    src = tmp_path / "layout.c"
+    src.write_text("\n".join(lines))
+    exe = tmp_path / "layout"
+    subprocess.run(["cc", "-I", os.path.dirname(_capi.header_path), str(src), "-o", str(exe)], check=True)
+    got = dict(line.rsplit(" ", 1) for line in subprocess.run([str(exe)], check=True, capture_output=True,
+                                                              text=True).stdout.splitlines())
+    for name, (size, fields) in layout.items():
+        assert int(got[name]) == size, name
+        for f, off in fields.items():
+            assert int(got["%s.%s" % (name, f)]) == off, (name, f)
+    for members in _capi.enums.values():
+        for n, v in members.items():
+            assert int(got[n]) == v, n
