@@ -1,5 +1,7 @@
 """Arrays reaching the library: NumPy views, DLPack capsules, other __dlpack__ producers, the device= path."""
 
+import os
+
 import numpy as np
 import pytest
 import scipy.ndimage as sn
@@ -62,6 +64,8 @@ def test_device_cpu_is_accepted_for_host_arrays():
 def test_version_and_library():
     assert ndforge.__version__.count(".") == 2
     assert ndforge.library_path.endswith(".so")
+    if os.environ.get("NDFORGE_EXPECT_INSTALLED"):  # tools/test.sh: the installed wheel, not the source tree
+        assert "site-packages" in ndforge.__file__ and "site-packages" in ndforge.library_path
 
 
 def test_threads_get_their_own_context():
