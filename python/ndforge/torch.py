@@ -55,7 +55,7 @@ class SoftECCFunction(torch.autograd.Function):
         ni, nt = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
         if not (ni or nt):
             return None, None, None, None, None
-        gi, gt = _tp.soft_ecc_backward(input.detach(), thresholds.detach(), grad.to(torch.float64), lam,
+        gi, gt = _tp.soft_ecc_backward(input.detach(), thresholds.detach(), grad.to(torch.float64).contiguous(), lam,
                                        construction, batch_dims, need_input=ni, need_thresholds=nt)
         return gi, (_host_tensor(gt, thresholds) if nt else None), None, None, None
 
@@ -81,7 +81,7 @@ class SoftECTFunction(torch.autograd.Function):
         if not (ni or nd or nt):
             return (None,) * 9
         gi, gd, gt = _tp.soft_ect_backward(input.detach(), directions.detach(), thresholds.detach(),
-                                           grad.to(torch.float64), lam, construction, weighted, spacing,
+                                           grad.to(torch.float64).contiguous(), lam, construction, weighted, spacing,
                                            normalize, batch_dims, need_input=ni, need_directions=nd,
                                            need_thresholds=nt)
         return (gi, _host_tensor(gd, directions) if nd else None, _host_tensor(gt, thresholds) if nt else None,

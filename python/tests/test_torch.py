@@ -51,9 +51,12 @@ def test_binary_label_distance_on_tensors():
 
 
 def test_dlpack_round_trip():
-    x = torch.rand(8, 9, dtype=torch.float64)
-    r = nd.grey_opening(torch.from_dlpack(np.from_dlpack(x)), size=3)
-    np.testing.assert_array_equal(np.from_dlpack(r), sn.grey_opening(x.numpy(), size=3))
+    h = np.random.default_rng(0).random((8, 9))
+    x = torch.from_dlpack(h)  # NumPy -> torch without a copy
+    assert x.data_ptr() == h.ctypes.data
+    r = nd.grey_opening(x, size=3)
+    assert isinstance(r, torch.Tensor)
+    np.testing.assert_array_equal(np.from_dlpack(r), sn.grey_opening(h, size=3))
 
 
 def test_bfloat16_and_float16():
