@@ -16,6 +16,7 @@ CUDA, by the framework's allocator, stream-ordered on the same stream).
 """
 
 import ctypes
+import os
 import threading
 
 import numpy as np
@@ -181,16 +182,39 @@ def _dtype_code(dt):
                     % (dt, ", ".join(sorted(str(d) for d in DTYPE_CODE))))
 
 
+def _packers():
+    """struct.Structs that write an ndf_array's fields in place, laid out from the parsed ctypes fields
+    (native alignment, as C): the scalar head, and n int64 values for the shape and the strides."""
+    import struct
+    codes = {ctypes.c_void_p: "P", ctypes.c_int: "i", ctypes.c_int64: "q"}
+    fields = Array._fields_
+    head = "@" + "".join(codes[t] for name, t in fields if not hasattr(t, "_length_"))
+    arrays = [name for name, t in fields if hasattr(t, "_length_")]
+    scalars = [name for name, t in fields if not hasattr(t, "_length_")]
+    if (arrays != ["shape", "strides"] or scalars != ["data", "device", "device_id", "dtype", "ndim"]
+            or getattr(Array, "data").offset != 0 or struct.calcsize(head) > getattr(Array, "shape").offset):
+        return None
+    return (struct.Struct(head), [struct.Struct("@%dq" % n) for n in range(K["NDF_MAX_NDIM"] + 1)],
+            getattr(Array, "shape").offset, getattr(Array, "strides").offset)
+
+
+_PACK = _packers()
+_MAXD = K["NDF_MAX_NDIM"]
+
+
 def _make(ptr, device, device_id, code, shape, strides):
-    a = Array()
-    a.data = ptr
-    a.device = device
-    a.device_id = device_id
-    a.dtype = code
     n = len(shape)
-    if n > K["NDF_MAX_NDIM"]:
-        raise ValueError("ndforge: %d axes; the library takes at most %d" % (n, K["NDF_MAX_NDIM"]))
-    a.ndim = n
+    if n > _MAXD:
+        raise ValueError("ndforge: %d axes; the library takes at most %d" % (n, _MAXD))
+    a = Array()
+    if _PACK is not None:
+        head, vec, so, to = _PACK
+        head.pack_into(a, 0, ptr or 0, device, device_id, code, n)
+        v = vec[n]
+        v.pack_into(a, so, *shape)
+        v.pack_into(a, to, *strides)
+        return a
+    a.data, a.device, a.device_id, a.dtype, a.ndim = ptr, device, device_id, code, n
     a.shape[:n] = shape
     a.strides[:n] = strides
     return a
@@ -243,24 +267,67 @@ class Placement:
         return context(self.device, self.device_id, self.stream)
 
 
+_torch_raw_stream = None
+
+
+def _torch_stream(dev):
+    """The raw CUstream of torch's current stream on a device (0 = the legacy default stream)."""
+    global _torch_raw_stream
+    if _torch_raw_stream is None:
+        import torch
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        _torch_raw_stream = raw if raw is not None else (lambda d: torch.cuda.current_stream(d).cuda_stream)
+    return _torch_raw_stream(dev)
+
+
 def placement(x):
     k = kind_of(x)
     if k == "numpy":
-        return Placement(NDF_CPU, 0, None, k)
+        return _CPU_PLACEMENT["numpy"]
     if k == "torch":
-        if x.device.type == "cpu":
-            return Placement(NDF_CPU, 0, None, k)
-        if x.device.type != "cuda":
-            raise TypeError("ndforge: torch device %s is not supported (cpu, cuda)" % x.device)
-        import torch
-        dev = x.device.index if x.device.index is not None else torch.cuda.current_device()
-        s = torch.cuda.current_stream(dev).cuda_stream
-        return Placement(NDF_CUDA, dev, s or 1, k)  # 0 is the legacy default stream: CU_STREAM_LEGACY
+        d = x.device
+        if d.type == "cpu":
+            return _CPU_PLACEMENT["torch"]
+        if d.type != "cuda":
+            raise TypeError("ndforge: torch device %s is not supported (cpu, cuda)" % d)
+        dev = d.index
+        if dev is None:
+            import torch
+            dev = torch.cuda.current_device()
+        return Placement(NDF_CUDA, dev, _torch_stream(dev) or 1, k)  # 0 is the legacy stream: CU_STREAM_LEGACY
     if k == "cupy":
         import cupy
-        s = cupy.cuda.get_current_stream().ptr
-        return Placement(NDF_CUDA, x.device.id, s or 1, k)
+        dev = x.device.id
+        with cupy.cuda.Device(dev):
+            s = cupy.cuda.get_current_stream().ptr
+        return Placement(NDF_CUDA, dev, s or 1, k)
     raise TypeError("ndforge: unsupported array type %s" % type(x))
+
+
+def empty_like(x, where):
+    """A new C-contiguous array of x's framework, dtype, shape and device."""
+    k = where.kind
+    if k == "numpy":
+        return np.empty(x.shape, x.dtype)
+    if k == "torch":
+        import torch
+        return torch.empty_like(x, memory_format=torch.contiguous_format)
+    return empty(where, x.shape, x.dtype)
+
+
+# torch tensors are described from data_ptr() / stride() (zero-copy, no capsule), on the CPU and on CUDA,
+# where the context's stream is the tensor's current stream, which is what DLPack's stream exchange would
+# settle on; NDFORGE_TORCH_DLPACK=1 sends CUDA tensors through __dlpack__ like every other producer.
+TORCH_DLPACK = os.environ.get("NDFORGE_TORCH_DLPACK") == "1"
+_TORCH_CODE = {}
+
+
+def _torch_code(t):
+    try:
+        return _TORCH_CODE[t]
+    except KeyError:
+        code = _TORCH_CODE[t] = _dtype_code(str(t).replace("torch.", ""))
+        return code
 
 
 def describe(x, where):
@@ -271,15 +338,14 @@ def describe(x, where):
         code = DTYPE_CODE.get(dt)
         if code is None:
             code = _dtype_code(dt)
-        it = dt.itemsize
-        if any(s % it for s in x.strides):
+        if not x.flags.aligned:  # strides (or the address) not multiples of the element size
             x = np.ascontiguousarray(x)
+        it = dt.itemsize
         return _make(x.__array_interface__["data"][0], NDF_CPU, 0, code, x.shape,
                      [s // it for s in x.strides]), x
-    if k == "torch" and where.device == NDF_CPU:
-        code = _dtype_code(str(x.dtype).replace("torch.", ""))
-        return _make(x.data_ptr(), NDF_CPU, 0, code, tuple(x.shape), x.stride()), x
-    # CUDA (torch, cupy): DLPack, asking the producer to order its work before our stream
+    if k == "torch" and (where.device == NDF_CPU or not TORCH_DLPACK):
+        return _make(x.data_ptr(), where.device, where.device_id, _torch_code(x.dtype), x.shape, x.stride()), x
+    # CUDA (cupy, other producers): DLPack, asking the producer to order its work before our stream
     cap = x.__dlpack__(stream=where.stream)
     return _dlpack_array(cap), (x, cap)
 
@@ -298,15 +364,23 @@ def empty(where, shape, dtype, like=None):
         return cupy.empty(tuple(shape), dtype)
 
 
+_DTYPE_OF = {}
+
+
 def dtype_of(x):
+    """The NumPy dtype of an array or tensor; 'float16'/'bfloat16' for torch's half types."""
+    t = x.dtype
+    try:
+        return _DTYPE_OF[t]
+    except (KeyError, TypeError):
+        pass
     if kind_of(x) == "torch":
-        import torch
-        t = x.dtype
         name = str(t).replace("torch.", "")
-        if t in (torch.float16, torch.bfloat16):
-            return name
-        return np.dtype(name)
-    return np.dtype(x.dtype)
+        r = name if name in ("float16", "bfloat16") else np.dtype(name)
+    else:
+        r = np.dtype(t)
+    _DTYPE_OF[t] = r
+    return r
 
 
 def copy_into(dst, src):
@@ -340,3 +414,4 @@ def host_array(x, dtype=None):
 
 _HOST = Placement(NDF_CPU, 0, None, "numpy")
 HOST = _HOST
+_CPU_PLACEMENT = {"numpy": _HOST, "torch": Placement(NDF_CPU, 0, None, "torch")}

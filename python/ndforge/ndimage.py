@@ -328,8 +328,8 @@ def _resolve_output(call, output, lib_dtype, accepts):
 
 def _describable(a):
     if _core.kind_of(a) == "numpy":
-        it = a.dtype.itemsize
-        return a.flags.writeable and all(s % it == 0 for s in a.strides)
+        f = a.flags
+        return f.writeable and f.aligned
     return True
 
 
@@ -413,8 +413,64 @@ def _widen_to_output(call, output, half):
         call.x0 = _astype(call.x0, dt)
 
 
+# Prepared calls: the options struct of a call whose arguments are all plain values (no footprint,
+# structure, output, axes or device), keyed by those values and the input's type, dtype and rank; a
+# repeated call then only describes its arrays and calls the C function.
+_PLANS = {}
+_PLAN_KINDS = ("numpy", "torch", "cupy")
+
+
+def _plan_key(name, input, args, *rest):
+    for r in rest:
+        if r is not None:
+            return None
+    try:
+        key = (name, type(input), input.dtype, input.ndim, args)
+        hash(key)
+    except AttributeError:  # not an array (a list, a DLPack producer): no plan
+        return None
+    except TypeError:  # a list among the arguments
+        key = (name, type(input), input.dtype, input.ndim,
+               tuple(tuple(a) if isinstance(a, list) else a for a in args))
+        try:
+            hash(key)
+        except TypeError:
+            return None
+    if _core.kind_of(input) not in _PLAN_KINDS:
+        return None
+    return key
+
+
+def _run_plan(plan, x, output=None):
+    """A prepared call; None when output= is not an array the library can write directly."""
+    fn, opt, extra = plan
+    where = _core.placement(x)
+    ctx = where.ctx
+    if output is None:
+        out = _core.empty_like(x, where)
+    else:
+        if (type(output) is not type(x) or output.dtype != x.dtype or output.shape != x.shape
+                or not _describable(output) or _same_memory(output, x)):
+            return None
+        out = output
+    din, keep_in = _core.describe(x, where)
+    dout, keep_out = _core.describe(out, where)
+    s = fn(ctx, ctypes.byref(din), ctypes.byref(dout), *extra, ctypes.byref(opt))
+    if s:
+        _raise(s, ctx)
+    return out
+
+
 def _grey(name, input, size, footprint, structure, output, mode, cval, origin, axes, batch_dims, device,
           algorithm, nan_policy):
+    key = _plan_key(name, input, (size, mode, cval, origin, batch_dims, algorithm, nan_policy), footprint,
+                    structure, axes, device)
+    if key is not None:
+        plan = _PLANS.get(key)
+        if plan is not None:
+            r = _run_plan(plan, input, output)
+            if r is not None:
+                return r
     row = OPS[name]
     call = _Call(input, batch_dims, axes, device)
     half = _half_input(call, True)
@@ -435,7 +491,11 @@ def _grey(name, input, size, footprint, structure, output, mode, cval, origin, a
         opt.algorithm = _enum_from_name(C["ndf_grey_algorithm_from_name"], algorithm, "algorithm")
     if nan_policy not in (None, "propagate"):
         raise ValueError("nan_policy of the grey ops: 'propagate' (got %r)" % (nan_policy,))
-    return _run_unary(call, row, opt, output, (), half)
+    widened = call.x0 is not call.x
+    r = _run_unary(call, row, opt, output, (), half)
+    if key is not None and half is None and not widened:
+        _PLANS[key] = (C[row["c"]], opt, ())
+    return r
 
 
 def _run_unary(call, row, opt, output, extra, half=None, lib_dtype=None, accepts=None):
@@ -488,6 +548,14 @@ black_tophat = _make_grey("black_tophat")
 
 def _rank(name, input, extra, size, footprint, output, mode, cval, origin, axes, batch_dims, device,
           algorithm, nan_policy):
+    key = _plan_key(name, input, (extra[0].value if extra else None, size, mode, cval, origin, batch_dims,
+                                  algorithm, nan_policy), footprint, axes, device)
+    if key is not None:
+        plan = _PLANS.get(key)
+        if plan is not None:
+            r = _run_plan(plan, input, output)
+            if r is not None:
+                return r
     row = OPS[name]
     call = _Call(input, batch_dims, axes, device)
     half = _half_input(call, True)
@@ -504,7 +572,11 @@ def _rank(name, input, extra, size, footprint, output, mode, cval, origin, axes,
         if nan_policy not in _RANK_NAN:
             raise ValueError("nan_policy must be 'propagate' or 'omit' (got %r)" % (nan_policy,))
         opt.nan_policy = K[_RANK_NAN[nan_policy]]
-    return _run_unary(call, row, opt, output, extra, half)
+    widened = call.x0 is not call.x
+    r = _run_unary(call, row, opt, output, extra, half)
+    if key is not None and half is None and not widened:
+        _PLANS[key] = (C[row["c"]], opt, extra)
+    return r
 
 
 def median_filter(input, size=None, footprint=None, output=None, mode="reflect", cval=0.0, origin=0, *,

@@ -86,3 +86,24 @@ def test_threads_get_their_own_context():
     for t in ts:
         t.join()
     assert not errs
+
+
+def test_prepared_calls_repeat_exactly():
+    # the second call of the same arguments takes the prepared path (ndimage._PLANS)
+    x = np.random.default_rng(4).random((12, 11)).astype(np.float32)
+    ref = sn.grey_closing(x, size=(3, 2), mode="wrap")
+    for _ in range(3):
+        np.testing.assert_array_equal(nd.grey_closing(x, size=(3, 2), mode="wrap"), ref)
+    out = np.empty_like(x)
+    assert nd.grey_closing(x, size=(3, 2), mode="wrap", output=out) is out
+    np.testing.assert_array_equal(out, ref)
+    out64 = np.empty(x.shape)
+    nd.grey_closing(x, size=(3, 2), mode="wrap", output=out64)
+    np.testing.assert_array_equal(out64, sn.grey_closing(x, size=(3, 2), mode="wrap", output=np.float64))
+    nd.grey_closing(x, size=(3, 2), mode="wrap", output=x)  # in place: through a temporary
+    np.testing.assert_array_equal(x, ref)
+    with pytest.raises(RuntimeError):
+        nd.rank_filter(x, 50, size=3)
+    nd.rank_filter(x, 5, size=3)
+    with pytest.raises(RuntimeError):
+        nd.rank_filter(x, 50, size=3)
