@@ -18,9 +18,10 @@ included), reported as the mean ms per call.
 
 Then the per-call overhead: an op on a tiny tensor (grey_dilation size 3 of
 8x8 float32), called through ndforge.ndimage and through the raw ctypes C call
-with its descriptors built once, host wall time per call (the kernels are
-queued, not awaited); the difference is what the Python layer adds (target:
-at most 10 us).
+with its descriptors built once, CPU time of the calling thread per call (the
+kernels are queued, not awaited); the difference is what the Python layer adds
+(target: at most 10 us), also with output= (no allocation) and with the tensor
+passed through __dlpack__ instead of data_ptr()/stride().
 
 Output: one JSON object per line on stdout, then a Markdown table (--table).
 Usage (the GPU machine, from the repository root, with a built library):
@@ -167,7 +168,8 @@ def torch_peer(w, torch):
 
 
 def overhead(torch, nd, reps):
-    """Host microseconds per call: ndforge.ndimage vs the raw C call, tiny tensor, kernels queued."""
+    """CPU microseconds per call (thread time of the calling thread, so that other processes do not count):
+    ndforge.ndimage against the raw C call, tiny tensor, kernels queued and not awaited."""
     import ctypes
     from ndforge import _core
     x = torch.rand(8, 8, device="cuda")
@@ -182,22 +184,34 @@ def overhead(torch, nd, reps):
     opt.nsize, opt.size[0] = 1, 3
     fn = _core.C["ndf_grey_dilation"]
     args = (ctx, ctypes.byref(din), ctypes.byref(dout), ctypes.byref(opt))
+
+    def dlpack(call):
+        def f():
+            _core.TORCH_DLPACK = True
+            try:
+                return call()
+            finally:
+                _core.TORCH_DLPACK = False
+        return f
     res = {}
     for name, call in (("c_call_us", lambda: fn(*args)), ("ndforge_us", lambda: nd.grey_dilation(x, size=3)),
-                       ("ndforge_output_us", lambda: nd.grey_dilation(x, size=3, output=out))):
+                       ("ndforge_output_us", lambda: nd.grey_dilation(x, size=3, output=out)),
+                       ("ndforge_dlpack_us", dlpack(lambda: nd.grey_dilation(x, size=3))),
+                       ("torch_empty_like_us", lambda: torch.empty_like(x))):
         for _ in range(50):
             call()
         torch.cuda.synchronize()
         best = float("inf")
-        for _ in range(5):  # best of 5 rounds: the least disturbed
-            t0 = time.perf_counter()
+        for _ in range(5):  # best of 5 rounds
+            t0 = time.thread_time()
             for _ in range(reps):
                 call()
-            t1 = time.perf_counter()
+            t1 = time.thread_time()
             torch.cuda.synchronize()
             best = min(best, (t1 - t0) / reps * 1e6)
         res[name] = round(best, 2)
     res["python_overhead_us"] = round(res["ndforge_us"] - res["c_call_us"], 2)
+    res["python_overhead_output_us"] = round(res["ndforge_output_us"] - res["c_call_us"], 2)
     return res
 
 
@@ -296,9 +310,11 @@ def main():
             ratio = "%.1fx" % (r["cupyx_ms"] / r["ndforge_ms"]) if "cupyx_ms" in r and "ndforge_ms" in r else "--"
             print("| %s | %s | %s | %s | %s |" % (r["workload"], cell("ndforge"), cell("cupyx"), cell("torch"),
                                                    ratio))
-        print("\nPer-call overhead (host us per call, %s): C call %.2f, ndforge.ndimage %.2f, with output= %.2f; "
-              "Python layer %.2f us." % (ov["workload"], ov["c_call_us"], ov["ndforge_us"], ov["ndforge_output_us"],
-                                        ov["python_overhead_us"]))
+        print("\nPer-call overhead (CPU us per call, %s): C call %.2f, ndforge.ndimage %.2f (of which torch.empty_like "
+              "%.2f), with output= %.2f, through DLPack %.2f; the Python layer adds %.2f us (%.2f with output=)."
+              % (ov["workload"], ov["c_call_us"], ov["ndforge_us"], ov["torch_empty_like_us"],
+                 ov["ndforge_output_us"], ov["ndforge_dlpack_us"], ov["python_overhead_us"],
+                 ov["python_overhead_output_us"]))
     return 0
 
 
