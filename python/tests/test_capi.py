@@ -13,6 +13,7 @@ def test_every_declared_function_is_bound():
     assert _capi.functions, "no function parsed from %s" % _capi.header_path
     for name in ("ndf_grey_erosion", "ndf_label", "ndf_sinkhorn_solve", "ndf_soft_ect_backward", "ndf_ctx_create"):
         assert name in _capi.functions
+    assert not _capi.skipped, "declarations of ndforge.h the ctypes reader left out: %s" % _capi.skipped
 
 
 @pytest.mark.skipif(not shutil.which("cc"), reason="no C compiler")
