@@ -60,7 +60,7 @@ FW = FW or [("none", None)]
 @needs_gpu
 @pytest.mark.parametrize("fw", FW, ids=fw_ids)
 @pytest.mark.parametrize("name,kw", CASES, ids=["%s-%d" % (c[0], i) for i, c in enumerate(CASES)])
-@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
 def test_filters(fw, name, kw, dtype):
     x = (np.random.default_rng(0).random((3, 40, 50)) * 200).astype(dtype)
     g = fw[1](x)
