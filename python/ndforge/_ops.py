@@ -10,7 +10,7 @@ ctypes signatures already come from the header (_capi.py).
 Row fields:
   c        C entry point (ndf_*), looked up in the parsed header
   family   options struct family: grey, rank, binary, hit_or_miss, label, distance
-  options  options struct type name; its defaults come from ``<options>_init``
+  struct   options struct type name; its defaults come from ``<struct>_init``
   output   the output dtype rule: 'input' (same as the input), 'bool',
            'int32', 'distance' (per op and metric), 'label'
   axes     1 when scipy's function takes ``axes=`` (done as batch axes)
@@ -28,16 +28,16 @@ _DIST = ("distance_transform_edt", "distance_transform_cdt", "distance_transform
 
 OPS = {}
 for _n in _GREY:
-    OPS[_n] = dict(c="ndf_" + _n, family="grey", options="ndf_grey_options", output="input", axes=1)
+    OPS[_n] = dict(c="ndf_" + _n, family="grey", struct="ndf_grey_options", output="input", axes=1)
 for _n in _RANK:
-    OPS[_n] = dict(c="ndf_" + _n, family="rank", options="ndf_rank_options", output="input", axes=1)
+    OPS[_n] = dict(c="ndf_" + _n, family="rank", struct="ndf_rank_options", output="input", axes=1)
 for _n in _BINARY:
-    OPS[_n] = dict(c="ndf_" + _n, family="binary", options="ndf_binary_options", output="bool", axes=1)
+    OPS[_n] = dict(c="ndf_" + _n, family="binary", struct="ndf_binary_options", output="bool", axes=1)
 OPS["binary_hit_or_miss"] = dict(c="ndf_binary_hit_or_miss", family="hit_or_miss",
-                                 options="ndf_hit_or_miss_options", output="bool", axes=1)
-OPS["label"] = dict(c="ndf_label", family="label", options=None, output="label", axes=0)
+                                 struct="ndf_hit_or_miss_options", output="bool", axes=1)
+OPS["label"] = dict(c="ndf_label", family="label", struct=None, output="label", axes=0)
 for _n in _DIST:
-    OPS[_n] = dict(c="ndf_" + _n, family="distance", options="ndf_distance_options", output="distance", axes=0)
+    OPS[_n] = dict(c="ndf_" + _n, family="distance", struct="ndf_distance_options", output="distance", axes=0)
 
 # Python exception per argument that the library names in "bad argument 'x'",
 # following what scipy.ndimage raises for the same mistake (default ValueError).
@@ -51,16 +51,35 @@ ARG_ERRORS = {
 }
 
 
+REGISTRY = None  # the registry's rows by name, when one was found
+
+
+def _registry_paths():
+    from . import _capi
+    lib = os.path.dirname(os.path.abspath(_capi.library_path))
+    return [os.environ.get("NDFORGE_OPS_JSON"), os.path.join(os.path.dirname(__file__), "ops.json"),
+            os.path.join(lib, "generated", "ops.json"), os.path.join(os.path.dirname(lib), "share", "ndforge",
+                                                                      "ops.json")]
+
+
 def load_registry(path=None):
-    """Replaces the rows above by those of a registry JSON file ({"ops": {name: row}}), if there is one."""
-    path = path or os.environ.get("NDFORGE_OPS_JSON") or os.path.join(os.path.dirname(__file__), "ops.json")
-    if not os.path.isfile(path):
-        return False
-    with open(path, encoding="utf-8") as f:
-        rows = json.load(f).get("ops", {})
-    for name, row in rows.items():
-        OPS.setdefault(name, {}).update(row)
-    return True
+    """Reads the op registry's ops.json (gen/ops.lua through gen/opsgen.lua: {"format": "ndforge-ops",
+    "ops": [{"name", "family", "entry", ...}]}) when there is one: its entry points replace the rows'
+    ``c``, and REGISTRY keeps every row (tests check that each ndimage op of it has a Python function)."""
+    global REGISTRY
+    for p in [path] if path else _registry_paths():
+        if p and os.path.isfile(p):
+            with open(p, encoding="utf-8") as f:
+                data = json.load(f)
+            rows = data.get("ops", [])
+            if isinstance(rows, dict):
+                rows = [dict(r, name=n) for n, r in rows.items()]
+            REGISTRY = {r["name"]: r for r in rows}
+            for r in rows:
+                if r["name"] in OPS and r.get("entry"):
+                    OPS[r["name"]]["c"] = r["entry"]
+            return True
+    return False
 
 
 load_registry()

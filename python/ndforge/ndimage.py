@@ -477,8 +477,8 @@ def _grey(name, input, size, footprint, structure, output, mode, cval, origin, a
     if size is None and footprint is None and structure is None:
         raise ValueError("size, footprint, or structure must be specified")
     _widen_to_output(call, output, half)
-    opt = S[row["options"]]()
-    C[row["options"] + "_init"](ctypes.byref(opt))
+    opt = S[row["struct"]]()
+    C[row["struct"] + "_init"](ctypes.byref(opt))
     _footprint_opts(opt, call, size, footprint, origin, mode, cval)
     if structure is not None:
         st = _core.to_host_numpy(structure)
@@ -561,8 +561,8 @@ def _rank(name, input, extra, size, footprint, output, mode, cval, origin, axes,
     half = _half_input(call, True)
     if size is None and footprint is None:
         raise RuntimeError("no footprint provided")
-    opt = S[row["options"]]()
-    C[row["options"] + "_init"](ctypes.byref(opt))
+    opt = S[row["struct"]]()
+    C[row["struct"] + "_init"](ctypes.byref(opt))
     _footprint_opts(opt, call, size, footprint, origin, mode, cval)
     if algorithm is not None:
         if algorithm not in _RANK_ALGO:
@@ -631,8 +631,8 @@ def _binary(name, input, structure, iterations, mask, output, border_value, orig
     call = _Call(input, batch_dims, axes, device)
     _binary_input(call)
     call.ctx = call.run_ctx()
-    opt = S[row["options"]]()
-    C[row["options"] + "_init"](ctypes.byref(opt))
+    opt = S[row["struct"]]()
+    C[row["struct"] + "_init"](ctypes.byref(opt))
     _structure(call, structure, "structure", opt)
     if iterations is not None:
         opt.iterations = operator.index(iterations)
@@ -713,8 +713,8 @@ def binary_hit_or_miss(input, structure1=None, structure2=None, output=None, ori
     call = _Call(input, batch_dims, axes, device)
     _binary_input(call)
     call.ctx = call.run_ctx()
-    opt = S[row["options"]]()
-    C[row["options"] + "_init"](ctypes.byref(opt))
+    opt = S[row["struct"]]()
+    C[row["struct"] + "_init"](ctypes.byref(opt))
     _structure(call, structure1, "structure1", opt)
     _structure(call, structure2, "structure2", opt)
     n = _spatial_rank(call)
@@ -848,8 +848,8 @@ def _distance(name, input, sampling, metric, return_distances, return_indices, d
     call = _Call(input, batch_dims, None, device)
     _binary_input(call)
     call.ctx = call.run_ctx()
-    opt = S[row["options"]]()
-    C[row["options"] + "_init"](ctypes.byref(opt))
+    opt = S[row["struct"]]()
+    C[row["struct"] + "_init"](ctypes.byref(opt))
     nsp = _spatial_rank(call)
     if sampling is not None:
         vals = [float(s) for s in np.atleast_1d(np.asarray(sampling, dtype=np.float64))]

@@ -40,3 +40,15 @@ def test_layouts_and_constants_match_the_compiler(tmp_path):
     for members in _capi.enums.values():
         for n, v in members.items():
             assert int(got[n]) == v, n
+
+
+def test_every_ndimage_op_of_the_registry_has_a_function():
+    from ndforge import _ops
+    import ndforge.ndimage as nd
+    if _ops.REGISTRY is None:
+        pytest.skip("no ops.json from the op registry next to the library")
+    fams = {"grey", "rank", "binary", "label", "distance"}
+    missing = [n for n, r in _ops.REGISTRY.items() if r.get("family") in fams and not hasattr(nd, n)]
+    assert not missing, "registry ops without an ndforge.ndimage function: %s" % missing
+    for n, row in _ops.OPS.items():
+        assert row["c"] in _capi.functions, (n, row["c"])
