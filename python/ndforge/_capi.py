@@ -191,11 +191,12 @@ class _Header:
     def _struct(self, name, body):
         fields = []
         for decl in filter(None, (d.strip() for d in body.split(";"))):
-            m = re.fullmatch(r"((?:const\s+)?(?:unsigned\s+)?\w+)\s+(.*)", decl)
+            decl = " ".join(re.sub(r"\bconst\b", " ", decl).split())  # const does not change the layout
+            m = re.fullmatch(r"((?:unsigned\s+)?\w+)\s+(.*)", decl)
             base, rest = m.group(1), m.group(2)
             for d in (x.strip() for x in rest.split(",")):
-                dm = re.fullmatch(r"(\**)\s*(\w+)\s*(?:\[\s*([^\]]+)\s*\])?", d)
-                t = self.ctype(base + " " + dm.group(1))
+                dm = re.fullmatch(r"([*\s]*)(\w+)\s*(?:\[\s*([^\]]+)\s*\])?", d)
+                t = self.ctype(base + " " + "*" * dm.group(1).count("*"))
                 if dm.group(3):
                     t = t * _const_eval(dm.group(3), self.consts)
                 fields.append((dm.group(2), t))
