@@ -341,3 +341,22 @@ def test_unsupported_dtype_is_a_type_error():
 def test_library_message_reaches_python():
     with pytest.raises(ValueError, match="origin"):
         nd.grey_erosion(X2, size=3, origin=5)
+
+
+# --- signatures: scipy's parameters, order and defaults -----------------------------------------
+
+@pytest.mark.parametrize("name", nd.__all__)
+def test_signature_is_scipys(name):
+    import inspect
+    ours = inspect.signature(getattr(nd, name)).parameters
+    theirs = inspect.signature(getattr(sn, name)).parameters
+    for i, (p, q) in enumerate(zip(theirs.values(), list(ours.values()))):
+        if q.kind is q.KEYWORD_ONLY and p.kind is not p.KEYWORD_ONLY:
+            pytest.fail("%s: scipy's positional parameter %s is missing" % (name, p.name))
+        if p.kind is not p.KEYWORD_ONLY:
+            assert q.name == p.name, (name, i, q.name, p.name)
+    for p in theirs.values():
+        assert p.name in ours, (name, p.name)
+        q = ours[p.name]
+        if p.default is not p.empty:
+            assert q.default == p.default or (q.default is None and p.default is None), (name, p.name)
