@@ -333,21 +333,36 @@ def _describable(a):
     return True
 
 
+def _view(x, dtype_name):
+    """x reinterpreted as another dtype of the same size (no copy)."""
+    if _core.kind_of(x) == "torch":
+        import torch
+        return x.view(getattr(torch, dtype_name))
+    return x.view(dtype_name)
+
+
 def _half_input(call, allow):
-    """float16/bfloat16 inputs: a float32 copy (returned results are cast back)."""
+    """Inputs the library's filters do not take, computed in a dtype they do: float16/bfloat16 in a float32
+    copy, bool as its bytes (uint8, a view: min, max and ranks of 0/1 are exact).  Returns the input's
+    dtype name for the result's conversion back, or None."""
     dt = _core.dtype_of(call.x0)
     name = dt if isinstance(dt, str) else dt.name
-    if name in ("float16", "bfloat16") and allow:
+    if not allow:
+        return None
+    if name in ("float16", "bfloat16"):
         call.x0 = _astype(call.x0, np.float32) if name == "float16" else call.x0.float()
         return name
-    if name in ("int64", "uint64") and not allow:
-        return None
+    if name == "bool":
+        call.x0 = _view(call.x0, "uint8")
+        return name
     return None
 
 
 def _to_half(x, name):
     if name is None:
         return x
+    if name == "bool":
+        return _view(x, "bool")
     if _core.kind_of(x) == "torch":
         import torch
         return x.to(getattr(torch, name))
@@ -473,6 +488,8 @@ def _grey(name, input, size, footprint, structure, output, mode, cval, origin, a
                 return r
     row = OPS[name]
     call = _Call(input, batch_dims, axes, device)
+    if name in ("morphological_gradient", "morphological_laplace") and _core.dtype_of(call.x0) == np.bool_:
+        raise TypeError("boolean subtraction is not supported (scipy composes %s with np.subtract)" % name)
     half = _half_input(call, True)
     if size is None and footprint is None and structure is None:
         raise ValueError("size, footprint, or structure must be specified")

@@ -99,6 +99,14 @@ def test_grey_algorithms(algorithm):
     same(nd.grey_dilation(x, size=5, algorithm=algorithm), sn.grey_dilation(x, size=5))
 
 
+@pytest.mark.parametrize("name", ["grey_erosion", "grey_dilation", "grey_opening", "grey_closing", "white_tophat",
+                                  "black_tophat", "median_filter"])
+def test_bool_inputs(name):
+    x = data((10, 9), np.bool_)
+    same(getattr(nd, name)(x, size=3), getattr(sn, name)(x, size=3))
+    same(getattr(nd, name)(x, size=2, mode="constant", cval=1), getattr(sn, name)(x, size=2, mode="constant", cval=1))
+
+
 def test_grey_half_precision():
     x = data((9, 9), np.float16)
     r = nd.grey_erosion(x, size=3)
@@ -301,6 +309,8 @@ ERRORS = [
     ("grey_dilation", (X2,), dict(size=(3, 3, 3))),
     ("grey_erosion", (X2,), dict(footprint=np.ones((3, 3, 3)))),
     ("grey_erosion", (X2.astype(np.complex64),), dict(size=3)),
+    ("morphological_gradient", (B2,), dict(size=3)),
+    ("morphological_laplace", (B2,), dict(size=3)),
     ("median_filter", (X2,), {}),
     ("median_filter", (X2,), dict(size=3, mode="grid-bogus")),
     ("rank_filter", (X2, 20), dict(size=3)),
