@@ -157,3 +157,31 @@ def test_topology_ot_and_gradients_on_cuda():
     r = ot.sinkhorn(a, a.flip(1), grid=(4, 4), epsilon=0.2, max_iter=200)
     np.testing.assert_allclose(r.cpu().numpy(), ot.sinkhorn(a.cpu().numpy(), a.flip(1).cpu().numpy(), grid=(4, 4),
                                                             epsilon=0.2, max_iter=200), rtol=1e-9)
+
+
+@needs_torch
+def test_torch_tensors_through_dlpack(monkeypatch):
+    from ndforge import _core
+    monkeypatch.setattr(_core, "TORCH_DLPACK", True)
+    x = torch.rand(3, 30, 40, device="cuda")
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        r = nd.grey_dilation(x[:, ::2, 1:], size=3, batch_dims=1)
+        m = nd.median_filter(x.transpose(1, 2), size=3, batch_dims=1)
+    s.synchronize()
+    h = x.cpu().numpy()
+    np.testing.assert_array_equal(r.cpu().numpy(), sn.grey_dilation(h[:, ::2, 1:], size=(1, 3, 3)))
+    np.testing.assert_array_equal(m.cpu().numpy(), sn.median_filter(h.transpose(0, 2, 1), size=(1, 3, 3)))
+
+
+@needs_torch
+def test_half_and_bool_tensors_on_cuda():
+    x = torch.rand(20, 30, device="cuda")
+    for dt in (torch.float16, torch.bfloat16):
+        r = nd.grey_erosion(x.to(dt), size=3)
+        assert r.dtype == dt and r.device.type == "cuda"
+        np.testing.assert_array_equal(r.float().cpu().numpy(), sn.grey_erosion(x.to(dt).float().cpu().numpy(),
+                                                                               size=3))
+    b = x > 0.5
+    np.testing.assert_array_equal(nd.grey_dilation(b, size=3).cpu().numpy(), sn.grey_dilation(b.cpu().numpy(),
+                                                                                             size=3))
