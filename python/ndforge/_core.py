@@ -87,6 +87,7 @@ def check(status, ctx=None):
 # --- contexts ------------------------------------------------------------------
 
 _local = threading.local()
+_MAX_CONTEXTS = 32  # per thread
 
 
 def _contexts():
@@ -112,6 +113,10 @@ def context(device=NDF_CPU, device_id=0, stream=None):
             opt.stream = stream
         h = ctypes.c_void_p()
         check(C["ndf_ctx_create"](ctypes.byref(h), ctypes.byref(opt)))
+        if len(d) >= _MAX_CONTEXTS:  # many short-lived streams: the oldest CUDA context goes (it waits for its work)
+            old = next((k for k in d if k[0] != NDF_CPU), None)
+            if old is not None:
+                C["ndf_ctx_destroy"](d.pop(old))
         ctx = d[key] = h.value
     return ctx
 
