@@ -2,7 +2,8 @@
 characteristic curves/transforms on NumPy arrays (CPU), torch tensors and CuPy
 arrays (CUDA, zero-copy through DLPack, on the caller's current stream).
 
-Submodules: ``ndforge.ndimage``, ``ndforge.ot``, ``ndforge.topology`` and,
+Submodules: ``ndforge.ndimage``, ``ndforge.morphology`` (scikit-image's
+``reconstruction``), ``ndforge.ot``, ``ndforge.topology`` and,
 with PyTorch installed, ``ndforge.torch`` (autograd functions and layers).
 The shared library is found as _capi.py describes (``NDFORGE_LIBRARY``).
 """
@@ -14,7 +15,7 @@ library_path = _capi.library_path
 
 
 def __getattr__(name):
-    if name in ("ndimage", "ot", "topology", "torch"):
+    if name in ("ndimage", "morphology", "ot", "topology", "torch"):
         import importlib
         return importlib.import_module("." + name, __name__)
     raise AttributeError("module 'ndforge' has no attribute %r" % name)
