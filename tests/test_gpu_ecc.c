@@ -1048,6 +1048,39 @@ static void test_gpu_rows(void **state) {
   assert_int_equal(failed, 0);
 }
 
+/* Contexts made and destroyed one after another, which the allocator often places at one
+ * address: each context has its own ECC state (workspace, mapped header, memo of the kernels'
+ * functions, launch plans, the deferred checks' ordinals), so nothing a destroyed context kept
+ * is found by the next at its address -- every curve equals the CPU's with the expected kernel,
+ * and each deferred context numbers its deferred calls from 1 (nan_case). */
+static void test_gpu_context_cycle(void **state) {
+  gpu_state *s = *state;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed ^ 0xc7c1eULL);
+  int failed = 0, reused = 0;
+  uintptr_t prev = 0; /* the address of the context destroyed last */
+  for (int i = 0; i < 8 && !failed; i++) {
+    ndf_ctx_options co;
+    ndf_ctx_options_init(&co);
+    co.backend = NDF_BACKEND_CUDA;
+    co.deferred_errors = i & 1;
+    ndf_ctx *ctx;
+    assert_int_equal(ndf_ctx_create(&ctx, &co), NDF_OK);
+    reused += (uintptr_t)ctx == prev;
+    prev = (uintptr_t)ctx;
+    for (int k = 0; k < 4; k++) {
+      ecase c;
+      draw_case(&c, &r);
+      failed += run_exact(ctx, &c, &r);
+    }
+    if (co.deferred_errors) nan_cases(ctx, 0, 1);
+    ndf_ctx_destroy(ctx);
+  }
+  printf("%d of 7 contexts made at the address of the one before\n", reused);
+  if (failed) printf("%d context-cycle cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
+  assert_int_equal(failed, 0);
+}
+
 int main(void) {
   gpu_state *s = calloc(1, sizeof *s);
   ndf_ctx_options o;
@@ -1071,6 +1104,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_prestate(test_gpu_nan_rejected, s),
       cmocka_unit_test_prestate(test_gpu_deferred, s),
+      cmocka_unit_test_prestate(test_gpu_context_cycle, s),
       cmocka_unit_test_prestate(test_gpu_exact_random, s),
       cmocka_unit_test_prestate(test_gpu_old_path, s),
       cmocka_unit_test_prestate(test_gpu_pack_edges, s),

@@ -34,7 +34,14 @@ if find "$prefix" -name '*.a' | grep -q .; then fail "a static library was insta
 
 # The installed CLI finds its library through its RUNPATH.
 if [ -x "$prefix/bin/ndforge" ]; then
-  env -u LD_LIBRARY_PATH "$prefix/bin/ndforge" --version >"$scratch/cli.txt" || fail "installed ndforge --version failed"
+  # Without any directory holding a libndforge: the installed CLI must find
+  # its own through its RPATH (other libraries' directories stay).
+  ldp=
+  IFS=: read -r -a _dirs <<<"${LD_LIBRARY_PATH:-}"
+  for d in "${_dirs[@]}"; do
+    [ -n "$d" ] && ! compgen -G "$d/libndforge.so*" >/dev/null && ldp="$ldp${ldp:+:}$d"
+  done
+  LD_LIBRARY_PATH="$ldp" "$prefix/bin/ndforge" --version >"$scratch/cli.txt" || fail "installed ndforge --version failed"
   grep -q . "$scratch/cli.txt" || fail "installed ndforge --version printed nothing"
 fi
 

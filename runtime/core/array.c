@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "ecc/ecc.h"
 
 int ndf_size_mul(int64_t a, int64_t b, int64_t *out) { return ndf__mul(a, b, out); }
 
@@ -266,4 +265,104 @@ ndf_status ndf_array_copy(ndf_ctx *ctx, ndf_array *dst, const ndf_array *src) {
   /* device to host: the copy waited for the stream, so a failed deferred check (an output of
    * that call copied here is unchanged) is reported now */
   return dst->device == NDF_DEVICE_CPU ? ndf__deferred_report(ctx) : NDF_OK;
+}
+
+/* ---- the array checks the ops share --------------------------------------------------------- */
+
+/* Byte extent [lo, hi) a non-empty array touches; the whole address space
+ * when it cannot be computed (a span ndf__check_array refuses). */
+static void extent(const ndf_array *a, intptr_t *lo, intptr_t *hi) {
+  intptr_t base = (intptr_t)a->data, l = base, h = base;
+  intptr_t es = (intptr_t)ndf_dtype_size(a->dtype);
+  int bad = 0;
+  for (int d = 0; d < a->ndim; d++) {
+    intptr_t span;
+    bad |= __builtin_mul_overflow(a->shape[d] - 1, a->strides[d], &span) || __builtin_mul_overflow(span, es, &span) ||
+           (span < 0 ? __builtin_add_overflow(l, span, &l) : __builtin_add_overflow(h, span, &h));
+  }
+  *lo = bad ? INTPTR_MIN : l;
+  *hi = bad || __builtin_add_overflow(h, es, &h) ? INTPTR_MAX : h;
+}
+
+int ndf__arrays_overlap(const ndf_array *a, const ndf_array *b) {
+  intptr_t al, ah, bl, bh;
+  if (ndf_array_size(a) <= 0 || ndf_array_size(b) <= 0) return 0;
+  extent(a, &al, &ah);
+  extent(b, &bl, &bh);
+  return al < bh && bl < ah;
+}
+
+/* 1 if no two elements of a share memory (a proper, non-overlapping layout). */
+int ndf__layout_is_proper(const ndf_array *a) {
+  int idx[NDF_MAX_NDIM], n = 0;
+  for (int d = 0; d < a->ndim; d++) if (a->shape[d] > 1) idx[n++] = d;
+  for (int i = 0; i < n; i++)
+    if (a->strides[idx[i]] == INT64_MIN) return 0;
+  for (int i = 1; i < n; i++) /* sort by |stride| */
+    for (int j = i; j > 0 && llabs(a->strides[idx[j]]) < llabs(a->strides[idx[j - 1]]); j--) {
+      int t = idx[j]; idx[j] = idx[j - 1]; idx[j - 1] = t;
+    }
+  int64_t need = 1;
+  for (int i = 0; i < n; i++) {
+    int64_t st = a->strides[idx[i]];
+    if (llabs(st) < need || !ndf__mul(llabs(st), a->shape[idx[i]], &need)) return 0;
+  }
+  return 1;
+}
+
+ndf_status ndf__check_shape(ndf_ctx *ctx, const char *name, const ndf_array *in, int batch_dims) {
+  if (in->ndim < 1 || in->ndim > NDF_MAX_NDIM)
+    return ndf__argerror(ctx, name, "input", "rank %d is not in 1..%d", in->ndim, NDF_MAX_NDIM);
+  for (int d = 0; d < in->ndim; d++)
+    if (in->shape[d] < 0) return ndf__argerror(ctx, name, "input", "shape[%d]=%lld is negative", d, (long long)in->shape[d]);
+  ndf_status s = ndf__check_array(ctx, name, "input", in, NULL);
+  if (s != NDF_OK) return s;
+  if (batch_dims < 0 || batch_dims >= in->ndim)
+    return ndf__argerror(ctx, name, "batch_dims", "%d must be in 0..%d for an input of rank %d", batch_dims,
+                         in->ndim - 1, in->ndim);
+  return NDF_OK;
+}
+
+ndf_status ndf__check_device(ndf_ctx *ctx, const char *name, const ndf_array *in) {
+  if (in->device != NDF_DEVICE_CPU && in->device != NDF_DEVICE_CUDA)
+    return ndf__argerror(ctx, name, "input", "unknown device type %d", (int)in->device);
+  if (in->device == NDF_DEVICE_CUDA && !ctx->has_cuda)
+    return ndf__error(ctx, NDF_ENODEV, "%s: the arrays are on a CUDA device but the context has none", name);
+  if (in->device == NDF_DEVICE_CUDA && in->device_id != ctx->opt.device)
+    return ndf__argerror(ctx, name, "input", "on CUDA device %d, the context uses device %d", in->device_id, ctx->opt.device);
+  return NDF_OK;
+}
+
+ndf_status ndf__check_filter_arrays(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *out) {
+  if (!in) return ndf__argerror(ctx, name, "input", "NULL");
+  if (!out) return ndf__argerror(ctx, name, "output", "NULL");
+  if (in->dtype == NDF_BOOL || !ndf_dtype_size(in->dtype) || in->dtype == NDF_INT64)
+    return ndf__argerror(ctx, name, "input", "dtype %s is not supported (uint8, int8, uint16, int16, uint32, int32, float32, float64)",
+                         ndf_dtype_name(in->dtype) ? ndf_dtype_name(in->dtype) : "unknown");
+  if (out->dtype != in->dtype)
+    return ndf__argerror(ctx, name, "output", "dtype %s differs from the input dtype %s",
+                         ndf_dtype_name(out->dtype) ? ndf_dtype_name(out->dtype) : "unknown", ndf_dtype_name(in->dtype));
+  if (in->ndim < 1 || in->ndim > NDF_MAX_NDIM)
+    return ndf__argerror(ctx, name, "input", "rank %d is not in 1..%d", in->ndim, NDF_MAX_NDIM);
+  if (out->ndim != in->ndim)
+    return ndf__argerror(ctx, name, "output", "rank %d differs from the input rank %d", out->ndim, in->ndim);
+  for (int d = 0; d < in->ndim; d++) {
+    if (in->shape[d] < 0) return ndf__argerror(ctx, name, "input", "shape[%d]=%lld is negative", d, (long long)in->shape[d]);
+    if (out->shape[d] != in->shape[d])
+      return ndf__argerror(ctx, name, "output", "shape[%d]=%lld differs from the input shape %lld", d,
+                           (long long)out->shape[d], (long long)in->shape[d]);
+  }
+  ndf_status s = ndf__check_array(ctx, name, "input", in, NULL);
+  if (s == NDF_OK) s = ndf__check_array(ctx, name, "output", out, NULL);
+  if (s != NDF_OK) return s;
+  if (in->device != out->device || in->device_id != out->device_id)
+    return ndf__argerror(ctx, name, "output", "lives on another device than the input");
+  if ((s = ndf__check_device(ctx, name, in)) != NDF_OK) return s;
+  if (ndf_array_size(in) == 0) return NDF_OK;
+  if (!in->data) return ndf__argerror(ctx, name, "input", "NULL data");
+  if (!out->data) return ndf__argerror(ctx, name, "output", "NULL data");
+  if (!ndf__layout_is_proper(out)) return ndf__argerror(ctx, name, "output", "its strides make elements overlap");
+  if (ndf__arrays_overlap(in, out))
+    return ndf__argerror(ctx, name, "output", "overlaps the input (in-place filtering is not supported)");
+  return NDF_OK;
 }

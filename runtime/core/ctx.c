@@ -1,5 +1,6 @@
 /*
- * ctx.c -- the context: options, CUDA device and stream, cache directory.
+ * ctx.c -- the context: options, CUDA device and stream, cache directory,
+ * the op families' per-context state and the deferred-check hook (ADR 0020).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -8,12 +9,24 @@
 #include <sys/stat.h>
 
 #include "internal.h"
-#include "ecc/ecc.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 void ndf_ctx_options_init(ndf_ctx_options *opt) {
   if (!opt) return;
   memset(opt, 0, sizeof *opt);
   opt->backend = NDF_BACKEND_AUTO;
+}
+
+int ndf__cpu_threads(const ndf_ctx *ctx) {
+#ifdef _OPENMP
+  int n = ctx->opt.cpu_threads > 0 ? ctx->opt.cpu_threads : omp_get_max_threads();
+#else
+  int n = ctx->opt.cpu_threads > 0 ? ctx->opt.cpu_threads : 1;
+#endif
+  return n < NDF_MAX_CPU_THREADS ? n : NDF_MAX_CPU_THREADS;
 }
 
 ndf_status ndf__cuda_error(ndf_ctx *ctx, const char *where, CUresult r) {
@@ -228,20 +241,72 @@ ndf_status ndf_ctx_create(ndf_ctx **out, const ndf_ctx_options *opt) {
   return NDF_OK;
 }
 
+/* ---- the op families' state (ADR 0020) ------------------------------------------------ */
+
+void *ndf__family_state(ndf_ctx *ctx, const ndf__family *f) {
+  /* the slots fill in order and a filled slot never changes: a reader that sees a family sees
+   * its state (published before it) */
+  for (int i = 0; i < NDF__FAMILY_SLOTS; i++) {
+    const ndf__family *g = __atomic_load_n(&ctx->families[i].family, __ATOMIC_ACQUIRE);
+    if (g == f) return ctx->families[i].state;
+    if (!g) break;
+  }
+  void *state = NULL;
+  pthread_mutex_lock(&ctx->lock);
+  int i = 0;
+  for (; i < NDF__FAMILY_SLOTS && ctx->families[i].family; i++)
+    if (ctx->families[i].family == f) break;
+  if (i < NDF__FAMILY_SLOTS && ctx->families[i].family == f) {
+    state = ctx->families[i].state; /* created by another thread meanwhile */
+  } else if (i < NDF__FAMILY_SLOTS && (state = calloc(1, f->size ? f->size : 1))) {
+    ctx->families[i].state = state;
+    __atomic_store_n(&ctx->families[i].family, f, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&ctx->lock);
+  return state;
+}
+
+ndf_status ndf__deferred_report(ndf_ctx *ctx) {
+  if (!ctx) return NDF_OK;
+  for (int i = 0; i < NDF__FAMILY_SLOTS; i++) {
+    const ndf__family *f = __atomic_load_n(&ctx->families[i].family, __ATOMIC_ACQUIRE);
+    if (!f) break;
+    if (!f->report) continue;
+    ndf_status s = f->report(ctx, ctx->families[i].state);
+    if (s != NDF_OK) return s;
+  }
+  return NDF_OK;
+}
+
+/* Releases and frees every family's state (the context's stream has finished); 1 if there was any. */
+static int families_release(ndf_ctx *ctx) {
+  int any = 0;
+  for (int i = 0; i < NDF__FAMILY_SLOTS && ctx->families[i].family; i++) {
+    if (ctx->families[i].family->release) ctx->families[i].family->release(ctx, ctx->families[i].state);
+    free(ctx->families[i].state);
+    ctx->families[i].family = NULL;
+    ctx->families[i].state = NULL;
+    any = 1;
+  }
+  return any;
+}
+
 void ndf_ctx_destroy(ndf_ctx *ctx) {
   if (!ctx) return;
   if (ctx->has_cuda) {
     const ndf__cu_api *cu = ndf__cu(NULL);
     cu->cuCtxSetCurrent(ctx->cu);
-    if (ctx->ecc_ws) cu->cuMemFreeAsync(ctx->ecc_ws, ctx->stream);
     if (ctx->stream) cu->cuStreamSynchronize(ctx->stream);
+    /* the families' state: host memory the kernels wrote is idle now; what a release frees on
+     * the stream is freed before the modules and the pool go */
+    if (families_release(ctx) && ctx->stream) cu->cuStreamSynchronize(ctx->stream);
     ndf__tables_release(ctx);
     ndf__jit_release(ctx);
-    if (ctx->ecc_hdr_host) cu->cuMemFreeHost(ctx->ecc_hdr_host);
     if (ctx->pool) cu->cuMemPoolDestroy(ctx->pool); /* after the sync: every scratch is freed */
     if (ctx->own_stream) cu->cuStreamDestroy(ctx->stream);
     cu->cuDevicePrimaryCtxRelease(ctx->dev);
   } else {
+    families_release(ctx);
     ndf__jit_release(ctx);
   }
   pthread_mutex_destroy(&ctx->lock);
@@ -257,7 +322,7 @@ const char *ndf_ctx_cache_dir(const ndf_ctx *ctx) { return ctx ? ctx->cache_dir 
 ndf_status ndf_ctx_synchronize(ndf_ctx *ctx) {
   if (!ctx) return ndf__error(NULL, NDF_EINVAL, "ndf_ctx_synchronize: bad argument 'ctx' (NULL)");
   ndf__clear_error(ctx);
-  if (!ctx->has_cuda) return NDF_OK;
+  if (!ctx->has_cuda) return ndf__deferred_report(ctx); /* the CPU backend's work is done when its call returns */
   ndf_status s = ndf__ctx_bind(ctx);
   if (s != NDF_OK) return s;
   CUresult r = ndf__cu(NULL)->cuStreamSynchronize(ctx->stream);

@@ -67,6 +67,28 @@ struct ndf__module_entry {
   CUfunction fn;
 };
 
+/* An op family's state in a context (ADR 0020): a family that keeps something per context
+ * (device workspaces, mapped host memory, memos of its kernels' functions, the bookkeeping of
+ * deferred checks) describes it once, as a static const ndf__family, and asks the context for
+ * it with ndf__family_state; the core creates it zeroed on first use and releases it with the
+ * context, and asks every family with deferred checks for their failures after a stream
+ * synchronization.  The core knows no family by name. */
+typedef struct ndf__family {
+  const char *name; /* for messages */
+  size_t size;      /* bytes of the state (created zeroed) */
+  /* At ndf_ctx_destroy, after the context's stream finished its work: frees what the state
+   * holds (not the state itself, which the core frees).  NULL: nothing to free. */
+  void (*release)(ndf_ctx *ctx, void *state);
+  /* The deferred-check hook (ndf_ctx_options.deferred_errors): called after the context's
+   * stream was synchronized (ndf_ctx_synchronize, device-to-host ndf_array_copy); returns the
+   * family's first failed deferred check since its last report as an error status with the
+   * message set (and forgets it), else NDF_OK.  Takes the context's lock itself if it needs
+   * it.  NULL: the family defers no check. */
+  ndf_status (*report)(ndf_ctx *ctx, void *state);
+} ndf__family;
+/* The most op families that may keep state in one context. */
+#define NDF__FAMILY_SLOTS 8
+
 struct ndf_ctx {
   ndf_ctx_options opt;
   char errmsg[NDF__ERRMSG_MAX];
@@ -90,29 +112,13 @@ struct ndf_ctx {
   ndf__module_entry *modules;
   ndf__table_entry *tables;
   ndf_cache_stats stats;
-  /* ecc_cuda.c: the exact ECC's header in page-locked host memory mapped
-   * into the device (allocated on first use under lock, freed with the context) */
-  void *ecc_hdr_host;
-  CUdeviceptr ecc_hdr_dev;
-  /* ecc_cuda.c: the 2-D warp-strip kernel's workspace (tickets, histogram
-   * copies, partials; the kernel initializes what it uses), kept between
-   * calls (stream-ordered), grown when too small, freed with the context */
-  CUdeviceptr ecc_ws;
-  size_t ecc_ws_bytes;
-  /* deferred data checks (opt.deferred_errors; ecc.c, ecc_cuda.c): the calls since the last
-   * report (their ordinals 1, 2, ... as the kernels' seq) and their names by ordinal % 64; the
-   * record the kernels write lives in the mapped header block (NDF__DREC_OFF); under lock */
-#define NDF__DEFER_NAMES 64
-  uint32_t defer_n;
-  const char *defer_names[NDF__DEFER_NAMES];
-  /* ecc_cuda.c: get_fn's direct-mapped memo of the ECC kernels' functions (the JIT lookup builds
-   * and hashes the request's key on every call); under lock */
-#define NDF__ECC_FN_MEMO 16
+  /* the op families' per-context state (ndf__family_state): slot i holds one family's state,
+   * slots filled in order; a slot's family is published (release store) after its state and
+   * never changes until ndf_ctx_destroy, so lookups read it without the lock */
   struct {
-    const char *kernel; /* a string literal of ecc_cuda.c (compared by address) */
-    int dt, nsp, cons, var; /* var: the SOFT and RNG slots (ecc_request) */
-    CUfunction fn;
-  } ecc_fn_memo[NDF__ECC_FN_MEMO];
+    const struct ndf__family *family;
+    void *state;
+  } families[NDF__FAMILY_SLOTS];
   /* jit.c: the kernel log (ADR 0013): the in-memory keys of the last
    * NDF__KLOG launches (launch i at klog[i % NDF__KLOG]), klog_count launches
    * in all, and a direct-mapped CUfunction -> key cache for the lookup; all
@@ -129,6 +135,15 @@ struct ndf_ctx {
 
 /* Makes the context's CUDA context current on the calling thread. */
 ndf_status ndf__ctx_bind(ndf_ctx *ctx);
+/* The family's state in ctx (ADR 0020), created zeroed on the first call (under the context's
+ * lock; later calls take no lock and allocate nothing); NULL when it cannot be created (out of
+ * host memory, or more than NDF__FAMILY_SLOTS families), with no message set: the caller
+ * reports the failure or works without the state.  f must have static storage. */
+void *ndf__family_state(ndf_ctx *ctx, const ndf__family *f);
+/* The deferred-check hook: after a stream synchronization, the report of every family with
+ * state in ctx, in the order their states were created; the first failure is returned (later
+ * families keep theirs for the next report), else NDF_OK. */
+ndf_status ndf__deferred_report(ndf_ctx *ctx);
 /* Reports a CUresult as NDF_ECUDA with the driver's name for it. */
 ndf_status ndf__cuda_error(ndf_ctx *ctx, const char *where, CUresult r);
 /* Blocks for a grid-stride kernel: `blocks`, capped at per_sm blocks per SM
@@ -153,34 +168,17 @@ void ndf__scratch_free(ndf_ctx *ctx, CUdeviceptr p);
 ndf_status ndf__device_table(ndf_ctx *ctx, const void *data, size_t bytes, CUdeviceptr *out);
 void ndf__tables_release(ndf_ctx *ctx);
 
-/* ---- kernel launches: parameter blocks laid out as a template's struct ------------------ */
-/* Fields are appended with the C alignment rules, which NVCC shares on x86-64. */
-typedef struct ndf__params {
-  unsigned char b[4096];
-  size_t n;
-} ndf__params;
-
-static inline void ndf__params_put(ndf__params *p, const void *v, size_t size, size_t align) {
-  p->n = (p->n + align - 1) & ~(align - 1);
-  if (p->n + size <= sizeof p->b) memcpy(p->b + p->n, v, size);
-  p->n += size;
-}
-#define NDF__PUT(p, v) ndf__params_put((p), &(v), sizeof(v), _Alignof(__typeof__(v)))
-/* NDF_MAX_NDIM int64 fields: v[0 .. n-1], then zeros (all zeros when v is NULL). */
-static inline void ndf__params_put_padded(ndf__params *p, int64_t n, const int64_t *v) {
-  for (int d = 0; d < NDF_MAX_NDIM; d++) {
-    int64_t x = v && d < n ? v[d] : 0;
-    NDF__PUT(p, x);
-  }
-}
-/* The outer-axes fields templates share: n (int), then the shapes and both
- * strides of the n outer axes, each padded to NDF_MAX_NDIM entries. */
-static inline void ndf__params_put_outer(ndf__params *p, int n, const int64_t *shape, const int64_t *istr,
-                                         const int64_t *ostr) {
-  NDF__PUT(p, n);
-  ndf__params_put_padded(p, n, shape);
-  ndf__params_put_padded(p, n, istr);
-  ndf__params_put_padded(p, n, ostr);
+/* ---- kernel launches: parameter structs ---------------------------------------------- */
+/* Each kernel's parameters are a struct declared once, in gen/spec.lua; the
+ * generator writes it into the template and, with the same layout (asserted on
+ * both sides), into kernel_params.generated.h with a launcher.  A launch site
+ * zero-initializes the struct, fills its fields by name and launches it. */
+/* A device address the caller holds as a pointer (a CUDA array's data). */
+#define NDF__DPTR(p) ((CUdeviceptr)(uintptr_t)(p))
+/* The n leading entries of src into an axis field of NDF_MAX_NDIM entries (a
+ * zero-initialized struct keeps zeros after them); n 0..NDF_MAX_NDIM. */
+static inline void ndf__axes(int64_t *dst, int n, const int64_t *src) {
+  if (n > 0 && src) memcpy(dst, src, (size_t)n * sizeof *dst);
 }
 
 /* ---- jit.c: specialization, compile, in-memory table --------------------------------- */
@@ -193,7 +191,7 @@ typedef struct ndf__slot {
 
 /* A request for one kernel: a template, its slot values and a kernel name. */
 typedef struct ndf__kernel_req {
-  const char *template_name; /* e.g. "grey_taps" */
+  const char *template_name; /* a template of the spec (gen/spec.lua), by name */
   const char *kernel;        /* extern "C" entry point */
   int nslots;
   ndf__slot slots[24];
@@ -237,16 +235,18 @@ int ndf__cache_open(const char *path, int *not_regular);
 /* Removes the entry for key if present. */
 void ndf__cache_remove(ndf_ctx *ctx, const char *key);
 
+/* ---- array.c: the array checks the ops share ----------------------------------------------- */
 /* The input's rank (1..NDF_MAX_NDIM), extents (>= 0) and batch_dims (0..rank-1). */
 ndf_status ndf__check_shape(ndf_ctx *ctx, const char *name, const ndf_array *in, int batch_dims);
 /* The input's device: a known type, and on CUDA the context's device (ENODEV without one). */
 ndf_status ndf__check_device(ndf_ctx *ctx, const char *name, const ndf_array *in);
-/* Input/output checks of a filter whose output dtype is the input's (grey.c). */
+/* Input/output checks of a filter whose output dtype is the input's (same shape and device,
+ * not overlapping the input). */
 ndf_status ndf__check_filter_arrays(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *out);
 
-/* OpenMP threads the CPU backend uses for ctx. */
+/* ctx.c: OpenMP threads the CPU backend uses for ctx. */
 int ndf__cpu_threads(const ndf_ctx *ctx);
-/* The calling thread's index in an OpenMP team (0 without OpenMP). */
+/* pool.c: the calling thread's index in an OpenMP team (0 without OpenMP). */
 int ndf__thread_id(void);
 /* One buffer of `bytes` per thread, allocated before a parallel region so
  * that running out of memory happens before anything is written; NULL (and
@@ -257,9 +257,9 @@ void ndf__thread_buffers_free(void **b, int nth);
 /* ---- array.c ---------------------------------------------------------------------------- */
 /* Copies host array src into host array dst (same dtype and shape, any strides). */
 void ndf__host_copy(const ndf_array *dst, const ndf_array *src);
-/* 1 if no two elements of a share memory (grey.c). */
+/* 1 if no two elements of a share memory. */
 int ndf__layout_is_proper(const ndf_array *a);
-/* 1 if the byte ranges two arrays span intersect (grey.c). */
+/* 1 if the byte ranges two arrays span intersect. */
 int ndf__arrays_overlap(const ndf_array *a, const ndf_array *b);
 
 /* ---- CPU boundary modes ----------------------------------------------------------------- */

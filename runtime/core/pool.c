@@ -1,12 +1,17 @@
 /*
- * pool.c -- device memory the runtime needs for itself: stream-ordered
- * scratch (from the context's memory pool on its stream) and small read-only
- * tables (structuring elements) cached by content for the context's life.
+ * pool.c -- memory the runtime needs for itself: stream-ordered device
+ * scratch (from the context's memory pool on its stream), small read-only
+ * device tables (structuring elements) cached by content for the context's
+ * life, and the CPU backend's per-thread host buffers.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #define NDF__MAX_TABLES 256
 
@@ -89,4 +94,34 @@ void ndf__tables_release(ndf_ctx *ctx) {
     free(e);
     e = next;
   }
+}
+
+/* ---- host: one buffer per OpenMP thread ------------------------------------------------------ */
+
+int ndf__thread_id(void) {
+#ifdef _OPENMP
+  return omp_get_thread_num();
+#else
+  return 0;
+#endif
+}
+
+void ndf__thread_buffers_free(void **b, int nth) {
+  if (!b) return;
+  for (int i = 0; i < nth; i++) free(b[i]);
+  free(b);
+}
+
+void **ndf__thread_buffers(int nth, size_t bytes) {
+  int64_t total;
+  if (bytes > (size_t)INT64_MAX || !ndf__mul(nth > 0 ? nth : 1, (int64_t)bytes, &total) || total > ndf__host_memory())
+    return NULL; /* more than the host has: fail now rather than when the pages are touched */
+  void **b = calloc((size_t)(nth > 0 ? nth : 1), sizeof *b);
+  if (!b) return NULL;
+  for (int i = 0; i < nth; i++)
+    if (!(b[i] = malloc(bytes ? bytes : 1))) {
+      ndf__thread_buffers_free(b, nth);
+      return NULL;
+    }
+  return b;
 }

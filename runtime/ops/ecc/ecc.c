@@ -531,22 +531,7 @@ static ndf_status data_error(ndf_ctx *ctx, const char *name, int64_t nan_at, con
                        "holds infinite values, so [min, max] gives no thresholds (give a range or values)%s", how);
 }
 
-ndf_status ndf__deferred_report(ndf_ctx *ctx) {
-  if (!ctx || !ctx->ecc_hdr_host) return NDF_OK; /* no deferred check ran without it */
-  pthread_mutex_lock(&ctx->lock);
-  volatile ndf__drec *d = (volatile ndf__drec *)(void *)((char *)ctx->ecc_hdr_host + NDF__DREC_OFF);
-  const uint32_t n = ctx->defer_n, ord = d->ord;
-  const char *name = ord ? ctx->defer_names[ord % NDF__DEFER_NAMES] : NULL;
-  uint64_t key = 0;
-  if (ord) {
-    key = d->nan_key;
-    d->nan_key = 0;
-    d->bad = 0;
-    d->ord = 0;
-  }
-  ctx->defer_n = 0;
-  pthread_mutex_unlock(&ctx->lock);
-  if (!ord) return NDF_OK;
+ndf_status ndf__ecc_deferred_error(ndf_ctx *ctx, const char *name, uint32_t ord, uint32_t n, uint64_t key) {
   char how[160];
   snprintf(how, sizeof how, "; found by a deferred check: call %u of the %u with deferred checks since the last "
            "synchronize", (unsigned)ord, (unsigned)n);

@@ -32,16 +32,18 @@ extern __thread uint64_t ndf__ecc_t_entry;
 /* The record of a failed deferred check (templates/ndf_ecc_fused.cuh: ndf_ecc_drec), at
  * NDF__DREC_OFF in the context's mapped header block: the first failing kernel (in stream order)
  * since the last report writes the NaN key (~ the least C-order NaN index; 0: none), the
- * not-finite flag, then its ordinal (0: no failure). */
+ * not-finite flag, then its ordinal (0: no failure).  The block and the ordinals are the ECC's
+ * state in the context (ecc_cuda.c). */
 typedef struct ndf__drec {
   uint64_t nan_key;
   int32_t bad;
   uint32_t ord;
 } ndf__drec;
 #define NDF__DREC_OFF 192
-/* After a stream sync (ndf_ctx_synchronize, ndf_array_copy): the failed deferred check, if any,
- * as NDF_EINVAL with its call's message (the record cleared, the ordinals restarted), else NDF_OK. */
-ndf_status ndf__deferred_report(ndf_ctx *ctx);
+/* The report of a failed deferred check (ecc_cuda.c's hook, called after a stream sync by
+ * ndf__deferred_report): NDF_EINVAL with the message of call ord (named name; NULL: the exact
+ * curve) of the n since the last report, key its record's NaN key (0: not-finite values). */
+ndf_status ndf__ecc_deferred_error(ndf_ctx *ctx, const char *name, uint32_t ord, uint32_t n, uint64_t key);
 ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out,
                           int construction, const double *t, int uniform, int64_t *nan_at, int *not_finite);
 /* Soft curve on CUDA: mode 0 forward into arr; mode 1 backward from arr (grad_output) into gin/gthr (may be NULL).

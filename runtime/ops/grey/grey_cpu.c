@@ -13,8 +13,6 @@
 
 #include "grey/grey.h"
 
-static int nthreads(const ndf_ctx *ctx) { return ctx->opt.cpu_threads > 0 ? ctx->opt.cpu_threads : 0; }
-static int omp_threads(void);
 
 /* NaN-propagating min/max for floats, plain for integers (IS_FLOAT is a constant). */
 #define PICK(IS_FLOAT, op, a, b)                                                     \
@@ -226,48 +224,8 @@ static size_t vhgw_bytes(int64_t n, int64_t K, int64_t inner, size_t es) {
     }                                                                                                       \
   }
 
-#ifdef _OPENMP
-#include <omp.h>
-static int omp_threads(void) { return omp_get_max_threads(); }
-#else
-static int omp_threads(void) { return 1; }
-#endif
-
 NDF_CPU_TYPES(DEFINE_CPU)
 NDF_CPU_TYPES(DEFINE_VHGW)
-
-int ndf__cpu_threads(const ndf_ctx *ctx) {
-  int n = nthreads(ctx) ? nthreads(ctx) : omp_threads();
-  return n < NDF_MAX_CPU_THREADS ? n : NDF_MAX_CPU_THREADS;
-}
-
-int ndf__thread_id(void) {
-#ifdef _OPENMP
-  return omp_get_thread_num();
-#else
-  return 0;
-#endif
-}
-
-void ndf__thread_buffers_free(void **b, int nth) {
-  if (!b) return;
-  for (int i = 0; i < nth; i++) free(b[i]);
-  free(b);
-}
-
-void **ndf__thread_buffers(int nth, size_t bytes) {
-  int64_t total;
-  if (bytes > (size_t)INT64_MAX || !ndf__mul(nth > 0 ? nth : 1, (int64_t)bytes, &total) || total > ndf__host_memory())
-    return NULL; /* more than the host has: fail now rather than when the pages are touched */
-  void **b = calloc((size_t)(nth > 0 ? nth : 1), sizeof *b);
-  if (!b) return NULL;
-  for (int i = 0; i < nth; i++)
-    if (!(b[i] = malloc(bytes ? bytes : 1))) {
-      ndf__thread_buffers_free(b, nth);
-      return NULL;
-    }
-  return b;
-}
 
 typedef int (*taps_fn)(const ndf_ctx *, const ndf_array *, ndf_array *, const ndf__grey_geom *, int64_t,
                         const int32_t *, const double *, const double *);
