@@ -1,5 +1,6 @@
 """CUDA arrays (torch and CuPy) on the GPU backend: same results as the CPU path, zero-copy, on the
-caller's current stream.  Skipped without a GPU."""
+caller's current stream.  Skipped without a GPU, except that NDFORGE_REQUIRE_GPU=1 makes a missing
+device or framework of a kind named in NDFORGE_TEST_ARRAYS (torch, cupy) a failure (arrays.py)."""
 
 import numpy as np
 import pytest
@@ -7,6 +8,7 @@ import scipy.ndimage as sn
 
 import ndforge.ndimage as nd
 from ndforge import ot, topology
+from arrays import REQUIRE_GPU, kinds
 
 try:
     import torch
@@ -20,6 +22,15 @@ try:
 except Exception:
     cupy = None
     HAS_CUPY = False
+
+
+
+@pytest.mark.skipif(not REQUIRE_GPU, reason="NDFORGE_REQUIRE_GPU is not set")
+@pytest.mark.parametrize("kind,present", [("torch", HAS_TORCH_CUDA), ("cupy", HAS_CUPY)])
+def test_required_kinds_are_present(kind, present):
+    if kind in kinds():
+        assert present, "NDFORGE_REQUIRE_GPU=1 and NDFORGE_TEST_ARRAYS names %s, which has no CUDA device here" % kind
+
 
 needs_torch = pytest.mark.skipif(not HAS_TORCH_CUDA, reason="no torch CUDA device")
 needs_cupy = pytest.mark.skipif(not HAS_CUPY, reason="no CuPy device")

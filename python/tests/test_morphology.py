@@ -1,10 +1,15 @@
-"""ndforge.morphology.reconstruction against skimage.morphology.reconstruction (skipped where either is missing)."""
+"""ndforge.morphology.reconstruction against skimage.morphology.reconstruction (skipped where either is missing),
+on the array kinds of NDFORGE_TEST_ARRAYS (arrays.py)."""
 
 import numpy as np
 import pytest
 
 from ndforge import _capi
-import ndforge.morphology as nm
+import ndforge.morphology
+from arrays import OnArrays, fixture
+
+nm = OnArrays(ndforge.morphology)
+array_kind = fixture(nm)
 
 sk = pytest.importorskip("skimage.morphology")
 pytestmark = pytest.mark.skipif("ndf_reconstruction" not in _capi.functions,

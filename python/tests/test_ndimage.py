@@ -1,10 +1,17 @@
-"""ndforge.ndimage against scipy.ndimage on NumPy inputs: values, dtypes, modes, output= forms, errors."""
+"""ndforge.ndimage against scipy.ndimage: values, dtypes, modes, output= forms, errors.
+
+The calls run on NumPy arrays, and on torch or CuPy arrays (CPU or CUDA) where
+NDFORGE_TEST_ARRAYS names those kinds (arrays.py)."""
 
 import numpy as np
 import pytest
 import scipy.ndimage as sn
 
-import ndforge.ndimage as nd
+import ndforge.ndimage
+from arrays import OnArrays, fixture
+
+nd = OnArrays(ndforge.ndimage)
+array_kind = fixture(nd)
 
 DTYPES = [np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32, np.float32, np.float64]
 MODES = ["reflect", "constant", "nearest", "mirror", "wrap"]
