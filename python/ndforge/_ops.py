@@ -2,10 +2,16 @@
 Python function calls, and which Python exception a bad argument raises.
 
 The table is data: one row per op, read by ndimage.py, ot.py and topology.py.
-It is written here until the library's op registry (gen/ops.lua) emits a
-machine-readable table; ``load_registry`` then replaces these rows by the
-registry's (``NDFORGE_OPS_JSON`` or ``ops.json`` beside this file), and the
-ctypes signatures already come from the header (_capi.py).
+The op registry (gen/ops.lua) emits the library's ops as ops.json (gen/opsgen.lua:
+``{"format": "ndforge-ops", "families": [...], "ops": [{"name", "family",
+"entry", "doc", "composite", ...}]}``); ``load_registry`` reads it from
+``NDFORGE_OPS_JSON``, the package (the wheel carries it), or the build's
+``generated/`` folder beside the library.  Its entry points replace the rows'
+``c``; an op of the grey family that has no row gets one (ndimage.py makes
+its function with the grey ops' signature); REGISTRY keeps every row, and
+``MODULE`` says which submodule holds each family's functions (the tests
+check that every registry op has one).  The ctypes signatures come from the
+header (_capi.py).
 
 Row fields:
   c        C entry point (ndf_*), looked up in the parsed header
@@ -14,6 +20,7 @@ Row fields:
   output   the output dtype rule: 'input' (same as the input), 'bool',
            'int32', 'distance' (per op and metric), 'label'
   axes     1 when scipy's function takes ``axes=`` (done as batch axes)
+  doc      the registry's one-line description, where it has one
 """
 
 import json
@@ -53,6 +60,12 @@ ARG_ERRORS = {
 
 REGISTRY = None  # the registry's rows by name, when one was found
 
+# The submodule that holds the functions of each registry family (ops of other families: any of them).
+MODULE = {"grey": "ndimage", "rank": "ndimage", "binary": "ndimage", "label": "ndimage", "distance": "ndimage",
+          "ecc": "topology", "ect": "topology", "sinkhorn": "ot", "reconstruction": "morphology"}
+# Registry names that the Python modules spell otherwise (the short names are the modules' own).
+ALIASES = {"euler_characteristic_curve": "ecc", "euler_characteristic_transform": "ect"}
+
 
 def _registry_paths():
     from . import _capi
@@ -63,21 +76,26 @@ def _registry_paths():
 
 
 def load_registry(path=None):
-    """Reads the op registry's ops.json (gen/ops.lua through gen/opsgen.lua: {"format": "ndforge-ops",
-    "ops": [{"name", "family", "entry", ...}]}) when there is one: its entry points replace the rows'
-    ``c``, and REGISTRY keeps every row (tests check that each ndimage op of it has a Python function)."""
+    """Reads the op registry's ops.json when there is one (see the module's doc); True when one was read."""
     global REGISTRY
     for p in [path] if path else _registry_paths():
         if p and os.path.isfile(p):
             with open(p, encoding="utf-8") as f:
                 data = json.load(f)
+            if data.get("format") != "ndforge-ops":
+                continue
             rows = data.get("ops", [])
             if isinstance(rows, dict):
                 rows = [dict(r, name=n) for n, r in rows.items()]
             REGISTRY = {r["name"]: r for r in rows}
             for r in rows:
-                if r["name"] in OPS and r.get("entry"):
-                    OPS[r["name"]]["c"] = r["entry"]
+                name, entry = r["name"], r.get("entry")
+                if name in OPS and entry:
+                    OPS[name]["c"] = entry
+                    OPS[name]["doc"] = r.get("doc")
+                elif r.get("family") == "grey" and entry and name.isidentifier():
+                    OPS[name] = dict(c=entry, family="grey", struct="ndf_grey_options", output="input", axes=1,
+                                     doc=r.get("doc"))
             return True
     return False
 

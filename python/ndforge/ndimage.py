@@ -562,6 +562,14 @@ morphological_laplace = _make_grey("morphological_laplace")
 white_tophat = _make_grey("white_tophat")
 black_tophat = _make_grey("black_tophat")
 
+# Ops of the registry's grey family without a function above (_ops.load_registry gave them rows): the grey
+# ops' signature and options struct, the registry's description.
+for _name, _row in OPS.items():
+    if _row["family"] == "grey" and _name not in globals():
+        globals()[_name] = _make_grey(_name)
+        globals()[_name].__doc__ = "%s (ndforge op %s; the grey ops' signature)." % (_row.get("doc") or _name,
+                                                                                    _row["c"])
+
 
 def _rank(name, input, extra, size, footprint, output, mode, cval, origin, axes, batch_dims, device,
           algorithm, nan_policy):

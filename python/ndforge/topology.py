@@ -23,7 +23,7 @@ import numpy as np
 from . import _core
 from ._core import C, S, K
 
-__all__ = ["ecc", "soft_ecc", "ect", "soft_ect"]
+__all__ = ["ecc", "soft_ecc", "ect", "soft_ect", "euler_characteristic_curve", "euler_characteristic_transform"]
 
 
 def _construction(name):
@@ -214,3 +214,8 @@ def soft_ect_backward(input, directions, thresholds, grad_output, lam=1.0, const
     _call(C["ndf_soft_ect_backward"], op.ctx, ctypes.byref(din), ctypes.byref(dd), ctypes.byref(dt),
           ctypes.byref(dgo), ref(dgi), ref(dgd), ref(dgt), ctypes.byref(opt))
     return gi, gd, gt
+
+
+# the op registry's names (gen/ops.lua) of the two exact transforms
+euler_characteristic_curve = ecc
+euler_characteristic_transform = ect
