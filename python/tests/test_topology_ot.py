@@ -93,3 +93,62 @@ def test_sinkhorn_errors():
         ot.sinkhorn(np.ones(4) / 4, np.ones(4) / 4)
     with pytest.raises(ValueError):
         ot.sinkhorn(np.ones(4) / 4, np.ones(4) / 2, ot.grid_cost(4))
+
+
+# --- the analytic backward passes against central differences (NumPy, float64; ndforge.torch's
+# gradcheck checks the same passes through autograd where torch is installed) ----------------------
+
+def _numeric_vjp(f, x, g, h=1e-6):
+    """<g, df/dx_i> for every entry of x by central differences."""
+    out = np.empty(x.shape)
+    for i in np.ndindex(x.shape):
+        xp, xm = x.copy(), x.copy()
+        xp[i] += h
+        xm[i] -= h
+        out[i] = (g * (f(xp) - f(xm))).sum() / (2 * h)
+    return out
+
+
+@pytest.mark.parametrize("construction", ["V", "T"])
+def test_soft_ecc_backward_is_the_gradient(construction):
+    rng = np.random.default_rng(4)
+    x = rng.random((5, 6))
+    t = np.linspace(0.1, 0.9, 7)
+    g = rng.normal(size=7)
+    gi, gt = topology.soft_ecc_backward(x, t, g, lam=4.0, construction=construction)
+    np.testing.assert_allclose(gi, _numeric_vjp(lambda v: topology.soft_ecc(v, t, 4.0, construction), x, g),
+                               rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(gt, _numeric_vjp(lambda s: topology.soft_ecc(x, s, 4.0, construction), t, g),
+                               rtol=1e-5, atol=1e-7)
+
+
+def test_soft_ect_backward_is_the_gradient():
+    rng = np.random.default_rng(5)
+    x = rng.random((5, 6))
+    d = np.array([[1.0, 0.2], [0.3, -0.9], [-0.5, 0.5]])
+    t = np.linspace(-1, 1, 6)
+    g = rng.normal(size=(3, 6))
+    kw = dict(lam=3.0, weighted=True, normalize=True)
+    gi, gd, gt = topology.soft_ect_backward(x, d, t, g, **kw)
+    tol = dict(rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(gi, _numeric_vjp(lambda v: topology.soft_ect(v, d, t, **kw), x, g), **tol)
+    np.testing.assert_allclose(gd, _numeric_vjp(lambda u: topology.soft_ect(x, u, t, **kw), d, g), **tol)
+    np.testing.assert_allclose(gt, _numeric_vjp(lambda s: topology.soft_ect(x, d, s, **kw), t, g), **tol)
+
+
+def test_sinkhorn_potentials_are_the_gradient_of_the_objective():
+    rng = np.random.default_rng(6)
+    a = rng.random(6) + 0.2
+    b = rng.random(6) + 0.2
+    a, b = a / a.sum(), b / b.sum()
+    kw = dict(grid=(2, 3), epsilon=0.5, max_iter=3000, tol=1e-14, log_domain=True, return_objective=True)
+    _, f, g = ot.sinkhorn(a, b, return_potentials=True, **dict(kw, return_objective=False))
+    h = 1e-6
+    for pot, which in ((f, 0), (g, 1)):
+        for i, j in ((0, 5), (1, 3), (4, 2)):  # moves of mass that keep the histograms' totals
+            e = np.zeros(6)
+            e[i], e[j] = h, -h
+            pair_p = (a + e, b) if which == 0 else (a, b + e)
+            pair_m = (a - e, b) if which == 0 else (a, b - e)
+            num = (ot.sinkhorn(*pair_p, **kw) - ot.sinkhorn(*pair_m, **kw)) / (2 * h)
+            np.testing.assert_allclose(num, pot[i] - pot[j], rtol=1e-5, atol=1e-8)
