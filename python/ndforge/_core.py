@@ -207,6 +207,33 @@ _PACK = _packers()
 _MAXD = K["NDF_MAX_NDIM"]
 
 
+# Descriptors already built, by (device, device_id, dtype code, shape, strides, stride unit): a call on
+# arrays of a layout seen before copies the bytes and writes the data pointer (the per-call cost).
+_LAYOUTS = {}
+_MAX_LAYOUTS = 4096
+_PTR = _PACK[0].__class__("@P") if _PACK is not None else None  # the data pointer, at offset 0
+
+
+def _described(ptr, device, device_id, code, shape, strides, unit=1):
+    """An ndf_array for data at ptr; strides in units of `unit` bytes-per-element (1: in elements)."""
+    key = (device, device_id, code, shape, strides, unit)
+    try:
+        a = Array.from_buffer_copy(_LAYOUTS[key])
+    except KeyError:
+        st = strides if unit == 1 else [s // unit for s in strides]
+        a = _make(0, device, device_id, code, shape, st)
+        if len(_LAYOUTS) < _MAX_LAYOUTS:
+            _LAYOUTS[key] = bytes(a)
+    except TypeError:  # an unhashable shape or strides (a list)
+        st = strides if unit == 1 else [s // unit for s in strides]
+        return _make(ptr, device, device_id, code, shape, st)
+    if _PTR is not None:
+        _PTR.pack_into(a, 0, ptr or 0)
+    else:
+        a.data = ptr
+    return a
+
+
 def _make(ptr, device, device_id, code, shape, strides):
     n = len(shape)
     if n > _MAXD:
@@ -345,11 +372,9 @@ def describe(x, where):
             code = _dtype_code(dt)
         if not x.flags.aligned:  # strides (or the address) not multiples of the element size
             x = np.ascontiguousarray(x)
-        it = dt.itemsize
-        return _make(x.__array_interface__["data"][0], NDF_CPU, 0, code, x.shape,
-                     [s // it for s in x.strides]), x
+        return _described(x.__array_interface__["data"][0], NDF_CPU, 0, code, x.shape, x.strides, dt.itemsize), x
     if k == "torch" and (where.device == NDF_CPU or not TORCH_DLPACK):
-        return _make(x.data_ptr(), where.device, where.device_id, _torch_code(x.dtype), x.shape, x.stride()), x
+        return _described(x.data_ptr(), where.device, where.device_id, _torch_code(x.dtype), x.shape, x.stride()), x
     # CUDA (cupy, other producers): DLPack, asking the producer to order its work before our stream
     cap = x.__dlpack__(stream=where.stream)
     return _dlpack_array(cap), (x, cap)
