@@ -11,7 +11,9 @@ input's type and device.  Extra keyword-only arguments, beyond scipy's:
   where the input lives;
 * ``algorithm``: grey ops ``'auto'|'direct'|'separable'|'vhgw'|'decomposed'``,
   rank filters ``'auto'|'network'|'select'|'histogram'|'tile'``;
-* ``nan_policy``: rank filters ``'propagate'|'omit'``; grey ops ``'propagate'``.
+* ``nan_policy``: rank filters ``'propagate'|'omit'``; grey ops ``'propagate'``;
+* ``tune``: grey ops and rank filters, the call's tunables ``'name=value,...'``
+  (kernel variants of the same result; docs/adr/0019, ``ndforge tunables``).
 
 float16 and bfloat16 inputs of the grey ops and rank filters are computed in
 float32 and returned in the input's dtype (an extension; one conversion copy
@@ -386,6 +388,18 @@ _RANK_ALGO = {"auto": "NDF_RANK_ALGO_AUTO", "network": "NDF_RANK_ALGO_NETWORK", 
 _RANK_NAN = {"propagate": "NDF_RANK_NAN_PROPAGATE", "omit": "NDF_RANK_NAN_OMIT"}
 
 
+def _tune(opt, tune):
+    """The call's tunables, "name=value,..." (ADR 0019; `ndforge tunables` lists them), where the options
+    struct has them; the library checks the names and values at the call."""
+    if tune is None:
+        return
+    if not isinstance(tune, str):
+        raise TypeError("tune must be a string 'name=value,...' (got %r)" % (tune,))
+    if not any(f == "tune" for f, _ in type(opt)._fields_):
+        raise NotImplementedError("this libndforge takes no per-call tunables")
+    opt.tune = tune.encode()
+
+
 def _spatial_rank(call):
     return len(call.shape0) - call.batch_dims
 
@@ -477,8 +491,8 @@ def _run_plan(plan, x, output=None):
 
 
 def _grey(name, input, size, footprint, structure, output, mode, cval, origin, axes, batch_dims, device,
-          algorithm, nan_policy):
-    key = _plan_key(name, input, (size, mode, cval, origin, batch_dims, algorithm, nan_policy), footprint,
+          algorithm, nan_policy, tune=None):
+    key = _plan_key(name, input, (size, mode, cval, origin, batch_dims, algorithm, nan_policy, tune), footprint,
                     structure, axes, device)
     if key is not None:
         plan = _PLANS.get(key)
@@ -508,6 +522,7 @@ def _grey(name, input, size, footprint, structure, output, mode, cval, origin, a
         opt.algorithm = _enum_from_name(C["ndf_grey_algorithm_from_name"], algorithm, "algorithm")
     if nan_policy not in (None, "propagate"):
         raise ValueError("nan_policy of the grey ops: 'propagate' (got %r)" % (nan_policy,))
+    _tune(opt, tune)
     widened = call.x0 is not call.x
     r = _run_unary(call, row, opt, output, (), half)
     if key is not None and half is None and not widened:
@@ -543,13 +558,13 @@ def _run_unary(call, row, opt, output, extra, half=None, lib_dtype=None, accepts
 
 def _make_grey(name):
     def f(input, size=None, footprint=None, structure=None, output=None, mode="reflect", cval=0.0, origin=0,
-          *, axes=None, batch_dims=0, device=None, algorithm=None, nan_policy=None):
+          *, axes=None, batch_dims=0, device=None, algorithm=None, nan_policy=None, tune=None):
         return _grey(name, input, size, footprint, structure, output, mode, cval, origin, axes, batch_dims,
-                     device, algorithm, nan_policy)
+                     device, algorithm, nan_policy, tune)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = ("scipy.ndimage.%s(input, size=None, footprint=None, structure=None, output=None, "
                  "mode='reflect', cval=0.0, origin=0, *, axes=None) on ndforge; extra keywords: "
-                 "batch_dims, device, algorithm, nan_policy." % name)
+                 "batch_dims, device, algorithm, nan_policy, tune." % name)
     return f
 
 
@@ -572,9 +587,9 @@ for _name, _row in OPS.items():
 
 
 def _rank(name, input, extra, size, footprint, output, mode, cval, origin, axes, batch_dims, device,
-          algorithm, nan_policy):
+          algorithm, nan_policy, tune=None):
     key = _plan_key(name, input, (extra[0].value if extra else None, size, mode, cval, origin, batch_dims,
-                                  algorithm, nan_policy), footprint, axes, device)
+                                  algorithm, nan_policy, tune), footprint, axes, device)
     if key is not None:
         plan = _PLANS.get(key)
         if plan is not None:
@@ -597,6 +612,7 @@ def _rank(name, input, extra, size, footprint, output, mode, cval, origin, axes,
         if nan_policy not in _RANK_NAN:
             raise ValueError("nan_policy must be 'propagate' or 'omit' (got %r)" % (nan_policy,))
         opt.nan_policy = K[_RANK_NAN[nan_policy]]
+    _tune(opt, tune)
     widened = call.x0 is not call.x
     r = _run_unary(call, row, opt, output, extra, half)
     if key is not None and half is None and not widened:
@@ -605,25 +621,26 @@ def _rank(name, input, extra, size, footprint, output, mode, cval, origin, axes,
 
 
 def median_filter(input, size=None, footprint=None, output=None, mode="reflect", cval=0.0, origin=0, *,
-                  axes=None, batch_dims=0, device=None, algorithm=None, nan_policy=None):
-    """scipy.ndimage.median_filter on ndforge (extra keywords: batch_dims, device, algorithm, nan_policy)."""
+                  axes=None, batch_dims=0, device=None, algorithm=None, nan_policy=None, tune=None):
+    """scipy.ndimage.median_filter on ndforge (extra keywords: batch_dims, device, algorithm, nan_policy, tune)."""
     return _rank("median_filter", input, (), size, footprint, output, mode, cval, origin, axes, batch_dims,
-                 device, algorithm, nan_policy)
+                 device, algorithm, nan_policy, tune)
 
 
 def rank_filter(input, rank, size=None, footprint=None, output=None, mode="reflect", cval=0.0, origin=0, *,
-                axes=None, batch_dims=0, device=None, algorithm=None, nan_policy=None):
-    """scipy.ndimage.rank_filter on ndforge (extra keywords: batch_dims, device, algorithm, nan_policy)."""
+                axes=None, batch_dims=0, device=None, algorithm=None, nan_policy=None, tune=None):
+    """scipy.ndimage.rank_filter on ndforge (extra keywords: batch_dims, device, algorithm, nan_policy, tune)."""
     rank = operator.index(rank)
     return _rank("rank_filter", input, (ctypes.c_int64(rank),), size, footprint, output, mode, cval, origin,
-                 axes, batch_dims, device, algorithm, nan_policy)
+                 axes, batch_dims, device, algorithm, nan_policy, tune)
 
 
 def percentile_filter(input, percentile, size=None, footprint=None, output=None, mode="reflect", cval=0.0,
-                      origin=0, *, axes=None, batch_dims=0, device=None, algorithm=None, nan_policy=None):
-    """scipy.ndimage.percentile_filter on ndforge (extra keywords: batch_dims, device, algorithm, nan_policy)."""
+                      origin=0, *, axes=None, batch_dims=0, device=None, algorithm=None, nan_policy=None, tune=None):
+    """scipy.ndimage.percentile_filter on ndforge (extra keywords: batch_dims, device, algorithm, nan_policy,
+    tune)."""
     return _rank("percentile_filter", input, (ctypes.c_double(float(percentile)),), size, footprint, output,
-                 mode, cval, origin, axes, batch_dims, device, algorithm, nan_policy)
+                 mode, cval, origin, axes, batch_dims, device, algorithm, nan_policy, tune)
 
 
 # --- binary morphology ---------------------------------------------------------------
