@@ -62,15 +62,19 @@ def input_dtypes():
     return _INPUT_DTYPES
 
 
+class NdforgeError(RuntimeError):
+    """A failure of the library that is neither a bad argument nor memory (device, compiler, I/O)."""
+
+
+class UnsupportedError(RuntimeError):
+    """NDF_ENOTSUP: a valid request that this backend does not do (a RuntimeError, as scipy raises)."""
+
+
 _ERRORS = {
     K["NDF_EINVAL"]: ValueError,
     K["NDF_ENOMEM"]: MemoryError,
-    K["NDF_ENOTSUP"]: RuntimeError,
+    K["NDF_ENOTSUP"]: UnsupportedError,
 }
-
-
-class NdforgeError(RuntimeError):
-    """A failure of the library that is neither a bad argument nor memory (device, compiler, I/O)."""
 
 
 def raise_status(status, ctx=None):

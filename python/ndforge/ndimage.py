@@ -885,6 +885,20 @@ def _metric(metric):
 
 def _distance(name, input, sampling, metric, return_distances, return_indices, distances, indices, batch_dims,
               device, dist_dtype):
+    """A distance transform where the input lives; what the CUDA backend does not do (cdt's indices, cdt
+    with a metric structure other than taxicab or chessboard) runs on the CPU backend, the arrays copied
+    there and back (a synchronization)."""
+    args = (name, input, sampling, metric, return_distances, return_indices, distances, indices, batch_dims)
+    try:
+        return _distance_on(*args, device, dist_dtype)
+    except _core.UnsupportedError:
+        if device is not None or _core.placement(_core.as_array(input)).device != K["NDF_DEVICE_CUDA"]:
+            raise
+    return _distance_on(*args, "cpu", dist_dtype)
+
+
+def _distance_on(name, input, sampling, metric, return_distances, return_indices, distances, indices, batch_dims,
+                 device, dist_dtype):
     row = OPS[name]
     _dist_args(return_distances, return_indices, distances, indices)
     call = _Call(input, batch_dims, None, device)

@@ -106,6 +106,12 @@ def test_label_and_distances(fw):
     d, i = nd.distance_transform_edt(g, return_indices=True)
     e, j = sn.distance_transform_edt(x, return_indices=True)
     np.testing.assert_array_equal(host(i), j)
+    # cdt's indices are a CPU-backend feature: the call runs there, the results come back to the device
+    d, i = nd.distance_transform_cdt(g, "taxicab", return_indices=True)
+    e, j = sn.distance_transform_cdt(x, "taxicab", return_indices=True)
+    assert type(d) is type(g) and type(i) is type(g)
+    np.testing.assert_array_equal(host(d), e)
+    np.testing.assert_array_equal(host(i), j)
 
 
 @needs_gpu
