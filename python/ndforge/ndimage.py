@@ -17,7 +17,9 @@ input's type and device.  Extra keyword-only arguments, beyond scipy's:
 
 float16 and bfloat16 inputs of the grey ops and rank filters are computed in
 float32 and returned in the input's dtype (an extension; one conversion copy
-each way).
+each way).  Distance transforms that the CUDA backend does not do (cdt's
+indices, cdt with a metric structure other than taxicab or chessboard) run
+on the CPU backend for CUDA arrays, copied there and back.
 """
 
 import ctypes
