@@ -426,6 +426,8 @@ def _footprint_opts(opt, call, size, footprint, origin, mode, cval):
     if opt.norigin > 1 and opt.norigin != n:
         raise RuntimeError("sequence argument must have length equal to input rank")
     opt.origin[:len(vals)] = vals
+    if not isinstance(mode, str) and opt.__class__.__name__ == "ndf_rank_options":
+        raise RuntimeError(_MODE_ERR)  # scipy's rank filters take one mode, not one per axis
     opt.mode = _mode(mode)
     opt.cval = float(cval)
     opt.batch_dims = call.batch_dims

@@ -47,7 +47,7 @@ def test_grey_dtypes(name, dtype):
 
 
 @pytest.mark.parametrize("name", GREY)
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", MODES + ["grid-mirror", "grid-constant", "grid-wrap", ["nearest"] * 3])
 def test_grey_modes(name, mode):
     x = data((9, 10, 7), np.float32)
     kw = dict(size=(3, 2, 4), mode=mode, cval=0.25, origin=(1, 0, -1))
@@ -320,6 +320,7 @@ ERRORS = [
     ("morphological_laplace", (B2,), dict(size=3)),
     ("median_filter", (X2,), {}),
     ("median_filter", (X2,), dict(size=3, mode="grid-bogus")),
+    ("median_filter", (X2,), dict(size=3, mode=["reflect", "reflect"])),
     ("rank_filter", (X2, 20), dict(size=3)),
     ("percentile_filter", (X2, 150), dict(size=3)),
     ("median_filter", (X2,), dict(size=3, origin=(2, 0))),
