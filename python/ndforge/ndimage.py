@@ -999,3 +999,11 @@ def distance_transform_bf(input, metric="euclidean", sampling=None, return_dista
         return np.float64 if m in (K["NDF_METRIC_EUCLIDEAN"], K["NDF_METRIC_DEFAULT"]) else np.uint32
     return _distance("distance_transform_bf", input, sampling, metric, return_distances, return_indices,
                      distances, indices, batch_dims, device, dt)
+
+
+# --- linear filters (_filters.py), where this libndforge has them ----------------------------
+
+if "ndf_correlate1d" in C:
+    from ._filters import *  # noqa: F401,F403
+    from . import _filters
+    __all__ = sorted(set(__all__) | set(_filters.__all__))
