@@ -32,7 +32,8 @@ from . import _core
 from ._core import C, S, K, check
 from ._ops import OPS, ARG_ERRORS
 
-__all__ = sorted(list(OPS) + ["generate_binary_structure", "iterate_structure"])
+__all__ = sorted(list(OPS) + ["generate_binary_structure", "iterate_structure", "minimum_filter", "maximum_filter",
+                              "minimum_filter1d", "maximum_filter1d"])
 
 _MODE_ERR = "boundary mode not supported"
 
@@ -504,6 +505,10 @@ def _grey(name, input, size, footprint, structure, output, mode, cval, origin, a
             r = _run_plan(plan, input, output)
             if r is not None:
                 return r
+    if (name in ("grey_erosion", "grey_dilation") and isinstance(mode, (list, tuple)) and len(set(mode)) > 1
+            and structure is None and nan_policy in (None, "propagate")):
+        return _grey_modes(name == "grey_erosion", input, size, footprint, output, mode, cval, origin, axes,
+                           batch_dims, device, algorithm, tune)
     row = OPS[name]
     call = _Call(input, batch_dims, axes, device)
     if name in ("morphological_gradient", "morphological_laplace") and _core.dtype_of(call.x0) == np.bool_:
@@ -580,6 +585,127 @@ morphological_gradient = _make_grey("morphological_gradient")
 morphological_laplace = _make_grey("morphological_laplace")
 white_tophat = _make_grey("white_tophat")
 black_tophat = _make_grey("black_tophat")
+
+# --- minimum and maximum filters: scipy's names for flat grey erosion and dilation ------------------
+
+def _normalize(v, n):
+    vals = [operator.index(int(t)) for t in np.atleast_1d(v)]
+    if len(vals) == 1:
+        return vals * n
+    if len(vals) != n:
+        raise RuntimeError("sequence argument must have length equal to input rank")
+    return vals
+
+
+def _min_max(erode, input, size, footprint, output, mode, cval, origin, axes, batch_dims, device, algorithm,
+             tune):
+    """scipy's _min_or_max_filter: grey_erosion as it is; the maximum filter is grey_dilation of the flipped
+    footprint with the origin scipy's grey_dilation would flip back.  One mode per axis (box windows only)
+    runs one pass per axis, each writing the output's dtype, as scipy's separable path does."""
+    if size is None and footprint is None:
+        raise RuntimeError("no footprint provided")
+    x = _input(input)
+    n = (1 if np.ndim(axes) == 0 else len(axes)) if axes is not None else x.ndim - (batch_dims or 0)
+    if footprint is not None:
+        fp = np.asarray(_core.to_host_numpy(footprint)).astype(bool)
+        if fp.ndim != n:
+            raise RuntimeError("footprint array has incorrect shape.")
+        sizes = list(fp.shape)
+        if fp.all():  # a box: scipy's separable path, as size=
+            fp = None
+    else:
+        fp = None
+        sizes = _normalize(size, n)
+    origins = _normalize(origin, n)
+    kw = dict(axes=axes, batch_dims=batch_dims, device=device, algorithm=algorithm, tune=tune)
+    if not isinstance(mode, str):
+        modes = list(mode)
+        if len(modes) != n:
+            raise RuntimeError("sequence argument must have length equal to input rank")
+        if len(set(modes)) == 1:
+            mode = modes[0]
+        elif fp is not None:
+            raise RuntimeError("A sequence of modes is not supported for non-separable footprints")
+        else:
+            r, out = x, output
+            for i in range(n):
+                one = [1] * n
+                one[i] = sizes[i]
+                org = [0] * n
+                org[i] = origins[i]
+                r = _min_max(erode, r, one, None, out, modes[i], cval, org, axes, batch_dims, device, algorithm,
+                             tune)
+                out = out if out is not None and not _is_dtype_like(out) else None
+            return r
+    if erode:
+        return grey_erosion(x, None if fp is not None else sizes, fp, None, output, mode, cval, origins, **kw)
+    flipped = [-o - (0 if s & 1 else 1) for o, s in zip(origins, sizes)]
+    if fp is not None:
+        fp = fp[(slice(None, None, -1),) * fp.ndim]
+    return grey_dilation(x, None if fp is not None else sizes, fp, None, output, mode, cval, flipped, **kw)
+
+
+def _grey_modes(erode, input, size, footprint, output, mode, cval, origin, axes, batch_dims, device, algorithm,
+                tune):
+    """grey_erosion / grey_dilation with one mode per axis: the minimum / maximum filter (scipy's grey_dilation
+    flips the footprint and the origin before its maximum filter)."""
+    if erode:
+        return _min_max(True, input, size, footprint, output, mode, cval, origin, axes, batch_dims, device,
+                        algorithm, tune)
+    if size is None and footprint is None:
+        raise ValueError("size, footprint, or structure must be specified")
+    x = _input(input)
+    n = (1 if np.ndim(axes) == 0 else len(axes)) if axes is not None else x.ndim - (batch_dims or 0)
+    fp = None if footprint is None else np.asarray(_core.to_host_numpy(footprint)).astype(bool)
+    sizes = list(fp.shape) if fp is not None else _normalize(size, n)
+    flipped = [-o - (0 if s & 1 else 1) for o, s in zip(_normalize(origin, n), sizes)]
+    if fp is not None:
+        fp = fp[(slice(None, None, -1),) * fp.ndim]
+    return _min_max(False, x, size, fp, output, mode, cval, flipped, axes, batch_dims, device, algorithm, tune)
+
+
+def minimum_filter(input, size=None, footprint=None, output=None, mode="reflect", cval=0.0, origin=0, *,
+                   axes=None, batch_dims=0, device=None, algorithm=None, tune=None):
+    """scipy.ndimage.minimum_filter on ndforge (extra keywords: batch_dims, device, algorithm, tune)."""
+    return _min_max(True, input, size, footprint, output, mode, cval, origin, axes, batch_dims, device, algorithm,
+                    tune)
+
+
+def maximum_filter(input, size=None, footprint=None, output=None, mode="reflect", cval=0.0, origin=0, *,
+                   axes=None, batch_dims=0, device=None, algorithm=None, tune=None):
+    """scipy.ndimage.maximum_filter on ndforge (extra keywords: batch_dims, device, algorithm, tune)."""
+    return _min_max(False, input, size, footprint, output, mode, cval, origin, axes, batch_dims, device,
+                    algorithm, tune)
+
+
+def _min_max1d(erode, input, size, axis, output, mode, cval, origin, batch_dims, device):
+    x = _input(input)
+    size = operator.index(size)
+    if size < 1:
+        raise RuntimeError("incorrect filter size")
+    origin = operator.index(origin)
+    if size // 2 + origin < 0 or size // 2 + origin >= size:
+        raise ValueError("invalid origin")
+    if not -x.ndim <= operator.index(axis) < x.ndim:
+        raise ValueError("axis %d is out of bounds for array of dimension %d" % (axis, x.ndim))
+    return _min_max(erode, x, size, None, output, mode, cval, origin, (operator.index(axis) % x.ndim,),
+                    batch_dims, device, None, None) if not batch_dims else \
+        _min_max(erode, x, [size if i == axis % x.ndim else 1 for i in range(batch_dims, x.ndim)], None, output,
+                 mode, cval, [origin if i == axis % x.ndim else 0 for i in range(batch_dims, x.ndim)], None,
+                 batch_dims, device, None, None)
+
+
+def minimum_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *, batch_dims=0,
+                     device=None):
+    """scipy.ndimage.minimum_filter1d on ndforge (extra keywords: batch_dims, device)."""
+    return _min_max1d(True, input, size, axis, output, mode, cval, origin, batch_dims, device)
+
+
+def maximum_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *, batch_dims=0,
+                     device=None):
+    """scipy.ndimage.maximum_filter1d on ndforge (extra keywords: batch_dims, device)."""
+    return _min_max1d(False, input, size, axis, output, mode, cval, origin, batch_dims, device)
+
 
 # Ops of the registry's grey family without a function above (_ops.load_registry gave them rows): the grey
 # ops' signature and options struct, the registry's description.
