@@ -1,5 +1,9 @@
 """scipy.ndimage's names, signatures, defaults and error types, on ndforge.
 
+The grey and binary morphology, rank filters, label, distance transforms and
+structure helpers; minimum/maximum filters (and their 1-D forms) over the
+grey ops; the linear filters (_filters.py) where the library has them.
+
 Every function takes NumPy arrays (CPU backend), torch tensors (CPU or CUDA)
 and CuPy arrays (CUDA, on the caller's current stream); the result has the
 input's type and device.  Extra keyword-only arguments, beyond scipy's:
