@@ -391,9 +391,26 @@ def test_cdt_bad_metric():
         nd.distance_transform_cdt(B2, metric="bogus")
 
 
+@pytest.mark.parametrize("name", GREY + ["median_filter", "minimum_filter", "maximum_filter"])
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64])
+def test_64_bit_integers(name, dtype, array_kind):
+    x = data((9, 11), dtype) * dtype(1 << 40)
+    if array_kind in ("torch", "cupy"):  # CUDA arrays are not scanned for their range (it would synchronize)
+        with pytest.raises(TypeError):
+            getattr(nd, name)(x, size=3)
+        return
+    same(getattr(nd, name)(x, size=3), getattr(sn, name)(x, size=3))
+    same(getattr(nd, name)(x, size=(2, 3), mode="constant", cval=3), getattr(sn, name)(x, size=(2, 3),
+                                                                                      mode="constant", cval=3))
+    out, ref = np.zeros(x.shape, dtype), np.zeros(x.shape, dtype)
+    getattr(nd, name)(x, size=3, output=out)
+    getattr(sn, name)(x, size=3, output=ref)
+    same(out, ref)
+
+
 def test_unsupported_dtype_is_a_type_error():
     with pytest.raises(TypeError, match="int64"):
-        nd.grey_erosion(np.arange(12).reshape(3, 4), size=2)
+        nd.grey_erosion(np.arange(12).reshape(3, 4) << 55, size=2)
 
 
 def test_library_message_reaches_python():
