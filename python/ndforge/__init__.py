@@ -3,7 +3,8 @@ characteristic curves/transforms on NumPy arrays (CPU), torch tensors and CuPy
 arrays (CUDA, zero-copy through DLPack, on the caller's current stream).
 
 Submodules: ``ndforge.ndimage``, ``ndforge.morphology`` (scikit-image's
-``reconstruction``), ``ndforge.ot``, ``ndforge.topology`` and,
+``reconstruction``), ``ndforge.metrics`` (scikit-image's image metrics, where
+the library has them), ``ndforge.ot``, ``ndforge.topology`` and,
 with PyTorch installed, ``ndforge.torch`` (autograd functions and layers).
 The shared library is found as _capi.py describes (``NDFORGE_LIBRARY``).
 ``tunables()`` lists the kernel variants a call's ``tune=`` may pick.
@@ -36,7 +37,7 @@ def tunables():
 
 
 def __getattr__(name):
-    if name in ("ndimage", "morphology", "ot", "topology", "torch"):
+    if name in ("ndimage", "morphology", "metrics", "ot", "topology", "torch"):
         import importlib
         return importlib.import_module("." + name, __name__)
     raise AttributeError("module 'ndforge' has no attribute %r" % name)
