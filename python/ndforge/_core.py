@@ -304,6 +304,7 @@ class Placement:
 
 
 _torch_raw_stream = None
+_CUDA_PLACEMENTS = {}  # (device, stream) -> Placement of torch CUDA tensors (placements hold no context)
 
 
 def _torch_stream(dev):
@@ -321,16 +322,18 @@ def placement(x):
     if k == "numpy":
         return _CPU_PLACEMENT["numpy"]
     if k == "torch":
-        d = x.device
-        if d.type == "cpu":
+        if x.is_cpu:
             return _CPU_PLACEMENT["torch"]
-        if d.type != "cuda":
-            raise TypeError("ndforge: torch device %s is not supported (cpu, cuda)" % d)
-        dev = d.index
-        if dev is None:
-            import torch
-            dev = torch.cuda.current_device()
-        return Placement(NDF_CUDA, dev, _torch_stream(dev) or 1, k)  # 0 is the legacy stream: CU_STREAM_LEGACY
+        if not x.is_cuda:
+            raise TypeError("ndforge: torch device %s is not supported (cpu, cuda)" % x.device)
+        dev = x.get_device()
+        key = (dev, _torch_stream(dev) or 1)  # 0 is the legacy stream: CU_STREAM_LEGACY
+        p = _CUDA_PLACEMENTS.get(key)
+        if p is None:
+            if len(_CUDA_PLACEMENTS) >= 256:
+                _CUDA_PLACEMENTS.clear()
+            p = _CUDA_PLACEMENTS[key] = Placement(NDF_CUDA, dev, key[1], k)
+        return p
     if k == "cupy":
         import cupy
         dev = x.device.id
