@@ -54,7 +54,7 @@ ARG_ERRORS = {
     "indices": RuntimeError, "sampling": RuntimeError, "mask": RuntimeError,
     "rank": RuntimeError, "percentile": RuntimeError,
     "origin": ValueError, "origin1": ValueError, "origin2": ValueError, "iterations": ValueError,
-    "metric": ValueError,
+    "metric": ValueError, "order": RuntimeError, "coordinates": RuntimeError, "matrix": RuntimeError,
 }
 
 

@@ -1163,3 +1163,10 @@ if "ndf_correlate1d" in C:
     from ._filters import *  # noqa: F401,F403
     from . import _filters
     __all__ = sorted(set(__all__) | set(_filters.__all__))
+
+# --- spline filters and geometric transforms (_interp.py), where this libndforge has them -------------
+
+if "ndf_map_coordinates" in C:
+    from ._interp import *  # noqa: F401,F403
+    from . import _interp
+    __all__ = sorted(set(__all__) | set(_interp.__all__))
