@@ -2,7 +2,8 @@
 
 The grey and binary morphology, rank filters, label, distance transforms and
 structure helpers; minimum/maximum filters (and their 1-D forms) over the
-grey ops; the linear filters (_filters.py) where the library has them.
+grey ops; the linear filters (_filters.py) and the spline filters and
+geometric transforms (_interp.py) where the library has them.
 
 Every function takes NumPy arrays (CPU backend), torch tensors (CPU or CUDA)
 and CuPy arrays (CUDA, on the caller's current stream); the result has the
