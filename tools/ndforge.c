@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "ndfio.h"
 #include "ndforge.h"
+#include "ops.generated.h"
 
 #include <errno.h>
 #include <ftw.h>
@@ -48,59 +49,51 @@ void errorf(const char *fmt, ...) {
 /* ------------------------------------------------------------------------ */
 /* Command-line options                                                      */
 
-enum {
-  O_SIZE = 1u << 0,
-  O_FOOTPRINT = 1u << 1,
-  O_STRUCTURE = 1u << 2,
-  O_ORIGIN = 1u << 3,
-  O_MODE = 1u << 4,
-  O_CVAL = 1u << 5,
-  O_BATCH = 1u << 6,
-  O_DEVICE = 1u << 7,
-  O_ARCH = 1u << 8,
-  O_DTYPE = 1u << 9,
-  O_NDIM = 1u << 10,
-  O_OUT = 1u << 11,
-  O_ITERATIONS = 1u << 12,
-  O_MASK = 1u << 13,
-  O_BORDER = 1u << 14,
-  O_BRUTE = 1u << 15,
-  O_STRUCTURE1 = 1u << 16,
-  O_STRUCTURE2 = 1u << 17,
-  O_ORIGIN1 = 1u << 18,
-  O_ORIGIN2 = 1u << 19,
-  O_OUTPUT_DTYPE = 1u << 20,
-  O_RANK = 1u << 21,
-  O_PERCENTILE = 1u << 22,
-  O_NAN_POLICY = 1u << 23,
-  O_ALGORITHM = 1u << 24, /* grey and rank ops, each with its own names */
-  O_SAMPLING = 1u << 25,
-  O_METRIC = 1u << 26,
-  O_INDICES = 1u << 27,
-  O_TUNE = 1u << 28, /* --tune NAME=VALUE, repeatable: a tunable (ndforge tunables) */
-  /* linear filters: --sigma with --order, --truncate, --radius (one flag: the bits are
-   * spent; --sigma is checked apart); --axes of the N-D filters and --axis of the
-   * 1-D ones; --weights of correlate / convolve */
-  O_SIGMA = 1u << 29,
-  O_AXES = 1u << 30,
-  O_WEIGHTS = 1u << 31,
-};
-/* The options each family of ops takes (scipy's parameters), besides --device. */
-#define GREY_OPTS (O_SIZE | O_FOOTPRINT | O_STRUCTURE | O_ORIGIN | O_MODE | O_CVAL | O_BATCH | O_ALGORITHM)
-#define BINARY_OPTS (O_STRUCTURE | O_ITERATIONS | O_MASK | O_BORDER | O_ORIGIN | O_BRUTE | O_BATCH)
-#define PROPAGATION_OPTS (O_STRUCTURE | O_MASK | O_BORDER | O_ORIGIN | O_BATCH)
-#define FILL_HOLES_OPTS (O_STRUCTURE | O_ORIGIN | O_BATCH)
-#define HIT_OR_MISS_OPTS (O_STRUCTURE1 | O_STRUCTURE2 | O_ORIGIN1 | O_ORIGIN2 | O_BATCH)
-#define LABEL_OPTS (O_STRUCTURE | O_BATCH | O_OUTPUT_DTYPE)
-/* median_filter; rank_filter adds --rank, percentile_filter --percentile. */
-/* Distance transforms: OUTPUT gets the distances, --indices FILE the feature transform. */
-#define EDT_OPTS (O_SAMPLING | O_INDICES | O_OUTPUT_DTYPE | O_BATCH)
-#define CDT_OPTS (O_METRIC | O_STRUCTURE | O_INDICES | O_BATCH)
-#define BF_OPTS (O_METRIC | O_SAMPLING | O_INDICES | O_BATCH)
-#define RANK_OPTS (O_SIZE | O_FOOTPRINT | O_ORIGIN | O_MODE | O_CVAL | O_BATCH | O_NAN_POLICY | O_ALGORITHM)
-/* Linear filters: every one takes these; the Gaussian ones --sigma ..., uniform --size,
- * correlate / convolve --weights (and --origin). */
-#define FILTER_OPTS (O_MODE | O_CVAL | O_AXES | O_BATCH | O_OUTPUT_DTYPE)
+/* The options, one bit each (a set of them: optset). */
+typedef uint64_t optset;
+#define O_SIZE ((optset)1 << 0)
+#define O_FOOTPRINT ((optset)1 << 1)
+#define O_STRUCTURE ((optset)1 << 2)
+#define O_ORIGIN ((optset)1 << 3)
+#define O_MODE ((optset)1 << 4)
+#define O_CVAL ((optset)1 << 5)
+#define O_BATCH_DIMS ((optset)1 << 6)
+#define O_DEVICE ((optset)1 << 7)
+#define O_ARCH ((optset)1 << 8)
+#define O_DTYPE ((optset)1 << 9)
+#define O_NDIM ((optset)1 << 10)
+#define O_OUT ((optset)1 << 11)
+#define O_ITERATIONS ((optset)1 << 12)
+#define O_MASK ((optset)1 << 13)
+#define O_BORDER_VALUE ((optset)1 << 14)
+#define O_BRUTE_FORCE ((optset)1 << 15)
+#define O_STRUCTURE1 ((optset)1 << 16)
+#define O_STRUCTURE2 ((optset)1 << 17)
+#define O_ORIGIN1 ((optset)1 << 18)
+#define O_ORIGIN2 ((optset)1 << 19)
+#define O_OUTPUT_DTYPE ((optset)1 << 20)
+#define O_RANK ((optset)1 << 21)
+#define O_PERCENTILE ((optset)1 << 22)
+#define O_NAN_POLICY ((optset)1 << 23)
+#define O_ALGORITHM ((optset)1 << 24) /* grey and rank ops, each with its own names */
+#define O_SAMPLING ((optset)1 << 25)
+#define O_METRIC ((optset)1 << 26)
+#define O_INDICES ((optset)1 << 27)
+#define O_TUNE ((optset)1 << 28) /* --tune NAME=VALUE, repeatable: a tunable (ndforge tunables) */
+#define O_CONSTRUCTION ((optset)1 << 29) /* cache warm of the Euler characteristic transforms */
+#define O_WEIGHTED ((optset)1 << 30)
+#define O_METHOD ((optset)1 << 31) /* reconstruction */
+#define O_OFFSET ((optset)1 << 32)
+#define O_SIGMA ((optset)1 << 33) /* linear filters */
+#define O_ORDER ((optset)1 << 34)
+#define O_TRUNCATE ((optset)1 << 35)
+#define O_RADIUS ((optset)1 << 36)
+#define O_AXES ((optset)1 << 37)
+#define O_AXIS ((optset)1 << 38)
+#define O_WEIGHTS ((optset)1 << 39)
+/* The options each op takes (scipy's parameters) come from the op registry
+ * (gen/ops.lua): ops.generated.h names them by these flags, O_ + the option's
+ * name in capitals. */
 
 typedef enum { DEV_AUTO, DEV_CPU, DEV_CUDA } dev_choice;
 
@@ -108,7 +101,7 @@ typedef enum { DEV_AUTO, DEV_CPU, DEV_CUDA } dev_choice;
 enum { F_FOOTPRINT, F_STRUCTURE, F_MASK, F_STRUCTURE1, F_STRUCTURE2, F_WEIGHTS, NFILES };
 
 typedef struct args {
-  unsigned given; /* O_* flags seen */
+  optset given; /* O_* flags seen */
   int nsize;
   int64_t size[NDF_MAX_SPATIAL];
   const char *file[NFILES]; /* paths, NULL when not given */
@@ -125,6 +118,11 @@ typedef struct args {
   double sampling[NDF_MAX_SPATIAL];
   ndf_metric metric;                   /* --metric of cdt / bf */
   const char *indices;                 /* --indices FILE */
+  ndf_ecc_construction construction;   /* --construction V|T */
+  int weighted;                        /* --weighted */
+  ndf_reconstruct_method method;       /* --method of reconstruction */
+  int noffset;                         /* --offset of reconstruction */
+  int64_t offset[NDF_MAX_SPATIAL];
   /* --algorithm: the name, and its meaning for each family (ok: a name of it) */
   const char *algorithm_name;
   ndf_grey_algorithm algorithm;
@@ -138,7 +136,7 @@ typedef struct args {
   int ndim;
   const char *out;
   char tune[2048]; /* the --tune assignments, comma-separated (ndf_ctx_set_tunables) */
-  /* linear filters */
+  /* linear filters: --sigma, --order, --radius, --axes / --axis (one list), --truncate */
   int nsigma, norder, nradius, naxes;
   double sigma[NDF_MAX_SPATIAL];
   int64_t order[NDF_MAX_SPATIAL], radius[NDF_MAX_SPATIAL], axes[NDF_MAX_SPATIAL];
@@ -321,7 +319,7 @@ static int parse_double_list(const char *opt, const char *v, double *out, int *n
     p = end + 1;
   }
 }
-/* The library checks signs and ranges (sigma < 0, order < 0, ...), as scipy. */
+/* The linear filters' options; the library checks signs and ranges (sigma < 0, order < 0, ...). */
 static int opt_sigma(args *a, const char *v) { return parse_double_list("sigma", v, a->sigma, &a->nsigma); }
 static int opt_order(args *a, const char *v) {
   return parse_int_list("order", v, INT32_MIN, INT32_MAX, a->order, &a->norder);
@@ -401,6 +399,28 @@ static int opt_algorithm(args *a, const char *v) {
          "grey ops; auto, network, select, histogram or tile for the rank filters)", v);
   return -1;
 }
+static int opt_construction(args *a, const char *v) {
+  if (ndf_ecc_construction_from_name(v, &a->construction) == NDF_OK) return 0;
+  errorf("bad value '%s' for --construction (expected V or T)", v);
+  return -1;
+}
+static int opt_weighted(args *a, const char *v) {
+  int b = bool_word(v);
+  if (b < 0) {
+    errorf("bad value '%s' for --weighted (expected true or false)", v);
+    return -1;
+  }
+  a->weighted = b;
+  return 0;
+}
+static int opt_method(args *a, const char *v) {
+  if (ndf_reconstruct_method_from_name(v, &a->method) == NDF_OK) return 0;
+  errorf("bad value '%s' for --method (expected dilation or erosion)", v);
+  return -1;
+}
+static int opt_offset(args *a, const char *v) {
+  return parse_int_list("offset", v, 0, INT32_MAX, a->offset, &a->noffset);
+}
 static int opt_batch(args *a, const char *v) {
   return parse_int("batch-dims", v, 0, NDF_MAX_NDIM - 1, &a->batch_dims);
 }
@@ -461,7 +481,7 @@ static int opt_out(args *a, const char *v) {
 
 static const struct opt_def {
   const char *name;
-  unsigned flag;
+  optset flag;
   int (*parse)(args *, const char *);
   const char *arg;  /* what the value looks like, for messages */
   int is_bool;      /* "--name" alone means true; a value must be a bool_word */
@@ -473,7 +493,7 @@ static const struct opt_def {
     {"structure2", O_STRUCTURE2, opt_structure2, "FILE", 0},
     {"iterations", O_ITERATIONS, opt_iterations, "N", 0},
     {"mask", O_MASK, opt_mask, "FILE", 0},
-    {"border-value", O_BORDER, opt_border, "0|1", 0},
+    {"border-value", O_BORDER_VALUE, opt_border, "0|1", 0},
     {"origin", O_ORIGIN, opt_origin, "N[,N...]", 0},
     {"origin1", O_ORIGIN1, opt_origin1, "N[,N...]", 0},
     {"origin2", O_ORIGIN2, opt_origin2, "N[,N...]", 0},
@@ -483,12 +503,16 @@ static const struct opt_def {
     {"percentile", O_PERCENTILE, opt_percentile, "P", 0},
     {"nan-policy", O_NAN_POLICY, opt_nan_policy, "propagate|omit", 0},
     {"algorithm", O_ALGORITHM, opt_algorithm, "A", 0},
-    {"brute-force", O_BRUTE, opt_brute, "[true|false]", 1},
+    {"brute-force", O_BRUTE_FORCE, opt_brute, "[true|false]", 1},
     {"output-dtype", O_OUTPUT_DTYPE, opt_output_dtype, "DTYPE", 0},
     {"sampling", O_SAMPLING, opt_sampling, "X[,X...]", 0},
     {"metric", O_METRIC, opt_metric, "METRIC", 0},
     {"indices", O_INDICES, opt_indices, "FILE", 0},
-    {"batch-dims", O_BATCH, opt_batch, "N", 0},
+    {"construction", O_CONSTRUCTION, opt_construction, "V|T", 0},
+    {"weighted", O_WEIGHTED, opt_weighted, "[true|false]", 1},
+    {"method", O_METHOD, opt_method, "dilation|erosion", 0},
+    {"offset", O_OFFSET, opt_offset, "N[,N...]", 0},
+    {"batch-dims", O_BATCH_DIMS, opt_batch, "N", 0},
     {"device", O_DEVICE, opt_device, "cpu|cuda|auto", 0},
     {"arch", O_ARCH, opt_arch, "sm_XY", 0},
     {"dtype", O_DTYPE, opt_dtype, "DTYPE", 0},
@@ -496,17 +520,17 @@ static const struct opt_def {
     {"out", O_OUT, opt_out, "DIR", 0},
     {"tune", O_TUNE, opt_tune, "NAME=VALUE", 0},
     {"sigma", O_SIGMA, opt_sigma, "X[,X...]", 0},
-    {"order", O_SIGMA, opt_order, "N[,N...]", 0},
-    {"truncate", O_SIGMA, opt_truncate, "X", 0},
-    {"radius", O_SIGMA, opt_radius, "N[,N...]", 0},
+    {"order", O_ORDER, opt_order, "N[,N...]", 0},
+    {"truncate", O_TRUNCATE, opt_truncate, "X", 0},
+    {"radius", O_RADIUS, opt_radius, "N[,N...]", 0},
     {"axes", O_AXES, opt_axes, "N[,N...]", 0},
-    {"axis", O_AXES, opt_axis, "N", 0},
+    {"axis", O_AXIS, opt_axis, "N", 0},
     {"weights", O_WEIGHTS, opt_weights, "FILE", 0},
 };
 #define NOPT_DEFS (sizeof opt_defs / sizeof opt_defs[0])
 
 /* "--structure FILE, --iterations N, ..." for the options in mask, in table order. */
-static const char *format_opts(unsigned mask, char *buf, size_t cap) {
+static const char *format_opts(optset mask, char *buf, size_t cap) {
   size_t n = 0;
   buf[0] = '\0';
   for (size_t k = 0; k < NOPT_DEFS && n < cap; k++)
@@ -522,7 +546,7 @@ static int is_negative_number(const char *s) { return s[0] == '-' && s[1] >= '0'
 /* Parses argv[first..argc) into *a: options in accepted (as "--name value"
  * or "--name=value") anywhere, the rest positional ("--" ends options).
  * Returns 0 or EXIT_USAGE after printing why. */
-static int parse_args(int argc, char **argv, int first, unsigned accepted, const char *cmd,
+static int parse_args(int argc, char **argv, int first, optset accepted, const char *cmd,
                       args *a) {
   memset(a, 0, sizeof *a);
   a->mode = NDF_MODE_REFLECT;
@@ -532,8 +556,6 @@ static int parse_args(int argc, char **argv, int first, unsigned accepted, const
   a->truncate = 4.0;
   a->device = DEV_AUTO;
   int only_pos = 0;
-  uint64_t seen = 0; /* the opt_defs entries given */
-  _Static_assert(NOPT_DEFS <= 64, "one bit per option in seen");
   for (int i = first; i < argc; i++) {
     const char *s = argv[i];
     if (only_pos || s[0] != '-' || s[1] == '\0' || is_negative_number(s)) {
@@ -568,12 +590,10 @@ static int parse_args(int argc, char **argv, int first, unsigned accepted, const
       else errorf("option --%s does not apply to '%s' (it takes no options)", d->name, cmd);
       return EXIT_USAGE;
     }
-    const size_t idx = (size_t)(d - opt_defs); /* options may share a flag (O_SIGMA, O_AXES) */
-    if ((seen >> idx & 1) && d->flag != O_TUNE) {
+    if ((a->given & d->flag) && d->flag != O_TUNE) {
       errorf("option --%s given twice", d->name);
       return EXIT_USAGE;
     }
-    seen |= (uint64_t)1 << idx;
     const char *val = eq ? eq + 1 : NULL;
     if (!val && d->is_bool) {
       /* A flag: takes the next argument only when it is true/false/1/0. */
@@ -616,20 +636,20 @@ enum {
   OPF_LABEL = 1u << 2,    /* output int32 (or --output-dtype) in every format; prints num_features */
   OPF_RANK = 1u << 3,     /* a rank filter (median, rank, percentile): the input's dtype */
   OPF_DISTANCE = 1u << 4, /* a distance transform: scipy's distance dtype, --indices */
-  OPF_FILTER = 1u << 5,   /* a linear filter: the input's dtype, or --output-dtype */
-  OPF_1D = 1u << 6,       /* a linear filter along one axis (--axis, default -1) */
+  OPF_RECON = 1u << 5,    /* reconstruction: INPUT is the seed, --mask the mask; float64 or --output-dtype */
+  OPF_FILTER = 1u << 6,   /* a linear filter: the input's dtype, or --output-dtype */
 };
 
 typedef struct op_def {
   const char *name;
-  unsigned opts; /* O_* options it takes besides --device */
+  optset opts; /* O_* options it takes besides --device */
   unsigned flags; /* OPF_* */
   ndf_status (*call)(const struct op_def *, ndf_ctx *, const ndf_array *, ndf_array *,
                      const op_params *);
   grey_fn grey;     /* grey-morphology family */
   binary_fn binary; /* binary-morphology family (ndf_binary_options) */
   const char *summary;
-  unsigned required; /* O_* options it cannot run without (--rank of rank_filter) */
+  optset required; /* O_* options it cannot run without (--rank of rank_filter) */
 } op_def;
 
 /* --algorithm names one of the op's own algorithms (the grey ops and the rank
@@ -672,25 +692,29 @@ static ndf_status call_grey(const op_def *op, ndf_ctx *ctx, const ndf_array *in,
 }
 
 /* Options not given keep ndf_binary_options_init's values (scipy's defaults). */
-static ndf_status call_binary(const op_def *op, ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
-                              const op_params *p) {
+static void binary_options_from(const op_params *p, ndf_binary_options *o) {
   const args *a = p->a;
   ndf_binary_options b;
   ndf_binary_options_init(&b);
   b.structure = p->file[F_STRUCTURE];
   b.mask = p->file[F_MASK];
   if (a->given & O_ITERATIONS) b.iterations = a->iterations;
-  if (a->given & O_BORDER) b.border_value = a->border_value;
-  if (a->given & O_BRUTE) b.brute_force = a->brute_force;
+  if (a->given & O_BORDER_VALUE) b.border_value = a->border_value;
+  if (a->given & O_BRUTE_FORCE) b.brute_force = a->brute_force;
   b.norigin = a->norigin;
   memcpy(b.origin, a->origin, sizeof b.origin);
   b.batch_dims = a->batch_dims;
+  *o = b;
+}
+
+static ndf_status call_binary(const op_def *op, ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
+                              const op_params *p) {
+  ndf_binary_options b;
+  binary_options_from(p, &b);
   return op->binary(ctx, in, out, &b);
 }
 
-static ndf_status call_hit_or_miss(const op_def *op, ndf_ctx *ctx, const ndf_array *in,
-                                   ndf_array *out, const op_params *p) {
-  (void)op;
+static void hit_or_miss_options_from(const op_params *p, ndf_hit_or_miss_options *o) {
   const args *a = p->a;
   ndf_hit_or_miss_options h;
   ndf_hit_or_miss_options_init(&h);
@@ -703,6 +727,14 @@ static ndf_status call_hit_or_miss(const op_def *op, ndf_ctx *ctx, const ndf_arr
     memcpy(h.origin2, a->origin2, sizeof h.origin2);
   }
   h.batch_dims = a->batch_dims;
+  *o = h;
+}
+
+static ndf_status call_hit_or_miss(const op_def *op, ndf_ctx *ctx, const ndf_array *in,
+                                   ndf_array *out, const op_params *p) {
+  (void)op;
+  ndf_hit_or_miss_options h;
+  hit_or_miss_options_from(p, &h);
   return ndf_binary_hit_or_miss(ctx, in, out, &h);
 }
 
@@ -783,148 +815,121 @@ static ndf_status call_bf(const op_def *op, ndf_ctx *ctx, const ndf_array *in, n
   return call_distance(ndf_distance_transform_bf, ctx, in, out, p);
 }
 
-/* The linear filters (scipy.ndimage): options not given keep scipy's defaults. */
-static void filter_options_from(const op_def *op, const args *a, ndf_filter_options *f) {
-  ndf_filter_options_init(f);
-  f->mode = a->mode;
-  f->cval = a->cval;
-  f->batch_dims = a->batch_dims;
-  f->norigin = a->norigin;
-  memcpy(f->origin, a->origin, sizeof f->origin);
-  if (!(op->flags & OPF_1D)) {
-    f->naxes = a->naxes;
-    for (int i = 0; i < a->naxes; i++) f->axes[i] = (int)a->axes[i];
-  }
-}
-static void gaussian_params_from(const args *a, ndf_gaussian_params *g) {
-  ndf_gaussian_params_init(g);
-  g->nsigma = a->nsigma;
-  memcpy(g->sigma, a->sigma, sizeof g->sigma);
-  g->norder = a->norder;
-  for (int i = 0; i < a->norder; i++) g->order[i] = a->order[i] < INT_MIN ? INT_MIN : a->order[i] > INT_MAX ? INT_MAX : (int)a->order[i];
-  g->truncate = a->truncate;
-  g->nradius = a->nradius;
-  memcpy(g->radius, a->radius, sizeof g->radius);
-}
-/* The weights of the 1-D filters: the --weights array read as float64 (one axis). */
-static ndf_status weights_1d(ndf_ctx *ctx, const ndf_array *w, double **out, int64_t *n) {
-  if (w->ndim != 1) {
-    errorf("--weights: the 1-D filters take a 1-D array (this one has %d axes)", w->ndim);
-    return NDF_EINVAL;
-  }
-  ndf_array d;
-  int64_t len = w->shape[0];
-  *out = malloc((size_t)(len > 0 ? len : 1) * sizeof(double));
-  if (!*out) return NDF_ENOMEM;
-  *n = len;
-  ndf_status s = ndf_array_init(&d, *out, NDF_DEVICE_CPU, NDF_FLOAT64, 1, &len);
-  if (s == NDF_OK) s = ndf_array_copy(ctx, &d, w);
-  if (s != NDF_OK) errorf("--weights: %s", ndf_errmsg(ctx));
-  return s;
-}
+/* The linear filters (scipy.ndimage), by the op's name: options not given keep scipy's defaults. */
 static ndf_status call_filter(const op_def *op, ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
                               const op_params *p) {
   const args *a = p->a;
   const char *n = op->name;
   const int axis = a->naxes ? (int)a->axes[0] : -1;
   ndf_filter_options f;
+  ndf_filter_options_init(&f);
+  f.mode = a->mode;
+  f.cval = a->cval;
+  f.batch_dims = a->batch_dims;
+  f.norigin = a->norigin;
+  memcpy(f.origin, a->origin, sizeof f.origin);
+  if (a->given & O_AXES) {
+    f.naxes = a->naxes;
+    for (int i = 0; i < a->naxes; i++) f.axes[i] = (int)a->axes[i];
+  }
   ndf_gaussian_params g;
-  filter_options_from(op, a, &f);
-  gaussian_params_from(a, &g);
+  ndf_gaussian_params_init(&g);
+  g.nsigma = a->nsigma;
+  memcpy(g.sigma, a->sigma, sizeof g.sigma);
+  g.norder = a->norder;
+  for (int i = 0; i < a->norder; i++)
+    g.order[i] = a->order[i] < INT_MIN ? INT_MIN : a->order[i] > INT_MAX ? INT_MAX : (int)a->order[i];
+  g.truncate = a->truncate;
+  g.nradius = a->nradius;
+  memcpy(g.radius, a->radius, sizeof g.radius);
   if (!strcmp(n, "gaussian_filter")) return ndf_gaussian_filter(ctx, in, out, &g, &f);
   if (!strcmp(n, "gaussian_filter1d"))
-    return ndf_gaussian_filter1d(ctx, in, out, a->sigma[0], axis, a->norder ? (int)a->order[0] : 0, a->truncate,
+    return ndf_gaussian_filter1d(ctx, in, out, a->sigma[0], axis, g.norder ? g.order[0] : 0, a->truncate,
                                  a->nradius ? a->radius[0] : -1, &f);
   if (!strcmp(n, "gaussian_laplace")) return ndf_gaussian_laplace(ctx, in, out, &g, &f);
   if (!strcmp(n, "gaussian_gradient_magnitude")) return ndf_gaussian_gradient_magnitude(ctx, in, out, &g, &f);
-  if (!strcmp(n, "uniform_filter")) return ndf_uniform_filter(ctx, in, out, a->nsize ? a->nsize : 1,
-                                                              a->nsize ? a->size : (const int64_t[]){3}, &f);
+  if (!strcmp(n, "uniform_filter")) {
+    static const int64_t three = 3;
+    return ndf_uniform_filter(ctx, in, out, a->nsize ? a->nsize : 1, a->nsize ? a->size : &three, &f);
+  }
   if (!strcmp(n, "uniform_filter1d")) return ndf_uniform_filter1d(ctx, in, out, a->nsize ? a->size[0] : 3, axis, &f);
   if (!strcmp(n, "sobel")) return ndf_sobel(ctx, in, out, axis, &f);
   if (!strcmp(n, "prewitt")) return ndf_prewitt(ctx, in, out, axis, &f);
   if (!strcmp(n, "laplace")) return ndf_laplace(ctx, in, out, &f);
   if (!strcmp(n, "correlate")) return ndf_correlate(ctx, in, out, p->file[F_WEIGHTS], &f);
   if (!strcmp(n, "convolve")) return ndf_convolve(ctx, in, out, p->file[F_WEIGHTS], &f);
-  double *w = NULL;
-  int64_t nw = 0;
-  ndf_status s = weights_1d(ctx, p->file[F_WEIGHTS], &w, &nw);
+  /* correlate1d, convolve1d: the --weights array (one axis) read as float64 */
+  const ndf_array *wa = p->file[F_WEIGHTS];
+  if (wa->ndim != 1) {
+    errorf("--weights: the 1-D filters take a 1-D array (this one has %d axes)", wa->ndim);
+    return NDF_EINVAL;
+  }
+  int64_t len = wa->shape[0];
+  double *w = malloc((size_t)(len > 0 ? len : 1) * sizeof(double));
+  if (!w) return NDF_ENOMEM;
+  ndf_array d;
+  ndf_status s = ndf_array_init(&d, w, NDF_DEVICE_CPU, NDF_FLOAT64, 1, &len);
+  if (s == NDF_OK) s = ndf_array_copy(ctx, &d, wa);
   if (s == NDF_OK)
-    s = !strcmp(n, "correlate1d") ? ndf_correlate1d(ctx, in, out, w, nw, axis, &f)
-                                  : ndf_convolve1d(ctx, in, out, w, nw, axis, &f);
+    s = !strcmp(n, "correlate1d") ? ndf_correlate1d(ctx, in, out, w, len, axis, &f)
+                                  : ndf_convolve1d(ctx, in, out, w, len, axis, &f);
   free(w);
   return s;
 }
 
-#define GREY_OP(name, fn, summary) {name, GREY_OPTS, 0, call_grey, fn, NULL, summary, 0}
-#define FILTER_OP(name, opts, flags, summary, required) \
-  {name, FILTER_OPTS | (opts), OPF_FILTER | (flags), call_filter, NULL, NULL, summary, required}
-#define RANK_OP(name, opts, call, summary, required) \
-  {name, opts, OPF_RANK, call, NULL, NULL, summary, required}
-#define BINARY_OP(name, opts, fn, summary) \
-  {name, opts, OPF_BINARY, call_binary, NULL, fn, summary, 0}
+/* One row of the op table per op of the registry's NDF_OPS_CLI, by its adapter:
+ * the call_* function above that turns the options into the op's call. */
+static void reconstruction_options_from(const op_params *p, ndf_reconstruction_options *o) {
+  ndf_reconstruction_options_init(o);
+  o->method = p->a->method;
+  o->footprint = p->file[F_FOOTPRINT];
+  o->noffset = p->a->noffset;
+  for (int d = 0; d < p->a->noffset; d++) o->offset[d] = p->a->offset[d];
+  o->batch_dims = p->a->batch_dims;
+}
 
-static const op_def ops[] = {
-    GREY_OP("grey_erosion", ndf_grey_erosion,
-            "grey-scale erosion (minimum over the structuring element)"),
-    GREY_OP("grey_dilation", ndf_grey_dilation,
-            "grey-scale dilation (maximum over the structuring element)"),
-    GREY_OP("grey_opening", ndf_grey_opening, "dilation of the erosion"),
-    GREY_OP("grey_closing", ndf_grey_closing, "erosion of the dilation"),
-    GREY_OP("morphological_gradient", ndf_morphological_gradient, "dilation - erosion"),
-    GREY_OP("morphological_laplace", ndf_morphological_laplace, "dilation + erosion - input - input (in this order)"),
-    GREY_OP("white_tophat", ndf_white_tophat, "input - opening"),
-    GREY_OP("black_tophat", ndf_black_tophat, "closing - input"),
-    RANK_OP("median_filter", RANK_OPTS, call_median,
-            "element n//2 of the sorted window of n values", 0),
-    RANK_OP("rank_filter", RANK_OPTS | O_RANK, call_rank,
-            "element --rank of the sorted window", O_RANK),
-    RANK_OP("percentile_filter", RANK_OPTS | O_PERCENTILE, call_percentile,
-            "element int(n * P / 100) of the sorted window", O_PERCENTILE),
-    BINARY_OP("binary_erosion", BINARY_OPTS, ndf_binary_erosion,
-              "true where the structure fits in the foreground"),
-    BINARY_OP("binary_dilation", BINARY_OPTS, ndf_binary_dilation,
-              "the foreground grown by the (reflected) structure"),
-    BINARY_OP("binary_opening", BINARY_OPTS, ndf_binary_opening,
-              "binary dilation of the binary erosion"),
-    BINARY_OP("binary_closing", BINARY_OPTS, ndf_binary_closing,
-              "binary erosion of the binary dilation"),
-    BINARY_OP("binary_propagation", PROPAGATION_OPTS, ndf_binary_propagation,
-              "dilation until nothing changes (inside --mask)"),
-    BINARY_OP("binary_fill_holes", FILL_HOLES_OPTS, ndf_binary_fill_holes,
-              "fill the background not connected to the border"),
-    {"binary_hit_or_miss", HIT_OR_MISS_OPTS, OPF_BINARY, call_hit_or_miss, NULL,
-     NULL, "structure1 fits in the input, structure2 outside it", 0},
-    {"label", LABEL_OPTS, OPF_LABEL, call_label, NULL, NULL,
-     "number the connected features 1..N (prints num_features)", 0},
-    /* bf: CUDA too (the brute force, bit for bit the CPU's); cdt: CUDA for
-     * distances with taxicab / chessboard, --device auto picks the CPU for --indices or --structure. */
-    {"distance_transform_edt", EDT_OPTS, OPF_DISTANCE, call_edt, NULL, NULL,
-     "exact Euclidean distance to the nearest zero (float64; --indices)", 0},
-    {"distance_transform_cdt", CDT_OPTS, OPF_DISTANCE, call_cdt, NULL, NULL,
-     "chamfer distance, chessboard/taxicab or --structure (int32, -1 unreachable)", 0},
-    {"distance_transform_bf", BF_OPTS, OPF_DISTANCE, call_bf, NULL, NULL,
-     "brute-force distance (float64 euclidean, uint32 taxicab/chessboard)", 0},
-    FILTER_OP("gaussian_filter", O_SIGMA, 0, "Gaussian smoothing (or derivatives: --order) per axis", 0),
-    FILTER_OP("gaussian_filter1d", O_SIGMA, OPF_1D, "Gaussian smoothing (or a derivative) along --axis", 0),
-    FILTER_OP("gaussian_laplace", O_SIGMA, 0, "sum of the second Gaussian derivatives", 0),
-    FILTER_OP("gaussian_gradient_magnitude", O_SIGMA, 0, "norm of the Gaussian gradient", 0),
-    FILTER_OP("uniform_filter", O_SIZE | O_ORIGIN, 0, "mean over a box of --size (default 3)", 0),
-    FILTER_OP("uniform_filter1d", O_SIZE | O_ORIGIN, OPF_1D, "mean over --size values along --axis", 0),
-    FILTER_OP("sobel", 0, OPF_1D, "Sobel derivative along --axis, smoothed across the others", 0),
-    FILTER_OP("prewitt", 0, OPF_1D, "Prewitt derivative along --axis, averaged across the others", 0),
-    FILTER_OP("laplace", 0, 0, "sum of the second differences [1, -2, 1] per axis", 0),
-    FILTER_OP("correlate", O_WEIGHTS | O_ORIGIN, 0, "N-D correlation with --weights (one axis per filtered axis)",
-              O_WEIGHTS),
-    FILTER_OP("convolve", O_WEIGHTS | O_ORIGIN, 0, "N-D convolution with --weights", O_WEIGHTS),
-    FILTER_OP("correlate1d", O_WEIGHTS | O_ORIGIN, OPF_1D, "1-D correlation with --weights along --axis", O_WEIGHTS),
-    FILTER_OP("convolve1d", O_WEIGHTS | O_ORIGIN, OPF_1D, "1-D convolution with --weights along --axis", O_WEIGHTS),
-};
+/* INPUT is the seed; --mask (required) the mask. */
+static ndf_status call_reconstruction(const op_def *op, ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
+                                      const op_params *p) {
+  (void)op;
+  ndf_reconstruction_options o;
+  reconstruction_options_from(p, &o);
+  return ndf_reconstruction(ctx, in, p->file[F_MASK], out, &o);
+}
+
+#define CLI_OP_grey(name, fn, opts, req, doc) {name, opts, 0, call_grey, fn, NULL, doc, req}
+#define CLI_OP_median(name, fn, opts, req, doc) {name, opts, OPF_RANK, call_median, NULL, NULL, doc, req}
+#define CLI_OP_rank(name, fn, opts, req, doc) {name, opts, OPF_RANK, call_rank, NULL, NULL, doc, req}
+#define CLI_OP_percentile(name, fn, opts, req, doc) {name, opts, OPF_RANK, call_percentile, NULL, NULL, doc, req}
+#define CLI_OP_binary(name, fn, opts, req, doc) {name, opts, OPF_BINARY, call_binary, NULL, fn, doc, req}
+#define CLI_OP_hit_or_miss(name, fn, opts, req, doc) {name, opts, OPF_BINARY, call_hit_or_miss, NULL, NULL, doc, req}
+#define CLI_OP_label(name, fn, opts, req, doc) {name, opts, OPF_LABEL, call_label, NULL, NULL, doc, req}
+/* bf: CUDA too (the brute force, bit for bit the CPU's); cdt: CUDA for
+ * distances with taxicab / chessboard, --device auto picks the CPU for --indices or --structure. */
+#define CLI_OP_edt(name, fn, opts, req, doc) {name, opts, OPF_DISTANCE, call_edt, NULL, NULL, doc, req}
+#define CLI_OP_cdt(name, fn, opts, req, doc) {name, opts, OPF_DISTANCE, call_cdt, NULL, NULL, doc, req}
+#define CLI_OP_bf(name, fn, opts, req, doc) {name, opts, OPF_DISTANCE, call_bf, NULL, NULL, doc, req}
+#define CLI_OP_reconstruction(name, fn, opts, req, doc) {name, opts, OPF_RECON, call_reconstruction, NULL, NULL, doc, req}
+#define CLI_OP_filter(name, fn, opts, req, doc) {name, opts, OPF_FILTER, call_filter, NULL, NULL, doc, req}
+#define CLI_OP(adapter, name, fn, opts, req, doc) CLI_OP_##adapter(name, fn, opts, req, doc),
+
+static const op_def ops[] = {NDF_OPS_CLI(CLI_OP)};
 #define NOPS (sizeof ops / sizeof ops[0])
 
 static const op_def *find_op(const char *name) {
   for (size_t i = 0; i < NOPS; i++)
     if (strcmp(ops[i].name, name) == 0) return &ops[i];
   return NULL;
+}
+
+/* 1 for any op of the registry (those of `run` and of the other commands). */
+static int is_op(const char *name) {
+#define OP_NAME(name, family, fn, composite, doc) name,
+  static const char *const all[] = {NDF_OPS(OP_NAME)};
+#undef OP_NAME
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    if (strcmp(all[i], name) == 0) return 1;
+  return 0;
 }
 
 static void unknown_op(const char *name) {
@@ -1033,7 +1038,7 @@ static ndf_status run_op(ndf_ctx *ctx, ndf_device_type dev, const op_def *op,
   if (cli_alloc("the output", out, out_dtype, in->ndim, in->shape) != 0) return NDF_ENOMEM;
   if (dev == NDF_DEVICE_CPU) {
     s = op->call(op, ctx, in, out, p);
-    if (s != NDF_OK) errorf("%s", ndf_errmsg(ctx));
+    if (s != NDF_OK && ndf_errmsg(ctx)[0]) errorf("%s", ndf_errmsg(ctx)); /* call_filter may have said why */
   } else {
     ndf_array din, dout, dmask, didx;
     memset(&din, 0, sizeof din);
@@ -1058,7 +1063,7 @@ static ndf_status run_op(ndf_ctx *ctx, ndf_device_type dev, const op_def *op,
     if (s == NDF_OK) s = ndf_array_copy(ctx, out, &dout);
     if (s == NDF_OK && p->indices) s = ndf_array_copy(ctx, p->indices, &didx);
     if (s == NDF_OK) s = ndf_ctx_synchronize(ctx);
-    if (s != NDF_OK) errorf("%s", ndf_errmsg(ctx));
+    if (s != NDF_OK && ndf_errmsg(ctx)[0]) errorf("%s", ndf_errmsg(ctx));
     ndf_array_free(ctx, &din);
     ndf_array_free(ctx, &dout);
     ndf_array_free(ctx, &dmask);
@@ -1113,7 +1118,6 @@ static ndf_dtype binary_file_dtype(const char *outpath) {
 static ndf_dtype output_dtype(const op_def *op, const args *a, const char *outpath,
                               ndf_dtype in_dtype) {
   if (op->flags & OPF_LABEL) return a->output_dtype; /* int32 unless --output-dtype */
-  if (op->flags & OPF_FILTER) return a->given & O_OUTPUT_DTYPE ? a->output_dtype : in_dtype; /* scipy's output= */
   if (op->flags & OPF_DISTANCE) { /* scipy's dtypes; edt: float32 with --output-dtype */
     if (op->call == call_cdt) return NDF_INT32;
     if (op->call == call_bf)
@@ -1121,6 +1125,9 @@ static ndf_dtype output_dtype(const op_def *op, const args *a, const char *outpa
                                                                                    : NDF_FLOAT64;
     return a->given & O_OUTPUT_DTYPE ? a->output_dtype : NDF_FLOAT64;
   }
+  if (op->flags & OPF_RECON) /* skimage's float64, or --output-dtype (the seed's) */
+    return a->given & O_OUTPUT_DTYPE ? a->output_dtype : NDF_FLOAT64;
+  if (op->flags & OPF_FILTER) return a->given & O_OUTPUT_DTYPE ? a->output_dtype : in_dtype; /* scipy's output= */
   return op->flags & OPF_BINARY ? binary_file_dtype(outpath) : in_dtype;
 }
 
@@ -1138,7 +1145,7 @@ static void run_help(void) {
          "INPUT and OUTPUT are .npy, .nii or .nii.gz files (NIfTI axes are x, y, z, ...).\n\n"
          "grey ops (the output has the input's dtype):\n");
   for (size_t i = 0; i < NOPS; i++)
-    if (!(ops[i].flags & (OPF_BINARY | OPF_LABEL | OPF_RANK | OPF_DISTANCE | OPF_FILTER)))
+    if (!(ops[i].flags & (OPF_BINARY | OPF_LABEL | OPF_RANK | OPF_DISTANCE | OPF_RECON | OPF_FILTER)))
       printf("  %-23s %s\n", ops[i].name, ops[i].summary);
   printf("rank filters (the output has the input's dtype):\n");
   for (size_t i = 0; i < NOPS; i++)
@@ -1157,6 +1164,10 @@ static void run_help(void) {
          "without --indices, on the CPU otherwise):\n");
   for (size_t i = 0; i < NOPS; i++)
     if (ops[i].flags & OPF_DISTANCE) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
+  printf("grey reconstruction (INPUT is the seed, --mask FILE the mask, of the same dtype\n"
+         "and shape; the output is float64 unless --output-dtype gives the seed's dtype):\n");
+  for (size_t i = 0; i < NOPS; i++)
+    if (ops[i].flags & OPF_RECON) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
   printf("linear filters (scipy.ndimage; computed in float64, the output in the input's\n"
          "dtype or --output-dtype, integers truncated as scipy):\n");
   for (size_t i = 0; i < NOPS; i++)
@@ -1210,6 +1221,14 @@ static void run_help(void) {
          "                        (cdt --structure FILE: a 3x...x3 metric instead)\n"
          "  --indices FILE        distance transforms: also write the feature transform\n"
          "  --output-dtype DTYPE  edt: float64 (default) or float32 distances\n"
+         "  --mask FILE           reconstruction (required): the mask (seed <= mask for\n"
+         "                        dilation, seed >= mask for erosion)\n"
+         "  --method dilation|erosion  reconstruction: dilation (default) or erosion\n"
+         "  --footprint FILE      reconstruction: the neighbourhood, non-zero entries are\n"
+         "                        in (default 3 along each spatial axis)\n"
+         "  --offset N[,N...]     reconstruction: the footprint's centre (one value or\n"
+         "                        one per spatial axis; default its middle)\n"
+         "  --output-dtype DTYPE  reconstruction: float64 (default) or the seed's dtype\n"
          "  --sigma X[,X...]      Gaussian filters (required): standard deviation, one\n"
          "                        value or one per filtered axis, >= 0\n"
          "  --order N[,N...]      Gaussian filters: 0 smooths, k > 0 the k-th derivative\n"
@@ -1239,8 +1258,9 @@ static void op_help(const op_def *op) {
          : op->flags & OPF_LABEL
              ? "labels 1..N, 0 for the background, int32 (or --output-dtype) in every format;\n"
                "prints \"num_features: N\" (one count per image with --batch-dims)"
-         : op->flags & OPF_BINARY ? "bool (uint8 in NIfTI files)"
+         : op->flags & OPF_RECON ? "float64, or the seed's dtype with --output-dtype"
          : op->flags & OPF_FILTER ? "the input's dtype, or --output-dtype (computed in float64)"
+         : op->flags & OPF_BINARY ? "bool (uint8 in NIfTI files)"
                                   : "the input's dtype");
   for (size_t k = 0; k < NOPT_DEFS; k++)
     if (opt_defs[k].flag & (op->opts | O_DEVICE))
@@ -1314,14 +1334,10 @@ static int cmd_run(int argc, char **argv) {
     return EXIT_USAGE;
   }
   if (check_algorithm(op, &a)) return EXIT_USAGE;
-  unsigned missing = op->required & ~a.given;
+  optset missing = op->required & ~a.given;
   if (missing) {
     char list[256];
     errorf("'%s' needs %s", cmd, format_opts(missing, list, sizeof list));
-    return EXIT_USAGE;
-  }
-  if ((op->opts & O_SIGMA) && a.nsigma == 0) { /* required; --order, --truncate, --radius share its flag */
-    errorf("'%s' needs --sigma X[,X...]", cmd);
     return EXIT_USAGE;
   }
   const char *inpath = a.pos[0], *outpath = a.pos[1];
@@ -1619,6 +1635,103 @@ static int list_entry(const char *file, size_t bytes, const char *key, void *ud)
   return 0;
 }
 
+/* ---- cache warm: one function per family the registry gives one (gen/ops.lua's
+ * warm); each calls the family's ndf_cache_warm_* with the op's options. */
+typedef ndf_status (*warm_fn)(ndf_ctx *ctx, const char *arch, const char *op, const op_params *p,
+                              int *compiled);
+
+static ndf_status warm_grey(ndf_ctx *ctx, const char *arch, const char *op, const op_params *p,
+                            int *compiled) {
+  ndf_grey_options g;
+  grey_options_from(p, &g);
+  return ndf_cache_warm(ctx, arch, op, p->a->dtype, p->a->ndim, &g, compiled);
+}
+
+static ndf_status warm_rank(ndf_ctx *ctx, const char *arch, const char *op, const op_params *p,
+                            int *compiled) {
+  ndf_rank_options r;
+  rank_options_from(p, &r);
+  return ndf_cache_warm_rank(ctx, arch, op, p->a->dtype, p->a->ndim, p->a->rank, p->a->percentile, &r,
+                             compiled);
+}
+
+static ndf_status warm_binary(ndf_ctx *ctx, const char *arch, const char *op, const op_params *p,
+                              int *compiled) {
+  ndf_binary_options b;
+  binary_options_from(p, &b);
+  return ndf_cache_warm_binary(ctx, arch, op, p->a->dtype, p->a->ndim, &b, compiled);
+}
+
+static ndf_status warm_hit_or_miss(ndf_ctx *ctx, const char *arch, const char *op, const op_params *p,
+                                   int *compiled) {
+  (void)op;
+  ndf_hit_or_miss_options h;
+  hit_or_miss_options_from(p, &h);
+  return ndf_cache_warm_hit_or_miss(ctx, arch, p->a->dtype, p->a->ndim, &h, compiled);
+}
+
+static ndf_status warm_label(ndf_ctx *ctx, const char *arch, const char *op, const op_params *p, int *compiled) {
+  (void)op;
+  return ndf_cache_warm_label(ctx, arch, p->a->dtype, p->a->ndim, p->a->output_dtype, p->file[F_STRUCTURE],
+                              p->a->batch_dims, compiled);
+}
+
+/* The distances' dtype is the one `run` would write (output_dtype); --indices
+ * (a file name) asks for the feature transform's kernels too. */
+static ndf_dtype output_dtype(const op_def *op, const args *a, const char *outpath, ndf_dtype in_dtype);
+static ndf_status warm_distance(ndf_ctx *ctx, const char *arch, const char *op, const op_params *p,
+                                int *compiled) {
+  const args *a = p->a;
+  ndf_distance_options o;
+  ndf_distance_options_init(&o);
+  o.nsampling = a->nsampling;
+  memcpy(o.sampling, a->sampling, sizeof o.sampling);
+  o.metric = a->metric;
+  o.metric_structure = p->file[F_STRUCTURE];
+  o.batch_dims = a->batch_dims;
+  return ndf_cache_warm_distance(ctx, arch, op, a->dtype, a->ndim, &o, output_dtype(find_op(op), a, "x.npy", a->dtype),
+                                 a->indices != NULL, compiled);
+}
+
+static ndf_status warm_ect(ndf_ctx *ctx, const char *arch, const char *op, const op_params *p, int *compiled) {
+  ndf_ect_options o;
+  ndf_ect_options_init(&o);
+  o.construction = p->a->construction;
+  o.weighted = p->a->weighted;
+  o.batch_dims = p->a->batch_dims;
+  return ndf_cache_warm_ect(ctx, arch, op, p->a->dtype, p->a->ndim, &o, compiled);
+}
+
+static ndf_status warm_reconstruction(ndf_ctx *ctx, const char *arch, const char *op, const op_params *p,
+                                      int *compiled) {
+  ndf_reconstruction_options o;
+  reconstruction_options_from(p, &o);
+  return ndf_cache_warm_reconstruction(ctx, arch, p->a->dtype, p->a->ndim,
+                                       output_dtype(find_op(op), p->a, "x.npy", p->a->dtype), &o, compiled);
+}
+
+#define WARM_OP(name, warm, opts, req) {name, warm_##warm, opts, req},
+static const struct warm_def {
+  const char *name;
+  warm_fn fn;
+  optset opts;       /* O_* options it takes besides --arch, --dtype and --ndim */
+  optset required;   /* those of opts it cannot warm without (--rank of rank_filter) */
+} warm_ops[] = {NDF_OPS_WARM(WARM_OP)};
+#define NWARM (sizeof warm_ops / sizeof warm_ops[0])
+
+/* Why the registry's other ops cannot be warmed (gen/ops.lua's nowarm). */
+#define NOWARM_OP(name, reason) {name, reason},
+static const struct nowarm_def {
+  const char *name, *reason;
+} nowarm_ops[] = {NDF_OPS_NOWARM(NOWARM_OP)};
+#undef NOWARM_OP
+
+static const struct warm_def *find_warm(const char *name) {
+  for (size_t i = 0; i < NWARM; i++)
+    if (strcmp(warm_ops[i].name, name) == 0) return &warm_ops[i];
+  return NULL;
+}
+
 static int cache_warm(ndf_ctx *ctx, const args *a);
 
 static int cmd_cache(int argc, char **argv) {
@@ -1635,8 +1748,8 @@ static int cmd_cache(int argc, char **argv) {
   args a;
   char cmd[32];
   snprintf(cmd, sizeof cmd, "cache %s", sub);
-  const unsigned warm_common = O_ARCH | O_DTYPE | O_NDIM;
-  int rc = parse_args(argc, argv, 3, warm ? (GREY_OPTS | RANK_OPTS | O_RANK | O_PERCENTILE | warm_common) : 0, cmd,
+  const optset warm_common = O_ARCH | O_DTYPE | O_NDIM;
+  int rc = parse_args(argc, argv, 3, warm ? (NDF_OPS_WARM_OPTIONS | warm_common) : 0, cmd,
                       &a);
   if (rc) return rc;
   if (!warm && a.npos) {
@@ -1649,29 +1762,33 @@ static int cmd_cache(int argc, char **argv) {
       return EXIT_USAGE;
     }
     for (int i = 0; i < a.npos; i++) {
-      const op_def *op = find_op(a.pos[i]);
-      if (!op) {
+      const struct warm_def *w = find_warm(a.pos[i]);
+      const op_def *op = find_op(a.pos[i]); /* NULL for the ops of other commands (ect) */
+      if (!w && !op && !is_op(a.pos[i])) {
         unknown_op(a.pos[i]);
         return EXIT_USAGE;
       }
-      if (op->flags & OPF_CPU_ONLY) {
+      if (op && (op->flags & OPF_CPU_ONLY)) {
         errorf("'%s' has no GPU kernels to warm (it runs on the CPU in this version)", op->name);
         return EXIT_USAGE;
       }
-      if (!op->grey && !(op->flags & OPF_RANK)) { /* ndf_cache_warm(_rank) know these only */
-        errorf("'%s' cannot be warmed in this version: only the grey ops and the rank filters can "
-               "(its kernels compile on first use)", op->name);
+      if (!w) { /* the registry gives it no warm function, and the reason */
+        const char *why = "its kernels compile on first use";
+        for (size_t k = 0; k < sizeof nowarm_ops / sizeof nowarm_ops[0]; k++)
+          if (strcmp(nowarm_ops[k].name, a.pos[i]) == 0) why = nowarm_ops[k].reason;
+        errorf("'%s' cannot be warmed in this version: %s", a.pos[i], why);
         return EXIT_USAGE;
       }
-      unsigned extra = a.given & ~(op->opts | warm_common);
+      optset extra = a.given & ~(w->opts | warm_common);
       for (size_t k = 0; extra && k < sizeof opt_defs / sizeof opt_defs[0]; k++)
         if (opt_defs[k].flag & extra) {
-          errorf("'%s' does not take --%s", op->name, opt_defs[k].name);
+          errorf("'%s' does not take --%s", w->name, opt_defs[k].name);
           return EXIT_USAGE;
         }
-      if (check_algorithm(op, &a)) return EXIT_USAGE;
-      if ((op->required & ~a.given) & (O_RANK | O_PERCENTILE)) {
-        errorf("'cache warm %s' needs --%s", op->name, op->required & O_RANK ? "rank N" : "percentile P");
+      if (op && check_algorithm(op, &a)) return EXIT_USAGE;
+      if (w->required & ~a.given) {
+        char list[256];
+        errorf("'cache warm %s' needs %s", w->name, format_opts(w->required & ~a.given, list, sizeof list));
         return EXIT_USAGE;
       }
     }
@@ -1729,31 +1846,16 @@ static int cache_warm(ndf_ctx *ctx, const args *a) {
   op_params p;
   int rc = EXIT_RUN;
   if (load_elements(a, files, &p) == 0) {
-    ndf_grey_options g;
-    grey_options_from(&p, &g);
     rc = 0;
     for (int i = 0; i < a->npos && rc == 0; i++) {
-      const op_def *op = find_op(a->pos[i]); /* checked by cmd_cache */
+      const struct warm_def *w = find_warm(a->pos[i]); /* checked by cmd_cache */
       int compiled = 0;
-      if (!op) {
-        unknown_op(a->pos[i]);
-        rc = EXIT_USAGE;
-        break;
-      }
-      ndf_status st;
-      if (op->flags & OPF_RANK) {
-        ndf_rank_options r;
-        rank_options_from(&p, &r);
-        st = ndf_cache_warm_rank(ctx, arch, op->name, a->dtype, a->ndim, a->rank, a->percentile, &r, &compiled);
-      } else {
-        st = ndf_cache_warm(ctx, arch, op->name, a->dtype, a->ndim, &g, &compiled);
-      }
-      if (st != NDF_OK) {
+      if (w->fn(ctx, arch, w->name, &p, &compiled) != NDF_OK) {
         errorf("%s", ndf_errmsg(ctx));
         rc = EXIT_RUN;
         break;
       }
-      printf("%s %s %d-D %s: compiled %d kernel%s%s\n", op->name, ndf_dtype_name(a->dtype),
+      printf("%s %s %d-D %s: compiled %d kernel%s%s\n", w->name, ndf_dtype_name(a->dtype),
              a->ndim, arch, compiled, compiled == 1 ? "" : "s",
              compiled == 0 ? " (all cached)" : "");
     }
@@ -2297,8 +2399,8 @@ static void usage(FILE *f) {
           "  ndforge cache list                      list the kernel cache\n"
           "  ndforge cache clear                     empty the kernel cache\n"
           "  ndforge cache warm [--arch sm_XY] OP... --dtype DTYPE [--ndim N] [op options]\n"
-          "                                         compile the kernels of grey ops and rank\n"
-          "                                         filters ahead of time (no GPU needed)\n"
+          "                                         compile the kernels of ops ahead of time\n"
+          "                                         (no GPU needed)\n"
           "  ndforge structure generate RANK CONNECTIVITY OUT\n"
           "                                         scipy's generate_binary_structure\n"
           "  ndforge structure iterate IN ITERATIONS OUT [--origin N[,N...]]\n"
