@@ -458,10 +458,10 @@ static ndf_status cpu_stats(ndf_ctx *ctx, const char *name, const ndf_array *in,
     double lo = NAN, hi = NAN;
     if (stat == NDF__ITY_STAT_MINMAX) {
       if (!nan && g->m > 0) {
-        lo = hi = v[0];
+        lo = hi = v[0]; /* in the order of the keys on the GPU: -0.0 below +0.0 */
         for (int64_t j = 1; j < g->m; j++) {
-          if (v[j] < lo) lo = v[j];
-          if (v[j] > hi) hi = v[j];
+          if (v[j] < lo || (v[j] == lo && signbit(v[j]) && !signbit(lo))) lo = v[j];
+          if (v[j] > hi || (v[j] == hi && !signbit(v[j]) && signbit(hi))) hi = v[j];
         }
       }
     } else if (stat == NDF__ITY_STAT_PERCENTILE) {
@@ -737,7 +737,7 @@ ndf_status ndf_equalize_hist(ndf_ctx *ctx, const ndf_array *input, const ndf_arr
       continue;
     }
     if (isf) {
-      double first, last;
+      double first = 0, last = 1;
       if ((s = auto_range(ctx, name, v, nv, b, &first, &last)) != NDF_OK) break;
       if (first == last) {
         first -= 0.5;
