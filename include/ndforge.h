@@ -1224,7 +1224,7 @@ NDF_API void ndf_window_options_init(ndf_window_options *opt);
  * Intensity window [lo, hi] mapped to [out_min, out_max], in float64 in this
  * order (NumPy: (np.clip(x, lo, hi) - lo) / (hi - lo) * (out_max - out_min)
  * + out_min), then rounded once to the output's dtype; lo == hi maps every
- * value to out_min.  lo > hi or non-finite bounds: NDF_EINVAL.  NaN stays NaN.
+ * value but NaN to out_min.  lo > hi or non-finite bounds: NDF_EINVAL.  NaN stays NaN.
  * output shaped like the input, float32 or float64.  Both backends give the
  * same bits.
  */

@@ -349,7 +349,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ity_apply(const ndf_ity_sc
       r = x < lo ? lo : x > hi ? hi : x;
 #elif OP == 1
       const double c = x < lo ? lo : x > hi ? hi : x;
-      r = hi == lo ? p.a : __dadd_rn(__dmul_rn(__ddiv_rn(__dsub_rn(c, lo), __dsub_rn(hi, lo)), __dsub_rn(p.b, p.a)), p.a);
+      r = hi == lo ? (x != x ? x : p.a) : __dadd_rn(__dmul_rn(__ddiv_rn(__dsub_rn(c, lo), __dsub_rn(hi, lo)), __dsub_rn(p.b, p.a)), p.a);
 #elif OP == 2
       r = __ddiv_rn(__dsub_rn(x, lo), hi);
 #elif OP == 3

@@ -104,7 +104,7 @@ def main():
         kv = {"id": cid, "op": op, "dtype": dt, "shape": oracle_common.fmt_list(shape), "batch": batch}
         special = op in ("hist", "percentile", "quantile", "clip", "window") and rng.random() < 0.3
         x = values(rng, dt, shape, special)
-        if op in ("percentile", "quantile", "minmax", "pwindow", "zscore") and rng.random() < 0.15:
+        if op in ("percentile", "quantile", "clip", "window", "minmax", "pwindow", "zscore") and rng.random() < 0.15:
             add_nan(rng, x)
         bshape, imgs = images(x, batch)
         error = 0

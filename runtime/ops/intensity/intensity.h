@@ -16,7 +16,7 @@ typedef struct ndf__ity_geom {
 
 /* What the elementwise pass computes from x (a value as double):
  *   CLIP    lo <= hi: x < lo ? lo : x > hi ? hi : x           (c0 = lo, c1 = hi)
- *   WINDOW  ((clip(x) - lo) / (hi - lo)) * (b - a) + a, or a when hi == lo, with
+ *   WINDOW  ((clip(x) - lo) / (hi - lo)) * (b - a) + a, or a when hi == lo (NaN stays NaN), with
  *           (lo, hi) per image or c0, c1 for every image, a = out_min, b = out_max
  *   ZSCORE  (x - mean) / std with (mean, std) per image                          */
 enum { NDF__ITY_CLIP = 0, NDF__ITY_WINDOW = 1, NDF__ITY_ZSCORE = 2 };
@@ -26,7 +26,7 @@ enum { NDF__ITY_CLIP = 0, NDF__ITY_WINDOW = 1, NDF__ITY_ZSCORE = 2 };
  * operation explicitly). */
 static inline double ndf__ity_window(double x, double lo, double hi, double a, double b) {
   const double c = x < lo ? lo : x > hi ? hi : x;
-  if (hi == lo) return a;
+  if (hi == lo) return x != x ? x : a;
   return (c - lo) / (hi - lo) * (b - a) + a;
 }
 
