@@ -77,7 +77,7 @@
 /* Workloads                                                                 */
 
 typedef enum { FP_BOX = 0, FP_CROSS = 1 } fp_kind;
-typedef enum { FAM_GREY, FAM_RANK, FAM_DIST, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC, FAM_SOFT_ECC, FAM_ECT, FAM_SOFT_ECT } op_family;
+typedef enum { FAM_GREY, FAM_RANK, FAM_DIST, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC, FAM_SOFT_ECC, FAM_ECT, FAM_SOFT_ECT, FAM_INTENSITY } op_family;
 
 /* The ops: API-style name (--op), key (the first part of a workload's name)
  * and family. */
@@ -88,7 +88,7 @@ typedef struct op_desc {
 enum {
   OP_EROSION, OP_DILATION, OP_MEDIAN, OP_RANK, OP_PERCENTILE, OP_EDT, OP_BIN_EROSION, OP_FILL_HOLES, OP_LABEL,
   OP_OPENING, OP_SINKHORN, OP_SINKHORN_LOG, OP_SINKHORN_DENSE, OP_ECC, OP_SOFT_ECC, OP_CDT_TAXI, OP_CDT_CHESS, OP_ECT,
-  OP_SOFT_ECT, OP_BF, OP_COUNT
+  OP_SOFT_ECT, OP_BF, OP_PWINDOW, OP_COUNT
 };
 static const op_desc ops[OP_COUNT] = {
     [OP_EROSION] = {"grey_erosion", "erosion", FAM_GREY},
@@ -111,6 +111,7 @@ static const op_desc ops[OP_COUNT] = {
     [OP_ECT] = {"euler_characteristic_transform", "ect", FAM_ECT}, /* binary, size = T, param = m directions */
     [OP_SOFT_ECT] = {"soft_ect", "soft_ect", FAM_SOFT_ECT}, /* binary, forward + backward, size = T, param = m */
     [OP_BF] = {"distance_transform_bf", "bf", FAM_DIST},    /* euclidean; param 1: sampling and indices */
+    [OP_PWINDOW] = {"percentile_window", "pwindow", FAM_INTENSITY}, /* param = p_lo, p_hi = 100 - p_lo */
 };
 
 typedef struct workload {
@@ -214,6 +215,8 @@ static const workload default_workloads[] = {
     /* distance_transform_bf (issue 5): the brute-force oracle, euclidean, uint8 random bytes as for edt */
     {OP_BF, NDF_UINT8, 2, {256, 256}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 0},
     {OP_ECT, NDF_UINT8, 3, {128, 128, 128}, 64, FP_BOX, 0, NDF_MODE_REFLECT, 64},
+    /* intensity (issue 32): percentile windowing 0.5 .. 99.5 of fill_random's float32 into [0, 1], float32 out */
+    {OP_PWINDOW, NDF_FLOAT32, 3, {256, 256, 256}, 0, FP_BOX, 0, NDF_MODE_REFLECT, 0.5},
 };
 #define N_DEFAULT (sizeof default_workloads / sizeof default_workloads[0])
 
@@ -328,6 +331,10 @@ static void wl_name(const workload *w, char *buf, size_t len)
     snprintf(buf, len, "%s_%s_%s%s_m%d_T%d", op, ndf_dtype_name(w->dtype), shp, b, (int)w->param, w->size);
     return;
   }
+  if (ops[w->op].family == FAM_INTENSITY) { /* "pwindow0.5_f32_256x256x256_b0" */
+    snprintf(buf, len, "%s%g_%s_%s_b%d", op, w->param, dtype_short(w->dtype), shp, w->batch_dims);
+    return;
+  }
   if (ops[w->op].family == FAM_DIST) { /* "edt_u8_1024x1024_b0", "..._samp_idx" */
     snprintf(buf, len, "%s_%s_%s_b%d%s", op, dtype_short(w->dtype), shp, w->batch_dims, w->param ? "_samp_idx" : "");
     return;
@@ -420,6 +427,7 @@ static int setup_options(const workload *w, op_setup *g)
     if (ndf_array_init(&g->dirs, g->dirbuf, NDF_DEVICE_CPU, NDF_FLOAT64, 2, dsh) != NDF_OK) return -1;
     return 0;
   }
+  if (ops[w->op].family == FAM_INTENSITY) return 0; /* run_op builds its options */
   if (ops[w->op].family == FAM_DIST) {
     if (w->op == OP_CDT_TAXI || w->op == OP_CDT_CHESS)
       g->dopt.metric = w->op == OP_CDT_TAXI ? NDF_METRIC_TAXICAB : NDF_METRIC_CHESSBOARD;
@@ -646,6 +654,12 @@ static ndf_status run_op(ndf_ctx *c, const workload *w, const ndf_array *in, ndf
     return s;
   }
   case OP_ECT: return ndf_euler_characteristic_transform(c, in, &g->dirs, out, &g->topt);
+  case OP_PWINDOW: {
+    ndf_window_options wo;
+    ndf_window_options_init(&wo);
+    wo.batch_dims = w->batch_dims;
+    return ndf_percentile_window(c, in, out, w->param, 100 - w->param, &wo);
+  }
   case OP_SOFT_ECT: {
     soft_ect_bufs *b = soft_ect_arrays(c, w, in);
     if (!b) return NDF_ENOMEM;
@@ -968,7 +982,8 @@ static void usage(FILE *f)
         "grey_opening, sinkhorn / sinkhorn_log / sinkhorn_dense (--shape PAIRSxGRID, --size: iterations,\n"
         "--param: epsilon), euler_characteristic_curve (--size: T thresholds over [min, max];\n"
         "--param 1: T-construction), euler_characteristic_transform (binary; --size: T thresholds\n"
-        "over [-R, R]; --param: m directions).\n"
+        "over [-R, R]; --param: m directions), percentile_window (--param: the lower percentile P;\n"
+        "the window is [P, 100 - P]).\n"
         "$NDF_BENCH_RANK_ALGO=network|select|histogram|tile forces the rank filters' algorithm.\n"
         "$NDF_BENCH_GREY_ALGO=direct|separable|vhgw|decomposed forces the grey algorithm.\n"
         "$NDF_GREY_BOX=classic runs grey_box in place of grey_boxd (boxes <= 7, auto), =lines the line\n"
@@ -1848,6 +1863,7 @@ static void print_json(const workload *w, const result *r, const char *device, c
   char name[256];
   wl_name(w, name, sizeof name);
   double bytes = (double)wl_bytes(w) + (double)wl_out_bytes(w);
+  if (ops[w->op].family == FAM_INTENSITY) bytes += (double)wl_bytes(w); /* the percentiles read the input first */
   put(&s, "{\"bench\":\"ndf_bench\"");
   put_str(&s, "name", name);
   put_str(&s, "op", op_name(w->op));
@@ -1902,6 +1918,7 @@ static void print_human(const workload *w, const result *r)
   char shp[160];
   shape_str(w, 'x', shp, sizeof shp);
   double bytes = (double)wl_bytes(w) + (double)wl_out_bytes(w);
+  if (ops[w->op].family == FAM_INTENSITY) bytes += (double)wl_bytes(w); /* the percentiles read the input first */
   fprintf(stderr, "%s %s %s %s=%d", op_name(w->op), dtype_short(w->dtype), shp,
           w->fp == FP_CROSS ? "cross" : "size", w->size);
   if (w->batch_dims) fprintf(stderr, " batch_dims=%d", w->batch_dims);
