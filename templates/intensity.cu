@@ -135,7 +135,7 @@ __device__ __forceinline__ bool ity_in_mask(const ndf_ity_scan_params &p, ndf_i6
 // ---- statistics -------------------------------------------------------------------------------------
 extern "C" __global__ void __launch_bounds__(256) ndf_ity_stats(const ndf_ity_scan_params p) {
   const ndf_i64 items = p.nimg * p.cpi;
-  ndf_i64 cur = -1;
+  ndf_i64 cur = -2; // no image yet (b = -1 ends the walk)
   ndf_u64 nmin = 0, kmax = 0, nan = 0, cnt = 0;
   double sum = 0;
   double mean = 0;
@@ -203,7 +203,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ity_radix(const ndf_ity_sc
   const int nt = p.pass == 0 ? 1 : p.t1 - p.t0;
   const ndf_i64 items = p.nimg * p.cpi;
   for (int i = threadIdx.x; i < nt * 256; i += 256) ity_sh[i] = 0;
-  ndf_i64 cur = -1;
+  ndf_i64 cur = -2; // no image yet (b = -1 ends the walk)
   ndf_u64 nan = 0;
   for (ndf_i64 w = blockIdx.x;; w += gridDim.x) {
     const ndf_i64 b = w < items ? w / p.cpi : -1;
@@ -267,7 +267,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ity_hist(const ndf_ity_sca
   const ndf_i64 items = p.nimg * p.cpi, n = p.nbins;
   if (p.local)
     for (int i = threadIdx.x; i < n; i += 256) ity_sh[i] = 0;
-  ndf_i64 cur = -1;
+  ndf_i64 cur = -2; // no image yet (b = -1 ends the walk)
   double lo = 0;
   for (ndf_i64 w = blockIdx.x;; w += gridDim.x) {
     const ndf_i64 b = w < items ? w / p.cpi : -1;
