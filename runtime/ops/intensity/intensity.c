@@ -218,10 +218,10 @@ static ndf_status auto_range(ndf_ctx *ctx, const char *name, const double *x, in
   }
   double lo = x[0], hi = x[0];
   int nan = 0;
-  for (int64_t j = 0; j < m; j++) {
+  for (int64_t j = 0; j < m; j++) { /* -0.0 below +0.0, as the keys on the GPU */
     nan |= isnan(x[j]);
-    if (x[j] < lo) lo = x[j];
-    if (x[j] > hi) hi = x[j];
+    if (x[j] < lo || (x[j] == lo && signbit(x[j]) && !signbit(lo))) lo = x[j];
+    if (x[j] > hi || (x[j] == hi && !signbit(x[j]) && signbit(hi))) hi = x[j];
   }
   if (nan) lo = hi = NAN;
   if (!isfinite(lo) || !isfinite(hi))
