@@ -10,11 +10,13 @@
  *   ndf_percentile / ndf_quantile, ndf_clip, ndf_window, ndf_normalize_minmax,
  *   ndf_percentile_window, ndf_normalize_zscore (with and without a mask),
  *   ndf_equalize_hist (with and without a mask)
+ * Up to 12 quantiles at once (24 selection targets: two launches per radix pass).
  * Bit for bit, except weighted histograms (1e-12 relative) and z-scores (1e-9
  * of the output's scale): their float64 sums run in another order.  The data
  * error (a histogram's detected range holding NaN) is NDF_EINVAL with the
- * output untouched.  Outputs are poisoned first; the bytes between the
- * elements of a strided output must keep the poison.
+ * output untouched, and so is the GPU's own limit (an integer equalize_hist
+ * range beyond 2^24 values: NDF_ENOTSUP).  Outputs are poisoned first; the
+ * bytes between the elements of a strided output must keep the poison.
  *
  * Exits 77 (skipped) when the context has no CUDA device.  Cases:
  * NDF_TEST_CASES (default 300); seed: NDF_TEST_SEED (printed).  Public API only.
@@ -51,7 +53,7 @@ typedef struct icase {
   ndf_dtype dt, odt, auxdt;
   int64_t shape[NDF_MAX_NDIM];
   ndf_histogram_options ho;
-  double edges[40], q[6], lo, hi;
+  double edges[40], q[12], lo, hi;
   ndf_window_options wo;
   char desc[512];
 } icase;
@@ -181,7 +183,7 @@ static void draw(tu_rng *r, int k, icase *c) {
     }
     case PCT:
     case QNT:
-      c->nq = (int)tu_rng_int(r, 1, 6);
+      c->nq = tu_rng_chance(r, 0.15) ? (int)tu_rng_int(r, 9, 12) : (int)tu_rng_int(r, 1, 6); /* > 8: two target groups */
       for (int i = 0; i < c->nq; i++) {
         const double u = tu_rng_chance(r, 0.2) ? 0 : tu_rng_chance(r, 0.2) ? 1 : tu_rng_unif(r);
         c->q[i] = c->op == PCT ? u * 100 : u;
@@ -389,11 +391,55 @@ static void test_gpu_percentile_window_256(void **state) {
   ndf_ctx_destroy(cctx);
 }
 
+/* What only the GPU refuses: an integer equalize_hist whose range needs more than 2^24 bins
+ * (NDF_ENOTSUP, output untouched); and a histogram whose detected range holds NaN (NDF_EINVAL). */
+static void test_gpu_intensity_limits(void **state) {
+  gpu_state *g = *state;
+  TU_SKIP_WITHOUT_CUDA(g->ctx);
+  int64_t n = 1000;
+  tu_array in, out, fin, hist;
+  assert_int_equal(tu_array_alloc(&in, NDF_INT32, 1, &n), 0);
+  assert_int_equal(tu_array_alloc(&fin, NDF_FLOAT32, 1, &n), 0);
+  for (int64_t i = 0; i < n; i++) {
+    tu_set(&in.arr, i, i % 2 ? 1 << 25 : 0);
+    tu_set(&fin.arr, i, i == 500 ? NAN : (double)i);
+  }
+  assert_int_equal(tu_array_alloc(&out, NDF_FLOAT64, 1, &n), 0);
+  int64_t nb = 10;
+  assert_int_equal(tu_array_alloc(&hist, NDF_INT64, 1, &nb), 0);
+  tu_poison(out.base, out.bytes);
+  tu_poison(hist.base, hist.bytes);
+  tu_dev din, dfin, dout, dhist;
+  tu_dev_upload(g->ctx, &din, &in);
+  tu_dev_upload(g->ctx, &dfin, &fin);
+  tu_dev_upload(g->ctx, &dout, &out);
+  tu_dev_upload(g->ctx, &dhist, &hist);
+  assert_int_equal(ndf_equalize_hist(g->ctx, &din.arr, NULL, &dout.arr, 256, 0), NDF_ENOTSUP);
+  assert_non_null(strstr(ndf_errmsg(g->ctx), "2^24"));
+  ndf_histogram_options ho;
+  ndf_histogram_options_init(&ho);
+  assert_int_equal(ndf_histogram(g->ctx, &dfin.arr, &dhist.arr, NULL, &ho), NDF_EINVAL);
+  assert_non_null(strstr(ndf_errmsg(g->ctx), "not finite"));
+  tu_dev_download(g->ctx, &dout, &out);
+  tu_dev_download(g->ctx, &dhist, &hist);
+  assert_true(tu_poison_check(out.base, out.bytes) < 0);
+  assert_true(tu_poison_check(hist.base, hist.bytes) < 0);
+  tu_dev_free(g->ctx, &din);
+  tu_dev_free(g->ctx, &dfin);
+  tu_dev_free(g->ctx, &dout);
+  tu_dev_free(g->ctx, &dhist);
+  tu_array_free(&in);
+  tu_array_free(&fin);
+  tu_array_free(&out);
+  tu_array_free(&hist);
+}
+
 int main(void) {
   if (!tu_have_cuda()) return 77; /* ctest: skipped */
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gpu_intensity_random),
       cmocka_unit_test(test_gpu_percentile_window_256),
+      cmocka_unit_test(test_gpu_intensity_limits),
   };
   return cmocka_run_group_tests(tests, group_setup, tu_gpu_teardown);
 }
