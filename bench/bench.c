@@ -57,6 +57,11 @@
 #include "ndforge.h"
 #include "ops.generated.h"
 
+/* --algorithm NAME: the grey or rank algorithm of every workload (NULL: auto);
+ * --tune NAME=VALUE,...: tunables set on every context (ndf_ctx_set_tunables). */
+static const char *g_algorithm;
+static const char *g_tune;
+
 #define EXIT_SKIP 77
 #define EXIT_USAGE 2
 
@@ -420,16 +425,14 @@ static int setup_options(const workload *w, op_setup *g)
   }
   g->opt.mode = g->ropt.mode = w->mode;
   g->opt.batch_dims = g->ropt.batch_dims = w->batch_dims;
-  /* $NDF_BENCH_RANK_ALGO (network, select, histogram, tile) picks the rank algorithm, for comparing them. */
-  const char *ra = getenv("NDF_BENCH_RANK_ALGO");
-  if (ra && !strcmp(ra, "network")) g->ropt.algorithm = NDF_RANK_ALGO_NETWORK;
-  if (ra && !strcmp(ra, "select")) g->ropt.algorithm = NDF_RANK_ALGO_SELECT;
-  if (ra && !strcmp(ra, "histogram")) g->ropt.algorithm = NDF_RANK_ALGO_HISTOGRAM;
-  if (ra && !strcmp(ra, "tile")) g->ropt.algorithm = NDF_RANK_ALGO_TILE;
-  /* $NDF_BENCH_GREY_ALGO (direct, separable, vhgw, decomposed) picks the grey algorithm. */
-  const char *ga = getenv("NDF_BENCH_GREY_ALGO");
-  if (ga && ndf_grey_algorithm_from_name(ga, &g->opt.algorithm) != NDF_OK) {
-    fprintf(stderr, "ndf_bench: NDF_BENCH_GREY_ALGO: %s\n", ndf_last_error());
+  /* --algorithm: the rank algorithm (network, select, histogram, tile) of the rank workloads, the grey
+   * algorithm (direct, separable, vhgw, decomposed) of the others, for comparing them. */
+  static const char *rank_algos[] = {"auto", "network", "select", "histogram", "tile"};
+  for (int i = 1; g_algorithm && i < 5; i++)
+    if (!strcmp(g_algorithm, rank_algos[i])) g->ropt.algorithm = (ndf_rank_algorithm)i;
+  if (g_algorithm && g->ropt.algorithm == NDF_RANK_ALGO_AUTO && strcmp(g_algorithm, "auto") != 0 &&
+      ndf_grey_algorithm_from_name(g_algorithm, &g->opt.algorithm) != NDF_OK) {
+    fprintf(stderr, "ndf_bench: --algorithm: %s\n", ndf_last_error());
     return -1;
   }
   if (w->fp == FP_BOX) {
@@ -777,10 +780,10 @@ static int compare_exact(const workload *w, const void *got, const void *want, c
    * tolerance of tests/test_gpu_ecc.c (2e-5 x 7 per voxel of an image) */
   const int softect = ops[w->op].family == FAM_SOFT_ECT;
   const int soft = ops[w->op].family == FAM_SOFT_ECC || softect;
-  /* soft ECT: double sigmoids (NDF_SOFT_ECT_FAST=1: float), |cw| <= 27 per voxel of an image */
-  const char *fe = getenv("NDF_SOFT_ECT_FAST");
+  /* soft ECT: double sigmoids (--tune soft_ect.fast=on: float), |cw| <= 27 per voxel of an image */
+  const int fast = g_tune && strstr(g_tune, "soft_ect.fast=on") != NULL;
   const double npi = (double)wl_count(w) / (double)(n / (w->size * (softect ? (int64_t)w->param : 1)));
-  const double tol = softect ? (fe && fe[0] == '1' ? 2e-6 : 1e-12) * (1 + 27 * npi)
+  const double tol = softect ? (fast ? 2e-6 : 1e-12) * (1 + 27 * npi)
                      : soft  ? 2e-5 * 7 * (double)wl_count(w) / (double)(n / w->size) + 1e-12
                              : 0;
   if (!soft && memcmp(got, want, (size_t)n * es) == 0) return 0;
@@ -954,6 +957,7 @@ static void usage(FILE *f)
 {
   fputs("usage: ndf_bench [--only SUBSTR] [--reps N] [--cpu] [--no-check] [--check-max-mb MB]\n"
         "                  [--human] [--list] [--seed N] [--no-tuning]\n"
+        "                  [--algorithm NAME] [--tune NAME=VALUE,...]\n"
         "                  [--op OP --dtype float32 --shape 64x1024x1024 --size 3\n"
         "                   --footprint box|cross --batch-dims N --mode reflect --param P]\n"
         "Times ndforge's ops on the GPU after checking them against the CPU backend; one\n"
@@ -964,13 +968,10 @@ static void usage(FILE *f)
         "--param 1: T-construction), euler_characteristic_transform (binary; --size: T thresholds\n"
         "over [-R, R]; --param: m directions), percentile_window (--param: the lower percentile P;\n"
         "the window is [P, 100 - P]).\n"
-        "$NDF_BENCH_RANK_ALGO=network|select|histogram|tile forces the rank filters' algorithm.\n"
-        "$NDF_BENCH_GREY_ALGO=direct|separable|vhgw|decomposed forces the grey algorithm.\n"
-        "$NDF_GREY_BOX=classic runs grey_box in place of grey_boxd (boxes <= 7, auto), =lines the line\n"
-        "passes below for those boxes too; $NDF_GREY_LINE=lined / classic run grey_lined / grey_line in place\n"
-        "of grey_linew (last axis) / grey_linev (other axes) for the line passes of auto (extents >= 8),\n"
-        "=linew / =linev keep only that one (the other axes as with lined);\n"
-        "$NDF_GREY_BOXD_RY=1..8, $NDF_GREY_LINED_KB=48..200, $NDF_GREY_LINEV_L=N (segment) tune them.\n"
+        "  --algorithm NAME  the rank filters' algorithm (network, select, histogram, tile) or the\n"
+        "                    grey ops' (direct, separable, vhgw, decomposed); default auto\n"
+        "  --tune NAME=VALUE[,NAME=VALUE...]  tunables set on every context (`ndforge tunables`\n"
+        "                    lists them: grey.box, grey.line, rank.*, edt.*, ecc.*, ...)\n"
         "  --only SUBSTR     run the default workloads whose name contains SUBSTR (see --list)\n"
         "  --reps N          timed runs for the warm median (default 100)\n"
         "  --cpu             also time the CPU backend (median of 5, cpu_ms); without a GPU,\n"
@@ -1062,6 +1063,8 @@ static int parse_args(int argc, char **argv, bench_args *a)
     else if (!strcmp(o, "--check-max-mb") && !parse_int(v, 0, INT64_MAX / 2, &n)) a->check_max_mb = (double)n;
     else if (!strcmp(o, "--child-disk")) a->child_disk = v;
     else if (!strcmp(o, "--tuning-dir")) snprintf(g_tuning_dir, sizeof g_tuning_dir, "%s", v);
+    else if (!strcmp(o, "--algorithm")) g_algorithm = v;
+    else if (!strcmp(o, "--tune")) g_tune = v;
     else if (!strcmp(o, "--op") && (a->wl.op = find_op(v)) >= 0) a->custom = 1;
     else if (!strcmp(o, "--param") && parse_double(v, &a->wl.param) == 0) a->custom = 1;
     else if (!strcmp(o, "--dtype") && ndf_dtype_from_name(v, &a->wl.dtype) == NDF_OK) a->custom = 1;
@@ -1107,6 +1110,7 @@ static ndf_status make_ctx(ndf_ctx **c, ndf_backend backend, const char *cache_d
   o.deferred_errors = g_deferred;
   o.cache_dir = cache_dir;
   ndf_status s = ndf_ctx_create(c, &o);
+  if (s == NDF_OK && backend != NDF_BACKEND_CPU && g_tune) s = ndf_ctx_set_tunables(*c, g_tune);
   if (s == NDF_OK && backend != NDF_BACKEND_CPU) {
     if (!g_tuning) s = ndf_ctx_tuning_use(*c, 0);
     else if (g_tuning_dir[0]) s = ndf_ctx_tuning_from(*c, g_tuning_dir);
@@ -1157,6 +1161,8 @@ static int measure_disk(const workload *wl, const char *cache_dir, uint64_t seed
   argv[k++] = store[8];
   if (g_deferred) argv[k++] = "--deferred-errors";
   if (!g_tuning) argv[k++] = "--no-tuning";
+  if (g_algorithm) argv[k++] = "--algorithm", argv[k++] = (char *)g_algorithm;
+  if (g_tune) argv[k++] = "--tune", argv[k++] = (char *)g_tune;
   else if (g_tuning_dir[0]) argv[k++] = "--tuning-dir", argv[k++] = g_tuning_dir;
   argv[k] = NULL;
 
