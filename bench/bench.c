@@ -83,7 +83,7 @@ static const char *g_tune;
 /* Workloads                                                                 */
 
 typedef enum { FP_BOX = 0, FP_CROSS = 1 } fp_kind;
-typedef enum { FAM_GREY, FAM_RANK, FAM_DISTANCE, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC, FAM_SOFT_ECC, FAM_ECT, FAM_SOFT_ECT, FAM_FILTERS } op_family;
+typedef enum { FAM_GREY, FAM_RANK, FAM_DISTANCE, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC, FAM_SOFT_ECC, FAM_ECT, FAM_SOFT_ECT, FAM_INTENSITY, FAM_FILTERS } op_family;
 
 /* The workload kinds, from the op registry (gen/ops.lua): --op name, key (the
  * first part of a workload's name) and family (how its inputs are set up). */
@@ -92,9 +92,12 @@ typedef struct op_desc {
   op_family family;
 } op_desc;
 #define BENCH_OP_ENUM(id, arg, key, setup) OP_##id,
-enum { NDF_OPS_BENCH(BENCH_OP_ENUM) OP_COUNT };
+/* OP_PWINDOW: the intensity ops are not in the registry yet (an entry there needs their Python
+ * binding too), so their one workload kind is listed here. */
+enum { NDF_OPS_BENCH(BENCH_OP_ENUM) OP_PWINDOW, OP_COUNT };
 #define BENCH_OP_ROW(id, arg, key, setup) [OP_##id] = {arg, key, FAM_##setup},
-static const op_desc ops[OP_COUNT] = {NDF_OPS_BENCH(BENCH_OP_ROW)};
+static const op_desc ops[OP_COUNT] = {NDF_OPS_BENCH(BENCH_OP_ROW)
+                                     [OP_PWINDOW] = {"percentile_window", "pwindow", FAM_INTENSITY}};
 
 typedef struct workload {
   int op;     /* OP_* */
@@ -197,6 +200,8 @@ static const workload default_workloads[] = {
     /* distance_transform_bf (issue 5): the brute-force oracle, euclidean, uint8 random bytes as for edt */
     {OP_BF, NDF_UINT8, 2, {256, 256}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 0},
     {OP_ECT, NDF_UINT8, 3, {128, 128, 128}, 64, FP_BOX, 0, NDF_MODE_REFLECT, 64},
+    /* intensity (issue 32): percentile windowing 0.5 .. 99.5 of fill_random's float32 into [0, 1], float32 out */
+    {OP_PWINDOW, NDF_FLOAT32, 3, {256, 256, 256}, 0, FP_BOX, 0, NDF_MODE_REFLECT, 0.5},
     /* linear filters (issue 32): float32 in [-1000, 1000), reflect; gaussian: truncate 4, param = sigma */
     {OP_GAUSSIAN, NDF_FLOAT32, 3, {256, 256, 256}, 0, FP_BOX, 0, NDF_MODE_REFLECT, 2},
     {OP_GAUSSIAN, NDF_FLOAT32, 3, {64, 1024, 1024}, 0, FP_BOX, 1, NDF_MODE_REFLECT, 2},
@@ -315,6 +320,10 @@ static void wl_name(const workload *w, char *buf, size_t len)
     snprintf(buf, len, "%s_%s_%s%s_m%d_T%d", op, ndf_dtype_name(w->dtype), shp, b, (int)w->param, w->size);
     return;
   }
+  if (ops[w->op].family == FAM_INTENSITY) { /* "pwindow0.5_f32_256x256x256_b0" */
+    snprintf(buf, len, "%s%g_%s_%s_b%d", op, w->param, dtype_short(w->dtype), shp, w->batch_dims);
+    return;
+  }
   if (w->op == OP_GAUSSIAN) { /* "gaussian_f32_256x256x256_sigma2_b0" */
     snprintf(buf, len, "%s_%s_%s_sigma%g_b%d%s%s", op, dtype_short(w->dtype), shp, w->param, w->batch_dims,
              w->mode == NDF_MODE_REFLECT ? "" : "_", w->mode == NDF_MODE_REFLECT ? "" : ndf_mode_name(w->mode));
@@ -414,6 +423,7 @@ static int setup_options(const workload *w, op_setup *g)
     if (ndf_array_init(&g->dirs, g->dirbuf, NDF_DEVICE_CPU, NDF_FLOAT64, 2, dsh) != NDF_OK) return -1;
     return 0;
   }
+  if (ops[w->op].family == FAM_INTENSITY) return 0; /* run_op builds its options */
   if (ops[w->op].family == FAM_FILTERS) {
     ndf_filter_options_init(&g->fopt);
     g->fopt.mode = w->mode;
@@ -652,6 +662,12 @@ static ndf_status run_op(ndf_ctx *c, const workload *w, const ndf_array *in, ndf
     return s;
   }
   case OP_ECT: return ndf_euler_characteristic_transform(c, in, &g->dirs, out, &g->topt);
+  case OP_PWINDOW: {
+    ndf_window_options wo;
+    ndf_window_options_init(&wo);
+    wo.batch_dims = w->batch_dims;
+    return ndf_percentile_window(c, in, out, w->param, 100 - w->param, &wo);
+  }
   case OP_SOFT_ECT: {
     soft_ect_bufs *b = soft_ect_arrays(c, w, in);
     if (!b) return NDF_ENOMEM;
@@ -975,7 +991,8 @@ static void usage(FILE *f)
         "grey_opening, sinkhorn / sinkhorn_log / sinkhorn_dense (--shape PAIRSxGRID, --size: iterations,\n"
         "--param: epsilon), euler_characteristic_curve (--size: T thresholds over [min, max];\n"
         "--param 1: T-construction), euler_characteristic_transform (binary; --size: T thresholds\n"
-        "over [-R, R]; --param: m directions), gaussian_filter (--param: sigma), uniform_filter\n"
+        "over [-R, R]; --param: m directions), percentile_window (--param: the lower percentile P;\n"
+        "the window is [P, 100 - P]), gaussian_filter (--param: sigma), uniform_filter\n"
         "(--size: the window).\n"
         "  --algorithm NAME  the rank filters' algorithm (network, select, histogram, tile) or the\n"
         "                    grey ops' (direct, separable, vhgw, decomposed); default auto\n"
@@ -1858,6 +1875,7 @@ static void print_json(const workload *w, const result *r, const char *device, c
   char name[256];
   wl_name(w, name, sizeof name);
   double bytes = (double)wl_bytes(w) + (double)wl_out_bytes(w);
+  if (ops[w->op].family == FAM_INTENSITY) bytes += (double)wl_bytes(w); /* the percentiles read the input first */
   put(&s, "{\"bench\":\"ndf_bench\"");
   put_str(&s, "name", name);
   put_str(&s, "op", op_name(w->op));
@@ -1913,6 +1931,7 @@ static void print_human(const workload *w, const result *r)
   char shp[160];
   shape_str(w, 'x', shp, sizeof shp);
   double bytes = (double)wl_bytes(w) + (double)wl_out_bytes(w);
+  if (ops[w->op].family == FAM_INTENSITY) bytes += (double)wl_bytes(w); /* the percentiles read the input first */
   fprintf(stderr, "%s %s %s %s=%d", op_name(w->op), dtype_short(w->dtype), shp,
           w->fp == FP_CROSS ? "cross" : "size", w->size);
   if (w->batch_dims) fprintf(stderr, " batch_dims=%d", w->batch_dims);

@@ -1157,6 +1157,175 @@ NDF_API ndf_status ndf_tune_workload(ndf_ctx *ctx, ndf_tune_fn fn, void *user, c
 NDF_API ndf_status ndf_ctx_tuning_save(ndf_ctx *ctx);
 
 /* ------------------------------------------------------------------------ */
+/* Intensity: histograms, percentiles, windowing, normalization             */
+/*
+ * NumPy / scikit-image semantics, per image of a batch: the batch_dims
+ * leading axes of the input are independent images (0: the whole array is
+ * one image, as NumPy with axis=None).  Inputs: uint8, int8, uint16, int16,
+ * uint32, int32, float32, float64 (bool: NDF_EINVAL), any strides, on the CPU
+ * or the context's GPU; every output on the input's device, any strides
+ * without overlap.  Arguments are checked before any work: a rejected call
+ * returns NDF_EINVAL and writes nothing.  Where a result depends on a data
+ * check (a histogram's range detected from non-finite data), the CUDA call
+ * reads the check back and so synchronizes the stream; the others are
+ * stream-ordered.
+ */
+
+/*
+ * Options of ndf_histogram, named as numpy.histogram(a, bins, range, weights,
+ * density):
+ *   bins        equal-width bins (numpy bins=int, default 10), >= 1; ignored
+ *               when edges is set.
+ *   edges       NULL, or nedges >= 2 bin edges on the host (numpy bins=array):
+ *               non-decreasing (equal neighbours make an empty bin), no NaN.
+ *   has_range   1: range[0] <= range[1], both finite (numpy range=); 0: each
+ *               image's min and max (non-finite ones are NDF_EINVAL, as
+ *               NumPy's ValueError); equal ends become [v - 0.5, v + 0.5].
+ *               Ignored with edges, as NumPy ignores it.
+ *   weights     NULL or an array shaped like the input (any dtype above),
+ *               on its device.
+ *   density     1: each image's counts / bin width / the image's total.
+ *   batch_dims  leading axes that are independent images.
+ */
+typedef struct ndf_histogram_options {
+  int64_t bins;
+  const double *edges;
+  int64_t nedges;
+  int has_range;
+  double range[2];
+  const ndf_array *weights;
+  int density;
+  int batch_dims;
+} ndf_histogram_options;
+
+/* 10 bins over each image's range, no weights, counts, batch_dims 0. */
+NDF_API void ndf_histogram_options_init(ndf_histogram_options *opt);
+
+/*
+ * numpy.histogram of each image.  Bin i holds edges[i] <= x < edges[i+1],
+ * the last bin also x == its right edge; values outside [edges[0],
+ * edges[last]] and NaN are not counted.  Equal bins take NumPy's edges bit
+ * for bit: np.linspace in float64 from the range, rounded to float32 for a
+ * float32 input (NumPy's bin type), every comparison made in that type.
+ *   hist       shape (batch..., nbins); int64 for plain counts (exact on
+ *              both backends), or float64 (required with weights or
+ *              density; NumPy's dtype there is the weights' or float64).
+ *              Weighted sums are summed in float64 in an order of the
+ *              backend's own: equal to NumPy to rounding.
+ *   bin_edges  NULL, or float64 of shape (batch..., nbins + 1).
+ * Empty images count nothing (density: NaN, 0/0, as NumPy).
+ */
+NDF_API ndf_status ndf_histogram(ndf_ctx *ctx, const ndf_array *input, ndf_array *hist, ndf_array *bin_edges,
+                                 const ndf_histogram_options *opt);
+
+/*
+ * numpy.percentile / numpy.quantile of each image, method 'linear' (NumPy's
+ * default): with the image's n values sorted v[0] <= ... <= v[n-1] and
+ * h = (n - 1) q, the result is lerp(v[floor h], v[floor h + 1], h - floor h)
+ * in NumPy's formula (a + (b - a) t, or b - (b - a)(1 - t) when t >= 0.5; for
+ * float32 b - a is rounded to float32 as NumPy does).  q: nq >= 1 values on
+ * the host, in [0, 100] (percentile) or [0, 1] (quantile).  The two order
+ * statistics are selected exactly on both backends (the GPU runs a radix
+ * select over the values' bit patterns), so the results are bit-identical.
+ *   output  float64 (NumPy's result type for every input dtype), shape
+ *           (batch..., nq), or (batch...) when nq is 1.
+ * An image holding NaN gives NaN for every q (NumPy); -0.0 orders below
+ * +0.0.  Integer differences b - a are exact (NumPy 1.x wraps them around
+ * in the input's integer type).  An empty image is NDF_EINVAL.
+ */
+NDF_API ndf_status ndf_percentile(ndf_ctx *ctx, const ndf_array *input, const double *q, int nq, ndf_array *output,
+                                  int batch_dims);
+NDF_API ndf_status ndf_quantile(ndf_ctx *ctx, const ndf_array *input, const double *q, int nq, ndf_array *output,
+                                int batch_dims);
+
+/*
+ * numpy.clip(input, lo, hi) into output: lo <= hi (else NDF_EINVAL), NaN
+ * stays NaN.  output shaped like the input, float32, float64 or the input's
+ * dtype (values converted as C converts; with an integer output, lo and hi
+ * should be integers).
+ */
+NDF_API ndf_status ndf_clip(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, double lo, double hi);
+
+/* The target range of a window or normalization and the batch layout. */
+typedef struct ndf_window_options {
+  double out_min, out_max; /* default 0, 1; [-1, 1] for a symmetric range; out_min > out_max is allowed (inverted) */
+  int batch_dims;
+} ndf_window_options;
+/* [0, 1], batch_dims 0. */
+NDF_API void ndf_window_options_init(ndf_window_options *opt);
+
+/*
+ * Intensity window [lo, hi] mapped to [out_min, out_max], in float64 in this
+ * order (NumPy: (np.clip(x, lo, hi) - lo) / (hi - lo) * (out_max - out_min)
+ * + out_min), then rounded once to the output's dtype; lo == hi maps every
+ * value but NaN to out_min.  lo > hi or non-finite bounds: NDF_EINVAL.  NaN stays NaN.
+ * output shaped like the input, float32 or float64.  Both backends give the
+ * same bits.
+ */
+NDF_API ndf_status ndf_window(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, double lo, double hi,
+                             const ndf_window_options *opt);
+
+/*
+ * CT window presets by name, in Hounsfield units, as radiology writes them
+ * (level = centre, width; the window is [centre - width/2, centre + width/2]):
+ *   brain        40 / 80        subdural     75 / 215
+ *   stroke       32 / 8         bone        400 / 1800
+ *   lung       -600 / 1500      mediastinum  50 / 350
+ *   soft_tissue  50 / 400       liver        30 / 150
+ * (Radiopaedia's "Windowing (CT)" values; subdural takes the middle of its
+ * ranges, L 50-100, W 130-300).  Unknown names: NDF_EINVAL.
+ */
+NDF_API ndf_status ndf_ct_window_preset(const char *name, double *centre, double *width);
+/* ndf_window over [centre - width/2, centre + width/2]; width >= 0. */
+NDF_API ndf_status ndf_window_ct(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, double centre,
+                                 double width, const ndf_window_options *opt);
+
+/*
+ * Min-max normalization: ndf_window with lo, hi = each image's min and max
+ * (an image holding NaN gives NaN everywhere, as NumPy's min/max; a constant
+ * image maps to out_min).  Both backends give the same bits.
+ */
+NDF_API ndf_status ndf_normalize_minmax(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                                        const ndf_window_options *opt);
+
+/*
+ * Percentile windowing: ndf_window with lo, hi = each image's percentiles
+ * p_lo and p_hi (ndf_percentile; 0 <= p_lo <= p_hi <= 100), e.g. 0.5, 99.5.
+ * Both backends give the same bits.
+ */
+NDF_API ndf_status ndf_percentile_window(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, double p_lo,
+                                         double p_hi, const ndf_window_options *opt);
+
+/*
+ * z-score normalization: out = (x - mean) / std per image, with mean and std
+ * (population, ddof 0) from the voxels where mask is non-zero (mask NULL:
+ * all voxels), applied to every voxel of the image.  mask: NULL or shaped
+ * like the input, any dtype above, on its device.  std == 0 divides by 1;
+ * an image with no voxel in the mask gives NaN; NaN in the statistics'
+ * voxels gives NaN.  Statistics are float64 sums (two passes) whose order
+ * is the backend's: equal to NumPy's mean/std to rounding (the tests allow
+ * 1e-9 relative).  output float32 or float64, shaped like the input.
+ */
+NDF_API ndf_status ndf_normalize_zscore(ndf_ctx *ctx, const ndf_array *input, const ndf_array *mask,
+                                        ndf_array *output, int batch_dims);
+
+/*
+ * skimage.exposure.equalize_hist(image, nbins, mask) per image: the image's
+ * (masked) values' cumulative distribution interpolated at every voxel
+ * (np.interp).  Float inputs: nbins >= 1 equal bins over the (masked) values'
+ * range as numpy.histogram (non-finite values among them: NDF_EINVAL), bin
+ * centres in the input's float type, the cdf rounded to it.  Integer inputs:
+ * each integer its own bin (nbins ignored, as skimage); on CUDA the (masked)
+ * range max - min + 1 must be at most 2^24 (else NDF_ENOTSUP) and the call
+ * synchronizes to size it.  mask: NULL or like the input (non-zero = used).
+ * An image whose mask selects nothing gives NaN.  output float64 (skimage's
+ * type for integers and float64) or float32 (skimage's for float32),
+ * shaped like the input.  Both backends give the same bits.
+ */
+NDF_API ndf_status ndf_equalize_hist(ndf_ctx *ctx, const ndf_array *input, const ndf_array *mask,
+                                     ndf_array *output, int nbins, int batch_dims);
+
+/* ------------------------------------------------------------------------ */
 /* Linear filters (scipy.ndimage)                                            */
 
 /*

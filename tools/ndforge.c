@@ -301,8 +301,8 @@ static int opt_nan_policy(args *a, const char *v) {
   }
   return 0;
 }
-/* A list of finite numbers ("2" or "1.5,2,2"), at most NDF_MAX_SPATIAL. */
-static int parse_double_list(const char *opt, const char *v, double *out, int *n) {
+/* A list of finite numbers ("2" or "1.5,2,2"), at most NDF_MAX_SPATIAL (the filters' per-axis values). */
+static int parse_axis_values(const char *opt, const char *v, double *out, int *n) {
   const char *p = v;
   *n = 0;
   for (;;) {
@@ -320,14 +320,14 @@ static int parse_double_list(const char *opt, const char *v, double *out, int *n
   }
 }
 /* The linear filters' options; the library checks signs and ranges (sigma < 0, order < 0, ...). */
-static int opt_sigma(args *a, const char *v) { return parse_double_list("sigma", v, a->sigma, &a->nsigma); }
+static int opt_sigma(args *a, const char *v) { return parse_axis_values("sigma", v, a->sigma, &a->nsigma); }
 static int opt_order(args *a, const char *v) {
   return parse_int_list("order", v, INT32_MIN, INT32_MAX, a->order, &a->norder);
 }
 static int opt_truncate(args *a, const char *v) {
   int n;
   double t[NDF_MAX_SPATIAL];
-  if (parse_double_list("truncate", v, t, &n) != 0) return -1;
+  if (parse_axis_values("truncate", v, t, &n) != 0) return -1;
   if (n != 1) {
     errorf("bad value '%s' for --truncate (expected one number)", v);
     return -1;
@@ -1172,6 +1172,9 @@ static void run_help(void) {
          "dtype or --output-dtype, integers truncated as scipy):\n");
   for (size_t i = 0; i < NOPS; i++)
     if (ops[i].flags & OPF_FILTER) printf("  %-27s %s\n", ops[i].name, ops[i].summary);
+  printf("intensity ops (NumPy / scikit-image; `ndforge run OP --help` lists their options):\n"
+         "  histogram, percentile, quantile, clip, window, window_ct, normalize_minmax,\n"
+         "  percentile_window, normalize_zscore, equalize_hist\n");
   printf("\nThe composite ops (opening to black_tophat) use the element, mode, cval and\n"
          "origin in every step; their arithmetic is NumPy's in the input dtype\n"
          "(integers wrap around, as in scipy).\n"
@@ -2441,6 +2444,285 @@ static void usage(FILE *f) {
 }
 
 
+/* ------------------------------------------------------------------------ */
+/* ndforge run: the intensity ops (histograms, percentiles, windows,          */
+/* normalizations, equalize_hist).  Their outputs are not shaped like the     */
+/* input (histogram, percentile) or take options of their own, so they parse  */
+/* their command line here rather than through the op table above.           */
+
+static const char *const intensity_ops[] = {"histogram", "percentile", "quantile", "clip", "window", "window_ct",
+                                            "normalize_minmax", "percentile_window", "normalize_zscore",
+                                            "equalize_hist"};
+#define N_INTENSITY_OPS (sizeof intensity_ops / sizeof intensity_ops[0])
+
+static int is_intensity_op(const char *name) {
+  for (size_t i = 0; i < N_INTENSITY_OPS; i++)
+    if (strcmp(name, intensity_ops[i]) == 0) return 1;
+  return 0;
+}
+
+static void intensity_help(void) {
+  printf("usage: ndforge run OP [options] INPUT OUTPUT   (intensity ops, NumPy / scikit-image semantics)\n\n"
+         "  histogram          numpy.histogram per image: OUTPUT the counts (int64; float64 with\n"
+         "                     --weights or --density), --edges-out FILE the bin edges (float64)\n"
+         "  percentile         numpy.percentile per image (--q P[,P...], 0..100), float64\n"
+         "  quantile           numpy.quantile per image (--q Q[,Q...], 0..1), float64\n"
+         "  clip               numpy.clip(x, --lo, --hi), the input's dtype\n"
+         "  window             [--lo, --hi] mapped to [--out-min, --out-max] (default 0, 1)\n"
+         "  window_ct          a CT window: --preset NAME (brain, subdural, stroke, bone, lung,\n"
+         "                     mediastinum, soft_tissue, liver) or --centre C --width W\n"
+         "  normalize_minmax   each image's [min, max] mapped to [--out-min, --out-max]\n"
+         "  percentile_window  each image's [percentile --lo, percentile --hi] mapped likewise\n"
+         "                     (e.g. --lo 0.5 --hi 99.5)\n"
+         "  normalize_zscore   (x - mean) / std, statistics from --mask's voxels (default all)\n"
+         "  equalize_hist      skimage.exposure.equalize_hist (--nbins, default 256; --mask)\n\n"
+         "options: --batch-dims N  leading axes that are independent images (default 0)\n"
+         "         --bins N | --edges E0,E1,...  [--range LO,HI] [--weights FILE] [--density]\n"
+         "         --output-dtype float32|float64  windows and normalizations (default float32;\n"
+         "                     equalize_hist: scikit-image's)\n"
+         "         --device cpu|cuda|auto (default auto)\n");
+}
+
+/* Parses "a,b,c" into at most max doubles; the count, or -1 after saying why. */
+static int parse_double_list(const char *opt, const char *s, double *out, int max) {
+  int n = 0;
+  char buf[4096];
+  snprintf(buf, sizeof buf, "%s", s);
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (n == max) {
+      errorf("--%s: at most %d values", opt, max);
+      return -1;
+    }
+    if (parse_double_arg(opt, t, &out[n++]) != 0) return -1;
+  }
+  if (n == 0) errorf("--%s: no values", opt);
+  return n ? n : -1;
+}
+
+static int cmd_run_intensity(int argc, char **argv) {
+  const char *op = argv[2], *paths[2] = {NULL, NULL}, *mask_path = NULL, *weights_path = NULL, *edges_out = NULL;
+  const char *preset = NULL;
+  static double qs[256], edges[4096];
+  int nq = 0, nedges = 0, has_range = 0, density = 0, npaths = 0;
+  long batch = 0, bins = 10, nbins = 256;
+  double lo = NAN, hi = NAN, centre = NAN, width = NAN, range[2] = {0, 0}, out_min = 0, out_max = 1;
+  ndf_dtype odt = NDF_FLOAT32;
+  int odt_given = 0;
+  dev_choice dc = DEV_AUTO;
+  for (int i = 3; i < argc; i++) {
+    const char *o = argv[i];
+    if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+      intensity_help();
+      return 0;
+    }
+    if (o[0] != '-' || o[1] != '-') {
+      if (npaths == 2) {
+        errorf("%s: unexpected argument '%s'", op, o);
+        return EXIT_USAGE;
+      }
+      paths[npaths++] = o;
+      continue;
+    }
+    if (!strcmp(o, "--density")) {
+      density = 1;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      errorf("%s: option %s needs a value", op, o);
+      return EXIT_USAGE;
+    }
+    const char *v = argv[++i];
+    int bad = 0;
+    if (!strcmp(o, "--batch-dims")) bad = parse_long_arg(o + 2, v, 0, NDF_MAX_NDIM - 1, &batch);
+    else if (!strcmp(o, "--bins")) bad = parse_long_arg(o + 2, v, 1, 1L << 30, &bins);
+    else if (!strcmp(o, "--nbins")) bad = parse_long_arg(o + 2, v, 1, 1L << 24, &nbins);
+    else if (!strcmp(o, "--edges")) bad = (nedges = parse_double_list(o + 2, v, edges, 4096)) < 0;
+    else if (!strcmp(o, "--range")) bad = !(has_range = parse_double_list(o + 2, v, range, 2) == 2);
+    else if (!strcmp(o, "--q")) bad = (nq = parse_double_list(o + 2, v, qs, 256)) < 0;
+    else if (!strcmp(o, "--lo")) bad = parse_double_arg(o + 2, v, &lo);
+    else if (!strcmp(o, "--hi")) bad = parse_double_arg(o + 2, v, &hi);
+    else if (!strcmp(o, "--centre") || !strcmp(o, "--center")) bad = parse_double_arg(o + 2, v, &centre);
+    else if (!strcmp(o, "--width")) bad = parse_double_arg(o + 2, v, &width);
+    else if (!strcmp(o, "--preset")) preset = v;
+    else if (!strcmp(o, "--out-min")) bad = parse_double_arg(o + 2, v, &out_min);
+    else if (!strcmp(o, "--out-max")) bad = parse_double_arg(o + 2, v, &out_max);
+    else if (!strcmp(o, "--mask")) mask_path = v;
+    else if (!strcmp(o, "--weights")) weights_path = v;
+    else if (!strcmp(o, "--edges-out")) edges_out = v;
+    else if (!strcmp(o, "--output-dtype")) {
+      bad = ndf_dtype_from_name(v, &odt) != NDF_OK || (odt != NDF_FLOAT32 && odt != NDF_FLOAT64);
+      if (bad) errorf("--output-dtype: '%s' is not float32 or float64", v);
+      odt_given = 1;
+    } else if (!strcmp(o, "--device")) {
+      if (!strcmp(v, "cpu")) dc = DEV_CPU;
+      else if (!strcmp(v, "cuda")) dc = DEV_CUDA;
+      else if (!strcmp(v, "auto")) dc = DEV_AUTO;
+      else {
+        errorf("--device: '%s' is not cpu, cuda or auto", v);
+        bad = 1;
+      }
+    } else {
+      errorf("%s: unknown option %s (ndforge run %s --help)", op, o, op);
+      bad = 1;
+    }
+    if (bad) return EXIT_USAGE;
+  }
+  if (npaths != 2) {
+    errorf("%s: needs INPUT and OUTPUT (ndforge run %s --help)", op, op);
+    return EXIT_USAGE;
+  }
+  const int needs_q = !strcmp(op, "percentile") || !strcmp(op, "quantile");
+  const int needs_lohi = !strcmp(op, "clip") || !strcmp(op, "window") || !strcmp(op, "percentile_window");
+  if ((needs_q && nq == 0) || (needs_lohi && (isnan(lo) || isnan(hi)))) {
+    errorf("%s: needs %s", op, needs_q ? "--q" : "--lo and --hi");
+    return EXIT_USAGE;
+  }
+  if (!strcmp(op, "window_ct")) {
+    if (preset && ndf_ct_window_preset(preset, &centre, &width) != NDF_OK) {
+      errorf("%s", ndf_last_error());
+      return EXIT_USAGE;
+    }
+    if (isnan(centre) || isnan(width)) {
+      errorf("window_ct: needs --preset NAME or --centre C --width W");
+      return EXIT_USAGE;
+    }
+  }
+  ndfio_image in, mask, weights;
+  memset(&in, 0, sizeof in);
+  memset(&mask, 0, sizeof mask);
+  memset(&weights, 0, sizeof weights);
+  int rc = EXIT_RUN;
+  ndf_ctx *ctx = NULL;
+  ndf_device_type dev;
+  ndf_array host_out, host_edges, dbuf[5];
+  memset(&host_out, 0, sizeof host_out);
+  memset(&host_edges, 0, sizeof host_edges);
+  memset(dbuf, 0, sizeof dbuf);
+  if (read_image(paths[0], &in) != 0) goto done;
+  if (mask_path && read_image(mask_path, &mask) != 0) goto done;
+  if (weights_path && read_image(weights_path, &weights) != 0) goto done;
+  if (open_device(dc, &ctx, &dev) != NDF_OK) goto done;
+  /* the outputs' geometry */
+  const int nb = (int)batch;
+  int64_t oshape[NDF_MAX_NDIM], eshape[NDF_MAX_NDIM];
+  int ond = in.arr.ndim;
+  memcpy(oshape, in.arr.shape, sizeof oshape);
+  ndf_dtype out_dtype = odt;
+  const int64_t nbin = nedges ? nedges - 1 : bins;
+  if (!strcmp(op, "histogram")) {
+    if (nb >= in.arr.ndim) {
+      errorf("--batch-dims %d: the input has %d axes", nb, in.arr.ndim);
+      goto done;
+    }
+    ond = nb + 1;
+    oshape[nb] = nbin;
+    memcpy(eshape, oshape, sizeof eshape);
+    eshape[nb] = nbin + 1;
+    out_dtype = weights_path || density ? NDF_FLOAT64 : NDF_INT64;
+  } else if (needs_q) {
+    if (nb >= in.arr.ndim) {
+      errorf("--batch-dims %d: the input has %d axes", nb, in.arr.ndim);
+      goto done;
+    }
+    ond = nb + 1;
+    oshape[nb] = nq;
+    out_dtype = NDF_FLOAT64;
+  } else if (!strcmp(op, "clip")) {
+    out_dtype = odt_given ? odt : in.arr.dtype;
+  } else if (!strcmp(op, "equalize_hist") && !odt_given) {
+    out_dtype = in.arr.dtype == NDF_FLOAT32 ? NDF_FLOAT32 : NDF_FLOAT64;
+  }
+  if (cli_alloc("the output", &host_out, out_dtype, ond, oshape) != 0) goto done;
+  if (edges_out && cli_alloc("the bin edges", &host_edges, NDF_FLOAT64, ond, eshape) != 0) goto done;
+  /* the arrays the call takes: the host arrays, or device copies */
+  const ndf_array *a_in = &in.arr, *a_aux = mask_path ? &mask.arr : weights_path ? &weights.arr : NULL;
+  ndf_array *a_out = &host_out, *a_edges = edges_out ? &host_edges : NULL;
+  ndf_status s = NDF_OK;
+  if (dev == NDF_DEVICE_CUDA) {
+    const ndf_array *src[4] = {&in.arr, a_aux, &host_out, a_edges};
+    for (int k = 0; k < 4 && s == NDF_OK; k++) {
+      if (!src[k]) continue;
+      s = ndf_array_alloc(ctx, &dbuf[k], NDF_DEVICE_CUDA, src[k]->dtype, src[k]->ndim, src[k]->shape);
+      if (s == NDF_OK && k < 2) s = ndf_array_copy(ctx, &dbuf[k], src[k]);
+    }
+    a_in = &dbuf[0];
+    a_aux = a_aux ? &dbuf[1] : NULL;
+    a_out = &dbuf[2];
+    a_edges = a_edges ? &dbuf[3] : NULL;
+  }
+  ndf_window_options wo;
+  ndf_window_options_init(&wo);
+  wo.out_min = out_min;
+  wo.out_max = out_max;
+  wo.batch_dims = nb;
+  if (s == NDF_OK) {
+    if (!strcmp(op, "histogram")) {
+      ndf_histogram_options ho;
+      ndf_histogram_options_init(&ho);
+      ho.bins = bins;
+      ho.edges = nedges ? edges : NULL;
+      ho.nedges = nedges;
+      ho.has_range = has_range;
+      ho.range[0] = range[0];
+      ho.range[1] = range[1];
+      ho.weights = weights_path ? a_aux : NULL;
+      ho.density = density;
+      ho.batch_dims = nb;
+      s = ndf_histogram(ctx, a_in, a_out, a_edges, &ho);
+    } else if (!strcmp(op, "percentile")) {
+      s = ndf_percentile(ctx, a_in, qs, nq, a_out, nb);
+    } else if (!strcmp(op, "quantile")) {
+      s = ndf_quantile(ctx, a_in, qs, nq, a_out, nb);
+    } else if (!strcmp(op, "clip")) {
+      s = ndf_clip(ctx, a_in, a_out, lo, hi);
+    } else if (!strcmp(op, "window")) {
+      s = ndf_window(ctx, a_in, a_out, lo, hi, &wo);
+    } else if (!strcmp(op, "window_ct")) {
+      s = ndf_window_ct(ctx, a_in, a_out, centre, width, &wo);
+    } else if (!strcmp(op, "normalize_minmax")) {
+      s = ndf_normalize_minmax(ctx, a_in, a_out, &wo);
+    } else if (!strcmp(op, "percentile_window")) {
+      s = ndf_percentile_window(ctx, a_in, a_out, lo, hi, &wo);
+    } else if (!strcmp(op, "normalize_zscore")) {
+      s = ndf_normalize_zscore(ctx, a_in, a_aux, a_out, nb);
+    } else {
+      s = ndf_equalize_hist(ctx, a_in, a_aux, a_out, (int)nbins, nb);
+    }
+  }
+  if (s == NDF_OK && dev == NDF_DEVICE_CUDA) {
+    s = ndf_array_copy(ctx, &host_out, &dbuf[2]);
+    if (s == NDF_OK && edges_out) s = ndf_array_copy(ctx, &host_edges, &dbuf[3]);
+    if (s == NDF_OK) s = ndf_ctx_synchronize(ctx);
+  }
+  if (s != NDF_OK) {
+    errorf("%s", ndf_errmsg(ctx));
+    goto done;
+  }
+  char err[ERRLEN];
+  ndfio_stage st;
+  ndfio_stage_init(&st);
+  s = ndfio_stage_write(&st, paths[1], &host_out, ndfio_format_of(paths[1]) == NDFIO_NIFTI ? &in : NULL, err, sizeof err);
+  if (s == NDF_OK && edges_out) s = ndfio_stage_write(&st, edges_out, &host_edges, NULL, err, sizeof err);
+  if (s == NDF_OK) s = ndfio_stage_commit(&st, err, sizeof err);
+  else ndfio_stage_abort(&st);
+  if (s != NDF_OK) {
+    errorf("%s", err);
+    goto done;
+  }
+  rc = 0;
+done:
+  for (int k = 0; k < 4; k++)
+    if (dbuf[k].data) ndf_array_free(ctx, &dbuf[k]);
+  host_free(&host_out);
+  host_free(&host_edges);
+  ndfio_image_free(&in);
+  ndfio_image_free(&mask);
+  ndfio_image_free(&weights);
+  ndf_ctx_destroy(ctx);
+  return rc;
+}
+
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     errorf("missing command (see ndforge --help)");
@@ -2455,6 +2737,7 @@ int main(int argc, char **argv) {
     printf("ndforge %s (library %s)\n", NDF_VERSION_STRING, ndf_version());
     return 0;
   }
+  if (strcmp(cmd, "run") == 0 && argc > 2 && is_intensity_op(argv[2])) return cmd_run_intensity(argc, argv);
   if (strcmp(cmd, "run") == 0) return cmd_run(argc, argv);
   if (strcmp(cmd, "info") == 0) return cmd_info(argc, argv);
   if (strcmp(cmd, "cache") == 0) return cmd_cache(argc, argv);
