@@ -83,7 +83,7 @@ static const char *g_tune;
 /* Workloads                                                                 */
 
 typedef enum { FP_BOX = 0, FP_CROSS = 1 } fp_kind;
-typedef enum { FAM_GREY, FAM_RANK, FAM_DISTANCE, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC, FAM_SOFT_ECC, FAM_ECT, FAM_SOFT_ECT, FAM_INTENSITY } op_family;
+typedef enum { FAM_GREY, FAM_RANK, FAM_DISTANCE, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC, FAM_SOFT_ECC, FAM_ECT, FAM_SOFT_ECT, FAM_INTENSITY, FAM_FILTERS } op_family;
 
 /* The workload kinds, from the op registry (gen/ops.lua): --op name, key (the
  * first part of a workload's name) and family (how its inputs are set up). */
@@ -202,6 +202,10 @@ static const workload default_workloads[] = {
     {OP_ECT, NDF_UINT8, 3, {128, 128, 128}, 64, FP_BOX, 0, NDF_MODE_REFLECT, 64},
     /* intensity (issue 32): percentile windowing 0.5 .. 99.5 of fill_random's float32 into [0, 1], float32 out */
     {OP_PWINDOW, NDF_FLOAT32, 3, {256, 256, 256}, 0, FP_BOX, 0, NDF_MODE_REFLECT, 0.5},
+    /* linear filters (issue 32): float32 in [-1000, 1000), reflect; gaussian: truncate 4, param = sigma */
+    {OP_GAUSSIAN, NDF_FLOAT32, 3, {256, 256, 256}, 0, FP_BOX, 0, NDF_MODE_REFLECT, 2},
+    {OP_GAUSSIAN, NDF_FLOAT32, 3, {64, 1024, 1024}, 0, FP_BOX, 1, NDF_MODE_REFLECT, 2},
+    {OP_UNIFORM, NDF_FLOAT32, 3, {256, 256, 256}, 5, FP_BOX, 0, NDF_MODE_REFLECT, 0},
 };
 #define N_DEFAULT (sizeof default_workloads / sizeof default_workloads[0])
 
@@ -320,6 +324,11 @@ static void wl_name(const workload *w, char *buf, size_t len)
     snprintf(buf, len, "%s%g_%s_%s_b%d", op, w->param, dtype_short(w->dtype), shp, w->batch_dims);
     return;
   }
+  if (w->op == OP_GAUSSIAN) { /* "gaussian_f32_256x256x256_sigma2_b0" */
+    snprintf(buf, len, "%s_%s_%s_sigma%g_b%d%s%s", op, dtype_short(w->dtype), shp, w->param, w->batch_dims,
+             w->mode == NDF_MODE_REFLECT ? "" : "_", w->mode == NDF_MODE_REFLECT ? "" : ndf_mode_name(w->mode));
+    return;
+  }
   if (ops[w->op].family == FAM_DISTANCE) { /* "edt_u8_1024x1024_b0", "..._samp_idx" */
     snprintf(buf, len, "%s_%s_%s_b%d%s", op, dtype_short(w->dtype), shp, w->batch_dims, w->param ? "_samp_idx" : "");
     return;
@@ -345,6 +354,8 @@ typedef struct op_setup {
   ndf_soft_ect_options xopt; /* soft ECT: thresholds in sthr, directions in dirs */
   ndf_array fp;
   uint8_t *fpbuf;
+  ndf_filter_options fopt; /* linear filters */
+  ndf_gaussian_params gauss;
 } op_setup;
 
 static int setup_options(const workload *w, op_setup *g)
@@ -413,6 +424,15 @@ static int setup_options(const workload *w, op_setup *g)
     return 0;
   }
   if (ops[w->op].family == FAM_INTENSITY) return 0; /* run_op builds its options */
+  if (ops[w->op].family == FAM_FILTERS) {
+    ndf_filter_options_init(&g->fopt);
+    g->fopt.mode = w->mode;
+    g->fopt.batch_dims = w->batch_dims;
+    ndf_gaussian_params_init(&g->gauss);
+    g->gauss.nsigma = 1;
+    g->gauss.sigma[0] = w->param;
+    return 0;
+  }
   if (ops[w->op].family == FAM_DISTANCE) {
     if (w->op == OP_CDT_TAXI || w->op == OP_CDT_CHESS)
       g->dopt.metric = w->op == OP_CDT_TAXI ? NDF_METRIC_TAXICAB : NDF_METRIC_CHESSBOARD;
@@ -629,6 +649,11 @@ static ndf_status run_op(ndf_ctx *c, const workload *w, const ndf_array *in, ndf
   case OP_FILL_HOLES: return ndf_binary_fill_holes(c, in, out, &g->bopt);
   case OP_LABEL: return ndf_label(c, in, out, g->bopt.structure, w->batch_dims, NULL);
   case OP_ECC: return ndf_euler_characteristic_curve(c, in, out, &g->eopt);
+  case OP_GAUSSIAN: return ndf_gaussian_filter(c, in, out, &g->gauss, &g->fopt);
+  case OP_UNIFORM: {
+    const int64_t size = w->size;
+    return ndf_uniform_filter(c, in, out, 1, &size, &g->fopt);
+  }
   case OP_SOFT_ECC: {
     soft_bufs *b = soft_arrays(c, w, in);
     if (!b) return NDF_ENOMEM;
@@ -967,7 +992,8 @@ static void usage(FILE *f)
         "--param: epsilon), euler_characteristic_curve (--size: T thresholds over [min, max];\n"
         "--param 1: T-construction), euler_characteristic_transform (binary; --size: T thresholds\n"
         "over [-R, R]; --param: m directions), percentile_window (--param: the lower percentile P;\n"
-        "the window is [P, 100 - P]).\n"
+        "the window is [P, 100 - P]), gaussian_filter (--param: sigma), uniform_filter (--size: the\n"
+        "window).\n"
         "  --algorithm NAME  the rank filters' algorithm (network, select, histogram, tile) or the\n"
         "                    grey ops' (direct, separable, vhgw, decomposed); default auto\n"
         "  --tune NAME=VALUE[,NAME=VALUE...]  tunables set on every context (`ndforge tunables`\n"
@@ -1858,6 +1884,7 @@ static void print_json(const workload *w, const result *r, const char *device, c
   for (int i = 0; i < w->ndim; i++) put(&s, "%s%lld", i ? "," : "", (long long)w->shape[i]);
   put(&s, "],\"size\":%d", w->size);
   if (w->op == OP_RANK || w->op == OP_PERCENTILE || w->op == OP_BIN_EROSION) put(&s, ",\"param\":%.17g", w->param);
+  if (w->op == OP_GAUSSIAN) put(&s, ",\"sigma\":%.17g,\"truncate\":4", w->param);
   if (ops[w->op].family == FAM_SINKHORN) /* shape = (pairs, grid...), size = iterations */
     put(&s, ",\"epsilon\":%.17g,\"iterations\":%d,\"log_domain\":%d,\"cost\":\"%s\"", w->param, w->size,
         (w->op == OP_SINKHORN_LOG), (w->op == OP_SINKHORN_DENSE) ? "dense" : "grid sqeuclidean, max 1");

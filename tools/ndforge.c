@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <ftw.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -83,6 +84,13 @@ typedef uint64_t optset;
 #define O_WEIGHTED ((optset)1 << 30)
 #define O_METHOD ((optset)1 << 31) /* reconstruction */
 #define O_OFFSET ((optset)1 << 32)
+#define O_SIGMA ((optset)1 << 33) /* linear filters */
+#define O_ORDER ((optset)1 << 34)
+#define O_TRUNCATE ((optset)1 << 35)
+#define O_RADIUS ((optset)1 << 36)
+#define O_AXES ((optset)1 << 37)
+#define O_AXIS ((optset)1 << 38)
+#define O_WEIGHTS ((optset)1 << 39)
 /* The options each op takes (scipy's parameters) come from the op registry
  * (gen/ops.lua): ops.generated.h names them by these flags, O_ + the option's
  * name in capitals. */
@@ -90,7 +98,7 @@ typedef uint64_t optset;
 typedef enum { DEV_AUTO, DEV_CPU, DEV_CUDA } dev_choice;
 
 /* The options that name a file (an element or a mask), loaded before an op runs. */
-enum { F_FOOTPRINT, F_STRUCTURE, F_MASK, F_STRUCTURE1, F_STRUCTURE2, NFILES };
+enum { F_FOOTPRINT, F_STRUCTURE, F_MASK, F_STRUCTURE1, F_STRUCTURE2, F_WEIGHTS, NFILES };
 
 typedef struct args {
   optset given; /* O_* flags seen */
@@ -128,6 +136,11 @@ typedef struct args {
   int ndim;
   const char *out;
   char tune[2048]; /* the --tune assignments, comma-separated (ndf_ctx_set_tunables) */
+  /* linear filters: --sigma, --order, --radius, --axes / --axis (one list), --truncate */
+  int nsigma, norder, nradius, naxes;
+  double sigma[NDF_MAX_SPATIAL];
+  int64_t order[NDF_MAX_SPATIAL], radius[NDF_MAX_SPATIAL], axes[NDF_MAX_SPATIAL];
+  double truncate;
   int npos;
   const char *pos[16];
 } args;
@@ -286,6 +299,57 @@ static int opt_nan_policy(args *a, const char *v) {
     errorf("bad value '%s' for --nan-policy (expected propagate or omit)", v);
     return -1;
   }
+  return 0;
+}
+/* A list of finite numbers ("2" or "1.5,2,2"), at most NDF_MAX_SPATIAL. */
+static int parse_double_list(const char *opt, const char *v, double *out, int *n) {
+  const char *p = v;
+  *n = 0;
+  for (;;) {
+    char *end;
+    errno = 0;
+    double d = strtod(p, &end);
+    if (end == p || (*end != ',' && *end != '\0') || !isfinite(d) || *n == NDF_MAX_SPATIAL) {
+      errorf("bad value '%s' for --%s (expected a number or a comma-separated list such as 1.5,2,2, "
+             "at most %d)", v, opt, NDF_MAX_SPATIAL);
+      return -1;
+    }
+    out[(*n)++] = d;
+    if (*end == '\0') return 0;
+    p = end + 1;
+  }
+}
+/* The linear filters' options; the library checks signs and ranges (sigma < 0, order < 0, ...). */
+static int opt_sigma(args *a, const char *v) { return parse_double_list("sigma", v, a->sigma, &a->nsigma); }
+static int opt_order(args *a, const char *v) {
+  return parse_int_list("order", v, INT32_MIN, INT32_MAX, a->order, &a->norder);
+}
+static int opt_truncate(args *a, const char *v) {
+  int n;
+  double t[NDF_MAX_SPATIAL];
+  if (parse_double_list("truncate", v, t, &n) != 0) return -1;
+  if (n != 1) {
+    errorf("bad value '%s' for --truncate (expected one number)", v);
+    return -1;
+  }
+  a->truncate = t[0];
+  return 0;
+}
+static int opt_radius(args *a, const char *v) {
+  return parse_int_list("radius", v, INT64_MIN, INT64_MAX, a->radius, &a->nradius);
+}
+/* --axes of the N-D filters; --axis (one value) of the 1-D filters, sobel and prewitt. */
+static int opt_axes(args *a, const char *v) {
+  return parse_int_list("axes", v, -NDF_MAX_NDIM, NDF_MAX_NDIM - 1, a->axes, &a->naxes);
+}
+static int opt_axis(args *a, const char *v) {
+  if (parse_int_list("axis", v, -NDF_MAX_NDIM, NDF_MAX_NDIM - 1, a->axes, &a->naxes) != 0) return -1;
+  if (a->naxes == 1) return 0;
+  errorf("bad value '%s' for --axis (expected one axis)", v);
+  return -1;
+}
+static int opt_weights(args *a, const char *v) {
+  a->file[F_WEIGHTS] = v;
   return 0;
 }
 /* --sampling: one positive number or one per spatial axis. */
@@ -455,6 +519,13 @@ static const struct opt_def {
     {"ndim", O_NDIM, opt_ndim, "N", 0},
     {"out", O_OUT, opt_out, "DIR", 0},
     {"tune", O_TUNE, opt_tune, "NAME=VALUE", 0},
+    {"sigma", O_SIGMA, opt_sigma, "X[,X...]", 0},
+    {"order", O_ORDER, opt_order, "N[,N...]", 0},
+    {"truncate", O_TRUNCATE, opt_truncate, "X", 0},
+    {"radius", O_RADIUS, opt_radius, "N[,N...]", 0},
+    {"axes", O_AXES, opt_axes, "N[,N...]", 0},
+    {"axis", O_AXIS, opt_axis, "N", 0},
+    {"weights", O_WEIGHTS, opt_weights, "FILE", 0},
 };
 #define NOPT_DEFS (sizeof opt_defs / sizeof opt_defs[0])
 
@@ -482,6 +553,7 @@ static int parse_args(int argc, char **argv, int first, optset accepted, const c
   a->dtype = NDF_DTYPE_COUNT;
   a->output_dtype = NDF_INT32;
   a->ndim = 3;
+  a->truncate = 4.0;
   a->device = DEV_AUTO;
   int only_pos = 0;
   for (int i = first; i < argc; i++) {
@@ -565,6 +637,7 @@ enum {
   OPF_RANK = 1u << 3,     /* a rank filter (median, rank, percentile): the input's dtype */
   OPF_DISTANCE = 1u << 4, /* a distance transform: scipy's distance dtype, --indices */
   OPF_RECON = 1u << 5,    /* reconstruction: INPUT is the seed, --mask the mask; float64 or --output-dtype */
+  OPF_FILTER = 1u << 6,   /* a linear filter: the input's dtype, or --output-dtype */
 };
 
 typedef struct op_def {
@@ -742,6 +815,68 @@ static ndf_status call_bf(const op_def *op, ndf_ctx *ctx, const ndf_array *in, n
   return call_distance(ndf_distance_transform_bf, ctx, in, out, p);
 }
 
+/* The linear filters (scipy.ndimage), by the op's name: options not given keep scipy's defaults. */
+static ndf_status call_filter(const op_def *op, ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
+                              const op_params *p) {
+  const args *a = p->a;
+  const char *n = op->name;
+  const int axis = a->naxes ? (int)a->axes[0] : -1;
+  ndf_filter_options f;
+  ndf_filter_options_init(&f);
+  f.mode = a->mode;
+  f.cval = a->cval;
+  f.batch_dims = a->batch_dims;
+  f.norigin = a->norigin;
+  memcpy(f.origin, a->origin, sizeof f.origin);
+  if (a->given & O_AXES) {
+    f.naxes = a->naxes;
+    for (int i = 0; i < a->naxes; i++) f.axes[i] = (int)a->axes[i];
+  }
+  ndf_gaussian_params g;
+  ndf_gaussian_params_init(&g);
+  g.nsigma = a->nsigma;
+  memcpy(g.sigma, a->sigma, sizeof g.sigma);
+  g.norder = a->norder;
+  for (int i = 0; i < a->norder; i++)
+    g.order[i] = a->order[i] < INT_MIN ? INT_MIN : a->order[i] > INT_MAX ? INT_MAX : (int)a->order[i];
+  g.truncate = a->truncate;
+  g.nradius = a->nradius;
+  memcpy(g.radius, a->radius, sizeof g.radius);
+  if (!strcmp(n, "gaussian_filter")) return ndf_gaussian_filter(ctx, in, out, &g, &f);
+  if (!strcmp(n, "gaussian_filter1d"))
+    return ndf_gaussian_filter1d(ctx, in, out, a->sigma[0], axis, g.norder ? g.order[0] : 0, a->truncate,
+                                 a->nradius ? a->radius[0] : -1, &f);
+  if (!strcmp(n, "gaussian_laplace")) return ndf_gaussian_laplace(ctx, in, out, &g, &f);
+  if (!strcmp(n, "gaussian_gradient_magnitude")) return ndf_gaussian_gradient_magnitude(ctx, in, out, &g, &f);
+  if (!strcmp(n, "uniform_filter")) {
+    static const int64_t three = 3;
+    return ndf_uniform_filter(ctx, in, out, a->nsize ? a->nsize : 1, a->nsize ? a->size : &three, &f);
+  }
+  if (!strcmp(n, "uniform_filter1d")) return ndf_uniform_filter1d(ctx, in, out, a->nsize ? a->size[0] : 3, axis, &f);
+  if (!strcmp(n, "sobel")) return ndf_sobel(ctx, in, out, axis, &f);
+  if (!strcmp(n, "prewitt")) return ndf_prewitt(ctx, in, out, axis, &f);
+  if (!strcmp(n, "laplace")) return ndf_laplace(ctx, in, out, &f);
+  if (!strcmp(n, "correlate")) return ndf_correlate(ctx, in, out, p->file[F_WEIGHTS], &f);
+  if (!strcmp(n, "convolve")) return ndf_convolve(ctx, in, out, p->file[F_WEIGHTS], &f);
+  /* correlate1d, convolve1d: the --weights array (one axis) read as float64 */
+  const ndf_array *wa = p->file[F_WEIGHTS];
+  if (wa->ndim != 1) {
+    errorf("--weights: the 1-D filters take a 1-D array (this one has %d axes)", wa->ndim);
+    return NDF_EINVAL;
+  }
+  int64_t len = wa->shape[0];
+  double *w = malloc((size_t)(len > 0 ? len : 1) * sizeof(double));
+  if (!w) return NDF_ENOMEM;
+  ndf_array d;
+  ndf_status s = ndf_array_init(&d, w, NDF_DEVICE_CPU, NDF_FLOAT64, 1, &len);
+  if (s == NDF_OK) s = ndf_array_copy(ctx, &d, wa);
+  if (s == NDF_OK)
+    s = !strcmp(n, "correlate1d") ? ndf_correlate1d(ctx, in, out, w, len, axis, &f)
+                                  : ndf_convolve1d(ctx, in, out, w, len, axis, &f);
+  free(w);
+  return s;
+}
+
 /* One row of the op table per op of the registry's NDF_OPS_CLI, by its adapter:
  * the call_* function above that turns the options into the op's call. */
 static void reconstruction_options_from(const op_params *p, ndf_reconstruction_options *o) {
@@ -775,6 +910,7 @@ static ndf_status call_reconstruction(const op_def *op, ndf_ctx *ctx, const ndf_
 #define CLI_OP_cdt(name, fn, opts, req, doc) {name, opts, OPF_DISTANCE, call_cdt, NULL, NULL, doc, req}
 #define CLI_OP_bf(name, fn, opts, req, doc) {name, opts, OPF_DISTANCE, call_bf, NULL, NULL, doc, req}
 #define CLI_OP_reconstruction(name, fn, opts, req, doc) {name, opts, OPF_RECON, call_reconstruction, NULL, NULL, doc, req}
+#define CLI_OP_filter(name, fn, opts, req, doc) {name, opts, OPF_FILTER, call_filter, NULL, NULL, doc, req}
 #define CLI_OP(adapter, name, fn, opts, req, doc) CLI_OP_##adapter(name, fn, opts, req, doc),
 
 static const op_def ops[] = {NDF_OPS_CLI(CLI_OP)};
@@ -902,7 +1038,7 @@ static ndf_status run_op(ndf_ctx *ctx, ndf_device_type dev, const op_def *op,
   if (cli_alloc("the output", out, out_dtype, in->ndim, in->shape) != 0) return NDF_ENOMEM;
   if (dev == NDF_DEVICE_CPU) {
     s = op->call(op, ctx, in, out, p);
-    if (s != NDF_OK) errorf("%s", ndf_errmsg(ctx));
+    if (s != NDF_OK && ndf_errmsg(ctx)[0]) errorf("%s", ndf_errmsg(ctx)); /* call_filter may have said why */
   } else {
     ndf_array din, dout, dmask, didx;
     memset(&din, 0, sizeof din);
@@ -927,7 +1063,7 @@ static ndf_status run_op(ndf_ctx *ctx, ndf_device_type dev, const op_def *op,
     if (s == NDF_OK) s = ndf_array_copy(ctx, out, &dout);
     if (s == NDF_OK && p->indices) s = ndf_array_copy(ctx, p->indices, &didx);
     if (s == NDF_OK) s = ndf_ctx_synchronize(ctx);
-    if (s != NDF_OK) errorf("%s", ndf_errmsg(ctx));
+    if (s != NDF_OK && ndf_errmsg(ctx)[0]) errorf("%s", ndf_errmsg(ctx));
     ndf_array_free(ctx, &din);
     ndf_array_free(ctx, &dout);
     ndf_array_free(ctx, &dmask);
@@ -991,6 +1127,7 @@ static ndf_dtype output_dtype(const op_def *op, const args *a, const char *outpa
   }
   if (op->flags & OPF_RECON) /* skimage's float64, or --output-dtype (the seed's) */
     return a->given & O_OUTPUT_DTYPE ? a->output_dtype : NDF_FLOAT64;
+  if (op->flags & OPF_FILTER) return a->given & O_OUTPUT_DTYPE ? a->output_dtype : in_dtype; /* scipy's output= */
   return op->flags & OPF_BINARY ? binary_file_dtype(outpath) : in_dtype;
 }
 
@@ -1008,7 +1145,7 @@ static void run_help(void) {
          "INPUT and OUTPUT are .npy, .nii or .nii.gz files (NIfTI axes are x, y, z, ...).\n\n"
          "grey ops (the output has the input's dtype):\n");
   for (size_t i = 0; i < NOPS; i++)
-    if (!(ops[i].flags & (OPF_BINARY | OPF_LABEL | OPF_RANK | OPF_DISTANCE | OPF_RECON)))
+    if (!(ops[i].flags & (OPF_BINARY | OPF_LABEL | OPF_RANK | OPF_DISTANCE | OPF_RECON | OPF_FILTER)))
       printf("  %-23s %s\n", ops[i].name, ops[i].summary);
   printf("rank filters (the output has the input's dtype):\n");
   for (size_t i = 0; i < NOPS; i++)
@@ -1034,6 +1171,10 @@ static void run_help(void) {
   printf("intensity ops (NumPy / scikit-image; `ndforge run OP --help` lists their options):\n"
          "  histogram, percentile, quantile, clip, window, window_ct, normalize_minmax,\n"
          "  percentile_window, normalize_zscore, equalize_hist\n");
+  printf("linear filters (scipy.ndimage; computed in float64, the output in the input's\n"
+         "dtype or --output-dtype, integers truncated as scipy):\n");
+  for (size_t i = 0; i < NOPS; i++)
+    if (ops[i].flags & OPF_FILTER) printf("  %-27s %s\n", ops[i].name, ops[i].summary);
   printf("\nThe composite ops (opening to black_tophat) use the element, mode, cval and\n"
          "origin in every step; their arithmetic is NumPy's in the input dtype\n"
          "(integers wrap around, as in scipy).\n"
@@ -1091,6 +1232,18 @@ static void run_help(void) {
          "  --offset N[,N...]     reconstruction: the footprint's centre (one value or\n"
          "                        one per spatial axis; default its middle)\n"
          "  --output-dtype DTYPE  reconstruction: float64 (default) or the seed's dtype\n"
+         "  --sigma X[,X...]      Gaussian filters (required): standard deviation, one\n"
+         "                        value or one per filtered axis, >= 0\n"
+         "  --order N[,N...]      Gaussian filters: 0 smooths, k > 0 the k-th derivative\n"
+         "  --truncate X          Gaussian filters: radius = int(truncate * sigma + 0.5)\n"
+         "                        (default 4)\n"
+         "  --radius N[,N...]     Gaussian filters: the kernel's radius instead\n"
+         "  --axes N[,N...]       linear filters: the filtered axes (default: every\n"
+         "                        spatial axis)\n"
+         "  --axis N              1-D filters, sobel, prewitt: the axis (default -1)\n"
+         "  --weights FILE        correlate, convolve (required): the kernel, one axis per\n"
+         "                        filtered axis (1-D filters: one axis)\n"
+         "  --output-dtype DTYPE  linear filters: the output's dtype (default the input's)\n"
          "  --batch-dims N        leading axes that are independent images (default 0)\n"
          "  --device cpu|cuda|auto  where to run (default auto: CUDA when there is a\n"
          "                        device, except cdt with --indices or --structure)\n");
@@ -1109,6 +1262,7 @@ static void op_help(const op_def *op) {
              ? "labels 1..N, 0 for the background, int32 (or --output-dtype) in every format;\n"
                "prints \"num_features: N\" (one count per image with --batch-dims)"
          : op->flags & OPF_RECON ? "float64, or the seed's dtype with --output-dtype"
+         : op->flags & OPF_FILTER ? "the input's dtype, or --output-dtype (computed in float64)"
          : op->flags & OPF_BINARY ? "bool (uint8 in NIfTI files)"
                                   : "the input's dtype");
   for (size_t k = 0; k < NOPT_DEFS; k++)
@@ -2330,7 +2484,7 @@ static void intensity_help(void) {
 }
 
 /* Parses "a,b,c" into at most max doubles; the count, or -1 after saying why. */
-static int parse_double_list(const char *opt, const char *s, double *out, int max) {
+static int ity_double_list(const char *opt, const char *s, double *out, int max) {
   int n = 0;
   char buf[4096];
   snprintf(buf, sizeof buf, "%s", s);
@@ -2382,9 +2536,9 @@ static int cmd_run_intensity(int argc, char **argv) {
     if (!strcmp(o, "--batch-dims")) bad = parse_long_arg(o + 2, v, 0, NDF_MAX_NDIM - 1, &batch);
     else if (!strcmp(o, "--bins")) bad = parse_long_arg(o + 2, v, 1, 1L << 30, &bins);
     else if (!strcmp(o, "--nbins")) bad = parse_long_arg(o + 2, v, 1, 1L << 24, &nbins);
-    else if (!strcmp(o, "--edges")) bad = (nedges = parse_double_list(o + 2, v, edges, 4096)) < 0;
-    else if (!strcmp(o, "--range")) bad = !(has_range = parse_double_list(o + 2, v, range, 2) == 2);
-    else if (!strcmp(o, "--q")) bad = (nq = parse_double_list(o + 2, v, qs, 256)) < 0;
+    else if (!strcmp(o, "--edges")) bad = (nedges = ity_double_list(o + 2, v, edges, 4096)) < 0;
+    else if (!strcmp(o, "--range")) bad = !(has_range = ity_double_list(o + 2, v, range, 2) == 2);
+    else if (!strcmp(o, "--q")) bad = (nq = ity_double_list(o + 2, v, qs, 256)) < 0;
     else if (!strcmp(o, "--lo")) bad = parse_double_arg(o + 2, v, &lo);
     else if (!strcmp(o, "--hi")) bad = parse_double_arg(o + 2, v, &hi);
     else if (!strcmp(o, "--centre") || !strcmp(o, "--center")) bad = parse_double_arg(o + 2, v, &centre);
