@@ -1037,6 +1037,182 @@ NDF_API void ndf_reconstruction_options_init(ndf_reconstruction_options *opt);
 NDF_API ndf_status ndf_reconstruction(ndf_ctx *ctx, const ndf_array *seed, const ndf_array *mask,
                                       ndf_array *output, const ndf_reconstruction_options *opt);
 
+/* ------------------------------------------------------------------------ */
+/* Linear filters (scipy.ndimage)                                            */
+
+/*
+ * The linear filters compute as scipy.ndimage does, in double: every 1-D
+ * pass reads a line into double (extended by the boundary mode; constant
+ * mode extends with cval as a double, not converted to the input dtype),
+ * sums in scipy's order, and converts the sum to the output dtype;
+ * multi-axis filters run one pass per axis and keep the intermediate in the
+ * output dtype, as scipy does.  The conversion to an integer output is
+ * scipy's C cast as x86-64 runs it: truncation toward zero to an int32
+ * (int8, uint8, int16, uint16, int32 outputs) or an int64 (uint32, int64
+ * outputs), whose low bits are kept (wrap-around); a value outside that
+ * intermediate's range, and NaN, become its most negative value (so 0 for 8-
+ * and 16-bit outputs, INT32_MIN for int32).  float32 outputs round to nearest.
+ *
+ * Inputs: uint8, int8, uint16, int16, uint32, int32, float32, float64, any
+ * strides.  Outputs: the input's shape and device, any of those dtypes or
+ * int64 (scipy's output=dtype), not overlapping the input.  Backends: CPU
+ * and CUDA.  NaN and inf propagate as IEEE arithmetic does (ndf_correlate
+ * leaves out taps whose |weight| <= DBL_EPSILON, as scipy, so NaN under such
+ * a tap does not reach the output).  An empty input is a no-op.
+ *
+ * Options shared by the filters:
+ *   axes         the filtered axes of the N-D filters (naxes entries,
+ *                indices of the input's axes, negative from the end, each
+ *                at least batch_dims, no repeats; passes run in this order,
+ *                as scipy's axes=); naxes 0 = every spatial axis in order.
+ *                The 1-D filters take their axis as an argument instead.
+ *   mode, modes  nmodes 0: mode for every filtered axis; 1: modes[0] for
+ *                every axis; else one per filtered axis, as scipy's sequence
+ *                of modes (sobel / prewitt: one per spatial axis; correlate,
+ *                convolve and the 1-D filters take one mode).  grid-mirror,
+ *                grid-constant and grid-wrap are reflect, constant and wrap
+ *                (ndf_mode_from_name).
+ *   cval         the value outside the input in constant mode.
+ *   origin       norigin 0: 0; 1: the same for every filtered axis; else one
+ *                per filtered axis (the 1-D filters: 0 or 1 values).  Used by
+ *                correlate*, convolve* and uniform_filter*; the Gaussian and
+ *                derivative filters have none (as scipy) and ignore it.
+ *   batch_dims   leading axes that are independent images (0 = scipy).
+ * Per-axis lists (sizes, sigmas, orders, radii) follow the same rule: one
+ * value for every filtered axis, or one per filtered axis.
+ */
+typedef struct ndf_filter_options {
+  ndf_mode mode;
+  int nmodes;
+  ndf_mode modes[NDF_MAX_SPATIAL];
+  double cval;
+  int norigin;
+  int64_t origin[NDF_MAX_SPATIAL];
+  int naxes;
+  int axes[NDF_MAX_SPATIAL];
+  int batch_dims;
+} ndf_filter_options;
+
+/* Mode reflect, cval 0, origin 0, every spatial axis, batch_dims 0. */
+NDF_API void ndf_filter_options_init(ndf_filter_options *opt);
+
+/*
+ * scipy.ndimage.correlate1d / convolve1d along axis (negative from the end,
+ * not a batch axis): n >= 1 weights (host memory); origin (opt->origin[0])
+ * in [-(n/2), (n-1)/2] for correlate1d; convolve1d reverses the weights and
+ * maps the origin as scipy (-origin, minus 1 for even n) first.  A kernel
+ * whose weights are symmetric (or antisymmetric) within DBL_EPSILON sums
+ * pairs of taps, outermost first, as scipy does.
+ */
+NDF_API ndf_status ndf_correlate1d(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, const double *weights,
+                                   int64_t n, int axis, const ndf_filter_options *opt);
+NDF_API ndf_status ndf_convolve1d(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, const double *weights,
+                                  int64_t n, int axis, const ndf_filter_options *opt);
+
+/*
+ * scipy.ndimage.correlate / convolve: weights is a host array (any dtype but
+ * int64; read as float64) with one axis per filtered axis (axis i of the
+ * weights goes with the i-th filtered axis), every extent >= 1.  Taps with
+ * |weight| > DBL_EPSILON are summed in the raster order of the weights laid
+ * out along the input's axes, from 0.0, as scipy.  convolve flips the
+ * weights and maps the origins as scipy.  One mode for every axis (nmodes
+ * must be 0).
+ */
+NDF_API ndf_status ndf_correlate(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, const ndf_array *weights,
+                                 const ndf_filter_options *opt);
+NDF_API ndf_status ndf_convolve(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, const ndf_array *weights,
+                                const ndf_filter_options *opt);
+
+/*
+ * scipy.ndimage.uniform_filter1d / uniform_filter: the running mean of size
+ * taps (sum of the window, then added and dropped taps, divided by size at
+ * every output, as scipy), origin with size/2 + origin in [0, size).
+ * uniform_filter1d: size >= 1.  uniform_filter: nsize 1 or one per filtered
+ * axis, each >= 0; axes of size 0 or 1 are not filtered (scipy), and an
+ * input no axis filters is copied (converted) to the output.
+ */
+NDF_API ndf_status ndf_uniform_filter1d(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, int64_t size,
+                                        int axis, const ndf_filter_options *opt);
+NDF_API ndf_status ndf_uniform_filter(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, int nsize,
+                                      const int64_t *size, const ndf_filter_options *opt);
+
+/*
+ * Gaussian parameters, as scipy.ndimage.gaussian_filter(sigma, order,
+ * truncate, radius):
+ *   sigma     nsigma 1 or one per filtered axis; finite, >= 0 (negative is
+ *             NDF_EINVAL); gaussian_filter leaves out axes of sigma <= 1e-15
+ *             (scipy), and copies the input when no axis remains.
+ *   order     norder 0 (all 0), 1, or one per filtered axis: 0 smooths, k > 0
+ *             is the k-th derivative of the Gaussian (0 <= k <= 8).
+ *   truncate  radius = (int64)(truncate * sigma + 0.5) when no radius is
+ *             given (default 4; finite).
+ *   radius    nradius 0 (from truncate), 1, or one per filtered axis, >= 0
+ *             (<= NDF_MAX_GAUSSIAN_RADIUS).
+ * The kernel is scipy's _gaussian_kernel1d: exp(-x^2 / (2 sigma^2)) over
+ * x = -r..r, divided by its sum (NumPy's pairwise summation), times the
+ * derivative polynomial, then reversed for the correlation.  It is computed
+ * with the C library's exp; NumPy's exp on CPUs with AVX-512 differs from it
+ * by up to one unit in the last place, so results there may differ from
+ * scipy's by a few units in the last place (exact elsewhere).
+ */
+#define NDF_MAX_GAUSSIAN_RADIUS ((int64_t)1 << 24)
+typedef struct ndf_gaussian_params {
+  int nsigma;
+  double sigma[NDF_MAX_SPATIAL];
+  int norder;
+  int order[NDF_MAX_SPATIAL];
+  double truncate;
+  int nradius;
+  int64_t radius[NDF_MAX_SPATIAL];
+} ndf_gaussian_params;
+
+/* sigma 1 for every axis, order 0, truncate 4, radius from truncate. */
+NDF_API void ndf_gaussian_params_init(ndf_gaussian_params *g);
+
+/* scipy.ndimage.gaussian_filter1d along axis: sigma > 0 (scipy divides by
+ * sigma^2), order >= 0, radius < 0 = from truncate.  The mode is opt->mode. */
+NDF_API ndf_status ndf_gaussian_filter1d(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, double sigma,
+                                         int axis, int order, double truncate, int64_t radius,
+                                         const ndf_filter_options *opt);
+/* scipy.ndimage.gaussian_filter: one gaussian_filter1d pass per filtered
+ * axis (in axes order), each reading the previous pass's output. */
+NDF_API ndf_status ndf_gaussian_filter(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                                       const ndf_gaussian_params *g, const ndf_filter_options *opt);
+
+/*
+ * Derivative filters, composed as scipy composes them (arithmetic of the
+ * sums in the output dtype, NumPy's: integers wrap around, float32 rounds
+ * at every step):
+ *   ndf_sobel / ndf_prewitt   correlate1d [-1, 0, 1] along axis, then [1, 2, 1]
+ *                             (prewitt [1, 1, 1]) along every other spatial
+ *                             axis in increasing order, in place on the output;
+ *                             modes per spatial axis (opt->axes unused).
+ *   ndf_laplace               sum over the filtered axes of correlate1d
+ *                             [1, -2, 1] along that axis.
+ *   ndf_gaussian_laplace      sum over the filtered axes of gaussian_filter
+ *                             with order 2 on that axis and 0 on the others
+ *                             (g->order must be 0).
+ *   ndf_gaussian_gradient_magnitude
+ *                             sqrt of the sum of squares of gaussian_filter
+ *                             with order 1 on each filtered axis; the square
+ *                             root as NumPy's np.sqrt(out, out,
+ *                             casting='unsafe'): float outputs in their
+ *                             precision, integer outputs floor(sqrt(v)), and a
+ *                             negative (wrapped) sum gives the NaN conversion.
+ * The first term is written to the output, the others go through scratch
+ * memory of the context.
+ */
+NDF_API ndf_status ndf_sobel(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, int axis,
+                             const ndf_filter_options *opt);
+NDF_API ndf_status ndf_prewitt(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, int axis,
+                               const ndf_filter_options *opt);
+NDF_API ndf_status ndf_laplace(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                               const ndf_filter_options *opt);
+NDF_API ndf_status ndf_gaussian_laplace(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                                        const ndf_gaussian_params *g, const ndf_filter_options *opt);
+NDF_API ndf_status ndf_gaussian_gradient_magnitude(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                                                   const ndf_gaussian_params *g, const ndf_filter_options *opt);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,256 @@
+/*
+ * filters_cuda.c -- the CUDA backend of the linear filters: requests the
+ * specializations of templates/filter_line.cu (a correlation pass, weights
+ * compiled in), filter_uniform.cu (a running-mean pass), filter_taps.cu (N-D
+ * correlate) and filter_ew.cu (casts and the compositions' elementwise
+ * steps), and launches them on the context's stream.  Every kernel computes
+ * in double in scipy's order without fused operations, so the GPU equals the
+ * CPU backend bit for bit.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "filters/filters.h"
+
+/* Kernels with at most this many taps have their weights compiled in. */
+#define WTAB_MIN 257
+#define LINE_SMEM 49152
+
+static int cvt_of(ndf_dtype t) {
+  if (t == NDF_FLOAT32 || t == NDF_FLOAT64) return 2;
+  return t == NDF_UINT32 || t == NDF_INT64 ? 1 : 0;
+}
+
+static const char *utype_of(ndf_dtype t) {
+  switch (t) {
+    case NDF_UINT8: case NDF_INT8: return "unsigned char";
+    case NDF_UINT16: case NDF_INT16: return "unsigned short";
+    case NDF_UINT32: case NDF_INT32: return "unsigned int";
+    case NDF_INT64: return "unsigned long long";
+    default: return ndf__dtype_ctype(t);
+  }
+}
+
+static int is_int(ndf_dtype t) { return t != NDF_FLOAT32 && t != NDF_FLOAT64; }
+
+/* The request of one pass; 0 when out of memory for its weights. */
+static int req_pass(ndf__kernel_req *r, const ndf__fpass *p, ndf_dtype src, ndf_dtype dst, int last) {
+  if (p->uniform) {
+    ndf__req_init(r, "filter_uniform", "ndf_filter_uniform");
+  } else {
+    ndf__req_init(r, "filter_line", "ndf_filter_line");
+    ndf__req_set(r, "LAST", "%d", last);
+    ndf__req_set(r, "SYM", "%d", p->sym);
+    ndf__req_set(r, "NTAP", "%lld", (long long)p->n);
+    const int wtab = p->n >= WTAB_MIN;
+    ndf__req_set(r, "WTAB", "%d", wtab);
+    if (wtab) {
+      ndf__req_set(r, "WEIGHTS", "0");
+    } else {
+      char *w = malloc((size_t)p->n * 32 + 1);
+      if (!w) return 0;
+      size_t at = 0;
+      for (int64_t k = 0; k < p->n; k++) at += (size_t)sprintf(w + at, "%s%a", k ? "," : "", p->w[k]);
+      ndf__req_set(r, "WEIGHTS", "%s", w);
+      free(w);
+    }
+  }
+  ndf__req_set(r, "TI", "%s", ndf__dtype_ctype(src));
+  ndf__req_set(r, "TO", "%s", ndf__dtype_ctype(dst));
+  ndf__req_set(r, "CVT", "%d", cvt_of(dst));
+  ndf__req_set(r, "MODE", "%d", (int)p->mode);
+  return 1;
+}
+
+/* The line-pass parameters every pass shares: the processed axis a, then the
+ * other axes (shapes, input and output strides, padded); returns the lines. */
+static int64_t put_line_axes(ndf__params *pb, const ndf_array *src, const ndf_array *dst, int a) {
+  NDF__PUT(pb, src->shape[a]);
+  NDF__PUT(pb, src->strides[a]);
+  NDF__PUT(pb, dst->strides[a]);
+  int nother = src->ndim - 1;
+  NDF__PUT(pb, nother);
+  int64_t nlines = 1;
+  const int64_t *arrays[3] = {src->shape, src->strides, dst->strides};
+  for (int k = 0; k < 3; k++)
+    for (int d = 0, i = 0; i < NDF_MAX_NDIM; d++) {
+      if (d == a) continue;
+      int64_t v = d < src->ndim ? arrays[k][d] : 0;
+      if (k == 0 && d < src->ndim) nlines *= v;
+      NDF__PUT(pb, v);
+      i++;
+    }
+  NDF__PUT(pb, nlines);
+  return nlines;
+}
+
+/* Columns C and segment S of filter_line for K taps on an axis of n: the
+ * widest block whose staging (S + K - 1 rows of C + 1 doubles, plus 16 bytes
+ * per column) fits limit bytes with a segment of at least min(n, 8). */
+static int line_geometry(int64_t K, int64_t n, size_t limit, int *cols, int *seg) {
+  static const int cs[] = {128, 64, 32, 16, 8};
+  for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+    const int c = cs[i];
+    const int64_t rows = ((int64_t)limit - 16 * c) / ((int64_t)(c + 1) * 8);
+    int64_t s = rows - K + 1;
+    if (s > n) s = n;
+    if (s > 256) s = 256;
+    if (s >= (n < 8 ? n : 8) && s >= 1) {
+      *cols = c;
+      *seg = (int)s;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+ndf_status ndf__filters_line_cuda(ndf_ctx *ctx, const char *name, const ndf_array *src, ndf_array *dst,
+                                  const ndf__fpass *p, double cval) {
+  if (ndf_array_size(src) == 0) return NDF_OK;
+  ndf_status s = ndf__ctx_bind(ctx);
+  if (s != NDF_OK) return s;
+  const int a = p->axis;
+  ndf__kernel_req req;
+  if (!req_pass(&req, p, src->dtype, dst->dtype, a == src->ndim - 1))
+    return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory for a kernel request", name);
+  CUfunction fn;
+  s = ndf__jit_get(ctx, name, &req, &fn);
+  ndf__req_free(&req);
+  if (s != NDF_OK) return s;
+  ndf__params pb = {.n = 0};
+  const void *pin = src->data;
+  void *pout = dst->data;
+  NDF__PUT(&pb, pin);
+  NDF__PUT(&pb, pout);
+  const int64_t nlines = put_line_axes(&pb, src, dst, a);
+  const int64_t pre = p->n / 2 + p->origin;
+  if (p->uniform) {
+    NDF__PUT(&pb, p->n);
+    NDF__PUT(&pb, pre);
+    NDF__PUT(&pb, cval);
+    return ndf__launch(ctx, name, fn, ndf__grid(ctx, (nlines + 127) / 128, 16), 128, 1, 0, pb.b);
+  }
+  int cols = 0, seg = 0;
+  size_t limit = LINE_SMEM;
+  if (!line_geometry(p->n, src->shape[a], limit, &cols, &seg)) {
+    limit = ctx->max_smem_block;
+    if (limit <= LINE_SMEM || !line_geometry(p->n, src->shape[a], limit, &cols, &seg))
+      return ndf__error(ctx, NDF_ENOTSUP, "%s: a kernel of %lld taps does not fit the shared memory of this device",
+                        name, (long long)p->n);
+  }
+  const unsigned smem = (unsigned)(16 * (size_t)cols + (size_t)(seg + p->n - 1) * (size_t)(cols + 1) * 8);
+  if (smem > LINE_SMEM) {
+    CUresult r = ndf__cu(NULL)->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);
+    if (r != CUDA_SUCCESS) return ndf__cuda_error(ctx, name, r);
+  }
+  CUdeviceptr wt = 0;
+  if (p->n >= WTAB_MIN && (s = ndf__device_table(ctx, p->w, (size_t)p->n * sizeof(double), &wt)) != NDF_OK) return s;
+  const int64_t nseg = (src->shape[a] + seg - 1) / seg;
+  NDF__PUT(&pb, nseg);
+  int pre32 = (int)pre;
+  NDF__PUT(&pb, seg);
+  NDF__PUT(&pb, pre32);
+  NDF__PUT(&pb, cval);
+  const void *pw = (const void *)(uintptr_t)wt;
+  NDF__PUT(&pb, pw);
+  const int64_t tiles = (nlines + cols - 1) / cols * nseg;
+  return ndf__launch(ctx, name, fn, ndf__grid(ctx, tiles, 2048 / cols), (unsigned)cols, 1, smem, pb.b);
+}
+
+ndf_status ndf__filters_taps_cuda(ndf_ctx *ctx, const char *name, const ndf_array *src, ndf_array *dst,
+                                  const ndf__ftaps *t, double cval) {
+  const int64_t n = ndf_array_size(src);
+  if (n == 0) return NDF_OK;
+  ndf_status s = ndf__ctx_bind(ctx);
+  if (s != NDF_OK) return s;
+  const int nsp = t->nsp, nb = src->ndim - nsp;
+  ndf__kernel_req req;
+  ndf__req_init(&req, "filter_taps", "ndf_filter_taps");
+  ndf__req_set(&req, "TI", "%s", ndf__dtype_ctype(src->dtype));
+  ndf__req_set(&req, "TO", "%s", ndf__dtype_ctype(dst->dtype));
+  ndf__req_set(&req, "CVT", "%d", cvt_of(dst->dtype));
+  ndf__req_set(&req, "MODE", "%d", (int)t->mode);
+  ndf__req_set(&req, "NSP", "%d", nsp);
+  CUfunction fn;
+  if ((s = ndf__jit_get(ctx, name, &req, &fn)) != NDF_OK) return s;
+  const int64_t nt = t->ntaps ? t->ntaps : 1;
+  int64_t *loff = calloc((size_t)nt, sizeof *loff);
+  if (!loff) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory for the tap table", name);
+  for (int64_t k = 0; k < t->ntaps; k++)
+    for (int d = 0; d < nsp; d++) loff[k] += (int64_t)t->off[k * nsp + d] * src->strides[nb + d];
+  static const int32_t zero_off[NDF_MAX_SPATIAL];
+  static const double zero_w;
+  CUdeviceptr doff = 0, dloff = 0, dw = 0;
+  s = ndf__device_table(ctx, t->ntaps ? (const void *)t->off : zero_off, (size_t)nt * nsp * sizeof(int32_t), &doff);
+  if (s == NDF_OK) s = ndf__device_table(ctx, loff, (size_t)nt * sizeof *loff, &dloff);
+  if (s == NDF_OK) s = ndf__device_table(ctx, t->ntaps ? (const void *)t->w : &zero_w, (size_t)nt * sizeof(double), &dw);
+  free(loff);
+  if (s != NDF_OK) return s;
+  ndf__params pb = {.n = 0};
+  const void *pin = src->data;
+  void *pout = dst->data;
+  NDF__PUT(&pb, pin);
+  NDF__PUT(&pb, pout);
+  int ndim = src->ndim;
+  NDF__PUT(&pb, ndim);
+  NDF__PUT(&pb, n);
+  ndf__params_put_padded(&pb, ndim, src->shape);
+  ndf__params_put_padded(&pb, ndim, src->strides);
+  ndf__params_put_padded(&pb, ndim, dst->strides);
+  NDF__PUT(&pb, t->ntaps);
+  const void *poff = (const void *)(uintptr_t)doff, *ploff = (const void *)(uintptr_t)dloff,
+             *pw = (const void *)(uintptr_t)dw;
+  NDF__PUT(&pb, poff);
+  NDF__PUT(&pb, ploff);
+  NDF__PUT(&pb, pw);
+  for (int d = 0; d < 8; d++) {
+    int v = d < nsp ? t->rlo[d] : 0;
+    NDF__PUT(&pb, v);
+  }
+  for (int d = 0; d < 8; d++) {
+    int v = d < nsp ? t->rhi[d] : 0;
+    NDF__PUT(&pb, v);
+  }
+  NDF__PUT(&pb, cval);
+  return ndf__launch(ctx, name, fn, ndf__grid(ctx, (n + 255) / 256, 16), 256, 1, 0, pb.b);
+}
+
+static ndf_status run_ew(ndf_ctx *ctx, const char *name, int kind, const ndf_array *a, ndf_array *out) {
+  const int64_t n = ndf_array_size(out);
+  if (n == 0) return NDF_OK;
+  ndf_status s = ndf__ctx_bind(ctx);
+  if (s != NDF_OK) return s;
+  const ndf_dtype ti = kind == 0 ? a->dtype : out->dtype;
+  ndf__kernel_req req;
+  ndf__req_init(&req, "filter_ew", "ndf_filter_ew");
+  ndf__req_set(&req, "TI", "%s", ndf__dtype_ctype(ti));
+  ndf__req_set(&req, "TO", "%s", ndf__dtype_ctype(out->dtype));
+  ndf__req_set(&req, "UT", "%s", utype_of(out->dtype));
+  ndf__req_set(&req, "CVT", "%d", cvt_of(out->dtype));
+  ndf__req_set(&req, "KIND", "%d", kind);
+  ndf__req_set(&req, "INTS", "%d", is_int(ti) && is_int(out->dtype));
+  CUfunction fn;
+  if ((s = ndf__jit_get(ctx, name, &req, &fn)) != NDF_OK) return s;
+  ndf__params pb = {.n = 0};
+  const void *pa = a ? a->data : out->data;
+  void *po = out->data;
+  NDF__PUT(&pb, pa);
+  NDF__PUT(&pb, po);
+  int ndim = out->ndim;
+  NDF__PUT(&pb, ndim);
+  NDF__PUT(&pb, n);
+  ndf__params_put_padded(&pb, ndim, out->shape);
+  ndf__params_put_padded(&pb, ndim, a ? a->strides : out->strides);
+  ndf__params_put_padded(&pb, ndim, out->strides);
+  return ndf__launch(ctx, name, fn, ndf__grid(ctx, (n + 255) / 256, 16), 256, 1, 0, pb.b);
+}
+
+ndf_status ndf__filters_cast_cuda(ndf_ctx *ctx, const char *name, const ndf_array *src, ndf_array *dst) {
+  return run_ew(ctx, name, 0, src, dst);
+}
+
+ndf_status ndf__filters_ew_cuda(ndf_ctx *ctx, const char *name, ndf__few_kind kind, const ndf_array *a,
+                                ndf_array *out) {
+  return run_ew(ctx, name, kind == NDF__FEW_ADD ? 1 : kind == NDF__FEW_SQUARE ? 2 : 3, a, out);
+}
