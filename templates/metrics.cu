@@ -1,0 +1,269 @@
+// metrics.cu -- the image metrics (skimage.metrics) on the GPU: per-image
+// statistics with deterministic block sums, the SSIM products and map, the
+// masks of the Hausdorff distance.
+//
+//   ndf_metrics_stats     per (image, block): float64 sums of (a-b)^2, a*a, a
+//                         (products in the float type F), NaN-propagating min
+//                         and max of a, counts of a != 0, b != 0 and both.
+//   ndf_metrics_finish    one thread per image: sums its blocks in order and
+//                         writes the metric (op) to the strided result; with
+//                         dry = 1 it only flags an image whose values leave the
+//                         dtype's range (PSNR's default data_range).
+//   ndf_metrics_ssim_prep x*x, y*y, x*y in F (and y converted to F) as
+//                         contiguous arrays.
+//   ndf_metrics_ssim      S from the five filtered arrays, every operation
+//                         rounded in F (no contraction into fused multiply-
+//                         adds, so S is the CPU backend's bit for bit); writes
+//                         the map (any strides) and per (image, block) sums of
+//                         S over the cropped interior.
+//   ndf_metrics_mean      one thread per image: the blocks' sums in order / count.
+//   ndf_metrics_not       m == 0 as uint8 (contiguous).
+//   ndf_metrics_hd_reduce per image: max of d over a != 0 and the count
+//                         (atomics on exact values: order-independent).
+//   ndf_metrics_hd_finish the Hausdorff distance from both directions.
+// Block sums run over a fixed tree in shared memory, and the blocks of an
+// image depend only on its size, so a result does not vary between runs.
+#include "ndf_common.cuh"
+
+typedef NDF_SLOT(TA) TA;
+typedef NDF_SLOT(TB) TB;
+typedef NDF_SLOT(F) F;
+typedef NDF_SLOT(FO) FO;
+
+// Rounded float-type arithmetic that the compiler may not fuse.
+__device__ __forceinline__ float ndf_m_mul(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double ndf_m_mul(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ float ndf_m_add(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double ndf_m_add(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ float ndf_m_sub(float a, float b) { return __fsub_rn(a, b); }
+__device__ __forceinline__ double ndf_m_sub(double a, double b) { return __dsub_rn(a, b); }
+__device__ __forceinline__ float ndf_m_div(float a, float b) { return __fdiv_rn(a, b); }
+__device__ __forceinline__ double ndf_m_div(double a, double b) { return __ddiv_rn(a, b); }
+
+// NaN-propagating extremes, as NumPy's.
+__device__ __forceinline__ double ndf_m_min(double m, double v) { return ((v < m) || v != v) && m == m ? v : m; }
+__device__ __forceinline__ double ndf_m_max(double m, double v) { return ((v > m) || v != v) && m == m ? v : m; }
+
+// Element offset of flat C-order index i.
+__device__ __forceinline__ ndf_i64 ndf_m_off(ndf_i64 i, int ndim, const ndf_i64 *shape, const ndf_i64 *str) {
+  ndf_i64 o = 0;
+  for (int d = ndim - 1; d >= 0; d--) {
+    const ndf_i64 k = i / shape[d];
+    o += (i - k * shape[d]) * str[d];
+    i = k;
+  }
+  return o;
+}
+
+// Sum of v over the block (256 threads), the same tree every time; the total in thread 0.
+__device__ __forceinline__ double ndf_m_bsum(double v, double *sh) {
+  sh[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = 128; s > 0; s >>= 1) {
+    if (threadIdx.x < s) sh[threadIdx.x] = sh[threadIdx.x] + sh[threadIdx.x + s];
+    __syncthreads();
+  }
+  const double r = sh[0];
+  __syncthreads();
+  return r;
+}
+__device__ __forceinline__ double ndf_m_bext(double v, double *sh, int mx) {
+  sh[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = 128; s > 0; s >>= 1) {
+    if (threadIdx.x < s)
+      sh[threadIdx.x] = mx ? ndf_m_max(sh[threadIdx.x], sh[threadIdx.x + s]) : ndf_m_min(sh[threadIdx.x], sh[threadIdx.x + s]);
+    __syncthreads();
+  }
+  const double r = sh[0];
+  __syncthreads();
+  return r;
+}
+
+NDF_PARAMS(ndf_metrics_stats_params)
+
+// Grid (blocks per image, images in y, grid-strided).  Thread sums run over
+// runs of the image in a fixed order; part gets 5 doubles, cnt 3 counts per
+// (image, block).
+extern "C" __global__ void __launch_bounds__(256) ndf_metrics_stats(const ndf_metrics_stats_params p) {
+  __shared__ double sh[256];
+  for (ndf_i64 img = blockIdx.y; img < p.nimg; img += gridDim.y) {
+    double sdd = 0, saa = 0, sa = 0, mn = 1.0 / 0.0, mx = -1.0 / 0.0;
+    unsigned long long na = 0, nb = 0, nab = 0;
+    for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + threadIdx.x; i < p.vox; i += (ndf_i64)gridDim.x * 256) {
+      const ndf_i64 flat = img * p.vox + i;
+      const ndf_i64 oa = p.contig ? flat : ndf_m_off(flat, p.ndim, p.shape, p.astr);
+      const ndf_i64 ob = p.contig ? flat : ndf_m_off(flat, p.ndim, p.shape, p.bstr);
+      const double x = (double)p.a[oa], y = (double)p.b[ob];
+      const F fx = (F)x, fy = (F)y;
+      const F d = ndf_m_sub(fx, fy);
+      sdd += (double)ndf_m_mul(d, d);
+      saa += (double)ndf_m_mul(fx, fx);
+      sa += x;
+      mn = ndf_m_min(mn, x);
+      mx = ndf_m_max(mx, x);
+      na += x != 0;
+      nb += y != 0;
+      nab += (x != 0) & (y != 0);
+    }
+    const ndf_i64 k = img * gridDim.x + blockIdx.x;
+    const double r0 = ndf_m_bsum(sdd, sh), r1 = ndf_m_bsum(saa, sh), r2 = ndf_m_bsum(sa, sh);
+    const double r3 = ndf_m_bext(mn, sh, 0), r4 = ndf_m_bext(mx, sh, 1);
+    const double c0 = ndf_m_bsum((double)na, sh), c1 = ndf_m_bsum((double)nb, sh), c2 = ndf_m_bsum((double)nab, sh);
+    if (threadIdx.x == 0) {
+      p.part[k * 5 + 0] = r0;
+      p.part[k * 5 + 1] = r1;
+      p.part[k * 5 + 2] = r2;
+      p.part[k * 5 + 3] = r3;
+      p.part[k * 5 + 4] = r4;
+      p.cnt[k * 3 + 0] = (ndf_i64)c0;
+      p.cnt[k * 3 + 1] = (ndf_i64)c1;
+      p.cnt[k * 3 + 2] = (ndf_i64)c2;
+    }
+  }
+}
+
+NDF_PARAMS(ndf_metrics_finish_params)
+
+extern "C" __global__ void __launch_bounds__(256) ndf_metrics_finish(const ndf_metrics_finish_params p) {
+  const ndf_i64 img = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (img >= p.nimg) return;
+  double sdd = 0, saa = 0, sa = 0, mn = 1.0 / 0.0, mx = -1.0 / 0.0;
+  ndf_i64 na = 0, nb = 0, nab = 0;
+  for (int b = 0; b < p.nblk; b++) {
+    const ndf_i64 k = img * p.nblk + b;
+    sdd += p.part[k * 5 + 0];
+    saa += p.part[k * 5 + 1];
+    sa += p.part[k * 5 + 2];
+    mn = ndf_m_min(mn, p.part[k * 5 + 3]);
+    mx = ndf_m_max(mx, p.part[k * 5 + 4]);
+    na += p.cnt[k * 3 + 0];
+    nb += p.cnt[k * 3 + 1];
+    nab += p.cnt[k * 3 + 2];
+  }
+  const double n = (double)p.vox, mse = sdd / n;
+  double dr = p.data_range;
+  if (p.op == 4 && dr == 0) { // PSNR, scikit-image's default range
+    if (mx > p.hi || mn < p.lo) {
+      p.status[0] = 1;
+      return;
+    }
+    dr = mn >= 0 ? p.hi : p.hi - p.lo;
+  }
+  if (p.dry) return;
+  double v;
+  switch (p.op) {
+    case 0: v = mse; break;
+    case 1: v = sqrt(mse) / sqrt(saa / n); break;
+    case 2: v = sqrt(mse) / (p.f32 ? (double)__fsub_rn((float)mx, (float)mn) : mx - mn); break;
+    case 3: v = sqrt(mse) / (sa / n); break;
+    case 4: v = 10.0 * log10(__ddiv_rn(__dmul_rn(dr, dr), mse)); break;
+    case 5: v = na + nb == 0 ? 1.0 : (2.0 * (double)nab) / (double)(na + nb); break;
+    default: v = na + nb == 0 ? 1.0 : (double)nab / (double)(na + nb - nab); break;
+  }
+  p.result[ndf_m_off(img, p.nb, p.rshape, p.rstr)] = v;
+}
+
+NDF_PARAMS(ndf_metrics_ssim_prep_params)
+
+extern "C" __global__ void __launch_bounds__(256) ndf_metrics_ssim_prep(const ndf_metrics_ssim_prep_params p) {
+  for (ndf_i64 i = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += (ndf_i64)gridDim.x * blockDim.x) {
+    const ndf_i64 oa = p.contig ? i : ndf_m_off(i, p.ndim, p.shape, p.astr);
+    const ndf_i64 ob = p.contig ? i : ndf_m_off(i, p.ndim, p.shape, p.bstr);
+    const F x = (F)(double)p.a[oa], y = (F)(double)p.b[ob];
+    if (p.yc) p.yc[i] = y;
+    p.xx[i] = ndf_m_mul(x, x);
+    p.yy[i] = ndf_m_mul(y, y);
+    p.xy[i] = ndf_m_mul(x, y);
+  }
+}
+
+NDF_PARAMS(ndf_metrics_ssim_params)
+
+extern "C" __global__ void __launch_bounds__(256) ndf_metrics_ssim(const ndf_metrics_ssim_params p) {
+  __shared__ double sh[256];
+  const F cn = (F)p.cov_norm, c1 = (F)p.C1, c2 = (F)p.C2, two = (F)2;
+  for (ndf_i64 img = blockIdx.y; img < p.nimg; img += gridDim.y) {
+    double acc = 0;
+    for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + threadIdx.x; i < p.vox; i += (ndf_i64)gridDim.x * 256) {
+      const ndf_i64 e = img * p.vox + i;
+      const F ux = p.ux[e], uy = p.uy[e], uxx = p.uxx[e], uyy = p.uyy[e], uxy = p.uxy[e];
+      const F vx = ndf_m_mul(cn, ndf_m_sub(uxx, ndf_m_mul(ux, ux)));
+      const F vy = ndf_m_mul(cn, ndf_m_sub(uyy, ndf_m_mul(uy, uy)));
+      const F vxy = ndf_m_mul(cn, ndf_m_sub(uxy, ndf_m_mul(ux, uy)));
+      const F a1 = ndf_m_add(ndf_m_mul(ndf_m_mul(two, ux), uy), c1);
+      const F a2 = ndf_m_add(ndf_m_mul(two, vxy), c2);
+      const F b1 = ndf_m_add(ndf_m_add(ndf_m_mul(ux, ux), ndf_m_mul(uy, uy)), c1);
+      const F b2 = ndf_m_add(ndf_m_add(vx, vy), c2);
+      const F s = ndf_m_div(ndf_m_mul(a1, a2), ndf_m_mul(b1, b2));
+      if (p.full) p.full[p.fcontig ? e : ndf_m_off(e, p.ndim, p.shape, p.fstr)] = (FO)s;
+      if (p.want_sum) {
+        ndf_i64 q = i;
+        bool in = true;
+        for (int d = p.ndim - 1; d >= p.nb; d--) {
+          const ndf_i64 k = q / p.shape[d], c = q - k * p.shape[d];
+          q = k;
+          in = in && c >= p.pad && c < p.shape[d] - p.pad;
+        }
+        if (in) acc += (double)s;
+      }
+    }
+    if (p.want_sum) {
+      const double r = ndf_m_bsum(acc, sh);
+      if (threadIdx.x == 0) p.part[img * gridDim.x + blockIdx.x] = r;
+    }
+  }
+}
+
+NDF_PARAMS(ndf_metrics_mean_params)
+
+extern "C" __global__ void __launch_bounds__(256) ndf_metrics_mean(const ndf_metrics_mean_params p) {
+  const ndf_i64 img = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (img >= p.nimg) return;
+  double s = 0;
+  for (int b = 0; b < p.nblk; b++) s += p.part[img * p.nblk + b];
+  p.result[ndf_m_off(img, p.nb, p.rshape, p.rstr)] = s / p.count;
+}
+
+NDF_PARAMS(ndf_metrics_not_params)
+
+extern "C" __global__ void __launch_bounds__(256) ndf_metrics_not(const ndf_metrics_not_params p) {
+  for (ndf_i64 i = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += (ndf_i64)gridDim.x * blockDim.x) {
+    const ndf_i64 o = p.contig ? i : ndf_m_off(i, p.ndim, p.shape, p.astr);
+    p.out[i] = p.a[o] == (TA)0;
+  }
+}
+
+NDF_PARAMS(ndf_metrics_hd_reduce_params)
+
+// dmax holds the bits of non-negative doubles, which order as integers.
+extern "C" __global__ void __launch_bounds__(256) ndf_metrics_hd_reduce(const ndf_metrics_hd_reduce_params p) {
+  for (ndf_i64 img = blockIdx.y; img < p.nimg; img += gridDim.y) {
+    long long m = 0;
+    unsigned long long c = 0;
+    for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + threadIdx.x; i < p.vox; i += (ndf_i64)gridDim.x * 256) {
+      const ndf_i64 e = img * p.vox + i;
+      const ndf_i64 o = p.contig ? e : ndf_m_off(e, p.ndim, p.shape, p.astr);
+      if (p.a[o] == (TA)0) continue;
+      const long long b = __double_as_longlong(p.d[e]);
+      m = b > m ? b : m;
+      c++;
+    }
+    if (c) {
+      atomicMax((long long *)&p.dmax[img], m);
+      atomicAdd((unsigned long long *)&p.cnt[img], c);
+    }
+  }
+}
+
+NDF_PARAMS(ndf_metrics_hd_finish_params)
+
+extern "C" __global__ void __launch_bounds__(256) ndf_metrics_hd_finish(const ndf_metrics_hd_finish_params p) {
+  const ndf_i64 img = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (img >= p.nimg) return;
+  const ndf_i64 ca = p.cnt[img], cb = p.cnt[p.nimg + img];
+  const double t0 = __longlong_as_double(p.dmax[img]), t1 = __longlong_as_double(p.dmax[p.nimg + img]);
+  const double inf = 1.0 / 0.0;
+  const double v = ca == 0 ? (cb == 0 ? 0.0 : inf) : cb == 0 ? inf : (t0 > t1 ? t0 : t1);
+  p.result[ndf_m_off(img, p.nb, p.rshape, p.rstr)] = v;
+}
