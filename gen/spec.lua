@@ -1696,6 +1696,7 @@ return {
           { "bstr", "i64[NDF_MAX_NDIM]" },
           { "ndim", "i32" },
           { "contig", "i32", "1: a and b are C-contiguous (offset = flat index)" },
+          { "nblk", "i32", "blocks per image" },
         },
         ndf_metrics_finish_params = {
           { "part", "const f64*" },
@@ -1749,6 +1750,7 @@ return {
           { "nb", "i32" },
           { "fcontig", "i32" },
           { "want_sum", "i32" },
+          { "nblk", "i32", "blocks per image" },
         },
         ndf_metrics_mean_params = {
           { "part", "const f64*" },
@@ -1780,6 +1782,7 @@ return {
           { "astr", "i64[NDF_MAX_NDIM]" },
           { "ndim", "i32" },
           { "contig", "i32" },
+          { "nblk", "i32", "blocks per image" },
         },
         ndf_metrics_hd_finish_params = {
           { "dmax", "const i64*", "2 x nimg: both directions" },

@@ -82,15 +82,16 @@ __device__ __forceinline__ double ndf_m_bext(double v, double *sh, int mx) {
 
 NDF_PARAMS(ndf_metrics_stats_params)
 
-// Grid (blocks per image, images in y, grid-strided).  Thread sums run over
-// runs of the image in a fixed order; part gets 5 doubles, cnt 3 counts per
-// (image, block).
+// Block bi (grid-strided) is block bi % nblk of image bi / nblk; thread sums
+// run over the image in a fixed order; part gets 5 doubles, cnt 3 counts per
+// (image, block), at bi.
 extern "C" __global__ void __launch_bounds__(256) ndf_metrics_stats(const ndf_metrics_stats_params p) {
   __shared__ double sh[256];
-  for (ndf_i64 img = blockIdx.y; img < p.nimg; img += gridDim.y) {
+  for (ndf_i64 bi = blockIdx.x; bi < p.nimg * p.nblk; bi += gridDim.x) {
+    const ndf_i64 img = bi / p.nblk, blk = bi - img * p.nblk;
     double sdd = 0, saa = 0, sa = 0, mn = 1.0 / 0.0, mx = -1.0 / 0.0;
     unsigned long long na = 0, nb = 0, nab = 0;
-    for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + threadIdx.x; i < p.vox; i += (ndf_i64)gridDim.x * 256) {
+    for (ndf_i64 i = blk * 256 + threadIdx.x; i < p.vox; i += (ndf_i64)p.nblk * 256) {
       const ndf_i64 flat = img * p.vox + i;
       const ndf_i64 oa = p.contig ? flat : ndf_m_off(flat, p.ndim, p.shape, p.astr);
       const ndf_i64 ob = p.contig ? flat : ndf_m_off(flat, p.ndim, p.shape, p.bstr);
@@ -106,7 +107,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_metrics_stats(const ndf_me
       nb += y != 0;
       nab += (x != 0) & (y != 0);
     }
-    const ndf_i64 k = img * gridDim.x + blockIdx.x;
+    const ndf_i64 k = bi;
     const double r0 = ndf_m_bsum(sdd, sh), r1 = ndf_m_bsum(saa, sh), r2 = ndf_m_bsum(sa, sh);
     const double r3 = ndf_m_bext(mn, sh, 0), r4 = ndf_m_bext(mx, sh, 1);
     const double c0 = ndf_m_bsum((double)na, sh), c1 = ndf_m_bsum((double)nb, sh), c2 = ndf_m_bsum((double)nab, sh);
@@ -183,9 +184,10 @@ NDF_PARAMS(ndf_metrics_ssim_params)
 extern "C" __global__ void __launch_bounds__(256) ndf_metrics_ssim(const ndf_metrics_ssim_params p) {
   __shared__ double sh[256];
   const F cn = (F)p.cov_norm, c1 = (F)p.C1, c2 = (F)p.C2, two = (F)2;
-  for (ndf_i64 img = blockIdx.y; img < p.nimg; img += gridDim.y) {
+  for (ndf_i64 bi = blockIdx.x; bi < p.nimg * p.nblk; bi += gridDim.x) {
+    const ndf_i64 img = bi / p.nblk, blk = bi - img * p.nblk;
     double acc = 0;
-    for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + threadIdx.x; i < p.vox; i += (ndf_i64)gridDim.x * 256) {
+    for (ndf_i64 i = blk * 256 + threadIdx.x; i < p.vox; i += (ndf_i64)p.nblk * 256) {
       const ndf_i64 e = img * p.vox + i;
       const F ux = p.ux[e], uy = p.uy[e], uxx = p.uxx[e], uyy = p.uyy[e], uxy = p.uxy[e];
       const F vx = ndf_m_mul(cn, ndf_m_sub(uxx, ndf_m_mul(ux, ux)));
@@ -210,7 +212,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_metrics_ssim(const ndf_met
     }
     if (p.want_sum) {
       const double r = ndf_m_bsum(acc, sh);
-      if (threadIdx.x == 0) p.part[img * gridDim.x + blockIdx.x] = r;
+      if (threadIdx.x == 0) p.part[bi] = r;
     }
   }
 }
@@ -238,10 +240,11 @@ NDF_PARAMS(ndf_metrics_hd_reduce_params)
 
 // dmax holds the bits of non-negative doubles, which order as integers.
 extern "C" __global__ void __launch_bounds__(256) ndf_metrics_hd_reduce(const ndf_metrics_hd_reduce_params p) {
-  for (ndf_i64 img = blockIdx.y; img < p.nimg; img += gridDim.y) {
+  for (ndf_i64 bi = blockIdx.x; bi < p.nimg * p.nblk; bi += gridDim.x) {
+    const ndf_i64 img = bi / p.nblk, blk = bi - img * p.nblk;
     long long m = 0;
     unsigned long long c = 0;
-    for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + threadIdx.x; i < p.vox; i += (ndf_i64)gridDim.x * 256) {
+    for (ndf_i64 i = blk * 256 + threadIdx.x; i < p.vox; i += (ndf_i64)p.nblk * 256) {
       const ndf_i64 e = img * p.vox + i;
       const ndf_i64 o = p.contig ? e : ndf_m_off(e, p.ndim, p.shape, p.astr);
       if (p.a[o] == (TA)0) continue;
