@@ -13,6 +13,7 @@
  * Results are stored only once everything succeeded.
  */
 #include <float.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,7 +226,7 @@ static void stats_add(ndf__mstats *s, const ndf__mstats *t) {
 /* Statistics of elements [lo, hi) of image img: runs of RUN summed, then the runs. */
 static void stats_chunk(const ndf_array *a, const ndf_array *b, const ndf__metrics_geom *g, int64_t img, int64_t lo,
                         int64_t hi, ndf__mstats *out) {
-  walk w;
+  walk w = {0};
   walk_start(&w, a, b, img * g->vox + lo);
   const char *pa = a->data, *pb = b->data;
   ndf__mstats acc;
@@ -427,7 +428,7 @@ static ndf_status ssim_cpu(ndf_ctx *ctx, const char *name, const ndf_array *cons
   _Pragma("omp parallel for schedule(dynamic, 1) num_threads(nth)")
   for (int64_t k = 0; k < nch; k++) {
     const int64_t img = k / per, lo = (k % per) * CHUNK, hi = lo + CHUNK < g->vox ? lo + CHUNK : g->vox;
-    walk w;
+    walk w = {0};
     if (full) walk_start(&w, full, NULL, img * g->vox + lo);
     int64_t c[NDF_MAX_SPATIAL], q = lo;
     for (int d = nsp - 1; d >= 0; d--) {
@@ -477,7 +478,7 @@ static ndf_status ssim_cpu(ndf_ctx *ctx, const char *name, const ndf_array *cons
     }
     ch[k] = acc + run;
   }
-  for (int64_t img = 0; img < g->nimg; img++) {
+  for (int64_t img = 0; img < g->nimg && sums; img++) {
     double s = 0;
     for (int64_t k = 0; k < per; k++) s += ch[img * per + k];
     sums[img] = s;
@@ -494,7 +495,7 @@ static void ssim_prep_cpu(ndf_ctx *ctx, const ndf_array *im1, const ndf_array *i
   _Pragma("omp parallel for schedule(dynamic, 1) num_threads(nth)")
   for (int64_t k = 0; k < per; k++) {
     const int64_t lo = k * CHUNK, hi = lo + CHUNK < n ? lo + CHUNK : n;
-    walk w;
+    walk w = {0};
     walk_start(&w, im1, im2, lo);
     for (int64_t i = lo; i < hi; i++, walk_next(&w)) {
       const double x = load(im1->dtype, (const char *)im1->data + w.oa);
@@ -520,7 +521,7 @@ static int exact_in_f32(ndf_dtype t) {
 }
 
 static ndf_status ssim_filter(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_ssim_options *o,
-                              int nb) {
+                              int64_t ws, int nb) {
   ndf_filter_options fo;
   ndf_filter_options_init(&fo);
   fo.mode = NDF_MODE_REFLECT;
@@ -533,8 +534,7 @@ static ndf_status ssim_filter(ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
     gp.truncate = 3.5;
     return ndf_gaussian_filter(ctx, in, out, &gp, &fo);
   }
-  const int64_t size = o->win_size;
-  return ndf_uniform_filter(ctx, in, out, 1, &size, &fo);
+  return ndf_uniform_filter(ctx, in, out, 1, &ws, &fo);
 }
 
 /* Frees scratch of either backend. */
@@ -645,11 +645,11 @@ ndf_status ndf_structural_similarity(ndf_ctx *ctx, const ndf_array *im1, const n
     if (cuda) s = ndf__metrics_ssim_prep_cuda(ctx, name, im1, im2, f32, need_yc ? &yc : NULL, &b[2], &b[3], &b[4]);
     else ssim_prep_cpu(ctx, im1, im2, f32, need_yc ? &yc : NULL, &b[2], &b[3], &b[4]);
   }
-  if (s == NDF_OK) s = ssim_filter(ctx, im1, &b[0], o, g.nb);
-  if (s == NDF_OK) s = ssim_filter(ctx, y, &b[1], o, g.nb);
-  if (s == NDF_OK) s = ssim_filter(ctx, &b[2], &b[5], o, g.nb);
-  if (s == NDF_OK) s = ssim_filter(ctx, &b[3], &b[2], o, g.nb);
-  if (s == NDF_OK) s = ssim_filter(ctx, &b[4], &b[3], o, g.nb);
+  if (s == NDF_OK) s = ssim_filter(ctx, im1, &b[0], o, ws, g.nb);
+  if (s == NDF_OK) s = ssim_filter(ctx, y, &b[1], o, ws, g.nb);
+  if (s == NDF_OK) s = ssim_filter(ctx, &b[2], &b[5], o, ws, g.nb);
+  if (s == NDF_OK) s = ssim_filter(ctx, &b[3], &b[2], o, ws, g.nb);
+  if (s == NDF_OK) s = ssim_filter(ctx, &b[4], &b[3], o, ws, g.nb);
   if (s != NDF_OK && strstr(ndf_errmsg(ctx), name) == NULL) {
     char why[600];
     snprintf(why, sizeof why, "%s", ndf_errmsg(ctx));
@@ -697,7 +697,7 @@ static ndf_status directed_cpu(ndf_ctx *ctx, const char *name, const ndf_array *
   if (q < 100 && !(vals = malloc((size_t)g->vox * sizeof *vals)))
     return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory for the distances", name);
   for (int64_t img = 0; img < g->nimg; img++) {
-    walk w;
+    walk w = {0};
     walk_start(&w, a, NULL, img * g->vox);
     double m = -INFINITY;
     int64_t k = 0;
@@ -775,7 +775,7 @@ ndf_status ndf_hausdorff_distance(ndf_ctx *ctx, const ndf_array *image0, const n
     if (cuda) {
       s = ndf__metrics_not_cuda(ctx, name, to, &na);
     } else {
-      walk w;
+      walk w = {0};
       walk_start(&w, to, NULL, 0);
       for (int64_t i = 0; i < n; i++, walk_next(&w))
         ((uint8_t *)notm)[i] = load(to->dtype, (const char *)to->data + w.oa) == 0;
