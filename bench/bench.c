@@ -77,7 +77,7 @@
 /* Workloads                                                                 */
 
 typedef enum { FP_BOX = 0, FP_CROSS = 1 } fp_kind;
-typedef enum { FAM_GREY, FAM_RANK, FAM_DIST, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC, FAM_SOFT_ECC, FAM_ECT, FAM_SOFT_ECT } op_family;
+typedef enum { FAM_GREY, FAM_RANK, FAM_DIST, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC, FAM_SOFT_ECC, FAM_ECT, FAM_SOFT_ECT, FAM_SSIM } op_family;
 
 /* The ops: API-style name (--op), key (the first part of a workload's name)
  * and family. */
@@ -88,7 +88,7 @@ typedef struct op_desc {
 enum {
   OP_EROSION, OP_DILATION, OP_MEDIAN, OP_RANK, OP_PERCENTILE, OP_EDT, OP_BIN_EROSION, OP_FILL_HOLES, OP_LABEL,
   OP_OPENING, OP_SINKHORN, OP_SINKHORN_LOG, OP_SINKHORN_DENSE, OP_ECC, OP_SOFT_ECC, OP_CDT_TAXI, OP_CDT_CHESS, OP_ECT,
-  OP_SOFT_ECT, OP_BF, OP_COUNT
+  OP_SOFT_ECT, OP_BF, OP_SSIM, OP_SSIM_GAUSS, OP_COUNT
 };
 static const op_desc ops[OP_COUNT] = {
     [OP_EROSION] = {"grey_erosion", "erosion", FAM_GREY},
@@ -111,6 +111,8 @@ static const op_desc ops[OP_COUNT] = {
     [OP_ECT] = {"euler_characteristic_transform", "ect", FAM_ECT}, /* binary, size = T, param = m directions */
     [OP_SOFT_ECT] = {"soft_ect", "soft_ect", FAM_SOFT_ECT}, /* binary, forward + backward, size = T, param = m */
     [OP_BF] = {"distance_transform_bf", "bf", FAM_DIST},    /* euclidean; param 1: sampling and indices */
+    [OP_SSIM] = {"structural_similarity", "ssim", FAM_SSIM},             /* uniform window of size */
+    [OP_SSIM_GAUSS] = {"structural_similarity_gaussian", "ssim_gauss", FAM_SSIM}, /* sigma 1.5 (size 11) */
 };
 
 typedef struct workload {
@@ -214,6 +216,10 @@ static const workload default_workloads[] = {
     /* distance_transform_bf (issue 5): the brute-force oracle, euclidean, uint8 random bytes as for edt */
     {OP_BF, NDF_UINT8, 2, {256, 256}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 0},
     {OP_ECT, NDF_UINT8, 3, {128, 128, 128}, 64, FP_BOX, 0, NDF_MODE_REFLECT, 64},
+    /* SSIM (issue 32): the full map (float32) and the mean of two random float32 volumes (the second
+     * from a fixed seed, see ssim_side), data_range 2000, skimage's defaults otherwise */
+    {OP_SSIM, NDF_FLOAT32, 3, {256, 256, 256}, 7, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_SSIM_GAUSS, NDF_FLOAT32, 3, {256, 256, 256}, 11, FP_BOX, 0, NDF_MODE_REFLECT, 0},
 };
 #define N_DEFAULT (sizeof default_workloads / sizeof default_workloads[0])
 
@@ -353,6 +359,7 @@ typedef struct op_setup {
   ndf_soft_ect_options xopt; /* soft ECT: thresholds in sthr, directions in dirs */
   ndf_array fp;
   uint8_t *fpbuf;
+  ndf_ssim_options mopt; /* SSIM: the second image and the mean live in ssim_side */
 } op_setup;
 
 static int setup_options(const workload *w, op_setup *g)
@@ -363,6 +370,13 @@ static int setup_options(const workload *w, op_setup *g)
   ndf_rank_options_init(&g->ropt);
   ndf_distance_options_init(&g->dopt);
   g->dopt.batch_dims = w->batch_dims;
+  if (ops[w->op].family == FAM_SSIM) {
+    ndf_ssim_options_init(&g->mopt);
+    g->mopt.data_range = 2000; /* fill_random's range */
+    g->mopt.gaussian_weights = w->op == OP_SSIM_GAUSS;
+    g->mopt.batch_dims = w->batch_dims;
+    return 0;
+  }
   if (ops[w->op].family == FAM_SOFT_ECC) {
     /* thresholds evenly spaced over fill_random's [-1000, 1000); lambda: a
      * sigmoid about two threshold spacings wide */
@@ -614,8 +628,48 @@ static ndf_array *edt_indices(ndf_ctx *c, const workload *w, const ndf_array *in
   return &cache[n++].a;
 }
 
+/* The SSIM workloads' second image (fill_random of a fixed seed, so that the CPU
+ * and the GPU compare the same pair) and mean (float64, the batch shape): one set
+ * per context and device, made on first use and kept until the program exits,
+ * so that no allocation or upload is timed.  The map is the workload's output. */
+static void fill_random(void *buf, ndf_dtype t, int64_t n, uint64_t seed);
+typedef struct ssim_bufs {
+  ndf_array y, mean;
+} ssim_bufs;
+static ssim_bufs *ssim_side(ndf_ctx *c, const workload *w, const ndf_array *in)
+{
+  static struct { ndf_ctx *ctx; ndf_device_type dev; int64_t n; ssim_bufs b; } cache[16];
+  static int n;
+  const int64_t cnt = wl_count(w);
+  for (int i = 0; i < n; i++)
+    if (cache[i].ctx == c && cache[i].dev == in->device && cache[i].n == cnt && cache[i].b.y.dtype == w->dtype)
+      return &cache[i].b;
+  if (n == 16) return NULL;
+  ssim_bufs *b = &cache[n].b;
+  void *host = malloc((size_t)cnt * ndf_dtype_size(w->dtype));
+  if (!host) return NULL;
+  fill_random(host, w->dtype, cnt, 0x55aa55aa12345ull);
+  ndf_array h;
+  ndf_status s = ndf_array_init(&h, host, NDF_DEVICE_CPU, w->dtype, w->ndim, w->shape);
+  if (s == NDF_OK) s = ndf_array_alloc(c, &b->y, in->device, w->dtype, w->ndim, w->shape);
+  if (s == NDF_OK) s = ndf_array_copy(c, &b->y, &h);
+  if (s == NDF_OK) s = ndf_array_alloc(c, &b->mean, in->device, NDF_FLOAT64, w->batch_dims, w->shape);
+  if (s == NDF_OK && in->device == NDF_DEVICE_CUDA) s = ndf_ctx_synchronize(c);
+  free(host);
+  if (s != NDF_OK) return NULL;
+  cache[n].ctx = c;
+  cache[n].dev = in->device;
+  cache[n].n = cnt;
+  return &cache[n++].b;
+}
+
 static ndf_status run_op(ndf_ctx *c, const workload *w, const ndf_array *in, ndf_array *out, const op_setup *g)
 {
+  if (ops[w->op].family == FAM_SSIM) {
+    ssim_bufs *b = ssim_side(c, w, in);
+    if (!b) return NDF_ENOMEM;
+    return ndf_structural_similarity(c, in, &b->y, &b->mean, out, &g->mopt);
+  }
   if (w->op == OP_EDT) {
     ndf_array *idx = NULL;
     if (w->param && !(idx = edt_indices(c, w, in))) return NDF_ENOMEM;
@@ -1847,7 +1901,7 @@ static void print_json(const workload *w, const result *r, const char *device, c
   sbuf s = {.n = 0};
   char name[256];
   wl_name(w, name, sizeof name);
-  double bytes = (double)wl_bytes(w) + (double)wl_out_bytes(w);
+  double bytes = (double)wl_bytes(w) * (ops[w->op].family == FAM_SSIM ? 2 : 1) + (double)wl_out_bytes(w);
   put(&s, "{\"bench\":\"ndf_bench\"");
   put_str(&s, "name", name);
   put_str(&s, "op", op_name(w->op));
@@ -1901,7 +1955,7 @@ static void print_human(const workload *w, const result *r)
   char t[32];
   char shp[160];
   shape_str(w, 'x', shp, sizeof shp);
-  double bytes = (double)wl_bytes(w) + (double)wl_out_bytes(w);
+  double bytes = (double)wl_bytes(w) * (ops[w->op].family == FAM_SSIM ? 2 : 1) + (double)wl_out_bytes(w);
   fprintf(stderr, "%s %s %s %s=%d", op_name(w->op), dtype_short(w->dtype), shp,
           w->fp == FP_CROSS ? "cross" : "size", w->size);
   if (w->batch_dims) fprintf(stderr, " batch_dims=%d", w->batch_dims);

@@ -2124,7 +2124,7 @@ static const char *metrics_usage =
     "  --gaussian-weights    ssim: Gaussian window (sigma 1.5, truncate 3.5)\n"
     "  --sigma S, --K1 K, --K2 K   ssim constants (defaults 1.5, 0.01, 0.03)\n"
     "  --population-covariance     ssim: divide by N, not N - 1\n"
-    "  --full FILE           ssim: the SSIM map (float32 for float32 IMAGE0, else float64)\n"
+    "  --full FILE           ssim: write the SSIM map (float32 for float32 IMAGE0)\n"
     "  --device cpu|cuda|auto  where to run (default auto)\n";
 
 static int cmd_metrics(int argc, char **argv) {
