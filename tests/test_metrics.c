@@ -344,17 +344,16 @@ static int run_case(mt_state *s, const mt_case *c, int v, tu_rng *rng, int verbo
       const int64_t n = ndf_array_size(&S.arr);
       const double tol = !c->gauss ? 0 : S.arr.dtype == NDF_FLOAT32 ? 1e-6 : 1e-12;
       int64_t bad = 0;
+      char detail[200] = "";
       for (int64_t i = 0; i < n; i++) {
         const double w = tu_get(&S.arr, i), g = tu_get(&fl.arr, i);
         if (tol == 0 ? !(w == g || (w != w && g != g)) : !close_abs(w, g, tol)) {
-          if (bad++ == 0) snprintf(msg, sizeof msg, "map element %lld: want %.17g, got %.17g", (long long)i, w, g);
+          if (bad++ == 0) snprintf(detail, sizeof detail, "map element %lld: want %.17g, got %.17g", (long long)i, w, g);
         }
       }
       if (bad) {
-        char tmp[1024];
-        snprintf(tmp, sizeof tmp, "%lld of %lld map values differ (%s): %s", (long long)bad, (long long)n,
-                 tol == 0 ? "bit for bit" : "tolerance", msg);
-        snprintf(msg, sizeof msg, "%s", tmp);
+        snprintf(msg, sizeof msg, "%lld of %lld map values differ (%s): %s", (long long)bad, (long long)n,
+                 tol == 0 ? "bit for bit" : "tolerance", detail);
         goto done;
       }
       if (tu_check_gaps(&fl) >= 0) {
