@@ -1326,9 +1326,11 @@ NDF_API ndf_status ndf_hausdorff_distance(ndf_ctx *ctx, const ndf_array *image0,
  *           mean of S over each image cropped by (win_size - 1) / 2 on every
  *           spatial side, summed in float64.
  * At least one of full and mssim.  Inputs: any of the metrics' dtypes.
- * Backends: CPU and CUDA (the filters of ndf_uniform_filter /
- * ndf_gaussian_filter on scratch memory; same bits as the CPU for S, the mean
- * to its summation order).
+ * Backends: CPU and CUDA, the same bits for S, the mean to its summation
+ * order.  CUDA runs the five filters fused, one pass per spatial axis carrying
+ * the five quantities (tunable ssim.path=fused, the default), or composed
+ * from ndf_uniform_filter / ndf_gaussian_filter calls on scratch memory
+ * (ssim.path=composed).
  */
 typedef struct ndf_ssim_options {
   int win_size;

@@ -5,7 +5,7 @@
 //   ndf_metrics_stats     per (image, block): float64 sums of (a-b)^2, a*a, a
 //                         (products in the float type F), NaN-propagating min
 //                         and max of a, counts of a != 0, b != 0 and both.
-//   ndf_metrics_finish    one thread per image: sums its blocks in order and
+//   ndf_metrics_finish    one block per image: sums its blocks (a fixed tree) and
 //                         writes the metric (op) to the strided result; with
 //                         dry = 1 it only flags an image whose values leave the
 //                         dtype's range (PSNR's default data_range).
@@ -16,7 +16,7 @@
 //                         adds, so S is the CPU backend's bit for bit); writes
 //                         the map (any strides) and per (image, block) sums of
 //                         S over the cropped interior.
-//   ndf_metrics_mean      one thread per image: the blocks' sums in order / count.
+//   ndf_metrics_mean      one block per image: the sum of its partial sums / count.
 //   ndf_metrics_not       m == 0 as uint8 (contiguous).
 //   ndf_metrics_hd_reduce per image: max of d over a != 0 and the count
 //                         (atomics on exact values: order-independent).
@@ -126,43 +126,54 @@ extern "C" __global__ void __launch_bounds__(256) ndf_metrics_stats(const ndf_me
 
 NDF_PARAMS(ndf_metrics_finish_params)
 
+// Block b (grid-strided) finishes image b: its threads sum strided subsets of
+// the image's block sums in a fixed order, then the block's tree.
 extern "C" __global__ void __launch_bounds__(256) ndf_metrics_finish(const ndf_metrics_finish_params p) {
-  const ndf_i64 img = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x;
-  if (img >= p.nimg) return;
-  double sdd = 0, saa = 0, sa = 0, mn = 1.0 / 0.0, mx = -1.0 / 0.0;
-  ndf_i64 na = 0, nb = 0, nab = 0;
-  for (int b = 0; b < p.nblk; b++) {
-    const ndf_i64 k = img * p.nblk + b;
-    sdd += p.part[k * 5 + 0];
-    saa += p.part[k * 5 + 1];
-    sa += p.part[k * 5 + 2];
-    mn = ndf_m_min(mn, p.part[k * 5 + 3]);
-    mx = ndf_m_max(mx, p.part[k * 5 + 4]);
-    na += p.cnt[k * 3 + 0];
-    nb += p.cnt[k * 3 + 1];
-    nab += p.cnt[k * 3 + 2];
-  }
-  const double n = (double)p.vox, mse = sdd / n;
-  double dr = p.data_range;
-  if (p.op == 4 && dr == 0) { // PSNR, scikit-image's default range
-    if (mx > p.hi || mn < p.lo) {
-      p.status[0] = 1;
-      return;
+  __shared__ double sh[256];
+  for (ndf_i64 img = blockIdx.x; img < p.nimg; img += gridDim.x) {
+    double sdd = 0, saa = 0, sa = 0, mn = 1.0 / 0.0, mx = -1.0 / 0.0, ca = 0, cb = 0, cab = 0;
+    for (ndf_i64 b = threadIdx.x; b < p.nblk; b += 256) {
+      const ndf_i64 k = img * p.nblk + b;
+      sdd += p.part[k * 5 + 0];
+      saa += p.part[k * 5 + 1];
+      sa += p.part[k * 5 + 2];
+      mn = ndf_m_min(mn, p.part[k * 5 + 3]);
+      mx = ndf_m_max(mx, p.part[k * 5 + 4]);
+      ca += (double)p.cnt[k * 3 + 0];
+      cb += (double)p.cnt[k * 3 + 1];
+      cab += (double)p.cnt[k * 3 + 2];
     }
-    dr = mn >= 0 ? p.hi : p.hi - p.lo;
+    sdd = ndf_m_bsum(sdd, sh);
+    saa = ndf_m_bsum(saa, sh);
+    sa = ndf_m_bsum(sa, sh);
+    mn = ndf_m_bext(mn, sh, 0);
+    mx = ndf_m_bext(mx, sh, 1);
+    ca = ndf_m_bsum(ca, sh);
+    cb = ndf_m_bsum(cb, sh);
+    cab = ndf_m_bsum(cab, sh);
+    if (threadIdx.x != 0) continue;
+    const double n = (double)p.vox, mse = sdd / n;
+    double dr = p.data_range;
+    if (p.op == 4 && dr == 0) { // PSNR, scikit-image's default range
+      if (mx > p.hi || mn < p.lo) {
+        p.status[0] = 1;
+        continue;
+      }
+      dr = mn >= 0 ? p.hi : p.hi - p.lo;
+    }
+    if (p.dry) continue;
+    double v;
+    switch (p.op) {
+      case 0: v = mse; break;
+      case 1: v = sqrt(mse) / sqrt(saa / n); break;
+      case 2: v = sqrt(mse) / (p.f32 ? (double)__fsub_rn((float)mx, (float)mn) : mx - mn); break;
+      case 3: v = sqrt(mse) / (sa / n); break;
+      case 4: v = 10.0 * log10(__ddiv_rn(__dmul_rn(dr, dr), mse)); break;
+      case 5: v = ca + cb == 0 ? 1.0 : (2.0 * cab) / (ca + cb); break;
+      default: v = ca + cb == 0 ? 1.0 : cab / (ca + cb - cab); break;
+    }
+    p.result[ndf_m_off(img, p.nb, p.rshape, p.rstr)] = v;
   }
-  if (p.dry) return;
-  double v;
-  switch (p.op) {
-    case 0: v = mse; break;
-    case 1: v = sqrt(mse) / sqrt(saa / n); break;
-    case 2: v = sqrt(mse) / (p.f32 ? (double)__fsub_rn((float)mx, (float)mn) : mx - mn); break;
-    case 3: v = sqrt(mse) / (sa / n); break;
-    case 4: v = 10.0 * log10(__ddiv_rn(__dmul_rn(dr, dr), mse)); break;
-    case 5: v = na + nb == 0 ? 1.0 : (2.0 * (double)nab) / (double)(na + nb); break;
-    default: v = na + nb == 0 ? 1.0 : (double)nab / (double)(na + nb - nab); break;
-  }
-  p.result[ndf_m_off(img, p.nb, p.rshape, p.rstr)] = v;
 }
 
 NDF_PARAMS(ndf_metrics_ssim_prep_params)
@@ -219,12 +230,16 @@ extern "C" __global__ void __launch_bounds__(256) ndf_metrics_ssim(const ndf_met
 
 NDF_PARAMS(ndf_metrics_mean_params)
 
+// Block b (grid-strided) averages image b's nblk partial sums (threads over strided
+// subsets in a fixed order, then the tree).
 extern "C" __global__ void __launch_bounds__(256) ndf_metrics_mean(const ndf_metrics_mean_params p) {
-  const ndf_i64 img = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x;
-  if (img >= p.nimg) return;
-  double s = 0;
-  for (int b = 0; b < p.nblk; b++) s += p.part[img * p.nblk + b];
-  p.result[ndf_m_off(img, p.nb, p.rshape, p.rstr)] = s / p.count;
+  __shared__ double sh[256];
+  for (ndf_i64 img = blockIdx.x; img < p.nimg; img += gridDim.x) {
+    double s = 0;
+    for (ndf_i64 b = threadIdx.x; b < p.nblk; b += 256) s += p.part[img * p.nblk + b];
+    s = ndf_m_bsum(s, sh);
+    if (threadIdx.x == 0) p.result[ndf_m_off(img, p.nb, p.rshape, p.rstr)] = s / p.count;
+  }
 }
 
 NDF_PARAMS(ndf_metrics_not_params)

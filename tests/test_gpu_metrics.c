@@ -3,7 +3,8 @@
  * (itself checked against scikit-image by test_metrics), on fresh random
  * inputs drawn here: mse, nrmse (three normalizations), psnr (given and
  * default data_range), ssim (uniform and Gaussian windows, 2-D and 3-D, the
- * map as float32 / float64, mean only or map only), dice, jaccard and the
+ * map as float32 / float64, mean only or map only; the fused kernels and,
+ * with the tunable ssim.path=composed, the filters composed), dice, jaccard and the
  * Hausdorff distance (with sampling); every input dtype pair class, 0-2 batch
  * axes, strided and negative-stride inputs, strided results and maps.
  *
@@ -49,6 +50,7 @@ typedef struct mcase {
   ndf_metrics_options o;
   ndf_ssim_options so;
   int want_mean, want_full;
+  int composed; /* SSIM on CUDA: tunable ssim.path=composed instead of the fused default */
   char desc[512];
 } mcase;
 
@@ -108,6 +110,7 @@ static void draw(tu_rng *rng, mcase *c) {
     minside = c->so.win_size ? c->so.win_size : c->so.gaussian_weights ? 11 : 7;
     c->want_mean = tu_rng_chance(rng, 0.8);
     c->want_full = !c->want_mean || tu_rng_chance(rng, 0.7);
+    c->composed = tu_rng_chance(rng, 0.5);
   }
   for (int d = 0; d < c->nd; d++)
     c->shape[d] = d < c->nb ? tu_rng_int(rng, 1, 3) : tu_rng_int(rng, minside, nsp == 3 ? minside + 14 : minside + 50);
@@ -123,8 +126,9 @@ static void draw(tu_rng *rng, mcase *c) {
   int n = snprintf(c->desc, sizeof c->desc, "%s %s/%s shape ", MNAMES[c->metric], ndf_dtype_name(c->ta),
                    ndf_dtype_name(c->tb));
   for (int d = 0; d < c->nd; d++) n += snprintf(c->desc + n, sizeof c->desc - n, "%s%lld", d ? "x" : "", (long long)c->shape[d]);
-  snprintf(c->desc + n, sizeof c->desc - n, " batch %d%s", c->nb,
-           c->metric == M_SSIM ? (c->so.gaussian_weights ? " gaussian" : " uniform") : "");
+  snprintf(c->desc + n, sizeof c->desc - n, " batch %d%s%s", c->nb,
+           c->metric == M_SSIM ? (c->so.gaussian_weights ? " gaussian" : " uniform") : "",
+           c->metric == M_SSIM ? (c->composed ? " composed" : " fused") : "");
 }
 
 /* One case on both backends; 0 when they agree. */
@@ -161,7 +165,9 @@ static int check_case(ndf_ctx *ctx, tu_rng *rng, const mcase *c) {
   tu_dev_upload(ctx, &db, &b);
   tu_dev_upload(ctx, &dr, &rg);
   if (c->want_full) tu_dev_upload(ctx, &df, &fg);
+  assert_int_equal(ndf_ctx_set_tunable(ctx, "ssim.path", c->composed ? "composed" : "fused"), NDF_OK);
   const ndf_status sg = run(ctx, c, &da.arr, &db.arr, &dr.arr, c->want_full ? &df.arr : NULL);
+  assert_int_equal(ndf_ctx_set_tunable(ctx, "ssim.path", NULL), NDF_OK);
   if (sg == NDF_OK) assert_int_equal(ndf_ctx_synchronize(ctx), NDF_OK);
   if (sc != sg) {
     printf("%s: CPU %s (%s), GPU %s (%s)\n", c->desc, ndf_status_name(sc), cmsg, ndf_status_name(sg), ndf_errmsg(ctx));
@@ -256,11 +262,12 @@ static void test_gpu_metrics_ssim_volume(void **state) {
   ndf_ssim_options_init(&c.so);
   c.so.data_range = 1;
   c.want_mean = c.want_full = 1;
-  snprintf(c.desc, sizeof c.desc, "ssim float32 96^3");
-  assert_int_equal(check_case(s->ctx, &rng, &c), 0);
-  c.so.gaussian_weights = 1;
-  snprintf(c.desc, sizeof c.desc, "ssim float32 96^3 gaussian");
-  assert_int_equal(check_case(s->ctx, &rng, &c), 0);
+  for (int k = 0; k < 4; k++) {
+    c.so.gaussian_weights = k / 2;
+    c.composed = k % 2;
+    snprintf(c.desc, sizeof c.desc, "ssim float32 96^3 %s %s", k / 2 ? "gaussian" : "uniform", k % 2 ? "composed" : "fused");
+    assert_int_equal(check_case(s->ctx, &rng, &c), 0);
+  }
 }
 
 int main(void) {

@@ -7,7 +7,9 @@
  * runs of RUN voxels and then the runs, and an image sums its chunks in
  * order, so the result does not depend on the thread count.  SSIM is
  * composed from the linear filters (ndf_uniform_filter / ndf_gaussian_filter
- * on scratch arrays of the float type) and one elementwise pass.  The
+ * on scratch arrays of the float type) and one elementwise pass; on CUDA the
+ * five filters run fused by default (metrics_cuda.c, tunable ssim.path), with
+ * the same arithmetic.  The
  * Hausdorff distance reads the Euclidean distance transforms of the two
  * complements (ndf_distance_transform_edt) at the points of the other mask.
  * Results are stored only once everything succeeded.
@@ -613,6 +615,11 @@ ndf_status ndf_structural_similarity(ndf_ctx *ctx, const ndf_array *im1, const n
   p.C1 = (o->K1 * R) * (o->K1 * R);
   p.C2 = (o->K2 * R) * (o->K2 * R);
   if (g.nimg == 0) return NDF_OK;
+  if (im1->device == NDF_DEVICE_CUDA && ndf__metrics_ssim_fused_wanted(ctx, im1)) {
+    s = ndf__metrics_ssim_fused_cuda(ctx, name, im1, im2, full, mssim, &g, &p, o->gaussian_weights, o->sigma);
+    if (s != NDF_ENOTSUP) return s;
+    s = NDF_OK; /* a window the fused kernels do not take: composed */
+  }
 
   /* Scratch: six arrays of the float type, and y converted when a filter cannot read it as it is.
    * The prep writes x*x, y*y, x*y into b2, b3, b4; then ux = f(x) -> b0, uy = f(y) -> b1,

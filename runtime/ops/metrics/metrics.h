@@ -56,6 +56,16 @@ ndf_status ndf__metrics_ssim_prep_cuda(ndf_ctx *ctx, const char *name, const ndf
                                        int f32, ndf_array *yc, ndf_array *xx, ndf_array *yy, ndf_array *xy);
 ndf_status ndf__metrics_ssim_cuda(ndf_ctx *ctx, const char *name, const ndf_array *const u[5], ndf_array *full,
                                   ndf_array *mssim, const ndf__metrics_geom *g, const ndf__ssim_plan *p);
+/* SSIM on CUDA with the five filters fused into one pass per spatial axis
+ * (templates/metrics_ssim.cu): the same map and mean as the composed path.
+ * gauss: the Gaussian window of sigma (truncate 3.5), else the uniform one of
+ * p->win_size.  NDF_ENOTSUP, with nothing done and no message, where it does
+ * not apply (a Gaussian of sigma <= 1e-15, which scipy does not filter). */
+ndf_status ndf__metrics_ssim_fused_cuda(ndf_ctx *ctx, const char *name, const ndf_array *im1, const ndf_array *im2,
+                                        ndf_array *full, ndf_array *mssim, const ndf__metrics_geom *g,
+                                        const ndf__ssim_plan *p, int gauss, double sigma);
+/* 1 when the context's tunable ssim.path picks the fused kernels (the default). */
+int ndf__metrics_ssim_fused_wanted(ndf_ctx *ctx, const ndf_array *im1);
 /* Hausdorff on CUDA: notm = (m == 0) as uint8 (contiguous, shaped like m). */
 ndf_status ndf__metrics_not_cuda(ndf_ctx *ctx, const char *name, const ndf_array *m, ndf_array *notm);
 /* Per image: max over a != 0 of d (contiguous float64, shaped like a) into dmax[img]

@@ -13,8 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "filters/filters.h"
 #include "kernel_params.generated.h"
 #include "metrics/metrics.h"
+#include "tune.h"
 
 /* Blocks of 256 threads per image: about 16 elements a thread, at most 1024 blocks. */
 static int nblk_for(int64_t vox) {
@@ -83,7 +85,7 @@ ndf_status ndf__metrics_stats_cuda(ndf_ctx *ctx, const char *name, ndf__metric_o
                                    .nimg = g->nimg, .vox = g->vox, .data_range = data_range, .lo = lo, .hi = hi,
                                    .op = (int32_t)op, .f32 = g->f32, .nb = g->nb, .nblk = nblk};
   result_geom(result, pf.rshape, pf.rstr);
-  const unsigned fgrid = (unsigned)((g->nimg + 255) / 256);
+  const unsigned fgrid = blocks_for(ctx, g->nimg); /* a block per image */
   if (s == NDF_OK && op == NDF__M_PSNR && data_range == 0 && ndf__dtype_is_float(a->dtype)) {
     /* The range check first: an image outside [-1, 1] is an error, and nothing may be written then. */
     pf.dry = 1;
@@ -153,7 +155,7 @@ ndf_status ndf__metrics_ssim_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
     ndf__metrics_mean_params pm = {.part = part, .result = dptr(mssim), .count = cnt, .nimg = g->nimg, .nb = g->nb,
                                    .nblk = nblk};
     result_geom(mssim, pm.rshape, pm.rstr);
-    s = ndf__metrics_mean_launch(ctx, name, f_mean, (unsigned)((g->nimg + 255) / 256), 256, 1, 0, &pm);
+    s = ndf__metrics_mean_launch(ctx, name, f_mean, blocks_for(ctx, g->nimg), 256, 1, 0, &pm);
   }
   if (part) ndf__scratch_free(ctx, part);
   return s;
@@ -204,4 +206,115 @@ ndf_status ndf__metrics_hd_finish_cuda(ndf_ctx *ctx, const char *name, ndf_array
   ndf__metrics_hd_finish_params p = {.dmax = dmax, .cnt = cnt, .result = dptr(result), .nimg = g->nimg, .nb = g->nb};
   result_geom(result, p.rshape, p.rstr);
   return ndf__metrics_hd_finish_launch(ctx, name, fn, (unsigned)((g->nimg + 255) / 256), 256, 1, 0, &p);
+}
+
+/* ---- SSIM, the five filters fused ---------------------------------------------------- */
+
+int ndf__metrics_ssim_fused_wanted(ndf_ctx *ctx, const ndf_array *im1) {
+  const ndf__tune_work w = {im1->dtype, im1->ndim, ndf_array_size(im1), 0};
+  return ndf__tune(ctx, NDF__TUNE_SSIM_PATH, &w) == NDF__TUNE_SSIM_PATH__FUSED;
+}
+
+ndf_status ndf__metrics_ssim_fused_cuda(ndf_ctx *ctx, const char *name, const ndf_array *im1, const ndf_array *im2,
+                                        ndf_array *full, ndf_array *mssim, const ndf__metrics_geom *g,
+                                        const ndf__ssim_plan *pl, int gauss, double sigma) {
+  /* The window: K taps read from x - pre (the filters' uniform_filter / gaussian_filter pass). */
+  int64_t K = pl->win_size, radius = 0;
+  double *wts = NULL;
+  if (gauss) {
+    if (!(sigma > 1e-15)) return NDF_ENOTSUP; /* scipy leaves the axis unfiltered */
+    radius = (int64_t)(3.5 * sigma + 0.5);
+    K = 2 * radius + 1;
+    if (!(wts = malloc((size_t)K * sizeof *wts))) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+    ndf__gaussian_kernel(sigma, 0, radius, wts);
+    if (ndf__filters_symmetry(wts, K) != 1) { /* scipy's symmetric pairing is the only order the kernel has */
+      free(wts);
+      return NDF_ENOTSUP;
+    }
+  }
+  const int f32 = im1->dtype == NDF_FLOAT32;
+  const char *F = f32 ? "float" : "double", *FO = full && full->dtype == NDF_FLOAT32 ? "float" : "double";
+  ndf_status s = ndf__ctx_bind(ctx);
+  /* Every pass's kernel first: a compile failure writes nothing. */
+  CUfunction fn[NDF_MAX_SPATIAL], f_mean = NULL;
+  for (int k = 0; k < g->nsp && s == NDF_OK; k++) {
+    const int first = k == 0, last = k == g->nsp - 1;
+    ndf__kernel_req req;
+    if (!ndf__req_metrics_ssim(&req, first ? as_read(im1->dtype) : NDF_FLOAT32,
+                               first ? as_read(im2->dtype) : NDF_FLOAT32, F, last ? FO : "double", first, last,
+                               gauss))
+      s = ndf__error(ctx, NDF_EINTERNAL, "%s: no SSIM line kernel for these types", name);
+    if (s == NDF_OK) s = ndf__jit_get(ctx, name, &req, &fn[k]);
+    ndf__req_free(&req);
+  }
+  if (s == NDF_OK && mssim) s = get(ctx, name, "ndf_metrics_mean", NDF_FLOAT32, NDF_FLOAT32, "double", "double", &f_mean);
+  CUdeviceptr wdev = 0;
+  if (s == NDF_OK && gauss) s = ndf__device_table(ctx, wts, (size_t)K * sizeof *wts, &wdev);
+  free(wts);
+  if (s != NDF_OK) return s;
+
+  /* Scratch: two sets of five contiguous arrays of the float type (one for two axes, none for one),
+   * and the line sums of the last pass. */
+  const int nd = g->ndim, nb = g->nb, last_axis = nd - 1;
+  const int64_t n = ndf_array_size(im1), esz = f32 ? 4 : 8;
+  const int64_t nlast = n / im1->shape[last_axis];
+  const int nsets = g->nsp >= 3 ? 2 : g->nsp == 2 ? 1 : 0;
+  CUdeviceptr set[2][5] = {{0}}, part = 0;
+  for (int a = 0; a < nsets && s == NDF_OK; a++)
+    for (int q = 0; q < 5 && s == NDF_OK; q++) s = ndf__scratch_alloc(ctx, (size_t)(n * esz), &set[a][q]);
+  if (s == NDF_OK && mssim) s = ndf__scratch_alloc(ctx, (size_t)nlast * 8, &part);
+  int64_t cstr[NDF_MAX_NDIM], st = 1;
+  for (int d = nd - 1; d >= 0; d--) {
+    cstr[d] = st;
+    st *= im1->shape[d];
+  }
+  for (int k = 0; k < g->nsp && s == NDF_OK; k++) {
+    const int ax = nb + k, first = k == 0, last = k == g->nsp - 1;
+    const CUdeviceptr *in = set[(k + 1) % 2], *out = set[k % 2]; /* pass k writes set k % 2 */
+    ndf__ssim_lines_params p = {.n = im1->shape[ax], .nlines = n / im1->shape[ax], .K = K, .pre = K / 2,
+                                .pad = pl->pad, .cov_norm = pl->cov_norm, .C1 = pl->C1, .C2 = pl->C2,
+                                .ident = !gauss && K == 1, .w = wdev};
+    if (first) {
+      p.a = dptr(im1);
+      p.b = dptr(im2);
+      p.astr = im1->strides[ax];
+      p.bstr = im2->strides[ax];
+    } else {
+      p.u0 = in[0], p.u1 = in[1], p.u2 = in[2], p.u3 = in[3], p.u4 = in[4];
+    }
+    if (last) {
+      p.full = dptr(full);
+      p.part = part;
+      p.fstr = full ? full->strides[ax] : 0;
+    } else {
+      p.o0 = out[0], p.o1 = out[1], p.o2 = out[2], p.o3 = out[3], p.o4 = out[4];
+    }
+    p.ustr = cstr[ax];
+    for (int d = 0; d < nd; d++) {
+      if (d == ax) continue;
+      const int o = p.nother++;
+      p.oshape[o] = im1->shape[d];
+      p.oastr[o] = im1->strides[d];
+      p.obstr[o] = im2->strides[d];
+      p.oustr[o] = cstr[d];
+      p.ofstr[o] = full ? full->strides[d] : 0;
+      p.ocrop[o] = d >= nb;
+    }
+    s = ndf__ssim_lines_launch(ctx, name, fn[k], blocks_for(ctx, (p.nlines + 127) / 128), 128, 1, 0, &p);
+  }
+  if (s == NDF_OK && mssim) {
+    /* The last pass's lines run over the other axes in array order, batch axes outermost:
+     * image i owns lines i * L .. i * L + L - 1. */
+    double cnt = 1;
+    for (int d = nb; d < nd; d++) cnt *= (double)(im1->shape[d] - 2 * pl->pad);
+    ndf__metrics_mean_params pm = {.part = part, .result = dptr(mssim), .count = cnt, .nimg = g->nimg,
+                                   .nblk = nlast / g->nimg, .nb = nb};
+    result_geom(mssim, pm.rshape, pm.rstr);
+    s = ndf__metrics_mean_launch(ctx, name, f_mean, blocks_for(ctx, g->nimg), 256, 1, 0, &pm);
+  }
+  for (int a = 0; a < nsets; a++)
+    for (int q = 0; q < 5; q++)
+      if (set[a][q]) ndf__scratch_free(ctx, set[a][q]);
+  if (part) ndf__scratch_free(ctx, part);
+  return s;
 }
