@@ -1260,8 +1260,10 @@ NDF_API ndf_status ndf_gaussian_gradient_magnitude(ndf_ctx *ctx, const ndf_array
  *                            MONAI's compute_hausdorff_distance(percentile=95)).
  *                            The distances d(p, B) are read from the Euclidean
  *                            distance transform of B's complement (the one of
- *                            ndf_distance_transform_edt), so they are exact.
- *                            CUDA: percentile 100 only (else NDF_ENOTSUP).
+ *                            ndf_distance_transform_edt), so they are exact;
+ *                            the percentile's two ranks are selected exactly
+ *                            (a radix select on CUDA), so both backends agree
+ *                            bit for bit.
  * NaN in the inputs propagates into mse, nrmse and psnr as NumPy's does (min
  * and max too); a NaN data_range default is hi - lo, as scikit-image's.
  */

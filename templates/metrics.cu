@@ -21,6 +21,17 @@
 //   ndf_metrics_hd_reduce per image: max of d over a != 0 and the count
 //                         (atomics on exact values: order-independent).
 //   ndf_metrics_hd_finish the Hausdorff distance from both directions.
+//   ndf_metrics_hd_rank   percentile q < 100, one thread per image: NumPy's
+//                         linear virtual index of q among the image's n
+//                         distances, its two ranks and weight.
+//   ndf_metrics_hd_hist   one radix-select pass: per image and rank, a 256-bin
+//                         histogram of the byte at shift of the distances'
+//                         bits (non-negative doubles order as integers) among
+//                         those that match the prefix found so far.
+//   ndf_metrics_hd_pick   one thread per image and rank: the bin holding the
+//                         rank extends the prefix; the histogram is cleared.
+//   ndf_metrics_hd_lerp   the two selected values interpolated as NumPy's
+//                         _lerp into the directed term (dmax) of the image.
 // Block sums run over a fixed tree in shared memory, and the blocks of an
 // image depend only on its size, so a result does not vary between runs.
 #include "ndf_common.cuh"
@@ -284,4 +295,77 @@ extern "C" __global__ void __launch_bounds__(256) ndf_metrics_hd_finish(const nd
   const double inf = 1.0 / 0.0;
   const double v = ca == 0 ? (cb == 0 ? 0.0 : inf) : cb == 0 ? inf : (t0 > t1 ? t0 : t1);
   p.result[ndf_m_off(img, p.nb, p.rshape, p.rstr)] = v;
+}
+
+NDF_PARAMS(ndf_metrics_hd_rank_params)
+
+extern "C" __global__ void __launch_bounds__(256) ndf_metrics_hd_rank(const ndf_metrics_hd_rank_params p) {
+  const ndf_i64 img = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (img >= p.nimg) return;
+  const ndf_i64 n = p.cnt[img];
+  const double qq = p.q / 100.0;
+  const double virt = __dsub_rn(__dadd_rn(__dmul_rn((double)n, qq), __dsub_rn(1.0, qq)), 1.0);
+  ndf_i64 k0, k1;
+  double t = 0;
+  if (n == 0) {
+    k0 = k1 = 0;
+  } else if (virt >= (double)(n - 1)) {
+    k0 = k1 = n - 1;
+  } else if (virt < 0) {
+    k0 = k1 = 0;
+  } else {
+    const double fl = floor(virt);
+    k0 = (ndf_i64)fl;
+    k1 = k0 + 1;
+    t = __dsub_rn(virt, fl);
+  }
+  p.sel[img * 2 + 0] = 0; // prefix of rank 0, its remaining rank; then rank 1's
+  p.sel[img * 2 + 1] = k0;
+  p.sel[(p.nimg + img) * 2 + 0] = 0;
+  p.sel[(p.nimg + img) * 2 + 1] = k1;
+  p.gamma[img] = t;
+}
+
+NDF_PARAMS(ndf_metrics_hd_hist_params)
+
+extern "C" __global__ void __launch_bounds__(256) ndf_metrics_hd_hist(const ndf_metrics_hd_hist_params p) {
+  for (ndf_i64 bi = blockIdx.x; bi < p.nimg * p.nblk; bi += gridDim.x) {
+    const ndf_i64 img = bi / p.nblk, blk = bi - img * p.nblk;
+    const unsigned long long pre0 = (unsigned long long)p.sel[img * 2], pre1 = (unsigned long long)p.sel[(p.nimg + img) * 2];
+    const int hs = p.shift + 8; // the bits above the digit must match the prefix
+    for (ndf_i64 i = blk * 256 + threadIdx.x; i < p.vox; i += (ndf_i64)p.nblk * 256) {
+      const ndf_i64 e = img * p.vox + i;
+      const ndf_i64 o = p.contig ? e : ndf_m_off(e, p.ndim, p.shape, p.astr);
+      if (p.a[o] == (TA)0) continue;
+      const unsigned long long key = (unsigned long long)__double_as_longlong(p.d[e]);
+      const unsigned dig = (unsigned)(key >> p.shift) & 255u;
+      if (hs >= 64 || (key >> hs) == (pre0 >> hs)) atomicAdd(&p.hist[img * 256 + dig], 1u);
+      if (hs >= 64 || (key >> hs) == (pre1 >> hs)) atomicAdd(&p.hist[(p.nimg + img) * 256 + dig], 1u);
+    }
+  }
+}
+
+NDF_PARAMS(ndf_metrics_hd_pick_params)
+
+extern "C" __global__ void __launch_bounds__(256) ndf_metrics_hd_pick(const ndf_metrics_hd_pick_params p) {
+  const ndf_i64 j = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; // (rank, image)
+  if (j >= 2 * p.nimg) return;
+  unsigned *h = p.hist + j * 256;
+  ndf_i64 k = p.sel[j * 2 + 1];
+  int b = 0;
+  for (; b < 255 && k >= (ndf_i64)h[b]; b++) k -= (ndf_i64)h[b];
+  p.sel[j * 2 + 0] = (ndf_i64)((unsigned long long)p.sel[j * 2 + 0] | ((unsigned long long)b << p.shift));
+  p.sel[j * 2 + 1] = k;
+  for (int i = 0; i < 256; i++) h[i] = 0;
+}
+
+NDF_PARAMS(ndf_metrics_hd_lerp_params)
+
+extern "C" __global__ void __launch_bounds__(256) ndf_metrics_hd_lerp(const ndf_metrics_hd_lerp_params p) {
+  const ndf_i64 img = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (img >= p.nimg) return;
+  const double a = __longlong_as_double(p.sel[img * 2]), b = __longlong_as_double(p.sel[(p.nimg + img) * 2]);
+  const double t = p.gamma[img], diff = __dsub_rn(b, a);
+  const double v = t >= 0.5 ? __dsub_rn(b, __dmul_rn(diff, __dsub_rn(1.0, t))) : __dadd_rn(a, __dmul_rn(diff, t));
+  p.dmax[img] = __double_as_longlong(v);
 }

@@ -746,9 +746,6 @@ ndf_status ndf_hausdorff_distance(ndf_ctx *ctx, const ndf_array *image0, const n
   memcpy(dopt.sampling, opt->sampling, sizeof dopt.sampling);
   dopt.batch_dims = g.nb;
   const int cuda = image0->device == NDF_DEVICE_CUDA;
-  if (cuda && q != 100)
-    return ndf__error(ctx, NDF_ENOTSUP, "%s: percentile %g on CUDA arrays is not supported in this version (100 is; "
-                      "the CPU backend takes any)", name, q);
   if (g.nimg == 0) return NDF_OK;
 
   /* Scratch: the complement of one mask (uint8), its distance transform (float64). */
@@ -789,10 +786,11 @@ ndf_status ndf_hausdorff_distance(ndf_ctx *ctx, const ndf_array *image0, const n
     }
     if (s == NDF_OK) s = ndf_distance_transform_edt(ctx, &na, &da, NULL, &dopt);
     if (s == NDF_OK) {
-      if (cuda)
-        s = ndf__metrics_hd_reduce_cuda(ctx, name, from, &da, &g, dterm + (CUdeviceptr)dir * g.nimg * 8,
-                                        dterm + (CUdeviceptr)(2 + dir) * g.nimg * 8);
-      else
+      if (cuda) {
+        const CUdeviceptr dm = dterm + (CUdeviceptr)dir * g.nimg * 8, dc = dterm + (CUdeviceptr)(2 + dir) * g.nimg * 8;
+        s = ndf__metrics_hd_reduce_cuda(ctx, name, from, &da, &g, dm, dc);
+        if (s == NDF_OK && q < 100) s = ndf__metrics_hd_percentile_cuda(ctx, name, from, &da, &g, q, dm, dc);
+      } else
         s = directed_cpu(ctx, name, from, dist, &g, q, term + dir * g.nimg, cnt + dir * g.nimg);
     }
   }

@@ -72,6 +72,9 @@ ndf_status ndf__metrics_not_cuda(ndf_ctx *ctx, const char *name, const ndf_array
  * (-inf for none) and the counts of a != 0 into cnt[img]; device buffers. */
 ndf_status ndf__metrics_hd_reduce_cuda(ndf_ctx *ctx, const char *name, const ndf_array *a, const ndf_array *d,
                                        const ndf__metrics_geom *g, CUdeviceptr dmax, CUdeviceptr cnt);
+/* The directed term as the percentile q < 100 of the distances instead (after the reduce). */
+ndf_status ndf__metrics_hd_percentile_cuda(ndf_ctx *ctx, const char *name, const ndf_array *a, const ndf_array *d,
+                                           const ndf__metrics_geom *g, double q, CUdeviceptr dmax, CUdeviceptr cnt);
 /* result[img] from the two directed maxima and counts (0 / inf rules). */
 ndf_status ndf__metrics_hd_finish_cuda(ndf_ctx *ctx, const char *name, ndf_array *result,
                                        const ndf__metrics_geom *g, CUdeviceptr dmax, CUdeviceptr cnt);

@@ -318,3 +318,45 @@ ndf_status ndf__metrics_ssim_fused_cuda(ndf_ctx *ctx, const char *name, const nd
   if (part) ndf__scratch_free(ctx, part);
   return s;
 }
+
+/* The directed term as NumPy's percentile q (< 100) of the distances at the points of a:
+ * the two ranks of its virtual index by an 8-pass radix select on the distances' bits, then
+ * the interpolation, into dmax[img]; cnt[img] (from ndf__metrics_hd_reduce_cuda) counts the points. */
+ndf_status ndf__metrics_hd_percentile_cuda(ndf_ctx *ctx, const char *name, const ndf_array *a, const ndf_array *d,
+                                           const ndf__metrics_geom *g, double q, CUdeviceptr dmax, CUdeviceptr cnt) {
+  const ndf__cu_api *cu = ndf__cu(NULL);
+  CUfunction f_rank, f_hist, f_pick, f_lerp;
+  ndf_status s = get(ctx, name, "ndf_metrics_hd_rank", NDF_FLOAT32, NDF_FLOAT32, "double", "double", &f_rank);
+  if (s == NDF_OK) s = get(ctx, name, "ndf_metrics_hd_hist", a->dtype, NDF_FLOAT32, "double", "double", &f_hist);
+  if (s == NDF_OK) s = get(ctx, name, "ndf_metrics_hd_pick", NDF_FLOAT32, NDF_FLOAT32, "double", "double", &f_pick);
+  if (s == NDF_OK) s = get(ctx, name, "ndf_metrics_hd_lerp", NDF_FLOAT32, NDF_FLOAT32, "double", "double", &f_lerp);
+  if (s != NDF_OK) return s;
+  /* Scratch: hist (2 x nimg x 256 u32) | sel (2 x nimg x 2 i64) | gamma (nimg f64). */
+  const size_t hbytes = (size_t)g->nimg * 2 * 256 * 4, sbytes = (size_t)g->nimg * 2 * 16;
+  CUdeviceptr mem = 0;
+  if ((s = ndf__scratch_alloc(ctx, hbytes + sbytes + (size_t)g->nimg * 8, &mem)) != NDF_OK) return s;
+  const CUdeviceptr hist = mem, sel = mem + hbytes, gamma = mem + hbytes + sbytes;
+  CUresult cr = cu->cuMemsetD8Async(hist, 0, hbytes, ctx->stream);
+  if (cr != CUDA_SUCCESS) s = ndf__cuda_error(ctx, name, cr);
+  const unsigned ig = (unsigned)((g->nimg + 255) / 256), pg = (unsigned)((2 * g->nimg + 255) / 256);
+  ndf__metrics_hd_rank_params pr = {.cnt = cnt, .sel = sel, .gamma = gamma, .q = q, .nimg = g->nimg};
+  if (s == NDF_OK) s = ndf__metrics_hd_rank_launch(ctx, name, f_rank, ig, 256, 1, 0, &pr);
+  const int nblk = nblk_for(g->vox);
+  ndf__metrics_hd_hist_params ph = {.a = dptr(a), .d = dptr(d), .sel = sel, .hist = hist, .vox = g->vox,
+                                    .nimg = g->nimg, .ndim = g->ndim, .contig = ndf_array_is_contiguous(a),
+                                    .nblk = nblk};
+  for (int k = 0; k < g->ndim; k++) {
+    ph.shape[k] = a->shape[k];
+    ph.astr[k] = a->strides[k];
+  }
+  ndf__metrics_hd_pick_params pp = {.hist = hist, .sel = sel, .nimg = g->nimg};
+  for (int shift = 56; shift >= 0 && s == NDF_OK; shift -= 8) {
+    ph.shift = pp.shift = shift;
+    s = ndf__metrics_hd_hist_launch(ctx, name, f_hist, blocks_for(ctx, g->nimg * nblk), 256, 1, 0, &ph);
+    if (s == NDF_OK) s = ndf__metrics_hd_pick_launch(ctx, name, f_pick, pg, 256, 1, 0, &pp);
+  }
+  ndf__metrics_hd_lerp_params pl = {.sel = sel, .gamma = gamma, .dmax = dmax, .nimg = g->nimg};
+  if (s == NDF_OK) s = ndf__metrics_hd_lerp_launch(ctx, name, f_lerp, ig, 256, 1, 0, &pl);
+  ndf__scratch_free(ctx, mem);
+  return s;
+}
