@@ -77,7 +77,7 @@
 /* Workloads                                                                 */
 
 typedef enum { FP_BOX = 0, FP_CROSS = 1 } fp_kind;
-typedef enum { FAM_GREY, FAM_RANK, FAM_DIST, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC, FAM_SOFT_ECC, FAM_ECT, FAM_SOFT_ECT, FAM_SSIM } op_family;
+typedef enum { FAM_GREY, FAM_RANK, FAM_DIST, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC, FAM_SOFT_ECC, FAM_ECT, FAM_SOFT_ECT, FAM_FILTER, FAM_SSIM } op_family;
 
 /* The ops: API-style name (--op), key (the first part of a workload's name)
  * and family. */
@@ -88,7 +88,7 @@ typedef struct op_desc {
 enum {
   OP_EROSION, OP_DILATION, OP_MEDIAN, OP_RANK, OP_PERCENTILE, OP_EDT, OP_BIN_EROSION, OP_FILL_HOLES, OP_LABEL,
   OP_OPENING, OP_SINKHORN, OP_SINKHORN_LOG, OP_SINKHORN_DENSE, OP_ECC, OP_SOFT_ECC, OP_CDT_TAXI, OP_CDT_CHESS, OP_ECT,
-  OP_SOFT_ECT, OP_BF, OP_SSIM, OP_SSIM_GAUSS, OP_COUNT
+  OP_SOFT_ECT, OP_BF, OP_GAUSSIAN, OP_UNIFORM, OP_SSIM, OP_SSIM_GAUSS, OP_COUNT
 };
 static const op_desc ops[OP_COUNT] = {
     [OP_EROSION] = {"grey_erosion", "erosion", FAM_GREY},
@@ -111,6 +111,8 @@ static const op_desc ops[OP_COUNT] = {
     [OP_ECT] = {"euler_characteristic_transform", "ect", FAM_ECT}, /* binary, size = T, param = m directions */
     [OP_SOFT_ECT] = {"soft_ect", "soft_ect", FAM_SOFT_ECT}, /* binary, forward + backward, size = T, param = m */
     [OP_BF] = {"distance_transform_bf", "bf", FAM_DIST},    /* euclidean; param 1: sampling and indices */
+    [OP_GAUSSIAN] = {"gaussian_filter", "gaussian", FAM_FILTER}, /* param = sigma (every spatial axis) */
+    [OP_UNIFORM] = {"uniform_filter", "uniform", FAM_FILTER},    /* size = the window (every spatial axis) */
     [OP_SSIM] = {"structural_similarity", "ssim", FAM_SSIM},             /* uniform window of size */
     [OP_SSIM_GAUSS] = {"structural_similarity_gaussian", "ssim_gauss", FAM_SSIM}, /* sigma 1.5 (size 11) */
 };
@@ -216,6 +218,10 @@ static const workload default_workloads[] = {
     /* distance_transform_bf (issue 5): the brute-force oracle, euclidean, uint8 random bytes as for edt */
     {OP_BF, NDF_UINT8, 2, {256, 256}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 0},
     {OP_ECT, NDF_UINT8, 3, {128, 128, 128}, 64, FP_BOX, 0, NDF_MODE_REFLECT, 64},
+    /* linear filters (issue 32): float32 in [-1000, 1000), reflect; gaussian: truncate 4, param = sigma */
+    {OP_GAUSSIAN, NDF_FLOAT32, 3, {256, 256, 256}, 0, FP_BOX, 0, NDF_MODE_REFLECT, 2},
+    {OP_GAUSSIAN, NDF_FLOAT32, 3, {64, 1024, 1024}, 0, FP_BOX, 1, NDF_MODE_REFLECT, 2},
+    {OP_UNIFORM, NDF_FLOAT32, 3, {256, 256, 256}, 5, FP_BOX, 0, NDF_MODE_REFLECT, 0},
     /* SSIM (issue 32): the full map (float32) and the mean of two random float32 volumes (the second
      * from a fixed seed, see ssim_side), data_range 2000, skimage's defaults otherwise */
     {OP_SSIM, NDF_FLOAT32, 3, {256, 256, 256}, 7, FP_BOX, 0, NDF_MODE_REFLECT, 0},
@@ -334,6 +340,11 @@ static void wl_name(const workload *w, char *buf, size_t len)
     snprintf(buf, len, "%s_%s_%s%s_m%d_T%d", op, ndf_dtype_name(w->dtype), shp, b, (int)w->param, w->size);
     return;
   }
+  if (w->op == OP_GAUSSIAN) { /* "gaussian_f32_256x256x256_sigma2_b0" */
+    snprintf(buf, len, "%s_%s_%s_sigma%g_b%d%s%s", op, dtype_short(w->dtype), shp, w->param, w->batch_dims,
+             w->mode == NDF_MODE_REFLECT ? "" : "_", w->mode == NDF_MODE_REFLECT ? "" : ndf_mode_name(w->mode));
+    return;
+  }
   if (ops[w->op].family == FAM_DIST) { /* "edt_u8_1024x1024_b0", "..._samp_idx" */
     snprintf(buf, len, "%s_%s_%s_b%d%s", op, dtype_short(w->dtype), shp, w->batch_dims, w->param ? "_samp_idx" : "");
     return;
@@ -359,6 +370,8 @@ typedef struct op_setup {
   ndf_soft_ect_options xopt; /* soft ECT: thresholds in sthr, directions in dirs */
   ndf_array fp;
   uint8_t *fpbuf;
+  ndf_filter_options fopt; /* linear filters */
+  ndf_gaussian_params gauss;
   ndf_ssim_options mopt; /* SSIM: the second image and the mean live in ssim_side */
 } op_setup;
 
@@ -432,6 +445,15 @@ static int setup_options(const workload *w, op_setup *g)
       }
     }
     if (ndf_array_init(&g->dirs, g->dirbuf, NDF_DEVICE_CPU, NDF_FLOAT64, 2, dsh) != NDF_OK) return -1;
+    return 0;
+  }
+  if (ops[w->op].family == FAM_FILTER) {
+    ndf_filter_options_init(&g->fopt);
+    g->fopt.mode = w->mode;
+    g->fopt.batch_dims = w->batch_dims;
+    ndf_gaussian_params_init(&g->gauss);
+    g->gauss.nsigma = 1;
+    g->gauss.sigma[0] = w->param;
     return 0;
   }
   if (ops[w->op].family == FAM_DIST) {
@@ -692,6 +714,11 @@ static ndf_status run_op(ndf_ctx *c, const workload *w, const ndf_array *in, ndf
   case OP_FILL_HOLES: return ndf_binary_fill_holes(c, in, out, &g->bopt);
   case OP_LABEL: return ndf_label(c, in, out, g->bopt.structure, w->batch_dims, NULL);
   case OP_ECC: return ndf_euler_characteristic_curve(c, in, out, &g->eopt);
+  case OP_GAUSSIAN: return ndf_gaussian_filter(c, in, out, &g->gauss, &g->fopt);
+  case OP_UNIFORM: {
+    const int64_t size = w->size;
+    return ndf_uniform_filter(c, in, out, 1, &size, &g->fopt);
+  }
   case OP_SOFT_ECC: {
     soft_bufs *b = soft_arrays(c, w, in);
     if (!b) return NDF_ENOMEM;
@@ -1022,7 +1049,8 @@ static void usage(FILE *f)
         "grey_opening, sinkhorn / sinkhorn_log / sinkhorn_dense (--shape PAIRSxGRID, --size: iterations,\n"
         "--param: epsilon), euler_characteristic_curve (--size: T thresholds over [min, max];\n"
         "--param 1: T-construction), euler_characteristic_transform (binary; --size: T thresholds\n"
-        "over [-R, R]; --param: m directions).\n"
+        "over [-R, R]; --param: m directions), gaussian_filter (--param: sigma), uniform_filter\n"
+        "(--size: the window).\n"
         "$NDF_BENCH_RANK_ALGO=network|select|histogram|tile forces the rank filters' algorithm.\n"
         "$NDF_BENCH_GREY_ALGO=direct|separable|vhgw|decomposed forces the grey algorithm.\n"
         "$NDF_GREY_BOX=classic runs grey_box in place of grey_boxd (boxes <= 7, auto), =lines the line\n"
@@ -1910,6 +1938,7 @@ static void print_json(const workload *w, const result *r, const char *device, c
   for (int i = 0; i < w->ndim; i++) put(&s, "%s%lld", i ? "," : "", (long long)w->shape[i]);
   put(&s, "],\"size\":%d", w->size);
   if (w->op == OP_RANK || w->op == OP_PERCENTILE || w->op == OP_BIN_EROSION) put(&s, ",\"param\":%.17g", w->param);
+  if (w->op == OP_GAUSSIAN) put(&s, ",\"sigma\":%.17g,\"truncate\":4", w->param);
   if (ops[w->op].family == FAM_SINKHORN) /* shape = (pairs, grid...), size = iterations */
     put(&s, ",\"epsilon\":%.17g,\"iterations\":%d,\"log_domain\":%d,\"cost\":\"%s\"", w->param, w->size,
         (w->op == OP_SINKHORN_LOG), (w->op == OP_SINKHORN_DENSE) ? "dense" : "grid sqeuclidean, max 1");

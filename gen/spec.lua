@@ -17,6 +17,8 @@
 --            the name of the template that declares a shared struct
 --            (ADR 0018; types in gen/ndfgen.lua)
 local int_types = { "unsigned char", "signed char", "unsigned short", "short", "unsigned int", "int" }
+-- The element types of the linear filters: their inputs, outputs (int64 as well) and intermediates.
+local filter_ctypes = "unsigned char|signed char|unsigned short|short|unsigned int|int|long long|float|double"
 
 return {
   templates = {
@@ -1592,6 +1594,27 @@ return {
       name = "filter_line",
       file = "templates/filter_line.cu",
       kernels = { "ndf_filter_line" },
+      args = { "TI:" .. filter_ctypes, "TO:" .. filter_ctypes, "CVT:0|1|2", "MODE:0..4", "LAST:0|1", "SYM:-1|0|1",
+               "NTAP:1..2147483647", "WTAB:0|1", "WEIGHTS:text" },
+      params = {
+        ndf_fline_params = {
+          { "in", "const TI*" },
+          { "out", "TO*" },
+          { "n", "i64", "length of the processed axis" },
+          { "istr", "i64", "its strides (elements)" },
+          { "ostr", "i64" },
+          { "nother", "i32", "the other axes, in array order" },
+          { "oshape", "i64[NDF_MAX_NDIM]" },
+          { "oistr", "i64[NDF_MAX_NDIM]" },
+          { "oostr", "i64[NDF_MAX_NDIM]" },
+          { "nlines", "i64", "product of oshape" },
+          { "nseg", "i64", "segments per line, ceil(n / S)" },
+          { "S", "i32", "outputs per segment" },
+          { "pre", "i32", "NTAP / 2 + origin" },
+          { "cval", "f64" },
+          { "w", "const f64*", "WTAB 1: the NTAP weights" },
+        },
+      },
       slots = {
         TI = "input element type (C name)",
         TO = "output element type (C name)",
@@ -1620,6 +1643,24 @@ return {
       name = "filter_uniform",
       file = "templates/filter_uniform.cu",
       kernels = { "ndf_filter_uniform" },
+      args = { "TI:" .. filter_ctypes, "TO:" .. filter_ctypes, "CVT:0|1|2", "MODE:0..4" },
+      params = {
+        ndf_funi_params = {
+          { "in", "const TI*" },
+          { "out", "TO*" },
+          { "n", "i64", "length of the processed axis" },
+          { "istr", "i64", "its strides (elements)" },
+          { "ostr", "i64" },
+          { "nother", "i32", "the other axes, in array order" },
+          { "oshape", "i64[NDF_MAX_NDIM]" },
+          { "oistr", "i64[NDF_MAX_NDIM]" },
+          { "oostr", "i64[NDF_MAX_NDIM]" },
+          { "nlines", "i64", "product of oshape" },
+          { "K", "i64", "window size" },
+          { "pre", "i64", "K / 2 + origin" },
+          { "cval", "f64" },
+        },
+      },
       slots = {
         TI = "input element type (C name)",
         TO = "output element type (C name)",
@@ -1636,6 +1677,25 @@ return {
       name = "filter_taps",
       file = "templates/filter_taps.cu",
       kernels = { "ndf_filter_taps" },
+      args = { "TI:" .. filter_ctypes, "TO:" .. filter_ctypes, "CVT:0|1|2", "MODE:0..4", "NSP:1..8" },
+      params = {
+        ndf_ftaps_params = {
+          { "in", "const TI*" },
+          { "out", "TO*" },
+          { "ndim", "i32", "every axis: batch axes first, then NSP spatial ones" },
+          { "n", "i64", "output elements" },
+          { "shape", "i64[NDF_MAX_NDIM]" },
+          { "istr", "i64[NDF_MAX_NDIM]" },
+          { "ostr", "i64[NDF_MAX_NDIM]" },
+          { "ntaps", "i64" },
+          { "off", "const i32*", "ntaps x NSP offsets" },
+          { "loff", "const i64*", "ntaps linear input offsets" },
+          { "w", "const f64*", "ntaps weights" },
+          { "rlo", "i32[NDF_MAX_SPATIAL]", "least and greatest offset per spatial axis" },
+          { "rhi", "i32[NDF_MAX_SPATIAL]" },
+          { "cval", "f64" },
+        },
+      },
       slots = {
         TI = "input element type (C name)",
         TO = "output element type (C name)",
@@ -1653,6 +1713,20 @@ return {
       name = "filter_ew",
       file = "templates/filter_ew.cu",
       kernels = { "ndf_filter_ew" },
+      args = { "TI:" .. filter_ctypes, "TO:" .. filter_ctypes,
+               "UT:unsigned char|unsigned short|unsigned int|unsigned long long|float|double", "CVT:0|1|2",
+               "KIND:0..3", "INTS:0|1" },
+      params = {
+        ndf_few_params = {
+          { "a", "const TI*" },
+          { "out", "TO*" },
+          { "ndim", "i32" },
+          { "n", "i64" },
+          { "shape", "i64[NDF_MAX_NDIM]" },
+          { "sa", "i64[NDF_MAX_NDIM]", "strides of a and out (elements)" },
+          { "so", "i64[NDF_MAX_NDIM]" },
+        },
+      },
       slots = {
         TI = "KIND 0: the input element type; else TO",
         TO = "output element type (C name)",

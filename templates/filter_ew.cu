@@ -17,13 +17,7 @@ typedef NDF_SLOT(UT) UT;    // unsigned type of TO's width for integers; TO for 
 #define KIND NDF_SLOT(KIND)
 #define INTS NDF_SLOT(INTS)  // 1: TI and TO are both integers
 
-struct ndf_few_params {
-  const TI *a;
-  TO *out;
-  int ndim;
-  ndf_i64 n;
-  ndf_i64 shape[NDF_MAX_NDIM], sa[NDF_MAX_NDIM], so[NDF_MAX_NDIM];
-};
+NDF_PARAMS(ndf_few_params)
 
 extern "C" __global__ void __launch_bounds__(256) ndf_filter_ew(const ndf_few_params p) {
   for (ndf_i64 i = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += (ndf_i64)gridDim.x * blockDim.x) {

@@ -41,19 +41,7 @@ __constant__ const double ndf_fw[NTAP] = {NDF_SLOT(WEIGHTS)};
 #define W(k) ndf_fw[k]
 #endif
 
-struct ndf_fline_params {
-  const TI *in;
-  TO *out;
-  ndf_i64 n;                 // length of the processed axis
-  ndf_i64 istr, ostr;        // its strides (elements)
-  int nother;                // the other axes, in array order
-  ndf_i64 oshape[NDF_MAX_NDIM], oistr[NDF_MAX_NDIM], oostr[NDF_MAX_NDIM];
-  ndf_i64 nlines;            // product of oshape
-  ndf_i64 nseg;              // segments per line, ceil(n / S)
-  int S, pre;
-  double cval;
-  const double *w;           // WTAB 1: the NTAP weights
-};
+NDF_PARAMS(ndf_fline_params)
 
 extern "C" __global__ void __launch_bounds__(128) ndf_filter_line(const ndf_fline_params p) {
   extern __shared__ double ndf_fline_smem[];

@@ -13,19 +13,7 @@ typedef NDF_SLOT(TO) TO;
 #define MODE NDF_SLOT(MODE)
 #define NSP NDF_SLOT(NSP)     // spatial axes, 1..8
 
-struct ndf_ftaps_params {
-  const TI *in;
-  TO *out;
-  int ndim;                  // every axis: batch axes first, then NSP spatial ones
-  ndf_i64 n;                 // output elements
-  ndf_i64 shape[NDF_MAX_NDIM], istr[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
-  ndf_i64 ntaps;
-  const int *off;            // ntaps x NSP offsets
-  const ndf_i64 *loff;       // ntaps linear input offsets
-  const double *w;           // ntaps weights
-  int rlo[8], rhi[8];        // least / greatest offset per spatial axis
-  double cval;
-};
+NDF_PARAMS(ndf_ftaps_params)
 
 extern "C" __global__ void __launch_bounds__(256) ndf_filter_taps(const ndf_ftaps_params p) {
   const int nb = p.ndim - NSP;

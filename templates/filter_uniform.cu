@@ -15,18 +15,7 @@ typedef NDF_SLOT(TO) TO;
 #define CVT NDF_SLOT(CVT)
 #define MODE NDF_SLOT(MODE)
 
-struct ndf_funi_params {
-  const TI *in;
-  TO *out;
-  ndf_i64 n;
-  ndf_i64 istr, ostr;
-  int nother;
-  ndf_i64 oshape[NDF_MAX_NDIM], oistr[NDF_MAX_NDIM], oostr[NDF_MAX_NDIM];
-  ndf_i64 nlines;
-  ndf_i64 K;
-  ndf_i64 pre;
-  double cval;
-};
+NDF_PARAMS(ndf_funi_params)
 
 extern "C" __global__ void __launch_bounds__(128) ndf_filter_uniform(const ndf_funi_params p) {
   for (ndf_i64 line = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; line < p.nlines;

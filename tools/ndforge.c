@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <ftw.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -77,6 +78,12 @@ enum {
   O_METRIC = 1u << 26,
   O_INDICES = 1u << 27,
   O_TUNE = 1u << 28, /* --tune NAME=VALUE, repeatable: a tunable (ndforge tunables) */
+  /* linear filters: --sigma with --order, --truncate, --radius (one flag: the bits are
+   * spent; --sigma is checked apart); --axes of the N-D filters and --axis of the
+   * 1-D ones; --weights of correlate / convolve */
+  O_SIGMA = 1u << 29,
+  O_AXES = 1u << 30,
+  O_WEIGHTS = 1u << 31,
 };
 /* The options each family of ops takes (scipy's parameters), besides --device. */
 #define GREY_OPTS (O_SIZE | O_FOOTPRINT | O_STRUCTURE | O_ORIGIN | O_MODE | O_CVAL | O_BATCH | O_ALGORITHM)
@@ -91,11 +98,14 @@ enum {
 #define CDT_OPTS (O_METRIC | O_STRUCTURE | O_INDICES | O_BATCH)
 #define BF_OPTS (O_METRIC | O_SAMPLING | O_INDICES | O_BATCH)
 #define RANK_OPTS (O_SIZE | O_FOOTPRINT | O_ORIGIN | O_MODE | O_CVAL | O_BATCH | O_NAN_POLICY | O_ALGORITHM)
+/* Linear filters: every one takes these; the Gaussian ones --sigma ..., uniform --size,
+ * correlate / convolve --weights (and --origin). */
+#define FILTER_OPTS (O_MODE | O_CVAL | O_AXES | O_BATCH | O_OUTPUT_DTYPE)
 
 typedef enum { DEV_AUTO, DEV_CPU, DEV_CUDA } dev_choice;
 
 /* The options that name a file (an element or a mask), loaded before an op runs. */
-enum { F_FOOTPRINT, F_STRUCTURE, F_MASK, F_STRUCTURE1, F_STRUCTURE2, NFILES };
+enum { F_FOOTPRINT, F_STRUCTURE, F_MASK, F_STRUCTURE1, F_STRUCTURE2, F_WEIGHTS, NFILES };
 
 typedef struct args {
   unsigned given; /* O_* flags seen */
@@ -128,6 +138,11 @@ typedef struct args {
   int ndim;
   const char *out;
   char tune[2048]; /* the --tune assignments, comma-separated (ndf_ctx_set_tunables) */
+  /* linear filters */
+  int nsigma, norder, nradius, naxes;
+  double sigma[NDF_MAX_SPATIAL];
+  int64_t order[NDF_MAX_SPATIAL], radius[NDF_MAX_SPATIAL], axes[NDF_MAX_SPATIAL];
+  double truncate;
   int npos;
   const char *pos[16];
 } args;
@@ -288,6 +303,57 @@ static int opt_nan_policy(args *a, const char *v) {
   }
   return 0;
 }
+/* A list of finite numbers ("2" or "1.5,2,2"), at most NDF_MAX_SPATIAL. */
+static int parse_double_list(const char *opt, const char *v, double *out, int *n) {
+  const char *p = v;
+  *n = 0;
+  for (;;) {
+    char *end;
+    errno = 0;
+    double d = strtod(p, &end);
+    if (end == p || (*end != ',' && *end != '\0') || !isfinite(d) || *n == NDF_MAX_SPATIAL) {
+      errorf("bad value '%s' for --%s (expected a number or a comma-separated list such as 1.5,2,2, "
+             "at most %d)", v, opt, NDF_MAX_SPATIAL);
+      return -1;
+    }
+    out[(*n)++] = d;
+    if (*end == '\0') return 0;
+    p = end + 1;
+  }
+}
+/* The library checks signs and ranges (sigma < 0, order < 0, ...), as scipy. */
+static int opt_sigma(args *a, const char *v) { return parse_double_list("sigma", v, a->sigma, &a->nsigma); }
+static int opt_order(args *a, const char *v) {
+  return parse_int_list("order", v, INT32_MIN, INT32_MAX, a->order, &a->norder);
+}
+static int opt_truncate(args *a, const char *v) {
+  int n;
+  double t[NDF_MAX_SPATIAL];
+  if (parse_double_list("truncate", v, t, &n) != 0) return -1;
+  if (n != 1) {
+    errorf("bad value '%s' for --truncate (expected one number)", v);
+    return -1;
+  }
+  a->truncate = t[0];
+  return 0;
+}
+static int opt_radius(args *a, const char *v) {
+  return parse_int_list("radius", v, INT64_MIN, INT64_MAX, a->radius, &a->nradius);
+}
+/* --axes of the N-D filters; --axis (one value) of the 1-D filters, sobel and prewitt. */
+static int opt_axes(args *a, const char *v) {
+  return parse_int_list("axes", v, -NDF_MAX_NDIM, NDF_MAX_NDIM - 1, a->axes, &a->naxes);
+}
+static int opt_axis(args *a, const char *v) {
+  if (parse_int_list("axis", v, -NDF_MAX_NDIM, NDF_MAX_NDIM - 1, a->axes, &a->naxes) != 0) return -1;
+  if (a->naxes == 1) return 0;
+  errorf("bad value '%s' for --axis (expected one axis)", v);
+  return -1;
+}
+static int opt_weights(args *a, const char *v) {
+  a->file[F_WEIGHTS] = v;
+  return 0;
+}
 /* --sampling: one positive number or one per spatial axis. */
 static int opt_sampling(args *a, const char *v) {
   const char *p = v;
@@ -429,6 +495,13 @@ static const struct opt_def {
     {"ndim", O_NDIM, opt_ndim, "N", 0},
     {"out", O_OUT, opt_out, "DIR", 0},
     {"tune", O_TUNE, opt_tune, "NAME=VALUE", 0},
+    {"sigma", O_SIGMA, opt_sigma, "X[,X...]", 0},
+    {"order", O_SIGMA, opt_order, "N[,N...]", 0},
+    {"truncate", O_SIGMA, opt_truncate, "X", 0},
+    {"radius", O_SIGMA, opt_radius, "N[,N...]", 0},
+    {"axes", O_AXES, opt_axes, "N[,N...]", 0},
+    {"axis", O_AXES, opt_axis, "N", 0},
+    {"weights", O_WEIGHTS, opt_weights, "FILE", 0},
 };
 #define NOPT_DEFS (sizeof opt_defs / sizeof opt_defs[0])
 
@@ -456,8 +529,11 @@ static int parse_args(int argc, char **argv, int first, unsigned accepted, const
   a->dtype = NDF_DTYPE_COUNT;
   a->output_dtype = NDF_INT32;
   a->ndim = 3;
+  a->truncate = 4.0;
   a->device = DEV_AUTO;
   int only_pos = 0;
+  uint64_t seen = 0; /* the opt_defs entries given */
+  _Static_assert(NOPT_DEFS <= 64, "one bit per option in seen");
   for (int i = first; i < argc; i++) {
     const char *s = argv[i];
     if (only_pos || s[0] != '-' || s[1] == '\0' || is_negative_number(s)) {
@@ -492,10 +568,12 @@ static int parse_args(int argc, char **argv, int first, unsigned accepted, const
       else errorf("option --%s does not apply to '%s' (it takes no options)", d->name, cmd);
       return EXIT_USAGE;
     }
-    if ((a->given & d->flag) && d->flag != O_TUNE) {
+    const size_t idx = (size_t)(d - opt_defs); /* options may share a flag (O_SIGMA, O_AXES) */
+    if ((seen >> idx & 1) && d->flag != O_TUNE) {
       errorf("option --%s given twice", d->name);
       return EXIT_USAGE;
     }
+    seen |= (uint64_t)1 << idx;
     const char *val = eq ? eq + 1 : NULL;
     if (!val && d->is_bool) {
       /* A flag: takes the next argument only when it is true/false/1/0. */
@@ -538,6 +616,8 @@ enum {
   OPF_LABEL = 1u << 2,    /* output int32 (or --output-dtype) in every format; prints num_features */
   OPF_RANK = 1u << 3,     /* a rank filter (median, rank, percentile): the input's dtype */
   OPF_DISTANCE = 1u << 4, /* a distance transform: scipy's distance dtype, --indices */
+  OPF_FILTER = 1u << 5,   /* a linear filter: the input's dtype, or --output-dtype */
+  OPF_1D = 1u << 6,       /* a linear filter along one axis (--axis, default -1) */
 };
 
 typedef struct op_def {
@@ -703,7 +783,81 @@ static ndf_status call_bf(const op_def *op, ndf_ctx *ctx, const ndf_array *in, n
   return call_distance(ndf_distance_transform_bf, ctx, in, out, p);
 }
 
+/* The linear filters (scipy.ndimage): options not given keep scipy's defaults. */
+static void filter_options_from(const op_def *op, const args *a, ndf_filter_options *f) {
+  ndf_filter_options_init(f);
+  f->mode = a->mode;
+  f->cval = a->cval;
+  f->batch_dims = a->batch_dims;
+  f->norigin = a->norigin;
+  memcpy(f->origin, a->origin, sizeof f->origin);
+  if (!(op->flags & OPF_1D)) {
+    f->naxes = a->naxes;
+    for (int i = 0; i < a->naxes; i++) f->axes[i] = (int)a->axes[i];
+  }
+}
+static void gaussian_params_from(const args *a, ndf_gaussian_params *g) {
+  ndf_gaussian_params_init(g);
+  g->nsigma = a->nsigma;
+  memcpy(g->sigma, a->sigma, sizeof g->sigma);
+  g->norder = a->norder;
+  for (int i = 0; i < a->norder; i++) g->order[i] = a->order[i] < INT_MIN ? INT_MIN : a->order[i] > INT_MAX ? INT_MAX : (int)a->order[i];
+  g->truncate = a->truncate;
+  g->nradius = a->nradius;
+  memcpy(g->radius, a->radius, sizeof g->radius);
+}
+/* The weights of the 1-D filters: the --weights array read as float64 (one axis). */
+static ndf_status weights_1d(ndf_ctx *ctx, const ndf_array *w, double **out, int64_t *n) {
+  if (w->ndim != 1) {
+    errorf("--weights: the 1-D filters take a 1-D array (this one has %d axes)", w->ndim);
+    return NDF_EINVAL;
+  }
+  ndf_array d;
+  int64_t len = w->shape[0];
+  *out = malloc((size_t)(len > 0 ? len : 1) * sizeof(double));
+  if (!*out) return NDF_ENOMEM;
+  *n = len;
+  ndf_status s = ndf_array_init(&d, *out, NDF_DEVICE_CPU, NDF_FLOAT64, 1, &len);
+  if (s == NDF_OK) s = ndf_array_copy(ctx, &d, w);
+  if (s != NDF_OK) errorf("--weights: %s", ndf_errmsg(ctx));
+  return s;
+}
+static ndf_status call_filter(const op_def *op, ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
+                              const op_params *p) {
+  const args *a = p->a;
+  const char *n = op->name;
+  const int axis = a->naxes ? (int)a->axes[0] : -1;
+  ndf_filter_options f;
+  ndf_gaussian_params g;
+  filter_options_from(op, a, &f);
+  gaussian_params_from(a, &g);
+  if (!strcmp(n, "gaussian_filter")) return ndf_gaussian_filter(ctx, in, out, &g, &f);
+  if (!strcmp(n, "gaussian_filter1d"))
+    return ndf_gaussian_filter1d(ctx, in, out, a->sigma[0], axis, a->norder ? (int)a->order[0] : 0, a->truncate,
+                                 a->nradius ? a->radius[0] : -1, &f);
+  if (!strcmp(n, "gaussian_laplace")) return ndf_gaussian_laplace(ctx, in, out, &g, &f);
+  if (!strcmp(n, "gaussian_gradient_magnitude")) return ndf_gaussian_gradient_magnitude(ctx, in, out, &g, &f);
+  if (!strcmp(n, "uniform_filter")) return ndf_uniform_filter(ctx, in, out, a->nsize ? a->nsize : 1,
+                                                              a->nsize ? a->size : (const int64_t[]){3}, &f);
+  if (!strcmp(n, "uniform_filter1d")) return ndf_uniform_filter1d(ctx, in, out, a->nsize ? a->size[0] : 3, axis, &f);
+  if (!strcmp(n, "sobel")) return ndf_sobel(ctx, in, out, axis, &f);
+  if (!strcmp(n, "prewitt")) return ndf_prewitt(ctx, in, out, axis, &f);
+  if (!strcmp(n, "laplace")) return ndf_laplace(ctx, in, out, &f);
+  if (!strcmp(n, "correlate")) return ndf_correlate(ctx, in, out, p->file[F_WEIGHTS], &f);
+  if (!strcmp(n, "convolve")) return ndf_convolve(ctx, in, out, p->file[F_WEIGHTS], &f);
+  double *w = NULL;
+  int64_t nw = 0;
+  ndf_status s = weights_1d(ctx, p->file[F_WEIGHTS], &w, &nw);
+  if (s == NDF_OK)
+    s = !strcmp(n, "correlate1d") ? ndf_correlate1d(ctx, in, out, w, nw, axis, &f)
+                                  : ndf_convolve1d(ctx, in, out, w, nw, axis, &f);
+  free(w);
+  return s;
+}
+
 #define GREY_OP(name, fn, summary) {name, GREY_OPTS, 0, call_grey, fn, NULL, summary, 0}
+#define FILTER_OP(name, opts, flags, summary, required) \
+  {name, FILTER_OPTS | (opts), OPF_FILTER | (flags), call_filter, NULL, NULL, summary, required}
 #define RANK_OP(name, opts, call, summary, required) \
   {name, opts, OPF_RANK, call, NULL, NULL, summary, required}
 #define BINARY_OP(name, opts, fn, summary) \
@@ -750,6 +904,20 @@ static const op_def ops[] = {
      "chamfer distance, chessboard/taxicab or --structure (int32, -1 unreachable)", 0},
     {"distance_transform_bf", BF_OPTS, OPF_DISTANCE, call_bf, NULL, NULL,
      "brute-force distance (float64 euclidean, uint32 taxicab/chessboard)", 0},
+    FILTER_OP("gaussian_filter", O_SIGMA, 0, "Gaussian smoothing (or derivatives: --order) per axis", 0),
+    FILTER_OP("gaussian_filter1d", O_SIGMA, OPF_1D, "Gaussian smoothing (or a derivative) along --axis", 0),
+    FILTER_OP("gaussian_laplace", O_SIGMA, 0, "sum of the second Gaussian derivatives", 0),
+    FILTER_OP("gaussian_gradient_magnitude", O_SIGMA, 0, "norm of the Gaussian gradient", 0),
+    FILTER_OP("uniform_filter", O_SIZE | O_ORIGIN, 0, "mean over a box of --size (default 3)", 0),
+    FILTER_OP("uniform_filter1d", O_SIZE | O_ORIGIN, OPF_1D, "mean over --size values along --axis", 0),
+    FILTER_OP("sobel", 0, OPF_1D, "Sobel derivative along --axis, smoothed across the others", 0),
+    FILTER_OP("prewitt", 0, OPF_1D, "Prewitt derivative along --axis, averaged across the others", 0),
+    FILTER_OP("laplace", 0, 0, "sum of the second differences [1, -2, 1] per axis", 0),
+    FILTER_OP("correlate", O_WEIGHTS | O_ORIGIN, 0, "N-D correlation with --weights (one axis per filtered axis)",
+              O_WEIGHTS),
+    FILTER_OP("convolve", O_WEIGHTS | O_ORIGIN, 0, "N-D convolution with --weights", O_WEIGHTS),
+    FILTER_OP("correlate1d", O_WEIGHTS | O_ORIGIN, OPF_1D, "1-D correlation with --weights along --axis", O_WEIGHTS),
+    FILTER_OP("convolve1d", O_WEIGHTS | O_ORIGIN, OPF_1D, "1-D convolution with --weights along --axis", O_WEIGHTS),
 };
 #define NOPS (sizeof ops / sizeof ops[0])
 
@@ -945,6 +1113,7 @@ static ndf_dtype binary_file_dtype(const char *outpath) {
 static ndf_dtype output_dtype(const op_def *op, const args *a, const char *outpath,
                               ndf_dtype in_dtype) {
   if (op->flags & OPF_LABEL) return a->output_dtype; /* int32 unless --output-dtype */
+  if (op->flags & OPF_FILTER) return a->given & O_OUTPUT_DTYPE ? a->output_dtype : in_dtype; /* scipy's output= */
   if (op->flags & OPF_DISTANCE) { /* scipy's dtypes; edt: float32 with --output-dtype */
     if (op->call == call_cdt) return NDF_INT32;
     if (op->call == call_bf)
@@ -969,7 +1138,7 @@ static void run_help(void) {
          "INPUT and OUTPUT are .npy, .nii or .nii.gz files (NIfTI axes are x, y, z, ...).\n\n"
          "grey ops (the output has the input's dtype):\n");
   for (size_t i = 0; i < NOPS; i++)
-    if (!(ops[i].flags & (OPF_BINARY | OPF_LABEL | OPF_RANK | OPF_DISTANCE)))
+    if (!(ops[i].flags & (OPF_BINARY | OPF_LABEL | OPF_RANK | OPF_DISTANCE | OPF_FILTER)))
       printf("  %-23s %s\n", ops[i].name, ops[i].summary);
   printf("rank filters (the output has the input's dtype):\n");
   for (size_t i = 0; i < NOPS; i++)
@@ -988,6 +1157,10 @@ static void run_help(void) {
          "without --indices, on the CPU otherwise):\n");
   for (size_t i = 0; i < NOPS; i++)
     if (ops[i].flags & OPF_DISTANCE) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
+  printf("linear filters (scipy.ndimage; computed in float64, the output in the input's\n"
+         "dtype or --output-dtype, integers truncated as scipy):\n");
+  for (size_t i = 0; i < NOPS; i++)
+    if (ops[i].flags & OPF_FILTER) printf("  %-27s %s\n", ops[i].name, ops[i].summary);
   printf("\nThe composite ops (opening to black_tophat) use the element, mode, cval and\n"
          "origin in every step; their arithmetic is NumPy's in the input dtype\n"
          "(integers wrap around, as in scipy).\n"
@@ -1037,6 +1210,18 @@ static void run_help(void) {
          "                        (cdt --structure FILE: a 3x...x3 metric instead)\n"
          "  --indices FILE        distance transforms: also write the feature transform\n"
          "  --output-dtype DTYPE  edt: float64 (default) or float32 distances\n"
+         "  --sigma X[,X...]      Gaussian filters (required): standard deviation, one\n"
+         "                        value or one per filtered axis, >= 0\n"
+         "  --order N[,N...]      Gaussian filters: 0 smooths, k > 0 the k-th derivative\n"
+         "  --truncate X          Gaussian filters: radius = int(truncate * sigma + 0.5)\n"
+         "                        (default 4)\n"
+         "  --radius N[,N...]     Gaussian filters: the kernel's radius instead\n"
+         "  --axes N[,N...]       linear filters: the filtered axes (default: every\n"
+         "                        spatial axis)\n"
+         "  --axis N              1-D filters, sobel, prewitt: the axis (default -1)\n"
+         "  --weights FILE        correlate, convolve (required): the kernel, one axis per\n"
+         "                        filtered axis (1-D filters: one axis)\n"
+         "  --output-dtype DTYPE  linear filters: the output's dtype (default the input's)\n"
          "  --batch-dims N        leading axes that are independent images (default 0)\n"
          "  --device cpu|cuda|auto  where to run (default auto: CUDA when there is a\n"
          "                        device, except cdt with --indices or --structure)\n");
@@ -1055,6 +1240,7 @@ static void op_help(const op_def *op) {
              ? "labels 1..N, 0 for the background, int32 (or --output-dtype) in every format;\n"
                "prints \"num_features: N\" (one count per image with --batch-dims)"
          : op->flags & OPF_BINARY ? "bool (uint8 in NIfTI files)"
+         : op->flags & OPF_FILTER ? "the input's dtype, or --output-dtype (computed in float64)"
                                   : "the input's dtype");
   for (size_t k = 0; k < NOPT_DEFS; k++)
     if (opt_defs[k].flag & (op->opts | O_DEVICE))
@@ -1132,6 +1318,10 @@ static int cmd_run(int argc, char **argv) {
   if (missing) {
     char list[256];
     errorf("'%s' needs %s", cmd, format_opts(missing, list, sizeof list));
+    return EXIT_USAGE;
+  }
+  if ((op->opts & O_SIGMA) && a.nsigma == 0) { /* required; --order, --truncate, --radius share its flag */
+    errorf("'%s' needs --sigma X[,X...]", cmd);
     return EXIT_USAGE;
   }
   const char *inpath = a.pos[0], *outpath = a.pos[1];

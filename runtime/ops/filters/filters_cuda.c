@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "filters/filters.h"
+#include "kernel_params.generated.h"
 
 /* Kernels with at most this many taps have their weights compiled in. */
 #define WTAB_MIN 257
@@ -36,54 +37,42 @@ static int is_int(ndf_dtype t) { return t != NDF_FLOAT32 && t != NDF_FLOAT64; }
 
 /* The request of one pass; 0 when out of memory for its weights. */
 static int req_pass(ndf__kernel_req *r, const ndf__fpass *p, ndf_dtype src, ndf_dtype dst, int last) {
+  const char *ti = ndf__dtype_ctype(src), *to = ndf__dtype_ctype(dst);
   if (p->uniform) {
-    ndf__req_init(r, "filter_uniform", "ndf_filter_uniform");
-  } else {
-    ndf__req_init(r, "filter_line", "ndf_filter_line");
-    ndf__req_set(r, "LAST", "%d", last);
-    ndf__req_set(r, "SYM", "%d", p->sym);
-    ndf__req_set(r, "NTAP", "%lld", (long long)p->n);
-    const int wtab = p->n >= WTAB_MIN;
-    ndf__req_set(r, "WTAB", "%d", wtab);
-    if (wtab) {
-      ndf__req_set(r, "WEIGHTS", "0");
-    } else {
-      char *w = malloc((size_t)p->n * 32 + 1);
-      if (!w) return 0;
-      size_t at = 0;
-      for (int64_t k = 0; k < p->n; k++) at += (size_t)sprintf(w + at, "%s%a", k ? "," : "", p->w[k]);
-      ndf__req_set(r, "WEIGHTS", "%s", w);
-      free(w);
-    }
+    ndf__req_filter_uniform(r, ti, to, cvt_of(dst), (int)p->mode);
+    return 1;
   }
-  ndf__req_set(r, "TI", "%s", ndf__dtype_ctype(src));
-  ndf__req_set(r, "TO", "%s", ndf__dtype_ctype(dst));
-  ndf__req_set(r, "CVT", "%d", cvt_of(dst));
-  ndf__req_set(r, "MODE", "%d", (int)p->mode);
+  const int wtab = p->n >= WTAB_MIN;
+  char *w = malloc(wtab ? 2 : (size_t)p->n * 32 + 1);
+  if (!w) return 0;
+  size_t at = 0;
+  w[0] = '0';
+  w[1] = 0;
+  for (int64_t k = 0; !wtab && k < p->n; k++) at += (size_t)sprintf(w + at, "%s%a", k ? "," : "", p->w[k]);
+  ndf__req_filter_line(r, ti, to, cvt_of(dst), (int)p->mode, last, p->sym, p->n > INT32_MAX ? 0 : (int)p->n, wtab, w);
+  free(w);
   return 1;
 }
 
-/* The line-pass parameters every pass shares: the processed axis a, then the
- * other axes (shapes, input and output strides, padded); returns the lines. */
-static int64_t put_line_axes(ndf__params *pb, const ndf_array *src, const ndf_array *dst, int a) {
-  NDF__PUT(pb, src->shape[a]);
-  NDF__PUT(pb, src->strides[a]);
-  NDF__PUT(pb, dst->strides[a]);
-  int nother = src->ndim - 1;
-  NDF__PUT(pb, nother);
-  int64_t nlines = 1;
-  const int64_t *arrays[3] = {src->shape, src->strides, dst->strides};
-  for (int k = 0; k < 3; k++)
-    for (int d = 0, i = 0; i < NDF_MAX_NDIM; d++) {
-      if (d == a) continue;
-      int64_t v = d < src->ndim ? arrays[k][d] : 0;
-      if (k == 0 && d < src->ndim) nlines *= v;
-      NDF__PUT(pb, v);
-      i++;
-    }
-  NDF__PUT(pb, nlines);
-  return nlines;
-}
+/* Fills the axes of a line-pass struct P (ndf__fline_params, ndf__funi_params)
+ * for axis a: its length and strides, the other axes in array order (shapes,
+ * input and output strides), and nlines, their product. */
+#define LINE_AXES(P, src, dst, a)                                                                                   \
+  do {                                                                                                              \
+    (P).n = (src)->shape[a];                                                                                        \
+    (P).istr = (src)->strides[a];                                                                                   \
+    (P).ostr = (dst)->strides[a];                                                                                   \
+    (P).nother = (src)->ndim - 1;                                                                                   \
+    (P).nlines = 1;                                                                                                 \
+    for (int d_ = 0, i_ = 0; d_ < (src)->ndim; d_++) {                                                              \
+      if (d_ == (a)) continue;                                                                                      \
+      (P).oshape[i_] = (src)->shape[d_];                                                                            \
+      (P).oistr[i_] = (src)->strides[d_];                                                                           \
+      (P).oostr[i_] = (dst)->strides[d_];                                                                           \
+      (P).nlines *= (src)->shape[d_];                                                                               \
+      i_++;                                                                                                         \
+    }                                                                                                               \
+  } while (0)
 
 /* Columns C and segment S of filter_line for K taps on an axis of n: the
  * widest block whose staging (S + K - 1 rows of C + 1 doubles, plus 16 bytes
@@ -118,18 +107,15 @@ ndf_status ndf__filters_line_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
   s = ndf__jit_get(ctx, name, &req, &fn);
   ndf__req_free(&req);
   if (s != NDF_OK) return s;
-  ndf__params pb = {.n = 0};
-  const void *pin = src->data;
-  void *pout = dst->data;
-  NDF__PUT(&pb, pin);
-  NDF__PUT(&pb, pout);
-  const int64_t nlines = put_line_axes(&pb, src, dst, a);
   const int64_t pre = p->n / 2 + p->origin;
   if (p->uniform) {
-    NDF__PUT(&pb, p->n);
-    NDF__PUT(&pb, pre);
-    NDF__PUT(&pb, cval);
-    return ndf__launch(ctx, name, fn, ndf__grid(ctx, (nlines + 127) / 128, 16), 128, 1, 0, pb.b);
+    ndf__funi_params pu = {.in = (CUdeviceptr)(uintptr_t)src->data,
+                           .out = (CUdeviceptr)(uintptr_t)dst->data,
+                           .K = p->n,
+                           .pre = pre,
+                           .cval = cval};
+    LINE_AXES(pu, src, dst, a);
+    return ndf__funi_launch(ctx, name, fn, ndf__grid(ctx, (pu.nlines + 127) / 128, 16), 128, 1, 0, &pu);
   }
   int cols = 0, seg = 0;
   size_t limit = LINE_SMEM;
@@ -146,16 +132,16 @@ ndf_status ndf__filters_line_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
   }
   CUdeviceptr wt = 0;
   if (p->n >= WTAB_MIN && (s = ndf__device_table(ctx, p->w, (size_t)p->n * sizeof(double), &wt)) != NDF_OK) return s;
-  const int64_t nseg = (src->shape[a] + seg - 1) / seg;
-  NDF__PUT(&pb, nseg);
-  int pre32 = (int)pre;
-  NDF__PUT(&pb, seg);
-  NDF__PUT(&pb, pre32);
-  NDF__PUT(&pb, cval);
-  const void *pw = (const void *)(uintptr_t)wt;
-  NDF__PUT(&pb, pw);
-  const int64_t tiles = (nlines + cols - 1) / cols * nseg;
-  return ndf__launch(ctx, name, fn, ndf__grid(ctx, tiles, 2048 / cols), (unsigned)cols, 1, smem, pb.b);
+  ndf__fline_params pl = {.in = (CUdeviceptr)(uintptr_t)src->data,
+                          .out = (CUdeviceptr)(uintptr_t)dst->data,
+                          .nseg = (src->shape[a] + seg - 1) / seg,
+                          .S = seg,
+                          .pre = (int32_t)pre,
+                          .cval = cval,
+                          .w = wt};
+  LINE_AXES(pl, src, dst, a);
+  const int64_t tiles = (pl.nlines + cols - 1) / cols * pl.nseg;
+  return ndf__fline_launch(ctx, name, fn, ndf__grid(ctx, tiles, 2048 / cols), (unsigned)cols, 1, smem, &pl);
 }
 
 ndf_status ndf__filters_taps_cuda(ndf_ctx *ctx, const char *name, const ndf_array *src, ndf_array *dst,
@@ -166,12 +152,8 @@ ndf_status ndf__filters_taps_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
   if (s != NDF_OK) return s;
   const int nsp = t->nsp, nb = src->ndim - nsp;
   ndf__kernel_req req;
-  ndf__req_init(&req, "filter_taps", "ndf_filter_taps");
-  ndf__req_set(&req, "TI", "%s", ndf__dtype_ctype(src->dtype));
-  ndf__req_set(&req, "TO", "%s", ndf__dtype_ctype(dst->dtype));
-  ndf__req_set(&req, "CVT", "%d", cvt_of(dst->dtype));
-  ndf__req_set(&req, "MODE", "%d", (int)t->mode);
-  ndf__req_set(&req, "NSP", "%d", nsp);
+  ndf__req_filter_taps(&req, ndf__dtype_ctype(src->dtype), ndf__dtype_ctype(dst->dtype), cvt_of(dst->dtype),
+                       (int)t->mode, nsp);
   CUfunction fn;
   if ((s = ndf__jit_get(ctx, name, &req, &fn)) != NDF_OK) return s;
   const int64_t nt = t->ntaps ? t->ntaps : 1;
@@ -187,33 +169,25 @@ ndf_status ndf__filters_taps_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
   if (s == NDF_OK) s = ndf__device_table(ctx, t->ntaps ? (const void *)t->w : &zero_w, (size_t)nt * sizeof(double), &dw);
   free(loff);
   if (s != NDF_OK) return s;
-  ndf__params pb = {.n = 0};
-  const void *pin = src->data;
-  void *pout = dst->data;
-  NDF__PUT(&pb, pin);
-  NDF__PUT(&pb, pout);
-  int ndim = src->ndim;
-  NDF__PUT(&pb, ndim);
-  NDF__PUT(&pb, n);
-  ndf__params_put_padded(&pb, ndim, src->shape);
-  ndf__params_put_padded(&pb, ndim, src->strides);
-  ndf__params_put_padded(&pb, ndim, dst->strides);
-  NDF__PUT(&pb, t->ntaps);
-  const void *poff = (const void *)(uintptr_t)doff, *ploff = (const void *)(uintptr_t)dloff,
-             *pw = (const void *)(uintptr_t)dw;
-  NDF__PUT(&pb, poff);
-  NDF__PUT(&pb, ploff);
-  NDF__PUT(&pb, pw);
-  for (int d = 0; d < 8; d++) {
-    int v = d < nsp ? t->rlo[d] : 0;
-    NDF__PUT(&pb, v);
+  ndf__ftaps_params pt = {.in = (CUdeviceptr)(uintptr_t)src->data,
+                          .out = (CUdeviceptr)(uintptr_t)dst->data,
+                          .ndim = src->ndim,
+                          .n = n,
+                          .ntaps = t->ntaps,
+                          .off = doff,
+                          .loff = dloff,
+                          .w = dw,
+                          .cval = cval};
+  for (int d = 0; d < src->ndim; d++) {
+    pt.shape[d] = src->shape[d];
+    pt.istr[d] = src->strides[d];
+    pt.ostr[d] = dst->strides[d];
   }
-  for (int d = 0; d < 8; d++) {
-    int v = d < nsp ? t->rhi[d] : 0;
-    NDF__PUT(&pb, v);
+  for (int d = 0; d < nsp; d++) {
+    pt.rlo[d] = t->rlo[d];
+    pt.rhi[d] = t->rhi[d];
   }
-  NDF__PUT(&pb, cval);
-  return ndf__launch(ctx, name, fn, ndf__grid(ctx, (n + 255) / 256, 16), 256, 1, 0, pb.b);
+  return ndf__ftaps_launch(ctx, name, fn, ndf__grid(ctx, (n + 255) / 256, 16), 256, 1, 0, &pt);
 }
 
 static ndf_status run_ew(ndf_ctx *ctx, const char *name, int kind, const ndf_array *a, ndf_array *out) {
@@ -223,27 +197,20 @@ static ndf_status run_ew(ndf_ctx *ctx, const char *name, int kind, const ndf_arr
   if (s != NDF_OK) return s;
   const ndf_dtype ti = kind == 0 ? a->dtype : out->dtype;
   ndf__kernel_req req;
-  ndf__req_init(&req, "filter_ew", "ndf_filter_ew");
-  ndf__req_set(&req, "TI", "%s", ndf__dtype_ctype(ti));
-  ndf__req_set(&req, "TO", "%s", ndf__dtype_ctype(out->dtype));
-  ndf__req_set(&req, "UT", "%s", utype_of(out->dtype));
-  ndf__req_set(&req, "CVT", "%d", cvt_of(out->dtype));
-  ndf__req_set(&req, "KIND", "%d", kind);
-  ndf__req_set(&req, "INTS", "%d", is_int(ti) && is_int(out->dtype));
+  ndf__req_filter_ew(&req, ndf__dtype_ctype(ti), ndf__dtype_ctype(out->dtype), utype_of(out->dtype),
+                     cvt_of(out->dtype), kind, is_int(ti) && is_int(out->dtype));
   CUfunction fn;
   if ((s = ndf__jit_get(ctx, name, &req, &fn)) != NDF_OK) return s;
-  ndf__params pb = {.n = 0};
-  const void *pa = a ? a->data : out->data;
-  void *po = out->data;
-  NDF__PUT(&pb, pa);
-  NDF__PUT(&pb, po);
-  int ndim = out->ndim;
-  NDF__PUT(&pb, ndim);
-  NDF__PUT(&pb, n);
-  ndf__params_put_padded(&pb, ndim, out->shape);
-  ndf__params_put_padded(&pb, ndim, a ? a->strides : out->strides);
-  ndf__params_put_padded(&pb, ndim, out->strides);
-  return ndf__launch(ctx, name, fn, ndf__grid(ctx, (n + 255) / 256, 16), 256, 1, 0, pb.b);
+  ndf__few_params pe = {.a = (CUdeviceptr)(uintptr_t)(a ? a->data : out->data),
+                        .out = (CUdeviceptr)(uintptr_t)out->data,
+                        .ndim = out->ndim,
+                        .n = n};
+  for (int d = 0; d < out->ndim; d++) {
+    pe.shape[d] = out->shape[d];
+    pe.sa[d] = a ? a->strides[d] : out->strides[d];
+    pe.so[d] = out->strides[d];
+  }
+  return ndf__few_launch(ctx, name, fn, ndf__grid(ctx, (n + 255) / 256, 16), 256, 1, 0, &pe);
 }
 
 ndf_status ndf__filters_cast_cuda(ndf_ctx *ctx, const char *name, const ndf_array *src, ndf_array *dst) {
