@@ -30,6 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "jit.h"
 #include "rank/rank.h"
 #include "templates.generated.h"
 #include "testutil.h"
@@ -58,6 +59,7 @@ static int teardown(void **state) {
 typedef struct nv_job {
   ndf__kernel_req req;
   int t, f; /* template and family row it came from; t = -1 for others */
+  int alone;  /* a kernel alone (not NDF__ALL_KERNELS): its image must hold it and none of the others */
   ndf_status st;
   int compiled;
   double ms;
@@ -77,6 +79,46 @@ typedef struct nv_worker {
   uint64_t compiles; /* NVRTC runs of ctx */
 } nv_worker;
 
+/* Which kernels of t a CUBIN holds (it names its entry points, NUL-terminated,
+ * in its string tables): 1 with kernel, 2 with any other, 3 both. */
+static int image_kernels(const void *img, size_t len, const ndf__template *t, const char *kernel) {
+  int r = 0;
+  for (int k = 0; k < t->nkernels; k++)
+    if (memmem(img, len, t->kernels[k], strlen(t->kernels[k]) + 1)) r |= strcmp(t->kernels[k], kernel) == 0 ? 1 : 2;
+  return r;
+}
+
+/* j->req's kernel alone, on the template's family rows from j->f on until one
+ * has it (some kernels exist for some slot values only): no image may hold
+ * another kernel of the template. */
+static void alone_compile(ndf_ctx *ctx, nv_job *j) {
+  const ndf__template *tp = &ndf__templates[j->t];
+  char msg[256] = "";
+  j->st = NDF_EINTERNAL;
+  for (int f = j->f; f < tp->nfamily && !msg[0]; f++) {
+    for (int s = 0; s < tp->nslots; s++) ndf__req_set(&j->req, tp->slot_names[s], "%s", tp->family[f * tp->nslots + s]);
+    void *img = NULL;
+    size_t len = 0;
+    ndf_status st = ndf__jit_image(ctx, "test_nvrtc", &j->req, "sm_90", &img, &len);
+    if (st != NDF_OK) {
+      j->st = st;
+      j->err = strdup(ndf_errmsg(ctx));
+      return;
+    }
+    const int has = image_kernels(img, len, tp, j->req.kernel);
+    free(img);
+    if (has & 2) snprintf(msg, sizeof msg, "family row %d: the image of '%s' holds other kernels", f, j->req.kernel);
+    else if (has & 1) {
+      j->f = f;
+      j->st = NDF_OK;
+      j->compiled = 1;
+      return;
+    }
+  }
+  if (!msg[0]) snprintf(msg, sizeof msg, "no family row compiles '%s' (its NDF_KERNEL guard)", j->req.kernel);
+  j->err = strdup(msg);
+}
+
 static void *nv_work(void *arg) {
   nv_worker *w = arg;
   nv_pool *p = w->pool;
@@ -87,7 +129,11 @@ static void *nv_work(void *arg) {
     if (i < 0) break;
     nv_job *j = &p->jobs[i];
     double t0 = tu_now_ms();
-    j->st = ndf__jit_warm(w->ctx, "test_nvrtc", &j->req, "sm_90", &j->compiled);
+    if (j->alone) {
+      alone_compile(w->ctx, j);
+    } else {
+      j->st = ndf__jit_warm(w->ctx, "test_nvrtc", &j->req, "sm_90", &j->compiled);
+    }
     j->ms = tu_now_ms() - t0;
     if (j->st != NDF_OK) j->err = strdup(ndf_errmsg(w->ctx));
   }
@@ -158,7 +204,7 @@ static void family_job(nv_job *j, int t, int f) {
   memset(j, 0, sizeof *j);
   j->t = t;
   j->f = f;
-  ndf__req_init(&j->req, tp->name, tp->kernels[0]);
+  ndf__req_init(&j->req, tp->name, NDF__ALL_KERNELS);
   for (int s = 0; s < tp->nslots; s++) ndf__req_set(&j->req, tp->slot_names[s], "%s", tp->family[f * tp->nslots + s]);
 }
 
@@ -254,6 +300,42 @@ static void test_specializations_compile(void **state) {
   assert_int_equal((int)compiles, njobs);
 }
 
+static void alone_what(const nv_job *j, char *buf, size_t n) {
+  snprintf(buf, n, "%s kernel %s alone", ndf__templates[j->t].name, j->req.kernel);
+}
+
+/* Each kernel of a template with several, alone (the first family row that has it): the
+ * runtime compiles one kernel per module, so each NDF_KERNEL(name) guard must
+ * keep exactly its kernel. */
+static void test_kernels_compile_alone(void **state) {
+  (void)state;
+  if (!ndf__nvrtc(NULL)) skip();
+  int n = 0;
+  for (int t = 0; t < ndf__ntemplates; t++) n += ndf__templates[t].nkernels > 1 ? ndf__templates[t].nkernels : 0;
+  nv_job *jobs = calloc((size_t)n + 1, sizeof *jobs);
+  assert_non_null(jobs);
+  int njobs = 0;
+  for (int t = 0; t < ndf__ntemplates; t++) {
+    const ndf__template *tp = &ndf__templates[t];
+    if (tp->nkernels < 2) continue;
+    for (int k = 0; k < tp->nkernels; k++) {
+      nv_job *j = &jobs[njobs++];
+      family_job(j, t, 0);
+      j->req.kernel = tp->kernels[k];
+      j->alone = 1;
+    }
+  }
+  int threads = 0;
+  double wall = 0;
+  nv_compile_all(jobs, njobs, &threads, &wall);
+  for (int i = 0; i < njobs; i++)
+    print_message("  %-16s %-18s %6.0f ms\n", ndf__templates[jobs[i].t].name, jobs[i].req.kernel, jobs[i].ms);
+  print_message("kernels alone: %d on %d threads, %.0f ms wall\n", njobs, threads, wall);
+  int failed = nv_failures(jobs, njobs, alone_what);
+  free(jobs);
+  assert_int_equal(failed, 0);
+}
+
 static void rank_what(const nv_job *j, char *buf, size_t n) { snprintf(buf, n, "rank window %d", j->f); }
 
 /* The rank filter's requests for real windows (generated networks in a
@@ -335,6 +417,17 @@ static void test_unknown_slot_is_an_error(void **state) {
   char *src = ndf__jit_source(ctx, "test", &req, NULL);
   assert_null(src);
   assert_non_null(strstr(ndf_errmsg(ctx), "NO_SUCH_SLOT"));
+}
+
+static void test_unknown_kernel_is_an_error(void **state) {
+  ndf_ctx *ctx = *state;
+  const ndf__template *tp = &ndf__templates[0];
+  ndf__kernel_req req;
+  ndf__req_init(&req, tp->name, "ndf_no_such_kernel");
+  for (int s = 0; s < tp->nslots; s++) ndf__req_set(&req, tp->slot_names[s], "%s", tp->family[s]);
+  char *src = ndf__jit_source(ctx, "test", &req, NULL);
+  assert_null(src);
+  assert_non_null(strstr(ndf_errmsg(ctx), "ndf_no_such_kernel"));
 }
 
 static void test_source_points_back_at_templates(void **state) {
@@ -438,11 +531,13 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_unfilled_slot_is_an_error),
       cmocka_unit_test(test_unknown_slot_is_an_error),
+      cmocka_unit_test(test_unknown_kernel_is_an_error),
       cmocka_unit_test(test_source_points_back_at_templates),
       cmocka_unit_test(test_compile_error_carries_log),
       cmocka_unit_test(test_disk_hit_does_not_load_nvrtc),
       cmocka_unit_test(test_specializations_compile),
       cmocka_unit_test(test_rank_requests_compile),
+      cmocka_unit_test(test_kernels_compile_alone),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
