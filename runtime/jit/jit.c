@@ -352,7 +352,8 @@ typedef struct jit_job {
   int cubin;
   void *payload; /* 'C' or 'P' + image (malloc'd) */
   size_t len;
-  int compiled; /* NVRTC ran */
+  int compiled;    /* NVRTC ran */
+  int store_errno; /* why the disk cache could not keep the compiled payload (0: it did, or no cache) */
   ndf_status st;
 } jit_job;
 
@@ -425,7 +426,9 @@ static ndf_status compile_payload(jit_job *j) {
   free(src);
   if (s != NDF_OK) return s;
   j->compiled = 1;
+  ndf__cache_store_errno = 0;
   ndf__cache_store(ctx, j->key, j->payload, j->len);
+  j->store_errno = ndf__cache_store_errno;
   return NDF_OK;
 }
 
@@ -439,16 +442,7 @@ static ndf_status get_payload(jit_job *j, const char *arch) {
 
 ndf_status ndf__jit_warm(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, const char *arch,
                          int *compiled) {
-  jit_job j = {.ctx = ctx, .op = op, .req = req};
-  ndf__cache_store_errno = 0;
-  ndf_status s = get_payload(&j, arch);
-  *compiled = j.compiled;
-  job_free(&j);
-  /* warming is for the disk cache: a kernel it could not keep is an error */
-  if (s == NDF_OK && *compiled && ndf__cache_store_errno)
-    return ndf__error(ctx, NDF_EIO, "%s: cannot store the compiled kernel in '%s' (%s)", op, ctx->cache_dir,
-                      strerror(ndf__cache_store_errno));
-  return s;
+  return ndf__jit_warm_many(ctx, op, &req, 1, arch, compiled);
 }
 
 ndf_status ndf__jit_image(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, const char *arch, void **image,
@@ -582,18 +576,67 @@ ndf_status ndf__jit_get(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req
   return s;
 }
 
+/* The most requests ndf__jit_get_many and ndf__jit_warm_many take at once. */
+#define JIT_MANY 16
+
 static void *compile_thread(void *arg) {
   jit_job *j = arg;
   j->st = compile_payload(j);
   return NULL;
 }
 
+/* Compiles the jobs that the disk lookup missed (a key, no payload) at once:
+ * the first on this thread, each other on its own (at most JIT_MANY).  The
+ * first failure's status. */
+static ndf_status compile_all(jit_job *jobs, int n) {
+  pthread_t th[JIT_MANY];
+  int started[JIT_MANY] = {0}, first = 1;
+  for (int i = 0; i < n; i++) {
+    if (!jobs[i].key || jobs[i].payload) continue;
+    if (first) {
+      first = 0;
+      continue;
+    }
+    started[i] = pthread_create(&th[i], NULL, compile_thread, &jobs[i]) == 0;
+  }
+  for (int i = 0; i < n; i++)
+    if (jobs[i].key && !jobs[i].payload && !started[i]) jobs[i].st = compile_payload(&jobs[i]);
+  for (int i = 0; i < n; i++)
+    if (started[i]) pthread_join(th[i], NULL);
+  for (int i = 0; i < n; i++)
+    if (jobs[i].key && jobs[i].st != NDF_OK) return jobs[i].st;
+  return NDF_OK;
+}
+
+ndf_status ndf__jit_warm_many(ndf_ctx *ctx, const char *op, const ndf__kernel_req *const *reqs, int n,
+                              const char *arch, int *compiled) {
+  if (n < 1 || n > JIT_MANY)
+    return ndf__error(ctx, NDF_EINTERNAL, "%s: %d kernel requests at once (1 to %d)", op, n, JIT_MANY);
+  jit_job jobs[JIT_MANY];
+  memset(jobs, 0, sizeof jobs);
+  ndf_status s = NDF_OK;
+  for (int i = 0; i < n && s == NDF_OK; i++) {
+    jobs[i] = (jit_job){.ctx = ctx, .op = op, .req = reqs[i]};
+    s = lookup_payload(&jobs[i], arch);
+  }
+  if (s == NDF_OK) s = compile_all(jobs, n);
+  for (int i = 0; i < n; i++) compiled[i] = jobs[i].compiled;
+  for (int i = 0; i < n && s == NDF_OK; i++) {
+    /* warming is for the disk cache: a kernel it could not keep is an error */
+    if (jobs[i].store_errno)
+      s = ndf__error(ctx, NDF_EIO, "%s: cannot store the compiled kernel in '%s' (%s)", op, ctx->cache_dir,
+                     strerror(jobs[i].store_errno));
+  }
+  for (int i = 0; i < n; i++) job_free(&jobs[i]);
+  return s;
+}
+
 ndf_status ndf__jit_get_many(ndf_ctx *ctx, const char *op, const ndf__kernel_req *const *reqs, int n,
                              CUfunction *out) {
-  enum { MAXN = 16 };
+  enum { MAXN = JIT_MANY };
   if (n < 1 || n > MAXN) return ndf__error(ctx, NDF_EINTERNAL, "%s: %d kernel requests at once (1 to %d)", op, n, MAXN);
   jit_job jobs[MAXN];
-  char *heap[MAXN];
+  char kbuf[MAXN][512], *heap[MAXN];
   const char *mkeys[MAXN];
   uint64_t hashes[MAXN];
   CUfunction fns[MAXN];
@@ -601,10 +644,8 @@ ndf_status ndf__jit_get_many(ndf_ctx *ctx, const char *op, const ndf__kernel_req
   memset(jobs, 0, sizeof jobs);
   memset(heap, 0, sizeof heap);
   for (int i = 0; i < n; i++) {
-    char none[1];
     size_t mlen = 0;
-    /* no room in `none`: every key goes to the heap and outlives the loop */
-    mkeys[i] = memory_key(reqs[i], none, 1, &mlen, &heap[i]);
+    mkeys[i] = memory_key(reqs[i], kbuf[i], sizeof kbuf[i], &mlen, &heap[i]);
     if (!mkeys[i]) {
       s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", op);
       goto out;
@@ -618,23 +659,7 @@ ndf_status ndf__jit_get_many(ndf_ctx *ctx, const char *op, const ndf__kernel_req
     if (dup) continue;
     if ((s = lookup_payload(&jobs[i], ctx->arch)) != NDF_OK) goto out;
   }
-  /* The misses compile at once: the first on this thread, each other on its own. */
-  pthread_t th[MAXN];
-  int started[MAXN] = {0}, first = 1;
-  for (int i = 0; i < n; i++) {
-    if (!jobs[i].key || jobs[i].payload) continue;
-    if (first) {
-      first = 0;
-      continue;
-    }
-    started[i] = pthread_create(&th[i], NULL, compile_thread, &jobs[i]) == 0;
-  }
-  for (int i = 0; i < n; i++)
-    if (jobs[i].key && !jobs[i].payload && !started[i]) jobs[i].st = compile_payload(&jobs[i]);
-  for (int i = 0; i < n; i++)
-    if (started[i]) pthread_join(th[i], NULL);
-  for (int i = 0; i < n && s == NDF_OK; i++)
-    if (jobs[i].key && jobs[i].st != NDF_OK) s = jobs[i].st;
+  if ((s = compile_all(jobs, n)) != NDF_OK) goto out;
   /* The module loads, in order, on this thread (the context's). */
   for (int i = 0; i < n && s == NDF_OK; i++) {
     if (!jobs[i].key) continue;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jit.h"
 #include "kernel_params.generated.h"
 #include "reconstruction/reconstruction.h"
 
@@ -38,16 +39,15 @@ ndf_status ndf__reconstruction_cuda(ndf_ctx *ctx, const char *name, const ndf_ar
   ndf_status s = ndf__ctx_bind(ctx);
   if (s != NDF_OK) return s;
   /* Every kernel is resolved before anything runs: a compile failure writes nothing. */
-  ndf__kernel_req req;
-  CUfunction f_init, f_step = NULL, f_store;
-  request(&req, "ndf_recon_init", t, t, 1, g->dilation);
-  if ((s = ndf__jit_get(ctx, name, &req, &f_init)) != NDF_OK) return s;
-  request(&req, "ndf_recon_store", t, out->dtype, 1, 1);
-  if ((s = ndf__jit_get(ctx, name, &req, &f_store)) != NDF_OK) return s;
-  if (g->ntaps > 0) {
-    request(&req, "ndf_recon_step", t, t, nsp, g->dilation);
-    if ((s = ndf__jit_get(ctx, name, &req, &f_step)) != NDF_OK) return s;
-  }
+  /* The kernels at once: a first call compiles them concurrently. */
+  ndf__kernel_req req[3];
+  const ndf__kernel_req *rp[3] = {&req[0], &req[1], &req[2]};
+  CUfunction fn[3] = {NULL, NULL, NULL};
+  request(&req[0], "ndf_recon_init", t, t, 1, g->dilation);
+  request(&req[1], "ndf_recon_store", t, out->dtype, 1, 1);
+  request(&req[2], "ndf_recon_step", t, t, nsp, g->dilation);
+  if ((s = ndf__jit_get_many(ctx, name, rp, g->ntaps > 0 ? 3 : 2, fn)) != NDF_OK) return s;
+  CUfunction f_init = fn[0], f_store = fn[1], f_step = fn[2];
 
   /* The taps: loff[ntaps] i64 (offsets in the contiguous scratch image), toff[ntaps * nsp] i32. */
   CUdeviceptr tab = 0;
