@@ -26,7 +26,11 @@
  *   warm   median CUDA-event time of one call in steady state;
  *   host   median host time of one call's enqueue (the call alone, no sync).
  * One JSON object per workload goes to stdout; --human adds a one-line
- * summary per workload on stderr.
+ * summary per workload on stderr.  The GPU contexts use the device's tuning
+ * table of the default cache directory (`ndforge tune`, ADR 0019), and the
+ * field "tuning" says how many choices it made ("table: N choices", "none");
+ * --no-tuning times the built-in defaults ("off"): a run with and one without
+ * compare the two.
  *
  * Exit status: 0 all done, 1 a failure or a wrong result, 2 bad usage,
  * 77 no usable CUDA device and nothing else asked (ctest's "skipped").
@@ -932,6 +936,11 @@ static void gate_wait(void *p)
 
 /* --deferred-errors: the contexts defer data checks (ndf_ctx_options.deferred_errors) */
 static int g_deferred;
+/* The tuning table (ADR 0019): 1 (default) the GPU contexts read the table of
+ * g_tuning_dir (the default cache directory: theirs are fresh), 0 (--no-tuning)
+ * they ignore it and run the built-in defaults. */
+static int g_tuning = 1;
+static char g_tuning_dir[4096];
 
 typedef struct bench_args {
   const char *only;
@@ -950,7 +959,7 @@ typedef struct bench_args {
 static void usage(FILE *f)
 {
   fputs("usage: ndf_bench [--only SUBSTR] [--reps N] [--cpu] [--no-check] [--check-max-mb MB]\n"
-        "                  [--human] [--list] [--seed N]\n"
+        "                  [--human] [--list] [--seed N] [--no-tuning]\n"
         "                  [--op OP --dtype float32 --shape 64x1024x1024 --size 3\n"
         "                   --footprint box|cross --batch-dims N --mode reflect --param P]\n"
         "Times ndforge's ops on the GPU after checking them against the CPU backend; one\n"
@@ -976,6 +985,7 @@ static void usage(FILE *f)
         "  --human           one summary line per workload on stderr\n"
         "  --deferred-errors contexts with deferred data checks (a float ECC call does not wait for\n"
         "                    its NaN check, so its warm timing queues calls behind a gate)\n"
+        "  --no-tuning       the built-in defaults: ignore the device's tuning table (ndforge tune)\n"
         "  --op ...          one workload given by flags instead of the default list\n"
         "exit status: 0 ok, 1 failure or wrong result, 2 usage, 77 no CUDA device (skipped)\n",
         f);
@@ -1040,6 +1050,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
     int takes = 1;
     if (!strcmp(o, "--cpu")) a->cpu = 1, takes = 0;
     else if (!strcmp(o, "--deferred-errors")) g_deferred = 1, takes = 0;
+    else if (!strcmp(o, "--no-tuning")) g_tuning = 0, takes = 0;
     else if (!strcmp(o, "--no-check")) a->check = 0, takes = 0;
     else if (!strcmp(o, "--human")) a->human = 1, takes = 0;
     else if (!strcmp(o, "--list")) a->list = 1, takes = 0;
@@ -1055,6 +1066,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
     else if (!strcmp(o, "--seed") && !parse_int(v, 0, INT64_MAX, &n)) a->seed = (uint64_t)n;
     else if (!strcmp(o, "--check-max-mb") && !parse_int(v, 0, INT64_MAX / 2, &n)) a->check_max_mb = (double)n;
     else if (!strcmp(o, "--child-disk")) a->child_disk = v;
+    else if (!strcmp(o, "--tuning-dir")) snprintf(g_tuning_dir, sizeof g_tuning_dir, "%s", v);
     else if (!strcmp(o, "--op") && (a->wl.op = find_op(v)) >= 0) a->custom = 1;
     else if (!strcmp(o, "--param") && parse_double(v, &a->wl.param) == 0) a->custom = 1;
     else if (!strcmp(o, "--dtype") && ndf_dtype_from_name(v, &a->wl.dtype) == NDF_OK) a->custom = 1;
@@ -1099,7 +1111,12 @@ static ndf_status make_ctx(ndf_ctx **c, ndf_backend backend, const char *cache_d
   o.backend = backend;
   o.deferred_errors = g_deferred;
   o.cache_dir = cache_dir;
-  return ndf_ctx_create(c, &o);
+  ndf_status s = ndf_ctx_create(c, &o);
+  if (s == NDF_OK && backend != NDF_BACKEND_CPU) {
+    if (!g_tuning) s = ndf_ctx_tuning_use(*c, 0);
+    else if (g_tuning_dir[0]) s = ndf_ctx_tuning_from(*c, g_tuning_dir);
+  }
+  return s;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1144,6 +1161,8 @@ static int measure_disk(const workload *wl, const char *cache_dir, uint64_t seed
   argv[k++] = "--seed";
   argv[k++] = store[8];
   if (g_deferred) argv[k++] = "--deferred-errors";
+  if (!g_tuning) argv[k++] = "--no-tuning";
+  else if (g_tuning_dir[0]) argv[k++] = "--tuning-dir", argv[k++] = g_tuning_dir;
   argv[k] = NULL;
 
   int fds[2];
@@ -1259,6 +1278,7 @@ typedef struct result {
   const char *check; /* "ok", "skipped", "disabled", "n/a" */
   char error[512];
   char kernels[512]; /* the cold call's launches (kernel log): entry points in order, repeats as *N */
+  char tuning[128];  /* the tuning table: "off", "none", "ignored: ...", or "table: N choices" */
 } result;
 
 typedef struct run_state {
@@ -1773,6 +1793,10 @@ static int run_workload(const bench_args *a, const workload *w, ndf_ctx *cpu, in
   }
   stage = "warm";
   if (upload_rotation(&st) != 0 || time_warm(&st, r) != 0) goto done;
+  ndf_tuning_status ts;
+  if (ndf_ctx_tuning_status(st.ctx, &ts) == NDF_OK)
+    snprintf(r->tuning, sizeof r->tuning, "%s%llu%s", ts.state == 4 ? "off" : ts.state == 2 ? "table: " : ts.state == 3 ? "ignored" : "none",
+             (unsigned long long)ts.hits, ts.state == 2 ? " choices" : "");
   stage = "host overhead";
   if (time_host(&st, r) != 0) goto done;
   rc = 0;
@@ -1858,6 +1882,7 @@ static void print_json(const workload *w, const result *r, const char *device, c
     put_str(&s, "warm_timing", r->gated ? "events, calls queued behind a gate" : "events, one call at a time");
   put_str(&s, "check", r->check);
   if (r->kernels[0]) put_str(&s, "kernels", r->kernels);
+  if (r->tuning[0]) put_str(&s, "tuning", r->tuning);
   if (r->error[0]) put_str(&s, "error", r->error);
   put(&s, "}\n");
   fputs(s.b, stdout);
@@ -1947,6 +1972,8 @@ int main(int argc, char **argv)
       return 1;
     }
     snprintf(device, sizeof device, "%s", info.device_name);
+    /* the tuning table of the default cache directory (the timed contexts' own are fresh) */
+    if (g_tuning && !g_tuning_dir[0]) snprintf(g_tuning_dir, sizeof g_tuning_dir, "%s", ndf_ctx_cache_dir(probe));
     if (cu_load() != 0) {
       ndf_ctx_destroy(probe);
       return 1;

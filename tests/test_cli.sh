@@ -772,8 +772,32 @@ ndf run grey_erosion --size 3 in/f32.npy out/fresh.nii.gz &&
   pass || fail "npy -> fresh NIfTI header"
 
 # ---------------------------------------------------------------------------
+# Tunables (ADR 0019): --tune NAME=VALUE (repeatable) selects a variant, the
+# result is scipy's under any; ndforge tunables lists them; ndforge tune needs
+# a GPU, --show and --list do not.
+ok_run "--tune (repeatable)" grey_erosion in/f32.npy out/tuned.npy "dict(size=3)" --size 3 \
+  --tune grey.box=classic --tune grey.boxd_ry=4 --tune grey.line=default
+ndf tunables && grep -q '^ecc\.3d  *ecc  *auto\*|old ' last.out && grep -q '^grey\.boxd_ry .* 1\.\.8 (8\*)' last.out &&
+  [ "$(wc -l < last.out)" -gt 40 ] && pass || fail "ndforge tunables: $(head -3 last.out) $(cat last.err)"
+ndf tune --list && grep -q '^ecc_float32_256x256x256_T256$' last.out && grep -q '^median_u8_1024x1024_s31_b0$' last.out &&
+  pass || fail "ndforge tune --list: $(cat last.err)"
+ndf tune --show && grep -q '^# ' last.out && pass || fail "ndforge tune --show: $(cat last.err)"
+if [ "$has_cuda" = 0 ]; then
+  "$cli" tune --only ecc_float32_1024x1024 > last.out 2> last.err
+  [ $? = 1 ] && [ "$(wc -l < last.err)" -eq 1 ] && grep -q '^ndforge: tune needs a CUDA device' last.err &&
+    pass || fail "ndforge tune without a GPU: $(cat last.err)"
+fi
+
+# ---------------------------------------------------------------------------
 # Bad command lines: exit 2.
 o=out/bad.npy
+bad "--tune without =" 2 $o run grey_erosion --size 3 --tune grey.box in/f32.npy $o
+bad "--tune unknown tunable" 2 $o run grey_erosion --size 3 --tune grey.nosuch=1 in/f32.npy $o
+bad "--tune value outside the domain" 2 $o run grey_erosion --size 3 --tune grey.boxd_ry=9 in/f32.npy $o
+bad "--tune unknown value" 2 $o run grey_erosion --size 3 --tune ecc.3d=new in/f32.npy $o
+bad "tune: unknown option" 2 $o tune --frobnicate
+bad "tune: bad workload" 2 $o tune --workload ecc:f32:2
+bad "tune: no workload" 2 $o tune --only nothing_matches
 bad "no command" 2 $o
 bad "unknown command" 2 $o frobnicate
 bad "unknown op" 2 $o run grey_frobnicate --size 3 in/f32.npy $o
@@ -836,7 +860,7 @@ bad "binary op output .txt" 2 out/bad.txt run binary_erosion in/blob.npy out/bad
 bad "cache warm binary op" 2 $o cache warm --arch sm_90 binary_erosion --dtype uint8
 # label takes --structure, --batch-dims, --output-dtype (and --device) only.
 bad "label: --origin" 2 $o run label --origin 1 in/lab.npy $o
-grep -q "^ndforge: option --origin does not apply to 'run label' (it takes --structure FILE, --output-dtype DTYPE, --batch-dims N, --device cpu|cuda|auto)" last.err &&
+grep -q "^ndforge: option --origin does not apply to 'run label' (it takes --structure FILE, --output-dtype DTYPE, --batch-dims N, --device cpu|cuda|auto, --tune NAME=VALUE)" last.err &&
   pass || fail "label: --origin message: $(cat last.err)"
 bad "label: --mode" 2 $o run label --mode constant in/lab.npy $o
 bad "label: --size" 2 $o run label --size 3 in/lab.npy $o

@@ -76,6 +76,7 @@ enum {
   O_SAMPLING = 1u << 25,
   O_METRIC = 1u << 26,
   O_INDICES = 1u << 27,
+  O_TUNE = 1u << 28, /* --tune NAME=VALUE, repeatable: a tunable (ndforge tunables) */
 };
 /* The options each family of ops takes (scipy's parameters), besides --device. */
 #define GREY_OPTS (O_SIZE | O_FOOTPRINT | O_STRUCTURE | O_ORIGIN | O_MODE | O_CVAL | O_BATCH | O_ALGORITHM)
@@ -126,6 +127,7 @@ typedef struct args {
   ndf_dtype output_dtype; /* --output-dtype of label */
   int ndim;
   const char *out;
+  char tune[2048]; /* the --tune assignments, comma-separated (ndf_ctx_set_tunables) */
   int npos;
   const char *pos[16];
 } args;
@@ -376,6 +378,16 @@ static int opt_output_dtype(args *a, const char *v) {
 static int opt_ndim(args *a, const char *v) {
   return parse_int("ndim", v, 1, NDF_MAX_SPATIAL, &a->ndim);
 }
+static int opt_tune(args *a, const char *v) {
+  const size_t n = strlen(a->tune);
+  if (cli_tune_check(v) != 0) return -1;
+  if (n + strlen(v) + 2 > sizeof a->tune) {
+    errorf("too many --tune options");
+    return -1;
+  }
+  snprintf(a->tune + n, sizeof a->tune - n, "%s%s", n ? "," : "", v);
+  return 0;
+}
 static int opt_out(args *a, const char *v) {
   a->out = v;
   return 0;
@@ -416,6 +428,7 @@ static const struct opt_def {
     {"dtype", O_DTYPE, opt_dtype, "DTYPE", 0},
     {"ndim", O_NDIM, opt_ndim, "N", 0},
     {"out", O_OUT, opt_out, "DIR", 0},
+    {"tune", O_TUNE, opt_tune, "NAME=VALUE", 0},
 };
 #define NOPT_DEFS (sizeof opt_defs / sizeof opt_defs[0])
 
@@ -479,7 +492,7 @@ static int parse_args(int argc, char **argv, int first, unsigned accepted, const
       else errorf("option --%s does not apply to '%s' (it takes no options)", d->name, cmd);
       return EXIT_USAGE;
     }
-    if (a->given & d->flag) {
+    if ((a->given & d->flag) && d->flag != O_TUNE) {
       errorf("option --%s given twice", d->name);
       return EXIT_USAGE;
     }
@@ -1108,7 +1121,7 @@ static int cmd_run(int argc, char **argv) {
   args a;
   char cmd[128];
   snprintf(cmd, sizeof cmd, "run %s", op->name);
-  int rc = parse_args(argc, argv, 3, op->opts | O_DEVICE, cmd, &a);
+  int rc = parse_args(argc, argv, 3, op->opts | O_DEVICE | O_TUNE, cmd, &a);
   if (rc) return rc;
   if (a.npos != 2) {
     errorf("'%s' needs INPUT and OUTPUT, got %d file name%s", cmd, a.npos, a.npos == 1 ? "" : "s");
@@ -1161,6 +1174,10 @@ static int cmd_run(int argc, char **argv) {
   }
   if ((op->flags & OPF_DISTANCE) && setup_distance(&a, &in, &p, &indices) != 0) goto done;
   if (open_device(device, &ctx, &dev) != NDF_OK) goto done;
+  if (a.tune[0] && ndf_ctx_set_tunables(ctx, a.tune) != NDF_OK) {
+    errorf("--tune: %s", ndf_errmsg(ctx));
+    goto done;
+  }
   if (run_op(ctx, dev, op, &in.arr, &p, output_dtype(op, &a, outpath, in.arr.dtype), &out) !=
       NDF_OK)
     goto done;
@@ -2109,6 +2126,9 @@ static void usage(FILE *f) {
           "  ndforge sinkhorn A.npy B.npy OUT.npy --epsilon E --max-iter N [options]\n"
           "                                         entropic OT costs between histograms\n"
           "                                         (ndforge sinkhorn --help)\n"
+          "  ndforge tunables                        the kernel variants (run ... --tune N=V)\n"
+          "  ndforge tune [--only S] | --show        time the variants on the GPU into this\n"
+          "                                         device's tuning table (ndforge tune --help)\n"
           "  ndforge --help | --version\n\n");
   /* The ops, wrapped at 79 columns. */
   const char *lead = "Ops (scipy.ndimage names):";
@@ -2151,6 +2171,8 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "sinkhorn") == 0) return ndf_cli_sinkhorn(argc, argv);
   if (strcmp(cmd, "ecc") == 0) return cmd_ecc(argc, argv);
   if (strcmp(cmd, "ect") == 0) return ndf_cli_ect(argc, argv);
+  if (strcmp(cmd, "tunables") == 0) return ndf_cli_tunables(argc, argv);
+  if (strcmp(cmd, "tune") == 0) return ndf_cli_tune(argc, argv);
   errorf("unknown command '%s' (see ndforge --help)", cmd);
   return EXIT_USAGE;
 }

@@ -131,6 +131,9 @@ struct ndf_ctx {
     CUfunction fn;
     const char *key;
   } klog_fn[NDF__KLOG_FN];
+  /* tune.c: the tunables set on the context and the tuning table (allocated
+   * on first use, freed with the context) */
+  struct ndf__tune_state *tune;
 };
 
 /* Makes the context's CUDA context current on the calling thread. */
@@ -218,6 +221,10 @@ char *ndf__jit_source(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, 
 void ndf__jit_release(ndf_ctx *ctx);
 /* NVRTC version, or ENODEV if NVRTC cannot be loaded. */
 ndf_status ndf__nvrtc_version(int *major, int *minor);
+/* The NVRTC version the context's kernels are compiled with: the cache
+ * directory's remembered identity (nvrtc.id) when it is still valid, else
+ * NVRTC's own (loaded); 0.0 without NVRTC. */
+void ndf__jit_nvrtc_version(const ndf_ctx *ctx, int *major, int *minor);
 
 /* ---- cache.c: the disk cache ---------------------------------------------------------- */
 /* Loads the payload stored under key; NDF_OK with *payload malloc'd, or NDF_EIO on a miss.

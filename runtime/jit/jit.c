@@ -245,6 +245,15 @@ static void id_store(const ndf_ctx *ctx, const nvrtc_id *id) {
   if (!ok || rename(tmp, path) != 0) unlink(tmp);
 }
 
+void ndf__jit_nvrtc_version(const ndf_ctx *ctx, int *major, int *minor) {
+  nvrtc_id id;
+  if (id_load(ctx, &id) == 0) {
+    *major = id.major, *minor = id.minor;
+    return;
+  }
+  ndf__nvrtc_version(major, minor);
+}
+
 /* The target NVRTC compiles for: the exact "sm_XY" when NVRTC knows it, else
  * PTX for the newest compute_XY not above the device. */
 static void pick_target(const nvrtc_id *id, const char *arch, char *target, size_t n, int *cubin) {

@@ -19,6 +19,7 @@
 
 #include "binary/binary.h"
 #include "kernel_params.generated.h"
+#include "tune.h"
 
 /* The packed image geometry and the scratch of one op. */
 typedef struct bdev {
@@ -46,6 +47,8 @@ typedef struct bstep {
   int ccl_linkx; /* the taps hold (0, ..., 0, -1) */
   int flood;     /* 6 or 26: the limit by templates/binary_flood.cu (cross / full box, rank 2-3); 0: none */
   int flood_k;   /* its words per thread along x */
+  int flood_tz;  /* its planes per block (binary.flood_tz) */
+  int64_t flood_taps; /* the structure's taps (the tunables' workload) */
   CUfunction flood_fn;
 } bstep;
 
@@ -234,14 +237,16 @@ static void gb_add(gbuf *g, const char *fmt, ...) {
   g->n += (size_t)k;
 }
 
-/* The largest structure (taps) compiled into binary_fstep.cu: $NDF_BINARY_FIXED_TAPS
- * (read at each op; 0 keeps every step on binary_step.cu's tap table), 125 by default. */
-static int64_t fixed_taps_cap(void) {
-  const char *e = getenv("NDF_BINARY_FIXED_TAPS");
-  if (!e || !*e) return 125;
-  long long v = strtoll(e, NULL, 10);
-  return v < 0 ? 0 : v > 1024 ? 1024 : (int64_t)v;
+/* A tunable (tune.h) of a binary call: its workload is bool, the spatial
+ * axes, the voxels and the structure's taps. */
+static int bin_tune(const bdev *b, int64_t taps, int id) {
+  const ndf__tune_work w = {NDF_BOOL, b->nsp, b->nrows * b->nx, taps};
+  return ndf__tune(b->ctx, id, &w);
 }
+
+/* The largest structure (taps) compiled into binary_fstep.cu: binary.fixed_taps
+ * (0 keeps every step on binary_step.cu's tap table), 125 by default. */
+static int64_t fixed_taps_cap(const bdev *b, int64_t taps) { return bin_tune(b, taps, NDF__TUNE_BINARY_FIXED_TAPS); }
 
 /*
  * The TAPS slot of binary_fstep.cu for the tap rows tab (step_prepare's
@@ -378,7 +383,7 @@ static ndf_status step_prepare(bdev *b, const ndf__bin_step *sp, int op, int bor
     st->cycle = iterations < 1 && !st->monotone;
     st->inplace = iterations < 1 && st->monotone;
     /* The taps compiled in (binary_fstep.cu): small structures, 32-bit word indices. */
-    if (!st->inplace && n > 0 && n <= fixed_taps_cap() && b->nwords < INT32_MAX) {
+    if (!st->inplace && n > 0 && n <= fixed_taps_cap(b, n) && b->nwords < INT32_MAX) {
       gbuf g = {0};
       fstep_code(&g, tab, ntr, nra, op);
       if (g.failed) {
@@ -477,22 +482,14 @@ static ndf_status read_status(bdev *b, int32_t *h) {
   return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(b->ctx, b->name, r);
 }
 
-/* An integer from the environment within [lo, hi], else dflt. */
-static int env_int(const char *name, int lo, int hi, int dflt) {
-  const char *e = getenv(name);
-  if (!e || !*e) return dflt;
-  long v = strtol(e, NULL, 10);
-  return v < lo ? lo : v > hi ? hi : (int)v;
-}
-
 /*
  * The flood path (templates/binary_flood.cu) for the limit of a monotone
  * dilation whose taps are exactly the cross or the full 3^nsp box, nsp 2 or
- * 3 ($NDF_BINARY_FLOOD=0 keeps the components' path).  Sets st->flood.
+ * 3 (binary.flood=off keeps the components' path).  Sets st->flood.
  */
 static ndf_status flood_prepare(bdev *b, const int32_t *taps, int64_t n, bstep *st) {
   const int nsp = b->nsp;
-  if (nsp < 2 || nsp > 3 || !env_int("NDF_BINARY_FLOOD", 0, 1, 1)) return NDF_OK;
+  if (nsp < 2 || nsp > 3 || bin_tune(b, n, NDF__TUNE_BINARY_FLOOD) == NDF__TUNE_BINARY_FLOOD__OFF) return NDF_OK;
   int l1max = 0, linf = 1;
   for (int64_t k = 0; k < n; k++) {
     int l1 = 0;
@@ -511,8 +508,8 @@ static ndf_status flood_prepare(bdev *b, const int32_t *taps, int64_t n, bstep *
   if (!conn) return NDF_OK;
   const int64_t ny = b->shape[b->ndim - 2];
   const int64_t nz = nsp == 3 ? b->shape[b->ndim - 3] : b->nrows / (ny > 0 ? ny : 1);
-  const int tz = env_int("NDF_FLOOD_TZ", 1, 32, 32);
-  const int kk = env_int("NDF_FLOOD_K", 1, 2, 2);
+  const int tz = bin_tune(b, n, NDF__TUNE_BINARY_FLOOD_TZ);
+  const int kk = bin_tune(b, n, NDF__TUNE_BINARY_FLOOD_K);
   const int64_t tzv = nz < tz ? (nz > 0 ? nz : 1) : tz;
   const int64_t tiles = (b->nrows / (ny * nz > 0 ? ny * nz : 1)) * ((nz + tzv - 1) / tzv) * ((ny + 31) / 32) *
                         ((b->nw + kk - 1) / kk);
@@ -523,13 +520,15 @@ static ndf_status flood_prepare(bdev *b, const int32_t *taps, int64_t n, bstep *
   if (s != NDF_OK) return s;
   st->flood = conn;
   st->flood_k = kk;
+  st->flood_tz = tz;
+  st->flood_taps = n;
   return NDF_OK;
 }
 
 /*
  * buf[cur], in place: the limit of the monotone dilation by flooding tiles
  * (templates/binary_flood.cu).  Launches are queued in batches of
- * $NDF_FLOOD_BATCH (default 8); the host reads the 32-byte status after
+ * binary.flood_batch (default 8); the host reads the 32-byte status after
  * each batch, and launches after the convergence return at once.
  */
 static ndf_status flood_limit(bdev *b, bstep *st, int cur) {
@@ -545,7 +544,7 @@ static ndf_status flood_limit(bdev *b, bstep *st, int cur) {
   p.nimg = b->nrows / (p.ny * p.nz);
   p.ysp = 1;
   p.zsp = nsp == 3;
-  const int tz0 = env_int("NDF_FLOOD_TZ", 1, 32, 32);
+  const int tz0 = st->flood_tz;
   p.tz = p.nz < tz0 ? (int)p.nz : tz0;
   p.nw = b->nw;
   p.ntx = (b->nw + kk - 1) / kk;
@@ -556,7 +555,7 @@ static ndf_status flood_limit(bdev *b, bstep *st, int cur) {
   const int64_t tiles = p.nimg * p.ntz * p.nty * p.ntx;
   CUresult r = cu->cuMemsetD8Async(b->status, 0, 256, b->ctx->stream);
   if (r != CUDA_SUCCESS) return ndf__cuda_error(b->ctx, b->name, r);
-  const int batch = env_int("NDF_FLOOD_BATCH", 1, 64, 8);
+  const int batch = bin_tune(b, st->flood_taps, NDF__TUNE_BINARY_FLOOD_BATCH);
   int32_t h[8] = {0};
   for (int t = 0;;) {
     for (int i = 0; i < batch; i++) {

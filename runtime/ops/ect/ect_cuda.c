@@ -17,6 +17,7 @@
 
 #include "ect/ect.h"
 #include "kernel_params.generated.h"
+#include "tune.h"
 
 #define ECT_SMEM_MAX 36864 /* dynamic shared bytes for thresholds + histogram (static use <= 10.2 KB) */
 
@@ -194,11 +195,8 @@ static ndf_status get_soft_fn(ndf_ctx *ctx, const char *name, const char *kernel
   return ndf__jit_get(ctx, name, &r, fn);
 }
 
-/* The sigmoid in float (NDF_SOFT_ECT_FAST=1) or double (default, the CPU's arithmetic). */
-static int soft_fast(void) {
-  const char *e = getenv("NDF_SOFT_ECT_FAST");
-  return e && e[0] == '1';
-}
+/* The sigmoid in float (soft_ect.fast=on) or double (default, the CPU's arithmetic). */
+static int soft_fast(ndf_ctx *ctx) { return ndf__tune(ctx, NDF__TUNE_SOFT_ECT_FAST, NULL) == NDF__TUNE_SOFT_ECT_FAST__ON; }
 
 static ndf_status put_launch(ndf_ctx *ctx, const char *name, CUfunction fn, int what, CUdeviceptr acc, CUdeviceptr gu,
                              CUdeviceptr gw, CUdeviceptr out, const ndf_array *dst, const ndf__ect_cuda_call *c) {
@@ -244,7 +242,7 @@ ndf_status ndf__soft_ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const n
   ndf_status s = ndf__ctx_bind(ctx);
   if (s != NDF_OK) return s;
   const int64_t T = c->T, nimg = c->nimg, m = c->m, npix = c->npix;
-  const int nsp = c->nsp, nb = c->nb, wt = c->weighted, fast = soft_fast();
+  const int nsp = c->nsp, nb = c->nb, wt = c->weighted, fast = soft_fast(ctx);
   CUfunction fs, fp;
   if ((s = get_soft_fn(ctx, c->name, "ndf_ect_soft", in->dtype, nsp, c->cons, wt, fast, &fs)) != NDF_OK) return s;
   if ((s = get_soft_fn(ctx, c->name, "ndf_ect_soft_put", NDF_FLOAT32, 2, 0, 0, 0, &fp)) != NDF_OK) return s;

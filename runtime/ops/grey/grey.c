@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "grey/grey.h"
+#include "tune.h"
 
 void ndf_grey_options_init(ndf_grey_options *opt) {
   if (!opt) return;
@@ -426,14 +427,24 @@ ndf_status ndf__grey_run(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
   return run_one(ctx, name, in, out, g);
 }
 
-static ndf_status grey(ndf_ctx *ctx, const char *name, ndf__minmax op, const ndf_array *in, ndf_array *out,
-                       const ndf_grey_options *opt) {
+static ndf_status grey_call(ndf_ctx *ctx, const char *name, ndf__minmax op, const ndf_array *in, ndf_array *out,
+                            const ndf_grey_options *opt) {
   ndf_status s = ndf__grey_check(ctx, name, in, out, opt);
   if (s != NDF_OK) return s;
   ndf__grey_geom g;
   if ((s = ndf__grey_prepare(ctx, name, op, in->dtype, in->ndim, in->shape, opt, &g)) != NDF_OK) return s;
   s = ndf__grey_run(ctx, name, in, out, &g);
   ndf__grey_geom_free(&g);
+  return s;
+}
+/* The call with the options' own tunables (opt->tune) in force. */
+static ndf_status grey(ndf_ctx *ctx, const char *name, ndf__minmax op, const ndf_array *in, ndf_array *out,
+                       const ndf_grey_options *opt) {
+  ndf__tune_call tc;
+  ndf_status s = ndf__tune_call_begin(ctx, name, ctx && opt ? opt->tune : NULL, &tc);
+  if (s != NDF_OK) return s;
+  s = grey_call(ctx, name, op, in, out, opt);
+  ndf__tune_call_end(&tc);
   return s;
 }
 
@@ -481,7 +492,7 @@ ndf_status ndf_cache_warm(ndf_ctx *ctx, const char *arch, const char *op, ndf_dt
   for (int step = 0; step < ops[which].steps && s == NDF_OK; step++) {
     ndf__grey_geom g;
     if ((s = ndf__grey_prepare(ctx, name, ops[which].mm[step], dtype, ndim, shape, opt, &g)) != NDF_OK) return s;
-    int n = ndf__grey_cuda_requests(&g, dtype, ndim, reqs, 15);
+    int n = ndf__grey_cuda_requests(ctx, &g, dtype, ndim, reqs, 15);
     if (step == ops[which].steps - 1 && ops[which].combine >= 0) ndf__combine_request(&reqs[n++], ops[which].combine, dtype);
     for (int i = 0; i < n && s == NDF_OK; i++) {
       int c = 0;

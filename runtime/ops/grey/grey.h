@@ -67,7 +67,7 @@ ndf_status ndf__grey_cpu(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, cons
 ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
                           const ndf__grey_geom *g);
 /* Kernel requests the CUDA path would make for (dtype, geometry); for cache warm. */
-int ndf__grey_cuda_requests(const ndf__grey_geom *g, ndf_dtype dtype, int ndim,
+int ndf__grey_cuda_requests(ndf_ctx *ctx, const ndf__grey_geom *g, ndf_dtype dtype, int ndim,
                             ndf__kernel_req *reqs, int max);
 
 

@@ -17,6 +17,7 @@
 
 #include "grey/grey.h"
 #include "kernel_params.generated.h"
+#include "tune.h"
 
 /* ---- the elementwise epilogue -------------------------------------------------------- */
 
@@ -146,8 +147,8 @@ static void scratch_free(ndf_ctx *ctx, ndf_array *t) {
   t->data = NULL;
 }
 
-static ndf_status compose(ndf_ctx *ctx, const char *name, composite op, const ndf_array *in, ndf_array *out,
-                          const ndf_grey_options *opt) {
+static ndf_status compose_call(ndf_ctx *ctx, const char *name, composite op, const ndf_array *in, ndf_array *out,
+                               const ndf_grey_options *opt) {
   ndf_status s = ndf__grey_check(ctx, name, in, out, opt);
   if (s != NDF_OK) return s;
   ndf__grey_geom ero, dil;
@@ -200,6 +201,17 @@ static ndf_status compose(ndf_ctx *ctx, const char *name, composite op, const nd
   scratch_free(ctx, &tmp);
   ndf__grey_geom_free(&ero);
   ndf__grey_geom_free(&dil);
+  return s;
+}
+
+/* The call with the options' own tunables (opt->tune) in force. */
+static ndf_status compose(ndf_ctx *ctx, const char *name, composite op, const ndf_array *in, ndf_array *out,
+                          const ndf_grey_options *opt) {
+  ndf__tune_call tc;
+  ndf_status s = ndf__tune_call_begin(ctx, name, ctx && opt ? opt->tune : NULL, &tc);
+  if (s != NDF_OK) return s;
+  s = compose_call(ctx, name, op, in, out, opt);
+  ndf__tune_call_end(&tc);
   return s;
 }
 
