@@ -1752,5 +1752,10 @@ return {
     { name = "soft_ecc.mode", op = "soft_ecc", templates = { "ecc_soft" }, values = { "auto", "old", "direct", "fused" },
       search = false, applies = "1",
       doc = "soft ECC: ndf_ecc_soft2 after the contribution pass (auto), the first kernels (old), one exp per voxel and threshold (direct), 2-D without the contribution pass (fused)" },
+    -- the JIT (runtime/jit/jit.c): an NVRTC option, part of the disk key
+    { name = "jit.fast_compile", op = "jit",
+      templates = { "ecc", "ecc_rows", "ecc_soft", "rank", "rank_tile2", "distance_edt", "distance_cdt" },
+      values = { "off", "min", "mid", "max" }, search = false, applies = "1",
+      doc = "NVRTC's --Ofast-compile for these templates (the slowest compiles): off, or min / mid / max (less compile time, code that may run slower)" },
   },
 }

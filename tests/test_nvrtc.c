@@ -347,6 +347,46 @@ static void test_warm_many(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+static int key_has_fast(const char *file, size_t bytes, const char *key, void *ud) {
+  (void)file, (void)bytes;
+  *(int *)ud += strstr(key, " --Ofast-compile=min") != NULL;
+  return 0;
+}
+
+/* jit.fast_compile: an NVRTC option of its templates' compiles and part of
+ * their disk keys (off and min are two entries). */
+static void test_fast_compile_tunable(void **state) {
+  (void)state;
+  if (!ndf__nvrtc(NULL)) skip();
+  char dir[] = "/tmp/ndf-test-nvrtc-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  ndf_ctx_options opt;
+  ndf_ctx_options_init(&opt);
+  opt.backend = NDF_BACKEND_CPU;
+  opt.cache_dir = dir;
+  ndf_ctx *ctx = NULL;
+  assert_int_equal(ndf_ctx_create(&ctx, &opt), NDF_OK);
+  ndf__kernel_req req;
+  assert_int_equal(ndf__req_distance_cdt(&req, "ndf_cdt_rows", NDF_UINT8, 0, 0), 1);
+  static const char *const level[3] = {"off", "min", "off"};
+  static const int want[3] = {1, 1, 0}; /* off compiles, min compiles its own entry, off is on disk */
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(ndf_ctx_set_tunable(ctx, "jit.fast_compile", level[i]), NDF_OK);
+    int compiled = -1;
+    ndf_status st = ndf__jit_warm(ctx, "test", &req, "sm_90", &compiled);
+    if (st != NDF_OK) print_error("%s\n", ndf_errmsg(ctx));
+    assert_int_equal(st, NDF_OK);
+    assert_int_equal(compiled, want[i]);
+  }
+  int fast = 0;
+  assert_int_equal(ndf_cache_list(ctx, key_has_fast, &fast), NDF_OK);
+  assert_int_equal(fast, 1);
+  ndf_ctx_destroy(ctx);
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 static void alone_what(const nv_job *j, char *buf, size_t n) {
   snprintf(buf, n, "%s kernel %s alone", ndf__templates[j->t].name, j->req.kernel);
 }
@@ -583,6 +623,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_compile_error_carries_log),
       cmocka_unit_test(test_disk_hit_does_not_load_nvrtc),
       cmocka_unit_test(test_warm_many),
+      cmocka_unit_test(test_fast_compile_tunable),
       cmocka_unit_test(test_specializations_compile),
       cmocka_unit_test(test_rank_requests_compile),
       cmocka_unit_test(test_kernels_compile_alone),

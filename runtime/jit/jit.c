@@ -14,6 +14,7 @@
 
 #include "internal.h"
 #include "jit.h"
+#include "tune.h"
 #include "templates.generated.h"
 
 /* NVRTC options every kernel is compiled with (part of the disk key). */
@@ -269,7 +270,7 @@ static void pick_target(const nvrtc_id *id, const char *arch, char *target, size
 
 /* Full key text of a request: everything that changes the compiled code. */
 static char *disk_key(const ndf__kernel_req *req, const ndf__template *t, const char *target, int nv_major,
-                      int nv_minor) {
+                      int nv_minor, const char *extra) {
   size_t n = 1024;
   for (int i = 0; i < req->nslots; i++) n += strlen(req->slots[i].name) + strlen(ndf__slot_value(&req->slots[i])) + 2;
   char *k = malloc(n);
@@ -277,6 +278,7 @@ static char *disk_key(const ndf__kernel_req *req, const ndf__template *t, const 
   int w = snprintf(k, n, "ndforge %s\ngenerator %s\ntemplate %s %s\nkernel %s\nnvrtc %d.%d\ntarget %s\noptions",
                    NDF_VERSION_STRING, ndf__generator_hash, t->name, t->hash, req->kernel, nv_major, nv_minor, target);
   for (int i = 0; i < NBASE_OPTIONS; i++) w += snprintf(k + w, n - w, " %s", base_options[i]);
+  if (extra[0]) w += snprintf(k + w, n - w, " %s", extra);
   if (want_lineinfo()) w += snprintf(k + w, n - w, " -lineinfo");
   w += snprintf(k + w, n - w, "\nslots");
   /* Slots in the template's (sorted) order so equal requests give equal keys. */
@@ -296,7 +298,7 @@ static double now_ms(void) {
 
 /* Compiles src with NVRTC for target.  *payload = 'C' or 'P' + CUBIN/PTX bytes. */
 static ndf_status nvrtc_compile(ndf_ctx *ctx, const char *op, const char *src, const char *key,
-                                const char *target, int cubin, void **payload, size_t *len) {
+                                const char *target, const char *extra, int cubin, void **payload, size_t *len) {
   const char *why = NULL;
   const ndf__nvrtc_api *nv = ndf__nvrtc(&why);
   if (!nv) return ndf__error(ctx, NDF_ENODEV, "%s: %s", op, why);
@@ -306,12 +308,14 @@ static ndf_status nvrtc_compile(ndf_ctx *ctx, const char *op, const char *src, c
   if (r != 0) return ndf__error(ctx, NDF_ECOMPILE, "%s: nvrtcCreateProgram: %s", op, nv->nvrtcGetErrorString(r));
   char archopt[64];
   snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", target);
-  const char *opts[NBASE_OPTIONS + 2];
-  for (int i = 0; i < NBASE_OPTIONS; i++) opts[i] = base_options[i];
-  opts[NBASE_OPTIONS] = archopt;
-  opts[NBASE_OPTIONS + 1] = "-lineinfo";
+  const char *opts[NBASE_OPTIONS + 3];
+  int nopts = 0;
+  for (int i = 0; i < NBASE_OPTIONS; i++) opts[nopts++] = base_options[i];
+  opts[nopts++] = archopt;
+  if (extra[0]) opts[nopts++] = extra;
   /* -lineinfo exactly when the key says so (one reading of the knob per request) */
-  r = nv->nvrtcCompileProgram(prog, NBASE_OPTIONS + 1 + (strstr(key, " -lineinfo\nslots") != NULL), opts);
+  if (strstr(key, " -lineinfo\nslots")) opts[nopts++] = "-lineinfo";
+  r = nv->nvrtcCompileProgram(prog, nopts, opts);
   if (r != 0) {
     size_t loglen = 0;
     nv->nvrtcGetProgramLogSize(prog, &loglen);
@@ -321,8 +325,9 @@ static ndf_status nvrtc_compile(ndf_ctx *ctx, const char *op, const char *src, c
       nv->nvrtcGetProgramLog(prog, log);
       log[loglen] = '\0';
     }
-    ndf__error(ctx, NDF_ECOMPILE, "%s: NVRTC failed (%s) with options '%s %s %s %s'\n%s\nkey:\n%s", op,
-               nv->nvrtcGetErrorString(r), opts[0], opts[1], opts[2], archopt, log ? log : "(no log)", key);
+    ndf__error(ctx, NDF_ECOMPILE, "%s: NVRTC failed (%s) with options '%s %s %s %s%s%s'\n%s\nkey:\n%s", op,
+               nv->nvrtcGetErrorString(r), opts[0], opts[1], opts[2], archopt, extra[0] ? " " : "", extra,
+               log ? log : "(no log)", key);
     free(log);
     nv->nvrtcDestroyProgram(&prog);
     return NDF_ECOMPILE;
@@ -358,6 +363,7 @@ typedef struct jit_job {
   const ndf__kernel_req *req;
   char *key; /* the disk key (malloc'd) */
   char target[32];
+  char extra[32]; /* an NVRTC option of the key beyond the base ones ("" none): jit.fast_compile */
   int cubin;
   void *payload; /* 'C' or 'P' + image (malloc'd) */
   size_t len;
@@ -373,6 +379,21 @@ static void job_free(jit_job *j) {
   j->payload = NULL;
 }
 
+/* The tunable jit.fast_compile for template t: "--Ofast-compile=<level>"
+ * into opt when it is set (on the context, the call or the tuning table) and
+ * names t (NVRTC 12.8 on; an unknown version: on), else "". */
+static void fast_compile_option(ndf_ctx *ctx, const ndf__template *t, int nv_major, int nv_minor, char *opt,
+                                size_t n) {
+  opt[0] = '\0';
+  const int v = ndf__tune(ctx, NDF__TUNE_JIT_FAST_COMPILE, NULL);
+  if (v == NDF__TUNE_JIT_FAST_COMPILE__OFF || (nv_major > 0 && nv_major * 100 + nv_minor < 1208)) return;
+  const ndf__tunable_def *d = &ndf__tunables[NDF__TUNE_JIT_FAST_COMPILE];
+  char list[512], name[128]; /* the tunable's templates, space-separated */
+  snprintf(list, sizeof list, " %s ", d->templates);
+  snprintf(name, sizeof name, " %s ", t->name);
+  if (strstr(list, name)) snprintf(opt, n, "--Ofast-compile=%s", d->values[v]);
+}
+
 /* The disk lookup of j->req for arch (loads NVRTC only when the remembered
  * identity is missing or stale, or on a miss to check the identity the key used). */
 static ndf_status lookup_payload(jit_job *j, const char *arch) {
@@ -386,6 +407,7 @@ static ndf_status lookup_payload(jit_job *j, const char *arch) {
   int id_known = id_load(ctx, &id) == 0;
   j->compiled = 0;
   j->payload = NULL;
+  fast_compile_option(ctx, t, id_known ? id.major : 0, id_known ? id.minor : 0, j->extra, sizeof j->extra);
   for (int pass = 0; pass < 2; pass++) {
     if (!id_known) { /* load NVRTC: the remembered identity is missing or stale */
       if (!(nv = ndf__nvrtc(&why))) return ndf__error(ctx, NDF_ENODEV, "%s: %s", op, why);
@@ -395,7 +417,7 @@ static ndf_status lookup_payload(jit_job *j, const char *arch) {
     }
     pick_target(&id, arch, j->target, sizeof j->target, &j->cubin);
     free(j->key);
-    if (!(j->key = disk_key(j->req, t, j->target, id.major, id.minor)))
+    if (!(j->key = disk_key(j->req, t, j->target, id.major, id.minor, j->extra)))
       return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", op);
     if (ndf__cache_load(ctx, j->key, &j->payload, &j->len) == NDF_OK) {
       pthread_mutex_lock(&ctx->lock);
@@ -431,7 +453,7 @@ static ndf_status compile_payload(jit_job *j) {
       fclose(f);
     }
   }
-  ndf_status s = nvrtc_compile(ctx, j->op, src, j->key, j->target, j->cubin, &j->payload, &j->len);
+  ndf_status s = nvrtc_compile(ctx, j->op, src, j->key, j->target, j->extra, j->cubin, &j->payload, &j->len);
   free(src);
   if (s != NDF_OK) return s;
   j->compiled = 1;
