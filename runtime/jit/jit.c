@@ -381,12 +381,12 @@ static void job_free(jit_job *j) {
 
 /* The tunable jit.fast_compile for template t: "--Ofast-compile=<level>"
  * into opt when it is set (on the context, the call or the tuning table) and
- * names t (NVRTC 12.8 on; an unknown version: on), else "". */
+ * names t and NVRTC has the option (12.8 on), else "". */
 static void fast_compile_option(ndf_ctx *ctx, const ndf__template *t, int nv_major, int nv_minor, char *opt,
                                 size_t n) {
   opt[0] = '\0';
   const int v = ndf__tune(ctx, NDF__TUNE_JIT_FAST_COMPILE, NULL);
-  if (v == NDF__TUNE_JIT_FAST_COMPILE__OFF || (nv_major > 0 && nv_major * 100 + nv_minor < 1208)) return;
+  if (v == NDF__TUNE_JIT_FAST_COMPILE__OFF || nv_major * 100 + nv_minor < 1208) return;
   const ndf__tunable_def *d = &ndf__tunables[NDF__TUNE_JIT_FAST_COMPILE];
   char list[512], name[128]; /* the tunable's templates, space-separated */
   snprintf(list, sizeof list, " %s ", d->templates);
@@ -407,7 +407,6 @@ static ndf_status lookup_payload(jit_job *j, const char *arch) {
   int id_known = id_load(ctx, &id) == 0;
   j->compiled = 0;
   j->payload = NULL;
-  fast_compile_option(ctx, t, id_known ? id.major : 0, id_known ? id.minor : 0, j->extra, sizeof j->extra);
   for (int pass = 0; pass < 2; pass++) {
     if (!id_known) { /* load NVRTC: the remembered identity is missing or stale */
       if (!(nv = ndf__nvrtc(&why))) return ndf__error(ctx, NDF_ENODEV, "%s: %s", op, why);
@@ -416,6 +415,7 @@ static ndf_status lookup_payload(jit_job *j, const char *arch) {
       id_known = 1;
     }
     pick_target(&id, arch, j->target, sizeof j->target, &j->cubin);
+    fast_compile_option(ctx, t, id.major, id.minor, j->extra, sizeof j->extra);
     free(j->key);
     if (!(j->key = disk_key(j->req, t, j->target, id.major, id.minor, j->extra)))
       return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", op);
