@@ -649,6 +649,13 @@ ndf_status ndf__jit_warm_many(ndf_ctx *ctx, const char *op, const ndf__kernel_re
   for (int i = 0; i < n && s == NDF_OK; i++) {
     jobs[i] = (jit_job){.ctx = ctx, .op = op, .req = reqs[i]};
     s = lookup_payload(&jobs[i], arch);
+    /* a miss that an earlier request of the list compiles: nothing to do (as
+     * ndf__jit_warm after it would find the entry) */
+    for (int k = 0; k < i && s == NDF_OK && !jobs[i].payload; k++)
+      if (jobs[k].key && !jobs[k].payload && strcmp(jobs[k].key, jobs[i].key) == 0) {
+        job_free(&jobs[i]);
+        break;
+      }
   }
   if (s == NDF_OK) s = compile_all(jobs, n);
   for (int i = 0; i < n; i++) compiled[i] = jobs[i].compiled;

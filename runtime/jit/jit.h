@@ -20,7 +20,8 @@ ndf_status ndf__jit_get_many(ndf_ctx *ctx, const char *op, const ndf__kernel_req
                              CUfunction *out);
 /* ndf__jit_warm for the n requests (1 to 16) of one call or command: the disk
  * cache's misses compile concurrently (one thread each) and are stored there;
- * compiled[i] says whether NVRTC ran for reqs[i].  No device needed. */
+ * compiled[i] says whether NVRTC ran for reqs[i] (a repeated request: for its
+ * first occurrence only).  No device needed. */
 ndf_status ndf__jit_warm_many(ndf_ctx *ctx, const char *op, const ndf__kernel_req *const *reqs, int n,
                               const char *arch, int *compiled);
 /* The payload that ndf__jit_get would load for arch: byte 0 'C' (CUBIN) or

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "grey/grey.h"
+#include "jit.h"
 #include "tune.h"
 
 void ndf_grey_options_init(ndf_grey_options *opt) {
@@ -494,11 +495,13 @@ ndf_status ndf_cache_warm(ndf_ctx *ctx, const char *arch, const char *op, ndf_dt
     if ((s = ndf__grey_prepare(ctx, name, ops[which].mm[step], dtype, ndim, shape, opt, &g)) != NDF_OK) return s;
     int n = ndf__grey_cuda_requests(ctx, &g, dtype, ndim, reqs, 15);
     if (step == ops[which].steps - 1 && ops[which].combine >= 0) ndf__combine_request(&reqs[n++], ops[which].combine, dtype);
-    for (int i = 0; i < n && s == NDF_OK; i++) {
-      int c = 0;
-      s = ndf__jit_warm(ctx, name, &reqs[i], arch, &c);
-      if (compiled) *compiled += c;
-    }
+    /* the step's kernels at once: the misses compile concurrently */
+    const ndf__kernel_req *rp[16];
+    int c[16] = {0};
+    for (int i = 0; i < n; i++) rp[i] = &reqs[i];
+    if (n > 0) s = ndf__jit_warm_many(ctx, name, rp, n, arch, c);
+    for (int i = 0; i < n && s == NDF_OK; i++)
+      if (compiled) *compiled += c[i];
     ndf__grey_geom_free(&g);
   }
   return s;
