@@ -17,16 +17,10 @@
 
 #include "ect/ect.h"
 #include "kernel_params.generated.h"
+#include "jit.h"
 #include "tune.h"
 
 #define ECT_SMEM_MAX 36864 /* dynamic shared bytes for thresholds + histogram (static use <= 10.2 KB) */
-
-static ndf_status get_fn(ndf_ctx *ctx, const char *name, const char *kernel, ndf_dtype dt, int nsp, int cons, int wt,
-                         CUfunction *fn) {
-  ndf__kernel_req r;
-  ndf__req_ect(&r, kernel, dt, nsp, cons, wt);
-  return ndf__jit_get(ctx, name, &r, fn);
-}
 
 typedef struct tsort {
   double t;
@@ -99,8 +93,15 @@ ndf_status ndf__ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const ndf_ar
   const int nsp = c->nsp, nb = c->nb, wt = c->weighted;
   CUfunction fh, ff;
   /* the final kernel does not depend on TIN/NSP/CONS: one specialization per WT */
-  if ((s = get_fn(ctx, c->name, "ndf_ect_hist", in->dtype, nsp, c->cons, wt, &fh)) != NDF_OK) return s;
-  if ((s = get_fn(ctx, c->name, "ndf_ect_final", NDF_FLOAT32, 2, 0, wt, &ff)) != NDF_OK) return s;
+  {
+    ndf__kernel_req r[2];
+    const ndf__kernel_req *rp[2] = {&r[0], &r[1]};
+    CUfunction f2[2];
+    ndf__req_ect(&r[0], "ndf_ect_hist", in->dtype, nsp, c->cons, wt);
+    ndf__req_ect(&r[1], "ndf_ect_final", NDF_FLOAT32, 2, 0, wt);
+    if ((s = ndf__jit_get_many(ctx, c->name, rp, 2, f2)) != NDF_OK) return s; /* compiled concurrently */
+    fh = f2[0], ff = f2[1];
+  }
 
   ect_tiling g;
   if ((s = ect_tiling_plan(ctx, c, in, &g)) != NDF_OK) return s;
@@ -188,12 +189,6 @@ done:
 
 /* ---- soft ECT ----------------------------------------------------------------------------------- */
 
-static ndf_status get_soft_fn(ndf_ctx *ctx, const char *name, const char *kernel, ndf_dtype dt, int nsp, int cons,
-                              int wt, int fast, CUfunction *fn) {
-  ndf__kernel_req r;
-  ndf__req_ect_soft(&r, kernel, dt, nsp, cons, wt, fast);
-  return ndf__jit_get(ctx, name, &r, fn);
-}
 
 /* The sigmoid in float (soft_ect.fast=on) or double (default, the CPU's arithmetic). */
 static int soft_fast(ndf_ctx *ctx) { return ndf__tune(ctx, NDF__TUNE_SOFT_ECT_FAST, NULL) == NDF__TUNE_SOFT_ECT_FAST__ON; }
@@ -244,8 +239,15 @@ ndf_status ndf__soft_ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const n
   const int64_t T = c->T, nimg = c->nimg, m = c->m, npix = c->npix;
   const int nsp = c->nsp, nb = c->nb, wt = c->weighted, fast = soft_fast(ctx);
   CUfunction fs, fp;
-  if ((s = get_soft_fn(ctx, c->name, "ndf_ect_soft", in->dtype, nsp, c->cons, wt, fast, &fs)) != NDF_OK) return s;
-  if ((s = get_soft_fn(ctx, c->name, "ndf_ect_soft_put", NDF_FLOAT32, 2, 0, 0, 0, &fp)) != NDF_OK) return s;
+  {
+    ndf__kernel_req r[2];
+    const ndf__kernel_req *rp[2] = {&r[0], &r[1]};
+    CUfunction f2[2];
+    ndf__req_ect_soft(&r[0], "ndf_ect_soft", in->dtype, nsp, c->cons, wt, fast);
+    ndf__req_ect_soft(&r[1], "ndf_ect_soft_put", NDF_FLOAT32, 2, 0, 0, 0);
+    if ((s = ndf__jit_get_many(ctx, c->name, rp, 2, f2)) != NDF_OK) return s; /* compiled concurrently */
+    fs = f2[0], fp = f2[1];
+  }
 
   ect_tiling g;
   if ((s = ect_tiling_plan(ctx, c, in, &g)) != NDF_OK) return s;
