@@ -189,7 +189,6 @@ done:
 
 /* ---- soft ECT ----------------------------------------------------------------------------------- */
 
-
 /* The sigmoid in float (soft_ect.fast=on) or double (default, the CPU's arithmetic). */
 static int soft_fast(ndf_ctx *ctx) { return ndf__tune(ctx, NDF__TUNE_SOFT_ECT_FAST, NULL) == NDF__TUNE_SOFT_ECT_FAST__ON; }
 
