@@ -324,7 +324,8 @@ static void test_specializations_compile(void **state) {
 
 /* ndf__jit_warm_many: a call's kernels (the three of distance_transform_bf,
  * one of them twice) compile at once into the disk cache; a fresh context then
- * finds every one on disk. */
+ * finds every one on disk.  A compile error on a worker thread reaches the
+ * context. */
 static void test_warm_many(void **state) {
   (void)state;
   if (!ndf__nvrtc(NULL)) skip();
@@ -363,6 +364,18 @@ static void test_warm_many(void **state) {
     }
     ndf_ctx_destroy(ctx);
   }
+  /* a failure on a worker thread: its status and NVRTC's log in the context */
+  ndf_ctx_options opt;
+  ndf_ctx_options_init(&opt);
+  opt.backend = NDF_BACKEND_CPU;
+  opt.cache_disable = 1;
+  ndf_ctx *ctx = NULL;
+  assert_int_equal(ndf_ctx_create(&ctx, &opt), NDF_OK);
+  ndf__req_set(&req[2], "TIN", "no_such_type");
+  int compiled[4];
+  assert_int_equal(ndf__jit_warm_many(ctx, "test", rp, 3, "sm_90", compiled), NDF_ECOMPILE);
+  assert_non_null(strstr(ndf_errmsg(ctx), "no_such_type"));
+  ndf_ctx_destroy(ctx);
   char cmd[256];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   assert_int_equal(system(cmd), 0);

@@ -296,16 +296,18 @@ static double now_ms(void) {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* Compiles src with NVRTC for target.  *payload = 'C' or 'P' + CUBIN/PTX bytes. */
-static ndf_status nvrtc_compile(ndf_ctx *ctx, const char *op, const char *src, const char *key,
+/* Compiles src with NVRTC for target.  *payload = 'C' or 'P' + CUBIN/PTX bytes.
+ * Counted in ctx's statistics; a failure's message goes to ectx (NULL: the
+ * thread's own, ndf_last_error). */
+static ndf_status nvrtc_compile(ndf_ctx *ctx, ndf_ctx *ectx, const char *op, const char *src, const char *key,
                                 const char *target, const char *extra, int cubin, void **payload, size_t *len) {
   const char *why = NULL;
   const ndf__nvrtc_api *nv = ndf__nvrtc(&why);
-  if (!nv) return ndf__error(ctx, NDF_ENODEV, "%s: %s", op, why);
+  if (!nv) return ndf__error(ectx, NDF_ENODEV, "%s: %s", op, why);
   double t0 = now_ms();
   nvrtcProgram prog = NULL;
   nvrtcResult r = nv->nvrtcCreateProgram(&prog, src, "ndforge_kernel.cu", 0, NULL, NULL);
-  if (r != 0) return ndf__error(ctx, NDF_ECOMPILE, "%s: nvrtcCreateProgram: %s", op, nv->nvrtcGetErrorString(r));
+  if (r != 0) return ndf__error(ectx, NDF_ECOMPILE, "%s: nvrtcCreateProgram: %s", op, nv->nvrtcGetErrorString(r));
   char archopt[64];
   snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", target);
   const char *opts[NBASE_OPTIONS + 3];
@@ -325,7 +327,7 @@ static ndf_status nvrtc_compile(ndf_ctx *ctx, const char *op, const char *src, c
       nv->nvrtcGetProgramLog(prog, log);
       log[loglen] = '\0';
     }
-    ndf__error(ctx, NDF_ECOMPILE, "%s: NVRTC failed (%s) with options '%s %s %s %s%s%s'\n%s\nkey:\n%s", op,
+    ndf__error(ectx, NDF_ECOMPILE, "%s: NVRTC failed (%s) with options '%s %s %s %s%s%s'\n%s\nkey:\n%s", op,
                nv->nvrtcGetErrorString(r), opts[0], opts[1], opts[2], archopt, extra[0] ? " " : "", extra,
                log ? log : "(no log)", key);
     free(log);
@@ -337,14 +339,14 @@ static ndf_status nvrtc_compile(ndf_ctx *ctx, const char *op, const char *src, c
   char *out = r == 0 ? malloc(n + 1) : NULL;
   if (!out) {
     nv->nvrtcDestroyProgram(&prog);
-    return ndf__error(ctx, r ? NDF_ECOMPILE : NDF_ENOMEM, "%s: cannot get the compiled code", op);
+    return ndf__error(ectx, r ? NDF_ECOMPILE : NDF_ENOMEM, "%s: cannot get the compiled code", op);
   }
   out[0] = cubin ? 'C' : 'P';
   r = cubin ? nv->nvrtcGetCUBIN(prog, out + 1) : nv->nvrtcGetPTX(prog, out + 1);
   nv->nvrtcDestroyProgram(&prog);
   if (r != 0) {
     free(out);
-    return ndf__error(ctx, NDF_ECOMPILE, "%s: cannot get the compiled code", op);
+    return ndf__error(ectx, NDF_ECOMPILE, "%s: cannot get the compiled code", op);
   }
   pthread_mutex_lock(&ctx->lock);
   ctx->stats.compiles++;
@@ -370,13 +372,17 @@ typedef struct jit_job {
   int compiled;    /* NVRTC ran */
   int store_errno; /* why the disk cache could not keep the compiled payload (0: it did, or no cache) */
   ndf_status st;
+  int worker; /* compile_payload runs on a thread of its own: its errors go to err, not ctx */
+  char *err;
 } jit_job;
 
 static void job_free(jit_job *j) {
   free(j->key);
   free(j->payload);
+  free(j->err);
   j->key = NULL;
   j->payload = NULL;
+  j->err = NULL;
 }
 
 /* The tunable jit.fast_compile for template t: "--Ofast-compile=<level>"
@@ -439,8 +445,8 @@ static ndf_status lookup_payload(jit_job *j, const char *arch) {
 
 /* A miss of lookup_payload: NVRTC, then the disk cache. */
 static ndf_status compile_payload(jit_job *j) {
-  ndf_ctx *ctx = j->ctx;
-  char *src = ndf__jit_source(ctx, j->op, j->req, NULL);
+  ndf_ctx *ctx = j->ctx, *ectx = j->worker ? NULL : ctx; /* a worker's errors: its thread's message */
+  char *src = ndf__jit_source(ectx, j->op, j->req, NULL);
   if (!src) return NDF_EINTERNAL;
   const char *dump = getenv("NDF_DUMP_SOURCE");
   if (dump && *dump) {
@@ -453,7 +459,7 @@ static ndf_status compile_payload(jit_job *j) {
       fclose(f);
     }
   }
-  ndf_status s = nvrtc_compile(ctx, j->op, src, j->key, j->target, j->extra, j->cubin, &j->payload, &j->len);
+  ndf_status s = nvrtc_compile(ctx, ectx, j->op, src, j->key, j->target, j->extra, j->cubin, &j->payload, &j->len);
   free(src);
   if (s != NDF_OK) return s;
   j->compiled = 1;
@@ -613,6 +619,7 @@ ndf_status ndf__jit_get(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req
 static void *compile_thread(void *arg) {
   jit_job *j = arg;
   j->st = compile_payload(j);
+  if (j->st != NDF_OK) j->err = strdup(ndf_last_error());
   return NULL;
 }
 
@@ -628,14 +635,18 @@ static ndf_status compile_all(jit_job *jobs, int n) {
       first = 0;
       continue;
     }
+    jobs[i].worker = 1;
     started[i] = pthread_create(&th[i], NULL, compile_thread, &jobs[i]) == 0;
+    jobs[i].worker = started[i];
   }
   for (int i = 0; i < n; i++)
     if (jobs[i].key && !jobs[i].payload && !started[i]) jobs[i].st = compile_payload(&jobs[i]);
   for (int i = 0; i < n; i++)
     if (started[i]) pthread_join(th[i], NULL);
+  /* the first failure in the list's order, its message in the context */
   for (int i = 0; i < n; i++)
-    if (jobs[i].key && jobs[i].st != NDF_OK) return jobs[i].st;
+    if (jobs[i].key && jobs[i].st != NDF_OK)
+      return jobs[i].err ? ndf__error(jobs[i].ctx, jobs[i].st, "%s", jobs[i].err) : jobs[i].st;
   return NDF_OK;
 }
 
