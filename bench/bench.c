@@ -30,7 +30,7 @@
  * table of the default cache directory (`ndforge tune`, ADR 0019), and the
  * field "tuning" says how many choices it made ("table: N choices", "none");
  * --no-tuning times the built-in defaults ("off"): a run with and one without
- * compare the two.
+ * compare the two.  --tune sets tunables on every context (field "tune").
  *
  * Exit status: 0 all done, 1 a failure or a wrong result, 2 bad usage,
  * 77 no usable CUDA device and nothing else asked (ctest's "skipped").
@@ -941,6 +941,9 @@ static int g_deferred;
  * they ignore it and run the built-in defaults. */
 static int g_tuning = 1;
 static char g_tuning_dir[4096];
+/* --tune NAME=VALUE[,...]: tunables set on every context (ndf_ctx_set_tunables; e.g.
+ * jit.fast_compile=mid to time its compiles and its kernels) */
+static const char *g_tune;
 
 typedef struct bench_args {
   const char *only;
@@ -959,7 +962,7 @@ typedef struct bench_args {
 static void usage(FILE *f)
 {
   fputs("usage: ndf_bench [--only SUBSTR] [--reps N] [--cpu] [--no-check] [--check-max-mb MB]\n"
-        "                  [--human] [--list] [--seed N] [--no-tuning]\n"
+        "                  [--human] [--list] [--seed N] [--no-tuning] [--tune N=V,...]\n"
         "                  [--op OP --dtype float32 --shape 64x1024x1024 --size 3\n"
         "                   --footprint box|cross --batch-dims N --mode reflect --param P]\n"
         "Times ndforge's ops on the GPU after checking them against the CPU backend; one\n"
@@ -986,6 +989,7 @@ static void usage(FILE *f)
         "  --deferred-errors contexts with deferred data checks (a float ECC call does not wait for\n"
         "                    its NaN check, so its warm timing queues calls behind a gate)\n"
         "  --no-tuning       the built-in defaults: ignore the device's tuning table (ndforge tune)\n"
+        "  --tune N=V[,...]  set tunables on every context (e.g. jit.fast_compile=mid)\n"
         "  --op ...          one workload given by flags instead of the default list\n"
         "exit status: 0 ok, 1 failure or wrong result, 2 usage, 77 no CUDA device (skipped)\n",
         f);
@@ -1067,6 +1071,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
     else if (!strcmp(o, "--check-max-mb") && !parse_int(v, 0, INT64_MAX / 2, &n)) a->check_max_mb = (double)n;
     else if (!strcmp(o, "--child-disk")) a->child_disk = v;
     else if (!strcmp(o, "--tuning-dir")) snprintf(g_tuning_dir, sizeof g_tuning_dir, "%s", v);
+    else if (!strcmp(o, "--tune")) g_tune = v;
     else if (!strcmp(o, "--op") && (a->wl.op = find_op(v)) >= 0) a->custom = 1;
     else if (!strcmp(o, "--param") && parse_double(v, &a->wl.param) == 0) a->custom = 1;
     else if (!strcmp(o, "--dtype") && ndf_dtype_from_name(v, &a->wl.dtype) == NDF_OK) a->custom = 1;
@@ -1116,6 +1121,8 @@ static ndf_status make_ctx(ndf_ctx **c, ndf_backend backend, const char *cache_d
     if (!g_tuning) s = ndf_ctx_tuning_use(*c, 0);
     else if (g_tuning_dir[0]) s = ndf_ctx_tuning_from(*c, g_tuning_dir);
   }
+  if (s == NDF_OK && g_tune && (s = ndf_ctx_set_tunables(*c, g_tune)) != NDF_OK)
+    fprintf(stderr, "ndf_bench: --tune %s: %s\n", g_tune, ndf_errmsg(*c));
   return s;
 }
 
@@ -1163,6 +1170,7 @@ static int measure_disk(const workload *wl, const char *cache_dir, uint64_t seed
   if (g_deferred) argv[k++] = "--deferred-errors";
   if (!g_tuning) argv[k++] = "--no-tuning";
   else if (g_tuning_dir[0]) argv[k++] = "--tuning-dir", argv[k++] = g_tuning_dir;
+  if (g_tune) argv[k++] = "--tune", argv[k++] = (char *)g_tune;
   argv[k] = NULL;
 
   int fds[2];
@@ -1883,6 +1891,7 @@ static void print_json(const workload *w, const result *r, const char *device, c
   put_str(&s, "check", r->check);
   if (r->kernels[0]) put_str(&s, "kernels", r->kernels);
   if (r->tuning[0]) put_str(&s, "tuning", r->tuning);
+  if (g_tune) put_str(&s, "tune", g_tune);
   if (r->error[0]) put_str(&s, "error", r->error);
   put(&s, "}\n");
   fputs(s.b, stdout);
