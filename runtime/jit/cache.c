@@ -3,7 +3,7 @@
  *
  * One file per entry, <cache dir>/<fnv64(key) in hex>.ndfk:
  *   "NDFCACHE" | u32 format | u32 key length | u64 payload length |
- *   u64 checksum of key and payload (entry_sum) | key text | payload
+ *   u64 checksum of key and payload (ndf__cache_checksum) | key text | payload
  * A lookup is one open, one fstat and one read (preadv: header and key into a
  * small buffer, the payload straight into its own), then the checksum.
  * The full key is stored and compared on load, so a hash collision can never
@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "jit.h"
 
 #define MAGIC "NDFCACHE"
 #define FORMAT 2u
@@ -57,7 +58,7 @@ static uint64_t sum_bytes(const void *data, size_t n, uint64_t seed) {
   return ndf__hash_fnv1a64(p + i, n - i, h);
 }
 
-static uint64_t checksum(const char *key, size_t klen, const void *payload, size_t plen) {
+uint64_t ndf__cache_checksum(const void *key, size_t klen, const void *payload, size_t plen) {
   return sum_bytes(payload, plen, sum_bytes(key, klen, NDF__FNV_SEED));
 }
 
@@ -141,7 +142,7 @@ static int read_entry(const char *path, const char *want, char **key, size_t *kl
   if (memcmp(head, MAGIC, 8) != 0 || get32(head + 8) != FORMAT || get32(head + 12) != kl || get64(head + 16) != pl)
     goto out;
   if (want && memcmp(head + HEADER, want, kl) != 0) goto out;
-  if (checksum((const char *)head + HEADER, kl, p, pl) != get64(head + 24)) goto out;
+  if (ndf__cache_checksum(head + HEADER, kl, p, pl) != get64(head + 24)) goto out;
   /* the key moves to the front of its buffer */
   memmove(head, head + HEADER, kl);
   head[kl] = '\0';
@@ -207,7 +208,7 @@ void ndf__cache_store(ndf_ctx *ctx, const char *key, const void *payload, size_t
   put32(h + 8, FORMAT);
   put32(h + 12, (uint32_t)klen);
   put64(h + 16, len);
-  put64(h + 24, checksum(key, klen, payload, len));
+  put64(h + 24, ndf__cache_checksum(key, klen, payload, len));
   int ok = fchmod(fd, 0644) == 0 && write_all(fd, h, HEADER) == 0 && write_all(fd, key, klen) == 0 &&
            write_all(fd, payload, len) == 0 && fsync(fd) == 0;
   ok = (close(fd) == 0) && ok;

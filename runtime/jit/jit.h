@@ -29,4 +29,7 @@ ndf_status ndf__jit_warm_many(ndf_ctx *ctx, const char *op, const ndf__kernel_re
  * cache or NVRTC (stored in the cache). */
 ndf_status ndf__jit_image(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, const char *arch, void **image,
                           size_t *len);
+/* The checksum of a disk cache entry (format 2) over its key and payload
+ * (cache.c; the fuzzer's fix-ups). */
+uint64_t ndf__cache_checksum(const void *key, size_t klen, const void *payload, size_t plen);
 #endif
