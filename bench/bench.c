@@ -55,6 +55,7 @@
 #include <unistd.h>
 
 #include "ndforge.h"
+#include "ops.generated.h"
 
 #define EXIT_SKIP 77
 #define EXIT_USAGE 2
@@ -77,41 +78,18 @@
 /* Workloads                                                                 */
 
 typedef enum { FP_BOX = 0, FP_CROSS = 1 } fp_kind;
-typedef enum { FAM_GREY, FAM_RANK, FAM_DIST, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC, FAM_SOFT_ECC, FAM_ECT, FAM_SOFT_ECT } op_family;
+typedef enum { FAM_GREY, FAM_RANK, FAM_DISTANCE, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC, FAM_SOFT_ECC, FAM_ECT, FAM_SOFT_ECT } op_family;
 
-/* The ops: API-style name (--op), key (the first part of a workload's name)
- * and family. */
+/* The workload kinds, from the op registry (gen/ops.lua): --op name, key (the
+ * first part of a workload's name) and family (how its inputs are set up). */
 typedef struct op_desc {
   const char *name, *key;
   op_family family;
 } op_desc;
-enum {
-  OP_EROSION, OP_DILATION, OP_MEDIAN, OP_RANK, OP_PERCENTILE, OP_EDT, OP_BIN_EROSION, OP_FILL_HOLES, OP_LABEL,
-  OP_OPENING, OP_SINKHORN, OP_SINKHORN_LOG, OP_SINKHORN_DENSE, OP_ECC, OP_SOFT_ECC, OP_CDT_TAXI, OP_CDT_CHESS, OP_ECT,
-  OP_SOFT_ECT, OP_BF, OP_COUNT
-};
-static const op_desc ops[OP_COUNT] = {
-    [OP_EROSION] = {"grey_erosion", "erosion", FAM_GREY},
-    [OP_DILATION] = {"grey_dilation", "dilation", FAM_GREY},
-    [OP_MEDIAN] = {"median_filter", "median", FAM_RANK},
-    [OP_RANK] = {"rank_filter", "rank", FAM_RANK},
-    [OP_PERCENTILE] = {"percentile_filter", "percentile", FAM_RANK},
-    [OP_EDT] = {"distance_transform_edt", "edt", FAM_DIST},
-    [OP_BIN_EROSION] = {"binary_erosion", "binary_erosion", FAM_BINARY},
-    [OP_FILL_HOLES] = {"binary_fill_holes", "binary_fill_holes", FAM_BINARY},
-    [OP_LABEL] = {"label", "label", FAM_LABEL},
-    [OP_OPENING] = {"grey_opening", "opening", FAM_GREY},
-    [OP_SINKHORN] = {"sinkhorn", "sinkhorn", FAM_SINKHORN},             /* grid cost, scaling form */
-    [OP_SINKHORN_LOG] = {"sinkhorn_log", "sinkhorn_log", FAM_SINKHORN}, /* grid cost, log domain */
-    [OP_SINKHORN_DENSE] = {"sinkhorn_dense", "sinkhorn_dense", FAM_SINKHORN}, /* the same cost as a d x d matrix */
-    [OP_ECC] = {"euler_characteristic_curve", "ecc", FAM_ECC},
-    [OP_SOFT_ECC] = {"soft_ecc", "soft_ecc", FAM_SOFT_ECC},
-    [OP_CDT_TAXI] = {"distance_transform_cdt", "cdt_taxicab", FAM_DIST},
-    [OP_CDT_CHESS] = {"distance_transform_cdt", "cdt_chessboard", FAM_DIST},
-    [OP_ECT] = {"euler_characteristic_transform", "ect", FAM_ECT}, /* binary, size = T, param = m directions */
-    [OP_SOFT_ECT] = {"soft_ect", "soft_ect", FAM_SOFT_ECT}, /* binary, forward + backward, size = T, param = m */
-    [OP_BF] = {"distance_transform_bf", "bf", FAM_DIST},    /* euclidean; param 1: sampling and indices */
-};
+#define BENCH_OP_ENUM(id, arg, key, setup) OP_##id,
+enum { NDF_OPS_BENCH(BENCH_OP_ENUM) OP_COUNT };
+#define BENCH_OP_ROW(id, arg, key, setup) [OP_##id] = {arg, key, FAM_##setup},
+static const op_desc ops[OP_COUNT] = {NDF_OPS_BENCH(BENCH_OP_ROW)};
 
 typedef struct workload {
   int op;     /* OP_* */
@@ -223,7 +201,7 @@ static const char *op_name(int op) { return ops[op].name; }
 static ndf_dtype out_dtype(const workload *w)
 {
   switch (ops[w->op].family) {
-  case FAM_DIST: return w->op == OP_CDT_TAXI || w->op == OP_CDT_CHESS ? NDF_INT32 : NDF_FLOAT64;
+  case FAM_DISTANCE: return w->op == OP_CDT_TAXI || w->op == OP_CDT_CHESS ? NDF_INT32 : NDF_FLOAT64;
   case FAM_BINARY: return NDF_BOOL;
   case FAM_LABEL: return NDF_INT32;
   case FAM_ECC: return NDF_INT64;
@@ -328,7 +306,7 @@ static void wl_name(const workload *w, char *buf, size_t len)
     snprintf(buf, len, "%s_%s_%s%s_m%d_T%d", op, ndf_dtype_name(w->dtype), shp, b, (int)w->param, w->size);
     return;
   }
-  if (ops[w->op].family == FAM_DIST) { /* "edt_u8_1024x1024_b0", "..._samp_idx" */
+  if (ops[w->op].family == FAM_DISTANCE) { /* "edt_u8_1024x1024_b0", "..._samp_idx" */
     snprintf(buf, len, "%s_%s_%s_b%d%s", op, dtype_short(w->dtype), shp, w->batch_dims, w->param ? "_samp_idx" : "");
     return;
   }
@@ -420,7 +398,7 @@ static int setup_options(const workload *w, op_setup *g)
     if (ndf_array_init(&g->dirs, g->dirbuf, NDF_DEVICE_CPU, NDF_FLOAT64, 2, dsh) != NDF_OK) return -1;
     return 0;
   }
-  if (ops[w->op].family == FAM_DIST) {
+  if (ops[w->op].family == FAM_DISTANCE) {
     if (w->op == OP_CDT_TAXI || w->op == OP_CDT_CHESS)
       g->dopt.metric = w->op == OP_CDT_TAXI ? NDF_METRIC_TAXICAB : NDF_METRIC_CHESSBOARD;
     if (w->op == OP_BF) g->dopt.metric = NDF_METRIC_EUCLIDEAN;

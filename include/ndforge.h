@@ -957,8 +957,7 @@ NDF_API ndf_status ndf_soft_ect_backward(ndf_ctx *ctx, const ndf_array *input, c
 
 /*
  * Compiles, without any GPU, the kernels that op (a grey op: "grey_erosion",
- * "grey_dilation", "grey_opening", "grey_closing", "morphological_gradient",
- * "morphological_laplace", "white_tophat" or "black_tophat") would need for the
+ * "grey_dilation" or a composite; docs/ops.md lists them) would need for the
  * given input dtype / spatial ndim and options, for a target architecture such
  * as "sm_90", into the context's disk cache.  An entry found corrupt is replaced.
  * *compiled receives the number of kernels compiled (0 = all were cached).
@@ -973,6 +972,34 @@ NDF_API ndf_status ndf_cache_warm(ndf_ctx *ctx, const char *arch, const char *op
 NDF_API ndf_status ndf_cache_warm_rank(ndf_ctx *ctx, const char *arch, const char *op, ndf_dtype dtype, int ndim,
                                        int64_t rank, double percentile, const ndf_rank_options *opt,
                                        int *compiled);
+
+/* The same for the binary ops ("binary_erosion", "binary_dilation",
+ * "binary_opening", "binary_closing", "binary_propagation" or
+ * "binary_fill_holes"), binary_hit_or_miss and label: the kernels their CUDA
+ * path requests for a C-contiguous input of dtype with ndim axes of 64 (a
+ * mask of opt->mask's dtype; label: output_dtype labels); the data of the
+ * option arrays (structures) is read, that of opt->mask is not. */
+NDF_API ndf_status ndf_cache_warm_binary(ndf_ctx *ctx, const char *arch, const char *op, ndf_dtype dtype, int ndim,
+                                         const ndf_binary_options *opt, int *compiled);
+NDF_API ndf_status ndf_cache_warm_hit_or_miss(ndf_ctx *ctx, const char *arch, ndf_dtype dtype, int ndim,
+                                              const ndf_hit_or_miss_options *opt, int *compiled);
+NDF_API ndf_status ndf_cache_warm_label(ndf_ctx *ctx, const char *arch, ndf_dtype dtype, int ndim,
+                                        ndf_dtype output_dtype, const ndf_array *structure, int batch_dims,
+                                        int *compiled);
+
+/* The same for a distance transform (op "distance_transform_edt", "_cdt" or
+ * "_bf") of an input of dtype with ndim axes of 64, distances of
+ * distances_dtype (scipy's for the op and metric; float32 for edt's option)
+ * and, when with_indices is set, the feature transform. */
+NDF_API ndf_status ndf_cache_warm_distance(ndf_ctx *ctx, const char *arch, const char *op, ndf_dtype dtype, int ndim,
+                                           const ndf_distance_options *opt, ndf_dtype distances_dtype,
+                                           int with_indices, int *compiled);
+
+/* The same for the Euler characteristic transform (op
+ * "euler_characteristic_transform", or "soft_ect" for the soft one's forward
+ * and backward kernels): opt's construction, weighted and batch_dims. */
+NDF_API ndf_status ndf_cache_warm_ect(ndf_ctx *ctx, const char *arch, const char *op, ndf_dtype dtype, int ndim,
+                                      const ndf_ect_options *opt, int *compiled);
 
 /* Calls fn for each entry of the context's disk cache with its file name,
  * size and key text.  Stops early when fn returns non-zero. */
@@ -1038,6 +1065,13 @@ NDF_API void ndf_reconstruction_options_init(ndf_reconstruction_options *opt);
  */
 NDF_API ndf_status ndf_reconstruction(ndf_ctx *ctx, const ndf_array *seed, const ndf_array *mask,
                                       ndf_array *output, const ndf_reconstruction_options *opt);
+
+/* Cache warm (see ndf_cache_warm) for ndf_reconstruction: the kernels of a
+ * seed and mask of dtype with ndim axes, an output of output_dtype (float64
+ * or dtype) and opt (its method, footprint and batch_dims matter). */
+NDF_API ndf_status ndf_cache_warm_reconstruction(ndf_ctx *ctx, const char *arch, ndf_dtype dtype, int ndim,
+                                                 ndf_dtype output_dtype, const ndf_reconstruction_options *opt,
+                                                 int *compiled);
 
 /* ------------------------------------------------------------------------ */
 /* Tunables and the tuning table (docs/adr/0019-tunables-and-autotuning.md)  */

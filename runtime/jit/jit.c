@@ -17,6 +17,9 @@
 #include "tune.h"
 #include "templates.generated.h"
 
+/* The most requests ndf__jit_get_many and ndf__jit_warm_many take at once. */
+#define JIT_MANY 16
+
 /* NVRTC options every kernel is compiled with (part of the disk key). */
 static const char *const base_options[] = {"--std=c++17", "-DNDEBUG", "--device-as-default-execution-space"};
 #define NBASE_OPTIONS ((int)(sizeof base_options / sizeof base_options[0]))
@@ -494,6 +497,47 @@ ndf_status ndf__jit_image(ndf_ctx *ctx, const char *op, const ndf__kernel_req *r
   return NDF_OK;
 }
 
+ndf_status ndf__jit_resolve(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, ndf__warm *warm,
+                            CUfunction *fn) {
+  if (!warm) return ndf__jit_get(ctx, op, req, fn);
+  int c = 0;
+  ndf_status s = ndf__jit_warm(ctx, op, req, warm->arch, &c);
+  warm->compiled += c;
+  *fn = NULL;
+  return s;
+}
+
+ndf_status ndf__jit_resolve_many(ndf_ctx *ctx, const char *op, const ndf__kernel_req *const *reqs, int n,
+                                 ndf__warm *warm, CUfunction *fns) {
+  if (!warm) return ndf__jit_get_many(ctx, op, reqs, n, fns);
+  int c[JIT_MANY] = {0};
+  ndf_status s = ndf__jit_warm_many(ctx, op, reqs, n, warm->arch, c);
+  for (int i = 0; i < n && i < JIT_MANY; i++) {
+    warm->compiled += c[i];
+    if (fns) fns[i] = NULL;
+  }
+  return s;
+}
+
+ndf_status ndf__warm_check(ndf_ctx *ctx, const char *name, const char *arch, ndf_dtype dtype, int ndim,
+                           int *compiled) {
+  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
+  ndf__clear_error(ctx);
+  if (compiled) *compiled = 0;
+  if (!arch || strncmp(arch, "sm_", 3) != 0 || atoi(arch + 3) < 50)
+    return ndf__argerror(ctx, name, "arch", "'%s' is not an architecture like sm_90", arch ? arch : "(null)");
+  if (!ndf_dtype_size(dtype) || dtype == NDF_INT64)
+    return ndf__argerror(ctx, name, "dtype", "unsupported dtype %d", (int)dtype);
+  if (ndim < 1 || ndim > NDF_MAX_NDIM) return ndf__argerror(ctx, name, "ndim", "%d is not in 1..%d", ndim, NDF_MAX_NDIM);
+  return NDF_OK;
+}
+
+void ndf__warm_array(ndf_array *a, int slot, ndf_dtype dtype, int ndim) {
+  int64_t shape[NDF_MAX_NDIM];
+  for (int d = 0; d < ndim; d++) shape[d] = 64;
+  ndf_array_init(a, (void *)(uintptr_t)(((uintptr_t)slot + 1) << 52), NDF_DEVICE_CPU, dtype, ndim, shape);
+}
+
 /* The in-memory key: template, kernel and slot values in request order;
  * into buf when it fits, else malloc'd (*heap set; NULL when out of memory). */
 static char *memory_key(const ndf__kernel_req *req, char *buf, size_t n, size_t *len, char **heap) {
@@ -612,9 +656,6 @@ ndf_status ndf__jit_get(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req
   free(heap);
   return s;
 }
-
-/* The most requests ndf__jit_get_many and ndf__jit_warm_many take at once. */
-#define JIT_MANY 16
 
 static void *compile_thread(void *arg) {
   jit_job *j = arg;

@@ -24,6 +24,10 @@ ndf_status ndf__jit_get_many(ndf_ctx *ctx, const char *op, const ndf__kernel_req
  * first occurrence only).  No device needed. */
 ndf_status ndf__jit_warm_many(ndf_ctx *ctx, const char *op, const ndf__kernel_req *const *reqs, int n,
                               const char *arch, int *compiled);
+/* ndf__jit_get_many, or with warm ndf__jit_warm_many for warm->arch (fns[i]
+ * NULL, warm->compiled counted): ndf__jit_resolve for the kernels of a call. */
+ndf_status ndf__jit_resolve_many(ndf_ctx *ctx, const char *op, const ndf__kernel_req *const *reqs, int n,
+                                 ndf__warm *warm, CUfunction *fns);
 /* The payload that ndf__jit_get would load for arch: byte 0 'C' (CUBIN) or
  * 'P' (PTX), then the image (malloc'd, *len bytes in all); from the disk
  * cache or NVRTC (stored in the cache). */

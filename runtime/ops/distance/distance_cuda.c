@@ -341,7 +341,7 @@ static void edt_head(ndf__edt_params *p, const ndf_array *in, const ndf_array *d
 }
 
 static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, ndf_array *idx,
-                                  int nb, const double *sampling, const edt_splan *sp) {
+                                  int nb, const double *sampling, const edt_splan *sp, ndf__warm *warm) {
   const int nd = in->ndim, nsp = nd - nb, has_idx = idx != NULL;
   const int64_t N = ndf_array_size(in);
   const ndf_dtype dout = dist ? dist->dtype : NDF_FLOAT64;
@@ -358,8 +358,8 @@ static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
     rp[d] = &reqs[d];
   }
   /* the passes' kernels at once (a first call compiles them concurrently) */
-  ndf_status s = ndf__jit_get_many(ctx, name, rp, nsp, fns);
-  if (s != NDF_OK) return s;
+  ndf_status s = ndf__jit_resolve_many(ctx, name, rp, nsp, warm, fns);
+  if (s != NDF_OK || warm) return s;
   /* Two buffers (one for 2-D) of W (uint32) then, with indices, features (int32). */
   const int nbuf = nsp >= 3 ? 2 : 1;
   const size_t buf_bytes = ((size_t)N * (has_idx ? 8 : 4) + 255) & ~(size_t)255;
@@ -417,15 +417,15 @@ static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
 }
 
 ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, ndf_array *idx,
-                         int nb, const double *sampling) {
-  ndf_status s = ndf__ctx_bind(ctx);
+                         int nb, const double *sampling, ndf__warm *warm) {
+  ndf_status s = warm ? NDF_OK : ndf__ctx_bind(ctx);
   if (s != NDF_OK) return s;
   const int nd = in->ndim, nsp = nd - nb;
   const int64_t N = ndf_array_size(in);
   const ndf_dtype dout = dist ? dist->dtype : NDF_FLOAT64;
 
   const edt_splan sp = edt_search_plan(ctx, in, nb, sampling, idx != NULL);
-  if (sp.use) return edt_search_cuda(ctx, name, in, dist, idx, nb, sampling, &sp);
+  if (sp.use) return edt_search_cuda(ctx, name, in, dist, idx, nb, sampling, &sp, warm);
 
   const edt_wplan wp = edt_wrows_plan(ctx, in, nb, sampling);
   const int first1k = edt_first1k(ctx, in, nb, edt_exact(in, nb, sampling), in->shape[nb]);
@@ -449,7 +449,8 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
                 dist != NULL, idx != NULL, w32);
     rp[d] = &reqs[d];
   }
-  if ((s = ndf__jit_get_many(ctx, name, rp, nsp, fns)) != NDF_OK) return s; /* compiled concurrently */
+  if ((s = ndf__jit_resolve_many(ctx, name, rp, nsp, warm, fns)) != NDF_OK) return s; /* compiled concurrently */
+  if (warm) return NDF_OK;
 
   /* Scratch: the envelopes (16 bytes per voxel: W, position, feature) where
    * a pass keeps them there, then one or two (W double or uint32, feature int32)
@@ -564,8 +565,9 @@ static int64_t ctile_lw(const ndf_array *in, int axis, const ndf_ctx *ctx, int s
   return lw;
 }
 
-ndf_status ndf__cdt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, int nb, int chess) {
-  ndf_status s = ndf__ctx_bind(ctx);
+ndf_status ndf__cdt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, int nb, int chess,
+                         ndf__warm *warm) {
+  ndf_status s = warm ? NDF_OK : ndf__ctx_bind(ctx);
   if (s != NDF_OK) return s;
   const int nd = in->ndim, nsp = nd - nb;
   const int64_t N = ndf_array_size(in);
@@ -586,7 +588,8 @@ ndf_status ndf__cdt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
                           k == 0 ? in->dtype : NDF_UINT8, k == nsp - 1, k == 0 ? 0 : chess);
     rp[k] = &reqs[k];
   }
-  if ((s = ndf__jit_get_many(ctx, name, rp, nsp, fns)) != NDF_OK) return s; /* compiled concurrently */
+  if ((s = ndf__jit_resolve_many(ctx, name, rp, nsp, warm, fns)) != NDF_OK) return s; /* compiled concurrently */
+  if (warm) return NDF_OK;
 
   const int nbuf = nsp >= 3 ? 2 : nsp - 1;
   const size_t buf_bytes = ((size_t)N * 4 + 255) & ~(size_t)255;

@@ -22,6 +22,20 @@
 
 #define ECT_SMEM_MAX 36864 /* dynamic shared bytes for thresholds + histogram (static use <= 10.2 KB) */
 
+/* The exact transform's kernels, at once (compiled concurrently); the final one does not depend on
+ * TIN/NSP/CONS: one specialization per WT. */
+static ndf_status ect_kernels(ndf_ctx *ctx, const char *name, ndf_dtype dt, int nsp, int cons, int wt, ndf__warm *warm,
+                              CUfunction *fh, CUfunction *ff) {
+  ndf__kernel_req r[2];
+  const ndf__kernel_req *rp[2] = {&r[0], &r[1]};
+  CUfunction f[2] = {NULL, NULL};
+  ndf__req_ect(&r[0], "ndf_ect_hist", dt, nsp, cons, wt);
+  ndf__req_ect(&r[1], "ndf_ect_final", NDF_FLOAT32, 2, 0, wt);
+  ndf_status s = ndf__jit_resolve_many(ctx, name, rp, 2, warm, f);
+  *fh = f[0], *ff = f[1];
+  return s;
+}
+
 typedef struct tsort {
   double t;
   int64_t k;
@@ -92,16 +106,7 @@ ndf_status ndf__ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const ndf_ar
   const int64_t T = c->T, nimg = c->nimg, m = c->m;
   const int nsp = c->nsp, nb = c->nb, wt = c->weighted;
   CUfunction fh, ff;
-  /* the final kernel does not depend on TIN/NSP/CONS: one specialization per WT */
-  {
-    ndf__kernel_req r[2];
-    const ndf__kernel_req *rp[2] = {&r[0], &r[1]};
-    CUfunction f2[2];
-    ndf__req_ect(&r[0], "ndf_ect_hist", in->dtype, nsp, c->cons, wt);
-    ndf__req_ect(&r[1], "ndf_ect_final", NDF_FLOAT32, 2, 0, wt);
-    if ((s = ndf__jit_get_many(ctx, c->name, rp, 2, f2)) != NDF_OK) return s; /* compiled concurrently */
-    fh = f2[0], ff = f2[1];
-  }
+  if ((s = ect_kernels(ctx, c->name, in->dtype, nsp, c->cons, wt, NULL, &fh, &ff)) != NDF_OK) return s;
 
   ect_tiling g;
   if ((s = ect_tiling_plan(ctx, c, in, &g)) != NDF_OK) return s;
@@ -192,6 +197,25 @@ done:
 /* The sigmoid in float (soft_ect.fast=on) or double (default, the CPU's arithmetic). */
 static int soft_fast(ndf_ctx *ctx) { return ndf__tune(ctx, NDF__TUNE_SOFT_ECT_FAST, NULL) == NDF__TUNE_SOFT_ECT_FAST__ON; }
 
+static ndf_status soft_kernels(ndf_ctx *ctx, const char *name, ndf_dtype dt, int nsp, int cons, int wt, int fast,
+                               ndf__warm *warm, CUfunction *fs, CUfunction *fp) {
+  ndf__kernel_req r[2];
+  const ndf__kernel_req *rp[2] = {&r[0], &r[1]};
+  CUfunction f[2] = {NULL, NULL};
+  ndf__req_ect_soft(&r[0], "ndf_ect_soft", dt, nsp, cons, wt, fast);
+  ndf__req_ect_soft(&r[1], "ndf_ect_soft_put", NDF_FLOAT32, 2, 0, 0, 0);
+  ndf_status s = ndf__jit_resolve_many(ctx, name, rp, 2, warm, f); /* compiled concurrently */
+  *fs = f[0], *fp = f[1];
+  return s;
+}
+
+ndf_status ndf__ect_cuda_warm(ndf_ctx *ctx, const char *name, ndf_dtype dt, int nsp, int cons, int wt, int soft,
+                              ndf__warm *warm) {
+  CUfunction f1, f2;
+  return soft ? soft_kernels(ctx, name, dt, nsp, cons, wt, soft_fast(ctx), warm, &f1, &f2)
+              : ect_kernels(ctx, name, dt, nsp, cons, wt, warm, &f1, &f2);
+}
+
 static ndf_status put_launch(ndf_ctx *ctx, const char *name, CUfunction fn, int what, CUdeviceptr acc, CUdeviceptr gu,
                              CUdeviceptr gw, CUdeviceptr out, const ndf_array *dst, const ndf__ect_cuda_call *c) {
   const int nb = c->nb, nsp = c->nsp;
@@ -238,15 +262,7 @@ ndf_status ndf__soft_ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const n
   const int64_t T = c->T, nimg = c->nimg, m = c->m, npix = c->npix;
   const int nsp = c->nsp, nb = c->nb, wt = c->weighted, fast = soft_fast(ctx);
   CUfunction fs, fp;
-  {
-    ndf__kernel_req r[2];
-    const ndf__kernel_req *rp[2] = {&r[0], &r[1]};
-    CUfunction f2[2];
-    ndf__req_ect_soft(&r[0], "ndf_ect_soft", in->dtype, nsp, c->cons, wt, fast);
-    ndf__req_ect_soft(&r[1], "ndf_ect_soft_put", NDF_FLOAT32, 2, 0, 0, 0);
-    if ((s = ndf__jit_get_many(ctx, c->name, rp, 2, f2)) != NDF_OK) return s; /* compiled concurrently */
-    fs = f2[0], fp = f2[1];
-  }
+  if ((s = soft_kernels(ctx, c->name, in->dtype, nsp, c->cons, wt, fast, NULL, &fs, &fp)) != NDF_OK) return s;
 
   ect_tiling g;
   if ((s = ect_tiling_plan(ctx, c, in, &g)) != NDF_OK) return s;

@@ -466,43 +466,45 @@ ndf_status ndf_cache_warm(ndf_ctx *ctx, const char *arch, const char *op, ndf_dt
   if (!arch || strncmp(arch, "sm_", 3) != 0 || atoi(arch + 3) < 50)
     return ndf__argerror(ctx, name, "arch", "'%s' is not an architecture like sm_90", arch ? arch : "(null)");
   if (!op) return ndf__argerror(ctx, name, "op", "NULL");
-  /* The min/max steps an op takes, and its elementwise epilogue (-1: none). */
-  static const struct { const char *op; int steps; ndf__minmax mm[2]; int combine; } ops[] = {
-      {"grey_erosion", 1, {NDF__MIN}, -1},
-      {"grey_dilation", 1, {NDF__MAX}, -1},
-      {"grey_opening", 2, {NDF__MIN, NDF__MAX}, -1},
-      {"grey_closing", 2, {NDF__MAX, NDF__MIN}, -1},
-      {"morphological_gradient", 2, {NDF__MAX, NDF__MIN}, NDF__COMBINE_SUB},
-      {"morphological_laplace", 2, {NDF__MAX, NDF__MIN}, NDF__COMBINE_LAPLACE},
-      {"white_tophat", 2, {NDF__MIN, NDF__MAX}, NDF__COMBINE_SUB},
-      {"black_tophat", 2, {NDF__MAX, NDF__MIN}, NDF__COMBINE_SUB},
-  };
-  int which = -1;
-  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-    if (strcmp(op, ops[i].op) == 0) which = (int)i;
-  if (which < 0)
-    return ndf__argerror(ctx, name, "op", "unknown op '%s' (grey_erosion, grey_dilation, grey_opening, grey_closing, "
-                         "morphological_gradient, morphological_laplace, white_tophat, black_tophat)", op);
+  int which = -1; /* an ndf__grey_op */
+#define GREY_OP(id, op_name, short_name, fn, composite) if (strcmp(op, op_name) == 0) which = NDF__GREY_##id;
+  NDF_OPS_GREY(GREY_OP)
+#undef GREY_OP
+  if (which < 0) {
+#define GREY_NAME(id, op_name, short_name, fn, composite) op_name ", "
+    static const char names[] = NDF_OPS_GREY(GREY_NAME);
+#undef GREY_NAME
+    return ndf__argerror(ctx, name, "op", "unknown op '%s' (%.*s)", op, (int)sizeof names - 3, names);
+  }
   if (dtype == NDF_BOOL || !ndf_dtype_size(dtype) || dtype == NDF_INT64) return ndf__argerror(ctx, name, "dtype", "unsupported dtype %d", (int)dtype);
   if (ndim < 1 || ndim > NDF_MAX_NDIM) return ndf__argerror(ctx, name, "ndim", "%d is not in 1..%d", ndim, NDF_MAX_NDIM);
   if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
   int64_t shape[NDF_MAX_NDIM];
   for (int d = 0; d < ndim; d++) shape[d] = 64;
-  ndf_status s = NDF_OK;
-  ndf__kernel_req reqs[16];
-  for (int step = 0; step < ops[which].steps && s == NDF_OK; step++) {
+  ndf__warm w = {arch, 0};
+  ndf_status s;
+  if (which == NDF__GREY_EROSION || which == NDF__GREY_DILATION) {
     ndf__grey_geom g;
-    if ((s = ndf__grey_prepare(ctx, name, ops[which].mm[step], dtype, ndim, shape, opt, &g)) != NDF_OK) return s;
-    int n = ndf__grey_cuda_requests(ctx, &g, dtype, ndim, reqs, 15);
-    if (step == ops[which].steps - 1 && ops[which].combine >= 0) ndf__combine_request(&reqs[n++], ops[which].combine, dtype);
-    /* the step's kernels at once: the misses compile concurrently */
-    const ndf__kernel_req *rp[16];
-    int c[16] = {0};
-    for (int i = 0; i < n; i++) rp[i] = &reqs[i];
-    if (n > 0) s = ndf__jit_warm_many(ctx, name, rp, n, arch, c);
-    for (int i = 0; i < n && s == NDF_OK; i++)
-      if (compiled) *compiled += c[i];
+    if ((s = ndf__grey_prepare(ctx, name, which == NDF__GREY_EROSION ? NDF__MIN : NDF__MAX, dtype, ndim, shape, opt,
+                               &g)) != NDF_OK)
+      return s;
+    s = ndf__grey_warm_step(ctx, name, &g, dtype, ndim, -1, &w);
     ndf__grey_geom_free(&g);
+  } else {
+    s = ndf__grey_compose_warm(ctx, name, (ndf__grey_op)which, dtype, ndim, shape, opt, &w);
   }
+  if (compiled) *compiled = w.compiled;
   return s;
+}
+
+ndf_status ndf__grey_warm_step(ndf_ctx *ctx, const char *name, const ndf__grey_geom *g, ndf_dtype dtype, int ndim,
+                               int combine, ndf__warm *warm) {
+  ndf__kernel_req reqs[16];
+  int n = ndf__grey_cuda_requests(ctx, g, dtype, ndim, reqs, 15);
+  if (combine >= 0) ndf__combine_request(&reqs[n++], combine, dtype);
+  /* the step's kernels at once: the misses compile concurrently */
+  const ndf__kernel_req *rp[16];
+  CUfunction fns[16];
+  for (int i = 0; i < n; i++) rp[i] = &reqs[i];
+  return n > 0 ? ndf__jit_resolve_many(ctx, name, rp, n, warm, fns) : NDF_OK;
 }
