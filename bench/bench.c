@@ -30,7 +30,7 @@
  * table of the default cache directory (`ndforge tune`, ADR 0019), and the
  * field "tuning" says how many choices it made ("table: N choices", "none");
  * --no-tuning times the built-in defaults ("off"): a run with and one without
- * compare the two.
+ * compare the two.  --tune sets tunables on every context (field "tune").
  *
  * Exit status: 0 all done, 1 a failure or a wrong result, 2 bad usage,
  * 77 no usable CUDA device and nothing else asked (ctest's "skipped").
@@ -58,7 +58,8 @@
 #include "ops.generated.h"
 
 /* --algorithm NAME: the grey or rank algorithm of every workload (NULL: auto);
- * --tune NAME=VALUE,...: tunables set on every context (ndf_ctx_set_tunables). */
+ * --tune NAME=VALUE,...: tunables set on every context (ndf_ctx_set_tunables; e.g.
+ * jit.fast_compile=mid to time its compiles and its kernels). */
 static const char *g_algorithm;
 static const char *g_tune;
 
@@ -1062,6 +1063,7 @@ static void usage(FILE *f)
         "  --deferred-errors contexts with deferred data checks (a float ECC call does not wait for\n"
         "                    its NaN check, so its warm timing queues calls behind a gate)\n"
         "  --no-tuning       the built-in defaults: ignore the device's tuning table (ndforge tune)\n"
+        "  --tune N=V[,...]  set tunables on every context (e.g. jit.fast_compile=mid)\n"
         "  --op ...          one workload given by flags instead of the default list\n"
         "exit status: 0 ok, 1 failure or wrong result, 2 usage, 77 no CUDA device (skipped)\n",
         f);
@@ -1190,11 +1192,12 @@ static ndf_status make_ctx(ndf_ctx **c, ndf_backend backend, const char *cache_d
   o.deferred_errors = g_deferred;
   o.cache_dir = cache_dir;
   ndf_status s = ndf_ctx_create(c, &o);
-  if (s == NDF_OK && backend != NDF_BACKEND_CPU && g_tune) s = ndf_ctx_set_tunables(*c, g_tune);
   if (s == NDF_OK && backend != NDF_BACKEND_CPU) {
     if (!g_tuning) s = ndf_ctx_tuning_use(*c, 0);
     else if (g_tuning_dir[0]) s = ndf_ctx_tuning_from(*c, g_tuning_dir);
   }
+  if (s == NDF_OK && g_tune && (s = ndf_ctx_set_tunables(*c, g_tune)) != NDF_OK)
+    fprintf(stderr, "ndf_bench: --tune %s: %s\n", g_tune, ndf_errmsg(*c));
   return s;
 }
 
@@ -1241,9 +1244,9 @@ static int measure_disk(const workload *wl, const char *cache_dir, uint64_t seed
   argv[k++] = store[8];
   if (g_deferred) argv[k++] = "--deferred-errors";
   if (!g_tuning) argv[k++] = "--no-tuning";
+  else if (g_tuning_dir[0]) argv[k++] = "--tuning-dir", argv[k++] = g_tuning_dir;
   if (g_algorithm) argv[k++] = "--algorithm", argv[k++] = (char *)g_algorithm;
   if (g_tune) argv[k++] = "--tune", argv[k++] = (char *)g_tune;
-  else if (g_tuning_dir[0]) argv[k++] = "--tuning-dir", argv[k++] = g_tuning_dir;
   argv[k] = NULL;
 
   int fds[2];
@@ -1966,6 +1969,7 @@ static void print_json(const workload *w, const result *r, const char *device, c
   put_str(&s, "check", r->check);
   if (r->kernels[0]) put_str(&s, "kernels", r->kernels);
   if (r->tuning[0]) put_str(&s, "tuning", r->tuning);
+  if (g_tune) put_str(&s, "tune", g_tune);
   if (r->error[0]) put_str(&s, "error", r->error);
   put(&s, "}\n");
   fputs(s.b, stdout);

@@ -2295,5 +2295,10 @@ return {
     { name = "ssim.path", op = "ssim", templates = { "metrics_ssim", "metrics" }, values = { "fused", "composed" },
       search = false, applies = "1",
       doc = "SSIM on CUDA: fused the five filters in one pass per axis (metrics_ssim), composed five ndf_uniform_filter / ndf_gaussian_filter calls and the map kernel (metrics); the same map bit for bit" },
+    -- the JIT (runtime/jit/jit.c): an NVRTC option, part of the disk key
+    { name = "jit.fast_compile", op = "jit",
+      templates = { "ecc", "ecc_rows", "ecc_soft", "rank", "rank_tile2", "distance_edt", "distance_cdt" },
+      values = { "off", "min", "mid", "max" }, search = false, applies = "1",
+      doc = "NVRTC's --Ofast-compile for these templates (the slowest compiles): off, or min / mid / max (less compile time, code that may run slower)" },
   },
 }
