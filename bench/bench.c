@@ -30,7 +30,7 @@
  * table of the default cache directory (`ndforge tune`, ADR 0019), and the
  * field "tuning" says how many choices it made ("table: N choices", "none");
  * --no-tuning times the built-in defaults ("off"): a run with and one without
- * compare the two.
+ * compare the two.  --tune sets tunables on every context (field "tune").
  *
  * Exit status: 0 all done, 1 a failure or a wrong result, 2 bad usage,
  * 77 no usable CUDA device and nothing else asked (ctest's "skipped").
@@ -58,7 +58,8 @@
 #include "ops.generated.h"
 
 /* --algorithm NAME: the grey or rank algorithm of every workload (NULL: auto);
- * --tune NAME=VALUE,...: tunables set on every context (ndf_ctx_set_tunables). */
+ * --tune NAME=VALUE,...: tunables set on every context (ndf_ctx_set_tunables; e.g.
+ * jit.fast_compile=mid to time its compiles and its kernels). */
 static const char *g_algorithm;
 static const char *g_tune;
 
@@ -83,7 +84,7 @@ static const char *g_tune;
 /* Workloads                                                                 */
 
 typedef enum { FP_BOX = 0, FP_CROSS = 1 } fp_kind;
-typedef enum { FAM_GREY, FAM_RANK, FAM_DISTANCE, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC, FAM_SOFT_ECC, FAM_ECT, FAM_SOFT_ECT, FAM_INTENSITY, FAM_FILTERS } op_family;
+typedef enum { FAM_GREY, FAM_RANK, FAM_DISTANCE, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC, FAM_SOFT_ECC, FAM_ECT, FAM_SOFT_ECT, FAM_INTENSITY, FAM_FILTERS, FAM_SSIM } op_family;
 
 /* The workload kinds, from the op registry (gen/ops.lua): --op name, key (the
  * first part of a workload's name) and family (how its inputs are set up). */
@@ -92,12 +93,14 @@ typedef struct op_desc {
   op_family family;
 } op_desc;
 #define BENCH_OP_ENUM(id, arg, key, setup) OP_##id,
-/* OP_PWINDOW: the intensity ops are not in the registry yet (an entry there needs their Python
- * binding too), so their one workload kind is listed here. */
-enum { NDF_OPS_BENCH(BENCH_OP_ENUM) OP_PWINDOW, OP_COUNT };
+/* The intensity ops and SSIM are not in the registry yet, so their workload kinds are listed here. */
+enum { NDF_OPS_BENCH(BENCH_OP_ENUM) OP_PWINDOW, OP_SSIM, OP_SSIM_GAUSS, OP_COUNT };
 #define BENCH_OP_ROW(id, arg, key, setup) [OP_##id] = {arg, key, FAM_##setup},
 static const op_desc ops[OP_COUNT] = {NDF_OPS_BENCH(BENCH_OP_ROW)
-                                     [OP_PWINDOW] = {"percentile_window", "pwindow", FAM_INTENSITY}};
+                                     [OP_PWINDOW] = {"percentile_window", "pwindow", FAM_INTENSITY},
+                                     [OP_SSIM] = {"structural_similarity", "ssim", FAM_SSIM}, /* uniform window of size */
+                                     [OP_SSIM_GAUSS] = {"structural_similarity_gaussian", "ssim_gauss",
+                                                        FAM_SSIM}}; /* sigma 1.5 (size 11) */
 
 typedef struct workload {
   int op;     /* OP_* */
@@ -206,6 +209,10 @@ static const workload default_workloads[] = {
     {OP_GAUSSIAN, NDF_FLOAT32, 3, {256, 256, 256}, 0, FP_BOX, 0, NDF_MODE_REFLECT, 2},
     {OP_GAUSSIAN, NDF_FLOAT32, 3, {64, 1024, 1024}, 0, FP_BOX, 1, NDF_MODE_REFLECT, 2},
     {OP_UNIFORM, NDF_FLOAT32, 3, {256, 256, 256}, 5, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    /* SSIM (issue 32): the full map (float32) and the mean of two random float32 volumes (the second
+     * from a fixed seed, see ssim_side), data_range 2000, skimage's defaults otherwise */
+    {OP_SSIM, NDF_FLOAT32, 3, {256, 256, 256}, 7, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_SSIM_GAUSS, NDF_FLOAT32, 3, {256, 256, 256}, 11, FP_BOX, 0, NDF_MODE_REFLECT, 0},
 };
 #define N_DEFAULT (sizeof default_workloads / sizeof default_workloads[0])
 
@@ -356,6 +363,7 @@ typedef struct op_setup {
   uint8_t *fpbuf;
   ndf_filter_options fopt; /* linear filters */
   ndf_gaussian_params gauss;
+  ndf_ssim_options mopt; /* SSIM: the second image and the mean live in ssim_side */
 } op_setup;
 
 static int setup_options(const workload *w, op_setup *g)
@@ -366,6 +374,13 @@ static int setup_options(const workload *w, op_setup *g)
   ndf_rank_options_init(&g->ropt);
   ndf_distance_options_init(&g->dopt);
   g->dopt.batch_dims = w->batch_dims;
+  if (ops[w->op].family == FAM_SSIM) {
+    ndf_ssim_options_init(&g->mopt);
+    g->mopt.data_range = 2000; /* fill_random's range */
+    g->mopt.gaussian_weights = w->op == OP_SSIM_GAUSS;
+    g->mopt.batch_dims = w->batch_dims;
+    return 0;
+  }
   if (ops[w->op].family == FAM_SOFT_ECC) {
     /* thresholds evenly spaced over fill_random's [-1000, 1000); lambda: a
      * sigmoid about two threshold spacings wide */
@@ -625,8 +640,48 @@ static ndf_array *edt_indices(ndf_ctx *c, const workload *w, const ndf_array *in
   return &cache[n++].a;
 }
 
+/* The SSIM workloads' second image (fill_random of a fixed seed, so that the CPU
+ * and the GPU compare the same pair) and mean (float64, the batch shape): one set
+ * per context and device, made on first use and kept until the program exits,
+ * so that no allocation or upload is timed.  The map is the workload's output. */
+static void fill_random(void *buf, ndf_dtype t, int64_t n, uint64_t seed);
+typedef struct ssim_bufs {
+  ndf_array y, mean;
+} ssim_bufs;
+static ssim_bufs *ssim_side(ndf_ctx *c, const workload *w, const ndf_array *in)
+{
+  static struct { ndf_ctx *ctx; ndf_device_type dev; int64_t n; ssim_bufs b; } cache[16];
+  static int n;
+  const int64_t cnt = wl_count(w);
+  for (int i = 0; i < n; i++)
+    if (cache[i].ctx == c && cache[i].dev == in->device && cache[i].n == cnt && cache[i].b.y.dtype == w->dtype)
+      return &cache[i].b;
+  if (n == 16) return NULL;
+  ssim_bufs *b = &cache[n].b;
+  void *host = malloc((size_t)cnt * ndf_dtype_size(w->dtype));
+  if (!host) return NULL;
+  fill_random(host, w->dtype, cnt, 0x55aa55aa12345ull);
+  ndf_array h;
+  ndf_status s = ndf_array_init(&h, host, NDF_DEVICE_CPU, w->dtype, w->ndim, w->shape);
+  if (s == NDF_OK) s = ndf_array_alloc(c, &b->y, in->device, w->dtype, w->ndim, w->shape);
+  if (s == NDF_OK) s = ndf_array_copy(c, &b->y, &h);
+  if (s == NDF_OK) s = ndf_array_alloc(c, &b->mean, in->device, NDF_FLOAT64, w->batch_dims, w->shape);
+  if (s == NDF_OK && in->device == NDF_DEVICE_CUDA) s = ndf_ctx_synchronize(c);
+  free(host);
+  if (s != NDF_OK) return NULL;
+  cache[n].ctx = c;
+  cache[n].dev = in->device;
+  cache[n].n = cnt;
+  return &cache[n++].b;
+}
+
 static ndf_status run_op(ndf_ctx *c, const workload *w, const ndf_array *in, ndf_array *out, const op_setup *g)
 {
+  if (ops[w->op].family == FAM_SSIM) {
+    ssim_bufs *b = ssim_side(c, w, in);
+    if (!b) return NDF_ENOMEM;
+    return ndf_structural_similarity(c, in, &b->y, &b->mean, out, &g->mopt);
+  }
   if (w->op == OP_EDT) {
     ndf_array *idx = NULL;
     if (w->param && !(idx = edt_indices(c, w, in))) return NDF_ENOMEM;
@@ -992,8 +1047,8 @@ static void usage(FILE *f)
         "--param: epsilon), euler_characteristic_curve (--size: T thresholds over [min, max];\n"
         "--param 1: T-construction), euler_characteristic_transform (binary; --size: T thresholds\n"
         "over [-R, R]; --param: m directions), percentile_window (--param: the lower percentile P;\n"
-        "the window is [P, 100 - P]), gaussian_filter (--param: sigma), uniform_filter\n"
-        "(--size: the window).\n"
+        "the window is [P, 100 - P]), gaussian_filter (--param: sigma), uniform_filter (--size: the\n"
+        "window).\n"
         "  --algorithm NAME  the rank filters' algorithm (network, select, histogram, tile) or the\n"
         "                    grey ops' (direct, separable, vhgw, decomposed); default auto\n"
         "  --tune NAME=VALUE[,NAME=VALUE...]  tunables set on every context (`ndforge tunables`\n"
@@ -1008,6 +1063,7 @@ static void usage(FILE *f)
         "  --deferred-errors contexts with deferred data checks (a float ECC call does not wait for\n"
         "                    its NaN check, so its warm timing queues calls behind a gate)\n"
         "  --no-tuning       the built-in defaults: ignore the device's tuning table (ndforge tune)\n"
+        "  --tune N=V[,...]  set tunables on every context (e.g. jit.fast_compile=mid)\n"
         "  --op ...          one workload given by flags instead of the default list\n"
         "exit status: 0 ok, 1 failure or wrong result, 2 usage, 77 no CUDA device (skipped)\n",
         f);
@@ -1136,11 +1192,12 @@ static ndf_status make_ctx(ndf_ctx **c, ndf_backend backend, const char *cache_d
   o.deferred_errors = g_deferred;
   o.cache_dir = cache_dir;
   ndf_status s = ndf_ctx_create(c, &o);
-  if (s == NDF_OK && backend != NDF_BACKEND_CPU && g_tune) s = ndf_ctx_set_tunables(*c, g_tune);
   if (s == NDF_OK && backend != NDF_BACKEND_CPU) {
     if (!g_tuning) s = ndf_ctx_tuning_use(*c, 0);
     else if (g_tuning_dir[0]) s = ndf_ctx_tuning_from(*c, g_tuning_dir);
   }
+  if (s == NDF_OK && g_tune && (s = ndf_ctx_set_tunables(*c, g_tune)) != NDF_OK)
+    fprintf(stderr, "ndf_bench: --tune %s: %s\n", g_tune, ndf_errmsg(*c));
   return s;
 }
 
@@ -1187,9 +1244,9 @@ static int measure_disk(const workload *wl, const char *cache_dir, uint64_t seed
   argv[k++] = store[8];
   if (g_deferred) argv[k++] = "--deferred-errors";
   if (!g_tuning) argv[k++] = "--no-tuning";
+  else if (g_tuning_dir[0]) argv[k++] = "--tuning-dir", argv[k++] = g_tuning_dir;
   if (g_algorithm) argv[k++] = "--algorithm", argv[k++] = (char *)g_algorithm;
   if (g_tune) argv[k++] = "--tune", argv[k++] = (char *)g_tune;
-  else if (g_tuning_dir[0]) argv[k++] = "--tuning-dir", argv[k++] = g_tuning_dir;
   argv[k] = NULL;
 
   int fds[2];
@@ -1874,7 +1931,7 @@ static void print_json(const workload *w, const result *r, const char *device, c
   sbuf s = {.n = 0};
   char name[256];
   wl_name(w, name, sizeof name);
-  double bytes = (double)wl_bytes(w) + (double)wl_out_bytes(w);
+  double bytes = (double)wl_bytes(w) * (ops[w->op].family == FAM_SSIM ? 2 : 1) + (double)wl_out_bytes(w);
   if (ops[w->op].family == FAM_INTENSITY) bytes += (double)wl_bytes(w); /* the percentiles read the input first */
   put(&s, "{\"bench\":\"ndf_bench\"");
   put_str(&s, "name", name);
@@ -1912,6 +1969,7 @@ static void print_json(const workload *w, const result *r, const char *device, c
   put_str(&s, "check", r->check);
   if (r->kernels[0]) put_str(&s, "kernels", r->kernels);
   if (r->tuning[0]) put_str(&s, "tuning", r->tuning);
+  if (g_tune) put_str(&s, "tune", g_tune);
   if (r->error[0]) put_str(&s, "error", r->error);
   put(&s, "}\n");
   fputs(s.b, stdout);
@@ -1930,7 +1988,7 @@ static void print_human(const workload *w, const result *r)
   char t[32];
   char shp[160];
   shape_str(w, 'x', shp, sizeof shp);
-  double bytes = (double)wl_bytes(w) + (double)wl_out_bytes(w);
+  double bytes = (double)wl_bytes(w) * (ops[w->op].family == FAM_SSIM ? 2 : 1) + (double)wl_out_bytes(w);
   if (ops[w->op].family == FAM_INTENSITY) bytes += (double)wl_bytes(w); /* the percentiles read the input first */
   fprintf(stderr, "%s %s %s %s=%d", op_name(w->op), dtype_short(w->dtype), shp,
           w->fp == FP_CROSS ? "cross" : "size", w->size);

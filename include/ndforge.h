@@ -1501,6 +1501,140 @@ NDF_API ndf_status ndf_gaussian_laplace(ndf_ctx *ctx, const ndf_array *input, nd
 NDF_API ndf_status ndf_gaussian_gradient_magnitude(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
                                                    const ndf_gaussian_params *g, const ndf_filter_options *opt);
 
+/* ------------------------------------------------------------------------ */
+/* Image metrics (skimage.metrics)                                           */
+
+/*
+ * The metrics compare two arrays of the same shape and give one float64
+ * value per image: `result` is a float64 array of rank batch_dims shaped
+ * like the inputs' batch axes (rank 0, one value, for batch_dims 0), any
+ * strides, on the inputs' device.  The two inputs may have different dtypes
+ * (bool, uint8 ... int32, float32, float64) and any strides (zero strides
+ * too).  Every image must hold at least one element (NDF_EINVAL otherwise;
+ * scikit-image's mean of nothing is NaN with a warning).  On CUDA arrays the
+ * call is stream-ordered: it returns before the values are written.
+ *
+ * Arithmetic, as scikit-image 0.19 does it: the elementwise work runs in
+ * float32 when both inputs are float32 and in float64 otherwise (SSIM: the
+ * float type of im1 alone); sums are float64.  The values equal scikit-image's
+ * up to the order of those float64 sums (NumPy sums pairwise): within a
+ * relative 1e-12 of its value in the tests, and between the CPU and the GPU,
+ * whose sums run in another order.
+ *
+ *   ndf_mean_squared_error   mean((a - b)^2)  (skimage.metrics.mean_squared_error)
+ *   ndf_normalized_root_mse  sqrt(mse) / denominator of image_true = a:
+ *                            euclidean sqrt(mean(a * a)), min-max max(a) - min(a)
+ *                            (in the float type), mean mean(a) (in float64;
+ *                            scikit-image takes a float32 image's mean in
+ *                            float32, so that one agrees to float32 rounding)
+ *   ndf_peak_signal_noise_ratio  10 log10(data_range^2 / mse); data_range 0 =
+ *                            scikit-image's default from a's dtype, per image:
+ *                            dtype range [lo, hi] ([-1, 1] for floats, [0, 1]
+ *                            for bool); values outside it are NDF_EINVAL
+ *                            ("specify the data_range"); data_range = hi when
+ *                            min(a) >= 0, else hi - lo.  mse 0 gives +inf.
+ *   ndf_dice_coefficient     2 |A & B| / (|A| + |B|) of the masks A = (a != 0),
+ *                            B = (b != 0) (NaN is non-zero); 1 when both are empty.
+ *   ndf_jaccard_index        |A & B| / |A | B|; 1 when both are empty.
+ *   ndf_hausdorff_distance   skimage.metrics.hausdorff_distance over the non-zero
+ *                            points: max(max_{p in A} d(p, B), max_{q in B} d(q, A)),
+ *                            Euclidean, with coordinates scaled by `sampling`;
+ *                            0 when A and B are empty, +inf when one is.  With
+ *                            percentile q < 100 each directed term is NumPy's
+ *                            percentile (method 'linear') of the distances
+ *                            instead of their maximum (q = 95: the HD95 of
+ *                            MONAI's compute_hausdorff_distance(percentile=95)).
+ *                            The distances d(p, B) are read from the Euclidean
+ *                            distance transform of B's complement (the one of
+ *                            ndf_distance_transform_edt), so they are exact;
+ *                            the percentile's two ranks are selected exactly
+ *                            (a radix select on CUDA), so both backends agree
+ *                            bit for bit.
+ * NaN in the inputs propagates into mse, nrmse and psnr as NumPy's does (min
+ * and max too); a NaN data_range default is hi - lo, as scikit-image's.
+ */
+typedef enum { NDF_NRMSE_EUCLIDEAN = 0, NDF_NRMSE_MIN_MAX = 1, NDF_NRMSE_MEAN = 2 } ndf_nrmse_norm;
+/* Accepts euclidean, min-max, mean (any case, as scikit-image). */
+NDF_API ndf_status ndf_nrmse_norm_from_name(const char *name, ndf_nrmse_norm *out);
+NDF_API const char *ndf_nrmse_norm_name(ndf_nrmse_norm n);
+
+typedef struct ndf_metrics_options {
+  int batch_dims;
+  double data_range;            /* psnr: > 0, or 0 for the default from the dtype */
+  ndf_nrmse_norm normalization; /* nrmse: default NDF_NRMSE_EUCLIDEAN */
+  double percentile;            /* hausdorff: in (0, 100]; default 100 (the Hausdorff distance) */
+  int nsampling;                /* hausdorff: 0 = unit spacing, 1 = same for every spatial axis, else one per axis */
+  double sampling[NDF_MAX_SPATIAL];
+} ndf_metrics_options;
+/* batch_dims 0, data_range 0 (from the dtype), euclidean, percentile 100, unit sampling. */
+NDF_API void ndf_metrics_options_init(ndf_metrics_options *opt);
+
+NDF_API ndf_status ndf_mean_squared_error(ndf_ctx *ctx, const ndf_array *image0, const ndf_array *image1,
+                                          ndf_array *result, const ndf_metrics_options *opt);
+NDF_API ndf_status ndf_normalized_root_mse(ndf_ctx *ctx, const ndf_array *image_true, const ndf_array *image_test,
+                                           ndf_array *result, const ndf_metrics_options *opt);
+NDF_API ndf_status ndf_peak_signal_noise_ratio(ndf_ctx *ctx, const ndf_array *image_true,
+                                               const ndf_array *image_test, ndf_array *result,
+                                               const ndf_metrics_options *opt);
+NDF_API ndf_status ndf_dice_coefficient(ndf_ctx *ctx, const ndf_array *mask0, const ndf_array *mask1,
+                                        ndf_array *result, const ndf_metrics_options *opt);
+NDF_API ndf_status ndf_jaccard_index(ndf_ctx *ctx, const ndf_array *mask0, const ndf_array *mask1,
+                                     ndf_array *result, const ndf_metrics_options *opt);
+NDF_API ndf_status ndf_hausdorff_distance(ndf_ctx *ctx, const ndf_array *image0, const ndf_array *image1,
+                                          ndf_array *result, const ndf_metrics_options *opt);
+
+/*
+ * skimage.metrics.structural_similarity(im1, im2, win_size, data_range,
+ * gaussian_weights, full=True, K1, K2, sigma, use_sample_covariance), per
+ * image of a batch:
+ *   win_size               odd, >= 1 and at most every spatial extent; 0 =
+ *                          scikit-image's default: 7, or with gaussian_weights
+ *                          2 (int)(3.5 sigma + 0.5) + 1.  It sizes the uniform
+ *                          window, the covariance normalization and the crop.
+ *   gaussian_weights       0: uniform_filter(size=win_size); 1:
+ *                          gaussian_filter(sigma, truncate=3.5).  Mode reflect.
+ *   sigma, K1, K2          >= 0 (defaults 1.5, 0.01, 0.03).
+ *   use_sample_covariance  1 (default): covariances times NP / (NP - 1), NP =
+ *                          win_size^rank (win_size 1 is then NDF_EINVAL:
+ *                          scikit-image divides by zero); 0: population.
+ *   data_range             > 0, or 0 for scikit-image 0.19's default from
+ *                          im1's dtype: hi - lo of its range (255 for uint8,
+ *                          2 for floats, 1 for bool).  (Later scikit-image
+ *                          versions reject float images without data_range.)
+ * In the float type F of im1 (float32 for float32, else float64), with
+ * X, Y the inputs converted to F and f the filter (output F, scipy's):
+ *   ux = f(X), uy = f(Y), uxx = f(X*X), uyy = f(Y*Y), uxy = f(X*Y),
+ *   vx = c (uxx - ux ux), vy = c (uyy - uy uy), vxy = c (uxy - ux uy),
+ *   S = ((2 ux uy + C1)(2 vxy + C2)) / ((ux^2 + uy^2 + C1)(vx + vy + C2)),
+ * C1 = (K1 R)^2, C2 = (K2 R)^2, every operation rounded in F in this order
+ * (so S is scikit-image's bit for bit where the filters are scipy's).
+ *   full    NULL or the SSIM map S: shaped like im1, float32 or float64 (S
+ *           converted), on the inputs' device.
+ *   mssim   NULL or float64 of rank batch_dims (as the metrics above): the
+ *           mean of S over each image cropped by (win_size - 1) / 2 on every
+ *           spatial side, summed in float64.
+ * At least one of full and mssim.  Inputs: any of the metrics' dtypes.
+ * Backends: CPU and CUDA, the same bits for S, the mean to its summation
+ * order.  CUDA runs the five filters fused, one pass per spatial axis carrying
+ * the five quantities (tunable ssim.path=fused, the default), or composed
+ * from ndf_uniform_filter / ndf_gaussian_filter calls on scratch memory
+ * (ssim.path=composed).
+ */
+typedef struct ndf_ssim_options {
+  int win_size;
+  int gaussian_weights;
+  double sigma;
+  double K1, K2;
+  int use_sample_covariance;
+  double data_range;
+  int batch_dims;
+} ndf_ssim_options;
+/* scikit-image's defaults: win_size 0 (7), uniform, sigma 1.5, K1 0.01, K2 0.03,
+ * sample covariance, data_range 0 (from the dtype), batch_dims 0. */
+NDF_API void ndf_ssim_options_init(ndf_ssim_options *opt);
+NDF_API ndf_status ndf_structural_similarity(ndf_ctx *ctx, const ndf_array *im1, const ndf_array *im2,
+                                             ndf_array *mssim, ndf_array *full, const ndf_ssim_options *opt);
+
 #ifdef __cplusplus
 }
 #endif

@@ -301,8 +301,8 @@ static int opt_nan_policy(args *a, const char *v) {
   }
   return 0;
 }
-/* A list of finite numbers ("2" or "1.5,2,2"), at most NDF_MAX_SPATIAL (the filters' per-axis values). */
-static int parse_axis_values(const char *opt, const char *v, double *out, int *n) {
+/* A list of finite numbers ("2" or "1.5,2,2"), at most NDF_MAX_SPATIAL. */
+static int parse_double_list(const char *opt, const char *v, double *out, int *n) {
   const char *p = v;
   *n = 0;
   for (;;) {
@@ -320,14 +320,14 @@ static int parse_axis_values(const char *opt, const char *v, double *out, int *n
   }
 }
 /* The linear filters' options; the library checks signs and ranges (sigma < 0, order < 0, ...). */
-static int opt_sigma(args *a, const char *v) { return parse_axis_values("sigma", v, a->sigma, &a->nsigma); }
+static int opt_sigma(args *a, const char *v) { return parse_double_list("sigma", v, a->sigma, &a->nsigma); }
 static int opt_order(args *a, const char *v) {
   return parse_int_list("order", v, INT32_MIN, INT32_MAX, a->order, &a->norder);
 }
 static int opt_truncate(args *a, const char *v) {
   int n;
   double t[NDF_MAX_SPATIAL];
-  if (parse_axis_values("truncate", v, t, &n) != 0) return -1;
+  if (parse_double_list("truncate", v, t, &n) != 0) return -1;
   if (n != 1) {
     errorf("bad value '%s' for --truncate (expected one number)", v);
     return -1;
@@ -1168,13 +1168,13 @@ static void run_help(void) {
          "and shape; the output is float64 unless --output-dtype gives the seed's dtype):\n");
   for (size_t i = 0; i < NOPS; i++)
     if (ops[i].flags & OPF_RECON) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
+  printf("intensity ops (NumPy / scikit-image; `ndforge run OP --help` lists their options):\n"
+         "  histogram, percentile, quantile, clip, window, window_ct, normalize_minmax,\n"
+         "  percentile_window, normalize_zscore, equalize_hist\n");
   printf("linear filters (scipy.ndimage; computed in float64, the output in the input's\n"
          "dtype or --output-dtype, integers truncated as scipy):\n");
   for (size_t i = 0; i < NOPS; i++)
     if (ops[i].flags & OPF_FILTER) printf("  %-27s %s\n", ops[i].name, ops[i].summary);
-  printf("intensity ops (NumPy / scikit-image; `ndforge run OP --help` lists their options):\n"
-         "  histogram, percentile, quantile, clip, window, window_ct, normalize_minmax,\n"
-         "  percentile_window, normalize_zscore, equalize_hist\n");
   printf("\nThe composite ops (opening to black_tophat) use the element, mode, cval and\n"
          "origin in every step; their arithmetic is NumPy's in the input dtype\n"
          "(integers wrap around, as in scipy).\n"
@@ -2393,6 +2393,231 @@ done:
   return rc;
 }
 
+/* ------------------------------------------------------------------------ */
+/* ndforge metrics                                                           */
+
+static const char *metrics_usage =
+    "usage: ndforge metrics METRIC IMAGE0 IMAGE1 [options]\n\n"
+    "Compares two images of one shape (.npy, .nii, .nii.gz; any dtypes) and prints\n"
+    "the value, or with --batch-dims one value per image, one per line in C order\n"
+    "(\"%.17g\"; inf and nan as C prints them).  METRIC (skimage.metrics):\n"
+    "  mse        mean_squared_error\n"
+    "  nrmse      normalized_root_mse (IMAGE0 is image_true)\n"
+    "  psnr       peak_signal_noise_ratio (IMAGE0 is image_true)\n"
+    "  ssim       structural_similarity (the mean; --full FILE writes the map)\n"
+    "  dice       2|A&B| / (|A| + |B|) of the non-zero masks (1 when both are empty)\n"
+    "  jaccard    |A&B| / |A|B| (1 when both are empty)\n"
+    "  hausdorff  hausdorff_distance of the non-zero points\n\n"
+    "options:\n"
+    "  --batch-dims N        leading axes that are independent images\n"
+    "  --data-range R        psnr, ssim (default: from the dtype, as scikit-image)\n"
+    "  --normalization N     nrmse: euclidean (default), min-max, mean\n"
+    "  --percentile Q        hausdorff: in (0, 100] (default 100; 95 = HD95)\n"
+    "  --sampling S[,S...]   hausdorff: voxel spacing (one value or one per axis;\n"
+    "                        default the NIfTI pixdim of IMAGE0, else 1)\n"
+    "  --win-size N          ssim: odd window (default 7, or from sigma)\n"
+    "  --gaussian-weights    ssim: Gaussian window (sigma 1.5, truncate 3.5)\n"
+    "  --sigma S, --K1 K, --K2 K   ssim constants (defaults 1.5, 0.01, 0.03)\n"
+    "  --population-covariance     ssim: divide by N, not N - 1\n"
+    "  --full FILE           ssim: write the SSIM map (float32 for float32 IMAGE0)\n"
+    "  --device cpu|cuda|auto  where to run (default auto)\n";
+
+static int cmd_metrics(int argc, char **argv) {
+  static const char *names[7] = {"mse", "nrmse", "psnr", "ssim", "dice", "jaccard", "hausdorff"};
+  const char *pos[3], *full_path = NULL;
+  int npos = 0, metric = -1, have_sampling = 0;
+  dev_choice dev = DEV_AUTO;
+  ndf_metrics_options mo;
+  ndf_metrics_options_init(&mo);
+  ndf_ssim_options so;
+  ndf_ssim_options_init(&so);
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      fputs(metrics_usage, stdout);
+      return 0;
+    }
+    if (strncmp(a, "--", 2) != 0) {
+      if (npos == 3) {
+        errorf("metrics: unexpected argument '%s' (see ndforge metrics --help)", a);
+        return EXIT_USAGE;
+      }
+      pos[npos++] = a;
+      continue;
+    }
+    if (strcmp(a, "--gaussian-weights") == 0) {
+      so.gaussian_weights = 1;
+      continue;
+    }
+    if (strcmp(a, "--population-covariance") == 0) {
+      so.use_sample_covariance = 0;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      errorf("%s: missing value", a);
+      return EXIT_USAGE;
+    }
+    const char *v = argv[++i];
+    long l;
+    double d;
+    if (strcmp(a, "--batch-dims") == 0) {
+      if (parse_long_arg(a + 2, v, 0, NDF_MAX_NDIM - 1, &l)) return EXIT_USAGE;
+      mo.batch_dims = so.batch_dims = (int)l;
+    } else if (strcmp(a, "--data-range") == 0) {
+      if (parse_double_arg(a + 2, v, &d)) return EXIT_USAGE;
+      if (!(d > 0)) {
+        errorf("--data-range: %s is not > 0", v);
+        return EXIT_USAGE;
+      }
+      mo.data_range = so.data_range = d;
+    } else if (strcmp(a, "--normalization") == 0) {
+      if (ndf_nrmse_norm_from_name(v, &mo.normalization) != NDF_OK) {
+        errorf("--normalization: '%s' is not euclidean, min-max or mean", v);
+        return EXIT_USAGE;
+      }
+    } else if (strcmp(a, "--percentile") == 0) {
+      if (parse_double_arg(a + 2, v, &mo.percentile)) return EXIT_USAGE;
+    } else if (strcmp(a, "--sampling") == 0) {
+      mo.nsampling = 0;
+      for (const char *s = v;;) {
+        char *end;
+        const double x = strtod(s, &end);
+        if (end == s || mo.nsampling == NDF_MAX_SPATIAL || (*end && *end != ',')) {
+          errorf("--sampling: '%s' is not a list of 1 to %d numbers", v, NDF_MAX_SPATIAL);
+          return EXIT_USAGE;
+        }
+        mo.sampling[mo.nsampling++] = x;
+        if (!*end) break;
+        s = end + 1;
+      }
+      have_sampling = 1;
+    } else if (strcmp(a, "--win-size") == 0) {
+      if (parse_long_arg(a + 2, v, 1, 1L << 30, &l)) return EXIT_USAGE;
+      so.win_size = (int)l;
+    } else if (strcmp(a, "--sigma") == 0) {
+      if (parse_double_arg(a + 2, v, &so.sigma)) return EXIT_USAGE;
+    } else if (strcmp(a, "--K1") == 0) {
+      if (parse_double_arg(a + 2, v, &so.K1)) return EXIT_USAGE;
+    } else if (strcmp(a, "--K2") == 0) {
+      if (parse_double_arg(a + 2, v, &so.K2)) return EXIT_USAGE;
+    } else if (strcmp(a, "--full") == 0) {
+      full_path = v;
+    } else if (strcmp(a, "--device") == 0) {
+      dev = strcmp(v, "cpu") == 0 ? DEV_CPU : strcmp(v, "cuda") == 0 ? DEV_CUDA : strcmp(v, "auto") == 0 ? DEV_AUTO : -1;
+      if ((int)dev < 0) {
+        errorf("bad value '%s' for --device (expected cpu, cuda or auto)", v);
+        return EXIT_USAGE;
+      }
+    } else {
+      errorf("metrics: unknown option '%s' (see ndforge metrics --help)", a);
+      return EXIT_USAGE;
+    }
+  }
+  if (npos != 3) {
+    errorf("metrics: expected METRIC IMAGE0 IMAGE1 (see ndforge metrics --help)");
+    return EXIT_USAGE;
+  }
+  for (int k = 0; k < 7; k++)
+    if (strcmp(pos[0], names[k]) == 0) metric = k;
+  if (metric < 0) {
+    errorf("metrics: unknown metric '%s' (mse, nrmse, psnr, ssim, dice, jaccard, hausdorff)", pos[0]);
+    return EXIT_USAGE;
+  }
+  if (full_path && metric != 3) {
+    errorf("--full: only ssim has a map");
+    return EXIT_USAGE;
+  }
+  if (full_path && check_file_type(full_path, "the map") != 0) return EXIT_USAGE;
+  ndfio_image im[2];
+  memset(im, 0, sizeof im);
+  if (read_image(pos[1], &im[0]) != 0 || read_image(pos[2], &im[1]) != 0) {
+    ndfio_image_free(&im[0]);
+    ndfio_image_free(&im[1]);
+    return EXIT_RUN;
+  }
+  if (metric == 6 && !have_sampling) { /* a NIfTI image's voxel spacing */
+    double sp[NDF_MAX_NDIM];
+    const int nb = mo.batch_dims, nd = im[0].arr.ndim;
+    if (nb < nd && nd - nb <= NDF_MAX_SPATIAL && ndfio_nifti_spacing(&im[0], sp)) {
+      mo.nsampling = nd - nb;
+      for (int k = 0; k < mo.nsampling; k++) mo.sampling[k] = sp[nb + k];
+    }
+  }
+  ndf_ctx *ctx = NULL;
+  ndf_device_type where = NDF_DEVICE_CPU;
+  int rc = EXIT_RUN;
+  ndf_array res, full, dres, dfull, din[2];
+  memset(&res, 0, sizeof res);
+  memset(&full, 0, sizeof full);
+  memset(&dres, 0, sizeof dres);
+  memset(&dfull, 0, sizeof dfull);
+  memset(din, 0, sizeof din);
+  const ndf_array *a0 = &im[0].arr;
+  const int nb = mo.batch_dims < a0->ndim ? mo.batch_dims : 0;
+  if (open_device(dev, &ctx, &where) != NDF_OK) goto done;
+  if (cli_alloc("the result", &res, NDF_FLOAT64, nb, a0->shape) != 0) goto done;
+  if (full_path && cli_alloc("the map", &full, a0->dtype == NDF_FLOAT32 ? NDF_FLOAT32 : NDF_FLOAT64, a0->ndim,
+                             a0->shape) != 0)
+    goto done;
+  ndf_status s = NDF_OK;
+  const ndf_array *x = &im[0].arr, *y = &im[1].arr;
+  ndf_array *r = &res, *f = full_path ? &full : NULL;
+  if (where == NDF_DEVICE_CUDA) {
+    for (int k = 0; k < 2 && s == NDF_OK; k++) {
+      s = ndf_array_alloc(ctx, &din[k], NDF_DEVICE_CUDA, im[k].arr.dtype, im[k].arr.ndim, im[k].arr.shape);
+      if (s == NDF_OK) s = ndf_array_copy(ctx, &din[k], &im[k].arr);
+    }
+    if (s == NDF_OK) s = ndf_array_alloc(ctx, &dres, NDF_DEVICE_CUDA, NDF_FLOAT64, nb, a0->shape);
+    if (s == NDF_OK && f) s = ndf_array_alloc(ctx, &dfull, NDF_DEVICE_CUDA, full.dtype, full.ndim, full.shape);
+    x = &din[0];
+    y = &din[1];
+    r = &dres;
+    f = f ? &dfull : NULL;
+  }
+  if (s == NDF_OK) {
+    switch (metric) {
+      case 0: s = ndf_mean_squared_error(ctx, x, y, r, &mo); break;
+      case 1: s = ndf_normalized_root_mse(ctx, x, y, r, &mo); break;
+      case 2: s = ndf_peak_signal_noise_ratio(ctx, x, y, r, &mo); break;
+      case 3: s = ndf_structural_similarity(ctx, x, y, r, f, &so); break;
+      case 4: s = ndf_dice_coefficient(ctx, x, y, r, &mo); break;
+      case 5: s = ndf_jaccard_index(ctx, x, y, r, &mo); break;
+      default: s = ndf_hausdorff_distance(ctx, x, y, r, &mo); break;
+    }
+  }
+  if (s == NDF_OK && where == NDF_DEVICE_CUDA) {
+    s = ndf_array_copy(ctx, &res, &dres);
+    if (s == NDF_OK && full_path) s = ndf_array_copy(ctx, &full, &dfull);
+    if (s == NDF_OK) s = ndf_ctx_synchronize(ctx);
+  }
+  if (s != NDF_OK) {
+    errorf("%s", ndf_errmsg(ctx));
+    goto done;
+  }
+  if (full_path) {
+    char err[ERRLEN];
+    if (ndfio_write(full_path, &full, &im[0], err, sizeof err) != NDF_OK) {
+      errorf("%s", err);
+      goto done;
+    }
+  }
+  for (int64_t i = 0; i < ndf_array_size(&res); i++) printf("%.17g\n", ((const double *)res.data)[i]);
+  rc = 0;
+done:
+  if (ctx) {
+    ndf_array_free(ctx, &din[0]);
+    ndf_array_free(ctx, &din[1]);
+    ndf_array_free(ctx, &dres);
+    ndf_array_free(ctx, &dfull);
+  }
+  host_free(&res);
+  host_free(&full);
+  ndfio_image_free(&im[0]);
+  ndfio_image_free(&im[1]);
+  ndf_ctx_destroy(ctx);
+  return rc;
+}
+
 static void usage(FILE *f) {
   fprintf(f,
           "usage: ndforge COMMAND ...\n\n"
@@ -2421,6 +2646,9 @@ static void usage(FILE *f) {
           "  ndforge sinkhorn A.npy B.npy OUT.npy --epsilon E --max-iter N [options]\n"
           "                                         entropic OT costs between histograms\n"
           "                                         (ndforge sinkhorn --help)\n"
+          "  ndforge metrics METRIC IMAGE0 IMAGE1 [options]  image metrics (mse, nrmse,\n"
+          "                                         psnr, ssim, dice, jaccard, hausdorff)\n"
+          "                                         (ndforge metrics --help)\n"
           "  ndforge tunables                        the kernel variants (run ... --tune N=V)\n"
           "  ndforge tune [--only S] | --show        time the variants on the GPU into this\n"
           "                                         device's tuning table (ndforge tune --help)\n"
@@ -2484,7 +2712,7 @@ static void intensity_help(void) {
 }
 
 /* Parses "a,b,c" into at most max doubles; the count, or -1 after saying why. */
-static int parse_double_list(const char *opt, const char *s, double *out, int max) {
+static int ity_double_list(const char *opt, const char *s, double *out, int max) {
   int n = 0;
   char buf[4096];
   snprintf(buf, sizeof buf, "%s", s);
@@ -2536,9 +2764,9 @@ static int cmd_run_intensity(int argc, char **argv) {
     if (!strcmp(o, "--batch-dims")) bad = parse_long_arg(o + 2, v, 0, NDF_MAX_NDIM - 1, &batch);
     else if (!strcmp(o, "--bins")) bad = parse_long_arg(o + 2, v, 1, 1L << 30, &bins);
     else if (!strcmp(o, "--nbins")) bad = parse_long_arg(o + 2, v, 1, 1L << 24, &nbins);
-    else if (!strcmp(o, "--edges")) bad = (nedges = parse_double_list(o + 2, v, edges, 4096)) < 0;
-    else if (!strcmp(o, "--range")) bad = !(has_range = parse_double_list(o + 2, v, range, 2) == 2);
-    else if (!strcmp(o, "--q")) bad = (nq = parse_double_list(o + 2, v, qs, 256)) < 0;
+    else if (!strcmp(o, "--edges")) bad = (nedges = ity_double_list(o + 2, v, edges, 4096)) < 0;
+    else if (!strcmp(o, "--range")) bad = !(has_range = ity_double_list(o + 2, v, range, 2) == 2);
+    else if (!strcmp(o, "--q")) bad = (nq = ity_double_list(o + 2, v, qs, 256)) < 0;
     else if (!strcmp(o, "--lo")) bad = parse_double_arg(o + 2, v, &lo);
     else if (!strcmp(o, "--hi")) bad = parse_double_arg(o + 2, v, &hi);
     else if (!strcmp(o, "--centre") || !strcmp(o, "--center")) bad = parse_double_arg(o + 2, v, &centre);
@@ -2748,6 +2976,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "ect") == 0) return ndf_cli_ect(argc, argv);
   if (strcmp(cmd, "tunables") == 0) return ndf_cli_tunables(argc, argv);
   if (strcmp(cmd, "tune") == 0) return ndf_cli_tune(argc, argv);
+  if (strcmp(cmd, "metrics") == 0) return cmd_metrics(argc, argv);
   errorf("unknown command '%s' (see ndforge --help)", cmd);
   return EXIT_USAGE;
 }
