@@ -298,7 +298,7 @@ def _rank(name, extra, input, size, footprint, output, mode, cval, origin, axes,
     x = _as_dask(input)
     kw = dict(size=size, footprint=footprint, output=_out_dtype(x, output), mode=mode, cval=cval, origin=origin,
               axes=axes, batch_dims=batch_dims, algorithm=algorithm, nan_policy=nan_policy)
-    call = functools.partial(f1, *extra, **kw)
+    call = functools.partial(f1, **extra, **kw)
     dtype = call(np.zeros((1,) * x.ndim, x.dtype)).dtype
     sp = _spatial_axes(x.ndim, batch_dims, axes)
     ext = _extent(len(sp), size, footprint)
@@ -311,21 +311,21 @@ def _rank(name, extra, input, size, footprint, output, mode, cval, origin, axes,
 def median_filter(input, size=None, footprint=None, output=None, mode="reflect", cval=0.0, origin=0, *,
                   axes=None, batch_dims=0, algorithm=None, nan_policy=None):
     """ndforge.ndimage.median_filter on a dask array."""
-    return _rank("median_filter", (), input, size, footprint, output, mode, cval, origin, axes, batch_dims,
+    return _rank("median_filter", {}, input, size, footprint, output, mode, cval, origin, axes, batch_dims,
                  algorithm, nan_policy)
 
 
 def rank_filter(input, rank, size=None, footprint=None, output=None, mode="reflect", cval=0.0, origin=0, *,
                 axes=None, batch_dims=0, algorithm=None, nan_policy=None):
     """ndforge.ndimage.rank_filter on a dask array."""
-    return _rank("rank_filter", (rank,), input, size, footprint, output, mode, cval, origin, axes, batch_dims,
+    return _rank("rank_filter", dict(rank=rank), input, size, footprint, output, mode, cval, origin, axes, batch_dims,
                  algorithm, nan_policy)
 
 
 def percentile_filter(input, percentile, size=None, footprint=None, output=None, mode="reflect", cval=0.0,
                       origin=0, *, axes=None, batch_dims=0, algorithm=None, nan_policy=None):
     """ndforge.ndimage.percentile_filter on a dask array."""
-    return _rank("percentile_filter", (percentile,), input, size, footprint, output, mode, cval, origin, axes,
+    return _rank("percentile_filter", dict(percentile=percentile), input, size, footprint, output, mode, cval, origin, axes,
                  batch_dims, algorithm, nan_policy)
 
 
@@ -432,13 +432,12 @@ def _first_flats(lab, start, shape):
     return np.ravel_multi_index(tuple(l + s for l, s in zip(loc, start)), shape).astype(np.int64)
 
 
-def _label_block(block, structure, start, shape, want_active=None):
-    """Labels of one chunk and what the merge needs of it: their count, their first voxels, the chunk's faces."""
-    lab, n = _ndi.label(block, structure)
+def _block_info(start, shape, lab):
+    """What the merge needs of one chunk's labels: their count, their first voxels, the chunk's faces."""
     h = _host(lab)
     faces = [(h.take([0], axis=a), h.take([h.shape[a] - 1], axis=a)) for a in range(h.ndim)]
-    info = dict(n=int(n), first=_first_flats(h, start, shape), faces=faces)
-    return lab, info
+    first = _first_flats(h, start, shape)
+    return dict(n=len(first), first=first, faces=faces)
 
 
 def _union_find(nnodes, u, v):
@@ -461,51 +460,46 @@ def _union_find(nnodes, u, v):
             return parent
 
 
-def _merge(infos, grid, structure, chunks):
-    """Component root, raster key and offsets of the per-chunk labels (infos: C order over the chunk grid)."""
-    infos = np.array(infos, dtype=object).reshape(grid)
+def _merge(grid, structure, infos):
+    """Component root (of provisional ids: chunk label + chunk offset), first voxel and chunk offsets of the
+    per-chunk labels (infos in C order over the chunk grid).  Each face between two rows of chunks is taken
+    whole, so that links across chunk corners (diagonals of the structure) are found too."""
+    infos = np.array(infos + [None], dtype=object)[:-1].reshape(grid)
     counts = np.array([i["n"] for i in infos.ravel()], np.int64).reshape(grid)
     offsets = (np.cumsum(counts.ravel()) - counts.ravel()).reshape(grid)
-    total = int(counts.sum())
     ndim = len(grid)
     us, vs = [], []
     for a in range(ndim):
-        shifts = [d for d in itertools.product((-1, 0, 1), repeat=ndim) if d[a] == 1
-                  and structure[tuple(k + 1 for k in d)]]
+        shifts = [d for d in itertools.product((-1, 0, 1), repeat=ndim)
+                  if d[a] == 1 and structure[tuple(k + 1 for k in d)]]
+        sub = tuple(1 if b == a else grid[b] for b in range(ndim))
+
+        def face(j, side):
+            parts = np.empty(sub, dtype=object)
+            for idx in itertools.product(*[range(s) for s in sub]):
+                full = idx[:a] + (j,) + idx[a + 1:]
+                f = infos[full]["faces"][a][side].astype(np.int64)
+                parts[idx] = np.where(f > 0, f + offsets[full], 0)
+            return np.block(parts.tolist()) if ndim > 1 else parts[0]
         for j in range(grid[a] - 1):
-            def face(jj, side):
-                def get(idx):
-                    inf = infos[idx]
-                    f = inf["faces"][a][side].astype(np.int64)
-                    return np.where(f > 0, f + offsets[idx], 0)
-                sub = np.empty(tuple(1 if b == a else grid[b] for b in range(ndim)), dtype=object)
-                for idx in itertools.product(*[range(s) for s in sub.shape]):
-                    full = tuple(jj if b == a else idx[b] for b in range(ndim))
-                    sub[idx] = get(full)
-                return np.block(sub.tolist())
             L, R = face(j, 1), face(j + 1, 0)
             n = L.shape
             for d in shifts:
-                ls, rs = [], []
-                for b in range(ndim):
-                    if b == a:
-                        ls.append(slice(None))
-                        rs.append(slice(None))
-                    else:
-                        ls.append(slice(max(0, -d[b]), n[b] - max(0, d[b])))
-                        rs.append(slice(max(0, d[b]), n[b] - max(0, -d[b])))
-                lv, rv = L[tuple(ls)].ravel(), R[tuple(rs)].ravel()
+                ls = tuple(slice(None) if b == a else slice(max(0, -d[b]), n[b] - max(0, d[b])) for b in range(ndim))
+                rs = tuple(slice(None) if b == a else slice(max(0, d[b]), n[b] - max(0, -d[b])) for b in range(ndim))
+                lv, rv = L[ls].ravel(), R[rs].ravel()
                 keep = (lv > 0) & (rv > 0)
                 us.append(lv[keep])
                 vs.append(rv[keep])
     u = np.concatenate(us) if us else np.zeros(0, np.int64)
     v = np.concatenate(vs) if vs else np.zeros(0, np.int64)
-    root = _union_find(total + 1, u, v)
+    root = _union_find(int(counts.sum()) + 1, u, v)
     first = np.concatenate([np.zeros(1, np.int64)] + [i["first"] for i in infos.ravel()])
-    return dict(root=root, first=first, offsets=offsets, infos=infos, total=total)
+    return dict(root=root, first=first, offsets=offsets, infos=infos)
 
 
-def _final_lut(m):
+def _numbering(m, extras):
+    """Provisional id -> final label: components numbered by their first voxel in raster order."""
     root, first = m["root"], m["first"]
     key = np.full(len(root), np.iinfo(np.int64).max, np.int64)
     np.minimum.at(key, root[1:], first[1:])
@@ -518,42 +512,82 @@ def _final_lut(m):
     return lut, len(roots)
 
 
-def _components(x, structure, name):
-    """(local labels, per-chunk infos and merge) of the non-zero voxels of x, as delayed pieces."""
+def _border_holes(m, extras):
+    """Provisional id -> True where its component does not touch the array's border (a hole)."""
+    infos, offsets, root = m["infos"], m["offsets"], m["root"]
+    grid = infos.shape
+    touch = np.zeros(len(root), bool)
+    for idx in itertools.product(*[range(g) for g in grid]):
+        for a in range(len(grid)):
+            for side, at in ((0, 0), (1, grid[a] - 1)):
+                if idx[a] == at:
+                    f = infos[idx]["faces"][a][side]
+                    touch[root[f[f > 0].astype(np.int64) + offsets[idx]]] = True
+    hole = ~touch[root]
+    hole[0] = False
+    return hole, None
+
+
+def _reached(m, extras):
+    """Provisional id -> True where its component holds a voxel of the per-chunk sets in extras."""
+    flag = np.zeros(len(m["root"]), bool)
+    for idx, a in zip(itertools.product(*[range(g) for g in m["infos"].shape]), extras):
+        flag[m["root"][a.astype(np.int64) + m["offsets"][idx]]] = True
+    flag[0] = False
+    return flag[m["root"]], None
+
+
+def _unique_labels(lab, active):
+    lab, active = _host(lab), _host(active)
+    u = np.unique(lab[active != 0])
+    return u[u > 0]
+
+
+def _lookup(final, idx, lab, post, merged, *blocks):
+    xp = _xp(lab)
+    off = merged["offsets"][idx]
+    g = xp.where(lab > 0, lab.astype(np.int64) + off, 0)
+    return final(xp.asarray(post[0])[g], *blocks)
+
+
+def _components(x, structure, post, final, dtype, others=(), extra=None, extra_arrays=(), name="ndforge-label"):
+    """One graph: per-chunk labels of x != 0 under structure; per-chunk infos; their merge; ``post(merge,
+    extras)`` -> (lut over provisional ids, scalar); per chunk ``final(lut[provisional ids], *other blocks)``.
+    ``extra(labels, *extra_arrays blocks)`` gives each chunk's entry of ``extras``.  Returns (array, the
+    scalar as a 0-d dask array)."""
     x = _as_dask(x)
+    st = structure
+    labs = x.map_blocks(lambda b: _ndi.label(b, st)[0], dtype=np.int32, meta=_meta(x._meta, np.int32),
+                        name="ndforge-chunk-labels-" + tokenize(x.name, st))
+    others = [_as_dask(o).rechunk(x.chunks) for o in others]
+    extra_arrays = [_as_dask(o).rechunk(x.chunks) for o in extra_arrays]
+    token = tokenize(name, labs.name, post, final, dtype, [o.name for o in others + extra_arrays], extra)
+    out, info, merge, postk, extk = ("%s-%s-%s" % (name, w, token) for w in ("out", "info", "merge", "post", "extra"))
     starts = _block_starts(x.chunks)
     grid = x.numblocks
-    blocks = x.to_delayed()
-    labs, infos = {}, []
-    lbl = dask.delayed(_label_block, nout=2, pure=True)
-    for idx in itertools.product(*[range(g) for g in grid]):
+    dsk = {}
+    idxs = list(itertools.product(*[range(g) for g in grid]))
+    for idx in idxs:
         start = tuple(int(starts[a][idx[a]]) for a in range(x.ndim))
-        lab, info = lbl(blocks[idx], structure, start, x.shape)
-        labs[idx] = lab
-        infos.append(info)
-    merged = dask.delayed(_merge, pure=True)(infos, grid, structure, x.chunks)
-    return x, labs, merged
+        dsk[(info,) + idx] = (functools.partial(_block_info, start, x.shape), (labs.name,) + idx)
+        if extra is not None:
+            dsk[(extk,) + idx] = (extra, (labs.name,) + idx, *[(e.name,) + idx for e in extra_arrays])
+    dsk[(merge,)] = (functools.partial(_merge, grid, st), [(info,) + idx for idx in idxs])
+    dsk[(postk,)] = (post, (merge,), [(extk,) + idx for idx in idxs] if extra is not None else [])
+    for idx in idxs:
+        dsk[(out,) + idx] = (functools.partial(_lookup, final, idx), (labs.name,) + idx, (postk,), (merge,),
+                             *[(o.name,) + idx for o in others])
+    scalar = "%s-n-%s" % (name, token)
+    dsk[(scalar,)] = (operator.itemgetter(1), (postk,))
+    graph = HighLevelGraph.from_collections(out, dsk, dependencies=[labs] + others + extra_arrays)
+    arr = da.Array(graph, out, chunks=x.chunks, meta=_meta(x._meta, dtype))
+    graph_n = HighLevelGraph.from_collections(scalar, dsk, dependencies=[labs] + others + extra_arrays)
+    num = da.Array(graph_n, scalar, chunks=(), meta=np.empty((), np.int64))
+    return arr, num
 
 
-def _assemble_blocks(x, labs, fn, dtype, *extra_blocks):
-    """da.block of fn(local labels, merge, block index, extra blocks...) per chunk."""
-    grid = x.numblocks
-    dfn = dask.delayed(fn, pure=True)
-    extras = [e.to_delayed() for e in extra_blocks]
-
-    def build(prefix):
-        if len(prefix) == len(grid):
-            shape = tuple(x.chunks[a][prefix[a]] for a in range(len(grid)))
-            return da.from_delayed(dfn(labs[prefix], *[e[prefix] for e in extras]), shape, dtype=dtype,
-                                   meta=_meta(x._meta, dtype))
-        return [build(prefix + (i,)) for i in range(grid[len(prefix)])]
-    return da.block(build(())) if x.ndim else build(())
-
-
-def _global(lab, off, lut):
-    xp = _xp(lab)
-    g = xp.where(lab > 0, lab.astype(np.int64) + off, 0)
-    return xp.asarray(lut)[g]
+def _as_dtype(dtype):
+    return lambda v: v.astype(dtype)
 
 
 def label(input, structure=None, output=None):
@@ -562,43 +596,11 @@ def label(input, structure=None, output=None):
     x = _as_dask(input)
     st = _default_structure(x.ndim, structure)
     dtype = np.dtype(np.int32) if output is None else np.dtype(output)
-    x, labs, merged = _components(x, st, "label")
-    lutn = dask.delayed(_final_lut, nout=2, pure=True)(merged)
-    lut = lutn[0]
-    offs = dask.delayed(lambda m: m["offsets"], pure=True)(merged)
-
-    grid = x.numblocks
-    out = {}
-    for idx in labs:
-        out[idx] = dask.delayed(lambda lb, o, lt, i=idx: _global(lb, o[i], lt).astype(dtype), pure=True)(
-            labs[idx], offs, lut)
-
-    def build(prefix):
-        if len(prefix) == len(grid):
-            shape = tuple(x.chunks[a][prefix[a]] for a in range(len(grid)))
-            return da.from_delayed(out[prefix], shape, dtype=dtype, meta=_meta(x._meta, dtype))
-        return [build(prefix + (i,)) for i in range(grid[len(prefix)])]
-    labels = da.block(build(()))
-    num = da.from_delayed(lutn[1], (), dtype=np.int64)
-    return labels, num
+    return _components(x, st, _numbering, _as_dtype(dtype), dtype)
 
 
-def _border_roots(m, shape):
-    """Component roots that touch the array's border."""
-    infos, offsets = m["infos"], m["offsets"]
-    grid = infos.shape
-    hit = []
-    for idx in itertools.product(*[range(g) for g in grid]):
-        for a in range(len(grid)):
-            for side, at in ((0, 0), (1, grid[a] - 1)):
-                if idx[a] == at:
-                    f = infos[idx]["faces"][a][side]
-                    f = f[f > 0].astype(np.int64) + offsets[idx]
-                    hit.append(f)
-    hit = np.concatenate(hit) if hit else np.zeros(0, np.int64)
-    flag = np.zeros(len(m["root"]), bool)
-    flag[m["root"][hit]] = True
-    return flag
+def _fill(hole, blk):
+    return (blk != 0) | hole
 
 
 def binary_fill_holes(input, structure=None, output=None, origin=0):
@@ -610,68 +612,23 @@ def binary_fill_holes(input, structure=None, output=None, origin=0):
     if not _zero_origin(origin) or not _symmetric(st):
         return _whole(functools.partial(_ndi.binary_fill_holes, structure=st, output=output, origin=origin), x,
                       0, dtype)
-    bg = x == 0
-    bg, labs, merged = _components(bg, st, "fill")
-    info = dask.delayed(lambda m: (m["offsets"], m["root"], _border_roots(m, x.shape)), pure=True)(merged)
-
-    def fill(lab, blk, inf, idx):
-        offsets, root, border = inf
-        xp = _xp(lab)
-        g = xp.where(lab > 0, lab.astype(np.int64) + offsets[idx], 0)
-        hole = xp.asarray(~border[root] & (np.arange(len(root)) > 0))[g]
-        return ((blk != 0) | hole).astype(dtype)
-
-    return _per_block(x, labs, fill, dtype, info, x)
-
-
-def _per_block(x, labs, fn, dtype, info, *arrays):
-    grid = x.numblocks
-    dels = [a.to_delayed() for a in arrays]
-    out = {}
-    for idx in labs:
-        out[idx] = dask.delayed(fn, pure=True)(labs[idx], *[d[idx] for d in dels], info, idx)
-
-    def build(prefix):
-        if len(prefix) == len(grid):
-            shape = tuple(x.chunks[a][prefix[a]] for a in range(len(grid)))
-            return da.from_delayed(out[prefix], shape, dtype=dtype, meta=_meta(x._meta, dtype))
-        return [build(prefix + (i,)) for i in range(grid[len(prefix)])]
-    return da.block(build(()))
+    r, _ = _components(x == 0, st, _border_holes, _fill, np.dtype(bool), others=[x], name="ndforge-fill")
+    return r if output is None else r.astype(dtype)
 
 
 def _propagate(seed, mask, st, border_value, dtype):
     """scipy's binary_propagation: seed, plus the components of mask (under st) that a seed voxel in the
     mask, or a seed voxel outside it next to them (or the border, with border_value), reaches."""
-    seed = seed != 0
-    mask = (da.ones(seed.shape, bool, chunks=seed.chunks) if mask is None else _as_dask(mask).rechunk(seed.chunks)
-            != 0)
+    seed = _as_dask(seed) != 0
+    mask = (da.ones(seed.shape, dtype=bool, chunks=seed.chunks) if mask is None
+            else _as_dask(mask).rechunk(seed.chunks) != 0)
     reach = _reach(st.shape, 0, seed.ndim)
-    outside = seed & ~mask
-    near = _local(functools.partial(_ndi.binary_dilation, structure=st, border_value=border_value), outside,
+    near = _local(functools.partial(_ndi.binary_dilation, structure=st, border_value=border_value), seed & ~mask,
                   list(range(seed.ndim)), reach, dtype=np.dtype(bool))
     active = (seed | near) & mask
-    mask, labs, merged = _components(mask, st, "propagate")
-    act = {}
-    for idx in labs:
-        act[idx] = dask.delayed(lambda lb, a: np.unique(_host(lb)[_host(a)]), pure=True)(labs[idx],
-                                                                                        active.to_delayed()[idx])
-    keys = list(labs)
-
-    def reached(m, acts):
-        flag = np.zeros(len(m["root"]), bool)
-        for idx, a in zip(keys, acts):
-            a = a[a > 0].astype(np.int64) + m["offsets"][idx]
-            flag[m["root"][a]] = True
-        flag[0] = False
-        return m["offsets"], flag[m["root"]]
-    info = dask.delayed(reached, pure=True)(merged, [act[k] for k in keys])
-
-    def out(lab, s, inf, idx):
-        offsets, on = inf
-        xp = _xp(lab)
-        g = xp.where(lab > 0, lab.astype(np.int64) + offsets[idx], 0)
-        return (s | xp.asarray(on)[g]).astype(dtype)
-    return _per_block(seed, labs, out, dtype, info, seed)
+    r, _ = _components(mask, st, _reached, _fill, np.dtype(bool), others=[seed], extra=_unique_labels,
+                       extra_arrays=[active], name="ndforge-propagate")
+    return r if dtype == np.dtype(bool) else r.astype(dtype)
 
 
 def binary_propagation(input, structure=None, mask=None, output=None, border_value=0, origin=0):
