@@ -14,7 +14,8 @@ one NumPy array (CuPy with --device cuda), the input already in memory.  Cases:
   dask-image  dask_image.ndmeasure.label, ndfilters.minimum/maximum_filter (grey opening);
            dask-image has no EDT and no ECC (n/a)
 
-Prints a Markdown table: op, case, seconds, overhead vs single, peak RSS (GiB), equal to single (labels: the same component sizes).
+Prints a Markdown table: op, case, seconds, overhead vs single, peak RSS (GiB), equal to single
+(labels: the same component sizes, as dask-image numbers them otherwise; test_dask checks the numbers).
 """
 
 import argparse

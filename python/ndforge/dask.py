@@ -325,8 +325,8 @@ def rank_filter(input, rank, size=None, footprint=None, output=None, mode="refle
 def percentile_filter(input, percentile, size=None, footprint=None, output=None, mode="reflect", cval=0.0,
                       origin=0, *, axes=None, batch_dims=0, algorithm=None, nan_policy=None):
     """ndforge.ndimage.percentile_filter on a dask array."""
-    return _rank("percentile_filter", dict(percentile=percentile), input, size, footprint, output, mode, cval, origin, axes,
-                 batch_dims, algorithm, nan_policy)
+    return _rank("percentile_filter", dict(percentile=percentile), input, size, footprint, output, mode, cval,
+                 origin, axes, batch_dims, algorithm, nan_policy)
 
 
 def _default_structure(nsp, structure):
