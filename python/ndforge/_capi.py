@@ -182,8 +182,8 @@ class _Header:
             if stars == 0:
                 return None
             t, stars = ctypes.c_void_p, stars - 1
-        if t is ctypes.c_char and stars == 1:
-            return ctypes.c_char_p
+        if t is ctypes.c_char and stars >= 1:  # char * is a string; char ** an array of them
+            t, stars = ctypes.c_char_p, stars - 1
         for _ in range(stars):
             t = ctypes.POINTER(t)
         return t

@@ -62,15 +62,19 @@ def input_dtypes():
     return _INPUT_DTYPES
 
 
+class NdforgeError(RuntimeError):
+    """A failure of the library that is neither a bad argument nor memory (device, compiler, I/O)."""
+
+
+class UnsupportedError(RuntimeError):
+    """NDF_ENOTSUP: a valid request that this backend does not do (a RuntimeError, as scipy raises)."""
+
+
 _ERRORS = {
     K["NDF_EINVAL"]: ValueError,
     K["NDF_ENOMEM"]: MemoryError,
-    K["NDF_ENOTSUP"]: RuntimeError,
+    K["NDF_ENOTSUP"]: UnsupportedError,
 }
-
-
-class NdforgeError(RuntimeError):
-    """A failure of the library that is neither a bad argument nor memory (device, compiler, I/O)."""
 
 
 def raise_status(status, ctx=None):
@@ -207,6 +211,33 @@ _PACK = _packers()
 _MAXD = K["NDF_MAX_NDIM"]
 
 
+# Descriptors already built, by (device, device_id, dtype code, shape, strides, stride unit): a call on
+# arrays of a layout seen before copies the bytes and writes the data pointer (the per-call cost).
+_LAYOUTS = {}
+_MAX_LAYOUTS = 4096
+_PTR = _PACK[0].__class__("@P") if _PACK is not None else None  # the data pointer, at offset 0
+
+
+def _described(ptr, device, device_id, code, shape, strides, unit=1):
+    """An ndf_array for data at ptr; strides in units of `unit` bytes-per-element (1: in elements)."""
+    key = (device, device_id, code, shape, strides, unit)
+    try:
+        a = Array.from_buffer_copy(_LAYOUTS[key])
+    except KeyError:
+        st = strides if unit == 1 else [s // unit for s in strides]
+        a = _make(0, device, device_id, code, shape, st)
+        if len(_LAYOUTS) < _MAX_LAYOUTS:
+            _LAYOUTS[key] = bytes(a)
+    except TypeError:  # an unhashable shape or strides (a list)
+        st = strides if unit == 1 else [s // unit for s in strides]
+        return _make(ptr, device, device_id, code, shape, st)
+    if _PTR is not None:
+        _PTR.pack_into(a, 0, ptr or 0)
+    else:
+        a.data = ptr
+    return a
+
+
 def _make(ptr, device, device_id, code, shape, strides):
     n = len(shape)
     if n > _MAXD:
@@ -273,6 +304,7 @@ class Placement:
 
 
 _torch_raw_stream = None
+_CUDA_PLACEMENTS = {}  # (device, stream) -> Placement of torch CUDA tensors (placements hold no context)
 
 
 def _torch_stream(dev):
@@ -290,16 +322,18 @@ def placement(x):
     if k == "numpy":
         return _CPU_PLACEMENT["numpy"]
     if k == "torch":
-        d = x.device
-        if d.type == "cpu":
+        if x.is_cpu:
             return _CPU_PLACEMENT["torch"]
-        if d.type != "cuda":
-            raise TypeError("ndforge: torch device %s is not supported (cpu, cuda)" % d)
-        dev = d.index
-        if dev is None:
-            import torch
-            dev = torch.cuda.current_device()
-        return Placement(NDF_CUDA, dev, _torch_stream(dev) or 1, k)  # 0 is the legacy stream: CU_STREAM_LEGACY
+        if not x.is_cuda:
+            raise TypeError("ndforge: torch device %s is not supported (cpu, cuda)" % x.device)
+        dev = x.get_device()
+        key = (dev, _torch_stream(dev) or 1)  # 0 is the legacy stream: CU_STREAM_LEGACY
+        p = _CUDA_PLACEMENTS.get(key)
+        if p is None:
+            if len(_CUDA_PLACEMENTS) >= 256:
+                _CUDA_PLACEMENTS.clear()
+            p = _CUDA_PLACEMENTS[key] = Placement(NDF_CUDA, dev, key[1], k)
+        return p
     if k == "cupy":
         import cupy
         dev = x.device.id
@@ -345,11 +379,9 @@ def describe(x, where):
             code = _dtype_code(dt)
         if not x.flags.aligned:  # strides (or the address) not multiples of the element size
             x = np.ascontiguousarray(x)
-        it = dt.itemsize
-        return _make(x.__array_interface__["data"][0], NDF_CPU, 0, code, x.shape,
-                     [s // it for s in x.strides]), x
+        return _described(x.__array_interface__["data"][0], NDF_CPU, 0, code, x.shape, x.strides, dt.itemsize), x
     if k == "torch" and (where.device == NDF_CPU or not TORCH_DLPACK):
-        return _make(x.data_ptr(), where.device, where.device_id, _torch_code(x.dtype), x.shape, x.stride()), x
+        return _described(x.data_ptr(), where.device, where.device_id, _torch_code(x.dtype), x.shape, x.stride()), x
     # CUDA (cupy, other producers): DLPack, asking the producer to order its work before our stream
     cap = x.__dlpack__(stream=where.stream)
     return _dlpack_array(cap), (x, cap)

@@ -54,7 +54,7 @@ ARG_ERRORS = {
     "indices": RuntimeError, "sampling": RuntimeError, "mask": RuntimeError,
     "rank": RuntimeError, "percentile": RuntimeError,
     "origin": ValueError, "origin1": ValueError, "origin2": ValueError, "iterations": ValueError,
-    "metric": ValueError,
+    "metric": ValueError, "order": RuntimeError, "coordinates": RuntimeError, "matrix": RuntimeError,
 }
 
 
@@ -62,7 +62,8 @@ REGISTRY = None  # the registry's rows by name, when one was found
 
 # The submodule that holds the functions of each registry family (ops of other families: any of them).
 MODULE = {"grey": "ndimage", "rank": "ndimage", "binary": "ndimage", "label": "ndimage", "distance": "ndimage",
-          "ecc": "topology", "ect": "topology", "sinkhorn": "ot", "reconstruction": "morphology"}
+          "ecc": "topology", "ect": "topology", "sinkhorn": "ot", "reconstruction": "morphology",
+          "metrics": "metrics"}
 # Registry names that the Python modules spell otherwise (the short names are the modules' own).
 ALIASES = {"euler_characteristic_curve": "ecc", "euler_characteristic_transform": "ect"}
 

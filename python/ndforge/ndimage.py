@@ -1,5 +1,10 @@
 """scipy.ndimage's names, signatures, defaults and error types, on ndforge.
 
+The grey and binary morphology, rank filters, label, distance transforms and
+structure helpers; minimum/maximum filters (and their 1-D forms) over the
+grey ops; the linear filters (_filters.py) and the spline filters and
+geometric transforms (_interp.py) where the library has them.
+
 Every function takes NumPy arrays (CPU backend), torch tensors (CPU or CUDA)
 and CuPy arrays (CUDA, on the caller's current stream); the result has the
 input's type and device.  Extra keyword-only arguments, beyond scipy's:
@@ -11,11 +16,17 @@ input's type and device.  Extra keyword-only arguments, beyond scipy's:
   where the input lives;
 * ``algorithm``: grey ops ``'auto'|'direct'|'separable'|'vhgw'|'decomposed'``,
   rank filters ``'auto'|'network'|'select'|'histogram'|'tile'``;
-* ``nan_policy``: rank filters ``'propagate'|'omit'``; grey ops ``'propagate'``.
+* ``nan_policy``: rank filters ``'propagate'|'omit'``; grey ops ``'propagate'``;
+* ``tune``: grey ops and rank filters, the call's tunables ``'name=value,...'``
+  (kernel variants of the same result; docs/adr/0019, ``ndforge tunables``).
 
 float16 and bfloat16 inputs of the grey ops and rank filters are computed in
 float32 and returned in the input's dtype (an extension; one conversion copy
-each way).
+each way); int64 and uint64 inputs on the CPU whose values are of magnitude
+below 2^50 are computed in a float64 copy (the library has no 64-bit integer
+kernels; larger values and CUDA arrays raise TypeError).  Distance transforms that the CUDA backend does not do (cdt's
+indices, cdt with a metric structure other than taxicab or chessboard) run
+on the CPU backend for CUDA arrays, copied there and back.
 """
 
 import ctypes
@@ -28,7 +39,8 @@ from . import _core
 from ._core import C, S, K, check
 from ._ops import OPS, ARG_ERRORS
 
-__all__ = sorted(list(OPS) + ["generate_binary_structure", "iterate_structure"])
+__all__ = sorted(list(OPS) + ["generate_binary_structure", "iterate_structure", "minimum_filter", "maximum_filter",
+                              "minimum_filter1d", "maximum_filter1d"])
 
 _MODE_ERR = "boundary mode not supported"
 
@@ -355,7 +367,26 @@ def _half_input(call, allow):
     if name == "bool":
         call.x0 = _view(call.x0, "uint8")
         return name
+    if name in ("int64", "uint64") and _exact_in_float64(call):
+        call.x0 = _astype(call.x0, np.float64)
+        return name
     return None
+
+
+_INT_EXACT = 1 << 50  # |v| below it: v, and the composites' sums of four such values, exact in float64
+
+
+def _exact_in_float64(call):
+    """Whether an int64 / uint64 input on the CPU holds only values of magnitude below 2^50 (one pass over
+    it); the grey ops and rank filters then run on a float64 copy (the library has no 64-bit integer
+    kernels) with scipy's results.  CUDA inputs are not scanned: that would wait for the device."""
+    if call.where.device != K["NDF_DEVICE_CPU"] or call.remote is not None:
+        return False
+    x = _core.to_host_numpy(call.x0)  # a CPU tensor's own memory (torch has no min of uint64)
+    if x.size == 0:
+        return True
+    lo, hi = int(x.min()), int(x.max())
+    return -_INT_EXACT < lo and hi < _INT_EXACT
 
 
 def _to_half(x, name):
@@ -363,6 +394,9 @@ def _to_half(x, name):
         return x
     if name == "bool":
         return _view(x, "bool")
+    if name in ("int64", "uint64"):  # from float64 holding integers; uint64 wraps as scipy's arithmetic does
+        x = _astype(x, np.int64)
+        return x if name == "int64" else (_view(x, "uint64") if _core.kind_of(x) == "torch" else x.view(np.uint64))
     if _core.kind_of(x) == "torch":
         import torch
         return x.to(getattr(torch, name))
@@ -384,6 +418,18 @@ def _enum_from_name(fn, value, what):
 _RANK_ALGO = {"auto": "NDF_RANK_ALGO_AUTO", "network": "NDF_RANK_ALGO_NETWORK", "select": "NDF_RANK_ALGO_SELECT",
               "histogram": "NDF_RANK_ALGO_HISTOGRAM", "tile": "NDF_RANK_ALGO_TILE"}
 _RANK_NAN = {"propagate": "NDF_RANK_NAN_PROPAGATE", "omit": "NDF_RANK_NAN_OMIT"}
+
+
+def _tune(opt, tune):
+    """The call's tunables, "name=value,..." (ADR 0019; `ndforge tunables` lists them), where the options
+    struct has them; the library checks the names and values at the call."""
+    if tune is None:
+        return
+    if not isinstance(tune, str):
+        raise TypeError("tune must be a string 'name=value,...' (got %r)" % (tune,))
+    if not any(f == "tune" for f, _ in type(opt)._fields_):
+        raise NotImplementedError("this libndforge takes no per-call tunables")
+    opt.tune = tune.encode()
 
 
 def _spatial_rank(call):
@@ -410,6 +456,8 @@ def _footprint_opts(opt, call, size, footprint, origin, mode, cval):
     if opt.norigin > 1 and opt.norigin != n:
         raise RuntimeError("sequence argument must have length equal to input rank")
     opt.origin[:len(vals)] = vals
+    if not isinstance(mode, str) and opt.__class__.__name__ == "ndf_rank_options":
+        raise RuntimeError(_MODE_ERR)  # scipy's rank filters take one mode, not one per axis
     opt.mode = _mode(mode)
     opt.cval = float(cval)
     opt.batch_dims = call.batch_dims
@@ -477,8 +525,8 @@ def _run_plan(plan, x, output=None):
 
 
 def _grey(name, input, size, footprint, structure, output, mode, cval, origin, axes, batch_dims, device,
-          algorithm, nan_policy):
-    key = _plan_key(name, input, (size, mode, cval, origin, batch_dims, algorithm, nan_policy), footprint,
+          algorithm, nan_policy, tune=None):
+    key = _plan_key(name, input, (size, mode, cval, origin, batch_dims, algorithm, nan_policy, tune), footprint,
                     structure, axes, device)
     if key is not None:
         plan = _PLANS.get(key)
@@ -486,6 +534,10 @@ def _grey(name, input, size, footprint, structure, output, mode, cval, origin, a
             r = _run_plan(plan, input, output)
             if r is not None:
                 return r
+    if (name in ("grey_erosion", "grey_dilation") and isinstance(mode, (list, tuple)) and len(set(mode)) > 1
+            and structure is None and nan_policy in (None, "propagate")):
+        return _grey_modes(name == "grey_erosion", input, size, footprint, output, mode, cval, origin, axes,
+                           batch_dims, device, algorithm, tune)
     row = OPS[name]
     call = _Call(input, batch_dims, axes, device)
     if name in ("morphological_gradient", "morphological_laplace") and _core.dtype_of(call.x0) == np.bool_:
@@ -508,6 +560,7 @@ def _grey(name, input, size, footprint, structure, output, mode, cval, origin, a
         opt.algorithm = _enum_from_name(C["ndf_grey_algorithm_from_name"], algorithm, "algorithm")
     if nan_policy not in (None, "propagate"):
         raise ValueError("nan_policy of the grey ops: 'propagate' (got %r)" % (nan_policy,))
+    _tune(opt, tune)
     widened = call.x0 is not call.x
     r = _run_unary(call, row, opt, output, (), half)
     if key is not None and half is None and not widened:
@@ -519,8 +572,10 @@ def _run_unary(call, row, opt, output, extra, half=None, lib_dtype=None, accepts
     call.ctx = call.run_ctx()
     xdt = np.dtype(_core.dtype_of(call.x0))
     if half is None and xdt not in _core.input_dtypes():
-        raise TypeError("ndforge: %s inputs are not supported by %s (library dtypes: %s)"
-                        % (xdt, row["c"], ", ".join(str(d) for d in _core.input_dtypes() if d.kind != "b")))
+        why = " (64-bit integers: on the CPU with values of magnitude below 2^50)" if xdt.itemsize == 8 and \
+            xdt.kind in "iu" else ""
+        raise TypeError("ndforge: %s inputs are not supported by %s%s (library dtypes: %s)"
+                        % (xdt, row["c"], why, ", ".join(str(d) for d in _core.input_dtypes() if d.kind != "b")))
     lib_dtype = xdt if lib_dtype is None else lib_dtype
     if accepts is None:
         def accepts(dt):
@@ -543,13 +598,13 @@ def _run_unary(call, row, opt, output, extra, half=None, lib_dtype=None, accepts
 
 def _make_grey(name):
     def f(input, size=None, footprint=None, structure=None, output=None, mode="reflect", cval=0.0, origin=0,
-          *, axes=None, batch_dims=0, device=None, algorithm=None, nan_policy=None):
+          *, axes=None, batch_dims=0, device=None, algorithm=None, nan_policy=None, tune=None):
         return _grey(name, input, size, footprint, structure, output, mode, cval, origin, axes, batch_dims,
-                     device, algorithm, nan_policy)
+                     device, algorithm, nan_policy, tune)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = ("scipy.ndimage.%s(input, size=None, footprint=None, structure=None, output=None, "
                  "mode='reflect', cval=0.0, origin=0, *, axes=None) on ndforge; extra keywords: "
-                 "batch_dims, device, algorithm, nan_policy." % name)
+                 "batch_dims, device, algorithm, nan_policy, tune." % name)
     return f
 
 
@@ -562,6 +617,127 @@ morphological_laplace = _make_grey("morphological_laplace")
 white_tophat = _make_grey("white_tophat")
 black_tophat = _make_grey("black_tophat")
 
+# --- minimum and maximum filters: scipy's names for flat grey erosion and dilation ------------------
+
+def _normalize(v, n):
+    vals = [operator.index(int(t)) for t in np.atleast_1d(v)]
+    if len(vals) == 1:
+        return vals * n
+    if len(vals) != n:
+        raise RuntimeError("sequence argument must have length equal to input rank")
+    return vals
+
+
+def _min_max(erode, input, size, footprint, output, mode, cval, origin, axes, batch_dims, device, algorithm,
+             tune):
+    """scipy's _min_or_max_filter: grey_erosion as it is; the maximum filter is grey_dilation of the flipped
+    footprint with the origin scipy's grey_dilation would flip back.  One mode per axis (box windows only)
+    runs one pass per axis, each writing the output's dtype, as scipy's separable path does."""
+    if size is None and footprint is None:
+        raise RuntimeError("no footprint provided")
+    x = _input(input)
+    n = (1 if np.ndim(axes) == 0 else len(axes)) if axes is not None else x.ndim - (batch_dims or 0)
+    if footprint is not None:
+        fp = np.asarray(_core.to_host_numpy(footprint)).astype(bool)
+        if fp.ndim != n:
+            raise RuntimeError("footprint array has incorrect shape.")
+        sizes = list(fp.shape)
+        if fp.all():  # a box: scipy's separable path, as size=
+            fp = None
+    else:
+        fp = None
+        sizes = _normalize(size, n)
+    origins = _normalize(origin, n)
+    kw = dict(axes=axes, batch_dims=batch_dims, device=device, algorithm=algorithm, tune=tune)
+    if not isinstance(mode, str):
+        modes = list(mode)
+        if len(modes) != n:
+            raise RuntimeError("sequence argument must have length equal to input rank")
+        if len(set(modes)) == 1:
+            mode = modes[0]
+        elif fp is not None:
+            raise RuntimeError("A sequence of modes is not supported for non-separable footprints")
+        else:
+            r, out = x, output
+            for i in range(n):
+                one = [1] * n
+                one[i] = sizes[i]
+                org = [0] * n
+                org[i] = origins[i]
+                r = _min_max(erode, r, one, None, out, modes[i], cval, org, axes, batch_dims, device, algorithm,
+                             tune)
+                out = out if out is not None and not _is_dtype_like(out) else None
+            return r
+    if erode:
+        return grey_erosion(x, None if fp is not None else sizes, fp, None, output, mode, cval, origins, **kw)
+    flipped = [-o - (0 if s & 1 else 1) for o, s in zip(origins, sizes)]
+    if fp is not None:
+        fp = fp[(slice(None, None, -1),) * fp.ndim]
+    return grey_dilation(x, None if fp is not None else sizes, fp, None, output, mode, cval, flipped, **kw)
+
+
+def _grey_modes(erode, input, size, footprint, output, mode, cval, origin, axes, batch_dims, device, algorithm,
+                tune):
+    """grey_erosion / grey_dilation with one mode per axis: the minimum / maximum filter (scipy's grey_dilation
+    flips the footprint and the origin before its maximum filter)."""
+    if erode:
+        return _min_max(True, input, size, footprint, output, mode, cval, origin, axes, batch_dims, device,
+                        algorithm, tune)
+    if size is None and footprint is None:
+        raise ValueError("size, footprint, or structure must be specified")
+    x = _input(input)
+    n = (1 if np.ndim(axes) == 0 else len(axes)) if axes is not None else x.ndim - (batch_dims or 0)
+    fp = None if footprint is None else np.asarray(_core.to_host_numpy(footprint)).astype(bool)
+    sizes = list(fp.shape) if fp is not None else _normalize(size, n)
+    flipped = [-o - (0 if s & 1 else 1) for o, s in zip(_normalize(origin, n), sizes)]
+    if fp is not None:
+        fp = fp[(slice(None, None, -1),) * fp.ndim]
+    return _min_max(False, x, size, fp, output, mode, cval, flipped, axes, batch_dims, device, algorithm, tune)
+
+
+def minimum_filter(input, size=None, footprint=None, output=None, mode="reflect", cval=0.0, origin=0, *,
+                   axes=None, batch_dims=0, device=None, algorithm=None, tune=None):
+    """scipy.ndimage.minimum_filter on ndforge (extra keywords: batch_dims, device, algorithm, tune)."""
+    return _min_max(True, input, size, footprint, output, mode, cval, origin, axes, batch_dims, device, algorithm,
+                    tune)
+
+
+def maximum_filter(input, size=None, footprint=None, output=None, mode="reflect", cval=0.0, origin=0, *,
+                   axes=None, batch_dims=0, device=None, algorithm=None, tune=None):
+    """scipy.ndimage.maximum_filter on ndforge (extra keywords: batch_dims, device, algorithm, tune)."""
+    return _min_max(False, input, size, footprint, output, mode, cval, origin, axes, batch_dims, device,
+                    algorithm, tune)
+
+
+def _min_max1d(erode, input, size, axis, output, mode, cval, origin, batch_dims, device):
+    x = _input(input)
+    size = operator.index(size)
+    if size < 1:
+        raise RuntimeError("incorrect filter size")
+    origin = operator.index(origin)
+    if size // 2 + origin < 0 or size // 2 + origin >= size:
+        raise ValueError("invalid origin")
+    if not -x.ndim <= operator.index(axis) < x.ndim:
+        raise ValueError("axis %d is out of bounds for array of dimension %d" % (axis, x.ndim))
+    return _min_max(erode, x, size, None, output, mode, cval, origin, (operator.index(axis) % x.ndim,),
+                    batch_dims, device, None, None) if not batch_dims else \
+        _min_max(erode, x, [size if i == axis % x.ndim else 1 for i in range(batch_dims, x.ndim)], None, output,
+                 mode, cval, [origin if i == axis % x.ndim else 0 for i in range(batch_dims, x.ndim)], None,
+                 batch_dims, device, None, None)
+
+
+def minimum_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *, batch_dims=0,
+                     device=None):
+    """scipy.ndimage.minimum_filter1d on ndforge (extra keywords: batch_dims, device)."""
+    return _min_max1d(True, input, size, axis, output, mode, cval, origin, batch_dims, device)
+
+
+def maximum_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *, batch_dims=0,
+                     device=None):
+    """scipy.ndimage.maximum_filter1d on ndforge (extra keywords: batch_dims, device)."""
+    return _min_max1d(False, input, size, axis, output, mode, cval, origin, batch_dims, device)
+
+
 # Ops of the registry's grey family without a function above (_ops.load_registry gave them rows): the grey
 # ops' signature and options struct, the registry's description.
 for _name, _row in OPS.items():
@@ -572,9 +748,9 @@ for _name, _row in OPS.items():
 
 
 def _rank(name, input, extra, size, footprint, output, mode, cval, origin, axes, batch_dims, device,
-          algorithm, nan_policy):
+          algorithm, nan_policy, tune=None):
     key = _plan_key(name, input, (extra[0].value if extra else None, size, mode, cval, origin, batch_dims,
-                                  algorithm, nan_policy), footprint, axes, device)
+                                  algorithm, nan_policy, tune), footprint, axes, device)
     if key is not None:
         plan = _PLANS.get(key)
         if plan is not None:
@@ -597,6 +773,7 @@ def _rank(name, input, extra, size, footprint, output, mode, cval, origin, axes,
         if nan_policy not in _RANK_NAN:
             raise ValueError("nan_policy must be 'propagate' or 'omit' (got %r)" % (nan_policy,))
         opt.nan_policy = K[_RANK_NAN[nan_policy]]
+    _tune(opt, tune)
     widened = call.x0 is not call.x
     r = _run_unary(call, row, opt, output, extra, half)
     if key is not None and half is None and not widened:
@@ -605,25 +782,26 @@ def _rank(name, input, extra, size, footprint, output, mode, cval, origin, axes,
 
 
 def median_filter(input, size=None, footprint=None, output=None, mode="reflect", cval=0.0, origin=0, *,
-                  axes=None, batch_dims=0, device=None, algorithm=None, nan_policy=None):
-    """scipy.ndimage.median_filter on ndforge (extra keywords: batch_dims, device, algorithm, nan_policy)."""
+                  axes=None, batch_dims=0, device=None, algorithm=None, nan_policy=None, tune=None):
+    """scipy.ndimage.median_filter on ndforge (extra keywords: batch_dims, device, algorithm, nan_policy, tune)."""
     return _rank("median_filter", input, (), size, footprint, output, mode, cval, origin, axes, batch_dims,
-                 device, algorithm, nan_policy)
+                 device, algorithm, nan_policy, tune)
 
 
 def rank_filter(input, rank, size=None, footprint=None, output=None, mode="reflect", cval=0.0, origin=0, *,
-                axes=None, batch_dims=0, device=None, algorithm=None, nan_policy=None):
-    """scipy.ndimage.rank_filter on ndforge (extra keywords: batch_dims, device, algorithm, nan_policy)."""
+                axes=None, batch_dims=0, device=None, algorithm=None, nan_policy=None, tune=None):
+    """scipy.ndimage.rank_filter on ndforge (extra keywords: batch_dims, device, algorithm, nan_policy, tune)."""
     rank = operator.index(rank)
     return _rank("rank_filter", input, (ctypes.c_int64(rank),), size, footprint, output, mode, cval, origin,
-                 axes, batch_dims, device, algorithm, nan_policy)
+                 axes, batch_dims, device, algorithm, nan_policy, tune)
 
 
 def percentile_filter(input, percentile, size=None, footprint=None, output=None, mode="reflect", cval=0.0,
-                      origin=0, *, axes=None, batch_dims=0, device=None, algorithm=None, nan_policy=None):
-    """scipy.ndimage.percentile_filter on ndforge (extra keywords: batch_dims, device, algorithm, nan_policy)."""
+                      origin=0, *, axes=None, batch_dims=0, device=None, algorithm=None, nan_policy=None, tune=None):
+    """scipy.ndimage.percentile_filter on ndforge (extra keywords: batch_dims, device, algorithm, nan_policy,
+    tune)."""
     return _rank("percentile_filter", input, (ctypes.c_double(float(percentile)),), size, footprint, output,
-                 mode, cval, origin, axes, batch_dims, device, algorithm, nan_policy)
+                 mode, cval, origin, axes, batch_dims, device, algorithm, nan_policy, tune)
 
 
 # --- binary morphology ---------------------------------------------------------------
@@ -868,6 +1046,20 @@ def _metric(metric):
 
 def _distance(name, input, sampling, metric, return_distances, return_indices, distances, indices, batch_dims,
               device, dist_dtype):
+    """A distance transform where the input lives; what the CUDA backend does not do (cdt's indices, cdt
+    with a metric structure other than taxicab or chessboard) runs on the CPU backend, the arrays copied
+    there and back (a synchronization)."""
+    args = (name, input, sampling, metric, return_distances, return_indices, distances, indices, batch_dims)
+    try:
+        return _distance_on(*args, device, dist_dtype)
+    except _core.UnsupportedError:
+        if device is not None or _core.placement(_core.as_array(input)).device != K["NDF_DEVICE_CUDA"]:
+            raise
+    return _distance_on(*args, "cpu", dist_dtype)
+
+
+def _distance_on(name, input, sampling, metric, return_distances, return_indices, distances, indices, batch_dims,
+                 device, dist_dtype):
     row = OPS[name]
     _dist_args(return_distances, return_indices, distances, indices)
     call = _Call(input, batch_dims, None, device)
@@ -964,3 +1156,18 @@ def distance_transform_bf(input, metric="euclidean", sampling=None, return_dista
         return np.float64 if m in (K["NDF_METRIC_EUCLIDEAN"], K["NDF_METRIC_DEFAULT"]) else np.uint32
     return _distance("distance_transform_bf", input, sampling, metric, return_distances, return_indices,
                      distances, indices, batch_dims, device, dt)
+
+
+# --- linear filters (_filters.py), where this libndforge has them ----------------------------
+
+if "ndf_correlate1d" in C:
+    from ._filters import *  # noqa: F401,F403
+    from . import _filters
+    __all__ = sorted(set(__all__) | set(_filters.__all__))
+
+# --- spline filters and geometric transforms (_interp.py), where this libndforge has them -------------
+
+if "ndf_map_coordinates" in C:
+    from ._interp import *  # noqa: F401,F403
+    from . import _interp
+    __all__ = sorted(set(__all__) | set(_interp.__all__))

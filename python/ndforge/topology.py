@@ -11,7 +11,8 @@
 * ``soft_ect(input, directions, thresholds, lam=1.0, ...)``: its smooth form.
 
 ``input`` lives where the op runs (NumPy / torch CPU: CPU; CuPy / torch CUDA:
-its GPU, on the caller's stream); ``thresholds`` and ``directions`` may be
+its GPU, on the caller's stream); float16 and bfloat16 inputs are computed in
+a float32 copy (gradients come back in the input's dtype); ``thresholds`` and ``directions`` may be
 any array (they are read on the host, as float64).  ``return_thresholds=True``
 adds the thresholds used (NumPy float64) to the result of ``ecc`` / ``ect``.
 """
@@ -39,9 +40,17 @@ def _call(fn, ctx, *args):
         _core.raise_status(s, ctx)
 
 
+def _float32(x):
+    """float16 / bfloat16 inputs computed in a float32 copy (the library's filtrations take float32)."""
+    dt = _core.dtype_of(x)
+    if dt in ("float16", "bfloat16") or dt == np.float16:
+        return (x.float() if _core.kind_of(x) == "torch" else x.astype(np.float32)), dt
+    return x, None
+
+
 class _Op:
     def __init__(self, input):
-        self.x = _core.as_array(input)
+        self.x, self.half = _float32(_core.as_array(input))
         self.where = _core.placement(self.x)
         self.ctx = self.where.ctx
         self.keep = []
@@ -134,7 +143,17 @@ def soft_ecc_backward(input, thresholds, grad_output, lam=1.0, construction="V",
     _call(C["ndf_soft_ecc_backward"], op.ctx, ctypes.byref(din), ctypes.byref(dt), ctypes.byref(dgo),
           ctypes.byref(dgi) if dgi is not None else None, ctypes.byref(dgt) if dgt is not None else None,
           ctypes.byref(opt))
-    return gi, gt
+    return _in_dtype(gi, op.half), gt
+
+
+def _in_dtype(g, half):
+    """A gradient computed for the float32 copy of a float16 / bfloat16 input, in the input's dtype."""
+    if g is None or half is None:
+        return g
+    if _core.kind_of(g) == "torch":
+        import torch
+        return g.to(getattr(torch, str(half)))
+    return g.astype(half)
 
 
 def _geometry(opt, spacing, normalize, batch_dims):
@@ -213,7 +232,7 @@ def soft_ect_backward(input, directions, thresholds, grad_output, lam=1.0, const
         return ctypes.byref(d) if d is not None else None
     _call(C["ndf_soft_ect_backward"], op.ctx, ctypes.byref(din), ctypes.byref(dd), ctypes.byref(dt),
           ctypes.byref(dgo), ref(dgi), ref(dgd), ref(dgt), ctypes.byref(opt))
-    return gi, gd, gt
+    return _in_dtype(gi, op.half), gd, gt
 
 
 # the op registry's names (gen/ops.lua) of the two exact transforms

@@ -8,7 +8,7 @@
 
 ``on_arrays(module)`` wraps a module (``ndforge.ndimage``): each of its
 functions converts the array arguments named in ARRAY_ARGS (the input, the
-mask, the seed) to the current kind, passes NumPy output arrays as arrays of
+mask, the seed, or the names given) to the current kind, passes NumPy output arrays as arrays of
 that kind and copies them back afterwards (the NumPy array is what the call
 returns, as scipy's would be), and converts the results back to NumPy.  A
 test module makes it current with the fixture ``array_kind``.  A kind whose
@@ -85,9 +85,10 @@ class _Kind:
 class OnArrays:
     """A module whose functions run on the current array kind (see the module's doc)."""
 
-    def __init__(self, module):
+    def __init__(self, module, array_args=ARRAY_ARGS):
         self._module = module
         self._kind = _Kind("numpy")
+        self._array_args = array_args
         self.__all__ = module.__all__
 
     def use(self, name):
@@ -98,7 +99,7 @@ class OnArrays:
         if not callable(fn) or self._kind.name == "numpy":
             return fn
         sig = inspect.signature(fn)
-        kind = self._kind
+        kind, array_args = self._kind, self._array_args
 
         @functools.wraps(fn)
         def call(*args, **kw):
@@ -108,7 +109,7 @@ class OnArrays:
                 return fn(*args, **kw)
             given = {}
             for k, v in bound.arguments.items():
-                if k in ARRAY_ARGS:
+                if k in array_args:
                     bound.arguments[k] = kind.to(v)
                 elif k in OUTPUT_ARGS and isinstance(v, np.ndarray):
                     given[k] = v

@@ -58,6 +58,32 @@ def test_every_op_of_the_registry_has_a_function():
         assert row["c"] in _capi.functions, (n, row["c"])
 
 
+# The registry's option names (gen/ops.lua, the CLI's) in Python: '-' becomes '_', these are spelled
+# otherwise (per op or everywhere), and CLI_ONLY has no parameter (Python: output= or distances=).
+CLI_NAMES = {"indices": "return_indices", ("distance_transform_cdt", "structure"): "metric"}
+CLI_ONLY = {"output-dtype"}
+
+
+def test_the_registry_options_are_parameters():
+    import inspect
+    import importlib
+    from ndforge import _ops
+    if _ops.REGISTRY is None:
+        pytest.skip("no ops.json from the op registry next to the library")
+    missing = []
+    for n, r in _ops.REGISTRY.items():
+        mod = importlib.import_module("ndforge." + _ops.MODULE.get(r.get("family"), "ndimage"))
+        fn = getattr(mod, _ops.ALIASES.get(n, n), None)
+        if fn is None or not r.get("options"):
+            continue
+        params = inspect.signature(fn).parameters
+        for o in r["options"]:
+            p = CLI_NAMES.get((n, o), CLI_NAMES.get(o, o.replace("-", "_")))
+            if o not in CLI_ONLY and p not in params:
+                missing.append("%s: %s" % (n, p))
+    assert not missing, "registry options the Python functions do not take: %s" % missing
+
+
 def test_registry_rows_are_read(tmp_path):
     import json
     from ndforge import _ops

@@ -106,6 +106,12 @@ def test_label_and_distances(fw):
     d, i = nd.distance_transform_edt(g, return_indices=True)
     e, j = sn.distance_transform_edt(x, return_indices=True)
     np.testing.assert_array_equal(host(i), j)
+    # cdt's indices are a CPU-backend feature: the call runs there, the results come back to the device
+    d, i = nd.distance_transform_cdt(g, "taxicab", return_indices=True)
+    e, j = sn.distance_transform_cdt(x, "taxicab", return_indices=True)
+    assert type(d) is type(g) and type(i) is type(g)
+    np.testing.assert_array_equal(host(d), e)
+    np.testing.assert_array_equal(host(i), j)
 
 
 @needs_gpu
@@ -196,3 +202,17 @@ def test_half_and_bool_tensors_on_cuda():
     b = x > 0.5
     np.testing.assert_array_equal(nd.grey_dilation(b, size=3).cpu().numpy(), sn.grey_dilation(b.cpu().numpy(),
                                                                                              size=3))
+
+
+@needs_torch
+def test_metrics_stay_on_the_device():
+    from ndforge import _capi, metrics
+    if "ndf_mean_squared_error" not in _capi.functions:
+        pytest.skip("this libndforge has no image metrics")
+    a = torch.rand(3, 32, 32, device="cuda")
+    b = torch.rand(3, 32, 32, device="cuda")
+    m = metrics.mean_squared_error(a, b)
+    assert isinstance(m, torch.Tensor) and m.device.type == "cuda" and m.dim() == 0
+    np.testing.assert_allclose(m.item(), metrics.mean_squared_error(a.cpu().numpy(), b.cpu().numpy()), rtol=1e-12)
+    d = metrics.dice_coefficient(a > 0.5, b > 0.5, batch_dims=1)
+    assert d.shape == (3,) and d.device.type == "cuda"

@@ -107,3 +107,20 @@ def test_prepared_calls_repeat_exactly():
     nd.rank_filter(x, 5, size=3)
     with pytest.raises(RuntimeError):
         nd.rank_filter(x, 50, size=3)
+
+
+def test_tunables_per_call():
+    if "ndf_tunable_count" not in ndforge._capi.functions:
+        pytest.skip("this libndforge has no tunables")
+    names = {t["name"]: t for t in ndforge.tunables()}
+    assert names and all(t["default"] is not None for t in names.values())
+    x = np.random.default_rng(5).random((16, 15)).astype(np.float32)
+    rank = [n for n, t in names.items() if t["op"] == "rank" and "values" in t]
+    if rank:
+        t = names[rank[0]]
+        np.testing.assert_array_equal(nd.median_filter(x, size=3, tune="%s=%s" % (t["name"], t["values"][-1])),
+                                      sn.median_filter(x, size=3))
+    with pytest.raises(ValueError, match="tunable"):
+        nd.grey_erosion(x, size=3, tune="no.such_tunable=1")
+    with pytest.raises(TypeError):
+        nd.median_filter(x, size=3, tune=3)

@@ -47,7 +47,7 @@ def test_grey_dtypes(name, dtype):
 
 
 @pytest.mark.parametrize("name", GREY)
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", MODES + ["grid-mirror", "grid-constant", "grid-wrap", ["nearest"] * 3])
 def test_grey_modes(name, mode):
     x = data((9, 10, 7), np.float32)
     kw = dict(size=(3, 2, 4), mode=mode, cval=0.25, origin=(1, 0, -1))
@@ -85,6 +85,14 @@ def test_grey_output_forms(name):
     same(outT, ref)
 
 
+@pytest.mark.parametrize("name", ["grey_erosion", "grey_dilation"])
+def test_grey_one_mode_per_axis(name):
+    x = data((10, 9), np.int16)
+    for kw in (dict(size=(3, 2)), dict(size=(2, 4), origin=(-1, 1)), dict(footprint=np.ones((3, 4), bool))):
+        m = ["wrap", "constant"]
+        same(getattr(nd, name)(x, mode=m, cval=5, **kw), getattr(sn, name)(x, mode=m, cval=5, **kw))
+
+
 def test_grey_strided_inputs():
     x = data((14, 15, 6), np.float64)
     for v in (x[::2, 1::3], x.transpose(2, 0, 1), x[::-1, :, 2]):
@@ -119,6 +127,33 @@ def test_grey_half_precision():
     r = nd.grey_erosion(x, size=3)
     assert r.dtype == np.float16
     np.testing.assert_array_equal(r, sn.grey_erosion(x.astype(np.float32), size=3).astype(np.float16))
+
+
+# --- minimum and maximum filters ----------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["minimum_filter", "maximum_filter"])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int32, np.float32])
+def test_min_max_filters(name, dtype):
+    x = data((11, 12), dtype)
+    fp = np.array([[1, 1, 0, 0], [0, 1, 1, 1]], bool)
+    for kw in (dict(size=3), dict(size=(2, 4), origin=(0, -1)), dict(footprint=fp), dict(footprint=fp, origin=(0, 1)),
+               dict(size=(3, 2), mode=["wrap", "constant"], cval=7), dict(size=4, mode="mirror", origin=1),
+               dict(footprint=np.ones((2, 3)), mode=["nearest", "wrap"], origin=(-1, 1))):
+        same(getattr(nd, name)(x, **kw), getattr(sn, name)(x, **kw))
+    same(getattr(nd, name)(x, 3, output=np.float64), getattr(sn, name)(x, 3, output=np.float64))
+    out, ref = np.zeros(x.shape, np.int16), np.zeros(x.shape, np.int16)
+    getattr(nd, name)(x, (3, 2), mode=["nearest", "reflect"], output=out)
+    getattr(sn, name)(x, (3, 2), mode=["nearest", "reflect"], output=ref)
+    same(out, ref)
+
+
+@pytest.mark.parametrize("name", ["minimum_filter1d", "maximum_filter1d"])
+@pytest.mark.parametrize("size,origin", [(3, 0), (4, -2), (4, 1), (1, 0), (5, 2)])
+def test_min_max_filters_1d(name, size, origin):
+    x = data((7, 9, 8), np.float32)
+    for axis in (0, 1, -1):
+        same(getattr(nd, name)(x, size, axis, origin=origin, mode="constant", cval=-1),
+             getattr(sn, name)(x, size, axis, origin=origin, mode="constant", cval=-1))
 
 
 # --- rank filters -----------------------------------------------------------------------
@@ -319,7 +354,13 @@ ERRORS = [
     ("morphological_gradient", (B2,), dict(size=3)),
     ("morphological_laplace", (B2,), dict(size=3)),
     ("median_filter", (X2,), {}),
+    ("minimum_filter", (X2,), {}),
+    ("maximum_filter", (X2,), dict(size=3, mode=["reflect"] * 3)),
+    ("maximum_filter", (X2,), dict(footprint=np.eye(3), mode=["reflect", "wrap"])),
+    ("minimum_filter1d", (X2, 0), {}),
+    ("maximum_filter1d", (X2, 3), dict(origin=2)),
     ("median_filter", (X2,), dict(size=3, mode="grid-bogus")),
+    ("median_filter", (X2,), dict(size=3, mode=["reflect", "reflect"])),
     ("rank_filter", (X2, 20), dict(size=3)),
     ("percentile_filter", (X2, 150), dict(size=3)),
     ("median_filter", (X2,), dict(size=3, origin=(2, 0))),
@@ -350,9 +391,26 @@ def test_cdt_bad_metric():
         nd.distance_transform_cdt(B2, metric="bogus")
 
 
+@pytest.mark.parametrize("name", GREY + ["median_filter", "minimum_filter", "maximum_filter"])
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64])
+def test_64_bit_integers(name, dtype, array_kind):
+    x = data((9, 11), dtype) * dtype(1 << 40)
+    if array_kind in ("torch", "cupy"):  # CUDA arrays are not scanned for their range (it would synchronize)
+        with pytest.raises(TypeError):
+            getattr(nd, name)(x, size=3)
+        return
+    same(getattr(nd, name)(x, size=3), getattr(sn, name)(x, size=3))
+    same(getattr(nd, name)(x, size=(2, 3), mode="constant", cval=3), getattr(sn, name)(x, size=(2, 3),
+                                                                                      mode="constant", cval=3))
+    out, ref = np.zeros(x.shape, dtype), np.zeros(x.shape, dtype)
+    getattr(nd, name)(x, size=3, output=out)
+    getattr(sn, name)(x, size=3, output=ref)
+    same(out, ref)
+
+
 def test_unsupported_dtype_is_a_type_error():
     with pytest.raises(TypeError, match="int64"):
-        nd.grey_erosion(np.arange(12).reshape(3, 4), size=2)
+        nd.grey_erosion(np.arange(12).reshape(3, 4) << 55, size=2)
 
 
 def test_library_message_reaches_python():

@@ -124,3 +124,16 @@ def test_layers():
     assert z.shape == (3, 5, 8)
     z.square().mean().backward()
     assert ect.directions.grad is not None and torch.isfinite(ect.directions.grad).all()
+
+
+def test_half_inputs_of_the_topology_ops():
+    x = torch.rand(7, 8)
+    th = torch.linspace(0.1, 0.9, 6, dtype=torch.float64)
+    for dt in (torch.float16, torch.bfloat16):
+        h = x.to(dt).requires_grad_()
+        y = nt.soft_ecc(h, th, lam=5.0)
+        assert y.dtype == torch.float64
+        torch.testing.assert_close(y, nt.soft_ecc(x.to(dt).float(), th, lam=5.0))
+        y.sum().backward()
+        assert h.grad.dtype == dt and h.grad.shape == h.shape
+        np.testing.assert_array_equal(topology.ecc(h.detach(), th), topology.ecc(h.detach().float(), th))
