@@ -838,3 +838,67 @@ def sinkhorn(a, b, cost=None, grid=None, p=2, epsilon=0.05, max_iter=100, tol=0.
                            log_domain=log_domain, scale=scale, check_every=check_every)
     return da.map_blocks(lambda x, y: np.asarray(fn(x, y)).reshape(-1), a, b, drop_axis=1, dtype=np.float64,
                          meta=np.empty((0,), np.float64))
+
+
+# --- linear filters (where the package has them) --------------------------------------------
+
+def _per_axis(v, n, cast=int):
+    v = np.atleast_1d(np.asarray(v))
+    return [cast(t) for t in (list(v) * n if len(v) == 1 else list(v))]
+
+
+def _gauss_radius(sigma, truncate, radius, n):
+    if radius is not None:
+        return _per_axis(radius, n)
+    return [int(truncate * s + 0.5) for s in _per_axis(sigma, n, float)]
+
+
+def _linear_reach(name, ndim, batch_dims, a, kw):
+    """{axis: reach} of a linear filter with the arguments of its ndforge.ndimage function."""
+    axes = _spatial_axes(ndim, batch_dims, kw.get("axes"))
+    n = len(axes)
+    if name in ("correlate", "convolve"):
+        return dict(zip(axes, _reach(np.shape(a[0]), kw.get("origin", 0), n)))
+    if name in ("correlate1d", "convolve1d"):
+        return {kw.get("axis", -1) % ndim: _reach((len(np.atleast_1d(a[0])),), kw.get("origin", 0), 1)[0]}
+    if name == "uniform_filter1d":
+        return {kw.get("axis", -1) % ndim: _reach((int(a[0]),), kw.get("origin", 0), 1)[0]}
+    if name == "uniform_filter":
+        size = a[0] if a else kw.get("size", 3)
+        return dict(zip(axes, _reach(_per_axis(size, n), kw.get("origin", 0), n)))
+    if name == "gaussian_filter1d":
+        return {kw.get("axis", -1) % ndim: _gauss_radius(a[0], kw.get("truncate", 4.0), kw.get("radius"), 1)[0]}
+    if name in ("gaussian_filter", "gaussian_laplace", "gaussian_gradient_magnitude"):
+        return dict(zip(axes, _gauss_radius(a[0], kw.get("truncate", 4.0), kw.get("radius"), n)))
+    if name in ("sobel", "prewitt", "laplace"):
+        return {ax: 1 for ax in axes}
+    return None
+
+
+def _make_linear(name):
+    f1 = getattr(_ndi, name)
+
+    def f(input, *args, **kw):
+        x = _as_dask(input)
+        if "output" in kw:
+            kw["output"] = _out_dtype(x, kw["output"])
+        call = functools.partial(f1, *args, **kw)
+        dtype = call(np.zeros((1,) * x.ndim, x.dtype)).dtype
+        reach = _linear_reach(name, x.ndim, kw.get("batch_dims", 0), args, kw)
+        mode = kw.get("mode", "reflect")
+        return _local(call, x, list(reach), list(reach.values()), wrap=mode in _WRAP, dtype=dtype,
+                      name="ndforge-" + name)
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = ("ndforge.ndimage.%s on a dask array (exact halo; arguments after the input as ndforge.ndimage's,"
+                 " the ones after the first positional by keyword)." % name)
+    return f
+
+
+_LINEAR = ("correlate1d", "convolve1d", "correlate", "convolve", "uniform_filter1d", "uniform_filter",
+           "gaussian_filter1d", "gaussian_filter", "sobel", "prewitt", "laplace", "gaussian_laplace",
+           "gaussian_gradient_magnitude")
+for _name in _LINEAR:
+    if hasattr(_ndi, _name):
+        globals()[_name] = _make_linear(_name)
+        __all__.append(_name)

@@ -231,3 +231,32 @@ def test_cupy_chunks():
         np.testing.assert_array_equal(cp.asnumpy(nd.ecc(x, 12).compute()), topo.ecc(IMG2, 12))
         np.testing.assert_array_equal(cp.asnumpy(nd.distance_transform_edt(b).compute()),
                                       ndi.distance_transform_edt(BIN2))
+
+
+LINEAR = [("correlate", (np.arange(6.0).reshape(2, 3),), dict(origin=(0, 1))),
+          ("convolve", (np.arange(6.0).reshape(3, 2),), dict()),
+          ("correlate1d", ([1.0, -2.0, 0.5, 3.0],), dict(axis=0, origin=1)),
+          ("convolve1d", ([1.0, 2.0, 0.5],), dict(axis=-1)),
+          ("uniform_filter1d", (4,), dict(axis=1)),
+          ("uniform_filter", (), dict(size=(3, 4))),
+          ("gaussian_filter1d", (1.5,), dict(axis=0, order=1)),
+          ("gaussian_filter", (1.2,), dict(truncate=2.5)),
+          ("gaussian_filter", ((0.8, 1.6),), dict(radius=(2, 5))),
+          ("sobel", (), dict(axis=0)),
+          ("prewitt", (), dict(axis=1)),
+          ("laplace", (), dict()),
+          ("gaussian_laplace", (1.0,), dict()),
+          ("gaussian_gradient_magnitude", (1.3,), dict())]
+
+
+@pytest.mark.parametrize("name,args,kw", LINEAR, ids=["%s-%d" % (c[0], i) for i, c in enumerate(LINEAR)])
+def test_linear(name, args, kw):
+    if not hasattr(ndi, name):
+        pytest.skip("this libndforge has no %s" % name)
+    img = IMG2.astype(np.float64)
+    chs = _chunkings(img.shape, 17)
+    for k, mode in enumerate(MODES):
+        x = da.from_array(img, chunks=chs[k % len(chs)])
+        r = getattr(nd, name)(x, *args, mode=mode, cval=2.0, **kw).compute()
+        np.testing.assert_allclose(r, getattr(ndi, name)(img, *args, mode=mode, cval=2.0, **kw), rtol=1e-12,
+                                   atol=1e-12)
