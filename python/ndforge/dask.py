@@ -7,7 +7,8 @@ array whose computed value equals the ``ndforge.ndimage`` / ``ndforge.topology``
 (docs/adr/0022-dask.md).  The methods:
 
 * **Local ops** (grey morphology, rank filters, binary morphology with a finite
-  number of iterations, hit-or-miss): each output block runs the op on its
+  number of iterations, hit-or-miss, and the linear filters where the package
+  has them: correlate/convolve, uniform, gaussian and derivative filters): each output block runs the op on its
   block grown by the op's exact reach (footprint / structure extent and
   origin, times the number of erosion/dilation stages and iterations), taken
   from as many neighbouring chunks as it spans, so a halo may be larger than a
@@ -15,7 +16,10 @@ array whose computed value equals the ``ndforge.ndimage`` / ``ndforge.topology``
   own boundary mode there (``reflect``, ``mirror``, ``nearest``, ``constant``,
   ``border_value``), which stays exact for composite ops (opening, tophat,
   closing with iterations) where padding the input would not be; ``wrap``
-  modes gather the periodic neighbours from the far side instead.
+  modes gather the periodic neighbours from the far side instead.  Every
+  output voxel then sees the same inputs in the same order, so results are
+  bitwise the single-array ones, except ``uniform_filter`` over several axes
+  (running sums: equal to the last bits).
 * **label**: per-chunk labels; every face between chunk rows joins the labels
   it connects (through the structure, diagonals across chunk corners
   included); the equivalences are merged on the host and each component is
@@ -882,9 +886,11 @@ def _make_linear(name):
         x = _as_dask(input)
         if "output" in kw:
             kw["output"] = _out_dtype(x, kw["output"])
-        call = functools.partial(f1, *args, **kw)
-        dtype = call(np.zeros((1,) * x.ndim, x.dtype)).dtype
+        def call(region):
+            return f1(region, *args, **kw)
         reach = _linear_reach(name, x.ndim, kw.get("batch_dims", 0), args, kw)
+        probe = tuple(2 * reach.get(a, 0) + 1 for a in range(x.ndim))  # the element fits: the output's dtype
+        dtype = call(np.zeros(probe, x.dtype)).dtype
         mode = kw.get("mode", "reflect")
         return _local(call, x, list(reach), list(reach.values()), wrap=mode in _WRAP, dtype=dtype,
                       name="ndforge-" + name)
