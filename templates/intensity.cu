@@ -133,6 +133,7 @@ __device__ __forceinline__ bool ity_in_mask(const ndf_ity_scan_params &p, ndf_i6
 }
 
 // ---- statistics -------------------------------------------------------------------------------------
+#if NDF_KERNEL(ndf_ity_stats)
 extern "C" __global__ void __launch_bounds__(256) ndf_ity_stats(const ndf_ity_scan_params p) {
   const ndf_i64 items = p.nimg * p.cpi;
   ndf_i64 cur = -2; // no image yet (b = -1 ends the walk)
@@ -194,9 +195,11 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ity_stats(const ndf_ity_sc
     }
   }
 }
+#endif
 
 // ---- radix select -------------------------------------------------------------------------------------
 // Dynamic shared memory: 256 counters per target of the launch (one set in pass 0).
+#if NDF_KERNEL(ndf_ity_radix)
 extern "C" __global__ void __launch_bounds__(256) ndf_ity_radix(const ndf_ity_scan_params p) {
   extern __shared__ unsigned ity_sh[];
   __shared__ ndf_u64 pf[NDF_ITY_TARGETS];
@@ -247,6 +250,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ity_radix(const ndf_ity_sc
     }
   }
 }
+#endif
 
 // ---- histogram ----------------------------------------------------------------------------------------
 // The bin of x among e[0..n] (the largest i < n with e[i] <= x; x == e[n] in bin n - 1), -1 outside or NaN.
@@ -262,6 +266,7 @@ __device__ __forceinline__ ndf_i64 ity_bin(double x, const double *e, ndf_i64 n)
 }
 
 // Dynamic shared memory: nbins counters when the block counts locally (p.local).
+#if NDF_KERNEL(ndf_ity_hist)
 extern "C" __global__ void __launch_bounds__(256) ndf_ity_hist(const ndf_ity_scan_params p) {
   extern __shared__ unsigned ity_sh[];
   const ndf_i64 items = p.nimg * p.cpi, n = p.nbins;
@@ -302,6 +307,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ity_hist(const ndf_ity_sca
     }
   }
 }
+#endif
 
 // ---- the elementwise pass -------------------------------------------------------------------------------
 // np.interp(x, xp, fp) with NumPy's rules (n >= 1).
@@ -325,6 +331,7 @@ __device__ __forceinline__ double ity_interp(double x, const double *xp, const d
   return r;
 }
 
+#if NDF_KERNEL(ndf_ity_apply)
 extern "C" __global__ void __launch_bounds__(256) ndf_ity_apply(const ndf_ity_scan_params p) {
   const ndf_i64 items = p.nimg * p.cpi;
   for (ndf_i64 w = blockIdx.x; w < items; w += gridDim.x) {
@@ -367,12 +374,14 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ity_apply(const ndf_ity_sc
     }
   }
 }
+#endif
 
 // ---- small kernels ----------------------------------------------------------------------------------------
 NDF_PARAMS(ndf_ity_small_params)
 
 __device__ __forceinline__ ndf_i64 ity_tid() { return (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; }
 
+#if NDF_KERNEL(ndf_ity_select)
 extern "C" __global__ void __launch_bounds__(256) ndf_ity_select(const ndf_ity_small_params p) {
   const ndf_i64 idx = ity_tid();
   if (idx >= p.n) return;
@@ -401,7 +410,9 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ity_select(const ndf_ity_s
   p.rank[idx] = r - cum;
   p.prefix[idx] = pre | ((ndf_u64)sel << p.shift);
 }
+#endif
 
+#if NDF_KERNEL(ndf_ity_lerp)
 extern "C" __global__ void __launch_bounds__(256) ndf_ity_lerp(const ndf_ity_small_params p) {
   const ndf_i64 idx = ity_tid();
   if (idx >= p.n) return;
@@ -417,7 +428,9 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ity_lerp(const ndf_ity_sma
   }
   p.res[idx] = r;
 }
+#endif
 
+#if NDF_KERNEL(ndf_ity_finish)
 extern "C" __global__ void __launch_bounds__(256) ndf_ity_finish(const ndf_ity_small_params p) {
   const ndf_i64 b = ity_tid();
   if (b >= p.n) return;
@@ -439,7 +452,9 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ity_finish(const ndf_ity_s
   p.res[2 * b] = lo;
   p.res[2 * b + 1] = hi;
 }
+#endif
 
+#if NDF_KERNEL(ndf_ity_edges)
 extern "C" __global__ void __launch_bounds__(256) ndf_ity_edges(const ndf_ity_small_params p) {
   const ndf_i64 idx = ity_tid(), n = p.nbins;
   if (idx >= p.n) return;
@@ -473,9 +488,11 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ity_edges(const ndf_ity_sm
   }
   p.edges[idx] = NDF_ITY_F32 ? (double)__double2float_rn(y) : y;
 }
+#endif
 
 // One block of 256 threads per image: the histogram as float64 (counts or weighted sums), divided by
 // each bin's width (in the bin type) and the image's total when p.density.
+#if NDF_KERNEL(ndf_ity_density)
 extern "C" __global__ void __launch_bounds__(256) ndf_ity_density(const ndf_ity_small_params p) {
   __shared__ double part[256];
   const ndf_i64 n = p.nbins;
@@ -501,9 +518,11 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ity_density(const ndf_ity_
     __syncthreads();
   }
 }
+#endif
 
 // One thread per image: the cdf of its counts (rounded to float32 for float32 data) and, for
 // equal bins (mode 0), the bin centres in the bin type.
+#if NDF_KERNEL(ndf_ity_cdf)
 extern "C" __global__ void __launch_bounds__(256) ndf_ity_cdf(const ndf_ity_small_params p) {
   const ndf_i64 b = ity_tid(), n = p.nbins;
   if (b >= p.n) return;
@@ -522,6 +541,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ity_cdf(const ndf_ity_smal
     }
   }
 }
+#endif
 
 // Element i (C order over oshape) of the results: src[(i / len) * sstride + i % len].
 __device__ __forceinline__ ndf_i64 ity_store_off(const ndf_ity_small_params &p, ndf_i64 i) {
@@ -534,16 +554,20 @@ __device__ __forceinline__ ndf_i64 ity_store_off(const ndf_ity_small_params &p, 
   return off;
 }
 
+#if NDF_KERNEL(ndf_ity_store)
 extern "C" __global__ void __launch_bounds__(256) ndf_ity_store(const ndf_ity_small_params p) {
   const ndf_i64 i = ity_tid();
   if (i >= p.n) return;
   const ndf_i64 b = i / p.len;
   ((OUT *)p.dst)[ity_store_off(p, i)] = (OUT)p.res[b * p.sstride + (i - b * p.len)];
 }
+#endif
 
+#if NDF_KERNEL(ndf_ity_store_count)
 extern "C" __global__ void __launch_bounds__(256) ndf_ity_store_count(const ndf_ity_small_params p) {
   const ndf_i64 i = ity_tid();
   if (i >= p.n) return;
   const ndf_i64 b = i / p.len;
   ((long long *)p.dst)[ity_store_off(p, i)] = (long long)p.hist[b * p.sstride + (i - b * p.len)];
 }
+#endif

@@ -96,6 +96,7 @@ NDF_PARAMS(ndf_metrics_stats_params)
 // Block bi (grid-strided) is block bi % nblk of image bi / nblk; thread sums
 // run over the image in a fixed order; part gets 5 doubles, cnt 3 counts per
 // (image, block), at bi.
+#if NDF_KERNEL(ndf_metrics_stats)
 extern "C" __global__ void __launch_bounds__(256) ndf_metrics_stats(const ndf_metrics_stats_params p) {
   __shared__ double sh[256];
   for (ndf_i64 bi = blockIdx.x; bi < p.nimg * p.nblk; bi += gridDim.x) {
@@ -134,11 +135,13 @@ extern "C" __global__ void __launch_bounds__(256) ndf_metrics_stats(const ndf_me
     }
   }
 }
+#endif
 
 NDF_PARAMS(ndf_metrics_finish_params)
 
 // Block b (grid-strided) finishes image b: its threads sum strided subsets of
 // the image's block sums in a fixed order, then the block's tree.
+#if NDF_KERNEL(ndf_metrics_finish)
 extern "C" __global__ void __launch_bounds__(256) ndf_metrics_finish(const ndf_metrics_finish_params p) {
   __shared__ double sh[256];
   for (ndf_i64 img = blockIdx.x; img < p.nimg; img += gridDim.x) {
@@ -186,9 +189,11 @@ extern "C" __global__ void __launch_bounds__(256) ndf_metrics_finish(const ndf_m
     p.result[ndf_m_off(img, p.nb, p.rshape, p.rstr)] = v;
   }
 }
+#endif
 
 NDF_PARAMS(ndf_metrics_ssim_prep_params)
 
+#if NDF_KERNEL(ndf_metrics_ssim_prep)
 extern "C" __global__ void __launch_bounds__(256) ndf_metrics_ssim_prep(const ndf_metrics_ssim_prep_params p) {
   for (ndf_i64 i = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += (ndf_i64)gridDim.x * blockDim.x) {
     const ndf_i64 oa = p.contig ? i : ndf_m_off(i, p.ndim, p.shape, p.astr);
@@ -200,9 +205,11 @@ extern "C" __global__ void __launch_bounds__(256) ndf_metrics_ssim_prep(const nd
     p.xy[i] = ndf_m_mul(x, y);
   }
 }
+#endif
 
 NDF_PARAMS(ndf_metrics_ssim_params)
 
+#if NDF_KERNEL(ndf_metrics_ssim)
 extern "C" __global__ void __launch_bounds__(256) ndf_metrics_ssim(const ndf_metrics_ssim_params p) {
   __shared__ double sh[256];
   const F cn = (F)p.cov_norm, c1 = (F)p.C1, c2 = (F)p.C2, two = (F)2;
@@ -238,11 +245,13 @@ extern "C" __global__ void __launch_bounds__(256) ndf_metrics_ssim(const ndf_met
     }
   }
 }
+#endif
 
 NDF_PARAMS(ndf_metrics_mean_params)
 
 // Block b (grid-strided) averages image b's nblk partial sums (threads over strided
 // subsets in a fixed order, then the tree).
+#if NDF_KERNEL(ndf_metrics_mean)
 extern "C" __global__ void __launch_bounds__(256) ndf_metrics_mean(const ndf_metrics_mean_params p) {
   __shared__ double sh[256];
   for (ndf_i64 img = blockIdx.x; img < p.nimg; img += gridDim.x) {
@@ -252,19 +261,23 @@ extern "C" __global__ void __launch_bounds__(256) ndf_metrics_mean(const ndf_met
     if (threadIdx.x == 0) p.result[ndf_m_off(img, p.nb, p.rshape, p.rstr)] = s / p.count;
   }
 }
+#endif
 
 NDF_PARAMS(ndf_metrics_not_params)
 
+#if NDF_KERNEL(ndf_metrics_not)
 extern "C" __global__ void __launch_bounds__(256) ndf_metrics_not(const ndf_metrics_not_params p) {
   for (ndf_i64 i = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += (ndf_i64)gridDim.x * blockDim.x) {
     const ndf_i64 o = p.contig ? i : ndf_m_off(i, p.ndim, p.shape, p.astr);
     p.out[i] = p.a[o] == (TA)0;
   }
 }
+#endif
 
 NDF_PARAMS(ndf_metrics_hd_reduce_params)
 
 // dmax holds the bits of non-negative doubles, which order as integers.
+#if NDF_KERNEL(ndf_metrics_hd_reduce)
 extern "C" __global__ void __launch_bounds__(256) ndf_metrics_hd_reduce(const ndf_metrics_hd_reduce_params p) {
   for (ndf_i64 bi = blockIdx.x; bi < p.nimg * p.nblk; bi += gridDim.x) {
     const ndf_i64 img = bi / p.nblk, blk = bi - img * p.nblk;
@@ -284,9 +297,11 @@ extern "C" __global__ void __launch_bounds__(256) ndf_metrics_hd_reduce(const nd
     }
   }
 }
+#endif
 
 NDF_PARAMS(ndf_metrics_hd_finish_params)
 
+#if NDF_KERNEL(ndf_metrics_hd_finish)
 extern "C" __global__ void __launch_bounds__(256) ndf_metrics_hd_finish(const ndf_metrics_hd_finish_params p) {
   const ndf_i64 img = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x;
   if (img >= p.nimg) return;
@@ -296,9 +311,11 @@ extern "C" __global__ void __launch_bounds__(256) ndf_metrics_hd_finish(const nd
   const double v = ca == 0 ? (cb == 0 ? 0.0 : inf) : cb == 0 ? inf : (t0 > t1 ? t0 : t1);
   p.result[ndf_m_off(img, p.nb, p.rshape, p.rstr)] = v;
 }
+#endif
 
 NDF_PARAMS(ndf_metrics_hd_rank_params)
 
+#if NDF_KERNEL(ndf_metrics_hd_rank)
 extern "C" __global__ void __launch_bounds__(256) ndf_metrics_hd_rank(const ndf_metrics_hd_rank_params p) {
   const ndf_i64 img = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x;
   if (img >= p.nimg) return;
@@ -325,9 +342,11 @@ extern "C" __global__ void __launch_bounds__(256) ndf_metrics_hd_rank(const ndf_
   p.sel[(p.nimg + img) * 2 + 1] = k1;
   p.gamma[img] = t;
 }
+#endif
 
 NDF_PARAMS(ndf_metrics_hd_hist_params)
 
+#if NDF_KERNEL(ndf_metrics_hd_hist)
 extern "C" __global__ void __launch_bounds__(256) ndf_metrics_hd_hist(const ndf_metrics_hd_hist_params p) {
   for (ndf_i64 bi = blockIdx.x; bi < p.nimg * p.nblk; bi += gridDim.x) {
     const ndf_i64 img = bi / p.nblk, blk = bi - img * p.nblk;
@@ -344,9 +363,11 @@ extern "C" __global__ void __launch_bounds__(256) ndf_metrics_hd_hist(const ndf_
     }
   }
 }
+#endif
 
 NDF_PARAMS(ndf_metrics_hd_pick_params)
 
+#if NDF_KERNEL(ndf_metrics_hd_pick)
 extern "C" __global__ void __launch_bounds__(256) ndf_metrics_hd_pick(const ndf_metrics_hd_pick_params p) {
   const ndf_i64 j = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; // (rank, image)
   if (j >= 2 * p.nimg) return;
@@ -358,9 +379,11 @@ extern "C" __global__ void __launch_bounds__(256) ndf_metrics_hd_pick(const ndf_
   p.sel[j * 2 + 1] = k;
   for (int i = 0; i < 256; i++) h[i] = 0;
 }
+#endif
 
 NDF_PARAMS(ndf_metrics_hd_lerp_params)
 
+#if NDF_KERNEL(ndf_metrics_hd_lerp)
 extern "C" __global__ void __launch_bounds__(256) ndf_metrics_hd_lerp(const ndf_metrics_hd_lerp_params p) {
   const ndf_i64 img = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x;
   if (img >= p.nimg) return;
@@ -369,3 +392,4 @@ extern "C" __global__ void __launch_bounds__(256) ndf_metrics_hd_lerp(const ndf_
   const double v = t >= 0.5 ? __dsub_rn(b, __dmul_rn(diff, __dsub_rn(1.0, t))) : __dadd_rn(a, __dmul_rn(diff, t));
   p.dmax[img] = __double_as_longlong(v);
 }
+#endif

@@ -5,7 +5,9 @@ arrays (CUDA, zero-copy through DLPack, on the caller's current stream).
 Submodules: ``ndforge.ndimage``, ``ndforge.morphology`` (scikit-image's
 ``reconstruction``), ``ndforge.metrics`` (scikit-image's image metrics, where
 the library has them), ``ndforge.ot``, ``ndforge.topology`` and,
-with PyTorch installed, ``ndforge.torch`` (autograd functions and layers).
+with PyTorch installed, ``ndforge.torch`` (autograd functions and layers), with
+Dask installed, ``ndforge.dask`` (the functions on dask arrays, exact for any
+chunking).
 The shared library is found as _capi.py describes (``NDFORGE_LIBRARY``).
 ``tunables()`` lists the kernel variants a call's ``tune=`` may pick.
 """
@@ -37,7 +39,7 @@ def tunables():
 
 
 def __getattr__(name):
-    if name in ("ndimage", "morphology", "metrics", "ot", "topology", "torch"):
+    if name in ("ndimage", "morphology", "metrics", "ot", "topology", "torch", "dask"):
         import importlib
         return importlib.import_module("." + name, __name__)
     raise AttributeError("module 'ndforge' has no attribute %r" % name)
