@@ -980,6 +980,64 @@ NDF_API ndf_status ndf_cache_list(ndf_ctx *ctx, ndf_cache_entry_fn fn, void *ud)
 NDF_API ndf_status ndf_cache_clear(ndf_ctx *ctx, int *removed);
 
 /* ------------------------------------------------------------------------ */
+/* Grey morphological reconstruction                                         */
+
+/* The two methods of skimage.morphology.reconstruction. */
+typedef enum { NDF_RECONSTRUCT_DILATION = 0, NDF_RECONSTRUCT_EROSION = 1 } ndf_reconstruct_method;
+/* Accepts dilation, erosion. */
+NDF_API ndf_status ndf_reconstruct_method_from_name(const char *name, ndf_reconstruct_method *out);
+NDF_API const char *ndf_reconstruct_method_name(ndf_reconstruct_method m);
+
+/*
+ * Options of ndf_reconstruction, named as in skimage.morphology.reconstruction(
+ * seed, mask, method, footprint, offset):
+ *   method      dilation (default) or erosion.
+ *   footprint   NULL: ones((3,) * spatial rank); else a host array with one
+ *               axis per spatial axis, any dtype, non-zero = in (all zero is
+ *               allowed: the result is then the seed).
+ *   offset      the footprint's centre: noffset 0 = the geometric centre (every
+ *               extent of the footprint must be odd); 1 = one value for every
+ *               axis; else one per spatial axis, each in 0..extent-1.
+ *   batch_dims  leading axes that are independent images (0 = skimage).
+ */
+typedef struct ndf_reconstruction_options {
+  ndf_reconstruct_method method;
+  const ndf_array *footprint;
+  int noffset;
+  int64_t offset[NDF_MAX_SPATIAL];
+  int batch_dims;
+} ndf_reconstruction_options;
+
+/* Dilation, the default footprint, the centre as offset, batch_dims 0. */
+NDF_API void ndf_reconstruction_options_init(ndf_reconstruction_options *opt);
+
+/*
+ * Grey reconstruction of seed under mask, as skimage.morphology.reconstruction:
+ * with N the footprint's offsets from its centre (the centre itself left out),
+ * reconstruction by dilation is the limit of
+ *     r <- min(mask, max(r, max_{n in N} r[x - n]))     from r = seed,
+ * that is, every value spreads from x to x + n while the mask allows; neighbours
+ * outside the image are ignored.  Reconstruction by erosion is the dual (min and
+ * max exchanged).  The result is unique: each output value is a value of the
+ * seed or of the mask.
+ *   seed, mask  the same dtype (uint8, int8, uint16, int16, uint32, int32,
+ *               float32, float64), shape and device; any strides.  seed <= mask
+ *               everywhere for dilation, seed >= mask for erosion, and no NaN:
+ *               else NDF_EINVAL and nothing written (skimage: ValueError).
+ *   output      shaped like the seed on its device, not overlapping seed or
+ *               mask; dtype float64 (skimage's result dtype) or the seed's own
+ *               dtype (the same values: every output value is an input value).
+ * A zero's sign in the output follows the order -0.0 < +0.0 (skimage leaves it
+ * unspecified); both backends give the same bits.  Empty arrays are NDF_OK.
+ * CPU: Vincent's hybrid algorithm (raster scans, then a FIFO); CUDA:
+ * stream-ordered geodesic steps until one changes nothing, which reads a flag
+ * back to the host (the call synchronizes the stream), as does the check of
+ * the inputs before any step.
+ */
+NDF_API ndf_status ndf_reconstruction(ndf_ctx *ctx, const ndf_array *seed, const ndf_array *mask,
+                                      ndf_array *output, const ndf_reconstruction_options *opt);
+
+/* ------------------------------------------------------------------------ */
 /* Interpolation (scipy.ndimage): spline filters and geometric transforms    */
 
 /*

@@ -17,21 +17,7 @@
 
 #define NSP NDF_SLOT(NSP) /* spatial axes, 1..8 */
 
-struct ndf_ccl_params {
-  const unsigned *x, *mask;               // packed; x NULL = empty, mask NULL = everywhere
-  unsigned *dst;                          // packed result
-  int *parent;
-  unsigned char *lit;                     // NULL: no lit flags (label uses the components only)
-  ndf_i64 sshape[NSP];                    // spatial extents (the last = nx)
-  ndf_i64 nx, nw, nrows;
-  int border;
-  int ntaps;
-  int linkx;                              // the taps hold (0, ..., 0, -1): runs along x are linked at init
-  int pad_;
-  const int *taps;                        // ntaps * NSP offsets
-  const int *toff;                        // flat offset of each tap
-  int phase;                              // 0 init, 1 unite, 2 compress, 3 spread, 4 final
-};
+NDF_PARAMS(ndf_ccl_params)
 
 __device__ __forceinline__ int ndf_ccl_find(int *parent, int x) {
   volatile int *vp = parent;

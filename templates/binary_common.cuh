@@ -24,28 +24,8 @@ __device__ __forceinline__ ndf_u64 ndf_udiv(ndf_u64 a, ndf_u64 b, ndf_u64 *rem) 
   return q;
 }
 
-// The kernel arguments of one step (binary_step.cu, binary_fstep.cu); the
-// host's bstep_params in runtime/binary_cuda.c has the same layout.
-#define NDF_MAX_SPATIAL 8
-
-struct ndf_bstep_params {
-  const unsigned *src;                  // == dst with INPLACE
-  unsigned *dst;
-  const unsigned *mask;                 // NULL: no mask
-  const unsigned *saved;                // CYCLE only
-  int *status;                          // NULL: a single step
-  int t;                                // launch number, from 1
-  int nra;                              // spatial axes but the last (nsp - 1)
-  ndf_i64 rshape[NDF_MAX_SPATIAL];      // their extents
-  ndf_i64 rstride[NDF_MAX_SPATIAL];     // their strides, in rows
-  int rlo[NDF_MAX_SPATIAL], rhi[NDF_MAX_SPATIAL]; // least/greatest tap offset per axis
-  ndf_i64 nx, nw, nrows;
-  unsigned tail;                        // valid bits of a row's last word
-  unsigned border;                      // 0 or 0xffffffff
-  int ntr;                              // tap rows
-  const int *taps;                      // ntr * (nra + 2): offsets, first dx, count
-  const int *dx;                        // offsets along the last axis
-};
+// The kernel arguments of one step (binary_step.cu, binary_fstep.cu).
+NDF_PARAMS(ndf_bstep_params)
 
 // Iteration control before the step (status != NULL): one thread per block
 // reads the flags of launch t-1 (see binary_step.cu) and the block learns

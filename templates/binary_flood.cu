@@ -33,19 +33,7 @@
 #define CONN NDF_SLOT(CONN) /* 6 or 26 */
 #define K NDF_SLOT(K)       /* words per thread along x */
 
-struct ndf_flood_params {
-  unsigned *r;          // packed state, updated in place (the seed on entry)
-  const unsigned *mask; // NULL: everywhere
-  int *status;
-  int t;                // launch number, from 1
-  int ysp, zsp;
-  int tz;               // planes per tile (warps per block), 1..32
-  ndf_i64 nw;           // words per row
-  ndf_i64 ny, nz, nimg;
-  ndf_i64 ntx, nty, ntz; // tiles per axis
-  unsigned border;       // 0 or 0xffffffff
-  unsigned tail;         // valid bits of a row's last word
-};
+NDF_PARAMS(ndf_flood_params)
 
 #define NDF_FULL 0xffffffffu
 

@@ -12,14 +12,7 @@
 typedef NDF_SLOT(T) T;
 #define VEC NDF_SLOT(VEC)
 
-struct ndf_bpack_params {
-  const T *in;
-  unsigned *out;
-  int ndim;                               // all axes; the last is packed
-  ndf_i64 shape[NDF_MAX_NDIM], istr[NDF_MAX_NDIM];
-  ndf_i64 nx, nw, nrows;
-  unsigned invert;                        // 0 or 0xffffffff
-};
+NDF_PARAMS(ndf_bpack_params)
 
 // Input offset of the first voxel of a row.
 __device__ __forceinline__ ndf_i64 ndf_row_offset(const ndf_bpack_params &p, ndf_u64 row) {

@@ -10,14 +10,7 @@
 
 #define VEC NDF_SLOT(VEC)
 
-struct ndf_bunpack_params {
-  const unsigned *a, *b;
-  unsigned char *out;
-  int ndim;
-  ndf_i64 shape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
-  ndf_i64 nx, nw, nrows;
-  unsigned invert;                        // 0 or 0xffffffff
-};
+NDF_PARAMS(ndf_bunpack_params)
 
 __device__ __forceinline__ ndf_i64 ndf_out_offset(const ndf_bunpack_params &p, ndf_u64 row) {
   ndf_i64 off = 0;

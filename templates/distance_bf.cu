@@ -30,23 +30,7 @@ typedef NDF_SLOT(TIN) TIN;    // input element type (ndf_bf_mark)
 #define NSP NDF_SLOT(NSP)       // spatial axes, 1..8
 #define METRIC NDF_SLOT(METRIC) // 0 euclidean, 1 taxicab, 2 chessboard
 
-struct ndf_bf_params {
-  const TIN *in;
-  unsigned char *fg;   // [img][voxel]
-  int *list;           // [img][voxel]: the boundary points (first cnt[img])
-  int *cnt;            // [img], zeroed
-  void *dist;          // float64 (euclidean) or uint32, or NULL
-  int *idx;            // int32, or NULL
-  ndf_i64 nimg, npix, nchunk;
-  int nb, has_samp;
-  ndf_i64 sshape[8];
-  double samp[8];
-  ndf_i64 bshape[NDF_MAX_NDIM];
-  ndf_i64 ibstr[NDF_MAX_NDIM], isstr[8]; // input: batch, spatial strides
-  ndf_i64 dbstr[NDF_MAX_NDIM], dsstr[8]; // distances
-  ndf_i64 xbstr[NDF_MAX_NDIM], xsstr[8]; // indices: batch, spatial strides
-  ndf_i64 xkstr;                          // indices: the coordinate axis
-};
+NDF_PARAMS(ndf_bf_params)
 
 __device__ __forceinline__ ndf_i64 ndf_bf_batch_off(const ndf_bf_params &p, ndf_i64 img, const ndf_i64 *str) {
   ndf_i64 off = 0;

@@ -42,19 +42,7 @@ typedef NDF_SLOT(TIN) TIN;   // input element type (ndf_cdt_rows)
 
 #define NDF_CDT_INF (1 << 30)
 
-struct ndf_cdt_params {
-  const TIN *in;          // ndf_cdt_rows: the input
-  const int *src;         // ndf_cdt_lines: the previous pass (working layout, C order)
-  int *dst;               // !LAST: this pass's result (working layout)
-  int2 *deque;            // CHESS, ndf_cdt_lines: (y, D(y)) per line, [k * inner] from the line's start
-  int *out;               // LAST: the distances (int32, strides)
-  ndf_i64 nlines, n, inner; // lines of the pass; their length; stride of the axis in the working layout
-  int nd, axis;           // axes of the array; the pass's array axis
-  ndf_i64 shape[NDF_MAX_NDIM];
-  ndf_i64 istr[NDF_MAX_NDIM]; // input strides
-  ndf_i64 ostr[NDF_MAX_NDIM]; // output strides
-  int stage;              // ndf_cdt_rows: 1 = each warp stages its row in shared memory (n ints)
-};
+NDF_PARAMS(ndf_cdt_params)
 
 // Offset of working index `flat` (C order over shape) in an array with strides str.
 __device__ __forceinline__ ndf_i64 ndf_cdt_offset(const ndf_cdt_params &p, ndf_i64 flat, const ndf_i64 *str) {

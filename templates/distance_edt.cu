@@ -50,34 +50,7 @@ struct ndf_site {
   int v, f;
 };
 
-struct ndf_edt_params {
-  const TIN *in;                  // FIRST: the input
-  const int *sfeat;               // !FIRST: source features (flat index in the image, -1: none)
-  const WT *sw;                   // !FIRST: source W
-  int *dfeat;                     // !LAST: destination features
-  WT *dw;                         // !LAST: destination W
-  struct ndf_site *stack;         // envelopes: [l * nlines + line]
-  DOUT *dist;                     // LAST && HAS_DIST
-  int *idx;                       // LAST && HAS_IDX
-  ndf_i64 nlines, n, inner;       // lines of the pass; their length; stride of the axis in the working layout
-  double s;                       // sampling along the axis
-  int nd, nb, axis;               // axes of the array, batch axes, the pass's array axis
-  ndf_i64 npix;                   // voxels per image
-  ndf_i64 shape[NDF_MAX_NDIM];
-  ndf_i64 istr[NDF_MAX_NDIM];     // input strides
-  ndf_i64 dstr[NDF_MAX_NDIM];     // distance strides
-  ndf_i64 xstr[NDF_MAX_NDIM];     // index strides of each array axis (the coordinate axis left out)
-  ndf_i64 xk;                     // index stride of the coordinate axis
-  double samp[NDF_MAX_NDIM];      // sampling of each spatial axis (no-background distance)
-  ndf_i64 wseg, wstride;          // ndf_edt_wrows: segment length per lane, its shared-memory stride (sites)
-  int wexact;                     // ndf_edt_wrows: 1 = the arithmetic is exact (segments + parallel queries)
-  ndf_i64 wbytes;                 // ndf_edt_wrows / ndf_edt_wlines: shared memory of one warp's sites (bytes)
-  ndf_i64 wpitch;                 // ndf_edt_wlines: pitch (positions) of a line's staged outputs
-  int wtree;                      // ndf_wenv: 1 = merge the segments in a tree (5 levels), 0 = lane 0 in order
-  ndf_i64 slw;                    // ndf_edt_smid / ndf_edt_srows: lines (rows) per block
-  int wfast;                      // ndf_edt_wrows without exact arithmetic: 0 = lane 0 (ndf_wenv), 1 = lane 0 with ndf_wenv1 (NDF_EDT_SERIAL=new), 2 = the warp (ndf_wenvp)
-  int scap;                       // ndf_edt_smid / ndf_edt_srows: longest search (radius) before a line's envelope
-};
+NDF_PARAMS(ndf_edt_params)
 
 __device__ __forceinline__ double ndf_mul(double a, double b) { return __dmul_rn(a, b); }
 __device__ __forceinline__ double ndf_add(double a, double b) { return __dadd_rn(a, b); }

@@ -47,22 +47,7 @@ template <> __device__ __forceinline__ double ndf_nan<double>() { return __longl
 #include "ndf_ecc_fused.cuh" // the header, prefix sums, grid barrier
 
 // ---- min / max / NaN ----------------------------------------------------------------------------
-struct ndf_ecc_scan_params {
-  const TIN *in;
-  double *mn, *mx;       // one per block
-  ndf_i64 *nan_at;       // one per block: least C-order index of a NaN, or -1
-  ndf_i64 nrows, nl, sl; // rows (every axis but the last), their length and stride
-  int nd;
-  ndf_i64 shape[NDF_MAX_NDIM], str[NDF_MAX_NDIM];
-  // new path (hdr != NULL): the last block to finish reduces the partials
-  // into hdr and, with need_range, writes the T thresholds over [min, max]
-  // sorted (ts) with their caller positions (perm) and the binner
-  ndf_ecc_hdr *hdr;
-  double *ts;
-  long long *perm;
-  ndf_i64 T;
-  int need_range;
-};
+NDF_PARAMS(ndf_ecc_scan_params)
 
 // The last block of ndf_ecc_scan: min, max, NaN over the partials, then the
 // thresholds exactly as the CPU's make_thresholds and ecc_cpu take them:
@@ -208,39 +193,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_scan(const ndf_ecc_
 }
 
 // ---- contributions and the threshold histogram ---------------------------------------------------
-struct ndf_ecc_params {
-  const TIN *in;
-  signed char *cbuf;  // SOFT: c per voxel, [img][C-order index]
-  V *fbuf;            // SOFT: f per voxel
-  ndf_u64 *hist;      // !SOFT: [img][k] (int64, two's complement), zeroed
-  const double *ts;   // the T thresholds, sorted
-  double lo, inv_step; // uniform: the first guess ceil((f - lo) * inv_step)
-  ndf_i64 T;
-  ndf_i64 nimg, ptiles, ntx, nchunks, mc; // tiles of the plane, of which along x; chunks of mc planes
-  ndf_i64 nz, ny, nx;  // spatial extents (2-D: nz rows, ny = 1)
-  ndf_i64 sz, sy, sx;  // their strides
-  int nb, uniform, smem_ts;
-  ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM]; // batch axes of the input
-  // new path (hdr != NULL):
-  ndf_ecc_hdr *hdr;      // the call's header: NaN key, flags, the device binner
-  int dev_binner;        // lo, inv_step, uniform from hdr (thresholds over [min, max] taken by the scan)
-  int check_nan;         // a NaN voxel sets hdr->nan_key (no scan ran)
-  unsigned *cnt;         // per image: finished blocks; the last one writes the curve (NULL: ndf_ecc_final does)
-  const long long *perm; // with cnt: perm[k] = the caller's position of sorted threshold k
-  long long *out;
-  ndf_i64 ostep;
-  ndf_i64 oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM]; // batch axes of the output (nb of them)
-  // fused (ndf_ecc_pack only, thresholds over [min, max], one cooperative
-  // launch): each block scans its own voxels for min, max and NaN into
-  // part[3 * block] (min, max as double; the least NaN index or -1 as an
-  // int64), zeroes its share of hist and cnt, then a grid barrier on gbar (a
-  // persistent word, ndf_ecc_grid_sync); every block then reduces the
-  // partials, derives the thresholds in its shared memory, and block 0
-  // writes the header (nothing else does: no memset before the launch)
-  int fused;
-  unsigned *gbar;
-  double *part;
-};
+NDF_PARAMS(ndf_ecc_params)
 
 #define NDF_BX (NSP == 3 ? 32 : 256)
 #define NDF_BY (NSP == 3 ? 8 : 1)
@@ -872,15 +825,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_pack(const ndf_ecc_
 }
 
 // ---- prefix sums in the caller's order -----------------------------------------------------------
-struct ndf_ecc_final_params {
-  const long long *hist; // [img][k], sorted thresholds
-  const long long *perm; // perm[k]: the caller's position of sorted threshold k
-  long long *out;
-  ndf_i64 nimg, T, ostep;
-  int nb;
-  ndf_i64 oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM]; // batch axes of the output
-  const ndf_ecc_hdr *hdr; // new path: write only when the header is clean (NULL: always)
-};
+NDF_PARAMS(ndf_ecc_final_params)
 
 extern "C" __global__ void __launch_bounds__(256) ndf_ecc_final(const ndf_ecc_final_params p) {
   if (p.hdr && !ndf_ecc_hdr_ok(p.hdr)) return;
@@ -916,22 +861,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_final(const ndf_ecc_fi
 
 // ---- soft ECC ---------------------------------------------------------------------------------------
 #define NDF_SOFT_CH 1024 // voxels per block
-struct ndf_ecc_soft_params {
-  const signed char *cbuf;
-  const V *fbuf;
-  const double *ts;     // the T thresholds (caller's order)
-  const double *g;      // mode 1: grad_output (batch..., T), strided
-  double *acc;          // mode 0: [img][k], zeroed
-  double *gt;           // mode 1: grad_thresholds accumulator [k], zeroed, or NULL
-  V *gin;               // mode 1: grad_input (the input's shape), strided, or NULL
-  double lambda;
-  ndf_i64 nimg, npix, T, nchunk, gstep;
-  ndf_i64 ny, nx;       // spatial extents (2-D: ny = 1)
-  ndf_i64 gsz, gsy, gsx; // grad_input's spatial strides
-  int nb, mode;
-  ndf_i64 bshape[NDF_MAX_NDIM], gostr[NDF_MAX_NDIM], gistr[NDF_MAX_NDIM]; // batch axes; grad_output's, grad_input's strides
-  const ndf_ecc_hdr *hdr; // new path: nothing is written unless the header is clean (NULL: always)
-};
+NDF_PARAMS(ndf_ecc_soft_params)
 
 __device__ __forceinline__ float ndf_sigmoid(float z) { return 1.0f / (1.0f + __expf(-z)); }
 __device__ __forceinline__ double ndf_sigmoid(double z) { return 1.0 / (1.0 + exp(-z)); }
@@ -1098,14 +1028,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_soft(const ndf_ecc_sof
 }
 
 // ---- nimg x T doubles into a strided (batch..., T) array --------------------------------------------
-struct ndf_ecc_put_params {
-  const double *src;
-  double *dst;
-  ndf_i64 nimg, T, step;
-  int nb;
-  ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM];
-  const ndf_ecc_hdr *hdr; // new path: write only when the header is clean (NULL: always)
-};
+NDF_PARAMS(ndf_ecc_put_params)
 
 extern "C" __global__ void __launch_bounds__(256) ndf_ecc_put(const ndf_ecc_put_params p) {
   if (p.hdr && !ndf_ecc_hdr_ok(p.hdr)) return;
@@ -1152,21 +1075,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_put(const ndf_ecc_put_
 #define NDF_KNI (NDF_KZ * NDF_KY * NDF_KW)       // words of the brick itself
 #define NDF_KNL (NSP == 3 ? 6 : 5) // word slots per thread loaded before any is used (2-D: the whole brick at once)
 
-struct ndf_ecc_brick_params {
-  const TIN *in;
-  ndf_u64 *hist;     // [img][T], zeroed here (phase 1)
-  unsigned *cnt;     // [img] bricks done, zeroed here
-  long long *out;    // the curves (caller's strides)
-  ndf_ecc_hdr *hdr;  // block 0 writes mn, mx, nan_key, bad (device or mapped host memory)
-  unsigned *gbar;    // the persistent grid barrier word (ndf_ecc_grid_sync)
-  double *part;      // 3 per block: min, max, ~least NaN index (0: none)
-  ndf_i64 T, nimg, ostep;
-  ndf_i64 nz, ny, nx, sz, sy, sx; // 2-D: ny = 1, sy = 0
-  ndf_i64 nbz, nby, nbx, nbricks; // bricks of one image per axis; of the batch
-  ndf_i64 per;                    // bricks per block
-  int nb, resident;               // resident: per bricks' raw values stay in shared memory
-  ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM], oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
-};
+NDF_PARAMS(ndf_ecc_brick_params)
 
 extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_brick(const ndf_ecc_brick_params p) {
   // dyn: the tables of ndf_ecc_pack (24 T + 64 bytes), the word array, the resident bricks
@@ -1527,31 +1436,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_brick(const ndf_ecc
 // which the host waits for instead of the end of the kernel.
 #define NDF_SW 128 // columns per strip (task)
 
-struct ndf_ecc2_params {
-  const TIN *in;
-  ndf_u64 *hist;   // [img][NC][T], zeroed in phase 1
-  unsigned *cnt;   // [img] blocks done, zeroed in phase 1
-  long long *out;  // the curves (caller's strides)
-  ndf_ecc_hdr *hdr; // block 0 writes mn, mx, nan_key, bad
-  unsigned *gbar;  // the persistent grid barrier word
-  double *part;    // 24 bytes per block: the (min, max) float pairs of all blocks, then the ~NaN keys
-  unsigned *seqp;  // NULL, or the mapped header's sequence word (written after the header)
-  ndf_i64 T, nimg, ostep;
-  ndf_i64 nz, nx, sz, sx;     // rows, columns; their strides
-  ndf_i64 nstrip, mc, tpi, bpi; // strips per image, rows per task, tasks per image, blocks per image
-  double rlo, rhi;              // RNG (ndf_ecc_strip2t): thresholds over the given [rlo, rhi]
-  int nb, ncopy;
-  unsigned seq;
-  int hdrblk; // 1: the grid's last block has no tasks and writes the header (its PCIe write and system
-              // fence delay no block that marches); 0: block 0 writes it
-  int fence;  // 0: the grid barrier and the image tickets are release / acquire atomics (one
-              // fence.acq_rel each); 1: __threadfence (fence.sc) before and after (NDF_ECC2_FENCE=sc)
-  int bin;    // 0: certified first guesses (no table read when the guess is provably the bin);
-              // 1: every guess checked against the threshold pairs in shared memory (NDF_ECC2_BIN=table)
-  unsigned long long *prof; // NULL, or 8 %globaltimer stamps per block at the phase boundaries (NDF_ECC2_PROF)
-  ndf_ecc_drec *drec;       // NULL, or the deferred check's record (a failure noted there; ndf_ecc2_setup)
-  ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM], oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
-};
+NDF_PARAMS(ndf_ecc2_params)
 // thresholds over a given range [a, b] (the RNG specialization; ndf_ecc2_params and ndf_ecc3_params both carry
 // rlo, rhi; ndf_ecc_strip2 is never launched with RNG)
 template <class P> __device__ __forceinline__ bool ndf_ecc2_given(const P &p, double &a, double &b) {
@@ -2418,29 +2303,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
 //   instruction), certified or checked against the pairs as strip2's; misses walk.
 #define NDF_S3R 31 // output rows per warp task (lane 31: the neighbour row)
 
-struct ndf_ecc3_params {
-  const TIN *in;
-  ndf_u64 *hist;    // [img][NC][T], zeroed in phase 1
-  unsigned *cnt;    // [img] blocks done, zeroed in phase 1
-  long long *out;   // the curves (caller's strides)
-  ndf_ecc_hdr *hdr; // block 0 (or the header block) writes mn, mx, nan_key, bad
-  unsigned *gbar;   // the persistent grid barrier word
-  double *part;     // 24 bytes per block: the (min, max) float pairs of all blocks, then the ~NaN keys
-  unsigned *seqp;   // NULL, or the mapped header's sequence word (written after the header)
-  ndf_i64 T, nimg, ostep;
-  ndf_i64 nz, ny, nx, sz, sy, sx;
-  ndf_i64 ntx, nty, tpi, bpi; // x chunks, row tiles; warps (equal shares of the units) and blocks per image
-  ndf_i64 bcol;               // 1: a block's warps march 8 neighbouring tiles together (ntx % 8 == 0); 2: and
-                              // stage the planes in shared memory (nx % 128 == 0, W 16; the buffers after h3)
-  ndf_i64 p1;                 // 2 with bcol 2: the staged call's phase 1 by ndf_ecc_strip3 first (the split); else 1
-  double rlo, rhi;            // RNG: thresholds over the given [rlo, rhi] (rlo < rhi, finite): no phase 1
-  int nb, ncopy;
-  unsigned seq;
-  int hdrblk, fence, bin;   // as ndf_ecc2_params
-  unsigned long long *prof; // as ndf_ecc2_params
-  ndf_ecc_drec *drec;       // as ndf_ecc2_params
-  ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM], oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
-};
+NDF_PARAMS(ndf_ecc3_params)
 
 // NDF_ECC3_HELPERS_BEGIN (the inline-PTX helpers, fenced so a host build can replace them)
 // h[a] += c for a 32-bit shared-window address a (one RED, no address add)

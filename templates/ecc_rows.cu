@@ -52,21 +52,7 @@ typedef NDF_SLOT(V) V;     // comparison type: float (uint8/uint16/float32) or d
 #define PF (PFS & 1)
 #define RED_ALL ((PFS >> 1) & 1)
 
-struct ndf_ecc_rows_params {
-  const TIN *in;
-  ndf_u64 *hist;    // [img][k] (int64, two's complement): zeroed by phase 1
-  unsigned *cnt;    // per image: finished blocks (zeroed by phase 1)
-  ndf_ecc_hdr *hdr; // block 0 writes nan_key, bad, mn, mx
-  unsigned *gbar;   // the persistent grid barrier word
-  double *part;     // 3 per block: min, max, ~least NaN index
-  long long *out;
-  ndf_i64 T, nimg, ptiles, ntx, nchunks, mc; // tiles of a plane (ntx along x), chunks of mc planes
-  ndf_i64 nz, ny, nx, sz, sy, sx;
-  ndf_i64 ostep;
-  int nb, pad_;
-  ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM]; // batch axes of the input
-  ndf_i64 oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM]; // batch axes of the output
-};
+NDF_PARAMS(ndf_ecc_rows_params)
 
 #define NDF_ROWS_STG (((PFS >> 2) & 1) && sizeof(TIN) <= 4) // the staging of bit 2
 // blocks per SM of the launch bounds: 3 with loads in flight (bit 0 or 2), else 4; bit 3 swaps

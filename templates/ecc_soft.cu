@@ -68,28 +68,7 @@ struct ndf_ecc_soft2_slot {
   int k, pad;
 };
 
-struct ndf_ecc_soft2_params {
-  const signed char *cbuf;
-  const float *fbuf;
-  const ndf_ecc_soft2_slot *slots; // Tp = nchunks * LG * KT slots
-  const float *centre;             // PROD: per group of KT slots, the centre m
-  const double *g;                 // mode 1: grad_output (batch..., T), strided
-  double *acc;                     // mode 0: [img][k] (caller's order), zeroed
-  double *gt;                      // mode 1: grad_thresholds accumulator [k], zeroed, or NULL
-  float *gin;                      // mode 1: grad_input (the input's shape), strided, or NULL
-  double lambda;
-  float kh, kl;                    // kappa = lambda log2(e) = kh + kl
-  ndf_i64 nimg, npix, T, nchunk, gstep;
-  ndf_i64 ny, nx;                  // spatial extents (2-D: ny = 1)
-  ndf_i64 gsz, gsy, gsx;           // grad_input's spatial strides
-  int nb, mode, lg, tchunks;       // lg lanes per voxel (1, 2, 4, 8); tchunks chunks of lg * KT thresholds
-  ndf_i64 bshape[NDF_MAX_NDIM], gostr[NDF_MAX_NDIM], gistr[NDF_MAX_NDIM];
-  const ndf_ecc_soft2_hdr *hdr;    // nothing is written unless its flags are clean (NULL: always)
-  // FUSED: the input (float32, 2-D spatial: nrow x nx) and its strides
-  const float *in;
-  ndf_i64 nrow, isy, isx;
-  ndf_i64 ibstr[NDF_MAX_NDIM];
-};
+NDF_PARAMS(ndf_ecc_soft2_params)
 
 __device__ __forceinline__ float ndf_s2_ex2(float x) {
   float y;
@@ -213,11 +192,7 @@ __device__ __forceinline__ void ndf_s2_run(const ndf_ecc_soft2_params &p, const 
 // fused backward runs it first (ecc.cu's ndf_ecc_scan for other layouts).
 // Four elements per load, 4 loads in flight per thread; nan_key keeps the
 // least index (atomicMax of its complement).
-struct ndf_ecc_soft2_nan_params {
-  const float *in;
-  ndf_i64 n;
-  ndf_ecc_soft2_hdr *hdr;
-};
+NDF_PARAMS(ndf_ecc_soft2_nan_params)
 
 extern "C" __global__ void __launch_bounds__(256) ndf_ecc_soft2_nan(const ndf_ecc_soft2_nan_params p) {
   const ndf_i64 n4 = ((unsigned long long)p.in & 15) == 0 ? p.n / 4 : 0, stride = (ndf_i64)gridDim.x * 256 * 4;

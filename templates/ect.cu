@@ -43,19 +43,7 @@ typedef unsigned long long ndf_u64;
 #define NDF_HZ (NSP == 3 ? NDF_TZ + 2 : 1)
 #define NDF_HS (NDF_HX * NDF_HY * NDF_HZ)
 
-struct ndf_ect_params {
-  const TIN *in;
-  const double *coord;  // the coordinates of the spatial axes, concatenated (nz, ny, nx; 2-D: ny, nx)
-  const double *dirs;   // [j][d], m x NSP
-  const double *ts;     // the T thresholds, sorted
-  ndf_u64 *hist;        // [img][j][k]: int64 (two's complement) or float64 bits, zeroed
-  double lo, inv_step;  // uniform: the first guess ceil((h - lo) * inv_step)
-  ndf_i64 T, m, G, ngroups;                // thresholds, directions, directions per group, groups
-  ndf_i64 nimg, ntx, nty, ntz;             // images, tiles along x, y, z
-  ndf_i64 nz, ny, nx, sz, sy, sx;          // spatial extents and strides (2-D: nz = 1)
-  int nb, uniform, smem;
-  ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM]; // batch axes of the input
-};
+NDF_PARAMS(ndf_ect_params)
 
 __device__ __forceinline__ double ndf_ect_nan() { return __longlong_as_double(0x7ff8000000000000LL); }
 __device__ __forceinline__ double ndf_ect_inf() { return __longlong_as_double(0x7ff0000000000000LL); }
@@ -239,14 +227,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ect_hist(const ndf_ect_par
 }
 
 // ---- prefix sums in the caller's order -----------------------------------------------------------
-struct ndf_ect_final_params {
-  const ndf_u64 *hist;   // [img][j][k], sorted thresholds
-  const long long *perm; // perm[k]: the caller's position of sorted threshold k
-  ndf_u64 *out;          // int64 or float64 bits
-  ndf_i64 nimg, m, T, dstep, kstep;
-  int nb;
-  ndf_i64 oshape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM]; // batch axes of the output
-};
+NDF_PARAMS(ndf_ect_final_params)
 
 #if WT
 typedef double ndf_ect_acc;

@@ -55,23 +55,7 @@ typedef NDF_SLOT(TIN) TIN; // input element type
 #define NDF_NPAT (NSP == 3 ? 27 : 9)
 #define NDF_KQ 256
 
-struct ndf_ects_params {
-  const TIN *in;
-  const double *coord;  // the spatial axes' coordinates, concatenated (nz, ny, nx; 2-D: ny, nx)
-  const double *dirs;   // [j][d], m x NSP
-  const double *ts;     // the T thresholds (caller's order)
-  const double *g;      // backward: grad_output (batch..., m, T), strided
-  double *acc;          // [img][j][k], zeroed: forward sums / backward dL/dt terms
-  double *gu;           // backward: [img][j][d] dL/du terms, zeroed, or NULL
-  double *gw;           // backward, weighted: [img][voxel] dL/dweight, zeroed, or NULL
-  double lambda;
-  ndf_i64 T, m, G, ngroups;
-  ndf_i64 nimg, ntx, nty, ntz;
-  ndf_i64 nz, ny, nx, sz, sy, sx;
-  ndf_i64 gdstep, gkstep; // grad_output's direction and threshold strides
-  int nb, mode, want_gt, smem;
-  ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM], gbstr[NDF_MAX_NDIM]; // batch axes; input's, grad_output's strides
-};
+NDF_PARAMS(ndf_ects_params)
 
 __device__ __forceinline__ double ndf_ects_nan() { return __longlong_as_double(0x7ff8000000000000LL); }
 __device__ __forceinline__ double ndf_ects_inf() { return __longlong_as_double(0x7ff0000000000000LL); }
@@ -384,17 +368,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ect_soft(const ndf_ects_pa
 }
 
 // ---- results into the caller's arrays ---------------------------------------------------------
-struct ndf_ects_put_params {
-  const double *acc;    // [img][j][k]
-  const double *gu;     // [img][j][d] or NULL
-  const double *gw;     // [img][voxel] or NULL (zeros)
-  double *out;          // what 0: the output (strided); what 1: red[T + m * nsp]
-  void *gin;            // what 2: grad_input (strided)
-  ndf_i64 nimg, m, T, nsp, dstep, kstep;
-  ndf_i64 nz, ny, nx, gsz, gsy, gsx; // what 2: spatial extents, grad_input's spatial strides
-  int nb, what, gin_f32;
-  ndf_i64 bshape[NDF_MAX_NDIM], bstr[NDF_MAX_NDIM];
-};
+NDF_PARAMS(ndf_ects_put_params)
 
 extern "C" __global__ void __launch_bounds__(256) ndf_ect_soft_put(const ndf_ects_put_params p) {
   const ndf_i64 n = p.what == 0 ? p.nimg * p.m * p.T : p.what == 1 ? p.T + p.m * p.nsp : p.nimg * p.nz * p.ny * p.nx;

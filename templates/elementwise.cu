@@ -11,13 +11,7 @@ typedef NDF_SLOT(T) T;
 typedef NDF_SLOT(U) U;   /* unsigned type of T's width for integers; T for floats */
 #define KIND NDF_SLOT(KIND)
 
-struct ndf_ew_params {
-  const T *a, *b, *c;
-  T *out;
-  int ndim;
-  ndf_i64 n;
-  ndf_i64 shape[NDF_MAX_NDIM], sa[NDF_MAX_NDIM], sb[NDF_MAX_NDIM], sc[NDF_MAX_NDIM], so[NDF_MAX_NDIM];
-};
+NDF_PARAMS(ndf_ew_params)
 
 extern "C" __global__ void __launch_bounds__(256) ndf_elementwise(const ndf_ew_params p) {
   for (ndf_i64 i = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += (ndf_i64)gridDim.x * blockDim.x) {

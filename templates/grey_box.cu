@@ -52,18 +52,7 @@ typedef NDF_SLOT(T) T;
 #define SEP (KX > 1 && KY > 1 && KX * KY > 9 && (NSTAGE_BUF * SH * SW + SH * XT) * TSIZE <= 49152)
 #define HLOAD ((SH * XT + NT - 1) / NT)
 
-struct ndf_box_params {
-  const T *in;
-  T *out;
-  ndf_i64 nz, ny, nx;             // extents of the Z, Y, X axes
-  ndf_i64 isz, isy, isx;          // input strides (elements)
-  ndf_i64 osz, osy, osx;          // output strides
-  int lz, ly, lx;                 // offset of the first tap per axis
-  int nb;                         // outer axes (batch and untouched spatial axes)
-  ndf_i64 bshape[NDF_MAX_NDIM], bistr[NDF_MAX_NDIM], bostr[NDF_MAX_NDIM];
-  ndf_i64 ntx, nty, ntz, nouter;  // tiles along X, Y, Z chunks, outer images
-  double cval;
-};
+NDF_PARAMS(ndf_box_params)
 
 #define NDF_NOLOAD (-2147483647 - 1)
 

@@ -59,19 +59,7 @@ typedef NDF_SLOT(T) T;
 #define STAGES (SMEM_OF(3) <= 49152 ? 3 : 2)
 #define NSTAGE_BUF (NDF_ASYNC ? STAGES : 1)
 
-struct ndf_boxd_params {
-  const T *in;
-  T *out;
-  ndf_i64 nz, ny, nx;             // extents of the Z, Y, X axes
-  ndf_i64 isz, isy, isx;          // input strides (elements)
-  ndf_i64 osz, osy, osx;          // output strides
-  int lz, ly, lx;                 // offset of the first tap per axis
-  int nb;                         // outer axes (batch and untouched spatial axes)
-  ndf_i64 bshape[NDF_MAX_NDIM], bistr[NDF_MAX_NDIM], bostr[NDF_MAX_NDIM];
-  ndf_i64 ntx, nty, ntz, nouter;  // tiles along X, Y, Z chunks, outer images
-  ndf_i64 zc;                     // output planes per Z chunk
-  double cval;
-};
+NDF_PARAMS(ndf_boxd_params)
 
 // R values of T, aligned so that one load/store moves them all (16 bytes
 // for 4-byte types).

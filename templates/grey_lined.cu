@@ -29,18 +29,7 @@ typedef NDF_SLOT(T) T;
 #define P (NL + 1)            // padded smem row: no bank conflicts either way
 #define LB 8                  // loads in flight per thread while staging
 
-struct ndf_line_params {
-  const T *in;
-  T *out;
-  ndf_i64 n;                 // length of the processed axis
-  ndf_i64 istr, ostr;        // its strides (elements)
-  int nother;                // the other axes, in array order
-  ndf_i64 oshape[NDF_MAX_NDIM], oistr[NDF_MAX_NDIM], oostr[NDF_MAX_NDIM];
-  ndf_i64 nlines;            // product of oshape
-  ndf_i64 nseg;              // segments per line, ceil(n / S)
-  int K, lo, S;
-  double cval;               // already converted to T
-};
+NDF_PARAMS(ndf_line_params)
 
 extern "C" __global__ void __launch_bounds__(NTH) ndf_grey_lined(const ndf_line_params p) {
   extern __shared__ ndf_i64 ndf_lined_smem[];

@@ -32,18 +32,7 @@ typedef NDF_SLOT(T) T;
 #define MODE NDF_SLOT(MODE)
 #define U 16                  // rows per load batch
 
-struct ndf_linev_params {
-  const T *in;
-  T *out;
-  ndf_i64 n;                 // length of the processed axis
-  ndf_i64 istr, ostr;        // its strides (elements)
-  int nother;                // the other axes, in array order
-  ndf_i64 oshape[NDF_MAX_NDIM], oistr[NDF_MAX_NDIM], oostr[NDF_MAX_NDIM];
-  ndf_i64 nlines;            // product of oshape
-  ndf_i64 nseg;              // segments per line, ceil(n / L)
-  int K, lo, L;
-  double cval;               // already converted to T
-};
+NDF_PARAMS(ndf_linev_params)
 
 // e[u] = the extended line at y + u, u < cnt.
 __device__ __forceinline__ void ndf_linev_load(T (&e)[U], const T *src, ndf_i64 y, ndf_i64 n, ndf_i64 istr,

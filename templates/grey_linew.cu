@@ -34,18 +34,7 @@ typedef NDF_SLOT(T) T;
 #define RI (RO + NH)
 #define WPB 8                 // warps per block
 
-struct ndf_linew_params {
-  const T *in;
-  T *out;
-  ndf_i64 n;                 // length of the processed (last) axis
-  ndf_i64 istr, ostr;        // its strides (elements)
-  int nother;                // the other axes, in array order
-  ndf_i64 oshape[NDF_MAX_NDIM], oistr[NDF_MAX_NDIM], oostr[NDF_MAX_NDIM];
-  ndf_i64 nlines;            // product of oshape
-  ndf_i64 nchunk;            // chunks of CO outputs per line
-  int lo;                    // first tap's offset (origin included)
-  double cval;               // already converted to T
-};
+NDF_PARAMS(ndf_linew_params)
 
 // Warp shuffle of the element types, through their bits for floating point
 // (NaN payloads and signed zeros kept); integers of 4 bytes or less go

@@ -21,22 +21,7 @@ typedef NDF_SLOT(T) T;
 #define T_LO NDF_SLOT(T_LO)      /* range of an integer T, as doubles */
 #define T_HI NDF_SLOT(T_HI)
 
-struct ndf_taps_params {
-  const T *in;
-  T *out;
-  ndf_i64 shape[NDIM];           // spatial shape
-  ndf_i64 istr[NDIM], ostr[NDIM]; // spatial strides, elements
-  int nb;                         // batch axes
-  ndf_i64 bshape[NDF_MAX_NDIM], bistr[NDF_MAX_NDIM], bostr[NDF_MAX_NDIM];
-  ndf_i64 nrows;                  // batch images * product of spatial shape but the last
-  ndf_i64 nchunks;                // blocks per row along the last axis
-  int ntaps;
-  const ndf_i64 *loff;            // linear input offset of each tap
-  const int *toff;                // ntaps * NDIM per-axis offsets
-  const double *wfirst, *wcast;   // weights (WEIGHTED only)
-  int rlo[NDIM], rhi[NDIM];       // least and greatest tap offset per axis
-  double cval;                    // already converted to T
-};
+NDF_PARAMS(ndf_taps_params)
 
 __device__ __forceinline__ double ndf_sat(double v) {
 #if KIND == 0

@@ -13,17 +13,7 @@
 typedef NDF_SLOT(O) O;   /* output element type */
 #define E 2048           /* voxels per block in count and rank: 256 threads x 8 */
 
-struct ndf_label_params {
-  O *out;
-  int *parent, *rank, *bsum, *base;
-  int ndim;
-  ndf_i64 shape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
-  int n;                                  // voxels
-  int per;                                // voxels per image
-  int nimg;                               // images
-  int nblk;                               // ceil(n / E)
-  int phase;                              // 0 count, 1 scan, 2 rank, 3 base, 4 write
-};
+NDF_PARAMS(ndf_label_params)
 
 __device__ __forceinline__ ndf_i64 ndf_offset(const ndf_label_params &p, const ndf_i64 *st, unsigned i) {
   ndf_i64 off = 0;

@@ -8,6 +8,10 @@
 //   mirror   (3):    d c b | a b c d | c b a       period 2n-2 (n = 1: nearest)
 //   wrap     (4):  a b c d | a b c d | a b c d     period n    (= grid-wrap)
 // The extension is periodic however far outside the line a tap reaches.
+//
+// A template's line NDF_PARAMS(name) becomes the parameter struct `name` its
+// kernels take, declared in gen/spec.lua (fields, types, layout asserts;
+// docs/adr/0018-kernel-params-from-the-spec.md).
 #pragma once
 
 typedef long long ndf_i64;
@@ -60,3 +64,4 @@ template <int OP, typename V> __device__ __forceinline__ V ndf_pick(V a, V b) {
 }
 
 #define NDF_MAX_NDIM 12
+#define NDF_MAX_SPATIAL 8 /* spatial axes of one image (ndforge.h) */

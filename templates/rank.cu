@@ -70,19 +70,7 @@ __constant__ int ndf_planes[NPLANES * NLEADSP] = {NDF_SLOT(PLANES)};
 #define ndf_planes_unused NDF_SLOT(PLANES)
 #endif
 
-struct ndf_rank_params {
-  const T *in;
-  T *out;
-  ndf_i64 ny, nx;          // extents of Y and X (ny = 1 for 1-D arrays)
-  ndf_i64 iys, ixs;        // input strides of Y and X, elements
-  ndf_i64 oys, oxs;        // output strides
-  int nlead;               // axes in front of Y and X
-  ndf_i64 lshape[NDF_MAX_NDIM], listr[NDF_MAX_NDIM], lostr[NDF_MAX_NDIM];
-  ndf_i64 lblocks[NDF_MAX_NDIM]; // block positions per lead axis (Z: ceil(extent / RZ))
-  ndf_i64 ntx, nty, nouter;
-  int ylo, xlo;            // least tap offset along Y and X
-  double cval;             // already converted to T
-};
+NDF_PARAMS(ndf_rank_params)
 
 __device__ __forceinline__ bool ndf_isnan(T v) {
 #if KIND == 2

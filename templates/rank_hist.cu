@@ -21,20 +21,7 @@ typedef NDF_SLOT(T) T;
 #define BX NDF_SLOT(BX)              /* threads per block (columns) */
 #define STRIP NDF_SLOT(STRIP)        /* rows per thread */
 
-struct ndf_hist_params {
-  const T *in;
-  T *out;
-  ndf_i64 ny, nx;
-  ndf_i64 iys, ixs, oys, oxs;
-  int nlead;                      // axes in front of Y and X
-  ndf_i64 lshape[NDF_MAX_NDIM], listr[NDF_MAX_NDIM], lostr[NDF_MAX_NDIM];
-  int lbox[NDF_MAX_NDIM], llo[NDF_MAX_NDIM]; // box extent and first offset per lead axis (1, 0: not spanned)
-  int nplanes;                    // product of lbox
-  int ky, kx, ylo, xlo;           // the box along Y and X
-  int n;                          // taps
-  ndf_i64 nstrips, nxb, nouter;
-  double cval;
-};
+NDF_PARAMS(ndf_hist_params)
 
 __device__ __forceinline__ int ndf_key8(T v) {
 #if KIND == 1

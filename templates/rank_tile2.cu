@@ -92,17 +92,7 @@ typedef unsigned short K;
 typedef unsigned int K;
 #endif
 
-struct ndf_tile_params {
-  const T *in;
-  T *out;
-  ndf_i64 ny, nx;
-  ndf_i64 iys, ixs, oys, oxs;
-  int nlead;                      // axes in front of Y and X (outer: the window does not span them)
-  ndf_i64 lshape[NDF_MAX_NDIM], listr[NDF_MAX_NDIM], lostr[NDF_MAX_NDIM];
-  int ylo, xlo;                   // least offset of the box along Y and X
-  ndf_i64 nstrips, nxb, nouter;
-  double cval;                    // already converted to T
-};
+NDF_PARAMS(ndf_tile_params)
 
 // Order-preserving 32-bit key; NaN is all ones (only floats test it).  The
 // same keys as rank_tile.cu: -0.0 takes the key of 0.0.

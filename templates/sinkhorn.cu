@@ -39,22 +39,7 @@ typedef NDF_SLOT(T) T;
 #define NWARPS ((NTHREADS + 31) / 32)
 #define NDF_SK_MAXSP 8
 
-struct ndf_sk_params {
-  const T *a, *b;      // (n, d) histograms, contiguous
-  T *x, *y;            // (n, d) out: the final f/eps, g/eps (log u, log v in the scaling form)
-  int *iters;          // (n)
-  int *fail;           // (n) 0, or the iteration at which the scaling form broke down
-  double *err, *tc;    // (n) final error, transport cost
-  T *ws;               // !use_smem: 7 * dp elements per pair
-  const T *M, *MT, *CT; // dense: M (column update), MT (row update), CT (cost, transposed)
-  const T *ax;         // grid L^p: m_k at axoff[k], w_k at axoff[k] + wofs
-  const T *tab, *tabm; // euclidean: cost and kernel by offset
-  ndf_i64 n, d, dp;    // pairs, bins, padded length
-  ndf_i64 shape[NDF_SK_MAXSP], stride[NDF_SK_MAXSP], axoff[NDF_SK_MAXSP];
-  ndf_i64 wofs, axlen; // weighted vectors' offset; total length of ax
-  double tol;
-  int max_iter, check_every, use_smem, pad;
-};
+NDF_PARAMS(ndf_sk_params)
 
 __device__ __forceinline__ ndf_i64 P(ndf_i64 i) { return i + (i >> 5); }
 

@@ -32,17 +32,7 @@ typedef NDF_SLOT(T) T;
 #define NTHREADS (32 * ROWS)
 #define CH (32768 / (NB * (int)sizeof(T))) // inputs per pair staged at a time (32 KiB)
 
-struct ndf_skd_params {
-  const T *a, *b;       // (n, d)
-  T *x, *y;             // (n, d)
-  T *ha, *hb;           // (n, d) log a / a, log b / b
-  const T *M, *MT, *C;  // M[i*d + j] = K_ij (or L_ij); MT its transpose; C the cost
-  int *it, *itn, *fail, *done, *alldone;
-  double *err, *part, *tc; // part: (n, nblk) per-block partial sums
-  ndf_i64 n, d, nblk;
-  double tol;
-  int phase, pad;
-};
+NDF_PARAMS(ndf_skd_params)
 
 __device__ __forceinline__ float skd_inf(float) { return __int_as_float(0x7f800000); }
 __device__ __forceinline__ double skd_inf(double) { return __longlong_as_double(0x7ff0000000000000LL); }

@@ -45,22 +45,7 @@ static constexpr int LOG_UNROLL = sizeof(T) == 4 ? 8 : 1;
 static_assert(N0 >= 1 && N0 <= 32 && N1 >= 1 && N1 <= 32, "sinkhorn_grid2: at most 32 x 32");
 
 // The parameter block of templates/sinkhorn.cu (the host fills both alike).
-struct ndf_sk_params {
-  const T *a, *b;
-  T *x, *y;
-  int *iters;
-  int *fail;
-  double *err, *tc;
-  T *ws;
-  const T *M, *MT, *CT;
-  const T *ax;
-  const T *tab, *tabm;
-  ndf_i64 n, d, dp;
-  ndf_i64 shape[NDF_SK_MAXSP], stride[NDF_SK_MAXSP], axoff[NDF_SK_MAXSP];
-  ndf_i64 wofs, axlen;
-  double tol;
-  int max_iter, check_every, use_smem, pad;
-};
+NDF_PARAMS(ndf_sk_params)
 
 #define LN2 0.6931471805599453
 #define LOG2E 1.4426950408889634

@@ -173,6 +173,20 @@ static ndf_status c_laplace(fcase *c) {
   o.mode = NDF_MODE_CONSTANT;
   return ndf_morphological_laplace(c->ctx, c->IN, c->OUT[0], &o);
 }
+static ndf_status c_reconstruction(fcase *c) { /* seed in, mask aux (>= seed), a batch axis, an offset */
+  uint8_t fp[6] = {1, 1, 0, 1, 1, 1};
+  int64_t fs[2] = {2, 3};
+  ndf_array f;
+  ndf_array_init(&f, fp, NDF_DEVICE_CPU, NDF_UINT8, 2, fs);
+  ndf_reconstruction_options o;
+  ndf_reconstruction_options_init(&o);
+  o.footprint = &f;
+  o.noffset = 2;
+  o.offset[0] = 1;
+  o.offset[1] = 1;
+  o.batch_dims = 1;
+  return ndf_reconstruction(c->ctx, c->IN, c->AUX, c->OUT[0], &o);
+}
 static ndf_status c_median(fcase *c) {
   ndf_rank_options o;
   ndf_rank_options_init(&o);
@@ -476,6 +490,25 @@ static void test_filters(void **state) {
   run_filter(ctx, "morphological_laplace", c_laplace, NDF_INT16, NDF_INT16, 0, 0);
   run_filter(ctx, "median_filter", c_median, NDF_FLOAT32, NDF_FLOAT32, 0, 0);
   run_filter(ctx, "percentile_filter", c_percentile, NDF_UINT8, NDF_UINT8, 0, 0);
+  /* reconstruction: in each 6x7 image a corridor that climbs from a marker at the bottom-left
+   * and turns back against the raster order, so that the CPU backend needs its FIFO */
+  fcase c;
+  memset(&c, 0, sizeof c);
+  c.name = "reconstruction";
+  c.ctx = ctx;
+  c.call = c_reconstruction;
+  assert_int_equal(tu_array_alloc(&c.in, NDF_INT16, 3, SH3), 0);
+  assert_int_equal(tu_array_alloc(&c.aux, NDF_INT16, 3, SH3), 0);
+  for (int64_t i = 0; i < ndf_array_size(&c.in.arr); i++) {
+    const int64_t y = i / 7 % 6, x = i % 7;
+    const int open = y % 2 == 1 || (y % 4 == 0 && x == 0) || (y % 4 == 2 && x == 6);
+    tu_set(&c.aux.arr, i, open ? 100 : 0);
+    tu_set(&c.in.arr, i, y == 5 && x == 0 ? 100 : 0);
+  }
+  c.aux_dev = 1;
+  out_alloc(&c, NDF_FLOAT64, 3, SH3);
+  sweep(&c);
+  case_free(&c);
 }
 
 static void test_binary(void **state) {

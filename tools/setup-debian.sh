@@ -6,8 +6,9 @@ set -euo pipefail
 pkgs=(cmake ninja-build gcc pkg-config zlib1g-dev lua5.4 luajit libcmocka-dev libniftiio-dev libnifti2-dev libznz-dev
       python3 python3-numpy python3-scipy)
 # The demo needs Debian's MRI templates; the tests scikit-image (a third-party
-# reference for the Euler characteristic curves; tests/test_ecc.c skips that
-# cross-check, saying so, where it is missing).
+# reference for the Euler characteristic curves and for grey reconstruction;
+# tests/test_ecc.c and tests/test_reconstruction.c skip those cases, saying so,
+# where it is missing).
 # The tests also build the fuzz targets (fuzz/) with clang and libFuzzer.
 if [ "${1:-}" = "--demo" ]; then pkgs+=(mricron-data); else pkgs+=(python3-skimage clang-14 libclang-rt-14-dev); fi
 missing=()

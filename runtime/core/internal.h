@@ -168,34 +168,17 @@ void ndf__scratch_free(ndf_ctx *ctx, CUdeviceptr p);
 ndf_status ndf__device_table(ndf_ctx *ctx, const void *data, size_t bytes, CUdeviceptr *out);
 void ndf__tables_release(ndf_ctx *ctx);
 
-/* ---- kernel launches: parameter blocks laid out as a template's struct ------------------ */
-/* Fields are appended with the C alignment rules, which NVCC shares on x86-64. */
-typedef struct ndf__params {
-  unsigned char b[4096];
-  size_t n;
-} ndf__params;
-
-static inline void ndf__params_put(ndf__params *p, const void *v, size_t size, size_t align) {
-  p->n = (p->n + align - 1) & ~(align - 1);
-  if (p->n + size <= sizeof p->b) memcpy(p->b + p->n, v, size);
-  p->n += size;
-}
-#define NDF__PUT(p, v) ndf__params_put((p), &(v), sizeof(v), _Alignof(__typeof__(v)))
-/* NDF_MAX_NDIM int64 fields: v[0 .. n-1], then zeros (all zeros when v is NULL). */
-static inline void ndf__params_put_padded(ndf__params *p, int64_t n, const int64_t *v) {
-  for (int d = 0; d < NDF_MAX_NDIM; d++) {
-    int64_t x = v && d < n ? v[d] : 0;
-    NDF__PUT(p, x);
-  }
-}
-/* The outer-axes fields templates share: n (int), then the shapes and both
- * strides of the n outer axes, each padded to NDF_MAX_NDIM entries. */
-static inline void ndf__params_put_outer(ndf__params *p, int n, const int64_t *shape, const int64_t *istr,
-                                         const int64_t *ostr) {
-  NDF__PUT(p, n);
-  ndf__params_put_padded(p, n, shape);
-  ndf__params_put_padded(p, n, istr);
-  ndf__params_put_padded(p, n, ostr);
+/* ---- kernel launches: parameter structs ---------------------------------------------- */
+/* Each kernel's parameters are a struct declared once, in gen/spec.lua; the
+ * generator writes it into the template and, with the same layout (asserted on
+ * both sides), into kernel_params.generated.h with a launcher.  A launch site
+ * zero-initializes the struct, fills its fields by name and launches it. */
+/* A device address the caller holds as a pointer (a CUDA array's data). */
+#define NDF__DPTR(p) ((CUdeviceptr)(uintptr_t)(p))
+/* The n leading entries of src into an axis field of NDF_MAX_NDIM entries (a
+ * zero-initialized struct keeps zeros after them); n 0..NDF_MAX_NDIM. */
+static inline void ndf__axes(int64_t *dst, int n, const int64_t *src) {
+  if (n > 0 && src) memcpy(dst, src, (size_t)n * sizeof *dst);
 }
 
 /* ---- jit.c: specialization, compile, in-memory table --------------------------------- */

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "binary/binary.h"
+#include "kernel_params.generated.h"
 
 /* The packed image geometry and the scratch of one op. */
 typedef struct bdev {
@@ -30,41 +31,10 @@ typedef struct bdev {
   CUdeviceptr scratch, buf[2], mask, saved, status;
 } bdev;
 
-/* One step's kernel arguments, as the template's struct ndf_bstep_params
- * (same field types, so the C and CUDA layouts agree on x86-64). */
-typedef struct bstep_params {
-  CUdeviceptr src, dst, mask, saved, status;
-  int t;
-  int nra;
-  int64_t rshape[NDF_MAX_SPATIAL];
-  int64_t rstride[NDF_MAX_SPATIAL];
-  int rlo[NDF_MAX_SPATIAL], rhi[NDF_MAX_SPATIAL];
-  int64_t nx, nw, nrows;
-  unsigned tail, border;
-  int ntr;
-  CUdeviceptr taps, dx;
-} bstep_params;
-
-typedef struct bpack_params {
-  CUdeviceptr in, out;
-  int ndim;
-  int64_t shape[NDF_MAX_NDIM], istr[NDF_MAX_NDIM];
-  int64_t nx, nw, nrows;
-  unsigned invert;
-} bpack_params;
-
-typedef struct bunpack_params {
-  CUdeviceptr a, b, out;
-  int ndim;
-  int64_t shape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
-  int64_t nx, nw, nrows;
-  unsigned invert;
-} bunpack_params;
-
 /* A prepared step: its kernel and tap table. */
 typedef struct bstep {
   CUfunction fn;
-  bstep_params p; /* src, dst, mask, saved, status and t are set per launch */
+  ndf__bstep_params p; /* src, dst, mask, saved, status and t are set per launch */
   int monotone;   /* offset 0 is a tap: the iteration only grows (OR) or shrinks (AND) */
   int cycle;      /* compare with the saved state (iterations < 1, not monotone) */
   int inplace;    /* one buffer, block-local repeats (iterations < 1, monotone) */
@@ -78,23 +48,6 @@ typedef struct bstep {
   int flood_k;   /* its words per thread along x */
   CUfunction flood_fn;
 } bstep;
-
-/* Kernel arguments of templates/binary_flood.cu (struct ndf_flood_params). */
-typedef struct flood_params {
-  CUdeviceptr r, mask, status;
-  int t, ysp, zsp, tz;
-  int64_t nw, ny, nz, nimg, ntx, nty, ntz;
-  unsigned border, tail;
-} flood_params;
-
-/* Kernel arguments of templates/binary_ccl.cu (struct ndf_ccl_params, NSP axes). */
-typedef struct ccl_params_max {
-  CUdeviceptr x, mask, dst, parent, lit;
-  int64_t tail[NDF_MAX_SPATIAL + 3]; /* sshape[NSP], nx, nw, nrows */
-  int border, ntaps, linkx, pad;
-  CUdeviceptr taps, toff;
-  int phase, pad2;
-} ccl_params_max;
 
 /* 1 if the set of taps is symmetric (t in it implies -t is); small sets only. */
 static int taps_symmetric(const int32_t *taps, int64_t n, int nsp) {
@@ -133,8 +86,7 @@ static ndf_status ccl_prepare(bdev *b, const int32_t *taps, int64_t n, bstep *st
   if (s != NDF_OK) return s;
   st->ccl_ntaps = (int)n;
   ndf__kernel_req req;
-  ndf__req_init(&req, "binary_ccl", "ndf_ccl");
-  ndf__req_set(&req, "NSP", "%d", nsp);
+  ndf__req_binary_ccl(&req, nsp);
   return ndf__jit_get(b->ctx, b->name, &req, &st->ccl_fn);
 }
 
@@ -161,21 +113,18 @@ static int vec_ok(const ndf_array *a) {
 
 static ndf_status get_pack(bdev *b, const ndf_array *a, CUfunction *fn) {
   ndf__kernel_req req;
-  ndf__req_init(&req, "binary_pack", "ndf_bin_pack");
-  ndf__req_set(&req, "T", "%s", pack_ctype(a->dtype));
-  ndf__req_set(&req, "VEC", "%d", vec_ok(a));
+  ndf__req_binary_pack(&req, pack_ctype(a->dtype), vec_ok(a));
   return ndf__jit_get(b->ctx, b->name, &req, fn);
 }
 
 static ndf_status get_unpack(bdev *b, const ndf_array *out, CUfunction *fn) {
   ndf__kernel_req req;
-  ndf__req_init(&req, "binary_unpack", "ndf_bin_unpack");
-  ndf__req_set(&req, "VEC", "%d", vec_ok(out));
+  ndf__req_binary_unpack(&req, vec_ok(out));
   return ndf__jit_get(b->ctx, b->name, &req, fn);
 }
 
 static ndf_status pack(bdev *b, CUfunction fn, const ndf_array *a, CUdeviceptr dst, int invert) {
-  bpack_params p;
+  ndf__bpack_params p;
   memset(&p, 0, sizeof p);
   p.in = (CUdeviceptr)(uintptr_t)a->data;
   p.out = dst;
@@ -193,7 +142,7 @@ static ndf_status pack(bdev *b, CUfunction fn, const ndf_array *a, CUdeviceptr d
 }
 
 static ndf_status unpack(bdev *b, CUfunction fn, CUdeviceptr a, CUdeviceptr bm, int invert, ndf_array *out) {
-  bunpack_params p;
+  ndf__bunpack_params p;
   memset(&p, 0, sizeof p);
   p.a = a;
   p.b = bm;
@@ -355,7 +304,7 @@ static void fstep_code(gbuf *g, const int32_t *tab, int64_t ntr, int nra, int op
 static ndf_status step_prepare(bdev *b, const ndf__bin_step *sp, int op, int border, int iterations, bstep *st) {
   memset(st, 0, sizeof *st);
   const int nsp = b->nsp, nra = nsp - 1, R = nra + 2;
-  bstep_params *p = &st->p;
+  ndf__bstep_params *p = &st->p;
   p->nra = nra;
   for (int d = 0; d < nra; d++) {
     int ax = b->ndim - nsp + d;
@@ -438,11 +387,7 @@ static ndf_status step_prepare(bdev *b, const ndf__bin_step *sp, int op, int bor
         return ndf__error(b->ctx, NDF_ENOMEM, "%s: out of memory", b->name);
       }
       ndf__kernel_req req;
-      ndf__req_init(&req, "binary_fstep", "ndf_bin_fstep");
-      ndf__req_set(&req, "OP", "%d", op);
-      ndf__req_set(&req, "CYCLE", "%d", st->cycle);
-      ndf__req_set(&req, "NRA", "%d", nra);
-      ndf__req_set(&req, "TAPS", "%s", g.s);
+      ndf__req_binary_fstep(&req, op, st->cycle, nra, g.s);
       free(g.s);
       free(tab);
       p->ntr = (int)ntr;
@@ -462,10 +407,7 @@ static ndf_status step_prepare(bdev *b, const ndf__bin_step *sp, int op, int bor
   st->cycle = iterations < 1 && !st->monotone;
   st->inplace = iterations < 1 && st->monotone;
   ndf__kernel_req req;
-  ndf__req_init(&req, "binary_step", "ndf_bin_step");
-  ndf__req_set(&req, "OP", "%d", op);
-  ndf__req_set(&req, "CYCLE", "%d", st->cycle);
-  ndf__req_set(&req, "INPLACE", "%d", st->inplace);
+  ndf__req_binary_step(&req, op, st->cycle, st->inplace);
   return ndf__jit_get(b->ctx, b->name, &req, &st->fn);
 }
 
@@ -480,44 +422,34 @@ static ndf_status step_launch(bdev *b, bstep *st, CUdeviceptr src, CUdeviceptr d
   return launch(b, st->fn, (b->nwords + 255) / 256, &st->p);
 }
 
-/* The parameter block of templates/binary_ccl.cu for NSP = b->nsp into raw
- * (at least sizeof(ccl_params_max) bytes): border and the fields after it
- * follow the NSP + 3 int64 values directly.  Returns the offset of phase. */
-static size_t ccl_params(const bdev *b, const bstep *st, CUdeviceptr x, CUdeviceptr mask, CUdeviceptr dst,
-                       CUdeviceptr parent, CUdeviceptr lit, int border, unsigned char *raw) {
-  ccl_params_max p;
-  memset(&p, 0, sizeof p);
-  p.x = x;
-  p.mask = mask;
-  p.dst = dst;
-  p.parent = parent;
-  p.lit = lit;
+/* The kernel parameters of templates/binary_ccl.cu (phase set per launch). */
+static void ccl_params(const bdev *b, const bstep *st, CUdeviceptr x, CUdeviceptr mask, CUdeviceptr dst,
+                       CUdeviceptr parent, CUdeviceptr lit, int border, ndf__ccl_params *p) {
+  memset(p, 0, sizeof *p);
+  p->x = x;
+  p->mask = mask;
+  p->dst = dst;
+  p->parent = parent;
+  p->lit = lit;
   const int nsp = b->nsp;
-  for (int d = 0; d < nsp; d++) p.tail[d] = b->shape[b->ndim - nsp + d];
-  p.tail[nsp] = b->nx;
-  p.tail[nsp + 1] = b->nw;
-  p.tail[nsp + 2] = b->nrows;
-  size_t off = offsetof(ccl_params_max, tail) + (size_t)(nsp + 3) * sizeof(int64_t);
-  memcpy(raw, &p, off);
-  int ntaps = st->ccl_ntaps, linkx = st->ccl_linkx, pad = 0;
-  memcpy(raw + off, &border, 4);
-  memcpy(raw + off + 4, &ntaps, 4);
-  memcpy(raw + off + 8, &linkx, 4);
-  memcpy(raw + off + 12, &pad, 4);
-  CUdeviceptr taps = st->ccl_tab, toff = st->ccl_tab + (CUdeviceptr)((size_t)ntaps * nsp * sizeof(int32_t));
-  memcpy(raw + off + 16, &taps, 8);
-  memcpy(raw + off + 24, &toff, 8);
-  memset(raw + off + 32, 0, 8); /* phase, padding */
-  return off + 32;
+  for (int d = 0; d < nsp; d++) p->sshape[d] = b->shape[b->ndim - nsp + d];
+  p->nx = b->nx;
+  p->nw = b->nw;
+  p->nrows = b->nrows;
+  p->border = border;
+  p->ntaps = st->ccl_ntaps;
+  p->linkx = st->ccl_linkx;
+  p->taps = st->ccl_tab;
+  p->toff = st->ccl_tab + (CUdeviceptr)((size_t)st->ccl_ntaps * nsp * sizeof(int32_t));
 }
 
 /* Launches phases first..last of binary_ccl.cu over every (word, lane). */
-static ndf_status ccl_run(bdev *b, const bstep *st, unsigned char *raw, size_t phase_off, int first, int last) {
+static ndf_status ccl_run(bdev *b, const bstep *st, ndf__ccl_params *p, int first, int last) {
   const int64_t blocks = (b->nwords * 32 + 255) / 256;
   ndf_status s = NDF_OK;
   for (int k = first; k <= last && s == NDF_OK; k++) {
-    memcpy(raw + phase_off, &k, 4);
-    s = launch(b, st->ccl_fn, blocks, raw);
+    p->phase = k;
+    s = launch(b, st->ccl_fn, blocks, p);
   }
   return s;
 }
@@ -529,10 +461,10 @@ static ndf_status ccl_limit(bdev *b, bstep *st, int *cur) {
   const size_t pb = ((size_t)n * 4 + 255) & ~(size_t)255;
   ndf_status s = ndf__scratch_alloc(b->ctx, pb + (size_t)n, &mem);
   if (s != NDF_OK) return s;
-  unsigned char raw[sizeof(ccl_params_max)];
+  ndf__ccl_params p;
   const CUdeviceptr x = b->x_empty && *cur == 0 ? 0 : b->buf[*cur];
-  size_t po = ccl_params(b, st, x, b->mask, b->buf[*cur ^ 1], mem, mem + pb, st->p.border != 0, raw);
-  s = ccl_run(b, st, raw, po, 0, 4);
+  ccl_params(b, st, x, b->mask, b->buf[*cur ^ 1], mem, mem + pb, st->p.border != 0, &p);
+  s = ccl_run(b, st, &p, 0, 4);
   ndf__scratch_free(b->ctx, mem);
   if (s == NDF_OK) *cur ^= 1;
   return s;
@@ -586,9 +518,7 @@ static ndf_status flood_prepare(bdev *b, const int32_t *taps, int64_t n, bstep *
                         ((b->nw + kk - 1) / kk);
   if (b->nrows == 0 || tiles >= INT32_MAX) return NDF_OK;
   ndf__kernel_req req;
-  ndf__req_init(&req, "binary_flood", "ndf_bin_flood");
-  ndf__req_set(&req, "CONN", "%d", conn);
-  ndf__req_set(&req, "K", "%d", kk);
+  ndf__req_binary_flood(&req, conn, kk);
   ndf_status s = ndf__jit_get(b->ctx, b->name, &req, &st->flood_fn);
   if (s != NDF_OK) return s;
   st->flood = conn;
@@ -605,7 +535,7 @@ static ndf_status flood_prepare(bdev *b, const int32_t *taps, int64_t n, bstep *
 static ndf_status flood_limit(bdev *b, bstep *st, int cur) {
   const ndf__cu_api *cu = ndf__cu(NULL);
   const int nsp = b->nsp, kk = st->flood_k;
-  flood_params p;
+  ndf__flood_params p;
   memset(&p, 0, sizeof p);
   p.r = b->buf[cur];
   p.mask = b->mask;
@@ -631,7 +561,7 @@ static ndf_status flood_limit(bdev *b, bstep *st, int cur) {
   for (int t = 0;;) {
     for (int i = 0; i < batch; i++) {
       p.t = ++t;
-      ndf_status s = ndf__launch(b->ctx, b->name, st->flood_fn, (unsigned)tiles, 32u * (unsigned)p.tz, 1, 0, &p);
+      ndf_status s = ndf__flood_launch(b->ctx, b->name, st->flood_fn, (unsigned)tiles, 32u * (unsigned)p.tz, 1, 0, &p);
       if (s != NDF_OK) return s;
     }
     ndf_status s = read_status(b, h);
@@ -780,14 +710,6 @@ done:
 
 /* ---- label ------------------------------------------------------------------------------- */
 
-/* Kernel arguments of templates/label.cu (struct ndf_label_params). */
-typedef struct label_params {
-  CUdeviceptr out, parent, rank, bsum, base;
-  int ndim;
-  int64_t shape[NDF_MAX_NDIM], ostr[NDF_MAX_NDIM];
-  int n, per, nimg, nblk, phase;
-} label_params;
-
 #define LABEL_E 2048
 
 /*
@@ -819,15 +741,14 @@ ndf_status ndf__label_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, 
   (void)nsp;
   {
     ndf__kernel_req req;
-    ndf__req_init(&req, "label", "ndf_label");
-    ndf__req_set(&req, "O", "%s", ndf__dtype_ctype(out->dtype));
+    ndf__req_label(&req, ndf__dtype_ctype(out->dtype));
     s = ndf__jit_get(ctx, name, &req, &fn);
   }
   if (s == NDF_OK) s = get_pack(&b, in, &fpack);
   if (s == NDF_OK) s = ccl_prepare(&b, taps, ntaps, &st);
   if (s != NDF_OK) goto done;
 
-  label_params p;
+  ndf__label_params p;
   memset(&p, 0, sizeof p);
   p.out = (CUdeviceptr)(uintptr_t)out->data;
   p.ndim = in->ndim;
@@ -846,10 +767,10 @@ ndf_status ndf__label_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, 
   p.rank = scratch + nb;
   p.bsum = scratch + 2 * nb;
   p.base = scratch + 2 * nb + bb;
-  unsigned char raw[sizeof(ccl_params_max)];
-  size_t po = ccl_params(&b, &st, b.mask, b.mask, b.buf[0], p.parent, 0, 0, raw);
+  ndf__ccl_params cp;
+  ccl_params(&b, &st, b.mask, b.mask, b.buf[0], p.parent, 0, 0, &cp);
   if ((s = pack(&b, fpack, in, b.mask, 0)) != NDF_OK) goto done;
-  if ((s = ccl_run(&b, &st, raw, po, 0, 2)) != NDF_OK) goto done; /* init, unite, compress */
+  if ((s = ccl_run(&b, &st, &cp, 0, 2)) != NDF_OK) goto done; /* init, unite, compress */
   const int64_t label_blocks[4] = {p.nblk, 1, p.nblk, (nimg + 1 + 255) / 256};
   for (int k = 0; k < 4 && s == NDF_OK; k++) { /* count, scan, rank, base */
     p.phase = k;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "distance/distance.h"
+#include "kernel_params.generated.h"
 
 ndf_status ndf__bf_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, ndf_array *idx, int nb,
                         int metric, int has_sampling, const double *sampling) {
@@ -26,11 +27,8 @@ ndf_status ndf__bf_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf
   CUfunction fn[3];
   for (int k = 0; k < 3; k++) {
     ndf__kernel_req r;
-    ndf__req_init(&r, "distance_bf", kn[k]);
     /* the input type matters to ndf_bf_mark only, the metric to ndf_bf_dist only */
-    ndf__req_set(&r, "TIN", "%s", k == 0 ? ndf__dtype_ctype(in->dtype) : "unsigned char");
-    ndf__req_set(&r, "NSP", "%d", nsp);
-    ndf__req_set(&r, "METRIC", "%d", k == 2 ? mcode : 0);
+    ndf__req_distance_bf(&r, kn[k], k == 0 ? in->dtype : NDF_UINT8, nsp, k == 2 ? mcode : 0);
     if ((s = ndf__jit_get(ctx, name, &r, &fn[k])) != NDF_OK) return s;
   }
   const int64_t nchunk = (npix + 255) / 256;
@@ -47,47 +45,37 @@ ndf_status ndf__bf_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf
     goto done;
   }
   {
-    ndf__params pb = {.n = 0};
-    CUdeviceptr p_dist = dist ? (CUdeviceptr)(uintptr_t)dist->data : 0, p_idx = idx ? (CUdeviceptr)(uintptr_t)idx->data : 0;
-    int i_nb = nb, hs = has_sampling;
-    NDF__PUT(&pb, in->data);
-    NDF__PUT(&pb, fg);
-    NDF__PUT(&pb, list);
-    NDF__PUT(&pb, cnt);
-    NDF__PUT(&pb, p_dist);
-    NDF__PUT(&pb, p_idx);
-    NDF__PUT(&pb, nimg);
-    NDF__PUT(&pb, npix);
-    NDF__PUT(&pb, nchunk);
-    NDF__PUT(&pb, i_nb);
-    NDF__PUT(&pb, hs);
+    ndf__bf_params p = {0};
+    p.in = NDF__DPTR(in->data);
+    p.fg = fg;
+    p.list = list;
+    p.cnt = cnt;
+    p.dist = dist ? NDF__DPTR(dist->data) : 0;
+    p.idx = idx ? NDF__DPTR(idx->data) : 0;
+    p.nimg = nimg;
+    p.npix = npix;
+    p.nchunk = nchunk;
+    p.nb = nb;
+    p.has_samp = has_sampling;
     for (int d = 0; d < 8; d++) {
-      int64_t v = d < nsp ? in->shape[nb + d] : 1;
-      NDF__PUT(&pb, v);
+      p.sshape[d] = d < nsp ? in->shape[nb + d] : 1;
+      p.samp[d] = d < nsp ? sampling[d] : 1.0;
     }
-    for (int d = 0; d < 8; d++) {
-      double v = d < nsp ? sampling[d] : 1.0;
-      NDF__PUT(&pb, v);
-    }
-    ndf__params_put_padded(&pb, nb, in->shape);
+    ndf__axes(p.bshape, nb, in->shape);
     /* input, distances, indices: batch strides then spatial strides */
-    const ndf_array *arrs[3] = {in, dist, idx};
-    for (int k = 0; k < 3; k++) {
-      const ndf_array *a = arrs[k];
-      const int sp0 = k == 2 ? nb + 1 : nb;
-      for (int d = 0; d < NDF_MAX_NDIM; d++) {
-        int64_t v = a && d < nb ? a->strides[d] : 0;
-        NDF__PUT(&pb, v);
-      }
-      for (int d = 0; d < 8; d++) {
-        int64_t v = a && d < nsp ? a->strides[sp0 + d] : 0;
-        NDF__PUT(&pb, v);
-      }
+    ndf__axes(p.ibstr, nb, in->strides);
+    for (int d = 0; d < nsp; d++) p.isstr[d] = in->strides[nb + d];
+    if (dist) {
+      ndf__axes(p.dbstr, nb, dist->strides);
+      for (int d = 0; d < nsp; d++) p.dsstr[d] = dist->strides[nb + d];
     }
-    int64_t xk = idx ? idx->strides[nb] : 0;
-    NDF__PUT(&pb, xk);
+    if (idx) {
+      ndf__axes(p.xbstr, nb, idx->strides);
+      for (int d = 0; d < nsp; d++) p.xsstr[d] = idx->strides[nb + 1 + d];
+      p.xkstr = idx->strides[nb];
+    }
     for (int k = 0; k < 3 && s == NDF_OK; k++)
-      s = ndf__launch(ctx, name, fn[k], (unsigned)(nimg * nchunk), 256, 1, 0, pb.b);
+      s = ndf__bf_launch(ctx, name, fn[k], (unsigned)(nimg * nchunk), 256, 1, 0, &p);
   }
 done:
   ndf__scratch_free(ctx, scratch);

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "distance/distance.h"
+#include "kernel_params.generated.h"
 
 /* A knob from the environment: its integer value when it is one (the whole
  * string) within [lo, hi], else dflt (unset, empty, other text, out of range). */
@@ -188,15 +189,11 @@ static edt_lplan edt_wlines_plan(const ndf_array *in, int nb, const double *samp
 
 static void edt_request(ndf__kernel_req *r, const char *kernel, ndf_dtype tin, ndf_dtype dout, int first, int last,
                         int has_dist, int has_idx, int w32) {
-  ndf__req_init(r, "distance_edt", kernel);
   /* Slots that do not change the pass get one value, so passes share kernels. */
-  ndf__req_set(r, "TIN", "%s", first ? ndf__dtype_ctype(tin) : "unsigned char");
-  ndf__req_set(r, "DOUT", "%s", last && has_dist && dout == NDF_FLOAT32 ? "float" : "double");
-  ndf__req_set(r, "WT", "%s", w32 && !(first && last) ? "unsigned int" : "double");
-  ndf__req_set(r, "FIRST", "%d", first);
-  ndf__req_set(r, "LAST", "%d", last);
-  ndf__req_set(r, "HAS_DIST", "%d", last ? has_dist : 0);
-  ndf__req_set(r, "HAS_IDX", "%d", last ? has_idx : 0);
+  ndf__req_distance_edt(r, kernel, first ? tin : NDF_UINT8,
+                        last && has_dist && dout == NDF_FLOAT32 ? "float" : "double",
+                        w32 && !(first && last) ? "unsigned int" : "double", first, last, last ? has_dist : 0,
+                        last ? has_idx : 0);
 }
 
 /* The search path (templates/distance_edt.cu, ndf_edt_s*): with exact
@@ -306,54 +303,42 @@ static edt_splan edt_search_plan(const ndf_ctx *ctx, const ndf_array *in, int nb
   return sp;
 }
 
-/* The fields of ndf_edt_params up to its sampling table, in order (the W
- * layout fields follow), for pass d along axis nb + d: it reads (sf, sw)
+/* The fields of ndf_edt_params up to its sampling table (the W layout
+ * fields are the caller's), for pass d along axis nb + d: it reads (sf, sw)
  * unless it is the first pass (which reads the input), writes (df, dw) unless
  * it is the last (which writes dist and idx). */
-static void edt_put_head(ndf__params *pb, const ndf_array *in, const ndf_array *dist, const ndf_array *idx, int nb,
-                         const double *sampling, int d, CUdeviceptr sf, CUdeviceptr sw, CUdeviceptr df,
-                         CUdeviceptr dw, CUdeviceptr stack) {
+static void edt_head(ndf__edt_params *p, const ndf_array *in, const ndf_array *dist, const ndf_array *idx, int nb,
+                     const double *sampling, int d, CUdeviceptr sf, CUdeviceptr sw, CUdeviceptr df, CUdeviceptr dw,
+                     CUdeviceptr stack) {
   const int nd = in->ndim, nsp = nd - nb, axis = nb + d, first = d == 0, last = d == nsp - 1;
   int64_t inner = 1, npix = 1;
   for (int a = axis + 1; a < nd; a++) inner *= in->shape[a];
   for (int a = nb; a < nd; a++) npix *= in->shape[a];
   const int64_t n = in->shape[axis], nlines = ndf_array_size(in) / n;
-  const void *p_in = first ? in->data : NULL;
-  CUdeviceptr p_sf = first ? 0 : sf, p_sw = first ? 0 : sw;
-  CUdeviceptr p_df = last ? 0 : df, p_dw = last ? 0 : dw;
-  void *p_dist = last && dist ? dist->data : NULL;
-  void *p_idx = last && idx ? idx->data : NULL;
-  NDF__PUT(pb, p_in);
-  NDF__PUT(pb, p_sf);
-  NDF__PUT(pb, p_sw);
-  NDF__PUT(pb, p_df);
-  NDF__PUT(pb, p_dw);
-  NDF__PUT(pb, stack);
-  NDF__PUT(pb, p_dist);
-  NDF__PUT(pb, p_idx);
-  NDF__PUT(pb, nlines);
-  NDF__PUT(pb, n);
-  NDF__PUT(pb, inner);
-  NDF__PUT(pb, sampling[d]);
-  int i_nd = nd, i_nb = nb, i_axis = axis;
-  NDF__PUT(pb, i_nd);
-  NDF__PUT(pb, i_nb);
-  NDF__PUT(pb, i_axis);
-  NDF__PUT(pb, npix);
-  int64_t dstr[NDF_MAX_NDIM] = {0}, xstr[NDF_MAX_NDIM] = {0};
-  double samp[NDF_MAX_NDIM] = {0};
+  p->in = first ? NDF__DPTR(in->data) : 0;
+  p->sfeat = first ? 0 : sf;
+  p->sw = first ? 0 : sw;
+  p->dfeat = last ? 0 : df;
+  p->dw = last ? 0 : dw;
+  p->stack = stack;
+  p->dist = last && dist ? NDF__DPTR(dist->data) : 0;
+  p->idx = last && idx ? NDF__DPTR(idx->data) : 0;
+  p->nlines = nlines;
+  p->n = n;
+  p->inner = inner;
+  p->s = sampling[d];
+  p->nd = nd;
+  p->nb = nb;
+  p->axis = axis;
+  p->npix = npix;
+  ndf__axes(p->shape, nd, in->shape);
+  ndf__axes(p->istr, nd, in->strides);
   for (int a = 0; a < nd; a++) {
-    dstr[a] = dist ? dist->strides[a] : 0;
-    xstr[a] = idx ? idx->strides[a < nb ? a : a + 1] : 0;
+    p->dstr[a] = dist ? dist->strides[a] : 0;
+    p->xstr[a] = idx ? idx->strides[a < nb ? a : a + 1] : 0;
   }
-  for (int k = 0; k < nsp; k++) samp[k] = sampling[k];
-  int64_t xk = idx ? idx->strides[nb] : 0;
-  ndf__params_put_padded(pb, nd, in->shape);
-  ndf__params_put_padded(pb, nd, in->strides);
-  ndf__params_put_padded(pb, nd, dstr);
-  ndf__params_put_padded(pb, nd, xstr);
-  NDF__PUT(pb, xk);
-  for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(pb, samp[a]);
+  p->xk = idx ? idx->strides[nb] : 0;
+  for (int k = 0; k < nsp; k++) p->samp[k] = sampling[k];
 }
 
 static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, ndf_array *idx,
@@ -368,14 +353,9 @@ static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
   for (int d = 0; d < nsp; d++) {
     const int last = d == nsp - 1;
     ndf__kernel_req req;
-    ndf__req_init(&req, "distance_edt", kn[d == 0 ? 0 : (last ? 2 : 1) + 2 * sp->dk[d]]);
-    ndf__req_set(&req, "TIN", "%s", d == 0 ? ndf__dtype_ctype(in->dtype) : "unsigned char");
-    ndf__req_set(&req, "DOUT", "%s", last && dist && dout == NDF_FLOAT32 ? "float" : "double");
-    ndf__req_set(&req, "WT", "%s", "unsigned int");
-    ndf__req_set(&req, "FIRST", "%d", d == 0);
-    ndf__req_set(&req, "LAST", "%d", last);
-    ndf__req_set(&req, "HAS_DIST", "%d", last ? dist != NULL : 0);
-    ndf__req_set(&req, "HAS_IDX", "%d", has_idx);
+    ndf__req_distance_edt(&req, kn[d == 0 ? 0 : (last ? 2 : 1) + 2 * sp->dk[d]], d == 0 ? in->dtype : NDF_UINT8,
+                          last && dist && dout == NDF_FLOAT32 ? "float" : "double", "unsigned int", d == 0, last,
+                          last ? dist != NULL : 0, has_idx);
     if ((s = ndf__jit_get(ctx, name, &req, &fns[d])) != NDF_OK) return s;
   }
   /* Two buffers (one for 2-D) of W (uint32) then, with indices, features (int32). */
@@ -394,21 +374,12 @@ static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
     for (int a = axis + 1; a < nd; a++) inner *= in->shape[a];
     const int64_t n = in->shape[axis], nlines = N / n;
     const int src = nbuf == 1 ? 0 : (d + 1) % 2, dst = nbuf == 1 ? 0 : d % 2;
-    /* The fields of ndf_edt_params, in order. */
-    ndf__params pb = {.n = 0};
-    edt_put_head(&pb, in, dist, idx, nb, sampling, d, f[src], w[src], f[dst], w[dst], 0);
-    int64_t wseg = 0, wstride = 0, wbytes = 0, wpitch = 0, slw = sp->lw[d];
-    int wexact = 1, wtree = 0;
-    NDF__PUT(&pb, wseg);
-    NDF__PUT(&pb, wstride);
-    NDF__PUT(&pb, wexact);
-    NDF__PUT(&pb, wbytes);
-    NDF__PUT(&pb, wpitch);
-    NDF__PUT(&pb, wtree);
-    NDF__PUT(&pb, slw);
-    int wfast = 0;
-    NDF__PUT(&pb, wfast);
-    NDF__PUT(&pb, sp->scap);
+    ndf__edt_params p = {0};
+    edt_head(&p, in, dist, idx, nb, sampling, d, f[src], w[src], f[dst], w[dst], 0);
+    const int64_t slw = sp->lw[d];
+    p.wexact = 1; /* wseg, wstride, wbytes, wpitch, wtree, wfast: 0 (the W kernels' fields) */
+    p.slw = slw;
+    p.scap = sp->scap;
     unsigned grid, bx = 256, by = 1, smem = 0;
     if (first) { /* as ndf_edt_first: 32 .. 4 lines x segments of 8 .. 32 voxels, 512 threads, 3 blocks per SM */
       const int64_t want = 6 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132);
@@ -449,7 +420,7 @@ static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
               name, d + 1, nsp, axis, (long long)n, (long long)nlines, kn[first ? 0 : (last ? 2 : 1) + 2 * sp->dk[d]],
               grid, bx, by, smem,
               (long long)(first ? bx : slw), has_idx ? " + features" : "", sp->scap);
-    s = ndf__launch(ctx, name, fns[d], grid, bx, by, smem, pb.b);
+    s = ndf__edt_launch(ctx, name, fns[d], grid, bx, by, smem, &p);
   }
   ndf__scratch_free(ctx, scratch);
   return s;
@@ -513,27 +484,19 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
     const int64_t n = in->shape[axis], nlines = N / n;
     const int src = (d + 1) % 2, dst = d % 2;
 
-    /* The fields of ndf_edt_params, in order. */
-    ndf__params pb = {.n = 0};
-    edt_put_head(&pb, in, dist, idx, nb, sampling, d, f[src], w[src], f[dst], w[dst], scratch);
+    ndf__edt_params p = {0};
+    edt_head(&p, in, dist, idx, nb, sampling, d, f[src], w[src], f[dst], w[dst], scratch);
     const int wl = lp[d].use;
-    int64_t wseg = wl ? lp[d].seg : wp.seg, wstride = wl ? lp[d].stride : wp.stride;
-    int wexact = wl ? 1 : wp.exact;
-    int64_t wbytes = wl ? lp[d].wbytes : wp.wbytes, wpitch = lp[d].pitch;
-    NDF__PUT(&pb, wseg);
-    NDF__PUT(&pb, wstride);
-    NDF__PUT(&pb, wexact);
-    NDF__PUT(&pb, wbytes);
-    NDF__PUT(&pb, wpitch);
-    NDF__PUT(&pb, wtree);
-    int64_t slw = 0; /* the search kernels' field */
-    NDF__PUT(&pb, slw);
+    p.wseg = wl ? lp[d].seg : wp.seg;
+    p.wstride = wl ? lp[d].stride : wp.stride;
+    p.wexact = wl ? 1 : wp.exact;
+    p.wbytes = wl ? lp[d].wbytes : wp.wbytes;
+    p.wpitch = lp[d].pitch;
+    p.wtree = wtree;
+    /* slw, scap: 0 (the search kernels' fields) */
     /* ndf_edt_wrows without exact arithmetic: the warp's envelope (ndf_wenvp, default), or lane 0's
      * by ndf_wenv (NDF_EDT_SERIAL=old) or ndf_wenv1 (NDF_EDT_SERIAL=new): edt_wrows_plan */
-    int wfast = wp.wfast;
-    NDF__PUT(&pb, wfast);
-    int scap = 0; /* the search kernels' field */
-    NDF__PUT(&pb, scap);
+    p.wfast = wp.wfast;
 
     /* rows: a warp per 32 rows; first: 32 lines x nseg segments of about 32 voxels; lines: 128 lines. */
     unsigned bx = 128, by = 1;
@@ -587,14 +550,14 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
                              : "");
     }
     if (last && wp.use) /* a warp per row, wp.warps rows per block */
-      s = ndf__launch(ctx, name, fns[d], ndf__grid(ctx, (nlines + wp.warps - 1) / wp.warps, wrows_per_sm), 32,
-                      (unsigned)wp.warps, wp.smem, pb.b);
+      s = ndf__edt_launch(ctx, name, fns[d], ndf__grid(ctx, (nlines + wp.warps - 1) / wp.warps, wrows_per_sm), 32,
+                          (unsigned)wp.warps, wp.smem, &p);
     else if (wl) /* a warp per line, lp[d].lw lines per block */
-      s = ndf__launch(ctx, name, fns[d], ndf__grid(ctx, (nlines + lp[d].lw - 1) / lp[d].lw, 64 / lp[d].lw),
-                      32, (unsigned)lp[d].lw, lp[d].smem, pb.b);
+      s = ndf__edt_launch(ctx, name, fns[d], ndf__grid(ctx, (nlines + lp[d].lw - 1) / lp[d].lw, 64 / lp[d].lw),
+                          32, (unsigned)lp[d].lw, lp[d].smem, &p);
     else
-      s = ndf__launch(ctx, name, fns[d], ndf__grid(ctx, (nlines + per_block - 1) / per_block, 32), bx, by, 0,
-                      pb.b);
+      s = ndf__edt_launch(ctx, name, fns[d], ndf__grid(ctx, (nlines + per_block - 1) / per_block, 32), bx, by, 0,
+                          &p);
   }
   ndf__scratch_free(ctx, scratch);
   return s;
@@ -647,10 +610,12 @@ ndf_status ndf__cdt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
   CUfunction fns[NDF_MAX_SPATIAL];
   for (int k = 0; k < nsp; k++) {
     ndf__kernel_req req;
-    ndf__req_init(&req, "distance_cdt", k == 0 ? "ndf_cdt_rows" : seg ? "ndf_cdt_seg" : ctile_lw(in, nb + k - 1, ctx, simple, chess) ? "ndf_cdt_ctile" : "ndf_cdt_lines");
-    ndf__req_set(&req, "TIN", "%s", k == 0 ? ndf__dtype_ctype(in->dtype) : "unsigned char");
-    ndf__req_set(&req, "LAST", "%d", k == nsp - 1);
-    ndf__req_set(&req, "CHESS", "%d", k == 0 ? 0 : chess);
+    ndf__req_distance_cdt(&req,
+                          k == 0                                            ? "ndf_cdt_rows"
+                          : seg                                             ? "ndf_cdt_seg"
+                          : ctile_lw(in, nb + k - 1, ctx, simple, chess) ? "ndf_cdt_ctile"
+                                                                            : "ndf_cdt_lines",
+                          k == 0 ? in->dtype : NDF_UINT8, k == nsp - 1, k == 0 ? 0 : chess);
     if ((s = ndf__jit_get(ctx, name, &req, &fns[k])) != NDF_OK) return s;
   }
 
@@ -671,38 +636,24 @@ ndf_status ndf__cdt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
     int64_t inner = 1;
     for (int a = axis + 1; a < nd; a++) inner *= in->shape[a];
     const int64_t n = in->shape[axis], nlines = N / n;
-    /* The fields of ndf_cdt_params, in order. */
-    ndf__params pb = {.n = 0};
-    const void *p_in = k == 0 ? in->data : NULL;
-    CUdeviceptr p_src = k == 0 ? 0 : buf[(k + 1) % 2];
-    CUdeviceptr p_dst = last ? 0 : buf[k % 2];
-    CUdeviceptr p_dq = k == 0 ? 0 : dq;
-    void *p_out = last ? dist->data : NULL;
-    NDF__PUT(&pb, p_in);
-    NDF__PUT(&pb, p_src);
-    NDF__PUT(&pb, p_dst);
-    NDF__PUT(&pb, p_dq);
-    NDF__PUT(&pb, p_out);
-    NDF__PUT(&pb, nlines);
-    NDF__PUT(&pb, n);
-    NDF__PUT(&pb, inner);
-    int i_nd = nd, i_axis = axis;
-    NDF__PUT(&pb, i_nd);
-    NDF__PUT(&pb, i_axis);
-    int64_t shape[NDF_MAX_NDIM] = {0}, istr[NDF_MAX_NDIM] = {0}, ostr[NDF_MAX_NDIM] = {0};
-    for (int a = 0; a < nd; a++) {
-      shape[a] = in->shape[a];
-      istr[a] = in->strides[a];
-      ostr[a] = dist->strides[a];
-    }
-    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, shape[a]);
-    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, istr[a]);
-    for (int a = 0; a < NDF_MAX_NDIM; a++) NDF__PUT(&pb, ostr[a]);
-    int i_stage = k == 0 && stage;
-    NDF__PUT(&pb, i_stage);
+    ndf__cdt_params p = {0};
+    p.in = k == 0 ? NDF__DPTR(in->data) : 0;
+    p.src = k == 0 ? 0 : buf[(k + 1) % 2];
+    p.dst = last ? 0 : buf[k % 2];
+    p.deque = k == 0 ? 0 : dq;
+    p.out = last ? NDF__DPTR(dist->data) : 0;
+    p.nlines = nlines;
+    p.n = n;
+    p.inner = inner;
+    p.nd = nd;
+    p.axis = axis;
+    ndf__axes(p.shape, nd, in->shape);
+    ndf__axes(p.istr, nd, in->strides);
+    ndf__axes(p.ostr, nd, dist->strides);
+    p.stage = k == 0 && stage;
     if (k == 0) { /* a warp per row, 4 rows per block */
-      s = ndf__launch(ctx, name, fns[k], ndf__grid(ctx, (nlines + 3) / 4, 32), 128, 1,
-                      i_stage ? (unsigned)(4 * n * 4) : 0, pb.b);
+      s = ndf__cdt_launch(ctx, name, fns[k], ndf__grid(ctx, (nlines + 3) / 4, 32), 128, 1,
+                          p.stage ? (unsigned)(4 * n * 4) : 0, &p);
     } else if (seg) {
       /* lw lines x nseg segments of 8+ voxels: 32 lines, or 16 / 8 when that
        * leaves fewer than two blocks per SM (as ndf_edt_first) */
@@ -712,15 +663,15 @@ ndf_status ndf__cdt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
       int64_t nseg = (n + 7) / 8;
       if (nseg > 1024 / lw) nseg = 1024 / lw;
       if (nseg < 1) nseg = 1;
-      s = ndf__launch(ctx, name, fns[k], ndf__grid(ctx, (nlines + lw - 1) / lw, 32), (unsigned)lw, (unsigned)nseg, 0,
-                      pb.b);
+      s = ndf__cdt_launch(ctx, name, fns[k], ndf__grid(ctx, (nlines + lw - 1) / lw, 32), (unsigned)lw,
+                          (unsigned)nseg, 0, &p);
     } else if (ctile_lw(in, axis, ctx, simple, chess)) {
       const int64_t lw = ctile_lw(in, axis, ctx, simple, chess);
       const int64_t by = n < 1024 / lw ? n : 1024 / lw;
-      s = ndf__launch(ctx, name, fns[k], ndf__grid(ctx, (nlines + lw - 1) / lw, 32), (unsigned)lw, (unsigned)by,
-                      (unsigned)(lw * (n + 1) * 4), pb.b);
+      s = ndf__cdt_launch(ctx, name, fns[k], ndf__grid(ctx, (nlines + lw - 1) / lw, 32), (unsigned)lw, (unsigned)by,
+                          (unsigned)(lw * (n + 1) * 4), &p);
     } else { /* a thread per line */
-      s = ndf__launch(ctx, name, fns[k], ndf__grid(ctx, (nlines + 127) / 128, 32), 128, 1, 0, pb.b);
+      s = ndf__cdt_launch(ctx, name, fns[k], ndf__grid(ctx, (nlines + 127) / 128, 32), 128, 1, 0, &p);
     }
   }
   if (scratch) ndf__scratch_free(ctx, scratch);

@@ -33,6 +33,7 @@
 #include <time.h>
 
 #include "ecc/ecc.h"
+#include "kernel_params.generated.h"
 #include "ecc_plan.h"
 
 /* ---- the ECC's state in a context (ndf__family_state, docs/adr/0020) ------------------------------- */
@@ -127,13 +128,7 @@ static ndf_status ecc_report(ndf_ctx *ctx, void *state) {
 
 /* var: bit 0 the SOFT slot, bit 1 the RNG slot (the telescoped kernels over a given range) */
 static void ecc_request(ndf__kernel_req *r, const char *kernel, ndf_dtype dt, int nsp, int cons, int var) {
-  ndf__req_init(r, "ecc", kernel);
-  ndf__req_set(r, "TIN", "%s", ndf__dtype_ctype(dt));
-  ndf__req_set(r, "V", "%s", dt == NDF_FLOAT64 ? "double" : "float");
-  ndf__req_set(r, "NSP", "%d", nsp);
-  ndf__req_set(r, "CONS", "%d", cons);
-  ndf__req_set(r, "SOFT", "%d", var & 1);
-  ndf__req_set(r, "RNG", "%d", (var >> 1) & 1);
+  ndf__req_ecc(r, kernel, dt, dt == NDF_FLOAT64 ? "double" : "float", nsp, cons, var & 1, (var >> 1) & 1);
 }
 
 /* Kernels whose code does not depend on the slots share one specialization. */
@@ -215,9 +210,9 @@ int ndf__ecc_new_path(void) {
 
 /* ndf_ecc_scan's parameters and grid.  A C-contiguous input is read as rows
  * of 256 (many short rows: more blocks for a big image than its own rows). */
-static unsigned scan_params(ndf_ctx *ctx, ndf__params *pb, const ndf_array *in, CUdeviceptr p_mn, CUdeviceptr p_mx,
-                            CUdeviceptr p_nan, CUdeviceptr hdr, CUdeviceptr ts, CUdeviceptr perm, int64_t T,
-                            int need_range, int grid_only) {
+static unsigned scan_params(ndf_ctx *ctx, ndf__ecc_scan_params *p, const ndf_array *in, CUdeviceptr p_mn,
+                            CUdeviceptr p_mx, CUdeviceptr p_nan, CUdeviceptr hdr, CUdeviceptr ts, CUdeviceptr perm,
+                            int64_t T, int need_range, int grid_only) {
   int nd = in->ndim;
   int64_t shape[NDF_MAX_NDIM] = {0}, str[NDF_MAX_NDIM] = {0};
   const int64_t n = ndf_array_size(in);
@@ -236,23 +231,22 @@ static unsigned scan_params(ndf_ctx *ctx, ndf__params *pb, const ndf_array *in, 
   const int64_t nl = shape[nd - 1], nrows = n / nl;
   const unsigned grid = ndf__grid(ctx, (nrows + 7) / 8, 4);
   if (grid_only) return grid;
-  pb->n = 0;
-  int64_t sl = str[nd - 1];
-  NDF__PUT(pb, in->data);
-  NDF__PUT(pb, p_mn);
-  NDF__PUT(pb, p_mx);
-  NDF__PUT(pb, p_nan);
-  NDF__PUT(pb, nrows);
-  NDF__PUT(pb, nl);
-  NDF__PUT(pb, sl);
-  NDF__PUT(pb, nd);
-  ndf__params_put_padded(pb, nd, shape);
-  ndf__params_put_padded(pb, nd, str);
-  NDF__PUT(pb, hdr);
-  NDF__PUT(pb, ts);
-  NDF__PUT(pb, perm);
-  NDF__PUT(pb, T);
-  NDF__PUT(pb, need_range);
+  memset(p, 0, sizeof *p);
+  p->in = NDF__DPTR(in->data);
+  p->mn = p_mn;
+  p->mx = p_mx;
+  p->nan_at = p_nan;
+  p->nrows = nrows;
+  p->nl = nl;
+  p->sl = str[nd - 1];
+  p->nd = nd;
+  ndf__axes(p->shape, nd, shape);
+  ndf__axes(p->str, nd, str);
+  p->hdr = hdr;
+  p->ts = ts;
+  p->perm = perm;
+  p->T = T;
+  p->need_range = need_range;
   return grid;
 }
 
@@ -262,13 +256,13 @@ ndf_status ndf__ecc_cuda_scan(ndf_ctx *ctx, const char *name, const ndf_array *i
   if (s != NDF_OK) return s;
   CUfunction fn;
   if ((s = get_fn(ctx, name, "ndf_ecc_scan", in->dtype, 2, 0, 0, &fn)) != NDF_OK) return s;
-  ndf__params pb = {.n = 0};
-  const unsigned grid = scan_params(ctx, &pb, in, 0, 0, 0, 0, 0, 0, 0, 0, 1);
+  ndf__ecc_scan_params p;
+  const unsigned grid = scan_params(ctx, &p, in, 0, 0, 0, 0, 0, 0, 0, 0, 1);
   CUdeviceptr scratch = 0;
   if ((s = ndf__scratch_alloc(ctx, (size_t)grid * 24, &scratch)) != NDF_OK) return s;
   CUdeviceptr p_mn = scratch, p_mx = scratch + (size_t)grid * 8, p_nan = scratch + (size_t)grid * 16;
-  scan_params(ctx, &pb, in, p_mn, p_mx, p_nan, 0, 0, 0, 0, 0, 0);
-  s = ndf__launch(ctx, name, fn, grid, 256, 1, 0, pb.b);
+  scan_params(ctx, &p, in, p_mn, p_mx, p_nan, 0, 0, 0, 0, 0, 0);
+  s = ndf__ecc_scan_launch(ctx, name, fn, grid, 256, 1, 0, &p);
   double *h = s == NDF_OK ? malloc((size_t)grid * 24) : NULL;
   if (s == NDF_OK && !h) s = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", name);
   if (s == NDF_OK) {
@@ -403,54 +397,51 @@ static ndf_status hist_launch2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_a
     smem_ts = 1;
     dyn = (unsigned)((size_t)c->T * 12 + 4);
   }
-  ndf__params pb = {.n = 0};
-  int64_t T = c->T, nimg = c->nimg;
-  int nb = c->nb;
-  NDF__PUT(&pb, in->data);
-  NDF__PUT(&pb, cbuf);
-  NDF__PUT(&pb, fbuf);
-  NDF__PUT(&pb, hist);
-  NDF__PUT(&pb, ts);
-  NDF__PUT(&pb, lo);
-  NDF__PUT(&pb, inv_step);
-  NDF__PUT(&pb, T);
-  NDF__PUT(&pb, nimg);
-  NDF__PUT(&pb, g->ptiles);
-  NDF__PUT(&pb, g->ntx);
-  NDF__PUT(&pb, g->nchunks);
-  NDF__PUT(&pb, g->mc);
-  NDF__PUT(&pb, g->nz);
-  NDF__PUT(&pb, g->ny);
-  NDF__PUT(&pb, g->nx);
-  NDF__PUT(&pb, g->sz);
-  NDF__PUT(&pb, g->sy);
-  NDF__PUT(&pb, g->sx);
-  NDF__PUT(&pb, nb);
-  NDF__PUT(&pb, uniform);
-  NDF__PUT(&pb, smem_ts);
-  ndf__params_put_padded(&pb, nb, in->shape);
-  ndf__params_put_padded(&pb, nb, in->strides);
+  const int nb = c->nb;
+  ndf__ecc_params p = {0};
+  p.in = NDF__DPTR(in->data);
+  p.cbuf = cbuf;
+  p.fbuf = fbuf;
+  p.hist = hist;
+  p.ts = ts;
+  p.lo = lo;
+  p.inv_step = inv_step;
+  p.T = c->T;
+  p.nimg = c->nimg;
+  p.ptiles = g->ptiles;
+  p.ntx = g->ntx;
+  p.nchunks = g->nchunks;
+  p.mc = g->mc;
+  p.nz = g->nz;
+  p.ny = g->ny;
+  p.nx = g->nx;
+  p.sz = g->sz;
+  p.sy = g->sy;
+  p.sx = g->sx;
+  p.nb = nb;
+  p.uniform = uniform;
+  p.smem_ts = smem_ts;
+  ndf__axes(p.bshape, nb, in->shape);
+  ndf__axes(p.bstr, nb, in->strides);
   const hist_extra none = {0};
   if (!x) x = &none;
   const ndf_array *out = x->cnt ? x->out : NULL;
-  CUdeviceptr p_out = out ? (CUdeviceptr)(uintptr_t)out->data : 0;
-  int64_t ostep = out ? out->strides[nb] : 0;
-  NDF__PUT(&pb, x->hdr);
-  NDF__PUT(&pb, x->dev_binner);
-  NDF__PUT(&pb, x->check_nan);
-  NDF__PUT(&pb, x->cnt);
-  NDF__PUT(&pb, x->perm);
-  NDF__PUT(&pb, p_out);
-  NDF__PUT(&pb, ostep);
-  ndf__params_put_padded(&pb, nb, out ? out->shape : NULL);
-  ndf__params_put_padded(&pb, nb, out ? out->strides : NULL);
-  int fused = f != NULL;
-  CUdeviceptr gbar = f ? f->gbar : 0, part = f ? f->part : 0;
-  NDF__PUT(&pb, fused);
-  NDF__PUT(&pb, gbar);
-  NDF__PUT(&pb, part);
+  p.hdr = x->hdr;
+  p.dev_binner = x->dev_binner;
+  p.check_nan = x->check_nan;
+  p.cnt = x->cnt;
+  p.perm = x->perm;
+  if (out) {
+    p.out = NDF__DPTR(out->data);
+    p.ostep = out->strides[nb];
+    ndf__axes(p.oshape, nb, out->shape);
+    ndf__axes(p.ostr, nb, out->strides);
+  }
+  p.fused = f != NULL;
+  p.gbar = f ? f->gbar : 0;
+  p.part = f ? f->part : 0;
   if (f) {
-    void *args[] = {pb.b};
+    void *args[] = {&p};
     CUresult r = ndf__cu(NULL)->cuLaunchCooperativeKernel(fn, (unsigned)g->items, 1, 1, 256, 1, 1, dyn, ctx->stream,
                                                           args);
     /* too many blocks to be resident at once, or no cooperative launches on
@@ -462,7 +453,7 @@ static ndf_status hist_launch2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_a
     if (r == CUDA_SUCCESS) ndf__klog(ctx, fn);
     return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, c->name, r);
   }
-  return ndf__launch(ctx, c->name, fn, (unsigned)g->items, 256, 1, dyn, pb.b);
+  return ndf__ecc_launch(ctx, c->name, fn, (unsigned)g->items, 256, 1, dyn, &p);
 }
 
 static ndf_status hist_launch(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, CUfunction fn,
@@ -474,20 +465,19 @@ static ndf_status hist_launch(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
 /* ndf_ecc_final: per image the prefix sums, in the caller's order (hdr: only when clean). */
 static ndf_status final_launch(ndf_ctx *ctx, const ndf__ecc_call *c, CUfunction ff, CUdeviceptr hist,
                                CUdeviceptr d_perm, const ndf_array *out, CUdeviceptr hdr) {
-  ndf__params pb = {.n = 0};
-  int64_t ostep = out->strides[c->nb], tt = c->T, ni = c->nimg;
-  int nb = c->nb;
-  NDF__PUT(&pb, hist);
-  NDF__PUT(&pb, d_perm);
-  NDF__PUT(&pb, out->data);
-  NDF__PUT(&pb, ni);
-  NDF__PUT(&pb, tt);
-  NDF__PUT(&pb, ostep);
-  NDF__PUT(&pb, nb);
-  ndf__params_put_padded(&pb, nb, out->shape);
-  ndf__params_put_padded(&pb, nb, out->strides);
-  NDF__PUT(&pb, hdr);
-  return ndf__launch(ctx, c->name, ff, ndf__grid(ctx, c->nimg, 8), 256, 1, 0, pb.b);
+  const int nb = c->nb;
+  ndf__ecc_final_params p = {0};
+  p.hist = hist;
+  p.perm = d_perm;
+  p.out = NDF__DPTR(out->data);
+  p.nimg = c->nimg;
+  p.T = c->T;
+  p.ostep = out->strides[nb];
+  p.nb = nb;
+  ndf__axes(p.oshape, nb, out->shape);
+  ndf__axes(p.ostr, nb, out->strides);
+  p.hdr = hdr;
+  return ndf__ecc_final_launch(ctx, c->name, ff, ndf__grid(ctx, c->nimg, 8), 256, 1, 0, &p);
 }
 
 typedef struct tsort {
@@ -586,35 +576,43 @@ typedef struct fused_mem {
   int deferred;
 } fused_mem;
 
-/* The head that ndf_ecc_brick's and ndf_ecc_strip2's parameter blocks share
- * (ndf_ecc_rows puts out after part). */
-static void fused_put_head(ndf__params *pb, const ndf_array *in, const ndf_array *out, const fused_mem *m) {
-  NDF__PUT(pb, in->data);
-  NDF__PUT(pb, m->hist);
-  NDF__PUT(pb, m->cnt);
-  NDF__PUT(pb, out->data);
-  NDF__PUT(pb, m->hdr);
-  NDF__PUT(pb, m->gbar);
-  NDF__PUT(pb, m->part);
-}
+/* The fields that the fused kernels' parameter structs (ndf_ecc_brick, ndf_ecc_strip2, strip3,
+ * ndf_ecc_rows) name alike: the input, the scratch of m and the output. */
+#define FUSED_HEAD(p, in_, out_, m_)                                           \
+  do {                                                                         \
+    (p).in = NDF__DPTR((in_)->data);                                           \
+    (p).hist = (m_)->hist;                                                     \
+    (p).cnt = (m_)->cnt;                                                       \
+    (p).out = NDF__DPTR((out_)->data);                                         \
+    (p).hdr = (m_)->hdr;                                                       \
+    (p).gbar = (m_)->gbar;                                                     \
+    (p).part = (m_)->part;                                                     \
+  } while (0)
 
-/* The fields after it that ndf_ecc_brick's and ndf_ecc_strip3's blocks share: T, nimg, the
+/* The fields that ndf_ecc_brick's and ndf_ecc_strip3's structs name alike: T, nimg, the
  * output's threshold step, the shape (nz, ny, nx) and strides (sz, sy, sx); 2-D: ny = 1, sy = 0. */
-static void fused_put_geom(ndf__params *pb, const ndf__ecc_call *c, const ndf_array *in, const ndf_array *out) {
-  const int nb = c->nb, nsp = c->nsp;
-  int64_t T = c->T, nimg = c->nimg, ostep = out->strides[nb];
-  int64_t nz = c->sshape[0], ny = nsp == 3 ? c->sshape[1] : 1, nx = c->sshape[nsp - 1];
-  int64_t sz = in->strides[nb], sy = nsp == 3 ? in->strides[nb + 1] : 0, sx = in->strides[nb + nsp - 1];
-  NDF__PUT(pb, T);
-  NDF__PUT(pb, nimg);
-  NDF__PUT(pb, ostep);
-  NDF__PUT(pb, nz);
-  NDF__PUT(pb, ny);
-  NDF__PUT(pb, nx);
-  NDF__PUT(pb, sz);
-  NDF__PUT(pb, sy);
-  NDF__PUT(pb, sx);
-}
+#define FUSED_GEOM(p, c_, in_, out_)                                           \
+  do {                                                                         \
+    const int nb_ = (c_)->nb, nsp_ = (c_)->nsp;                                \
+    (p).T = (c_)->T;                                                           \
+    (p).nimg = (c_)->nimg;                                                     \
+    (p).ostep = (out_)->strides[nb_];                                          \
+    (p).nz = (c_)->sshape[0];                                                  \
+    (p).ny = nsp_ == 3 ? (c_)->sshape[1] : 1;                                  \
+    (p).nx = (c_)->sshape[nsp_ - 1];                                           \
+    (p).sz = (in_)->strides[nb_];                                              \
+    (p).sy = nsp_ == 3 ? (in_)->strides[nb_ + 1] : 0;                          \
+    (p).sx = (in_)->strides[nb_ + nsp_ - 1];                                   \
+  } while (0)
+
+/* The batch axes of the input and the output, the last fields of every fused kernel's struct. */
+#define FUSED_AXES(p, nb_, in_, out_)                                          \
+  do {                                                                         \
+    ndf__axes((p).bshape, (nb_), (in_)->shape);                                \
+    ndf__axes((p).bstr, (nb_), (in_)->strides);                                \
+    ndf__axes((p).oshape, (nb_), (out_)->shape);                               \
+    ndf__axes((p).ostr, (nb_), (out_)->strides);                               \
+  } while (0)
 
 static ndf_status fused_mem_alloc(ndf_ctx *ctx, int64_t nimg, int64_t T, int64_t nblocks, fused_mem *m) {
   memset(m, 0, sizeof *m);
@@ -817,15 +815,11 @@ static uint64_t now_ns(void) {
 }
 /* (pre: a kernel launched first on the same grid with the same parameters, no dynamic shared memory, not
  * cooperative -- strip3's split phase 1; NULL: none) */
-static ndf_status fused_launch_pre(ndf_ctx *ctx, const ndf__ecc_call *c, CUfunction pre, CUfunction fn, ndf__params *pb,
-                                   const ndf_array *in, const ndf_array *out, unsigned grid, unsigned dyn,
-                                   const fused_mem *m, uint32_t seq, int64_t *nan_at, int *not_finite, int *fallback) {
-  const int nb = c->nb, isfloat = in->dtype == NDF_FLOAT32 || in->dtype == NDF_FLOAT64;
-  ndf__params_put_padded(pb, nb, in->shape);
-  ndf__params_put_padded(pb, nb, in->strides);
-  ndf__params_put_padded(pb, nb, out->shape);
-  ndf__params_put_padded(pb, nb, out->strides);
-  void *args[] = {pb->b};
+static ndf_status fused_launch_pre(ndf_ctx *ctx, const ndf__ecc_call *c, CUfunction pre, CUfunction fn, void *params,
+                                   const ndf_array *in, unsigned grid, unsigned dyn, const fused_mem *m, uint32_t seq,
+                                   int64_t *nan_at, int *not_finite, int *fallback) {
+  const int isfloat = in->dtype == NDF_FLOAT32 || in->dtype == NDF_FLOAT64;
+  void *args[] = {params};
   ecc_t_launch[0] = now_ns();
   CUresult r = CUDA_SUCCESS;
   if (pre) r = ndf__cu(NULL)->cuLaunchKernel(pre, grid, 1, 1, 256, 1, 1, 0, ctx->stream, args, NULL);
@@ -848,10 +842,10 @@ static ndf_status fused_launch_pre(ndf_ctx *ctx, const ndf__ecc_call *c, CUfunct
   ndf__scratch_free(ctx, m->base);
   return s;
 }
-static ndf_status fused_launch(ndf_ctx *ctx, const ndf__ecc_call *c, CUfunction fn, ndf__params *pb,
-                               const ndf_array *in, const ndf_array *out, unsigned grid, unsigned dyn,
-                               const fused_mem *m, uint32_t seq, int64_t *nan_at, int *not_finite, int *fallback) {
-  return fused_launch_pre(ctx, c, NULL, fn, pb, in, out, grid, dyn, m, seq, nan_at, not_finite, fallback);
+static ndf_status fused_launch(ndf_ctx *ctx, const ndf__ecc_call *c, CUfunction fn, void *params,
+                               const ndf_array *in, unsigned grid, unsigned dyn, const fused_mem *m, uint32_t seq,
+                               int64_t *nan_at, int *not_finite, int *fallback) {
+  return fused_launch_pre(ctx, c, NULL, fn, params, in, grid, dyn, m, seq, nan_at, not_finite, fallback);
 }
 
 /* One cooperative launch of ndf_ecc_brick (thresholds over [min, max], T <=
@@ -870,18 +864,18 @@ static ndf_status ecc_brick(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arra
   fused_mem m;
   if ((s = fused_mem_alloc(ctx, nimg, T, pl.grid, &m)) != NDF_OK) return s;
   const int nb = c->nb;
-  int resident = pl.resident;
-  ndf__params pb = {.n = 0};
-  fused_put_head(&pb, in, out, &m);
-  fused_put_geom(&pb, c, in, out);
-  NDF__PUT(&pb, pl.nbz);
-  NDF__PUT(&pb, pl.nby);
-  NDF__PUT(&pb, pl.nbx);
-  NDF__PUT(&pb, pl.nbricks);
-  NDF__PUT(&pb, pl.per);
-  NDF__PUT(&pb, nb);
-  NDF__PUT(&pb, resident);
-  return fused_launch(ctx, c, fn, &pb, in, out, (unsigned)pl.grid, pl.dyn, &m, 0, nan_at, not_finite, fallback);
+  ndf__ecc_brick_params p = {0};
+  FUSED_HEAD(p, in, out, &m);
+  FUSED_GEOM(p, c, in, out);
+  p.nbz = pl.nbz;
+  p.nby = pl.nby;
+  p.nbx = pl.nbx;
+  p.nbricks = pl.nbricks;
+  p.per = pl.per;
+  p.nb = nb;
+  p.resident = pl.resident;
+  FUSED_AXES(p, nb, in, out);
+  return fused_launch(ctx, c, fn, &p, in, (unsigned)pl.grid, pl.dyn, &m, 0, nan_at, not_finite, fallback);
 }
 
 /* ---- the 2-D warp-strip kernel (ndf_ecc_strip2, templates/ecc.cu) ------------------------------ */
@@ -1054,18 +1048,23 @@ static uint32_t strip_seq(void) {
  * and the tickets; default: release / acquire atomics.  NDF_ECC2_BIN=table: every first guess
  * checked against the thresholds in shared memory; default: guesses certified by an
  * error bound skip the table. */
-static void strip_put_tail(ndf__params *pb, int nb, int ncopy, const fused_mem *m, int hdrblk, CUdeviceptr prof) {
+static void strip_flags(int *fence_out, int *bin_out) {
   const char *fe = getenv("NDF_ECC2_FENCE"), *be = getenv("NDF_ECC2_BIN");
   int fence = fe && strcmp(fe, "sc") == 0, bin = be && strcmp(be, "table") == 0;
-  NDF__PUT(pb, nb);
-  NDF__PUT(pb, ncopy);
-  NDF__PUT(pb, m->seq);
-  NDF__PUT(pb, hdrblk);
-  NDF__PUT(pb, fence);
-  NDF__PUT(pb, bin);
-  NDF__PUT(pb, prof);
-  NDF__PUT(pb, m->drec);
+  *fence_out = fence;
+  *bin_out = bin;
 }
+/* The fields after rhi that ndf_ecc2_params and ndf_ecc3_params name alike. */
+#define STRIP_TAIL(p, nb_, ncopy_, m_, hdrblk_, prof_)                         \
+  do {                                                                         \
+    (p).nb = (nb_);                                                            \
+    (p).ncopy = (ncopy_);                                                      \
+    (p).seq = (m_)->seq;                                                       \
+    (p).hdrblk = (hdrblk_);                                                    \
+    strip_flags(&(p).fence, &(p).bin);                                         \
+    (p).prof = (prof_);                                                        \
+    (p).drec = (m_)->drec;                                                     \
+  } while (0)
 
 /* NDF_ECC2_PROF=1 (benchmarks): the warp-strip kernels write %globaltimer at their phase boundaries
  * (8 stamps per block: 0 start, 1 phase 1 done, 2 past the grid barrier, 3 set-up done, 4 the
@@ -1169,30 +1168,27 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   /* the partials, 24 bytes a block (a given range: the call's NaN key in the first 8) */
   fused_mem m;
   if ((s = strip2_mem(ctx, c->name, defer_float(ctx, in), nimg, T * pl.ncopy, grid, &m)) != NDF_OK) return s;
-  const CUdeviceptr seqp = m.seqp;
   const int nb = c->nb;
-  int64_t ostep = out->strides[nb];
-  int64_t nz = c->sshape[0], nx = c->sshape[1], sz = in->strides[nb], sx = in->strides[nb + 1];
-  ndf__params pb = {.n = 0};
-  fused_put_head(&pb, in, out, &m);
-  NDF__PUT(&pb, seqp);
-  NDF__PUT(&pb, T);
-  NDF__PUT(&pb, nimg);
-  NDF__PUT(&pb, ostep);
-  NDF__PUT(&pb, nz);
-  NDF__PUT(&pb, nx);
-  NDF__PUT(&pb, sz);
-  NDF__PUT(&pb, sx);
-  NDF__PUT(&pb, pl.nstrip);
-  NDF__PUT(&pb, pl.mc);
-  NDF__PUT(&pb, pl.tpi);
-  NDF__PUT(&pb, pl.bpi);
-  const double rlo = rng ? rng[0] : 0.0, rhi = rng ? rng[1] : 0.0;
-  NDF__PUT(&pb, rlo);
-  NDF__PUT(&pb, rhi);
+  ndf__ecc2_params p = {0};
+  FUSED_HEAD(p, in, out, &m);
+  p.seqp = m.seqp;
+  p.T = T;
+  p.nimg = nimg;
+  p.ostep = out->strides[nb];
+  p.nz = c->sshape[0];
+  p.nx = c->sshape[1];
+  p.sz = in->strides[nb];
+  p.sx = in->strides[nb + 1];
+  p.nstrip = pl.nstrip;
+  p.mc = pl.mc;
+  p.tpi = pl.tpi;
+  p.bpi = pl.bpi;
+  p.rlo = rng ? rng[0] : 0.0;
+  p.rhi = rng ? rng[1] : 0.0;
   const CUdeviceptr prof = strip_prof_alloc(ctx, grid);
-  strip_put_tail(&pb, nb, pl.ncopy, &m, hdrblk, prof);
-  s = fused_launch(ctx, c, fn, &pb, in, out, (unsigned)grid, dyn, &m, m.seq, nan_at, not_finite, fallback);
+  STRIP_TAIL(p, nb, pl.ncopy, &m, hdrblk, prof);
+  FUSED_AXES(p, nb, in, out);
+  s = fused_launch(ctx, c, fn, &p, in, (unsigned)grid, dyn, &m, m.seq, nan_at, not_finite, fallback);
   strip_prof_report(ctx, tele ? "ndf_ecc_strip2t" : "ndf_ecc_strip2", prof, pl.nblocks, grid);
   return s;
 }
@@ -1306,26 +1302,24 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   /* the partials, 24 bytes a block (a given range: the call's NaN key in the first 8) */
   fused_mem m;
   if ((s = strip2_mem(ctx, c->name, defer_float(ctx, in), nimg, T * pl.ch.ncopy, grid, &m)) != NDF_OK) return s;
-  const CUdeviceptr seqp = m.seqp;
   const int nb = c->nb;
-  ndf__params pb = {.n = 0};
-  fused_put_head(&pb, in, out, &m);
-  NDF__PUT(&pb, seqp);
-  fused_put_geom(&pb, c, in, out);
-  NDF__PUT(&pb, pl.ntx);
-  NDF__PUT(&pb, pl.nty);
-  NDF__PUT(&pb, pl.ch.tpi);
-  NDF__PUT(&pb, pl.ch.bpi);
+  ndf__ecc3_params p = {0};
+  FUSED_HEAD(p, in, out, &m);
+  p.seqp = m.seqp;
+  FUSED_GEOM(p, c, in, out);
+  p.ntx = pl.ntx;
+  p.nty = pl.nty;
+  p.tpi = pl.ch.tpi;
+  p.bpi = pl.ch.bpi;
   /* block columns (ndf_ecc3_params.bcol) where the tiles across come in eights (2: and staged planes) */
-  const int64_t bcol = stg ? 2 : pl.ntx % 8 == 0 && bcol_ok;
-  NDF__PUT(&pb, bcol);
-  NDF__PUT(&pb, p1);
-  const double rlo = rng ? rng[0] : 0.0, rhi = rng ? rng[1] : 0.0;
-  NDF__PUT(&pb, rlo);
-  NDF__PUT(&pb, rhi);
+  p.bcol = stg ? 2 : pl.ntx % 8 == 0 && bcol_ok;
+  p.p1 = p1;
+  p.rlo = rng ? rng[0] : 0.0;
+  p.rhi = rng ? rng[1] : 0.0;
   const CUdeviceptr prof = strip_prof_alloc(ctx, grid);
-  strip_put_tail(&pb, nb, pl.ch.ncopy, &m, hdrblk, prof);
-  s = fused_launch_pre(ctx, c, pre, fn, &pb, in, out, (unsigned)grid, dyn, &m, m.seq, nan_at, not_finite, fallback);
+  STRIP_TAIL(p, nb, pl.ch.ncopy, &m, hdrblk, prof);
+  FUSED_AXES(p, nb, in, out);
+  s = fused_launch_pre(ctx, c, pre, fn, &p, in, (unsigned)grid, dyn, &m, m.seq, nan_at, not_finite, fallback);
   strip_prof_report(ctx, kname, prof, pl.ch.nblocks, grid);
   return s;
 }
@@ -1386,11 +1380,7 @@ static ndf_status ecc_rows(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array
                            int mode, int64_t *nan_at, int *not_finite, int *fallback) {
   *fallback = 1;
   ndf__kernel_req req;
-  ndf__req_init(&req, "ecc_rows", "ndf_ecc_rows");
-  ndf__req_set(&req, "TIN", "%s", ndf__dtype_ctype(in->dtype));
-  ndf__req_set(&req, "V", "%s", in->dtype == NDF_FLOAT64 ? "double" : "float");
-  ndf__req_set(&req, "CONS", "%d", cons);
-  ndf__req_set(&req, "PF", "%d", rows_pf[mode]);
+  ndf__req_ecc_rows(&req, in->dtype, in->dtype == NDF_FLOAT64 ? "double" : "float", cons, rows_pf[mode]);
   CUfunction fn;
   ndf_status s = ndf__jit_get(ctx, c->name, &req, &fn);
   if (s != NDF_OK) return s;
@@ -1426,32 +1416,24 @@ static ndf_status ecc_rows(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array
   if (grid > cap) return NDF_OK;
   fused_mem m;
   if ((s = fused_mem_alloc(ctx, nimg, T, grid, &m)) != NDF_OK) return s;
-  int64_t ostep = out->strides[nb];
-  int pad = 0;
-  ndf__params pb = {.n = 0};
-  NDF__PUT(&pb, in->data);
-  NDF__PUT(&pb, m.hist);
-  NDF__PUT(&pb, m.cnt);
-  NDF__PUT(&pb, m.hdr);
-  NDF__PUT(&pb, m.gbar);
-  NDF__PUT(&pb, m.part);
-  NDF__PUT(&pb, out->data);
-  NDF__PUT(&pb, T);
-  NDF__PUT(&pb, nimg);
-  NDF__PUT(&pb, ptiles);
-  NDF__PUT(&pb, ntx);
-  NDF__PUT(&pb, nchunks);
-  NDF__PUT(&pb, mc);
-  NDF__PUT(&pb, nz);
-  NDF__PUT(&pb, ny);
-  NDF__PUT(&pb, nx);
-  NDF__PUT(&pb, sz);
-  NDF__PUT(&pb, sy);
-  NDF__PUT(&pb, sx);
-  NDF__PUT(&pb, ostep);
-  NDF__PUT(&pb, nb);
-  NDF__PUT(&pb, pad);
-  return fused_launch(ctx, c, fn, &pb, in, out, (unsigned)grid, dyn, &m, 0, nan_at, not_finite, fallback);
+  ndf__ecc_rows_params p = {0};
+  FUSED_HEAD(p, in, out, &m);
+  p.T = T;
+  p.nimg = nimg;
+  p.ptiles = ptiles;
+  p.ntx = ntx;
+  p.nchunks = nchunks;
+  p.mc = mc;
+  p.nz = nz;
+  p.ny = ny;
+  p.nx = nx;
+  p.sz = sz;
+  p.sy = sy;
+  p.sx = sx;
+  p.ostep = out->strides[nb];
+  p.nb = nb;
+  FUSED_AXES(p, nb, in, out);
+  return fused_launch(ctx, c, fn, &p, in, (unsigned)grid, dyn, &m, 0, nan_at, not_finite, fallback);
 }
 
 ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out,
@@ -1525,7 +1507,7 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
   }
   /* the scan kernel only now: a fused call needs no lookup of it */
   if (need_range && (s = get_fn(ctx, c->name, "ndf_ecc_scan", in->dtype, 2, 0, 0, &fsc)) != NDF_OK) return s;
-  ndf__params spb = {.n = 0};
+  ndf__ecc_scan_params spb;
   const unsigned sgrid = need_range ? scan_params(ctx, &spb, in, 0, 0, 0, 0, 0, 0, 0, 0, 1) : 0;
   /* scratch: header, per-image tickets, histogram (zeroed by one memset),
    * sorted thresholds, permutation, the scan's partials */
@@ -1565,7 +1547,7 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
     if ((s = sync_error(ctx, c->name, r)) != NDF_OK) goto done;
   } else {
     scan_params(ctx, &spb, in, part, part + (size_t)sgrid * 8, part + (size_t)sgrid * 16, hdr, d_ts, d_perm, T, 1, 0);
-    if ((s = ndf__launch(ctx, c->name, fsc, sgrid, 256, 1, 0, spb.b)) != NDF_OK) goto done;
+    if ((s = ndf__ecc_scan_launch(ctx, c->name, fsc, sgrid, 256, 1, 0, &spb)) != NDF_OK) goto done;
   }
   {
     const hist_extra x = {hdr, need_range, isfloat && !need_range, fused ? cnt : 0, d_perm, out, pack};
@@ -1583,18 +1565,17 @@ done:
 /* nimg x T doubles at src into the strided (batch..., T) array dst (nb batch axes). */
 static ndf_status put_launch(ndf_ctx *ctx, const char *name, CUfunction fn, CUdeviceptr src, const ndf_array *dst,
                              int nb, int64_t nimg, int64_t T, CUdeviceptr hdr) {
-  ndf__params pb = {.n = 0};
-  int64_t step = dst->strides[nb];
-  NDF__PUT(&pb, src);
-  NDF__PUT(&pb, dst->data);
-  NDF__PUT(&pb, nimg);
-  NDF__PUT(&pb, T);
-  NDF__PUT(&pb, step);
-  NDF__PUT(&pb, nb);
-  ndf__params_put_padded(&pb, nb, dst->shape);
-  ndf__params_put_padded(&pb, nb, dst->strides);
-  NDF__PUT(&pb, hdr);
-  return ndf__launch(ctx, name, fn, ndf__grid(ctx, (nimg * T + 255) / 256, 8), 256, 1, 0, pb.b);
+  ndf__ecc_put_params p = {0};
+  p.src = src;
+  p.dst = NDF__DPTR(dst->data);
+  p.nimg = nimg;
+  p.T = T;
+  p.step = dst->strides[nb];
+  p.nb = nb;
+  ndf__axes(p.bshape, nb, dst->shape);
+  ndf__axes(p.bstr, nb, dst->strides);
+  p.hdr = hdr;
+  return ndf__ecc_put_launch(ctx, name, fn, ndf__grid(ctx, (nimg * T + 255) / 256, 8), 256, 1, 0, &p);
 }
 
 /* ---- soft ECC, float32: ndf_ecc_soft2 (templates/ecc_soft.cu) unless NDF_SOFT_ECC=old ---------- */
@@ -1696,6 +1677,36 @@ static int soft2_make_plan(const double *t, int64_t T, double lambda, int force_
   return 0;
 }
 
+/* The fields that ndf_ecc_soft's and ndf_ecc_soft2's structs name alike (in ndf__soft_ecc_cuda:
+ * mode 0 sums into acc, mode 1 takes grad_output arr and writes grad_input gin and, with gthr,
+ * the thresholds' gradient into acc). */
+#define SOFT_COMMON(p)                                                         \
+  do {                                                                         \
+    (p).g = mode == 1 ? NDF__DPTR(arr->data) : 0;                              \
+    (p).acc = mode == 0 ? acc : 0;                                             \
+    (p).gt = mode == 1 && gthr ? acc : 0;                                      \
+    (p).gin = mode == 1 && gin ? NDF__DPTR(gin->data) : 0;                     \
+    (p).lambda = lambda;                                                       \
+    (p).nimg = nimg;                                                           \
+    (p).npix = npix;                                                           \
+    (p).T = T;                                                                 \
+    (p).nchunk = nchunk;                                                       \
+    (p).gstep = arr->strides[nb];                                              \
+    (p).ny = c->nsp == 3 ? c->sshape[1] : 1;                                   \
+    (p).nx = c->sshape[c->nsp - 1];                                            \
+    if (gin) {                                                                 \
+      (p).gsz = gin->strides[nb];                                              \
+      (p).gsy = c->nsp == 3 ? gin->strides[nb + 1] : 0;                        \
+      (p).gsx = gin->strides[nb + c->nsp - 1];                                 \
+    }                                                                          \
+    (p).nb = nb;                                                               \
+    (p).mode = mode;                                                           \
+    ndf__axes((p).bshape, nb, in->shape);                                      \
+    ndf__axes((p).gostr, nb, arr->strides);                                    \
+    if (gin) ndf__axes((p).gistr, nb, gin->strides);                           \
+    (p).hdr = hdr;                                                             \
+  } while (0)
+
 ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, const double *t,
                               ndf_array *arr, ndf_array *gin, ndf_array *gthr, int construction, double lambda,
                               int mode, int64_t *nan_at) {
@@ -1727,16 +1738,10 @@ ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
     return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
   if (s2mode) {
     ndf__kernel_req req;
-    ndf__req_init(&req, "ecc_soft", "ndf_ecc_soft2");
-    ndf__req_set(&req, "PROD", "%d", pl.prod);
-    ndf__req_set(&req, "FUSED", "%d", fused);
-    ndf__req_set(&req, "CONS", "%d", fused ? construction : 0);
+    ndf__req_ecc_soft(&req, "ndf_ecc_soft2", pl.prod, fused, fused ? construction : 0);
     s = ndf__jit_get(ctx, c->name, &req, &fs);
     if (s == NDF_OK && nanpass && contig) {
-      ndf__req_init(&req, "ecc_soft", "ndf_ecc_soft2_nan");
-      ndf__req_set(&req, "PROD", "%d", pl.prod);
-      ndf__req_set(&req, "FUSED", "%d", fused);
-      ndf__req_set(&req, "CONS", "%d", construction);
+      ndf__req_ecc_soft(&req, "ndf_ecc_soft2_nan", pl.prod, fused, construction);
       s = ndf__jit_get(ctx, c->name, &req, &fnan);
     }
   } else {
@@ -1758,7 +1763,7 @@ ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
   const size_t acc_bytes = ((size_t)(mode == 0 ? nimg : 1) * (size_t)T * 8 + 255) & ~(size_t)255;
   const size_t t_bytes = ((s2mode ? pl.bytes : (size_t)T * 8) + 255) & ~(size_t)255;
   /* fused: no f and c per voxel; the backward's scan partials (24 bytes per block) instead */
-  ndf__params spb = {.n = 0};
+  ndf__ecc_scan_params spb;
   const unsigned sgrid = fsc && npix > 0 ? scan_params(ctx, &spb, in, 0, 0, 0, 0, 0, 0, 0, 0, 1) : 0;
   const size_t f_bytes = fused ? ((size_t)sgrid * 24 + 255) & ~(size_t)255
                                : ((size_t)nimg * (size_t)npix * vsz + 255) & ~(size_t)255;
@@ -1786,108 +1791,42 @@ ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
   }
   if (s == NDF_OK && npix > 0 && fsc) { /* fused backward: the NaN flag before any grad_input write */
     scan_params(ctx, &spb, in, fbuf, fbuf + (size_t)sgrid * 8, fbuf + (size_t)sgrid * 16, hdr, 0, 0, 0, 0, 0);
-    s = ndf__launch(ctx, c->name, fsc, sgrid, 256, 1, 0, spb.b);
+    s = ndf__ecc_scan_launch(ctx, c->name, fsc, sgrid, 256, 1, 0, &spb);
   }
   if (s == NDF_OK && npix > 0 && fnan) {
-    ndf__params npb = {.n = 0};
-    int64_t n = ndf_array_size(in);
-    NDF__PUT(&npb, in->data);
-    NDF__PUT(&npb, n);
-    NDF__PUT(&npb, hdr);
-    s = ndf__launch(ctx, c->name, fnan, ndf__grid(ctx, (n + 4095) / 4096, 8), 256, 1, 0, npb.b);
+    ndf__ecc_soft2_nan_params np = {0};
+    const int64_t n = ndf_array_size(in);
+    np.in = NDF__DPTR(in->data);
+    np.n = n;
+    np.hdr = hdr;
+    s = ndf__ecc_soft2_nan_launch(ctx, c->name, fnan, ndf__grid(ctx, (n + 4095) / 4096, 8), 256, 1, 0, &np);
   }
   if (s == NDF_OK && npix > 0 && nimg > 0 && s2mode) {
-    ndf__params pb = {.n = 0};
-    CUdeviceptr p_g = mode == 1 ? (CUdeviceptr)(uintptr_t)arr->data : 0;
-    CUdeviceptr p_acc = mode == 0 ? acc : 0, p_gt = mode == 1 && gthr ? acc : 0;
-    CUdeviceptr p_gin = mode == 1 && gin ? (CUdeviceptr)(uintptr_t)gin->data : 0;
-    CUdeviceptr p_cen = d_ts + (size_t)pl.nslots * sizeof(soft2_slot);
-    int64_t tt = T, ni = nimg, np = npix, nc = nchunk, gstep = arr->strides[nb];
-    int64_t ny = c->nsp == 3 ? c->sshape[1] : 1, nx = c->sshape[c->nsp - 1];
-    int64_t gsz = 0, gsy = 0, gsx = 0;
-    if (gin) {
-      gsz = gin->strides[nb];
-      gsy = c->nsp == 3 ? gin->strides[nb + 1] : 0;
-      gsx = gin->strides[nb + c->nsp - 1];
+    ndf__ecc_soft2_params p = {0};
+    p.cbuf = fused ? 0 : cbuf;
+    p.fbuf = fused ? 0 : fbuf;
+    p.slots = d_ts;
+    p.centre = d_ts + (size_t)pl.nslots * sizeof(soft2_slot);
+    SOFT_COMMON(p);
+    p.kh = pl.kh;
+    p.kl = pl.kl;
+    p.lg = pl.lg;
+    p.tchunks = pl.tchunks;
+    if (fused) {
+      p.in = NDF__DPTR(in->data);
+      p.isy = in->strides[nb];
+      p.isx = in->strides[nb + 1];
     }
-    int i_nb = nb, i_mode = mode, i_lg = pl.lg, i_tch = pl.tchunks;
-    CUdeviceptr p_cb = fused ? 0 : cbuf, p_fb = fused ? 0 : fbuf;
-    NDF__PUT(&pb, p_cb);
-    NDF__PUT(&pb, p_fb);
-    NDF__PUT(&pb, d_ts);
-    NDF__PUT(&pb, p_cen);
-    NDF__PUT(&pb, p_g);
-    NDF__PUT(&pb, p_acc);
-    NDF__PUT(&pb, p_gt);
-    NDF__PUT(&pb, p_gin);
-    NDF__PUT(&pb, lambda);
-    NDF__PUT(&pb, pl.kh);
-    NDF__PUT(&pb, pl.kl);
-    NDF__PUT(&pb, ni);
-    NDF__PUT(&pb, np);
-    NDF__PUT(&pb, tt);
-    NDF__PUT(&pb, nc);
-    NDF__PUT(&pb, gstep);
-    NDF__PUT(&pb, ny);
-    NDF__PUT(&pb, nx);
-    NDF__PUT(&pb, gsz);
-    NDF__PUT(&pb, gsy);
-    NDF__PUT(&pb, gsx);
-    NDF__PUT(&pb, i_nb);
-    NDF__PUT(&pb, i_mode);
-    NDF__PUT(&pb, i_lg);
-    NDF__PUT(&pb, i_tch);
-    ndf__params_put_padded(&pb, nb, in->shape);
-    ndf__params_put_padded(&pb, nb, arr->strides);
-    ndf__params_put_padded(&pb, nb, gin ? gin->strides : NULL);
-    NDF__PUT(&pb, hdr);
-    CUdeviceptr p_in = fused ? (CUdeviceptr)(uintptr_t)in->data : 0;
-    int64_t nrow = c->sshape[0], isy = fused ? in->strides[nb] : 0, isx = fused ? in->strides[nb + 1] : 0;
-    NDF__PUT(&pb, p_in);
-    NDF__PUT(&pb, nrow);
-    NDF__PUT(&pb, isy);
-    NDF__PUT(&pb, isx);
-    ndf__params_put_padded(&pb, nb, in->strides);
-    s = ndf__launch(ctx, c->name, fs, (unsigned)(nimg * nchunk), 256, 1, 0, pb.b);
+    p.nrow = c->sshape[0];
+    ndf__axes(p.ibstr, nb, in->strides);
+    s = ndf__ecc_soft2_launch(ctx, c->name, fs, (unsigned)(nimg * nchunk), 256, 1, 0, &p);
   } else if (s == NDF_OK && npix > 0 && nimg > 0) {
-    ndf__params pb = {.n = 0};
-    CUdeviceptr p_g = mode == 1 ? (CUdeviceptr)(uintptr_t)arr->data : 0;
-    CUdeviceptr p_acc = mode == 0 ? acc : 0, p_gt = mode == 1 && gthr ? acc : 0;
-    CUdeviceptr p_gin = mode == 1 && gin ? (CUdeviceptr)(uintptr_t)gin->data : 0;
-    int64_t tt = T, ni = nimg, np = npix, nc = nchunk, gstep = arr->strides[nb];
-    int64_t ny = c->nsp == 3 ? c->sshape[1] : 1, nx = c->sshape[c->nsp - 1];
-    int64_t gsz = 0, gsy = 0, gsx = 0;
-    if (gin) {
-      gsz = gin->strides[nb];
-      gsy = c->nsp == 3 ? gin->strides[nb + 1] : 0;
-      gsx = gin->strides[nb + c->nsp - 1];
-    }
-    int i_nb = nb, i_mode = mode;
-    NDF__PUT(&pb, cbuf);
-    NDF__PUT(&pb, fbuf);
-    NDF__PUT(&pb, d_ts);
-    NDF__PUT(&pb, p_g);
-    NDF__PUT(&pb, p_acc);
-    NDF__PUT(&pb, p_gt);
-    NDF__PUT(&pb, p_gin);
-    NDF__PUT(&pb, lambda);
-    NDF__PUT(&pb, ni);
-    NDF__PUT(&pb, np);
-    NDF__PUT(&pb, tt);
-    NDF__PUT(&pb, nc);
-    NDF__PUT(&pb, gstep);
-    NDF__PUT(&pb, ny);
-    NDF__PUT(&pb, nx);
-    NDF__PUT(&pb, gsz);
-    NDF__PUT(&pb, gsy);
-    NDF__PUT(&pb, gsx);
-    NDF__PUT(&pb, i_nb);
-    NDF__PUT(&pb, i_mode);
-    ndf__params_put_padded(&pb, nb, in->shape);
-    ndf__params_put_padded(&pb, nb, arr->strides);
-    ndf__params_put_padded(&pb, nb, gin ? gin->strides : NULL);
-    NDF__PUT(&pb, hdr);
-    s = ndf__launch(ctx, c->name, fs, (unsigned)(nimg * nchunk), 256, 1, 0, pb.b);
+    ndf__ecc_soft_params p = {0};
+    p.cbuf = cbuf;
+    p.fbuf = fbuf;
+    p.ts = d_ts;
+    SOFT_COMMON(p);
+    s = ndf__ecc_soft_launch(ctx, c->name, fs, (unsigned)(nimg * nchunk), 256, 1, 0, &p);
   }
   if (s == NDF_OK && mode == 0 && nimg > 0) s = put_launch(ctx, c->name, fp, acc, arr, nb, nimg, T, hdr);
   if (s == NDF_OK && mode == 1 && gthr) s = put_launch(ctx, c->name, fp, acc, gthr, 0, 1, T, hdr);

@@ -16,17 +16,14 @@
 #include <string.h>
 
 #include "ect/ect.h"
+#include "kernel_params.generated.h"
 
 #define ECT_SMEM_MAX 36864 /* dynamic shared bytes for thresholds + histogram (static use <= 10.2 KB) */
 
 static ndf_status get_fn(ndf_ctx *ctx, const char *name, const char *kernel, ndf_dtype dt, int nsp, int cons, int wt,
                          CUfunction *fn) {
   ndf__kernel_req r;
-  ndf__req_init(&r, "ect", kernel);
-  ndf__req_set(&r, "TIN", "%s", ndf__dtype_ctype(dt));
-  ndf__req_set(&r, "NSP", "%d", nsp);
-  ndf__req_set(&r, "CONS", "%d", cons);
-  ndf__req_set(&r, "WT", "%d", wt);
+  ndf__req_ect(&r, kernel, dt, nsp, cons, wt);
   return ndf__jit_get(ctx, name, &r, fn);
 }
 
@@ -77,18 +74,21 @@ static ndf_status ect_tiling_plan(ndf_ctx *ctx, const ndf__ect_cuda_call *c, con
   return NDF_OK;
 }
 
-/* The tiling's fields in the order both kernels' parameter blocks read them. */
-static void ect_tiling_put(ndf__params *pb, const ect_tiling *g) {
-  NDF__PUT(pb, g->ntx);
-  NDF__PUT(pb, g->nty);
-  NDF__PUT(pb, g->ntz);
-  NDF__PUT(pb, g->nz);
-  NDF__PUT(pb, g->ny);
-  NDF__PUT(pb, g->nx);
-  NDF__PUT(pb, g->sz);
-  NDF__PUT(pb, g->sy);
-  NDF__PUT(pb, g->sx);
-}
+/* The tiling's fields, which both kernels' parameter structs name alike. */
+#define SET_TILING(p, g_)                                                      \
+  do {                                                                         \
+    (p).G = (g_)->G;                                                           \
+    (p).ngroups = (g_)->ngroups;                                               \
+    (p).ntx = (g_)->ntx;                                                       \
+    (p).nty = (g_)->nty;                                                       \
+    (p).ntz = (g_)->ntz;                                                       \
+    (p).nz = (g_)->nz;                                                         \
+    (p).ny = (g_)->ny;                                                         \
+    (p).nx = (g_)->nx;                                                         \
+    (p).sz = (g_)->sz;                                                         \
+    (p).sy = (g_)->sy;                                                         \
+    (p).sx = (g_)->sx;                                                         \
+  } while (0)
 
 ndf_status ndf__ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const ndf_array *in, ndf_array *out,
                          const double *coord, const double *dirs, const double *t, int uniform) {
@@ -142,46 +142,40 @@ ndf_status ndf__ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const ndf_ar
   if (c->npix > 0) {
     const size_t dyn_bytes = (size_t)T * (wt ? 16 : 12);
     int smem = dyn_bytes <= ECT_SMEM_MAX;
-    ndf__params pb = {.n = 0};
-    NDF__PUT(&pb, in->data);
-    NDF__PUT(&pb, d_coord);
-    NDF__PUT(&pb, d_dirs);
-    NDF__PUT(&pb, d_ts);
-    NDF__PUT(&pb, hist);
-    NDF__PUT(&pb, lo);
-    NDF__PUT(&pb, inv_step);
-    int64_t tt = T, mm = m, gg = g.G, ng = g.ngroups, ni = nimg;
-    NDF__PUT(&pb, tt);
-    NDF__PUT(&pb, mm);
-    NDF__PUT(&pb, gg);
-    NDF__PUT(&pb, ng);
-    NDF__PUT(&pb, ni);
-    ect_tiling_put(&pb, &g);
-    int nbb = nb;
-    NDF__PUT(&pb, nbb);
-    NDF__PUT(&pb, uni);
-    NDF__PUT(&pb, smem);
-    ndf__params_put_padded(&pb, nb, in->shape);
-    ndf__params_put_padded(&pb, nb, in->strides);
-    s = ndf__launch(ctx, c->name, fh, (unsigned)g.items, 256, 1, smem ? (unsigned)dyn_bytes : 0, pb.b);
+    ndf__ect_params p = {0};
+    p.in = NDF__DPTR(in->data);
+    p.coord = d_coord;
+    p.dirs = d_dirs;
+    p.ts = d_ts;
+    p.hist = hist;
+    p.lo = lo;
+    p.inv_step = inv_step;
+    p.T = T;
+    p.m = m;
+    p.nimg = nimg;
+    SET_TILING(p, &g);
+    p.nb = nb;
+    p.uniform = uni;
+    p.smem = smem;
+    ndf__axes(p.bshape, nb, in->shape);
+    ndf__axes(p.bstr, nb, in->strides);
+    s = ndf__ect_launch(ctx, c->name, fh, (unsigned)g.items, 256, 1, smem ? (unsigned)dyn_bytes : 0, &p);
     if (s != NDF_OK) goto done;
   }
   {
-    ndf__params pb = {.n = 0};
-    int64_t ni = nimg, mm = m, tt = T, dstep = out->strides[nb], kstep = out->strides[nb + 1];
-    int nbb = nb;
-    NDF__PUT(&pb, hist);
-    NDF__PUT(&pb, d_perm);
-    NDF__PUT(&pb, out->data);
-    NDF__PUT(&pb, ni);
-    NDF__PUT(&pb, mm);
-    NDF__PUT(&pb, tt);
-    NDF__PUT(&pb, dstep);
-    NDF__PUT(&pb, kstep);
-    NDF__PUT(&pb, nbb);
-    ndf__params_put_padded(&pb, nb, out->shape);
-    ndf__params_put_padded(&pb, nb, out->strides);
-    s = ndf__launch(ctx, c->name, ff, ndf__grid(ctx, nimg * m, 8), 256, 1, 0, pb.b);
+    ndf__ect_final_params p = {0};
+    p.hist = hist;
+    p.perm = d_perm;
+    p.out = NDF__DPTR(out->data);
+    p.nimg = nimg;
+    p.m = m;
+    p.T = T;
+    p.dstep = out->strides[nb];
+    p.kstep = out->strides[nb + 1];
+    p.nb = nb;
+    ndf__axes(p.oshape, nb, out->shape);
+    ndf__axes(p.ostr, nb, out->strides);
+    s = ndf__ect_final_launch(ctx, c->name, ff, ndf__grid(ctx, nimg * m, 8), 256, 1, 0, &p);
   }
 done:
   if (hist) ndf__scratch_free(ctx, hist);
@@ -196,12 +190,7 @@ done:
 static ndf_status get_soft_fn(ndf_ctx *ctx, const char *name, const char *kernel, ndf_dtype dt, int nsp, int cons,
                               int wt, int fast, CUfunction *fn) {
   ndf__kernel_req r;
-  ndf__req_init(&r, "ect_soft", kernel);
-  ndf__req_set(&r, "TIN", "%s", ndf__dtype_ctype(dt));
-  ndf__req_set(&r, "NSP", "%d", nsp);
-  ndf__req_set(&r, "CONS", "%d", cons);
-  ndf__req_set(&r, "WT", "%d", wt);
-  ndf__req_set(&r, "FAST", "%d", fast);
+  ndf__req_ect_soft(&r, kernel, dt, nsp, cons, wt, fast);
   return ndf__jit_get(ctx, name, &r, fn);
 }
 
@@ -213,47 +202,40 @@ static int soft_fast(void) {
 
 static ndf_status put_launch(ndf_ctx *ctx, const char *name, CUfunction fn, int what, CUdeviceptr acc, CUdeviceptr gu,
                              CUdeviceptr gw, CUdeviceptr out, const ndf_array *dst, const ndf__ect_cuda_call *c) {
-  ndf__params pb = {.n = 0};
   const int nb = c->nb, nsp = c->nsp;
-  int64_t nimg = c->nimg, m = c->m, T = c->T, ns = nsp, dstep = 0, kstep = 0;
-  int64_t nz = nsp == 3 ? c->sshape[0] : 1, ny = c->sshape[nsp - 2], nx = c->sshape[nsp - 1], gsz = 0, gsy = 0, gsx = 0;
-  int i_nb = what == 1 ? 0 : nb, i_what = what, f32 = dst && dst->dtype == NDF_FLOAT32;
-  CUdeviceptr gin = 0;
+  const int64_t nimg = c->nimg, m = c->m, T = c->T;
+  ndf__ects_put_params p = {0};
+  p.acc = acc;
+  p.gu = gu;
+  p.gw = gw;
+  p.out = out;
   if (what == 0) {
-    out = (CUdeviceptr)(uintptr_t)dst->data;
-    dstep = dst->strides[nb];
-    kstep = dst->strides[nb + 1];
+    p.out = NDF__DPTR(dst->data);
+    p.dstep = dst->strides[nb];
+    p.kstep = dst->strides[nb + 1];
   } else if (what == 2) {
-    gin = (CUdeviceptr)(uintptr_t)dst->data;
-    gsz = nsp == 3 ? dst->strides[nb] : 0;
-    gsy = dst->strides[nb + nsp - 2];
-    gsx = dst->strides[nb + nsp - 1];
+    p.gin = NDF__DPTR(dst->data);
+    p.gsz = nsp == 3 ? dst->strides[nb] : 0;
+    p.gsy = dst->strides[nb + nsp - 2];
+    p.gsx = dst->strides[nb + nsp - 1];
   }
-  NDF__PUT(&pb, acc);
-  NDF__PUT(&pb, gu);
-  NDF__PUT(&pb, gw);
-  NDF__PUT(&pb, out);
-  NDF__PUT(&pb, gin);
-  NDF__PUT(&pb, nimg);
-  NDF__PUT(&pb, m);
-  NDF__PUT(&pb, T);
-  NDF__PUT(&pb, ns);
-  NDF__PUT(&pb, dstep);
-  NDF__PUT(&pb, kstep);
-  NDF__PUT(&pb, nz);
-  NDF__PUT(&pb, ny);
-  NDF__PUT(&pb, nx);
-  NDF__PUT(&pb, gsz);
-  NDF__PUT(&pb, gsy);
-  NDF__PUT(&pb, gsx);
-  NDF__PUT(&pb, i_nb);
-  NDF__PUT(&pb, i_what);
-  NDF__PUT(&pb, f32);
-  ndf__params_put_padded(&pb, i_nb, dst ? dst->shape : NULL);
-  ndf__params_put_padded(&pb, i_nb, dst ? dst->strides : NULL);
+  p.nimg = nimg;
+  p.m = m;
+  p.T = T;
+  p.nsp = nsp;
+  p.nz = nsp == 3 ? c->sshape[0] : 1;
+  p.ny = c->sshape[nsp - 2];
+  p.nx = c->sshape[nsp - 1];
+  p.nb = what == 1 ? 0 : nb;
+  p.what = what;
+  p.gin_f32 = dst && dst->dtype == NDF_FLOAT32;
+  if (dst) {
+    ndf__axes(p.bshape, p.nb, dst->shape);
+    ndf__axes(p.bstr, p.nb, dst->strides);
+  }
   const int64_t n = what == 0 ? nimg * m * T : what == 1 ? T + m * nsp : nimg * c->npix;
   if (n <= 0) return NDF_OK;
-  return ndf__launch(ctx, name, fn, ndf__grid(ctx, (n + 255) / 256, 8), 256, 1, 0, pb.b);
+  return ndf__ects_put_launch(ctx, name, fn, ndf__grid(ctx, (n + 255) / 256, 8), 256, 1, 0, &p);
 }
 
 ndf_status ndf__soft_ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const ndf_array *in, const double *coord,
@@ -296,37 +278,30 @@ ndf_status ndf__soft_ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const n
      * a launch may take without opting in */
     const size_t dyn_bytes = (size_t)T * (mode == 1 ? 16 : 8);
     int smem = dyn_bytes <= 20480;
-    ndf__params pb = {.n = 0};
-    const CUdeviceptr p_g = mode == 1 ? (CUdeviceptr)(uintptr_t)arr->data : 0;
-    const CUdeviceptr p_gu = mode == 1 && gdir ? gu : 0, p_gw = want_gw ? gw : 0;
-    int64_t tt = T, mm = m, gg = g.G, ng = g.ngroups, ni = nimg;
-    int64_t gdstep = mode == 1 ? arr->strides[nb] : 0, gkstep = mode == 1 ? arr->strides[nb + 1] : 0;
-    int i_nb = nb, i_mode = mode, want_gt = mode == 1 && gthr != NULL;
-    NDF__PUT(&pb, in->data);
-    NDF__PUT(&pb, d_coord);
-    NDF__PUT(&pb, d_dirs);
-    NDF__PUT(&pb, d_ts);
-    NDF__PUT(&pb, p_g);
-    NDF__PUT(&pb, acc);
-    NDF__PUT(&pb, p_gu);
-    NDF__PUT(&pb, p_gw);
-    NDF__PUT(&pb, lambda);
-    NDF__PUT(&pb, tt);
-    NDF__PUT(&pb, mm);
-    NDF__PUT(&pb, gg);
-    NDF__PUT(&pb, ng);
-    NDF__PUT(&pb, ni);
-    ect_tiling_put(&pb, &g);
-    NDF__PUT(&pb, gdstep);
-    NDF__PUT(&pb, gkstep);
-    NDF__PUT(&pb, i_nb);
-    NDF__PUT(&pb, i_mode);
-    NDF__PUT(&pb, want_gt);
-    NDF__PUT(&pb, smem);
-    ndf__params_put_padded(&pb, nb, in->shape);
-    ndf__params_put_padded(&pb, nb, in->strides);
-    ndf__params_put_padded(&pb, nb, mode == 1 ? arr->strides : NULL);
-    s = ndf__launch(ctx, c->name, fs, (unsigned)g.items, 256, 1, smem ? (unsigned)dyn_bytes : 0, pb.b);
+    ndf__ects_params p = {0};
+    p.in = NDF__DPTR(in->data);
+    p.coord = d_coord;
+    p.dirs = d_dirs;
+    p.ts = d_ts;
+    p.g = mode == 1 ? NDF__DPTR(arr->data) : 0;
+    p.acc = acc;
+    p.gu = mode == 1 && gdir ? gu : 0;
+    p.gw = want_gw ? gw : 0;
+    p.lambda = lambda;
+    p.T = T;
+    p.m = m;
+    p.nimg = nimg;
+    SET_TILING(p, &g);
+    p.gdstep = mode == 1 ? arr->strides[nb] : 0;
+    p.gkstep = mode == 1 ? arr->strides[nb + 1] : 0;
+    p.nb = nb;
+    p.mode = mode;
+    p.want_gt = mode == 1 && gthr != NULL;
+    p.smem = smem;
+    ndf__axes(p.bshape, nb, in->shape);
+    ndf__axes(p.bstr, nb, in->strides);
+    if (mode == 1) ndf__axes(p.gbstr, nb, arr->strides);
+    s = ndf__ects_launch(ctx, c->name, fs, (unsigned)g.items, 256, 1, smem ? (unsigned)dyn_bytes : 0, &p);
     if (s != NDF_OK) goto done;
   }
   if (mode == 0) {

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "grey/grey.h"
+#include "kernel_params.generated.h"
 
 /* ---- the elementwise epilogue -------------------------------------------------------- */
 
@@ -35,10 +36,7 @@ static const char *unsigned_ctype(ndf_dtype t) {
 }
 
 void ndf__combine_request(ndf__kernel_req *r, int kind, ndf_dtype dtype) {
-  ndf__req_init(r, "elementwise", "ndf_elementwise");
-  ndf__req_set(r, "T", "%s", ndf__dtype_ctype(dtype));
-  ndf__req_set(r, "U", "%s", unsigned_ctype(dtype));
-  ndf__req_set(r, "KIND", "%d", kind);
+  ndf__req_elementwise(r, dtype, unsigned_ctype(dtype), kind);
 }
 
 /* Element offset of linear index i (row-major over shape) for strides st. */
@@ -95,19 +93,11 @@ static ndf_status combine_cuda(ndf_ctx *ctx, const char *name, ndf__combine_kind
   CUfunction fn;
   ndf_status s = ndf__jit_get(ctx, name, &req, &fn);
   if (s != NDF_OK) return s;
-  /* Laid out as ndf_ew_params in templates/elementwise.cu. */
-  struct {
-    const void *a, *b, *c;
-    void *out;
-    int ndim;
-    int64_t n;
-    int64_t shape[NDF_MAX_NDIM], sa[NDF_MAX_NDIM], sb[NDF_MAX_NDIM], sc[NDF_MAX_NDIM], so[NDF_MAX_NDIM];
-  } p;
-  memset(&p, 0, sizeof p);
-  p.a = a->data;
-  p.b = b->data;
-  p.c = c ? c->data : a->data;
-  p.out = out->data;
+  ndf__ew_params p = {0};
+  p.a = NDF__DPTR(a->data);
+  p.b = NDF__DPTR(b->data);
+  p.c = NDF__DPTR(c ? c->data : a->data);
+  p.out = NDF__DPTR(out->data);
   p.ndim = out->ndim;
   p.n = ndf_array_size(out);
   for (int d = 0; d < out->ndim; d++) {
@@ -117,7 +107,7 @@ static ndf_status combine_cuda(ndf_ctx *ctx, const char *name, ndf__combine_kind
     p.sc[d] = c ? c->strides[d] : a->strides[d];
     p.so[d] = out->strides[d];
   }
-  return ndf__launch(ctx, name, fn, ndf__grid(ctx, (p.n + 255) / 256, 32), 256, 1, 0, &p);
+  return ndf__ew_launch(ctx, name, fn, ndf__grid(ctx, (p.n + 255) / 256, 32), 256, 1, 0, &p);
 }
 
 ndf_status ndf__combine(ndf_ctx *ctx, const char *name, ndf__combine_kind kind, const ndf_array *a,

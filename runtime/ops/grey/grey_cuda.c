@@ -22,10 +22,12 @@
  * Separable passes are exact for min/max in every mode (cval padding and NaN
  * propagation commute with the axis-wise reduction).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "grey/grey.h"
+#include "kernel_params.generated.h"
 
 #define BOX_MAX 7
 #define BOX_TY 8
@@ -36,38 +38,19 @@ static int kind_of(ndf_dtype t) { return t == NDF_FLOAT32 ? 1 : t == NDF_FLOAT64
 static void req_taps(ndf__kernel_req *r, ndf_dtype dtype, int nsp, ndf__minmax op, ndf_mode mode, int weighted) {
   double lo, hi;
   ndf__dtype_range(dtype, &lo, &hi);
-  ndf__req_init(r, "grey_taps", "ndf_grey_taps");
-  ndf__req_set(r, "T", "%s", ndf__dtype_ctype(dtype));
-  ndf__req_set(r, "NDIM", "%d", nsp);
-  ndf__req_set(r, "OP", "%d", (int)op);
-  ndf__req_set(r, "MODE", "%d", (int)mode);
-  ndf__req_set(r, "WEIGHTED", "%d", weighted);
-  ndf__req_set(r, "KIND", "%d", kind_of(dtype));
-  ndf__req_set(r, "T_LO", "%.1f", ndf__dtype_is_float(dtype) ? 0.0 : lo);
-  ndf__req_set(r, "T_HI", "%.1f", ndf__dtype_is_float(dtype) ? 0.0 : hi);
+  char t_lo[64], t_hi[64];
+  snprintf(t_lo, sizeof t_lo, "%.1f", ndf__dtype_is_float(dtype) ? 0.0 : lo);
+  snprintf(t_hi, sizeof t_hi, "%.1f", ndf__dtype_is_float(dtype) ? 0.0 : hi);
+  ndf__req_grey_taps(r, dtype, nsp, (int)op, (int)mode, weighted, kind_of(dtype), t_lo, t_hi);
 }
 
 static void req_line(ndf__kernel_req *r, ndf_dtype dtype, ndf__minmax op, ndf_mode mode, int last, int dbl) {
-  if (dbl) ndf__req_init(r, "grey_lined", "ndf_grey_lined");
-  else ndf__req_init(r, "grey_line", "ndf_grey_line");
-  ndf__req_set(r, "T", "%s", ndf__dtype_ctype(dtype));
-  ndf__req_set(r, "OP", "%d", (int)op);
-  ndf__req_set(r, "MODE", "%d", (int)mode);
-  ndf__req_set(r, "LAST", "%d", last);
+  if (dbl) ndf__req_grey_lined(r, dtype, (int)op, (int)mode, last);
+  else ndf__req_grey_line(r, dtype, (int)op, (int)mode, last);
 }
 
 static void req_box(ndf__kernel_req *r, ndf_dtype dtype, ndf__minmax op, ndf_mode mode, const int k[3], int zc) {
-  ndf__req_init(r, "grey_box", "ndf_grey_box");
-  ndf__req_set(r, "T", "%s", ndf__dtype_ctype(dtype));
-  ndf__req_set(r, "OP", "%d", (int)op);
-  ndf__req_set(r, "MODE", "%d", (int)mode);
-  ndf__req_set(r, "KZ", "%d", k[0]);
-  ndf__req_set(r, "KY", "%d", k[1]);
-  ndf__req_set(r, "KX", "%d", k[2]);
-  ndf__req_set(r, "TY", "%d", BOX_TY);
-  ndf__req_set(r, "VX", "%d", BOX_VX);
-  ndf__req_set(r, "ZC", "%d", zc);
-  ndf__req_set(r, "TSIZE", "%d", (int)ndf_dtype_size(dtype));
+  ndf__req_grey_box(r, dtype, (int)op, (int)mode, k[0], k[1], k[2], BOX_TY, BOX_VX, zc, (int)ndf_dtype_size(dtype));
 }
 
 /* grey_boxd (templates/grey_boxd.cu): the fused box kernel by doubling.
@@ -93,15 +76,7 @@ static int boxd_applies(ndf_dtype dtype, const int k[3]) {
 }
 
 static void req_boxd(ndf__kernel_req *r, ndf_dtype dtype, ndf__minmax op, ndf_mode mode, const int k[3]) {
-  ndf__req_init(r, "grey_boxd", "ndf_grey_boxd");
-  ndf__req_set(r, "T", "%s", ndf__dtype_ctype(dtype));
-  ndf__req_set(r, "OP", "%d", (int)op);
-  ndf__req_set(r, "MODE", "%d", (int)mode);
-  ndf__req_set(r, "KZ", "%d", k[0]);
-  ndf__req_set(r, "KY", "%d", k[1]);
-  ndf__req_set(r, "KX", "%d", k[2]);
-  ndf__req_set(r, "RY", "%d", boxd_ry());
-  ndf__req_set(r, "TSIZE", "%d", (int)ndf_dtype_size(dtype));
+  ndf__req_grey_boxd(r, dtype, (int)op, (int)mode, k[0], k[1], k[2], boxd_ry(), (int)ndf_dtype_size(dtype));
 }
 
 /* Number of trailing spatial axes the fused box kernel covers (0 = none). */
@@ -220,13 +195,10 @@ static int line_kind(const ndf__grey_geom *g, int64_t K, int64_t n, size_t es, i
   return use_lined(g, K, n, es) ? LK_LINED : LK_LINE;
 }
 static void req_linek(ndf__kernel_req *r, int kind, ndf_dtype dtype, const ndf__grey_geom *g, int64_t K, int last) {
-  if (kind == LK_LINEW || kind == LK_LINEV) {
-    if (kind == LK_LINEW) ndf__req_init(r, "grey_linew", "ndf_grey_linew");
-    else ndf__req_init(r, "grey_linev", "ndf_grey_linev");
-    ndf__req_set(r, "T", "%s", ndf__dtype_ctype(dtype));
-    ndf__req_set(r, "OP", "%d", (int)g->op);
-    ndf__req_set(r, "MODE", "%d", (int)g->mode);
-    if (kind == LK_LINEW) ndf__req_set(r, "K", "%d", (int)K);
+  if (kind == LK_LINEW) {
+    ndf__req_grey_linew(r, dtype, (int)g->op, (int)g->mode, (int)K);
+  } else if (kind == LK_LINEV) {
+    ndf__req_grey_linev(r, dtype, (int)g->op, (int)g->mode);
   } else {
     req_line(r, dtype, g->op, g->mode, last, kind == LK_LINED);
   }
@@ -277,7 +249,7 @@ typedef struct {
   int64_t bshape[NDF_MAX_NDIM], bistr[NDF_MAX_NDIM], bostr[NDF_MAX_NDIM];
 } outer_axes;
 
-/* Parameter block of grey_taps for NDIM = nsp (laid out as the template's struct). */
+/* One grey_taps pass (templates/grey_taps.cu) with the tap table taps (ntaps * nsp offsets). */
 static ndf_status run_taps(ndf_ctx *ctx, const char *name, ndf_dtype dtype, const void *in, const int64_t *istr,
                            void *out, const int64_t *ostr, const int64_t *shape, int ndim, const ndf__grey_geom *g,
                            int64_t ntaps, const int32_t *taps, const double *wf, const double *wc) {
@@ -321,30 +293,29 @@ static ndf_status run_taps(ndf_ctx *ctx, const char *name, ndf_dtype dtype, cons
   unsigned bx = nx >= 256 ? 256 : (unsigned)((nx + 31) / 32 * 32);
   int64_t nchunks = (nx + bx - 1) / bx;
 
-  /* The fields of ndf_taps_params, in order. */
-  ndf__params pb = {.n = 0};
-  const void *pin = in;
-  void *pout = out;
-  NDF__PUT(&pb, pin);
-  NDF__PUT(&pb, pout);
-  for (int d = 0; d < nsp; d++) NDF__PUT(&pb, shape[nb + d]);
-  for (int d = 0; d < nsp; d++) NDF__PUT(&pb, istr[nb + d]);
-  for (int d = 0; d < nsp; d++) NDF__PUT(&pb, ostr[nb + d]);
-  ndf__params_put_outer(&pb, nb, shape, istr, ostr);
-  NDF__PUT(&pb, nrows);
-  NDF__PUT(&pb, nchunks);
-  int nt = (int)ntaps;
-  NDF__PUT(&pb, nt);
-  CUdeviceptr p_loff = dt, p_toff = dt + ntaps * 8;
-  CUdeviceptr p_wf = wf ? dt + ntaps * 8 + toff_bytes : 0, p_wc = wf ? p_wf + ntaps * sizeof(double) : 0;
-  NDF__PUT(&pb, p_loff);
-  NDF__PUT(&pb, p_toff);
-  NDF__PUT(&pb, p_wf);
-  NDF__PUT(&pb, p_wc);
-  for (int d = 0; d < nsp; d++) NDF__PUT(&pb, rlo[d]);
-  for (int d = 0; d < nsp; d++) NDF__PUT(&pb, rhi[d]);
-  NDF__PUT(&pb, g->cval);
-  return ndf__launch(ctx, name, fn, ndf__grid(ctx, nrows * nchunks, 32), bx, 1, 0, pb.b);
+  ndf__taps_params p = {0};
+  p.in = NDF__DPTR(in);
+  p.out = NDF__DPTR(out);
+  ndf__axes(p.shape, nsp, shape + nb);
+  ndf__axes(p.istr, nsp, istr + nb);
+  ndf__axes(p.ostr, nsp, ostr + nb);
+  p.nb = nb;
+  ndf__axes(p.bshape, nb, shape);
+  ndf__axes(p.bistr, nb, istr);
+  ndf__axes(p.bostr, nb, ostr);
+  p.nrows = nrows;
+  p.nchunks = nchunks;
+  p.ntaps = (int)ntaps;
+  p.loff = dt;
+  p.toff = dt + ntaps * 8;
+  p.wfirst = wf ? dt + ntaps * 8 + toff_bytes : 0;
+  p.wcast = wf ? p.wfirst + ntaps * sizeof(double) : 0;
+  for (int d = 0; d < nsp; d++) {
+    p.rlo[d] = rlo[d];
+    p.rhi[d] = rhi[d];
+  }
+  p.cval = g->cval;
+  return ndf__taps_launch(ctx, name, fn, ndf__grid(ctx, nrows * nchunks, 32), bx, 1, 0, &p);
 }
 
 /* 1 if every offset inside one (Y, X) plane fits the box kernel's int offsets. */
@@ -366,29 +337,25 @@ static int box_zc(const ndf_ctx *ctx, const int64_t *shape, int ndim) {
   return blocks < 2 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) ? 4 : 32;
 }
 
-/* The fields the line templates share after in and out: the axis' length
- * and strides, then the other axes (in array order, padded to NDF_MAX_NDIM)
- * and their product, the number of lines. */
-static int64_t put_line_axes(ndf__params *pb, const int64_t *istr, const int64_t *ostr, const int64_t *shape,
-                             int ndim, int a) {
-  NDF__PUT(pb, shape[a]);
-  NDF__PUT(pb, istr[a]);
-  NDF__PUT(pb, ostr[a]);
-  int nother = ndim - 1;
-  NDF__PUT(pb, nother);
-  int64_t nlines = 1;
-  const int64_t *arrays[3] = {shape, istr, ostr};
-  for (int k = 0; k < 3; k++)
-    for (int d = 0, i = 0; i < NDF_MAX_NDIM; d++) {
-      if (d == a) continue;
-      int64_t v = d < ndim ? arrays[k][d] : 0;
-      if (k == 0 && d < ndim) nlines *= v;
-      NDF__PUT(pb, v);
-      i++;
-    }
-  NDF__PUT(pb, nlines);
-  return nlines;
-}
+/* The fields the line templates share (the same names in each struct): the
+ * axis' length and strides, then the other axes (in array order) and their
+ * product, the number of lines. */
+#define SET_LINE_AXES(p, is_, os_, sh_, nd_, a_)                               \
+  do {                                                                         \
+    (p).n = (sh_)[a_];                                                         \
+    (p).istr = (is_)[a_];                                                      \
+    (p).ostr = (os_)[a_];                                                      \
+    (p).nother = (nd_) - 1;                                                    \
+    (p).nlines = 1;                                                            \
+    for (int d_ = 0, i_ = 0; d_ < (nd_); d_++) {                               \
+      if (d_ == (a_)) continue;                                                \
+      (p).oshape[i_] = (sh_)[d_];                                              \
+      (p).oistr[i_] = (is_)[d_];                                               \
+      (p).oostr[i_] = (os_)[d_];                                               \
+      (p).nlines *= (sh_)[d_];                                                 \
+      i_++;                                                                    \
+    }                                                                          \
+  } while (0)
 
 /* One van Herk/Gil-Werman pass along array axis a (templates/grey_line.cu). */
 static ndf_status run_line(ndf_ctx *ctx, const char *name, ndf_dtype dtype, const void *in, const int64_t *istr,
@@ -407,19 +374,16 @@ static ndf_status run_line(ndf_ctx *ctx, const char *name, ndf_dtype dtype, cons
   CUfunction fn;
   ndf_status s = ndf__jit_get(ctx, name, &req, &fn);
   if (s != NDF_OK) return s;
-  ndf__params pb = {.n = 0};
-  const void *pin = in;
-  void *pout = out;
-  NDF__PUT(&pb, pin);
-  NDF__PUT(&pb, pout);
-  const int64_t nlines = put_line_axes(&pb, istr, ostr, shape, ndim, a);
-  int64_t nseg = (shape[a] + seg - 1) / seg;
-  NDF__PUT(&pb, nseg);
-  int k32 = (int)K, lo32 = (int)lo;
-  NDF__PUT(&pb, k32);
-  NDF__PUT(&pb, lo32);
-  NDF__PUT(&pb, seg);
-  NDF__PUT(&pb, g->cval);
+  ndf__line_params p = {0};
+  p.in = NDF__DPTR(in);
+  p.out = NDF__DPTR(out);
+  SET_LINE_AXES(p, istr, ostr, shape, ndim, a);
+  const int64_t nlines = p.nlines;
+  p.nseg = (shape[a] + seg - 1) / seg;
+  p.K = (int)K;
+  p.lo = (int)lo;
+  p.S = seg;
+  p.cval = g->cval;
   const unsigned smem = (unsigned)(16 * cols + (dbl ? 2 : 1) * (size_t)(seg + K - 1) * (size_t)(cols + 1) * es);
   if (smem > LINE_SMEM) {
     CUresult r = ndf__cu(NULL)->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);
@@ -427,8 +391,9 @@ static ndf_status run_line(ndf_ctx *ctx, const char *name, ndf_dtype dtype, cons
       return ndf__error(ctx, NDF_ENOTSUP, "%s: the line pass needs %u bytes of shared memory per block, more than "
                         "this device allows (NDF_GREY_LINED_KB)", name, smem);
   }
-  int64_t tiles = (nlines + cols - 1) / cols * nseg;
-  return ndf__launch(ctx, name, fn, ndf__grid(ctx, tiles, dbl ? 8 : 32), dbl ? LINED_NTH : (unsigned)cols, 1, smem, pb.b);
+  int64_t tiles = (nlines + cols - 1) / cols * p.nseg;
+  return ndf__line_launch(ctx, name, fn, ndf__grid(ctx, tiles, dbl ? 8 : 32), dbl ? LINED_NTH : (unsigned)cols, 1, smem,
+                          &p);
 }
 
 /* grey_linew along the last axis a (templates/grey_linew.cu): one warp per
@@ -441,20 +406,16 @@ static ndf_status run_linew(ndf_ctx *ctx, const char *name, ndf_dtype dtype, con
   CUfunction fn;
   ndf_status s = ndf__jit_get(ctx, name, &req, &fn);
   if (s != NDF_OK) return s;
-  ndf__params pb = {.n = 0};
-  const void *pin = in;
-  void *pout = out;
-  NDF__PUT(&pb, pin);
-  NDF__PUT(&pb, pout);
-  const int64_t nlines = put_line_axes(&pb, istr, ostr, shape, ndim, a);
-  int64_t nchunk = (shape[a] + LINEW_CO - 1) / LINEW_CO;
-  NDF__PUT(&pb, nchunk);
-  int lo32 = (int)lo;
-  NDF__PUT(&pb, lo32);
-  NDF__PUT(&pb, g->cval);
-  const int64_t warps = nlines * nchunk;
-  return ndf__launch(ctx, name, fn, ndf__grid(ctx, (warps + LINEW_WPB - 1) / LINEW_WPB, 8), 32 * LINEW_WPB, 1, 0,
-                     pb.b);
+  ndf__linew_params p = {0};
+  p.in = NDF__DPTR(in);
+  p.out = NDF__DPTR(out);
+  SET_LINE_AXES(p, istr, ostr, shape, ndim, a);
+  p.nchunk = (shape[a] + LINEW_CO - 1) / LINEW_CO;
+  p.lo = (int)lo;
+  p.cval = g->cval;
+  const int64_t warps = p.nlines * p.nchunk;
+  return ndf__linew_launch(ctx, name, fn, ndf__grid(ctx, (warps + LINEW_WPB - 1) / LINEW_WPB, 8), 32 * LINEW_WPB, 1, 0,
+                           &p);
 }
 
 /* Segment length of grey_linev: NDF_GREY_LINEV_L (tuning), else the axis
@@ -494,24 +455,35 @@ static ndf_status run_linev(ndf_ctx *ctx, const char *name, ndf_dtype dtype, con
   CUfunction fn;
   ndf_status s = ndf__jit_get(ctx, name, &req, &fn);
   if (s != NDF_OK) return s;
-  ndf__params pb = {.n = 0};
-  const void *pin = in;
-  void *pout = out;
-  NDF__PUT(&pb, pin);
-  NDF__PUT(&pb, pout);
-  const int64_t nlines = put_line_axes(&pb, istr, ostr, shape, ndim, a);
+  ndf__linev_params p = {0};
+  p.in = NDF__DPTR(in);
+  p.out = NDF__DPTR(out);
+  SET_LINE_AXES(p, istr, ostr, shape, ndim, a);
+  const int64_t nlines = p.nlines;
   const int64_t L = linev_segment(ctx, K, shape[a], nlines, nt, es);
-  int64_t nseg = (shape[a] + L - 1) / L;
-  NDF__PUT(&pb, nseg);
-  int k32 = (int)K, lo32 = (int)lo, l32 = (int)L;
-  NDF__PUT(&pb, k32);
-  NDF__PUT(&pb, lo32);
-  NDF__PUT(&pb, l32);
-  NDF__PUT(&pb, g->cval);
+  p.nseg = (shape[a] + L - 1) / L;
+  p.K = (int)K;
+  p.lo = (int)lo;
+  p.L = (int)L;
+  p.cval = g->cval;
   const unsigned smem = (unsigned)(K * nt * (int64_t)es);
-  const int64_t blocks = (nlines * nseg + nt - 1) / nt;
-  return ndf__launch(ctx, name, fn, ndf__grid(ctx, blocks, 2048 / nt), (unsigned)nt, 1, smem, pb.b);
+  const int64_t blocks = (nlines * p.nseg + nt - 1) / nt;
+  return ndf__linev_launch(ctx, name, fn, ndf__grid(ctx, blocks, 2048 / nt), (unsigned)nt, 1, smem, &p);
 }
+
+/* The fields grey_box and grey_boxd share (the same names in both structs):
+ * the Z, Y, X extents, strides and first tap offsets, then the outer axes. */
+#define SET_BOX_AXES(p, ext_, is_, os_, lo_, nb_, sh_, bis_, bos_)              \
+  do {                                                                         \
+    (p).nz = (ext_)[0], (p).ny = (ext_)[1], (p).nx = (ext_)[2];                \
+    (p).isz = (is_)[0], (p).isy = (is_)[1], (p).isx = (is_)[2];                \
+    (p).osz = (os_)[0], (p).osy = (os_)[1], (p).osx = (os_)[2];                \
+    (p).lz = (lo_)[0], (p).ly = (lo_)[1], (p).lx = (lo_)[2];                   \
+    (p).nb = (nb_);                                                            \
+    ndf__axes((p).bshape, (nb_), (sh_));                                       \
+    ndf__axes((p).bistr, (nb_), (bis_));                                       \
+    ndf__axes((p).bostr, (nb_), (bos_));                                       \
+  } while (0)
 
 static ndf_status run_box(ndf_ctx *ctx, const char *name, ndf_dtype dtype, const void *in, const int64_t *istr,
                           void *out, const int64_t *ostr, const int64_t *shape, int ndim, const ndf__grey_geom *g,
@@ -541,23 +513,16 @@ static ndf_status run_box(ndf_ctx *ctx, const char *name, ndf_dtype dtype, const
   CUfunction fn;
   ndf_status s = ndf__jit_get(ctx, name, &req, &fn);
   if (s != NDF_OK) return s;
-  /* The fields of ndf_box_params, in order. */
-  ndf__params pb = {.n = 0};
-  const void *pin = in;
-  void *pout = out;
-  NDF__PUT(&pb, pin);
-  NDF__PUT(&pb, pout);
-  for (int i = 0; i < 3; i++) NDF__PUT(&pb, ext[i]);
-  for (int i = 0; i < 3; i++) NDF__PUT(&pb, is[i]);
-  for (int i = 0; i < 3; i++) NDF__PUT(&pb, os[i]);
-  for (int i = 0; i < 3; i++) NDF__PUT(&pb, lo[i]);
-  ndf__params_put_outer(&pb, nb, shape, istr, ostr);
-  NDF__PUT(&pb, ntx);
-  NDF__PUT(&pb, nty);
-  NDF__PUT(&pb, ntz);
-  NDF__PUT(&pb, nouter);
-  NDF__PUT(&pb, g->cval);
-  return ndf__launch(ctx, name, fn, ndf__grid(ctx, ntx * nty * ntz * nouter, 32), 32, BOX_TY, 0, pb.b);
+  ndf__box_params p = {0};
+  p.in = NDF__DPTR(in);
+  p.out = NDF__DPTR(out);
+  SET_BOX_AXES(p, ext, is, os, lo, nb, shape, istr, ostr);
+  p.ntx = ntx;
+  p.nty = nty;
+  p.ntz = ntz;
+  p.nouter = nouter;
+  p.cval = g->cval;
+  return ndf__box_launch(ctx, name, fn, ndf__grid(ctx, ntx * nty * ntz * nouter, 32), 32, BOX_TY, 0, &p);
 }
 
 /* The fused box pass by doubling (grey_boxd); same axes roles as run_box.
@@ -592,24 +557,17 @@ static ndf_status run_boxd(ndf_ctx *ctx, const char *name, ndf_dtype dtype, cons
   CUfunction fn;
   ndf_status s = ndf__jit_get(ctx, name, &req, &fn);
   if (s != NDF_OK) return s;
-  /* The fields of ndf_boxd_params, in order. */
-  ndf__params pb = {.n = 0};
-  const void *pin = in;
-  void *pout = out;
-  NDF__PUT(&pb, pin);
-  NDF__PUT(&pb, pout);
-  for (int i = 0; i < 3; i++) NDF__PUT(&pb, ext[i]);
-  for (int i = 0; i < 3; i++) NDF__PUT(&pb, is[i]);
-  for (int i = 0; i < 3; i++) NDF__PUT(&pb, os[i]);
-  for (int i = 0; i < 3; i++) NDF__PUT(&pb, lo[i]);
-  ndf__params_put_outer(&pb, nb, shape, istr, ostr);
-  NDF__PUT(&pb, ntx);
-  NDF__PUT(&pb, nty);
-  NDF__PUT(&pb, ntz);
-  NDF__PUT(&pb, nouter);
-  NDF__PUT(&pb, zc);
-  NDF__PUT(&pb, g->cval);
-  return ndf__launch(ctx, name, fn, ndf__grid(ctx, ntx * nty * ntz * nouter, 8), BOXD_XT, BOXD_NRC, 0, pb.b);
+  ndf__boxd_params p = {0};
+  p.in = NDF__DPTR(in);
+  p.out = NDF__DPTR(out);
+  SET_BOX_AXES(p, ext, is, os, lo, nb, shape, istr, ostr);
+  p.ntx = ntx;
+  p.nty = nty;
+  p.ntz = ntz;
+  p.nouter = nouter;
+  p.zc = zc;
+  p.cval = g->cval;
+  return ndf__boxd_launch(ctx, name, fn, ndf__grid(ctx, ntx * nty * ntz * nouter, 8), BOXD_XT, BOXD_NRC, 0, &p);
 }
 
 ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "rank/rank.h"
+#include "kernel_params.generated.h"
 #include "selnets.generated.h"
 
 #define RANK_TX 32
@@ -386,17 +387,29 @@ static int use_tile(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, const n
 }
 
 static void hist_request(ndf_dtype dtype, const ndf__grey_geom *g, const ndf__rank_sel *sel, ndf__kernel_req *req) {
-  ndf__req_init(req, "rank_hist", "ndf_rank_hist");
-  ndf__req_set(req, "T", "%s", ndf__dtype_ctype(dtype));
-  ndf__req_set(req, "KIND", "%d", dtype == NDF_INT8);
-  ndf__req_set(req, "MODE", "%d", (int)g->mode);
-  ndf__req_set(req, "RKIND", "%d", sel->kind);
-  if (sel->kind == 1) ndf__req_set(req, "RPARAM", "%lld", (long long)sel->rank);
-  else if (sel->kind == 2) ndf__req_set(req, "RPARAM", "%.17g", sel->percentile);
-  else ndf__req_set(req, "RPARAM", "0");
-  ndf__req_set(req, "BX", "%d", HIST_BX);
-  ndf__req_set(req, "STRIP", "%d", HIST_STRIP);
+  char rparam[64];
+  if (sel->kind == 1) snprintf(rparam, sizeof rparam, "%lld", (long long)sel->rank);
+  else if (sel->kind == 2) snprintf(rparam, sizeof rparam, "%.17g", sel->percentile);
+  else snprintf(rparam, sizeof rparam, "0");
+  ndf__req_rank_hist(req, dtype, dtype == NDF_INT8, (int)g->mode, (int)sel->kind, rparam, HIST_BX, HIST_STRIP);
 }
+
+/* The fields rank_hist and rank_tile share (the same names in both structs):
+ * Y and X (the last two axes) and the nlead axes in front of them. */
+#define SET_YX(p, in_, out_, ny_, nx_, nlead_)                                 \
+  do {                                                                         \
+    const int nd_ = (in_)->ndim;                                               \
+    (p).ny = (ny_);                                                            \
+    (p).nx = (nx_);                                                            \
+    (p).iys = (in_)->strides[nd_ - 2];                                         \
+    (p).ixs = (in_)->strides[nd_ - 1];                                         \
+    (p).oys = (out_)->strides[nd_ - 2];                                        \
+    (p).oxs = (out_)->strides[nd_ - 1];                                        \
+    (p).nlead = (nlead_);                                                      \
+    ndf__axes((p).lshape, (nlead_), (in_)->shape);                             \
+    ndf__axes((p).listr, (nlead_), (in_)->strides);                            \
+    ndf__axes((p).lostr, (nlead_), (out_)->strides);                           \
+  } while (0)
 
 /* The sliding-histogram kernel over a box window (ndf_hist_params of templates/rank_hist.cu). */
 static ndf_status run_hist(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
@@ -422,31 +435,25 @@ static ndf_status run_hist(ndf_ctx *ctx, const char *name, const ndf_array *in, 
   int nn = (int)n;
   int64_t nstrips = (ny + HIST_STRIP - 1) / HIST_STRIP, nxb = (nx + HIST_BX - 1) / HIST_BX;
 
-  ndf__params pb = {.n = 0};
-  const void *pin = in->data;
-  void *pout = out->data;
-  NDF__PUT(&pb, pin);
-  NDF__PUT(&pb, pout);
-  NDF__PUT(&pb, ny);
-  NDF__PUT(&pb, nx);
-  NDF__PUT(&pb, in->strides[ndim - 2]);
-  NDF__PUT(&pb, in->strides[ndim - 1]);
-  NDF__PUT(&pb, out->strides[ndim - 2]);
-  NDF__PUT(&pb, out->strides[ndim - 1]);
-  ndf__params_put_outer(&pb, nlead, in->shape, in->strides, out->strides);
-  for (int d = 0; d < NDF_MAX_NDIM; d++) NDF__PUT(&pb, lbox[d]);
-  for (int d = 0; d < NDF_MAX_NDIM; d++) NDF__PUT(&pb, llo[d]);
-  NDF__PUT(&pb, nplanes);
-  NDF__PUT(&pb, ky);
-  NDF__PUT(&pb, kx);
-  NDF__PUT(&pb, ylo);
-  NDF__PUT(&pb, xlo);
-  NDF__PUT(&pb, nn);
-  NDF__PUT(&pb, nstrips);
-  NDF__PUT(&pb, nxb);
-  NDF__PUT(&pb, nouter);
-  NDF__PUT(&pb, g->cval);
-  return ndf__launch(ctx, name, fn, ndf__grid(ctx, nxb * nstrips * nouter, 32), HIST_BX, 1, 0, pb.b);
+  ndf__hist_params p = {0};
+  p.in = NDF__DPTR(in->data);
+  p.out = NDF__DPTR(out->data);
+  SET_YX(p, in, out, ny, nx, nlead);
+  for (int d = 0; d < NDF_MAX_NDIM; d++) {
+    p.lbox[d] = lbox[d];
+    p.llo[d] = llo[d];
+  }
+  p.nplanes = nplanes;
+  p.ky = ky;
+  p.kx = kx;
+  p.ylo = ylo;
+  p.xlo = xlo;
+  p.n = nn;
+  p.nstrips = nstrips;
+  p.nxb = nxb;
+  p.nouter = nouter;
+  p.cval = g->cval;
+  return ndf__hist_launch(ctx, name, fn, ndf__grid(ctx, nxb * nstrips * nouter, 32), HIST_BX, 1, 0, &p);
 }
 
 static void tile_request(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, const ndf__rank_sel *sel,
@@ -532,27 +539,19 @@ static ndf_status run_tile(ndf_ctx *ctx, const char *name, const ndf_array *in, 
   int64_t nouter = 1;
   for (int d = 0; d < nlead; d++) nouter *= in->shape[d];
   int64_t nstrips = (ny + tg.s - 1) / tg.s, nxb = (nx + 31) / 32;
-  ndf__params pb = {.n = 0};
-  const void *pin = in->data;
-  void *pout = out->data;
-  NDF__PUT(&pb, pin);
-  NDF__PUT(&pb, pout);
-  NDF__PUT(&pb, ny);
-  NDF__PUT(&pb, nx);
-  NDF__PUT(&pb, in->strides[ndim - 2]);
-  NDF__PUT(&pb, in->strides[ndim - 1]);
-  NDF__PUT(&pb, out->strides[ndim - 2]);
-  NDF__PUT(&pb, out->strides[ndim - 1]);
-  ndf__params_put_outer(&pb, nlead, in->shape, in->strides, out->strides);
-  NDF__PUT(&pb, ylo);
-  NDF__PUT(&pb, xlo);
-  NDF__PUT(&pb, nstrips);
-  NDF__PUT(&pb, nxb);
-  NDF__PUT(&pb, nouter);
-  NDF__PUT(&pb, g->cval);
+  ndf__tile_params p = {0};
+  p.in = NDF__DPTR(in->data);
+  p.out = NDF__DPTR(out->data);
+  SET_YX(p, in, out, ny, nx, nlead);
+  p.ylo = ylo;
+  p.xlo = xlo;
+  p.nstrips = nstrips;
+  p.nxb = nxb;
+  p.nouter = nouter;
+  p.cval = g->cval;
   const int per_sm = (int)(228 * 1024 / (tg.smem + 1024));
-  return ndf__launch(ctx, name, fn, ndf__grid(ctx, nxb * nstrips * nouter, per_sm > 0 ? per_sm : 1), TILE_BT, 1,
-                     (unsigned)tg.smem, pb.b);
+  return ndf__tile_launch(ctx, name, fn, ndf__grid(ctx, nxb * nstrips * nouter, per_sm > 0 ? per_sm : 1), TILE_BT, 1,
+                          (unsigned)tg.smem, &p);
 }
 
 ndf_status ndf__rank_cuda_request(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndim, const int64_t *shape,
@@ -608,30 +607,27 @@ ndf_status ndf__rank_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
     nouter *= lblocks[d];
   }
 
-  /* The fields of ndf_rank_params, in order. */
-  ndf__params pb = {.n = 0};
-  const void *pin = in->data;
-  void *pout = out->data;
-  NDF__PUT(&pb, pin);
-  NDF__PUT(&pb, pout);
-  NDF__PUT(&pb, ny);
-  NDF__PUT(&pb, nx);
-  NDF__PUT(&pb, iys);
-  NDF__PUT(&pb, in->strides[ndim - 1]);
-  NDF__PUT(&pb, oys);
-  NDF__PUT(&pb, out->strides[ndim - 1]);
-  ndf__params_put_outer(&pb, rg.nlead, in->shape, in->strides, out->strides);
-  for (int d = 0; d < NDF_MAX_NDIM; d++) {
-    int64_t v = d < rg.nlead ? lblocks[d] : 0;
-    NDF__PUT(&pb, v);
-  }
-  NDF__PUT(&pb, ntx);
-  NDF__PUT(&pb, nty);
-  NDF__PUT(&pb, nouter);
-  NDF__PUT(&pb, rg.ylo);
-  NDF__PUT(&pb, rg.xlo);
-  NDF__PUT(&pb, g->cval);
+  ndf__rank_params p = {0};
+  p.in = NDF__DPTR(in->data);
+  p.out = NDF__DPTR(out->data);
+  p.ny = ny;
+  p.nx = nx;
+  p.iys = iys;
+  p.ixs = in->strides[ndim - 1];
+  p.oys = oys;
+  p.oxs = out->strides[ndim - 1];
+  p.nlead = rg.nlead;
+  ndf__axes(p.lshape, rg.nlead, in->shape);
+  ndf__axes(p.listr, rg.nlead, in->strides);
+  ndf__axes(p.lostr, rg.nlead, out->strides);
+  ndf__axes(p.lblocks, rg.nlead, lblocks);
+  p.ntx = ntx;
+  p.nty = nty;
+  p.nouter = nouter;
+  p.ylo = rg.ylo;
+  p.xlo = rg.xlo;
+  p.cval = g->cval;
 
-  return ndf__launch(ctx, name, fn, ndf__grid(ctx, ntx * nty * nouter, 32), RANK_TX, (unsigned)rg.ty,
-                     (unsigned)rg.smem, pb.b);
+  return ndf__rank_launch(ctx, name, fn, ndf__grid(ctx, ntx * nty * nouter, 32), RANK_TX, (unsigned)rg.ty,
+                          (unsigned)rg.smem, &p);
 }

@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "sinkhorn/sinkhorn.h"
+#include "kernel_params.generated.h"
 
 #define OP_CREATE "ndf_sinkhorn_create"
 #define OP_SOLVE "ndf_sinkhorn_solve"
@@ -196,9 +197,7 @@ ndf_status ndf__sk_cuda_create(ndf_ctx *ctx, const ndf_sinkhorn_options *opt, co
   g->graph_state = (ge && strcmp(ge, "0") == 0) ? -1 : 0;
   ndf__kernel_req req;
   if (g->batched) {
-    ndf__req_init(&req, "sinkhorn_dense", "ndf_sinkhorn_dense");
-    ndf__req_set(&req, "T", "%s", g->f32 ? "float" : "double");
-    ndf__req_set(&req, "LOGD", "%d", g->log_domain);
+    ndf__req_sinkhorn_dense(&req, g->f32 ? "float" : "double", g->log_domain);
     if ((s = ndf__jit_get(ctx, OP_CREATE, &req, &g->fnd)) != NDF_OK) goto fail;
     g->nblk = (g->d + SKD_ROWS - 1) / SKD_ROWS;
   }
@@ -228,13 +227,8 @@ ndf_status ndf__sk_cuda_create(ndf_ctx *ctx, const ndf_sinkhorn_options *opt, co
     g->nt = (unsigned)(32 * rows);
     const char *se = getenv("NDF_SINKHORN_CLSYNC");
     g->clasync = g->cl > 1 && g->shape[0] % g->cl == 0 && !(se && (strcmp(se, "barrier") == 0 || strcmp(se, "0") == 0));
-    ndf__req_init(&req, "sinkhorn_cluster", "ndf_sinkhorn_cluster");
-    ndf__req_set(&req, "T", "%s", g->f32 ? "float" : "double");
-    ndf__req_set(&req, "LOGD", "%d", g->log_domain);
-    ndf__req_set(&req, "N0", "%d", (int)g->shape[0]);
-    ndf__req_set(&req, "N1", "%d", (int)g->shape[1]);
-    ndf__req_set(&req, "CL", "%d", g->cl);
-    ndf__req_set(&req, "ASYNC", "%d", g->clasync);
+    ndf__req_sinkhorn_cluster(&req, g->f32 ? "float" : "double", g->log_domain, (int)g->shape[0], (int)g->shape[1],
+                              g->cl, g->clasync);
     if ((s = ndf__jit_get(ctx, OP_CREATE, &req, &g->fncl)) != NDF_OK) { /* e.g. an NVRTC without sm_90 */
       if (g->cl_forced) goto fail;
       ndf__clear_error(ctx);
@@ -248,18 +242,10 @@ ndf_status ndf__sk_cuda_create(ndf_ctx *ctx, const ndf_sinkhorn_options *opt, co
   if (g->cl) {
     /* nothing: cluster_fallback compiles sinkhorn_grid2.cu if the cluster launch fails */
   } else if (g->grid2) {
-    ndf__req_init(&req, "sinkhorn_grid2", "ndf_sinkhorn_grid2");
-    ndf__req_set(&req, "T", "%s", g->f32 ? "float" : "double");
-    ndf__req_set(&req, "LOGD", "%d", g->log_domain);
-    ndf__req_set(&req, "N0", "%d", (int)g->shape[0]);
-    ndf__req_set(&req, "N1", "%d", (int)g->shape[1]);
+    ndf__req_sinkhorn_grid2(&req, g->f32 ? "float" : "double", g->log_domain, (int)g->shape[0], (int)g->shape[1]);
     if ((s = ndf__jit_get(ctx, OP_CREATE, &req, &g->fn)) != NDF_OK) goto fail;
   } else if (!g->batched) {
-    ndf__req_init(&req, "sinkhorn", "ndf_sinkhorn");
-    ndf__req_set(&req, "T", "%s", g->f32 ? "float" : "double");
-    ndf__req_set(&req, "KIND", "%d", g->kind);
-    ndf__req_set(&req, "LOGD", "%d", g->log_domain);
-    ndf__req_set(&req, "NSP", "%d", g->nsp);
+    ndf__req_sinkhorn(&req, g->f32 ? "float" : "double", g->kind, g->log_domain, g->nsp);
     if ((s = ndf__jit_get(ctx, OP_CREATE, &req, &g->fn)) != NDF_OK) goto fail;
   }
 
@@ -371,56 +357,72 @@ fail:
   return s;
 }
 
-/* The fields of ndf_sk_params (templates/sinkhorn.cu), in order. */
-static void put_params(const ndf__sk_cuda *g, ndf__params *pb) {
-  const CUdeviceptr ptrs[] = {g->a, g->b, g->x, g->y, g->iters, g->fail, g->err, g->tc,
-                              g->ws, g->M, g->MT, g->CT, g->ax, g->tab, g->tabm};
-  for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++) NDF__PUT(pb, ptrs[i]);
-  NDF__PUT(pb, g->n);
-  NDF__PUT(pb, g->d);
-  NDF__PUT(pb, g->dp);
-  for (int k = 0; k < 8; k++) {
-    int64_t v = k < NDF_MAX_SPATIAL ? g->shape[k] : 0;
-    NDF__PUT(pb, v);
+/* The kernel parameters of templates/sinkhorn.cu (and sinkhorn_grid2.cu, sinkhorn_cluster.cu). */
+static void sk_params(const ndf__sk_cuda *g, ndf__sk_params *p) {
+  memset(p, 0, sizeof *p);
+  p->a = g->a;
+  p->b = g->b;
+  p->x = g->x;
+  p->y = g->y;
+  p->iters = g->iters;
+  p->fail = g->fail;
+  p->err = g->err;
+  p->tc = g->tc;
+  p->ws = g->ws;
+  p->M = g->M;
+  p->MT = g->MT;
+  p->CT = g->CT;
+  p->ax = g->ax;
+  p->tab = g->tab;
+  p->tabm = g->tabm;
+  p->n = g->n;
+  p->d = g->d;
+  p->dp = g->dp;
+  for (int k = 0; k < NDF_MAX_SPATIAL; k++) {
+    p->shape[k] = g->shape[k];
+    p->stride[k] = g->stride[k];
+    p->axoff[k] = g->axoff[k];
   }
-  for (int k = 0; k < 8; k++) {
-    int64_t v = k < NDF_MAX_SPATIAL ? g->stride[k] : 0;
-    NDF__PUT(pb, v);
-  }
-  for (int k = 0; k < 8; k++) {
-    int64_t v = k < NDF_MAX_SPATIAL ? g->axoff[k] : 0;
-    NDF__PUT(pb, v);
-  }
-  NDF__PUT(pb, g->wofs);
-  NDF__PUT(pb, g->axlen);
-  NDF__PUT(pb, g->tol);
-  NDF__PUT(pb, g->max_iter);
-  NDF__PUT(pb, g->check_every);
-  NDF__PUT(pb, g->use_smem);
-  int pad = 0;
-  NDF__PUT(pb, pad);
+  p->wofs = g->wofs;
+  p->axlen = g->axlen;
+  p->tol = g->tol;
+  p->max_iter = g->max_iter;
+  p->check_every = g->check_every;
+  p->use_smem = g->use_smem;
 }
 
 /* One launch of sinkhorn_dense.cu: phase 0 init, 1 row, 2 column, 3 check, 4 finish, 5 cost, 6 total. */
 static CUresult dense_launch(const ndf__sk_cuda *g, int phase) {
-  ndf__params pb = {.n = 0};
-  const CUdeviceptr ptrs[] = {g->a, g->b, g->x, g->y, g->ha, g->hb, g->M, g->MT, g->CT,
-                              g->iters, g->itn, g->fail, g->done, g->alldone, g->err, g->part, g->tc};
-  for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++) NDF__PUT(&pb, ptrs[i]);
-  NDF__PUT(&pb, g->n);
-  NDF__PUT(&pb, g->d);
-  NDF__PUT(&pb, g->nblk);
-  NDF__PUT(&pb, g->tol);
-  NDF__PUT(&pb, phase);
-  int pad = 0;
-  NDF__PUT(&pb, pad);
+  ndf__skd_params p = {0};
+  p.a = g->a;
+  p.b = g->b;
+  p.x = g->x;
+  p.y = g->y;
+  p.ha = g->ha;
+  p.hb = g->hb;
+  p.M = g->M;
+  p.MT = g->MT;
+  p.C = g->CT;
+  p.it = g->iters;
+  p.itn = g->itn;
+  p.fail = g->fail;
+  p.done = g->done;
+  p.alldone = g->alldone;
+  p.err = g->err;
+  p.part = g->part;
+  p.tc = g->tc;
+  p.n = g->n;
+  p.d = g->d;
+  p.nblk = g->nblk;
+  p.tol = g->tol;
+  p.phase = phase;
   unsigned gx = 1, gy = 1;
   if (phase == 0 || phase == 7) gx = ndf__grid(g->ctx, (g->n * g->d + SKD_ROWS * 32 - 1) / (SKD_ROWS * 32), 8);
   else if (phase != 4 && phase != 6) {
     gx = (unsigned)g->nblk;
     gy = (unsigned)((g->n + SKD_NB - 1) / SKD_NB);
   }
-  void *args[] = {pb.b};
+  void *args[] = {&p};
   const CUresult r = ndf__cu(NULL)->cuLaunchKernel(g->fnd, gx, gy, 1, SKD_ROWS * 32, 1, 1, 0, g->ctx->stream, args, NULL);
   if (r == CUDA_SUCCESS) ndf__klog(g->ctx, g->fnd);
   return r;
@@ -477,11 +479,7 @@ static ndf_status dense_run(ndf__sk_cuda *g) {
  * workspace, so fn then runs with the usual n blocks of SK_THREADS). */
 static ndf_status cluster_fallback(ndf__sk_cuda *g) {
   ndf__kernel_req req;
-  ndf__req_init(&req, "sinkhorn_grid2", "ndf_sinkhorn_grid2");
-  ndf__req_set(&req, "T", "%s", g->f32 ? "float" : "double");
-  ndf__req_set(&req, "LOGD", "%d", g->log_domain);
-  ndf__req_set(&req, "N0", "%d", (int)g->shape[0]);
-  ndf__req_set(&req, "N1", "%d", (int)g->shape[1]);
+  ndf__req_sinkhorn_grid2(&req, g->f32 ? "float" : "double", g->log_domain, (int)g->shape[0], (int)g->shape[1]);
   ndf_status s = ndf__jit_get(g->ctx, OP_SOLVE, &req, &g->fn);
   if (s == NDF_OK) {
     g->cl = 0;
@@ -504,10 +502,10 @@ ndf_status ndf__sk_cuda_solve(ndf__sk_cuda *g, const double *A, const double *B,
     if (g->batched) {
       if ((s = dense_run(g)) != NDF_OK) return s;
     } else {
-      ndf__params pb = {.n = 0};
-      put_params(g, &pb);
+      ndf__sk_params p;
+      sk_params(g, &p);
       if (cl) {
-        void *args[] = {pb.b};
+        void *args[] = {&p};
         if (!g->fncl || !g->grid2 || g->smem != 0 || g->nt != (unsigned)(32 * ((g->shape[0] + cl - 1) / cl)))
           return ndf__error(ctx, NDF_EINTERNAL, "%s: the cluster kernel's set-up is inconsistent", OP_SOLVE);
         CUresult rl = cu->cuLaunchKernel(g->fncl, (unsigned)(g->n * cl), 1, 1, g->nt, 1, 1, 0, ctx->stream, args, NULL);
@@ -519,7 +517,7 @@ ndf_status ndf__sk_cuda_solve(ndf__sk_cuda *g, const double *A, const double *B,
         ndf__klog(ctx, g->fncl);
       } else if (!g->fn) {
         return ndf__error(ctx, NDF_EINTERNAL, "%s: no kernel", OP_SOLVE);
-      } else if ((s = ndf__launch(ctx, OP_SOLVE, g->fn, (unsigned)g->n, SK_THREADS, 1, g->smem, pb.b)) != NDF_OK) {
+      } else if ((s = ndf__sk_launch(ctx, OP_SOLVE, g->fn, (unsigned)g->n, SK_THREADS, 1, g->smem, &p)) != NDF_OK) {
         return s;
       }
     }
