@@ -15,7 +15,9 @@ test_interp.c parses:
 op is one of spline1d (axis=), spline (batch= axes after the batch ones),
 map (coords=), affine (matrix=, offset= one or per-axis values, absent for
 none), shift (shift=), zoom (zoom=, grid=), rotate (angle=, axes=a,b,
-reshape=).  Floats are written with repr (they round-trip exactly).  batch
+reshape=).  unrounded= (integer outputs but spline's) names scipy's
+float64 output of the same call.  odtype is the output's dtype; an int64 expected output is
+stored as float64 (its values are far below 2^53).  Floats are written with repr (they round-trip exactly).  batch
 leading axes are independent images: the expected output is scipy applied to
 each image (map_coordinates shares the coordinates).  The output shape is the
 expected file's.
@@ -108,14 +110,17 @@ def main():
             rec["axis"] = axis
             if dtype == "bool":
                 continue
-            out = ndi.spline_filter1d(x, order=order, axis=axis, output=np.dtype(odtype), mode=mode)
+            def compute(odt):
+                return ndi.spline_filter1d(x, order=order, axis=axis, output=np.dtype(odt), mode=mode)
         elif op == "spline":
             order = int(rng.integers(2, 6))
             rec["order"] = order
             if dtype == "bool":
                 continue
-            out = np.zeros(x.shape, odtype)
-            per_image(lambda a, o: ndi.spline_filter(a, order=order, output=o, mode=mode), x, out, nb)
+            def compute(odt):
+                o = np.zeros(x.shape, odt)
+                per_image(lambda a, q: ndi.spline_filter(a, order=order, output=q, mode=mode), x, o, nb)
+                return o
         elif op == "map":
             orank = int(rng.integers(1, 4))
             oshape = [int(rng.integers(1, 7)) for _ in range(orank)]
@@ -127,8 +132,10 @@ def main():
                 c = np.round(c * 2) / 2
             if rng.random() < 0.2:
                 c = c.astype(np.float32)
-            out = np.zeros(bshape + oshape, odtype)
-            per_image(lambda a, o: ndi.map_coordinates(a, c, output=o, **kw), x, out, nb)
+            def compute(odt):
+                o = np.zeros(bshape + oshape, odt)
+                per_image(lambda a, q: ndi.map_coordinates(a, c, output=q, **kw), x, o, nb)
+                return o
             np.save(os.path.join(args.out, "c%d_co.npy" % cid), c)
             rec["coords"] = "c%d_co.npy" % cid
         elif op == "affine":
@@ -159,10 +166,13 @@ def main():
                 m[:nsp, nsp] = off
             else:
                 m = np.concatenate([lin, off[:, None]], axis=1)
-            out = np.zeros(bshape + oshape, odtype)
             kwo = {} if offset_arg is None else {"offset": offset_arg}
-            per_image(lambda a, o: ndi.affine_transform(a, m, output_shape=o.shape, output=o, **kwo, **kw),
-                      x, out, nb)
+
+            def compute(odt):
+                o = np.zeros(bshape + oshape, odt)
+                per_image(lambda a, q: ndi.affine_transform(a, m, output_shape=q.shape, output=q, **kwo, **kw),
+                          x, o, nb)
+                return o
             np.save(os.path.join(args.out, "c%d_m.npy" % cid), np.asarray(m, np.float64))
             rec["matrix"] = "c%d_m.npy" % cid
             if offset_arg is not None and form in ("nm", "diag"):
@@ -172,8 +182,10 @@ def main():
             if rng.random() < 0.3:
                 sh = np.round(sh * 2) / 2
             sh_arg = float(sh[0]) if rng.random() < 0.25 else sh
-            out = np.zeros(x.shape, odtype)
-            per_image(lambda a, o: ndi.shift(a, sh_arg, output=o, **kw), x, out, nb)
+            def compute(odt):
+                o = np.zeros(x.shape, odt)
+                per_image(lambda a, q: ndi.shift(a, sh_arg, output=q, **kw), x, o, nb)
+                return o
             rec["shift"] = flist(np.atleast_1d(sh_arg))
         elif op == "zoom":
             z = rng.uniform(0.3, 2.6, size=nsp)
@@ -185,8 +197,10 @@ def main():
             oshape = [int(round(n * f)) for n, f in zip(sshape, zz)]
             if min(oshape) < 1:
                 continue
-            out = np.zeros(bshape + oshape, odtype)
-            per_image(lambda a, o: ndi.zoom(a, z_arg, output=o, grid_mode=bool(grid), **kw), x, out, nb)
+            def compute(odt):
+                o = np.zeros(bshape + oshape, odt)
+                per_image(lambda a, q: ndi.zoom(a, z_arg, output=q, grid_mode=bool(grid), **kw), x, o, nb)
+                return o
             rec["zoom"] = flist(np.atleast_1d(z_arg))
             rec["grid"] = grid
         else:  # rotate
@@ -197,16 +211,24 @@ def main():
             reshape = int(rng.random() < 0.6)
             first = ndi.rotate(x[(0,) * nb], angle, axes=ax, reshape=bool(reshape), order=order, mode=mode,
                                cval=cval, prefilter=prefilter, output=np.dtype(odtype))
-            out = np.zeros(bshape + list(first.shape), odtype)
-            per_image(lambda a, o: ndi.rotate(a, angle, axes=ax, reshape=bool(reshape), output=o, **kw), x, out, nb)
+            def compute(odt):
+                o = np.zeros(bshape + list(first.shape), odt)
+                per_image(lambda a, q: ndi.rotate(a, angle, axes=ax, reshape=bool(reshape), output=q, **kw), x, o, nb)
+                return o
             rec["angle"] = repr(angle)
             rec["axes"] = "%d,%d" % tuple(ax)
             rec["reshape"] = reshape
+        out = compute(odtype)
         if out.size * (order + 1) ** nsp > WORK_BUDGET:
             continue
         np.save(os.path.join(args.out, "c%d_in.npy" % cid), x)
-        np.save(os.path.join(args.out, "c%d_out.npy" % cid), out)
+        # int64 (which the tests' .npy reader does not take) is saved as float64: every value is exact there
+        np.save(os.path.join(args.out, "c%d_out.npy" % cid), out.astype(np.float64) if out.dtype == np.int64 else out)
         rec["odtype"] = str(out.dtype)
+        if out.dtype.kind in "iu" and op != "spline":
+            # the unrounded values, for the tests' tolerance at rounding boundaries
+            np.save(os.path.join(args.out, "c%d_f.npy" % cid), compute("float64"))
+            rec["unrounded"] = "c%d_f.npy" % cid
         rec["input"] = "c%d_in.npy" % cid
         rec["expected"] = "c%d_out.npy" % cid
         lines.append(" ".join("%s=%s" % kv for kv in rec.items()))

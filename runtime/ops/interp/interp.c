@@ -411,27 +411,58 @@ ndf_status ndf_zoom(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, int
   return run(ctx, name, input, output, &p);
 }
 
-/* sin and cos of an angle in degrees, exact at multiples of 90 (as scipy's sindg/cosdg). */
+/* sin and cos of an angle in degrees as scipy.special.sindg / cosdg compute
+ * them (scipy's rotate uses those): reduction to an octant, then Cephes'
+ * polynomials for sin and cos on [-45, 45] degrees.  Exact at multiples of
+ * 90 degrees; elsewhere they may differ from sin(x * pi / 180) in the last
+ * bit, which moves the rotated grid by as much and so decides ties. */
+static const double dg_sin[6] = {1.58962301572218447952E-10, -2.50507477628503540135E-8, 2.75573136213856773549E-6,
+                                 -1.98412698295895384658E-4, 8.33333333332211858862E-3, -1.66666666666666307295E-1};
+static const double dg_cos[7] = {1.13678171382044553091E-11, -2.08758833757683644217E-9, 2.75573155429816611547E-7,
+                                 -2.48015872936186303776E-5, 1.38888888888806666760E-3, -4.16666666666666348141E-2,
+                                 4.99999999999999999798E-1};
+
+static double dg_poly(double x, const double *c, int n) {
+  double a = c[0];
+  for (int i = 1; i <= n; i++) a = a * x + c[i];
+  return a;
+}
+
+/* The octant of |x| degrees: j in 0..3 after the sign flip *flip, and the
+ * remainder z in radians. */
+static int dg_reduce(double x, double *z, int *flip) {
+  double y = floor(x / 45.0);
+  int j = (int)(y - ldexp(floor(ldexp(y, -4)), 4));
+  if (j & 1) {
+    j += 1;
+    y += 1.0;
+  }
+  j &= 7;
+  *flip = 0;
+  if (j > 3) {
+    *flip = 1;
+    j -= 4;
+  }
+  *z = (x - y * 45.0) * 1.74532925199432957692E-2;
+  return j;
+}
+
 static void sincos_deg(double a, double *sn, double *cs) {
-  double r = fmod(a, 360.0);
-  if (r < 0) r += 360.0;
-  int q = (int)(r / 90.0);
-  if (q > 3) q = 3;
-  const double x = r - 90.0 * q;
-  double s0 = 0.0, c0 = 1.0;
-  if (x == 45.0) {
-    s0 = c0 = sqrt(0.5);
-  } else if (x != 0.0) {
-    const double rad = x * (3.14159265358979323846 / 180.0);
-    s0 = sin(rad);
-    c0 = cos(rad);
+  const double x = fabs(a);
+  if (x > 1.0e14) { /* scipy returns 0 for both (total loss of precision) */
+    *sn = *cs = 0.0;
+    return;
   }
-  switch (q) {
-    case 0: *sn = s0; *cs = c0; break;
-    case 1: *sn = c0; *cs = -s0; break;
-    case 2: *sn = -s0; *cs = -c0; break;
-    default: *sn = -c0; *cs = s0; break;
-  }
+  double z;
+  int flip;
+  const int j = dg_reduce(x, &z, &flip);
+  const double zz = z * z;
+  const double ps = z + z * (zz * dg_poly(zz, dg_sin, 5)), pc = 1.0 - zz * dg_poly(zz, dg_cos, 6);
+  double s = (j == 1 || j == 2) ? pc : ps, c = (j == 1 || j == 2) ? ps : pc;
+  if (flip ^ (a < 0)) s = -s;
+  if (flip ^ (j > 1)) c = -c;
+  *sn = s;
+  *cs = c;
 }
 
 /* Rotate's geometry: plane axes a0 < a1 among the spatial axes, the matrix, offset and output plane. */

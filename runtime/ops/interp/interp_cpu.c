@@ -47,16 +47,20 @@ static void anticausal_wrap(double *c, int64_t n, double z) {
   c[n - 1] *= z / (zi - 1);
 }
 
-/* Half-sample symmetric extension (period 2n). */
+/* Half-sample symmetric extension (period 2n).  The sum accumulates in c[0]
+ * itself, so its last term (i = n - 1) reads the partial sum where the
+ * formula has c[0]: scipy's initialization does exactly this, and its
+ * results are the reference. */
 static void causal_reflect(double *c, int64_t n, double z) {
   const double zn = pow(z, (double)n), c0 = c[0];
-  double zi = z, s = c[0] + zn * c[n - 1];
+  double zi = z;
+  c[0] = c[0] + zn * c[n - 1];
   for (int64_t i = 1; i < n; i++) {
-    s += zi * (c[i] + zn * c[n - 1 - i]);
+    c[0] += zi * (c[i] + zn * c[n - 1 - i]);
     zi *= z;
   }
-  s *= z / (1 - zn * zn);
-  c[0] = s + c0;
+  c[0] *= z / (1 - zn * zn);
+  c[0] += c0;
 }
 
 static void anticausal_reflect(double *c, int64_t n, double z) { c[n - 1] *= z / (z - 1); }
@@ -228,20 +232,43 @@ static void transform(const ndf__interp_plan *p, const int64_t *o, double *c) {
     }
     return;
   }
+  /* scipy adds the products in pairs: offset + (o0 m0 + o1 m1) + (o2 m2 + o3 m3) ... */
   for (int h = 0; h < p->nsp; h++) {
+    const double *m = p->matrix + h * p->onsp;
     double t = p->offset[h];
-    for (int l = 0; l < p->onsp; l++) t += (double)o[l] * p->matrix[h * p->onsp + l];
+    int l = 0;
+    for (; l + 1 < p->onsp; l += 2) t += (double)o[l] * m[l] + (double)o[l + 1] * m[l + 1];
+    if (l < p->onsp) t += (double)o[l] * m[l];
     c[h] = t;
   }
 }
 
+/* cval as scipy pads with it (numpy.pad into the input's dtype): converted
+ * to that dtype by C's cast, an integer wrapping around, bool true when not 0. */
+static double pad_value(ndf_dtype t, double cval) {
+  if (t == NDF_BOOL) return cval != 0;
+  if (t == NDF_FLOAT32) return (float)cval;
+  if (t == NDF_FLOAT64) return cval;
+  const int64_t x = (cval > -9223372036854775808.0 && cval < 9223372036854775808.0) ? (int64_t)cval : INT64_MIN;
+  switch (t) {
+    case NDF_UINT8: return (uint8_t)x;
+    case NDF_INT8: return (int8_t)x;
+    case NDF_UINT16: return (uint16_t)x;
+    case NDF_INT16: return (int16_t)x;
+    case NDF_UINT32: return (uint32_t)x;
+    case NDF_INT32: return (int32_t)x;
+    default: return (double)x;
+  }
+}
+
 /* Pads every image of in by npad samples per spatial side (edge values for
- * nearest, cval for grid-constant) into the float64 buffer buf (batch,
+ * nearest, cval in the input's dtype for grid-constant) into the float64 buffer buf (batch,
  * padded spatial..., C order) and spline filters its spatial axes. */
 static ndf_status prefilter(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf__interp_plan *p, double *buf,
                             const int64_t *pshape, int64_t nbatch, int64_t pvol) {
   const int nb = p->nb, nsp = p->nsp, npad = p->npad, nth = ndf__cpu_threads(ctx);
   const int64_t total = nbatch * pvol;
+  const double pad = pad_value(in->dtype, p->cval);
 #pragma omp parallel for schedule(static) num_threads(nth)
   for (int64_t i = 0; i < total; i++) {
     int64_t r = i, off = 0;
@@ -261,7 +288,7 @@ static ndf_status prefilter(ndf_ctx *ctx, const char *name, const ndf_array *in,
       r /= in->shape[d];
     }
     buf[i] = (outside && p->mode == NDF_INTERP_GRID_CONSTANT)
-                 ? p->cval
+                 ? pad
                  : ndf__interp_load(in->data, in->dtype, off);
   }
   /* One pass per spatial axis over the contiguous buffer. */
