@@ -143,6 +143,8 @@ def main():
             onsp = nsp
             if form == "nm" and rng.random() < 0.2:
                 onsp = int(rng.integers(1, 4))
+                if onsp == nsp + 1:  # an (n, n + 1) matrix is the homogeneous form, whatever the output's rank
+                    onsp = nsp
             oshape = [max(1, n + int(rng.integers(-2, 3))) for n in sshape[:onsp]] + \
                 [int(rng.integers(1, 6)) for _ in range(onsp - min(onsp, nsp))]
             lin = rng.normal(size=(nsp, onsp)) * 0.6
