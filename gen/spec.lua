@@ -1594,7 +1594,7 @@ return {
       file = "templates/interp.cu",
       kernels = { "ndf_interp_load", "ndf_interp_spline", "ndf_interp_store", "ndf_interp_eval" },
       args = {
-        "T:unsigned char|signed char|unsigned short|short|unsigned int|int|float|double",
+        "T:unsigned char|signed char|unsigned short|short|unsigned int|int|long long|float|double",
         "OUT:unsigned char|signed char|unsigned short|short|unsigned int|int|long long|float|double",
         "CT:unsigned char|signed char|unsigned short|short|unsigned int|int|float|double",
         "NSP:1..8", "ORDER:0..5", "MODE:0..6", "KIND:0..2", "INIT:0..2", "OFLOAT:0|1",
@@ -1668,7 +1668,7 @@ return {
         OFLOAT = "1 when OUT is float or double (store, eval)",
       },
       families = {
-        { T = { "double", "float", "unsigned char", "short" }, OUT = { "double" }, CT = { "double" }, NSP = { "1" },
+        { T = { "double", "float", "unsigned char", "short", "long long" }, OUT = { "double" }, CT = { "double" }, NSP = { "1" },
           ORDER = { "0" }, MODE = { "0" }, KIND = { "0" }, INIT = { "0", "1", "2" }, OFLOAT = { "1" } },
         { T = { "float", "double" }, OUT = { "float" }, CT = { "double" }, NSP = { "3" },
           ORDER = { "1", "3" }, MODE = { "0", "1", "2", "3", "4", "5", "6" }, KIND = { "0", "1" }, INIT = { "0" },

@@ -218,6 +218,24 @@ static inline void ndf__interp_store(void *p, ndf_dtype t, double v, int round) 
   }
 }
 
+/* cval as scipy pads with it (numpy.pad into the input's dtype): converted
+ * to that dtype by C's cast, an integer wrapping around, bool true when not 0. */
+static inline double ndf__interp_pad_value(ndf_dtype t, double cval) {
+  if (t == NDF_BOOL) return cval != 0;
+  if (t == NDF_FLOAT32) return (float)cval;
+  if (t == NDF_FLOAT64) return cval;
+  const int64_t x = (cval > -9223372036854775808.0 && cval < 9223372036854775808.0) ? (int64_t)cval : INT64_MIN;
+  switch (t) {
+    case NDF_UINT8: return (uint8_t)x;
+    case NDF_INT8: return (int8_t)x;
+    case NDF_UINT16: return (uint16_t)x;
+    case NDF_INT16: return (int16_t)x;
+    case NDF_UINT32: return (uint32_t)x;
+    case NDF_INT32: return (int32_t)x;
+    default: return (double)x;
+  }
+}
+
 /* Element i (an element offset) of an array of dtype t as a double. */
 static inline double ndf__interp_load(const void *base, ndf_dtype t, int64_t i) {
   switch (t) {
@@ -231,6 +249,11 @@ static inline double ndf__interp_load(const void *base, ndf_dtype t, int64_t i) 
     case NDF_FLOAT32: return ((const float *)base)[i];
     default: return ((const double *)base)[i];
   }
+}
+
+/* The prefilter's boundary initialization for mode: 0 mirror, 1 reflect, 2 wrap (scipy's choice). */
+static inline int ndf__spline_init(ndf_interp_mode m) {
+  return m == NDF_INTERP_GRID_WRAP ? 2 : (m == NDF_INTERP_NEAREST || m == NDF_INTERP_REFLECT) ? 1 : 0;
 }
 
 /* ---- backends ---------------------------------------------------------------------------- */

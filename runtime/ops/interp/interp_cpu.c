@@ -243,24 +243,6 @@ static void transform(const ndf__interp_plan *p, const int64_t *o, double *c) {
   }
 }
 
-/* cval as scipy pads with it (numpy.pad into the input's dtype): converted
- * to that dtype by C's cast, an integer wrapping around, bool true when not 0. */
-static double pad_value(ndf_dtype t, double cval) {
-  if (t == NDF_BOOL) return cval != 0;
-  if (t == NDF_FLOAT32) return (float)cval;
-  if (t == NDF_FLOAT64) return cval;
-  const int64_t x = (cval > -9223372036854775808.0 && cval < 9223372036854775808.0) ? (int64_t)cval : INT64_MIN;
-  switch (t) {
-    case NDF_UINT8: return (uint8_t)x;
-    case NDF_INT8: return (int8_t)x;
-    case NDF_UINT16: return (uint16_t)x;
-    case NDF_INT16: return (int16_t)x;
-    case NDF_UINT32: return (uint32_t)x;
-    case NDF_INT32: return (int32_t)x;
-    default: return (double)x;
-  }
-}
-
 /* Pads every image of in by npad samples per spatial side (edge values for
  * nearest, cval in the input's dtype for grid-constant) into the float64 buffer buf (batch,
  * padded spatial..., C order) and spline filters its spatial axes. */
@@ -268,7 +250,7 @@ static ndf_status prefilter(ndf_ctx *ctx, const char *name, const ndf_array *in,
                             const int64_t *pshape, int64_t nbatch, int64_t pvol) {
   const int nb = p->nb, nsp = p->nsp, npad = p->npad, nth = ndf__cpu_threads(ctx);
   const int64_t total = nbatch * pvol;
-  const double pad = pad_value(in->dtype, p->cval);
+  const double pad = ndf__interp_pad_value(in->dtype, p->cval);
 #pragma omp parallel for schedule(static) num_threads(nth)
   for (int64_t i = 0; i < total; i++) {
     int64_t r = i, off = 0;
