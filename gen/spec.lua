@@ -1620,6 +1620,7 @@ return {
           { "inner", "i64", "product of the extents after the axis (the line's stride)" },
           { "npoles", "i32" },
           { "poles", "f64[2]" },
+          { "zn", "f64[2]", "per pole: z^(n-1) (INIT 0) or z^n (INIT 1), the host's pow as the CPU's" },
         },
         ndf_interp_store_params = {
           { "buf", "const f64*" },

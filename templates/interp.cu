@@ -29,6 +29,11 @@ typedef NDF_SLOT(CT) CT;     /* coordinates element (KIND 2) */
 #define INIT NDF_SLOT(INIT)   /* prefilter boundary: 0 mirror, 1 reflect, 2 wrap */
 #define OFLOAT NDF_SLOT(OFLOAT) /* 1 when OUT is float or double */
 
+// Products are rounded on their own (__dmul_rn, never contracted into a fused
+// multiply-add), so that every operation rounds as on the CPU; division and
+// square roots round to nearest by default.
+#define MUL(a, b) __dmul_rn((a), (b))
+
 #define M_CONSTANT 0
 #define M_GRID_CONSTANT 1
 #define M_NEAREST 2
@@ -122,59 +127,59 @@ extern "C" __global__ void __launch_bounds__(128) ndf_interp_spline(const ndf_in
   double *c = p.buf + o * n * s + in;
   if (n <= 1) return;
   double gain = 1.0;
-  for (int k = 0; k < p.npoles; k++) gain *= (1.0 - p.poles[k]) * (1.0 - 1.0 / p.poles[k]);
-  for (ndf_i64 i = 0; i < n; i++) c[i * s] *= gain;
+  for (int k = 0; k < p.npoles; k++) gain = MUL(gain, MUL(1.0 - p.poles[k], 1.0 - 1.0 / p.poles[k]));
+  for (ndf_i64 i = 0; i < n; i++) c[i * s] = MUL(c[i * s], gain);
   for (int k = 0; k < p.npoles; k++) {
     const double z = p.poles[k];
 #if INIT == 0
-    {  // mirror (period 2n - 2)
-      const double zn1 = pow(z, (double)(n - 1));
+    {  // mirror (period 2n - 2); zn = z^(n-1) from the host's pow, as the CPU's
+      const double zn1 = p.zn[k];
       double zi = z;
-      c[0] = c[0] + zn1 * c[(n - 1) * s];
+      c[0] = c[0] + MUL(zn1, c[(n - 1) * s]);
       for (ndf_i64 i = 1; i < n - 1; i++) {
-        c[0] += zi * (c[i * s] + zn1 * c[(n - 1 - i) * s]);
-        zi *= z;
+        c[0] += MUL(zi, c[i * s] + MUL(zn1, c[(n - 1 - i) * s]));
+        zi = MUL(zi, z);
       }
-      c[0] /= 1 - zn1 * zn1;
+      c[0] /= 1 - MUL(zn1, zn1);
     }
 #elif INIT == 1
-    {  // reflect (period 2n); the last term reads the running sum in c[0], as scipy's
-      const double zn = pow(z, (double)n), c0 = c[0];
+    {  // reflect (period 2n); zn = z^n; the last term reads the running sum in c[0], as scipy's
+      const double zn = p.zn[k], c0 = c[0];
       double zi = z;
-      c[0] = c[0] + zn * c[(n - 1) * s];
+      c[0] = c[0] + MUL(zn, c[(n - 1) * s]);
       for (ndf_i64 i = 1; i < n; i++) {
-        c[0] += zi * (c[i * s] + zn * c[(n - 1 - i) * s]);
-        zi *= z;
+        c[0] += MUL(zi, c[i * s] + MUL(zn, c[(n - 1 - i) * s]));
+        zi = MUL(zi, z);
       }
-      c[0] *= z / (1 - zn * zn);
+      c[0] = MUL(c[0], z / (1 - MUL(zn, zn)));
       c[0] += c0;
     }
 #else
     {  // wrap (period n)
       double zi = z;
       for (ndf_i64 i = 1; i < n; i++) {
-        c[0] += zi * c[(n - i) * s];
-        zi *= z;
+        c[0] += MUL(zi, c[(n - i) * s]);
+        zi = MUL(zi, z);
       }
       c[0] /= 1 - zi;
     }
 #endif
-    for (ndf_i64 i = 1; i < n; i++) c[i * s] += z * c[(i - 1) * s];
+    for (ndf_i64 i = 1; i < n; i++) c[i * s] += MUL(z, c[(i - 1) * s]);
 #if INIT == 0
-    c[(n - 1) * s] = (z * c[(n - 2) * s] + c[(n - 1) * s]) * z / (z * z - 1);
+    c[(n - 1) * s] = MUL(MUL(z, c[(n - 2) * s]) + c[(n - 1) * s], z) / (MUL(z, z) - 1);
 #elif INIT == 1
-    c[(n - 1) * s] *= z / (z - 1);
+    c[(n - 1) * s] = MUL(c[(n - 1) * s], z / (z - 1));
 #else
     {
       double zi = z;
       for (ndf_i64 i = 0; i < n - 1; i++) {
-        c[(n - 1) * s] += zi * c[i * s];
-        zi *= z;
+        c[(n - 1) * s] += MUL(zi, c[i * s]);
+        zi = MUL(zi, z);
       }
-      c[(n - 1) * s] *= z / (zi - 1);
+      c[(n - 1) * s] = MUL(c[(n - 1) * s], z / (zi - 1));
     }
 #endif
-    for (ndf_i64 i = n - 2; i >= 0; i--) c[i * s] = z * (c[(i + 1) * s] - c[i * s]);
+    for (ndf_i64 i = n - 2; i >= 0; i--) c[i * s] = MUL(z, c[(i + 1) * s] - c[i * s]);
   }
 }
 
@@ -209,23 +214,23 @@ __device__ __forceinline__ double ndf_ip_map(double x, ndf_i64 n, int m) {
         if (n <= 1) return 0;
         {
           const ndf_i64 pp = 2 * n - 2;
-          x += (double)pp * (double)(ndf_i64)(-x / pp);
+          x += MUL((double)pp, (double)(ndf_i64)(-x / pp));
           return x <= 1 - n ? x + pp : -x;
         }
       case M_REFLECT:
         if (n <= 1) return 0;
         {
           const ndf_i64 pp = 2 * n;
-          if (x < -pp) x += (double)pp * (double)(ndf_i64)(-x / pp);
+          if (x < -pp) x += MUL((double)pp, (double)(ndf_i64)(-x / pp));
           if (x < -n) return x + pp;
           return (x > -1e-15 ? 1e-15 : -x) - 1;
         }
       case M_WRAP:
         if (n <= 1) return 0;
-        return x + (double)(n - 1) * (double)((ndf_i64)(-x / (n - 1)) + 1);
+        return x + MUL((double)(n - 1), (double)((ndf_i64)(-x / (n - 1)) + 1));
       case M_GRID_WRAP:
         if (n <= 1) return 0;
-        return x + (double)n * (double)((ndf_i64)((-1 - x) / n) + 1);
+        return x + MUL((double)n, (double)((ndf_i64)((-1 - x) / n) + 1));
       case M_NEAREST: return 0;
       case M_CONSTANT: return -1;
       default: return x;
@@ -237,22 +242,22 @@ __device__ __forceinline__ double ndf_ip_map(double x, ndf_i64 n, int m) {
         if (n <= 1) return 0;
         {
           const ndf_i64 pp = 2 * n - 2;
-          x -= (double)pp * (double)(ndf_i64)(x / pp);
+          x -= MUL((double)pp, (double)(ndf_i64)(x / pp));
           return x >= n ? pp - x : x;
         }
       case M_REFLECT:
         if (n <= 1) return 0;
         {
           const ndf_i64 pp = 2 * n;
-          x -= (double)pp * (double)(ndf_i64)(x / pp);
+          x -= MUL((double)pp, (double)(ndf_i64)(x / pp));
           return x >= n ? pp - x - 1 : x;
         }
       case M_WRAP:
         if (n <= 1) return 0;
-        return x - (double)(n - 1) * (double)(ndf_i64)(x / (n - 1));
+        return x - MUL((double)(n - 1), (double)(ndf_i64)(x / (n - 1)));
       case M_GRID_WRAP:
         if (n <= 1) return 0;
-        return x - (double)n * (double)(ndf_i64)(x / n);
+        return x - MUL((double)n, (double)(ndf_i64)(x / n));
       case M_NEAREST: return (double)(n - 1);
       case M_CONSTANT: return -1;
       default: return x;
@@ -269,35 +274,35 @@ __device__ __forceinline__ void ndf_ip_weights(double x, double *w) {
 #if ORDER == 1
   w[0] = 1.0 - x;
 #elif ORDER == 2
-  w[1] = 0.75 - x * x;
+  w[1] = 0.75 - MUL(x, x);
   y = 0.5 - x;
-  w[0] = 0.5 * y * y;
+  w[0] = MUL(MUL(0.5, y), y);
 #elif ORDER == 3
-  w[1] = (x * x * (x - 2.0) * 3.0 + 4.0) / 6.0;
-  w[2] = (z * z * (z - 2.0) * 3.0 + 4.0) / 6.0;
-  w[0] = z * z * z / 6.0;
+  w[1] = (MUL(MUL(MUL(x, x), x - 2.0), 3.0) + 4.0) / 6.0;
+  w[2] = (MUL(MUL(MUL(z, z), z - 2.0), 3.0) + 4.0) / 6.0;
+  w[0] = MUL(MUL(z, z), z) / 6.0;
 #elif ORDER == 4
-  t = x * x;
-  w[2] = t * (t * 0.25 - 0.625) + 115.0 / 192.0;
+  t = MUL(x, x);
+  w[2] = MUL(t, MUL(t, 0.25) - 0.625) + 115.0 / 192.0;
   y = 1.0 + x;
-  w[1] = y * (y * (y * (5.0 - y) / 6.0 - 1.25) + 5.0 / 24.0) + 55.0 / 96.0;
+  w[1] = MUL(y, MUL(y, MUL(y, 5.0 - y) / 6.0 - 1.25) + 5.0 / 24.0) + 55.0 / 96.0;
   y = z;
-  w[3] = y * (y * (y * (5.0 - y) / 6.0 - 1.25) + 5.0 / 24.0) + 55.0 / 96.0;
+  w[3] = MUL(y, MUL(y, MUL(y, 5.0 - y) / 6.0 - 1.25) + 5.0 / 24.0) + 55.0 / 96.0;
   y = 0.5 - x;
-  t = y * y;
-  w[0] = t * t / 24.0;
+  t = MUL(y, y);
+  w[0] = MUL(t, t) / 24.0;
 #elif ORDER == 5
-  t = x * x;
-  w[2] = t * (t * (0.25 - x / 12.0) - 0.5) + 0.55;
-  t = z * z;
-  w[3] = t * (t * (0.25 - z / 12.0) - 0.5) + 0.55;
+  t = MUL(x, x);
+  w[2] = MUL(t, MUL(t, 0.25 - x / 12.0) - 0.5) + 0.55;
+  t = MUL(z, z);
+  w[3] = MUL(t, MUL(t, 0.25 - z / 12.0) - 0.5) + 0.55;
   y = x + 1.0;
-  w[1] = y * (y * (y * (y * (y / 24.0 - 0.375) + 1.25) - 1.75) + 0.625) + 0.425;
+  w[1] = MUL(y, MUL(y, MUL(y, MUL(y, y / 24.0 - 0.375) + 1.25) - 1.75) + 0.625) + 0.425;
   y = z + 1.0;
-  w[4] = y * (y * (y * (y * (y / 24.0 - 0.375) + 1.25) - 1.75) + 0.625) + 0.425;
+  w[4] = MUL(y, MUL(y, MUL(y, MUL(y, y / 24.0 - 0.375) + 1.25) - 1.75) + 0.625) + 0.425;
   y = 1.0 - x;
-  t = y * y;
-  w[0] = y * t * t / 120.0;
+  t = MUL(y, y);
+  w[0] = MUL(MUL(y, t), t) / 120.0;
 #endif
 #if ORDER > 0
   w[ORDER] = 1.0;
@@ -340,7 +345,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_eval(const ndf_inte
     for (int d = 0; d < NSP; d++) {
       double cc = (double)o[d];
       if (p.has_shift) cc += p.shift[d];
-      if (p.has_zoom) cc = p.grid_mode ? (cc + 0.5) * p.zoom[d] - 0.5 : cc * p.zoom[d];
+      if (p.has_zoom) cc = p.grid_mode ? MUL(cc + 0.5, p.zoom[d]) - 0.5 : MUL(cc, p.zoom[d]);
       c[d] = cc;
     }
 #elif KIND == 1
@@ -349,8 +354,8 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_eval(const ndf_inte
       const double *m = p.matrix + h * p.onsp;
       double t = p.offset[h];
       int l = 0;
-      for (; l + 1 < p.onsp; l += 2) t += (double)o[l] * m[l] + (double)o[l + 1] * m[l + 1];
-      if (l < p.onsp) t += (double)o[l] * m[l];
+      for (; l + 1 < p.onsp; l += 2) t += MUL((double)o[l], m[l]) + MUL((double)o[l + 1], m[l + 1]);
+      if (l < p.onsp) t += MUL((double)o[l], m[l]);
       c[h] = t;
     }
 #else
@@ -426,7 +431,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_eval(const ndf_inte
         }
 #if ORDER > 0
 #pragma unroll
-        for (int d = 0; d < NSP; d++) v *= w[d][l[d]];
+        for (int d = 0; d < NSP; d++) v = MUL(v, w[d][l[d]]);
 #endif
         t += v;
       }

@@ -15,6 +15,7 @@
  * Every kernel is compiled (or found in the cache) before anything runs, so a
  * compile failure writes nothing.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,7 +69,7 @@ static ndf_status launch_load(ndf_ctx *ctx, const char *name, CUfunction f, cons
 
 /* One prefilter pass of order's poles along axis of a contiguous float64 buffer of shape[0..ndim). */
 static ndf_status launch_spline(ndf_ctx *ctx, const char *name, CUfunction f, CUdeviceptr buf, int ndim,
-                                const int64_t *shape, int axis, int order) {
+                                const int64_t *shape, int axis, int order, int init) {
   ndf__interp_spline_params p;
   memset(&p, 0, sizeof p);
   int64_t total = 1, inner = 1;
@@ -79,6 +80,7 @@ static ndf_status launch_spline(ndf_ctx *ctx, const char *name, CUfunction f, CU
   p.lines = total / shape[axis];
   p.inner = inner;
   p.npoles = ndf__spline_poles(order, p.poles);
+  for (int k = 0; k < p.npoles; k++) p.zn[k] = pow(p.poles[k], (double)(init == 1 ? p.n : p.n - 1));
   if (p.lines == 0 || p.n <= 1) return NDF_OK;
   const int64_t blocks = (p.lines + 127) / 128;
   if (blocks > 0x7fffffff) return ndf__error(ctx, NDF_ENOTSUP, "%s: %lld lines are too many for one launch", name,
@@ -105,7 +107,7 @@ ndf_status ndf__spline_filter_cuda(ndf_ctx *ctx, const char *name, const ndf_arr
     /* a copy in the source's layout: every axis but the last is a "batch" axis of the load */
     s = launch_load(ctx, name, k == 0 ? f_load_in : f_load_out, src, ndim - 1, 0, 0, 0.0, buf, src->shape + ndim - 1,
                     total);
-    if (s == NDF_OK && filter) s = launch_spline(ctx, name, f_spline, buf, ndim, in->shape, axes[k], order);
+    if (s == NDF_OK && filter) s = launch_spline(ctx, name, f_spline, buf, ndim, in->shape, axes[k], order, ndf__spline_init(mode));
     if (s == NDF_OK) {
       ndf__interp_store_params p;
       memset(&p, 0, sizeof p);
@@ -162,7 +164,8 @@ ndf_status ndf__interp_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in,
     int64_t bshape[1 + NDF_MAX_SPATIAL];
     bshape[0] = nbatch;
     for (int d = 0; d < nsp; d++) bshape[1 + d] = pshape[d];
-    for (int d = 0; d < nsp && s == NDF_OK; d++) s = launch_spline(ctx, name, f_spline, buf, 1 + nsp, bshape, 1 + d, p->order);
+    for (int d = 0; d < nsp && s == NDF_OK; d++) s = launch_spline(ctx, name, f_spline, buf, 1 + nsp, bshape, 1 + d, p->order,
+                                                            ndf__spline_init(p->mode));
   }
 
   if (s == NDF_OK) {
