@@ -28,5 +28,8 @@ int cli_alloc(const char *what, ndf_array *a, ndf_dtype dtype, int ndim, const i
 /* The subcommands in their own files. */
 int ndf_cli_sinkhorn(int argc, char **argv);
 int ndf_cli_ect(int argc, char **argv);
+/* `ndforge run OP` for the interpolation ops and resample (cli_interp.c). */
+int ndf_cli_interp_is_op(const char *name);
+int ndf_cli_interp(int argc, char **argv);
 
 #endif
