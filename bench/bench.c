@@ -73,7 +73,7 @@
 /* Workloads                                                                 */
 
 typedef enum { FP_BOX = 0, FP_CROSS = 1 } fp_kind;
-typedef enum { FAM_GREY, FAM_RANK, FAM_DIST, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC, FAM_SOFT_ECC, FAM_ECT, FAM_SOFT_ECT } op_family;
+typedef enum { FAM_GREY, FAM_RANK, FAM_DIST, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC, FAM_SOFT_ECC, FAM_ECT, FAM_SOFT_ECT, FAM_INTERP } op_family;
 
 /* The ops: API-style name (--op), key (the first part of a workload's name)
  * and family. */
@@ -84,7 +84,7 @@ typedef struct op_desc {
 enum {
   OP_EROSION, OP_DILATION, OP_MEDIAN, OP_RANK, OP_PERCENTILE, OP_EDT, OP_BIN_EROSION, OP_FILL_HOLES, OP_LABEL,
   OP_OPENING, OP_SINKHORN, OP_SINKHORN_LOG, OP_SINKHORN_DENSE, OP_ECC, OP_SOFT_ECC, OP_CDT_TAXI, OP_CDT_CHESS, OP_ECT,
-  OP_SOFT_ECT, OP_BF, OP_COUNT
+  OP_SOFT_ECT, OP_BF, OP_ZOOM, OP_AFFINE_ROT, OP_MAP_COORDS, OP_COUNT
 };
 static const op_desc ops[OP_COUNT] = {
     [OP_EROSION] = {"grey_erosion", "erosion", FAM_GREY},
@@ -107,6 +107,10 @@ static const op_desc ops[OP_COUNT] = {
     [OP_ECT] = {"euler_characteristic_transform", "ect", FAM_ECT}, /* binary, size = T, param = m directions */
     [OP_SOFT_ECT] = {"soft_ect", "soft_ect", FAM_SOFT_ECT}, /* binary, forward + backward, size = T, param = m */
     [OP_BF] = {"distance_transform_bf", "bf", FAM_DIST},    /* euclidean; param 1: sampling and indices */
+    /* interpolation (issue 32): size = spline order, mode constant (scipy's default) */
+    [OP_ZOOM] = {"zoom", "zoom", FAM_INTERP},                          /* param = zoom factor, every axis */
+    [OP_AFFINE_ROT] = {"affine_transform", "affine_rot", FAM_INTERP},  /* param = degrees about the first axis, centred */
+    [OP_MAP_COORDS] = {"map_coordinates", "map_coordinates", FAM_INTERP}, /* param = points, uniform in the volume */
 };
 
 typedef struct workload {
@@ -210,6 +214,14 @@ static const workload default_workloads[] = {
     /* distance_transform_bf (issue 5): the brute-force oracle, euclidean, uint8 random bytes as for edt */
     {OP_BF, NDF_UINT8, 2, {256, 256}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 0},
     {OP_ECT, NDF_UINT8, 3, {128, 128, 128}, 64, FP_BOX, 0, NDF_MODE_REFLECT, 64},
+    /* interpolation (issue 32): the 1 mm MNI grid 181x217x181 resampled to 1 mm (zoom 1) and 0.5 mm (zoom 2)
+     * by orders 1 and 3; a 256^3 volume rotated by 15 degrees (order 1); 10^7 points of a 256^3 volume */
+    {OP_ZOOM, NDF_FLOAT32, 3, {181, 217, 181}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 1.0},
+    {OP_ZOOM, NDF_FLOAT32, 3, {181, 217, 181}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 2.0},
+    {OP_ZOOM, NDF_FLOAT32, 3, {181, 217, 181}, 3, FP_BOX, 0, NDF_MODE_REFLECT, 1.0},
+    {OP_ZOOM, NDF_FLOAT32, 3, {181, 217, 181}, 3, FP_BOX, 0, NDF_MODE_REFLECT, 2.0},
+    {OP_AFFINE_ROT, NDF_FLOAT32, 3, {256, 256, 256}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 15.0},
+    {OP_MAP_COORDS, NDF_FLOAT32, 3, {256, 256, 256}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 1e7},
 };
 #define N_DEFAULT (sizeof default_workloads / sizeof default_workloads[0])
 
@@ -257,6 +269,15 @@ static int64_t wl_count(const workload *w)
 /* The output's shape: the input's, except for the curves (batch..., T). */
 static int wl_out_shape(const workload *w, int64_t *shape)
 {
+  if (w->op == OP_MAP_COORDS) { /* (batch..., points) */
+    for (int i = 0; i < w->batch_dims; i++) shape[i] = w->shape[i];
+    shape[w->batch_dims] = (int64_t)w->param;
+    return w->batch_dims + 1;
+  }
+  if (w->op == OP_ZOOM) {
+    const double z = w->param;
+    if (ndf_zoom_shape(w->ndim, w->shape, w->batch_dims, 1, &z, shape) == NDF_OK) return w->ndim;
+  }
   if (ops[w->op].family == FAM_ECT || ops[w->op].family == FAM_SOFT_ECT) { /* (batch..., m, T) */
     for (int i = 0; i < w->batch_dims; i++) shape[i] = w->shape[i];
     shape[w->batch_dims] = (int64_t)w->param;
@@ -282,6 +303,14 @@ static int64_t wl_out_count(const workload *w)
 
 static size_t wl_bytes(const workload *w) { return (size_t)wl_count(w) * ndf_dtype_size(w->dtype); }
 static size_t wl_out_bytes(const workload *w) { return (size_t)wl_out_count(w) * ndf_dtype_size(out_dtype(w)); }
+
+/* Bytes a call must move at least: input and output, and map_coordinates' float32 coordinates. */
+static double wl_traffic(const workload *w)
+{
+  double b = (double)wl_bytes(w) + (double)wl_out_bytes(w);
+  if (w->op == OP_MAP_COORDS) b += 4.0 * (double)(w->ndim - w->batch_dims) * w->param;
+  return b;
+}
 
 static void shape_str(const workload *w, char sep, char *buf, size_t len)
 {
@@ -324,6 +353,10 @@ static void wl_name(const workload *w, char *buf, size_t len)
     snprintf(buf, len, "%s_%s_%s%s_m%d_T%d", op, ndf_dtype_name(w->dtype), shp, b, (int)w->param, w->size);
     return;
   }
+  if (ops[w->op].family == FAM_INTERP) { /* "zoom_o3_f32_181x217x181_b0_p2", "map_coordinates_o1_..._p1e+07" */
+    snprintf(buf, len, "%s_o%d_%s_%s_b%d_p%g", op, w->size, dtype_short(w->dtype), shp, w->batch_dims, w->param);
+    return;
+  }
   if (ops[w->op].family == FAM_DIST) { /* "edt_u8_1024x1024_b0", "..._samp_idx" */
     snprintf(buf, len, "%s_%s_%s_b%d%s", op, dtype_short(w->dtype), shp, w->batch_dims, w->param ? "_samp_idx" : "");
     return;
@@ -349,6 +382,9 @@ typedef struct op_setup {
   ndf_soft_ect_options xopt; /* soft ECT: thresholds in sthr, directions in dirs */
   ndf_array fp;
   uint8_t *fpbuf;
+  ndf_interp_options iopt; /* interpolation; the rotation's matrix and offset */
+  double rot[9], rot_off[3];
+  ndf_array rotm;
 } op_setup;
 
 static int setup_options(const workload *w, op_setup *g)
@@ -359,6 +395,22 @@ static int setup_options(const workload *w, op_setup *g)
   ndf_rank_options_init(&g->ropt);
   ndf_distance_options_init(&g->dopt);
   g->dopt.batch_dims = w->batch_dims;
+  if (ops[w->op].family == FAM_INTERP) {
+    ndf_interp_options_init(&g->iopt);
+    g->iopt.order = w->size;
+    g->iopt.batch_dims = w->batch_dims;
+    if (w->op == OP_AFFINE_ROT) { /* about the first spatial axis, through the volume's centre */
+      const double a = w->param * 3.14159265358979323846 / 180, c = cos(a), sn = sin(a);
+      const double m[9] = {1, 0, 0, 0, c, sn, 0, -sn, c};
+      memcpy(g->rot, m, sizeof m);
+      double ctr[3];
+      for (int i = 0; i < 3; i++) ctr[i] = (double)(w->shape[w->batch_dims + i] - 1) / 2;
+      for (int i = 0; i < 3; i++) g->rot_off[i] = ctr[i] - (m[3 * i] * ctr[0] + m[3 * i + 1] * ctr[1] + m[3 * i + 2] * ctr[2]);
+      const int64_t ms[2] = {3, 3};
+      if (sp != 3 || ndf_array_init(&g->rotm, g->rot, NDF_DEVICE_CPU, NDF_FLOAT64, 2, ms) != NDF_OK) return -1;
+    }
+    return 0;
+  }
   if (ops[w->op].family == FAM_SOFT_ECC) {
     /* thresholds evenly spaced over fill_random's [-1000, 1000); lambda: a
      * sigmoid about two threshold spacings wide */
@@ -610,8 +662,48 @@ static ndf_array *edt_indices(ndf_ctx *c, const workload *w, const ndf_array *in
   return &cache[n++].a;
 }
 
+static uint64_t splitmix64(uint64_t *s);
+
+/* map_coordinates' coordinates: (spatial rank, points) float32, uniform over the volume, one array per
+ * (context, device), made on first use and kept, so that no allocation or upload is timed. */
+static ndf_array *map_coords(ndf_ctx *c, const workload *w, const ndf_array *in)
+{
+  static struct { ndf_ctx *ctx; ndf_device_type dev; ndf_array a; } cache[16];
+  static int n;
+  const int sp = w->ndim - w->batch_dims;
+  const int64_t sh[2] = {sp, (int64_t)w->param};
+  for (int i = 0; i < n; i++)
+    if (cache[i].ctx == c && cache[i].dev == in->device && cache[i].a.shape[1] == sh[1] && cache[i].a.shape[0] == sp)
+      return &cache[i].a;
+  if (n == 16) return NULL;
+  float *h = malloc((size_t)(sh[0] * sh[1]) * sizeof *h);
+  if (!h) return NULL;
+  uint64_t st = 0xc00d5ull;
+  for (int d = 0; d < sp; d++)
+    for (int64_t k = 0; k < sh[1]; k++)
+      h[d * sh[1] + k] = (float)((double)(splitmix64(&st) >> 11) * 0x1.0p-53 * (double)(w->shape[w->batch_dims + d] - 1));
+  ndf_array ha, *a = &cache[n].a;
+  ndf_status s = ndf_array_init(&ha, h, NDF_DEVICE_CPU, NDF_FLOAT32, 2, sh);
+  if (s == NDF_OK) s = ndf_array_alloc(c, a, in->device, NDF_FLOAT32, 2, sh);
+  if (s == NDF_OK) s = ndf_array_copy(c, a, &ha);
+  free(h);
+  if (s != NDF_OK) return NULL;
+  cache[n].ctx = c;
+  cache[n].dev = in->device;
+  return &cache[n++].a;
+}
+
 static ndf_status run_op(ndf_ctx *c, const workload *w, const ndf_array *in, ndf_array *out, const op_setup *g)
 {
+  if (w->op == OP_ZOOM) {
+    const double z = w->param;
+    return ndf_zoom(c, in, out, 1, &z, 0, &g->iopt);
+  }
+  if (w->op == OP_AFFINE_ROT) return ndf_affine_transform(c, in, &g->rotm, 3, g->rot_off, out, &g->iopt);
+  if (w->op == OP_MAP_COORDS) {
+    ndf_array *co = map_coords(c, w, in);
+    return co ? ndf_map_coordinates(c, in, co, out, &g->iopt) : NDF_ENOMEM;
+  }
   if (w->op == OP_EDT) {
     ndf_array *idx = NULL;
     if (w->param && !(idx = edt_indices(c, w, in))) return NDF_ENOMEM;
@@ -1823,7 +1915,7 @@ static void print_json(const workload *w, const result *r, const char *device, c
   sbuf s = {.n = 0};
   char name[256];
   wl_name(w, name, sizeof name);
-  double bytes = (double)wl_bytes(w) + (double)wl_out_bytes(w);
+  double bytes = wl_traffic(w);
   put(&s, "{\"bench\":\"ndf_bench\"");
   put_str(&s, "name", name);
   put_str(&s, "op", op_name(w->op));
@@ -1876,7 +1968,7 @@ static void print_human(const workload *w, const result *r)
   char t[32];
   char shp[160];
   shape_str(w, 'x', shp, sizeof shp);
-  double bytes = (double)wl_bytes(w) + (double)wl_out_bytes(w);
+  double bytes = wl_traffic(w);
   fprintf(stderr, "%s %s %s %s=%d", op_name(w->op), dtype_short(w->dtype), shp,
           w->fp == FP_CROSS ? "cross" : "size", w->size);
   if (w->batch_dims) fprintf(stderr, " batch_dims=%d", w->batch_dims);
