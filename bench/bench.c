@@ -26,7 +26,11 @@
  *   warm   median CUDA-event time of one call in steady state;
  *   host   median host time of one call's enqueue (the call alone, no sync).
  * One JSON object per workload goes to stdout; --human adds a one-line
- * summary per workload on stderr.
+ * summary per workload on stderr.  The GPU contexts use the device's tuning
+ * table of the default cache directory (`ndforge tune`, ADR 0019), and the
+ * field "tuning" says how many choices it made ("table: N choices", "none");
+ * --no-tuning times the built-in defaults ("off"): a run with and one without
+ * compare the two.
  *
  * Exit status: 0 all done, 1 a failure or a wrong result, 2 bad usage,
  * 77 no usable CUDA device and nothing else asked (ctest's "skipped").
@@ -51,6 +55,7 @@
 #include <unistd.h>
 
 #include "ndforge.h"
+#include "ops.generated.h"
 
 #define EXIT_SKIP 77
 #define EXIT_USAGE 2
@@ -73,45 +78,18 @@
 /* Workloads                                                                 */
 
 typedef enum { FP_BOX = 0, FP_CROSS = 1 } fp_kind;
-typedef enum { FAM_GREY, FAM_RANK, FAM_DIST, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC, FAM_SOFT_ECC, FAM_ECT, FAM_SOFT_ECT, FAM_INTERP } op_family;
+typedef enum { FAM_GREY, FAM_RANK, FAM_DISTANCE, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC, FAM_SOFT_ECC, FAM_ECT, FAM_SOFT_ECT, FAM_INTERP } op_family;
 
-/* The ops: API-style name (--op), key (the first part of a workload's name)
- * and family. */
+/* The workload kinds, from the op registry (gen/ops.lua): --op name, key (the
+ * first part of a workload's name) and family (how its inputs are set up). */
 typedef struct op_desc {
   const char *name, *key;
   op_family family;
 } op_desc;
-enum {
-  OP_EROSION, OP_DILATION, OP_MEDIAN, OP_RANK, OP_PERCENTILE, OP_EDT, OP_BIN_EROSION, OP_FILL_HOLES, OP_LABEL,
-  OP_OPENING, OP_SINKHORN, OP_SINKHORN_LOG, OP_SINKHORN_DENSE, OP_ECC, OP_SOFT_ECC, OP_CDT_TAXI, OP_CDT_CHESS, OP_ECT,
-  OP_SOFT_ECT, OP_BF, OP_ZOOM, OP_AFFINE_ROT, OP_MAP_COORDS, OP_COUNT
-};
-static const op_desc ops[OP_COUNT] = {
-    [OP_EROSION] = {"grey_erosion", "erosion", FAM_GREY},
-    [OP_DILATION] = {"grey_dilation", "dilation", FAM_GREY},
-    [OP_MEDIAN] = {"median_filter", "median", FAM_RANK},
-    [OP_RANK] = {"rank_filter", "rank", FAM_RANK},
-    [OP_PERCENTILE] = {"percentile_filter", "percentile", FAM_RANK},
-    [OP_EDT] = {"distance_transform_edt", "edt", FAM_DIST},
-    [OP_BIN_EROSION] = {"binary_erosion", "binary_erosion", FAM_BINARY},
-    [OP_FILL_HOLES] = {"binary_fill_holes", "binary_fill_holes", FAM_BINARY},
-    [OP_LABEL] = {"label", "label", FAM_LABEL},
-    [OP_OPENING] = {"grey_opening", "opening", FAM_GREY},
-    [OP_SINKHORN] = {"sinkhorn", "sinkhorn", FAM_SINKHORN},             /* grid cost, scaling form */
-    [OP_SINKHORN_LOG] = {"sinkhorn_log", "sinkhorn_log", FAM_SINKHORN}, /* grid cost, log domain */
-    [OP_SINKHORN_DENSE] = {"sinkhorn_dense", "sinkhorn_dense", FAM_SINKHORN}, /* the same cost as a d x d matrix */
-    [OP_ECC] = {"euler_characteristic_curve", "ecc", FAM_ECC},
-    [OP_SOFT_ECC] = {"soft_ecc", "soft_ecc", FAM_SOFT_ECC},
-    [OP_CDT_TAXI] = {"distance_transform_cdt", "cdt_taxicab", FAM_DIST},
-    [OP_CDT_CHESS] = {"distance_transform_cdt", "cdt_chessboard", FAM_DIST},
-    [OP_ECT] = {"euler_characteristic_transform", "ect", FAM_ECT}, /* binary, size = T, param = m directions */
-    [OP_SOFT_ECT] = {"soft_ect", "soft_ect", FAM_SOFT_ECT}, /* binary, forward + backward, size = T, param = m */
-    [OP_BF] = {"distance_transform_bf", "bf", FAM_DIST},    /* euclidean; param 1: sampling and indices */
-    /* interpolation (issue 32): size = spline order, mode constant (scipy's default) */
-    [OP_ZOOM] = {"zoom", "zoom", FAM_INTERP},                          /* param = zoom factor, every axis */
-    [OP_AFFINE_ROT] = {"affine_transform", "affine_rot", FAM_INTERP},  /* param = degrees about the first axis, centred */
-    [OP_MAP_COORDS] = {"map_coordinates", "map_coordinates", FAM_INTERP}, /* param = points, uniform in the volume */
-};
+#define BENCH_OP_ENUM(id, arg, key, setup) OP_##id,
+enum { NDF_OPS_BENCH(BENCH_OP_ENUM) OP_COUNT };
+#define BENCH_OP_ROW(id, arg, key, setup) [OP_##id] = {arg, key, FAM_##setup},
+static const op_desc ops[OP_COUNT] = {NDF_OPS_BENCH(BENCH_OP_ROW)};
 
 typedef struct workload {
   int op;     /* OP_* */
@@ -231,7 +209,7 @@ static const char *op_name(int op) { return ops[op].name; }
 static ndf_dtype out_dtype(const workload *w)
 {
   switch (ops[w->op].family) {
-  case FAM_DIST: return w->op == OP_CDT_TAXI || w->op == OP_CDT_CHESS ? NDF_INT32 : NDF_FLOAT64;
+  case FAM_DISTANCE: return w->op == OP_CDT_TAXI || w->op == OP_CDT_CHESS ? NDF_INT32 : NDF_FLOAT64;
   case FAM_BINARY: return NDF_BOOL;
   case FAM_LABEL: return NDF_INT32;
   case FAM_ECC: return NDF_INT64;
@@ -357,7 +335,7 @@ static void wl_name(const workload *w, char *buf, size_t len)
     snprintf(buf, len, "%s_o%d_%s_%s_b%d_p%g", op, w->size, dtype_short(w->dtype), shp, w->batch_dims, w->param);
     return;
   }
-  if (ops[w->op].family == FAM_DIST) { /* "edt_u8_1024x1024_b0", "..._samp_idx" */
+  if (ops[w->op].family == FAM_DISTANCE) { /* "edt_u8_1024x1024_b0", "..._samp_idx" */
     snprintf(buf, len, "%s_%s_%s_b%d%s", op, dtype_short(w->dtype), shp, w->batch_dims, w->param ? "_samp_idx" : "");
     return;
   }
@@ -468,7 +446,7 @@ static int setup_options(const workload *w, op_setup *g)
     if (ndf_array_init(&g->dirs, g->dirbuf, NDF_DEVICE_CPU, NDF_FLOAT64, 2, dsh) != NDF_OK) return -1;
     return 0;
   }
-  if (ops[w->op].family == FAM_DIST) {
+  if (ops[w->op].family == FAM_DISTANCE) {
     if (w->op == OP_CDT_TAXI || w->op == OP_CDT_CHESS)
       g->dopt.metric = w->op == OP_CDT_TAXI ? NDF_METRIC_TAXICAB : NDF_METRIC_CHESSBOARD;
     if (w->op == OP_BF) g->dopt.metric = NDF_METRIC_EUCLIDEAN;
@@ -1024,6 +1002,11 @@ static void gate_wait(void *p)
 
 /* --deferred-errors: the contexts defer data checks (ndf_ctx_options.deferred_errors) */
 static int g_deferred;
+/* The tuning table (ADR 0019): 1 (default) the GPU contexts read the table of
+ * g_tuning_dir (the default cache directory: theirs are fresh), 0 (--no-tuning)
+ * they ignore it and run the built-in defaults. */
+static int g_tuning = 1;
+static char g_tuning_dir[4096];
 
 typedef struct bench_args {
   const char *only;
@@ -1042,7 +1025,7 @@ typedef struct bench_args {
 static void usage(FILE *f)
 {
   fputs("usage: ndf_bench [--only SUBSTR] [--reps N] [--cpu] [--no-check] [--check-max-mb MB]\n"
-        "                  [--human] [--list] [--seed N]\n"
+        "                  [--human] [--list] [--seed N] [--no-tuning]\n"
         "                  [--op OP --dtype float32 --shape 64x1024x1024 --size 3\n"
         "                   --footprint box|cross --batch-dims N --mode reflect --param P]\n"
         "Times ndforge's ops on the GPU after checking them against the CPU backend; one\n"
@@ -1068,6 +1051,7 @@ static void usage(FILE *f)
         "  --human           one summary line per workload on stderr\n"
         "  --deferred-errors contexts with deferred data checks (a float ECC call does not wait for\n"
         "                    its NaN check, so its warm timing queues calls behind a gate)\n"
+        "  --no-tuning       the built-in defaults: ignore the device's tuning table (ndforge tune)\n"
         "  --op ...          one workload given by flags instead of the default list\n"
         "exit status: 0 ok, 1 failure or wrong result, 2 usage, 77 no CUDA device (skipped)\n",
         f);
@@ -1132,6 +1116,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
     int takes = 1;
     if (!strcmp(o, "--cpu")) a->cpu = 1, takes = 0;
     else if (!strcmp(o, "--deferred-errors")) g_deferred = 1, takes = 0;
+    else if (!strcmp(o, "--no-tuning")) g_tuning = 0, takes = 0;
     else if (!strcmp(o, "--no-check")) a->check = 0, takes = 0;
     else if (!strcmp(o, "--human")) a->human = 1, takes = 0;
     else if (!strcmp(o, "--list")) a->list = 1, takes = 0;
@@ -1147,6 +1132,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
     else if (!strcmp(o, "--seed") && !parse_int(v, 0, INT64_MAX, &n)) a->seed = (uint64_t)n;
     else if (!strcmp(o, "--check-max-mb") && !parse_int(v, 0, INT64_MAX / 2, &n)) a->check_max_mb = (double)n;
     else if (!strcmp(o, "--child-disk")) a->child_disk = v;
+    else if (!strcmp(o, "--tuning-dir")) snprintf(g_tuning_dir, sizeof g_tuning_dir, "%s", v);
     else if (!strcmp(o, "--op") && (a->wl.op = find_op(v)) >= 0) a->custom = 1;
     else if (!strcmp(o, "--param") && parse_double(v, &a->wl.param) == 0) a->custom = 1;
     else if (!strcmp(o, "--dtype") && ndf_dtype_from_name(v, &a->wl.dtype) == NDF_OK) a->custom = 1;
@@ -1191,7 +1177,12 @@ static ndf_status make_ctx(ndf_ctx **c, ndf_backend backend, const char *cache_d
   o.backend = backend;
   o.deferred_errors = g_deferred;
   o.cache_dir = cache_dir;
-  return ndf_ctx_create(c, &o);
+  ndf_status s = ndf_ctx_create(c, &o);
+  if (s == NDF_OK && backend != NDF_BACKEND_CPU) {
+    if (!g_tuning) s = ndf_ctx_tuning_use(*c, 0);
+    else if (g_tuning_dir[0]) s = ndf_ctx_tuning_from(*c, g_tuning_dir);
+  }
+  return s;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1236,6 +1227,8 @@ static int measure_disk(const workload *wl, const char *cache_dir, uint64_t seed
   argv[k++] = "--seed";
   argv[k++] = store[8];
   if (g_deferred) argv[k++] = "--deferred-errors";
+  if (!g_tuning) argv[k++] = "--no-tuning";
+  else if (g_tuning_dir[0]) argv[k++] = "--tuning-dir", argv[k++] = g_tuning_dir;
   argv[k] = NULL;
 
   int fds[2];
@@ -1351,6 +1344,7 @@ typedef struct result {
   const char *check; /* "ok", "skipped", "disabled", "n/a" */
   char error[512];
   char kernels[512]; /* the cold call's launches (kernel log): entry points in order, repeats as *N */
+  char tuning[128];  /* the tuning table: "off", "none", "ignored: ...", or "table: N choices" */
 } result;
 
 typedef struct run_state {
@@ -1865,6 +1859,10 @@ static int run_workload(const bench_args *a, const workload *w, ndf_ctx *cpu, in
   }
   stage = "warm";
   if (upload_rotation(&st) != 0 || time_warm(&st, r) != 0) goto done;
+  ndf_tuning_status ts;
+  if (ndf_ctx_tuning_status(st.ctx, &ts) == NDF_OK)
+    snprintf(r->tuning, sizeof r->tuning, "%s%llu%s", ts.state == 4 ? "off" : ts.state == 2 ? "table: " : ts.state == 3 ? "ignored" : "none",
+             (unsigned long long)ts.hits, ts.state == 2 ? " choices" : "");
   stage = "host overhead";
   if (time_host(&st, r) != 0) goto done;
   rc = 0;
@@ -1950,6 +1948,7 @@ static void print_json(const workload *w, const result *r, const char *device, c
     put_str(&s, "warm_timing", r->gated ? "events, calls queued behind a gate" : "events, one call at a time");
   put_str(&s, "check", r->check);
   if (r->kernels[0]) put_str(&s, "kernels", r->kernels);
+  if (r->tuning[0]) put_str(&s, "tuning", r->tuning);
   if (r->error[0]) put_str(&s, "error", r->error);
   put(&s, "}\n");
   fputs(s.b, stdout);
@@ -2039,6 +2038,8 @@ int main(int argc, char **argv)
       return 1;
     }
     snprintf(device, sizeof device, "%s", info.device_name);
+    /* the tuning table of the default cache directory (the timed contexts' own are fresh) */
+    if (g_tuning && !g_tuning_dir[0]) snprintf(g_tuning_dir, sizeof g_tuning_dir, "%s", ndf_ctx_cache_dir(probe));
     if (cu_load() != 0) {
       ndf_ctx_destroy(probe);
       return 1;

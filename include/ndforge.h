@@ -326,6 +326,7 @@ typedef struct ndf_grey_options {
   int batch_dims;
   ndf_nan_policy nan_policy;
   ndf_grey_algorithm algorithm; /* default NDF_GREY_AUTO */
+  const char *tune;          /* NULL, or tunables for this call, "name=value,..." (over the context's; ADR 0019) */
 } ndf_grey_options;
 
 /* Zeroes *opt: no size/footprint/structure, origin 0, mode reflect, cval 0. */
@@ -421,6 +422,7 @@ typedef struct ndf_rank_options {
   int batch_dims;
   ndf_rank_nan_policy nan_policy;
   ndf_rank_algorithm algorithm;
+  const char *tune; /* NULL, or tunables for this call, "name=value,..." (over the context's; ADR 0019) */
 } ndf_rank_options;
 
 /* No size/footprint, origin 0, mode reflect, cval 0, NaN propagates, AUTO algorithm. */
@@ -955,8 +957,7 @@ NDF_API ndf_status ndf_soft_ect_backward(ndf_ctx *ctx, const ndf_array *input, c
 
 /*
  * Compiles, without any GPU, the kernels that op (a grey op: "grey_erosion",
- * "grey_dilation", "grey_opening", "grey_closing", "morphological_gradient",
- * "morphological_laplace", "white_tophat" or "black_tophat") would need for the
+ * "grey_dilation" or a composite; docs/ops.md lists them) would need for the
  * given input dtype / spatial ndim and options, for a target architecture such
  * as "sm_90", into the context's disk cache.  An entry found corrupt is replaced.
  * *compiled receives the number of kernels compiled (0 = all were cached).
@@ -971,6 +972,34 @@ NDF_API ndf_status ndf_cache_warm(ndf_ctx *ctx, const char *arch, const char *op
 NDF_API ndf_status ndf_cache_warm_rank(ndf_ctx *ctx, const char *arch, const char *op, ndf_dtype dtype, int ndim,
                                        int64_t rank, double percentile, const ndf_rank_options *opt,
                                        int *compiled);
+
+/* The same for the binary ops ("binary_erosion", "binary_dilation",
+ * "binary_opening", "binary_closing", "binary_propagation" or
+ * "binary_fill_holes"), binary_hit_or_miss and label: the kernels their CUDA
+ * path requests for a C-contiguous input of dtype with ndim axes of 64 (a
+ * mask of opt->mask's dtype; label: output_dtype labels); the data of the
+ * option arrays (structures) is read, that of opt->mask is not. */
+NDF_API ndf_status ndf_cache_warm_binary(ndf_ctx *ctx, const char *arch, const char *op, ndf_dtype dtype, int ndim,
+                                         const ndf_binary_options *opt, int *compiled);
+NDF_API ndf_status ndf_cache_warm_hit_or_miss(ndf_ctx *ctx, const char *arch, ndf_dtype dtype, int ndim,
+                                              const ndf_hit_or_miss_options *opt, int *compiled);
+NDF_API ndf_status ndf_cache_warm_label(ndf_ctx *ctx, const char *arch, ndf_dtype dtype, int ndim,
+                                        ndf_dtype output_dtype, const ndf_array *structure, int batch_dims,
+                                        int *compiled);
+
+/* The same for a distance transform (op "distance_transform_edt", "_cdt" or
+ * "_bf") of an input of dtype with ndim axes of 64, distances of
+ * distances_dtype (scipy's for the op and metric; float32 for edt's option)
+ * and, when with_indices is set, the feature transform. */
+NDF_API ndf_status ndf_cache_warm_distance(ndf_ctx *ctx, const char *arch, const char *op, ndf_dtype dtype, int ndim,
+                                           const ndf_distance_options *opt, ndf_dtype distances_dtype,
+                                           int with_indices, int *compiled);
+
+/* The same for the Euler characteristic transform (op
+ * "euler_characteristic_transform", or "soft_ect" for the soft one's forward
+ * and backward kernels): opt's construction, weighted and batch_dims. */
+NDF_API ndf_status ndf_cache_warm_ect(ndf_ctx *ctx, const char *arch, const char *op, ndf_dtype dtype, int ndim,
+                                      const ndf_ect_options *opt, int *compiled);
 
 /* Calls fn for each entry of the context's disk cache with its file name,
  * size and key text.  Stops early when fn returns non-zero. */
@@ -1036,6 +1065,96 @@ NDF_API void ndf_reconstruction_options_init(ndf_reconstruction_options *opt);
  */
 NDF_API ndf_status ndf_reconstruction(ndf_ctx *ctx, const ndf_array *seed, const ndf_array *mask,
                                       ndf_array *output, const ndf_reconstruction_options *opt);
+
+/* Cache warm (see ndf_cache_warm) for ndf_reconstruction: the kernels of a
+ * seed and mask of dtype with ndim axes, an output of output_dtype (float64
+ * or dtype) and opt (its method, footprint and batch_dims matter). */
+NDF_API ndf_status ndf_cache_warm_reconstruction(ndf_ctx *ctx, const char *arch, ndf_dtype dtype, int ndim,
+                                                 ndf_dtype output_dtype, const ndf_reconstruction_options *opt,
+                                                 int *compiled);
+
+/* ------------------------------------------------------------------------ */
+/* Tunables and the tuning table (docs/adr/0019-tunables-and-autotuning.md)  */
+
+/*
+ * A tunable picks among kernel variants that compute the same result (or,
+ * where its doc says so, a result of other rounding): "ecc.3d", "rank.tile2_pipe",
+ * "edt.rows", ...  Its domain is a list of named values (the first the
+ * default) or an integer range; its rule says for which calls it applies.
+ * A call uses, in this order: the value set on its context, the tuning
+ * table's entry for the call's dtype, rank, size class and window on this
+ * device (`ndforge tune`), the built-in default.  `ndforge tunables` lists
+ * them.
+ */
+typedef struct ndf_tunable_info {
+  const char *name;          /* "<op>.<knob>" */
+  const char *op;            /* the op family that consults it */
+  const char *templates;     /* the templates whose kernels it picks among (space-separated) */
+  const char *doc;
+  const char *rule;          /* when it applies: a condition on the call (C syntax over w->dtype, w->nsp, w->n, w->k) */
+  int nvalues;               /* enumerated: the count of values; 0: an integer range lo..hi */
+  const char *const *values; /* enumerated: the values, values[0] the default */
+  int lo, hi, def;           /* range: the domain and the default */
+  int tuned;                 /* 1: `ndforge tune` times it */
+} ndf_tunable_info;
+NDF_API int ndf_tunable_count(void);
+/* Tunable i (0 .. count - 1) into *out; NDF_EINVAL out of range. */
+NDF_API ndf_status ndf_tunable_get(int i, ndf_tunable_info *out);
+/* Sets tunable name on the context: value is one of its values, or a decimal
+ * integer within its range; NULL or "default" clears it (the table, else the
+ * built-in default).  NDF_EINVAL names an unknown tunable or a value outside
+ * the domain (and lists the domain). */
+NDF_API ndf_status ndf_ctx_set_tunable(ndf_ctx *ctx, const char *name, const char *value);
+/* The value set on the context ("default" when none) into buf. */
+NDF_API ndf_status ndf_ctx_get_tunable(ndf_ctx *ctx, const char *name, char *buf, size_t cap);
+/* "name=value" assignments separated by commas (the CLI's --tune), each as ndf_ctx_set_tunable. */
+NDF_API ndf_status ndf_ctx_set_tunables(ndf_ctx *ctx, const char *assignments);
+
+/* The tuning table of the context's device, a file in the cache directory
+ * keyed by device name, compute capability, driver, NVRTC and ndforge
+ * versions.  A context reads it once, at its first call that consults a
+ * tunable; a table of another identity (stale) or one that does not parse
+ * (corrupt) is ignored and a note "tune|..." goes to the kernel log. */
+typedef struct ndf_tuning_status {
+  char path[4200];   /* "" without a cache directory or a device */
+  int state;         /* 0 not read yet, 1 none, 2 in use, 3 ignored (stale or corrupt), 4 turned off */
+  int entries;       /* entries in use (loaded and tuned since) */
+  uint64_t hits;     /* choices the table made for this context's calls */
+  char note[512];    /* why it was ignored */
+} ndf_tuning_status;
+NDF_API ndf_status ndf_ctx_tuning_status(ndf_ctx *ctx, ndf_tuning_status *out);
+/* 0: calls ignore the table (benchmarks: the built-in defaults); 1 (default): they use it. */
+NDF_API ndf_status ndf_ctx_tuning_use(ndf_ctx *ctx, int on);
+/* Reads (and saves) the table in directory dir instead of the cache directory
+ * (a benchmark whose contexts have fresh cache directories); NULL: the cache
+ * directory again.  The table is read again at the next call that consults it. */
+NDF_API ndf_status ndf_ctx_tuning_from(ndf_ctx *ctx, const char *dir);
+
+/* One workload of the tuner: fn runs the op once on the context (its output
+ * in the arrays of outputs, CUDA or host memory), returning its status. */
+typedef ndf_status (*ndf_tune_fn)(ndf_ctx *ctx, void *user);
+typedef struct ndf_tune_options {
+  const ndf_array *outputs[4]; /* compared bit for bit with the default's */
+  int noutputs;
+  int repeats;        /* calls per timing (default 10); the median of 5 timings counts */
+  int max_candidates; /* every combination up to this many (default 64), else one coordinate pass */
+  double margin;      /* a choice must take at most (1 - margin) of the default's time (default 0.03) */
+} ndf_tune_options;
+typedef struct ndf_tune_result {
+  double default_ms, best_ms; /* per call */
+  int candidates, rejected;   /* combinations timed; rejected: failed or another result */
+  char choice[1024];          /* the table's new choice "name=value,..." ("" : the defaults) */
+} ndf_tune_result;
+/* Times every combination of the tunables that the workload's calls consult
+ * (or searches them), checks each result equal to the defaults', and keeps
+ * the fastest in the context's table when it beats the defaults by the
+ * margin.  CUDA contexts only (NDF_ENODEV otherwise). */
+NDF_API ndf_status ndf_tune_workload(ndf_ctx *ctx, ndf_tune_fn fn, void *user, const ndf_tune_options *opt,
+                                     ndf_tune_result *res);
+/* (While ndf_tune_workload or ndf_ctx_tuning_from runs, no other thread may
+ * call an op on the same context.) */
+/* Writes the context's table to its file (temporary file and rename). */
+NDF_API ndf_status ndf_ctx_tuning_save(ndf_ctx *ctx);
 
 /* ------------------------------------------------------------------------ */
 /* Interpolation (scipy.ndimage): spline filters and geometric transforms    */

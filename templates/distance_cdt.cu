@@ -18,11 +18,11 @@
 //                  suffix-min of D(y) + y (backward) by warp shuffles, 32
 //                  voxels per step, coalesced.
 //   ndf_cdt_seg    later taxicab passes: lines cut into segments, carries
-//                  exchanged in shared memory (below); NDF_CDT_LINES=simple
+//                  exchanged in shared memory (below); cdt.lines=simple
 //                  runs ndf_cdt_lines instead.
 //   ndf_cdt_ctile  later chessboard passes whose lines fit in shared memory:
 //                  an outward search per voxel, O(distance) (below);
-//                  NDF_CDT_LINES=simple runs ndf_cdt_lines instead.
+//                  cdt.lines=simple runs ndf_cdt_lines instead.
 //   ndf_cdt_lines  later passes: a thread per line, threads along the
 //                  contiguous axis (coalesced).  Taxicab: the two recurrences
 //                  f(x) = min(f(x-1) + 1, D(x)), g(x) = min(g(x+1) + 1, f(x)).

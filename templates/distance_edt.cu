@@ -590,7 +590,7 @@ __device__ int ndf_wenv(ndf_site *S, ndf_i64 n, ndf_i64 m, ndf_i64 wstride, doub
 // then a shared load that does not depend on the stack.  Also: int
 // positions (32-bit conversions), the next site and its T loaded ahead, and
 // a = (top - prev) s carried.  Returns the stack's length to every lane.
-// (ndf_edt_wrows without exact arithmetic under NDF_EDT_SERIAL=new; not the
+// (ndf_edt_wrows without exact arithmetic under edt.serial=new; not the
 // default: on the H200 it takes about 20% more time than ndf_wenv on the
 // 1024^2 sampling + indices workload.)
 #if !FIRST
@@ -1123,7 +1123,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_edt_wlines(const ndf_edt_p
 // voxel is about twice its distance along the axis (in voxels): every
 // thread independent, every shared-memory read conflict-free, no serial
 // per-lane chain.  Worst case (a few sites far apart, or large blobs) O(n)
-// per voxel; NDF_EDT_SEARCH=0 keeps the envelope kernels.
+// per voxel; edt.search=off keeps the envelope kernels.
 //
 // Between passes only W travels (uint32; NDF_WNONE: the line so far has no
 // background), and the feature (int32, flat index in the image) only when
@@ -1311,7 +1311,7 @@ extern "C" __global__ void __launch_bounds__(512, 3) ndf_edt_sfirst(const ndf_ed
 // The first pass of the envelope kernels by ndf_sfirst_body (segments of at
 // most 32 voxels as bit masks: the input read once, each voxel written
 // once), instead of ndf_edt_first's three sweeps; default without exact
-// arithmetic (the 1024^2 sampling + indices workload), NDF_EDT_FIRST=512 /
+// arithmetic (the 1024^2 sampling + indices workload), edt.first=512 /
 // 1024 forces ndf_edt_first / ndf_edt_first1k.
 extern "C" __global__ void __launch_bounds__(512, 3) ndf_edt_bfirst(const ndf_edt_params p) {
   __shared__ int sfirst[512], slast[512];
@@ -1541,7 +1541,7 @@ extern "C" __global__ void __launch_bounds__(256, 5) ndf_edt_srows(const ndf_edt
 // every ((n + 8) s)^2 below 2^30, so NONE + t never wraps even there.  The
 // minimum is exact (no rounding), so the distances equal ndf_ssearch's, and
 // the fallback (a search past radius scap: the line's envelope) is the same.
-// NDF_EDT_SMID=old / NDF_EDT_SROWS=old keep ndf_edt_smid / ndf_edt_srows.
+// edt.smid=old / edt.srows=old keep ndf_edt_smid / ndf_edt_srows.
 __device__ __forceinline__ unsigned ndf_addmin(unsigned a, unsigned t, unsigned b) { return __viaddmin_u32(a, t, b); }
 
 // The least W + t around p0 (W of position y at p0[(y - i) ST]); rend: the

@@ -1042,7 +1042,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_put(const ndf_ecc_put_
   }
 }
 
-// ---- the brick kernel (ndf_ecc_brick, one cooperative launch; runtime/ecc_cuda.c, NDF_ECC_BRICK) -----
+// ---- the brick kernel (ndf_ecc_brick, one cooperative launch; runtime/ecc_cuda.c, ecc.brick) -----
 // Thresholds over [min, max], T <= 510, the bin domain of ndf_ecc_pack
 // without its per-plane march.  The batch is cut into bricks (3-D: 8 planes x
 // 8 rows x 64 voxels of x; 2-D: 16 rows x 128 voxels); block b owns the
@@ -1415,7 +1415,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_brick(const ndf_ecc
   if (cur >= 0) flush(cur, ndone);
 }
 
-// ---- the 2-D warp-strip kernel (ndf_ecc_strip2, 2-D fused calls; NDF_ECC_2D=old: ndf_ecc_pack) ---
+// ---- the 2-D warp-strip kernel (ndf_ecc_strip2, 2-D fused calls; ecc.2d=old: ndf_ecc_pack) ---
 // Thresholds over [min, max], T <= 510, 2-D, float comparisons (float32,
 // uint8, uint16); one cooperative launch, the phases of ndf_ecc_pack's fused
 // form, but a WARP is the unit of work and the march has no block barrier:
@@ -1459,7 +1459,7 @@ __device__ __forceinline__ float ndf_ecc2_fminnan(float a, float b) {
 // block's histogram atomics before it (release, cumulative over the block's
 // threads through the barrier) and the other blocks' before the last block's
 // reads (acquire; the __syncthreads after it passes that on).  fence 1
-// (NDF_ECC2_FENCE=sc): __threadfence (fence.sc.gpu) before and after a relaxed add.
+// (ecc.fence=sc): __threadfence (fence.sc.gpu) before and after a relaxed add.
 __device__ __forceinline__ unsigned ndf_ecc2_ticket(unsigned *p, int fence) {
   unsigned old;
   if (fence) {
@@ -1518,14 +1518,14 @@ __device__ __forceinline__ void ndf_ecc2_stamp(unsigned long long *prof, int i) 
     unsigned long long t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     prof[blockIdx.x * 8 + i] = t;
-    if (i == 0) { // slot 7: the block's SM (NDF_ECC2_PROF's dump)
+    if (i == 0) { // slot 7: the block's SM (ecc.prof's dump)
       unsigned sm;
       asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
       prof[blockIdx.x * 8 + 7] = sm;
     }
   }
 }
-// NDF_ECC2_PROF: a warp's own march end (strip3), after the blocks' 8 stamps
+// ecc.prof: a warp's own march end (strip3), after the blocks' 8 stamps
 __device__ __forceinline__ void ndf_ecc2_wstamp(unsigned long long *prof) {
   if (prof && (threadIdx.x & 31) == 0) {
     unsigned long long t;
@@ -2272,7 +2272,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
   ndf_ecc2_end(p, img, bimg, T, s_m, s_last, [&](int k) { return shist[k]; });
 }
 
-// ---- the 3-D warp-strip kernel (ndf_ecc_strip3, 3-D fused calls; NDF_ECC_3D=old: rows or ndf_ecc_pack) ----
+// ---- the 3-D warp-strip kernel (ndf_ecc_strip3, 3-D fused calls; ecc.3d=old: rows or ndf_ecc_pack) ----
 // Thresholds over [min, max], T <= 510 (the runtime asks for T <= 320), 3-D, float comparisons
 // (float32; uint8, uint16 when asked); one cooperative launch with strip2's phases
 // (ndf_ecc2_phase1_end, ndf_ecc2_setup, ndf_ecc2_end), but
@@ -2911,7 +2911,7 @@ NDF_ECC_TELE_KERNEL(ndf_ecc_strip3n, 3, 3, ndf_ecc3_params, ndf_ecc3_body<8>)
 #define NDF_ECC3S_BODY ndf_ecc3_body<16, true>
 NDF_ECC_TELE_KERNEL(ndf_ecc_strip3s, 3, 2, ndf_ecc3_params, NDF_ECC3S_BODY)
 
-// ---- the 2-D telescoped kernel (ndf_ecc_strip2t; 2-D calls with T <= 320 unless NDF_ECC_2D=strip2) ----
+// ---- the 2-D telescoped kernel (ndf_ecc_strip2t; 2-D calls with T <= 320 unless ecc.2d=strip2) ----
 // ndf_ecc_strip3's telescoped cells (docs/adr/0009, "Telescoped cells") on ndf_ecc_strip2's tasks: per
 // pixel two sequences along x, s0 = b(y) and s1 = agg(b(y), b(y + 1)), with the signs (+, -) for V
 // and (-, +) for T (rows from -1: the pairs (y, y + 1) from y = -1; in 3-D the T-construction's two

@@ -2,7 +2,7 @@
 // contribution pass (docs/adr/0009-euler-characteristic-curves.md, "Bit-sliced rows").
 //
 // Applies to 3-D inputs with thresholds over [min, max] and T <= 256 (runtime/ecc_cuda.c,
-// NDF_ECC_ROWS): then every voxel's bin (the least k with f <= t_k) is 0..T - 1 <= 255,
+// ecc.rows): then every voxel's bin (the least k with f <= t_k) is 0..T - 1 <= 255,
 // 8 bits.  Phase 1 (min / max / NaN of the block's voxels), the grid barrier and the
 // thresholds are ndf_ecc_pack's (ndf_ecc_fused.cuh); the march differs:
 //

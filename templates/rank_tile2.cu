@@ -289,7 +289,7 @@ __device__ __forceinline__ void ndf_sort4096(unsigned int (&v)[PK], unsigned int
   // 64i + 63 - t in the upper half, so that mirror images (e ^ (k - 1): the
   // column t becomes 63 - t) meet in one thread as the half-cleaners' pairs do.
 #if SORTU == 3
-  // SORTU 3 ($NDF_RANK_TILE2_UNROLL=3): the stages as a loop like
+  // SORTU 3 (rank.tile2_unroll=3): the stages as a loop like
   // SORTU 2, each stage's strided part (its transposes included, so their
   // addresses stay constants, no selects) one case of a switch: the blocked
   // half-cleaners' code once (about 34 KB less code than SORTU 1, a branch
@@ -311,7 +311,7 @@ __device__ __forceinline__ void ndf_sort4096(unsigned int (&v)[PK], unsigned int
     ndf_blocked_steps(v, 5);
   }
 #elif SORTU == 2
-  // SORTU 2 ($NDF_RANK_TILE2_UNROLL=2): the same stages as a loop, the
+  // SORTU 2 (rank.tile2_unroll=2): the same stages as a loop, the
   // blocked half-cleaners' code once instead of six times (about 30 KB less
   // code, 128 selects more per stage for the transposes' columns).
 #pragma unroll 1

@@ -772,8 +772,32 @@ ndf run grey_erosion --size 3 in/f32.npy out/fresh.nii.gz &&
   pass || fail "npy -> fresh NIfTI header"
 
 # ---------------------------------------------------------------------------
+# Tunables (ADR 0019): --tune NAME=VALUE (repeatable) selects a variant, the
+# result is scipy's under any; ndforge tunables lists them; ndforge tune needs
+# a GPU, --show and --list do not.
+ok_run "--tune (repeatable)" grey_erosion in/f32.npy out/tuned.npy "dict(size=3)" --size 3 \
+  --tune grey.box=classic --tune grey.boxd_ry=4 --tune grey.line=default
+ndf tunables && grep -q '^ecc\.3d  *ecc  *auto\*|old ' last.out && grep -q '^grey\.boxd_ry .* 1\.\.8 (8\*)' last.out &&
+  [ "$(wc -l < last.out)" -gt 40 ] && pass || fail "ndforge tunables: $(head -3 last.out) $(cat last.err)"
+ndf tune --list && grep -q '^ecc_float32_256x256x256_T256$' last.out && grep -q '^median_u8_1024x1024_s31_b0$' last.out &&
+  pass || fail "ndforge tune --list: $(cat last.err)"
+ndf tune --show && grep -q '^# ' last.out && pass || fail "ndforge tune --show: $(cat last.err)"
+if [ "$has_cuda" = 0 ]; then
+  "$cli" tune --only ecc_float32_1024x1024 > last.out 2> last.err
+  [ $? = 1 ] && [ "$(wc -l < last.err)" -eq 1 ] && grep -q '^ndforge: tune needs a CUDA device' last.err &&
+    pass || fail "ndforge tune without a GPU: $(cat last.err)"
+fi
+
+# ---------------------------------------------------------------------------
 # Bad command lines: exit 2.
 o=out/bad.npy
+bad "--tune without =" 2 $o run grey_erosion --size 3 --tune grey.box in/f32.npy $o
+bad "--tune unknown tunable" 2 $o run grey_erosion --size 3 --tune grey.nosuch=1 in/f32.npy $o
+bad "--tune value outside the domain" 2 $o run grey_erosion --size 3 --tune grey.boxd_ry=9 in/f32.npy $o
+bad "--tune unknown value" 2 $o run grey_erosion --size 3 --tune ecc.3d=new in/f32.npy $o
+bad "tune: unknown option" 2 $o tune --frobnicate
+bad "tune: bad workload" 2 $o tune --workload ecc:f32:2
+bad "tune: no workload" 2 $o tune --only nothing_matches
 bad "no command" 2 $o
 bad "unknown command" 2 $o frobnicate
 bad "unknown op" 2 $o run grey_frobnicate --size 3 in/f32.npy $o
@@ -833,10 +857,12 @@ done
 bad "--brute-force then three names" 2 $o run binary_erosion --brute-force in/blob.npy in/bst.npy $o
 bad "--origin2 'a'" 2 $o run binary_hit_or_miss --origin2 a in/blob.npy $o
 bad "binary op output .txt" 2 out/bad.txt run binary_erosion in/blob.npy out/bad.txt
-bad "cache warm binary op" 2 $o cache warm --arch sm_90 binary_erosion --dtype uint8
+bad "cache warm binary op --size" 2 $o cache warm --arch sm_90 binary_erosion --dtype uint8 --size 3
+grep -q "^ndforge: 'binary_erosion' does not take --size" last.err && pass ||
+  fail "cache warm binary --size message: $(cat last.err)"
 # label takes --structure, --batch-dims, --output-dtype (and --device) only.
 bad "label: --origin" 2 $o run label --origin 1 in/lab.npy $o
-grep -q "^ndforge: option --origin does not apply to 'run label' (it takes --structure FILE, --output-dtype DTYPE, --batch-dims N, --device cpu|cuda|auto)" last.err &&
+grep -q "^ndforge: option --origin does not apply to 'run label' (it takes --structure FILE, --output-dtype DTYPE, --batch-dims N, --device cpu|cuda|auto, --tune NAME=VALUE)" last.err &&
   pass || fail "label: --origin message: $(cat last.err)"
 bad "label: --mode" 2 $o run label --mode constant in/lab.npy $o
 bad "label: --size" 2 $o run label --size 3 in/lab.npy $o
@@ -853,7 +879,44 @@ done
 bad "label --output-dtype twice" 2 $o run label --output-dtype int32 --output-dtype=uint8 in/lab.npy $o
 bad "label one file name" 2 $o run label in/lab.npy
 bad "label output .txt" 2 out/bad.txt run label in/lab.npy out/bad.txt
-bad "cache warm label" 2 $o cache warm --arch sm_90 label --dtype uint8
+bad "cache warm label --iterations" 2 $o cache warm --arch sm_90 label --dtype uint8 --iterations 2
+bad "cache warm sinkhorn" 2 $o cache warm --arch sm_90 sinkhorn --dtype float32
+grep -q "^ndforge: 'sinkhorn' cannot be warmed in this version" last.err && pass ||
+  fail "cache warm sinkhorn message: $(cat last.err)"
+bad "cache warm ect --size" 2 $o cache warm --arch sm_90 euler_characteristic_transform --dtype uint8 --size 3
+bad "run --weighted" 2 $o run grey_erosion --size 3 --weighted in/f32.npy $o
+bad "reconstruction without --mask" 2 $o run reconstruction in/u8.npy $o
+grep -q "^ndforge: 'run reconstruction' needs --mask FILE" last.err && pass ||
+  fail "missing --mask message: $(cat last.err)"
+bad "reconstruction --method" 2 $o run reconstruction --mask in/u8.npy --method opening in/u8.npy $o
+bad "cache warm reconstruction --mask" 2 $o cache warm --arch sm_90 reconstruction --mask in/u8.npy --dtype uint8
+# reconstruction (INPUT the seed, --mask the mask) against scikit-image where it is installed.
+if "$py" -c 'import skimage.morphology' 2>/dev/null; then
+  "$py" -c "
+import numpy as np
+m = np.random.default_rng(3).integers(0, 200, (2, 17, 19)).astype(np.uint8)
+s = np.zeros_like(m); s[:, 5:8, 4:9] = m[:, 5:8, 4:9]
+np.save('in/rmask.npy', m); np.save('in/rseed.npy', s)
+np.save('in/rfp.npy', np.array([[1, 0], [1, 1], [0, 1]], np.uint8))"
+  for dev in $devices; do
+    ndf run reconstruction --mask in/rmask.npy --batch-dims 1 --device $dev in/rseed.npy out/rec.npy &&
+      ndf run reconstruction --mask in/rseed.npy --method erosion --output-dtype uint8 --offset 1,0 --batch-dims 1 \
+        --footprint in/rfp.npy --device $dev in/rmask.npy out/rec2.npy &&
+      "$py" -c "
+import numpy as np
+from skimage.morphology import reconstruction
+s, m = np.load('in/rseed.npy'), np.load('in/rmask.npy')
+r, r2 = np.load('out/rec.npy'), np.load('out/rec2.npy')
+assert r.dtype == np.float64 and r2.dtype == np.uint8
+for b in range(2):
+    assert (r[b] == reconstruction(s[b], m[b])).all()
+    fp = np.pad(np.load('in/rfp.npy'), ((0, 0), (1, 0)))  # offset (1, 0) is the padded footprint's centre
+    assert (r2[b] == reconstruction(m[b], s[b], method='erosion', footprint=fp)).all()
+" && pass || fail "$dev reconstruction: $(cat last.err)"
+  done
+else
+  echo "note: reconstruction vs scikit-image skipped (no skimage)"
+fi
 # structure generate / iterate.
 bad "structure without subcommand" 2 $o structure
 bad "structure bad subcommand" 2 $o structure make 2 1 $o
@@ -1025,6 +1088,39 @@ if ndf cache warm --arch sm_90 grey_erosion grey_dilation --dtype float32 --ndim
     ndf cache warm --arch sm_90 median_filter --dtype float32 --ndim 2 --size 5 &&
     grep -q 'compiled 0 kernels (all cached)' last.out &&
     pass || fail "cache warm rank filters: $(cat last.out last.err)"
+  # Binary ops, hit_or_miss and label warm their packed-word kernels; opening and
+  # closing reuse erosion's and dilation's.
+  ndf cache warm --arch sm_90 binary_erosion binary_dilation binary_opening binary_closing binary_propagation \
+    binary_fill_holes binary_hit_or_miss label --dtype uint8 --ndim 3 &&
+    grep -q '^binary_erosion uint8 3-D sm_90: compiled [1-9]' last.out &&
+    grep -q '^binary_opening uint8 3-D sm_90: compiled 0 kernels (all cached)$' last.out &&
+    grep -q '^label uint8 3-D sm_90: compiled [1-9]' last.out &&
+    ndf cache warm --arch sm_90 label binary_fill_holes --dtype uint8 --ndim 3 &&
+    [ "$(grep -c 'compiled 0 kernels (all cached)' last.out)" -eq 2 ] &&
+    pass || fail "cache warm binary ops and label: $(cat last.out last.err)"
+  ndf cache warm --arch sm_90 binary_dilation --iterations 3 --border-value 1 --dtype bool --ndim 2 &&
+    ndf cache warm --arch sm_90 label --output-dtype uint16 --structure in/lst.npy --dtype float32 --ndim 2 &&
+    grep -q '^label float32 2-D sm_90: compiled [1-9]' last.out &&
+    pass || fail "cache warm binary options: $(cat last.out last.err)"
+  # Distance transforms warm the passes their CUDA path picks (indices and
+  # float32 distances are other kernels).
+  ndf cache warm --arch sm_90 distance_transform_edt distance_transform_cdt distance_transform_bf --dtype uint8 \
+    --ndim 3 && [ "$(grep -c ' uint8 3-D sm_90: compiled [1-9]' last.out)" -eq 3 ] &&
+    ndf cache warm --arch sm_90 distance_transform_edt --indices $o --output-dtype float32 --dtype uint8 --ndim 3 &&
+    grep -q '^distance_transform_edt uint8 3-D sm_90: compiled [1-9]' last.out && [ ! -e $o ] &&
+    ndf cache warm --arch sm_90 distance_transform_edt distance_transform_cdt distance_transform_bf --dtype uint8 \
+    --ndim 3 && [ "$(grep -c 'compiled 0 kernels (all cached)' last.out)" -eq 3 ] &&
+    pass || fail "cache warm distance transforms: $(cat last.out last.err)"
+  # The Euler characteristic transforms (an op of `ndforge ect`) take --construction and --weighted.
+  ndf cache warm --arch sm_90 euler_characteristic_transform soft_ect --construction T --weighted --dtype float32 \
+    --ndim 3 && [ "$(grep -c ' float32 3-D sm_90: compiled [1-9]' last.out)" -eq 2 ] &&
+    pass || fail "cache warm ect: $(cat last.out last.err)"
+  # Reconstruction: the step kernel depends on the method, the store on the output dtype.
+  ndf cache warm --arch sm_90 reconstruction --method erosion --output-dtype uint8 --dtype uint8 --ndim 2 &&
+    grep -q '^reconstruction uint8 2-D sm_90: compiled 3 kernels$' last.out &&
+    ndf cache warm --arch sm_90 reconstruction --method erosion --output-dtype uint8 --dtype uint8 --ndim 2 &&
+    grep -q '^reconstruction uint8 2-D sm_90: compiled 0 kernels (all cached)$' last.out &&
+    pass || fail "cache warm reconstruction: $(cat last.out last.err)"
 else
   if [ "$(wc -l < last.err)" -eq 1 ] && grep -qi 'nvrtc' last.err; then
     echo "note: cache warm skipped: $(cat last.err)"

@@ -189,8 +189,8 @@ fi
 
 # 15: exit statuses as documented
 outs="o.npy"
-expect "cache warm of an op that cannot be warmed" 2 "distance_transform_edt" \
-  "$cli" cache warm distance_transform_edt --dtype float32 --arch sm_90
+expect "cache warm with an option the op does not take" 2 "--size" \
+  "$cli" cache warm distance_transform_edt --dtype float32 --arch sm_90 --size 3
 outs="s.txt"
 expect "sinkhorn into an unknown format" 2 "s.txt" \
   "$cli" sinkhorn hist.npy hist.npy s.txt --epsilon 1 --max-iter 2 --grid 4

@@ -34,6 +34,13 @@
 #include "testutil.h"
 
 typedef tu_gpu_state gpu_state;
+
+/* Sets tunable name on ctx (value NULL: its default), asserting the API takes it. */
+static void tune(ndf_ctx *ctx, const char *name, const char *value) {
+  const ndf_status st = ndf_ctx_set_tunable(ctx, name, value);
+  if (st != NDF_OK) printf("%s\n", ndf_errmsg(ctx));
+  assert_int_equal(st, NDF_OK);
+}
 static int group_setup(void **state) { return tu_gpu_setup(state, 400); }
 #define group_teardown tu_gpu_teardown
 
@@ -363,13 +370,13 @@ static void test_gpu_random_cases(void **state) {
     /* Every third case keeps the steps on the tap table (binary_step.cu),
      * the others compile the structure in (binary_fstep.cu). */
     const int table = i % 3 == 2;
-    if (table) setenv("NDF_BINARY_FIXED_TAPS", "0", 1);
+    if (table) tune(s->ctx, "binary.fixed_taps", "0");
     if (table) c.unwanted = "ndf_bin_fstep";
     if (run_case(s, &c, &r, NULL, NULL) != 0) {
       printf("  (random case %ld, %s steps)\n", i, table ? "table" : "compiled");
       failed++;
     }
-    if (table) unsetenv("NDF_BINARY_FIXED_TAPS");
+    if (table) tune(s->ctx, "binary.fixed_taps", NULL);
     bcase_free(&c);
     if (failed >= 15) break;
   }
@@ -383,7 +390,7 @@ static void test_gpu_random_cases(void **state) {
  * by components along a 1-D path of 3000 voxels and on a 90x110x130
  * fill_holes, cycles of period 2 (dilation and erosion by {-1, +1}), the
  * in-place iteration (an asymmetric structure holding its centre), and large
- * structures compiled in (81 taps) or past NDF_BINARY_FIXED_TAPS (150 taps). */
+ * structures compiled in (81 taps) or past binary.fixed_taps (150 taps). */
 static void test_gpu_paths(void **state) {
   gpu_state *s = *state;
   SKIP_WITHOUT_CUDA(s);
@@ -500,7 +507,7 @@ static void test_gpu_paths(void **state) {
  * axis), against the CPU backend: random blobs, serpentine corridors that
  * cross many tiles (long geodesics), all-zero and all-one inputs, masks and
  * border values, sizes off the tile grid, batch axes, and the tile
- * parameters ($NDF_FLOOD_K 1/2, $NDF_FLOOD_TZ, $NDF_FLOOD_BATCH) varied. */
+ * parameters (binary.flood_k 1/2, binary.flood_tz, binary.flood_batch) varied. */
 static void test_gpu_flood(void **state) {
   gpu_state *s = *state;
   SKIP_WITHOUT_CUDA(s);
@@ -578,9 +585,9 @@ static void test_gpu_flood(void **state) {
         tu_set(&c.mask.arr, i, !(y % 4 == 3 && (((y / 4) % 2) ? x != 0 : x != nx - 1)));
       }
     }
-    setenv("NDF_FLOOD_K", v % 3 == 1 ? "1" : "2", 1);
-    setenv("NDF_FLOOD_TZ", tzs[v % 5], 1);
-    setenv("NDF_FLOOD_BATCH", v % 2 ? "1" : "8", 1);
+    tune(s->ctx, "binary.flood_k", v % 3 == 1 ? "1" : "2");
+    tune(s->ctx, "binary.flood_tz", tzs[v % 5]);
+    tune(s->ctx, "binary.flood_batch", v % 2 ? "1" : "8");
     char sh[128];
     shape_text(c.shape, c.nd, sh, sizeof sh);
     c.want = "ndf_bin_flood";
@@ -592,9 +599,9 @@ static void test_gpu_flood(void **state) {
     tu_array_free(&in);
     bcase_free(&c);
   }
-  unsetenv("NDF_FLOOD_K");
-  unsetenv("NDF_FLOOD_TZ");
-  unsetenv("NDF_FLOOD_BATCH");
+  tune(s->ctx, "binary.flood_k", NULL);
+  tune(s->ctx, "binary.flood_tz", NULL);
+  tune(s->ctx, "binary.flood_batch", NULL);
   assert_int_equal(failed, 0);
 }
 

@@ -7,8 +7,8 @@
  * unit and anisotropic sampling, float64 and float32 distances, indices,
  * either output alone, strided and negative-stride inputs, strided outputs,
  * and the benchmark shapes (1024^2, 8x1024^2, 256^3); every last-axis
- * kernel (NDF_EDT_ROWS: auto, warp, serial, tile) in turn, the middle axes'
- * ndf_edt_wlines and ndf_edt_lines (NDF_EDT_LINES=thread), and chosen
+ * kernel (edt.rows: auto, warp, serial, tile) in turn, the middle axes'
+ * ndf_edt_wlines and ndf_edt_lines (edt.lines=thread), and chosen
  * shapes/masks on every path (test_gpu_edt_paths).
  *
  * Tolerance: none.  The GPU evaluates scipy's double arithmetic operation by
@@ -167,20 +167,34 @@ static void idx_shape(const dcase *c, int64_t *sh) {
   for (int d = c->batch; d < c->nd; d++) sh[d + 1] = c->shape[d];
 }
 
+/* Sets tunable name on ctx (value NULL: its default), asserting the API takes it. */
+static void tune(ndf_ctx *ctx, const char *name, const char *value) {
+  const ndf_status st = ndf_ctx_set_tunable(ctx, name, value);
+  if (st != NDF_OK) printf("%s\n", ndf_errmsg(ctx));
+  assert_int_equal(st, NDF_OK);
+}
+/* The value set on ctx for tunable name in buf, or NULL when none is set. */
+static const char *tuned(ndf_ctx *ctx, const char *name, char *buf, size_t cap) {
+  assert_int_equal(ndf_ctx_get_tunable(ctx, name, buf, cap), NDF_OK);
+  return strcmp(buf, "default") ? buf : NULL;
+}
+
 /* The kernels runtime/ops/distance/distance_cuda.c must (want) and must not (nots)
  * launch for an edt case under the current environment (the kernel log
  * checks them; NULL-terminated lists): the search path (ndf_edt_sfirst, then
  * ndf_edt_sdrows / ndf_edt_srows last) where edt_search_plan takes it --
  * claimed only well inside its limits (middle axes up to 500, the last up to
  * 4000) -- and never under the envelope kernels' switches; the switches' own
- * kernels (NDF_EDT_ROWS=tile: ndf_edt_rows, =warp: ndf_edt_wrows for rows up
- * to 1500; NDF_EDT_LINES=thread: ndf_edt_lines). */
-static void edt_expect(const dcase *c, const char **want, const char **nots) {
+ * kernels (edt.rows=tile: ndf_edt_rows, =warp: ndf_edt_wrows for rows up
+ * to 1500; edt.lines=thread: ndf_edt_lines). */
+static void edt_expect(ndf_ctx *ctx, const dcase *c, const char **want, const char **nots) {
   int nw = 0, nn = 0;
   const int nsp = c->nsp, nb = c->batch;
-  const char *rows = getenv("NDF_EDT_ROWS"), *lines = getenv("NDF_EDT_LINES"), *merge = getenv("NDF_EDT_MERGE");
-  const char *search = getenv("NDF_EDT_SEARCH"), *w = getenv("NDF_EDT_W"), *srows = getenv("NDF_EDT_SROWS");
-  const int off = (search && !strcmp(search, "0")) || rows || lines || merge || (w && !strcmp(w, "double"));
+  char b[6][32];
+  const char *rows = tuned(ctx, "edt.rows", b[0], 32), *lines = tuned(ctx, "edt.lines", b[1], 32);
+  const char *merge = tuned(ctx, "edt.merge", b[2], 32), *search = tuned(ctx, "edt.search", b[3], 32);
+  const char *w = tuned(ctx, "edt.w", b[4], 32), *srows = tuned(ctx, "edt.srows", b[5], 32);
+  const int off = (search && !strcmp(search, "off")) || rows || lines || merge || (w && !strcmp(w, "double"));
   double smax = 0, wmax = 0, slast = 1.0;
   int integer = 1, inside = nsp >= 2 && c->shape[nb] <= 16384 && c->shape[c->nd - 1] <= 4000;
   for (int d = 0; d < nsp; d++) {
@@ -258,7 +272,7 @@ static int run_case(ndf_ctx *ctx, const dcase *c, tu_rng *r, double *gpu_ms) {
   }
   if (n > 0) {
     const char *want[8], *nots[8];
-    edt_expect(c, want, nots);
+    edt_expect(ctx, c, want, nots);
     int bad = 0;
     for (int k = 0; want[k]; k++) bad |= tu_klog_check(ctx, mark, want[k], 1, c->desc);
     for (int k = 0; nots[k]; k++) bad |= tu_klog_check(ctx, mark, nots[k], 0, c->desc);
@@ -281,83 +295,83 @@ done:
 }
 
 /* The kernels (runtime/ops/distance/distance_cuda.c), recorded in the case's description.
- * Last axis (NDF_EDT_ROWS): 0 the automatic choice, 1 a warp per row
+ * Last axis (edt.rows): 0 the automatic choice, 1 a warp per row
  * (exact-arithmetic segments where the sampling allows), 2 a warp per row
  * with scipy's serial walk, 3 a thread per row (ndf_edt_rows); 4 = 3 with
- * the middle axes on a thread per line too (NDF_EDT_LINES=thread: the
+ * the middle axes on a thread per line too (edt.lines=thread: the
  * kernels before ndf_edt_wlines); 5 = 0 with the warp kernels' segments
- * merged by lane 0 in order (NDF_EDT_MERGE=serial) instead of in a tree;
- * 6 = 0 with W kept as double between passes (NDF_EDT_W=double) where it
+ * merged by lane 0 in order (edt.merge=serial) instead of in a tree;
+ * 6 = 0 with W kept as double between passes (edt.w=double) where it
  * would be uint32 (exact arithmetic); 7 = 0 with ndf_edt_first's 512-thread
- * configuration and 2 rows per ndf_edt_wrows block forced (NDF_EDT_FIRST=512,
- * NDF_EDT_WARPS=2, without exact arithmetic); 8 = 0 with
- * ndf_edt_first1k and one row per block forced (NDF_EDT_FIRST=1024,
- * NDF_EDT_WARPS=1: the default without exact arithmetic, here on exact too);
- * 9 = 0 without the search path (NDF_EDT_SEARCH=0: envelope kernels only);
+ * configuration and 2 rows per ndf_edt_wrows block forced (edt.first=512,
+ * edt.warps=2, without exact arithmetic); 8 = 0 with
+ * ndf_edt_first1k and one row per block forced (edt.first=1024,
+ * edt.warps=1: the default without exact arithmetic, here on exact too);
+ * 9 = 0 without the search path (edt.search=off: envelope kernels only);
  * modes 2 and 8 build lane 0's envelope (no exact arithmetic) with ndf_wenv1
- * (NDF_EDT_SERIAL=new), the others with ndf_wenv; 10 = 0 with searches
- * capped at radius 2 (NDF_EDT_SCAP=2: most lines of the search path answered
+ * (edt.serial=new), the others with ndf_wenv; 10 = 0 with searches
+ * capped at radius 2 (edt.scap=2: most lines of the search path answered
  * by their envelope, ndf_senv / ndf_squery).  Mode 0 (and 7, 8) take the search path (ndf_edt_s*)
  * where it applies (integer sampling, W < 2^32, 2+ spatial axes); modes 1-6
  * name envelope kernels, which turns it off.  Modes 0-3 leave the middle
  * axes' automatic choice (ndf_edt_wlines with exact arithmetic).  Without
  * indices the search path's middle and last passes are ndf_edt_sdmid /
  * ndf_edt_sdrows (padded staging, distances only); 11 = 0 with the older
- * ndf_edt_smid / ndf_edt_srows there (NDF_EDT_SMID=old, NDF_EDT_SROWS=old)
- * and the first pass's segments of 8+ voxels (NDF_EDT_SFSEG=8);
- * 12 = 0 with ndf_edt_sdmidt (NDF_EDT_SMID=t), searches up to radius 100
- * (NDF_EDT_SCAP=100: wider pads, searches past 64 on long lines),
- * ndf_edt_srows (NDF_EDT_SROWS=old) and first-pass segments of 32
- * (NDF_EDT_SFSEG=32). */
+ * ndf_edt_smid / ndf_edt_srows there (edt.smid=old, edt.srows=old)
+ * and the first pass's segments of 8+ voxels (edt.sfseg=8);
+ * 12 = 0 with ndf_edt_sdmidt (edt.smid=t), searches up to radius 100
+ * (edt.scap=100: wider pads, searches past 64 on long lines),
+ * ndf_edt_srows (edt.srows=old) and first-pass segments of 32
+ * (edt.sfseg=32). */
 #define EDT_MODES 13
-static void edt_rows_mode(dcase *c, int mode) {
+static void edt_rows_mode(ndf_ctx *ctx, dcase *c, int mode) {
   static const char *const names[] = {NULL, "warp", "serial", "tile", "tile", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
   if (names[mode])
-    setenv("NDF_EDT_ROWS", names[mode], 1);
+    tune(ctx, "edt.rows", names[mode]);
   else
-    unsetenv("NDF_EDT_ROWS");
+    tune(ctx, "edt.rows", NULL);
   if (mode == 4)
-    setenv("NDF_EDT_LINES", "thread", 1);
+    tune(ctx, "edt.lines", "thread");
   else
-    unsetenv("NDF_EDT_LINES");
+    tune(ctx, "edt.lines", NULL);
   if (mode == 5)
-    setenv("NDF_EDT_MERGE", "serial", 1);
+    tune(ctx, "edt.merge", "serial");
   else
-    unsetenv("NDF_EDT_MERGE");
+    tune(ctx, "edt.merge", NULL);
   if (mode == 6)
-    setenv("NDF_EDT_W", "double", 1);
+    tune(ctx, "edt.w", "double");
   else
-    unsetenv("NDF_EDT_W");
+    tune(ctx, "edt.w", NULL);
   if (mode == 9)
-    setenv("NDF_EDT_SEARCH", "0", 1);
+    tune(ctx, "edt.search", "off");
   else
-    unsetenv("NDF_EDT_SEARCH");
+    tune(ctx, "edt.search", NULL);
   if (mode == 2 || mode == 8) /* lane 0's envelope by ndf_wenv1 */
-    setenv("NDF_EDT_SERIAL", "new", 1);
+    tune(ctx, "edt.serial", "new");
   else
-    unsetenv("NDF_EDT_SERIAL");
+    tune(ctx, "edt.serial", NULL);
   if (mode == 10 || mode == 12)
-    setenv("NDF_EDT_SCAP", mode == 10 ? "2" : "100", 1);
+    tune(ctx, "edt.scap", mode == 10 ? "2" : "100");
   else
-    unsetenv("NDF_EDT_SCAP");
+    tune(ctx, "edt.scap", NULL);
   if (mode == 11 || mode == 12) /* ndf_edt_smid / ndf_edt_sdmidt */
-    setenv("NDF_EDT_SMID", mode == 11 ? "old" : "t", 1);
+    tune(ctx, "edt.smid", mode == 11 ? "old" : "t");
   else
-    unsetenv("NDF_EDT_SMID");
+    tune(ctx, "edt.smid", NULL);
   if (mode == 11 || mode == 12)
-    setenv("NDF_EDT_SROWS", "old", 1);
+    tune(ctx, "edt.srows", "old");
   else
-    unsetenv("NDF_EDT_SROWS");
+    tune(ctx, "edt.srows", NULL);
   if (mode == 11 || mode == 12) /* the first pass's segments: 8+ voxels / 32 */
-    setenv("NDF_EDT_SFSEG", mode == 11 ? "8" : "32", 1);
+    tune(ctx, "edt.sfseg", mode == 11 ? "8" : "32");
   else
-    unsetenv("NDF_EDT_SFSEG");
+    tune(ctx, "edt.sfseg", NULL);
   if (mode == 7 || mode == 8) {
-    setenv("NDF_EDT_FIRST", mode == 7 ? "512" : "1024", 1);
-    setenv("NDF_EDT_WARPS", mode == 7 ? "2" : "1", 1);
+    tune(ctx, "edt.first", mode == 7 ? "512" : "1024");
+    tune(ctx, "edt.warps", mode == 7 ? "2" : "1");
   } else {
-    unsetenv("NDF_EDT_FIRST");
-    unsetenv("NDF_EDT_WARPS");
+    tune(ctx, "edt.first", NULL);
+    tune(ctx, "edt.warps", NULL);
   }
   size_t n = strlen(c->desc);
   snprintf(c->desc + n, sizeof c->desc - n, " rows %s%s", names[mode] ? names[mode] : "auto",
@@ -381,7 +395,7 @@ static void test_gpu_random_cases(void **state) {
   for (long k = 0; k < s->ncases; k++) {
     dcase c;
     draw_case(&c, &r, k % 10 == 9);
-    edt_rows_mode(&c, (int)(k % EDT_MODES));
+    edt_rows_mode(s->ctx, &c, (int)(k % EDT_MODES));
     if (run_case(s->ctx, &c, &r, NULL) != 0) failed++;
     if (failed >= 5) break;
   }
@@ -441,7 +455,7 @@ static void test_gpu_edt_paths(void **state) {
           for (int d = 0; d < c.nd; d++) n += snprintf(c.desc + n, sizeof c.desc - n, " %lld", (long long)c.shape[d]);
           snprintf(c.desc + n, sizeof c.desc - n, " batch %d sampling %d mask %d%s", c.batch, samp, kinds[q],
                    c.want_idx ? " idx" : "");
-          edt_rows_mode(&c, mode);
+          edt_rows_mode(s->ctx, &c, mode);
           g_mask_kind = kinds[q];
           ncase++;
           if (run_case(s->ctx, &c, &r, NULL) != 0) failed++;
@@ -449,30 +463,30 @@ static void test_gpu_edt_paths(void **state) {
           if (failed >= 5) goto out;
         }
 out:
-  unsetenv("NDF_EDT_ROWS");
-  unsetenv("NDF_EDT_LINES");
-  unsetenv("NDF_EDT_MERGE");
-  unsetenv("NDF_EDT_W");
-  unsetenv("NDF_EDT_SEARCH");
-  unsetenv("NDF_EDT_SERIAL");
-  unsetenv("NDF_EDT_SCAP");
-  unsetenv("NDF_EDT_SMID");
-  unsetenv("NDF_EDT_SROWS");
-  unsetenv("NDF_EDT_SFSEG");
+  tune(s->ctx, "edt.rows", NULL);
+  tune(s->ctx, "edt.lines", NULL);
+  tune(s->ctx, "edt.merge", NULL);
+  tune(s->ctx, "edt.w", NULL);
+  tune(s->ctx, "edt.search", NULL);
+  tune(s->ctx, "edt.serial", NULL);
+  tune(s->ctx, "edt.scap", NULL);
+  tune(s->ctx, "edt.smid", NULL);
+  tune(s->ctx, "edt.srows", NULL);
+  tune(s->ctx, "edt.sfseg", NULL);
   if (failed) printf("%d of %d path cases failed; seed %llu\n", failed, ncase, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);
 }
 
 /* The last axis' envelope built by the warp (ndf_wenvp: ndf_edt_wrows without
  * exact arithmetic, the default there), forced on every sampling by
- * NDF_EDT_ROWS=serial (which also turns the search path off): samplings of
+ * edt.rows=serial (which also turns the search path off): samplings of
  * 0.5 / 1 / 2 (exact ties: the tie rule), non-integer ones (0.7, 1.3, 1.1,
  * 0.35: rounding), float64 and float32 distances, indices with and without
  * distances, masks with ties (lattice), rows without a site (7, and no
  * background at all: 2), all background (6), balls (8), random; 1-D (no warp
  * rows: ndf_edt_rows) to 4-D, batches, rows of 1..2100 (1950 fits the warp's
  * 48 KiB, 2100 falls back to lane 0).  Every third case runs lane 0's build
- * (NDF_EDT_SERIAL=old) instead, so one run checks both. */
+ * (edt.serial=old) instead, so one run checks both. */
 static void test_gpu_edt_wenvp(void **state) {
   gpu_state *s = *state;
   tu_rng r;
@@ -487,7 +501,7 @@ static void test_gpu_edt_wenvp(void **state) {
   static const int kinds[] = {-1, 3, 7, 8, 2, 6};
   const int small = s->ncases < 100;
   int failed = 0, ncase = 0;
-  setenv("NDF_EDT_ROWS", "serial", 1);
+  tune(s->ctx, "edt.rows", "serial");
   for (size_t k = 0; k < sizeof S / sizeof S[0]; k++)
     for (int q = 0; q < 5; q++)
       for (size_t mk = 0; mk < sizeof kinds / sizeof kinds[0]; mk++) {
@@ -509,9 +523,9 @@ static void test_gpu_edt_wenvp(void **state) {
         c.dout = outs == 2 || outs == 3 ? NDF_FLOAT32 : NDF_FLOAT64;
         const int old = ncase % 3 == 2;
         if (old)
-          setenv("NDF_EDT_SERIAL", "old", 1);
+          tune(s->ctx, "edt.serial", "old");
         else
-          unsetenv("NDF_EDT_SERIAL");
+          tune(s->ctx, "edt.serial", NULL);
         int n = snprintf(c.desc, sizeof c.desc, "wenvp: shape");
         for (int d = 0; d < c.nd; d++) n += snprintf(c.desc + n, sizeof c.desc - n, " %lld", (long long)c.shape[d]);
         snprintf(c.desc + n, sizeof c.desc - n, " batch %d sampling %g %g %g mask %d outs %d%s", c.batch,
@@ -523,8 +537,8 @@ static void test_gpu_edt_wenvp(void **state) {
         if (failed >= 5) goto out;
       }
 out:
-  unsetenv("NDF_EDT_ROWS");
-  unsetenv("NDF_EDT_SERIAL");
+  tune(s->ctx, "edt.rows", NULL);
+  tune(s->ctx, "edt.serial", NULL);
   if (failed) printf("%d of %d wenvp cases failed; seed %llu\n", failed, ncase, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);
 }
@@ -548,20 +562,20 @@ static void test_gpu_benchmark_shapes(void **state) {
       {3, 0, {256, 256, 256}, 2, 1, 0},   /* integer sampling: ndf_edt_wlines + ndf_edt_wrows */
       {3, 0, {256, 256, 256}, 1, 0, 0},   /* non-integer sampling: ndf_edt_lines + ndf_edt_rows */
       {3, 0, {512, 512, 512}, 0, 0, 0},
-      {2, 0, {1024, 1024}, 0, 1, 5},      /* segments merged in order (NDF_EDT_MERGE=serial) */
-      {3, 0, {256, 256, 256}, 0, 1, 6},   /* W as double between passes (NDF_EDT_W=double) */
-      {2, 0, {1024, 1024}, 1, 1, 7},      /* 512-thread first pass, 2 rows per block (NDF_EDT_FIRST=512, WARPS=2) */
+      {2, 0, {1024, 1024}, 0, 1, 5},      /* segments merged in order (edt.merge=serial) */
+      {3, 0, {256, 256, 256}, 0, 1, 6},   /* W as double between passes (edt.w=double) */
+      {2, 0, {1024, 1024}, 1, 1, 7},      /* 512-thread first pass, 2 rows per block (edt.first=512, WARPS=2) */
       {3, 0, {256, 256, 256}, 0, 0, 8},   /* ndf_edt_first1k + one row per block on exact arithmetic */
-      {3, 0, {256, 256, 256}, 0, 0, 9},   /* the envelope kernels (NDF_EDT_SEARCH=0) */
+      {3, 0, {256, 256, 256}, 0, 0, 9},   /* the envelope kernels (edt.search=off) */
       {3, 0, {256, 256, 256}, 0, 1, 9},
       {2, 0, {1024, 1024}, 0, 1, 9},
       {2, 0, {1024, 1024}, 1, 1, 8},      /* the sampling + indices workload on ndf_wenv1, ndf_edt_first1k */
       {3, 1, {8, 1024, 1024}, 0, 1, 0},   /* the search path with features, batched */
-      {3, 0, {256, 256, 256}, 0, 1, 10},  /* the search path's envelope fallback (NDF_EDT_SCAP=2) */
+      {3, 0, {256, 256, 256}, 0, 1, 10},  /* the search path's envelope fallback (edt.scap=2) */
       {3, 0, {256, 256, 256}, 0, 0, 11},  /* the search path without indices on ndf_edt_smid / srows */
       {3, 0, {256, 256, 256}, 0, 0, 10},  /* ndf_edt_sdmid / sdrows with the envelope fallback */
       {2, 0, {1024, 1024}, 0, 0, 12},     /* searches up to radius 100 */
-      {3, 0, {256, 256, 256}, 0, 0, 12},  /* ndf_edt_sdmidt (NDF_EDT_SMID=t), first-pass segments of 32 */
+      {3, 0, {256, 256, 256}, 0, 0, 12},  /* ndf_edt_sdmidt (edt.smid=t), first-pass segments of 32 */
   };
   /* Short runs (NDF_TEST_CASES < 100, as gpu_run.sh's compute-sanitizer pass
    * uses) take the 1024^2 shapes only. */
@@ -588,7 +602,7 @@ static void test_gpu_benchmark_shapes(void **state) {
     c.want_idx = W[k].idx;
     c.dout = NDF_FLOAT64;
     snprintf(c.desc, sizeof c.desc, "benchmark shape %d", (int)k);
-    edt_rows_mode(&c, W[k].rows);
+    edt_rows_mode(s->ctx, &c, W[k].rows);
     double ms = 0;
     assert_int_equal(run_case(s->ctx, &c, &r, &ms), 0);
     printf("%s: %.3f ms on the GPU (first call, compile included)\n", c.desc, ms);
@@ -680,18 +694,18 @@ static void test_gpu_cdt(void **state) {
     dcase c;
     draw_case(&c, &r, k % 10 == 9);
     memcpy(c.desc, "cdt", 3); /* the description starts "edt <dtype> ..." */
-    /* every kernel variant in turn: auto, NDF_CDT_ROWS=global, NDF_CDT_LINES=simple */
+    /* every kernel variant in turn: auto, cdt.rows=global, cdt.lines=simple */
     const int mode = (int)(k % 3);
-    unsetenv("NDF_CDT_ROWS");
-    unsetenv("NDF_CDT_LINES");
-    if (mode == 1) setenv("NDF_CDT_ROWS", "global", 1);
-    if (mode == 2) setenv("NDF_CDT_LINES", "simple", 1);
+    tune(s->ctx, "cdt.rows", NULL);
+    tune(s->ctx, "cdt.lines", NULL);
+    if (mode == 1) tune(s->ctx, "cdt.rows", "global");
+    if (mode == 2) tune(s->ctx, "cdt.lines", "simple");
     size_t len = strlen(c.desc);
     snprintf(c.desc + len, sizeof c.desc - len, " %s", mode == 0 ? "auto" : mode == 1 ? "rows global" : "lines simple");
     if (run_cdt_case(s->ctx, &c, (int)(k % 2), k % 5 == 4, &r, NULL) != 0) failed++;
   }
-  unsetenv("NDF_CDT_ROWS");
-  unsetenv("NDF_CDT_LINES");
+  tune(s->ctx, "cdt.rows", NULL);
+  tune(s->ctx, "cdt.lines", NULL);
   if (failed) printf("%d random cdt cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);
   static const struct { int nd, batch; int64_t shape[3]; int chess; } W[] = {
@@ -786,18 +800,18 @@ int main(void) {
       cmocka_unit_test_prestate(test_gpu_cdt, s),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
-  unsetenv("NDF_EDT_ROWS");
-  unsetenv("NDF_EDT_LINES");
-  unsetenv("NDF_EDT_MERGE");
-  unsetenv("NDF_EDT_W");
-  unsetenv("NDF_EDT_FIRST");
-  unsetenv("NDF_EDT_WARPS");
-  unsetenv("NDF_EDT_SEARCH");
-  unsetenv("NDF_EDT_SERIAL");
-  unsetenv("NDF_EDT_SCAP");
-  unsetenv("NDF_EDT_SMID");
-  unsetenv("NDF_EDT_SROWS");
-  unsetenv("NDF_EDT_SFSEG");
+  tune(s->ctx, "edt.rows", NULL);
+  tune(s->ctx, "edt.lines", NULL);
+  tune(s->ctx, "edt.merge", NULL);
+  tune(s->ctx, "edt.w", NULL);
+  tune(s->ctx, "edt.first", NULL);
+  tune(s->ctx, "edt.warps", NULL);
+  tune(s->ctx, "edt.search", NULL);
+  tune(s->ctx, "edt.serial", NULL);
+  tune(s->ctx, "edt.scap", NULL);
+  tune(s->ctx, "edt.smid", NULL);
+  tune(s->ctx, "edt.srows", NULL);
+  tune(s->ctx, "edt.sfseg", NULL);
   ndf_cache_stats st;
   ndf_ctx_cache_stats(s->ctx, &st);
   printf("kernel cache: %llu memory hits, %llu disk hits, %llu compiles (%.0f ms)\n",

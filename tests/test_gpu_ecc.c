@@ -102,19 +102,32 @@ static void describe(ecase *c, const char *what) {
            c->in_layout, c->out_layout);
 }
 
+/* Sets tunable name on ctx (value NULL: its default), asserting the API takes it. */
+static void tune(ndf_ctx *ctx, const char *name, const char *value) {
+  const ndf_status st = ndf_ctx_set_tunable(ctx, name, value);
+  if (st != NDF_OK) printf("%s\n", ndf_errmsg(ctx));
+  assert_int_equal(st, NDF_OK);
+}
+/* The value set on ctx for tunable name in buf, or NULL when none is set. */
+static const char *tuned(ndf_ctx *ctx, const char *name, char *buf, size_t cap) {
+  assert_int_equal(ndf_ctx_get_tunable(ctx, name, buf, cap), NDF_OK);
+  return strcmp(buf, "default") ? buf : NULL;
+}
+
 /* The kernel the new path (ndf__ecc_cuda2) must launch for an exact case
- * under the current environment (the kernel log checks it): NULL where the
+ * under the context's tunables (the kernel log checks it): NULL where the
  * choice depends on the device (grids near the resident limit: checked only
  * well below it) or the path is the old one. */
-static const char *expected_kernel(const ecase *c, char *buf, size_t len) {
-  const char *e = getenv("NDF_ECC_PATH");
+static const char *expected_kernel(ndf_ctx *ctx, const ecase *c, char *buf, size_t len) {
+  char eb[32];
+  const char *e = tuned(ctx, "ecc.path", eb, sizeof eb);
   if (e && !strcmp(e, "old")) return NULL;
-  e = getenv("NDF_ECC_HIST");
+  e = tuned(ctx, "ecc.hist", eb, sizeof eb);
   const int pack = c->T <= 510 && !(e && !strcmp(e, "old"));
   if (!pack) return "ndf_ecc_hist";
-  e = getenv("NDF_ECC_FUSE");
-  const int nofuse = e && !strcmp(e, "0");
-  e = getenv("NDF_ECC_BRICK");
+  e = tuned(ctx, "ecc.fuse", eb, sizeof eb);
+  const int nofuse = e && !strcmp(e, "off");
+  e = tuned(ctx, "ecc.brick", eb, sizeof eb);
   const int brick = e && (!strcmp(e, "1") || !strcmp(e, "2"));
   /* a given range with lo < hi: float32 calls take the telescoped kernels as [min, max] does */
   const int givenr = c->tkind == 2 && !c->rdeg && c->dt == NDF_FLOAT32 && !brick;
@@ -124,9 +137,9 @@ static const char *expected_kernel(const ecase *c, char *buf, size_t len) {
   for (int d = 0; d < c->batch; d++) nimg *= c->shape[d];
   const int64_t *sp = c->shape + c->batch;
   if (c->nsp == 2) {
-    e = getenv("NDF_ECC_2D");
+    e = tuned(ctx, "ecc.2d", eb, sizeof eb);
     if (c->dt == NDF_FLOAT64 || (e && !strcmp(e, "old"))) return "ndf_ecc_pack";
-    /* the telescoped kernel for T <= 320 (strip2's tasks) unless NDF_ECC_2D=strip2, else ndf_ecc_strip2
+    /* the telescoped kernel for T <= 320 (strip2's tasks) unless ecc.2d=strip2, else ndf_ecc_strip2
      * (8 strips per block at least; checked well below the resident grid of an H200) */
     const int tele = !(e && !strcmp(e, "strip2")) && c->T <= 320;
     if (givenr && !tele) return "ndf_ecc_pack"; /* a range: ndf_ecc_strip2t only */
@@ -134,26 +147,28 @@ static const char *expected_kernel(const ecase *c, char *buf, size_t len) {
     return tele ? "ndf_ecc_strip2t" : "ndf_ecc_strip2";
   }
   /* 3-D: the telescoped warp-strip kernel for float32, uint8 and uint16 and T <= 320
-   * unless NDF_ECC_3D=old (tasks of W columns x 31 rows, 8 per block; checked well below the resident
+   * unless ecc.3d=old (tasks of W columns x 31 rows, 8 per block; checked well below the resident
    * grid of an H200; a device with few SMs may fall back) */
-  e = getenv("NDF_ECC_3D");
+  e = tuned(ctx, "ecc.3d", eb, sizeof eb);
   if (c->T <= 320 &&
       c->dt != NDF_FLOAT64 && !(e && !strcmp(e, "old"))) {
-    const int t = c->cons == NDF_ECC_T, w = getenv("NDF_ECC3_W") && atoi(getenv("NDF_ECC3_W")) == 8 ? 8 : 16;
+    char wb[32], bcb[32], sgb[32];
+    const char *w3 = tuned(ctx, "ecc.w3", wb, sizeof wb);
+    const int t = c->cons == NDF_ECC_T, w = w3 && atoi(w3) == 8 ? 8 : 16;
     if (nimg * ((((sp[2] + w - 1) / w) * ((sp[1] + t + 30) / 31) + 7) / 8) > 128) return NULL;
     /* staged planes (ndf_ecc_strip3s): float32, widths multiple of 128 at 16 columns per lane, from 2^26 (a range: 2^21)
-     * voxels a call or with NDF_ECC3_STG=1 (two blocks fit an H200's SM up to T 326: every T here) */
-    const char *bc = getenv("NDF_ECC3_BCOL"), *sg = getenv("NDF_ECC3_STG");
-    if (w == 16 && c->dt == NDF_FLOAT32 && sp[2] % 128 == 0 && !(bc && !strcmp(bc, "0")) &&
-        (sg ? !strcmp(sg, "1") : nimg * sp[0] * sp[1] * sp[2] >= ((int64_t)1 << (givenr ? 21 : 26))))
+     * voxels a call or with ecc.stg=on (two blocks fit an H200's SM up to T 326: every T here) */
+    const char *bc = tuned(ctx, "ecc.bcol", bcb, sizeof bcb), *sg = tuned(ctx, "ecc.stg", sgb, sizeof sgb);
+    if (w == 16 && c->dt == NDF_FLOAT32 && sp[2] % 128 == 0 && !(bc && !strcmp(bc, "off")) &&
+        (sg ? !strcmp(sg, "on") : nimg * sp[0] * sp[1] * sp[2] >= ((int64_t)1 << (givenr ? 21 : 26))))
       return "ndf_ecc_strip3s";
     return w == 16 ? "ndf_ecc_strip3" : "ndf_ecc_strip3n";
   }
   if (c->tkind == 2) return "ndf_ecc_pack"; /* the rows kernel and the fused march: [min, max] only */
-  /* NDF_ECC_ROWS: 0 the march, 1..4 ndf_ecc_rows with PF = mode - 1, other values modes this
+  /* ecc.rows: 0 the march, 1..4 ndf_ecc_rows with PF = mode - 1, other values modes this
    * model does not know (PF not checked); unset: the rows kernel for uint8 / uint16, the march for
    * floats (or the rows kernel: a default that may follow the volume) */
-  e = getenv("NDF_ECC_ROWS");
+  e = tuned(ctx, "ecc.rows", eb, sizeof eb);
   const int known = e && e[0] >= '0' && e[0] <= '4' && !e[1];
   const int rmode = known ? e[0] - '0' : e && *e ? -1 : c->dt == NDF_UINT8 || c->dt == NDF_UINT16 ? 1 : -2;
   if (rmode == 0 || c->T > 256) return "ndf_ecc_pack";
@@ -215,7 +230,7 @@ static int run_exact(ndf_ctx *ctx, ecase *c, tu_rng *r) {
     goto done;
   }
   char kbuf[64];
-  const char *want = expected_kernel(c, kbuf, sizeof kbuf);
+  const char *want = expected_kernel(ctx, c, kbuf, sizeof kbuf);
   if (want && tu_klog_check(ctx, mark, want, 1, c->desc)) rc = 1;
   tu_dev_download(ctx, &dout, &gpu);
   char msg[1024];
@@ -421,18 +436,18 @@ static void test_gpu_nan_rejected(void **state) {
    * bricks, (grp 3) the scan + ndf_ecc_pack path, (grp 4) the fused default
    * with the header in device memory read back by a copy, (grp 5) 2-D calls
    * on ndf_ecc_pack's fused march, (grp 6, 7) ndf_ecc_rows for 3-D
-   * (NDF_ECC_3D=old with NDF_ECC_ROWS=1: PF = 0, =2: PF = 1, =5: PF = 4, the cp.async staging) */
-  static const char *const var[9] = {NULL,           "NDF_ECC_BRICK", "NDF_ECC_BRICK", "NDF_ECC_FUSE", "NDF_ECC_MAPHDR",
-                                     "NDF_ECC_2D",   "NDF_ECC_ROWS",  "NDF_ECC_ROWS",  "NDF_ECC_ROWS"};
-  static const char *const val[9] = {NULL, "1", "2", "0", "0", "old", "1", "2", "5"};
+   * (ecc.3d=old with ecc.rows=1: PF = 0, =2: PF = 1, =5: PF = 4, the cp.async staging) */
+  static const char *const var[9] = {NULL,      "ecc.brick", "ecc.brick", "ecc.fuse", "ecc.maphdr",
+                                     "ecc.2d",  "ecc.rows",  "ecc.rows",  "ecc.rows"};
+  static const char *const val[9] = {NULL, "1", "2", "off", "off", "old", "1", "2", "5"};
   for (int k = 0; k < 27; k++) {
     const int grp = k / 3, tk = k % 3;
     if (grp > 0 && tk > 0) continue; /* given thresholds: the same path in every group */
-    if (var[grp]) setenv(var[grp], val[grp], 1);
-    if (grp >= 6) setenv("NDF_ECC_3D", "old", 1);
+    if (var[grp]) tune(s->ctx, var[grp], val[grp]);
+    if (grp >= 6) tune(s->ctx, "ecc.3d", "old");
     nan_cases(s->ctx, tk, 0);
-    if (var[grp]) unsetenv(var[grp]);
-    unsetenv("NDF_ECC_3D");
+    if (var[grp]) tune(s->ctx, var[grp], NULL);
+    tune(s->ctx, "ecc.3d", NULL);
   }
 }
 
@@ -609,13 +624,13 @@ done:
   return rc;
 }
 
-/* env: NDF_SOFT_ECC for these cases (old: ndf_ecc_soft for float32 too; direct: ndf_ecc_soft2 without
+/* env: soft_ecc.mode for these cases (old: ndf_ecc_soft for float32 too; direct: ndf_ecc_soft2 without
  * the product form; fused: 2-D inputs without the contribution pass); tight: float32 only, tkind 3
  * (see run_soft). */
 static void soft_cases(gpu_state *s, uint64_t salt, const char *env, int tight) {
   tu_rng r;
   tu_rng_seed(&r, s->seed ^ salt);
-  if (env) setenv("NDF_SOFT_ECC", env, 1);
+  if (env) tune(s->ctx, "soft_ecc.mode", env);
   int failed = 0;
   const long n = s->ncases / 3 > 10 ? s->ncases / 3 : 10;
   for (long k = 0; k < n && failed < 5; k++) {
@@ -631,9 +646,9 @@ static void soft_cases(gpu_state *s, uint64_t salt, const char *env, int tight) 
     c.out_layout = tu_rng_chance(&r, 0.3) ? TU_LAYOUT_PADDED : TU_LAYOUT_C;
     failed += run_soft(s->ctx, &c, &r);
   }
-  if (env) unsetenv("NDF_SOFT_ECC");
+  if (env) tune(s->ctx, "soft_ecc.mode", NULL);
   if (failed)
-    printf("%d soft cases failed (NDF_SOFT_ECC=%s%s); seed %llu\n", failed, env ? env : "", tight ? ", tight" : "",
+    printf("%d soft cases failed (soft_ecc.mode=%s%s); seed %llu\n", failed, env ? env : "", tight ? ", tight" : "",
            (unsigned long long)s->seed);
   assert_int_equal(failed, 0);
 }
@@ -669,11 +684,11 @@ static void test_gpu_soft_timing(void **state) {
   ndf_soft_ecc_options_init(&o);
   o.batch_dims = 1;
   o.lambda = 0.05;
-  /* the default (ndf_ecc_soft2, product form, after the contribution pass), then NDF_SOFT_ECC=fused,
+  /* the default (ndf_ecc_soft2, product form, after the contribution pass), then soft_ecc.mode=fused,
    * =direct and =old */
   static const char *const envs[4] = {NULL, "fused", "direct", "old"};
   for (int v = 0; v < 4; v++) {
-    if (envs[v]) setenv("NDF_SOFT_ECC", envs[v], 1);
+    if (envs[v]) tune(s->ctx, "soft_ecc.mode", envs[v]);
     double t0 = 0;
     for (int it = 0; it < 23; it++) {
       if (it == 3) {
@@ -684,9 +699,9 @@ static void test_gpu_soft_timing(void **state) {
       assert_int_equal(ndf_soft_ecc_backward(s->ctx, &din, &th.arr, &dgo, &dgi, &dgt, &o), NDF_OK);
     }
     assert_int_equal(ndf_ctx_synchronize(s->ctx), NDF_OK);
-    printf("soft ECC forward + backward, 64x256x256 float32, T = 64 (NDF_SOFT_ECC=%s): %.3f ms per pair (host clock, "
+    printf("soft ECC forward + backward, 64x256x256 float32, T = 64 (soft_ecc.mode=%s): %.3f ms per pair (host clock, "
            "mean of 20; one header readback per call included)\n", envs[v] ? envs[v] : "", (tu_now_ms() - t0) / 20);
-    if (envs[v]) unsetenv("NDF_SOFT_ECC");
+    if (envs[v]) tune(s->ctx, "soft_ecc.mode", NULL);
   }
   ndf_array *all[] = {&din, &dout, &dgo, &dgi, &dgt};
   for (int i = 0; i < 5; i++) ndf_array_free(s->ctx, all[i]);
@@ -695,14 +710,14 @@ static void test_gpu_soft_timing(void **state) {
   tu_array_free(&go);
 }
 
-/* The old path (NDF_ECC_PATH=old: scan readback, host thresholds, separate
+/* The old path (ecc.path=old: scan readback, host thresholds, separate
  * final kernel) on its own random cases, exact and soft: kept selectable to
  * compare both in one GPU run. */
 static void test_gpu_old_path(void **state) {
   gpu_state *s = *state;
   tu_rng r;
   tu_rng_seed(&r, s->seed ^ 0x01d);
-  setenv("NDF_ECC_PATH", "old", 1);
+  tune(s->ctx, "ecc.path", "old");
   int failed = 0;
   const long n = s->ncases / 4 > 10 ? s->ncases / 4 : 10;
   for (long k = 0; k < n && failed < 5; k++) {
@@ -710,7 +725,7 @@ static void test_gpu_old_path(void **state) {
     draw_case(&c, &r);
     failed += run_exact(s->ctx, &c, &r);
   }
-  unsetenv("NDF_ECC_PATH");
+  tune(s->ctx, "ecc.path", NULL);
   if (failed) printf("%d exact cases failed on the old path; seed %llu\n", failed, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);
 }
@@ -720,7 +735,7 @@ static void test_gpu_old_path(void **state) {
  * multiple of 2, 64 (a 3-D tile row) or 512 (a 2-D tile), 1-long axes;
  * ties (few distinct values), constant images; thresholds as values, over
  * [min, max], over a range; V and T; batches; every dtype.  The same cases
- * run again with NDF_ECC_HIST=old (ndf_ecc_hist) to compare both. */
+ * run again with ecc.hist=old (ndf_ecc_hist) to compare both. */
 static void pack_cases(gpu_state *s, uint64_t salt, const char *var, const char *env) {
   tu_rng r;
   tu_rng_seed(&r, s->seed ^ salt);
@@ -729,7 +744,7 @@ static void pack_cases(gpu_state *s, uint64_t salt, const char *var, const char 
   static const int64_t S3[][3] = {{1, 1, 1}, {1, 9, 65}, {9, 1, 63}, {5, 17, 1}, {3, 9, 129},
                                   {12, 8, 64}, {17, 3, 2}, {20, 16, 127}, {2, 23, 66}};
   static const ndf_dtype dts[4] = {NDF_FLOAT32, NDF_FLOAT64, NDF_UINT8, NDF_UINT16};
-  if (env) setenv(var, env, 1);
+  if (env) tune(s->ctx, var, env);
   int failed = 0;
   const long n = s->ncases / 2 > 40 ? s->ncases / 2 : 40;
   for (long k = 0; k < n && failed < 5; k++) {
@@ -750,25 +765,25 @@ static void pack_cases(gpu_state *s, uint64_t salt, const char *var, const char 
     c.out_layout = TU_LAYOUT_C;
     failed += run_exact(s->ctx, &c, &r);
   }
-  if (env) unsetenv(var);
+  if (env) tune(s->ctx, var, NULL);
   if (failed) printf("%d packed-kernel cases failed (%s=%s); seed %llu\n", failed, var, env ? env : "",
                      (unsigned long long)s->seed);
   assert_int_equal(failed, 0);
 }
-static void test_gpu_pack_edges(void **state) { pack_cases(*state, 0x9ac, "NDF_ECC_HIST", NULL); }
-static void test_gpu_pack_edges_old_hist(void **state) { pack_cases(*state, 0x9ac, "NDF_ECC_HIST", "old"); }
+static void test_gpu_pack_edges(void **state) { pack_cases(*state, 0x9ac, "ecc.hist", NULL); }
+static void test_gpu_pack_edges_old_hist(void **state) { pack_cases(*state, 0x9ac, "ecc.hist", "old"); }
 /* thresholds over [min, max] without the fused launch (scan, then ndf_ecc_pack) */
-static void test_gpu_pack_edges_unfused(void **state) { pack_cases(*state, 0x9ac, "NDF_ECC_FUSE", "0"); }
+static void test_gpu_pack_edges_unfused(void **state) { pack_cases(*state, 0x9ac, "ecc.fuse", "off"); }
 
-/* The brick kernel with resident bricks (NDF_ECC_BRICK=2) on the pack edges
+/* The brick kernel with resident bricks (ecc.brick=2) on the pack edges
  * (the default runs the march there). */
-static void test_gpu_pack_edges_brick(void **state) { pack_cases(*state, 0x9ac, "NDF_ECC_BRICK", "2"); }
+static void test_gpu_pack_edges_brick(void **state) { pack_cases(*state, 0x9ac, "ecc.brick", "2"); }
 
 /* The brick kernel (ndf_ecc_brick, thresholds over [min, max], T <= 510)
  * against the CPU and the march, the same input under each setting:
- * default (the march, header in mapped host memory), NDF_ECC_BRICK=1 (read
- * twice), NDF_ECC_BRICK=2 (resident bricks when they fit), the default with
- * NDF_ECC_MAPHDR=0 (header copied back).  Shapes: 1xN, Nx1, 1x1x1, sizes not multiples of the brick
+ * default (the march, header in mapped host memory), ecc.brick=1 (read
+ * twice), ecc.brick=2 (resident bricks when they fit), the default with
+ * ecc.maphdr=off (header copied back).  Shapes: 1xN, Nx1, 1x1x1, sizes not multiples of the brick
  * (2-D 16 x 128, 3-D 8 x 8 x 64) on either side, batches of tiny images and
  * of images of several bricks; every dtype; V and T; ties and constant images. */
 static void test_gpu_brick(void **state) {
@@ -781,8 +796,8 @@ static void test_gpu_brick(void **state) {
   static const int64_t S3[][3] = {{1, 1, 1},   {1, 1, 200}, {1, 200, 1}, {200, 1, 1}, {8, 8, 64}, {7, 7, 63},
                                   {9, 9, 65},  {17, 3, 129}, {3, 17, 2}, {24, 16, 128}, {2, 2, 2}, {33, 20, 70}};
   static const ndf_dtype dts[4] = {NDF_FLOAT32, NDF_FLOAT64, NDF_UINT8, NDF_UINT16};
-  static const char *const var[4] = {NULL, "NDF_ECC_BRICK", "NDF_ECC_BRICK", "NDF_ECC_MAPHDR"};
-  static const char *const val[4] = {NULL, "1", "2", "0"};
+  static const char *const var[4] = {NULL, "ecc.brick", "ecc.brick", "ecc.maphdr"};
+  static const char *const val[4] = {NULL, "1", "2", "off"};
   int failed = 0;
   const long n = s->ncases / 2 > 40 ? s->ncases / 2 : 40;
   for (long k = 0; k < n && failed < 5; k++) {
@@ -805,11 +820,11 @@ static void test_gpu_brick(void **state) {
     const tu_rng r0 = r; /* the same input and layouts under every setting */
     for (int v = 0; v < 4; v++) {
       tu_rng rv = r0;
-      if (var[v]) setenv(var[v], val[v], 1);
+      if (var[v]) tune(s->ctx, var[v], val[v]);
       const int f = run_exact(s->ctx, &c, &rv);
       if (f) printf("  (failed with %s=%s)\n", var[v] ? var[v] : "default", var[v] ? val[v] : "");
       failed += f;
-      if (var[v]) unsetenv(var[v]);
+      if (var[v]) tune(s->ctx, var[v], NULL);
       r = rv;
     }
   }
@@ -844,9 +859,9 @@ static int strip_settings(ndf_ctx *ctx, ecase *c, tu_rng *r, long k, int nv, con
     if (v >= 6 && (k & 1) != (v & 1)) continue;
     const char *v2 = var2 ? var2[v] : NULL;
     tu_rng rv = r0;
-    if (base) setenv(base, bval, 1);
-    if (var[v]) setenv(var[v], val[v], 1);
-    if (v2) setenv(v2, val2[v], 1);
+    if (base) tune(ctx, base, bval);
+    if (var[v]) tune(ctx, var[v], val[v]);
+    if (v2) tune(ctx, v2, val2[v]);
     const int verbose = getenv("NDF_TEST_VERBOSE") != NULL; /* each case as it runs (which one runs long) */
     if (verbose) {
       printf("case %ld with %s=%s%s%s%s ...", k, var[v] ? var[v] : "default", var[v] ? val[v] : "", v2 ? " " : "",
@@ -859,9 +874,9 @@ static int strip_settings(ndf_ctx *ctx, ecase *c, tu_rng *r, long k, int nv, con
       printf("  (failed with %s=%s%s%s%s)\n", var[v] ? var[v] : "default", var[v] ? val[v] : "", v2 ? " " : "",
              v2 ? v2 : "", v2 ? val2[v] : "");
     failed += f;
-    if (var[v]) unsetenv(var[v]);
-    if (v2) unsetenv(v2);
-    if (base) unsetenv(base);
+    if (var[v]) tune(ctx, var[v], NULL);
+    if (v2) tune(ctx, v2, NULL);
+    if (base) tune(ctx, base, NULL);
     *r = rv;
   }
   return failed;
@@ -869,13 +884,13 @@ static int strip_settings(ndf_ctx *ctx, ecase *c, tu_rng *r, long k, int nv, con
 
 /* The 2-D warp-strip kernels (ndf_ecc_strip2t, ndf_ecc_strip2: 2-D, thresholds over [min,
  * max], T <= 510, float32 / uint8 / uint16) against the CPU, the same input
- * under each setting: default, NDF_ECC_2D=old (ndf_ecc_pack's fused march),
- * NDF_ECC_MAPHDR=0 (header copied back instead of the sequence word),
- * NDF_ECC2_MC=1 and 13 (other task lengths), NDF_ECC2_WS=0 (per-call scratch
- * instead of the context's workspace), NDF_ECC2_FENCE=sc (fence.sc pairs
+ * under each setting: default, ecc.2d=old (ndf_ecc_pack's fused march),
+ * ecc.maphdr=off (header copied back instead of the sequence word),
+ * ecc.mc2=1 and 13 (other task lengths), ecc.ws=off (per-call scratch
+ * instead of the context's workspace), ecc.fence=sc (fence.sc pairs
  * instead of release / acquire atomics at the grid barrier and tickets),
- * NDF_ECC2_BIN=table (every bin from the thresholds table, no certified
- * guesses), and NDF_ECC_2D=strip2 (ndf_ecc_strip2; the default is
+ * ecc.bin=table (every bin from the thresholds table, no certified
+ * guesses), and ecc.2d=strip2 (ndf_ecc_strip2; the default is
  * ndf_ecc_strip2t for T <= 320: the telescoped sum) alone, with MC=1 and
  * with BIN=table -- these five on alternate cases.  Widths around the 128-column
  * strip and the 4-voxel lane (1, 3, 4, 127, 128, 129, 256, 260, 1023, 1025),
@@ -891,11 +906,10 @@ static void test_gpu_strip2(void **state) {
   static const int64_t Ts[] = {2, 3, 255, 256, 509, 510};
   static const int64_t W[] = {1, 3, 4, 127, 128, 129, 256, 260, 1023, 1025};
   static const ndf_dtype dts[5] = {NDF_FLOAT32, NDF_FLOAT32, NDF_UINT8, NDF_UINT16, NDF_FLOAT64};
-  static const char *const var[11] = {NULL,          "NDF_ECC_2D",  "NDF_ECC_MAPHDR", "NDF_ECC2_MC",
-                                      "NDF_ECC2_MC", "NDF_ECC2_WS", "NDF_ECC2_FENCE", "NDF_ECC2_BIN",
-                                      "NDF_ECC_2D",  "NDF_ECC_2D",  "NDF_ECC_2D"};
-  static const char *const val[11] = {NULL, "old", "0", "1", "13", "0", "sc", "table", "strip2", "strip2", "strip2"};
-  static const char *const var2[11] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "NDF_ECC2_MC", "NDF_ECC2_BIN"};
+  static const char *const var[11] = {NULL,      "ecc.2d", "ecc.maphdr", "ecc.mc2", "ecc.mc2", "ecc.ws",
+                                      "ecc.fence", "ecc.bin", "ecc.2d",   "ecc.2d",  "ecc.2d"};
+  static const char *const val[11] = {NULL, "old", "off", "1", "13", "off", "sc", "table", "strip2", "strip2", "strip2"};
+  static const char *const var2[11] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "ecc.mc2", "ecc.bin"};
   static const char *const val2[11] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "1", "table"};
   int failed = 0;
   const long n = s->ncases / 2 > 40 ? s->ncases / 2 : 40;
@@ -924,11 +938,11 @@ static void test_gpu_strip2(void **state) {
  * max] or, float32, over a given range (a third of the float32 cases), T <= 320, float32 / uint8 / uint16; cells' bins by max / min,
  * telescoped along x) against the CPU, the same input under each setting:
  * default (ndf_ecc_strip3, 16 columns per lane; uint8 / uint16 too: the integer
- * binner), NDF_ECC_3D=old (the paths before), NDF_ECC_MAPHDR=0,
- * NDF_ECC3_MC=1 (other task lengths), NDF_ECC3_W=8 (ndf_ecc_strip3n),
- * NDF_ECC2_WS=0, and on alternate
- * cases NDF_ECC2_FENCE=sc / NDF_ECC2_BIN=table, NDF_ECC3_BCOL=0 (the warps' own shares where
- * block columns apply: 8 or 16 tiles across), NDF_ECC3_STG=1 (ndf_ecc_strip3s, staged planes, where
+ * binner), ecc.3d=old (the paths before), ecc.maphdr=off,
+ * ecc.mc3=1 (other task lengths), ecc.w3=8 (ndf_ecc_strip3n),
+ * ecc.ws=off, and on alternate
+ * cases ecc.fence=sc / ecc.bin=table, ecc.bcol=off (the warps' own shares where
+ * block columns apply: 8 or 16 tiles across), ecc.stg=on (ndf_ecc_strip3s, staged planes, where
  * they apply, its phase 1 by ndf_ecc_strip3 first: the split; odd and even cases).  Widths
  * around the 16-column task (1, 4, 15, 16, 17, 33, 64, 100, 128, 256; 4224: 33 block columns of
  * 128), heights around the 31-row tile (1, 2, 30, 31, 32, 62, 63,
@@ -946,10 +960,9 @@ static void test_gpu_strip3(void **state) {
   static const int64_t H[] = {1, 2, 30, 31, 32, 62, 63, 64};
   static const ndf_dtype dts[5] = {NDF_FLOAT32, NDF_FLOAT32, NDF_UINT8, NDF_UINT16, NDF_FLOAT64};
   /* 9, 10: the staged planes forced (ndf_ecc_strip3s where it applies; odd and even cases) */
-  static const char *const var[11] = {NULL,          "NDF_ECC_3D",     "NDF_ECC_MAPHDR", "NDF_ECC3_MC",
-                                      "NDF_ECC3_W",  "NDF_ECC2_WS",    "NDF_ECC2_FENCE", "NDF_ECC2_BIN",
-                                      "NDF_ECC3_BCOL", "NDF_ECC3_STG", "NDF_ECC3_STG"};
-  static const char *const val[11] = {NULL, "old", "0", "1", "8", "0", "sc", "table", "0", "1", "1"};
+  static const char *const var[11] = {NULL,      "ecc.3d",  "ecc.maphdr", "ecc.mc3",  "ecc.w3", "ecc.ws",
+                                      "ecc.fence", "ecc.bin", "ecc.bcol",   "ecc.stg", "ecc.stg"};
+  static const char *const val[11] = {NULL, "old", "off", "1", "8", "off", "sc", "table", "off", "on", "on"};
   int failed = 0;
   const long n = s->ncases / 4 > 24 ? s->ncases / 4 : 24;
   for (long k = 0; k < n && failed < 5; k++) {
@@ -975,7 +988,7 @@ static void test_gpu_strip3(void **state) {
     /* float32: thresholds over a given range in a third of the cases (no phase 1; run_exact's
      * ranges, [N(0, 10), + U(0, 100)], one in ten a single point: the paths before) */
     if (k >= 2 && c.dt == NDF_FLOAT32 && tu_rng_chance(&r, 0.35)) c.tkind = 2;
-    /* (uint8 / uint16: strip3 by default; the setting NDF_ECC_3D=old: the rows kernel) */
+    /* (uint8 / uint16: strip3 by default; the setting ecc.3d=old: the rows kernel) */
     failed += strip_settings(s->ctx, &c, &r, k, 11, var, val, NULL, NULL, NULL, NULL);
   }
   if (failed) printf("%d strip3 cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
@@ -983,7 +996,7 @@ static void test_gpu_strip3(void **state) {
 }
 
 /* ---- ndf_ecc_rows (3-D, thresholds over [min, max], T <= 256) ------------------------------------ */
-/* The bit-sliced rows kernel against the CPU, each input under NDF_ECC_ROWS=1
+/* The bit-sliced rows kernel against the CPU, each input under ecc.rows=1
  * (PF = 0; float32 also unset: the default, the march), float32 V also =2 (PF = 1)
  * and =3 (PF = 2: an add for every voxel), every fourth case =0 (the march): random shapes 2..40 per axis and a few off the 32 x 128
  * tiles (1-long axes, one voxel past a tile, several tiles), 0-2 batch axes,
@@ -1006,7 +1019,7 @@ static void test_gpu_rows(void **state) {
   /* few kernel specializations (each a ~2-5 s NVRTC compile): the dtypes in turn, the PF
    * variants for float32 V only, the march every fourth case */
   const long n = s->ncases / 3 > 3 ? s->ncases / 3 : 3;
-  setenv("NDF_ECC_3D", "old", 1); /* the paths before ndf_ecc_strip3 */
+  tune(s->ctx, "ecc.3d", "old"); /* the paths before ndf_ecc_strip3 */
   for (long k = 0; k < n && failed < 5; k++) {
     ecase c;
     memset(&c, 0, sizeof c);
@@ -1035,15 +1048,15 @@ static void test_gpu_rows(void **state) {
           (v == 4 && k % 4 != 0) || (v == 8 && !fv && c.dt != NDF_UINT8))
         continue;
       tu_rng rv = r0;
-      if (val[v]) setenv("NDF_ECC_ROWS", val[v], 1);
+      if (val[v]) tune(s->ctx, "ecc.rows", val[v]);
       const int f = run_exact(s->ctx, &c, &rv);
-      if (f) printf("  (failed with NDF_ECC_ROWS=%s)\n", val[v] ? val[v] : "unset");
+      if (f) printf("  (failed with ecc.rows=%s)\n", val[v] ? val[v] : "default");
       failed += f;
-      if (val[v]) unsetenv("NDF_ECC_ROWS");
+      if (val[v]) tune(s->ctx, "ecc.rows", NULL);
       r = rv;
     }
   }
-  unsetenv("NDF_ECC_3D");
+  tune(s->ctx, "ecc.3d", NULL);
   if (failed) printf("%d rows cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);
 }

@@ -17,7 +17,7 @@
  * input must leave the output untouched.
  *
  * Soft ECT (forward, dL/dinput, dL/du, dL/dt): to a tolerance scaled by the
- * sum of |terms| (1e-12; 2e-6 for the float sigmoid, NDF_SOFT_ECT_FAST=1),
+ * sum of |terms| (1e-12; 2e-6 for the float sigmoid, soft_ect.fast=on),
  * lambda 0.3 to 25, both grad_input dtypes, thresholds past the shared table.
  *
  * Exits 77 (skipped) when the context has no CUDA device.  Cases:
@@ -41,6 +41,13 @@
 #include "testutil.h"
 
 typedef tu_gpu_state gpu_state;
+
+/* Sets tunable name on ctx (value NULL: its default), asserting the API takes it. */
+static void tune(ndf_ctx *ctx, const char *name, const char *value) {
+  const ndf_status st = ndf_ctx_set_tunable(ctx, name, value);
+  if (st != NDF_OK) printf("%s\n", ndf_errmsg(ctx));
+  assert_int_equal(st, NDF_OK);
+}
 static int group_setup(void **state) { return tu_gpu_setup(state, 60); }
 
 typedef struct tcase {
@@ -316,7 +323,7 @@ static void test_gpu_ect_rejects(void **state) {
 
 /* Sum-scaled tolerance: the GPU sums the same terms as the CPU in another
  * order (and its exp is within an ulp of glibc's), so |cpu - gpu| <= rel *
- * (1 + bound of the sum of |terms|).  FAST (NDF_SOFT_ECT_FAST=1, float
+ * (1 + bound of the sum of |terms|).  FAST (soft_ect.fast=on, float
  * sigmoid): rel 2e-6. */
 static int64_t compare_tol(const ndf_array *e, const ndf_array *g, double tol, double frel, char *msg, size_t len,
                            const char *what) {
@@ -421,12 +428,12 @@ static int run_soft_case(ndf_ctx *ctx, tcase *c, double lam, int gin_f32, int fa
   tu_dev_upload(ctx, &dout, &gpu);
   tu_dev_upload(ctx, &dgo, &lgout);
   tu_dev_upload(ctx, &dgin, &gin_g);
-  if (fast) setenv("NDF_SOFT_ECT_FAST", "1", 1);
+  if (fast) tune(ctx, "soft_ect.fast", "on");
   ndf_status sg = ndf_soft_ect_forward(ctx, &din.arr, &dirs.arr, &th.arr, &dout.arr, &o);
   if (sg == NDF_OK)
     sg = ndf_soft_ect_backward(ctx, &din.arr, &dirs.arr, &th.arr, &dgo.arr, &dgin.arr, &gd_g.arr, &gt_g.arr, &o);
   if (sg == NDF_OK) sg = ndf_ctx_synchronize(ctx);
-  unsetenv("NDF_SOFT_ECT_FAST");
+  tune(ctx, "soft_ect.fast", NULL);
   if (sg != NDF_OK) {
     printf("GPU failed on %s: %s\n", c->desc, ndf_errmsg(ctx));
     rc = 1;

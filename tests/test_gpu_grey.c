@@ -464,32 +464,32 @@ static void test_gpu_benchmark_shapes(void **state) {
 
 /* The fused box kernels of algorithm auto (extents <= 7 on the last three
  * spatial axes): grey_boxd (doubling, the default), with every rows-per-
- * thread setting (NDF_GREY_BOXD_RY), against the CPU, and bit for bit
+ * thread setting (the tunable grey.boxd_ry), against the CPU, and bit for bit
  * (memcmp: signed zeros and NaN payloads included) against the classic
- * grey_box (NDF_GREY_BOX=classic), and so are the register line passes
- * grey_linew / grey_linev run for these boxes (NDF_GREY_BOX=lines).  Boxes by size= and by full footprints,
+ * grey_box (grey.box=classic), and so are the register line passes
+ * grey_linew / grey_linev run for these boxes (grey.box=lines).  Boxes by size= and by full footprints,
  * odd and even extents 1-7, origins, every mode, dtype and op, batch axes,
  * 1-4 spatial axes, tiles cut at every edge (X to 300, Y to 70), strided
  * inputs and outputs, inputs of few distinct values (ties of -0.0 and 0.0,
  * NaN). */
+/* Sets tunable name on ctx (value NULL: its default), asserting the API takes it. */
+static void tune(ndf_ctx *ctx, const char *name, const char *value) {
+  const ndf_status s = ndf_ctx_set_tunable(ctx, name, value);
+  if (s != NDF_OK) printf("%s\n", ndf_errmsg(ctx));
+  assert_int_equal(s, NDF_OK);
+}
+
+/* box: NULL (the defaults), "classic" (grey.box and grey.line classic), "lines" (grey.box=lines),
+ * "lined" (grey.line=lined: grey_boxd + grey_lined), "linev_l=N" (the default kernels, grey_linev's
+ * segment length N). */
 static void run_box_env(ndf_ctx *ctx, gcase *c, const tu_array *hin, tu_array *hout, const char *box, int ry) {
-  if (box) {
-    setenv("NDF_GREY_BOX", box, 1);
-    setenv("NDF_GREY_LINE", box, 1);
-  } else {
-    unsetenv("NDF_GREY_BOX");
-    unsetenv("NDF_GREY_LINE");
-  }
   char v[8];
   snprintf(v, sizeof v, "%d", ry);
-  setenv("NDF_GREY_BOXD_RY", v, 1);
-  if (box && strcmp(box, "lined") == 0) setenv("NDF_GREY_LINE", "lined", 1); /* "lined": grey_boxd + grey_lined */
-  if (box && strcmp(box, "lines") == 0) unsetenv("NDF_GREY_LINE"); /* "lines": grey_linew/linev for small boxes too */
-  if (box && strncmp(box, "linev_l=", 8) == 0) { /* the default kernels, grey_linev's segment length set */
-    unsetenv("NDF_GREY_BOX");
-    unsetenv("NDF_GREY_LINE");
-    setenv("NDF_GREY_LINEV_L", box + 8, 1);
-  }
+  tune(ctx, "grey.boxd_ry", v);
+  if (box && strcmp(box, "classic") == 0) tune(ctx, "grey.box", "classic"), tune(ctx, "grey.line", "classic");
+  if (box && strcmp(box, "lines") == 0) tune(ctx, "grey.box", "lines");
+  if (box && strcmp(box, "lined") == 0) tune(ctx, "grey.line", "lined");
+  if (box && strncmp(box, "linev_l=", 8) == 0) tune(ctx, "grey.linev_l", box + 8);
   tu_dev din, dout;
   tu_dev_upload(ctx, &din, hin);
   tu_dev_upload(ctx, &dout, hout);
@@ -497,7 +497,7 @@ static void run_box_env(ndf_ctx *ctx, gcase *c, const tu_array *hin, tu_array *h
   ndf_status rg = tu_op_call(ctx, c->op, &din.arr, &dout.arr, &c->o);
   ndf_status rs = ndf_ctx_synchronize(ctx);
   if (rg != NDF_OK || rs != NDF_OK)
-    printf("GPU run failed (NDF_GREY_BOX=%s RY=%d): %s / %s: %s\n  %s\n", box ? box : "(unset)", ry,
+    printf("GPU run failed (grey.box=%s RY=%d): %s / %s: %s\n  %s\n", box ? box : "(unset)", ry,
            ndf_status_name(rg), ndf_status_name(rs), ndf_errmsg(ctx), c->desc);
   assert_int_equal(rg, NDF_OK);
   assert_int_equal(rs, NDF_OK);
@@ -527,16 +527,16 @@ static void run_box_env(ndf_ctx *ctx, gcase *c, const tu_array *hin, tu_array *h
     int bad = 0;
     for (int k = 0; k < nw; k++) bad |= tu_klog_check(ctx, mark, want[k], 1, c->desc);
     for (int k = 0; k < nn; k++) bad |= tu_klog_check(ctx, mark, nots[k], 0, c->desc);
-    if (bad) printf("  (NDF_GREY_BOX=%s RY=%d)\n", box ? box : "(unset)", ry);
+    if (bad) printf("  (grey.box=%s RY=%d)\n", box ? box : "(unset)", ry);
     assert_int_equal(bad, 0);
   }
   tu_dev_download(ctx, &dout, hout);
   tu_dev_free(ctx, &din);
   tu_dev_free(ctx, &dout);
-  unsetenv("NDF_GREY_BOX");
-  unsetenv("NDF_GREY_LINE");
-  unsetenv("NDF_GREY_BOXD_RY");
-  unsetenv("NDF_GREY_LINEV_L");
+  tune(ctx, "grey.box", NULL);
+  tune(ctx, "grey.line", NULL);
+  tune(ctx, "grey.boxd_ry", NULL);
+  tune(ctx, "grey.linev_l", NULL);
 }
 
 /* Elements whose bits differ between a and b (memcmp), the first at *first. */
@@ -644,8 +644,8 @@ static void box_doubling_cases(void **state, int lines) {
     const int ry = tu_rng_chance(&r, 0.5) ? 8 : (int)tu_rng_int(&r, 1, 8);
     run_box_env(s->ctx, &c, &hin, &hnew, NULL, ry);
     run_box_env(s->ctx, &c, &hin, &hold, "classic", 8);
-    { /* bit for bit with classic too: small boxes by the register line passes (NDF_GREY_BOX=lines);
-       * large: grey_lined (NDF_GREY_LINE=lined), grey_linev with other segment lengths */
+    { /* bit for bit with classic too: small boxes by the register line passes (grey.box=lines);
+       * large: grey_lined (grey.line=lined), grey_linev with other segment lengths */
       tu_array halt;
       assert_int_equal(tu_array_like(&halt, &in.arr, TU_LAYOUT_C, &r), 0);
       char lv[32];
@@ -696,9 +696,9 @@ static void box_doubling_cases(void **state, int lines) {
 static void test_gpu_box_doubling(void **state) { box_doubling_cases(state, 0); }
 /* The same for large boxes: the line passes of auto (grey_linew on the last
  * axis, grey_linev on the others) against the CPU and bit for bit against
- * grey_line (NDF_GREY_LINE=classic), and so are grey_lined
- * (NDF_GREY_LINE=lined) and grey_linev with random segment lengths
- * (NDF_GREY_LINEV_L); extents 8-140 on any spatial axis; inputs of ties are
+ * grey_line (grey.line=classic), and so are grey_lined
+ * (grey.line=lined) and grey_linev with random segment lengths
+ * (grey.linev_l); extents 8-140 on any spatial axis; inputs of ties are
  * mostly -0.0 and 0.0 (long windows). */
 static void test_gpu_line_doubling(void **state) { box_doubling_cases(state, 1); }
 

@@ -32,6 +32,13 @@
 #include "testutil.h"
 
 typedef tu_gpu_state gpu_state;
+
+/* Sets tunable name on ctx (value NULL: its default), asserting the API takes it. */
+static void tune(ndf_ctx *ctx, const char *name, const char *value) {
+  const ndf_status st = ndf_ctx_set_tunable(ctx, name, value);
+  if (st != NDF_OK) printf("%s\n", ndf_errmsg(ctx));
+  assert_int_equal(st, NDF_OK);
+}
 static int group_setup(void **state) { return tu_gpu_setup(state, 200); }
 #define group_teardown tu_gpu_teardown
 
@@ -356,8 +363,8 @@ static void test_gpu_rank_histogram(void **state) {
  * a 3-D array with a 1 x h x w window, images smaller than a tile and taller
  * than several, strided inputs and outputs.  Its second form
  * (templates/rank_tile2.cu) takes every window here but the 45 x 45 one (the
- * first form's), two of them with its rolled sort ($NDF_RANK_TILE2_UNROLL=0);
- * pass 2 runs three shapes again with $NDF_RANK_TILE=1, the first form
+ * first form's), two of them with its rolled sort (rank.tile2_unroll=0);
+ * pass 2 runs three shapes again with rank.tile=first, the first form
  * everywhere. */
 static void test_gpu_rank_tile(void **state) {
   gpu_state *s = *state;
@@ -391,9 +398,9 @@ static void test_gpu_rank_tile(void **state) {
         const ndf_dtype rot = dts[(3 * (int)i + v) % ndt];
         if (pass == 1 && (i < 1 || i > 3)) continue; /* float32 under each variant */
         if (pass == 2 && i % 4 != 0) continue;
-        if (pass == 2) setenv("NDF_RANK_TILE", "1", 1);
+        if (pass == 2) tune(s->ctx, "rank.tile", "first");
         const int rolled = pass == 0 && i % 4 == 2; /* the second form's rolled sort */
-        if (rolled) setenv("NDF_RANK_TILE2_UNROLL", "0", 1);
+        if (rolled) tune(s->ctx, "rank.tile2_unroll", "0");
         rcase c;
         memset(&c, 0, sizeof c);
         ndf_rank_options_init(&c.o);
@@ -427,19 +434,19 @@ static void test_gpu_rank_tile(void **state) {
                  (long long)c.rank, c.pct);
         int il = v == 1 ? (TU_LAYOUT_PADDED | TU_LAYOUT_NEGATIVE) : i % 4 == 3 ? TU_LAYOUT_FORTRAN : TU_LAYOUT_C;
         failed += run_fixed(s, &k, &c, &r, il, v == 2 ? TU_LAYOUT_PADDED : TU_LAYOUT_C);
-        unsetenv("NDF_RANK_TILE");
-        unsetenv("NDF_RANK_TILE2_UNROLL");
+        tune(s->ctx, "rank.tile", NULL);
+        tune(s->ctx, "rank.tile2_unroll", NULL);
       }
   assert_int_equal(failed, 0);
 }
 
 /* The second sorted-tile form's variants (slot PIPE; ADR 0005:
- * $NDF_RANK_TILE2_PIPE=0 the first order, 1 shared loads ahead of the
+ * rank.tile2_pipe=0 the first order, 1 shared loads ahead of the
  * atomics, 2 also a first window shared by a column's threads, 3 is 1 with
  * cheaper flips, probes, walks, loads and sort, 4 is 3 with a first
  * window shared within a warp; 5 and 6 are 3 with first windows
  * shared by groups of 8 and 4 columns (6: the default), 7 is 5 with a faster select in a
- * word, 8 is 6 with 32 rank searches at a time; "5u"/"3u" with the sort's stages in a switch, $NDF_RANK_TILE2_UNROLL=3;
+ * word, 8 is 6 with 32 rank searches at a time; "5u"/"3u" with the sort's stages in a switch, rank.tile2_unroll=3;
  * 10, pivots over the ranks' positions instead of bitsets, the default where it applies): windows
  * from 9 to 45 per axis, odd and even, wider than 32 columns (the codes load
  * in chunks), median, rank and percentile, both NaN policies, 8/16/32-bit
@@ -458,7 +465,7 @@ static void test_gpu_rank_tile2_pipe(void **state) {
   struct {
     ndf_dtype dt;
     int nd, batch, kind;
-    const char *pipe; /* $NDF_RANK_TILE2_PIPE, NULL: the default (10 where it applies, else 6) */
+    const char *pipe; /* rank.tile2_pipe, NULL: the default (10 where it applies, else 6) */
     int64_t shape[3], size[2];
     double pnan;
     ndf_rank_nan_policy nan;
@@ -493,7 +500,7 @@ static void test_gpu_rank_tile2_pipe(void **state) {
       {NDF_UINT8, 3, 1, K_MEDIAN, "4", {2, 100, 90}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
       {NDF_FLOAT32, 2, 0, K_MEDIAN, "4", {7, 5}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
       {NDF_INT16, 2, 0, K_RANK, "4", {90, 70}, {9, 40}, 0.0, NDF_RANK_NAN_PROPAGATE},
-      /* "3r": PIPE 3 with $NDF_RANK_TILE2_UNROLL=2 (the sort's last stages as a loop) */
+      /* "3r": PIPE 3 with rank.tile2_unroll=2 (the sort's last stages as a loop) */
       {NDF_FLOAT32, 2, 0, K_MEDIAN, "3r", {150, 300}, {31, 31}, 0.01, NDF_RANK_NAN_OMIT},
       /* PIPE 5 (6) first windows shared by groups of 8 (4) columns; columns past the array's last */
       {NDF_FLOAT32, 2, 0, K_MEDIAN, "5", {150, 300}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
@@ -506,7 +513,7 @@ static void test_gpu_rank_tile2_pipe(void **state) {
       {NDF_FLOAT32, 2, 0, K_PERCENTILE, "5", {81, 77}, {17, 17}, 0.2, NDF_RANK_NAN_OMIT},
       {NDF_FLOAT32, 2, 0, K_MEDIAN, "6", {150, 300}, {31, 31}, 0.01, NDF_RANK_NAN_PROPAGATE},
       {NDF_INT32, 2, 0, K_MEDIAN, "6", {170, 140}, {21, 27}, 0.0, NDF_RANK_NAN_PROPAGATE},
-      /* PIPE 7: 5 with the faster select in a word; "5u": PIPE 5 with $NDF_RANK_TILE2_UNROLL=3 */
+      /* PIPE 7: 5 with the faster select in a word; "5u": PIPE 5 with rank.tile2_unroll=3 */
       {NDF_FLOAT32, 2, 0, K_MEDIAN, "7", {150, 300}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
       {NDF_FLOAT32, 2, 0, K_PERCENTILE, "7", {300, 270}, {31, 31}, 0.02, NDF_RANK_NAN_OMIT},
       {NDF_UINT8, 2, 0, K_RANK, "7", {200, 301}, {31, 31}, 0.0, NDF_RANK_NAN_PROPAGATE},
@@ -548,9 +555,9 @@ static void test_gpu_rank_tile2_pipe(void **state) {
     }
     if (w[i].pipe) {
       const char pv[3] = {w[i].pipe[0], w[i].pipe[1] >= '0' && w[i].pipe[1] <= '9' ? w[i].pipe[1] : 0, 0};
-      setenv("NDF_RANK_TILE2_PIPE", pv, 1);
-      if (w[i].pipe[1] == 'r') setenv("NDF_RANK_TILE2_UNROLL", "2", 1);
-      if (w[i].pipe[1] == 'u') setenv("NDF_RANK_TILE2_UNROLL", "3", 1);
+      tune(s->ctx, "rank.tile2_pipe", pv);
+      if (w[i].pipe[1] == 'r') tune(s->ctx, "rank.tile2_unroll", "2");
+      if (w[i].pipe[1] == 'u') tune(s->ctx, "rank.tile2_unroll", "3");
     }
     rcase c;
     memset(&c, 0, sizeof c);
@@ -577,30 +584,32 @@ static void test_gpu_rank_tile2_pipe(void **state) {
     if (c.dt == NDF_FLOAT64) {
       c.unwanted = "ndf_rank_tile2";
     } else {
-      /* the form the case sets ($NDF_RANK_TILE2_PIPE, $NDF_RANK_TILE2_UNROLL -> slots PIPE, SORTU);
+      /* the form the case sets (rank.tile2_pipe, rank.tile2_unroll -> slots PIPE, SORTU);
        * unset: the default, whichever it is */
-      const char *ep = getenv("NDF_RANK_TILE2_PIPE"), *eu = getenv("NDF_RANK_TILE2_UNROLL");
+      char ep[16], eu[16];
+      assert_int_equal(ndf_ctx_get_tunable(s->ctx, "rank.tile2_pipe", ep, sizeof ep), NDF_OK);
+      assert_int_equal(ndf_ctx_get_tunable(s->ctx, "rank.tile2_unroll", eu, sizeof eu), NDF_OK);
       int n = snprintf(c.want_buf, sizeof c.want_buf, "ndf_rank_tile2");
-      if (ep) n += snprintf(c.want_buf + n, sizeof c.want_buf - (size_t)n, "|PIPE=%s", ep);
-      if (eu) snprintf(c.want_buf + n, sizeof c.want_buf - (size_t)n, "|SORTU=%s", eu);
+      if (strcmp(ep, "default") != 0) n += snprintf(c.want_buf + n, sizeof c.want_buf - (size_t)n, "|PIPE=%s", ep);
+      if (strcmp(eu, "default") != 0) snprintf(c.want_buf + n, sizeof c.want_buf - (size_t)n, "|SORTU=%s", eu);
       c.want = c.want_buf;
     }
     snprintf(c.desc, sizeof c.desc, "tile2 pipe %s case %zu %lldx%lld kind=%d rank=%lld pct=%g mode=%s nan=%s%s%s",
              ndf_dtype_name(c.dt), i, (long long)w[i].size[0], (long long)w[i].size[1], c.kind, (long long)c.rank,
              c.pct, ndf_mode_name(c.o.mode), c.o.nan_policy == NDF_RANK_NAN_OMIT ? "omit" : "propagate",
-             w[i].pipe ? " NDF_RANK_TILE2_PIPE=" : "", w[i].pipe ? w[i].pipe : "");
+             w[i].pipe ? " rank.tile2_pipe=" : "", w[i].pipe ? w[i].pipe : "");
     if (run_case(s, &c, &r, i % 3 == 2 ? (TU_LAYOUT_PADDED | TU_LAYOUT_NEGATIVE) : TU_LAYOUT_C,
                  i % 5 == 4 ? TU_LAYOUT_PADDED : TU_LAYOUT_C) != 0)
       failed++;
-    unsetenv("NDF_RANK_TILE2_PIPE");
-    unsetenv("NDF_RANK_TILE2_UNROLL");
+    tune(s->ctx, "rank.tile2_pipe", NULL);
+    tune(s->ctx, "rank.tile2_unroll", NULL);
   }
   assert_int_equal(failed, 0);
 }
 
 /* The 3x3 median by sorted rows (the default for 3x3 boxes: ALGO 3, the tile
- * load unrolled), with $NDF_RANK_MED3=1 ALGO 2 (the generic tile load) and
- * with $NDF_RANK_MED3=0 the generated network: every dtype, mode and NaN policy,
+ * load unrolled), with rank.med3=rows ALGO 2 (the generic tile load) and
+ * with rank.med3=network the generated network: every dtype, mode and NaN policy,
  * heavy ties, 2-D, batched 3x3 and a 1x3x3 window of a 3-D array. */
 static void test_gpu_rank_median3(void **state) {
   gpu_state *s = *state;
@@ -609,13 +618,13 @@ static void test_gpu_rank_median3(void **state) {
   tu_rng_seed(&r, s->seed + 7);
   /* Every case is a kernel of its own: every dtype runs every variant, the
    * mode rotating so that each variant meets every mode (24 kernels); the
-   * network ($NDF_RANK_MED3=0, also covered by the random cases) and ALGO 2
-   * (=1, the sorted rows without the unrolled tile load) run three each: 30,
+   * network (rank.med3=network, also covered by the random cases) and ALGO 2
+   * (rows, the sorted rows without the unrolled tile load) run three each: 30,
    * not the 240 of the full product. */
   int failed = 0;
   long k = 0;
   for (int net = 0; net < 3; net++) {
-    if (net) setenv("NDF_RANK_MED3", net == 1 ? "0" : "1", 1);
+    if (net) tune(s->ctx, "rank.med3", net == 1 ? "network" : "rows");
     for (int dt = NDF_UINT8; dt <= NDF_FLOAT64; dt++)
       for (int v = 0; v < 3; v++) {
         const int m = (dt + v) % NDF_MODE_COUNT;
@@ -643,12 +652,12 @@ static void test_gpu_rank_median3(void **state) {
         c.o.nan_policy = v == 1 ? NDF_RANK_NAN_OMIT : NDF_RANK_NAN_PROPAGATE;
         c.pnan = tu_is_float(c.dt) ? 0.03 : 0;
         c.want = net == 0 ? "ndf_rank|ALGO=3" : net == 1 ? "ndf_rank|ALGO=0" : "ndf_rank|ALGO=2";
-        snprintf(c.desc, sizeof c.desc, "3x3 median %s mode=%s variant %d NDF_RANK_MED3=%s", ndf_dtype_name(c.dt),
-                 ndf_mode_name(c.o.mode), v, net == 0 ? "(unset)" : net == 1 ? "0" : "1");
+        snprintf(c.desc, sizeof c.desc, "3x3 median %s mode=%s variant %d rank.med3=%s", ndf_dtype_name(c.dt),
+                 ndf_mode_name(c.o.mode), v, net == 0 ? "default" : net == 1 ? "network" : "rows");
         failed += run_fixed(s, &k, &c, &r, v == 2 ? TU_LAYOUT_PADDED : TU_LAYOUT_C, TU_LAYOUT_C);
       }
   }
-  unsetenv("NDF_RANK_MED3");
+  tune(s->ctx, "rank.med3", NULL);
   assert_int_equal(failed, 0);
 }
 

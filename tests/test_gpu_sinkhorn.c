@@ -12,20 +12,20 @@
  * breakdown reported like the CPU's; ndf_sinkhorn_plan after a CUDA solve
  * (also after a solve that left the potentials on the device);
  * the dense path's CUDA-graph replay equals its plain launches bit for bit
- * ($NDF_SINKHORN_GRAPH=0 forces plain launches), early exit included; the
- * dense persistent kernel ($NDF_SINKHORN_DENSE_PERSISTENT=1; it serves more
+ * (sinkhorn.graph=off forces plain launches), early exit included; the
+ * dense persistent kernel (sinkhorn.dense=persistent; it serves more
  * than 8 x 65535 pairs); 2-D grids of at most 32 x 32 bins run
  * sinkhorn_grid2.cu, and once the generic sinkhorn.cu
- * ($NDF_SINKHORN_GRID2=0).  On sm_90 such grids with few pairs run
+ * (sinkhorn.grid2=off).  On sm_90 such grids with few pairs run
  * sinkhorn_cluster.cu (one thread-block cluster per pair) by default, so the
  * cases above test it there; test_cluster forces each cluster size (1, 2, 4, 8;
- * $NDF_SINKHORN_CLUSTER, which then fails instead of falling back) and one
- * block per pair ($NDF_SINKHORN_CLUSTER=0) against the CPU, on grids whose
+ * sinkhorn.cluster, which then fails instead of falling back) and one
+ * block per pair (sinkhorn.cluster=0) against the CPU, on grids whose
  * rows do not split evenly (a block with no rows at all included), both
  * domains, zero bins, early exit and breakdown, and compares the two GPU
  * paths with each other on the same inputs.  Cluster kernels whose blocks
  * own equal row counts exchange rows by st.async on mbarriers by default;
- * every cluster case also runs with $NDF_SINKHORN_CLSYNC=barrier (cluster
+ * every cluster case also runs with sinkhorn.clsync=barrier (cluster
  * barriers), and the two must give the same bits.
  *
  * Exits 77 (skipped) without a CUDA device.  Seed: NDF_TEST_SEED (printed).
@@ -49,6 +49,13 @@
 
 static tu_rng rng;
 static ndf_ctx *gctx, *cctx;
+
+/* Sets tunable name on ctx (value NULL: its default), asserting the API takes it. */
+static void tune(ndf_ctx *ctx, const char *name, const char *value) {
+  const ndf_status st = ndf_ctx_set_tunable(ctx, name, value);
+  if (st != NDF_OK) printf("%s\n", ndf_errmsg(ctx));
+  assert_int_equal(st, NDF_OK);
+}
 
 /* n random histograms of mass 1; a fraction zfrac of the bins set to 0. */
 static double *rand_hist(int64_t n, int64_t d, double zfrac) {
@@ -271,11 +278,11 @@ static void test_against_cpu(void **st) {
   int bad = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     /* the dense persistent kernel serves more than 8 x 65535 pairs; forced here */
-    if (strstr(cases[i].what, "persistent")) setenv("NDF_SINKHORN_DENSE_PERSISTENT", "1", 1);
-    if (strstr(cases[i].what, "generic kernel")) setenv("NDF_SINKHORN_GRID2", "0", 1);
+    if (strstr(cases[i].what, "persistent")) tune(gctx, "sinkhorn.dense", "persistent");
+    if (strstr(cases[i].what, "generic kernel")) tune(gctx, "sinkhorn.grid2", "off");
     bad += check_case(&cases[i]) != 0;
-    unsetenv("NDF_SINKHORN_DENSE_PERSISTENT");
-    unsetenv("NDF_SINKHORN_GRID2");
+    tune(gctx, "sinkhorn.dense", NULL);
+    tune(gctx, "sinkhorn.grid2", NULL);
   }
   assert_int_equal(bad, 0);
 }
@@ -317,13 +324,13 @@ static void test_cluster(void **st) {
   int bad = 0;
   for (int sy = 0; sy < 2; sy++) /* st.async (default where rows split evenly), then cluster barriers */
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-      setenv("NDF_SINKHORN_CLUSTER", cases[i].cl, 1);
-      if (sy) setenv("NDF_SINKHORN_CLSYNC", "barrier", 1);
+      tune(gctx, "sinkhorn.cluster", cases[i].cl);
+      if (sy) tune(gctx, "sinkhorn.clsync", "barrier");
       const int b = check_case(&cases[i].c) != 0;
       if (b) fprintf(stderr, "test_cluster: %s failed (%s)\n", cases[i].c.what, sy ? "cluster barriers" : "default exchange");
       bad += b;
-      unsetenv("NDF_SINKHORN_CLUSTER");
-      unsetenv("NDF_SINKHORN_CLSYNC");
+      tune(gctx, "sinkhorn.cluster", NULL);
+      tune(gctx, "sinkhorn.clsync", NULL);
     }
   assert_int_equal(bad, 0);
   /* the same inputs through a cluster and through one block */
@@ -337,15 +344,15 @@ static void test_cluster(void **st) {
     out_t o[3]; /* cluster (st.async where rows split evenly), one block, cluster with cluster barriers */
     for (int r = 0; r < 3; r++) {
       out_alloc(&o[r], n, d);
-      setenv("NDF_SINKHORN_CLUSTER", r == 1 ? "0" : (v == 1 ? "2" : "8"), 1);
-      if (r == 2) setenv("NDF_SINKHORN_CLSYNC", "barrier", 1);
+      tune(gctx, "sinkhorn.cluster", r == 1 ? "0" : (v == 1 ? "2" : "8"));
+      if (r == 2) tune(gctx, "sinkhorn.clsync", "barrier");
       const ndf_status st = run(gctx, NDF_DEVICE_CUDA, &c, NULL, a, b, &o[r], NULL);
       if (st != NDF_OK)
         fprintf(stderr, "cluster vs block, variant %d, %s: %s\n", v, r == 1 ? "one block" : r ? "cluster barriers" : "cluster",
                 ndf_errmsg(gctx));
       assert_int_equal(st, NDF_OK);
-      unsetenv("NDF_SINKHORN_CLUSTER");
-      unsetenv("NDF_SINKHORN_CLSYNC");
+      tune(gctx, "sinkhorn.cluster", NULL);
+      tune(gctx, "sinkhorn.clsync", NULL);
     }
     /* the two row exchanges run the same arithmetic in the same order */
     assert_memory_equal(o[0].it, o[2].it, (size_t)n * sizeof(int32_t));
@@ -407,9 +414,9 @@ static void test_graph_vs_plain(void **st) {
     for (int64_t e = 0; e < d * d; e++) C[e] = tu_rng_unif(&rng);
     out_t o[3];
     for (int r = 0; r < 3; r++) out_alloc(&o[r], n, d);
-    setenv("NDF_SINKHORN_GRAPH", "0", 1);
+    tune(gctx, "sinkhorn.graph", "off");
     assert_int_equal(run(gctx, NDF_DEVICE_CUDA, &c, C, a, b, &o[0], NULL), NDF_OK);
-    unsetenv("NDF_SINKHORN_GRAPH");
+    tune(gctx, "sinkhorn.graph", NULL);
     ndf_sinkhorn *s = NULL;
     assert_int_equal(run(gctx, NDF_DEVICE_CUDA, &c, C, a, b, &o[1], &s), NDF_OK);
     /* solve again with the same solver: the captured graph is replayed */
@@ -469,12 +476,12 @@ static void test_breakdown(void **st) {
     out_alloc(&oc, ng, dg);
     out_alloc(&og, ng, dg);
     assert_int_equal(run(cctx, NDF_DEVICE_CPU, &cg, NULL, a, b, &oc, NULL), NDF_EINVAL);
-    if (paths[pi]) setenv("NDF_SINKHORN_CLUSTER", paths[pi][1] ? "4" : paths[pi], 1);
-    if (paths[pi] && paths[pi][1]) setenv("NDF_SINKHORN_CLSYNC", "barrier", 1);
+    if (paths[pi]) tune(gctx, "sinkhorn.cluster", paths[pi][1] ? "4" : paths[pi]);
+    if (paths[pi] && paths[pi][1]) tune(gctx, "sinkhorn.clsync", "barrier");
     assert_int_equal(run(gctx, NDF_DEVICE_CUDA, &cg, NULL, a, b, &og, NULL), NDF_EINVAL);
-    unsetenv("NDF_SINKHORN_CLUSTER");
-    unsetenv("NDF_SINKHORN_CLSYNC");
-    assert_string_equal(ndf_errmsg(gctx), ndf_errmsg(cctx));
+    assert_string_equal(ndf_errmsg(gctx), ndf_errmsg(cctx)); /* before the next call on gctx replaces it */
+    tune(gctx, "sinkhorn.cluster", NULL);
+    tune(gctx, "sinkhorn.clsync", NULL);
     out_free(&oc);
     out_free(&og);
     free(a);

@@ -1759,23 +1759,14 @@ static void test_contract_cuda_arrays(void **state) {
 /* Selection networks                                                        */
 
 /* runtime/ops/rank/rank.c keeps generated selection networks (for the GPU kernels to
- * come) that $NDF_RANK_NETWORK=1 runs on the CPU instead of quickselect: the
+ * come) that the tunable rank.cpu_network=on runs on the CPU instead of quickselect: the
  * same scipy cases, NaN policies and large windows must hold through them.
- * (Without that switch these tests repeat the default path.) */
-static char *saved_network_env;
+ * (Without that setting these tests repeat the default path.) */
 static int network_setup(void **state) {
-  (void)state;
-  const char *v = getenv("NDF_RANK_NETWORK");
-  saved_network_env = v ? strdup(v) : NULL;
-  return setenv("NDF_RANK_NETWORK", "1", 1);
+  return ndf_ctx_set_tunable(((rank_state *)*state)->ctx, "rank.cpu_network", "on") == NDF_OK ? 0 : -1;
 }
 static int network_teardown(void **state) {
-  (void)state;
-  if (saved_network_env) setenv("NDF_RANK_NETWORK", saved_network_env, 1);
-  else unsetenv("NDF_RANK_NETWORK");
-  free(saved_network_env);
-  saved_network_env = NULL;
-  return 0;
+  return ndf_ctx_set_tunable(((rank_state *)*state)->ctx, "rank.cpu_network", NULL) == NDF_OK ? 0 : -1;
 }
 static void test_networks_scipy_cases(void **state) { run_all(state, 0); }
 static void test_networks_scipy_cases_strided_both(void **state) { run_all(state, 4); }

@@ -118,9 +118,9 @@ static void test_network_path_equals_sort_path(void **state) {
         o.mode = (ndf_mode)((size + rank + 5) % NDF_MODE_COUNT);
         const int64_t nt = size * size * size;
         int64_t r = ((rank % nt) + nt) % nt; /* a valid rank of the window */
-        setenv("NDF_RANK_NETWORK", "1", 1);
+        assert_int_equal(ndf_ctx_set_tunable(ctx, "rank.cpu_network", "on"), NDF_OK);
         assert_int_equal(ndf_rank_filter(ctx, &ai, &aa, r, &o), NDF_OK);
-        setenv("NDF_RANK_NETWORK", "0", 1);
+        assert_int_equal(ndf_ctx_set_tunable(ctx, "rank.cpu_network", "off"), NDF_OK);
         assert_int_equal(ndf_rank_filter(ctx, &ai, &ab, r, &o), NDF_OK);
         for (int64_t i = 0; i < n; i++) {
           int same = (a[i] != a[i] && b[i] != b[i]) || memcmp(&a[i], &b[i], sizeof a[i]) == 0;
@@ -128,7 +128,6 @@ static void test_network_path_equals_sort_path(void **state) {
                               (long long)r, (long long)i, a[i], b[i]);
         }
       }
-  unsetenv("NDF_RANK_NETWORK");
   free(in); free(a); free(b);
   ndf_ctx_destroy(ctx);
 }

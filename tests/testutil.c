@@ -545,38 +545,27 @@ void tu_ref_grey(int dilation, const ndf_array *in, const ndf_array *out, const 
 /* ------------------------------------------------------------------------ */
 /* The eight ops                                                             */
 
-static const char *const op_scipy[TU_OP_COUNT] = {
-    "grey_erosion",           "grey_dilation",         "grey_opening", "grey_closing",
-    "morphological_gradient", "morphological_laplace", "white_tophat", "black_tophat"};
-static const char *const op_short[TU_OP_COUNT] = {"erosion",  "dilation", "opening",      "closing",
-                                                  "gradient", "laplace",  "white_tophat", "black_tophat"};
-static const char *const op_api[TU_OP_COUNT] = {
-    "ndf_grey_erosion",           "ndf_grey_dilation",         "ndf_grey_opening", "ndf_grey_closing",
-    "ndf_morphological_gradient", "ndf_morphological_laplace", "ndf_white_tophat", "ndf_black_tophat"};
+#define TU_OP_ROW(id, name, short_name, fn, composite) {name, short_name, #fn, fn, composite},
+static const struct {
+  const char *scipy, *short_name, *api;
+  ndf_status (*call)(ndf_ctx *, const ndf_array *, ndf_array *, const ndf_grey_options *);
+  int composite;
+} tu_ops[TU_OP_COUNT] = {NDF_OPS_GREY(TU_OP_ROW)};
+#undef TU_OP_ROW
 
-const char *tu_op_name(int op) { return op >= 0 && op < TU_OP_COUNT ? op_scipy[op] : "?"; }
-const char *tu_op_api_name(int op) { return op >= 0 && op < TU_OP_COUNT ? op_api[op] : "?"; }
-int tu_op_is_composite(int op) { return op >= TU_OP_OPENING && op < TU_OP_COUNT; }
+const char *tu_op_name(int op) { return op >= 0 && op < TU_OP_COUNT ? tu_ops[op].scipy : "?"; }
+const char *tu_op_api_name(int op) { return op >= 0 && op < TU_OP_COUNT ? tu_ops[op].api : "?"; }
+int tu_op_is_composite(int op) { return op >= 0 && op < TU_OP_COUNT && tu_ops[op].composite; }
 
 int tu_op_from_name(const char *name) {
   if (!name) return -1;
   for (int i = 0; i < TU_OP_COUNT; i++)
-    if (!strcmp(name, op_scipy[i]) || !strcmp(name, op_short[i])) return i;
+    if (!strcmp(name, tu_ops[i].scipy) || !strcmp(name, tu_ops[i].short_name)) return i;
   return -1;
 }
 
 ndf_status tu_op_call(ndf_ctx *ctx, int op, const ndf_array *in, ndf_array *out, const ndf_grey_options *opt) {
-  switch (op) {
-    case TU_OP_EROSION: return ndf_grey_erosion(ctx, in, out, opt);
-    case TU_OP_DILATION: return ndf_grey_dilation(ctx, in, out, opt);
-    case TU_OP_OPENING: return ndf_grey_opening(ctx, in, out, opt);
-    case TU_OP_CLOSING: return ndf_grey_closing(ctx, in, out, opt);
-    case TU_OP_GRADIENT: return ndf_morphological_gradient(ctx, in, out, opt);
-    case TU_OP_LAPLACE: return ndf_morphological_laplace(ctx, in, out, opt);
-    case TU_OP_WHITE_TOPHAT: return ndf_white_tophat(ctx, in, out, opt);
-    case TU_OP_BLACK_TOPHAT: return ndf_black_tophat(ctx, in, out, opt);
-    default: return NDF_EINVAL;
-  }
+  return op >= 0 && op < TU_OP_COUNT ? tu_ops[op].call(ctx, in, out, opt) : NDF_EINVAL;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "ndforge.h"
+#include "ops.generated.h"
 
 /* ------------------------------------------------------------------------ */
 /* Random numbers (xoshiro256** seeded through splitmix64).                  */
@@ -182,19 +183,12 @@ void tu_ref_grey(int dilation, const ndf_array *in, const ndf_array *out, const 
 int64_t tu_map_coord(int64_t c, int64_t n, ndf_mode mode);
 
 /* ------------------------------------------------------------------------ */
-/* The eight grey ops of the public API.                                     */
+/* The grey ops of the public API, from the op registry (gen/ops.lua):       */
+/* TU_OP_<short name> in the registry's order (erosion, dilation, composites). */
 
-typedef enum {
-  TU_OP_EROSION = 0,
-  TU_OP_DILATION,
-  TU_OP_OPENING,
-  TU_OP_CLOSING,
-  TU_OP_GRADIENT,
-  TU_OP_LAPLACE,
-  TU_OP_WHITE_TOPHAT,
-  TU_OP_BLACK_TOPHAT,
-  TU_OP_COUNT
-} tu_op;
+#define TU_OP_ENUM(id, name, short_name, fn, composite) TU_OP_##id,
+typedef enum { NDF_OPS_GREY(TU_OP_ENUM) TU_OP_COUNT } tu_op;
+#undef TU_OP_ENUM
 
 /* scipy.ndimage's name ("grey_opening", "morphological_laplace", ...). */
 const char *tu_op_name(int op);
@@ -206,7 +200,7 @@ const char *tu_op_api_name(int op);
 int tu_op_from_name(const char *name);
 /* Calls the ndforge function of op. */
 ndf_status tu_op_call(ndf_ctx *ctx, int op, const ndf_array *in, ndf_array *out, const ndf_grey_options *opt);
-/* 1 for the six composite ops. */
+/* 1 for the composite ops (those the registry marks composite). */
 int tu_op_is_composite(int op);
 
 /*

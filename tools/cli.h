@@ -28,6 +28,12 @@ int cli_alloc(const char *what, ndf_array *a, ndf_dtype dtype, int ndim, const i
 /* The subcommands in their own files. */
 int ndf_cli_sinkhorn(int argc, char **argv);
 int ndf_cli_ect(int argc, char **argv);
+/* `ndforge tunables`, `ndforge tune` (cli_tune.c); cli_tune_check: 0 when
+ * "NAME=VALUE" names a tunable and a value of its domain, else -1 after saying
+ * what is wrong. */
+int ndf_cli_tunables(int argc, char **argv);
+int ndf_cli_tune(int argc, char **argv);
+int cli_tune_check(const char *assign);
 /* `ndforge run OP` for the interpolation ops and resample (cli_interp.c). */
 int ndf_cli_interp_is_op(const char *name);
 int ndf_cli_interp(int argc, char **argv);

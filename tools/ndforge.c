@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "ndfio.h"
 #include "ndforge.h"
+#include "ops.generated.h"
 
 #include <errno.h>
 #include <ftw.h>
@@ -47,49 +48,44 @@ void errorf(const char *fmt, ...) {
 /* ------------------------------------------------------------------------ */
 /* Command-line options                                                      */
 
-enum {
-  O_SIZE = 1u << 0,
-  O_FOOTPRINT = 1u << 1,
-  O_STRUCTURE = 1u << 2,
-  O_ORIGIN = 1u << 3,
-  O_MODE = 1u << 4,
-  O_CVAL = 1u << 5,
-  O_BATCH = 1u << 6,
-  O_DEVICE = 1u << 7,
-  O_ARCH = 1u << 8,
-  O_DTYPE = 1u << 9,
-  O_NDIM = 1u << 10,
-  O_OUT = 1u << 11,
-  O_ITERATIONS = 1u << 12,
-  O_MASK = 1u << 13,
-  O_BORDER = 1u << 14,
-  O_BRUTE = 1u << 15,
-  O_STRUCTURE1 = 1u << 16,
-  O_STRUCTURE2 = 1u << 17,
-  O_ORIGIN1 = 1u << 18,
-  O_ORIGIN2 = 1u << 19,
-  O_OUTPUT_DTYPE = 1u << 20,
-  O_RANK = 1u << 21,
-  O_PERCENTILE = 1u << 22,
-  O_NAN_POLICY = 1u << 23,
-  O_ALGORITHM = 1u << 24, /* grey and rank ops, each with its own names */
-  O_SAMPLING = 1u << 25,
-  O_METRIC = 1u << 26,
-  O_INDICES = 1u << 27,
-};
-/* The options each family of ops takes (scipy's parameters), besides --device. */
-#define GREY_OPTS (O_SIZE | O_FOOTPRINT | O_STRUCTURE | O_ORIGIN | O_MODE | O_CVAL | O_BATCH | O_ALGORITHM)
-#define BINARY_OPTS (O_STRUCTURE | O_ITERATIONS | O_MASK | O_BORDER | O_ORIGIN | O_BRUTE | O_BATCH)
-#define PROPAGATION_OPTS (O_STRUCTURE | O_MASK | O_BORDER | O_ORIGIN | O_BATCH)
-#define FILL_HOLES_OPTS (O_STRUCTURE | O_ORIGIN | O_BATCH)
-#define HIT_OR_MISS_OPTS (O_STRUCTURE1 | O_STRUCTURE2 | O_ORIGIN1 | O_ORIGIN2 | O_BATCH)
-#define LABEL_OPTS (O_STRUCTURE | O_BATCH | O_OUTPUT_DTYPE)
-/* median_filter; rank_filter adds --rank, percentile_filter --percentile. */
-/* Distance transforms: OUTPUT gets the distances, --indices FILE the feature transform. */
-#define EDT_OPTS (O_SAMPLING | O_INDICES | O_OUTPUT_DTYPE | O_BATCH)
-#define CDT_OPTS (O_METRIC | O_STRUCTURE | O_INDICES | O_BATCH)
-#define BF_OPTS (O_METRIC | O_SAMPLING | O_INDICES | O_BATCH)
-#define RANK_OPTS (O_SIZE | O_FOOTPRINT | O_ORIGIN | O_MODE | O_CVAL | O_BATCH | O_NAN_POLICY | O_ALGORITHM)
+/* The options, one bit each (a set of them: optset). */
+typedef uint64_t optset;
+#define O_SIZE ((optset)1 << 0)
+#define O_FOOTPRINT ((optset)1 << 1)
+#define O_STRUCTURE ((optset)1 << 2)
+#define O_ORIGIN ((optset)1 << 3)
+#define O_MODE ((optset)1 << 4)
+#define O_CVAL ((optset)1 << 5)
+#define O_BATCH_DIMS ((optset)1 << 6)
+#define O_DEVICE ((optset)1 << 7)
+#define O_ARCH ((optset)1 << 8)
+#define O_DTYPE ((optset)1 << 9)
+#define O_NDIM ((optset)1 << 10)
+#define O_OUT ((optset)1 << 11)
+#define O_ITERATIONS ((optset)1 << 12)
+#define O_MASK ((optset)1 << 13)
+#define O_BORDER_VALUE ((optset)1 << 14)
+#define O_BRUTE_FORCE ((optset)1 << 15)
+#define O_STRUCTURE1 ((optset)1 << 16)
+#define O_STRUCTURE2 ((optset)1 << 17)
+#define O_ORIGIN1 ((optset)1 << 18)
+#define O_ORIGIN2 ((optset)1 << 19)
+#define O_OUTPUT_DTYPE ((optset)1 << 20)
+#define O_RANK ((optset)1 << 21)
+#define O_PERCENTILE ((optset)1 << 22)
+#define O_NAN_POLICY ((optset)1 << 23)
+#define O_ALGORITHM ((optset)1 << 24) /* grey and rank ops, each with its own names */
+#define O_SAMPLING ((optset)1 << 25)
+#define O_METRIC ((optset)1 << 26)
+#define O_INDICES ((optset)1 << 27)
+#define O_TUNE ((optset)1 << 28) /* --tune NAME=VALUE, repeatable: a tunable (ndforge tunables) */
+#define O_CONSTRUCTION ((optset)1 << 29) /* cache warm of the Euler characteristic transforms */
+#define O_WEIGHTED ((optset)1 << 30)
+#define O_METHOD ((optset)1 << 31) /* reconstruction */
+#define O_OFFSET ((optset)1 << 32)
+/* The options each op takes (scipy's parameters) come from the op registry
+ * (gen/ops.lua): ops.generated.h names them by these flags, O_ + the option's
+ * name in capitals. */
 
 typedef enum { DEV_AUTO, DEV_CPU, DEV_CUDA } dev_choice;
 
@@ -97,7 +93,7 @@ typedef enum { DEV_AUTO, DEV_CPU, DEV_CUDA } dev_choice;
 enum { F_FOOTPRINT, F_STRUCTURE, F_MASK, F_STRUCTURE1, F_STRUCTURE2, NFILES };
 
 typedef struct args {
-  unsigned given; /* O_* flags seen */
+  optset given; /* O_* flags seen */
   int nsize;
   int64_t size[NDF_MAX_SPATIAL];
   const char *file[NFILES]; /* paths, NULL when not given */
@@ -114,6 +110,11 @@ typedef struct args {
   double sampling[NDF_MAX_SPATIAL];
   ndf_metric metric;                   /* --metric of cdt / bf */
   const char *indices;                 /* --indices FILE */
+  ndf_ecc_construction construction;   /* --construction V|T */
+  int weighted;                        /* --weighted */
+  ndf_reconstruct_method method;       /* --method of reconstruction */
+  int noffset;                         /* --offset of reconstruction */
+  int64_t offset[NDF_MAX_SPATIAL];
   /* --algorithm: the name, and its meaning for each family (ok: a name of it) */
   const char *algorithm_name;
   ndf_grey_algorithm algorithm;
@@ -126,6 +127,7 @@ typedef struct args {
   ndf_dtype output_dtype; /* --output-dtype of label */
   int ndim;
   const char *out;
+  char tune[2048]; /* the --tune assignments, comma-separated (ndf_ctx_set_tunables) */
   int npos;
   const char *pos[16];
 } args;
@@ -333,6 +335,28 @@ static int opt_algorithm(args *a, const char *v) {
          "grey ops; auto, network, select, histogram or tile for the rank filters)", v);
   return -1;
 }
+static int opt_construction(args *a, const char *v) {
+  if (ndf_ecc_construction_from_name(v, &a->construction) == NDF_OK) return 0;
+  errorf("bad value '%s' for --construction (expected V or T)", v);
+  return -1;
+}
+static int opt_weighted(args *a, const char *v) {
+  int b = bool_word(v);
+  if (b < 0) {
+    errorf("bad value '%s' for --weighted (expected true or false)", v);
+    return -1;
+  }
+  a->weighted = b;
+  return 0;
+}
+static int opt_method(args *a, const char *v) {
+  if (ndf_reconstruct_method_from_name(v, &a->method) == NDF_OK) return 0;
+  errorf("bad value '%s' for --method (expected dilation or erosion)", v);
+  return -1;
+}
+static int opt_offset(args *a, const char *v) {
+  return parse_int_list("offset", v, 0, INT32_MAX, a->offset, &a->noffset);
+}
 static int opt_batch(args *a, const char *v) {
   return parse_int("batch-dims", v, 0, NDF_MAX_NDIM - 1, &a->batch_dims);
 }
@@ -376,6 +400,16 @@ static int opt_output_dtype(args *a, const char *v) {
 static int opt_ndim(args *a, const char *v) {
   return parse_int("ndim", v, 1, NDF_MAX_SPATIAL, &a->ndim);
 }
+static int opt_tune(args *a, const char *v) {
+  const size_t n = strlen(a->tune);
+  if (cli_tune_check(v) != 0) return -1;
+  if (n + strlen(v) + 2 > sizeof a->tune) {
+    errorf("too many --tune options");
+    return -1;
+  }
+  snprintf(a->tune + n, sizeof a->tune - n, "%s%s", n ? "," : "", v);
+  return 0;
+}
 static int opt_out(args *a, const char *v) {
   a->out = v;
   return 0;
@@ -383,7 +417,7 @@ static int opt_out(args *a, const char *v) {
 
 static const struct opt_def {
   const char *name;
-  unsigned flag;
+  optset flag;
   int (*parse)(args *, const char *);
   const char *arg;  /* what the value looks like, for messages */
   int is_bool;      /* "--name" alone means true; a value must be a bool_word */
@@ -395,7 +429,7 @@ static const struct opt_def {
     {"structure2", O_STRUCTURE2, opt_structure2, "FILE", 0},
     {"iterations", O_ITERATIONS, opt_iterations, "N", 0},
     {"mask", O_MASK, opt_mask, "FILE", 0},
-    {"border-value", O_BORDER, opt_border, "0|1", 0},
+    {"border-value", O_BORDER_VALUE, opt_border, "0|1", 0},
     {"origin", O_ORIGIN, opt_origin, "N[,N...]", 0},
     {"origin1", O_ORIGIN1, opt_origin1, "N[,N...]", 0},
     {"origin2", O_ORIGIN2, opt_origin2, "N[,N...]", 0},
@@ -405,22 +439,27 @@ static const struct opt_def {
     {"percentile", O_PERCENTILE, opt_percentile, "P", 0},
     {"nan-policy", O_NAN_POLICY, opt_nan_policy, "propagate|omit", 0},
     {"algorithm", O_ALGORITHM, opt_algorithm, "A", 0},
-    {"brute-force", O_BRUTE, opt_brute, "[true|false]", 1},
+    {"brute-force", O_BRUTE_FORCE, opt_brute, "[true|false]", 1},
     {"output-dtype", O_OUTPUT_DTYPE, opt_output_dtype, "DTYPE", 0},
     {"sampling", O_SAMPLING, opt_sampling, "X[,X...]", 0},
     {"metric", O_METRIC, opt_metric, "METRIC", 0},
     {"indices", O_INDICES, opt_indices, "FILE", 0},
-    {"batch-dims", O_BATCH, opt_batch, "N", 0},
+    {"construction", O_CONSTRUCTION, opt_construction, "V|T", 0},
+    {"weighted", O_WEIGHTED, opt_weighted, "[true|false]", 1},
+    {"method", O_METHOD, opt_method, "dilation|erosion", 0},
+    {"offset", O_OFFSET, opt_offset, "N[,N...]", 0},
+    {"batch-dims", O_BATCH_DIMS, opt_batch, "N", 0},
     {"device", O_DEVICE, opt_device, "cpu|cuda|auto", 0},
     {"arch", O_ARCH, opt_arch, "sm_XY", 0},
     {"dtype", O_DTYPE, opt_dtype, "DTYPE", 0},
     {"ndim", O_NDIM, opt_ndim, "N", 0},
     {"out", O_OUT, opt_out, "DIR", 0},
+    {"tune", O_TUNE, opt_tune, "NAME=VALUE", 0},
 };
 #define NOPT_DEFS (sizeof opt_defs / sizeof opt_defs[0])
 
 /* "--structure FILE, --iterations N, ..." for the options in mask, in table order. */
-static const char *format_opts(unsigned mask, char *buf, size_t cap) {
+static const char *format_opts(optset mask, char *buf, size_t cap) {
   size_t n = 0;
   buf[0] = '\0';
   for (size_t k = 0; k < NOPT_DEFS && n < cap; k++)
@@ -436,7 +475,7 @@ static int is_negative_number(const char *s) { return s[0] == '-' && s[1] >= '0'
 /* Parses argv[first..argc) into *a: options in accepted (as "--name value"
  * or "--name=value") anywhere, the rest positional ("--" ends options).
  * Returns 0 or EXIT_USAGE after printing why. */
-static int parse_args(int argc, char **argv, int first, unsigned accepted, const char *cmd,
+static int parse_args(int argc, char **argv, int first, optset accepted, const char *cmd,
                       args *a) {
   memset(a, 0, sizeof *a);
   a->mode = NDF_MODE_REFLECT;
@@ -479,7 +518,7 @@ static int parse_args(int argc, char **argv, int first, unsigned accepted, const
       else errorf("option --%s does not apply to '%s' (it takes no options)", d->name, cmd);
       return EXIT_USAGE;
     }
-    if (a->given & d->flag) {
+    if ((a->given & d->flag) && d->flag != O_TUNE) {
       errorf("option --%s given twice", d->name);
       return EXIT_USAGE;
     }
@@ -525,18 +564,19 @@ enum {
   OPF_LABEL = 1u << 2,    /* output int32 (or --output-dtype) in every format; prints num_features */
   OPF_RANK = 1u << 3,     /* a rank filter (median, rank, percentile): the input's dtype */
   OPF_DISTANCE = 1u << 4, /* a distance transform: scipy's distance dtype, --indices */
+  OPF_RECON = 1u << 5,    /* reconstruction: INPUT is the seed, --mask the mask; float64 or --output-dtype */
 };
 
 typedef struct op_def {
   const char *name;
-  unsigned opts; /* O_* options it takes besides --device */
+  optset opts; /* O_* options it takes besides --device */
   unsigned flags; /* OPF_* */
   ndf_status (*call)(const struct op_def *, ndf_ctx *, const ndf_array *, ndf_array *,
                      const op_params *);
   grey_fn grey;     /* grey-morphology family */
   binary_fn binary; /* binary-morphology family (ndf_binary_options) */
   const char *summary;
-  unsigned required; /* O_* options it cannot run without (--rank of rank_filter) */
+  optset required; /* O_* options it cannot run without (--rank of rank_filter) */
 } op_def;
 
 /* --algorithm names one of the op's own algorithms (the grey ops and the rank
@@ -579,25 +619,29 @@ static ndf_status call_grey(const op_def *op, ndf_ctx *ctx, const ndf_array *in,
 }
 
 /* Options not given keep ndf_binary_options_init's values (scipy's defaults). */
-static ndf_status call_binary(const op_def *op, ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
-                              const op_params *p) {
+static void binary_options_from(const op_params *p, ndf_binary_options *o) {
   const args *a = p->a;
   ndf_binary_options b;
   ndf_binary_options_init(&b);
   b.structure = p->file[F_STRUCTURE];
   b.mask = p->file[F_MASK];
   if (a->given & O_ITERATIONS) b.iterations = a->iterations;
-  if (a->given & O_BORDER) b.border_value = a->border_value;
-  if (a->given & O_BRUTE) b.brute_force = a->brute_force;
+  if (a->given & O_BORDER_VALUE) b.border_value = a->border_value;
+  if (a->given & O_BRUTE_FORCE) b.brute_force = a->brute_force;
   b.norigin = a->norigin;
   memcpy(b.origin, a->origin, sizeof b.origin);
   b.batch_dims = a->batch_dims;
+  *o = b;
+}
+
+static ndf_status call_binary(const op_def *op, ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
+                              const op_params *p) {
+  ndf_binary_options b;
+  binary_options_from(p, &b);
   return op->binary(ctx, in, out, &b);
 }
 
-static ndf_status call_hit_or_miss(const op_def *op, ndf_ctx *ctx, const ndf_array *in,
-                                   ndf_array *out, const op_params *p) {
-  (void)op;
+static void hit_or_miss_options_from(const op_params *p, ndf_hit_or_miss_options *o) {
   const args *a = p->a;
   ndf_hit_or_miss_options h;
   ndf_hit_or_miss_options_init(&h);
@@ -610,6 +654,14 @@ static ndf_status call_hit_or_miss(const op_def *op, ndf_ctx *ctx, const ndf_arr
     memcpy(h.origin2, a->origin2, sizeof h.origin2);
   }
   h.batch_dims = a->batch_dims;
+  *o = h;
+}
+
+static ndf_status call_hit_or_miss(const op_def *op, ndf_ctx *ctx, const ndf_array *in,
+                                   ndf_array *out, const op_params *p) {
+  (void)op;
+  ndf_hit_or_miss_options h;
+  hit_or_miss_options_from(p, &h);
   return ndf_binary_hit_or_miss(ctx, in, out, &h);
 }
 
@@ -690,60 +742,58 @@ static ndf_status call_bf(const op_def *op, ndf_ctx *ctx, const ndf_array *in, n
   return call_distance(ndf_distance_transform_bf, ctx, in, out, p);
 }
 
-#define GREY_OP(name, fn, summary) {name, GREY_OPTS, 0, call_grey, fn, NULL, summary, 0}
-#define RANK_OP(name, opts, call, summary, required) \
-  {name, opts, OPF_RANK, call, NULL, NULL, summary, required}
-#define BINARY_OP(name, opts, fn, summary) \
-  {name, opts, OPF_BINARY, call_binary, NULL, fn, summary, 0}
+/* One row of the op table per op of the registry's NDF_OPS_CLI, by its adapter:
+ * the call_* function above that turns the options into the op's call. */
+static void reconstruction_options_from(const op_params *p, ndf_reconstruction_options *o) {
+  ndf_reconstruction_options_init(o);
+  o->method = p->a->method;
+  o->footprint = p->file[F_FOOTPRINT];
+  o->noffset = p->a->noffset;
+  for (int d = 0; d < p->a->noffset; d++) o->offset[d] = p->a->offset[d];
+  o->batch_dims = p->a->batch_dims;
+}
 
-static const op_def ops[] = {
-    GREY_OP("grey_erosion", ndf_grey_erosion,
-            "grey-scale erosion (minimum over the structuring element)"),
-    GREY_OP("grey_dilation", ndf_grey_dilation,
-            "grey-scale dilation (maximum over the structuring element)"),
-    GREY_OP("grey_opening", ndf_grey_opening, "dilation of the erosion"),
-    GREY_OP("grey_closing", ndf_grey_closing, "erosion of the dilation"),
-    GREY_OP("morphological_gradient", ndf_morphological_gradient, "dilation - erosion"),
-    GREY_OP("morphological_laplace", ndf_morphological_laplace, "dilation + erosion - input - input (in this order)"),
-    GREY_OP("white_tophat", ndf_white_tophat, "input - opening"),
-    GREY_OP("black_tophat", ndf_black_tophat, "closing - input"),
-    RANK_OP("median_filter", RANK_OPTS, call_median,
-            "element n//2 of the sorted window of n values", 0),
-    RANK_OP("rank_filter", RANK_OPTS | O_RANK, call_rank,
-            "element --rank of the sorted window", O_RANK),
-    RANK_OP("percentile_filter", RANK_OPTS | O_PERCENTILE, call_percentile,
-            "element int(n * P / 100) of the sorted window", O_PERCENTILE),
-    BINARY_OP("binary_erosion", BINARY_OPTS, ndf_binary_erosion,
-              "true where the structure fits in the foreground"),
-    BINARY_OP("binary_dilation", BINARY_OPTS, ndf_binary_dilation,
-              "the foreground grown by the (reflected) structure"),
-    BINARY_OP("binary_opening", BINARY_OPTS, ndf_binary_opening,
-              "binary dilation of the binary erosion"),
-    BINARY_OP("binary_closing", BINARY_OPTS, ndf_binary_closing,
-              "binary erosion of the binary dilation"),
-    BINARY_OP("binary_propagation", PROPAGATION_OPTS, ndf_binary_propagation,
-              "dilation until nothing changes (inside --mask)"),
-    BINARY_OP("binary_fill_holes", FILL_HOLES_OPTS, ndf_binary_fill_holes,
-              "fill the background not connected to the border"),
-    {"binary_hit_or_miss", HIT_OR_MISS_OPTS, OPF_BINARY, call_hit_or_miss, NULL,
-     NULL, "structure1 fits in the input, structure2 outside it", 0},
-    {"label", LABEL_OPTS, OPF_LABEL, call_label, NULL, NULL,
-     "number the connected features 1..N (prints num_features)", 0},
-    /* bf: CUDA too (the brute force, bit for bit the CPU's); cdt: CUDA for
-     * distances with taxicab / chessboard, --device auto picks the CPU for --indices or --structure. */
-    {"distance_transform_edt", EDT_OPTS, OPF_DISTANCE, call_edt, NULL, NULL,
-     "exact Euclidean distance to the nearest zero (float64; --indices)", 0},
-    {"distance_transform_cdt", CDT_OPTS, OPF_DISTANCE, call_cdt, NULL, NULL,
-     "chamfer distance, chessboard/taxicab or --structure (int32, -1 unreachable)", 0},
-    {"distance_transform_bf", BF_OPTS, OPF_DISTANCE, call_bf, NULL, NULL,
-     "brute-force distance (float64 euclidean, uint32 taxicab/chessboard)", 0},
-};
+/* INPUT is the seed; --mask (required) the mask. */
+static ndf_status call_reconstruction(const op_def *op, ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
+                                      const op_params *p) {
+  (void)op;
+  ndf_reconstruction_options o;
+  reconstruction_options_from(p, &o);
+  return ndf_reconstruction(ctx, in, p->file[F_MASK], out, &o);
+}
+
+#define CLI_OP_grey(name, fn, opts, req, doc) {name, opts, 0, call_grey, fn, NULL, doc, req}
+#define CLI_OP_median(name, fn, opts, req, doc) {name, opts, OPF_RANK, call_median, NULL, NULL, doc, req}
+#define CLI_OP_rank(name, fn, opts, req, doc) {name, opts, OPF_RANK, call_rank, NULL, NULL, doc, req}
+#define CLI_OP_percentile(name, fn, opts, req, doc) {name, opts, OPF_RANK, call_percentile, NULL, NULL, doc, req}
+#define CLI_OP_binary(name, fn, opts, req, doc) {name, opts, OPF_BINARY, call_binary, NULL, fn, doc, req}
+#define CLI_OP_hit_or_miss(name, fn, opts, req, doc) {name, opts, OPF_BINARY, call_hit_or_miss, NULL, NULL, doc, req}
+#define CLI_OP_label(name, fn, opts, req, doc) {name, opts, OPF_LABEL, call_label, NULL, NULL, doc, req}
+/* bf: CUDA too (the brute force, bit for bit the CPU's); cdt: CUDA for
+ * distances with taxicab / chessboard, --device auto picks the CPU for --indices or --structure. */
+#define CLI_OP_edt(name, fn, opts, req, doc) {name, opts, OPF_DISTANCE, call_edt, NULL, NULL, doc, req}
+#define CLI_OP_cdt(name, fn, opts, req, doc) {name, opts, OPF_DISTANCE, call_cdt, NULL, NULL, doc, req}
+#define CLI_OP_bf(name, fn, opts, req, doc) {name, opts, OPF_DISTANCE, call_bf, NULL, NULL, doc, req}
+#define CLI_OP_reconstruction(name, fn, opts, req, doc) {name, opts, OPF_RECON, call_reconstruction, NULL, NULL, doc, req}
+#define CLI_OP(adapter, name, fn, opts, req, doc) CLI_OP_##adapter(name, fn, opts, req, doc),
+
+static const op_def ops[] = {NDF_OPS_CLI(CLI_OP)};
 #define NOPS (sizeof ops / sizeof ops[0])
 
 static const op_def *find_op(const char *name) {
   for (size_t i = 0; i < NOPS; i++)
     if (strcmp(ops[i].name, name) == 0) return &ops[i];
   return NULL;
+}
+
+/* 1 for any op of the registry (those of `run` and of the other commands). */
+static int is_op(const char *name) {
+#define OP_NAME(name, family, fn, composite, doc) name,
+  static const char *const all[] = {NDF_OPS(OP_NAME)};
+#undef OP_NAME
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    if (strcmp(all[i], name) == 0) return 1;
+  return 0;
 }
 
 static void unknown_op(const char *name) {
@@ -939,6 +989,8 @@ static ndf_dtype output_dtype(const op_def *op, const args *a, const char *outpa
                                                                                    : NDF_FLOAT64;
     return a->given & O_OUTPUT_DTYPE ? a->output_dtype : NDF_FLOAT64;
   }
+  if (op->flags & OPF_RECON) /* skimage's float64, or --output-dtype (the seed's) */
+    return a->given & O_OUTPUT_DTYPE ? a->output_dtype : NDF_FLOAT64;
   return op->flags & OPF_BINARY ? binary_file_dtype(outpath) : in_dtype;
 }
 
@@ -956,7 +1008,7 @@ static void run_help(void) {
          "INPUT and OUTPUT are .npy, .nii or .nii.gz files (NIfTI axes are x, y, z, ...).\n\n"
          "grey ops (the output has the input's dtype):\n");
   for (size_t i = 0; i < NOPS; i++)
-    if (!(ops[i].flags & (OPF_BINARY | OPF_LABEL | OPF_RANK | OPF_DISTANCE)))
+    if (!(ops[i].flags & (OPF_BINARY | OPF_LABEL | OPF_RANK | OPF_DISTANCE | OPF_RECON)))
       printf("  %-23s %s\n", ops[i].name, ops[i].summary);
   printf("rank filters (the output has the input's dtype):\n");
   for (size_t i = 0; i < NOPS; i++)
@@ -975,6 +1027,10 @@ static void run_help(void) {
          "without --indices, on the CPU otherwise):\n");
   for (size_t i = 0; i < NOPS; i++)
     if (ops[i].flags & OPF_DISTANCE) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
+  printf("grey reconstruction (INPUT is the seed, --mask FILE the mask, of the same dtype\n"
+         "and shape; the output is float64 unless --output-dtype gives the seed's dtype):\n");
+  for (size_t i = 0; i < NOPS; i++)
+    if (ops[i].flags & OPF_RECON) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
   printf("\nThe composite ops (opening to black_tophat) use the element, mode, cval and\n"
          "origin in every step; their arithmetic is NumPy's in the input dtype\n"
          "(integers wrap around, as in scipy).\n"
@@ -1024,6 +1080,14 @@ static void run_help(void) {
          "                        (cdt --structure FILE: a 3x...x3 metric instead)\n"
          "  --indices FILE        distance transforms: also write the feature transform\n"
          "  --output-dtype DTYPE  edt: float64 (default) or float32 distances\n"
+         "  --mask FILE           reconstruction (required): the mask (seed <= mask for\n"
+         "                        dilation, seed >= mask for erosion)\n"
+         "  --method dilation|erosion  reconstruction: dilation (default) or erosion\n"
+         "  --footprint FILE      reconstruction: the neighbourhood, non-zero entries are\n"
+         "                        in (default 3 along each spatial axis)\n"
+         "  --offset N[,N...]     reconstruction: the footprint's centre (one value or\n"
+         "                        one per spatial axis; default its middle)\n"
+         "  --output-dtype DTYPE  reconstruction: float64 (default) or the seed's dtype\n"
          "  --batch-dims N        leading axes that are independent images (default 0)\n"
          "  --device cpu|cuda|auto  where to run (default auto: CUDA when there is a\n"
          "                        device, except cdt with --indices or --structure)\n");
@@ -1041,6 +1105,7 @@ static void op_help(const op_def *op) {
          : op->flags & OPF_LABEL
              ? "labels 1..N, 0 for the background, int32 (or --output-dtype) in every format;\n"
                "prints \"num_features: N\" (one count per image with --batch-dims)"
+         : op->flags & OPF_RECON ? "float64, or the seed's dtype with --output-dtype"
          : op->flags & OPF_BINARY ? "bool (uint8 in NIfTI files)"
                                   : "the input's dtype");
   for (size_t k = 0; k < NOPT_DEFS; k++)
@@ -1109,14 +1174,14 @@ static int cmd_run(int argc, char **argv) {
   args a;
   char cmd[128];
   snprintf(cmd, sizeof cmd, "run %s", op->name);
-  int rc = parse_args(argc, argv, 3, op->opts | O_DEVICE, cmd, &a);
+  int rc = parse_args(argc, argv, 3, op->opts | O_DEVICE | O_TUNE, cmd, &a);
   if (rc) return rc;
   if (a.npos != 2) {
     errorf("'%s' needs INPUT and OUTPUT, got %d file name%s", cmd, a.npos, a.npos == 1 ? "" : "s");
     return EXIT_USAGE;
   }
   if (check_algorithm(op, &a)) return EXIT_USAGE;
-  unsigned missing = op->required & ~a.given;
+  optset missing = op->required & ~a.given;
   if (missing) {
     char list[256];
     errorf("'%s' needs %s", cmd, format_opts(missing, list, sizeof list));
@@ -1162,6 +1227,10 @@ static int cmd_run(int argc, char **argv) {
   }
   if ((op->flags & OPF_DISTANCE) && setup_distance(&a, &in, &p, &indices) != 0) goto done;
   if (open_device(device, &ctx, &dev) != NDF_OK) goto done;
+  if (a.tune[0] && ndf_ctx_set_tunables(ctx, a.tune) != NDF_OK) {
+    errorf("--tune: %s", ndf_errmsg(ctx));
+    goto done;
+  }
   if (run_op(ctx, dev, op, &in.arr, &p, output_dtype(op, &a, outpath, in.arr.dtype), &out) !=
       NDF_OK)
     goto done;
@@ -1413,6 +1482,103 @@ static int list_entry(const char *file, size_t bytes, const char *key, void *ud)
   return 0;
 }
 
+/* ---- cache warm: one function per family the registry gives one (gen/ops.lua's
+ * warm); each calls the family's ndf_cache_warm_* with the op's options. */
+typedef ndf_status (*warm_fn)(ndf_ctx *ctx, const char *arch, const char *op, const op_params *p,
+                              int *compiled);
+
+static ndf_status warm_grey(ndf_ctx *ctx, const char *arch, const char *op, const op_params *p,
+                            int *compiled) {
+  ndf_grey_options g;
+  grey_options_from(p, &g);
+  return ndf_cache_warm(ctx, arch, op, p->a->dtype, p->a->ndim, &g, compiled);
+}
+
+static ndf_status warm_rank(ndf_ctx *ctx, const char *arch, const char *op, const op_params *p,
+                            int *compiled) {
+  ndf_rank_options r;
+  rank_options_from(p, &r);
+  return ndf_cache_warm_rank(ctx, arch, op, p->a->dtype, p->a->ndim, p->a->rank, p->a->percentile, &r,
+                             compiled);
+}
+
+static ndf_status warm_binary(ndf_ctx *ctx, const char *arch, const char *op, const op_params *p,
+                              int *compiled) {
+  ndf_binary_options b;
+  binary_options_from(p, &b);
+  return ndf_cache_warm_binary(ctx, arch, op, p->a->dtype, p->a->ndim, &b, compiled);
+}
+
+static ndf_status warm_hit_or_miss(ndf_ctx *ctx, const char *arch, const char *op, const op_params *p,
+                                   int *compiled) {
+  (void)op;
+  ndf_hit_or_miss_options h;
+  hit_or_miss_options_from(p, &h);
+  return ndf_cache_warm_hit_or_miss(ctx, arch, p->a->dtype, p->a->ndim, &h, compiled);
+}
+
+static ndf_status warm_label(ndf_ctx *ctx, const char *arch, const char *op, const op_params *p, int *compiled) {
+  (void)op;
+  return ndf_cache_warm_label(ctx, arch, p->a->dtype, p->a->ndim, p->a->output_dtype, p->file[F_STRUCTURE],
+                              p->a->batch_dims, compiled);
+}
+
+/* The distances' dtype is the one `run` would write (output_dtype); --indices
+ * (a file name) asks for the feature transform's kernels too. */
+static ndf_dtype output_dtype(const op_def *op, const args *a, const char *outpath, ndf_dtype in_dtype);
+static ndf_status warm_distance(ndf_ctx *ctx, const char *arch, const char *op, const op_params *p,
+                                int *compiled) {
+  const args *a = p->a;
+  ndf_distance_options o;
+  ndf_distance_options_init(&o);
+  o.nsampling = a->nsampling;
+  memcpy(o.sampling, a->sampling, sizeof o.sampling);
+  o.metric = a->metric;
+  o.metric_structure = p->file[F_STRUCTURE];
+  o.batch_dims = a->batch_dims;
+  return ndf_cache_warm_distance(ctx, arch, op, a->dtype, a->ndim, &o, output_dtype(find_op(op), a, "x.npy", a->dtype),
+                                 a->indices != NULL, compiled);
+}
+
+static ndf_status warm_ect(ndf_ctx *ctx, const char *arch, const char *op, const op_params *p, int *compiled) {
+  ndf_ect_options o;
+  ndf_ect_options_init(&o);
+  o.construction = p->a->construction;
+  o.weighted = p->a->weighted;
+  o.batch_dims = p->a->batch_dims;
+  return ndf_cache_warm_ect(ctx, arch, op, p->a->dtype, p->a->ndim, &o, compiled);
+}
+
+static ndf_status warm_reconstruction(ndf_ctx *ctx, const char *arch, const char *op, const op_params *p,
+                                      int *compiled) {
+  ndf_reconstruction_options o;
+  reconstruction_options_from(p, &o);
+  return ndf_cache_warm_reconstruction(ctx, arch, p->a->dtype, p->a->ndim,
+                                       output_dtype(find_op(op), p->a, "x.npy", p->a->dtype), &o, compiled);
+}
+
+#define WARM_OP(name, warm, opts, req) {name, warm_##warm, opts, req},
+static const struct warm_def {
+  const char *name;
+  warm_fn fn;
+  optset opts;       /* O_* options it takes besides --arch, --dtype and --ndim */
+  optset required;   /* those of opts it cannot warm without (--rank of rank_filter) */
+} warm_ops[] = {NDF_OPS_WARM(WARM_OP)};
+#define NWARM (sizeof warm_ops / sizeof warm_ops[0])
+
+/* Why the registry's other ops cannot be warmed (gen/ops.lua's nowarm). */
+#define NOWARM_OP(name, reason) {name, reason},
+static const struct nowarm_def {
+  const char *name, *reason;
+} nowarm_ops[] = {NDF_OPS_NOWARM(NOWARM_OP)};
+#undef NOWARM_OP
+
+static const struct warm_def *find_warm(const char *name) {
+  for (size_t i = 0; i < NWARM; i++)
+    if (strcmp(warm_ops[i].name, name) == 0) return &warm_ops[i];
+  return NULL;
+}
+
 static int cache_warm(ndf_ctx *ctx, const args *a);
 
 static int cmd_cache(int argc, char **argv) {
@@ -1429,8 +1595,8 @@ static int cmd_cache(int argc, char **argv) {
   args a;
   char cmd[32];
   snprintf(cmd, sizeof cmd, "cache %s", sub);
-  const unsigned warm_common = O_ARCH | O_DTYPE | O_NDIM;
-  int rc = parse_args(argc, argv, 3, warm ? (GREY_OPTS | RANK_OPTS | O_RANK | O_PERCENTILE | warm_common) : 0, cmd,
+  const optset warm_common = O_ARCH | O_DTYPE | O_NDIM;
+  int rc = parse_args(argc, argv, 3, warm ? (NDF_OPS_WARM_OPTIONS | warm_common) : 0, cmd,
                       &a);
   if (rc) return rc;
   if (!warm && a.npos) {
@@ -1443,29 +1609,33 @@ static int cmd_cache(int argc, char **argv) {
       return EXIT_USAGE;
     }
     for (int i = 0; i < a.npos; i++) {
-      const op_def *op = find_op(a.pos[i]);
-      if (!op) {
+      const struct warm_def *w = find_warm(a.pos[i]);
+      const op_def *op = find_op(a.pos[i]); /* NULL for the ops of other commands (ect) */
+      if (!w && !op && !is_op(a.pos[i])) {
         unknown_op(a.pos[i]);
         return EXIT_USAGE;
       }
-      if (op->flags & OPF_CPU_ONLY) {
+      if (op && (op->flags & OPF_CPU_ONLY)) {
         errorf("'%s' has no GPU kernels to warm (it runs on the CPU in this version)", op->name);
         return EXIT_USAGE;
       }
-      if (!op->grey && !(op->flags & OPF_RANK)) { /* ndf_cache_warm(_rank) know these only */
-        errorf("'%s' cannot be warmed in this version: only the grey ops and the rank filters can "
-               "(its kernels compile on first use)", op->name);
+      if (!w) { /* the registry gives it no warm function, and the reason */
+        const char *why = "its kernels compile on first use";
+        for (size_t k = 0; k < sizeof nowarm_ops / sizeof nowarm_ops[0]; k++)
+          if (strcmp(nowarm_ops[k].name, a.pos[i]) == 0) why = nowarm_ops[k].reason;
+        errorf("'%s' cannot be warmed in this version: %s", a.pos[i], why);
         return EXIT_USAGE;
       }
-      unsigned extra = a.given & ~(op->opts | warm_common);
+      optset extra = a.given & ~(w->opts | warm_common);
       for (size_t k = 0; extra && k < sizeof opt_defs / sizeof opt_defs[0]; k++)
         if (opt_defs[k].flag & extra) {
-          errorf("'%s' does not take --%s", op->name, opt_defs[k].name);
+          errorf("'%s' does not take --%s", w->name, opt_defs[k].name);
           return EXIT_USAGE;
         }
-      if (check_algorithm(op, &a)) return EXIT_USAGE;
-      if ((op->required & ~a.given) & (O_RANK | O_PERCENTILE)) {
-        errorf("'cache warm %s' needs --%s", op->name, op->required & O_RANK ? "rank N" : "percentile P");
+      if (op && check_algorithm(op, &a)) return EXIT_USAGE;
+      if (w->required & ~a.given) {
+        char list[256];
+        errorf("'cache warm %s' needs %s", w->name, format_opts(w->required & ~a.given, list, sizeof list));
         return EXIT_USAGE;
       }
     }
@@ -1523,31 +1693,16 @@ static int cache_warm(ndf_ctx *ctx, const args *a) {
   op_params p;
   int rc = EXIT_RUN;
   if (load_elements(a, files, &p) == 0) {
-    ndf_grey_options g;
-    grey_options_from(&p, &g);
     rc = 0;
     for (int i = 0; i < a->npos && rc == 0; i++) {
-      const op_def *op = find_op(a->pos[i]); /* checked by cmd_cache */
+      const struct warm_def *w = find_warm(a->pos[i]); /* checked by cmd_cache */
       int compiled = 0;
-      if (!op) {
-        unknown_op(a->pos[i]);
-        rc = EXIT_USAGE;
-        break;
-      }
-      ndf_status st;
-      if (op->flags & OPF_RANK) {
-        ndf_rank_options r;
-        rank_options_from(&p, &r);
-        st = ndf_cache_warm_rank(ctx, arch, op->name, a->dtype, a->ndim, a->rank, a->percentile, &r, &compiled);
-      } else {
-        st = ndf_cache_warm(ctx, arch, op->name, a->dtype, a->ndim, &g, &compiled);
-      }
-      if (st != NDF_OK) {
+      if (w->fn(ctx, arch, w->name, &p, &compiled) != NDF_OK) {
         errorf("%s", ndf_errmsg(ctx));
         rc = EXIT_RUN;
         break;
       }
-      printf("%s %s %d-D %s: compiled %d kernel%s%s\n", op->name, ndf_dtype_name(a->dtype),
+      printf("%s %s %d-D %s: compiled %d kernel%s%s\n", w->name, ndf_dtype_name(a->dtype),
              a->ndim, arch, compiled, compiled == 1 ? "" : "s",
              compiled == 0 ? " (all cached)" : "");
     }
@@ -2091,8 +2246,8 @@ static void usage(FILE *f) {
           "  ndforge cache list                      list the kernel cache\n"
           "  ndforge cache clear                     empty the kernel cache\n"
           "  ndforge cache warm [--arch sm_XY] OP... --dtype DTYPE [--ndim N] [op options]\n"
-          "                                         compile the kernels of grey ops and rank\n"
-          "                                         filters ahead of time (no GPU needed)\n"
+          "                                         compile the kernels of ops ahead of time\n"
+          "                                         (no GPU needed)\n"
           "  ndforge structure generate RANK CONNECTIVITY OUT\n"
           "                                         scipy's generate_binary_structure\n"
           "  ndforge structure iterate IN ITERATIONS OUT [--origin N[,N...]]\n"
@@ -2110,6 +2265,9 @@ static void usage(FILE *f) {
           "  ndforge sinkhorn A.npy B.npy OUT.npy --epsilon E --max-iter N [options]\n"
           "                                         entropic OT costs between histograms\n"
           "                                         (ndforge sinkhorn --help)\n"
+          "  ndforge tunables                        the kernel variants (run ... --tune N=V)\n"
+          "  ndforge tune [--only S] | --show        time the variants on the GPU into this\n"
+          "                                         device's tuning table (ndforge tune --help)\n"
           "  ndforge --help | --version\n\n");
   /* The ops, wrapped at 79 columns. */
   const char *lead = "Ops (scipy.ndimage names):";
@@ -2154,6 +2312,8 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "sinkhorn") == 0) return ndf_cli_sinkhorn(argc, argv);
   if (strcmp(cmd, "ecc") == 0) return cmd_ecc(argc, argv);
   if (strcmp(cmd, "ect") == 0) return ndf_cli_ect(argc, argv);
+  if (strcmp(cmd, "tunables") == 0) return ndf_cli_tunables(argc, argv);
+  if (strcmp(cmd, "tune") == 0) return ndf_cli_tune(argc, argv);
   errorf("unknown command '%s' (see ndforge --help)", cmd);
   return EXIT_USAGE;
 }

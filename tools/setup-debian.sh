@@ -4,7 +4,7 @@
 # its CPU backend; NVRTC (from the toolkit) is found at run time when present.
 set -euo pipefail
 pkgs=(cmake ninja-build gcc pkg-config zlib1g-dev lua5.4 luajit libcmocka-dev libniftiio-dev libnifti2-dev libznz-dev
-      python3 python3-numpy python3-scipy)
+      python3 python3-numpy python3-scipy python3-venv python3-pip python3-pytest)
 # The demo needs Debian's MRI templates; the tests scikit-image (a third-party
 # reference for the Euler characteristic curves and for grey reconstruction;
 # tests/test_ecc.c and tests/test_reconstruction.c skip those cases, saying so,

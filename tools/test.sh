@@ -4,7 +4,8 @@
 #   1. Release build, generator under Lua 5.4;
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build, generator under LuaJIT;
 #   3. the libFuzzer targets of fuzz/ (clang), each for a short fixed time from
-#      its seed corpus (ctest label "fuzz"; fuzz/README.md has the long runs).
+#      its seed corpus (ctest label "fuzz"; fuzz/README.md has the long runs);
+#   4. the Python package: wheel built, installed into a fresh venv, pytest on it.
 # GPU tests skip themselves on machines without a device.  The exhaustive
 # NVRTC sweep (ctest label "exhaustive") is left out; each pass compiles a
 # seeded sample instead.  Run the sweep with
@@ -39,5 +40,30 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   run "ASan+UBSan, LuaJIT" build-asan -DCMAKE_BUILD_TYPE=Debug -DNDF_SANITIZE=ON -DNDF_LUA="$(command -v luajit)"
 run "libFuzzer targets, clang" build-fuzz -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang-14 \
   -DNDF_FUZZ=ON -DNDF_BUILD_TESTS=OFF -DNDF_BUILD_BENCH=OFF -DNDF_INSTALL=OFF -DNDF_LUA="$(command -v lua5.4)"
+# 4. The Python package: `pip wheel` builds it (PEP 517, scikit-build-core from PyPI running
+#    the CMake build), it is installed into a fresh virtual environment (Debian's numpy, scipy
+#    and pytest seen through --system-site-packages), and pytest runs python/tests against the
+#    installed package, outside the source tree.  torch (PyPI has only its CUDA build, gigabytes)
+#    is not installed here: its tests run where the machine has it, and test_topology_ot checks
+#    the backward passes without it.
+py=/usr/bin/python3
+[ -x "$py" ] || py=$(command -v python3)
+t0=$SECONDS
+echo "=== Python package ==="
+rm -rf build-python
+if "$py" -m venv --system-site-packages build-python/venv &&
+   CMAKE_BUILD_PARALLEL_LEVEL=$jobs build-python/venv/bin/pip wheel -q --no-deps -w build-python/dist . &&
+   build-python/venv/bin/pip install -q --no-deps build-python/dist/ndforge-*.whl; then
+  t1=$SECONDS
+  # where torch is installed, the scipy comparisons run on torch CPU tensors too (python/tests/arrays.py)
+  arrays=numpy
+  build-python/venv/bin/python -c "import torch" 2>/dev/null && arrays=numpy,torch-cpu
+  (cd build-python && NDFORGE_EXPECT_INSTALLED=1 NDFORGE_TEST_ARRAYS=$arrays \
+     venv/bin/python -m pytest -q -p no:cacheprovider ../python/tests) || status=1
+  echo "=== Python package: build $((t1 - t0)) s, tests $((SECONDS - t1)) s ==="
+else
+  status=1
+  echo "=== Python package: build failed after $((SECONDS - t0)) s ==="
+fi
 echo "=== all passes: $((SECONDS - start)) s ==="
 exit $status

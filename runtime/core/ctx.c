@@ -13,6 +13,7 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#include "tune.h"
 
 void ndf_ctx_options_init(ndf_ctx_options *opt) {
   if (!opt) return;
@@ -309,6 +310,7 @@ void ndf_ctx_destroy(ndf_ctx *ctx) {
     families_release(ctx);
     ndf__jit_release(ctx);
   }
+  ndf__tune_release(ctx);
   pthread_mutex_destroy(&ctx->lock);
   free(ctx);
 }

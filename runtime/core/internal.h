@@ -131,6 +131,9 @@ struct ndf_ctx {
     CUfunction fn;
     const char *key;
   } klog_fn[NDF__KLOG_FN];
+  /* tune.c: the tunables set on the context and the tuning table (allocated
+   * on first use, freed with the context) */
+  struct ndf__tune_state *tune;
 };
 
 /* Makes the context's CUDA context current on the calling thread. */
@@ -213,11 +216,32 @@ ndf_status ndf__jit_get(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req
  * *compiled = 1 if NVRTC ran, 0 if the entry was found valid. */
 ndf_status ndf__jit_warm(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req,
                          const char *arch, int *compiled);
+/* Cache warm (the ndf_cache_warm_* calls): an op's CUDA path run up to its
+ * kernel requests, which are compiled for arch into the disk cache instead of
+ * loaded; nothing is allocated, uploaded or launched. */
+typedef struct ndf__warm {
+  const char *arch;
+  int compiled; /* kernels compiled (0: all were cached) */
+} ndf__warm;
+/* The arguments every ndf_cache_warm_* call checks (ctx, arch, dtype, ndim); *compiled = 0. */
+ndf_status ndf__warm_check(ndf_ctx *ctx, const char *name, const char *arch, ndf_dtype dtype, int ndim,
+                           int *compiled);
+/* A stand-in for array number slot of a warmed call: C-contiguous, 64 along
+ * each of ndim axes, on the host at an aligned address that no other slot's
+ * overlaps; the warm paths read its geometry, never its data. */
+void ndf__warm_array(ndf_array *a, int slot, ndf_dtype dtype, int ndim);
+/* ndf__jit_get, or with warm ndf__jit_warm for warm->arch (*fn NULL, warm->compiled counted). */
+ndf_status ndf__jit_resolve(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, ndf__warm *warm,
+                            CUfunction *fn);
 /* Expands the template of req into NVRTC source (malloc'd); NULL + message on error. */
 char *ndf__jit_source(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, uint64_t *template_hash);
 void ndf__jit_release(ndf_ctx *ctx);
 /* NVRTC version, or ENODEV if NVRTC cannot be loaded. */
 ndf_status ndf__nvrtc_version(int *major, int *minor);
+/* The NVRTC version the context's kernels are compiled with: the cache
+ * directory's remembered identity (nvrtc.id) when it is still valid, else
+ * NVRTC's own (loaded); 0.0 without NVRTC. */
+void ndf__jit_nvrtc_version(const ndf_ctx *ctx, int *major, int *minor);
 
 /* ---- cache.c: the disk cache ---------------------------------------------------------- */
 /* Loads the payload stored under key; NDF_OK with *payload malloc'd, or NDF_EIO on a miss.

@@ -226,6 +226,15 @@ static void id_store(const ndf_ctx *ctx, const nvrtc_id *id) {
   if (!ok || rename(tmp, path) != 0) unlink(tmp);
 }
 
+void ndf__jit_nvrtc_version(const ndf_ctx *ctx, int *major, int *minor) {
+  nvrtc_id id;
+  if (id_load(ctx, &id) == 0) {
+    *major = id.major, *minor = id.minor;
+    return;
+  }
+  ndf__nvrtc_version(major, minor);
+}
+
 /* The target NVRTC compiles for: the exact "sm_XY" when NVRTC knows it, else
  * PTX for the newest compute_XY not above the device. */
 static void pick_target(const nvrtc_id *id, const char *arch, char *target, size_t n, int *cubin) {
@@ -404,6 +413,35 @@ ndf_status ndf__jit_warm(ndf_ctx *ctx, const char *op, const ndf__kernel_req *re
     return ndf__error(ctx, NDF_EIO, "%s: cannot store the compiled kernel in '%s' (%s)", op, ctx->cache_dir,
                       strerror(ndf__cache_store_errno));
   return s;
+}
+
+ndf_status ndf__jit_resolve(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, ndf__warm *warm,
+                            CUfunction *fn) {
+  if (!warm) return ndf__jit_get(ctx, op, req, fn);
+  int c = 0;
+  ndf_status s = ndf__jit_warm(ctx, op, req, warm->arch, &c);
+  warm->compiled += c;
+  *fn = NULL;
+  return s;
+}
+
+ndf_status ndf__warm_check(ndf_ctx *ctx, const char *name, const char *arch, ndf_dtype dtype, int ndim,
+                           int *compiled) {
+  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
+  ndf__clear_error(ctx);
+  if (compiled) *compiled = 0;
+  if (!arch || strncmp(arch, "sm_", 3) != 0 || atoi(arch + 3) < 50)
+    return ndf__argerror(ctx, name, "arch", "'%s' is not an architecture like sm_90", arch ? arch : "(null)");
+  if (!ndf_dtype_size(dtype) || dtype == NDF_INT64)
+    return ndf__argerror(ctx, name, "dtype", "unsupported dtype %d", (int)dtype);
+  if (ndim < 1 || ndim > NDF_MAX_NDIM) return ndf__argerror(ctx, name, "ndim", "%d is not in 1..%d", ndim, NDF_MAX_NDIM);
+  return NDF_OK;
+}
+
+void ndf__warm_array(ndf_array *a, int slot, ndf_dtype dtype, int ndim) {
+  int64_t shape[NDF_MAX_NDIM];
+  for (int d = 0; d < ndim; d++) shape[d] = 64;
+  ndf_array_init(a, (void *)(uintptr_t)(((uintptr_t)slot + 1) << 52), NDF_DEVICE_CPU, dtype, ndim, shape);
 }
 
 /* The in-memory key: template, kernel and slot values in request order;

@@ -938,8 +938,9 @@ typedef ndf__binary_kind binary_kind;
 #define B_PROPAGATION NDF__B_PROPAGATION
 #define B_FILL_HOLES NDF__B_FILL_HOLES
 
+/* A binary op; with warm, its CUDA path's kernels are compiled instead (ndf_cache_warm_binary). */
 static ndf_status binary(ndf_ctx *ctx, const char *name, binary_kind kind, const ndf_array *in, ndf_array *out,
-                         const ndf_binary_options *opt) {
+                         const ndf_binary_options *opt, ndf__warm *warm) {
   if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
   ndf__clear_error(ctx);
   if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
@@ -968,6 +969,11 @@ static ndf_status binary(ndf_ctx *ctx, const char *name, binary_kind kind, const
   if (need_dil && (s = prepare_step(ctx, name, DILATE, &sdesc, in->ndim, in->shape, opt->norigin, opt->origin, border,
                                     opt->batch_dims, &dil)) != NDF_OK)
     goto done;
+  if (warm) {
+    s = ndf__binary_cuda_warm(warm, ctx, name, kind, in, out, opt->mask, &ero, &dil, border, opt->iterations,
+                              opt->batch_dims);
+    goto done;
+  }
   const int64_t n = ndf_array_size(in);
   if (n == 0) goto done;
   if (in->device == NDF_DEVICE_CUDA) {
@@ -1020,30 +1026,29 @@ done:
 }
 
 ndf_status ndf_binary_erosion(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_binary_options *opt) {
-  return binary(ctx, "ndf_binary_erosion", B_EROSION, in, out, opt);
+  return binary(ctx, "ndf_binary_erosion", B_EROSION, in, out, opt, NULL);
 }
 ndf_status ndf_binary_dilation(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_binary_options *opt) {
-  return binary(ctx, "ndf_binary_dilation", B_DILATION, in, out, opt);
+  return binary(ctx, "ndf_binary_dilation", B_DILATION, in, out, opt, NULL);
 }
 ndf_status ndf_binary_opening(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_binary_options *opt) {
-  return binary(ctx, "ndf_binary_opening", B_OPENING, in, out, opt);
+  return binary(ctx, "ndf_binary_opening", B_OPENING, in, out, opt, NULL);
 }
 ndf_status ndf_binary_closing(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_binary_options *opt) {
-  return binary(ctx, "ndf_binary_closing", B_CLOSING, in, out, opt);
+  return binary(ctx, "ndf_binary_closing", B_CLOSING, in, out, opt, NULL);
 }
 ndf_status ndf_binary_propagation(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_binary_options *opt) {
-  return binary(ctx, "ndf_binary_propagation", B_PROPAGATION, in, out, opt);
+  return binary(ctx, "ndf_binary_propagation", B_PROPAGATION, in, out, opt, NULL);
 }
 ndf_status ndf_binary_fill_holes(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_binary_options *opt) {
-  return binary(ctx, "ndf_binary_fill_holes", B_FILL_HOLES, in, out, opt);
+  return binary(ctx, "ndf_binary_fill_holes", B_FILL_HOLES, in, out, opt, NULL);
 }
 
 /* hit = erosion by structure1 (origin1, border 0); miss = 1 where any
  * structure2 neighbour (unreflected, origin2, outside = background) is 1;
  * out = hit AND NOT miss. */
-ndf_status ndf_binary_hit_or_miss(ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
-                                  const ndf_hit_or_miss_options *opt) {
-  static const char *name = "ndf_binary_hit_or_miss";
+static ndf_status hit_or_miss(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
+                              const ndf_hit_or_miss_options *opt, ndf__warm *warm) {
   if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
   ndf__clear_error(ctx);
   if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
@@ -1077,6 +1082,10 @@ ndf_status ndf_binary_hit_or_miss(ndf_ctx *ctx, const ndf_array *in, ndf_array *
   if ((s = prepare_step(ctx, name, ERODE, &d2, in->ndim, in->shape, n2, o2, 0, opt->batch_dims, &st2)) != NDF_OK)
     goto done;
   st2.g.op = NDF__MAX;
+  if (warm) {
+    s = ndf__hit_or_miss_cuda_warm(warm, ctx, name, in, out, &st1, &st2, opt->batch_dims);
+    goto done;
+  }
   const int64_t n = ndf_array_size(in);
   if (n == 0) goto done;
   if (in->device == NDF_DEVICE_CUDA) {
@@ -1103,6 +1112,11 @@ done:
   free(hit);
   free(miss);
   return s;
+}
+
+ndf_status ndf_binary_hit_or_miss(ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
+                                  const ndf_hit_or_miss_options *opt) {
+  return hit_or_miss(ctx, "ndf_binary_hit_or_miss", in, out, opt, NULL);
 }
 
 /* ---- iterate_structure ------------------------------------------------------------------------------ */
@@ -1296,9 +1310,8 @@ done:
  * (each undirected edge once), numbered in raster order of their first voxel
  * as scipy does: by runs on host arrays, by union-find on CUDA arrays.
  */
-ndf_status ndf_label(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_array *structure, int batch_dims,
-                     int64_t *num_features) {
-  static const char *name = "ndf_label";
+static ndf_status label(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
+                        const ndf_array *structure, int batch_dims, int64_t *num_features, ndf__warm *warm) {
   if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
   ndf__clear_error(ctx);
   ndf_status s = check_io(ctx, name, in, out, batch_dims, 1);
@@ -1325,7 +1338,7 @@ ndf_status ndf_label(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const nd
     }
   int64_t nimg = 1;
   for (int d = 0; d < batch_dims; d++) nimg *= in->shape[d];
-  if (n == 0) {
+  if (n == 0 && !warm) {
     if (num_features)
       for (int64_t b = 0; b < nimg; b++) num_features[b] = 0;
     goto done;
@@ -1356,6 +1369,10 @@ ndf_status ndf_label(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const nd
     loff[k] = 0;
     for (int d = 0; d < nsp; d++) loff[k] += (int64_t)taps[k * nsp + d] * st[batch_dims + d];
   }
+  if (warm) {
+    s = ndf__label_cuda_warm(warm, ctx, name, in, out, taps, ntaps, batch_dims);
+    goto done;
+  }
   if (in->device == NDF_DEVICE_CUDA) {
     s = ndf__label_cuda(ctx, name, in, out, taps, ntaps, nsp, batch_dims, label_capacity(out->dtype), num_features);
     goto done;
@@ -1365,5 +1382,72 @@ done:
   free(taps);
   free(loff);
   free(sb);
+  return s;
+}
+
+ndf_status ndf_label(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_array *structure, int batch_dims,
+                     int64_t *num_features) {
+  return label(ctx, "ndf_label", in, out, structure, batch_dims, num_features, NULL);
+}
+
+/* ---- cache warm ------------------------------------------------------------------------------------------ */
+
+static const struct { const char *op; binary_kind kind; } warm_binary_ops[] = {
+    {"binary_erosion", B_EROSION},         {"binary_dilation", B_DILATION},
+    {"binary_opening", B_OPENING},         {"binary_closing", B_CLOSING},
+    {"binary_propagation", B_PROPAGATION}, {"binary_fill_holes", B_FILL_HOLES},
+};
+
+ndf_status ndf_cache_warm_binary(ndf_ctx *ctx, const char *arch, const char *op, ndf_dtype dtype, int ndim,
+                                 const ndf_binary_options *opt, int *compiled) {
+  static const char *name = "ndf_cache_warm_binary";
+  ndf_status s = ndf__warm_check(ctx, name, arch, dtype, ndim, compiled);
+  if (s != NDF_OK) return s;
+  int which = -1;
+  for (size_t i = 0; op && i < sizeof warm_binary_ops / sizeof warm_binary_ops[0]; i++)
+    if (!strcmp(op, warm_binary_ops[i].op)) which = (int)i;
+  if (which < 0)
+    return ndf__argerror(ctx, name, "op", "unknown op '%s' (binary_erosion, binary_dilation, binary_opening, "
+                         "binary_closing, binary_propagation, binary_fill_holes)", op ? op : "(null)");
+  if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
+  ndf_array in, out, mask;
+  ndf__warm_array(&in, 0, dtype, ndim);
+  ndf__warm_array(&out, 1, NDF_BOOL, ndim);
+  ndf_binary_options o = *opt;
+  if (opt->mask) { /* its dtype picks a kernel; its geometry is the input's */
+    ndf__warm_array(&mask, 2, opt->mask->dtype, ndim);
+    o.mask = &mask;
+  }
+  ndf__warm w = {arch, 0};
+  s = binary(ctx, name, warm_binary_ops[which].kind, &in, &out, &o, &w);
+  if (compiled) *compiled = w.compiled;
+  return s;
+}
+
+ndf_status ndf_cache_warm_hit_or_miss(ndf_ctx *ctx, const char *arch, ndf_dtype dtype, int ndim,
+                                      const ndf_hit_or_miss_options *opt, int *compiled) {
+  static const char *name = "ndf_cache_warm_hit_or_miss";
+  ndf_status s = ndf__warm_check(ctx, name, arch, dtype, ndim, compiled);
+  if (s != NDF_OK) return s;
+  ndf_array in, out;
+  ndf__warm_array(&in, 0, dtype, ndim);
+  ndf__warm_array(&out, 1, NDF_BOOL, ndim);
+  ndf__warm w = {arch, 0};
+  s = hit_or_miss(ctx, name, &in, &out, opt, &w);
+  if (compiled) *compiled = w.compiled;
+  return s;
+}
+
+ndf_status ndf_cache_warm_label(ndf_ctx *ctx, const char *arch, ndf_dtype dtype, int ndim, ndf_dtype output_dtype,
+                                const ndf_array *structure, int batch_dims, int *compiled) {
+  static const char *name = "ndf_cache_warm_label";
+  ndf_status s = ndf__warm_check(ctx, name, arch, dtype, ndim, compiled);
+  if (s != NDF_OK) return s;
+  ndf_array in, out;
+  ndf__warm_array(&in, 0, dtype, ndim);
+  ndf__warm_array(&out, 1, output_dtype, ndim);
+  ndf__warm w = {arch, 0};
+  s = label(ctx, name, &in, &out, structure, batch_dims, NULL, &w);
+  if (compiled) *compiled = w.compiled;
   return s;
 }

@@ -28,4 +28,17 @@ ndf_status ndf__label_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, 
 ndf_status ndf__hit_or_miss_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
                                  const ndf__bin_step *hit, const ndf__bin_step *miss, int batch_dims);
 
+/* Cache warm (ndf_cache_warm_binary, _hit_or_miss, _label): the kernels the
+ * CUDA path above would request for these arguments (ndf__warm); the arrays'
+ * data is never read (their geometry, dtype and alignment are). */
+ndf_status ndf__binary_cuda_warm(ndf__warm *w, ndf_ctx *ctx, const char *name, ndf__binary_kind kind,
+                                 const ndf_array *in, const ndf_array *out, const ndf_array *mask,
+                                 const ndf__bin_step *ero, const ndf__bin_step *dil, int border, int iterations,
+                                 int batch_dims);
+ndf_status ndf__hit_or_miss_cuda_warm(ndf__warm *w, ndf_ctx *ctx, const char *name, const ndf_array *in,
+                                      const ndf_array *out, const ndf__bin_step *hit, const ndf__bin_step *miss,
+                                      int batch_dims);
+ndf_status ndf__label_cuda_warm(ndf__warm *w, ndf_ctx *ctx, const char *name, const ndf_array *in,
+                                const ndf_array *out, const int32_t *taps, int64_t ntaps, int batch_dims);
+
 #endif

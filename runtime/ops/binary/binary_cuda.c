@@ -19,6 +19,7 @@
 
 #include "binary/binary.h"
 #include "kernel_params.generated.h"
+#include "tune.h"
 
 /* The packed image geometry and the scratch of one op. */
 typedef struct bdev {
@@ -29,7 +30,19 @@ typedef struct bdev {
   int64_t nx, nw, nrows, nwords;
   int x_empty; /* buf[0] holds no voxel (fill_holes): the components' kernels skip reading it */
   CUdeviceptr scratch, buf[2], mask, saved, status;
+  ndf__warm *warm; /* cache warm: kernels are compiled for warm->arch, nothing else happens */
 } bdev;
+
+/* A kernel of the op: loaded, or with b->warm only compiled into the disk cache. */
+static ndf_status bget(bdev *b, const ndf__kernel_req *req, CUfunction *fn) {
+  return ndf__jit_resolve(b->ctx, b->name, req, b->warm, fn);
+}
+
+/* A read-only table on the device (none with b->warm). */
+static ndf_status btable(bdev *b, const void *data, size_t bytes, CUdeviceptr *out) {
+  *out = 0;
+  return b->warm ? NDF_OK : ndf__device_table(b->ctx, data, bytes, out);
+}
 
 /* A prepared step: its kernel and tap table. */
 typedef struct bstep {
@@ -46,6 +59,8 @@ typedef struct bstep {
   int ccl_linkx; /* the taps hold (0, ..., 0, -1) */
   int flood;     /* 6 or 26: the limit by templates/binary_flood.cu (cross / full box, rank 2-3); 0: none */
   int flood_k;   /* its words per thread along x */
+  int flood_tz;  /* its planes per block (binary.flood_tz) */
+  int64_t flood_taps; /* the structure's taps (the tunables' workload) */
   CUfunction flood_fn;
 } bstep;
 
@@ -81,13 +96,13 @@ static ndf_status ccl_prepare(bdev *b, const int32_t *taps, int64_t n, bstep *st
     for (int d = 0; d < nsp - 1; d++) xm1 &= taps[k * nsp + d] == 0;
     st->ccl_linkx |= xm1;
   }
-  ndf_status s = ndf__device_table(b->ctx, tab, (size_t)(n * (nsp + 1) + 1) * sizeof *tab, &st->ccl_tab);
+  ndf_status s = btable(b, tab, (size_t)(n * (nsp + 1) + 1) * sizeof *tab, &st->ccl_tab);
   free(tab);
   if (s != NDF_OK) return s;
   st->ccl_ntaps = (int)n;
   ndf__kernel_req req;
   ndf__req_binary_ccl(&req, nsp);
-  return ndf__jit_get(b->ctx, b->name, &req, &st->ccl_fn);
+  return bget(b, &req, &st->ccl_fn);
 }
 
 static ndf_status flood_prepare(bdev *b, const int32_t *taps, int64_t n, bstep *st);
@@ -114,13 +129,13 @@ static int vec_ok(const ndf_array *a) {
 static ndf_status get_pack(bdev *b, const ndf_array *a, CUfunction *fn) {
   ndf__kernel_req req;
   ndf__req_binary_pack(&req, pack_ctype(a->dtype), vec_ok(a));
-  return ndf__jit_get(b->ctx, b->name, &req, fn);
+  return bget(b, &req, fn);
 }
 
 static ndf_status get_unpack(bdev *b, const ndf_array *out, CUfunction *fn) {
   ndf__kernel_req req;
   ndf__req_binary_unpack(&req, vec_ok(out));
-  return ndf__jit_get(b->ctx, b->name, &req, fn);
+  return bget(b, &req, fn);
 }
 
 static ndf_status pack(bdev *b, CUfunction fn, const ndf_array *a, CUdeviceptr dst, int invert) {
@@ -162,10 +177,11 @@ static ndf_status unpack(bdev *b, CUfunction fn, CUdeviceptr a, CUdeviceptr bm, 
 
 /* Geometry and scratch: two packed buffers, plus mask and saved state when asked. */
 static ndf_status bdev_init(bdev *b, ndf_ctx *ctx, const char *name, const ndf_array *in, int batch_dims,
-                            int with_mask, int with_saved) {
+                            int with_mask, int with_saved, ndf__warm *warm) {
   memset(b, 0, sizeof *b);
   b->ctx = ctx;
   b->name = name;
+  b->warm = warm;
   b->ndim = in->ndim;
   b->nsp = in->ndim - batch_dims;
   for (int d = 0; d < in->ndim; d++) b->shape[d] = in->shape[d];
@@ -175,6 +191,7 @@ static ndf_status bdev_init(bdev *b, ndf_ctx *ctx, const char *name, const ndf_a
   b->nwords = b->nrows * b->nw;
   if (b->nwords >= ((int64_t)1 << 40))
     return ndf__error(ctx, NDF_ENOTSUP, "%s: the image is too large for the packed CUDA path", name);
+  if (warm) return NDF_OK; /* no scratch */
   const size_t bytes = ((size_t)b->nwords * 4 + 255) & ~(size_t)255;
   const int nbuf = 2 + (with_mask != 0) + (with_saved != 0);
   ndf_status s = ndf__scratch_alloc(ctx, bytes * nbuf + 256, &b->scratch);
@@ -234,14 +251,16 @@ static void gb_add(gbuf *g, const char *fmt, ...) {
   g->n += (size_t)k;
 }
 
-/* The largest structure (taps) compiled into binary_fstep.cu: $NDF_BINARY_FIXED_TAPS
- * (read at each op; 0 keeps every step on binary_step.cu's tap table), 125 by default. */
-static int64_t fixed_taps_cap(void) {
-  const char *e = getenv("NDF_BINARY_FIXED_TAPS");
-  if (!e || !*e) return 125;
-  long long v = strtoll(e, NULL, 10);
-  return v < 0 ? 0 : v > 1024 ? 1024 : (int64_t)v;
+/* A tunable (tune.h) of a binary call: its workload is bool, the spatial
+ * axes, the voxels and the structure's taps. */
+static int bin_tune(const bdev *b, int64_t taps, int id) {
+  const ndf__tune_work w = {NDF_BOOL, b->nsp, b->nrows * b->nx, taps};
+  return ndf__tune(b->ctx, id, &w);
 }
+
+/* The largest structure (taps) compiled into binary_fstep.cu: binary.fixed_taps
+ * (0 keeps every step on binary_step.cu's tap table), 125 by default. */
+static int64_t fixed_taps_cap(const bdev *b, int64_t taps) { return bin_tune(b, taps, NDF__TUNE_BINARY_FIXED_TAPS); }
 
 /*
  * The TAPS slot of binary_fstep.cu for the tap rows tab (step_prepare's
@@ -378,7 +397,7 @@ static ndf_status step_prepare(bdev *b, const ndf__bin_step *sp, int op, int bor
     st->cycle = iterations < 1 && !st->monotone;
     st->inplace = iterations < 1 && st->monotone;
     /* The taps compiled in (binary_fstep.cu): small structures, 32-bit word indices. */
-    if (!st->inplace && n > 0 && n <= fixed_taps_cap() && b->nwords < INT32_MAX) {
+    if (!st->inplace && n > 0 && n <= fixed_taps_cap(b, n) && b->nwords < INT32_MAX) {
       gbuf g = {0};
       fstep_code(&g, tab, ntr, nra, op);
       if (g.failed) {
@@ -392,12 +411,12 @@ static ndf_status step_prepare(bdev *b, const ndf__bin_step *sp, int op, int bor
       free(tab);
       p->ntr = (int)ntr;
       st->fixed = 1;
-      ndf_status s = ndf__jit_get(b->ctx, b->name, &req, &st->fn);
+      ndf_status s = bget(b, &req, &st->fn);
       ndf__req_free(&req);
       return s;
     }
     CUdeviceptr dt = 0;
-    ndf_status s = n > 0 ? ndf__device_table(b->ctx, tab, bytes, &dt) : NDF_OK;
+    ndf_status s = n > 0 ? btable(b, tab, bytes, &dt) : NDF_OK;
     free(tab);
     if (s != NDF_OK) return s;
     p->ntr = (int)ntr;
@@ -408,7 +427,7 @@ static ndf_status step_prepare(bdev *b, const ndf__bin_step *sp, int op, int bor
   st->inplace = iterations < 1 && st->monotone;
   ndf__kernel_req req;
   ndf__req_binary_step(&req, op, st->cycle, st->inplace);
-  return ndf__jit_get(b->ctx, b->name, &req, &st->fn);
+  return bget(b, &req, &st->fn);
 }
 
 static ndf_status step_launch(bdev *b, bstep *st, CUdeviceptr src, CUdeviceptr dst, CUdeviceptr mask, int with_status,
@@ -477,22 +496,14 @@ static ndf_status read_status(bdev *b, int32_t *h) {
   return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(b->ctx, b->name, r);
 }
 
-/* An integer from the environment within [lo, hi], else dflt. */
-static int env_int(const char *name, int lo, int hi, int dflt) {
-  const char *e = getenv(name);
-  if (!e || !*e) return dflt;
-  long v = strtol(e, NULL, 10);
-  return v < lo ? lo : v > hi ? hi : (int)v;
-}
-
 /*
  * The flood path (templates/binary_flood.cu) for the limit of a monotone
  * dilation whose taps are exactly the cross or the full 3^nsp box, nsp 2 or
- * 3 ($NDF_BINARY_FLOOD=0 keeps the components' path).  Sets st->flood.
+ * 3 (binary.flood=off keeps the components' path).  Sets st->flood.
  */
 static ndf_status flood_prepare(bdev *b, const int32_t *taps, int64_t n, bstep *st) {
   const int nsp = b->nsp;
-  if (nsp < 2 || nsp > 3 || !env_int("NDF_BINARY_FLOOD", 0, 1, 1)) return NDF_OK;
+  if (nsp < 2 || nsp > 3 || bin_tune(b, n, NDF__TUNE_BINARY_FLOOD) == NDF__TUNE_BINARY_FLOOD__OFF) return NDF_OK;
   int l1max = 0, linf = 1;
   for (int64_t k = 0; k < n; k++) {
     int l1 = 0;
@@ -511,25 +522,27 @@ static ndf_status flood_prepare(bdev *b, const int32_t *taps, int64_t n, bstep *
   if (!conn) return NDF_OK;
   const int64_t ny = b->shape[b->ndim - 2];
   const int64_t nz = nsp == 3 ? b->shape[b->ndim - 3] : b->nrows / (ny > 0 ? ny : 1);
-  const int tz = env_int("NDF_FLOOD_TZ", 1, 32, 32);
-  const int kk = env_int("NDF_FLOOD_K", 1, 2, 2);
+  const int tz = bin_tune(b, n, NDF__TUNE_BINARY_FLOOD_TZ);
+  const int kk = bin_tune(b, n, NDF__TUNE_BINARY_FLOOD_K);
   const int64_t tzv = nz < tz ? (nz > 0 ? nz : 1) : tz;
   const int64_t tiles = (b->nrows / (ny * nz > 0 ? ny * nz : 1)) * ((nz + tzv - 1) / tzv) * ((ny + 31) / 32) *
                         ((b->nw + kk - 1) / kk);
   if (b->nrows == 0 || tiles >= INT32_MAX) return NDF_OK;
   ndf__kernel_req req;
   ndf__req_binary_flood(&req, conn, kk);
-  ndf_status s = ndf__jit_get(b->ctx, b->name, &req, &st->flood_fn);
+  ndf_status s = bget(b, &req, &st->flood_fn);
   if (s != NDF_OK) return s;
   st->flood = conn;
   st->flood_k = kk;
+  st->flood_tz = tz;
+  st->flood_taps = n;
   return NDF_OK;
 }
 
 /*
  * buf[cur], in place: the limit of the monotone dilation by flooding tiles
  * (templates/binary_flood.cu).  Launches are queued in batches of
- * $NDF_FLOOD_BATCH (default 8); the host reads the 32-byte status after
+ * binary.flood_batch (default 8); the host reads the 32-byte status after
  * each batch, and launches after the convergence return at once.
  */
 static ndf_status flood_limit(bdev *b, bstep *st, int cur) {
@@ -545,7 +558,7 @@ static ndf_status flood_limit(bdev *b, bstep *st, int cur) {
   p.nimg = b->nrows / (p.ny * p.nz);
   p.ysp = 1;
   p.zsp = nsp == 3;
-  const int tz0 = env_int("NDF_FLOOD_TZ", 1, 32, 32);
+  const int tz0 = st->flood_tz;
   p.tz = p.nz < tz0 ? (int)p.nz : tz0;
   p.nw = b->nw;
   p.ntx = (b->nw + kk - 1) / kk;
@@ -556,7 +569,7 @@ static ndf_status flood_limit(bdev *b, bstep *st, int cur) {
   const int64_t tiles = p.nimg * p.ntz * p.nty * p.ntx;
   CUresult r = cu->cuMemsetD8Async(b->status, 0, 256, b->ctx->stream);
   if (r != CUDA_SUCCESS) return ndf__cuda_error(b->ctx, b->name, r);
-  const int batch = env_int("NDF_FLOOD_BATCH", 1, 64, 8);
+  const int batch = bin_tune(b, st->flood_taps, NDF__TUNE_BINARY_FLOOD_BATCH);
   int32_t h[8] = {0};
   for (int t = 0;;) {
     for (int i = 0; i < batch; i++) {
@@ -634,6 +647,37 @@ static ndf_status iterate(bdev *b, bstep *st, int iterations, int *cur) {
   return NDF_OK;
 }
 
+/* Every kernel of a binary op resolved (and its tables uploaded) before the
+ * first launch; iterations as the op runs them (< 1 for propagation and fill_holes). */
+static ndf_status binary_kernels(bdev *b, ndf__binary_kind kind, const ndf_array *in, const ndf_array *out,
+                                 const ndf_array *mask, const ndf__bin_step *ero, const ndf__bin_step *dil, int border,
+                                 int iterations, bstep *se, bstep *sd, CUfunction *fpack, CUfunction *fmask,
+                                 CUfunction *funpack) {
+  const int need_ero = kind == NDF__B_EROSION || kind == NDF__B_OPENING || kind == NDF__B_CLOSING;
+  const int need_dil = kind != NDF__B_EROSION;
+  ndf_status s = get_pack(b, in, fpack);
+  if (s == NDF_OK && mask) s = get_pack(b, mask, fmask);
+  if (s == NDF_OK) s = get_unpack(b, out, funpack);
+  if (s == NDF_OK && need_ero) s = step_prepare(b, ero, 0, border, iterations, se);
+  if (s == NDF_OK && need_dil) s = step_prepare(b, dil, 1, border, iterations, sd);
+  return s;
+}
+
+ndf_status ndf__binary_cuda_warm(ndf__warm *w, ndf_ctx *ctx, const char *name, ndf__binary_kind kind,
+                                 const ndf_array *in, const ndf_array *out, const ndf_array *mask,
+                                 const ndf__bin_step *ero, const ndf__bin_step *dil, int border, int iterations,
+                                 int batch_dims) {
+  if (kind == NDF__B_PROPAGATION || kind == NDF__B_FILL_HOLES) iterations = -1;
+  bdev b;
+  bstep se, sd;
+  CUfunction fpack, fmask, funpack;
+  ndf_status s = bdev_init(&b, ctx, name, in, batch_dims, 0, 0, w);
+  if (s == NDF_OK)
+    s = binary_kernels(&b, kind, in, out, kind == NDF__B_FILL_HOLES ? NULL : mask, ero, dil, border, iterations, &se,
+                       &sd, &fpack, &fmask, &funpack);
+  return s;
+}
+
 ndf_status ndf__binary_cuda(ndf_ctx *ctx, const char *name, ndf__binary_kind kind, const ndf_array *in,
                             ndf_array *out, const ndf_array *mask, const ndf__bin_step *ero,
                             const ndf__bin_step *dil, int border, int iterations, int batch_dims) {
@@ -641,18 +685,13 @@ ndf_status ndf__binary_cuda(ndf_ctx *ctx, const char *name, ndf__binary_kind kin
   if (s != NDF_OK) return s;
   const int fill = kind == NDF__B_FILL_HOLES;
   if (kind == NDF__B_PROPAGATION || fill) iterations = -1;
-  const int need_ero = kind == NDF__B_EROSION || kind == NDF__B_OPENING || kind == NDF__B_CLOSING;
-  const int need_dil = kind != NDF__B_EROSION;
   bdev b;
   bstep se, sd;
   CUfunction fpack, fmask = NULL, funpack;
-  /* Every kernel is resolved (and the tables uploaded) before the first launch. */
-  if ((s = bdev_init(&b, ctx, name, in, batch_dims, mask || fill, iterations < 1)) != NDF_OK) return s;
-  if ((s = get_pack(&b, in, &fpack)) != NDF_OK) goto done;
-  if (mask && (s = get_pack(&b, mask, &fmask)) != NDF_OK) goto done;
-  if ((s = get_unpack(&b, out, &funpack)) != NDF_OK) goto done;
-  if (need_ero && (s = step_prepare(&b, ero, 0, border, iterations, &se)) != NDF_OK) goto done;
-  if (need_dil && (s = step_prepare(&b, dil, 1, border, iterations, &sd)) != NDF_OK) goto done;
+  if ((s = bdev_init(&b, ctx, name, in, batch_dims, mask || fill, iterations < 1, NULL)) != NDF_OK) return s;
+  if ((s = binary_kernels(&b, kind, in, out, mask, ero, dil, border, iterations, &se, &sd, &fpack, &fmask,
+                          &funpack)) != NDF_OK)
+    goto done;
 
   int cur = 0;
   if (fill) { /* propagate zeros into NOT input (border 1); the result is negated */
@@ -686,6 +725,27 @@ done:
 
 /* hit = erosion by structure1 (border 0); miss = OR over structure2's
  * erosion-style taps (border 0); out = hit AND NOT miss, in one unpack. */
+static ndf_status hit_or_miss_kernels(bdev *b, const ndf_array *in, const ndf_array *out, const ndf__bin_step *hit,
+                                      const ndf__bin_step *miss, bstep *sh, bstep *sm, CUfunction *fpack,
+                                      CUfunction *funpack) {
+  ndf_status s = get_pack(b, in, fpack);
+  if (s == NDF_OK) s = get_unpack(b, out, funpack);
+  if (s == NDF_OK) s = step_prepare(b, hit, 0, 0, 1, sh);
+  if (s == NDF_OK) s = step_prepare(b, miss, 1, 0, 1, sm);
+  return s;
+}
+
+ndf_status ndf__hit_or_miss_cuda_warm(ndf__warm *w, ndf_ctx *ctx, const char *name, const ndf_array *in,
+                                      const ndf_array *out, const ndf__bin_step *hit, const ndf__bin_step *miss,
+                                      int batch_dims) {
+  bdev b;
+  bstep sh, sm;
+  CUfunction fpack, funpack;
+  ndf_status s = bdev_init(&b, ctx, name, in, batch_dims, 0, 0, w);
+  if (s == NDF_OK) s = hit_or_miss_kernels(&b, in, out, hit, miss, &sh, &sm, &fpack, &funpack);
+  return s;
+}
+
 ndf_status ndf__hit_or_miss_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
                                  const ndf__bin_step *hit, const ndf__bin_step *miss, int batch_dims) {
   ndf_status s = ndf__ctx_bind(ctx);
@@ -693,11 +753,8 @@ ndf_status ndf__hit_or_miss_cuda(ndf_ctx *ctx, const char *name, const ndf_array
   bdev b;
   bstep sh, sm;
   CUfunction fpack, funpack;
-  if ((s = bdev_init(&b, ctx, name, in, batch_dims, 1, 0)) != NDF_OK) return s;
-  if ((s = get_pack(&b, in, &fpack)) != NDF_OK) goto done;
-  if ((s = get_unpack(&b, out, &funpack)) != NDF_OK) goto done;
-  if ((s = step_prepare(&b, hit, 0, 0, 1, &sh)) != NDF_OK) goto done;
-  if ((s = step_prepare(&b, miss, 1, 0, 1, &sm)) != NDF_OK) goto done;
+  if ((s = bdev_init(&b, ctx, name, in, batch_dims, 1, 0, NULL)) != NDF_OK) return s;
+  if ((s = hit_or_miss_kernels(&b, in, out, hit, miss, &sh, &sm, &fpack, &funpack)) != NDF_OK) goto done;
   /* buf[0] = input, buf[1] = hit, mask buffer = miss. */
   if ((s = pack(&b, fpack, in, b.buf[0], 0)) != NDF_OK) goto done;
   if ((s = step_launch(&b, &sh, b.buf[0], b.buf[1], 0, 0, 1)) != NDF_OK) goto done;
@@ -721,6 +778,27 @@ done:
  * counts) and writes the labels.  cap is the largest label the output dtype
  * holds; the per-image counts are read back before the output is written.
  */
+static ndf_status label_kernels(bdev *b, const ndf_array *in, const ndf_array *out, const int32_t *taps, int64_t ntaps,
+                                bstep *st, CUfunction *fn, CUfunction *fpack) {
+  ndf__kernel_req req;
+  ndf__req_label(&req, ndf__dtype_ctype(out->dtype));
+  ndf_status s = bget(b, &req, fn);
+  if (s == NDF_OK) s = get_pack(b, in, fpack);
+  if (s == NDF_OK) s = ccl_prepare(b, taps, ntaps, st);
+  return s;
+}
+
+ndf_status ndf__label_cuda_warm(ndf__warm *w, ndf_ctx *ctx, const char *name, const ndf_array *in,
+                                const ndf_array *out, const int32_t *taps, int64_t ntaps, int batch_dims) {
+  bdev b;
+  bstep st;
+  memset(&st, 0, sizeof st);
+  CUfunction fn, fpack;
+  ndf_status s = bdev_init(&b, ctx, name, in, batch_dims, 0, 0, w);
+  if (s == NDF_OK) s = label_kernels(&b, in, out, taps, ntaps, &st, &fn, &fpack);
+  return s;
+}
+
 ndf_status ndf__label_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out, const int32_t *taps,
                            int64_t ntaps, int nsp, int batch_dims, int64_t cap, int64_t *num_features) {
   ndf_status s = ndf__ctx_bind(ctx);
@@ -737,16 +815,9 @@ ndf_status ndf__label_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, 
   CUdeviceptr scratch = 0;
   int32_t *counts = NULL;
   /* Packed input in b.mask (the x of the components' kernels too). */
-  if ((s = bdev_init(&b, ctx, name, in, batch_dims, 1, 0)) != NDF_OK) return s;
+  if ((s = bdev_init(&b, ctx, name, in, batch_dims, 1, 0, NULL)) != NDF_OK) return s;
   (void)nsp;
-  {
-    ndf__kernel_req req;
-    ndf__req_label(&req, ndf__dtype_ctype(out->dtype));
-    s = ndf__jit_get(ctx, name, &req, &fn);
-  }
-  if (s == NDF_OK) s = get_pack(&b, in, &fpack);
-  if (s == NDF_OK) s = ccl_prepare(&b, taps, ntaps, &st);
-  if (s != NDF_OK) goto done;
+  if ((s = label_kernels(&b, in, out, taps, ntaps, &st, &fn, &fpack)) != NDF_OK) goto done;
 
   ndf__label_params p;
   memset(&p, 0, sizeof p);

@@ -914,8 +914,9 @@ done:
 
 /* ---- entry points ---------------------------------------------------------------------------- */
 
+/* A distance transform; with warm, its CUDA path's kernels are compiled instead (ndf_cache_warm_distance). */
 static ndf_status run(ndf_ctx *ctx, dist_op op, const char *name, const ndf_array *in, ndf_array *dist,
-                      ndf_array *idx, const ndf_distance_options *opt) {
+                      ndf_array *idx, const ndf_distance_options *opt, ndf__warm *warm) {
   if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
   ndf__clear_error(ctx);
   dist_call c;
@@ -928,27 +929,26 @@ static ndf_status run(ndf_ctx *ctx, dist_op op, const char *name, const ndf_arra
     if (opt->metric_structure) read_structure(opt->metric_structure, c.structure);
     else binary_structure(c.nsp, c.metric == NDF_METRIC_TAXICAB ? 1 : c.nsp, c.structure);
   }
+  const int cuda = in->device == NDF_DEVICE_CUDA || warm;
   switch (op) {
     case OP_EDT:
-      s = in->device == NDF_DEVICE_CUDA ? ndf__edt_cuda(ctx, name, in, dist, idx, c.nb, c.sampling)
-                                        : edt_cpu(ctx, &c, in, dist, idx);
+      s = cuda ? ndf__edt_cuda(ctx, name, in, dist, idx, c.nb, c.sampling, warm) : edt_cpu(ctx, &c, in, dist, idx);
       break;
     case OP_CDT:
-      if (in->device == NDF_DEVICE_CUDA) {
+      if (cuda) {
         const int chess = cdt_cuda_metric(&c);
         s = chess < 0 ? ndf__error(ctx, NDF_ENOTSUP, "%s: on CUDA arrays the metric must be taxicab (cityblock, "
                                    "manhattan; generate_binary_structure(rank, 1)) or chessboard "
                                    "(generate_binary_structure(rank, rank)); other metric structures run on the "
                                    "CPU backend only", name)
-                      : ndf__cdt_cuda(ctx, name, in, dist, c.nb, chess);
+                      : ndf__cdt_cuda(ctx, name, in, dist, c.nb, chess, warm);
       } else {
         s = cdt_cpu(ctx, &c, in, dist, idx);
       }
       break;
     case OP_BF:
-      s = in->device == NDF_DEVICE_CUDA
-              ? ndf__bf_cuda(ctx, name, in, dist, idx, c.nb, (int)c.metric, c.has_sampling, c.sampling)
-              : bf_cpu(ctx, &c, in, dist, idx);
+      s = cuda ? ndf__bf_cuda(ctx, name, in, dist, idx, c.nb, (int)c.metric, c.has_sampling, c.sampling, warm)
+               : bf_cpu(ctx, &c, in, dist, idx);
       break;
   }
   free(c.structure);
@@ -957,15 +957,48 @@ static ndf_status run(ndf_ctx *ctx, dist_op op, const char *name, const ndf_arra
 
 ndf_status ndf_distance_transform_edt(ndf_ctx *ctx, const ndf_array *input, ndf_array *distances, ndf_array *indices,
                                       const ndf_distance_options *opt) {
-  return run(ctx, OP_EDT, "ndf_distance_transform_edt", input, distances, indices, opt);
+  return run(ctx, OP_EDT, "ndf_distance_transform_edt", input, distances, indices, opt, NULL);
 }
 
 ndf_status ndf_distance_transform_cdt(ndf_ctx *ctx, const ndf_array *input, ndf_array *distances, ndf_array *indices,
                                       const ndf_distance_options *opt) {
-  return run(ctx, OP_CDT, "ndf_distance_transform_cdt", input, distances, indices, opt);
+  return run(ctx, OP_CDT, "ndf_distance_transform_cdt", input, distances, indices, opt, NULL);
 }
 
 ndf_status ndf_distance_transform_bf(ndf_ctx *ctx, const ndf_array *input, ndf_array *distances, ndf_array *indices,
                                      const ndf_distance_options *opt) {
-  return run(ctx, OP_BF, "ndf_distance_transform_bf", input, distances, indices, opt);
+  return run(ctx, OP_BF, "ndf_distance_transform_bf", input, distances, indices, opt, NULL);
+}
+
+ndf_status ndf_cache_warm_distance(ndf_ctx *ctx, const char *arch, const char *op, ndf_dtype dtype, int ndim,
+                                   const ndf_distance_options *opt, ndf_dtype distances_dtype, int with_indices,
+                                   int *compiled) {
+  static const char *name = "ndf_cache_warm_distance";
+  ndf_status s = ndf__warm_check(ctx, name, arch, dtype, ndim, compiled);
+  if (s != NDF_OK) return s;
+  dist_op which;
+  if (op && !strcmp(op, "distance_transform_edt")) which = OP_EDT;
+  else if (op && !strcmp(op, "distance_transform_cdt")) which = OP_CDT;
+  else if (op && !strcmp(op, "distance_transform_bf")) which = OP_BF;
+  else
+    return ndf__argerror(ctx, name, "op", "unknown op '%s' (distance_transform_edt, distance_transform_cdt, "
+                         "distance_transform_bf)", op ? op : "(null)");
+  if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
+  if (ndim > NDF_MAX_NDIM - 1) with_indices = 0; /* the call would reject the indices' rank */
+  ndf_array in, dist, idx;
+  ndf__warm_array(&in, 0, dtype, ndim);
+  ndf__warm_array(&dist, 1, distances_dtype, ndim);
+  if (with_indices) { /* batch + (spatial rank,) + spatial */
+    const int nb = opt->batch_dims >= 0 && opt->batch_dims < ndim ? opt->batch_dims : 0;
+    int64_t shape[NDF_MAX_NDIM];
+    for (int d = 0; d < nb; d++) shape[d] = 64;
+    shape[nb] = ndim - nb;
+    for (int d = nb; d < ndim; d++) shape[d + 1] = 64;
+    ndf__warm_array(&idx, 2, NDF_INT32, 1);
+    ndf_array_init(&idx, idx.data, NDF_DEVICE_CPU, NDF_INT32, ndim + 1, shape);
+  }
+  ndf__warm w = {arch, 0};
+  s = run(ctx, which, name, &in, &dist, with_indices ? &idx : NULL, opt, &w);
+  if (compiled) *compiled = w.compiled;
+  return s;
 }

@@ -14,8 +14,8 @@
 #include "kernel_params.generated.h"
 
 ndf_status ndf__bf_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, ndf_array *idx, int nb,
-                        int metric, int has_sampling, const double *sampling) {
-  ndf_status s = ndf__ctx_bind(ctx);
+                        int metric, int has_sampling, const double *sampling, ndf__warm *warm) {
+  ndf_status s = warm ? NDF_OK : ndf__ctx_bind(ctx);
   if (s != NDF_OK) return s;
   const int nd = in->ndim, nsp = nd - nb;
   int64_t nimg = 1, npix = 1;
@@ -29,8 +29,9 @@ ndf_status ndf__bf_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf
     ndf__kernel_req r;
     /* the input type matters to ndf_bf_mark only, the metric to ndf_bf_dist only */
     ndf__req_distance_bf(&r, kn[k], k == 0 ? in->dtype : NDF_UINT8, nsp, k == 2 ? mcode : 0);
-    if ((s = ndf__jit_get(ctx, name, &r, &fn[k])) != NDF_OK) return s;
+    if ((s = ndf__jit_resolve(ctx, name, &r, warm, &fn[k])) != NDF_OK) return s;
   }
+  if (warm) return NDF_OK;
   const int64_t nchunk = (npix + 255) / 256;
   if (nimg * nchunk > 0x7fffffff)
     return ndf__error(ctx, NDF_ENOTSUP, "%s: the input is too large for one launch", name);

@@ -21,15 +21,13 @@
 
 #include "distance/distance.h"
 #include "kernel_params.generated.h"
+#include "tune.h"
 
-/* A knob from the environment: its integer value when it is one (the whole
- * string) within [lo, hi], else dflt (unset, empty, other text, out of range). */
-static int env_in(const char *name, int lo, int hi, int dflt) {
-  const char *e = getenv(name);
-  if (!e || !*e) return dflt;
-  char *end = NULL;
-  const long v = strtol(e, &end, 10);
-  return *end == '\0' && v >= lo && v <= hi ? (int)v : dflt;
+/* A tunable (tune.h) of a distance call: its workload is the input's
+ * dtype, spatial axes and elements. */
+static int dist_tune(ndf_ctx *ctx, const ndf_array *in, int nb, int id) {
+  const ndf__tune_work w = {in->dtype, in->ndim - nb, ndf_array_size(in), 0};
+  return ndf__tune(ctx, id, &w);
 }
 
 /* The kernel of pass d of nsp: the last axis runs ndf_edt_wrows or
@@ -47,16 +45,16 @@ static const char *edt_kernel(int d, int nsp, int wrows, int wlines, int first1k
  * 1024-thread blocks of at least 8 lines (8 adjacent lines: every warp
  * access covers whole 32-byte sectors of the features).  The second is the
  * default without exact arithmetic (16% less time on the 1024^2 sampling +
- * indices workload); NDF_EDT_FIRST=512 / 1024 forces one.  Returns 2 for
+ * indices workload); edt.first=512 / 1024 forces one.  Returns 2 for
  * ndf_edt_bfirst (the search path's bit-mask first pass with the envelope
  * kernels' output; 512 threads, segments of at most 32 voxels, so axis 0 up
  * to 16384): the default there without exact arithmetic, forced by
- * NDF_EDT_FIRST=bits. */
-static int edt_first1k(int exact, int64_t n0) {
-  const char *env = getenv("NDF_EDT_FIRST");
-  if (env && !strcmp(env, "512")) return 0;
-  if (env && !strcmp(env, "1024")) return 1;
-  if (n0 <= 16384 && ((env && !strcmp(env, "bits")) || !exact)) return 2;
+ * edt.first=bits. */
+static int edt_first1k(ndf_ctx *ctx, const ndf_array *in, int nb, int exact, int64_t n0) {
+  const int v = dist_tune(ctx, in, nb, NDF__TUNE_EDT_FIRST);
+  if (v == NDF__TUNE_EDT_FIRST__512) return 0;
+  if (v == NDF__TUNE_EDT_FIRST__1024) return 1;
+  if (n0 <= 16384 && (v == NDF__TUNE_EDT_FIRST__BITS || !exact)) return 2;
   return !exact;
 }
 
@@ -64,7 +62,7 @@ static int edt_first1k(int exact, int64_t n0) {
  * row, the envelope in shared memory) instead of ndf_edt_rows (a thread per
  * row) when the arithmetic is exact (any number of rows: every warp busy), or
  * when there are too few rows to fill the GPU (fewer than EDT_WROWS_LINES);
- * always / never under NDF_EDT_ROWS=warp / tile (NDF_EDT_ROWS=serial: warp,
+ * always / never under edt.rows=warp / tile (edt.rows=serial: warp,
  * without the exact-arithmetic segments).  Its shared memory (one warp's)
  * must fit the default 48 KiB; a block takes up to 4 rows (warps). */
 #define EDT_WROWS_LINES 32768
@@ -96,10 +94,9 @@ static int edt_exact(const ndf_array *in, int nb, const double *sampling) {
 
 /* W between passes as uint32 (templates/distance_edt.cu, slot WT): exact
  * arithmetic and every W (at most the sum over the axes of (length x
- * sampling)^2) below 2^32; NDF_EDT_W=double keeps doubles. */
-static int edt_w32(const ndf_array *in, int nb, const double *sampling) {
-  const char *env = getenv("NDF_EDT_W");
-  if ((env && !strcmp(env, "double")) || !edt_exact(in, nb, sampling)) return 0;
+ * sampling)^2) below 2^32; edt.w=double keeps doubles. */
+static int edt_w32(ndf_ctx *ctx, const ndf_array *in, int nb, const double *sampling) {
+  if (dist_tune(ctx, in, nb, NDF__TUNE_EDT_W) == NDF__TUNE_EDT_W__DOUBLE || !edt_exact(in, nb, sampling)) return 0;
   double wmax = 0.0;
   for (int d = 0; d < in->ndim - nb; d++) {
     const double e = (double)in->shape[nb + d] * sampling[d];
@@ -108,14 +105,14 @@ static int edt_w32(const ndf_array *in, int nb, const double *sampling) {
   return wmax < 4294967296.0;
 }
 
-static edt_wplan edt_wrows_plan(const ndf_array *in, int nb, const double *sampling) {
+static edt_wplan edt_wrows_plan(ndf_ctx *ctx, const ndf_array *in, int nb, const double *sampling) {
   edt_wplan w = {0, 0, 0, 0, 0, 0, 0, 0};
   const int nd = in->ndim;
   if (nd - nb < 2) return w;
   const int64_t n = in->shape[nd - 1], nlines = ndf_array_size(in) / (n > 0 ? n : 1);
-  const char *env = getenv("NDF_EDT_ROWS");
-  const int force = env && !strcmp(env, "warp"), serial = env && !strcmp(env, "serial");
-  if (env && !strcmp(env, "tile")) return w;
+  const int rows = dist_tune(ctx, in, nb, NDF__TUNE_EDT_ROWS);
+  const int force = rows == NDF__TUNE_EDT_ROWS__WARP, serial = rows == NDF__TUNE_EDT_ROWS__SERIAL;
+  if (rows == NDF__TUNE_EDT_ROWS__TILE) return w;
   w.exact = !serial && edt_exact(in, nb, sampling);
   if (!force && !serial && !w.exact && nlines >= EDT_WROWS_LINES) return w;
   if (w.exact) {
@@ -125,14 +122,14 @@ static edt_wplan edt_wrows_plan(const ndf_array *in, int nb, const double *sampl
   } else { /* the envelope (16 bytes per site), then the walk's state per position (int) */
     w.seg = w.stride = n;
     w.wbytes = (n * 20 + 15) & ~(int64_t)15; /* each warp's region 16-byte aligned */
-    /* The envelope's builder: NDF_EDT_SERIAL=old lane 0 (ndf_wenv), =new lane 0
-     * (ndf_wenv1), unset or any other value the warp (ndf_wenvp: 32 segments of an odd stride, sites, two int
+    /* The envelope's builder: edt.serial=old lane 0 (ndf_wenv), =new lane 0
+     * (ndf_wenv1), auto the warp (ndf_wenvp: 32 segments of an odd stride, sites, two int
      * arrays and a byte array, 25 bytes per slot) where that fits 48 KiB (rows up to ~1900),
      * else lane 0. */
-    const char *env_serial = getenv("NDF_EDT_SERIAL");
-    w.wfast = env_serial && !strcmp(env_serial, "new") ? 1 : 0;
+    const int env_serial = dist_tune(ctx, in, nb, NDF__TUNE_EDT_SERIAL);
+    w.wfast = env_serial == NDF__TUNE_EDT_SERIAL__NEW ? 1 : 0;
     const int64_t pseg = (n + 31) / 32, pstride = pseg + (pseg % 2 == 0), pbytes = (32 * pstride * 25 + 15) & ~(int64_t)15;
-    const int serial = env_serial && (!strcmp(env_serial, "old") || !strcmp(env_serial, "new"));
+    const int serial = env_serial != NDF__TUNE_EDT_SERIAL__AUTO;
     if (!serial && pbytes <= EDT_WROWS_SMEM) {
       w.wfast = 2;
       w.seg = pseg;
@@ -145,9 +142,9 @@ static edt_wplan edt_wrows_plan(const ndf_array *in, int nb, const double *sampl
   if (w.warps > 4) w.warps = 4;
   /* Without exact arithmetic one row per block (several rows per block are
    * slower on the 1024^2 sampling + indices workload);
-   * NDF_EDT_WARPS=1..4 forces the rows per block (within 48 KiB). */
+   * edt.warps=1..4 forces the rows per block (within 48 KiB). */
   if (!w.exact) w.warps = 1;
-  const int want = env_in("NDF_EDT_WARPS", 1, 4, 0);
+  const int want = dist_tune(ctx, in, nb, NDF__TUNE_EDT_WARPS);
   if (want) w.warps = want * w.wbytes <= EDT_WROWS_SMEM ? want : w.warps;
   if (w.warps > nlines) w.warps = (int)(nlines > 0 ? nlines : 1);
   w.smem = (unsigned)(w.warps * w.wbytes);
@@ -158,7 +155,7 @@ static edt_wplan edt_wrows_plan(const ndf_array *in, int nb, const double *sampl
 /* The middle passes (axes 1 .. nsp-2 of 3+ spatial axes) run ndf_edt_wlines
  * (a warp per line, lw adjacent lines per block staged through shared
  * memory) when the arithmetic is exact and lw >= 1 lines fit in 48 KiB
- * (lines up to ~1600 voxels), else, and under NDF_EDT_LINES=thread,
+ * (lines up to ~1600 voxels), else, and under edt.lines=thread,
  * ndf_edt_lines (a thread per line, its envelope in global scratch). */
 typedef struct edt_lplan {
   int use, lw;
@@ -166,10 +163,9 @@ typedef struct edt_lplan {
   unsigned smem;
 } edt_lplan;
 
-static edt_lplan edt_wlines_plan(const ndf_array *in, int nb, const double *sampling, int axis) {
+static edt_lplan edt_wlines_plan(ndf_ctx *ctx, const ndf_array *in, int nb, const double *sampling, int axis) {
   edt_lplan w = {0, 0, 0, 0, 0, 0, 0};
-  const char *env = getenv("NDF_EDT_LINES");
-  if (env && !strcmp(env, "thread")) return w;
+  if (dist_tune(ctx, in, nb, NDF__TUNE_EDT_LINES) == NDF__TUNE_EDT_LINES__THREAD) return w;
   if (!edt_exact(in, nb, sampling)) return w;
   const int64_t n = in->shape[axis], nlines = ndf_array_size(in) / (n > 0 ? n : 1);
   w.seg = (n + 31) / 32;
@@ -203,13 +199,13 @@ static void edt_request(ndf__kernel_req *r, const char *kernel, ndf_dtype tin, n
  * segmented scans), ndf_edt_smid (middle axes: lw = 8..32 lines per block
  * staged whole in shared memory), ndf_edt_srows (last axis: R rows per
  * block).  Between passes W (uint32) and, with indices, the feature (int32).
- * A line whose search goes past radius scap (NDF_EDT_SCAP, default 64) is
+ * A line whose search goes past radius scap (edt.scap, default 64) is
  * answered from its exact envelope instead (ndf_senv / ndf_squery, in the
  * same block), so the work per voxel stays bounded whatever the input.
  * Taken for 2+ spatial axes when every W stays below 2^30 and every staged
  * block fits 48 KiB, unless
- * NDF_EDT_SEARCH=0 or one of the envelope kernels' switches (NDF_EDT_ROWS,
- * NDF_EDT_LINES, NDF_EDT_MERGE, NDF_EDT_W) is set. */
+ * edt.search=off or one of the envelope kernels' switches (edt.rows,
+ * edt.lines, edt.merge, edt.w) is set. */
 #define EDT_SEARCH_BUDGET (28 * 1024) /* per block: 8 blocks (64 warps) per SM */
 
 typedef struct edt_splan {
@@ -222,8 +218,8 @@ typedef struct edt_splan {
 /* Distances only (no indices), the middle and last passes default to
  * ndf_edt_sdmid / ndf_edt_sdrows: no position kept, one add-and-min per
  * candidate, lines staged with edt_spad cells of NDF_WNONE past both ends (no
- * bounds tests); NDF_EDT_SMID=old / NDF_EDT_SROWS=old keep ndf_edt_smid /
- * ndf_edt_srows; NDF_EDT_SMID=t takes ndf_edt_sdmidt (lanes along a line,
+ * bounds tests); edt.smid=old / edt.srows=old keep ndf_edt_smid /
+ * ndf_edt_srows; edt.smid=t takes ndf_edt_sdmidt (lanes along a line,
  * lines staged transposed, answers through a shared tile; an alternative,
  * exercised by test_gpu_distance's mode 12) instead of ndf_edt_sdmid (lanes
  * across lines, as ndf_edt_smid; about a third less time than ndf_edt_smid in
@@ -237,30 +233,32 @@ static int64_t edt_spitch(int64_t n, int64_t pad, int64_t lw) {
   return q + (((m - q) % 32) + 32) % 32;
 }
 
-static int edt_sdist(int last, int64_t n, double s) {
-  const char *env = getenv(last ? "NDF_EDT_SROWS" : "NDF_EDT_SMID");
-  if (env && !strcmp(env, "old")) return 0;
+static int edt_sdist(ndf_ctx *ctx, const ndf_array *in, int nb, int last, int64_t n, double s) {
+  const int v = dist_tune(ctx, in, nb, last ? NDF__TUNE_EDT_SROWS : NDF__TUNE_EDT_SMID);
+  if (last ? v == NDF__TUNE_EDT_SROWS__OLD : v == NDF__TUNE_EDT_SMID__OLD) return 0;
   const double e = (double)(n + 8) * s;
   if (!(e * e < 1073741824.0)) return 0;
-  return last || !(env && !strcmp(env, "t")) ? 1 : 2;
+  return last || v != NDF__TUNE_EDT_SMID__T ? 1 : 2;
 }
 
-static edt_splan edt_search_plan(const ndf_ctx *ctx, const ndf_array *in, int nb, const double *sampling, int has_idx) {
+static edt_splan edt_search_plan(ndf_ctx *ctx, const ndf_array *in, int nb, const double *sampling, int has_idx) {
   edt_splan sp;
   memset(&sp, 0, sizeof sp);
-  const char *env = getenv("NDF_EDT_SEARCH");
-  if (env && !strcmp(env, "0")) return sp;
-  if (getenv("NDF_EDT_ROWS") || getenv("NDF_EDT_LINES") || getenv("NDF_EDT_MERGE")) return sp;
+  if (dist_tune(ctx, in, nb, NDF__TUNE_EDT_SEARCH) == NDF__TUNE_EDT_SEARCH__OFF) return sp;
+  /* a variant of the envelope kernels asked for: those run */
+  if (ndf__tune_is_set(ctx, NDF__TUNE_EDT_ROWS) || ndf__tune_is_set(ctx, NDF__TUNE_EDT_LINES) ||
+      ndf__tune_is_set(ctx, NDF__TUNE_EDT_MERGE))
+    return sp;
   const int nd = in->ndim, nsp = nd - nb;
-  if (nsp < 2 || !edt_w32(in, nb, sampling)) return sp;
+  if (nsp < 2 || !edt_w32(ctx, in, nb, sampling)) return sp;
   double wmax = 0.0; /* every W + (r s)^2 below 2^30 (templates/distance_edt.cu: NDF_WNONE) */
   for (int d = 0; d < nsp; d++) {
     const double e = (double)in->shape[nb + d] * sampling[d];
     wmax += e * e;
   }
   if (!(wmax < 1073741824.0)) return sp;
-  /* NDF_EDT_SCAP=r: the longest search before a line falls back to its envelope (default 64; tests use 1-3) */
-  sp.scap = env_in("NDF_EDT_SCAP", 1, INT_MAX, 64);
+  /* edt.scap=r: the longest search before a line falls back to its envelope (default 64; tests use 1-3) */
+  sp.scap = dist_tune(ctx, in, nb, NDF__TUNE_EDT_SCAP);
   if (in->shape[nb] > 16384) return sp; /* ndf_edt_sfirst: 512 segments of at most 32 voxels */
   /* staged per voxel: W (4), the feature (4, with indices), the fallback envelope's position (2) */
   const int64_t N = ndf_array_size(in), bpv = has_idx ? 10 : 6;
@@ -273,7 +271,7 @@ static edt_splan edt_search_plan(const ndf_ctx *ctx, const ndf_array *in, int nb
      * lines (pitch edt_spitch, one pad run more) and the answer tile n (lw + 1) (the stacks reuse it).  A kernel
      * that does not fit 48 KiB gives way to the next (sdmidt, sdmid, smid; sdrows, srows). */
     const int64_t pad = edt_spad(n, sp.scap);
-    int dk = has_idx ? 0 : edt_sdist(d == nsp - 1, n, sampling[d]), fits = 0;
+    int dk = has_idx ? 0 : edt_sdist(ctx, in, nb, d == nsp - 1, n, sampling[d]), fits = 0;
 #define EDT_SBYTES(lw)                                                                                          \
   (dk == 2 ? 4 * (edt_spitch(n, pad, lw) - n + (lw) * edt_spitch(n, pad, lw)) + 4 * n * ((lw) + 1)                 \
    : dk    ? (d < nsp - 1 ? (lw) * (n * 6 + 8 * pad) : (lw) * (n * 6 + 4 * pad) + 4 * pad)                           \
@@ -342,7 +340,7 @@ static void edt_head(ndf__edt_params *p, const ndf_array *in, const ndf_array *d
 }
 
 static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, ndf_array *idx,
-                                  int nb, const double *sampling, const edt_splan *sp, int debug) {
+                                  int nb, const double *sampling, const edt_splan *sp, ndf__warm *warm) {
   const int nd = in->ndim, nsp = nd - nb, has_idx = idx != NULL;
   const int64_t N = ndf_array_size(in);
   const ndf_dtype dout = dist ? dist->dtype : NDF_FLOAT64;
@@ -356,8 +354,9 @@ static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
     ndf__req_distance_edt(&req, kn[d == 0 ? 0 : (last ? 2 : 1) + 2 * sp->dk[d]], d == 0 ? in->dtype : NDF_UINT8,
                           last && dist && dout == NDF_FLOAT32 ? "float" : "double", "unsigned int", d == 0, last,
                           last ? dist != NULL : 0, has_idx);
-    if ((s = ndf__jit_get(ctx, name, &req, &fns[d])) != NDF_OK) return s;
+    if ((s = ndf__jit_resolve(ctx, name, &req, warm, &fns[d])) != NDF_OK) return s;
   }
+  if (warm) return NDF_OK;
   /* Two buffers (one for 2-D) of W (uint32) then, with indices, features (int32). */
   const int nbuf = nsp >= 3 ? 2 : 1;
   const size_t buf_bytes = ((size_t)N * (has_idx ? 8 : 4) + 255) & ~(size_t)255;
@@ -386,16 +385,9 @@ static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
       int64_t lw = 32;
       while (lw > 4 && (nlines + lw - 1) / lw < want) lw /= 2;
       while (lw > 1 && (n + 512 / lw - 1) / (512 / lw) > 32) lw /= 2; /* segments of at most 32 (bit masks) */
-      /* segments of 8+ voxels (NDF_EDT_SFSEG=16|32: the least length; =auto: 32, the most a bit mask
-       * holds, when that still leaves two waves of threads -- 256^3: 8 x 32 instead of 16 x 16 per line,
-       * each thread's fixed work (its line's offsets, the neighbouring segments' scan) over twice the
-       * voxels; an option, not the default) */
-      const char *env_seg = getenv("NDF_EDT_SFSEG");
-      const int64_t sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
-      const int seg_env = env_in("NDF_EDT_SFSEG", 1, 32, 0);
-      int64_t segmin = seg_env ? seg_env
-                       : env_seg && !strcmp(env_seg, "auto") && nlines * ((n + 31) / 32) >= 2 * 1536 * sms ? 32
-                                                                                                          : 8;
+      /* segments of 8+ voxels (edt.sfseg=1..32: the least length) */
+      const int seg_env = dist_tune(ctx, in, nb, NDF__TUNE_EDT_SFSEG);
+      int64_t segmin = seg_env ? seg_env : 8;
       int64_t nseg = (n + segmin - 1) / segmin;
       if (nseg > 512 / lw) nseg = 512 / lw;
       bx = (unsigned)lw;
@@ -405,8 +397,8 @@ static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
       smem = sp->smem[d];
       /* ndf_edt_sd*: a grid of the blocks that fit the SMs at once (launch bounds: sdmid 8 blocks, sdmidt and
        * sdrows 6; shared memory per SM from the device, 228 KiB on sm_90), one wave of grid-stride loops -- 8 per SM (the other
-       * kernels' grid) would leave a third of a wave behind at 256^3; NDF_EDT_SGRID=k: k blocks per SM) */
-      const int sgrid = env_in("NDF_EDT_SGRID", 1, 64, 0);
+       * kernels' grid) would leave a third of a wave behind at 256^3; edt.sgrid=k: k blocks per SM) */
+      const int sgrid = dist_tune(ctx, in, nb, NDF__TUNE_EDT_SGRID);
       int per_sm = sgrid ? sgrid : 8;
       if (!sgrid && sp->dk[d]) {
         const int64_t per_smem = ctx->smem_per_sm ? (int64_t)ctx->smem_per_sm : 233472;
@@ -415,11 +407,6 @@ static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
       }
       grid = ndf__grid(ctx, (nlines + slw - 1) / slw, per_sm);
     }
-    if (debug)
-      fprintf(stderr, "ndf debug: %s pass %d/%d axis %d (n=%lld lines=%lld): %s grid %u block %ux%u smem %u lines/block %lld W uint32%s (search path, cap %d)\n",
-              name, d + 1, nsp, axis, (long long)n, (long long)nlines, kn[first ? 0 : (last ? 2 : 1) + 2 * sp->dk[d]],
-              grid, bx, by, smem,
-              (long long)(first ? bx : slw), has_idx ? " + features" : "", sp->scap);
     s = ndf__edt_launch(ctx, name, fns[d], grid, bx, by, smem, &p);
   }
   ndf__scratch_free(ctx, scratch);
@@ -427,28 +414,26 @@ static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
 }
 
 ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, ndf_array *idx,
-                         int nb, const double *sampling) {
-  ndf_status s = ndf__ctx_bind(ctx);
+                         int nb, const double *sampling, ndf__warm *warm) {
+  ndf_status s = warm ? NDF_OK : ndf__ctx_bind(ctx);
   if (s != NDF_OK) return s;
   const int nd = in->ndim, nsp = nd - nb;
   const int64_t N = ndf_array_size(in);
   const ndf_dtype dout = dist ? dist->dtype : NDF_FLOAT64;
-  const int debug = getenv("NDF_DEBUG") != NULL && getenv("NDF_DEBUG")[0] != '\0' && strcmp(getenv("NDF_DEBUG"), "0");
 
   const edt_splan sp = edt_search_plan(ctx, in, nb, sampling, idx != NULL);
-  if (sp.use) return edt_search_cuda(ctx, name, in, dist, idx, nb, sampling, &sp, debug);
+  if (sp.use) return edt_search_cuda(ctx, name, in, dist, idx, nb, sampling, &sp, warm);
 
-  const edt_wplan wp = edt_wrows_plan(in, nb, sampling);
-  const int first1k = edt_first1k(edt_exact(in, nb, sampling), in->shape[nb]);
-  const int w32 = edt_w32(in, nb, sampling);
+  const edt_wplan wp = edt_wrows_plan(ctx, in, nb, sampling);
+  const int first1k = edt_first1k(ctx, in, nb, edt_exact(in, nb, sampling), in->shape[nb]);
+  const int w32 = edt_w32(ctx, in, nb, sampling);
   const size_t wsize = w32 ? 4 : 8; /* bytes of one W between passes */
-  /* ndf_wenv merges the lanes' segments in a tree, or (NDF_EDT_MERGE=serial) lane 0 in order. */
-  const char *env_merge = getenv("NDF_EDT_MERGE");
-  int wtree = !(env_merge && !strcmp(env_merge, "serial"));
+  /* ndf_wenv merges the lanes' segments in a tree, or (edt.merge=serial) lane 0 in order. */
+  int wtree = dist_tune(ctx, in, nb, NDF__TUNE_EDT_MERGE) != NDF__TUNE_EDT_MERGE__SERIAL;
   edt_lplan lp[NDF_MAX_SPATIAL];
   int need_stack = !wp.use; /* ndf_edt_rows (also 1-D) and ndf_edt_lines keep their envelopes in scratch */
   for (int d = 0; d < nsp; d++) {
-    lp[d] = d > 0 && d < nsp - 1 ? edt_wlines_plan(in, nb, sampling, nb + d) : (edt_lplan){0, 0, 0, 0, 0, 0, 0};
+    lp[d] = d > 0 && d < nsp - 1 ? edt_wlines_plan(ctx, in, nb, sampling, nb + d) : (edt_lplan){0, 0, 0, 0, 0, 0, 0};
     need_stack |= d > 0 && d < nsp - 1 && !lp[d].use;
   }
 
@@ -458,8 +443,9 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
     ndf__kernel_req req;
     edt_request(&req, edt_kernel(d, nsp, wp.use, lp[d].use, first1k), in->dtype, dout, d == 0, d == nsp - 1, dist != NULL,
                 idx != NULL, w32);
-    if ((s = ndf__jit_get(ctx, name, &req, &fns[d])) != NDF_OK) return s;
+    if ((s = ndf__jit_resolve(ctx, name, &req, warm, &fns[d])) != NDF_OK) return s;
   }
+  if (warm) return NDF_OK;
 
   /* Scratch: the envelopes (16 bytes per voxel: W, position, feature) where
    * a pass keeps them there, then one or two (W double or uint32, feature int32)
@@ -495,7 +481,7 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
     p.wtree = wtree;
     /* slw, scap: 0 (the search kernels' fields) */
     /* ndf_edt_wrows without exact arithmetic: the warp's envelope (ndf_wenvp, default), or lane 0's
-     * by ndf_wenv (NDF_EDT_SERIAL=old) or ndf_wenv1 (NDF_EDT_SERIAL=new): edt_wrows_plan */
+     * by ndf_wenv (edt.serial=old) or ndf_wenv1 (edt.serial=new): edt_wrows_plan */
     p.wfast = wp.wfast;
 
     /* rows: a warp per 32 rows; first: 32 lines x nseg segments of about 32 voxels; lines: 128 lines. */
@@ -527,28 +513,6 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
     /* ndf_edt_wrows' grid: 64 warps per SM, or (one row per block without
      * exact arithmetic) 32 blocks per SM. */
     const int wrows_per_sm = wp.warps == 1 && !wp.exact ? 32 : 64 / (wp.warps > 0 ? wp.warps : 1);
-    if (debug) { /* one line per pass, so a GPU run can confirm the dispatch */
-      const int wl_ = lp[d].use, wr_ = last && wp.use;
-      const int64_t blocks = wr_ ? (nlines + wp.warps - 1) / wp.warps
-                             : wl_ ? (nlines + lp[d].lw - 1) / lp[d].lw
-                                   : (nlines + per_block - 1) / per_block;
-      const unsigned gx = ndf__grid(ctx, blocks, wr_ ? wrows_per_sm : wl_ ? 64 / lp[d].lw : 32);
-      fprintf(stderr,
-              "ndf debug: %s pass %d/%d axis %d (n=%lld lines=%lld): %s grid %u block %ux%u smem %u W %s%s%s\n",
-              name, d + 1, nsp, axis, (long long)n, (long long)nlines,
-              edt_kernel(d, nsp, wp.use, lp[d].use, first1k), gx, wr_ || wl_ ? 32u : bx,
-              wr_ ? (unsigned)wp.warps : wl_ ? (unsigned)lp[d].lw : by,
-              wr_ ? wp.smem : wl_ ? lp[d].smem : 0u, w32 ? "uint32" : "double",
-              wr_ || wl_ ? (wl || wp.exact ? (wtree ? " exact merge=tree" : " exact merge=serial")
-                                                : wp.wfast == 2 ? " warp-envelope walk (ndf_wenvp)"
-                                                : wp.wfast ? " serial-envelope walk (ndf_wenv1)"
-                                                           : " serial-envelope walk (ndf_wenv)")
-                         : "",
-              first && !last ? (first1k == 2   ? " (first: bit-mask segments)"
-                                : first1k ? " (first: 1024-thread config)"
-                                          : " (first: 512-thread config)")
-                             : "");
-    }
     if (last && wp.use) /* a warp per row, wp.warps rows per block */
       s = ndf__edt_launch(ctx, name, fns[d], ndf__grid(ctx, (nlines + wp.warps - 1) / wp.warps, wrows_per_sm), 32,
                           (unsigned)wp.warps, wp.smem, &p);
@@ -569,11 +533,11 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
  * Separable passes of templates/distance_cdt.cu over the whole batch: pass 0
  * along the last axis (ndf_cdt_rows, a warp per row, reads the input; the
  * row staged in shared memory when 4 rows fit in 48 KiB, unless
- * NDF_CDT_ROWS=global), then axes 0 .. nsp-2: taxicab ndf_cdt_seg (lines
- * cut into segments, coalesced; NDF_CDT_LINES=simple: ndf_cdt_lines),
+ * cdt.rows=global), then axes 0 .. nsp-2: taxicab ndf_cdt_seg (lines
+ * cut into segments, coalesced; cdt.lines=simple: ndf_cdt_lines),
  * chessboard ndf_cdt_ctile (8+ lines whole in shared memory, an outward
  * search per voxel) where a line of 1535 or fewer voxels fits, else (and
- * under NDF_CDT_LINES=simple) ndf_cdt_lines (a thread per line, its deque in
+ * under cdt.lines=simple) ndf_cdt_lines (a thread per line, its deque in
  * scratch, coalesced); the last
  * pass writes the int32 output (-1 in an image without background).  Scratch:
  * one int32 buffer per voxel (two with 3+ spatial axes), and for chessboard
@@ -582,7 +546,7 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
  */
 /* Lines per block of ndf_cdt_ctile on `axis` (32, 16 or 8: the most whose
  * lines fit in 48 KiB of shared memory, fewer while that leaves under two
- * blocks per SM), 0 when it does not run (taxicab, NDF_CDT_LINES=simple, or
+ * blocks per SM), 0 when it does not run (taxicab, cdt.lines=simple, or
  * lines of more than 1535 voxels). */
 #define CDT_SMEM (48 * 1024)
 static int64_t ctile_lw(const ndf_array *in, int axis, const ndf_ctx *ctx, int simple, int chess) {
@@ -596,17 +560,17 @@ static int64_t ctile_lw(const ndf_array *in, int axis, const ndf_ctx *ctx, int s
   return lw;
 }
 
-ndf_status ndf__cdt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, int nb, int chess) {
-  ndf_status s = ndf__ctx_bind(ctx);
+ndf_status ndf__cdt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, int nb, int chess,
+                         ndf__warm *warm) {
+  ndf_status s = warm ? NDF_OK : ndf__ctx_bind(ctx);
   if (s != NDF_OK) return s;
   const int nd = in->ndim, nsp = nd - nb;
   const int64_t N = ndf_array_size(in);
 
-  const char *env_lines = getenv("NDF_CDT_LINES"), *env_rows = getenv("NDF_CDT_ROWS");
-  const int simple = env_lines && !strcmp(env_lines, "simple");
+  const int simple = dist_tune(ctx, in, nb, NDF__TUNE_CDT_LINES) == NDF__TUNE_CDT_LINES__SIMPLE;
   const int seg = !chess && !simple;
   const int64_t nrow = in->shape[nd - 1];
-  const int stage = 4 * nrow * 4 <= 48 * 1024 && !(env_rows && !strcmp(env_rows, "global"));
+  const int stage = 4 * nrow * 4 <= 48 * 1024 && dist_tune(ctx, in, nb, NDF__TUNE_CDT_ROWS) != NDF__TUNE_CDT_ROWS__GLOBAL;
   CUfunction fns[NDF_MAX_SPATIAL];
   for (int k = 0; k < nsp; k++) {
     ndf__kernel_req req;
@@ -616,8 +580,9 @@ ndf_status ndf__cdt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
                           : ctile_lw(in, nb + k - 1, ctx, simple, chess) ? "ndf_cdt_ctile"
                                                                             : "ndf_cdt_lines",
                           k == 0 ? in->dtype : NDF_UINT8, k == nsp - 1, k == 0 ? 0 : chess);
-    if ((s = ndf__jit_get(ctx, name, &req, &fns[k])) != NDF_OK) return s;
+    if ((s = ndf__jit_resolve(ctx, name, &req, warm, &fns[k])) != NDF_OK) return s;
   }
+  if (warm) return NDF_OK;
 
   const int nbuf = nsp >= 3 ? 2 : nsp - 1;
   const size_t buf_bytes = ((size_t)N * 4 + 255) & ~(size_t)255;

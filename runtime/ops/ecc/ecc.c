@@ -542,7 +542,7 @@ ndf_status ndf_euler_characteristic_curve(ndf_ctx *ctx, const ndf_array *input, 
                                           const ndf_ecc_options *opt) {
   const char *name = "ndf_euler_characteristic_curve";
   {
-    struct timespec ts; /* NDF_ECC2_PROF's host times start here (ecc_cuda.c) */
+    struct timespec ts; /* ecc.prof's host times start here (ecc_cuda.c) */
     clock_gettime(CLOCK_MONOTONIC, &ts);
     ndf__ecc_t_entry = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
   }
@@ -556,7 +556,7 @@ ndf_status ndf_euler_characteristic_curve(ndf_ctx *ctx, const ndf_array *input, 
   if (input->device == NDF_DEVICE_CPU && (s = ecc_cpu_memory(ctx, &c)) != NDF_OK) return s;
   double *t = malloc((size_t)c.T * sizeof *t);
   if (!t) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", name);
-  if (input->device == NDF_DEVICE_CUDA && ndf_array_size(input) > 0 && ndf__ecc_new_path()) {
+  if (input->device == NDF_DEVICE_CUDA && ndf_array_size(input) > 0 && ndf__ecc_new_path(ctx)) {
     /* new path: thresholds over [min, max] and the NaN check on the device,
      * one readback at the end (float inputs), the output untouched on error */
     const int need_range = !opt->values && !opt->has_range;
@@ -773,7 +773,7 @@ static ndf_status soft_cuda(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in
   for (int64_t k = 0; k < c->T; k++) t[k] = ndf__ecc_value_at(thr, k * thr->strides[0]);
   int64_t nan_at = -1;
   ndf_status s = ndf__soft_ecc_cuda(ctx, c, in, t, arr, ndf_array_size(in) > 0 ? gin : NULL, gthr, opt->construction,
-                                    opt->lambda, mode, ndf__ecc_new_path() ? &nan_at : NULL);
+                                    opt->lambda, mode, ndf__ecc_new_path(ctx) ? &nan_at : NULL);
   free(t);
   if (s == NDF_OK && nan_at >= 0) s = ndf__argerror(ctx, c->name, "input", "holds NaN; the filtration needs ordered values");
   return s;
@@ -787,7 +787,7 @@ ndf_status ndf_soft_ecc_forward(ndf_ctx *ctx, const ndf_array *input, const ndf_
   ecc_call c;
   ndf_status s = check_soft(ctx, name, input, thresholds, output, "output", NULL, NULL, opt, &c);
   if (s != NDF_OK) return s;
-  if (input->device == NDF_DEVICE_CUDA && ndf__ecc_new_path())
+  if (input->device == NDF_DEVICE_CUDA && ndf__ecc_new_path(ctx))
     return soft_cuda(ctx, &c, input, thresholds, output, NULL, NULL, opt, 0); /* NaN checked on the device */
   if ((s = soft_nan_check(ctx, name, input)) != NDF_OK) return s;
   if (input->device == NDF_DEVICE_CUDA) return soft_cuda(ctx, &c, input, thresholds, output, NULL, NULL, opt, 0);
@@ -803,7 +803,7 @@ ndf_status ndf_soft_ecc_backward(ndf_ctx *ctx, const ndf_array *input, const ndf
   ecc_call c;
   ndf_status s = check_soft(ctx, name, input, thresholds, grad_output, "grad_output", grad_input, grad_thresholds, opt, &c);
   if (s != NDF_OK) return s;
-  if (input->device != NDF_DEVICE_CUDA || !ndf__ecc_new_path())
+  if (input->device != NDF_DEVICE_CUDA || !ndf__ecc_new_path(ctx))
     if ((s = soft_nan_check(ctx, name, input)) != NDF_OK) return s;
   if (input->device == NDF_DEVICE_CUDA)
     return soft_cuda(ctx, &c, input, thresholds, (ndf_array *)grad_output, grad_input, grad_thresholds, opt, 1);

@@ -21,13 +21,13 @@ ndf_status ndf__ecc_cuda_scan(ndf_ctx *ctx, const char *name, const ndf_array *i
 /* The exact curve of a CUDA input at the T thresholds t (caller's order; uniform: evenly spaced). */
 ndf_status ndf__ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out,
                          int construction, const double *t, int uniform);
-/* New path (default; NDF_ECC_PATH=old selects the old one): no readback
+/* New path (default; ecc.path=old selects the old one): no readback
  * before the curve.  t NULL: T thresholds over [min, max] taken on the device.
  * The NaN check runs on the device; a float input's call ends with one
  * readback: *nan_at (-1: none) and *not_finite ([min, max] infinite), the
  * output untouched then.  Input size > 0. */
-int ndf__ecc_new_path(void);
-/* NDF_ECC2_PROF: CLOCK_MONOTONIC nanoseconds at the public ECC call's entry (ecc.c) */
+int ndf__ecc_new_path(ndf_ctx *ctx);
+/* ecc.prof: CLOCK_MONOTONIC nanoseconds at the public ECC call's entry (ecc.c) */
 extern __thread uint64_t ndf__ecc_t_entry;
 /* The record of a failed deferred check (templates/ndf_ecc_fused.cuh: ndf_ecc_drec), at
  * NDF__DREC_OFF in the context's mapped header block: the first failing kernel (in stream order)

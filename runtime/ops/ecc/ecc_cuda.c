@@ -15,11 +15,11 @@
  * cooperative launch of the first kernel that applies (ndf__ecc_cuda2): the
  * 2-D warp-strip kernels (ndf_ecc_strip2t, ndf_ecc_strip2), the 3-D
  * telescoped one (ndf_ecc_strip3), the bit-sliced rows (ndf_ecc_rows), the
- * fused march (ndf_ecc_pack); with NDF_ECC_BRICK=1|2, ndf_ecc_brick instead
+ * fused march (ndf_ecc_pack); with ecc.brick=1|2, ndf_ecc_brick instead
  * (ecc_brick: bricks with their halo binned at once; 2: kept in shared memory
  * over the grid barrier when they fit; slower than the march on large
  * inputs).  The header lies in the context's mapped host memory
- * (NDF_ECC_MAPHDR=0: copied back).  docs/adr/0009, "Bricks instead of the
+ * (ecc.maphdr=off: copied back).  docs/adr/0009, "Bricks instead of the
  * march".
  *
  * Soft curve: ndf_ecc_hist with SOFT = 1 writes c (int8) and f per voxel
@@ -34,6 +34,7 @@
 
 #include "ecc/ecc.h"
 #include "kernel_params.generated.h"
+#include "tune.h"
 #include "ecc_plan.h"
 
 /* ---- the ECC's state in a context (ndf__family_state, docs/adr/0020) ------------------------------- */
@@ -134,11 +135,10 @@ static void ecc_request(ndf__kernel_req *r, const char *kernel, ndf_dtype dt, in
 /* Kernels whose code does not depend on the slots share one specialization. */
 /* The kernel's function: from the context's memo (kernel: a string literal, compared by address), else
  * the JIT lookup (ndf__jit_get: key built and hashed, module loaded or compiled), then memoized.
- * NDF_ECC_MEMO=0: always the JIT lookup.  var: ecc_request's (SOFT, RNG). */
+ * var: ecc_request's (SOFT, RNG). */
 static ndf_status get_fn(ndf_ctx *ctx, const char *name, const char *kernel, ndf_dtype dt, int nsp, int cons,
                          int var, CUfunction *fn) {
-  const char *e = getenv("NDF_ECC_MEMO");
-  const int memo = !(e && strcmp(e, "0") == 0);
+  const int memo = 1;
   const unsigned slot =
       (unsigned)((((uintptr_t)kernel >> 3) ^ ((unsigned)dt * 7u) ^ ((unsigned)nsp * 13u) ^ ((unsigned)cons * 29u) ^
                   ((unsigned)var * 31u)) % ECC_FN_MEMO);
@@ -178,18 +178,23 @@ typedef struct ecc_hdr {
 } ecc_hdr;
 #define HDR_BYTES 256
 
-/* The packed bin kernel (ndf_ecc_pack) unless NDF_ECC_HIST=old; bins up to 510. */
+/* A tunable (tune.h) for this call: its workload is the input's dtype, the
+ * spatial axes, the voxels of the call and the thresholds. */
+static int ecc_tune(ndf_ctx *ctx, const ndf__ecc_call *c, ndf_dtype dt, int id) {
+  const ndf__tune_work w = {dt, c->nsp, c->nimg * c->npix, c->T};
+  return ndf__tune(ctx, id, &w);
+}
+
+/* The packed bin kernel (ndf_ecc_pack) unless ecc.hist=old; bins up to 510. */
 #define PACK_MAX_T 510
-static int use_pack(int64_t T) {
-  const char *e = getenv("NDF_ECC_HIST");
-  return T <= PACK_MAX_T && !(e && strcmp(e, "old") == 0);
+static int use_pack(ndf_ctx *ctx, const ndf__ecc_call *c, ndf_dtype dt, int64_t T) {
+  return T <= PACK_MAX_T && ecc_tune(ctx, c, dt, NDF__TUNE_ECC_HIST) != NDF__TUNE_ECC_HIST__OLD;
 }
 
 /* One cooperative launch of ndf_ecc_pack for thresholds over [min, max]
- * (scan, barrier, histogram, curve) unless NDF_ECC_FUSE=0. */
-static int use_fuse(void) {
-  const char *e = getenv("NDF_ECC_FUSE");
-  return !(e && strcmp(e, "0") == 0);
+ * (scan, barrier, histogram, curve) unless ecc.fuse=off. */
+static int use_fuse(ndf_ctx *ctx, const ndf__ecc_call *c, ndf_dtype dt) {
+  return ecc_tune(ctx, c, dt, NDF__TUNE_ECC_FUSE) != NDF__TUNE_ECC_FUSE__OFF;
 }
 
 /* The persistent grid barrier word of ndf_ecc_grid_sync (templates/ecc.cu):
@@ -203,10 +208,7 @@ static ndf_status grid_barrier_word(ndf_ctx *ctx, CUdeviceptr *out) {
   return ndf__device_table(ctx, &init, sizeof init, out);
 }
 
-int ndf__ecc_new_path(void) {
-  const char *e = getenv("NDF_ECC_PATH");
-  return !(e && strcmp(e, "old") == 0);
-}
+int ndf__ecc_new_path(ndf_ctx *ctx) { return ndf__tune(ctx, NDF__TUNE_ECC_PATH, NULL) != NDF__TUNE_ECC_PATH__OLD; }
 
 /* ndf_ecc_scan's parameters and grid.  A C-contiguous input is read as rows
  * of 256 (many short rows: more blocks for a big image than its own rows). */
@@ -365,14 +367,11 @@ typedef struct hist_fuse {
 /* The fused launch's geometry: at most cap blocks (all resident at once), so
  * the march chunks of hist_geometry are made longer when needed.  Returns 0
  * when even one chunk per tile is too many blocks. */
-static int fuse_geometry(hist_geom *g, int64_t nimg, int64_t cap) {
+static int fuse_geometry(hist_geom *g, int64_t nimg, int64_t cap, int64_t minmc) {
   const int64_t per = nimg * g->ptiles;
   if (per <= 0 || per > cap) return 0;
   /* as many blocks as fit (small images are latency-bound: each march step
-   * waits for its plane), chunks of at least NDF_ECC_MINMC planes (default 4) */
-  const char *e = getenv("NDF_ECC_MINMC");
-  int64_t minmc = e ? atoll(e) : 4;
-  if (minmc < 1) minmc = 1;
+   * waits for its plane), chunks of at least minmc planes (ecc.minmc, default 4) */
   if (minmc > g->nz) minmc = g->nz > 0 ? g->nz : 1; /* no overflow below for a huge knob */
   int64_t nch = cap / per;
   if (nch > (g->nz + minmc - 1) / minmc) nch = (g->nz + minmc - 1) / minmc;
@@ -651,13 +650,12 @@ static ndf_status ecc_fused(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arra
   return s;
 }
 
-/* NDF_ECC_MAPHDR=0: the fused calls' header in device scratch, read back
+/* ecc.maphdr=off: the fused calls' header in device scratch, read back
  * by a copy; default: the context's page-locked, device-mapped header
  * (ecc_state.hdr_host), which block 0 writes directly, so a float call only
  * synchronizes the stream.  Returns 0 (device header) when mapping fails. */
 static int mapped_header(ndf_ctx *ctx, CUdeviceptr *dev, volatile ecc_hdr **host) {
-  const char *e = getenv("NDF_ECC_MAPHDR");
-  if (e && strcmp(e, "0") == 0) return 0;
+  if (ndf__tune(ctx, NDF__TUNE_ECC_MAPHDR, NULL) == NDF__TUNE_ECC_MAPHDR__OFF) return 0;
   ecc_state *st = ecc_state_of(ctx);
   if (!st) return 0;
   pthread_mutex_lock(&ctx->lock);
@@ -697,17 +695,14 @@ static ndf_status fused_result(ndf_ctx *ctx, const char *name, int isfloat, vola
 }
 
 /* ---- the brick kernel (ndf_ecc_brick, templates/ecc.cu) ------------------------------------------ */
-/* NDF_ECC_BRICK=1: the brick kernel reading the input twice (phase 1 and
+/* ecc.brick=1: the brick kernel reading the input twice (phase 1 and
  * phase 2); =2: the brick kernel, the bricks kept in shared memory over the
  * grid barrier when every block's share fits (one read of the input), else
  * as 1; default (0): the march (ndf_ecc_pack, one cooperative launch), which
  * is faster on the H200 (about a third less time than either brick form at
  * 256^3 and 8192^2; small inputs within ~10%). */
-static int brick_mode(void) {
-  const char *e = getenv("NDF_ECC_BRICK");
-  if (e && strcmp(e, "1") == 0) return 1;
-  if (e && strcmp(e, "2") == 0) return 2;
-  return 0;
+static int brick_mode(ndf_ctx *ctx, const ndf__ecc_call *c, ndf_dtype dt) {
+  return ecc_tune(ctx, c, dt, NDF__TUNE_ECC_BRICK); /* the value's index is the mode */
 }
 
 /* The brick geometry of ndf_ecc_brick (NDF_KW, NDF_KY, NDF_KZ, NDF_KNW there). */
@@ -805,7 +800,7 @@ static int brick_planner(ndf_ctx *ctx, CUfunction fn, const ndf__ecc_call *c, in
  * once (nothing launched). */
 static ndf_status strip2_wait(ndf_ctx *ctx, const char *name, volatile ecc_hdr *h, uint32_t seq, int64_t *nan_at,
                               int *not_finite);
-/* NDF_ECC2_PROF's host times: the public call's entry (ecc.c), before and after the launch call */
+/* ecc.prof's host times: the public call's entry (ecc.c), before and after the launch call */
 __thread uint64_t ndf__ecc_t_entry;
 static __thread uint64_t ecc_t_launch[2], ecc_t_prof; /* ecc_t_prof: strip_prof_alloc's own time */
 static uint64_t now_ns(void) {
@@ -882,16 +877,15 @@ static ndf_status ecc_brick(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arra
 /* 2-D calls with thresholds over [min, max], T <= 510 and float comparisons
  * (float32, uint8, uint16) make one cooperative launch of ndf_ecc_strip2
  * (a warp marches a strip of 128 columns, no block barriers in the march)
- * unless NDF_ECC_2D=old (ndf_ecc_pack's fused march); T <= 320 takes
- * ndf_ecc_strip2t (below) unless NDF_ECC_2D=strip2.
- * NDF_ECC2_MC: the least rows per warp task (default 4 for ndf_ecc_strip2t, 8 for
- * ndf_ecc_strip2).  NDF_ECC2_FENCE=sc: the fence.sc pairs at the grid barrier and tickets
+ * unless ecc.2d=old (ndf_ecc_pack's fused march); T <= 320 takes
+ * ndf_ecc_strip2t (below) unless ecc.2d=strip2.
+ * ecc.mc2: the least rows per warp task (default 4 for ndf_ecc_strip2t, 8 for
+ * ndf_ecc_strip2).  ecc.fence=sc: the fence.sc pairs at the grid barrier and tickets
  * instead of acq_rel atomics.
- * NDF_ECC2_BIN=table: no certified first guesses (every bin from the table).  docs/adr/0009,
+ * ecc.bin=table: no certified first guesses (every bin from the table).  docs/adr/0009,
  * "The 2-D warp-strip kernel". */
-static int use_strip2(void) {
-  const char *e = getenv("NDF_ECC_2D");
-  return !(e && strcmp(e, "old") == 0);
+static int use_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, ndf_dtype dt) {
+  return ecc_tune(ctx, c, dt, NDF__TUNE_ECC_2D) != NDF__TUNE_ECC_2D__OLD;
 }
 
 #define STRIP2_W 128          /* columns per strip (NDF_SW) */
@@ -900,11 +894,8 @@ static int use_strip2(void) {
 
 /* The 2-D warp-strip plans' finer chunk-count search (strip_chunks_make's fine) by default: on the
  * H200 (float32, T = 256) it is 7% faster than the coarse search at 8192^2 and equal at 1024^2 and
- * 64 x 256^2; NDF_ECC_PLAN=coarse: the coarse search.  (3-D: strip_units_make's equal shares.) */
-static int plan_fine(void) {
-  const char *e = getenv("NDF_ECC_PLAN");
-  return !(e && strcmp(e, "coarse") == 0);
-}
+ * 64 x 256^2; ecc.plan=coarse: the coarse search.  (3-D: strip_units_make's equal shares.) */
+static int plan_fine(ndf_ctx *ctx) { return ndf__tune(ctx, NDF__TUNE_ECC_PLAN, NULL) != NDF__TUNE_ECC_PLAN__COARSE; }
 
 typedef struct strip2_plan {
   int64_t nstrip, mc, tpi, bpi, nblocks;
@@ -912,20 +903,21 @@ typedef struct strip2_plan {
 } strip2_plan;
 
 /* Tasks (strip, chunk of mc rows) of 8 per block, blocks of one image each,
- * at most cap blocks; rows per task at least NDF_ECC2_MC (default mc0) and about one task
+ * at most cap blocks; rows per task at least ecc.mc2 (default mc0) and about one task
  * per resident warp; rows0 more rows before row 0 (ndf_ecc_strip2t's
  * T-construction: rows from -1).  0: no plan (the caller keeps ndf_ecc_pack). */
-static int strip2_plan_make(const ndf__ecc_call *c, int64_t rows0, int64_t mc0, int64_t cap, strip2_plan *pl) {
+static int strip2_plan_make(ndf_ctx *ctx, const ndf__ecc_call *c, ndf_dtype dt, int64_t rows0, int64_t mc0,
+                            int64_t cap, strip2_plan *pl) {
   const int64_t nz = c->sshape[0], nx = c->sshape[1], nimg = c->nimg;
   if (nz <= 0 || nx <= 0 || nimg <= 0 || nz > 0x7fffff00 || nx > 0x7fffff00) return 0;
-  const char *e = getenv("NDF_ECC2_MC");
+  const int mc2 = ecc_tune(ctx, c, dt, NDF__TUNE_ECC_MC2);
   /* mc0 (the default): ndf_ecc_strip2t 4, ndf_ecc_strip2 8.  On the H200, ndf_ecc_strip2t with 4 rows
    * takes 8-11% less time than with 8 at 512^2 to 1024^2 float32 (25% uint8 1024^2); from 2048^2 on, and
    * at 64 x 256^2, the resident grid sets mc and both are equal.  ndf_ecc_strip2 is fastest at 8 (1024^2:
    * 4 is 3% slower, 2, 16 and 32 are 15-70% slower). */
   pl->nstrip = (nx + STRIP2_W - 1) / STRIP2_W;
   strip_chunks ch;
-  if (!strip_chunks_make(pl->nstrip, nz + rows0, 1, e ? atoll(e) : mc0, nimg, cap, plan_fine(), &ch)) return 0;
+  if (!strip_chunks_make(pl->nstrip, nz + rows0, 1, mc2 > 0 ? mc2 : mc0, nimg, cap, plan_fine(ctx), &ch)) return 0;
   pl->mc = ch.mc, pl->tpi = ch.tpi, pl->bpi = ch.bpi, pl->nblocks = ch.nblocks, pl->ncopy = ch.ncopy;
   return 1;
 }
@@ -963,14 +955,13 @@ static ndf_status strip2_wait(ndf_ctx *ctx, const char *name, volatile ecc_hdr *
 
 static ndf_status strip2_mem_at(ndf_ctx *ctx, int64_t nimg, int64_t T, int64_t nblocks, fused_mem *m);
 static uint32_t strip_seq(void);
-/* The memory of a warp-strip kernel's call (strip2_mem_at, or with NDF_ECC2_WS=0 per-call scratch:
+/* The memory of a warp-strip kernel's call (strip2_mem_at, or with ecc.ws=off per-call scratch:
  * fused_mem_alloc, the caller frees m->base after the launch) and its seq: the mapped header's
  * sequence word the host waits for; with defer (the context defers the checks of a float input)
  * and a mapped header block, no wait: the call's ordinal and the deferred check's record. */
 static ndf_status strip2_mem(ndf_ctx *ctx, const char *name, int defer, int64_t nimg, int64_t T, int64_t nblocks,
                              fused_mem *m) {
-  const char *e = getenv("NDF_ECC2_WS");
-  ndf_status s = e && strcmp(e, "0") == 0 ? fused_mem_alloc(ctx, nimg, T, nblocks, m) /* the caller frees m->base */
+  ndf_status s = ndf__tune(ctx, NDF__TUNE_ECC_WS, NULL) == NDF__TUNE_ECC_WS__OFF ? fused_mem_alloc(ctx, nimg, T, nblocks, m) /* the caller frees m->base */
                                           : strip2_mem_at(ctx, nimg, T, nblocks, m);
   if (s != NDF_OK) return s;
   ecc_state *st = defer && m->hhost ? ecc_state_of(ctx) : NULL; /* there: the mapped header is in it */
@@ -998,7 +989,7 @@ static ndf_status strip2_mem(ndf_ctx *ctx, const char *name, int defer, int64_t 
  * of per-call scratch: no allocation and free per call (the kernel zeroes
  * the tickets and histograms and writes the partials itself; later calls
  * on the stream are ordered after it).  Grown by a stream-ordered free and
- * allocation; NDF_ECC2_WS=0 takes per-call scratch (fused_mem_alloc: the
+ * allocation; ecc.ws=off takes per-call scratch (fused_mem_alloc: the
  * caller frees m->base after the launch). */
 static ndf_status strip2_mem_at(ndf_ctx *ctx, int64_t nimg, int64_t T, int64_t nblocks, fused_mem *m) {
   memset(m, 0, sizeof *m);
@@ -1044,38 +1035,35 @@ static uint32_t strip_seq(void) {
 }
 
 /* The parameter blocks' common tail (ndf_ecc2_params, ndf_ecc3_params): nb, ncopy, seq, hdrblk,
- * fence, bin, prof (strip_prof_alloc).  NDF_ECC2_FENCE=sc: __threadfence pairs at the grid barrier
- * and the tickets; default: release / acquire atomics.  NDF_ECC2_BIN=table: every first guess
+ * fence, bin, prof (strip_prof_alloc).  ecc.fence=sc: __threadfence pairs at the grid barrier
+ * and the tickets; default: release / acquire atomics.  ecc.bin=table: every first guess
  * checked against the thresholds in shared memory; default: guesses certified by an
  * error bound skip the table. */
-static void strip_flags(int *fence_out, int *bin_out) {
-  const char *fe = getenv("NDF_ECC2_FENCE"), *be = getenv("NDF_ECC2_BIN");
-  int fence = fe && strcmp(fe, "sc") == 0, bin = be && strcmp(be, "table") == 0;
-  *fence_out = fence;
-  *bin_out = bin;
+static void strip_flags(ndf_ctx *ctx, int *fence_out, int *bin_out) {
+  *fence_out = ndf__tune(ctx, NDF__TUNE_ECC_FENCE, NULL) == NDF__TUNE_ECC_FENCE__SC;
+  *bin_out = ndf__tune(ctx, NDF__TUNE_ECC_BIN, NULL) == NDF__TUNE_ECC_BIN__TABLE;
 }
 /* The fields after rhi that ndf_ecc2_params and ndf_ecc3_params name alike. */
-#define STRIP_TAIL(p, nb_, ncopy_, m_, hdrblk_, prof_)                         \
+#define STRIP_TAIL(ctx_, p, nb_, ncopy_, m_, hdrblk_, prof_)                   \
   do {                                                                         \
     (p).nb = (nb_);                                                            \
     (p).ncopy = (ncopy_);                                                      \
     (p).seq = (m_)->seq;                                                       \
     (p).hdrblk = (hdrblk_);                                                    \
-    strip_flags(&(p).fence, &(p).bin);                                         \
+    strip_flags((ctx_), &(p).fence, &(p).bin);                                 \
     (p).prof = (prof_);                                                        \
     (p).drec = (m_)->drec;                                                     \
   } while (0)
 
-/* NDF_ECC2_PROF=1 (benchmarks): the warp-strip kernels write %globaltimer at their phase boundaries
+/* ecc.prof=on (benchmarks): the warp-strip kernels write %globaltimer at their phase boundaries
  * (8 stamps per block: 0 start, 1 phase 1 done, 2 past the grid barrier, 3 set-up done, 4 the
  * block's march done, 5 histogram flushed and ticket taken, 6 end); strip_prof_report prints, after
  * the call, the grid's span and per phase the median and largest block time (microseconds) to stderr,
  * and the host's time from the public call's entry to the launch call (without this scratch's
  * allocation and memset) and of the launch call.  Returns the stamps' scratch (0: not profiling). */
 static CUdeviceptr strip_prof_alloc(ndf_ctx *ctx, int64_t grid) {
-  const char *e = getenv("NDF_ECC2_PROF");
   CUdeviceptr d = 0;
-  if (!(e && strcmp(e, "1") == 0)) return 0;
+  if (ndf__tune(ctx, NDF__TUNE_ECC_PROF, NULL) != NDF__TUNE_ECC_PROF__ON) return 0;
   const uint64_t t0 = now_ns();
   if (ndf__scratch_alloc(ctx, (size_t)grid * 128, &d) != NDF_OK) return 0;
   ndf__cu(NULL)->cuMemsetD8Async(d, 0, (size_t)grid * 128, ctx->stream);
@@ -1117,23 +1105,6 @@ static void strip_prof_report(ndf_ctx *ctx, const char *kname, CUdeviceptr d, in
     fprintf(stderr, " (median/max us); host: call to launch %.2f us (the profiler's allocation %.2f us not counted), "
             "launch call %.2f us\n", (double)(ecc_t_launch[0] - ndf__ecc_t_entry - ecc_t_prof) * 1e-3,
             (double)ecc_t_prof * 1e-3, (double)(ecc_t_launch[1] - ecc_t_launch[0]) * 1e-3);
-    /* NDF_ECC2_PROF_DUMP=FILE: per block its SM, its stamps 0..6 and its warps' march ends (strip3;
-     * else 0) in ns from the grid's first start, one line per block, appended */
-    const char *dump = getenv("NDF_ECC2_PROF_DUMP");
-    FILE *f = dump ? fopen(dump, "a") : NULL;
-    if (f) {
-      fprintf(f, "# %s blocks %lld\n", kname, (long long)nblocks);
-      for (int64_t b = 0; b < nblocks; b++) {
-        fprintf(f, "%lld %llu", (long long)b, (unsigned long long)h[b * 8 + 7]);
-        for (int i = 0; i < 7; i++) fprintf(f, " %llu", (unsigned long long)(h[b * 8 + i] - t0));
-        for (int w = 0; w < 8; w++) {
-          const uint64_t t = h[grid * 8 + b * 8 + w];
-          fprintf(f, " %lld", t ? (long long)(t - t0) : -1ll);
-        }
-        fputc('\n', f);
-      }
-      fclose(f);
-    }
   }
   free(h);
   free(v);
@@ -1149,11 +1120,10 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
                              int tele, const double *rng, int64_t *nan_at, int *not_finite, int *fallback) {
   *fallback = 1;
   const int64_t sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
-  /* NDF_ECC2_HB=0: block 0 writes the header; default: one more block, without tasks, does
+  /* ecc.hb=off: block 0 writes the header; default: one more block, without tasks, does
    * (the system fence after its write to the mapped header then delays no marching block).
    * rng: a given range {lo, hi} (ndf_ecc_strip2t only, its RNG specialization; as ecc_strip3) */
-  const char *hbe = getenv("NDF_ECC2_HB");
-  int hdrblk = !rng && !(hbe && strcmp(hbe, "0") == 0);
+  int hdrblk = !rng && ecc_tune(ctx, c, in->dtype, NDF__TUNE_ECC_HB) != NDF__TUNE_ECC_HB__OFF;
   if (rng && !tele) return NDF_OK; /* *fallback */
   CUfunction fn;
   ndf_status s =
@@ -1162,7 +1132,7 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   const unsigned dyn = tele ? (unsigned)((c->T + 1) * 128) : 0;
   const int64_t cap = tele ? (int64_t)rows_occupancy(ctx, fn, dyn) * sms : STRIP2_MAX_PER_SM * sms;
   strip2_plan pl;
-  if (cap < 2 || !strip2_plan_make(c, tele ? cons : 0, tele ? 4 : 8, cap - hdrblk, &pl)) return NDF_OK;
+  if (cap < 2 || !strip2_plan_make(ctx, c, in->dtype, tele ? cons : 0, tele ? 4 : 8, cap - hdrblk, &pl)) return NDF_OK;
   const int64_t grid = pl.nblocks + hdrblk;
   const int64_t T = c->T, nimg = c->nimg;
   /* the partials, 24 bytes a block (a given range: the call's NaN key in the first 8) */
@@ -1186,7 +1156,7 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   p.rlo = rng ? rng[0] : 0.0;
   p.rhi = rng ? rng[1] : 0.0;
   const CUdeviceptr prof = strip_prof_alloc(ctx, grid);
-  STRIP_TAIL(p, nb, pl.ncopy, &m, hdrblk, prof);
+  STRIP_TAIL(ctx, p, nb, pl.ncopy, &m, hdrblk, prof);
   FUSED_AXES(p, nb, in, out);
   s = fused_launch(ctx, c, fn, &p, in, (unsigned)grid, dyn, &m, m.seq, nan_at, not_finite, fallback);
   strip_prof_report(ctx, tele ? "ndf_ecc_strip2t" : "ndf_ecc_strip2", prof, pl.nblocks, grid);
@@ -1197,33 +1167,30 @@ static ndf_status ecc_strip2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
 /* 3-D float32, uint8 and uint16 calls with thresholds over [min, max] and
  * T <= 320 make one cooperative launch of ndf_ecc_strip3 (or strip3n)
  * (cells' bins by max / min, telescoped along x: four shared-memory adds
- * per voxel and no ownership tests) unless NDF_ECC_3D=old (the rows kernel
- * or ndf_ecc_pack's fused march).  NDF_ECC3_MC: the least planes
- * per warp task (default 4); NDF_ECC3_W: columns per lane, 16 (ndf_ecc_strip3,
+ * per voxel and no ownership tests) unless ecc.3d=old (the rows kernel
+ * or ndf_ecc_pack's fused march).  ecc.mc3: the least planes
+ * per warp task (default 4); ecc.w3: columns per lane, 16 (ndf_ecc_strip3,
  * 2 blocks per SM; default) or 8 (ndf_ecc_strip3n, 3 blocks per SM).
  * 2-D calls (float32, uint8, uint16) with T <= 320 take ndf_ecc_strip2t (the same sum in 2-D on
- * ndf_ecc_strip2's tasks: two adds per pixel; ecc_strip2) unless NDF_ECC_2D=strip2 or old.
- * NDF_ECC2_FENCE and NDF_ECC2_BIN as strip2.  docs/adr/0009, "Telescoped cells". */
-static int use_strip3(void) {
-  const char *e = getenv("NDF_ECC_3D");
-  if (e && strcmp(e, "old") == 0) return 0;
+ * ndf_ecc_strip2's tasks: two adds per pixel; ecc_strip2) unless ecc.2d=strip2 or old.
+ * ecc.fence and ecc.bin as strip2.  docs/adr/0009, "Telescoped cells". */
+static int use_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, ndf_dtype dt) {
+  if (ecc_tune(ctx, c, dt, NDF__TUNE_ECC_3D) == NDF__TUNE_ECC_3D__OLD) return 0;
   /* uint8 / uint16 too: with the exact integer binner and vector loads the telescoped kernel takes
    * less than half the time of ndf_ecc_rows, the next kernel in line for integers (H200, T = 256:
    * uint8 and uint16 256^3, uint8 512^3) */
   return 1;
 }
-/* 2-D: ndf_ecc_strip2t unless NDF_ECC_2D=strip2 (or =old: ndf_ecc_pack).  On the H200 (float32,
+/* 2-D: ndf_ecc_strip2t unless ecc.2d=strip2 (or =old: ndf_ecc_pack).  On the H200 (float32,
  * T = 256) it takes 16% less time than ndf_ecc_strip2 at 8192^2 and the same at 1024^2 and
  * 64 x 256^2. */
-static int use_strip2t(void) {
-  const char *e = getenv("NDF_ECC_2D");
-  return !(e && (strcmp(e, "strip2") == 0 || strcmp(e, "old") == 0));
+static int use_strip2t(ndf_ctx *ctx, const ndf__ecc_call *c, ndf_dtype dt) {
+  return ecc_tune(ctx, c, dt, NDF__TUNE_ECC_2D) == NDF__TUNE_ECC_2D__AUTO;
 }
 /* W 16 by default: on the H200 (float32, T = 256) it takes 10% less time than W 8 at 256^3 and 17%
  * less at 512^3, 9% more at 128^3. */
-static int strip3_w(void) {
-  const char *e = getenv("NDF_ECC3_W");
-  return e && atoi(e) == 8 ? 8 : 16;
+static int strip3_w(ndf_ctx *ctx, const ndf__ecc_call *c, ndf_dtype dt) {
+  return ecc_tune(ctx, c, dt, NDF__TUNE_ECC_W3) == NDF__TUNE_ECC_W3__8 ? 8 : 16;
 }
 
 /* the histogram ((T + 1) x 128 bytes) and the kernels' 6.3 KiB of static shared memory within the
@@ -1236,15 +1203,16 @@ typedef struct strip3_plan {
 } strip3_plan;
 
 /* Tiles of w columns x 31 rows over the planes; each warp an equal share of the (tile, plane) units, at
- * least NDF_ECC3_MC (default 4) where the grid allows, 8 warps per block (strip_units_make).
+ * least ecc.mc3 (default 4) where the grid allows, 8 warps per block (strip_units_make).
  * T-construction: rows and planes from -1.  0: no plan (the caller takes the other kernels). */
-static int strip3_plan_make(const ndf__ecc_call *c, int cons, int w, int64_t cap, strip3_plan *pl) {
+static int strip3_plan_make(ndf_ctx *ctx, const ndf__ecc_call *c, ndf_dtype dt, int cons, int w, int64_t cap,
+                            strip3_plan *pl) {
   const int64_t nz = c->sshape[0], ny = c->sshape[1], nx = c->sshape[2], nimg = c->nimg;
   if (nz <= 0 || ny <= 0 || nx <= 0 || nimg <= 0 || nz > 0x7fffff00 || ny > 0x7fffff00 || nx > 0x7fffff00) return 0;
-  const char *e = getenv("NDF_ECC3_MC");
+  const int mc3 = ecc_tune(ctx, c, dt, NDF__TUNE_ECC_MC3);
   pl->ntx = (nx + w - 1) / w;
   pl->nty = (ny + cons + 30) / 31;
-  return strip_units_make(pl->ntx * pl->nty, nz + cons, e ? atoll(e) : 4, nimg, cap, &pl->ch);
+  return strip_units_make(pl->ntx * pl->nty, nz + cons, mc3, nimg, cap, &pl->ch);
 }
 
 /* One cooperative launch of ndf_ecc_strip3 (or strip3n, strip3s).  rng: NULL (thresholds over [min, max]), or
@@ -1255,23 +1223,22 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
                              const double *rng, int64_t *nan_at, int *not_finite, int *fallback) {
   *fallback = 1;
   const int64_t sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
-  const char *hbe = getenv("NDF_ECC2_HB");
-  int hdrblk = !rng && !(hbe && strcmp(hbe, "0") == 0);
-  const int w = strip3_w();
+  int hdrblk = !rng && ecc_tune(ctx, c, in->dtype, NDF__TUNE_ECC_HB) != NDF__TUNE_ECC_HB__OFF;
+  const int w = strip3_w(ctx, c, in->dtype);
   /* the histogram: T + 1 rows of 32 lane columns of int; staged planes (ndf_ecc_strip3s: float32, block
    * columns of 128 whole columns, 16 per lane, sm_80 on, two blocks per SM): four buffers of 32 rows of 132
    * floats.  Staged from 2^26 voxels a call: the staged march gains only where the planes come from DRAM
    * (H200, against ndf_ecc_strip3: 9% less time at 512^3, about 10% more at 256^3 and 128^3);
-   * NDF_ECC3_STG=1: wherever it applies, =0 or NDF_ECC3_BCOL=0: never.  Its phase 1 (ndf_ecc3_params.p1 =
+   * ecc.stg=on: wherever it applies, =off or ecc.bcol=off: never.  Its phase 1 (ndf_ecc3_params.p1 =
    * 2, the split): a launch of ndf_ecc_strip3 first, phase 1 only, with that kernel's small shared memory
    * (a large L1) -- faster than phase 1 inside the staged kernel, by bulk copies (2%) or by ndf_ecc_strip3's
    * loads (15%, 512^3).  A given range (no phase 1, no split): staged from 2^21 voxels (128^3, the smallest
    * size measured), where the staged march takes 7-14% less time from 128^3 to 512^3. */
-  const char *bce = getenv("NDF_ECC3_BCOL"), *stge = getenv("NDF_ECC3_STG");
-  const int bcol_ok = !(bce && strcmp(bce, "0") == 0);
+  const int stge = ecc_tune(ctx, c, in->dtype, NDF__TUNE_ECC_STG);
+  const int bcol_ok = ecc_tune(ctx, c, in->dtype, NDF__TUNE_ECC_BCOL) != NDF__TUNE_ECC_BCOL__OFF;
   const int64_t stg_min = (int64_t)1 << (rng ? 21 : 26);
   int stg = bcol_ok && w == 16 && in->dtype == NDF_FLOAT32 && c->sshape[2] % 128 == 0 && ctx->cc_major >= 8 &&
-            (stge ? strcmp(stge, "1") == 0 : c->nimg * c->npix >= stg_min);
+            (stge == NDF__TUNE_ECC_STG__ON || (stge == NDF__TUNE_ECC_STG__AUTO && c->nimg * c->npix >= stg_min));
   const int64_t T = c->T, nimg = c->nimg;
   const char *kname;
   CUfunction fn;
@@ -1297,7 +1264,7 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   CUfunction pre = NULL; /* the split phase 1's kernel (same module) */
   if (p1 == 2 && (s = get_fn(ctx, c->name, "ndf_ecc_strip3", in->dtype, 3, cons, 0, &pre)) != NDF_OK) return s;
   strip3_plan pl;
-  if (cap < 2 || !strip3_plan_make(c, cons, w, cap - hdrblk, &pl)) return NDF_OK;
+  if (cap < 2 || !strip3_plan_make(ctx, c, in->dtype, cons, w, cap - hdrblk, &pl)) return NDF_OK;
   const int64_t grid = pl.ch.nblocks + hdrblk;
   /* the partials, 24 bytes a block (a given range: the call's NaN key in the first 8) */
   fused_mem m;
@@ -1317,7 +1284,7 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   p.rlo = rng ? rng[0] : 0.0;
   p.rhi = rng ? rng[1] : 0.0;
   const CUdeviceptr prof = strip_prof_alloc(ctx, grid);
-  STRIP_TAIL(p, nb, pl.ch.ncopy, &m, hdrblk, prof);
+  STRIP_TAIL(ctx, p, nb, pl.ch.ncopy, &m, hdrblk, prof);
   FUSED_AXES(p, nb, in, out);
   s = fused_launch_pre(ctx, c, pre, fn, &p, in, (unsigned)grid, dyn, &m, m.seq, nan_at, not_finite, fallback);
   strip_prof_report(ctx, kname, prof, pl.ch.nblocks, grid);
@@ -1325,7 +1292,7 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
 }
 
 /* ---- the bit-sliced rows kernel (ndf_ecc_rows, templates/ecc_rows.cu) --------------------------- */
-/* NDF_ECC_ROWS: 0 off (ndf_ecc_pack's fused march); 1 .. 4: ndf_ecc_rows with PF = mode - 1,
+/* ecc.rows: 0 off (ndf_ecc_pack's fused march); 1 .. 4: ndf_ecc_rows with PF = mode - 1,
  * i.e. 1: the next plane loaded after each step (4 blocks per SM), 2: loaded a step ahead (3
  * blocks per SM), 3 / 4: the same with an add to the shared histogram for every voxel (no
  * branch; c = 0 adds 0).  5 / 6 = PF 4 / 6: the next plane's segment staged in shared memory by
@@ -1333,7 +1300,7 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
  * 3 blocks per SM (80 registers, fewer spills); 8 = PF 12: mode 5 at 4 blocks per SM (64
  * registers; float32 inputs stay at 3 by the shared memory); 9 = PF 10: mode 7 with every voxel
  * added.  It applies to 3-D inputs with thresholds over [min, max] and T <= 256 (every bin in
- * 0..255) that ndf_ecc_strip3 did not take (uint8 / uint16 reach it only with NDF_ECC_3D=old).
+ * 0..255) that ndf_ecc_strip3 did not take (uint8 / uint16 reach it only with ecc.3d=old).
  * Unset: mode 1 for uint8 / uint16 (about 20% less time than the march at 256^3 on the H200, and
  * no slower than modes 5 or 8); float32 takes mode 7 from 256^3 (2^24 voxels per call) on and the
  * march below: on the H200 mode 7 takes 3-7% less time than the march at 256^3 and 15% less at
@@ -1344,9 +1311,9 @@ static const int rows_pf[10] = {0, 0, 1, 2, 3, 4, 6, 8, 12, 10};
  * march at every size) */
 #define ROWS_F32_MODE 7
 #define ROWS_F32_MIN ((int64_t)1 << 24)
-static int rows_mode(ndf_dtype dt, int64_t nvox) {
-  const char *e = getenv("NDF_ECC_ROWS");
-  if (e && e[0] >= '0' && e[0] <= '9' && e[1] == 0) return e[0] - '0';
+static int rows_mode(ndf_ctx *ctx, const ndf__ecc_call *c, ndf_dtype dt, int64_t nvox) {
+  const int v = ecc_tune(ctx, c, dt, NDF__TUNE_ECC_ROWS);
+  if (v != NDF__TUNE_ECC_ROWS__AUTO) return v - NDF__TUNE_ECC_ROWS__0; /* "0".."9": the mode */
   if (dt == NDF_FLOAT32) return nvox >= ROWS_F32_MIN ? ROWS_F32_MODE : 0;
   return dt == NDF_UINT8 || dt == NDF_UINT16 ? 1 : 0;
 }
@@ -1373,7 +1340,7 @@ static int rows_occupancy(ndf_ctx *ctx, CUfunction fn, unsigned dyn) {
 }
 
 /* One cooperative launch of ndf_ecc_rows: tiles of 32 rows x 128 voxels per block, the march
- * chunks as long as the resident grid needs (at least NDF_ECC_MINMC planes, default 4).
+ * chunks as long as the resident grid needs (at least ecc.minmc planes, default 4).
  * *fallback: nothing was launched (the tiles alone exceed the resident grid, or the launch
  * was refused); the caller takes ndf_ecc_pack. */
 static ndf_status ecc_rows(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out, int cons,
@@ -1403,9 +1370,7 @@ static ndf_status ecc_rows(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array
   int64_t ntx = (nx + 127) / 128, ptiles = ntx * ((ny + 31) / 32);
   const int64_t per = nimg * ptiles;
   if (per <= 0 || per > cap) return NDF_OK;
-  const char *e = getenv("NDF_ECC_MINMC");
-  int64_t minmc = e ? atoll(e) : 4;
-  if (minmc < 1) minmc = 1;
+  int64_t minmc = ecc_tune(ctx, c, in->dtype, NDF__TUNE_ECC_MINMC);
   if (minmc > nz) minmc = nz > 0 ? nz : 1;
   int64_t nch = cap / per;
   if (nch > (nz + minmc - 1) / minmc) nch = (nz + minmc - 1) / minmc;
@@ -1450,40 +1415,40 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
    * occur); otherwise ndf_ecc_final runs after the NaN-checking histogram */
   const int fused = need_range || !isfloat;
   CUfunction fh, ff = NULL, fsc = NULL;
-  const int pack = use_pack(T);
-  const int bmode = brick_mode();
+  const int pack = use_pack(ctx, c, in->dtype, T), fuse = use_fuse(ctx, c, in->dtype);
+  const int bmode = brick_mode(ctx, c, in->dtype);
   /* a given range (evenly spaced thresholds from t[0] = lo to t[T - 1] = hi, lo < hi): float32 calls take the
    * telescoped kernels without their phase 1 (ndf_ecc_strip2t, ndf_ecc_strip3); values and the
    * other kernels: the paths below */
   const double rng[2] = {t ? t[0] : 0.0, t ? t[T - 1] : 0.0};
   const int given = !need_range && uniform && in->dtype == NDF_FLOAT32 && isfinite(rng[0]) && isfinite(rng[1]) &&
                     rng[0] < rng[1];
-  if ((need_range || given) && pack && use_fuse() && bmode == 0 && c->nsp == 2 && in->dtype != NDF_FLOAT64 &&
-      use_strip2()) {
+  if ((need_range || given) && pack && fuse && bmode == 0 && c->nsp == 2 && in->dtype != NDF_FLOAT64 &&
+      use_strip2(ctx, c, in->dtype)) {
     /* 2-D: the warp-strip kernels (before the other kernels' lookups): the telescoped one for T <= 320 */
     int fallback = 1;
-    if (T <= TELE_MAX_T && use_strip2t()) {
+    if (T <= TELE_MAX_T && use_strip2t(ctx, c, in->dtype)) {
       s = ecc_strip2(ctx, c, in, out, construction, 1, given ? rng : NULL, nan_at, not_finite, &fallback);
       if (s != NDF_OK || !fallback) return s;
     }
     if (!given) s = ecc_strip2(ctx, c, in, out, construction, 0, NULL, nan_at, not_finite, &fallback);
     if (s != NDF_OK || !fallback) return s;
   }
-  if (need_range && pack && use_fuse() && bmode != 0) {
+  if (need_range && pack && fuse && bmode != 0) {
     /* before the other kernels' lookups: a warm call needs only this one */
     int fallback = 1;
     s = ecc_brick(ctx, c, in, out, construction, bmode, nan_at, not_finite, &fallback);
     if (s != NDF_OK || !fallback) return s;
   }
-  if ((need_range || given) && pack && use_fuse() && bmode == 0 && c->nsp == 3 && in->dtype != NDF_FLOAT64 &&
-      T <= TELE_MAX_T && use_strip3()) {
+  if ((need_range || given) && pack && fuse && bmode == 0 && c->nsp == 3 && in->dtype != NDF_FLOAT64 &&
+      T <= TELE_MAX_T && use_strip3(ctx, c, in->dtype)) {
     /* 3-D: the telescoped warp-strip kernel */
     int fallback = 1;
     s = ecc_strip3(ctx, c, in, out, construction, given ? rng : NULL, nan_at, not_finite, &fallback);
     if (s != NDF_OK || !fallback) return s;
   }
-  const int rmode = rows_mode(in->dtype, c->nimg * c->npix);
-  if (need_range && pack && use_fuse() && bmode == 0 && rmode != 0 && c->nsp == 3 && T <= ROWS_MAX_T) {
+  const int rmode = rows_mode(ctx, c, in->dtype, c->nimg * c->npix);
+  if (need_range && pack && fuse && bmode == 0 && rmode != 0 && c->nsp == 3 && T <= ROWS_MAX_T) {
     int fallback = 1;
     s = ecc_rows(ctx, c, in, out, construction, rmode, nan_at, not_finite, &fallback);
     if (s != NDF_OK || !fallback) return s;
@@ -1494,12 +1459,12 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
   if (!fused && (s = get_fn(ctx, c->name, "ndf_ecc_final", NDF_FLOAT32, 2, 0, 0, &ff)) != NDF_OK) return s;
   hist_geom g;
   if ((s = hist_geometry(ctx, c, in, &g, pack ? 2 : 1)) != NDF_OK) return s;
-  if (need_range && pack && use_fuse()) {
+  if (need_range && pack && fuse) {
     /* one cooperative launch: at most 4 blocks of 256 per SM (ndf_ecc_pack's
      * launch bounds; its shared memory is far below the SM's) */
     hist_geom gf = g;
     const int64_t cap = 4 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132);
-    if (fuse_geometry(&gf, nimg, cap)) {
+    if (fuse_geometry(&gf, nimg, cap, ecc_tune(ctx, c, in->dtype, NDF__TUNE_ECC_MINMC))) {
       int too_large = 0;
       s = ecc_fused(ctx, c, in, out, fh, &gf, nan_at, not_finite, &too_large);
       if (s != NDF_OK || !too_large) return s;
@@ -1578,21 +1543,19 @@ static ndf_status put_launch(ndf_ctx *ctx, const char *name, CUfunction fn, CUde
   return ndf__ecc_put_launch(ctx, name, fn, ndf__grid(ctx, (nimg * T + 255) / 256, 8), 256, 1, 0, &p);
 }
 
-/* ---- soft ECC, float32: ndf_ecc_soft2 (templates/ecc_soft.cu) unless NDF_SOFT_ECC=old ---------- */
-/* NDF_SOFT_ECC=old: ndf_ecc_soft (templates/ecc.cu) for float32 too; =direct:
+/* ---- soft ECC, float32: ndf_ecc_soft2 (templates/ecc_soft.cu) unless soft_ecc.mode=old ---------- */
+/* soft_ecc.mode=old: ndf_ecc_soft (templates/ecc.cu) for float32 too; =direct:
  * ndf_ecc_soft2 with one exp per (voxel, threshold) (PROD = 0) always;
  * =fused: 2-D inputs skip the contribution pass (FUSED = 1: c and f from the
  * input in ndf_ecc_soft2).  Default: after the contribution pass (FUSED = 0),
  * which is faster on the H200 (64 x 256^2, T = 64: 11% less time than the
  * fused form). */
-static int soft2_mode(void) {
-  const char *e = getenv("NDF_SOFT_ECC");
-  if (e && strcmp(e, "old") == 0) return 0;
-  return e && strcmp(e, "direct") == 0 ? 2 : 1;
+static int soft2_mode(ndf_ctx *ctx) {
+  const int v = ndf__tune(ctx, NDF__TUNE_SOFT_ECC_MODE, NULL);
+  return v == NDF__TUNE_SOFT_ECC_MODE__OLD ? 0 : v == NDF__TUNE_SOFT_ECC_MODE__DIRECT ? 2 : 1;
 }
-static int soft2_fused(void) {
-  const char *e = getenv("NDF_SOFT_ECC");
-  return e && strcmp(e, "fused") == 0;
+static int soft2_fused(ndf_ctx *ctx) {
+  return ndf__tune(ctx, NDF__TUNE_SOFT_ECC_MODE, NULL) == NDF__TUNE_SOFT_ECC_MODE__FUSED;
 }
 
 #define SOFT2_KT 8
@@ -1717,11 +1680,11 @@ ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
   const size_t vsz = in->dtype == NDF_FLOAT64 ? 8 : 4;
   CUfunction fh = NULL, fs, fp, fsc = NULL;
   /* float32: ndf_ecc_soft2 (thresholds sorted into slots on the host) unless
-   * NDF_SOFT_ECC=old; fused (2-D, new path, NDF_SOFT_ECC=fused): no contribution pass, and a
+   * soft_ecc.mode=old; fused (2-D, new path, soft_ecc.mode=fused): no contribution pass, and a
    * backward with grad_input flags NaN in the header first (ndf_ecc_soft2_nan,
    * or ndf_ecc_scan for other layouts) */
-  const int s2mode = in->dtype == NDF_FLOAT32 && T > 0 && T <= 0x7fffffff ? soft2_mode() : 0;
-  const int fused = s2mode && c->nsp == 2 && nan_at && soft2_fused();
+  const int s2mode = in->dtype == NDF_FLOAT32 && T > 0 && T <= 0x7fffffff ? soft2_mode(ctx) : 0;
+  const int fused = s2mode && c->nsp == 2 && nan_at && soft2_fused(ctx);
   if (!fused && (s = get_fn(ctx, c->name, "ndf_ecc_hist", in->dtype, c->nsp, construction, 1, &fh)) != NDF_OK) return s;
   /* the fused backward's NaN pass: ndf_ecc_soft2_nan (C-contiguous) or ndf_ecc_scan */
   int contig = 1;

@@ -13,7 +13,7 @@
  * copies of each image's histogram: about 16 blocks' atomics per address).  0: no plan.  fine: the
  * chunk count steps down by nch / 64 + 1 (by one below 64 chunks) instead of nch / 8 + 1 until the
  * grid fits, so the plan comes closer to cap (8192^2 strip2t: 512 blocks instead of 456); fine is the
- * default, NDF_ECC_PLAN=coarse takes the coarse steps. */
+ * default, ecc.plan=coarse takes the coarse steps. */
 typedef struct strip_chunks {
   int64_t mc, tpi, bpi, nblocks;
   int ncopy;

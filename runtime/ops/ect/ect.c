@@ -911,3 +911,31 @@ ndf_status ndf_soft_ect_backward(ndf_ctx *ctx, const ndf_array *input, const ndf
   return soft_run(ctx, &c, input, directions, thresholds, (ndf_array *)grad_output, grad_input, grad_directions,
                   grad_thresholds, opt->lambda, 1);
 }
+
+/* ---- cache warm ---------------------------------------------------------------------------------- */
+
+ndf_status ndf_cache_warm_ect(ndf_ctx *ctx, const char *arch, const char *op, ndf_dtype dtype, int ndim,
+                              const ndf_ect_options *opt, int *compiled) {
+  static const char *name = "ndf_cache_warm_ect";
+  ndf_status s = ndf__warm_check(ctx, name, arch, dtype, ndim, compiled);
+  if (s != NDF_OK) return s;
+  int soft;
+  if (op && !strcmp(op, "euler_characteristic_transform")) soft = 0;
+  else if (op && !strcmp(op, "soft_ect")) soft = 1;
+  else return ndf__argerror(ctx, name, "op", "unknown op '%s' (euler_characteristic_transform, soft_ect)", op ? op : "(null)");
+  if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
+  /* The input's stand-in and one direction: the checks of a call see its geometry. */
+  ndf_array in, dirs;
+  ndf__warm_array(&in, 0, dtype, ndim);
+  double u[3] = {1.0, 0.0, 0.0};
+  const int64_t nsp = ndim - opt->batch_dims, dshape[2] = {1, nsp >= 1 && nsp <= 3 ? nsp : 1};
+  ndf_array_init(&dirs, u, NDF_DEVICE_CPU, NDF_FLOAT64, 2, dshape);
+  ect_call c;
+  s = check_common(ctx, name, &in, &dirs, opt->construction, opt->weighted, opt->spacing, opt->normalize,
+                   opt->batch_dims, &c);
+  if (s != NDF_OK) return s;
+  ndf__warm w = {arch, 0};
+  s = ndf__ect_cuda_warm(ctx, name, dtype, c.nsp, c.cons, c.weighted, soft, &w);
+  if (compiled) *compiled = w.compiled;
+  return s;
+}

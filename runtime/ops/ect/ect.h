@@ -24,5 +24,8 @@ ndf_status ndf__ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const ndf_ar
 ndf_status ndf__soft_ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const ndf_array *in, const double *coord,
                               const double *dirs, const double *t, double lambda, int mode, ndf_array *arr,
                               ndf_array *gin, double *gdir, double *gthr);
+/* Cache warm (ndf_cache_warm_ect): the kernels of the exact (soft = 0) or soft transform's CUDA path. */
+ndf_status ndf__ect_cuda_warm(ndf_ctx *ctx, const char *name, ndf_dtype dt, int nsp, int cons, int wt, int soft,
+                              ndf__warm *warm);
 
 #endif

@@ -17,14 +17,22 @@
 
 #include "ect/ect.h"
 #include "kernel_params.generated.h"
+#include "tune.h"
 
 #define ECT_SMEM_MAX 36864 /* dynamic shared bytes for thresholds + histogram (static use <= 10.2 KB) */
 
 static ndf_status get_fn(ndf_ctx *ctx, const char *name, const char *kernel, ndf_dtype dt, int nsp, int cons, int wt,
-                         CUfunction *fn) {
+                         ndf__warm *warm, CUfunction *fn) {
   ndf__kernel_req r;
   ndf__req_ect(&r, kernel, dt, nsp, cons, wt);
-  return ndf__jit_get(ctx, name, &r, fn);
+  return ndf__jit_resolve(ctx, name, &r, warm, fn);
+}
+
+/* The exact transform's kernels; the final one does not depend on TIN/NSP/CONS: one specialization per WT. */
+static ndf_status ect_kernels(ndf_ctx *ctx, const char *name, ndf_dtype dt, int nsp, int cons, int wt, ndf__warm *warm,
+                              CUfunction *fh, CUfunction *ff) {
+  ndf_status s = get_fn(ctx, name, "ndf_ect_hist", dt, nsp, cons, wt, warm, fh);
+  return s == NDF_OK ? get_fn(ctx, name, "ndf_ect_final", NDF_FLOAT32, 2, 0, wt, warm, ff) : s;
 }
 
 typedef struct tsort {
@@ -97,9 +105,7 @@ ndf_status ndf__ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const ndf_ar
   const int64_t T = c->T, nimg = c->nimg, m = c->m;
   const int nsp = c->nsp, nb = c->nb, wt = c->weighted;
   CUfunction fh, ff;
-  /* the final kernel does not depend on TIN/NSP/CONS: one specialization per WT */
-  if ((s = get_fn(ctx, c->name, "ndf_ect_hist", in->dtype, nsp, c->cons, wt, &fh)) != NDF_OK) return s;
-  if ((s = get_fn(ctx, c->name, "ndf_ect_final", NDF_FLOAT32, 2, 0, wt, &ff)) != NDF_OK) return s;
+  if ((s = ect_kernels(ctx, c->name, in->dtype, nsp, c->cons, wt, NULL, &fh, &ff)) != NDF_OK) return s;
 
   ect_tiling g;
   if ((s = ect_tiling_plan(ctx, c, in, &g)) != NDF_OK) return s;
@@ -188,16 +194,26 @@ done:
 /* ---- soft ECT ----------------------------------------------------------------------------------- */
 
 static ndf_status get_soft_fn(ndf_ctx *ctx, const char *name, const char *kernel, ndf_dtype dt, int nsp, int cons,
-                              int wt, int fast, CUfunction *fn) {
+                              int wt, int fast, ndf__warm *warm, CUfunction *fn) {
   ndf__kernel_req r;
   ndf__req_ect_soft(&r, kernel, dt, nsp, cons, wt, fast);
-  return ndf__jit_get(ctx, name, &r, fn);
+  return ndf__jit_resolve(ctx, name, &r, warm, fn);
 }
 
-/* The sigmoid in float (NDF_SOFT_ECT_FAST=1) or double (default, the CPU's arithmetic). */
-static int soft_fast(void) {
-  const char *e = getenv("NDF_SOFT_ECT_FAST");
-  return e && e[0] == '1';
+/* The sigmoid in float (soft_ect.fast=on) or double (default, the CPU's arithmetic). */
+static int soft_fast(ndf_ctx *ctx) { return ndf__tune(ctx, NDF__TUNE_SOFT_ECT_FAST, NULL) == NDF__TUNE_SOFT_ECT_FAST__ON; }
+
+static ndf_status soft_kernels(ndf_ctx *ctx, const char *name, ndf_dtype dt, int nsp, int cons, int wt, int fast,
+                               ndf__warm *warm, CUfunction *fs, CUfunction *fp) {
+  ndf_status s = get_soft_fn(ctx, name, "ndf_ect_soft", dt, nsp, cons, wt, fast, warm, fs);
+  return s == NDF_OK ? get_soft_fn(ctx, name, "ndf_ect_soft_put", NDF_FLOAT32, 2, 0, 0, 0, warm, fp) : s;
+}
+
+ndf_status ndf__ect_cuda_warm(ndf_ctx *ctx, const char *name, ndf_dtype dt, int nsp, int cons, int wt, int soft,
+                              ndf__warm *warm) {
+  CUfunction f1, f2;
+  return soft ? soft_kernels(ctx, name, dt, nsp, cons, wt, soft_fast(ctx), warm, &f1, &f2)
+              : ect_kernels(ctx, name, dt, nsp, cons, wt, warm, &f1, &f2);
 }
 
 static ndf_status put_launch(ndf_ctx *ctx, const char *name, CUfunction fn, int what, CUdeviceptr acc, CUdeviceptr gu,
@@ -244,10 +260,9 @@ ndf_status ndf__soft_ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const n
   ndf_status s = ndf__ctx_bind(ctx);
   if (s != NDF_OK) return s;
   const int64_t T = c->T, nimg = c->nimg, m = c->m, npix = c->npix;
-  const int nsp = c->nsp, nb = c->nb, wt = c->weighted, fast = soft_fast();
+  const int nsp = c->nsp, nb = c->nb, wt = c->weighted, fast = soft_fast(ctx);
   CUfunction fs, fp;
-  if ((s = get_soft_fn(ctx, c->name, "ndf_ect_soft", in->dtype, nsp, c->cons, wt, fast, &fs)) != NDF_OK) return s;
-  if ((s = get_soft_fn(ctx, c->name, "ndf_ect_soft_put", NDF_FLOAT32, 2, 0, 0, 0, &fp)) != NDF_OK) return s;
+  if ((s = soft_kernels(ctx, c->name, in->dtype, nsp, c->cons, wt, fast, NULL, &fs, &fp)) != NDF_OK) return s;
 
   ect_tiling g;
   if ((s = ect_tiling_plan(ctx, c, in, &g)) != NDF_OK) return s;

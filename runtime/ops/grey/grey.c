@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "grey/grey.h"
+#include "tune.h"
 
 void ndf_grey_options_init(ndf_grey_options *opt) {
   if (!opt) return;
@@ -426,14 +427,24 @@ ndf_status ndf__grey_run(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
   return run_one(ctx, name, in, out, g);
 }
 
-static ndf_status grey(ndf_ctx *ctx, const char *name, ndf__minmax op, const ndf_array *in, ndf_array *out,
-                       const ndf_grey_options *opt) {
+static ndf_status grey_call(ndf_ctx *ctx, const char *name, ndf__minmax op, const ndf_array *in, ndf_array *out,
+                            const ndf_grey_options *opt) {
   ndf_status s = ndf__grey_check(ctx, name, in, out, opt);
   if (s != NDF_OK) return s;
   ndf__grey_geom g;
   if ((s = ndf__grey_prepare(ctx, name, op, in->dtype, in->ndim, in->shape, opt, &g)) != NDF_OK) return s;
   s = ndf__grey_run(ctx, name, in, out, &g);
   ndf__grey_geom_free(&g);
+  return s;
+}
+/* The call with the options' own tunables (opt->tune) in force. */
+static ndf_status grey(ndf_ctx *ctx, const char *name, ndf__minmax op, const ndf_array *in, ndf_array *out,
+                       const ndf_grey_options *opt) {
+  ndf__tune_call tc;
+  ndf_status s = ndf__tune_call_begin(ctx, name, ctx && opt ? opt->tune : NULL, &tc);
+  if (s != NDF_OK) return s;
+  s = grey_call(ctx, name, op, in, out, opt);
+  ndf__tune_call_end(&tc);
   return s;
 }
 
@@ -454,41 +465,46 @@ ndf_status ndf_cache_warm(ndf_ctx *ctx, const char *arch, const char *op, ndf_dt
   if (!arch || strncmp(arch, "sm_", 3) != 0 || atoi(arch + 3) < 50)
     return ndf__argerror(ctx, name, "arch", "'%s' is not an architecture like sm_90", arch ? arch : "(null)");
   if (!op) return ndf__argerror(ctx, name, "op", "NULL");
-  /* The min/max steps an op takes, and its elementwise epilogue (-1: none). */
-  static const struct { const char *op; int steps; ndf__minmax mm[2]; int combine; } ops[] = {
-      {"grey_erosion", 1, {NDF__MIN}, -1},
-      {"grey_dilation", 1, {NDF__MAX}, -1},
-      {"grey_opening", 2, {NDF__MIN, NDF__MAX}, -1},
-      {"grey_closing", 2, {NDF__MAX, NDF__MIN}, -1},
-      {"morphological_gradient", 2, {NDF__MAX, NDF__MIN}, NDF__COMBINE_SUB},
-      {"morphological_laplace", 2, {NDF__MAX, NDF__MIN}, NDF__COMBINE_LAPLACE},
-      {"white_tophat", 2, {NDF__MIN, NDF__MAX}, NDF__COMBINE_SUB},
-      {"black_tophat", 2, {NDF__MAX, NDF__MIN}, NDF__COMBINE_SUB},
-  };
-  int which = -1;
-  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-    if (strcmp(op, ops[i].op) == 0) which = (int)i;
-  if (which < 0)
-    return ndf__argerror(ctx, name, "op", "unknown op '%s' (grey_erosion, grey_dilation, grey_opening, grey_closing, "
-                         "morphological_gradient, morphological_laplace, white_tophat, black_tophat)", op);
+  int which = -1; /* an ndf__grey_op */
+#define GREY_OP(id, op_name, short_name, fn, composite) if (strcmp(op, op_name) == 0) which = NDF__GREY_##id;
+  NDF_OPS_GREY(GREY_OP)
+#undef GREY_OP
+  if (which < 0) {
+#define GREY_NAME(id, op_name, short_name, fn, composite) op_name ", "
+    static const char names[] = NDF_OPS_GREY(GREY_NAME);
+#undef GREY_NAME
+    return ndf__argerror(ctx, name, "op", "unknown op '%s' (%.*s)", op, (int)sizeof names - 3, names);
+  }
   if (dtype == NDF_BOOL || !ndf_dtype_size(dtype) || dtype == NDF_INT64) return ndf__argerror(ctx, name, "dtype", "unsupported dtype %d", (int)dtype);
   if (ndim < 1 || ndim > NDF_MAX_NDIM) return ndf__argerror(ctx, name, "ndim", "%d is not in 1..%d", ndim, NDF_MAX_NDIM);
   if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
   int64_t shape[NDF_MAX_NDIM];
   for (int d = 0; d < ndim; d++) shape[d] = 64;
-  ndf_status s = NDF_OK;
-  ndf__kernel_req reqs[16];
-  for (int step = 0; step < ops[which].steps && s == NDF_OK; step++) {
+  ndf__warm w = {arch, 0};
+  ndf_status s;
+  if (which == NDF__GREY_EROSION || which == NDF__GREY_DILATION) {
     ndf__grey_geom g;
-    if ((s = ndf__grey_prepare(ctx, name, ops[which].mm[step], dtype, ndim, shape, opt, &g)) != NDF_OK) return s;
-    int n = ndf__grey_cuda_requests(&g, dtype, ndim, reqs, 15);
-    if (step == ops[which].steps - 1 && ops[which].combine >= 0) ndf__combine_request(&reqs[n++], ops[which].combine, dtype);
-    for (int i = 0; i < n && s == NDF_OK; i++) {
-      int c = 0;
-      s = ndf__jit_warm(ctx, name, &reqs[i], arch, &c);
-      if (compiled) *compiled += c;
-    }
+    if ((s = ndf__grey_prepare(ctx, name, which == NDF__GREY_EROSION ? NDF__MIN : NDF__MAX, dtype, ndim, shape, opt,
+                               &g)) != NDF_OK)
+      return s;
+    s = ndf__grey_warm_step(ctx, name, &g, dtype, ndim, -1, &w);
     ndf__grey_geom_free(&g);
+  } else {
+    s = ndf__grey_compose_warm(ctx, name, (ndf__grey_op)which, dtype, ndim, shape, opt, &w);
+  }
+  if (compiled) *compiled = w.compiled;
+  return s;
+}
+
+ndf_status ndf__grey_warm_step(ndf_ctx *ctx, const char *name, const ndf__grey_geom *g, ndf_dtype dtype, int ndim,
+                               int combine, ndf__warm *warm) {
+  ndf__kernel_req reqs[16];
+  int n = ndf__grey_cuda_requests(ctx, g, dtype, ndim, reqs, 15);
+  if (combine >= 0) ndf__combine_request(&reqs[n++], combine, dtype);
+  ndf_status s = NDF_OK;
+  for (int i = 0; i < n && s == NDF_OK; i++) {
+    CUfunction fn;
+    s = ndf__jit_resolve(ctx, name, &reqs[i], warm, &fn);
   }
   return s;
 }

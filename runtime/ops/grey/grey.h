@@ -5,6 +5,7 @@
 #define NDF_OPS_GREY_H
 
 #include "internal.h"
+#include "ops.generated.h"
 
 /* ---- grey: normalized geometry --------------------------------------------------------- */
 typedef enum { NDF__MIN = 0, NDF__MAX = 1 } ndf__minmax;
@@ -67,8 +68,21 @@ ndf_status ndf__grey_cpu(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, cons
 ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
                           const ndf__grey_geom *g);
 /* Kernel requests the CUDA path would make for (dtype, geometry); for cache warm. */
-int ndf__grey_cuda_requests(const ndf__grey_geom *g, ndf_dtype dtype, int ndim,
+int ndf__grey_cuda_requests(ndf_ctx *ctx, const ndf__grey_geom *g, ndf_dtype dtype, int ndim,
                             ndf__kernel_req *reqs, int max);
+/* Compiles the requests of one min/max step (plus the epilogue combine, -1 for
+ * none) for warm->arch into the disk cache. */
+ndf_status ndf__grey_warm_step(ndf_ctx *ctx, const char *name, const ndf__grey_geom *g, ndf_dtype dtype, int ndim,
+                               int combine, ndf__warm *warm);
+
+/* The grey ops of the op registry (gen/ops.lua): NDF__GREY_EROSION, ..., NDF__GREY_BLACK_TOPHAT. */
+#define NDF__GREY_ENUM(id, name, short_name, fn, composite) NDF__GREY_##id,
+typedef enum { NDF_OPS_GREY(NDF__GREY_ENUM) NDF__GREY_COUNT } ndf__grey_op;
+#undef NDF__GREY_ENUM
+/* Cache warm of a composite op (grey_compose.c): the kernels of its steps and its epilogue
+ * for an input of dtype with ndim axes of shape. */
+ndf_status ndf__grey_compose_warm(ndf_ctx *ctx, const char *name, ndf__grey_op op, ndf_dtype dtype, int ndim,
+                                  const int64_t *shape, const ndf_grey_options *opt, ndf__warm *warm);
 
 
 /* ---- CPU tap tables (grey_cpu.c, rank.c) ---------------------------------------------- */

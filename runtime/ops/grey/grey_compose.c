@@ -17,6 +17,7 @@
 
 #include "grey/grey.h"
 #include "kernel_params.generated.h"
+#include "tune.h"
 
 /* ---- the elementwise epilogue -------------------------------------------------------- */
 
@@ -122,7 +123,15 @@ ndf_status ndf__combine(ndf_ctx *ctx, const char *name, ndf__combine_kind kind, 
 
 /* ---- the compositions ---------------------------------------------------------------------- */
 
-typedef enum { OPENING, CLOSING, GRADIENT, LAPLACE, WHITE_TOPHAT, BLACK_TOPHAT } composite;
+/* The composite ops are the registry's (gen/ops.lua, composite = true), by their
+ * ndf__grey_op: each one a case of compose() and its public function below. */
+
+/* The epilogue of op (an ndf__combine_kind), or -1 for none. */
+static int combine_of(ndf__grey_op op) {
+  return op == NDF__GREY_LAPLACE ? NDF__COMBINE_LAPLACE
+         : op == NDF__GREY_GRADIENT || op == NDF__GREY_WHITE_TOPHAT || op == NDF__GREY_BLACK_TOPHAT ? NDF__COMBINE_SUB
+                                                                                                    : -1;
+}
 
 /* A contiguous scratch array shaped like like, on its device. */
 static ndf_status scratch_like(ndf_ctx *ctx, const ndf_array *like, ndf_array *t) {
@@ -146,8 +155,8 @@ static void scratch_free(ndf_ctx *ctx, ndf_array *t) {
   t->data = NULL;
 }
 
-static ndf_status compose(ndf_ctx *ctx, const char *name, composite op, const ndf_array *in, ndf_array *out,
-                          const ndf_grey_options *opt) {
+static ndf_status compose_call(ndf_ctx *ctx, const char *name, ndf__grey_op op, const ndf_array *in, ndf_array *out,
+                               const ndf_grey_options *opt) {
   ndf_status s = ndf__grey_check(ctx, name, in, out, opt);
   if (s != NDF_OK) return s;
   ndf__grey_geom ero, dil;
@@ -158,10 +167,10 @@ static ndf_status compose(ndf_ctx *ctx, const char *name, composite op, const nd
   }
   /* The epilogue's kernel is resolved before any step runs, so that a compile
    * or load failure cannot leave a half-computed output behind. */
-  if (in->device == NDF_DEVICE_CUDA && ndf_array_size(in) > 0 && op != OPENING && op != CLOSING) {
+  if (in->device == NDF_DEVICE_CUDA && ndf_array_size(in) > 0 && combine_of(op) >= 0) {
     ndf__kernel_req req;
     CUfunction fn;
-    ndf__combine_request(&req, op == LAPLACE ? NDF__COMBINE_LAPLACE : NDF__COMBINE_SUB, in->dtype);
+    ndf__combine_request(&req, combine_of(op), in->dtype);
     if ((s = ndf__ctx_bind(ctx)) == NDF_OK) s = ndf__jit_get(ctx, name, &req, &fn);
     if (s != NDF_OK) {
       ndf__grey_geom_free(&ero);
@@ -175,25 +184,28 @@ static ndf_status compose(ndf_ctx *ctx, const char *name, composite op, const nd
     s = scratch_like(ctx, in, &tmp);
   if (s == NDF_OK && ndf_array_size(in) > 0) {
     switch (op) {
-      case OPENING: /* dilation(erosion(x)) */
-      case WHITE_TOPHAT:
+      case NDF__GREY_OPENING: /* dilation(erosion(x)) */
+      case NDF__GREY_WHITE_TOPHAT:
         s = ndf__grey_run(ctx, name, in, &tmp, &ero);
         if (s == NDF_OK) s = ndf__grey_run(ctx, name, &tmp, out, &dil);
-        if (s == NDF_OK && op == WHITE_TOPHAT) s = ndf__combine(ctx, name, NDF__COMBINE_SUB, in, out, NULL, out);
+        if (s == NDF_OK && op == NDF__GREY_WHITE_TOPHAT) s = ndf__combine(ctx, name, NDF__COMBINE_SUB, in, out, NULL, out);
         break;
-      case CLOSING: /* erosion(dilation(x)) */
-      case BLACK_TOPHAT:
+      case NDF__GREY_CLOSING: /* erosion(dilation(x)) */
+      case NDF__GREY_BLACK_TOPHAT:
         s = ndf__grey_run(ctx, name, in, &tmp, &dil);
         if (s == NDF_OK) s = ndf__grey_run(ctx, name, &tmp, out, &ero);
-        if (s == NDF_OK && op == BLACK_TOPHAT) s = ndf__combine(ctx, name, NDF__COMBINE_SUB, out, in, NULL, out);
+        if (s == NDF_OK && op == NDF__GREY_BLACK_TOPHAT) s = ndf__combine(ctx, name, NDF__COMBINE_SUB, out, in, NULL, out);
         break;
-      case GRADIENT: /* dilation(x) - erosion(x) */
-      case LAPLACE:  /* ((dilation(x) + erosion(x)) - x) - x */
+      case NDF__GREY_GRADIENT: /* dilation(x) - erosion(x) */
+      case NDF__GREY_LAPLACE:  /* ((dilation(x) + erosion(x)) - x) - x */
         s = ndf__grey_run(ctx, name, in, &tmp, &dil);
         if (s == NDF_OK) s = ndf__grey_run(ctx, name, in, out, &ero);
         if (s == NDF_OK)
-          s = op == GRADIENT ? ndf__combine(ctx, name, NDF__COMBINE_SUB, &tmp, out, NULL, out)
+          s = op == NDF__GREY_GRADIENT ? ndf__combine(ctx, name, NDF__COMBINE_SUB, &tmp, out, NULL, out)
                              : ndf__combine(ctx, name, NDF__COMBINE_LAPLACE, &tmp, out, in, out);
+        break;
+      default: /* not a composite: the registry and this switch disagree */
+        s = ndf__error(ctx, NDF_EINVAL, "%s: no composition for grey op %d", name, (int)op);
         break;
     }
   }
@@ -203,21 +215,46 @@ static ndf_status compose(ndf_ctx *ctx, const char *name, composite op, const nd
   return s;
 }
 
+/* The call with the options' own tunables (opt->tune) in force. */
+static ndf_status compose(ndf_ctx *ctx, const char *name, ndf__grey_op op, const ndf_array *in, ndf_array *out,
+                          const ndf_grey_options *opt) {
+  ndf__tune_call tc;
+  ndf_status s = ndf__tune_call_begin(ctx, name, ctx && opt ? opt->tune : NULL, &tc);
+  if (s != NDF_OK) return s;
+  s = compose_call(ctx, name, op, in, out, opt);
+  ndf__tune_call_end(&tc);
+  return s;
+}
+
 ndf_status ndf_grey_opening(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_grey_options *opt) {
-  return compose(ctx, "ndf_grey_opening", OPENING, in, out, opt);
+  return compose(ctx, "ndf_grey_opening", NDF__GREY_OPENING, in, out, opt);
 }
 ndf_status ndf_grey_closing(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_grey_options *opt) {
-  return compose(ctx, "ndf_grey_closing", CLOSING, in, out, opt);
+  return compose(ctx, "ndf_grey_closing", NDF__GREY_CLOSING, in, out, opt);
 }
 ndf_status ndf_morphological_gradient(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_grey_options *opt) {
-  return compose(ctx, "ndf_morphological_gradient", GRADIENT, in, out, opt);
+  return compose(ctx, "ndf_morphological_gradient", NDF__GREY_GRADIENT, in, out, opt);
 }
 ndf_status ndf_morphological_laplace(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_grey_options *opt) {
-  return compose(ctx, "ndf_morphological_laplace", LAPLACE, in, out, opt);
+  return compose(ctx, "ndf_morphological_laplace", NDF__GREY_LAPLACE, in, out, opt);
 }
 ndf_status ndf_white_tophat(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_grey_options *opt) {
-  return compose(ctx, "ndf_white_tophat", WHITE_TOPHAT, in, out, opt);
+  return compose(ctx, "ndf_white_tophat", NDF__GREY_WHITE_TOPHAT, in, out, opt);
 }
 ndf_status ndf_black_tophat(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_grey_options *opt) {
-  return compose(ctx, "ndf_black_tophat", BLACK_TOPHAT, in, out, opt);
+  return compose(ctx, "ndf_black_tophat", NDF__GREY_BLACK_TOPHAT, in, out, opt);
+}
+
+/* Every composite runs one erosion and one dilation with the same element,
+ * then its epilogue (the order of the steps does not change their kernels). */
+ndf_status ndf__grey_compose_warm(ndf_ctx *ctx, const char *name, ndf__grey_op op, ndf_dtype dtype, int ndim,
+                                  const int64_t *shape, const ndf_grey_options *opt, ndf__warm *warm) {
+  ndf_status s = NDF_OK;
+  for (int step = 0; step < 2 && s == NDF_OK; step++) {
+    ndf__grey_geom g;
+    if ((s = ndf__grey_prepare(ctx, name, step ? NDF__MAX : NDF__MIN, dtype, ndim, shape, opt, &g)) != NDF_OK) return s;
+    s = ndf__grey_warm_step(ctx, name, &g, dtype, ndim, step == 1 ? combine_of(op) : -1, warm);
+    ndf__grey_geom_free(&g);
+  }
+  return s;
 }

@@ -5,7 +5,7 @@
  *
  *   flat box, extents <= 7 on the last three spatial axes (algorithm auto)
  *       -> grey_boxd (one fused pass by doubling; grey_box for 8-byte types
- *          or NDF_GREY_BOX=classic) + one line pass per other spatial axis
+ *          or grey.box=classic) + one line pass per other spatial axis
  *          with extent > 1;
  *   other flat boxes -> one line pass per axis with extent > 1;
  *   any other element (or algorithm direct) -> grey_taps with the element's
@@ -14,8 +14,8 @@
  * algorithm vhgw, or auto from extent NDF__VHGW_MIN_CUDA on: there
  * grey_linew (last axis: one warp per chunk, doubling in registers) and
  * grey_linev (other axes: van Herk streamed by one thread per line segment),
- * within their limits; NDF_GREY_LINE=lined runs grey_lined (doubling in
- * shared memory, where its segments are long enough), NDF_GREY_LINE=classic
+ * within their limits; grey.line=lined runs grey_lined (doubling in
+ * shared memory, where its segments are long enough), grey.line=classic
  * grey_line; else grey_taps
  * with a 1-D tap table, O(extent) per voxel (and for extents too large for
  * grey_line's shared memory: some hundreds, see line_geometry).
@@ -28,6 +28,7 @@
 
 #include "grey/grey.h"
 #include "kernel_params.generated.h"
+#include "tune.h"
 
 #define BOX_MAX 7
 #define BOX_TY 8
@@ -53,43 +54,53 @@ static void req_box(ndf__kernel_req *r, ndf_dtype dtype, ndf__minmax op, ndf_mod
   ndf__req_grey_box(r, dtype, (int)op, (int)mode, k[0], k[1], k[2], BOX_TY, BOX_VX, zc, (int)ndf_dtype_size(dtype));
 }
 
+/* A tunable (tune.h) of a grey call: w = (dtype, spatial axes, n, k) with
+ * the axis length and extent of a line pass, or n = 0 and the largest
+ * extent of the fused box kernels. */
+static int grey_tune(ndf_ctx *ctx, ndf_dtype dt, const ndf__grey_geom *g, int64_t n, int64_t k, int id) {
+  const ndf__tune_work w = {dt, g->nsp, n, k};
+  return ndf__tune(ctx, id, &w);
+}
+static int64_t kmax3(const int k[3]) { return k[0] > k[1] ? (k[0] > k[2] ? k[0] : k[2]) : (k[1] > k[2] ? k[1] : k[2]); }
+
 /* grey_boxd (templates/grey_boxd.cu): the fused box kernel by doubling.
- * Rows per thread RY (NDF_GREY_BOXD_RY=1..8 for tuning, default 8); the
- * classic grey_box runs instead with NDF_GREY_BOX=classic, for types wider
- * than 4 bytes, and where the tile's shared memory does not fit. */
+ * Rows per thread RY (grey.boxd_ry, 1..8, default 8); the classic grey_box
+ * runs instead with grey.box=classic, for types wider than 4 bytes, and
+ * where the tile's shared memory does not fit. */
 #define BOXD_XT 128
 #define BOXD_NRC 2
-static int boxd_ry(void) {
-  const char *e = getenv("NDF_GREY_BOXD_RY");
-  int v = e && *e ? atoi(e) : 8;
-  return v >= 1 && v <= 8 ? v : 8;
+static int boxd_ry(ndf_ctx *ctx, ndf_dtype dtype, const ndf__grey_geom *g, const int k[3]) {
+  return grey_tune(ctx, dtype, g, 0, kmax3(k), NDF__TUNE_GREY_BOXD_RY);
 }
-static int boxd_applies(ndf_dtype dtype, const int k[3]) {
-  const char *e = getenv("NDF_GREY_BOX");
-  if (e && strcmp(e, "classic") == 0) return 0;
+static int boxd_applies(ndf_ctx *ctx, ndf_dtype dtype, const ndf__grey_geom *g, const int k[3]) {
+  if (grey_tune(ctx, dtype, g, 0, kmax3(k), NDF__TUNE_GREY_BOX) == NDF__TUNE_GREY_BOX__CLASSIC) return 0;
   const size_t es = ndf_dtype_size(dtype);
   if (es > 4) return 0;
-  const int64_t sh = (int64_t)BOXD_NRC * boxd_ry() + k[1] - 1;
+  const int64_t sh = (int64_t)BOXD_NRC * boxd_ry(ctx, dtype, g, k) + k[1] - 1;
   const int64_t sw = BOXD_XT + 4 * ((k[2] - 1 + 3) / 4);
   const int stages = es == 4 ? 2 : 1; /* the fewest the kernel uses */
   return ((int64_t)stages * sh * sw + sh * BOXD_XT) * (int64_t)es <= 49152;
 }
 
-static void req_boxd(ndf__kernel_req *r, ndf_dtype dtype, ndf__minmax op, ndf_mode mode, const int k[3]) {
-  ndf__req_grey_boxd(r, dtype, (int)op, (int)mode, k[0], k[1], k[2], boxd_ry(), (int)ndf_dtype_size(dtype));
+static void req_boxd(ndf_ctx *ctx, ndf__kernel_req *r, ndf_dtype dtype, const ndf__grey_geom *g, ndf__minmax op,
+                     ndf_mode mode, const int k[3]) {
+  ndf__req_grey_boxd(r, dtype, (int)op, (int)mode, k[0], k[1], k[2], boxd_ry(ctx, dtype, g, k),
+                     (int)ndf_dtype_size(dtype));
 }
 
 /* Number of trailing spatial axes the fused box kernel covers (0 = none). */
-static int box_lines_env(void) {
-  const char *e = getenv("NDF_GREY_BOX");
-  return e && strcmp(e, "lines") == 0;
+static int box_lines(ndf_ctx *ctx, ndf_dtype dtype, const ndf__grey_geom *g, int64_t k) {
+  return grey_tune(ctx, dtype, g, 0, k, NDF__TUNE_GREY_BOX) == NDF__TUNE_GREY_BOX__LINES;
 }
-static int box_fused_axes(const ndf__grey_geom *g) {
-  if (!g->is_box || g->algo != NDF_GREY_AUTO || box_lines_env()) return 0;
+static int box_fused_axes(ndf_ctx *ctx, ndf_dtype dtype, const ndf__grey_geom *g) {
+  if (!g->is_box || g->algo != NDF_GREY_AUTO) return 0;
   int n = g->nsp < 3 ? g->nsp : 3;
-  for (int d = g->nsp - n; d < g->nsp; d++)
+  int64_t kmax = 1;
+  for (int d = g->nsp - n; d < g->nsp; d++) {
     if (g->box[d] > BOX_MAX) return 0;
-  return n;
+    kmax = g->box[d] > kmax ? g->box[d] : kmax;
+  }
+  return box_lines(ctx, dtype, g, kmax) ? 0 : n;
 }
 
 /* Box extents (KZ, KY, KX) of the fused axes, 1 where absent. */
@@ -124,29 +135,27 @@ static int line_geometry(int64_t K, int64_t n, size_t es, int *cols, int *seg) {
  * memory, 32 lines x S outputs per block of 256 threads, two buffers of
  * S + K - 1 rows.  Under auto only (algorithm vhgw keeps grey_line), where S
  * is at least about K / 2 (else the extra staging outweighs it);
- * NDF_GREY_LINE=classic keeps grey_line. */
+ * grey.line=classic keeps grey_line. */
 #define LINED_NL 32
 #define LINED_NTH 256
-/* Shared memory per block: 48 KiB, or NDF_GREY_LINED_KB (48..200, tuning:
- * longer segments, less staging overhead, fewer blocks per SM). */
-static int64_t lined_budget(void) {
-  const char *e = getenv("NDF_GREY_LINED_KB");
-  int64_t kb = e && *e ? atoi(e) : 48;
-  return (kb >= 48 && kb <= 200 ? kb : 48) * 1024;
+/* Shared memory per block: 48 KiB, or grey.lined_kb (48..200: longer
+ * segments, less staging overhead, fewer blocks per SM). */
+static int64_t lined_budget(ndf_ctx *ctx, ndf_dtype dtype, const ndf__grey_geom *g, int64_t K, int64_t n) {
+  return (int64_t)grey_tune(ctx, dtype, g, n, K, NDF__TUNE_GREY_LINED_KB) * 1024;
 }
-static int lined_geometry(int64_t K, int64_t n, size_t es, int *seg) {
-  int64_t rows = (lined_budget() - 16 * LINED_NL) / (2 * (int64_t)(LINED_NL + 1) * (int64_t)es);
+static int lined_geometry(ndf_ctx *ctx, ndf_dtype dtype, const ndf__grey_geom *g, int64_t K, int64_t n, size_t es,
+                          int *seg) {
+  int64_t rows = (lined_budget(ctx, dtype, g, K, n) - 16 * LINED_NL) / (2 * (int64_t)(LINED_NL + 1) * (int64_t)es);
   int64_t S = rows - K + 1;
   if (S > n) S = n;
   if (S < 1 || 2 * S < K + 1) return 0;
   *seg = (int)S;
   return 1;
 }
-static int use_lined(const ndf__grey_geom *g, int64_t K, int64_t n, size_t es) {
+static int use_lined(ndf_ctx *ctx, ndf_dtype dtype, const ndf__grey_geom *g, int64_t K, int64_t n, size_t es) {
   int sg;
-  const char *e = getenv("NDF_GREY_LINE");
-  if (e && strcmp(e, "classic") == 0) return 0;
-  return g->algo == NDF_GREY_AUTO && K >= NDF__VHGW_MIN_CUDA && lined_geometry(K, n, es, &sg);
+  if (grey_tune(ctx, dtype, g, n, K, NDF__TUNE_GREY_LINE) == NDF__TUNE_GREY_LINE__CLASSIC) return 0;
+  return g->algo == NDF_GREY_AUTO && K >= NDF__VHGW_MIN_CUDA && lined_geometry(ctx, dtype, g, K, n, es, &sg);
 }
 
 /* Whether the line pass of extent K runs grey_line (or grey_lined, see use_lined). */
@@ -161,21 +170,21 @@ static int use_line(const ndf__grey_geom *g, int64_t K, int64_t n, size_t es) {
  * a warp 32 consecutive values.  grey_linew (the array's last axis) has the
  * extent as a slot (registers: 8 + ceil((K-1)/32) per lane), up to
  * LINEW_KMAX; grey_linev (other axes) keeps K values per thread in shared
- * memory, 32..128 threads per block within 48 KiB.  NDF_GREY_LINE selects
- * the kernels of auto: unset (or "regs") these, "lined" grey_lined,
- * "classic" grey_line, "linew" / "linev" one of these only.  NDF_GREY_BOX=lines (tuning) runs boxes of extents
+ * memory, 32..128 threads per block within 48 KiB.  grey.line selects
+ * the kernels of auto: "regs" (default) these, "lined" grey_lined,
+ * "classic" grey_line, "linew" / "linev" one of these only.  grey.box=lines runs boxes of extents
  * <= 7 by these line passes too, in place of the fused box kernel. */
 #define LINEW_KMAX 257
 #define LINEW_WPB 8
 #define LINEW_CO 256
 #define LINEV_SMEM 49152
 enum { LK_TAPS, LK_LINE, LK_LINED, LK_LINEW, LK_LINEV };
-/* Which of the two NDF_GREY_LINE allows: 1 grey_linew, 2 grey_linev (3: unset
- * or "regs"; "linew" / "linev": one of them, the other axes' passes as with
- * "lined", to time each kernel alone). */
-static int line_env_regs(int last) {
-  const char *e = getenv("NDF_GREY_LINE");
-  const int m = !e || !*e || strcmp(e, "regs") == 0 ? 3 : strcmp(e, "linew") == 0 ? 1 : strcmp(e, "linev") == 0 ? 2 : 0;
+/* Which of the two grey.line allows: 1 grey_linew, 2 grey_linev (3: "regs";
+ * "linew" / "linev": one of them, the other axes' passes as with "lined", to
+ * time each kernel alone). */
+static int line_regs(ndf_ctx *ctx, ndf_dtype dtype, const ndf__grey_geom *g, int64_t K, int64_t n, int last) {
+  const int v = grey_tune(ctx, dtype, g, n, K, NDF__TUNE_GREY_LINE);
+  const int m = v == NDF__TUNE_GREY_LINE__REGS ? 3 : v == NDF__TUNE_GREY_LINE__LINEW ? 1 : v == NDF__TUNE_GREY_LINE__LINEV ? 2 : 0;
   return (m & (last ? 1 : 2)) != 0;
 }
 static int linev_threads(int64_t K, size_t es) {
@@ -185,14 +194,16 @@ static int linev_threads(int64_t K, size_t es) {
 }
 /* The kernel of a box line pass of extent K along an axis of length n (the
  * array's last axis when last). */
-static int line_kind(const ndf__grey_geom *g, int64_t K, int64_t n, size_t es, int last) {
-  if (g->algo == NDF_GREY_AUTO && box_lines_env() && K >= 2 && K < NDF__VHGW_MIN_CUDA && line_env_regs(last) &&
-      (last ? K <= LINEW_KMAX : linev_threads(K, es) > 0))
-    return last ? LK_LINEW : LK_LINEV; /* NDF_GREY_BOX=lines: small boxes by these passes too */
+static int line_kind(ndf_ctx *ctx, ndf_dtype dtype, const ndf__grey_geom *g, int64_t K, int64_t n, size_t es,
+                     int last) {
+  if (g->algo == NDF_GREY_AUTO && K >= 2 && K < NDF__VHGW_MIN_CUDA && box_lines(ctx, dtype, g, K) &&
+      line_regs(ctx, dtype, g, K, n, last) && (last ? K <= LINEW_KMAX : linev_threads(K, es) > 0))
+    return last ? LK_LINEW : LK_LINEV; /* grey.box=lines: small boxes by these passes too */
   if (!use_line(g, K, n, es)) return LK_TAPS;
   if (g->algo != NDF_GREY_AUTO) return LK_LINE;
-  if (line_env_regs(last) && (last ? K <= LINEW_KMAX : linev_threads(K, es) > 0)) return last ? LK_LINEW : LK_LINEV;
-  return use_lined(g, K, n, es) ? LK_LINED : LK_LINE;
+  if (line_regs(ctx, dtype, g, K, n, last) && (last ? K <= LINEW_KMAX : linev_threads(K, es) > 0))
+    return last ? LK_LINEW : LK_LINEV;
+  return use_lined(ctx, dtype, g, K, n, es) ? LK_LINED : LK_LINE;
 }
 static void req_linek(ndf__kernel_req *r, int kind, ndf_dtype dtype, const ndf__grey_geom *g, int64_t K, int last) {
   if (kind == LK_LINEW) {
@@ -212,12 +223,13 @@ static int req_same(const ndf__kernel_req *a, const ndf__kernel_req *b) {
   return 1;
 }
 
-int ndf__grey_cuda_requests(const ndf__grey_geom *g, ndf_dtype dtype, int ndim, ndf__kernel_req *reqs, int max) {
-  if (g->algo == NDF_GREY_DECOMPOSED) return ndf__grey_cuda_requests(g->step, dtype, ndim, reqs, max);
-  int n = 0, nf = box_fused_axes(g);
+int ndf__grey_cuda_requests(ndf_ctx *ctx, const ndf__grey_geom *g, ndf_dtype dtype, int ndim, ndf__kernel_req *reqs,
+                            int max) {
+  if (g->algo == NDF_GREY_DECOMPOSED) return ndf__grey_cuda_requests(ctx, g->step, dtype, ndim, reqs, max);
+  int n = 0, nf = box_fused_axes(ctx, dtype, g);
   if (g->is_box) /* line passes (the warm shape is 64 per axis) */
     for (int d = 0; d < g->nsp - nf; d++) {
-      const int last = d == g->nsp - 1, kind = line_kind(g, g->box[d], 64, ndf_dtype_size(dtype), last);
+      const int last = d == g->nsp - 1, kind = line_kind(ctx, dtype, g, g->box[d], 64, ndf_dtype_size(dtype), last);
       if (kind == LK_TAPS || n >= max) continue;
       req_linek(&reqs[n], kind, dtype, g, g->box[d], last);
       int seen = 0;
@@ -227,8 +239,8 @@ int ndf__grey_cuda_requests(const ndf__grey_geom *g, ndf_dtype dtype, int ndim, 
   if (nf) {
     int k[3], lo[3];
     box_k(g, nf, k, lo);
-    if (boxd_applies(dtype, k)) {
-      if (n < max) req_boxd(&reqs[n++], dtype, g->op, g->mode, k);
+    if (boxd_applies(ctx, dtype, g, k)) {
+      if (n < max) req_boxd(ctx, &reqs[n++], dtype, g, g->op, g->mode, k);
     } else {
       if (n < max) req_box(&reqs[n++], dtype, g->op, g->mode, k, 32);
       if (n < max) req_box(&reqs[n++], dtype, g->op, g->mode, k, 4);
@@ -236,7 +248,7 @@ int ndf__grey_cuda_requests(const ndf__grey_geom *g, ndf_dtype dtype, int ndim, 
   }
   int need_taps = !g->is_box;
   for (int d = 0; d < g->nsp - nf; d++)
-    need_taps |= g->box[d] > 1 && line_kind(g, g->box[d], 64, ndf_dtype_size(dtype), d == g->nsp - 1) == LK_TAPS;
+    need_taps |= g->box[d] > 1 && line_kind(ctx, dtype, g, g->box[d], 64, ndf_dtype_size(dtype), d == g->nsp - 1) == LK_TAPS;
   if (need_taps && n < max) req_taps(&reqs[n++], dtype, g->nsp, g->op, g->mode, g->has_weights);
   return n;
 }
@@ -365,7 +377,7 @@ static ndf_status run_line(ndf_ctx *ctx, const char *name, ndf_dtype dtype, cons
   const size_t es = ndf_dtype_size(dtype);
   if (dbl) {
     cols = LINED_NL;
-    lined_geometry(K, shape[a], es, &seg);
+    lined_geometry(ctx, dtype, g, K, shape[a], es, &seg);
   } else {
     line_geometry(K, shape[a], es, &cols, &seg);
   }
@@ -389,7 +401,7 @@ static ndf_status run_line(ndf_ctx *ctx, const char *name, ndf_dtype dtype, cons
     CUresult r = ndf__cu(NULL)->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);
     if (r != CUDA_SUCCESS)
       return ndf__error(ctx, NDF_ENOTSUP, "%s: the line pass needs %u bytes of shared memory per block, more than "
-                        "this device allows (NDF_GREY_LINED_KB)", name, smem);
+                        "this device allows (grey.lined_kb)", name, smem);
   }
   int64_t tiles = (nlines + cols - 1) / cols * p.nseg;
   return ndf__line_launch(ctx, name, fn, ndf__grid(ctx, tiles, dbl ? 8 : 32), dbl ? LINED_NTH : (unsigned)cols, 1, smem,
@@ -418,17 +430,17 @@ static ndf_status run_linew(ndf_ctx *ctx, const char *name, ndf_dtype dtype, con
                            &p);
 }
 
-/* Segment length of grey_linev: NDF_GREY_LINEV_L (tuning), else the axis
+/* Segment length of grey_linev: grey.linev_l when set, else the axis
  * split in as many segments as fill the device's threads once (nt threads
  * and K * nt values of shared memory per block; registers, about 90 per
  * thread, are not counted: on the H200 this rule picks the fastest L at
  * 2048^2 size 63, L = 64, where L = 32, 128 or 256 take 16-70% more time),
  * but segments of at least K outputs (each segment also
  * reads K - 1 rows before its first output). */
-static int64_t linev_segment(const ndf_ctx *ctx, int64_t K, int64_t n, int64_t nlines, int nt, size_t es) {
-  const char *e = getenv("NDF_GREY_LINEV_L");
+static int64_t linev_segment(ndf_ctx *ctx, ndf_dtype dtype, const ndf__grey_geom *g, int64_t K, int64_t n,
+                             int64_t nlines, int nt, size_t es) {
   if (n < 1) return 1;
-  int64_t knob = e && *e ? atoll(e) : 0; /* min(knob, n, 2^30): L fits the kernel's int */
+  int64_t knob = grey_tune(ctx, dtype, g, n, K, NDF__TUNE_GREY_LINEV_L); /* min(knob, n, 2^30): L fits the kernel's int */
   if (knob >= 1) {
     if (knob > n) knob = n;
     return knob < (1 << 30) ? knob : (1 << 30);
@@ -460,7 +472,7 @@ static ndf_status run_linev(ndf_ctx *ctx, const char *name, ndf_dtype dtype, con
   p.out = NDF__DPTR(out);
   SET_LINE_AXES(p, istr, ostr, shape, ndim, a);
   const int64_t nlines = p.nlines;
-  const int64_t L = linev_segment(ctx, K, shape[a], nlines, nt, es);
+  const int64_t L = linev_segment(ctx, dtype, g, K, shape[a], nlines, nt, es);
   p.nseg = (shape[a] + L - 1) / L;
   p.K = (int)K;
   p.lo = (int)lo;
@@ -544,7 +556,7 @@ static ndf_status run_boxd(ndf_ctx *ctx, const char *name, ndf_dtype dtype, cons
   int nb = ndim < 3 ? 0 : ndim - 3;
   int64_t nouter = 1;
   for (int d = 0; d < nb; d++) nouter *= shape[d];
-  const int ty = BOXD_NRC * boxd_ry();
+  const int ty = BOXD_NRC * boxd_ry(ctx, dtype, g, k);
   int64_t ntx = (ext[2] + BOXD_XT - 1) / BOXD_XT, nty = (ext[1] + ty - 1) / ty;
   const int64_t slots = 2 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132);
   const int64_t tiles = ntx * nty * nouter;
@@ -553,7 +565,7 @@ static ndf_status run_boxd(ndf_ctx *ctx, const char *name, ndf_dtype dtype, cons
   if (zc > ext[0]) zc = ext[0] > 0 ? ext[0] : 1;
   int64_t ntz = (ext[0] + zc - 1) / zc;
   ndf__kernel_req req;
-  req_boxd(&req, dtype, g->op, g->mode, k);
+  req_boxd(ctx, &req, dtype, g, g->op, g->mode, k);
   CUfunction fn;
   ndf_status s = ndf__jit_get(ctx, name, &req, &fn);
   if (s != NDF_OK) return s;
@@ -581,7 +593,7 @@ ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
 
   /* Separable box: the fused kernel for the trailing axes, then line passes
    * for the others, last axis first (the CPU's order). */
-  int nf = box_fused_axes(g);
+  int nf = box_fused_axes(ctx, in->dtype, g);
   if (!plane_offsets_fit(in->shape, in->strides, ndim)) nf = 0;
   int axes[NDF_MAX_SPATIAL], npass = 0;
   for (int d = 0; d < nsp - nf; d++)
@@ -606,13 +618,13 @@ ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
     if (nf) {
       int k[3], lo[3];
       box_k(g, nf, k, lo);
-      if (boxd_applies(in->dtype, k)) req_boxd(&req, in->dtype, g->op, g->mode, k);
+      if (boxd_applies(ctx, in->dtype, g, k)) req_boxd(ctx, &req, in->dtype, g, g->op, g->mode, k);
       else req_box(&req, in->dtype, g->op, g->mode, k, box_zc(ctx, in->shape, ndim));
       if ((s = ndf__jit_get(ctx, name, &req, &fn)) != NDF_OK) return s;
     }
     for (int i = 0; i < npass; i++) {
       const int a = axes[i], last = nb + a == ndim - 1;
-      const int kind = line_kind(g, g->box[a], in->shape[nb + a], es, last);
+      const int kind = line_kind(ctx, in->dtype, g, g->box[a], in->shape[nb + a], es, last);
       if (kind != LK_TAPS) req_linek(&req, kind, in->dtype, g, g->box[a], last);
       else req_taps(&req, in->dtype, nsp, g->op, g->mode, 0);
       if ((s = ndf__jit_get(ctx, name, &req, &fn)) != NDF_OK) return s;
@@ -635,7 +647,7 @@ ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
     if (nf && i == 0) {
       int k[3], lo[3];
       box_k(g, nf, k, lo);
-      if (boxd_applies(in->dtype, k))
+      if (boxd_applies(ctx, in->dtype, g, k))
         s = run_boxd(ctx, name, in->dtype, src, sstr, dst, dstr, in->shape, ndim, g, nf);
       else
         s = run_box(ctx, name, in->dtype, src, sstr, dst, dstr, in->shape, ndim, g, nf);
@@ -644,7 +656,7 @@ ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
        * (which covers the last axes): ties resolve as on the CPU, the first
        * of equal extrema in raster order of the window (ADR 0008) */
       int a = axes[npass - 1 - (nf ? i - 1 : i)];
-      const int kind = line_kind(g, g->box[a], in->shape[nb + a], es, nb + a == ndim - 1);
+      const int kind = line_kind(ctx, in->dtype, g, g->box[a], in->shape[nb + a], es, nb + a == ndim - 1);
       if (kind != LK_TAPS) {
         if (kind == LK_LINEW)
           s = run_linew(ctx, name, in->dtype, src, sstr, dst, dstr, in->shape, ndim, g, nb + a, g->box[a], g->lo[a]);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "rank/rank.h"
+#include "tune.h"
 #include "selnets.generated.h"
 
 void ndf_rank_options_init(ndf_rank_options *opt) {
@@ -568,10 +569,22 @@ static ndf_status rank_setup(ndf_ctx *ctx, const char *name, rank_kind kind, ndf
   return NDF_OK;
 }
 
+static ndf_status rank_call_run(ndf_ctx *ctx, const char *name, rank_kind kind, const ndf_array *in, ndf_array *out,
+                                int64_t rank, double percentile, const ndf_rank_options *opt);
+/* The call with the options' own tunables (opt->tune) in force. */
 static ndf_status rank_filter(ndf_ctx *ctx, const char *name, rank_kind kind, const ndf_array *in, ndf_array *out,
                               int64_t rank, double percentile, const ndf_rank_options *opt) {
   if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
   ndf__clear_error(ctx);
+  ndf__tune_call tc;
+  ndf_status s = ndf__tune_call_begin(ctx, name, opt ? opt->tune : NULL, &tc);
+  if (s != NDF_OK) return s;
+  s = rank_call_run(ctx, name, kind, in, out, rank, percentile, opt);
+  ndf__tune_call_end(&tc);
+  return s;
+}
+static ndf_status rank_call_run(ndf_ctx *ctx, const char *name, rank_kind kind, const ndf_array *in, ndf_array *out,
+                                int64_t rank, double percentile, const ndf_rank_options *opt) {
   ndf_status s = ndf__check_filter_arrays(ctx, name, in, out);
   if (s != NDF_OK) return s;
   rank_call c;
@@ -584,10 +597,10 @@ static ndf_status rank_filter(ndf_ctx *ctx, const char *name, rank_kind kind, co
     /* AUTO: box windows by sorted slices where that pays, else quickselect
      * per voxel.  The generated selection networks are meant for the GPU's
      * straight-line kernels (interpreted per voxel they are slower than
-     * quickselect); NDF_RANK_ALGO_NETWORK (or $NDF_RANK_NETWORK=1) runs them
-     * here, to test them against the sort path. */
-    const char *want = getenv("NDF_RANK_NETWORK");
-    const int use_net = opt->algorithm == NDF_RANK_ALGO_NETWORK || (want && *want && strcmp(want, "0") != 0);
+     * quickselect); NDF_RANK_ALGO_NETWORK (or the tunable rank.cpu_network)
+     * runs them here, to test them against the sort path. */
+    const int use_net = opt->algorithm == NDF_RANK_ALGO_NETWORK ||
+                        ndf__tune(ctx, NDF__TUNE_RANK_CPU_NETWORK, NULL) == NDF__TUNE_RANK_CPU_NETWORK__ON;
     s = rank_cpu(ctx, name, in, out, &c, use_net);
   }
   rank_call_free(&c);

@@ -17,6 +17,14 @@
 #include "rank/rank.h"
 #include "kernel_params.generated.h"
 #include "selnets.generated.h"
+#include "tune.h"
+
+/* The workload of a rank call's tunables (tune.h): the dtype, the spatial
+ * axes and the window's taps. */
+static ndf__tune_work rank_work(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n) {
+  const ndf__tune_work w = {dtype, g->nsp, 0, n};
+  return w;
+}
 
 #define RANK_TX 32
 #define RANK_TY 8
@@ -106,12 +114,13 @@ static ndf_status build(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndi
   const ndf__selnet *net = ndf__selnet_find(n, ndf__rank_for(sel->kind, sel->rank, sel->percentile, n));
   rg->net = sel->algorithm == NDF_RANK_ALGO_SELECT ? NULL : net;
   /* The 3x3 median (every tap of a 3x3 box over Y and X): sorted rows shared
-   * down a thread's outputs, the tile load unrolled (ALGO 3); $NDF_RANK_MED3=0
-   * keeps the network, =1 the sorted rows with the generic tile load (ALGO 2). */
-  const char *em = getenv("NDF_RANK_MED3");
+   * down a thread's outputs, the tile load unrolled (ALGO 3); rank.med3=network
+   * keeps the network, =rows the sorted rows with the generic tile load (ALGO 2). */
+  const ndf__tune_work tw = rank_work(dtype, g, n);
+  const int em = ndf__tune(ctx, NDF__TUNE_RANK_MED3, &tw);
   rg->med3 = rg->net && n == 9 && ndf__rank_for(sel->kind, sel->rank, sel->percentile, n) == 4 && rg->ky == 3 &&
-             rg->kx == 3 && !(em && !strcmp(em, "0"));
-  if (rg->med3) rg->med3 = em && !strcmp(em, "1") ? 1 : 2;
+             rg->kx == 3 && em != NDF__TUNE_RANK_MED3__NETWORK;
+  if (rg->med3) rg->med3 = em == NDF__TUNE_RANK_MED3__ROWS ? 1 : 2;
   for (int64_t k = 0; rg->med3 && k < n; k++)
     for (int d = 0; d < nsp - 2; d++)
       if (taps[k * nsp + d] != taps[d]) rg->med3 = 0; /* the taps span an axis in front of Y */
@@ -126,11 +135,11 @@ static ndf_status build(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndi
    * than the shared loads). */
   rg->ry = n <= 25 ? 8 : n <= 27 ? 2 : 1;
   rg->rz = rg->nleadsp && n <= 27 && !rg->med3 ? 8 : 1;
-  /* $NDF_RANK_RY / $NDF_RANK_RZ (1, 2, 4 or 8) override the blocking, for tuning runs. */
-  const char *ey = getenv("NDF_RANK_RY"), *ez = getenv("NDF_RANK_RZ");
-  if (ey && (atoi(ey) == 1 || atoi(ey) == 2 || atoi(ey) == 4 || atoi(ey) == 8 || (rg->med3 && atoi(ey) == 16)))
-    rg->ry = atoi(ey); /* 16: the 3x3 median only (its registers do not grow with RY) */
-  if (ez && rg->nleadsp && !rg->med3 && (atoi(ez) == 1 || atoi(ez) == 2 || atoi(ez) == 4 || atoi(ez) == 8)) rg->rz = atoi(ez);
+  /* rank.ry / rank.rz (1, 2, 4 or 8) override the blocking. */
+  const int ey = ndf__tune(ctx, NDF__TUNE_RANK_RY, &tw), ez = ndf__tune(ctx, NDF__TUNE_RANK_RZ, &tw);
+  if (ey == 1 || ey == 2 || ey == 4 || ey == 8 || (rg->med3 && ey == 16))
+    rg->ry = ey; /* 16: the 3x3 median only (its registers do not grow with RY) */
+  if (rg->nleadsp && !rg->med3 && (ez == 1 || ez == 2 || ez == 4 || ez == 8)) rg->rz = ez;
   while (rg->ry > 1 && ny < (int64_t)RANK_TY * rg->ry) rg->ry /= 2;
   while (rg->rz > 1 && nz < rg->rz) rg->rz /= 2;
   if (shape) {
@@ -280,12 +289,12 @@ static int tile_plan(int ky, int kx, int64_t ny, tile_geom *tg) {
  * position and equal-key counters, then the bitsets), 16.25 KB of sorted
  * keys (rows of 64 padded to 65), 2 bytes of rank per tile position. */
 #define TILE2_KEYS 4096
-/* The variant of templates/rank_tile2.cu (slot PIPE): $NDF_RANK_TILE2_PIPE=0..8 or 10, else 10
+/* The variant of templates/rank_tile2.cu (slot PIPE): rank.tile2_pipe=0..8 or 10, else 10
  * where it applies and 6 elsewhere (tile2_pipe_for). */
-static int tile2_pipe(void) {
-  const char *ep = getenv("NDF_RANK_TILE2_PIPE");
-  if (ep && !strcmp(ep, "10")) return 10;
-  return ep && ep[0] >= '0' && ep[0] <= '8' && !ep[1] ? ep[0] - '0' : 10;
+static int tile2_pipe(ndf_ctx *ctx, const ndf__tune_work *w) {
+  const int v = ndf__tune(ctx, NDF__TUNE_RANK_TILE2_PIPE, w);
+  return v == NDF__TUNE_RANK_TILE2_PIPE__AUTO || v == NDF__TUNE_RANK_TILE2_PIPE__10 ? 10
+                                                                                   : v - NDF__TUNE_RANK_TILE2_PIPE__0;
 }
 
 /* PIPE 10 (ADR 0005 "pivots instead of bitsets") takes 32-bit
@@ -294,8 +303,9 @@ static int tile2_pipe(void) {
  * the tile's values (its walks pass the tile's ranks outside the window: on
  * the H200, 1024^2 float32, it takes 40% more time than PIPE 6 at 11x11 and
  * 18% more at 15x15, 30% less at 21x21); elsewhere it is 6. */
-static int tile2_pipe_for(ndf_dtype dtype, int s, int ky, int kx, int64_t ny, int64_t nx) {
-  const int p = tile2_pipe();
+static int tile2_pipe_for(ndf_ctx *ctx, const ndf__tune_work *w, ndf_dtype dtype, int s, int ky, int kx, int64_t ny,
+                          int64_t nx) {
+  const int p = tile2_pipe(ctx, w);
   if (p != 10) return p;
   const int th = s + ky - 1, tw = 31 + kx;
   return ndf_dtype_size(dtype) == 4 && th <= 64 && tw <= 64 && th * tw <= 3968 && 10 * ky * kx >= th * tw &&
@@ -322,7 +332,7 @@ static size_t tile2_smem(int pipe, int s, int ky, int kx) {
   return 32768 + 65 * 64 * 4 + rpos;
 }
 
-static int tile2_plan(int ky, int kx, int64_t ny, tile_geom *tg) {
+static int tile2_plan(ndf_ctx *ctx, const ndf__tune_work *w, int ky, int kx, int64_t ny, tile_geom *tg) {
   const int64_t tw = 31 + (int64_t)kx;
   int64_t s = (TILE2_KEYS / tw - (ky - 1)) & ~(int64_t)1;
   const int64_t sneed = ny < 2 ? 2 : (ny + 1) & ~(int64_t)1;
@@ -331,30 +341,31 @@ static int tile2_plan(int ky, int kx, int64_t ny, tile_geom *tg) {
   while (s > 16 && (s + ky - 1) * tw > 3968) s -= 2;
   tg->s = (int)s;
   tg->rp2 = TILE2_KEYS;
-  tg->pipe = tile2_pipe();
+  tg->pipe = tile2_pipe(ctx, w);
   tg->smem = tile2_smem(tg->pipe, (int)s, ky, kx);
   tg->form = 2;
   return 1;
 }
 
 /* Form 2's slot PIPE for this dtype, and its shared memory. */
-static void tile2_finish(ndf_dtype dtype, int ky, int kx, int64_t ny, int64_t nx, tile_geom *tg) {
+static void tile2_finish(ndf_ctx *ctx, const ndf__tune_work *w, ndf_dtype dtype, int ky, int kx, int64_t ny, int64_t nx,
+                         tile_geom *tg) {
   if (tg->form != 2) return;
   /* PIPE 10 takes tiles of at most 64 rows: where the plan took more, fewer rows per block (not
    * under 16), unless PIPE 10 does not apply even then.  On the H200 (1024^2 float32) PIPE 10 at
    * S = 40 takes 26% less time than PIPE 6 at the plan's 48 rows for 25x25, at S = 44 30% less
    * for 21x21. */
   const int s0 = tg->s, scap = (65 - ky) & ~1;
-  if (tile2_pipe() == 10 && s0 + ky - 1 > 64 && scap >= 16) tg->s = scap;
-  tg->pipe = tile2_pipe_for(dtype, tg->s, ky, kx, ny, nx);
+  if (tile2_pipe(ctx, w) == 10 && s0 + ky - 1 > 64 && scap >= 16) tg->s = scap;
+  tg->pipe = tile2_pipe_for(ctx, w, dtype, tg->s, ky, kx, ny, nx);
   if (tg->pipe != 10) tg->s = s0; /* (6, or the form asked for: the same at the plan's rows) */
   tg->smem = tile2_smem(tg->pipe, tg->s, ky, kx);
 }
 
-/* The second form where it applies, unless $NDF_RANK_TILE=1 asks for the first. */
-static int tile_choose(int ky, int kx, int64_t ny, tile_geom *tg) {
-  const char *e = getenv("NDF_RANK_TILE");
-  if (!(e && !strcmp(e, "1")) && tile2_plan(ky, kx, ny, tg)) return 1;
+/* The second form where it applies, unless rank.tile=first asks for the first. */
+static int tile_choose(ndf_ctx *ctx, const ndf__tune_work *w, int ky, int kx, int64_t ny, tile_geom *tg) {
+  if (ndf__tune(ctx, NDF__TUNE_RANK_TILE, w) != NDF__TUNE_RANK_TILE__FIRST && tile2_plan(ctx, w, ky, kx, ny, tg))
+    return 1;
   return tile_plan(ky, kx, ny, tg);
 }
 
@@ -376,13 +387,13 @@ static int use_hist(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, const n
 }
 
 /* The sorted tile where the selection asks for it, or AUTO finds no network
- * and the tile applies.  $NDF_RANK_TILE=0 leaves AUTO's choice to the other
+ * and the tile applies.  rank.tile=off leaves AUTO's choice to the other
  * kernels (histogram, radix select), for comparing them in one run. */
-static int use_tile(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, const ndf__rank_sel *sel) {
+static int use_tile(ndf_ctx *ctx, ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, const ndf__rank_sel *sel) {
   if (sel->algorithm == NDF_RANK_ALGO_TILE) return 1;
   if (sel->algorithm != NDF_RANK_ALGO_AUTO || !ndf__rank_tile_applies(dtype, g, n)) return 0;
-  const char *e = getenv("NDF_RANK_TILE");
-  if (e && !strcmp(e, "0")) return 0;
+  const ndf__tune_work w = rank_work(dtype, g, n);
+  if (ndf__tune(ctx, NDF__TUNE_RANK_TILE, &w) == NDF__TUNE_RANK_TILE__OFF) return 0;
   return !ndf__selnet_find(n, ndf__rank_for(sel->kind, sel->rank, sel->percentile, n));
 }
 
@@ -456,7 +467,7 @@ static ndf_status run_hist(ndf_ctx *ctx, const char *name, const ndf_array *in, 
   return ndf__hist_launch(ctx, name, fn, ndf__grid(ctx, nxb * nstrips * nouter, 32), HIST_BX, 1, 0, &p);
 }
 
-static void tile_request(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, const ndf__rank_sel *sel,
+static void tile_request(ndf_ctx *ctx, ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, const ndf__rank_sel *sel,
                          const tile_geom *tg, ndf__kernel_req *req) {
   const int nsp = g->nsp;
   const int is_signed = dtype == NDF_INT8 || dtype == NDF_INT16 || dtype == NDF_INT32;
@@ -477,15 +488,14 @@ static void tile_request(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, co
   ndf__req_set(req, "S", "%d", tg->s);
   if (tg->form == 1) ndf__req_set(req, "RP2", "%d", tg->rp2);
   /* The second form's sort: unrolled stages (default) or, with
-   * $NDF_RANK_TILE2_UNROLL=0, rolled (more instructions, 75 KB less code), =2
+   * rank.tile2_unroll=0, rolled (more instructions, 75 KB less code), =2
    * the unrolled form with its last six stages as a loop (about 40 KB less
    * code).  On the H200 (31x31 on 1024^2 float32) the rolled sort takes about
    * 15% more time than the unrolled one, =2 and =3 8% and 1% more. */
-  const char *eu = getenv("NDF_RANK_TILE2_UNROLL");
   /* =3: as 2 with each stage's transposes in a switch (no selects). */
+  const ndf__tune_work tw = rank_work(dtype, g, n);
   if (tg->form == 2)
-    ndf__req_set(req, "SORTU", "%d",
-                 eu && !strcmp(eu, "0") ? 0 : eu && !strcmp(eu, "2") ? 2 : eu && !strcmp(eu, "3") ? 3 : 1);
+    ndf__req_set(req, "SORTU", "%s", ndf__tunables[NDF__TUNE_RANK_TILE2_UNROLL].values[ndf__tune(ctx, NDF__TUNE_RANK_TILE2_UNROLL, &tw)]);
   /* PIPE (ADR 0005): 1 issues the shared loads ahead of the atomics (27% less
    * time than 0, which does not, at 31x31 on 1024^2 on the H200); 2 also
    * shares the first window between the two threads of a column; 3 is 1
@@ -497,7 +507,7 @@ static void tile_request(ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, co
    * 10 keeps no bitsets (pivots over the ranks' positions).  Of 0..8, 6 is
    * the fastest at 31x31 on 1024^2 (H200, float32 and uint8: 3-5% less time
    * than 3), so it is the default where 10 does not apply (tile2_pipe_for).
-   * $NDF_RANK_TILE2_PIPE=0..8 or 10 selects one. */
+   * rank.tile2_pipe=0..8 or 10 selects one. */
   if (tg->form == 2) ndf__req_set(req, "PIPE", "%d", tg->pipe);
 }
 
@@ -508,23 +518,23 @@ static ndf_status run_tile(ndf_ctx *ctx, const char *name, const ndf_array *in, 
   const int ky = (int)g->box[nsp - 2], kx = (int)g->box[nsp - 1], ylo = (int)g->lo[nsp - 2], xlo = (int)g->lo[nsp - 1];
   int64_t ny = in->shape[ndim - 2], nx = in->shape[ndim - 1];
   tile_geom tg;
-  if (!tile_choose(ky, kx, ny, &tg)) /* rank.c has checked ndf__rank_tile_applies */
+  const ndf__tune_work tw = rank_work(in->dtype, g, n);
+  if (!tile_choose(ctx, &tw, ky, kx, ny, &tg)) /* rank.c has checked ndf__rank_tile_applies */
     return ndf__error(ctx, NDF_ENOTSUP, "%s: the window is too large for the sorted-tile kernel", name);
-  /* $NDF_RANK_TILE_S (even, below the plan's rows) shrinks the rows per block,
-   * for tuning runs: more, smaller blocks (waves, occupancy) against a larger
-   * share of the sort per output. */
-  const char *ets = getenv("NDF_RANK_TILE_S");
-  if (ets && atoi(ets) >= 2 && atoi(ets) % 2 == 0 && atoi(ets) < tg.s) {
-    const int s2 = atoi(ets);
+  /* rank.tile_s (even, below the plan's rows) shrinks the rows per block:
+   * more, smaller blocks (waves, occupancy) against a larger share of the
+   * sort per output. */
+  const int s2 = ndf__tune(ctx, NDF__TUNE_RANK_TILE_S, &tw);
+  if (s2 >= 2 && s2 % 2 == 0 && s2 < tg.s) {
     const int64_t r = (int64_t)(s2 + ky - 1) * (31 + kx);
     int p2 = 64;
     while (p2 < r) p2 *= 2;
     if (tg.form == 2) tg.s = s2;
     else tg.s = s2, tg.rp2 = p2, tg.smem = tile_smem(s2, ky, kx, p2);
   }
-  tile2_finish(in->dtype, ky, kx, ny, nx, &tg);
+  tile2_finish(ctx, &tw, in->dtype, ky, kx, ny, nx, &tg);
   ndf__kernel_req req;
-  tile_request(in->dtype, g, n, sel, &tg, &req);
+  tile_request(ctx, in->dtype, g, n, sel, &tg, &req);
   CUfunction fn;
   ndf_status s = ndf__jit_get(ctx, name, &req, &fn);
   ndf__req_free(&req);
@@ -557,14 +567,15 @@ static ndf_status run_tile(ndf_ctx *ctx, const char *name, const ndf_array *in, 
 ndf_status ndf__rank_cuda_request(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndim, const int64_t *shape,
                                   const ndf__grey_geom *g, const int32_t *taps, int64_t n, const ndf__rank_sel *sel,
                                   ndf__kernel_req *req) {
-  if (use_tile(dtype, g, n, sel)) {
+  if (use_tile(ctx, dtype, g, n, sel)) {
     tile_geom tg;
-    if (!tile_choose((int)g->box[g->nsp - 2], (int)g->box[g->nsp - 1],
+    const ndf__tune_work tw = rank_work(dtype, g, n);
+    if (!tile_choose(ctx, &tw, (int)g->box[g->nsp - 2], (int)g->box[g->nsp - 1],
                      shape && ndim >= 2 ? shape[ndim - 2] : 1 << 20, &tg))
       return ndf__error(ctx, NDF_ENOTSUP, "%s: the window is too large for the sorted-tile kernel", name);
-    tile2_finish(dtype, (int)g->box[g->nsp - 2], (int)g->box[g->nsp - 1], shape && ndim >= 2 ? shape[ndim - 2] : 0,
+    tile2_finish(ctx, &tw, dtype, (int)g->box[g->nsp - 2], (int)g->box[g->nsp - 1], shape && ndim >= 2 ? shape[ndim - 2] : 0,
                  shape && ndim >= 2 ? shape[ndim - 1] : 0, &tg);
-    tile_request(dtype, g, n, sel, &tg, req);
+    tile_request(ctx, dtype, g, n, sel, &tg, req);
     return NDF_OK;
   }
   if (use_hist(dtype, g, n, sel)) {
@@ -579,7 +590,7 @@ ndf_status ndf__rank_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
                           const ndf__grey_geom *g, const int32_t *taps, int64_t n, const ndf__rank_sel *sel) {
   ndf_status s = ndf__ctx_bind(ctx);
   if (s != NDF_OK) return s;
-  if (use_tile(in->dtype, g, n, sel)) return run_tile(ctx, name, in, out, g, n, sel);
+  if (use_tile(ctx, in->dtype, g, n, sel)) return run_tile(ctx, name, in, out, g, n, sel);
   if (use_hist(in->dtype, g, n, sel)) return run_hist(ctx, name, in, out, g, n, sel);
   ndf__kernel_req req;
   rank_geom rg;

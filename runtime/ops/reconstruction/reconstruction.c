@@ -504,9 +504,9 @@ static ndf_status check_data(ndf_ctx *ctx, const char *name, const ndf_array *se
                        dil ? "above" : "below", at, dil ? "dilation" : "erosion", dil ? "<=" : ">=");
 }
 
-ndf_status ndf_reconstruction(ndf_ctx *ctx, const ndf_array *seed, const ndf_array *mask, ndf_array *output,
-                              const ndf_reconstruction_options *opt) {
-  static const char *name = "ndf_reconstruction";
+/* ndf_reconstruction, or with warm (cache warm) the CUDA path's kernels compiled for warm->arch. */
+static ndf_status reconstruct(ndf_ctx *ctx, const char *name, const ndf_array *seed, const ndf_array *mask,
+                              ndf_array *output, const ndf_reconstruction_options *opt, ndf__warm *warm) {
   if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
   ndf__clear_error(ctx);
   if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
@@ -517,7 +517,9 @@ ndf_status ndf_reconstruction(ndf_ctx *ctx, const ndf_array *seed, const ndf_arr
     free(g.taps);
     return s;
   }
-  if (ndf_array_size(seed) > 0) {
+  if (warm) {
+    s = ndf__reconstruction_cuda_warm(ctx, name, seed->dtype, output->dtype, &g, warm);
+  } else if (ndf_array_size(seed) > 0) {
     if (seed->device == NDF_DEVICE_CUDA) {
       s = ndf__reconstruction_cuda(ctx, name, seed, mask, output, &g);
     } else if ((s = check_data(ctx, name, seed, mask, g.dilation)) == NDF_OK) {
@@ -531,5 +533,28 @@ ndf_status ndf_reconstruction(ndf_ctx *ctx, const ndf_array *seed, const ndf_arr
     }
   }
   free(g.taps);
+  return s;
+}
+
+ndf_status ndf_reconstruction(ndf_ctx *ctx, const ndf_array *seed, const ndf_array *mask, ndf_array *output,
+                              const ndf_reconstruction_options *opt) {
+  return reconstruct(ctx, "ndf_reconstruction", seed, mask, output, opt, NULL);
+}
+
+/* ---- cache warm ---------------------------------------------------------------------------------- */
+
+ndf_status ndf_cache_warm_reconstruction(ndf_ctx *ctx, const char *arch, ndf_dtype dtype, int ndim,
+                                         ndf_dtype output_dtype, const ndf_reconstruction_options *opt,
+                                         int *compiled) {
+  static const char *name = "ndf_cache_warm_reconstruction";
+  ndf_status s = ndf__warm_check(ctx, name, arch, dtype, ndim, compiled);
+  if (s != NDF_OK) return s;
+  ndf_array seed, mask, out;
+  ndf__warm_array(&seed, 0, dtype, ndim);
+  ndf__warm_array(&mask, 1, dtype, ndim);
+  ndf__warm_array(&out, 2, output_dtype, ndim);
+  ndf__warm w = {arch, 0};
+  s = reconstruct(ctx, name, &seed, &mask, &out, opt, &w);
+  if (compiled) *compiled = w.compiled;
   return s;
 }

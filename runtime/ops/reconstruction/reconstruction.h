@@ -25,5 +25,9 @@ typedef struct ndf__recon_geom {
  * written), then iterates to the limit and stores it in out. */
 ndf_status ndf__reconstruction_cuda(ndf_ctx *ctx, const char *name, const ndf_array *seed, const ndf_array *mask,
                                     ndf_array *out, const ndf__recon_geom *g);
+/* Cache warm: the kernels ndf__reconstruction_cuda resolves for seed dtype t and output dtype out,
+ * compiled for warm->arch into the disk cache. */
+ndf_status ndf__reconstruction_cuda_warm(ndf_ctx *ctx, const char *name, ndf_dtype t, ndf_dtype out,
+                                         const ndf__recon_geom *g, ndf__warm *warm);
 
 #endif

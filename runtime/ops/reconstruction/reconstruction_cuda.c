@@ -29,6 +29,29 @@ static ndf_status read_status(ndf_ctx *ctx, const char *name, CUdeviceptr status
   return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, name, r);
 }
 
+/* The kernels of a call (the step only with taps); with warm, compiled for warm->arch instead of loaded. */
+static ndf_status kernels(ndf_ctx *ctx, const char *name, ndf_dtype t, ndf_dtype out, const ndf__recon_geom *g,
+                          ndf__warm *warm, CUfunction *f_init, CUfunction *f_step, CUfunction *f_store) {
+  ndf__kernel_req req;
+  ndf_status s;
+  request(&req, "ndf_recon_init", t, t, 1, g->dilation);
+  if ((s = ndf__jit_resolve(ctx, name, &req, warm, f_init)) != NDF_OK) return s;
+  request(&req, "ndf_recon_store", t, out, 1, 1);
+  if ((s = ndf__jit_resolve(ctx, name, &req, warm, f_store)) != NDF_OK) return s;
+  *f_step = NULL;
+  if (g->ntaps > 0) {
+    request(&req, "ndf_recon_step", t, t, g->nsp, g->dilation);
+    s = ndf__jit_resolve(ctx, name, &req, warm, f_step);
+  }
+  return s;
+}
+
+ndf_status ndf__reconstruction_cuda_warm(ndf_ctx *ctx, const char *name, ndf_dtype t, ndf_dtype out,
+                                         const ndf__recon_geom *g, ndf__warm *warm) {
+  CUfunction f_init, f_step, f_store;
+  return kernels(ctx, name, t, out, g, warm, &f_init, &f_step, &f_store);
+}
+
 ndf_status ndf__reconstruction_cuda(ndf_ctx *ctx, const char *name, const ndf_array *seed, const ndf_array *mask,
                                     ndf_array *out, const ndf__recon_geom *g) {
   const ndf__cu_api *cu = ndf__cu(NULL);
@@ -38,16 +61,8 @@ ndf_status ndf__reconstruction_cuda(ndf_ctx *ctx, const char *name, const ndf_ar
   ndf_status s = ndf__ctx_bind(ctx);
   if (s != NDF_OK) return s;
   /* Every kernel is resolved before anything runs: a compile failure writes nothing. */
-  ndf__kernel_req req;
-  CUfunction f_init, f_step = NULL, f_store;
-  request(&req, "ndf_recon_init", t, t, 1, g->dilation);
-  if ((s = ndf__jit_get(ctx, name, &req, &f_init)) != NDF_OK) return s;
-  request(&req, "ndf_recon_store", t, out->dtype, 1, 1);
-  if ((s = ndf__jit_get(ctx, name, &req, &f_store)) != NDF_OK) return s;
-  if (g->ntaps > 0) {
-    request(&req, "ndf_recon_step", t, t, nsp, g->dilation);
-    if ((s = ndf__jit_get(ctx, name, &req, &f_step)) != NDF_OK) return s;
-  }
+  CUfunction f_init, f_step, f_store;
+  if ((s = kernels(ctx, name, t, out->dtype, g, NULL, &f_init, &f_step, &f_store)) != NDF_OK) return s;
 
   /* The taps: loff[ntaps] i64 (offsets in the contiguous scratch image), toff[ntaps * nsp] i32. */
   CUdeviceptr tab = 0;

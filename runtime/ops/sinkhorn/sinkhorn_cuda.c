@@ -11,14 +11,14 @@
  * n is small enough that n * CL blocks (CL = 2, 4 or 8) fit the SMs, those
  * grids use templates/sinkhorn_cluster.cu instead: one thread-block cluster
  * of CL blocks per pair, the rows split between the blocks, the column pass
- * exchanged through distributed shared memory ($NDF_SINKHORN_CLUSTER unset,
+ * exchanged through distributed shared memory (sinkhorn.cluster unset,
  * empty or "auto": this choice; =0 forces one block per pair (the run-time
  * off switch), =2/4/8 forces that cluster size, =1 runs that
  * kernel with one block of 32 * N0 threads per pair and no cluster: float
  * only, a measurement point against sinkhorn_grid2.cu).  If the
  * cluster kernel cannot be compiled or launched, the solver falls back to
  * sinkhorn_grid2.cu for good.  How a cluster's blocks exchange rows
- * ($NDF_SINKHORN_CLSYNC): unset, empty, "auto" or "async" = st.async stores
+ * (sinkhorn.clsync): unset, empty, "auto" or "async" = st.async stores
  * completing on mbarriers, no cluster barrier in the loop (the template's
  * ASYNC slot; when CL divides N0, else as "barrier"); "barrier" = distributed
  * stores and a cluster barrier per application.
@@ -28,7 +28,7 @@
  * iterations and its check is captured once into a CUDA graph on the
  * context's stream and replayed max_iter / check_every times (the rest runs
  * as plain launches); kernels return at once when every pair is done.  When
- * capture fails (e.g. a legacy default stream) or $NDF_SINKHORN_GRAPH=0, the
+ * capture fails (e.g. a legacy default stream) or sinkhorn.graph=0, the
  * same launches run plainly; both give the same bits.  The graph captures
  * object-owned buffers only (a, b are copied in), so it stays valid for the
  * solver's life and is destroyed with it.
@@ -40,6 +40,7 @@
 
 #include "sinkhorn/sinkhorn.h"
 #include "kernel_params.generated.h"
+#include "tune.h"
 
 #define OP_CREATE "ndf_sinkhorn_create"
 #define OP_SOLVE "ndf_sinkhorn_solve"
@@ -59,8 +60,8 @@ struct ndf__sk_cuda {
   int cl;    /* > 0: templates/sinkhorn_cluster.cu with clusters of cl blocks of nt threads (fncl) */
   unsigned nt;
   CUfunction fncl; /* the cluster kernel; fn then stays NULL until a fallback compiles sinkhorn_grid2.cu */
-  int cl_forced; /* $NDF_SINKHORN_CLUSTER chose cl: no silent fallback (tests see failures) */
-  int clasync;   /* the cluster kernel's ASYNC slot ($NDF_SINKHORN_CLSYNC) */
+  int cl_forced; /* sinkhorn.cluster chose cl: no silent fallback (tests see failures) */
+  int clasync;   /* the cluster kernel's ASYNC slot (sinkhorn.clsync) */
   unsigned smem;
   int64_t shape[NDF_MAX_SPATIAL], stride[NDF_MAX_SPATIAL], axoff[NDF_MAX_SPATIAL], wofs, axlen;
   double tol;
@@ -190,11 +191,12 @@ ndf_status ndf__sk_cuda_create(ndf_ctx *ctx, const ndf_sinkhorn_options *opt, co
     }
   }
 
-  /* $NDF_SINKHORN_DENSE_PERSISTENT=1 forces the persistent kernel for dense costs (tests). */
-  const char *dpk = getenv("NDF_SINKHORN_DENSE_PERSISTENT");
-  g->batched = g->kind == NDF_OT_COST_DENSE && (g->n + SKD_NB - 1) / SKD_NB <= 65535 && !(dpk && strcmp(dpk, "1") == 0);
-  const char *ge = getenv("NDF_SINKHORN_GRAPH");
-  g->graph_state = (ge && strcmp(ge, "0") == 0) ? -1 : 0;
+  /* the tunables' workload (tune.h): the arithmetic, the grid axes, the pairs, the bins */
+  const ndf__tune_work tw = {opt->dtype, g->nsp, g->n, g->d};
+  /* sinkhorn.dense=persistent forces the persistent kernel for dense costs. */
+  g->batched = g->kind == NDF_OT_COST_DENSE && (g->n + SKD_NB - 1) / SKD_NB <= 65535 &&
+               ndf__tune(ctx, NDF__TUNE_SINKHORN_DENSE, &tw) != NDF__TUNE_SINKHORN_DENSE__PERSISTENT;
+  g->graph_state = ndf__tune(ctx, NDF__TUNE_SINKHORN_GRAPH, &tw) == NDF__TUNE_SINKHORN_GRAPH__OFF ? -1 : 0;
   ndf__kernel_req req;
   if (g->batched) {
     ndf__req_sinkhorn_dense(&req, g->f32 ? "float" : "double", g->log_domain);
@@ -202,18 +204,17 @@ ndf_status ndf__sk_cuda_create(ndf_ctx *ctx, const ndf_sinkhorn_options *opt, co
     g->nblk = (g->d + SKD_ROWS - 1) / SKD_ROWS;
   }
   /* 2-D grid L^p of at most 32 x 32 bins: templates/sinkhorn_grid2.cu, the
-   * sizes compiled in ($NDF_SINKHORN_GRID2=0 forces sinkhorn.cu: tests). */
-  const char *g2e = getenv("NDF_SINKHORN_GRID2");
+   * sizes compiled in (sinkhorn.grid2=off forces sinkhorn.cu). */
   g->grid2 = g->kind == NDF_OT_COST_GRID_LP && g->nsp == 2 && g->shape[0] <= 32 && g->shape[1] <= 32 &&
-             !(g2e && strcmp(g2e, "0") == 0);
+             ndf__tune(ctx, NDF__TUNE_SINKHORN_GRID2, &tw) != NDF__TUNE_SINKHORN_GRID2__OFF;
   /* Clusters (sm_90): the largest CL in {8, 4, 2} with n * CL <= the SM
    * count and CL <= N0 (every block owns a row); none when n > SMs / 2. */
   if (g->grid2 && ctx->cc_major >= 9) {
-    const char *ce = getenv("NDF_SINKHORN_CLUSTER");
+    const int ce = ndf__tune(ctx, NDF__TUNE_SINKHORN_CLUSTER, &tw);
     const int sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
-    if (ce && ce[0] && strcmp(ce, "auto") != 0) { /* unset, empty or "auto": the choice below */
-      /* 0 (or anything else): off, one block per pair (sinkhorn_grid2.cu) */
-      const int v = atoi(ce);
+    if (ce != NDF__TUNE_SINKHORN_CLUSTER__AUTO) { /* "auto": the choice below */
+      /* 0: off, one block per pair (sinkhorn_grid2.cu) */
+      const int v = atoi(ndf__tunables[NDF__TUNE_SINKHORN_CLUSTER].values[ce]);
       /* 1 (float only): the same kernel with one 32 * N0-thread block per pair, no cluster (a comparison point) */
       g->cl = ((v == 2 || v == 4 || v == 8) && v <= g->shape[0]) || (v == 1 && g->f32) ? v : 0;
       g->cl_forced = g->cl > 0;
@@ -225,8 +226,8 @@ ndf_status ndf__sk_cuda_create(ndf_ctx *ctx, const ndf_sinkhorn_options *opt, co
   if (g->cl) {
     const int rows = (int)((g->shape[0] + g->cl - 1) / g->cl);
     g->nt = (unsigned)(32 * rows);
-    const char *se = getenv("NDF_SINKHORN_CLSYNC");
-    g->clasync = g->cl > 1 && g->shape[0] % g->cl == 0 && !(se && (strcmp(se, "barrier") == 0 || strcmp(se, "0") == 0));
+    g->clasync = g->cl > 1 && g->shape[0] % g->cl == 0 &&
+                 ndf__tune(ctx, NDF__TUNE_SINKHORN_CLSYNC, &tw) != NDF__TUNE_SINKHORN_CLSYNC__BARRIER;
     ndf__req_sinkhorn_cluster(&req, g->f32 ? "float" : "double", g->log_domain, (int)g->shape[0], (int)g->shape[1],
                               g->cl, g->clasync);
     if ((s = ndf__jit_get(ctx, OP_CREATE, &req, &g->fncl)) != NDF_OK) { /* e.g. an NVRTC without sm_90 */
@@ -249,10 +250,6 @@ ndf_status ndf__sk_cuda_create(ndf_ctx *ctx, const ndf_sinkhorn_options *opt, co
     if ((s = ndf__jit_get(ctx, OP_CREATE, &req, &g->fn)) != NDF_OK) goto fail;
   }
 
-  const char *dbg = getenv("NDF_DEBUG");
-  if (dbg && dbg[0] && strcmp(dbg, "0") != 0)
-    fprintf(stderr, "ndforge: sinkhorn: %s%s, cluster %d (%s)\n", g->batched ? "dense batched" : g->cl ? "sinkhorn_cluster" : g->grid2 ? "sinkhorn_grid2" : "sinkhorn",
-            g->f32 ? " float" : " double", g->cl, g->cl ? (g->clasync ? "st.async + mbarriers" : "cluster barriers") : "-");
   const size_t d = (size_t)g->d, d2 = d * d, nd = (size_t)g->n * d;
   if (g->kind == NDF_OT_COST_DENSE) {
     double *CT = NULL;

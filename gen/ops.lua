@@ -1,0 +1,343 @@
+-- ops.lua -- the op registry of ndforge: one entry per op.  Pure data:
+-- opsgen.lua validates it and emits the C tables of the CLI, of `ndforge
+-- cache warm`, of the tests and of the benchmark, the docs' op list
+-- (docs/ops.md) and ops.json for the Python package (docs/adr/0017).
+--
+-- families: the op families, in the order the docs list them.
+--   doc      one line for docs/ops.md
+--   warm     how `ndforge cache warm` compiles the family's kernels without a
+--            GPU: the name of a warm function of the CLI (tools/ndforge.c,
+--            warm_<name>), which calls the family's public ndf_cache_warm_*
+--            call
+--   nowarm   instead of warm: why the family's kernels cannot be compiled
+--            ahead of time (one line; the CLI prints it, docs/ops.md lists it).
+--            Every op is warmed or has a reason: opsgen.lua rejects an op
+--            with neither
+--   inputs, params, outputs  the defaults of the family's ops (below)
+--
+-- ops[i]:
+--   name      the op's public name, as scipy (or the op's paper) and the CLI call it
+--   family    a key of families
+--   entry     the C entry point (include/ndforge.h)
+--   doc       one line: what the op computes
+--   inputs    its array arguments in the order of the C call; default the
+--             family's, else one, { name = "input" }.  Each:
+--               name      the argument's name (scipy's: input, seed, mask)
+--               dtypes    the dtypes it accepts, e.g. { "float32", "float64" }
+--                         (absent: those ndforge.h documents for the family)
+--               optional  true when the call takes NULL
+--               cli       for inputs after the first: the CLI option naming
+--                         its file (the first is `run`'s INPUT); `cache warm`
+--                         does not take it
+--               doc       one line
+--   params    its other arguments (the options struct's fields, Python's
+--             keyword arguments), in the reference's order; absent (null in
+--             ops.json): not described here yet, ndforge.h has them.  Each:
+--               name      the reference's name (sigma, mode, offset)
+--               type      bool, int, float, enum, string, or array (a small
+--                         host array such as a footprint)
+--               per_axis  int / float: one value for every spatial axis, or
+--                         one per axis (sigma, size, origin)
+--               values    enum: its names
+--               default   the reference's default (absent: none, or NULL)
+--               required  true when the call cannot run without it
+--               doc       one line
+--   outputs   its results, in the order of the C call; default the family's.
+--             Each:
+--               name      the result's name (output, distances, num_features)
+--               kind      array (default), scalar (one value: a metric such
+--                         as psnr) or per_image (one value per image of the
+--                         batch: label's num_features)
+--               dtype     a dtype name, "input" (the first input's dtype), or
+--                         a list of those: the dtypes allowed, the first the
+--                         default (edt: { "float64", "float32" })
+--               shape     arrays: "input" (default: the first input's shape)
+--                         or one line saying it ("(batch..., m, T)", "the
+--                         zoomed shape")
+--               optional  true when the caller may leave it out (NULL)
+--               doc       one line
+--   cli       how `ndforge run` calls it: adapter (a call_<adapter> function of
+--             tools/ndforge.c), options (the long options it takes besides
+--             --device), required (those it cannot run without); absent: the
+--             op has its own command (command = "ecc") or none (API only)
+--   command   the `ndforge` command that runs an op without cli (ecc, ect)
+--   warm      the op's warm function when it is not its family's (see families)
+--   nowarm    why the op is not warmed when its family is (see families)
+--   warm_options  the options `ndforge cache warm` takes for an op without cli
+--             (an op of `run` takes its cli.options there, less its inputs')
+--   composite true for an op composed of other ops' kernels on the host
+--   test      the short name the family's scipy oracle and test program use
+--             (tests/oracle_grey.py's manifest); default the name.  The
+--             family's table NDF_OPS_<FAMILY> names each op by it (ID: in
+--             capitals): the grey ops' test dispatch (tests/testutil.c) and
+--             their compositions (runtime/ops/grey/grey_compose.c) use it
+--   bench     the workload kinds of bench/bench.c: id (its OP_ enum name),
+--             key (the first part of a workload's name), arg (its --op name;
+--             default the op's name), setup (the benchmark's FAM_ name when it
+--             differs from the op's family)
+--
+-- An entry of another kind, for instance a Gaussian filter:
+--   { name = "gaussian_filter", family = "filters", entry = "ndf_gaussian_filter",
+--     doc = "Gaussian filter (separable)",
+--     params = { { name = "sigma", type = "float", per_axis = true, required = true },
+--                { name = "order", type = "int", per_axis = true, default = 0 },
+--                { name = "mode", type = "enum", values = MODES, default = "reflect" },
+--                { name = "truncate", type = "float", default = 4.0 } },
+--     outputs = { { name = "output", dtype = { "input", "float32", "float64" } } },
+--     cli = { adapter = "gaussian", options = { "sigma", "order", "mode", "cval", "truncate", "batch-dims" },
+--             required = { "sigma" } } }
+-- and a metric: inputs = { { name = "image_true" }, { name = "image_test", cli = "reference" } },
+-- outputs = { { name = "psnr", kind = "scalar", dtype = "float64" } }.
+
+-- The CLI options of each family (scipy's parameters).
+local GREY = { "size", "footprint", "structure", "origin", "mode", "cval", "batch-dims", "algorithm" }
+local RANK = { "size", "footprint", "origin", "mode", "cval", "batch-dims", "nan-policy", "algorithm" }
+local BINARY = { "structure", "iterations", "mask", "border-value", "origin", "brute-force", "batch-dims" }
+-- The params of each family (scipy's parameters, then ndforge's own).
+local MODES = { "reflect", "constant", "nearest", "mirror", "wrap", "grid-mirror", "grid-constant", "grid-wrap" }
+local GREY_P = {
+  { name = "size", type = "int", per_axis = true, doc = "a flat box element" },
+  { name = "footprint", type = "array", doc = "a flat element: non-zero entries are in" },
+  { name = "structure", type = "array", doc = "a non-flat element" },
+  { name = "mode", type = "enum", values = MODES, default = "reflect" },
+  { name = "cval", type = "float", default = 0.0 },
+  { name = "origin", type = "int", per_axis = true, default = 0 },
+  { name = "batch_dims", type = "int", default = 0 },
+  { name = "algorithm", type = "enum", values = { "auto", "direct", "separable", "vhgw", "decomposed" },
+    default = "auto" },
+}
+local function rank_params(first) -- first: the rank of rank_filter, the percentile of percentile_filter
+  local t = { first }
+  for _, p in ipairs({
+    { name = "size", type = "int", per_axis = true, doc = "a box window" },
+    { name = "footprint", type = "array", doc = "the window: non-zero entries are in" },
+    { name = "mode", type = "enum", values = MODES, default = "reflect" },
+    { name = "cval", type = "float", default = 0.0 },
+    { name = "origin", type = "int", per_axis = true, default = 0 },
+    { name = "batch_dims", type = "int", default = 0 },
+    { name = "nan_policy", type = "enum", values = { "propagate", "omit" }, default = "propagate" },
+    { name = "algorithm", type = "enum", values = { "auto", "network", "select", "histogram", "tile" },
+      default = "auto" } }) do
+    t[#t + 1] = p
+  end
+  return t
+end
+local SAMPLING = { name = "sampling", type = "float", per_axis = true, default = 1.0 }
+local BATCH = { name = "batch_dims", type = "int", default = 0 }
+
+-- The dtypes of the ops that take every numeric dtype but int64.
+local NUMERIC = { "uint8", "int8", "uint16", "int16", "uint32", "int32", "float32", "float64" }
+
+local function with(list, ...)
+  local t = {}
+  for _, v in ipairs(list) do t[#t + 1] = v end
+  for _, v in ipairs({ ... }) do t[#t + 1] = v end
+  return t
+end
+
+return {
+  families = {
+    { name = "grey", doc = "grey-scale morphology (flat and non-flat elements); the output has the input's dtype",
+      warm = "grey", params = GREY_P, outputs = { { name = "output", dtype = "input" } } },
+    { name = "rank", doc = "rank filters over a footprint; the output has the input's dtype", warm = "rank",
+      outputs = { { name = "output", dtype = "input" } } },
+    { name = "binary", doc = "binary morphology on packed bit words; the output is bool", warm = "binary",
+      outputs = { { name = "output", dtype = "bool" } } },
+    { name = "label", doc = "connected-component labelling", warm = "label",
+      params = { { name = "structure", type = "array", doc = "3 along each spatial axis, symmetric" }, BATCH },
+      outputs = { { name = "output", dtype = { "int32", "uint8", "int8", "uint16", "int16", "uint32", "float32", "float64" } },
+                  { name = "num_features", kind = "per_image", dtype = "int64", optional = true } } },
+    { name = "distance", doc = "distance transforms to the nearest background voxel", warm = "distance" },
+    { name = "ecc", doc = "Euler characteristic curves of sublevel-set filtrations (cubical complexes)",
+      nowarm = "the CUDA path picks its kernels after reading the data (value range, strip or brick kernels and their fallbacks) and interleaves lookups with launches" },
+    { name = "ect", doc = "Euler characteristic transforms (directional curves)", warm = "ect" },
+    { name = "sinkhorn", doc = "entropic optimal transport between histograms",
+      nowarm = "its kernels depend on the cost, the grid shape, the number of pairs and the device (cluster size), which are known when a solver is created (ndf_sinkhorn_create compiles them)",
+      outputs = { { name = "transport_cost", dtype = "float64", shape = "(n,)", optional = true },
+                  { name = "objective", dtype = "float64", shape = "(n,)", optional = true },
+                  { name = "error", dtype = "float64", shape = "(n,)", optional = true },
+                  { name = "iterations", dtype = "int32", shape = "(n,)", optional = true },
+                  { name = "f", dtype = "float64", shape = "(n, d)", optional = true },
+                  { name = "g", dtype = "float64", shape = "(n, d)", optional = true } } },
+    { name = "reconstruction", doc = "grey morphological reconstruction (scikit-image's morphology.reconstruction)",
+      warm = "reconstruction" },
+    { name = "interp", doc = "B-spline interpolation (scipy.ndimage): spline filters and geometric transforms, orders 0 to 5",
+      nowarm = "no ndf_cache_warm call for the interpolation kernels yet (they are specialized by order, mode, spatial rank, dtypes and transform kind)",
+      outputs = { { name = "output", dtype = { "input", "uint8", "int8", "uint16", "int16", "uint32", "int32", "int64",
+                                               "float32", "float64" } } } },
+  },
+
+  ops = {
+    -- grey morphology
+    { name = "grey_erosion", family = "grey", entry = "ndf_grey_erosion",
+      doc = "grey-scale erosion (minimum over the structuring element)",
+      cli = { adapter = "grey", options = GREY }, test = "erosion",
+      bench = { { id = "EROSION", key = "erosion" } } },
+    { name = "grey_dilation", family = "grey", entry = "ndf_grey_dilation",
+      doc = "grey-scale dilation (maximum over the structuring element)",
+      cli = { adapter = "grey", options = GREY }, test = "dilation",
+      bench = { { id = "DILATION", key = "dilation" } } },
+    { name = "grey_opening", family = "grey", entry = "ndf_grey_opening", composite = true,
+      doc = "dilation of the erosion",
+      cli = { adapter = "grey", options = GREY }, test = "opening",
+      bench = { { id = "OPENING", key = "opening" } } },
+    { name = "grey_closing", family = "grey", entry = "ndf_grey_closing", composite = true,
+      doc = "erosion of the dilation",
+      cli = { adapter = "grey", options = GREY }, test = "closing" },
+    { name = "morphological_gradient", family = "grey", entry = "ndf_morphological_gradient", composite = true,
+      doc = "dilation - erosion",
+      cli = { adapter = "grey", options = GREY }, test = "gradient" },
+    { name = "morphological_laplace", family = "grey", entry = "ndf_morphological_laplace", composite = true,
+      doc = "dilation + erosion - input - input (in this order)",
+      cli = { adapter = "grey", options = GREY }, test = "laplace" },
+    { name = "white_tophat", family = "grey", entry = "ndf_white_tophat", composite = true,
+      doc = "input - opening",
+      cli = { adapter = "grey", options = GREY }, test = "white_tophat" },
+    { name = "black_tophat", family = "grey", entry = "ndf_black_tophat", composite = true,
+      doc = "closing - input",
+      cli = { adapter = "grey", options = GREY }, test = "black_tophat" },
+
+    -- rank filters
+    { name = "median_filter", family = "rank", entry = "ndf_median_filter",
+      doc = "element n//2 of the sorted window of n values",
+      cli = { adapter = "median", options = RANK }, params = rank_params(),
+      bench = { { id = "MEDIAN", key = "median" } } },
+    { name = "rank_filter", family = "rank", entry = "ndf_rank_filter",
+      doc = "element --rank of the sorted window",
+      cli = { adapter = "rank", options = with(RANK, "rank"), required = { "rank" } },
+      params = rank_params({ name = "rank", type = "int", required = true, doc = "negative counts from the end" }),
+      bench = { { id = "RANK", key = "rank" } } },
+    { name = "percentile_filter", family = "rank", entry = "ndf_percentile_filter",
+      doc = "element int(n * P / 100) of the sorted window",
+      cli = { adapter = "percentile", options = with(RANK, "percentile"), required = { "percentile" } },
+      params = rank_params({ name = "percentile", type = "float", required = true, doc = "-100..100" }),
+      bench = { { id = "PERCENTILE", key = "percentile" } } },
+
+    -- binary morphology
+    { name = "binary_erosion", family = "binary", entry = "ndf_binary_erosion",
+      doc = "true where the structure fits in the foreground",
+      cli = { adapter = "binary", options = BINARY },
+      bench = { { id = "BIN_EROSION", key = "binary_erosion" } } },
+    { name = "binary_dilation", family = "binary", entry = "ndf_binary_dilation",
+      doc = "the foreground grown by the (reflected) structure",
+      cli = { adapter = "binary", options = BINARY } },
+    { name = "binary_opening", family = "binary", entry = "ndf_binary_opening", composite = true,
+      doc = "binary dilation of the binary erosion",
+      cli = { adapter = "binary", options = BINARY } },
+    { name = "binary_closing", family = "binary", entry = "ndf_binary_closing", composite = true,
+      doc = "binary erosion of the binary dilation",
+      cli = { adapter = "binary", options = BINARY } },
+    { name = "binary_propagation", family = "binary", entry = "ndf_binary_propagation",
+      doc = "dilation until nothing changes (inside --mask)",
+      cli = { adapter = "binary", options = { "structure", "mask", "border-value", "origin", "batch-dims" } } },
+    { name = "binary_fill_holes", family = "binary", entry = "ndf_binary_fill_holes",
+      doc = "fill the background not connected to the border",
+      cli = { adapter = "binary", options = { "structure", "origin", "batch-dims" } },
+      bench = { { id = "FILL_HOLES", key = "binary_fill_holes" } } },
+    { name = "binary_hit_or_miss", family = "binary", entry = "ndf_binary_hit_or_miss",
+      doc = "structure1 fits in the input, structure2 outside it",
+      cli = { adapter = "hit_or_miss", options = { "structure1", "structure2", "origin1", "origin2", "batch-dims" } },
+      warm = "hit_or_miss" },
+
+    -- labelling
+    { name = "label", family = "label", entry = "ndf_label",
+      doc = "number the connected features 1..N (prints num_features)",
+      cli = { adapter = "label", options = { "structure", "batch-dims", "output-dtype" } },
+      bench = { { id = "LABEL", key = "label" } } },
+
+    -- distance transforms
+    { name = "distance_transform_edt", family = "distance", entry = "ndf_distance_transform_edt",
+      doc = "exact Euclidean distance to the nearest zero (float64; --indices)",
+      outputs = { { name = "distances", dtype = { "float64", "float32" } },
+                  { name = "indices", dtype = "int32", shape = "(spatial rank,) + shape, per image", optional = true } },
+      params = { SAMPLING, BATCH },
+      cli = { adapter = "edt", options = { "sampling", "indices", "output-dtype", "batch-dims" } },
+      bench = { { id = "EDT", key = "edt" } } },
+    { name = "distance_transform_cdt", family = "distance", entry = "ndf_distance_transform_cdt",
+      doc = "chamfer distance, chessboard/taxicab or --structure (int32, -1 unreachable)",
+      outputs = { { name = "distances", dtype = "int32" },
+                  { name = "indices", dtype = "int32", shape = "(spatial rank,) + shape, per image", optional = true } },
+      params = { { name = "metric", type = "enum", values = { "chessboard", "taxicab", "cityblock", "manhattan" },
+                   default = "chessboard" },
+                 { name = "metric_structure", type = "array", doc = "scipy's metric given as an array" }, BATCH },
+      cli = { adapter = "cdt", options = { "metric", "structure", "indices", "batch-dims" } },
+      bench = { { id = "CDT_TAXI", key = "cdt_taxicab" }, { id = "CDT_CHESS", key = "cdt_chessboard" } } },
+    { name = "distance_transform_bf", family = "distance", entry = "ndf_distance_transform_bf",
+      doc = "brute-force distance (float64 euclidean, uint32 taxicab/chessboard)",
+      outputs = { { name = "distances", dtype = { "float64", "uint32" }, doc = "uint32 for taxicab and chessboard" },
+                  { name = "indices", dtype = "int32", shape = "(spatial rank,) + shape, per image", optional = true } },
+      params = { { name = "metric", type = "enum", values = { "euclidean", "taxicab", "chessboard" },
+                   default = "euclidean" }, SAMPLING, BATCH },
+      cli = { adapter = "bf", options = { "metric", "sampling", "indices", "batch-dims" } },
+      bench = { { id = "BF", key = "bf" } } },
+
+    -- Euler characteristic curves and transforms (commands of their own)
+    { name = "euler_characteristic_curve", family = "ecc", entry = "ndf_euler_characteristic_curve",
+      doc = "Euler characteristic curve chi(t) of {f <= t} at T thresholds (int64)",
+      command = "ecc", outputs = { { name = "output", dtype = "int64", shape = "(batch..., T)" } },
+      bench = { { id = "ECC", key = "ecc" } } },
+    { name = "soft_ecc", family = "ecc", entry = "ndf_soft_ecc_forward",
+      doc = "differentiable (sigmoid-smoothed) Euler characteristic curve, forward and backward",
+      inputs = { { name = "input", dtypes = { "float32", "float64" } }, { name = "thresholds", dtypes = { "float64" } } },
+      outputs = { { name = "output", dtype = "float64", shape = "(batch..., T)" } },
+      bench = { { id = "SOFT_ECC", key = "soft_ecc", setup = "SOFT_ECC" } } },
+    { name = "euler_characteristic_transform", family = "ect", entry = "ndf_euler_characteristic_transform",
+      doc = "Euler characteristic curves of the height functions along m directions",
+      command = "ect", warm_options = { "construction", "weighted", "batch-dims" },
+      inputs = { { name = "input" }, { name = "directions", dtypes = { "float64" } } },
+      outputs = { { name = "output", dtype = { "int64", "float64" }, shape = "(batch..., m, T)", doc = "float64 weighted" } },
+      bench = { { id = "ECT", key = "ect" } } },
+    { name = "soft_ect", family = "ect", entry = "ndf_soft_ect_forward",
+      doc = "differentiable Euler characteristic transform, forward and backward",
+      warm_options = { "construction", "weighted", "batch-dims" },
+      inputs = { { name = "input" }, { name = "directions", dtypes = { "float64" } },
+                 { name = "thresholds", dtypes = { "float64" } } },
+      outputs = { { name = "output", dtype = "float64", shape = "(batch..., m, T)" } },
+      bench = { { id = "SOFT_ECT", key = "soft_ect", setup = "SOFT_ECT" } } },
+
+    -- entropic optimal transport
+    { name = "sinkhorn", family = "sinkhorn", entry = "ndf_sinkhorn_solve",
+      doc = "entropic OT costs between pairs of histograms (Sinkhorn iterations)",
+      inputs = { { name = "a", dtypes = { "float32", "float64" } }, { name = "b", dtypes = { "float32", "float64" } } },
+      command = "sinkhorn",
+      bench = { { id = "SINKHORN", key = "sinkhorn" },
+                { id = "SINKHORN_LOG", key = "sinkhorn_log", arg = "sinkhorn_log" },
+                { id = "SINKHORN_DENSE", key = "sinkhorn_dense", arg = "sinkhorn_dense" } } },
+
+    -- grey reconstruction
+    { name = "reconstruction", family = "reconstruction", entry = "ndf_reconstruction",
+      doc = "limit of geodesic dilations of the seed under the mask (or erosions above it)",
+      inputs = { { name = "seed", dtypes = NUMERIC }, { name = "mask", dtypes = NUMERIC, cli = "mask" } },
+      params = { { name = "method", type = "enum", values = { "dilation", "erosion" }, default = "dilation" },
+                 { name = "footprint", type = "array", doc = "default ones((3,) * spatial rank)" },
+                 { name = "offset", type = "int", per_axis = true, doc = "default the footprint's centre" },
+                 { name = "batch_dims", type = "int", default = 0 } },
+      outputs = { { name = "output", dtype = { "float64", "input" } } },
+      cli = { adapter = "reconstruction", options = { "mask", "method", "footprint", "offset", "batch-dims",
+                                                      "output-dtype" }, required = { "mask" } } },
+
+    -- interpolation: `ndforge run OP` through tools/cli_interp.c (its own options; `run resample` too)
+    { name = "spline_filter1d", family = "interp", entry = "ndf_spline_filter1d", command = "run",
+      doc = "B-spline coefficients along one axis (orders 0 to 5)" },
+    { name = "spline_filter", family = "interp", entry = "ndf_spline_filter", command = "run",
+      doc = "B-spline coefficients along every spatial axis (orders 2 to 5)" },
+    { name = "map_coordinates", family = "interp", entry = "ndf_map_coordinates", command = "run",
+      doc = "the input sampled at given coordinates (spline of order 0 to 5)",
+      inputs = { { name = "input" }, { name = "coordinates" } },
+      outputs = { { name = "output", dtype = { "input", "float32", "float64" }, shape = "(batch...) + coordinates.shape[1:]" } },
+      bench = { { id = "MAP_COORDS", key = "map_coordinates" } } },
+    { name = "affine_transform", family = "interp", entry = "ndf_affine_transform", command = "run",
+      doc = "output point o sampled at input point matrix @ o + offset",
+      outputs = { { name = "output", dtype = { "input", "float32", "float64" }, shape = "output_shape" } },
+      bench = { { id = "AFFINE_ROT", key = "affine_rot" } } },
+    { name = "shift", family = "interp", entry = "ndf_shift", command = "run",
+      doc = "the input shifted by a (fractional) offset per axis" },
+    { name = "zoom", family = "interp", entry = "ndf_zoom", command = "run",
+      doc = "the input resampled by a factor per axis (grid_mode for pixel edges)",
+      outputs = { { name = "output", dtype = { "input", "float32", "float64" }, shape = "round(shape * zoom)" } },
+      bench = { { id = "ZOOM", key = "zoom" } } },
+    { name = "rotate", family = "interp", entry = "ndf_rotate", command = "run",
+      doc = "the input rotated in the plane of two axes (reshape to hold it all)",
+      outputs = { { name = "output", dtype = { "input", "float32", "float64" }, shape = "the rotated plane" } } },
+  },
+}

@@ -1,0 +1,278 @@
+"""scipy.ndimage's linear filters on ndforge (part of ``ndforge.ndimage``, where the library has them).
+
+correlate1d, convolve1d, correlate, convolve, uniform_filter1d,
+uniform_filter, gaussian_filter1d, gaussian_filter, sobel, prewitt, laplace,
+gaussian_laplace and gaussian_gradient_magnitude, with scipy's signatures.
+The library computes as scipy does (in double, scipy's summation order and
+conversion to the output dtype), so results are scipy's.  Extra keywords:
+``batch_dims``, ``device`` and ``axes`` (where scipy has no ``axes``, the
+multi-axis filters take it as scipy's newer versions do).
+
+Inputs the library does not read (bool, int64, uint64, float16, bfloat16) go
+in as a float64 or float32 copy holding the same values (scipy reads every
+input into double too); an output dtype the library does not write (bool,
+uint64, float16, bfloat16) is written in float64 and converted.
+"""
+
+import ctypes
+import operator
+
+import numpy as np
+
+from . import _core
+from ._core import C, S, K
+from . import ndimage as _nd
+
+__all__ = ["correlate1d", "convolve1d", "correlate", "convolve", "uniform_filter1d", "uniform_filter",
+           "gaussian_filter1d", "gaussian_filter", "sobel", "prewitt", "laplace", "gaussian_laplace",
+           "gaussian_gradient_magnitude"]
+
+_WRITES = tuple(np.dtype(d) for d in ("uint8", "int8", "uint16", "int16", "uint32", "int32", "float32",
+                                      "float64", "int64"))
+_READS = _WRITES[:-1]
+
+
+def _writes(dt):
+    return not isinstance(dt, str) and np.dtype(dt) in _WRITES
+
+
+class _Linear:
+    """One linear-filter call: the input as the library reads it, the output as scipy makes it."""
+
+    def __init__(self, input, output, axes, batch_dims, device):
+        self.call = call = _nd._Call(input, batch_dims, None, device)
+        call.ctx = call.run_ctx()
+        dt = _core.dtype_of(call.x0)
+        self.in_dtype = dt
+        if isinstance(dt, str) or dt == np.float16:  # float16 / bfloat16: exact in float32
+            call.x0 = call.x0.float() if _core.kind_of(call.x0) == "torch" else call.x0.astype(np.float32)
+        elif dt not in _READS:  # bool, int64, uint64: read as double by scipy too
+            call.x0 = _nd._astype(call.x0, np.float64)
+        self.out, self.ret, self.post = self._output(output)
+        self.opt = S["ndf_filter_options"]()
+        C["ndf_filter_options_init"](ctypes.byref(self.opt))
+        self.opt.batch_dims = call.batch_dims
+        if axes is not None:
+            ax = (axes,) if np.ndim(axes) == 0 else tuple(axes)
+            if len(ax) > K["NDF_MAX_SPATIAL"]:
+                raise ValueError("axes: at most %d" % K["NDF_MAX_SPATIAL"])
+            self.opt.naxes = len(ax)
+            self.opt.axes[:len(ax)] = [operator.index(a) for a in ax]
+        self.nfilt = len(self.opt.axes[:self.opt.naxes]) if axes is not None else \
+            len(call.shape0) - call.batch_dims
+
+    def _output(self, output):
+        call = self.call
+        dt = self.in_dtype
+        if output is None:
+            if _writes(dt):
+                out = call.new_output(dt)
+                return out, out, None
+            name = dt if isinstance(dt, str) else np.dtype(dt).name
+            tmp = call.new_output(np.float64)
+            return tmp, None, lambda: _nd._to_half(tmp, name) if name in ("float16", "bfloat16") else \
+                _nd._astype(tmp, name)
+        return _nd._resolve_output(call, output, np.dtype(np.float64), _writes)
+
+    def modes(self, mode, cval, origin=None):
+        opt = self.opt
+        if isinstance(mode, str):
+            opt.mode = _nd._mode(mode)
+        else:
+            ms = [_nd._mode(m) for m in mode]
+            if len(ms) > K["NDF_MAX_SPATIAL"]:
+                raise RuntimeError("sequence argument must have length equal to input rank")
+            opt.nmodes = len(ms)
+            opt.modes[:len(ms)] = ms
+        opt.cval = float(cval)
+        if origin is not None:
+            opt.norigin, vals = _nd._seq(origin, "origin")
+            opt.origin[:len(vals)] = vals
+
+    def run(self, fn, *extra):
+        call = self.call
+        din = call.desc_in(call.x0)
+        dout, done = call.desc_out(self.out)
+        _nd._call(fn, call.ctx, ctypes.byref(din), ctypes.byref(dout), *extra)
+        if done:
+            done()
+        if self.post is not None:
+            r = self.post()
+            return r if r is not None else self.ret
+        return self.ret
+
+
+def _weights1d(weights):
+    w = np.asarray(_core.to_host_numpy(weights))
+    if w.dtype.kind == "c":
+        raise TypeError("Complex type not supported")
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    if w.ndim != 1 or w.shape[0] < 1:
+        raise RuntimeError("no filter weights given")
+    return w
+
+
+def _dptr(a):
+    return a.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
+
+
+def _corr1d(fn, input, weights, axis, output, mode, cval, origin, batch_dims, device):
+    w = _weights1d(weights)
+    op = _Linear(input, output, None, batch_dims, device)
+    op.modes(mode, cval, origin)
+    return op.run(C[fn], _dptr(w), ctypes.c_int64(w.shape[0]), int(axis), ctypes.byref(op.opt))
+
+
+def correlate1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *, batch_dims=0,
+                device=None):
+    """scipy.ndimage.correlate1d on ndforge (extra keywords: batch_dims, device)."""
+    return _corr1d("ndf_correlate1d", input, weights, axis, output, mode, cval, origin, batch_dims, device)
+
+
+def convolve1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *, batch_dims=0,
+               device=None):
+    """scipy.ndimage.convolve1d on ndforge (extra keywords: batch_dims, device)."""
+    return _corr1d("ndf_convolve1d", input, weights, axis, output, mode, cval, origin, batch_dims, device)
+
+
+def _corr(fn, input, weights, output, mode, cval, origin, axes, batch_dims, device):
+    w = np.asarray(_core.to_host_numpy(weights))
+    if w.dtype.kind == "c":
+        raise TypeError("Complex type not supported")
+    op = _Linear(input, output, axes, batch_dims, device)
+    if w.ndim != op.nfilt:
+        raise RuntimeError("filter weights array has incorrect shape.")
+    if not isinstance(mode, str):
+        raise RuntimeError("A sequence of modes is not supported")
+    op.modes(mode, cval, origin)
+    d, keep = _nd._host_desc(w, np.float64)
+    op.call.keep.append(keep)
+    return op.run(C[fn], ctypes.byref(d), ctypes.byref(op.opt))
+
+
+def correlate(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *, axes=None, batch_dims=0,
+              device=None):
+    """scipy.ndimage.correlate on ndforge (extra keywords: batch_dims, device)."""
+    return _corr("ndf_correlate", input, weights, output, mode, cval, origin, axes, batch_dims, device)
+
+
+def convolve(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *, axes=None, batch_dims=0,
+             device=None):
+    """scipy.ndimage.convolve on ndforge (extra keywords: batch_dims, device)."""
+    return _corr("ndf_convolve", input, weights, output, mode, cval, origin, axes, batch_dims, device)
+
+
+def uniform_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *, batch_dims=0,
+                     device=None):
+    """scipy.ndimage.uniform_filter1d on ndforge (extra keywords: batch_dims, device)."""
+    size = operator.index(size)
+    if size < 1:
+        raise RuntimeError("incorrect filter size")
+    op = _Linear(input, output, None, batch_dims, device)
+    op.modes(mode, cval, origin)
+    return op.run(C["ndf_uniform_filter1d"], ctypes.c_int64(size), int(axis), ctypes.byref(op.opt))
+
+
+def uniform_filter(input, size=3, output=None, mode="reflect", cval=0.0, origin=0, *, axes=None, batch_dims=0,
+                   device=None):
+    """scipy.ndimage.uniform_filter on ndforge (extra keywords: batch_dims, device)."""
+    op = _Linear(input, output, axes, batch_dims, device)
+    n, vals = _nd._seq(size, "size")
+    if n > 1 and n != op.nfilt:
+        raise RuntimeError("sequence argument must have length equal to input rank")
+    op.modes(mode, cval, origin)
+    sizes = (ctypes.c_int64 * max(n, 1))(*vals)
+    return op.run(C["ndf_uniform_filter"], n, sizes, ctypes.byref(op.opt))
+
+
+def _gauss(sigma, order, truncate, radius):
+    g = S["ndf_gaussian_params"]()
+    C["ndf_gaussian_params_init"](ctypes.byref(g))
+    sig = [float(s) for s in np.atleast_1d(np.asarray(sigma, dtype=np.float64))]
+    if len(sig) > K["NDF_MAX_SPATIAL"]:
+        raise RuntimeError("sequence argument must have length equal to input rank")
+    g.nsigma = len(sig)
+    g.sigma[:len(sig)] = sig
+    orders = [operator.index(o) for o in np.atleast_1d(order)]
+    if any(o < 0 for o in orders):
+        raise ValueError("order must be non-negative")
+    g.norder = len(orders)
+    g.order[:len(orders)] = orders
+    g.truncate = float(truncate)
+    if radius is not None:
+        rad = list(np.atleast_1d(radius))
+        if any(not isinstance(r, (int, np.integer)) or r < 0 for r in rad):
+            raise ValueError("Radius must be a nonnegative integer.")
+        g.nradius = len(rad)
+        g.radius[:len(rad)] = [int(r) for r in rad]
+    return g
+
+
+def gaussian_filter1d(input, sigma, axis=-1, order=0, output=None, mode="reflect", cval=0.0, truncate=4.0, *,
+                      radius=None, batch_dims=0, device=None):
+    """scipy.ndimage.gaussian_filter1d on ndforge (extra keywords: batch_dims, device)."""
+    order = operator.index(order)
+    if order < 0:
+        raise ValueError("order must be non-negative")
+    if radius is not None and (not isinstance(radius, (int, np.integer)) or radius < 0):
+        raise ValueError("Radius must be a nonnegative integer.")
+    op = _Linear(input, output, None, batch_dims, device)
+    op.modes(mode, cval)
+    return op.run(C["ndf_gaussian_filter1d"], float(sigma), int(axis), order, float(truncate),
+                  ctypes.c_int64(-1 if radius is None else int(radius)), ctypes.byref(op.opt))
+
+
+def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0, truncate=4.0, *, radius=None,
+                    axes=None, batch_dims=0, device=None):
+    """scipy.ndimage.gaussian_filter on ndforge (extra keywords: batch_dims, device)."""
+    g = _gauss(sigma, order, truncate, radius)
+    op = _Linear(input, output, axes, batch_dims, device)
+    op.modes(mode, cval)
+    return op.run(C["ndf_gaussian_filter"], ctypes.byref(g), ctypes.byref(op.opt))
+
+
+def _derivative(fn, input, axis, output, mode, cval, batch_dims, device):
+    op = _Linear(input, output, None, batch_dims, device)
+    op.modes(mode, cval)
+    return op.run(C[fn], int(axis), ctypes.byref(op.opt))
+
+
+def sobel(input, axis=-1, output=None, mode="reflect", cval=0.0, *, batch_dims=0, device=None):
+    """scipy.ndimage.sobel on ndforge (extra keywords: batch_dims, device)."""
+    return _derivative("ndf_sobel", input, axis, output, mode, cval, batch_dims, device)
+
+
+def prewitt(input, axis=-1, output=None, mode="reflect", cval=0.0, *, batch_dims=0, device=None):
+    """scipy.ndimage.prewitt on ndforge (extra keywords: batch_dims, device)."""
+    return _derivative("ndf_prewitt", input, axis, output, mode, cval, batch_dims, device)
+
+
+def laplace(input, output=None, mode="reflect", cval=0.0, *, axes=None, batch_dims=0, device=None):
+    """scipy.ndimage.laplace on ndforge (extra keywords: batch_dims, device)."""
+    op = _Linear(input, output, axes, batch_dims, device)
+    op.modes(mode, cval)
+    return op.run(C["ndf_laplace"], ctypes.byref(op.opt))
+
+
+def _gaussian_composite(fn, input, sigma, output, mode, cval, kwargs):
+    kw = dict(truncate=4.0, radius=None, axes=None, batch_dims=0, device=None)
+    for k, v in kwargs.items():
+        if k not in kw:
+            raise TypeError("%s() got an unexpected keyword argument '%s'" % (fn[4:], k))
+        kw[k] = v
+    g = _gauss(sigma, 0, kw["truncate"], kw["radius"])
+    op = _Linear(input, output, kw["axes"], kw["batch_dims"], kw["device"])
+    op.modes(mode, cval)
+    return op.run(C[fn], ctypes.byref(g), ctypes.byref(op.opt))
+
+
+def gaussian_laplace(input, sigma, output=None, mode="reflect", cval=0.0, **kwargs):
+    """scipy.ndimage.gaussian_laplace on ndforge; kwargs: truncate, radius (gaussian_filter's), axes,
+    batch_dims, device."""
+    return _gaussian_composite("ndf_gaussian_laplace", input, sigma, output, mode, cval, kwargs)
+
+
+def gaussian_gradient_magnitude(input, sigma, output=None, mode="reflect", cval=0.0, **kwargs):
+    """scipy.ndimage.gaussian_gradient_magnitude on ndforge; kwargs: truncate, radius (gaussian_filter's),
+    axes, batch_dims, device."""
+    return _gaussian_composite("ndf_gaussian_gradient_magnitude", input, sigma, output, mode, cval, kwargs)

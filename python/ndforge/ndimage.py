@@ -1,0 +1,1173 @@
+"""scipy.ndimage's names, signatures, defaults and error types, on ndforge.
+
+The grey and binary morphology, rank filters, label, distance transforms and
+structure helpers; minimum/maximum filters (and their 1-D forms) over the
+grey ops; the linear filters (_filters.py) and the spline filters and
+geometric transforms (_interp.py) where the library has them.
+
+Every function takes NumPy arrays (CPU backend), torch tensors (CPU or CUDA)
+and CuPy arrays (CUDA, on the caller's current stream); the result has the
+input's type and device.  Extra keyword-only arguments, beyond scipy's:
+
+* ``batch_dims``: leading axes that are independent images (0 = scipy);
+* ``axes``: scipy's ``axes`` (the other axes become batch axes, zero-copy);
+* ``device``: ``'cpu'``, ``'cuda'`` or ``'cuda:N'`` to run a host array on a
+  GPU (copied in and out by the library) or a GPU array on the CPU; default:
+  where the input lives;
+* ``algorithm``: grey ops ``'auto'|'direct'|'separable'|'vhgw'|'decomposed'``,
+  rank filters ``'auto'|'network'|'select'|'histogram'|'tile'``;
+* ``nan_policy``: rank filters ``'propagate'|'omit'``; grey ops ``'propagate'``;
+* ``tune``: grey ops and rank filters, the call's tunables ``'name=value,...'``
+  (kernel variants of the same result; docs/adr/0019, ``ndforge tunables``).
+
+float16 and bfloat16 inputs of the grey ops and rank filters are computed in
+float32 and returned in the input's dtype (an extension; one conversion copy
+each way); int64 and uint64 inputs on the CPU whose values are of magnitude
+below 2^50 are computed in a float64 copy (the library has no 64-bit integer
+kernels; larger values and CUDA arrays raise TypeError).  Distance transforms that the CUDA backend does not do (cdt's
+indices, cdt with a metric structure other than taxicab or chessboard) run
+on the CPU backend for CUDA arrays, copied there and back.
+"""
+
+import ctypes
+import operator
+import re
+
+import numpy as np
+
+from . import _core
+from ._core import C, S, K, check
+from ._ops import OPS, ARG_ERRORS
+
+__all__ = sorted(list(OPS) + ["generate_binary_structure", "iterate_structure", "minimum_filter", "maximum_filter",
+                              "minimum_filter1d", "maximum_filter1d"])
+
+_MODE_ERR = "boundary mode not supported"
+
+
+def _raise(status, ctx):
+    msg = (_core.C["ndf_errmsg"](ctx) if ctx else _core.C["ndf_last_error"]()) or b""
+    msg = msg.decode(errors="replace")
+    if status == K["NDF_EINVAL"]:
+        m = re.search(r"bad argument '(\w+)'", msg)
+        raise ARG_ERRORS.get(m.group(1) if m else "", ValueError)(msg)
+    _core.raise_status(status, ctx)
+
+
+def _call(fn, ctx, *args):
+    s = fn(ctx, *args)
+    if s:
+        _raise(s, ctx)
+
+
+# --- argument helpers --------------------------------------------------------------
+
+def _is_complex(x):
+    try:
+        return np.dtype(_core.dtype_of(x)).kind == "c"
+    except TypeError:
+        return False
+
+
+def _input(input):
+    x = _core.as_array(input)
+    if _is_complex(x):
+        raise TypeError("Complex type not supported")
+    return x
+
+
+def _permute(x, perm):
+    if _core.kind_of(x) == "torch":
+        return x.permute(*perm)
+    return x.transpose(perm)
+
+
+def _axes_perm(ndim, axes, batch_dims):
+    """(perm, batch_dims): the axes not filtered first, then `axes` in their given order."""
+    if axes is None:
+        return None, batch_dims
+    if batch_dims:
+        raise ValueError("batch_dims and axes cannot be combined")
+    if isinstance(axes, int):
+        axes = (axes,)
+    axes = [operator.index(a) for a in axes]
+    norm = []
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise ValueError("axes must be in the range [-%d, %d)" % (ndim, ndim))
+        norm.append(a % ndim)
+    if len(set(norm)) != len(norm):
+        raise ValueError("axes must be unique")
+    rest = [i for i in range(ndim) if i not in norm]
+    return rest + norm, len(rest)
+
+
+def _seq(v, name):
+    """(n, values) of an int or a sequence of ints, for size/origin."""
+    if v is None:
+        return 0, ()
+    if np.ndim(v) == 0:
+        return 1, (operator.index(int(v)) if not isinstance(v, (int, np.integer)) else int(v),)
+    vals = tuple(int(t) for t in v)
+    if len(vals) > K["NDF_MAX_SPATIAL"]:
+        raise RuntimeError("sequence argument must have length equal to input rank")
+    return len(vals), vals
+
+
+def _mode(mode):
+    if isinstance(mode, (list, tuple)):
+        if len(set(mode)) != 1:
+            raise NotImplementedError("ndforge: one boundary mode for every axis (got %r)" % (mode,))
+        mode = mode[0]
+    if not isinstance(mode, str):
+        raise RuntimeError(_MODE_ERR)
+    m = ctypes.c_int()
+    if C["ndf_mode_from_name"](mode.encode(), ctypes.byref(m)):
+        raise RuntimeError(_MODE_ERR)
+    return m.value
+
+
+def _host_desc(v, dtype=None):
+    if v is None:
+        return None, None
+    a = _core.to_host_numpy(v)
+    if _is_complex(a):
+        raise TypeError("Complex type not supported")
+    if dtype is not None:
+        a = np.ascontiguousarray(a, dtype=dtype)
+    elif a.dtype not in _core.DTYPE_CODE:
+        a = np.ascontiguousarray(a != 0)
+    d, keep = _core.describe(a, _core.HOST)
+    return d, (d, keep)
+
+
+def _parse_device(device):
+    if device is None:
+        return None
+    if not isinstance(device, str):  # torch.device, cupy.cuda.Device
+        device = "cuda:%d" % device.id if hasattr(device, "id") else str(device)
+    d = device.lower()
+    if d == "cpu":
+        return (K["NDF_DEVICE_CPU"], 0)
+    m = re.fullmatch(r"cuda(?::(\d+))?", d)
+    if not m:
+        raise ValueError("device must be 'cpu', 'cuda' or 'cuda:N' (got %r)" % (device,))
+    return (K["NDF_DEVICE_CUDA"], int(m.group(1) or 0))
+
+
+def _framework_dtype(x, dtype):
+    if _core.kind_of(x) == "torch":
+        import torch
+        return getattr(torch, np.dtype(dtype).name)
+    return np.dtype(dtype)
+
+
+def _astype(x, dtype):
+    return x.to(_framework_dtype(x, dtype)) if _core.kind_of(x) == "torch" else x.astype(dtype)
+
+
+def _nonzero(x):
+    return x != 0
+
+
+def _same_memory(a, b):
+    k = _core.kind_of(a)
+    if k != _core.kind_of(b):
+        return False
+    if k == "numpy":
+        return np.may_share_memory(a, b)
+    if k == "torch":
+        sa, sb = a.untyped_storage(), b.untyped_storage()
+        return sa.data_ptr() == sb.data_ptr()
+    return a.data.ptr == b.data.ptr or (a.base is not None and a.base is b.base)
+
+
+def _is_dtype_like(output):
+    if output is None:
+        return False
+    if type(output).__module__.split(".")[0] == "torch" and not hasattr(output, "shape"):
+        return True  # torch.dtype
+    if isinstance(output, type) or isinstance(output, (str, np.dtype)):
+        try:
+            np.dtype(output)
+            return True
+        except TypeError:
+            return False
+    return False
+
+
+def _np_dtype(output):
+    if type(output).__module__.split(".")[0] == "torch":
+        return np.dtype(str(output).replace("torch.", ""))
+    return np.dtype(output)
+
+
+# --- the call ------------------------------------------------------------------
+
+class _Staged:
+    """A host array copied to a GPU by the library (device= for host inputs)."""
+
+    def __init__(self, ctx, host_desc, copy_in):
+        self.ctx = ctx
+        self.d = S["ndf_array"]()
+        shape = (ctypes.c_int64 * max(host_desc.ndim, 1))(*host_desc.shape[:host_desc.ndim])
+        check(C["ndf_array_alloc"](ctx, ctypes.byref(self.d), K["NDF_DEVICE_CUDA"], host_desc.dtype,
+                                   host_desc.ndim, shape), ctx)
+        if copy_in:
+            check(C["ndf_array_copy"](ctx, ctypes.byref(self.d), ctypes.byref(host_desc)), ctx)
+
+    def back(self, host_desc):
+        check(C["ndf_array_copy"](self.ctx, ctypes.byref(host_desc), ctypes.byref(self.d)), self.ctx)
+
+    def __del__(self):
+        try:
+            C["ndf_array_free"](self.ctx, ctypes.byref(self.d))
+        except Exception:
+            pass
+
+
+class _Call:
+    """One op call: the input (permuted for axes), where it runs, its outputs."""
+
+    def __init__(self, input, batch_dims=0, axes=None, device=None):
+        self.x0 = x = _input(input)
+        self.shape0 = tuple(x.shape)
+        self.perm, self.batch_dims = _axes_perm(len(self.shape0), axes, batch_dims or 0)
+        self.where = _core.placement(x)
+        dev = _parse_device(device)
+        self.remote = None  # a host input run on a GPU, or a GPU input run on the CPU
+        if dev is not None and (dev[0], dev[1] if dev[0] == K["NDF_DEVICE_CUDA"] else 0) != (
+                self.where.device, self.where.device_id):
+            self.remote = dev
+        self.keep = []
+        self.staged = []
+        self.x = x
+        self.ctx = None
+
+    def run_ctx(self):
+        if self.remote is None:
+            return self.where.ctx
+        if self.remote[0] == K["NDF_DEVICE_CPU"]:
+            return _core.context()
+        if self.where.device != K["NDF_DEVICE_CPU"]:
+            raise ValueError("ndforge: a GPU array runs on its own device (device=%r)" % (self.remote,))
+        return _core.context(K["NDF_DEVICE_CUDA"], self.remote[1], None)
+
+    def view(self, a):
+        return a if self.perm is None else _permute(a, self.perm)
+
+    def desc_in(self, a):
+        """Descriptor of an input-like array (the input, a mask), on the device the op runs."""
+        a = self.view(a)
+        if self.remote is not None and self.remote[0] == K["NDF_DEVICE_CPU"]:
+            a = _core.to_host_numpy(a)
+            d, keep = _core.describe(a, _core.HOST)
+        else:
+            d, keep = _core.describe(a, self.where)
+        self.keep.append(keep)
+        if self.remote is not None and self.remote[0] == K["NDF_DEVICE_CUDA"]:
+            st = _Staged(self.ctx, d, True)
+            self.staged.append(st)
+            return st.d
+        return d
+
+    def new_output(self, dtype, shape=None):
+        shape = self.shape0 if shape is None else shape
+        return _core.empty(self.where, shape, dtype)
+
+    def desc_out(self, a, permuted=True):
+        """Descriptor the library writes, and a function that finishes the write-back."""
+        v = self.view(a) if permuted else a
+        if self.remote is not None and self.remote[0] == K["NDF_DEVICE_CPU"]:
+            h = np.empty(tuple(v.shape), np.dtype(_core.dtype_of(v)))
+            d, keep = _core.describe(h, _core.HOST)
+            self.keep.append(keep)
+
+            def done():
+                _core.copy_into(v, _from_numpy_like(v, h))
+            return d, done
+        d, keep = _core.describe(v, self.where)
+        if _core.kind_of(v) == "numpy" and keep is not v:  # a view NumPy cannot describe in elements
+            raise ValueError("ndforge: output strides are not a multiple of the element size")
+        self.keep.append(keep)
+        if self.remote is not None:
+            st = _Staged(self.ctx, d, False)
+            self.staged.append(st)
+            return st.d, lambda: st.back(d)
+        return d, None
+
+
+def _from_numpy_like(like, h):
+    k = _core.kind_of(like)
+    if k == "torch":
+        import torch
+        return torch.from_numpy(h).to(like.device)
+    if k == "cupy":
+        import cupy
+        return cupy.asarray(h)
+    return h
+
+
+def _resolve_output(call, output, lib_dtype, accepts):
+    """(array the library writes, value returned, post step) for scipy's output= forms.
+
+    lib_dtype: the dtype the library writes by default; accepts(dtype): whether
+    the library can write that dtype itself (else it writes lib_dtype, then cast)."""
+    if output is None:
+        out = call.new_output(lib_dtype)
+        return out, out, None
+    if _is_dtype_like(output):
+        dt = _np_dtype(output)
+        if accepts(dt):
+            out = call.new_output(dt)
+            return out, out, None
+        tmp = call.new_output(lib_dtype)
+        return tmp, None, lambda: _astype(tmp, dt)
+    if tuple(output.shape) != call.shape0:
+        raise RuntimeError("output shape not correct")
+    if _core.kind_of(output) != _core.kind_of(call.x0):
+        raise TypeError("ndforge: output must be an array of the input's kind (%s)" % _core.kind_of(call.x0))
+    dt = np.dtype(_core.dtype_of(output)) if _core.dtype_of(output) not in ("float16", "bfloat16") else None
+    if dt is not None and accepts(dt) and not _same_memory(output, call.x0) and _describable(output):
+        return output, output, None
+    tmp = call.new_output(lib_dtype)
+
+    def post():
+        _core.copy_into(output, tmp)
+        return output
+    return tmp, output, post
+
+
+def _describable(a):
+    if _core.kind_of(a) == "numpy":
+        f = a.flags
+        return f.writeable and f.aligned
+    return True
+
+
+def _view(x, dtype_name):
+    """x reinterpreted as another dtype of the same size (no copy)."""
+    if _core.kind_of(x) == "torch":
+        import torch
+        return x.view(getattr(torch, dtype_name))
+    return x.view(dtype_name)
+
+
+def _half_input(call, allow):
+    """Inputs the library's filters do not take, computed in a dtype they do: float16/bfloat16 in a float32
+    copy, bool as its bytes (uint8, a view: min, max and ranks of 0/1 are exact).  Returns the input's
+    dtype name for the result's conversion back, or None."""
+    dt = _core.dtype_of(call.x0)
+    name = dt if isinstance(dt, str) else dt.name
+    if not allow:
+        return None
+    if name in ("float16", "bfloat16"):
+        call.x0 = _astype(call.x0, np.float32) if name == "float16" else call.x0.float()
+        return name
+    if name == "bool":
+        call.x0 = _view(call.x0, "uint8")
+        return name
+    if name in ("int64", "uint64") and _exact_in_float64(call):
+        call.x0 = _astype(call.x0, np.float64)
+        return name
+    return None
+
+
+_INT_EXACT = 1 << 50  # |v| below it: v, and the composites' sums of four such values, exact in float64
+
+
+def _exact_in_float64(call):
+    """Whether an int64 / uint64 input on the CPU holds only values of magnitude below 2^50 (one pass over
+    it); the grey ops and rank filters then run on a float64 copy (the library has no 64-bit integer
+    kernels) with scipy's results.  CUDA inputs are not scanned: that would wait for the device."""
+    if call.where.device != K["NDF_DEVICE_CPU"] or call.remote is not None:
+        return False
+    x = _core.to_host_numpy(call.x0)  # a CPU tensor's own memory (torch has no min of uint64)
+    if x.size == 0:
+        return True
+    lo, hi = int(x.min()), int(x.max())
+    return -_INT_EXACT < lo and hi < _INT_EXACT
+
+
+def _to_half(x, name):
+    if name is None:
+        return x
+    if name == "bool":
+        return _view(x, "bool")
+    if name in ("int64", "uint64"):  # from float64 holding integers; uint64 wraps as scipy's arithmetic does
+        x = _astype(x, np.int64)
+        return x if name == "int64" else (_view(x, "uint64") if _core.kind_of(x) == "torch" else x.view(np.uint64))
+    if _core.kind_of(x) == "torch":
+        import torch
+        return x.to(getattr(torch, name))
+    return x.astype(name)
+
+
+# --- grey morphology and rank filters --------------------------------------------------
+
+_GREY_ALGOS = None
+
+
+def _enum_from_name(fn, value, what):
+    m = ctypes.c_int()
+    if fn(value.encode(), ctypes.byref(m)):
+        raise ValueError("%s must be one of the library's names (got %r)" % (what, value))
+    return m.value
+
+
+_RANK_ALGO = {"auto": "NDF_RANK_ALGO_AUTO", "network": "NDF_RANK_ALGO_NETWORK", "select": "NDF_RANK_ALGO_SELECT",
+              "histogram": "NDF_RANK_ALGO_HISTOGRAM", "tile": "NDF_RANK_ALGO_TILE"}
+_RANK_NAN = {"propagate": "NDF_RANK_NAN_PROPAGATE", "omit": "NDF_RANK_NAN_OMIT"}
+
+
+def _tune(opt, tune):
+    """The call's tunables, "name=value,..." (ADR 0019; `ndforge tunables` lists them), where the options
+    struct has them; the library checks the names and values at the call."""
+    if tune is None:
+        return
+    if not isinstance(tune, str):
+        raise TypeError("tune must be a string 'name=value,...' (got %r)" % (tune,))
+    if not any(f == "tune" for f, _ in type(opt)._fields_):
+        raise NotImplementedError("this libndforge takes no per-call tunables")
+    opt.tune = tune.encode()
+
+
+def _spatial_rank(call):
+    return len(call.shape0) - call.batch_dims
+
+
+def _footprint_opts(opt, call, size, footprint, origin, mode, cval):
+    n = _spatial_rank(call)
+    if footprint is not None:
+        fp = _core.to_host_numpy(footprint)
+        if fp.ndim != n:
+            raise RuntimeError("footprint array has incorrect shape.")
+        if not fp.astype(bool).any():
+            raise ValueError("All-zero footprint is not supported.")
+        d, keep = _host_desc(fp, np.bool_)
+        call.keep.append(keep)
+        opt.footprint = ctypes.pointer(d)
+    if size is not None:
+        opt.nsize, vals = _seq(size, "size")
+        if opt.nsize > 1 and opt.nsize != n and footprint is None:
+            raise RuntimeError("sequence argument must have length equal to input rank")
+        opt.size[:len(vals)] = vals
+    opt.norigin, vals = _seq(origin, "origin")
+    if opt.norigin > 1 and opt.norigin != n:
+        raise RuntimeError("sequence argument must have length equal to input rank")
+    opt.origin[:len(vals)] = vals
+    if not isinstance(mode, str) and opt.__class__.__name__ == "ndf_rank_options":
+        raise RuntimeError(_MODE_ERR)  # scipy's rank filters take one mode, not one per axis
+    opt.mode = _mode(mode)
+    opt.cval = float(cval)
+    opt.batch_dims = call.batch_dims
+
+
+def _widen_to_output(call, output, half):
+    """An output dtype that holds every input value exactly (float32 -> float64, uint8 -> int16 ...): the
+    op runs in that dtype, as scipy's composites do their arithmetic in the output's dtype."""
+    if half is not None or output is None:
+        return
+    dt = _np_dtype(output) if _is_dtype_like(output) else _core.dtype_of(output)
+    if isinstance(dt, str):
+        return
+    xdt = np.dtype(_core.dtype_of(call.x0))
+    if dt != xdt and dt in _core.input_dtypes() and np.can_cast(xdt, dt, "safe"):
+        call.x0 = _astype(call.x0, dt)
+
+
+# Prepared calls: the options struct of a call whose arguments are all plain values (no footprint,
+# structure, output, axes or device), keyed by those values and the input's type, dtype and rank; a
+# repeated call then only describes its arrays and calls the C function.
+_PLANS = {}
+_PLAN_KINDS = ("numpy", "torch", "cupy")
+
+
+def _plan_key(name, input, args, *rest):
+    for r in rest:
+        if r is not None:
+            return None
+    try:
+        key = (name, type(input), input.dtype, input.ndim, args)
+        hash(key)
+    except AttributeError:  # not an array (a list, a DLPack producer): no plan
+        return None
+    except TypeError:  # a list among the arguments
+        key = (name, type(input), input.dtype, input.ndim,
+               tuple(tuple(a) if isinstance(a, list) else a for a in args))
+        try:
+            hash(key)
+        except TypeError:
+            return None
+    if _core.kind_of(input) not in _PLAN_KINDS:
+        return None
+    return key
+
+
+def _run_plan(plan, x, output=None):
+    """A prepared call; None when output= is not an array the library can write directly."""
+    fn, opt, extra = plan
+    where = _core.placement(x)
+    ctx = where.ctx
+    if output is None:
+        out = _core.empty_like(x, where)
+    else:
+        if (type(output) is not type(x) or output.dtype != x.dtype or output.shape != x.shape
+                or not _describable(output) or _same_memory(output, x)):
+            return None
+        out = output
+    din, keep_in = _core.describe(x, where)
+    dout, keep_out = _core.describe(out, where)
+    s = fn(ctx, ctypes.byref(din), ctypes.byref(dout), *extra, ctypes.byref(opt))
+    if s:
+        _raise(s, ctx)
+    return out
+
+
+def _grey(name, input, size, footprint, structure, output, mode, cval, origin, axes, batch_dims, device,
+          algorithm, nan_policy, tune=None):
+    key = _plan_key(name, input, (size, mode, cval, origin, batch_dims, algorithm, nan_policy, tune), footprint,
+                    structure, axes, device)
+    if key is not None:
+        plan = _PLANS.get(key)
+        if plan is not None:
+            r = _run_plan(plan, input, output)
+            if r is not None:
+                return r
+    if (name in ("grey_erosion", "grey_dilation") and isinstance(mode, (list, tuple)) and len(set(mode)) > 1
+            and structure is None and nan_policy in (None, "propagate")):
+        return _grey_modes(name == "grey_erosion", input, size, footprint, output, mode, cval, origin, axes,
+                           batch_dims, device, algorithm, tune)
+    row = OPS[name]
+    call = _Call(input, batch_dims, axes, device)
+    if name in ("morphological_gradient", "morphological_laplace") and _core.dtype_of(call.x0) == np.bool_:
+        raise TypeError("boolean subtraction is not supported (scipy composes %s with np.subtract)" % name)
+    half = _half_input(call, True)
+    if size is None and footprint is None and structure is None:
+        raise ValueError("size, footprint, or structure must be specified")
+    _widen_to_output(call, output, half)
+    opt = S[row["struct"]]()
+    C[row["struct"] + "_init"](ctypes.byref(opt))
+    _footprint_opts(opt, call, size, footprint, origin, mode, cval)
+    if structure is not None:
+        st = _core.to_host_numpy(structure)
+        if st.ndim != _spatial_rank(call):
+            raise RuntimeError("structure array has incorrect shape")
+        d, keep = _host_desc(st, np.float64)
+        call.keep.append(keep)
+        opt.structure = ctypes.pointer(d)
+    if algorithm is not None:
+        opt.algorithm = _enum_from_name(C["ndf_grey_algorithm_from_name"], algorithm, "algorithm")
+    if nan_policy not in (None, "propagate"):
+        raise ValueError("nan_policy of the grey ops: 'propagate' (got %r)" % (nan_policy,))
+    _tune(opt, tune)
+    widened = call.x0 is not call.x
+    r = _run_unary(call, row, opt, output, (), half)
+    if key is not None and half is None and not widened:
+        _PLANS[key] = (C[row["c"]], opt, ())
+    return r
+
+
+def _run_unary(call, row, opt, output, extra, half=None, lib_dtype=None, accepts=None):
+    call.ctx = call.run_ctx()
+    xdt = np.dtype(_core.dtype_of(call.x0))
+    if half is None and xdt not in _core.input_dtypes():
+        why = " (64-bit integers: on the CPU with values of magnitude below 2^50)" if xdt.itemsize == 8 and \
+            xdt.kind in "iu" else ""
+        raise TypeError("ndforge: %s inputs are not supported by %s%s (library dtypes: %s)"
+                        % (xdt, row["c"], why, ", ".join(str(d) for d in _core.input_dtypes() if d.kind != "b")))
+    lib_dtype = xdt if lib_dtype is None else lib_dtype
+    if accepts is None:
+        def accepts(dt):
+            return dt == lib_dtype
+    if half is not None and output is None:
+        out, ret = call.new_output(lib_dtype), None
+        post = (lambda: _to_half(out, half))
+    else:
+        out, ret, post = _resolve_output(call, output, lib_dtype, accepts)
+    din = call.desc_in(call.x0)
+    dout, done = call.desc_out(out)
+    _call(C[row["c"]], call.ctx, ctypes.byref(din), ctypes.byref(dout), *extra, ctypes.byref(opt))
+    if done:
+        done()
+    if post is not None:
+        r = post()
+        return r if r is not None else ret
+    return ret
+
+
+def _make_grey(name):
+    def f(input, size=None, footprint=None, structure=None, output=None, mode="reflect", cval=0.0, origin=0,
+          *, axes=None, batch_dims=0, device=None, algorithm=None, nan_policy=None, tune=None):
+        return _grey(name, input, size, footprint, structure, output, mode, cval, origin, axes, batch_dims,
+                     device, algorithm, nan_policy, tune)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = ("scipy.ndimage.%s(input, size=None, footprint=None, structure=None, output=None, "
+                 "mode='reflect', cval=0.0, origin=0, *, axes=None) on ndforge; extra keywords: "
+                 "batch_dims, device, algorithm, nan_policy, tune." % name)
+    return f
+
+
+grey_erosion = _make_grey("grey_erosion")
+grey_dilation = _make_grey("grey_dilation")
+grey_opening = _make_grey("grey_opening")
+grey_closing = _make_grey("grey_closing")
+morphological_gradient = _make_grey("morphological_gradient")
+morphological_laplace = _make_grey("morphological_laplace")
+white_tophat = _make_grey("white_tophat")
+black_tophat = _make_grey("black_tophat")
+
+# --- minimum and maximum filters: scipy's names for flat grey erosion and dilation ------------------
+
+def _normalize(v, n):
+    vals = [operator.index(int(t)) for t in np.atleast_1d(v)]
+    if len(vals) == 1:
+        return vals * n
+    if len(vals) != n:
+        raise RuntimeError("sequence argument must have length equal to input rank")
+    return vals
+
+
+def _min_max(erode, input, size, footprint, output, mode, cval, origin, axes, batch_dims, device, algorithm,
+             tune):
+    """scipy's _min_or_max_filter: grey_erosion as it is; the maximum filter is grey_dilation of the flipped
+    footprint with the origin scipy's grey_dilation would flip back.  One mode per axis (box windows only)
+    runs one pass per axis, each writing the output's dtype, as scipy's separable path does."""
+    if size is None and footprint is None:
+        raise RuntimeError("no footprint provided")
+    x = _input(input)
+    n = (1 if np.ndim(axes) == 0 else len(axes)) if axes is not None else x.ndim - (batch_dims or 0)
+    if footprint is not None:
+        fp = np.asarray(_core.to_host_numpy(footprint)).astype(bool)
+        if fp.ndim != n:
+            raise RuntimeError("footprint array has incorrect shape.")
+        sizes = list(fp.shape)
+        if fp.all():  # a box: scipy's separable path, as size=
+            fp = None
+    else:
+        fp = None
+        sizes = _normalize(size, n)
+    origins = _normalize(origin, n)
+    kw = dict(axes=axes, batch_dims=batch_dims, device=device, algorithm=algorithm, tune=tune)
+    if not isinstance(mode, str):
+        modes = list(mode)
+        if len(modes) != n:
+            raise RuntimeError("sequence argument must have length equal to input rank")
+        if len(set(modes)) == 1:
+            mode = modes[0]
+        elif fp is not None:
+            raise RuntimeError("A sequence of modes is not supported for non-separable footprints")
+        else:
+            r, out = x, output
+            for i in range(n):
+                one = [1] * n
+                one[i] = sizes[i]
+                org = [0] * n
+                org[i] = origins[i]
+                r = _min_max(erode, r, one, None, out, modes[i], cval, org, axes, batch_dims, device, algorithm,
+                             tune)
+                out = out if out is not None and not _is_dtype_like(out) else None
+            return r
+    if erode:
+        return grey_erosion(x, None if fp is not None else sizes, fp, None, output, mode, cval, origins, **kw)
+    flipped = [-o - (0 if s & 1 else 1) for o, s in zip(origins, sizes)]
+    if fp is not None:
+        fp = fp[(slice(None, None, -1),) * fp.ndim]
+    return grey_dilation(x, None if fp is not None else sizes, fp, None, output, mode, cval, flipped, **kw)
+
+
+def _grey_modes(erode, input, size, footprint, output, mode, cval, origin, axes, batch_dims, device, algorithm,
+                tune):
+    """grey_erosion / grey_dilation with one mode per axis: the minimum / maximum filter (scipy's grey_dilation
+    flips the footprint and the origin before its maximum filter)."""
+    if erode:
+        return _min_max(True, input, size, footprint, output, mode, cval, origin, axes, batch_dims, device,
+                        algorithm, tune)
+    if size is None and footprint is None:
+        raise ValueError("size, footprint, or structure must be specified")
+    x = _input(input)
+    n = (1 if np.ndim(axes) == 0 else len(axes)) if axes is not None else x.ndim - (batch_dims or 0)
+    fp = None if footprint is None else np.asarray(_core.to_host_numpy(footprint)).astype(bool)
+    sizes = list(fp.shape) if fp is not None else _normalize(size, n)
+    flipped = [-o - (0 if s & 1 else 1) for o, s in zip(_normalize(origin, n), sizes)]
+    if fp is not None:
+        fp = fp[(slice(None, None, -1),) * fp.ndim]
+    return _min_max(False, x, size, fp, output, mode, cval, flipped, axes, batch_dims, device, algorithm, tune)
+
+
+def minimum_filter(input, size=None, footprint=None, output=None, mode="reflect", cval=0.0, origin=0, *,
+                   axes=None, batch_dims=0, device=None, algorithm=None, tune=None):
+    """scipy.ndimage.minimum_filter on ndforge (extra keywords: batch_dims, device, algorithm, tune)."""
+    return _min_max(True, input, size, footprint, output, mode, cval, origin, axes, batch_dims, device, algorithm,
+                    tune)
+
+
+def maximum_filter(input, size=None, footprint=None, output=None, mode="reflect", cval=0.0, origin=0, *,
+                   axes=None, batch_dims=0, device=None, algorithm=None, tune=None):
+    """scipy.ndimage.maximum_filter on ndforge (extra keywords: batch_dims, device, algorithm, tune)."""
+    return _min_max(False, input, size, footprint, output, mode, cval, origin, axes, batch_dims, device,
+                    algorithm, tune)
+
+
+def _min_max1d(erode, input, size, axis, output, mode, cval, origin, batch_dims, device):
+    x = _input(input)
+    size = operator.index(size)
+    if size < 1:
+        raise RuntimeError("incorrect filter size")
+    origin = operator.index(origin)
+    if size // 2 + origin < 0 or size // 2 + origin >= size:
+        raise ValueError("invalid origin")
+    if not -x.ndim <= operator.index(axis) < x.ndim:
+        raise ValueError("axis %d is out of bounds for array of dimension %d" % (axis, x.ndim))
+    return _min_max(erode, x, size, None, output, mode, cval, origin, (operator.index(axis) % x.ndim,),
+                    batch_dims, device, None, None) if not batch_dims else \
+        _min_max(erode, x, [size if i == axis % x.ndim else 1 for i in range(batch_dims, x.ndim)], None, output,
+                 mode, cval, [origin if i == axis % x.ndim else 0 for i in range(batch_dims, x.ndim)], None,
+                 batch_dims, device, None, None)
+
+
+def minimum_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *, batch_dims=0,
+                     device=None):
+    """scipy.ndimage.minimum_filter1d on ndforge (extra keywords: batch_dims, device)."""
+    return _min_max1d(True, input, size, axis, output, mode, cval, origin, batch_dims, device)
+
+
+def maximum_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *, batch_dims=0,
+                     device=None):
+    """scipy.ndimage.maximum_filter1d on ndforge (extra keywords: batch_dims, device)."""
+    return _min_max1d(False, input, size, axis, output, mode, cval, origin, batch_dims, device)
+
+
+# Ops of the registry's grey family without a function above (_ops.load_registry gave them rows): the grey
+# ops' signature and options struct, the registry's description.
+for _name, _row in OPS.items():
+    if _row["family"] == "grey" and _name not in globals():
+        globals()[_name] = _make_grey(_name)
+        globals()[_name].__doc__ = "%s (ndforge op %s; the grey ops' signature)." % (_row.get("doc") or _name,
+                                                                                    _row["c"])
+
+
+def _rank(name, input, extra, size, footprint, output, mode, cval, origin, axes, batch_dims, device,
+          algorithm, nan_policy, tune=None):
+    key = _plan_key(name, input, (extra[0].value if extra else None, size, mode, cval, origin, batch_dims,
+                                  algorithm, nan_policy, tune), footprint, axes, device)
+    if key is not None:
+        plan = _PLANS.get(key)
+        if plan is not None:
+            r = _run_plan(plan, input, output)
+            if r is not None:
+                return r
+    row = OPS[name]
+    call = _Call(input, batch_dims, axes, device)
+    half = _half_input(call, True)
+    if size is None and footprint is None:
+        raise RuntimeError("no footprint provided")
+    opt = S[row["struct"]]()
+    C[row["struct"] + "_init"](ctypes.byref(opt))
+    _footprint_opts(opt, call, size, footprint, origin, mode, cval)
+    if algorithm is not None:
+        if algorithm not in _RANK_ALGO:
+            raise ValueError("algorithm must be one of %s (got %r)" % (", ".join(_RANK_ALGO), algorithm))
+        opt.algorithm = K[_RANK_ALGO[algorithm]]
+    if nan_policy is not None:
+        if nan_policy not in _RANK_NAN:
+            raise ValueError("nan_policy must be 'propagate' or 'omit' (got %r)" % (nan_policy,))
+        opt.nan_policy = K[_RANK_NAN[nan_policy]]
+    _tune(opt, tune)
+    widened = call.x0 is not call.x
+    r = _run_unary(call, row, opt, output, extra, half)
+    if key is not None and half is None and not widened:
+        _PLANS[key] = (C[row["c"]], opt, extra)
+    return r
+
+
+def median_filter(input, size=None, footprint=None, output=None, mode="reflect", cval=0.0, origin=0, *,
+                  axes=None, batch_dims=0, device=None, algorithm=None, nan_policy=None, tune=None):
+    """scipy.ndimage.median_filter on ndforge (extra keywords: batch_dims, device, algorithm, nan_policy, tune)."""
+    return _rank("median_filter", input, (), size, footprint, output, mode, cval, origin, axes, batch_dims,
+                 device, algorithm, nan_policy, tune)
+
+
+def rank_filter(input, rank, size=None, footprint=None, output=None, mode="reflect", cval=0.0, origin=0, *,
+                axes=None, batch_dims=0, device=None, algorithm=None, nan_policy=None, tune=None):
+    """scipy.ndimage.rank_filter on ndforge (extra keywords: batch_dims, device, algorithm, nan_policy, tune)."""
+    rank = operator.index(rank)
+    return _rank("rank_filter", input, (ctypes.c_int64(rank),), size, footprint, output, mode, cval, origin,
+                 axes, batch_dims, device, algorithm, nan_policy, tune)
+
+
+def percentile_filter(input, percentile, size=None, footprint=None, output=None, mode="reflect", cval=0.0,
+                      origin=0, *, axes=None, batch_dims=0, device=None, algorithm=None, nan_policy=None, tune=None):
+    """scipy.ndimage.percentile_filter on ndforge (extra keywords: batch_dims, device, algorithm, nan_policy,
+    tune)."""
+    return _rank("percentile_filter", input, (ctypes.c_double(float(percentile)),), size, footprint, output,
+                 mode, cval, origin, axes, batch_dims, device, algorithm, nan_policy, tune)
+
+
+# --- binary morphology ---------------------------------------------------------------
+
+def _binary_input(call):
+    """Non-zero is foreground: dtypes the library does not take become bool (one comparison)."""
+    dt = np.dtype(_core.dtype_of(call.x0)) if _core.dtype_of(call.x0) not in ("float16", "bfloat16") else None
+    if dt is None or dt not in _core.input_dtypes():
+        call.x0 = _nonzero(call.x0)
+
+
+def _bool_accepts(dt):
+    return dt in (np.dtype(np.bool_), np.dtype(np.uint8))
+
+
+def _structure(call, structure, attr, opt, name="structure"):
+    if structure is None:
+        return
+    st = _core.to_host_numpy(structure)
+    if st.ndim != _spatial_rank(call):
+        raise RuntimeError("structure and input must have same dimensionality")
+    d, keep = _host_desc(st, np.bool_)
+    call.keep.append(keep)
+    setattr(opt, attr, ctypes.pointer(d))
+
+
+def _binary(name, input, structure, iterations, mask, output, border_value, origin, brute_force, axes,
+            batch_dims, device):
+    row = OPS[name]
+    call = _Call(input, batch_dims, axes, device)
+    _binary_input(call)
+    call.ctx = call.run_ctx()
+    opt = S[row["struct"]]()
+    C[row["struct"] + "_init"](ctypes.byref(opt))
+    _structure(call, structure, "structure", opt)
+    if iterations is not None:
+        opt.iterations = operator.index(iterations)
+    opt.border_value = 1 if border_value else 0
+    opt.norigin, vals = _seq(origin, "origin")
+    if opt.norigin > 1 and opt.norigin != _spatial_rank(call):
+        raise RuntimeError("sequence argument must have length equal to input rank")
+    opt.origin[:len(vals)] = vals
+    opt.brute_force = 1 if brute_force else 0
+    opt.batch_dims = call.batch_dims
+    if mask is not None:
+        m = _core.as_array(mask)
+        if tuple(m.shape) != call.shape0:
+            raise RuntimeError("mask and input must have equal sizes")
+        dt = _core.dtype_of(m)
+        if isinstance(dt, str) or dt not in _core.input_dtypes():
+            m = _nonzero(m)
+        dm = call.desc_in(m)
+        call.keep.append(dm)
+        opt.mask = ctypes.pointer(dm)
+    out, ret, post = _resolve_output(call, output, np.dtype(np.bool_), _bool_accepts)
+    din = call.desc_in(call.x0)
+    dout, done = call.desc_out(out)
+    _call(C[row["c"]], call.ctx, ctypes.byref(din), ctypes.byref(dout), ctypes.byref(opt))
+    if done:
+        done()
+    if post is not None:
+        r = post()
+        return r if r is not None else ret
+    return ret
+
+
+def binary_erosion(input, structure=None, iterations=1, mask=None, output=None, border_value=0, origin=0,
+                   brute_force=False, *, axes=None, batch_dims=0, device=None):
+    """scipy.ndimage.binary_erosion on ndforge (extra keywords: batch_dims, device)."""
+    return _binary("binary_erosion", input, structure, iterations, mask, output, border_value, origin,
+                   brute_force, axes, batch_dims, device)
+
+
+def binary_dilation(input, structure=None, iterations=1, mask=None, output=None, border_value=0, origin=0,
+                    brute_force=False, *, axes=None, batch_dims=0, device=None):
+    """scipy.ndimage.binary_dilation on ndforge (extra keywords: batch_dims, device)."""
+    return _binary("binary_dilation", input, structure, iterations, mask, output, border_value, origin,
+                   brute_force, axes, batch_dims, device)
+
+
+def binary_opening(input, structure=None, iterations=1, output=None, origin=0, mask=None, border_value=0,
+                   brute_force=False, *, axes=None, batch_dims=0, device=None):
+    """scipy.ndimage.binary_opening on ndforge (extra keywords: batch_dims, device)."""
+    return _binary("binary_opening", input, structure, iterations, mask, output, border_value, origin,
+                   brute_force, axes, batch_dims, device)
+
+
+def binary_closing(input, structure=None, iterations=1, output=None, origin=0, mask=None, border_value=0,
+                   brute_force=False, *, axes=None, batch_dims=0, device=None):
+    """scipy.ndimage.binary_closing on ndforge (extra keywords: batch_dims, device)."""
+    return _binary("binary_closing", input, structure, iterations, mask, output, border_value, origin,
+                   brute_force, axes, batch_dims, device)
+
+
+def binary_propagation(input, structure=None, mask=None, output=None, border_value=0, origin=0, *, axes=None,
+                       batch_dims=0, device=None):
+    """scipy.ndimage.binary_propagation on ndforge (extra keywords: batch_dims, device)."""
+    return _binary("binary_propagation", input, structure, None, mask, output, border_value, origin, False,
+                   axes, batch_dims, device)
+
+
+def binary_fill_holes(input, structure=None, output=None, origin=0, *, axes=None, batch_dims=0, device=None):
+    """scipy.ndimage.binary_fill_holes on ndforge (extra keywords: batch_dims, device)."""
+    return _binary("binary_fill_holes", input, structure, None, None, output, 0, origin, False, axes,
+                   batch_dims, device)
+
+
+def binary_hit_or_miss(input, structure1=None, structure2=None, output=None, origin1=0, origin2=None, *,
+                       axes=None, batch_dims=0, device=None):
+    """scipy.ndimage.binary_hit_or_miss on ndforge (extra keywords: batch_dims, device)."""
+    row = OPS["binary_hit_or_miss"]
+    call = _Call(input, batch_dims, axes, device)
+    _binary_input(call)
+    call.ctx = call.run_ctx()
+    opt = S[row["struct"]]()
+    C[row["struct"] + "_init"](ctypes.byref(opt))
+    _structure(call, structure1, "structure1", opt)
+    _structure(call, structure2, "structure2", opt)
+    n = _spatial_rank(call)
+    opt.norigin1, vals = _seq(origin1, "origin1")
+    opt.origin1[:len(vals)] = vals
+    if origin2 is None:
+        opt.norigin2 = -1
+    else:
+        opt.norigin2, vals = _seq(origin2, "origin2")
+        opt.origin2[:len(vals)] = vals
+    for k in (opt.norigin1, opt.norigin2):
+        if k > 1 and k != n:
+            raise RuntimeError("sequence argument must have length equal to input rank")
+    opt.batch_dims = call.batch_dims
+    out, ret, post = _resolve_output(call, output, np.dtype(np.bool_), _bool_accepts)
+    din = call.desc_in(call.x0)
+    dout, done = call.desc_out(out)
+    _call(C[row["c"]], call.ctx, ctypes.byref(din), ctypes.byref(dout), ctypes.byref(opt))
+    if done:
+        done()
+    if post is not None:
+        r = post()
+        return r if r is not None else ret
+    return ret
+
+
+def generate_binary_structure(rank, connectivity):
+    """scipy.ndimage.generate_binary_structure (a NumPy bool array)."""
+    rank = operator.index(rank)
+    connectivity = operator.index(connectivity)
+    if rank < 1:
+        return np.array(True)
+    out = np.empty((3,) * rank, np.bool_)
+    d, _ = _core.describe(out, _core.HOST)
+    check(C["ndf_generate_binary_structure"](rank, connectivity, ctypes.byref(d)))
+    return out
+
+
+def iterate_structure(structure, iterations, origin=None):
+    """scipy.ndimage.iterate_structure (NumPy bool; (structure, origin) when origin is given)."""
+    st = np.asarray(_core.to_host_numpy(structure)).astype(bool)
+    iterations = operator.index(iterations)
+    n = st.ndim
+    if iterations < 2:
+        st = st.copy()
+        if origin is None:
+            return st
+        return st, origin
+    ds, _ = _core.describe(np.ascontiguousarray(st), _core.HOST)
+    shape = (ctypes.c_int64 * max(n, 1))()
+    check(C["ndf_iterate_structure_shape"](ctypes.byref(ds), iterations, shape))
+    out = np.empty(tuple(shape[:n]), np.bool_)
+    dout, _ = _core.describe(out, _core.HOST)
+    if origin is None:
+        check(C["ndf_iterate_structure"](ctypes.byref(ds), iterations, ctypes.byref(dout), 0, None, None))
+        return out
+    norigin, vals = _seq(origin, "origin")
+    org = (ctypes.c_int64 * max(n, 1))(*vals)
+    org_out = (ctypes.c_int64 * max(n, 1))()
+    check(C["ndf_iterate_structure"](ctypes.byref(ds), iterations, ctypes.byref(dout), norigin, org, org_out))
+    return out, [int(v) for v in org_out[:n]]
+
+
+# --- label ----------------------------------------------------------------------------
+
+def _label_accepts(dt):
+    return dt in _core.DTYPE_CODE and dt.kind in "iuf" and dt != np.dtype(np.int64)  # int64: int32, then cast
+
+
+def label(input, structure=None, output=None, *, batch_dims=0, device=None):
+    """scipy.ndimage.label: (labels, num_features), or num_features when output is an array.
+
+    With batch_dims, num_features is an int64 array of the batch's shape (one count per image)."""
+    row = OPS["label"]
+    call = _Call(input, batch_dims, None, device)
+    _binary_input(call)
+    call.ctx = call.run_ctx()
+    n = _spatial_rank(call)
+    ds = None
+    if structure is not None:
+        st = _core.to_host_numpy(structure)
+        if st.ndim != n:
+            raise RuntimeError("structure and input must have equal rank")
+        if any(s != 3 for s in st.shape):
+            raise ValueError("structure dimensions must be equal to 3")
+        ds, keep = _host_desc(st, np.bool_)
+        call.keep.append(keep)
+    given = output is not None and not _is_dtype_like(output)
+    out, ret, post = _resolve_output(call, output, np.dtype(np.int32), _label_accepts)
+    din = call.desc_in(call.x0)
+    dout, done = call.desc_out(out)
+    nb = int(np.prod(call.shape0[:call.batch_dims])) if call.batch_dims else 1
+    counts = (ctypes.c_int64 * max(nb, 1))()
+    _call(C[row["c"]], call.ctx, ctypes.byref(din), ctypes.byref(dout),
+          ctypes.byref(ds) if ds is not None else None, call.batch_dims, counts)
+    if done:
+        done()
+    if post is not None:
+        r = post()
+        ret = r if r is not None else ret
+    num = int(counts[0]) if not call.batch_dims else \
+        np.array(counts[:nb], np.int64).reshape(call.shape0[:call.batch_dims])
+    return num if given else (ret, num)
+
+
+# --- distance transforms -----------------------------------------------------------------
+
+def _dist_args(return_distances, return_indices, distances, indices):
+    msgs = []
+    if not return_distances and not return_indices:
+        msgs.append("at least one of return_distances/return_indices must be True")
+    if distances is not None and not return_distances:
+        msgs.append("return_distances must be True if distances is supplied")
+    if indices is not None and not return_indices:
+        msgs.append("return_indices must be True if indices is supplied")
+    if msgs:
+        raise RuntimeError(", ".join(msgs))
+
+
+def _metric(metric):
+    m = ctypes.c_int()
+    if not isinstance(metric, str) or C["ndf_metric_from_name"](metric.encode(), ctypes.byref(m)):
+        return None
+    return m.value
+
+
+def _distance(name, input, sampling, metric, return_distances, return_indices, distances, indices, batch_dims,
+              device, dist_dtype):
+    """A distance transform where the input lives; what the CUDA backend does not do (cdt's indices, cdt
+    with a metric structure other than taxicab or chessboard) runs on the CPU backend, the arrays copied
+    there and back (a synchronization)."""
+    args = (name, input, sampling, metric, return_distances, return_indices, distances, indices, batch_dims)
+    try:
+        return _distance_on(*args, device, dist_dtype)
+    except _core.UnsupportedError:
+        if device is not None or _core.placement(_core.as_array(input)).device != K["NDF_DEVICE_CUDA"]:
+            raise
+    return _distance_on(*args, "cpu", dist_dtype)
+
+
+def _distance_on(name, input, sampling, metric, return_distances, return_indices, distances, indices, batch_dims,
+                 device, dist_dtype):
+    row = OPS[name]
+    _dist_args(return_distances, return_indices, distances, indices)
+    call = _Call(input, batch_dims, None, device)
+    _binary_input(call)
+    call.ctx = call.run_ctx()
+    opt = S[row["struct"]]()
+    C[row["struct"] + "_init"](ctypes.byref(opt))
+    nsp = _spatial_rank(call)
+    if sampling is not None:
+        vals = [float(s) for s in np.atleast_1d(np.asarray(sampling, dtype=np.float64))]
+        if len(vals) not in (1, nsp) or len(vals) > K["NDF_MAX_SPATIAL"]:
+            raise RuntimeError("sequence argument must have length equal to input rank")
+        opt.nsampling = len(vals)
+        opt.sampling[:len(vals)] = vals
+    keep_ms = None
+    if metric is not None:
+        if isinstance(metric, str):
+            m = _metric(metric)
+            if m is None:
+                raise (ValueError("invalid metric provided") if name == "distance_transform_cdt"
+                       else RuntimeError("distance metric not supported"))
+            if name == "distance_transform_cdt" and m == K["NDF_METRIC_EUCLIDEAN"]:
+                raise ValueError("invalid metric provided")
+            opt.metric = m
+        elif name == "distance_transform_cdt":
+            ms = _core.to_host_numpy(metric)
+            if ms.ndim != nsp or any(s != 3 for s in ms.shape):
+                raise RuntimeError("metric structure must have shape (3,)*rank")
+            d, keep_ms = _host_desc(ms, np.bool_)
+            call.keep.append(keep_ms)
+            opt.metric_structure = ctypes.pointer(d)
+        else:
+            raise RuntimeError("distance metric not supported")
+    opt.batch_dims = call.batch_dims
+    ddt = np.dtype(dist_dtype(opt.metric))
+    ret = []
+    dd = di = None
+    posts = []
+    if return_distances:
+        if distances is None:
+            dist = call.new_output(ddt)
+            ret.append(dist)
+        else:
+            dist = distances
+            if tuple(dist.shape) != call.shape0:
+                raise RuntimeError("distances array has wrong shape")
+        dd, done = call.desc_out(dist, permuted=False)
+        if done:
+            posts.append(done)
+    if return_indices:
+        ishape = call.shape0[:call.batch_dims] + (nsp,) + call.shape0[call.batch_dims:]
+        if indices is None:
+            ind = call.new_output(np.int32, ishape)
+            ret.append(ind)
+        else:
+            ind = indices
+            if tuple(ind.shape) != ishape:
+                raise RuntimeError("indices array has wrong shape")
+            if np.dtype(_core.dtype_of(ind)) != np.dtype(np.int32):
+                raise RuntimeError("indices array must be int32")
+        di, done = call.desc_out(ind, permuted=False)
+        if done:
+            posts.append(done)
+    din = call.desc_in(call.x0)
+    _call(C[row["c"]], call.ctx, ctypes.byref(din), ctypes.byref(dd) if dd is not None else None,
+          ctypes.byref(di) if di is not None else None, ctypes.byref(opt))
+    for p in posts:
+        p()
+    if len(ret) == 2:
+        return tuple(ret)
+    if len(ret) == 1:
+        return ret[0]
+    return None
+
+
+def distance_transform_edt(input, sampling=None, return_distances=True, return_indices=False, distances=None,
+                           indices=None, *, batch_dims=0, device=None):
+    """scipy.ndimage.distance_transform_edt on ndforge (extra keywords: batch_dims, device)."""
+    return _distance("distance_transform_edt", input, sampling, None, return_distances, return_indices,
+                     distances, indices, batch_dims, device, lambda m: np.float64)
+
+
+def distance_transform_cdt(input, metric="chessboard", return_distances=True, return_indices=False,
+                           distances=None, indices=None, *, batch_dims=0, device=None):
+    """scipy.ndimage.distance_transform_cdt on ndforge (extra keywords: batch_dims, device)."""
+    return _distance("distance_transform_cdt", input, None, metric, return_distances, return_indices,
+                     distances, indices, batch_dims, device, lambda m: np.int32)
+
+
+def distance_transform_bf(input, metric="euclidean", sampling=None, return_distances=True, return_indices=False,
+                          distances=None, indices=None, *, batch_dims=0, device=None):
+    """scipy.ndimage.distance_transform_bf on ndforge (extra keywords: batch_dims, device)."""
+    def dt(m):
+        return np.float64 if m in (K["NDF_METRIC_EUCLIDEAN"], K["NDF_METRIC_DEFAULT"]) else np.uint32
+    return _distance("distance_transform_bf", input, sampling, metric, return_distances, return_indices,
+                     distances, indices, batch_dims, device, dt)
+
+
+# --- linear filters (_filters.py), where this libndforge has them ----------------------------
+
+if "ndf_correlate1d" in C:
+    from ._filters import *  # noqa: F401,F403
+    from . import _filters
+    __all__ = sorted(set(__all__) | set(_filters.__all__))
+
+# --- spline filters and geometric transforms (_interp.py), where this libndforge has them -------------
+
+if "ndf_map_coordinates" in C:
+    from ._interp import *  # noqa: F401,F403
+    from . import _interp
+    __all__ = sorted(set(__all__) | set(_interp.__all__))

@@ -1,0 +1,95 @@
+"""ndforge.ndimage's spline filters and geometric transforms against scipy.ndimage (skipped where the
+library has none), on the array kinds of NDFORGE_TEST_ARRAYS (arrays.py)."""
+
+import numpy as np
+import pytest
+import scipy.ndimage as sn
+
+import ndforge.ndimage
+from ndforge import _capi
+from arrays import OnArrays, fixture
+
+pytestmark = pytest.mark.skipif("ndf_map_coordinates" not in _capi.functions,
+                                reason="this libndforge has no interpolation")
+nd = OnArrays(ndforge.ndimage, array_args=("input", "coordinates"))
+array_kind = fixture(nd)
+
+MODES = ["constant", "grid-constant", "nearest", "reflect", "mirror", "wrap", "grid-wrap"]
+
+
+def data(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype).kind == "f":
+        return rng.normal(size=shape).astype(dtype)
+    return rng.integers(0, 100, size=shape).astype(dtype)
+
+
+def close(a, b):
+    """scipy's values to about 1e-13 relative (ndforge.h); integer outputs within one rounding step."""
+    assert type(a) is type(b) and a.dtype == b.dtype and a.shape == b.shape, (a.dtype, b.dtype, a.shape, b.shape)
+    if a.dtype.kind == "f":
+        np.testing.assert_allclose(a, b, rtol=1e-11 if a.dtype.itemsize == 8 else 1e-5, atol=1e-11)
+    else:
+        assert np.abs(a.astype(np.float64) - b.astype(np.float64)).max(initial=0) <= 1
+
+
+def coords(shape, n, seed=1):
+    rng = np.random.default_rng(seed)
+    return rng.uniform(-1.5, np.array(shape, float)[:, None] + 0.5, size=(len(shape), n))
+
+
+@pytest.mark.parametrize("order", [0, 1, 2, 3, 5])
+@pytest.mark.parametrize("mode", MODES)
+def test_map_coordinates(order, mode):
+    x = data((11, 13), np.float64)
+    c = coords(x.shape, 40)
+    close(nd.map_coordinates(x, c, order=order, mode=mode, cval=0.5),
+          sn.map_coordinates(x, c, order=order, mode=mode, cval=0.5))
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float32, np.float64])
+def test_transforms(dtype):
+    x = data((12, 10), dtype)
+    close(nd.shift(x, (1.5, -2.25)), sn.shift(x, (1.5, -2.25)))
+    close(nd.zoom(x, (1.7, 0.6), mode="nearest"), sn.zoom(x, (1.7, 0.6), mode="nearest"))
+    close(nd.zoom(x, 1.5, mode="grid-constant", grid_mode=True), sn.zoom(x, 1.5, mode="grid-constant", grid_mode=True))
+    close(nd.rotate(x, 30), sn.rotate(x, 30))
+    close(nd.rotate(x, -75, reshape=False, order=1, mode="reflect"),
+          sn.rotate(x, -75, reshape=False, order=1, mode="reflect"))
+    m = np.array([[0.9, 0.2], [-0.1, 1.1]])
+    close(nd.affine_transform(x, m, offset=(0.5, -1)), sn.affine_transform(x, m, offset=(0.5, -1)))
+    close(nd.affine_transform(x, [1.2, 0.8], output_shape=(9, 14)),
+          sn.affine_transform(x, [1.2, 0.8], output_shape=(9, 14)))
+    close(nd.spline_filter(x), sn.spline_filter(x))
+    close(nd.spline_filter1d(x, 4, axis=0, mode="wrap"), sn.spline_filter1d(x, 4, axis=0, mode="wrap"))
+
+
+def test_output_forms_and_3d():
+    x = data((7, 8, 6), np.float32)
+    close(nd.rotate(x, 20, axes=(2, 0)), sn.rotate(x, 20, axes=(2, 0)))
+    close(nd.shift(x, 0.5, output=np.float64), sn.shift(x, 0.5, output=np.float64))
+    out = np.zeros(x.shape, np.int32)
+    assert nd.shift(x * 50, 0.5, output=out) is out
+    close(out, sn.shift(x * 50, 0.5, output=np.int32))
+    close(nd.spline_filter1d(x, order=1), sn.spline_filter1d(x, order=1))
+
+
+ERRORS = [
+    ("map_coordinates", (np.zeros((3, 5)),), dict(order=7)),
+    ("map_coordinates", (np.zeros((3, 5)),), dict(mode="bogus")),
+    ("map_coordinates", (np.zeros((1, 5)),), {}),
+    ("shift", ((1, 2, 3),), {}),
+    ("rotate", (30,), dict(axes=(0, 5))),
+    ("spline_filter", (), dict(order=1)),
+    ("affine_transform", (np.ones((3, 3, 3)),), {}),
+]
+
+
+@pytest.mark.parametrize("name,args,kw", ERRORS, ids=["%s-%d" % (e[0], i) for i, e in enumerate(ERRORS)])
+def test_error_types(name, args, kw):
+    x = data((6, 7), np.float64)
+    with pytest.raises(Exception) as ref:
+        getattr(sn, name)(x, *args, **kw)
+    with pytest.raises(Exception) as got:
+        getattr(nd, name)(x, *args, **kw)
+    assert type(got.value) is type(ref.value), (got.value, ref.value)

@@ -1,0 +1,47 @@
+"""ndforge.morphology.reconstruction against skimage.morphology.reconstruction (skipped where either is missing),
+on the array kinds of NDFORGE_TEST_ARRAYS (arrays.py)."""
+
+import numpy as np
+import pytest
+
+from ndforge import _capi
+import ndforge.morphology
+from arrays import OnArrays, fixture
+
+nm = OnArrays(ndforge.morphology)
+array_kind = fixture(nm)
+
+sk = pytest.importorskip("skimage.morphology")
+pytestmark = pytest.mark.skipif("ndf_reconstruction" not in _capi.functions,
+                                reason="this libndforge has no ndf_reconstruction")
+
+
+@pytest.mark.parametrize("method", ["dilation", "erosion"])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float32, np.float64])
+def test_reconstruction(method, dtype):
+    rng = np.random.default_rng(0)
+    mask = (rng.random((17, 19)) * 100).astype(dtype)
+    if method == "dilation":
+        seed = mask.copy()
+        seed[1:-1, 1:-1] = mask.min()
+    else:
+        seed = mask.copy()
+        seed[1:-1, 1:-1] = mask.max()
+    r = nm.reconstruction(seed, mask, method)
+    ref = sk.reconstruction(seed, mask, method)
+    assert r.dtype == ref.dtype
+    np.testing.assert_array_equal(r, ref)
+    fp = np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]], bool)
+    np.testing.assert_array_equal(nm.reconstruction(seed, mask, method, footprint=fp),
+                                  sk.reconstruction(seed, mask, method, footprint=fp))
+    same = nm.reconstruction(seed, mask, method, output=seed.dtype)
+    assert same.dtype == seed.dtype
+    np.testing.assert_array_equal(same, ref.astype(seed.dtype))
+
+
+def test_reconstruction_errors():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    with pytest.raises(ValueError):
+        nm.reconstruction(x + 1, x)  # seed above the mask
+    with pytest.raises(ValueError):
+        nm.reconstruction(x, x, method="opening")
