@@ -1209,8 +1209,10 @@ NDF_API const char *ndf_interp_mode_name(ndf_interp_mode m);
  * int16) or the dtype's minimum (int32, int64), as scipy on x86-64.  NaN in
  * a float input reaches every output whose spline support holds it (with a
  * prefilter: whose support meets a line through it); a NaN or infinite
- * coordinate gives cval, except in the nearest and grid-constant modes,
- * where it gives NaN (float outputs).
+ * coordinate, or one of magnitude 2^52 or more, gives cval, except in the
+ * nearest and grid-constant modes, where it gives NaN (float outputs); scipy
+ * converts such coordinates to integers with undefined results, so there it
+ * is ndforge's own rule.
  * Dtypes: input bool, uint8, int8, uint16, int16, uint32, int32, float32 or
  * float64; output any of these but bool, or int64.  Input and output must
  * not overlap.  Backends: CPU and CUDA (the arrays on the context's device).
