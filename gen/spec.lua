@@ -1677,7 +1677,7 @@ return {
         { T = { "unsigned short" }, OUT = { "unsigned char", "unsigned int", "long long" }, CT = { "double" },
           NSP = { "2" }, ORDER = { "1", "3" }, MODE = { "0", "4" }, KIND = { "0", "1" }, INIT = { "0" },
           OFLOAT = { "0" } },
-        { T = { "double" }, OUT = { "short" }, CT = { "float", "double" }, NSP = { "1", "2", "4" },
+        { T = { "double" }, OUT = { "short" }, CT = { "float", "double" }, NSP = { "1", "2", "4", "8" },
           ORDER = { "0", "2", "4", "5" }, MODE = { "1", "3" }, KIND = { "2" }, INIT = { "0" }, OFLOAT = { "0" } },
       },
     },

@@ -406,7 +406,13 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_eval(const ndf_inte
     if (!done) {
       // The taps in raster order (last axis fastest), each value times its weights axis by axis.
       double t = 0.0;
+      // Unrolled up to 64 taps (order 1 to 6 axes, orders 2 and 3 to 3 axes): the fast paths; larger
+      // supports loop, so that high orders in many axes still compile quickly.
+#if ORDER == 0 || (ORDER == 1 && NSP <= 6) || (ORDER <= 3 && NSP <= 3) || NSP <= 2
 #pragma unroll
+#else
+#pragma unroll 1
+#endif
       for (int k = 0; k < ndf_ip_pow(NT, NSP); k++) {
         int l[NSP];
         int kk = k;
