@@ -1203,8 +1203,9 @@ NDF_API const char *ndf_interp_mode_name(ndf_interp_mode m);
  * Semantics are scipy's (1.10), including its quirks: 'constant' and 'wrap'
  * prefilter with mirror boundaries; a coordinate just outside [0, n-1] in
  * 'constant' mode is cval.  Arithmetic is float64 with scipy's order of
- * operations (results agree with scipy to ~1e-13 relative; the GPU to
- * rounding).  Integer outputs are rounded half away from zero and clamped to
+ * operations, so results are scipy's bit for bit (where the C library's
+ * pow() rounds as scipy's build's does); the GPU performs the same
+ * operations, each rounded as on the CPU, and gives the CPU's bits.  Integer outputs are rounded half away from zero and clamped to
  * the dtype's range (scipy's rule); NaN converts to 0 (unsigned, int8,
  * int16) or the dtype's minimum (int32, int64), as scipy on x86-64.  NaN in
  * a float input reaches every output whose spline support holds it (with a

@@ -352,11 +352,9 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_eval(const ndf_inte
 #pragma unroll
     for (int h = 0; h < NSP; h++) {
       const double *m = p.matrix + h * p.onsp;
-      double t = p.offset[h];
-      int l = 0;
-      for (; l + 1 < p.onsp; l += 2) t += MUL((double)o[l], m[l]) + MUL((double)o[l + 1], m[l + 1]);
-      if (l < p.onsp) t += MUL((double)o[l], m[l]);
-      c[h] = t;
+      double t = MUL((double)o[0], m[0]);
+      for (int l = 1; l < p.onsp; l++) t += MUL((double)o[l], m[l]);
+      c[h] = t + p.offset[h];
     }
 #else
 #pragma unroll

@@ -15,18 +15,18 @@
  * keep their poison.
  *
  * Tolerance.  Both compute in float64 in scipy's order of operations
- * (spline weights, taps in raster order, the recursive prefilter), so most
- * outputs are bit for bit scipy's; the last bits may differ where the C
- * library's pow() (the prefilter's z^n) or the compiler's evaluation of the
- * weights differ from scipy's build.  Allowed: a float64 output within
+ * (affine coordinates, spline weights, taps in raster order, the recursive
+ * prefilter), so the outputs are bit for bit scipy's, and the summary counts
+ * the cases that are not; the last bits could differ where the C library's
+ * pow() (the prefilter's z^n) rounds otherwise than scipy's build's.  Allowed
+ * there: a float64 output within
  * 1e-12 (order >= 2 with a prefilter: 1e-10) of max(1, |input|, |cval|);
  * float32 one float32 ulp more; an integer output off by one only where
  * scipy's unrounded value lies within that tolerance of a rounding (or, for
  * the spline filters' truncating cast, an integer) boundary: the oracle
  * saves scipy's unrounded float64 output beside an integer one to tell (for
  * spline_filter, whose passes each round, it cannot: there off-by-one is
- * allowed in at most 1% of a case's elements).  Every case prints
- * nothing when bit for bit; the run's summary counts exact cases.
+ * allowed in at most 1% of a case's elements).
  *
  * This file uses only the public API of ndforge (and tools/ndfio.h).
  */

@@ -13,7 +13,7 @@
 /* How an output point becomes an input coordinate. */
 typedef enum {
   NDF__XF_ZOOMSHIFT = 0, /* per axis: c = o (+ shift); zoom: c *= zoom, or (c + 0.5) zoom - 0.5 (grid_mode) */
-  NDF__XF_AFFINE = 1,    /* c = offset + matrix @ o, the products added in pairs as scipy does */
+  NDF__XF_AFFINE = 1,    /* c = matrix @ o + offset: the products summed left to right, then the offset (scipy's order) */
   NDF__XF_COORDS = 2     /* c = coordinates[:, o] */
 } ndf__xf_kind;
 

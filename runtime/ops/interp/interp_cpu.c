@@ -232,14 +232,12 @@ static void transform(const ndf__interp_plan *p, const int64_t *o, double *c) {
     }
     return;
   }
-  /* scipy adds the products in pairs: offset + (o0 m0 + o1 m1) + (o2 m2 + o3 m3) ... */
+  /* scipy's order: the products summed left to right, then the offset added */
   for (int h = 0; h < p->nsp; h++) {
     const double *m = p->matrix + h * p->onsp;
-    double t = p->offset[h];
-    int l = 0;
-    for (; l + 1 < p->onsp; l += 2) t += (double)o[l] * m[l] + (double)o[l + 1] * m[l + 1];
-    if (l < p->onsp) t += (double)o[l] * m[l];
-    c[h] = t;
+    double t = (double)o[0] * m[0];
+    for (int l = 1; l < p->onsp; l++) t += (double)o[l] * m[l];
+    c[h] = t + p->offset[h];
   }
 }
 
