@@ -30,7 +30,7 @@
  * table of the default cache directory (`ndforge tune`, ADR 0019), and the
  * field "tuning" says how many choices it made ("table: N choices", "none");
  * --no-tuning times the built-in defaults ("off"): a run with and one without
- * compare the two.
+ * compare the two.  --tune sets tunables on every context (field "tune").
  *
  * Exit status: 0 all done, 1 a failure or a wrong result, 2 bad usage,
  * 77 no usable CUDA device and nothing else asked (ctest's "skipped").
@@ -57,6 +57,12 @@
 #include "ndforge.h"
 #include "ops.generated.h"
 
+/* --algorithm NAME: the grey or rank algorithm of every workload (NULL: auto);
+ * --tune NAME=VALUE,...: tunables set on every context (ndf_ctx_set_tunables; e.g.
+ * jit.fast_compile=mid to time its compiles and its kernels). */
+static const char *g_algorithm;
+static const char *g_tune;
+
 #define EXIT_SKIP 77
 #define EXIT_USAGE 2
 
@@ -78,7 +84,7 @@
 /* Workloads                                                                 */
 
 typedef enum { FP_BOX = 0, FP_CROSS = 1 } fp_kind;
-typedef enum { FAM_GREY, FAM_RANK, FAM_DISTANCE, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC, FAM_SOFT_ECC, FAM_ECT, FAM_SOFT_ECT, FAM_INTERP } op_family;
+typedef enum { FAM_GREY, FAM_RANK, FAM_DISTANCE, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC, FAM_SOFT_ECC, FAM_ECT, FAM_SOFT_ECT, FAM_INTENSITY, FAM_FILTERS, FAM_SSIM, FAM_INTERP } op_family;
 
 /* The workload kinds, from the op registry (gen/ops.lua): --op name, key (the
  * first part of a workload's name) and family (how its inputs are set up). */
@@ -87,9 +93,14 @@ typedef struct op_desc {
   op_family family;
 } op_desc;
 #define BENCH_OP_ENUM(id, arg, key, setup) OP_##id,
-enum { NDF_OPS_BENCH(BENCH_OP_ENUM) OP_COUNT };
+/* The intensity ops and SSIM are not in the registry yet, so their workload kinds are listed here. */
+enum { NDF_OPS_BENCH(BENCH_OP_ENUM) OP_PWINDOW, OP_SSIM, OP_SSIM_GAUSS, OP_COUNT };
 #define BENCH_OP_ROW(id, arg, key, setup) [OP_##id] = {arg, key, FAM_##setup},
-static const op_desc ops[OP_COUNT] = {NDF_OPS_BENCH(BENCH_OP_ROW)};
+static const op_desc ops[OP_COUNT] = {NDF_OPS_BENCH(BENCH_OP_ROW)
+                                     [OP_PWINDOW] = {"percentile_window", "pwindow", FAM_INTENSITY},
+                                     [OP_SSIM] = {"structural_similarity", "ssim", FAM_SSIM}, /* uniform window of size */
+                                     [OP_SSIM_GAUSS] = {"structural_similarity_gaussian", "ssim_gauss",
+                                                        FAM_SSIM}}; /* sigma 1.5 (size 11) */
 
 typedef struct workload {
   int op;     /* OP_* */
@@ -192,6 +203,16 @@ static const workload default_workloads[] = {
     /* distance_transform_bf (issue 5): the brute-force oracle, euclidean, uint8 random bytes as for edt */
     {OP_BF, NDF_UINT8, 2, {256, 256}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 0},
     {OP_ECT, NDF_UINT8, 3, {128, 128, 128}, 64, FP_BOX, 0, NDF_MODE_REFLECT, 64},
+    /* intensity (issue 32): percentile windowing 0.5 .. 99.5 of fill_random's float32 into [0, 1], float32 out */
+    {OP_PWINDOW, NDF_FLOAT32, 3, {256, 256, 256}, 0, FP_BOX, 0, NDF_MODE_REFLECT, 0.5},
+    /* linear filters (issue 32): float32 in [-1000, 1000), reflect; gaussian: truncate 4, param = sigma */
+    {OP_GAUSSIAN, NDF_FLOAT32, 3, {256, 256, 256}, 0, FP_BOX, 0, NDF_MODE_REFLECT, 2},
+    {OP_GAUSSIAN, NDF_FLOAT32, 3, {64, 1024, 1024}, 0, FP_BOX, 1, NDF_MODE_REFLECT, 2},
+    {OP_UNIFORM, NDF_FLOAT32, 3, {256, 256, 256}, 5, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    /* SSIM (issue 32): the full map (float32) and the mean of two random float32 volumes (the second
+     * from a fixed seed, see ssim_side), data_range 2000, skimage's defaults otherwise */
+    {OP_SSIM, NDF_FLOAT32, 3, {256, 256, 256}, 7, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    {OP_SSIM_GAUSS, NDF_FLOAT32, 3, {256, 256, 256}, 11, FP_BOX, 0, NDF_MODE_REFLECT, 0},
     /* interpolation (issue 32): the 1 mm MNI grid 181x217x181 resampled to 1 mm (zoom 1) and 0.5 mm (zoom 2)
      * by orders 1 and 3; a 256^3 volume rotated by 15 degrees (order 1); 10^7 points of a 256^3 volume */
     {OP_ZOOM, NDF_FLOAT32, 3, {181, 217, 181}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 1.0},
@@ -285,7 +306,8 @@ static size_t wl_out_bytes(const workload *w) { return (size_t)wl_out_count(w) *
 /* Bytes a call must move at least: input and output, and map_coordinates' float32 coordinates. */
 static double wl_traffic(const workload *w)
 {
-  double b = (double)wl_bytes(w) + (double)wl_out_bytes(w);
+  double b = (double)wl_bytes(w) * (ops[w->op].family == FAM_SSIM ? 2 : 1) + (double)wl_out_bytes(w);
+  if (ops[w->op].family == FAM_INTENSITY) b += (double)wl_bytes(w); /* the percentiles read the input first */
   if (w->op == OP_MAP_COORDS) b += 4.0 * (double)(w->ndim - w->batch_dims) * w->param;
   return b;
 }
@@ -335,6 +357,15 @@ static void wl_name(const workload *w, char *buf, size_t len)
     snprintf(buf, len, "%s_o%d_%s_%s_b%d_p%g", op, w->size, dtype_short(w->dtype), shp, w->batch_dims, w->param);
     return;
   }
+  if (ops[w->op].family == FAM_INTENSITY) { /* "pwindow0.5_f32_256x256x256_b0" */
+    snprintf(buf, len, "%s%g_%s_%s_b%d", op, w->param, dtype_short(w->dtype), shp, w->batch_dims);
+    return;
+  }
+  if (w->op == OP_GAUSSIAN) { /* "gaussian_f32_256x256x256_sigma2_b0" */
+    snprintf(buf, len, "%s_%s_%s_sigma%g_b%d%s%s", op, dtype_short(w->dtype), shp, w->param, w->batch_dims,
+             w->mode == NDF_MODE_REFLECT ? "" : "_", w->mode == NDF_MODE_REFLECT ? "" : ndf_mode_name(w->mode));
+    return;
+  }
   if (ops[w->op].family == FAM_DISTANCE) { /* "edt_u8_1024x1024_b0", "..._samp_idx" */
     snprintf(buf, len, "%s_%s_%s_b%d%s", op, dtype_short(w->dtype), shp, w->batch_dims, w->param ? "_samp_idx" : "");
     return;
@@ -363,6 +394,9 @@ typedef struct op_setup {
   ndf_interp_options iopt; /* interpolation; the rotation's matrix and offset */
   double rot[9], rot_off[3];
   ndf_array rotm;
+  ndf_filter_options fopt; /* linear filters */
+  ndf_gaussian_params gauss;
+  ndf_ssim_options mopt; /* SSIM: the second image and the mean live in ssim_side */
 } op_setup;
 
 static int setup_options(const workload *w, op_setup *g)
@@ -387,6 +421,13 @@ static int setup_options(const workload *w, op_setup *g)
       const int64_t ms[2] = {3, 3};
       if (sp != 3 || ndf_array_init(&g->rotm, g->rot, NDF_DEVICE_CPU, NDF_FLOAT64, 2, ms) != NDF_OK) return -1;
     }
+    return 0;
+  }
+  if (ops[w->op].family == FAM_SSIM) {
+    ndf_ssim_options_init(&g->mopt);
+    g->mopt.data_range = 2000; /* fill_random's range */
+    g->mopt.gaussian_weights = w->op == OP_SSIM_GAUSS;
+    g->mopt.batch_dims = w->batch_dims;
     return 0;
   }
   if (ops[w->op].family == FAM_SOFT_ECC) {
@@ -446,6 +487,16 @@ static int setup_options(const workload *w, op_setup *g)
     if (ndf_array_init(&g->dirs, g->dirbuf, NDF_DEVICE_CPU, NDF_FLOAT64, 2, dsh) != NDF_OK) return -1;
     return 0;
   }
+  if (ops[w->op].family == FAM_INTENSITY) return 0; /* run_op builds its options */
+  if (ops[w->op].family == FAM_FILTERS) {
+    ndf_filter_options_init(&g->fopt);
+    g->fopt.mode = w->mode;
+    g->fopt.batch_dims = w->batch_dims;
+    ndf_gaussian_params_init(&g->gauss);
+    g->gauss.nsigma = 1;
+    g->gauss.sigma[0] = w->param;
+    return 0;
+  }
   if (ops[w->op].family == FAM_DISTANCE) {
     if (w->op == OP_CDT_TAXI || w->op == OP_CDT_CHESS)
       g->dopt.metric = w->op == OP_CDT_TAXI ? NDF_METRIC_TAXICAB : NDF_METRIC_CHESSBOARD;
@@ -458,16 +509,14 @@ static int setup_options(const workload *w, op_setup *g)
   }
   g->opt.mode = g->ropt.mode = w->mode;
   g->opt.batch_dims = g->ropt.batch_dims = w->batch_dims;
-  /* $NDF_BENCH_RANK_ALGO (network, select, histogram, tile) picks the rank algorithm, for comparing them. */
-  const char *ra = getenv("NDF_BENCH_RANK_ALGO");
-  if (ra && !strcmp(ra, "network")) g->ropt.algorithm = NDF_RANK_ALGO_NETWORK;
-  if (ra && !strcmp(ra, "select")) g->ropt.algorithm = NDF_RANK_ALGO_SELECT;
-  if (ra && !strcmp(ra, "histogram")) g->ropt.algorithm = NDF_RANK_ALGO_HISTOGRAM;
-  if (ra && !strcmp(ra, "tile")) g->ropt.algorithm = NDF_RANK_ALGO_TILE;
-  /* $NDF_BENCH_GREY_ALGO (direct, separable, vhgw, decomposed) picks the grey algorithm. */
-  const char *ga = getenv("NDF_BENCH_GREY_ALGO");
-  if (ga && ndf_grey_algorithm_from_name(ga, &g->opt.algorithm) != NDF_OK) {
-    fprintf(stderr, "ndf_bench: NDF_BENCH_GREY_ALGO: %s\n", ndf_last_error());
+  /* --algorithm: the rank algorithm (network, select, histogram, tile) of the rank workloads, the grey
+   * algorithm (direct, separable, vhgw, decomposed) of the others, for comparing them. */
+  static const char *rank_algos[] = {"auto", "network", "select", "histogram", "tile"};
+  for (int i = 1; g_algorithm && i < 5; i++)
+    if (!strcmp(g_algorithm, rank_algos[i])) g->ropt.algorithm = (ndf_rank_algorithm)i;
+  if (g_algorithm && g->ropt.algorithm == NDF_RANK_ALGO_AUTO && strcmp(g_algorithm, "auto") != 0 &&
+      ndf_grey_algorithm_from_name(g_algorithm, &g->opt.algorithm) != NDF_OK) {
+    fprintf(stderr, "ndf_bench: --algorithm: %s\n", ndf_last_error());
     return -1;
   }
   if (w->fp == FP_BOX) {
@@ -671,6 +720,41 @@ static ndf_array *map_coords(ndf_ctx *c, const workload *w, const ndf_array *in)
   return &cache[n++].a;
 }
 
+/* The SSIM workloads' second image (fill_random of a fixed seed, so that the CPU
+ * and the GPU compare the same pair) and mean (float64, the batch shape): one set
+ * per context and device, made on first use and kept until the program exits,
+ * so that no allocation or upload is timed.  The map is the workload's output. */
+static void fill_random(void *buf, ndf_dtype t, int64_t n, uint64_t seed);
+typedef struct ssim_bufs {
+  ndf_array y, mean;
+} ssim_bufs;
+static ssim_bufs *ssim_side(ndf_ctx *c, const workload *w, const ndf_array *in)
+{
+  static struct { ndf_ctx *ctx; ndf_device_type dev; int64_t n; ssim_bufs b; } cache[16];
+  static int n;
+  const int64_t cnt = wl_count(w);
+  for (int i = 0; i < n; i++)
+    if (cache[i].ctx == c && cache[i].dev == in->device && cache[i].n == cnt && cache[i].b.y.dtype == w->dtype)
+      return &cache[i].b;
+  if (n == 16) return NULL;
+  ssim_bufs *b = &cache[n].b;
+  void *host = malloc((size_t)cnt * ndf_dtype_size(w->dtype));
+  if (!host) return NULL;
+  fill_random(host, w->dtype, cnt, 0x55aa55aa12345ull);
+  ndf_array h;
+  ndf_status s = ndf_array_init(&h, host, NDF_DEVICE_CPU, w->dtype, w->ndim, w->shape);
+  if (s == NDF_OK) s = ndf_array_alloc(c, &b->y, in->device, w->dtype, w->ndim, w->shape);
+  if (s == NDF_OK) s = ndf_array_copy(c, &b->y, &h);
+  if (s == NDF_OK) s = ndf_array_alloc(c, &b->mean, in->device, NDF_FLOAT64, w->batch_dims, w->shape);
+  if (s == NDF_OK && in->device == NDF_DEVICE_CUDA) s = ndf_ctx_synchronize(c);
+  free(host);
+  if (s != NDF_OK) return NULL;
+  cache[n].ctx = c;
+  cache[n].dev = in->device;
+  cache[n].n = cnt;
+  return &cache[n++].b;
+}
+
 static ndf_status run_op(ndf_ctx *c, const workload *w, const ndf_array *in, ndf_array *out, const op_setup *g)
 {
   if (w->op == OP_ZOOM) {
@@ -681,6 +765,11 @@ static ndf_status run_op(ndf_ctx *c, const workload *w, const ndf_array *in, ndf
   if (w->op == OP_MAP_COORDS) {
     ndf_array *co = map_coords(c, w, in);
     return co ? ndf_map_coordinates(c, in, co, out, &g->iopt) : NDF_ENOMEM;
+  }
+  if (ops[w->op].family == FAM_SSIM) {
+    ssim_bufs *b = ssim_side(c, w, in);
+    if (!b) return NDF_ENOMEM;
+    return ndf_structural_similarity(c, in, &b->y, &b->mean, out, &g->mopt);
   }
   if (w->op == OP_EDT) {
     ndf_array *idx = NULL;
@@ -704,6 +793,11 @@ static ndf_status run_op(ndf_ctx *c, const workload *w, const ndf_array *in, ndf
   case OP_FILL_HOLES: return ndf_binary_fill_holes(c, in, out, &g->bopt);
   case OP_LABEL: return ndf_label(c, in, out, g->bopt.structure, w->batch_dims, NULL);
   case OP_ECC: return ndf_euler_characteristic_curve(c, in, out, &g->eopt);
+  case OP_GAUSSIAN: return ndf_gaussian_filter(c, in, out, &g->gauss, &g->fopt);
+  case OP_UNIFORM: {
+    const int64_t size = w->size;
+    return ndf_uniform_filter(c, in, out, 1, &size, &g->fopt);
+  }
   case OP_SOFT_ECC: {
     soft_bufs *b = soft_arrays(c, w, in);
     if (!b) return NDF_ENOMEM;
@@ -712,6 +806,12 @@ static ndf_status run_op(ndf_ctx *c, const workload *w, const ndf_array *in, ndf
     return s;
   }
   case OP_ECT: return ndf_euler_characteristic_transform(c, in, &g->dirs, out, &g->topt);
+  case OP_PWINDOW: {
+    ndf_window_options wo;
+    ndf_window_options_init(&wo);
+    wo.batch_dims = w->batch_dims;
+    return ndf_percentile_window(c, in, out, w->param, 100 - w->param, &wo);
+  }
   case OP_SOFT_ECT: {
     soft_ect_bufs *b = soft_ect_arrays(c, w, in);
     if (!b) return NDF_ENOMEM;
@@ -849,10 +949,10 @@ static int compare_exact(const workload *w, const void *got, const void *want, c
    * tolerance of tests/test_gpu_ecc.c (2e-5 x 7 per voxel of an image) */
   const int softect = ops[w->op].family == FAM_SOFT_ECT;
   const int soft = ops[w->op].family == FAM_SOFT_ECC || softect;
-  /* soft ECT: double sigmoids (NDF_SOFT_ECT_FAST=1: float), |cw| <= 27 per voxel of an image */
-  const char *fe = getenv("NDF_SOFT_ECT_FAST");
+  /* soft ECT: double sigmoids (--tune soft_ect.fast=on: float), |cw| <= 27 per voxel of an image */
+  const int fast = g_tune && strstr(g_tune, "soft_ect.fast=on") != NULL;
   const double npi = (double)wl_count(w) / (double)(n / (w->size * (softect ? (int64_t)w->param : 1)));
-  const double tol = softect ? (fe && fe[0] == '1' ? 2e-6 : 1e-12) * (1 + 27 * npi)
+  const double tol = softect ? (fast ? 2e-6 : 1e-12) * (1 + 27 * npi)
                      : soft  ? 2e-5 * 7 * (double)wl_count(w) / (double)(n / w->size) + 1e-12
                              : 0;
   if (!soft && memcmp(got, want, (size_t)n * es) == 0) return 0;
@@ -1026,6 +1126,7 @@ static void usage(FILE *f)
 {
   fputs("usage: ndf_bench [--only SUBSTR] [--reps N] [--cpu] [--no-check] [--check-max-mb MB]\n"
         "                  [--human] [--list] [--seed N] [--no-tuning]\n"
+        "                  [--algorithm NAME] [--tune NAME=VALUE,...]\n"
         "                  [--op OP --dtype float32 --shape 64x1024x1024 --size 3\n"
         "                   --footprint box|cross --batch-dims N --mode reflect --param P]\n"
         "Times ndforge's ops on the GPU after checking them against the CPU backend; one\n"
@@ -1034,14 +1135,13 @@ static void usage(FILE *f)
         "grey_opening, sinkhorn / sinkhorn_log / sinkhorn_dense (--shape PAIRSxGRID, --size: iterations,\n"
         "--param: epsilon), euler_characteristic_curve (--size: T thresholds over [min, max];\n"
         "--param 1: T-construction), euler_characteristic_transform (binary; --size: T thresholds\n"
-        "over [-R, R]; --param: m directions).\n"
-        "$NDF_BENCH_RANK_ALGO=network|select|histogram|tile forces the rank filters' algorithm.\n"
-        "$NDF_BENCH_GREY_ALGO=direct|separable|vhgw|decomposed forces the grey algorithm.\n"
-        "$NDF_GREY_BOX=classic runs grey_box in place of grey_boxd (boxes <= 7, auto), =lines the line\n"
-        "passes below for those boxes too; $NDF_GREY_LINE=lined / classic run grey_lined / grey_line in place\n"
-        "of grey_linew (last axis) / grey_linev (other axes) for the line passes of auto (extents >= 8),\n"
-        "=linew / =linev keep only that one (the other axes as with lined);\n"
-        "$NDF_GREY_BOXD_RY=1..8, $NDF_GREY_LINED_KB=48..200, $NDF_GREY_LINEV_L=N (segment) tune them.\n"
+        "over [-R, R]; --param: m directions), percentile_window (--param: the lower percentile P;\n"
+        "the window is [P, 100 - P]), gaussian_filter (--param: sigma), uniform_filter (--size: the\n"
+        "window).\n"
+        "  --algorithm NAME  the rank filters' algorithm (network, select, histogram, tile) or the\n"
+        "                    grey ops' (direct, separable, vhgw, decomposed); default auto\n"
+        "  --tune NAME=VALUE[,NAME=VALUE...]  tunables set on every context (`ndforge tunables`\n"
+        "                    lists them: grey.box, grey.line, rank.*, edt.*, ecc.*, ...)\n"
         "  --only SUBSTR     run the default workloads whose name contains SUBSTR (see --list)\n"
         "  --reps N          timed runs for the warm median (default 100)\n"
         "  --cpu             also time the CPU backend (median of 5, cpu_ms); without a GPU,\n"
@@ -1052,6 +1152,7 @@ static void usage(FILE *f)
         "  --deferred-errors contexts with deferred data checks (a float ECC call does not wait for\n"
         "                    its NaN check, so its warm timing queues calls behind a gate)\n"
         "  --no-tuning       the built-in defaults: ignore the device's tuning table (ndforge tune)\n"
+        "  --tune N=V[,...]  set tunables on every context (e.g. jit.fast_compile=mid)\n"
         "  --op ...          one workload given by flags instead of the default list\n"
         "exit status: 0 ok, 1 failure or wrong result, 2 usage, 77 no CUDA device (skipped)\n",
         f);
@@ -1133,6 +1234,8 @@ static int parse_args(int argc, char **argv, bench_args *a)
     else if (!strcmp(o, "--check-max-mb") && !parse_int(v, 0, INT64_MAX / 2, &n)) a->check_max_mb = (double)n;
     else if (!strcmp(o, "--child-disk")) a->child_disk = v;
     else if (!strcmp(o, "--tuning-dir")) snprintf(g_tuning_dir, sizeof g_tuning_dir, "%s", v);
+    else if (!strcmp(o, "--algorithm")) g_algorithm = v;
+    else if (!strcmp(o, "--tune")) g_tune = v;
     else if (!strcmp(o, "--op") && (a->wl.op = find_op(v)) >= 0) a->custom = 1;
     else if (!strcmp(o, "--param") && parse_double(v, &a->wl.param) == 0) a->custom = 1;
     else if (!strcmp(o, "--dtype") && ndf_dtype_from_name(v, &a->wl.dtype) == NDF_OK) a->custom = 1;
@@ -1182,6 +1285,8 @@ static ndf_status make_ctx(ndf_ctx **c, ndf_backend backend, const char *cache_d
     if (!g_tuning) s = ndf_ctx_tuning_use(*c, 0);
     else if (g_tuning_dir[0]) s = ndf_ctx_tuning_from(*c, g_tuning_dir);
   }
+  if (s == NDF_OK && g_tune && (s = ndf_ctx_set_tunables(*c, g_tune)) != NDF_OK)
+    fprintf(stderr, "ndf_bench: --tune %s: %s\n", g_tune, ndf_errmsg(*c));
   return s;
 }
 
@@ -1229,6 +1334,8 @@ static int measure_disk(const workload *wl, const char *cache_dir, uint64_t seed
   if (g_deferred) argv[k++] = "--deferred-errors";
   if (!g_tuning) argv[k++] = "--no-tuning";
   else if (g_tuning_dir[0]) argv[k++] = "--tuning-dir", argv[k++] = g_tuning_dir;
+  if (g_algorithm) argv[k++] = "--algorithm", argv[k++] = (char *)g_algorithm;
+  if (g_tune) argv[k++] = "--tune", argv[k++] = (char *)g_tune;
   argv[k] = NULL;
 
   int fds[2];
@@ -1922,6 +2029,7 @@ static void print_json(const workload *w, const result *r, const char *device, c
   for (int i = 0; i < w->ndim; i++) put(&s, "%s%lld", i ? "," : "", (long long)w->shape[i]);
   put(&s, "],\"size\":%d", w->size);
   if (w->op == OP_RANK || w->op == OP_PERCENTILE || w->op == OP_BIN_EROSION) put(&s, ",\"param\":%.17g", w->param);
+  if (w->op == OP_GAUSSIAN) put(&s, ",\"sigma\":%.17g,\"truncate\":4", w->param);
   if (ops[w->op].family == FAM_SINKHORN) /* shape = (pairs, grid...), size = iterations */
     put(&s, ",\"epsilon\":%.17g,\"iterations\":%d,\"log_domain\":%d,\"cost\":\"%s\"", w->param, w->size,
         (w->op == OP_SINKHORN_LOG), (w->op == OP_SINKHORN_DENSE) ? "dense" : "grid sqeuclidean, max 1");
@@ -1949,6 +2057,7 @@ static void print_json(const workload *w, const result *r, const char *device, c
   put_str(&s, "check", r->check);
   if (r->kernels[0]) put_str(&s, "kernels", r->kernels);
   if (r->tuning[0]) put_str(&s, "tuning", r->tuning);
+  if (g_tune) put_str(&s, "tune", g_tune);
   if (r->error[0]) put_str(&s, "error", r->error);
   put(&s, "}\n");
   fputs(s.b, stdout);

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "internal.h"
+#include "jit.h"
 
 #define KEY "fuzz|op=grey_erosion|dtype=uint8|ndim=2"
 enum { HEADER = 32 };
@@ -85,9 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (n >= HEADER && (flags & 2)) {
     uint64_t kl = get32(f + 12);
     if (kl <= n - HEADER) {
-      uint64_t sum = ndf__hash_fnv1a64(f + HEADER, (size_t)kl, NDF__FNV_SEED);
-      sum = ndf__hash_fnv1a64(f + HEADER + kl, n - HEADER - (size_t)kl, sum);
-      put64(f + 24, sum);
+      put64(f + 24, ndf__cache_checksum(f + HEADER, (size_t)kl, f + HEADER + kl, n - HEADER - (size_t)kl));
     }
   }
   fuzz_write_file(entry, f, n);

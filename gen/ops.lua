@@ -125,6 +125,21 @@ end
 local SAMPLING = { name = "sampling", type = "float", per_axis = true, default = 1.0 }
 local BATCH = { name = "batch_dims", type = "int", default = 0 }
 
+-- The linear filters (scipy.ndimage): options and params shared by the family.
+local FILTER = { "mode", "cval", "axes", "batch-dims", "output-dtype" }
+local FILTER1D = { "axis", "mode", "cval", "batch-dims", "output-dtype" }
+local F_MODE = { name = "mode", type = "enum", values = MODES, default = "reflect" }
+local F_CVAL = { name = "cval", type = "float", default = 0.0 }
+local F_ORIGIN = { name = "origin", type = "int", per_axis = true, default = 0 }
+local F_AXES = { name = "axes", type = "int", per_axis = true, doc = "the filtered axes (default every spatial axis)" }
+local F_AXIS = { name = "axis", type = "int", default = -1 }
+local F_GAUSS = {
+  { name = "sigma", type = "float", per_axis = true, required = true, doc = ">= 0" },
+  { name = "order", type = "int", per_axis = true, default = 0, doc = "0 smooths, k > 0 the k-th derivative" },
+  { name = "truncate", type = "float", default = 4.0 },
+  { name = "radius", type = "int", per_axis = true, doc = "default int(truncate * sigma + 0.5)" },
+}
+
 -- The dtypes of the ops that take every numeric dtype but int64.
 local NUMERIC = { "uint8", "int8", "uint16", "int16", "uint32", "int32", "float32", "float64" }
 
@@ -161,6 +176,9 @@ return {
                   { name = "g", dtype = "float64", shape = "(n, d)", optional = true } } },
     { name = "reconstruction", doc = "grey morphological reconstruction (scikit-image's morphology.reconstruction)",
       warm = "reconstruction" },
+    { name = "filters", doc = "linear filters (scipy.ndimage), computed in float64; the output has the input's dtype unless given",
+      nowarm = "the correlation kernels compile their weights in (from sigma, truncate, radius and order, or the weights array), so a kernel is known only with those values; no warm call is written yet",
+      outputs = { { name = "output", dtype = { "input", "uint8", "int8", "uint16", "int16", "uint32", "int32", "int64", "float32", "float64" } } } },
     { name = "interp", doc = "B-spline interpolation (scipy.ndimage): spline filters and geometric transforms, orders 0 to 5",
       nowarm = "no ndf_cache_warm call for the interpolation kernels yet (they are specialized by order, mode, spatial rank, dtypes and transform kind)",
       outputs = { { name = "output", dtype = { "input", "uint8", "int8", "uint16", "int16", "uint32", "int32", "int64",
@@ -316,6 +334,63 @@ return {
       cli = { adapter = "reconstruction", options = { "mask", "method", "footprint", "offset", "batch-dims",
                                                       "output-dtype" }, required = { "mask" } } },
 
+    -- linear filters (scipy.ndimage)
+    { name = "gaussian_filter", family = "filters", entry = "ndf_gaussian_filter",
+      doc = "Gaussian smoothing (or derivatives: --order) per axis",
+      params = with(F_GAUSS, F_MODE, F_CVAL, F_AXES, BATCH),
+      cli = { adapter = "filter", options = with(FILTER, "sigma", "order", "truncate", "radius"), required = { "sigma" } },
+      bench = { { id = "GAUSSIAN", key = "gaussian" } } },
+    { name = "gaussian_filter1d", family = "filters", entry = "ndf_gaussian_filter1d",
+      doc = "Gaussian smoothing (or a derivative) along --axis",
+      params = with(F_GAUSS, F_AXIS, F_MODE, F_CVAL, BATCH),
+      cli = { adapter = "filter", options = with(FILTER1D, "sigma", "order", "truncate", "radius"), required = { "sigma" } } },
+    { name = "gaussian_laplace", family = "filters", entry = "ndf_gaussian_laplace", composite = true,
+      doc = "sum of the second Gaussian derivatives",
+      params = with(F_GAUSS, F_MODE, F_CVAL, F_AXES, BATCH),
+      -- the options python/ndforge's function takes (it has no truncate, radius, axes, batch_dims yet)
+      cli = { adapter = "filter", options = { "sigma", "mode", "cval", "output-dtype" }, required = { "sigma" } } },
+    { name = "gaussian_gradient_magnitude", family = "filters", entry = "ndf_gaussian_gradient_magnitude", composite = true,
+      doc = "norm of the Gaussian gradient",
+      params = with(F_GAUSS, F_MODE, F_CVAL, F_AXES, BATCH),
+      -- the options python/ndforge's function takes (it has no truncate, radius, axes, batch_dims yet)
+      cli = { adapter = "filter", options = { "sigma", "mode", "cval", "output-dtype" }, required = { "sigma" } } },
+    { name = "uniform_filter", family = "filters", entry = "ndf_uniform_filter",
+      doc = "mean over a box of --size (default 3)",
+      params = { { name = "size", type = "int", per_axis = true, default = 3 }, F_MODE, F_CVAL, F_ORIGIN, F_AXES, BATCH },
+      cli = { adapter = "filter", options = with(FILTER, "size", "origin") },
+      bench = { { id = "UNIFORM", key = "uniform" } } },
+    { name = "uniform_filter1d", family = "filters", entry = "ndf_uniform_filter1d",
+      doc = "mean over --size values along --axis",
+      params = { { name = "size", type = "int", required = true }, F_AXIS, F_MODE, F_CVAL, F_ORIGIN, BATCH },
+      cli = { adapter = "filter", options = with(FILTER1D, "size", "origin") } },
+    { name = "sobel", family = "filters", entry = "ndf_sobel", composite = true,
+      doc = "Sobel derivative along --axis, smoothed across the others",
+      params = { F_AXIS, F_MODE, F_CVAL, BATCH },
+      cli = { adapter = "filter", options = FILTER1D } },
+    { name = "prewitt", family = "filters", entry = "ndf_prewitt", composite = true,
+      doc = "Prewitt derivative along --axis, averaged across the others",
+      params = { F_AXIS, F_MODE, F_CVAL, BATCH },
+      cli = { adapter = "filter", options = FILTER1D } },
+    { name = "laplace", family = "filters", entry = "ndf_laplace", composite = true,
+      doc = "sum of the second differences [1, -2, 1] per axis",
+      params = { F_MODE, F_CVAL, F_AXES, BATCH },
+      cli = { adapter = "filter", options = FILTER } },
+    { name = "correlate", family = "filters", entry = "ndf_correlate",
+      doc = "N-D correlation with --weights (one axis per filtered axis)",
+      params = { { name = "weights", type = "array", required = true }, F_MODE, F_CVAL, F_ORIGIN, F_AXES, BATCH },
+      cli = { adapter = "filter", options = with(FILTER, "weights", "origin"), required = { "weights" } } },
+    { name = "convolve", family = "filters", entry = "ndf_convolve",
+      doc = "N-D convolution with --weights",
+      params = { { name = "weights", type = "array", required = true }, F_MODE, F_CVAL, F_ORIGIN, F_AXES, BATCH },
+      cli = { adapter = "filter", options = with(FILTER, "weights", "origin"), required = { "weights" } } },
+    { name = "correlate1d", family = "filters", entry = "ndf_correlate1d",
+      doc = "1-D correlation with --weights along --axis",
+      params = { { name = "weights", type = "array", required = true }, F_AXIS, F_MODE, F_CVAL, F_ORIGIN, BATCH },
+      cli = { adapter = "filter", options = with(FILTER1D, "weights", "origin"), required = { "weights" } } },
+    { name = "convolve1d", family = "filters", entry = "ndf_convolve1d",
+      doc = "1-D convolution with --weights along --axis",
+      params = { { name = "weights", type = "array", required = true }, F_AXIS, F_MODE, F_CVAL, F_ORIGIN, BATCH },
+      cli = { adapter = "filter", options = with(FILTER1D, "weights", "origin"), required = { "weights" } } },
     -- interpolation: `ndforge run OP` through tools/cli_interp.c (its own options; `run resample` too)
     { name = "spline_filter1d", family = "interp", entry = "ndf_spline_filter1d", command = "run",
       doc = "B-spline coefficients along one axis (orders 0 to 5)" },

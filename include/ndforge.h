@@ -1157,6 +1157,485 @@ NDF_API ndf_status ndf_tune_workload(ndf_ctx *ctx, ndf_tune_fn fn, void *user, c
 NDF_API ndf_status ndf_ctx_tuning_save(ndf_ctx *ctx);
 
 /* ------------------------------------------------------------------------ */
+/* Intensity: histograms, percentiles, windowing, normalization             */
+/*
+ * NumPy / scikit-image semantics, per image of a batch: the batch_dims
+ * leading axes of the input are independent images (0: the whole array is
+ * one image, as NumPy with axis=None).  Inputs: uint8, int8, uint16, int16,
+ * uint32, int32, float32, float64 (bool: NDF_EINVAL), any strides, on the CPU
+ * or the context's GPU; every output on the input's device, any strides
+ * without overlap.  Arguments are checked before any work: a rejected call
+ * returns NDF_EINVAL and writes nothing.  Where a result depends on a data
+ * check (a histogram's range detected from non-finite data), the CUDA call
+ * reads the check back and so synchronizes the stream; the others are
+ * stream-ordered.
+ */
+
+/*
+ * Options of ndf_histogram, named as numpy.histogram(a, bins, range, weights,
+ * density):
+ *   bins        equal-width bins (numpy bins=int, default 10), >= 1; ignored
+ *               when edges is set.
+ *   edges       NULL, or nedges >= 2 bin edges on the host (numpy bins=array):
+ *               non-decreasing (equal neighbours make an empty bin), no NaN.
+ *   has_range   1: range[0] <= range[1], both finite (numpy range=); 0: each
+ *               image's min and max (non-finite ones are NDF_EINVAL, as
+ *               NumPy's ValueError); equal ends become [v - 0.5, v + 0.5].
+ *               Ignored with edges, as NumPy ignores it.
+ *   weights     NULL or an array shaped like the input (any dtype above),
+ *               on its device.
+ *   density     1: each image's counts / bin width / the image's total.
+ *   batch_dims  leading axes that are independent images.
+ */
+typedef struct ndf_histogram_options {
+  int64_t bins;
+  const double *edges;
+  int64_t nedges;
+  int has_range;
+  double range[2];
+  const ndf_array *weights;
+  int density;
+  int batch_dims;
+} ndf_histogram_options;
+
+/* 10 bins over each image's range, no weights, counts, batch_dims 0. */
+NDF_API void ndf_histogram_options_init(ndf_histogram_options *opt);
+
+/*
+ * numpy.histogram of each image.  Bin i holds edges[i] <= x < edges[i+1],
+ * the last bin also x == its right edge; values outside [edges[0],
+ * edges[last]] and NaN are not counted.  Equal bins take NumPy's edges bit
+ * for bit: np.linspace in float64 from the range, rounded to float32 for a
+ * float32 input (NumPy's bin type), every comparison made in that type.
+ *   hist       shape (batch..., nbins); int64 for plain counts (exact on
+ *              both backends), or float64 (required with weights or
+ *              density; NumPy's dtype there is the weights' or float64).
+ *              Weighted sums are summed in float64 in an order of the
+ *              backend's own: equal to NumPy to rounding.
+ *   bin_edges  NULL, or float64 of shape (batch..., nbins + 1).
+ * Empty images count nothing (density: NaN, 0/0, as NumPy).
+ */
+NDF_API ndf_status ndf_histogram(ndf_ctx *ctx, const ndf_array *input, ndf_array *hist, ndf_array *bin_edges,
+                                 const ndf_histogram_options *opt);
+
+/*
+ * numpy.percentile / numpy.quantile of each image, method 'linear' (NumPy's
+ * default): with the image's n values sorted v[0] <= ... <= v[n-1] and
+ * h = (n - 1) q, the result is lerp(v[floor h], v[floor h + 1], h - floor h)
+ * in NumPy's formula (a + (b - a) t, or b - (b - a)(1 - t) when t >= 0.5; for
+ * float32 b - a is rounded to float32 as NumPy does).  q: nq >= 1 values on
+ * the host, in [0, 100] (percentile) or [0, 1] (quantile).  The two order
+ * statistics are selected exactly on both backends (the GPU runs a radix
+ * select over the values' bit patterns), so the results are bit-identical.
+ *   output  float64 (NumPy's result type for every input dtype), shape
+ *           (batch..., nq), or (batch...) when nq is 1.
+ * An image holding NaN gives NaN for every q (NumPy); -0.0 orders below
+ * +0.0.  Integer differences b - a are exact (NumPy 1.x wraps them around
+ * in the input's integer type).  An empty image is NDF_EINVAL.
+ */
+NDF_API ndf_status ndf_percentile(ndf_ctx *ctx, const ndf_array *input, const double *q, int nq, ndf_array *output,
+                                  int batch_dims);
+NDF_API ndf_status ndf_quantile(ndf_ctx *ctx, const ndf_array *input, const double *q, int nq, ndf_array *output,
+                                int batch_dims);
+
+/*
+ * numpy.clip(input, lo, hi) into output: lo <= hi (else NDF_EINVAL), NaN
+ * stays NaN.  output shaped like the input, float32, float64 or the input's
+ * dtype (values converted as C converts; with an integer output, lo and hi
+ * should be integers).
+ */
+NDF_API ndf_status ndf_clip(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, double lo, double hi);
+
+/* The target range of a window or normalization and the batch layout. */
+typedef struct ndf_window_options {
+  double out_min, out_max; /* default 0, 1; [-1, 1] for a symmetric range; out_min > out_max is allowed (inverted) */
+  int batch_dims;
+} ndf_window_options;
+/* [0, 1], batch_dims 0. */
+NDF_API void ndf_window_options_init(ndf_window_options *opt);
+
+/*
+ * Intensity window [lo, hi] mapped to [out_min, out_max], in float64 in this
+ * order (NumPy: (np.clip(x, lo, hi) - lo) / (hi - lo) * (out_max - out_min)
+ * + out_min), then rounded once to the output's dtype; lo == hi maps every
+ * value but NaN to out_min.  lo > hi or non-finite bounds: NDF_EINVAL.  NaN stays NaN.
+ * output shaped like the input, float32 or float64.  Both backends give the
+ * same bits.
+ */
+NDF_API ndf_status ndf_window(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, double lo, double hi,
+                             const ndf_window_options *opt);
+
+/*
+ * CT window presets by name, in Hounsfield units, as radiology writes them
+ * (level = centre, width; the window is [centre - width/2, centre + width/2]):
+ *   brain        40 / 80        subdural     75 / 215
+ *   stroke       32 / 8         bone        400 / 1800
+ *   lung       -600 / 1500      mediastinum  50 / 350
+ *   soft_tissue  50 / 400       liver        30 / 150
+ * (Radiopaedia's "Windowing (CT)" values; subdural takes the middle of its
+ * ranges, L 50-100, W 130-300).  Unknown names: NDF_EINVAL.
+ */
+NDF_API ndf_status ndf_ct_window_preset(const char *name, double *centre, double *width);
+/* ndf_window over [centre - width/2, centre + width/2]; width >= 0. */
+NDF_API ndf_status ndf_window_ct(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, double centre,
+                                 double width, const ndf_window_options *opt);
+
+/*
+ * Min-max normalization: ndf_window with lo, hi = each image's min and max
+ * (an image holding NaN gives NaN everywhere, as NumPy's min/max; a constant
+ * image maps to out_min).  Both backends give the same bits.
+ */
+NDF_API ndf_status ndf_normalize_minmax(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                                        const ndf_window_options *opt);
+
+/*
+ * Percentile windowing: ndf_window with lo, hi = each image's percentiles
+ * p_lo and p_hi (ndf_percentile; 0 <= p_lo <= p_hi <= 100), e.g. 0.5, 99.5.
+ * Both backends give the same bits.
+ */
+NDF_API ndf_status ndf_percentile_window(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, double p_lo,
+                                         double p_hi, const ndf_window_options *opt);
+
+/*
+ * z-score normalization: out = (x - mean) / std per image, with mean and std
+ * (population, ddof 0) from the voxels where mask is non-zero (mask NULL:
+ * all voxels), applied to every voxel of the image.  mask: NULL or shaped
+ * like the input, any dtype above, on its device.  std == 0 divides by 1;
+ * an image with no voxel in the mask gives NaN; NaN in the statistics'
+ * voxels gives NaN.  Statistics are float64 sums (two passes) whose order
+ * is the backend's: equal to NumPy's mean/std to rounding (the tests allow
+ * 1e-9 relative).  output float32 or float64, shaped like the input.
+ */
+NDF_API ndf_status ndf_normalize_zscore(ndf_ctx *ctx, const ndf_array *input, const ndf_array *mask,
+                                        ndf_array *output, int batch_dims);
+
+/*
+ * skimage.exposure.equalize_hist(image, nbins, mask) per image: the image's
+ * (masked) values' cumulative distribution interpolated at every voxel
+ * (np.interp).  Float inputs: nbins >= 1 equal bins over the (masked) values'
+ * range as numpy.histogram (non-finite values among them: NDF_EINVAL), bin
+ * centres in the input's float type, the cdf rounded to it.  Integer inputs:
+ * each integer its own bin (nbins ignored, as skimage); on CUDA the (masked)
+ * range max - min + 1 must be at most 2^24 (else NDF_ENOTSUP) and the call
+ * synchronizes to size it.  mask: NULL or like the input (non-zero = used).
+ * An image whose mask selects nothing gives NaN.  output float64 (skimage's
+ * type for integers and float64) or float32 (skimage's for float32),
+ * shaped like the input.  Both backends give the same bits.
+ */
+NDF_API ndf_status ndf_equalize_hist(ndf_ctx *ctx, const ndf_array *input, const ndf_array *mask,
+                                     ndf_array *output, int nbins, int batch_dims);
+
+/* ------------------------------------------------------------------------ */
+/* Linear filters (scipy.ndimage)                                            */
+
+/*
+ * The linear filters compute as scipy.ndimage does, in double: every 1-D
+ * pass reads a line into double (extended by the boundary mode; constant
+ * mode extends with cval as a double, not converted to the input dtype),
+ * sums in scipy's order, and converts the sum to the output dtype;
+ * multi-axis filters run one pass per axis and keep the intermediate in the
+ * output dtype, as scipy does.  The conversion to an integer output is
+ * scipy's C cast as x86-64 runs it: truncation toward zero to an int32
+ * (int8, uint8, int16, uint16, int32 outputs) or an int64 (uint32, int64
+ * outputs), whose low bits are kept (wrap-around); a value outside that
+ * intermediate's range, and NaN, become its most negative value (so 0 for 8-
+ * and 16-bit outputs, INT32_MIN for int32).  float32 outputs round to nearest.
+ *
+ * Inputs: uint8, int8, uint16, int16, uint32, int32, float32, float64, any
+ * strides.  Outputs: the input's shape and device, any of those dtypes or
+ * int64 (scipy's output=dtype), not overlapping the input.  Backends: CPU
+ * and CUDA.  NaN and inf propagate as IEEE arithmetic does (ndf_correlate
+ * leaves out taps whose |weight| <= DBL_EPSILON, as scipy, so NaN under such
+ * a tap does not reach the output).  An empty input is a no-op.
+ *
+ * Options shared by the filters:
+ *   axes         the filtered axes of the N-D filters (naxes entries,
+ *                indices of the input's axes, negative from the end, each
+ *                at least batch_dims, no repeats; passes run in this order,
+ *                as scipy's axes=); naxes 0 = every spatial axis in order.
+ *                The 1-D filters take their axis as an argument instead.
+ *   mode, modes  nmodes 0: mode for every filtered axis; 1: modes[0] for
+ *                every axis; else one per filtered axis, as scipy's sequence
+ *                of modes (sobel / prewitt: one per spatial axis; correlate,
+ *                convolve and the 1-D filters take one mode).  grid-mirror,
+ *                grid-constant and grid-wrap are reflect, constant and wrap
+ *                (ndf_mode_from_name).
+ *   cval         the value outside the input in constant mode.
+ *   origin       norigin 0: 0; 1: the same for every filtered axis; else one
+ *                per filtered axis (the 1-D filters: 0 or 1 values).  Used by
+ *                correlate*, convolve* and uniform_filter*; the Gaussian and
+ *                derivative filters have none (as scipy) and ignore it.
+ *   batch_dims   leading axes that are independent images (0 = scipy).
+ * Per-axis lists (sizes, sigmas, orders, radii) follow the same rule: one
+ * value for every filtered axis, or one per filtered axis.
+ */
+typedef struct ndf_filter_options {
+  ndf_mode mode;
+  int nmodes;
+  ndf_mode modes[NDF_MAX_SPATIAL];
+  double cval;
+  int norigin;
+  int64_t origin[NDF_MAX_SPATIAL];
+  int naxes;
+  int axes[NDF_MAX_SPATIAL];
+  int batch_dims;
+} ndf_filter_options;
+
+/* Mode reflect, cval 0, origin 0, every spatial axis, batch_dims 0. */
+NDF_API void ndf_filter_options_init(ndf_filter_options *opt);
+
+/*
+ * scipy.ndimage.correlate1d / convolve1d along axis (negative from the end,
+ * not a batch axis): n >= 1 weights (host memory); origin (opt->origin[0])
+ * in [-(n/2), (n-1)/2] for correlate1d; convolve1d reverses the weights and
+ * maps the origin as scipy (-origin, minus 1 for even n) first.  A kernel
+ * whose weights are symmetric (or antisymmetric) within DBL_EPSILON sums
+ * pairs of taps, outermost first, as scipy does.
+ */
+NDF_API ndf_status ndf_correlate1d(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, const double *weights,
+                                   int64_t n, int axis, const ndf_filter_options *opt);
+NDF_API ndf_status ndf_convolve1d(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, const double *weights,
+                                  int64_t n, int axis, const ndf_filter_options *opt);
+
+/*
+ * scipy.ndimage.correlate / convolve: weights is a host array (any dtype but
+ * int64; read as float64) with one axis per filtered axis (axis i of the
+ * weights goes with the i-th filtered axis), every extent >= 1.  Taps with
+ * |weight| > DBL_EPSILON are summed in the raster order of the weights laid
+ * out along the input's axes, from 0.0, as scipy.  convolve flips the
+ * weights and maps the origins as scipy.  One mode for every axis (nmodes
+ * must be 0).
+ */
+NDF_API ndf_status ndf_correlate(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, const ndf_array *weights,
+                                 const ndf_filter_options *opt);
+NDF_API ndf_status ndf_convolve(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, const ndf_array *weights,
+                                const ndf_filter_options *opt);
+
+/*
+ * scipy.ndimage.uniform_filter1d / uniform_filter: the running mean of size
+ * taps (sum of the window, then added and dropped taps, divided by size at
+ * every output, as scipy), origin with size/2 + origin in [0, size).
+ * uniform_filter1d: size >= 1.  uniform_filter: nsize 1 or one per filtered
+ * axis, each >= 0; axes of size 0 or 1 are not filtered (scipy), and an
+ * input no axis filters is copied (converted) to the output.
+ */
+NDF_API ndf_status ndf_uniform_filter1d(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, int64_t size,
+                                        int axis, const ndf_filter_options *opt);
+NDF_API ndf_status ndf_uniform_filter(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, int nsize,
+                                      const int64_t *size, const ndf_filter_options *opt);
+
+/*
+ * Gaussian parameters, as scipy.ndimage.gaussian_filter(sigma, order,
+ * truncate, radius):
+ *   sigma     nsigma 1 or one per filtered axis; finite, >= 0 (negative is
+ *             NDF_EINVAL); gaussian_filter leaves out axes of sigma <= 1e-15
+ *             (scipy), and copies the input when no axis remains.
+ *   order     norder 0 (all 0), 1, or one per filtered axis: 0 smooths, k > 0
+ *             is the k-th derivative of the Gaussian (0 <= k <= 8).
+ *   truncate  radius = (int64)(truncate * sigma + 0.5) when no radius is
+ *             given (default 4; finite).
+ *   radius    nradius 0 (from truncate), 1, or one per filtered axis, >= 0
+ *             (<= NDF_MAX_GAUSSIAN_RADIUS).
+ * The kernel is scipy's _gaussian_kernel1d: exp(-x^2 / (2 sigma^2)) over
+ * x = -r..r, divided by its sum (NumPy's pairwise summation), times the
+ * derivative polynomial, then reversed for the correlation.  It is computed
+ * with the C library's exp; NumPy's exp on CPUs with AVX-512 differs from it
+ * by up to one unit in the last place, so results there may differ from
+ * scipy's by a few units in the last place (exact elsewhere).
+ */
+#define NDF_MAX_GAUSSIAN_RADIUS ((int64_t)1 << 24)
+typedef struct ndf_gaussian_params {
+  int nsigma;
+  double sigma[NDF_MAX_SPATIAL];
+  int norder;
+  int order[NDF_MAX_SPATIAL];
+  double truncate;
+  int nradius;
+  int64_t radius[NDF_MAX_SPATIAL];
+} ndf_gaussian_params;
+
+/* sigma 1 for every axis, order 0, truncate 4, radius from truncate. */
+NDF_API void ndf_gaussian_params_init(ndf_gaussian_params *g);
+
+/* scipy.ndimage.gaussian_filter1d along axis: sigma > 0 (scipy divides by
+ * sigma^2), order >= 0, radius < 0 = from truncate.  The mode is opt->mode. */
+NDF_API ndf_status ndf_gaussian_filter1d(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, double sigma,
+                                         int axis, int order, double truncate, int64_t radius,
+                                         const ndf_filter_options *opt);
+/* scipy.ndimage.gaussian_filter: one gaussian_filter1d pass per filtered
+ * axis (in axes order), each reading the previous pass's output. */
+NDF_API ndf_status ndf_gaussian_filter(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                                       const ndf_gaussian_params *g, const ndf_filter_options *opt);
+
+/*
+ * Derivative filters, composed as scipy composes them (arithmetic of the
+ * sums in the output dtype, NumPy's: integers wrap around, float32 rounds
+ * at every step):
+ *   ndf_sobel / ndf_prewitt   correlate1d [-1, 0, 1] along axis, then [1, 2, 1]
+ *                             (prewitt [1, 1, 1]) along every other spatial
+ *                             axis in increasing order, in place on the output;
+ *                             modes per spatial axis (opt->axes unused).
+ *   ndf_laplace               sum over the filtered axes of correlate1d
+ *                             [1, -2, 1] along that axis.
+ *   ndf_gaussian_laplace      sum over the filtered axes of gaussian_filter
+ *                             with order 2 on that axis and 0 on the others
+ *                             (g->order must be 0).
+ *   ndf_gaussian_gradient_magnitude
+ *                             sqrt of the sum of squares of gaussian_filter
+ *                             with order 1 on each filtered axis; the square
+ *                             root as NumPy's np.sqrt(out, out,
+ *                             casting='unsafe'): float outputs in their
+ *                             precision, integer outputs floor(sqrt(v)), and a
+ *                             negative (wrapped) sum gives the NaN conversion.
+ * The first term is written to the output, the others go through scratch
+ * memory of the context.
+ */
+NDF_API ndf_status ndf_sobel(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, int axis,
+                             const ndf_filter_options *opt);
+NDF_API ndf_status ndf_prewitt(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, int axis,
+                               const ndf_filter_options *opt);
+NDF_API ndf_status ndf_laplace(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                               const ndf_filter_options *opt);
+NDF_API ndf_status ndf_gaussian_laplace(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                                        const ndf_gaussian_params *g, const ndf_filter_options *opt);
+NDF_API ndf_status ndf_gaussian_gradient_magnitude(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                                                   const ndf_gaussian_params *g, const ndf_filter_options *opt);
+
+/* ------------------------------------------------------------------------ */
+/* Image metrics (skimage.metrics)                                           */
+
+/*
+ * The metrics compare two arrays of the same shape and give one float64
+ * value per image: `result` is a float64 array of rank batch_dims shaped
+ * like the inputs' batch axes (rank 0, one value, for batch_dims 0), any
+ * strides, on the inputs' device.  The two inputs may have different dtypes
+ * (bool, uint8 ... int32, float32, float64) and any strides (zero strides
+ * too).  Every image must hold at least one element (NDF_EINVAL otherwise;
+ * scikit-image's mean of nothing is NaN with a warning).  On CUDA arrays the
+ * call is stream-ordered: it returns before the values are written.
+ *
+ * Arithmetic, as scikit-image 0.19 does it: the elementwise work runs in
+ * float32 when both inputs are float32 and in float64 otherwise (SSIM: the
+ * float type of im1 alone); sums are float64.  The values equal scikit-image's
+ * up to the order of those float64 sums (NumPy sums pairwise): within a
+ * relative 1e-12 of its value in the tests, and between the CPU and the GPU,
+ * whose sums run in another order.
+ *
+ *   ndf_mean_squared_error   mean((a - b)^2)  (skimage.metrics.mean_squared_error)
+ *   ndf_normalized_root_mse  sqrt(mse) / denominator of image_true = a:
+ *                            euclidean sqrt(mean(a * a)), min-max max(a) - min(a)
+ *                            (in the float type), mean mean(a) (in float64;
+ *                            scikit-image takes a float32 image's mean in
+ *                            float32, so that one agrees to float32 rounding)
+ *   ndf_peak_signal_noise_ratio  10 log10(data_range^2 / mse); data_range 0 =
+ *                            scikit-image's default from a's dtype, per image:
+ *                            dtype range [lo, hi] ([-1, 1] for floats, [0, 1]
+ *                            for bool); values outside it are NDF_EINVAL
+ *                            ("specify the data_range"); data_range = hi when
+ *                            min(a) >= 0, else hi - lo.  mse 0 gives +inf.
+ *   ndf_dice_coefficient     2 |A & B| / (|A| + |B|) of the masks A = (a != 0),
+ *                            B = (b != 0) (NaN is non-zero); 1 when both are empty.
+ *   ndf_jaccard_index        |A & B| / |A | B|; 1 when both are empty.
+ *   ndf_hausdorff_distance   skimage.metrics.hausdorff_distance over the non-zero
+ *                            points: max(max_{p in A} d(p, B), max_{q in B} d(q, A)),
+ *                            Euclidean, with coordinates scaled by `sampling`;
+ *                            0 when A and B are empty, +inf when one is.  With
+ *                            percentile q < 100 each directed term is NumPy's
+ *                            percentile (method 'linear') of the distances
+ *                            instead of their maximum (q = 95: the HD95 of
+ *                            MONAI's compute_hausdorff_distance(percentile=95)).
+ *                            The distances d(p, B) are read from the Euclidean
+ *                            distance transform of B's complement (the one of
+ *                            ndf_distance_transform_edt), so they are exact;
+ *                            the percentile's two ranks are selected exactly
+ *                            (a radix select on CUDA), so both backends agree
+ *                            bit for bit.
+ * NaN in the inputs propagates into mse, nrmse and psnr as NumPy's does (min
+ * and max too); a NaN data_range default is hi - lo, as scikit-image's.
+ */
+typedef enum { NDF_NRMSE_EUCLIDEAN = 0, NDF_NRMSE_MIN_MAX = 1, NDF_NRMSE_MEAN = 2 } ndf_nrmse_norm;
+/* Accepts euclidean, min-max, mean (any case, as scikit-image). */
+NDF_API ndf_status ndf_nrmse_norm_from_name(const char *name, ndf_nrmse_norm *out);
+NDF_API const char *ndf_nrmse_norm_name(ndf_nrmse_norm n);
+
+typedef struct ndf_metrics_options {
+  int batch_dims;
+  double data_range;            /* psnr: > 0, or 0 for the default from the dtype */
+  ndf_nrmse_norm normalization; /* nrmse: default NDF_NRMSE_EUCLIDEAN */
+  double percentile;            /* hausdorff: in (0, 100]; default 100 (the Hausdorff distance) */
+  int nsampling;                /* hausdorff: 0 = unit spacing, 1 = same for every spatial axis, else one per axis */
+  double sampling[NDF_MAX_SPATIAL];
+} ndf_metrics_options;
+/* batch_dims 0, data_range 0 (from the dtype), euclidean, percentile 100, unit sampling. */
+NDF_API void ndf_metrics_options_init(ndf_metrics_options *opt);
+
+NDF_API ndf_status ndf_mean_squared_error(ndf_ctx *ctx, const ndf_array *image0, const ndf_array *image1,
+                                          ndf_array *result, const ndf_metrics_options *opt);
+NDF_API ndf_status ndf_normalized_root_mse(ndf_ctx *ctx, const ndf_array *image_true, const ndf_array *image_test,
+                                           ndf_array *result, const ndf_metrics_options *opt);
+NDF_API ndf_status ndf_peak_signal_noise_ratio(ndf_ctx *ctx, const ndf_array *image_true,
+                                               const ndf_array *image_test, ndf_array *result,
+                                               const ndf_metrics_options *opt);
+NDF_API ndf_status ndf_dice_coefficient(ndf_ctx *ctx, const ndf_array *mask0, const ndf_array *mask1,
+                                        ndf_array *result, const ndf_metrics_options *opt);
+NDF_API ndf_status ndf_jaccard_index(ndf_ctx *ctx, const ndf_array *mask0, const ndf_array *mask1,
+                                     ndf_array *result, const ndf_metrics_options *opt);
+NDF_API ndf_status ndf_hausdorff_distance(ndf_ctx *ctx, const ndf_array *image0, const ndf_array *image1,
+                                          ndf_array *result, const ndf_metrics_options *opt);
+
+/*
+ * skimage.metrics.structural_similarity(im1, im2, win_size, data_range,
+ * gaussian_weights, full=True, K1, K2, sigma, use_sample_covariance), per
+ * image of a batch:
+ *   win_size               odd, >= 1 and at most every spatial extent; 0 =
+ *                          scikit-image's default: 7, or with gaussian_weights
+ *                          2 (int)(3.5 sigma + 0.5) + 1.  It sizes the uniform
+ *                          window, the covariance normalization and the crop.
+ *   gaussian_weights       0: uniform_filter(size=win_size); 1:
+ *                          gaussian_filter(sigma, truncate=3.5).  Mode reflect.
+ *   sigma, K1, K2          >= 0 (defaults 1.5, 0.01, 0.03).
+ *   use_sample_covariance  1 (default): covariances times NP / (NP - 1), NP =
+ *                          win_size^rank (win_size 1 is then NDF_EINVAL:
+ *                          scikit-image divides by zero); 0: population.
+ *   data_range             > 0, or 0 for scikit-image 0.19's default from
+ *                          im1's dtype: hi - lo of its range (255 for uint8,
+ *                          2 for floats, 1 for bool).  (Later scikit-image
+ *                          versions reject float images without data_range.)
+ * In the float type F of im1 (float32 for float32, else float64), with
+ * X, Y the inputs converted to F and f the filter (output F, scipy's):
+ *   ux = f(X), uy = f(Y), uxx = f(X*X), uyy = f(Y*Y), uxy = f(X*Y),
+ *   vx = c (uxx - ux ux), vy = c (uyy - uy uy), vxy = c (uxy - ux uy),
+ *   S = ((2 ux uy + C1)(2 vxy + C2)) / ((ux^2 + uy^2 + C1)(vx + vy + C2)),
+ * C1 = (K1 R)^2, C2 = (K2 R)^2, every operation rounded in F in this order
+ * (so S is scikit-image's bit for bit where the filters are scipy's).
+ *   full    NULL or the SSIM map S: shaped like im1, float32 or float64 (S
+ *           converted), on the inputs' device.
+ *   mssim   NULL or float64 of rank batch_dims (as the metrics above): the
+ *           mean of S over each image cropped by (win_size - 1) / 2 on every
+ *           spatial side, summed in float64.
+ * At least one of full and mssim.  Inputs: any of the metrics' dtypes.
+ * Backends: CPU and CUDA, the same bits for S, the mean to its summation
+ * order.  CUDA runs the five filters fused, one pass per spatial axis carrying
+ * the five quantities (tunable ssim.path=fused, the default), or composed
+ * from ndf_uniform_filter / ndf_gaussian_filter calls on scratch memory
+ * (ssim.path=composed).
+ */
+typedef struct ndf_ssim_options {
+  int win_size;
+  int gaussian_weights;
+  double sigma;
+  double K1, K2;
+  int use_sample_covariance;
+  double data_range;
+  int batch_dims;
+} ndf_ssim_options;
+/* scikit-image's defaults: win_size 0 (7), uniform, sigma 1.5, K1 0.01, K2 0.03,
+ * sample covariance, data_range 0 (from the dtype), batch_dims 0. */
+NDF_API void ndf_ssim_options_init(ndf_ssim_options *opt);
+NDF_API ndf_status ndf_structural_similarity(ndf_ctx *ctx, const ndf_array *im1, const ndf_array *im2,
+                                             ndf_array *mssim, ndf_array *full, const ndf_ssim_options *opt);
+
+/* ------------------------------------------------------------------------ */
 /* Interpolation (scipy.ndimage): spline filters and geometric transforms    */
 
 /*

@@ -41,6 +41,7 @@ __device__ __forceinline__ ndf_i64 ndf_bf_batch_off(const ndf_bf_params &p, ndf_
   return off;
 }
 
+#if NDF_KERNEL(ndf_bf_mark)
 extern "C" __global__ void __launch_bounds__(256) ndf_bf_mark(const ndf_bf_params p) {
   const ndf_i64 img = blockIdx.x / p.nchunk, v = (blockIdx.x % p.nchunk) * 256 + threadIdx.x;
   if (v >= p.npix) return;
@@ -51,7 +52,9 @@ extern "C" __global__ void __launch_bounds__(256) ndf_bf_mark(const ndf_bf_param
   }
   p.fg[img * p.npix + v] = p.in[off] != (TIN)0;
 }
+#endif
 
+#if NDF_KERNEL(ndf_bf_list)
 extern "C" __global__ void __launch_bounds__(256) ndf_bf_list(const ndf_bf_params p) {
   const ndf_i64 img = blockIdx.x / p.nchunk, v = (blockIdx.x % p.nchunk) * 256 + threadIdx.x;
   const unsigned char *fg = p.fg + img * p.npix;
@@ -87,9 +90,11 @@ extern "C" __global__ void __launch_bounds__(256) ndf_bf_list(const ndf_bf_param
   base = __shfl_sync(0xffffffffu, base, leader);
   if (bnd) p.list[img * p.npix + base + __popc(b & ((1u << lane) - 1))] = (int)v;
 }
+#endif
 
 #define NDF_BF_TILE 256
 
+#if NDF_KERNEL(ndf_bf_dist)
 extern "C" __global__ void __launch_bounds__(256) ndf_bf_dist(const ndf_bf_params p) {
   __shared__ int sco[NSP][NDF_BF_TILE];
   __shared__ int sid[NDF_BF_TILE];
@@ -183,3 +188,4 @@ extern "C" __global__ void __launch_bounds__(256) ndf_bf_dist(const ndf_bf_param
     }
   }
 }
+#endif

@@ -59,6 +59,7 @@ __device__ __forceinline__ int ndf_cdt_final(int g) { return g >= NDF_CDT_INF ? 
 
 // ---- pass 0: the last axis, a warp per row ------------------------------------------
 
+#if NDF_KERNEL(ndf_cdt_rows)
 extern "C" __global__ void __launch_bounds__(128) ndf_cdt_rows(const ndf_cdt_params p) {
   const int lane = threadIdx.x & 31;
   const ndf_i64 n = p.n;
@@ -157,9 +158,11 @@ extern "C" __global__ void __launch_bounds__(128) ndf_cdt_rows(const ndf_cdt_par
 #undef NDF_CDT_AT
   }
 }
+#endif
 
 // ---- later passes: a thread per line -------------------------------------------------
 
+#if NDF_KERNEL(ndf_cdt_lines)
 extern "C" __global__ void __launch_bounds__(128) ndf_cdt_lines(const ndf_cdt_params p) {
   const ndf_i64 n = p.n, inner = p.inner;
   for (ndf_i64 L = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; L < p.nlines; L += (ndf_i64)gridDim.x * blockDim.x) {
@@ -241,6 +244,7 @@ extern "C" __global__ void __launch_bounds__(128) ndf_cdt_lines(const ndf_cdt_pa
 #endif
   }
 }
+#endif
 
 // ---- taxicab, later passes: segmented recurrences -------------------------------------
 //
@@ -251,6 +255,7 @@ extern "C" __global__ void __launch_bounds__(128) ndf_cdt_lines(const ndf_cdt_pa
 // and each thread derives its carries -- f just before its segment, g just
 // after it: min over the other segments of their value plus the distance --
 // then runs the recurrences again from the carries and writes.
+#if NDF_KERNEL(ndf_cdt_seg)
 extern "C" __global__ void __launch_bounds__(1024) ndf_cdt_seg(const ndf_cdt_params p) {
   __shared__ int sfe[1024], sbe[1024]; // [segment * lw + line in block]
   const ndf_i64 n = p.n, inner = p.inner;
@@ -308,6 +313,7 @@ extern "C" __global__ void __launch_bounds__(1024) ndf_cdt_seg(const ndf_cdt_par
     }
   }
 }
+#endif
 
 // ---- chessboard, later passes on lines that fit in shared memory ----------------------
 //
@@ -317,6 +323,7 @@ extern "C" __global__ void __launch_bounds__(1024) ndf_cdt_seg(const ndf_cdt_par
 //   best = D(x); for r = 1, 2, ... while r < best: best = min(best, max(D(x +- r), r))
 // (a y farther than best cannot do better), so a voxel costs O(its distance)
 // shared-memory reads.  A line without any finite D keeps INF at once.
+#if NDF_KERNEL(ndf_cdt_ctile)
 extern "C" __global__ void __launch_bounds__(1024) ndf_cdt_ctile(const ndf_cdt_params p) {
   extern __shared__ int ndf_cdt_scol[]; // lw * n ints, then lw flags
   const ndf_i64 n = p.n, inner = p.inner;
@@ -367,3 +374,4 @@ extern "C" __global__ void __launch_bounds__(1024) ndf_cdt_ctile(const ndf_cdt_p
     __syncthreads(); // the tile is read before the next group overwrites it
   }
 }
+#endif

@@ -124,6 +124,7 @@ __device__ __forceinline__ void ndf_emit(const ndf_edt_params &p, ndf_i64 doff, 
 
 // ---- axes other than the last: one thread per line ----------------------------------
 
+#if NDF_KERNEL(ndf_edt_lines)
 extern "C" __global__ void __launch_bounds__(128) ndf_edt_lines(const ndf_edt_params p) {
   const ndf_i64 n = p.n, inner = p.inner;
   for (ndf_i64 L = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; L < p.nlines; L += (ndf_i64)gridDim.x * blockDim.x) {
@@ -226,6 +227,7 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_lines(const ndf_edt_pa
     }
   }
 }
+#endif
 
 // ---- the first pass on an axis other than the last: segmented scans ---------------
 //
@@ -301,21 +303,26 @@ __device__ __forceinline__ void ndf_edt_first_body(const ndf_edt_params &p, int 
   }
 }
 
+#if NDF_KERNEL(ndf_edt_first)
 extern "C" __global__ void __launch_bounds__(512, 3) ndf_edt_first(const ndf_edt_params p) {
   __shared__ int sfirst[512], slast[512]; // [segment * lw + line in block]
   ndf_edt_first_body(p, sfirst, slast);
 }
+#endif
 
+#if NDF_KERNEL(ndf_edt_first1k)
 extern "C" __global__ void __launch_bounds__(1024) ndf_edt_first1k(const ndf_edt_params p) {
   __shared__ int sfirst[1024], slast[1024];
   ndf_edt_first_body(p, sfirst, slast);
 }
+#endif
 #endif
 
 // ---- the last axis: a warp per 32 rows, through a shared-memory tile ---------------
 
 #define NDF_TILE 32
 
+#if NDF_KERNEL(ndf_edt_rows)
 extern "C" __global__ void __launch_bounds__(NDF_TILE) ndf_edt_rows(const ndf_edt_params p) {
   __shared__ int tf[NDF_TILE][NDF_TILE + 1];
   __shared__ double tw[NDF_TILE][NDF_TILE + 1];
@@ -452,6 +459,7 @@ extern "C" __global__ void __launch_bounds__(NDF_TILE) ndf_edt_rows(const ndf_ed
     }
   }
 }
+#endif
 
 // Steps 1-2 of a warp's envelope (ndf_edt_wrows, ndf_edt_wlines).  S holds
 // the line's n sites in segment layout (site x at slot (x / m) wstride + x % m,
@@ -884,6 +892,7 @@ __device__ int ndf_wenvp(ndf_site *S, ndf_i64 n64, ndf_i64 m64, ndf_i64 wstride6
 // non-decreasing in the position, so each lane walks its positions
 // lane, lane + 32, ... from where its previous one stopped.
 #if !FIRST && LAST
+#if NDF_KERNEL(ndf_edt_wrows)
 extern "C" __global__ void __launch_bounds__(128) ndf_edt_wrows(const ndf_edt_params p) {
   extern __shared__ __align__(16) unsigned char ndf_wsmem[];
   // blockDim = (32, 1..4): warp threadIdx.y takes its own rows and its own p.wbytes of shared memory.
@@ -1005,6 +1014,7 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_wrows(const ndf_edt_pa
   }
 }
 #endif
+#endif
 
 // ---- axes other than the last, a warp per line (ndf_edt_wlines) -------------------------
 //
@@ -1025,6 +1035,7 @@ extern "C" __global__ void __launch_bounds__(128) ndf_edt_wrows(const ndf_edt_pa
 // A line without a site (an image without background so far) gets feature -1, W 0,
 // as in ndf_edt_lines.
 #if !FIRST && !LAST
+#if NDF_KERNEL(ndf_edt_wlines)
 extern "C" __global__ void __launch_bounds__(256) ndf_edt_wlines(const ndf_edt_params p) {
   extern __shared__ __align__(16) unsigned char ndf_wsmem[];
   __shared__ ndf_i64 lbase[8]; // working index of each line's start (-1: past the last line)
@@ -1107,6 +1118,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_edt_wlines(const ndf_edt_p
     __syncthreads(); // the next group overwrites the staging, the tile and lbase
   }
 }
+#endif
 #endif
 
 // ---- the search path: exact arithmetic, W below 2^30 (ndf_edt_s*) -------------------------
@@ -1303,23 +1315,28 @@ template <int ENV> __device__ __forceinline__ void ndf_sfirst_body(const ndf_edt
   }
 }
 
+#if NDF_KERNEL(ndf_edt_sfirst)
 extern "C" __global__ void __launch_bounds__(512, 3) ndf_edt_sfirst(const ndf_edt_params p) {
   __shared__ int sfirst[512], slast[512];
   ndf_sfirst_body<0>(p, sfirst, slast);
 }
+#endif
 
 // The first pass of the envelope kernels by ndf_sfirst_body (segments of at
 // most 32 voxels as bit masks: the input read once, each voxel written
 // once), instead of ndf_edt_first's three sweeps; default without exact
 // arithmetic (the 1024^2 sampling + indices workload), edt.first=512 /
 // 1024 forces ndf_edt_first / ndf_edt_first1k.
+#if NDF_KERNEL(ndf_edt_bfirst)
 extern "C" __global__ void __launch_bounds__(512, 3) ndf_edt_bfirst(const ndf_edt_params p) {
   __shared__ int sfirst[512], slast[512];
   ndf_sfirst_body<1>(p, sfirst, slast);
 }
 #endif
+#endif
 
 #if !FIRST && !LAST
+#if NDF_KERNEL(ndf_edt_smid)
 extern "C" __global__ void __launch_bounds__(256) ndf_edt_smid(const ndf_edt_params p) {
   extern __shared__ __align__(16) unsigned char ndf_wsmem[];
   __shared__ ndf_i64 lbase[32]; // working index of each line's start (-1: past the last line)
@@ -1415,8 +1432,10 @@ extern "C" __global__ void __launch_bounds__(256) ndf_edt_smid(const ndf_edt_par
   }
 }
 #endif
+#endif
 
 #if !FIRST && LAST
+#if NDF_KERNEL(ndf_edt_srows)
 extern "C" __global__ void __launch_bounds__(256, 5) ndf_edt_srows(const ndf_edt_params p) {
   extern __shared__ __align__(16) unsigned char ndf_wsmem[];
   __shared__ ndf_i64 rdb[32], rxb[32]; // each row's output offsets
@@ -1525,6 +1544,7 @@ extern "C" __global__ void __launch_bounds__(256, 5) ndf_edt_srows(const ndf_edt
     } // (__syncthreads_or is the barrier before the next group overwrites the staging and the row tables)
   }
 }
+#endif
 #endif
 
 // ---- the search path, distances only: padded staging (ndf_edt_sdmid, ndf_edt_sdrows) ----------
@@ -1683,6 +1703,7 @@ __device__ __forceinline__ void ndf_sdmid_body(const ndf_edt_params &p, unsigned
   }
 }
 
+#if NDF_KERNEL(ndf_edt_sdmid)
 extern "C" __global__ void __launch_bounds__(256, 8) ndf_edt_sdmid(const ndf_edt_params p) {
   extern __shared__ __align__(16) unsigned char ndf_wsmem[];
   __shared__ ndf_i64 lbase[32]; // working index of each line's start (-1: past the last line)
@@ -1696,6 +1717,7 @@ extern "C" __global__ void __launch_bounds__(256, 8) ndf_edt_sdmid(const ndf_edt
   else
     ndf_sdmid_body<32>(p, ndf_wsmem, lbase, lany, llong, lG);
 }
+#endif
 #endif
 
 // The pitch of a line staged transposed (ndf_edt_sdmidt): at least n + pad
@@ -1800,6 +1822,7 @@ __device__ __forceinline__ void ndf_sdmidt_body(const ndf_edt_params &p, unsigne
   }
 }
 
+#if NDF_KERNEL(ndf_edt_sdmidt)
 extern "C" __global__ void __launch_bounds__(256, 6) ndf_edt_sdmidt(const ndf_edt_params p) {
   extern __shared__ __align__(16) unsigned char ndf_wsmem[];
   __shared__ ndf_i64 lbase[32]; // working index of each line's start (-1: past the last line)
@@ -1814,11 +1837,13 @@ extern "C" __global__ void __launch_bounds__(256, 6) ndf_edt_sdmidt(const ndf_ed
     ndf_sdmidt_body<32>(p, ndf_wsmem, lbase, lany, llong, lG);
 }
 #endif
+#endif
 
 #if !FIRST && LAST && !HAS_IDX
 // ndf_edt_srows without indices: R rows staged as [pad + k (n + pad) + i]
 // (a row's right pad is the next row's left pad; written once), a thread per
 // voxel; (k, i) of element e = k n + i advanced without divisions.
+#if NDF_KERNEL(ndf_edt_sdrows)
 extern "C" __global__ void __launch_bounds__(256, 6) ndf_edt_sdrows(const ndf_edt_params p) {
   extern __shared__ __align__(16) unsigned char ndf_wsmem[];
   __shared__ ndf_i64 rdb[32]; // each row's output offset
@@ -1922,4 +1947,5 @@ extern "C" __global__ void __launch_bounds__(256, 6) ndf_edt_sdrows(const ndf_ed
     } // (__syncthreads_or is the barrier before the next group overwrites the staging and the row tables)
   }
 }
+#endif
 #endif

@@ -122,6 +122,7 @@ __device__ void ndf_ecc_scan_finish(const ndf_ecc_scan_params &p) {
 }
 
 // at most 64 registers: the grid is 4 blocks per SM
+#if NDF_KERNEL(ndf_ecc_scan)
 extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_scan(const ndf_ecc_scan_params p) {
   __shared__ double smn[8], smx[8];
   __shared__ ndf_i64 snan[8];
@@ -191,6 +192,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_scan(const ndf_ecc_
     }
   }
 }
+#endif
 
 // ---- contributions and the threshold histogram ---------------------------------------------------
 NDF_PARAMS(ndf_ecc_params)
@@ -202,6 +204,7 @@ NDF_PARAMS(ndf_ecc_params)
 #define NDF_PS (NDF_PH * NDF_PW)
 
 // at most 32 registers (sm_90, nvcc 13: no spills but 24 bytes in the 2-D soft pass): 8 blocks per SM, the new path's grid is about one such wave
+#if NDF_KERNEL(ndf_ecc_hist)
 extern "C" __global__ void __launch_bounds__(256, 8)
     ndf_ecc_hist(const ndf_ecc_params p) {
   // the scan found NaN or an infinite [min, max]: no thresholds, nothing to write
@@ -408,6 +411,7 @@ extern "C" __global__ void __launch_bounds__(256, 8)
     }
   }
 }
+#endif
 
 
 // ---- the packed bin kernel (ndf_ecc_pack, default for T <= 510; ndf_ecc_pack.cuh) -------------------
@@ -454,6 +458,7 @@ __device__ __forceinline__ unsigned ndf_ecc_bin_pair(float f, const float2 *tp, 
   return ndf_ecc_bin_slow<float>(f, tv, T, uni, lo, inv);
 }
 
+#if NDF_KERNEL(ndf_ecc_pack)
 extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_pack(const ndf_ecc_params p) {
   if (p.dev_binner && (p.hdr->nan_key != 0ull || p.hdr->bad != 0)) return;
   __shared__ unsigned qpl[2][NDF_QS];
@@ -823,10 +828,12 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_pack(const ndf_ecc_
     }
   }
 }
+#endif
 
 // ---- prefix sums in the caller's order -----------------------------------------------------------
 NDF_PARAMS(ndf_ecc_final_params)
 
+#if NDF_KERNEL(ndf_ecc_final)
 extern "C" __global__ void __launch_bounds__(256) ndf_ecc_final(const ndf_ecc_final_params p) {
   if (p.hdr && !ndf_ecc_hdr_ok(p.hdr)) return;
   __shared__ long long wsum[8];
@@ -858,6 +865,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_final(const ndf_ecc_fi
     }
   }
 }
+#endif
 
 // ---- soft ECC ---------------------------------------------------------------------------------------
 #define NDF_SOFT_CH 1024 // voxels per block
@@ -877,6 +885,7 @@ __device__ __forceinline__ float ndf_sigmoid_pair(float th, float tl, float f, f
   return __fdividef(1.0f, 1.0f + e);
 }
 
+#if NDF_KERNEL(ndf_ecc_soft)
 extern "C" __global__ void __launch_bounds__(256) ndf_ecc_soft(const ndf_ecc_soft_params p) {
   if (p.hdr && !ndf_ecc_hdr_ok(p.hdr)) return;
   __shared__ V sf[NDF_SOFT_CH];
@@ -1026,10 +1035,12 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_soft(const ndf_ecc_sof
   if (p.mode == 1 && p.gin)
     for (int e = tid; e < n; e += 256) p.gin[gin_off(v0 + si[e])] = (V)(-lam * (double)sc[e] * sg[e]);
 }
+#endif
 
 // ---- nimg x T doubles into a strided (batch..., T) array --------------------------------------------
 NDF_PARAMS(ndf_ecc_put_params)
 
+#if NDF_KERNEL(ndf_ecc_put)
 extern "C" __global__ void __launch_bounds__(256) ndf_ecc_put(const ndf_ecc_put_params p) {
   if (p.hdr && !ndf_ecc_hdr_ok(p.hdr)) return;
   for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + threadIdx.x; i < p.nimg * p.T; i += (ndf_i64)gridDim.x * 256) {
@@ -1041,6 +1052,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_put(const ndf_ecc_put_
     p.dst[off + k * p.step] = p.src[i];
   }
 }
+#endif
 
 // ---- the brick kernel (ndf_ecc_brick, one cooperative launch; runtime/ecc_cuda.c, ecc.brick) -----
 // Thresholds over [min, max], T <= 510, the bin domain of ndf_ecc_pack
@@ -1077,6 +1089,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_put(const ndf_ecc_put_
 
 NDF_PARAMS(ndf_ecc_brick_params)
 
+#if NDF_KERNEL(ndf_ecc_brick)
 extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_brick(const ndf_ecc_brick_params p) {
   // dyn: the tables of ndf_ecc_pack (24 T + 64 bytes), the word array, the resident bricks
   extern __shared__ double dyn[];
@@ -1414,6 +1427,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_brick(const ndf_ecc
   }
   if (cur >= 0) flush(cur, ndone);
 }
+#endif
 
 // ---- the 2-D warp-strip kernel (ndf_ecc_strip2, 2-D fused calls; ecc.2d=old: ndf_ecc_pack) ---
 // Thresholds over [min, max], T <= 510, 2-D, float comparisons (float32,
@@ -2115,6 +2129,7 @@ __device__ __forceinline__ void ndf_ecc2_given_nan(const P &p, const unsigned *r
   }
 }
 
+#if NDF_KERNEL(ndf_ecc_strip2)
 extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ecc2_params p) {
   if (NSP != 2 || sizeof(V) != 4) return; // 2-D float comparisons only (the runtime never asks otherwise)
   __shared__ int shist[512 + 32]; // T + 1 counters, then a dummy slot per lane (never read)
@@ -2271,6 +2286,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) ndf_ecc_strip2(const ndf_ec
   // ---- the block's histogram to its copy of the image's, the ticket, the curve
   ndf_ecc2_end(p, img, bimg, T, s_m, s_last, [&](int k) { return shist[k]; });
 }
+#endif
 
 // ---- the 3-D warp-strip kernel (ndf_ecc_strip3, 3-D fused calls; ecc.3d=old: rows or ndf_ecc_pack) ----
 // Thresholds over [min, max], T <= 510 (the runtime asks for T <= 320), 3-D, float comparisons
@@ -2905,11 +2921,17 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
     __shared__ bool s_last;                                                                                          \
     BODY(p, h3, tsf, tpair, s_ga, s_gb, s_dl, s_dh, s_m, r_lo, r_hi, r_key, s_last);                                 \
   }
+#if NDF_KERNEL(ndf_ecc_strip3)
 NDF_ECC_TELE_KERNEL(ndf_ecc_strip3, 3, 2, ndf_ecc3_params, ndf_ecc3_body<16>)
+#endif
+#if NDF_KERNEL(ndf_ecc_strip3n)
 NDF_ECC_TELE_KERNEL(ndf_ecc_strip3n, 3, 3, ndf_ecc3_params, ndf_ecc3_body<8>)
+#endif
 // the staged planes' form (bcol == 2) as its own kernel: its march's registers do not move the others'
 #define NDF_ECC3S_BODY ndf_ecc3_body<16, true>
+#if NDF_KERNEL(ndf_ecc_strip3s)
 NDF_ECC_TELE_KERNEL(ndf_ecc_strip3s, 3, 2, ndf_ecc3_params, NDF_ECC3S_BODY)
+#endif
 
 // ---- the 2-D telescoped kernel (ndf_ecc_strip2t; 2-D calls with T <= 320 unless ecc.2d=strip2) ----
 // ndf_ecc_strip3's telescoped cells (docs/adr/0009, "Telescoped cells") on ndf_ecc_strip2's tasks: per
@@ -3021,4 +3043,6 @@ __device__ __forceinline__ void ndf_ecc2t_body(const ndf_ecc2_params &p, int *h3
   // ---- the block's histogram (the sum of its 32 columns) to its copy of the image's, the ticket, the curve
   ndf_ecc2_end(p, img, bimg, T, s_m, s_last, [&](int k) { return ndf_ecc3_colsum(h3, k, lane); });
 }
+#if NDF_KERNEL(ndf_ecc_strip2t)
 NDF_ECC_TELE_KERNEL(ndf_ecc_strip2t, 2, 3, ndf_ecc2_params, ndf_ecc2t_body)
+#endif

@@ -194,6 +194,7 @@ __device__ __forceinline__ void ndf_s2_run(const ndf_ecc_soft2_params &p, const 
 // least index (atomicMax of its complement).
 NDF_PARAMS(ndf_ecc_soft2_nan_params)
 
+#if NDF_KERNEL(ndf_ecc_soft2_nan)
 extern "C" __global__ void __launch_bounds__(256) ndf_ecc_soft2_nan(const ndf_ecc_soft2_nan_params p) {
   const ndf_i64 n4 = ((unsigned long long)p.in & 15) == 0 ? p.n / 4 : 0, stride = (ndf_i64)gridDim.x * 256 * 4;
   const float4 *in4 = (const float4 *)p.in;
@@ -217,7 +218,9 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_soft2_nan(const ndf_ec
     if (p.in[i] != p.in[i]) bad = i;
   if (bad >= 0) atomicMax(&p.hdr->nan_key, ~(unsigned long long)bad);
 }
+#endif
 
+#if NDF_KERNEL(ndf_ecc_soft2)
 extern "C" __global__ void __launch_bounds__(256) ndf_ecc_soft2(const ndf_ecc_soft2_params p) {
   if (p.hdr && (__ldcg(&p.hdr->nan_key) != 0ull || __ldcg(&p.hdr->bad) != 0)) return;
   __shared__ float2 sv[NDF_S2_CH];          // compacted (f, c)
@@ -316,3 +319,4 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ecc_soft2(const ndf_ecc_so
       p.gin[gin_off(v0 + si[e])] = (float)(-p.lambda * (double)sv[e].y * sg[e]);
   }
 }
+#endif

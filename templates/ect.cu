@@ -48,6 +48,7 @@ NDF_PARAMS(ndf_ect_params)
 __device__ __forceinline__ double ndf_ect_nan() { return __longlong_as_double(0x7ff8000000000000LL); }
 __device__ __forceinline__ double ndf_ect_inf() { return __longlong_as_double(0x7ff0000000000000LL); }
 
+#if NDF_KERNEL(ndf_ect_hist)
 extern "C" __global__ void __launch_bounds__(256) ndf_ect_hist(const ndf_ect_params p) {
   __shared__ unsigned char st[NDF_HS]; // 0 outside the image, 1 off the shape, 2 on it
   __shared__ double hh[NDF_HS];        // heights of the current direction
@@ -225,6 +226,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ect_hist(const ndf_ect_par
   }
   (void)lane;
 }
+#endif
 
 // ---- prefix sums in the caller's order -----------------------------------------------------------
 NDF_PARAMS(ndf_ect_final_params)
@@ -239,6 +241,7 @@ __device__ __forceinline__ long long ndf_ect_load(ndf_u64 v) { return (long long
 __device__ __forceinline__ ndf_u64 ndf_ect_bits(long long v) { return (ndf_u64)v; }
 #endif
 
+#if NDF_KERNEL(ndf_ect_final)
 extern "C" __global__ void __launch_bounds__(256) ndf_ect_final(const ndf_ect_final_params p) {
   __shared__ ndf_ect_acc wsum[8];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -270,3 +273,4 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ect_final(const ndf_ect_fi
     }
   }
 }
+#endif

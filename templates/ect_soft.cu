@@ -71,6 +71,7 @@ __device__ __forceinline__ double ndf_ects_sig(double z) {
 #endif
 }
 
+#if NDF_KERNEL(ndf_ect_soft)
 extern "C" __global__ void __launch_bounds__(256) ndf_ect_soft(const ndf_ects_params p) {
   __shared__ unsigned char st[NDF_HS]; // 0 outside the image, 1 off the shape, 2 on it
   __shared__ double hh[NDF_HS];        // heights of the current direction
@@ -366,10 +367,12 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ect_soft(const ndf_ects_pa
   }
 #endif
 }
+#endif
 
 // ---- results into the caller's arrays ---------------------------------------------------------
 NDF_PARAMS(ndf_ects_put_params)
 
+#if NDF_KERNEL(ndf_ect_soft_put)
 extern "C" __global__ void __launch_bounds__(256) ndf_ect_soft_put(const ndf_ects_put_params p) {
   const ndf_i64 n = p.what == 0 ? p.nimg * p.m * p.T : p.what == 1 ? p.T + p.m * p.nsp : p.nimg * p.nz * p.ny * p.nx;
   for (ndf_i64 i = (ndf_i64)blockIdx.x * 256 + threadIdx.x; i < n; i += (ndf_i64)gridDim.x * 256) {
@@ -405,3 +408,4 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ect_soft_put(const ndf_ect
     else ((double *)p.gin)[off] = v;
   }
 }
+#endif

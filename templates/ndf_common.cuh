@@ -65,3 +65,10 @@ template <int OP, typename V> __device__ __forceinline__ V ndf_pick(V a, V b) {
 
 #define NDF_MAX_NDIM 12
 #define NDF_MAX_SPATIAL 8 /* spatial axes of one image (ndforge.h) */
+
+// #if NDF_KERNEL(name) ... #endif around each kernel of a template with several:
+// the JIT compiles one kernel per module (the request's, which it defines as
+// NDF_KERNEL_<name> 1), so a call pays only for the kernels it launches; with
+// NDF_ALL_KERNELS 1 (test_nvrtc's family rows) every kernel is compiled.
+// An undefined name in #if is 0.
+#define NDF_KERNEL(name) (NDF_ALL_KERNELS || NDF_KERNEL_##name)

@@ -43,6 +43,7 @@ __device__ __forceinline__ bool ndf_rc_up(T a, T b) { return DIL ? ndf_rc_lt(a, 
 
 NDF_PARAMS(ndf_recon_init_params)
 
+#if NDF_KERNEL(ndf_recon_init)
 extern "C" __global__ void __launch_bounds__(256) ndf_recon_init(const ndf_recon_init_params p) {
   for (ndf_i64 i = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += (ndf_i64)gridDim.x * blockDim.x) {
     ndf_i64 q = i, os = 0, om = 0;
@@ -61,6 +62,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_recon_init(const ndf_recon
     p.m[i] = m;
   }
 }
+#endif
 
 NDF_PARAMS(ndf_recon_step_params)
 
@@ -103,6 +105,7 @@ __device__ __forceinline__ bool ndf_rc_step(const ndf_recon_step_params &p, ndf_
 // number of iterations of both loops (the run loop is uniform, and the
 // repeat ends on a block-wide vote), so the barriers are reached by all; a
 // barrier also makes the block's writes to r visible to the whole block.
+#if NDF_KERNEL(ndf_recon_step)
 extern "C" __global__ void __launch_bounds__(256) ndf_recon_step(const ndf_recon_step_params p) {
   const ndf_i64 runs = (p.n + 255) / 256;
   for (ndf_i64 run = blockIdx.x; run < runs; run += gridDim.x) {
@@ -114,9 +117,11 @@ extern "C" __global__ void __launch_bounds__(256) ndf_recon_step(const ndf_recon
     }
   }
 }
+#endif
 
 NDF_PARAMS(ndf_recon_store_params)
 
+#if NDF_KERNEL(ndf_recon_store)
 extern "C" __global__ void __launch_bounds__(256) ndf_recon_store(const ndf_recon_store_params p) {
   for (ndf_i64 i = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += (ndf_i64)gridDim.x * blockDim.x) {
     ndf_i64 q = i, oo = 0;
@@ -128,3 +133,4 @@ extern "C" __global__ void __launch_bounds__(256) ndf_recon_store(const ndf_reco
     p.out[oo] = (OUT)p.r[i];
   }
 }
+#endif

@@ -12,9 +12,16 @@
  * ctest entry test_nvrtc_exhaustive, label "exhaustive") compiles every row.
  * The compiles run on worker threads, one context each.
  *
+ * The family rows compile every kernel of their template (NDF__ALL_KERNELS);
+ * the runtime compiles one kernel per module, so each kernel of a template
+ * with several also compiles alone, and its image must hold it and none of
+ * the others (the NDF_KERNEL(name) guards).  Per template the output gives
+ * the NVRTC time, wall and CPU (the CPU time is the cost on a busy machine).
+ *
  * The rank filter's requests for real windows compile too (every run).
- * It also checks the template machinery: unfilled and unknown slots are
- * errors naming the slot.
+ * It also checks the template machinery: unfilled and unknown slots and
+ * unknown kernels are errors naming them; ndf__jit_warm_many and the
+ * jit.fast_compile tunable.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -28,8 +35,11 @@
 #include <cmocka.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "jit.h"
+#include "kernel_params.generated.h"
 #include "rank/rank.h"
 #include "templates.generated.h"
 #include "testutil.h"
@@ -58,9 +68,10 @@ static int teardown(void **state) {
 typedef struct nv_job {
   ndf__kernel_req req;
   int t, f; /* template and family row it came from; t = -1 for others */
+  int alone;  /* a kernel alone (not NDF__ALL_KERNELS): its image must hold it and none of the others */
   ndf_status st;
   int compiled;
-  double ms;
+  double ms, cpu_ms; /* wall and this thread's CPU time of the compile (NVRTC runs on the calling thread) */
   char *err; /* the context's message when st != NDF_OK (malloc'd) */
 } nv_job;
 
@@ -77,6 +88,54 @@ typedef struct nv_worker {
   uint64_t compiles; /* NVRTC runs of ctx */
 } nv_worker;
 
+/* Which kernels of t a CUBIN holds (it names its entry points, NUL-terminated,
+ * in its string tables): 1 with kernel, 2 with any other, 3 both. */
+static int image_kernels(const void *img, size_t len, const ndf__template *t, const char *kernel) {
+  int r = 0;
+  for (int k = 0; k < t->nkernels; k++)
+    if (memmem(img, len, t->kernels[k], strlen(t->kernels[k]) + 1)) r |= strcmp(t->kernels[k], kernel) == 0 ? 1 : 2;
+  return r;
+}
+
+/* j->req's kernel alone, on the template's family rows from j->f on until one
+ * has it (some kernels exist for some slot values only): no image may hold
+ * another kernel of the template. */
+static void alone_compile(ndf_ctx *ctx, nv_job *j) {
+  const ndf__template *tp = &ndf__templates[j->t];
+  char msg[256] = "";
+  j->st = NDF_EINTERNAL;
+  for (int f = j->f; f < tp->nfamily && !msg[0]; f++) {
+    for (int s = 0; s < tp->nslots; s++) ndf__req_set(&j->req, tp->slot_names[s], "%s", tp->family[f * tp->nslots + s]);
+    void *img = NULL;
+    size_t len = 0;
+    ndf_status st = ndf__jit_image(ctx, "test_nvrtc", &j->req, "sm_90", &img, &len);
+    if (st != NDF_OK) {
+      j->st = st;
+      j->err = strdup(ndf_errmsg(ctx));
+      return;
+    }
+    const int has = image_kernels(img, len, tp, j->req.kernel);
+    free(img);
+    if (has & 2) snprintf(msg, sizeof msg, "family row %d: the image of '%s' holds other kernels", f, j->req.kernel);
+    else if (has & 1) {
+      j->f = f;
+      j->st = NDF_OK;
+      j->compiled = 1;
+      return;
+    }
+  }
+  if (!msg[0]) snprintf(msg, sizeof msg, "no family row compiles '%s' (its NDF_KERNEL guard)", j->req.kernel);
+  j->err = strdup(msg);
+}
+
+/* The calling thread's CPU time: a compile's cost without the other processes
+ * of a busy machine (wall time counts their share of the cores too). */
+static double thread_cpu_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
 static void *nv_work(void *arg) {
   nv_worker *w = arg;
   nv_pool *p = w->pool;
@@ -86,10 +145,15 @@ static void *nv_work(void *arg) {
     pthread_mutex_unlock(&p->lock);
     if (i < 0) break;
     nv_job *j = &p->jobs[i];
-    double t0 = tu_now_ms();
-    j->st = ndf__jit_warm(w->ctx, "test_nvrtc", &j->req, "sm_90", &j->compiled);
+    double t0 = tu_now_ms(), c0 = thread_cpu_ms();
+    if (j->alone) {
+      alone_compile(w->ctx, j);
+    } else {
+      j->st = ndf__jit_warm(w->ctx, "test_nvrtc", &j->req, "sm_90", &j->compiled);
+    }
     j->ms = tu_now_ms() - t0;
-    if (j->st != NDF_OK) j->err = strdup(ndf_errmsg(w->ctx));
+    j->cpu_ms = thread_cpu_ms() - c0;
+    if (j->st != NDF_OK && !j->err) j->err = strdup(ndf_errmsg(w->ctx));
   }
   ndf_cache_stats stats;
   ndf_ctx_cache_stats(w->ctx, &stats);
@@ -158,7 +222,7 @@ static void family_job(nv_job *j, int t, int f) {
   memset(j, 0, sizeof *j);
   j->t = t;
   j->f = f;
-  ndf__req_init(&j->req, tp->name, tp->kernels[0]);
+  ndf__req_init(&j->req, tp->name, NDF__ALL_KERNELS);
   for (int s = 0; s < tp->nslots; s++) ndf__req_set(&j->req, tp->slot_names[s], "%s", tp->family[f * tp->nslots + s]);
 }
 
@@ -237,14 +301,18 @@ static void test_specializations_compile(void **state) {
   double wall = 0;
   uint64_t compiles = nv_compile_all(jobs, njobs, &threads, &wall);
 
-  /* Per template: rows compiled and NVRTC time. */
+  /* Per template: rows compiled, NVRTC time (wall; CPU, and the most CPU of one row). */
   double sum_ms = 0;
   for (int t = 0, j = 0; t < ndf__ntemplates; t++) {
     int n = 0;
-    double ms = 0;
-    for (; j < njobs && jobs[j].t == t; j++) n++, ms += jobs[j].ms;
+    double ms = 0, cpu = 0, most = 0;
+    for (; j < njobs && jobs[j].t == t; j++) {
+      n++, ms += jobs[j].ms, cpu += jobs[j].cpu_ms;
+      most = jobs[j].cpu_ms > most ? jobs[j].cpu_ms : most;
+    }
     sum_ms += ms;
-    print_message("  %-18s %3d of %3d rows, %6.0f ms\n", ndf__templates[t].name, n, ndf__templates[t].nfamily, ms);
+    print_message("  %-18s %3d of %3d rows, %6.0f ms, %6.0f ms CPU (at most %5.0f a row)\n", ndf__templates[t].name, n,
+                  ndf__templates[t].nfamily, ms, cpu, most);
   }
   print_message("%s: %d of %d specializations with NVRTC %d.%d on %d threads, %.0f ms of compiles, %.0f ms wall\n",
                 g_exhaustive ? "exhaustive" : "sample", njobs, rows, major, minor, threads, sum_ms, wall);
@@ -252,6 +320,142 @@ static void test_specializations_compile(void **state) {
   free(jobs);
   assert_int_equal(failed, 0);
   assert_int_equal((int)compiles, njobs);
+}
+
+/* ndf__jit_warm_many: a call's kernels (the three of distance_transform_bf,
+ * one of them twice) compile at once into the disk cache; a fresh context then
+ * finds every one on disk.  A compile error on a worker thread reaches the
+ * context. */
+static void test_warm_many(void **state) {
+  (void)state;
+  if (!ndf__nvrtc(NULL)) skip();
+  char dir[] = "/tmp/ndf-test-nvrtc-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  static const char *const kn[4] = {"ndf_bf_mark", "ndf_bf_list", "ndf_bf_dist", "ndf_bf_list"};
+  ndf__kernel_req req[4];
+  const ndf__kernel_req *rp[4];
+  for (int k = 0; k < 4; k++) {
+    assert_int_equal(ndf__req_distance_bf(&req[k], kn[k], k == 0 ? NDF_FLOAT32 : NDF_UINT8, 2, k == 2 ? 1 : 0), 1);
+    rp[k] = &req[k];
+  }
+  for (int pass = 0; pass < 2; pass++) {
+    ndf_ctx_options opt;
+    ndf_ctx_options_init(&opt);
+    opt.backend = NDF_BACKEND_CPU;
+    opt.cache_dir = dir;
+    ndf_ctx *ctx = NULL;
+    assert_int_equal(ndf_ctx_create(&ctx, &opt), NDF_OK);
+    int compiled[4] = {-1, -1, -1, -1};
+    const double t0 = tu_now_ms();
+    ndf_status st = ndf__jit_warm_many(ctx, "test", rp, 4, "sm_90", compiled);
+    const double ms = tu_now_ms() - t0;
+    if (st != NDF_OK) print_error("%s\n", ndf_errmsg(ctx));
+    assert_int_equal(st, NDF_OK);
+    ndf_cache_stats cs;
+    ndf_ctx_cache_stats(ctx, &cs);
+    print_message("  warm_many pass %d: %.1f ms wall, %llu compiles, %llu disk hits\n", pass, ms,
+                  (unsigned long long)cs.compiles, (unsigned long long)cs.disk_hits);
+    /* the duplicate (3) is either compiled alongside its twin or found on disk after it */
+    for (int k = 0; k < 3; k++) assert_int_equal(compiled[k], pass == 0);
+    assert_int_equal(compiled[3] == 0 || pass == 0, 1);
+    if (pass == 1) {
+      assert_int_equal((int)cs.compiles, 0);
+      assert_int_equal((int)cs.disk_hits, 4);
+    }
+    ndf_ctx_destroy(ctx);
+  }
+  /* a failure on a worker thread: its status and NVRTC's log in the context */
+  ndf_ctx_options opt;
+  ndf_ctx_options_init(&opt);
+  opt.backend = NDF_BACKEND_CPU;
+  opt.cache_disable = 1;
+  ndf_ctx *ctx = NULL;
+  assert_int_equal(ndf_ctx_create(&ctx, &opt), NDF_OK);
+  ndf__req_set(&req[2], "TIN", "no_such_type");
+  int compiled[4];
+  assert_int_equal(ndf__jit_warm_many(ctx, "test", rp, 3, "sm_90", compiled), NDF_ECOMPILE);
+  assert_non_null(strstr(ndf_errmsg(ctx), "no_such_type"));
+  ndf_ctx_destroy(ctx);
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+static int key_has_fast(const char *file, size_t bytes, const char *key, void *ud) {
+  (void)file, (void)bytes;
+  *(int *)ud += strstr(key, " --Ofast-compile=min") != NULL;
+  return 0;
+}
+
+/* jit.fast_compile: an NVRTC option of its templates' compiles and part of
+ * their disk keys (off and min are two entries). */
+static void test_fast_compile_tunable(void **state) {
+  (void)state;
+  if (!ndf__nvrtc(NULL)) skip();
+  char dir[] = "/tmp/ndf-test-nvrtc-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  ndf_ctx_options opt;
+  ndf_ctx_options_init(&opt);
+  opt.backend = NDF_BACKEND_CPU;
+  opt.cache_dir = dir;
+  ndf_ctx *ctx = NULL;
+  assert_int_equal(ndf_ctx_create(&ctx, &opt), NDF_OK);
+  ndf__kernel_req req;
+  assert_int_equal(ndf__req_distance_cdt(&req, "ndf_cdt_rows", NDF_UINT8, 0, 0), 1);
+  static const char *const level[3] = {"off", "min", "off"};
+  static const int want[3] = {1, 1, 0}; /* off compiles, min compiles its own entry, off is on disk */
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(ndf_ctx_set_tunable(ctx, "jit.fast_compile", level[i]), NDF_OK);
+    int compiled = -1;
+    ndf_status st = ndf__jit_warm(ctx, "test", &req, "sm_90", &compiled);
+    if (st != NDF_OK) print_error("%s\n", ndf_errmsg(ctx));
+    assert_int_equal(st, NDF_OK);
+    assert_int_equal(compiled, want[i]);
+  }
+  int fast = 0;
+  assert_int_equal(ndf_cache_list(ctx, key_has_fast, &fast), NDF_OK);
+  assert_int_equal(fast, 1);
+  ndf_ctx_destroy(ctx);
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+static void alone_what(const nv_job *j, char *buf, size_t n) {
+  snprintf(buf, n, "%s kernel %s alone", ndf__templates[j->t].name, j->req.kernel);
+}
+
+/* Each kernel of a template with several, alone (the first family row that has it): the
+ * runtime compiles one kernel per module, so each NDF_KERNEL(name) guard must
+ * keep exactly its kernel. */
+static void test_kernels_compile_alone(void **state) {
+  (void)state;
+  if (!ndf__nvrtc(NULL)) skip();
+  int n = 0;
+  for (int t = 0; t < ndf__ntemplates; t++) n += ndf__templates[t].nkernels > 1 ? ndf__templates[t].nkernels : 0;
+  nv_job *jobs = calloc((size_t)n + 1, sizeof *jobs);
+  assert_non_null(jobs);
+  int njobs = 0;
+  for (int t = 0; t < ndf__ntemplates; t++) {
+    const ndf__template *tp = &ndf__templates[t];
+    if (tp->nkernels < 2) continue;
+    for (int k = 0; k < tp->nkernels; k++) {
+      nv_job *j = &jobs[njobs++];
+      family_job(j, t, 0);
+      j->req.kernel = tp->kernels[k];
+      j->alone = 1;
+    }
+  }
+  int threads = 0;
+  double wall = 0;
+  nv_compile_all(jobs, njobs, &threads, &wall);
+  for (int i = 0; i < njobs; i++)
+    print_message("  %-16s %-18s %6.0f ms, %6.0f ms CPU\n", ndf__templates[jobs[i].t].name, jobs[i].req.kernel, jobs[i].ms,
+                  jobs[i].cpu_ms);
+  print_message("kernels alone: %d on %d threads, %.0f ms wall\n", njobs, threads, wall);
+  int failed = nv_failures(jobs, njobs, alone_what);
+  free(jobs);
+  assert_int_equal(failed, 0);
 }
 
 static void rank_what(const nv_job *j, char *buf, size_t n) { snprintf(buf, n, "rank window %d", j->f); }
@@ -310,7 +514,9 @@ static void test_rank_requests_compile(void **state) {
   int threads = 0;
   double wall = 0;
   nv_compile_all(jobs, NW, &threads, &wall);
-  for (int i = 0; i < NW; i++) print_message("  rank window %d (%d-D, %s): %.0f ms\n", i, w[i].nsp, ndf_dtype_name(w[i].dt), jobs[i].ms);
+  for (int i = 0; i < NW; i++)
+    print_message("  rank window %d (%d-D, %s): %.0f ms, %.0f ms CPU\n", i, w[i].nsp, ndf_dtype_name(w[i].dt), jobs[i].ms,
+                  jobs[i].cpu_ms);
   print_message("rank windows: %d on %d threads, %.0f ms wall\n", NW, threads, wall);
   assert_int_equal(nv_failures(jobs, NW, rank_what), 0);
 }
@@ -335,6 +541,17 @@ static void test_unknown_slot_is_an_error(void **state) {
   char *src = ndf__jit_source(ctx, "test", &req, NULL);
   assert_null(src);
   assert_non_null(strstr(ndf_errmsg(ctx), "NO_SUCH_SLOT"));
+}
+
+static void test_unknown_kernel_is_an_error(void **state) {
+  ndf_ctx *ctx = *state;
+  const ndf__template *tp = &ndf__templates[0];
+  ndf__kernel_req req;
+  ndf__req_init(&req, tp->name, "ndf_no_such_kernel");
+  for (int s = 0; s < tp->nslots; s++) ndf__req_set(&req, tp->slot_names[s], "%s", tp->family[s]);
+  char *src = ndf__jit_source(ctx, "test", &req, NULL);
+  assert_null(src);
+  assert_non_null(strstr(ndf_errmsg(ctx), "ndf_no_such_kernel"));
 }
 
 static void test_source_points_back_at_templates(void **state) {
@@ -438,11 +655,15 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_unfilled_slot_is_an_error),
       cmocka_unit_test(test_unknown_slot_is_an_error),
+      cmocka_unit_test(test_unknown_kernel_is_an_error),
       cmocka_unit_test(test_source_points_back_at_templates),
       cmocka_unit_test(test_compile_error_carries_log),
       cmocka_unit_test(test_disk_hit_does_not_load_nvrtc),
+      cmocka_unit_test(test_warm_many),
+      cmocka_unit_test(test_fast_compile_tunable),
       cmocka_unit_test(test_specializations_compile),
       cmocka_unit_test(test_rank_requests_compile),
+      cmocka_unit_test(test_kernels_compile_alone),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

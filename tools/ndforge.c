@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <ftw.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -83,6 +84,13 @@ typedef uint64_t optset;
 #define O_WEIGHTED ((optset)1 << 30)
 #define O_METHOD ((optset)1 << 31) /* reconstruction */
 #define O_OFFSET ((optset)1 << 32)
+#define O_SIGMA ((optset)1 << 33) /* linear filters */
+#define O_ORDER ((optset)1 << 34)
+#define O_TRUNCATE ((optset)1 << 35)
+#define O_RADIUS ((optset)1 << 36)
+#define O_AXES ((optset)1 << 37)
+#define O_AXIS ((optset)1 << 38)
+#define O_WEIGHTS ((optset)1 << 39)
 /* The options each op takes (scipy's parameters) come from the op registry
  * (gen/ops.lua): ops.generated.h names them by these flags, O_ + the option's
  * name in capitals. */
@@ -90,7 +98,7 @@ typedef uint64_t optset;
 typedef enum { DEV_AUTO, DEV_CPU, DEV_CUDA } dev_choice;
 
 /* The options that name a file (an element or a mask), loaded before an op runs. */
-enum { F_FOOTPRINT, F_STRUCTURE, F_MASK, F_STRUCTURE1, F_STRUCTURE2, NFILES };
+enum { F_FOOTPRINT, F_STRUCTURE, F_MASK, F_STRUCTURE1, F_STRUCTURE2, F_WEIGHTS, NFILES };
 
 typedef struct args {
   optset given; /* O_* flags seen */
@@ -128,6 +136,11 @@ typedef struct args {
   int ndim;
   const char *out;
   char tune[2048]; /* the --tune assignments, comma-separated (ndf_ctx_set_tunables) */
+  /* linear filters: --sigma, --order, --radius, --axes / --axis (one list), --truncate */
+  int nsigma, norder, nradius, naxes;
+  double sigma[NDF_MAX_SPATIAL];
+  int64_t order[NDF_MAX_SPATIAL], radius[NDF_MAX_SPATIAL], axes[NDF_MAX_SPATIAL];
+  double truncate;
   int npos;
   const char *pos[16];
 } args;
@@ -286,6 +299,57 @@ static int opt_nan_policy(args *a, const char *v) {
     errorf("bad value '%s' for --nan-policy (expected propagate or omit)", v);
     return -1;
   }
+  return 0;
+}
+/* A list of finite numbers ("2" or "1.5,2,2"), at most NDF_MAX_SPATIAL. */
+static int parse_double_list(const char *opt, const char *v, double *out, int *n) {
+  const char *p = v;
+  *n = 0;
+  for (;;) {
+    char *end;
+    errno = 0;
+    double d = strtod(p, &end);
+    if (end == p || (*end != ',' && *end != '\0') || !isfinite(d) || *n == NDF_MAX_SPATIAL) {
+      errorf("bad value '%s' for --%s (expected a number or a comma-separated list such as 1.5,2,2, "
+             "at most %d)", v, opt, NDF_MAX_SPATIAL);
+      return -1;
+    }
+    out[(*n)++] = d;
+    if (*end == '\0') return 0;
+    p = end + 1;
+  }
+}
+/* The linear filters' options; the library checks signs and ranges (sigma < 0, order < 0, ...). */
+static int opt_sigma(args *a, const char *v) { return parse_double_list("sigma", v, a->sigma, &a->nsigma); }
+static int opt_order(args *a, const char *v) {
+  return parse_int_list("order", v, INT32_MIN, INT32_MAX, a->order, &a->norder);
+}
+static int opt_truncate(args *a, const char *v) {
+  int n;
+  double t[NDF_MAX_SPATIAL];
+  if (parse_double_list("truncate", v, t, &n) != 0) return -1;
+  if (n != 1) {
+    errorf("bad value '%s' for --truncate (expected one number)", v);
+    return -1;
+  }
+  a->truncate = t[0];
+  return 0;
+}
+static int opt_radius(args *a, const char *v) {
+  return parse_int_list("radius", v, INT64_MIN, INT64_MAX, a->radius, &a->nradius);
+}
+/* --axes of the N-D filters; --axis (one value) of the 1-D filters, sobel and prewitt. */
+static int opt_axes(args *a, const char *v) {
+  return parse_int_list("axes", v, -NDF_MAX_NDIM, NDF_MAX_NDIM - 1, a->axes, &a->naxes);
+}
+static int opt_axis(args *a, const char *v) {
+  if (parse_int_list("axis", v, -NDF_MAX_NDIM, NDF_MAX_NDIM - 1, a->axes, &a->naxes) != 0) return -1;
+  if (a->naxes == 1) return 0;
+  errorf("bad value '%s' for --axis (expected one axis)", v);
+  return -1;
+}
+static int opt_weights(args *a, const char *v) {
+  a->file[F_WEIGHTS] = v;
   return 0;
 }
 /* --sampling: one positive number or one per spatial axis. */
@@ -455,6 +519,13 @@ static const struct opt_def {
     {"ndim", O_NDIM, opt_ndim, "N", 0},
     {"out", O_OUT, opt_out, "DIR", 0},
     {"tune", O_TUNE, opt_tune, "NAME=VALUE", 0},
+    {"sigma", O_SIGMA, opt_sigma, "X[,X...]", 0},
+    {"order", O_ORDER, opt_order, "N[,N...]", 0},
+    {"truncate", O_TRUNCATE, opt_truncate, "X", 0},
+    {"radius", O_RADIUS, opt_radius, "N[,N...]", 0},
+    {"axes", O_AXES, opt_axes, "N[,N...]", 0},
+    {"axis", O_AXIS, opt_axis, "N", 0},
+    {"weights", O_WEIGHTS, opt_weights, "FILE", 0},
 };
 #define NOPT_DEFS (sizeof opt_defs / sizeof opt_defs[0])
 
@@ -482,6 +553,7 @@ static int parse_args(int argc, char **argv, int first, optset accepted, const c
   a->dtype = NDF_DTYPE_COUNT;
   a->output_dtype = NDF_INT32;
   a->ndim = 3;
+  a->truncate = 4.0;
   a->device = DEV_AUTO;
   int only_pos = 0;
   for (int i = first; i < argc; i++) {
@@ -565,6 +637,7 @@ enum {
   OPF_RANK = 1u << 3,     /* a rank filter (median, rank, percentile): the input's dtype */
   OPF_DISTANCE = 1u << 4, /* a distance transform: scipy's distance dtype, --indices */
   OPF_RECON = 1u << 5,    /* reconstruction: INPUT is the seed, --mask the mask; float64 or --output-dtype */
+  OPF_FILTER = 1u << 6,   /* a linear filter: the input's dtype, or --output-dtype */
 };
 
 typedef struct op_def {
@@ -742,6 +815,68 @@ static ndf_status call_bf(const op_def *op, ndf_ctx *ctx, const ndf_array *in, n
   return call_distance(ndf_distance_transform_bf, ctx, in, out, p);
 }
 
+/* The linear filters (scipy.ndimage), by the op's name: options not given keep scipy's defaults. */
+static ndf_status call_filter(const op_def *op, ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
+                              const op_params *p) {
+  const args *a = p->a;
+  const char *n = op->name;
+  const int axis = a->naxes ? (int)a->axes[0] : -1;
+  ndf_filter_options f;
+  ndf_filter_options_init(&f);
+  f.mode = a->mode;
+  f.cval = a->cval;
+  f.batch_dims = a->batch_dims;
+  f.norigin = a->norigin;
+  memcpy(f.origin, a->origin, sizeof f.origin);
+  if (a->given & O_AXES) {
+    f.naxes = a->naxes;
+    for (int i = 0; i < a->naxes; i++) f.axes[i] = (int)a->axes[i];
+  }
+  ndf_gaussian_params g;
+  ndf_gaussian_params_init(&g);
+  g.nsigma = a->nsigma;
+  memcpy(g.sigma, a->sigma, sizeof g.sigma);
+  g.norder = a->norder;
+  for (int i = 0; i < a->norder; i++)
+    g.order[i] = a->order[i] < INT_MIN ? INT_MIN : a->order[i] > INT_MAX ? INT_MAX : (int)a->order[i];
+  g.truncate = a->truncate;
+  g.nradius = a->nradius;
+  memcpy(g.radius, a->radius, sizeof g.radius);
+  if (!strcmp(n, "gaussian_filter")) return ndf_gaussian_filter(ctx, in, out, &g, &f);
+  if (!strcmp(n, "gaussian_filter1d"))
+    return ndf_gaussian_filter1d(ctx, in, out, a->sigma[0], axis, g.norder ? g.order[0] : 0, a->truncate,
+                                 a->nradius ? a->radius[0] : -1, &f);
+  if (!strcmp(n, "gaussian_laplace")) return ndf_gaussian_laplace(ctx, in, out, &g, &f);
+  if (!strcmp(n, "gaussian_gradient_magnitude")) return ndf_gaussian_gradient_magnitude(ctx, in, out, &g, &f);
+  if (!strcmp(n, "uniform_filter")) {
+    static const int64_t three = 3;
+    return ndf_uniform_filter(ctx, in, out, a->nsize ? a->nsize : 1, a->nsize ? a->size : &three, &f);
+  }
+  if (!strcmp(n, "uniform_filter1d")) return ndf_uniform_filter1d(ctx, in, out, a->nsize ? a->size[0] : 3, axis, &f);
+  if (!strcmp(n, "sobel")) return ndf_sobel(ctx, in, out, axis, &f);
+  if (!strcmp(n, "prewitt")) return ndf_prewitt(ctx, in, out, axis, &f);
+  if (!strcmp(n, "laplace")) return ndf_laplace(ctx, in, out, &f);
+  if (!strcmp(n, "correlate")) return ndf_correlate(ctx, in, out, p->file[F_WEIGHTS], &f);
+  if (!strcmp(n, "convolve")) return ndf_convolve(ctx, in, out, p->file[F_WEIGHTS], &f);
+  /* correlate1d, convolve1d: the --weights array (one axis) read as float64 */
+  const ndf_array *wa = p->file[F_WEIGHTS];
+  if (wa->ndim != 1) {
+    errorf("--weights: the 1-D filters take a 1-D array (this one has %d axes)", wa->ndim);
+    return NDF_EINVAL;
+  }
+  int64_t len = wa->shape[0];
+  double *w = malloc((size_t)(len > 0 ? len : 1) * sizeof(double));
+  if (!w) return NDF_ENOMEM;
+  ndf_array d;
+  ndf_status s = ndf_array_init(&d, w, NDF_DEVICE_CPU, NDF_FLOAT64, 1, &len);
+  if (s == NDF_OK) s = ndf_array_copy(ctx, &d, wa);
+  if (s == NDF_OK)
+    s = !strcmp(n, "correlate1d") ? ndf_correlate1d(ctx, in, out, w, len, axis, &f)
+                                  : ndf_convolve1d(ctx, in, out, w, len, axis, &f);
+  free(w);
+  return s;
+}
+
 /* One row of the op table per op of the registry's NDF_OPS_CLI, by its adapter:
  * the call_* function above that turns the options into the op's call. */
 static void reconstruction_options_from(const op_params *p, ndf_reconstruction_options *o) {
@@ -775,6 +910,7 @@ static ndf_status call_reconstruction(const op_def *op, ndf_ctx *ctx, const ndf_
 #define CLI_OP_cdt(name, fn, opts, req, doc) {name, opts, OPF_DISTANCE, call_cdt, NULL, NULL, doc, req}
 #define CLI_OP_bf(name, fn, opts, req, doc) {name, opts, OPF_DISTANCE, call_bf, NULL, NULL, doc, req}
 #define CLI_OP_reconstruction(name, fn, opts, req, doc) {name, opts, OPF_RECON, call_reconstruction, NULL, NULL, doc, req}
+#define CLI_OP_filter(name, fn, opts, req, doc) {name, opts, OPF_FILTER, call_filter, NULL, NULL, doc, req}
 #define CLI_OP(adapter, name, fn, opts, req, doc) CLI_OP_##adapter(name, fn, opts, req, doc),
 
 static const op_def ops[] = {NDF_OPS_CLI(CLI_OP)};
@@ -902,7 +1038,7 @@ static ndf_status run_op(ndf_ctx *ctx, ndf_device_type dev, const op_def *op,
   if (cli_alloc("the output", out, out_dtype, in->ndim, in->shape) != 0) return NDF_ENOMEM;
   if (dev == NDF_DEVICE_CPU) {
     s = op->call(op, ctx, in, out, p);
-    if (s != NDF_OK) errorf("%s", ndf_errmsg(ctx));
+    if (s != NDF_OK && ndf_errmsg(ctx)[0]) errorf("%s", ndf_errmsg(ctx)); /* call_filter may have said why */
   } else {
     ndf_array din, dout, dmask, didx;
     memset(&din, 0, sizeof din);
@@ -927,7 +1063,7 @@ static ndf_status run_op(ndf_ctx *ctx, ndf_device_type dev, const op_def *op,
     if (s == NDF_OK) s = ndf_array_copy(ctx, out, &dout);
     if (s == NDF_OK && p->indices) s = ndf_array_copy(ctx, p->indices, &didx);
     if (s == NDF_OK) s = ndf_ctx_synchronize(ctx);
-    if (s != NDF_OK) errorf("%s", ndf_errmsg(ctx));
+    if (s != NDF_OK && ndf_errmsg(ctx)[0]) errorf("%s", ndf_errmsg(ctx));
     ndf_array_free(ctx, &din);
     ndf_array_free(ctx, &dout);
     ndf_array_free(ctx, &dmask);
@@ -991,6 +1127,7 @@ static ndf_dtype output_dtype(const op_def *op, const args *a, const char *outpa
   }
   if (op->flags & OPF_RECON) /* skimage's float64, or --output-dtype (the seed's) */
     return a->given & O_OUTPUT_DTYPE ? a->output_dtype : NDF_FLOAT64;
+  if (op->flags & OPF_FILTER) return a->given & O_OUTPUT_DTYPE ? a->output_dtype : in_dtype; /* scipy's output= */
   return op->flags & OPF_BINARY ? binary_file_dtype(outpath) : in_dtype;
 }
 
@@ -1008,7 +1145,7 @@ static void run_help(void) {
          "INPUT and OUTPUT are .npy, .nii or .nii.gz files (NIfTI axes are x, y, z, ...).\n\n"
          "grey ops (the output has the input's dtype):\n");
   for (size_t i = 0; i < NOPS; i++)
-    if (!(ops[i].flags & (OPF_BINARY | OPF_LABEL | OPF_RANK | OPF_DISTANCE | OPF_RECON)))
+    if (!(ops[i].flags & (OPF_BINARY | OPF_LABEL | OPF_RANK | OPF_DISTANCE | OPF_RECON | OPF_FILTER)))
       printf("  %-23s %s\n", ops[i].name, ops[i].summary);
   printf("rank filters (the output has the input's dtype):\n");
   for (size_t i = 0; i < NOPS; i++)
@@ -1031,6 +1168,13 @@ static void run_help(void) {
          "and shape; the output is float64 unless --output-dtype gives the seed's dtype):\n");
   for (size_t i = 0; i < NOPS; i++)
     if (ops[i].flags & OPF_RECON) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
+  printf("intensity ops (NumPy / scikit-image; `ndforge run OP --help` lists their options):\n"
+         "  histogram, percentile, quantile, clip, window, window_ct, normalize_minmax,\n"
+         "  percentile_window, normalize_zscore, equalize_hist\n");
+  printf("linear filters (scipy.ndimage; computed in float64, the output in the input's\n"
+         "dtype or --output-dtype, integers truncated as scipy):\n");
+  for (size_t i = 0; i < NOPS; i++)
+    if (ops[i].flags & OPF_FILTER) printf("  %-27s %s\n", ops[i].name, ops[i].summary);
   printf("\nThe composite ops (opening to black_tophat) use the element, mode, cval and\n"
          "origin in every step; their arithmetic is NumPy's in the input dtype\n"
          "(integers wrap around, as in scipy).\n"
@@ -1088,6 +1232,18 @@ static void run_help(void) {
          "  --offset N[,N...]     reconstruction: the footprint's centre (one value or\n"
          "                        one per spatial axis; default its middle)\n"
          "  --output-dtype DTYPE  reconstruction: float64 (default) or the seed's dtype\n"
+         "  --sigma X[,X...]      Gaussian filters (required): standard deviation, one\n"
+         "                        value or one per filtered axis, >= 0\n"
+         "  --order N[,N...]      Gaussian filters: 0 smooths, k > 0 the k-th derivative\n"
+         "  --truncate X          Gaussian filters: radius = int(truncate * sigma + 0.5)\n"
+         "                        (default 4)\n"
+         "  --radius N[,N...]     Gaussian filters: the kernel's radius instead\n"
+         "  --axes N[,N...]       linear filters: the filtered axes (default: every\n"
+         "                        spatial axis)\n"
+         "  --axis N              1-D filters, sobel, prewitt: the axis (default -1)\n"
+         "  --weights FILE        correlate, convolve (required): the kernel, one axis per\n"
+         "                        filtered axis (1-D filters: one axis)\n"
+         "  --output-dtype DTYPE  linear filters: the output's dtype (default the input's)\n"
          "  --batch-dims N        leading axes that are independent images (default 0)\n"
          "  --device cpu|cuda|auto  where to run (default auto: CUDA when there is a\n"
          "                        device, except cdt with --indices or --structure)\n");
@@ -1106,6 +1262,7 @@ static void op_help(const op_def *op) {
              ? "labels 1..N, 0 for the background, int32 (or --output-dtype) in every format;\n"
                "prints \"num_features: N\" (one count per image with --batch-dims)"
          : op->flags & OPF_RECON ? "float64, or the seed's dtype with --output-dtype"
+         : op->flags & OPF_FILTER ? "the input's dtype, or --output-dtype (computed in float64)"
          : op->flags & OPF_BINARY ? "bool (uint8 in NIfTI files)"
                                   : "the input's dtype");
   for (size_t k = 0; k < NOPT_DEFS; k++)
@@ -2237,6 +2394,231 @@ done:
   return rc;
 }
 
+/* ------------------------------------------------------------------------ */
+/* ndforge metrics                                                           */
+
+static const char *metrics_usage =
+    "usage: ndforge metrics METRIC IMAGE0 IMAGE1 [options]\n\n"
+    "Compares two images of one shape (.npy, .nii, .nii.gz; any dtypes) and prints\n"
+    "the value, or with --batch-dims one value per image, one per line in C order\n"
+    "(\"%.17g\"; inf and nan as C prints them).  METRIC (skimage.metrics):\n"
+    "  mse        mean_squared_error\n"
+    "  nrmse      normalized_root_mse (IMAGE0 is image_true)\n"
+    "  psnr       peak_signal_noise_ratio (IMAGE0 is image_true)\n"
+    "  ssim       structural_similarity (the mean; --full FILE writes the map)\n"
+    "  dice       2|A&B| / (|A| + |B|) of the non-zero masks (1 when both are empty)\n"
+    "  jaccard    |A&B| / |A|B| (1 when both are empty)\n"
+    "  hausdorff  hausdorff_distance of the non-zero points\n\n"
+    "options:\n"
+    "  --batch-dims N        leading axes that are independent images\n"
+    "  --data-range R        psnr, ssim (default: from the dtype, as scikit-image)\n"
+    "  --normalization N     nrmse: euclidean (default), min-max, mean\n"
+    "  --percentile Q        hausdorff: in (0, 100] (default 100; 95 = HD95)\n"
+    "  --sampling S[,S...]   hausdorff: voxel spacing (one value or one per axis;\n"
+    "                        default the NIfTI pixdim of IMAGE0, else 1)\n"
+    "  --win-size N          ssim: odd window (default 7, or from sigma)\n"
+    "  --gaussian-weights    ssim: Gaussian window (sigma 1.5, truncate 3.5)\n"
+    "  --sigma S, --K1 K, --K2 K   ssim constants (defaults 1.5, 0.01, 0.03)\n"
+    "  --population-covariance     ssim: divide by N, not N - 1\n"
+    "  --full FILE           ssim: write the SSIM map (float32 for float32 IMAGE0)\n"
+    "  --device cpu|cuda|auto  where to run (default auto)\n";
+
+static int cmd_metrics(int argc, char **argv) {
+  static const char *names[7] = {"mse", "nrmse", "psnr", "ssim", "dice", "jaccard", "hausdorff"};
+  const char *pos[3], *full_path = NULL;
+  int npos = 0, metric = -1, have_sampling = 0;
+  dev_choice dev = DEV_AUTO;
+  ndf_metrics_options mo;
+  ndf_metrics_options_init(&mo);
+  ndf_ssim_options so;
+  ndf_ssim_options_init(&so);
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      fputs(metrics_usage, stdout);
+      return 0;
+    }
+    if (strncmp(a, "--", 2) != 0) {
+      if (npos == 3) {
+        errorf("metrics: unexpected argument '%s' (see ndforge metrics --help)", a);
+        return EXIT_USAGE;
+      }
+      pos[npos++] = a;
+      continue;
+    }
+    if (strcmp(a, "--gaussian-weights") == 0) {
+      so.gaussian_weights = 1;
+      continue;
+    }
+    if (strcmp(a, "--population-covariance") == 0) {
+      so.use_sample_covariance = 0;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      errorf("%s: missing value", a);
+      return EXIT_USAGE;
+    }
+    const char *v = argv[++i];
+    long l;
+    double d;
+    if (strcmp(a, "--batch-dims") == 0) {
+      if (parse_long_arg(a + 2, v, 0, NDF_MAX_NDIM - 1, &l)) return EXIT_USAGE;
+      mo.batch_dims = so.batch_dims = (int)l;
+    } else if (strcmp(a, "--data-range") == 0) {
+      if (parse_double_arg(a + 2, v, &d)) return EXIT_USAGE;
+      if (!(d > 0)) {
+        errorf("--data-range: %s is not > 0", v);
+        return EXIT_USAGE;
+      }
+      mo.data_range = so.data_range = d;
+    } else if (strcmp(a, "--normalization") == 0) {
+      if (ndf_nrmse_norm_from_name(v, &mo.normalization) != NDF_OK) {
+        errorf("--normalization: '%s' is not euclidean, min-max or mean", v);
+        return EXIT_USAGE;
+      }
+    } else if (strcmp(a, "--percentile") == 0) {
+      if (parse_double_arg(a + 2, v, &mo.percentile)) return EXIT_USAGE;
+    } else if (strcmp(a, "--sampling") == 0) {
+      mo.nsampling = 0;
+      for (const char *s = v;;) {
+        char *end;
+        const double x = strtod(s, &end);
+        if (end == s || mo.nsampling == NDF_MAX_SPATIAL || (*end && *end != ',')) {
+          errorf("--sampling: '%s' is not a list of 1 to %d numbers", v, NDF_MAX_SPATIAL);
+          return EXIT_USAGE;
+        }
+        mo.sampling[mo.nsampling++] = x;
+        if (!*end) break;
+        s = end + 1;
+      }
+      have_sampling = 1;
+    } else if (strcmp(a, "--win-size") == 0) {
+      if (parse_long_arg(a + 2, v, 1, 1L << 30, &l)) return EXIT_USAGE;
+      so.win_size = (int)l;
+    } else if (strcmp(a, "--sigma") == 0) {
+      if (parse_double_arg(a + 2, v, &so.sigma)) return EXIT_USAGE;
+    } else if (strcmp(a, "--K1") == 0) {
+      if (parse_double_arg(a + 2, v, &so.K1)) return EXIT_USAGE;
+    } else if (strcmp(a, "--K2") == 0) {
+      if (parse_double_arg(a + 2, v, &so.K2)) return EXIT_USAGE;
+    } else if (strcmp(a, "--full") == 0) {
+      full_path = v;
+    } else if (strcmp(a, "--device") == 0) {
+      dev = strcmp(v, "cpu") == 0 ? DEV_CPU : strcmp(v, "cuda") == 0 ? DEV_CUDA : strcmp(v, "auto") == 0 ? DEV_AUTO : -1;
+      if ((int)dev < 0) {
+        errorf("bad value '%s' for --device (expected cpu, cuda or auto)", v);
+        return EXIT_USAGE;
+      }
+    } else {
+      errorf("metrics: unknown option '%s' (see ndforge metrics --help)", a);
+      return EXIT_USAGE;
+    }
+  }
+  if (npos != 3) {
+    errorf("metrics: expected METRIC IMAGE0 IMAGE1 (see ndforge metrics --help)");
+    return EXIT_USAGE;
+  }
+  for (int k = 0; k < 7; k++)
+    if (strcmp(pos[0], names[k]) == 0) metric = k;
+  if (metric < 0) {
+    errorf("metrics: unknown metric '%s' (mse, nrmse, psnr, ssim, dice, jaccard, hausdorff)", pos[0]);
+    return EXIT_USAGE;
+  }
+  if (full_path && metric != 3) {
+    errorf("--full: only ssim has a map");
+    return EXIT_USAGE;
+  }
+  if (full_path && check_file_type(full_path, "the map") != 0) return EXIT_USAGE;
+  ndfio_image im[2];
+  memset(im, 0, sizeof im);
+  if (read_image(pos[1], &im[0]) != 0 || read_image(pos[2], &im[1]) != 0) {
+    ndfio_image_free(&im[0]);
+    ndfio_image_free(&im[1]);
+    return EXIT_RUN;
+  }
+  if (metric == 6 && !have_sampling) { /* a NIfTI image's voxel spacing */
+    double sp[NDF_MAX_NDIM];
+    const int nb = mo.batch_dims, nd = im[0].arr.ndim;
+    if (nb < nd && nd - nb <= NDF_MAX_SPATIAL && ndfio_nifti_spacing(&im[0], sp)) {
+      mo.nsampling = nd - nb;
+      for (int k = 0; k < mo.nsampling; k++) mo.sampling[k] = sp[nb + k];
+    }
+  }
+  ndf_ctx *ctx = NULL;
+  ndf_device_type where = NDF_DEVICE_CPU;
+  int rc = EXIT_RUN;
+  ndf_array res, full, dres, dfull, din[2];
+  memset(&res, 0, sizeof res);
+  memset(&full, 0, sizeof full);
+  memset(&dres, 0, sizeof dres);
+  memset(&dfull, 0, sizeof dfull);
+  memset(din, 0, sizeof din);
+  const ndf_array *a0 = &im[0].arr;
+  const int nb = mo.batch_dims < a0->ndim ? mo.batch_dims : 0;
+  if (open_device(dev, &ctx, &where) != NDF_OK) goto done;
+  if (cli_alloc("the result", &res, NDF_FLOAT64, nb, a0->shape) != 0) goto done;
+  if (full_path && cli_alloc("the map", &full, a0->dtype == NDF_FLOAT32 ? NDF_FLOAT32 : NDF_FLOAT64, a0->ndim,
+                             a0->shape) != 0)
+    goto done;
+  ndf_status s = NDF_OK;
+  const ndf_array *x = &im[0].arr, *y = &im[1].arr;
+  ndf_array *r = &res, *f = full_path ? &full : NULL;
+  if (where == NDF_DEVICE_CUDA) {
+    for (int k = 0; k < 2 && s == NDF_OK; k++) {
+      s = ndf_array_alloc(ctx, &din[k], NDF_DEVICE_CUDA, im[k].arr.dtype, im[k].arr.ndim, im[k].arr.shape);
+      if (s == NDF_OK) s = ndf_array_copy(ctx, &din[k], &im[k].arr);
+    }
+    if (s == NDF_OK) s = ndf_array_alloc(ctx, &dres, NDF_DEVICE_CUDA, NDF_FLOAT64, nb, a0->shape);
+    if (s == NDF_OK && f) s = ndf_array_alloc(ctx, &dfull, NDF_DEVICE_CUDA, full.dtype, full.ndim, full.shape);
+    x = &din[0];
+    y = &din[1];
+    r = &dres;
+    f = f ? &dfull : NULL;
+  }
+  if (s == NDF_OK) {
+    switch (metric) {
+      case 0: s = ndf_mean_squared_error(ctx, x, y, r, &mo); break;
+      case 1: s = ndf_normalized_root_mse(ctx, x, y, r, &mo); break;
+      case 2: s = ndf_peak_signal_noise_ratio(ctx, x, y, r, &mo); break;
+      case 3: s = ndf_structural_similarity(ctx, x, y, r, f, &so); break;
+      case 4: s = ndf_dice_coefficient(ctx, x, y, r, &mo); break;
+      case 5: s = ndf_jaccard_index(ctx, x, y, r, &mo); break;
+      default: s = ndf_hausdorff_distance(ctx, x, y, r, &mo); break;
+    }
+  }
+  if (s == NDF_OK && where == NDF_DEVICE_CUDA) {
+    s = ndf_array_copy(ctx, &res, &dres);
+    if (s == NDF_OK && full_path) s = ndf_array_copy(ctx, &full, &dfull);
+    if (s == NDF_OK) s = ndf_ctx_synchronize(ctx);
+  }
+  if (s != NDF_OK) {
+    errorf("%s", ndf_errmsg(ctx));
+    goto done;
+  }
+  if (full_path) {
+    char err[ERRLEN];
+    if (ndfio_write(full_path, &full, &im[0], err, sizeof err) != NDF_OK) {
+      errorf("%s", err);
+      goto done;
+    }
+  }
+  for (int64_t i = 0; i < ndf_array_size(&res); i++) printf("%.17g\n", ((const double *)res.data)[i]);
+  rc = 0;
+done:
+  if (ctx) {
+    ndf_array_free(ctx, &din[0]);
+    ndf_array_free(ctx, &din[1]);
+    ndf_array_free(ctx, &dres);
+    ndf_array_free(ctx, &dfull);
+  }
+  host_free(&res);
+  host_free(&full);
+  ndfio_image_free(&im[0]);
+  ndfio_image_free(&im[1]);
+  ndf_ctx_destroy(ctx);
+  return rc;
+}
+
 static void usage(FILE *f) {
   fprintf(f,
           "usage: ndforge COMMAND ...\n\n"
@@ -2265,6 +2647,9 @@ static void usage(FILE *f) {
           "  ndforge sinkhorn A.npy B.npy OUT.npy --epsilon E --max-iter N [options]\n"
           "                                         entropic OT costs between histograms\n"
           "                                         (ndforge sinkhorn --help)\n"
+          "  ndforge metrics METRIC IMAGE0 IMAGE1 [options]  image metrics (mse, nrmse,\n"
+          "                                         psnr, ssim, dice, jaccard, hausdorff)\n"
+          "                                         (ndforge metrics --help)\n"
           "  ndforge tunables                        the kernel variants (run ... --tune N=V)\n"
           "  ndforge tune [--only S] | --show        time the variants on the GPU into this\n"
           "                                         device's tuning table (ndforge tune --help)\n"
@@ -2290,6 +2675,285 @@ static void usage(FILE *f) {
 }
 
 
+/* ------------------------------------------------------------------------ */
+/* ndforge run: the intensity ops (histograms, percentiles, windows,          */
+/* normalizations, equalize_hist).  Their outputs are not shaped like the     */
+/* input (histogram, percentile) or take options of their own, so they parse  */
+/* their command line here rather than through the op table above.           */
+
+static const char *const intensity_ops[] = {"histogram", "percentile", "quantile", "clip", "window", "window_ct",
+                                            "normalize_minmax", "percentile_window", "normalize_zscore",
+                                            "equalize_hist"};
+#define N_INTENSITY_OPS (sizeof intensity_ops / sizeof intensity_ops[0])
+
+static int is_intensity_op(const char *name) {
+  for (size_t i = 0; i < N_INTENSITY_OPS; i++)
+    if (strcmp(name, intensity_ops[i]) == 0) return 1;
+  return 0;
+}
+
+static void intensity_help(void) {
+  printf("usage: ndforge run OP [options] INPUT OUTPUT   (intensity ops, NumPy / scikit-image semantics)\n\n"
+         "  histogram          numpy.histogram per image: OUTPUT the counts (int64; float64 with\n"
+         "                     --weights or --density), --edges-out FILE the bin edges (float64)\n"
+         "  percentile         numpy.percentile per image (--q P[,P...], 0..100), float64\n"
+         "  quantile           numpy.quantile per image (--q Q[,Q...], 0..1), float64\n"
+         "  clip               numpy.clip(x, --lo, --hi), the input's dtype\n"
+         "  window             [--lo, --hi] mapped to [--out-min, --out-max] (default 0, 1)\n"
+         "  window_ct          a CT window: --preset NAME (brain, subdural, stroke, bone, lung,\n"
+         "                     mediastinum, soft_tissue, liver) or --centre C --width W\n"
+         "  normalize_minmax   each image's [min, max] mapped to [--out-min, --out-max]\n"
+         "  percentile_window  each image's [percentile --lo, percentile --hi] mapped likewise\n"
+         "                     (e.g. --lo 0.5 --hi 99.5)\n"
+         "  normalize_zscore   (x - mean) / std, statistics from --mask's voxels (default all)\n"
+         "  equalize_hist      skimage.exposure.equalize_hist (--nbins, default 256; --mask)\n\n"
+         "options: --batch-dims N  leading axes that are independent images (default 0)\n"
+         "         --bins N | --edges E0,E1,...  [--range LO,HI] [--weights FILE] [--density]\n"
+         "         --output-dtype float32|float64  windows and normalizations (default float32;\n"
+         "                     equalize_hist: scikit-image's)\n"
+         "         --device cpu|cuda|auto (default auto)\n");
+}
+
+/* Parses "a,b,c" into at most max doubles; the count, or -1 after saying why. */
+static int ity_double_list(const char *opt, const char *s, double *out, int max) {
+  int n = 0;
+  char buf[4096];
+  snprintf(buf, sizeof buf, "%s", s);
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (n == max) {
+      errorf("--%s: at most %d values", opt, max);
+      return -1;
+    }
+    if (parse_double_arg(opt, t, &out[n++]) != 0) return -1;
+  }
+  if (n == 0) errorf("--%s: no values", opt);
+  return n ? n : -1;
+}
+
+static int cmd_run_intensity(int argc, char **argv) {
+  const char *op = argv[2], *paths[2] = {NULL, NULL}, *mask_path = NULL, *weights_path = NULL, *edges_out = NULL;
+  const char *preset = NULL;
+  static double qs[256], edges[4096];
+  int nq = 0, nedges = 0, has_range = 0, density = 0, npaths = 0;
+  long batch = 0, bins = 10, nbins = 256;
+  double lo = NAN, hi = NAN, centre = NAN, width = NAN, range[2] = {0, 0}, out_min = 0, out_max = 1;
+  ndf_dtype odt = NDF_FLOAT32;
+  int odt_given = 0;
+  dev_choice dc = DEV_AUTO;
+  for (int i = 3; i < argc; i++) {
+    const char *o = argv[i];
+    if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+      intensity_help();
+      return 0;
+    }
+    if (o[0] != '-' || o[1] != '-') {
+      if (npaths == 2) {
+        errorf("%s: unexpected argument '%s'", op, o);
+        return EXIT_USAGE;
+      }
+      paths[npaths++] = o;
+      continue;
+    }
+    if (!strcmp(o, "--density")) {
+      density = 1;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      errorf("%s: option %s needs a value", op, o);
+      return EXIT_USAGE;
+    }
+    const char *v = argv[++i];
+    int bad = 0;
+    if (!strcmp(o, "--batch-dims")) bad = parse_long_arg(o + 2, v, 0, NDF_MAX_NDIM - 1, &batch);
+    else if (!strcmp(o, "--bins")) bad = parse_long_arg(o + 2, v, 1, 1L << 30, &bins);
+    else if (!strcmp(o, "--nbins")) bad = parse_long_arg(o + 2, v, 1, 1L << 24, &nbins);
+    else if (!strcmp(o, "--edges")) bad = (nedges = ity_double_list(o + 2, v, edges, 4096)) < 0;
+    else if (!strcmp(o, "--range")) bad = !(has_range = ity_double_list(o + 2, v, range, 2) == 2);
+    else if (!strcmp(o, "--q")) bad = (nq = ity_double_list(o + 2, v, qs, 256)) < 0;
+    else if (!strcmp(o, "--lo")) bad = parse_double_arg(o + 2, v, &lo);
+    else if (!strcmp(o, "--hi")) bad = parse_double_arg(o + 2, v, &hi);
+    else if (!strcmp(o, "--centre") || !strcmp(o, "--center")) bad = parse_double_arg(o + 2, v, &centre);
+    else if (!strcmp(o, "--width")) bad = parse_double_arg(o + 2, v, &width);
+    else if (!strcmp(o, "--preset")) preset = v;
+    else if (!strcmp(o, "--out-min")) bad = parse_double_arg(o + 2, v, &out_min);
+    else if (!strcmp(o, "--out-max")) bad = parse_double_arg(o + 2, v, &out_max);
+    else if (!strcmp(o, "--mask")) mask_path = v;
+    else if (!strcmp(o, "--weights")) weights_path = v;
+    else if (!strcmp(o, "--edges-out")) edges_out = v;
+    else if (!strcmp(o, "--output-dtype")) {
+      bad = ndf_dtype_from_name(v, &odt) != NDF_OK || (odt != NDF_FLOAT32 && odt != NDF_FLOAT64);
+      if (bad) errorf("--output-dtype: '%s' is not float32 or float64", v);
+      odt_given = 1;
+    } else if (!strcmp(o, "--device")) {
+      if (!strcmp(v, "cpu")) dc = DEV_CPU;
+      else if (!strcmp(v, "cuda")) dc = DEV_CUDA;
+      else if (!strcmp(v, "auto")) dc = DEV_AUTO;
+      else {
+        errorf("--device: '%s' is not cpu, cuda or auto", v);
+        bad = 1;
+      }
+    } else {
+      errorf("%s: unknown option %s (ndforge run %s --help)", op, o, op);
+      bad = 1;
+    }
+    if (bad) return EXIT_USAGE;
+  }
+  if (npaths != 2) {
+    errorf("%s: needs INPUT and OUTPUT (ndforge run %s --help)", op, op);
+    return EXIT_USAGE;
+  }
+  const int needs_q = !strcmp(op, "percentile") || !strcmp(op, "quantile");
+  const int needs_lohi = !strcmp(op, "clip") || !strcmp(op, "window") || !strcmp(op, "percentile_window");
+  if ((needs_q && nq == 0) || (needs_lohi && (isnan(lo) || isnan(hi)))) {
+    errorf("%s: needs %s", op, needs_q ? "--q" : "--lo and --hi");
+    return EXIT_USAGE;
+  }
+  if (!strcmp(op, "window_ct")) {
+    if (preset && ndf_ct_window_preset(preset, &centre, &width) != NDF_OK) {
+      errorf("%s", ndf_last_error());
+      return EXIT_USAGE;
+    }
+    if (isnan(centre) || isnan(width)) {
+      errorf("window_ct: needs --preset NAME or --centre C --width W");
+      return EXIT_USAGE;
+    }
+  }
+  ndfio_image in, mask, weights;
+  memset(&in, 0, sizeof in);
+  memset(&mask, 0, sizeof mask);
+  memset(&weights, 0, sizeof weights);
+  int rc = EXIT_RUN;
+  ndf_ctx *ctx = NULL;
+  ndf_device_type dev;
+  ndf_array host_out, host_edges, dbuf[5];
+  memset(&host_out, 0, sizeof host_out);
+  memset(&host_edges, 0, sizeof host_edges);
+  memset(dbuf, 0, sizeof dbuf);
+  if (read_image(paths[0], &in) != 0) goto done;
+  if (mask_path && read_image(mask_path, &mask) != 0) goto done;
+  if (weights_path && read_image(weights_path, &weights) != 0) goto done;
+  if (open_device(dc, &ctx, &dev) != NDF_OK) goto done;
+  /* the outputs' geometry */
+  const int nb = (int)batch;
+  int64_t oshape[NDF_MAX_NDIM], eshape[NDF_MAX_NDIM];
+  int ond = in.arr.ndim;
+  memcpy(oshape, in.arr.shape, sizeof oshape);
+  ndf_dtype out_dtype = odt;
+  const int64_t nbin = nedges ? nedges - 1 : bins;
+  if (!strcmp(op, "histogram")) {
+    if (nb >= in.arr.ndim) {
+      errorf("--batch-dims %d: the input has %d axes", nb, in.arr.ndim);
+      goto done;
+    }
+    ond = nb + 1;
+    oshape[nb] = nbin;
+    memcpy(eshape, oshape, sizeof eshape);
+    eshape[nb] = nbin + 1;
+    out_dtype = weights_path || density ? NDF_FLOAT64 : NDF_INT64;
+  } else if (needs_q) {
+    if (nb >= in.arr.ndim) {
+      errorf("--batch-dims %d: the input has %d axes", nb, in.arr.ndim);
+      goto done;
+    }
+    ond = nb + 1;
+    oshape[nb] = nq;
+    out_dtype = NDF_FLOAT64;
+  } else if (!strcmp(op, "clip")) {
+    out_dtype = odt_given ? odt : in.arr.dtype;
+  } else if (!strcmp(op, "equalize_hist") && !odt_given) {
+    out_dtype = in.arr.dtype == NDF_FLOAT32 ? NDF_FLOAT32 : NDF_FLOAT64;
+  }
+  if (cli_alloc("the output", &host_out, out_dtype, ond, oshape) != 0) goto done;
+  if (edges_out && cli_alloc("the bin edges", &host_edges, NDF_FLOAT64, ond, eshape) != 0) goto done;
+  /* the arrays the call takes: the host arrays, or device copies */
+  const ndf_array *a_in = &in.arr, *a_aux = mask_path ? &mask.arr : weights_path ? &weights.arr : NULL;
+  ndf_array *a_out = &host_out, *a_edges = edges_out ? &host_edges : NULL;
+  ndf_status s = NDF_OK;
+  if (dev == NDF_DEVICE_CUDA) {
+    const ndf_array *src[4] = {&in.arr, a_aux, &host_out, a_edges};
+    for (int k = 0; k < 4 && s == NDF_OK; k++) {
+      if (!src[k]) continue;
+      s = ndf_array_alloc(ctx, &dbuf[k], NDF_DEVICE_CUDA, src[k]->dtype, src[k]->ndim, src[k]->shape);
+      if (s == NDF_OK && k < 2) s = ndf_array_copy(ctx, &dbuf[k], src[k]);
+    }
+    a_in = &dbuf[0];
+    a_aux = a_aux ? &dbuf[1] : NULL;
+    a_out = &dbuf[2];
+    a_edges = a_edges ? &dbuf[3] : NULL;
+  }
+  ndf_window_options wo;
+  ndf_window_options_init(&wo);
+  wo.out_min = out_min;
+  wo.out_max = out_max;
+  wo.batch_dims = nb;
+  if (s == NDF_OK) {
+    if (!strcmp(op, "histogram")) {
+      ndf_histogram_options ho;
+      ndf_histogram_options_init(&ho);
+      ho.bins = bins;
+      ho.edges = nedges ? edges : NULL;
+      ho.nedges = nedges;
+      ho.has_range = has_range;
+      ho.range[0] = range[0];
+      ho.range[1] = range[1];
+      ho.weights = weights_path ? a_aux : NULL;
+      ho.density = density;
+      ho.batch_dims = nb;
+      s = ndf_histogram(ctx, a_in, a_out, a_edges, &ho);
+    } else if (!strcmp(op, "percentile")) {
+      s = ndf_percentile(ctx, a_in, qs, nq, a_out, nb);
+    } else if (!strcmp(op, "quantile")) {
+      s = ndf_quantile(ctx, a_in, qs, nq, a_out, nb);
+    } else if (!strcmp(op, "clip")) {
+      s = ndf_clip(ctx, a_in, a_out, lo, hi);
+    } else if (!strcmp(op, "window")) {
+      s = ndf_window(ctx, a_in, a_out, lo, hi, &wo);
+    } else if (!strcmp(op, "window_ct")) {
+      s = ndf_window_ct(ctx, a_in, a_out, centre, width, &wo);
+    } else if (!strcmp(op, "normalize_minmax")) {
+      s = ndf_normalize_minmax(ctx, a_in, a_out, &wo);
+    } else if (!strcmp(op, "percentile_window")) {
+      s = ndf_percentile_window(ctx, a_in, a_out, lo, hi, &wo);
+    } else if (!strcmp(op, "normalize_zscore")) {
+      s = ndf_normalize_zscore(ctx, a_in, a_aux, a_out, nb);
+    } else {
+      s = ndf_equalize_hist(ctx, a_in, a_aux, a_out, (int)nbins, nb);
+    }
+  }
+  if (s == NDF_OK && dev == NDF_DEVICE_CUDA) {
+    s = ndf_array_copy(ctx, &host_out, &dbuf[2]);
+    if (s == NDF_OK && edges_out) s = ndf_array_copy(ctx, &host_edges, &dbuf[3]);
+    if (s == NDF_OK) s = ndf_ctx_synchronize(ctx);
+  }
+  if (s != NDF_OK) {
+    errorf("%s", ndf_errmsg(ctx));
+    goto done;
+  }
+  char err[ERRLEN];
+  ndfio_stage st;
+  ndfio_stage_init(&st);
+  s = ndfio_stage_write(&st, paths[1], &host_out, ndfio_format_of(paths[1]) == NDFIO_NIFTI ? &in : NULL, err, sizeof err);
+  if (s == NDF_OK && edges_out) s = ndfio_stage_write(&st, edges_out, &host_edges, NULL, err, sizeof err);
+  if (s == NDF_OK) s = ndfio_stage_commit(&st, err, sizeof err);
+  else ndfio_stage_abort(&st);
+  if (s != NDF_OK) {
+    errorf("%s", err);
+    goto done;
+  }
+  rc = 0;
+done:
+  for (int k = 0; k < 4; k++)
+    if (dbuf[k].data) ndf_array_free(ctx, &dbuf[k]);
+  host_free(&host_out);
+  host_free(&host_edges);
+  ndfio_image_free(&in);
+  ndfio_image_free(&mask);
+  ndfio_image_free(&weights);
+  ndf_ctx_destroy(ctx);
+  return rc;
+}
+
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     errorf("missing command (see ndforge --help)");
@@ -2304,6 +2968,7 @@ int main(int argc, char **argv) {
     printf("ndforge %s (library %s)\n", NDF_VERSION_STRING, ndf_version());
     return 0;
   }
+  if (strcmp(cmd, "run") == 0 && argc > 2 && is_intensity_op(argv[2])) return cmd_run_intensity(argc, argv);
   if (strcmp(cmd, "run") == 0) return cmd_run(argc, argv);
   if (strcmp(cmd, "info") == 0) return cmd_info(argc, argv);
   if (strcmp(cmd, "cache") == 0) return cmd_cache(argc, argv);
@@ -2314,6 +2979,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "ect") == 0) return ndf_cli_ect(argc, argv);
   if (strcmp(cmd, "tunables") == 0) return ndf_cli_tunables(argc, argv);
   if (strcmp(cmd, "tune") == 0) return ndf_cli_tune(argc, argv);
+  if (strcmp(cmd, "metrics") == 0) return cmd_metrics(argc, argv);
   errorf("unknown command '%s' (see ndforge --help)", cmd);
   return EXIT_USAGE;
 }

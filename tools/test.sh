@@ -54,6 +54,9 @@ rm -rf build-python
 if "$py" -m venv --system-site-packages build-python/venv &&
    CMAKE_BUILD_PARALLEL_LEVEL=$jobs build-python/venv/bin/pip wheel -q --no-deps -w build-python/dist . &&
    build-python/venv/bin/pip install -q --no-deps build-python/dist/ndforge-*.whl; then
+  # dask and distributed for python/tests/test_dask.py (ndforge.dask); without them (offline) those tests skip
+  # (one requirement: the distributed extra pins distributed to the same release as dask)
+  build-python/venv/bin/pip install -q "dask[array,distributed]" || echo "dask not installed: test_dask skips"
   t1=$SECONDS
   # where torch is installed, the scipy comparisons run on torch CPU tensors too (python/tests/arrays.py)
   arrays=numpy

@@ -13,7 +13,12 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "jit.h"
+#include "tune.h"
 #include "templates.generated.h"
+
+/* The most requests ndf__jit_get_many and ndf__jit_warm_many take at once. */
+#define JIT_MANY 16
 
 /* NVRTC options every kernel is compiled with (part of the disk key). */
 static const char *const base_options[] = {"--std=c++17", "-DNDEBUG", "--device-as-default-execution-space"};
@@ -100,7 +105,23 @@ char *ndf__jit_source(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, 
   }
   const char *values[32];
   if (t->nslots > 32 || resolve_slots(ctx, op, t, req, values) != NDF_OK) return NULL;
-  size_t n = 1;
+  /* The first line selects the kernel: the template's NDF_KERNEL(name) guards
+   * leave out its other kernels (NDF__ALL_KERNELS: all of them). */
+  const int all = strcmp(req->kernel, NDF__ALL_KERNELS) == 0;
+  int known = all;
+  for (int i = 0; i < t->nkernels; i++) known |= strcmp(t->kernels[i], req->kernel) == 0;
+  if (!known) {
+    ndf__error(ctx, NDF_EINTERNAL, "%s: template '%s' has no kernel '%s'", op, t->name, req->kernel);
+    return NULL;
+  }
+  char head[256];
+  const int hn = all ? snprintf(head, sizeof head, "#define NDF_ALL_KERNELS 1\n")
+                     : snprintf(head, sizeof head, "#define NDF_KERNEL_%s 1\n", req->kernel);
+  if (hn < 0 || hn >= (int)sizeof head) {
+    ndf__error(ctx, NDF_EINTERNAL, "%s: kernel name '%s' is too long", op, req->kernel);
+    return NULL;
+  }
+  size_t n = 1 + (size_t)hn;
   for (int i = 0; i < t->nfrags; i++)
     n += t->frags[i].text ? strlen(t->frags[i].text) : strlen(values[t->frags[i].slot]);
   char *src = malloc(n), *p = src;
@@ -108,6 +129,8 @@ char *ndf__jit_source(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, 
     ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", op);
     return NULL;
   }
+  memcpy(p, head, (size_t)hn);
+  p += hn;
   for (int i = 0; i < t->nfrags; i++) {
     const char *s = t->frags[i].text ? t->frags[i].text : values[t->frags[i].slot];
     size_t k = strlen(s);
@@ -250,7 +273,7 @@ static void pick_target(const nvrtc_id *id, const char *arch, char *target, size
 
 /* Full key text of a request: everything that changes the compiled code. */
 static char *disk_key(const ndf__kernel_req *req, const ndf__template *t, const char *target, int nv_major,
-                      int nv_minor) {
+                      int nv_minor, const char *extra) {
   size_t n = 1024;
   for (int i = 0; i < req->nslots; i++) n += strlen(req->slots[i].name) + strlen(ndf__slot_value(&req->slots[i])) + 2;
   char *k = malloc(n);
@@ -258,6 +281,7 @@ static char *disk_key(const ndf__kernel_req *req, const ndf__template *t, const 
   int w = snprintf(k, n, "ndforge %s\ngenerator %s\ntemplate %s %s\nkernel %s\nnvrtc %d.%d\ntarget %s\noptions",
                    NDF_VERSION_STRING, ndf__generator_hash, t->name, t->hash, req->kernel, nv_major, nv_minor, target);
   for (int i = 0; i < NBASE_OPTIONS; i++) w += snprintf(k + w, n - w, " %s", base_options[i]);
+  if (extra[0]) w += snprintf(k + w, n - w, " %s", extra);
   if (want_lineinfo()) w += snprintf(k + w, n - w, " -lineinfo");
   w += snprintf(k + w, n - w, "\nslots");
   /* Slots in the template's (sorted) order so equal requests give equal keys. */
@@ -275,24 +299,28 @@ static double now_ms(void) {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* Compiles src with NVRTC for target.  *payload = 'C' or 'P' + CUBIN/PTX bytes. */
-static ndf_status nvrtc_compile(ndf_ctx *ctx, const char *op, const char *src, const char *key,
-                                const char *target, int cubin, void **payload, size_t *len) {
+/* Compiles src with NVRTC for target.  *payload = 'C' or 'P' + CUBIN/PTX bytes.
+ * Counted in ctx's statistics; a failure's message goes to ectx (NULL: the
+ * thread's own, ndf_last_error). */
+static ndf_status nvrtc_compile(ndf_ctx *ctx, ndf_ctx *ectx, const char *op, const char *src, const char *key,
+                                const char *target, const char *extra, int cubin, void **payload, size_t *len) {
   const char *why = NULL;
   const ndf__nvrtc_api *nv = ndf__nvrtc(&why);
-  if (!nv) return ndf__error(ctx, NDF_ENODEV, "%s: %s", op, why);
+  if (!nv) return ndf__error(ectx, NDF_ENODEV, "%s: %s", op, why);
   double t0 = now_ms();
   nvrtcProgram prog = NULL;
   nvrtcResult r = nv->nvrtcCreateProgram(&prog, src, "ndforge_kernel.cu", 0, NULL, NULL);
-  if (r != 0) return ndf__error(ctx, NDF_ECOMPILE, "%s: nvrtcCreateProgram: %s", op, nv->nvrtcGetErrorString(r));
+  if (r != 0) return ndf__error(ectx, NDF_ECOMPILE, "%s: nvrtcCreateProgram: %s", op, nv->nvrtcGetErrorString(r));
   char archopt[64];
   snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", target);
-  const char *opts[NBASE_OPTIONS + 2];
-  for (int i = 0; i < NBASE_OPTIONS; i++) opts[i] = base_options[i];
-  opts[NBASE_OPTIONS] = archopt;
-  opts[NBASE_OPTIONS + 1] = "-lineinfo";
+  const char *opts[NBASE_OPTIONS + 3];
+  int nopts = 0;
+  for (int i = 0; i < NBASE_OPTIONS; i++) opts[nopts++] = base_options[i];
+  opts[nopts++] = archopt;
+  if (extra[0]) opts[nopts++] = extra;
   /* -lineinfo exactly when the key says so (one reading of the knob per request) */
-  r = nv->nvrtcCompileProgram(prog, NBASE_OPTIONS + 1 + (strstr(key, " -lineinfo\nslots") != NULL), opts);
+  if (strstr(key, " -lineinfo\nslots")) opts[nopts++] = "-lineinfo";
+  r = nv->nvrtcCompileProgram(prog, nopts, opts);
   if (r != 0) {
     size_t loglen = 0;
     nv->nvrtcGetProgramLogSize(prog, &loglen);
@@ -302,8 +330,9 @@ static ndf_status nvrtc_compile(ndf_ctx *ctx, const char *op, const char *src, c
       nv->nvrtcGetProgramLog(prog, log);
       log[loglen] = '\0';
     }
-    ndf__error(ctx, NDF_ECOMPILE, "%s: NVRTC failed (%s) with options '%s %s %s %s'\n%s\nkey:\n%s", op,
-               nv->nvrtcGetErrorString(r), opts[0], opts[1], opts[2], archopt, log ? log : "(no log)", key);
+    ndf__error(ectx, NDF_ECOMPILE, "%s: NVRTC failed (%s) with options '%s %s %s %s%s%s'\n%s\nkey:\n%s", op,
+               nv->nvrtcGetErrorString(r), opts[0], opts[1], opts[2], archopt, extra[0] ? " " : "", extra,
+               log ? log : "(no log)", key);
     free(log);
     nv->nvrtcDestroyProgram(&prog);
     return NDF_ECOMPILE;
@@ -313,14 +342,14 @@ static ndf_status nvrtc_compile(ndf_ctx *ctx, const char *op, const char *src, c
   char *out = r == 0 ? malloc(n + 1) : NULL;
   if (!out) {
     nv->nvrtcDestroyProgram(&prog);
-    return ndf__error(ctx, r ? NDF_ECOMPILE : NDF_ENOMEM, "%s: cannot get the compiled code", op);
+    return ndf__error(ectx, r ? NDF_ECOMPILE : NDF_ENOMEM, "%s: cannot get the compiled code", op);
   }
   out[0] = cubin ? 'C' : 'P';
   r = cubin ? nv->nvrtcGetCUBIN(prog, out + 1) : nv->nvrtcGetPTX(prog, out + 1);
   nv->nvrtcDestroyProgram(&prog);
   if (r != 0) {
     free(out);
-    return ndf__error(ctx, NDF_ECOMPILE, "%s: cannot get the compiled code", op);
+    return ndf__error(ectx, NDF_ECOMPILE, "%s: cannot get the compiled code", op);
   }
   pthread_mutex_lock(&ctx->lock);
   ctx->stats.compiles++;
@@ -331,18 +360,62 @@ static ndf_status nvrtc_compile(ndf_ctx *ctx, const char *op, const char *src, c
   return NDF_OK;
 }
 
-/* Compile-or-load the payload of req for arch; *compiled says whether NVRTC ran. */
-static ndf_status get_payload(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, const char *arch,
-                              char **key_out, void **payload, size_t *len, int *compiled) {
-  const ndf__template *t = find_template(req->template_name);
-  if (!t) return ndf__error(ctx, NDF_EINTERNAL, "%s: no kernel template named '%s'", op, req->template_name);
+/* One request on its way to a payload: the disk lookup fills key, target and,
+ * on a hit, payload; a miss leaves payload NULL for compile_payload. */
+typedef struct jit_job {
+  ndf_ctx *ctx;
+  const char *op;
+  const ndf__kernel_req *req;
+  char *key; /* the disk key (malloc'd) */
+  char target[32];
+  char extra[32]; /* an NVRTC option of the key beyond the base ones ("" none): jit.fast_compile */
+  int cubin;
+  void *payload; /* 'C' or 'P' + image (malloc'd) */
+  size_t len;
+  int compiled;    /* NVRTC ran */
+  int store_errno; /* why the disk cache could not keep the compiled payload (0: it did, or no cache) */
+  ndf_status st;
+  int worker; /* compile_payload runs on a thread of its own: its errors go to err, not ctx */
+  char *err;
+} jit_job;
+
+static void job_free(jit_job *j) {
+  free(j->key);
+  free(j->payload);
+  free(j->err);
+  j->key = NULL;
+  j->payload = NULL;
+  j->err = NULL;
+}
+
+/* The tunable jit.fast_compile for template t: "--Ofast-compile=<level>"
+ * into opt when it is set (on the context, the call or the tuning table) and
+ * names t and NVRTC has the option (12.8 on), else "". */
+static void fast_compile_option(ndf_ctx *ctx, const ndf__template *t, int nv_major, int nv_minor, char *opt,
+                                size_t n) {
+  opt[0] = '\0';
+  const int v = ndf__tune(ctx, NDF__TUNE_JIT_FAST_COMPILE, NULL);
+  if (v == NDF__TUNE_JIT_FAST_COMPILE__OFF || nv_major * 100 + nv_minor < 1208) return;
+  const ndf__tunable_def *d = &ndf__tunables[NDF__TUNE_JIT_FAST_COMPILE];
+  char list[512], name[128]; /* the tunable's templates, space-separated */
+  snprintf(list, sizeof list, " %s ", d->templates);
+  snprintf(name, sizeof name, " %s ", t->name);
+  if (strstr(list, name)) snprintf(opt, n, "--Ofast-compile=%s", d->values[v]);
+}
+
+/* The disk lookup of j->req for arch (loads NVRTC only when the remembered
+ * identity is missing or stale, or on a miss to check the identity the key used). */
+static ndf_status lookup_payload(jit_job *j, const char *arch) {
+  ndf_ctx *ctx = j->ctx;
+  const char *op = j->op;
+  const ndf__template *t = find_template(j->req->template_name);
+  if (!t) return ndf__error(ctx, NDF_EINTERNAL, "%s: no kernel template named '%s'", op, j->req->template_name);
   const char *why = NULL;
   const ndf__nvrtc_api *nv = NULL;
   nvrtc_id id;
   int id_known = id_load(ctx, &id) == 0;
-  *compiled = 0;
-  char target[32], *key = NULL;
-  int cubin = 0;
+  j->compiled = 0;
+  j->payload = NULL;
   for (int pass = 0; pass < 2; pass++) {
     if (!id_known) { /* load NVRTC: the remembered identity is missing or stale */
       if (!(nv = ndf__nvrtc(&why))) return ndf__error(ctx, NDF_ENODEV, "%s: %s", op, why);
@@ -350,69 +423,78 @@ static ndf_status get_payload(ndf_ctx *ctx, const char *op, const ndf__kernel_re
       id_store(ctx, &id);
       id_known = 1;
     }
-    pick_target(&id, arch, target, sizeof target, &cubin);
-    free(key);
-    if (!(key = disk_key(req, t, target, id.major, id.minor))) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", op);
-    if (ndf__cache_load(ctx, key, payload, len) == NDF_OK) {
+    pick_target(&id, arch, j->target, sizeof j->target, &j->cubin);
+    fast_compile_option(ctx, t, id.major, id.minor, j->extra, sizeof j->extra);
+    free(j->key);
+    if (!(j->key = disk_key(j->req, t, j->target, id.major, id.minor, j->extra)))
+      return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", op);
+    if (ndf__cache_load(ctx, j->key, &j->payload, &j->len) == NDF_OK) {
       pthread_mutex_lock(&ctx->lock);
       ctx->stats.disk_hits++;
       pthread_mutex_unlock(&ctx->lock);
-      *key_out = key;
       return NDF_OK;
     }
+    j->payload = NULL;
     if (nv) break;
     /* A miss: NVRTC is needed now; make sure the identity the key used is its own. */
-    if (!(nv = ndf__nvrtc(&why))) {
-      free(key);
-      return ndf__error(ctx, NDF_ENODEV, "%s: %s", op, why);
-    }
+    if (!(nv = ndf__nvrtc(&why))) return ndf__error(ctx, NDF_ENODEV, "%s: %s", op, why);
     nvrtc_id real;
     id_from_nvrtc(nv, &real);
     if (memcmp(&real, &id, sizeof id) == 0) break;
     id_known = 0; /* stale: redo the lookup with the real identity */
   }
-  char *src = ndf__jit_source(ctx, op, req, NULL);
-  if (!src) {
-    free(key);
-    return NDF_EINTERNAL;
-  }
+  return NDF_OK;
+}
+
+/* A miss of lookup_payload: NVRTC, then the disk cache. */
+static ndf_status compile_payload(jit_job *j) {
+  ndf_ctx *ctx = j->ctx, *ectx = j->worker ? NULL : ctx; /* a worker's errors: its thread's message */
+  char *src = ndf__jit_source(ectx, j->op, j->req, NULL);
+  if (!src) return NDF_EINTERNAL;
   const char *dump = getenv("NDF_DUMP_SOURCE");
   if (dump && *dump) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%016llx.cu", dump,
-             (unsigned long long)ndf__hash_fnv1a64(key, strlen(key), NDF__FNV_SEED));
+             (unsigned long long)ndf__hash_fnv1a64(j->key, strlen(j->key), NDF__FNV_SEED));
     FILE *f = fopen(path, "w");
     if (f) {
-      fprintf(f, "/* key:\n%s*/\n%s", key, src);
+      fprintf(f, "/* key:\n%s*/\n%s", j->key, src);
       fclose(f);
     }
   }
-  ndf_status s = nvrtc_compile(ctx, op, src, key, target, cubin, payload, len);
+  ndf_status s = nvrtc_compile(ctx, ectx, j->op, src, j->key, j->target, j->extra, j->cubin, &j->payload, &j->len);
   free(src);
-  if (s != NDF_OK) {
-    free(key);
-    return s;
-  }
-  *compiled = 1;
-  ndf__cache_store(ctx, key, *payload, *len);
-  *key_out = key;
+  if (s != NDF_OK) return s;
+  j->compiled = 1;
+  ndf__cache_store_errno = 0;
+  ndf__cache_store(ctx, j->key, j->payload, j->len);
+  j->store_errno = ndf__cache_store_errno;
   return NDF_OK;
+}
+
+/* Compile-or-load the payload of j->req for arch; j->compiled says whether NVRTC ran. */
+static ndf_status get_payload(jit_job *j, const char *arch) {
+  ndf_status s = lookup_payload(j, arch);
+  if (s == NDF_OK && !j->payload) s = compile_payload(j);
+  if (s != NDF_OK) job_free(j);
+  return s;
 }
 
 ndf_status ndf__jit_warm(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, const char *arch,
                          int *compiled) {
-  char *key = NULL;
-  void *payload = NULL;
-  size_t len = 0;
-  ndf__cache_store_errno = 0;
-  ndf_status s = get_payload(ctx, op, req, arch, &key, &payload, &len, compiled);
-  free(key);
-  free(payload);
-  /* warming is for the disk cache: a kernel it could not keep is an error */
-  if (s == NDF_OK && *compiled && ndf__cache_store_errno)
-    return ndf__error(ctx, NDF_EIO, "%s: cannot store the compiled kernel in '%s' (%s)", op, ctx->cache_dir,
-                      strerror(ndf__cache_store_errno));
-  return s;
+  return ndf__jit_warm_many(ctx, op, &req, 1, arch, compiled);
+}
+
+ndf_status ndf__jit_image(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, const char *arch, void **image,
+                          size_t *len) {
+  jit_job j = {.ctx = ctx, .op = op, .req = req};
+  ndf_status s = get_payload(&j, arch);
+  if (s != NDF_OK) return s;
+  *image = j.payload;
+  *len = j.len;
+  j.payload = NULL;
+  job_free(&j);
+  return NDF_OK;
 }
 
 ndf_status ndf__jit_resolve(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, ndf__warm *warm,
@@ -422,6 +504,18 @@ ndf_status ndf__jit_resolve(ndf_ctx *ctx, const char *op, const ndf__kernel_req 
   ndf_status s = ndf__jit_warm(ctx, op, req, warm->arch, &c);
   warm->compiled += c;
   *fn = NULL;
+  return s;
+}
+
+ndf_status ndf__jit_resolve_many(ndf_ctx *ctx, const char *op, const ndf__kernel_req *const *reqs, int n,
+                                 ndf__warm *warm, CUfunction *fns) {
+  if (!warm) return ndf__jit_get_many(ctx, op, reqs, n, fns);
+  int c[JIT_MANY] = {0};
+  ndf_status s = ndf__jit_warm_many(ctx, op, reqs, n, warm->arch, c);
+  for (int i = 0; i < n && i < JIT_MANY; i++) {
+    warm->compiled += c[i];
+    if (fns) fns[i] = NULL;
+  }
   return s;
 }
 
@@ -463,77 +557,58 @@ static char *memory_key(const ndf__kernel_req *req, char *buf, size_t n, size_t 
   return buf;
 }
 
-static ndf_status jit_get(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, const char *mkey, size_t mlen,
-                          CUfunction *out);
-
-ndf_status ndf__jit_get(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, CUfunction *out) {
-  char buf[2048], *heap = NULL;
-  size_t mlen = 0;
-  const char *mkey = memory_key(req, buf, sizeof buf, &mlen, &heap);
-  if (!mkey) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", op);
-  ndf_status s = jit_get(ctx, op, req, mkey, mlen, out);
-  free(heap);
-  return s;
-}
-
-static ndf_status jit_get(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, const char *mkey, size_t mlen,
-                          CUfunction *out) {
-  uint64_t h = ndf__hash_fnv1a64(mkey, mlen, NDF__FNV_SEED);
+/* The in-memory table's function for mkey (hash h), or NULL. */
+static CUfunction memory_find(ndf_ctx *ctx, const char *mkey, uint64_t h) {
+  CUfunction fn = NULL;
   pthread_mutex_lock(&ctx->lock);
   for (ndf__module_entry *e = ctx->modules; e; e = e->next) {
     if (e->hash == h && strcmp(e->key, mkey) == 0) {
       ctx->stats.memory_hits++;
-      *out = e->fn;
-      pthread_mutex_unlock(&ctx->lock);
-      return NDF_OK;
+      fn = e->fn;
+      break;
     }
   }
   pthread_mutex_unlock(&ctx->lock);
+  return fn;
+}
 
+/* Loads j's payload as a module and enters it in the in-memory table under mkey;
+ * consumes the payload.  *retry: a cached image was corrupt or the driver
+ * rejected it (removed from the disk cache; look it up again). */
+static ndf_status install(jit_job *j, const char *mkey, uint64_t h, CUfunction *out, int *retry) {
+  ndf_ctx *ctx = j->ctx;
   const ndf__cu_api *cu = ndf__cu(NULL);
   CUmodule mod = NULL;
   CUfunction fn = NULL;
-  for (int attempt = 0; attempt < 2 && !mod; attempt++) {
-    char *key = NULL;
-    void *payload = NULL;
-    size_t len = 0;
-    int compiled = 0;
-    ndf_status s = get_payload(ctx, op, req, ctx->arch, &key, &payload, &len, &compiled);
-    if (s != NDF_OK) return s;
-    /* Byte 0 says CUBIN ('C') or PTX ('P'); PTX from NVRTC carries its NUL terminator. */
-    const char *image = payload;
-    if (len < 2 || (image[0] == 'P' && image[len - 1] != '\0')) {
-      ndf__cache_remove(ctx, key);
-      free(key);
-      free(payload);
-      continue;
-    }
-    CUresult r = cu->cuModuleLoadData(&mod, image + 1);
-    if (r == CUDA_SUCCESS) r = cu->cuModuleGetFunction(&fn, mod, req->kernel);
-    if (r != CUDA_SUCCESS) {
-      if (mod) cu->cuModuleUnload(mod);
-      mod = NULL;
-      if (!compiled) {
-        /* A cached image the driver rejects is as good as corrupt: drop it and compile. */
-        ndf__cache_remove(ctx, key);
-        free(key);
-        free(payload);
-        continue;
-      }
-      free(key);
-      free(payload);
-      return ndf__cuda_error(ctx, op, r);
-    }
-    free(key);
-    free(payload);
+  *retry = 0;
+  /* Byte 0 says CUBIN ('C') or PTX ('P'); PTX from NVRTC carries its NUL terminator. */
+  const char *image = j->payload;
+  if (j->len < 2 || (image[0] == 'P' && image[j->len - 1] != '\0')) {
+    ndf__cache_remove(ctx, j->key);
+    job_free(j);
+    *retry = 1;
+    return NDF_OK;
   }
-  if (!mod) return ndf__error(ctx, NDF_ECUDA, "%s: cannot load kernel '%s'", op, req->kernel);
-
+  CUresult r = cu->cuModuleLoadData(&mod, image + 1);
+  if (r == CUDA_SUCCESS) r = cu->cuModuleGetFunction(&fn, mod, j->req->kernel);
+  if (r != CUDA_SUCCESS) {
+    if (mod) cu->cuModuleUnload(mod);
+    if (!j->compiled) {
+      /* A cached image the driver rejects is as good as corrupt: drop it and compile. */
+      ndf__cache_remove(ctx, j->key);
+      job_free(j);
+      *retry = 1;
+      return NDF_OK;
+    }
+    job_free(j);
+    return ndf__cuda_error(ctx, j->op, r);
+  }
+  job_free(j);
   ndf__module_entry *e = calloc(1, sizeof *e);
   if (!e || !(e->key = strdup(mkey))) {
     free(e);
     cu->cuModuleUnload(mod);
-    return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", op);
+    return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", j->op);
   }
   e->hash = h;
   e->mod = mod;
@@ -554,6 +629,145 @@ static ndf_status jit_get(ndf_ctx *ctx, const char *op, const ndf__kernel_req *r
   *out = fn;
   pthread_mutex_unlock(&ctx->lock);
   return NDF_OK;
+}
+
+/* Memory, then disk or NVRTC, then the module load (twice at most: once
+ * more after a rejected cached image). */
+static ndf_status jit_get(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, const char *mkey, uint64_t h,
+                          CUfunction *out) {
+  if ((*out = memory_find(ctx, mkey, h)) != NULL) return NDF_OK;
+  for (int attempt = 0; attempt < 2; attempt++) {
+    jit_job j = {.ctx = ctx, .op = op, .req = req};
+    ndf_status s = get_payload(&j, ctx->arch);
+    if (s != NDF_OK) return s;
+    int retry = 0;
+    s = install(&j, mkey, h, out, &retry);
+    if (s != NDF_OK || !retry) return s;
+  }
+  return ndf__error(ctx, NDF_ECUDA, "%s: cannot load kernel '%s'", op, req->kernel);
+}
+
+ndf_status ndf__jit_get(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, CUfunction *out) {
+  char buf[2048], *heap = NULL;
+  size_t mlen = 0;
+  const char *mkey = memory_key(req, buf, sizeof buf, &mlen, &heap);
+  if (!mkey) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", op);
+  ndf_status s = jit_get(ctx, op, req, mkey, ndf__hash_fnv1a64(mkey, mlen, NDF__FNV_SEED), out);
+  free(heap);
+  return s;
+}
+
+static void *compile_thread(void *arg) {
+  jit_job *j = arg;
+  j->st = compile_payload(j);
+  if (j->st != NDF_OK) j->err = strdup(ndf_last_error());
+  return NULL;
+}
+
+/* Compiles the jobs that the disk lookup missed (a key, no payload) at once:
+ * the first on this thread, each other on its own (at most JIT_MANY).  The
+ * first failure's status. */
+static ndf_status compile_all(jit_job *jobs, int n) {
+  pthread_t th[JIT_MANY];
+  int started[JIT_MANY] = {0}, first = 1;
+  for (int i = 0; i < n; i++) {
+    if (!jobs[i].key || jobs[i].payload) continue;
+    if (first) {
+      first = 0;
+      continue;
+    }
+    jobs[i].worker = 1;
+    started[i] = pthread_create(&th[i], NULL, compile_thread, &jobs[i]) == 0;
+    jobs[i].worker = started[i];
+  }
+  for (int i = 0; i < n; i++)
+    if (jobs[i].key && !jobs[i].payload && !started[i]) jobs[i].st = compile_payload(&jobs[i]);
+  for (int i = 0; i < n; i++)
+    if (started[i]) pthread_join(th[i], NULL);
+  /* the first failure in the list's order, its message in the context */
+  for (int i = 0; i < n; i++)
+    if (jobs[i].key && jobs[i].st != NDF_OK)
+      return jobs[i].err ? ndf__error(jobs[i].ctx, jobs[i].st, "%s", jobs[i].err) : jobs[i].st;
+  return NDF_OK;
+}
+
+ndf_status ndf__jit_warm_many(ndf_ctx *ctx, const char *op, const ndf__kernel_req *const *reqs, int n,
+                              const char *arch, int *compiled) {
+  if (n < 1 || n > JIT_MANY)
+    return ndf__error(ctx, NDF_EINTERNAL, "%s: %d kernel requests at once (1 to %d)", op, n, JIT_MANY);
+  jit_job jobs[JIT_MANY];
+  memset(jobs, 0, sizeof jobs);
+  ndf_status s = NDF_OK;
+  for (int i = 0; i < n && s == NDF_OK; i++) {
+    jobs[i] = (jit_job){.ctx = ctx, .op = op, .req = reqs[i]};
+    s = lookup_payload(&jobs[i], arch);
+    /* a miss that an earlier request of the list compiles: nothing to do (as
+     * ndf__jit_warm after it would find the entry) */
+    for (int k = 0; k < i && s == NDF_OK && !jobs[i].payload; k++)
+      if (jobs[k].key && !jobs[k].payload && strcmp(jobs[k].key, jobs[i].key) == 0) {
+        job_free(&jobs[i]);
+        break;
+      }
+  }
+  if (s == NDF_OK) s = compile_all(jobs, n);
+  for (int i = 0; i < n; i++) compiled[i] = jobs[i].compiled;
+  for (int i = 0; i < n && s == NDF_OK; i++) {
+    /* warming is for the disk cache: a kernel it could not keep is an error */
+    if (jobs[i].store_errno)
+      s = ndf__error(ctx, NDF_EIO, "%s: cannot store the compiled kernel in '%s' (%s)", op, ctx->cache_dir,
+                     strerror(jobs[i].store_errno));
+  }
+  for (int i = 0; i < n; i++) job_free(&jobs[i]);
+  return s;
+}
+
+ndf_status ndf__jit_get_many(ndf_ctx *ctx, const char *op, const ndf__kernel_req *const *reqs, int n,
+                             CUfunction *out) {
+  enum { MAXN = JIT_MANY };
+  if (n < 1 || n > MAXN) return ndf__error(ctx, NDF_EINTERNAL, "%s: %d kernel requests at once (1 to %d)", op, n, MAXN);
+  jit_job jobs[MAXN];
+  char kbuf[MAXN][512], *heap[MAXN];
+  const char *mkeys[MAXN];
+  uint64_t hashes[MAXN];
+  CUfunction fns[MAXN];
+  ndf_status s = NDF_OK;
+  memset(jobs, 0, sizeof jobs);
+  memset(heap, 0, sizeof heap);
+  for (int i = 0; i < n; i++) {
+    size_t mlen = 0;
+    mkeys[i] = memory_key(reqs[i], kbuf[i], sizeof kbuf[i], &mlen, &heap[i]);
+    if (!mkeys[i]) {
+      s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", op);
+      goto out;
+    }
+    hashes[i] = ndf__hash_fnv1a64(mkeys[i], mlen, NDF__FNV_SEED);
+    jobs[i] = (jit_job){.ctx = ctx, .op = op, .req = reqs[i]};
+    if ((fns[i] = memory_find(ctx, mkeys[i], hashes[i])) != NULL) continue;
+    /* the same request twice in the list: the first one's result serves both */
+    int dup = 0;
+    for (int k = 0; k < i && !dup; k++) dup = hashes[k] == hashes[i] && strcmp(mkeys[k], mkeys[i]) == 0;
+    if (dup) continue;
+    if ((s = lookup_payload(&jobs[i], ctx->arch)) != NDF_OK) goto out;
+  }
+  if ((s = compile_all(jobs, n)) != NDF_OK) goto out;
+  /* The module loads, in order, on this thread (the context's). */
+  for (int i = 0; i < n && s == NDF_OK; i++) {
+    if (!jobs[i].key) continue;
+    int retry = 0;
+    s = install(&jobs[i], mkeys[i], hashes[i], &fns[i], &retry);
+    if (s == NDF_OK && retry) s = jit_get(ctx, op, reqs[i], mkeys[i], hashes[i], &fns[i]);
+  }
+  for (int i = 0; i < n && s == NDF_OK; i++) {
+    if (jobs[i].key || fns[i]) continue;
+    s = jit_get(ctx, op, reqs[i], mkeys[i], hashes[i], &fns[i]); /* a duplicate: now in memory */
+  }
+  if (s == NDF_OK && out) memcpy(out, fns, (size_t)n * sizeof *out);
+out:
+  for (int i = 0; i < n; i++) {
+    job_free(&jobs[i]);
+    free(heap[i]);
+  }
+  return s;
 }
 
 void ndf__jit_release(ndf_ctx *ctx) {

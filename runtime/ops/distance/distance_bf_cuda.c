@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "distance/distance.h"
+#include "jit.h"
 #include "kernel_params.generated.h"
 
 ndf_status ndf__bf_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, ndf_array *idx, int nb,
@@ -25,12 +26,11 @@ ndf_status ndf__bf_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf
   const int mcode = metric == NDF_METRIC_TAXICAB ? 1 : metric == NDF_METRIC_CHESSBOARD ? 2 : 0;
   static const char *const kn[3] = {"ndf_bf_mark", "ndf_bf_list", "ndf_bf_dist"};
   CUfunction fn[3];
-  for (int k = 0; k < 3; k++) {
-    ndf__kernel_req r;
-    /* the input type matters to ndf_bf_mark only, the metric to ndf_bf_dist only */
-    ndf__req_distance_bf(&r, kn[k], k == 0 ? in->dtype : NDF_UINT8, nsp, k == 2 ? mcode : 0);
-    if ((s = ndf__jit_resolve(ctx, name, &r, warm, &fn[k])) != NDF_OK) return s;
-  }
+  ndf__kernel_req rq[3];
+  const ndf__kernel_req *rp[3] = {&rq[0], &rq[1], &rq[2]};
+  for (int k = 0; k < 3; k++) /* the input type matters to ndf_bf_mark only, the metric to ndf_bf_dist only */
+    ndf__req_distance_bf(&rq[k], kn[k], k == 0 ? in->dtype : NDF_UINT8, nsp, k == 2 ? mcode : 0);
+  if ((s = ndf__jit_resolve_many(ctx, name, rp, 3, warm, fn)) != NDF_OK) return s; /* compiled concurrently */
   if (warm) return NDF_OK;
   const int64_t nchunk = (npix + 255) / 256;
   if (nimg * nchunk > 0x7fffffff)

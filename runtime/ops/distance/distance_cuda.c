@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "distance/distance.h"
+#include "jit.h"
 #include "kernel_params.generated.h"
 #include "tune.h"
 
@@ -347,16 +348,18 @@ static ndf_status edt_search_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
   static const char *const kn[6] = {"ndf_edt_sfirst", "ndf_edt_smid",   "ndf_edt_srows",
                                     "ndf_edt_sdmid",  "ndf_edt_sdrows", "ndf_edt_sdmidt"};
   CUfunction fns[NDF_MAX_SPATIAL];
-  ndf_status s = NDF_OK;
+  ndf__kernel_req reqs[NDF_MAX_SPATIAL];
+  const ndf__kernel_req *rp[NDF_MAX_SPATIAL];
   for (int d = 0; d < nsp; d++) {
     const int last = d == nsp - 1;
-    ndf__kernel_req req;
-    ndf__req_distance_edt(&req, kn[d == 0 ? 0 : (last ? 2 : 1) + 2 * sp->dk[d]], d == 0 ? in->dtype : NDF_UINT8,
+    ndf__req_distance_edt(&reqs[d], kn[d == 0 ? 0 : (last ? 2 : 1) + 2 * sp->dk[d]], d == 0 ? in->dtype : NDF_UINT8,
                           last && dist && dout == NDF_FLOAT32 ? "float" : "double", "unsigned int", d == 0, last,
                           last ? dist != NULL : 0, has_idx);
-    if ((s = ndf__jit_resolve(ctx, name, &req, warm, &fns[d])) != NDF_OK) return s;
+    rp[d] = &reqs[d];
   }
-  if (warm) return NDF_OK;
+  /* the passes' kernels at once (a first call compiles them concurrently) */
+  ndf_status s = ndf__jit_resolve_many(ctx, name, rp, nsp, warm, fns);
+  if (s != NDF_OK || warm) return s;
   /* Two buffers (one for 2-D) of W (uint32) then, with indices, features (int32). */
   const int nbuf = nsp >= 3 ? 2 : 1;
   const size_t buf_bytes = ((size_t)N * (has_idx ? 8 : 4) + 255) & ~(size_t)255;
@@ -439,12 +442,14 @@ ndf_status ndf__edt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
 
   /* Resolve every kernel before the first launch (a compile failure leaves the outputs untouched). */
   CUfunction fns[NDF_MAX_SPATIAL];
+  ndf__kernel_req reqs[NDF_MAX_SPATIAL];
+  const ndf__kernel_req *rp[NDF_MAX_SPATIAL];
   for (int d = 0; d < nsp; d++) {
-    ndf__kernel_req req;
-    edt_request(&req, edt_kernel(d, nsp, wp.use, lp[d].use, first1k), in->dtype, dout, d == 0, d == nsp - 1, dist != NULL,
-                idx != NULL, w32);
-    if ((s = ndf__jit_resolve(ctx, name, &req, warm, &fns[d])) != NDF_OK) return s;
+    edt_request(&reqs[d], edt_kernel(d, nsp, wp.use, lp[d].use, first1k), in->dtype, dout, d == 0, d == nsp - 1,
+                dist != NULL, idx != NULL, w32);
+    rp[d] = &reqs[d];
   }
+  if ((s = ndf__jit_resolve_many(ctx, name, rp, nsp, warm, fns)) != NDF_OK) return s; /* compiled concurrently */
   if (warm) return NDF_OK;
 
   /* Scratch: the envelopes (16 bytes per voxel: W, position, feature) where
@@ -572,16 +577,18 @@ ndf_status ndf__cdt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
   const int64_t nrow = in->shape[nd - 1];
   const int stage = 4 * nrow * 4 <= 48 * 1024 && dist_tune(ctx, in, nb, NDF__TUNE_CDT_ROWS) != NDF__TUNE_CDT_ROWS__GLOBAL;
   CUfunction fns[NDF_MAX_SPATIAL];
+  ndf__kernel_req reqs[NDF_MAX_SPATIAL];
+  const ndf__kernel_req *rp[NDF_MAX_SPATIAL];
   for (int k = 0; k < nsp; k++) {
-    ndf__kernel_req req;
-    ndf__req_distance_cdt(&req,
+    ndf__req_distance_cdt(&reqs[k],
                           k == 0                                            ? "ndf_cdt_rows"
                           : seg                                             ? "ndf_cdt_seg"
                           : ctile_lw(in, nb + k - 1, ctx, simple, chess) ? "ndf_cdt_ctile"
                                                                             : "ndf_cdt_lines",
                           k == 0 ? in->dtype : NDF_UINT8, k == nsp - 1, k == 0 ? 0 : chess);
-    if ((s = ndf__jit_resolve(ctx, name, &req, warm, &fns[k])) != NDF_OK) return s;
+    rp[k] = &reqs[k];
   }
+  if ((s = ndf__jit_resolve_many(ctx, name, rp, nsp, warm, fns)) != NDF_OK) return s; /* compiled concurrently */
   if (warm) return NDF_OK;
 
   const int nbuf = nsp >= 3 ? 2 : nsp - 1;

@@ -33,6 +33,7 @@
 #include <time.h>
 
 #include "ecc/ecc.h"
+#include "jit.h"
 #include "kernel_params.generated.h"
 #include "tune.h"
 #include "ecc_plan.h"
@@ -132,25 +133,35 @@ static void ecc_request(ndf__kernel_req *r, const char *kernel, ndf_dtype dt, in
   ndf__req_ecc(r, kernel, dt, dt == NDF_FLOAT64 ? "double" : "float", nsp, cons, var & 1, (var >> 1) & 1);
 }
 
+static unsigned memo_slot(const char *kernel, ndf_dtype dt, int nsp, int cons, int var) {
+  return (unsigned)((((uintptr_t)kernel >> 3) ^ ((unsigned)dt * 7u) ^ ((unsigned)nsp * 13u) ^ ((unsigned)cons * 29u) ^
+                     ((unsigned)var * 31u)) %
+                    ECC_FN_MEMO);
+}
+
+/* The context's memo of get_fn (st: NULL when the state could not be made): 1 and *fn when it holds the kernel. */
+static int memo_get(ndf_ctx *ctx, ecc_state *st, const char *kernel, ndf_dtype dt, int nsp, int cons, int var,
+                    CUfunction *fn) {
+  if (!st) return 0;
+  const unsigned slot = memo_slot(kernel, dt, nsp, cons, var);
+  pthread_mutex_lock(&ctx->lock);
+  const int hit = st->fn_memo[slot].fn && st->fn_memo[slot].kernel == kernel && st->fn_memo[slot].dt == (int)dt &&
+                  st->fn_memo[slot].nsp == nsp && st->fn_memo[slot].cons == cons && st->fn_memo[slot].var == var;
+  if (hit) *fn = st->fn_memo[slot].fn;
+  pthread_mutex_unlock(&ctx->lock);
+  return hit;
+}
+
+
 /* Kernels whose code does not depend on the slots share one specialization. */
 /* The kernel's function: from the context's memo (kernel: a string literal, compared by address), else
  * the JIT lookup (ndf__jit_get: key built and hashed, module loaded or compiled), then memoized.
  * var: ecc_request's (SOFT, RNG). */
 static ndf_status get_fn(ndf_ctx *ctx, const char *name, const char *kernel, ndf_dtype dt, int nsp, int cons,
                          int var, CUfunction *fn) {
-  const int memo = 1;
-  const unsigned slot =
-      (unsigned)((((uintptr_t)kernel >> 3) ^ ((unsigned)dt * 7u) ^ ((unsigned)nsp * 13u) ^ ((unsigned)cons * 29u) ^
-                  ((unsigned)var * 31u)) % ECC_FN_MEMO);
-  ecc_state *st = memo ? ecc_state_of(ctx) : NULL; /* without it (out of memory): the JIT lookup */
-  if (st) {
-    pthread_mutex_lock(&ctx->lock);
-    const int hit = st->fn_memo[slot].fn && st->fn_memo[slot].kernel == kernel && st->fn_memo[slot].dt == (int)dt &&
-                    st->fn_memo[slot].nsp == nsp && st->fn_memo[slot].cons == cons && st->fn_memo[slot].var == var;
-    if (hit) *fn = st->fn_memo[slot].fn;
-    pthread_mutex_unlock(&ctx->lock);
-    if (hit) return NDF_OK;
-  }
+  ecc_state *st = ecc_state_of(ctx); /* without it (out of memory): the JIT lookup */
+  if (memo_get(ctx, st, kernel, dt, nsp, cons, var, fn)) return NDF_OK;
+  const unsigned slot = memo_slot(kernel, dt, nsp, cons, var);
   ndf__kernel_req req;
   ecc_request(&req, kernel, dt, nsp, cons, var);
   ndf_status s = ndf__jit_get(ctx, name, &req, fn);
@@ -163,6 +174,32 @@ static ndf_status get_fn(ndf_ctx *ctx, const char *name, const char *kernel, ndf
     pthread_mutex_unlock(&ctx->lock);
   }
   return s;
+}
+
+/* One kernel of a call for ecc_prefetch: get_fn's arguments. */
+typedef struct ecc_want {
+  const char *kernel;
+  ndf_dtype dt;
+  int nsp, cons, var;
+} ecc_want;
+
+/* The n kernels (1 to 4) that a call will take through get_fn, and nextra other requests (up to
+ * 4): when the first is not in the context's memo (a first call), all of them are looked up at
+ * once, those on neither the memory nor the disk cache compiled concurrently (ndf__jit_get_many);
+ * get_fn and ndf__jit_get then find them in memory. */
+static ndf_status ecc_prefetch(ndf_ctx *ctx, const char *name, const ecc_want *w, int n,
+                               const ndf__kernel_req *const *extra, int nextra) {
+  CUfunction fn;
+  if (memo_get(ctx, ecc_state_of(ctx), w[0].kernel, w[0].dt, w[0].nsp, w[0].cons, w[0].var, &fn)) return NDF_OK;
+  ndf__kernel_req reqs[4];
+  const ndf__kernel_req *rp[8];
+  int k = 0;
+  for (int i = 0; i < n && i < 4; i++) {
+    ecc_request(&reqs[i], w[i].kernel, w[i].dt, w[i].nsp, w[i].cons, w[i].var);
+    rp[k++] = &reqs[i];
+  }
+  for (int i = 0; i < nextra && k < 8; i++) rp[k++] = extra[i];
+  return ndf__jit_get_many(ctx, name, rp, k, NULL);
 }
 
 static ndf_status sync_error(ndf_ctx *ctx, const char *name, CUresult r) {
@@ -1245,6 +1282,10 @@ static ndf_status ecc_strip3(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_arr
   unsigned dyn;
   int64_t cap;
   ndf_status s;
+  if (stg && !rng) { /* the staged kernel and its split phase 1 (ndf_ecc_strip3) */
+    const ecc_want ws[2] = {{"ndf_ecc_strip3s", in->dtype, 3, cons, 0}, {"ndf_ecc_strip3", in->dtype, 3, cons, 0}};
+    if ((s = ecc_prefetch(ctx, c->name, ws, 2, NULL, 0)) != NDF_OK) return s;
+  }
   for (;;) {
     kname = stg ? "ndf_ecc_strip3s" : w == 16 ? "ndf_ecc_strip3" : "ndf_ecc_strip3n";
     /* a given range: the RNG specialization (its own module; the [min, max] kernels keep their code) */
@@ -1452,6 +1493,11 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
     int fallback = 1;
     s = ecc_rows(ctx, c, in, out, construction, rmode, nan_at, not_finite, &fallback);
     if (s != NDF_OK || !fallback) return s;
+  }
+  if (!fused) { /* the histogram kernel and ndf_ecc_final */
+    const ecc_want ws[2] = {{pack ? "ndf_ecc_pack" : "ndf_ecc_hist", in->dtype, c->nsp, construction, 0},
+                            {"ndf_ecc_final", NDF_FLOAT32, 2, 0, 0}};
+    if ((s = ecc_prefetch(ctx, c->name, ws, 2, NULL, 0)) != NDF_OK) return s;
   }
   if ((s = get_fn(ctx, c->name, pack ? "ndf_ecc_pack" : "ndf_ecc_hist", in->dtype, c->nsp, construction, 0, &fh)) !=
       NDF_OK)
@@ -1685,7 +1731,6 @@ ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
    * or ndf_ecc_scan for other layouts) */
   const int s2mode = in->dtype == NDF_FLOAT32 && T > 0 && T <= 0x7fffffff ? soft2_mode(ctx) : 0;
   const int fused = s2mode && c->nsp == 2 && nan_at && soft2_fused(ctx);
-  if (!fused && (s = get_fn(ctx, c->name, "ndf_ecc_hist", in->dtype, c->nsp, construction, 1, &fh)) != NDF_OK) return s;
   /* the fused backward's NaN pass: ndf_ecc_soft2_nan (C-contiguous) or ndf_ecc_scan */
   int contig = 1;
   for (int64_t a = in->ndim - 1, e = 1; a >= 0; a--) {
@@ -1699,7 +1744,20 @@ ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
   soft2_plan pl = {0};
   if (s2mode && soft2_make_plan(t, T, lambda, s2mode == 2, &pl) != 0)
     return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
-  if (s2mode) {
+  {
+    /* the call's kernels at once (a first call compiles them concurrently) */
+    ecc_want ws[3] = {{"ndf_ecc_put", NDF_FLOAT32, 2, 0, 0}};
+    int nw = 1, nx = 0;
+    if (!fused) ws[nw++] = (ecc_want){"ndf_ecc_hist", in->dtype, c->nsp, construction, 1};
+    if (!s2mode) ws[nw++] = (ecc_want){"ndf_ecc_soft", in->dtype, 2, 0, 1};
+    ndf__kernel_req x[2];
+    const ndf__kernel_req *xp[2] = {&x[0], &x[1]};
+    if (s2mode) ndf__req_ecc_soft(&x[nx++], "ndf_ecc_soft2", pl.prod, fused, fused ? construction : 0);
+    if (s2mode && nanpass && contig) ndf__req_ecc_soft(&x[nx++], "ndf_ecc_soft2_nan", pl.prod, fused, construction);
+    s = ecc_prefetch(ctx, c->name, ws, nw, xp, nx);
+  }
+  if (s == NDF_OK && !fused) s = get_fn(ctx, c->name, "ndf_ecc_hist", in->dtype, c->nsp, construction, 1, &fh);
+  if (s == NDF_OK && s2mode) {
     ndf__kernel_req req;
     ndf__req_ecc_soft(&req, "ndf_ecc_soft2", pl.prod, fused, fused ? construction : 0);
     s = ndf__jit_get(ctx, c->name, &req, &fs);
@@ -1707,7 +1765,7 @@ ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
       ndf__req_ecc_soft(&req, "ndf_ecc_soft2_nan", pl.prod, fused, construction);
       s = ndf__jit_get(ctx, c->name, &req, &fnan);
     }
-  } else {
+  } else if (s == NDF_OK) {
     s = get_fn(ctx, c->name, "ndf_ecc_soft", in->dtype, 2, 0, 1, &fs);
   }
   if (s == NDF_OK) s = get_fn(ctx, c->name, "ndf_ecc_put", NDF_FLOAT32, 2, 0, 0, &fp);

@@ -17,22 +17,23 @@
 
 #include "ect/ect.h"
 #include "kernel_params.generated.h"
+#include "jit.h"
 #include "tune.h"
 
 #define ECT_SMEM_MAX 36864 /* dynamic shared bytes for thresholds + histogram (static use <= 10.2 KB) */
 
-static ndf_status get_fn(ndf_ctx *ctx, const char *name, const char *kernel, ndf_dtype dt, int nsp, int cons, int wt,
-                         ndf__warm *warm, CUfunction *fn) {
-  ndf__kernel_req r;
-  ndf__req_ect(&r, kernel, dt, nsp, cons, wt);
-  return ndf__jit_resolve(ctx, name, &r, warm, fn);
-}
-
-/* The exact transform's kernels; the final one does not depend on TIN/NSP/CONS: one specialization per WT. */
+/* The exact transform's kernels, at once (compiled concurrently); the final one does not depend on
+ * TIN/NSP/CONS: one specialization per WT. */
 static ndf_status ect_kernels(ndf_ctx *ctx, const char *name, ndf_dtype dt, int nsp, int cons, int wt, ndf__warm *warm,
                               CUfunction *fh, CUfunction *ff) {
-  ndf_status s = get_fn(ctx, name, "ndf_ect_hist", dt, nsp, cons, wt, warm, fh);
-  return s == NDF_OK ? get_fn(ctx, name, "ndf_ect_final", NDF_FLOAT32, 2, 0, wt, warm, ff) : s;
+  ndf__kernel_req r[2];
+  const ndf__kernel_req *rp[2] = {&r[0], &r[1]};
+  CUfunction f[2] = {NULL, NULL};
+  ndf__req_ect(&r[0], "ndf_ect_hist", dt, nsp, cons, wt);
+  ndf__req_ect(&r[1], "ndf_ect_final", NDF_FLOAT32, 2, 0, wt);
+  ndf_status s = ndf__jit_resolve_many(ctx, name, rp, 2, warm, f);
+  *fh = f[0], *ff = f[1];
+  return s;
 }
 
 typedef struct tsort {
@@ -193,20 +194,19 @@ done:
 
 /* ---- soft ECT ----------------------------------------------------------------------------------- */
 
-static ndf_status get_soft_fn(ndf_ctx *ctx, const char *name, const char *kernel, ndf_dtype dt, int nsp, int cons,
-                              int wt, int fast, ndf__warm *warm, CUfunction *fn) {
-  ndf__kernel_req r;
-  ndf__req_ect_soft(&r, kernel, dt, nsp, cons, wt, fast);
-  return ndf__jit_resolve(ctx, name, &r, warm, fn);
-}
-
 /* The sigmoid in float (soft_ect.fast=on) or double (default, the CPU's arithmetic). */
 static int soft_fast(ndf_ctx *ctx) { return ndf__tune(ctx, NDF__TUNE_SOFT_ECT_FAST, NULL) == NDF__TUNE_SOFT_ECT_FAST__ON; }
 
 static ndf_status soft_kernels(ndf_ctx *ctx, const char *name, ndf_dtype dt, int nsp, int cons, int wt, int fast,
                                ndf__warm *warm, CUfunction *fs, CUfunction *fp) {
-  ndf_status s = get_soft_fn(ctx, name, "ndf_ect_soft", dt, nsp, cons, wt, fast, warm, fs);
-  return s == NDF_OK ? get_soft_fn(ctx, name, "ndf_ect_soft_put", NDF_FLOAT32, 2, 0, 0, 0, warm, fp) : s;
+  ndf__kernel_req r[2];
+  const ndf__kernel_req *rp[2] = {&r[0], &r[1]};
+  CUfunction f[2] = {NULL, NULL};
+  ndf__req_ect_soft(&r[0], "ndf_ect_soft", dt, nsp, cons, wt, fast);
+  ndf__req_ect_soft(&r[1], "ndf_ect_soft_put", NDF_FLOAT32, 2, 0, 0, 0);
+  ndf_status s = ndf__jit_resolve_many(ctx, name, rp, 2, warm, f); /* compiled concurrently */
+  *fs = f[0], *fp = f[1];
+  return s;
 }
 
 ndf_status ndf__ect_cuda_warm(ndf_ctx *ctx, const char *name, ndf_dtype dt, int nsp, int cons, int wt, int soft,

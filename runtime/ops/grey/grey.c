@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "grey/grey.h"
+#include "jit.h"
 #include "tune.h"
 
 void ndf_grey_options_init(ndf_grey_options *opt) {
@@ -501,10 +502,9 @@ ndf_status ndf__grey_warm_step(ndf_ctx *ctx, const char *name, const ndf__grey_g
   ndf__kernel_req reqs[16];
   int n = ndf__grey_cuda_requests(ctx, g, dtype, ndim, reqs, 15);
   if (combine >= 0) ndf__combine_request(&reqs[n++], combine, dtype);
-  ndf_status s = NDF_OK;
-  for (int i = 0; i < n && s == NDF_OK; i++) {
-    CUfunction fn;
-    s = ndf__jit_resolve(ctx, name, &reqs[i], warm, &fn);
-  }
-  return s;
+  /* the step's kernels at once: the misses compile concurrently */
+  const ndf__kernel_req *rp[16];
+  CUfunction fns[16];
+  for (int i = 0; i < n; i++) rp[i] = &reqs[i];
+  return n > 0 ? ndf__jit_resolve_many(ctx, name, rp, n, warm, fns) : NDF_OK;
 }

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "grey/grey.h"
+#include "jit.h"
 #include "kernel_params.generated.h"
 #include "tune.h"
 
@@ -613,22 +614,28 @@ ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, n
   /* Resolve every kernel before the first launch: a compile or load failure
    * then leaves the output untouched (later lookups are memory hits). */
   {
-    CUfunction fn;
-    ndf__kernel_req req;
+    /* all at once: the ones not cached compile concurrently */
+    ndf__kernel_req req[1 + NDF_MAX_NDIM];
+    const ndf__kernel_req *rp[1 + NDF_MAX_NDIM];
+    int nreq = 0;
     if (nf) {
       int k[3], lo[3];
       box_k(g, nf, k, lo);
-      if (boxd_applies(ctx, in->dtype, g, k)) req_boxd(ctx, &req, in->dtype, g, g->op, g->mode, k);
-      else req_box(&req, in->dtype, g->op, g->mode, k, box_zc(ctx, in->shape, ndim));
-      if ((s = ndf__jit_get(ctx, name, &req, &fn)) != NDF_OK) return s;
+      if (boxd_applies(ctx, in->dtype, g, k)) req_boxd(ctx, &req[nreq], in->dtype, g, g->op, g->mode, k);
+      else req_box(&req[nreq], in->dtype, g->op, g->mode, k, box_zc(ctx, in->shape, ndim));
+      nreq++;
     }
     for (int i = 0; i < npass; i++) {
       const int a = axes[i], last = nb + a == ndim - 1;
       const int kind = line_kind(ctx, in->dtype, g, g->box[a], in->shape[nb + a], es, last);
-      if (kind != LK_TAPS) req_linek(&req, kind, in->dtype, g, g->box[a], last);
-      else req_taps(&req, in->dtype, nsp, g->op, g->mode, 0);
-      if ((s = ndf__jit_get(ctx, name, &req, &fn)) != NDF_OK) return s;
+      if (kind != LK_TAPS) req_linek(&req[nreq], kind, in->dtype, g, g->box[a], last);
+      else req_taps(&req[nreq], in->dtype, nsp, g->op, g->mode, 0);
+      nreq++;
     }
+    for (int i = 0; i < nreq; i++) rp[i] = &req[i];
+    if (nreq > 0) s = ndf__jit_get_many(ctx, name, rp, nreq, NULL);
+    for (int i = 0; i < nreq; i++) ndf__req_free(&req[i]);
+    if (s != NDF_OK) return s;
   }
   int64_t n = ndf_array_size(in);
   CUdeviceptr tmp = 0;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jit.h"
 #include "kernel_params.generated.h"
 #include "reconstruction/reconstruction.h"
 
@@ -32,17 +33,15 @@ static ndf_status read_status(ndf_ctx *ctx, const char *name, CUdeviceptr status
 /* The kernels of a call (the step only with taps); with warm, compiled for warm->arch instead of loaded. */
 static ndf_status kernels(ndf_ctx *ctx, const char *name, ndf_dtype t, ndf_dtype out, const ndf__recon_geom *g,
                           ndf__warm *warm, CUfunction *f_init, CUfunction *f_step, CUfunction *f_store) {
-  ndf__kernel_req req;
-  ndf_status s;
-  request(&req, "ndf_recon_init", t, t, 1, g->dilation);
-  if ((s = ndf__jit_resolve(ctx, name, &req, warm, f_init)) != NDF_OK) return s;
-  request(&req, "ndf_recon_store", t, out, 1, 1);
-  if ((s = ndf__jit_resolve(ctx, name, &req, warm, f_store)) != NDF_OK) return s;
-  *f_step = NULL;
-  if (g->ntaps > 0) {
-    request(&req, "ndf_recon_step", t, t, g->nsp, g->dilation);
-    s = ndf__jit_resolve(ctx, name, &req, warm, f_step);
-  }
+  /* at once: a first call compiles them concurrently */
+  ndf__kernel_req req[3];
+  const ndf__kernel_req *rp[3] = {&req[0], &req[1], &req[2]};
+  CUfunction fn[3] = {NULL, NULL, NULL};
+  request(&req[0], "ndf_recon_init", t, t, 1, g->dilation);
+  request(&req[1], "ndf_recon_store", t, out, 1, 1);
+  request(&req[2], "ndf_recon_step", t, t, g->nsp, g->dilation);
+  ndf_status s = ndf__jit_resolve_many(ctx, name, rp, g->ntaps > 0 ? 3 : 2, warm, fn);
+  *f_init = fn[0], *f_store = fn[1], *f_step = fn[2];
   return s;
 }
 

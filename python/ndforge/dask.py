@@ -1,0 +1,910 @@
+"""ndforge on Dask arrays: lazy, chunked, and equal to the single-array result.
+
+Every function takes a ``dask.array.Array`` (NumPy or CuPy chunks; a NumPy
+array is wrapped with its own shape as one chunk) and returns a lazy dask
+array whose computed value equals the ``ndforge.ndimage`` / ``ndforge.topology``
+/ ``ndforge.ot`` result on the whole array, for any chunking
+(docs/adr/0022-dask.md).  The methods:
+
+* **Local ops** (grey morphology, rank filters, binary morphology with a finite
+  number of iterations, hit-or-miss, and the linear filters where the package
+  has them: correlate/convolve, uniform, gaussian and derivative filters): each output block runs the op on its
+  block grown by the op's exact reach (footprint / structure extent and
+  origin, times the number of erosion/dilation stages and iterations), taken
+  from as many neighbouring chunks as it spans, so a halo may be larger than a
+  chunk.  At the array's true border the region stops and the op applies its
+  own boundary mode there (``reflect``, ``mirror``, ``nearest``, ``constant``,
+  ``border_value``), which stays exact for composite ops (opening, tophat,
+  closing with iterations) where padding the input would not be; ``wrap``
+  modes gather the periodic neighbours from the far side instead.  Every
+  output voxel then sees the same inputs in the same order, so results are
+  bitwise the single-array ones, except ``uniform_filter`` over several axes
+  (running sums: equal to the last bits).
+* **label**: per-chunk labels; every face between chunk rows joins the labels
+  it connects (through the structure, diagonals across chunk corners
+  included); the equivalences are merged on the host and each component is
+  numbered by its first voxel in raster order, which is the single-array
+  numbering.  ``binary_fill_holes`` and ``binary_propagation`` (and binary
+  dilation / erosion with ``iterations < 1``) use the same merged components
+  (of the background, or of the mask).
+* **Euler characteristic curves** (``ecc``, ``soft_ecc``): each chunk counts the
+  cells it owns (the chunk of the cell's lowest voxel for the 'V' construction,
+  of its lowest adjacent pixel for 'T'), from its block and one voxel of its
+  upper neighbours, by inclusion-exclusion over the block's faces; the curves
+  of the chunks add up to the whole array's.
+* **Whole-axis ops** (distance transforms, ECT, grey reconstruction, and the
+  parameter combinations the methods above do not cover): the spatial axes are
+  rechunked into one chunk (batch axes keep their chunks), the op runs per
+  chunk, and the result is rechunked back to the input's chunks.  Exact, but a
+  chunk then holds a whole image.
+* **Batches**: with ``batch_dims`` the leading axes are a batch; chunks along
+  them run independently (``map_blocks``), ``sinkhorn`` over a chunked
+  (pairs, bins) array likewise.
+"""
+
+import builtins
+import functools
+import itertools
+import operator
+
+import numpy as np
+
+import dask
+import dask.array as da
+from dask.base import tokenize
+from dask.delayed import Delayed
+from dask.highlevelgraph import HighLevelGraph
+
+from . import ndimage as _ndi
+from . import topology as _topo
+from . import ot as _ot
+from . import morphology as _morph
+
+__all__ = [
+    "grey_erosion", "grey_dilation", "grey_opening", "grey_closing", "morphological_gradient",
+    "morphological_laplace", "white_tophat", "black_tophat", "median_filter", "rank_filter",
+    "percentile_filter", "binary_erosion", "binary_dilation", "binary_opening", "binary_closing",
+    "binary_hit_or_miss", "binary_propagation", "binary_fill_holes", "label", "distance_transform_edt",
+    "distance_transform_cdt", "distance_transform_bf", "ecc", "soft_ecc", "ect", "reconstruction", "sinkhorn",
+    "map_batches",
+]
+
+
+# --- arrays ------------------------------------------------------------------------
+
+def _as_dask(x):
+    return x if isinstance(x, da.Array) else da.from_array(x, chunks=x.shape)
+
+
+def _host(a):
+    """A NumPy copy of a block (CuPy blocks come to the host; NumPy ones are returned as they are)."""
+    if isinstance(a, np.ndarray):
+        return a
+    get = getattr(a, "get", None)
+    return get() if get is not None else np.asarray(a)
+
+
+def _xp(a):
+    if isinstance(a, np.ndarray):
+        return np
+    import cupy
+    return cupy
+
+
+def _meta(x, dtype, ndim=None):
+    return da.utils.meta_from_array(x, ndim=x.ndim if ndim is None else ndim, dtype=dtype)
+
+
+# --- blocks grown by a halo ----------------------------------------------------------
+
+def _axis_plan(chunks, lo, hi, wrap):
+    """Per output block of one axis: the input pieces (block j, local start, stop) whose concatenation
+    holds the block's region, the positions to take from that concatenation (None: all of it, in order),
+    and the block's place in the region.  Clipped at the array's ends unless ``wrap``."""
+    n = int(sum(chunks))
+    bounds = np.concatenate([[0], np.cumsum(chunks)]).astype(np.int64)
+    plans = []
+    for j in range(len(chunks)):
+        s, e = int(bounds[j]), int(bounds[j + 1])
+        if wrap:
+            idx = np.arange(s - lo, e + hi) % n
+            rstart, rstop = s - lo, e + hi
+        else:
+            rstart, rstop = max(0, s - lo), min(n, e + hi)
+            idx = np.arange(rstart, rstop)
+        blk = np.searchsorted(bounds, idx, side="right") - 1
+        pieces, offs, off = [], {}, 0
+        for b in np.unique(blk):
+            loc = idx[blk == b] - bounds[b]
+            a0, a1 = int(loc.min()), int(loc.max()) + 1
+            pieces.append((int(b), a0, a1))
+            offs[int(b)] = off - a0
+            off += a1 - a0
+        pos = idx - bounds[blk] + np.array([offs[int(b)] for b in blk], np.int64)
+        sel = None if (len(pos) == off and np.array_equal(pos, np.arange(off))) else pos
+        plans.append(dict(pieces=pieces, sel=sel, start=s, stop=e, rstart=rstart, rstop=rstop,
+                          trim=slice(s - rstart, s - rstart + (e - s)), n=n))
+    return plans
+
+
+def _assemble(blocks, axis_plans):
+    """The region of one output block from the input blocks it spans (``blocks``: their product order)."""
+    shape = [sum(p[2] - p[1] for p in ap["pieces"]) for ap in axis_plans]
+    combos = list(itertools.product(*[ap["pieces"] for ap in axis_plans]))
+    if len(combos) == 1:
+        region = blocks[0][tuple(slice(p[1], p[2]) for p in combos[0])]
+    else:
+        xp = _xp(blocks[0])
+        region = xp.empty(shape, blocks[0].dtype)
+        starts = []
+        for ap in axis_plans:
+            s, acc = {}, 0
+            for p in ap["pieces"]:
+                s[p[0]] = acc
+                acc += p[2] - p[1]
+            starts.append(s)
+        for blk, combo in zip(blocks, combos):
+            dst = tuple(slice(starts[a][p[0]], starts[a][p[0]] + p[2] - p[1]) for a, p in enumerate(combo))
+            region[dst] = blk[tuple(slice(p[1], p[2]) for p in combo)]
+    for a, ap in enumerate(axis_plans):
+        if ap["sel"] is not None:
+            xp = _xp(region)
+            region = xp.take(region, xp.asarray(ap["sel"]), axis=a)
+    return region
+
+
+def _halo_task(fn, axis_plans, nin, *args):
+    regions = [_assemble(args[i], axis_plans) for i in range(nin)]
+    return fn(regions, axis_plans, *args[nin:])
+
+
+def _halo_map(fn, arrays, lo, hi, wrap=False, dtype=None, extras=(), out_chunks=None, new_axes=None,
+              name="ndforge"):
+    """A dask array whose block i is ``fn(regions, axis_plans, *extras)``: ``regions`` holds, for every
+    input array (all chunked as the first), block i grown by ``lo`` / ``hi`` voxels per axis (clipped at
+    the array's ends, or periodic with ``wrap``); ``axis_plans`` says where the block lies in the region
+    (``trim``) and in the array.  ``extras`` are dask collections passed computed; ``out_chunks`` and
+    ``new_axes`` (chunks of axes appended to the output) describe an output that is not the block."""
+    x = arrays[0]
+    arrays = [x] + [a.rechunk(x.chunks) for a in arrays[1:]]
+    plans = [_axis_plan(x.chunks[a], lo[a], hi[a], wrap) for a in range(x.ndim)]
+    token = tokenize(fn, [a.name for a in arrays], lo, hi, wrap, [getattr(e, "key", getattr(e, "name", e))
+                                                                    for e in extras])
+    out = "%s-%s" % (name, token)
+    ekeys = []
+    for e in extras:
+        ekeys.append(e.key if hasattr(e, "key") else (e.name,) + (0,) * e.ndim)
+    dsk = {}
+    for idx in itertools.product(*[range(len(c)) for c in x.chunks]):
+        aps = [plans[a][idx[a]] for a in range(x.ndim)]
+        combos = list(itertools.product(*[[p[0] for p in ap["pieces"]] for ap in aps]))
+        keyl = [[(arr.name,) + c for c in combos] for arr in arrays]
+        task = functools.partial(_halo_task, fn, aps, len(arrays))
+        dsk[(out,) + idx + (0,) * len(new_axes or ())] = (task, *keyl, *ekeys)
+    deps = list(arrays) + list(extras)
+    graph = HighLevelGraph.from_collections(out, dsk, dependencies=deps)
+    chunks = out_chunks if out_chunks is not None else x.chunks
+    chunks = tuple(chunks) + tuple((c,) for c in (new_axes or ()))
+    return da.Array(graph, out, chunks=chunks, meta=_meta(x._meta, dtype or x.dtype, len(chunks)))
+
+
+def _trim(out, aps):
+    return out[tuple(ap["trim"] for ap in aps)]
+
+
+# --- local ops ---------------------------------------------------------------------------
+
+_WRAP = ("wrap", "grid-wrap")
+# erosion/dilation stages of each grey op: its halo is that many times the footprint's reach
+_GREY_STAGES = {"grey_erosion": 1, "grey_dilation": 1, "grey_opening": 2, "grey_closing": 2,
+                "morphological_gradient": 1, "morphological_laplace": 1, "white_tophat": 2, "black_tophat": 2}
+_BINARY_STAGES = {"binary_erosion": 1, "binary_dilation": 1, "binary_opening": 2, "binary_closing": 2}
+
+
+def _spatial_axes(ndim, batch_dims, axes):
+    if axes is None:
+        return list(range(batch_dims, ndim))
+    if isinstance(axes, int):
+        axes = (axes,)
+    return [a % ndim for a in axes]
+
+
+def _reach(shape, origin, nsp):
+    """Per spatial axis: how far (either way) the window of an element of this shape and origin reaches."""
+    org = [0] * nsp if origin is None else (
+        [int(origin)] * nsp if np.ndim(origin) == 0 else [int(o) for o in origin])
+    if len(org) == 1:
+        org = org * nsp
+    r = []
+    for k, o in zip(shape, org):
+        lo, hi = k // 2 + o, k - 1 - k // 2 - o
+        r.append(max(abs(lo), abs(hi)))
+    return r
+
+
+def _extent(nsp, size=None, footprint=None, structure=None):
+    if footprint is not None:
+        return np.shape(footprint)
+    if structure is not None:
+        return np.shape(structure)
+    if size is None:
+        return None
+    return tuple(int(size) for _ in range(nsp)) if np.ndim(size) == 0 else tuple(int(s) for s in size)
+
+
+def _local(fn, x, axes, reach, wrap=False, dtype=None, others=(), name="ndforge"):
+    """fn(region, *other regions) on every block grown by ``reach`` along ``axes``, trimmed back."""
+    x = _as_dask(x)
+    lo = [0] * x.ndim
+    for a, r in zip(axes, reach):
+        lo[a] = int(r)
+
+    def run(regions, aps):
+        return _trim(fn(*regions), aps)
+
+    return _halo_map(run, [x] + [_as_dask(o) for o in others], lo, lo, wrap, dtype, name=name)
+
+
+def _whole(fn, x, batch_dims=0, dtype=None, name="ndforge-whole"):
+    """fn on chunks that hold whole images (spatial axes in one chunk), rechunked back to x's chunks."""
+    x = _as_dask(x)
+    y = x.rechunk({a: -1 for a in range(batch_dims, x.ndim)})
+    r = y.map_blocks(fn, dtype=dtype or x.dtype, name=name, meta=_meta(x._meta, dtype or x.dtype))
+    return r.rechunk(x.chunks)
+
+
+def _out_dtype(x, output):
+    if output is None:
+        return None
+    if isinstance(output, (np.dtype, type, str)):
+        return np.dtype(output)
+    raise TypeError("ndforge.dask: output= takes a dtype (dask arrays are not filled in place)")
+
+
+def _make_grey(name):
+    f1 = getattr(_ndi, name)
+
+    def f(input, size=None, footprint=None, structure=None, output=None, mode="reflect", cval=0.0, origin=0,
+          *, axes=None, batch_dims=0, algorithm=None, nan_policy=None):
+        x = _as_dask(input)
+        out = _out_dtype(x, output)
+        kw = dict(size=size, footprint=footprint, structure=structure, output=out, mode=mode, cval=cval,
+                  origin=origin, axes=axes, batch_dims=batch_dims, algorithm=algorithm, nan_policy=nan_policy)
+        call = functools.partial(f1, **kw)
+        dtype = f1(np.zeros((1,) * x.ndim, x.dtype), **kw).dtype
+        sp = _spatial_axes(x.ndim, batch_dims, axes)
+        ext = _extent(len(sp), size, footprint, structure)
+        stages = _GREY_STAGES.get(name)
+        if ext is None or stages is None:  # the library raises the error, or an op of unknown reach
+            return _whole(call, x, batch_dims if axes is None else 0, dtype)
+        m = mode[0] if isinstance(mode, (list, tuple)) else mode
+        reach = [stages * r for r in _reach(ext, origin, len(sp))]
+        return _local(call, x, sp, reach, wrap=m in _WRAP, dtype=dtype, name="ndforge-" + name)
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = "ndforge.ndimage.%s on a dask array (exact halo; see the module's doc)." % name
+    return f
+
+
+grey_erosion = _make_grey("grey_erosion")
+grey_dilation = _make_grey("grey_dilation")
+grey_opening = _make_grey("grey_opening")
+grey_closing = _make_grey("grey_closing")
+morphological_gradient = _make_grey("morphological_gradient")
+morphological_laplace = _make_grey("morphological_laplace")
+white_tophat = _make_grey("white_tophat")
+black_tophat = _make_grey("black_tophat")
+
+
+def _rank(name, extra, input, size, footprint, output, mode, cval, origin, axes, batch_dims, algorithm,
+          nan_policy):
+    f1 = getattr(_ndi, name)
+    x = _as_dask(input)
+    kw = dict(size=size, footprint=footprint, output=_out_dtype(x, output), mode=mode, cval=cval, origin=origin,
+              axes=axes, batch_dims=batch_dims, algorithm=algorithm, nan_policy=nan_policy)
+    call = functools.partial(f1, **extra, **kw)
+    dtype = call(np.zeros((1,) * x.ndim, x.dtype)).dtype
+    sp = _spatial_axes(x.ndim, batch_dims, axes)
+    ext = _extent(len(sp), size, footprint)
+    if ext is None:
+        return _whole(call, x, batch_dims if axes is None else 0, dtype)
+    m = mode[0] if isinstance(mode, (list, tuple)) else mode
+    return _local(call, x, sp, _reach(ext, origin, len(sp)), wrap=m in _WRAP, dtype=dtype, name="ndforge-" + name)
+
+
+def median_filter(input, size=None, footprint=None, output=None, mode="reflect", cval=0.0, origin=0, *,
+                  axes=None, batch_dims=0, algorithm=None, nan_policy=None):
+    """ndforge.ndimage.median_filter on a dask array."""
+    return _rank("median_filter", {}, input, size, footprint, output, mode, cval, origin, axes, batch_dims,
+                 algorithm, nan_policy)
+
+
+def rank_filter(input, rank, size=None, footprint=None, output=None, mode="reflect", cval=0.0, origin=0, *,
+                axes=None, batch_dims=0, algorithm=None, nan_policy=None):
+    """ndforge.ndimage.rank_filter on a dask array."""
+    return _rank("rank_filter", dict(rank=rank), input, size, footprint, output, mode, cval, origin, axes, batch_dims,
+                 algorithm, nan_policy)
+
+
+def percentile_filter(input, percentile, size=None, footprint=None, output=None, mode="reflect", cval=0.0,
+                      origin=0, *, axes=None, batch_dims=0, algorithm=None, nan_policy=None):
+    """ndforge.ndimage.percentile_filter on a dask array."""
+    return _rank("percentile_filter", dict(percentile=percentile), input, size, footprint, output, mode, cval,
+                 origin, axes, batch_dims, algorithm, nan_policy)
+
+
+def _default_structure(nsp, structure):
+    return _ndi.generate_binary_structure(nsp, 1) if structure is None else np.asarray(_host(structure)) != 0
+
+
+def _symmetric(st):
+    return np.array_equal(st, st[(slice(None, None, -1),) * st.ndim])
+
+
+def _zero_origin(origin):
+    return np.all(np.asarray(origin) == 0)
+
+
+def _binary(name, input, structure, iterations, mask, output, border_value, origin, brute_force, axes,
+            batch_dims):
+    f1 = getattr(_ndi, name)
+    x = _as_dask(input)
+    sp = _spatial_axes(x.ndim, batch_dims, axes)
+    st = _default_structure(len(sp), structure)
+    it = operator.index(iterations)
+    kw = dict(structure=st, iterations=it, output=_out_dtype(x, output), border_value=border_value,
+              origin=origin, brute_force=brute_force, axes=axes, batch_dims=batch_dims)
+    if it < 1:
+        if (name in ("binary_erosion", "binary_dilation") and axes is None and _symmetric(st)
+                and _zero_origin(origin)):
+            return _fixpoint(name, x, st, mask, border_value, batch_dims, output)
+        m = None if mask is None else _as_dask(mask)
+        return _whole_masked(functools.partial(f1, **kw), x, m, batch_dims if axes is None else 0)
+    reach = [it * _BINARY_STAGES[name] * r for r in _reach(st.shape, origin, len(sp))]
+    dtype = np.dtype(bool) if output is None else np.dtype(output)
+    if mask is None:
+        return _local(functools.partial(f1, **kw), x, sp, reach, dtype=dtype, name="ndforge-" + name)
+    return _local(lambda r, m: f1(r, mask=m, **kw), x, sp, reach, dtype=dtype, others=[mask],
+                  name="ndforge-" + name)
+
+
+def _whole_masked(fn, x, mask, batch_dims):
+    if mask is None:
+        return _whole(fn, x, batch_dims, np.dtype(bool))
+    y = x.rechunk({a: -1 for a in range(batch_dims, x.ndim)})
+    r = da.map_blocks(lambda a, m: fn(a, mask=m), y, mask.rechunk(y.chunks), dtype=bool,
+                      meta=_meta(x._meta, bool))
+    return r.rechunk(x.chunks)
+
+
+def binary_erosion(input, structure=None, iterations=1, mask=None, output=None, border_value=0, origin=0,
+                   brute_force=False, *, axes=None, batch_dims=0):
+    """ndforge.ndimage.binary_erosion on a dask array (iterations < 1: to the fixpoint, through labels)."""
+    return _binary("binary_erosion", input, structure, iterations, mask, output, border_value, origin,
+                   brute_force, axes, batch_dims)
+
+
+def binary_dilation(input, structure=None, iterations=1, mask=None, output=None, border_value=0, origin=0,
+                    brute_force=False, *, axes=None, batch_dims=0):
+    """ndforge.ndimage.binary_dilation on a dask array (iterations < 1: to the fixpoint, through labels)."""
+    return _binary("binary_dilation", input, structure, iterations, mask, output, border_value, origin,
+                   brute_force, axes, batch_dims)
+
+
+def binary_opening(input, structure=None, iterations=1, output=None, origin=0, mask=None, border_value=0,
+                   brute_force=False, *, axes=None, batch_dims=0):
+    """ndforge.ndimage.binary_opening on a dask array."""
+    return _binary("binary_opening", input, structure, iterations, mask, output, border_value, origin,
+                   brute_force, axes, batch_dims)
+
+
+def binary_closing(input, structure=None, iterations=1, output=None, origin=0, mask=None, border_value=0,
+                   brute_force=False, *, axes=None, batch_dims=0):
+    """ndforge.ndimage.binary_closing on a dask array."""
+    return _binary("binary_closing", input, structure, iterations, mask, output, border_value, origin,
+                   brute_force, axes, batch_dims)
+
+
+def binary_hit_or_miss(input, structure1=None, structure2=None, output=None, origin1=0, origin2=None, *,
+                       axes=None, batch_dims=0):
+    """ndforge.ndimage.binary_hit_or_miss on a dask array."""
+    x = _as_dask(input)
+    sp = _spatial_axes(x.ndim, batch_dims, axes)
+    s1 = _default_structure(len(sp), structure1)
+    s2 = ~s1 if structure2 is None else np.asarray(_host(structure2)) != 0
+    reach = np.maximum(_reach(s1.shape, origin1, len(sp)),
+                       _reach(s2.shape, origin1 if origin2 is None else origin2, len(sp)))
+    call = functools.partial(_ndi.binary_hit_or_miss, structure1=s1, structure2=s2, output=_out_dtype(x, output),
+                             origin1=origin1, origin2=origin2, axes=axes, batch_dims=batch_dims)
+    return _local(call, x, sp, reach, dtype=np.dtype(bool) if output is None else np.dtype(output),
+                  name="ndforge-binary_hit_or_miss")
+
+
+# --- label and the ops made of its components ----------------------------------------
+
+def _block_starts(chunks):
+    return [np.concatenate([[0], np.cumsum(c)[:-1]]).astype(np.int64) for c in chunks]
+
+
+def _first_flats(lab, start, shape):
+    """Global raster index of the first voxel of each label 1..n of a block (labels numbered in raster order,
+    as ndforge.ndimage.label numbers them: the running maximum rises by one at each first voxel)."""
+    flat = lab.ravel()
+    run = np.maximum.accumulate(flat) if flat.size else flat
+    firsts = np.flatnonzero(np.diff(run, prepend=0) > 0)
+    loc = np.unravel_index(firsts, lab.shape)
+    return np.ravel_multi_index(tuple(l + s for l, s in zip(loc, start)), shape).astype(np.int64)
+
+
+def _block_info(start, shape, lab):
+    """What the merge needs of one chunk's labels: their count, their first voxels, the chunk's faces."""
+    h = _host(lab)
+    faces = [(h.take([0], axis=a), h.take([h.shape[a] - 1], axis=a)) for a in range(h.ndim)]
+    first = _first_flats(h, start, shape)
+    return dict(n=len(first), first=first, faces=faces)
+
+
+def _union_find(nnodes, u, v):
+    """Root (smallest member) of every node's component under the edges (u, v)."""
+    parent = np.arange(nnodes, dtype=np.int64)
+    if len(u) == 0:
+        return parent
+    while True:
+        pu, pv = parent[u], parent[v]
+        m = np.minimum(pu, pv)
+        before = parent.copy()
+        np.minimum.at(parent, pu, m)
+        np.minimum.at(parent, pv, m)
+        while True:
+            nxt = parent[parent]
+            if np.array_equal(nxt, parent):
+                break
+            parent = nxt
+        if np.array_equal(parent, before):
+            return parent
+
+
+def _merge(grid, structure, infos):
+    """Component root (of provisional ids: chunk label + chunk offset), first voxel and chunk offsets of the
+    per-chunk labels (infos in C order over the chunk grid).  Each face between two rows of chunks is taken
+    whole, so that links across chunk corners (diagonals of the structure) are found too."""
+    infos = np.array(infos + [None], dtype=object)[:-1].reshape(grid)
+    counts = np.array([i["n"] for i in infos.ravel()], np.int64).reshape(grid)
+    offsets = (np.cumsum(counts.ravel()) - counts.ravel()).reshape(grid)
+    ndim = len(grid)
+    us, vs = [], []
+    for a in range(ndim):
+        shifts = [d for d in itertools.product((-1, 0, 1), repeat=ndim)
+                  if d[a] == 1 and structure[tuple(k + 1 for k in d)]]
+        sub = tuple(1 if b == a else grid[b] for b in range(ndim))
+
+        def face(j, side):
+            parts = np.empty(sub, dtype=object)
+            for idx in itertools.product(*[range(s) for s in sub]):
+                full = idx[:a] + (j,) + idx[a + 1:]
+                f = infos[full]["faces"][a][side].astype(np.int64)
+                parts[idx] = np.where(f > 0, f + offsets[full], 0)
+            return np.block(parts.tolist()) if ndim > 1 else parts[0]
+        for j in range(grid[a] - 1):
+            L, R = face(j, 1), face(j + 1, 0)
+            n = L.shape
+            for d in shifts:
+                ls = tuple(slice(None) if b == a else slice(max(0, -d[b]), n[b] - max(0, d[b])) for b in range(ndim))
+                rs = tuple(slice(None) if b == a else slice(max(0, d[b]), n[b] - max(0, -d[b])) for b in range(ndim))
+                lv, rv = L[ls].ravel(), R[rs].ravel()
+                keep = (lv > 0) & (rv > 0)
+                us.append(lv[keep])
+                vs.append(rv[keep])
+    u = np.concatenate(us) if us else np.zeros(0, np.int64)
+    v = np.concatenate(vs) if vs else np.zeros(0, np.int64)
+    root = _union_find(int(counts.sum()) + 1, u, v)
+    first = np.concatenate([np.zeros(1, np.int64)] + [i["first"] for i in infos.ravel()])
+    return dict(root=root, first=first, offsets=offsets, infos=infos)
+
+
+def _numbering(m, extras):
+    """Provisional id -> final label: components numbered by their first voxel in raster order."""
+    root, first = m["root"], m["first"]
+    key = np.full(len(root), np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(key, root[1:], first[1:])
+    roots = np.unique(root[1:])
+    order = np.argsort(key[roots], kind="stable")
+    number = np.zeros(len(root), np.int64)
+    number[roots[order]] = np.arange(1, len(roots) + 1)
+    lut = number[root]
+    lut[0] = 0
+    return lut, len(roots)
+
+
+def _border_holes(m, extras):
+    """Provisional id -> True where its component does not touch the array's border (a hole)."""
+    infos, offsets, root = m["infos"], m["offsets"], m["root"]
+    grid = infos.shape
+    touch = np.zeros(len(root), bool)
+    for idx in itertools.product(*[range(g) for g in grid]):
+        for a in range(len(grid)):
+            for side, at in ((0, 0), (1, grid[a] - 1)):
+                if idx[a] == at:
+                    f = infos[idx]["faces"][a][side]
+                    touch[root[f[f > 0].astype(np.int64) + offsets[idx]]] = True
+    hole = ~touch[root]
+    hole[0] = False
+    return hole, None
+
+
+def _reached(m, extras):
+    """Provisional id -> True where its component holds a voxel of the per-chunk sets in extras."""
+    flag = np.zeros(len(m["root"]), bool)
+    for idx, a in zip(itertools.product(*[range(g) for g in m["infos"].shape]), extras):
+        flag[m["root"][a.astype(np.int64) + m["offsets"][idx]]] = True
+    flag[0] = False
+    return flag[m["root"]], None
+
+
+def _unique_labels(lab, active):
+    lab, active = _host(lab), _host(active)
+    u = np.unique(lab[active != 0])
+    return u[u > 0]
+
+
+def _lookup(final, idx, lab, post, merged, *blocks):
+    xp = _xp(lab)
+    off = merged["offsets"][idx]
+    g = xp.where(lab > 0, lab.astype(np.int64) + off, 0)
+    return final(xp.asarray(post[0])[g], *blocks)
+
+
+def _components(x, structure, post, final, dtype, others=(), extra=None, extra_arrays=(), name="ndforge-label"):
+    """One graph: per-chunk labels of x != 0 under structure; per-chunk infos; their merge; ``post(merge,
+    extras)`` -> (lut over provisional ids, scalar); per chunk ``final(lut[provisional ids], *other blocks)``.
+    ``extra(labels, *extra_arrays blocks)`` gives each chunk's entry of ``extras``.  Returns (array, the
+    scalar as a 0-d dask array)."""
+    x = _as_dask(x)
+    st = structure
+    labs = x.map_blocks(lambda b: _ndi.label(b, st)[0], dtype=np.int32, meta=_meta(x._meta, np.int32),
+                        name="ndforge-chunk-labels-" + tokenize(x.name, st))
+    others = [_as_dask(o).rechunk(x.chunks) for o in others]
+    extra_arrays = [_as_dask(o).rechunk(x.chunks) for o in extra_arrays]
+    token = tokenize(name, labs.name, post, final, dtype, [o.name for o in others + extra_arrays], extra)
+    out, info, merge, postk, extk = ("%s-%s-%s" % (name, w, token) for w in ("out", "info", "merge", "post", "extra"))
+    starts = _block_starts(x.chunks)
+    grid = x.numblocks
+    dsk = {}
+    idxs = list(itertools.product(*[range(g) for g in grid]))
+    for idx in idxs:
+        start = tuple(int(starts[a][idx[a]]) for a in range(x.ndim))
+        dsk[(info,) + idx] = (functools.partial(_block_info, start, x.shape), (labs.name,) + idx)
+        if extra is not None:
+            dsk[(extk,) + idx] = (extra, (labs.name,) + idx, *[(e.name,) + idx for e in extra_arrays])
+    dsk[(merge,)] = (functools.partial(_merge, grid, st), [(info,) + idx for idx in idxs])
+    dsk[(postk,)] = (post, (merge,), [(extk,) + idx for idx in idxs] if extra is not None else [])
+    for idx in idxs:
+        dsk[(out,) + idx] = (functools.partial(_lookup, final, idx), (labs.name,) + idx, (postk,), (merge,),
+                             *[(o.name,) + idx for o in others])
+    scalar = "%s-n-%s" % (name, token)
+    dsk[(scalar,)] = (operator.itemgetter(1), (postk,))
+    graph = HighLevelGraph.from_collections(out, dsk, dependencies=[labs] + others + extra_arrays)
+    arr = da.Array(graph, out, chunks=x.chunks, meta=_meta(x._meta, dtype))
+    graph_n = HighLevelGraph.from_collections(scalar, dsk, dependencies=[labs] + others + extra_arrays)
+    num = da.Array(graph_n, scalar, chunks=(), meta=np.empty((), np.int64))
+    return arr, num
+
+
+def _as_dtype(dtype):
+    return lambda v: v.astype(dtype)
+
+
+def label(input, structure=None, output=None):
+    """ndforge.ndimage.label on a dask array: (labels, num_features), num_features a 0-d dask array.
+    The labels are the single-array labels (numbered in raster order of each component's first voxel)."""
+    x = _as_dask(input)
+    st = _default_structure(x.ndim, structure)
+    dtype = np.dtype(np.int32) if output is None else np.dtype(output)
+    return _components(x, st, _numbering, _as_dtype(dtype), dtype)
+
+
+def _fill(hole, blk):
+    return (blk != 0) | hole
+
+
+def binary_fill_holes(input, structure=None, output=None, origin=0):
+    """ndforge.ndimage.binary_fill_holes on a dask array: the components of the background (under
+    ``structure``) that do not touch the array's border are filled."""
+    x = _as_dask(input)
+    st = _default_structure(x.ndim, structure)
+    dtype = np.dtype(bool) if output is None else np.dtype(output)
+    if not _zero_origin(origin) or not _symmetric(st):
+        return _whole(functools.partial(_ndi.binary_fill_holes, structure=st, output=output, origin=origin), x,
+                      0, dtype)
+    r, _ = _components(x == 0, st, _border_holes, _fill, np.dtype(bool), others=[x], name="ndforge-fill")
+    return r if output is None else r.astype(dtype)
+
+
+def _propagate(seed, mask, st, border_value, dtype):
+    """scipy's binary_propagation: seed, plus the components of mask (under st) that a seed voxel in the
+    mask, or a seed voxel outside it next to them (or the border, with border_value), reaches."""
+    seed = _as_dask(seed) != 0
+    mask = (da.ones(seed.shape, dtype=bool, chunks=seed.chunks) if mask is None
+            else _as_dask(mask).rechunk(seed.chunks) != 0)
+    reach = _reach(st.shape, 0, seed.ndim)
+    near = _local(functools.partial(_ndi.binary_dilation, structure=st, border_value=border_value), seed & ~mask,
+                  list(range(seed.ndim)), reach, dtype=np.dtype(bool))
+    active = (seed | near) & mask
+    r, _ = _components(mask, st, _reached, _fill, np.dtype(bool), others=[seed], extra=_unique_labels,
+                       extra_arrays=[active], name="ndforge-propagate")
+    return r if dtype == np.dtype(bool) else r.astype(dtype)
+
+
+def binary_propagation(input, structure=None, mask=None, output=None, border_value=0, origin=0):
+    """ndforge.ndimage.binary_propagation on a dask array (through the components of the mask)."""
+    x = _as_dask(input)
+    st = _default_structure(x.ndim, structure)
+    dtype = np.dtype(bool) if output is None else np.dtype(output)
+    if not _zero_origin(origin) or not _symmetric(st):
+        m = None if mask is None else _as_dask(mask)
+        return _whole_masked(functools.partial(_ndi.binary_propagation, structure=st, output=output,
+                                               border_value=border_value, origin=origin), x, m, 0)
+    return _propagate(x, mask, st, border_value, dtype)
+
+
+def _fixpoint(name, x, st, mask, border_value, batch_dims, output):
+    if batch_dims:
+        m = None if mask is None else _as_dask(mask)
+        f1 = getattr(_ndi, name)
+        return _whole_masked(functools.partial(f1, structure=st, iterations=-1, output=output,
+                                               border_value=border_value, batch_dims=batch_dims), x, m, batch_dims)
+    dtype = np.dtype(bool) if output is None else np.dtype(output)
+    if name == "binary_dilation":
+        return _propagate(x, mask, st, border_value, dtype)
+    # erosion to the fixpoint is the complement of the propagation of the complement
+    return ~_propagate(_as_dask(x) == 0, mask, st, 0 if border_value else 1, np.dtype(bool))
+
+
+# --- distance transforms and other whole-image ops ----------------------------------------
+
+def _distance(f1, input, kw, batch_dims, return_distances, return_indices):
+    x = _as_dask(input)
+    nsp = x.ndim - batch_dims
+    y = x.rechunk({a: -1 for a in range(batch_dims, x.ndim)})
+    probe = f1(np.ones((2,) * x.ndim, x.dtype), return_distances=return_distances,
+               return_indices=return_indices, batch_dims=batch_dims, **kw)
+    probe = probe if isinstance(probe, tuple) else (probe,)
+    outs = []
+    for k, p in enumerate(probe):
+        is_ind = return_indices and k == len(probe) - 1
+
+        def run(b, k=k):
+            r = f1(b, return_distances=return_distances, return_indices=return_indices, batch_dims=batch_dims, **kw)
+            return r[k] if isinstance(r, tuple) else r
+        if is_ind:
+            chunks = y.chunks[:batch_dims] + ((nsp,),) + y.chunks[batch_dims:]
+            r = y.map_blocks(run, dtype=p.dtype, chunks=chunks, new_axis=batch_dims,
+                             meta=_meta(x._meta, p.dtype, x.ndim + 1))
+            r = r.rechunk(x.chunks[:batch_dims] + ((nsp,),) + x.chunks[batch_dims:])
+        else:
+            r = y.map_blocks(run, dtype=p.dtype, meta=_meta(x._meta, p.dtype)).rechunk(x.chunks)
+        outs.append(r)
+    return tuple(outs) if len(outs) > 1 else outs[0]
+
+
+def distance_transform_edt(input, sampling=None, return_distances=True, return_indices=False, *, batch_dims=0):
+    """ndforge.ndimage.distance_transform_edt on a dask array (each image computed whole; see the module's doc)."""
+    return _distance(_ndi.distance_transform_edt, input, dict(sampling=sampling), batch_dims, return_distances,
+                     return_indices)
+
+
+def distance_transform_cdt(input, metric="chessboard", return_distances=True, return_indices=False, *,
+                           batch_dims=0):
+    """ndforge.ndimage.distance_transform_cdt on a dask array (each image computed whole)."""
+    return _distance(_ndi.distance_transform_cdt, input, dict(metric=metric), batch_dims, return_distances,
+                     return_indices)
+
+
+def distance_transform_bf(input, metric="euclidean", sampling=None, return_distances=True, return_indices=False,
+                          *, batch_dims=0):
+    """ndforge.ndimage.distance_transform_bf on a dask array (each image computed whole)."""
+    return _distance(_ndi.distance_transform_bf, input, dict(metric=metric, sampling=sampling), batch_dims,
+                     return_distances, return_indices)
+
+
+def reconstruction(seed, mask, method="dilation", footprint=None, offset=None, *, batch_dims=0):
+    """ndforge.morphology.reconstruction on dask arrays (each image computed whole)."""
+    s = _as_dask(seed)
+    m = _as_dask(mask)
+    y = s.rechunk({a: -1 for a in range(batch_dims, s.ndim)})
+    probe = _morph.reconstruction(np.zeros((1,) * s.ndim, s.dtype), np.zeros((1,) * s.ndim, m.dtype), method,
+                                  batch_dims=batch_dims)
+    r = da.map_blocks(lambda a, b: _morph.reconstruction(a, b, method, footprint, offset, batch_dims=batch_dims),
+                      y, m.rechunk(y.chunks), dtype=probe.dtype, meta=_meta(s._meta, probe.dtype))
+    return r.rechunk(s.chunks)
+
+
+# --- Euler characteristic curves ----------------------------------------------------------
+
+def _thresholds(x, thresholds, range):
+    """The thresholds of the whole array as explicit values (a count is spread over its [min, max])."""
+    if np.ndim(thresholds) != 0:
+        return np.asarray(_host(thresholds), np.float64)
+    if range is not None:
+        lo, hi = range
+        probe = np.zeros((1, 2), x.dtype)
+        return _topo.ecc(probe, int(thresholds), range=range, return_thresholds=True)[1]
+
+    def th(lo, hi):
+        probe = np.array([[lo, hi]], x.dtype)
+        return _topo.ecc(probe, int(thresholds), return_thresholds=True)[1]
+    return dask.delayed(th, pure=True)(x.min(), x.max())
+
+
+def _owned_sum(curve, construction):
+    """Per block: the curve of the cells the block owns, from the block and one voxel of its upper neighbours."""
+    def run(regions, aps, th):
+        E = regions[0]
+        nd = E.ndim
+        if construction == "V":  # cells belong to the chunk of their lowest vertex: drop the upper halo's cells
+            cut = [a for a in range(nd) if aps[a]["rstop"] > aps[a]["stop"]]
+            pick = lambda a: E.shape[a] - 1
+        else:  # cells belong to the chunk of their lowest pixel: drop the cells of the lower face
+            cut = [a for a in range(nd) if aps[a]["start"] > 0]
+            pick = lambda a: 0
+        total = 0
+        for k in range(len(cut) + 1):
+            for A in itertools.combinations(cut, k):
+                sub = E[tuple(slice(pick(a), pick(a) + 1) if a in A else slice(None) for a in range(nd))]
+                c = _host(curve(sub, th))
+                total = total + (c if k % 2 == 0 else -c)
+        return np.asarray(total).reshape((1,) * nd + (-1,))
+    return run
+
+
+def ecc(input, thresholds=256, construction="V", range=None, batch_dims=0, *, return_thresholds=False):
+    """ndforge.topology.ecc on a dask array: per-chunk curves of owned cells, summed (exact, int64)."""
+    x = _as_dask(input)
+    if batch_dims:
+        th = _thresholds(x, thresholds, range) if np.ndim(thresholds) else None
+        fn = functools.partial(_topo.ecc, thresholds=thresholds, construction=construction, range=range,
+                               batch_dims=batch_dims)
+        return _batched_curve(x, fn, batch_dims, int(thresholds) if th is None else len(th), np.int64)
+    th = _thresholds(x, thresholds, range)
+    T = int(thresholds) if np.ndim(thresholds) == 0 else len(th)
+    extras = [th] if isinstance(th, Delayed) else []
+    curve = lambda sub, t: _topo.ecc(sub, t, construction)
+    run = _owned_sum(curve, construction)
+    if not extras:
+        run = functools.partial(lambda r, a, th0: _owned_sum(curve, construction)(r, a, th0), th0=th)
+    parts = _halo_map(run, [x], [0] * x.ndim, [1] * x.ndim, dtype=np.int64, extras=extras,
+                      out_chunks=tuple((1,) * len(c) for c in x.chunks), new_axes=(T,), name="ndforge-ecc")
+    r = parts.sum(axis=tuple(builtins.range(x.ndim)), dtype=np.int64)
+    if return_thresholds:
+        return r, (da.from_delayed(th, (T,), np.float64) if extras else th)
+    return r
+
+
+def soft_ecc(input, thresholds, lam=1.0, construction="V", batch_dims=0):
+    """ndforge.topology.soft_ecc on a dask array (sum over chunks of owned cells; equal up to rounding)."""
+    x = _as_dask(input)
+    th = np.asarray(_host(thresholds), np.float64)
+    if batch_dims:
+        fn = functools.partial(_topo.soft_ecc, thresholds=th, lam=lam, construction=construction,
+                               batch_dims=batch_dims)
+        return _batched_curve(x, fn, batch_dims, len(th), np.float64)
+    curve = lambda sub, t: _topo.soft_ecc(sub, t, lam, construction)
+    run = functools.partial(lambda r, a, th0: _owned_sum(curve, construction)(r, a, th0), th0=th)
+    parts = _halo_map(run, [x], [0] * x.ndim, [1] * x.ndim, dtype=np.float64,
+                      out_chunks=tuple((1,) * len(c) for c in x.chunks), new_axes=(len(th),),
+                      name="ndforge-soft_ecc")
+    return parts.sum(axis=tuple(range(x.ndim)))
+
+
+def _batched_curve(x, fn, batch_dims, T, dtype, extra_shape=()):
+    y = x.rechunk({a: -1 for a in range(batch_dims, x.ndim)})
+    chunks = y.chunks[:batch_dims] + tuple((s,) for s in extra_shape) + ((T,),)
+    drop = list(range(batch_dims, x.ndim))
+    new = list(range(batch_dims, batch_dims + len(extra_shape) + 1))
+    return y.map_blocks(fn, dtype=dtype, chunks=chunks, drop_axis=drop, new_axis=new,
+                        meta=_meta(x._meta, dtype, len(chunks)))
+
+
+def ect(input, directions, thresholds=256, construction="V", weighted=False, range=None, spacing=None,
+        normalize=False, batch_dims=0):
+    """ndforge.topology.ect on a dask array (each image computed whole: heights use whole-image coordinates)."""
+    x = _as_dask(input)
+    dirs = np.asarray(_host(directions), np.float64)
+    if np.ndim(thresholds) != 0:
+        T = len(thresholds)
+    else:
+        T = int(thresholds)
+    fn = functools.partial(_topo.ect, directions=dirs, thresholds=thresholds, construction=construction,
+                           weighted=weighted, range=range, spacing=spacing, normalize=normalize,
+                           batch_dims=batch_dims)
+    dtype = np.float64 if weighted else np.int64
+    return _batched_curve(x, fn, batch_dims, T, dtype, extra_shape=(dirs.shape[0],))
+
+
+# --- batches -----------------------------------------------------------------------------
+
+def map_batches(fn, x, batch_dims=1, dtype=None, **kwargs):
+    """``fn(chunk, batch_dims=batch_dims, **kwargs)`` per chunk of a batch: the leading ``batch_dims`` axes
+    keep their chunks, the image axes are made whole.  ``fn``'s result must have the chunk's shape."""
+    x = _as_dask(x)
+    return _whole(functools.partial(fn, batch_dims=batch_dims, **kwargs), x, batch_dims, dtype)
+
+
+def sinkhorn(a, b, cost=None, grid=None, p=2, epsilon=0.05, max_iter=100, tol=0.0, log_domain=False, *,
+             scale=1.0, check_every=10):
+    """ndforge.ot.sinkhorn's transport cost of many pairs: ``a`` and ``b`` are (pairs, bins) dask arrays chunked
+    along the pairs; each chunk of pairs is one batched solve.  Returns the (pairs,) costs."""
+    a = _as_dask(a)
+    b = _as_dask(b)
+    a = a.rechunk({1: -1})
+    b = b.rechunk(a.chunks)
+    fn = functools.partial(_ot.sinkhorn, cost=cost, grid=grid, p=p, epsilon=epsilon, max_iter=max_iter, tol=tol,
+                           log_domain=log_domain, scale=scale, check_every=check_every)
+    return da.map_blocks(lambda x, y: np.asarray(fn(x, y)).reshape(-1), a, b, drop_axis=1, dtype=np.float64,
+                         meta=np.empty((0,), np.float64))
+
+
+# --- linear filters (where the package has them) --------------------------------------------
+
+def _per_axis(v, n, cast=int):
+    v = np.atleast_1d(np.asarray(v))
+    return [cast(t) for t in (list(v) * n if len(v) == 1 else list(v))]
+
+
+def _gauss_radius(sigma, truncate, radius, n):
+    if radius is not None:
+        return _per_axis(radius, n)
+    return [int(truncate * s + 0.5) for s in _per_axis(sigma, n, float)]
+
+
+def _linear_reach(name, ndim, batch_dims, a, kw):
+    """{axis: reach} of a linear filter with the arguments of its ndforge.ndimage function."""
+    axes = _spatial_axes(ndim, batch_dims, kw.get("axes"))
+    n = len(axes)
+    if name in ("correlate", "convolve"):
+        return dict(zip(axes, _reach(np.shape(a[0]), kw.get("origin", 0), n)))
+    if name in ("correlate1d", "convolve1d"):
+        return {kw.get("axis", -1) % ndim: _reach((len(np.atleast_1d(a[0])),), kw.get("origin", 0), 1)[0]}
+    if name == "uniform_filter1d":
+        return {kw.get("axis", -1) % ndim: _reach((int(a[0]),), kw.get("origin", 0), 1)[0]}
+    if name == "uniform_filter":
+        size = a[0] if a else kw.get("size", 3)
+        return dict(zip(axes, _reach(_per_axis(size, n), kw.get("origin", 0), n)))
+    if name == "gaussian_filter1d":
+        return {kw.get("axis", -1) % ndim: _gauss_radius(a[0], kw.get("truncate", 4.0), kw.get("radius"), 1)[0]}
+    if name in ("gaussian_filter", "gaussian_laplace", "gaussian_gradient_magnitude"):
+        return dict(zip(axes, _gauss_radius(a[0], kw.get("truncate", 4.0), kw.get("radius"), n)))
+    if name in ("sobel", "prewitt", "laplace"):
+        return {ax: 1 for ax in axes}
+    return None
+
+
+def _make_linear(name):
+    f1 = getattr(_ndi, name)
+
+    def f(input, *args, **kw):
+        x = _as_dask(input)
+        if "output" in kw:
+            kw["output"] = _out_dtype(x, kw["output"])
+        def call(region):
+            return f1(region, *args, **kw)
+        reach = _linear_reach(name, x.ndim, kw.get("batch_dims", 0), args, kw)
+        probe = tuple(2 * reach.get(a, 0) + 1 for a in range(x.ndim))  # the element fits: the output's dtype
+        dtype = call(np.zeros(probe, x.dtype)).dtype
+        mode = kw.get("mode", "reflect")
+        return _local(call, x, list(reach), list(reach.values()), wrap=mode in _WRAP, dtype=dtype,
+                      name="ndforge-" + name)
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = ("ndforge.ndimage.%s on a dask array (exact halo; arguments after the input as ndforge.ndimage's,"
+                 " the ones after the first positional by keyword)." % name)
+    return f
+
+
+_LINEAR = ("correlate1d", "convolve1d", "correlate", "convolve", "uniform_filter1d", "uniform_filter",
+           "gaussian_filter1d", "gaussian_filter", "sobel", "prewitt", "laplace", "gaussian_laplace",
+           "gaussian_gradient_magnitude")
+for _name in _LINEAR:
+    if hasattr(_ndi, _name):
+        globals()[_name] = _make_linear(_name)
+        __all__.append(_name)

@@ -1,0 +1,262 @@
+"""ndforge.dask against the single-array ndforge functions (which the other suites hold equal to scipy), over
+random chunkings: chunks smaller than the element, single-voxel chunks, uneven last chunks.  Skipped where
+dask is not installed; the graphs run on the synchronous scheduler, one test on a LocalCluster of processes
+(skipped without distributed), the CuPy test where CuPy has a device."""
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+import dask  # noqa: E402
+
+import ndforge.ndimage as ndi  # noqa: E402
+import ndforge.topology as topo  # noqa: E402
+import ndforge.ot as ot  # noqa: E402
+import ndforge.dask as nd  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _synchronous():
+    with dask.config.set(scheduler="synchronous"):
+        yield
+
+
+def _chunkings(shape, seed):
+    """Whole, single-voxel, uneven random, and small random chunks of shape."""
+    rng = np.random.default_rng(seed)
+    out = [shape, (1,) * len(shape)]
+    for hi in (4, 2):
+        ch = []
+        for n in shape:
+            c, left = [], n
+            while left:
+                k = int(min(left, rng.integers(1, hi + 1)))
+                c.append(k)
+                left -= k
+            ch.append(tuple(c))
+        out.append(tuple(ch))
+    return out
+
+
+def _eq(r, e):
+    r = r.compute() if hasattr(r, "compute") else r
+    assert r.dtype == np.asarray(e).dtype
+    np.testing.assert_array_equal(r, e)
+
+
+RNG = np.random.default_rng(7)
+IMG2 = RNG.integers(0, 200, (7, 8)).astype(np.uint8)
+IMG3 = RNG.random((4, 5, 3)).astype(np.float32)
+BIN2 = RNG.random((7, 8)) > 0.55
+BIN3 = RNG.random((4, 5, 3)) > 0.6
+
+GREY = ["grey_erosion", "grey_dilation", "grey_opening", "grey_closing", "morphological_gradient",
+        "morphological_laplace", "white_tophat", "black_tophat"]
+MODES = ["reflect", "mirror", "nearest", "constant", "wrap"]
+
+
+@pytest.mark.parametrize("name", GREY)
+def test_grey_2d(name):
+    chs = _chunkings(IMG2.shape, 1)
+    for k, mode in enumerate(MODES):  # every mode meets every chunking over the ops
+        ch = chs[(k + GREY.index(name)) % len(chs)]
+        x = da.from_array(IMG2, chunks=ch)
+        for kw in (dict(size=(3, 4), mode=mode, cval=9),
+                   dict(footprint=np.eye(5, dtype=bool), mode=mode, cval=9, origin=(1, -1))):
+            _eq(getattr(nd, name)(x, **kw), getattr(ndi, name)(IMG2, **kw))
+
+
+@pytest.mark.parametrize("name", ["grey_opening", "white_tophat", "grey_dilation"])
+def test_grey_3d_structure_axes_batch(name):
+    st = RNG.random((3, 2, 3))
+    for ch in _chunkings(IMG3.shape, 2)[1:]:
+        x = da.from_array(IMG3, chunks=ch)
+        _eq(getattr(nd, name)(x, structure=st, mode="nearest"), getattr(ndi, name)(IMG3, structure=st,
+                                                                                  mode="nearest"))
+        _eq(getattr(nd, name)(x, size=3, axes=(0, 2)), getattr(ndi, name)(IMG3, size=3, axes=(0, 2)))
+        _eq(getattr(nd, name)(x, size=(2, 3), batch_dims=1), getattr(ndi, name)(IMG3, size=(2, 3), batch_dims=1))
+
+
+@pytest.mark.parametrize("mode", ["reflect", "wrap", "constant"])
+def test_rank(mode):
+    fp = np.array([[1, 0, 1], [0, 1, 1]], bool)
+    for ch in _chunkings(IMG2.shape, 3):
+        x = da.from_array(IMG2, chunks=ch)
+        _eq(nd.median_filter(x, size=3, mode=mode), ndi.median_filter(IMG2, size=3, mode=mode))
+        _eq(nd.rank_filter(x, 2, footprint=fp, mode=mode, cval=3),
+            ndi.rank_filter(IMG2, 2, footprint=fp, mode=mode, cval=3))
+        _eq(nd.percentile_filter(x, 30, size=(2, 5), mode=mode, origin=(0, 1)),
+            ndi.percentile_filter(IMG2, 30, size=(2, 5), mode=mode, origin=(0, 1)))
+
+
+@pytest.mark.parametrize("name", ["binary_erosion", "binary_dilation", "binary_opening", "binary_closing"])
+def test_binary(name):
+    full = ndi.generate_binary_structure(2, 2)
+    mask = IMG2 > 40
+    for ch in _chunkings(BIN2.shape, 4):
+        x = da.from_array(BIN2, chunks=ch)
+        for kw in (dict(), dict(iterations=3), dict(structure=full, iterations=2, border_value=1),
+                   dict(iterations=2, origin=(0, 1)), dict(mask=mask, iterations=2)):
+            kwd = dict(kw)
+            if "mask" in kw:
+                kwd["mask"] = da.from_array(mask, chunks=ch)
+            _eq(getattr(nd, name)(x, **kwd), getattr(ndi, name)(BIN2, **kw))
+
+
+def test_binary_3d_and_hit_or_miss():
+    s1 = np.array([[0, 1, 0], [1, 1, 1], [0, 0, 0]], bool)
+    for ch in _chunkings(BIN2.shape, 5):
+        x = da.from_array(BIN2, chunks=ch)
+        _eq(nd.binary_hit_or_miss(x, s1), ndi.binary_hit_or_miss(BIN2, s1))
+        _eq(nd.binary_hit_or_miss(x, s1, ~s1, origin1=(0, 1), origin2=(1, 0)),
+            ndi.binary_hit_or_miss(BIN2, s1, ~s1, origin1=(0, 1), origin2=(1, 0)))
+    for ch in _chunkings(BIN3.shape, 6):
+        x = da.from_array(BIN3, chunks=ch)
+        _eq(nd.binary_closing(x, iterations=2), ndi.binary_closing(BIN3, iterations=2))
+
+
+@pytest.mark.parametrize("name", ["binary_erosion", "binary_dilation"])
+@pytest.mark.parametrize("border_value", [0, 1])
+def test_binary_to_fixpoint(name, border_value):
+    mask = IMG2 > 60
+    for ch in _chunkings(BIN2.shape, 8):
+        x = da.from_array(BIN2, chunks=ch)
+        for kw in (dict(), dict(mask=mask, structure=np.ones((3, 3), bool))):
+            _eq(getattr(nd, name)(x, iterations=-1, border_value=border_value, **kw),
+                getattr(ndi, name)(BIN2, iterations=-1, border_value=border_value, **kw))
+
+
+@pytest.mark.parametrize("img", [BIN2, BIN3], ids=["2d", "3d"])
+def test_label(img):
+    for conn in (1, img.ndim):
+        st = ndi.generate_binary_structure(img.ndim, conn)
+        el, en = ndi.label(img, st)
+        for ch in _chunkings(img.shape, 9):
+            lab, n = nd.label(da.from_array(img, chunks=ch), st)
+            _eq(lab, el)
+            assert int(n.compute()) == en
+
+
+def test_fill_holes_and_propagation():
+    rng = np.random.default_rng(3)
+    img = rng.random((8, 7)) > 0.35
+    img3 = rng.random((4, 4, 5)) > 0.3
+    for a, seed in ((img, 11), (img3, 12)):
+        for ch in _chunkings(a.shape, seed):
+            x = da.from_array(a, chunks=ch)
+            _eq(nd.binary_fill_holes(x), ndi.binary_fill_holes(a))
+            full = np.ones((3,) * a.ndim, bool)
+            if a.ndim == 2:
+                _eq(nd.binary_fill_holes(x, full), ndi.binary_fill_holes(a, full))
+            sd = a & (rng.random(a.shape) > 0.9)
+            m = rng.random(a.shape) > 0.3
+            _eq(nd.binary_propagation(da.from_array(sd, chunks=ch), mask=m), ndi.binary_propagation(sd, mask=m))
+            _eq(nd.binary_propagation(da.from_array(sd, chunks=ch), full, mask=m, border_value=1),
+                ndi.binary_propagation(sd, full, mask=m, border_value=1))
+
+
+def test_distance_transforms():
+    for ch in _chunkings(BIN3.shape, 13)[1:]:
+        x = da.from_array(BIN3, chunks=ch)
+        d, i = nd.distance_transform_edt(x, sampling=(1, 2, 1.5), return_indices=True)
+        ed, ei = ndi.distance_transform_edt(BIN3, sampling=(1, 2, 1.5), return_indices=True)
+        _eq(d, ed)
+        _eq(i, ei)
+        _eq(nd.distance_transform_cdt(x, metric="taxicab"), ndi.distance_transform_cdt(BIN3, metric="taxicab"))
+        _eq(nd.distance_transform_edt(x, batch_dims=1), ndi.distance_transform_edt(BIN3, batch_dims=1))
+
+
+@pytest.mark.parametrize("construction", ["V", "T"])
+def test_ecc(construction):
+    for img, seed in ((IMG2, 14), (IMG3, 15)):
+        e, th = topo.ecc(img, 17, construction, return_thresholds=True)
+        for ch in _chunkings(img.shape, seed):
+            x = da.from_array(img, chunks=ch)
+            _eq(nd.ecc(x, 17, construction), e)
+            _eq(nd.ecc(x, th, construction), topo.ecc(img, th, construction))
+            _eq(nd.ecc(x, 9, construction, range=(0.1, 100)), topo.ecc(img, 9, construction, range=(0.1, 100)))
+            f = da.from_array(img.astype(np.float64), chunks=ch)
+            np.testing.assert_allclose(nd.soft_ecc(f, th, 3.0, construction).compute(),
+                                       topo.soft_ecc(img.astype(np.float64), th, 3.0, construction), rtol=1e-9,
+                                       atol=1e-9)
+    b = np.stack([IMG3, IMG3[::-1]])
+    _eq(nd.ecc(da.from_array(b, chunks=(1, 3, 4, 5)), 8, construction, batch_dims=1),
+        topo.ecc(b, 8, construction, batch_dims=1))
+
+
+def test_batches():
+    imgs = RNG.integers(0, 9, (5, 7, 6)).astype(np.int16)
+    x = da.from_array(imgs, chunks=(2, 7, 6))
+    _eq(nd.map_batches(ndi.grey_closing, x, 1, size=3), ndi.grey_closing(imgs, size=3, batch_dims=1))
+    a = RNG.random((7, 12))
+    b = RNG.random((7, 12))
+    a /= a.sum(1, keepdims=True)
+    b /= b.sum(1, keepdims=True)
+    r = nd.sinkhorn(da.from_array(a, chunks=(3, 5)), da.from_array(b, chunks=(2, 12)), grid=(3, 4), epsilon=0.1)
+    np.testing.assert_allclose(r.compute(), ot.sinkhorn(a, b, grid=(3, 4), epsilon=0.1), rtol=1e-12)
+
+
+def test_local_cluster_of_processes():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  worker_dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        x = da.from_array(BIN3, chunks=(4, 3, 2))
+        lab, n = nd.label(x)
+        g = nd.grey_opening(da.from_array(IMG3, chunks=(2, 3, 4)), size=3)
+        lab, n, g = client.compute([lab, n, g], sync=True)
+        el, en = ndi.label(BIN3)
+        np.testing.assert_array_equal(lab, el)
+        assert int(n) == en
+        np.testing.assert_array_equal(g, ndi.grey_opening(IMG3, size=3))
+
+
+def _cupy():
+    try:
+        import cupy
+        return cupy if cupy.cuda.runtime.getDeviceCount() > 0 else None
+    except Exception:
+        return None
+
+
+@pytest.mark.skipif(_cupy() is None, reason="no CuPy device")
+def test_cupy_chunks():
+    cp = _cupy()
+    for ch in _chunkings(IMG2.shape, 16)[1:]:
+        x = da.from_array(cp.asarray(IMG2), chunks=ch, asarray=False)
+        r = nd.grey_opening(x, size=(3, 4), mode="wrap").compute()
+        np.testing.assert_array_equal(cp.asnumpy(r), ndi.grey_opening(IMG2, size=(3, 4), mode="wrap"))
+        b = da.from_array(cp.asarray(BIN2), chunks=ch, asarray=False)
+        lab, n = nd.label(b)
+        np.testing.assert_array_equal(cp.asnumpy(lab.compute()), ndi.label(BIN2)[0])
+        np.testing.assert_array_equal(cp.asnumpy(nd.ecc(x, 12).compute()), topo.ecc(IMG2, 12))
+        np.testing.assert_array_equal(cp.asnumpy(nd.distance_transform_edt(b).compute()),
+                                      ndi.distance_transform_edt(BIN2))
+
+
+LINEAR = [("correlate", (np.arange(6.0).reshape(2, 3),), dict(origin=(0, 1))),
+          ("convolve", (np.arange(6.0).reshape(3, 2),), dict()),
+          ("correlate1d", ([1.0, -2.0, 0.5, 3.0],), dict(axis=0, origin=1)),
+          ("convolve1d", ([1.0, 2.0, 0.5],), dict(axis=-1)),
+          ("uniform_filter1d", (4,), dict(axis=1)),
+          ("uniform_filter", (), dict(size=(3, 4))),
+          ("gaussian_filter1d", (1.5,), dict(axis=0, order=1)),
+          ("gaussian_filter", (1.2,), dict(truncate=2.5)),
+          ("gaussian_filter", ((0.8, 1.6),), dict(radius=(2, 5))),
+          ("sobel", (), dict(axis=0)),
+          ("prewitt", (), dict(axis=1)),
+          ("laplace", (), dict()),
+          ("gaussian_laplace", (1.0,), dict()),
+          ("gaussian_gradient_magnitude", (1.3,), dict())]
+
+
+@pytest.mark.parametrize("name,args,kw", LINEAR, ids=["%s-%d" % (c[0], i) for i, c in enumerate(LINEAR)])
+def test_linear(name, args, kw):
+    if not hasattr(ndi, name):
+        pytest.skip("this libndforge has no %s" % name)
+    img = IMG2.astype(np.float64)
+    chs = _chunkings(img.shape, 17)
+    for k, mode in enumerate(MODES):
+        x = da.from_array(img, chunks=chs[k % len(chs)])
+        r = getattr(nd, name)(x, *args, mode=mode, cval=2.0, **kw).compute()
+        np.testing.assert_allclose(r, getattr(ndi, name)(img, *args, mode=mode, cval=2.0, **kw), rtol=1e-12,
+                                   atol=1e-12)

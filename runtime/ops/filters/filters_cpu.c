@@ -1,0 +1,273 @@
+/*
+ * filters_cpu.c -- the CPU backend of the linear filters: the reference the
+ * GPU is tested against, itself tested against scipy.ndimage.
+ *
+ * A 1-D pass reads each line into a double buffer extended by the boundary
+ * mode, computes every output of the line with scipy's arithmetic (the same
+ * operations in the same order, no fused multiply-adds: this file is built
+ * with -ffp-contract=off), then converts and stores the line.  A line is
+ * read whole before it is written, so a pass may run in place.  Lines are
+ * spread over OpenMP threads.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "filters/filters.h"
+
+/* Reads n elements of dtype t at p (stride in elements) into d. */
+static void read_line(ndf_dtype t, const char *p, int64_t stride, int64_t n, double *d) {
+  switch (t) {
+#define RL(DT, T)                                                       \
+    case DT: {                                                          \
+      const T *q = (const T *)p;                                        \
+      for (int64_t i = 0; i < n; i++) d[i] = (double)q[i * stride];     \
+      return;                                                           \
+    }
+    RL(NDF_UINT8, uint8_t) RL(NDF_INT8, int8_t) RL(NDF_UINT16, uint16_t) RL(NDF_INT16, int16_t)
+    RL(NDF_UINT32, uint32_t) RL(NDF_INT32, int32_t) RL(NDF_INT64, int64_t) RL(NDF_FLOAT32, float)
+    RL(NDF_FLOAT64, double)
+#undef RL
+    default: return;
+  }
+}
+
+static void write_line(ndf_dtype t, char *p, int64_t stride, int64_t n, const double *d) {
+  const size_t es = ndf_dtype_size(t);
+  if (t == NDF_FLOAT64) {
+    double *q = (double *)p;
+    for (int64_t i = 0; i < n; i++) q[i * stride] = d[i];
+    return;
+  }
+  if (t == NDF_FLOAT32) {
+    float *q = (float *)p;
+    for (int64_t i = 0; i < n; i++) q[i * stride] = (float)d[i];
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) ndf__store_double(t, p + i * stride * (int64_t)es, d[i]);
+}
+
+/* Byte offsets of line `line` (an index over every axis but ax, row-major). */
+static void line_offsets(int64_t line, const ndf_array *a, const ndf_array *b, int ax, int64_t *oa, int64_t *ob) {
+  *oa = *ob = 0;
+  for (int d = a->ndim - 1; d >= 0; d--) {
+    if (d == ax) continue;
+    const int64_t c = line % a->shape[d];
+    line /= a->shape[d];
+    *oa += c * a->strides[d];
+    *ob += c * b->strides[d];
+  }
+}
+
+/* One output line of scipy's NI_Correlate1D / NI_UniformFilter1D from the
+ * extended line e (e[0] is the coordinate -(n/2 + origin)). */
+static void pass_line(const ndf__fpass *p, const double *e, int64_t len, double *o) {
+  const int64_t n = p->n, size1 = n / 2, size2 = n - size1 - 1;
+  if (p->uniform) {
+    double tmp = 0.0;
+    for (int64_t l = 0; l < n; l++) tmp += e[l];
+    o[0] = tmp / (double)n;
+    for (int64_t l = 1; l < len; l++) {
+      tmp += e[l - 1 + n] - e[l - 1];
+      o[l] = tmp / (double)n;
+    }
+    return;
+  }
+  const double *fw = p->w + size1;
+  const double *il = e + size1;
+  if (p->sym > 0) {
+    for (int64_t l = 0; l < len; l++, il++) {
+      double acc = il[0] * fw[0];
+      for (int64_t j = -size1; j < 0; j++) acc += (il[j] + il[-j]) * fw[j];
+      o[l] = acc;
+    }
+  } else if (p->sym < 0) {
+    for (int64_t l = 0; l < len; l++, il++) {
+      double acc = il[0] * fw[0];
+      for (int64_t j = -size1; j < 0; j++) acc += (il[j] - il[-j]) * fw[j];
+      o[l] = acc;
+    }
+  } else {
+    for (int64_t l = 0; l < len; l++, il++) {
+      double acc = il[size2] * fw[size2];
+      for (int64_t j = -size1; j < size2; j++) acc += il[j] * fw[j];
+      o[l] = acc;
+    }
+  }
+}
+
+ndf_status ndf__filters_line_cpu(ndf_ctx *ctx, const char *name, const ndf_array *src, ndf_array *dst,
+                                 const ndf__fpass *p, double cval) {
+  const int ax = p->axis;
+  const int64_t len = src->shape[ax], total = ndf_array_size(src);
+  if (total == 0) return NDF_OK;
+  const int64_t nlines = total / len;
+  const int64_t pre = p->n / 2 + p->origin, elen = len + p->n - 1;
+  const int nth = ndf__cpu_threads(ctx);
+  int64_t bytes;
+  if (!ndf__mul(elen + len, (int64_t)sizeof(double), &bytes))
+    return ndf__error(ctx, NDF_ENOMEM, "%s: a line of %lld taps does not fit in memory", name, (long long)elen);
+  void **buf = ndf__thread_buffers(nth, (size_t)bytes);
+  if (!buf) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory for the line buffers", name);
+  const size_t ies = ndf_dtype_size(src->dtype), oes = ndf_dtype_size(dst->dtype);
+  const int64_t istr = src->strides[ax], ostr = dst->strides[ax];
+  _Pragma("omp parallel num_threads(nth)") {
+    double *e = buf[ndf__thread_id()], *o = e + elen;
+    _Pragma("omp for schedule(static)")
+    for (int64_t line = 0; line < nlines; line++) {
+      int64_t oi, oo;
+      line_offsets(line, src, dst, ax, &oi, &oo);
+      read_line(src->dtype, (const char *)src->data + oi * (int64_t)ies, istr, len, e + pre);
+      for (int64_t b = 0; b < elen; b++) {
+        if (b >= pre && b < pre + len) continue;
+        const int64_t m = ndf__map_coord(b - pre, len, p->mode);
+        e[b] = m < 0 ? cval : e[pre + m];
+      }
+      pass_line(p, e, len, o);
+      write_line(dst->dtype, (char *)dst->data + oo * (int64_t)oes, ostr, len, o);
+    }
+  }
+  ndf__thread_buffers_free(buf, nth);
+  return NDF_OK;
+}
+
+/* ---- N-D taps (scipy's NI_Correlate) ------------------------------------------------ */
+
+ndf_status ndf__filters_taps_cpu(ndf_ctx *ctx, const char *name, const ndf_array *src, ndf_array *dst,
+                                 const ndf__ftaps *t, double cval) {
+  const int nd = src->ndim, nsp = t->nsp, nb = nd - nsp;
+  const int64_t total = ndf_array_size(src);
+  if (total == 0) return NDF_OK;
+  int64_t *loff = malloc((size_t)(t->ntaps ? t->ntaps : 1) * sizeof *loff);
+  if (!loff) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory for the tap table", name);
+  for (int64_t k = 0; k < t->ntaps; k++) {
+    loff[k] = 0;
+    for (int d = 0; d < nsp; d++) loff[k] += (int64_t)t->off[k * nsp + d] * src->strides[nb + d];
+  }
+  const int nth = ndf__cpu_threads(ctx);
+  const size_t ies = ndf_dtype_size(src->dtype), oes = ndf_dtype_size(dst->dtype);
+  const char *ip = src->data;
+  char *op = dst->data;
+  _Pragma("omp parallel for schedule(static) num_threads(nth)")
+  for (int64_t i = 0; i < total; i++) {
+    int64_t c[NDF_MAX_NDIM], r = i, ib = 0, is = 0, ob = 0;
+    int inside = 1;
+    for (int d = nd - 1; d >= 0; d--) {
+      c[d] = r % src->shape[d];
+      r /= src->shape[d];
+      ob += c[d] * dst->strides[d];
+      if (d >= nb) {
+        is += c[d] * src->strides[d];
+        inside &= c[d] + t->rlo[d - nb] >= 0 && c[d] + t->rhi[d - nb] < src->shape[d];
+      } else {
+        ib += c[d] * src->strides[d];
+      }
+    }
+    double acc = 0.0;
+    for (int64_t k = 0; k < t->ntaps; k++) {
+      double v;
+      if (inside) {
+        v = ndf__load_double(src->dtype, ip + (ib + is + loff[k]) * (int64_t)ies);
+      } else {
+        int64_t off = ib;
+        int out = 0;
+        for (int d = 0; d < nsp && !out; d++) {
+          const int64_t m = ndf__map_coord(c[nb + d] + t->off[k * nsp + d], src->shape[nb + d], t->mode);
+          if (m < 0) out = 1;
+          else off += m * src->strides[nb + d];
+        }
+        v = out ? cval : ndf__load_double(src->dtype, ip + off * (int64_t)ies);
+      }
+      acc += t->w[k] * v;
+    }
+    ndf__store_double(dst->dtype, op + ob * (int64_t)oes, acc);
+  }
+  free(loff);
+  return NDF_OK;
+}
+
+/* ---- casts and the compositions' elementwise steps ---------------------------------- */
+
+static int is_int(ndf_dtype t) { return t != NDF_FLOAT32 && t != NDF_FLOAT64; }
+
+static int64_t load_int(ndf_dtype t, const void *p) {
+  switch (t) {
+    case NDF_UINT8: return *(const uint8_t *)p;
+    case NDF_INT8: return *(const int8_t *)p;
+    case NDF_UINT16: return *(const uint16_t *)p;
+    case NDF_INT16: return *(const int16_t *)p;
+    case NDF_UINT32: return *(const uint32_t *)p;
+    case NDF_INT32: return *(const int32_t *)p;
+    default: return *(const int64_t *)p;
+  }
+}
+
+/* Stores the low bits of v (NumPy's integer wrap-around). */
+static void store_wrap(ndf_dtype t, void *p, uint64_t v) {
+  switch (t) {
+    case NDF_UINT8: case NDF_INT8: *(uint8_t *)p = (uint8_t)v; break;
+    case NDF_UINT16: case NDF_INT16: *(uint16_t *)p = (uint16_t)v; break;
+    case NDF_UINT32: case NDF_INT32: *(uint32_t *)p = (uint32_t)v; break;
+    default: *(uint64_t *)p = v; break;
+  }
+}
+
+static inline int64_t offset_of(int64_t i, const ndf_array *a) {
+  int64_t off = 0;
+  for (int d = a->ndim - 1; d >= 0; d--) {
+    off += (i % a->shape[d]) * a->strides[d];
+    i /= a->shape[d];
+  }
+  return off;
+}
+
+void ndf__filters_cast_cpu(ndf_ctx *ctx, const ndf_array *src, ndf_array *dst) {
+  const int64_t n = ndf_array_size(src);
+  const int nth = ndf__cpu_threads(ctx);
+  const size_t ies = ndf_dtype_size(src->dtype), oes = ndf_dtype_size(dst->dtype);
+  const int ints = is_int(src->dtype) && is_int(dst->dtype);
+  _Pragma("omp parallel for schedule(static) if (n > 65536) num_threads(nth)")
+  for (int64_t i = 0; i < n; i++) {
+    const char *s = (const char *)src->data + offset_of(i, src) * (int64_t)ies;
+    char *d = (char *)dst->data + offset_of(i, dst) * (int64_t)oes;
+    if (ints) store_wrap(dst->dtype, d, (uint64_t)load_int(src->dtype, s));
+    else ndf__store_double(dst->dtype, d, ndf__load_double(src->dtype, s));
+  }
+}
+
+/* np.sqrt(v, casting='unsafe') of an integer v: floor(sqrt(v)) (NumPy's float16,
+ * float32 or float64 loop rounds no square root up to the next integer in those
+ * ranges), and the conversion of NaN for negative v. */
+static void sqrt_int(ndf_dtype t, void *p) {
+  const int64_t v = load_int(t, p);
+  if (v < 0) ndf__store_double(t, p, NAN);
+  else store_wrap(t, p, (uint64_t)(int64_t)sqrt((double)v));
+}
+
+void ndf__filters_ew_cpu(ndf_ctx *ctx, ndf__few_kind kind, const ndf_array *a, ndf_array *out) {
+  const int64_t n = ndf_array_size(out);
+  const int nth = ndf__cpu_threads(ctx);
+  const ndf_dtype t = out->dtype;
+  const size_t es = ndf_dtype_size(t);
+  _Pragma("omp parallel for schedule(static) if (n > 65536) num_threads(nth)")
+  for (int64_t i = 0; i < n; i++) {
+    char *po = (char *)out->data + offset_of(i, out) * (int64_t)es;
+    const char *pa = a ? (const char *)a->data + offset_of(i, a) * (int64_t)es : NULL;
+    if (t == NDF_FLOAT32) {
+      float *o = (float *)po;
+      if (kind == NDF__FEW_ADD) *o = *o + *(const float *)pa;
+      else if (kind == NDF__FEW_SQUARE) *o = *o * *o;
+      else *o = sqrtf(*o);
+    } else if (t == NDF_FLOAT64) {
+      double *o = (double *)po;
+      if (kind == NDF__FEW_ADD) *o = *o + *(const double *)pa;
+      else if (kind == NDF__FEW_SQUARE) *o = *o * *o;
+      else *o = sqrt(*o);
+    } else if (kind == NDF__FEW_SQRT) {
+      sqrt_int(t, po);
+    } else {
+      const uint64_t x = (uint64_t)load_int(t, po);
+      store_wrap(t, po, kind == NDF__FEW_ADD ? x + (uint64_t)load_int(t, pa) : x * x);
+    }
+  }
+}

@@ -1,0 +1,779 @@
+/*
+ * intensity.c -- histograms, percentiles, windowing, normalization and
+ * histogram equalization (NumPy / scikit-image semantics, include/ndforge.h):
+ * validation, the CPU backend, and dispatch to CUDA.
+ *
+ * The CPU backend reads each image into float64 (every input dtype is exact
+ * there), computes the whole result in scratch, and stores it only when every
+ * image succeeded, so a data error (a histogram's non-finite detected range)
+ * writes nothing.  Images run in parallel.  This file is compiled with
+ * -ffp-contract=off: the formulas are evaluated operation by operation, as
+ * NumPy evaluates them and as the kernels do (templates/intensity.cu).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "intensity/intensity.h"
+
+/* ---- element access ----------------------------------------------------------------------- */
+
+static inline double get(const ndf_array *a, int64_t off) {
+  const char *p = a->data;
+  switch (a->dtype) {
+    case NDF_BOOL: case NDF_UINT8: return ((const uint8_t *)p)[off];
+    case NDF_INT8: return ((const int8_t *)p)[off];
+    case NDF_UINT16: return ((const uint16_t *)p)[off];
+    case NDF_INT16: return ((const int16_t *)p)[off];
+    case NDF_UINT32: return ((const uint32_t *)p)[off];
+    case NDF_INT32: return ((const int32_t *)p)[off];
+    case NDF_FLOAT32: return ((const float *)p)[off];
+    case NDF_FLOAT64: return ((const double *)p)[off];
+    case NDF_INT64: return (double)((const int64_t *)p)[off];
+    default: return 0;
+  }
+}
+
+static inline void put(const ndf_array *a, int64_t off, double v) {
+  char *p = a->data;
+  switch (a->dtype) {
+    case NDF_BOOL: case NDF_UINT8: ((uint8_t *)p)[off] = (uint8_t)v; break;
+    case NDF_INT8: ((int8_t *)p)[off] = (int8_t)v; break;
+    case NDF_UINT16: ((uint16_t *)p)[off] = (uint16_t)v; break;
+    case NDF_INT16: ((int16_t *)p)[off] = (int16_t)v; break;
+    case NDF_UINT32: ((uint32_t *)p)[off] = (uint32_t)v; break;
+    case NDF_INT32: ((int32_t *)p)[off] = (int32_t)v; break;
+    case NDF_FLOAT32: ((float *)p)[off] = (float)v; break;
+    case NDF_FLOAT64: ((double *)p)[off] = v; break;
+    case NDF_INT64: ((int64_t *)p)[off] = (int64_t)v; break;
+    default: break;
+  }
+}
+
+/* The element offset of image b's first element (the batch axes are the nb leading ones). */
+static int64_t image_base(const ndf_array *a, int nb, int64_t b) {
+  int64_t base = 0;
+  for (int d = nb - 1; d >= 0; d--) {
+    base += (b % a->shape[d]) * a->strides[d];
+    b /= a->shape[d];
+  }
+  return base;
+}
+
+/* The m elements of image b in C order, through fn(off, j, ud). */
+#define FOR_IMAGE(a, nb, b, m, OFF, J, BODY)                                        \
+  do {                                                                              \
+    int64_t c_[NDF_MAX_NDIM] = {0}, OFF = image_base(a, nb, b);                     \
+    for (int64_t J = 0; J < (m); J++) {                                             \
+      BODY;                                                                         \
+      for (int d_ = (a)->ndim - 1; d_ >= (nb); d_--) {                              \
+        OFF += (a)->strides[d_];                                                    \
+        if (++c_[d_] < (a)->shape[d_]) break;                                       \
+        OFF -= c_[d_] * (a)->strides[d_];                                           \
+        c_[d_] = 0;                                                                 \
+      }                                                                             \
+    }                                                                               \
+  } while (0)
+
+static void load_image(const ndf_array *a, int nb, int64_t b, int64_t m, double *dst) {
+  FOR_IMAGE(a, nb, b, m, off, j, dst[j] = get(a, off));
+}
+static void store_image(const ndf_array *a, int nb, int64_t b, int64_t m, const double *src) {
+  FOR_IMAGE(a, nb, b, m, off, j, put(a, off, src[j]));
+}
+
+/* ---- validation ----------------------------------------------------------------------------- */
+
+static int value_dtype(ndf_dtype t) { return t >= NDF_UINT8 && t <= NDF_FLOAT64; }
+
+static const char *dname(ndf_dtype t) { return ndf_dtype_name(t) ? ndf_dtype_name(t) : "unknown"; }
+
+/* The input: a supported dtype, a valid shape and batch_dims, a device; *g its images. */
+static ndf_status check_input(ndf_ctx *ctx, const char *name, const ndf_array *in, int batch_dims, ndf__ity_geom *g) {
+  if (!in) return ndf__argerror(ctx, name, "input", "NULL");
+  if (!value_dtype(in->dtype))
+    return ndf__argerror(ctx, name, "input",
+                         "dtype %s is not supported (uint8, int8, uint16, int16, uint32, int32, float32, float64)",
+                         dname(in->dtype));
+  ndf_status s = ndf__check_shape(ctx, name, in, batch_dims);
+  if (s != NDF_OK) return s;
+  if ((s = ndf__check_device(ctx, name, in)) != NDF_OK) return s;
+  if (ndf_array_size(in) > 0 && !in->data) return ndf__argerror(ctx, name, "input", "NULL data");
+  g->nb = batch_dims;
+  g->nimg = 1;
+  g->m = 1;
+  for (int d = 0; d < in->ndim; d++) {
+    if (d < batch_dims) g->nimg *= in->shape[d];
+    else g->m *= in->shape[d];
+  }
+  return NDF_OK;
+}
+
+/* A second input (mask, weights) shaped like the input on its device; bool allowed when any. */
+static ndf_status check_like(ndf_ctx *ctx, const char *name, const char *arg, const ndf_array *a, const ndf_array *in,
+                             int allow_bool) {
+  if (!value_dtype(a->dtype) && !(allow_bool && a->dtype == NDF_BOOL))
+    return ndf__argerror(ctx, name, arg, "dtype %s is not supported", dname(a->dtype));
+  if (a->ndim != in->ndim) return ndf__argerror(ctx, name, arg, "rank %d differs from the input's %d", a->ndim, in->ndim);
+  for (int d = 0; d < a->ndim; d++)
+    if (a->shape[d] != in->shape[d])
+      return ndf__argerror(ctx, name, arg, "shape[%d]=%lld differs from the input's %lld", d, (long long)a->shape[d],
+                           (long long)in->shape[d]);
+  ndf_status s = ndf__check_array(ctx, name, arg, a, NULL);
+  if (s != NDF_OK) return s;
+  if (a->device != in->device || a->device_id != in->device_id)
+    return ndf__argerror(ctx, name, arg, "lives on another device than the input");
+  if (ndf_array_size(a) > 0 && !a->data) return ndf__argerror(ctx, name, arg, "NULL data");
+  return NDF_OK;
+}
+
+/* An output of shape (batch..., tail...) (ntail 0..1) on the input's device, not overlapping
+ * the inputs, a proper layout. */
+static ndf_status check_out(ndf_ctx *ctx, const char *name, const char *arg, const ndf_array *o, const ndf_array *in,
+                            int nb, int ntail, int64_t tail, const ndf_array *other) {
+  if (!o) return ndf__argerror(ctx, name, arg, "NULL");
+  if (!ndf_dtype_size(o->dtype)) return ndf__argerror(ctx, name, arg, "unknown dtype %d", (int)o->dtype);
+  char want[256], got[256];
+  int64_t shp[NDF_MAX_NDIM];
+  memcpy(shp, in->shape, (size_t)nb * sizeof *shp);
+  if (ntail) shp[nb] = tail;
+  int ok = o->ndim == nb + ntail;
+  for (int d = 0; ok && d < nb + ntail; d++) ok = o->shape[d] == shp[d];
+  if (!ok)
+    return ndf__argerror(ctx, name, arg, "shape %s; expected %s", ndf__shape_str(o->ndim, o->shape, got, sizeof got),
+                         ndf__shape_str(nb + ntail, shp, want, sizeof want));
+  ndf_status s = ndf__check_array(ctx, name, arg, o, NULL);
+  if (s != NDF_OK) return s;
+  if (o->device != in->device || o->device_id != in->device_id)
+    return ndf__argerror(ctx, name, arg, "lives on another device than the input");
+  if (ndf_array_size(o) == 0) return NDF_OK;
+  if (!o->data) return ndf__argerror(ctx, name, arg, "NULL data");
+  if (!ndf__layout_is_proper(o)) return ndf__argerror(ctx, name, arg, "its strides make elements overlap");
+  if (ndf_array_size(in) > 0 && ndf__arrays_overlap(in, o)) return ndf__argerror(ctx, name, arg, "overlaps the input");
+  if (other && ndf_array_size(other) > 0 && ndf__arrays_overlap(other, o))
+    return ndf__argerror(ctx, name, arg, "overlaps another argument");
+  return NDF_OK;
+}
+
+/* An output shaped like the input (elementwise ops) with a float dtype (or the input's when allow_same). */
+static ndf_status check_elementwise(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *out,
+                                    const ndf_array *mask, int allow_same) {
+  if (!out) return ndf__argerror(ctx, name, "output", "NULL");
+  if (out->dtype != NDF_FLOAT32 && out->dtype != NDF_FLOAT64 && !(allow_same && out->dtype == in->dtype))
+    return ndf__argerror(ctx, name, "output", "dtype %s is not float32 or float64%s", dname(out->dtype),
+                         allow_same ? " or the input's" : "");
+  if (out->ndim != in->ndim) return ndf__argerror(ctx, name, "output", "rank %d differs from the input's %d", out->ndim, in->ndim);
+  return check_out(ctx, name, "output", out, in, in->ndim, 0, 0, mask);
+}
+
+static ndf_status scratch(ndf_ctx *ctx, const char *name, int64_t count, size_t esz, void **p) {
+  int64_t bytes;
+  if (!ndf__mul(count < 1 ? 1 : count, (int64_t)esz, &bytes)) bytes = -1;
+  ndf_status s = ndf__check_host_memory(ctx, name, "scratch", bytes);
+  if (s != NDF_OK) return s;
+  *p = malloc((size_t)bytes);
+  return *p ? NDF_OK : ndf__error(ctx, NDF_ENOMEM, "%s: out of memory (%lld bytes of scratch)", name, (long long)bytes);
+}
+
+/* ---- histogram ------------------------------------------------------------------------------ */
+
+void ndf_histogram_options_init(ndf_histogram_options *opt) {
+  if (!opt) return;
+  memset(opt, 0, sizeof *opt);
+  opt->bins = 10;
+}
+
+/* np.linspace(first, last, n + 1) in float64, rounded to float32 when f32 (NumPy's bin type). */
+static void linspace_edges(double first, double last, int64_t n, int f32, double *e) {
+  const double div = (double)n, delta = last - first, step = delta / div;
+  for (int64_t i = 0; i < n; i++) {
+    double y = step == 0 ? (double)i / div * delta : (double)i * step;
+    e[i] = y + first;
+  }
+  e[n] = last;
+  if (f32)
+    for (int64_t i = 0; i <= n; i++) e[i] = (double)(float)e[i];
+}
+
+/* The bin of x among edges e[0..n]: the largest i < n with e[i] <= x (x == e[n] in bin n - 1),
+ * or -1 outside [e[0], e[n]] or NaN. */
+static inline int64_t bin_of(double x, const double *e, int64_t n) {
+  if (!(x >= e[0] && x <= e[n])) return -1;
+  int64_t lo = 0, hi = n; /* e[lo] <= x; answer in [lo, hi) */
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (e[mid] <= x) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* Each image's range, or NDF_EINVAL naming the first image whose detected range is not finite. */
+static ndf_status auto_range(ndf_ctx *ctx, const char *name, const double *x, int64_t m, int64_t b, double *first,
+                             double *last) {
+  if (m == 0) {
+    *first = 0;
+    *last = 1;
+    return NDF_OK;
+  }
+  double lo = x[0], hi = x[0];
+  int nan = 0;
+  for (int64_t j = 0; j < m; j++) { /* -0.0 below +0.0, as the keys on the GPU */
+    nan |= isnan(x[j]);
+    if (x[j] < lo || (x[j] == lo && signbit(x[j]) && !signbit(lo))) lo = x[j];
+    if (x[j] > hi || (x[j] == hi && !signbit(x[j]) && signbit(hi))) hi = x[j];
+  }
+  if (nan) lo = hi = NAN;
+  if (!isfinite(lo) || !isfinite(hi))
+    return ndf__argerror(ctx, name, "input",
+                         "image %lld: the detected range [%g, %g] is not finite (NumPy's ValueError); give a range",
+                         (long long)b, lo, hi);
+  *first = lo;
+  *last = hi;
+  return NDF_OK;
+}
+
+ndf_status ndf_histogram(ndf_ctx *ctx, const ndf_array *input, ndf_array *hist, ndf_array *bin_edges,
+                         const ndf_histogram_options *opt) {
+  static const char *name = "ndf_histogram";
+  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
+  ndf__clear_error(ctx);
+  if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
+  ndf__ity_geom g;
+  ndf_status s = check_input(ctx, name, input, opt->batch_dims, &g);
+  if (s != NDF_OK) return s;
+  int64_t nbins;
+  if (opt->edges) {
+    if (opt->nedges < 2) return ndf__argerror(ctx, name, "edges", "%lld edges; at least 2 are needed", (long long)opt->nedges);
+    if (opt->nedges > ((int64_t)1 << 30)) return ndf__argerror(ctx, name, "edges", "more than 2^30 edges");
+    for (int64_t i = 0; i < opt->nedges; i++) {
+      if (isnan(opt->edges[i])) return ndf__argerror(ctx, name, "edges", "edges[%lld] is NaN", (long long)i);
+      if (i > 0 && opt->edges[i] < opt->edges[i - 1])
+        return ndf__argerror(ctx, name, "edges", "edges[%lld]=%g < edges[%lld]=%g: bins must increase monotonically",
+                             (long long)i, opt->edges[i], (long long)i - 1, opt->edges[i - 1]);
+    }
+    nbins = opt->nedges - 1;
+  } else {
+    if (opt->bins <= 0) return ndf__argerror(ctx, name, "bins", "%lld must be positive", (long long)opt->bins);
+    if (opt->bins > ((int64_t)1 << 30)) return ndf__argerror(ctx, name, "bins", "more than 2^30 bins");
+    nbins = opt->bins;
+    if (opt->has_range) {
+      if (!isfinite(opt->range[0]) || !isfinite(opt->range[1]))
+        return ndf__argerror(ctx, name, "range", "[%g, %g] is not finite", opt->range[0], opt->range[1]);
+      if (opt->range[0] > opt->range[1])
+        return ndf__argerror(ctx, name, "range", "min %g > max %g: max must be larger than min", opt->range[0],
+                             opt->range[1]);
+    }
+  }
+  if (opt->weights && (s = check_like(ctx, name, "weights", opt->weights, input, 0)) != NDF_OK) return s;
+  if ((s = check_out(ctx, name, "hist", hist, input, g.nb, 1, nbins, opt->weights)) != NDF_OK) return s;
+  if (hist->dtype != NDF_FLOAT64 && hist->dtype != NDF_INT64)
+    return ndf__argerror(ctx, name, "hist", "dtype %s is not int64 or float64", dname(hist->dtype));
+  if (hist->dtype == NDF_INT64 && (opt->weights || opt->density))
+    return ndf__argerror(ctx, name, "hist", "int64 holds plain counts; weights and density need float64");
+  if (bin_edges) {
+    if ((s = check_out(ctx, name, "bin_edges", bin_edges, input, g.nb, 1, nbins + 1, opt->weights)) != NDF_OK) return s;
+    if (bin_edges->dtype != NDF_FLOAT64)
+      return ndf__argerror(ctx, name, "bin_edges", "dtype %s is not float64", dname(bin_edges->dtype));
+    if (ndf__arrays_overlap(hist, bin_edges) && ndf_array_size(hist) > 0 && ndf_array_size(bin_edges) > 0)
+      return ndf__argerror(ctx, name, "bin_edges", "overlaps hist");
+  }
+  if (g.nimg == 0) return NDF_OK;
+  if (input->device == NDF_DEVICE_CUDA) return ndf__ity_histogram_cuda(ctx, name, input, hist, bin_edges, opt, &g, nbins);
+
+  const int f32 = input->dtype == NDF_FLOAT32;
+  int64_t nh, ne;
+  if (!ndf__mul(g.nimg, nbins, &nh) || !ndf__mul(g.nimg, nbins + 1, &ne))
+    return ndf__argerror(ctx, name, "bins", "too many bins for %lld images", (long long)g.nimg);
+  double *H = NULL, *E = NULL, *x = NULL, *w = NULL;
+  if ((s = scratch(ctx, name, nh, sizeof(double), (void **)&H)) != NDF_OK) return s;
+  if ((s = scratch(ctx, name, ne, sizeof(double), (void **)&E)) != NDF_OK) goto done;
+  if ((s = scratch(ctx, name, g.m, sizeof(double), (void **)&x)) != NDF_OK) goto done;
+  if (opt->weights && (s = scratch(ctx, name, g.m, sizeof(double), (void **)&w)) != NDF_OK) goto done;
+  for (int64_t b = 0; b < g.nimg && s == NDF_OK; b++) {
+    double *h = H + b * nbins, *e = E + b * (nbins + 1);
+    load_image(input, g.nb, b, g.m, x);
+    if (w) load_image(opt->weights, g.nb, b, g.m, w);
+    if (opt->edges) {
+      memcpy(e, opt->edges, (size_t)(nbins + 1) * sizeof *e);
+    } else {
+      double first = opt->range[0], last = opt->range[1];
+      if (!opt->has_range && (s = auto_range(ctx, name, x, g.m, b, &first, &last)) != NDF_OK) break;
+      if (first == last) {
+        first -= 0.5;
+        last += 0.5;
+      }
+      linspace_edges(first, last, nbins, f32, e);
+    }
+    memset(h, 0, (size_t)nbins * sizeof *h);
+    double total = 0;
+    for (int64_t j = 0; j < g.m; j++) {
+      const int64_t k = bin_of(x[j], e, nbins);
+      if (k >= 0) {
+        h[k] += w ? w[j] : 1.0;
+        total += w ? w[j] : 1.0;
+      }
+    }
+    if (opt->density) {
+      /* n / np.diff(edges) / n.sum(): the widths in the bin type */
+      for (int64_t k = 0; k < nbins; k++) {
+        const double width = (f32 && !opt->edges) ? (double)((float)e[k + 1] - (float)e[k]) : e[k + 1] - e[k];
+        h[k] = h[k] / width / total;
+      }
+    }
+  }
+  if (s == NDF_OK) {
+    for (int64_t b = 0; b < g.nimg; b++) {
+      store_image(hist, g.nb, b, nbins, H + b * nbins);
+      if (bin_edges) store_image(bin_edges, g.nb, b, nbins + 1, E + b * (nbins + 1));
+    }
+  }
+done:
+  free(H);
+  free(E);
+  free(x);
+  free(w);
+  return s;
+}
+
+/* ---- percentile / quantile ------------------------------------------------------------------ */
+
+/* The total order of the sort: numeric, with -0.0 below +0.0 (NaN never reaches it). */
+static int cmp_double(const void *pa, const void *pb) {
+  const double a = *(const double *)pa, b = *(const double *)pb;
+  if (a < b) return -1;
+  if (a > b) return 1;
+  return (int)!!signbit(b) - (int)!!signbit(a);
+}
+
+/* NumPy's linear quantile of sorted v[0..n-1] (n >= 1) at q in [0, 1]; f32: b - a rounded to float32. */
+static double lerp_quantile(const double *v, int64_t n, double q, int f32) {
+  const double h = (double)(n - 1) * q;
+  double prev = floor(h);
+  int64_t ip, in;
+  if (h >= (double)(n - 1)) {
+    ip = in = n - 1;
+    prev = -1; /* NumPy indexes the last value as -1, and its gamma is computed from that index */
+  } else {
+    ip = (int64_t)prev;
+    in = ip + 1;
+  }
+  const double t = h - prev, a = v[ip], b = v[in];
+  const double diff = f32 ? (double)((float)b - (float)a) : b - a;
+  return t >= 0.5 ? b - diff * (1 - t) : a + diff * t;
+}
+
+static ndf_status quantile_common(ndf_ctx *ctx, const char *name, const ndf_array *in, const double *q, int nq,
+                                  ndf_array *out, int batch_dims, double scale) {
+  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
+  ndf__clear_error(ctx);
+  ndf__ity_geom g;
+  ndf_status s = check_input(ctx, name, in, batch_dims, &g);
+  if (s != NDF_OK) return s;
+  if (!q || nq < 1) return ndf__argerror(ctx, name, "q", "%s", q ? "nq must be at least 1" : "NULL");
+  if (nq > 4096) return ndf__argerror(ctx, name, "q", "%d values; at most 4096", nq);
+  for (int i = 0; i < nq; i++)
+    if (!(q[i] >= 0 && q[i] <= scale))
+      return ndf__argerror(ctx, name, "q", "q[%d]=%g is outside [0, %g]", i, q[i], scale);
+  if (!out) return ndf__argerror(ctx, name, "output", "NULL");
+  if (out->dtype != NDF_FLOAT64) return ndf__argerror(ctx, name, "output", "dtype %s is not float64", dname(out->dtype));
+  const int ntail = (nq == 1 && out->ndim == g.nb) ? 0 : 1;
+  if ((s = check_out(ctx, name, "output", out, in, g.nb, ntail, nq, NULL)) != NDF_OK) return s;
+  if (g.nimg == 0) return NDF_OK;
+  if (g.m == 0) return ndf__argerror(ctx, name, "input", "the images are empty: an empty image has no %s", name + 4);
+  double *qf = malloc((size_t)nq * sizeof *qf);
+  if (!qf) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+  for (int i = 0; i < nq; i++) qf[i] = scale == 100 ? q[i] / 100 : q[i]; /* np.true_divide(q, 100) */
+  if (in->device == NDF_DEVICE_CUDA) {
+    s = ndf__ity_quantile_cuda(ctx, name, in, qf, nq, out, &g);
+    free(qf);
+    return s;
+  }
+  const int f32 = in->dtype == NDF_FLOAT32;
+  const int nth = ndf__cpu_threads(ctx);
+  double *R = NULL;
+  void **buf = NULL;
+  int64_t nr;
+  if (!ndf__mul(g.nimg, nq, &nr)) nr = -1;
+  if ((s = scratch(ctx, name, nr, sizeof(double), (void **)&R)) != NDF_OK) goto done;
+  int64_t bytes;
+  if (!ndf__mul(g.m, 8 * (int64_t)nth, &bytes)) bytes = -1;
+  if ((s = ndf__check_host_memory(ctx, name, "the sort buffers", bytes)) != NDF_OK) goto done;
+  if (!(buf = ndf__thread_buffers(nth, (size_t)g.m * sizeof(double)))) {
+    s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+    goto done;
+  }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nth)
+  for (int64_t b = 0; b < g.nimg; b++) {
+    double *v = buf[ndf__thread_id()];
+    load_image(in, g.nb, b, g.m, v);
+    int nan = 0;
+    for (int64_t j = 0; j < g.m; j++) nan |= isnan(v[j]);
+    if (!nan) qsort(v, (size_t)g.m, sizeof *v, cmp_double);
+    for (int i = 0; i < nq; i++) R[b * nq + i] = nan ? NAN : lerp_quantile(v, g.m, qf[i], f32);
+  }
+  for (int64_t b = 0; b < g.nimg; b++) store_image(out, g.nb, b, nq, R + b * nq);
+done:
+  if (buf) ndf__thread_buffers_free(buf, nth);
+  free(R);
+  free(qf);
+  return s;
+}
+
+ndf_status ndf_percentile(ndf_ctx *ctx, const ndf_array *input, const double *q, int nq, ndf_array *output,
+                          int batch_dims) {
+  return quantile_common(ctx, "ndf_percentile", input, q, nq, output, batch_dims, 100);
+}
+
+ndf_status ndf_quantile(ndf_ctx *ctx, const ndf_array *input, const double *q, int nq, ndf_array *output,
+                        int batch_dims) {
+  return quantile_common(ctx, "ndf_quantile", input, q, nq, output, batch_dims, 1);
+}
+
+/* ---- elementwise: clip, windows, normalizations ------------------------------------------------ */
+
+void ndf_window_options_init(ndf_window_options *opt) {
+  if (!opt) return;
+  memset(opt, 0, sizeof *opt);
+  opt->out_min = 0;
+  opt->out_max = 1;
+}
+
+/* Each image's statistic on the CPU: (lo, hi) = min, max or percentiles p0, p1; (mean, std). */
+static ndf_status cpu_stats(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *mask,
+                            const ndf__ity_geom *g, int stat, double p0, double p1, double *P) {
+  const int f32 = in->dtype == NDF_FLOAT32, nth = ndf__cpu_threads(ctx);
+  int64_t bytes;
+  if (!ndf__mul(g->m, 16 * (int64_t)nth, &bytes)) bytes = -1;
+  ndf_status s = ndf__check_host_memory(ctx, name, "the image buffers", bytes);
+  if (s != NDF_OK) return s;
+  void **buf = ndf__thread_buffers(nth, (size_t)(g->m ? g->m : 1) * 2 * sizeof(double));
+  if (!buf) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nth)
+  for (int64_t b = 0; b < g->nimg; b++) {
+    double *v = buf[ndf__thread_id()], *mk = v + g->m;
+    load_image(in, g->nb, b, g->m, v);
+    int nan = 0;
+    for (int64_t j = 0; j < g->m; j++) nan |= isnan(v[j]);
+    double lo = NAN, hi = NAN;
+    if (stat == NDF__ITY_STAT_MINMAX) {
+      if (!nan && g->m > 0) {
+        lo = hi = v[0]; /* in the order of the keys on the GPU: -0.0 below +0.0 */
+        for (int64_t j = 1; j < g->m; j++) {
+          if (v[j] < lo || (v[j] == lo && signbit(v[j]) && !signbit(lo))) lo = v[j];
+          if (v[j] > hi || (v[j] == hi && !signbit(v[j]) && signbit(hi))) hi = v[j];
+        }
+      }
+    } else if (stat == NDF__ITY_STAT_PERCENTILE) {
+      if (!nan && g->m > 0) {
+        qsort(v, (size_t)g->m, sizeof *v, cmp_double);
+        lo = lerp_quantile(v, g->m, p0, f32);
+        hi = lerp_quantile(v, g->m, p1, f32);
+      }
+    } else {
+      if (mask) load_image(mask, g->nb, b, g->m, mk);
+      double sum = 0, ss = 0;
+      int64_t cnt = 0;
+      for (int64_t j = 0; j < g->m; j++)
+        if (!mask || mk[j] != 0) {
+          sum += v[j];
+          cnt++;
+        }
+      lo = sum / (double)cnt;
+      for (int64_t j = 0; j < g->m; j++)
+        if (!mask || mk[j] != 0) {
+          const double d = v[j] - lo;
+          ss += d * d;
+        }
+      hi = sqrt(ss / (double)cnt);
+      if (hi == 0) hi = 1;
+    }
+    P[2 * b] = lo;
+    P[2 * b + 1] = hi;
+  }
+  ndf__thread_buffers_free(buf, nth);
+  return NDF_OK;
+}
+
+/* The elementwise pass on the CPU (intensity.h). */
+static void cpu_apply(const ndf_array *in, ndf_array *out, const ndf__ity_geom *g, int op, const double *P, double c0,
+                      double c1, double a, double bb, int nth) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nth)
+  for (int64_t b = 0; b < g->nimg; b++) {
+    const double lo = P ? P[2 * b] : c0, hi = P ? P[2 * b + 1] : c1;
+    int64_t c_[NDF_MAX_NDIM] = {0}, io = image_base(in, g->nb, b), oo = image_base(out, g->nb, b);
+    for (int64_t j = 0; j < g->m; j++) {
+      const double x = get(in, io);
+      double r;
+      if (op == NDF__ITY_CLIP) r = x < lo ? lo : x > hi ? hi : x;
+      else if (op == NDF__ITY_WINDOW) r = ndf__ity_window(x, lo, hi, a, bb);
+      else r = (x - lo) / hi;
+      put(out, oo, r);
+      for (int d = in->ndim - 1; d >= g->nb; d--) {
+        io += in->strides[d];
+        oo += out->strides[d];
+        if (++c_[d] < in->shape[d]) break;
+        io -= c_[d] * in->strides[d];
+        oo -= c_[d] * out->strides[d];
+        c_[d] = 0;
+      }
+    }
+  }
+}
+
+/* The common path of the elementwise ops after their own checks. */
+static ndf_status run_apply(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *mask,
+                            ndf_array *out, const ndf__ity_geom *g, int op, int stat, double c0, double c1, double a,
+                            double b) {
+  if (g->nimg == 0 || g->m == 0) return NDF_OK;
+  if (in->device == NDF_DEVICE_CUDA) return ndf__ity_apply_cuda(ctx, name, in, mask, out, g, op, stat, c0, c1, a, b);
+  double *P = NULL;
+  ndf_status s;
+  if (stat >= 0) {
+    if ((s = scratch(ctx, name, 2 * g->nimg, sizeof(double), (void **)&P)) != NDF_OK) return s;
+    if ((s = cpu_stats(ctx, name, in, mask, g, stat, c0, c1, P)) != NDF_OK) {
+      free(P);
+      return s;
+    }
+  }
+  cpu_apply(in, out, g, op, P, c0, c1, a, b, ndf__cpu_threads(ctx));
+  free(P);
+  return NDF_OK;
+}
+
+static ndf_status check_window_opt(ndf_ctx *ctx, const char *name, const ndf_window_options *opt) {
+  if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
+  if (!isfinite(opt->out_min) || !isfinite(opt->out_max))
+    return ndf__argerror(ctx, name, "options", "the target range [%g, %g] is not finite", opt->out_min, opt->out_max);
+  return NDF_OK;
+}
+
+ndf_status ndf_clip(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, double lo, double hi) {
+  static const char *name = "ndf_clip";
+  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
+  ndf__clear_error(ctx);
+  ndf__ity_geom g;
+  ndf_status s = check_input(ctx, name, input, 0, &g);
+  if (s != NDF_OK) return s;
+  if ((s = check_elementwise(ctx, name, input, output, NULL, 1)) != NDF_OK) return s;
+  if (isnan(lo) || isnan(hi)) return ndf__argerror(ctx, name, "lo", "NaN bound");
+  if (lo > hi) return ndf__argerror(ctx, name, "lo", "lo %g > hi %g", lo, hi);
+  if (!ndf__dtype_is_float(output->dtype)) {
+    double mn, mx;
+    ndf__dtype_range(output->dtype, &mn, &mx);
+    if (lo < mn || hi > mx)
+      return ndf__argerror(ctx, name, "lo", "[%g, %g] is outside the range of the output's dtype %s", lo, hi,
+                           dname(output->dtype));
+    lo = trunc(lo);
+    hi = trunc(hi);
+  }
+  return run_apply(ctx, name, input, NULL, output, &g, NDF__ITY_CLIP, -1, lo, hi, 0, 0);
+}
+
+ndf_status ndf_window(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, double lo, double hi,
+                      const ndf_window_options *opt) {
+  static const char *name = "ndf_window";
+  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
+  ndf__clear_error(ctx);
+  ndf_status s = check_window_opt(ctx, name, opt);
+  if (s != NDF_OK) return s;
+  ndf__ity_geom g;
+  if ((s = check_input(ctx, name, input, opt->batch_dims, &g)) != NDF_OK) return s;
+  if ((s = check_elementwise(ctx, name, input, output, NULL, 0)) != NDF_OK) return s;
+  if (!isfinite(lo) || !isfinite(hi)) return ndf__argerror(ctx, name, "lo", "the window [%g, %g] is not finite", lo, hi);
+  if (lo > hi) return ndf__argerror(ctx, name, "lo", "lo %g > hi %g", lo, hi);
+  return run_apply(ctx, name, input, NULL, output, &g, NDF__ITY_WINDOW, -1, lo, hi, opt->out_min, opt->out_max);
+}
+
+static const struct {
+  const char *name;
+  double centre, width;
+} ct_presets[] = {
+    {"brain", 40, 80},      {"subdural", 75, 215},     {"stroke", 32, 8},         {"bone", 400, 1800},
+    {"lung", -600, 1500},   {"mediastinum", 50, 350},  {"soft_tissue", 50, 400},  {"liver", 30, 150},
+};
+
+ndf_status ndf_ct_window_preset(const char *name, double *centre, double *width) {
+  if (!name || !centre || !width)
+    return ndf__error(NULL, NDF_EINVAL, "ndf_ct_window_preset: bad argument '%s' (NULL)",
+                      !name ? "name" : !centre ? "centre" : "width");
+  for (size_t i = 0; i < sizeof ct_presets / sizeof ct_presets[0]; i++)
+    if (strcmp(name, ct_presets[i].name) == 0) {
+      *centre = ct_presets[i].centre;
+      *width = ct_presets[i].width;
+      return NDF_OK;
+    }
+  return ndf__error(NULL, NDF_EINVAL,
+                    "ndf_ct_window_preset: bad argument 'name' ('%s' is not brain, subdural, stroke, bone, lung, "
+                    "mediastinum, soft_tissue or liver)", name);
+}
+
+ndf_status ndf_window_ct(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, double centre, double width,
+                         const ndf_window_options *opt) {
+  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "ndf_window_ct: bad argument 'ctx' (NULL)");
+  if (!(width >= 0) || !isfinite(centre) || !isfinite(width)) {
+    ndf__clear_error(ctx);
+    return ndf__argerror(ctx, "ndf_window_ct", "width", "centre %g, width %g: a finite centre and a width >= 0",
+                         centre, width);
+  }
+  return ndf_window(ctx, input, output, centre - width / 2, centre + width / 2, opt);
+}
+
+ndf_status ndf_normalize_minmax(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                                const ndf_window_options *opt) {
+  static const char *name = "ndf_normalize_minmax";
+  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
+  ndf__clear_error(ctx);
+  ndf_status s = check_window_opt(ctx, name, opt);
+  if (s != NDF_OK) return s;
+  ndf__ity_geom g;
+  if ((s = check_input(ctx, name, input, opt->batch_dims, &g)) != NDF_OK) return s;
+  if ((s = check_elementwise(ctx, name, input, output, NULL, 0)) != NDF_OK) return s;
+  return run_apply(ctx, name, input, NULL, output, &g, NDF__ITY_WINDOW, NDF__ITY_STAT_MINMAX, 0, 0, opt->out_min,
+                   opt->out_max);
+}
+
+ndf_status ndf_percentile_window(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, double p_lo, double p_hi,
+                                 const ndf_window_options *opt) {
+  static const char *name = "ndf_percentile_window";
+  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
+  ndf__clear_error(ctx);
+  ndf_status s = check_window_opt(ctx, name, opt);
+  if (s != NDF_OK) return s;
+  ndf__ity_geom g;
+  if ((s = check_input(ctx, name, input, opt->batch_dims, &g)) != NDF_OK) return s;
+  if ((s = check_elementwise(ctx, name, input, output, NULL, 0)) != NDF_OK) return s;
+  if (!(p_lo >= 0 && p_lo <= 100) || !(p_hi >= 0 && p_hi <= 100))
+    return ndf__argerror(ctx, name, "p_lo", "percentiles %g, %g must be in [0, 100]", p_lo, p_hi);
+  if (p_lo > p_hi) return ndf__argerror(ctx, name, "p_lo", "p_lo %g > p_hi %g", p_lo, p_hi);
+  return run_apply(ctx, name, input, NULL, output, &g, NDF__ITY_WINDOW, NDF__ITY_STAT_PERCENTILE, p_lo / 100,
+                   p_hi / 100, opt->out_min, opt->out_max);
+}
+
+ndf_status ndf_normalize_zscore(ndf_ctx *ctx, const ndf_array *input, const ndf_array *mask, ndf_array *output,
+                                int batch_dims) {
+  static const char *name = "ndf_normalize_zscore";
+  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
+  ndf__clear_error(ctx);
+  ndf__ity_geom g;
+  ndf_status s = check_input(ctx, name, input, batch_dims, &g);
+  if (s != NDF_OK) return s;
+  if (mask && (s = check_like(ctx, name, "mask", mask, input, 1)) != NDF_OK) return s;
+  if ((s = check_elementwise(ctx, name, input, output, mask, 0)) != NDF_OK) return s;
+  return run_apply(ctx, name, input, mask, output, &g, NDF__ITY_ZSCORE, NDF__ITY_STAT_MOMENTS, 0, 0, 0, 0);
+}
+
+/* ---- equalize_hist ------------------------------------------------------------------------- */
+
+/* np.interp(x, xp, fp) (numpy/core/src/multiarray/compiled_base.c's rules), n >= 1. */
+static double interp(double x, const double *xp, const double *fp, int64_t n) {
+  if (isnan(x)) return x;
+  if (x < xp[0]) return fp[0];
+  if (x > xp[n - 1]) return fp[n - 1];
+  int64_t lo = 0, hi = n; /* xp[lo] <= x */
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (xp[mid] <= x) lo = mid;
+    else hi = mid;
+  }
+  if (lo == n - 1 || xp[lo] == x) return fp[lo];
+  const double slope = (fp[lo + 1] - fp[lo]) / (xp[lo + 1] - xp[lo]);
+  double r = slope * (x - xp[lo]) + fp[lo];
+  if (isnan(r)) {
+    r = slope * (x - xp[lo + 1]) + fp[lo + 1];
+    if (isnan(r) && fp[lo] == fp[lo + 1]) r = fp[lo];
+  }
+  return r;
+}
+
+/* The number of sorted s[0..n-1] that are <= x. */
+static int64_t count_le(const double *s, int64_t n, double x) {
+  int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (s[mid] <= x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+ndf_status ndf_equalize_hist(ndf_ctx *ctx, const ndf_array *input, const ndf_array *mask, ndf_array *output, int nbins,
+                             int batch_dims) {
+  static const char *name = "ndf_equalize_hist";
+  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
+  ndf__clear_error(ctx);
+  ndf__ity_geom g;
+  ndf_status s = check_input(ctx, name, input, batch_dims, &g);
+  if (s != NDF_OK) return s;
+  if (mask && (s = check_like(ctx, name, "mask", mask, input, 1)) != NDF_OK) return s;
+  if ((s = check_elementwise(ctx, name, input, output, mask, 0)) != NDF_OK) return s;
+  const int isf = ndf__dtype_is_float(input->dtype), f32 = input->dtype == NDF_FLOAT32;
+  if (isf && (nbins < 1 || nbins > (1 << 24)))
+    return ndf__argerror(ctx, name, "nbins", "%d is not in 1..2^24", nbins);
+  if (g.nimg == 0 || g.m == 0) return NDF_OK;
+  if (input->device == NDF_DEVICE_CUDA) return ndf__ity_equalize_cuda(ctx, name, input, mask, output, &g, nbins);
+
+  int64_t n;
+  if (!ndf__mul(g.nimg, g.m, &n)) n = -1;
+  double *R = NULL, *x = NULL, *v = NULL, *mk = NULL, *e = NULL, *xp = NULL, *fp = NULL;
+  if ((s = scratch(ctx, name, n, sizeof(double), (void **)&R)) != NDF_OK) return s;
+  if ((s = scratch(ctx, name, 3 * g.m, sizeof(double), (void **)&x)) != NDF_OK) goto done;
+  v = x + g.m;
+  mk = v + g.m;
+  if (isf && (s = scratch(ctx, name, 3 * (int64_t)nbins + 1, sizeof(double), (void **)&e)) != NDF_OK) goto done;
+  if (e) {
+    xp = e + nbins + 1;
+    fp = xp + nbins;
+  }
+  for (int64_t b = 0; b < g.nimg && s == NDF_OK; b++) {
+    double *r = R + b * g.m;
+    load_image(input, g.nb, b, g.m, x);
+    if (mask) load_image(mask, g.nb, b, g.m, mk);
+    int64_t nv = 0;
+    for (int64_t j = 0; j < g.m; j++)
+      if (!mask || mk[j] != 0) v[nv++] = x[j];
+    if (nv == 0) {
+      for (int64_t j = 0; j < g.m; j++) r[j] = NAN;
+      continue;
+    }
+    if (isf) {
+      double first = 0, last = 1;
+      if ((s = auto_range(ctx, name, v, nv, b, &first, &last)) != NDF_OK) break;
+      if (first == last) {
+        first -= 0.5;
+        last += 0.5;
+      }
+      linspace_edges(first, last, nbins, f32, e);
+      int64_t *cnt = (int64_t *)fp; /* counts, then the cdf in place */
+      memset(cnt, 0, (size_t)nbins * sizeof *cnt);
+      for (int64_t j = 0; j < nv; j++) {
+        const int64_t k = bin_of(v[j], e, nbins);
+        if (k >= 0) cnt[k]++;
+      }
+      int64_t cum = 0, tot = 0;
+      for (int k = 0; k < nbins; k++) tot += cnt[k];
+      for (int k = 0; k < nbins; k++) {
+        cum += cnt[k];
+        double c = (double)cum / (double)tot;
+        if (f32) c = (double)(float)c;
+        fp[k] = c;
+        xp[k] = f32 ? (double)(((float)e[k] + (float)e[k + 1]) / 2.0f) : (e[k] + e[k + 1]) / 2.0;
+      }
+      for (int64_t j = 0; j < g.m; j++) r[j] = interp(x[j], xp, fp, nbins);
+    } else {
+      qsort(v, (size_t)nv, sizeof *v, cmp_double);
+      const double lo = v[0], hi = v[nv - 1];
+      for (int64_t j = 0; j < g.m; j++) {
+        const double y = x[j] < lo ? lo : x[j] > hi ? hi : x[j];
+        r[j] = (double)count_le(v, nv, y) / (double)nv;
+      }
+    }
+  }
+  if (s == NDF_OK)
+    for (int64_t b = 0; b < g.nimg; b++) store_image(output, g.nb, b, g.m, R + b * g.m);
+done:
+  free(R);
+  free(x);
+  free(e);
+  return s;
+}

@@ -1,0 +1,24 @@
+// filter_common.cuh -- device code shared by the linear filter templates
+// (filter_line.cu, filter_uniform.cu, filter_taps.cu, filter_ew.cu): scipy's
+// conversion of a double sum to the output dtype, the C cast that gcc emits
+// for it on x86-64:
+//   CVT 0  truncate to int32, keep the low bits (8-, 16-bit outputs, int32);
+//          out of the int32 range, and NaN, give INT32_MIN
+//   CVT 1  truncate to int64, keep the low bits (uint32, int64);
+//          out of the int64 range, and NaN, give INT64_MIN
+//   CVT 2  a floating-point cast (float32 rounds to nearest; float64 as is)
+#pragma once
+
+template <int CVT, typename TO> __device__ __forceinline__ TO ndf_filter_cvt(double v) {
+  if (CVT == 0) {
+    const int t = v > -2147483649.0 && v < 2147483648.0 ? (int)v : (int)0x80000000u;
+    return (TO)(unsigned int)t;
+  }
+  if (CVT == 1) {
+    const long long t = v >= -9223372036854775808.0 && v < 9223372036854775808.0
+                            ? (long long)v
+                            : (long long)0x8000000000000000ull;
+    return (TO)(unsigned long long)t;
+  }
+  return (TO)v;
+}
