@@ -84,7 +84,7 @@ static const char *g_tune;
 /* Workloads                                                                 */
 
 typedef enum { FP_BOX = 0, FP_CROSS = 1 } fp_kind;
-typedef enum { FAM_GREY, FAM_RANK, FAM_DISTANCE, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC, FAM_SOFT_ECC, FAM_ECT, FAM_SOFT_ECT, FAM_INTENSITY, FAM_FILTERS, FAM_SSIM } op_family;
+typedef enum { FAM_GREY, FAM_RANK, FAM_DISTANCE, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC, FAM_SOFT_ECC, FAM_ECT, FAM_SOFT_ECT, FAM_INTENSITY, FAM_FILTERS, FAM_SSIM, FAM_INTERP } op_family;
 
 /* The workload kinds, from the op registry (gen/ops.lua): --op name, key (the
  * first part of a workload's name) and family (how its inputs are set up). */
@@ -213,6 +213,14 @@ static const workload default_workloads[] = {
      * from a fixed seed, see ssim_side), data_range 2000, skimage's defaults otherwise */
     {OP_SSIM, NDF_FLOAT32, 3, {256, 256, 256}, 7, FP_BOX, 0, NDF_MODE_REFLECT, 0},
     {OP_SSIM_GAUSS, NDF_FLOAT32, 3, {256, 256, 256}, 11, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    /* interpolation (issue 32): the 1 mm MNI grid 181x217x181 resampled to 1 mm (zoom 1) and 0.5 mm (zoom 2)
+     * by orders 1 and 3; a 256^3 volume rotated by 15 degrees (order 1); 10^7 points of a 256^3 volume */
+    {OP_ZOOM, NDF_FLOAT32, 3, {181, 217, 181}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 1.0},
+    {OP_ZOOM, NDF_FLOAT32, 3, {181, 217, 181}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 2.0},
+    {OP_ZOOM, NDF_FLOAT32, 3, {181, 217, 181}, 3, FP_BOX, 0, NDF_MODE_REFLECT, 1.0},
+    {OP_ZOOM, NDF_FLOAT32, 3, {181, 217, 181}, 3, FP_BOX, 0, NDF_MODE_REFLECT, 2.0},
+    {OP_AFFINE_ROT, NDF_FLOAT32, 3, {256, 256, 256}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 15.0},
+    {OP_MAP_COORDS, NDF_FLOAT32, 3, {256, 256, 256}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 1e7},
 };
 #define N_DEFAULT (sizeof default_workloads / sizeof default_workloads[0])
 
@@ -260,6 +268,15 @@ static int64_t wl_count(const workload *w)
 /* The output's shape: the input's, except for the curves (batch..., T). */
 static int wl_out_shape(const workload *w, int64_t *shape)
 {
+  if (w->op == OP_MAP_COORDS) { /* (batch..., points) */
+    for (int i = 0; i < w->batch_dims; i++) shape[i] = w->shape[i];
+    shape[w->batch_dims] = (int64_t)w->param;
+    return w->batch_dims + 1;
+  }
+  if (w->op == OP_ZOOM) {
+    const double z = w->param;
+    if (ndf_zoom_shape(w->ndim, w->shape, w->batch_dims, 1, &z, shape) == NDF_OK) return w->ndim;
+  }
   if (ops[w->op].family == FAM_ECT || ops[w->op].family == FAM_SOFT_ECT) { /* (batch..., m, T) */
     for (int i = 0; i < w->batch_dims; i++) shape[i] = w->shape[i];
     shape[w->batch_dims] = (int64_t)w->param;
@@ -285,6 +302,15 @@ static int64_t wl_out_count(const workload *w)
 
 static size_t wl_bytes(const workload *w) { return (size_t)wl_count(w) * ndf_dtype_size(w->dtype); }
 static size_t wl_out_bytes(const workload *w) { return (size_t)wl_out_count(w) * ndf_dtype_size(out_dtype(w)); }
+
+/* Bytes a call must move at least: input and output, and map_coordinates' float32 coordinates. */
+static double wl_traffic(const workload *w)
+{
+  double b = (double)wl_bytes(w) * (ops[w->op].family == FAM_SSIM ? 2 : 1) + (double)wl_out_bytes(w);
+  if (ops[w->op].family == FAM_INTENSITY) b += (double)wl_bytes(w); /* the percentiles read the input first */
+  if (w->op == OP_MAP_COORDS) b += 4.0 * (double)(w->ndim - w->batch_dims) * w->param;
+  return b;
+}
 
 static void shape_str(const workload *w, char sep, char *buf, size_t len)
 {
@@ -327,6 +353,10 @@ static void wl_name(const workload *w, char *buf, size_t len)
     snprintf(buf, len, "%s_%s_%s%s_m%d_T%d", op, ndf_dtype_name(w->dtype), shp, b, (int)w->param, w->size);
     return;
   }
+  if (ops[w->op].family == FAM_INTERP) { /* "zoom_o3_f32_181x217x181_b0_p2", "map_coordinates_o1_..._p1e+07" */
+    snprintf(buf, len, "%s_o%d_%s_%s_b%d_p%g", op, w->size, dtype_short(w->dtype), shp, w->batch_dims, w->param);
+    return;
+  }
   if (ops[w->op].family == FAM_INTENSITY) { /* "pwindow0.5_f32_256x256x256_b0" */
     snprintf(buf, len, "%s%g_%s_%s_b%d", op, w->param, dtype_short(w->dtype), shp, w->batch_dims);
     return;
@@ -361,6 +391,9 @@ typedef struct op_setup {
   ndf_soft_ect_options xopt; /* soft ECT: thresholds in sthr, directions in dirs */
   ndf_array fp;
   uint8_t *fpbuf;
+  ndf_interp_options iopt; /* interpolation; the rotation's matrix and offset */
+  double rot[9], rot_off[3];
+  ndf_array rotm;
   ndf_filter_options fopt; /* linear filters */
   ndf_gaussian_params gauss;
   ndf_ssim_options mopt; /* SSIM: the second image and the mean live in ssim_side */
@@ -374,6 +407,22 @@ static int setup_options(const workload *w, op_setup *g)
   ndf_rank_options_init(&g->ropt);
   ndf_distance_options_init(&g->dopt);
   g->dopt.batch_dims = w->batch_dims;
+  if (ops[w->op].family == FAM_INTERP) {
+    ndf_interp_options_init(&g->iopt);
+    g->iopt.order = w->size;
+    g->iopt.batch_dims = w->batch_dims;
+    if (w->op == OP_AFFINE_ROT) { /* about the first spatial axis, through the volume's centre */
+      const double a = w->param * 3.14159265358979323846 / 180, c = cos(a), sn = sin(a);
+      const double m[9] = {1, 0, 0, 0, c, sn, 0, -sn, c};
+      memcpy(g->rot, m, sizeof m);
+      double ctr[3];
+      for (int i = 0; i < 3; i++) ctr[i] = (double)(w->shape[w->batch_dims + i] - 1) / 2;
+      for (int i = 0; i < 3; i++) g->rot_off[i] = ctr[i] - (m[3 * i] * ctr[0] + m[3 * i + 1] * ctr[1] + m[3 * i + 2] * ctr[2]);
+      const int64_t ms[2] = {3, 3};
+      if (sp != 3 || ndf_array_init(&g->rotm, g->rot, NDF_DEVICE_CPU, NDF_FLOAT64, 2, ms) != NDF_OK) return -1;
+    }
+    return 0;
+  }
   if (ops[w->op].family == FAM_SSIM) {
     ndf_ssim_options_init(&g->mopt);
     g->mopt.data_range = 2000; /* fill_random's range */
@@ -640,6 +689,37 @@ static ndf_array *edt_indices(ndf_ctx *c, const workload *w, const ndf_array *in
   return &cache[n++].a;
 }
 
+static uint64_t splitmix64(uint64_t *s);
+
+/* map_coordinates' coordinates: (spatial rank, points) float32, uniform over the volume, one array per
+ * (context, device), made on first use and kept, so that no allocation or upload is timed. */
+static ndf_array *map_coords(ndf_ctx *c, const workload *w, const ndf_array *in)
+{
+  static struct { ndf_ctx *ctx; ndf_device_type dev; ndf_array a; } cache[16];
+  static int n;
+  const int sp = w->ndim - w->batch_dims;
+  const int64_t sh[2] = {sp, (int64_t)w->param};
+  for (int i = 0; i < n; i++)
+    if (cache[i].ctx == c && cache[i].dev == in->device && cache[i].a.shape[1] == sh[1] && cache[i].a.shape[0] == sp)
+      return &cache[i].a;
+  if (n == 16) return NULL;
+  float *h = malloc((size_t)(sh[0] * sh[1]) * sizeof *h);
+  if (!h) return NULL;
+  uint64_t st = 0xc00d5ull;
+  for (int d = 0; d < sp; d++)
+    for (int64_t k = 0; k < sh[1]; k++)
+      h[d * sh[1] + k] = (float)((double)(splitmix64(&st) >> 11) * 0x1.0p-53 * (double)(w->shape[w->batch_dims + d] - 1));
+  ndf_array ha, *a = &cache[n].a;
+  ndf_status s = ndf_array_init(&ha, h, NDF_DEVICE_CPU, NDF_FLOAT32, 2, sh);
+  if (s == NDF_OK) s = ndf_array_alloc(c, a, in->device, NDF_FLOAT32, 2, sh);
+  if (s == NDF_OK) s = ndf_array_copy(c, a, &ha);
+  free(h);
+  if (s != NDF_OK) return NULL;
+  cache[n].ctx = c;
+  cache[n].dev = in->device;
+  return &cache[n++].a;
+}
+
 /* The SSIM workloads' second image (fill_random of a fixed seed, so that the CPU
  * and the GPU compare the same pair) and mean (float64, the batch shape): one set
  * per context and device, made on first use and kept until the program exits,
@@ -677,6 +757,15 @@ static ssim_bufs *ssim_side(ndf_ctx *c, const workload *w, const ndf_array *in)
 
 static ndf_status run_op(ndf_ctx *c, const workload *w, const ndf_array *in, ndf_array *out, const op_setup *g)
 {
+  if (w->op == OP_ZOOM) {
+    const double z = w->param;
+    return ndf_zoom(c, in, out, 1, &z, 0, &g->iopt);
+  }
+  if (w->op == OP_AFFINE_ROT) return ndf_affine_transform(c, in, &g->rotm, 3, g->rot_off, out, &g->iopt);
+  if (w->op == OP_MAP_COORDS) {
+    ndf_array *co = map_coords(c, w, in);
+    return co ? ndf_map_coordinates(c, in, co, out, &g->iopt) : NDF_ENOMEM;
+  }
   if (ops[w->op].family == FAM_SSIM) {
     ssim_bufs *b = ssim_side(c, w, in);
     if (!b) return NDF_ENOMEM;
@@ -1931,8 +2020,7 @@ static void print_json(const workload *w, const result *r, const char *device, c
   sbuf s = {.n = 0};
   char name[256];
   wl_name(w, name, sizeof name);
-  double bytes = (double)wl_bytes(w) * (ops[w->op].family == FAM_SSIM ? 2 : 1) + (double)wl_out_bytes(w);
-  if (ops[w->op].family == FAM_INTENSITY) bytes += (double)wl_bytes(w); /* the percentiles read the input first */
+  double bytes = wl_traffic(w);
   put(&s, "{\"bench\":\"ndf_bench\"");
   put_str(&s, "name", name);
   put_str(&s, "op", op_name(w->op));
@@ -1988,8 +2076,7 @@ static void print_human(const workload *w, const result *r)
   char t[32];
   char shp[160];
   shape_str(w, 'x', shp, sizeof shp);
-  double bytes = (double)wl_bytes(w) * (ops[w->op].family == FAM_SSIM ? 2 : 1) + (double)wl_out_bytes(w);
-  if (ops[w->op].family == FAM_INTENSITY) bytes += (double)wl_bytes(w); /* the percentiles read the input first */
+  double bytes = wl_traffic(w);
   fprintf(stderr, "%s %s %s %s=%d", op_name(w->op), dtype_short(w->dtype), shp,
           w->fp == FP_CROSS ? "cross" : "size", w->size);
   if (w->batch_dims) fprintf(stderr, " batch_dims=%d", w->batch_dims);

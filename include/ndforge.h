@@ -1635,6 +1635,153 @@ NDF_API void ndf_ssim_options_init(ndf_ssim_options *opt);
 NDF_API ndf_status ndf_structural_similarity(ndf_ctx *ctx, const ndf_array *im1, const ndf_array *im2,
                                              ndf_array *mssim, ndf_array *full, const ndf_ssim_options *opt);
 
+/* ------------------------------------------------------------------------ */
+/* Interpolation (scipy.ndimage): spline filters and geometric transforms    */
+
+/*
+ * Boundary modes of the interpolation functions.  Unlike the filters, scipy
+ * tells 'constant' from 'grid-constant' and 'wrap' from 'grid-wrap' here
+ * (grid-mirror is reflect).  With n samples a b c d:
+ *   constant       cval outside [0, n-1], no interpolation beyond the edges;
+ *                  inside, the spline's taps beyond an edge mirror (as scipy)
+ *   grid-constant  samples beyond the edges are cval, and interpolated
+ *   nearest        a a a a | a b c d | d d d d
+ *   reflect        d c b a | a b c d | d c b a   (= grid-mirror)
+ *   mirror           d c b | a b c d | c b a
+ *   wrap           scipy's 'wrap': period n - 1 for coordinates (the last
+ *                  sample is the first one again); taps beyond an edge mirror
+ *   grid-wrap      a b c d | a b c d | a b c d   (period n)
+ */
+typedef enum {
+  NDF_INTERP_CONSTANT = 0,
+  NDF_INTERP_GRID_CONSTANT = 1,
+  NDF_INTERP_NEAREST = 2,
+  NDF_INTERP_REFLECT = 3,
+  NDF_INTERP_MIRROR = 4,
+  NDF_INTERP_WRAP = 5,
+  NDF_INTERP_GRID_WRAP = 6,
+  NDF_INTERP_MODE_COUNT
+} ndf_interp_mode;
+
+/* Accepts scipy's names: constant, grid-constant, nearest, reflect,
+ * grid-mirror, mirror, wrap, grid-wrap. */
+NDF_API ndf_status ndf_interp_mode_from_name(const char *name, ndf_interp_mode *out);
+NDF_API const char *ndf_interp_mode_name(ndf_interp_mode m);
+
+/*
+ * Options of the geometric transforms, named as in scipy.ndimage:
+ *   order      spline order 0..5 (default 3)
+ *   mode       boundary mode (default NDF_INTERP_CONSTANT)
+ *   cval       value beyond the edges in the constant modes (default 0)
+ *   prefilter  1 (default): for order >= 2 the input is first spline
+ *              filtered in float64 (as scipy: the nearest and grid-constant
+ *              modes pad it by 12 samples per side before filtering); 0: the
+ *              input values are the spline coefficients
+ *   batch_dims leading axes of input and output that are independent images
+ *              (0 = scipy semantics); the transform spans the other axes.
+ * Semantics are scipy's (1.10), including its quirks: 'constant' and 'wrap'
+ * prefilter with mirror boundaries; a coordinate just outside [0, n-1] in
+ * 'constant' mode is cval.  Arithmetic is float64 with scipy's order of
+ * operations, so results are scipy's bit for bit (where the C library's
+ * pow() rounds as scipy's build's does); the GPU performs the same
+ * operations, each rounded as on the CPU, and gives the CPU's bits.  Integer outputs are rounded half away from zero and clamped to
+ * the dtype's range (scipy's rule); NaN converts to 0 (unsigned, int8,
+ * int16) or the dtype's minimum (int32, int64), as scipy on x86-64.  NaN in
+ * a float input reaches every output whose spline support holds it (with a
+ * prefilter: whose support meets a line through it); a NaN or infinite
+ * coordinate, or one of magnitude 2^52 or more, gives cval, except in the
+ * nearest and grid-constant modes, where it gives NaN (float outputs); scipy
+ * converts such coordinates to integers with undefined results, so there it
+ * is ndforge's own rule.
+ * Dtypes: input bool, uint8, int8, uint16, int16, uint32, int32, float32 or
+ * float64; output any of these but bool, or int64.  Input and output must
+ * not overlap.  Backends: CPU and CUDA (the arrays on the context's device).
+ */
+typedef struct ndf_interp_options {
+  int order;
+  ndf_interp_mode mode;
+  double cval;
+  int prefilter;
+  int batch_dims;
+} ndf_interp_options;
+/* order 3, mode constant, cval 0, prefilter 1, batch_dims 0. */
+NDF_API void ndf_interp_options_init(ndf_interp_options *opt);
+
+/*
+ * scipy.ndimage.spline_filter1d(input, order, axis, output, mode): the B-spline
+ * coefficients of order 0..5 along one axis (negative counts from the end).
+ * Orders 0 and 1 copy.  mode (scipy's default is mirror) selects the
+ * filter's boundary initialization.  output: the input's shape, any output
+ * dtype of the transforms (float64 is scipy's default), converted with C's
+ * cast as scipy does (truncation; out of range and NaN as on x86-64).
+ */
+NDF_API ndf_status ndf_spline_filter1d(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, int order,
+                                       int axis, ndf_interp_mode mode);
+/* scipy.ndimage.spline_filter: spline_filter1d along every axis after the
+ * batch_dims leading ones, in axis order, each pass reading the previous
+ * pass's output (so an integer or float32 output rounds after every pass, as
+ * scipy's does).  order 2..5. */
+NDF_API ndf_status ndf_spline_filter(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, int order,
+                                     ndf_interp_mode mode, int batch_dims);
+
+/*
+ * scipy.ndimage.map_coordinates: output[b..., j...] = input[b...] sampled at
+ * (coordinates[0, j...], ..., coordinates[n-1, j...]).  coordinates: float32
+ * or float64 (or an integer dtype), shape (n, out...), n the spatial rank of
+ * the input, on the input's device, shared by every image of a batch.
+ * output: (batch..., out...).
+ */
+NDF_API ndf_status ndf_map_coordinates(ndf_ctx *ctx, const ndf_array *input, const ndf_array *coordinates,
+                                       ndf_array *output, const ndf_interp_options *opt);
+
+/*
+ * scipy.ndimage.affine_transform: the output point o maps to the input point
+ * matrix @ o + offset.  matrix: a host float64 array (any strides) in one of
+ * scipy's forms, n the input's spatial rank and m the output's:
+ *   (n, m)          a linear map (m may differ from n);
+ *   (n,)            a diagonal: scipy's zoom/shift path, i = (o + offset/matrix) * matrix;
+ *   (n + 1, n + 1)  homogeneous: bottom row must be (0, ..., 0, 1); offset
+ *                   is taken from the last column (the offset argument is ignored);
+ *   (n, n + 1)      the same without the bottom row.
+ * offset: noffset = 0 (zero), 1 (every axis) or n values.  The output's shape
+ * after its batch axes is scipy's output_shape.
+ */
+NDF_API ndf_status ndf_affine_transform(ndf_ctx *ctx, const ndf_array *input, const ndf_array *matrix,
+                                        int noffset, const double *offset, ndf_array *output,
+                                        const ndf_interp_options *opt);
+
+/* scipy.ndimage.shift: output[o] = input[o - shift]; nshift = 1 (every
+ * spatial axis) or the spatial rank.  output: the input's shape. */
+NDF_API ndf_status ndf_shift(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, int nshift,
+                             const double *shift, const ndf_interp_options *opt);
+
+/*
+ * scipy.ndimage.zoom: nzoom = 1 or one factor per spatial axis (> 0).  The
+ * output's spatial shape must be ndf_zoom_shape's: round(n * zoom), Python's
+ * round (half to even); an axis of extent 0 there is an error (scipy returns
+ * an empty array).  grid_mode 0: the corner samples align, input coordinate
+ * o (n_in - 1) / (n_out - 1); 1: the pixel edges align, (o + 0.5) n_in / n_out - 0.5.
+ */
+NDF_API ndf_status ndf_zoom(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, int nzoom,
+                            const double *zoom, int grid_mode, const ndf_interp_options *opt);
+/* The output shape (all axes, batch ones copied) ndf_zoom takes for input shape[0..ndim). */
+NDF_API ndf_status ndf_zoom_shape(int ndim, const int64_t *shape, int batch_dims, int nzoom, const double *zoom,
+                                  int64_t *out_shape);
+
+/*
+ * scipy.ndimage.rotate: rotates the plane of spatial axes (axis0, axis1)
+ * (negative counts from the end; indices among the axes after batch_dims) by
+ * angle degrees about its centre; every other axis is independent (scipy
+ * rotates each plane).  reshape 1: the output plane is large enough for the
+ * whole rotated input (ndf_rotate_shape); 0: the input's.  The spatial rank
+ * must be at least 2.
+ */
+NDF_API ndf_status ndf_rotate(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, double angle, int axis0,
+                              int axis1, int reshape, const ndf_interp_options *opt);
+/* The output shape (all axes) ndf_rotate takes. */
+NDF_API ndf_status ndf_rotate_shape(int ndim, const int64_t *shape, int batch_dims, double angle, int axis0,
+                                    int axis1, int reshape, int64_t *out_shape);
+
 #ifdef __cplusplus
 }
 #endif

@@ -34,5 +34,8 @@ int ndf_cli_ect(int argc, char **argv);
 int ndf_cli_tunables(int argc, char **argv);
 int ndf_cli_tune(int argc, char **argv);
 int cli_tune_check(const char *assign);
+/* `ndforge run OP` for the interpolation ops and resample (cli_interp.c). */
+int ndf_cli_interp_is_op(const char *name);
+int ndf_cli_interp(int argc, char **argv);
 
 #endif

@@ -1316,6 +1316,7 @@ static int cmd_run(int argc, char **argv) {
     errorf("usage: ndforge run OP [options] INPUT OUTPUT (see ndforge run --help)");
     return EXIT_USAGE;
   }
+  if (ndf_cli_interp_is_op(argv[2])) return ndf_cli_interp(argc, argv); /* interpolation (cli_interp.c) */
   const op_def *op = find_op(argv[2]);
   if (!op) {
     unknown_op(argv[2]);
@@ -2666,6 +2667,8 @@ static void usage(FILE *f) {
     fprintf(f, " %s%c", ops[i].name, i + 1 < NOPS ? ',' : '.');
     col += 1 + len;
   }
+  fprintf(f, "\nInterpolation: zoom, shift, rotate, affine_transform, map_coordinates, spline_filter,\n"
+             " spline_filter1d, resample (NIfTI to a voxel spacing) (ndforge run zoom --help).");
   fprintf(f, "\nFiles: .npy, .nii, .nii.gz.  Exit status: 0 ok, 1 failure, 2 bad command line.\n"
              "Environment: NDF_CACHE_DIR (default $XDG_CACHE_HOME/ndforge, then\n"
              "~/.cache/ndforge), NDF_CACHE_DISABLE=1, NDF_DUMP_SOURCE=DIR.\n");

@@ -1,0 +1,210 @@
+/*
+ * interp_cuda.c -- the CUDA backend of the interpolation family
+ * (templates/interp.cu).  Both entry points follow the CPU backend step by
+ * step, in float64 with the same order of operations, so the GPU gives the
+ * CPU's values:
+ *   spline_filter[1d]  per axis pass: the source (the input, then the output
+ *                      in its dtype) copied to a contiguous float64 scratch,
+ *                      filtered along the axis (a thread per line), stored
+ *                      into the output with C's cast;
+ *   transforms         with a prefilter (order >= 2): every image copied to
+ *                      float64 scratch with scipy's padding and filtered
+ *                      along each spatial axis; then one thread per output
+ *                      point evaluates the spline (ORDER, MODE and the
+ *                      spatial rank compiled in).
+ * Every kernel is compiled (or found in the cache) before anything runs, so a
+ * compile failure writes nothing.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel_params.generated.h"
+#include "interp/interp.h"
+
+static const char *ctype(ndf_dtype t) { return ndf__dtype_ctype(t); }
+
+/* A kernel of the template; the slots a kernel does not read are given one fixed value so that
+ * it compiles once for them. */
+static ndf_status get(ndf_ctx *ctx, const char *name, const char *kernel, const char *t, const char *out,
+                      const char *ct, int nsp, int order, int mode, int kind, int init, int ofloat, CUfunction *f) {
+  ndf__kernel_req req;
+  ndf__req_interp(&req, kernel, t, out, ct, nsp, order, mode, kind, init, ofloat);
+  ndf_status s = ndf__jit_get(ctx, name, &req, f);
+  ndf__req_free(&req);
+  return s;
+}
+
+static ndf_status get_load(ndf_ctx *ctx, const char *name, ndf_dtype t, CUfunction *f) {
+  return get(ctx, name, "ndf_interp_load", ctype(t), "double", "double", 1, 0, 0, 0, 0, 1, f);
+}
+static ndf_status get_spline(ndf_ctx *ctx, const char *name, int init, CUfunction *f) {
+  return get(ctx, name, "ndf_interp_spline", "double", "double", "double", 1, 0, 0, 0, init, 1, f);
+}
+static ndf_status get_store(ndf_ctx *ctx, const char *name, ndf_dtype out, CUfunction *f) {
+  return get(ctx, name, "ndf_interp_store", "double", ctype(out), "double", 1, 0, 0, 0, 0, ndf__dtype_is_float(out), f);
+}
+
+/* Launches the load kernel: a (in) -> buf, images = the first nb axes, npad samples of padding per
+ * spatial side (pad_const: the value pad, else the edge). */
+static ndf_status launch_load(ndf_ctx *ctx, const char *name, CUfunction f, const ndf_array *a, int nb, int64_t npad,
+                              int pad_const, double pad, CUdeviceptr buf, const int64_t *pshape, int64_t total) {
+  ndf__interp_load_params p;
+  memset(&p, 0, sizeof p);
+  p.in = (CUdeviceptr)(uintptr_t)a->data;
+  p.buf = buf;
+  p.total = total;
+  p.nb = nb;
+  p.nsp = a->ndim - nb;
+  p.npad = npad;
+  p.pad_const = pad_const;
+  p.pad = pad;
+  for (int d = 0; d < a->ndim; d++) {
+    p.shape[d] = a->shape[d];
+    p.strides[d] = a->strides[d];
+  }
+  for (int d = 0; d < a->ndim - nb; d++) p.pshape[d] = pshape[d];
+  return ndf__interp_load_launch(ctx, name, f, ndf__grid(ctx, (total + 255) / 256, 32), 256, 1, 0, &p);
+}
+
+/* One prefilter pass of order's poles along axis of a contiguous float64 buffer of shape[0..ndim). */
+static ndf_status launch_spline(ndf_ctx *ctx, const char *name, CUfunction f, CUdeviceptr buf, int ndim,
+                                const int64_t *shape, int axis, int order, int init) {
+  ndf__interp_spline_params p;
+  memset(&p, 0, sizeof p);
+  int64_t total = 1, inner = 1;
+  for (int d = 0; d < ndim; d++) total *= shape[d];
+  for (int d = axis + 1; d < ndim; d++) inner *= shape[d];
+  p.buf = buf;
+  p.n = shape[axis];
+  p.lines = total / shape[axis];
+  p.inner = inner;
+  p.npoles = ndf__spline_poles(order, p.poles);
+  for (int k = 0; k < p.npoles; k++) p.zn[k] = pow(p.poles[k], (double)(init == 1 ? p.n : p.n - 1));
+  if (p.lines == 0 || p.n <= 1) return NDF_OK;
+  const int64_t blocks = (p.lines + 127) / 128;
+  if (blocks > 0x7fffffff) return ndf__error(ctx, NDF_ENOTSUP, "%s: %lld lines are too many for one launch", name,
+                                             (long long)p.lines);
+  return ndf__interp_spline_launch(ctx, name, f, (unsigned)blocks, 128, 1, 0, &p);
+}
+
+ndf_status ndf__spline_filter_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out, int order,
+                                   int naxes, const int *axes, ndf_interp_mode mode) {
+  ndf_status s = ndf__ctx_bind(ctx);
+  if (s != NDF_OK) return s;
+  const int64_t total = ndf_array_size(in);
+  const int ndim = in->ndim, filter = order >= 2;
+  CUfunction f_load_in, f_load_out, f_spline = NULL, f_store;
+  if ((s = get_load(ctx, name, in->dtype, &f_load_in)) != NDF_OK) return s;
+  if ((s = get_load(ctx, name, out->dtype, &f_load_out)) != NDF_OK) return s;
+  if (filter && (s = get_spline(ctx, name, ndf__spline_init(mode), &f_spline)) != NDF_OK) return s;
+  if ((s = get_store(ctx, name, out->dtype, &f_store)) != NDF_OK) return s;
+  CUdeviceptr buf = 0;
+  if ((s = ndf__scratch_alloc(ctx, (size_t)total * sizeof(double), &buf)) != NDF_OK) return s;
+  const int int_source = !ndf__dtype_is_float(in->dtype);
+  for (int k = 0; k < naxes && s == NDF_OK; k++) {
+    const ndf_array *src = k == 0 ? in : out;
+    /* a copy in the source's layout: every axis but the last is a "batch" axis of the load */
+    s = launch_load(ctx, name, k == 0 ? f_load_in : f_load_out, src, ndim - 1, 0, 0, 0.0, buf, src->shape + ndim - 1,
+                    total);
+    if (s == NDF_OK && filter) s = launch_spline(ctx, name, f_spline, buf, ndim, in->shape, axes[k], order, ndf__spline_init(mode));
+    if (s == NDF_OK) {
+      ndf__interp_store_params p;
+      memset(&p, 0, sizeof p);
+      p.buf = buf;
+      p.out = (CUdeviceptr)(uintptr_t)out->data;
+      p.total = total;
+      p.ndim = ndim;
+      p.int_copy = !filter && (k == 0 ? int_source : !ndf__dtype_is_float(out->dtype));
+      for (int d = 0; d < ndim; d++) {
+        p.shape[d] = out->shape[d];
+        p.ostr[d] = out->strides[d];
+      }
+      s = ndf__interp_store_launch(ctx, name, f_store, ndf__grid(ctx, (total + 255) / 256, 32), 256, 1, 0, &p);
+    }
+  }
+  ndf__scratch_free(ctx, buf);
+  return s;
+}
+
+ndf_status ndf__interp_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
+                            const ndf__interp_plan *p) {
+  ndf_status s = ndf__ctx_bind(ctx);
+  if (s != NDF_OK) return s;
+  const int nb = p->nb, nsp = p->nsp, onsp = p->onsp;
+  int64_t nbatch = 1, total = 1, pshape[NDF_MAX_SPATIAL], pvol = 1;
+  for (int d = 0; d < nb; d++) nbatch *= in->shape[d];
+  for (int d = 0; d < out->ndim; d++) total *= out->shape[d];
+  if (nsp * onsp > 64) return ndf__error(ctx, NDF_ENOTSUP, "%s: a %dx%d matrix is too large", name, nsp, onsp);
+  const ndf_array *cr = p->coords;
+  const ndf_dtype src_t = p->filtered ? NDF_FLOAT64 : in->dtype;
+
+  /* Every kernel first. */
+  CUfunction f_load = NULL, f_spline = NULL, f_eval;
+  if (p->filtered) {
+    if ((s = get_load(ctx, name, in->dtype, &f_load)) != NDF_OK) return s;
+    if ((s = get_spline(ctx, name, ndf__spline_init(p->mode), &f_spline)) != NDF_OK) return s;
+  }
+  if ((s = get(ctx, name, "ndf_interp_eval", ctype(src_t), ctype(out->dtype), cr ? ctype(cr->dtype) : "double", nsp,
+               p->order, (int)p->mode, (int)p->kind, 0, ndf__dtype_is_float(out->dtype), &f_eval)) != NDF_OK)
+    return s;
+
+  CUdeviceptr buf = 0;
+  if (p->filtered) {
+    for (int d = 0; d < nsp; d++) {
+      pshape[d] = in->shape[nb + d] + 2 * p->npad;
+      pvol *= pshape[d];
+    }
+    int64_t bytes = -1;
+    if (!ndf__mul(pvol, nbatch, &bytes) || !ndf__mul(bytes, 8, &bytes)) bytes = -1;
+    if (bytes < 0) return ndf__error(ctx, NDF_ENOMEM, "%s: the spline coefficients overflow", name);
+    if ((s = ndf__scratch_alloc(ctx, (size_t)bytes, &buf)) != NDF_OK) return s;
+    s = launch_load(ctx, name, f_load, in, nb, p->npad, p->mode == NDF_INTERP_GRID_CONSTANT,
+                    ndf__interp_pad_value(in->dtype, p->cval), buf, pshape, nbatch * pvol);
+    int64_t bshape[1 + NDF_MAX_SPATIAL];
+    bshape[0] = nbatch;
+    for (int d = 0; d < nsp; d++) bshape[1 + d] = pshape[d];
+    for (int d = 0; d < nsp && s == NDF_OK; d++) s = launch_spline(ctx, name, f_spline, buf, 1 + nsp, bshape, 1 + d, p->order,
+                                                            ndf__spline_init(p->mode));
+  }
+
+  if (s == NDF_OK) {
+    ndf__interp_eval_params e;
+    memset(&e, 0, sizeof e);
+    e.src = p->filtered ? buf : (CUdeviceptr)(uintptr_t)in->data;
+    e.out = (CUdeviceptr)(uintptr_t)out->data;
+    e.coords = cr ? (CUdeviceptr)(uintptr_t)cr->data : 0;
+    e.total = total;
+    e.nb = nb;
+    e.onsp = onsp;
+    e.filtered = p->filtered;
+    e.has_zoom = p->has_zoom;
+    e.has_shift = p->has_shift;
+    e.grid_mode = p->grid_mode;
+    e.svol = pvol;
+    e.npad = p->npad;
+    e.cval = p->cval;
+    int64_t st = 1;
+    for (int d = nsp - 1; d >= 0; d--) {
+      e.sshape[d] = p->filtered ? pshape[d] : in->shape[nb + d];
+      e.sstr[d] = p->filtered ? st : in->strides[nb + d];
+      if (p->filtered) st *= pshape[d];
+    }
+    for (int d = 0; d < in->ndim; d++) e.istr[d] = in->strides[d];
+    for (int d = 0; d < out->ndim; d++) {
+      e.oshape[d] = out->shape[d];
+      e.ostr[d] = out->strides[d];
+    }
+    if (cr)
+      for (int d = 0; d < cr->ndim; d++) e.cstr[d] = cr->strides[d];
+    for (int d = 0; d < nsp; d++) {
+      e.zoom[d] = p->zoom[d];
+      e.shift[d] = p->shift[d];
+      e.offset[d] = p->offset[d];
+    }
+    memcpy(e.matrix, p->matrix, sizeof(double) * (size_t)(nsp * onsp));
+    s = ndf__interp_eval_launch(ctx, name, f_eval, ndf__grid(ctx, (total + 255) / 256, 32), 256, 1, 0, &e);
+  }
+  if (buf) ndf__scratch_free(ctx, buf);
+  return s;
+}

@@ -1,0 +1,312 @@
+/*
+ * test_gpu_interp.c -- the interpolation family on the GPU against the CPU
+ * backend (itself checked against scipy.ndimage by test_interp), bit for bit,
+ * on fresh random inputs drawn here: spline_filter1d, spline_filter,
+ * map_coordinates, affine_transform (linear, homogeneous and diagonal
+ * matrices), shift, zoom (both grid modes) and rotate; every input and output
+ * dtype, orders 0..5, every mode, prefilter on and off, cval, 0-2 batch axes,
+ * 1-4 spatial axes; strided and negative-stride inputs and coordinates,
+ * strided outputs whose gaps must keep their poison.  Both backends compute
+ * in float64 with the same order of operations (the kernels round every
+ * product on its own), so the results must be equal bit for bit.
+ *
+ * Also: order-1 (trilinear) and order-3 zooms of a 3-D float32 volume, and
+ * the kernel log shows which specialization ran.
+ *
+ * Exits 77 (skipped) when the context has no CUDA device.  Cases:
+ * NDF_TEST_CASES (default 300); seed: NDF_TEST_SEED (printed).  Public API only.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ndforge.h"
+#include "testutil.h"
+
+typedef tu_gpu_state gpu_state;
+static int group_setup(void **state) { return tu_gpu_setup(state, 300); }
+
+static const ndf_dtype IN_DTYPES[] = {NDF_BOOL,   NDF_UINT8, NDF_INT8,    NDF_UINT16, NDF_INT16,
+                                      NDF_UINT32, NDF_INT32, NDF_FLOAT32, NDF_FLOAT64};
+static const ndf_dtype OUT_DTYPES[] = {NDF_UINT8, NDF_INT8,  NDF_UINT16,  NDF_INT16,  NDF_UINT32,
+                                       NDF_INT32, NDF_INT64, NDF_FLOAT32, NDF_FLOAT64};
+enum { OP_SPLINE1D, OP_SPLINE, OP_MAP, OP_AFFINE, OP_SHIFT, OP_ZOOM, OP_ROTATE, OP_COUNT };
+static const char *OP_NAMES[OP_COUNT] = {"spline_filter1d", "spline_filter", "map_coordinates", "affine_transform",
+                                         "shift", "zoom", "rotate"};
+
+typedef struct icase {
+  int op, nd, nb, nsp, axis, grid, reshape, ax0, ax1, onsp, form, nvals;
+  ndf_dtype dt, odt, ct;
+  int64_t shape[NDF_MAX_NDIM], oshape[NDF_MAX_NDIM], cshape[NDF_MAX_NDIM];
+  double vals[NDF_MAX_SPATIAL], angle;
+  double mat[(NDF_MAX_SPATIAL + 1) * (NDF_MAX_SPATIAL + 1)];
+  ndf_interp_options o;
+  int in_layout, out_layout;
+  char desc[512];
+} icase;
+
+static int pick_layout(tu_rng *r, int negative) {
+  if (tu_rng_chance(r, 0.4)) return TU_LAYOUT_C;
+  if (tu_rng_chance(r, 0.3)) return TU_LAYOUT_FORTRAN;
+  return TU_LAYOUT_PADDED | (negative && tu_rng_chance(r, 0.5) ? TU_LAYOUT_NEGATIVE : 0) |
+         (tu_rng_chance(r, 0.3) ? TU_LAYOUT_OFFSET : 0);
+}
+
+/* Calls the op; matrix (host) for affine, coords for map. */
+static ndf_status call(ndf_ctx *ctx, const icase *c, const ndf_array *in, const ndf_array *coords,
+                       const ndf_array *matrix, ndf_array *out) {
+  switch (c->op) {
+    case OP_SPLINE1D: return ndf_spline_filter1d(ctx, in, out, c->o.order, c->axis, c->o.mode);
+    case OP_SPLINE: return ndf_spline_filter(ctx, in, out, c->o.order, c->o.mode, c->nb);
+    case OP_MAP: return ndf_map_coordinates(ctx, in, coords, out, &c->o);
+    case OP_AFFINE: return ndf_affine_transform(ctx, in, matrix, c->form != 1 ? c->nvals : 0, c->vals, out, &c->o);
+    case OP_SHIFT: return ndf_shift(ctx, in, out, c->nvals, c->vals, &c->o);
+    case OP_ZOOM: return ndf_zoom(ctx, in, out, c->nvals, c->vals, c->grid, &c->o);
+    default: return ndf_rotate(ctx, in, out, c->angle, c->ax0, c->ax1, c->reshape, &c->o);
+  }
+}
+
+static void draw_case(icase *c, tu_rng *r) {
+  memset(c, 0, sizeof *c);
+  c->op = (int)tu_rng_int(r, 0, OP_COUNT - 1);
+  ndf_interp_options_init(&c->o);
+  c->o.order = (int)tu_rng_int(r, 0, 5);
+  c->o.mode = (ndf_interp_mode)tu_rng_int(r, 0, NDF_INTERP_MODE_COUNT - 1);
+  c->o.cval = tu_rng_chance(r, 0.5) ? 0.0 : floor(tu_rng_normal(r) * 5000) / 100;
+  c->o.prefilter = tu_rng_chance(r, 0.8);
+  c->nsp = (int)tu_rng_int(r, c->op == OP_ROTATE ? 2 : 1, c->op == OP_ROTATE ? 3 : 4);
+  c->nb = c->op == OP_SPLINE1D ? 0 : (int)tu_rng_int(r, 0, 2);
+  c->o.batch_dims = c->nb;
+  c->nd = c->nb + c->nsp;
+  const int64_t maxn = c->nsp == 1 ? 40 : c->nsp == 2 ? 14 : c->nsp == 3 ? 7 : 4;
+  for (int d = 0; d < c->nd; d++) c->shape[d] = d < c->nb ? tu_rng_int(r, 1, 3) : tu_rng_int(r, 1, maxn);
+  c->dt = IN_DTYPES[tu_rng_int(r, 0, 8)];
+  if ((c->op == OP_SPLINE1D || c->op == OP_SPLINE) && c->dt == NDF_BOOL) c->dt = NDF_UINT8;
+  c->odt = tu_rng_chance(r, 0.4) ? OUT_DTYPES[tu_rng_int(r, 0, 8)] : (c->dt == NDF_BOOL ? NDF_UINT8 : c->dt);
+  if (c->op == OP_SPLINE && c->o.order < 2) c->o.order = (int)tu_rng_int(r, 2, 5);
+  for (int d = 0; d < c->nd; d++) c->oshape[d] = c->shape[d];
+  c->onsp = c->nsp;
+  const int nsp = c->nsp, nb = c->nb;
+  switch (c->op) {
+    case OP_SPLINE1D: c->axis = (int)tu_rng_int(r, -c->nd, c->nd - 1); break;
+    case OP_MAP:
+      c->onsp = (int)tu_rng_int(r, 1, 3);
+      c->cshape[0] = nsp;
+      for (int d = 0; d < c->onsp; d++) c->oshape[nb + d] = c->cshape[1 + d] = tu_rng_int(r, 1, 8);
+      c->ct = tu_rng_chance(r, 0.7) ? NDF_FLOAT64 : tu_rng_chance(r, 0.5) ? NDF_FLOAT32 : NDF_INT16;
+      break;
+    case OP_AFFINE:
+      c->form = (int)tu_rng_int(r, 0, 2); /* 0 (n, n) + offset, 1 (n + 1, n + 1), 2 diagonal (n,) */
+      for (int h = 0; h < nsp; h++) {
+        c->vals[h] = tu_rng_normal(r) * 2;
+        for (int l = 0; l < nsp; l++) c->mat[h * nsp + l] = (h == l) + tu_rng_normal(r) * 0.5;
+      }
+      c->nvals = nsp;
+      for (int d = 0; d < nsp; d++) c->oshape[nb + d] = tu_rng_int(r, 1, maxn + 2);
+      break;
+    case OP_SHIFT:
+      c->nvals = tu_rng_chance(r, 0.3) ? 1 : nsp;
+      for (int d = 0; d < c->nvals; d++) c->vals[d] = tu_rng_chance(r, 0.3) ? floor(tu_rng_normal(r) * 6) / 2 : tu_rng_normal(r) * 3;
+      break;
+    case OP_ZOOM: {
+      c->nvals = nsp;
+      c->grid = tu_rng_chance(r, 0.4);
+      for (int d = 0; d < nsp; d++) c->vals[d] = 0.5 + tu_rng_unif(r) * 2;
+      int64_t zs[NDF_MAX_NDIM];
+      if (ndf_zoom_shape(c->nd, c->shape, nb, nsp, c->vals, zs) != NDF_OK) { /* an empty axis: zoom by 1 */
+        for (int d = 0; d < nsp; d++) c->vals[d] = 1.0;
+        ndf_zoom_shape(c->nd, c->shape, nb, nsp, c->vals, zs);
+      }
+      for (int d = 0; d < c->nd; d++) c->oshape[d] = zs[d];
+      break;
+    }
+    case OP_ROTATE: {
+      c->angle = tu_rng_chance(r, 0.3) ? 90.0 * (double)tu_rng_int(r, -3, 4) + (tu_rng_chance(r, 0.5) ? 45 : 0)
+                                        : (tu_rng_unif(r) - 0.5) * 720;
+      c->ax0 = (int)tu_rng_int(r, 0, nsp - 1);
+      do c->ax1 = (int)tu_rng_int(r, 0, nsp - 1); while (c->ax1 == c->ax0);
+      c->reshape = tu_rng_chance(r, 0.6);
+      int64_t rs[NDF_MAX_NDIM];
+      ndf_rotate_shape(c->nd, c->shape, nb, c->angle, c->ax0, c->ax1, c->reshape, rs);
+      for (int d = 0; d < c->nd; d++) c->oshape[d] = rs[d];
+      break;
+    }
+    default: break;
+  }
+  c->in_layout = pick_layout(r, 1);
+  c->out_layout = tu_rng_chance(r, 0.5) ? TU_LAYOUT_C : TU_LAYOUT_PADDED;
+  int n = snprintf(c->desc, sizeof c->desc, "%s %s->%s order %d mode %s cval %g prefilter %d batch %d shape ",
+                   OP_NAMES[c->op], ndf_dtype_name(c->dt), ndf_dtype_name(c->odt), c->o.order,
+                   ndf_interp_mode_name(c->o.mode), c->o.cval, c->o.prefilter, nb);
+  for (int d = 0; d < c->nd; d++) n += snprintf(c->desc + n, sizeof c->desc - n, "%s%lld", d ? "x" : "", (long long)c->shape[d]);
+  n += snprintf(c->desc + n, sizeof c->desc - n, " -> ");
+  for (int d = 0; d < nb + c->onsp; d++)
+    n += snprintf(c->desc + n, sizeof c->desc - n, "%s%lld", d ? "x" : "", (long long)c->oshape[d]);
+  snprintf(c->desc + n, sizeof c->desc - n, " layouts %d/%d", c->in_layout, c->out_layout);
+}
+
+static void fill(const ndf_array *a, tu_rng *r) {
+  const int64_t n = ndf_array_size(a);
+  double lo = -1e4, hi = 1e4;
+  if (!tu_is_float(a->dtype)) tu_int_range(a->dtype, &lo, &hi);
+  const int full = tu_rng_chance(r, 0.3);
+  for (int64_t i = 0; i < n; i++) {
+    double v;
+    if (a->dtype == NDF_BOOL) v = tu_rng_chance(r, 0.5);
+    else if (tu_is_float(a->dtype)) v = tu_rng_normal(r) * 100;
+    else if (full) v = lo + floor(tu_rng_unif(r) * (hi - lo + 1));
+    else v = floor(tu_rng_unif(r) * 100) - (lo < 0 ? 50 : 0);
+    if (v > hi) v = hi;
+    tu_set(a, i, v);
+  }
+}
+
+static int run_case(ndf_ctx *ctx, icase *c, tu_rng *r) {
+  int rc = -1;
+  tu_array hin = {0}, lin = {0}, hco = {0}, lco = {0}, mat = {0}, cout = {0}, gout = {0};
+  tu_dev din = {0}, dco = {0}, dout = {0};
+  assert_int_equal(tu_array_alloc(&hin, c->dt, c->nd, c->shape), 0);
+  fill(&hin.arr, r);
+  assert_int_equal(tu_array_relayout(&lin, &hin.arr, c->in_layout, r), 0);
+  const ndf_array *pco = NULL, *pmat = NULL;
+  if (c->op == OP_MAP) {
+    assert_int_equal(tu_array_alloc(&hco, c->ct, 1 + c->onsp, c->cshape), 0);
+    const int64_t per = ndf_array_size(&hco.arr) / c->nsp;
+    for (int d = 0; d < c->nsp; d++)
+      for (int64_t j = 0; j < per; j++) {
+        const double n = (double)c->shape[c->nb + d];
+        double v = -3 + tu_rng_unif(r) * (n + 5);
+        if (c->ct == NDF_INT16 || tu_rng_chance(r, 0.2)) v = round(v);
+        else if (tu_rng_chance(r, 0.2)) v = round(v * 2) / 2;
+        tu_set(&hco.arr, d * per + j, v);
+      }
+    assert_int_equal(tu_array_relayout(&lco, &hco.arr, pick_layout(r, 1), r), 0);
+  }
+  if (c->op == OP_AFFINE) {
+    const int n = c->nsp;
+    if (c->form == 2) {
+      const int64_t ms[1] = {n};
+      assert_int_equal(tu_array_alloc(&mat, NDF_FLOAT64, 1, ms), 0);
+      for (int h = 0; h < n; h++) tu_set(&mat.arr, h, fabs(c->mat[h * n + h]) < 0.2 ? 0.5 : c->mat[h * n + h]);
+      for (int d = 0; d < c->nd; d++) c->oshape[d] = c->shape[d];
+    } else if (c->form == 1) {
+      const int64_t ms[2] = {n + 1, n + 1};
+      assert_int_equal(tu_array_alloc(&mat, NDF_FLOAT64, 2, ms), 0);
+      for (int h = 0; h <= n; h++)
+        for (int l = 0; l <= n; l++)
+          tu_set(&mat.arr, h * (n + 1) + l, h == n ? (l == n) : l == n ? c->vals[h] : c->mat[h * n + l]);
+    } else {
+      const int64_t ms[2] = {n, n};
+      assert_int_equal(tu_array_alloc(&mat, NDF_FLOAT64, 2, ms), 0);
+      for (int k = 0; k < n * n; k++) tu_set(&mat.arr, k, c->mat[k]);
+    }
+    pmat = &mat.arr;
+  }
+  const int ond = c->nb + c->onsp;
+  assert_int_equal(tu_array_alloc(&cout, c->odt, ond, c->oshape), 0);
+  ndf_status s = call(ctx, c, &hin.arr, c->op == OP_MAP ? &hco.arr : NULL, pmat, &cout.arr);
+  if (s != NDF_OK) {
+    printf("%s: CPU: %s %s\n", c->desc, ndf_status_name(s), ndf_errmsg(ctx));
+    goto done;
+  }
+  assert_int_equal(tu_array_like(&gout, &cout.arr, c->out_layout, r), 0);
+  tu_dev_upload(ctx, &din, &lin);
+  if (c->op == OP_MAP) {
+    tu_dev_upload(ctx, &dco, &lco);
+    pco = &dco.arr;
+  }
+  tu_dev_upload(ctx, &dout, &gout);
+  s = call(ctx, c, &din.arr, pco, pmat, &dout.arr);
+  if (s == NDF_OK) s = ndf_ctx_synchronize(ctx);
+  if (s != NDF_OK) {
+    printf("%s: GPU: %s %s\n", c->desc, ndf_status_name(s), ndf_errmsg(ctx));
+    goto done;
+  }
+  if (tu_dev_check(ctx, c->desc, "output", &dout, &gout, &cout.arr)) goto done;
+  rc = 0;
+done:
+  tu_dev_free(ctx, &din);
+  tu_dev_free(ctx, &dco);
+  tu_dev_free(ctx, &dout);
+  tu_array *all[] = {&hin, &lin, &hco, &lco, &mat, &cout, &gout};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tu_array_free(all[i]);
+  return rc;
+}
+
+static void test_gpu_interp_random(void **state) {
+  gpu_state *s = *state;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed ^ 0x1e7);
+  int failed = 0;
+  for (long k = 0; k < s->ncases && failed < 8; k++) {
+    icase c;
+    draw_case(&c, &r);
+    if (run_case(s->ctx, &c, &r) != 0) failed++;
+  }
+  if (failed) printf("%d random interpolation cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
+  assert_int_equal(failed, 0);
+}
+
+/* Zooms of a 3-D float32 volume by orders 1 and 3 (the fast paths), GPU against CPU, with the
+ * specialization the kernel log saw. */
+static void test_gpu_interp_zoom3d(void **state) {
+  gpu_state *s = *state;
+  ndf_ctx *ctx = s->ctx;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed ^ 0x200);
+  const int64_t shape[3] = {45, 54, 45};
+  const double z[3] = {1.6, 1.7, 1.5};
+  int64_t os[3];
+  assert_int_equal(ndf_zoom_shape(3, shape, 0, 3, z, os), NDF_OK);
+  int failed = 0;
+  for (int order = 1; order <= 3; order += 2) {
+    tu_array hin, cout, gout;
+    tu_dev din = {0}, dout = {0};
+    assert_int_equal(tu_array_alloc(&hin, NDF_FLOAT32, 3, shape), 0);
+    fill(&hin.arr, &r);
+    assert_int_equal(tu_array_alloc(&cout, NDF_FLOAT32, 3, os), 0);
+    assert_int_equal(tu_array_alloc(&gout, NDF_FLOAT32, 3, os), 0);
+    ndf_interp_options o;
+    ndf_interp_options_init(&o);
+    o.order = order;
+    o.mode = NDF_INTERP_NEAREST;
+    assert_int_equal(ndf_zoom(ctx, &hin.arr, &cout.arr, 3, z, 0, &o), NDF_OK);
+    tu_dev_upload(ctx, &din, &hin);
+    tu_dev_upload(ctx, &dout, &gout);
+    const uint64_t mark = tu_klog_mark(ctx);
+    const double t0 = tu_now_ms();
+    assert_int_equal(ndf_zoom(ctx, &din.arr, &dout.arr, 3, z, 0, &o), NDF_OK);
+    assert_int_equal(ndf_ctx_synchronize(ctx), NDF_OK);
+    printf("zoom order %d of 45x54x45 float32 on the GPU: %.2f ms (first call compiles)\n", order, tu_now_ms() - t0);
+    char desc[64], spec[64];
+    snprintf(desc, sizeof desc, "zoom order %d", order);
+    snprintf(spec, sizeof spec, "ndf_interp_eval|ORDER=%d", order);
+    failed += tu_klog_check(ctx, mark, spec, 1, desc);
+    failed += tu_dev_check(ctx, desc, "output", &dout, &gout, &cout.arr);
+    tu_dev_free(ctx, &din);
+    tu_dev_free(ctx, &dout);
+    tu_array_free(&hin);
+    tu_array_free(&cout);
+    tu_array_free(&gout);
+  }
+  assert_int_equal(failed, 0);
+}
+
+int main(void) {
+  if (!tu_have_cuda()) return 77; /* ctest: skipped */
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_gpu_interp_random),
+      cmocka_unit_test(test_gpu_interp_zoom3d),
+  };
+  return cmocka_run_group_tests(tests, group_setup, tu_gpu_teardown);
+}

@@ -1,0 +1,388 @@
+/*
+ * cli_interp.c -- `ndforge run` for the interpolation ops (scipy.ndimage
+ * names) and `ndforge run resample` (a NIfTI volume to a voxel spacing):
+ *
+ *   ndforge run zoom IN OUT --zoom Z[,Z...] [--grid-mode]
+ *   ndforge run shift IN OUT --shift S[,S...]
+ *   ndforge run rotate IN OUT --angle DEG [--axes A,B] [--no-reshape]
+ *   ndforge run affine_transform IN OUT --matrix M.npy [--offset O[,O...]] [--output-shape N[,N...]]
+ *   ndforge run map_coordinates IN OUT --coordinates C.npy
+ *   ndforge run spline_filter IN OUT      (spline_filter1d: --axis A)
+ *   ndforge run resample IN.nii OUT.nii --spacing S[,S...]
+ * common: --order N (3) --mode MODE (constant; mirror for the spline filters)
+ *         --cval X (0) --no-prefilter --output-dtype DTYPE (the input's; uint8
+ *         for bool) --batch-dims N (0) --device cpu|cuda|auto (auto)
+ *
+ * resample: the spatial axes (the 1 to 3 axes of a NIfTI volume) get the new
+ * spacing S (one value for all, or one per axis; pixdim gives the old one).
+ * The output has round(n * old / S) samples per axis (Python's round, half to
+ * even, at least 1), exactly S apart, centred on the input's field of view:
+ * output voxel o samples input voxel coordinate o * S / old + t with
+ * t = (n_in - 1) / 2 - (n_out - 1) / 2 * S / old, so the two grids share their
+ * centre.  The header follows: pixdim = S; the sform (when set) becomes
+ * sform @ [diag(S / old) t; 0 1]; the qform keeps its rotation and gets the
+ * world position of output voxel 0 as its offset.  Every output voxel is
+ * therefore at the world point the input's affine gives its input
+ * coordinate: the volume stays in place.
+ * Exit status: 0 ok, 1 failure, 2 bad command line; nothing is written on failure.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nifti1_io.h>
+
+#include "cli.h"
+#include "ndfio.h"
+#include "ndforge.h"
+
+enum { IX_USAGE = 2, IX_RUN = 1 };
+enum { X_ZOOM, X_SHIFT, X_ROTATE, X_AFFINE, X_MAP, X_SPLINE, X_SPLINE1D, X_RESAMPLE, X_COUNT };
+static const char *X_NAMES[X_COUNT] = {"zoom", "shift", "rotate", "affine_transform", "map_coordinates",
+                                       "spline_filter", "spline_filter1d", "resample"};
+
+static const char *ix_usage =
+    "usage: ndforge run OP INPUT OUTPUT [options], OP one of\n"
+    "  zoom             --zoom Z[,Z...] [--grid-mode]\n"
+    "  shift            --shift S[,S...]\n"
+    "  rotate           --angle DEG [--axes A,B (default 1,0)] [--no-reshape]\n"
+    "  affine_transform --matrix M.npy [--offset O[,O...]] [--output-shape N[,N...]]\n"
+    "  map_coordinates  --coordinates C.npy\n"
+    "  spline_filter    (order 2..5)\n"
+    "  spline_filter1d  [--axis A (default -1)]\n"
+    "  resample         --spacing S[,S...]  a NIfTI volume to that voxel spacing, kept in\n"
+    "                   place in world coordinates (header updated)\n"
+    "options: --order N (default 3)  --mode MODE (constant, grid-constant, nearest, reflect,\n"
+    "  grid-mirror, mirror, wrap, grid-wrap; default constant, mirror for the spline\n"
+    "  filters)  --cval X  --no-prefilter  --output-dtype DTYPE (default the input's)\n"
+    "  --batch-dims N  --device cpu|cuda|auto (auto: CUDA when there is a device)\n";
+
+int ndf_cli_interp_is_op(const char *name) {
+  for (int i = 0; i < X_COUNT; i++)
+    if (strcmp(name, X_NAMES[i]) == 0) return 1;
+  return 0;
+}
+
+static int parse_list(const char *opt, const char *s, double *v, int max) {
+  int n = 0;
+  for (;;) {
+    char *end;
+    errno = 0;
+    const double x = strtod(s, &end);
+    if (end == s || errno || !isfinite(x) || n == max || (*end && *end != ',')) {
+      errorf("bad value '%s' for --%s (expected up to %d numbers separated by commas)", s, opt, max);
+      return -1;
+    }
+    v[n++] = x;
+    if (!*end) return n;
+    s = end + 1;
+  }
+}
+
+static int read_npy_arg(const char *path, ndfio_image *img) {
+  char err[1024];
+  if (ndfio_read(path, img, err, sizeof err) != NDF_OK) {
+    errorf("%s", err);
+    return -1;
+  }
+  return 0;
+}
+
+/* Resample's header: pixdim, sform and qform of out for the per-axis ratio r = new / old and
+ * offset t (input voxel coordinate of output voxel o: o r + t), over the first nsp axes. */
+static void resample_header(nifti_image *nim, int nsp, const double *r, const double *t, const double *spacing) {
+  double s[4][4] = {{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}, {0, 0, 0, 1}};
+  for (int d = 0; d < nsp; d++) {
+    s[d][d] = r[d];
+    s[d][3] = t[d];
+  }
+  /* the world position of output voxel 0 through the qform */
+  double q0[3];
+  for (int i = 0; i < 3; i++)
+    q0[i] = (double)nim->qto_xyz.m[i][0] * t[0] + (double)nim->qto_xyz.m[i][1] * (nsp > 1 ? t[1] : 0) +
+            (double)nim->qto_xyz.m[i][2] * (nsp > 2 ? t[2] : 0) + (double)nim->qto_xyz.m[i][3];
+  if (nim->sform_code > 0) {
+    mat44 m = nim->sto_xyz;
+    for (int i = 0; i < 4; i++)
+      for (int j = 0; j < 4; j++) {
+        double v = 0;
+        for (int k = 0; k < 4; k++) v += (double)m.m[i][k] * s[k][j];
+        nim->sto_xyz.m[i][j] = (float)v;
+      }
+    nim->sto_ijk = nifti_mat44_inverse(nim->sto_xyz);
+  }
+  for (int d = 0; d < nsp; d++) nim->pixdim[d + 1] = (float)spacing[d];
+  nim->dx = nim->pixdim[1];
+  nim->dy = nim->pixdim[2];
+  nim->dz = nim->pixdim[3];
+  if (nim->qform_code > 0) {
+    nim->qoffset_x = (float)q0[0];
+    nim->qoffset_y = (float)q0[1];
+    nim->qoffset_z = (float)q0[2];
+    nim->qto_xyz = nifti_quatern_to_mat44(nim->quatern_b, nim->quatern_c, nim->quatern_d, nim->qoffset_x,
+                                          nim->qoffset_y, nim->qoffset_z, nim->dx, nim->dy, nim->dz, nim->qfac);
+    nim->qto_ijk = nifti_mat44_inverse(nim->qto_xyz);
+  }
+}
+
+int ndf_cli_interp(int argc, char **argv) {
+  const char *opname = argv[2];
+  int op = -1;
+  for (int i = 0; i < X_COUNT; i++)
+    if (strcmp(opname, X_NAMES[i]) == 0) op = i;
+  const char *pos[2] = {NULL, NULL}, *matrix_path = NULL, *coords_path = NULL, *device = "auto", *odt_name = NULL;
+  int npos = 0, grid = 0, reshape = 1, nvals = 0, noffset = 0, nshape = 0, have_vals = 0, have_angle = 0;
+  int have_mode = 0, have_axis = 0;
+  long axis = -1, ax0 = 1, ax1 = 0;
+  double vals[NDF_MAX_SPATIAL], offset[NDF_MAX_SPATIAL], oshape_d[NDF_MAX_SPATIAL], angle = 0;
+  ndf_interp_options o;
+  ndf_interp_options_init(&o);
+  for (int i = 3; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      fputs(ix_usage, stdout);
+      return 0;
+    }
+    if (strncmp(a, "--", 2) != 0) {
+      if (npos == 2) {
+        errorf("run %s: too many file names ('%s')", opname, a);
+        return IX_USAGE;
+      }
+      pos[npos++] = a;
+      continue;
+    }
+    const char *name = a + 2;
+    if (!strcmp(name, "grid-mode")) { grid = 1; continue; }
+    if (!strcmp(name, "no-reshape")) { reshape = 0; continue; }
+    if (!strcmp(name, "no-prefilter")) { o.prefilter = 0; continue; }
+    if (i + 1 >= argc) {
+      errorf("run %s: --%s needs a value", opname, name);
+      return IX_USAGE;
+    }
+    const char *v = argv[++i];
+    long l;
+    if (!strcmp(name, "order")) {
+      if (parse_long_arg(name, v, 0, 5, &l)) return IX_USAGE;
+      o.order = (int)l;
+    } else if (!strcmp(name, "mode")) {
+      ndf_interp_mode m;
+      if (ndf_interp_mode_from_name(v, &m) != NDF_OK) {
+        errorf("bad value '%s' for --mode (expected constant, grid-constant, nearest, reflect, grid-mirror, mirror, "
+               "wrap or grid-wrap)", v);
+        return IX_USAGE;
+      }
+      o.mode = m;
+      have_mode = 1;
+    } else if (!strcmp(name, "cval")) {
+      if (parse_double_arg(name, v, &o.cval)) return IX_USAGE;
+    } else if (!strcmp(name, "batch-dims")) {
+      if (parse_long_arg(name, v, 0, NDF_MAX_NDIM, &l)) return IX_USAGE;
+      o.batch_dims = (int)l;
+    } else if (!strcmp(name, "device")) {
+      if (strcmp(v, "cpu") && strcmp(v, "cuda") && strcmp(v, "auto")) {
+        errorf("bad value '%s' for --device (expected cpu, cuda or auto)", v);
+        return IX_USAGE;
+      }
+      device = v;
+    } else if (!strcmp(name, "output-dtype")) {
+      odt_name = v;
+    } else if ((!strcmp(name, "zoom") && op == X_ZOOM) || (!strcmp(name, "shift") && op == X_SHIFT) ||
+               (!strcmp(name, "spacing") && op == X_RESAMPLE)) {
+      if ((nvals = parse_list(name, v, vals, NDF_MAX_SPATIAL)) < 0) return IX_USAGE;
+      have_vals = 1;
+    } else if (!strcmp(name, "offset") && op == X_AFFINE) {
+      if ((noffset = parse_list(name, v, offset, NDF_MAX_SPATIAL)) < 0) return IX_USAGE;
+    } else if (!strcmp(name, "output-shape") && op == X_AFFINE) {
+      if ((nshape = parse_list(name, v, oshape_d, NDF_MAX_SPATIAL)) < 0) return IX_USAGE;
+    } else if (!strcmp(name, "matrix") && op == X_AFFINE) {
+      matrix_path = v;
+    } else if (!strcmp(name, "coordinates") && op == X_MAP) {
+      coords_path = v;
+    } else if (!strcmp(name, "angle") && op == X_ROTATE) {
+      if (parse_double_arg(name, v, &angle)) return IX_USAGE;
+      have_angle = 1;
+    } else if (!strcmp(name, "axes") && op == X_ROTATE) {
+      double ax[2];
+      if (parse_list(name, v, ax, 2) != 2 || ax[0] != floor(ax[0]) || ax[1] != floor(ax[1])) {
+        errorf("bad value '%s' for --axes (expected two axes A,B)", v);
+        return IX_USAGE;
+      }
+      ax0 = (long)ax[0];
+      ax1 = (long)ax[1];
+    } else if (!strcmp(name, "axis") && op == X_SPLINE1D) {
+      if (parse_long_arg(name, v, -NDF_MAX_NDIM, NDF_MAX_NDIM - 1, &axis)) return IX_USAGE;
+      have_axis = 1;
+    } else {
+      errorf("run %s: unknown option --%s (see ndforge run %s --help)", opname, name, opname);
+      return IX_USAGE;
+    }
+  }
+  (void)have_axis;
+  if (npos != 2) {
+    errorf("'run %s' needs INPUT and OUTPUT, got %d file name%s", opname, npos, npos == 1 ? "" : "s");
+    return IX_USAGE;
+  }
+  const char *need = (op == X_ZOOM && !have_vals) ? "--zoom" : (op == X_SHIFT && !have_vals) ? "--shift"
+                   : (op == X_RESAMPLE && !have_vals) ? "--spacing" : (op == X_ROTATE && !have_angle) ? "--angle"
+                   : (op == X_AFFINE && !matrix_path) ? "--matrix" : (op == X_MAP && !coords_path) ? "--coordinates"
+                   : NULL;
+  if (need) {
+    errorf("'run %s' needs %s", opname, need);
+    return IX_USAGE;
+  }
+  if ((op == X_SPLINE || op == X_SPLINE1D) && !have_mode) o.mode = NDF_INTERP_MIRROR;
+  if (op == X_RESAMPLE && (ndfio_format_of(pos[0]) != NDFIO_NIFTI || ndfio_format_of(pos[1]) != NDFIO_NIFTI)) {
+    errorf("'run resample' reads and writes NIfTI volumes (.nii, .nii.gz)");
+    return IX_USAGE;
+  }
+
+  int rc = IX_RUN;
+  ndfio_image in = {0}, mat = {0}, co = {0};
+  ndf_array out = {0}, din = {0}, dout = {0}, dco = {0};
+  void *obuf = NULL;
+  ndf_ctx *ctx = NULL;
+  nifti_image *hdr = NULL;
+  ndfio_image hdr_img = {0};
+  if (read_npy_arg(pos[0], &in) != 0) goto done;
+  if (matrix_path && read_npy_arg(matrix_path, &mat) != 0) goto done;
+  if (coords_path && read_npy_arg(coords_path, &co) != 0) goto done;
+  ndf_dtype odt = in.arr.dtype == NDF_BOOL ? NDF_UINT8 : in.arr.dtype;
+  if (odt_name && ndf_dtype_from_name(odt_name, &odt) != NDF_OK) {
+    errorf("bad value '%s' for --output-dtype", odt_name);
+    rc = IX_USAGE;
+    goto done;
+  }
+  /* the output's shape, and resample's geometry */
+  const int nb = o.batch_dims, nd = in.arr.ndim;
+  int ond = nd;
+  int64_t osh[NDF_MAX_NDIM];
+  double rr[NDF_MAX_SPATIAL], tt[NDF_MAX_SPATIAL], spacing[NDF_MAX_SPATIAL];
+  for (int d = 0; d < nd; d++) osh[d] = in.arr.shape[d];
+  ndf_status s = NDF_OK;
+  if (op == X_ZOOM) {
+    s = ndf_zoom_shape(nd, in.arr.shape, nb, nvals, vals, osh);
+  } else if (op == X_ROTATE) {
+    s = ndf_rotate_shape(nd, in.arr.shape, nb, angle, (int)ax0, (int)ax1, reshape, osh);
+  } else if (op == X_AFFINE && nshape) {
+    ond = nb + nshape;
+    for (int d = 0; d < nshape; d++) {
+      if (oshape_d[d] != floor(oshape_d[d]) || oshape_d[d] < 0) {
+        errorf("bad value for --output-shape (expected non-negative integers)");
+        rc = IX_USAGE;
+        goto done;
+      }
+      osh[nb + d] = (int64_t)oshape_d[d];
+    }
+  } else if (op == X_MAP) {
+    ond = nb + co.arr.ndim - 1;
+    for (int d = 1; d < co.arr.ndim && nb + d - 1 < NDF_MAX_NDIM; d++) osh[nb + d - 1] = co.arr.shape[d];
+  } else if (op == X_RESAMPLE) {
+    double old[NDF_MAX_NDIM];
+    if (nb != 0 || nd < 1 || nd > 3 || !ndfio_nifti_spacing(&in, old)) {
+      errorf("'run resample' takes a 1- to 3-D NIfTI volume (no --batch-dims), not %d axes", nd);
+      goto done;
+    }
+    if (nvals != 1 && nvals != nd) {
+      errorf("--spacing: %d values for %d axes (give 1 or %d)", nvals, nd, nd);
+      rc = IX_USAGE;
+      goto done;
+    }
+    for (int d = 0; d < nd; d++) {
+      spacing[d] = vals[nvals == 1 ? 0 : d];
+      if (!(spacing[d] > 0)) {
+        errorf("--spacing: %g is not a positive spacing", spacing[d]);
+        rc = IX_USAGE;
+        goto done;
+      }
+      double z = old[d] / spacing[d];
+      s = ndf_zoom_shape(1, &in.arr.shape[d], 0, 1, &z, &osh[d]);
+      if (s != NDF_OK) break;
+      rr[d] = spacing[d] / old[d];
+      tt[d] = (double)(in.arr.shape[d] - 1) / 2 - (double)(osh[d] - 1) / 2 * rr[d];
+    }
+  }
+  if (s != NDF_OK) {
+    errorf("%s", ndf_last_error());
+    goto done;
+  }
+  if (cli_alloc("the output", &out, odt, ond, osh) != 0) goto done;
+  obuf = out.data;
+  ndf_ctx_options cop;
+  ndf_ctx_options_init(&cop);
+  cop.backend = !strcmp(device, "cpu") ? NDF_BACKEND_CPU : !strcmp(device, "cuda") ? NDF_BACKEND_CUDA : cop.backend;
+  if (ndf_ctx_create(&ctx, &cop) != NDF_OK) {
+    errorf("cannot create a context: %s", ndf_last_error());
+    goto done;
+  }
+  const int cuda = ndf_ctx_has_cuda(ctx);
+  const ndf_array *pin = &in.arr, *pco = coords_path ? &co.arr : NULL;
+  ndf_array *pout = &out;
+  if (cuda) {
+    s = ndf_array_alloc(ctx, &din, NDF_DEVICE_CUDA, in.arr.dtype, nd, in.arr.shape);
+    if (s == NDF_OK) s = ndf_array_alloc(ctx, &dout, NDF_DEVICE_CUDA, odt, ond, osh);
+    if (s == NDF_OK) s = ndf_array_copy(ctx, &din, &in.arr);
+    if (s == NDF_OK && pco) s = ndf_array_alloc(ctx, &dco, NDF_DEVICE_CUDA, co.arr.dtype, co.arr.ndim, co.arr.shape);
+    if (s == NDF_OK && pco) s = ndf_array_copy(ctx, &dco, &co.arr);
+    if (s != NDF_OK) {
+      errorf("%s", ndf_errmsg(ctx));
+      goto done;
+    }
+    pin = &din;
+    pout = &dout;
+    if (pco) pco = &dco;
+  }
+  switch (op) {
+    case X_ZOOM: s = ndf_zoom(ctx, pin, pout, nvals, vals, grid, &o); break;
+    case X_SHIFT: s = ndf_shift(ctx, pin, pout, nvals, vals, &o); break;
+    case X_ROTATE: s = ndf_rotate(ctx, pin, pout, angle, (int)ax0, (int)ax1, reshape, &o); break;
+    case X_AFFINE: s = ndf_affine_transform(ctx, pin, &mat.arr, noffset, offset, pout, &o); break;
+    case X_MAP: s = ndf_map_coordinates(ctx, pin, pco, pout, &o); break;
+    case X_SPLINE: s = ndf_spline_filter(ctx, pin, pout, o.order, o.mode, o.batch_dims); break;
+    case X_SPLINE1D: s = ndf_spline_filter1d(ctx, pin, pout, o.order, (int)axis, o.mode); break;
+    default: {
+      /* the diagonal form: input coordinate (o + t / r) r */
+      const int64_t msh[1] = {nd};
+      ndf_array m;
+      ndf_array_init(&m, rr, NDF_DEVICE_CPU, NDF_FLOAT64, 1, msh);
+      s = ndf_affine_transform(ctx, pin, &m, nd, tt, pout, &o);
+    }
+  }
+  if (s == NDF_OK && cuda) s = ndf_array_copy(ctx, &out, &dout);
+  if (s == NDF_OK) s = ndf_ctx_synchronize(ctx);
+  if (s != NDF_OK) {
+    errorf("%s", ndf_errmsg(ctx));
+    goto done;
+  }
+  const ndfio_image *header = &in;
+  if (op == X_RESAMPLE) {
+    hdr = nifti_copy_nim_info((const nifti_image *)in.nifti);
+    if (!hdr) {
+      errorf("out of memory for the NIfTI header");
+      goto done;
+    }
+    resample_header(hdr, nd, rr, tt, spacing);
+    hdr_img.nifti = hdr;
+    header = &hdr_img;
+  }
+  char err[1024];
+  if (ndfio_write(pos[1], &out, ndfio_format_of(pos[1]) == NDFIO_NIFTI ? header : NULL, err, sizeof err) != NDF_OK) {
+    errorf("%s", err);
+    goto done;
+  }
+  rc = 0;
+done:
+  if (ctx) {
+    ndf_array_free(ctx, &din);
+    ndf_array_free(ctx, &dout);
+    ndf_array_free(ctx, &dco);
+  }
+  ndf_ctx_destroy(ctx);
+  if (hdr) nifti_image_free(hdr);
+  ndfio_image_free(&in);
+  ndfio_image_free(&mat);
+  ndfio_image_free(&co);
+  free(obuf);
+  return rc;
+}
