@@ -638,6 +638,7 @@ enum {
   OPF_DISTANCE = 1u << 4, /* a distance transform: scipy's distance dtype, --indices */
   OPF_RECON = 1u << 5,    /* reconstruction: INPUT is the seed, --mask the mask; float64 or --output-dtype */
   OPF_FILTER = 1u << 6,   /* a linear filter: the input's dtype, or --output-dtype */
+  OPF_INTENSITY = 1u << 7, /* an intensity op: its own command line and outputs (cmd_run_intensity) */
 };
 
 typedef struct op_def {
@@ -911,6 +912,10 @@ static ndf_status call_reconstruction(const op_def *op, ndf_ctx *ctx, const ndf_
 #define CLI_OP_bf(name, fn, opts, req, doc) {name, opts, OPF_DISTANCE, call_bf, NULL, NULL, doc, req}
 #define CLI_OP_reconstruction(name, fn, opts, req, doc) {name, opts, OPF_RECON, call_reconstruction, NULL, NULL, doc, req}
 #define CLI_OP_filter(name, fn, opts, req, doc) {name, opts, OPF_FILTER, call_filter, NULL, NULL, doc, req}
+/* The intensity ops' outputs are not shaped like the input (histogram, percentile) and their options
+ * (--q, --lo, --bins ...) are theirs alone: cmd_run_intensity parses and runs them, so their rows
+ * keep the name and summary only (the registry's options are the ones it takes). */
+#define CLI_OP_intensity(name, fn, opts, req, doc) {name, 0, OPF_INTENSITY, NULL, NULL, NULL, doc, 0}
 #define CLI_OP(adapter, name, fn, opts, req, doc) CLI_OP_##adapter(name, fn, opts, req, doc),
 
 static const op_def ops[] = {NDF_OPS_CLI(CLI_OP)};
@@ -1145,7 +1150,7 @@ static void run_help(void) {
          "INPUT and OUTPUT are .npy, .nii or .nii.gz files (NIfTI axes are x, y, z, ...).\n\n"
          "grey ops (the output has the input's dtype):\n");
   for (size_t i = 0; i < NOPS; i++)
-    if (!(ops[i].flags & (OPF_BINARY | OPF_LABEL | OPF_RANK | OPF_DISTANCE | OPF_RECON | OPF_FILTER)))
+    if (!(ops[i].flags & (OPF_BINARY | OPF_LABEL | OPF_RANK | OPF_DISTANCE | OPF_RECON | OPF_FILTER | OPF_INTENSITY)))
       printf("  %-23s %s\n", ops[i].name, ops[i].summary);
   printf("rank filters (the output has the input's dtype):\n");
   for (size_t i = 0; i < NOPS; i++)
@@ -1168,9 +1173,9 @@ static void run_help(void) {
          "and shape; the output is float64 unless --output-dtype gives the seed's dtype):\n");
   for (size_t i = 0; i < NOPS; i++)
     if (ops[i].flags & OPF_RECON) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
-  printf("intensity ops (NumPy / scikit-image; `ndforge run OP --help` lists their options):\n"
-         "  histogram, percentile, quantile, clip, window, window_ct, normalize_minmax,\n"
-         "  percentile_window, normalize_zscore, equalize_hist\n");
+  printf("intensity ops (NumPy / scikit-image; `ndforge run OP --help` lists their options):\n");
+  for (size_t i = 0; i < NOPS; i++)
+    if (ops[i].flags & OPF_INTENSITY) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
   printf("linear filters (scipy.ndimage; computed in float64, the output in the input's\n"
          "dtype or --output-dtype, integers truncated as scipy):\n");
   for (size_t i = 0; i < NOPS; i++)
@@ -2422,10 +2427,17 @@ static const char *metrics_usage =
     "  --full FILE           ssim: write the SSIM map (float32 for float32 IMAGE0)\n"
     "  --device cpu|cuda|auto  where to run (default auto)\n";
 
+/* The metrics of the registry (family metrics): METRIC is an op's short name (its test name). */
+#define METRIC_ROW(id, name, short_name, entry, composite) {short_name, name},
+static const struct metric_row {
+  const char *short_name, *name;
+} metric_rows[] = {NDF_OPS_METRICS(METRIC_ROW)};
+#undef METRIC_ROW
+#define NMETRICS (sizeof metric_rows / sizeof metric_rows[0])
+
 static int cmd_metrics(int argc, char **argv) {
-  static const char *names[7] = {"mse", "nrmse", "psnr", "ssim", "dice", "jaccard", "hausdorff"};
-  const char *pos[3], *full_path = NULL;
-  int npos = 0, metric = -1, have_sampling = 0;
+  const char *pos[3], *full_path = NULL, *metric = NULL;
+  int npos = 0, have_sampling = 0;
   dev_choice dev = DEV_AUTO;
   ndf_metrics_options mo;
   ndf_metrics_options_init(&mo);
@@ -2517,13 +2529,19 @@ static int cmd_metrics(int argc, char **argv) {
     errorf("metrics: expected METRIC IMAGE0 IMAGE1 (see ndforge metrics --help)");
     return EXIT_USAGE;
   }
-  for (int k = 0; k < 7; k++)
-    if (strcmp(pos[0], names[k]) == 0) metric = k;
-  if (metric < 0) {
-    errorf("metrics: unknown metric '%s' (mse, nrmse, psnr, ssim, dice, jaccard, hausdorff)", pos[0]);
+  for (size_t k = 0; k < NMETRICS; k++)
+    if (strcmp(pos[0], metric_rows[k].short_name) == 0) metric = metric_rows[k].name;
+  if (!metric) {
+    char known[256] = "";
+    for (size_t k = 0; k < NMETRICS; k++) {
+      strncat(known, k ? ", " : "", sizeof known - strlen(known) - 1);
+      strncat(known, metric_rows[k].short_name, sizeof known - strlen(known) - 1);
+    }
+    errorf("metrics: unknown metric '%s' (%s)", pos[0], known);
     return EXIT_USAGE;
   }
-  if (full_path && metric != 3) {
+  const int is_ssim = !strcmp(metric, "structural_similarity");
+  if (full_path && !is_ssim) {
     errorf("--full: only ssim has a map");
     return EXIT_USAGE;
   }
@@ -2535,7 +2553,7 @@ static int cmd_metrics(int argc, char **argv) {
     ndfio_image_free(&im[1]);
     return EXIT_RUN;
   }
-  if (metric == 6 && !have_sampling) { /* a NIfTI image's voxel spacing */
+  if (!strcmp(metric, "hausdorff_distance") && !have_sampling) { /* a NIfTI image's voxel spacing */
     double sp[NDF_MAX_NDIM];
     const int nb = mo.batch_dims, nd = im[0].arr.ndim;
     if (nb < nd && nd - nb <= NDF_MAX_SPATIAL && ndfio_nifti_spacing(&im[0], sp)) {
@@ -2575,15 +2593,14 @@ static int cmd_metrics(int argc, char **argv) {
     f = f ? &dfull : NULL;
   }
   if (s == NDF_OK) {
-    switch (metric) {
-      case 0: s = ndf_mean_squared_error(ctx, x, y, r, &mo); break;
-      case 1: s = ndf_normalized_root_mse(ctx, x, y, r, &mo); break;
-      case 2: s = ndf_peak_signal_noise_ratio(ctx, x, y, r, &mo); break;
-      case 3: s = ndf_structural_similarity(ctx, x, y, r, f, &so); break;
-      case 4: s = ndf_dice_coefficient(ctx, x, y, r, &mo); break;
-      case 5: s = ndf_jaccard_index(ctx, x, y, r, &mo); break;
-      default: s = ndf_hausdorff_distance(ctx, x, y, r, &mo); break;
-    }
+    if (is_ssim) s = ndf_structural_similarity(ctx, x, y, r, f, &so);
+    else if (!strcmp(metric, "mean_squared_error")) s = ndf_mean_squared_error(ctx, x, y, r, &mo);
+    else if (!strcmp(metric, "normalized_root_mse")) s = ndf_normalized_root_mse(ctx, x, y, r, &mo);
+    else if (!strcmp(metric, "peak_signal_noise_ratio")) s = ndf_peak_signal_noise_ratio(ctx, x, y, r, &mo);
+    else if (!strcmp(metric, "dice_coefficient")) s = ndf_dice_coefficient(ctx, x, y, r, &mo);
+    else if (!strcmp(metric, "jaccard_index")) s = ndf_jaccard_index(ctx, x, y, r, &mo);
+    else if (!strcmp(metric, "hausdorff_distance")) s = ndf_hausdorff_distance(ctx, x, y, r, &mo);
+    else s = NDF_ENOTSUP; /* a metric of the registry without a call here */
   }
   if (s == NDF_OK && where == NDF_DEVICE_CUDA) {
     s = ndf_array_copy(ctx, &res, &dres);
@@ -2678,15 +2695,10 @@ static void usage(FILE *f) {
 /* input (histogram, percentile) or take options of their own, so they parse  */
 /* their command line here rather than through the op table above.           */
 
-static const char *const intensity_ops[] = {"histogram", "percentile", "quantile", "clip", "window", "window_ct",
-                                            "normalize_minmax", "percentile_window", "normalize_zscore",
-                                            "equalize_hist"};
-#define N_INTENSITY_OPS (sizeof intensity_ops / sizeof intensity_ops[0])
-
+/* The ops of the registry's intensity family (their CLI adapter is "intensity"). */
 static int is_intensity_op(const char *name) {
-  for (size_t i = 0; i < N_INTENSITY_OPS; i++)
-    if (strcmp(name, intensity_ops[i]) == 0) return 1;
-  return 0;
+  const op_def *op = find_op(name);
+  return op && (op->flags & OPF_INTENSITY);
 }
 
 static void intensity_help(void) {
