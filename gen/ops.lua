@@ -396,7 +396,8 @@ return {
       params = { { name = "weights", type = "array", required = true }, F_AXIS, F_MODE, F_CVAL, F_ORIGIN, BATCH },
       cli = { adapter = "filter", options = with(FILTER1D, "weights", "origin"), required = { "weights" } } },
 
-    -- intensity (NumPy / scikit-image); `ndforge run OP` parses their options itself (cmd_run_intensity)
+    -- intensity (NumPy / scikit-image): histogram and the percentiles write outputs of their own shape
+    -- (the CLI adapter sizes them)
     { name = "histogram", family = "intensity", entry = "ndf_histogram",
       doc = "numpy.histogram per image: counts (int64; float64 with --weights or --density) and --edges-out",
       inputs = { { name = "a", dtypes = NUMERIC },
