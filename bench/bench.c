@@ -93,14 +93,10 @@ typedef struct op_desc {
   op_family family;
 } op_desc;
 #define BENCH_OP_ENUM(id, arg, key, setup) OP_##id,
-/* The intensity ops and SSIM are not in the registry yet, so their workload kinds are listed here. */
-enum { NDF_OPS_BENCH(BENCH_OP_ENUM) OP_PWINDOW, OP_SSIM, OP_SSIM_GAUSS, OP_COUNT };
+/* SSIM's two kinds: ssim a uniform window of size, ssim_gauss sigma 1.5 (size 11). */
+enum { NDF_OPS_BENCH(BENCH_OP_ENUM) OP_COUNT };
 #define BENCH_OP_ROW(id, arg, key, setup) [OP_##id] = {arg, key, FAM_##setup},
-static const op_desc ops[OP_COUNT] = {NDF_OPS_BENCH(BENCH_OP_ROW)
-                                     [OP_PWINDOW] = {"percentile_window", "pwindow", FAM_INTENSITY},
-                                     [OP_SSIM] = {"structural_similarity", "ssim", FAM_SSIM}, /* uniform window of size */
-                                     [OP_SSIM_GAUSS] = {"structural_similarity_gaussian", "ssim_gauss",
-                                                        FAM_SSIM}}; /* sigma 1.5 (size 11) */
+static const op_desc ops[OP_COUNT] = {NDF_OPS_BENCH(BENCH_OP_ROW)};
 
 typedef struct workload {
   int op;     /* OP_* */

@@ -90,7 +90,21 @@ typedef uint64_t optset;
 #define O_RADIUS ((optset)1 << 36)
 #define O_AXES ((optset)1 << 37)
 #define O_AXIS ((optset)1 << 38)
-#define O_WEIGHTS ((optset)1 << 39)
+#define O_WEIGHTS ((optset)1 << 39) /* correlate, convolve: the kernel; histogram: the weights */
+#define O_BINS ((optset)1 << 40)      /* intensity ops */
+#define O_EDGES ((optset)1 << 41)
+#define O_RANGE ((optset)1 << 42)
+#define O_DENSITY ((optset)1 << 43)
+#define O_EDGES_OUT ((optset)1 << 44)
+#define O_Q ((optset)1 << 45)
+#define O_LO ((optset)1 << 46)
+#define O_HI ((optset)1 << 47)
+#define O_CENTRE ((optset)1 << 48)
+#define O_WIDTH ((optset)1 << 49)
+#define O_PRESET ((optset)1 << 50)
+#define O_OUT_MIN ((optset)1 << 51)
+#define O_OUT_MAX ((optset)1 << 52)
+#define O_NBINS ((optset)1 << 53)
 /* The options each op takes (scipy's parameters) come from the op registry
  * (gen/ops.lua): ops.generated.h names them by these flags, O_ + the option's
  * name in capitals. */
@@ -141,6 +155,12 @@ typedef struct args {
   double sigma[NDF_MAX_SPATIAL];
   int64_t order[NDF_MAX_SPATIAL], radius[NDF_MAX_SPATIAL], axes[NDF_MAX_SPATIAL];
   double truncate;
+  /* intensity ops: --bins / --edges / --range / --density / --edges-out of histogram, --q, --lo / --hi,
+   * --preset (its centre and width) / --centre / --width, --out-min / --out-max, --nbins */
+  long bins, nbins;
+  int nedges, nq, density;
+  double edges[4096], q[256], range[2], lo, hi, centre, width, preset_centre, preset_width, out_min, out_max;
+  const char *edges_out;
   int npos;
   const char *pos[16];
 } args;
@@ -352,6 +372,59 @@ static int opt_weights(args *a, const char *v) {
   a->file[F_WEIGHTS] = v;
   return 0;
 }
+/* Parses "a,b,c" into at most max doubles; the count, or -1 after saying why. */
+static int parse_doubles(const char *opt, const char *s, double *out, int max) {
+  int n = 0;
+  char buf[65536];
+  if (strlen(s) >= sizeof buf) {
+    errorf("--%s: the list is too long", opt);
+    return -1;
+  }
+  snprintf(buf, sizeof buf, "%s", s);
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (n == max) {
+      errorf("--%s: at most %d values", opt, max);
+      return -1;
+    }
+    if (parse_double_arg(opt, t, &out[n++]) != 0) return -1;
+  }
+  if (n == 0) errorf("--%s: no values", opt);
+  return n ? n : -1;
+}
+/* The intensity ops' options; the library checks their ranges (q in 0..100, lo <= hi, ...). */
+static int opt_bins(args *a, const char *v) { return parse_long_arg("bins", v, 1, 1L << 30, &a->bins); }
+static int opt_nbins(args *a, const char *v) { return parse_long_arg("nbins", v, 1, 1L << 24, &a->nbins); }
+static int opt_edges(args *a, const char *v) {
+  return (a->nedges = parse_doubles("edges", v, a->edges, 4096)) < 0 ? -1 : 0;
+}
+static int opt_range(args *a, const char *v) {
+  if (parse_doubles("range", v, a->range, 2) == 2) return 0;
+  errorf("bad value '%s' for --range (expected LO,HI)", v);
+  return -1;
+}
+static int opt_density(args *a, const char *v) {
+  a->density = bool_word(v);
+  if (a->density >= 0) return 0;
+  errorf("bad value '%s' for --density (expected true or false)", v);
+  return -1;
+}
+static int opt_edges_out(args *a, const char *v) {
+  a->edges_out = v;
+  return 0;
+}
+static int opt_q(args *a, const char *v) { return (a->nq = parse_doubles("q", v, a->q, 256)) < 0 ? -1 : 0; }
+static int opt_lo(args *a, const char *v) { return parse_double_arg("lo", v, &a->lo); }
+static int opt_hi(args *a, const char *v) { return parse_double_arg("hi", v, &a->hi); }
+static int opt_centre(args *a, const char *v) { return parse_double_arg("centre", v, &a->centre); }
+static int opt_width(args *a, const char *v) { return parse_double_arg("width", v, &a->width); }
+static int opt_preset(args *a, const char *v) {
+  if (ndf_ct_window_preset(v, &a->preset_centre, &a->preset_width) == NDF_OK) return 0;
+  errorf("bad value '%s' for --preset (expected brain, subdural, stroke, bone, lung, mediastinum, soft_tissue "
+         "or liver)", v);
+  return -1;
+}
+static int opt_out_min(args *a, const char *v) { return parse_double_arg("out-min", v, &a->out_min); }
+static int opt_out_max(args *a, const char *v) { return parse_double_arg("out-max", v, &a->out_max); }
 /* --sampling: one positive number or one per spatial axis. */
 static int opt_sampling(args *a, const char *v) {
   const char *p = v;
@@ -526,6 +599,21 @@ static const struct opt_def {
     {"axes", O_AXES, opt_axes, "N[,N...]", 0},
     {"axis", O_AXIS, opt_axis, "N", 0},
     {"weights", O_WEIGHTS, opt_weights, "FILE", 0},
+    {"bins", O_BINS, opt_bins, "N", 0},
+    {"edges", O_EDGES, opt_edges, "E0,E1[,...]", 0},
+    {"range", O_RANGE, opt_range, "LO,HI", 0},
+    {"density", O_DENSITY, opt_density, "[true|false]", 1},
+    {"edges-out", O_EDGES_OUT, opt_edges_out, "FILE", 0},
+    {"q", O_Q, opt_q, "Q[,Q...]", 0},
+    {"lo", O_LO, opt_lo, "X", 0},
+    {"hi", O_HI, opt_hi, "X", 0},
+    {"preset", O_PRESET, opt_preset, "NAME", 0},
+    {"centre", O_CENTRE, opt_centre, "C", 0},
+    {"center", O_CENTRE, opt_centre, "C", 0},
+    {"width", O_WIDTH, opt_width, "W", 0},
+    {"out-min", O_OUT_MIN, opt_out_min, "X", 0},
+    {"out-max", O_OUT_MAX, opt_out_max, "X", 0},
+    {"nbins", O_NBINS, opt_nbins, "N", 0},
 };
 #define NOPT_DEFS (sizeof opt_defs / sizeof opt_defs[0])
 
@@ -554,6 +642,9 @@ static int parse_args(int argc, char **argv, int first, optset accepted, const c
   a->output_dtype = NDF_INT32;
   a->ndim = 3;
   a->truncate = 4.0;
+  a->bins = 10;
+  a->nbins = 256;
+  a->out_max = 1.0;
   a->device = DEV_AUTO;
   int only_pos = 0;
   for (int i = first; i < argc; i++) {
@@ -625,7 +716,8 @@ typedef struct op_params {
   const args *a;
   const ndf_array *file[NFILES]; /* the F_* option files, NULL when not given */
   int64_t *num_features;         /* label: one count per image, or NULL */
-  ndf_array *indices;            /* distance transforms: --indices output (host), or NULL */
+  ndf_array *indices;            /* the second output (host), or NULL: the distance transforms' --indices,
+                                    histogram's --edges-out */
   int nsampling;                 /* distance transforms: --sampling, or a NIfTI input's spacing */
   double sampling[NDF_MAX_SPATIAL];
 } op_params;
@@ -638,6 +730,7 @@ enum {
   OPF_DISTANCE = 1u << 4, /* a distance transform: scipy's distance dtype, --indices */
   OPF_RECON = 1u << 5,    /* reconstruction: INPUT is the seed, --mask the mask; float64 or --output-dtype */
   OPF_FILTER = 1u << 6,   /* a linear filter: the input's dtype, or --output-dtype */
+  OPF_INTENSITY = 1u << 7, /* an intensity op: histogram and the percentiles have outputs of their own shape */
 };
 
 typedef struct op_def {
@@ -897,6 +990,49 @@ static ndf_status call_reconstruction(const op_def *op, ndf_ctx *ctx, const ndf_
   return ndf_reconstruction(ctx, in, p->file[F_MASK], out, &o);
 }
 
+/* The intensity ops (NumPy / scikit-image), by the op's name; --mask and --weights are
+ * on the input's device (run_op), the bin edges are p->indices. */
+static ndf_status call_intensity(const op_def *op, ndf_ctx *ctx, const ndf_array *in, ndf_array *out,
+                                 const op_params *p) {
+  const args *a = p->a;
+  const char *n = op->name;
+  ndf_window_options wo;
+  ndf_window_options_init(&wo);
+  wo.out_min = a->out_min;
+  wo.out_max = a->out_max;
+  wo.batch_dims = a->batch_dims;
+  if (!strcmp(n, "histogram")) {
+    ndf_histogram_options ho;
+    ndf_histogram_options_init(&ho);
+    ho.bins = a->bins;
+    ho.edges = a->nedges ? a->edges : NULL;
+    ho.nedges = a->nedges;
+    ho.has_range = (a->given & O_RANGE) != 0;
+    ho.range[0] = a->range[0];
+    ho.range[1] = a->range[1];
+    ho.weights = p->file[F_WEIGHTS];
+    ho.density = a->density;
+    ho.batch_dims = a->batch_dims;
+    return ndf_histogram(ctx, in, out, p->indices, &ho);
+  }
+  if (!strcmp(n, "percentile")) return ndf_percentile(ctx, in, a->q, a->nq, out, a->batch_dims);
+  if (!strcmp(n, "quantile")) return ndf_quantile(ctx, in, a->q, a->nq, out, a->batch_dims);
+  if (!strcmp(n, "clip")) return ndf_clip(ctx, in, out, a->lo, a->hi);
+  if (!strcmp(n, "window")) return ndf_window(ctx, in, out, a->lo, a->hi, &wo);
+  if (!strcmp(n, "window_ct")) { /* --centre and --width override the preset's */
+    const double c = a->given & O_CENTRE ? a->centre : a->preset_centre;
+    const double w = a->given & O_WIDTH ? a->width : a->preset_width;
+    return ndf_window_ct(ctx, in, out, c, w, &wo);
+  }
+  if (!strcmp(n, "normalize_minmax")) return ndf_normalize_minmax(ctx, in, out, &wo);
+  if (!strcmp(n, "percentile_window")) return ndf_percentile_window(ctx, in, out, a->lo, a->hi, &wo);
+  if (!strcmp(n, "normalize_zscore")) return ndf_normalize_zscore(ctx, in, p->file[F_MASK], out, a->batch_dims);
+  if (!strcmp(n, "equalize_hist"))
+    return ndf_equalize_hist(ctx, in, p->file[F_MASK], out, (int)a->nbins, a->batch_dims);
+  errorf("'%s' has no call in this CLI", n);
+  return NDF_ENOTSUP;
+}
+
 #define CLI_OP_grey(name, fn, opts, req, doc) {name, opts, 0, call_grey, fn, NULL, doc, req}
 #define CLI_OP_median(name, fn, opts, req, doc) {name, opts, OPF_RANK, call_median, NULL, NULL, doc, req}
 #define CLI_OP_rank(name, fn, opts, req, doc) {name, opts, OPF_RANK, call_rank, NULL, NULL, doc, req}
@@ -911,6 +1047,7 @@ static ndf_status call_reconstruction(const op_def *op, ndf_ctx *ctx, const ndf_
 #define CLI_OP_bf(name, fn, opts, req, doc) {name, opts, OPF_DISTANCE, call_bf, NULL, NULL, doc, req}
 #define CLI_OP_reconstruction(name, fn, opts, req, doc) {name, opts, OPF_RECON, call_reconstruction, NULL, NULL, doc, req}
 #define CLI_OP_filter(name, fn, opts, req, doc) {name, opts, OPF_FILTER, call_filter, NULL, NULL, doc, req}
+#define CLI_OP_intensity(name, fn, opts, req, doc) {name, opts, OPF_INTENSITY, call_intensity, NULL, NULL, doc, req}
 #define CLI_OP(adapter, name, fn, opts, req, doc) CLI_OP_##adapter(name, fn, opts, req, doc),
 
 static const op_def ops[] = {NDF_OPS_CLI(CLI_OP)};
@@ -1028,35 +1165,44 @@ static ndf_backend backend_of(dev_choice d) {
 }
 
 /* Runs op on the host array in, on the CPU or the context's GPU, into out
- * (allocated here: host, C order, out_dtype).  On the GPU the input and the
- * mask go to the device.  On failure out is empty and the reason has been
+ * (allocated here: host, C order, out_dtype, shaped like in or, with ondim >= 0,
+ * of rank ondim and shape oshape).  On the GPU the input, the mask and (for the
+ * intensity ops) the weights go to the device, and the second output
+ * (p->indices) comes back.  On failure out is empty and the reason has been
  * printed. */
 static ndf_status run_op(ndf_ctx *ctx, ndf_device_type dev, const op_def *op,
                          const ndf_array *in, const op_params *p, ndf_dtype out_dtype,
-                         ndf_array *out) {
+                         int ondim, const int64_t *oshape, ndf_array *out) {
   ndf_status s = NDF_OK;
-  if (cli_alloc("the output", out, out_dtype, in->ndim, in->shape) != 0) return NDF_ENOMEM;
+  if (ondim < 0) {
+    ondim = in->ndim;
+    oshape = in->shape;
+  }
+  if (cli_alloc("the output", out, out_dtype, ondim, oshape) != 0) return NDF_ENOMEM;
   if (dev == NDF_DEVICE_CPU) {
     s = op->call(op, ctx, in, out, p);
     if (s != NDF_OK && ndf_errmsg(ctx)[0]) errorf("%s", ndf_errmsg(ctx)); /* call_filter may have said why */
   } else {
-    ndf_array din, dout, dmask, didx;
+    ndf_array din, dout, dfile[2], didx;
     memset(&din, 0, sizeof din);
     memset(&dout, 0, sizeof dout);
-    memset(&dmask, 0, sizeof dmask);
+    memset(dfile, 0, sizeof dfile);
     memset(&didx, 0, sizeof didx);
     op_params dp = *p;
-    const ndf_array *mask = p->file[F_MASK];
+    /* the files the call reads on the device: --mask, and histogram's --weights (the filters' are host arrays) */
+    const int on_device[2] = {F_MASK, op->flags & OPF_INTENSITY ? F_WEIGHTS : -1};
     s = ndf_array_alloc(ctx, &din, NDF_DEVICE_CUDA, in->dtype, in->ndim, in->shape);
-    if (s == NDF_OK) s = ndf_array_alloc(ctx, &dout, NDF_DEVICE_CUDA, out_dtype, in->ndim, in->shape);
+    if (s == NDF_OK) s = ndf_array_alloc(ctx, &dout, NDF_DEVICE_CUDA, out_dtype, ondim, oshape);
     if (s == NDF_OK) s = ndf_array_copy(ctx, &din, in);
-    if (s == NDF_OK && mask) {
-      s = ndf_array_alloc(ctx, &dmask, NDF_DEVICE_CUDA, mask->dtype, mask->ndim, mask->shape);
-      if (s == NDF_OK) s = ndf_array_copy(ctx, &dmask, mask);
-      dp.file[F_MASK] = &dmask;
+    for (int k = 0; k < 2 && s == NDF_OK; k++) {
+      const ndf_array *f = on_device[k] >= 0 ? p->file[on_device[k]] : NULL;
+      if (!f) continue;
+      s = ndf_array_alloc(ctx, &dfile[k], NDF_DEVICE_CUDA, f->dtype, f->ndim, f->shape);
+      if (s == NDF_OK) s = ndf_array_copy(ctx, &dfile[k], f);
+      dp.file[on_device[k]] = &dfile[k];
     }
-    if (s == NDF_OK && p->indices) { /* distance transforms: the feature transform too */
-      s = ndf_array_alloc(ctx, &didx, NDF_DEVICE_CUDA, NDF_INT32, p->indices->ndim, p->indices->shape);
+    if (s == NDF_OK && p->indices) { /* the feature transform, or histogram's bin edges */
+      s = ndf_array_alloc(ctx, &didx, NDF_DEVICE_CUDA, p->indices->dtype, p->indices->ndim, p->indices->shape);
       dp.indices = &didx;
     }
     if (s == NDF_OK) s = op->call(op, ctx, &din, &dout, &dp);
@@ -1066,7 +1212,8 @@ static ndf_status run_op(ndf_ctx *ctx, ndf_device_type dev, const op_def *op,
     if (s != NDF_OK && ndf_errmsg(ctx)[0]) errorf("%s", ndf_errmsg(ctx));
     ndf_array_free(ctx, &din);
     ndf_array_free(ctx, &dout);
-    ndf_array_free(ctx, &dmask);
+    ndf_array_free(ctx, &dfile[0]);
+    ndf_array_free(ctx, &dfile[1]);
     ndf_array_free(ctx, &didx);
   }
   if (s != NDF_OK) host_free(out);
@@ -1128,6 +1275,14 @@ static ndf_dtype output_dtype(const op_def *op, const args *a, const char *outpa
   if (op->flags & OPF_RECON) /* skimage's float64, or --output-dtype (the seed's) */
     return a->given & O_OUTPUT_DTYPE ? a->output_dtype : NDF_FLOAT64;
   if (op->flags & OPF_FILTER) return a->given & O_OUTPUT_DTYPE ? a->output_dtype : in_dtype; /* scipy's output= */
+  if (op->flags & OPF_INTENSITY) {
+    if (!strcmp(op->name, "histogram")) return a->file[F_WEIGHTS] || a->density ? NDF_FLOAT64 : NDF_INT64;
+    if (!strcmp(op->name, "percentile") || !strcmp(op->name, "quantile")) return NDF_FLOAT64;
+    if (a->given & O_OUTPUT_DTYPE) return a->output_dtype;
+    if (!strcmp(op->name, "clip")) return in_dtype;
+    if (!strcmp(op->name, "equalize_hist")) return in_dtype == NDF_FLOAT32 ? NDF_FLOAT32 : NDF_FLOAT64; /* skimage's */
+    return NDF_FLOAT32; /* the windows and normalizations */
+  }
   return op->flags & OPF_BINARY ? binary_file_dtype(outpath) : in_dtype;
 }
 
@@ -1145,7 +1300,7 @@ static void run_help(void) {
          "INPUT and OUTPUT are .npy, .nii or .nii.gz files (NIfTI axes are x, y, z, ...).\n\n"
          "grey ops (the output has the input's dtype):\n");
   for (size_t i = 0; i < NOPS; i++)
-    if (!(ops[i].flags & (OPF_BINARY | OPF_LABEL | OPF_RANK | OPF_DISTANCE | OPF_RECON | OPF_FILTER)))
+    if (!(ops[i].flags & (OPF_BINARY | OPF_LABEL | OPF_RANK | OPF_DISTANCE | OPF_RECON | OPF_FILTER | OPF_INTENSITY)))
       printf("  %-23s %s\n", ops[i].name, ops[i].summary);
   printf("rank filters (the output has the input's dtype):\n");
   for (size_t i = 0; i < NOPS; i++)
@@ -1168,9 +1323,9 @@ static void run_help(void) {
          "and shape; the output is float64 unless --output-dtype gives the seed's dtype):\n");
   for (size_t i = 0; i < NOPS; i++)
     if (ops[i].flags & OPF_RECON) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
-  printf("intensity ops (NumPy / scikit-image; `ndforge run OP --help` lists their options):\n"
-         "  histogram, percentile, quantile, clip, window, window_ct, normalize_minmax,\n"
-         "  percentile_window, normalize_zscore, equalize_hist\n");
+  printf("intensity ops (NumPy / scikit-image; `ndforge run OP --help` lists their options):\n");
+  for (size_t i = 0; i < NOPS; i++)
+    if (ops[i].flags & OPF_INTENSITY) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
   printf("linear filters (scipy.ndimage; computed in float64, the output in the input's\n"
          "dtype or --output-dtype, integers truncated as scipy):\n");
   for (size_t i = 0; i < NOPS; i++)
@@ -1244,6 +1399,24 @@ static void run_help(void) {
          "  --weights FILE        correlate, convolve (required): the kernel, one axis per\n"
          "                        filtered axis (1-D filters: one axis)\n"
          "  --output-dtype DTYPE  linear filters: the output's dtype (default the input's)\n"
+         "  --bins N              histogram: equal-width bins (default 10) over --range\n"
+         "                        LO,HI (default each image's min and max)\n"
+         "  --edges E0,E1,...     histogram: the bin edges instead (NumPy's bins=array)\n"
+         "  --weights FILE        histogram: a weight per voxel (counts become float64)\n"
+         "  --density [true|false]  histogram: counts / bin width / the image's total\n"
+         "  --edges-out FILE      histogram: also write the bin edges (float64)\n"
+         "  --q Q[,Q...]          percentile (0..100), quantile (0..1), required\n"
+         "  --lo X, --hi X        clip, window: the bounds; percentile_window: the two\n"
+         "                        percentiles (e.g. 0.5 and 99.5)\n"
+         "  --preset NAME         window_ct: brain, subdural, stroke, bone, lung,\n"
+         "                        mediastinum, soft_tissue or liver (Hounsfield units)\n"
+         "  --centre C, --width W window_ct: the window by its level and width (--center)\n"
+         "  --out-min X, --out-max X  windows and normalizations: the target range\n"
+         "                        (default 0, 1)\n"
+         "  --mask FILE           normalize_zscore, equalize_hist: the voxels the\n"
+         "                        statistics come from (non-zero = used)\n"
+         "  --nbins N             equalize_hist: bins of float images (default 256)\n"
+         "  --output-dtype DTYPE  intensity ops: float32 (default) or float64\n"
          "  --batch-dims N        leading axes that are independent images (default 0)\n"
          "  --device cpu|cuda|auto  where to run (default auto: CUDA when there is a\n"
          "                        device, except cdt with --indices or --structure)\n");
@@ -1263,6 +1436,12 @@ static void op_help(const op_def *op) {
                "prints \"num_features: N\" (one count per image with --batch-dims)"
          : op->flags & OPF_RECON ? "float64, or the seed's dtype with --output-dtype"
          : op->flags & OPF_FILTER ? "the input's dtype, or --output-dtype (computed in float64)"
+         : op->flags & OPF_INTENSITY
+             ? "histogram: the counts, int64 (float64 with --weights or --density), shape\n"
+               "batch + (nbins,), --edges-out FILE the bin edges (float64); percentile, quantile:\n"
+               "float64 of shape batch + (nq,); clip: the input's dtype; equalize_hist:\n"
+               "scikit-image's (float32 for float32, else float64); the others float32; all\n"
+               "but histogram and the percentiles take --output-dtype"
          : op->flags & OPF_BINARY ? "bool (uint8 in NIfTI files)"
                                   : "the input's dtype");
   for (size_t k = 0; k < NOPT_DEFS; k++)
@@ -1307,6 +1486,31 @@ static int setup_distance(const args *a, const ndfio_image *in, op_params *p, nd
   return 0;
 }
 
+/* The output shape of histogram (batch + (nbins,)) and the percentiles (batch + (nq,));
+ * ondim -1 (the input's) for the other intensity ops.  --edges-out gets a host
+ * float64 array of shape batch + (nbins + 1,). */
+static int setup_intensity(const op_def *op, const args *a, const ndf_array *x, op_params *p, int *ondim,
+                           int64_t *oshape, ndf_array *edges) {
+  const int hist = !strcmp(op->name, "histogram");
+  *ondim = -1;
+  if (!hist && strcmp(op->name, "percentile") && strcmp(op->name, "quantile")) return 0;
+  const int nb = a->batch_dims;
+  if (nb >= x->ndim) {
+    errorf("--batch-dims %d: the input has %d axes", nb, x->ndim);
+    return -1;
+  }
+  memcpy(oshape, x->shape, sizeof x->shape);
+  *ondim = nb + 1;
+  oshape[nb] = hist ? (a->nedges ? a->nedges - 1 : a->bins) : a->nq;
+  if (!hist || !a->edges_out) return 0;
+  int64_t eshape[NDF_MAX_NDIM];
+  memcpy(eshape, oshape, sizeof eshape);
+  eshape[nb] += 1;
+  if (cli_alloc("the bin edges", edges, NDF_FLOAT64, nb + 1, eshape) != 0) return -1;
+  p->indices = edges;
+  return 0;
+}
+
 static int cmd_run(int argc, char **argv) {
   if (argc >= 3 && is_help(argv[2])) {
     run_help();
@@ -1344,9 +1548,15 @@ static int cmd_run(int argc, char **argv) {
     errorf("'%s' needs %s", cmd, format_opts(missing, list, sizeof list));
     return EXIT_USAGE;
   }
+  if (!strcmp(op->name, "window_ct") && !(a.given & O_PRESET) && (~a.given & (O_CENTRE | O_WIDTH))) {
+    errorf("'%s' needs --preset NAME or --centre C --width W", cmd);
+    return EXIT_USAGE;
+  }
+  /* the second output: the distance transforms' --indices, histogram's --edges-out */
+  const char *second = op->flags & OPF_INTENSITY ? a.edges_out : a.indices;
   const char *inpath = a.pos[0], *outpath = a.pos[1];
   if (check_file_type(inpath, "input") || check_file_type(outpath, "output")) return EXIT_USAGE;
-  if (a.indices && check_file_type(a.indices, "indices")) return EXIT_USAGE;
+  if (second && check_file_type(second, op->flags & OPF_INTENSITY ? "bin edges" : "indices")) return EXIT_USAGE;
   /* --device auto: CUDA when there is a device and the op has CUDA kernels. */
   dev_choice device = a.device;
   if (device == DEV_AUTO && (op->flags & OPF_CPU_ONLY)) device = DEV_CPU;
@@ -1363,6 +1573,8 @@ static int cmd_run(int argc, char **argv) {
   memset(&out, 0, sizeof out);
   memset(&indices, 0, sizeof indices);
   int64_t *counts = NULL, nimg = 1;
+  int ondim = -1; /* the output's rank and shape where they are not the input's (setup_intensity) */
+  int64_t oshape[NDF_MAX_NDIM];
   if (load_elements(&a, files, &p) != 0) goto done;
   if (read_image(inpath, &in) != 0) goto done;
   if (op->flags & OPF_LABEL) {
@@ -1383,19 +1595,21 @@ static int cmd_run(int argc, char **argv) {
     p.num_features = counts;
   }
   if ((op->flags & OPF_DISTANCE) && setup_distance(&a, &in, &p, &indices) != 0) goto done;
+  if ((op->flags & OPF_INTENSITY) && setup_intensity(op, &a, &in.arr, &p, &ondim, oshape, &indices) != 0)
+    goto done;
   if (open_device(device, &ctx, &dev) != NDF_OK) goto done;
   if (a.tune[0] && ndf_ctx_set_tunables(ctx, a.tune) != NDF_OK) {
     errorf("--tune: %s", ndf_errmsg(ctx));
     goto done;
   }
-  if (run_op(ctx, dev, op, &in.arr, &p, output_dtype(op, &a, outpath, in.arr.dtype), &out) !=
+  if (run_op(ctx, dev, op, &in.arr, &p, output_dtype(op, &a, outpath, in.arr.dtype), ondim, oshape, &out) !=
       NDF_OK)
     goto done;
   char err[ERRLEN];
   ndfio_stage stage; /* both outputs or neither */
   ndfio_stage_init(&stage);
   if (ndfio_stage_write(&stage, outpath, &out, &in, err, sizeof err) != NDF_OK ||
-      (p.indices && ndfio_stage_write(&stage, a.indices, p.indices, NULL, err, sizeof err) != NDF_OK) ||
+      (p.indices && ndfio_stage_write(&stage, second, p.indices, NULL, err, sizeof err) != NDF_OK) ||
       ndfio_stage_commit(&stage, err, sizeof err) != NDF_OK) {
     ndfio_stage_abort(&stage);
     errorf("%s", err);
@@ -2096,7 +2310,7 @@ static int cmd_demo(int argc, char **argv) {
     if (make_ctx(&cpu, NDF_BACKEND_CPU, NULL) != NDF_OK) goto done;
     int same = 1;
     for (int i = 0; i < 2; i++) {
-      if (run_op(cpu, NDF_DEVICE_CPU, d[i].op, &img.arr, &p, img.arr.dtype, &cpu_res[i]) !=
+      if (run_op(cpu, NDF_DEVICE_CPU, d[i].op, &img.arr, &p, img.arr.dtype, -1, NULL, &cpu_res[i]) !=
           NDF_OK) {
         ndf_ctx_destroy(cpu);
         goto done;
@@ -2423,10 +2637,17 @@ static const char *metrics_usage =
     "  --full FILE           ssim: write the SSIM map (float32 for float32 IMAGE0)\n"
     "  --device cpu|cuda|auto  where to run (default auto)\n";
 
+/* The metrics of the registry (family metrics): METRIC is an op's short name (its test name). */
+#define METRIC_ROW(id, name, short_name, entry, composite) {short_name, name},
+static const struct metric_row {
+  const char *short_name, *name;
+} metric_rows[] = {NDF_OPS_METRICS(METRIC_ROW)};
+#undef METRIC_ROW
+#define NMETRICS (sizeof metric_rows / sizeof metric_rows[0])
+
 static int cmd_metrics(int argc, char **argv) {
-  static const char *names[7] = {"mse", "nrmse", "psnr", "ssim", "dice", "jaccard", "hausdorff"};
-  const char *pos[3], *full_path = NULL;
-  int npos = 0, metric = -1, have_sampling = 0;
+  const char *pos[3], *full_path = NULL, *metric = NULL;
+  int npos = 0, have_sampling = 0;
   dev_choice dev = DEV_AUTO;
   ndf_metrics_options mo;
   ndf_metrics_options_init(&mo);
@@ -2518,13 +2739,19 @@ static int cmd_metrics(int argc, char **argv) {
     errorf("metrics: expected METRIC IMAGE0 IMAGE1 (see ndforge metrics --help)");
     return EXIT_USAGE;
   }
-  for (int k = 0; k < 7; k++)
-    if (strcmp(pos[0], names[k]) == 0) metric = k;
-  if (metric < 0) {
-    errorf("metrics: unknown metric '%s' (mse, nrmse, psnr, ssim, dice, jaccard, hausdorff)", pos[0]);
+  for (size_t k = 0; k < NMETRICS; k++)
+    if (strcmp(pos[0], metric_rows[k].short_name) == 0) metric = metric_rows[k].name;
+  if (!metric) {
+    char known[256] = "";
+    for (size_t k = 0; k < NMETRICS; k++) {
+      strncat(known, k ? ", " : "", sizeof known - strlen(known) - 1);
+      strncat(known, metric_rows[k].short_name, sizeof known - strlen(known) - 1);
+    }
+    errorf("metrics: unknown metric '%s' (%s)", pos[0], known);
     return EXIT_USAGE;
   }
-  if (full_path && metric != 3) {
+  const int is_ssim = !strcmp(metric, "structural_similarity");
+  if (full_path && !is_ssim) {
     errorf("--full: only ssim has a map");
     return EXIT_USAGE;
   }
@@ -2536,7 +2763,7 @@ static int cmd_metrics(int argc, char **argv) {
     ndfio_image_free(&im[1]);
     return EXIT_RUN;
   }
-  if (metric == 6 && !have_sampling) { /* a NIfTI image's voxel spacing */
+  if (!strcmp(metric, "hausdorff_distance") && !have_sampling) { /* a NIfTI image's voxel spacing */
     double sp[NDF_MAX_NDIM];
     const int nb = mo.batch_dims, nd = im[0].arr.ndim;
     if (nb < nd && nd - nb <= NDF_MAX_SPATIAL && ndfio_nifti_spacing(&im[0], sp)) {
@@ -2576,15 +2803,14 @@ static int cmd_metrics(int argc, char **argv) {
     f = f ? &dfull : NULL;
   }
   if (s == NDF_OK) {
-    switch (metric) {
-      case 0: s = ndf_mean_squared_error(ctx, x, y, r, &mo); break;
-      case 1: s = ndf_normalized_root_mse(ctx, x, y, r, &mo); break;
-      case 2: s = ndf_peak_signal_noise_ratio(ctx, x, y, r, &mo); break;
-      case 3: s = ndf_structural_similarity(ctx, x, y, r, f, &so); break;
-      case 4: s = ndf_dice_coefficient(ctx, x, y, r, &mo); break;
-      case 5: s = ndf_jaccard_index(ctx, x, y, r, &mo); break;
-      default: s = ndf_hausdorff_distance(ctx, x, y, r, &mo); break;
-    }
+    if (is_ssim) s = ndf_structural_similarity(ctx, x, y, r, f, &so);
+    else if (!strcmp(metric, "mean_squared_error")) s = ndf_mean_squared_error(ctx, x, y, r, &mo);
+    else if (!strcmp(metric, "normalized_root_mse")) s = ndf_normalized_root_mse(ctx, x, y, r, &mo);
+    else if (!strcmp(metric, "peak_signal_noise_ratio")) s = ndf_peak_signal_noise_ratio(ctx, x, y, r, &mo);
+    else if (!strcmp(metric, "dice_coefficient")) s = ndf_dice_coefficient(ctx, x, y, r, &mo);
+    else if (!strcmp(metric, "jaccard_index")) s = ndf_jaccard_index(ctx, x, y, r, &mo);
+    else if (!strcmp(metric, "hausdorff_distance")) s = ndf_hausdorff_distance(ctx, x, y, r, &mo);
+    else s = NDF_ENOTSUP; /* a metric of the registry without a call here */
   }
   if (s == NDF_OK && where == NDF_DEVICE_CUDA) {
     s = ndf_array_copy(ctx, &res, &dres);
@@ -2675,285 +2901,6 @@ static void usage(FILE *f) {
 }
 
 
-/* ------------------------------------------------------------------------ */
-/* ndforge run: the intensity ops (histograms, percentiles, windows,          */
-/* normalizations, equalize_hist).  Their outputs are not shaped like the     */
-/* input (histogram, percentile) or take options of their own, so they parse  */
-/* their command line here rather than through the op table above.           */
-
-static const char *const intensity_ops[] = {"histogram", "percentile", "quantile", "clip", "window", "window_ct",
-                                            "normalize_minmax", "percentile_window", "normalize_zscore",
-                                            "equalize_hist"};
-#define N_INTENSITY_OPS (sizeof intensity_ops / sizeof intensity_ops[0])
-
-static int is_intensity_op(const char *name) {
-  for (size_t i = 0; i < N_INTENSITY_OPS; i++)
-    if (strcmp(name, intensity_ops[i]) == 0) return 1;
-  return 0;
-}
-
-static void intensity_help(void) {
-  printf("usage: ndforge run OP [options] INPUT OUTPUT   (intensity ops, NumPy / scikit-image semantics)\n\n"
-         "  histogram          numpy.histogram per image: OUTPUT the counts (int64; float64 with\n"
-         "                     --weights or --density), --edges-out FILE the bin edges (float64)\n"
-         "  percentile         numpy.percentile per image (--q P[,P...], 0..100), float64\n"
-         "  quantile           numpy.quantile per image (--q Q[,Q...], 0..1), float64\n"
-         "  clip               numpy.clip(x, --lo, --hi), the input's dtype\n"
-         "  window             [--lo, --hi] mapped to [--out-min, --out-max] (default 0, 1)\n"
-         "  window_ct          a CT window: --preset NAME (brain, subdural, stroke, bone, lung,\n"
-         "                     mediastinum, soft_tissue, liver) or --centre C --width W\n"
-         "  normalize_minmax   each image's [min, max] mapped to [--out-min, --out-max]\n"
-         "  percentile_window  each image's [percentile --lo, percentile --hi] mapped likewise\n"
-         "                     (e.g. --lo 0.5 --hi 99.5)\n"
-         "  normalize_zscore   (x - mean) / std, statistics from --mask's voxels (default all)\n"
-         "  equalize_hist      skimage.exposure.equalize_hist (--nbins, default 256; --mask)\n\n"
-         "options: --batch-dims N  leading axes that are independent images (default 0)\n"
-         "         --bins N | --edges E0,E1,...  [--range LO,HI] [--weights FILE] [--density]\n"
-         "         --output-dtype float32|float64  windows and normalizations (default float32;\n"
-         "                     equalize_hist: scikit-image's)\n"
-         "         --device cpu|cuda|auto (default auto)\n");
-}
-
-/* Parses "a,b,c" into at most max doubles; the count, or -1 after saying why. */
-static int ity_double_list(const char *opt, const char *s, double *out, int max) {
-  int n = 0;
-  char buf[4096];
-  snprintf(buf, sizeof buf, "%s", s);
-  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    if (n == max) {
-      errorf("--%s: at most %d values", opt, max);
-      return -1;
-    }
-    if (parse_double_arg(opt, t, &out[n++]) != 0) return -1;
-  }
-  if (n == 0) errorf("--%s: no values", opt);
-  return n ? n : -1;
-}
-
-static int cmd_run_intensity(int argc, char **argv) {
-  const char *op = argv[2], *paths[2] = {NULL, NULL}, *mask_path = NULL, *weights_path = NULL, *edges_out = NULL;
-  const char *preset = NULL;
-  static double qs[256], edges[4096];
-  int nq = 0, nedges = 0, has_range = 0, density = 0, npaths = 0;
-  long batch = 0, bins = 10, nbins = 256;
-  double lo = NAN, hi = NAN, centre = NAN, width = NAN, range[2] = {0, 0}, out_min = 0, out_max = 1;
-  ndf_dtype odt = NDF_FLOAT32;
-  int odt_given = 0;
-  dev_choice dc = DEV_AUTO;
-  for (int i = 3; i < argc; i++) {
-    const char *o = argv[i];
-    if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
-      intensity_help();
-      return 0;
-    }
-    if (o[0] != '-' || o[1] != '-') {
-      if (npaths == 2) {
-        errorf("%s: unexpected argument '%s'", op, o);
-        return EXIT_USAGE;
-      }
-      paths[npaths++] = o;
-      continue;
-    }
-    if (!strcmp(o, "--density")) {
-      density = 1;
-      continue;
-    }
-    if (i + 1 >= argc) {
-      errorf("%s: option %s needs a value", op, o);
-      return EXIT_USAGE;
-    }
-    const char *v = argv[++i];
-    int bad = 0;
-    if (!strcmp(o, "--batch-dims")) bad = parse_long_arg(o + 2, v, 0, NDF_MAX_NDIM - 1, &batch);
-    else if (!strcmp(o, "--bins")) bad = parse_long_arg(o + 2, v, 1, 1L << 30, &bins);
-    else if (!strcmp(o, "--nbins")) bad = parse_long_arg(o + 2, v, 1, 1L << 24, &nbins);
-    else if (!strcmp(o, "--edges")) bad = (nedges = ity_double_list(o + 2, v, edges, 4096)) < 0;
-    else if (!strcmp(o, "--range")) bad = !(has_range = ity_double_list(o + 2, v, range, 2) == 2);
-    else if (!strcmp(o, "--q")) bad = (nq = ity_double_list(o + 2, v, qs, 256)) < 0;
-    else if (!strcmp(o, "--lo")) bad = parse_double_arg(o + 2, v, &lo);
-    else if (!strcmp(o, "--hi")) bad = parse_double_arg(o + 2, v, &hi);
-    else if (!strcmp(o, "--centre") || !strcmp(o, "--center")) bad = parse_double_arg(o + 2, v, &centre);
-    else if (!strcmp(o, "--width")) bad = parse_double_arg(o + 2, v, &width);
-    else if (!strcmp(o, "--preset")) preset = v;
-    else if (!strcmp(o, "--out-min")) bad = parse_double_arg(o + 2, v, &out_min);
-    else if (!strcmp(o, "--out-max")) bad = parse_double_arg(o + 2, v, &out_max);
-    else if (!strcmp(o, "--mask")) mask_path = v;
-    else if (!strcmp(o, "--weights")) weights_path = v;
-    else if (!strcmp(o, "--edges-out")) edges_out = v;
-    else if (!strcmp(o, "--output-dtype")) {
-      bad = ndf_dtype_from_name(v, &odt) != NDF_OK || (odt != NDF_FLOAT32 && odt != NDF_FLOAT64);
-      if (bad) errorf("--output-dtype: '%s' is not float32 or float64", v);
-      odt_given = 1;
-    } else if (!strcmp(o, "--device")) {
-      if (!strcmp(v, "cpu")) dc = DEV_CPU;
-      else if (!strcmp(v, "cuda")) dc = DEV_CUDA;
-      else if (!strcmp(v, "auto")) dc = DEV_AUTO;
-      else {
-        errorf("--device: '%s' is not cpu, cuda or auto", v);
-        bad = 1;
-      }
-    } else {
-      errorf("%s: unknown option %s (ndforge run %s --help)", op, o, op);
-      bad = 1;
-    }
-    if (bad) return EXIT_USAGE;
-  }
-  if (npaths != 2) {
-    errorf("%s: needs INPUT and OUTPUT (ndforge run %s --help)", op, op);
-    return EXIT_USAGE;
-  }
-  const int needs_q = !strcmp(op, "percentile") || !strcmp(op, "quantile");
-  const int needs_lohi = !strcmp(op, "clip") || !strcmp(op, "window") || !strcmp(op, "percentile_window");
-  if ((needs_q && nq == 0) || (needs_lohi && (isnan(lo) || isnan(hi)))) {
-    errorf("%s: needs %s", op, needs_q ? "--q" : "--lo and --hi");
-    return EXIT_USAGE;
-  }
-  if (!strcmp(op, "window_ct")) {
-    if (preset && ndf_ct_window_preset(preset, &centre, &width) != NDF_OK) {
-      errorf("%s", ndf_last_error());
-      return EXIT_USAGE;
-    }
-    if (isnan(centre) || isnan(width)) {
-      errorf("window_ct: needs --preset NAME or --centre C --width W");
-      return EXIT_USAGE;
-    }
-  }
-  ndfio_image in, mask, weights;
-  memset(&in, 0, sizeof in);
-  memset(&mask, 0, sizeof mask);
-  memset(&weights, 0, sizeof weights);
-  int rc = EXIT_RUN;
-  ndf_ctx *ctx = NULL;
-  ndf_device_type dev;
-  ndf_array host_out, host_edges, dbuf[5];
-  memset(&host_out, 0, sizeof host_out);
-  memset(&host_edges, 0, sizeof host_edges);
-  memset(dbuf, 0, sizeof dbuf);
-  if (read_image(paths[0], &in) != 0) goto done;
-  if (mask_path && read_image(mask_path, &mask) != 0) goto done;
-  if (weights_path && read_image(weights_path, &weights) != 0) goto done;
-  if (open_device(dc, &ctx, &dev) != NDF_OK) goto done;
-  /* the outputs' geometry */
-  const int nb = (int)batch;
-  int64_t oshape[NDF_MAX_NDIM], eshape[NDF_MAX_NDIM];
-  int ond = in.arr.ndim;
-  memcpy(oshape, in.arr.shape, sizeof oshape);
-  ndf_dtype out_dtype = odt;
-  const int64_t nbin = nedges ? nedges - 1 : bins;
-  if (!strcmp(op, "histogram")) {
-    if (nb >= in.arr.ndim) {
-      errorf("--batch-dims %d: the input has %d axes", nb, in.arr.ndim);
-      goto done;
-    }
-    ond = nb + 1;
-    oshape[nb] = nbin;
-    memcpy(eshape, oshape, sizeof eshape);
-    eshape[nb] = nbin + 1;
-    out_dtype = weights_path || density ? NDF_FLOAT64 : NDF_INT64;
-  } else if (needs_q) {
-    if (nb >= in.arr.ndim) {
-      errorf("--batch-dims %d: the input has %d axes", nb, in.arr.ndim);
-      goto done;
-    }
-    ond = nb + 1;
-    oshape[nb] = nq;
-    out_dtype = NDF_FLOAT64;
-  } else if (!strcmp(op, "clip")) {
-    out_dtype = odt_given ? odt : in.arr.dtype;
-  } else if (!strcmp(op, "equalize_hist") && !odt_given) {
-    out_dtype = in.arr.dtype == NDF_FLOAT32 ? NDF_FLOAT32 : NDF_FLOAT64;
-  }
-  if (cli_alloc("the output", &host_out, out_dtype, ond, oshape) != 0) goto done;
-  if (edges_out && cli_alloc("the bin edges", &host_edges, NDF_FLOAT64, ond, eshape) != 0) goto done;
-  /* the arrays the call takes: the host arrays, or device copies */
-  const ndf_array *a_in = &in.arr, *a_aux = mask_path ? &mask.arr : weights_path ? &weights.arr : NULL;
-  ndf_array *a_out = &host_out, *a_edges = edges_out ? &host_edges : NULL;
-  ndf_status s = NDF_OK;
-  if (dev == NDF_DEVICE_CUDA) {
-    const ndf_array *src[4] = {&in.arr, a_aux, &host_out, a_edges};
-    for (int k = 0; k < 4 && s == NDF_OK; k++) {
-      if (!src[k]) continue;
-      s = ndf_array_alloc(ctx, &dbuf[k], NDF_DEVICE_CUDA, src[k]->dtype, src[k]->ndim, src[k]->shape);
-      if (s == NDF_OK && k < 2) s = ndf_array_copy(ctx, &dbuf[k], src[k]);
-    }
-    a_in = &dbuf[0];
-    a_aux = a_aux ? &dbuf[1] : NULL;
-    a_out = &dbuf[2];
-    a_edges = a_edges ? &dbuf[3] : NULL;
-  }
-  ndf_window_options wo;
-  ndf_window_options_init(&wo);
-  wo.out_min = out_min;
-  wo.out_max = out_max;
-  wo.batch_dims = nb;
-  if (s == NDF_OK) {
-    if (!strcmp(op, "histogram")) {
-      ndf_histogram_options ho;
-      ndf_histogram_options_init(&ho);
-      ho.bins = bins;
-      ho.edges = nedges ? edges : NULL;
-      ho.nedges = nedges;
-      ho.has_range = has_range;
-      ho.range[0] = range[0];
-      ho.range[1] = range[1];
-      ho.weights = weights_path ? a_aux : NULL;
-      ho.density = density;
-      ho.batch_dims = nb;
-      s = ndf_histogram(ctx, a_in, a_out, a_edges, &ho);
-    } else if (!strcmp(op, "percentile")) {
-      s = ndf_percentile(ctx, a_in, qs, nq, a_out, nb);
-    } else if (!strcmp(op, "quantile")) {
-      s = ndf_quantile(ctx, a_in, qs, nq, a_out, nb);
-    } else if (!strcmp(op, "clip")) {
-      s = ndf_clip(ctx, a_in, a_out, lo, hi);
-    } else if (!strcmp(op, "window")) {
-      s = ndf_window(ctx, a_in, a_out, lo, hi, &wo);
-    } else if (!strcmp(op, "window_ct")) {
-      s = ndf_window_ct(ctx, a_in, a_out, centre, width, &wo);
-    } else if (!strcmp(op, "normalize_minmax")) {
-      s = ndf_normalize_minmax(ctx, a_in, a_out, &wo);
-    } else if (!strcmp(op, "percentile_window")) {
-      s = ndf_percentile_window(ctx, a_in, a_out, lo, hi, &wo);
-    } else if (!strcmp(op, "normalize_zscore")) {
-      s = ndf_normalize_zscore(ctx, a_in, a_aux, a_out, nb);
-    } else {
-      s = ndf_equalize_hist(ctx, a_in, a_aux, a_out, (int)nbins, nb);
-    }
-  }
-  if (s == NDF_OK && dev == NDF_DEVICE_CUDA) {
-    s = ndf_array_copy(ctx, &host_out, &dbuf[2]);
-    if (s == NDF_OK && edges_out) s = ndf_array_copy(ctx, &host_edges, &dbuf[3]);
-    if (s == NDF_OK) s = ndf_ctx_synchronize(ctx);
-  }
-  if (s != NDF_OK) {
-    errorf("%s", ndf_errmsg(ctx));
-    goto done;
-  }
-  char err[ERRLEN];
-  ndfio_stage st;
-  ndfio_stage_init(&st);
-  s = ndfio_stage_write(&st, paths[1], &host_out, ndfio_format_of(paths[1]) == NDFIO_NIFTI ? &in : NULL, err, sizeof err);
-  if (s == NDF_OK && edges_out) s = ndfio_stage_write(&st, edges_out, &host_edges, NULL, err, sizeof err);
-  if (s == NDF_OK) s = ndfio_stage_commit(&st, err, sizeof err);
-  else ndfio_stage_abort(&st);
-  if (s != NDF_OK) {
-    errorf("%s", err);
-    goto done;
-  }
-  rc = 0;
-done:
-  for (int k = 0; k < 4; k++)
-    if (dbuf[k].data) ndf_array_free(ctx, &dbuf[k]);
-  host_free(&host_out);
-  host_free(&host_edges);
-  ndfio_image_free(&in);
-  ndfio_image_free(&mask);
-  ndfio_image_free(&weights);
-  ndf_ctx_destroy(ctx);
-  return rc;
-}
-
-
 int main(int argc, char **argv) {
   if (argc < 2) {
     errorf("missing command (see ndforge --help)");
@@ -2968,7 +2915,6 @@ int main(int argc, char **argv) {
     printf("ndforge %s (library %s)\n", NDF_VERSION_STRING, ndf_version());
     return 0;
   }
-  if (strcmp(cmd, "run") == 0 && argc > 2 && is_intensity_op(argv[2])) return cmd_run_intensity(argc, argv);
   if (strcmp(cmd, "run") == 0) return cmd_run(argc, argv);
   if (strcmp(cmd, "info") == 0) return cmd_info(argc, argv);
   if (strcmp(cmd, "cache") == 0) return cmd_cache(argc, argv);

@@ -59,9 +59,11 @@ def test_every_op_of_the_registry_has_a_function():
 
 
 # The registry's option names (gen/ops.lua, the CLI's) in Python: '-' becomes '_', these are spelled
-# otherwise (per op or everywhere), and CLI_ONLY has no parameter (Python: output= or distances=).
-CLI_NAMES = {"indices": "return_indices", ("distance_transform_cdt", "structure"): "metric"}
-CLI_ONLY = {"output-dtype"}
+# otherwise (per op or everywhere), and CLI_ONLY has no parameter (Python: output= or distances=;
+# histogram returns its edges).
+CLI_NAMES = {"indices": "return_indices", ("distance_transform_cdt", "structure"): "metric",
+             ("histogram", "edges"): "bins", ("clip", "lo"): "a_min", ("clip", "hi"): "a_max"}
+CLI_ONLY = {"output-dtype", "edges-out"}
 
 
 def test_the_registry_options_are_parameters():

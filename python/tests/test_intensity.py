@@ -1,0 +1,148 @@
+"""ndforge.intensity against NumPy and skimage.exposure (equalize_hist skipped without scikit-image), on the
+array kinds of NDFORGE_TEST_ARRAYS (arrays.py)."""
+
+import numpy as np
+import pytest
+
+import ndforge.intensity
+from ndforge import _capi
+from arrays import OnArrays, fixture
+
+pytestmark = pytest.mark.skipif("ndf_histogram" not in _capi.functions,
+                                reason="this libndforge has no intensity ops")
+
+ni = OnArrays(ndforge.intensity, array_args=("a", "image", "mask", "weights"))
+array_kind = fixture(ni)
+
+DTYPES = [np.uint8, np.int16, np.int32, np.float32, np.float64]
+
+
+def image(dtype, shape=(17, 23), seed=0):
+    rng = np.random.default_rng(seed)
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        return (rng.normal(size=shape) * 100).astype(dt)
+    info = np.iinfo(dt)
+    return rng.integers(max(info.min, -1000), min(info.max, 1000), size=shape, endpoint=True).astype(dt)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_histogram(dtype):
+    x = image(dtype)
+    for kw in (dict(), dict(bins=7), dict(bins=5, range=(-50, 60)), dict(bins=[-100, -3, 0, 2.5, 400])):
+        h, e = ni.histogram(x, **kw)
+        rh, re = np.histogram(x, **kw)
+        assert h.dtype == np.int64
+        np.testing.assert_array_equal(h, rh)
+        np.testing.assert_array_equal(e, re)
+    w = np.random.default_rng(1).random(x.shape)
+    h, e = ni.histogram(x, bins=6, weights=w, density=True)
+    rh, re = np.histogram(x, bins=6, weights=w, density=True)
+    np.testing.assert_allclose(h, rh, rtol=1e-12)
+    np.testing.assert_array_equal(e, re)
+
+
+def test_histogram_batch():
+    x = image(np.float64, (3, 10, 11))
+    h, e = ni.histogram(x, bins=8, batch_dims=1)
+    assert h.shape == (3, 8) and e.shape == (3, 9)
+    for i in range(3):
+        rh, re = np.histogram(x[i], bins=8)
+        np.testing.assert_array_equal(h[i], rh)
+        np.testing.assert_array_equal(e[i], re)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_percentile_quantile(dtype):
+    x = image(dtype)
+    for q in (50, 0.5, [0, 1, 25, 99.5, 100]):
+        got = ni.percentile(x, q)
+        np.testing.assert_array_equal(np.asarray(got), np.percentile(x, q))
+        assert np.asarray(got).shape == np.shape(np.percentile(x, q))
+    np.testing.assert_array_equal(ni.quantile(x, [0.1, 0.9]), np.quantile(x, [0.1, 0.9]))
+    b = image(dtype, (4, 9, 5))
+    got = ni.percentile(b, [5, 95], batch_dims=1)
+    assert got.shape == (4, 2)
+    np.testing.assert_array_equal(got, np.percentile(b.reshape(4, -1), [5, 95], axis=1).T)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_clip_and_windows(dtype):
+    x = image(dtype)
+    lo = 5 if np.dtype(dtype).kind == "u" else -20  # bounds in the dtype's range (the library's rule)
+    c = ni.clip(x, lo, 30)
+    assert c.dtype == x.dtype
+    np.testing.assert_array_equal(c, np.clip(x, lo, 30))
+    f = np.float64 if dtype == np.float64 else np.float32
+    xd = x.astype(np.float64)
+
+    def win(lo, hi, a=0.0, b=1.0):
+        return ((np.clip(xd, lo, hi) - lo) / (hi - lo) * (b - a) + a).astype(f)
+
+    w = ni.window(x, -20, 30)
+    assert w.dtype == f
+    np.testing.assert_array_equal(w, win(-20, 30))
+    np.testing.assert_array_equal(ni.window(x, -20, 30, -1, 1, output=np.float64),
+                                  (np.clip(xd, -20, 30) + 20) / 50 * 2 - 1)
+    np.testing.assert_array_equal(ni.normalize_minmax(x), win(xd.min(), xd.max()))
+    lo, hi = np.percentile(x, [0.5, 99.5])
+    np.testing.assert_array_equal(ni.percentile_window(x, 0.5, 99.5), win(lo, hi))
+    np.testing.assert_array_equal(ni.window_ct(x, "brain"), win(0, 80))
+    np.testing.assert_array_equal(ni.window_ct(x, centre=-600, width=1500), win(-1350, 150))
+
+
+def test_window_batch():
+    x = image(np.float64, (3, 8, 9))
+    got = ni.normalize_minmax(x, batch_dims=1)
+    for i in range(3):
+        np.testing.assert_array_equal(got[i], (x[i] - x[i].min()) / (x[i].max() - x[i].min()))
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32, np.float64])
+def test_normalize_zscore(dtype):
+    x = image(dtype, (19, 21))
+    xd = x.astype(np.float64)
+    got = ni.normalize_zscore(x, output=np.float64)
+    np.testing.assert_allclose(got, (xd - xd.mean()) / xd.std(), rtol=1e-9, atol=1e-12)
+    m = np.random.default_rng(2).random(x.shape) > 0.5
+    got = ni.normalize_zscore(x, mask=m, output=np.float64)
+    np.testing.assert_allclose(got, (xd - xd[m].mean()) / xd[m].std(), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.float32, np.float64])
+def test_equalize_hist(dtype):
+    exposure = pytest.importorskip("skimage.exposure")
+    x = image(dtype, (25, 31))
+    if np.dtype(dtype).kind == "f":
+        x = np.abs(x) / np.abs(x).max()
+    ref = exposure.equalize_hist(x)
+    got = ni.equalize_hist(x)
+    assert got.dtype == ref.dtype
+    np.testing.assert_allclose(got, ref, rtol=1e-6 if dtype == np.float32 else 1e-12)
+    m = np.random.default_rng(4).random(x.shape) > 0.3
+    np.testing.assert_allclose(ni.equalize_hist(x, nbins=64, mask=m), exposure.equalize_hist(x, nbins=64, mask=m),
+                               rtol=1e-6 if dtype == np.float32 else 1e-12)
+
+
+def test_other_dtypes():
+    x = np.arange(-30, 30, dtype=np.int64).reshape(6, 10)
+    np.testing.assert_array_equal(ni.percentile(x, [10, 90]), np.percentile(x, [10, 90]))
+    b = x > 0
+    h, e = ni.histogram(b, bins=2)
+    np.testing.assert_array_equal(h, np.histogram(b.astype(np.uint8), bins=2)[0])
+
+
+def test_errors():
+    x = image(np.float64)
+    with pytest.raises(ValueError):
+        ni.clip(x, 5, -5)
+    with pytest.raises(ValueError):
+        ni.window(x, 5, -5)
+    with pytest.raises(ValueError):
+        ni.percentile(x, 150)
+    with pytest.raises(ValueError):
+        ni.window_ct(x, "bogus")
+    with pytest.raises(ValueError):
+        ni.histogram(x, bins=0)
+    with pytest.raises(ValueError):
+        ni.normalize_zscore(x, mask=np.ones((3, 3), bool))
