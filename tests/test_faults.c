@@ -304,13 +304,12 @@ static ndf_status c_sinkhorn(fcase *c) { /* create (it owns buffers), solve, des
   return st;
 }
 
-static ndf_status c_gradient_magnitude(fcase *c) { /* three Gaussian passes per axis, two through scratch */
+static ndf_status c_gradient_magnitude(fcase *c) { /* three terms of three Gaussian passes, summed through scratch */
   ndf_gaussian_params g;
   ndf_gaussian_params_init(&g);
   g.sigma[0] = 1.0;
   ndf_filter_options o;
   ndf_filter_options_init(&o);
-  o.batch_dims = 1;
   o.mode = NDF_MODE_NEAREST;
   return ndf_gaussian_gradient_magnitude(c->ctx, c->IN, c->OUT[0], &g, &o);
 }
