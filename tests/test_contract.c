@@ -2,8 +2,9 @@
  * test_contract.c -- every input the eight grey ops (ndf_grey_erosion,
  * ndf_grey_dilation, ndf_grey_opening, ndf_grey_closing,
  * ndf_morphological_gradient, ndf_morphological_laplace, ndf_white_tophat,
- * ndf_black_tophat) must reject, and the small helpers of the public API
- * (status, mode and dtype names, array descriptors, context creation).
+ * ndf_black_tophat) must reject, the small helpers of the public API
+ * (status, mode and dtype names, array descriptors, context creation), and
+ * the argument errors of the linear filters, intensity functions and metrics.
  *
  * Each rejection is checked for every op: the status, a message that names
  * that op (its own name) and the argument (ndf_errmsg, or ndf_last_error
