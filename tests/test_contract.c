@@ -2,8 +2,9 @@
  * test_contract.c -- every input the eight grey ops (ndf_grey_erosion,
  * ndf_grey_dilation, ndf_grey_opening, ndf_grey_closing,
  * ndf_morphological_gradient, ndf_morphological_laplace, ndf_white_tophat,
- * ndf_black_tophat) must reject, and the small helpers of the public API
- * (status, mode and dtype names, array descriptors, context creation).
+ * ndf_black_tophat) must reject, the small helpers of the public API
+ * (status, mode and dtype names, array descriptors, context creation), and
+ * the argument errors of the linear filters, intensity functions and metrics.
  *
  * Each rejection is checked for every op: the status, a message that names
  * that op (its own name) and the argument (ndf_errmsg, or ndf_last_error
@@ -1205,6 +1206,223 @@ static void test_hostile_cpu_threads(void **state) {
   ndf_ctx_destroy(ctx);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Linear filters, intensity, metrics: argument errors                       */
+
+/* Checks an NDF_EINVAL naming words ('|'-separated, all of them) and that every poisoned output stayed so. */
+static void expect_einval_untouched(ndf_ctx *ctx, ndf_status got, const char *words, const char *what, tu_array *o1,
+                                    tu_array *o2) {
+  expect_msg(got, NDF_EINVAL, ndf_errmsg(ctx), words, what);
+  if (o1) assert_int_equal(tu_poison_check(o1->base, o1->bytes), -1);
+  if (o2) assert_int_equal(tu_poison_check(o2->base, o2->bytes), -1);
+}
+
+static void test_linear_filter_args(void **state) {
+  ndf_ctx *ctx = *state;
+  tu_array in, out, small;
+  const int64_t sh2[3] = {4, 5, 5};
+  assert_int_equal(tu_array_alloc(&in, NDF_FLOAT32, 3, SHAPE), 0);
+  for (int64_t i = 0; i < 120; i++) tu_set(&in.arr, i, (double)((i * 37) % 101));
+  assert_int_equal(tu_array_alloc(&out, NDF_FLOAT32, 3, SHAPE), 0);
+  assert_int_equal(tu_array_alloc(&small, NDF_FLOAT32, 3, sh2), 0);
+  tu_poison(out.base, out.bytes);
+  tu_poison(small.base, small.bytes);
+  ndf_filter_options o;
+  ndf_filter_options_init(&o);
+  ndf_gaussian_params g;
+  ndf_gaussian_params_init(&g);
+  const double bad_sigma[] = {-1.0, NAN, INFINITY};
+  for (size_t i = 0; i < sizeof bad_sigma / sizeof bad_sigma[0]; i++) {
+    g.sigma[0] = bad_sigma[i];
+    expect_einval_untouched(ctx, ndf_gaussian_filter(ctx, &in.arr, &out.arr, &g, &o), "ndf_gaussian_filter|sigma",
+                            "gaussian_filter bad sigma", &out, NULL);
+  }
+  g.sigma[0] = 1.0;
+  g.norder = 1;
+  g.order[0] = 9;
+  expect_einval_untouched(ctx, ndf_gaussian_filter(ctx, &in.arr, &out.arr, &g, &o), "ndf_gaussian_filter|order",
+                          "gaussian_filter order 9", &out, NULL);
+  g.order[0] = -1;
+  expect_einval_untouched(ctx, ndf_gaussian_filter(ctx, &in.arr, &out.arr, &g, &o), "ndf_gaussian_filter|order",
+                          "gaussian_filter order -1", &out, NULL);
+  g.order[0] = 1;
+  expect_einval_untouched(ctx, ndf_gaussian_laplace(ctx, &in.arr, &out.arr, &g, &o), "ndf_gaussian_laplace|order",
+                          "gaussian_laplace with an order", &out, NULL);
+  g.norder = 0;
+  expect_einval_untouched(ctx, ndf_gaussian_filter(ctx, &in.arr, &small.arr, &g, &o), "ndf_gaussian_filter|output",
+                          "gaussian_filter shape mismatch", &small, NULL);
+  expect_einval_untouched(ctx, ndf_gaussian_filter1d(ctx, &in.arr, &out.arr, 0.0, -1, 0, 4.0, -1, &o),
+                          "ndf_gaussian_filter1d|sigma", "gaussian_filter1d sigma 0", &out, NULL);
+  expect_einval_untouched(ctx, ndf_gaussian_filter1d(ctx, &in.arr, &out.arr, 1.0, -1, 9, 4.0, -1, &o),
+                          "ndf_gaussian_filter1d|order", "gaussian_filter1d order 9", &out, NULL);
+  const int64_t neg[1] = {-3};
+  expect_einval_untouched(ctx, ndf_uniform_filter(ctx, &in.arr, &out.arr, 1, neg, &o), "ndf_uniform_filter|size",
+                          "uniform_filter size -3", &out, NULL);
+  expect_einval_untouched(ctx, ndf_uniform_filter1d(ctx, &in.arr, &out.arr, 0, -1, &o), "ndf_uniform_filter1d|size",
+                          "uniform_filter1d size 0", &out, NULL);
+  const int64_t three[1] = {3};
+  expect_einval_untouched(ctx, ndf_uniform_filter(ctx, &in.arr, &small.arr, 1, three, &o),
+                          "ndf_uniform_filter|output", "uniform_filter shape mismatch", &small, NULL);
+  double w[9] = {1, 2, 1, 2, 4, 2, 1, 2, 1};
+  const int64_t wsh[2] = {3, 3};
+  ndf_array wa;
+  assert_int_equal(ndf_array_init(&wa, w, NDF_DEVICE_CPU, NDF_FLOAT64, 2, wsh), NDF_OK);
+  expect_einval_untouched(ctx, ndf_correlate(ctx, &in.arr, &out.arr, &wa, &o), "ndf_correlate|weights",
+                          "correlate 2-D weights on 3 axes", &out, NULL);
+  o.batch_dims = 1;
+  expect_einval_untouched(ctx, ndf_convolve(ctx, &in.arr, &small.arr, &wa, &o), "ndf_convolve|output",
+                          "convolve shape mismatch", &small, NULL);
+  o.norigin = 1;
+  o.origin[0] = 2;
+  expect_einval_untouched(ctx, ndf_correlate(ctx, &in.arr, &out.arr, &wa, &o), "ndf_correlate|origin",
+                          "correlate origin 2 for 3 taps", &out, NULL);
+  o.norigin = 0;
+  assert_int_equal(ndf_correlate(ctx, &in.arr, &out.arr, &wa, &o), NDF_OK); /* the same call, well formed */
+  tu_array_free(&in);
+  tu_array_free(&out);
+  tu_array_free(&small);
+}
+
+static void test_intensity_args(void **state) {
+  ndf_ctx *ctx = *state;
+  tu_array in, q1, hist, edges, eq, small;
+  const int64_t qsh[1] = {3}, hsh[1] = {10}, esh[1] = {11}, sh2[3] = {4, 5, 5};
+  assert_int_equal(tu_array_alloc(&in, NDF_FLOAT32, 3, SHAPE), 0);
+  for (int64_t i = 0; i < 120; i++) tu_set(&in.arr, i, (double)((i * 37) % 101));
+  assert_int_equal(tu_array_alloc(&q1, NDF_FLOAT64, 1, qsh), 0);
+  assert_int_equal(tu_array_alloc(&hist, NDF_INT64, 1, hsh), 0);
+  assert_int_equal(tu_array_alloc(&edges, NDF_FLOAT64, 1, esh), 0);
+  assert_int_equal(tu_array_alloc(&eq, NDF_FLOAT32, 3, SHAPE), 0);
+  assert_int_equal(tu_array_alloc(&small, NDF_FLOAT32, 3, sh2), 0);
+  tu_poison(q1.base, q1.bytes);
+  tu_poison(hist.base, hist.bytes);
+  tu_poison(edges.base, edges.bytes);
+  tu_poison(eq.base, eq.bytes);
+  tu_poison(small.base, small.bytes);
+  const double bad_q[][3] = {{10, 50, 100.5}, {-1, 50, 90}, {10, NAN, 90}};
+  for (size_t i = 0; i < sizeof bad_q / sizeof bad_q[0]; i++)
+    expect_einval_untouched(ctx, ndf_percentile(ctx, &in.arr, bad_q[i], 3, &q1.arr, 0), "ndf_percentile|q",
+                            "percentile q outside [0, 100]", &q1, NULL);
+  const double bad_fraction[3] = {0.1, 0.5, 1.5};
+  expect_einval_untouched(ctx, ndf_quantile(ctx, &in.arr, bad_fraction, 3, &q1.arr, 0), "ndf_quantile|q",
+                          "quantile q outside [0, 1]", &q1, NULL);
+  const double good_q[2] = {10, 90};
+  expect_einval_untouched(ctx, ndf_percentile(ctx, &in.arr, good_q, 2, &q1.arr, 0), "ndf_percentile|output",
+                          "percentile output shape", &q1, NULL);
+  ndf_histogram_options h;
+  ndf_histogram_options_init(&h);
+  const int64_t bad_bins[] = {0, -4};
+  for (size_t i = 0; i < sizeof bad_bins / sizeof bad_bins[0]; i++) {
+    h.bins = bad_bins[i];
+    expect_einval_untouched(ctx, ndf_histogram(ctx, &in.arr, &hist.arr, &edges.arr, &h), "ndf_histogram|bins",
+                            "histogram bins <= 0", &hist, &edges);
+  }
+  h.bins = 10;
+  h.has_range = 1;
+  h.range[0] = 5;
+  h.range[1] = 1;
+  expect_einval_untouched(ctx, ndf_histogram(ctx, &in.arr, &hist.arr, &edges.arr, &h), "ndf_histogram|range",
+                          "histogram range reversed", &hist, &edges);
+  h.has_range = 0;
+  h.bins = 9; /* hist and bin_edges hold 10 and 11 */
+  expect_einval_untouched(ctx, ndf_histogram(ctx, &in.arr, &hist.arr, &edges.arr, &h), "ndf_histogram|hist",
+                          "histogram shape mismatch", &hist, &edges);
+  h.bins = 10;
+  h.weights = &small.arr;
+  expect_einval_untouched(ctx, ndf_histogram(ctx, &in.arr, &hist.arr, &edges.arr, &h), "ndf_histogram|weights",
+                          "histogram weights shape mismatch", &hist, &edges);
+  ndf_window_options wo;
+  ndf_window_options_init(&wo);
+  expect_einval_untouched(ctx, ndf_percentile_window(ctx, &in.arr, &eq.arr, 1, 100.5, &wo),
+                          "ndf_percentile_window|p_lo", "percentile_window p_hi > 100", &eq, NULL);
+  expect_einval_untouched(ctx, ndf_percentile_window(ctx, &in.arr, &eq.arr, 60, 40, &wo),
+                          "ndf_percentile_window|p_lo", "percentile_window p_lo > p_hi", &eq, NULL);
+  expect_einval_untouched(ctx, ndf_percentile_window(ctx, &in.arr, &small.arr, 1, 99, &wo),
+                          "ndf_percentile_window|output", "percentile_window shape mismatch", &small, NULL);
+  expect_einval_untouched(ctx, ndf_equalize_hist(ctx, &in.arr, NULL, &eq.arr, 0, 0), "ndf_equalize_hist|nbins",
+                          "equalize_hist nbins 0", &eq, NULL);
+  expect_einval_untouched(ctx, ndf_equalize_hist(ctx, &in.arr, &small.arr, &eq.arr, 16, 0), "ndf_equalize_hist|mask",
+                          "equalize_hist mask shape mismatch", &eq, NULL);
+  expect_einval_untouched(ctx, ndf_equalize_hist(ctx, &in.arr, NULL, &small.arr, 16, 0),
+                          "ndf_equalize_hist|output", "equalize_hist shape mismatch", &small, NULL);
+  tu_array_free(&in);
+  tu_array_free(&q1);
+  tu_array_free(&hist);
+  tu_array_free(&edges);
+  tu_array_free(&eq);
+  tu_array_free(&small);
+}
+
+static void test_metrics_args(void **state) {
+  ndf_ctx *ctx = *state;
+  tu_array a, b, other, mssim, full, res;
+  const int64_t sh2[3] = {4, 5, 5}, bsh[1] = {4};
+  assert_int_equal(tu_array_alloc(&a, NDF_FLOAT32, 3, SHAPE), 0);
+  assert_int_equal(tu_array_alloc(&b, NDF_UINT8, 3, SHAPE), 0);
+  assert_int_equal(tu_array_alloc(&other, NDF_UINT8, 3, sh2), 0);
+  for (int64_t i = 0; i < 120; i++) {
+    tu_set(&a.arr, i, (double)((i * 37) % 101));
+    tu_set(&b.arr, i, (double)((i * 11) % 3 == 0));
+  }
+  memset(other.base, 1, other.bytes);
+  assert_int_equal(tu_array_alloc(&mssim, NDF_FLOAT64, 1, bsh), 0);
+  assert_int_equal(tu_array_alloc(&full, NDF_FLOAT32, 3, SHAPE), 0);
+  assert_int_equal(tu_array_alloc(&res, NDF_FLOAT64, 1, bsh), 0);
+  tu_poison(mssim.base, mssim.bytes);
+  tu_poison(full.base, full.bytes);
+  tu_poison(res.base, res.bytes);
+  ndf_ssim_options so;
+  ndf_ssim_options_init(&so);
+  so.batch_dims = 1;
+  const int bad_win[] = {4, 7, -1, 1}; /* even; above the 5x6 images; negative; 1 with the sample covariance */
+  for (size_t i = 0; i < sizeof bad_win / sizeof bad_win[0]; i++) {
+    so.win_size = bad_win[i];
+    expect_einval_untouched(ctx, ndf_structural_similarity(ctx, &a.arr, &b.arr, &mssim.arr, &full.arr, &so),
+                            "ndf_structural_similarity|win_size", "ssim bad win_size", &mssim, &full);
+  }
+  so.win_size = 3;
+  so.sigma = -1;
+  expect_einval_untouched(ctx, ndf_structural_similarity(ctx, &a.arr, &b.arr, &mssim.arr, &full.arr, &so),
+                          "ndf_structural_similarity|sigma", "ssim sigma -1", &mssim, &full);
+  so.sigma = 1.5;
+  expect_einval_untouched(ctx, ndf_structural_similarity(ctx, &a.arr, &other.arr, &mssim.arr, &full.arr, &so),
+                          "ndf_structural_similarity|one shape", "ssim shape mismatch", &mssim, &full);
+  expect_einval_untouched(ctx, ndf_structural_similarity(ctx, &a.arr, &b.arr, NULL, NULL, &so),
+                          "ndf_structural_similarity|mssim", "ssim without outputs", NULL, NULL);
+  ndf_metrics_options mo;
+  ndf_metrics_options_init(&mo);
+  mo.batch_dims = 1;
+  const double bad_pct[] = {0, -5, 100.5, NAN};
+  for (size_t i = 0; i < sizeof bad_pct / sizeof bad_pct[0]; i++) {
+    mo.percentile = bad_pct[i];
+    expect_einval_untouched(ctx, ndf_hausdorff_distance(ctx, &b.arr, &b.arr, &res.arr, &mo),
+                            "ndf_hausdorff_distance|percentile", "hausdorff percentile outside (0, 100]", &res, NULL);
+  }
+  mo.percentile = 95;
+  mo.nsampling = 1;
+  mo.sampling[0] = -1;
+  expect_einval_untouched(ctx, ndf_hausdorff_distance(ctx, &b.arr, &b.arr, &res.arr, &mo),
+                          "ndf_hausdorff_distance|sampling", "hausdorff negative sampling", &res, NULL);
+  mo.nsampling = 0;
+  expect_einval_untouched(ctx, ndf_hausdorff_distance(ctx, &b.arr, &other.arr, &res.arr, &mo),
+                          "ndf_hausdorff_distance|one shape", "hausdorff shape mismatch", &res, NULL);
+  expect_einval_untouched(ctx, ndf_mean_squared_error(ctx, &a.arr, &other.arr, &res.arr, &mo),
+                          "ndf_mean_squared_error|one shape", "mse shape mismatch", &res, NULL);
+  mo.batch_dims = 0; /* the result must then have rank 0 */
+  expect_einval_untouched(ctx, ndf_mean_squared_error(ctx, &a.arr, &b.arr, &res.arr, &mo),
+                          "ndf_mean_squared_error|batch_dims", "mse result rank", &res, NULL);
+  mo.batch_dims = 1;
+  mo.data_range = -2;
+  expect_einval_untouched(ctx, ndf_peak_signal_noise_ratio(ctx, &a.arr, &b.arr, &res.arr, &mo),
+                          "ndf_peak_signal_noise_ratio|data_range", "psnr negative data_range", &res, NULL);
+  tu_array_free(&a);
+  tu_array_free(&b);
+  tu_array_free(&other);
+  tu_array_free(&mssim);
+  tu_array_free(&full);
+  tu_array_free(&res);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_null_arguments),
@@ -1236,6 +1454,9 @@ int main(void) {
       cmocka_unit_test(test_hostile_structures),
       cmocka_unit_test(test_hostile_mask_alias),
       cmocka_unit_test(test_hostile_cpu_threads),
+      cmocka_unit_test(test_linear_filter_args),
+      cmocka_unit_test(test_intensity_args),
+      cmocka_unit_test(test_metrics_args),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -304,6 +304,64 @@ static ndf_status c_sinkhorn(fcase *c) { /* create (it owns buffers), solve, des
   return st;
 }
 
+static ndf_status c_gradient_magnitude(fcase *c) { /* three terms of three Gaussian passes, summed through scratch */
+  ndf_gaussian_params g;
+  ndf_gaussian_params_init(&g);
+  g.sigma[0] = 1.0;
+  ndf_filter_options o;
+  ndf_filter_options_init(&o);
+  o.mode = NDF_MODE_NEAREST;
+  return ndf_gaussian_gradient_magnitude(c->ctx, c->IN, c->OUT[0], &g, &o);
+}
+static ndf_status c_correlate(fcase *c) { /* a host weights array, a zero tap left out */
+  const double w[9] = {0.5, -1, 0, 2, 0.25, 1, 0, 3, -0.5};
+  const int64_t ws[2] = {3, 3};
+  ndf_array wa;
+  ndf_array_init(&wa, (void *)w, NDF_DEVICE_CPU, NDF_FLOAT64, 2, ws);
+  ndf_filter_options o;
+  ndf_filter_options_init(&o);
+  o.batch_dims = 1;
+  o.mode = NDF_MODE_CONSTANT;
+  o.cval = 3;
+  return ndf_correlate(c->ctx, c->IN, c->OUT[0], &wa, &o);
+}
+static ndf_status c_percentile_q(fcase *c) {
+  const double q[3] = {5, 50, 99.5};
+  return ndf_percentile(c->ctx, c->IN, q, 3, c->OUT[0], 1);
+}
+static ndf_status c_histogram(fcase *c) { /* range from the data, weights, density, the edges */
+  ndf_histogram_options o;
+  ndf_histogram_options_init(&o);
+  o.bins = 8;
+  o.weights = c->AUX;
+  o.density = 1;
+  o.batch_dims = 1;
+  return ndf_histogram(c->ctx, c->IN, c->OUT[0], c->OUT[1], &o);
+}
+static ndf_status c_equalize(fcase *c) { /* integer input: one bin per value, a mask */
+  return ndf_equalize_hist(c->ctx, c->IN, c->AUX, c->OUT[0], 256, 1);
+}
+static ndf_status c_ssim(fcase *c) { /* Gaussian weights, the mean and the full map */
+  ndf_ssim_options o;
+  ndf_ssim_options_init(&o);
+  o.win_size = 5;
+  o.gaussian_weights = 1;
+  o.sigma = 1.0;
+  o.data_range = 255;
+  o.batch_dims = 1;
+  return ndf_structural_similarity(c->ctx, c->IN, c->AUX, c->OUT[0], c->OUT[1], &o);
+}
+static ndf_status c_hausdorff(fcase *c) { /* HD95 with anisotropic sampling */
+  ndf_metrics_options o;
+  ndf_metrics_options_init(&o);
+  o.batch_dims = 1;
+  o.percentile = 95;
+  o.nsampling = 2;
+  o.sampling[0] = 1.0;
+  o.sampling[1] = 2.5;
+  return ndf_hausdorff_distance(c->ctx, c->IN, c->AUX, c->OUT[0], &o);
+}
+
 /* ---- the sweep ------------------------------------------------------------------------------ */
 
 static void poison_outputs(fcase *c) {
@@ -605,6 +663,66 @@ static void test_curves(void **state) {
   case_free(&c);
 }
 
+/* A case on a 3-D input in_dt with an aux (read beside it, on its device) and outputs given by dtype and shape. */
+static void run_pair(ndf_ctx *ctx, const char *name, ndf_status (*call)(fcase *), ndf_dtype in_dt, int binary,
+                     ndf_dtype aux_dt, int nout, const ndf_dtype *out_dt, const int *out_nd,
+                     const int64_t (*out_sh)[3]) {
+  fcase c;
+  memset(&c, 0, sizeof c);
+  c.name = name;
+  c.ctx = ctx;
+  c.call = call;
+  assert_int_equal(tu_array_alloc(&c.in, in_dt, 3, SH3), 0);
+  fill(&c.in, 23, binary);
+  assert_int_equal(tu_array_alloc(&c.aux, aux_dt, 3, SH3), 0);
+  fill(&c.aux, 29, binary || aux_dt == NDF_UINT8);
+  c.aux_dev = 1;
+  for (int i = 0; i < nout; i++) out_alloc(&c, out_dt[i], out_nd[i], out_sh[i]);
+  sweep(&c);
+  case_free(&c);
+}
+
+static void test_linear(void **state) {
+  ndf_ctx *ctx = *state;
+  run_filter(ctx, "gaussian_gradient_mag", c_gradient_magnitude, NDF_FLOAT32, NDF_FLOAT32, 0, 0);
+  run_filter(ctx, "correlate", c_correlate, NDF_UINT8, NDF_INT16, 0, 0);
+}
+
+static void test_intensity(void **state) {
+  ndf_ctx *ctx = *state;
+  fcase c;
+  memset(&c, 0, sizeof c);
+  c.name = "percentile";
+  c.ctx = ctx;
+  c.call = c_percentile_q;
+  assert_int_equal(tu_array_alloc(&c.in, NDF_FLOAT32, 3, SH3), 0);
+  fill(&c.in, 31, 0);
+  const int64_t qsh[2] = {5, 3};
+  out_alloc(&c, NDF_FLOAT64, 2, qsh);
+  sweep(&c);
+  case_free(&c);
+  const ndf_dtype hdt[2] = {NDF_FLOAT64, NDF_FLOAT64};
+  const int hnd[2] = {2, 2};
+  const int64_t hsh[2][3] = {{5, 8}, {5, 9}};
+  run_pair(ctx, "histogram", c_histogram, NDF_INT16, 0, NDF_FLOAT32, 2, hdt, hnd, hsh);
+  const ndf_dtype edt[1] = {NDF_FLOAT64};
+  const int end[1] = {3};
+  const int64_t esh[1][3] = {{5, 6, 7}};
+  run_pair(ctx, "equalize_hist", c_equalize, NDF_INT16, 0, NDF_UINT8, 1, edt, end, esh);
+}
+
+static void test_metrics(void **state) {
+  ndf_ctx *ctx = *state;
+  const ndf_dtype sdt[2] = {NDF_FLOAT64, NDF_FLOAT32};
+  const int snd[2] = {1, 3};
+  const int64_t ssh[2][3] = {{5}, {5, 6, 7}};
+  run_pair(ctx, "structural_similarity", c_ssim, NDF_FLOAT32, 0, NDF_UINT8, 2, sdt, snd, ssh);
+  const ndf_dtype hdt[1] = {NDF_FLOAT64};
+  const int hnd[1] = {1};
+  const int64_t hsh[1][3] = {{5}};
+  run_pair(ctx, "hausdorff_distance", c_hausdorff, NDF_UINT8, 1, NDF_UINT8, 1, hdt, hnd, hsh);
+}
+
 static void test_sinkhorn(void **state) {
   ndf_ctx *ctx = *state;
   fcase c;
@@ -829,6 +947,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_context),   cmocka_unit_test(test_filters), cmocka_unit_test(test_binary),
       cmocka_unit_test(test_distance),  cmocka_unit_test(test_curves),  cmocka_unit_test(test_sinkhorn),
+      cmocka_unit_test(test_linear),    cmocka_unit_test(test_intensity), cmocka_unit_test(test_metrics),
       cmocka_unit_test(test_family_state), cmocka_unit_test(test_summary),
   };
 #ifdef TU_FAULTS_CUDA

@@ -290,11 +290,7 @@ static ndf_status run_passes(ndf_ctx *ctx, const char *name, const ndf_array *in
     }
     return ndf__filters_cast_cuda(ctx, name, in, out);
   }
-  if (cpu) {
-    ndf_status s = NDF_OK;
-    for (int i = 0; i < np && s == NDF_OK; i++) s = ndf__filters_line_cpu(ctx, name, i == 0 ? in : out, out, &p[i], cval);
-    return s;
-  }
+  if (cpu) return ndf__filters_line_cpu(ctx, name, in, out, p, np, cval);
   /* The launches: a pass along an axis other than the last followed by one
    * along the last axis run as one kernel (filter_plane) where it applies and
    * the tunable filters.fuse is on (its default). */
@@ -653,21 +649,27 @@ ndf_status ndf_prewitt(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, 
 }
 
 /* scipy's generic_laplace / generic_gradient_magnitude: term i (the passes
- * p[i][0..np[i])) written to out for i = 0, to a scratch array added to out
- * for the others; squared first (NumPy's multiply in the dtype) for the
- * gradient magnitude, whose sum then takes np.sqrt. */
+ * p[i][0..np[i])) written to the sum for i = 0, to a scratch array added to
+ * the sum for the others; squared first (NumPy's multiply in the dtype) for
+ * the gradient magnitude, whose sum then takes np.sqrt.  With several terms
+ * the sum is a scratch array of out's dtype copied to out at the end, so that
+ * an allocation failing in a later term leaves out as it was. */
 static ndf_status sum_terms(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out, int nterms,
                             ndf__fpass (*p)[NDF_MAX_SPATIAL], const int *np, double cval, int magnitude) {
-  ndf_array tmp = {0};
+  ndf_array tmp = {0}, acc = {0};
   ndf_status s = NDF_OK;
   if (nterms > 1) s = scratch_like(ctx, name, out, out->dtype, &tmp);
+  if (s == NDF_OK && nterms > 1) s = scratch_like(ctx, name, out, out->dtype, &acc);
+  ndf_array *sum = nterms > 1 ? &acc : out;
   for (int i = 0; i < nterms && s == NDF_OK; i++) {
-    ndf_array *dst = i == 0 ? out : &tmp;
+    ndf_array *dst = i == 0 ? sum : &tmp;
     s = run_passes(ctx, name, in, dst, p[i], np[i], cval);
     if (s == NDF_OK && magnitude) s = run_ew(ctx, name, NDF__FEW_SQUARE, NULL, dst);
-    if (s == NDF_OK && i > 0) s = run_ew(ctx, name, NDF__FEW_ADD, &tmp, out);
+    if (s == NDF_OK && i > 0) s = run_ew(ctx, name, NDF__FEW_ADD, &tmp, sum);
   }
-  if (s == NDF_OK && magnitude && nterms > 0) s = run_ew(ctx, name, NDF__FEW_SQRT, NULL, out);
+  if (s == NDF_OK && magnitude && nterms > 0) s = run_ew(ctx, name, NDF__FEW_SQRT, NULL, sum);
+  if (s == NDF_OK && nterms > 1) s = run_passes(ctx, name, sum, out, NULL, 0, cval); /* the copy */
+  scratch_free(ctx, &acc);
   scratch_free(ctx, &tmp);
   return s;
 }

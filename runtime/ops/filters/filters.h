@@ -84,9 +84,10 @@ static inline double ndf__load_double(ndf_dtype t, const void *p) {
 }
 
 /* ---- backends ---------------------------------------------------------------------- */
-/* One pass from src to dst (same shape; dst's dtype).  CPU: src may be dst. */
+/* The np passes p from src to dst (same shape; dst's dtype): the first reads
+ * src, the others dst in place.  CPU: src may be dst. */
 ndf_status ndf__filters_line_cpu(ndf_ctx *ctx, const char *name, const ndf_array *src, ndf_array *dst,
-                                 const ndf__fpass *p, double cval);
+                                 const ndf__fpass *p, int np, double cval);
 ndf_status ndf__filters_taps_cpu(ndf_ctx *ctx, const char *name, const ndf_array *src, ndf_array *dst,
                                  const ndf__ftaps *t, double cval);
 /* dst = src converted (NumPy's cast: integers wrap, floats as ndf__store_double). */

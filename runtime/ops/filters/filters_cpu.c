@@ -97,34 +97,46 @@ static void pass_line(const ndf__fpass *p, const double *e, int64_t len, double 
 }
 
 ndf_status ndf__filters_line_cpu(ndf_ctx *ctx, const char *name, const ndf_array *src, ndf_array *dst,
-                                 const ndf__fpass *p, double cval) {
-  const int ax = p->axis;
-  const int64_t len = src->shape[ax], total = ndf_array_size(src);
-  if (total == 0) return NDF_OK;
-  const int64_t nlines = total / len;
-  const int64_t pre = p->n / 2 + p->origin, elen = len + p->n - 1;
+                                 const ndf__fpass *p, int np, double cval) {
+  const int64_t total = ndf_array_size(src);
+  if (total == 0 || np == 0) return NDF_OK;
+  /* One set of line buffers, the longest pass's, made before the first pass
+   * writes dst: a failed allocation leaves dst as it was. */
+  int64_t bytes = 0;
+  for (int i = 0; i < np; i++) {
+    const int64_t len = src->shape[p[i].axis], elen = len + p[i].n - 1;
+    int64_t b;
+    if (!ndf__mul(elen + len, (int64_t)sizeof(double), &b))
+      return ndf__error(ctx, NDF_ENOMEM, "%s: a line of %lld taps does not fit in memory", name, (long long)elen);
+    if (b > bytes) bytes = b;
+  }
   const int nth = ndf__cpu_threads(ctx);
-  int64_t bytes;
-  if (!ndf__mul(elen + len, (int64_t)sizeof(double), &bytes))
-    return ndf__error(ctx, NDF_ENOMEM, "%s: a line of %lld taps does not fit in memory", name, (long long)elen);
   void **buf = ndf__thread_buffers(nth, (size_t)bytes);
   if (!buf) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory for the line buffers", name);
-  const size_t ies = ndf_dtype_size(src->dtype), oes = ndf_dtype_size(dst->dtype);
-  const int64_t istr = src->strides[ax], ostr = dst->strides[ax];
-  _Pragma("omp parallel num_threads(nth)") {
-    double *e = buf[ndf__thread_id()], *o = e + elen;
-    _Pragma("omp for schedule(static)")
-    for (int64_t line = 0; line < nlines; line++) {
-      int64_t oi, oo;
-      line_offsets(line, src, dst, ax, &oi, &oo);
-      read_line(src->dtype, (const char *)src->data + oi * (int64_t)ies, istr, len, e + pre);
-      for (int64_t b = 0; b < elen; b++) {
-        if (b >= pre && b < pre + len) continue;
-        const int64_t m = ndf__map_coord(b - pre, len, p->mode);
-        e[b] = m < 0 ? cval : e[pre + m];
+  const size_t oes = ndf_dtype_size(dst->dtype);
+  for (int i = 0; i < np; i++) {
+    const ndf_array *from = i == 0 ? src : dst;
+    const ndf__fpass *q = &p[i];
+    const int ax = q->axis;
+    const int64_t len = from->shape[ax], nlines = total / len;
+    const int64_t pre = q->n / 2 + q->origin, elen = len + q->n - 1;
+    const size_t ies = ndf_dtype_size(from->dtype);
+    const int64_t istr = from->strides[ax], ostr = dst->strides[ax];
+    _Pragma("omp parallel num_threads(nth)") {
+      double *e = buf[ndf__thread_id()], *o = e + elen;
+      _Pragma("omp for schedule(static)")
+      for (int64_t line = 0; line < nlines; line++) {
+        int64_t oi, oo;
+        line_offsets(line, from, dst, ax, &oi, &oo);
+        read_line(from->dtype, (const char *)from->data + oi * (int64_t)ies, istr, len, e + pre);
+        for (int64_t b = 0; b < elen; b++) {
+          if (b >= pre && b < pre + len) continue;
+          const int64_t m = ndf__map_coord(b - pre, len, q->mode);
+          e[b] = m < 0 ? cval : e[pre + m];
+        }
+        pass_line(q, e, len, o);
+        write_line(dst->dtype, (char *)dst->data + oo * (int64_t)oes, ostr, len, o);
       }
-      pass_line(p, e, len, o);
-      write_line(dst->dtype, (char *)dst->data + oo * (int64_t)oes, ostr, len, o);
     }
   }
   ndf__thread_buffers_free(buf, nth);
