@@ -1487,8 +1487,9 @@ NDF_API ndf_status ndf_gaussian_filter(ndf_ctx *ctx, const ndf_array *input, ndf
  *                             casting='unsafe'): float outputs in their
  *                             precision, integer outputs floor(sqrt(v)), and a
  *                             negative (wrapped) sum gives the NaN conversion.
- * The first term is written to the output, the others go through scratch
- * memory of the context.
+ * With two or more terms the sum is built in scratch memory of the context
+ * (the output's dtype) and copied to the output at the end, so a failed call
+ * leaves the output untouched.
  */
 NDF_API ndf_status ndf_sobel(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, int axis,
                              const ndf_filter_options *opt);
