@@ -1236,7 +1236,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
     else if (!strcmp(o, "--param") && parse_double(v, &a->wl.param) == 0) a->custom = 1;
     else if (!strcmp(o, "--dtype") && ndf_dtype_from_name(v, &a->wl.dtype) == NDF_OK) a->custom = 1;
     else if (!strcmp(o, "--shape") && !parse_shape(v, &a->wl)) a->custom = 1;
-    else if (!strcmp(o, "--size") && !parse_int(v, 1, 1 << 20, &n)) a->wl.size = (int)n, a->custom = 1;
+    else if (!strcmp(o, "--size") && !parse_int(v, 0, 1 << 20, &n)) a->wl.size = (int)n, a->custom = 1;
     else if (!strcmp(o, "--batch-dims") && !parse_int(v, 0, NDF_MAX_NDIM, &n))
       a->wl.batch_dims = (int)n, a->custom = 1;
     else if (!strcmp(o, "--mode") && ndf_mode_from_name(v, &a->wl.mode) == NDF_OK) a->custom = 1;

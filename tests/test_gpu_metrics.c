@@ -147,6 +147,7 @@ static int check_case(ndf_ctx *ctx, tu_rng *rng, const mcase *c) {
   assert_int_equal(tu_array_relayout(&b, &b0.arr, tu_rng_chance(rng, 0.5) ? TU_LAYOUT_C : TU_LAYOUT_FORTRAN, rng), 0);
   ndf_array rl;
   memset(&rl, 0, sizeof rl);
+  rl.device = NDF_DEVICE_CPU;
   rl.dtype = NDF_FLOAT64;
   rl.ndim = c->nb;
   for (int d = 0; d < c->nb; d++) rl.shape[d] = c->shape[d];

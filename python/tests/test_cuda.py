@@ -134,10 +134,11 @@ def test_torch_side_stream_is_used():
     with torch.cuda.stream(s):
         y = x * 2  # queued on s: ndforge's kernels must follow it on s
         r = nd.grey_erosion(y, size=5, batch_dims=1)
-        z = r + 1
+        z = r + 1  # a consumer queued on s after ndforge's kernels
     s.synchronize()
     ref = sn.grey_erosion((x * 2).cpu().numpy(), size=(1, 5, 5))
-    np.testing.assert_array_equal((z - 1).cpu().numpy(), ref)
+    np.testing.assert_array_equal(r.cpu().numpy(), ref)
+    np.testing.assert_array_equal(z.cpu().numpy(), ref + np.float32(1))
 
 
 @needs_cupy
