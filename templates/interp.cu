@@ -93,6 +93,7 @@ __device__ __forceinline__ OUT ndf_ip_round(double v) {
 
 NDF_PARAMS(ndf_interp_load_params)
 
+#if NDF_KERNEL(ndf_interp_load)
 extern "C" __global__ void __launch_bounds__(256) ndf_interp_load(const ndf_interp_load_params p) {
   for (ndf_i64 i = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.total; i += (ndf_i64)gridDim.x * blockDim.x) {
     ndf_i64 r = i, off = 0;
@@ -116,10 +117,12 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_load(const ndf_inte
     p.buf[i] = (outside && p.pad_const) ? p.pad : (double)p.in[off];
   }
 }
+#endif
 
 NDF_PARAMS(ndf_interp_spline_params)
 
 // A line of n coefficients at c[0], c[s], ..., filtered in place for each pole.
+#if NDF_KERNEL(ndf_interp_spline)
 extern "C" __global__ void __launch_bounds__(128) ndf_interp_spline(const ndf_interp_spline_params p) {
   const ndf_i64 line = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x;
   if (line >= p.lines) return;
@@ -182,9 +185,11 @@ extern "C" __global__ void __launch_bounds__(128) ndf_interp_spline(const ndf_in
     for (ndf_i64 i = n - 2; i >= 0; i--) c[i * s] = MUL(z, c[(i + 1) * s] - c[i * s]);
   }
 }
+#endif
 
 NDF_PARAMS(ndf_interp_store_params)
 
+#if NDF_KERNEL(ndf_interp_store)
 extern "C" __global__ void __launch_bounds__(256) ndf_interp_store(const ndf_interp_store_params p) {
   for (ndf_i64 i = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.total; i += (ndf_i64)gridDim.x * blockDim.x) {
     ndf_i64 r = i, off = 0;
@@ -202,6 +207,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_store(const ndf_int
 #endif
   }
 }
+#endif
 
 /* ---- the transforms --------------------------------------------------------------------------- */
 
@@ -317,6 +323,7 @@ NDF_PARAMS(ndf_interp_eval_params)
 #define NT (ORDER + 1)
 __device__ constexpr int ndf_ip_pow(int b, int e) { return e == 0 ? 1 : b * ndf_ip_pow(b, e - 1); }
 
+#if NDF_KERNEL(ndf_interp_eval)
 extern "C" __global__ void __launch_bounds__(256) ndf_interp_eval(const ndf_interp_eval_params p) {
   // The boundary the taps use beyond an edge: constant and wrap mirror, as scipy's.
   const int smode = (MODE == M_CONSTANT || MODE == M_WRAP) ? M_MIRROR : MODE;
@@ -444,3 +451,4 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_eval(const ndf_inte
     p.out[ooff] = ndf_ip_round(res);
   }
 }
+#endif
