@@ -1594,6 +1594,9 @@ NDF_API ndf_status ndf_hausdorff_distance(ndf_ctx *ctx, const ndf_array *image0,
  *                          window, the covariance normalization and the crop.
  *   gaussian_weights       0: uniform_filter(size=win_size); 1:
  *                          gaussian_filter(sigma, truncate=3.5).  Mode reflect.
+ *                          Every spatial axis is smoothed (scikit-image 0.19
+ *                          takes a last axis of 3 elements for RGB and leaves
+ *                          it unsmoothed; later versions do not).
  *   sigma, K1, K2          >= 0 (defaults 1.5, 0.01, 0.03).
  *   use_sample_covariance  1 (default): covariances times NP / (NP - 1), NP =
  *                          win_size^rank (win_size 1 is then NDF_EINVAL:
