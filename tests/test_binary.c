@@ -124,17 +124,6 @@ typedef struct bin_case {
 typedef tu_oracle_group bin_state; /* cases: bin_case records */
 static bin_case *cases_of(const bin_state *s) { return s->cases; }
 
-static int parse_list(const char *v, int64_t *out, int max) {
-  int n = 0;
-  while (*v && n < max) {
-    char *end;
-    out[n++] = strtoll(v, &end, 10);
-    if (*end != ',') break;
-    v = end + 1;
-  }
-  return n;
-}
-
 static int parse_case(const char *line, bin_case *c) {
   memset(c, 0, sizeof *c);
   c->kind = -1;
@@ -158,14 +147,14 @@ static int parse_case(const char *line, bin_case *c) {
       }
     }
     else if (!strcmp(k, "dtype")) snprintf(c->dtype, sizeof c->dtype, "%s", v);
-    else if (!strcmp(k, "shape")) c->ndim = parse_list(v, c->shape, NDF_MAX_NDIM);
+    else if (!strcmp(k, "shape")) c->ndim = tu_parse_i64s(v, c->shape, NDF_MAX_NDIM);
     else if (!strcmp(k, "batch")) c->batch = atoi(v);
     else if (!strcmp(k, "iterations")) c->iterations = atoi(v);
     else if (!strcmp(k, "border_value")) c->border_value = atoi(v);
     else if (!strcmp(k, "brute_force")) c->brute_force = atoi(v);
-    else if (!strcmp(k, "origin")) c->norigin = parse_list(v, c->origin, NDF_MAX_SPATIAL);
-    else if (!strcmp(k, "origin2")) c->norigin2 = parse_list(v, c->origin2, NDF_MAX_SPATIAL);
-    else if (!strcmp(k, "origin_out")) c->norigin_out = parse_list(v, c->origin_out, NDF_MAX_SPATIAL);
+    else if (!strcmp(k, "origin")) c->norigin = tu_parse_i64s(v, c->origin, NDF_MAX_SPATIAL);
+    else if (!strcmp(k, "origin2")) c->norigin2 = tu_parse_i64s(v, c->origin2, NDF_MAX_SPATIAL);
+    else if (!strcmp(k, "origin_out")) c->norigin_out = tu_parse_i64s(v, c->origin_out, NDF_MAX_SPATIAL);
     else if (!strcmp(k, "rank")) c->rank = atoi(v);
     else if (!strcmp(k, "connectivity")) c->connectivity = atoi(v);
     else if (!strcmp(k, "expect")) c->expect_cycle = !strcmp(v, "cycle");

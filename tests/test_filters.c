@@ -82,28 +82,6 @@ typedef struct filt_case {
 typedef tu_oracle_group filt_state;
 static filt_case *cases_of(const filt_state *s) { return s->cases; }
 
-static int parse_list(const char *v, int64_t *out, int max) {
-  int n = 0;
-  while (*v && n < max) {
-    char *end;
-    out[n++] = strtoll(v, &end, 10);
-    if (*end != ',') break;
-    v = end + 1;
-  }
-  return n;
-}
-
-static int parse_dlist(const char *v, double *out, int max) {
-  int n = 0;
-  while (*v && n < max) {
-    char *end;
-    out[n++] = strtod(v, &end);
-    if (*end != ',') break;
-    v = end + 1;
-  }
-  return n;
-}
-
 static int parse_modes(const char *v, ndf_mode *out, int max) {
   int n = 0;
   char buf[256];
@@ -130,18 +108,18 @@ static int parse_case(const char *line, filt_case *c) {
     else if (!strcmp(k, "op")) snprintf(c->op, sizeof c->op, "%s", v);
     else if (!strcmp(k, "dtype")) snprintf(c->dtype, sizeof c->dtype, "%s", v);
     else if (!strcmp(k, "odtype")) snprintf(c->odtype, sizeof c->odtype, "%s", v);
-    else if (!strcmp(k, "shape")) c->ndim = parse_list(v, c->shape, NDF_MAX_NDIM);
+    else if (!strcmp(k, "shape")) c->ndim = tu_parse_i64s(v, c->shape, NDF_MAX_NDIM);
     else if (!strcmp(k, "batch")) c->batch = atoi(v);
     else if (!strcmp(k, "cval")) c->cval = strtod(v, NULL);
-    else if (!strcmp(k, "axes")) c->naxes = parse_list(v, c->axes, NDF_MAX_SPATIAL);
+    else if (!strcmp(k, "axes")) c->naxes = tu_parse_i64s(v, c->axes, NDF_MAX_SPATIAL);
     else if (!strcmp(k, "axis")) { c->has_axis = 1; c->axis = atoi(v); }
     else if (!strcmp(k, "modes")) { if ((c->nmodes = parse_modes(v, c->modes, NDF_MAX_SPATIAL)) < 0) return -1; }
-    else if (!strcmp(k, "origin")) c->norigin = parse_list(v, c->origin, NDF_MAX_SPATIAL);
-    else if (!strcmp(k, "size")) c->nsize = parse_list(v, c->size, NDF_MAX_SPATIAL);
-    else if (!strcmp(k, "sigma")) c->nsigma = parse_dlist(v, c->sigma, NDF_MAX_SPATIAL);
-    else if (!strcmp(k, "order")) c->norder = parse_list(v, c->order, NDF_MAX_SPATIAL);
+    else if (!strcmp(k, "origin")) c->norigin = tu_parse_i64s(v, c->origin, NDF_MAX_SPATIAL);
+    else if (!strcmp(k, "size")) c->nsize = tu_parse_i64s(v, c->size, NDF_MAX_SPATIAL);
+    else if (!strcmp(k, "sigma")) c->nsigma = tu_parse_f64s(v, c->sigma, NDF_MAX_SPATIAL);
+    else if (!strcmp(k, "order")) c->norder = tu_parse_i64s(v, c->order, NDF_MAX_SPATIAL);
     else if (!strcmp(k, "truncate")) c->truncate = strtod(v, NULL);
-    else if (!strcmp(k, "radius")) c->nradius = parse_list(v, c->radius, NDF_MAX_SPATIAL);
+    else if (!strcmp(k, "radius")) c->nradius = tu_parse_i64s(v, c->radius, NDF_MAX_SPATIAL);
     else if (!strcmp(k, "int64_as")) c->int64_as_f8 = 1;
     else if (!strcmp(k, "input")) snprintf(c->input, sizeof c->input, "%s", v);
     else if (!strcmp(k, "weights")) snprintf(c->weights, sizeof c->weights, "%s", v);

@@ -67,17 +67,6 @@ typedef struct grey_case {
 typedef tu_oracle_group grey_state; /* cases: grey_case records */
 static grey_case *cases_of(const grey_state *s) { return s->cases; }
 
-static int parse_list(const char *v, int64_t *out, int max) {
-  int n = 0;
-  while (*v && n < max) {
-    char *end;
-    out[n++] = strtoll(v, &end, 10);
-    if (*end != ',') break;
-    v = end + 1;
-  }
-  return n;
-}
-
 static int parse_case(const char *line, grey_case *c) {
   memset(c, 0, sizeof *c);
   c->op = TU_OP_EROSION; /* a manifest line without op= is an erosion */
@@ -99,12 +88,12 @@ static int parse_case(const char *line, grey_case *c) {
       }
     }
     else if (!strcmp(k, "dtype")) snprintf(c->dtype, sizeof c->dtype, "%s", v);
-    else if (!strcmp(k, "shape")) c->ndim = parse_list(v, c->shape, NDF_MAX_NDIM);
+    else if (!strcmp(k, "shape")) c->ndim = tu_parse_i64s(v, c->shape, NDF_MAX_NDIM);
     else if (!strcmp(k, "batch")) c->batch = atoi(v);
     else if (!strcmp(k, "mode")) snprintf(c->mode, sizeof c->mode, "%s", v);
     else if (!strcmp(k, "cval")) c->cval = strtod(v, NULL);
-    else if (!strcmp(k, "size")) c->nsize = parse_list(v, c->size, NDF_MAX_SPATIAL);
-    else if (!strcmp(k, "origin")) c->norigin = parse_list(v, c->origin, NDF_MAX_SPATIAL);
+    else if (!strcmp(k, "size")) c->nsize = tu_parse_i64s(v, c->size, NDF_MAX_SPATIAL);
+    else if (!strcmp(k, "origin")) c->norigin = tu_parse_i64s(v, c->origin, NDF_MAX_SPATIAL);
     else if (!strcmp(k, "footprint")) snprintf(c->footprint, sizeof c->footprint, "%s", v);
     else if (!strcmp(k, "structure")) snprintf(c->structure, sizeof c->structure, "%s", v);
     else if (!strcmp(k, "input")) snprintf(c->input, sizeof c->input, "%s", v);

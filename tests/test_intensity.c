@@ -58,33 +58,6 @@ typedef struct it_case {
   char input[64], expected[64], expected2[64], edges[64], weights[64], mask[64];
 } it_case;
 
-static int parse_list(const char *v, int64_t *out, int max) {
-  int n = 0;
-  if (!*v) return 0;
-  for (;;) {
-    char *end;
-    if (n == max) return -1;
-    out[n++] = strtoll(v, &end, 10);
-    if (end == v) return -1;
-    if (*end == 0) return n;
-    if (*end != ',') return -1;
-    v = end + 1;
-  }
-}
-
-static int parse_doubles(const char *v, double *out, int max) {
-  int n = 0;
-  for (;;) {
-    char *end;
-    if (n == max) return -1;
-    out[n++] = strtod(v, &end);
-    if (end == v) return -1;
-    if (*end == 0) return n;
-    if (*end != ',') return -1;
-    v = end + 1;
-  }
-}
-
 static int parse_line(const char *line, void *cv) {
   it_case *c = cv;
   memset(c, 0, sizeof *c);
@@ -110,14 +83,14 @@ static int parse_line(const char *line, void *cv) {
     STR(weights);
     STR(mask);
 #undef STR
-    else if (!strcmp(k, "shape")) c->ndim = parse_list(v, c->shape, NDF_MAX_NDIM);
+    else if (!strcmp(k, "shape")) c->ndim = tu_parse_i64s(v, c->shape, NDF_MAX_NDIM);
     else if (!strcmp(k, "batch")) c->batch = atoi(v);
     else if (!strcmp(k, "error")) c->error = atoi(v);
     else if (!strcmp(k, "density")) c->density = atoi(v);
     else if (!strcmp(k, "bins")) c->bins = atoll(v);
     else if (!strcmp(k, "nbins")) c->nbins = atoll(v);
-    else if (!strcmp(k, "range")) c->has_range = parse_doubles(v, c->range, 2) == 2;
-    else if (!strcmp(k, "q")) c->nq = parse_doubles(v, c->q, 8);
+    else if (!strcmp(k, "range")) c->has_range = tu_parse_f64s(v, c->range, 2) == 2;
+    else if (!strcmp(k, "q")) c->nq = tu_parse_f64s(v, c->q, 8);
     else if (!strcmp(k, "lo")) c->lo = strtod(v, NULL);
     else if (!strcmp(k, "hi")) c->hi = strtod(v, NULL);
     else if (!strcmp(k, "a")) c->a = strtod(v, NULL);

@@ -74,19 +74,6 @@ typedef struct ip_case {
 typedef tu_oracle_group ip_state;
 static ip_case *cases_of(const ip_state *s) { return s->cases; }
 
-static int parse_doubles(const char *v, double *out, int max) {
-  int n = 0;
-  for (;;) {
-    char *end;
-    if (n == max) return -1;
-    out[n++] = strtod(v, &end);
-    if (end == v) return -1;
-    if (*end == 0) return n;
-    if (*end != ',') return -1;
-    v = end + 1;
-  }
-}
-
 static int parse_line(const char *line, void *cv) {
   ip_case *c = cv;
   memset(c, 0, sizeof *c);
@@ -116,9 +103,9 @@ static int parse_line(const char *line, void *cv) {
     else if (!strcmp(k, "odtype")) snprintf(c->odtype, sizeof c->odtype, "%s", v);
     else if (!strcmp(k, "cval")) c->cval = strtod(v, NULL);
     else if (!strcmp(k, "angle")) c->angle = strtod(v, NULL);
-    else if (!strcmp(k, "offset")) c->noffset = parse_doubles(v, c->offset, NDF_MAX_SPATIAL);
-    else if (!strcmp(k, "shift")) c->nshift = parse_doubles(v, c->shift, NDF_MAX_SPATIAL);
-    else if (!strcmp(k, "zoom")) c->nzoom = parse_doubles(v, c->zoom, NDF_MAX_SPATIAL);
+    else if (!strcmp(k, "offset")) c->noffset = tu_parse_f64s(v, c->offset, NDF_MAX_SPATIAL);
+    else if (!strcmp(k, "shift")) c->nshift = tu_parse_f64s(v, c->shift, NDF_MAX_SPATIAL);
+    else if (!strcmp(k, "zoom")) c->nzoom = tu_parse_f64s(v, c->zoom, NDF_MAX_SPATIAL);
     else if (!strcmp(k, "input")) snprintf(c->input, sizeof c->input, "%s", v);
     else if (!strcmp(k, "expected")) snprintf(c->expected, sizeof c->expected, "%s", v);
     else if (!strcmp(k, "coords")) snprintf(c->coords, sizeof c->coords, "%s", v);

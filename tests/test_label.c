@@ -74,20 +74,6 @@ typedef tu_oracle_group lab_state; /* cases: lab_case records */
 static lab_case *cases_of(const lab_state *s) { return s->cases; }
 
 /* "3,5,0" into out; "" is an empty list.  Returns the count or -1. */
-static int parse_list(const char *v, int64_t *out, int max) {
-  int n = 0;
-  if (!*v) return 0;
-  for (;;) {
-    char *end;
-    if (n == max) return -1;
-    out[n++] = strtoll(v, &end, 10);
-    if (end == v) return -1;
-    if (*end == 0) return n;
-    if (*end != ',') return -1;
-    v = end + 1;
-  }
-}
-
 static int parse_case(const char *line, lab_case *c) {
   memset(c, 0, sizeof *c);
   c->batch = -1;
@@ -104,12 +90,12 @@ static int parse_case(const char *line, lab_case *c) {
     const char *k = tok, *v = eq + 1;
     if (!strcmp(k, "id")) c->id = atoi(v);
     else if (!strcmp(k, "dtype")) snprintf(c->dtype, sizeof c->dtype, "%s", v);
-    else if (!strcmp(k, "shape")) c->ndim = parse_list(v, c->shape, NDF_MAX_NDIM);
+    else if (!strcmp(k, "shape")) c->ndim = tu_parse_i64s(v, c->shape, NDF_MAX_NDIM);
     else if (!strcmp(k, "batch")) c->batch = atoi(v);
     else if (!strcmp(k, "out_dtype")) snprintf(c->out_dtype, sizeof c->out_dtype, "%s", v);
     else if (!strcmp(k, "out_fits")) c->out_fits = atoi(v);
     else if (!strcmp(k, "max")) c->maxcount = strtoll(v, NULL, 10);
-    else if (!strcmp(k, "counts")) c->ncounts = parse_list(v, c->counts, MAX_COUNTS);
+    else if (!strcmp(k, "counts")) c->ncounts = tu_parse_i64s(v, c->counts, MAX_COUNTS);
     else if (!strcmp(k, "structure")) snprintf(c->structure, sizeof c->structure, "%s", v);
     else if (!strcmp(k, "input")) snprintf(c->input, sizeof c->input, "%s", v);
     else if (!strcmp(k, "expected")) snprintf(c->expected, sizeof c->expected, "%s", v);

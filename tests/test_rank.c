@@ -211,17 +211,6 @@ typedef struct rank_case {
 typedef tu_oracle_group rank_state; /* cases: rank_case records */
 static rank_case *cases_of(const rank_state *s) { return s->cases; }
 
-static int parse_list(const char *v, int64_t *out, int max) {
-  int n = 0;
-  while (*v && n < max) {
-    char *end;
-    out[n++] = strtoll(v, &end, 10);
-    if (*end != ',') break;
-    v = end + 1;
-  }
-  return n;
-}
-
 static int parse_case(const char *line, rank_case *c) {
   memset(c, 0, sizeof *c);
   c->op = -1;
@@ -243,12 +232,12 @@ static int parse_case(const char *line, rank_case *c) {
       }
     }
     else if (!strcmp(k, "dtype")) snprintf(c->dtype, sizeof c->dtype, "%s", v);
-    else if (!strcmp(k, "shape")) c->ndim = parse_list(v, c->shape, NDF_MAX_NDIM);
+    else if (!strcmp(k, "shape")) c->ndim = tu_parse_i64s(v, c->shape, NDF_MAX_NDIM);
     else if (!strcmp(k, "batch")) c->batch = atoi(v);
     else if (!strcmp(k, "mode")) snprintf(c->mode, sizeof c->mode, "%s", v);
     else if (!strcmp(k, "cval")) c->cval = strtod(v, NULL);
-    else if (!strcmp(k, "size")) c->nsize = parse_list(v, c->size, NDF_MAX_SPATIAL);
-    else if (!strcmp(k, "origin")) c->norigin = parse_list(v, c->origin, NDF_MAX_SPATIAL);
+    else if (!strcmp(k, "size")) c->nsize = tu_parse_i64s(v, c->size, NDF_MAX_SPATIAL);
+    else if (!strcmp(k, "origin")) c->norigin = tu_parse_i64s(v, c->origin, NDF_MAX_SPATIAL);
     else if (!strcmp(k, "rank")) c->rank = strtoll(v, NULL, 10);
     else if (!strcmp(k, "percentile")) c->percentile = strtod(v, NULL);
     else if (!strcmp(k, "expect")) c->expect_error = !strcmp(v, "error");

@@ -68,20 +68,6 @@ typedef struct rc_case {
 typedef tu_oracle_group rc_state; /* cases: rc_case records; dir "" without scikit-image */
 static rc_case *cases_of(const rc_state *s) { return s->cases; }
 
-static int parse_list(const char *v, int64_t *out, int max) {
-  int n = 0;
-  if (!*v) return 0;
-  for (;;) {
-    char *end;
-    if (n == max) return -1;
-    out[n++] = strtoll(v, &end, 10);
-    if (end == v) return -1;
-    if (*end == 0) return n;
-    if (*end != ',') return -1;
-    v = end + 1;
-  }
-}
-
 static int parse_line(const char *line, void *cv) {
   rc_case *c = cv;
   memset(c, 0, sizeof *c);
@@ -99,9 +85,9 @@ static int parse_line(const char *line, void *cv) {
     if (!strcmp(k, "id")) c->id = atoi(v);
     else if (!strcmp(k, "method")) c->erosion = !strcmp(v, "erosion") ? 1 : !strcmp(v, "dilation") ? 0 : -1;
     else if (!strcmp(k, "dtype")) snprintf(c->dtype, sizeof c->dtype, "%s", v);
-    else if (!strcmp(k, "shape")) c->ndim = parse_list(v, c->shape, NDF_MAX_NDIM);
+    else if (!strcmp(k, "shape")) c->ndim = tu_parse_i64s(v, c->shape, NDF_MAX_NDIM);
     else if (!strcmp(k, "batch")) c->batch = atoi(v);
-    else if (!strcmp(k, "offset")) c->noffset = parse_list(v, c->offset, NDF_MAX_SPATIAL);
+    else if (!strcmp(k, "offset")) c->noffset = tu_parse_i64s(v, c->offset, NDF_MAX_SPATIAL);
     else if (!strcmp(k, "error")) c->error = atoi(v);
     else if (!strcmp(k, "footprint")) snprintf(c->footprint, sizeof c->footprint, "%s", v);
     else if (!strcmp(k, "seed")) snprintf(c->seed, sizeof c->seed, "%s", v);

@@ -991,3 +991,31 @@ int tu_klog_check(const ndf_ctx *ctx, uint64_t mark, const char *spec, int want_
          tu_klog_text(ctx, mark, text, sizeof text));
   return !warn;
 }
+
+int tu_parse_i64s(const char *v, int64_t *out, int max) {
+  int n = 0;
+  if (!*v) return 0;
+  for (;;) {
+    char *end;
+    if (n == max) return -1;
+    out[n++] = strtoll(v, &end, 10);
+    if (end == v) return -1;
+    if (*end == 0) return n;
+    if (*end != ',') return -1;
+    v = end + 1;
+  }
+}
+
+int tu_parse_f64s(const char *v, double *out, int max) {
+  int n = 0;
+  if (!*v) return 0;
+  for (;;) {
+    char *end;
+    if (n == max) return -1;
+    out[n++] = strtod(v, &end);
+    if (end == v) return -1;
+    if (*end == 0) return n;
+    if (*end != ',') return -1;
+    v = end + 1;
+  }
+}

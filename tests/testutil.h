@@ -37,6 +37,11 @@ int tu_run_oracle(const char *python, const char *oracle, const char *dir, uint6
  * Returns 0 on success; says what failed on stderr otherwise. */
 int tu_oracle_prepare(ndf_ctx **ctx, uint64_t *seed, char *dir, size_t dirlen, const char *tag, long default_cases,
                       const char *python, const char *oracle);
+/* A comma-separated list of integers (doubles) of an oracle's manifest line
+ * into out: the count (0 for ""), or -1 when malformed or longer than max. */
+int tu_parse_i64s(const char *v, int64_t *out, int max);
+int tu_parse_f64s(const char *v, double *out, int max);
+
 /* Reads dir/manifest.txt: parse fills one case of case_size bytes per
  * non-empty line (0 = ok).  *cases is malloc'd; returns 0 on success. */
 int tu_read_manifest(const char *dir, size_t case_size, int (*parse)(const char *line, void *c), void **cases,
