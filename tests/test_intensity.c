@@ -112,19 +112,8 @@ static int summary(const tu_oracle_group *g) {
 }
 
 static int group_setup(void **state) {
-  char cmd[1200];
-  snprintf(cmd, sizeof cmd, "'%s' -c 'import numpy, skimage' 2>/dev/null", NDF_TEST_PYTHON);
-  if (system(cmd) == 0)
-    return tu_oracle_group_setup(state, "ndf-test-intensity", 300, NDF_TEST_PYTHON, NDF_TEST_ORACLE, sizeof(it_case),
-                                 parse_line, summary);
-  printf("NOTE: NumPy / scikit-image are not installed for %s: the reference cases are skipped\n", NDF_TEST_PYTHON);
-  tu_oracle_group *g = calloc(1, sizeof *g);
-  ndf_ctx_options o;
-  ndf_ctx_options_init(&o);
-  o.backend = NDF_BACKEND_CPU;
-  if (!g || ndf_ctx_create(&g->ctx, &o) != NDF_OK) return -1;
-  *state = g;
-  return 0;
+  return tu_oracle_group_setup_if(state, "numpy, skimage", "ndf-test-intensity", 300, NDF_TEST_PYTHON, NDF_TEST_ORACLE, sizeof(it_case),
+                                  parse_line, summary);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -127,30 +127,8 @@ static int summary(const mt_state *s) {
 }
 
 static int group_setup(void **state) {
-  char cmd[1200];
-  snprintf(cmd, sizeof cmd, "'%s' -c 'import skimage' 2>/dev/null", NDF_TEST_PYTHON);
-  if (system(cmd) == 0)
-    return tu_oracle_group_setup(state, "ndf-test-metrics", 300, NDF_TEST_PYTHON, NDF_TEST_ORACLE, sizeof(mt_case),
-                                 parse_line, summary);
-  printf("NOTE: scikit-image is not installed for %s: the reference cases are skipped "
-         "(apt-get install python3-skimage enables them)\n", NDF_TEST_PYTHON);
-  mt_state *g = calloc(1, sizeof *g);
-  ndf_ctx_options o;
-  ndf_ctx_options_init(&o);
-  o.backend = NDF_BACKEND_CPU;
-  o.cache_disable = 1;
-  if (!g || ndf_ctx_create(&g->ctx, &o) != NDF_OK) return -1;
-  g->seed = tu_seed("NDF_TEST_SEED");
-  *state = g;
-  return 0;
-}
-
-static int group_teardown(void **state) {
-  mt_state *g = *state;
-  if (g && g->dir[0]) return tu_oracle_group_teardown(state);
-  if (g) ndf_ctx_destroy(g->ctx);
-  free(g);
-  return 0;
+  return tu_oracle_group_setup_if(state, "skimage", "ndf-test-metrics", 300, NDF_TEST_PYTHON, NDF_TEST_ORACLE, sizeof(mt_case),
+                                  parse_line, summary);
 }
 
 static ndf_ctx *ctx_of(void **state) { return ((mt_state *)*state)->ctx; }
@@ -827,5 +805,5 @@ int main(void) {
       cmocka_unit_test(test_threads),
       cmocka_unit_test(test_contract),
   };
-  return cmocka_run_group_tests_name("metrics (CPU backend)", tests, group_setup, group_teardown);
+  return cmocka_run_group_tests_name("metrics (CPU backend)", tests, group_setup, tu_oracle_group_teardown);
 }

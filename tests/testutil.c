@@ -866,10 +866,32 @@ int tu_oracle_group_setup(void **state, const char *tag, long default_cases, con
   return 0;
 }
 
+int tu_oracle_group_setup_if(void **state, const char *modules, const char *tag, long default_cases,
+                             const char *python, const char *oracle, size_t case_size,
+                             int (*parse)(const char *line, void *c), int (*summary)(const tu_oracle_group *g)) {
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "'%s' -c 'import %s' 2>/dev/null", python, modules);
+  if (system(cmd) == 0)
+    return tu_oracle_group_setup(state, tag, default_cases, python, oracle, case_size, parse, summary);
+  printf("NOTE: %s cannot import %s: the reference cases are skipped\n", python, modules);
+  tu_oracle_group *g = calloc(1, sizeof *g);
+  ndf_ctx_options o;
+  ndf_ctx_options_init(&o);
+  o.backend = NDF_BACKEND_CPU;
+  o.cache_disable = 1;
+  if (!g || ndf_ctx_create(&g->ctx, &o) != NDF_OK) {
+    free(g);
+    return -1;
+  }
+  g->seed = tu_seed("NDF_TEST_SEED");
+  *state = g;
+  return 0;
+}
+
 int tu_oracle_group_teardown(void **state) {
   tu_oracle_group *g = *state;
   if (!g) return 0;
-  tu_oracle_cleanup(g->dir, g->keep_dir, g->seed);
+  if (g->dir[0]) tu_oracle_cleanup(g->dir, g->keep_dir, g->seed);
   free(g->cases);
   ndf_ctx_destroy(g->ctx);
   free(g);

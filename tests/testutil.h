@@ -66,7 +66,14 @@ typedef struct tu_oracle_group {
 int tu_oracle_group_setup(void **state, const char *tag, long default_cases, const char *python, const char *oracle,
                           size_t case_size, int (*parse)(const char *line, void *c),
                           int (*summary)(const tu_oracle_group *g));
-/* cmocka group teardown: tu_oracle_cleanup, then frees the cases, the context and the state. */
+/* tu_oracle_group_setup when python imports every module of modules (e.g.
+ * "numpy, skimage"); else a note that the reference cases are skipped and a
+ * group without cases (dir "", a CPU context, the seed), so that the tests
+ * that need no oracle still run. */
+int tu_oracle_group_setup_if(void **state, const char *modules, const char *tag, long default_cases,
+                             const char *python, const char *oracle, size_t case_size,
+                             int (*parse)(const char *line, void *c), int (*summary)(const tu_oracle_group *g));
+/* cmocka group teardown: tu_oracle_cleanup (none without a dir), then frees the cases, the context and the state. */
 int tu_oracle_group_teardown(void **state);
 uint64_t tu_rng_u64(tu_rng *r);
 /* Uniform integer in [lo, hi] (inclusive). */
