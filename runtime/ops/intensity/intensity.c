@@ -541,11 +541,15 @@ static ndf_status run_apply(ndf_ctx *ctx, const char *name, const ndf_array *in,
   return NDF_OK;
 }
 
-static ndf_status check_window_opt(ndf_ctx *ctx, const char *name, const ndf_window_options *opt) {
+/* The checks every windowing op makes first: its options, the input (its geometry into g), the output. */
+static ndf_status check_window(ndf_ctx *ctx, const char *name, const ndf_array *input, const ndf_array *output,
+                               const ndf_window_options *opt, ndf__ity_geom *g) {
   if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
   if (!isfinite(opt->out_min) || !isfinite(opt->out_max))
     return ndf__argerror(ctx, name, "options", "the target range [%g, %g] is not finite", opt->out_min, opt->out_max);
-  return NDF_OK;
+  ndf_status s = check_input(ctx, name, input, opt->batch_dims, g);
+  if (s == NDF_OK) s = check_elementwise(ctx, name, input, output, NULL, 0);
+  return s;
 }
 
 ndf_status ndf_clip(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, double lo, double hi) {
@@ -575,11 +579,9 @@ ndf_status ndf_window(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, d
   static const char *name = "ndf_window";
   if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
   ndf__clear_error(ctx);
-  ndf_status s = check_window_opt(ctx, name, opt);
-  if (s != NDF_OK) return s;
   ndf__ity_geom g;
-  if ((s = check_input(ctx, name, input, opt->batch_dims, &g)) != NDF_OK) return s;
-  if ((s = check_elementwise(ctx, name, input, output, NULL, 0)) != NDF_OK) return s;
+  ndf_status s = check_window(ctx, name, input, output, opt, &g);
+  if (s != NDF_OK) return s;
   if (!isfinite(lo) || !isfinite(hi)) return ndf__argerror(ctx, name, "lo", "the window [%g, %g] is not finite", lo, hi);
   if (lo > hi) return ndf__argerror(ctx, name, "lo", "lo %g > hi %g", lo, hi);
   return run_apply(ctx, name, input, NULL, output, &g, NDF__ITY_WINDOW, -1, lo, hi, opt->out_min, opt->out_max);
@@ -624,11 +626,9 @@ ndf_status ndf_normalize_minmax(ndf_ctx *ctx, const ndf_array *input, ndf_array 
   static const char *name = "ndf_normalize_minmax";
   if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
   ndf__clear_error(ctx);
-  ndf_status s = check_window_opt(ctx, name, opt);
-  if (s != NDF_OK) return s;
   ndf__ity_geom g;
-  if ((s = check_input(ctx, name, input, opt->batch_dims, &g)) != NDF_OK) return s;
-  if ((s = check_elementwise(ctx, name, input, output, NULL, 0)) != NDF_OK) return s;
+  ndf_status s = check_window(ctx, name, input, output, opt, &g);
+  if (s != NDF_OK) return s;
   return run_apply(ctx, name, input, NULL, output, &g, NDF__ITY_WINDOW, NDF__ITY_STAT_MINMAX, 0, 0, opt->out_min,
                    opt->out_max);
 }
@@ -638,11 +638,9 @@ ndf_status ndf_percentile_window(ndf_ctx *ctx, const ndf_array *input, ndf_array
   static const char *name = "ndf_percentile_window";
   if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
   ndf__clear_error(ctx);
-  ndf_status s = check_window_opt(ctx, name, opt);
-  if (s != NDF_OK) return s;
   ndf__ity_geom g;
-  if ((s = check_input(ctx, name, input, opt->batch_dims, &g)) != NDF_OK) return s;
-  if ((s = check_elementwise(ctx, name, input, output, NULL, 0)) != NDF_OK) return s;
+  ndf_status s = check_window(ctx, name, input, output, opt, &g);
+  if (s != NDF_OK) return s;
   if (!(p_lo >= 0 && p_lo <= 100) || !(p_hi >= 0 && p_hi <= 100))
     return ndf__argerror(ctx, name, "p_lo", "percentiles %g, %g must be in [0, 100]", p_lo, p_hi);
   if (p_lo > p_hi) return ndf__argerror(ctx, name, "p_lo", "p_lo %g > p_hi %g", p_lo, p_hi);
