@@ -413,7 +413,7 @@ static void test_gpu_footprint_shapes(void **state) {
       for (int d = 0; d < c.nsp; d++) {
         es[d] = 2 * rad + 1;
         if (c.nsp == 4 && d == 0 && shape_kind != 5) es[d] = 1; /* the 4th axis untouched */
-        if (shape_kind == 6) es[d] = d == c.nsp - 1 ? 1 : tu_rng_int(&r, 1, 4);
+        if (shape_kind == 6) es[d] = c.nsp == 4 && d == 0 ? 1 : tu_rng_int(&r, 2, 4);
         ntap *= es[d];
       }
       assert_int_equal(tu_array_alloc(&c.fp, NDF_BOOL, c.nsp, es), 0);
@@ -433,6 +433,9 @@ static void test_gpu_footprint_shapes(void **state) {
         tu_set(&c.fp.arr, k, on);
       }
       if (!any) tu_set(&c.fp.arr, 0, 1);
+      if (shape_kind == 6) tu_set(&c.fp.arr, ntap - 1, 0); /* not a box */
+      int box = 1; /* a full box runs the box kernels (1-D crosses, balls) */
+      for (int64_t k = 0; k < ntap; k++) box &= tu_get(&c.fp.arr, k) != 0;
       c.o.footprint = &c.fp.arr;
       c.dt = dts[ncase % (int)(sizeof dts / sizeof dts[0])];
       c.op = ncase % 2 ? TU_OP_DILATION : TU_OP_EROSION;
@@ -458,7 +461,12 @@ static void test_gpu_footprint_shapes(void **state) {
                ndf_mode_name(c.o.mode));
       double g, cp;
       const int lay = ncase % 5 == 3 ? (TU_LAYOUT_PADDED | TU_LAYOUT_NEGATIVE) : TU_LAYOUT_C;
-      if (run_gpu_case(s, &c, &r, lay, ncase % 7 == 4 ? TU_LAYOUT_PADDED : TU_LAYOUT_C, 1, &g, &cp) != 0) failed++;
+      const int fp = shape_kind <= 2 || shape_kind == 6; /* else grey_taps */
+      const uint64_t mark = tu_klog_mark(s->ctx);
+      if (run_gpu_case(s, &c, &r, lay, ncase % 7 == 4 ? TU_LAYOUT_PADDED : TU_LAYOUT_C, 1, &g, &cp) != 0 ||
+          (!box && tu_klog_check(s->ctx, mark, fp ? "ndf_grey_fp" : "ndf_grey_taps", 1, c.desc)) ||
+          (!box && !fp && tu_klog_check(s->ctx, mark, "ndf_grey_fp", 0, c.desc)))
+        failed++;
       else printf("  %s: GPU %.2f ms (first call), CPU %.1f ms\n", c.desc, g, cp);
       gcase_free(&c);
       ncase++;
