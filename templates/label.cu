@@ -1,33 +1,36 @@
 // label.cu -- scipy.ndimage.label on the GPU, by runs on packed words.
 //
 // The input is packed (binary_pack.cu, layout of binary_common.cuh: rows of
-// nw words along the last axis).  The units are runs of foreground voxels
-// along x when the structure links x-neighbours (linkx), else single voxels;
-// a unit is named by the flat index of its first voxel, and parent[] (one
+// nw words along the last axis).  A row is cut in pieces of at most 32 words
+// (nseg per row); the units are the runs of foreground voxels of a piece
+// along x when the structure links x-neighbours (linkx), else single voxels.
+// A unit is named by the flat index of its first voxel, and parent[] (one
 // int per voxel, touched only at unit starts) holds a union-find over them.
-// A group of G lanes (a power of two, G >= nw or 32) owns one row: lane j
-// holds word j, and a max-scan over the group gives every voxel the start of
-// its unit without leaving registers.
+// A group of G lanes (a power of two, G >= nw or 32) owns one piece, one word
+// per lane, and a max-scan over the group gives every voxel the start of its
+// unit without leaving registers.  Pieces are numbered row * nseg + piece, in
+// raster order.
 //
 //   0 init      parent[s] = s at every unit start
-//   1 unite     for each backward neighbour row (the structure's offsets
-//               before the centre, x offsets t in {-1, 0, 1}): every
-//               overlap of a unit with a unit of that row joins them, once
-//               per overlap segment (with linkx the segment's first voxel
-//               stands for the rest); the smaller index becomes the root
-//   2 compress  parent[s] = root; cnt[row] = roots in the row
-//   3 bsum      sums of cnt over blocks of E rows
+//   1 unite     a run cut by a piece boundary joins its two parts; for each
+//               backward neighbour row (the structure's offsets before the
+//               centre, x offsets t in {-1, 0, 1}) every overlap of a unit
+//               with a unit of that row joins them, once per overlap segment
+//               (with linkx the segment's first voxel stands for the rest);
+//               the smaller index becomes the root
+//   2 compress  parent[s] = root; cnt[piece] = roots in the piece
+//   3 bsum      sums of cnt over blocks of E pieces
 //   4 scan      one block: exclusive prefix of the block sums; base[nimg] = total
-//   5 rowpre    cnt[row] = roots before the row; base[img] = roots before the image
+//   5 rowpre    cnt[piece] = roots before it; base[img] = roots before the image
 //   6 rank      parent[root] = -(1 + roots before it), in raster order
 //   7 write     out = label of the voxel's unit - base[image], 0 for background
 // Every root is its component's least unit start, the first voxel in raster
-// order: scipy's numbering.  Flat voxel indices and rows fit an int (the host
-// checks n < 2^31).
+// order: scipy's numbering.  Flat voxel indices and pieces fit an int (the
+// host checks n < 2^31).
 #include "binary_common.cuh"
 
 typedef NDF_SLOT(O) O; /* output element type */
-#define E 2048         /* rows per block in bsum and rowpre: 256 threads x 8 */
+#define E 2048         /* pieces per block in bsum and rowpre: 256 threads x 8 */
 #define NDF_FULL 0xffffffffu
 
 NDF_PARAMS(ndf_label_params)
@@ -92,29 +95,39 @@ __device__ __forceinline__ int ndf_gscan_sum(const ndf_grp &g, int v) {
   return v;
 }
 
-// The unit-start scan of word j of a row: starts s, and the last unit start
-// before the word (excl) and up to its end (incl).  carry: the last start
-// before this chunk of words; updated to the chunk's last.
+// The unit-start scan of word j of a piece (lane k of its group): starts s,
+// and the last unit start in the piece before the word (excl) and up to its
+// end (incl), -1 for none.
 struct ndf_scan {
   unsigned w, s;
   int excl, incl;
 };
-__device__ __forceinline__ ndf_scan ndf_row_scan(const ndf_label_params &p, const ndf_grp &g, int r, int j,
-                                                 int *carry) {
+__device__ __forceinline__ ndf_scan ndf_piece_scan(const ndf_label_params &p, const ndf_grp &g, int r, int j) {
   ndf_scan o;
   o.w = ndf_word(p, r, j);
-  o.s = ndf_starts(p, o.w, ndf_word(p, r, j - 1));
+  o.s = ndf_starts(p, o.w, g.k == 0 ? 0u : ndf_word(p, r, j - 1));
   const int last = o.s ? 32 * j + 31 - __clz(o.s) : -1;
-  o.incl = max(ndf_gscan_max(g, last), *carry);
+  o.incl = ndf_gscan_max(g, last);
   const int prev = __shfl_up_sync(NDF_FULL, o.incl, 1, g.G);
-  o.excl = g.k == 0 ? *carry : prev;
-  *carry = __shfl_sync(NDF_FULL, o.incl, g.G - 1, g.G);
+  o.excl = g.k == 0 ? -1 : prev;
   return o;
 }
 // Start of the unit holding the set bit b of word j (sc: that word's scan).
 __device__ __forceinline__ int ndf_unit_at(const ndf_scan &sc, int b, int j) {
   const int at = ndf_last_at(sc.s, b, j);
   return at >= 0 ? at : sc.excl;
+}
+// Start of the unit holding the set voxel y of row r, looking back from it
+// word by word (at most to its piece's first word).
+__device__ __forceinline__ int ndf_unit_back(const ndf_label_params &p, int r, int y) {
+  int j = y >> 5;
+  const int j0 = j & ~31;
+  unsigned m = (y & 31) == 31 ? NDF_FULL : (2u << (y & 31)) - 1u;
+  for (;; j--) {
+    const unsigned s = ndf_starts(p, ndf_word(p, r, j), j == j0 ? 0u : ndf_word(p, r, j - 1)) & m;
+    if (s || j <= j0) return s ? 32 * j + 31 - __clz(s) : 32 * j0;
+    m = NDF_FULL;
+  }
 }
 
 // Spatial coordinates of row r but the last axis (c[0..nsp-2]).
@@ -127,44 +140,53 @@ __device__ __forceinline__ void ndf_row_coords(const ndf_label_params &p, int r,
   }
 }
 
-// Rows of the warp: groups of G lanes, 32 / G rows per warp; chunks of 32
-// words when nw > 32 (then G = 32).  Every lane of a warp runs the same
-// iterations (the shuffles need the whole warp).
-#define NDF_FOR_ROWS(...)                                                                         \
+// Pieces of the warp: groups of G lanes, 32 / G pieces per warp (G = 32
+// when a row has more than one piece).  Every lane of a warp runs the same
+// iterations (the shuffles need the whole warp).  Per lane: piece index vr,
+// its row (-1 past the end) and word j.
+#define NDF_FOR_PIECES(...)                                                                       \
   {                                                                                               \
     ndf_grp g;                                                                                    \
     g.G = p.G;                                                                                    \
     g.lane = threadIdx.x & 31;                                                                    \
     g.k = g.lane & (g.G - 1);                                                                     \
-    const int rpw = 32 / g.G;                                                                     \
-    const int nwarps = (p.nrows + rpw - 1) / rpw;                                                 \
+    const int ppw = 32 / g.G;                                                                     \
+    const int npieces = p.nrows * p.nseg;                                                         \
+    const int nwarps = (npieces + ppw - 1) / ppw;                                                 \
     for (int wi = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 5); wi < nwarps;               \
          wi += (int)((gridDim.x * blockDim.x) >> 5)) {                                            \
-      const int rr = wi * rpw + g.lane / g.G;                                                     \
-      const bool rowok = rr < p.nrows;                                                            \
-      const int row = rowok ? rr : -1;                                                            \
+      const int vr = wi * ppw + g.lane / g.G;                                                     \
+      const bool rowok = vr < npieces;                                                            \
+      const int row = rowok ? vr / p.nseg : -1;                                                   \
+      const int seg = rowok ? vr - row * p.nseg : 0;                                              \
+      const int j = seg * 32 + g.k;                                                               \
       __VA_ARGS__                                                                                 \
     }                                                                                             \
   }
-#define NDF_CHUNKS ((p.nw + 31) / 32)
+
+// Unit starts of word j (lane k of a piece's group).
+__device__ __forceinline__ unsigned ndf_piece_starts(const ndf_label_params &p, const ndf_grp &g, int row, int j) {
+  return ndf_starts(p, ndf_word(p, row, j), g.k == 0 ? 0u : ndf_word(p, row, j - 1));
+}
 
 __device__ __forceinline__ void ndf_label_init(const ndf_label_params &p) {
-  NDF_FOR_ROWS({
-    for (int c = 0; c < NDF_CHUNKS; c++) {
-      const int j = c * 32 + g.k;
-      const unsigned s = ndf_starts(p, ndf_word(p, row, j), ndf_word(p, row, j - 1));
-      for (unsigned u = s; u; u &= u - 1) {
-        const int v = row * p.nx + 32 * j + __ffs(u) - 1;
-        p.parent[v] = v;
-      }
+  NDF_FOR_PIECES({
+    for (unsigned u = ndf_piece_starts(p, g, row, j); u; u &= u - 1) {
+      const int v = row * p.nx + 32 * j + __ffs(u) - 1;
+      p.parent[v] = v;
     }
   })
 }
 
 __device__ __forceinline__ void ndf_label_unite(const ndf_label_params &p) {
-  NDF_FOR_ROWS({
+  NDF_FOR_PIECES({
+    // A run across the boundary with the piece before: its two parts.
+    if (p.linkx && seg > 0 && g.k == 0 && (ndf_word(p, row, j) & 1u) && (ndf_word(p, row, j - 1) >> 31))
+      ndf_lunite(p.parent, row * p.nx + 32 * j, row * p.nx + ndf_unit_back(p, row, 32 * j - 1));
     int c[NDF_MAX_SPATIAL];
     if (rowok) ndf_row_coords(p, row, c);
+    const ndf_scan a = ndf_piece_scan(p, g, row, j);
+    const bool last = g.k == g.G - 1 || j == p.nw - 1; // the piece's last word
     for (int e = 0; e < p.nbt; e++) {
       const int *ent = p.bt + e * 10; // {row offset, x-offset mask (bit t+1), d[0..nsp-2]}
       bool ok = rowok;
@@ -174,42 +196,35 @@ __device__ __forceinline__ void ndf_label_unite(const ndf_label_params &p) {
       }
       const int tmask = __ldg(ent + 1);
       const int nr = ok ? row + __ldg(ent) : -1; // neighbour row, -1: none
-      const int own = ok ? row : -1;
-      int carry_a = -1, carry_b = -1;
-      for (int ch = 0; ch < NDF_CHUNKS; ch++) {
-        const int j = ch * 32 + g.k;
-        const ndf_scan a = ndf_row_scan(p, g, own, j, &carry_a);
-        const ndf_scan b = ndf_row_scan(p, g, nr, j, &carry_b);
-        if (!a.w) continue;
-        const unsigned bm = ndf_word(p, nr, j - 1), bp = ndf_word(p, nr, j + 1);
-        for (int t = -1; t <= 1; t++) {
-          if (!((tmask >> (t + 1)) & 1)) continue;
-          // sh: bit x set when voxel x + t of the neighbour row is set.
-          const unsigned sh = t == 0 ? b.w : t > 0 ? (b.w >> 1) | (bp << 31) : (b.w << 1) | (bm >> 31);
-          const unsigned m = a.w & sh;
-          unsigned u = m;
-          if (p.linkx) {
-            // Bit 31 of the word before's overlap: voxel 32j - 1 and its neighbour 32j - 1 + t.
-            const int y = 32 * j - 1 + t;
-            const unsigned prevw = ndf_word(p, own, j - 1);
-            const bool pb = j > 0 && (prevw >> 31) && y >= 0 && y < p.nx && ((ndf_word(p, nr, y >> 5) >> (y & 31)) & 1u);
-            u = m & ~((m << 1) | (pb ? 1u : 0u));
+      const ndf_scan b = ndf_piece_scan(p, g, nr, j);
+      if (!ok || !a.w || (!b.w && !(tmask & 5))) continue; // no overlap possible
+      const unsigned bm = ndf_word(p, nr, j - 1), bp = ndf_word(p, nr, j + 1);
+      for (int t = -1; t <= 1; t++) {
+        if (!((tmask >> (t + 1)) & 1)) continue;
+        // sh: bit x set when voxel x + t of the neighbour row is set.
+        const unsigned sh = t == 0 ? b.w : t > 0 ? (b.w >> 1) | (bp << 31) : (b.w << 1) | (bm >> 31);
+        const unsigned m = a.w & sh;
+        unsigned u = m;
+        if (p.linkx) {
+          // Bit 31 of the word before's overlap: voxel 32j - 1 and its neighbour 32j - 1 + t.
+          const int y = 32 * j - 1 + t;
+          const bool pb = j > 0 && (ndf_word(p, row, j - 1) >> 31) && y >= 0 && y < p.nx &&
+                          ((ndf_word(p, nr, y >> 5) >> (y & 31)) & 1u);
+          u = m & ~((m << 1) | (pb ? 1u : 0u));
+        }
+        for (; u; u &= u - 1) {
+          const int bit = __ffs(u) - 1;
+          const int x = 32 * j + bit, y = x + t;
+          int sb;
+          if (y < 32 * j) { // bit 0, t = -1: the word before (maybe in the piece before)
+            sb = g.k == 0 ? ndf_unit_back(p, nr, y) : b.excl;
+          } else if (y >= 32 * j + 32) { // bit 31, t = 1: bit 0 of the next word
+            const bool st0 = last || !(p.linkx && (b.w >> 31)); // a unit starts there
+            sb = st0 ? y : b.incl;
+          } else {
+            sb = ndf_unit_at(b, y - 32 * j, j);
           }
-          for (; u; u &= u - 1) {
-            const int bit = __ffs(u) - 1;
-            const int x = 32 * j + bit, y = x + t;
-            const int sa = ndf_unit_at(a, bit, j);
-            int sb;
-            if (y < 32 * j) {
-              sb = b.excl;
-            } else if (y >= 32 * j + 32) {
-              const bool st0 = (bp & 1u) && !(p.linkx && (b.w >> 31));
-              sb = st0 ? y : b.incl;
-            } else {
-              sb = ndf_unit_at(b, y - 32 * j, j);
-            }
-            ndf_lunite(p.parent, row * p.nx + sa, nr * p.nx + sb);
-          }
+          ndf_lunite(p.parent, row * p.nx + ndf_unit_at(a, bit, j), nr * p.nx + sb);
         }
       }
     }
@@ -217,25 +232,21 @@ __device__ __forceinline__ void ndf_label_unite(const ndf_label_params &p) {
 }
 
 __device__ __forceinline__ void ndf_label_compress(const ndf_label_params &p) {
-  NDF_FOR_ROWS({
+  NDF_FOR_PIECES({
     int cnt = 0;
-    for (int ch = 0; ch < NDF_CHUNKS; ch++) {
-      const int j = ch * 32 + g.k;
-      const unsigned s = ndf_starts(p, ndf_word(p, row, j), ndf_word(p, row, j - 1));
-      for (unsigned u = s; u; u &= u - 1) {
-        const int v = row * p.nx + 32 * j + __ffs(u) - 1;
-        int x = p.parent[v];
-        while (true) {
-          const int px = p.parent[x];
-          if (px == x) break;
-          x = px;
-        }
-        if (x == v) cnt++;
-        else p.parent[v] = x;
+    for (unsigned u = ndf_piece_starts(p, g, row, j); u; u &= u - 1) {
+      const int v = row * p.nx + 32 * j + __ffs(u) - 1;
+      int x = p.parent[v];
+      while (true) {
+        const int px = p.parent[x];
+        if (px == x) break;
+        x = px;
       }
+      if (x == v) cnt++;
+      else p.parent[v] = x;
     }
     for (int o = g.G >> 1; o > 0; o >>= 1) cnt += __shfl_xor_sync(NDF_FULL, cnt, o, g.G);
-    if (rowok && g.k == 0) p.cnt[row] = cnt;
+    if (rowok && g.k == 0) p.cnt[vr] = cnt;
   })
 }
 
@@ -267,7 +278,9 @@ __device__ __forceinline__ int ndf_block_scan(int v, int *total) {
   return before;
 }
 
-__device__ __forceinline__ int ndf_cnt_at(const ndf_label_params &p, int r) { return r < p.nrows ? p.cnt[r] : 0; }
+__device__ __forceinline__ int ndf_cnt_at(const ndf_label_params &p, int r) {
+  return r < p.nrows * p.nseg ? p.cnt[r] : 0;
+}
 
 __device__ __forceinline__ void ndf_label_bsum(const ndf_label_params &p) {
   for (int b = blockIdx.x; b < p.nblk; b += gridDim.x) {
@@ -295,7 +308,7 @@ __device__ __forceinline__ void ndf_label_scan(const ndf_label_params &p) {
   if (threadIdx.x == 0) p.base[p.nimg] = total;
 }
 
-// cnt[r] -> roots before row r; a thread owns 8 consecutive rows.
+// cnt[r] -> roots before piece r; a thread owns 8 consecutive pieces.
 __device__ __forceinline__ void ndf_label_rowpre(const ndf_label_params &p) {
   for (int b = blockIdx.x; b < p.nblk; b += gridDim.x) {
     const int first = b * E + (int)threadIdx.x * (E / 256);
@@ -305,7 +318,7 @@ __device__ __forceinline__ void ndf_label_rowpre(const ndf_label_params &p) {
     int before = p.bsum[b] + ndf_block_scan(v, &total);
     for (int k = 0; k < E / 256; k++) {
       const int r = first + k;
-      if (r >= p.nrows) break;
+      if (r >= p.nrows * p.nseg) break;
       const int c = p.cnt[r];
       p.cnt[r] = before;
       if (r % p.rpi == 0) p.base[r / p.rpi] = before;
@@ -315,22 +328,15 @@ __device__ __forceinline__ void ndf_label_rowpre(const ndf_label_params &p) {
 }
 
 __device__ __forceinline__ void ndf_label_rank(const ndf_label_params &p) {
-  NDF_FOR_ROWS({
-    int before = rowok ? p.cnt[row] : 0;
-    for (int ch = 0; ch < NDF_CHUNKS; ch++) {
-      const int j = ch * 32 + g.k;
-      const unsigned s = ndf_starts(p, ndf_word(p, row, j), ndf_word(p, row, j - 1));
-      unsigned roots = 0;
-      for (unsigned u = s; u; u &= u - 1) {
-        const int bit = __ffs(u) - 1, v = row * p.nx + 32 * j + bit;
-        if (p.parent[v] == v) roots |= 1u << bit;
-      }
-      const int n = __popc(roots);
-      const int incl = ndf_gscan_sum(g, n);
-      int lab = before + incl - n;
-      for (unsigned u = roots; u; u &= u - 1) p.parent[row * p.nx + 32 * j + __ffs(u) - 1] = -(++lab);
-      before += __shfl_sync(NDF_FULL, incl, g.G - 1, g.G);
+  NDF_FOR_PIECES({
+    unsigned roots = 0;
+    for (unsigned u = ndf_piece_starts(p, g, row, j); u; u &= u - 1) {
+      const int bit = __ffs(u) - 1, v = row * p.nx + 32 * j + bit;
+      if (p.parent[v] == v) roots |= 1u << bit;
     }
+    const int n = __popc(roots);
+    int lab = (rowok ? p.cnt[vr] : 0) + ndf_gscan_sum(g, n) - n;
+    for (unsigned u = roots; u; u &= u - 1) p.parent[row * p.nx + 32 * j + __ffs(u) - 1] = -(++lab);
   })
 }
 
@@ -346,39 +352,36 @@ __device__ __forceinline__ ndf_i64 ndf_out_row(const ndf_label_params &p, int r)
   return off;
 }
 
-// The writes of a warp are 32 consecutive voxels of one word: for each row
+// The writes of a warp are 32 consecutive voxels of one word: for each piece
 // of the warp and each of its words, the word's scan comes from its lane.
 __device__ __forceinline__ void ndf_label_write(const ndf_label_params &p) {
   const ndf_i64 sx = p.ostr[p.ndim - 1];
-  NDF_FOR_ROWS({
+  NDF_FOR_PIECES({
     const ndf_i64 obase = rowok ? ndf_out_row(p, row) : 0;
-    const int base = rowok ? p.base[row / p.rpi] : 0;
-    int carry = -1;
-    for (int ch = 0; ch < NDF_CHUNKS; ch++) {
-      const int j = ch * 32 + g.k;
-      const ndf_scan sc = ndf_row_scan(p, g, row, j, &carry);
-      const int nwc = min(g.G, p.nw - ch * 32); // words of this chunk
-      for (int q = 0; q < 32 / g.G; q++) {
-        const int src0 = q * g.G;
-        const int r = __shfl_sync(NDF_FULL, row, src0);
-        const ndf_i64 ob = __shfl_sync(NDF_FULL, obase, src0);
-        const int bs = __shfl_sync(NDF_FULL, base, src0);
-        for (int k = 0; k < nwc; k++) {
-          const int src = src0 + k;
-          const unsigned w = __shfl_sync(NDF_FULL, sc.w, src);
-          const unsigned s = __shfl_sync(NDF_FULL, sc.s, src);
-          const int excl = __shfl_sync(NDF_FULL, sc.excl, src);
-          const int jj = ch * 32 + k, x = 32 * jj + g.lane;
-          if (r < 0 || x >= p.nx) continue;
-          int v = 0;
-          if ((w >> g.lane) & 1u) {
-            const int at = ndf_last_at(s, g.lane, jj);
-            const int u = r * p.nx + (at >= 0 ? at : excl);
-            const int pu = p.parent[u];
-            v = (pu < 0 ? -pu : -p.parent[pu]) - bs;
-          }
-          p.out[ob + (ndf_i64)x * sx] = (O)v;
+    const int base = rowok ? p.base[vr / p.rpi] : 0;
+    const ndf_scan sc = ndf_piece_scan(p, g, row, j);
+    for (int q = 0; q < 32 / g.G; q++) {
+      const int src0 = q * g.G;
+      const int r = __shfl_sync(NDF_FULL, row, src0);
+      const int j0 = __shfl_sync(NDF_FULL, j, src0); // the piece's first word
+      const ndf_i64 ob = __shfl_sync(NDF_FULL, obase, src0);
+      const int bs = __shfl_sync(NDF_FULL, base, src0);
+      const int nwc = min(g.G, p.nw - j0); // words of the piece
+      for (int k = 0; k < nwc; k++) {
+        const int src = src0 + k;
+        const unsigned w = __shfl_sync(NDF_FULL, sc.w, src);
+        const unsigned s = __shfl_sync(NDF_FULL, sc.s, src);
+        const int excl = __shfl_sync(NDF_FULL, sc.excl, src);
+        const int jj = j0 + k, x = 32 * jj + g.lane;
+        if (r < 0 || x >= p.nx) continue;
+        int v = 0;
+        if ((w >> g.lane) & 1u) {
+          const int at = ndf_last_at(s, g.lane, jj);
+          const int u = r * p.nx + (at >= 0 ? at : excl);
+          const int pu = p.parent[u];
+          v = (pu < 0 ? -pu : -p.parent[pu]) - bs;
         }
+        p.out[ob + (ndf_i64)x * sx] = (O)v;
       }
     }
   })

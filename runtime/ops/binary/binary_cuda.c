@@ -772,9 +772,10 @@ done:
 
 /*
  * scipy.ndimage.label on CUDA arrays, by runs (templates/label.cu): the input
- * is packed (binary_pack.cu), the units (runs along x when the structure
- * links x-neighbours, else voxels) joined by a union-find over their first
- * voxels, the roots counted per row and numbered in raster order, and the
+ * is packed (binary_pack.cu), the units (runs along x within pieces of 32
+ * words of a row when the structure links x-neighbours, else voxels) joined
+ * by a union-find over their first voxels, the roots counted per piece and
+ * numbered in raster order, and the
  * labels written.  The host reads the per-image counts once, before the
  * labels are written (cap: the largest label the output dtype holds).
  *
@@ -875,14 +876,16 @@ ndf_status ndf__label_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, 
   p.nx = (int)b.nx;
   p.nw = (int)b.nw;
   p.nrows = (int)b.nrows;
-  p.rpi = (int)(b.nrows / nimg);
+  p.nseg = (int)((b.nw + 31) / 32);
+  const int64_t npieces = b.nrows * p.nseg; /* <= the words, < 2^31 */
+  p.rpi = (int)(npieces / nimg);
   p.nimg = (int)nimg;
-  p.nblk = (int)((b.nrows + LABEL_E - 1) / LABEL_E);
+  p.nblk = (int)((npieces + LABEL_E - 1) / LABEL_E);
   p.nbt = nbt;
   p.linkx = linkx;
   p.G = 1;
   while (p.G < 32 && p.G < p.nw) p.G *= 2;
-  const size_t nb = ((size_t)n * 4 + 255) & ~(size_t)255, rb = ((size_t)(b.nrows + 1) * 4 + 255) & ~(size_t)255;
+  const size_t nb = ((size_t)n * 4 + 255) & ~(size_t)255, rb = ((size_t)(npieces + 1) * 4 + 255) & ~(size_t)255;
   const size_t bb = ((size_t)(p.nblk + 1) * 4 + 255) & ~(size_t)255, ib = ((size_t)(nimg + 1) * 4 + 255) & ~(size_t)255;
   if ((s = ndf__scratch_alloc(ctx, nb + rb + bb + ib, &scratch)) != NDF_OK) goto done;
   p.parent = scratch;
@@ -890,7 +893,7 @@ ndf_status ndf__label_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, 
   p.bsum = scratch + nb + rb;
   p.base = scratch + nb + rb + bb;
   if ((s = pack(&b, fpack, in, b.mask, 0)) != NDF_OK) goto done;
-  const int64_t rpw = 32 / p.G, row_blocks = ((b.nrows + rpw - 1) / rpw + 7) / 8; /* 8 warps per block */
+  const int64_t ppw = 32 / p.G, row_blocks = ((npieces + ppw - 1) / ppw + 7) / 8; /* 8 warps per block */
   const int64_t blocks[7] = {row_blocks, row_blocks, row_blocks, p.nblk, 1, p.nblk, row_blocks};
   for (int k = 0; k < 7 && s == NDF_OK; k++) { /* init, unite, compress, bsum, scan, rowpre, rank */
     p.phase = k;
