@@ -367,7 +367,8 @@ __device__ __forceinline__ void ndf_label_write(const ndf_label_params &p) {
       const ndf_i64 ob = __shfl_sync(NDF_FULL, obase, src0);
       const int bs = __shfl_sync(NDF_FULL, base, src0);
       const int nwc = min(g.G, p.nw - j0); // words of the piece
-      for (int k = 0; k < nwc; k++) {
+#pragma unroll 4
+      for (int k = 0; k < nwc; k++) { // unrolled: the parent loads of 4 words in flight
         const int src = src0 + k;
         const unsigned w = __shfl_sync(NDF_FULL, sc.w, src);
         const unsigned s = __shfl_sync(NDF_FULL, sc.s, src);
