@@ -8,8 +8,10 @@
  *          or grey.box=classic) + one line pass per other spatial axis
  *          with extent > 1;
  *   other flat boxes -> one line pass per axis with extent > 1;
- *   any other element (or algorithm direct) -> grey_taps with the element's
- *       tap table; algorithm decomposed runs its steps (grey.c).
+ *   any other element (or algorithm direct) -> grey_fp (taps from shared
+ *       memory) where its taps lie on the last three spatial axes within 7
+ *       per axis, at most 256 of them; else grey_taps with the element's tap
+ *       table; algorithm decomposed runs its steps (grey.c).
  * A line pass is grey_line (van Herk/Gil-Werman, constant cost) for
  * algorithm vhgw, or auto from extent NDF__VHGW_MIN_CUDA on: there
  * grey_linew (last axis: one warp per chunk, doubling in registers) and
