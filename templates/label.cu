@@ -184,7 +184,7 @@ __device__ __forceinline__ void ndf_label_unite(const ndf_label_params &p) {
     if (p.linkx && seg > 0 && g.k == 0 && (ndf_word(p, row, j) & 1u) && (ndf_word(p, row, j - 1) >> 31))
       ndf_lunite(p.parent, row * p.nx + 32 * j, row * p.nx + ndf_unit_back(p, row, 32 * j - 1));
     int c[NDF_MAX_SPATIAL];
-    if (rowok) ndf_row_coords(p, row, c);
+    ndf_row_coords(p, rowok ? row : 0, c);
     const ndf_scan a = ndf_piece_scan(p, g, row, j);
     const bool last = g.k == g.G - 1 || j == p.nw - 1; // the piece's last word
     for (int e = 0; e < p.nbt; e++) {
