@@ -85,6 +85,15 @@ static int fp_geometry(const ndf__grey_geom *g, int k[3], int lo[3]) {
     k[role] = (int)(mx - mn + 1);
     lo[role] = (int)mn;
   }
+  /* The kernel folds the taps in the table's order, plane by plane: raster order (grey.c's). */
+  for (int64_t t = 1; t < g->ntaps; t++) {
+    int cmp = 0;
+    for (int d = 0; d < nsp && !cmp; d++) {
+      const int32_t a = g->taps[(t - 1) * nsp + d], b = g->taps[t * nsp + d];
+      cmp = a < b ? -1 : a > b;
+    }
+    if (cmp >= 0) return 0;
+  }
   return 1;
 }
 
