@@ -724,6 +724,115 @@ static void test_gpu_label(void **state) {
   assert_int_equal(failed, 0);
 }
 
+/* One label call on both backends (C layouts, int32 labels); 0 when equal. */
+static int label_pair(ndf_ctx *ctx, const tu_array *in, const ndf_array *st, int batch, const char *desc) {
+  tu_array cpu_out, gout;
+  assert_int_equal(tu_array_alloc(&cpu_out, NDF_INT32, in->arr.ndim, in->arr.shape), 0);
+  assert_int_equal(tu_array_alloc(&gout, NDF_INT32, in->arr.ndim, in->arr.shape), 0);
+  int64_t nimg = 1;
+  for (int d = 0; d < batch; d++) nimg *= in->arr.shape[d];
+  int64_t *fc = calloc((size_t)nimg, sizeof *fc), *fg = calloc((size_t)nimg, sizeof *fg);
+  assert_int_equal(ndf_label(ctx, &in->arr, &cpu_out.arr, st, batch, fc), NDF_OK);
+  tu_dev din, dout;
+  tu_dev_upload(ctx, &din, in);
+  tu_dev_upload(ctx, &dout, &gout);
+  assert_int_equal(ndf_label(ctx, &din.arr, &dout.arr, st, batch, fg), NDF_OK); /* compiles, caches */
+  const uint64_t mark = tu_klog_mark(ctx);
+  double t0 = tu_now_ms();
+  assert_int_equal(ndf_label(ctx, &din.arr, &dout.arr, st, batch, fg), NDF_OK);
+  assert_int_equal(ndf_ctx_synchronize(ctx), NDF_OK);
+  double ms = tu_now_ms() - t0;
+  tu_dev_download(ctx, &dout, &gout);
+  char msg[2048];
+  /* by runs (templates/label.cu), not the voxel union-find */
+  int bad = tu_klog_check(ctx, mark, "ndf_label", 1, desc) || tu_klog_check(ctx, mark, "ndf_ccl", 0, desc);
+  int64_t nbad = tu_compare(&cpu_out.arr, &gout.arr, msg, sizeof msg);
+  if (nbad) {
+    printf("GPU != CPU in %lld labels:\n  %s\n%s", (long long)nbad, desc, msg);
+    bad = 1;
+  }
+  for (int64_t b = 0; b < nimg && !bad; b++)
+    if (fc[b] != fg[b]) {
+      printf("num_features[%lld]: CPU %lld, GPU %lld\n  %s\n", (long long)b, (long long)fc[b], (long long)fg[b], desc);
+      bad = 1;
+    }
+  if (!bad) printf("  %s: %lld features, GPU %.3f ms (second call, with the count's read-back)\n", desc, (long long)fg[0], ms);
+  tu_dev_free(ctx, &din);
+  tu_dev_free(ctx, &dout);
+  free(fc);
+  free(fg);
+  tu_array_free(&cpu_out);
+  tu_array_free(&gout);
+  return bad;
+}
+
+/* label's row geometry on the GPU: rows of one word down to one voxel, rows
+ * longer than a warp's 32 words (several chunks per row), odd widths, the
+ * cross, the full box and a structure without the x-neighbours (units are
+ * voxels, not runs), batch axes; and the benchmark's 256^3 blobs (random
+ * blobs on a grid every 16 voxels, as bench.c draws them). */
+static void test_gpu_label_rows(void **state) {
+  gpu_state *s = *state;
+  SKIP_WITHOUT_CUDA(s);
+  ndf_ctx *ctx = s->ctx;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed + 5);
+  static const struct { int nd, batch; int64_t shape[4]; } g[] = {
+      {2, 0, {5, 5000}}, {3, 1, {2, 3, 2100}}, {2, 0, {300, 1}}, {3, 0, {20, 30, 1}}, {3, 0, {7, 9, 33}},
+      {3, 0, {4, 6, 1025}}, {4, 1, {2, 5, 7, 96}}, {4, 0, {3, 4, 5, 70}}, {1, 0, {4099}}, {3, 0, {256, 256, 256}},
+  };
+  int failed = 0;
+  for (size_t k = 0; k < sizeof g / sizeof g[0]; k++) {
+    const int nsp = g[k].nd - g[k].batch, bench = g[k].shape[0] == 256;
+    tu_array in;
+    assert_int_equal(tu_array_alloc(&in, NDF_BOOL, g[k].nd, g[k].shape), 0);
+    if (bench) { /* trilinear noise on a 16-voxel grid, above 0 */
+      const int64_t n0 = 256 / 16 + 2;
+      double *c = malloc((size_t)(n0 * n0 * n0) * sizeof *c);
+      for (int64_t i = 0; i < n0 * n0 * n0; i++) c[i] = tu_rng_unif(&r) * 2 - 1;
+      for (int64_t i = 0; i < 256 * 256 * 256; i++) {
+        const int64_t p[3] = {i >> 16, (i >> 8) & 255, i & 255};
+        double v = 0;
+        for (int q = 0; q < 8; q++) {
+          double w = 1;
+          int64_t at = 0;
+          for (int d = 0; d < 3; d++) {
+            const int hi = (q >> d) & 1;
+            const double f = (double)(p[d] % 16) / 16;
+            w *= hi ? f : 1 - f;
+            at = at * n0 + p[d] / 16 + hi;
+          }
+          v += w * c[at];
+        }
+        ((uint8_t *)in.arr.data)[i] = v > 0;
+      }
+      free(c);
+    } else {
+      fill_binary(&in.arr, &r, g[k].batch);
+    }
+    for (int sk = 0; sk < 3; sk++) {
+      if (bench && sk == 2) continue;
+      tu_array st;
+      int64_t es[NDF_MAX_SPATIAL];
+      for (int d = 0; d < nsp; d++) es[d] = 3;
+      assert_int_equal(tu_array_alloc(&st, NDF_UINT8, nsp, es), 0);
+      assert_int_equal(ndf_generate_binary_structure(nsp, sk == 1 ? nsp : 1, &st.arr), NDF_OK);
+      const int64_t ns = ndf_array_size(&st.arr);
+      if (sk == 2 && ns > 1) { /* the x-neighbours off: every foreground voxel is its own unit */
+        tu_set(&st.arr, ns / 2 - 1, 0);
+        tu_set(&st.arr, ns / 2 + 1, 0);
+      }
+      char sh[96], desc[256];
+      snprintf(desc, sizeof desc, "label %s batch=%d structure=%s", shape_text(g[k].shape, g[k].nd, sh, sizeof sh),
+               g[k].batch, sk == 0 ? "cross" : sk == 1 ? "full" : "cross without x");
+      failed += label_pair(ctx, &in, &st.arr, g[k].batch, desc);
+      tu_array_free(&st);
+    }
+    tu_array_free(&in);
+  }
+  assert_int_equal(failed, 0);
+}
+
 /* Rejected inputs on CUDA arrays: a status, a message naming the argument,
  * and the output untouched. */
 static void test_gpu_contract(void **state) {
@@ -794,6 +903,7 @@ int main(void) {
       cmocka_unit_test(test_gpu_flood),
       cmocka_unit_test(test_gpu_random_cases),
       cmocka_unit_test(test_gpu_label),
+      cmocka_unit_test(test_gpu_label_rows),
   };
   int rc = cmocka_run_group_tests(tests, group_setup, group_teardown);
   return rc;

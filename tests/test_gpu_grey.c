@@ -379,6 +379,101 @@ static void test_gpu_large_footprints(void **state) {
   assert_int_equal(failed, 0);
 }
 
+/* Non-box elements on the GPU by shape: crosses, diamonds and balls of
+ * radius 1-3 (grey_fp, the taps from shared memory), in 1-4 spatial axes
+ * (a 4th axis the element does not reach), with batch axes, origins, every
+ * mode, flat and non-flat, every dtype width (cp.async staging for 4- and
+ * 8-byte types); and the elements grey_fp leaves to grey_taps: more than 256
+ * taps, extents over 7, taps on a 4th spatial axis. */
+static void test_gpu_footprint_shapes(void **state) {
+  gpu_state *s = *state;
+  SKIP_WITHOUT_CUDA(s);
+  tu_rng r;
+  tu_rng_seed(&r, s->seed + 6);
+  static const struct { int nd, batch; int64_t shape[5]; } geo[] = {
+      {3, 0, {37, 70, 131}}, {3, 1, {3, 45, 200}}, {2, 0, {300, 77}}, {2, 1, {4, 999}}, {4, 0, {3, 9, 20, 70}},
+      {5, 1, {2, 3, 5, 17, 40}},
+  };
+  static const ndf_dtype dts[] = {NDF_FLOAT32, NDF_FLOAT64, NDF_UINT8, NDF_INT16, NDF_UINT32, NDF_INT64};
+  int failed = 0, ncase = 0;
+  for (size_t gi = 0; gi < sizeof geo / sizeof geo[0]; gi++)
+    for (int shape_kind = 0; shape_kind < 7; shape_kind++) {
+      /* 0 cross r1, 1 diamond r2, 2 ball r3, 3 random 7^3 > 256 taps, 4 cross r4 (extent 9),
+       * 5 4-axis cross (taps on the 4th axis), 6 random thin element, 1 x 3 x ... */
+      gcase c;
+      memset(&c, 0, sizeof c);
+      ndf_grey_options_init(&c.o);
+      c.nd = geo[gi].nd;
+      c.batch = geo[gi].batch;
+      c.nsp = c.nd - c.batch;
+      memcpy(c.shape, geo[gi].shape, sizeof geo[gi].shape);
+      if ((shape_kind == 3 && c.nsp != 3) || (shape_kind == 5 && c.nsp != 4)) continue;
+      const int rad = shape_kind == 0 || shape_kind == 5 ? 1 : shape_kind == 1 ? 2 : shape_kind == 4 ? 4 : 3;
+      int64_t es[NDF_MAX_SPATIAL], ntap = 1;
+      for (int d = 0; d < c.nsp; d++) {
+        es[d] = 2 * rad + 1;
+        if (c.nsp == 4 && d == 0 && shape_kind != 5) es[d] = 1; /* the 4th axis untouched */
+        if (shape_kind == 6) es[d] = c.nsp == 4 && d == 0 ? 1 : tu_rng_int(&r, 2, 4);
+        ntap *= es[d];
+      }
+      assert_int_equal(tu_array_alloc(&c.fp, NDF_BOOL, c.nsp, es), 0);
+      int any = 0;
+      for (int64_t k = 0; k < ntap; k++) {
+        int64_t q = k, l1 = 0, l2 = 0, nz = 0;
+        for (int d = c.nsp - 1; d >= 0; d--) {
+          const int64_t o = q % es[d] - es[d] / 2;
+          q /= es[d];
+          l1 += o < 0 ? -o : o;
+          l2 += o * o;
+          nz += o != 0;
+        }
+        int on = shape_kind == 2 ? l2 <= rad * rad : shape_kind == 3 ? tu_rng_chance(&r, 0.9)
+                 : shape_kind == 6 ? tu_rng_chance(&r, 0.6) : shape_kind == 1 ? l1 <= rad : nz <= 1;
+        any |= on;
+        tu_set(&c.fp.arr, k, on);
+      }
+      if (!any) tu_set(&c.fp.arr, 0, 1);
+      if (shape_kind == 6) tu_set(&c.fp.arr, ntap - 1, 0); /* not a box */
+      int box = 1; /* a full box runs the box kernels (1-D crosses, balls) */
+      for (int64_t k = 0; k < ntap; k++) box &= tu_get(&c.fp.arr, k) != 0;
+      c.o.footprint = &c.fp.arr;
+      c.dt = dts[ncase % (int)(sizeof dts / sizeof dts[0])];
+      c.op = ncase % 2 ? TU_OP_DILATION : TU_OP_EROSION;
+      c.o.mode = (ndf_mode)(ncase % NDF_MODE_COUNT);
+      c.o.cval = tu_is_float(c.dt) ? -3.5 : 5;
+      c.o.batch_dims = c.batch;
+      if (ncase % 3 == 1) {
+        c.o.norigin = c.nsp;
+        for (int d = 0; d < c.nsp; d++) c.o.origin[d] = tu_rng_int(&r, -(es[d] / 2), (es[d] - 1) / 2);
+      }
+      if (ncase % 4 == 2) { /* non-flat */
+        assert_int_equal(tu_array_alloc(&c.st, NDF_FLOAT64, c.nsp, es), 0);
+        for (int64_t k = 0; k < ntap; k++) tu_set(&c.st.arr, k, (double)tu_rng_int(&r, -40, 40) / 4);
+        c.o.structure = &c.st.arr;
+      }
+      char sh[96];
+      size_t w = 0;
+      for (int i = 0; i < c.nd; i++) w += (size_t)snprintf(sh + w, sizeof sh - w, "%s%lld", i ? "x" : "", (long long)c.shape[i]);
+      static const char *kn[] = {"cross r1", "diamond r2", "ball r3", "random 7^3 >256 taps", "cross r4",
+                                 "4-axis cross", "random thin"};
+      snprintf(c.desc, sizeof c.desc, "%s %s shape=%s batch=%d %s%s%s mode=%s", tu_op_name(c.op), ndf_dtype_name(c.dt),
+               sh, c.batch, kn[shape_kind], c.o.norigin ? " origin" : "", c.o.structure ? " non-flat" : "",
+               ndf_mode_name(c.o.mode));
+      double g, cp;
+      const int lay = ncase % 5 == 3 ? (TU_LAYOUT_PADDED | TU_LAYOUT_NEGATIVE) : TU_LAYOUT_C;
+      const int fp = shape_kind <= 2 || shape_kind == 6; /* else grey_taps */
+      const uint64_t mark = tu_klog_mark(s->ctx);
+      if (run_gpu_case(s, &c, &r, lay, ncase % 7 == 4 ? TU_LAYOUT_PADDED : TU_LAYOUT_C, 1, &g, &cp) != 0 ||
+          (!box && tu_klog_check(s->ctx, mark, fp ? "ndf_grey_fp" : "ndf_grey_taps", 1, c.desc)) ||
+          (!box && !fp && tu_klog_check(s->ctx, mark, "ndf_grey_fp", 0, c.desc)))
+        failed++;
+      else printf("  %s: GPU %.2f ms (first call), CPU %.1f ms\n", c.desc, g, cp);
+      gcase_free(&c);
+      ncase++;
+    }
+  assert_int_equal(failed, 0);
+}
+
 /* The benchmark shapes at small scale. */
 static void test_gpu_benchmark_shapes(void **state) {
   gpu_state *s = *state;
@@ -958,6 +1053,7 @@ int main(void) {
       cmocka_unit_test(test_gpu_rejections),
       cmocka_unit_test(test_gpu_every_dtype_and_mode),
       cmocka_unit_test(test_gpu_large_footprints),
+      cmocka_unit_test(test_gpu_footprint_shapes),
       cmocka_unit_test(test_gpu_benchmark_shapes),
       cmocka_unit_test(test_gpu_random_cases),
       cmocka_unit_test(test_gpu_algorithms),

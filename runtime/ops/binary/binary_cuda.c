@@ -767,35 +767,73 @@ done:
 
 /* ---- label ------------------------------------------------------------------------------- */
 
-#define LABEL_E 2048
+#define LABEL_E 2048 /* rows per block of the row prefix (templates/label.cu) */
+#define LABEL_BT 10  /* ints per backward neighbour row: row offset, x-offset mask, d[NDF_MAX_SPATIAL] */
 
 /*
- * scipy.ndimage.label on CUDA arrays.  The input is packed (binary_pack.cu)
- * and its components found by binary_ccl.cu's union-find (init with runs
- * along x linked, unite through the structure's backward half, compress):
- * every root is its component's least flat index, its first voxel in raster
- * order.  templates/label.cu then numbers the roots per image (prefix
- * counts) and writes the labels.  cap is the largest label the output dtype
- * holds; the per-image counts are read back before the output is written.
+ * scipy.ndimage.label on CUDA arrays, by runs (templates/label.cu): the input
+ * is packed (binary_pack.cu), the units (runs along x within pieces of 32
+ * words of a row when the structure links x-neighbours, else voxels) joined
+ * by a union-find over their first voxels, the roots counted per piece and
+ * numbered in raster order, and the
+ * labels written.  The host reads the per-image counts once, before the
+ * labels are written (cap: the largest label the output dtype holds).
+ *
+ * The backward half of the structure (taps, raster order) becomes a table
+ * of neighbour rows: for each offset of the axes but the last that occurs,
+ * its flat row offset and the set of x offsets (bit t + 1 for t in -1..1).
  */
-static ndf_status label_kernels(bdev *b, const ndf_array *in, const ndf_array *out, const int32_t *taps, int64_t ntaps,
-                                bstep *st, CUfunction *fn, CUfunction *fpack) {
+static int32_t *label_rows(const bdev *b, const int32_t *taps, int64_t ntaps, int *nbt, int *linkx) {
+  const int nsp = b->nsp;
+  int32_t *tab = calloc((size_t)(ntaps + 1) * LABEL_BT, sizeof *tab);
+  if (!tab) return NULL;
+  *nbt = 0;
+  *linkx = 0;
+  for (int64_t k = 0; k < ntaps; k++) {
+    const int32_t *t = taps + k * nsp;
+    int lead = 0;
+    for (int d = 0; d < nsp - 1; d++) lead |= t[d] != 0;
+    if (!lead) { /* (0, ..., 0, -1): runs along x are the units */
+      *linkx |= t[nsp - 1] == -1;
+      continue;
+    }
+    int e = 0;
+    for (; e < *nbt; e++) {
+      int same = 1;
+      for (int d = 0; d < nsp - 1; d++) same &= tab[e * LABEL_BT + 2 + d] == t[d];
+      if (same) break;
+    }
+    if (e == *nbt) {
+      int64_t off = 0, rs = 1;
+      for (int d = nsp - 2; d >= 0; d--) {
+        off += (int64_t)t[d] * rs;
+        rs *= b->shape[b->ndim - nsp + d];
+      }
+      tab[e * LABEL_BT] = (int32_t)off;
+      for (int d = 0; d < nsp - 1; d++) tab[e * LABEL_BT + 2 + d] = t[d];
+      (*nbt)++;
+    }
+    tab[e * LABEL_BT + 1] |= 1 << (t[nsp - 1] + 1);
+  }
+  return tab;
+}
+
+static ndf_status label_kernels(bdev *b, const ndf_array *in, const ndf_array *out, CUfunction *fn, CUfunction *fpack) {
   ndf__kernel_req req;
   ndf__req_label(&req, ndf__dtype_ctype(out->dtype));
   ndf_status s = bget(b, &req, fn);
   if (s == NDF_OK) s = get_pack(b, in, fpack);
-  if (s == NDF_OK) s = ccl_prepare(b, taps, ntaps, st);
   return s;
 }
 
 ndf_status ndf__label_cuda_warm(ndf__warm *w, ndf_ctx *ctx, const char *name, const ndf_array *in,
                                 const ndf_array *out, const int32_t *taps, int64_t ntaps, int batch_dims) {
   bdev b;
-  bstep st;
-  memset(&st, 0, sizeof st);
   CUfunction fn, fpack;
+  (void)taps;
+  (void)ntaps;
   ndf_status s = bdev_init(&b, ctx, name, in, batch_dims, 0, 0, w);
-  if (s == NDF_OK) s = label_kernels(&b, in, out, taps, ntaps, &st, &fn, &fpack);
+  if (s == NDF_OK) s = label_kernels(&b, in, out, &fn, &fpack);
   return s;
 }
 
@@ -804,48 +842,62 @@ ndf_status ndf__label_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, 
   ndf_status s = ndf__ctx_bind(ctx);
   if (s != NDF_OK) return s;
   const int64_t n = ndf_array_size(in);
-  if (n >= INT32_MAX - 2 * LABEL_E)
+  if (n >= INT32_MAX - 64)
     return ndf__error(ctx, NDF_ENOTSUP, "%s: inputs of 2^31 elements or more are not supported yet", name);
   int64_t nimg = 1;
   for (int d = 0; d < batch_dims; d++) nimg *= in->shape[d];
   CUfunction fn, fpack;
   bdev b;
-  bstep st;
-  memset(&st, 0, sizeof st);
-  CUdeviceptr scratch = 0;
-  int32_t *counts = NULL;
-  /* Packed input in b.mask (the x of the components' kernels too). */
+  CUdeviceptr scratch = 0, bt = 0;
+  int32_t *counts = NULL, *tab = NULL;
+  /* Packed input in b.mask. */
   if ((s = bdev_init(&b, ctx, name, in, batch_dims, 1, 0, NULL)) != NDF_OK) return s;
   (void)nsp;
-  if ((s = label_kernels(&b, in, out, taps, ntaps, &st, &fn, &fpack)) != NDF_OK) goto done;
+  if ((s = label_kernels(&b, in, out, &fn, &fpack)) != NDF_OK) goto done;
 
   ndf__label_params p;
   memset(&p, 0, sizeof p);
+  int nbt = 0, linkx = 0;
+  if (!(tab = label_rows(&b, taps, ntaps, &nbt, &linkx))) {
+    s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+    goto done;
+  }
+  if ((s = ndf__device_table(ctx, tab, (size_t)(nbt + 1) * LABEL_BT * sizeof *tab, &bt)) != NDF_OK) goto done;
   p.out = (CUdeviceptr)(uintptr_t)out->data;
+  p.bits = b.mask;
+  p.bt = bt;
   p.ndim = in->ndim;
+  p.nsp = b.nsp;
   for (int d = 0; d < in->ndim; d++) {
     p.shape[d] = in->shape[d];
     p.ostr[d] = out->strides[d];
   }
-  p.n = (int)n;
-  p.per = (int)(n / nimg);
+  for (int d = 0; d < b.nsp; d++) p.sshape[d] = in->shape[in->ndim - b.nsp + d];
+  p.nx = (int)b.nx;
+  p.nw = (int)b.nw;
+  p.nrows = (int)b.nrows;
+  p.nseg = (int)((b.nw + 31) / 32);
+  const int64_t npieces = b.nrows * p.nseg; /* <= the words, < 2^31 */
+  p.rpi = (int)(npieces / nimg);
   p.nimg = (int)nimg;
-  p.nblk = (int)((n + LABEL_E - 1) / LABEL_E);
-  const size_t nb = ((size_t)n * 4 + 255) & ~(size_t)255, bb = ((size_t)(p.nblk + 1) * 4 + 255) & ~(size_t)255;
-  const size_t ib = ((size_t)(nimg + 1) * 4 + 255) & ~(size_t)255;
-  if ((s = ndf__scratch_alloc(ctx, 2 * nb + bb + ib, &scratch)) != NDF_OK) goto done;
+  p.nblk = (int)((npieces + LABEL_E - 1) / LABEL_E);
+  p.nbt = nbt;
+  p.linkx = linkx;
+  p.G = 1;
+  while (p.G < 32 && p.G < p.nw) p.G *= 2;
+  const size_t nb = ((size_t)n * 4 + 255) & ~(size_t)255, rb = ((size_t)(npieces + 1) * 4 + 255) & ~(size_t)255;
+  const size_t bb = ((size_t)(p.nblk + 1) * 4 + 255) & ~(size_t)255, ib = ((size_t)(nimg + 1) * 4 + 255) & ~(size_t)255;
+  if ((s = ndf__scratch_alloc(ctx, nb + rb + bb + ib, &scratch)) != NDF_OK) goto done;
   p.parent = scratch;
-  p.rank = scratch + nb;
-  p.bsum = scratch + 2 * nb;
-  p.base = scratch + 2 * nb + bb;
-  ndf__ccl_params cp;
-  ccl_params(&b, &st, b.mask, b.mask, b.buf[0], p.parent, 0, 0, &cp);
+  p.cnt = scratch + nb;
+  p.bsum = scratch + nb + rb;
+  p.base = scratch + nb + rb + bb;
   if ((s = pack(&b, fpack, in, b.mask, 0)) != NDF_OK) goto done;
-  if ((s = ccl_run(&b, &st, &cp, 0, 2)) != NDF_OK) goto done; /* init, unite, compress */
-  const int64_t label_blocks[4] = {p.nblk, 1, p.nblk, (nimg + 1 + 255) / 256};
-  for (int k = 0; k < 4 && s == NDF_OK; k++) { /* count, scan, rank, base */
+  const int64_t ppw = 32 / p.G, row_blocks = ((npieces + ppw - 1) / ppw + 7) / 8; /* 8 warps per block */
+  const int64_t blocks[7] = {row_blocks, row_blocks, row_blocks, p.nblk, 1, p.nblk, row_blocks};
+  for (int k = 0; k < 7 && s == NDF_OK; k++) { /* init, unite, compress, bsum, scan, rowpre, rank */
     p.phase = k;
-    s = launch(&b, fn, label_blocks[k], &p);
+    s = launch(&b, fn, blocks[k], &p);
   }
   if (s != NDF_OK) goto done;
   counts = malloc((size_t)(nimg + 1) * sizeof *counts);
@@ -862,12 +914,13 @@ ndf_status ndf__label_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, 
                      name, (long long)(counts[i + 1] - counts[i]), ndf_dtype_name(out->dtype));
       goto done;
     }
-  p.phase = 4; /* write */
-  if ((s = launch(&b, fn, (n + 255) / 256, &p)) != NDF_OK) goto done;
+  p.phase = 7; /* write */
+  if ((s = launch(&b, fn, row_blocks, &p)) != NDF_OK) goto done;
   if (num_features)
     for (int64_t i = 0; i < nimg; i++) num_features[i] = counts[i + 1] - counts[i];
 done:
   free(counts);
+  free(tab);
   if (scratch) ndf__scratch_free(ctx, scratch);
   bdev_free(&b);
   return s;

@@ -8,8 +8,10 @@
  *          or grey.box=classic) + one line pass per other spatial axis
  *          with extent > 1;
  *   other flat boxes -> one line pass per axis with extent > 1;
- *   any other element (or algorithm direct) -> grey_taps with the element's
- *       tap table; algorithm decomposed runs its steps (grey.c).
+ *   any other element (or algorithm direct) -> grey_fp (taps from shared
+ *       memory) where its taps lie on the last three spatial axes within 7
+ *       per axis, at most 256 of them; else grey_taps with the element's tap
+ *       table; algorithm decomposed runs its steps (grey.c).
  * A line pass is grey_line (van Herk/Gil-Werman, constant cost) for
  * algorithm vhgw, or auto from extent NDF__VHGW_MIN_CUDA on: there
  * grey_linew (last axis: one warp per chunk, doubling in registers) and
@@ -53,6 +55,56 @@ static void req_line(ndf__kernel_req *r, ndf_dtype dtype, ndf__minmax op, ndf_mo
 
 static void req_box(ndf__kernel_req *r, ndf_dtype dtype, ndf__minmax op, ndf_mode mode, const int k[3], int zc) {
   ndf__req_grey_box(r, dtype, (int)op, (int)mode, k[0], k[1], k[2], BOX_TY, BOX_VX, zc, (int)ndf_dtype_size(dtype));
+}
+
+/* grey_fp (templates/grey_fp.cu): any element whose taps lie on the last
+ * three spatial axes within FP_MAX per axis, at most FP_MAXTAPS taps; the
+ * staging of grey_box, the taps from shared memory.  Where it does not apply
+ * (larger elements, taps on a fourth spatial axis) grey_taps runs. */
+#define FP_MAX 7
+#define FP_MAXTAPS 256
+/* The element's extent (*k) and least offset (*lo) on the Z, Y, X roles; 0
+ * when grey_fp does not apply. */
+static int fp_geometry(const ndf__grey_geom *g, int k[3], int lo[3]) {
+  const int nsp = g->nsp;
+  if (g->is_box || g->ntaps < 1 || g->ntaps > FP_MAXTAPS) return 0;
+  for (int i = 0; i < 3; i++) { k[i] = 1; lo[i] = 0; }
+  for (int d = 0; d < nsp; d++) {
+    int32_t mn = INT32_MAX, mx = INT32_MIN;
+    for (int64_t t = 0; t < g->ntaps; t++) {
+      const int32_t o = g->taps[t * nsp + d];
+      mn = o < mn ? o : mn;
+      mx = o > mx ? o : mx;
+    }
+    const int role = d - (nsp - 3); /* 0 Z, 1 Y, 2 X; < 0: an axis in front of them */
+    if (role < 0) {
+      if (mn != 0 || mx != 0) return 0;
+      continue;
+    }
+    if ((int64_t)mx - mn + 1 > FP_MAX) return 0;
+    k[role] = (int)(mx - mn + 1);
+    lo[role] = (int)mn;
+  }
+  /* The kernel folds the taps in the table's order, plane by plane: raster order (grey.c's). */
+  for (int64_t t = 1; t < g->ntaps; t++) {
+    int cmp = 0;
+    for (int d = 0; d < nsp && !cmp; d++) {
+      const int32_t a = g->taps[(t - 1) * nsp + d], b = g->taps[t * nsp + d];
+      cmp = a < b ? -1 : a > b;
+    }
+    if (cmp >= 0) return 0;
+  }
+  return 1;
+}
+
+static void req_fp(ndf__kernel_req *r, ndf_dtype dtype, const ndf__grey_geom *g, const int k[3], int zc) {
+  double lo, hi;
+  ndf__dtype_range(dtype, &lo, &hi);
+  char t_lo[64], t_hi[64];
+  snprintf(t_lo, sizeof t_lo, "%.1f", ndf__dtype_is_float(dtype) ? 0.0 : lo);
+  snprintf(t_hi, sizeof t_hi, "%.1f", ndf__dtype_is_float(dtype) ? 0.0 : hi);
+  ndf__req_grey_fp(r, dtype, (int)g->op, (int)g->mode, k[0], k[1], k[2], BOX_TY, BOX_VX, zc, (int)ndf_dtype_size(dtype),
+                   g->has_weights, kind_of(dtype), t_lo, t_hi);
 }
 
 /* A tunable (tune.h) of a grey call: w = (dtype, spatial axes, n, k) with
@@ -248,6 +300,14 @@ int ndf__grey_cuda_requests(ndf_ctx *ctx, const ndf__grey_geom *g, ndf_dtype dty
     }
   }
   int need_taps = !g->is_box;
+  {
+    int k[3], lo[3];
+    if (fp_geometry(g, k, lo)) {
+      need_taps = 0;
+      if (n < max) req_fp(&reqs[n++], dtype, g, k, 32);
+      if (n < max) req_fp(&reqs[n++], dtype, g, k, 4);
+    }
+  }
   for (int d = 0; d < g->nsp - nf; d++)
     need_taps |= g->box[d] > 1 && line_kind(ctx, dtype, g, g->box[d], 64, ndf_dtype_size(dtype), d == g->nsp - 1) == LK_TAPS;
   if (need_taps && n < max) req_taps(&reqs[n++], dtype, g->nsp, g->op, g->mode, g->has_weights);
@@ -583,11 +643,76 @@ static ndf_status run_boxd(ndf_ctx *ctx, const char *name, ndf_dtype dtype, cons
   return ndf__boxd_launch(ctx, name, fn, ndf__grid(ctx, ntx * nty * ntz * nouter, 8), BOXD_XT, BOXD_NRC, 0, &p);
 }
 
+/* grey_fp over the last three axes of the array (the axes roles of run_box;
+ * k, lo from fp_geometry). */
+static ndf_status run_fp(ndf_ctx *ctx, const char *name, ndf_dtype dtype, const void *in, const int64_t *istr,
+                         void *out, const int64_t *ostr, const int64_t *shape, int ndim, const ndf__grey_geom *g,
+                         const int k[3], const int lo[3]) {
+  const int nsp = g->nsp;
+  const int64_t nt = g->ntaps;
+  int64_t ext[3], is[3], os[3];
+  for (int i = 0; i < 3; i++) {
+    int d = ndim - 3 + i;
+    ext[i] = d >= 0 ? shape[d] : 1;
+    is[i] = d >= 0 ? istr[d] : 0;
+    os[i] = d >= 0 ? ostr[d] : 0;
+  }
+  int nb = ndim < 3 ? 0 : ndim - 3; /* outer axes: batch + spatial axes the element does not reach */
+  int64_t nouter = 1;
+  for (int d = 0; d < nb; d++) nouter *= shape[d];
+  /* Table: wcast[nt] (f64, weighted only) | taps[nt] as (dy << 8) | dx; zs: taps per Z plane. */
+  const size_t wbytes = g->has_weights ? (size_t)nt * sizeof(double) : 0;
+  unsigned char *tab = calloc(1, wbytes + (size_t)nt * sizeof(int32_t));
+  if (!tab) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+  if (wbytes) memcpy(tab, g->w_cast, wbytes);
+  int32_t *tp = (int32_t *)(tab + wbytes);
+  ndf__fp_params p = {0};
+  for (int64_t t = 0; t < nt; t++) {
+    int c[3];
+    for (int i = 0; i < 3; i++) {
+      const int d = nsp - 3 + i;
+      c[i] = d >= 0 ? g->taps[t * nsp + d] - lo[i] : 0;
+    }
+    tp[t] = (c[1] << 8) | c[2];
+    p.zs[c[0] + 1]++;
+  }
+  for (int i = 0; i < 7; i++) p.zs[i + 1] += p.zs[i];
+  CUdeviceptr dt = 0;
+  ndf_status s = ndf__device_table(ctx, tab, wbytes + (size_t)nt * sizeof(int32_t), &dt);
+  free(tab);
+  if (s != NDF_OK) return s;
+  const int64_t xt = 32 * BOX_VX;
+  const int zc = box_zc(ctx, shape, ndim);
+  ndf__kernel_req req;
+  req_fp(&req, dtype, g, k, zc);
+  CUfunction fn;
+  s = ndf__jit_get(ctx, name, &req, &fn);
+  if (s != NDF_OK) return s;
+  p.in = NDF__DPTR(in);
+  p.out = NDF__DPTR(out);
+  SET_BOX_AXES(p, ext, is, os, lo, nb, shape, istr, ostr);
+  p.ntx = (ext[2] + xt - 1) / xt;
+  p.nty = (ext[1] + BOX_TY - 1) / BOX_TY;
+  p.ntz = (ext[0] + zc - 1) / zc;
+  p.nouter = nouter;
+  p.ntaps = (int)nt;
+  p.taps = dt + wbytes;
+  p.wfirst = g->has_weights ? g->w_first[0] : 0.0;
+  p.wcast = g->has_weights ? dt : 0;
+  p.cval = g->cval;
+  return ndf__fp_launch(ctx, name, fn, ndf__grid(ctx, p.ntx * p.nty * p.ntz * nouter, 32), 32, BOX_TY, 0, &p);
+}
+
 ndf_status ndf__grey_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
                           const ndf__grey_geom *g) {
   ndf_status s = ndf__ctx_bind(ctx);
   if (s != NDF_OK) return s;
   const int ndim = in->ndim, nsp = g->nsp;
+  if (!g->is_box) {
+    int k[3], lo[3];
+    if (fp_geometry(g, k, lo) && plane_offsets_fit(in->shape, in->strides, ndim))
+      return run_fp(ctx, name, in->dtype, in->data, in->strides, out->data, out->strides, in->shape, ndim, g, k, lo);
+  }
   if (!g->is_box)
     return run_taps(ctx, name, in->dtype, in->data, in->strides, out->data, out->strides, in->shape, ndim, g,
                     g->ntaps, g->taps, g->w_first, g->w_cast);
