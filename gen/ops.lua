@@ -296,6 +296,14 @@ return {
                    default = "euclidean" }, SAMPLING, BATCH },
       cli = { adapter = "bf", options = { "metric", "sampling", "indices", "batch-dims" } },
       bench = { { id = "BF", key = "bf" } } },
+    { name = "distance_edt_pass", family = "distance", entry = "ndf_distance_edt_pass",
+      doc = "one pass of distance_transform_edt along one axis, on a caller's state (squared distances, features)",
+      inputs = { { name = "sqdist", dtypes = { "float64" }, doc = "in place: 0 on the background, +inf elsewhere before the first pass" },
+                 { name = "features", dtypes = { "int64" }, optional = true, doc = "in place: the features' ids" } },
+      outputs = { { name = "sqdist", dtype = "float64", doc = "the input, updated in place" } },
+      params = { { name = "axis", type = "int", required = true, doc = "the axis of the lines" },
+                 { name = "sampling", type = "float", default = 1.0, doc = "the spacing along axis" } },
+      nowarm = "one small kernel per call shape, compiled at the first call (ndforge.dask's separable transform)" },
 
     -- Euler characteristic curves and transforms (commands of their own)
     { name = "euler_characteristic_curve", family = "ecc", entry = "ndf_euler_characteristic_curve",

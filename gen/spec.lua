@@ -453,6 +453,36 @@ return {
       },
     },
     {
+      -- ndf_distance_edt_pass: one pass on a caller's state (runtime/ops/distance/distance_pass_cuda.c)
+      name = "distance_edt_pass",
+      file = "templates/distance_edt_pass.cu",
+      kernels = { "ndf_edt_pass" },
+      args = { "HAS_F:0|1" },
+      params = {
+        ndf_edt_pass_params = {
+          { "w", "f64*", "squared distances (+inf: no feature), in place" },
+          { "f", "i64*", "HAS_F: the features, in place" },
+          { "sv", "i32*", "envelopes: position, W, feature of site l of a line at [l * nlines + line]" },
+          { "sw", "f64*" },
+          { "sf", "i64*", "HAS_F only" },
+          { "nlines", "i64", "lines of the pass; their length" },
+          { "n", "i64" },
+          { "s", "f64", "sampling along the axis" },
+          { "nd", "i32", "axes of the arrays; the axis of the lines" },
+          { "axis", "i32" },
+          { "shape", "i64[NDF_MAX_NDIM]" },
+          { "wstr", "i64[NDF_MAX_NDIM]", "element strides of w and f" },
+          { "fstr", "i64[NDF_MAX_NDIM]" },
+        },
+      },
+      slots = {
+        HAS_F = "1: features are carried",
+      },
+      families = {
+        { HAS_F = { "0", "1" } },
+      },
+    },
+    {
       name = "distance_cdt",
       file = "templates/distance_cdt.cu",
       kernels = { "ndf_cdt_lines", "ndf_cdt_rows", "ndf_cdt_seg", "ndf_cdt_ctile" },

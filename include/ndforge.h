@@ -623,6 +623,36 @@ NDF_API ndf_status ndf_distance_transform_cdt(ndf_ctx *ctx, const ndf_array *inp
 NDF_API ndf_status ndf_distance_transform_bf(ndf_ctx *ctx, const ndf_array *input, ndf_array *distances,
                                              ndf_array *indices, const ndf_distance_options *opt);
 
+/*
+ * ndf_distance_edt_pass: one of distance_transform_edt's passes, on a state the
+ * caller keeps -- the building block that transforms a volume in pieces
+ * (ndforge.dask runs the passes of spatial axes 0, 1, ..., n-1 in turn, each
+ * on chunks that hold whole lines along its axis).
+ *   sqdist    float64, in place: per voxel the squared distance over the axes
+ *             passed so far to its feature, +inf where it has none yet.
+ *             Before the first pass: 0 on the background, +inf elsewhere.
+ *   features  NULL, or int64 shaped like sqdist on its device, in place: an
+ *             id of each voxel's feature (any value >= 0; ndforge.dask uses
+ *             the background voxel's flat index), read and written where
+ *             sqdist is finite; elsewhere neither read nor written.
+ *   axis      the axis of the lines (any axis of the arrays; the others only
+ *             enumerate lines, so batch axes need nothing).
+ *   sampling  the spacing along axis (finite, > 0).
+ * A pass solves, on every line along axis, out(i) = min over finite x of
+ * sqdist(x) + ((x - i) * sampling)^2 with scipy's arithmetic and ties (the
+ * lower envelope of distance_transform_edt), so after the passes of every
+ * spatial axis in order, sqrt(sqdist) and the features are
+ * distance_transform_edt's distances and nearest background voxels bit for
+ * bit, whatever pieces the passes ran on.  A line without a finite value is
+ * left as it is (an image without background: scipy's distances then come
+ * from the virtual feature (-1, 0, ..., 0), which this op does not make).
+ * sqdist values must be >= 0 or +inf: the CPU backend refuses others
+ * (NDF_EINVAL, nothing written); on CUDA arrays they are not checked and
+ * give an unspecified result.  Any strides; CPU and CUDA arrays.
+ */
+NDF_API ndf_status ndf_distance_edt_pass(ndf_ctx *ctx, ndf_array *sqdist, ndf_array *features, int axis,
+                                         double sampling);
+
 /* ------------------------------------------------------------------------ */
 /* Entropic optimal transport (batched Sinkhorn)                              */
 

@@ -405,6 +405,99 @@ static void test_no_background(void **state) {
   tu_array_free(&m);
 }
 
+/* ndf_distance_edt_pass: the passes of every axis, each on random pieces of
+ * lines, give distance_transform_edt's distances (sqrt, bit for bit) and
+ * indices, with and without sampling; bad values and arguments are refused
+ * with nothing written. */
+static void test_edt_pass(void **state) {
+  ndf_ctx *ctx = ctx_of(state);
+  tu_rng r;
+  tu_rng_seed(&r, tu_seed("NDF_TEST_SEED") + 11);
+  for (int k = 0; k < 24; k++) {
+    const int nd = 1 + k % 3;
+    int64_t sh[3] = {1, 1, 1}, n = 1;
+    double samp[3];
+    for (int d = 0; d < nd; d++) {
+      sh[d] = tu_rng_int(&r, 1, 20);
+      n *= sh[d];
+      samp[d] = k % 2 ? 0.5 + 2.0 * tu_rng_unif(&r) : 1.0;
+    }
+    tu_array m, w, f, dist, idx;
+    assert_int_equal(tu_array_alloc(&m, NDF_UINT8, nd, sh), 0);
+    const double p = k % 4 == 3 ? 0.97 : 0.6;
+    for (int64_t i = 0; i < n; i++) tu_set(&m.arr, i, tu_rng_chance(&r, p));
+    tu_set(&m.arr, tu_rng_int(&r, 0, n - 1), 0); /* some background */
+    assert_int_equal(tu_array_alloc(&w, NDF_FLOAT64, nd, sh), 0);
+    assert_int_equal(tu_array_alloc(&f, NDF_INT64, nd, sh), 0);
+    for (int64_t i = 0; i < n; i++) {
+      const int fg = tu_get(&m.arr, i) != 0;
+      ((double *)w.arr.data)[i] = fg ? INFINITY : 0.0;
+      ((int64_t *)f.arr.data)[i] = fg ? -1 : i;
+    }
+    const int64_t ish[4] = {nd, sh[0], sh[1], sh[2]};
+    assert_int_equal(tu_array_alloc(&dist, NDF_FLOAT64, nd, sh), 0);
+    assert_int_equal(tu_array_alloc(&idx, NDF_INT32, nd + 1, ish), 0);
+    ndf_distance_options o;
+    ndf_distance_options_init(&o);
+    o.nsampling = nd;
+    for (int d = 0; d < nd; d++) o.sampling[d] = samp[d];
+    assert_int_equal(ndf_distance_transform_edt(ctx, &m.arr, &dist.arr, &idx.arr, &o), NDF_OK);
+    assert_int_equal(tu_edt_pass_pieces(ctx, &w.arr, k % 5 == 4 ? NULL : &f.arr, samp, &r), NDF_OK);
+    for (int64_t i = 0; i < n; i++) {
+      const double got = sqrt(((double *)w.arr.data)[i]), want = ((double *)dist.arr.data)[i];
+      assert_memory_equal(&got, &want, sizeof got);
+      if (k % 5 == 4) continue;
+      int64_t fi = ((int64_t *)f.arr.data)[i];
+      for (int d = nd - 1; d >= 0; d--) {
+        assert_int_equal(fi % sh[d], ((int32_t *)idx.arr.data)[d * n + i]);
+        fi /= sh[d];
+      }
+    }
+    tu_array_free(&m);
+    tu_array_free(&w);
+    tu_array_free(&f);
+    tu_array_free(&dist);
+    tu_array_free(&idx);
+  }
+  /* refusals: nothing written */
+  const int64_t two = 2, three = 3;
+  tu_array w, f;
+  assert_int_equal(tu_array_alloc(&w, NDF_FLOAT64, 1, &two), 0);
+  assert_int_equal(tu_array_alloc(&f, NDF_INT64, 1, &two), 0);
+  double *wv = w.arr.data;
+  int64_t *fv = f.arr.data;
+  const double bad[3] = {-1.0, NAN, -INFINITY};
+  for (int b = 0; b < 3; b++) {
+    wv[0] = INFINITY;
+    wv[1] = bad[b];
+    assert_int_equal(ndf_distance_edt_pass(ctx, &w.arr, NULL, 0, 1.0), NDF_EINVAL);
+    assert_true(isinf(wv[0]) && wv[0] > 0);
+  }
+  wv[0] = 0.0;
+  wv[1] = INFINITY;
+  fv[0] = -5;
+  fv[1] = 7;
+  assert_int_equal(ndf_distance_edt_pass(ctx, &w.arr, &f.arr, 0, 1.0), NDF_EINVAL); /* finite W, feature < 0 */
+  assert_true(isinf(wv[1]) && fv[1] == 7);
+  fv[0] = 3;
+  assert_int_equal(ndf_distance_edt_pass(ctx, &w.arr, &f.arr, 1, 1.0), NDF_EINVAL);  /* no axis 1 */
+  assert_int_equal(ndf_distance_edt_pass(ctx, &w.arr, &f.arr, -1, 1.0), NDF_EINVAL);
+  assert_int_equal(ndf_distance_edt_pass(ctx, &w.arr, &f.arr, 0, 0.0), NDF_EINVAL);  /* sampling */
+  assert_int_equal(ndf_distance_edt_pass(ctx, &w.arr, &f.arr, 0, NAN), NDF_EINVAL);
+  assert_int_equal(ndf_distance_edt_pass(ctx, &f.arr, NULL, 0, 1.0), NDF_EINVAL);    /* sqdist int64 */
+  assert_int_equal(ndf_distance_edt_pass(ctx, &w.arr, &w.arr, 0, 1.0), NDF_EINVAL);  /* features float64 */
+  assert_int_equal(ndf_distance_edt_pass(ctx, NULL, NULL, 0, 1.0), NDF_EINVAL);
+  tu_array f3;
+  assert_int_equal(tu_array_alloc(&f3, NDF_INT64, 1, &three), 0);
+  assert_int_equal(ndf_distance_edt_pass(ctx, &w.arr, &f3.arr, 0, 1.0), NDF_EINVAL); /* shape */
+  assert_true(isinf(wv[1]) && fv[1] == 7);
+  assert_int_equal(ndf_distance_edt_pass(ctx, &w.arr, &f.arr, 0, 2.0), NDF_OK);
+  assert_true(wv[1] == 4.0 && fv[1] == 3);
+  tu_array_free(&f3);
+  tu_array_free(&w);
+  tu_array_free(&f);
+}
+
 /* The fast transforms against the brute force on random masks with some
  * background: edt distances equal bf's euclidean ones (bit for bit at unit
  * sampling, within 4 ulp with sampling: both sum the same squares, but the
@@ -694,6 +787,7 @@ int main(void) {
       cmocka_unit_test(test_scipy_cases_indices_only),
       cmocka_unit_test(test_tie_rules),
       cmocka_unit_test(test_no_background),
+      cmocka_unit_test(test_edt_pass),
       cmocka_unit_test(test_fast_against_brute_force),
       cmocka_unit_test(test_long_paths),
       cmocka_unit_test(test_contract),

@@ -771,6 +771,60 @@ static void test_gpu_cdt_bf_not_supported(void **state) {
   tu_array_free(&oi);
 }
 
+/* ndf_distance_edt_pass on CUDA arrays: the passes of every axis, each on
+ * random pieces of lines (device views), give the CPU passes' squared
+ * distances and features bit for bit; strided views along the way. */
+static void test_gpu_edt_pass(void **state) {
+  gpu_state *s = *state;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed + 5);
+  int failed = 0;
+  for (int k = 0; k < 16 && !failed; k++) {
+    const int nd = 1 + k % 4;
+    int64_t sh[4] = {1, 1, 1, 1}, n = 1;
+    double samp[4];
+    for (int d = 0; d < nd; d++) {
+      sh[d] = tu_rng_int(&r, 1, k % 4 == 0 ? 3000 : 40);
+      n *= sh[d];
+      samp[d] = k % 2 ? 0.5 + 2.0 * tu_rng_unif(&r) : 1.0;
+    }
+    const int feats = k % 3 != 2;
+    tu_array w, f, wg, fg;
+    assert_int_equal(tu_array_alloc(&w, NDF_FLOAT64, nd, sh), 0);
+    assert_int_equal(tu_array_alloc(&f, NDF_INT64, nd, sh), 0);
+    assert_int_equal(tu_array_alloc(&wg, NDF_FLOAT64, nd, sh), 0);
+    assert_int_equal(tu_array_alloc(&fg, NDF_INT64, nd, sh), 0);
+    const double p = k % 4 == 3 ? 0.995 : 0.7;
+    for (int64_t i = 0; i < n; i++) {
+      const int fgv = tu_rng_chance(&r, p);
+      ((double *)w.arr.data)[i] = fgv ? INFINITY : 0.0;
+      ((int64_t *)f.arr.data)[i] = fgv ? -1 : i;
+    }
+    ndf_array dw, df;
+    assert_int_equal(ndf_array_alloc(s->ctx, &dw, NDF_DEVICE_CUDA, NDF_FLOAT64, nd, sh), NDF_OK);
+    assert_int_equal(ndf_array_alloc(s->ctx, &df, NDF_DEVICE_CUDA, NDF_INT64, nd, sh), NDF_OK);
+    assert_int_equal(ndf_array_copy(s->ctx, &dw, &w.arr), NDF_OK);
+    assert_int_equal(ndf_array_copy(s->ctx, &df, &f.arr), NDF_OK);
+    tu_rng r2 = r;
+    assert_int_equal(tu_edt_pass_pieces(s->ctx, &w.arr, feats ? &f.arr : NULL, samp, &r), NDF_OK);
+    assert_int_equal(tu_edt_pass_pieces(s->ctx, &dw, feats ? &df : NULL, samp, &r2), NDF_OK);
+    assert_int_equal(ndf_array_copy(s->ctx, &wg.arr, &dw), NDF_OK);
+    assert_int_equal(ndf_array_copy(s->ctx, &fg.arr, &df), NDF_OK);
+    assert_int_equal(ndf_ctx_synchronize(s->ctx), NDF_OK);
+    if (memcmp(w.arr.data, wg.arr.data, (size_t)n * 8) || (feats && memcmp(f.arr.data, fg.arr.data, (size_t)n * 8))) {
+      printf("edt pass: case %d (%d-d, %lld voxels, features %d) differs from the CPU\n", k, nd, (long long)n, feats);
+      failed++;
+    }
+    ndf_array_free(s->ctx, &dw);
+    ndf_array_free(s->ctx, &df);
+    tu_array_free(&w);
+    tu_array_free(&f);
+    tu_array_free(&wg);
+    tu_array_free(&fg);
+  }
+  assert_int_equal(failed, 0);
+}
+
 int main(void) {
   gpu_state *s = calloc(1, sizeof *s);
   ndf_ctx_options o;
@@ -794,6 +848,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_prestate(test_gpu_cdt_bf_not_supported, s),
       cmocka_unit_test_prestate(test_gpu_random_cases, s),
+      cmocka_unit_test_prestate(test_gpu_edt_pass, s),
       cmocka_unit_test_prestate(test_gpu_edt_paths, s),
       cmocka_unit_test_prestate(test_gpu_edt_wenvp, s),
       cmocka_unit_test_prestate(test_gpu_benchmark_shapes, s),

@@ -848,6 +848,32 @@ int tu_gpu_teardown(void **state) {
   return 0;
 }
 
+static ndf_array tu_piece(const ndf_array *a, int axis, int64_t start, int64_t len) {
+  ndf_array v = *a;
+  v.data = (char *)a->data + start * a->strides[axis] * (int64_t)ndf_dtype_size(a->dtype);
+  v.shape[axis] = len;
+  return v;
+}
+
+ndf_status tu_edt_pass_pieces(ndf_ctx *ctx, const ndf_array *w, const ndf_array *f, const double *sampling,
+                              tu_rng *r) {
+  for (int a = 0; a < w->ndim; a++) {
+    const int b = (a + 1) % w->ndim;
+    int64_t start = 0;
+    while (start < w->shape[b] || (start == 0 && w->shape[b] == 0)) {
+      int64_t len = b == a ? w->shape[b] : tu_rng_int(r, 1, 1 + w->shape[b] / 2);
+      if (len > w->shape[b] - start) len = w->shape[b] - start;
+      ndf_array wv = b == a ? *w : tu_piece(w, b, start, len), fv;
+      if (f) fv = b == a ? *f : tu_piece(f, b, start, len);
+      ndf_status s = ndf_distance_edt_pass(ctx, &wv, f ? &fv : NULL, a, sampling[a]);
+      if (s != NDF_OK) return s;
+      start += len;
+      if (len == 0) break;
+    }
+  }
+  return NDF_OK;
+}
+
 double tu_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -299,4 +299,11 @@ const char *tu_klog_text(const ndf_ctx *ctx, uint64_t mark, char *buf, size_t le
  * only, as before the kernel log). */
 int tu_klog_check(const ndf_ctx *ctx, uint64_t mark, const char *spec, int want_ran, const char *desc);
 
+/* ndf_distance_edt_pass over every axis of w (float64) and f (int64 or
+ * NULL) in order, each pass run on random pieces along another axis (views
+ * of a few lines; host or device arrays alike), sampling[a] per axis.
+ * Returns the first status that is not NDF_OK. */
+ndf_status tu_edt_pass_pieces(ndf_ctx *ctx, const ndf_array *w, const ndf_array *f, const double *sampling,
+                              tu_rng *r);
+
 #endif

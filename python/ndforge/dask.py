@@ -32,7 +32,12 @@ array whose computed value equals the ``ndforge.ndimage`` / ``ndforge.topology``
   of its lowest adjacent pixel for 'T'), from its block and one voxel of its
   upper neighbours, by inclusion-exclusion over the block's faces; the curves
   of the chunks add up to the whole array's.
-* **Whole-axis ops** (distance transforms, ECT, grey reconstruction, and the
+* **Euclidean distance transform** (``distance_transform_edt``): its separable
+  passes, one per spatial axis in scipy's order, each on chunks rechunked to
+  hold whole lines along that axis only (``ndforge.ndimage.distance_edt_pass``
+  carries the squared distances and the features between passes); an image
+  without background gets scipy's distances from the virtual feature.
+* **Whole-axis ops** (the other distance transforms, ECT, grey reconstruction, and the
   parameter combinations the methods above do not cover): the spatial axes are
   rechunked into one chunk (batch axes keep their chunks), the op runs per
   chunk, and the result is rechunked back to the input's chunks.  Exact, but a
@@ -687,10 +692,99 @@ def _distance(f1, input, kw, batch_dims, return_distances, return_indices):
     return tuple(outs) if len(outs) > 1 else outs[0]
 
 
+def _edt_start(b, block_info=None, batch_dims=0, shape=(), features=False):
+    """The passes' state of a block: (squared distance: 0 on the background, +inf elsewhere; with features
+    the background voxel's flat index in its image, -1 elsewhere) stacked on a new first axis, the
+    features' int64 bits stored as float64."""
+    xp = _xp(b)
+    bg = b == 0
+    w = xp.where(bg, 0.0, xp.inf)
+    if not features:
+        return w[None]
+    loc = block_info[0]["array-location"]
+    flat = xp.zeros(b.shape, np.int64)
+    stride = 1
+    for a in range(b.ndim - 1, batch_dims - 1, -1):
+        c = xp.arange(loc[a][0], loc[a][1], dtype=np.int64) * stride
+        flat = flat + c.reshape((-1,) + (1,) * (b.ndim - 1 - a))
+        stride *= shape[a]
+    f = xp.where(bg, flat, -1)
+    return xp.stack([w, f.view(np.float64)])
+
+
+def _edt_pass_block(st, axis=0, sampling=1.0):
+    st = st.copy()
+    feats = st[1].view(np.int64) if st.shape[0] == 2 else None
+    _ndi.distance_edt_pass(st[0], axis, sampling, features=feats)
+    return st
+
+
+def _edt_empty_image(b, block_info=None, batch_dims=0, sampling=()):
+    """scipy's squared distances of an image without background (feature (-1, 0, ..., 0)), in its order."""
+    xp = _xp(b)
+    loc = block_info[0]["array-location"]
+    acc = None
+    for d in range(b.ndim - batch_dims):
+        a = batch_dims + d
+        c = xp.arange(loc[a][0], loc[a][1], dtype=np.float64)
+        t = ((-1.0 if d == 0 else 0.0) - c) * sampling[d]
+        t = (t * t).reshape((-1,) + (1,) * (b.ndim - 1 - a))
+        acc = t if acc is None else acc + t
+    return xp.broadcast_to(acc, b.shape).astype(np.float64)
+
+
+def _edt_indices(f, block_info=None, batch_dims=0, shape=()):
+    """The coordinates of the features (flat indices in their image; -1: none, as (-1, 0, ..., 0))."""
+    xp = _xp(f)
+    out = []
+    stride = 1
+    strides = {}
+    for a in range(f.ndim - 1, batch_dims - 1, -1):
+        strides[a] = stride
+        stride *= shape[a]
+    for a in range(batch_dims, f.ndim):
+        c = (f // strides[a]) % shape[a]
+        out.append(xp.where(f < 0, -1 if a == batch_dims else 0, c))
+    return xp.stack(out, axis=batch_dims).astype(np.int32)
+
+
 def distance_transform_edt(input, sampling=None, return_distances=True, return_indices=False, *, batch_dims=0):
-    """ndforge.ndimage.distance_transform_edt on a dask array (each image computed whole; see the module's doc)."""
-    return _distance(_ndi.distance_transform_edt, input, dict(sampling=sampling), batch_dims, return_distances,
-                     return_indices)
+    """ndforge.ndimage.distance_transform_edt on a dask array, by its separable passes: the pass of each
+    spatial axis in turn (0, 1, ...) runs on chunks that hold whole lines along that axis only
+    (ndforge.ndimage.distance_edt_pass), so no chunk ever holds a whole image; bit for bit the
+    single-array result."""
+    x = _as_dask(input)
+    # the single-array call checks the arguments (scipy's errors) on a small probe
+    _ndi.distance_transform_edt(np.ones((2,) * x.ndim, x.dtype), sampling=sampling,
+                                return_distances=return_distances, return_indices=return_indices,
+                                batch_dims=batch_dims)
+    nsp = x.ndim - batch_dims
+    samp = [1.0] * nsp if sampling is None else [float(v) for v in np.atleast_1d(np.asarray(sampling, np.float64))]
+    if len(samp) == 1:
+        samp = samp * nsp
+    nst = 2 if return_indices else 1
+    st = x.map_blocks(_edt_start, batch_dims=batch_dims, shape=x.shape, features=return_indices,
+                      new_axis=0, chunks=((nst,),) + x.chunks, dtype=np.float64,
+                      meta=_meta(x._meta, np.float64, x.ndim + 1))
+    for d in range(nsp):
+        a = 1 + batch_dims + d
+        st = st.rechunk({a: -1}).map_blocks(_edt_pass_block, axis=a - 1, sampling=samp[d], dtype=np.float64)
+    st = st.rechunk(((nst,),) + x.chunks)
+    spatial = tuple(range(batch_dims, x.ndim))
+    has_bg = (x == 0).any(axis=spatial, keepdims=True)
+    outs = []
+    if return_distances:
+        empty = x.map_blocks(_edt_empty_image, batch_dims=batch_dims, sampling=samp, dtype=np.float64,
+                             meta=_meta(x._meta, np.float64))
+        w = st[0]
+        outs.append(da.sqrt(da.where(has_bg, w, empty)))
+    if return_indices:
+        f = st[1].map_blocks(lambda b: b.view(np.int64), dtype=np.int64)
+        f = da.where(has_bg, f, -1)
+        outs.append(f.map_blocks(_edt_indices, batch_dims=batch_dims, shape=x.shape, dtype=np.int32,
+                                 new_axis=batch_dims, chunks=x.chunks[:batch_dims] + ((nsp,),) + x.chunks[batch_dims:],
+                                 meta=_meta(x._meta, np.int32, x.ndim + 1)))
+    return tuple(outs) if len(outs) > 1 else outs[0]
 
 
 def distance_transform_cdt(input, metric="chessboard", return_distances=True, return_indices=False, *,

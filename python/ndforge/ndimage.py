@@ -1158,6 +1158,39 @@ def distance_transform_bf(input, metric="euclidean", sampling=None, return_dista
                      distances, indices, batch_dims, device, dt)
 
 
+def distance_edt_pass(sqdist, axis, sampling=1.0, features=None):
+    """One pass of distance_transform_edt along ``axis``, in place (ndforge's ndf_distance_edt_pass).
+
+    ``sqdist`` (float64; NumPy, torch or CuPy) holds per voxel the squared distance over the axes passed
+    so far, +inf where there is no feature yet (before the first pass: 0 on the background, +inf
+    elsewhere); ``features`` (int64, same shape and device, optional) the features' ids.  After the
+    passes of every spatial axis in order, ``sqrt(sqdist)`` is distance_transform_edt's result bit for
+    bit, whatever pieces each pass ran on (ndforge.dask's separable transform).  Returns ``sqdist``."""
+    sq = _core.as_array(sqdist)
+    where = _core.placement(sq)
+    if np.dtype(_core.dtype_of(sq)) != np.float64:
+        raise TypeError("distance_edt_pass: sqdist must be float64")
+    nd = len(sq.shape)
+    ax = operator.index(axis)
+    if not -nd <= ax < nd:
+        raise ValueError("distance_edt_pass: axis %d is out of range for a %d-d array" % (ax, nd))
+    ax %= nd
+    d, keep = _core.describe(sq, where)
+    fd = None
+    if features is not None:
+        fe = _core.as_array(features)
+        if np.dtype(_core.dtype_of(fe)) != np.int64:
+            raise TypeError("distance_edt_pass: features must be int64")
+        fd, keep2 = _core.describe(fe, where)
+    ctx = where.ctx
+    _call(C["ndf_distance_edt_pass"], ctx, ctypes.byref(d), ctypes.byref(fd) if fd is not None else None, ax,
+          float(sampling))
+    return sqdist
+
+
+__all__ = sorted(set(__all__) | {"distance_edt_pass"})
+
+
 # --- linear filters (_filters.py), where this libndforge has them ----------------------------
 
 if "ndf_correlate1d" in C:

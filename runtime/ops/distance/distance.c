@@ -327,49 +327,57 @@ typedef struct edt_scratch {
   int32_t *v;   /* site positions along the line */
   double *w;    /* their pre (scipy's uR/vR/wR) */
   int32_t *f;   /* their features */
+  int64_t *f64; /* ndf_distance_edt_pass: the envelope's features, the line's features */
+  int64_t *lf64;
   int32_t *lf;  /* gathered block of lines: features */
   double *lw;   /* gathered block of lines: pre */
 } edt_scratch;
 
 /* One line of scipy's _VoronoiFT: n voxels at stride st of feat/pre (feature
- * < 0: not a site), spacing s along the line. */
-static void edt_line(int64_t n, int32_t *feat, double *pre, int64_t st, double s, edt_scratch *k) {
-  int32_t *v = k->v, *F = k->f;
-  double *W = k->w;
-  int64_t l = -1;
-  for (int64_t x = 0; x < n; x++) {
-    const int32_t fx = feat[x * st];
-    if (fx < 0) continue;
-    const double wR = pre[x * st];
-    while (l >= 1) {
-      double a = (double)(v[l] - v[l - 1]) * s;
-      double b = (double)(x - v[l]) * s;
-      double cc = a + b;
-      if (cc * W[l] - b * W[l - 1] - a * wR - a * b * cc <= 0.0) break;
-      --l;
-    }
-    ++l;
-    v[l] = (int32_t)x;
-    W[l] = wR;
-    F[l] = fx;
+ * < 0: not a site), spacing s along the line; k's v, w and f hold the
+ * envelope.  Defined for int32 features (the transform) and int64 ones
+ * (ndf_distance_edt_pass), the same code. */
+#define EDT_LINE_DEF(NAME, FT, FSTACK)                                                         \
+  static void NAME(int64_t n, FT *feat, double *pre, int64_t st, double s, edt_scratch *k) {   \
+    int32_t *v = k->v;                                                                       \
+    FT *F = (FT *)k->FSTACK;                                                                 \
+    double *W = k->w;                                                                        \
+    int64_t l = -1;                                                                          \
+    for (int64_t x = 0; x < n; x++) {                                                        \
+      const FT fx = feat[x * st];                                                            \
+      if (fx < 0) continue;                                                                  \
+      const double wR = pre[x * st];                                                         \
+      while (l >= 1) {                                                                       \
+        double a = (double)(v[l] - v[l - 1]) * s;                                            \
+        double b = (double)(x - v[l]) * s;                                                   \
+        double cc = a + b;                                                                   \
+        if (cc * W[l] - b * W[l - 1] - a * wR - a * b * cc <= 0.0) break;                    \
+        --l;                                                                                 \
+      }                                                                                      \
+      ++l;                                                                                   \
+      v[l] = (int32_t)x;                                                                     \
+      W[l] = wR;                                                                             \
+      F[l] = fx;                                                                             \
+    }                                                                                        \
+    if (l < 0) return; /* no site: the line keeps its "no feature" */                        \
+    const int64_t maxl = l;                                                                  \
+    l = 0;                                                                                   \
+    for (int64_t i = 0; i < n; i++) {                                                        \
+      double t = (double)(v[l] - i) * s;                                                     \
+      double d1 = W[l] + t * t;                                                              \
+      while (l < maxl) {                                                                     \
+        t = (double)(v[l + 1] - i) * s;                                                      \
+        const double d2 = W[l + 1] + t * t;                                                  \
+        if (d1 <= d2) break;                                                                 \
+        d1 = d2;                                                                             \
+        ++l;                                                                                 \
+      }                                                                                      \
+      feat[i * st] = F[l];                                                                   \
+      pre[i * st] = d1;                                                                      \
+    }                                                                                        \
   }
-  if (l < 0) return; /* no site: the line keeps its "no feature" */
-  const int64_t maxl = l;
-  l = 0;
-  for (int64_t i = 0; i < n; i++) {
-    double t = (double)(v[l] - i) * s;
-    double d1 = W[l] + t * t;
-    while (l < maxl) {
-      t = (double)(v[l + 1] - i) * s;
-      const double d2 = W[l + 1] + t * t;
-      if (d1 <= d2) break;
-      d1 = d2;
-      ++l;
-    }
-    feat[i * st] = F[l];
-    pre[i * st] = d1;
-  }
-}
+EDT_LINE_DEF(edt_line, int32_t, f)
+EDT_LINE_DEF(edt_line64, int64_t, f64)
 
 enum { EDT_BLOCK = 16 }; /* lines gathered at once for the strided axes */
 
@@ -476,6 +484,114 @@ done:
   free(feat);
   free(pre);
   return s;
+}
+
+/* ---- one pass on a caller's state (ndf_distance_edt_pass) ------------------------------------ */
+
+/* Offset (elements) of line `line` along `axis` of an array: the line index
+ * runs over the other axes in C order. */
+static int64_t line_offset(const ndf_array *a, int axis, int64_t line) {
+  int64_t off = 0;
+  for (int d = a->ndim - 1; d >= 0; d--) {
+    if (d == axis) continue;
+    off += (line % a->shape[d]) * a->strides[d];
+    line /= a->shape[d];
+  }
+  return off;
+}
+
+static ndf_status edt_pass_cpu(ndf_ctx *ctx, const char *name, ndf_array *w, ndf_array *f, int axis, double s) {
+  const int64_t n = w->shape[axis], nlines = ndf_array_size(w) / n;
+  const int64_t sw = w->strides[axis], sf = f ? f->strides[axis] : 0;
+  double *W = w->data;
+  int64_t *F = f ? f->data : NULL;
+  /* the values first: nothing is written when one is refused */
+  for (int64_t l = 0; l < nlines; l++) {
+    const double *p = W + line_offset(w, axis, l);
+    const int64_t *q = F ? F + line_offset(f, axis, l) : NULL;
+    for (int64_t x = 0; x < n; x++) {
+      const double v = p[x * sw];
+      if (!(v >= 0.0))
+        return ndf__argerror(ctx, name, "sqdist", "value %g on line %lld at %lld: values must be >= 0 or +inf", v,
+                             (long long)l, (long long)x);
+      if (q && isfinite(v) && q[x * sf] < 0)
+        return ndf__argerror(ctx, name, "features", "feature %lld on line %lld at %lld, where sqdist is finite: "
+                             "features must be >= 0 there", (long long)q[x * sf], (long long)l, (long long)x);
+    }
+  }
+  const int nth = ndf__cpu_threads(ctx);
+  edt_scratch *ks = calloc((size_t)nth, sizeof *ks);
+  int ok = ks != NULL;
+  for (int t = 0; ok && t < nth; t++) {
+    ks[t].v = malloc((size_t)n * sizeof(int32_t));
+    ks[t].w = malloc((size_t)n * sizeof(double));
+    ks[t].f64 = malloc((size_t)n * sizeof(int64_t));
+    ks[t].lw = malloc((size_t)n * sizeof(double));
+    ks[t].lf64 = malloc((size_t)n * sizeof(int64_t));
+    ok = ks[t].v && ks[t].w && ks[t].f64 && ks[t].lw && ks[t].lf64;
+  }
+  ndf_status st = NDF_OK;
+  if (!ok) {
+    st = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", name);
+  } else {
+#pragma omp parallel for num_threads(nth) schedule(dynamic, 16)
+    for (int64_t l = 0; l < nlines; l++) {
+      edt_scratch *k = &ks[ndf__thread_id()];
+      double *p = W + line_offset(w, axis, l), *lw = k->lw;
+      int64_t *q = F ? F + line_offset(f, axis, l) : NULL, *lf = k->lf64;
+      for (int64_t x = 0; x < n; x++) {
+        lw[x] = p[x * sw];
+        lf[x] = isinf(lw[x]) ? -1 : q ? q[x * sf] : 0;
+      }
+      edt_line64(n, lf, lw, 1, s, k);
+      for (int64_t x = 0; x < n; x++) {
+        p[x * sw] = lw[x];
+        if (q && lf[x] >= 0) q[x * sf] = lf[x];
+      }
+    }
+  }
+  for (int t = 0; ks && t < nth; t++) {
+    free(ks[t].v);
+    free(ks[t].w);
+    free(ks[t].f64);
+    free(ks[t].lw);
+    free(ks[t].lf64);
+  }
+  free(ks);
+  return st;
+}
+
+ndf_status ndf_distance_edt_pass(ndf_ctx *ctx, ndf_array *sqdist, ndf_array *features, int axis, double sampling) {
+  static const char *name = "ndf_distance_edt_pass";
+  if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
+  ndf__clear_error(ctx);
+  if (!sqdist) return ndf__argerror(ctx, name, "sqdist", "NULL");
+  ndf_status s = ndf__check_array(ctx, name, "sqdist", sqdist, NULL);
+  if (s != NDF_OK) return s;
+  if (sqdist->dtype != NDF_FLOAT64)
+    return ndf__argerror(ctx, name, "sqdist", "dtype %s; it must be float64", dname(sqdist->dtype));
+  if (sqdist->ndim < 1) return ndf__argerror(ctx, name, "sqdist", "0-d: it needs the axis of the pass");
+  if (axis < 0 || axis >= sqdist->ndim)
+    return ndf__argerror(ctx, name, "axis", "%d is not an axis of a %d-d array", axis, sqdist->ndim);
+  if (!isfinite(sampling) || !(sampling > 0))
+    return ndf__argerror(ctx, name, "sampling", "%g must be finite and > 0", sampling);
+  if (sqdist->shape[axis] > INT32_MAX)
+    return ndf__error(ctx, NDF_ENOTSUP, "%s: a line of %lld voxels; at most 2^31 - 1 are supported", name,
+                      (long long)sqdist->shape[axis]);
+  if (ndf_array_size(sqdist) > 0 && !sqdist->data) return ndf__argerror(ctx, name, "sqdist", "NULL data");
+  if (ndf_array_size(sqdist) > 0 && !ndf__layout_is_proper(sqdist))
+    return ndf__argerror(ctx, name, "sqdist", "its strides make elements overlap");
+  if (features) {
+    if ((s = check_output(ctx, name, "features", sqdist, features)) != NDF_OK) return s;
+    if (features->dtype != NDF_INT64)
+      return ndf__argerror(ctx, name, "features", "dtype %s; it must be int64", dname(features->dtype));
+    if (features->ndim != sqdist->ndim || memcmp(features->shape, sqdist->shape, (size_t)sqdist->ndim * 8))
+      return ndf__argerror(ctx, name, "features", "its shape differs from sqdist's");
+  }
+  if (ndf_array_size(sqdist) == 0) return NDF_OK;
+  if ((s = ndf__check_device(ctx, name, sqdist)) != NDF_OK) return s;
+  return sqdist->device == NDF_DEVICE_CUDA ? ndf__edt_pass_cuda(ctx, name, sqdist, features, axis, sampling)
+                                           : edt_pass_cpu(ctx, name, sqdist, features, axis, sampling);
 }
 
 /* ---- cdt ------------------------------------------------------------------------------------- */

@@ -22,4 +22,8 @@ ndf_status ndf__cdt_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, nd
 ndf_status ndf__bf_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *dist, ndf_array *idx, int nb,
                         int metric, int has_sampling, const double *sampling, ndf__warm *warm);
 
+/* ndf_distance_edt_pass on CUDA arrays (distance_pass_cuda.c; validated by distance.c); features may be NULL. */
+ndf_status ndf__edt_pass_cuda(ndf_ctx *ctx, const char *name, ndf_array *sqdist, ndf_array *features, int axis,
+                              double sampling);
+
 #endif
