@@ -123,6 +123,10 @@ static ndf_status step_reorient(ndf_ctx *ctx, const pp_opts *o, pp_vol *v, pp_no
   int perm[3], flip[3];
   double aff[16];
   PLAN(note, ndf_reorient_ras_plan(v->img.shape, v->affine, osh, perm, flip, aff));
+  if (perm[0] == 0 && perm[1] == 1 && perm[2] == 2 && !flip[0] && !flip[1] && !flip[2]) {
+    snprintf(note->metrics, sizeof note->metrics, "\"axes\": \"i,j,k\"");
+    return NDF_OK; /* already RAS+: nothing moves (nibabel returns the image itself) */
+  }
   ndf_array out = {0}, mout = {0};
   ndf_status s = ndf_array_alloc(ctx, &out, dev_of(ctx), NDF_FLOAT32, 3, osh);
   if (s == NDF_OK) s = ndf_reorient_ras(ctx, &v->img, v->affine, &out);
