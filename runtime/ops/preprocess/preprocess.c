@@ -29,7 +29,7 @@ static void mat4_mul(const double *a, const double *b, double *out) {
     }
 }
 
-ndf_status ndf_affine_spacing(const double affine[16], double spacing[3]) {
+ndf_status ndf_affine_spacing(const double *affine, double *spacing) {
   if (!affine || !spacing) return ndf__argerror(NULL, "ndf_affine_spacing", "affine", "NULL pointer");
   if (!affine_ok(affine))
     return ndf__argerror(NULL, "ndf_affine_spacing", "affine", "non-finite, or its bottom row is not 0 0 0 1");
@@ -81,8 +81,8 @@ static int polar_orthogonal(const double m[3][3], double r[3][3]) {
   return 1;
 }
 
-ndf_status ndf_reorient_ras_plan(const int64_t shape[3], const double affine[16], int64_t out_shape[3], int perm[3],
-                                 int flip[3], double out_affine[16]) {
+ndf_status ndf_reorient_ras_plan(const int64_t *shape, const double *affine, int64_t *out_shape, int *perm,
+                                 int *flip, double *out_affine) {
   const char *op = "ndf_reorient_ras_plan";
   if (!shape || !affine) return ndf__argerror(NULL, op, shape ? "affine" : "shape", "NULL pointer");
   if (!affine_ok(affine)) return ndf__argerror(NULL, op, "affine", "non-finite, or its bottom row is not 0 0 0 1");
@@ -172,7 +172,7 @@ static ndf_status check_volume(ndf_ctx *ctx, const char *op, const ndf_array *in
   return NDF_OK;
 }
 
-ndf_status ndf_reorient_ras(ndf_ctx *ctx, const ndf_array *input, const double affine[16], ndf_array *output) {
+ndf_status ndf_reorient_ras(ndf_ctx *ctx, const ndf_array *input, const double *affine, ndf_array *output) {
   const char *op = "ndf_reorient_ras";
   if (!ctx) return ndf__argerror(NULL, op, "ctx", "NULL context");
   if (!input || !output || !affine) return ndf__argerror(ctx, op, !affine ? "affine" : "input", "NULL pointer");
@@ -211,8 +211,12 @@ ndf_status ndf_resample_plan(int nsp, const int64_t *shape, const double *spacin
     if (!(new_spacing[d] > 0) || !isfinite(new_spacing[d]))
       return ndf__argerror(NULL, op, "new_spacing", "new_spacing[%d]=%g is not a positive spacing", d, new_spacing[d]);
     const double z = spacing[d] / new_spacing[d];
-    ndf_status s = ndf_zoom_shape(1, &shape[d], 0, 1, &z, &osh[d]);
-    if (s != NDF_OK) return s;
+    if (nearbyint((double)shape[d] * z) < 1) { /* fewer than half a sample: one, at the centre */
+      osh[d] = 1;
+    } else {
+      ndf_status s = ndf_zoom_shape(1, &shape[d], 0, 1, &z, &osh[d]); /* round(n z), half to even */
+      if (s != NDF_OK) return s;
+    }
     r[d] = new_spacing[d] / spacing[d];
     t[d] = (double)(shape[d] - 1) / 2 - (double)(osh[d] - 1) / 2 * r[d];
   }
@@ -224,8 +228,8 @@ ndf_status ndf_resample_plan(int nsp, const int64_t *shape, const double *spacin
   return NDF_OK;
 }
 
-ndf_status ndf_resample_affine(int nsp, const double affine[16], const double *scale, const double *offset,
-                               double out_affine[16]) {
+ndf_status ndf_resample_affine(int nsp, const double *affine, const double *scale, const double *offset,
+                               double *out_affine) {
   const char *op = "ndf_resample_affine";
   if (nsp < 1 || nsp > 3) return ndf__argerror(NULL, op, "nsp", "%d spatial axes, expected 1 to 3", nsp);
   if (!affine || !scale || !offset || !out_affine) return ndf__argerror(NULL, op, "affine", "NULL pointer");
@@ -348,8 +352,8 @@ ndf_status ndf_mask_bbox(ndf_ctx *ctx, const ndf_array *mask, int64_t *lo, int64
 }
 
 ndf_status ndf_crop_plan(int ndim, const int64_t *shape, const int64_t *lo, const int64_t *hi, int nmargin,
-                         const int64_t *margin, int64_t *start, int64_t *out_shape, const double affine[16],
-                         double out_affine[16]) {
+                         const int64_t *margin, int64_t *start, int64_t *out_shape, const double *affine,
+                         double *out_affine) {
   const char *op = "ndf_crop_plan";
   if (ndim < 1 || ndim > 3) return ndf__argerror(NULL, op, "ndim", "%d axes, expected 1 to 3", ndim);
   if (!shape || !lo || !hi || !start || !out_shape) return ndf__argerror(NULL, op, "shape", "NULL pointer");
