@@ -1803,7 +1803,7 @@ NDF_API ndf_status ndf_rotate_shape(int ndim, const int64_t *shape, int batch_di
 /* The voxel spacing the affine implies: the lengths of its first three
  * columns (a zero length counts as 1, as nibabel's zooms).  NDF_EINVAL for a
  * non-finite affine or one whose bottom row is not 0 0 0 1. */
-NDF_API ndf_status ndf_affine_spacing(const double affine[16], double spacing[3]);
+NDF_API ndf_status ndf_affine_spacing(const double *affine, double *spacing);
 
 /*
  * Reorientation to RAS+ (nibabel's io_orientation and as_closest_canonical):
@@ -1821,9 +1821,9 @@ NDF_API ndf_status ndf_affine_spacing(const double affine[16], double spacing[3]
  * leading ndim - 3 axes a batch kept in place), any dtype the interpolation
  * takes but bool, any strides; output the planned shape, the input's dtype.
  */
-NDF_API ndf_status ndf_reorient_ras_plan(const int64_t shape[3], const double affine[16], int64_t out_shape[3],
-                                         int perm[3], int flip[3], double out_affine[16]);
-NDF_API ndf_status ndf_reorient_ras(ndf_ctx *ctx, const ndf_array *input, const double affine[16],
+NDF_API ndf_status ndf_reorient_ras_plan(const int64_t *shape, const double *affine, int64_t *out_shape,
+                                         int *perm, int *flip, double *out_affine);
+NDF_API ndf_status ndf_reorient_ras(ndf_ctx *ctx, const ndf_array *input, const double *affine,
                                     ndf_array *output);
 
 /*
@@ -1843,8 +1843,8 @@ NDF_API ndf_status ndf_reorient_ras(ndf_ctx *ctx, const ndf_array *input, const 
  */
 NDF_API ndf_status ndf_resample_plan(int nsp, const int64_t *shape, const double *spacing,
                                      const double *new_spacing, int64_t *out_shape, double *scale, double *offset);
-NDF_API ndf_status ndf_resample_affine(int nsp, const double affine[16], const double *scale, const double *offset,
-                                       double out_affine[16]);
+NDF_API ndf_status ndf_resample_affine(int nsp, const double *affine, const double *scale, const double *offset,
+                                       double *out_affine);
 NDF_API ndf_status ndf_resample(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, const double *spacing,
                                 const double *new_spacing, const ndf_interp_options *opt);
 
@@ -1867,8 +1867,8 @@ NDF_API ndf_status ndf_mask_bbox(ndf_ctx *ctx, const ndf_array *mask, int64_t *l
  * interpolation; the output the input's dtype and within the input).
  */
 NDF_API ndf_status ndf_crop_plan(int ndim, const int64_t *shape, const int64_t *lo, const int64_t *hi, int nmargin,
-                                 const int64_t *margin, int64_t *start, int64_t *out_shape, const double affine[16],
-                                 double out_affine[16]);
+                                 const int64_t *margin, int64_t *start, int64_t *out_shape, const double *affine,
+                                 double *out_affine);
 NDF_API ndf_status ndf_crop(ndf_ctx *ctx, const ndf_array *input, const int64_t *start, ndf_array *output);
 
 /* Modalities of ndf_normalize_modality. */
