@@ -6,7 +6,7 @@
 # Small volumes (ch2 of mricron-data taken every 4th voxel when it is
 # installed; synthetic ones with known affines: flipped, permuted, oblique,
 # scaled int16) go through every step; nibabel reads the outputs:
-#   reorient   voxels and affine equal nibabel's as_closest_canonical
+#   reorient   voxels and affine equal nibabel's as_closest_canonical (--format nii)
 #   resample   a linear ramp sampled where the geometry says (o r + t), the
 #              affine maps each output voxel to the input's world point
 #   crop       a bright box found by the foreground mask, cut with its margin,
@@ -160,9 +160,9 @@ print('run 1 (all steps, a broken input) checked')
 
 # 2. reorient alone: nibabel's voxels and affine exactly
 run(['in/las.nii.gz', 'in/perm.nii.gz', 'in/oblique.nii.gz', 'in/ct.nii.gz', '--out', 'out2', '--steps', 'reorient',
-     '--no-montage'])
+     '--no-montage', '--format', 'nii', '--io-threads', '3'])
 for stem in ('las', 'perm', 'oblique', 'ct'):
-    data, aff, _ = load('out2/%s.nii.gz' % stem)
+    data, aff, _ = load('out2/%s.nii' % stem)
     c_data, c_aff = canon('in/%s.nii.gz' % stem)
     if stem == 'ct': c_data = np.asarray(nib.as_closest_canonical(nib.Nifti1Image(hu_true.astype(np.float32), nib.load('in/ct.nii.gz').affine)).dataobj)
     if data.shape != c_data.shape or not np.array_equal(data, c_data): fail('reorient %s: voxels differ from nibabel' % stem)

@@ -10,9 +10,10 @@
  *
  * The steps are the rows of STEPS below: a name, the options it reads, and a
  * function from one 3-D volume (float32 image, optional mask, affine) to the
- * next.  Adding a step is adding one row.  A reader thread reads the next
- * input (a bounded queue of READ_AHEAD volumes) while the current one is
- * processed.  A volume that fails is reported and the run goes on; a volume
+ * next.  Adding a step is adding one row.  The main thread runs the steps,
+ * one volume at a time, on the run's context; reader threads read the next
+ * inputs (at most io_threads + 1 ahead) and writer threads write the finished
+ * volumes (at most 2 io_threads waiting), so that the steps wait on neither.  A volume that fails is reported and the run goes on; a volume
  * that runs out of GPU memory (NDF_ENOMEM on a CUDA context) is run again on
  * the CPU backend.  Exit status: 0 when every volume was written, 1 when one
  * failed, 2 for a bad command line.
@@ -37,7 +38,7 @@
 #include "ndfio.h"
 #include "ndforge.h"
 
-enum { PP_USAGE = 2, PP_FAIL = 1, READ_AHEAD = 2, MAX_STEPS = 16 };
+enum { PP_USAGE = 2, PP_FAIL = 1, MAX_STEPS = 16 };
 
 static const char *pp_usage =
     "usage: ndforge preprocess INPUT... --out DIR [options]\n"
@@ -54,9 +55,12 @@ static const char *pp_usage =
     "  --reference FILE  a volume shaped like the outputs: SSIM per volume, and its map in the montage\n"
     "  --report FILE     the run's JSON report (default DIR/report.json)\n"
     "  --no-montage      no PNG montages\n"
+    "  --format F        nii.gz (default) or nii: the outputs' file type\n"
+    "  --io-threads N    reader and writer threads, N of each (default up to 4, by the cores)\n"
     "  --device D        cpu, cuda or auto (default auto: CUDA when there is a device)\n"
     "  --progress P      auto (a bar on a terminal, else lines), bar, lines or none\n"
-    "outputs: DIR/NAME.nii.gz and DIR/NAME.png per input, NAME its file name without extension\n";
+    "outputs: DIR/NAME.nii.gz (or .nii) and DIR/NAME.png per input, NAME its file name without\n"
+    "extension, and the run's report\n";
 
 /* ---- the options of a run ------------------------------------------------------------- */
 
@@ -290,13 +294,16 @@ typedef struct pp_item {
   ndf_status status;
   char err[1024];
   double read_s;
+  int done;
 } pp_item;
 
+/* The readers: io threads take the next unread input while fewer than ahead inputs wait
+ * unprocessed; the main thread takes them in order. */
 typedef struct pp_reader {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   pp_item *items;
-  int n, next_read, next_take, stop;
+  int n, next_read, next_take, ahead;
 } pp_reader;
 
 static double now_s(void) {
@@ -309,30 +316,29 @@ static void *reader_main(void *arg) {
   pp_reader *r = arg;
   for (;;) {
     pthread_mutex_lock(&r->mu);
-    while (!r->stop && r->next_read < r->n && r->next_read - r->next_take >= READ_AHEAD)
-      pthread_cond_wait(&r->cv, &r->mu);
-    if (r->stop || r->next_read >= r->n) {
+    while (r->next_read < r->n && r->next_read - r->next_take >= r->ahead) pthread_cond_wait(&r->cv, &r->mu);
+    if (r->next_read >= r->n) {
       pthread_mutex_unlock(&r->mu);
       return NULL;
     }
-    pp_item *it = &r->items[r->next_read];
+    pp_item *it = &r->items[r->next_read++];
     pthread_mutex_unlock(&r->mu);
     const double t0 = now_s();
     it->status = ndfio_read(it->path, &it->img, it->err, sizeof it->err);
     it->read_s = now_s() - t0;
     pthread_mutex_lock(&r->mu);
-    r->next_read++;
+    it->done = 1;
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
   }
 }
 
-/* Waits for item i (read in order) and marks it taken. */
+/* Waits for item i and marks every item before it taken. */
 static pp_item *reader_take(pp_reader *r, int i) {
   pthread_mutex_lock(&r->mu);
-  while (r->next_read <= i) pthread_cond_wait(&r->cv, &r->mu);
-  r->next_take = i + 1;
+  r->next_take = i;
   pthread_cond_broadcast(&r->cv);
+  while (!r->items[i].done) pthread_cond_wait(&r->cv, &r->mu);
   pthread_mutex_unlock(&r->mu);
   return &r->items[i];
 }
@@ -681,6 +687,298 @@ static void progress(int mode, int done, int total, const char *name, int failed
   fflush(stderr);
 }
 
+/* ---- one volume: process, write, report ------------------------------------------------------------ */
+
+/* A volume's way through the run: processed by the main thread, written by a writer, reported at the end. */
+typedef struct pp_job {
+  const char *path;
+  char stem[1024], outpath[4096], pngpath[4096];
+  int ok;
+  char err[1024], warn[512];
+  const char *device;
+  int retried, nt, taxis;
+  pp_result *res;     /* nt results; their arrays are freed once written, their step records kept */
+  ndf_array out;      /* the output, 3-D or 4-D float32 */
+  nifti_image *hdr;   /* its header */
+  ndf_array ssim_map; /* --reference: the SSIM map of time point 0 */
+  double mssim, read_s, process_s, write_s, t0, wall_s;
+  int64_t shape[3];
+  double affine[16];
+} pp_job;
+
+enum { PP_QUEUE = 64 };
+/* The writers' queue: volume indices in order[queued % PP_QUEUE], taken in order. */
+typedef struct pp_run {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  pp_job *jobs;
+  int n, order[PP_QUEUE], queued, taken, closing, finished, montage, prog, total;
+  const char *ext;
+} pp_run;
+
+/* Runs the steps over every time point of it (retrying on the CPU after NDF_ENOMEM on the GPU) and
+ * assembles the output with its header: jb->ok, or jb->err says why not. */
+static void process_volume(ndf_ctx *ctx, ndf_ctx **cpu_ctx, const int *steps, int nsteps, const pp_opts *o,
+                           const pp_item *it, const ndf_array *refvol, const char *outdir, const char *ext,
+                           const char *devname, pp_job *jb) {
+  stem_of(it->path, jb->stem, sizeof jb->stem);
+  snprintf(jb->outpath, sizeof jb->outpath, "%s/%s%s", outdir, jb->stem, ext);
+  snprintf(jb->pngpath, sizeof jb->pngpath, "%s/%s.png", outdir, jb->stem);
+  jb->device = devname;
+  jb->nt = 1;
+  jb->taxis = -1;
+  jb->mssim = NAN;
+  jb->ok = it->status == NDF_OK;
+  const double tp = now_s();
+  if (!jb->ok) {
+    snprintf(jb->err, sizeof jb->err, "%s", it->err);
+  } else if (it->img.arr.ndim < 1 || it->img.arr.ndim > 4) {
+    jb->ok = 0;
+    snprintf(jb->err, sizeof jb->err, "%s: %d axes (expected a 3-D volume, or 4-D with a time axis)", it->path,
+             it->img.arr.ndim);
+  } else if (it->img.arr.ndim == 4) {
+    jb->taxis = o->time_axis < 0 ? 3 : o->time_axis;
+    jb->nt = (int)it->img.arr.shape[jb->taxis];
+  }
+  if (jb->ok && !(jb->res = calloc((size_t)jb->nt, sizeof *jb->res))) {
+    jb->ok = 0;
+    snprintf(jb->err, sizeof jb->err, "out of memory");
+  }
+  double affine[16];
+  if (jb->ok) affine_of(&it->img, affine);
+  for (int t = 0; jb->ok && t < jb->nt; t++) {
+    ndf_array host = {0};
+    if (extract_volume(&it->img, jb->taxis, t, &host) != 0) {
+      jb->ok = 0;
+      snprintf(jb->err, sizeof jb->err, "out of memory for volume %d", t);
+      break;
+    }
+    ndf_ctx *use = jb->retried ? *cpu_ctx : ctx;
+    ndf_status s = run_steps(use, steps, nsteps, o, &host, affine, &jb->res[t]);
+    if (s == NDF_ENOMEM && ndf_ctx_has_cuda(use)) { /* out of GPU memory: the whole volume again on the CPU */
+      ndf_ctx_options c2;
+      ndf_ctx_options_init(&c2);
+      c2.backend = NDF_BACKEND_CPU;
+      if (*cpu_ctx || ndf_ctx_create(cpu_ctx, &c2) == NDF_OK) {
+        jb->retried = 1;
+        jb->device = "cpu";
+        for (int u = 0; u < t; u++) result_free(&jb->res[u]);
+        free(host.data);
+        t = -1;
+        continue;
+      }
+    }
+    free(host.data);
+    if (s != NDF_OK) {
+      jb->ok = 0;
+      const pp_steprec *r = jb->res[t].nrec ? &jb->res[t].rec[jb->res[t].nrec - 1] : NULL;
+      if (r) snprintf(jb->err, sizeof jb->err, "step %s: %s", r->name, r->error);
+      else snprintf(jb->err, sizeof jb->err, "%s", ndf_status_string(s));
+    } else if (t > 0 && memcmp(jb->res[t].img.shape, jb->res[0].img.shape, sizeof(int64_t) * 3) != 0) {
+      jb->ok = 0;
+      snprintf(jb->err, sizeof jb->err, "time point %d has another output shape than time point 0 (crop)", t);
+    }
+  }
+  if (jb->ok) {
+    /* the output: 3-D, or 4-D with the time axis where it was */
+    const int ond = jb->taxis >= 0 ? 4 : 3;
+    int64_t osh[4];
+    memcpy(jb->shape, jb->res[0].img.shape, sizeof jb->shape);
+    memcpy(jb->affine, jb->res[0].affine, sizeof jb->affine);
+    for (int d = 0, k = 0; d < ond; d++) osh[d] = d == jb->taxis ? jb->nt : jb->shape[k++];
+    if (cli_alloc(NULL, &jb->out, NDF_FLOAT32, ond, osh) != 0) {
+      jb->ok = 0;
+      snprintf(jb->err, sizeof jb->err, "out of memory for the output");
+    }
+    int sp[3];
+    for (int d = 0, k = 0; d < ond; d++)
+      if (d != jb->taxis) sp[k++] = d;
+    for (int t = 0; jb->ok && t < jb->nt; t++) {
+      const float *src = jb->res[t].img.data;
+      float *dst = (float *)jb->out.data + (jb->taxis >= 0 ? t * jb->out.strides[jb->taxis] : 0);
+      for (int64_t i = 0; i < jb->shape[0]; i++)
+        for (int64_t j = 0; j < jb->shape[1]; j++)
+          for (int64_t l = 0; l < jb->shape[2]; l++)
+            dst[i * jb->out.strides[sp[0]] + j * jb->out.strides[sp[1]] + l * jb->out.strides[sp[2]]] = *src++;
+    }
+    if (jb->ok && !(jb->hdr = header_for(&it->img, jb->affine, osh, ond))) {
+      jb->ok = 0;
+      snprintf(jb->err, sizeof jb->err, "out of memory for the NIfTI header");
+    }
+  }
+  if (jb->ok && refvol) {
+    if (memcmp(refvol->shape, jb->shape, sizeof jb->shape) != 0) {
+      snprintf(jb->warn, sizeof jb->warn, "--reference: shape %lldx%lldx%lld, the output's %lldx%lldx%lld: no SSIM",
+               (long long)refvol->shape[0], (long long)refvol->shape[1], (long long)refvol->shape[2],
+               (long long)jb->shape[0], (long long)jb->shape[1], (long long)jb->shape[2]);
+    } else {
+      /* SSIM against the reference on the run's backend, its data range the reference's */
+      ndf_ssim_options so;
+      ndf_ssim_options_init(&so);
+      float lo = INFINITY, hi = -INFINITY;
+      const float *rv = refvol->data;
+      for (int64_t e = 0; e < ndf_array_size(refvol); e++) {
+        if (rv[e] < lo) lo = rv[e];
+        if (rv[e] > hi) hi = rv[e];
+      }
+      so.data_range = hi > lo ? (double)hi - lo : 1;
+      ndf_array ms, d1 = {0}, d2 = {0}, dm = {0}, dms = {0};
+      ndf_array_init(&ms, &jb->mssim, NDF_DEVICE_CPU, NDF_FLOAT64, 0, NULL);
+      const ndf_device_type dv = dev_of(ctx);
+      ndf_status s = cli_alloc(NULL, &jb->ssim_map, NDF_FLOAT32, 3, jb->shape) == 0 ? NDF_OK : NDF_ENOMEM;
+      if (s == NDF_OK) s = ndf_array_alloc(ctx, &d1, dv, NDF_FLOAT32, 3, jb->shape);
+      if (s == NDF_OK) s = ndf_array_alloc(ctx, &d2, dv, NDF_FLOAT32, 3, jb->shape);
+      if (s == NDF_OK) s = ndf_array_alloc(ctx, &dm, dv, NDF_FLOAT32, 3, jb->shape);
+      if (s == NDF_OK) s = ndf_array_alloc(ctx, &dms, dv, NDF_FLOAT64, 0, NULL);
+      if (s == NDF_OK) s = ndf_array_copy(ctx, &d1, &jb->res[0].img);
+      if (s == NDF_OK) s = ndf_array_copy(ctx, &d2, refvol);
+      if (s == NDF_OK) s = ndf_structural_similarity(ctx, &d1, &d2, &dms, &dm, &so);
+      if (s == NDF_OK) s = ndf_array_copy(ctx, &jb->ssim_map, &dm);
+      if (s == NDF_OK) s = ndf_array_copy(ctx, &ms, &dms);
+      if (s == NDF_OK) s = ndf_ctx_synchronize(ctx);
+      if (s != NDF_OK) {
+        snprintf(jb->warn, sizeof jb->warn, "--reference: SSIM failed: %s", ndf_errmsg(ctx));
+        free(jb->ssim_map.data);
+        memset(&jb->ssim_map, 0, sizeof jb->ssim_map);
+        jb->mssim = NAN;
+      }
+      ndf_array_free(ctx, &d1);
+      ndf_array_free(ctx, &d2);
+      ndf_array_free(ctx, &dm);
+      ndf_array_free(ctx, &dms);
+    }
+  }
+  jb->process_s = now_s() - tp;
+}
+
+/* Writes a processed volume: its NIfTI file and (unless --no-montage) its PNG montage. */
+static void write_volume(pp_run *run, pp_job *jb) {
+  const double tw = now_s();
+  ndfio_image himg = {.nifti = jb->hdr};
+  if (ndfio_write(jb->outpath, &jb->out, &himg, jb->err, sizeof jb->err) != NDF_OK) jb->ok = 0;
+  if (jb->ok && run->montage &&
+      ndf_montage_write(jb->pngpath, &jb->res[0].img, jb->res[0].mask.data ? &jb->res[0].mask : NULL,
+                        jb->ssim_map.data ? &jb->ssim_map : NULL, jb->err, sizeof jb->err) != 0)
+    jb->ok = 0;
+  jb->write_s = now_s() - tw;
+}
+
+/* The big buffers of a volume, once written (the step records stay for the report). */
+static void job_release(pp_job *jb) {
+  for (int t = 0; jb->res && t < jb->nt; t++) {
+    free(jb->res[t].img.data);
+    free(jb->res[t].mask.data);
+    jb->res[t].img.data = jb->res[t].mask.data = NULL;
+  }
+  free(jb->out.data);
+  free(jb->ssim_map.data);
+  jb->out.data = jb->ssim_map.data = NULL;
+  if (jb->hdr) nifti_image_free(jb->hdr);
+  jb->hdr = NULL;
+}
+
+static void job_free(pp_job *jb) {
+  job_release(jb);
+  free(jb->res);
+  jb->res = NULL;
+}
+
+/* A volume is done: its buffers go, the progress moves (under the run's lock). */
+static void finish_volume(pp_run *run, pp_job *jb) {
+  job_release(jb);
+  jb->wall_s = now_s() - jb->t0 + jb->read_s;
+  pthread_mutex_lock(&run->mu);
+  run->finished++;
+  if (!jb->ok) errorf("%s: %s", jb->path, jb->err);
+  progress(run->prog, run->finished, run->total, jb->stem, !jb->ok);
+  pthread_mutex_unlock(&run->mu);
+}
+
+static void *writer_main(void *arg) {
+  pp_run *run = arg;
+  for (;;) {
+    pthread_mutex_lock(&run->mu);
+    while (run->taken == run->queued && !run->closing) pthread_cond_wait(&run->cv, &run->mu);
+    if (run->taken == run->queued) {
+      pthread_mutex_unlock(&run->mu);
+      return NULL;
+    }
+    pp_job *jb = &run->jobs[run->order[run->taken % PP_QUEUE]];
+    run->taken++;
+    pthread_cond_broadcast(&run->cv);
+    pthread_mutex_unlock(&run->mu);
+    write_volume(run, jb);
+    finish_volume(run, jb);
+  }
+}
+
+/* A volume's entry in the report. */
+static void report_volume(FILE *rep, const pp_job *jb, int vi, int montage, int reference) {
+  fprintf(rep, "%s    {\"input\": ", vi ? ",\n" : "");
+  json_str(rep, jb->path);
+  fprintf(rep, ", \"status\": \"%s\"", jb->ok ? "ok" : "failed");
+  if (!jb->ok) {
+    fprintf(rep, ", \"error\": ");
+    json_str(rep, jb->err);
+  }
+  if (jb->warn[0]) {
+    fprintf(rep, ", \"warning\": ");
+    json_str(rep, jb->warn);
+  }
+  fprintf(rep, ", \"device\": \"%s\", \"retried_on_cpu\": %s", jb->device ? jb->device : "none",
+          jb->retried ? "true" : "false");
+  if (jb->ok) {
+    fprintf(rep, ", \"output\": ");
+    json_str(rep, jb->outpath);
+    if (montage) {
+      fprintf(rep, ", \"montage\": ");
+      json_str(rep, jb->pngpath);
+    }
+    fprintf(rep, ", \"shape\": [%lld, %lld, %lld], \"time_points\": %d", (long long)jb->shape[0],
+            (long long)jb->shape[1], (long long)jb->shape[2], jb->nt);
+    fprintf(rep, ", \"affine\": [");
+    for (int i = 0; i < 16; i++) {
+      fprintf(rep, "%s", i ? ", " : "");
+      json_num(rep, jb->affine[i]);
+    }
+    fprintf(rep, "]");
+    if (reference) {
+      fprintf(rep, ", \"ssim\": ");
+      json_num(rep, jb->mssim);
+    }
+  }
+  fprintf(rep, ", \"read_s\": ");
+  json_num(rep, jb->read_s);
+  fprintf(rep, ", \"process_s\": ");
+  json_num(rep, jb->process_s);
+  fprintf(rep, ", \"write_s\": ");
+  json_num(rep, jb->write_s);
+  fprintf(rep, ", \"wall_s\": ");
+  json_num(rep, jb->wall_s);
+  fprintf(rep, ",\n     \"steps\": [");
+  if (jb->res) {
+    /* the steps of time point 0, or of the one that failed */
+    int show = 0;
+    for (int t = 0; t < jb->nt; t++)
+      if (jb->res[t].nrec && jb->res[t].rec[jb->res[t].nrec - 1].status != NDF_OK) show = t;
+    const pp_result *r = &jb->res[show];
+    for (int k = 0; k < r->nrec; k++) {
+      const pp_steprec *sr = &r->rec[k];
+      fprintf(rep, "%s\n       {\"name\": \"%s\", \"status\": \"%s\", \"wall_s\": ", k ? "," : "", sr->name,
+              sr->status == NDF_OK ? "ok" : "failed");
+      json_num(rep, sr->wall_s);
+      fprintf(rep, ", \"device\": \"%s\", \"params\": {%s}, \"metrics\": {%s}", jb->device, sr->note.params,
+              sr->note.metrics);
+      if (sr->status != NDF_OK) {
+        fprintf(rep, ", \"error\": ");
+        json_str(rep, sr->error);
+      }
+      fprintf(rep, "}");
+    }
+  }
+  fprintf(rep, "]}");
+}
+
 int ndf_cli_preprocess(int argc, char **argv) {
   pp_opts o;
   memset(&o, 0, sizeof o);
@@ -689,7 +987,8 @@ int ndf_cli_preprocess(int argc, char **argv) {
   o.margin[0] = o.margin[1] = o.margin[2] = 4;
   o.time_axis = -1;
   ndf_normalize_options_init(&o.norm);
-  int steps[MAX_STEPS], nsteps = 0, montage = 1, prog = -1;
+  int steps[MAX_STEPS], nsteps = 0, montage = 1, prog = -1, io_threads = 0;
+  const char *ext = ".nii.gz";
   const char *outdir = NULL, *report = NULL, *device = "auto", *refpath = NULL, *steps_arg = "reorient,resample,normalize";
   int have_centre = 0, have_width = 0;
   strlist inputs = {0};
@@ -744,6 +1043,15 @@ int ndf_cli_preprocess(int argc, char **argv) {
     } else if (!strcmp(name, "order")) {
       if (parse_long_arg(name, v, 0, 5, &l)) goto out_free;
       o.order = (int)l;
+    } else if (!strcmp(name, "io-threads")) {
+      if (parse_long_arg(name, v, 1, 16, &l)) goto out_free;
+      io_threads = (int)l;
+    } else if (!strcmp(name, "format")) {
+      if (strcmp(v, "nii") && strcmp(v, "nii.gz")) {
+        errorf("bad value '%s' for --format (expected nii or nii.gz)", v);
+        goto out_free;
+      }
+      ext = !strcmp(v, "nii") ? ".nii" : ".nii.gz";
     } else if (!strcmp(name, "time-axis")) {
       if (parse_long_arg(name, v, -1, 3, &l)) goto out_free;
       o.time_axis = (int)l;
@@ -804,6 +1112,10 @@ int ndf_cli_preprocess(int argc, char **argv) {
     goto out_free;
   }
   if (prog == -1) prog = isatty(2) ? 1 : 2;
+  if (io_threads == 0) { /* readers and writers: up to 4 of each, leaving a core to the steps */
+    const long nc = sysconf(_SC_NPROCESSORS_ONLN);
+    io_threads = nc > 5 ? 4 : nc > 2 ? (int)nc - 1 : 1;
+  }
   rc = PP_FAIL;
   if (mkdir(outdir, 0777) != 0 && errno != EEXIST) {
     errorf("cannot create '%s': %s", outdir, strerror(errno));
@@ -822,7 +1134,7 @@ int ndf_cli_preprocess(int argc, char **argv) {
     goto out_free;
   }
   const char *devname = ndf_ctx_has_cuda(ctx) ? "cuda" : "cpu";
-  char devdesc[256];
+  char devdesc[300];
   snprintf(devdesc, sizeof devdesc, "%s", devname);
   ndf_ctx_info info;
   if (ndf_ctx_has_cuda(ctx) && ndf_ctx_get_info(ctx, &info) == NDF_OK)
@@ -840,6 +1152,7 @@ int ndf_cli_preprocess(int argc, char **argv) {
     }
   }
 
+  /* The report is written at the end (volumes finish writing out of order); it must be writable. */
   FILE *rep = fopen(report_path, "w");
   if (!rep) {
     errorf("cannot write the report '%s': %s", report_path, strerror(errno));
@@ -849,258 +1162,83 @@ int ndf_cli_preprocess(int argc, char **argv) {
     goto out_free;
   }
   const double run_t0 = now_s();
+  pp_item *items = calloc((size_t)inputs.n, sizeof *items);
+  pp_job *jobs = calloc((size_t)inputs.n, sizeof *jobs);
+  pp_run run = {.jobs = jobs, .n = inputs.n, .montage = montage, .prog = prog, .total = inputs.n,
+                .ext = ext};
+  pp_reader rd = {.items = items, .n = items && jobs ? inputs.n : 0, .ahead = io_threads + 1};
+  pthread_mutex_init(&rd.mu, NULL);
+  pthread_cond_init(&rd.cv, NULL);
+  pthread_mutex_init(&run.mu, NULL);
+  pthread_cond_init(&run.cv, NULL);
+  for (int i = 0; i < inputs.n && items; i++) items[i].path = inputs.v[i];
+  pthread_t rth[16], wth[16];
+  int nr = 0, nw = 0;
+  for (int i = 0; i < io_threads && rd.n; i++)
+    if (pthread_create(&rth[nr], NULL, reader_main, &rd) == 0) nr++;
+  for (int i = 0; i < io_threads && rd.n; i++)
+    if (pthread_create(&wth[nw], NULL, writer_main, &run) == 0) nw++;
+  if (rd.n && nr == 0) { /* no thread: read everything first */
+    rd.ahead = inputs.n;
+    reader_main(&rd);
+  }
+  for (int vi = 0; vi < rd.n; vi++) {
+    pp_item *it = reader_take(&rd, vi);
+    pp_job *jb = &jobs[vi];
+    jb->path = it->path;
+    jb->read_s = it->read_s;
+    jb->t0 = now_s();
+    process_volume(ctx, &cpu_ctx, steps, nsteps, &o, it, refpath ? &refvol : NULL, outdir, ext, devname, jb);
+    ndfio_image_free(&it->img);
+    if (jb->ok && nw > 0) {
+      /* a writer writes it; at most 2 * writers volumes wait in memory */
+      pthread_mutex_lock(&run.mu);
+      while (run.queued - run.taken >= 2 * nw) pthread_cond_wait(&run.cv, &run.mu);
+      run.order[run.queued % PP_QUEUE] = vi;
+      run.queued++;
+      pthread_cond_broadcast(&run.cv);
+      pthread_mutex_unlock(&run.mu);
+    } else {
+      if (jb->ok) write_volume(&run, jb);
+      finish_volume(&run, jb);
+    }
+  }
+  pthread_mutex_lock(&run.mu);
+  run.closing = 1;
+  pthread_cond_broadcast(&run.cv);
+  pthread_mutex_unlock(&run.mu);
+  for (int i = 0; i < nw; i++) pthread_join(wth[i], NULL);
+  for (int i = 0; i < nr; i++) pthread_join(rth[i], NULL);
+  pthread_mutex_destroy(&rd.mu);
+  pthread_cond_destroy(&rd.cv);
+  pthread_mutex_destroy(&run.mu);
+  pthread_cond_destroy(&run.cv);
+
+  int nfailed = 0;
   fprintf(rep, "{\n  \"tool\": \"ndforge preprocess\",\n  \"version\": ");
   json_str(rep, ndf_version());
   fprintf(rep, ",\n  \"device\": ");
   json_str(rep, devdesc);
-  fprintf(rep, ",\n  \"steps\": [");
+  fprintf(rep, ",\n  \"io_threads\": %d,\n  \"steps\": [", io_threads);
   for (int i = 0; i < nsteps; i++) {
     fprintf(rep, "%s", i ? ", " : "");
     json_str(rep, STEPS[steps[i]].name);
   }
   fprintf(rep, "],\n  \"volumes\": [\n");
-
-  pp_item *items = calloc((size_t)inputs.n, sizeof *items);
-  pp_reader rd = {.items = items, .n = inputs.n};
-  pthread_mutex_init(&rd.mu, NULL);
-  pthread_cond_init(&rd.cv, NULL);
-  for (int i = 0; i < inputs.n && items; i++) items[i].path = inputs.v[i];
-  pthread_t th;
-  const int threaded = items && pthread_create(&th, NULL, reader_main, &rd) == 0;
-  if (!threaded && items) reader_main(&rd); /* no thread: read everything first */
-  int nfailed = 0;
-  for (int vi = 0; vi < inputs.n && items; vi++) {
-    pp_item *it = reader_take(&rd, vi);
-    const double t0 = now_s();
-    char stem[1024], outpath[4096], pngpath[4096], err[1024] = "";
-    stem_of(it->path, stem, sizeof stem);
-    snprintf(outpath, sizeof outpath, "%s/%s.nii.gz", outdir, stem);
-    snprintf(pngpath, sizeof pngpath, "%s/%s.png", outdir, stem);
-    int ok = it->status == NDF_OK, retried = 0, nt = 1, taxis = -1;
-    const char *vol_device = devname;
-    double process_s = 0, write_s = 0, mssim = NAN;
-    pp_result *res = NULL;
-    ndf_array outarr = {0};
-    if (!ok) {
-      snprintf(err, sizeof err, "%s", it->err);
-    } else if (it->img.arr.ndim < 1 || it->img.arr.ndim > 4) {
-      ok = 0;
-      snprintf(err, sizeof err, "%s: %d axes (expected a 3-D volume, or 4-D with a time axis)", it->path,
-               it->img.arr.ndim);
-    } else if (it->img.arr.ndim == 4) {
-      taxis = o.time_axis < 0 ? 3 : o.time_axis;
-      nt = (int)it->img.arr.shape[taxis];
-    }
-    if (ok) res = calloc((size_t)nt, sizeof *res);
-    if (ok && !res) {
-      ok = 0;
-      snprintf(err, sizeof err, "out of memory");
-    }
-    double affine[16];
-    if (ok) affine_of(&it->img, affine);
-    if (ok && it->img.arr.ndim == 4 && taxis != 3) { /* the affine's axes are the spatial ones in order */
-      /* nothing to do: extract_volume keeps the spatial axes' order */
-    }
-    const double tp = now_s();
-    for (int t = 0; ok && t < nt; t++) {
-      ndf_array host = {0};
-      if (extract_volume(&it->img, taxis, t, &host) != 0) {
-        ok = 0;
-        snprintf(err, sizeof err, "out of memory for volume %d", t);
-        break;
-      }
-      ndf_ctx *use = retried ? cpu_ctx : ctx;
-      ndf_status s = run_steps(use, steps, nsteps, &o, &host, affine, &res[t]);
-      if (s == NDF_ENOMEM && ndf_ctx_has_cuda(use)) { /* out of GPU memory: this volume on the CPU */
-        ndf_ctx_options c2;
-        ndf_ctx_options_init(&c2);
-        c2.backend = NDF_BACKEND_CPU;
-        if (cpu_ctx || ndf_ctx_create(&cpu_ctx, &c2) == NDF_OK) {
-          retried = 1;
-          vol_device = "cpu";
-          for (int u = 0; u < t; u++) result_free(&res[u]);
-          t = -1; /* the whole volume again, every time point on the CPU */
-          free(host.data);
-          continue;
-        }
-      }
-      free(host.data);
-      if (s != NDF_OK) {
-        ok = 0;
-        const pp_steprec *r = res[t].nrec ? &res[t].rec[res[t].nrec - 1] : NULL;
-        snprintf(err, sizeof err, "%s%s%s", r ? "step " : "", r ? r->name : "",
-                 r ? "" : ndf_status_string(s));
-        if (r) appendf(err, sizeof err, ": %s", r->error);
-      } else if (t > 0 && memcmp(res[t].img.shape, res[0].img.shape, sizeof(int64_t) * 3) != 0) {
-        ok = 0;
-        snprintf(err, sizeof err, "time point %d has another output shape than time point 0 (crop)", t);
-      }
-    }
-    process_s = now_s() - tp;
-    /* the output: 3-D, or 4-D with the time axis where it was */
-    nifti_image *hdr = NULL;
-    if (ok) {
-      const double tw = now_s();
-      int64_t osh[4];
-      int ond = nt > 1 || taxis >= 0 ? 4 : 3;
-      if (ond == 4) {
-        for (int d = 0, k = 0; d < 4; d++) osh[d] = d == taxis ? nt : res[0].img.shape[k++];
-      } else {
-        memcpy(osh, res[0].img.shape, sizeof(int64_t) * 3);
-      }
-      if (cli_alloc(NULL, &outarr, NDF_FLOAT32, ond, osh) != 0) {
-        ok = 0;
-        snprintf(err, sizeof err, "out of memory for the output");
-      } else {
-        /* gather: outarr[..t..] = res[t] (C order) */
-        int64_t st[4];
-        for (int d = 0; d < ond; d++) st[d] = outarr.strides[d];
-        float *dst = outarr.data;
-        const int64_t *s3 = res[0].img.shape;
-        for (int t = 0; t < nt; t++) {
-          const float *src = res[t].img.data;
-          int sp[3], k = 0;
-          for (int d = 0; d < ond; d++)
-            if (d != taxis) sp[k++] = d;
-          for (int64_t i = 0; i < s3[0]; i++)
-            for (int64_t j = 0; j < s3[1]; j++)
-              for (int64_t l = 0; l < s3[2]; l++) {
-                int64_t off = i * st[sp[0]] + j * st[sp[1]] + l * st[sp[2]] + (taxis >= 0 ? t * st[taxis] : 0);
-                dst[off] = *src++;
-              }
-        }
-        hdr = header_for(&it->img, res[0].affine, osh, ond);
-        ndfio_image himg = {.nifti = hdr};
-        if (!hdr) {
-          ok = 0;
-          snprintf(err, sizeof err, "out of memory for the NIfTI header");
-        } else if (ndfio_write(outpath, &outarr, &himg, err, sizeof err) != NDF_OK) {
-          ok = 0;
-        }
-      }
-      if (ok && refpath) {
-        if (memcmp(refvol.shape, res[0].img.shape, sizeof(int64_t) * 3) != 0) {
-          snprintf(err, sizeof err, "--reference: shape %lldx%lldx%lld, the output's %lldx%lldx%lld: no SSIM",
-                   (long long)refvol.shape[0], (long long)refvol.shape[1], (long long)refvol.shape[2],
-                   (long long)res[0].img.shape[0], (long long)res[0].img.shape[1], (long long)res[0].img.shape[2]);
-        }
-      }
-      if (ok && montage) {
-        ndf_array ssim_map = {0};
-        if (refpath && !err[0]) {
-          /* SSIM on the host context against the reference, data range from the reference */
-          ndf_ctx *hc = cpu_ctx;
-          if (!hc) {
-            ndf_ctx_options c2;
-            ndf_ctx_options_init(&c2);
-            c2.backend = NDF_BACKEND_CPU;
-            if (ndf_ctx_create(&cpu_ctx, &c2) == NDF_OK) hc = cpu_ctx;
-          }
-          ndf_ssim_options so;
-          ndf_ssim_options_init(&so);
-          float lo = INFINITY, hi = -INFINITY;
-          const float *rv = refvol.data;
-          for (int64_t e = 0; e < ndf_array_size(&refvol); e++) {
-            if (rv[e] < lo) lo = rv[e];
-            if (rv[e] > hi) hi = rv[e];
-          }
-          so.data_range = hi > lo ? (double)hi - lo : 1;
-          ndf_array ms;
-          ndf_array_init(&ms, &mssim, NDF_DEVICE_CPU, NDF_FLOAT64, 0, NULL);
-          if (hc && cli_alloc(NULL, &ssim_map, NDF_FLOAT32, 3, refvol.shape) == 0 &&
-              ndf_structural_similarity(hc, &res[0].img, &refvol, &ms, &ssim_map, &so) != NDF_OK) {
-            free(ssim_map.data);
-            memset(&ssim_map, 0, sizeof ssim_map);
-            mssim = NAN;
-          }
-        }
-        if (ndf_montage_write(pngpath, &res[0].img, res[0].mask.data ? &res[0].mask : NULL,
-                              ssim_map.data ? &ssim_map : NULL, err, sizeof err) != 0)
-          ok = 0;
-        free(ssim_map.data);
-      }
-      write_s = now_s() - tw;
-    }
-    if (!ok) nfailed++;
-    /* the report's entry */
-    fprintf(rep, "%s    {\"input\": ", vi ? ",\n" : "");
-    json_str(rep, it->path);
-    fprintf(rep, ", \"status\": \"%s\"", ok ? "ok" : "failed");
-    if (err[0]) {
-      fprintf(rep, ", \"%s\": ", ok ? "warning" : "error");
-      json_str(rep, err);
-    }
-    fprintf(rep, ", \"device\": \"%s\", \"retried_on_cpu\": %s", vol_device, retried ? "true" : "false");
-    if (ok) {
-      fprintf(rep, ", \"output\": ");
-      json_str(rep, outpath);
-      if (montage) {
-        fprintf(rep, ", \"montage\": ");
-        json_str(rep, pngpath);
-      }
-      fprintf(rep, ", \"shape\": [%lld, %lld, %lld], \"time_points\": %d", (long long)res[0].img.shape[0],
-              (long long)res[0].img.shape[1], (long long)res[0].img.shape[2], nt);
-      fprintf(rep, ", \"affine\": [");
-      for (int i = 0; i < 16; i++) {
-        fprintf(rep, "%s", i ? ", " : "");
-        json_num(rep, res[0].affine[i]);
-      }
-      fprintf(rep, "]");
-      if (refpath) {
-        fprintf(rep, ", \"ssim\": ");
-        json_num(rep, mssim);
-      }
-    }
-    fprintf(rep, ", \"read_s\": ");
-    json_num(rep, it->read_s);
-    fprintf(rep, ", \"process_s\": ");
-    json_num(rep, process_s);
-    fprintf(rep, ", \"write_s\": ");
-    json_num(rep, write_s);
-    fprintf(rep, ", \"wall_s\": ");
-    json_num(rep, now_s() - t0 + it->read_s);
-    fprintf(rep, ",\n     \"steps\": [");
-    if (res) {
-      /* the steps of time point 0, or of the one that failed */
-      int show = 0;
-      for (int t = 0; t < nt; t++)
-        if (res[t].nrec && res[t].rec[res[t].nrec - 1].status != NDF_OK) show = t;
-      const pp_result *r = &res[show];
-      for (int k = 0; k < r->nrec; k++) {
-        const pp_steprec *sr = &r->rec[k];
-        fprintf(rep, "%s\n       {\"name\": \"%s\", \"status\": \"%s\", \"wall_s\": ", k ? "," : "", sr->name,
-                sr->status == NDF_OK ? "ok" : "failed");
-        json_num(rep, sr->wall_s);
-        fprintf(rep, ", \"device\": \"%s\", \"params\": {%s}, \"metrics\": {%s}", vol_device, sr->note.params,
-                sr->note.metrics);
-        if (sr->status != NDF_OK) {
-          fprintf(rep, ", \"error\": ");
-          json_str(rep, sr->error);
-        }
-        fprintf(rep, "}");
-      }
-    }
-    fprintf(rep, "]}");
-    if (!ok) errorf("%s: %s", it->path, err);
-    progress(prog, vi + 1, inputs.n, stem, !ok);
-    if (res)
-      for (int t = 0; t < nt; t++) result_free(&res[t]);
-    free(res);
-    free(outarr.data);
-    if (hdr) nifti_image_free(hdr);
-    ndfio_image_free(&it->img);
+  for (int vi = 0; vi < rd.n; vi++) {
+    nfailed += !jobs[vi].ok;
+    report_volume(rep, &jobs[vi], vi, montage, refpath != NULL);
+    job_free(&jobs[vi]);
   }
-  if (threaded) pthread_join(th, NULL);
-  pthread_mutex_destroy(&rd.mu);
-  pthread_cond_destroy(&rd.cv);
   fprintf(rep, "\n  ],\n  \"failed\": %d,\n  \"wall_s\": ", nfailed);
   json_num(rep, now_s() - run_t0);
   fprintf(rep, "\n}\n");
   const int werr = ferror(rep) | (fclose(rep) != 0);
   if (werr) errorf("cannot write the report '%s'", report_path);
-  if (!items) errorf("out of memory");
-  rc = (nfailed || werr || !items) ? PP_FAIL : 0;
+  if (!items || !jobs) errorf("out of memory");
+  rc = (nfailed || werr || !items || !jobs) ? PP_FAIL : 0;
   free(items);
+  free(jobs);
   ndf_ctx_destroy(cpu_ctx);
   ndf_ctx_destroy(ctx);
   ndfio_image_free(&ref);
