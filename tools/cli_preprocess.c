@@ -889,6 +889,7 @@ static void finish_volume(pp_run *run, pp_job *jb) {
   jb->wall_s = now_s() - jb->t0 + jb->read_s;
   pthread_mutex_lock(&run->mu);
   run->finished++;
+  if (!jb->ok && run->prog == 1 && run->finished > 1) fputc('\n', stderr); /* below the bar */
   if (!jb->ok) errorf("%s: %s", jb->path, jb->err);
   progress(run->prog, run->finished, run->total, jb->stem, !jb->ok);
   pthread_mutex_unlock(&run->mu);
