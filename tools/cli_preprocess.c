@@ -295,7 +295,14 @@ typedef struct pp_item {
   char err[1024];
   double read_s;
   int done;
+  /* what the reader makes of it: the nt 3-D volumes as float32 (the file's data then freed, its
+   * header kept), the time axis (-1 for a 3-D input) and the affine */
+  int nt, taxis;
+  ndf_array *vols;
+  double affine[16];
 } pp_item;
+
+static void prepare_item(pp_item *it, int time_axis);
 
 /* The readers: io threads take the next unread input while fewer than ahead inputs wait
  * unprocessed; the main thread takes them in order. */
@@ -303,7 +310,7 @@ typedef struct pp_reader {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   pp_item *items;
-  int n, next_read, next_take, ahead;
+  int n, next_read, next_take, ahead, time_axis;
 } pp_reader;
 
 static double now_s(void) {
@@ -325,6 +332,7 @@ static void *reader_main(void *arg) {
     pthread_mutex_unlock(&r->mu);
     const double t0 = now_s();
     it->status = ndfio_read(it->path, &it->img, it->err, sizeof it->err);
+    if (it->status == NDF_OK) prepare_item(it, r->time_axis);
     it->read_s = now_s() - t0;
     pthread_mutex_lock(&r->mu);
     it->done = 1;
@@ -520,6 +528,45 @@ static int extract_volume(const ndfio_image *src, int taxis, int64_t t, ndf_arra
       for (int64_t l = 0; l < sh[2]; l++)
         *o++ = (float)(elem_as_double(a->data, a->dtype, base + i * str[0] + j * str[1] + l * str[2]) * slope + inter);
   return 0;
+}
+
+/* The reader's half of a volume: its 3-D volumes in float32, its time axis and affine. */
+static void prepare_item(pp_item *it, int time_axis) {
+  const ndf_array *a = &it->img.arr;
+  it->nt = 1;
+  it->taxis = -1;
+  if (a->ndim < 1 || a->ndim > 4) {
+    it->status = NDF_EINVAL;
+    snprintf(it->err, sizeof it->err, "%s: %d axes (expected a 3-D volume, or 4-D with a time axis)", it->path,
+             a->ndim);
+    return;
+  }
+  if (a->ndim == 4) {
+    it->taxis = time_axis < 0 ? 3 : time_axis;
+    it->nt = (int)a->shape[it->taxis];
+  }
+  affine_of(&it->img, it->affine);
+  it->vols = calloc((size_t)it->nt, sizeof *it->vols);
+  for (int t = 0; it->vols && t < it->nt; t++)
+    if (extract_volume(&it->img, it->taxis, t, &it->vols[t]) != 0) {
+      for (int u = 0; u < t; u++) free(it->vols[u].data);
+      free(it->vols);
+      it->vols = NULL;
+    }
+  if (!it->vols) {
+    it->status = NDF_ENOMEM;
+    snprintf(it->err, sizeof it->err, "%s: out of memory for its float32 copy", it->path);
+  }
+  free(it->img.owned); /* the header stays for the output's */
+  it->img.owned = NULL;
+  it->img.arr.data = NULL;
+}
+
+static void item_free(pp_item *it) {
+  for (int t = 0; it->vols && t < it->nt; t++) free(it->vols[t].data);
+  free(it->vols);
+  it->vols = NULL;
+  ndfio_image_free(&it->img);
 }
 
 /* ---- one volume --------------------------------------------------------------------------- */
@@ -725,36 +772,19 @@ static void process_volume(ndf_ctx *ctx, ndf_ctx **cpu_ctx, const int *steps, in
   snprintf(jb->outpath, sizeof jb->outpath, "%s/%s%s", outdir, jb->stem, ext);
   snprintf(jb->pngpath, sizeof jb->pngpath, "%s/%s.png", outdir, jb->stem);
   jb->device = devname;
-  jb->nt = 1;
-  jb->taxis = -1;
+  jb->nt = it->status == NDF_OK ? it->nt : 1;
+  jb->taxis = it->status == NDF_OK ? it->taxis : -1;
   jb->mssim = NAN;
   jb->ok = it->status == NDF_OK;
   const double tp = now_s();
-  if (!jb->ok) {
-    snprintf(jb->err, sizeof jb->err, "%s", it->err);
-  } else if (it->img.arr.ndim < 1 || it->img.arr.ndim > 4) {
-    jb->ok = 0;
-    snprintf(jb->err, sizeof jb->err, "%s: %d axes (expected a 3-D volume, or 4-D with a time axis)", it->path,
-             it->img.arr.ndim);
-  } else if (it->img.arr.ndim == 4) {
-    jb->taxis = o->time_axis < 0 ? 3 : o->time_axis;
-    jb->nt = (int)it->img.arr.shape[jb->taxis];
-  }
+  if (!jb->ok) snprintf(jb->err, sizeof jb->err, "%s", it->err);
   if (jb->ok && !(jb->res = calloc((size_t)jb->nt, sizeof *jb->res))) {
     jb->ok = 0;
     snprintf(jb->err, sizeof jb->err, "out of memory");
   }
-  double affine[16];
-  if (jb->ok) affine_of(&it->img, affine);
   for (int t = 0; jb->ok && t < jb->nt; t++) {
-    ndf_array host = {0};
-    if (extract_volume(&it->img, jb->taxis, t, &host) != 0) {
-      jb->ok = 0;
-      snprintf(jb->err, sizeof jb->err, "out of memory for volume %d", t);
-      break;
-    }
     ndf_ctx *use = jb->retried ? *cpu_ctx : ctx;
-    ndf_status s = run_steps(use, steps, nsteps, o, &host, affine, &jb->res[t]);
+    ndf_status s = run_steps(use, steps, nsteps, o, &it->vols[t], it->affine, &jb->res[t]);
     if (s == NDF_ENOMEM && ndf_ctx_has_cuda(use)) { /* out of GPU memory: the whole volume again on the CPU */
       ndf_ctx_options c2;
       ndf_ctx_options_init(&c2);
@@ -763,12 +793,10 @@ static void process_volume(ndf_ctx *ctx, ndf_ctx **cpu_ctx, const int *steps, in
         jb->retried = 1;
         jb->device = "cpu";
         for (int u = 0; u < t; u++) result_free(&jb->res[u]);
-        free(host.data);
         t = -1;
         continue;
       }
     }
-    free(host.data);
     if (s != NDF_OK) {
       jb->ok = 0;
       const pp_steprec *r = jb->res[t].nrec ? &jb->res[t].rec[jb->res[t].nrec - 1] : NULL;
@@ -1167,7 +1195,8 @@ int ndf_cli_preprocess(int argc, char **argv) {
   pp_job *jobs = calloc((size_t)inputs.n, sizeof *jobs);
   pp_run run = {.jobs = jobs, .n = inputs.n, .montage = montage, .prog = prog, .total = inputs.n,
                 .ext = ext};
-  pp_reader rd = {.items = items, .n = items && jobs ? inputs.n : 0, .ahead = io_threads + 1};
+  pp_reader rd = {.items = items, .n = items && jobs ? inputs.n : 0, .ahead = io_threads + 1,
+                 .time_axis = o.time_axis};
   pthread_mutex_init(&rd.mu, NULL);
   pthread_cond_init(&rd.cv, NULL);
   pthread_mutex_init(&run.mu, NULL);
@@ -1190,7 +1219,7 @@ int ndf_cli_preprocess(int argc, char **argv) {
     jb->read_s = it->read_s;
     jb->t0 = now_s();
     process_volume(ctx, &cpu_ctx, steps, nsteps, &o, it, refpath ? &refvol : NULL, outdir, ext, devname, jb);
-    ndfio_image_free(&it->img);
+    item_free(it);
     if (jb->ok && nw > 0) {
       /* a writer writes it; at most 2 * writers volumes wait in memory */
       pthread_mutex_lock(&run.mu);
