@@ -133,14 +133,29 @@ ndf_status ndf_reorient_ras_plan(const int64_t *shape, const double *affine, int
   return NDF_OK;
 }
 
-/* Runs ndf_affine_transform with the integer map "input coordinate d = sum_a m[d][a] o_a + m[d][3]"
- * over the trailing nsp axes, order 0: every output voxel is a copy of one input voxel. */
+/* Copies input coordinate d = sum_a m[d][a] o_a + m[d][3] (an integer map: a permutation with flips
+ * and an offset, over the trailing nsp axes) into output voxel o.  Host arrays: a strided copy of the
+ * input seen through the map; CUDA: ndf_affine_transform with the map, order 0 (exact copies too). */
 static ndf_status move_voxels(ndf_ctx *ctx, const char *op, const ndf_array *in, ndf_array *out, int nsp,
                               const double *m4) {
   if (in->dtype == NDF_BOOL || in->dtype == NDF_INT64 || in->dtype != out->dtype)
     return ndf__argerror(ctx, op, "output", "%s input and %s output (the input's dtype, not bool or int64)",
                          ndf_dtype_name(in->dtype) ? ndf_dtype_name(in->dtype) : "unknown",
                          ndf_dtype_name(out->dtype) ? ndf_dtype_name(out->dtype) : "unknown");
+  const int nb = in->ndim - nsp;
+  if (in->device == NDF_DEVICE_CPU && out->device == NDF_DEVICE_CPU) {
+    /* On the host the map is a view of the input (strides permuted, negated, offset): one strided copy. */
+    ndf_array view = *in;
+    int64_t off = 0;
+    for (int a = 0; a < nsp; a++) {
+      view.shape[nb + a] = out->shape[nb + a];
+      view.strides[nb + a] = 0;
+      for (int d = 0; d < nsp; d++) view.strides[nb + a] += (int64_t)m4[4 * d + a] * in->strides[nb + d];
+    }
+    for (int d = 0; d < nsp; d++) off += (int64_t)m4[4 * d + 3] * in->strides[nb + d];
+    if (ndf_array_size(out) > 0) view.data = (char *)in->data + off * (int64_t)ndf_dtype_size(in->dtype);
+    return ndf_array_copy(ctx, out, &view);
+  }
   double mat[3 * 4];
   for (int i = 0; i < nsp; i++) {
     for (int j = 0; j < nsp; j++) mat[(nsp + 1) * i + j] = m4[4 * i + j];
@@ -154,7 +169,7 @@ static ndf_status move_voxels(ndf_ctx *ctx, const char *op, const ndf_array *in,
   o.order = 0;
   o.mode = NDF_INTERP_NEAREST;
   o.prefilter = 0;
-  o.batch_dims = in->ndim - nsp;
+  o.batch_dims = nb;
   return ndf_affine_transform(ctx, in, &marr, 0, NULL, out, &o);
 }
 
