@@ -759,8 +759,7 @@ typedef struct pp_run {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   pp_job *jobs;
-  int n, order[PP_QUEUE], queued, taken, closing, finished, montage, prog, total;
-  const char *ext;
+  int order[PP_QUEUE], queued, taken, closing, finished, montage, prog, total;
 } pp_run;
 
 /* Runs the steps over every time point of it (retrying on the CPU after NDF_ENOMEM on the GPU) and
@@ -1193,8 +1192,7 @@ int ndf_cli_preprocess(int argc, char **argv) {
   const double run_t0 = now_s();
   pp_item *items = calloc((size_t)inputs.n, sizeof *items);
   pp_job *jobs = calloc((size_t)inputs.n, sizeof *jobs);
-  pp_run run = {.jobs = jobs, .n = inputs.n, .montage = montage, .prog = prog, .total = inputs.n,
-                .ext = ext};
+  pp_run run = {.jobs = jobs, .montage = montage, .prog = prog, .total = inputs.n};
   pp_reader rd = {.items = items, .n = items && jobs ? inputs.n : 0, .ahead = io_threads + 1,
                  .time_axis = o.time_axis};
   pthread_mutex_init(&rd.mu, NULL);
