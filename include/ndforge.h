@@ -1816,6 +1816,123 @@ NDF_API ndf_status ndf_rotate(ndf_ctx *ctx, const ndf_array *input, ndf_array *o
 NDF_API ndf_status ndf_rotate_shape(int ndim, const int64_t *shape, int batch_dims, double angle, int axis0,
                                     int axis1, int reshape, int64_t *out_shape);
 
+/* ------------------------------------------------------------------------ */
+/* Preprocessing of medical volumes: orientation, spacing, crop, normalization */
+/*
+ * Volumes in NIfTI's (and nibabel's) convention: an array whose three
+ * spatial axes are the voxel axes i, j, k (ndforge's NIfTI reader gives that
+ * order), and an affine: a row-major double[16] mapping the homogeneous voxel
+ * coordinate (i, j, k, 1) to world RAS+ millimetres (x, y, z, 1); its bottom
+ * row is 0 0 0 1.  Every geometric step returns the affine of its output, so
+ * each output voxel stays at the world point it came from.  The steps move
+ * data with ndf_affine_transform (order 0 for reorientation and crops, whose
+ * input coordinates are integers, so values are copied exactly), on the CPU
+ * or the context's GPU, stream-ordered like it.
+ */
+
+/* The voxel spacing the affine implies: the lengths of its first three
+ * columns (a zero length counts as 1, as nibabel's zooms).  NDF_EINVAL for a
+ * non-finite affine or one whose bottom row is not 0 0 0 1. */
+NDF_API ndf_status ndf_affine_spacing(const double *affine, double *spacing);
+
+/*
+ * Reorientation to RAS+ (nibabel's io_orientation and as_closest_canonical):
+ * the affine's 3x3 part, its columns scaled to unit length, is replaced by
+ * its nearest orthogonal matrix R (polar decomposition); then for each input
+ * axis in order, the world axis where its column of R is largest in
+ * magnitude becomes its output axis (that world axis is then taken), flipped
+ * when the entry is negative.  Output axis a holds input axis perm[a], read
+ * backwards when flip[a]; the new affine is affine @ M with M the output
+ * voxel -> input voxel map, so out_affine's 3x3 part is as close to a
+ * positive diagonal as an axis permutation with flips can make it.
+ * ndf_reorient_ras_plan gives out_shape, perm, flip and out_affine (any may
+ * be NULL) for a volume of shape[0..3); a singular or non-finite 3x3 part is
+ * NDF_EINVAL.  ndf_reorient_ras writes the data: input rank 3 (or more, the
+ * leading ndim - 3 axes a batch kept in place), any dtype the interpolation
+ * takes but bool, any strides; output the planned shape, the input's dtype.
+ */
+NDF_API ndf_status ndf_reorient_ras_plan(const int64_t *shape, const double *affine, int64_t *out_shape,
+                                         int *perm, int *flip, double *out_affine);
+NDF_API ndf_status ndf_reorient_ras(ndf_ctx *ctx, const ndf_array *input, const double *affine,
+                                    ndf_array *output);
+
+/*
+ * Resampling to a voxel spacing, the volume kept in place: along each of the
+ * nsp spatial axes (1..3), with old spacing s and new spacing S (> 0), the
+ * output has n_out = round(n * s / S) samples (Python's round, half to even,
+ * at least 1), S apart, centred on the input's field of view: output voxel o
+ * samples input coordinate o r + t with r = S / s and
+ * t = (n - 1) / 2 - (n_out - 1) / 2 r, so both grids share their centre.
+ * ndf_resample_plan gives out_shape, r (scale) and t (offset);
+ * ndf_resample_affine the output's affine, affine @ [diag(r) t; 0 1] (axes
+ * beyond nsp unchanged).  ndf_resample runs ndf_affine_transform with that
+ * diagonal map and the interpolation options (order, mode, cval, prefilter;
+ * opt->batch_dims leading axes are a batch, the nsp axes after them spatial).
+ * output: the planned shape (batch axes kept), any output dtype of the
+ * transforms.  `ndforge run resample` and `ndforge preprocess` use these.
+ */
+NDF_API ndf_status ndf_resample_plan(int nsp, const int64_t *shape, const double *spacing,
+                                     const double *new_spacing, int64_t *out_shape, double *scale, double *offset);
+NDF_API ndf_status ndf_resample_affine(int nsp, const double *affine, const double *scale, const double *offset,
+                                       double *out_affine);
+NDF_API ndf_status ndf_resample(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, const double *spacing,
+                                const double *new_spacing, const ndf_interp_options *opt);
+
+/*
+ * The bounding box of a mask's non-zero voxels: lo[d] the first index, hi[d]
+ * one past the last, on each of its ndim axes; *count (may be NULL) the
+ * number of non-zero voxels.  An empty mask gives count 0 and lo = hi = 0.
+ * mask: any dtype, any strides, on the CPU or the context's GPU (the CUDA
+ * path reads the mask back to the host, so it synchronizes).
+ */
+NDF_API ndf_status ndf_mask_bbox(ndf_ctx *ctx, const ndf_array *mask, int64_t *lo, int64_t *hi, int64_t *count);
+/*
+ * A crop of the box [lo, hi) grown by margin voxels on each side (nmargin 1:
+ * every axis, or one per axis; >= 0) and clipped to the volume: start and
+ * out_shape over ndim (1..3) axes; out_affine (may be NULL, then affine too)
+ * is affine with its translation moved to voxel start, so a cropped voxel
+ * keeps its world point.  An empty box (lo[d] >= hi[d]) is NDF_EINVAL.
+ * ndf_crop copies input[start + o] into output[o] for output's shape (input
+ * rank ndim, or more with leading batch axes kept; dtype as the
+ * interpolation; the output the input's dtype and within the input).
+ */
+NDF_API ndf_status ndf_crop_plan(int ndim, const int64_t *shape, const int64_t *lo, const int64_t *hi, int nmargin,
+                                 const int64_t *margin, int64_t *start, int64_t *out_shape, const double *affine,
+                                 double *out_affine);
+NDF_API ndf_status ndf_crop(ndf_ctx *ctx, const ndf_array *input, const int64_t *start, ndf_array *output);
+
+/* Modalities of ndf_normalize_modality. */
+typedef enum { NDF_MODALITY_CT = 0, NDF_MODALITY_MRI = 1 } ndf_modality;
+/* "ct", "mri". */
+NDF_API ndf_status ndf_modality_from_name(const char *name, ndf_modality *out);
+NDF_API const char *ndf_modality_name(ndf_modality m);
+
+/*
+ * Options of ndf_normalize_modality:
+ *   modality  CT: the HU window [centre - width / 2, centre + width / 2]
+ *             mapped to [-1, 1] (ndf_window_ct; values outside clipped);
+ *             MRI: z-score, (x - mean) / std with the statistics from the
+ *             mask's non-zero voxels (all voxels without a mask;
+ *             ndf_normalize_zscore).
+ *   preset    CT: NULL, or a name of ndf_ct_window_preset (then centre and
+ *             width are ignored).
+ *   centre, width  CT: the window when preset is NULL (default 40 / 80, the
+ *             brain window).
+ *   batch_dims leading axes that are independent volumes.
+ */
+typedef struct ndf_normalize_options {
+  ndf_modality modality;
+  const char *preset;
+  double centre, width;
+  int batch_dims;
+} ndf_normalize_options;
+/* MRI, no preset, centre 40, width 80, batch_dims 0. */
+NDF_API void ndf_normalize_options_init(ndf_normalize_options *opt);
+/* mask: NULL or shaped like the input (MRI; ignored for CT).  output float32
+ * or float64, shaped like the input; the intensity ops' dtypes and devices. */
+NDF_API ndf_status ndf_normalize_modality(ndf_ctx *ctx, const ndf_array *input, const ndf_array *mask,
+                                          ndf_array *output, const ndf_normalize_options *opt);
+
 #ifdef __cplusplus
 }
 #endif

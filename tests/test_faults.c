@@ -187,6 +187,15 @@ static ndf_status c_reconstruction(fcase *c) { /* seed in, mask aux (>= seed), a
   o.batch_dims = 1;
   return ndf_reconstruction(c->ctx, c->IN, c->AUX, c->OUT[0], &o);
 }
+static ndf_status c_reorient(fcase *c) { /* x and z flipped: ndf_affine_transform's order-0 copy */
+  const double a[16] = {-1, 0, 0, 5, 0, 2, 0, 0, 0, 0, -3, 1, 0, 0, 0, 1};
+  return ndf_reorient_ras(c->ctx, c->IN, a, c->OUT[0]);
+}
+static ndf_status c_normalize_mri(fcase *c) { /* z-score with the statistics of a mask's voxels */
+  ndf_normalize_options o;
+  ndf_normalize_options_init(&o);
+  return ndf_normalize_modality(c->ctx, c->IN, c->AUX, c->OUT[0], &o);
+}
 static ndf_status c_median(fcase *c) {
   ndf_rank_options o;
   ndf_rank_options_init(&o);
@@ -548,6 +557,8 @@ static void test_filters(void **state) {
   run_filter(ctx, "morphological_laplace", c_laplace, NDF_INT16, NDF_INT16, 0, 0);
   run_filter(ctx, "median_filter", c_median, NDF_FLOAT32, NDF_FLOAT32, 0, 0);
   run_filter(ctx, "percentile_filter", c_percentile, NDF_UINT8, NDF_UINT8, 0, 0);
+  run_filter(ctx, "reorient_ras", c_reorient, NDF_FLOAT32, NDF_FLOAT32, 0, 0);
+  run_filter(ctx, "normalize_modality", c_normalize_mri, NDF_INT16, NDF_FLOAT32, 0, 1);
   /* reconstruction: in each 6x7 image a corridor that climbs from a marker at the bottom-left
    * and turns back against the raster order, so that the CPU backend needs its FIFO */
   fcase c;

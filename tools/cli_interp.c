@@ -93,25 +93,20 @@ static int read_npy_arg(const char *path, ndfio_image *img) {
 /* Resample's header: pixdim, sform and qform of out for the per-axis ratio r = new / old and
  * offset t (input voxel coordinate of output voxel o: o r + t), over the first nsp axes. */
 static void resample_header(nifti_image *nim, int nsp, const double *r, const double *t, const double *spacing) {
-  double s[4][4] = {{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}, {0, 0, 0, 1}};
-  for (int d = 0; d < nsp; d++) {
-    s[d][d] = r[d];
-    s[d][3] = t[d];
-  }
   /* the world position of output voxel 0 through the qform */
   double q0[3];
   for (int i = 0; i < 3; i++)
     q0[i] = (double)nim->qto_xyz.m[i][0] * t[0] + (double)nim->qto_xyz.m[i][1] * (nsp > 1 ? t[1] : 0) +
             (double)nim->qto_xyz.m[i][2] * (nsp > 2 ? t[2] : 0) + (double)nim->qto_xyz.m[i][3];
   if (nim->sform_code > 0) {
-    mat44 m = nim->sto_xyz;
+    double a[16], b[16];
     for (int i = 0; i < 4; i++)
-      for (int j = 0; j < 4; j++) {
-        double v = 0;
-        for (int k = 0; k < 4; k++) v += (double)m.m[i][k] * s[k][j];
-        nim->sto_xyz.m[i][j] = (float)v;
-      }
-    nim->sto_ijk = nifti_mat44_inverse(nim->sto_xyz);
+      for (int j = 0; j < 4; j++) a[4 * i + j] = nim->sto_xyz.m[i][j];
+    if (ndf_resample_affine(nsp, a, r, t, b) == NDF_OK) {
+      for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) nim->sto_xyz.m[i][j] = (float)b[4 * i + j];
+      nim->sto_ijk = nifti_mat44_inverse(nim->sto_xyz);
+    }
   }
   for (int d = 0; d < nsp; d++) nim->pixdim[d + 1] = (float)spacing[d];
   nim->dx = nim->pixdim[1];
@@ -258,7 +253,7 @@ int ndf_cli_interp(int argc, char **argv) {
   const int nb = o.batch_dims, nd = in.arr.ndim;
   int ond = nd;
   int64_t osh[NDF_MAX_NDIM];
-  double rr[NDF_MAX_SPATIAL], tt[NDF_MAX_SPATIAL], spacing[NDF_MAX_SPATIAL];
+  double rr[NDF_MAX_SPATIAL], tt[NDF_MAX_SPATIAL], spacing[NDF_MAX_SPATIAL], old_spacing[NDF_MAX_SPATIAL];
   for (int d = 0; d < nd; d++) osh[d] = in.arr.shape[d];
   ndf_status s = NDF_OK;
   if (op == X_ZOOM) {
@@ -296,12 +291,9 @@ int ndf_cli_interp(int argc, char **argv) {
         rc = IX_USAGE;
         goto done;
       }
-      double z = old[d] / spacing[d];
-      s = ndf_zoom_shape(1, &in.arr.shape[d], 0, 1, &z, &osh[d]);
-      if (s != NDF_OK) break;
-      rr[d] = spacing[d] / old[d];
-      tt[d] = (double)(in.arr.shape[d] - 1) / 2 - (double)(osh[d] - 1) / 2 * rr[d];
+      old_spacing[d] = old[d];
     }
+    s = ndf_resample_plan(nd, in.arr.shape, old, spacing, osh, rr, tt); /* the library's geometry */
   }
   if (s != NDF_OK) {
     errorf("%s", ndf_last_error());
@@ -341,13 +333,7 @@ int ndf_cli_interp(int argc, char **argv) {
     case X_MAP: s = ndf_map_coordinates(ctx, pin, pco, pout, &o); break;
     case X_SPLINE: s = ndf_spline_filter(ctx, pin, pout, o.order, o.mode, o.batch_dims); break;
     case X_SPLINE1D: s = ndf_spline_filter1d(ctx, pin, pout, o.order, (int)axis, o.mode); break;
-    default: {
-      /* the diagonal form: input coordinate (o + t / r) r */
-      const int64_t msh[1] = {nd};
-      ndf_array m;
-      ndf_array_init(&m, rr, NDF_DEVICE_CPU, NDF_FLOAT64, 1, msh);
-      s = ndf_affine_transform(ctx, pin, &m, nd, tt, pout, &o);
-    }
+    default: s = ndf_resample(ctx, pin, pout, old_spacing, spacing, &o);
   }
   if (s == NDF_OK && cuda) s = ndf_array_copy(ctx, &out, &dout);
   if (s == NDF_OK) s = ndf_ctx_synchronize(ctx);

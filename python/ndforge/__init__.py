@@ -6,7 +6,9 @@ Submodules: ``ndforge.ndimage``, ``ndforge.morphology`` (scikit-image's
 ``reconstruction``), ``ndforge.metrics`` (scikit-image's image metrics, where
 the library has them), ``ndforge.intensity`` (NumPy's histogram, percentile,
 quantile, clip and scikit-image's equalize_hist; intensity windows and
-normalizations), ``ndforge.ot``, ``ndforge.topology`` and,
+normalizations), ``ndforge.preprocess`` (medical volumes: reorientation to
+RAS+, resampling to a spacing, cropping to a mask, per-modality
+normalization), ``ndforge.ot``, ``ndforge.topology`` and,
 with PyTorch installed, ``ndforge.torch`` (autograd functions and layers), with
 Dask installed, ``ndforge.dask`` (the functions on dask arrays, exact for any
 chunking).
@@ -41,7 +43,7 @@ def tunables():
 
 
 def __getattr__(name):
-    if name in ("ndimage", "morphology", "metrics", "intensity", "ot", "topology", "torch", "dask"):
+    if name in ("ndimage", "morphology", "metrics", "intensity", "preprocess", "ot", "topology", "torch", "dask"):
         import importlib
         return importlib.import_module("." + name, __name__)
     raise AttributeError("module 'ndforge' has no attribute %r" % name)

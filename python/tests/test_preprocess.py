@@ -1,0 +1,113 @@
+"""ndforge.preprocess: reorientation against nibabel's as_closest_canonical (skipped without nibabel),
+resampling and crops by their geometry (world points kept), normalization by its formulas."""
+
+import numpy as np
+import pytest
+
+from ndforge import _capi
+
+pytestmark = pytest.mark.skipif("ndf_reorient_ras" not in _capi.functions,
+                                reason="this libndforge has no preprocessing steps")
+
+import ndforge.preprocess as pp  # noqa: E402
+
+
+def _rotation(rng):
+    q = rng.normal(size=4)
+    a, b, c, d = q / np.linalg.norm(q)
+    return np.array([[a * a + b * b - c * c - d * d, 2 * (b * c - a * d), 2 * (b * d + a * c)],
+                     [2 * (b * c + a * d), a * a - b * b + c * c - d * d, 2 * (c * d - a * b)],
+                     [2 * (b * d - a * c), 2 * (c * d + a * b), a * a - b * b - c * c + d * d]])
+
+
+def _affine(rng, kind):
+    lin = np.eye(3)[rng.permutation(3)] * rng.choice([-1, 1], size=3) if kind == 0 else _rotation(rng)
+    a = np.eye(4)
+    a[:3, :3] = lin @ np.diag(rng.uniform(0.5, 3, size=3))
+    a[:3, 3] = rng.normal(size=3) * 50
+    return a
+
+
+def test_reorient_matches_nibabel():
+    nib = pytest.importorskip("nibabel")
+    rng = np.random.default_rng(0)
+    for it in range(60):
+        shape = tuple(int(n) for n in rng.integers(1, 8, size=3))
+        x = rng.normal(size=shape).astype(np.float32)
+        a = _affine(rng, it % 2)
+        c = nib.as_closest_canonical(nib.Nifti1Image(x, a))
+        y, ya = pp.reorient_ras(x, a)
+        np.testing.assert_array_equal(y, np.asanyarray(c.dataobj))
+        np.testing.assert_allclose(ya, c.affine, atol=1e-9)
+
+
+def test_reorient_batch_and_dtypes():
+    rng = np.random.default_rng(1)
+    a = np.diag([-1.0, 2, -3, 1])
+    for dt in (np.uint8, np.int16, np.float64):
+        x = rng.integers(0, 100, size=(2, 4, 5, 6)).astype(dt)
+        y, ya = pp.reorient_ras(x, a)
+        np.testing.assert_array_equal(y, x[:, ::-1, :, ::-1])
+        assert y.dtype == dt
+        np.testing.assert_allclose(ya, [[1, 0, 0, -3], [0, 2, 0, 0], [0, 0, 3, -15], [0, 0, 0, 1]])
+
+
+def test_resample_keeps_world_points():
+    rng = np.random.default_rng(2)
+    a = _affine(rng, 1)
+    sp = pp.affine_spacing(a)
+    g = np.meshgrid(*[np.arange(n, dtype=np.float64) for n in (9, 11, 7)], indexing='ij')
+    ramp = 3 * g[0] - 2 * g[1] + 0.5 * g[2] + 7
+    y, ya = pp.resample(ramp, a, (1.3, 0.8, 2.0), order=1, output=np.float64)
+    osh, r, t = pp.resample_plan(ramp.shape, sp, (1.3, 0.8, 2.0))
+    assert y.shape == osh
+    np.testing.assert_allclose(pp.affine_spacing(ya), (1.3, 0.8, 2.0))
+    o = np.stack(np.meshgrid(*[np.arange(n) for n in osh], indexing='ij'), -1).reshape(-1, 3)
+    ci = o * r + t
+    np.testing.assert_allclose((ya @ np.c_[o, np.ones(len(o))].T)[:3], (a @ np.c_[ci, np.ones(len(o))].T)[:3],
+                               atol=1e-9)
+    inside = np.all((ci >= 0) & (ci <= np.array(ramp.shape) - 1), axis=1)
+    want = 3 * ci[:, 0] - 2 * ci[:, 1] + 0.5 * ci[:, 2] + 7
+    np.testing.assert_allclose(y.reshape(-1)[inside], want[inside], atol=1e-9)
+
+
+def test_bbox_and_crop():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(12, 10, 8)).astype(np.float32)
+    m = np.zeros(x.shape, bool)
+    m[3:7, 2:9, 5] = True
+    assert pp.bbox(m) == ((3, 2, 5), (7, 9, 6), 28)
+    assert pp.bbox(np.zeros((3, 4), np.uint8)) == ((0, 0), (0, 0), 0)
+    a = _affine(rng, 1)
+    y, ya = pp.crop(x, a, m, margin=(1, 0, 4))
+    np.testing.assert_array_equal(y, x[2:8, 2:9, 1:8])
+    np.testing.assert_allclose(ya, a @ np.array([[1, 0, 0, 2], [0, 1, 0, 2], [0, 0, 1, 1], [0, 0, 0, 1.0]]))
+    with pytest.raises(ValueError, match="empty"):
+        pp.crop(x, a, np.zeros(x.shape, np.uint8))
+
+
+def test_normalize():
+    rng = np.random.default_rng(4)
+    hu = rng.integers(-1200, 2000, size=(6, 7, 8)).astype(np.int16)
+    y = pp.normalize(hu, "ct", preset="bone")
+    lo, hi = 400 - 900, 400 + 900
+    np.testing.assert_allclose(y, (np.clip(hu, lo, hi) - lo) / (hi - lo) * 2 - 1, atol=1e-6)
+    y = pp.normalize(hu, "ct", centre=0, width=200, output=np.float64)
+    np.testing.assert_allclose(y, np.clip(hu, -100, 100) / 100.0, atol=1e-12)
+    m = rng.random(hu.shape) < 0.3
+    y = pp.normalize(hu, "mri", mask=m, output=np.float64)
+    assert abs(y[m].mean()) < 1e-9 and abs(y[m].std() - 1) < 1e-9
+    with pytest.raises(ValueError):
+        pp.normalize(hu, "pet")
+
+
+def test_errors():
+    x = np.zeros((3, 4, 5), np.float32)
+    bad = np.eye(4)
+    bad[3, 0] = 1
+    with pytest.raises(ValueError, match="bottom row"):
+        pp.reorient_ras(x, bad)
+    with pytest.raises(ValueError, match="singular"):
+        pp.reorient_ras(x, np.diag([1.0, 1, 0, 1]) + np.eye(4, k=-1) * [[0], [0], [1], [0]])
+    with pytest.raises(ValueError, match="positive"):
+        pp.resample(x, np.eye(4), (1, 0, 1))
