@@ -37,5 +37,7 @@ int cli_tune_check(const char *assign);
 /* `ndforge run OP` for the interpolation ops and resample (cli_interp.c). */
 int ndf_cli_interp_is_op(const char *name);
 int ndf_cli_interp(int argc, char **argv);
+/* `ndforge convert` between DICOM series, NIfTI and .npy (cli_convert.c). */
+int ndf_cli_convert(int argc, char **argv);
 
 #endif

@@ -2876,6 +2876,8 @@ static void usage(FILE *f) {
           "  ndforge metrics METRIC IMAGE0 IMAGE1 [options]  image metrics (mse, nrmse,\n"
           "                                         psnr, ssim, dice, jaccard, hausdorff)\n"
           "                                         (ndforge metrics --help)\n"
+          "  ndforge convert [--series UID|N] INPUT... OUTPUT  DICOM series, NIfTI, .npy\n"
+          "                                         (ndforge convert --help)\n"
           "  ndforge tunables                        the kernel variants (run ... --tune N=V)\n"
           "  ndforge tune [--only S] | --show        time the variants on the GPU into this\n"
           "                                         device's tuning table (ndforge tune --help)\n"
@@ -2926,6 +2928,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "tunables") == 0) return ndf_cli_tunables(argc, argv);
   if (strcmp(cmd, "tune") == 0) return ndf_cli_tune(argc, argv);
   if (strcmp(cmd, "metrics") == 0) return cmd_metrics(argc, argv);
+  if (strcmp(cmd, "convert") == 0) return ndf_cli_convert(argc, argv);
   errorf("unknown command '%s' (see ndforge --help)", cmd);
   return EXIT_USAGE;
 }
