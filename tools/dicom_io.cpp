@@ -321,8 +321,8 @@ ndf_status read_series(const char *const *paths, int npaths, const ndfio_dicom_o
     for (size_t i = 0; i < series.size(); i++) {
       const Series &s = series[i];
       char line[512];
-      snprintf(line, sizeof line, "\n  %zu: %s  (series %s, \"%s\", %zu file%s, e.g. '%s')", i + 1, s.uid.c_str(),
-               s.number_str.empty() ? "-" : s.number_str.c_str(), s.descr.c_str(), s.files.size(),
+      snprintf(line, sizeof line, "%s %zu: %s (series %s, \"%s\", %zu file%s, e.g. '%s')", i ? ";" : "", i + 1,
+               s.uid.c_str(), s.number_str.empty() ? "-" : s.number_str.c_str(), s.descr.c_str(), s.files.size(),
                s.files.size() == 1 ? "" : "s", s.files[0].c_str());
       list += line;
     }
@@ -490,9 +490,10 @@ ndf_status read_series(const char *const *paths, int npaths, const ndfio_dicom_o
     A[i][3] = sl[0].ipp[i];
   }
   A[3][3] = 1;
-  for (int j = 0; j < 4; j++) {  // LPS -> RAS
-    A[0][j] = 0.0 - A[0][j]; // 0.0 - x: no -0 in the header
-    A[1][j] = 0.0 - A[1][j];
+  for (int j = 0; j < 4; j++) {  // LPS -> RAS, and no -0 in the header
+    A[0][j] = -A[0][j] + 0.0;
+    A[1][j] = -A[1][j] + 0.0;
+    A[2][j] += 0.0;
   }
 
   /* The pixels, rescaled, then the dtype. */
@@ -663,8 +664,8 @@ ndf_status write_series(const char *dir, const ndfio_image *img, const char *des
       for (int j = 0; j < 4; j++) A[i][j] = m.m[i][j];
   }
   for (int j = 0; j < 4; j++) {  // RAS -> LPS
-    A[0][j] = 0.0 - A[0][j]; // 0.0 - x: no -0 in the header
-    A[1][j] = 0.0 - A[1][j];
+    A[0][j] = -A[0][j];
+    A[1][j] = -A[1][j];
   }
   double len[3], r[3], c[3];
   for (int j = 0; j < 3; j++) len[j] = std::sqrt(A[0][j] * A[0][j] + A[1][j] * A[1][j] + A[2][j] * A[2][j]);

@@ -56,7 +56,7 @@ typedef struct ndfio_dicom_opts {
 /* Reads one series from paths[0..npaths) (one directory, or files) into
  * *img (a NIfTI-like image, see above).  o may be NULL (defaults).  On
  * failure returns NDF_EIO / NDF_EINVAL / NDF_ENOMEM, leaves *img empty and
- * writes the reason to err (several lines when it lists series). */
+ * writes the reason, one line, to err. */
 ndf_status ndfio_dicom_read(const char *const *paths, int npaths, const ndfio_dicom_opts *o, ndfio_image *img,
                             char *err, size_t errlen);
 
