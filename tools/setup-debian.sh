@@ -4,13 +4,17 @@
 # its CPU backend; NVRTC (from the toolkit) is found at run time when present.
 set -euo pipefail
 pkgs=(cmake ninja-build gcc pkg-config zlib1g-dev lua5.4 luajit libcmocka-dev libniftiio-dev libnifti2-dev libznz-dev
-      python3 python3-numpy python3-scipy python3-venv python3-pip python3-pytest)
+      python3 python3-numpy python3-scipy python3-venv python3-pip python3-pytest
+      g++ libgdcm-dev)
 # The demo needs Debian's MRI templates; the tests scikit-image (a third-party
 # reference for the Euler characteristic curves and for grey reconstruction;
 # tests/test_ecc.c and tests/test_reconstruction.c skip those cases, saying so,
 # where it is missing).
 # The tests also build the fuzz targets (fuzz/) with clang and libFuzzer.
-if [ "${1:-}" = "--demo" ]; then pkgs+=(mricron-data); else pkgs+=(python3-skimage clang-14 libclang-rt-14-dev); fi
+# DICOM (libgdcm-dev, through GDCM's C++ API): tests/test_cli_dicom.sh writes
+# series of the MRI template with pydicom and reads NIfTI back with nibabel.
+if [ "${1:-}" = "--demo" ]; then pkgs+=(mricron-data); else pkgs+=(python3-skimage clang-14 libclang-rt-14-dev
+  python3-pydicom python3-nibabel mricron-data); fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
