@@ -222,7 +222,8 @@ rc, err = run('empty', 'bad.nii')
 check('a directory without DICOM', rc == 1 and 'no DICOM image' in err, err)
 
 # 5. NIfTI -> DICOM (ndforge's writer) -> NIfTI: ch2, an oblique int16 volume,
-#    float values (stored with a rescale: quantized, within half a step).
+#    float values (stored with a rescale: quantized, within half a step), a
+#    scaled int16 NIfTI.
 for name, v, A in (('ch2', vol, aff), ('oblique int16', (obl.astype(np.int16) - 100), Aobl)):
     nib.Nifti1Image(v, A).to_filename('rt.nii.gz')
     rc1, e1 = run('rt.nii.gz', 'rt_dcm_' + name.replace(' ', '_'))
@@ -240,6 +241,17 @@ if rc2 == 0:
     step = (f.max() - f.min()) / 65534
     check('float round trip: within half a step', np.abs(g - f).max() <= step * 0.51 + 1e-6 * np.abs(f).max(),
           'max diff %g, step %g' % (np.abs(g - f).max(), step))
+# a NIfTI scaling becomes RescaleSlope / RescaleIntercept: the scaled values come back
+sv = (obl.astype(np.int16) - 100)
+nib.Nifti1Image(sv, aff).to_filename('rts.nii')
+with open('rts.nii', 'r+b') as fh:  # scl_slope 3, scl_inter -7 (nibabel sets its own on save)
+    fh.seek(112)
+    fh.write(struct.pack('<ff', 3.0, -7.0))
+rc1, e1 = run('rts.nii', 'rts_dcm')
+rc2, e2 = run('rts_dcm', 'rts_back.nii')
+check('scaled NIfTI round trip', rc1 == 0 and rc2 == 0 and not e1, e1 + e2)
+if rc2 == 0:
+    same_volume('scaled NIfTI round trip', 'rts_back.nii', (sv * 3 - 7).astype(np.int16), aff, np.int16)
 rc, err = run('rt.nii.gz', 'rt_dcm_ch2')
 check('DICOM output into a non-empty directory is refused', rc == 1, err)
 

@@ -682,7 +682,17 @@ ndf_status write_series(const char *dir, const ndfio_image *img, const char *des
          "needs a rectangular pixel grid)", dir);
     return NDF_EINVAL;
   }
-  /* Values: stored as they are when they are integers of uint16 or int16. */
+  /* Values: a NIfTI scaling (scl_slope != 0, not 1 and 0) makes world
+   * values s * v + b.  Stored values v are written as they are when they are
+   * integers of uint16 or int16 (with s and b as RescaleSlope and
+   * RescaleIntercept); otherwise the world values are quantized to int16
+   * with a slope and intercept of their own. */
+  double s = 1, b = 0;
+  if (const nifti_image *nim = (const nifti_image *)img->nifti)
+    if (nim->scl_slope != 0 && std::isfinite(nim->scl_slope) && std::isfinite(nim->scl_inter)) {
+      s = nim->scl_slope;
+      b = nim->scl_inter;
+    }
   const Elems el{a};
   double lo = INFINITY, hi = -INFINITY;
   bool integral = true;
@@ -698,19 +708,20 @@ ndf_status write_series(const char *dir, const ndfio_image *img, const char *des
         hi = std::max(hi, v);
         if (v != std::floor(v)) integral = false;
       }
-  bool sgn = lo < 0, rescale = false;
+  bool sgn = lo < 0, rescale = s != 1 || b != 0, quant = false;
   unsigned bits = 16;
-  double slope = 1, inter = 0;
+  double slope = s, inter = b;
   if (a->dtype == NDF_UINT8 || a->dtype == NDF_INT8 || a->dtype == NDF_BOOL) bits = 8;
   if (a->dtype == NDF_INT8 || a->dtype == NDF_INT16) sgn = true;
   if (!integral || (sgn ? (lo < -32768 || hi > 32767) : hi > 65535)) {
-    rescale = true;
+    quant = rescale = true;
     sgn = true;
     bits = 16;
-    inter = (lo + hi) / 2;
-    slope = hi > lo ? (hi - lo) / 65534.0 : 1.0;
+    const double wlo = std::min(s * lo + b, s * hi + b), whi = std::max(s * lo + b, s * hi + b);
+    inter = (wlo + whi) / 2;
+    slope = whi > wlo ? (whi - wlo) / 65534.0 : 1.0;
   }
-  if (quantized) *quantized = rescale;
+  if (quantized) *quantized = quant;
 
   /* A new, empty directory next to dir, renamed into place at the end. */
   struct stat st;
@@ -787,7 +798,7 @@ ndf_status write_series(const char *dir, const ndfio_image *img, const char *des
     for (int64_t y = 0; y < ny; y++)
       for (int64_t x = 0; x < nx; x++) {
         double v = el.at(x, y, z);
-        if (rescale) v = std::round((v - inter) / slope);
+        if (quant) v = std::round((s * v + b - inter) / slope);
         uint16_t u = sgn ? (uint16_t)(int16_t)v : (uint16_t)v;
         if (bits == 8) u &= 0xff;  // int8 in 8 stored bits (two's complement)
         memcpy(&pix[(size_t)(y * nx + x) * 2], &u, 2);

@@ -68,8 +68,10 @@ ndf_status ndfio_dicom_read(const char *const *paths, int npaths, const ndfio_di
  * comes back reversed with the affine to match: DICOM readers order slices
  * along r x c).  The in-plane axes must be orthogonal.  uint8, int8,
  * uint16 and int16 are stored as they are, and so are other dtypes whose
- * values are all integers within uint16 or int16; other values are stored
- * as int16 with a RescaleSlope / RescaleIntercept (quantized: *quantized
+ * values are all integers within uint16 or int16, with the header's
+ * scl_slope / scl_inter (when not 0, or 1 and 0) as RescaleSlope /
+ * RescaleIntercept; other values are quantized: their scaled values stored
+ * as int16 with a RescaleSlope / RescaleIntercept of their own (*quantized
  * set to 1, else 0; may be NULL).  dir must not exist or be empty; it is
  * written under a temporary name next to it and renamed at the end, so a
  * failure leaves no partial series.  descrip (NULL: the NIfTI header's
