@@ -133,6 +133,14 @@ if rc == 0:
 print('DICOM series of ch2 (%d files) -> NIfTI: %.3f s' % (vol.shape[2], t1 - t0))
 rc, err = run('ax', 'ax.npy')
 check('ch2 series -> .npy', rc == 0 and np.array_equal(np.load('ax.npy'), vol), err)
+# `ndforge run` reads a series directory too; its NIfTI output carries the series' affine.
+r = subprocess.run([cli, 'run', 'grey_erosion', '--size', '3', '--device', 'cpu', 'ax', 'ax_eroded.nii.gz'],
+                   capture_output=True, text=True)
+check('run grey_erosion on a series', r.returncode == 0, r.stderr)
+if r.returncode == 0:
+    e = nib.load('ax_eroded.nii.gz')
+    check('run on a series: affine', np.abs(e.affine - aff).max() <= 1e-4 and e.header['sform_code'] == 1,
+          str(e.affine))
 files = sorted(os.listdir('ax'))
 rc, err = run(*(['ax/' + f for f in files[::-1]] + ['files.nii']))
 check('ch2 as a list of files', rc == 0, err)

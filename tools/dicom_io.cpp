@@ -176,6 +176,35 @@ template <typename T> void store(void *dst, const double *v, size_t n) {
   T *d = static_cast<T *>(dst);
   for (size_t i = 0; i < n; i++) d[i] = static_cast<T>(v[i]);
 }
+template <typename T> void load(const void *src, double *v, size_t n) {
+  const T *s = static_cast<const T *>(src);
+  for (size_t i = 0; i < n; i++) v[i] = static_cast<double>(s[i]);
+}
+
+/* n values between doubles and an array of dtype t (an integer type or
+ * float32). */
+void put_values(void *dst, ndf_dtype t, const double *v, size_t n) {
+  switch (t) {
+  case NDF_UINT8: store<uint8_t>(dst, v, n); break;
+  case NDF_INT8: store<int8_t>(dst, v, n); break;
+  case NDF_UINT16: store<uint16_t>(dst, v, n); break;
+  case NDF_INT16: store<int16_t>(dst, v, n); break;
+  case NDF_UINT32: store<uint32_t>(dst, v, n); break;
+  case NDF_INT32: store<int32_t>(dst, v, n); break;
+  default: store<float>(dst, v, n); break;
+  }
+}
+void get_values(const void *src, ndf_dtype t, double *v, size_t n) {
+  switch (t) {
+  case NDF_UINT8: load<uint8_t>(src, v, n); break;
+  case NDF_INT8: load<int8_t>(src, v, n); break;
+  case NDF_UINT16: load<uint16_t>(src, v, n); break;
+  case NDF_INT16: load<int16_t>(src, v, n); break;
+  case NDF_UINT32: load<uint32_t>(src, v, n); break;
+  case NDF_INT32: load<int32_t>(src, v, n); break;
+  default: load<float>(src, v, n); break;
+  }
+}
 
 /* Reads the stored values of one slice's pixels into v (rows * cols
  * doubles), sign-extended from BitsStored bits. */
@@ -496,60 +525,58 @@ ndf_status read_series(const char *const *paths, int npaths, const ndfio_dicom_o
     A[2][j] += 0.0;
   }
 
-  /* The pixels, rescaled, then the dtype. */
+  /* The stored values, slice by slice, into a buffer of their type; then,
+   * where slices are rescaled, the values and the dtype (in place when
+   * int16 replaces a 16-bit type). */
   const size_t nx = (size_t)ref.cols, ny = (size_t)ref.rows, plane = nx * ny;
-  if (nz > SIZE_MAX / sizeof(double) / plane) {
-    errf(err, errlen, "cannot read %s: the volume is too large", src.c_str());
-    return NDF_ENOMEM;
-  }
-  std::vector<double> v;
-  try {
-    v.resize(plane * nz);
-  } catch (const std::bad_alloc &) {
-    errf(err, errlen, "cannot read %s: out of memory for %zu voxels", src.c_str(), plane * nz);
-    return NDF_ENOMEM;
-  }
-  bool rescaled = false, integral = true;
-  for (size_t k = 0; k < nz; k++) {
-    if (!read_pixels(sl[k], &v[k * plane], err, errlen)) return NDF_EINVAL;
-    const double a = sl[k].slope, b = sl[k].intercept;
-    if (a != 1.0 || b != 0.0) {
-      rescaled = true;
-      if (a != std::floor(a) || b != std::floor(b)) integral = false;
-      for (size_t i = 0; i < plane; i++) v[k * plane + i] = v[k * plane + i] * a + b;
-    }
-  }
-  ndf_dtype dt = stored_dtype(ref.bits_stored, ref.pixrep == 1);
-  if (rescaled) {
-    dt = NDF_FLOAT32;
-    if (integral) {
-      auto mm = std::minmax_element(v.begin(), v.end());
-      if (*mm.first >= -32768.0 && *mm.second <= 32767.0) dt = NDF_INT16;
-    }
-  }
-  const size_t esz = ndf_dtype_size(dt);
-  void *data = malloc(plane * nz * esz);
-  if (!data) {
-    errf(err, errlen, "cannot read %s: out of memory for %zu voxels", src.c_str(), plane * nz);
-    return NDF_ENOMEM;
-  }
-  switch (dt) {
-  case NDF_UINT8: store<uint8_t>(data, v.data(), v.size()); break;
-  case NDF_INT8: store<int8_t>(data, v.data(), v.size()); break;
-  case NDF_UINT16: store<uint16_t>(data, v.data(), v.size()); break;
-  case NDF_INT16: store<int16_t>(data, v.data(), v.size()); break;
-  case NDF_UINT32: store<uint32_t>(data, v.data(), v.size()); break;
-  case NDF_INT32: store<int32_t>(data, v.data(), v.size()); break;
-  default: store<float>(data, v.data(), v.size()); break;
-  }
-
-  int dims[8] = {3, (int)nx, (int)ny, (int)nz, 1, 1, 1, 1};
   if (nx > 32767 || ny > 32767 || nz > 32767) {
-    free(data);
     errf(err, errlen, "cannot read %s: %zu x %zu x %zu voxels exceed NIfTI-1's 32767 per axis", src.c_str(), nx,
          ny, nz);
     return NDF_EINVAL;
   }
+  const ndf_dtype st = stored_dtype(ref.bits_stored, ref.pixrep == 1);
+  const size_t ssz = ndf_dtype_size(st), n = plane * nz;
+  char *data = static_cast<char *>(malloc(n * ssz));
+  if (!data) {
+    errf(err, errlen, "cannot read %s: out of memory for %zu voxels", src.c_str(), n);
+    return NDF_ENOMEM;
+  }
+  std::vector<double> v(plane);
+  bool rescaled = false, integral = true;
+  double lo = INFINITY, hi = -INFINITY;  // of the rescaled values
+  for (size_t k = 0; k < nz; k++) {
+    if (!read_pixels(sl[k], v.data(), err, errlen)) {
+      free(data);
+      return NDF_EINVAL;
+    }
+    put_values(data + k * plane * ssz, st, v.data(), plane);
+    const double a = sl[k].slope, b = sl[k].intercept;
+    if (a != 1.0 || b != 0.0) rescaled = true;
+    if (a != std::floor(a) || b != std::floor(b)) integral = false;
+    auto mm = std::minmax_element(v.begin(), v.end());
+    lo = std::min(lo, std::min(*mm.first * a + b, *mm.second * a + b));
+    hi = std::max(hi, std::max(*mm.first * a + b, *mm.second * a + b));
+  }
+  ndf_dtype dt = st;
+  if (rescaled) {
+    dt = integral && lo >= -32768.0 && hi <= 32767.0 ? NDF_INT16 : NDF_FLOAT32;
+    const size_t osz = ndf_dtype_size(dt);
+    char *out = osz == ssz ? data : static_cast<char *>(malloc(n * osz));
+    if (!out) {
+      free(data);
+      errf(err, errlen, "cannot read %s: out of memory for %zu voxels", src.c_str(), n);
+      return NDF_ENOMEM;
+    }
+    for (size_t k = 0; k < nz; k++) {  // each element read before it is overwritten
+      get_values(data + k * plane * ssz, st, v.data(), plane);
+      for (double &x : v) x = x * sl[k].slope + sl[k].intercept;
+      put_values(out + k * plane * osz, dt, v.data(), plane);
+    }
+    if (out != data) free(data);
+    data = out;
+  }
+
+  int dims[8] = {3, (int)nx, (int)ny, (int)nz, 1, 1, 1, 1};
   nifti_set_debug_level(0);
   nifti_image *nim = nifti_make_new_nim(dims, nifti_code(dt), 0);
   if (!nim) {
