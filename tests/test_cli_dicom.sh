@@ -12,9 +12,10 @@
 # dtype) and its affine to 1e-4 mm, read back with nibabel.  Each refusal
 # (missing slice, uneven gap, two series without --series, orientation or
 # pixel spacing that differs between slices) exits 1 with a message naming a
-# file of the series; --series picks one of two series.  Round trips: NIfTI
-# -> DICOM (ndforge's writer) -> NIfTI gives the voxels and affine back, and
-# a 4-D NIfTI converted to NIfTI keeps its header.  Exits 77 without a
+# file of the series; --series picks one of two series; `ndforge run` reads
+# a series directory.  Round trips: NIfTI -> DICOM (ndforge's writer) ->
+# NIfTI gives the voxels and affine back (the scaled values of a NIfTI with
+# scl_slope), and a 4-D NIfTI converted to NIfTI keeps its header.  Exits 77 without a
 # python3 that has numpy, pydicom and nibabel.
 set -u
 . "$(dirname "$0")/cli_common.sh"
