@@ -167,6 +167,45 @@ check('oblique series -> NIfTI', rc == 0, err)
 if rc == 0:
     same_volume('oblique', 'obl.nii.gz', obl, Aobl)
 
+# 2b. The oblique volume as one enhanced MR file: frames in shuffled order, the
+#     orientation and spacing shared, each frame's position its own, a rescale.
+from pydicom.sequence import Sequence
+def item(**kw):
+    d = Dataset()
+    for k, v in kw.items():
+        setattr(d, k, v)
+    return d
+M = LPS @ Aobl[:3, :3]
+t = LPS @ Aobl[:3, 3]
+col = np.linalg.norm(M, axis=0)
+fm = FileMetaDataset()
+fm.MediaStorageSOPClassUID = '1.2.840.10008.5.1.4.1.1.4.1'  # Enhanced MR Image Storage
+fm.MediaStorageSOPInstanceUID = generate_uid()
+fm.TransferSyntaxUID = ExplicitVRLittleEndian
+e = Dataset()
+e.file_meta = fm
+e.is_little_endian, e.is_implicit_VR = True, False
+e.SOPClassUID, e.SOPInstanceUID = fm.MediaStorageSOPClassUID, fm.MediaStorageSOPInstanceUID
+e.Modality, e.StudyInstanceUID, e.SeriesInstanceUID, e.SeriesNumber = 'MR', generate_uid(), generate_uid(), 1
+e.NumberOfFrames = nz
+e.SamplesPerPixel, e.PhotometricInterpretation = 1, 'MONOCHROME2'
+e.Rows, e.Columns = obl.shape[1], obl.shape[0]
+e.BitsAllocated, e.BitsStored, e.HighBit, e.PixelRepresentation = 16, 16, 15, 0
+e.SharedFunctionalGroupsSequence = Sequence([item(
+    PlaneOrientationSequence=Sequence([item(ImageOrientationPatient=[ds_(x) for x in np.concatenate(
+        [M[:, 0] / col[0], M[:, 1] / col[1]])])]),
+    PixelMeasuresSequence=Sequence([item(PixelSpacing=[ds_(col[1]), ds_(col[0])], SliceThickness=ds_(col[2]))]),
+    PixelValueTransformationSequence=Sequence([item(RescaleSlope='2', RescaleIntercept='-5',
+                                                    RescaleType='US')]))])
+e.PerFrameFunctionalGroupsSequence = Sequence([item(PlanePositionSequence=Sequence([item(
+    ImagePositionPatient=[ds_(x) for x in (t + M[:, 2] * k)])])) for k in perm])
+e.PixelData = b''.join(np.ascontiguousarray(obl[:, :, k].T).astype('<u2').tobytes() for k in perm)
+e.save_as('enhanced.dcm', write_like_original=False)
+rc, err = run('enhanced.dcm', 'enhanced.nii.gz')
+check('enhanced MR (multi-frame) -> NIfTI', rc == 0, err)
+if rc == 0:
+    same_volume('enhanced MR', 'enhanced.nii.gz', obl.astype(np.int16) * 2 - 5, Aobl, np.int16)
+
 # 3. CT-like: stored int16 with slope 1 and intercept -1024 (int16 HU); slope 0.5 (float32).
 ct = np.ascontiguousarray(vol[40:140, 50:170, 60:100]).astype(np.int16) * 8
 write_series('ct', ct, aff, stored=ct, slope=1, inter=-1024)

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,9 @@
 #include <gdcmFile.h>
 #include <gdcmImage.h>
 #include <gdcmImageReader.h>
+#include <gdcmReader.h>
 #include <gdcmScanner.h>
+#include <gdcmSequenceOfItems.h>
 #include <gdcmTag.h>
 #include <gdcmTrace.h>
 #include <gdcmUIDGenerator.h>
@@ -86,7 +89,9 @@ bool parse_numbers(const std::string &s, int n, double *out) {
 
 /* One file's view of what the series needs. */
 struct Slice {
-  std::string path;
+  std::string path;  // for messages: the file, with " (frame N)" for a frame of a multi-frame file
+  std::string file;
+  long frame;        // 0-based frame of the file
   double ipp[3], iop[6], spacing[2];
   long rows, cols, bits_alloc, bits_stored, pixrep, samples, frames;
   double slope, intercept;
@@ -206,46 +211,6 @@ void get_values(const void *src, ndf_dtype t, double *v, size_t n) {
   }
 }
 
-/* Reads the stored values of one slice's pixels into v (rows * cols
- * doubles), sign-extended from BitsStored bits. */
-bool read_pixels(const Slice &s, double *v, char *err, size_t errlen) {
-  gdcm::ImageReader r;
-  r.SetFileName(s.path.c_str());
-  if (!r.Read()) {
-    errf(err, errlen, "cannot read the pixels of '%s' (GDCM cannot decode it)", s.path.c_str());
-    return false;
-  }
-  const gdcm::Image &im = r.GetImage();
-  const gdcm::PixelFormat &pf = im.GetPixelFormat();
-  if (im.GetColumns() != (unsigned)s.cols || im.GetRows() != (unsigned)s.rows || pf.GetSamplesPerPixel() != 1) {
-    errf(err, errlen, "cannot read the pixels of '%s': GDCM gives a %ux%u image of %u samples, the header says "
-         "%ldx%ld of 1", s.path.c_str(), im.GetColumns(), im.GetRows(), pf.GetSamplesPerPixel(), s.cols, s.rows);
-    return false;
-  }
-  const size_t n = (size_t)s.rows * (size_t)s.cols;
-  const unsigned alloc = pf.GetBitsAllocated();
-  const bool sgn = pf.GetPixelRepresentation() == 1;
-  std::vector<char> buf(im.GetBufferLength());
-  if ((alloc != 8 && alloc != 16 && alloc != 32) || buf.size() < n * (alloc / 8) || !im.GetBuffer(buf.data())) {
-    errf(err, errlen, "cannot read the pixels of '%s' (%u bits allocated, %zu bytes for %zu pixels)",
-         s.path.c_str(), alloc, buf.size(), n);
-    return false;
-  }
-  const unsigned stored = pf.GetBitsStored() ? pf.GetBitsStored() : alloc;
-  const uint64_t mask = stored >= 32 ? 0xffffffffu : ((uint64_t)1 << stored) - 1;
-  for (size_t i = 0; i < n; i++) {
-    uint64_t u;
-    if (alloc == 8) u = (uint8_t)buf[i];
-    else if (alloc == 16) { uint16_t x; memcpy(&x, &buf[2 * i], 2); u = x; }
-    else { uint32_t x; memcpy(&x, &buf[4 * i], 4); u = x; }
-    u &= mask;
-    int64_t val = (int64_t)u;
-    if (sgn && stored < 64 && (u >> (stored - 1)) & 1) val = (int64_t)u - ((int64_t)1 << stored);
-    v[i] = (double)val;
-  }
-  return true;
-}
-
 /* The scanner's value of tag t in file f, trimmed ("" when absent). */
 std::string val(const gdcm::Scanner &sc, const std::string &f, const gdcm::Tag &t) {
   return trim(sc.GetValue(f.c_str(), t));
@@ -261,6 +226,130 @@ long long_or(const std::string &s, long dflt) {
 double double_or(const std::string &s, double dflt) {
   double v;
   return !s.empty() && parse_numbers(s, 1, &v) ? v : dflt;
+}
+
+/* One file's decoded pixels (every frame), kept while its slices are read. */
+struct Decoded {
+  std::string file;
+  std::vector<char> buf;
+  unsigned alloc = 0, stored = 0;
+  bool sgn = false;
+  size_t frames = 0;
+};
+
+/* Reads the stored values of one slice's pixels into v (rows * cols
+ * doubles), sign-extended from BitsStored bits; d caches the file. */
+bool read_pixels(const Slice &s, Decoded &d, double *v, char *err, size_t errlen) {
+  const size_t n = (size_t)s.rows * (size_t)s.cols;
+  if (d.file != s.file) {
+    d.file.clear();
+    gdcm::ImageReader r;
+    r.SetFileName(s.file.c_str());
+    if (!r.Read()) {
+      errf(err, errlen, "cannot read the pixels of '%s' (GDCM cannot decode it)", s.file.c_str());
+      return false;
+    }
+    const gdcm::Image &im = r.GetImage();
+    const gdcm::PixelFormat &pf = im.GetPixelFormat();
+    if (im.GetColumns() != (unsigned)s.cols || im.GetRows() != (unsigned)s.rows || pf.GetSamplesPerPixel() != 1) {
+      errf(err, errlen, "cannot read the pixels of '%s': GDCM gives a %ux%u image of %u samples, the header "
+           "says %ldx%ld of 1", s.file.c_str(), im.GetColumns(), im.GetRows(), pf.GetSamplesPerPixel(), s.cols,
+           s.rows);
+      return false;
+    }
+    d.alloc = pf.GetBitsAllocated();
+    d.sgn = pf.GetPixelRepresentation() == 1;
+    d.stored = pf.GetBitsStored() ? pf.GetBitsStored() : d.alloc;
+    d.buf.resize(im.GetBufferLength());
+    d.frames = d.alloc ? d.buf.size() / (n * (d.alloc / 8 ? d.alloc / 8 : 1)) : 0;
+    if ((d.alloc != 8 && d.alloc != 16 && d.alloc != 32) || d.frames < (size_t)s.frames ||
+        !im.GetBuffer(d.buf.data())) {
+      errf(err, errlen, "cannot read the pixels of '%s' (%u bits allocated, %zu bytes for %ld frame%s of %zu "
+           "pixels)", s.file.c_str(), d.alloc, d.buf.size(), s.frames, s.frames == 1 ? "" : "s", n);
+      return false;
+    }
+    d.file = s.file;
+  }
+  const unsigned alloc = d.alloc, stored = d.stored;
+  const char *buf = d.buf.data() + (size_t)s.frame * n * (alloc / 8);
+  const uint64_t mask = stored >= 32 ? 0xffffffffu : ((uint64_t)1 << stored) - 1;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t u;
+    if (alloc == 8) u = (uint8_t)buf[i];
+    else if (alloc == 16) { uint16_t x; memcpy(&x, &buf[2 * i], 2); u = x; }
+    else { uint32_t x; memcpy(&x, &buf[4 * i], 4); u = x; }
+    u &= mask;
+    int64_t val = (int64_t)u;
+    if (d.sgn && stored < 64 && (u >> (stored - 1)) & 1) val = (int64_t)u - ((int64_t)1 << stored);
+    v[i] = (double)val;
+  }
+  return true;
+}
+
+/* A string value of ds (trimmed, "" when absent or empty). */
+std::string str_of(const gdcm::DataSet &ds, const gdcm::Tag &t) {
+  if (!ds.FindDataElement(t)) return std::string();
+  const gdcm::ByteValue *bv = ds.GetDataElement(t).GetByteValue();
+  if (!bv || !bv->GetPointer()) return std::string();
+  std::string v(bv->GetPointer(), bv->GetLength());
+  v.erase(std::find(v.begin(), v.end(), '\0'), v.end());
+  return trim(v.c_str());
+}
+
+/* The nested dataset of item idx (1-based) of sequence t of ds, or NULL. */
+const gdcm::DataSet *item_of(const gdcm::DataSet &ds, const gdcm::Tag &t, size_t idx) {
+  if (!ds.FindDataElement(t)) return nullptr;
+  gdcm::SmartPointer<gdcm::SequenceOfItems> sq = ds.GetDataElement(t).GetValueAsSQ();
+  if (!sq || sq->GetNumberOfItems() < idx) return nullptr;
+  return &sq->GetItem(idx).GetNestedDataSet();
+}
+
+/* The frames of a multi-frame (enhanced) file as slices: each frame's
+ * geometry and rescaling from its per-frame functional groups, else the
+ * shared ones, else the file's top level. */
+bool frames_of(const Slice &base, std::vector<Slice> &out, char *err, size_t errlen) {
+  gdcm::Reader r;
+  r.SetFileName(base.file.c_str());
+  std::set<gdcm::Tag> skip;
+  if (!r.ReadUpToTag(gdcm::Tag(0x7fe0, 0x0010), skip)) {
+    errf(err, errlen, "cannot read '%s' (GDCM cannot parse it)", base.file.c_str());
+    return false;
+  }
+  const gdcm::DataSet &ds = r.GetFile().GetDataSet();
+  const gdcm::Tag PER(0x5200, 0x9230), SHARED(0x5200, 0x9229);
+  const gdcm::DataSet *shared = item_of(ds, SHARED, 1);
+  for (long f = 0; f < base.frames; f++) {
+    const gdcm::DataSet *per = item_of(ds, PER, (size_t)f + 1);
+    /* attribute t of functional group macro m: per-frame, shared, top level */
+    auto get = [&](uint16_t mg, uint16_t me, const gdcm::Tag &t) {
+      for (const gdcm::DataSet *g : {per, shared}) {
+        const gdcm::DataSet *m = g ? item_of(*g, gdcm::Tag(mg, me), 1) : nullptr;
+        if (m) {
+          std::string v = str_of(*m, t);
+          if (!v.empty()) return v;
+        }
+      }
+      return str_of(ds, t);
+    };
+    Slice s = base;
+    s.frame = f;
+    s.path = base.file + " (frame " + std::to_string(f + 1) + ")";
+    const char *missing = nullptr;
+    if (!parse_numbers(get(0x0020, 0x9113, T_IPP), 3, s.ipp)) missing = "ImagePositionPatient";
+    else if (!parse_numbers(get(0x0020, 0x9116, T_IOP), 6, s.iop)) missing = "ImageOrientationPatient";
+    else if (!parse_numbers(get(0x0028, 0x9110, T_SPACING), 2, s.spacing) || !(s.spacing[0] > 0 && s.spacing[1] > 0))
+      missing = "PixelSpacing";
+    if (missing) {
+      errf(err, errlen, "cannot read '%s': no valid %s for frame %ld (a volume needs the image plane's geometry)",
+           base.file.c_str(), missing, f + 1);
+      return false;
+    }
+    s.slope = double_or(get(0x0028, 0x9145, T_SLOPE), 1.0);
+    s.intercept = double_or(get(0x0028, 0x9145, T_INTERCEPT), 0.0);
+    if (s.slope == 0) s.slope = 1.0;
+    out.push_back(s);
+  }
+  return true;
 }
 
 /* 4x4 RAS affine (double) into a nifti_image's sform and qform (code 1). */
@@ -364,18 +453,40 @@ ndf_status read_series(const char *const *paths, int npaths, const ndfio_dicom_o
     return NDF_EINVAL;
   }
 
-  /* Each file's geometry and pixel description. */
-  std::vector<Slice> sl(chosen->files.size());
-  for (size_t i = 0; i < sl.size(); i++) {
-    Slice &s = sl[i];
-    const std::string &f = chosen->files[i];
-    s.path = f;
+  /* Each file's geometry and pixel description; a multi-frame file's
+   * frames are its slices. */
+  std::vector<Slice> sl;
+  for (const std::string &f : chosen->files) {
+    Slice s;
+    s.path = s.file = f;
+    s.frame = 0;
     s.frames = long_or(val(sc, f, T_FRAMES), 1);
-    if (s.frames > 1) {
-      errf(err, errlen, "cannot read '%s': a multi-frame image (%ld frames, e.g. enhanced MR/CT) is not "
-           "supported; convert it to single-frame files first (e.g. GDCM's gdcmtool or dcm2niix)", f.c_str(),
-           s.frames);
+    if (s.frames < 1) s.frames = 1;
+    s.rows = long_or(val(sc, f, T_ROWS), 0);
+    s.cols = long_or(val(sc, f, T_COLS), 0);
+    s.bits_alloc = long_or(val(sc, f, T_BITS_ALLOC), 0);
+    s.bits_stored = long_or(val(sc, f, T_BITS_STORED), s.bits_alloc);
+    s.pixrep = long_or(val(sc, f, T_PIXREP), 0);
+    s.samples = long_or(val(sc, f, T_SAMPLES), 1);
+    if (s.samples != 1) {
+      errf(err, errlen, "cannot read '%s': %ld samples per pixel (colour); only greyscale series are read",
+           f.c_str(), s.samples);
       return NDF_EINVAL;
+    }
+    if (s.rows < 1 || s.cols < 1 || s.bits_stored < 1 || s.bits_stored > s.bits_alloc || s.bits_alloc > 32) {
+      errf(err, errlen, "cannot read '%s': Rows %ld, Columns %ld, BitsAllocated %ld, BitsStored %ld are not "
+           "supported", f.c_str(), s.rows, s.cols, s.bits_alloc, s.bits_stored);
+      return NDF_EINVAL;
+    }
+    if (s.frames > 1) {
+      if (chosen->files.size() > 1) {
+        errf(err, errlen, "cannot read series %s of %s: '%s' is a multi-frame file (%ld frames) among %zu files; "
+             "a multi-frame series is read from one file", chosen->uid.c_str(), src.c_str(), f.c_str(), s.frames,
+             chosen->files.size());
+        return NDF_EINVAL;
+      }
+      if (!frames_of(s, sl, err, errlen)) return NDF_EINVAL;
+      continue;
     }
     const char *missing = nullptr;
     if (!parse_numbers(val(sc, f, T_IPP), 3, s.ipp)) missing = "ImagePositionPatient";
@@ -387,25 +498,10 @@ ndf_status read_series(const char *const *paths, int npaths, const ndfio_dicom_o
            missing);
       return NDF_EINVAL;
     }
-    s.rows = long_or(val(sc, f, T_ROWS), 0);
-    s.cols = long_or(val(sc, f, T_COLS), 0);
-    s.bits_alloc = long_or(val(sc, f, T_BITS_ALLOC), 0);
-    s.bits_stored = long_or(val(sc, f, T_BITS_STORED), s.bits_alloc);
-    s.pixrep = long_or(val(sc, f, T_PIXREP), 0);
-    s.samples = long_or(val(sc, f, T_SAMPLES), 1);
     s.slope = double_or(val(sc, f, T_SLOPE), 1.0);
     s.intercept = double_or(val(sc, f, T_INTERCEPT), 0.0);
     if (s.slope == 0) s.slope = 1.0;  // a zero slope is a missing one (as pydicom and dcm2niix read it)
-    if (s.samples != 1) {
-      errf(err, errlen, "cannot read '%s': %ld samples per pixel (colour); only greyscale series are read",
-           f.c_str(), s.samples);
-      return NDF_EINVAL;
-    }
-    if (s.rows < 1 || s.cols < 1 || s.bits_stored < 1 || s.bits_stored > s.bits_alloc || s.bits_alloc > 32) {
-      errf(err, errlen, "cannot read '%s': Rows %ld, Columns %ld, BitsAllocated %ld, BitsStored %ld are not "
-           "supported", f.c_str(), s.rows, s.cols, s.bits_alloc, s.bits_stored);
-      return NDF_EINVAL;
-    }
+    sl.push_back(s);
   }
   /* One geometry for all: the first file (by name) is the reference. */
   const Slice &ref = sl[0];
@@ -542,10 +638,11 @@ ndf_status read_series(const char *const *paths, int npaths, const ndfio_dicom_o
     return NDF_ENOMEM;
   }
   std::vector<double> v(plane);
+  Decoded dec;
   bool rescaled = false, integral = true;
   double lo = INFINITY, hi = -INFINITY;  // of the rescaled values
   for (size_t k = 0; k < nz; k++) {
-    if (!read_pixels(sl[k], v.data(), err, errlen)) {
+    if (!read_pixels(sl[k], dec, v.data(), err, errlen)) {
       free(data);
       return NDF_EINVAL;
     }

@@ -32,9 +32,13 @@
  * one series that differ in ImageOrientationPatient, PixelSpacing, Rows,
  * Columns, bits or samples per pixel; two slices at one position; a missing
  * slice or an uneven gap (a gap differing from the median gap by more than
- * gap_tolerance times it); colour images; multi-frame files (NumberOfFrames
- * > 1, e.g. enhanced MR/CT).  Files that are not DICOM images (DICOMDIR,
- * other files) in a directory are skipped; subdirectories are not read.
+ * gap_tolerance times it); colour images; a multi-frame file among other
+ * files of its series.  A multi-frame file (NumberOfFrames > 1, e.g.
+ * enhanced MR/CT) is a series of its frames: each frame's position,
+ * orientation, pixel spacing and rescaling from its per-frame functional
+ * groups, else the shared ones, else the file's top level; the same rules
+ * then apply.  Files that are not DICOM images (DICOMDIR, other files) in a
+ * directory are skipped; subdirectories are not read.
  */
 #ifndef NDF_DICOM_IO_H
 #define NDF_DICOM_IO_H
