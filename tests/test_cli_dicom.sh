@@ -7,22 +7,24 @@
 # GDCM writer) from Debian's real T1 MRI ch2.nii.gz (mricron-data; a random
 # volume of that size stands in without it): the axial volume as it is, an
 # oblique crop with another spacing and shuffled file names, and CT-like
-# series with RescaleSlope / RescaleIntercept.  `ndforge convert` to NIfTI
-# must give the source's voxels (after the rescaling, in the documented
-# dtype) and its affine to 1e-4 mm, read back with nibabel.  Each refusal
-# (missing slice, uneven gap, two series without --series, orientation or
-# pixel spacing that differs between slices) exits 1 with a message naming a
-# file of the series; --series picks one of two series; `ndforge run` reads
-# a series directory.  Round trips: NIfTI -> DICOM (ndforge's writer) ->
-# NIfTI gives the voxels and affine back (the scaled values of a NIfTI with
-# scl_slope), and a 4-D NIfTI converted to NIfTI keeps its header.  Exits 77 without a
+# series with RescaleSlope / RescaleIntercept (also JPEG-LS compressed, with
+# GDCM's gdcmconv where it is installed), an enhanced MR file (one file,
+# frames in shuffled order).  `ndforge convert` to NIfTI must give the
+# source's voxels (after the rescaling, in the documented dtype) and its
+# affine to 1e-4 mm, read back with nibabel.  Each refusal (missing slice,
+# uneven gap, two series without --series, orientation or pixel spacing that
+# differs between slices) exits 1 with a message naming a file of the
+# series; --series picks one of two series; `ndforge run` reads a series
+# directory.  Round trips: NIfTI -> DICOM (ndforge's writer) -> NIfTI gives
+# the voxels and affine back (the scaled values of a NIfTI with scl_slope),
+# and a 4-D NIfTI converted to NIfTI keeps its header.  Exits 77 without a
 # python3 that has numpy, pydicom and nibabel.
 set -u
 . "$(dirname "$0")/cli_common.sh"
 cli_setup dicom "numpy, pydicom, nibabel" "$@"
 
 cat > dicom.py <<'PY'
-import os, struct, subprocess, sys, time
+import os, shutil, struct, subprocess, sys, time
 import numpy as np, nibabel as nib, pydicom
 from pydicom.dataset import Dataset, FileMetaDataset
 from pydicom.uid import ExplicitVRLittleEndian, generate_uid
@@ -219,6 +221,19 @@ check('CT series (slope 0.5) -> NIfTI', rc == 0, err)
 if rc == 0:
     same_volume('CT (slope 0.5, intercept -1000.25)', 'ctf.nii.gz', (ct * 0.5 - 1000.25).astype(np.float32),
                 aff, np.float32)
+
+# 3b. The same slices JPEG-LS compressed (GDCM's gdcmconv, libgdcm-tools): the
+#     decoder is GDCM's, the voxels the same.
+if shutil.which('gdcmconv'):
+    os.makedirs('ctj', exist_ok=True)
+    ok = all(subprocess.run(['gdcmconv', '--jpegls', 'ct/' + f, 'ctj/' + f]).returncode == 0
+             for f in sorted(os.listdir('ct')))
+    rc, err = run('ctj', 'ctj.nii')
+    check('JPEG-LS series -> NIfTI', ok and rc == 0, err)
+    if ok and rc == 0:
+        same_volume('JPEG-LS CT', 'ctj.nii', ct - 1024, aff, np.int16)
+else:
+    print('note: no gdcmconv (libgdcm-tools): the compressed series is not tested')
 
 # 4. Refusals: exit 1, a message naming a file of the series, no output.
 small = np.ascontiguousarray(vol[60:120, 60:140, 60:72])

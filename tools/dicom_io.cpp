@@ -500,7 +500,7 @@ ndf_status read_series(const char *const *paths, int npaths, const ndfio_dicom_o
     }
     s.slope = double_or(val(sc, f, T_SLOPE), 1.0);
     s.intercept = double_or(val(sc, f, T_INTERCEPT), 0.0);
-    if (s.slope == 0) s.slope = 1.0;  // a zero slope is a missing one (as pydicom and dcm2niix read it)
+    if (s.slope == 0) s.slope = 1.0;  // a zero slope would erase the image: taken as missing
     sl.push_back(s);
   }
   /* One geometry for all: the first file (by name) is the reference. */

@@ -18,7 +18,8 @@
  *     (P0, Plast: the first and last slice's position; dr, dc: PixelSpacing's
  *     row and column spacing; one slice: k * SliceThickness * n, or
  *     SpacingBetweenSlices when given); NIfTI's RAS world negates x and y;
- *   - RescaleSlope / RescaleIntercept are applied (CT in Hounsfield units).
+ *   - RescaleSlope / RescaleIntercept are applied (CT in Hounsfield units;
+ *     a slope of 0 counts as 1).
  *     The dtype: without rescaling (slope 1 and intercept 0, or absent) the
  *     stored type, the smallest of uint8/int8/uint16/int16/uint32/int32 that
  *     holds BitsStored bits of PixelRepresentation's sign; with integral

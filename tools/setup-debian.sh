@@ -12,9 +12,10 @@ pkgs=(cmake ninja-build gcc pkg-config zlib1g-dev lua5.4 luajit libcmocka-dev li
 # where it is missing).
 # The tests also build the fuzz targets (fuzz/) with clang and libFuzzer.
 # DICOM (libgdcm-dev, through GDCM's C++ API): tests/test_cli_dicom.sh writes
-# series of the MRI template with pydicom and reads NIfTI back with nibabel.
+# series of the MRI template with pydicom (and compresses one with GDCM's
+# gdcmconv) and reads NIfTI back with nibabel.
 if [ "${1:-}" = "--demo" ]; then pkgs+=(mricron-data); else pkgs+=(python3-skimage clang-14 libclang-rt-14-dev
-  python3-pydicom python3-nibabel mricron-data); fi
+  python3-pydicom python3-nibabel mricron-data libgdcm-tools); fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
