@@ -155,7 +155,9 @@ std::string name_files(const std::vector<const Slice *> &v) {
   return s;
 }
 
-bool close_rel(double a, double b, double rel) { return std::fabs(a - b) <= rel * std::max(std::fabs(a), std::fabs(b)); }
+bool close_rel(double a, double b, double rel) {
+  return std::fabs(a - b) <= rel * std::max(std::fabs(a), std::fabs(b));
+}
 
 /* The ndforge dtype that holds `bits` bits, signed or not. */
 ndf_dtype stored_dtype(long bits, bool is_signed) {
