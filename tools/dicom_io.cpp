@@ -555,13 +555,15 @@ ndf_status read_series(const char *const *paths, int npaths, const ndfio_dicom_o
       return NDF_EINVAL;
     }
   }
-  /* The slice normal n = r x c, and each position along it. */
-  const double *r = ref.iop, *c = ref.iop + 3;
+  /* The slice normal n = r x c, and each position along it (the reference
+   * copied first: the slices are sorted next). */
+  const Slice ref0 = ref;
+  const double *r = ref0.iop, *c = ref0.iop + 3;
   double nrm[3] = {r[1] * c[2] - r[2] * c[1], r[2] * c[0] - r[0] * c[2], r[0] * c[1] - r[1] * c[0]};
   const double nlen = std::sqrt(nrm[0] * nrm[0] + nrm[1] * nrm[1] + nrm[2] * nrm[2]);
   if (!(nlen > 0.5)) {
     errf(err, errlen, "cannot read '%s': ImageOrientationPatient's row and column cosines are not orthogonal "
-         "unit vectors", ref.path.c_str());
+         "unit vectors", ref0.path.c_str());
     return NDF_EINVAL;
   }
   for (double &v : nrm) v /= nlen;
@@ -575,7 +577,7 @@ ndf_status read_series(const char *const *paths, int npaths, const ndfio_dicom_o
     std::vector<double> sorted = gaps;
     std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
     const double med = sorted[sorted.size() / 2];
-    const double inplane = std::min(ref.spacing[0], ref.spacing[1]);
+    const double inplane = std::min(ref0.spacing[0], ref0.spacing[1]);
     for (size_t k = 0; k + 1 < nz; k++) {
       if (gaps[k] <= 1e-3 * inplane) {
         errf(err, errlen, "cannot read series %s of %s: '%s' and '%s' are at one position (%.6g mm along the "
@@ -604,15 +606,15 @@ ndf_status read_series(const char *const *paths, int npaths, const ndfio_dicom_o
   if (nz > 1) {
     for (int i = 0; i < 3; i++) step[i] = (sl[nz - 1].ipp[i] - sl[0].ipp[i]) / (double)(nz - 1);
   } else {
-    double dz = double_or(val(sc, ref.path, T_BETWEEN), 0);
-    if (!(dz > 0)) dz = double_or(val(sc, ref.path, T_THICKNESS), 1.0);
+    double dz = double_or(val(sc, ref0.file, T_BETWEEN), 0);
+    if (!(dz > 0)) dz = double_or(val(sc, ref0.file, T_THICKNESS), 1.0);
     if (!(dz > 0)) dz = 1.0;
     for (int i = 0; i < 3; i++) step[i] = dz * nrm[i];
   }
   double A[4][4] = {{0}};
   for (int i = 0; i < 3; i++) {
-    A[i][0] = ref.spacing[1] * r[i];
-    A[i][1] = ref.spacing[0] * c[i];
+    A[i][0] = ref0.spacing[1] * r[i];
+    A[i][1] = ref0.spacing[0] * c[i];
     A[i][2] = step[i];
     A[i][3] = sl[0].ipp[i];
   }
@@ -626,13 +628,13 @@ ndf_status read_series(const char *const *paths, int npaths, const ndfio_dicom_o
   /* The stored values, slice by slice, into a buffer of their type; then,
    * where slices are rescaled, the values and the dtype (in place when
    * int16 replaces a 16-bit type). */
-  const size_t nx = (size_t)ref.cols, ny = (size_t)ref.rows, plane = nx * ny;
+  const size_t nx = (size_t)ref0.cols, ny = (size_t)ref0.rows, plane = nx * ny;
   if (nx > 32767 || ny > 32767 || nz > 32767) {
     errf(err, errlen, "cannot read %s: %zu x %zu x %zu voxels exceed NIfTI-1's 32767 per axis", src.c_str(), nx,
          ny, nz);
     return NDF_EINVAL;
   }
-  const ndf_dtype st = stored_dtype(ref.bits_stored, ref.pixrep == 1);
+  const ndf_dtype st = stored_dtype(ref0.bits_stored, ref0.pixrep == 1);
   const size_t ssz = ndf_dtype_size(st), n = plane * nz;
   char *data = static_cast<char *>(malloc(n * ssz));
   if (!data) {
@@ -684,7 +686,7 @@ ndf_status read_series(const char *const *paths, int npaths, const ndfio_dicom_o
     return NDF_ENOMEM;
   }
   set_affine(nim, A);
-  std::string d = chosen->descr.empty() ? val(sc, ref.path, T_MODALITY) : chosen->descr;
+  std::string d = chosen->descr.empty() ? val(sc, ref0.file, T_MODALITY) : chosen->descr;
   snprintf(nim->descrip, sizeof nim->descrip, "%s", d.c_str());
   ndf_array &a = img->arr;
   a.device = NDF_DEVICE_CPU;
