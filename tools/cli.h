@@ -39,5 +39,7 @@ int ndf_cli_interp_is_op(const char *name);
 int ndf_cli_interp(int argc, char **argv);
 /* `ndforge preprocess` (cli_preprocess.c). */
 int ndf_cli_preprocess(int argc, char **argv);
+/* `ndforge convert` between DICOM series, NIfTI and .npy (cli_convert.c). */
+int ndf_cli_convert(int argc, char **argv);
 
 #endif

@@ -19,16 +19,20 @@ typedef struct ndfio_image {
   void *nifti;  /* nifti_image* for NIfTI inputs, else NULL */
 } ndfio_image;
 
-typedef enum { NDFIO_NPY = 1, NDFIO_NIFTI = 2 } ndfio_format;
+typedef enum { NDFIO_NPY = 1, NDFIO_NIFTI = 2, NDFIO_DICOM = 3 } ndfio_format;
 
-/* Format from a file name: .npy -> NPY, .nii / .nii.gz -> NIFTI; 0 if unknown. */
+/* Format from a file name: .npy -> NPY, .nii / .nii.gz -> NIFTI, .dcm or an
+ * existing directory -> DICOM (a series, tools/dicom_io.h; read only where
+ * the build has GDCM); 0 if unknown. */
 ndfio_format ndfio_format_of(const char *path);
 
-/* Reads path into *img.  On failure returns NDF_EIO/NDF_EINVAL/NDF_ENOMEM,
+/* Reads path into *img (a DICOM directory or file: its one series, with
+ * ndfio_dicom_read's defaults).  On failure returns NDF_EIO/NDF_EINVAL/NDF_ENOMEM,
  * leaves *img empty and writes a one-line reason (naming the file) to err. */
 ndf_status ndfio_read(const char *path, ndfio_image *img, char *err, size_t errlen);
 
-/* Writes the host array a to path (format from the extension).  For NIfTI,
+/* Writes the host array a to path (format from the extension; DICOM: a
+ * series, see ndfio_dicom_write).  For NIfTI,
  * header_from (may be NULL) gives the header to keep; its datatype is set to
  * a's dtype.  Writes a temporary file in the same directory and renames it,
  * so a failed write leaves no (partial) output file. */

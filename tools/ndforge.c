@@ -2880,6 +2880,8 @@ static void usage(FILE *f) {
           "                                         preprocess MRI/CT volumes into NIfTI, PNG\n"
           "                                         montages and a JSON report\n"
           "                                         (ndforge preprocess --help)\n"
+          "  ndforge convert [--series UID|N] INPUT... OUTPUT  DICOM series, NIfTI, .npy\n"
+          "                                         (ndforge convert --help)\n"
           "  ndforge tunables                        the kernel variants (run ... --tune N=V)\n"
           "  ndforge tune [--only S] | --show        time the variants on the GPU into this\n"
           "                                         device's tuning table (ndforge tune --help)\n"
@@ -2931,6 +2933,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "tune") == 0) return ndf_cli_tune(argc, argv);
   if (strcmp(cmd, "metrics") == 0) return cmd_metrics(argc, argv);
   if (strcmp(cmd, "preprocess") == 0) return ndf_cli_preprocess(argc, argv);
+  if (strcmp(cmd, "convert") == 0) return ndf_cli_convert(argc, argv);
   errorf("unknown command '%s' (see ndforge --help)", cmd);
   return EXIT_USAGE;
 }

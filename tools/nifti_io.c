@@ -26,6 +26,10 @@
 #include <nifti1_io.h>
 #include <zlib.h>
 
+#ifdef NDF_HAVE_DICOM
+#include "dicom_io.h"
+#endif
+
 
 static const struct {
   int code;
@@ -47,6 +51,9 @@ ndfio_format ndfio_format_of(const char *path) {
   if (n > 4 && strcmp(path + n - 4, ".npy") == 0) return NDFIO_NPY;
   if (n > 4 && strcmp(path + n - 4, ".nii") == 0) return NDFIO_NIFTI;
   if (n > 7 && strcmp(path + n - 7, ".nii.gz") == 0) return NDFIO_NIFTI;
+  if (n > 4 && strcmp(path + n - 4, ".dcm") == 0) return NDFIO_DICOM;
+  struct stat st;
+  if (n > 0 && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return NDFIO_DICOM;
   return (ndfio_format)0;
 }
 
@@ -67,10 +74,25 @@ int ndfio_nifti_spacing(const ndfio_image *img, double *spacing) {
   return 1;
 }
 
+#ifndef NDF_HAVE_DICOM
+static ndf_status no_dicom(const char *path, char *err, size_t errlen) {
+  ndfio__err(err, errlen, "'%s' is DICOM, and DICOM support was not built into this ndforge (it needs GDCM: "
+             "apt-get install libgdcm-dev, then configure and build again)", path);
+  return NDF_EINVAL;
+}
+#endif
+
 ndf_status ndfio_read(const char *path, ndfio_image *img, char *err, size_t errlen) {
   switch (ndfio_format_of(path)) {
   case NDFIO_NPY: return ndfio_npy_read(path, img, err, errlen);
   case NDFIO_NIFTI: return ndfio_nifti_read(path, img, err, errlen);
+  case NDFIO_DICOM:
+#ifdef NDF_HAVE_DICOM
+    return ndfio_dicom_read(&path, 1, NULL, img, err, errlen);
+#else
+    if (img) memset(img, 0, sizeof *img);
+    return no_dicom(path, err, errlen);
+#endif
   }
   if (img) memset(img, 0, sizeof *img);
   ndfio__err(err, errlen, "cannot read '%s': unknown file type (expected .npy, .nii or .nii.gz)",
@@ -83,6 +105,17 @@ ndf_status ndfio_write(const char *path, const ndf_array *a, const ndfio_image *
   switch (ndfio_format_of(path)) {
   case NDFIO_NPY: return ndfio_npy_write(path, a, err, errlen);
   case NDFIO_NIFTI: return ndfio_nifti_write(path, a, header_from, err, errlen);
+  case NDFIO_DICOM: {
+#ifdef NDF_HAVE_DICOM
+    ndfio_image im;
+    memset(&im, 0, sizeof im);
+    if (a) im.arr = *a;
+    im.nifti = header_from ? header_from->nifti : NULL;
+    return ndfio_dicom_write(path, &im, NULL, NULL, err, errlen);
+#else
+    return no_dicom(path, err, errlen);
+#endif
+  }
   }
   ndfio__err(err, errlen, "cannot write '%s': unknown file type (expected .npy, .nii or .nii.gz)",
              path ? path : "(null)");

@@ -783,6 +783,11 @@ ndf_status ndfio_stage_write(ndfio_stage *st, const char *path, const ndf_array 
   switch (ndfio_format_of(path)) {
   case NDFIO_NPY: s = ndfio__npy_write_tmp(path, a, &tmp, err, errlen); break;
   case NDFIO_NIFTI: s = ndfio__nifti_write_tmp(path, a, header_from, &tmp, err, errlen); break;
+  case NDFIO_DICOM:
+    ndfio__err(err, errlen, "cannot write '%s': DICOM series are written by ndforge convert (write .nii.gz here)",
+               path);
+    s = NDF_EINVAL;
+    break;
   default:
     ndfio__err(err, errlen, "cannot write '%s': unknown file type (expected .npy, .nii or .nii.gz)", path);
     s = NDF_EINVAL;
