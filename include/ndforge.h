@@ -1839,9 +1839,11 @@ NDF_API ndf_status ndf_affine_spacing(const double *affine, double *spacing);
  * Reorientation to RAS+ (nibabel's io_orientation and as_closest_canonical):
  * the affine's 3x3 part, its columns scaled to unit length, is replaced by
  * its nearest orthogonal matrix R (polar decomposition); then for each input
- * axis in order, the world axis where its column of R is largest in
- * magnitude becomes its output axis (that world axis is then taken), flipped
- * when the entry is negative.  Output axis a holds input axis perm[a], read
+ * axis, taken from the one whose column of R has the largest entry to the
+ * one with the smallest (nibabel 5.4 and later; earlier versions took them
+ * in index order, which differs for some oblique affines), the world axis
+ * where its column is largest in magnitude becomes its output axis (that
+ * world axis is then taken), flipped when the entry is negative.  Output axis a holds input axis perm[a], read
  * backwards when flip[a]; the new affine is affine @ M with M the output
  * voxel -> input voxel map, so out_affine's 3x3 part is as close to a
  * positive diagonal as an axis permutation with flips can make it.

@@ -825,7 +825,7 @@ def _thresholds(x, thresholds, range):
         return _topo.ecc(probe, int(thresholds), range=range, return_thresholds=True)[1]
 
     def th(lo, hi):
-        probe = np.array([[lo, hi]], x.dtype)
+        probe = np.array([[_host(lo), _host(hi)]], x.dtype)  # CuPy chunks reduce to device scalars
         return _topo.ecc(probe, int(thresholds), return_thresholds=True)[1]
     return dask.delayed(th, pure=True)(x.min(), x.max())
 

@@ -137,13 +137,13 @@ def soft_ecc_backward(input, thresholds, grad_output, lam=1.0, construction="V",
     T = dt.shape[0]
     din, dgo = op.desc(op.x), op.desc(grad_output)
     gi = op.empty(tuple(op.x.shape), _core.dtype_of(op.x)) if need_input else None
-    gt = np.empty(T) if need_thresholds else None
+    gt = op.empty((T,), np.float64) if need_thresholds else None  # on the input's device (ndforge.h)
     dgi = op.desc(gi) if gi is not None else None
-    dgt = _core.describe(gt, _core.HOST)[0] if gt is not None else None
+    dgt = op.desc(gt) if gt is not None else None
     _call(C["ndf_soft_ecc_backward"], op.ctx, ctypes.byref(din), ctypes.byref(dt), ctypes.byref(dgo),
           ctypes.byref(dgi) if dgi is not None else None, ctypes.byref(dgt) if dgt is not None else None,
           ctypes.byref(opt))
-    return _in_dtype(gi, op.half), gt
+    return _in_dtype(gi, op.half), (_core.to_host_numpy(gt) if gt is not None else None)
 
 
 def _in_dtype(g, half):

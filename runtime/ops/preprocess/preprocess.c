@@ -98,9 +98,23 @@ ndf_status ndf_reorient_ras_plan(const int64_t *shape, const double *affine, int
   }
   if (!polar_orthogonal(rs, r))
     return ndf__argerror(NULL, op, "affine", "its 3x3 part is singular: the voxel axes do not span world space");
-  /* nibabel's greedy choice: input axes in order, each takes the world axis of its largest entry */
-  int in_to_out[3], in_flip[3];
+  /* nibabel's greedy choice (5.4 and later): the input axes from the one with the largest squared
+   * entry to the one with the smallest (stable on ties), each takes the world axis of its largest
+   * entry that no earlier axis took */
+  int order[3] = {0, 1, 2}, in_to_out[3], in_flip[3];
+  double key[3];
   for (int in = 0; in < 3; in++) {
+    key[in] = 0;
+    for (int o = 0; o < 3; o++) key[in] = r[o][in] * r[o][in] > key[in] ? r[o][in] * r[o][in] : key[in];
+  }
+  for (int i = 1; i < 3; i++) /* insertion sort: stable */
+    for (int j = i; j > 0 && key[order[j]] > key[order[j - 1]]; j--) {
+      const int t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
+    }
+  for (int k = 0; k < 3; k++) {
+    const int in = order[k];
     int best = 0;
     for (int o = 1; o < 3; o++)
       if (fabs(r[o][in]) > fabs(r[best][in])) best = o;
