@@ -1789,8 +1789,8 @@ return {
     {
       name = "filter_uniform",
       file = "templates/filter_uniform.cu",
-      kernels = { "ndf_filter_uniform" },
-      args = { "TI:" .. filter_ctypes, "TO:" .. filter_ctypes, "CVT:0|1|2", "MODE:0..4" },
+      kernels = { "ndf_filter_uniform", "ndf_filter_uniform_tile" },
+      args = { "TI:" .. filter_ctypes, "TO:" .. filter_ctypes, "CVT:0|1|2", "MODE:0..4", "LAST:0|1" },
       params = {
         ndf_funi_params = {
           { "in", "const TI*" },
@@ -1806,6 +1806,7 @@ return {
           { "K", "i64", "window size" },
           { "pre", "i64", "K / 2 + origin" },
           { "cval", "f64" },
+          { "S", "i64", "tile kernel: outputs per chunk" },
         },
       },
       slots = {
@@ -1813,11 +1814,14 @@ return {
         TO = "output element type (C name)",
         CVT = "double -> TO conversion, as filter_line",
         MODE = "boundary mode, 0..4",
+        LAST = "tile kernel: 1 when the processed axis is the array's last axis (ndf_filter_uniform: 0)",
       },
       families = {
-        { TI = { "float", "unsigned char" }, TO = { "float" }, CVT = { "2" }, MODE = { "0", "1", "2", "3", "4" } },
-        { TI = { "short", "unsigned short" }, TO = { "short", "unsigned char" }, CVT = { "0" }, MODE = { "0" } },
-        { TI = { "int", "double" }, TO = { "unsigned int", "long long" }, CVT = { "1" }, MODE = { "1" } },
+        { TI = { "float", "unsigned char" }, TO = { "float" }, CVT = { "2" }, MODE = { "0", "1", "2", "3", "4" },
+          LAST = { "0", "1" } },
+        { TI = { "short", "unsigned short" }, TO = { "short", "unsigned char" }, CVT = { "0" }, MODE = { "0" },
+          LAST = { "1" } },
+        { TI = { "int", "double" }, TO = { "unsigned int", "long long" }, CVT = { "1" }, MODE = { "1" }, LAST = { "0" } },
       },
     },
     {
@@ -2127,7 +2131,8 @@ return {
     {
       name = "interp",
       file = "templates/interp.cu",
-      kernels = { "ndf_interp_load", "ndf_interp_spline", "ndf_interp_store", "ndf_interp_eval" },
+      kernels = { "ndf_interp_load", "ndf_interp_spline", "ndf_interp_spline_tile", "ndf_interp_store",
+                  "ndf_interp_eval", "ndf_interp_zoom" },
       args = {
         "T:unsigned char|signed char|unsigned short|short|unsigned int|int|long long|float|double",
         "OUT:unsigned char|signed char|unsigned short|short|unsigned int|int|long long|float|double",
@@ -2190,6 +2195,9 @@ return {
           { "shift", "f64[NDF_MAX_SPATIAL]" },
           { "offset", "f64[NDF_MAX_SPATIAL]" },
           { "matrix", "f64[64]", "NSP rows of onsp" },
+          { "idx32", "i32", "1: every output index fits 32 bits (unsigned index arithmetic)" },
+          { "tab", "const i64*", "ndf_interp_zoom: the per-axis records (templates/interp.cu)" },
+          { "taxis", "i64[NDF_MAX_SPATIAL]", "ndf_interp_zoom: the first record of each axis" },
         },
       },
       slots = {

@@ -6,9 +6,13 @@
 //   ndf_interp_load    a float64 contiguous copy of every image, padded by
 //                      npad samples per spatial side (edge values, or the
 //                      pad value for grid-constant), for the prefilter.
-//   ndf_interp_spline  one prefilter pass along one axis of that copy, in
-//                      place: a thread per line (Unser's recursive filter with
-//                      scipy's boundary initialization of INIT).
+//   ndf_interp_spline_tile  one prefilter pass along one axis of that copy,
+//                      in place: a thread per line (Unser's recursive filter
+//                      with scipy's boundary initialization of INIT), C lines
+//                      a block staged in shared memory with coalesced loads
+//                      and stores;
+//   ndf_interp_spline  the same pass in global memory, for lines too long for
+//                      the tile.
 //   ndf_interp_store   the copy into the output's dtype and strides with C's
 //                      cast (the spline filters' output rule).
 //   ndf_interp_eval    a thread per output point: its input coordinate (KIND:
@@ -121,14 +125,9 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_load(const ndf_inte
 
 NDF_PARAMS(ndf_interp_spline_params)
 
-// A line of n coefficients at c[0], c[s], ..., filtered in place for each pole.
-#if NDF_KERNEL(ndf_interp_spline)
-extern "C" __global__ void __launch_bounds__(128) ndf_interp_spline(const ndf_interp_spline_params p) {
-  const ndf_i64 line = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x;
-  if (line >= p.lines) return;
-  const ndf_i64 n = p.n, s = p.inner, o = line / s, in = line - o * s;
-  double *c = p.buf + o * n * s + in;
-  if (n <= 1) return;
+// The line of n > 1 coefficients at c[0], c[s], ..., filtered in place for each pole.
+__device__ __forceinline__ void ndf_ip_spline_line(double *c, const ndf_i64 n, const ndf_i64 s,
+                                                   const ndf_interp_spline_params &p) {
   double gain = 1.0;
   for (int k = 0; k < p.npoles; k++) gain = MUL(gain, MUL(1.0 - p.poles[k], 1.0 - 1.0 / p.poles[k]));
   for (ndf_i64 i = 0; i < n; i++) c[i * s] = MUL(c[i * s], gain);
@@ -183,6 +182,85 @@ extern "C" __global__ void __launch_bounds__(128) ndf_interp_spline(const ndf_in
     }
 #endif
     for (ndf_i64 i = n - 2; i >= 0; i--) c[i * s] = MUL(z, c[(i + 1) * s] - c[i * s]);
+  }
+}
+
+// A thread per line, in global memory (lines too long for ndf_interp_spline_tile).
+#if NDF_KERNEL(ndf_interp_spline)
+extern "C" __global__ void __launch_bounds__(128) ndf_interp_spline(const ndf_interp_spline_params p) {
+  const ndf_i64 line = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (line >= p.lines) return;
+  const ndf_i64 n = p.n, s = p.inner, o = line / s, in = line - o * s;
+  if (n <= 1) return;
+  ndf_ip_spline_line(p.buf + o * n * s + in, n, s, p);
+}
+#endif
+
+// A block of C = blockDim.x threads filters C lines staged in shared memory
+// (sample i of column t at i (C + 1) + t), loaded and stored back with
+// coalesced accesses: for the last axis (inner 1) the C lines are
+// consecutive and consecutive threads move consecutive samples of one line;
+// otherwise the lines are C neighbours along the axes after the axis (one
+// outer index o), and consecutive threads move consecutive lines.  Thread t
+// then runs the recursive filter of column t, in the same operations as
+// ndf_interp_spline.
+#if NDF_KERNEL(ndf_interp_spline_tile)
+#define NDF_IP_NB 8 // staging loads in flight per thread
+extern "C" __global__ void __launch_bounds__(32) ndf_interp_spline_tile(const ndf_interp_spline_params p) {
+  extern __shared__ double ndf_ip_smem[];
+  const int C = blockDim.x, t = threadIdx.x, P = C + 1;
+  const ndf_i64 n = p.n, inner = p.inner;
+  const bool last = inner == 1;
+  const ndf_i64 tpo = last ? 1 : (inner + C - 1) / C; // tiles per outer index
+  const ndf_i64 ntiles = last ? (p.lines + C - 1) / C : p.lines / inner * tpo;
+  for (ndf_i64 tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+    ndf_i64 base, ncl;
+    if (last) {
+      base = tile * C * n;
+      ncl = p.lines - tile * C;
+    } else {
+      const ndf_i64 o = tile / tpo, in0 = (tile - o * tpo) * C;
+      base = o * n * inner + in0;
+      ncl = inner - in0;
+    }
+    const int ncols = (int)(ncl < C ? ncl : C), nn = (int)n;
+    // element (i, col) of the tile is buf[base + col n + i] (last) or buf[base + i inner + col]
+    for (int i0 = t; i0 < nn * ncols; i0 += NDF_IP_NB * C) {
+      double v[NDF_IP_NB];
+      int at[NDF_IP_NB];
+#pragma unroll
+      for (int q = 0; q < NDF_IP_NB; q++) {
+        const int k = i0 + q * C;
+        at[q] = -1;
+        if (k < nn * ncols) {
+          if (last) {
+            const int col = k / nn, i = k - col * nn;
+            v[q] = p.buf[base + k];
+            at[q] = i * P + col;
+          } else {
+            const int i = k / ncols, col = k - i * ncols;
+            v[q] = p.buf[base + i * inner + col];
+            at[q] = i * P + col;
+          }
+        }
+      }
+#pragma unroll
+      for (int q = 0; q < NDF_IP_NB; q++)
+        if (at[q] >= 0) ndf_ip_smem[at[q]] = v[q];
+    }
+    __syncthreads();
+    if (t < ncols) ndf_ip_spline_line(ndf_ip_smem + t, n, P, p);
+    __syncthreads();
+    for (int k = t; k < nn * ncols; k += C) {
+      if (last) {
+        const int col = k / nn, i = k - col * nn;
+        p.buf[base + k] = ndf_ip_smem[i * P + col];
+      } else {
+        const int i = k / ncols, col = k - i * ncols;
+        p.buf[base + i * inner + col] = ndf_ip_smem[i * P + col];
+      }
+    }
+    __syncthreads();
   }
 }
 #endif
@@ -323,27 +401,105 @@ NDF_PARAMS(ndf_interp_eval_params)
 #define NT (ORDER + 1)
 __device__ constexpr int ndf_ip_pow(int b, int e) { return e == 0 ? 1 : b * ndf_ip_pow(b, e - 1); }
 
+// The output index i split into the spatial coordinates o (onsp axes, last
+// fastest), the output offset, the coordinates array's offset (KIND 2), the
+// image index b and its input offset: in 32-bit arithmetic when the host says
+// every index fits (idx32), else 64-bit.
+__device__ __forceinline__ void ndf_ip_split(const ndf_interp_eval_params &p, ndf_i64 i, ndf_i64 *o, ndf_i64 &ooff,
+                                             ndf_i64 &coff, ndf_i64 &b, ndf_i64 &ib) {
+  ooff = 0;
+  coff = 0;
+  ib = 0;
+  if (p.idx32) {
+    unsigned r = (unsigned)i;
+    for (int d = p.onsp - 1; d >= 0; d--) {
+      const unsigned e = (unsigned)p.oshape[p.nb + d], q = r / e;
+      o[d] = r - q * e;
+      r = q;
+      ooff += o[d] * p.ostr[p.nb + d];
+      if (KIND == 2) coff += o[d] * p.cstr[1 + d];
+    }
+    b = r;
+    for (int d = p.nb - 1; d >= 0; d--) {
+      const unsigned e = (unsigned)p.oshape[d], q = r / e, x = r - q * e;
+      r = q;
+      ooff += x * p.ostr[d];
+      ib += x * p.istr[d];
+    }
+    return;
+  }
+  ndf_i64 r = i;
+  for (int d = p.onsp - 1; d >= 0; d--) {
+    const ndf_i64 q = r / p.oshape[p.nb + d];
+    o[d] = r - q * p.oshape[p.nb + d];
+    r = q;
+    ooff += o[d] * p.ostr[p.nb + d];
+    coff += o[d] * p.cstr[1 + d];
+  }
+  b = r;
+  for (int d = p.nb - 1; d >= 0; d--) {
+    const ndf_i64 q = r / p.oshape[d], x = r - q * p.oshape[d];
+    r = q;
+    ooff += x * p.ostr[d];
+    ib += x * p.istr[d];
+  }
+}
+
+// The sum over the (ORDER + 1)^NSP taps in raster order (last axis fastest),
+// each value times its weights axis by axis (scipy's order): the tap l[d] of
+// axis d reads offset off[d][l[d]], or cval where out[d][l[d]] (grid-constant).
+template <typename S>
+__device__ __forceinline__ double ndf_ip_taps(const S *src, const ndf_i64 (&off)[NSP][NT], const bool (&out)[NSP][NT],
+                                              const double (&w)[NSP][NT], bool any_out, double cval) {
+  const bool gc = MODE == M_GRID_CONSTANT;
+  double t = 0.0;
+  // Unrolled up to 64 taps (order 1 to 6 axes, orders 2 and 3 to 3 axes): the fast paths; larger
+  // supports loop, so that high orders in many axes still compile quickly.
+#if ORDER == 0 || (ORDER == 1 && NSP <= 6) || (ORDER <= 3 && NSP <= 3) || NSP <= 2
+#pragma unroll
+#else
+#pragma unroll 1
+#endif
+  for (int k = 0; k < ndf_ip_pow(NT, NSP); k++) {
+    int l[NSP];
+    int kk = k;
+#pragma unroll
+    for (int d = NSP - 1; d >= 0; d--) {
+      l[d] = kk % NT;
+      kk /= NT;
+    }
+    bool is_cval = false;
+    if (gc && any_out) {
+#pragma unroll
+      for (int d = 0; d < NSP; d++) is_cval |= out[d][l[d]];
+    }
+    double v;
+    if (is_cval) {
+      v = cval;
+    } else {
+      ndf_i64 so = 0;
+#pragma unroll
+      for (int d = 0; d < NSP; d++) so += off[d][l[d]];
+      v = (double)src[so];
+    }
+#if ORDER > 0
+#pragma unroll
+    for (int d = 0; d < NSP; d++) v = MUL(v, w[d][l[d]]);
+#endif
+    t += v;
+  }
+  (void)w;
+  return t;
+}
+
 #if NDF_KERNEL(ndf_interp_eval)
 extern "C" __global__ void __launch_bounds__(256) ndf_interp_eval(const ndf_interp_eval_params p) {
   // The boundary the taps use beyond an edge: constant and wrap mirror, as scipy's.
   const int smode = (MODE == M_CONSTANT || MODE == M_WRAP) ? M_MIRROR : MODE;
   const bool gc = MODE == M_GRID_CONSTANT, unmapped = gc || MODE == M_NEAREST;
   for (ndf_i64 i = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.total; i += (ndf_i64)gridDim.x * blockDim.x) {
-    ndf_i64 o[NDF_MAX_SPATIAL], r = i, ooff = 0, coff = 0, ib = 0;
-    for (int d = p.onsp - 1; d >= 0; d--) {
-      const ndf_i64 q = r / p.oshape[p.nb + d];
-      o[d] = r - q * p.oshape[p.nb + d];
-      r = q;
-      ooff += o[d] * p.ostr[p.nb + d];
-      coff += o[d] * p.cstr[1 + d];
-    }
-    const ndf_i64 b = r;
-    for (int d = p.nb - 1; d >= 0; d--) {
-      const ndf_i64 q = r / p.oshape[d], x = r - q * p.oshape[d];
-      r = q;
-      ooff += x * p.ostr[d];
-      ib += x * p.istr[d];
-    }
+    ndf_i64 o[NDF_MAX_SPATIAL], ooff, coff, b, ib;
+    ndf_ip_split(p, i, o, ooff, coff, b, ib);
     // The source image: the coefficients (contiguous, image b) or the input (image offset ib).
     const T *src = p.filtered ? p.src + b * p.svol : p.src + ib;
     double c[NSP];
@@ -408,47 +564,54 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_eval(const ndf_inte
       ndf_ip_weights(cc, w[d]);
 #endif
     }
-    if (!done) {
-      // The taps in raster order (last axis fastest), each value times its weights axis by axis.
-      double t = 0.0;
-      // Unrolled up to 64 taps (order 1 to 6 axes, orders 2 and 3 to 3 axes): the fast paths; larger
-      // supports loop, so that high orders in many axes still compile quickly.
-#if ORDER == 0 || (ORDER == 1 && NSP <= 6) || (ORDER <= 3 && NSP <= 3) || NSP <= 2
-#pragma unroll
-#else
-#pragma unroll 1
-#endif
-      for (int k = 0; k < ndf_ip_pow(NT, NSP); k++) {
-        int l[NSP];
-        int kk = k;
-#pragma unroll
-        for (int d = NSP - 1; d >= 0; d--) {
-          l[d] = kk % NT;
-          kk /= NT;
-        }
-        bool is_cval = false;
-        if (gc && any_out) {
-#pragma unroll
-          for (int d = 0; d < NSP; d++) is_cval |= out[d][l[d]];
-        }
-        double v;
-        if (is_cval) {
-          v = p.cval;
-        } else {
-          ndf_i64 so = 0;
-#pragma unroll
-          for (int d = 0; d < NSP; d++) so += off[d][l[d]];
-          v = (double)src[so];
-        }
-#if ORDER > 0
-#pragma unroll
-        for (int d = 0; d < NSP; d++) v = MUL(v, w[d][l[d]]);
-#endif
-        t += v;
-      }
-      res = t;
-    }
+    if (!done) res = ndf_ip_taps(src, off, out, w, any_out, p.cval);
     p.out[ooff] = ndf_ip_round(res);
+  }
+}
+#endif
+
+// zoom and shift (KIND 0) from per-axis tables: the input coordinate of axis
+// d depends on o[d] alone, so the host computes, for every output coordinate
+// of every axis, what ndf_interp_eval computes per point (in the CPU
+// backend's own double arithmetic): a record of 1 + 2 NT 64-bit words at
+// tab + (taxis[d] + o[d]) (1 + 2 NT):
+//   word 0       bits 0-7: 0 the taps below, 1 the point is cval, 2 NaN (the
+//                first axis with a nonzero code decides, as the per-point
+//                loop's first early exit); bits 8..: tap l reads cval
+//                (grid-constant) where bit 8 + l is set
+//   words 1..NT  the taps' element offsets in the source
+//   then NT      the weights (double bit patterns)
+#if NDF_KERNEL(ndf_interp_zoom)
+extern "C" __global__ void __launch_bounds__(256) ndf_interp_zoom(const ndf_interp_eval_params p) {
+  const int RS = 1 + 2 * NT;
+  for (ndf_i64 i = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.total; i += (ndf_i64)gridDim.x * blockDim.x) {
+    ndf_i64 o[NDF_MAX_SPATIAL], ooff, coff, b, ib;
+    ndf_ip_split(p, i, o, ooff, coff, b, ib);
+    const T *src = p.filtered ? p.src + b * p.svol : p.src + ib;
+    ndf_i64 off[NSP][NT];
+    bool out[NSP][NT];
+    double w[NSP][NT];
+    bool any_out = false;
+    int code = 0;
+#pragma unroll
+    for (int d = 0; d < NSP; d++) {
+      const ndf_i64 *rec = p.tab + (p.taxis[d] + o[d]) * RS;
+      const ndf_i64 head = __ldg(rec);
+      if (code == 0) code = (int)(head & 255);
+      any_out |= (head >> 8) != 0;
+#pragma unroll
+      for (int l = 0; l < NT; l++) {
+        off[d][l] = __ldg(rec + 1 + l);
+        out[d][l] = (head >> (8 + l)) & 1;
+        w[d][l] = __longlong_as_double(__ldg(rec + 1 + NT + l));
+      }
+    }
+    double res;
+    if (code == 1) res = p.cval;
+    else if (code == 2) res = __longlong_as_double(0x7ff8000000000000ll);
+    else res = ndf_ip_taps(src, off, out, w, any_out, p.cval);
+    p.out[ooff] = ndf_ip_round(res);
+    (void)coff;
   }
 }
 #endif

@@ -5,17 +5,21 @@
  * CPU's values:
  *   spline_filter[1d]  per axis pass: the source (the input, then the output
  *                      in its dtype) copied to a contiguous float64 scratch,
- *                      filtered along the axis (a thread per line), stored
+ *                      filtered along the axis (a thread per line, lines
+ *                      staged through shared memory), stored
  *                      into the output with C's cast;
  *   transforms         with a prefilter (order >= 2): every image copied to
  *                      float64 scratch with scipy's padding and filtered
  *                      along each spatial axis; then one thread per output
  *                      point evaluates the spline (ORDER, MODE and the
- *                      spatial rank compiled in).
+ *                      spatial rank compiled in); zoom and shift read each
+ *                      axis's taps and weights from tables the host computes
+ *                      once per output coordinate of that axis.
  * Every kernel is compiled (or found in the cache) before anything runs, so a
  * compile failure writes nothing.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,8 +42,43 @@ static ndf_status get(ndf_ctx *ctx, const char *name, const char *kernel, const 
 static ndf_status get_load(ndf_ctx *ctx, const char *name, ndf_dtype t, CUfunction *f) {
   return get(ctx, name, "ndf_interp_load", ctype(t), "double", "double", 1, 0, 0, 0, 0, 1, f);
 }
-static ndf_status get_spline(ndf_ctx *ctx, const char *name, int init, CUfunction *f) {
-  return get(ctx, name, "ndf_interp_spline", "double", "double", "double", 1, 0, 0, 0, init, 1, f);
+/* The prefilter of one axis: ndf_interp_spline_tile where a tile of lines fits the shared memory,
+ * else ndf_interp_spline. */
+typedef struct spline_fns {
+  CUfunction tile, line;
+} spline_fns;
+
+/* Lines per block of ndf_interp_spline_tile for lines of n samples (n (C + 1) doubles of shared
+ * memory), 0 when none fits; *smem its bytes. */
+static int spline_cols(const ndf_ctx *ctx, int64_t n, unsigned *smem) {
+  static const int cs[] = {32, 16, 8};
+  const size_t limit = ctx->max_smem_block > 49152 ? ctx->max_smem_block : 49152;
+  for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+    const size_t bytes = (size_t)n * (size_t)(cs[i] + 1) * 8;
+    if (n <= 65536 && bytes <= limit) {
+      *smem = (unsigned)bytes;
+      return cs[i];
+    }
+  }
+  return 0;
+}
+
+/* The kernels the passes along axes[0..naxes) of shape need (tile and/or line). */
+static ndf_status get_spline(ndf_ctx *ctx, const char *name, int init, const int64_t *shape, int naxes,
+                             const int *axes, spline_fns *f) {
+  unsigned smem;
+  int need_tile = 0, need_line = 0;
+  for (int k = 0; k < naxes; k++) {
+    if (shape[axes[k]] <= 1) continue;
+    if (spline_cols(ctx, shape[axes[k]], &smem)) need_tile = 1;
+    else need_line = 1;
+  }
+  f->tile = f->line = NULL;
+  ndf_status s = NDF_OK;
+  if (need_tile) s = get(ctx, name, "ndf_interp_spline_tile", "double", "double", "double", 1, 0, 0, 0, init, 1, &f->tile);
+  if (s == NDF_OK && need_line)
+    s = get(ctx, name, "ndf_interp_spline", "double", "double", "double", 1, 0, 0, 0, init, 1, &f->line);
+  return s;
 }
 static ndf_status get_store(ndf_ctx *ctx, const char *name, ndf_dtype out, CUfunction *f) {
   return get(ctx, name, "ndf_interp_store", "double", ctype(out), "double", 1, 0, 0, 0, 0, ndf__dtype_is_float(out), f);
@@ -68,7 +107,7 @@ static ndf_status launch_load(ndf_ctx *ctx, const char *name, CUfunction f, cons
 }
 
 /* One prefilter pass of order's poles along axis of a contiguous float64 buffer of shape[0..ndim). */
-static ndf_status launch_spline(ndf_ctx *ctx, const char *name, CUfunction f, CUdeviceptr buf, int ndim,
+static ndf_status launch_spline(ndf_ctx *ctx, const char *name, const spline_fns *f, CUdeviceptr buf, int ndim,
                                 const int64_t *shape, int axis, int order, int init) {
   ndf__interp_spline_params p;
   memset(&p, 0, sizeof p);
@@ -82,10 +121,20 @@ static ndf_status launch_spline(ndf_ctx *ctx, const char *name, CUfunction f, CU
   p.npoles = ndf__spline_poles(order, p.poles);
   for (int k = 0; k < p.npoles; k++) p.zn[k] = pow(p.poles[k], (double)(init == 1 ? p.n : p.n - 1));
   if (p.lines == 0 || p.n <= 1) return NDF_OK;
+  unsigned smem = 0;
+  const int cols = spline_cols(ctx, p.n, &smem);
+  if (cols) {
+    if (smem > 49152) {
+      CUresult r = ndf__cu(NULL)->cuFuncSetAttribute(f->tile, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);
+      if (r != CUDA_SUCCESS) return ndf__cuda_error(ctx, name, r);
+    }
+    const int64_t tiles = inner == 1 ? (p.lines + cols - 1) / cols : p.lines / inner * ((inner + cols - 1) / cols);
+    return ndf__interp_spline_launch(ctx, name, f->tile, ndf__grid(ctx, tiles, 32), (unsigned)cols, 1, smem, &p);
+  }
   const int64_t blocks = (p.lines + 127) / 128;
   if (blocks > 0x7fffffff) return ndf__error(ctx, NDF_ENOTSUP, "%s: %lld lines are too many for one launch", name,
                                              (long long)p.lines);
-  return ndf__interp_spline_launch(ctx, name, f, (unsigned)blocks, 128, 1, 0, &p);
+  return ndf__interp_spline_launch(ctx, name, f->line, (unsigned)blocks, 128, 1, 0, &p);
 }
 
 ndf_status ndf__spline_filter_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out, int order,
@@ -94,10 +143,12 @@ ndf_status ndf__spline_filter_cuda(ndf_ctx *ctx, const char *name, const ndf_arr
   if (s != NDF_OK) return s;
   const int64_t total = ndf_array_size(in);
   const int ndim = in->ndim, filter = order >= 2;
-  CUfunction f_load_in, f_load_out, f_spline = NULL, f_store;
+  CUfunction f_load_in, f_load_out, f_store;
+  spline_fns f_spline = {NULL, NULL};
   if ((s = get_load(ctx, name, in->dtype, &f_load_in)) != NDF_OK) return s;
   if ((s = get_load(ctx, name, out->dtype, &f_load_out)) != NDF_OK) return s;
-  if (filter && (s = get_spline(ctx, name, ndf__spline_init(mode), &f_spline)) != NDF_OK) return s;
+  if (filter && (s = get_spline(ctx, name, ndf__spline_init(mode), in->shape, naxes, axes, &f_spline)) != NDF_OK)
+    return s;
   if ((s = get_store(ctx, name, out->dtype, &f_store)) != NDF_OK) return s;
   CUdeviceptr buf = 0;
   if ((s = ndf__scratch_alloc(ctx, (size_t)total * sizeof(double), &buf)) != NDF_OK) return s;
@@ -107,7 +158,7 @@ ndf_status ndf__spline_filter_cuda(ndf_ctx *ctx, const char *name, const ndf_arr
     /* a copy in the source's layout: every axis but the last is a "batch" axis of the load */
     s = launch_load(ctx, name, k == 0 ? f_load_in : f_load_out, src, ndim - 1, 0, 0, 0.0, buf, src->shape + ndim - 1,
                     total);
-    if (s == NDF_OK && filter) s = launch_spline(ctx, name, f_spline, buf, ndim, in->shape, axes[k], order, ndf__spline_init(mode));
+    if (s == NDF_OK && filter) s = launch_spline(ctx, name, &f_spline, buf, ndim, in->shape, axes[k], order, ndf__spline_init(mode));
     if (s == NDF_OK) {
       ndf__interp_store_params p;
       memset(&p, 0, sizeof p);
@@ -127,6 +178,29 @@ ndf_status ndf__spline_filter_cuda(ndf_ctx *ctx, const char *name, const ndf_arr
   return s;
 }
 
+/* ndf_interp_zoom's records (templates/interp.cu) for every output coordinate of every spatial axis,
+ * computed by the CPU backend's arithmetic, uploaded as a device table (kept by content, so a repeated
+ * call uploads nothing); sets e->tab and e->taxis. */
+static ndf_status zoom_table(ndf_ctx *ctx, const char *name, const ndf__interp_plan *p, const ndf_array *out,
+                             const int64_t *sshape, const int64_t *sstr, ndf__interp_eval_params *e) {
+  const int rs = 3 + 2 * p->order;
+  int64_t nrec = 0;
+  for (int d = 0; d < p->nsp; d++) {
+    e->taxis[d] = nrec;
+    nrec += out->shape[p->nb + d];
+  }
+  int64_t *tab = malloc((size_t)(nrec > 0 ? nrec : 1) * (size_t)rs * sizeof *tab);
+  if (!tab) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory for the zoom tables", name);
+  for (int d = 0; d < p->nsp; d++)
+    for (int64_t o = 0; o < out->shape[p->nb + d]; o++)
+      ndf__interp_zoom_record(p, d, o, sshape[d], sstr[d], tab + (e->taxis[d] + o) * rs);
+  CUdeviceptr dt = 0;
+  ndf_status s = ndf__device_table(ctx, tab, (size_t)(nrec > 0 ? nrec : 1) * (size_t)rs * sizeof *tab, &dt);
+  free(tab);
+  e->tab = dt;
+  return s;
+}
+
 ndf_status ndf__interp_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
                             const ndf__interp_plan *p) {
   ndf_status s = ndf__ctx_bind(ctx);
@@ -140,13 +214,24 @@ ndf_status ndf__interp_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in,
   const ndf_dtype src_t = p->filtered ? NDF_FLOAT64 : in->dtype;
 
   /* Every kernel first. */
-  CUfunction f_load = NULL, f_spline = NULL, f_eval;
+  CUfunction f_load = NULL, f_eval;
+  spline_fns f_spline = {NULL, NULL};
   if (p->filtered) {
+    int64_t bshape[1 + NDF_MAX_SPATIAL];
+    int axes[NDF_MAX_SPATIAL];
+    bshape[0] = nbatch;
+    for (int d = 0; d < nsp; d++) {
+      bshape[1 + d] = in->shape[nb + d] + 2 * p->npad;
+      axes[d] = 1 + d;
+    }
     if ((s = get_load(ctx, name, in->dtype, &f_load)) != NDF_OK) return s;
-    if ((s = get_spline(ctx, name, ndf__spline_init(p->mode), &f_spline)) != NDF_OK) return s;
+    if ((s = get_spline(ctx, name, ndf__spline_init(p->mode), bshape, nsp, axes, &f_spline)) != NDF_OK) return s;
   }
-  if ((s = get(ctx, name, "ndf_interp_eval", ctype(src_t), ctype(out->dtype), cr ? ctype(cr->dtype) : "double", nsp,
-               p->order, (int)p->mode, (int)p->kind, 0, ndf__dtype_is_float(out->dtype), &f_eval)) != NDF_OK)
+  /* zoom and shift: per-axis tables (ndf_interp_zoom); affine and coordinates: per point (ndf_interp_eval) */
+  const int ztab = p->kind == NDF__XF_ZOOMSHIFT;
+  if ((s = get(ctx, name, ztab ? "ndf_interp_zoom" : "ndf_interp_eval", ctype(src_t), ctype(out->dtype),
+               cr ? ctype(cr->dtype) : "double", nsp, p->order, (int)p->mode, (int)p->kind, 0,
+               ndf__dtype_is_float(out->dtype), &f_eval)) != NDF_OK)
     return s;
 
   CUdeviceptr buf = 0;
@@ -164,7 +249,7 @@ ndf_status ndf__interp_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in,
     int64_t bshape[1 + NDF_MAX_SPATIAL];
     bshape[0] = nbatch;
     for (int d = 0; d < nsp; d++) bshape[1 + d] = pshape[d];
-    for (int d = 0; d < nsp && s == NDF_OK; d++) s = launch_spline(ctx, name, f_spline, buf, 1 + nsp, bshape, 1 + d, p->order,
+    for (int d = 0; d < nsp && s == NDF_OK; d++) s = launch_spline(ctx, name, &f_spline, buf, 1 + nsp, bshape, 1 + d, p->order,
                                                             ndf__spline_init(p->mode));
   }
 
@@ -203,7 +288,9 @@ ndf_status ndf__interp_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in,
       e.offset[d] = p->offset[d];
     }
     memcpy(e.matrix, p->matrix, sizeof(double) * (size_t)(nsp * onsp));
-    s = ndf__interp_eval_launch(ctx, name, f_eval, ndf__grid(ctx, (total + 255) / 256, 32), 256, 1, 0, &e);
+    e.idx32 = total <= (int64_t)UINT32_MAX;
+    if (ztab) s = zoom_table(ctx, name, p, out, e.sshape, e.sstr, &e);
+    if (s == NDF_OK) s = ndf__interp_eval_launch(ctx, name, f_eval, ndf__grid(ctx, (total + 255) / 256, 32), 256, 1, 0, &e);
   }
   if (buf) ndf__scratch_free(ctx, buf);
   return s;
