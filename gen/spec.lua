@@ -2152,6 +2152,7 @@ return {
           { "shape", "i64[NDF_MAX_NDIM]", "the input's shape and element strides" },
           { "strides", "i64[NDF_MAX_NDIM]" },
           { "pshape", "i64[NDF_MAX_SPATIAL]", "padded spatial shape" },
+          { "idx32", "i32", "1: every index fits 32 bits (unsigned index arithmetic)" },
         },
         ndf_interp_spline_params = {
           { "buf", "f64*" },
@@ -2198,6 +2199,7 @@ return {
           { "idx32", "i32", "1: every output index fits 32 bits (unsigned index arithmetic)" },
           { "tab", "const i64*", "ndf_interp_zoom: the per-axis records (templates/interp.cu)" },
           { "taxis", "i64[NDF_MAX_SPATIAL]", "ndf_interp_zoom: the first record of each axis" },
+          { "tnrec", "i64", "ndf_interp_zoom: records in all (the words of one kind are a plane of tnrec)" },
         },
       },
       slots = {

@@ -103,8 +103,10 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_load(const ndf_inte
     ndf_i64 r = i, off = 0;
     bool outside = false;
     for (int d = p.nsp - 1; d >= 0; d--) {
-      const ndf_i64 ps = p.pshape[d], q = r / ps;
-      ndf_i64 x = r - q * ps - p.npad;
+      ndf_i64 q;
+      if (p.idx32) q = (unsigned)r / (unsigned)p.pshape[d]; // every index fits 32 bits
+      else q = r / p.pshape[d];
+      ndf_i64 x = r - q * p.pshape[d] - p.npad;
       r = q;
       const ndf_i64 n = p.shape[p.nb + d];
       if (x < 0 || x >= n) {
@@ -114,7 +116,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_load(const ndf_inte
       off += x * p.strides[p.nb + d];
     }
     for (int d = p.nb - 1; d >= 0; d--) {
-      const ndf_i64 q = r / p.shape[d];
+      const ndf_i64 q = p.idx32 ? (ndf_i64)((unsigned)r / (unsigned)p.shape[d]) : r / p.shape[d];
       off += (r - q * p.shape[d]) * p.strides[d];
       r = q;
     }
@@ -573,8 +575,9 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_eval(const ndf_inte
 // zoom and shift (KIND 0) from per-axis tables: the input coordinate of axis
 // d depends on o[d] alone, so the host computes, for every output coordinate
 // of every axis, what ndf_interp_eval computes per point (in the CPU
-// backend's own double arithmetic): a record of 1 + 2 NT 64-bit words at
-// tab + (taxis[d] + o[d]) (1 + 2 NT):
+// backend's own double arithmetic): a record of 1 + 2 NT 64-bit words, the
+// record r = taxis[d] + o[d] of nrec, its word j at tab[j nrec + r] (one
+// plane per word, so that consecutive points read consecutive words):
 //   word 0       bits 0-7: 0 the taps below, 1 the point is cval, 2 NaN (the
 //                first axis with a nonzero code decides, as the per-point
 //                loop's first early exit); bits 8..: tap l reads cval
@@ -583,7 +586,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_eval(const ndf_inte
 //   then NT      the weights (double bit patterns)
 #if NDF_KERNEL(ndf_interp_zoom)
 extern "C" __global__ void __launch_bounds__(256) ndf_interp_zoom(const ndf_interp_eval_params p) {
-  const int RS = 1 + 2 * NT;
+  const ndf_i64 nrec = p.tnrec;
   for (ndf_i64 i = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.total; i += (ndf_i64)gridDim.x * blockDim.x) {
     ndf_i64 o[NDF_MAX_SPATIAL], ooff, coff, b, ib;
     ndf_ip_split(p, i, o, ooff, coff, b, ib);
@@ -595,15 +598,15 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_zoom(const ndf_inte
     int code = 0;
 #pragma unroll
     for (int d = 0; d < NSP; d++) {
-      const ndf_i64 *rec = p.tab + (p.taxis[d] + o[d]) * RS;
+      const ndf_i64 *rec = p.tab + p.taxis[d] + o[d];
       const ndf_i64 head = __ldg(rec);
       if (code == 0) code = (int)(head & 255);
       any_out |= (head >> 8) != 0;
 #pragma unroll
       for (int l = 0; l < NT; l++) {
-        off[d][l] = __ldg(rec + 1 + l);
+        off[d][l] = __ldg(rec + (1 + l) * nrec);
         out[d][l] = (head >> (8 + l)) & 1;
-        w[d][l] = __longlong_as_double(__ldg(rec + 1 + NT + l));
+        w[d][l] = __longlong_as_double(__ldg(rec + (1 + NT + l) * nrec));
       }
     }
     double res;

@@ -103,6 +103,7 @@ static ndf_status launch_load(ndf_ctx *ctx, const char *name, CUfunction f, cons
     p.strides[d] = a->strides[d];
   }
   for (int d = 0; d < a->ndim - nb; d++) p.pshape[d] = pshape[d];
+  p.idx32 = total <= (int64_t)UINT32_MAX;
   return ndf__interp_load_launch(ctx, name, f, ndf__grid(ctx, (total + 255) / 256, 32), 256, 1, 0, &p);
 }
 
@@ -189,11 +190,15 @@ static ndf_status zoom_table(ndf_ctx *ctx, const char *name, const ndf__interp_p
     e->taxis[d] = nrec;
     nrec += out->shape[p->nb + d];
   }
+  e->tnrec = nrec;
   int64_t *tab = malloc((size_t)(nrec > 0 ? nrec : 1) * (size_t)rs * sizeof *tab);
   if (!tab) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory for the zoom tables", name);
+  int64_t rec[1 + 2 * 6];
   for (int d = 0; d < p->nsp; d++)
-    for (int64_t o = 0; o < out->shape[p->nb + d]; o++)
-      ndf__interp_zoom_record(p, d, o, sshape[d], sstr[d], tab + (e->taxis[d] + o) * rs);
+    for (int64_t o = 0; o < out->shape[p->nb + d]; o++) {
+      ndf__interp_zoom_record(p, d, o, sshape[d], sstr[d], rec);
+      for (int j = 0; j < rs; j++) tab[j * nrec + e->taxis[d] + o] = rec[j]; /* word j's plane */
+    }
   CUdeviceptr dt = 0;
   ndf_status s = ndf__device_table(ctx, tab, (size_t)(nrec > 0 ? nrec : 1) * (size_t)rs * sizeof *tab, &dt);
   free(tab);
