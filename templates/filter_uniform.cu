@@ -140,6 +140,23 @@ extern "C" __global__ void __launch_bounds__(32) ndf_filter_uniform_tile(const n
           col[0] = __ddiv_rn(tmp, Kd);
           s = 1;
         }
+        // U steps at a time: their loads are issued before the stores of the
+        // outputs (which go to rows the later steps do not read).
+        for (; s + U <= cnt; s += U) {
+          double enter[U], leave[U];
+#pragma unroll
+          for (int q = 0; q < U; q++) {
+            enter[q] = col[(s + q + K) * P];
+            leave[q] = col[(s + q) * P];
+          }
+#pragma unroll
+          for (int q = 0; q < U; q++) {
+            tmp = __dadd_rn(tmp, __dsub_rn(enter[q], leave[q]));
+            enter[q] = __ddiv_rn(tmp, Kd);
+          }
+#pragma unroll
+          for (int q = 0; q < U; q++) col[(s + q) * P] = enter[q];
+        }
         for (; s < cnt; s++) {
           tmp = __dadd_rn(tmp, __dsub_rn(col[(s + K) * P], col[s * P]));
           col[s * P] = __ddiv_rn(tmp, Kd);

@@ -127,7 +127,9 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_load(const ndf_inte
 
 NDF_PARAMS(ndf_interp_spline_params)
 
-// The line of n > 1 coefficients at c[0], c[s], ..., filtered in place for each pole.
+// The line of n > 1 coefficients at c[0], c[s], ..., filtered in place for
+// each pole.  The running sums and the recursions' previous value live in
+// registers (the values the memory would hold, in the same operations).
 __device__ __forceinline__ void ndf_ip_spline_line(double *c, const ndf_i64 n, const ndf_i64 s,
                                                    const ndf_interp_spline_params &p) {
   double gain = 1.0;
@@ -135,55 +137,66 @@ __device__ __forceinline__ void ndf_ip_spline_line(double *c, const ndf_i64 n, c
   for (ndf_i64 i = 0; i < n; i++) c[i * s] = MUL(c[i * s], gain);
   for (int k = 0; k < p.npoles; k++) {
     const double z = p.poles[k];
+    double acc;
 #if INIT == 0
     {  // mirror (period 2n - 2); zn = z^(n-1) from the host's pow, as the CPU's
       const double zn1 = p.zn[k];
       double zi = z;
-      c[0] = c[0] + MUL(zn1, c[(n - 1) * s]);
+      acc = c[0] + MUL(zn1, c[(n - 1) * s]);
       for (ndf_i64 i = 1; i < n - 1; i++) {
-        c[0] += MUL(zi, c[i * s] + MUL(zn1, c[(n - 1 - i) * s]));
+        acc += MUL(zi, c[i * s] + MUL(zn1, c[(n - 1 - i) * s]));
         zi = MUL(zi, z);
       }
-      c[0] /= 1 - MUL(zn1, zn1);
+      acc /= 1 - MUL(zn1, zn1);
     }
 #elif INIT == 1
-    {  // reflect (period 2n); zn = z^n; the last term reads the running sum in c[0], as scipy's
+    {  // reflect (period 2n); zn = z^n; the last term reads the running sum where c[0] stood, as scipy's
       const double zn = p.zn[k], c0 = c[0];
       double zi = z;
-      c[0] = c[0] + MUL(zn, c[(n - 1) * s]);
-      for (ndf_i64 i = 1; i < n; i++) {
-        c[0] += MUL(zi, c[i * s] + MUL(zn, c[(n - 1 - i) * s]));
+      acc = c[0] + MUL(zn, c[(n - 1) * s]);
+      for (ndf_i64 i = 1; i < n - 1; i++) {
+        acc += MUL(zi, c[i * s] + MUL(zn, c[(n - 1 - i) * s]));
         zi = MUL(zi, z);
       }
-      c[0] = MUL(c[0], z / (1 - MUL(zn, zn)));
-      c[0] += c0;
+      acc += MUL(zi, c[(n - 1) * s] + MUL(zn, acc));
+      acc = MUL(acc, z / (1 - MUL(zn, zn)));
+      acc += c0;
     }
 #else
     {  // wrap (period n)
       double zi = z;
+      acc = c[0];
       for (ndf_i64 i = 1; i < n; i++) {
-        c[0] += MUL(zi, c[(n - i) * s]);
+        acc += MUL(zi, c[(n - i) * s]);
         zi = MUL(zi, z);
       }
-      c[0] /= 1 - zi;
+      acc /= 1 - zi;
     }
 #endif
-    for (ndf_i64 i = 1; i < n; i++) c[i * s] += MUL(z, c[(i - 1) * s]);
+    c[0] = acc;
+    for (ndf_i64 i = 1; i < n; i++) {
+      acc = c[i * s] + MUL(z, acc);
+      c[i * s] = acc;
+    }
 #if INIT == 0
-    c[(n - 1) * s] = MUL(MUL(z, c[(n - 2) * s]) + c[(n - 1) * s], z) / (MUL(z, z) - 1);
+    acc = MUL(MUL(z, c[(n - 2) * s]) + acc, z) / (MUL(z, z) - 1);
 #elif INIT == 1
-    c[(n - 1) * s] = MUL(c[(n - 1) * s], z / (z - 1));
+    acc = MUL(acc, z / (z - 1));
 #else
     {
       double zi = z;
       for (ndf_i64 i = 0; i < n - 1; i++) {
-        c[(n - 1) * s] += MUL(zi, c[i * s]);
+        acc += MUL(zi, c[i * s]);
         zi = MUL(zi, z);
       }
-      c[(n - 1) * s] = MUL(c[(n - 1) * s], z / (zi - 1));
+      acc = MUL(acc, z / (zi - 1));
     }
 #endif
-    for (ndf_i64 i = n - 2; i >= 0; i--) c[i * s] = MUL(z, c[(i + 1) * s] - c[i * s]);
+    c[(n - 1) * s] = acc;
+    for (ndf_i64 i = n - 2; i >= 0; i--) {
+      acc = MUL(z, acc - c[i * s]);
+      c[i * s] = acc;
+    }
   }
 }
 
