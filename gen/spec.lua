@@ -2132,7 +2132,7 @@ return {
       name = "interp",
       file = "templates/interp.cu",
       kernels = { "ndf_interp_load", "ndf_interp_spline", "ndf_interp_spline_tile", "ndf_interp_store",
-                  "ndf_interp_eval", "ndf_interp_zoom" },
+                  "ndf_interp_eval", "ndf_interp_ztab", "ndf_interp_zoom" },
       args = {
         "T:unsigned char|signed char|unsigned short|short|unsigned int|int|long long|float|double",
         "OUT:unsigned char|signed char|unsigned short|short|unsigned int|int|long long|float|double",
@@ -2198,6 +2198,7 @@ return {
           { "matrix", "f64[64]", "NSP rows of onsp" },
           { "idx32", "i32", "1: every output index fits 32 bits (unsigned index arithmetic)" },
           { "tab", "const i64*", "ndf_interp_zoom: the per-axis records (templates/interp.cu)" },
+          { "tabw", "i64*", "ndf_interp_ztab: the records it writes (the same memory as tab)" },
           { "taxis", "i64[NDF_MAX_SPATIAL]", "ndf_interp_zoom: the first record of each axis" },
           { "tnrec", "i64", "ndf_interp_zoom: records in all (the words of one kind are a plane of tnrec)" },
         },

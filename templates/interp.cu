@@ -507,11 +507,50 @@ __device__ __forceinline__ double ndf_ip_taps(const S *src, const ndf_i64 (&off)
   return t;
 }
 
-#if NDF_KERNEL(ndf_interp_eval)
-extern "C" __global__ void __launch_bounds__(256) ndf_interp_eval(const ndf_interp_eval_params p) {
+// Axis d of a point whose input coordinate along d is c: 0, with the taps'
+// offsets in the source, their grid-constant outside flags and their weights;
+// or the point's value without taps: 1 cval, 2 NaN (scipy's NI_GeometricTransform).
+__device__ __forceinline__ int ndf_ip_axis(const ndf_interp_eval_params &p, int d, double c, ndf_i64 *off, bool *out,
+                                           double *w) {
   // The boundary the taps use beyond an edge: constant and wrap mirror, as scipy's.
   const int smode = (MODE == M_CONSTANT || MODE == M_WRAP) ? M_MIRROR : MODE;
   const bool gc = MODE == M_GRID_CONSTANT, unmapped = gc || MODE == M_NEAREST;
+  const ndf_i64 n = p.sshape[d];
+  double cc = c + p.npad;
+  if (!(fabs(cc) < 4503599627370496.0)) return unmapped ? 2 : 1;
+  if (!unmapped) {
+    cc = ndf_ip_map(cc, n, MODE);
+    if (!(cc > -1.0)) return 1;
+  }
+  const ndf_i64 start = (ndf_i64)floor((ORDER & 1) ? cc : cc + 0.5) - ORDER / 2;
+#pragma unroll
+  for (int l = 0; l < NT; l++) {
+    const ndf_i64 idx = start + l;
+    if (gc) {
+      out[l] = idx < 0 || idx >= n;
+      off[l] = out[l] ? 0 : idx * p.sstr[d];
+    } else {
+      out[l] = false;
+      const ndf_i64 mm = (idx >= 0 && idx < n) ? idx : (ndf_i64)ndf_ip_map((double)idx, n, smode);
+      off[l] = mm * p.sstr[d];
+    }
+  }
+#if ORDER > 0
+  ndf_ip_weights(cc, w);
+#endif
+  return 0;
+}
+
+// KIND 0: the input coordinate of output coordinate o along axis d.
+__device__ __forceinline__ double ndf_ip_zoomshift(const ndf_interp_eval_params &p, int d, ndf_i64 o) {
+  double cc = (double)o;
+  if (p.has_shift) cc += p.shift[d];
+  if (p.has_zoom) cc = p.grid_mode ? MUL(cc + 0.5, p.zoom[d]) - 0.5 : MUL(cc, p.zoom[d]);
+  return cc;
+}
+
+#if NDF_KERNEL(ndf_interp_eval)
+extern "C" __global__ void __launch_bounds__(256) ndf_interp_eval(const ndf_interp_eval_params p) {
   for (ndf_i64 i = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.total; i += (ndf_i64)gridDim.x * blockDim.x) {
     ndf_i64 o[NDF_MAX_SPATIAL], ooff, coff, b, ib;
     ndf_ip_split(p, i, o, ooff, coff, b, ib);
@@ -520,12 +559,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_eval(const ndf_inte
     double c[NSP];
 #if KIND == 0
 #pragma unroll
-    for (int d = 0; d < NSP; d++) {
-      double cc = (double)o[d];
-      if (p.has_shift) cc += p.shift[d];
-      if (p.has_zoom) cc = p.grid_mode ? MUL(cc + 0.5, p.zoom[d]) - 0.5 : MUL(cc, p.zoom[d]);
-      c[d] = cc;
-    }
+    for (int d = 0; d < NSP; d++) c[d] = ndf_ip_zoomshift(p, d, o[d]);
 #elif KIND == 1
 #pragma unroll
     for (int h = 0; h < NSP; h++) {
@@ -541,62 +575,59 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_eval(const ndf_inte
     ndf_i64 off[NSP][NT];
     bool out[NSP][NT];
     double w[NSP][NT];
-    bool any_out = false, done = false;
-    double res = 0.0;
+    bool any_out = false;
+    int code = 0;
 #pragma unroll
     for (int d = 0; d < NSP; d++) {
-      if (done) break;
-      const ndf_i64 n = p.sshape[d];
-      double cc = c[d] + p.npad;
-      if (!(fabs(cc) < 4503599627370496.0)) {
-        res = unmapped ? __longlong_as_double(0x7ff8000000000000ll) : p.cval;
-        done = true;
-        break;
-      }
-      if (!unmapped) {
-        cc = ndf_ip_map(cc, n, MODE);
-        if (!(cc > -1.0)) {
-          res = p.cval;
-          done = true;
-          break;
-        }
-      }
-      const ndf_i64 start = (ndf_i64)floor((ORDER & 1) ? cc : cc + 0.5) - ORDER / 2;
+      code = ndf_ip_axis(p, d, c[d], off[d], out[d], w[d]);
+      if (code) break;
 #pragma unroll
-      for (int l = 0; l < NT; l++) {
-        const ndf_i64 idx = start + l;
-        if (gc) {
-          out[d][l] = idx < 0 || idx >= n;
-          any_out |= out[d][l];
-          off[d][l] = out[d][l] ? 0 : idx * p.sstr[d];
-        } else {
-          out[d][l] = false;
-          const ndf_i64 mm = (idx >= 0 && idx < n) ? idx : (ndf_i64)ndf_ip_map((double)idx, n, smode);
-          off[d][l] = mm * p.sstr[d];
-        }
-      }
-#if ORDER > 0
-      ndf_ip_weights(cc, w[d]);
-#endif
+      for (int l = 0; l < NT; l++) any_out |= out[d][l];
     }
-    if (!done) res = ndf_ip_taps(src, off, out, w, any_out, p.cval);
+    double res;
+    if (code == 1) res = p.cval;
+    else if (code == 2) res = __longlong_as_double(0x7ff8000000000000ll);
+    else res = ndf_ip_taps(src, off, out, w, any_out, p.cval);
     p.out[ooff] = ndf_ip_round(res);
   }
 }
 #endif
 
 // zoom and shift (KIND 0) from per-axis tables: the input coordinate of axis
-// d depends on o[d] alone, so the host computes, for every output coordinate
-// of every axis, what ndf_interp_eval computes per point (in the CPU
-// backend's own double arithmetic): a record of 1 + 2 NT 64-bit words, the
-// record r = taxis[d] + o[d] of nrec, its word j at tab[j nrec + r] (one
-// plane per word, so that consecutive points read consecutive words):
+// d depends on o[d] alone, so ndf_interp_ztab computes, for every output
+// coordinate of every axis, what ndf_interp_eval computes for that axis per
+// point (the same device code), and ndf_interp_zoom reads it: a record of
+// 1 + 2 NT 64-bit words, the record r = taxis[d] + o[d] of tnrec, its word j
+// at tab[j tnrec + r] (one plane per word, so that consecutive points read
+// consecutive words):
 //   word 0       bits 0-7: 0 the taps below, 1 the point is cval, 2 NaN (the
 //                first axis with a nonzero code decides, as the per-point
 //                loop's first early exit); bits 8..: tap l reads cval
 //                (grid-constant) where bit 8 + l is set
 //   words 1..NT  the taps' element offsets in the source
 //   then NT      the weights (double bit patterns)
+#if NDF_KERNEL(ndf_interp_ztab)
+extern "C" __global__ void __launch_bounds__(256) ndf_interp_ztab(const ndf_interp_eval_params p) {
+  const ndf_i64 nrec = p.tnrec;
+  for (ndf_i64 r = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; r < nrec; r += (ndf_i64)gridDim.x * blockDim.x) {
+    int d = 0;
+    while (d + 1 < NSP && r >= p.taxis[d + 1]) d++;
+    ndf_i64 off[NT];
+    bool out[NT];
+    double w[NT];
+    const int code = ndf_ip_axis(p, d, ndf_ip_zoomshift(p, d, r - p.taxis[d]), off, out, w);
+    ndf_i64 head = code;
+#pragma unroll
+    for (int l = 0; l < NT; l++) {
+      if (!code && out[l]) head |= (ndf_i64)1 << (8 + l);
+      p.tabw[(1 + l) * nrec + r] = code ? 0 : off[l];
+      p.tabw[(1 + NT + l) * nrec + r] = code || ORDER == 0 ? 0 : __double_as_longlong(w[l]);
+    }
+    p.tabw[r] = head;
+  }
+}
+#endif
+
 #if NDF_KERNEL(ndf_interp_zoom)
 extern "C" __global__ void __launch_bounds__(256) ndf_interp_zoom(const ndf_interp_eval_params p) {
   const ndf_i64 nrec = p.tnrec;

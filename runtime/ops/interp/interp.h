@@ -267,13 +267,6 @@ ndf_status ndf__spline_filter_cpu(ndf_ctx *ctx, const char *name, const ndf_arra
                                   int naxes, const int *axes, ndf_interp_mode mode);
 ndf_status ndf__interp_cpu(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
                            const ndf__interp_plan *p);
-/* For NDF__XF_ZOOMSHIFT, whose input coordinate of axis d depends on the
- * output coordinate o of that axis alone: what the CPU's evaluation computes
- * for that axis, as the record of templates/interp.cu's ndf_interp_zoom
- * (1 + 2 (order + 1) words: a code (0 taps, 1 cval, 2 NaN) with the
- * grid-constant outside-tap bits from bit 8, the taps' offsets in a source
- * axis of n samples and the given stride, the weights' bit patterns). */
-void ndf__interp_zoom_record(const ndf__interp_plan *p, int d, int64_t o, int64_t n, int64_t stride, int64_t *rec);
 ndf_status ndf__spline_filter_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out, int order,
                                    int naxes, const int *axes, ndf_interp_mode mode);
 ndf_status ndf__interp_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,

@@ -241,44 +241,6 @@ static void transform(const ndf__interp_plan *p, const int64_t *o, double *c) {
   }
 }
 
-void ndf__interp_zoom_record(const ndf__interp_plan *p, int d, int64_t o, int64_t n, int64_t stride, int64_t *rec) {
-  const int order = p->order, nt = order + 1;
-  const ndf_interp_mode mode = p->mode, smode = ndf__spline_mode(mode);
-  const int gc = mode == NDF_INTERP_GRID_CONSTANT, unmapped = gc || mode == NDF_INTERP_NEAREST;
-  memset(rec, 0, (size_t)(1 + 2 * nt) * sizeof *rec);
-  /* transform()'s coordinate of axis d, then eval_point's steps for that axis */
-  double cc = (double)o;
-  if (p->has_shift) cc += p->shift[d];
-  if (p->has_zoom) cc = p->grid_mode ? (cc + 0.5) * p->zoom[d] - 0.5 : cc * p->zoom[d];
-  cc = cc + p->npad;
-  if (!(fabs(cc) < NDF__INTERP_HUGE)) {
-    rec[0] = unmapped ? 2 : 1;
-    return;
-  }
-  if (!unmapped) {
-    cc = ndf__interp_map(cc, n, mode);
-    if (!(cc > -1.0)) {
-      rec[0] = 1;
-      return;
-    }
-  }
-  const int64_t start = (int64_t)floor((order & 1) ? cc : cc + 0.5) - order / 2;
-  for (int l = 0; l < nt; l++) {
-    const int64_t idx = start + l;
-    if (gc) {
-      const int out = idx < 0 || idx >= n;
-      if (out) rec[0] |= (int64_t)1 << (8 + l);
-      rec[1 + l] = out ? 0 : idx * stride;
-    } else {
-      const int64_t m = (idx >= 0 && idx < n) ? idx : (int64_t)ndf__interp_map((double)idx, n, smode);
-      rec[1 + l] = m * stride;
-    }
-  }
-  double w[6] = {0};
-  if (order > 0) ndf__spline_weights(cc, order, w);
-  memcpy(rec + 1 + nt, w, (size_t)nt * sizeof(double));
-}
-
 /* Pads every image of in by npad samples per spatial side (edge values for
  * nearest, cval in the input's dtype for grid-constant) into the float64 buffer buf (batch,
  * padded spatial..., C order) and spline filters its spatial axes. */

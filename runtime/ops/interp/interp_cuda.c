@@ -13,7 +13,7 @@
  *                      along each spatial axis; then one thread per output
  *                      point evaluates the spline (ORDER, MODE and the
  *                      spatial rank compiled in); zoom and shift read each
- *                      axis's taps and weights from tables the host computes
+ *                      axis's taps and weights from tables computed first,
  *                      once per output coordinate of that axis.
  * Every kernel is compiled (or found in the cache) before anything runs, so a
  * compile failure writes nothing.
@@ -179,33 +179,6 @@ ndf_status ndf__spline_filter_cuda(ndf_ctx *ctx, const char *name, const ndf_arr
   return s;
 }
 
-/* ndf_interp_zoom's records (templates/interp.cu) for every output coordinate of every spatial axis,
- * computed by the CPU backend's arithmetic, uploaded as a device table (kept by content, so a repeated
- * call uploads nothing); sets e->tab and e->taxis. */
-static ndf_status zoom_table(ndf_ctx *ctx, const char *name, const ndf__interp_plan *p, const ndf_array *out,
-                             const int64_t *sshape, const int64_t *sstr, ndf__interp_eval_params *e) {
-  const int rs = 3 + 2 * p->order;
-  int64_t nrec = 0;
-  for (int d = 0; d < p->nsp; d++) {
-    e->taxis[d] = nrec;
-    nrec += out->shape[p->nb + d];
-  }
-  e->tnrec = nrec;
-  int64_t *tab = malloc((size_t)(nrec > 0 ? nrec : 1) * (size_t)rs * sizeof *tab);
-  if (!tab) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory for the zoom tables", name);
-  int64_t rec[1 + 2 * 6];
-  for (int d = 0; d < p->nsp; d++)
-    for (int64_t o = 0; o < out->shape[p->nb + d]; o++) {
-      ndf__interp_zoom_record(p, d, o, sshape[d], sstr[d], rec);
-      for (int j = 0; j < rs; j++) tab[j * nrec + e->taxis[d] + o] = rec[j]; /* word j's plane */
-    }
-  CUdeviceptr dt = 0;
-  ndf_status s = ndf__device_table(ctx, tab, (size_t)(nrec > 0 ? nrec : 1) * (size_t)rs * sizeof *tab, &dt);
-  free(tab);
-  e->tab = dt;
-  return s;
-}
-
 ndf_status ndf__interp_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
                             const ndf__interp_plan *p) {
   ndf_status s = ndf__ctx_bind(ctx);
@@ -232,14 +205,19 @@ ndf_status ndf__interp_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in,
     if ((s = get_load(ctx, name, in->dtype, &f_load)) != NDF_OK) return s;
     if ((s = get_spline(ctx, name, ndf__spline_init(p->mode), bshape, nsp, axes, &f_spline)) != NDF_OK) return s;
   }
-  /* zoom and shift: per-axis tables (ndf_interp_zoom); affine and coordinates: per point (ndf_interp_eval) */
+  /* zoom and shift: per-axis tables (ndf_interp_ztab, then ndf_interp_zoom); affine and coordinates: per
+   * point (ndf_interp_eval) */
   const int ztab = p->kind == NDF__XF_ZOOMSHIFT;
+  CUfunction f_ztab = NULL;
   if ((s = get(ctx, name, ztab ? "ndf_interp_zoom" : "ndf_interp_eval", ctype(src_t), ctype(out->dtype),
                cr ? ctype(cr->dtype) : "double", nsp, p->order, (int)p->mode, (int)p->kind, 0,
                ndf__dtype_is_float(out->dtype), &f_eval)) != NDF_OK)
     return s;
+  if (ztab && (s = get(ctx, name, "ndf_interp_ztab", ctype(src_t), ctype(out->dtype), "double", nsp, p->order,
+                       (int)p->mode, (int)p->kind, 0, ndf__dtype_is_float(out->dtype), &f_ztab)) != NDF_OK)
+    return s;
 
-  CUdeviceptr buf = 0;
+  CUdeviceptr buf = 0, tab = 0;
   if (p->filtered) {
     for (int d = 0; d < nsp; d++) {
       pshape[d] = in->shape[nb + d] + 2 * p->npad;
@@ -294,9 +272,20 @@ ndf_status ndf__interp_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in,
     }
     memcpy(e.matrix, p->matrix, sizeof(double) * (size_t)(nsp * onsp));
     e.idx32 = total <= (int64_t)UINT32_MAX;
-    if (ztab) s = zoom_table(ctx, name, p, out, e.sshape, e.sstr, &e);
+    if (ztab) {
+      /* one record of 3 + 2 order words per output coordinate of every spatial axis */
+      for (int d = 0; d < nsp; d++) {
+        e.taxis[d] = e.tnrec;
+        e.tnrec += out->shape[nb + d];
+      }
+      s = ndf__scratch_alloc(ctx, (size_t)(e.tnrec > 0 ? e.tnrec : 1) * (size_t)(3 + 2 * p->order) * 8, &tab);
+      e.tab = e.tabw = tab;
+      if (s == NDF_OK)
+        s = ndf__interp_eval_launch(ctx, name, f_ztab, ndf__grid(ctx, (e.tnrec + 255) / 256, 32), 256, 1, 0, &e);
+    }
     if (s == NDF_OK) s = ndf__interp_eval_launch(ctx, name, f_eval, ndf__grid(ctx, (total + 255) / 256, 32), 256, 1, 0, &e);
   }
+  if (tab) ndf__scratch_free(ctx, tab);
   if (buf) ndf__scratch_free(ctx, buf);
   return s;
 }
