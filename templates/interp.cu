@@ -129,12 +129,26 @@ NDF_PARAMS(ndf_interp_spline_params)
 
 // The line of n > 1 coefficients at c[0], c[s], ..., filtered in place for
 // each pole.  The running sums and the recursions' previous value live in
-// registers (the values the memory would hold, in the same operations).
+// registers (the values the memory would hold, in the same operations), and
+// the loops that write the line load NDF_IP_U samples before they store
+// them (s >= 1: a store never reaches a sample still to be loaded).
+#define NDF_IP_U 4
 __device__ __forceinline__ void ndf_ip_spline_line(double *c, const ndf_i64 n, const ndf_i64 s,
                                                    const ndf_interp_spline_params &p) {
+  const int U = NDF_IP_U;
   double gain = 1.0;
   for (int k = 0; k < p.npoles; k++) gain = MUL(gain, MUL(1.0 - p.poles[k], 1.0 - 1.0 / p.poles[k]));
-  for (ndf_i64 i = 0; i < n; i++) c[i * s] = MUL(c[i * s], gain);
+  {
+    ndf_i64 i = 0;
+    for (; i + U <= n; i += U) {
+      double v[U];
+#pragma unroll
+      for (int q = 0; q < U; q++) v[q] = c[(i + q) * s];
+#pragma unroll
+      for (int q = 0; q < U; q++) c[(i + q) * s] = MUL(v[q], gain);
+    }
+    for (; i < n; i++) c[i * s] = MUL(c[i * s], gain);
+  }
   for (int k = 0; k < p.npoles; k++) {
     const double z = p.poles[k];
     double acc;
@@ -174,9 +188,24 @@ __device__ __forceinline__ void ndf_ip_spline_line(double *c, const ndf_i64 n, c
     }
 #endif
     c[0] = acc;
-    for (ndf_i64 i = 1; i < n; i++) {
-      acc = c[i * s] + MUL(z, acc);
-      c[i * s] = acc;
+    {
+      ndf_i64 i = 1;
+      for (; i + U <= n; i += U) {
+        double v[U];
+#pragma unroll
+        for (int q = 0; q < U; q++) v[q] = c[(i + q) * s];
+#pragma unroll
+        for (int q = 0; q < U; q++) {
+          acc = v[q] + MUL(z, acc);
+          v[q] = acc;
+        }
+#pragma unroll
+        for (int q = 0; q < U; q++) c[(i + q) * s] = v[q];
+      }
+      for (; i < n; i++) {
+        acc = c[i * s] + MUL(z, acc);
+        c[i * s] = acc;
+      }
     }
 #if INIT == 0
     acc = MUL(MUL(z, c[(n - 2) * s]) + acc, z) / (MUL(z, z) - 1);
@@ -193,9 +222,24 @@ __device__ __forceinline__ void ndf_ip_spline_line(double *c, const ndf_i64 n, c
     }
 #endif
     c[(n - 1) * s] = acc;
-    for (ndf_i64 i = n - 2; i >= 0; i--) {
-      acc = MUL(z, acc - c[i * s]);
-      c[i * s] = acc;
+    {
+      ndf_i64 i = n - 2;
+      for (; i - U + 1 >= 0; i -= U) {
+        double v[U];
+#pragma unroll
+        for (int q = 0; q < U; q++) v[q] = c[(i - q) * s];
+#pragma unroll
+        for (int q = 0; q < U; q++) {
+          acc = MUL(z, acc - v[q]);
+          v[q] = acc;
+        }
+#pragma unroll
+        for (int q = 0; q < U; q++) c[(i - q) * s] = v[q];
+      }
+      for (; i >= 0; i--) {
+        acc = MUL(z, acc - c[i * s]);
+        c[i * s] = acc;
+      }
     }
   }
 }
