@@ -2171,6 +2171,7 @@ return {
           { "int_copy", "i32", "1: integer values into an integer dtype, low bits kept" },
           { "shape", "i64[NDF_MAX_NDIM]" },
           { "ostr", "i64[NDF_MAX_NDIM]" },
+          { "idx32", "i32", "1: every index fits 32 bits (unsigned index arithmetic)" },
         },
         ndf_interp_eval_params = {
           { "src", "const T*", "the coefficients (filtered) or the input" },

@@ -331,7 +331,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_store(const ndf_int
   for (ndf_i64 i = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.total; i += (ndf_i64)gridDim.x * blockDim.x) {
     ndf_i64 r = i, off = 0;
     for (int d = p.ndim - 1; d >= 0; d--) {
-      const ndf_i64 q = r / p.shape[d];
+      const ndf_i64 q = p.idx32 ? (ndf_i64)((unsigned)r / (unsigned)p.shape[d]) : r / p.shape[d];
       off += (r - q * p.shape[d]) * p.ostr[d];
       r = q;
     }

@@ -168,6 +168,7 @@ ndf_status ndf__spline_filter_cuda(ndf_ctx *ctx, const char *name, const ndf_arr
       p.total = total;
       p.ndim = ndim;
       p.int_copy = !filter && (k == 0 ? int_source : !ndf__dtype_is_float(out->dtype));
+      p.idx32 = total <= (int64_t)UINT32_MAX;
       for (int d = 0; d < ndim; d++) {
         p.shape[d] = out->shape[d];
         p.ostr[d] = out->strides[d];
