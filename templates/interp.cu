@@ -460,47 +460,65 @@ NDF_PARAMS(ndf_interp_eval_params)
 #define NT (ORDER + 1)
 __device__ constexpr int ndf_ip_pow(int b, int e) { return e == 0 ? 1 : b * ndf_ip_pow(b, e - 1); }
 
-// The output index i split into the spatial coordinates o (onsp axes, last
-// fastest), the output offset, the coordinates array's offset (KIND 2), the
-// image index b and its input offset: in 32-bit arithmetic when the host says
-// every index fits (idx32), else 64-bit.
-__device__ __forceinline__ void ndf_ip_split(const ndf_interp_eval_params &p, ndf_i64 i, ndf_i64 *o, ndf_i64 &ooff,
-                                             ndf_i64 &coff, ndf_i64 &b, ndf_i64 &ib) {
+// The output points a thread evaluates: NDF_IP_R points 32 apart (a warp
+// covers 32 consecutive points at each step, so that loads and stores stay
+// coalesced).  The first point's index is split into its coordinates x
+// along every output axis (batch axes first) once, in 32-bit arithmetic when
+// the host says every index fits (idx32); each next point advances x by 32,
+// dividing only where an axis wraps.
+#define NDF_IP_R 4
+__device__ __forceinline__ void ndf_ip_split(const ndf_interp_eval_params &p, ndf_i64 i, ndf_i64 *x) {
+  const int nd = p.nb + p.onsp;
+  if (p.idx32) {
+    unsigned r = (unsigned)i;
+    for (int d = nd - 1; d > 0; d--) {
+      const unsigned e = (unsigned)p.oshape[d], q = r / e;
+      x[d] = r - q * e;
+      r = q;
+    }
+    x[0] = r;
+  } else {
+    ndf_i64 r = i;
+    for (int d = nd - 1; d > 0; d--) {
+      const ndf_i64 q = r / p.oshape[d];
+      x[d] = r - q * p.oshape[d];
+      r = q;
+    }
+    x[0] = r;
+  }
+}
+
+// x advanced by 32 points; true when an axis other than the last wrapped or moved.
+__device__ __forceinline__ bool ndf_ip_advance(const ndf_interp_eval_params &p, ndf_i64 *x) {
+  const int nd = p.nb + p.onsp;
+  x[nd - 1] += 32;
+  bool moved = false;
+  for (int d = nd - 1; d > 0 && x[d] >= p.oshape[d]; d--) {
+    const ndf_i64 q = p.idx32 ? (ndf_i64)((unsigned)x[d] / (unsigned)p.oshape[d]) : x[d] / p.oshape[d];
+    x[d] -= q * p.oshape[d];
+    x[d - 1] += q;
+    moved = true;
+  }
+  return moved;
+}
+
+// The point at x: its spatial coordinates o, output offset, coordinates
+// array offset (KIND 2), image index b and the image's input offset ib.
+__device__ __forceinline__ void ndf_ip_offsets(const ndf_interp_eval_params &p, const ndf_i64 *x, ndf_i64 *o,
+                                               ndf_i64 &ooff, ndf_i64 &coff, ndf_i64 &b, ndf_i64 &ib) {
   ooff = 0;
   coff = 0;
   ib = 0;
-  if (p.idx32) {
-    unsigned r = (unsigned)i;
-    for (int d = p.onsp - 1; d >= 0; d--) {
-      const unsigned e = (unsigned)p.oshape[p.nb + d], q = r / e;
-      o[d] = r - q * e;
-      r = q;
-      ooff += o[d] * p.ostr[p.nb + d];
-      if (KIND == 2) coff += o[d] * p.cstr[1 + d];
-    }
-    b = r;
-    for (int d = p.nb - 1; d >= 0; d--) {
-      const unsigned e = (unsigned)p.oshape[d], q = r / e, x = r - q * e;
-      r = q;
-      ooff += x * p.ostr[d];
-      ib += x * p.istr[d];
-    }
-    return;
+  b = 0;
+  for (int d = 0; d < p.nb; d++) {
+    b = b * p.oshape[d] + x[d];
+    ooff += x[d] * p.ostr[d];
+    ib += x[d] * p.istr[d];
   }
-  ndf_i64 r = i;
-  for (int d = p.onsp - 1; d >= 0; d--) {
-    const ndf_i64 q = r / p.oshape[p.nb + d];
-    o[d] = r - q * p.oshape[p.nb + d];
-    r = q;
+  for (int d = 0; d < p.onsp; d++) {
+    o[d] = x[p.nb + d];
     ooff += o[d] * p.ostr[p.nb + d];
-    coff += o[d] * p.cstr[1 + d];
-  }
-  b = r;
-  for (int d = p.nb - 1; d >= 0; d--) {
-    const ndf_i64 q = r / p.oshape[d], x = r - q * p.oshape[d];
-    r = q;
-    ooff += x * p.ostr[d];
-    ib += x * p.istr[d];
+    if (KIND == 2) coff += o[d] * p.cstr[1 + d];
   }
 }
 
@@ -595,44 +613,69 @@ __device__ __forceinline__ double ndf_ip_zoomshift(const ndf_interp_eval_params 
 
 #if NDF_KERNEL(ndf_interp_eval)
 extern "C" __global__ void __launch_bounds__(256) ndf_interp_eval(const ndf_interp_eval_params p) {
-  for (ndf_i64 i = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.total; i += (ndf_i64)gridDim.x * blockDim.x) {
-    ndf_i64 o[NDF_MAX_SPATIAL], ooff, coff, b, ib;
-    ndf_ip_split(p, i, o, ooff, coff, b, ib);
-    // The source image: the coefficients (contiguous, image b) or the input (image offset ib).
-    const T *src = p.filtered ? p.src + b * p.svol : p.src + ib;
-    double c[NSP];
+  const int lane = threadIdx.x & 31;
+  const ndf_i64 step = (ndf_i64)gridDim.x * blockDim.x * NDF_IP_R;
+  for (ndf_i64 i0 = ((ndf_i64)blockIdx.x * blockDim.x + threadIdx.x - lane) * NDF_IP_R + lane; i0 < p.total;
+       i0 += step) {
+    ndf_i64 x[NDF_MAX_NDIM];
+    ndf_ip_split(p, i0, x);
+#if KIND == 1
+    // Row h's products of every output axis but the last, summed left to
+    // right: the sum scipy's order has before it adds the last product.
+    double rowsum[NSP];
+#endif
+    bool moved = true;
+#pragma unroll 1
+    for (int k = 0; k < NDF_IP_R; k++) {
+      if (i0 + 32 * k >= p.total) break;
+      if (k) moved = ndf_ip_advance(p, x);
+      ndf_i64 o[NDF_MAX_SPATIAL], ooff, coff, b, ib;
+      ndf_ip_offsets(p, x, o, ooff, coff, b, ib);
+      // The source image: the coefficients (contiguous, image b) or the input (image offset ib).
+      const T *src = p.filtered ? p.src + b * p.svol : p.src + ib;
+      double c[NSP];
 #if KIND == 0
 #pragma unroll
-    for (int d = 0; d < NSP; d++) c[d] = ndf_ip_zoomshift(p, d, o[d]);
+      for (int d = 0; d < NSP; d++) c[d] = ndf_ip_zoomshift(p, d, o[d]);
 #elif KIND == 1
+      const int L = p.onsp - 1;
+      if (moved && L > 0) {
 #pragma unroll
-    for (int h = 0; h < NSP; h++) {
-      const double *m = p.matrix + h * p.onsp;
-      double t = MUL((double)o[0], m[0]);
-      for (int l = 1; l < p.onsp; l++) t += MUL((double)o[l], m[l]);
-      c[h] = t + p.offset[h];
-    }
+        for (int h = 0; h < NSP; h++) {
+          const double *m = p.matrix + h * p.onsp;
+          double t = MUL((double)o[0], m[0]);
+          for (int l = 1; l < L; l++) t += MUL((double)o[l], m[l]);
+          rowsum[h] = t;
+        }
+      }
+#pragma unroll
+      for (int h = 0; h < NSP; h++) {
+        const double last = MUL((double)o[L], p.matrix[h * p.onsp + L]);
+        c[h] = (L > 0 ? rowsum[h] + last : last) + p.offset[h];
+      }
 #else
 #pragma unroll
-    for (int d = 0; d < NSP; d++) c[d] = (double)p.coords[coff + d * p.cstr[0]];
+      for (int d = 0; d < NSP; d++) c[d] = (double)p.coords[coff + d * p.cstr[0]];
 #endif
-    ndf_i64 off[NSP][NT];
-    bool out[NSP][NT];
-    double w[NSP][NT];
-    bool any_out = false;
-    int code = 0;
+      ndf_i64 off[NSP][NT];
+      bool out[NSP][NT];
+      double w[NSP][NT];
+      bool any_out = false;
+      int code = 0;
 #pragma unroll
-    for (int d = 0; d < NSP; d++) {
-      code = ndf_ip_axis(p, d, c[d], off[d], out[d], w[d]);
-      if (code) break;
+      for (int d = 0; d < NSP; d++) {
+        code = ndf_ip_axis(p, d, c[d], off[d], out[d], w[d]);
+        if (code) break;
 #pragma unroll
-      for (int l = 0; l < NT; l++) any_out |= out[d][l];
+        for (int l = 0; l < NT; l++) any_out |= out[d][l];
+      }
+      double res;
+      if (code == 1) res = p.cval;
+      else if (code == 2) res = __longlong_as_double(0x7ff8000000000000ll);
+      else res = ndf_ip_taps(src, off, out, w, any_out, p.cval);
+      p.out[ooff] = ndf_ip_round(res);
+      (void)moved;
     }
-    double res;
-    if (code == 1) res = p.cval;
-    else if (code == 2) res = __longlong_as_double(0x7ff8000000000000ll);
-    else res = ndf_ip_taps(src, off, out, w, any_out, p.cval);
-    p.out[ooff] = ndf_ip_round(res);
   }
 }
 #endif
@@ -675,34 +718,44 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_ztab(const ndf_inte
 #if NDF_KERNEL(ndf_interp_zoom)
 extern "C" __global__ void __launch_bounds__(256) ndf_interp_zoom(const ndf_interp_eval_params p) {
   const ndf_i64 nrec = p.tnrec;
-  for (ndf_i64 i = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.total; i += (ndf_i64)gridDim.x * blockDim.x) {
-    ndf_i64 o[NDF_MAX_SPATIAL], ooff, coff, b, ib;
-    ndf_ip_split(p, i, o, ooff, coff, b, ib);
-    const T *src = p.filtered ? p.src + b * p.svol : p.src + ib;
-    ndf_i64 off[NSP][NT];
-    bool out[NSP][NT];
-    double w[NSP][NT];
-    bool any_out = false;
-    int code = 0;
+  const int lane = threadIdx.x & 31;
+  const ndf_i64 step = (ndf_i64)gridDim.x * blockDim.x * NDF_IP_R;
+  for (ndf_i64 i0 = ((ndf_i64)blockIdx.x * blockDim.x + threadIdx.x - lane) * NDF_IP_R + lane; i0 < p.total;
+       i0 += step) {
+    ndf_i64 x[NDF_MAX_NDIM];
+    ndf_ip_split(p, i0, x);
+#pragma unroll 1
+    for (int k = 0; k < NDF_IP_R; k++) {
+      if (i0 + 32 * k >= p.total) break;
+      if (k) ndf_ip_advance(p, x);
+      ndf_i64 o[NDF_MAX_SPATIAL], ooff, coff, b, ib;
+      ndf_ip_offsets(p, x, o, ooff, coff, b, ib);
+      const T *src = p.filtered ? p.src + b * p.svol : p.src + ib;
+      ndf_i64 off[NSP][NT];
+      bool out[NSP][NT];
+      double w[NSP][NT];
+      bool any_out = false;
+      int code = 0;
 #pragma unroll
-    for (int d = 0; d < NSP; d++) {
-      const ndf_i64 *rec = p.tab + p.taxis[d] + o[d];
-      const ndf_i64 head = __ldg(rec);
-      if (code == 0) code = (int)(head & 255);
-      any_out |= (head >> 8) != 0;
+      for (int d = 0; d < NSP; d++) {
+        const ndf_i64 *rec = p.tab + p.taxis[d] + o[d];
+        const ndf_i64 head = __ldg(rec);
+        if (code == 0) code = (int)(head & 255);
+        any_out |= (head >> 8) != 0;
 #pragma unroll
-      for (int l = 0; l < NT; l++) {
-        off[d][l] = __ldg(rec + (1 + l) * nrec);
-        out[d][l] = (head >> (8 + l)) & 1;
-        w[d][l] = __longlong_as_double(__ldg(rec + (1 + NT + l) * nrec));
+        for (int l = 0; l < NT; l++) {
+          off[d][l] = __ldg(rec + (1 + l) * nrec);
+          out[d][l] = (head >> (8 + l)) & 1;
+          w[d][l] = __longlong_as_double(__ldg(rec + (1 + NT + l) * nrec));
+        }
       }
+      double res;
+      if (code == 1) res = p.cval;
+      else if (code == 2) res = __longlong_as_double(0x7ff8000000000000ll);
+      else res = ndf_ip_taps(src, off, out, w, any_out, p.cval);
+      p.out[ooff] = ndf_ip_round(res);
+      (void)coff;
     }
-    double res;
-    if (code == 1) res = p.cval;
-    else if (code == 2) res = __longlong_as_double(0x7ff8000000000000ll);
-    else res = ndf_ip_taps(src, off, out, w, any_out, p.cval);
-    p.out[ooff] = ndf_ip_round(res);
-    (void)coff;
   }
 }
 #endif

@@ -284,7 +284,8 @@ ndf_status ndf__interp_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in,
       if (s == NDF_OK)
         s = ndf__interp_eval_launch(ctx, name, f_ztab, ndf__grid(ctx, (e.tnrec + 255) / 256, 32), 256, 1, 0, &e);
     }
-    if (s == NDF_OK) s = ndf__interp_eval_launch(ctx, name, f_eval, ndf__grid(ctx, (total + 255) / 256, 32), 256, 1, 0, &e);
+    /* 256 threads a block, 4 points each (templates/interp.cu, NDF_IP_R) */
+    if (s == NDF_OK) s = ndf__interp_eval_launch(ctx, name, f_eval, ndf__grid(ctx, (total + 1023) / 1024, 32), 256, 1, 0, &e);
   }
   if (tab) ndf__scratch_free(ctx, tab);
   if (buf) ndf__scratch_free(ctx, buf);
