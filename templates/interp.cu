@@ -15,12 +15,17 @@
 //                      the tile.
 //   ndf_interp_store   the copy into the output's dtype and strides with C's
 //                      cast (the spline filters' output rule).
-//   ndf_interp_eval    a thread per output point: its input coordinate (KIND:
-//                      zoom/shift, affine, a coordinates array), then the sum
-//                      over the (ORDER + 1)^NSP taps of the spline of ORDER in
-//                      MODE, stored rounded as scipy rounds.  ORDER, MODE and
-//                      NSP are compile-time, so the order-1 (trilinear) and
-//                      order-3 paths are fully unrolled loops over 8 and 64 taps.
+//   ndf_interp_eval    per output point (NDF_IP_R a thread): its input
+//                      coordinate (KIND: affine, a coordinates array; also
+//                      zoom/shift), then the sum over the (ORDER + 1)^NSP taps
+//                      of the spline of ORDER in MODE, stored rounded as scipy
+//                      rounds.  ORDER, MODE and NSP are compile-time, so the
+//                      order-1 (trilinear) and order-3 paths are fully
+//                      unrolled loops over 8 and 64 taps.
+//   ndf_interp_ztab    zoom/shift: each axis's taps and weights, once per
+//                      output coordinate of that axis (eval's per-axis code);
+//   ndf_interp_zoom    zoom/shift: eval's sum with the taps and weights of
+//                      every axis read from ndf_interp_ztab's tables.
 #include "ndf_common.cuh"
 
 typedef NDF_SLOT(T) T;       /* source element: the input's, or double for the coefficients */
