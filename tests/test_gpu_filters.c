@@ -291,7 +291,8 @@ static void test_gpu_volumes_unfused(void **state) {
 /* uniform_filter1d's kernels: windows around the tile kernel's limits (one
  * chunk of 64 outputs up to 116 taps, shorter chunks up to 164, the line
  * kernel beyond), lines of several chunks and a last partial one, along the
- * last axis and the first, every mode, random origins. */
+ * last axis and the first, every mode, random origins; the kernel log shows
+ * which kernel ran. */
 static void test_gpu_uniform_paths(void **state) {
   tu_gpu_state *s = *state;
   tu_rng r;
@@ -320,7 +321,9 @@ static void test_gpu_uniform_paths(void **state) {
       snprintf(c.desc, sizeof c.desc, "uniform_filter1d paths %s->%s %lldx%lldx%lld axis %d size %lld origin %lld mode %s",
                ndf_dtype_name(c.dt), ndf_dtype_name(c.odt), (long long)c.shape[0], (long long)c.shape[1],
                (long long)c.shape[2], c.axis, (long long)c.n, (long long)c.o.origin[0], ndf_mode_name(c.o.mode));
+      const uint64_t mark = tu_klog_mark(s->ctx);
       failed += run_case(s->ctx, &c, &r);
+      failed += tu_klog_check(s->ctx, mark, c.n <= 164 ? "ndf_filter_uniform_tile" : "ndf_filter_uniform", 1, c.desc);
     }
   assert_int_equal(failed, 0);
 }

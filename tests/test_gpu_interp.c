@@ -336,7 +336,12 @@ static void test_gpu_interp_spline_paths(void **state) {
       c.out_layout = TU_LAYOUT_C;
       snprintf(c.desc, sizeof c.desc, "spline_filter1d paths order %d mode %s %lldx%lld axis %d", c.o.order,
                ndf_interp_mode_name(c.o.mode), (long long)c.shape[0], (long long)c.shape[1], c.axis);
+      const uint64_t mark = tu_klog_mark(s->ctx);
       if (run_case(s->ctx, &c, &r) != 0) failed++;
+      /* 186 samples fit 48 KiB a block (32 lines), 5000 no device's shared memory; between, the device's limit decides */
+      const char *spec = lens[k] <= 186 ? "ndf_interp_spline_tile" : lens[k] == 5000 ? "ndf_interp_spline"
+                                                                   : "ndf_interp_spline_tile||ndf_interp_spline";
+      failed += tu_klog_check(s->ctx, mark, spec, 1, c.desc);
     }
   assert_int_equal(failed, 0);
 }
