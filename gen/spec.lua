@@ -1901,8 +1901,8 @@ return {
     {
       name = "filter_uniform",
       file = "templates/filter_uniform.cu",
-      kernels = { "ndf_filter_uniform" },
-      args = { "TI:" .. filter_ctypes, "TO:" .. filter_ctypes, "CVT:0|1|2", "MODE:0..4" },
+      kernels = { "ndf_filter_uniform", "ndf_filter_uniform_tile" },
+      args = { "TI:" .. filter_ctypes, "TO:" .. filter_ctypes, "CVT:0|1|2", "MODE:0..4", "LAST:0|1" },
       params = {
         ndf_funi_params = {
           { "in", "const TI*" },
@@ -1918,6 +1918,7 @@ return {
           { "K", "i64", "window size" },
           { "pre", "i64", "K / 2 + origin" },
           { "cval", "f64" },
+          { "S", "i64", "tile kernel: outputs per chunk" },
         },
       },
       slots = {
@@ -1925,11 +1926,14 @@ return {
         TO = "output element type (C name)",
         CVT = "double -> TO conversion, as filter_line",
         MODE = "boundary mode, 0..4",
+        LAST = "tile kernel: 1 when the processed axis is the array's last axis (ndf_filter_uniform: 0)",
       },
       families = {
-        { TI = { "float", "unsigned char" }, TO = { "float" }, CVT = { "2" }, MODE = { "0", "1", "2", "3", "4" } },
-        { TI = { "short", "unsigned short" }, TO = { "short", "unsigned char" }, CVT = { "0" }, MODE = { "0" } },
-        { TI = { "int", "double" }, TO = { "unsigned int", "long long" }, CVT = { "1" }, MODE = { "1" } },
+        { TI = { "float", "unsigned char" }, TO = { "float" }, CVT = { "2" }, MODE = { "0", "1", "2", "3", "4" },
+          LAST = { "0", "1" } },
+        { TI = { "short", "unsigned short" }, TO = { "short", "unsigned char" }, CVT = { "0" }, MODE = { "0" },
+          LAST = { "1" } },
+        { TI = { "int", "double" }, TO = { "unsigned int", "long long" }, CVT = { "1" }, MODE = { "1" }, LAST = { "0" } },
       },
     },
     {
@@ -2239,7 +2243,8 @@ return {
     {
       name = "interp",
       file = "templates/interp.cu",
-      kernels = { "ndf_interp_load", "ndf_interp_spline", "ndf_interp_store", "ndf_interp_eval" },
+      kernels = { "ndf_interp_load", "ndf_interp_spline", "ndf_interp_spline_tile", "ndf_interp_store",
+                  "ndf_interp_eval", "ndf_interp_ztab", "ndf_interp_zoom" },
       args = {
         "T:unsigned char|signed char|unsigned short|short|unsigned int|int|long long|float|double",
         "OUT:unsigned char|signed char|unsigned short|short|unsigned int|int|long long|float|double",
@@ -2259,6 +2264,7 @@ return {
           { "shape", "i64[NDF_MAX_NDIM]", "the input's shape and element strides" },
           { "strides", "i64[NDF_MAX_NDIM]" },
           { "pshape", "i64[NDF_MAX_SPATIAL]", "padded spatial shape" },
+          { "idx32", "i32", "1: every index fits 32 bits (unsigned index arithmetic)" },
         },
         ndf_interp_spline_params = {
           { "buf", "f64*" },
@@ -2277,6 +2283,7 @@ return {
           { "int_copy", "i32", "1: integer values into an integer dtype, low bits kept" },
           { "shape", "i64[NDF_MAX_NDIM]" },
           { "ostr", "i64[NDF_MAX_NDIM]" },
+          { "idx32", "i32", "1: every index fits 32 bits (unsigned index arithmetic)" },
         },
         ndf_interp_eval_params = {
           { "src", "const T*", "the coefficients (filtered) or the input" },
@@ -2302,18 +2309,23 @@ return {
           { "shift", "f64[NDF_MAX_SPATIAL]" },
           { "offset", "f64[NDF_MAX_SPATIAL]" },
           { "matrix", "f64[64]", "NSP rows of onsp" },
+          { "idx32", "i32", "1: every output index fits 32 bits (unsigned index arithmetic)" },
+          { "tab", "const i64*", "ndf_interp_zoom: the per-axis records (templates/interp.cu)" },
+          { "tabw", "i64*", "ndf_interp_ztab: the records it writes (the same memory as tab)" },
+          { "taxis", "i64[NDF_MAX_SPATIAL]", "ndf_interp_zoom: the first record of each axis" },
+          { "tnrec", "i64", "ndf_interp_zoom: records in all (the words of one kind are a plane of tnrec)" },
         },
       },
       slots = {
-        T = "source element (C name): the input's, or double for the coefficients (load, eval)",
-        OUT = "output element (C name) (store, eval)",
+        T = "source element (C name): the input's, or double for the coefficients (load, eval, zoom)",
+        OUT = "output element (C name) (store, eval, zoom)",
         CT = "coordinates element (C name) (eval, KIND 2)",
-        NSP = "spatial axes of the input (eval)",
-        ORDER = "spline order 0..5 (eval)",
-        MODE = "ndf_interp_mode (eval)",
-        KIND = "0 zoom/shift, 1 affine, 2 coordinates array (eval)",
-        INIT = "prefilter boundary initialization: 0 mirror, 1 reflect, 2 wrap (spline)",
-        OFLOAT = "1 when OUT is float or double (store, eval)",
+        NSP = "spatial axes of the input (eval, ztab, zoom)",
+        ORDER = "spline order 0..5 (eval, ztab, zoom)",
+        MODE = "ndf_interp_mode (eval, ztab, zoom)",
+        KIND = "0 zoom/shift, 1 affine, 2 coordinates array (eval; ztab and zoom: 0)",
+        INIT = "prefilter boundary initialization: 0 mirror, 1 reflect, 2 wrap (spline, spline_tile)",
+        OFLOAT = "1 when OUT is float or double (store, eval, zoom)",
       },
       families = {
         { T = { "double", "float", "unsigned char", "short", "long long" }, OUT = { "double" }, CT = { "double" }, NSP = { "1" },

@@ -6,17 +6,26 @@
 //   ndf_interp_load    a float64 contiguous copy of every image, padded by
 //                      npad samples per spatial side (edge values, or the
 //                      pad value for grid-constant), for the prefilter.
-//   ndf_interp_spline  one prefilter pass along one axis of that copy, in
-//                      place: a thread per line (Unser's recursive filter with
-//                      scipy's boundary initialization of INIT).
+//   ndf_interp_spline_tile  one prefilter pass along one axis of that copy,
+//                      in place: a thread per line (Unser's recursive filter
+//                      with scipy's boundary initialization of INIT), C lines
+//                      a block staged in shared memory with coalesced loads
+//                      and stores;
+//   ndf_interp_spline  the same pass in global memory, for lines too long for
+//                      the tile.
 //   ndf_interp_store   the copy into the output's dtype and strides with C's
 //                      cast (the spline filters' output rule).
-//   ndf_interp_eval    a thread per output point: its input coordinate (KIND:
-//                      zoom/shift, affine, a coordinates array), then the sum
-//                      over the (ORDER + 1)^NSP taps of the spline of ORDER in
-//                      MODE, stored rounded as scipy rounds.  ORDER, MODE and
-//                      NSP are compile-time, so the order-1 (trilinear) and
-//                      order-3 paths are fully unrolled loops over 8 and 64 taps.
+//   ndf_interp_eval    per output point (NDF_IP_R a thread): its input
+//                      coordinate (KIND: affine, a coordinates array; also
+//                      zoom/shift), then the sum over the (ORDER + 1)^NSP taps
+//                      of the spline of ORDER in MODE, stored rounded as scipy
+//                      rounds.  ORDER, MODE and NSP are compile-time, so the
+//                      order-1 (trilinear) and order-3 paths are fully
+//                      unrolled loops over 8 and 64 taps.
+//   ndf_interp_ztab    zoom/shift: each axis's taps and weights, once per
+//                      output coordinate of that axis (eval's per-axis code);
+//   ndf_interp_zoom    zoom/shift: eval's sum with the taps and weights of
+//                      every axis read from ndf_interp_ztab's tables.
 #include "ndf_common.cuh"
 
 typedef NDF_SLOT(T) T;       /* source element: the input's, or double for the coefficients */
@@ -99,8 +108,10 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_load(const ndf_inte
     ndf_i64 r = i, off = 0;
     bool outside = false;
     for (int d = p.nsp - 1; d >= 0; d--) {
-      const ndf_i64 ps = p.pshape[d], q = r / ps;
-      ndf_i64 x = r - q * ps - p.npad;
+      ndf_i64 q;
+      if (p.idx32) q = (unsigned)r / (unsigned)p.pshape[d]; // every index fits 32 bits
+      else q = r / p.pshape[d];
+      ndf_i64 x = r - q * p.pshape[d] - p.npad;
       r = q;
       const ndf_i64 n = p.shape[p.nb + d];
       if (x < 0 || x >= n) {
@@ -110,7 +121,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_load(const ndf_inte
       off += x * p.strides[p.nb + d];
     }
     for (int d = p.nb - 1; d >= 0; d--) {
-      const ndf_i64 q = r / p.shape[d];
+      const ndf_i64 q = p.idx32 ? (ndf_i64)((unsigned)r / (unsigned)p.shape[d]) : r / p.shape[d];
       off += (r - q * p.shape[d]) * p.strides[d];
       r = q;
     }
@@ -121,68 +132,199 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_load(const ndf_inte
 
 NDF_PARAMS(ndf_interp_spline_params)
 
-// A line of n coefficients at c[0], c[s], ..., filtered in place for each pole.
+// The line of n > 1 coefficients at c[0], c[s], ..., filtered in place for
+// each pole.  The running sums and the recursions' previous value live in
+// registers (the values the memory would hold, in the same operations), and
+// the loops that write the line load NDF_IP_U samples before they store
+// them (s >= 1: a store never reaches a sample still to be loaded).
+#define NDF_IP_U 4
+__device__ __forceinline__ void ndf_ip_spline_line(double *c, const ndf_i64 n, const ndf_i64 s,
+                                                   const ndf_interp_spline_params &p) {
+  const int U = NDF_IP_U;
+  double gain = 1.0;
+  for (int k = 0; k < p.npoles; k++) gain = MUL(gain, MUL(1.0 - p.poles[k], 1.0 - 1.0 / p.poles[k]));
+  {
+    ndf_i64 i = 0;
+    for (; i + U <= n; i += U) {
+      double v[U];
+#pragma unroll
+      for (int q = 0; q < U; q++) v[q] = c[(i + q) * s];
+#pragma unroll
+      for (int q = 0; q < U; q++) c[(i + q) * s] = MUL(v[q], gain);
+    }
+    for (; i < n; i++) c[i * s] = MUL(c[i * s], gain);
+  }
+  for (int k = 0; k < p.npoles; k++) {
+    const double z = p.poles[k];
+    double acc;
+#if INIT == 0
+    {  // mirror (period 2n - 2); zn = z^(n-1) from the host's pow, as the CPU's
+      const double zn1 = p.zn[k];
+      double zi = z;
+      acc = c[0] + MUL(zn1, c[(n - 1) * s]);
+      for (ndf_i64 i = 1; i < n - 1; i++) {
+        acc += MUL(zi, c[i * s] + MUL(zn1, c[(n - 1 - i) * s]));
+        zi = MUL(zi, z);
+      }
+      acc /= 1 - MUL(zn1, zn1);
+    }
+#elif INIT == 1
+    {  // reflect (period 2n); zn = z^n; the last term reads the running sum where c[0] stood, as scipy's
+      const double zn = p.zn[k], c0 = c[0];
+      double zi = z;
+      acc = c[0] + MUL(zn, c[(n - 1) * s]);
+      for (ndf_i64 i = 1; i < n - 1; i++) {
+        acc += MUL(zi, c[i * s] + MUL(zn, c[(n - 1 - i) * s]));
+        zi = MUL(zi, z);
+      }
+      acc += MUL(zi, c[(n - 1) * s] + MUL(zn, acc));
+      acc = MUL(acc, z / (1 - MUL(zn, zn)));
+      acc += c0;
+    }
+#else
+    {  // wrap (period n)
+      double zi = z;
+      acc = c[0];
+      for (ndf_i64 i = 1; i < n; i++) {
+        acc += MUL(zi, c[(n - i) * s]);
+        zi = MUL(zi, z);
+      }
+      acc /= 1 - zi;
+    }
+#endif
+    c[0] = acc;
+    {
+      ndf_i64 i = 1;
+      for (; i + U <= n; i += U) {
+        double v[U];
+#pragma unroll
+        for (int q = 0; q < U; q++) v[q] = c[(i + q) * s];
+#pragma unroll
+        for (int q = 0; q < U; q++) {
+          acc = v[q] + MUL(z, acc);
+          v[q] = acc;
+        }
+#pragma unroll
+        for (int q = 0; q < U; q++) c[(i + q) * s] = v[q];
+      }
+      for (; i < n; i++) {
+        acc = c[i * s] + MUL(z, acc);
+        c[i * s] = acc;
+      }
+    }
+#if INIT == 0
+    acc = MUL(MUL(z, c[(n - 2) * s]) + acc, z) / (MUL(z, z) - 1);
+#elif INIT == 1
+    acc = MUL(acc, z / (z - 1));
+#else
+    {
+      double zi = z;
+      for (ndf_i64 i = 0; i < n - 1; i++) {
+        acc += MUL(zi, c[i * s]);
+        zi = MUL(zi, z);
+      }
+      acc = MUL(acc, z / (zi - 1));
+    }
+#endif
+    c[(n - 1) * s] = acc;
+    {
+      ndf_i64 i = n - 2;
+      for (; i - U + 1 >= 0; i -= U) {
+        double v[U];
+#pragma unroll
+        for (int q = 0; q < U; q++) v[q] = c[(i - q) * s];
+#pragma unroll
+        for (int q = 0; q < U; q++) {
+          acc = MUL(z, acc - v[q]);
+          v[q] = acc;
+        }
+#pragma unroll
+        for (int q = 0; q < U; q++) c[(i - q) * s] = v[q];
+      }
+      for (; i >= 0; i--) {
+        acc = MUL(z, acc - c[i * s]);
+        c[i * s] = acc;
+      }
+    }
+  }
+}
+
+// A thread per line, in global memory (lines too long for ndf_interp_spline_tile).
 #if NDF_KERNEL(ndf_interp_spline)
 extern "C" __global__ void __launch_bounds__(128) ndf_interp_spline(const ndf_interp_spline_params p) {
   const ndf_i64 line = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x;
   if (line >= p.lines) return;
   const ndf_i64 n = p.n, s = p.inner, o = line / s, in = line - o * s;
-  double *c = p.buf + o * n * s + in;
   if (n <= 1) return;
-  double gain = 1.0;
-  for (int k = 0; k < p.npoles; k++) gain = MUL(gain, MUL(1.0 - p.poles[k], 1.0 - 1.0 / p.poles[k]));
-  for (ndf_i64 i = 0; i < n; i++) c[i * s] = MUL(c[i * s], gain);
-  for (int k = 0; k < p.npoles; k++) {
-    const double z = p.poles[k];
-#if INIT == 0
-    {  // mirror (period 2n - 2); zn = z^(n-1) from the host's pow, as the CPU's
-      const double zn1 = p.zn[k];
-      double zi = z;
-      c[0] = c[0] + MUL(zn1, c[(n - 1) * s]);
-      for (ndf_i64 i = 1; i < n - 1; i++) {
-        c[0] += MUL(zi, c[i * s] + MUL(zn1, c[(n - 1 - i) * s]));
-        zi = MUL(zi, z);
-      }
-      c[0] /= 1 - MUL(zn1, zn1);
-    }
-#elif INIT == 1
-    {  // reflect (period 2n); zn = z^n; the last term reads the running sum in c[0], as scipy's
-      const double zn = p.zn[k], c0 = c[0];
-      double zi = z;
-      c[0] = c[0] + MUL(zn, c[(n - 1) * s]);
-      for (ndf_i64 i = 1; i < n; i++) {
-        c[0] += MUL(zi, c[i * s] + MUL(zn, c[(n - 1 - i) * s]));
-        zi = MUL(zi, z);
-      }
-      c[0] = MUL(c[0], z / (1 - MUL(zn, zn)));
-      c[0] += c0;
-    }
-#else
-    {  // wrap (period n)
-      double zi = z;
-      for (ndf_i64 i = 1; i < n; i++) {
-        c[0] += MUL(zi, c[(n - i) * s]);
-        zi = MUL(zi, z);
-      }
-      c[0] /= 1 - zi;
-    }
+  ndf_ip_spline_line(p.buf + o * n * s + in, n, s, p);
+}
 #endif
-    for (ndf_i64 i = 1; i < n; i++) c[i * s] += MUL(z, c[(i - 1) * s]);
-#if INIT == 0
-    c[(n - 1) * s] = MUL(MUL(z, c[(n - 2) * s]) + c[(n - 1) * s], z) / (MUL(z, z) - 1);
-#elif INIT == 1
-    c[(n - 1) * s] = MUL(c[(n - 1) * s], z / (z - 1));
-#else
-    {
-      double zi = z;
-      for (ndf_i64 i = 0; i < n - 1; i++) {
-        c[(n - 1) * s] += MUL(zi, c[i * s]);
-        zi = MUL(zi, z);
-      }
-      c[(n - 1) * s] = MUL(c[(n - 1) * s], z / (zi - 1));
+
+// A block of C = blockDim.x threads filters C lines staged in shared memory
+// (sample i of column t at i (C + 1) + t), loaded and stored back with
+// coalesced accesses: for the last axis (inner 1) the C lines are
+// consecutive and consecutive threads move consecutive samples of one line;
+// otherwise the lines are C neighbours along the axes after the axis (one
+// outer index o), and consecutive threads move consecutive lines.  Thread t
+// then runs the recursive filter of column t, in the same operations as
+// ndf_interp_spline.
+#if NDF_KERNEL(ndf_interp_spline_tile)
+#define NDF_IP_NB 8 // staging loads in flight per thread
+extern "C" __global__ void __launch_bounds__(32) ndf_interp_spline_tile(const ndf_interp_spline_params p) {
+  extern __shared__ double ndf_ip_smem[];
+  const int C = blockDim.x, t = threadIdx.x, P = C + 1;
+  const ndf_i64 n = p.n, inner = p.inner;
+  const bool last = inner == 1;
+  const ndf_i64 tpo = last ? 1 : (inner + C - 1) / C; // tiles per outer index
+  const ndf_i64 ntiles = last ? (p.lines + C - 1) / C : p.lines / inner * tpo;
+  for (ndf_i64 tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+    ndf_i64 base, ncl;
+    if (last) {
+      base = tile * C * n;
+      ncl = p.lines - tile * C;
+    } else {
+      const ndf_i64 o = tile / tpo, in0 = (tile - o * tpo) * C;
+      base = o * n * inner + in0;
+      ncl = inner - in0;
     }
-#endif
-    for (ndf_i64 i = n - 2; i >= 0; i--) c[i * s] = MUL(z, c[(i + 1) * s] - c[i * s]);
+    const int ncols = (int)(ncl < C ? ncl : C), nn = (int)n;
+    // element (i, col) of the tile is buf[base + col n + i] (last) or buf[base + i inner + col]
+    for (int i0 = t; i0 < nn * ncols; i0 += NDF_IP_NB * C) {
+      double v[NDF_IP_NB];
+      int at[NDF_IP_NB];
+#pragma unroll
+      for (int q = 0; q < NDF_IP_NB; q++) {
+        const int k = i0 + q * C;
+        at[q] = -1;
+        if (k < nn * ncols) {
+          if (last) {
+            const int col = k / nn, i = k - col * nn;
+            v[q] = p.buf[base + k];
+            at[q] = i * P + col;
+          } else {
+            const int i = k / ncols, col = k - i * ncols;
+            v[q] = p.buf[base + i * inner + col];
+            at[q] = i * P + col;
+          }
+        }
+      }
+#pragma unroll
+      for (int q = 0; q < NDF_IP_NB; q++)
+        if (at[q] >= 0) ndf_ip_smem[at[q]] = v[q];
+    }
+    __syncthreads();
+    if (t < ncols) ndf_ip_spline_line(ndf_ip_smem + t, n, P, p);
+    __syncthreads();
+    for (int k = t; k < nn * ncols; k += C) {
+      if (last) {
+        const int col = k / nn, i = k - col * nn;
+        p.buf[base + k] = ndf_ip_smem[i * P + col];
+      } else {
+        const int i = k / ncols, col = k - i * ncols;
+        p.buf[base + i * inner + col] = ndf_ip_smem[i * P + col];
+      }
+    }
+    __syncthreads();
   }
 }
 #endif
@@ -194,7 +336,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_store(const ndf_int
   for (ndf_i64 i = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.total; i += (ndf_i64)gridDim.x * blockDim.x) {
     ndf_i64 r = i, off = 0;
     for (int d = p.ndim - 1; d >= 0; d--) {
-      const ndf_i64 q = r / p.shape[d];
+      const ndf_i64 q = p.idx32 ? (ndf_i64)((unsigned)r / (unsigned)p.shape[d]) : r / p.shape[d];
       off += (r - q * p.shape[d]) * p.ostr[d];
       r = q;
     }
@@ -323,132 +465,302 @@ NDF_PARAMS(ndf_interp_eval_params)
 #define NT (ORDER + 1)
 __device__ constexpr int ndf_ip_pow(int b, int e) { return e == 0 ? 1 : b * ndf_ip_pow(b, e - 1); }
 
-#if NDF_KERNEL(ndf_interp_eval)
-extern "C" __global__ void __launch_bounds__(256) ndf_interp_eval(const ndf_interp_eval_params p) {
-  // The boundary the taps use beyond an edge: constant and wrap mirror, as scipy's.
-  const int smode = (MODE == M_CONSTANT || MODE == M_WRAP) ? M_MIRROR : MODE;
-  const bool gc = MODE == M_GRID_CONSTANT, unmapped = gc || MODE == M_NEAREST;
-  for (ndf_i64 i = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.total; i += (ndf_i64)gridDim.x * blockDim.x) {
-    ndf_i64 o[NDF_MAX_SPATIAL], r = i, ooff = 0, coff = 0, ib = 0;
-    for (int d = p.onsp - 1; d >= 0; d--) {
-      const ndf_i64 q = r / p.oshape[p.nb + d];
-      o[d] = r - q * p.oshape[p.nb + d];
+// The output points a thread evaluates: NDF_IP_R points 32 apart (a warp
+// covers 32 consecutive points at each step, so that loads and stores stay
+// coalesced).  The first point's index is split into its coordinates x
+// along every output axis (batch axes first) once, in 32-bit arithmetic when
+// the host says every index fits (idx32); each next point advances x by 32,
+// dividing only where an axis wraps.
+#define NDF_IP_R 4
+__device__ __forceinline__ void ndf_ip_split(const ndf_interp_eval_params &p, ndf_i64 i, ndf_i64 *x) {
+  const int nd = p.nb + p.onsp;
+  if (p.idx32) {
+    unsigned r = (unsigned)i;
+    for (int d = nd - 1; d > 0; d--) {
+      const unsigned e = (unsigned)p.oshape[d], q = r / e;
+      x[d] = r - q * e;
       r = q;
-      ooff += o[d] * p.ostr[p.nb + d];
-      coff += o[d] * p.cstr[1 + d];
     }
-    const ndf_i64 b = r;
-    for (int d = p.nb - 1; d >= 0; d--) {
-      const ndf_i64 q = r / p.oshape[d], x = r - q * p.oshape[d];
+    x[0] = r;
+  } else {
+    ndf_i64 r = i;
+    for (int d = nd - 1; d > 0; d--) {
+      const ndf_i64 q = r / p.oshape[d];
+      x[d] = r - q * p.oshape[d];
       r = q;
-      ooff += x * p.ostr[d];
-      ib += x * p.istr[d];
     }
-    // The source image: the coefficients (contiguous, image b) or the input (image offset ib).
-    const T *src = p.filtered ? p.src + b * p.svol : p.src + ib;
-    double c[NSP];
-#if KIND == 0
-#pragma unroll
-    for (int d = 0; d < NSP; d++) {
-      double cc = (double)o[d];
-      if (p.has_shift) cc += p.shift[d];
-      if (p.has_zoom) cc = p.grid_mode ? MUL(cc + 0.5, p.zoom[d]) - 0.5 : MUL(cc, p.zoom[d]);
-      c[d] = cc;
-    }
-#elif KIND == 1
-#pragma unroll
-    for (int h = 0; h < NSP; h++) {
-      const double *m = p.matrix + h * p.onsp;
-      double t = MUL((double)o[0], m[0]);
-      for (int l = 1; l < p.onsp; l++) t += MUL((double)o[l], m[l]);
-      c[h] = t + p.offset[h];
-    }
-#else
-#pragma unroll
-    for (int d = 0; d < NSP; d++) c[d] = (double)p.coords[coff + d * p.cstr[0]];
-#endif
-    ndf_i64 off[NSP][NT];
-    bool out[NSP][NT];
-    double w[NSP][NT];
-    bool any_out = false, done = false;
-    double res = 0.0;
-#pragma unroll
-    for (int d = 0; d < NSP; d++) {
-      if (done) break;
-      const ndf_i64 n = p.sshape[d];
-      double cc = c[d] + p.npad;
-      if (!(fabs(cc) < 4503599627370496.0)) {
-        res = unmapped ? __longlong_as_double(0x7ff8000000000000ll) : p.cval;
-        done = true;
-        break;
-      }
-      if (!unmapped) {
-        cc = ndf_ip_map(cc, n, MODE);
-        if (!(cc > -1.0)) {
-          res = p.cval;
-          done = true;
-          break;
-        }
-      }
-      const ndf_i64 start = (ndf_i64)floor((ORDER & 1) ? cc : cc + 0.5) - ORDER / 2;
-#pragma unroll
-      for (int l = 0; l < NT; l++) {
-        const ndf_i64 idx = start + l;
-        if (gc) {
-          out[d][l] = idx < 0 || idx >= n;
-          any_out |= out[d][l];
-          off[d][l] = out[d][l] ? 0 : idx * p.sstr[d];
-        } else {
-          out[d][l] = false;
-          const ndf_i64 mm = (idx >= 0 && idx < n) ? idx : (ndf_i64)ndf_ip_map((double)idx, n, smode);
-          off[d][l] = mm * p.sstr[d];
-        }
-      }
-#if ORDER > 0
-      ndf_ip_weights(cc, w[d]);
-#endif
-    }
-    if (!done) {
-      // The taps in raster order (last axis fastest), each value times its weights axis by axis.
-      double t = 0.0;
-      // Unrolled up to 64 taps (order 1 to 6 axes, orders 2 and 3 to 3 axes): the fast paths; larger
-      // supports loop, so that high orders in many axes still compile quickly.
+    x[0] = r;
+  }
+}
+
+// x advanced by 32 points; true when an axis other than the last wrapped or moved.
+__device__ __forceinline__ bool ndf_ip_advance(const ndf_interp_eval_params &p, ndf_i64 *x) {
+  const int nd = p.nb + p.onsp;
+  x[nd - 1] += 32;
+  bool moved = false;
+  for (int d = nd - 1; d > 0 && x[d] >= p.oshape[d]; d--) {
+    const ndf_i64 q = p.idx32 ? (ndf_i64)((unsigned)x[d] / (unsigned)p.oshape[d]) : x[d] / p.oshape[d];
+    x[d] -= q * p.oshape[d];
+    x[d - 1] += q;
+    moved = true;
+  }
+  return moved;
+}
+
+// The point at x: its spatial coordinates o, output offset, coordinates
+// array offset (KIND 2), image index b and the image's input offset ib.
+__device__ __forceinline__ void ndf_ip_offsets(const ndf_interp_eval_params &p, const ndf_i64 *x, ndf_i64 *o,
+                                               ndf_i64 &ooff, ndf_i64 &coff, ndf_i64 &b, ndf_i64 &ib) {
+  ooff = 0;
+  coff = 0;
+  ib = 0;
+  b = 0;
+  for (int d = 0; d < p.nb; d++) {
+    b = b * p.oshape[d] + x[d];
+    ooff += x[d] * p.ostr[d];
+    ib += x[d] * p.istr[d];
+  }
+  for (int d = 0; d < p.onsp; d++) {
+    o[d] = x[p.nb + d];
+    ooff += o[d] * p.ostr[p.nb + d];
+    if (KIND == 2) coff += o[d] * p.cstr[1 + d];
+  }
+}
+
+// The sum over the (ORDER + 1)^NSP taps in raster order (last axis fastest),
+// each value times its weights axis by axis (scipy's order): the tap l[d] of
+// axis d reads offset off[d][l[d]], or cval where out[d][l[d]] (grid-constant).
+template <typename S>
+__device__ __forceinline__ double ndf_ip_taps(const S *src, const ndf_i64 (&off)[NSP][NT], const bool (&out)[NSP][NT],
+                                              const double (&w)[NSP][NT], bool any_out, double cval) {
+  const bool gc = MODE == M_GRID_CONSTANT;
+  double t = 0.0;
+  // Unrolled up to 64 taps (order 1 to 6 axes, orders 2 and 3 to 3 axes): the fast paths; larger
+  // supports loop, so that high orders in many axes still compile quickly.
 #if ORDER == 0 || (ORDER == 1 && NSP <= 6) || (ORDER <= 3 && NSP <= 3) || NSP <= 2
 #pragma unroll
 #else
 #pragma unroll 1
 #endif
-      for (int k = 0; k < ndf_ip_pow(NT, NSP); k++) {
-        int l[NSP];
-        int kk = k;
+  for (int k = 0; k < ndf_ip_pow(NT, NSP); k++) {
+    int l[NSP];
+    int kk = k;
 #pragma unroll
-        for (int d = NSP - 1; d >= 0; d--) {
-          l[d] = kk % NT;
-          kk /= NT;
-        }
-        bool is_cval = false;
-        if (gc && any_out) {
+    for (int d = NSP - 1; d >= 0; d--) {
+      l[d] = kk % NT;
+      kk /= NT;
+    }
+    bool is_cval = false;
+    if (gc && any_out) {
 #pragma unroll
-          for (int d = 0; d < NSP; d++) is_cval |= out[d][l[d]];
-        }
-        double v;
-        if (is_cval) {
-          v = p.cval;
-        } else {
-          ndf_i64 so = 0;
+      for (int d = 0; d < NSP; d++) is_cval |= out[d][l[d]];
+    }
+    double v;
+    if (is_cval) {
+      v = cval;
+    } else {
+      ndf_i64 so = 0;
 #pragma unroll
-          for (int d = 0; d < NSP; d++) so += off[d][l[d]];
-          v = (double)src[so];
-        }
+      for (int d = 0; d < NSP; d++) so += off[d][l[d]];
+      v = (double)src[so];
+    }
 #if ORDER > 0
 #pragma unroll
-        for (int d = 0; d < NSP; d++) v = MUL(v, w[d][l[d]]);
+    for (int d = 0; d < NSP; d++) v = MUL(v, w[d][l[d]]);
 #endif
-        t += v;
-      }
-      res = t;
+    t += v;
+  }
+  (void)w;
+  return t;
+}
+
+// Axis d of a point whose input coordinate along d is c: 0, with the taps'
+// offsets in the source, their grid-constant outside flags and their weights;
+// or the point's value without taps: 1 cval, 2 NaN (scipy's NI_GeometricTransform).
+__device__ __forceinline__ int ndf_ip_axis(const ndf_interp_eval_params &p, int d, double c, ndf_i64 *off, bool *out,
+                                           double *w) {
+  // The boundary the taps use beyond an edge: constant and wrap mirror, as scipy's.
+  const int smode = (MODE == M_CONSTANT || MODE == M_WRAP) ? M_MIRROR : MODE;
+  const bool gc = MODE == M_GRID_CONSTANT, unmapped = gc || MODE == M_NEAREST;
+  const ndf_i64 n = p.sshape[d];
+  double cc = c + p.npad;
+  if (!(fabs(cc) < 4503599627370496.0)) return unmapped ? 2 : 1;
+  if (!unmapped) {
+    cc = ndf_ip_map(cc, n, MODE);
+    if (!(cc > -1.0)) return 1;
+  }
+  const ndf_i64 start = (ndf_i64)floor((ORDER & 1) ? cc : cc + 0.5) - ORDER / 2;
+#pragma unroll
+  for (int l = 0; l < NT; l++) {
+    const ndf_i64 idx = start + l;
+    if (gc) {
+      out[l] = idx < 0 || idx >= n;
+      off[l] = out[l] ? 0 : idx * p.sstr[d];
+    } else {
+      out[l] = false;
+      const ndf_i64 mm = (idx >= 0 && idx < n) ? idx : (ndf_i64)ndf_ip_map((double)idx, n, smode);
+      off[l] = mm * p.sstr[d];
     }
-    p.out[ooff] = ndf_ip_round(res);
+  }
+#if ORDER > 0
+  ndf_ip_weights(cc, w);
+#endif
+  return 0;
+}
+
+// KIND 0: the input coordinate of output coordinate o along axis d.
+__device__ __forceinline__ double ndf_ip_zoomshift(const ndf_interp_eval_params &p, int d, ndf_i64 o) {
+  double cc = (double)o;
+  if (p.has_shift) cc += p.shift[d];
+  if (p.has_zoom) cc = p.grid_mode ? MUL(cc + 0.5, p.zoom[d]) - 0.5 : MUL(cc, p.zoom[d]);
+  return cc;
+}
+
+#if NDF_KERNEL(ndf_interp_eval)
+extern "C" __global__ void __launch_bounds__(256) ndf_interp_eval(const ndf_interp_eval_params p) {
+  const int lane = threadIdx.x & 31;
+  const ndf_i64 step = (ndf_i64)gridDim.x * blockDim.x * NDF_IP_R;
+  for (ndf_i64 i0 = ((ndf_i64)blockIdx.x * blockDim.x + threadIdx.x - lane) * NDF_IP_R + lane; i0 < p.total;
+       i0 += step) {
+    ndf_i64 x[NDF_MAX_NDIM];
+    ndf_ip_split(p, i0, x);
+#if KIND == 1
+    // Row h's products of every output axis but the last, summed left to
+    // right: the sum scipy's order has before it adds the last product.
+    double rowsum[NSP];
+#endif
+    bool moved = true;
+#pragma unroll 1
+    for (int k = 0; k < NDF_IP_R; k++) {
+      if (i0 + 32 * k >= p.total) break;
+      if (k) moved = ndf_ip_advance(p, x);
+      ndf_i64 o[NDF_MAX_SPATIAL], ooff, coff, b, ib;
+      ndf_ip_offsets(p, x, o, ooff, coff, b, ib);
+      // The source image: the coefficients (contiguous, image b) or the input (image offset ib).
+      const T *src = p.filtered ? p.src + b * p.svol : p.src + ib;
+      double c[NSP];
+#if KIND == 0
+#pragma unroll
+      for (int d = 0; d < NSP; d++) c[d] = ndf_ip_zoomshift(p, d, o[d]);
+#elif KIND == 1
+      const int L = p.onsp - 1;
+      if (moved && L > 0) {
+#pragma unroll
+        for (int h = 0; h < NSP; h++) {
+          const double *m = p.matrix + h * p.onsp;
+          double t = MUL((double)o[0], m[0]);
+          for (int l = 1; l < L; l++) t += MUL((double)o[l], m[l]);
+          rowsum[h] = t;
+        }
+      }
+#pragma unroll
+      for (int h = 0; h < NSP; h++) {
+        const double last = MUL((double)o[L], p.matrix[h * p.onsp + L]);
+        c[h] = (L > 0 ? rowsum[h] + last : last) + p.offset[h];
+      }
+#else
+#pragma unroll
+      for (int d = 0; d < NSP; d++) c[d] = (double)p.coords[coff + d * p.cstr[0]];
+#endif
+      ndf_i64 off[NSP][NT];
+      bool out[NSP][NT];
+      double w[NSP][NT];
+      bool any_out = false;
+      int code = 0;
+#pragma unroll
+      for (int d = 0; d < NSP; d++) {
+        code = ndf_ip_axis(p, d, c[d], off[d], out[d], w[d]);
+        if (code) break;
+#pragma unroll
+        for (int l = 0; l < NT; l++) any_out |= out[d][l];
+      }
+      double res;
+      if (code == 1) res = p.cval;
+      else if (code == 2) res = __longlong_as_double(0x7ff8000000000000ll);
+      else res = ndf_ip_taps(src, off, out, w, any_out, p.cval);
+      p.out[ooff] = ndf_ip_round(res);
+      (void)moved;
+    }
+  }
+}
+#endif
+
+// zoom and shift (KIND 0) from per-axis tables: the input coordinate of axis
+// d depends on o[d] alone, so ndf_interp_ztab computes, for every output
+// coordinate of every axis, what ndf_interp_eval computes for that axis per
+// point (the same device code), and ndf_interp_zoom reads it: a record of
+// 1 + 2 NT 64-bit words, the record r = taxis[d] + o[d] of tnrec, its word j
+// at tab[j tnrec + r] (one plane per word, so that consecutive points read
+// consecutive words):
+//   word 0       bits 0-7: 0 the taps below, 1 the point is cval, 2 NaN (the
+//                first axis with a nonzero code decides, as the per-point
+//                loop's first early exit); bits 8..: tap l reads cval
+//                (grid-constant) where bit 8 + l is set
+//   words 1..NT  the taps' element offsets in the source
+//   then NT      the weights (double bit patterns)
+#if NDF_KERNEL(ndf_interp_ztab)
+extern "C" __global__ void __launch_bounds__(256) ndf_interp_ztab(const ndf_interp_eval_params p) {
+  const ndf_i64 nrec = p.tnrec;
+  for (ndf_i64 r = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; r < nrec; r += (ndf_i64)gridDim.x * blockDim.x) {
+    int d = 0;
+    while (d + 1 < NSP && r >= p.taxis[d + 1]) d++;
+    ndf_i64 off[NT];
+    bool out[NT];
+    double w[NT];
+    const int code = ndf_ip_axis(p, d, ndf_ip_zoomshift(p, d, r - p.taxis[d]), off, out, w);
+    ndf_i64 head = code;
+#pragma unroll
+    for (int l = 0; l < NT; l++) {
+      if (!code && out[l]) head |= (ndf_i64)1 << (8 + l);
+      p.tabw[(1 + l) * nrec + r] = code ? 0 : off[l];
+      p.tabw[(1 + NT + l) * nrec + r] = code || ORDER == 0 ? 0 : __double_as_longlong(w[l]);
+    }
+    p.tabw[r] = head;
+  }
+}
+#endif
+
+#if NDF_KERNEL(ndf_interp_zoom)
+extern "C" __global__ void __launch_bounds__(256) ndf_interp_zoom(const ndf_interp_eval_params p) {
+  const ndf_i64 nrec = p.tnrec;
+  const int lane = threadIdx.x & 31;
+  const ndf_i64 step = (ndf_i64)gridDim.x * blockDim.x * NDF_IP_R;
+  for (ndf_i64 i0 = ((ndf_i64)blockIdx.x * blockDim.x + threadIdx.x - lane) * NDF_IP_R + lane; i0 < p.total;
+       i0 += step) {
+    ndf_i64 x[NDF_MAX_NDIM];
+    ndf_ip_split(p, i0, x);
+#pragma unroll 1
+    for (int k = 0; k < NDF_IP_R; k++) {
+      if (i0 + 32 * k >= p.total) break;
+      if (k) ndf_ip_advance(p, x);
+      ndf_i64 o[NDF_MAX_SPATIAL], ooff, coff, b, ib;
+      ndf_ip_offsets(p, x, o, ooff, coff, b, ib);
+      const T *src = p.filtered ? p.src + b * p.svol : p.src + ib;
+      ndf_i64 off[NSP][NT];
+      bool out[NSP][NT];
+      double w[NSP][NT];
+      bool any_out = false;
+      int code = 0;
+#pragma unroll
+      for (int d = 0; d < NSP; d++) {
+        const ndf_i64 *rec = p.tab + p.taxis[d] + o[d];
+        const ndf_i64 head = __ldg(rec);
+        if (code == 0) code = (int)(head & 255);
+        any_out |= (head >> 8) != 0;
+#pragma unroll
+        for (int l = 0; l < NT; l++) {
+          off[d][l] = __ldg(rec + (1 + l) * nrec);
+          out[d][l] = (head >> (8 + l)) & 1;
+          w[d][l] = __longlong_as_double(__ldg(rec + (1 + NT + l) * nrec));
+        }
+      }
+      double res;
+      if (code == 1) res = p.cval;
+      else if (code == 2) res = __longlong_as_double(0x7ff8000000000000ll);
+      else res = ndf_ip_taps(src, off, out, w, any_out, p.cval);
+      p.out[ooff] = ndf_ip_round(res);
+      (void)coff;
+    }
   }
 }
 #endif

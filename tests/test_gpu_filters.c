@@ -8,7 +8,8 @@
  * radii, axes, batch axes, strided and negative-stride inputs, strided
  * outputs, kernels compiled in and read from a table (more than 256 taps),
  * lines cut at every segment edge, fused passes (filter_plane) and, with the
- * tunable filters.fuse off, unfused ones.  Every GPU output is poisoned before the
+ * tunable filters.fuse off, unfused ones; the uniform filter's tile kernel
+ * (chunks of a line, windows up to its limit) and its line kernel beyond.  Every GPU output is poisoned before the
  * run; the bytes between the elements of a strided output must keep the
  * poison.  Exits 77 (skipped) when no CUDA device is usable.
  *
@@ -287,6 +288,46 @@ static void test_gpu_volumes_unfused(void **state) {
   assert_int_equal(ndf_ctx_set_tunable(s->ctx, "filters.fuse", NULL), NDF_OK);
 }
 
+/* uniform_filter1d's kernels: windows around the tile kernel's limits (one
+ * chunk of 64 outputs up to 116 taps, shorter chunks up to 164, the line
+ * kernel beyond), lines of several chunks and a last partial one, along the
+ * last axis and the first, every mode, random origins; the kernel log shows
+ * which kernel ran. */
+static void test_gpu_uniform_paths(void **state) {
+  tu_gpu_state *s = *state;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed + 2);
+  static const int64_t sizes[] = {1, 2, 5, 64, 116, 117, 150, 164, 165, 300};
+  int failed = 0;
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+    for (int last = 0; last < 2; last++) {
+      fcase c;
+      memset(&c, 0, sizeof c);
+      c.op = OP_UNIFORM1D;
+      c.dt = k % 3 == 1 ? NDF_INT16 : NDF_FLOAT32;
+      c.odt = k % 3 == 2 ? NDF_FLOAT64 : c.dt;
+      c.ndim = 3;
+      const int64_t len = 250 + (int64_t)tu_rng_int(&r, 0, 200);
+      c.shape[0] = last ? 3 : len;
+      c.shape[1] = 5;
+      c.shape[2] = last ? len : 37;
+      c.axis = last ? 2 : 0;
+      c.n = sizes[k];
+      ndf_filter_options_init(&c.o);
+      c.o.mode = (ndf_mode)((k + (size_t)last) % NDF_MODE_COUNT);
+      c.o.cval = 1.5;
+      c.o.norigin = 1;
+      c.o.origin[0] = tu_rng_int(&r, -(c.n / 2), c.n - 1 - c.n / 2);
+      snprintf(c.desc, sizeof c.desc, "uniform_filter1d paths %s->%s %lldx%lldx%lld axis %d size %lld origin %lld mode %s",
+               ndf_dtype_name(c.dt), ndf_dtype_name(c.odt), (long long)c.shape[0], (long long)c.shape[1],
+               (long long)c.shape[2], c.axis, (long long)c.n, (long long)c.o.origin[0], ndf_mode_name(c.o.mode));
+      const uint64_t mark = tu_klog_mark(s->ctx);
+      failed += run_case(s->ctx, &c, &r);
+      failed += tu_klog_check(s->ctx, mark, c.n <= 164 ? "ndf_filter_uniform_tile" : "ndf_filter_uniform", 1, c.desc);
+    }
+  assert_int_equal(failed, 0);
+}
+
 /* A CUDA input with a CUDA output on another device type, and weights that
  * are no host array, are refused before anything runs. */
 static void test_gpu_rejections(void **state) {
@@ -312,6 +353,7 @@ int main(void) {
       cmocka_unit_test(test_gpu_random_cases),
       cmocka_unit_test(test_gpu_volumes),
       cmocka_unit_test(test_gpu_volumes_unfused),
+      cmocka_unit_test(test_gpu_uniform_paths),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -11,7 +11,8 @@
  * product on its own), so the results must be equal bit for bit.
  *
  * Also: order-1 (trilinear) and order-3 zooms of a 3-D float32 volume, and
- * the kernel log shows which specialization ran.
+ * the kernel log shows which specialization ran (zoom: the per-axis tables'
+ * kernel); the prefilter's kernels for short and long lines.
  *
  * Exits 77 (skipped) when the context has no CUDA device.  Cases:
  * NDF_TEST_CASES (default 300); seed: NDF_TEST_SEED (printed).  Public API only.
@@ -290,7 +291,7 @@ static void test_gpu_interp_zoom3d(void **state) {
     printf("zoom order %d of 45x54x45 float32 on the GPU: %.2f ms (first call compiles)\n", order, tu_now_ms() - t0);
     char desc[64], spec[64];
     snprintf(desc, sizeof desc, "zoom order %d", order);
-    snprintf(spec, sizeof spec, "ndf_interp_eval|ORDER=%d", order);
+    snprintf(spec, sizeof spec, "ndf_interp_zoom|ORDER=%d", order);
     failed += tu_klog_check(ctx, mark, spec, 1, desc);
     failed += tu_dev_check(ctx, desc, "output", &dout, &gout, &cout.arr);
     tu_dev_free(ctx, &din);
@@ -302,11 +303,55 @@ static void test_gpu_interp_zoom3d(void **state) {
   assert_int_equal(failed, 0);
 }
 
+/* The prefilter's kernels: lines of n samples filtered in shared memory, 32,
+ * 16 or 8 lines a block as n grows (within 48 KiB up to 186 samples, beyond
+ * with the device's opt-in limit), in global memory for longer lines; along
+ * the last axis and the first, each boundary initialization. */
+static void test_gpu_interp_spline_paths(void **state) {
+  gpu_state *s = *state;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed ^ 0x300);
+  static const int64_t lens[] = {2, 186, 187, 700, 1500, 3000, 5000};
+  static const ndf_interp_mode modes[] = {NDF_INTERP_MIRROR, NDF_INTERP_REFLECT, NDF_INTERP_GRID_WRAP};
+  int failed = 0;
+  for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++)
+    for (int last = 0; last < 2; last++) {
+      icase c;
+      memset(&c, 0, sizeof c);
+      c.op = OP_SPLINE1D;
+      ndf_interp_options_init(&c.o);
+      c.o.order = k % 2 ? 5 : 3;
+      c.o.mode = modes[(k + (size_t)last) % 3];
+      c.nd = 2;
+      c.nsp = 2;
+      c.shape[0] = last ? 3 : lens[k];
+      c.shape[1] = last ? lens[k] : 41;
+      c.oshape[0] = c.shape[0];
+      c.oshape[1] = c.shape[1];
+      c.onsp = 2;
+      c.axis = last ? 1 : 0;
+      c.dt = k % 3 ? NDF_FLOAT64 : NDF_FLOAT32;
+      c.odt = NDF_FLOAT64;
+      c.in_layout = TU_LAYOUT_C;
+      c.out_layout = TU_LAYOUT_C;
+      snprintf(c.desc, sizeof c.desc, "spline_filter1d paths order %d mode %s %lldx%lld axis %d", c.o.order,
+               ndf_interp_mode_name(c.o.mode), (long long)c.shape[0], (long long)c.shape[1], c.axis);
+      const uint64_t mark = tu_klog_mark(s->ctx);
+      if (run_case(s->ctx, &c, &r) != 0) failed++;
+      /* 186 samples fit 48 KiB a block (32 lines), 5000 no device's shared memory; between, the device's limit decides */
+      const char *spec = lens[k] <= 186 ? "ndf_interp_spline_tile" : lens[k] == 5000 ? "ndf_interp_spline"
+                                                                   : "ndf_interp_spline_tile||ndf_interp_spline";
+      failed += tu_klog_check(s->ctx, mark, spec, 1, c.desc);
+    }
+  assert_int_equal(failed, 0);
+}
+
 int main(void) {
   if (!tu_have_cuda()) return 77; /* ctest: skipped */
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gpu_interp_random),
       cmocka_unit_test(test_gpu_interp_zoom3d),
+      cmocka_unit_test(test_gpu_interp_spline_paths),
   };
   return cmocka_run_group_tests(tests, group_setup, tu_gpu_teardown);
 }

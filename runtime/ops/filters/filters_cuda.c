@@ -1,7 +1,8 @@
 /*
  * filters_cuda.c -- the CUDA backend of the linear filters: requests the
  * specializations of templates/filter_line.cu (a correlation pass, weights
- * compiled in), filter_uniform.cu (a running-mean pass), filter_taps.cu (N-D
+ * compiled in), filter_uniform.cu (a running-mean pass: lines staged through
+ * shared memory, or one thread per line for long windows), filter_taps.cu (N-D
  * correlate) and filter_ew.cu (casts and the compositions' elementwise
  * steps), and launches them on the context's stream.  Every kernel computes
  * in double in scipy's order without fused operations, so the GPU equals the
@@ -35,11 +36,29 @@ static const char *utype_of(ndf_dtype t) {
 
 static int is_int(ndf_dtype t) { return t != NDF_FLOAT32 && t != NDF_FLOAT64; }
 
+/* filter_uniform's tile kernel: 32 lines a block, chunks of UNI_S outputs
+ * (fewer for long windows) staged with the window's K rows in shared memory
+ * of at most UNI_ROWS rows; windows that leave chunks shorter than
+ * UNI_MIN_S outputs run one thread per line (ndf_filter_uniform). */
+#define UNI_C 32
+#define UNI_S 64
+#define UNI_ROWS 180
+#define UNI_MIN_S 16
+
+/* Outputs per chunk of the uniform tile kernel for a window of K; 0: the line kernel. */
+static int uniform_chunk(int64_t K) {
+  if (K > UNI_ROWS - UNI_MIN_S) return 0;
+  return K + UNI_S <= UNI_ROWS ? UNI_S : (int)(UNI_ROWS - K);
+}
+
 /* The request of one pass; 0 when out of memory for its weights. */
 static int req_pass(ndf__kernel_req *r, const ndf__fpass *p, ndf_dtype src, ndf_dtype dst, int last) {
   const char *ti = ndf__dtype_ctype(src), *to = ndf__dtype_ctype(dst);
   if (p->uniform) {
-    ndf__req_filter_uniform(r, ti, to, cvt_of(dst), (int)p->mode);
+    if (uniform_chunk(p->n))
+      ndf__req_filter_uniform(r, "ndf_filter_uniform_tile", ti, to, cvt_of(dst), (int)p->mode, last);
+    else
+      ndf__req_filter_uniform(r, "ndf_filter_uniform", ti, to, cvt_of(dst), (int)p->mode, 0);
     return 1;
   }
   const int wtab = p->n >= WTAB_MIN;
@@ -113,9 +132,13 @@ ndf_status ndf__filters_line_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
                            .out = (CUdeviceptr)(uintptr_t)dst->data,
                            .K = p->n,
                            .pre = pre,
-                           .cval = cval};
+                           .cval = cval,
+                           .S = uniform_chunk(p->n)};
     LINE_AXES(pu, src, dst, a);
-    return ndf__funi_launch(ctx, name, fn, ndf__grid(ctx, (pu.nlines + 127) / 128, 16), 128, 1, 0, &pu);
+    if (!pu.S) return ndf__funi_launch(ctx, name, fn, ndf__grid(ctx, (pu.nlines + 127) / 128, 16), 128, 1, 0, &pu);
+    /* Shared memory: the lines' input and output offsets, then S + K rows of C + 1 doubles. */
+    const unsigned smem = (unsigned)(16 * UNI_C + (pu.S + p->n) * (UNI_C + 1) * 8);
+    return ndf__funi_launch(ctx, name, fn, ndf__grid(ctx, (pu.nlines + UNI_C - 1) / UNI_C, 32), UNI_C, 1, smem, &pu);
   }
   int cols = 0, seg = 0;
   size_t limit = LINE_SMEM;

@@ -5,17 +5,21 @@
  * CPU's values:
  *   spline_filter[1d]  per axis pass: the source (the input, then the output
  *                      in its dtype) copied to a contiguous float64 scratch,
- *                      filtered along the axis (a thread per line), stored
+ *                      filtered along the axis (a thread per line, lines
+ *                      staged through shared memory), stored
  *                      into the output with C's cast;
  *   transforms         with a prefilter (order >= 2): every image copied to
  *                      float64 scratch with scipy's padding and filtered
  *                      along each spatial axis; then one thread per output
  *                      point evaluates the spline (ORDER, MODE and the
- *                      spatial rank compiled in).
+ *                      spatial rank compiled in); zoom and shift read each
+ *                      axis's taps and weights from tables computed first,
+ *                      once per output coordinate of that axis.
  * Every kernel is compiled (or found in the cache) before anything runs, so a
  * compile failure writes nothing.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,8 +42,43 @@ static ndf_status get(ndf_ctx *ctx, const char *name, const char *kernel, const 
 static ndf_status get_load(ndf_ctx *ctx, const char *name, ndf_dtype t, CUfunction *f) {
   return get(ctx, name, "ndf_interp_load", ctype(t), "double", "double", 1, 0, 0, 0, 0, 1, f);
 }
-static ndf_status get_spline(ndf_ctx *ctx, const char *name, int init, CUfunction *f) {
-  return get(ctx, name, "ndf_interp_spline", "double", "double", "double", 1, 0, 0, 0, init, 1, f);
+/* The prefilter of one axis: ndf_interp_spline_tile where a tile of lines fits the shared memory,
+ * else ndf_interp_spline. */
+typedef struct spline_fns {
+  CUfunction tile, line;
+} spline_fns;
+
+/* Lines per block of ndf_interp_spline_tile for lines of n samples (n (C + 1) doubles of shared
+ * memory), 0 when none fits; *smem its bytes. */
+static int spline_cols(const ndf_ctx *ctx, int64_t n, unsigned *smem) {
+  static const int cs[] = {32, 16, 8};
+  const size_t limit = ctx->max_smem_block > 49152 ? ctx->max_smem_block : 49152;
+  for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+    const size_t bytes = (size_t)n * (size_t)(cs[i] + 1) * 8;
+    if (n <= 65536 && bytes <= limit) {
+      *smem = (unsigned)bytes;
+      return cs[i];
+    }
+  }
+  return 0;
+}
+
+/* The kernels the passes along axes[0..naxes) of shape need (tile and/or line). */
+static ndf_status get_spline(ndf_ctx *ctx, const char *name, int init, const int64_t *shape, int naxes,
+                             const int *axes, spline_fns *f) {
+  unsigned smem;
+  int need_tile = 0, need_line = 0;
+  for (int k = 0; k < naxes; k++) {
+    if (shape[axes[k]] <= 1) continue;
+    if (spline_cols(ctx, shape[axes[k]], &smem)) need_tile = 1;
+    else need_line = 1;
+  }
+  f->tile = f->line = NULL;
+  ndf_status s = NDF_OK;
+  if (need_tile) s = get(ctx, name, "ndf_interp_spline_tile", "double", "double", "double", 1, 0, 0, 0, init, 1, &f->tile);
+  if (s == NDF_OK && need_line)
+    s = get(ctx, name, "ndf_interp_spline", "double", "double", "double", 1, 0, 0, 0, init, 1, &f->line);
+  return s;
 }
 static ndf_status get_store(ndf_ctx *ctx, const char *name, ndf_dtype out, CUfunction *f) {
   return get(ctx, name, "ndf_interp_store", "double", ctype(out), "double", 1, 0, 0, 0, 0, ndf__dtype_is_float(out), f);
@@ -64,11 +103,12 @@ static ndf_status launch_load(ndf_ctx *ctx, const char *name, CUfunction f, cons
     p.strides[d] = a->strides[d];
   }
   for (int d = 0; d < a->ndim - nb; d++) p.pshape[d] = pshape[d];
+  p.idx32 = total <= (int64_t)UINT32_MAX;
   return ndf__interp_load_launch(ctx, name, f, ndf__grid(ctx, (total + 255) / 256, 32), 256, 1, 0, &p);
 }
 
 /* One prefilter pass of order's poles along axis of a contiguous float64 buffer of shape[0..ndim). */
-static ndf_status launch_spline(ndf_ctx *ctx, const char *name, CUfunction f, CUdeviceptr buf, int ndim,
+static ndf_status launch_spline(ndf_ctx *ctx, const char *name, const spline_fns *f, CUdeviceptr buf, int ndim,
                                 const int64_t *shape, int axis, int order, int init) {
   ndf__interp_spline_params p;
   memset(&p, 0, sizeof p);
@@ -82,10 +122,20 @@ static ndf_status launch_spline(ndf_ctx *ctx, const char *name, CUfunction f, CU
   p.npoles = ndf__spline_poles(order, p.poles);
   for (int k = 0; k < p.npoles; k++) p.zn[k] = pow(p.poles[k], (double)(init == 1 ? p.n : p.n - 1));
   if (p.lines == 0 || p.n <= 1) return NDF_OK;
+  unsigned smem = 0;
+  const int cols = spline_cols(ctx, p.n, &smem);
+  if (cols) {
+    if (smem > 49152) {
+      CUresult r = ndf__cu(NULL)->cuFuncSetAttribute(f->tile, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);
+      if (r != CUDA_SUCCESS) return ndf__cuda_error(ctx, name, r);
+    }
+    const int64_t tiles = inner == 1 ? (p.lines + cols - 1) / cols : p.lines / inner * ((inner + cols - 1) / cols);
+    return ndf__interp_spline_launch(ctx, name, f->tile, ndf__grid(ctx, tiles, 32), (unsigned)cols, 1, smem, &p);
+  }
   const int64_t blocks = (p.lines + 127) / 128;
   if (blocks > 0x7fffffff) return ndf__error(ctx, NDF_ENOTSUP, "%s: %lld lines are too many for one launch", name,
                                              (long long)p.lines);
-  return ndf__interp_spline_launch(ctx, name, f, (unsigned)blocks, 128, 1, 0, &p);
+  return ndf__interp_spline_launch(ctx, name, f->line, (unsigned)blocks, 128, 1, 0, &p);
 }
 
 ndf_status ndf__spline_filter_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out, int order,
@@ -94,10 +144,12 @@ ndf_status ndf__spline_filter_cuda(ndf_ctx *ctx, const char *name, const ndf_arr
   if (s != NDF_OK) return s;
   const int64_t total = ndf_array_size(in);
   const int ndim = in->ndim, filter = order >= 2;
-  CUfunction f_load_in, f_load_out, f_spline = NULL, f_store;
+  CUfunction f_load_in, f_load_out, f_store;
+  spline_fns f_spline = {NULL, NULL};
   if ((s = get_load(ctx, name, in->dtype, &f_load_in)) != NDF_OK) return s;
   if ((s = get_load(ctx, name, out->dtype, &f_load_out)) != NDF_OK) return s;
-  if (filter && (s = get_spline(ctx, name, ndf__spline_init(mode), &f_spline)) != NDF_OK) return s;
+  if (filter && (s = get_spline(ctx, name, ndf__spline_init(mode), in->shape, naxes, axes, &f_spline)) != NDF_OK)
+    return s;
   if ((s = get_store(ctx, name, out->dtype, &f_store)) != NDF_OK) return s;
   CUdeviceptr buf = 0;
   if ((s = ndf__scratch_alloc(ctx, (size_t)total * sizeof(double), &buf)) != NDF_OK) return s;
@@ -107,7 +159,7 @@ ndf_status ndf__spline_filter_cuda(ndf_ctx *ctx, const char *name, const ndf_arr
     /* a copy in the source's layout: every axis but the last is a "batch" axis of the load */
     s = launch_load(ctx, name, k == 0 ? f_load_in : f_load_out, src, ndim - 1, 0, 0, 0.0, buf, src->shape + ndim - 1,
                     total);
-    if (s == NDF_OK && filter) s = launch_spline(ctx, name, f_spline, buf, ndim, in->shape, axes[k], order, ndf__spline_init(mode));
+    if (s == NDF_OK && filter) s = launch_spline(ctx, name, &f_spline, buf, ndim, in->shape, axes[k], order, ndf__spline_init(mode));
     if (s == NDF_OK) {
       ndf__interp_store_params p;
       memset(&p, 0, sizeof p);
@@ -116,6 +168,7 @@ ndf_status ndf__spline_filter_cuda(ndf_ctx *ctx, const char *name, const ndf_arr
       p.total = total;
       p.ndim = ndim;
       p.int_copy = !filter && (k == 0 ? int_source : !ndf__dtype_is_float(out->dtype));
+      p.idx32 = total <= (int64_t)UINT32_MAX;
       for (int d = 0; d < ndim; d++) {
         p.shape[d] = out->shape[d];
         p.ostr[d] = out->strides[d];
@@ -140,16 +193,32 @@ ndf_status ndf__interp_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in,
   const ndf_dtype src_t = p->filtered ? NDF_FLOAT64 : in->dtype;
 
   /* Every kernel first. */
-  CUfunction f_load = NULL, f_spline = NULL, f_eval;
+  CUfunction f_load = NULL, f_eval;
+  spline_fns f_spline = {NULL, NULL};
   if (p->filtered) {
+    int64_t bshape[1 + NDF_MAX_SPATIAL];
+    int axes[NDF_MAX_SPATIAL];
+    bshape[0] = nbatch;
+    for (int d = 0; d < nsp; d++) {
+      bshape[1 + d] = in->shape[nb + d] + 2 * p->npad;
+      axes[d] = 1 + d;
+    }
     if ((s = get_load(ctx, name, in->dtype, &f_load)) != NDF_OK) return s;
-    if ((s = get_spline(ctx, name, ndf__spline_init(p->mode), &f_spline)) != NDF_OK) return s;
+    if ((s = get_spline(ctx, name, ndf__spline_init(p->mode), bshape, nsp, axes, &f_spline)) != NDF_OK) return s;
   }
-  if ((s = get(ctx, name, "ndf_interp_eval", ctype(src_t), ctype(out->dtype), cr ? ctype(cr->dtype) : "double", nsp,
-               p->order, (int)p->mode, (int)p->kind, 0, ndf__dtype_is_float(out->dtype), &f_eval)) != NDF_OK)
+  /* zoom and shift: per-axis tables (ndf_interp_ztab, then ndf_interp_zoom); affine and coordinates: per
+   * point (ndf_interp_eval) */
+  const int ztab = p->kind == NDF__XF_ZOOMSHIFT;
+  CUfunction f_ztab = NULL;
+  if ((s = get(ctx, name, ztab ? "ndf_interp_zoom" : "ndf_interp_eval", ctype(src_t), ctype(out->dtype),
+               cr ? ctype(cr->dtype) : "double", nsp, p->order, (int)p->mode, (int)p->kind, 0,
+               ndf__dtype_is_float(out->dtype), &f_eval)) != NDF_OK)
+    return s;
+  if (ztab && (s = get(ctx, name, "ndf_interp_ztab", ctype(src_t), ctype(out->dtype), "double", nsp, p->order,
+                       (int)p->mode, (int)p->kind, 0, ndf__dtype_is_float(out->dtype), &f_ztab)) != NDF_OK)
     return s;
 
-  CUdeviceptr buf = 0;
+  CUdeviceptr buf = 0, tab = 0;
   if (p->filtered) {
     for (int d = 0; d < nsp; d++) {
       pshape[d] = in->shape[nb + d] + 2 * p->npad;
@@ -164,7 +233,7 @@ ndf_status ndf__interp_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in,
     int64_t bshape[1 + NDF_MAX_SPATIAL];
     bshape[0] = nbatch;
     for (int d = 0; d < nsp; d++) bshape[1 + d] = pshape[d];
-    for (int d = 0; d < nsp && s == NDF_OK; d++) s = launch_spline(ctx, name, f_spline, buf, 1 + nsp, bshape, 1 + d, p->order,
+    for (int d = 0; d < nsp && s == NDF_OK; d++) s = launch_spline(ctx, name, &f_spline, buf, 1 + nsp, bshape, 1 + d, p->order,
                                                             ndf__spline_init(p->mode));
   }
 
@@ -203,8 +272,22 @@ ndf_status ndf__interp_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in,
       e.offset[d] = p->offset[d];
     }
     memcpy(e.matrix, p->matrix, sizeof(double) * (size_t)(nsp * onsp));
-    s = ndf__interp_eval_launch(ctx, name, f_eval, ndf__grid(ctx, (total + 255) / 256, 32), 256, 1, 0, &e);
+    e.idx32 = total <= (int64_t)UINT32_MAX;
+    if (ztab) {
+      /* one record of 3 + 2 order words per output coordinate of every spatial axis */
+      for (int d = 0; d < nsp; d++) {
+        e.taxis[d] = e.tnrec;
+        e.tnrec += out->shape[nb + d];
+      }
+      s = ndf__scratch_alloc(ctx, (size_t)(e.tnrec > 0 ? e.tnrec : 1) * (size_t)(3 + 2 * p->order) * 8, &tab);
+      e.tab = e.tabw = tab;
+      if (s == NDF_OK)
+        s = ndf__interp_eval_launch(ctx, name, f_ztab, ndf__grid(ctx, (e.tnrec + 255) / 256, 32), 256, 1, 0, &e);
+    }
+    /* 256 threads a block, 4 points each (templates/interp.cu, NDF_IP_R) */
+    if (s == NDF_OK) s = ndf__interp_eval_launch(ctx, name, f_eval, ndf__grid(ctx, (total + 1023) / 1024, 32), 256, 1, 0, &e);
   }
+  if (tab) ndf__scratch_free(ctx, tab);
   if (buf) ndf__scratch_free(ctx, buf);
   return s;
 }
