@@ -972,6 +972,12 @@ NDF_API ndf_status ndf_cache_warm(ndf_ctx *ctx, const char *arch, const char *op
 NDF_API ndf_status ndf_cache_warm_rank(ndf_ctx *ctx, const char *arch, const char *op, ndf_dtype dtype, int ndim,
                                        int64_t rank, double percentile, const ndf_rank_options *opt,
                                        int *compiled);
+/* The same for a call on an array of the given shape (ndim extents): the
+ * kernel such a call takes exactly, where it depends on the extents (the
+ * sorted tile's rows per block follow the rows of the image). */
+NDF_API ndf_status ndf_cache_warm_rank_shape(ndf_ctx *ctx, const char *arch, const char *op, ndf_dtype dtype,
+                                             int ndim, const int64_t *shape, int64_t rank, double percentile,
+                                             const ndf_rank_options *opt, int *compiled);
 
 /* The same for the binary ops ("binary_erosion", "binary_dilation",
  * "binary_opening", "binary_closing", "binary_propagation" or
