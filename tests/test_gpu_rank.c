@@ -302,10 +302,23 @@ static const char *op_name(int kind) {
 
 typedef struct warm_pool {
   const clist *L;
+  int *order; /* the cases by falling taps: the long compiles (the sorted tile's) first */
   char arch[16];
   int next, compiled, failed;
   pthread_mutex_t lock;
 } warm_pool;
+
+/* A case's taps (a box's product; a footprint counts as small). */
+static int64_t case_taps(const lcase *e) {
+  int64_t t = 1;
+  for (int d = 0; d < e->c.nsp && e->c.o.nsize; d++) t *= e->c.o.size[e->c.o.nsize == 1 ? 0 : d];
+  return t;
+}
+static const clist *g_sort_list;
+static int by_taps(const void *a, const void *b) {
+  const int64_t ta = case_taps(&g_sort_list->v[*(const int *)a]), tb = case_taps(&g_sort_list->v[*(const int *)b]);
+  return ta < tb ? 1 : ta > tb ? -1 : *(const int *)a - *(const int *)b;
+}
 
 /* One thread of precompile: a CPU-backend context of its own (the disk cache
  * the test's context uses), the list's cases in turn.  No assertions here (a
@@ -322,7 +335,7 @@ static void *warm_worker(void *arg) {
     const int i = w->next++;
     pthread_mutex_unlock(&w->lock);
     if (i >= w->L->n) break;
-    const lcase *e = &w->L->v[i];
+    const lcase *e = &w->L->v[w->order[i]];
     int ok = 1;
     for (int t = 0; t < NTUN; t++)
       ok &= ndf_ctx_set_tunable(ctx, case_tunables[t], e->tun[t][0] ? e->tun[t] : NULL) == NDF_OK;
@@ -347,6 +360,11 @@ static void prewarm(gpu_state *s, const clist *L) {
   warm_pool w;
   memset(&w, 0, sizeof w);
   w.L = L;
+  w.order = malloc((size_t)L->n * sizeof *w.order);
+  assert_non_null(w.order);
+  for (int i = 0; i < L->n; i++) w.order[i] = i;
+  g_sort_list = L;
+  qsort(w.order, (size_t)L->n, sizeof *w.order, by_taps);
   snprintf(w.arch, sizeof w.arch, "sm_%d%d", info.cc_major, info.cc_minor);
   pthread_mutex_init(&w.lock, NULL);
   long nt = sysconf(_SC_NPROCESSORS_ONLN);
@@ -359,6 +377,7 @@ static void prewarm(gpu_state *s, const clist *L) {
   if (!started) warm_worker(&w);
   for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
   pthread_mutex_destroy(&w.lock);
+  free(w.order);
   printf("precompiled %d cases on %d threads: %d kernels compiled, %d not warmed, %.0f ms\n", L->n,
          started ? started : 1, w.compiled, w.failed, tu_now_ms() - t0);
 }
