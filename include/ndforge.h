@@ -227,8 +227,9 @@ NDF_API void ndf_ctx_cache_stats(const ndf_ctx *ctx, ndf_cache_stats *out);
  * context launched, numbered from 0 in launch order since ndf_ctx_create.
  * The count includes every launch; the last 256 are kept.  An entry names the
  * specialization: "template|kernel|SLOT=value|..." (the kernel's template,
- * entry point and slot values; a slot may hold generated code), owned by the
- * context and valid until ndf_ctx_destroy.  The CPU backend launches nothing. */
+ * entry point and slot values; a slot may hold generated code; then
+ * "|~jit=F,L" where jit.fast_compile or jit.lean is not its default), owned by
+ * the context and valid until ndf_ctx_destroy.  The CPU backend launches nothing. */
 NDF_API uint64_t ndf_ctx_kernel_count(const ndf_ctx *ctx);
 /* Launch number i, or NULL when i >= ndf_ctx_kernel_count() or it has left the log. */
 NDF_API const char *ndf_ctx_kernel_launched(const ndf_ctx *ctx, uint64_t i);

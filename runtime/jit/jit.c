@@ -555,10 +555,15 @@ void ndf__warm_array(ndf_array *a, int slot, ndf_dtype dtype, int ndim) {
   ndf_array_init(a, (void *)(uintptr_t)(((uintptr_t)slot + 1) << 52), NDF_DEVICE_CPU, dtype, ndim, shape);
 }
 
-/* The in-memory key: template, kernel and slot values in request order;
- * into buf when it fits, else malloc'd (*heap set; NULL when out of memory). */
-static char *memory_key(const ndf__kernel_req *req, char *buf, size_t n, size_t *len, char **heap) {
-  size_t need = strlen(req->template_name) + strlen(req->kernel) + 2;
+/* The in-memory key: template, kernel and slot values in request order, and
+ * "|~jit=<fast_compile>,<lean>" where those tunables differ from their
+ * defaults (their options change the compiled code: a context that changes
+ * them gets the other form, not the module it holds); into buf when it fits,
+ * else malloc'd (*heap set; NULL when out of memory). */
+static char *memory_key(ndf_ctx *ctx, const ndf__kernel_req *req, char *buf, size_t n, size_t *len, char **heap) {
+  const int fc = ndf__tune(ctx, NDF__TUNE_JIT_FAST_COMPILE, NULL), ln = ndf__tune(ctx, NDF__TUNE_JIT_LEAN, NULL);
+  const int jit = fc != NDF__TUNE_JIT_FAST_COMPILE__OFF || ln != NDF__TUNE_JIT_LEAN__ON;
+  size_t need = strlen(req->template_name) + strlen(req->kernel) + 2 + (jit ? 32 : 0);
   for (int i = 0; i < req->nslots; i++)
     need += strlen(req->slots[i].name) + strlen(ndf__slot_value(&req->slots[i])) + 2;
   *heap = NULL;
@@ -570,6 +575,7 @@ static char *memory_key(const ndf__kernel_req *req, char *buf, size_t n, size_t 
   size_t w = (size_t)snprintf(buf, n, "%s|%s", req->template_name, req->kernel);
   for (int i = 0; i < req->nslots && w < n; i++)
     w += (size_t)snprintf(buf + w, n - w, "|%s=%s", req->slots[i].name, ndf__slot_value(&req->slots[i]));
+  if (jit && w < n) w += (size_t)snprintf(buf + w, n - w, "|~jit=%d,%d", fc, ln);
   *len = w;
   return buf;
 }
@@ -667,7 +673,7 @@ static ndf_status jit_get(ndf_ctx *ctx, const char *op, const ndf__kernel_req *r
 ndf_status ndf__jit_get(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, CUfunction *out) {
   char buf[2048], *heap = NULL;
   size_t mlen = 0;
-  const char *mkey = memory_key(req, buf, sizeof buf, &mlen, &heap);
+  const char *mkey = memory_key(ctx, req, buf, sizeof buf, &mlen, &heap);
   if (!mkey) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", op);
   ndf_status s = jit_get(ctx, op, req, mkey, ndf__hash_fnv1a64(mkey, mlen, NDF__FNV_SEED), out);
   free(heap);
@@ -752,7 +758,7 @@ ndf_status ndf__jit_get_many(ndf_ctx *ctx, const char *op, const ndf__kernel_req
   memset(heap, 0, sizeof heap);
   for (int i = 0; i < n; i++) {
     size_t mlen = 0;
-    mkeys[i] = memory_key(reqs[i], kbuf[i], sizeof kbuf[i], &mlen, &heap[i]);
+    mkeys[i] = memory_key(ctx, reqs[i], kbuf[i], sizeof kbuf[i], &mlen, &heap[i]);
     if (!mkeys[i]) {
       s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", op);
       goto out;
