@@ -2517,5 +2517,8 @@ return {
       templates = { "ecc", "ecc_rows", "ecc_soft", "rank", "rank_tile2", "distance_edt", "distance_cdt" },
       values = { "off", "min", "mid", "max" }, search = false, applies = "1",
       doc = "NVRTC's --Ofast-compile for these templates (the slowest compiles): off, or min / mid / max (less compile time, code that may run slower)" },
+    { name = "jit.lean", op = "jit", templates = { "ecc", "rank", "rank_tile2" }, values = { "on", "off" }, search = false,
+      applies = "1",
+      doc = "the compile-lean forms of these templates (NVRTC option -DNDF_LEAN=1, part of the disk key; ADR 0025): on, or off for the forms before them" },
   },
 }

@@ -227,8 +227,9 @@ NDF_API void ndf_ctx_cache_stats(const ndf_ctx *ctx, ndf_cache_stats *out);
  * context launched, numbered from 0 in launch order since ndf_ctx_create.
  * The count includes every launch; the last 256 are kept.  An entry names the
  * specialization: "template|kernel|SLOT=value|..." (the kernel's template,
- * entry point and slot values; a slot may hold generated code), owned by the
- * context and valid until ndf_ctx_destroy.  The CPU backend launches nothing. */
+ * entry point and slot values; a slot may hold generated code; then
+ * "|~jit=F,L" where jit.fast_compile or jit.lean is not its default), owned by
+ * the context and valid until ndf_ctx_destroy.  The CPU backend launches nothing. */
 NDF_API uint64_t ndf_ctx_kernel_count(const ndf_ctx *ctx);
 /* Launch number i, or NULL when i >= ndf_ctx_kernel_count() or it has left the log. */
 NDF_API const char *ndf_ctx_kernel_launched(const ndf_ctx *ctx, uint64_t i);
@@ -1002,6 +1003,12 @@ NDF_API ndf_status ndf_cache_warm(ndf_ctx *ctx, const char *arch, const char *op
 NDF_API ndf_status ndf_cache_warm_rank(ndf_ctx *ctx, const char *arch, const char *op, ndf_dtype dtype, int ndim,
                                        int64_t rank, double percentile, const ndf_rank_options *opt,
                                        int *compiled);
+/* The same for a call on an array of the given shape (ndim extents): the
+ * kernel such a call takes exactly, where it depends on the extents (the
+ * sorted tile's rows per block follow the rows of the image). */
+NDF_API ndf_status ndf_cache_warm_rank_shape(ndf_ctx *ctx, const char *arch, const char *op, ndf_dtype dtype,
+                                             int ndim, const int64_t *shape, int64_t rank, double percentile,
+                                             const ndf_rank_options *opt, int *compiled);
 
 /* The same for the binary ops ("binary_erosion", "binary_dilation",
  * "binary_opening", "binary_closing", "binary_propagation" or

@@ -36,6 +36,9 @@ typedef NDF_SLOT(V) V;     // comparison type: float (uint8/uint16/float32) or d
 #define CONS NDF_SLOT(CONS) // 0 V-construction, 1 T-construction
 #define SOFT NDF_SLOT(SOFT) // 1: ndf_ecc_hist writes c and f instead of the histogram
 #define RNG NDF_SLOT(RNG)   // 1: ndf_ecc_strip3 / strip3n / strip3s / strip2t over a given range
+#ifndef NDF_LEAN
+#define NDF_LEAN 0 // 1 (NVRTC -DNDF_LEAN=1, the tunable jit.lean; ADR 0025): the forms that compile faster
+#endif
 // uint8 / uint16 input: the telescoped kernels' exact integer binner (ndf_ecc3_binner)
 constexpr bool NDF_ECC_IB = sizeof(TIN) < 4;
 
@@ -2761,8 +2764,13 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
             if (rb[i]) fold4(b[i]);
           }
         } else {
+#if NDF_LEAN
+#pragma unroll 1
+          for (int q = 0; q < 2; q++) slow(q ? tb : ta, q ? zb : za); // one copy of the rare path
+#else
           slow(ta, za);
           slow(tb, zb);
+#endif
         }
       }
     }
@@ -2854,7 +2862,10 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
 #pragma unroll
       for (int j = 0; j <= W; j++) t[j] = agg(B[j], B2[j]);
       add(t, ndf_ecc2_bool<false>());
-      if (!STG && z + 2 <= ze) load(vecc, s, z + 2, rw);
+      if (!STG && z + 2 <= ze) { // NDF_LEAN: one march for both loads, chosen here (warp-uniform)
+        if (NDF_LEAN ? s.fast : decltype(vecc)::value) load(ndf_ecc2_bool<true>(), s, z + 2, rw);
+        else load(ndf_ecc2_bool<false>(), s, z + 2, rw);
+      }
 #pragma unroll
       for (int j = 0; j <= W; j++) S2[j] = agg(B2[j], __shfl_down_sync(FULL, B2[j], 1));
 #pragma unroll
@@ -2874,8 +2885,12 @@ __device__ __forceinline__ void ndf_ecc3_body(const ndf_ecc3_params &p, int *h3,
   if (u0 < u1)
     for (;;) { // segment sm (RA, RB loaded; staged: RA, the next planes' copies in flight), then the next one's first planes
       if (SK && stg) march(ndf_ecc2_bool<true>(), ndf_ecc2_bool<SK>(), sm);
+#if NDF_LEAN
+      else march(ndf_ecc2_bool<true>(), ndf_ecc2_bool<false>(), sm); // its loads choose by sm.fast
+#else
       else if (sm.fast) march(ndf_ecc2_bool<true>(), ndf_ecc2_bool<false>(), sm);
       else march(ndf_ecc2_bool<false>(), ndf_ecc2_bool<false>(), sm);
+#endif
       if (um >= u1) break;
       first2();
     }
@@ -3007,7 +3022,8 @@ __device__ __forceinline__ void ndf_ecc2t_body(const ndf_ecc2_params &p, int *h3
     // row y (bins Bc): the bins of row y + 1 (Bn) from rw, rw <- row y + 3, the two sequences' sums
     auto step = [&](const unsigned(&Bc)[5], unsigned(&Bn)[5], raw &rw) {
       bins(rw.v, Bn);
-      rows.template load<VEC>(rw);
+      if (NDF_LEAN ? L.vec : VEC) rows.template load<true>(rw); // NDF_LEAN: one march, its loads chosen here
+      else rows.template load<false>(rw);
       unsigned S[5];
 #pragma unroll
       for (int j = 0; j < 5; j++) S[j] = agg(Bc[j], Bn[j]);
@@ -3023,8 +3039,12 @@ __device__ __forceinline__ void ndf_ecc2t_body(const ndf_ecc2_params &p, int *h3
     }
   };
   if (act) {
+#if NDF_LEAN
+    march(ndf_ecc2_bool<true>()); // its loads choose by L.vec
+#else
     if (L.vec) march(ndf_ecc2_bool<true>());
     else march(ndf_ecc2_bool<false>());
+#endif
   }
   if (RNG)
     ndf_ecc2_given_nan(p, rflag, r_key, [&] { // the lane's own pixels: rows max(r0, 0) .. r1 - 1, C order

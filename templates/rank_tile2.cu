@@ -57,6 +57,9 @@ typedef NDF_SLOT(T) T;
 #define S NDF_SLOT(S)                /* output rows per block (even) */
 #define SORTU NDF_SLOT(SORTU)        /* 1: the sort's stages unrolled (larger code), 0: rolled, 2: 1 with its last six stages as a loop, 3: 2 with each stage's transposes in a switch */
 #define PIPE NDF_SLOT(PIPE)          /* 0: loads behind the atomics; 1: shared loads ahead of the atomics; 2: 1 and a shared middle window; 3: 1, cheaper; 4: 3 and a middle window shared within a warp; 5, 6 (6: default for 8/16-bit data and small windows): 3 with first windows shared by groups of 8, 4 columns; 7: 5 with a faster select in a word; 8: 6 with 32 rank searches at a time; 10 (default where it applies): pivots over the ranks' positions, no bitsets */
+#ifndef NDF_LEAN
+#define NDF_LEAN 0 /* 1 (NVRTC -DNDF_LEAN=1, the tunable jit.lean; ADR 0025): the forms that compile faster */
+#endif
 
 #define BT 64                        /* threads */
 #define PK 64                        /* keys per thread in the sort */
@@ -1586,12 +1589,17 @@ extern "C" __global__ void NDF_T2_LB ndf_rank_tile2(const ndf_tile_params p) {
         unsigned int ob[16];
 #pragma unroll
         for (int u = 0; u < 16; u++) ob[u] = 0u;
+        // NDF_LEAN: the levels as a loop (their probe offset and step computed once for the 16 searches)
+#if NDF_LEAN
+#pragma unroll 1
+#else
 #pragma unroll
+#endif
         for (int h = RP2 / 2; h > 0; h >>= 1) {
+          const unsigned int po = 4 * (h - 1 + (h >= 64 ? PADX * (h / 64 - 1) : 0)), st = 4 * (h + PADX * (h / 64));
 #pragma unroll
           for (int u = 0; u < 16; u++)
-            if (*reinterpret_cast<const unsigned int *>(sb + ob[u] + 4 * (h - 1 + (h >= 64 ? PADX * (h / 64 - 1) : 0))) < rk[i0 + u])
-              ob[u] += 4 * (h + PADX * (h / 64));
+            if (*reinterpret_cast<const unsigned int *>(sb + ob[u] + po) < rk[i0 + u]) ob[u] += st;
         }
 #pragma unroll
         for (int u = 0; u < 16; u++) {

@@ -892,7 +892,7 @@ static int strip_settings(ndf_ctx *ctx, ecase *c, tu_rng *r, long k, int nv, con
  * ecc.bin=table (every bin from the thresholds table, no certified
  * guesses), and ecc.2d=strip2 (ndf_ecc_strip2; the default is
  * ndf_ecc_strip2t for T <= 320: the telescoped sum) alone, with MC=1 and
- * with BIN=table -- these five on alternate cases.  Widths around the 128-column
+ * with BIN=table -- these five on alternate cases, and on odd cases jit.lean=off (ADR 0025).  Widths around the 128-column
  * strip and the 4-voxel lane (1, 3, 4, 127, 128, 129, 256, 260, 1023, 1025),
  * heights 1 to 600, batches (many images: more than the resident blocks falls
  * back to the march), float64 (the march), T = 2, 3, 255, 256, 509, 510; a third of the float32 cases
@@ -906,11 +906,12 @@ static void test_gpu_strip2(void **state) {
   static const int64_t Ts[] = {2, 3, 255, 256, 509, 510};
   static const int64_t W[] = {1, 3, 4, 127, 128, 129, 256, 260, 1023, 1025};
   static const ndf_dtype dts[5] = {NDF_FLOAT32, NDF_FLOAT32, NDF_UINT8, NDF_UINT16, NDF_FLOAT64};
-  static const char *const var[11] = {NULL,      "ecc.2d", "ecc.maphdr", "ecc.mc2", "ecc.mc2", "ecc.ws",
-                                      "ecc.fence", "ecc.bin", "ecc.2d",   "ecc.2d",  "ecc.2d"};
-  static const char *const val[11] = {NULL, "old", "off", "1", "13", "off", "sc", "table", "strip2", "strip2", "strip2"};
-  static const char *const var2[11] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "ecc.mc2", "ecc.bin"};
-  static const char *const val2[11] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "1", "table"};
+  /* 11 (odd cases): jit.lean=off, the march's two instantiations (ADR 0025) */
+  static const char *const var[12] = {NULL,      "ecc.2d", "ecc.maphdr", "ecc.mc2", "ecc.mc2", "ecc.ws",
+                                      "ecc.fence", "ecc.bin", "ecc.2d",   "ecc.2d",  "ecc.2d", "jit.lean"};
+  static const char *const val[12] = {NULL, "old", "off", "1", "13", "off", "sc", "table", "strip2", "strip2", "strip2", "off"};
+  static const char *const var2[12] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "ecc.mc2", "ecc.bin", NULL};
+  static const char *const val2[12] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "1", "table", NULL};
   int failed = 0;
   const long n = s->ncases / 2 > 40 ? s->ncases / 2 : 40;
   for (long k = 0; k < n && failed < 5; k++) {
@@ -928,7 +929,7 @@ static void test_gpu_strip2(void **state) {
     /* float32: thresholds over a given range in a third of the cases (ndf_ecc_strip2t without phase 1
      * for T <= 320; the other kernels and T 509 / 510 the paths before) */
     if (c.dt == NDF_FLOAT32 && tu_rng_chance(&r, 0.35)) c.tkind = 2;
-    failed += strip_settings(s->ctx, &c, &r, k, 11, var, val, var2, val2, NULL, NULL); /* 6..10: even / odd cases */
+    failed += strip_settings(s->ctx, &c, &r, k, 12, var, val, var2, val2, NULL, NULL); /* 6..11: even / odd cases */
   }
   if (failed) printf("%d strip2 cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);
@@ -943,7 +944,8 @@ static void test_gpu_strip2(void **state) {
  * ecc.ws=off, and on alternate
  * cases ecc.fence=sc / ecc.bin=table, ecc.bcol=off (the warps' own shares where
  * block columns apply: 8 or 16 tiles across), ecc.stg=on (ndf_ecc_strip3s, staged planes, where
- * they apply, its phase 1 by ndf_ecc_strip3 first: the split; odd and even cases).  Widths
+ * they apply, its phase 1 by ndf_ecc_strip3 first: the split; odd and even cases), jit.lean=off
+ * (the forms before ADR 0025: a march for each row load; odd cases).  Widths
  * around the 16-column task (1, 4, 15, 16, 17, 33, 64, 100, 128, 256; 4224: 33 block columns of
  * 128), heights around the 31-row tile (1, 2, 30, 31, 32, 62, 63,
  * 64), depths 1 to 24, batches (many images: past the
@@ -959,10 +961,11 @@ static void test_gpu_strip3(void **state) {
   static const int64_t W[] = {1, 4, 15, 16, 17, 33, 64, 100, 128, 256, 4224}; /* 4224: 33 block columns */
   static const int64_t H[] = {1, 2, 30, 31, 32, 62, 63, 64};
   static const ndf_dtype dts[5] = {NDF_FLOAT32, NDF_FLOAT32, NDF_UINT8, NDF_UINT16, NDF_FLOAT64};
-  /* 9, 10: the staged planes forced (ndf_ecc_strip3s where it applies; odd and even cases) */
-  static const char *const var[11] = {NULL,      "ecc.3d",  "ecc.maphdr", "ecc.mc3",  "ecc.w3", "ecc.ws",
-                                      "ecc.fence", "ecc.bin", "ecc.bcol",   "ecc.stg", "ecc.stg"};
-  static const char *const val[11] = {NULL, "old", "off", "1", "8", "off", "sc", "table", "off", "on", "on"};
+  /* 9, 10: the staged planes forced (ndf_ecc_strip3s where it applies; odd and even cases); 11 (odd
+   * cases): jit.lean=off, the march's two instantiations (ADR 0025) */
+  static const char *const var[12] = {NULL,      "ecc.3d",  "ecc.maphdr", "ecc.mc3",  "ecc.w3", "ecc.ws",
+                                      "ecc.fence", "ecc.bin", "ecc.bcol",   "ecc.stg", "ecc.stg", "jit.lean"};
+  static const char *const val[12] = {NULL, "old", "off", "1", "8", "off", "sc", "table", "off", "on", "on", "off"};
   int failed = 0;
   const long n = s->ncases / 4 > 24 ? s->ncases / 4 : 24;
   for (long k = 0; k < n && failed < 5; k++) {
@@ -989,7 +992,7 @@ static void test_gpu_strip3(void **state) {
      * ranges, [N(0, 10), + U(0, 100)], one in ten a single point: the paths before) */
     if (k >= 2 && c.dt == NDF_FLOAT32 && tu_rng_chance(&r, 0.35)) c.tkind = 2;
     /* (uint8 / uint16: strip3 by default; the setting ecc.3d=old: the rows kernel) */
-    failed += strip_settings(s->ctx, &c, &r, k, 11, var, val, NULL, NULL, NULL, NULL);
+    failed += strip_settings(s->ctx, &c, &r, k, 12, var, val, NULL, NULL, NULL, NULL);
   }
   if (failed) printf("%d strip3 cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);

@@ -11,7 +11,11 @@
  * keep the poison.  Skips when the context has no CUDA device.
  *
  * Seed: NDF_TEST_SEED (printed); number of random cases: NDF_TEST_CASES (below
- * 6, the fixed tests also run only one case in six: see run_fixed).
+ * 6, the fixed tests also run only one case in six: see add_fixed).
+ * Nearly every case is a kernel of its own, so each test first draws its
+ * cases, then compiles their kernels into the disk cache on one thread per
+ * core (ndf_cache_warm_rank_shape on CPU-backend contexts: NVRTC needs no
+ * GPU), then runs them one by one, their kernels disk hits (run_list).
  * This file uses only the public API of ndforge.
  */
 #ifndef _GNU_SOURCE
@@ -24,9 +28,11 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ndforge.h"
 #include "testutil.h"
@@ -241,13 +247,159 @@ static int run_case(gpu_state *s, rcase *c, tu_rng *r, int in_layout, int out_la
   return result;
 }
 
+/* ---- Case lists: drawn first, their kernels compiled concurrently, then run ---- */
+
+/* The tunables a case runs under (NULL: the default), set on the context around it. */
+static const char *const case_tunables[] = {"rank.tile2_pipe", "rank.tile2_unroll", "rank.tile", "rank.med3"};
+enum { NTUN = sizeof case_tunables / sizeof case_tunables[0] };
+
+typedef struct lcase {
+  rcase c;
+  int in_layout, out_layout;
+  char tun[NTUN][32]; /* "" : the default */
+} lcase;
+
+typedef struct clist {
+  lcase *v;
+  int n, cap;
+} clist;
+
+/* Appends *c (its footprint and want_buf pointers moved to the copy) with the
+ * tunables now set on s->ctx; the list owns c->fp from here on. */
+static void add_case(gpu_state *s, clist *L, const rcase *c, int in_layout, int out_layout) {
+  if (L->n == L->cap) {
+    L->cap = L->cap ? 2 * L->cap : 64;
+    L->v = realloc(L->v, (size_t)L->cap * sizeof *L->v);
+    assert_non_null(L->v);
+  }
+  lcase *e = &L->v[L->n++];
+  memcpy(&e->c, c, sizeof *c);
+  if (c->o.footprint == &c->fp.arr) e->c.o.footprint = &e->c.fp.arr;
+  if (c->want == c->want_buf) e->c.want = e->c.want_buf;
+  e->in_layout = in_layout, e->out_layout = out_layout;
+  for (int t = 0; t < NTUN; t++) {
+    char v[32];
+    assert_int_equal(ndf_ctx_get_tunable(s->ctx, case_tunables[t], v, sizeof v), NDF_OK);
+    snprintf(e->tun[t], sizeof e->tun[t], "%s", strcmp(v, "default") ? v : "");
+  }
+}
+
 /* A case of the fixed tests: all of them from NDF_TEST_CASES = 6 on; below
- * (the sanitizer's quick runs, where each case is a cold NVRTC compile of its
- * own kernel) one in six, the seed choosing which. */
-static int run_fixed(gpu_state *s, long *k, rcase *c, tu_rng *r, int in_layout, int out_layout) {
+ * (the sanitizer's quick runs) one in six, the seed choosing which. */
+static void add_fixed(gpu_state *s, clist *L, long *k, const rcase *c, int in_layout, int out_layout) {
   const long i = (*k)++;
-  if (s->ncases < 6 && (i + (long)(s->seed % 6)) % 6 != 0) return 0;
-  return run_case(s, c, r, in_layout, out_layout) != 0;
+  if (s->ncases < 6 && (i + (long)(s->seed % 6)) % 6 != 0) return;
+  add_case(s, L, c, in_layout, out_layout);
+}
+
+static void set_tunables(ndf_ctx *ctx, const lcase *e) {
+  for (int t = 0; t < NTUN; t++) tune(ctx, case_tunables[t], e->tun[t][0] ? e->tun[t] : NULL);
+}
+
+static const char *op_name(int kind) {
+  return kind == K_MEDIAN ? "median_filter" : kind == K_RANK ? "rank_filter" : "percentile_filter";
+}
+
+typedef struct warm_pool {
+  const clist *L;
+  int *order; /* the cases by falling taps: the long compiles (the sorted tile's) first */
+  char arch[16];
+  int next, compiled, failed;
+  pthread_mutex_t lock;
+} warm_pool;
+
+/* A case's taps (a box's product; a footprint counts as small). */
+static int64_t case_taps(const lcase *e) {
+  int64_t t = 1;
+  for (int d = 0; d < e->c.nsp && e->c.o.nsize; d++) t *= e->c.o.size[e->c.o.nsize == 1 ? 0 : d];
+  return t;
+}
+static const clist *g_sort_list;
+static int by_taps(const void *a, const void *b) {
+  const int64_t ta = case_taps(&g_sort_list->v[*(const int *)a]), tb = case_taps(&g_sort_list->v[*(const int *)b]);
+  return ta < tb ? 1 : ta > tb ? -1 : *(const int *)a - *(const int *)b;
+}
+
+/* One thread of precompile: a CPU-backend context of its own (the disk cache
+ * the test's context uses), the list's cases in turn.  No assertions here (a
+ * thread of its own): a failure only leaves the kernel to the case's run. */
+static void *warm_worker(void *arg) {
+  warm_pool *w = arg;
+  ndf_ctx_options o;
+  ndf_ctx_options_init(&o);
+  o.backend = NDF_BACKEND_CPU;
+  ndf_ctx *ctx = NULL;
+  if (ndf_ctx_create(&ctx, &o) != NDF_OK) return NULL;
+  for (;;) {
+    pthread_mutex_lock(&w->lock);
+    const int i = w->next++;
+    pthread_mutex_unlock(&w->lock);
+    if (i >= w->L->n) break;
+    const lcase *e = &w->L->v[w->order[i]];
+    int ok = 1;
+    for (int t = 0; t < NTUN; t++)
+      ok &= ndf_ctx_set_tunable(ctx, case_tunables[t], e->tun[t][0] ? e->tun[t] : NULL) == NDF_OK;
+    int compiled = 0;
+    ok &= ndf_cache_warm_rank_shape(ctx, w->arch, op_name(e->c.kind), e->c.dt, e->c.nd, e->c.shape, e->c.rank,
+                                    e->c.pct, &e->c.o, &compiled) == NDF_OK;
+    pthread_mutex_lock(&w->lock);
+    w->compiled += compiled;
+    w->failed += !ok;
+    pthread_mutex_unlock(&w->lock);
+  }
+  ndf_ctx_destroy(ctx);
+  return NULL;
+}
+
+/* The kernels of L's cases into the disk cache, one thread per core (at most
+ * 32): the runs then load them.  Nothing to gain without a disk cache. */
+static void prewarm(gpu_state *s, const clist *L) {
+  const char *dis = getenv("NDF_CACHE_DISABLE");
+  ndf_ctx_info info;
+  if (!L->n || (dis && *dis && strcmp(dis, "0")) || ndf_ctx_get_info(s->ctx, &info) != NDF_OK) return;
+  warm_pool w;
+  memset(&w, 0, sizeof w);
+  w.L = L;
+  w.order = malloc((size_t)L->n * sizeof *w.order);
+  assert_non_null(w.order);
+  for (int i = 0; i < L->n; i++) w.order[i] = i;
+  g_sort_list = L;
+  qsort(w.order, (size_t)L->n, sizeof *w.order, by_taps);
+  snprintf(w.arch, sizeof w.arch, "sm_%d%d", info.cc_major, info.cc_minor);
+  pthread_mutex_init(&w.lock, NULL);
+  long nt = sysconf(_SC_NPROCESSORS_ONLN);
+  nt = nt < 1 ? 1 : nt > 32 ? 32 : nt;
+  if (nt > L->n) nt = L->n;
+  pthread_t th[32];
+  const double t0 = tu_now_ms();
+  int started = 0;
+  for (long i = 0; i < nt; i++) started += pthread_create(&th[started], NULL, warm_worker, &w) == 0;
+  if (!started) warm_worker(&w);
+  for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+  pthread_mutex_destroy(&w.lock);
+  free(w.order);
+  printf("precompiled %d cases on %d threads: %d kernels compiled, %d not warmed, %.0f ms\n", L->n,
+         started ? started : 1, w.compiled, w.failed, tu_now_ms() - t0);
+}
+
+/* Prewarms, then runs L's cases in order under their tunables; frees L.
+ * Returns the number that failed. */
+static int run_list(gpu_state *s, clist *L, tu_rng *r, const char *what) {
+  prewarm(s, L);
+  int failed = 0;
+  for (int i = 0; i < L->n; i++) {
+    lcase *e = &L->v[i];
+    set_tunables(s->ctx, e);
+    if (run_case(s, &e->c, r, e->in_layout, e->out_layout) != 0) {
+      if (what) printf("  (%s %d)\n", what, i);
+      failed++;
+    }
+    tu_array_free(&e->c.fp);
+  }
+  set_tunables(s->ctx, &(lcase){0});
+  free(L->v);
+  memset(L, 0, sizeof *L);
+  return failed;
 }
 
 static void test_gpu_rank_random_cases(void **state) {
@@ -255,8 +407,8 @@ static void test_gpu_rank_random_cases(void **state) {
   SKIP_WITHOUT_CUDA(s);
   tu_rng r;
   tu_rng_seed(&r, s->seed);
-  int failed = 0;
-  for (long i = 0; i < s->ncases && failed < 15; i++) {
+  clist L = {0};
+  for (long i = 0; i < s->ncases; i++) {
     rcase c;
     draw_case(&c, &r);
     int in_layout = TU_LAYOUT_C, out_layout = TU_LAYOUT_C;
@@ -265,26 +417,25 @@ static void test_gpu_rank_random_cases(void **state) {
     else if (u < 0.35) in_layout = TU_LAYOUT_FORTRAN;
     else if (u < 0.5) in_layout = TU_LAYOUT_C | TU_LAYOUT_OFFSET;
     if (tu_rng_chance(&r, 0.2)) out_layout = tu_rng_chance(&r, 0.5) ? TU_LAYOUT_PADDED : TU_LAYOUT_FORTRAN;
-    if (run_case(s, &c, &r, in_layout, out_layout) != 0) {
-      printf("  (random case %ld)\n", i);
-      failed++;
-    }
-    tu_array_free(&c.fp);
+    add_case(s, &L, &c, in_layout, out_layout);
   }
+  const int failed = run_list(s, &L, &r, "random case");
   printf("%ld random cases, %d failed\n", s->ncases, failed);
   assert_int_equal(failed, 0);
 }
 
-/* Every dtype x policy: a 5x5 median (network) and a 7x7 rank 10 (radix
- * select), on 2x37x45 with batch_dims 1; two modes per (dtype, variant),
- * rotating so that every dtype meets every mode and every variant every mode
- * (64 kernels rather than 160: each is an NVRTC compile). */
+/* Every dtype x policy: a 5x5 median (network) and a 7x7 rank 10 (AUTO:
+ * the sorted tile for data up to 32 bits, else the radix select; with NaN
+ * omission the radix select forced), on 2x37x45 with batch_dims 1; two modes
+ * per (dtype, variant), rotating so that every dtype meets every mode and
+ * every variant every mode (64 kernels rather than 160: each is an NVRTC
+ * compile; the sorted tile's, several seconds each, in 12 of them). */
 static void test_gpu_rank_every_dtype_and_mode(void **state) {
   gpu_state *s = *state;
   SKIP_WITHOUT_CUDA(s);
   tu_rng r;
   tu_rng_seed(&r, s->seed + 1);
-  int failed = 0;
+  clist L = {0};
   long k = 0;
   for (int dt = NDF_UINT8; dt <= NDF_FLOAT64; dt++)
     for (int m = 0; m < NDF_MODE_COUNT; m++)
@@ -307,23 +458,24 @@ static void test_gpu_rank_every_dtype_and_mode(void **state) {
         c.o.nan_policy = v % 2 ? NDF_RANK_NAN_OMIT : NDF_RANK_NAN_PROPAGATE;
         c.pnan = tu_is_float(c.dt) ? 0.05 : 0;
         /* the 7x7 rank 10 has no network: AUTO takes the sorted tile for data up to 32 bits */
-        c.want = v < 2 ? "ndf_rank|ALGO=0" : ndf_dtype_size(c.dt) > 4 ? "ndf_rank|ALGO=1" : "ndf_rank_tile2";
+        if (v == 3) c.o.algorithm = NDF_RANK_ALGO_SELECT;
+        c.want = v < 2 ? "ndf_rank|ALGO=0" : v == 3 || ndf_dtype_size(c.dt) > 4 ? "ndf_rank|ALGO=1" : "ndf_rank_tile2";
         snprintf(c.desc, sizeof c.desc, "%s %s mode=%s policy=%d", v < 2 ? "median 5x5" : "rank 10 of 7x7",
                  ndf_dtype_name(c.dt), ndf_mode_name(c.o.mode), (int)c.o.nan_policy);
-        failed += run_fixed(s, &k, &c, &r, TU_LAYOUT_C, TU_LAYOUT_C);
+        add_fixed(s, &L, &k, &c, TU_LAYOUT_C, TU_LAYOUT_C);
       }
-  assert_int_equal(failed, 0);
+  assert_int_equal(run_list(s, &L, &r, NULL), 0);
 }
 
 /* The sliding histogram: uint8/int8, every mode and kind, 2-D and 3-D boxes
  * (even and odd extents, origins), batch axes, strips longer and shorter
- * than the image. */
+ * than the image; AUTO on the 2-D rank case in mode 0. */
 static void test_gpu_rank_histogram(void **state) {
   gpu_state *s = *state;
   SKIP_WITHOUT_CUDA(s);
   tu_rng r;
   tu_rng_seed(&r, s->seed + 5);
-  int failed = 0;
+  clist L = {0};
   long k = 0;
   for (int dt = NDF_UINT8; dt <= NDF_INT8; dt++)
     for (int m = 0; m < NDF_MODE_COUNT; m++)
@@ -337,7 +489,9 @@ static void test_gpu_rank_histogram(void **state) {
         c.pct = 83.5;
         c.o.mode = (ndf_mode)m;
         c.o.cval = 77;
-        c.o.algorithm = v == 2 ? NDF_RANK_ALGO_HISTOGRAM : NDF_RANK_ALGO_AUTO;
+        /* AUTO (which prefers the sorted tile where it applies) in one mode, else the histogram */
+        const int autoc = v == 1 && m == 0;
+        c.o.algorithm = autoc ? NDF_RANK_ALGO_AUTO : NDF_RANK_ALGO_HISTOGRAM;
         if (v < 2) { /* 2-D, 2 batch axes, 9x12 window with an origin */
           c.nd = 4, c.batch = 2, c.nsp = 2;
           c.shape[0] = 2, c.shape[1] = 3, c.shape[2] = 75, c.shape[3] = 70;
@@ -349,12 +503,12 @@ static void test_gpu_rank_histogram(void **state) {
           c.o.nsize = 3, c.o.size[0] = 3, c.o.size[1] = 5, c.o.size[2] = 7;
         }
         c.o.batch_dims = c.batch;
-        if (v == 2) c.want = "ndf_rank_hist"; /* AUTO (v 0, 1) prefers the sorted tile where it applies */
+        if (!autoc) c.want = "ndf_rank_hist";
         snprintf(c.desc, sizeof c.desc, "histogram %s mode=%s kind=%d", ndf_dtype_name(c.dt), ndf_mode_name(c.o.mode),
                  v);
-        failed += run_fixed(s, &k, &c, &r, v == 1 ? TU_LAYOUT_PADDED : TU_LAYOUT_C, TU_LAYOUT_C);
+        add_fixed(s, &L, &k, &c, v == 1 ? TU_LAYOUT_PADDED : TU_LAYOUT_C, TU_LAYOUT_C);
       }
-  assert_int_equal(failed, 0);
+  assert_int_equal(run_list(s, &L, &r, NULL), 0);
 }
 
 /* The sorted tile (NDF_RANK_ALGO_TILE, and AUTO for windows without a
@@ -390,7 +544,7 @@ static void test_gpu_rank_tile(void **state) {
    * NDF_TEST_CASES = 6 on, one in six below, as every fixed test). */
   static const ndf_dtype dts[] = {NDF_UINT8, NDF_INT8, NDF_UINT16, NDF_INT16, NDF_UINT32, NDF_INT32, NDF_FLOAT32};
   const int ndt = (int)(sizeof dts / sizeof dts[0]);
-  int failed = 0;
+  clist L = {0};
   long k = 0;
   for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
     for (int v = (int)(i % 3); v == (int)(i % 3); v++)
@@ -433,11 +587,11 @@ static void test_gpu_rank_tile(void **state) {
                  ndf_dtype_name(c.dt), i, v, pass, rolled ? " (rolled sort)" : "", ndf_mode_name(c.o.mode), c.kind,
                  (long long)c.rank, c.pct);
         int il = v == 1 ? (TU_LAYOUT_PADDED | TU_LAYOUT_NEGATIVE) : i % 4 == 3 ? TU_LAYOUT_FORTRAN : TU_LAYOUT_C;
-        failed += run_fixed(s, &k, &c, &r, il, v == 2 ? TU_LAYOUT_PADDED : TU_LAYOUT_C);
+        add_fixed(s, &L, &k, &c, il, v == 2 ? TU_LAYOUT_PADDED : TU_LAYOUT_C);
         tune(s->ctx, "rank.tile", NULL);
         tune(s->ctx, "rank.tile2_unroll", NULL);
       }
-  assert_int_equal(failed, 0);
+  assert_int_equal(run_list(s, &L, &r, NULL), 0);
 }
 
 /* The second sorted-tile form's variants (slot PIPE; ADR 0005:
@@ -540,7 +694,7 @@ static void test_gpu_rank_tile2_pipe(void **state) {
    * and of forms 5, 6, 7, 8, "5u" and "3u". */
   const char *seen[16];
   int nseen = 0;
-  int failed = 0;
+  clist L = {0};
   /* $NDF_TEST_TILE2_ONLY=P: only the cases of form P (sanitizer runs of one form). */
   const char *only = getenv("NDF_TEST_TILE2_ONLY");
   for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
@@ -598,13 +752,12 @@ static void test_gpu_rank_tile2_pipe(void **state) {
              ndf_dtype_name(c.dt), i, (long long)w[i].size[0], (long long)w[i].size[1], c.kind, (long long)c.rank,
              c.pct, ndf_mode_name(c.o.mode), c.o.nan_policy == NDF_RANK_NAN_OMIT ? "omit" : "propagate",
              w[i].pipe ? " rank.tile2_pipe=" : "", w[i].pipe ? w[i].pipe : "");
-    if (run_case(s, &c, &r, i % 3 == 2 ? (TU_LAYOUT_PADDED | TU_LAYOUT_NEGATIVE) : TU_LAYOUT_C,
-                 i % 5 == 4 ? TU_LAYOUT_PADDED : TU_LAYOUT_C) != 0)
-      failed++;
+    add_case(s, &L, &c, i % 3 == 2 ? (TU_LAYOUT_PADDED | TU_LAYOUT_NEGATIVE) : TU_LAYOUT_C,
+             i % 5 == 4 ? TU_LAYOUT_PADDED : TU_LAYOUT_C);
     tune(s->ctx, "rank.tile2_pipe", NULL);
     tune(s->ctx, "rank.tile2_unroll", NULL);
   }
-  assert_int_equal(failed, 0);
+  assert_int_equal(run_list(s, &L, &r, NULL), 0);
 }
 
 /* The 3x3 median by sorted rows (the default for 3x3 boxes: ALGO 3, the tile
@@ -621,7 +774,7 @@ static void test_gpu_rank_median3(void **state) {
    * network (rank.med3=network, also covered by the random cases) and ALGO 2
    * (rows, the sorted rows without the unrolled tile load) run three each: 30,
    * not the 240 of the full product. */
-  int failed = 0;
+  clist L = {0};
   long k = 0;
   for (int net = 0; net < 3; net++) {
     if (net) tune(s->ctx, "rank.med3", net == 1 ? "network" : "rows");
@@ -654,11 +807,11 @@ static void test_gpu_rank_median3(void **state) {
         c.want = net == 0 ? "ndf_rank|ALGO=3" : net == 1 ? "ndf_rank|ALGO=0" : "ndf_rank|ALGO=2";
         snprintf(c.desc, sizeof c.desc, "3x3 median %s mode=%s variant %d rank.med3=%s", ndf_dtype_name(c.dt),
                  ndf_mode_name(c.o.mode), v, net == 0 ? "default" : net == 1 ? "network" : "rows");
-        failed += run_fixed(s, &k, &c, &r, v == 2 ? TU_LAYOUT_PADDED : TU_LAYOUT_C, TU_LAYOUT_C);
+        add_fixed(s, &L, &k, &c, v == 2 ? TU_LAYOUT_PADDED : TU_LAYOUT_C, TU_LAYOUT_C);
       }
   }
   tune(s->ctx, "rank.med3", NULL);
-  assert_int_equal(failed, 0);
+  assert_int_equal(run_list(s, &L, &r, NULL), 0);
 }
 
 /* The benchmark's workloads (float32, reflect), checked once; the 31 x 31
@@ -679,7 +832,7 @@ static void test_gpu_rank_benchmark_shapes(void **state) {
       {3, 0, {128, 128, 128}, 3},  {2, 0, {80, 1024}, 31},   {2, 0, {1024, 1024}, 3},
       {2, 0, {1024, 1024}, 7},
   };
-  int failed = 0;
+  clist L = {0};
   long k = 0;
   for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
     rcase c;
@@ -693,9 +846,9 @@ static void test_gpu_rank_benchmark_shapes(void **state) {
     c.o.size[0] = w[i].size;
     c.o.batch_dims = c.batch;
     snprintf(c.desc, sizeof c.desc, "benchmark workload %zu (median size %d)", i, w[i].size);
-    failed += run_fixed(s, &k, &c, &r, TU_LAYOUT_C, TU_LAYOUT_C);
+    add_fixed(s, &L, &k, &c, TU_LAYOUT_C, TU_LAYOUT_C);
   }
-  assert_int_equal(failed, 0);
+  assert_int_equal(run_list(s, &L, &r, NULL), 0);
 }
 
 /* Rejections on CUDA arrays leave the device output untouched. */

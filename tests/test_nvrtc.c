@@ -21,7 +21,7 @@
  * The rank filter's requests for real windows compile too (every run).
  * It also checks the template machinery: unfilled and unknown slots and
  * unknown kernels are errors naming them; ndf__jit_warm_many and the
- * jit.fast_compile tunable.
+ * jit.fast_compile and jit.lean tunables.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -421,6 +421,59 @@ static void test_fast_compile_tunable(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+static int key_has_lean(const char *file, size_t bytes, const char *key, void *ud) {
+  (void)file, (void)bytes;
+  *(int *)ud += strstr(key, " -DNDF_LEAN=1") != NULL;
+  return 0;
+}
+
+/* jit.lean (on by default): -DNDF_LEAN=1 in the compiles and disk keys of its
+ * templates (ADR 0025); off compiles the forms before them, an entry of its
+ * own.  The family rows compile the lean forms (the default); this compiles
+ * ndf_ecc_strip2t both ways. */
+static void test_lean_tunable(void **state) {
+  (void)state;
+  if (!ndf__nvrtc(NULL)) skip();
+  char dir[] = "/tmp/ndf-test-nvrtc-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  ndf_ctx_options opt;
+  ndf_ctx_options_init(&opt);
+  opt.backend = NDF_BACKEND_CPU;
+  opt.cache_dir = dir;
+  ndf_ctx *ctx = NULL;
+  assert_int_equal(ndf_ctx_create(&ctx, &opt), NDF_OK);
+  ndf__kernel_req req;
+  assert_int_equal(ndf__req_ecc(&req, "ndf_ecc_strip2t", NDF_FLOAT32, "float", 2, 0, 0, 0), 1);
+  static const char *const v[3] = {"off", "on", "off"};
+  static const int want[3] = {1, 1, 0}; /* off compiles, on compiles its own entry, off is on disk */
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(ndf_ctx_set_tunable(ctx, "jit.lean", v[i]), NDF_OK);
+    int compiled = -1;
+    ndf_status st = ndf__jit_warm(ctx, "test", &req, "sm_90", &compiled);
+    if (st != NDF_OK) print_error("%s\n", ndf_errmsg(ctx));
+    assert_int_equal(st, NDF_OK);
+    assert_int_equal(compiled, want[i]);
+  }
+  int lean = 0;
+  assert_int_equal(ndf_cache_list(ctx, key_has_lean, &lean), NDF_OK);
+  assert_int_equal(lean, 1);
+  /* a template it does not name: no option */
+  assert_int_equal(ndf_ctx_set_tunable(ctx, "jit.lean", "on"), NDF_OK);
+  ndf__kernel_req r2;
+  assert_int_equal(ndf__req_distance_cdt(&r2, "ndf_cdt_rows", NDF_UINT8, 0, 0), 1);
+  int compiled = -1;
+  assert_int_equal(ndf__jit_warm(ctx, "test", &r2, "sm_90", &compiled), NDF_OK);
+  lean = 0;
+  assert_int_equal(ndf_cache_list(ctx, key_has_lean, &lean), NDF_OK);
+  assert_int_equal(lean, 1);
+  ndf__req_free(&req);
+  ndf__req_free(&r2);
+  ndf_ctx_destroy(ctx);
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 static void alone_what(const nv_job *j, char *buf, size_t n) {
   snprintf(buf, n, "%s kernel %s alone", ndf__templates[j->t].name, j->req.kernel);
 }
@@ -661,6 +714,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_disk_hit_does_not_load_nvrtc),
       cmocka_unit_test(test_warm_many),
       cmocka_unit_test(test_fast_compile_tunable),
+      cmocka_unit_test(test_lean_tunable),
       cmocka_unit_test(test_specializations_compile),
       cmocka_unit_test(test_rank_requests_compile),
       cmocka_unit_test(test_kernels_compile_alone),

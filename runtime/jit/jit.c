@@ -23,6 +23,8 @@
 /* NVRTC options every kernel is compiled with (part of the disk key). */
 static const char *const base_options[] = {"--std=c++17", "-DNDEBUG", "--device-as-default-execution-space"};
 #define NBASE_OPTIONS ((int)(sizeof base_options / sizeof base_options[0]))
+#define NEXTRA 2     /* options the tunables may add (jit_options) */
+#define EXTRA_LEN 64 /* their text, space-separated */
 /* NDF_NVRTC_LINEINFO=1 adds -lineinfo to the disk key, and the compile follows
  * the key: compute-sanitizer and Nsight then name lines of the generated source
  * (NDF_DUMP_SOURCE).  Read when a kernel is first requested in a context (the
@@ -313,11 +315,15 @@ static ndf_status nvrtc_compile(ndf_ctx *ctx, ndf_ctx *ectx, const char *op, con
   if (r != 0) return ndf__error(ectx, NDF_ECOMPILE, "%s: nvrtcCreateProgram: %s", op, nv->nvrtcGetErrorString(r));
   char archopt[64];
   snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", target);
-  const char *opts[NBASE_OPTIONS + 3];
+  const char *opts[NBASE_OPTIONS + 2 + NEXTRA];
   int nopts = 0;
   for (int i = 0; i < NBASE_OPTIONS; i++) opts[nopts++] = base_options[i];
   opts[nopts++] = archopt;
-  if (extra[0]) opts[nopts++] = extra;
+  /* extra: the key's options beyond the base ones, separated by spaces */
+  char xbuf[EXTRA_LEN];
+  snprintf(xbuf, sizeof xbuf, "%s", extra);
+  for (char *q = xbuf, *sv = NULL, *o; nopts < NBASE_OPTIONS + 1 + NEXTRA && (o = strtok_r(q, " ", &sv)); q = NULL)
+    opts[nopts++] = o;
   /* -lineinfo exactly when the key says so (one reading of the knob per request) */
   if (strstr(key, " -lineinfo\nslots")) opts[nopts++] = "-lineinfo";
   r = nv->nvrtcCompileProgram(prog, nopts, opts);
@@ -368,7 +374,7 @@ typedef struct jit_job {
   const ndf__kernel_req *req;
   char *key; /* the disk key (malloc'd) */
   char target[32];
-  char extra[32]; /* an NVRTC option of the key beyond the base ones ("" none): jit.fast_compile */
+  char extra[EXTRA_LEN]; /* NVRTC options of the key beyond the base ones, space-separated ("" none): jit_options */
   int cubin;
   void *payload; /* 'C' or 'P' + image (malloc'd) */
   size_t len;
@@ -388,19 +394,30 @@ static void job_free(jit_job *j) {
   j->err = NULL;
 }
 
-/* The tunable jit.fast_compile for template t: "--Ofast-compile=<level>"
- * into opt when it is set (on the context, the call or the tuning table) and
- * names t and NVRTC has the option (12.8 on), else "". */
-static void fast_compile_option(ndf_ctx *ctx, const ndf__template *t, int nv_major, int nv_minor, char *opt,
-                                size_t n) {
-  opt[0] = '\0';
-  const int v = ndf__tune(ctx, NDF__TUNE_JIT_FAST_COMPILE, NULL);
-  if (v == NDF__TUNE_JIT_FAST_COMPILE__OFF || nv_major * 100 + nv_minor < 1208) return;
-  const ndf__tunable_def *d = &ndf__tunables[NDF__TUNE_JIT_FAST_COMPILE];
+/* Whether the tunable id names template t among its templates. */
+static int tunable_names(int id, const ndf__template *t) {
   char list[512], name[128]; /* the tunable's templates, space-separated */
-  snprintf(list, sizeof list, " %s ", d->templates);
+  snprintf(list, sizeof list, " %s ", ndf__tunables[id].templates);
   snprintf(name, sizeof name, " %s ", t->name);
-  if (strstr(list, name)) snprintf(opt, n, "--Ofast-compile=%s", d->values[v]);
+  return strstr(list, name) != NULL;
+}
+
+/* The NVRTC options the tunables add for template t (set on the context, the
+ * call or the tuning table), space-separated into opt ("" none):
+ * - jit.fast_compile: "--Ofast-compile=<level>" when it names t and NVRTC has
+ *   the option (12.8 on);
+ * - jit.lean: "-DNDF_LEAN=1" when on (the default) and it names t: the
+ *   template's forms that compile faster (ADR 0025). */
+static void jit_options(ndf_ctx *ctx, const ndf__template *t, int nv_major, int nv_minor, char *opt, size_t n) {
+  opt[0] = '\0';
+  size_t w = 0;
+  const int v = ndf__tune(ctx, NDF__TUNE_JIT_FAST_COMPILE, NULL);
+  if (v != NDF__TUNE_JIT_FAST_COMPILE__OFF && nv_major * 100 + nv_minor >= 1208 &&
+      tunable_names(NDF__TUNE_JIT_FAST_COMPILE, t))
+    w += (size_t)snprintf(opt, n, "--Ofast-compile=%s", ndf__tunables[NDF__TUNE_JIT_FAST_COMPILE].values[v]);
+  if (ndf__tune(ctx, NDF__TUNE_JIT_LEAN, NULL) == NDF__TUNE_JIT_LEAN__ON && tunable_names(NDF__TUNE_JIT_LEAN, t) &&
+      w < n)
+    snprintf(opt + w, n - w, "%s-DNDF_LEAN=1", w ? " " : "");
 }
 
 /* The disk lookup of j->req for arch (loads NVRTC only when the remembered
@@ -424,7 +441,7 @@ static ndf_status lookup_payload(jit_job *j, const char *arch) {
       id_known = 1;
     }
     pick_target(&id, arch, j->target, sizeof j->target, &j->cubin);
-    fast_compile_option(ctx, t, id.major, id.minor, j->extra, sizeof j->extra);
+    jit_options(ctx, t, id.major, id.minor, j->extra, sizeof j->extra);
     free(j->key);
     if (!(j->key = disk_key(j->req, t, j->target, id.major, id.minor, j->extra)))
       return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", op);
@@ -538,10 +555,15 @@ void ndf__warm_array(ndf_array *a, int slot, ndf_dtype dtype, int ndim) {
   ndf_array_init(a, (void *)(uintptr_t)(((uintptr_t)slot + 1) << 52), NDF_DEVICE_CPU, dtype, ndim, shape);
 }
 
-/* The in-memory key: template, kernel and slot values in request order;
- * into buf when it fits, else malloc'd (*heap set; NULL when out of memory). */
-static char *memory_key(const ndf__kernel_req *req, char *buf, size_t n, size_t *len, char **heap) {
-  size_t need = strlen(req->template_name) + strlen(req->kernel) + 2;
+/* The in-memory key: template, kernel and slot values in request order, and
+ * "|~jit=<fast_compile>,<lean>" where those tunables differ from their
+ * defaults (their options change the compiled code: a context that changes
+ * them gets the other form, not the module it holds); into buf when it fits,
+ * else malloc'd (*heap set; NULL when out of memory). */
+static char *memory_key(ndf_ctx *ctx, const ndf__kernel_req *req, char *buf, size_t n, size_t *len, char **heap) {
+  const int fc = ndf__tune(ctx, NDF__TUNE_JIT_FAST_COMPILE, NULL), ln = ndf__tune(ctx, NDF__TUNE_JIT_LEAN, NULL);
+  const int jit = fc != NDF__TUNE_JIT_FAST_COMPILE__OFF || ln != NDF__TUNE_JIT_LEAN__ON;
+  size_t need = strlen(req->template_name) + strlen(req->kernel) + 2 + (jit ? 32 : 0);
   for (int i = 0; i < req->nslots; i++)
     need += strlen(req->slots[i].name) + strlen(ndf__slot_value(&req->slots[i])) + 2;
   *heap = NULL;
@@ -553,6 +575,7 @@ static char *memory_key(const ndf__kernel_req *req, char *buf, size_t n, size_t 
   size_t w = (size_t)snprintf(buf, n, "%s|%s", req->template_name, req->kernel);
   for (int i = 0; i < req->nslots && w < n; i++)
     w += (size_t)snprintf(buf + w, n - w, "|%s=%s", req->slots[i].name, ndf__slot_value(&req->slots[i]));
+  if (jit && w < n) w += (size_t)snprintf(buf + w, n - w, "|~jit=%d,%d", fc, ln);
   *len = w;
   return buf;
 }
@@ -650,7 +673,7 @@ static ndf_status jit_get(ndf_ctx *ctx, const char *op, const ndf__kernel_req *r
 ndf_status ndf__jit_get(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, CUfunction *out) {
   char buf[2048], *heap = NULL;
   size_t mlen = 0;
-  const char *mkey = memory_key(req, buf, sizeof buf, &mlen, &heap);
+  const char *mkey = memory_key(ctx, req, buf, sizeof buf, &mlen, &heap);
   if (!mkey) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", op);
   ndf_status s = jit_get(ctx, op, req, mkey, ndf__hash_fnv1a64(mkey, mlen, NDF__FNV_SEED), out);
   free(heap);
@@ -735,7 +758,7 @@ ndf_status ndf__jit_get_many(ndf_ctx *ctx, const char *op, const ndf__kernel_req
   memset(heap, 0, sizeof heap);
   for (int i = 0; i < n; i++) {
     size_t mlen = 0;
-    mkeys[i] = memory_key(reqs[i], kbuf[i], sizeof kbuf[i], &mlen, &heap[i]);
+    mkeys[i] = memory_key(ctx, reqs[i], kbuf[i], sizeof kbuf[i], &mlen, &heap[i]);
     if (!mkeys[i]) {
       s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", op);
       goto out;

@@ -607,9 +607,10 @@ static ndf_status rank_call_run(ndf_ctx *ctx, const char *name, rank_kind kind, 
   return s;
 }
 
-ndf_status ndf_cache_warm_rank(ndf_ctx *ctx, const char *arch, const char *op, ndf_dtype dtype, int ndim,
-                               int64_t rank, double percentile, const ndf_rank_options *opt, int *compiled) {
-  static const char *name = "ndf_cache_warm_rank";
+/* ndf_cache_warm_rank (shape NULL: 64 along every axis) and ndf_cache_warm_rank_shape. */
+static ndf_status warm_rank(ndf_ctx *ctx, const char *name, const char *arch, const char *op, ndf_dtype dtype,
+                            int ndim, const int64_t *shape_in, int64_t rank, double percentile,
+                            const ndf_rank_options *opt, int *compiled) {
   if (!ctx) return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ctx' (NULL)", name);
   ndf__clear_error(ctx);
   if (compiled) *compiled = 0;
@@ -623,9 +624,12 @@ ndf_status ndf_cache_warm_rank(ndf_ctx *ctx, const char *arch, const char *op, n
                             op ? op : "(null)");
   if (dtype == NDF_BOOL || !ndf_dtype_size(dtype) || dtype == NDF_INT64) return ndf__argerror(ctx, name, "dtype", "unsupported dtype %d", (int)dtype);
   if (ndim < 1 || ndim > NDF_MAX_NDIM) return ndf__argerror(ctx, name, "ndim", "%d is not in 1..%d", ndim, NDF_MAX_NDIM);
-  /* Extents large enough for the kernel's full blocking, as in ndf_cache_warm. */
+  /* Extents large enough for the kernel's full blocking, as in ndf_cache_warm (or the caller's). */
   int64_t shape[NDF_MAX_NDIM];
-  for (int d = 0; d < ndim; d++) shape[d] = 64;
+  for (int d = 0; d < ndim; d++) {
+    shape[d] = shape_in ? shape_in[d] : 64;
+    if (shape[d] < 0) return ndf__argerror(ctx, name, "shape", "extent %lld of axis %d", (long long)shape[d], d);
+  }
   rank_call c;
   ndf_status s = rank_setup(ctx, name, kind, dtype, ndim, shape, rank, percentile, opt, &c);
   if (s != NDF_OK) return s;
@@ -638,6 +642,18 @@ ndf_status ndf_cache_warm_rank(ndf_ctx *ctx, const char *arch, const char *op, n
   }
   rank_call_free(&c);
   return s;
+}
+
+ndf_status ndf_cache_warm_rank(ndf_ctx *ctx, const char *arch, const char *op, ndf_dtype dtype, int ndim,
+                               int64_t rank, double percentile, const ndf_rank_options *opt, int *compiled) {
+  return warm_rank(ctx, "ndf_cache_warm_rank", arch, op, dtype, ndim, NULL, rank, percentile, opt, compiled);
+}
+
+ndf_status ndf_cache_warm_rank_shape(ndf_ctx *ctx, const char *arch, const char *op, ndf_dtype dtype, int ndim,
+                                     const int64_t *shape, int64_t rank, double percentile,
+                                     const ndf_rank_options *opt, int *compiled) {
+  if (!shape) return ndf__error(ctx, NDF_EINVAL, "ndf_cache_warm_rank_shape: bad argument 'shape' (NULL)");
+  return warm_rank(ctx, "ndf_cache_warm_rank_shape", arch, op, dtype, ndim, shape, rank, percentile, opt, compiled);
 }
 
 ndf_status ndf_median_filter(ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const ndf_rank_options *opt) {
