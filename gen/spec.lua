@@ -17,8 +17,8 @@
 --            the name of the template that declares a shared struct
 --            (ADR 0018; types in gen/ndfgen.lua)
 local int_types = { "unsigned char", "signed char", "unsigned short", "short", "unsigned int", "int" }
--- The element types of the linear filters: their inputs, outputs (int64 as well) and intermediates.
-local filter_ctypes = "unsigned char|signed char|unsigned short|short|unsigned int|int|long long|float|double"
+-- The element types of the linear filters: their inputs, outputs and intermediates.
+local filter_ctypes = "unsigned char|signed char|unsigned short|short|unsigned int|int|long long|unsigned long long|float|double"
 
 return {
   templates = {
@@ -69,6 +69,8 @@ return {
           T_LO = { "0.0" }, T_HI = { "0.0" } },
         { T = { "double" }, NDIM = { "2" }, OP = { "0", "1" }, MODE = { "2" }, WEIGHTED = { "0", "1" }, KIND = { "2" },
           T_LO = { "0.0" }, T_HI = { "0.0" } },
+        { T = { "long long", "unsigned long long" }, NDIM = { "2" }, OP = { "0", "1" }, MODE = { "1" }, WEIGHTED = { "0", "1" },
+          KIND = { "0" }, T_LO = { "0.0" }, T_HI = { "18446744073709549568.0" } },
       },
     },
     {
@@ -126,6 +128,8 @@ return {
           KX = { "3" }, TY = { "8" }, VX = { "4" }, ZC = { "32" }, TSIZE = { "4" } },
         { T = { "double" }, OP = { "1" }, MODE = { "0", "1" }, KZ = { "1", "3" }, KY = { "3" }, KX = { "3" },
           TY = { "8" }, VX = { "4" }, ZC = { "32" }, TSIZE = { "8" } },
+        { T = { "long long", "unsigned long long" }, OP = { "0" }, MODE = { "0" }, KZ = { "1", "3" }, KY = { "3" },
+          KX = { "3" }, TY = { "8" }, VX = { "4" }, ZC = { "32" }, TSIZE = { "8" } },
         { T = { "float" }, OP = { "0" }, MODE = { "2" }, KZ = { "7", "1" }, KY = { "7", "1" }, KX = { "7", "2" },
           TY = { "8" }, VX = { "4" }, ZC = { "32" }, TSIZE = { "4" } },
       },
@@ -220,6 +224,7 @@ return {
         { T = { "float" }, OP = { "0", "1" }, MODE = { "0", "1", "2", "3", "4" }, LAST = { "0", "1" } },
         { T = int_types, OP = { "0" }, MODE = { "0" }, LAST = { "0", "1" } },
         { T = { "double" }, OP = { "1" }, MODE = { "1", "4" }, LAST = { "0", "1" } },
+        { T = { "long long", "unsigned long long" }, OP = { "0" }, MODE = { "0" }, LAST = { "0", "1" } },
       },
     },
     {
@@ -240,6 +245,7 @@ return {
         { T = { "float" }, OP = { "0", "1" }, MODE = { "0", "1", "2", "3", "4" }, LAST = { "0", "1" } },
         { T = int_types, OP = { "1" }, MODE = { "2" }, LAST = { "0", "1" } },
         { T = { "double" }, OP = { "0" }, MODE = { "3" }, LAST = { "0", "1" } },
+        { T = { "long long", "unsigned long long" }, OP = { "1" }, MODE = { "2" }, LAST = { "0", "1" } },
       },
     },
     {
@@ -275,6 +281,7 @@ return {
         { T = { "float" }, OP = { "1" }, MODE = { "0" }, K = { "2", "3", "8", "32", "33", "65", "127", "257" } },
         { T = { "unsigned char", "short", "unsigned int" }, OP = { "0" }, MODE = { "0" }, K = { "9" } },
         { T = { "double" }, OP = { "1" }, MODE = { "1" }, K = { "40", "100" } },
+        { T = { "long long", "unsigned long long" }, OP = { "0" }, MODE = { "0" }, K = { "9", "40" } },
       },
     },
     {
@@ -310,6 +317,7 @@ return {
         { T = { "float" }, OP = { "0", "1" }, MODE = { "0", "1", "2", "3", "4" } },
         { T = { "unsigned char", "short", "unsigned int" }, OP = { "0" }, MODE = { "0" } },
         { T = { "double" }, OP = { "1" }, MODE = { "1" } },
+        { T = { "long long", "unsigned long long" }, OP = { "0" }, MODE = { "0" } },
       },
     },
     {
@@ -458,7 +466,7 @@ return {
       name = "elementwise",
       file = "templates/elementwise.cu",
       kernels = { "ndf_elementwise" },
-      args = { "T:dtype", "U:unsigned char|unsigned short|unsigned int|float|double", "KIND:0|1" },
+      args = { "T:dtype", "U:unsigned char|unsigned short|unsigned int|unsigned long long|float|double", "KIND:0|1" },
       params = {
         ndf_ew_params = {
           { "a", "const T*" },
@@ -486,13 +494,14 @@ return {
         { T = { "unsigned int", "int" }, U = { "unsigned int" }, KIND = { "1" } },
         { T = { "float" }, U = { "float" }, KIND = { "0", "1" } },
         { T = { "double" }, U = { "double" }, KIND = { "0", "1" } },
+        { T = { "long long", "unsigned long long" }, U = { "unsigned long long" }, KIND = { "0", "1" } },
       },
     },
     {
       name = "binary_pack",
       file = "templates/binary_pack.cu",
       kernels = { "ndf_bin_pack" },
-      args = { "T:unsigned char|signed char|unsigned short|short|unsigned int|int|float|double", "VEC:0|1" },
+      args = { "T:unsigned char|signed char|unsigned short|short|unsigned int|int|long long|unsigned long long|float|double", "VEC:0|1" },
       params = {
         ndf_bstep_params = {
           { "src", "const u32*", "== dst with INPLACE" },
@@ -533,7 +542,8 @@ return {
       },
       families = {
         { T = { "unsigned char" }, VEC = { "0", "1" } },
-        { T = { "signed char", "unsigned short", "short", "unsigned int", "int", "float", "double" }, VEC = { "0" } },
+        { T = { "signed char", "unsigned short", "short", "unsigned int", "int", "long long", "unsigned long long", "float",
+                "double" }, VEC = { "0" } },
       },
     },
     {
@@ -775,6 +785,15 @@ return {
           RZ = { "2" },
           KY = { "2" }, KX = { "1" }, NPLANES = { "2" }, NLEADSP = { "1" }, OFFS = { "0,32,1000,1032" }, PLANES = { "0,1" },
           NET = { "" } },
+        -- 64-bit integers: a network and radix select
+        { T = { "long long" }, KIND = { "1" }, TBITS = { "64" }, MODE = { "1" }, NAN_OMIT = { "0" }, ALGO = { "0", "1" },
+          N = { "3" }, RKIND = { "0" }, RPARAM = { "0" }, OUTREG = { "1" }, TX = { "32" }, TY = { "8" }, RY = { "1" },
+          RZ = { "1" }, KY = { "1" }, KX = { "3" }, NPLANES = { "1" }, NLEADSP = { "0" }, OFFS = { "0,1,2" },
+          PLANES = { "0" }, NET = { "X(0,1)MN(1,2)MX(0,1)" } },
+        { T = { "unsigned long long" }, KIND = { "0" }, TBITS = { "64" }, MODE = { "0" }, NAN_OMIT = { "0" },
+          ALGO = { "1", "2" }, N = { "9" }, RKIND = { "0" }, RPARAM = { "0" }, OUTREG = { "4" }, TX = { "32" }, TY = { "8" },
+          RY = { "8" }, RZ = { "1" }, KY = { "3" }, KX = { "3" }, NPLANES = { "1" }, NLEADSP = { "0" },
+          OFFS = { "0,1,2,34,35,36,68,69,70" }, PLANES = { "0" }, NET = { "" } },
       },
     },
     {
@@ -1684,13 +1703,14 @@ return {
         { T = int_types, OUT = { "float" }, W = { "bool", "float" }, OP = { "2", "4" } },
         { T = { "float", "double" }, OUT = { "float", "double" }, W = { "bool", "double" }, OP = { "0", "2" } },
         { T = { "short" }, OUT = { "short" }, W = { "int" }, OP = { "0" } },
+        { T = { "long long", "unsigned long long" }, OUT = { "double", "long long" }, W = { "unsigned char" }, OP = { "0", "3" } },
       },
     },
     {
       name = "filter_line",
       file = "templates/filter_line.cu",
       kernels = { "ndf_filter_line" },
-      args = { "TI:" .. filter_ctypes, "TO:" .. filter_ctypes, "CVT:0|1|2", "MODE:0..4", "LAST:0|1", "SYM:-1|0|1",
+      args = { "TI:" .. filter_ctypes, "TO:" .. filter_ctypes, "CVT:0|1|2|3", "MODE:0..4", "LAST:0|1", "SYM:-1|0|1",
                "NTAP:1..2147483647", "WTAB:0|1", "WEIGHTS:text" },
       params = {
         ndf_fline_params = {
@@ -1714,7 +1734,7 @@ return {
       slots = {
         TI = "input element type (C name)",
         TO = "output element type (C name)",
-        CVT = "double -> TO conversion: 0 through int32, 1 through int64, 2 floating-point cast (filter_common.cuh)",
+        CVT = "double -> TO conversion: 0 through int32, 1 through int64, 2 floating-point cast, 3 uint64 (filter_common.cuh)",
         MODE = "boundary mode, 0..4 (see ndf_common.cuh)",
         LAST = "1: the processed axis is the array's last axis",
         SYM = "scipy's symmetry class of the weights: 1 symmetric, -1 antisymmetric, 0 neither",
@@ -1731,6 +1751,8 @@ return {
           WEIGHTS = { "-1.0,0.0,1.0" } },
         { TI = { "unsigned int", "double" }, TO = { "unsigned int", "long long" }, CVT = { "1" }, MODE = { "3" },
           LAST = { "0" }, SYM = { "0" }, NTAP = { "2" }, WTAB = { "0" }, WEIGHTS = { "1.0,3.0" } },
+        { TI = { "long long", "unsigned long long" }, TO = { "unsigned long long" }, CVT = { "3" }, MODE = { "1" },
+          LAST = { "1" }, SYM = { "0" }, NTAP = { "2" }, WTAB = { "0" }, WEIGHTS = { "1.0,3.0" } },
         { TI = { "double" }, TO = { "double", "float" }, CVT = { "2" }, MODE = { "4" }, LAST = { "0", "1" },
           SYM = { "1", "0" }, NTAP = { "301" }, WTAB = { "1" }, WEIGHTS = { "0" } },
       },
@@ -1739,7 +1761,7 @@ return {
       name = "filter_plane",
       file = "templates/filter_plane.cu",
       kernels = { "ndf_filter_plane" },
-      args = { "TI:" .. filter_ctypes, "TO:" .. filter_ctypes, "CVT:0|1|2", "MODEY:0..4", "MODEX:0..4", "SYMY:-1|0|1",
+      args = { "TI:" .. filter_ctypes, "TO:" .. filter_ctypes, "CVT:0|1|2|3", "MODEY:0..4", "MODEX:0..4", "SYMY:-1|0|1",
                "SYMX:-1|0|1", "NTY:1..25", "NTX:1..25", "WY:text", "WX:text" },
       params = {
         ndf_fplane_params = {
@@ -1790,7 +1812,7 @@ return {
       name = "filter_uniform",
       file = "templates/filter_uniform.cu",
       kernels = { "ndf_filter_uniform" },
-      args = { "TI:" .. filter_ctypes, "TO:" .. filter_ctypes, "CVT:0|1|2", "MODE:0..4" },
+      args = { "TI:" .. filter_ctypes, "TO:" .. filter_ctypes, "CVT:0|1|2|3", "MODE:0..4" },
       params = {
         ndf_funi_params = {
           { "in", "const TI*" },
@@ -1818,13 +1840,14 @@ return {
         { TI = { "float", "unsigned char" }, TO = { "float" }, CVT = { "2" }, MODE = { "0", "1", "2", "3", "4" } },
         { TI = { "short", "unsigned short" }, TO = { "short", "unsigned char" }, CVT = { "0" }, MODE = { "0" } },
         { TI = { "int", "double" }, TO = { "unsigned int", "long long" }, CVT = { "1" }, MODE = { "1" } },
+        { TI = { "unsigned long long" }, TO = { "unsigned long long" }, CVT = { "3" }, MODE = { "0" } },
       },
     },
     {
       name = "filter_taps",
       file = "templates/filter_taps.cu",
       kernels = { "ndf_filter_taps" },
-      args = { "TI:" .. filter_ctypes, "TO:" .. filter_ctypes, "CVT:0|1|2", "MODE:0..4", "NSP:1..8" },
+      args = { "TI:" .. filter_ctypes, "TO:" .. filter_ctypes, "CVT:0|1|2|3", "MODE:0..4", "NSP:1..8" },
       params = {
         ndf_ftaps_params = {
           { "in", "const TI*" },
@@ -1861,7 +1884,7 @@ return {
       file = "templates/filter_ew.cu",
       kernels = { "ndf_filter_ew" },
       args = { "TI:" .. filter_ctypes, "TO:" .. filter_ctypes,
-               "UT:unsigned char|unsigned short|unsigned int|unsigned long long|float|double", "CVT:0|1|2",
+               "UT:unsigned char|unsigned short|unsigned int|unsigned long long|float|double", "CVT:0|1|2|3",
                "KIND:0..3", "INTS:0|1" },
       params = {
         ndf_few_params = {
@@ -1887,6 +1910,8 @@ return {
           KIND = { "0", "1", "2", "3" }, INTS = { "1" } },
         { TI = { "int" }, TO = { "int" }, UT = { "unsigned int" }, CVT = { "0" }, KIND = { "1", "2", "3" }, INTS = { "1" } },
         { TI = { "long long" }, TO = { "long long" }, UT = { "unsigned long long" }, CVT = { "1" },
+          KIND = { "1", "2", "3" }, INTS = { "1" } },
+        { TI = { "unsigned long long" }, TO = { "unsigned long long" }, UT = { "unsigned long long" }, CVT = { "3" },
           KIND = { "1", "2", "3" }, INTS = { "1" } },
         { TI = { "float", "double" }, TO = { "float", "double" }, UT = { "float" }, CVT = { "2" }, KIND = { "0" },
           INTS = { "0" } },
@@ -2129,8 +2154,8 @@ return {
       file = "templates/interp.cu",
       kernels = { "ndf_interp_load", "ndf_interp_spline", "ndf_interp_store", "ndf_interp_eval" },
       args = {
-        "T:unsigned char|signed char|unsigned short|short|unsigned int|int|long long|float|double",
-        "OUT:unsigned char|signed char|unsigned short|short|unsigned int|int|long long|float|double",
+        "T:unsigned char|signed char|unsigned short|short|unsigned int|int|long long|unsigned long long|float|double",
+        "OUT:unsigned char|signed char|unsigned short|short|unsigned int|int|long long|unsigned long long|float|double",
         "CT:unsigned char|signed char|unsigned short|short|unsigned int|int|float|double",
         "NSP:1..8", "ORDER:0..5", "MODE:0..6", "KIND:0..2", "INIT:0..2", "OFLOAT:0|1",
       },
@@ -2204,12 +2229,12 @@ return {
         OFLOAT = "1 when OUT is float or double (store, eval)",
       },
       families = {
-        { T = { "double", "float", "unsigned char", "short", "long long" }, OUT = { "double" }, CT = { "double" }, NSP = { "1" },
+        { T = { "double", "float", "unsigned char", "short", "long long", "unsigned long long" }, OUT = { "double" }, CT = { "double" }, NSP = { "1" },
           ORDER = { "0" }, MODE = { "0" }, KIND = { "0" }, INIT = { "0", "1", "2" }, OFLOAT = { "1" } },
         { T = { "float", "double" }, OUT = { "float" }, CT = { "double" }, NSP = { "3" },
           ORDER = { "1", "3" }, MODE = { "0", "1", "2", "3", "4", "5", "6" }, KIND = { "0", "1" }, INIT = { "0" },
           OFLOAT = { "1" } },
-        { T = { "unsigned short" }, OUT = { "unsigned char", "unsigned int", "long long" }, CT = { "double" },
+        { T = { "unsigned short" }, OUT = { "unsigned char", "unsigned int", "long long", "unsigned long long" }, CT = { "double" },
           NSP = { "2" }, ORDER = { "1", "3" }, MODE = { "0", "4" }, KIND = { "0", "1" }, INIT = { "0" },
           OFLOAT = { "0" } },
         { T = { "double" }, OUT = { "short" }, CT = { "float", "double" }, NSP = { "1", "2", "4", "8" },

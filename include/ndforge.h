@@ -87,7 +87,8 @@ typedef enum {
   NDF_INT32,
   NDF_FLOAT32,
   NDF_FLOAT64,
-  NDF_INT64, /* outputs only: Euler characteristic curves and transforms; no op takes it as input */
+  NDF_INT64,  /* every op family whose scipy counterpart takes it; exact where the op is */
+  NDF_UINT64, /* (min/max, rank, copies), through double where scipy computes in double */
   NDF_DTYPE_COUNT
 } ndf_dtype;
 

@@ -7,6 +7,8 @@
 //   CVT 1  truncate to int64, keep the low bits (uint32, int64);
 //          out of the int64 range, and NaN, give INT64_MIN
 //   CVT 2  a floating-point cast (float32 rounds to nearest; float64 as is)
+//   CVT 3  uint64: below 2^63 as CVT 1 (negative values wrap), below 2^64
+//          by the offset 2^63, beyond (and NaN) 0
 #pragma once
 
 template <int CVT, typename TO> __device__ __forceinline__ TO ndf_filter_cvt(double v) {
@@ -19,6 +21,12 @@ template <int CVT, typename TO> __device__ __forceinline__ TO ndf_filter_cvt(dou
                             ? (long long)v
                             : (long long)0x8000000000000000ull;
     return (TO)(unsigned long long)t;
+  }
+  if (CVT == 3) {
+    if (v < 9223372036854775808.0)
+      return (TO)(unsigned long long)(v >= -9223372036854775808.0 ? (long long)v : (long long)0x8000000000000000ull);
+    if (v < 18446744073709551616.0) return (TO)((unsigned long long)(long long)(v - 9223372036854775808.0) ^ 0x8000000000000000ull);
+    return (TO)0;
   }
   return (TO)v;
 }

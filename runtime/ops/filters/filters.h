@@ -65,6 +65,7 @@ static inline void ndf__store_double(ndf_dtype t, void *p, double v) {
     case NDF_UINT32: *(uint32_t *)p = (uint32_t)(uint64_t)ndf__cvt_i64(v); break;
     case NDF_INT32: *(int32_t *)p = ndf__cvt_i32(v); break;
     case NDF_INT64: *(int64_t *)p = ndf__cvt_i64(v); break;
+    case NDF_UINT64: *(uint64_t *)p = ndf__cvt_u64(v); break;
     case NDF_FLOAT32: *(float *)p = (float)v; break;
     default: *(double *)p = v; break;
   }
@@ -78,6 +79,7 @@ static inline double ndf__load_double(ndf_dtype t, const void *p) {
     case NDF_UINT32: return *(const uint32_t *)p;
     case NDF_INT32: return *(const int32_t *)p;
     case NDF_INT64: return (double)*(const int64_t *)p;
+    case NDF_UINT64: return (double)*(const uint64_t *)p;
     case NDF_FLOAT32: return *(const float *)p;
     default: return *(const double *)p;
   }

@@ -20,6 +20,7 @@
 
 static int cvt_of(ndf_dtype t) {
   if (t == NDF_FLOAT32 || t == NDF_FLOAT64) return 2;
+  if (t == NDF_UINT64) return 3;
   return t == NDF_UINT32 || t == NDF_INT64 ? 1 : 0;
 }
 
@@ -28,7 +29,7 @@ static const char *utype_of(ndf_dtype t) {
     case NDF_UINT8: case NDF_INT8: return "unsigned char";
     case NDF_UINT16: case NDF_INT16: return "unsigned short";
     case NDF_UINT32: case NDF_INT32: return "unsigned int";
-    case NDF_INT64: return "unsigned long long";
+    case NDF_INT64: case NDF_UINT64: return "unsigned long long";
     default: return ndf__dtype_ctype(t);
   }
 }

@@ -54,7 +54,7 @@ void ndf_interp_options_init(ndf_interp_options *opt) {
 
 /* ---- checks ----------------------------------------------------------------------------------- */
 
-static int input_dtype_ok(ndf_dtype t) { return (unsigned)t < NDF_DTYPE_COUNT && t != NDF_INT64; }
+static int input_dtype_ok(ndf_dtype t) { return (unsigned)t < NDF_DTYPE_COUNT; }
 static int output_dtype_ok(ndf_dtype t) { return (unsigned)t < NDF_DTYPE_COUNT && t != NDF_BOOL; }
 
 static const char *dname(ndf_dtype t) { return ndf_dtype_name(t) ? ndf_dtype_name(t) : "unknown"; }
