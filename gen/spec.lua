@@ -1847,7 +1847,7 @@ return {
       name = "filter_taps",
       file = "templates/filter_taps.cu",
       kernels = { "ndf_filter_taps" },
-      args = { "TI:" .. filter_ctypes, "TO:" .. filter_ctypes, "CVT:0|1|2|3", "MODE:0..4", "NSP:1..8" },
+      args = { "TI:" .. filter_ctypes, "TO:" .. filter_ctypes, "CVT:0|1|2|3|4", "MODE:0..4", "NSP:1..8" },
       params = {
         ndf_ftaps_params = {
           { "in", "const TI*" },
@@ -1869,7 +1869,7 @@ return {
       slots = {
         TI = "input element type (C name)",
         TO = "output element type (C name)",
-        CVT = "double -> TO conversion, as filter_line",
+        CVT = "double -> TO conversion, as filter_line; 4: uint64 as scipy's N-D correlate (filter_common.cuh)",
         MODE = "boundary mode, 0..4",
         NSP = "spatial axes, 1..8",
       },
@@ -1877,6 +1877,7 @@ return {
         { TI = { "float" }, TO = { "float" }, CVT = { "2" }, MODE = { "0", "1", "2", "3", "4" }, NSP = { "1", "2", "3", "8" } },
         { TI = { "unsigned char", "int" }, TO = { "short", "int" }, CVT = { "0" }, MODE = { "0" }, NSP = { "2" } },
         { TI = { "double" }, TO = { "unsigned int", "long long" }, CVT = { "1" }, MODE = { "1" }, NSP = { "3" } },
+        { TI = { "unsigned long long", "long long" }, TO = { "unsigned long long" }, CVT = { "4" }, MODE = { "2" }, NSP = { "2" } },
       },
     },
     {

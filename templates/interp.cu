@@ -48,9 +48,9 @@ typedef NDF_SLOT(CT) CT;     /* coordinates element (KIND 2) */
 __device__ __forceinline__ ndf_i64 ndf_ip_i64(double v) {
   return (v >= -9223372036854775808.0 && v < 9223372036854775808.0) ? (ndf_i64)v : (ndf_i64)0x8000000000000000ull;
 }
-// ... and to uint64: below 2^63 as to int64, below 2^64 by the offset 2^63, 0 beyond and for NaN.
+// ... and to uint64: below 2^63 (and NaN) as to int64, below 2^64 by the offset 2^63, 0 beyond.
 __device__ __forceinline__ unsigned long long ndf_ip_u64(double v) {
-  if (v < 9223372036854775808.0) return (unsigned long long)ndf_ip_i64(v);
+  if (!(v >= 9223372036854775808.0)) return (unsigned long long)ndf_ip_i64(v);
   if (v < 18446744073709551616.0) return (unsigned long long)(ndf_i64)(v - 9223372036854775808.0) ^ 0x8000000000000000ull;
   return 0ull;
 }

@@ -192,7 +192,8 @@ ndf_status ndf__filters_taps_cpu(ndf_ctx *ctx, const char *name, const ndf_array
       }
       acc += t->w[k] * v;
     }
-    ndf__store_double(dst->dtype, op + ob * (int64_t)oes, acc);
+    if (dst->dtype == NDF_UINT64) *(uint64_t *)(op + ob * (int64_t)oes) = ndf__cvt_u64_signed(acc);
+    else ndf__store_double(dst->dtype, op + ob * (int64_t)oes, acc);
   }
   free(loff);
   return NDF_OK;

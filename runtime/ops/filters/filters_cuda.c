@@ -220,7 +220,8 @@ ndf_status ndf__filters_taps_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
   if (s != NDF_OK) return s;
   const int nsp = t->nsp, nb = src->ndim - nsp;
   ndf__kernel_req req;
-  ndf__req_filter_taps(&req, ndf__dtype_ctype(src->dtype), ndf__dtype_ctype(dst->dtype), cvt_of(dst->dtype),
+  ndf__req_filter_taps(&req, ndf__dtype_ctype(src->dtype), ndf__dtype_ctype(dst->dtype),
+                       dst->dtype == NDF_UINT64 ? 4 : cvt_of(dst->dtype),
                        (int)t->mode, nsp);
   CUfunction fn;
   if ((s = ndf__jit_get(ctx, name, &req, &fn)) != NDF_OK) return s;
