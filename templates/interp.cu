@@ -84,11 +84,14 @@ __device__ __forceinline__ OUT ndf_ip_round(double v) {
     lo = sizeof(OUT) == 1 ? -128.0 : sizeof(OUT) == 2 ? -32768.0 : sizeof(OUT) == 4 ? -2147483648.0 : -9223372036854775808.0;
     hi = sizeof(OUT) == 1 ? 127.0 : sizeof(OUT) == 2 ? 32767.0 : sizeof(OUT) == 4 ? 2147483647.0 : 9223372036854775808.0;
   }
+  // 64-bit: beyond the extreme as a double (2^63, 2^64) the integer extreme; the extreme itself converts
   if (uns) {
     v = v > 0 ? v + 0.5 : 0;
+    if (sizeof(OUT) == 8 && v > hi) return (OUT)0xffffffffffffffffull;
     if (v > hi) v = hi;
   } else {
     v = v > 0 ? v + 0.5 : v - 0.5;
+    if (sizeof(OUT) == 8 && v > hi) return (OUT)0x7fffffffffffffffll;
     if (v > hi) v = hi;
     if (v < lo) v = lo;
   }

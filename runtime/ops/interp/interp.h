@@ -197,11 +197,15 @@ static inline void ndf__interp_store(void *p, ndf_dtype t, double v, int round) 
       case NDF_UINT64: lo = 0; hi = 18446744073709551616.0; break;
       default: lo = -9223372036854775808.0; hi = 9223372036854775808.0; break;
     }
+    /* 64-bit: scipy compares with the extreme as a double (2^63, 2^64) and
+     * stores the integer extreme beyond it; the extreme itself converts */
     if (lo == 0) {
       v = v > 0 ? v + 0.5 : 0;
+      if (v > hi && t == NDF_UINT64) { *(uint64_t *)p = UINT64_MAX; return; }
       if (v > hi) v = hi;
     } else {
       v = v > 0 ? v + 0.5 : v - 0.5;
+      if (v > hi && t == NDF_INT64) { *(int64_t *)p = INT64_MAX; return; }
       if (v > hi) v = hi;
       if (v < lo) v = lo;
     }
