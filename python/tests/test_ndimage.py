@@ -451,6 +451,11 @@ def test_64_bit_integers_through_double(dtype, array_kind):
     for w in ([1, 0, 0], [2, -1, 0], [0.5, 0.25, 0.25]):
         same(nd.correlate1d(x, w), sn.correlate1d(x, w))
     same(nd.uniform_filter(x, 3, mode="nearest"), sn.uniform_filter(x, 3, mode="nearest"))
+    w2 = np.array([[-2.0, 1, 3], [0, 0, -1]])  # negative sums: scipy's N-D conversion of them to uint64
+    same(nd.correlate(x, w2, mode="wrap"), sn.correlate(x, w2, mode="wrap"))
+    same(nd.spline_filter1d(x, order=1), sn.spline_filter1d(x, order=1))
+    same(nd.shift(x.astype(np.float64) * 3, 0.25, order=1, output=dtype),
+         sn.shift(x.astype(np.float64) * 3, 0.25, order=1, output=dtype))
     same(nd.shift(x, (0.5, 1), order=1), sn.shift(x, (0.5, 1), order=1))
     same(nd.zoom(x, 1.5, order=0), sn.zoom(x, 1.5, order=0))
     same(nd.correlate1d(data((8, 9), np.int16), [3, -1], output=dtype),
