@@ -372,7 +372,7 @@ return {
         HAS_IDX = "1: indices are wanted (LAST; the search kernels ndf_edt_s*: on every pass, features carried)",
       },
       families = {
-        { TIN = { "unsigned char", "float" }, DOUT = { "double" }, WT = { "double" }, FIRST = { "1" }, LAST = { "0" },
+        { TIN = { "unsigned char", "float", "long long" }, DOUT = { "double" }, WT = { "double" }, FIRST = { "1" }, LAST = { "0" },
           HAS_DIST = { "0" }, HAS_IDX = { "0" } },
         { TIN = { "unsigned char" }, DOUT = { "double" }, WT = { "double", "unsigned int" }, FIRST = { "0" },
           LAST = { "0" }, HAS_DIST = { "0" }, HAS_IDX = { "0" } },
@@ -418,7 +418,7 @@ return {
         CHESS = "1: chessboard (later passes: min of max), 0: taxicab (min-plus)",
       },
       families = {
-        { TIN = { "unsigned char", "float", "short" }, LAST = { "0", "1" }, CHESS = { "0" } },
+        { TIN = { "unsigned char", "float", "short", "long long", "unsigned long long" }, LAST = { "0", "1" }, CHESS = { "0" } },
         { TIN = { "unsigned char" }, LAST = { "0", "1" }, CHESS = { "1" } },
       },
     },
@@ -458,7 +458,7 @@ return {
         METRIC = "0 euclidean (float64), 1 taxicab, 2 chessboard (uint32)",
       },
       families = {
-        { TIN = { "unsigned char", "float", "double" }, NSP = { "1", "2", "3" }, METRIC = { "0" } },
+        { TIN = { "unsigned char", "float", "double", "unsigned long long" }, NSP = { "1", "2", "3" }, METRIC = { "0" } },
         { TIN = { "unsigned char" }, NSP = { "2", "3", "4", "8" }, METRIC = { "0", "1", "2" } },
       },
     },
@@ -642,7 +642,8 @@ return {
         O = "output element type (C name)",
       },
       families = {
-        { O = { "int", "unsigned char", "signed char", "unsigned short", "short", "unsigned int", "float", "double" } },
+        { O = { "int", "unsigned char", "signed char", "unsigned short", "short", "unsigned int", "long long",
+                "unsigned long long", "float", "double" } },
       },
     },
     {
@@ -1607,6 +1608,8 @@ return {
         { T = { "float" }, OUT = { "float", "double" }, NDIM = { "1", "2", "3", "8" }, DIL = { "0", "1" }, FLOAT = { "1" } },
         { T = { "double" }, OUT = { "double" }, NDIM = { "3" }, DIL = { "0", "1" }, FLOAT = { "1" } },
         { T = { "unsigned short" }, OUT = { "unsigned short" }, NDIM = { "4" }, DIL = { "1" }, FLOAT = { "0" } },
+        { T = { "long long", "unsigned long long" }, OUT = { "long long", "double" }, NDIM = { "2" }, DIL = { "0", "1" },
+          FLOAT = { "0" } },
       },
     },
     {
@@ -2083,6 +2086,7 @@ return {
       },
       families = {
         { TA = int_types, TB = int_types, F = { "double" }, FO = { "double" } },
+        { TA = { "long long", "unsigned long long" }, TB = { "long long", "float" }, F = { "double" }, FO = { "double" } },
         { TA = { "float", "double" }, TB = { "unsigned char", "int", "float", "double" }, F = { "float", "double" },
           FO = { "float", "double" } },
       },
@@ -2143,6 +2147,8 @@ return {
       families = {
         { TA = int_types, TB = { "unsigned char", "int" }, F = { "double" }, FO = { "double" }, FIRST = { "1" },
           LAST = { "0", "1" }, GAUSS = { "0", "1" } },
+        { TA = { "long long", "unsigned long long" }, TB = { "unsigned long long" }, F = { "double" }, FO = { "double" },
+          FIRST = { "1" }, LAST = { "1" }, GAUSS = { "0" } },
         { TA = { "float" }, TB = { "float", "double", "short" }, F = { "float" }, FO = { "float", "double" },
           FIRST = { "0", "1" }, LAST = { "0", "1" }, GAUSS = { "0", "1" } },
         { TA = { "double" }, TB = { "double" }, F = { "double" }, FO = { "float", "double" }, FIRST = { "0", "1" },
