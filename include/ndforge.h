@@ -87,8 +87,8 @@ typedef enum {
   NDF_INT32,
   NDF_FLOAT32,
   NDF_FLOAT64,
-  NDF_INT64,  /* every op family whose scipy counterpart takes it; exact where the op is */
-  NDF_UINT64, /* (min/max, rank, copies), through double where scipy computes in double */
+  NDF_INT64,  /* the 64-bit integers: inputs and outputs wherever scipy takes them; */
+  NDF_UINT64, /* exact for min, max and ranks, through double where scipy sums (ADR 0023) */
   NDF_DTYPE_COUNT
 } ndf_dtype;
 
