@@ -445,7 +445,8 @@ local function slot_domain(where, a)
   return { name = name, kind = ints and "ints" or "ctypes", values = vals, src = a }
 end
 local DTYPE_CNAMES = { ["unsigned char"] = true, ["signed char"] = true, ["unsigned short"] = true, short = true,
-                       ["unsigned int"] = true, int = true, float = true, double = true, bool = true }
+                       ["unsigned int"] = true, int = true, float = true, double = true, bool = true,
+                       ["long long"] = true, ["unsigned long long"] = true }
 local function in_domain(d, v)
   if d.kind == "text" then return true end
   if d.kind == "dtype" then return DTYPE_CNAMES[v] ~= nil end
@@ -541,7 +542,7 @@ for _, t in ipairs(spec.templates) do
     for _, d in ipairs(doms) do
       local n = d.name
       if d.kind == "dtype" then
-        kp[#kp + 1] = string.format('  if ((unsigned)%s <= (unsigned)NDF_FLOAT64) ndf__req_set(r, "%s", "%%s", ndf__dtype_ctype(%s));', n, n, n)
+        kp[#kp + 1] = string.format('  if ((unsigned)%s < (unsigned)NDF_DTYPE_COUNT) ndf__req_set(r, "%s", "%%s", ndf__dtype_ctype(%s));', n, n, n)
         kp[#kp + 1] = "  else ok = 0;"
       elseif d.kind == "text" then
         kp[#kp + 1] = string.format('  if (%s) ndf__req_set(r, "%s", "%%s", %s);', n, n, n)

@@ -17,8 +17,8 @@
 --            the name of the template that declares a shared struct
 --            (ADR 0018; types in gen/ndfgen.lua)
 local int_types = { "unsigned char", "signed char", "unsigned short", "short", "unsigned int", "int" }
--- The element types of the linear filters: their inputs, outputs (int64 as well) and intermediates.
-local filter_ctypes = "unsigned char|signed char|unsigned short|short|unsigned int|int|long long|float|double"
+-- The element types of the linear filters: their inputs, outputs and intermediates.
+local filter_ctypes = "unsigned char|signed char|unsigned short|short|unsigned int|int|long long|unsigned long long|float|double"
 
 return {
   templates = {
@@ -69,6 +69,8 @@ return {
           T_LO = { "0.0" }, T_HI = { "0.0" } },
         { T = { "double" }, NDIM = { "2" }, OP = { "0", "1" }, MODE = { "2" }, WEIGHTED = { "0", "1" }, KIND = { "2" },
           T_LO = { "0.0" }, T_HI = { "0.0" } },
+        { T = { "long long", "unsigned long long" }, NDIM = { "2" }, OP = { "0", "1" }, MODE = { "1" }, WEIGHTED = { "0", "1" },
+          KIND = { "0" }, T_LO = { "0.0" }, T_HI = { "18446744073709549568.0" } },
       },
     },
     {
@@ -197,6 +199,8 @@ return {
           KX = { "3" }, TY = { "8" }, VX = { "4" }, ZC = { "32" }, TSIZE = { "4" } },
         { T = { "double" }, OP = { "1" }, MODE = { "0", "1" }, KZ = { "1", "3" }, KY = { "3" }, KX = { "3" },
           TY = { "8" }, VX = { "4" }, ZC = { "32" }, TSIZE = { "8" } },
+        { T = { "long long", "unsigned long long" }, OP = { "0" }, MODE = { "0" }, KZ = { "1", "3" }, KY = { "3" },
+          KX = { "3" }, TY = { "8" }, VX = { "4" }, ZC = { "32" }, TSIZE = { "8" } },
         { T = { "float" }, OP = { "0" }, MODE = { "2" }, KZ = { "7", "1" }, KY = { "7", "1" }, KX = { "7", "2" },
           TY = { "8" }, VX = { "4" }, ZC = { "32" }, TSIZE = { "4" } },
       },
@@ -291,6 +295,7 @@ return {
         { T = { "float" }, OP = { "0", "1" }, MODE = { "0", "1", "2", "3", "4" }, LAST = { "0", "1" } },
         { T = int_types, OP = { "0" }, MODE = { "0" }, LAST = { "0", "1" } },
         { T = { "double" }, OP = { "1" }, MODE = { "1", "4" }, LAST = { "0", "1" } },
+        { T = { "long long", "unsigned long long" }, OP = { "0" }, MODE = { "0" }, LAST = { "0", "1" } },
       },
     },
     {
@@ -311,6 +316,7 @@ return {
         { T = { "float" }, OP = { "0", "1" }, MODE = { "0", "1", "2", "3", "4" }, LAST = { "0", "1" } },
         { T = int_types, OP = { "1" }, MODE = { "2" }, LAST = { "0", "1" } },
         { T = { "double" }, OP = { "0" }, MODE = { "3" }, LAST = { "0", "1" } },
+        { T = { "long long", "unsigned long long" }, OP = { "1" }, MODE = { "2" }, LAST = { "0", "1" } },
       },
     },
     {
@@ -346,6 +352,7 @@ return {
         { T = { "float" }, OP = { "1" }, MODE = { "0" }, K = { "2", "3", "8", "32", "33", "65", "127", "257" } },
         { T = { "unsigned char", "short", "unsigned int" }, OP = { "0" }, MODE = { "0" }, K = { "9" } },
         { T = { "double" }, OP = { "1" }, MODE = { "1" }, K = { "40", "100" } },
+        { T = { "long long", "unsigned long long" }, OP = { "0" }, MODE = { "0" }, K = { "9", "40" } },
       },
     },
     {
@@ -381,6 +388,7 @@ return {
         { T = { "float" }, OP = { "0", "1" }, MODE = { "0", "1", "2", "3", "4" } },
         { T = { "unsigned char", "short", "unsigned int" }, OP = { "0" }, MODE = { "0" } },
         { T = { "double" }, OP = { "1" }, MODE = { "1" } },
+        { T = { "long long", "unsigned long long" }, OP = { "0" }, MODE = { "0" } },
       },
     },
     {
@@ -435,7 +443,7 @@ return {
         HAS_IDX = "1: indices are wanted (LAST; the search kernels ndf_edt_s*: on every pass, features carried)",
       },
       families = {
-        { TIN = { "unsigned char", "float" }, DOUT = { "double" }, WT = { "double" }, FIRST = { "1" }, LAST = { "0" },
+        { TIN = { "unsigned char", "float", "long long" }, DOUT = { "double" }, WT = { "double" }, FIRST = { "1" }, LAST = { "0" },
           HAS_DIST = { "0" }, HAS_IDX = { "0" } },
         { TIN = { "unsigned char" }, DOUT = { "double" }, WT = { "double", "unsigned int" }, FIRST = { "0" },
           LAST = { "0" }, HAS_DIST = { "0" }, HAS_IDX = { "0" } },
@@ -511,7 +519,7 @@ return {
         CHESS = "1: chessboard (later passes: min of max), 0: taxicab (min-plus)",
       },
       families = {
-        { TIN = { "unsigned char", "float", "short" }, LAST = { "0", "1" }, CHESS = { "0" } },
+        { TIN = { "unsigned char", "float", "short", "long long", "unsigned long long" }, LAST = { "0", "1" }, CHESS = { "0" } },
         { TIN = { "unsigned char" }, LAST = { "0", "1" }, CHESS = { "1" } },
       },
     },
@@ -551,7 +559,7 @@ return {
         METRIC = "0 euclidean (float64), 1 taxicab, 2 chessboard (uint32)",
       },
       families = {
-        { TIN = { "unsigned char", "float", "double" }, NSP = { "1", "2", "3" }, METRIC = { "0" } },
+        { TIN = { "unsigned char", "float", "double", "unsigned long long" }, NSP = { "1", "2", "3" }, METRIC = { "0" } },
         { TIN = { "unsigned char" }, NSP = { "2", "3", "4", "8" }, METRIC = { "0", "1", "2" } },
       },
     },
@@ -559,7 +567,7 @@ return {
       name = "elementwise",
       file = "templates/elementwise.cu",
       kernels = { "ndf_elementwise" },
-      args = { "T:dtype", "U:unsigned char|unsigned short|unsigned int|float|double", "KIND:0|1" },
+      args = { "T:dtype", "U:unsigned char|unsigned short|unsigned int|unsigned long long|float|double", "KIND:0|1" },
       params = {
         ndf_ew_params = {
           { "a", "const T*" },
@@ -587,13 +595,14 @@ return {
         { T = { "unsigned int", "int" }, U = { "unsigned int" }, KIND = { "1" } },
         { T = { "float" }, U = { "float" }, KIND = { "0", "1" } },
         { T = { "double" }, U = { "double" }, KIND = { "0", "1" } },
+        { T = { "long long", "unsigned long long" }, U = { "unsigned long long" }, KIND = { "0", "1" } },
       },
     },
     {
       name = "binary_pack",
       file = "templates/binary_pack.cu",
       kernels = { "ndf_bin_pack" },
-      args = { "T:unsigned char|signed char|unsigned short|short|unsigned int|int|float|double", "VEC:0|1" },
+      args = { "T:unsigned char|signed char|unsigned short|short|unsigned int|int|long long|unsigned long long|float|double", "VEC:0|1" },
       params = {
         ndf_bstep_params = {
           { "src", "const u32*", "== dst with INPLACE" },
@@ -634,7 +643,8 @@ return {
       },
       families = {
         { T = { "unsigned char" }, VEC = { "0", "1" } },
-        { T = { "signed char", "unsigned short", "short", "unsigned int", "int", "float", "double" }, VEC = { "0" } },
+        { T = { "signed char", "unsigned short", "short", "unsigned int", "int", "long long", "unsigned long long", "float",
+                "double" }, VEC = { "0" } },
       },
     },
     {
@@ -744,7 +754,8 @@ return {
         O = "output element type (C name)",
       },
       families = {
-        { O = { "int", "unsigned char", "signed char", "unsigned short", "short", "unsigned int", "float", "double" } },
+        { O = { "int", "unsigned char", "signed char", "unsigned short", "short", "unsigned int", "long long",
+                "unsigned long long", "float", "double" } },
       },
     },
     {
@@ -887,6 +898,15 @@ return {
           RZ = { "2" },
           KY = { "2" }, KX = { "1" }, NPLANES = { "2" }, NLEADSP = { "1" }, OFFS = { "0,32,1000,1032" }, PLANES = { "0,1" },
           NET = { "" } },
+        -- 64-bit integers: a network and radix select
+        { T = { "long long" }, KIND = { "1" }, TBITS = { "64" }, MODE = { "1" }, NAN_OMIT = { "0" }, ALGO = { "0", "1" },
+          N = { "3" }, RKIND = { "0" }, RPARAM = { "0" }, OUTREG = { "1" }, TX = { "32" }, TY = { "8" }, RY = { "1" },
+          RZ = { "1" }, KY = { "1" }, KX = { "3" }, NPLANES = { "1" }, NLEADSP = { "0" }, OFFS = { "0,1,2" },
+          PLANES = { "0" }, NET = { "X(0,1)MN(1,2)MX(0,1)" } },
+        { T = { "unsigned long long" }, KIND = { "0" }, TBITS = { "64" }, MODE = { "0" }, NAN_OMIT = { "0" },
+          ALGO = { "1", "2" }, N = { "9" }, RKIND = { "0" }, RPARAM = { "0" }, OUTREG = { "4" }, TX = { "32" }, TY = { "8" },
+          RY = { "8" }, RZ = { "1" }, KY = { "3" }, KX = { "3" }, NPLANES = { "1" }, NLEADSP = { "0" },
+          OFFS = { "0,1,2,34,35,36,68,69,70" }, PLANES = { "0" }, NET = { "" } },
       },
     },
     {
@@ -1700,6 +1720,8 @@ return {
         { T = { "float" }, OUT = { "float", "double" }, NDIM = { "1", "2", "3", "8" }, DIL = { "0", "1" }, FLOAT = { "1" } },
         { T = { "double" }, OUT = { "double" }, NDIM = { "3" }, DIL = { "0", "1" }, FLOAT = { "1" } },
         { T = { "unsigned short" }, OUT = { "unsigned short" }, NDIM = { "4" }, DIL = { "1" }, FLOAT = { "0" } },
+        { T = { "long long", "unsigned long long" }, OUT = { "long long", "double" }, NDIM = { "2" }, DIL = { "0", "1" },
+          FLOAT = { "0" } },
       },
     },
     {
@@ -1796,13 +1818,14 @@ return {
         { T = int_types, OUT = { "float" }, W = { "bool", "float" }, OP = { "2", "4" } },
         { T = { "float", "double" }, OUT = { "float", "double" }, W = { "bool", "double" }, OP = { "0", "2" } },
         { T = { "short" }, OUT = { "short" }, W = { "int" }, OP = { "0" } },
+        { T = { "long long", "unsigned long long" }, OUT = { "double", "long long" }, W = { "unsigned char" }, OP = { "0", "3" } },
       },
     },
     {
       name = "filter_line",
       file = "templates/filter_line.cu",
       kernels = { "ndf_filter_line" },
-      args = { "TI:" .. filter_ctypes, "TO:" .. filter_ctypes, "CVT:0|1|2", "MODE:0..4", "LAST:0|1", "SYM:-1|0|1",
+      args = { "TI:" .. filter_ctypes, "TO:" .. filter_ctypes, "CVT:0|1|2|3", "MODE:0..4", "LAST:0|1", "SYM:-1|0|1",
                "NTAP:1..2147483647", "WTAB:0|1", "WEIGHTS:text" },
       params = {
         ndf_fline_params = {
@@ -1826,7 +1849,7 @@ return {
       slots = {
         TI = "input element type (C name)",
         TO = "output element type (C name)",
-        CVT = "double -> TO conversion: 0 through int32, 1 through int64, 2 floating-point cast (filter_common.cuh)",
+        CVT = "double -> TO conversion: 0 through int32, 1 through int64, 2 floating-point cast, 3 uint64 (filter_common.cuh)",
         MODE = "boundary mode, 0..4 (see ndf_common.cuh)",
         LAST = "1: the processed axis is the array's last axis",
         SYM = "scipy's symmetry class of the weights: 1 symmetric, -1 antisymmetric, 0 neither",
@@ -1843,6 +1866,8 @@ return {
           WEIGHTS = { "-1.0,0.0,1.0" } },
         { TI = { "unsigned int", "double" }, TO = { "unsigned int", "long long" }, CVT = { "1" }, MODE = { "3" },
           LAST = { "0" }, SYM = { "0" }, NTAP = { "2" }, WTAB = { "0" }, WEIGHTS = { "1.0,3.0" } },
+        { TI = { "long long", "unsigned long long" }, TO = { "unsigned long long" }, CVT = { "3" }, MODE = { "1" },
+          LAST = { "1" }, SYM = { "0" }, NTAP = { "2" }, WTAB = { "0" }, WEIGHTS = { "1.0,3.0" } },
         { TI = { "double" }, TO = { "double", "float" }, CVT = { "2" }, MODE = { "4" }, LAST = { "0", "1" },
           SYM = { "1", "0" }, NTAP = { "301" }, WTAB = { "1" }, WEIGHTS = { "0" } },
       },
@@ -1851,7 +1876,7 @@ return {
       name = "filter_plane",
       file = "templates/filter_plane.cu",
       kernels = { "ndf_filter_plane" },
-      args = { "TI:" .. filter_ctypes, "TO:" .. filter_ctypes, "CVT:0|1|2", "MODEY:0..4", "MODEX:0..4", "SYMY:-1|0|1",
+      args = { "TI:" .. filter_ctypes, "TO:" .. filter_ctypes, "CVT:0|1|2|3", "MODEY:0..4", "MODEX:0..4", "SYMY:-1|0|1",
                "SYMX:-1|0|1", "NTY:1..25", "NTX:1..25", "WY:text", "WX:text" },
       params = {
         ndf_fplane_params = {
@@ -1902,7 +1927,7 @@ return {
       name = "filter_uniform",
       file = "templates/filter_uniform.cu",
       kernels = { "ndf_filter_uniform", "ndf_filter_uniform_tile" },
-      args = { "TI:" .. filter_ctypes, "TO:" .. filter_ctypes, "CVT:0|1|2", "MODE:0..4", "LAST:0|1" },
+      args = { "TI:" .. filter_ctypes, "TO:" .. filter_ctypes, "CVT:0|1|2|3", "MODE:0..4", "LAST:0|1" },
       params = {
         ndf_funi_params = {
           { "in", "const TI*" },
@@ -1934,13 +1959,14 @@ return {
         { TI = { "short", "unsigned short" }, TO = { "short", "unsigned char" }, CVT = { "0" }, MODE = { "0" },
           LAST = { "1" } },
         { TI = { "int", "double" }, TO = { "unsigned int", "long long" }, CVT = { "1" }, MODE = { "1" }, LAST = { "0" } },
+        { TI = { "unsigned long long" }, TO = { "unsigned long long" }, CVT = { "3" }, MODE = { "0" }, LAST = { "0", "1" } },
       },
     },
     {
       name = "filter_taps",
       file = "templates/filter_taps.cu",
       kernels = { "ndf_filter_taps" },
-      args = { "TI:" .. filter_ctypes, "TO:" .. filter_ctypes, "CVT:0|1|2", "MODE:0..4", "NSP:1..8" },
+      args = { "TI:" .. filter_ctypes, "TO:" .. filter_ctypes, "CVT:0|1|2|3|4", "MODE:0..4", "NSP:1..8" },
       params = {
         ndf_ftaps_params = {
           { "in", "const TI*" },
@@ -1962,7 +1988,7 @@ return {
       slots = {
         TI = "input element type (C name)",
         TO = "output element type (C name)",
-        CVT = "double -> TO conversion, as filter_line",
+        CVT = "double -> TO conversion, as filter_line; 4: uint64 as scipy's N-D correlate (filter_common.cuh)",
         MODE = "boundary mode, 0..4",
         NSP = "spatial axes, 1..8",
       },
@@ -1970,6 +1996,7 @@ return {
         { TI = { "float" }, TO = { "float" }, CVT = { "2" }, MODE = { "0", "1", "2", "3", "4" }, NSP = { "1", "2", "3", "8" } },
         { TI = { "unsigned char", "int" }, TO = { "short", "int" }, CVT = { "0" }, MODE = { "0" }, NSP = { "2" } },
         { TI = { "double" }, TO = { "unsigned int", "long long" }, CVT = { "1" }, MODE = { "1" }, NSP = { "3" } },
+        { TI = { "unsigned long long", "long long" }, TO = { "unsigned long long" }, CVT = { "4" }, MODE = { "2" }, NSP = { "2" } },
       },
     },
     {
@@ -1977,7 +2004,7 @@ return {
       file = "templates/filter_ew.cu",
       kernels = { "ndf_filter_ew" },
       args = { "TI:" .. filter_ctypes, "TO:" .. filter_ctypes,
-               "UT:unsigned char|unsigned short|unsigned int|unsigned long long|float|double", "CVT:0|1|2",
+               "UT:unsigned char|unsigned short|unsigned int|unsigned long long|float|double", "CVT:0|1|2|3",
                "KIND:0..3", "INTS:0|1" },
       params = {
         ndf_few_params = {
@@ -2003,6 +2030,8 @@ return {
           KIND = { "0", "1", "2", "3" }, INTS = { "1" } },
         { TI = { "int" }, TO = { "int" }, UT = { "unsigned int" }, CVT = { "0" }, KIND = { "1", "2", "3" }, INTS = { "1" } },
         { TI = { "long long" }, TO = { "long long" }, UT = { "unsigned long long" }, CVT = { "1" },
+          KIND = { "1", "2", "3" }, INTS = { "1" } },
+        { TI = { "unsigned long long" }, TO = { "unsigned long long" }, UT = { "unsigned long long" }, CVT = { "3" },
           KIND = { "1", "2", "3" }, INTS = { "1" } },
         { TI = { "float", "double" }, TO = { "float", "double" }, UT = { "float" }, CVT = { "2" }, KIND = { "0" },
           INTS = { "0" } },
@@ -2173,6 +2202,7 @@ return {
       },
       families = {
         { TA = int_types, TB = int_types, F = { "double" }, FO = { "double" } },
+        { TA = { "long long", "unsigned long long" }, TB = { "long long", "float" }, F = { "double" }, FO = { "double" } },
         { TA = { "float", "double" }, TB = { "unsigned char", "int", "float", "double" }, F = { "float", "double" },
           FO = { "float", "double" } },
       },
@@ -2233,6 +2263,8 @@ return {
       families = {
         { TA = int_types, TB = { "unsigned char", "int" }, F = { "double" }, FO = { "double" }, FIRST = { "1" },
           LAST = { "0", "1" }, GAUSS = { "0", "1" } },
+        { TA = { "long long", "unsigned long long" }, TB = { "unsigned long long" }, F = { "double" }, FO = { "double" },
+          FIRST = { "1" }, LAST = { "1" }, GAUSS = { "0" } },
         { TA = { "float" }, TB = { "float", "double", "short" }, F = { "float" }, FO = { "float", "double" },
           FIRST = { "0", "1" }, LAST = { "0", "1" }, GAUSS = { "0", "1" } },
         { TA = { "double" }, TB = { "double" }, F = { "double" }, FO = { "float", "double" }, FIRST = { "0", "1" },
@@ -2246,8 +2278,8 @@ return {
       kernels = { "ndf_interp_load", "ndf_interp_spline", "ndf_interp_spline_tile", "ndf_interp_store",
                   "ndf_interp_eval", "ndf_interp_ztab", "ndf_interp_zoom" },
       args = {
-        "T:unsigned char|signed char|unsigned short|short|unsigned int|int|long long|float|double",
-        "OUT:unsigned char|signed char|unsigned short|short|unsigned int|int|long long|float|double",
+        "T:unsigned char|signed char|unsigned short|short|unsigned int|int|long long|unsigned long long|float|double",
+        "OUT:unsigned char|signed char|unsigned short|short|unsigned int|int|long long|unsigned long long|float|double",
         "CT:unsigned char|signed char|unsigned short|short|unsigned int|int|float|double",
         "NSP:1..8", "ORDER:0..5", "MODE:0..6", "KIND:0..2", "INIT:0..2", "OFLOAT:0|1",
       },
@@ -2328,12 +2360,12 @@ return {
         OFLOAT = "1 when OUT is float or double (store, eval, zoom)",
       },
       families = {
-        { T = { "double", "float", "unsigned char", "short", "long long" }, OUT = { "double" }, CT = { "double" }, NSP = { "1" },
+        { T = { "double", "float", "unsigned char", "short", "long long", "unsigned long long" }, OUT = { "double" }, CT = { "double" }, NSP = { "1" },
           ORDER = { "0" }, MODE = { "0" }, KIND = { "0" }, INIT = { "0", "1", "2" }, OFLOAT = { "1" } },
         { T = { "float", "double" }, OUT = { "float" }, CT = { "double" }, NSP = { "3" },
           ORDER = { "1", "3" }, MODE = { "0", "1", "2", "3", "4", "5", "6" }, KIND = { "0", "1" }, INIT = { "0" },
           OFLOAT = { "1" } },
-        { T = { "unsigned short" }, OUT = { "unsigned char", "unsigned int", "long long" }, CT = { "double" },
+        { T = { "unsigned short" }, OUT = { "unsigned char", "unsigned int", "long long", "unsigned long long" }, CT = { "double" },
           NSP = { "2" }, ORDER = { "1", "3" }, MODE = { "0", "4" }, KIND = { "0", "1" }, INIT = { "0" },
           OFLOAT = { "0" } },
         { T = { "double" }, OUT = { "short" }, CT = { "float", "double" }, NSP = { "1", "2", "4", "8" },

@@ -87,7 +87,8 @@ typedef enum {
   NDF_INT32,
   NDF_FLOAT32,
   NDF_FLOAT64,
-  NDF_INT64, /* outputs only: Euler characteristic curves and transforms; no op takes it as input */
+  NDF_INT64,  /* the 64-bit integers: inputs and outputs wherever scipy takes them; */
+  NDF_UINT64, /* exact for min, max and ranks, through double where scipy sums (ADR 0026) */
   NDF_DTYPE_COUNT
 } ndf_dtype;
 
@@ -334,7 +335,10 @@ typedef struct ndf_grey_options {
 NDF_API void ndf_grey_options_init(ndf_grey_options *opt);
 
 /* out must have the input's shape and dtype, live on the same device and not
- * overlap the input. */
+ * overlap the input.  Inputs: every dtype but bool.  int64 and uint64 are
+ * exact for every value (scipy 1.10 computes them in double, so it rounds
+ * values beyond 2^53); with a structure they are weighted in double and
+ * saturated to the dtype, as the narrower integers. */
 NDF_API ndf_status ndf_grey_erosion(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
                                     const ndf_grey_options *opt);
 NDF_API ndf_status ndf_grey_dilation(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
@@ -437,7 +441,10 @@ NDF_API ndf_status ndf_median_filter(ndf_ctx *ctx, const ndf_array *input, ndf_a
 NDF_API ndf_status ndf_rank_filter(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, int64_t rank,
                                    const ndf_rank_options *opt);
 /* scipy.ndimage.percentile_filter: p in [-100, 100] (p < 0 means p + 100);
- * rank int(n*p/100), and n-1 for p = 100. */
+ * rank int(n*p/100), and n-1 for p = 100.  The rank filters take every dtype
+ * but bool; int64 and uint64 select among the values themselves, exact
+ * beyond 2^53 (the CUDA paths: selection networks and the radix select on
+ * 64-bit keys; the histogram and tile forms serve 8- to 32-bit inputs). */
 NDF_API ndf_status ndf_percentile_filter(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
                                          double percentile, const ndf_rank_options *opt);
 
@@ -1087,7 +1094,7 @@ NDF_API void ndf_reconstruction_options_init(ndf_reconstruction_options *opt);
  * max exchanged).  The result is unique: each output value is a value of the
  * seed or of the mask.
  *   seed, mask  the same dtype (uint8, int8, uint16, int16, uint32, int32,
- *               float32, float64), shape and device; any strides.  seed <= mask
+ *               int64, uint64, float32, float64), shape and device; any strides.  seed <= mask
  *               everywhere for dilation, seed >= mask for erosion, and no NaN:
  *               else NDF_EINVAL and nothing written (skimage: ValueError).
  *   output      shaped like the seed on its device, not overlapping seed or
@@ -1199,7 +1206,7 @@ NDF_API ndf_status ndf_ctx_tuning_save(ndf_ctx *ctx);
  * NumPy / scikit-image semantics, per image of a batch: the batch_dims
  * leading axes of the input are independent images (0: the whole array is
  * one image, as NumPy with axis=None).  Inputs: uint8, int8, uint16, int16,
- * uint32, int32, float32, float64 (bool: NDF_EINVAL), any strides, on the CPU
+ * uint32, int32, int64, uint64, float32, float64 (bool: NDF_EINVAL), any strides, on the CPU
  * or the context's GPU; every output on the input's device, any strides
  * without overlap.  Arguments are checked before any work: a rejected call
  * returns NDF_EINVAL and writes nothing.  Where a result depends on a data
@@ -1376,11 +1383,12 @@ NDF_API ndf_status ndf_equalize_hist(ndf_ctx *ctx, const ndf_array *input, const
  * (int8, uint8, int16, uint16, int32 outputs) or an int64 (uint32, int64
  * outputs), whose low bits are kept (wrap-around); a value outside that
  * intermediate's range, and NaN, become its most negative value (so 0 for 8-
- * and 16-bit outputs, INT32_MIN for int32).  float32 outputs round to nearest.
+ * and 16-bit outputs, INT32_MIN for int32).  uint64 outputs: below 2^63 as
+ * int64 (negative values wrap), below 2^64 exactly, 0 beyond and for NaN.  float32 outputs round to nearest.
  *
- * Inputs: uint8, int8, uint16, int16, uint32, int32, float32, float64, any
- * strides.  Outputs: the input's shape and device, any of those dtypes or
- * int64 (scipy's output=dtype), not overlapping the input.  Backends: CPU
+ * Inputs: uint8, int8, uint16, int16, uint32, int32, int64, uint64 (read
+ * into double, as scipy), float32, float64, any strides.  Outputs: the
+ * input's shape and device, any of those dtypes (scipy's output=dtype), not overlapping the input.  Backends: CPU
  * and CUDA.  NaN and inf propagate as IEEE arithmetic does (ndf_correlate
  * leaves out taps whose |weight| <= DBL_EPSILON, as scipy, so NaN under such
  * a tap does not reach the output).  An empty input is a no-op.
@@ -1547,7 +1555,7 @@ NDF_API ndf_status ndf_gaussian_gradient_magnitude(ndf_ctx *ctx, const ndf_array
  * value per image: `result` is a float64 array of rank batch_dims shaped
  * like the inputs' batch axes (rank 0, one value, for batch_dims 0), any
  * strides, on the inputs' device.  The two inputs may have different dtypes
- * (bool, uint8 ... int32, float32, float64) and any strides (zero strides
+ * (bool, uint8 ... int32, int64, uint64, float32, float64) and any strides (zero strides
  * too).  Every image must hold at least one element (NDF_EINVAL otherwise;
  * scikit-image's mean of nothing is NaN with a warning).  On CUDA arrays the
  * call is stream-ordered: it returns before the values are written.
@@ -1734,8 +1742,9 @@ NDF_API const char *ndf_interp_mode_name(ndf_interp_mode m);
  * nearest and grid-constant modes, where it gives NaN (float outputs); scipy
  * converts such coordinates to integers with undefined results, so there it
  * is ndforge's own rule.
- * Dtypes: input bool, uint8, int8, uint16, int16, uint32, int32, float32 or
- * float64; output any of these but bool, or int64.  Input and output must
+ * Dtypes: input bool, uint8, int8, uint16, int16, uint32, int32, int64,
+ * uint64 (read into double, as scipy), float32 or float64; output any of
+ * these but bool.  Input and output must
  * not overlap.  Backends: CPU and CUDA (the arrays on the context's device).
  */
 typedef struct ndf_interp_options {

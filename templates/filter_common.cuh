@@ -7,6 +7,10 @@
 //   CVT 1  truncate to int64, keep the low bits (uint32, int64);
 //          out of the int64 range, and NaN, give INT64_MIN
 //   CVT 2  a floating-point cast (float32 rounds to nearest; float64 as is)
+//   CVT 3  uint64: below 2^63 as CVT 1 (negative values wrap; NaN 2^63),
+//          below 2^64 by the offset 2^63, beyond 0
+//   CVT 4  uint64 as scipy's N-D correlate: a negative v as the negated CVT 3
+//          of -v (filter_taps.cu)
 #pragma once
 
 template <int CVT, typename TO> __device__ __forceinline__ TO ndf_filter_cvt(double v) {
@@ -19,6 +23,18 @@ template <int CVT, typename TO> __device__ __forceinline__ TO ndf_filter_cvt(dou
                             ? (long long)v
                             : (long long)0x8000000000000000ull;
     return (TO)(unsigned long long)t;
+  }
+  if (CVT == 3 || CVT == 4) {
+    const bool neg = CVT == 4 && v < 0;
+    if (neg) v = -v;
+    unsigned long long u;
+    if (!(v >= 9223372036854775808.0))
+      u = (unsigned long long)(v >= -9223372036854775808.0 ? (long long)v : (long long)0x8000000000000000ull);
+    else if (v < 18446744073709551616.0)
+      u = (unsigned long long)(long long)(v - 9223372036854775808.0) ^ 0x8000000000000000ull;
+    else
+      u = 0ull;
+    return (TO)(neg ? 0ull - u : u);
   }
   return (TO)v;
 }

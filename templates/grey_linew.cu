@@ -37,13 +37,17 @@ typedef NDF_SLOT(T) T;
 NDF_PARAMS(ndf_linew_params)
 
 // Warp shuffle of the element types, through their bits for floating point
-// (NaN payloads and signed zeros kept); integers of 4 bytes or less go
-// through int, which holds each of their values.
+// (NaN payloads and signed zeros kept); 64-bit integers as themselves,
+// narrower ones through int, which holds each of their values.
 __device__ __forceinline__ float ndf_shfl_bits(float v, int src) {
   return __uint_as_float(__shfl_sync(0xffffffffu, __float_as_uint(v), src));
 }
 __device__ __forceinline__ double ndf_shfl_bits(double v, int src) {
   return __longlong_as_double(__shfl_sync(0xffffffffu, __double_as_longlong(v), src));
+}
+__device__ __forceinline__ long long ndf_shfl_bits(long long v, int src) { return __shfl_sync(0xffffffffu, v, src); }
+__device__ __forceinline__ unsigned long long ndf_shfl_bits(unsigned long long v, int src) {
+  return __shfl_sync(0xffffffffu, v, src);
 }
 template <typename V> __device__ __forceinline__ V ndf_shfl_bits(V v, int src) {
   static_assert(sizeof(V) <= 4, "integer element types of up to 4 bytes");

@@ -59,6 +59,8 @@ __device__ __forceinline__ ndf_u64 ity_key(unsigned short v) { return v; }
 __device__ __forceinline__ ndf_u64 ity_key(short v) { return (unsigned short)v ^ 0x8000u; }
 __device__ __forceinline__ ndf_u64 ity_key(unsigned int v) { return v; }
 __device__ __forceinline__ ndf_u64 ity_key(int v) { return (unsigned)v ^ 0x80000000u; }
+__device__ __forceinline__ ndf_u64 ity_key(long long v) { return (ndf_u64)v ^ (1ull << 63); }
+__device__ __forceinline__ ndf_u64 ity_key(unsigned long long v) { return v; }
 __device__ __forceinline__ ndf_u64 ity_key(float v) {
   const unsigned u = __float_as_uint(v);
   return (u & 0x80000000u) ? (ndf_u64)(~u) : (ndf_u64)(u | 0x80000000u);
@@ -67,13 +69,16 @@ __device__ __forceinline__ ndf_u64 ity_key(double v) {
   const ndf_u64 u = (ndf_u64)__double_as_longlong(v);
   return (u >> 63) ? ~u : (u | (1ull << 63));
 }
-// The value of a key, as double (exact for every type).
+// The value of a key, as double (exact for every type up to 32 bits; 64-bit
+// integers round to nearest, as NumPy's float64 arithmetic on them does).
 __device__ __forceinline__ double ity_unkey(ndf_u64 k, unsigned char) { return (double)(unsigned char)k; }
 __device__ __forceinline__ double ity_unkey(ndf_u64 k, signed char) { return (double)(signed char)(unsigned char)(k ^ 0x80u); }
 __device__ __forceinline__ double ity_unkey(ndf_u64 k, unsigned short) { return (double)(unsigned short)k; }
 __device__ __forceinline__ double ity_unkey(ndf_u64 k, short) { return (double)(short)(unsigned short)(k ^ 0x8000u); }
 __device__ __forceinline__ double ity_unkey(ndf_u64 k, unsigned int) { return (double)(unsigned int)k; }
 __device__ __forceinline__ double ity_unkey(ndf_u64 k, int) { return (double)(int)(unsigned)(k ^ 0x80000000u); }
+__device__ __forceinline__ double ity_unkey(ndf_u64 k, long long) { return (double)(long long)(k ^ (1ull << 63)); }
+__device__ __forceinline__ double ity_unkey(ndf_u64 k, unsigned long long) { return (double)k; }
 __device__ __forceinline__ double ity_unkey(ndf_u64 k, float) {
   unsigned u = (unsigned)k;
   u = (u & 0x80000000u) ? (u & 0x7fffffffu) : ~u;

@@ -57,6 +57,12 @@ typedef NDF_SLOT(CT) CT;     /* coordinates element (KIND 2) */
 __device__ __forceinline__ ndf_i64 ndf_ip_i64(double v) {
   return (v >= -9223372036854775808.0 && v < 9223372036854775808.0) ? (ndf_i64)v : (ndf_i64)0x8000000000000000ull;
 }
+// ... and to uint64: below 2^63 (and NaN) as to int64, below 2^64 by the offset 2^63, 0 beyond.
+__device__ __forceinline__ unsigned long long ndf_ip_u64(double v) {
+  if (!(v >= 9223372036854775808.0)) return (unsigned long long)ndf_ip_i64(v);
+  if (v < 18446744073709551616.0) return (unsigned long long)(ndf_i64)(v - 9223372036854775808.0) ^ 0x8000000000000000ull;
+  return 0ull;
+}
 __device__ __forceinline__ int ndf_ip_i32(double v) {
   return (v > -2147483649.0 && v < 2147483648.0) ? (int)v : (int)0x80000000u;
 }
@@ -66,6 +72,7 @@ __device__ __forceinline__ OUT ndf_ip_cast(double v) {
 #if OFLOAT
   return (OUT)v;
 #else
+  if (sizeof(OUT) == 8 && (OUT)-1 > 0) return (OUT)ndf_ip_u64(v);
   if (sizeof(OUT) == 8) return (OUT)ndf_ip_i64(v);
   if (sizeof(OUT) == 4 && (OUT)-1 > 0) return (OUT)ndf_ip_i64(v);
   return (OUT)ndf_ip_i32(v);
@@ -86,11 +93,14 @@ __device__ __forceinline__ OUT ndf_ip_round(double v) {
     lo = sizeof(OUT) == 1 ? -128.0 : sizeof(OUT) == 2 ? -32768.0 : sizeof(OUT) == 4 ? -2147483648.0 : -9223372036854775808.0;
     hi = sizeof(OUT) == 1 ? 127.0 : sizeof(OUT) == 2 ? 32767.0 : sizeof(OUT) == 4 ? 2147483647.0 : 9223372036854775808.0;
   }
+  // 64-bit: beyond the extreme as a double (2^63, 2^64) the integer extreme; the extreme itself converts
   if (uns) {
     v = v > 0 ? v + 0.5 : 0;
+    if (sizeof(OUT) == 8 && v > hi) return (OUT)0xffffffffffffffffull;
     if (v > hi) v = hi;
   } else {
     v = v > 0 ? v + 0.5 : v - 0.5;
+    if (sizeof(OUT) == 8 && v > hi) return (OUT)0x7fffffffffffffffll;
     if (v > hi) v = hi;
     if (v < lo) v = lo;
   }
@@ -345,7 +355,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_store(const ndf_int
     p.out[off] = (OUT)v;
 #else
     // an integer copied into an integer dtype keeps its low bits (NumPy's casts wrap around)
-    p.out[off] = p.int_copy ? (OUT)ndf_ip_i64(v) : ndf_ip_cast(v);
+    p.out[off] = p.int_copy && !(sizeof(OUT) == 8 && (OUT)-1 > 0) ? (OUT)ndf_ip_i64(v) : ndf_ip_cast(v);
 #endif
   }
 }

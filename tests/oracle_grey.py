@@ -41,7 +41,7 @@ import oracle_common
 import scipy
 import scipy.ndimage as ndi
 
-DTYPES = ["uint8", "int8", "uint16", "int16", "uint32", "int32", "float32", "float64"]
+DTYPES = ["uint8", "int8", "uint16", "int16", "uint32", "int32", "float32", "float64", "int64", "uint64"]
 MODES = ["reflect", "constant", "nearest", "mirror", "wrap",
          "grid-mirror", "grid-constant", "grid-wrap"]
 # Largest |structure value| per integer dtype (kept well inside the range).
@@ -103,6 +103,8 @@ def origin_range(s):
 def draw_values(rng, dtype, shape, margin):
     """Random input values; for integers a random part of [lo+margin, hi-margin]."""
     dt = np.dtype(dtype)
+    if dtype in oracle_common.WIDE:
+        return oracle_common.draw_wide(rng, dtype, shape)
     if dt.kind == "f":
         v = rng.standard_normal(shape) * 100.0
         v[v == 0] = 1.0
@@ -128,6 +130,9 @@ def draw_values(rng, dtype, shape, margin):
 
 def draw_cval(rng, dtype, data, margin):
     dt = np.dtype(dtype)
+    if dtype in oracle_common.WIDE:  # an integer a double holds; below or among the data's values
+        return float(int(data.flat[0]) // 4096 * 4096) if data.size and rng.random() < 0.5 else \
+            float(rng.integers(0, 1000))
     if dt.kind == "f":
         r = rng.random()
         if r < 0.08:
@@ -226,8 +231,24 @@ def draw_origins(rng, eshape, box):
     return orig, list(orig)
 
 
+# The composites of exact 64-bit steps, in NumPy's wrapping arithmetic of the dtype.
+WIDE_COMPOSITE = {
+    "gradient": lambda x, e, d, o, c: d - e, "laplace": lambda x, e, d, o, c: d + e - x - x,
+    "white_tophat": lambda x, e, d, o, c: x - o, "black_tophat": lambda x, e, d, o, c: c - x,
+}
+
+
 def run_scipy(op, img, kw):
-    return OPS[op](img, **kw)
+    if img.dtype.name not in oracle_common.WIDE:
+        return OPS[op](img, **kw)
+    kw = dict(kw)
+    cval = kw.pop("cval")
+    if op not in WIDE_COMPOSITE:
+        return oracle_common.by_ranks(OPS[op], img, cval, **kw)
+    steps = [oracle_common.by_ranks(f, img, cval, **kw)
+             for f in (ndi.grey_erosion, ndi.grey_dilation, ndi.grey_opening, ndi.grey_closing)]
+    with np.errstate(over="ignore"):
+        return WIDE_COMPOSITE[op](img, *steps)
 
 
 def draw_case(rng):
@@ -266,6 +287,8 @@ def draw_case(rng):
     taps = int(np.prod(eshape)) if kind != "size" else int(sum(eshape))
     if nelem * max(taps, 1) > WORK_BUDGET:
         return None
+    if dtype in oracle_common.WIDE and kind.startswith("structure"):
+        return None  # the weighted 64-bit ops compute in double: scipy's own rounding differs there
 
     case = {"op": op, "dtype": dtype, "mode": mode, "batch": nbatch, "kind": kind}
     kw = {"mode": mode}

@@ -63,7 +63,7 @@ import scipy
 import scipy.ndimage as ndi
 
 OPS = ["median", "rank", "percentile"]
-DTYPES = ["uint8", "int8", "uint16", "int16", "uint32", "int32", "float32", "float64"]
+DTYPES = ["uint8", "int8", "uint16", "int16", "uint32", "int32", "float32", "float64", "int64", "uint64"]
 MODES = ["reflect", "constant", "nearest", "mirror", "wrap",
          "grid-mirror", "grid-constant", "grid-wrap"]
 # Cost bound per case: elements x taps.
@@ -101,6 +101,8 @@ def no_negative_zero(v):
 
 def draw_values(rng, dtype, shape):
     dt = np.dtype(dtype)
+    if dtype in oracle_common.WIDE:
+        return oracle_common.draw_wide(rng, dtype, shape)
     if dt.kind == "f":
         r = rng.random()
         if r < 0.35:  # small integers: many ties
@@ -142,6 +144,9 @@ def draw_values(rng, dtype, shape):
 
 def draw_cval(rng, dtype, data):
     dt = np.dtype(dtype)
+    if dtype in oracle_common.WIDE:  # an integer a double holds; among the data's values or below
+        return float(int(data.flat[0]) // 4096 * 4096) if data.size and rng.random() < 0.5 else \
+            float(rng.integers(0, 1000))
     if dt.kind == "f":
         r = rng.random()
         if r < 0.1:
@@ -375,8 +380,13 @@ def draw_case(rng, stats):
     differs1d = False
     for b in np.ndindex(*bshape):
         img = data[b]
-        g = generic_ref(img, fp, r_used, mode, cval, origin)
-        s = scipy_call(op, img, kw, rank, percentile)
+        if dtype in oracle_common.WIDE:  # exact: both references on the values' ranks
+            kwr = {k: v for k, v in kw.items() if k != "cval"}
+            g = oracle_common.by_ranks(lambda x, cval: generic_ref(x, fp, r_used, mode, cval, origin), img, cval)
+            s = oracle_common.by_ranks(lambda x, **k: scipy_call(op, x, dict(kwr, **k), rank, percentile), img, cval)
+        else:
+            g = generic_ref(img, fp, r_used, mode, cval, origin)
+            s = scipy_call(op, img, kw, rank, percentile)
         if s.dtype != img.dtype:
             sys.exit(f"oracle_rank.py: scipy returned {s.dtype} for a {img.dtype} input")
         if ref_kind == "scipy":

@@ -776,8 +776,9 @@ static void test_mode_names(void **state) {
 
 static void test_dtype_names(void **state) {
   (void)state;
-  const char *names[] = {"bool", "uint8", "int8", "uint16", "int16", "uint32", "int32", "float32", "float64", "int64"};
-  const size_t sizes[] = {1, 1, 1, 2, 2, 4, 4, 4, 8, 8};
+  const char *names[] = {"bool",    "uint8",   "int8",  "uint16", "int16", "uint32",
+                         "int32",   "float32", "float64", "int64", "uint64"};
+  const size_t sizes[] = {1, 1, 1, 2, 2, 4, 4, 4, 8, 8, 8};
   for (int t = 0; t < NDF_DTYPE_COUNT; t++) {
     assert_string_equal(ndf_dtype_name((ndf_dtype)t), names[t]);
     assert_int_equal(ndf_dtype_size((ndf_dtype)t), sizes[t]);
@@ -794,7 +795,8 @@ static void test_dtype_names(void **state) {
   } ok[] = {{"u1", NDF_UINT8},   {"|u1", NDF_UINT8},    {"i1", NDF_INT8},     {"|i1", NDF_INT8},
             {"<u2", NDF_UINT16}, {"u2", NDF_UINT16},    {"<i2", NDF_INT16},   {"<u4", NDF_UINT32},
             {"<i4", NDF_INT32},  {"i4", NDF_INT32},     {"<f4", NDF_FLOAT32}, {"f4", NDF_FLOAT32},
-            {"<f8", NDF_FLOAT64}, {"f8", NDF_FLOAT64},  {"|b1", NDF_BOOL},    {"<i8", NDF_INT64}};
+            {"<f8", NDF_FLOAT64}, {"f8", NDF_FLOAT64},  {"|b1", NDF_BOOL},    {"<i8", NDF_INT64},
+            {"u8", NDF_UINT64}};
   for (size_t k = 0; k < sizeof ok / sizeof ok[0]; k++) {
     ndf_dtype t = (ndf_dtype)-1;
     ndf_status r = ndf_dtype_from_name(ok[k].name, &t);
@@ -802,7 +804,7 @@ static void test_dtype_names(void **state) {
     assert_int_equal(r, NDF_OK);
     assert_int_equal(t, ok[k].t);
   }
-  const char *bad[] = {"float16", "complex64", "uint64", "", "xyz", "f2", ">f4", ">i2"};
+  const char *bad[] = {"float16", "complex64", "uint128", "", "xyz", "f2", ">f4", ">i2"};
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
     ndf_dtype t;
     ndf_status r = ndf_dtype_from_name(bad[k], &t);

@@ -180,7 +180,7 @@ static void draw_case(bcase *c, tu_rng *r, int force_op) {
   ndf_binary_options_init(&c->o);
   ndf_hit_or_miss_options_init(&c->h);
   c->op = force_op >= 0 ? force_op : (int)tu_rng_int(r, 0, OP_COUNT - 1);
-  c->dt = (ndf_dtype)tu_rng_int(r, NDF_BOOL, NDF_FLOAT64);
+  c->dt = (ndf_dtype)tu_rng_int(r, NDF_BOOL, NDF_UINT64);
   c->out_dt = tu_rng_chance(r, 0.5) ? NDF_BOOL : NDF_UINT8;
   c->batch = (int)tu_rng_int(r, 0, 2);
   c->nsp = (int)tu_rng_int(r, 1, 4);
@@ -229,7 +229,7 @@ static void draw_case(bcase *c, tu_rng *r, int force_op) {
     c->o.brute_force = (int)tu_rng_int(r, 0, 1);
     c->o.batch_dims = c->batch;
     if (c->op != OP_FILL_HOLES && tu_rng_chance(r, 0.4)) {
-      ndf_dtype mdt = (ndf_dtype)tu_rng_int(r, NDF_BOOL, NDF_FLOAT64);
+      ndf_dtype mdt = (ndf_dtype)tu_rng_int(r, NDF_BOOL, NDF_UINT64);
       assert_int_equal(tu_array_alloc(&c->mask, mdt, c->nd, c->shape), 0);
       fill_binary(&c->mask.arr, r, c->batch);
     }
@@ -618,8 +618,8 @@ static void test_gpu_label(void **state) {
   int failed = 0;
   const long ncases = s->ncases / 2 + 20;
   for (long ci = 0; ci < ncases && failed < 15; ci++) {
-    ndf_dtype dt = (ndf_dtype)tu_rng_int(&r, NDF_BOOL, NDF_FLOAT64);
-    ndf_dtype odt = (ndf_dtype)tu_rng_int(&r, NDF_UINT8, NDF_FLOAT64);
+    ndf_dtype dt = (ndf_dtype)tu_rng_int(&r, NDF_BOOL, NDF_UINT64);
+    ndf_dtype odt = (ndf_dtype)tu_rng_int(&r, NDF_UINT8, NDF_UINT64);
     int batch = (int)tu_rng_int(&r, 0, 2), nsp = (int)tu_rng_int(&r, 1, 4), nd = batch + nsp;
     int64_t shape[NDF_MAX_NDIM];
     int big = ci == 0;

@@ -84,7 +84,8 @@ static ndf_status call(ndf_ctx *ctx, const fcase *c, const ndf_array *in, ndf_ar
   }
 }
 
-static const ndf_dtype IN_DT[] = {NDF_UINT8, NDF_INT8, NDF_UINT16, NDF_INT16, NDF_UINT32, NDF_INT32, NDF_FLOAT32, NDF_FLOAT64};
+static const ndf_dtype IN_DT[] = {NDF_UINT8, NDF_INT8,    NDF_UINT16,  NDF_INT16, NDF_UINT32,
+                                  NDF_INT32, NDF_FLOAT32, NDF_FLOAT64, NDF_INT64, NDF_UINT64};
 
 static void fill(tu_array *t, tu_rng *r) {
   const int64_t n = ndf_array_size(&t->arr);
@@ -103,16 +104,17 @@ static void fill(tu_array *t, tu_rng *r) {
     }
     tu_set(&t->arr, i, v);
   }
+  tu_offset64(&t->arr);
 }
 
 /* A random case; big: one larger volume. */
 static void draw(fcase *c, tu_rng *r, int op, int big) {
   memset(c, 0, sizeof *c);
   c->op = op;
-  c->dt = IN_DT[tu_rng_int(r, 0, 7)];
-  static const ndf_dtype OUT_DT[] = {NDF_UINT8, NDF_INT8, NDF_UINT16, NDF_INT16, NDF_UINT32, NDF_INT32, NDF_INT64,
-                                     NDF_FLOAT32, NDF_FLOAT64};
-  c->odt = tu_rng_chance(r, 0.6) ? c->dt : OUT_DT[tu_rng_int(r, 0, 8)];
+  c->dt = IN_DT[tu_rng_int(r, 0, 9)];
+  static const ndf_dtype OUT_DT[] = {NDF_UINT8, NDF_INT8,    NDF_UINT16,  NDF_INT16, NDF_UINT32,
+                                     NDF_INT32, NDF_FLOAT32, NDF_FLOAT64, NDF_INT64, NDF_UINT64};
+  c->odt = tu_rng_chance(r, 0.6) ? c->dt : OUT_DT[tu_rng_int(r, 0, 9)];
   const int nb = big ? 0 : (int)tu_rng_int(r, 0, 2), nsp = big ? 3 : (int)tu_rng_int(r, 1, 3);
   c->ndim = nb + nsp;
   for (int d = 0; d < nb; d++) c->shape[d] = tu_rng_int(r, 1, 3);

@@ -76,6 +76,7 @@ static void fill_values(tu_array *in, tu_rng *r, int with_nan) {
     }
     tu_set(&in->arr, i, v);
   }
+  tu_offset64(&in->arr);
 }
 
 static int64_t draw_len(tu_rng *r, int big) {
@@ -94,7 +95,7 @@ static void draw_case(gcase *c, tu_rng *r) {
   memset(c, 0, sizeof *c);
   ndf_grey_options_init(&c->o);
   c->op = (int)tu_rng_int(r, 0, TU_OP_COUNT - 1);
-  c->dt = (ndf_dtype)tu_rng_int(r, NDF_UINT8, NDF_FLOAT64);
+  c->dt = (ndf_dtype)tu_rng_int(r, NDF_UINT8, NDF_UINT64);
   c->batch = (int)tu_rng_int(r, 0, 2);
   c->nsp = (int)tu_rng_int(r, 1, 4);
   c->nd = c->batch + c->nsp;
@@ -284,7 +285,7 @@ static void test_gpu_every_dtype_and_mode(void **state) {
   tu_rng r;
   tu_rng_seed(&r, s->seed + 1);
   int failed = 0;
-  for (int dt = NDF_UINT8; dt <= NDF_FLOAT64; dt++) {
+  for (int dt = NDF_UINT8; dt <= NDF_UINT64; dt++) {
     for (int mode = 0; mode < NDF_MODE_COUNT; mode++) {
       for (int k = 0; k < 3; k++) {
         int op = k < 2 ? k : TU_OP_OPENING + (dt * NDF_MODE_COUNT + mode) % 6;

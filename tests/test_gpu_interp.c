@@ -37,10 +37,10 @@
 typedef tu_gpu_state gpu_state;
 static int group_setup(void **state) { return tu_gpu_setup(state, 300); }
 
-static const ndf_dtype IN_DTYPES[] = {NDF_BOOL,   NDF_UINT8, NDF_INT8,    NDF_UINT16, NDF_INT16,
-                                      NDF_UINT32, NDF_INT32, NDF_FLOAT32, NDF_FLOAT64};
-static const ndf_dtype OUT_DTYPES[] = {NDF_UINT8, NDF_INT8,  NDF_UINT16,  NDF_INT16,  NDF_UINT32,
-                                       NDF_INT32, NDF_INT64, NDF_FLOAT32, NDF_FLOAT64};
+static const ndf_dtype IN_DTYPES[] = {NDF_BOOL,  NDF_UINT8,   NDF_INT8,    NDF_UINT16, NDF_INT16, NDF_UINT32,
+                                      NDF_INT32, NDF_FLOAT32, NDF_FLOAT64, NDF_INT64,  NDF_UINT64};
+static const ndf_dtype OUT_DTYPES[] = {NDF_UINT8,   NDF_INT8,    NDF_UINT16, NDF_INT16, NDF_UINT32, NDF_INT32,
+                                       NDF_FLOAT32, NDF_FLOAT64, NDF_INT64,  NDF_UINT64};
 enum { OP_SPLINE1D, OP_SPLINE, OP_MAP, OP_AFFINE, OP_SHIFT, OP_ZOOM, OP_ROTATE, OP_COUNT };
 static const char *OP_NAMES[OP_COUNT] = {"spline_filter1d", "spline_filter", "map_coordinates", "affine_transform",
                                          "shift", "zoom", "rotate"};
@@ -91,9 +91,9 @@ static void draw_case(icase *c, tu_rng *r) {
   c->nd = c->nb + c->nsp;
   const int64_t maxn = c->nsp == 1 ? 40 : c->nsp == 2 ? 14 : c->nsp == 3 ? 7 : 4;
   for (int d = 0; d < c->nd; d++) c->shape[d] = d < c->nb ? tu_rng_int(r, 1, 3) : tu_rng_int(r, 1, maxn);
-  c->dt = IN_DTYPES[tu_rng_int(r, 0, 8)];
+  c->dt = IN_DTYPES[tu_rng_int(r, 0, 10)];
   if ((c->op == OP_SPLINE1D || c->op == OP_SPLINE) && c->dt == NDF_BOOL) c->dt = NDF_UINT8;
-  c->odt = tu_rng_chance(r, 0.4) ? OUT_DTYPES[tu_rng_int(r, 0, 8)] : (c->dt == NDF_BOOL ? NDF_UINT8 : c->dt);
+  c->odt = tu_rng_chance(r, 0.4) ? OUT_DTYPES[tu_rng_int(r, 0, 9)] : (c->dt == NDF_BOOL ? NDF_UINT8 : c->dt);
   if (c->op == OP_SPLINE && c->o.order < 2) c->o.order = (int)tu_rng_int(r, 2, 5);
   for (int d = 0; d < c->nd; d++) c->oshape[d] = c->shape[d];
   c->onsp = c->nsp;
@@ -170,6 +170,7 @@ static void fill(const ndf_array *a, tu_rng *r) {
     if (v > hi) v = hi;
     tu_set(a, i, v);
   }
+  tu_offset64(a);
 }
 
 static int run_case(ndf_ctx *ctx, icase *c, tu_rng *r) {

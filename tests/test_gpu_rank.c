@@ -97,13 +97,14 @@ static void fill_values(tu_array *in, tu_rng *r, double pnan) {
     }
     tu_set(&in->arr, i, v);
   }
+  tu_offset64(&in->arr);
 }
 
 static void draw_case(rcase *c, tu_rng *r) {
   memset(c, 0, sizeof *c);
   ndf_rank_options_init(&c->o);
   c->kind = (int)tu_rng_int(r, 0, 2);
-  c->dt = (ndf_dtype)tu_rng_int(r, NDF_UINT8, NDF_FLOAT64);
+  c->dt = (ndf_dtype)tu_rng_int(r, NDF_UINT8, NDF_UINT64);
   c->batch = (int)tu_rng_int(r, 0, 2);
   double u = tu_rng_unif(r);
   c->nsp = u < 0.2 ? 1 : u < 0.65 ? 2 : u < 0.95 ? 3 : 4;
@@ -437,7 +438,7 @@ static void test_gpu_rank_every_dtype_and_mode(void **state) {
   tu_rng_seed(&r, s->seed + 1);
   clist L = {0};
   long k = 0;
-  for (int dt = NDF_UINT8; dt <= NDF_FLOAT64; dt++)
+  for (int dt = NDF_UINT8; dt <= NDF_UINT64; dt++)
     for (int m = 0; m < NDF_MODE_COUNT; m++)
       for (int v = 0; v < 4; v++) {
         const int m0 = (dt + 3 * v) % NDF_MODE_COUNT;

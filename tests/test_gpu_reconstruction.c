@@ -36,8 +36,8 @@
 typedef tu_gpu_state gpu_state;
 static int group_setup(void **state) { return tu_gpu_setup(state, 150); }
 
-static const ndf_dtype DTYPES[] = {NDF_UINT8, NDF_INT8,  NDF_UINT16,  NDF_INT16,
-                                   NDF_UINT32, NDF_INT32, NDF_FLOAT32, NDF_FLOAT64};
+static const ndf_dtype DTYPES[] = {NDF_UINT8, NDF_INT8,    NDF_UINT16,  NDF_INT16, NDF_UINT32,
+                                   NDF_INT32, NDF_FLOAT32, NDF_FLOAT64, NDF_INT64, NDF_UINT64};
 
 typedef struct rcase {
   ndf_dtype dt, odt;
@@ -67,7 +67,7 @@ static void describe(rcase *c) {
 
 static void draw_case(rcase *c, tu_rng *r) {
   memset(c, 0, sizeof *c);
-  c->dt = DTYPES[tu_rng_int(r, 0, 7)];
+  c->dt = DTYPES[tu_rng_int(r, 0, 9)];
   c->odt = tu_rng_chance(r, 0.5) ? NDF_FLOAT64 : c->dt;
   c->nsp = (int)tu_rng_int(r, 1, 4);
   c->batch = (int)tu_rng_int(r, 0, 2);
@@ -135,6 +135,8 @@ static void fill_inputs(const rcase *c, const ndf_array *seed, const ndf_array *
       tu_set(seed, i, ero ? m - 1 : m + 1);
     }
   }
+  tu_offset64(seed); /* the same offset for both: every order between them kept */
+  tu_offset64(mask);
 }
 
 static int run_case(ndf_ctx *ctx, rcase *c, tu_rng *r, double *gpu_ms) {

@@ -198,6 +198,8 @@ static int64_t compare(const ip_case *c, const ndf_array *in, const ndf_array *w
        * filter's truncating cast) */
       const double f = tu_get(unrounded, i), b = c->op == OP_SPLINE1D ? round(f) : floor(f) + 0.5;
       ok = fabs(w - g) <= 1 && fabs(f - b) <= tol;
+    } else if (want->dtype == NDF_INT64 || want->dtype == NDF_UINT64) {
+      ok = fabs(w - g) <= fmax(1.0, tol); /* values near 2^60 round in double as floats do */
     } else if (isint) {
       ok = fabs(w - g) <= 1 && ++off1 * 100 <= n;
     }
@@ -235,8 +237,7 @@ static int run_case(ip_state *s, const ip_case *c, int v, tu_rng *rng, int verbo
       pc = &cl.arr;
     }
   }
-  ndf_array like = exp.arr; /* the output's dtype is odtype (an int64 expected output is stored as float64) */
-  if (!strcmp(c->odtype, "int64")) like.dtype = NDF_INT64;
+  ndf_array like = exp.arr; /* the output's dtype is odtype */
   if (tu_array_like(&out, &like, v == V_STRIDED ? TU_LAYOUT_PADDED : TU_LAYOUT_C, rng)) goto done;
   ndf_status r = call_case(s->ctx, c, pi, pc, c->matrix[0] ? &mat.arr : NULL, &out.arr);
   if (r != NDF_OK) {
@@ -420,10 +421,10 @@ static void test_contract(void **state) {
   assert_int_equal(tu_array_alloc(&co, NDF_FLOAT64, 3, cs), 0);
   EXPECT_REJECT(ndf_map_coordinates(ctx, &in.arr, &co.arr, &out.arr, &o), "ndf_map_coordinates", "'coordinates'",
                 &out);
-  /* output overlapping the input, int64 input */
+  /* output overlapping the input, an unknown input dtype */
   EXPECT_REJECT(ndf_shift(ctx, &in.arr, &in.arr, 1, off3, &o), "ndf_shift", "overlaps", &in);
   ndf_array x = in.arr;
-  x.dtype = NDF_INT64;
+  x.dtype = NDF_DTYPE_COUNT;
   EXPECT_REJECT(ndf_shift(ctx, &x, &out.arr, 1, off3, &o), "ndf_shift", "'input'", &out);
   tu_array *all[] = {&in, &out, &m22, &m33, &m23, &m32, &m2, &m3, &mbad, &o0, &co, &o4, &in1};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tu_array_free(all[i]);

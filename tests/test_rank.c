@@ -91,6 +91,14 @@ static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y ? 1 : 0;
 }
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y ? 1 : 0;
+}
 
 /* The rank scipy selects among m values (m = n, the number of taps, without
  * NaN): median m // 2; percentile p (p < 0: p + 100) m - 1 for 100, else
@@ -130,6 +138,10 @@ static void ref_rank(int op, int64_t rank, double pct, const ndf_array *in, cons
   for (int i = 0; i < nsp; i++) nimg *= sh[i];
   for (int i = 0; i < batch_dims; i++) nbatch *= in->shape[i];
   double *win = malloc(sizeof(double) * (size_t)(n ? n : 1));
+  /* 64-bit integers are sorted as themselves (a double would round them) */
+  const int wide = in->dtype == NDF_INT64 || in->dtype == NDF_UINT64;
+  uint64_t *wwin = malloc(sizeof(uint64_t) * (size_t)(n ? n : 1));
+  const uint64_t wcv = in->dtype == NDF_UINT64 && cv >= 0 ? (uint64_t)cv : (uint64_t)(int64_t)cv;
   for (int64_t b = 0; b < nbatch; b++) {
     for (int64_t x = 0; x < nimg; x++) {
       int64_t xc[NDF_MAX_SPATIAL];
@@ -159,12 +171,23 @@ static void ref_rank(int op, int64_t rank, double pct, const ndf_array *in, cons
           }
           src = src * sh[i] + mc;
         }
+        if (wide) {
+          if (outside) wwin[m++] = wcv;
+          else memcpy(&wwin[m++], tu_elem_ptr(in, b * nimg + src), 8);
+          continue;
+        }
         double v = outside ? cv : tu_get(in, b * nimg + src);
         if (isnan(v)) {
           nan = 1;
           continue;
         }
         win[m++] = v;
+      }
+      if (wide) { /* m = n: no NaN */
+        int64_t r = select_rank(op, rank, pct, n, m);
+        qsort(wwin, (size_t)m, sizeof *wwin, in->dtype == NDF_INT64 ? cmp_i64 : cmp_u64);
+        if (r >= 0) memcpy(tu_elem_ptr(out, b * nimg + x), &wwin[r], 8);
+        continue;
       }
       double res;
       if (nan && !omit) {
@@ -181,6 +204,7 @@ static void ref_rank(int op, int64_t rank, double pct, const ndf_array *in, cons
       tu_set(out, b * nimg + x, res);
     }
   }
+  free(wwin);
   free(win);
 }
 

@@ -101,7 +101,22 @@ void tu_int_range(ndf_dtype t, double *lo, double *hi) {
     case NDF_INT16: *lo = -32768; *hi = 32767; break;
     case NDF_UINT32: *lo = 0; *hi = 4294967295.0; break;
     case NDF_INT32: *lo = -2147483648.0; *hi = 2147483647.0; break;
+    /* 64-bit integers are drawn small and moved beyond 2^53 by tu_offset64 */
+    case NDF_INT64: *lo = -1000; *hi = 1000; break;
+    case NDF_UINT64: *lo = 0; *hi = 2000; break;
     default: *lo = -INFINITY; *hi = INFINITY; break;
+  }
+}
+
+void tu_offset64(const ndf_array *a) {
+  if (a->dtype != NDF_INT64 && a->dtype != NDF_UINT64) return;
+  const uint64_t base = a->dtype == NDF_INT64 ? ((uint64_t)1 << 60) + 1 : ((uint64_t)1 << 63) + 1;
+  const int64_t n = ndf_array_size(a);
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t v;
+    memcpy(&v, tu_elem_ptr(a, i), 8);
+    v += base; /* integer arithmetic: most results have no float64 of their own */
+    memcpy(tu_elem_ptr(a, i), &v, 8);
   }
 }
 
@@ -110,7 +125,7 @@ static size_t dtype_size(ndf_dtype t) {
     case NDF_BOOL: case NDF_UINT8: case NDF_INT8: return 1;
     case NDF_UINT16: case NDF_INT16: return 2;
     case NDF_UINT32: case NDF_INT32: case NDF_FLOAT32: return 4;
-    case NDF_FLOAT64: case NDF_INT64: return 8;
+    case NDF_FLOAT64: case NDF_INT64: case NDF_UINT64: return 8;
     default: return 0;
   }
 }
@@ -182,6 +197,7 @@ double tu_get(const ndf_array *a, int64_t flat) {
     case NDF_FLOAT32: return *(const float *)p;
     case NDF_FLOAT64: return *(const double *)p;
     case NDF_INT64: return (double)*(const int64_t *)p;
+    case NDF_UINT64: return (double)*(const uint64_t *)p;
     default: return NAN;
   }
 }
@@ -199,6 +215,7 @@ void tu_set(const ndf_array *a, int64_t flat, double v) {
     case NDF_FLOAT32: *(float *)p = (float)v; break;
     case NDF_FLOAT64: *(double *)p = v; break;
     case NDF_INT64: *(int64_t *)p = (int64_t)v; break;
+    case NDF_UINT64: *(uint64_t *)p = v < 0 ? (uint64_t)(int64_t)v : (uint64_t)v; break;
     default: break;
   }
 }
@@ -343,6 +360,12 @@ static void fmt_elem(ndf_dtype t, const void *p, char *buf, size_t len) {
       int64_t v;
       memcpy(&v, p, 8);
       snprintf(buf, len, "%lld", (long long)v);
+      break;
+    }
+    case NDF_UINT64: {
+      uint64_t v;
+      memcpy(&v, p, 8);
+      snprintf(buf, len, "%llu", (unsigned long long)v);
       break;
     }
     case NDF_FLOAT32: {

@@ -131,6 +131,11 @@ void tu_set(const ndf_array *a, int64_t flat, double v);
 int tu_is_float(ndf_dtype t);
 /* Range of an integer dtype. */
 void tu_int_range(ndf_dtype t, double *lo, double *hi);
+/* Adds 2^60 + 1 (int64) or 2^63 + 1 (uint64) to every element of a 64-bit
+ * integer array in integer arithmetic (values drawn in tu_int_range's small
+ * range move beyond 2^53, where a path through float64 would round them);
+ * other dtypes are left alone. */
+void tu_offset64(const ndf_array *a);
 
 /* ------------------------------------------------------------------------ */
 /* Poison.                                                                   */

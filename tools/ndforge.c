@@ -516,21 +516,21 @@ static int opt_arch(args *a, const char *v) {
   return 0;
 }
 static int opt_dtype(args *a, const char *v) {
-  if (ndf_dtype_from_name(v, &a->dtype) == NDF_OK && a->dtype != NDF_INT64) return 0;
+  if (ndf_dtype_from_name(v, &a->dtype) == NDF_OK) return 0;
   errorf("bad value '%s' for --dtype (expected bool, uint8, int8, uint16, int16, uint32, int32, "
-         "float32 or float64)",
+         "int64, uint64, float32 or float64)",
          v);
   return -1;
 }
 /* label's output: any integer or float dtype (bool cannot hold labels). */
 static int opt_output_dtype(args *a, const char *v) {
   ndf_dtype t;
-  if (ndf_dtype_from_name(v, &t) == NDF_OK && t != NDF_BOOL && t != NDF_INT64) {
+  if (ndf_dtype_from_name(v, &t) == NDF_OK && t != NDF_BOOL) {
     a->output_dtype = t;
     return 0;
   }
   errorf("bad value '%s' for --output-dtype (expected uint8, int8, uint16, int16, uint32, int32, "
-         "float32 or float64)",
+         "int64, uint64, float32 or float64)",
          v);
   return -1;
 }

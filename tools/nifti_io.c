@@ -37,9 +37,10 @@ static const struct {
 } dtype_map[] = {
     {DT_UINT8, NDF_UINT8},   {DT_INT8, NDF_INT8},   {DT_UINT16, NDF_UINT16},
     {DT_INT16, NDF_INT16},   {DT_UINT32, NDF_UINT32}, {DT_INT32, NDF_INT32},
-    {DT_FLOAT32, NDF_FLOAT32}, {DT_FLOAT64, NDF_FLOAT64},
+    {DT_FLOAT32, NDF_FLOAT32}, {DT_FLOAT64, NDF_FLOAT64}, {DT_INT64, NDF_INT64},
+    {DT_UINT64, NDF_UINT64},
 };
-#define NIFTI_SUPPORTED "UINT8, INT8, UINT16, INT16, UINT32, INT32, FLOAT32, FLOAT64"
+#define NIFTI_SUPPORTED "UINT8, INT8, UINT16, INT16, UINT32, INT32, INT64, UINT64, FLOAT32, FLOAT64"
 
 /* nifti_clib prints its own diagnostics at debug level 1; ndfio reports one
  * line itself. */

@@ -305,7 +305,7 @@ ndf_status ndfio__tmp_finish(char *tmp, const char *path, int ok, char *err, siz
 /* The NumPy name of a dtype ndforge does not support, for messages. */
 static const char *foreign_dtype_name(char kind, unsigned size) {
   static const struct { char kind; unsigned size; const char *name; } names[] = {
-      {'i', 8, "int64"},     {'u', 8, "uint64"},      {'f', 2, "float16"},
+      {'f', 2, "float16"},
       {'f', 16, "float128"}, {'c', 8, "complex64"},   {'c', 16, "complex128"},
       {'c', 32, "complex256"}};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
@@ -313,7 +313,7 @@ static const char *foreign_dtype_name(char kind, unsigned size) {
   return NULL;
 }
 
-#define SUPPORTED_DTYPES "bool, uint8, int8, uint16, int16, uint32, int32, float32, float64"
+#define SUPPORTED_DTYPES "bool, uint8, int8, uint16, int16, uint32, int32, int64, uint64, float32, float64"
 
 /* Maps a descr such as "<f4" to an ndforge dtype. */
 static ndf_status parse_descr(const char *path, const char *descr, ndf_dtype *out, char *err,
@@ -331,7 +331,8 @@ static ndf_status parse_descr(const char *path, const char *descr, ndf_dtype *ou
   static const struct { char kind; unsigned size; ndf_dtype t; } map[] = {
       {'b', 1, NDF_BOOL},   {'u', 1, NDF_UINT8},   {'i', 1, NDF_INT8},
       {'u', 2, NDF_UINT16}, {'i', 2, NDF_INT16},   {'u', 4, NDF_UINT32},
-      {'i', 4, NDF_INT32},  {'f', 4, NDF_FLOAT32}, {'f', 8, NDF_FLOAT64}};
+      {'i', 4, NDF_INT32},  {'i', 8, NDF_INT64},   {'u', 8, NDF_UINT64},
+      {'f', 4, NDF_FLOAT32}, {'f', 8, NDF_FLOAT64}};
   for (size_t i = 0; ok && i < sizeof map / sizeof map[0]; i++) {
     if (map[i].kind != kind || map[i].size != size) continue;
     if (size > 1 && order == '>') {
@@ -655,6 +656,7 @@ static const char *npy_descr(ndf_dtype t) {
   case NDF_FLOAT32: return "<f4";
   case NDF_FLOAT64: return "<f8";
   case NDF_INT64: return "<i8";
+  case NDF_UINT64: return "<u8";
   default: return NULL;
   }
 }

@@ -43,7 +43,7 @@ _INPUT_DTYPES = None
 
 def input_dtypes():
     """The dtypes the library takes as op inputs, asked of the library itself (a 1-element
-    grey_erosion per dtype, once): NDF_INT64 is an output-only dtype in some versions."""
+    grey_erosion per dtype, once): older versions take NDF_INT64 as an output dtype only."""
     global _INPUT_DTYPES
     if _INPUT_DTYPES is None:
         ctx = context()

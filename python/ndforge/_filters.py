@@ -8,10 +8,10 @@ conversion to the output dtype), so results are scipy's.  Extra keywords:
 ``batch_dims``, ``device`` and ``axes`` (where scipy has no ``axes``, the
 multi-axis filters take it as scipy's newer versions do).
 
-Inputs the library does not read (bool, int64, uint64, float16, bfloat16) go
-in as a float64 or float32 copy holding the same values (scipy reads every
-input into double too); an output dtype the library does not write (bool,
-uint64, float16, bfloat16) is written in float64 and converted.
+Inputs the library does not read (bool, float16, bfloat16) go in as a
+float64 or float32 copy holding the same values (scipy reads every input into
+double too); an output dtype the library does not write (bool, float16,
+bfloat16) is written in float64 and converted.
 """
 
 import ctypes
@@ -28,8 +28,8 @@ __all__ = ["correlate1d", "convolve1d", "correlate", "convolve", "uniform_filter
            "gaussian_gradient_magnitude"]
 
 _WRITES = tuple(np.dtype(d) for d in ("uint8", "int8", "uint16", "int16", "uint32", "int32", "float32",
-                                      "float64", "int64"))
-_READS = _WRITES[:-1]
+                                      "float64", "int64", "uint64"))
+_READS = _WRITES
 
 
 def _writes(dt):
@@ -46,7 +46,7 @@ class _Linear:
         self.in_dtype = dt
         if isinstance(dt, str) or dt == np.float16:  # float16 / bfloat16: exact in float32
             call.x0 = call.x0.float() if _core.kind_of(call.x0) == "torch" else call.x0.astype(np.float32)
-        elif dt not in _READS:  # bool, int64, uint64: read as double by scipy too
+        elif dt not in _READS:  # bool: read as double by scipy too
             call.x0 = _nd._astype(call.x0, np.float64)
         self.out, self.ret, self.post = self._output(output)
         self.opt = S["ndf_filter_options"]()

@@ -5,9 +5,9 @@ spline_filter1d, spline_filter, map_coordinates, affine_transform, shift,
 zoom and rotate with scipy's signatures; the library computes as scipy 1.10
 does (float64, scipy's order of operations, its rounding and clamping to
 integer outputs).  Extra keywords: ``batch_dims`` and ``device``.  Inputs the
-library does not read (int64, uint64, float16, bfloat16) go in as a float64
-or float32 copy holding the same values; an output dtype it does not write
-is written in float64 and converted.  ``coordinates`` of map_coordinates
+library does not read (float16, bfloat16) go in as a float32 copy holding the
+same values; an output dtype it does not write is written in float64 and
+converted.  ``coordinates`` of map_coordinates
 that are not on the input's device are copied there.
 """
 
@@ -23,8 +23,8 @@ from . import ndimage as _nd
 __all__ = ["spline_filter1d", "spline_filter", "map_coordinates", "affine_transform", "shift", "zoom", "rotate"]
 
 _WRITES = tuple(np.dtype(d) for d in ("uint8", "int8", "uint16", "int16", "uint32", "int32", "float32",
-                                      "float64", "int64"))
-_READS = (np.dtype(np.bool_),) + _WRITES[:-1]
+                                      "float64", "int64", "uint64"))
+_READS = (np.dtype(np.bool_),) + _WRITES
 
 
 def _writes(dt):

@@ -36,7 +36,8 @@ __all__ = ["histogram", "percentile", "quantile", "clip", "window", "window_ct",
 # The preset names of window_ct (ndf_ct_window_preset gives their centre and width).
 CT_PRESETS = ("brain", "subdural", "stroke", "bone", "lung", "mediastinum", "soft_tissue", "liver")
 
-_TAKES = tuple(np.dtype(d) for d in ("uint8", "int8", "uint16", "int16", "uint32", "int32", "float32", "float64"))
+_TAKES = tuple(np.dtype(d) for d in ("uint8", "int8", "uint16", "int16", "uint32", "int32", "float32", "float64",
+                                     "int64", "uint64"))
 
 
 def _has(fn):
@@ -53,7 +54,7 @@ def _call(status, ctx):
 
 
 def _readable(x):
-    """x, or a copy in a dtype the library takes (bool: uint8, 64-bit integers: float64, halves: float32)."""
+    """x, or a copy in a dtype the library takes (bool: uint8, halves: float32)."""
     dt = _core.dtype_of(x)
     torch = _core.kind_of(x) == "torch"
     if isinstance(dt, str) or dt == np.float16:

@@ -26,7 +26,7 @@ __all__ = ["mean_squared_error", "normalized_root_mse", "peak_signal_noise_ratio
            "hausdorff_distance", "dice_coefficient", "jaccard_index"]
 
 _READS = tuple(np.dtype(d) for d in ("bool", "uint8", "int8", "uint16", "int16", "uint32", "int32", "float32",
-                                     "float64"))
+                                     "float64", "int64", "uint64"))
 
 
 def _readable(x):
@@ -96,11 +96,7 @@ def normalized_root_mse(image_true, image_test, *, normalization="euclidean", ba
 def peak_signal_noise_ratio(image_true, image_test, *, data_range=None, batch_dims=0):
     """skimage.metrics.peak_signal_noise_ratio on ndforge (extra keyword: batch_dims)."""
     opt = _options()
-    if data_range is None:
-        dt = _core.dtype_of(_core.as_array(image_true))
-        if not isinstance(dt, str) and dt.kind in "iu" and dt.itemsize == 8:
-            raise TypeError("ndforge: give data_range for 64-bit integer images")
-    else:
+    if data_range is not None:
         opt.data_range = float(data_range)
     return _metric("ndf_peak_signal_noise_ratio", image_true, image_test, opt, batch_dims)
 

@@ -22,9 +22,9 @@ input's type and device.  Extra keyword-only arguments, beyond scipy's:
 
 float16 and bfloat16 inputs of the grey ops and rank filters are computed in
 float32 and returned in the input's dtype (an extension; one conversion copy
-each way); int64 and uint64 inputs on the CPU whose values are of magnitude
-below 2^50 are computed in a float64 copy (the library has no 64-bit integer
-kernels; larger values and CUDA arrays raise TypeError).  Distance transforms that the CUDA backend does not do (cdt's
+each way); int64 and uint64 inputs run in the library's 64-bit integer
+kernels, exact for every value (scipy 1.10 computes min, max and ranks of
+them in double).  Distance transforms that the CUDA backend does not do (cdt's
 indices, cdt with a metric structure other than taxicab or chessboard) run
 on the CPU backend for CUDA arrays, copied there and back.
 """
@@ -367,26 +367,7 @@ def _half_input(call, allow):
     if name == "bool":
         call.x0 = _view(call.x0, "uint8")
         return name
-    if name in ("int64", "uint64") and _exact_in_float64(call):
-        call.x0 = _astype(call.x0, np.float64)
-        return name
     return None
-
-
-_INT_EXACT = 1 << 50  # |v| below it: v, and the composites' sums of four such values, exact in float64
-
-
-def _exact_in_float64(call):
-    """Whether an int64 / uint64 input on the CPU holds only values of magnitude below 2^50 (one pass over
-    it); the grey ops and rank filters then run on a float64 copy (the library has no 64-bit integer
-    kernels) with scipy's results.  CUDA inputs are not scanned: that would wait for the device."""
-    if call.where.device != K["NDF_DEVICE_CPU"] or call.remote is not None:
-        return False
-    x = _core.to_host_numpy(call.x0)  # a CPU tensor's own memory (torch has no min of uint64)
-    if x.size == 0:
-        return True
-    lo, hi = int(x.min()), int(x.max())
-    return -_INT_EXACT < lo and hi < _INT_EXACT
 
 
 def _to_half(x, name):
@@ -394,9 +375,6 @@ def _to_half(x, name):
         return x
     if name == "bool":
         return _view(x, "bool")
-    if name in ("int64", "uint64"):  # from float64 holding integers; uint64 wraps as scipy's arithmetic does
-        x = _astype(x, np.int64)
-        return x if name == "int64" else (_view(x, "uint64") if _core.kind_of(x) == "torch" else x.view(np.uint64))
     if _core.kind_of(x) == "torch":
         import torch
         return x.to(getattr(torch, name))
@@ -572,10 +550,8 @@ def _run_unary(call, row, opt, output, extra, half=None, lib_dtype=None, accepts
     call.ctx = call.run_ctx()
     xdt = np.dtype(_core.dtype_of(call.x0))
     if half is None and xdt not in _core.input_dtypes():
-        why = " (64-bit integers: on the CPU with values of magnitude below 2^50)" if xdt.itemsize == 8 and \
-            xdt.kind in "iu" else ""
-        raise TypeError("ndforge: %s inputs are not supported by %s%s (library dtypes: %s)"
-                        % (xdt, row["c"], why, ", ".join(str(d) for d in _core.input_dtypes() if d.kind != "b")))
+        raise TypeError("ndforge: %s inputs are not supported by %s (library dtypes: %s)"
+                        % (xdt, row["c"], ", ".join(str(d) for d in _core.input_dtypes() if d.kind != "b")))
     lib_dtype = xdt if lib_dtype is None else lib_dtype
     if accepts is None:
         def accepts(dt):
@@ -984,7 +960,7 @@ def iterate_structure(structure, iterations, origin=None):
 # --- label ----------------------------------------------------------------------------
 
 def _label_accepts(dt):
-    return dt in _core.DTYPE_CODE and dt.kind in "iuf" and dt != np.dtype(np.int64)  # int64: int32, then cast
+    return dt in _core.DTYPE_CODE and dt.kind in "iuf"
 
 
 def label(input, structure=None, output=None, *, batch_dims=0, device=None):

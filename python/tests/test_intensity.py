@@ -14,7 +14,7 @@ pytestmark = pytest.mark.skipif("ndf_histogram" not in _capi.functions,
 ni = OnArrays(ndforge.intensity, array_args=("a", "image", "mask", "weights"))
 array_kind = fixture(ni)
 
-DTYPES = [np.uint8, np.int16, np.int32, np.float32, np.float64]
+DTYPES = [np.uint8, np.int16, np.int32, np.int64, np.uint64, np.float32, np.float64]
 
 
 def image(dtype, shape=(17, 23), seed=0):

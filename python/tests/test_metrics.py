@@ -34,7 +34,7 @@ def close(got, ref, rtol=1e-12):
     np.testing.assert_allclose(got, ref, rtol=rtol, atol=0)
 
 
-@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.int64, np.uint64, np.float32, np.float64])
 def test_simple_metrics(dtype):
     a, b = images(dtype)
     close(nm.mean_squared_error(a, b), sk.mean_squared_error(a, b))

@@ -336,8 +336,8 @@ ndf_status ndf__check_device(ndf_ctx *ctx, const char *name, const ndf_array *in
 ndf_status ndf__check_filter_arrays(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *out) {
   if (!in) return ndf__argerror(ctx, name, "input", "NULL");
   if (!out) return ndf__argerror(ctx, name, "output", "NULL");
-  if (in->dtype == NDF_BOOL || !ndf_dtype_size(in->dtype) || in->dtype == NDF_INT64)
-    return ndf__argerror(ctx, name, "input", "dtype %s is not supported (uint8, int8, uint16, int16, uint32, int32, float32, float64)",
+  if (in->dtype == NDF_BOOL || !ndf_dtype_size(in->dtype))
+    return ndf__argerror(ctx, name, "input", "dtype %s is not supported (uint8, int8, uint16, int16, uint32, int32, int64, uint64, float32, float64)",
                          ndf_dtype_name(in->dtype) ? ndf_dtype_name(in->dtype) : "unknown");
   if (out->dtype != in->dtype)
     return ndf__argerror(ctx, name, "output", "dtype %s differs from the input dtype %s",

@@ -316,5 +316,14 @@ void ndf__dtype_range(ndf_dtype t, double *lo, double *hi);
 const char *ndf__dtype_ctype(ndf_dtype t);
 /* Converts v to dtype t the way scipy does (C cast: truncation; float32 rounding). */
 double ndf__convert_value(ndf_dtype t, double v);
+/* A double converted to uint64 as x86-64's C cast does it (gcc's sequence):
+ * below 2^63 through int64 (negative values wrap; below -2^63, and NaN, give
+ * 2^63), below 2^64 by the offset 2^63, 0 beyond. */
+static inline uint64_t ndf__cvt_u64(double v) {
+  if (!(v >= 9223372036854775808.0))
+    return v >= -9223372036854775808.0 ? (uint64_t)(int64_t)v : (uint64_t)1 << 63;
+  if (v < 18446744073709551616.0) return (uint64_t)(int64_t)(v - 9223372036854775808.0) ^ ((uint64_t)1 << 63);
+  return 0;
+}
 
 #endif

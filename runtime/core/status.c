@@ -79,6 +79,7 @@ static const struct {
     [NDF_FLOAT32] = {"float32", "float", 4, {"f4", "<f4", "float", NULL}},
     [NDF_FLOAT64] = {"float64", "double", 8, {"f8", "<f8", "double", NULL}},
     [NDF_INT64] = {"int64", "long long", 8, {"i8", "<i8", NULL}},
+    [NDF_UINT64] = {"uint64", "unsigned long long", 8, {"u8", "<u8", NULL}},
 };
 
 const char *ndf_dtype_name(ndf_dtype t) {
@@ -112,6 +113,9 @@ void ndf__dtype_range(ndf_dtype t, double *lo, double *hi) {
     case NDF_INT16: *lo = -32768; *hi = 32767; break;
     case NDF_UINT32: *lo = 0; *hi = 4294967295.0; break;
     case NDF_INT32: *lo = -2147483648.0; *hi = 2147483647.0; break;
+    /* the 64-bit ranges as doubles, ends rounded inwards: every double in them converts exactly */
+    case NDF_INT64: *lo = -9223372036854775808.0; *hi = 9223372036854774784.0; break;
+    case NDF_UINT64: *lo = 0; *hi = 18446744073709549568.0; break;
     default: *lo = -INFINITY; *hi = INFINITY; break;
   }
 }

@@ -543,7 +543,7 @@ ndf_status ndf__warm_check(ndf_ctx *ctx, const char *name, const char *arch, ndf
   if (compiled) *compiled = 0;
   if (!arch || strncmp(arch, "sm_", 3) != 0 || atoi(arch + 3) < 50)
     return ndf__argerror(ctx, name, "arch", "'%s' is not an architecture like sm_90", arch ? arch : "(null)");
-  if (!ndf_dtype_size(dtype) || dtype == NDF_INT64)
+  if (!ndf_dtype_size(dtype))
     return ndf__argerror(ctx, name, "dtype", "unsupported dtype %d", (int)dtype);
   if (ndim < 1 || ndim > NDF_MAX_NDIM) return ndf__argerror(ctx, name, "ndim", "%d is not in 1..%d", ndim, NDF_MAX_NDIM);
   return NDF_OK;

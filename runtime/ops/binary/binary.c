@@ -64,6 +64,7 @@ static const uint8_t *row_bytes(const ndf_array *in, int64_t off, int64_t nx, ui
       ROW_NZ(uint8_t)
     case NDF_UINT16: case NDF_INT16: ROW_NZ(uint16_t)
     case NDF_UINT32: case NDF_INT32: ROW_NZ(uint32_t)
+    case NDF_UINT64: case NDF_INT64: ROW_NZ(uint64_t)
     case NDF_FLOAT32: ROW_NZ(float) /* NaN is non-zero, -0.0 zero, as in NumPy */
     case NDF_FLOAT64: ROW_NZ(double)
 #undef ROW_NZ
@@ -138,6 +139,7 @@ static int64_t label_capacity(ndf_dtype t) {
     case NDF_INT16: return 32767;
     case NDF_UINT32: return 4294967295LL;
     case NDF_INT32: return 2147483647LL;
+    case NDF_INT64: case NDF_UINT64: return INT64_MAX;
     case NDF_FLOAT32: return 1LL << 24;
     case NDF_FLOAT64: return 1LL << 53;
     default: return 0;
@@ -151,7 +153,7 @@ static ndf_status check_io(ndf_ctx *ctx, const char *name, const ndf_array *in, 
                            int labels) {
   if (!in) return ndf__argerror(ctx, name, "input", "NULL");
   if (!out) return ndf__argerror(ctx, name, "output", "NULL");
-  if (!ndf_dtype_size(in->dtype) || in->dtype == NDF_INT64) return ndf__argerror(ctx, name, "input", "unknown dtype %d", (int)in->dtype);
+  if (!ndf_dtype_size(in->dtype)) return ndf__argerror(ctx, name, "input", "unknown dtype %d", (int)in->dtype);
   const char *oname = ndf_dtype_name(out->dtype) ? ndf_dtype_name(out->dtype) : "unknown";
   if (labels && (out->dtype == NDF_BOOL || !label_capacity(out->dtype)))
     return ndf__argerror(ctx, name, "output", "dtype %s cannot hold labels", oname);
@@ -202,7 +204,7 @@ static ndf_status get_structure(ndf_ctx *ctx, const char *name, const char *arg,
     cross_structure(nsp, 1, *buf);
   } else {
     if (st->device != NDF_DEVICE_CPU) return ndf__argerror(ctx, name, arg, "must be a CPU (host) array");
-    if (!ndf_dtype_size(st->dtype) || st->dtype == NDF_INT64) return ndf__argerror(ctx, name, arg, "unknown dtype %d", (int)st->dtype);
+    if (!ndf_dtype_size(st->dtype)) return ndf__argerror(ctx, name, arg, "unknown dtype %d", (int)st->dtype);
     if (st->ndim != nsp)
       return ndf__argerror(ctx, name, arg, "rank %d does not match the %d spatial axes of the input", st->ndim, nsp);
     for (int d = 0; d < nsp; d++) {
@@ -222,7 +224,7 @@ static ndf_status check_mask(ndf_ctx *ctx, const char *name, const ndf_array *ma
   if (!mask) return NDF_OK;
   if (mask->device != in->device || mask->device_id != in->device_id)
     return ndf__argerror(ctx, name, "mask", "lives on another device than the input");
-  if (!ndf_dtype_size(mask->dtype) || mask->dtype == NDF_INT64) return ndf__argerror(ctx, name, "mask", "unknown dtype %d", (int)mask->dtype);
+  if (!ndf_dtype_size(mask->dtype)) return ndf__argerror(ctx, name, "mask", "unknown dtype %d", (int)mask->dtype);
   if (mask->ndim != in->ndim) return ndf__argerror(ctx, name, "mask", "rank %d differs from the input rank %d", mask->ndim, in->ndim);
   for (int d = 0; d < in->ndim; d++)
     if (mask->shape[d] != in->shape[d])
@@ -1257,6 +1259,8 @@ static void put_label_row(const ndf_array *out, int64_t off, int64_t nx, const c
     case NDF_INT16: PUT_ROW(int16_t)
     case NDF_UINT32: PUT_ROW(uint32_t)
     case NDF_INT32: PUT_ROW(int32_t)
+    case NDF_INT64: PUT_ROW(int64_t)
+    case NDF_UINT64: PUT_ROW(uint64_t)
     case NDF_FLOAT32: PUT_ROW(float)
     case NDF_FLOAT64: PUT_ROW(double)
 #undef PUT_ROW

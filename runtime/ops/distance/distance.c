@@ -107,7 +107,7 @@ static ndf_status check_call(ndf_ctx *ctx, dist_op op, const char *name, const n
   if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
   if (!dist && !idx)
     return ndf__argerror(ctx, name, "distances", "NULL and indices NULL: at least one must be given");
-  if (!ndf_dtype_size(in->dtype) || in->dtype == NDF_INT64) return ndf__argerror(ctx, name, "input", "unknown dtype %d", (int)in->dtype);
+  if (!ndf_dtype_size(in->dtype)) return ndf__argerror(ctx, name, "input", "unknown dtype %d", (int)in->dtype);
   ndf_status cs = ndf__check_shape(ctx, name, in, opt->batch_dims);
   if (cs != NDF_OK) return cs;
   const int nb = opt->batch_dims, nsp = in->ndim - nb;
@@ -160,7 +160,7 @@ static ndf_status check_call(ndf_ctx *ctx, dist_op op, const char *name, const n
   if (op == OP_CDT && opt->metric_structure) {
     const ndf_array *st = opt->metric_structure;
     if (st->device != NDF_DEVICE_CPU) return ndf__argerror(ctx, name, "metric_structure", "must be a CPU (host) array");
-    if (!ndf_dtype_size(st->dtype) || st->dtype == NDF_INT64) return ndf__argerror(ctx, name, "metric_structure", "unknown dtype %d", (int)st->dtype);
+    if (!ndf_dtype_size(st->dtype)) return ndf__argerror(ctx, name, "metric_structure", "unknown dtype %d", (int)st->dtype);
     if (st->ndim != nsp)
       return ndf__argerror(ctx, name, "metric_structure", "rank %d does not match the %d spatial axes of the input",
                            st->ndim, nsp);
@@ -266,6 +266,7 @@ static void read_mask(const ndf_array *in, const dist_call *c, int64_t img, uint
       case NDF_INT16: READ_ROW(int16_t)
       case NDF_UINT32: READ_ROW(uint32_t)
       case NDF_INT32: READ_ROW(int32_t)
+      case NDF_INT64: case NDF_UINT64: READ_ROW(uint64_t)
       case NDF_FLOAT32: READ_ROW(float)
       case NDF_FLOAT64: READ_ROW(double)
       default: break;
@@ -626,6 +627,7 @@ static void read_structure(const ndf_array *a, uint8_t *out) {
       case NDF_BOOL: case NDF_UINT8: case NDF_INT8: nz = *(const uint8_t *)p != 0; break;
       case NDF_UINT16: case NDF_INT16: nz = *(const uint16_t *)p != 0; break;
       case NDF_UINT32: case NDF_INT32: nz = *(const uint32_t *)p != 0; break;
+      case NDF_UINT64: case NDF_INT64: nz = *(const uint64_t *)p != 0; break;
       case NDF_FLOAT32: nz = *(const float *)p != 0; break;
       case NDF_FLOAT64: nz = *(const double *)p != 0; break;
       default: break;
@@ -794,6 +796,7 @@ static void cdt_read(const ndf_array *in, const dist_call *c, int64_t img, int32
       case NDF_INT16: CDT_READ(int16_t)
       case NDF_UINT32: CDT_READ(uint32_t)
       case NDF_INT32: CDT_READ(int32_t)
+      case NDF_INT64: case NDF_UINT64: CDT_READ(uint64_t)
       case NDF_FLOAT32: CDT_READ(float)
       case NDF_FLOAT64: CDT_READ(double)
       default: break;

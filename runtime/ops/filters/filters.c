@@ -130,8 +130,8 @@ typedef struct fargs {
   int empty;
 } fargs;
 
-static int in_dtype_ok(ndf_dtype t) { return t >= NDF_UINT8 && t <= NDF_FLOAT64; }
-static int out_dtype_ok(ndf_dtype t) { return (t >= NDF_UINT8 && t <= NDF_FLOAT64) || t == NDF_INT64; }
+static int in_dtype_ok(ndf_dtype t) { return t >= NDF_UINT8 && t <= NDF_UINT64; }
+static int out_dtype_ok(ndf_dtype t) { return t >= NDF_UINT8 && t <= NDF_UINT64; }
 
 static ndf_status check_arrays(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *out,
                                const ndf_filter_options *opt, fargs *a) {
@@ -142,12 +142,12 @@ static ndf_status check_arrays(ndf_ctx *ctx, const char *name, const ndf_array *
   if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
   if (!in_dtype_ok(in->dtype))
     return ndf__argerror(ctx, name, "input",
-                         "dtype %s is not supported (uint8, int8, uint16, int16, uint32, int32, float32, float64)",
+                         "dtype %s is not supported (uint8, int8, uint16, int16, uint32, int32, int64, uint64, float32, float64)",
                          ndf_dtype_name(in->dtype) ? ndf_dtype_name(in->dtype) : "unknown");
   if (!out_dtype_ok(out->dtype))
     return ndf__argerror(ctx, name, "output",
-                         "dtype %s is not supported (uint8, int8, uint16, int16, uint32, int32, int64, float32, "
-                         "float64)",
+                         "dtype %s is not supported (uint8, int8, uint16, int16, uint32, int32, int64, uint64, "
+                         "float32, float64)",
                          ndf_dtype_name(out->dtype) ? ndf_dtype_name(out->dtype) : "unknown");
   ndf_status s = ndf__check_shape(ctx, name, in, opt->batch_dims);
   if (s != NDF_OK) return s;
@@ -387,7 +387,7 @@ static ndf_status correlate_nd(ndf_ctx *ctx, const char *name, const ndf_array *
   int64_t wn = 0;
   if ((s = ndf__check_array(ctx, name, "weights", weights, &wn)) != NDF_OK) return s;
   if (weights->device != NDF_DEVICE_CPU) return ndf__argerror(ctx, name, "weights", "must be a host (CPU) array");
-  if (weights->dtype == NDF_INT64 || !ndf_dtype_size(weights->dtype))
+  if (!ndf_dtype_size(weights->dtype))
     return ndf__argerror(ctx, name, "weights", "dtype %s is not supported",
                          ndf_dtype_name(weights->dtype) ? ndf_dtype_name(weights->dtype) : "unknown");
   if (weights->ndim != a.nax)

@@ -55,6 +55,11 @@ static inline int32_t ndf__cvt_i32(double v) {
 static inline int64_t ndf__cvt_i64(double v) {
   return v >= -9223372036854775808.0 && v < 9223372036854775808.0 ? (int64_t)v : INT64_MIN;
 }
+/* scipy's N-D correlate (NI_Correlate) converts to uint64 as its sign says:
+ * a negative sum as the negated conversion of its magnitude (so (-2^64, 0)
+ * wraps around exactly, -2^64 and below give 0); the line filters convert as
+ * ndf__cvt_u64. */
+static inline uint64_t ndf__cvt_u64_signed(double v) { return v < 0 ? (uint64_t)0 - ndf__cvt_u64(-v) : ndf__cvt_u64(v); }
 /* The scipy output element of dtype t for the sum v, written at p. */
 static inline void ndf__store_double(ndf_dtype t, void *p, double v) {
   switch (t) {
@@ -65,6 +70,7 @@ static inline void ndf__store_double(ndf_dtype t, void *p, double v) {
     case NDF_UINT32: *(uint32_t *)p = (uint32_t)(uint64_t)ndf__cvt_i64(v); break;
     case NDF_INT32: *(int32_t *)p = ndf__cvt_i32(v); break;
     case NDF_INT64: *(int64_t *)p = ndf__cvt_i64(v); break;
+    case NDF_UINT64: *(uint64_t *)p = ndf__cvt_u64(v); break;
     case NDF_FLOAT32: *(float *)p = (float)v; break;
     default: *(double *)p = v; break;
   }
@@ -78,6 +84,7 @@ static inline double ndf__load_double(ndf_dtype t, const void *p) {
     case NDF_UINT32: return *(const uint32_t *)p;
     case NDF_INT32: return *(const int32_t *)p;
     case NDF_INT64: return (double)*(const int64_t *)p;
+    case NDF_UINT64: return (double)*(const uint64_t *)p;
     case NDF_FLOAT32: return *(const float *)p;
     default: return *(const double *)p;
   }

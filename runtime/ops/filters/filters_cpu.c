@@ -25,7 +25,7 @@ static void read_line(ndf_dtype t, const char *p, int64_t stride, int64_t n, dou
       return;                                                           \
     }
     RL(NDF_UINT8, uint8_t) RL(NDF_INT8, int8_t) RL(NDF_UINT16, uint16_t) RL(NDF_INT16, int16_t)
-    RL(NDF_UINT32, uint32_t) RL(NDF_INT32, int32_t) RL(NDF_INT64, int64_t) RL(NDF_FLOAT32, float)
+    RL(NDF_UINT32, uint32_t) RL(NDF_INT32, int32_t) RL(NDF_INT64, int64_t) RL(NDF_UINT64, uint64_t) RL(NDF_FLOAT32, float)
     RL(NDF_FLOAT64, double)
 #undef RL
     default: return;
@@ -192,7 +192,8 @@ ndf_status ndf__filters_taps_cpu(ndf_ctx *ctx, const char *name, const ndf_array
       }
       acc += t->w[k] * v;
     }
-    ndf__store_double(dst->dtype, op + ob * (int64_t)oes, acc);
+    if (dst->dtype == NDF_UINT64) *(uint64_t *)(op + ob * (int64_t)oes) = ndf__cvt_u64_signed(acc);
+    else ndf__store_double(dst->dtype, op + ob * (int64_t)oes, acc);
   }
   free(loff);
   return NDF_OK;
@@ -252,6 +253,10 @@ void ndf__filters_cast_cpu(ndf_ctx *ctx, const ndf_array *src, ndf_array *dst) {
  * ranges), and the conversion of NaN for negative v. */
 static void sqrt_int(ndf_dtype t, void *p) {
   const int64_t v = load_int(t, p);
+  if (t == NDF_UINT64) {
+    ndf__store_double(t, p, sqrt((double)(uint64_t)v));
+    return;
+  }
   if (v < 0) ndf__store_double(t, p, NAN);
   else store_wrap(t, p, (uint64_t)(int64_t)sqrt((double)v));
 }

@@ -21,6 +21,7 @@
 
 static int cvt_of(ndf_dtype t) {
   if (t == NDF_FLOAT32 || t == NDF_FLOAT64) return 2;
+  if (t == NDF_UINT64) return 3;
   return t == NDF_UINT32 || t == NDF_INT64 ? 1 : 0;
 }
 
@@ -29,7 +30,7 @@ static const char *utype_of(ndf_dtype t) {
     case NDF_UINT8: case NDF_INT8: return "unsigned char";
     case NDF_UINT16: case NDF_INT16: return "unsigned short";
     case NDF_UINT32: case NDF_INT32: return "unsigned int";
-    case NDF_INT64: return "unsigned long long";
+    case NDF_INT64: case NDF_UINT64: return "unsigned long long";
     default: return ndf__dtype_ctype(t);
   }
 }
@@ -242,7 +243,8 @@ ndf_status ndf__filters_taps_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
   if (s != NDF_OK) return s;
   const int nsp = t->nsp, nb = src->ndim - nsp;
   ndf__kernel_req req;
-  ndf__req_filter_taps(&req, ndf__dtype_ctype(src->dtype), ndf__dtype_ctype(dst->dtype), cvt_of(dst->dtype),
+  ndf__req_filter_taps(&req, ndf__dtype_ctype(src->dtype), ndf__dtype_ctype(dst->dtype),
+                       dst->dtype == NDF_UINT64 ? 4 : cvt_of(dst->dtype),
                        (int)t->mode, nsp);
   CUfunction fn;
   if ((s = ndf__jit_get(ctx, name, &req, &fn)) != NDF_OK) return s;

@@ -88,6 +88,8 @@ static double host_value(const ndf_array *a, int64_t i) {
     case NDF_INT32: return *(const int32_t *)p;
     case NDF_FLOAT32: return *(const float *)p;
     case NDF_FLOAT64: return *(const double *)p;
+    case NDF_INT64: return (double)*(const int64_t *)p;
+    case NDF_UINT64: return (double)*(const uint64_t *)p;
     default: return 0;
   }
 }
@@ -96,7 +98,7 @@ static double host_value(const ndf_array *a, int64_t i) {
 static ndf_status check_element(ndf_ctx *ctx, const char *name, const char *arg, const ndf_array *a, int nsp) {
   if (a->device != NDF_DEVICE_CPU)
     return ndf__argerror(ctx, name, arg, "must be a CPU (host) array");
-  if (!ndf_dtype_size(a->dtype) || a->dtype == NDF_INT64) return ndf__argerror(ctx, name, arg, "unknown dtype %d", (int)a->dtype);
+  if (!ndf_dtype_size(a->dtype)) return ndf__argerror(ctx, name, arg, "unknown dtype %d", (int)a->dtype);
   if (a->ndim != nsp)
     return ndf__argerror(ctx, name, arg, "rank %d does not match the %d spatial axes of the input", a->ndim, nsp);
   for (int d = 0; d < a->ndim; d++)
@@ -476,7 +478,7 @@ ndf_status ndf_cache_warm(ndf_ctx *ctx, const char *arch, const char *op, ndf_dt
 #undef GREY_NAME
     return ndf__argerror(ctx, name, "op", "unknown op '%s' (%.*s)", op, (int)sizeof names - 3, names);
   }
-  if (dtype == NDF_BOOL || !ndf_dtype_size(dtype) || dtype == NDF_INT64) return ndf__argerror(ctx, name, "dtype", "unsupported dtype %d", (int)dtype);
+  if (dtype == NDF_BOOL || !ndf_dtype_size(dtype)) return ndf__argerror(ctx, name, "dtype", "unsupported dtype %d", (int)dtype);
   if (ndim < 1 || ndim > NDF_MAX_NDIM) return ndf__argerror(ctx, name, "ndim", "%d is not in 1..%d", ndim, NDF_MAX_NDIM);
   if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
   int64_t shape[NDF_MAX_NDIM];

@@ -25,13 +25,14 @@
 #define NDF_EW_TYPES(X)                                                                   \
   X(NDF_UINT8, uint8_t, uint8_t) X(NDF_INT8, int8_t, uint8_t) X(NDF_UINT16, uint16_t, uint16_t) \
   X(NDF_INT16, int16_t, uint16_t) X(NDF_UINT32, uint32_t, uint32_t) X(NDF_INT32, int32_t, uint32_t) \
-  X(NDF_FLOAT32, float, float) X(NDF_FLOAT64, double, double)
+  X(NDF_INT64, int64_t, uint64_t) X(NDF_UINT64, uint64_t, uint64_t) X(NDF_FLOAT32, float, float) X(NDF_FLOAT64, double, double)
 
 static const char *unsigned_ctype(ndf_dtype t) {
   switch (t) {
     case NDF_UINT8: case NDF_INT8: return "unsigned char";
     case NDF_UINT16: case NDF_INT16: return "unsigned short";
     case NDF_UINT32: case NDF_INT32: return "unsigned int";
+    case NDF_UINT64: case NDF_INT64: return "unsigned long long";
     default: return ndf__dtype_ctype(t);
   }
 }

@@ -27,6 +27,8 @@
   X(int16_t, i16, 0, 0)                   \
   X(uint32_t, u32, 0, 0)                  \
   X(int32_t, i32, 0, 0)                   \
+  X(int64_t, i64, 0, 0)                   \
+  X(uint64_t, u64, 0, 0)                  \
   X(float, f32, 1, 1)                     \
   X(double, f64, 1, 2)
 
@@ -238,6 +240,8 @@ static taps_fn taps_for(ndf_dtype t) {
     case NDF_INT16: return taps_i16;
     case NDF_UINT32: return taps_u32;
     case NDF_INT32: return taps_i32;
+    case NDF_INT64: return taps_i64;
+    case NDF_UINT64: return taps_u64;
     case NDF_FLOAT32: return taps_f32;
     case NDF_FLOAT64: return taps_f64;
     default: return NULL;
@@ -257,6 +261,7 @@ static void pass_any(const ndf_ctx *ctx, void **bufs, int nth, ndf_dtype t, cons
 #define VCASE(DT, T, SUF) case DT: vhgw_##SUF(bufs, nth, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (T)g->cval); break;
       VCASE(NDF_UINT8, uint8_t, u8) VCASE(NDF_INT8, int8_t, i8) VCASE(NDF_UINT16, uint16_t, u16)
       VCASE(NDF_INT16, int16_t, i16) VCASE(NDF_UINT32, uint32_t, u32) VCASE(NDF_INT32, int32_t, i32)
+      VCASE(NDF_INT64, int64_t, i64) VCASE(NDF_UINT64, uint64_t, u64)
       VCASE(NDF_FLOAT32, float, f32) VCASE(NDF_FLOAT64, double, f64)
 #undef VCASE
       default: break;
@@ -270,6 +275,8 @@ static void pass_any(const ndf_ctx *ctx, void **bufs, int nth, ndf_dtype t, cons
     case NDF_INT16: pass_i16(ctx, bufs, nth, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (int16_t)g->cval); break;
     case NDF_UINT32: pass_u32(ctx, bufs, nth, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (uint32_t)g->cval); break;
     case NDF_INT32: pass_i32(ctx, bufs, nth, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (int32_t)g->cval); break;
+    case NDF_INT64: pass_i64(ctx, bufs, nth, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (int64_t)g->cval); break;
+    case NDF_UINT64: pass_u64(ctx, bufs, nth, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (uint64_t)g->cval); break;
     case NDF_FLOAT32: pass_f32(ctx, bufs, nth, src, dst, shape, ndim, a, K, lo, g->mode, g->op, (float)g->cval); break;
     case NDF_FLOAT64: pass_f64(ctx, bufs, nth, src, dst, shape, ndim, a, K, lo, g->mode, g->op, g->cval); break;
     default: break;

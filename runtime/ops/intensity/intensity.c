@@ -30,6 +30,7 @@ static inline double get(const ndf_array *a, int64_t off) {
     case NDF_FLOAT32: return ((const float *)p)[off];
     case NDF_FLOAT64: return ((const double *)p)[off];
     case NDF_INT64: return (double)((const int64_t *)p)[off];
+    case NDF_UINT64: return (double)((const uint64_t *)p)[off];
     default: return 0;
   }
 }
@@ -45,7 +46,8 @@ static inline void put(const ndf_array *a, int64_t off, double v) {
     case NDF_INT32: ((int32_t *)p)[off] = (int32_t)v; break;
     case NDF_FLOAT32: ((float *)p)[off] = (float)v; break;
     case NDF_FLOAT64: ((double *)p)[off] = v; break;
-    case NDF_INT64: ((int64_t *)p)[off] = (int64_t)v; break;
+    case NDF_INT64: ((int64_t *)p)[off] = v >= -9223372036854775808.0 && v < 9223372036854775808.0 ? (int64_t)v : INT64_MIN; break;
+    case NDF_UINT64: ((uint64_t *)p)[off] = ndf__cvt_u64(v); break;
     default: break;
   }
 }
@@ -84,7 +86,7 @@ static void store_image(const ndf_array *a, int nb, int64_t b, int64_t m, const 
 
 /* ---- validation ----------------------------------------------------------------------------- */
 
-static int value_dtype(ndf_dtype t) { return t >= NDF_UINT8 && t <= NDF_FLOAT64; }
+static int value_dtype(ndf_dtype t) { return t >= NDF_UINT8 && t <= NDF_UINT64; }
 
 static const char *dname(ndf_dtype t) { return ndf_dtype_name(t) ? ndf_dtype_name(t) : "unknown"; }
 

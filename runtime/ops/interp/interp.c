@@ -54,7 +54,7 @@ void ndf_interp_options_init(ndf_interp_options *opt) {
 
 /* ---- checks ----------------------------------------------------------------------------------- */
 
-static int input_dtype_ok(ndf_dtype t) { return (unsigned)t < NDF_DTYPE_COUNT && t != NDF_INT64; }
+static int input_dtype_ok(ndf_dtype t) { return (unsigned)t < NDF_DTYPE_COUNT; }
 static int output_dtype_ok(ndf_dtype t) { return (unsigned)t < NDF_DTYPE_COUNT && t != NDF_BOOL; }
 
 static const char *dname(ndf_dtype t) { return ndf_dtype_name(t) ? ndf_dtype_name(t) : "unknown"; }
@@ -200,6 +200,25 @@ static ndf_status spline_common(ndf_ctx *ctx, const char *name, const ndf_array 
   return NDF_OK;
 }
 
+/* NumPy's cast of src into dst (the linear filters' elementwise step, filters/filters.h). */
+void ndf__filters_cast_cpu(ndf_ctx *ctx, const ndf_array *src, ndf_array *dst);
+ndf_status ndf__filters_cast_cuda(ndf_ctx *ctx, const char *name, const ndf_array *src, ndf_array *dst);
+
+/* A spline filter of order <= 1 is a copy (scipy: output[...] = numpy.array(input)).  Where a 64-bit
+ * integer is involved it runs as NumPy's cast, exact beyond 2^53 (the line passes go through double). */
+static int copy_cast(const ndf_array *in, const ndf_array *out, int order) {
+  const int wide_in = in->dtype == NDF_INT64 || in->dtype == NDF_UINT64;
+  const int wide_out = out->dtype == NDF_INT64 || out->dtype == NDF_UINT64;
+  return order <= 1 && (wide_in || (wide_out && in->dtype != NDF_BOOL));
+}
+static ndf_status spline_copy(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out) {
+  if (in->device == NDF_DEVICE_CPU) {
+    ndf__filters_cast_cpu(ctx, in, out);
+    return NDF_OK;
+  }
+  return ndf__filters_cast_cuda(ctx, name, in, out);
+}
+
 ndf_status ndf_spline_filter1d(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, int order, int axis,
                                ndf_interp_mode mode) {
   static const char *name = "ndf_spline_filter1d";
@@ -210,6 +229,7 @@ ndf_status ndf_spline_filter1d(ndf_ctx *ctx, const ndf_array *input, ndf_array *
     return ndf__argerror(ctx, name, "axis", "%d is out of range for rank %d", axis, input->ndim);
   if (axis < 0) axis += input->ndim;
   if (ndf_array_size(input) == 0) return NDF_OK;
+  if (copy_cast(input, output, order)) return spline_copy(ctx, name, input, output);
   return input->device == NDF_DEVICE_CPU ? ndf__spline_filter_cpu(ctx, name, input, output, order, 1, &axis, mode)
                                          : ndf__spline_filter_cuda(ctx, name, input, output, order, 1, &axis, mode);
 }
@@ -223,6 +243,7 @@ ndf_status ndf_spline_filter(ndf_ctx *ctx, const ndf_array *input, ndf_array *ou
   if (ndf_array_size(input) == 0) return NDF_OK;
   int axes[NDF_MAX_NDIM], n = 0;
   for (int d = batch_dims; d < input->ndim; d++) axes[n++] = d;
+  if (n > 0 && copy_cast(input, output, order)) return spline_copy(ctx, name, input, output);
   return input->device == NDF_DEVICE_CPU ? ndf__spline_filter_cpu(ctx, name, input, output, order, n, axes, mode)
                                          : ndf__spline_filter_cuda(ctx, name, input, output, order, n, axes, mode);
 }

@@ -194,13 +194,18 @@ static inline void ndf__interp_store(void *p, ndf_dtype t, double v, int round) 
       case NDF_INT8: lo = -128; hi = 127; break;
       case NDF_INT16: lo = -32768; hi = 32767; break;
       case NDF_INT32: lo = -2147483648.0; hi = 2147483647.0; break;
+      case NDF_UINT64: lo = 0; hi = 18446744073709551616.0; break;
       default: lo = -9223372036854775808.0; hi = 9223372036854775808.0; break;
     }
+    /* 64-bit: scipy compares with the extreme as a double (2^63, 2^64) and
+     * stores the integer extreme beyond it; the extreme itself converts */
     if (lo == 0) {
       v = v > 0 ? v + 0.5 : 0;
+      if (v > hi && t == NDF_UINT64) { *(uint64_t *)p = UINT64_MAX; return; }
       if (v > hi) v = hi;
     } else {
       v = v > 0 ? v + 0.5 : v - 0.5;
+      if (v > hi && t == NDF_INT64) { *(int64_t *)p = INT64_MAX; return; }
       if (v > hi) v = hi;
       if (v < lo) v = lo;
     }
@@ -213,6 +218,7 @@ static inline void ndf__interp_store(void *p, ndf_dtype t, double v, int round) 
     case NDF_INT32: *(int32_t *)p = ndf__cvt_i32(v); break;
     case NDF_UINT32: *(uint32_t *)p = (uint32_t)ndf__cvt_i64(v); break;
     case NDF_INT64: *(int64_t *)p = ndf__cvt_i64(v); break;
+    case NDF_UINT64: *(uint64_t *)p = ndf__cvt_u64(v); break;
     case NDF_FLOAT32: *(float *)p = (float)v; break;
     default: *(double *)p = v; break;
   }
@@ -232,6 +238,7 @@ static inline double ndf__interp_pad_value(ndf_dtype t, double cval) {
     case NDF_INT16: return (int16_t)x;
     case NDF_UINT32: return (uint32_t)x;
     case NDF_INT32: return (int32_t)x;
+    case NDF_UINT64: return (double)(uint64_t)x;
     default: return (double)x;
   }
 }
@@ -246,6 +253,7 @@ static inline double ndf__interp_load(const void *base, ndf_dtype t, int64_t i) 
     case NDF_UINT32: return ((const uint32_t *)base)[i];
     case NDF_INT32: return ((const int32_t *)base)[i];
     case NDF_INT64: return (double)((const int64_t *)base)[i];
+    case NDF_UINT64: return (double)((const uint64_t *)base)[i];
     case NDF_FLOAT32: return ((const float *)base)[i];
     default: return ((const double *)base)[i];
   }

@@ -93,7 +93,7 @@ void ndf__spline_line(double *c, int64_t n, const double *poles, int npoles, ndf
 /* Stores a value of the line buffer as C's cast does; an integer copied into an
  * integer dtype keeps its low bits (NumPy's integer casts wrap around). */
 static void store_cast(void *q, ndf_dtype t, double v, int int_copy) {
-  if (int_copy && t != NDF_FLOAT32 && t != NDF_FLOAT64) {
+  if (int_copy && t != NDF_FLOAT32 && t != NDF_FLOAT64 && t != NDF_UINT64) {
     const int64_t x = (int64_t)v;
     switch (t) {
       case NDF_UINT8: case NDF_INT8: *(uint8_t *)q = (uint8_t)x; return;

@@ -66,9 +66,10 @@ static const char *dtname(ndf_dtype t) { return ndf_dtype_name(t) ? ndf_dtype_na
 
 static ndf_status check_one(ndf_ctx *ctx, const char *name, const char *arg, const ndf_array *a) {
   if (!a) return ndf__argerror(ctx, name, arg, "NULL");
-  if (a->dtype == NDF_INT64 || !ndf_dtype_size(a->dtype))
+  if (!ndf_dtype_size(a->dtype))
     return ndf__argerror(ctx, name, arg,
-                         "dtype %s is not supported (bool, uint8, int8, uint16, int16, uint32, int32, float32, float64)",
+                         "dtype %s is not supported (bool, uint8, int8, uint16, int16, uint32, int32, int64, uint64, "
+                         "float32, float64)",
                          dtname(a->dtype));
   if (a->ndim < 1 || a->ndim > NDF_MAX_NDIM)
     return ndf__argerror(ctx, name, arg, "rank %d is not in 1..%d", a->ndim, NDF_MAX_NDIM);
@@ -150,6 +151,8 @@ static inline double load(ndf_dtype t, const char *p) {
     case NDF_INT16: return *(const int16_t *)p;
     case NDF_UINT32: return *(const uint32_t *)p;
     case NDF_INT32: return *(const int32_t *)p;
+    case NDF_INT64: return (double)*(const int64_t *)p;
+    case NDF_UINT64: return (double)*(const uint64_t *)p;
     case NDF_FLOAT32: return *(const float *)p;
     default: return *(const double *)p;
   }
@@ -282,13 +285,19 @@ static ndf_status stats_cpu(ndf_ctx *ctx, const char *name, const ndf_array *a, 
   return NDF_OK;
 }
 
+void ndf__metrics_int_range(ndf_dtype t, double *lo, double *hi) {
+  ndf__dtype_range(t, lo, hi);
+  if (t == NDF_INT64) *hi = 9223372036854775808.0;
+  if (t == NDF_UINT64) *hi = 18446744073709551616.0;
+}
+
 double ndf__metrics_psnr_range(ndf_dtype t, double amin, double amax) {
   double lo, hi;
   if (t == NDF_FLOAT32 || t == NDF_FLOAT64) {
     lo = -1;
     hi = 1;
   } else {
-    ndf__dtype_range(t, &lo, &hi);
+    ndf__metrics_int_range(t, &lo, &hi);
   }
   if (amax > hi || amin < lo) return -1;
   return amin >= 0 ? hi : hi - lo;
@@ -606,7 +615,7 @@ ndf_status ndf_structural_similarity(ndf_ctx *ctx, const ndf_array *im1, const n
       lo = -1;
       hi = 1;
     } else {
-      ndf__dtype_range(im1->dtype, &lo, &hi);
+      ndf__metrics_int_range(im1->dtype, &lo, &hi);
     }
     R = hi - lo;
   }

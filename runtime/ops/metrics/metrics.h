@@ -41,6 +41,9 @@ double ndf__metrics_finish(ndf__metric_op op, const ndf__mstats *s, int64_t vox,
 /* scikit-image's default PSNR data range for a's dtype t and the image's
  * extremes; -1 when the values lie outside the dtype's range. */
 double ndf__metrics_psnr_range(ndf_dtype t, double amin, double amax);
+/* scikit-image's dtype_range of an integer dtype as doubles (the 64-bit ends
+ * round to +-2^63 and 2^64, as NumPy converts them). */
+void ndf__metrics_int_range(ndf_dtype t, double *lo, double *hi);
 
 /* CUDA backends of validated calls (result: float64 of the batch shape). */
 ndf_status ndf__metrics_stats_cuda(ndf_ctx *ctx, const char *name, ndf__metric_op op, const ndf_array *a,

@@ -80,7 +80,7 @@ ndf_status ndf__metrics_stats_cuda(ndf_ctx *ctx, const char *name, ndf__metric_o
   }
   if (s == NDF_OK) s = ndf__metrics_stats_launch(ctx, name, f_stats, blocks_for(ctx, nparts), 256, 1, 0, &ps);
   double lo = -1, hi = 1;
-  if (!ndf__dtype_is_float(a->dtype)) ndf__dtype_range(a->dtype, &lo, &hi);
+  if (!ndf__dtype_is_float(a->dtype)) ndf__metrics_int_range(a->dtype, &lo, &hi);
   ndf__metrics_finish_params pf = {.part = part, .cnt = cnt, .result = dptr(result), .status = status,
                                    .nimg = g->nimg, .vox = g->vox, .data_range = data_range, .lo = lo, .hi = hi,
                                    .op = (int32_t)op, .f32 = g->f32, .nb = g->nb, .nblk = nblk};

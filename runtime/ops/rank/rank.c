@@ -74,7 +74,8 @@ int64_t ndf__rank_for(int kind, int64_t rank, double p, int64_t m) {
 
 #define NDF_RANK_TYPES(X) \
   X(uint8_t, u8, 0) X(int8_t, i8, 0) X(uint16_t, u16, 0) X(int16_t, i16, 0) \
-  X(uint32_t, u32, 0) X(int32_t, i32, 0) X(float, f32, 1) X(double, f64, 1)
+  X(uint32_t, u32, 0) X(int32_t, i32, 0) X(int64_t, i64, 0) X(uint64_t, u64, 0) \
+  X(float, f32, 1) X(double, f64, 1)
 
 #define DEFINE_NET(T, SUF)                                                    \
   static T run_net_##SUF(T *v, const ndf__selnet *net) {                      \
@@ -464,6 +465,8 @@ static ndf_status rank_cpu(ndf_ctx *ctx, const char *name, const ndf_array *in, 
     case NDF_INT16: rc2 = rank_cpu_i16(ctx, &j); break;
     case NDF_UINT32: rc2 = rank_cpu_u32(ctx, &j); break;
     case NDF_INT32: rc2 = rank_cpu_i32(ctx, &j); break;
+    case NDF_INT64: rc2 = rank_cpu_i64(ctx, &j); break;
+    case NDF_UINT64: rc2 = rank_cpu_u64(ctx, &j); break;
     case NDF_FLOAT32: rc2 = rank_cpu_f32(ctx, &j); break;
     case NDF_FLOAT64: rc2 = rank_cpu_f64(ctx, &j); break;
     default: rc2 = -1; break;
@@ -622,7 +625,7 @@ static ndf_status warm_rank(ndf_ctx *ctx, const char *name, const char *arch, co
   else if (op && !strcmp(op, "percentile_filter")) kind = R_PERCENTILE;
   else return ndf__argerror(ctx, name, "op", "unknown op '%s' (median_filter, rank_filter, percentile_filter)",
                             op ? op : "(null)");
-  if (dtype == NDF_BOOL || !ndf_dtype_size(dtype) || dtype == NDF_INT64) return ndf__argerror(ctx, name, "dtype", "unsupported dtype %d", (int)dtype);
+  if (dtype == NDF_BOOL || !ndf_dtype_size(dtype)) return ndf__argerror(ctx, name, "dtype", "unsupported dtype %d", (int)dtype);
   if (ndim < 1 || ndim > NDF_MAX_NDIM) return ndf__argerror(ctx, name, "ndim", "%d is not in 1..%d", ndim, NDF_MAX_NDIM);
   /* Extents large enough for the kernel's full blocking, as in ndf_cache_warm (or the caller's). */
   int64_t shape[NDF_MAX_NDIM];

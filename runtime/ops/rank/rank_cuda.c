@@ -201,7 +201,7 @@ static ndf_status build(ndf_ctx *ctx, const char *name, ndf_dtype dtype, int ndi
     s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
   } else {
     const int is_float = ndf__dtype_is_float(dtype);
-    const int is_signed = dtype == NDF_INT8 || dtype == NDF_INT16 || dtype == NDF_INT32;
+    const int is_signed = dtype == NDF_INT8 || dtype == NDF_INT16 || dtype == NDF_INT32 || dtype == NDF_INT64;
     ndf__req_init(req, "rank", "ndf_rank");
     ndf__req_set(req, "T", "%s", ndf__dtype_ctype(dtype));
     ndf__req_set(req, "KIND", "%d", is_float ? 2 : is_signed ? 1 : 0);
@@ -470,7 +470,7 @@ static ndf_status run_hist(ndf_ctx *ctx, const char *name, const ndf_array *in, 
 static void tile_request(ndf_ctx *ctx, ndf_dtype dtype, const ndf__grey_geom *g, int64_t n, const ndf__rank_sel *sel,
                          const tile_geom *tg, ndf__kernel_req *req) {
   const int nsp = g->nsp;
-  const int is_signed = dtype == NDF_INT8 || dtype == NDF_INT16 || dtype == NDF_INT32;
+  const int is_signed = dtype == NDF_INT8 || dtype == NDF_INT16 || dtype == NDF_INT32 || dtype == NDF_INT64;
   if (tg->form == 2) ndf__req_init(req, "rank_tile2", "ndf_rank_tile2");
   else ndf__req_init(req, "rank_tile", "ndf_rank_tile");
   ndf__req_set(req, "T", "%s", ndf__dtype_ctype(dtype));

@@ -65,7 +65,7 @@ static int host_nonzero(const ndf_array *a, int64_t i) {
     case NDF_UINT32: case NDF_INT32: return *(const uint32_t *)p != 0;
     case NDF_FLOAT32: return *(const float *)p != 0;
     case NDF_FLOAT64: return *(const double *)p != 0;
-    case NDF_INT64: return *(const int64_t *)p != 0;
+    case NDF_INT64: case NDF_UINT64: return *(const uint64_t *)p != 0;
     default: return 0;
   }
 }
@@ -92,9 +92,10 @@ static ndf_status check_arrays(ndf_ctx *ctx, const char *name, const ndf_array *
                                const ndf_array *out, int batch_dims) {
   if (!seed) return ndf__argerror(ctx, name, "seed", "NULL");
   const ndf_dtype t = seed->dtype;
-  if (t == NDF_BOOL || t == NDF_INT64 || !ndf_dtype_size(t))
+  if (t == NDF_BOOL || !ndf_dtype_size(t))
     return ndf__argerror(ctx, name, "seed",
-                         "dtype %s is not supported (uint8, int8, uint16, int16, uint32, int32, float32, float64)",
+                         "dtype %s is not supported (uint8, int8, uint16, int16, uint32, int32, int64, uint64, float32, "
+                         "float64)",
                          ndf_dtype_name(t) ? ndf_dtype_name(t) : "unknown");
   if (seed->ndim < 1 || seed->ndim > NDF_MAX_NDIM)
     return ndf__argerror(ctx, name, "seed", "rank %d is not in 1..%d", seed->ndim, NDF_MAX_NDIM);
@@ -209,6 +210,7 @@ static ndf_status prepare(ndf_ctx *ctx, const char *name, int ndim, const ndf_re
 #define RECON_TYPES(X)                                                                             \
   X(uint8_t, u8, 0, NDF_UINT8) X(int8_t, i8, 0, NDF_INT8) X(uint16_t, u16, 0, NDF_UINT16)          \
   X(int16_t, i16, 0, NDF_INT16) X(uint32_t, u32, 0, NDF_UINT32) X(int32_t, i32, 0, NDF_INT32)      \
+  X(int64_t, i64, 0, NDF_INT64) X(uint64_t, u64, 0, NDF_UINT64)                                    \
   X(float, f32, 1, NDF_FLOAT32) X(double, f64, 1, NDF_FLOAT64)
 
 /* a < b, with -0.0 < +0.0 for floats (one order, so one result bit for bit). */
