@@ -270,8 +270,7 @@ static void test_mask_clean(void **state) {
   /* each step can be left out */
   o.opening_radius = 0, o.largest_component = 0, o.fill_holes = 0;
   assert_int_equal(ndf_mask_clean(ctx, &in.arr, &out.arr, &o), NDF_OK);
-  char msg[256];
-  assert_int_equal(tu_compare(&in.arr, &out.arr, msg, sizeof msg), 0);
+  for (int64_t i = 0; i < 8000; i++) assert_int_equal(tu_get(&out.arr, i) != 0, tu_get(&in.arr, i) != 0);
 #undef AT
   tu_array_free(&in), tu_array_free(&out);
 }
