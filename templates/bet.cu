@@ -84,6 +84,7 @@ extern "C" __global__ void __launch_bounds__(128) ndf_bet_voxelize(const ndf_bet
     // the bounding box first: the same columns the CPU backend visits
     const double lo0 = fmin(a[0], fmin(b[0], q[0])), hi0 = fmax(a[0], fmax(b[0], q[0]));
     const double lo1 = fmin(a[1], fmin(b[1], q[1])), hi1 = fmax(a[1], fmax(b[1], q[1]));
+    if (!isfinite(lo0) || !isfinite(lo1) || !isfinite(hi0) || !isfinite(hi1)) continue; // as the CPU
     if (px < lo0 || px > hi0 || py < lo1 || py > hi1) continue;
     double z;
     if (!bet_tri_hit(a, b, q, px, py, &z)) continue;

@@ -85,7 +85,7 @@ BET_FN double bet_sample(const float *img, const bet_consts *c, const double *p)
   double f[3];
   for (int d = 0; d < 3; d++) {
     const double u = p[d] / c->spacing[d], fl = floor(u);
-    if (fl < -1.0 || fl > (double)c->shape[d]) return 0.0;
+    if (!(fl >= -1.0 && fl <= (double)c->shape[d])) return 0.0; // outside, or NaN
     i[d] = (bet_i64)fl;
     f[d] = BET_SUB(u, fl);
   }

@@ -660,13 +660,16 @@ static const struct opt_def {
 };
 #define NOPT_DEFS (sizeof opt_defs / sizeof opt_defs[0])
 
+/* The dashes an option is written with: BET's one-letter options (-f, -g, -r, -c) take one. */
+static const char *dash(const char *name) { return name[0] && !name[1] && strchr("fgrc", name[0]) ? "-" : "--"; }
+
 /* "--structure FILE, --iterations N, ..." for the options in mask, in table order. */
 static const char *format_opts(optset mask, char *buf, size_t cap) {
   size_t n = 0;
   buf[0] = '\0';
   for (size_t k = 0; k < NOPT_DEFS && n < cap; k++)
     if (opt_defs[k].flag & mask)
-      n += (size_t)snprintf(buf + n, cap - n, "%s%s%s %s", n ? ", " : "", opt_defs[k].name[1] ? "--" : "-",
+      n += (size_t)snprintf(buf + n, cap - n, "%s%s%s %s", n ? ", " : "", dash(opt_defs[k].name),
                             opt_defs[k].name, opt_defs[k].arg);
   return buf;
 }
@@ -709,7 +712,7 @@ static int parse_args(int argc, char **argv, int first, optset accepted, const c
     size_t len = eq ? (size_t)(eq - name) : strlen(name);
     const struct opt_def *d = NULL;
     for (size_t k = 0; k < NOPT_DEFS; k++)
-      if ((s[1] == '-') == (strlen(opt_defs[k].name) > 1) && strlen(opt_defs[k].name) == len &&
+      if ((s[1] == '-') == (dash(opt_defs[k].name)[1] == '-') && strlen(opt_defs[k].name) == len &&
           strncmp(opt_defs[k].name, name, len) == 0)
         d = &opt_defs[k];
     if (!d) {
@@ -719,14 +722,13 @@ static int parse_args(int argc, char **argv, int first, optset accepted, const c
     }
     if (!(d->flag & accepted)) {
       char list[1024];
-      const char *dash = d->name[1] ? "--" : "-";
-      if (accepted) errorf("option %s%s does not apply to '%s' (it takes %s)", dash, d->name, cmd,
+      if (accepted) errorf("option %s%s does not apply to '%s' (it takes %s)", dash(d->name), d->name, cmd,
                            format_opts(accepted, list, sizeof list));
-      else errorf("option %s%s does not apply to '%s' (it takes no options)", dash, d->name, cmd);
+      else errorf("option %s%s does not apply to '%s' (it takes no options)", dash(d->name), d->name, cmd);
       return EXIT_USAGE;
     }
     if ((a->given & d->flag) && d->flag != O_TUNE) {
-      errorf("option %s%s given twice", d->name[1] ? "--" : "-", d->name);
+      errorf("option %s%s given twice", dash(d->name), d->name);
       return EXIT_USAGE;
     }
     const char *val = eq ? eq + 1 : NULL;
@@ -736,7 +738,7 @@ static int parse_args(int argc, char **argv, int first, optset accepted, const c
     }
     if (!val) {
       if (i + 1 >= argc) {
-        errorf("option %s%s needs a value", d->name[1] ? "--" : "-", d->name);
+        errorf("option %s%s needs a value", dash(d->name), d->name);
         return EXIT_USAGE;
       }
       val = argv[++i];
@@ -1532,7 +1534,7 @@ static void op_help(const op_def *op) {
                                   : "the input's dtype");
   for (size_t k = 0; k < NOPT_DEFS; k++)
     if (opt_defs[k].flag & (op->opts | O_DEVICE))
-      printf("  %s%s %s\n", opt_defs[k].name[1] ? "--" : "-", opt_defs[k].name, opt_defs[k].arg);
+      printf("  %s%s %s\n", dash(opt_defs[k].name), opt_defs[k].name, opt_defs[k].arg);
   if (op->required) {
     char list[256];
     printf("Required: %s.\n", format_opts(op->required, list, sizeof list));

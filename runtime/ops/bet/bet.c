@@ -399,6 +399,7 @@ static ndf_status voxelize_cpu(ndf_ctx *ctx, const ndf__bet_mesh *m, const bet_c
         lo[d] = fmin(a[d], fmin(b[d], q[d]));
         hi[d] = fmax(a[d], fmax(b[d], q[d]));
       }
+      if (!isfinite(lo[0]) || !isfinite(lo[1]) || !isfinite(hi[0]) || !isfinite(hi[1])) continue; /* crosses no column */
       const int64_t x0 = lo[0] < 0 ? 0 : (int64_t)ceil(lo[0]), y0 = lo[1] < 0 ? 0 : (int64_t)ceil(lo[1]);
       const int64_t x1 = hi[0] > (double)(n0 - 1) ? n0 - 1 : (int64_t)floor(hi[0]);
       const int64_t y1 = hi[1] > (double)(n1 - 1) ? n1 - 1 : (int64_t)floor(hi[1]);
