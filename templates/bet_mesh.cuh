@@ -90,9 +90,11 @@ BET_FN double bet_sample(const float *img, const bet_consts *c, const double *p)
     f[d] = BET_SUB(u, fl);
   }
   double acc = 0.0;
+  const int inside = i[0] >= 0 && i[0] + 1 < c->shape[0] && i[1] >= 0 && i[1] + 1 < c->shape[1] && i[2] >= 0 &&
+                      i[2] + 1 < c->shape[2];
   for (int k = 0; k < 8; k++) {
     const bet_i64 a = i[0] + (k >> 2), b = i[1] + ((k >> 1) & 1), e = i[2] + (k & 1);
-    if (a < 0 || a >= c->shape[0] || b < 0 || b >= c->shape[1] || e < 0 || e >= c->shape[2]) continue;
+    if (!inside && (a < 0 || a >= c->shape[0] || b < 0 || b >= c->shape[1] || e < 0 || e >= c->shape[2])) continue;
     const double w0 = (k >> 2) ? f[0] : BET_SUB(1.0, f[0]);
     const double w1 = ((k >> 1) & 1) ? f[1] : BET_SUB(1.0, f[1]);
     const double w2 = (k & 1) ? f[2] : BET_SUB(1.0, f[2]);

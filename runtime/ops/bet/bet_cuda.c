@@ -42,7 +42,7 @@ ndf_status ndf__skull_strip_cuda(ndf_ctx *ctx, const char *name, const ndf_array
   if ((s = kernels(ctx, name, in->dtype, NULL, fn)) != NDF_OK) return s;
   if ((s = ndf__check_host_memory(ctx, name, "a host copy of the image", 4 * nimg + 8 * n)) != NDF_OK) return s;
   float *img = malloc(sizeof(float) * (size_t)nimg);
-  double *pos = malloc(sizeof(double) * 3 * (size_t)m->nv);
+  double *pos = calloc(3 * (size_t)m->nv, sizeof(double));
   if (!img || !pos) {
     free(img), free(pos);
     return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
