@@ -38,6 +38,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1
 #endif
+#include <zlib.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <ftw.h>
@@ -84,7 +85,7 @@ static const char *g_tune;
 /* Workloads                                                                 */
 
 typedef enum { FP_BOX = 0, FP_CROSS = 1 } fp_kind;
-typedef enum { FAM_GREY, FAM_RANK, FAM_DISTANCE, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC, FAM_SOFT_ECC, FAM_ECT, FAM_SOFT_ECT, FAM_INTENSITY, FAM_FILTERS, FAM_SSIM, FAM_INTERP } op_family;
+typedef enum { FAM_GREY, FAM_RANK, FAM_DISTANCE, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC, FAM_SOFT_ECC, FAM_ECT, FAM_SOFT_ECT, FAM_INTENSITY, FAM_FILTERS, FAM_SSIM, FAM_INTERP, FAM_BET } op_family;
 
 /* The workload kinds, from the op registry (gen/ops.lua): --op name, key (the
  * first part of a workload's name) and family (how its inputs are set up). */
@@ -217,6 +218,9 @@ static const workload default_workloads[] = {
     {OP_ZOOM, NDF_FLOAT32, 3, {181, 217, 181}, 3, FP_BOX, 0, NDF_MODE_REFLECT, 2.0},
     {OP_AFFINE_ROT, NDF_FLOAT32, 3, {256, 256, 256}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 15.0},
     {OP_MAP_COORDS, NDF_FLOAT32, 3, {256, 256, 256}, 1, FP_BOX, 0, NDF_MODE_REFLECT, 1e7},
+    /* skull stripping (issue 33): FSL BET's method on the real T1 MRI ch2.nii.gz of Debian's mricron-data
+     * (uint8, 181x217x181 at 1 mm), BET's defaults; the input must be that shape and dtype */
+    {OP_SKULL_STRIP, NDF_UINT8, 3, {181, 217, 181}, 0, FP_BOX, 0, NDF_MODE_REFLECT, 0},
 };
 #define N_DEFAULT (sizeof default_workloads / sizeof default_workloads[0])
 
@@ -228,6 +232,7 @@ static ndf_dtype out_dtype(const workload *w)
   switch (ops[w->op].family) {
   case FAM_DISTANCE: return w->op == OP_CDT_TAXI || w->op == OP_CDT_CHESS ? NDF_INT32 : NDF_FLOAT64;
   case FAM_BINARY: return NDF_BOOL;
+  case FAM_BET: return NDF_UINT8;
   case FAM_LABEL: return NDF_INT32;
   case FAM_ECC: return NDF_INT64;
   case FAM_SOFT_ECC: return NDF_FLOAT64;
@@ -762,6 +767,11 @@ static ndf_status run_op(ndf_ctx *c, const workload *w, const ndf_array *in, ndf
     ndf_array *co = map_coords(c, w, in);
     return co ? ndf_map_coordinates(c, in, co, out, &g->iopt) : NDF_ENOMEM;
   }
+  if (ops[w->op].family == FAM_BET) {
+    ndf_skull_strip_options o;
+    ndf_skull_strip_options_init(&o);
+    return ndf_skull_strip(c, in, NULL, out, &o);
+  }
   if (ops[w->op].family == FAM_SSIM) {
     ssim_bufs *b = ssim_side(c, w, in);
     if (!b) return NDF_ENOMEM;
@@ -909,10 +919,41 @@ static void fill_blobs(uint8_t *out, const workload *w, uint64_t seed)
   free(c);
 }
 
-/* The input of a workload: blobs for the binary ops and label, else fill_random. */
+/* The skull-stripping input: the voxels of ch2.nii.gz (uint8, NIfTI's x, y, z axes, x fastest on disk)
+ * into the C-order buffer of shape (x, y, z); 0 when the file is there, else -1 (after saying so). */
+#define BET_CH2 "/usr/share/mricron/templates/ch2.nii.gz"
+static int fill_ch2(void *buf, const workload *w)
+{
+  const int64_t nx = w->shape[0], ny = w->shape[1], nz = w->shape[2], n = nx * ny * nz;
+  if (w->ndim != 3 || w->dtype != NDF_UINT8 || nx != 181 || ny != 217 || nz != 181) {
+    fprintf(stderr, "ndf_bench: skull_strip runs on %s: uint8, 181x217x181\n", BET_CH2);
+    return -1;
+  }
+  gzFile f = gzopen(BET_CH2, "rb");
+  unsigned char hdr[352];
+  uint8_t *v = malloc((size_t)n);
+  int ok = f && v && gzread(f, hdr, sizeof hdr) == (int)sizeof hdr;
+  float off = 0;
+  if (ok) memcpy(&off, hdr + 108, 4); /* vox_offset */
+  ok = ok && off >= 352 && gzseek(f, (z_off_t)off, SEEK_SET) == (z_off_t)off && gzread(f, v, (unsigned)n) == (int)n;
+  if (f) gzclose(f);
+  if (ok)
+    for (int64_t x = 0; x < nx; x++)
+      for (int64_t y = 0; y < ny; y++)
+        for (int64_t z = 0; z < nz; z++) ((uint8_t *)buf)[(x * ny + y) * nz + z] = v[(z * ny + y) * nx + x];
+  else fprintf(stderr, "ndf_bench: cannot read %s (Debian's mricron-data)\n", BET_CH2);
+  free(v);
+  return ok ? 0 : -1;
+}
+
+/* The input of a workload: blobs for the binary ops and label, ch2 for skull_strip, else fill_random. */
 static void fill_input(void *buf, const workload *w, uint64_t seed)
 {
   int fam = ops[w->op].family;
+  if (fam == FAM_BET) {
+    if (fill_ch2(buf, w) != 0) memset(buf, 0, (size_t)wl_count(w)); /* an empty mask, then */
+    return;
+  }
   if ((fam == FAM_BINARY || fam == FAM_LABEL || fam == FAM_ECT || fam == FAM_SOFT_ECT) && ndf_dtype_size(w->dtype) == 1)
     fill_blobs(buf, w, seed);
   else fill_random(buf, w->dtype, wl_count(w), seed);

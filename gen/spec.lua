@@ -1725,6 +1725,46 @@ return {
       },
     },
     {
+      -- skull stripping by FSL BET's surface model (runtime/ops/bet/); bet_mesh.cuh is shared with the CPU
+      name = "bet",
+      file = "templates/bet.cu",
+      kernels = { "ndf_bet_load", "ndf_bet_step", "ndf_bet_voxelize" },
+      args = { "T:dtype" },
+      params = {
+        ndf_bet_load_params = {
+          { "in", "const T*" },
+          { "img", "f32*", "the image as floats in bricks of 4x4x4 (bet_index)" },
+          { "n", "i64" },
+          { "shape", "i64[3]" },
+          { "str", "i64[3]", "element strides of the input" },
+        },
+        ndf_bet_step_params = {
+          { "img", "const f32*" },
+          { "pos", "const f64*", "the surface before the update, nv x 3 (mm)" },
+          { "npos", "f64*", "the surface after it" },
+          { "ring", "const i32*", "nv x (BET_MAX_RING + 1): count, then the neighbours" },
+          { "nv", "i32" },
+          { "shape", "i64[3]" },
+          { "c", "f64[16]", "spacing[3], t2, t, tm, bt, gradient, cog2, radius, E, F, d1, d2 (NDF_BET_C_*)" },
+        },
+        ndf_bet_voxelize_params = {
+          { "vx", "const f64*", "the surface in voxel units, nv x 3" },
+          { "tri", "const i32*", "nt x 3" },
+          { "nt", "i32" },
+          { "shape", "i64[3]" },
+          { "out", "u8*", "the mask (bool or uint8)" },
+          { "ostr", "i64[3]", "element strides of the mask" },
+          { "status", "i32*", "[0] a column crossed too many triangles" },
+        },
+      },
+      slots = {
+        T = "element type of the input (C name; read by ndf_bet_load only)",
+      },
+      families = {
+        { T = { "unsigned char", "signed char", "unsigned short", "short", "unsigned int", "int", "float", "double" } },
+      },
+    },
+    {
       -- histograms, percentiles, windows, normalizations, equalize_hist (runtime/ops/intensity/)
       name = "intensity",
       file = "templates/intensity.cu",

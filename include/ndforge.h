@@ -1950,6 +1950,101 @@ NDF_API void ndf_normalize_options_init(ndf_normalize_options *opt);
  * or float64, shaped like the input; the intensity ops' dtypes and devices. */
 NDF_API ndf_status ndf_normalize_modality(ndf_ctx *ctx, const ndf_array *input, const ndf_array *mask,
                                           ndf_array *output, const ndf_normalize_options *opt);
+/* Skull stripping (FSL BET's surface model) and brain-mask helpers          */
+
+/*
+ * Options of ndf_skull_strip, named after FSL BET's (bet2) command line:
+ *   fractional_intensity_threshold  -f, in [0, 1]: larger values give a
+ *                     smaller brain outline (0.5)
+ *   vertical_gradient -g, in [-1, 1]: the threshold varies along axis 2 as
+ *                     f + g (z - z_cog) / radius (clamped to [0, 1]); positive
+ *                     values give a larger outline at low axis-2 coordinates
+ *                     (the bottom of a RAS volume) and a smaller one at the top (0)
+ *   radius            -r, the initial brain radius in mm; 0 estimates it (0)
+ *   has_centre, centre  -c, the initial centre in voxel coordinates (axis
+ *                     order of the array); has_centre 0 estimates it (0)
+ *   iterations        surface updates per pass (1000, BET's)
+ */
+typedef struct ndf_skull_strip_options {
+  double fractional_intensity_threshold;
+  double vertical_gradient;
+  double radius;
+  int has_centre;
+  double centre[3];
+  int iterations;
+} ndf_skull_strip_options;
+/* f 0.5, g 0, radius and centre estimated, 1000 iterations. */
+NDF_API void ndf_skull_strip_options_init(ndf_skull_strip_options *opt);
+
+/*
+ * Brain extraction by Smith's method (S. M. Smith, "Fast robust automated
+ * brain extraction", Human Brain Mapping 17:143-155, 2002; FSL's bet2):
+ *   1. t2, t98: the 2nd and 98th percentiles of the voxel values (NumPy's
+ *      linear interpolation); t = t2 + 0.1 (t98 - t2).
+ *   2. the centre: the mean position (mm) of the voxels above t, weighted by
+ *      their values clamped to t98; the radius: that of a sphere whose volume
+ *      is that of the voxels above t; tm: the median of the values in
+ *      (t2, t98) inside that sphere.
+ *   3. a sphere of half that radius about the centre, tessellated as an
+ *      icosahedron subdivided four times (2562 vertices, 5120 triangles), is
+ *      deformed by `iterations` simultaneous updates of every vertex: half the
+ *      tangential part of the offset to its neighbours' mean, BET's sigmoid of
+ *      the local curvature (rmin 3.33 mm, rmax 10 mm) times the normal part,
+ *      and 0.05 l f3 along the normal, where f3 = 2 (Imin - tl) / (Imax - t2)
+ *      compares the image along the inward normal (Imin down to 20 mm, Imax
+ *      down to 10 mm, trilinear samples every mm, 0 outside the image) with
+ *      tl = (Imax - t2) f' + t2.
+ *   4. a surface that intersects itself (two vertices far apart on the sphere
+ *      closer than half the mean edge length) is deformed again from the
+ *      sphere with more smoothing (the curvature radii scaled up early in
+ *      the run, back to BET's by three quarters of it), at most 4 passes.
+ *   5. output: 1 for the voxels whose centres lie inside the surface, else 0
+ *      (parity of the crossings along axis 2).
+ * input: 3-D, any numeric dtype except int64, finite values; spacing: 3 values
+ * > 0 (mm per voxel along each axis; NULL: 1 mm).  output: bool or uint8, the
+ * input's shape and device.  A CUDA input runs on the device (the statistics
+ * of steps 1-2 on a host copy, the surface and the voxelization in kernels);
+ * both backends give the same mask bit for bit.  Synchronizes the stream.
+ */
+NDF_API ndf_status ndf_skull_strip(ndf_ctx *ctx, const ndf_array *input, const double *spacing, ndf_array *output,
+                                   const ndf_skull_strip_options *opt);
+
+/*
+ * Weighted voting of n masks (non-zero = inside) of one shape: output[x] = 1
+ * when sum_i weights[i] [masks[i][x] != 0] > threshold * sum_i weights[i],
+ * the sums taken in double in the order of the masks.  A vote exactly at the
+ * threshold is out (a tie between two equal masks keeps only their
+ * intersection).  weights NULL: all 1; each weight >= 0 and finite, their sum
+ * > 0; threshold in [0, 1) (0.5 by default in the bindings).  Masks: any
+ * dtype; output: bool or uint8 of their shape.  Host arrays only.
+ */
+NDF_API ndf_status ndf_mask_fusion(ndf_ctx *ctx, const ndf_array *const *masks, int n, const double *weights,
+                                   double threshold, ndf_array *output);
+
+/*
+ * Clean-up of a binary mask, in this order:
+ *   1. binary opening with a ball of radius opening_radius voxels (the
+ *      voxels k with sum(k^2) <= r^2 in a (2r+1)^rank box; 0 skips it);
+ *   2. largest_component: only the largest connected component (connectivity
+ *      as generate_binary_structure(rank, connectivity)); ties go to the
+ *      component with the smallest label (first in C order);
+ *   3. fill_holes: ndf_binary_fill_holes with the default structure.
+ * scipy: binary_opening(m, ball), label(.., generate_binary_structure(rank,
+ * connectivity)) and the largest count, binary_fill_holes.  input: any dtype
+ * (non-zero = inside); output: bool or uint8 of its shape.  Host arrays only.
+ */
+typedef struct ndf_mask_clean_options {
+  int opening_radius;    /* 1 */
+  int largest_component; /* 1 */
+  int fill_holes;        /* 1 */
+  int connectivity;      /* 1 (faces), up to the rank */
+} ndf_mask_clean_options;
+NDF_API void ndf_mask_clean_options_init(ndf_mask_clean_options *opt);
+NDF_API ndf_status ndf_mask_clean(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
+                                  const ndf_mask_clean_options *opt);
+
+/* Cache warm of ndf_skull_strip for an input of that dtype (3-D) into arch's disk cache. */
+NDF_API ndf_status ndf_cache_warm_skull_strip(ndf_ctx *ctx, const char *arch, ndf_dtype dtype, int *compiled);
 
 #ifdef __cplusplus
 }

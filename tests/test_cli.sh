@@ -890,6 +890,20 @@ grep -q "^ndforge: 'run reconstruction' needs --mask FILE" last.err && pass ||
   fail "missing --mask message: $(cat last.err)"
 bad "reconstruction --method" 2 $o run reconstruction --mask in/u8.npy --method opening in/u8.npy $o
 bad "cache warm reconstruction --mask" 2 $o cache warm --arch sm_90 reconstruction --mask in/u8.npy --dtype uint8
+# skull_strip: BET's one-dash options, checked before anything is read or written.
+bad "skull_strip -f out of range" 2 $o run skull_strip -f 1.5 in/i16.npy $o
+bad "skull_strip -g out of range" 2 $o run skull_strip -g -3 in/i16.npy $o
+bad "skull_strip -c of two values" 2 $o run skull_strip -c 1,2 in/i16.npy $o
+bad "skull_strip --f" 2 $o run skull_strip --f 0.5 in/i16.npy $o
+bad "skull_strip -f given twice" 2 $o run skull_strip -f 0.5 -f 0.4 in/i16.npy $o
+bad "skull_strip of a 2-D image" 1 $o run skull_strip in/u8.npy $o
+bad "skull_strip --sampling of two values" 1 $o run skull_strip --sampling 1,2 in/i16.npy $o
+ndf run skull_strip -f 0.3 -g 0.1 --iterations 20 --device cpu in/i16.npy out/ss.npy &&
+  "$py" -c "
+import numpy as np
+m = np.load('out/ss.npy')
+assert m.dtype == np.bool_ and m.shape == (5, 6, 7)
+" && pass || fail "skull_strip: $(cat last.err)"
 # reconstruction (INPUT the seed, --mask the mask) against scikit-image where it is installed.
 if "$py" -c 'import skimage.morphology' 2>/dev/null; then
   "$py" -c "

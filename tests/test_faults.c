@@ -173,6 +173,14 @@ static ndf_status c_laplace(fcase *c) {
   o.mode = NDF_MODE_CONSTANT;
   return ndf_morphological_laplace(c->ctx, c->IN, c->OUT[0], &o);
 }
+static ndf_status c_skull_strip(fcase *c) { /* a bright ball in an 12x13x14 image, a few iterations */
+  ndf_skull_strip_options o;
+  ndf_skull_strip_options_init(&o);
+  o.iterations = 3;
+  const double spacing[3] = {2, 2, 2};
+  return ndf_skull_strip(c->ctx, c->IN, spacing, c->OUT[0], &o);
+}
+
 static ndf_status c_reconstruction(fcase *c) { /* seed in, mask aux (>= seed), a batch axis, an offset */
   uint8_t fp[6] = {1, 1, 0, 1, 1, 1};
   int64_t fs[2] = {2, 3};
@@ -576,6 +584,21 @@ static void test_filters(void **state) {
   }
   c.aux_dev = 1;
   out_alloc(&c, NDF_FLOAT64, 3, SH3);
+  sweep(&c);
+  case_free(&c);
+  /* skull stripping: a bright ball (the brain) in a dark image; every allocation of the statistics, the
+   * mesh, the passes and the voxelization */
+  static const int64_t shb[3] = {12, 13, 14};
+  memset(&c, 0, sizeof c);
+  c.name = "skull_strip";
+  c.ctx = ctx;
+  c.call = c_skull_strip;
+  assert_int_equal(tu_array_alloc(&c.in, NDF_UINT8, 3, shb), 0);
+  for (int64_t i = 0; i < 12 * 13 * 14; i++) {
+    const int64_t x = i / 182 - 6, y = i / 14 % 13 - 6, z = i % 14 - 7;
+    tu_set(&c.in.arr, i, x * x + y * y + z * z <= 16 ? 100 : 3);
+  }
+  out_alloc(&c, NDF_UINT8, 3, shb);
   sweep(&c);
   case_free(&c);
 }

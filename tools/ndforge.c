@@ -105,6 +105,10 @@ typedef uint64_t optset;
 #define O_OUT_MIN ((optset)1 << 51)
 #define O_OUT_MAX ((optset)1 << 52)
 #define O_NBINS ((optset)1 << 53)
+#define O_F ((optset)1 << 54) /* skull_strip: BET's one-letter options -f, -g, -r, -c */
+#define O_G ((optset)1 << 55)
+#define O_R ((optset)1 << 56)
+#define O_C ((optset)1 << 57)
 /* The options each op takes (scipy's parameters) come from the op registry
  * (gen/ops.lua): ops.generated.h names them by these flags, O_ + the option's
  * name in capitals. */
@@ -161,6 +165,9 @@ typedef struct args {
   int nedges, nq, density;
   double edges[4096], q[256], range[2], lo, hi, centre, width, preset_centre, preset_width, out_min, out_max;
   const char *edges_out;
+  /* skull_strip: -f, -g, -r, -c (BET's) */
+  double bet_f, bet_g, bet_r, bet_c[3];
+  int nbet_c;
   int npos;
   const char *pos[16];
 } args;
@@ -547,6 +554,37 @@ static int opt_tune(args *a, const char *v) {
   snprintf(a->tune + n, sizeof a->tune - n, "%s%s", n ? "," : "", v);
   return 0;
 }
+/* A number for one of BET's one-letter options, in [lo, hi]. */
+static int parse_bet_number(const char *opt, const char *v, double lo, double hi, double *out) {
+  char *end;
+  errno = 0;
+  double d = strtod(v, &end);
+  if (*v == '\0' || end == v || *end != '\0' || !isfinite(d) || d < lo || d > hi) {
+    errorf("bad value '%s' for -%s (expected a number in [%g, %g])", v, opt, lo, hi);
+    return -1;
+  }
+  *out = d;
+  return 0;
+}
+static int opt_bet_f(args *a, const char *v) { return parse_bet_number("f", v, 0, 1, &a->bet_f); }
+static int opt_bet_g(args *a, const char *v) { return parse_bet_number("g", v, -1, 1, &a->bet_g); }
+static int opt_bet_r(args *a, const char *v) { return parse_bet_number("r", v, 0, 1e6, &a->bet_r); }
+static int opt_bet_c(args *a, const char *v) {
+  const char *p = v;
+  for (a->nbet_c = 0; a->nbet_c < 3; a->nbet_c++) {
+    char *end;
+    errno = 0;
+    const double d = strtod(p, &end);
+    const char want = a->nbet_c < 2 ? ',' : '\0';
+    if (end == p || *end != want || !isfinite(d)) {
+      errorf("bad value '%s' for -c (expected the centre in voxels: X,Y,Z)", v);
+      return -1;
+    }
+    a->bet_c[a->nbet_c] = d;
+    p = end + 1;
+  }
+  return 0;
+}
 static int opt_out(args *a, const char *v) {
   a->out = v;
   return 0;
@@ -614,8 +652,16 @@ static const struct opt_def {
     {"out-min", O_OUT_MIN, opt_out_min, "X", 0},
     {"out-max", O_OUT_MAX, opt_out_max, "X", 0},
     {"nbins", O_NBINS, opt_nbins, "N", 0},
+    /* BET's names, given with one dash: -f 0.5 */
+    {"f", O_F, opt_bet_f, "F", 0},
+    {"g", O_G, opt_bet_g, "G", 0},
+    {"r", O_R, opt_bet_r, "MM", 0},
+    {"c", O_C, opt_bet_c, "X,Y,Z", 0},
 };
 #define NOPT_DEFS (sizeof opt_defs / sizeof opt_defs[0])
+
+/* The dashes an option is written with: BET's one-letter options (-f, -g, -r, -c) take one. */
+static const char *dash(const char *name) { return name[0] && !name[1] && strchr("fgrc", name[0]) ? "-" : "--"; }
 
 /* "--structure FILE, --iterations N, ..." for the options in mask, in table order. */
 static const char *format_opts(optset mask, char *buf, size_t cap) {
@@ -623,8 +669,8 @@ static const char *format_opts(optset mask, char *buf, size_t cap) {
   buf[0] = '\0';
   for (size_t k = 0; k < NOPT_DEFS && n < cap; k++)
     if (opt_defs[k].flag & mask)
-      n += (size_t)snprintf(buf + n, cap - n, "%s--%s %s", n ? ", " : "", opt_defs[k].name,
-                            opt_defs[k].arg);
+      n += (size_t)snprintf(buf + n, cap - n, "%s%s%s %s", n ? ", " : "", dash(opt_defs[k].name),
+                            opt_defs[k].name, opt_defs[k].arg);
   return buf;
 }
 
@@ -666,7 +712,7 @@ static int parse_args(int argc, char **argv, int first, optset accepted, const c
     size_t len = eq ? (size_t)(eq - name) : strlen(name);
     const struct opt_def *d = NULL;
     for (size_t k = 0; k < NOPT_DEFS; k++)
-      if (s[1] == '-' && strlen(opt_defs[k].name) == len &&
+      if ((s[1] == '-') == (dash(opt_defs[k].name)[1] == '-') && strlen(opt_defs[k].name) == len &&
           strncmp(opt_defs[k].name, name, len) == 0)
         d = &opt_defs[k];
     if (!d) {
@@ -676,13 +722,13 @@ static int parse_args(int argc, char **argv, int first, optset accepted, const c
     }
     if (!(d->flag & accepted)) {
       char list[1024];
-      if (accepted) errorf("option --%s does not apply to '%s' (it takes %s)", d->name, cmd,
+      if (accepted) errorf("option %s%s does not apply to '%s' (it takes %s)", dash(d->name), d->name, cmd,
                            format_opts(accepted, list, sizeof list));
-      else errorf("option --%s does not apply to '%s' (it takes no options)", d->name, cmd);
+      else errorf("option %s%s does not apply to '%s' (it takes no options)", dash(d->name), d->name, cmd);
       return EXIT_USAGE;
     }
     if ((a->given & d->flag) && d->flag != O_TUNE) {
-      errorf("option --%s given twice", d->name);
+      errorf("option %s%s given twice", dash(d->name), d->name);
       return EXIT_USAGE;
     }
     const char *val = eq ? eq + 1 : NULL;
@@ -692,7 +738,7 @@ static int parse_args(int argc, char **argv, int first, optset accepted, const c
     }
     if (!val) {
       if (i + 1 >= argc) {
-        errorf("option --%s needs a value", d->name);
+        errorf("option %s%s needs a value", dash(d->name), d->name);
         return EXIT_USAGE;
       }
       val = argv[++i];
@@ -731,6 +777,7 @@ enum {
   OPF_RECON = 1u << 5,    /* reconstruction: INPUT is the seed, --mask the mask; float64 or --output-dtype */
   OPF_FILTER = 1u << 6,   /* a linear filter: the input's dtype, or --output-dtype */
   OPF_INTENSITY = 1u << 7, /* an intensity op: histogram and the percentiles have outputs of their own shape */
+  OPF_BET = 1u << 8,       /* skull_strip: a bool mask (uint8 in NIfTI files); the spacing from --sampling or pixdim */
 };
 
 typedef struct op_def {
@@ -1048,6 +1095,30 @@ static ndf_status call_intensity(const op_def *op, ndf_ctx *ctx, const ndf_array
 #define CLI_OP_reconstruction(name, fn, opts, req, doc) {name, opts, OPF_RECON, call_reconstruction, NULL, NULL, doc, req}
 #define CLI_OP_filter(name, fn, opts, req, doc) {name, opts, OPF_FILTER, call_filter, NULL, NULL, doc, req}
 #define CLI_OP_intensity(name, fn, opts, req, doc) {name, opts, OPF_INTENSITY, call_intensity, NULL, NULL, doc, req}
+/* skull_strip: BET's options; the spacing from --sampling or the NIfTI pixdim (setup_distance). */
+static ndf_status call_bet(const op_def *op, ndf_ctx *ctx, const ndf_array *in, ndf_array *out, const op_params *p) {
+  (void)op;
+  const args *a = p->a;
+  ndf_skull_strip_options o;
+  ndf_skull_strip_options_init(&o);
+  if (a->given & O_F) o.fractional_intensity_threshold = a->bet_f;
+  if (a->given & O_G) o.vertical_gradient = a->bet_g;
+  if (a->given & O_R) o.radius = a->bet_r;
+  if (a->given & O_C) {
+    o.has_centre = 1;
+    memcpy(o.centre, a->bet_c, sizeof o.centre);
+  }
+  if (a->given & O_ITERATIONS) o.iterations = a->iterations;
+  double spacing[3] = {1, 1, 1};
+  if (p->nsampling == 1) spacing[0] = spacing[1] = spacing[2] = p->sampling[0];
+  else if (p->nsampling == 3) memcpy(spacing, p->sampling, sizeof spacing);
+  else if (p->nsampling != 0) {
+    errorf("--sampling: %d values for a 3-D image (one, or one per axis)", p->nsampling);
+    return NDF_EINVAL;
+  }
+  return ndf_skull_strip(ctx, in, spacing, out, &o);
+}
+#define CLI_OP_bet(name, fn, opts, req, doc) {name, opts, OPF_BET, call_bet, NULL, NULL, doc, req}
 #define CLI_OP(adapter, name, fn, opts, req, doc) CLI_OP_##adapter(name, fn, opts, req, doc),
 
 static const op_def ops[] = {NDF_OPS_CLI(CLI_OP)};
@@ -1272,6 +1343,7 @@ static ndf_dtype output_dtype(const op_def *op, const args *a, const char *outpa
                                                                                    : NDF_FLOAT64;
     return a->given & O_OUTPUT_DTYPE ? a->output_dtype : NDF_FLOAT64;
   }
+  if (op->flags & OPF_BET) return binary_file_dtype(outpath);
   if (op->flags & OPF_RECON) /* skimage's float64, or --output-dtype (the seed's) */
     return a->given & O_OUTPUT_DTYPE ? a->output_dtype : NDF_FLOAT64;
   if (op->flags & OPF_FILTER) return a->given & O_OUTPUT_DTYPE ? a->output_dtype : in_dtype; /* scipy's output= */
@@ -1300,7 +1372,8 @@ static void run_help(void) {
          "INPUT and OUTPUT are .npy, .nii or .nii.gz files (NIfTI axes are x, y, z, ...).\n\n"
          "grey ops (the output has the input's dtype):\n");
   for (size_t i = 0; i < NOPS; i++)
-    if (!(ops[i].flags & (OPF_BINARY | OPF_LABEL | OPF_RANK | OPF_DISTANCE | OPF_RECON | OPF_FILTER | OPF_INTENSITY)))
+    if (!(ops[i].flags & (OPF_BINARY | OPF_LABEL | OPF_RANK | OPF_DISTANCE | OPF_RECON | OPF_FILTER | OPF_INTENSITY |
+                          OPF_BET)))
       printf("  %-23s %s\n", ops[i].name, ops[i].summary);
   printf("rank filters (the output has the input's dtype):\n");
   for (size_t i = 0; i < NOPS; i++)
@@ -1330,6 +1403,9 @@ static void run_help(void) {
          "dtype or --output-dtype, integers truncated as scipy):\n");
   for (size_t i = 0; i < NOPS; i++)
     if (ops[i].flags & OPF_FILTER) printf("  %-27s %s\n", ops[i].name, ops[i].summary);
+  printf("skull stripping (a 3-D T1 MRI in; the brain mask out, bool, uint8 in NIfTI files):\n");
+  for (size_t i = 0; i < NOPS; i++)
+    if (ops[i].flags & OPF_BET) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
   printf("\nThe composite ops (opening to black_tophat) use the element, mode, cval and\n"
          "origin in every step; their arithmetic is NumPy's in the input dtype\n"
          "(integers wrap around, as in scipy).\n"
@@ -1418,6 +1494,17 @@ static void run_help(void) {
          "  --nbins N             equalize_hist: bins of float images (default 256)\n"
          "  --output-dtype DTYPE  intensity ops: float32 (default) or float64\n"
          "  --batch-dims N        leading axes that are independent images (default 0)\n"
+         "  -f F                  skull_strip: BET's fractional intensity threshold, 0..1\n"
+         "                        (default 0.5; larger gives a smaller brain)\n"
+         "  -g G                  skull_strip: BET's vertical gradient of -f along the\n"
+         "                        third axis, -1..1 (default 0; positive: larger brain at\n"
+         "                        the bottom, smaller at the top)\n"
+         "  -r MM                 skull_strip: the initial brain radius in mm (default\n"
+         "                        estimated)\n"
+         "  -c X,Y,Z              skull_strip: the initial centre in voxels (default the\n"
+         "                        intensity-weighted centre of gravity)\n"
+         "  --sampling X[,X...]   skull_strip: mm per voxel (default the NIfTI pixdim)\n"
+         "  --iterations N        skull_strip: surface updates per pass (default 1000)\n"
          "  --device cpu|cuda|auto  where to run (default auto: CUDA when there is a\n"
          "                        device, except cdt with --indices or --structure)\n");
 }
@@ -1435,6 +1522,7 @@ static void op_help(const op_def *op) {
              ? "labels 1..N, 0 for the background, int32 (or --output-dtype) in every format;\n"
                "prints \"num_features: N\" (one count per image with --batch-dims)"
          : op->flags & OPF_RECON ? "float64, or the seed's dtype with --output-dtype"
+         : op->flags & OPF_BET ? "the brain mask, bool (uint8 in NIfTI files)"
          : op->flags & OPF_FILTER ? "the input's dtype, or --output-dtype (computed in float64)"
          : op->flags & OPF_INTENSITY
              ? "histogram: the counts, int64 (float64 with --weights or --density), shape\n"
@@ -1446,7 +1534,7 @@ static void op_help(const op_def *op) {
                                   : "the input's dtype");
   for (size_t k = 0; k < NOPT_DEFS; k++)
     if (opt_defs[k].flag & (op->opts | O_DEVICE))
-      printf("  --%s %s\n", opt_defs[k].name, opt_defs[k].arg);
+      printf("  %s%s %s\n", dash(opt_defs[k].name), opt_defs[k].name, opt_defs[k].arg);
   if (op->required) {
     char list[256];
     printf("Required: %s.\n", format_opts(op->required, list, sizeof list));
@@ -1594,7 +1682,7 @@ static int cmd_run(int argc, char **argv) {
     }
     p.num_features = counts;
   }
-  if ((op->flags & OPF_DISTANCE) && setup_distance(&a, &in, &p, &indices) != 0) goto done;
+  if ((op->flags & (OPF_DISTANCE | OPF_BET)) && setup_distance(&a, &in, &p, &indices) != 0) goto done;
   if ((op->flags & OPF_INTENSITY) && setup_intensity(op, &a, &in.arr, &p, &ondim, oshape, &indices) != 0)
     goto done;
   if (open_device(device, &ctx, &dev) != NDF_OK) goto done;
@@ -1918,6 +2006,12 @@ static ndf_status warm_ect(ndf_ctx *ctx, const char *arch, const char *op, const
   o.weighted = p->a->weighted;
   o.batch_dims = p->a->batch_dims;
   return ndf_cache_warm_ect(ctx, arch, op, p->a->dtype, p->a->ndim, &o, compiled);
+}
+
+static ndf_status warm_skull_strip(ndf_ctx *ctx, const char *arch, const char *op, const op_params *p,
+                                   int *compiled) {
+  (void)op;
+  return ndf_cache_warm_skull_strip(ctx, arch, p->a->dtype, compiled);
 }
 
 static ndf_status warm_reconstruction(ndf_ctx *ctx, const char *arch, const char *op, const op_params *p,
