@@ -37,5 +37,8 @@ int cli_tune_check(const char *assign);
 /* `ndforge run OP` for the interpolation ops and resample (cli_interp.c). */
 int ndf_cli_interp_is_op(const char *name);
 int ndf_cli_interp(int argc, char **argv);
+/* `ndforge run n4` (cli_n4.c). */
+int ndf_cli_n4_is_op(const char *name);
+int ndf_cli_n4(int argc, char **argv);
 
 #endif

@@ -1521,6 +1521,7 @@ static int cmd_run(int argc, char **argv) {
     return EXIT_USAGE;
   }
   if (ndf_cli_interp_is_op(argv[2])) return ndf_cli_interp(argc, argv); /* interpolation (cli_interp.c) */
+  if (ndf_cli_n4_is_op(argv[2])) return ndf_cli_n4(argc, argv); /* N4 bias-field correction (cli_n4.c) */
   const op_def *op = find_op(argv[2]);
   if (!op) {
     unknown_op(argv[2]);

@@ -500,6 +500,70 @@ static int64_t pass_scratch(int nd, const int64_t *g, const int64_t *m) {
   return best;
 }
 
+/* The axis tables of grid n against lattice m, and scratch for the passes; -1 when out of memory. */
+static int unit_setup(int ndim, const int64_t *n, const int64_t *m, int order, ndf__n4_axis *ax, double **t0,
+                      double **t1) {
+  memset(ax, 0, sizeof(*ax) * (size_t)ndim);
+  const int64_t scr = pass_scratch(ndim, n, m);
+  *t0 = malloc((size_t)scr * sizeof(double));
+  *t1 = malloc((size_t)scr * sizeof(double));
+  int bad = !*t0 || !*t1;
+  for (int d = 0; d < ndim && !bad; d++) bad = ndf__n4_axis_init(&ax[d], n[d], m[d], order) != 0;
+  if (bad) {
+    for (int d = 0; d < ndim; d++) ndf__n4_axis_free(&ax[d]);
+    free(*t0);
+    free(*t1);
+    return -1;
+  }
+  return 0;
+}
+
+int ndf__n4_fit_grid(int ndim, const int64_t *n, const int64_t *m, int order, const double *z, const double *c,
+                     double *lat) {
+  ndf__n4_axis ax[NDF_MAX_SPATIAL];
+  double *t0, *t1;
+  int64_t nn = 1, nl = 1;
+  for (int d = 0; d < ndim; d++) {
+    nn *= n[d];
+    nl *= m[d];
+  }
+  double *a = malloc((size_t)nn * sizeof(double)), *omega = malloc((size_t)nl * sizeof(double));
+  if (!a || !omega || unit_setup(ndim, n, m, order, ax, &t0, &t1) != 0) {
+    free(a);
+    free(omega);
+    return -1;
+  }
+  for (int64_t x = 0; x < nn; x++) {
+    double sq = 1.0;
+    int64_t q = x;
+    for (int d = ndim - 1; d >= 0; d--) {
+      sq *= ax[d].sq[q % n[d]];
+      q /= n[d];
+    }
+    a[x] = c[x] > 0.0 ? c[x] * z[x] / sq : 0.0;
+  }
+  fit_pass(c, omega, ax, ndim, order + 1, 2, t0, t1, 1);
+  fit_pass(a, lat, ax, ndim, order + 1, 3, t0, t1, 1);
+  for (int64_t k = 0; k < nl; k++) lat[k] = omega[k] > 0.0 ? lat[k] / omega[k] : 0.0;
+  for (int d = 0; d < ndim; d++) ndf__n4_axis_free(&ax[d]);
+  free(t0);
+  free(t1);
+  free(a);
+  free(omega);
+  return 0;
+}
+
+int ndf__n4_eval_grid(int ndim, const int64_t *n, const int64_t *m, int order, const double *lat, double *grid) {
+  ndf__n4_axis ax[NDF_MAX_SPATIAL];
+  double *t0, *t1;
+  if (unit_setup(ndim, n, m, order, ax, &t0, &t1) != 0) return -1;
+  eval_pass(lat, grid, ax, ndim, order + 1, t0, t1, 1);
+  for (int d = 0; d < ndim; d++) ndf__n4_axis_free(&ax[d]);
+  free(t0);
+  free(t1);
+  return 0;
+}
+
 typedef struct cpu_state {
   double *v, *c, *field, *nfield, *a, *lat, *nlat, *delta, *omega, *t0, *t1, *hist, *e;
 } cpu_state;

@@ -59,6 +59,15 @@ int ndf__n4_sharpen(const ndf__n4_plan *p, const double *hist, double lo, double
  * spline on the same domain.  out holds the refined shape's product. */
 void ndf__n4_refine(const double *in, double *out, int ndim, const int64_t *m, int order, double *tmp);
 
+/* The CPU backend's B-spline steps on their own (the unit tests call them):
+ * the one-level scattered-data fit of values z with weights c (0: unused)
+ * on a grid of shape n to the lattice of shape m (each lattice point the
+ * weighted mean of the voxels' proposals, as one fit of an N4 iteration),
+ * and the lattice evaluated on the grid.  -1 when out of memory. */
+int ndf__n4_fit_grid(int ndim, const int64_t *n, const int64_t *m, int order, const double *z, const double *c,
+                     double *lat);
+int ndf__n4_eval_grid(int ndim, const int64_t *n, const int64_t *m, int order, const double *lat, double *grid);
+
 /* Runs a validated call on CUDA arrays. */
 ndf_status ndf__n4_cuda(ndf_ctx *ctx, const char *name, const ndf_array *input, const ndf_array *mask,
                         const ndf_array *weight, ndf_array *output, ndf_array *logb, const ndf__n4_plan *p,
