@@ -418,13 +418,18 @@ static int64_t offset_of(const ndf_array *a, int ndim, const int64_t *idx) {
   return o;
 }
 
+/* Passes over fewer grid voxels than this run on one thread: an iteration on a
+ * shrunk grid is many small passes, where a parallel region costs more than it
+ * saves.  Every output element is summed in the same order either way. */
+#define NDF__N4_PARALLEL ((int64_t)1 << 20)
+
 /* Grid (A, n, B) to lattice (A, m, B): out[a, k, b] = sum_i w[i][k - span i] in[a, i, b],
  * i ascending. */
 static void contract(const double *in, double *out, int64_t A, int64_t B, const ndf__n4_axis *ax,
                      const double *w, int P, int nth) {
   const int64_t n = ax->n, m = ax->m;
   (void)nth;
-#pragma omp parallel for collapse(2) schedule(static) num_threads(nth)
+#pragma omp parallel for collapse(2) schedule(static) num_threads(nth) if (A * n * B >= NDF__N4_PARALLEL)
   for (int64_t a = 0; a < A; a++)
     for (int64_t k = 0; k < m; k++) {
       double *o = out + (a * m + k) * B;
@@ -441,7 +446,7 @@ static void contract(const double *in, double *out, int64_t A, int64_t B, const 
 static void expand(const double *in, double *out, int64_t A, int64_t B, const ndf__n4_axis *ax, int P, int nth) {
   const int64_t n = ax->n, m = ax->m;
   (void)nth;
-#pragma omp parallel for collapse(2) schedule(static) num_threads(nth)
+#pragma omp parallel for collapse(2) schedule(static) num_threads(nth) if (A * n * B >= NDF__N4_PARALLEL)
   for (int64_t a = 0; a < A; a++)
     for (int64_t i = 0; i < n; i++) {
       double *o = out + (a * n + i) * B;
@@ -768,7 +773,7 @@ static ndf_status n4_cpu(ndf_ctx *ctx, const ndf_array *in, const ndf_array *mas
     F = full;
   }
   (void)nth;
-#pragma omp parallel for schedule(static) num_threads(nth)
+#pragma omp parallel for schedule(static) num_threads(nth) if (p->n >= NDF__N4_PARALLEL)
   for (int64_t x = 0; x < p->n; x++) {
     int64_t idx[NDF_MAX_SPATIAL], r = x;
     for (int d = nd - 1; d >= 0; d--) {
