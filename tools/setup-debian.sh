@@ -9,8 +9,9 @@ pkgs=(cmake ninja-build gcc pkg-config zlib1g-dev lua5.4 luajit libcmocka-dev li
 # reference for the Euler characteristic curves and for grey reconstruction;
 # tests/test_ecc.c and tests/test_reconstruction.c skip those cases, saying so,
 # where it is missing).
-# The tests also build the fuzz targets (fuzz/) with clang and libFuzzer.
-if [ "${1:-}" = "--demo" ]; then pkgs+=(mricron-data); else pkgs+=(python3-skimage clang-14 libclang-rt-14-dev); fi
+# The tests also build the fuzz targets (fuzz/) with clang and libFuzzer, and
+# correct ch2 of mricron-data for N4 (tests/test_n4.c skips that case without it).
+if [ "${1:-}" = "--demo" ]; then pkgs+=(mricron-data); else pkgs+=(python3-skimage clang-14 libclang-rt-14-dev mricron-data); fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
