@@ -555,6 +555,7 @@ return {
                  { name = "spacing", type = "float", per_axis = true, default = 1.0 },
                  { name = "mask_label", type = "int", default = 0, doc = "0: non-zero is inside" } },
       outputs = { { name = "output", dtype = { "float32", "float64" } },
-                  { name = "log_bias_field", dtype = { "float32", "float64" }, optional = true } } },
+                  { name = "log_bias_field", dtype = { "float32", "float64" }, optional = true } },
+      bench = { { id = "N4", key = "n4" } } },
   },
 }
