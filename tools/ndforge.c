@@ -1330,6 +1330,8 @@ static void run_help(void) {
          "dtype or --output-dtype, integers truncated as scipy):\n");
   for (size_t i = 0; i < NOPS; i++)
     if (ops[i].flags & OPF_FILTER) printf("  %-27s %s\n", ops[i].name, ops[i].summary);
+  printf("N4 bias-field correction (ITK's N4; `ndforge run n4 --help` lists its options):\n"
+         "  %-27s %s\n", "n4", "the input divided by its smooth multiplicative bias field");
   printf("\nThe composite ops (opening to black_tophat) use the element, mode, cval and\n"
          "origin in every step; their arithmetic is NumPy's in the input dtype\n"
          "(integers wrap around, as in scipy).\n"
