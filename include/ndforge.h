@@ -1818,9 +1818,9 @@ NDF_API ndf_status ndf_rotate_shape(int ndim, const int64_t *shape, int batch_di
  *      maximum_number_of_iterations[l] iterations.
  * Between levels the lattice is refined exactly to twice as many spans (the field is kept).
  *
- * input: float32 or float64 (any numeric dtype is read as float64), rank 1..NDF_MAX_SPATIAL,
+ * input: uint8, int8, uint16, int16, uint32, int32, float32 or float64 (read as float64), rank 1..NDF_MAX_SPATIAL,
  * every axis spatial (no batch axes), on the host or the context's CUDA device.
- * mask: NULL (every voxel inside) or uint8 of the input's shape and device: inside where
+ * mask: NULL (every voxel inside) or uint8 (or bool) of the input's shape and device: inside where
  * mask != 0 (mask_label 0, the default) or where mask == mask_label (1..255, ITK's MaskLabel;
  * SimpleITK passes MaskLabel 1, the same for a 0/1 mask).  weight: NULL or float32/float64 of
  * the input's shape and device, ITK's confidence image: voxels with weight <= 0 (or not
