@@ -49,9 +49,11 @@ typedef struct dmem {
   size_t used;
 } dmem;
 
+static size_t rnd(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
+
 static CUdeviceptr part(dmem *m, size_t bytes) {
   const CUdeviceptr p = m->base + m->used;
-  m->used += (bytes + 255) & ~(size_t)255;
+  m->used += rnd(bytes);
   return p;
 }
 
@@ -87,13 +89,13 @@ static ndf_status download(run *R, void *dst, CUdeviceptr src, size_t bytes) {
 /* The tables of ax[0..nd) into the device region at *m (sized by tab_bytes); synchronizes,
  * so the host tables may go after it. */
 static size_t tab_bytes(int nd, const int64_t *n, const int64_t *mm, int P) {
-  size_t b = 0;
+  size_t b = 0, sq = 0;
   for (int d = 0; d < nd; d++) {
     const size_t nn = (size_t)n[d], m = (size_t)mm[d];
-    b += ((nn * 4 + 255) & ~(size_t)255) + 2 * ((m * 4 + 255) & ~(size_t)255) +
-         3 * ((nn * P * 8 + 255) & ~(size_t)255) + nn * 8;
+    b += rnd(nn * 4) + 2 * rnd(m * 4) + 3 * rnd(nn * P * 8);
+    sq += nn * 8;
   }
-  return b + 256;
+  return b + rnd(sq);
 }
 
 static ndf_status put_tabs(run *R, CUdeviceptr at, const ndf__n4_axis *ax, dtabs *t) {
@@ -203,9 +205,9 @@ ndf_status ndf__n4_cuda(ndf_ctx *ctx, const char *name, const ndf_array *input, 
   const size_t S8 = (size_t)sn * 8, L8 = (size_t)lmax * 8;
   const size_t tb = tab_bytes(nd, nmax, mlast, R.P);
   const size_t full = p->shrink > 1 ? (size_t)p->n * 8 : 0;
-  const size_t total = 6 * ((S8 + 255) & ~(size_t)255) + 3 * ((L8 + 255) & ~(size_t)255) +
-                       2 * (((size_t)scr * 8 + 255) & ~(size_t)255) + 2 * (((size_t)p->nbins * 8 + 255) & ~(size_t)255) +
-                       (((size_t)R.grid * 24 + 255) & ~(size_t)255) + 256 + tb + ((full + 255) & ~(size_t)255);
+  /* the parts below, each rounded up to 256 bytes as part() cuts them */
+  const size_t total = 6 * rnd(S8) + 3 * rnd(L8) + 2 * rnd((size_t)scr * 8) + 2 * rnd((size_t)p->nbins * 8) +
+                       rnd((size_t)R.grid * 24) + rnd(8) + rnd(tb) + rnd(full);
   dmem M = {0, 0};
   if ((s = ndf__scratch_alloc(ctx, total, &M.base)) != NDF_OK) return s;
   const CUdeviceptr v = part(&M, S8), c = part(&M, S8), field = part(&M, S8), nfield = part(&M, S8),
@@ -215,6 +217,11 @@ ndf_status ndf__n4_cuda(ndf_ctx *ctx, const char *name, const ndf_array *input, 
                     fullf = full ? part(&M, full) : 0;
   R.t0 = part(&M, (size_t)scr * 8);
   R.t1 = part(&M, (size_t)scr * 8);
+  if (M.used > total) {
+    ndf__scratch_free(ctx, M.base);
+    return ndf__error(ctx, NDF_EINTERNAL, "%s: scratch parts of %zu bytes exceed the %zu allocated", name, M.used,
+                      total);
+  }
 
   /* Host buffers: the partials, the histogram and its sharpened values, the lattice for refinement. */
   double *hpart = malloc((size_t)R.grid * 24), *hh = malloc((size_t)p->nbins * 16);
