@@ -85,7 +85,7 @@ static const char *g_tune;
 /* Workloads                                                                 */
 
 typedef enum { FP_BOX = 0, FP_CROSS = 1 } fp_kind;
-typedef enum { FAM_GREY, FAM_RANK, FAM_DISTANCE, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC, FAM_SOFT_ECC, FAM_ECT, FAM_SOFT_ECT, FAM_INTENSITY, FAM_FILTERS, FAM_SSIM, FAM_INTERP, FAM_BET } op_family;
+typedef enum { FAM_GREY, FAM_RANK, FAM_DISTANCE, FAM_BINARY, FAM_LABEL, FAM_SINKHORN, FAM_ECC, FAM_SOFT_ECC, FAM_ECT, FAM_SOFT_ECT, FAM_INTENSITY, FAM_FILTERS, FAM_SSIM, FAM_INTERP, FAM_BET, FAM_N4 } op_family;
 
 /* The workload kinds, from the op registry (gen/ops.lua): --op name, key (the
  * first part of a workload's name) and family (how its inputs are set up). */
@@ -221,6 +221,10 @@ static const workload default_workloads[] = {
     /* skull stripping (issue 33): FSL BET's method on the real T1 MRI ch2.nii.gz of Debian's mricron-data
      * (uint8, 181x217x181 at 1 mm), BET's defaults; the input must be that shape and dtype */
     {OP_SKULL_STRIP, NDF_UINT8, 3, {181, 217, 181}, 0, FP_BOX, 0, NDF_MODE_REFLECT, 0},
+    /* N4 bias-field correction (issue 33): a ch2-sized volume (two tissue classes with noise times a smooth
+     * bias, see fill_n4), the fit on the volume shrunk by param = 4, SimpleITK's defaults otherwise
+     * (4 levels of 50 iterations); bench/peers_n4.py times SimpleITK on ch2 itself */
+    {OP_N4, NDF_FLOAT32, 3, {181, 217, 181}, 0, FP_BOX, 0, NDF_MODE_REFLECT, 4},
 };
 #define N_DEFAULT (sizeof default_workloads / sizeof default_workloads[0])
 
@@ -358,6 +362,10 @@ static void wl_name(const workload *w, char *buf, size_t len)
     snprintf(buf, len, "%s_o%d_%s_%s_b%d_p%g", op, w->size, dtype_short(w->dtype), shp, w->batch_dims, w->param);
     return;
   }
+  if (ops[w->op].family == FAM_N4) { /* "n4_s4_f32_181x217x181" */
+    snprintf(buf, len, "%s_s%g_%s_%s", op, w->param, dtype_short(w->dtype), shp);
+    return;
+  }
   if (ops[w->op].family == FAM_INTENSITY) { /* "pwindow0.5_f32_256x256x256_b0" */
     snprintf(buf, len, "%s%g_%s_%s_b%d", op, w->param, dtype_short(w->dtype), shp, w->batch_dims);
     return;
@@ -488,7 +496,7 @@ static int setup_options(const workload *w, op_setup *g)
     if (ndf_array_init(&g->dirs, g->dirbuf, NDF_DEVICE_CPU, NDF_FLOAT64, 2, dsh) != NDF_OK) return -1;
     return 0;
   }
-  if (ops[w->op].family == FAM_INTENSITY) return 0; /* run_op builds its options */
+  if (ops[w->op].family == FAM_INTENSITY || ops[w->op].family == FAM_N4) return 0; /* run_op builds its options */
   if (ops[w->op].family == FAM_FILTERS) {
     ndf_filter_options_init(&g->fopt);
     g->fopt.mode = w->mode;
@@ -812,6 +820,12 @@ static ndf_status run_op(ndf_ctx *c, const workload *w, const ndf_array *in, ndf
     return s;
   }
   case OP_ECT: return ndf_euler_characteristic_transform(c, in, &g->dirs, out, &g->topt);
+  case OP_N4: {
+    ndf_n4_options no;
+    ndf_n4_options_init(&no);
+    no.shrink_factor = (int)w->param;
+    return ndf_n4_bias_field_correction(c, in, NULL, NULL, out, NULL, &no, NULL);
+  }
   case OP_PWINDOW: {
     ndf_window_options wo;
     ndf_window_options_init(&wo);
@@ -946,17 +960,43 @@ static int fill_ch2(void *buf, const workload *w)
   return ok ? 0 : -1;
 }
 
-/* The input of a workload: blobs for the binary ops and label, ch2 for skull_strip, else fill_random. */
+/* N4's input (float32): two tissue classes (60 and 150, 10% noise) inside an ellipsoid, 0 outside (left
+ * out by N4), times exp of a smooth field of 40% variation. */
+static void fill_n4(float *buf, const workload *w, uint64_t seed)
+{
+  const int64_t *sh = w->shape;
+  uint64_t st = seed | 1;
+  for (int64_t i = 0; i < wl_count(w); i++) {
+    double c[3], rr = 0.0;
+    int64_t q = i;
+    for (int d = 2; d >= 0; d--) {
+      c[d] = -1.0 + 2.0 * (double)(q % sh[d]) / (double)(sh[d] - 1);
+      q /= sh[d];
+      rr += c[d] * c[d];
+    }
+    st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+    const double u1 = (double)(st >> 11) * 0x1.0p-53;
+    st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+    const double u2 = (double)(st >> 11) * 0x1.0p-53;
+    const double tissue = u1 < 0.5 ? 60.0 : 150.0, noise = 0.1 * tissue * (2.0 * u2 - 1.0);
+    const double logb = 0.7 * (0.25 * c[2] + 0.15 * c[1] * c[1] - 0.1 * c[0] + 0.1 * c[0] * c[2]);
+    buf[i] = rr < 0.9 ? (float)((tissue + noise) * exp(logb)) : 0.0f;
+  }
+}
+
+/* The input of a workload: blobs for the binary ops and label, ch2 for skull_strip, N4's volume, else fill_random. */
 static void fill_input(void *buf, const workload *w, uint64_t seed)
 {
   int fam = ops[w->op].family;
   if (fam == FAM_BET) {
     if (fill_ch2(buf, w) != 0) memset(buf, 0, (size_t)wl_count(w)); /* an empty mask, then */
-    return;
-  }
-  if ((fam == FAM_BINARY || fam == FAM_LABEL || fam == FAM_ECT || fam == FAM_SOFT_ECT) && ndf_dtype_size(w->dtype) == 1)
+  } else if (fam == FAM_N4) {
+    fill_n4(buf, w, seed);
+  } else if ((fam == FAM_BINARY || fam == FAM_LABEL || fam == FAM_ECT || fam == FAM_SOFT_ECT) && ndf_dtype_size(w->dtype) == 1) {
     fill_blobs(buf, w, seed);
-  else fill_random(buf, w->dtype, wl_count(w), seed);
+  } else {
+    fill_random(buf, w->dtype, wl_count(w), seed);
+  }
 }
 
 static double element_value(const void *buf, ndf_dtype t, int64_t i)
@@ -992,6 +1032,17 @@ static int compare_exact(const workload *w, const void *got, const void *want, c
   const double tol = softect ? (fast ? 2e-6 : 1e-12) * (1 + 27 * npi)
                      : soft  ? 2e-5 * 7 * (double)wl_count(w) / (double)(n / w->size) + 1e-12
                              : 0;
+  if (ops[w->op].family == FAM_N4) { /* float64 sums in another order, then float32: tests/test_gpu_n4.c's 2e-6 */
+    int64_t bad = 0, first = -1;
+    for (int64_t i = 0; i < n; i++) {
+      const double a = ((const float *)got)[i], b = ((const float *)want)[i];
+      if (!(fabs(a - b) <= 2e-6 * fabs(b))) bad++, first = first < 0 ? i : first;
+    }
+    if (bad == 0) return 0;
+    snprintf(msg, len, "%lld of %lld elements differ by more than 2e-6 relative; first at %lld: GPU %.9g, CPU %.9g",
+             (long long)bad, (long long)n, (long long)first, ((const float *)got)[first], ((const float *)want)[first]);
+    return 1;
+  }
   if (!soft && memcmp(got, want, (size_t)n * es) == 0) return 0;
   int64_t first = -1, bad = 0;
   for (int64_t i = 0; i < n; i++) {
@@ -1174,7 +1225,7 @@ static void usage(FILE *f)
         "--param 1: T-construction), euler_characteristic_transform (binary; --size: T thresholds\n"
         "over [-R, R]; --param: m directions), percentile_window (--param: the lower percentile P;\n"
         "the window is [P, 100 - P]), gaussian_filter (--param: sigma), uniform_filter (--size: the\n"
-        "window).\n"
+        "window), n4_bias_field_correction (--param: the shrink factor).\n"
         "  --algorithm NAME  the rank filters' algorithm (network, select, histogram, tile) or the\n"
         "                    grey ops' (direct, separable, vhgw, decomposed); default auto\n"
         "  --tune NAME=VALUE[,NAME=VALUE...]  tunables set on every context (`ndforge tunables`\n"

@@ -195,6 +195,8 @@ return {
       nowarm = "its steps run the interpolation and intensity kernels, which have no warm call yet" },
     { name = "bet", doc = "skull stripping of T1 brain MRI by FSL BET's surface model, and brain-mask helpers",
       warm = "skull_strip", outputs = { { name = "output", dtype = { "bool", "uint8" } } } },
+    { name = "n4", doc = "N4 bias-field correction (Tustison et al. 2010; ITK's N4BiasFieldCorrectionImageFilter)",
+      nowarm = "no ndf_cache_warm call for the N4 kernels yet (they are specialized by the input, weight and output dtypes)" },
   },
 
   ops = {
@@ -612,5 +614,24 @@ return {
                  { name = "largest_component", type = "bool", default = true },
                  { name = "fill_holes", type = "bool", default = true },
                  { name = "connectivity", type = "int", default = 1 } } },
+    -- N4 bias-field correction: `ndforge run n4` through tools/cli_n4.c (its own options)
+    { name = "n4_bias_field_correction", family = "n4", entry = "ndf_n4_bias_field_correction", command = "run",
+      doc = "the image divided by its N4 bias field (a B-spline fit of the log field, histogram sharpening), on the image shrunk by shrink_factor",
+      inputs = { { name = "image", dtypes = { "uint8", "int8", "uint16", "int16", "uint32", "int32", "float32", "float64" } },
+                 { name = "mask", dtypes = { "uint8", "bool" }, optional = true, cli = "mask", doc = "non-zero (or == mask_label) = used by the fit" },
+                 { name = "weight", dtypes = { "float32", "float64" }, optional = true, cli = "weight", doc = "ITK's confidence image" } },
+      params = { { name = "maximum_number_of_iterations", type = "int", per_axis = true, default = 50, doc = "one count per fitting level (default 4 levels)" },
+                 { name = "convergence_threshold", type = "float", default = 0.001 },
+                 { name = "spline_order", type = "int", default = 3 },
+                 { name = "number_of_control_points", type = "int", per_axis = true, default = 4 },
+                 { name = "bias_field_full_width_at_half_maximum", type = "float", default = 0.15 },
+                 { name = "wiener_filter_noise", type = "float", default = 0.01 },
+                 { name = "number_of_histogram_bins", type = "int", default = 200 },
+                 { name = "shrink_factor", type = "int", default = 1 },
+                 { name = "spacing", type = "float", per_axis = true, default = 1.0 },
+                 { name = "mask_label", type = "int", default = 0, doc = "0: non-zero is inside" } },
+      outputs = { { name = "output", dtype = { "float32", "float64" } },
+                  { name = "log_bias_field", dtype = { "float32", "float64" }, optional = true } },
+      bench = { { id = "N4", key = "n4" } } },
   },
 }

@@ -2045,6 +2045,87 @@ NDF_API ndf_status ndf_mask_clean(ndf_ctx *ctx, const ndf_array *input, ndf_arra
 
 /* Cache warm of ndf_skull_strip for an input of that dtype (3-D) into arch's disk cache. */
 NDF_API ndf_status ndf_cache_warm_skull_strip(ndf_ctx *ctx, const char *arch, ndf_dtype dtype, int *compiled);
+/* ---- N4 bias-field correction ------------------------------------------------------------ */
+
+/*
+ * N4 (Tustison et al. 2010, the algorithm of ITK's N4BiasFieldCorrectionImageFilter, with its
+ * parameter names): the multiplicative, smooth bias field b of an image I is estimated as a
+ * B-spline in the log domain, and the output is I / b.  The fit runs on the image shrunk by
+ * shrink_factor (every shrink_factor-th voxel along each axis, the shrunk grid centred on the
+ * input's as ITK's ShrinkImageFilter places it); then the fitted control lattice is evaluated
+ * at every input voxel.
+ *
+ * Fitting levels l = 0..L-1 (L = number_of_fitting_levels), each with a control lattice of
+ * (number_of_control_points[d] - spline_order) * 2^l + spline_order points per axis d, a
+ * uniform B-spline of degree spline_order whose domain spans each grid's extent: voxel i of an
+ * axis of n voxels sits at parametric coordinate i (ncp - order) / (n - 1), so the lattice
+ * covers the same physical box at every resolution (spacing only scales that box).  Each
+ * iteration of a level:
+ *   1. r = log I - log b on the voxels inside (the mask, weight > 0, I > 0);
+ *   2. the histogram of r (number_of_histogram_bins bins from min r to max r, linear
+ *      splatting) is sharpened by Wiener deconvolution of a Gaussian of FWHM
+ *      bias_field_full_width_at_half_maximum (in log units; noise wiener_filter_noise), and the
+ *      expected true value E[u | r] of each bin maps r to sharpened s (linear between bins);
+ *   3. r - s is fitted by a B-spline of the level's lattice with the scattered-data method of
+ *      Lee, Wolberg and Shin (ITK's BSplineScatteredDataPointSetToImageFilter, one level):
+ *      each voxel x proposes phi_k = z B_k(x) / sum_j B_j(x)^2 for the control points k over
+ *      it, and each k takes the average of its proposals weighted by w(x) B_k(x)^2 (w the
+ *      weight image, 1 without one); the result is added to the lattice of log b;
+ *   4. convergence = the coefficient of variation (standard deviation, n - 1, over mean) of
+ *      exp(old log b - new log b) over the voxels inside (ITK's CalculateConvergenceMeasurement);
+ *      the level stops when it is at most convergence_threshold or after
+ *      maximum_number_of_iterations[l] iterations.
+ * Between levels the lattice is refined exactly to twice as many spans (the field is kept).
+ *
+ * input: uint8, int8, uint16, int16, uint32, int32, float32 or float64 (read as float64), rank 1..NDF_MAX_SPATIAL,
+ * every axis spatial (no batch axes), on the host or the context's CUDA device.
+ * mask: NULL (every voxel inside) or uint8 (or bool) of the input's shape and device: inside where
+ * mask != 0 (mask_label 0, the default) or where mask == mask_label (1..255, ITK's MaskLabel;
+ * SimpleITK passes MaskLabel 1, the same for a 0/1 mask).  weight: NULL or float32/float64 of
+ * the input's shape and device, ITK's confidence image: voxels with weight <= 0 (or not
+ * finite) are outside, the others weigh w in the fit.  Voxels with I <= 0 or not finite are
+ * outside too (log I is undefined there; ITK would use them with a value of their own).
+ * output: float32 or float64, the input's shape and device, I / exp(log b) at every voxel (also
+ * outside the mask).  log_bias_field: NULL or float32/float64 of the input's shape and device,
+ * log b at every voxel.  Neither may overlap an input; nothing is written on failure.
+ * NDF_EINVAL for options outside their ranges (below) or when no voxel of the shrunk image is
+ * inside.  result (NULL or): the iterations each level ran and the last convergence value.
+ * Both backends run the same algorithm in float64; the GPU's histogram and convergence sums are
+ * ordered differently, so the results agree to rounding (the GPU test allows 1e-6 on log b).  The
+ * CUDA path synchronizes three times per iteration (the histogram deconvolution runs on the host).
+ */
+#define NDF_N4_MAX_LEVELS 12
+typedef struct ndf_n4_options {
+  int number_of_fitting_levels;                          /* 1..NDF_N4_MAX_LEVELS; 4 */
+  int maximum_number_of_iterations[NDF_N4_MAX_LEVELS];   /* per level, >= 0; 50 each */
+  double convergence_threshold;                          /* >= 0; 0.001 */
+  int spline_order;                                      /* 1..5; 3 */
+  int nnumber_of_control_points;                         /* 1: one value for every axis, or one per axis */
+  int64_t number_of_control_points[NDF_MAX_SPATIAL];     /* > spline_order, at most 4096; 4 */
+  double bias_field_full_width_at_half_maximum;          /* > 0; 0.15 */
+  double wiener_filter_noise;                            /* >= 0; 0.01 */
+  int number_of_histogram_bins;                          /* 2..65536; 200 */
+  int shrink_factor;                                     /* >= 1; 1 (the N4 tools' -s) */
+  int nspacing;                                          /* 0 (all 1), 1, or one per axis */
+  double spacing[NDF_MAX_SPATIAL];                       /* > 0, finite */
+  int mask_label;                                        /* 0..255; 0 = non-zero is inside */
+} ndf_n4_options;
+
+/* What a call did: the iterations of each level and the last convergence value. */
+typedef struct ndf_n4_result {
+  int number_of_fitting_levels;
+  int iterations[NDF_N4_MAX_LEVELS];
+  double convergence;
+} ndf_n4_result;
+
+/* SimpleITK's defaults: 4 levels of 50 iterations, 0.001, cubic, 4 control points, FWHM 0.15,
+ * noise 0.01, 200 bins, shrink 1, spacing 1, mask_label 0. */
+NDF_API void ndf_n4_options_init(ndf_n4_options *opt);
+
+NDF_API ndf_status ndf_n4_bias_field_correction(ndf_ctx *ctx, const ndf_array *input, const ndf_array *mask,
+                                                const ndf_array *weight, ndf_array *output,
+                                                ndf_array *log_bias_field, const ndf_n4_options *opt,
+                                                ndf_n4_result *result);
 
 #ifdef __cplusplus
 }

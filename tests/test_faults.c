@@ -204,6 +204,14 @@ static ndf_status c_normalize_mri(fcase *c) { /* z-score with the statistics of 
   ndf_normalize_options_init(&o);
   return ndf_normalize_modality(c->ctx, c->IN, c->AUX, c->OUT[0], &o);
 }
+static ndf_status c_n4(fcase *c) { /* a mask, the log field as a second output, two levels, shrink 2 */
+  ndf_n4_options o;
+  ndf_n4_options_init(&o);
+  o.number_of_fitting_levels = 2;
+  o.maximum_number_of_iterations[0] = o.maximum_number_of_iterations[1] = 2;
+  o.shrink_factor = 2;
+  return ndf_n4_bias_field_correction(c->ctx, c->IN, c->AUX, NULL, c->OUT[0], c->OUT[1], &o, NULL);
+}
 static ndf_status c_median(fcase *c) {
   ndf_rank_options o;
   ndf_rank_options_init(&o);
@@ -599,6 +607,19 @@ static void test_filters(void **state) {
     tu_set(&c.in.arr, i, x * x + y * y + z * z <= 16 ? 100 : 3);
   }
   out_alloc(&c, NDF_UINT8, 3, shb);
+  /* N4: values 1..200 inside a random mask, a fit on the shrunk grid and the field at full size */
+  memset(&c, 0, sizeof c);
+  c.name = "n4_bias_field_correction";
+  c.ctx = ctx;
+  c.call = c_n4;
+  assert_int_equal(tu_array_alloc(&c.in, NDF_FLOAT32, 3, SH3), 0);
+  fill(&c.in, 7, 0);
+  for (int64_t i = 0; i < ndf_array_size(&c.in.arr); i++) tu_set(&c.in.arr, i, 1.0 + tu_get(&c.in.arr, i));
+  assert_int_equal(tu_array_alloc(&c.aux, NDF_UINT8, 3, SH3), 0);
+  fill(&c.aux, 11, 1);
+  c.aux_dev = 1;
+  out_alloc(&c, NDF_FLOAT32, 3, SH3);
+  out_alloc(&c, NDF_FLOAT64, 3, SH3);
   sweep(&c);
   case_free(&c);
 }

@@ -41,5 +41,8 @@ int ndf_cli_interp(int argc, char **argv);
 int ndf_cli_preprocess(int argc, char **argv);
 /* `ndforge convert` between DICOM series, NIfTI and .npy (cli_convert.c). */
 int ndf_cli_convert(int argc, char **argv);
+/* `ndforge run n4` (cli_n4.c). */
+int ndf_cli_n4_is_op(const char *name);
+int ndf_cli_n4(int argc, char **argv);
 
 #endif

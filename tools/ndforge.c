@@ -1406,6 +1406,8 @@ static void run_help(void) {
   printf("skull stripping (a 3-D T1 MRI in; the brain mask out, bool, uint8 in NIfTI files):\n");
   for (size_t i = 0; i < NOPS; i++)
     if (ops[i].flags & OPF_BET) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
+  printf("N4 bias-field correction (ITK's N4; `ndforge run n4 --help` lists its options):\n"
+         "  %-27s %s\n", "n4", "the input divided by its smooth multiplicative bias field");
   printf("\nThe composite ops (opening to black_tophat) use the element, mode, cval and\n"
          "origin in every step; their arithmetic is NumPy's in the input dtype\n"
          "(integers wrap around, as in scipy).\n"
@@ -1609,6 +1611,7 @@ static int cmd_run(int argc, char **argv) {
     return EXIT_USAGE;
   }
   if (ndf_cli_interp_is_op(argv[2])) return ndf_cli_interp(argc, argv); /* interpolation (cli_interp.c) */
+  if (ndf_cli_n4_is_op(argv[2])) return ndf_cli_n4(argc, argv); /* N4 bias-field correction (cli_n4.c) */
   const op_def *op = find_op(argv[2]);
   if (!op) {
     unknown_op(argv[2]);
