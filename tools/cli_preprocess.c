@@ -51,6 +51,8 @@ static const char *pp_usage =
     "  --preset NAME     ct window preset (brain, subdural, stroke, bone, lung, mediastinum, soft_tissue,\n"
     "                    liver); or --centre C --width W (default brain, 40/80)\n"
     "  --margin M[,M,M]  crop's margin in voxels around the mask (default 4)\n"
+    "  --shrink-factor S n4: fit the bias field on the volume shrunk by S (default 4)\n"
+    "  --f F             skullstrip: BET's fractional intensity threshold (default 0.5)\n"
     "  --time-axis A     the axis of a 4-D input that holds the time points (default the last)\n"
     "  --reference FILE  a volume shaped like the outputs: SSIM per volume, and its map in the montage\n"
     "  --report FILE     the run's JSON report (default DIR/report.json)\n"
@@ -70,6 +72,8 @@ typedef struct pp_opts {
   ndf_normalize_options norm;
   int64_t margin[3];
   int time_axis; /* -1: the last */
+  ndf_n4_options n4;
+  ndf_skull_strip_options bet;
 } pp_opts;
 
 /* One 3-D volume between steps: a float32 image (x, y, z) on the context's
@@ -274,8 +278,59 @@ static ndf_status step_crop(ndf_ctx *ctx, const pp_opts *o, pp_vol *v, pp_note *
   return NDF_OK;
 }
 
-/* The steps, in no particular order (--steps gives the order).  N4 bias correction and skull
- * stripping plug in here as rows of their own. */
+/* N4 bias-field correction (ITK's defaults, the fit on the volume shrunk by --shrink-factor) inside
+ * the mask when there is one; the image becomes I / b. */
+static ndf_status step_n4(ndf_ctx *ctx, const pp_opts *o, pp_vol *v, pp_note *note) {
+  ndf_array out = {0};
+  ndf_status s = ndf_array_alloc(ctx, &out, dev_of(ctx), NDF_FLOAT32, 3, v->img.shape);
+  /* a uint8 mask (skullstrip's) is N4's mask; a 0/1 float mask (foreground's) its weight image,
+   * which leaves the voxels of weight 0 out and weighs the others 1: the same fit */
+  const int has = v->mask.data != NULL, as_mask = has && (v->mask.dtype == NDF_UINT8 || v->mask.dtype == NDF_BOOL);
+  ndf_n4_options n4 = o->n4;
+  double sp[3];
+  if (ndf_affine_spacing(v->affine, sp) == NDF_OK) {
+    n4.nspacing = 3;
+    memcpy(n4.spacing, sp, sizeof sp);
+  }
+  ndf_n4_result res;
+  memset(&res, 0, sizeof res);
+  if (s == NDF_OK)
+    s = ndf_n4_bias_field_correction(ctx, &v->img, as_mask ? &v->mask : NULL, has && !as_mask ? &v->mask : NULL, &out,
+                                     NULL, &n4, &res);
+  if (s != NDF_OK) {
+    ndf_array_free(ctx, &out);
+    return s;
+  }
+  vol_replace(ctx, &v->img, &out);
+  snprintf(note->params, sizeof note->params, "\"shrink_factor\": %d, \"levels\": %d, \"masked\": %s",
+           n4.shrink_factor, n4.number_of_fitting_levels, has ? "true" : "false");
+  snprintf(note->metrics, sizeof note->metrics, "\"convergence\": %.6g", res.convergence);
+  return NDF_OK;
+}
+
+/* Skull stripping by BET's method (ndf_skull_strip, BET's defaults but --f): the mask becomes the
+ * brain's. */
+static ndf_status step_skullstrip(ndf_ctx *ctx, const pp_opts *o, pp_vol *v, pp_note *note) {
+  double sp[3];
+  PLAN(note, ndf_affine_spacing(v->affine, sp));
+  ndf_array m = {0};
+  ndf_status s = ndf_array_alloc(ctx, &m, dev_of(ctx), NDF_UINT8, 3, v->img.shape);
+  if (s == NDF_OK) s = ndf_skull_strip(ctx, &v->img, sp, &m, &o->bet);
+  if (s != NDF_OK) {
+    ndf_array_free(ctx, &m);
+    return s;
+  }
+  ndf_array_free(ctx, &v->mask);
+  v->mask = m;
+  int64_t lo[3], hi[3], n = 0;
+  if (ndf_mask_bbox(ctx, &v->mask, lo, hi, &n) != NDF_OK) n = -1;
+  snprintf(note->params, sizeof note->params, "\"f\": %g, \"g\": %g", o->bet.fractional_intensity_threshold,
+           o->bet.vertical_gradient);
+  snprintf(note->metrics, sizeof note->metrics, "\"brain_voxels\": %lld", (long long)n);
+  return NDF_OK;
+}
+
+/* The steps, in no particular order (--steps gives the order). */
 static const pp_step STEPS[] = {
     {"reorient", "to RAS+ (nibabel's as_closest_canonical)", step_reorient},
     {"resample", "to --spacing, spline --order", step_resample},
@@ -283,6 +338,9 @@ static const pp_step STEPS[] = {
     {"normalize", "--modality ct (--preset or --centre/--width, to [-1, 1]) or mri (z-score in the mask)",
      step_normalize},
     {"crop", "to the mask's bounding box grown by --margin", step_crop},
+    {"n4", "N4 bias-field correction (ITK's defaults, fit on the volume shrunk by --shrink-factor; inside the mask)",
+     step_n4},
+    {"skullstrip", "the brain mask by BET's method (--f, BET's defaults otherwise)", step_skullstrip},
 };
 enum { NSTEPS = sizeof STEPS / sizeof STEPS[0] };
 
@@ -1015,6 +1073,9 @@ int ndf_cli_preprocess(int argc, char **argv) {
   o.margin[0] = o.margin[1] = o.margin[2] = 4;
   o.time_axis = -1;
   ndf_normalize_options_init(&o.norm);
+  ndf_n4_options_init(&o.n4);
+  o.n4.shrink_factor = 4; /* the N4 tools' usual -s for brain MRI */
+  ndf_skull_strip_options_init(&o.bet);
   int steps[MAX_STEPS], nsteps = 0, montage = 1, prog = -1, io_threads = 0;
   const char *ext = ".nii.gz";
   const char *outdir = NULL, *report = NULL, *device = "auto", *refpath = NULL, *steps_arg = "reorient,resample,normalize";
@@ -1071,6 +1132,16 @@ int ndf_cli_preprocess(int argc, char **argv) {
     } else if (!strcmp(name, "order")) {
       if (parse_long_arg(name, v, 0, 5, &l)) goto out_free;
       o.order = (int)l;
+    } else if (!strcmp(name, "shrink-factor")) {
+      if (parse_long_arg(name, v, 1, 64, &l)) goto out_free;
+      o.n4.shrink_factor = (int)l;
+    } else if (!strcmp(name, "f")) {
+      char *e;
+      o.bet.fractional_intensity_threshold = strtod(v, &e);
+      if (*e || !(o.bet.fractional_intensity_threshold > 0 && o.bet.fractional_intensity_threshold < 1)) {
+        errorf("--f: %s is not a fractional intensity threshold in (0, 1)", v);
+        goto out_free;
+      }
     } else if (!strcmp(name, "io-threads")) {
       if (parse_long_arg(name, v, 1, 16, &l)) goto out_free;
       io_threads = (int)l;

@@ -63,10 +63,11 @@ REGISTRY = None  # the registry's rows by name, when one was found
 # The submodule that holds the functions of each registry family (ops of other families: any of them).
 MODULE = {"grey": "ndimage", "rank": "ndimage", "binary": "ndimage", "label": "ndimage", "distance": "ndimage",
           "ecc": "topology", "ect": "topology", "sinkhorn": "ot", "reconstruction": "morphology",
-          "metrics": "metrics", "intensity": "intensity", "preprocess": "preprocess"}
+          "metrics": "metrics", "intensity": "intensity", "preprocess": "preprocess", "bet": "preprocess",
+          "n4": "preprocess"}
 # Registry names that the Python modules spell otherwise (the short names are the modules' own).
 ALIASES = {"euler_characteristic_curve": "ecc", "euler_characteristic_transform": "ect", "mask_bbox": "bbox",
-           "normalize_modality": "normalize"}
+           "normalize_modality": "normalize", "mask_clean": "clean_mask"}
 
 
 def _registry_paths():

@@ -30,7 +30,7 @@ from . import _core
 from ._core import C, S, K
 
 __all__ = ["affine_spacing", "reorient_ras", "reorient_ras_plan", "resample", "resample_plan", "bbox", "crop",
-           "normalize"]
+           "normalize", "n4_bias_field_correction", "skull_strip", "mask_fusion", "clean_mask"]
 
 _TAKES = tuple(np.dtype(d) for d in ("uint8", "int8", "uint16", "int16", "uint32", "int32", "float32", "float64"))
 
@@ -202,3 +202,8 @@ def normalize(x, modality="mri", mask=None, preset=None, centre=40.0, width=80.0
     _call(C["ndf_normalize_modality"](where.ctx, ctypes.byref(dx), pm, ctypes.byref(do), ctypes.byref(opt)),
           where.ctx)
     return out
+
+
+# N4 bias-field correction and skull stripping (their modules; the same steps as `ndforge preprocess`)
+from ._n4 import n4_bias_field_correction  # noqa: E402
+from ._bet import skull_strip, mask_fusion, clean_mask  # noqa: E402

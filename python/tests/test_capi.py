@@ -62,7 +62,8 @@ def test_every_op_of_the_registry_has_a_function():
 # otherwise (per op or everywhere), and CLI_ONLY has no parameter (Python: output= or distances=;
 # histogram returns its edges).
 CLI_NAMES = {"indices": "return_indices", ("distance_transform_cdt", "structure"): "metric",
-             ("histogram", "edges"): "bins", ("clip", "lo"): "a_min", ("clip", "hi"): "a_max"}
+             ("histogram", "edges"): "bins", ("clip", "lo"): "a_min", ("clip", "hi"): "a_max",
+             ("skull_strip", "r"): "radius", ("skull_strip", "c"): "centre", ("skull_strip", "sampling"): "spacing"}
 CLI_ONLY = {"output-dtype", "edges-out"}
 
 
