@@ -2545,6 +2545,9 @@ return {
     { name = "filters.fuse", op = "filters", templates = { "filter_plane", "filter_line" }, values = { "on", "off" },
       applies = "w->nsp >= 2",
       doc = "on: a pass along an axis other than the last followed by one along the last axis (both of at most 25 taps) run as one kernel, filter_plane; off: two filter_line passes" },
+    { name = "filters.uniform", op = "filters", templates = { "filter_uniform" }, values = { "line", "tile" },
+      applies = "1",
+      doc = "uniform_filter's passes: line, a thread per line (ndf_filter_uniform); tile, 32 lines a block staged in shared memory (ndf_filter_uniform_tile, windows up to 164 taps; slower than line in the H100 benchmark, docs/performance.md)" },
     -- grey morphology (runtime/ops/grey/grey_cuda.c)
     { name = "grey.box", op = "grey", templates = { "grey_boxd", "grey_box", "grey_linew", "grey_linev" },
       values = { "auto", "classic", "lines" }, applies = "w->k <= 7",

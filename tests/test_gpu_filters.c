@@ -323,10 +323,15 @@ static void test_gpu_uniform_paths(void **state) {
       snprintf(c.desc, sizeof c.desc, "uniform_filter1d paths %s->%s %lldx%lldx%lld axis %d size %lld origin %lld mode %s",
                ndf_dtype_name(c.dt), ndf_dtype_name(c.odt), (long long)c.shape[0], (long long)c.shape[1],
                (long long)c.shape[2], c.axis, (long long)c.n, (long long)c.o.origin[0], ndf_mode_name(c.o.mode));
-      const uint64_t mark = tu_klog_mark(s->ctx);
-      failed += run_case(s->ctx, &c, &r);
-      failed += tu_klog_check(s->ctx, mark, c.n <= 164 ? "ndf_filter_uniform_tile" : "ndf_filter_uniform", 1, c.desc);
+      for (int tile = 0; tile < 2; tile++) { /* the tunable filters.uniform: line (default), tile */
+        assert_int_equal(ndf_ctx_set_tunable(s->ctx, "filters.uniform", tile ? "tile" : NULL), NDF_OK);
+        const uint64_t mark = tu_klog_mark(s->ctx);
+        failed += run_case(s->ctx, &c, &r);
+        failed += tu_klog_check(s->ctx, mark, tile && c.n <= 164 ? "ndf_filter_uniform_tile" : "ndf_filter_uniform", 1,
+                                c.desc);
+      }
     }
+  assert_int_equal(ndf_ctx_set_tunable(s->ctx, "filters.uniform", NULL), NDF_OK);
   assert_int_equal(failed, 0);
 }
 

@@ -14,6 +14,7 @@
 
 #include "filters/filters.h"
 #include "kernel_params.generated.h"
+#include "tune.h"
 
 /* Kernels with at most this many taps have their weights compiled in. */
 #define WTAB_MIN 257
@@ -52,11 +53,19 @@ static int uniform_chunk(int64_t K) {
   return K + UNI_S <= UNI_ROWS ? UNI_S : (int)(UNI_ROWS - K);
 }
 
-/* The request of one pass; 0 when out of memory for its weights. */
-static int req_pass(ndf__kernel_req *r, const ndf__fpass *p, ndf_dtype src, ndf_dtype dst, int last) {
+/* A uniform pass's chunk: uniform_chunk where the tunable filters.uniform picks the tile kernel,
+ * else 0 (the line kernel, the default). */
+static int uniform_S(ndf_ctx *ctx, const ndf_array *src, const ndf__fpass *p) {
+  const ndf__tune_work w = {src->dtype, src->ndim, ndf_array_size(src), p->n};
+  return ndf__tune(ctx, NDF__TUNE_FILTERS_UNIFORM, &w) == NDF__TUNE_FILTERS_UNIFORM__TILE ? uniform_chunk(p->n) : 0;
+}
+
+/* The request of one pass (S: the uniform tile kernel's chunk, 0: its line kernel); 0 when out of
+ * memory for its weights. */
+static int req_pass(ndf__kernel_req *r, const ndf__fpass *p, ndf_dtype src, ndf_dtype dst, int last, int S) {
   const char *ti = ndf__dtype_ctype(src), *to = ndf__dtype_ctype(dst);
   if (p->uniform) {
-    if (uniform_chunk(p->n))
+    if (S)
       ndf__req_filter_uniform(r, "ndf_filter_uniform_tile", ti, to, cvt_of(dst), (int)p->mode, last);
     else
       ndf__req_filter_uniform(r, "ndf_filter_uniform", ti, to, cvt_of(dst), (int)p->mode, 0);
@@ -121,7 +130,8 @@ ndf_status ndf__filters_line_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
   if (s != NDF_OK) return s;
   const int a = p->axis;
   ndf__kernel_req req;
-  if (!req_pass(&req, p, src->dtype, dst->dtype, a == src->ndim - 1))
+  const int S = p->uniform ? uniform_S(ctx, src, p) : 0;
+  if (!req_pass(&req, p, src->dtype, dst->dtype, a == src->ndim - 1, S))
     return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory for a kernel request", name);
   CUfunction fn;
   s = ndf__jit_get(ctx, name, &req, &fn);
@@ -134,7 +144,7 @@ ndf_status ndf__filters_line_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
                            .K = p->n,
                            .pre = pre,
                            .cval = cval,
-                           .S = uniform_chunk(p->n)};
+                           .S = S};
     LINE_AXES(pu, src, dst, a);
     if (!pu.S) return ndf__funi_launch(ctx, name, fn, ndf__grid(ctx, (pu.nlines + 127) / 128, 16), 128, 1, 0, &pu);
     /* Shared memory: the lines' input and output offsets, then S + K rows of C + 1 doubles. */
