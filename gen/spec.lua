@@ -1745,7 +1745,7 @@ return {
           { "ring", "const i32*", "nv x (BET_MAX_RING + 1): count, then the neighbours" },
           { "nv", "i32" },
           { "shape", "i64[3]" },
-          { "c", "f64[16]", "spacing[3], t2, t, tm, bt, gradient, cog2, radius, E, F, d1, d2 (NDF_BET_C_*)" },
+          { "c", "f64[16]", "spacing[3], t2, t, tm, bt, gradient, cog2, radius, E, F, d1, d2, l (NDF_BET_C_*)" },
         },
         ndf_bet_voxelize_params = {
           { "vx", "const f64*", "the surface in voxel units, nv x 3" },

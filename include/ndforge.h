@@ -1991,9 +1991,12 @@ NDF_API void ndf_skull_strip_options_init(ndf_skull_strip_options *opt);
  *      tangential part of the offset to its neighbours' mean, BET's sigmoid of
  *      the local curvature (rmin 3.33 mm, rmax 10 mm) times the normal part,
  *      and 0.05 l f3 along the normal, where f3 = 2 (Imin - tl) / (Imax - t2)
- *      compares the image along the inward normal (Imin down to 20 mm, Imax
- *      down to 10 mm, trilinear samples every mm, 0 outside the image) with
- *      tl = (Imax - t2) f' + t2.
+ *      compares the image along the inward normal (as FSL's bet2 does, not
+ *      the paper's 20 / 10 mm: Imin over the samples 1..6 mm in, Imax over
+ *      1..2 mm, each the nearest voxel, 0 outside the image) with
+ *      tl = (Imax - t2) f' + t2, f' = f^0.275 (bet2's main parameter; plus
+ *      the vertical gradient term), and l the surface's mean distance
+ *      between neighbours, updated at iterations 0, 50 and every 100th.
  *   4. a surface that intersects itself (two vertices far apart on the sphere
  *      closer than half the mean edge length) is deformed again from the
  *      sphere with more smoothing (the curvature radii scaled up early in

@@ -30,6 +30,7 @@ typedef NDF_SLOT(T) T;
 #define NDF_BET_C_F 11
 #define NDF_BET_C_D1 12
 #define NDF_BET_C_D2 13
+#define NDF_BET_C_L 14
 #define NDF_BET_MAXHIT 256
 
 NDF_PARAMS(ndf_bet_load_params)
@@ -65,6 +66,7 @@ extern "C" __global__ void __launch_bounds__(128) ndf_bet_step(const ndf_bet_ste
   c.F = p.c[NDF_BET_C_F];
   c.d1 = p.c[NDF_BET_C_D1];
   c.d2 = p.c[NDF_BET_C_D2];
+  c.l = p.c[NDF_BET_C_L];
   bet_vertex_update(p.pos, p.ring, v, &c, p.img, p.npos + 3 * (ndf_i64)v);
 }
 #endif

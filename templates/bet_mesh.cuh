@@ -38,12 +38,14 @@ typedef struct bet_consts {
   bet_i64 shape[3];  // the image, contiguous, axis 2 fastest
   double spacing[3]; // mm per voxel on each axis
   double t2, t, tm;  // robust minimum, brain/background threshold, median inside the sphere
-  double bt;         // fractional intensity threshold (-f)
+  double bt;         // bet2's main parameter f^0.275 (f: -f)
   double gradient;   // vertical gradient of bt along axis 2 (-g)
   double cog2;       // the centre's coordinate on axis 2 (mm)
   double radius;     // the estimated brain radius (mm)
   double E, F;       // the curvature sigmoid: f2 = (1 + tanh(F (1/r - E))) / 2
   double d1, d2;     // inward search depths (mm) of Imin and Imax
+  double l;          // the surface's mean distance between neighbours (mm; bet2 updates it at
+                     // iterations 0, 50 and every 100th: ndf__bet_mean_edge)
 } bet_consts;
 
 BET_FN double bet_dot(const double *a, const double *b) {
@@ -78,29 +80,16 @@ BET_FN bet_i64 bet_image_size(const bet_i64 *shape) {
   return (((shape[0] + 3) >> 2) * ((shape[1] + 3) >> 2) * ((shape[2] + 3) >> 2)) << 6;
 }
 
-// Trilinear interpolation of the image at a point in mm; voxels outside the
-// image count as 0 (background).
+// The image at a point in mm, as bet2 samples it: the voxel whose centre is
+// nearest (coordinates rounded half up); voxels outside the image count as 0.
 BET_FN double bet_sample(const float *img, const bet_consts *c, const double *p) {
   bet_i64 i[3];
-  double f[3];
   for (int d = 0; d < 3; d++) {
-    const double u = p[d] / c->spacing[d], fl = floor(u);
-    if (!(fl >= -1.0 && fl <= (double)c->shape[d])) return 0.0; // outside, or NaN
-    i[d] = (bet_i64)fl;
-    f[d] = BET_SUB(u, fl);
+    const double u = floor(BET_ADD(p[d] / c->spacing[d], 0.5));
+    if (!(u >= 0.0 && u < (double)c->shape[d])) return 0.0; // outside, or NaN
+    i[d] = (bet_i64)u;
   }
-  double acc = 0.0;
-  const int inside = i[0] >= 0 && i[0] + 1 < c->shape[0] && i[1] >= 0 && i[1] + 1 < c->shape[1] && i[2] >= 0 &&
-                      i[2] + 1 < c->shape[2];
-  for (int k = 0; k < 8; k++) {
-    const bet_i64 a = i[0] + (k >> 2), b = i[1] + ((k >> 1) & 1), e = i[2] + (k & 1);
-    if (!inside && (a < 0 || a >= c->shape[0] || b < 0 || b >= c->shape[1] || e < 0 || e >= c->shape[2])) continue;
-    const double w0 = (k >> 2) ? f[0] : BET_SUB(1.0, f[0]);
-    const double w1 = ((k >> 1) & 1) ? f[1] : BET_SUB(1.0, f[1]);
-    const double w2 = (k & 1) ? f[2] : BET_SUB(1.0, f[2]);
-    acc = BET_ADD(acc, BET_MUL(BET_MUL(BET_MUL(w0, w1), w2), (double)img[bet_index(c->shape, a, b, e)]));
-  }
-  return acc;
+  return (double)img[bet_index(c->shape, i[0], i[1], i[2])];
 }
 
 // The new position of vertex v (into out[3]) from the surface pos (3 doubles
@@ -112,15 +101,15 @@ BET_FN double bet_sample(const float *img, const bet_consts *c, const double *p)
 //   u1 = 0.5 st
 //   u2 = f2 sn,  f2 = (1 + tanh(F (1/r - E))) / 2,  1/r = 2 |sn| / l^2
 //   u3 = 0.05 f3 l n,  f3 = 2 (Imin - tl) / (Imax - t2),  tl = (Imax - t2) bt' + t2
-// with l the mean distance to the neighbours, bt' = bt + g (z - z_cog) / radius
-// clamped to [0, 1], Imin = max(t2, min(tm, I(p - d n) for d = 0..d1 mm)) and
-// Imax = min(tm, max(t, I(p - d n) for d = 0..d2 mm)).
+// with l the surface's mean distance between neighbours (c->l), bt' = bt + g (z - z_cog) / radius
+// clamped to [0, 1], Imin = max(t2, min(tm, I(p - d n) for d = 1 .. d1 - 1 mm)) and
+// Imax = min(tm, max(t, I(p - d n) for d = 1 .. d2 - 1 mm)) (bet2's d1 = 7, d2 = 3).
 BET_FN void bet_vertex_update(const double *pos, const int *ring, int v, const bet_consts *c, const float *img,
                               double *out) {
   const double *p = pos + 3 * (bet_i64)v;
   const int *r = ring + (bet_i64)v * (BET_MAX_RING + 1);
   const int k = r[0];
-  double m[3] = {0.0, 0.0, 0.0}, nrm[3] = {0.0, 0.0, 0.0}, l = 0.0;
+  double m[3] = {0.0, 0.0, 0.0}, nrm[3] = {0.0, 0.0, 0.0}, l;
   for (int j = 0; j < k; j++) {
     const double *a = pos + 3 * (bet_i64)r[1 + j], *b = pos + 3 * (bet_i64)r[1 + (j + 1) % k];
     double ea[3], eb[3];
@@ -132,11 +121,10 @@ BET_FN void bet_vertex_update(const double *pos, const int *ring, int v, const b
     nrm[0] = BET_ADD(nrm[0], BET_SUB(BET_MUL(ea[1], eb[2]), BET_MUL(ea[2], eb[1])));
     nrm[1] = BET_ADD(nrm[1], BET_SUB(BET_MUL(ea[2], eb[0]), BET_MUL(ea[0], eb[2])));
     nrm[2] = BET_ADD(nrm[2], BET_SUB(BET_MUL(ea[0], eb[1]), BET_MUL(ea[1], eb[0])));
-    l = BET_ADD(l, sqrt(bet_dot(ea, ea)));
   }
   const double nlen = sqrt(bet_dot(nrm, nrm));
   double s[3], sn[3], st[3];
-  l = l / (double)k;
+  l = c->l;
   for (int d = 0; d < 3; d++) {
     nrm[d] = nlen > 0.0 ? nrm[d] / nlen : 0.0;
     s[d] = BET_SUB(m[d] / (double)k, p[d]);
@@ -149,15 +137,15 @@ BET_FN void bet_vertex_update(const double *pos, const int *ring, int v, const b
   // f2: BET's sigmoid of the local curvature 1/r, written with the exponential
   const double rinv = l > 0.0 ? BET_MUL(2.0, fabs(sdn)) / BET_MUL(l, l) : 0.0;
   const double f2 = 1.0 / BET_ADD(1.0, bet_exp(BET_MUL(-2.0, BET_MUL(c->F, BET_SUB(rinv, c->E)))));
-  // the intensity term, sampled along the inward normal every millimetre
+  // the intensity term, sampled along the inward normal every millimetre (nearest voxels)
   double imin = c->tm, imax = c->t;
   const int n1 = (int)c->d1, n2 = (int)c->d2;
-  for (int j = 0; j <= n1; j++) {
+  for (int j = 1; j < n1; j++) {
     double q[3];
     for (int d = 0; d < 3; d++) q[d] = BET_SUB(p[d], BET_MUL((double)j, nrm[d]));
     const double val = bet_sample(img, c, q);
     if (val < imin) imin = val;
-    if (j <= n2 && val > imax) imax = val;
+    if (j < n2 && val > imax) imax = val;
   }
   if (imin < c->t2) imin = c->t2;
   if (imax > c->tm) imax = c->tm;

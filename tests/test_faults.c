@@ -607,6 +607,8 @@ static void test_filters(void **state) {
     tu_set(&c.in.arr, i, x * x + y * y + z * z <= 16 ? 100 : 3);
   }
   out_alloc(&c, NDF_UINT8, 3, shb);
+  sweep(&c);
+  case_free(&c);
   /* N4: values 1..200 inside a random mask, a fit on the shrunk grid and the field at full size */
   memset(&c, 0, sizeof c);
   c.name = "n4_bias_field_correction";

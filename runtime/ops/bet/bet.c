@@ -283,10 +283,10 @@ ndf_status ndf__bet_setup_from(ndf_ctx *ctx, const char *name, const float *img,
   memset(st, 0, sizeof *st);
   for (int d = 0; d < 3; d++) st->c.shape[d] = shape[d], st->c.spacing[d] = spacing[d];
   st->iterations = opt->iterations;
-  st->c.bt = opt->fractional_intensity_threshold;
+  st->c.bt = pow(opt->fractional_intensity_threshold, 0.275); /* bet2's main parameter */
   st->c.gradient = opt->vertical_gradient;
-  st->c.d1 = 20.0;
-  st->c.d2 = 10.0;
+  st->c.d1 = 7.0; /* bet2's search depths (the paper's 20 and 10 mm) */
+  st->c.d2 = 3.0;
   double *v = malloc(sizeof(double) * (size_t)n);
   if (!v) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
   for (int64_t i0 = 0, i = 0; i0 < shape[0]; i0++)
@@ -350,6 +350,23 @@ ndf_status ndf__bet_setup_from(ndf_ctx *ctx, const char *name, const float *img,
 
 /* ---- the CPU backend ---------------------------------------------------------------------- */
 
+int ndf__bet_mean_edge(const ndf__bet_mesh *m, const double *pos, int it, double *l) {
+  if (!(it == 50 || it % 100 == 0)) return 0;
+  double sum = 0.0;
+  for (int v = 0; v < m->nv; v++) {
+    const int *r = m->ring + (int64_t)v * (BET_MAX_RING + 1);
+    double lv = 0.0;
+    for (int j = 0; j < r[0]; j++) {
+      const double *a = pos + 3 * (int64_t)r[1 + j], *p = pos + 3 * (int64_t)v;
+      const double e[3] = {BET_SUB(a[0], p[0]), BET_SUB(a[1], p[1]), BET_SUB(a[2], p[2])};
+      lv = BET_ADD(lv, sqrt(bet_dot(e, e)));
+    }
+    sum = BET_ADD(sum, lv / (double)r[0]);
+  }
+  *l = sum / (double)m->nv;
+  return 1;
+}
+
 /* The passes: from the sphere, `iterations` Jacobi updates of every vertex; again with more smoothing while
  * the result intersects itself.  pos receives the final surface. */
 static ndf_status evolve_cpu(ndf_ctx *ctx, const ndf__bet_mesh *m, const ndf__bet_setup *st, const float *img,
@@ -359,10 +376,12 @@ static ndf_status evolve_cpu(ndf_ctx *ctx, const ndf__bet_mesh *m, const ndf__be
   const int nth = ndf__cpu_threads(ctx);
   for (int pass = 0; pass < NDF__BET_MAX_PASSES; pass++) {
     ndf__bet_sphere(m, st, pos);
-    double *a = pos, *b = tmp;
+    double *a = pos, *b = tmp, l = 0.0;
     for (int it = 0; it < st->iterations; it++) {
       bet_consts c = st->c;
       ndf__bet_curvature(pass, it, st->iterations, &c.E, &c.F);
+      ndf__bet_mean_edge(m, a, it, &l);
+      c.l = l;
       _Pragma("omp parallel for schedule(static) num_threads(nth)")
       for (int v = 0; v < m->nv; v++) bet_vertex_update(a, m->ring, v, &c, img, b + 3 * (int64_t)v);
       double *t = a;

@@ -36,6 +36,11 @@ typedef struct ndf__bet_setup {
 /* The curvature sigmoid's E and F at iteration it of pass (0: BET's own radii; later passes smooth more
  * at first). */
 void ndf__bet_curvature(int pass, int it, int iterations, double *E, double *F);
+/* bet2's mean distance between neighbouring vertices of the surface (the mean over vertices of each
+ * vertex's mean distance to its neighbours), which it updates at iterations 0, 50 and every 100th:
+ * 1 when `it` is such an iteration (*l written), else 0.  Both backends call it on the host, on the
+ * same positions, in the same order. */
+int ndf__bet_mean_edge(const ndf__bet_mesh *m, const double *pos, int it, double *l);
 /* The initial surface: the sphere of the setup, into pos (nv x 3, mm). */
 void ndf__bet_sphere(const ndf__bet_mesh *m, const ndf__bet_setup *st, double *pos);
 /* 1 when the surface pos intersects itself (BET's test, see ndf_skull_strip). */

@@ -79,8 +79,18 @@ ndf_status ndf__skull_strip_cuda(ndf_ctx *ctx, const char *name, const ndf_array
     ps.c[3] = st.c.t2, ps.c[4] = st.c.t, ps.c[5] = st.c.tm, ps.c[6] = st.c.bt, ps.c[7] = st.c.gradient;
     ps.c[8] = st.c.cog2, ps.c[9] = st.c.radius, ps.c[12] = st.c.d1, ps.c[13] = st.c.d2;
     int cur = 0;
+    double l = 0.0;
     for (int it = 0; s == NDF_OK && it < st.iterations; it++) {
       ndf__bet_curvature(pass, it, st.iterations, &ps.c[10], &ps.c[11]);
+      if (it == 50 || it % 100 == 0) { /* bet2's mean edge, from the positions on the host (ndf__bet_mean_edge) */
+        if (it > 0) {
+          s = cu_check(ctx, name, cu->cuMemcpyDtoHAsync(pos, dpos[cur], sizeof(double) * 3 * (size_t)m->nv, ctx->stream));
+          if (s == NDF_OK) s = cu_check(ctx, name, cu->cuStreamSynchronize(ctx->stream));
+          if (s != NDF_OK) break;
+        }
+        ndf__bet_mean_edge(m, pos, it, &l);
+      }
+      ps.c[14] = l;
       ps.pos = dpos[cur], ps.npos = dpos[1 - cur];
       s = ndf__bet_step_launch(ctx, name, fn[1], (unsigned)((m->nv + 127) / 128), 128, 1, 0, &ps);
       cur = 1 - cur;
