@@ -322,6 +322,13 @@ static void test_specializations_compile(void **state) {
   assert_int_equal((int)compiles, njobs);
 }
 
+/* Removes a test's cache directory. */
+static void rm_dir(const char *dir) {
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 /* ndf__jit_warm_many: a call's kernels (the three of distance_transform_bf,
  * one of them twice) compile at once into the disk cache; a fresh context then
  * finds every one on disk.  A compile error on a worker thread reaches the
@@ -376,15 +383,53 @@ static void test_warm_many(void **state) {
   assert_int_equal(ndf__jit_warm_many(ctx, "test", rp, 3, "sm_90", compiled), NDF_ECOMPILE);
   assert_non_null(strstr(ndf_errmsg(ctx), "no_such_type"));
   ndf_ctx_destroy(ctx);
-  char cmd[256];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  assert_int_equal(system(cmd), 0);
+  rm_dir(dir);
 }
 
-static int key_has_fast(const char *file, size_t bytes, const char *key, void *ud) {
+/* A CPU-backend context whose disk cache is dir. */
+static ndf_ctx *disk_ctx(const char *dir) {
+  ndf_ctx_options opt;
+  ndf_ctx_options_init(&opt);
+  opt.backend = NDF_BACKEND_CPU;
+  opt.cache_dir = dir;
+  ndf_ctx *ctx = NULL;
+  assert_int_equal(ndf_ctx_create(&ctx, &opt), NDF_OK);
+  return ctx;
+}
+
+typedef struct key_count {
+  const char *needle;
+  int n;
+} key_count;
+
+static int key_has(const char *file, size_t bytes, const char *key, void *ud) {
   (void)file, (void)bytes;
-  *(int *)ud += strstr(key, " --Ofast-compile=min") != NULL;
+  key_count *k = ud;
+  k->n += strstr(key, k->needle) != NULL;
   return 0;
+}
+
+/* The disk-cache entries whose key holds needle. */
+static int keys_with(ndf_ctx *ctx, const char *needle) {
+  key_count k = {needle, 0};
+  assert_int_equal(ndf_cache_list(ctx, key_has, &k), NDF_OK);
+  return k.n;
+}
+
+/* req warmed with a compile tunable at values[0], [1], [0]: the first two compile (an entry each, the
+ * second's key holding needle), the third finds its entry on disk. */
+static void warm_under_tunable(ndf_ctx *ctx, const ndf__kernel_req *req, const char *tunable,
+                               const char *const values[2], const char *needle) {
+  static const int want[3] = {1, 1, 0};
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(ndf_ctx_set_tunable(ctx, tunable, values[i % 2]), NDF_OK);
+    int compiled = -1;
+    ndf_status st = ndf__jit_warm(ctx, "test", req, "sm_90", &compiled);
+    if (st != NDF_OK) print_error("%s\n", ndf_errmsg(ctx));
+    assert_int_equal(st, NDF_OK);
+    assert_int_equal(compiled, want[i]);
+  }
+  assert_int_equal(keys_with(ctx, needle), 1);
 }
 
 /* jit.fast_compile: an NVRTC option of its templates' compiles and part of
@@ -394,37 +439,14 @@ static void test_fast_compile_tunable(void **state) {
   if (!ndf__nvrtc(NULL)) skip();
   char dir[] = "/tmp/ndf-test-nvrtc-XXXXXX";
   assert_non_null(mkdtemp(dir));
-  ndf_ctx_options opt;
-  ndf_ctx_options_init(&opt);
-  opt.backend = NDF_BACKEND_CPU;
-  opt.cache_dir = dir;
-  ndf_ctx *ctx = NULL;
-  assert_int_equal(ndf_ctx_create(&ctx, &opt), NDF_OK);
+  ndf_ctx *ctx = disk_ctx(dir);
   ndf__kernel_req req;
   assert_int_equal(ndf__req_distance_cdt(&req, "ndf_cdt_rows", NDF_UINT8, 0, 0), 1);
-  static const char *const level[3] = {"off", "min", "off"};
-  static const int want[3] = {1, 1, 0}; /* off compiles, min compiles its own entry, off is on disk */
-  for (int i = 0; i < 3; i++) {
-    assert_int_equal(ndf_ctx_set_tunable(ctx, "jit.fast_compile", level[i]), NDF_OK);
-    int compiled = -1;
-    ndf_status st = ndf__jit_warm(ctx, "test", &req, "sm_90", &compiled);
-    if (st != NDF_OK) print_error("%s\n", ndf_errmsg(ctx));
-    assert_int_equal(st, NDF_OK);
-    assert_int_equal(compiled, want[i]);
-  }
-  int fast = 0;
-  assert_int_equal(ndf_cache_list(ctx, key_has_fast, &fast), NDF_OK);
-  assert_int_equal(fast, 1);
+  static const char *const v[2] = {"off", "min"};
+  warm_under_tunable(ctx, &req, "jit.fast_compile", v, " --Ofast-compile=min");
+  ndf__req_free(&req);
   ndf_ctx_destroy(ctx);
-  char cmd[256];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  assert_int_equal(system(cmd), 0);
-}
-
-static int key_has_lean(const char *file, size_t bytes, const char *key, void *ud) {
-  (void)file, (void)bytes;
-  *(int *)ud += strstr(key, " -DNDF_LEAN=1") != NULL;
-  return 0;
+  rm_dir(dir);
 }
 
 /* jit.lean (on by default): -DNDF_LEAN=1 in the compiles and disk keys of its
@@ -436,42 +458,22 @@ static void test_lean_tunable(void **state) {
   if (!ndf__nvrtc(NULL)) skip();
   char dir[] = "/tmp/ndf-test-nvrtc-XXXXXX";
   assert_non_null(mkdtemp(dir));
-  ndf_ctx_options opt;
-  ndf_ctx_options_init(&opt);
-  opt.backend = NDF_BACKEND_CPU;
-  opt.cache_dir = dir;
-  ndf_ctx *ctx = NULL;
-  assert_int_equal(ndf_ctx_create(&ctx, &opt), NDF_OK);
+  ndf_ctx *ctx = disk_ctx(dir);
   ndf__kernel_req req;
   assert_int_equal(ndf__req_ecc(&req, "ndf_ecc_strip2t", NDF_FLOAT32, "float", 2, 0, 0, 0), 1);
-  static const char *const v[3] = {"off", "on", "off"};
-  static const int want[3] = {1, 1, 0}; /* off compiles, on compiles its own entry, off is on disk */
-  for (int i = 0; i < 3; i++) {
-    assert_int_equal(ndf_ctx_set_tunable(ctx, "jit.lean", v[i]), NDF_OK);
-    int compiled = -1;
-    ndf_status st = ndf__jit_warm(ctx, "test", &req, "sm_90", &compiled);
-    if (st != NDF_OK) print_error("%s\n", ndf_errmsg(ctx));
-    assert_int_equal(st, NDF_OK);
-    assert_int_equal(compiled, want[i]);
-  }
-  int lean = 0;
-  assert_int_equal(ndf_cache_list(ctx, key_has_lean, &lean), NDF_OK);
-  assert_int_equal(lean, 1);
+  static const char *const v[2] = {"off", "on"};
+  warm_under_tunable(ctx, &req, "jit.lean", v, " -DNDF_LEAN=1");
   /* a template it does not name: no option */
   assert_int_equal(ndf_ctx_set_tunable(ctx, "jit.lean", "on"), NDF_OK);
   ndf__kernel_req r2;
   assert_int_equal(ndf__req_distance_cdt(&r2, "ndf_cdt_rows", NDF_UINT8, 0, 0), 1);
   int compiled = -1;
   assert_int_equal(ndf__jit_warm(ctx, "test", &r2, "sm_90", &compiled), NDF_OK);
-  lean = 0;
-  assert_int_equal(ndf_cache_list(ctx, key_has_lean, &lean), NDF_OK);
-  assert_int_equal(lean, 1);
+  assert_int_equal(keys_with(ctx, " -DNDF_LEAN=1"), 1);
   ndf__req_free(&req);
   ndf__req_free(&r2);
   ndf_ctx_destroy(ctx);
-  char cmd[256];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  assert_int_equal(system(cmd), 0);
+  rm_dir(dir);
 }
 
 static void alone_what(const nv_job *j, char *buf, size_t n) {
@@ -695,9 +697,7 @@ static void test_disk_hit_does_not_load_nvrtc(void **state) {
   assert_int_equal(posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, environ), 0);
   int status = 0;
   assert_int_equal(waitpid(pid, &status, 0), pid);
-  char cmd[256];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  assert_int_equal(system(cmd), 0);
+  rm_dir(dir);
   assert_true(WIFEXITED(status));
   assert_int_equal(WEXITSTATUS(status), 0);
 }
