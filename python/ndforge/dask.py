@@ -733,19 +733,13 @@ def _edt_empty_image(b, block_info=None, batch_dims=0, sampling=()):
     return xp.broadcast_to(acc, b.shape).astype(np.float64)
 
 
-def _edt_indices(f, block_info=None, batch_dims=0, shape=()):
+def _edt_indices(f, batch_dims=0, shape=()):
     """The coordinates of the features (flat indices in their image; -1: none, as (-1, 0, ..., 0))."""
     xp = _xp(f)
-    out = []
-    stride = 1
-    strides = {}
-    for a in range(f.ndim - 1, batch_dims - 1, -1):
-        strides[a] = stride
-        stride *= shape[a]
-    for a in range(batch_dims, f.ndim):
-        c = (f // strides[a]) % shape[a]
-        out.append(xp.where(f < 0, -1 if a == batch_dims else 0, c))
-    return xp.stack(out, axis=batch_dims).astype(np.int32)
+    nsp = len(shape) - batch_dims
+    idx = xp.stack(xp.unravel_index(xp.maximum(f, 0), tuple(shape[batch_dims:])), axis=batch_dims)
+    none = xp.asarray([-1] + [0] * (nsp - 1)).reshape((1,) * batch_dims + (nsp,) + (1,) * nsp)
+    return xp.where(xp.expand_dims(f < 0, batch_dims), none, idx).astype(np.int32)
 
 
 def distance_transform_edt(input, sampling=None, return_distances=True, return_indices=False, *, batch_dims=0):
