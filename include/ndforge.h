@@ -1535,6 +1535,16 @@ NDF_API ndf_status ndf_gaussian_filter(ndf_ctx *ctx, const ndf_array *input, ndf
  * With two or more terms the sum is built in scratch memory of the context
  * (the output's dtype) and copied to the output at the end, so a failed call
  * leaves the output untouched.
+ * The filtered axes are every spatial axis, or opt->axes (scipy's axes):
+ * the terms are summed in the order of opt->axes, sigma, radius and modes go
+ * one per listed axis (or one for all), and the unlisted axes are neither
+ * differentiated nor smoothed.  Each Gaussian term runs its passes in
+ * increasing axis order, as scipy's gaussian_filter call inside the term
+ * does.  This is scipy's documented meaning of axes; ndforge does not copy
+ * where scipy's code (1.15 to 1.17) departs from it: its
+ * gaussian_gradient_magnitude also smooths the unlisted axes with sigma, and
+ * its gaussian_laplace reads sigma per input axis when axes lists every
+ * axis in another order.
  */
 NDF_API ndf_status ndf_sobel(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, int axis,
                              const ndf_filter_options *opt);

@@ -17,7 +17,11 @@ files, plus one manifest line of space-separated key=value pairs:
 axes are independent images: the expected output is scipy applied to each
 image.  axes (scipy >= 1.11's argument) is emulated with the scipy functions
 this scipy has, exactly as scipy composes it: the 1-D passes (or derivative
-terms) in the order of axes, each reading the previous pass's output.
+terms) in the order of axes, each reading the previous pass's output; within
+each term of gaussian_laplace / gaussian_gradient_magnitude the passes go in
+increasing axis order (scipy's term is gaussian_filter with one sigma per
+input axis and no axes), and the unlisted axes are not smoothed (scipy's
+documented meaning; its gaussian_gradient_magnitude code smooths them too).
 
 The Gaussian kernels: scipy builds them with numpy.exp, which on CPUs with
 AVX-512 is NumPy's own vector exp and differs from the C library's exp by up
@@ -260,11 +264,14 @@ def make_case(rng, cid, outdir):
                 return getattr(ndi, op)(im, sigma if len(sigma) > 1 else sigma[0], odtype,
                                         modes if len(modes) > 1 else modes[0], cval, truncate=truncate, **kw)
             out = None
+            by_axis = sorted(range(nax), key=lambda j: axes[j])
+            sig = full(sigma, nax)
             for i in range(nax):
                 orders = [0] * nax
                 orders[i] = dorder
-                t = gauss_seq(im, odtype, [sl(a) for a in axes], full(sigma, nax), orders, [modes_full[i]] * nax,
-                              cval, truncate, rr)
+                t = gauss_seq(im, odtype, [sl(axes[j]) for j in by_axis], [sig[j] for j in by_axis],
+                              [orders[j] for j in by_axis], [modes_full[i]] * nax, cval, truncate,
+                              [rr[j] for j in by_axis])
                 if dorder == 1:
                     np.multiply(t, t, t)
                 if out is None:

@@ -2,11 +2,27 @@
 
 correlate1d, convolve1d, correlate, convolve, uniform_filter1d,
 uniform_filter, gaussian_filter1d, gaussian_filter, sobel, prewitt, laplace,
-gaussian_laplace and gaussian_gradient_magnitude, with scipy's signatures.
-The library computes as scipy does (in double, scipy's summation order and
-conversion to the output dtype), so results are scipy's.  Extra keywords:
-``batch_dims``, ``device`` and ``axes`` (where scipy has no ``axes``, the
-multi-axis filters take it as scipy's newer versions do).
+gaussian_laplace and gaussian_gradient_magnitude, with scipy's signatures;
+generic_laplace and generic_gradient_magnitude in Python around the caller's
+derivative.  The library computes as scipy does (in double, scipy's summation
+order and conversion to the output dtype), so results are scipy's.  Extra
+keywords: ``batch_dims``, ``device`` and ``axes`` (where scipy has no ``axes``,
+the multi-axis filters take it as scipy's newer versions do).
+
+``axes`` is scipy's (1.15 and later for the Laplace and gradient-magnitude
+filters): the listed axes, in their order, are filtered, with one sigma,
+mode, radius (and size or origin) per listed axis or one for all; the other
+axes are untouched, and an empty ``axes`` copies the input (converted) to the
+output.  gaussian_laplace and gaussian_gradient_magnitude sum one term per
+listed axis, in the order of ``axes``: gaussian_filter with order 2 (1,
+squared) on that axis, order 0 on the other listed axes, that axis's mode on
+all of them, the passes of each term in increasing axis order (scipy's term
+is one gaussian_filter call).  That is what scipy documents; its code (1.15
+to 1.17) departs from it in two places that ndforge does not copy:
+gaussian_gradient_magnitude hands its sigma to the unlisted axes as well
+(smoothing along them, and taking a sigma sequence per input axis), and
+gaussian_laplace with ``axes`` listing every axis in another order reads a
+sigma sequence per input axis.  Elsewhere the results are scipy's.
 
 Inputs the library does not read (bool, float16, bfloat16) go in as a
 float64 or float32 copy holding the same values (scipy reads every input into
@@ -25,7 +41,7 @@ from . import ndimage as _nd
 
 __all__ = ["correlate1d", "convolve1d", "correlate", "convolve", "uniform_filter1d", "uniform_filter",
            "gaussian_filter1d", "gaussian_filter", "sobel", "prewitt", "laplace", "gaussian_laplace",
-           "gaussian_gradient_magnitude"]
+           "gaussian_gradient_magnitude", "generic_laplace", "generic_gradient_magnitude"]
 
 _WRITES = tuple(np.dtype(d) for d in ("uint8", "int8", "uint16", "int16", "uint32", "int32", "float32",
                                       "float64", "int64", "uint64"))
@@ -34,6 +50,15 @@ _READS = _WRITES
 
 def _writes(dt):
     return not isinstance(dt, str) and np.dtype(dt) in _WRITES
+
+
+_RANK_ERR = "sequence argument must have length equal to input rank"
+
+
+def _check_len(v, n):
+    """scipy's _normalize_sequence: a sequence argument has one value per filtered axis."""
+    if v is not None and not isinstance(v, str) and np.ndim(v) > 0 and len(v) != n:
+        raise RuntimeError(_RANK_ERR)
 
 
 class _Linear:
@@ -52,14 +77,16 @@ class _Linear:
         self.opt = S["ndf_filter_options"]()
         C["ndf_filter_options_init"](ctypes.byref(self.opt))
         self.opt.batch_dims = call.batch_dims
+        self.nfilt = len(call.shape0) - call.batch_dims
+        self.noaxes = False  # axes=(): nothing is filtered, the input is copied (scipy)
         if axes is not None:
             ax = (axes,) if np.ndim(axes) == 0 else tuple(axes)
             if len(ax) > K["NDF_MAX_SPATIAL"]:
                 raise ValueError("axes: at most %d" % K["NDF_MAX_SPATIAL"])
-            self.opt.naxes = len(ax)
+            self.opt.naxes = len(ax)  # 0 is the C API's "every spatial axis": see copy()
             self.opt.axes[:len(ax)] = [operator.index(a) for a in ax]
-        self.nfilt = len(self.opt.axes[:self.opt.naxes]) if axes is not None else \
-            len(call.shape0) - call.batch_dims
+            self.nfilt = len(ax)
+            self.noaxes = not ax
 
     def _output(self, output):
         call = self.call
@@ -80,14 +107,21 @@ class _Linear:
             opt.mode = _nd._mode(mode)
         else:
             ms = [_nd._mode(m) for m in mode]
-            if len(ms) > K["NDF_MAX_SPATIAL"]:
-                raise RuntimeError("sequence argument must have length equal to input rank")
+            if len(ms) > K["NDF_MAX_SPATIAL"] or len(ms) != self.nfilt:
+                raise RuntimeError(_RANK_ERR)
             opt.nmodes = len(ms)
             opt.modes[:len(ms)] = ms
         opt.cval = float(cval)
         if origin is not None:
             opt.norigin, vals = _nd._seq(origin, "origin")
             opt.origin[:len(vals)] = vals
+
+    def copy(self):
+        """scipy's output[...] = input, the result when axes=() filters nothing: the library's
+        uniform_filter of size 1 on every axis, which copies (converts) the input to the output."""
+        opt = self.opt
+        opt.naxes, opt.nmodes, opt.norigin, opt.mode = 0, 0, 0, _nd._mode("reflect")
+        return self.run(C["ndf_uniform_filter"], 1, (ctypes.c_int64 * 1)(1), ctypes.byref(opt))
 
     def run(self, fn, *extra):
         call = self.call
@@ -144,6 +178,9 @@ def _corr(fn, input, weights, output, mode, cval, origin, axes, batch_dims, devi
         raise RuntimeError("filter weights array has incorrect shape.")
     if not isinstance(mode, str):
         raise RuntimeError("A sequence of modes is not supported")
+    if op.noaxes:  # a 0-d weight: scipy expands it to extent 1 on every axis
+        w = w.reshape((1,) * (len(op.call.shape0) - op.call.batch_dims))
+        op.opt.naxes = 0
     op.modes(mode, cval, origin)
     d, keep = _nd._host_desc(w, np.float64)
     op.call.keep.append(keep)
@@ -179,7 +216,9 @@ def uniform_filter(input, size=3, output=None, mode="reflect", cval=0.0, origin=
     op = _Linear(input, output, axes, batch_dims, device)
     n, vals = _nd._seq(size, "size")
     if n > 1 and n != op.nfilt:
-        raise RuntimeError("sequence argument must have length equal to input rank")
+        raise RuntimeError(_RANK_ERR)
+    if op.noaxes:
+        return op.copy()
     op.modes(mode, cval, origin)
     sizes = (ctypes.c_int64 * max(n, 1))(*vals)
     return op.run(C["ndf_uniform_filter"], n, sizes, ctypes.byref(op.opt))
@@ -227,6 +266,10 @@ def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0
     """scipy.ndimage.gaussian_filter on ndforge (extra keywords: batch_dims, device)."""
     g = _gauss(sigma, order, truncate, radius)
     op = _Linear(input, output, axes, batch_dims, device)
+    for v in (sigma, order, radius):
+        _check_len(v, op.nfilt)
+    if op.noaxes:
+        return op.copy()
     op.modes(mode, cval)
     return op.run(C["ndf_gaussian_filter"], ctypes.byref(g), ctypes.byref(op.opt))
 
@@ -250,29 +293,131 @@ def prewitt(input, axis=-1, output=None, mode="reflect", cval=0.0, *, batch_dims
 def laplace(input, output=None, mode="reflect", cval=0.0, *, axes=None, batch_dims=0, device=None):
     """scipy.ndimage.laplace on ndforge (extra keywords: batch_dims, device)."""
     op = _Linear(input, output, axes, batch_dims, device)
+    if op.noaxes:
+        return op.copy()
     op.modes(mode, cval)
     return op.run(C["ndf_laplace"], ctypes.byref(op.opt))
 
 
-def _gaussian_composite(fn, input, sigma, output, mode, cval, kwargs):
-    kw = dict(truncate=4.0, radius=None, axes=None, batch_dims=0, device=None)
+def _gaussian_composite(fn, input, sigma, output, mode, cval, axes, kwargs):
+    kw = dict(truncate=4.0, radius=None, batch_dims=0, device=None)
     for k, v in kwargs.items():
         if k not in kw:
             raise TypeError("%s() got an unexpected keyword argument '%s'" % (fn[4:], k))
         kw[k] = v
     g = _gauss(sigma, 0, kw["truncate"], kw["radius"])
-    op = _Linear(input, output, kw["axes"], kw["batch_dims"], kw["device"])
+    op = _Linear(input, output, axes, kw["batch_dims"], kw["device"])
+    for v in (sigma, kw["radius"]):
+        _check_len(v, op.nfilt)
+    if op.noaxes:
+        return op.copy()
     op.modes(mode, cval)
     return op.run(C[fn], ctypes.byref(g), ctypes.byref(op.opt))
 
 
-def gaussian_laplace(input, sigma, output=None, mode="reflect", cval=0.0, **kwargs):
-    """scipy.ndimage.gaussian_laplace on ndforge; kwargs: truncate, radius (gaussian_filter's), axes,
-    batch_dims, device."""
-    return _gaussian_composite("ndf_gaussian_laplace", input, sigma, output, mode, cval, kwargs)
+def gaussian_laplace(input, sigma, output=None, mode="reflect", cval=0.0, *, axes=None, **kwargs):
+    """scipy.ndimage.gaussian_laplace on ndforge: the sum over the filtered axes (all, or axes in their
+    order) of gaussian_filter with order 2 on that axis; sigma, mode and radius one value or one per
+    filtered axis.  kwargs: truncate, radius (gaussian_filter's), batch_dims, device."""
+    return _gaussian_composite("ndf_gaussian_laplace", input, sigma, output, mode, cval, axes, kwargs)
 
 
-def gaussian_gradient_magnitude(input, sigma, output=None, mode="reflect", cval=0.0, **kwargs):
-    """scipy.ndimage.gaussian_gradient_magnitude on ndforge; kwargs: truncate, radius (gaussian_filter's),
-    axes, batch_dims, device."""
-    return _gaussian_composite("ndf_gaussian_gradient_magnitude", input, sigma, output, mode, cval, kwargs)
+def gaussian_gradient_magnitude(input, sigma, output=None, mode="reflect", cval=0.0, *, axes=None, **kwargs):
+    """scipy.ndimage.gaussian_gradient_magnitude on ndforge: sqrt of the sum over the filtered axes (all,
+    or axes in their order) of the squared gaussian_filter with order 1 on that axis; the axes not listed
+    are not smoothed (scipy's documented meaning; see the module's notes).  kwargs: truncate, radius
+    (gaussian_filter's), batch_dims, device."""
+    return _gaussian_composite("ndf_gaussian_gradient_magnitude", input, sigma, output, mode, cval, axes, kwargs)
+
+
+# --- generic_laplace / generic_gradient_magnitude: scipy's loops around the caller's derivative ---------
+
+def _check_axes(axes, ndim):
+    """scipy's _check_axes: the axes normalized (negative from the end), each once."""
+    if axes is None:
+        return tuple(range(ndim))
+    ax = (operator.index(axes),) if np.ndim(axes) == 0 else tuple(operator.index(a) for a in axes)
+    for a in ax:
+        if not -ndim <= a < ndim:
+            raise ValueError("specified axis: %d is out of range" % a)
+    ax = tuple(a % ndim for a in ax)
+    if len(set(ax)) != len(ax):
+        raise ValueError("axes must be unique")
+    return ax
+
+
+def _generic_output(x, output):
+    """scipy's _get_output for an array of any kind: a new zeroed array (None, a dtype) or output."""
+    where = _core.placement(x)
+    if output is None or _nd._is_dtype_like(output):
+        dt = _core.dtype_of(x) if output is None else _nd._np_dtype(output)
+        if isinstance(dt, str):  # torch's float16 / bfloat16
+            import torch
+            return torch.zeros(tuple(x.shape), dtype=getattr(torch, dt), device=x.device)
+        out = _core.empty(where, tuple(x.shape), dt)
+        out[...] = 0
+        return out
+    if tuple(output.shape) != tuple(x.shape):
+        raise RuntimeError("output shape not correct")
+    if _core.kind_of(output) != _core.kind_of(x):
+        raise TypeError("ndforge: output must be an array of the input's kind (%s)" % _core.kind_of(x))
+    return output
+
+
+def _sqrt_unsafe(out):
+    """np.sqrt(out, out, casting='unsafe'): in place for floats; integers get the double root converted."""
+    k = _core.kind_of(out)
+    if k == "numpy":
+        np.sqrt(out, out, casting="unsafe")
+    elif k == "torch":
+        if out.is_floating_point():
+            out.sqrt_()
+        else:
+            out.copy_(out.double().sqrt())
+    else:
+        import cupy
+        if out.dtype.kind == "f":
+            cupy.sqrt(out, out=out)
+        else:
+            out[...] = cupy.sqrt(out.astype(np.float64))
+
+
+def _generic(input, derivative, output, mode, cval, extra_arguments, extra_keywords, axes, magnitude):
+    x = _nd._input(input)
+    out = _generic_output(x, output)
+    kw = {} if extra_keywords is None else extra_keywords
+    axes = _check_axes(axes, len(x.shape))
+    if not axes:
+        _core.copy_into(out, x)
+        return out
+    modes = [mode] * len(axes) if isinstance(mode, str) else list(mode)
+    if len(modes) != len(axes):
+        raise RuntimeError(_RANK_ERR)
+    derivative(x, axes[0], out, modes[0], cval, *extra_arguments, **kw)
+    if magnitude:
+        out *= out
+    for ax, m in zip(axes[1:], modes[1:]):
+        tmp = derivative(x, ax, out.dtype, m, cval, *extra_arguments, **kw)
+        if magnitude:
+            tmp *= tmp
+        out += tmp
+    if magnitude:
+        _sqrt_unsafe(out)
+    return out
+
+
+def generic_laplace(input, derivative2, output=None, mode="reflect", cval=0.0, extra_arguments=(),
+                    extra_keywords=None, *, axes=None):
+    """scipy.ndimage.generic_laplace on any array kind: derivative2(input, axis, output, mode, cval,
+    *extra_arguments, **extra_keywords) writes the first listed axis's term into output and returns the
+    others (given output's dtype), which are added in the order of axes, in output's dtype.  The
+    derivative gets the caller's array (NumPy, CuPy, torch) and may call ndforge.ndimage on it."""
+    return _generic(input, derivative2, output, mode, cval, extra_arguments, extra_keywords, axes, False)
+
+
+def generic_gradient_magnitude(input, derivative, output=None, mode="reflect", cval=0.0, extra_arguments=(),
+                               extra_keywords=None, *, axes=None):
+    """scipy.ndimage.generic_gradient_magnitude on any array kind: the derivative's terms (called as in
+    generic_laplace) squared in place and added in output's dtype, then the square root as np.sqrt with
+    casting='unsafe' (for torch and CuPy integer outputs: the double root converted)."""
+    return _generic(input, derivative, output, mode, cval, extra_arguments, extra_keywords, axes, True)

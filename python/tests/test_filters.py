@@ -1,6 +1,8 @@
 """ndforge.ndimage's linear filters against scipy.ndimage (skipped where the library has none), on the
 array kinds of NDFORGE_TEST_ARRAYS (arrays.py)."""
 
+import inspect
+
 import numpy as np
 import pytest
 import scipy.ndimage as sn
@@ -15,6 +17,8 @@ nd = OnArrays(ndforge.ndimage)
 array_kind = fixture(nd)
 
 DTYPES = [np.uint8, np.int16, np.int32, np.float32, np.float64]
+# scipy >= 1.15 takes axes= in the Laplace and gradient-magnitude filters (Debian's 1.10 does not)
+SCIPY_AXES = "axes" in inspect.signature(sn.gaussian_laplace).parameters
 MODES = ["reflect", "constant", "nearest", "mirror", "wrap"]
 
 
@@ -125,3 +129,195 @@ def test_error_types(name, args, kw):
     with pytest.raises(Exception) as got:
         getattr(nd, name)(x, *args, **kw)
     assert type(got.value) is type(ref.value), (got.value, ref.value)
+
+
+# --- axes= of the Laplace and gradient-magnitude filters ------------------------------------------------
+
+def per_axis(v, n):
+    return list(v) if np.ndim(v) else [v] * n
+
+
+def gauss_terms(x, sigma, axes, order, output, mode, cval, truncate, radius):
+    """gaussian_laplace (order 2) / gaussian_gradient_magnitude (order 1) over `axes`, composed from
+    scipy.ndimage.gaussian_filter (any scipy version): term i is gaussian_filter with sigma 0 off the
+    listed axes, `order` on axes[i], mode[i] on every axis; the terms added in the order of axes in the
+    output's dtype (squared first for order 1, then np.sqrt with casting='unsafe'), as scipy does."""
+    n = len(axes)
+    sig, modes, rad = per_axis(sigma, n), per_axis(mode, n), per_axis(radius, n)
+    out = None
+    for i in range(n):
+        s_full, o_full, r_full = [0.0] * x.ndim, [0] * x.ndim, [0] * x.ndim
+        for a, s, r in zip(axes, sig, rad):
+            s_full[a], r_full[a] = s, r if r is not None else 0
+        o_full[axes[i]] = order
+        kw = dict(radius=r_full) if radius is not None else {}
+        t = sn.gaussian_filter(x, s_full, o_full, output, modes[i], cval, truncate=truncate, **kw)
+        if order == 1:
+            np.multiply(t, t, t)
+        if out is None:
+            out = t
+        else:
+            out += t
+    if order == 1:
+        np.sqrt(out, out, casting="unsafe")
+    return out
+
+
+AXES_CASES = [
+    dict(axes=(0,), sigma=1.3),
+    dict(axes=(2, 0), sigma=(0.8, 1.6), mode=("wrap", "nearest")),
+    dict(axes=(-1, 1), sigma=1.1, mode="constant", cval=2.5, truncate=3.0),
+    dict(axes=(1, 2, 0), sigma=(1.0, 0.7, 1.4), mode=("mirror", "reflect", "constant"), cval=-1.0),
+    dict(axes=(0, 1, 2), sigma=0.9, radius=(2, 3, 1)),
+    dict(axes=1, sigma=2.0, radius=4),
+]
+
+
+@pytest.mark.parametrize("name,order", [("gaussian_laplace", 2), ("gaussian_gradient_magnitude", 1)])
+@pytest.mark.parametrize("case", AXES_CASES, ids=[str(i) for i in range(len(AXES_CASES))])
+@pytest.mark.parametrize("dtype", [np.int16, np.float32, np.float64])
+def test_gaussian_derivatives_over_axes(name, order, case, dtype):
+    x = data((9, 11, 8), dtype, seed=4)
+    kw = dict(case)
+    axes = kw.pop("axes")
+    sigma = kw.pop("sigma")
+    mode, cval = kw.pop("mode", "reflect"), kw.pop("cval", 0.0)
+    truncate, radius = kw.get("truncate", 4.0), kw.get("radius")
+    got = getattr(nd, name)(x, sigma, None, mode, cval, axes=axes, **kw)
+    ax = [a % x.ndim for a in ((axes,) if np.ndim(axes) == 0 else axes)]
+    same(got, gauss_terms(x, sigma, ax, order, x.dtype, mode, cval, truncate, radius), True)
+    # scipy's own, where it takes axes and its code does what its documentation says (ndforge/_filters.py):
+    # gaussian_gradient_magnitude only where axes lists every axis, and a sigma per axis only in increasing
+    # axis order where axes lists every axis (scipy 1.15-1.17 then reads it per input axis)
+    per_input_axis = len(ax) == x.ndim and np.ndim(sigma) > 0 and ax != sorted(ax)
+    if SCIPY_AXES and (order == 2 or len(ax) == x.ndim) and not per_input_axis and np.ndim(radius) == 0:
+        same(got, getattr(sn, name)(x, sigma, None, mode, cval, axes=axes, **kw), True)
+
+
+def test_gaussian_derivatives_axes_untouched_and_batched():
+    x = data((4, 12, 10), np.float64, seed=5)
+    # one listed axis: the unlisted axes are not smoothed, so each line along axis 1 is filtered alone
+    r = nd.gaussian_gradient_magnitude(x, 1.5, axes=(1,))
+    same(r, np.abs(sn.gaussian_filter1d(x, 1.5, axis=1, order=1)), True)
+    r = nd.gaussian_laplace(x, 1.5, axes=(1,), mode="nearest")
+    same(r, sn.gaussian_filter1d(x, 1.5, axis=1, order=2, mode="nearest"), True)
+    # axes with batch_dims: the listed axes are spatial axes, every image alone
+    r = nd.gaussian_laplace(x, (1.0, 2.0), axes=(-1, 1), batch_dims=1)
+    same(r, np.stack([gauss_terms(x[i], (1.0, 2.0), [1, 0], 2, np.float64, "reflect", 0.0, 4.0, None)
+                      for i in range(4)]), True)
+    # output dtypes: the terms are added (and squared) in the output's dtype
+    r = nd.gaussian_laplace(x * 50, 1.0, np.float32, axes=(2, 0))
+    same(r, gauss_terms(x * 50, 1.0, [2, 0], 2, np.float32, "reflect", 0.0, 4.0, None), True)
+
+
+@pytest.mark.parametrize("name", ["gaussian_filter", "uniform_filter", "laplace", "gaussian_laplace",
+                                  "gaussian_gradient_magnitude"])
+def test_no_axes_copies_the_input(name):
+    x = data((7, 9), np.float64) * 10 + 50
+    args = () if name in ("laplace", "uniform_filter") else (1.0,)
+    same(getattr(nd, name)(x, *args, axes=()), x)
+    same(getattr(nd, name)(x, *args, output=np.uint8, axes=()), x.astype(np.uint8))
+    same(nd.correlate(x, np.array(2.0), axes=()), 2 * x)
+
+
+AXES_ERRORS = [
+    ("gaussian_laplace", dict(axes=(0, 0))),  # ValueError: axes must be unique
+    ("gaussian_laplace", dict(axes=(2,))),  # ValueError: out of range
+    ("gaussian_laplace", dict(axes=(0,), mode=["reflect", "wrap"])),  # RuntimeError: one mode per axis
+    ("gaussian_gradient_magnitude", dict(axes=(-3,))),
+    ("gaussian_gradient_magnitude", dict(axes=(1, -1))),
+]
+
+
+@pytest.mark.skipif(not SCIPY_AXES, reason="scipy takes no axes= here")
+@pytest.mark.parametrize("name,kw", AXES_ERRORS, ids=[str(i) for i in range(len(AXES_ERRORS))])
+def test_axes_error_types(name, kw):
+    x = data((6, 7), np.float32)
+    with pytest.raises(Exception) as ref:
+        getattr(sn, name)(x, 1.0, **kw)
+    with pytest.raises(Exception) as got:
+        getattr(nd, name)(x, 1.0, **kw)
+    assert type(got.value) is type(ref.value), (got.value, ref.value)
+
+
+def test_axes_error_types_without_scipy():
+    x = data((6, 7), np.float32)
+    for kw, err in ((dict(axes=(0, 0)), ValueError), (dict(axes=(2,)), ValueError),
+                    (dict(axes=(0,), mode=["reflect", "wrap"]), RuntimeError)):
+        for name in ("gaussian_laplace", "gaussian_gradient_magnitude"):
+            with pytest.raises(err):
+                getattr(nd, name)(x, 1.0, **kw)
+    with pytest.raises(RuntimeError):  # sigma: one value or one per listed axis
+        nd.gaussian_laplace(x, (1.0, 2.0), axes=(0,))
+
+
+# --- generic_laplace / generic_gradient_magnitude ------------------------------------------------------
+
+def d2(input, axis, output, mode, cval):
+    """scipy's laplace derivative, written with ndforge.ndimage so that it runs on any array kind."""
+    return ndforge.ndimage.correlate1d(input, [1, -2, 1], axis, output, mode, cval, 0)
+
+
+def d1(input, axis, output, mode, cval, sigma, **kw):
+    return ndforge.ndimage.gaussian_filter1d(input, sigma, axis, 1, output, mode, cval, **kw)
+
+
+def d2_ref(input, axis, output, mode, cval):
+    return sn.correlate1d(input, [1, -2, 1], axis, output, mode, cval, 0)
+
+
+def d1_ref(input, axis, output, mode, cval, sigma, **kw):
+    return sn.gaussian_filter1d(input, sigma, axis, 1, output, mode, cval, **kw)
+
+
+def generic_ref(x, deriv, axes, output, modes, cval, extra, kw, magnitude):
+    """scipy's generic_laplace / generic_gradient_magnitude loop (any scipy version) over axes."""
+    out = np.zeros(x.shape, output or x.dtype)
+    deriv(x, axes[0], out, modes[0], cval, *extra, **kw)
+    if magnitude:
+        np.multiply(out, out, out)
+    for a, m in zip(axes[1:], modes[1:]):
+        t = deriv(x, a, out.dtype, m, cval, *extra, **kw)
+        if magnitude:
+            np.multiply(t, t, t)
+        out += t
+    if magnitude:
+        np.sqrt(out, out, casting="unsafe")
+    return out
+
+
+@pytest.mark.parametrize("axes", [None, (1,), (2, 0), (-1, 0, 1)])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int32, np.float32])
+def test_generic_laplace_and_gradient_magnitude(axes, dtype):
+    x = data((8, 9, 7), dtype, seed=6)
+    ax = [0, 1, 2] if axes is None else [a % 3 for a in axes]
+    modes = ["reflect", "wrap", "nearest"][:len(ax)]
+    mode = "mirror" if axes is None else modes
+    ref_modes = [mode] * 3 if axes is None else modes
+    got = nd.generic_laplace(x, d2, None, mode, 1.5, axes=axes)
+    same(got, generic_ref(x, d2_ref, ax, None, ref_modes, 1.5, (), {}, False))
+    got = nd.generic_gradient_magnitude(x, d1, np.float64, mode, 0.5, extra_arguments=(1.2,),
+                                        extra_keywords=dict(truncate=3.0), axes=axes)
+    same(got, generic_ref(x, d1_ref, ax, np.float64, ref_modes, 0.5, (1.2,), dict(truncate=3.0), True), True)
+    got = nd.generic_gradient_magnitude(x, d1, None, mode, 0.5, extra_arguments=(1.2,), axes=axes)
+    same(got, generic_ref(x, d1_ref, ax, None, ref_modes, 0.5, (1.2,), {}, True), True)
+    if axes is None or SCIPY_AXES:  # scipy's own
+        kw = {} if axes is None else dict(axes=axes)
+        same(nd.generic_laplace(x, d2, None, mode, 1.5, **kw), sn.generic_laplace(x, d2_ref, None, mode, 1.5, **kw))
+
+
+def test_generic_output_forms_and_errors():
+    x = data((6, 5), np.float64, seed=7)
+    out = np.zeros(x.shape, np.float32)
+    r = nd.generic_laplace(x, d2, out)
+    np.testing.assert_array_equal(out, sn.generic_laplace(x, d2_ref, np.zeros(x.shape, np.float32)))
+    same(nd.generic_laplace(x, d2, axes=()), x)
+    with pytest.raises(RuntimeError):
+        nd.generic_laplace(x, d2, np.zeros((5, 6)))
+    with pytest.raises(RuntimeError):
+        nd.generic_laplace(x, d2, mode=["reflect"], axes=(0, 1))
+    with pytest.raises(ValueError):
+        nd.generic_gradient_magnitude(x, d2, axes=(1, 1))
+    with pytest.raises(ValueError):
+        nd.generic_gradient_magnitude(x, d2, axes=(2,))
+    assert r is not None

@@ -581,11 +581,13 @@ static ndf_status check_gauss(ndf_ctx *ctx, const char *name, const ndf_gaussian
 }
 
 /* The passes of gaussian_filter over the filtered axes, with order[i] on
- * axis i (orders NULL: g's), mode (NULL: the per-axis modes of a). */
+ * filtered axis i (orders NULL: g's), mode (NULL: the per-axis modes of a),
+ * in the order seq gives (filtered-axis indices; NULL: 0, 1, ...). */
 static ndf_status gauss_passes(ndf_ctx *ctx, const char *name, const ndf_gaussian_params *g, const int *orders,
-                               const ndf_mode *mode1, const fargs *a, ndf__fpass *p, int *np) {
+                               const ndf_mode *mode1, const fargs *a, const int *seq, ndf__fpass *p, int *np) {
   *np = 0;
-  for (int i = 0; i < a->nax; i++) {
+  for (int k = 0; k < a->nax; k++) {
+    const int i = seq ? seq[k] : k;
     const double sigma = g->sigma[g->nsigma == 1 ? 0 : i];
     if (!(sigma > 1e-15)) continue;
     const int order = orders ? orders[i] : (g->norder == 0 ? 0 : g->order[g->norder == 1 ? 0 : i]);
@@ -611,7 +613,7 @@ ndf_status ndf_gaussian_filter(ndf_ctx *ctx, const ndf_array *input, ndf_array *
   if (s != NDF_OK) return s;
   ndf__fpass p[NDF_MAX_SPATIAL];
   int np;
-  if ((s = gauss_passes(ctx, name, g, NULL, NULL, &a, p, &np)) != NDF_OK) return s;
+  if ((s = gauss_passes(ctx, name, g, NULL, NULL, &a, NULL, p, &np)) != NDF_OK) return s;
   if (!a.empty) s = run_passes(ctx, name, input, output, p, np, opt->cval);
   ndf__fpass_free(p, np);
   return s;
@@ -693,7 +695,12 @@ ndf_status ndf_laplace(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, 
 
 /* gaussian_laplace (order 2) and gaussian_gradient_magnitude (order 1): term
  * i is gaussian_filter with that order on filtered axis i, 0 elsewhere, and
- * mode i on every axis (scipy passes one mode per term). */
+ * mode i on every axis (scipy passes one mode per term).  The terms are
+ * summed in the order of the filtered axes (scipy's generic_laplace loop),
+ * but each term's passes go in increasing axis order: scipy's term is a
+ * gaussian_filter call with one sigma per input axis (0 off the listed
+ * axes) and no axes of its own, and its passes round to the output dtype
+ * in between. */
 static ndf_status gauss_deriv(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
                               const ndf_gaussian_params *g, const ndf_filter_options *opt, int order) {
   fargs a;
@@ -702,12 +709,18 @@ static ndf_status gauss_deriv(ndf_ctx *ctx, const char *name, const ndf_array *i
   if (s != NDF_OK) return s;
   for (int i = 0; i < g->norder; i++)
     if (g->order[i] != 0) return ndf__argerror(ctx, name, "order", "order[%d]=%d (this filter sets the orders)", i, g->order[i]);
+  int seq[NDF_MAX_SPATIAL]; /* the filtered axes by increasing axis (insertion sort) */
+  for (int i = 0; i < a.nax; i++) {
+    int j = i;
+    for (; j > 0 && a.axes[seq[j - 1]] > a.axes[i]; j--) seq[j] = seq[j - 1];
+    seq[j] = i;
+  }
   ndf__fpass p[NDF_MAX_SPATIAL][NDF_MAX_SPATIAL];
   int np[NDF_MAX_SPATIAL] = {0}, made = 0;
   for (; made < a.nax && s == NDF_OK; made++) {
     int orders[NDF_MAX_SPATIAL] = {0};
     orders[made] = order;
-    s = gauss_passes(ctx, name, g, orders, &a.modes[made], &a, p[made], &np[made]);
+    s = gauss_passes(ctx, name, g, orders, &a.modes[made], &a, seq, p[made], &np[made]);
   }
   if (s == NDF_OK && !a.empty) s = sum_terms(ctx, name, in, out, a.nax, p, np, opt->cval, order == 1);
   for (int i = 0; i < made; i++) ndf__fpass_free(p[i], np[i]);
