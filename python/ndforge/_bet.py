@@ -5,8 +5,11 @@
 vertical gradient along the third axis, ``radius`` and ``centre`` the initial sphere's, in mm and in
 voxels); NumPy arrays run on the CPU, CuPy arrays and torch CUDA tensors on their GPU, with the same
 mask bit for bit.  ``mask_fusion`` votes several masks with weights (T1 0.5 / T2 0.3 / FLAIR 0.2),
-``clean_mask`` opens with a ball, keeps the largest component and fills its holes; both run on the CPU
-and return NumPy arrays.  include/ndforge.h documents every rule.
+``clean_mask`` opens with a ball, keeps the largest component and fills its holes.  Both take NumPy
+arrays, torch tensors and CuPy arrays and return a bool array of the input's kind and device; the library
+computes them on the CPU only, so NumPy arrays and torch CPU tensors go in zero-copy (bool masks as a
+uint8 copy) while CUDA masks are copied to the host and the result copied back to their device (on the
+caller's current stream; the copies synchronize with it).  include/ndforge.h documents every rule.
 """
 
 import ctypes
@@ -73,50 +76,89 @@ def skull_strip(image, spacing=None, f=0.5, g=0.0, *, radius=None, centre=None, 
     return out
 
 
-def _host(x):
-    return np.asarray(_core.to_host_numpy(_core.as_array(x)))
+class _OnHost:
+    """Host views of masks for the CPU-only mask calls, and their result brought back where they live."""
+
+    def __init__(self, first, name):
+        self.first = _core.as_array(first)
+        self.where = _core.placement(self.first)  # of the caller's arrays
+        self.cuda = self.where.device != _core.HOST.device
+        self.name = name
+
+    def host(self, m, what):
+        """m (a mask of the first's kind and device) as a host array the library reads."""
+        m = _core.as_array(m)
+        p = _core.placement(m)
+        if p.kind != self.where.kind or (p.device, p.device_id) != (self.where.device, self.where.device_id):
+            raise TypeError("ndforge: %s: %s must be an array of the first mask's kind and device" % (self.name, what))
+        if self.cuda:
+            m = _core.to_host_numpy(m)  # the documented copy: the library has no CUDA mask_fusion / mask_clean
+        dt = _core.dtype_of(m)
+        if isinstance(dt, str) or dt not in _READS:  # bool, float16, 64-bit: uint8 (fusion and cleaning test != 0)
+            m = (m != 0).to(__import__("torch").uint8) if _core.kind_of(m) == "torch" else (m != 0).astype(np.uint8)
+        return m
+
+    def placement(self):
+        return _core.HOST if self.cuda else self.where
+
+    def output(self, shape):
+        return _core.empty(self.placement(), shape, np.bool_)
+
+    def back(self, out):
+        """out (written on the host) as an array of the first mask's kind on its device."""
+        if not self.cuda:
+            return out
+        if self.where.kind == "torch":
+            import torch
+            return torch.from_numpy(out).to("cuda:%d" % self.where.device_id)
+        import cupy
+        with cupy.cuda.Device(self.where.device_id):
+            return cupy.asarray(out)
 
 
 def mask_fusion(masks, weights=None, threshold=0.5):
     """Weighted voting of masks of one shape: True where sum(w_i [m_i != 0]) > threshold * sum(w_i).
 
     A vote exactly at the threshold is out.  weights: one >= 0 per mask (default all 1), e.g.
-    (0.5, 0.3, 0.2) for T1, T2 and FLAIR.  Runs on the CPU; returns a NumPy bool array.
+    (0.5, 0.3, 0.2) for T1, T2 and FLAIR.  The masks are NumPy arrays, torch tensors or CuPy arrays, all of
+    one kind and device; the result is a bool array of that kind and device (CUDA masks: computed on the
+    CPU from host copies, see the module's notes).
     """
     _need("ndf_mask_fusion")
-    arrs = [_host(m) for m in masks]
-    if not arrs:
+    masks = list(masks)
+    if not masks:
         raise ValueError("ndforge: mask_fusion needs at least one mask")
-    arrs = [a.astype(np.uint8) if a.dtype == np.bool_ or a.dtype not in _READS else a for a in arrs]
-    shape = arrs[0].shape
+    on = _OnHost(masks[0], "mask_fusion")
+    arrs = [on.host(m, "masks[%d]" % i) for i, m in enumerate(masks)]
+    shape = tuple(arrs[0].shape)
     for a in arrs:
-        if a.shape != shape:
-            raise ValueError("ndforge: the masks' shapes differ (%s, %s)" % (shape, a.shape))
-    where = _core.placement(arrs[0])
+        if tuple(a.shape) != shape:
+            raise ValueError("ndforge: the masks' shapes differ (%s, %s)" % (shape, tuple(a.shape)))
+    where = on.placement()
     ctx = where.ctx
     descs = [_core.describe(a, where) for a in arrs]
     ptrs = (ctypes.POINTER(S["ndf_array"]) * len(arrs))(*[ctypes.pointer(d) for d, _ in descs])
     w = None
     if weights is not None:
-        wl = [float(x) for x in np.atleast_1d(np.asarray(weights, dtype=np.float64))]
+        wl = [float(x) for x in np.atleast_1d(np.asarray(_core.to_host_numpy(weights), dtype=np.float64))]
         if len(wl) != len(arrs):
             raise ValueError("ndforge: %d weights for %d masks" % (len(wl), len(arrs)))
         w = (ctypes.c_double * len(wl))(*wl)
-    out = np.empty(shape, np.bool_)
+    out = on.output(shape)
     do, ko = _core.describe(out, where)
     _core.check(C["ndf_mask_fusion"](ctx, ptrs, len(arrs), w, float(threshold), ctypes.byref(do)), ctx)
-    return out
+    return on.back(out)
 
 
 def clean_mask(mask, opening_radius=1, largest_component=True, fill_holes=True, connectivity=1):
     """A mask cleaned up: binary opening with a ball of opening_radius voxels (0: none), the largest
-    connected component (connectivity as generate_binary_structure's), its holes filled.  Runs on the
-    CPU; returns a NumPy bool array."""
+    connected component (connectivity as generate_binary_structure's), its holes filled.  The mask is a
+    NumPy array, torch tensor or CuPy array; the result is a bool array of its kind and device (a CUDA mask:
+    computed on the CPU from a host copy, see the module's notes)."""
     _need("ndf_mask_clean")
-    a = _host(mask)
-    if a.dtype == np.bool_ or a.dtype not in _READS:
-        a = a.astype(np.uint8)
-    where = _core.placement(a)
+    on = _OnHost(mask, "clean_mask")
+    a = on.host(mask, "mask")
+    where = on.placement()
     ctx = where.ctx
     opt = S["ndf_mask_clean_options"]()
     C["ndf_mask_clean_options_init"](ctypes.byref(opt))
@@ -124,8 +166,8 @@ def clean_mask(mask, opening_radius=1, largest_component=True, fill_holes=True, 
     opt.largest_component = 1 if largest_component else 0
     opt.fill_holes = 1 if fill_holes else 0
     opt.connectivity = int(connectivity)
-    out = np.empty(a.shape, np.bool_)
+    out = on.output(tuple(a.shape))
     di, ki = _core.describe(a, where)
     do, ko = _core.describe(out, where)
     _core.check(C["ndf_mask_clean"](ctx, ctypes.byref(di), ctypes.byref(do), ctypes.byref(opt)), ctx)
-    return out
+    return on.back(out)

@@ -17,9 +17,13 @@ its world point:
   CT: the HU window to [-1, 1]; MRI: z-score with the mask's statistics.
 
 Arrays are NumPy arrays or torch tensors / CuPy arrays (on their GPU through
-the library's CUDA backend).  Extra leading axes are a batch of volumes that
-share one affine.  Affines are NumPy float64 (4, 4).  Bad arguments raise
-ValueError with the library's message.
+the library's CUDA backend, zero-copy on the caller's current stream), and
+each result has the input's kind and device.  ``mask_fusion`` and
+``clean_mask`` run on the CPU backend only: CUDA masks are copied to the host
+and their result back to the device (their module, _bet.py, says how).
+Extra leading axes are a batch of volumes that share one affine.  Affines
+are NumPy float64 (4, 4).  Bad arguments raise ValueError with the library's
+message.
 """
 
 import ctypes
@@ -194,6 +198,9 @@ def normalize(x, modality="mri", mask=None, preset=None, centre=40.0, width=80.0
     pm = None
     if mask is not None:
         m = _readable(mask)
+        pm_where = _core.placement(m)
+        if (pm_where.kind, pm_where.device, pm_where.device_id) != (where.kind, where.device, where.device_id):
+            raise TypeError("ndforge: normalize: mask must be an array of the input's kind and device")
         if tuple(m.shape) != tuple(x.shape):
             raise ValueError("mask must have the input's shape %s, not %s" % (tuple(x.shape), tuple(m.shape)))
         dm, k3 = _core.describe(m, where)

@@ -217,3 +217,52 @@ def test_metrics_stay_on_the_device():
     np.testing.assert_allclose(m.item(), metrics.mean_squared_error(a.cpu().numpy(), b.cpu().numpy()), rtol=1e-12)
     d = metrics.dice_coefficient(a > 0.5, b > 0.5, batch_dims=1)
     assert d.shape == (3,) and d.device.type == "cuda"
+
+
+def same_place(r, g):
+    """r is an array of g's framework on g's device."""
+    assert type(r) is type(g)
+    if torch is not None and isinstance(g, torch.Tensor):
+        assert r.device == g.device
+    else:
+        assert r.device.id == g.device.id
+
+
+@needs_gpu
+@pytest.mark.parametrize("fw", FW, ids=fw_ids)
+def test_preprocess_on_cuda(fw):
+    from ndforge import _capi, preprocess as pp
+    if "ndf_reorient_ras" not in _capi.functions:
+        pytest.skip("this libndforge has no preprocessing steps")
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(12, 10, 9)).astype(np.float32)
+    g = fw[1](x)
+    a = np.diag([-1.5, 1.0, 2.0, 1.0])
+    a[:3, 3] = (20, -10, 5)
+    m = np.zeros(x.shape, bool)
+    m[2:8, 3:9, 1:6] = True
+    gm = fw[1](m)
+    for f, args, gargs in ((pp.reorient_ras, (a,), (a,)), (pp.resample, (a, 1.25), (a, 1.25)),
+                           (pp.crop, (a, m), (a, gm))):
+        ref, ra = f(x, *args)
+        r, rb = f(g, *gargs)
+        same_place(r, g)
+        np.testing.assert_allclose(host(r), ref, rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(rb, ra)
+    r = pp.normalize(g, "mri", mask=gm)
+    same_place(r, g)
+    np.testing.assert_allclose(host(r), pp.normalize(x, "mri", mask=m), rtol=1e-5, atol=1e-5)
+    if "ndf_mask_fusion" not in _capi.functions:
+        return
+    # the CPU-only mask helpers: host copies in, the result back on the masks' device
+    masks = [rng.random(x.shape) < p for p in (0.3, 0.5, 0.7)]
+    gms = [fw[1](v) for v in masks]
+    r = pp.mask_fusion(gms, (0.5, 0.3, 0.2))
+    same_place(r, gms[0])
+    want = pp.mask_fusion(masks, (0.5, 0.3, 0.2))
+    np.testing.assert_array_equal(host(r), want)
+    r = pp.clean_mask(fw[1](want), opening_radius=1)
+    same_place(r, gms[0])
+    np.testing.assert_array_equal(host(r), pp.clean_mask(want, opening_radius=1))
+    with pytest.raises(TypeError):  # a host mask among CUDA masks
+        pp.mask_fusion([gms[0], masks[1]])

@@ -143,3 +143,56 @@ def test_errors():
         pp.reorient_ras(x, np.diag([1.0, 1, 0, 1]) + np.eye(4, k=-1) * [[0], [0], [1], [0]])
     with pytest.raises(ValueError, match="positive"):
         pp.resample(x, np.eye(4), (1, 0, 1))
+
+
+# --- array kinds: every function returns the input's kind (torch CPU here; CUDA in test_cuda.py) --------
+
+needs_masks = pytest.mark.skipif("ndf_mask_fusion" not in _capi.functions, reason="this libndforge has no mask helpers")
+
+
+@needs_masks
+def test_mask_helpers_return_the_input_kind():
+    rng = np.random.default_rng(8)
+    masks = [rng.random((9, 8, 7)) < p for p in (0.3, 0.5, 0.7)]
+    want = pp.mask_fusion(masks, (0.5, 0.3, 0.2))
+    assert isinstance(want, np.ndarray) and want.dtype == np.bool_
+    # non-zero votes, whatever the dtype: a float16 0.5 is in (not truncated to 0)
+    h = [m.astype(np.float16) * 0.5 for m in masks]
+    np.testing.assert_array_equal(pp.mask_fusion(h, (0.5, 0.3, 0.2)), want)
+    cleaned = pp.clean_mask(want, opening_radius=1)
+    assert isinstance(cleaned, np.ndarray) and cleaned.dtype == np.bool_
+    torch = pytest.importorskip("torch")
+    t = [torch.from_numpy(m) for m in masks]
+    got = pp.mask_fusion(t, (0.5, 0.3, 0.2))
+    assert isinstance(got, torch.Tensor) and got.dtype == torch.bool and got.device.type == "cpu"
+    np.testing.assert_array_equal(got.numpy(), want)
+    got = pp.clean_mask(torch.from_numpy(want), opening_radius=1)
+    assert isinstance(got, torch.Tensor) and got.dtype == torch.bool
+    np.testing.assert_array_equal(got.numpy(), cleaned)
+    with pytest.raises(TypeError):  # one kind for all the masks
+        pp.mask_fusion([t[0], masks[1]])
+
+
+def test_normalize_mask_of_another_kind_is_refused():
+    torch = pytest.importorskip("torch")
+    x = torch.zeros((4, 5, 6))
+    with pytest.raises(TypeError):
+        pp.normalize(x, "mri", mask=np.ones((4, 5, 6), bool))
+
+
+def test_torch_cpu_tensors_keep_their_kind():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(9)
+    x = rng.normal(size=(10, 9, 8)).astype(np.float32)
+    a = _affine(rng, 0)
+    m = np.zeros(x.shape, bool)
+    m[2:6, 3:7, 1:5] = True
+    for f, args in ((pp.reorient_ras, (a,)), (pp.resample, (a, 1.5)), (pp.crop, (a, m))):
+        ref = f(x, *args)
+        got = f(torch.from_numpy(x), *[torch.from_numpy(v) if v is m else v for v in args])
+        assert isinstance(got[0], torch.Tensor)
+        np.testing.assert_array_equal(got[0].numpy(), ref[0])
+        np.testing.assert_array_equal(got[1], ref[1])
+    got = pp.normalize(torch.from_numpy(x), "mri", mask=torch.from_numpy(m))
+    assert isinstance(got, torch.Tensor)
+    np.testing.assert_array_equal(got.numpy(), pp.normalize(x, "mri", mask=m))
