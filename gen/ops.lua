@@ -369,13 +369,11 @@ return {
     { name = "gaussian_laplace", family = "filters", entry = "ndf_gaussian_laplace", composite = true,
       doc = "sum of the second Gaussian derivatives",
       params = with(F_GAUSS, F_MODE, F_CVAL, F_AXES, BATCH),
-      -- the options python/ndforge's function takes (it has no truncate, radius, axes, batch_dims yet)
-      cli = { adapter = "filter", options = { "sigma", "mode", "cval", "output-dtype" }, required = { "sigma" } } },
+      cli = { adapter = "filter", options = with(FILTER, "sigma", "truncate", "radius"), required = { "sigma" } } },
     { name = "gaussian_gradient_magnitude", family = "filters", entry = "ndf_gaussian_gradient_magnitude", composite = true,
       doc = "norm of the Gaussian gradient",
       params = with(F_GAUSS, F_MODE, F_CVAL, F_AXES, BATCH),
-      -- the options python/ndforge's function takes (it has no truncate, radius, axes, batch_dims yet)
-      cli = { adapter = "filter", options = { "sigma", "mode", "cval", "output-dtype" }, required = { "sigma" } } },
+      cli = { adapter = "filter", options = with(FILTER, "sigma", "truncate", "radius"), required = { "sigma" } } },
     { name = "uniform_filter", family = "filters", entry = "ndf_uniform_filter",
       doc = "mean over a box of --size (default 3)",
       params = { { name = "size", type = "int", per_axis = true, default = 3 }, F_MODE, F_CVAL, F_ORIGIN, F_AXES, BATCH },

@@ -860,9 +860,9 @@ bad "binary op output .txt" 2 out/bad.txt run binary_erosion in/blob.npy out/bad
 bad "cache warm binary op --size" 2 $o cache warm --arch sm_90 binary_erosion --dtype uint8 --size 3
 grep -q "^ndforge: 'binary_erosion' does not take --size" last.err && pass ||
   fail "cache warm binary --size message: $(cat last.err)"
-# label takes --structure, --batch-dims, --output-dtype (and --device) only.
+# label takes --structure, --batch-dims (and --batch-axis), --output-dtype (and --device) only.
 bad "label: --origin" 2 $o run label --origin 1 in/lab.npy $o
-grep -q "^ndforge: option --origin does not apply to 'run label' (it takes --structure FILE, --output-dtype DTYPE, --batch-dims N, --device cpu|cuda|auto, --tune NAME=VALUE)" last.err &&
+grep -q "^ndforge: option --origin does not apply to 'run label' (it takes --structure FILE, --output-dtype DTYPE, --batch-dims N, --batch-axis K, --device cpu|cuda|auto, --tune NAME=VALUE)" last.err &&
   pass || fail "label: --origin message: $(cat last.err)"
 bad "label: --mode" 2 $o run label --mode constant in/lab.npy $o
 bad "label: --size" 2 $o run label --size 3 in/lab.npy $o

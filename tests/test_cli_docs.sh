@@ -42,6 +42,7 @@ def blobs(*s):  # a 0/1 image with a few features and holes
     return m.astype(np.uint8)
 def save(name, a): np.save(name, a)
 save('brain.npy', vol(16, 16, 16) * 100)              # -> brain.nii.gz
+save('fmri.npy', vol(10, 10, 10, 3) * 100)            # -> fmri.nii.gz, a 4-D time series
 save('seeds.npy', (rng.random((16, 16, 16)) < 0.02).astype(np.uint8))  # -> seeds.nii.gz
 save('mask3.npy', blobs(16, 16, 16))                  # -> mask.nii.gz
 save('in.npy', vol(16, 16, 16))
@@ -70,7 +71,7 @@ PY
 mkdir -p build/tools cache && ln -s "$cli" build/tools/ndforge || exit 1
 ndforge() { "$cli" "$@"; }
 # NIfTI inputs: the .npy ones converted by the binary (size 1 is the identity).
-for f in brain:brain seeds:seeds mask3:mask; do
+for f in brain:brain seeds:seeds mask3:mask fmri:fmri; do
   "$cli" run grey_erosion --size 1 --device cpu "${f%%:*}.npy" "${f##*:}.nii.gz" ||
     { echo "FAIL: cannot make ${f##*:}.nii.gz"; exit 1; }
 done

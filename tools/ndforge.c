@@ -109,6 +109,7 @@ typedef uint64_t optset;
 #define O_G ((optset)1 << 55)
 #define O_R ((optset)1 << 56)
 #define O_C ((optset)1 << 57)
+#define O_BATCH_AXIS ((optset)1 << 58) /* run: the axis of independent images (time points), moved first */
 /* The options each op takes (scipy's parameters) come from the op registry
  * (gen/ops.lua): ops.generated.h names them by these flags, O_ + the option's
  * name in capitals. */
@@ -128,6 +129,7 @@ typedef struct args {
   ndf_mode mode;
   double cval;
   int batch_dims;
+  int batch_axis; /* --batch-axis K (negative from the end); normalized once the input is read */
   int iterations, border_value, brute_force;
   int64_t rank;      /* --rank of rank_filter */
   double percentile; /* --percentile of percentile_filter */
@@ -504,6 +506,9 @@ static int opt_offset(args *a, const char *v) {
 static int opt_batch(args *a, const char *v) {
   return parse_int("batch-dims", v, 0, NDF_MAX_NDIM - 1, &a->batch_dims);
 }
+static int opt_batch_axis(args *a, const char *v) {
+  return parse_int("batch-axis", v, -NDF_MAX_NDIM, NDF_MAX_NDIM - 1, &a->batch_axis);
+}
 static int opt_device(args *a, const char *v) {
   if (strcmp(v, "auto") == 0) a->device = DEV_AUTO;
   else if (strcmp(v, "cpu") == 0) a->device = DEV_CPU;
@@ -624,6 +629,7 @@ static const struct opt_def {
     {"method", O_METHOD, opt_method, "dilation|erosion", 0},
     {"offset", O_OFFSET, opt_offset, "N[,N...]", 0},
     {"batch-dims", O_BATCH_DIMS, opt_batch, "N", 0},
+    {"batch-axis", O_BATCH_AXIS, opt_batch_axis, "K", 0},
     {"device", O_DEVICE, opt_device, "cpu|cuda|auto", 0},
     {"arch", O_ARCH, opt_arch, "sm_XY", 0},
     {"dtype", O_DTYPE, opt_dtype, "DTYPE", 0},
@@ -1496,6 +1502,12 @@ static void run_help(void) {
          "  --nbins N             equalize_hist: bins of float images (default 256)\n"
          "  --output-dtype DTYPE  intensity ops: float32 (default) or float64\n"
          "  --batch-dims N        leading axes that are independent images (default 0)\n"
+         "  --batch-axis K        the axis (negative from the end) that holds independent\n"
+         "                        images, e.g. 3 for the time points of a 4-D NIfTI: it is\n"
+         "                        moved first (a view, no copy) and the op runs with\n"
+         "                        --batch-dims 1; --axes and --axis still count the\n"
+         "                        input's axes; the output keeps the input's axis order\n"
+         "                        (outputs of another shape have it first)\n"
          "  -f F                  skull_strip: BET's fractional intensity threshold, 0..1\n"
          "                        (default 0.5; larger gives a smaller brain)\n"
          "  -g G                  skull_strip: BET's vertical gradient of -f along the\n"
@@ -1534,8 +1546,9 @@ static void op_help(const op_def *op) {
                "but histogram and the percentiles take --output-dtype"
          : op->flags & OPF_BINARY ? "bool (uint8 in NIfTI files)"
                                   : "the input's dtype");
+  const optset shown = op->opts | O_DEVICE | (op->opts & O_BATCH_DIMS ? O_BATCH_AXIS : 0);
   for (size_t k = 0; k < NOPT_DEFS; k++)
-    if (opt_defs[k].flag & (op->opts | O_DEVICE))
+    if (opt_defs[k].flag & shown)
       printf("  %s%s %s\n", dash(opt_defs[k].name), opt_defs[k].name, opt_defs[k].arg);
   if (op->required) {
     char list[256];
@@ -1548,6 +1561,28 @@ static void op_help(const op_def *op) {
 
 static int is_help(const char *s) { return strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0; }
 
+/* --batch-axis K: the op sees the input with axis K moved first (shape and
+ * strides permuted, the data untouched), as one batch axis. */
+static void move_axis(ndf_array *x, int from, int to) {
+  const int64_t n = x->shape[from], st = x->strides[from];
+  for (int d = from; d < to; d++) {
+    x->shape[d] = x->shape[d + 1];
+    x->strides[d] = x->strides[d + 1];
+  }
+  for (int d = from; d > to; d--) {
+    x->shape[d] = x->shape[d - 1];
+    x->strides[d] = x->strides[d - 1];
+  }
+  x->shape[to] = n;
+  x->strides[to] = st;
+}
+
+/* The input's axis that axis j of the array the op sees comes from. */
+static int source_axis(const args *a, int j) {
+  if (!(a->given & O_BATCH_AXIS)) return j;
+  return j == 0 ? a->batch_axis : j <= a->batch_axis ? j - 1 : j;
+}
+
 /* The sampling and indices of a distance transform: --sampling, else a
  * NIfTI input's voxel spacing on the spatial axes (those after --batch-dims);
  * --indices gets a host int32 array of shape batch + (rank,) + spatial. */
@@ -1559,7 +1594,7 @@ static int setup_distance(const args *a, const ndfio_image *in, op_params *p, nd
   if (!(a->given & O_SAMPLING) && a->batch_dims >= 0 && a->batch_dims < x->ndim &&
       x->ndim - a->batch_dims <= NDF_MAX_SPATIAL && ndfio_nifti_spacing(in, spacing)) {
     p->nsampling = x->ndim - a->batch_dims;
-    for (int d = 0; d < p->nsampling; d++) p->sampling[d] = spacing[a->batch_dims + d];
+    for (int d = 0; d < p->nsampling; d++) p->sampling[d] = spacing[source_axis(a, a->batch_dims + d)];
   }
   if (!a->indices) return 0;
   if (a->batch_dims < 0 || a->batch_dims >= x->ndim || x->ndim + 1 > NDF_MAX_NDIM) {
@@ -1626,8 +1661,13 @@ static int cmd_run(int argc, char **argv) {
   args a;
   char cmd[128];
   snprintf(cmd, sizeof cmd, "run %s", op->name);
-  int rc = parse_args(argc, argv, 3, op->opts | O_DEVICE | O_TUNE, cmd, &a);
+  const optset batch_axis = op->opts & O_BATCH_DIMS ? O_BATCH_AXIS : 0;
+  int rc = parse_args(argc, argv, 3, op->opts | O_DEVICE | O_TUNE | batch_axis, cmd, &a);
   if (rc) return rc;
+  if ((a.given & O_BATCH_AXIS) && (a.given & O_BATCH_DIMS)) {
+    errorf("'%s': --batch-axis and --batch-dims cannot be combined", cmd);
+    return EXIT_USAGE;
+  }
   if (a.npos != 2) {
     errorf("'%s' needs INPUT and OUTPUT, got %d file name%s", cmd, a.npos, a.npos == 1 ? "" : "s");
     return EXIT_USAGE;
@@ -1668,6 +1708,31 @@ static int cmd_run(int argc, char **argv) {
   int64_t oshape[NDF_MAX_NDIM];
   if (load_elements(&a, files, &p) != 0) goto done;
   if (read_image(inpath, &in) != 0) goto done;
+  if (a.given & O_BATCH_AXIS) {
+    if (a.batch_axis < -in.arr.ndim || a.batch_axis >= in.arr.ndim) {
+      errorf("--batch-axis %d: the input has %d axes", a.batch_axis, in.arr.ndim);
+      goto done;
+    }
+    if (a.batch_axis < 0) a.batch_axis += in.arr.ndim;
+    move_axis(&in.arr, a.batch_axis, 0);
+    a.batch_dims = 1;
+    /* the files shaped like the input move with it: --mask, histogram's --weights
+     * (one of another rank is left for the library to refuse) */
+    const int like_input[2] = {F_MASK, op->flags & OPF_INTENSITY ? F_WEIGHTS : -1};
+    for (int k = 0; k < 2; k++)
+      if (like_input[k] >= 0 && files[like_input[k]].arr.ndim == in.arr.ndim && p.file[like_input[k]])
+        move_axis(&files[like_input[k]].arr, a.batch_axis, 0);
+    /* --axes / --axis count the input's axes: renumbered for the moved view
+     * (one out of range is left for the library to refuse) */
+    for (int i = 0; (a.given & (O_AXES | O_AXIS)) && i < a.naxes; i++) {
+      int64_t ax = a.axes[i] < 0 ? a.axes[i] + in.arr.ndim : a.axes[i];
+      if (ax == a.batch_axis) {
+        errorf("--%s: axis %lld is the --batch-axis", a.given & O_AXES ? "axes" : "axis", (long long)a.axes[i]);
+        goto done;
+      }
+      if (ax >= 0 && ax < in.arr.ndim) a.axes[i] = ax < a.batch_axis ? ax + 1 : ax;
+    }
+  }
   if (op->flags & OPF_LABEL) {
     /* One count per image: the product of the batch axes (the library
      * checks --batch-dims; 1 entry when it is out of range). */
@@ -1696,6 +1761,7 @@ static int cmd_run(int argc, char **argv) {
   if (run_op(ctx, dev, op, &in.arr, &p, output_dtype(op, &a, outpath, in.arr.dtype), ondim, oshape, &out) !=
       NDF_OK)
     goto done;
+  if ((a.given & O_BATCH_AXIS) && ondim < 0) move_axis(&out, 0, a.batch_axis); /* the input's axis order */
   char err[ERRLEN];
   ndfio_stage stage; /* both outputs or neither */
   ndfio_stage_init(&stage);
