@@ -22,7 +22,8 @@ to 1.17) departs from it in two places that ndforge does not copy:
 gaussian_gradient_magnitude hands its sigma to the unlisted axes as well
 (smoothing along them, and taking a sigma sequence per input axis), and
 gaussian_laplace with ``axes`` listing every axis in another order reads a
-sigma sequence per input axis.  Elsewhere the results are scipy's.
+sigma sequence per input axis.  Elsewhere the results are scipy's
+(docs/adr/0030).
 
 Inputs the library does not read (bool, float16, bfloat16) go in as a
 float64 or float32 copy holding the same values (scipy reads every input into
