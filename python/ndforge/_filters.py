@@ -300,15 +300,12 @@ def laplace(input, output=None, mode="reflect", cval=0.0, *, axes=None, batch_di
     return op.run(C["ndf_laplace"], ctypes.byref(op.opt))
 
 
-def _gaussian_composite(fn, input, sigma, output, mode, cval, axes, kwargs):
-    kw = dict(truncate=4.0, radius=None, batch_dims=0, device=None)
-    for k, v in kwargs.items():
-        if k not in kw:
-            raise TypeError("%s() got an unexpected keyword argument '%s'" % (fn[4:], k))
-        kw[k] = v
-    g = _gauss(sigma, 0, kw["truncate"], kw["radius"])
-    op = _Linear(input, output, axes, kw["batch_dims"], kw["device"])
-    for v in (sigma, kw["radius"]):
+def _gaussian_composite(fn, input, sigma, output, mode, cval, axes, truncate, radius, batch_dims, device, kwargs):
+    for k in kwargs:  # scipy hands the rest to gaussian_filter, whose other keywords these filters set
+        raise TypeError("%s() got an unexpected keyword argument '%s'" % (fn[4:], k))
+    g = _gauss(sigma, 0, truncate, radius)
+    op = _Linear(input, output, axes, batch_dims, device)
+    for v in (sigma, radius):
         _check_len(v, op.nfilt)
     if op.noaxes:
         return op.copy()
@@ -316,19 +313,24 @@ def _gaussian_composite(fn, input, sigma, output, mode, cval, axes, kwargs):
     return op.run(C[fn], ctypes.byref(g), ctypes.byref(op.opt))
 
 
-def gaussian_laplace(input, sigma, output=None, mode="reflect", cval=0.0, *, axes=None, **kwargs):
+def gaussian_laplace(input, sigma, output=None, mode="reflect", cval=0.0, *, axes=None, truncate=4.0, radius=None,
+                     batch_dims=0, device=None, **kwargs):
     """scipy.ndimage.gaussian_laplace on ndforge: the sum over the filtered axes (all, or axes in their
     order) of gaussian_filter with order 2 on that axis; sigma, mode and radius one value or one per
-    filtered axis.  kwargs: truncate, radius (gaussian_filter's), batch_dims, device."""
-    return _gaussian_composite("ndf_gaussian_laplace", input, sigma, output, mode, cval, axes, kwargs)
+    filtered axis; truncate and radius are gaussian_filter's (scipy's **kwargs).  Extra keywords:
+    batch_dims, device."""
+    return _gaussian_composite("ndf_gaussian_laplace", input, sigma, output, mode, cval, axes, truncate, radius,
+                               batch_dims, device, kwargs)
 
 
-def gaussian_gradient_magnitude(input, sigma, output=None, mode="reflect", cval=0.0, *, axes=None, **kwargs):
+def gaussian_gradient_magnitude(input, sigma, output=None, mode="reflect", cval=0.0, *, axes=None, truncate=4.0,
+                                radius=None, batch_dims=0, device=None, **kwargs):
     """scipy.ndimage.gaussian_gradient_magnitude on ndforge: sqrt of the sum over the filtered axes (all,
     or axes in their order) of the squared gaussian_filter with order 1 on that axis; the axes not listed
-    are not smoothed (scipy's documented meaning; see the module's notes).  kwargs: truncate, radius
-    (gaussian_filter's), batch_dims, device."""
-    return _gaussian_composite("ndf_gaussian_gradient_magnitude", input, sigma, output, mode, cval, axes, kwargs)
+    are not smoothed (scipy's documented meaning; see the module's notes).  truncate and radius are
+    gaussian_filter's (scipy's **kwargs).  Extra keywords: batch_dims, device."""
+    return _gaussian_composite("ndf_gaussian_gradient_magnitude", input, sigma, output, mode, cval, axes, truncate,
+                               radius, batch_dims, device, kwargs)
 
 
 # --- generic_laplace / generic_gradient_magnitude: scipy's loops around the caller's derivative ---------
