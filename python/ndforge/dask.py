@@ -760,9 +760,10 @@ def distance_transform_edt(input, sampling=None, return_distances=True, return_i
     st = x.map_blocks(_edt_start, batch_dims=batch_dims, shape=x.shape, features=return_indices,
                       new_axis=0, chunks=((nst,),) + x.chunks, dtype=np.float64,
                       meta=_meta(x._meta, np.float64, x.ndim + 1))
+    st0 = st
     for d in range(nsp):
         a = 1 + batch_dims + d
-        st = st.rechunk({a: -1}).map_blocks(_edt_pass_block, axis=a - 1, sampling=samp[d], dtype=np.float64)
+        st = _lines(st, a, st0.chunks).map_blocks(_edt_pass_block, axis=a - 1, sampling=samp[d], dtype=np.float64)
     st = st.rechunk(((nst,),) + x.chunks)
     spatial = tuple(range(batch_dims, x.ndim))
     has_bg = (x == 0).any(axis=spatial, keepdims=True)
@@ -995,4 +996,558 @@ _LINEAR = ("correlate1d", "convolve1d", "correlate", "convolve", "uniform_filter
 for _name in _LINEAR:
     if hasattr(_ndi, _name):
         globals()[_name] = _make_linear(_name)
+        __all__.append(_name)
+
+
+# --- interpolation ----------------------------------------------------------------------------
+#
+# The single-array call computes, per output point, an input coordinate per axis (the transform's
+# double arithmetic), maps a coordinate outside the axis back by the mode (or returns cval), and sums
+# the order + 1 taps per axis of the source (the input, or its float64 spline coefficients, padded by
+# 12 samples per side in the nearest and grid-constant modes), taps beyond an end folded by the mode.
+# Chunked: the coefficients come from line passes (each spatial axis made whole in turn); each output
+# block then evaluates with prefilter=False on the region of the source its points reach.  Its
+# coordinates are computed as the library computes them and mapped by the mode on the whole axis, then
+# shifted into the region's frame; the shift is by an integer no larger than the coordinate, so it is
+# exact and the taps' weights (from the coordinate's fraction) are unchanged.  A region that reaches an
+# end of an axis starts or stops exactly there, so the library folds the taps there as on the whole
+# array; grid-wrap folds across the axis, so its region carries the far end's three samples after it.
+
+_HUGE = 4503599627370496.0  # coordinates at least this large are treated as non-finite (2^52)
+_MAPPED = ("constant", "mirror", "reflect", "wrap", "grid-wrap")  # modes that map a coordinate back
+_NPAD = 12
+
+
+def _interp_mode_name(mode):
+    if not isinstance(mode, str):
+        raise RuntimeError("boundary mode not supported")
+    return "reflect" if mode == "grid-mirror" else mode
+
+
+def _map_coord(x, n, mode, xp):
+    """The library's mapping of coordinates outside [0, n-1] back into the axis (-1: constant outside), in
+    its double arithmetic; x finite and below 2^52 in magnitude."""
+    lo, hi = x < 0, x > n - 1
+    if mode == "constant":
+        return xp.where(lo | hi, -1.0, x)
+    if n <= 1:
+        return xp.where(lo | hi, 0.0, x)
+    if mode == "mirror":
+        p = 2 * n - 2
+        a = x + p * xp.trunc(-x / p)
+        a = xp.where(a <= 1 - n, a + p, -a)
+        b = x - p * xp.trunc(x / p)
+        b = xp.where(b >= n, p - b, b)
+    elif mode == "reflect":
+        p = 2 * n
+        a = xp.where(x < -p, x + p * xp.trunc(-x / p), x)
+        a = xp.where(a < -n, a + p, xp.where(a > -1e-15, 1e-15, -a) - 1)
+        b = x - p * xp.trunc(x / p)
+        b = xp.where(b >= n, (p - b) - 1, b)
+    elif mode == "wrap":
+        a = x + (n - 1) * (xp.trunc(-x / (n - 1)) + 1)
+        b = x - (n - 1) * xp.trunc(x / (n - 1))
+    else:  # grid-wrap
+        a = x + n * (xp.trunc((-1 - x) / n) + 1)
+        b = x - n * xp.trunc(x / n)
+    return xp.where(lo, a, xp.where(hi, b, x))
+
+
+def _mapped_range(cc, n, mode):
+    """(min, max) of the mapped coordinates that reach the source (None: none does), host arrays."""
+    with np.errstate(all="ignore"):
+        ok = np.abs(cc) < _HUGE
+        if mode in _MAPPED:
+            m = _map_coord(np.where(ok, cc, 0.0), n, mode, np)
+            ok &= m > -1.0
+            cc = m
+    if not ok.any():
+        return None
+    return float(cc[ok].min()), float(cc[ok].max())
+
+
+def _region(rng, n, mode, margin=0.0):
+    """The region of an axis of n samples that coordinates in rng = (min, max) need: dict(s=first sample,
+    spans=[(start, stop), ...] in the order the region holds them).  At least 5 samples (the library's
+    fold at an end needs them), the whole axis where it would reach both ends."""
+    if rng is None:
+        a, b = 0, min(n, 5)
+    else:
+        lo = min(max(rng[0] - margin, -10.0), n + 10.0)
+        hi = min(max(rng[1] + margin, -10.0), n + 10.0)
+        a = min(max(int(np.floor(lo)) - 4, 0), n)
+        b = min(max(int(np.floor(hi)) + 6, a), n)
+        if b - a < 5:
+            b = min(n, a + 5)
+            a = max(0, b - 5)
+    whole = dict(s=0, spans=[(0, n)], whole=True)
+    if n <= 5 or (a == 0 and b == n):
+        return whole
+    spans = [(a, b)]
+    if mode == "grid-wrap":  # the taps beyond one end read the other end's first three samples
+        if a == 0:
+            if b > n - 3:
+                return whole
+            spans.append((n - 3, n))
+        else:
+            if a < 3:
+                return whole
+            spans.append((0, 3))
+    return dict(s=a, spans=spans, whole=False)
+
+
+def _region_coords(cc, reg, n, mode, xp):
+    """Coordinates along one axis in the region's frame: the library, evaluating on the region, maps them
+    to the whole axis's mapped coordinates shifted by the region's start (NaN: the point returns cval, or
+    NaN in the unmapped modes, at once)."""
+    if reg["whole"]:
+        return cc
+    s = float(reg["s"])
+    with np.errstate(all="ignore"):
+        bad = ~(xp.abs(cc) < _HUGE)
+        if mode in _MAPPED:
+            m = _map_coord(xp.where(bad, 0.0, cc), n, mode, xp)
+            bad = bad | ~(m > -1.0)
+            y = m - s
+            if mode == "reflect":  # in (-1, 0) only at the axis's start (s = 0): the library maps -m-1 back to m
+                y = xp.where(m < 0, -m - 1.0, y)
+        else:
+            y = cc - s
+    return xp.where(bad, xp.nan, y)
+
+
+def _pieces(bounds, spans):
+    """(block, local start, local stop) covering the global spans in order, for chunk bounds ``bounds``."""
+    out = []
+    for a, b in spans:
+        j = int(np.searchsorted(bounds, a, side="right")) - 1
+        while a < b:
+            e = min(b, int(bounds[j + 1]))
+            out.append((j, a - int(bounds[j]), e - int(bounds[j])))
+            a, j = e, j + 1
+    return out
+
+
+def _paste(blocks, pieces):
+    """The region made of the blocks (their product order over the per-axis pieces)."""
+    combos = list(itertools.product(*pieces))
+    if len(combos) == 1:
+        return blocks[0][tuple(slice(p[1], p[2]) for p in combos[0])]
+    xp = _xp(blocks[0])
+    starts = [np.concatenate([[0], np.cumsum([p[2] - p[1] for p in ps])]) for ps in pieces]
+    region = xp.empty(tuple(int(s[-1]) for s in starts), blocks[0].dtype)
+    for blk, idx in zip(blocks, itertools.product(*[range(len(ps)) for ps in pieces])):
+        p = [pieces[a][k] for a, k in enumerate(idx)]
+        dst = tuple(slice(int(starts[a][k]), int(starts[a][k]) + q[2] - q[1]) for a, (k, q) in enumerate(zip(idx, p)))
+        region[dst] = blk[tuple(slice(q[1], q[2]) for q in p)]
+    return region
+
+
+def _sep_coord(geom, d, o):
+    """Axis d's coordinates of the output indices o (float64) for a zoom / shift transform."""
+    c = o
+    if geom["shift"] is not None:
+        c = c + geom["shift"][d]
+    if geom["zoom"] is not None:
+        z = geom["zoom"][d]
+        c = (c + 0.5) * z - 0.5 if geom["grid_mode"] else c * z
+    return c
+
+
+def _transform_coords(geom, ranges, xp):
+    """The input coordinates (one array per input spatial axis, broadcastable to the block) of the output
+    points in ``ranges`` (per output spatial axis: start, stop), in the library's double arithmetic."""
+    nd = len(ranges)
+    o = [xp.arange(a, b, dtype=np.float64).reshape((-1,) + (1,) * (nd - 1 - k)) for k, (a, b) in enumerate(ranges)]
+    if geom["kind"] == "sep":
+        return [_sep_coord(geom, d, o[d]) for d in range(nd)]
+    m, off = geom["matrix"], geom["offset"]
+    out = []
+    for h in range(m.shape[0]):
+        t = o[0] * float(m[h, 0])
+        for k in range(1, nd):
+            t = t + o[k] * float(m[h, k])
+        out.append(t + float(off[h]))
+    return out
+
+
+_SLAB = 1 << 21  # output points per library call of a block (bounds the coordinates' memory)
+
+
+def _interp_block(spec, geom, ranges, regs, pieces, blocks, coords=None):
+    """One output block: its region of the source, its coordinates in the region's frame, the library's
+    map_coordinates with prefilter=False, slab by slab along the first output spatial axis."""
+    region = _paste(blocks, pieces)
+    xp = _xp(region)
+    nb, npad, mode, nsrc = spec["nb"], spec["npad"], spec["mode"], spec["nsrc"]
+    sp = ranges[nb:]
+    shape = tuple(b - a for a, b in ranges)
+    out = xp.empty(shape, spec["dtype"])
+    if out.size == 0:
+        return out
+    per = int(np.prod([b - a for a, b in sp[1:]], dtype=np.int64))
+    step = max(1, _SLAB // max(per, 1))
+    for r0 in range(sp[0][0], sp[0][1], step):
+        r1 = min(sp[0][1], r0 + step)
+        sub = [(r0, r1)] + list(sp[1:])
+        if coords is None:
+            cs = _transform_coords(geom, sub, xp)
+        else:
+            blk = xp.asarray(coords[(slice(None), slice(r0 - sp[0][0], r1 - sp[0][0]))])
+            cs = [blk[h].astype(np.float64) for h in range(blk.shape[0])]
+        ys = []
+        for h, c in enumerate(cs):
+            cc = c + float(npad) if npad else c
+            ys.append(_region_coords(cc, regs[h], nsrc[h], mode, xp))
+        sshape = tuple(b - a for a, b in sub)
+        y = xp.stack([xp.broadcast_to(v, sshape) for v in ys])
+        r = _ndi.map_coordinates(region, y, output=spec["dtype"], order=spec["order"], mode=mode, cval=spec["cval"],
+                                 prefilter=False, batch_dims=nb)
+        out[(slice(None),) * nb + (slice(r0 - sp[0][0], r1 - sp[0][0]),)] = r
+    return out
+
+
+def _pad_value(dtype, cval):
+    """cval as the library pads with it in the grid-constant mode: in the input's dtype (C's casts)."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return np.bool_(cval != 0)
+    if dtype.kind == "f":
+        return dtype.type(cval)
+    v = int(cval) if -9223372036854775808.0 < cval < 9223372036854775808.0 else -(1 << 63)
+    return np.array(v, np.int64).astype(dtype)[()]
+
+
+def _source_dtype(dt):
+    """The dtype the library reads an input of dtype dt as (float16 through float32; unread ones as float64)."""
+    from . import _interp
+    dt = np.dtype(dt)
+    if dt == np.float16:
+        return np.dtype(np.float32)
+    return dt if dt in _interp._READS else np.dtype(np.float64)
+
+
+def _lines(x, axis, chunks):
+    """x rechunked to hold whole lines along axis, the other axes chunked as ``chunks``."""
+    return x.rechunk(tuple(-1 if b == axis else chunks[b] for b in range(x.ndim)))
+
+
+def _spline_passes(x, order, mode, axes, dtype):
+    """spline_filter1d along each axis in turn, each pass on chunks holding whole lines along its axis."""
+    chunks = x.chunks
+    for a in axes:
+        f = functools.partial(_ndi.spline_filter1d, order=order, axis=a, output=dtype, mode=mode)
+        x = _lines(x, a, chunks).map_blocks(f, dtype=dtype, meta=_meta(x._meta, dtype))
+    return x
+
+
+def _coefficients(x, order, mode, cval, nb):
+    """The spline coefficients the single-array call interpolates (float64; padded by 12 samples per
+    spatial side in the nearest and grid-constant modes), as a dask array."""
+    nsp = x.ndim - nb
+    if mode in ("nearest", "grid-constant"):
+        pw = [(0, 0)] * nb + [(_NPAD, _NPAD)] * nsp
+        if mode == "nearest":
+            x = da.pad(x, pw, mode="edge")
+        else:
+            x = da.pad(x, pw, mode="constant", constant_values=_pad_value(x.dtype, cval))
+    return _spline_passes(x, order, mode, range(nb, x.ndim), np.dtype(np.float64))
+
+
+def _out_chunks(x, nb, out_sp, output_chunks):
+    if output_chunks is None:
+        if tuple(out_sp) == tuple(x.shape[nb:]):
+            return x.chunks
+        output_chunks = tuple(max(c) if c else 1 for c in x.chunks[nb:])
+    ch = da.core.normalize_chunks(output_chunks, tuple(out_sp), dtype=x.dtype)
+    return x.chunks[:nb] + tuple(ch)
+
+
+def _geometric(x, geom, out_sp, order, mode, cval, prefilter, dtype, nb, output_chunks, coords=None,
+            name="ndforge-interp"):
+    """The chunked transform: geom gives the coordinates (kind 'sep': per axis zoom and shift; 'affine':
+    matrix and offset; 'coords': the coordinates array ``coords``, chunked as the output)."""
+    mode = _interp_mode_name(mode)
+    src = x.astype(_source_dtype(x.dtype)) if _source_dtype(x.dtype) != x.dtype else x
+    filtered = bool(prefilter) and order > 1
+    npad = _NPAD if filtered and mode in ("nearest", "grid-constant") else 0
+    src = _coefficients(src, order, mode, cval, nb) if filtered else src
+    nsp = x.ndim - nb
+    nsrc = [int(s) for s in src.shape[nb:]]
+    if coords is not None:
+        chunks = x.chunks[:nb] + coords.chunks[1:]
+    else:
+        chunks = _out_chunks(x, nb, out_sp, output_chunks)
+    starts = [np.concatenate([[0], np.cumsum(c)]).astype(np.int64) for c in chunks]
+    sbounds = [np.concatenate([[0], np.cumsum(c)]).astype(np.int64) for c in src.chunks]
+    spec = dict(nb=nb, npad=npad, mode=mode, nsrc=nsrc, order=int(order), cval=float(cval), dtype=np.dtype(dtype))
+    bounds = None
+    if coords is not None:  # the extent of every block of coordinates, computed now
+        def ext(b):
+            b = _host(b).astype(np.float64).reshape(b.shape[0], -1)
+            with np.errstate(all="ignore"):
+                ok = np.abs(b) < _HUGE
+                lo = np.where(ok, b, np.inf).min(axis=1) if b.shape[1] else np.full(b.shape[0], np.inf)
+                hi = np.where(ok, b, -np.inf).max(axis=1) if b.shape[1] else np.full(b.shape[0], -np.inf)
+            return np.stack([lo, hi]).reshape((2, b.shape[0]) + (1,) * (coords.ndim - 1))
+        ex = coords.map_blocks(ext, chunks=((2,), (nsp,)) + tuple((1,) * len(c) for c in coords.chunks[1:]),
+                               new_axis=0, dtype=np.float64, meta=np.empty((0,) * (coords.ndim + 1)))
+        bounds = np.asarray(ex.compute())
+    sep_regs = {}
+
+    def regions(idx):
+        sp_idx = idx[nb:]
+        ranges = [(int(starts[nb + k][sp_idx[k]]), int(starts[nb + k][sp_idx[k] + 1])) for k in range(len(sp_idx))]
+        if geom["kind"] == "sep":
+            regs = []
+            for d in range(nsp):
+                key = (d, sp_idx[d])
+                if key not in sep_regs:
+                    c = _sep_coord(geom, d, np.arange(*ranges[d], dtype=np.float64))
+                    c = c + float(npad) if npad else c
+                    sep_regs[key] = _region(_mapped_range(c, nsrc[d], mode), nsrc[d], mode)
+                regs.append(sep_regs[key])
+            return regs
+        if geom["kind"] == "affine":
+            corners = np.array(list(itertools.product(*[(a, max(a, b - 1)) for a, b in ranges])), np.float64)
+            cs = [(corners * geom["matrix"][h]).sum(axis=1) + geom["offset"][h] + npad for h in range(nsp)]
+            lohi = [(float(c.min()), float(c.max())) for c in cs]
+        else:
+            sl = (slice(None), slice(None)) + tuple(sp_idx)
+            lo, hi = bounds[sl].reshape(2, nsp)
+            lohi = [None if lo[h] > hi[h] else (float(lo[h]) + npad, float(hi[h]) + npad) for h in range(nsp)]
+        regs = []
+        for h in range(nsp):
+            n = nsrc[h]
+            r = lohi[h]
+            if r is not None and mode in _MAPPED:
+                if mode == "constant":  # coordinates outside the axis give cval: only those inside need samples
+                    r = None if r[1] < 0 or r[0] > n - 1 else (max(r[0], 0.0), min(r[1], n - 1.0))
+                elif r[0] < 1e-3 or r[1] > n - 1 - 1e-3:  # folded somewhere: the whole axis
+                    regs.append(dict(s=0, spans=[(0, n)], whole=True))
+                    continue
+            regs.append(_region(r, n, mode, margin=1e-3))
+        return regs
+
+    token = tokenize(name, src.name, geom["kind"], {k: v for k, v in geom.items() if k != "kind"}, spec, chunks,
+                     None if coords is None else coords.name)
+    out = "%s-%s" % (name, token)
+    dsk = {}
+    for idx in itertools.product(*[range(len(c)) for c in chunks]):
+        ranges = [(int(starts[a][idx[a]]), int(starts[a][idx[a] + 1])) for a in range(x.ndim)]
+        regs = regions(idx)
+        spans = [[ranges[a]] for a in range(nb)] + [r["spans"] for r in regs]
+        pieces = [_pieces(sbounds[a], spans[a]) for a in range(x.ndim)]
+        keys = [(src.name,) + tuple(p[0] for p in combo) for combo in itertools.product(*pieces)]
+        task = functools.partial(_interp_block, spec, geom, ranges, regs, pieces)
+        if coords is None:
+            dsk[(out,) + idx] = (task, keys)
+        else:
+            dsk[(out,) + idx] = (task, keys, (coords.name, 0) + idx[nb:])
+    deps = [src] + ([] if coords is None else [coords])
+    graph = HighLevelGraph.from_collections(out, dsk, dependencies=deps)
+    return da.Array(graph, out, chunks=chunks, meta=_meta(x._meta, dtype, len(chunks)))
+
+
+def _probe_dtype(x, nb, output, order, mode, cval):
+    """The single-array call's checks of dtype, output, order and mode, and its output dtype."""
+    from . import _interp
+    nsp = x.ndim - nb
+    probe = np.zeros((1,) * x.ndim, x.dtype)
+    r = _interp.map_coordinates(probe, np.zeros((nsp, 1)), output=_out_dtype(x, output), order=order, mode=mode,
+                                cval=cval, prefilter=False, batch_dims=nb)
+    return r.dtype
+
+
+def spline_filter1d(input, order=3, axis=-1, output=np.float64, mode="mirror"):
+    """ndforge.ndimage.spline_filter1d on a dask array: the lines along ``axis`` are made whole in a chunk."""
+    x = _as_dask(input)
+    dtype = _ndi.spline_filter1d(np.zeros((2,) * x.ndim, x.dtype), order, axis, _out_dtype(x, output), mode).dtype
+    return _spline_passes(x, order, mode, [axis % x.ndim], dtype).rechunk(x.chunks)
+
+
+def spline_filter(input, order=3, output=np.float64, mode="mirror", *, batch_dims=0):
+    """ndforge.ndimage.spline_filter on a dask array: one pass per spatial axis, each on chunks holding whole
+    lines along it (bit for bit the single-array passes)."""
+    from . import _interp
+    x = _as_dask(input)
+    want = _ndi.spline_filter(np.zeros((2,) * x.ndim, x.dtype), order, _out_dtype(x, output), mode,
+                              batch_dims=batch_dims).dtype
+    work = want if _interp._writes(want) else np.dtype(np.float64)  # written in float64, converted at the end
+    r = _spline_passes(x, order, mode, range(batch_dims, x.ndim), work)
+    if work != want:
+        r = r.astype(want)
+    return r.rechunk(x.chunks)
+
+
+def _sep_geom(zoom=None, shift=None, grid_mode=False):
+    return dict(kind="sep", zoom=None if zoom is None else tuple(float(v) for v in zoom),
+                shift=None if shift is None else tuple(float(v) for v in shift), grid_mode=bool(grid_mode))
+
+
+def _per_axis_values(v, n):
+    vals = [float(t) for t in np.atleast_1d(np.asarray(_host(v), dtype=np.float64))]
+    if len(vals) not in (1, n):
+        raise RuntimeError("sequence argument must have length equal to input rank")
+    return vals * n if len(vals) == 1 else vals
+
+
+def shift(input, shift, output=None, order=3, mode="constant", cval=0.0, prefilter=True, *, batch_dims=0):
+    """ndforge.ndimage.shift on a dask array (exact for any chunking; output chunks are the input's)."""
+    x = _as_dask(input)
+    dtype = _probe_dtype(x, batch_dims, output, order, mode, cval)
+    nsp = x.ndim - batch_dims
+    sh = [-v for v in _per_axis_values(shift, nsp)]
+    return _geometric(x, _sep_geom(shift=sh), x.shape[batch_dims:], order, mode, cval, prefilter, dtype, batch_dims,
+                   None, name="ndforge-shift")
+
+
+def zoom(input, zoom, output=None, order=3, mode="constant", cval=0.0, prefilter=True, *, grid_mode=False,
+         batch_dims=0, output_chunks=None):
+    """ndforge.ndimage.zoom on a dask array (exact for any chunking).  ``output_chunks``: the output's chunks
+    along the spatial axes (default: the input's chunk size)."""
+    from . import _interp
+    from ._core import C
+    x = _as_dask(input)
+    dtype = _probe_dtype(x, batch_dims, output, order, mode, cval)
+    nsp = x.ndim - batch_dims
+    z = np.atleast_1d(np.asarray(_host(zoom), dtype=np.float64))
+    n, vals = _interp._offsets(z, nsp)
+    shape = _interp._shape_from(C["ndf_zoom_shape"], x.shape, batch_dims, n, vals)
+    out_sp = shape[batch_dims:]
+    factors = []
+    for d in range(nsp):
+        num, div = x.shape[batch_dims + d], out_sp[d]
+        if not grid_mode:
+            num, div = num - 1, div - 1
+        factors.append(float(num) / float(div) if div != 0 else 1.0)
+    return _geometric(x, _sep_geom(zoom=factors, grid_mode=grid_mode), out_sp, order, mode, cval, prefilter, dtype,
+                   batch_dims, output_chunks, name="ndforge-zoom")
+
+
+def affine_transform(input, matrix, offset=0.0, output_shape=None, output=None, order=3, mode="constant",
+                     cval=0.0, prefilter=True, *, batch_dims=0, output_chunks=None):
+    """ndforge.ndimage.affine_transform on a dask array (exact for any chunking: each output block reads the
+    region its transformed corners reach).  ``output_chunks`` as for zoom."""
+    x = _as_dask(input)
+    nb = batch_dims
+    nsp = x.ndim - nb
+    m = np.asarray(_host(matrix), dtype=np.float64)
+    if output_shape is None:
+        output_shape = x.shape[nb:]
+    output_shape = tuple(int(s) for s in output_shape)
+    # the single-array call checks the matrix, offset and output shape on a small probe
+    probe = np.zeros((1,) * x.ndim, x.dtype)
+    dtype = _ndi.affine_transform(probe, m, offset, output_shape=(1,) * len(output_shape),
+                                  output=_out_dtype(x, output), order=order, mode=mode, cval=cval, prefilter=False,
+                                  batch_dims=nb).dtype
+    if m.ndim == 1:
+        zm = list(m) * nsp if len(m) == 1 else list(m)
+        off = _per_axis_values(offset, nsp)
+        geom = _sep_geom(zoom=zm, shift=[off[h] / zm[h] for h in range(nsp)])
+    else:
+        if m.shape[1] == nsp + 1 and m.shape[0] in (nsp, nsp + 1):
+            off, m = list(m[:nsp, nsp]), m[:nsp, :nsp]
+        else:
+            off = _per_axis_values(offset, nsp)
+        geom = dict(kind="affine", matrix=np.ascontiguousarray(m), offset=np.asarray(off, np.float64))
+    return _geometric(x, geom, output_shape, order, mode, cval, prefilter, dtype, nb, output_chunks,
+                   name="ndforge-affine_transform")
+
+
+_DG_SIN = (1.58962301572218447952E-10, -2.50507477628503540135E-8, 2.75573136213856773549E-6,
+           -1.98412698295895384658E-4, 8.33333333332211858862E-3, -1.66666666666666307295E-1)
+_DG_COS = (1.13678171382044553091E-11, -2.08758833757683644217E-9, 2.75573155429816611547E-7,
+           -2.48015872936186303776E-5, 1.38888888888806666760E-3, -4.16666666666666348141E-2,
+           4.99999999999999999798E-1)
+
+
+def _sincos_deg(a):
+    """sin and cos of a in degrees as the library computes them for rotate (Cephes' sindg / cosdg)."""
+    import math
+    x = abs(a)
+    if x > 1.0e14:
+        return 0.0, 0.0
+    y = math.floor(x / 45.0)
+    j = int(y - math.ldexp(math.floor(math.ldexp(y, -4)), 4))
+    if j & 1:
+        j += 1
+        y += 1.0
+    j &= 7
+    flip = j > 3
+    if flip:
+        j -= 4
+    z = (x - y * 45.0) * 1.74532925199432957692E-2
+    zz = z * z
+
+    def poly(v, c):
+        t = c[0]
+        for k in c[1:]:
+            t = t * v + k
+        return t
+    ps = z + z * (zz * poly(zz, _DG_SIN))
+    pc = 1.0 - zz * poly(zz, _DG_COS)
+    s, c = (pc, ps) if j in (1, 2) else (ps, pc)
+    if flip != (a < 0):
+        s = -s
+    if flip != (j > 1):
+        c = -c
+    return s, c
+
+
+def rotate(input, angle, axes=(1, 0), reshape=True, output=None, order=3, mode="constant", cval=0.0,
+           prefilter=True, *, batch_dims=0, output_chunks=None):
+    """ndforge.ndimage.rotate on a dask array (exact for any chunking; the axes off the plane are batch
+    axes, each chunk of them rotated on its own).  ``output_chunks`` as for zoom."""
+    from . import _interp
+    from ._core import C
+    x = _as_dask(input)
+    nb = batch_dims
+    # the single-array call checks the arguments on a small probe
+    dtype = _ndi.rotate(np.zeros((2,) * x.ndim, x.dtype), angle, axes, reshape, _out_dtype(x, output), order, mode,
+                        cval, prefilter=False, batch_dims=nb).dtype
+    nsp = x.ndim - nb
+    a0, a1 = sorted(int(a) % nsp for a in axes)
+    shape = _interp._shape_from(C["ndf_rotate_shape"], x.shape, nb, float(angle), a0, a1, 1 if reshape else 0)
+    s, c = _sincos_deg(float(angle))
+    iy, ix = float(x.shape[nb + a0]), float(x.shape[nb + a1])
+    h0, h1 = float(shape[nb + a0] - 1) / 2, float(shape[nb + a1] - 1) / 2
+    off = np.array([(iy - 1) / 2 - (c * h0 + s * h1), (ix - 1) / 2 - (-s * h0 + c * h1)])
+    geom = dict(kind="affine", matrix=np.array([[c, s], [-s, c]]), offset=off)
+    plane = [nb + a0, nb + a1]
+    xt = da.moveaxis(x, plane, [-2, -1])
+    oc = None
+    if output_chunks is not None:
+        full = da.core.normalize_chunks(output_chunks, tuple(shape[nb:]), dtype=x.dtype)
+        oc = (full[a0], full[a1])
+    out_plane = (shape[nb + a0], shape[nb + a1])
+    if oc is None and out_plane != (x.shape[nb + a0], x.shape[nb + a1]):
+        oc = (max(x.chunks[nb + a0]), max(x.chunks[nb + a1]))
+    elif oc is None:
+        oc = (x.chunks[nb + a0], x.chunks[nb + a1])
+    r = _geometric(xt, geom, out_plane, order, mode, cval, prefilter, dtype, x.ndim - 2, oc, name="ndforge-rotate")
+    return da.moveaxis(r, [-2, -1], plane)
+
+
+def map_coordinates(input, coordinates, output=None, order=3, mode="constant", cval=0.0, prefilter=True, *,
+                    batch_dims=0):
+    """ndforge.ndimage.map_coordinates on a dask array; ``coordinates`` (NumPy, CuPy or dask) give the
+    output's chunks (axis 0 whole).  The extent of every chunk of coordinates is computed when this is
+    called (it decides which region of the input each output chunk reads)."""
+    x = _as_dask(input)
+    nb = batch_dims
+    nsp = x.ndim - nb
+    c = _as_dask(coordinates)
+    if c.ndim < 1 or c.shape[0] != nsp:
+        raise RuntimeError("invalid shape for coordinate array")
+    if np.issubdtype(c.dtype, np.complexfloating):
+        raise TypeError("Complex type not supported")
+    c = c.rechunk({0: -1})
+    dtype = _probe_dtype(x, nb, output, order, mode, cval)
+    return _geometric(x, dict(kind="coords"), c.shape[1:], order, mode, cval, prefilter, dtype, nb, None, coords=c,
+                   name="ndforge-map_coordinates")
+
+
+for _name in ("spline_filter1d", "spline_filter", "map_coordinates", "affine_transform", "shift", "zoom", "rotate"):
+    if hasattr(_ndi, _name):
         __all__.append(_name)
