@@ -1551,3 +1551,221 @@ def map_coordinates(input, coordinates, output=None, order=3, mode="constant", c
 for _name in ("spline_filter1d", "spline_filter", "map_coordinates", "affine_transform", "shift", "zoom", "rotate"):
     if hasattr(_ndi, _name):
         __all__.append(_name)
+
+
+# --- cohorts: `ndforge preprocess`'s steps per file ------------------------------------------------
+
+_PP_STEPS = ("reorient", "resample", "foreground", "normalize", "crop", "n4", "skullstrip")
+
+
+def _read_volume(path):
+    """(float32 voxels, affine) of a file nibabel reads (NIfTI: scl_slope / scl_inter applied, the sform,
+    else the qform, else nibabel's default affine); an ``.npy`` file with nibabel's default affine."""
+    import nibabel as nib
+    p = str(path)
+    if p.endswith(".npy"):
+        a = np.load(p)
+        return np.asarray(a, np.float32), nib.Nifti1Image(a, None).affine.copy()
+    img = nib.load(p)
+    return np.asarray(img.get_fdata(dtype=np.float32)), np.asarray(img.affine, np.float64).copy()
+
+
+def _write_volume(path, x, affine):
+    import nibabel as nib
+    nib.save(nib.Nifti1Image(np.asarray(_host(x), np.float32), affine), str(path))
+
+
+def _volume_name(path):
+    base = str(path).replace("\\", "/").rstrip("/").split("/")[-1]
+    for ext in (".nii.gz", ".nii", ".npy"):
+        if base.endswith(ext):
+            return base[:-len(ext)]
+    return base
+
+
+def _pp_step(step, x, mask, aff, o):
+    """One step of ``ndforge preprocess`` through ndforge.preprocess: (image, mask, affine, notes)."""
+    from . import preprocess as pp
+    from . import intensity
+    if step == "reorient":
+        y, a = pp.reorient_ras(x, aff)
+        return y, (None if mask is None else pp.reorient_ras(mask, aff)[0]), a, {}
+    if step == "resample":
+        y, a = pp.resample(x, aff, o["spacing"], order=o["order"])
+        m = None if mask is None else pp.resample(mask, aff, o["spacing"], order=0, output=mask.dtype)[0]
+        return y, m, a, {"spacing": list(np.broadcast_to(np.asarray(o["spacing"], float), (3,)))}
+    if step == "foreground":  # BET's brain/background threshold: t2 + 0.1 (t98 - t2), a 0/1 float32 mask
+        q = np.asarray(_host(intensity.percentile(x, [2, 98])), np.float64)
+        thr = float(q[0] + 0.1 * (q[1] - q[0]))
+        xp = _xp(x)
+        return x, (x.astype(np.float64) > thr).astype(np.float32) if xp is np else \
+            (xp.asarray(x, np.float64) > thr).astype(np.float32), aff, {"threshold": thr}
+    if step == "normalize":
+        masked = str(o["modality"]).lower() == "mri" and mask is not None
+        y = pp.normalize(x, o["modality"], mask if masked else None, o["preset"], o["centre"], o["width"])
+        return y, mask, aff, {"masked": masked}
+    if step == "crop":
+        if mask is None:
+            raise ValueError("no mask to crop to (run foreground or skullstrip before crop)")
+        y, a = pp.crop(x, aff, mask, o["margin"])
+        return y, pp.crop(mask, aff, mask, o["margin"])[0], a, {}
+    if step == "n4":
+        sp = pp.affine_spacing(aff)
+        if mask is None:
+            y = pp.n4_bias_field_correction(x, shrinkFactor=o["shrink_factor"], spacing=sp)
+        elif mask.dtype in (np.uint8, np.bool_):
+            y = pp.n4_bias_field_correction(x, mask, shrinkFactor=o["shrink_factor"], spacing=sp)
+        else:  # a 0/1 float mask is N4's weight image (foreground's)
+            y = pp.n4_bias_field_correction(x, weight=mask, shrinkFactor=o["shrink_factor"], spacing=sp)
+        return y.astype(np.float32), mask, aff, {}
+    if step == "skullstrip":
+        m = pp.skull_strip(x, pp.affine_spacing(aff), o["f"])
+        return x, m.astype(np.uint8), aff, {"brain_voxels": int(_host(m).sum())}
+    raise ValueError("unknown step %r (the steps: %s)" % (step, ", ".join(_PP_STEPS)))
+
+
+def _preprocess_one(item, steps, opts, out, reader, device, return_arrays):
+    """One volume of a cohort: read, the steps in order, written to ``out`` (NAME.nii.gz); its report."""
+    import time
+    t0 = time.perf_counter()
+    rep = dict(input=str(item), status="ok", steps=[])
+    try:
+        x, aff = (reader or _read_volume)(item)
+        x = np.asarray(x, np.float32) if not hasattr(x, "__cuda_array_interface__") else x.astype(np.float32)
+        if device == "cuda":
+            import cupy
+            x = cupy.asarray(x)
+        rep["read_s"] = time.perf_counter() - t0
+        mask = None
+        t1 = time.perf_counter()
+        for step in steps:
+            ts = time.perf_counter()
+            try:
+                x, mask, aff, notes = _pp_step(step, x, mask, aff, opts)
+            except Exception as e:
+                rep["steps"].append(dict(step=step, status="error", error="%s: %s" % (type(e).__name__, e)))
+                raise
+            if device == "cuda":
+                import cupy
+                cupy.cuda.Device().synchronize()
+            rep["steps"].append(dict(step=step, status="ok", seconds=time.perf_counter() - ts, **notes))
+        rep["process_s"] = time.perf_counter() - t1
+        rep["shape"] = [int(s) for s in x.shape]
+        rep["affine"] = np.asarray(aff).tolist()
+        if out is not None:
+            import os
+            t2 = time.perf_counter()
+            os.makedirs(str(out), exist_ok=True)
+            path = os.path.join(str(out), _volume_name(item) + ".nii.gz")
+            _write_volume(path, x, aff)
+            rep["output"] = path
+            rep["write_s"] = time.perf_counter() - t2
+        if return_arrays:
+            rep["image"], rep["mask"] = x, mask
+    except Exception as e:
+        rep["status"] = "error"
+        rep["error"] = "%s: %s" % (type(e).__name__, e)
+    rep["seconds"] = time.perf_counter() - t0
+    return rep
+
+
+def _expand_inputs(inputs):
+    """Files and directories (a directory: its NIfTI files in name order), as ``ndforge preprocess`` takes them."""
+    import os
+    out = []
+    for p in inputs:
+        if isinstance(p, (str, os.PathLike)) and os.path.isdir(p):
+            names = sorted(n for n in os.listdir(p) if n.endswith((".nii", ".nii.gz")))
+            out.extend(os.path.join(p, n) for n in names)
+        else:
+            out.append(p)
+    return out
+
+
+def preprocess_cohort(inputs, steps="reorient,resample,normalize", *, out=None, spacing=1.0, order=1,
+                      modality="mri", preset=None, centre=40.0, width=80.0, margin=4, shrink_factor=4, f=0.5,
+                      device="cpu", reader=None, return_arrays=False, npartitions=None):
+    """``ndforge preprocess`` over a cohort on Dask: a ``dask.bag`` with one report dict per volume.
+
+    ``inputs``: files and directories (a directory's NIfTI files in name order), or a dask bag of items
+    ``reader(item) -> (voxels, affine)`` reads (default: nibabel for NIfTI, ``.npy`` with nibabel's default
+    affine).  Each volume runs the steps (``reorient``, ``resample``, ``foreground``, ``normalize``, ``crop``,
+    ``n4``, ``skullstrip``; options as the command's) through ``ndforge.preprocess`` on one worker, float32
+    from the read on, on the worker's GPU with ``device='cuda'`` (CuPy).  With ``out`` the result is written to
+    ``out/NAME.nii.gz``.  A volume that fails is reported (``status``, ``error``, the failing step) and the
+    others go on.  Report keys: input, status, error, steps (step, status, seconds, notes), read_s,
+    process_s, write_s, seconds, shape, affine, output; with ``return_arrays``, image and mask.
+    ``bag.compute()`` gives the reports in input order."""
+    import dask.bag as db
+    steps = [s.strip() for s in steps.split(",")] if isinstance(steps, str) else list(steps)
+    for s in steps:
+        if s not in _PP_STEPS:
+            raise ValueError("unknown step %r (the steps: %s)" % (s, ", ".join(_PP_STEPS)))
+    opts = dict(spacing=spacing, order=int(order), modality=modality, preset=preset, centre=float(centre),
+                width=float(width), margin=margin, shrink_factor=int(shrink_factor), f=float(f))
+    if isinstance(inputs, db.Bag):
+        bag = inputs
+    else:
+        items = _expand_inputs(inputs)
+        bag = db.from_sequence(items, npartitions=npartitions or max(1, len(items)))
+    return bag.map(_preprocess_one, steps=steps, opts=opts, out=out, reader=reader, device=device,
+                   return_arrays=return_arrays)
+
+
+# --- one worker per GPU --------------------------------------------------------------------------
+
+def _visible_gpus():
+    """The GPU ids this process may use: CUDA_VISIBLE_DEVICES when set, else the devices CuPy counts."""
+    import os
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [d.strip() for d in env.split(",") if d.strip() and d.strip() != "-1"]
+    try:
+        import cupy
+        return [str(i) for i in range(cupy.cuda.runtime.getDeviceCount())]
+    except Exception:
+        return []
+
+
+def gpu_cluster(n_workers=None, *, threads_per_worker=1, cache_dir=None, cpu_fallback=False, **kwargs):
+    """A local Dask cluster with one worker process per visible GPU, sharing one kernel cache directory
+    (``NDF_CACHE_DIR``; default: the one this process uses, else a new temporary directory).
+
+    With dask_cuda installed: its ``LocalCUDACluster`` (``CUDA_VISIBLE_DEVICES`` rotated per worker, one GPU
+    each; ``NDF_CACHE_DIR`` is set in this process's environment, which its workers inherit); otherwise a
+    ``distributed.SpecCluster`` of worker processes (nannies), each started with ``CUDA_VISIBLE_DEVICES`` set
+    to its own GPU and ``NDF_CACHE_DIR`` to the shared directory.  No GPU: ``RuntimeError``, unless ``cpu_fallback`` (then a
+    LocalCluster of ``n_workers`` CPU worker processes, default 1).  ``kwargs`` go to the cluster.  Use it
+    with ``distributed.Client(cluster)``; CuPy chunks on the workers run on their GPU."""
+    import os
+    import tempfile
+    import distributed
+    cache = cache_dir or os.environ.get("NDF_CACHE_DIR") or tempfile.mkdtemp(prefix="ndforge-cache-")
+    os.makedirs(cache, exist_ok=True)
+    gpus = _visible_gpus()
+    if n_workers is not None:
+        gpus = gpus[:int(n_workers)]
+    env = dict(kwargs.pop("env", None) or {}, NDF_CACHE_DIR=cache)
+    if not gpus:
+        if not cpu_fallback:
+            raise RuntimeError("ndforge.dask.gpu_cluster: no GPU visible (CUDA_VISIBLE_DEVICES=%r); "
+                               "cpu_fallback=True gives CPU workers" % os.environ.get("CUDA_VISIBLE_DEVICES"))
+        kwargs.setdefault("dashboard_address", None)
+        return distributed.LocalCluster(n_workers=n_workers or 1, threads_per_worker=threads_per_worker,
+                                        processes=True, env=env, **kwargs)
+    try:
+        from dask_cuda import LocalCUDACluster
+    except ImportError:
+        LocalCUDACluster = None
+    if LocalCUDACluster is not None:
+        os.environ["NDF_CACHE_DIR"] = cache  # the workers are spawned from this process's environment
+        return LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(gpus), threads_per_worker=threads_per_worker,
+                                **kwargs)
+    workers = {"gpu-%s" % g: dict(cls=distributed.Nanny, options=dict(nthreads=threads_per_worker,
+                                                                     env=dict(env, CUDA_VISIBLE_DEVICES=g)))
+               for g in gpus}
+    scheduler = dict(cls=distributed.Scheduler, options=dict(dashboard_address=kwargs.pop("dashboard_address", None)))
+    return distributed.SpecCluster(scheduler=scheduler, workers=workers, **kwargs)
+
+
+__all__ += ["preprocess_cohort", "gpu_cluster"]
