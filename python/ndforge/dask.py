@@ -1244,13 +1244,13 @@ def _spline_passes(x, order, mode, axes, dtype):
 def _coefficients(x, order, mode, cval, nb):
     """The spline coefficients the single-array call interpolates (float64; padded by 12 samples per
     spatial side in the nearest and grid-constant modes), as a dask array."""
-    nsp = x.ndim - nb
     if mode in ("nearest", "grid-constant"):
-        pw = [(0, 0)] * nb + [(_NPAD, _NPAD)] * nsp
-        if mode == "nearest":
-            x = da.pad(x, pw, mode="edge")
-        else:
-            x = da.pad(x, pw, mode="constant", constant_values=_pad_value(x.dtype, cval))
+        value = _pad_value(x.dtype, cval)
+        for a in range(nb, x.ndim):  # edge samples or cval, by slices and concatenation (NumPy or CuPy blocks)
+            ends = [x[(slice(None),) * a + (slice(0, 1),)], x[(slice(None),) * a + (slice(x.shape[a] - 1, None),)]]
+            if mode == "grid-constant":
+                ends = [e.map_blocks(lambda b: _xp(b).full_like(b, value)) for e in ends]
+            x = da.concatenate([ends[0]] * _NPAD + [x] + [ends[1]] * _NPAD, axis=a)
     return _spline_passes(x, order, mode, range(nb, x.ndim), np.dtype(np.float64))
 
 

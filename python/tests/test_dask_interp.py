@@ -158,3 +158,29 @@ def test_region_is_bounded():
     t = g[(r.name, 1, 1)]
     deps = t.dependencies if hasattr(t, "dependencies") else [k for k in t[1]]
     assert len(deps) <= 9
+
+
+def _cupy():
+    try:
+        import cupy
+        return cupy if cupy.cuda.runtime.getDeviceCount() > 0 else None
+    except Exception:
+        return None
+
+
+@pytest.mark.skipif(_cupy() is None, reason="no CuPy device")
+def test_cupy_chunks():
+    cp = _cupy()
+    co = np.random.default_rng(8).uniform(-3, 12, (2, 5, 4))
+    for k, ch in enumerate(_chunkings(IMG.shape, 9)):
+        x = da.from_array(cp.asarray(IMG), chunks=ch, asarray=False)
+        for order in (1, 3, 5):
+            mode = MODES[(k + order) % len(MODES)]
+            for r, e in ((nd.zoom(x, (1.4, 0.7), order=order, mode=mode), ndi.zoom(IMG, (1.4, 0.7), order=order,
+                                                                                   mode=mode)),
+                         (nd.rotate(x, 31, order=order, mode=mode), ndi.rotate(IMG, 31, order=order, mode=mode)),
+                         (nd.map_coordinates(x, co, order=order, mode=mode),
+                          ndi.map_coordinates(IMG, co, order=order, mode=mode))):
+                r = r.compute()
+                assert isinstance(r, cp.ndarray)
+                np.testing.assert_array_equal(cp.asnumpy(r), e)
