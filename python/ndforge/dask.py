@@ -37,6 +37,16 @@ array whose computed value equals the ``ndforge.ndimage`` / ``ndforge.topology``
   hold whole lines along that axis only (``ndforge.ndimage.distance_edt_pass``
   carries the squared distances and the features between passes); an image
   without background gets scipy's distances from the virtual feature.
+* **Interpolation** (``shift``, ``zoom``, ``affine_transform``, ``rotate``, ``map_coordinates``,
+  ``spline_filter``, ``spline_filter1d``): the spline prefilter is one pass per spatial axis on chunks
+  holding whole lines along it (as the EDT's passes), in float64 as the single-array call filters; each
+  output block then evaluates with ``prefilter=False`` on the region of the coefficients its points reach
+  (the transformed corners of the block, or the extent of its coordinates, plus the spline's taps),
+  coordinates computed and mapped by the mode on the whole axis and shifted into the region exactly;
+  a region that reaches an end of an axis stops there, so the library's own folding of the taps applies
+  at the array's true border.  Bit for bit the single-array result for every order, mode and chunking;
+  the output's chunks are the input's (``output_chunks`` for zoom / affine_transform / rotate; the
+  coordinates' chunks for map_coordinates, whose extents are computed when it is called).
 * **Whole-axis ops** (the other distance transforms, ECT, grey reconstruction, and the
   parameter combinations the methods above do not cover): the spatial axes are
   rechunked into one chunk (batch axes keep their chunks), the op runs per
@@ -45,6 +55,11 @@ array whose computed value equals the ``ndforge.ndimage`` / ``ndforge.topology``
 * **Batches**: with ``batch_dims`` the leading axes are a batch; chunks along
   them run independently (``map_blocks``), ``sinkhorn`` over a chunked
   (pairs, bins) array likewise.
+* **Cohorts** (``preprocess_cohort``): ``ndforge preprocess``'s steps per file
+  on a ``dask.bag``, one report per file.
+* **One worker per GPU** (``gpu_cluster``): dask_cuda's ``LocalCUDACluster``
+  where installed, else one worker process per visible GPU; one kernel cache
+  directory for all (docs/dask.md).
 """
 
 import builtins
