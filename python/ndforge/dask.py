@@ -1749,9 +1749,10 @@ def gpu_cluster(n_workers=None, *, threads_per_worker=1, cache_dir=None, cpu_fal
     With dask_cuda installed: its ``LocalCUDACluster`` (``CUDA_VISIBLE_DEVICES`` rotated per worker, one GPU
     each; ``NDF_CACHE_DIR`` is set in this process's environment, which its workers inherit); otherwise a
     ``distributed.SpecCluster`` of worker processes (nannies), each started with ``CUDA_VISIBLE_DEVICES`` set
-    to its own GPU and ``NDF_CACHE_DIR`` to the shared directory.  No GPU: ``RuntimeError``, unless ``cpu_fallback`` (then a
-    LocalCluster of ``n_workers`` CPU worker processes, default 1).  ``kwargs`` go to the cluster.  Use it
-    with ``distributed.Client(cluster)``; CuPy chunks on the workers run on their GPU."""
+    to its own GPU and ``NDF_CACHE_DIR`` to the shared directory.  No GPU: ``RuntimeError``, unless
+    ``cpu_fallback`` (then a LocalCluster of ``n_workers`` CPU worker processes, default 1).  ``kwargs`` go
+    to the cluster.  Use it with ``distributed.Client(cluster)``; CuPy chunks on the workers run on their
+    GPU."""
     import os
     import tempfile
     import distributed
