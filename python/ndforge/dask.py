@@ -1349,7 +1349,7 @@ def _geometric(x, geom, out_sp, order, mode, cval, prefilter, dtype, nb, output_
     out = "%s-%s" % (name, token)
     dsk = {}
     for idx in itertools.product(*[range(len(c)) for c in chunks]):
-        ranges = [(int(starts[a][idx[a]]), int(starts[a][idx[a] + 1])) for a in range(x.ndim)]
+        ranges = [(int(starts[a][idx[a]]), int(starts[a][idx[a] + 1])) for a in range(len(chunks))]
         regs = regions(idx)
         spans = [[ranges[a]] for a in range(nb)] + [r["spans"] for r in regs]
         pieces = [_pieces(sbounds[a], spans[a]) for a in range(x.ndim)]

@@ -93,6 +93,25 @@ def test_affine_and_rotate():
             ndi.affine_transform(IMG, 3 * m, (-20, 15), order=4, mode="grid-wrap"))
 
 
+def test_small_axes_and_output_rank():
+    """Axes shorter than a tap's reach, a 1-D input, an output of another rank than the input's."""
+    rng = np.random.default_rng(12)
+    u16 = rng.integers(0, 60000, (8, 9)).astype(np.uint16)
+    m = [[0.5, 0.2, 0.1, 0.4], [0.3, -0.7, 0.9, -0.2]]
+    for k, mode in enumerate(MODES):
+        order = k % 6
+        for shape in ((1, 7), (3, 4)):
+            a = rng.random(shape)
+            _eq(nd.shift(da.from_array(a, chunks=1), (0.4, -1.6), order=order, mode=mode),
+                ndi.shift(a, (0.4, -1.6), order=order, mode=mode))
+        a1 = rng.random(13)
+        _eq(nd.zoom(da.from_array(a1, chunks=3), 2.3, order=order, mode=mode, output_chunks=4),
+            ndi.zoom(a1, 2.3, order=order, mode=mode))
+        _eq(nd.affine_transform(da.from_array(u16, chunks=(3, 4)), m, (1, 2), output_shape=(4, 5, 3, 2), order=order,
+                                mode=mode, output_chunks=(2, 2, 2, 1)),
+            ndi.affine_transform(u16, m, (1, 2), output_shape=(4, 5, 3, 2), order=order, mode=mode))
+
+
 def test_3d_dtypes_batch():
     chs = _chunkings(IMG3.shape, 4)
     for c, (order, mode) in enumerate([(3, "reflect"), (1, "constant"), (5, "grid-constant"), (0, "nearest")]):
