@@ -1612,9 +1612,7 @@ def _pp_step(step, x, mask, aff, o):
     if step == "foreground":  # BET's brain/background threshold: t2 + 0.1 (t98 - t2), a 0/1 float32 mask
         q = np.asarray(_host(intensity.percentile(x, [2, 98])), np.float64)
         thr = float(q[0] + 0.1 * (q[1] - q[0]))
-        xp = _xp(x)
-        return x, (x.astype(np.float64) > thr).astype(np.float32) if xp is np else \
-            (xp.asarray(x, np.float64) > thr).astype(np.float32), aff, {"threshold": thr}
+        return x, (x.astype(np.float64) > thr).astype(np.float32), aff, {"threshold": thr}
     if step == "normalize":
         masked = str(o["modality"]).lower() == "mri" and mask is not None
         y = pp.normalize(x, o["modality"], mask if masked else None, o["preset"], o["centre"], o["width"])

@@ -294,6 +294,14 @@ def test_preprocess_cohort(tmp_path):
         np.testing.assert_allclose(out.affine, a, atol=1e-5)
         assert r["shape"] == list(x.shape) and [s["step"] for s in r["steps"]] == ["reorient", "resample",
                                                                                 "foreground", "normalize", "crop"]
+    if _cupy() is not None:  # the same cohort on the GPU: the same shapes and affines, values to rounding
+        for r, g in zip(reps, nd.preprocess_cohort(files, "reorient,resample,foreground,normalize,crop", spacing=2.0,
+                                                   margin=1, device="cuda", return_arrays=True).compute()):
+            assert g["status"] == r["status"]
+            if r["status"] == "ok":
+                assert g["shape"] == r["shape"] and np.allclose(g["affine"], r["affine"])
+                np.testing.assert_allclose(_cupy().asnumpy(g["image"]), nib.load(r["output"]).get_fdata(),
+                                           rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError):
         nd.preprocess_cohort(files, "reorient,blur")
     r = nd.preprocess_cohort(files[:1], "crop").compute()[0]
