@@ -1,21 +1,27 @@
 #!/usr/bin/env python3
 """ndforge on Dask arrays against the single-array call and against dask-image, same volume, same chunks.
 
-    python3 bench/dask_bench.py [--size 1024] [--chunk 256] [--ops edt,label,opening,ecc]
+    python3 bench/dask_bench.py [--size 1024] [--chunk 256] [--ops edt,label,opening,ecc,zoom]
                                 [--scheduler threads|processes|synchronous] [--device cpu|cuda]
+                                [--case-timeout 120]
 
 The volume is uint8 noise (a seeded NumPy generator); label and EDT take its binary mask ``v > 200`` and
-``v > 20``, grey opening a 3^3 cube, ECC 64 thresholds.  Each case runs in a fresh process (its memory
-high-water mark is that process's peak RSS, input included); the time is the op plus the compute into
-one NumPy array (CuPy with --device cuda), the input already in memory.  Cases:
+``v > 20``, grey opening a 3^3 cube, ECC 64 thresholds, zoom a factor 0.5 at order 1.  Each case runs in
+a fresh process; before the timed call it runs the same call once on a volume of 1.5 chunks per axis
+(kernels compiled, caches warm).  The time is the op plus the compute into one array (NumPy, or CuPy with
+--device cuda, synchronized), the input already in memory (on the GPU with --device cuda).  Cases:
 
-  single   ndforge.ndimage / ndforge.topology on the whole array
-  ndforge  ndforge.dask on the chunked array
-  dask-image  dask_image.ndmeasure.label, ndfilters.minimum/maximum_filter (grey opening);
-           dask-image has no EDT and no ECC (n/a)
+  single      ndforge.ndimage / ndforge.topology on the whole array
+  ndforge     ndforge.dask on the chunked array
+  dask-image  dask_image.ndmeasure.label, ndfilters.minimum/maximum_filter (grey opening),
+              ndinterp.affine_transform (zoom; its own geometry, not compared); no EDT, no ECC (n/a)
 
-Prints a Markdown table: op, case, seconds, overhead vs single, peak RSS (GiB), equal to single
-(labels: the same component sizes, as dask-image numbers them otherwise; test_dask checks the numbers).
+Prints a Markdown table: op, case, seconds, overhead vs single, host peak RSS (GiB, the process's
+high-water mark, input included), with --device cuda the GPU memory high-water mark above the
+input (GiB: device memory in use, cudaMemGetInfo sampled every 2 ms during the call, which counts
+CuPy's pool and the library's own allocations) and CuPy's pool high-water (GiB), and whether the
+result equals the single call's (a fingerprint computed on the device; labels: the same component
+sizes, as dask-image numbers them otherwise -- test_dask checks ndforge's numbers).
 """
 
 import argparse
@@ -25,13 +31,14 @@ import os
 import resource
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
 
 
-def volume(n, device):
-    v = np.random.default_rng(0).integers(0, 256, (n, n, n), dtype=np.uint8)
+def volume(shape, device, seed=0):
+    v = np.frombuffer(np.random.default_rng(seed).bytes(int(np.prod(shape))), np.uint8).reshape(shape)
     if device == "cuda":
         import cupy
         return cupy.asarray(v)
@@ -46,43 +53,122 @@ def inputs(op, v):
     return v
 
 
-def run_case(op, case, n, chunk, scheduler, device):
-    import dask
+def fingerprint(r, op):
+    """A digest of an array computed where it lives: slabs of its bytes as uint32 words, weighted sums."""
+    xp = np
+    if not isinstance(r, np.ndarray):
+        import cupy as xp
+    if op == "label":  # the partition: sorted component sizes
+        sizes = xp.sort(xp.bincount(r.ravel())[1:])
+        h = sizes.get() if xp is not np else sizes
+        return hashlib.sha1(np.ascontiguousarray(h).tobytes()).hexdigest()
+    flat = xp.ascontiguousarray(r).reshape(-1).view(xp.uint8)
+    pad = (-flat.size) % 4
+    if pad:
+        flat = xp.concatenate([flat, xp.zeros(pad, xp.uint8)])
+    w = flat.view(xp.uint32)
+    step = 1 << 24
+    acc = []
+    for s in range(0, w.size, step):
+        part = w[s:s + step].astype(xp.uint64)
+        k = xp.arange(s, s + part.size, dtype=xp.uint64) % xp.uint64(65521) + xp.uint64(1)
+        acc.append(int((part * k).sum()))
+        acc.append(int(part.sum()))
+    return hashlib.sha1(json.dumps([r.shape, str(r.dtype), acc]).encode()).hexdigest()
+
+
+class GpuSampler:
+    """The device memory in use (cudaMemGetInfo) and CuPy's pool total, sampled every 2 ms on a thread."""
+
+    def __init__(self):
+        import cupy
+        self.cupy = cupy
+        self.base = self.used()
+        self.peak = self.base
+        self.pool_peak = cupy.get_default_memory_pool().total_bytes()
+        self.stop = threading.Event()
+        self.t = threading.Thread(target=self.run, daemon=True)
+
+    def used(self):
+        free, total = self.cupy.cuda.runtime.memGetInfo()
+        return total - free
+
+    def run(self):
+        pool = self.cupy.get_default_memory_pool()
+        while not self.stop.is_set():
+            self.peak = max(self.peak, self.used())
+            self.pool_peak = max(self.pool_peak, pool.total_bytes())
+            time.sleep(0.002)
+
+    def __enter__(self):
+        self.t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.t.join()
+        self.peak = max(self.peak, self.used())
+
+
+def call(op, case, v, chunk):
+    """The op of one case on volume v (chunked by chunk for the dask cases); the result computed."""
     import dask.array as da
-    dask.config.set(scheduler=scheduler)
-    if case == "dask-image":
-        import dask_image.ndfilters as dif
-        import dask_image.ndmeasure as dim
-    v = inputs(op, volume(n, device))
-    if case != "single":
-        x = da.from_array(v, chunks=chunk, asarray=False).persist()
     import ndforge.ndimage as ndi
     import ndforge.topology as topo
     import ndforge.dask as nd
-    t0 = time.perf_counter()
     if case == "single":
-        r = {"edt": lambda: ndi.distance_transform_edt(v), "label": lambda: ndi.label(v)[0],
-             "opening": lambda: ndi.grey_opening(v, size=3), "ecc": lambda: topo.ecc(v, 64)}[op]()
-    elif case == "ndforge":
-        r = {"edt": lambda: nd.distance_transform_edt(x), "label": lambda: nd.label(x)[0],
-             "opening": lambda: nd.grey_opening(x, size=3), "ecc": lambda: nd.ecc(x, 64)}[op]().compute()
-    else:
-        if op == "label":
-            r = dim.label(x)[0].compute()
-        elif op == "opening":
-            r = dif.maximum_filter(dif.minimum_filter(x, size=3), size=3).compute()
-        else:
-            return None
+        return {"edt": lambda: ndi.distance_transform_edt(v), "label": lambda: ndi.label(v)[0],
+                "opening": lambda: ndi.grey_opening(v, size=3), "ecc": lambda: topo.ecc(v, 64),
+                "zoom": lambda: ndi.zoom(v, 0.5, order=1)}[op]()
+    x = da.from_array(v, chunks=chunk, asarray=False)
+    if case == "ndforge":
+        return {"edt": lambda: nd.distance_transform_edt(x), "label": lambda: nd.label(x)[0],
+                "opening": lambda: nd.grey_opening(x, size=3), "ecc": lambda: nd.ecc(x, 64),
+                "zoom": lambda: nd.zoom(x, 0.5, order=1)}[op]().compute()
+    import dask_image.ndfilters as dif
+    import dask_image.ndmeasure as dim
+    if op == "label":
+        return dim.label(x)[0].compute()
+    if op == "opening":
+        return dif.maximum_filter(dif.minimum_filter(x, size=3), size=3).compute()
+    if op == "zoom":
+        import dask_image.ndinterp as dii
+        out = tuple(int(round(s * 0.5)) for s in v.shape)
+        return dii.affine_transform(x, np.diag([2.0] * v.ndim), output_shape=out, order=1,
+                                    output_chunks=chunk).compute()
+    return None
+
+
+def run_case(op, case, n, chunk, scheduler, device):
+    import dask
+    dask.config.set(scheduler=scheduler)
+    if case == "dask-image" and op in ("edt", "ecc"):
+        return None
+    sync = lambda: None  # noqa: E731
     if device == "cuda":
         import cupy
-        cupy.cuda.Device().synchronize()
+        sync = cupy.cuda.Device().synchronize
+    warm = inputs(op, volume((min(n, chunk + chunk // 2),) * 3, device, seed=1))
+    call(op, case, warm, chunk)
+    sync()
+    del warm
+    v = inputs(op, volume((n, n, n), device))
+    sync()
+    sampler = GpuSampler() if device == "cuda" else None
+    if sampler is not None:
+        sampler.__enter__()
+    t0 = time.perf_counter()
+    r = call(op, case, v, chunk)
+    sync()
     t = time.perf_counter() - t0
-    h = np.ascontiguousarray(r.get() if hasattr(r, "get") else np.asarray(r))
-    digest = hashlib.sha1(h.tobytes()).hexdigest()
-    if op == "label":  # dask-image numbers the components otherwise: compare the partitions by their sizes
-        digest = hashlib.sha1(np.sort(np.bincount(h.ravel().astype(np.int64))[1:]).tobytes()).hexdigest()
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20
-    return dict(seconds=t, rss_gib=rss, digest=digest)
+    if sampler is not None:
+        sampler.__exit__()
+    out = dict(seconds=t, rss_gib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20,
+               digest=None if op == "zoom" and case == "dask-image" else fingerprint(r, op))
+    if sampler is not None:
+        out["gpu_gib"] = (sampler.peak - sampler.base) / 2 ** 30
+        out["pool_gib"] = sampler.pool_peak / 2 ** 30
+    return out
 
 
 def main():
@@ -90,36 +176,48 @@ def main():
     ap.add_argument("--size", type=int, default=1024)
     ap.add_argument("--chunk", type=int, default=256)
     ap.add_argument("--ops", default="edt,label,opening,ecc")
+    ap.add_argument("--cases", default="single,ndforge,dask-image")
     ap.add_argument("--scheduler", default="threads")
     ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    ap.add_argument("--case-timeout", type=float, default=120.0, help="seconds a case may take (then: timeout)")
     ap.add_argument("--case", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.case:
         op, case = a.case.split(":")
         print(json.dumps(run_case(op, case, a.size, a.chunk, a.scheduler, a.device)))
         return
+    gpu = a.device == "cuda"
     print("volume %d^3 uint8, chunks %d^3, scheduler %s, device %s, %d CPUs" % (
         a.size, a.chunk, a.scheduler, a.device, os.cpu_count()))
-    print("| op | case | s | x single | peak RSS GiB | equal to single |")
-    print("|---|---|---|---|---|---|")
+    print("| op | case | s | x single | host peak RSS GiB |%s equal to single |" % (
+        " GPU peak above input GiB | CuPy pool peak GiB |" if gpu else ""))
+    print("|---|---|---|---|---|%s---|" % ("---|---|" if gpu else ""))
+    empty = " | |" if gpu else ""
     for op in a.ops.split(","):
         base = None
-        for case in ("single", "ndforge", "dask-image"):
+        for case in a.cases.split(","):
             cmd = [sys.executable, __file__, "--size", str(a.size), "--chunk", str(a.chunk), "--scheduler",
                    a.scheduler, "--device", a.device, "--case", "%s:%s" % (op, case)]
-            p = subprocess.run(cmd, capture_output=True, text=True)
+            try:
+                p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.case_timeout)
+            except subprocess.TimeoutExpired:
+                print("| %s | %s | timeout (> %g s) | | |%s |" % (op, case, a.case_timeout, empty), flush=True)
+                continue
             if p.returncode:
-                print("| %s | %s | failed: %s | | | |" % (op, case, p.stderr.strip().splitlines()[-1:]))
+                print("| %s | %s | failed: %s | | |%s |" % (op, case, p.stderr.strip().splitlines()[-1:], empty),
+                      flush=True)
                 continue
             r = json.loads(p.stdout.strip().splitlines()[-1])
             if r is None:
-                print("| %s | %s | n/a | | | |" % (op, case))
+                print("| %s | %s | n/a | | |%s |" % (op, case, empty), flush=True)
                 continue
             if case == "single":
                 base = r
-            same = "" if base is None or case == "single" else ("yes" if r["digest"] == base["digest"] else "no")
+            same = "" if base is None or case == "single" or r["digest"] is None else (
+                "yes" if r["digest"] == base["digest"] else "no")
             ratio = "" if base is None else "%.2f" % (r["seconds"] / base["seconds"])
-            print("| %s | %s | %.3f | %s | %.2f | %s |" % (op, case, r["seconds"], ratio, r["rss_gib"], same),
+            g = " %.2f | %.2f |" % (r["gpu_gib"], r["pool_gib"]) if gpu else ""
+            print("| %s | %s | %.3f | %s | %.2f |%s %s |" % (op, case, r["seconds"], ratio, r["rss_gib"], g, same),
                   flush=True)
 
 

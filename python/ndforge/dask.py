@@ -37,6 +37,16 @@ array whose computed value equals the ``ndforge.ndimage`` / ``ndforge.topology``
   hold whole lines along that axis only (``ndforge.ndimage.distance_edt_pass``
   carries the squared distances and the features between passes); an image
   without background gets scipy's distances from the virtual feature.
+* **Interpolation** (``shift``, ``zoom``, ``affine_transform``, ``rotate``, ``map_coordinates``,
+  ``spline_filter``, ``spline_filter1d``): the spline prefilter is one pass per spatial axis on chunks
+  holding whole lines along it (as the EDT's passes), in float64 as the single-array call filters; each
+  output block then evaluates with ``prefilter=False`` on the region of the coefficients its points reach
+  (the transformed corners of the block, or the extent of its coordinates, plus the spline's taps),
+  coordinates computed and mapped by the mode on the whole axis and shifted into the region exactly;
+  a region that reaches an end of an axis stops there, so the library's own folding of the taps applies
+  at the array's true border.  Bit for bit the single-array result for every order, mode and chunking;
+  the output's chunks are the input's (``output_chunks`` for zoom / affine_transform / rotate; the
+  coordinates' chunks for map_coordinates, whose extents are computed when it is called).
 * **Whole-axis ops** (the other distance transforms, ECT, grey reconstruction, and the
   parameter combinations the methods above do not cover): the spatial axes are
   rechunked into one chunk (batch axes keep their chunks), the op runs per
@@ -45,6 +55,11 @@ array whose computed value equals the ``ndforge.ndimage`` / ``ndforge.topology``
 * **Batches**: with ``batch_dims`` the leading axes are a batch; chunks along
   them run independently (``map_blocks``), ``sinkhorn`` over a chunked
   (pairs, bins) array likewise.
+* **Cohorts** (``preprocess_cohort``): ``ndforge preprocess``'s steps per file
+  on a ``dask.bag``, one report per file.
+* **One worker per GPU** (``gpu_cluster``): dask_cuda's ``LocalCUDACluster``
+  where installed, else one worker process per visible GPU; one kernel cache
+  directory for all (docs/dask.md).
 """
 
 import builtins
@@ -760,9 +775,10 @@ def distance_transform_edt(input, sampling=None, return_distances=True, return_i
     st = x.map_blocks(_edt_start, batch_dims=batch_dims, shape=x.shape, features=return_indices,
                       new_axis=0, chunks=((nst,),) + x.chunks, dtype=np.float64,
                       meta=_meta(x._meta, np.float64, x.ndim + 1))
+    st0 = st
     for d in range(nsp):
         a = 1 + batch_dims + d
-        st = st.rechunk({a: -1}).map_blocks(_edt_pass_block, axis=a - 1, sampling=samp[d], dtype=np.float64)
+        st = _lines(st, a, st0.chunks).map_blocks(_edt_pass_block, axis=a - 1, sampling=samp[d], dtype=np.float64)
     st = st.rechunk(((nst,),) + x.chunks)
     spatial = tuple(range(batch_dims, x.ndim))
     has_bg = (x == 0).any(axis=spatial, keepdims=True)
@@ -996,3 +1012,774 @@ for _name in _LINEAR:
     if hasattr(_ndi, _name):
         globals()[_name] = _make_linear(_name)
         __all__.append(_name)
+
+
+# --- interpolation ----------------------------------------------------------------------------
+#
+# The single-array call computes, per output point, an input coordinate per axis (the transform's
+# double arithmetic), maps a coordinate outside the axis back by the mode (or returns cval), and sums
+# the order + 1 taps per axis of the source (the input, or its float64 spline coefficients, padded by
+# 12 samples per side in the nearest and grid-constant modes), taps beyond an end folded by the mode.
+# Chunked: the coefficients come from line passes (each spatial axis made whole in turn); each output
+# block then evaluates with prefilter=False on the region of the source its points reach.  Its
+# coordinates are computed as the library computes them and mapped by the mode on the whole axis, then
+# shifted into the region's frame; the shift is by an integer no larger than the coordinate, so it is
+# exact and the taps' weights (from the coordinate's fraction) are unchanged.  A region that reaches an
+# end of an axis starts or stops exactly there, so the library folds the taps there as on the whole
+# array; grid-wrap folds across the axis, so its region carries the far end's three samples after it.
+
+_HUGE = 4503599627370496.0  # coordinates at least this large are treated as non-finite (2^52)
+_MAPPED = ("constant", "mirror", "reflect", "wrap", "grid-wrap")  # modes that map a coordinate back
+_NPAD = 12
+
+
+def _interp_mode_name(mode):
+    if not isinstance(mode, str):
+        raise RuntimeError("boundary mode not supported")
+    return "reflect" if mode == "grid-mirror" else mode
+
+
+def _map_coord(x, n, mode, xp):
+    """The library's mapping of coordinates outside [0, n-1] back into the axis (-1: constant outside), in
+    its double arithmetic; x finite and below 2^52 in magnitude."""
+    lo, hi = x < 0, x > n - 1
+    if mode == "constant":
+        return xp.where(lo | hi, -1.0, x)
+    if n <= 1:
+        return xp.where(lo | hi, 0.0, x)
+    if mode == "mirror":
+        p = 2 * n - 2
+        a = x + p * xp.trunc(-x / p)
+        a = xp.where(a <= 1 - n, a + p, -a)
+        b = x - p * xp.trunc(x / p)
+        b = xp.where(b >= n, p - b, b)
+    elif mode == "reflect":
+        p = 2 * n
+        a = xp.where(x < -p, x + p * xp.trunc(-x / p), x)
+        a = xp.where(a < -n, a + p, xp.where(a > -1e-15, 1e-15, -a) - 1)
+        b = x - p * xp.trunc(x / p)
+        b = xp.where(b >= n, (p - b) - 1, b)
+    elif mode == "wrap":
+        a = x + (n - 1) * (xp.trunc(-x / (n - 1)) + 1)
+        b = x - (n - 1) * xp.trunc(x / (n - 1))
+    else:  # grid-wrap
+        a = x + n * (xp.trunc((-1 - x) / n) + 1)
+        b = x - n * xp.trunc(x / n)
+    return xp.where(lo, a, xp.where(hi, b, x))
+
+
+def _mapped_range(cc, n, mode):
+    """(min, max) of the mapped coordinates that reach the source (None: none does), host arrays."""
+    with np.errstate(all="ignore"):
+        ok = np.abs(cc) < _HUGE
+        if mode in _MAPPED:
+            m = _map_coord(np.where(ok, cc, 0.0), n, mode, np)
+            ok &= m > -1.0
+            cc = m
+    if not ok.any():
+        return None
+    return float(cc[ok].min()), float(cc[ok].max())
+
+
+def _region(rng, n, mode, margin=0.0):
+    """The region of an axis of n samples that coordinates in rng = (min, max) need: dict(s=first sample,
+    spans=[(start, stop), ...] in the order the region holds them).  At least 5 samples (the library's
+    fold at an end needs them), the whole axis where it would reach both ends."""
+    if rng is None:
+        a, b = 0, min(n, 5)
+    else:
+        lo = min(max(rng[0] - margin, -10.0), n + 10.0)
+        hi = min(max(rng[1] + margin, -10.0), n + 10.0)
+        a = min(max(int(np.floor(lo)) - 4, 0), n)
+        b = min(max(int(np.floor(hi)) + 6, a), n)
+        if b - a < 5:
+            b = min(n, a + 5)
+            a = max(0, b - 5)
+    whole = dict(s=0, spans=[(0, n)], whole=True)
+    if n <= 5 or (a == 0 and b == n):
+        return whole
+    spans = [(a, b)]
+    if mode == "grid-wrap":  # the taps beyond one end read the other end's first three samples
+        if a == 0:
+            if b > n - 3:
+                return whole
+            spans.append((n - 3, n))
+        else:
+            if a < 3:
+                return whole
+            spans.append((0, 3))
+    return dict(s=a, spans=spans, whole=False)
+
+
+def _region_coords(cc, reg, n, mode, xp):
+    """Coordinates along one axis in the region's frame: the library, evaluating on the region, maps them
+    to the whole axis's mapped coordinates shifted by the region's start (NaN: the point returns cval, or
+    NaN in the unmapped modes, at once)."""
+    if reg["whole"]:
+        return cc
+    s = float(reg["s"])
+    with np.errstate(all="ignore"):
+        bad = ~(xp.abs(cc) < _HUGE)
+        if mode in _MAPPED:
+            m = _map_coord(xp.where(bad, 0.0, cc), n, mode, xp)
+            bad = bad | ~(m > -1.0)
+            y = m - s
+            if mode == "reflect":  # in (-1, 0) only at the axis's start (s = 0): the library maps -m-1 back to m
+                y = xp.where(m < 0, -m - 1.0, y)
+        else:
+            y = cc - s
+    return xp.where(bad, xp.nan, y)
+
+
+def _pieces(bounds, spans):
+    """(block, local start, local stop) covering the global spans in order, for chunk bounds ``bounds``."""
+    out = []
+    for a, b in spans:
+        j = int(np.searchsorted(bounds, a, side="right")) - 1
+        while a < b:
+            e = min(b, int(bounds[j + 1]))
+            out.append((j, a - int(bounds[j]), e - int(bounds[j])))
+            a, j = e, j + 1
+    return out
+
+
+def _paste(blocks, pieces):
+    """The region made of the blocks (their product order over the per-axis pieces)."""
+    combos = list(itertools.product(*pieces))
+    if len(combos) == 1:
+        return blocks[0][tuple(slice(p[1], p[2]) for p in combos[0])]
+    xp = _xp(blocks[0])
+    starts = [np.concatenate([[0], np.cumsum([p[2] - p[1] for p in ps])]) for ps in pieces]
+    region = xp.empty(tuple(int(s[-1]) for s in starts), blocks[0].dtype)
+    for blk, idx in zip(blocks, itertools.product(*[range(len(ps)) for ps in pieces])):
+        p = [pieces[a][k] for a, k in enumerate(idx)]
+        dst = tuple(slice(int(starts[a][k]), int(starts[a][k]) + q[2] - q[1]) for a, (k, q) in enumerate(zip(idx, p)))
+        region[dst] = blk[tuple(slice(q[1], q[2]) for q in p)]
+    return region
+
+
+def _sep_coord(geom, d, o):
+    """Axis d's coordinates of the output indices o (float64) for a zoom / shift transform."""
+    c = o
+    if geom["shift"] is not None:
+        c = c + geom["shift"][d]
+    if geom["zoom"] is not None:
+        z = geom["zoom"][d]
+        c = (c + 0.5) * z - 0.5 if geom["grid_mode"] else c * z
+    return c
+
+
+def _transform_coords(geom, ranges, xp):
+    """The input coordinates (one array per input spatial axis, broadcastable to the block) of the output
+    points in ``ranges`` (per output spatial axis: start, stop), in the library's double arithmetic."""
+    nd = len(ranges)
+    o = [xp.arange(a, b, dtype=np.float64).reshape((-1,) + (1,) * (nd - 1 - k)) for k, (a, b) in enumerate(ranges)]
+    if geom["kind"] == "sep":
+        return [_sep_coord(geom, d, o[d]) for d in range(nd)]
+    m, off = geom["matrix"], geom["offset"]
+    out = []
+    for h in range(m.shape[0]):
+        t = o[0] * float(m[h, 0])
+        for k in range(1, nd):
+            t = t + o[k] * float(m[h, k])
+        out.append(t + float(off[h]))
+    return out
+
+
+_SLAB = 1 << 21  # output points per library call of a block (bounds the coordinates' memory)
+
+
+def _interp_block(spec, geom, ranges, regs, pieces, blocks, coords=None):
+    """One output block: its region of the source, its coordinates in the region's frame, the library's
+    map_coordinates with prefilter=False, slab by slab along the first output spatial axis."""
+    region = _paste(blocks, pieces)
+    xp = _xp(region)
+    nb, npad, mode, nsrc = spec["nb"], spec["npad"], spec["mode"], spec["nsrc"]
+    sp = ranges[nb:]
+    shape = tuple(b - a for a, b in ranges)
+    out = xp.empty(shape, spec["dtype"])
+    if out.size == 0:
+        return out
+    per = int(np.prod([b - a for a, b in sp[1:]], dtype=np.int64))
+    step = max(1, _SLAB // max(per, 1))
+    for r0 in range(sp[0][0], sp[0][1], step):
+        r1 = min(sp[0][1], r0 + step)
+        sub = [(r0, r1)] + list(sp[1:])
+        if coords is None:
+            cs = _transform_coords(geom, sub, xp)
+        else:
+            blk = xp.asarray(coords[(slice(None), slice(r0 - sp[0][0], r1 - sp[0][0]))])
+            cs = [blk[h].astype(np.float64) for h in range(blk.shape[0])]
+        ys = []
+        for h, c in enumerate(cs):
+            cc = c + float(npad) if npad else c
+            ys.append(_region_coords(cc, regs[h], nsrc[h], mode, xp))
+        sshape = tuple(b - a for a, b in sub)
+        y = xp.stack([xp.broadcast_to(v, sshape) for v in ys])
+        r = _ndi.map_coordinates(region, y, output=spec["dtype"], order=spec["order"], mode=mode, cval=spec["cval"],
+                                 prefilter=False, batch_dims=nb)
+        out[(slice(None),) * nb + (slice(r0 - sp[0][0], r1 - sp[0][0]),)] = r
+    return out
+
+
+def _pad_value(dtype, cval):
+    """cval as the library pads with it in the grid-constant mode: in the input's dtype (C's casts)."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return np.bool_(cval != 0)
+    if dtype.kind == "f":
+        return dtype.type(cval)
+    v = int(cval) if -9223372036854775808.0 < cval < 9223372036854775808.0 else -(1 << 63)
+    return np.array(v, np.int64).astype(dtype)[()]
+
+
+def _source_dtype(dt):
+    """The dtype the library reads an input of dtype dt as (float16 through float32; unread ones as float64)."""
+    from . import _interp
+    dt = np.dtype(dt)
+    if dt == np.float16:
+        return np.dtype(np.float32)
+    return dt if dt in _interp._READS else np.dtype(np.float64)
+
+
+def _lines(x, axis, chunks):
+    """x rechunked to hold whole lines along axis, the other axes chunked as ``chunks``."""
+    return x.rechunk(tuple(-1 if b == axis else chunks[b] for b in range(x.ndim)))
+
+
+def _spline_passes(x, order, mode, axes, dtype):
+    """spline_filter1d along each axis in turn, each pass on chunks holding whole lines along its axis."""
+    chunks = x.chunks
+    for a in axes:
+        f = functools.partial(_ndi.spline_filter1d, order=order, axis=a, output=dtype, mode=mode)
+        x = _lines(x, a, chunks).map_blocks(f, dtype=dtype, meta=_meta(x._meta, dtype))
+    return x
+
+
+def _coefficients(x, order, mode, cval, nb):
+    """The spline coefficients the single-array call interpolates (float64; padded by 12 samples per
+    spatial side in the nearest and grid-constant modes), as a dask array."""
+    if mode in ("nearest", "grid-constant"):
+        value = _pad_value(x.dtype, cval)
+        for a in range(nb, x.ndim):  # edge samples or cval, by slices and concatenation (NumPy or CuPy blocks)
+            ends = [x[(slice(None),) * a + (slice(0, 1),)], x[(slice(None),) * a + (slice(x.shape[a] - 1, None),)]]
+            if mode == "grid-constant":
+                ends = [e.map_blocks(lambda b: _xp(b).full_like(b, value)) for e in ends]
+            x = da.concatenate([ends[0]] * _NPAD + [x] + [ends[1]] * _NPAD, axis=a)
+    return _spline_passes(x, order, mode, range(nb, x.ndim), np.dtype(np.float64))
+
+
+def _out_chunks(x, nb, out_sp, output_chunks):
+    if output_chunks is None:
+        if tuple(out_sp) == tuple(x.shape[nb:]):
+            return x.chunks
+        output_chunks = tuple(max(c) if c else 1 for c in x.chunks[nb:])
+    ch = da.core.normalize_chunks(output_chunks, tuple(out_sp), dtype=x.dtype)
+    return x.chunks[:nb] + tuple(ch)
+
+
+def _geometric(x, geom, out_sp, order, mode, cval, prefilter, dtype, nb, output_chunks, coords=None,
+            name="ndforge-interp"):
+    """The chunked transform: geom gives the coordinates (kind 'sep': per axis zoom and shift; 'affine':
+    matrix and offset; 'coords': the coordinates array ``coords``, chunked as the output)."""
+    mode = _interp_mode_name(mode)
+    src = x.astype(_source_dtype(x.dtype)) if _source_dtype(x.dtype) != x.dtype else x
+    filtered = bool(prefilter) and order > 1
+    npad = _NPAD if filtered and mode in ("nearest", "grid-constant") else 0
+    src = _coefficients(src, order, mode, cval, nb) if filtered else src
+    nsp = x.ndim - nb
+    nsrc = [int(s) for s in src.shape[nb:]]
+    if coords is not None:
+        chunks = x.chunks[:nb] + coords.chunks[1:]
+    else:
+        chunks = _out_chunks(x, nb, out_sp, output_chunks)
+    starts = [np.concatenate([[0], np.cumsum(c)]).astype(np.int64) for c in chunks]
+    sbounds = [np.concatenate([[0], np.cumsum(c)]).astype(np.int64) for c in src.chunks]
+    spec = dict(nb=nb, npad=npad, mode=mode, nsrc=nsrc, order=int(order), cval=float(cval), dtype=np.dtype(dtype))
+    bounds = None
+    if coords is not None:  # the extent of every block of coordinates, computed now
+        def ext(b):
+            b = _host(b).astype(np.float64).reshape(b.shape[0], -1)
+            with np.errstate(all="ignore"):
+                ok = np.abs(b) < _HUGE
+                lo = np.where(ok, b, np.inf).min(axis=1) if b.shape[1] else np.full(b.shape[0], np.inf)
+                hi = np.where(ok, b, -np.inf).max(axis=1) if b.shape[1] else np.full(b.shape[0], -np.inf)
+            return np.stack([lo, hi]).reshape((2, b.shape[0]) + (1,) * (coords.ndim - 1))
+        ex = coords.map_blocks(ext, chunks=((2,), (nsp,)) + tuple((1,) * len(c) for c in coords.chunks[1:]),
+                               new_axis=0, dtype=np.float64, meta=np.empty((0,) * (coords.ndim + 1)))
+        bounds = np.asarray(ex.compute())
+    sep_regs = {}
+
+    def regions(idx):
+        sp_idx = idx[nb:]
+        ranges = [(int(starts[nb + k][sp_idx[k]]), int(starts[nb + k][sp_idx[k] + 1])) for k in range(len(sp_idx))]
+        if geom["kind"] == "sep":
+            regs = []
+            for d in range(nsp):
+                key = (d, sp_idx[d])
+                if key not in sep_regs:
+                    c = _sep_coord(geom, d, np.arange(*ranges[d], dtype=np.float64))
+                    c = c + float(npad) if npad else c
+                    sep_regs[key] = _region(_mapped_range(c, nsrc[d], mode), nsrc[d], mode)
+                regs.append(sep_regs[key])
+            return regs
+        if geom["kind"] == "affine":
+            corners = np.array(list(itertools.product(*[(a, max(a, b - 1)) for a, b in ranges])), np.float64)
+            cs = [(corners * geom["matrix"][h]).sum(axis=1) + geom["offset"][h] + npad for h in range(nsp)]
+            lohi = [(float(c.min()), float(c.max())) for c in cs]
+        else:
+            sl = (slice(None), slice(None)) + tuple(sp_idx)
+            lo, hi = bounds[sl].reshape(2, nsp)
+            lohi = [None if lo[h] > hi[h] else (float(lo[h]) + npad, float(hi[h]) + npad) for h in range(nsp)]
+        regs = []
+        for h in range(nsp):
+            n = nsrc[h]
+            r = lohi[h]
+            if r is not None and mode in _MAPPED:
+                if mode == "constant":  # coordinates outside the axis give cval: only those inside need samples
+                    r = None if r[1] < 0 or r[0] > n - 1 else (max(r[0], 0.0), min(r[1], n - 1.0))
+                elif r[0] < 1e-3 or r[1] > n - 1 - 1e-3:  # folded somewhere: the whole axis
+                    regs.append(dict(s=0, spans=[(0, n)], whole=True))
+                    continue
+            regs.append(_region(r, n, mode, margin=1e-3))
+        return regs
+
+    token = tokenize(name, src.name, geom["kind"], {k: v for k, v in geom.items() if k != "kind"}, spec, chunks,
+                     None if coords is None else coords.name)
+    out = "%s-%s" % (name, token)
+    dsk = {}
+    for idx in itertools.product(*[range(len(c)) for c in chunks]):
+        ranges = [(int(starts[a][idx[a]]), int(starts[a][idx[a] + 1])) for a in range(len(chunks))]
+        regs = regions(idx)
+        spans = [[ranges[a]] for a in range(nb)] + [r["spans"] for r in regs]
+        pieces = [_pieces(sbounds[a], spans[a]) for a in range(x.ndim)]
+        keys = [(src.name,) + tuple(p[0] for p in combo) for combo in itertools.product(*pieces)]
+        task = functools.partial(_interp_block, spec, geom, ranges, regs, pieces)
+        if coords is None:
+            dsk[(out,) + idx] = (task, keys)
+        else:
+            dsk[(out,) + idx] = (task, keys, (coords.name, 0) + idx[nb:])
+    deps = [src] + ([] if coords is None else [coords])
+    graph = HighLevelGraph.from_collections(out, dsk, dependencies=deps)
+    return da.Array(graph, out, chunks=chunks, meta=_meta(x._meta, dtype, len(chunks)))
+
+
+def _probe_dtype(x, nb, output, order, mode, cval):
+    """The single-array call's checks of dtype, output, order and mode, and its output dtype."""
+    from . import _interp
+    nsp = x.ndim - nb
+    probe = np.zeros((1,) * x.ndim, x.dtype)
+    r = _interp.map_coordinates(probe, np.zeros((nsp, 1)), output=_out_dtype(x, output), order=order, mode=mode,
+                                cval=cval, prefilter=False, batch_dims=nb)
+    return r.dtype
+
+
+def spline_filter1d(input, order=3, axis=-1, output=np.float64, mode="mirror"):
+    """ndforge.ndimage.spline_filter1d on a dask array: the lines along ``axis`` are made whole in a chunk."""
+    x = _as_dask(input)
+    dtype = _ndi.spline_filter1d(np.zeros((2,) * x.ndim, x.dtype), order, axis, _out_dtype(x, output), mode).dtype
+    return _spline_passes(x, order, mode, [axis % x.ndim], dtype).rechunk(x.chunks)
+
+
+def spline_filter(input, order=3, output=np.float64, mode="mirror", *, batch_dims=0):
+    """ndforge.ndimage.spline_filter on a dask array: one pass per spatial axis, each on chunks holding whole
+    lines along it (bit for bit the single-array passes)."""
+    from . import _interp
+    x = _as_dask(input)
+    want = _ndi.spline_filter(np.zeros((2,) * x.ndim, x.dtype), order, _out_dtype(x, output), mode,
+                              batch_dims=batch_dims).dtype
+    work = want if _interp._writes(want) else np.dtype(np.float64)  # written in float64, converted at the end
+    r = _spline_passes(x, order, mode, range(batch_dims, x.ndim), work)
+    if work != want:
+        r = r.astype(want)
+    return r.rechunk(x.chunks)
+
+
+def _sep_geom(zoom=None, shift=None, grid_mode=False):
+    return dict(kind="sep", zoom=None if zoom is None else tuple(float(v) for v in zoom),
+                shift=None if shift is None else tuple(float(v) for v in shift), grid_mode=bool(grid_mode))
+
+
+def _per_axis_values(v, n):
+    vals = [float(t) for t in np.atleast_1d(np.asarray(_host(v), dtype=np.float64))]
+    if len(vals) not in (1, n):
+        raise RuntimeError("sequence argument must have length equal to input rank")
+    return vals * n if len(vals) == 1 else vals
+
+
+def shift(input, shift, output=None, order=3, mode="constant", cval=0.0, prefilter=True, *, batch_dims=0):
+    """ndforge.ndimage.shift on a dask array (exact for any chunking; output chunks are the input's)."""
+    x = _as_dask(input)
+    dtype = _probe_dtype(x, batch_dims, output, order, mode, cval)
+    nsp = x.ndim - batch_dims
+    sh = [-v for v in _per_axis_values(shift, nsp)]
+    return _geometric(x, _sep_geom(shift=sh), x.shape[batch_dims:], order, mode, cval, prefilter, dtype, batch_dims,
+                   None, name="ndforge-shift")
+
+
+def zoom(input, zoom, output=None, order=3, mode="constant", cval=0.0, prefilter=True, *, grid_mode=False,
+         batch_dims=0, output_chunks=None):
+    """ndforge.ndimage.zoom on a dask array (exact for any chunking).  ``output_chunks``: the output's chunks
+    along the spatial axes (default: the input's chunk size)."""
+    from . import _interp
+    from ._core import C
+    x = _as_dask(input)
+    dtype = _probe_dtype(x, batch_dims, output, order, mode, cval)
+    nsp = x.ndim - batch_dims
+    z = np.atleast_1d(np.asarray(_host(zoom), dtype=np.float64))
+    n, vals = _interp._offsets(z, nsp)
+    shape = _interp._shape_from(C["ndf_zoom_shape"], x.shape, batch_dims, n, vals)
+    out_sp = shape[batch_dims:]
+    factors = []
+    for d in range(nsp):
+        num, div = x.shape[batch_dims + d], out_sp[d]
+        if not grid_mode:
+            num, div = num - 1, div - 1
+        factors.append(float(num) / float(div) if div != 0 else 1.0)
+    return _geometric(x, _sep_geom(zoom=factors, grid_mode=grid_mode), out_sp, order, mode, cval, prefilter, dtype,
+                   batch_dims, output_chunks, name="ndforge-zoom")
+
+
+def affine_transform(input, matrix, offset=0.0, output_shape=None, output=None, order=3, mode="constant",
+                     cval=0.0, prefilter=True, *, batch_dims=0, output_chunks=None):
+    """ndforge.ndimage.affine_transform on a dask array (exact for any chunking: each output block reads the
+    region its transformed corners reach).  ``output_chunks`` as for zoom."""
+    x = _as_dask(input)
+    nb = batch_dims
+    nsp = x.ndim - nb
+    m = np.asarray(_host(matrix), dtype=np.float64)
+    if output_shape is None:
+        output_shape = x.shape[nb:]
+    output_shape = tuple(int(s) for s in output_shape)
+    # the single-array call checks the matrix, offset and output shape on a small probe
+    probe = np.zeros((1,) * x.ndim, x.dtype)
+    dtype = _ndi.affine_transform(probe, m, offset, output_shape=(1,) * len(output_shape),
+                                  output=_out_dtype(x, output), order=order, mode=mode, cval=cval, prefilter=False,
+                                  batch_dims=nb).dtype
+    if m.ndim == 1:
+        zm = list(m) * nsp if len(m) == 1 else list(m)
+        off = _per_axis_values(offset, nsp)
+        geom = _sep_geom(zoom=zm, shift=[off[h] / zm[h] for h in range(nsp)])
+    else:
+        if m.shape[1] == nsp + 1 and m.shape[0] in (nsp, nsp + 1):
+            off, m = list(m[:nsp, nsp]), m[:nsp, :nsp]
+        else:
+            off = _per_axis_values(offset, nsp)
+        geom = dict(kind="affine", matrix=np.ascontiguousarray(m), offset=np.asarray(off, np.float64))
+    return _geometric(x, geom, output_shape, order, mode, cval, prefilter, dtype, nb, output_chunks,
+                   name="ndforge-affine_transform")
+
+
+_DG_SIN = (1.58962301572218447952E-10, -2.50507477628503540135E-8, 2.75573136213856773549E-6,
+           -1.98412698295895384658E-4, 8.33333333332211858862E-3, -1.66666666666666307295E-1)
+_DG_COS = (1.13678171382044553091E-11, -2.08758833757683644217E-9, 2.75573155429816611547E-7,
+           -2.48015872936186303776E-5, 1.38888888888806666760E-3, -4.16666666666666348141E-2,
+           4.99999999999999999798E-1)
+
+
+def _sincos_deg(a):
+    """sin and cos of a in degrees as the library computes them for rotate (Cephes' sindg / cosdg)."""
+    import math
+    x = abs(a)
+    if x > 1.0e14:
+        return 0.0, 0.0
+    y = math.floor(x / 45.0)
+    j = int(y - math.ldexp(math.floor(math.ldexp(y, -4)), 4))
+    if j & 1:
+        j += 1
+        y += 1.0
+    j &= 7
+    flip = j > 3
+    if flip:
+        j -= 4
+    z = (x - y * 45.0) * 1.74532925199432957692E-2
+    zz = z * z
+
+    def poly(v, c):
+        t = c[0]
+        for k in c[1:]:
+            t = t * v + k
+        return t
+    ps = z + z * (zz * poly(zz, _DG_SIN))
+    pc = 1.0 - zz * poly(zz, _DG_COS)
+    s, c = (pc, ps) if j in (1, 2) else (ps, pc)
+    if flip != (a < 0):
+        s = -s
+    if flip != (j > 1):
+        c = -c
+    return s, c
+
+
+def rotate(input, angle, axes=(1, 0), reshape=True, output=None, order=3, mode="constant", cval=0.0,
+           prefilter=True, *, batch_dims=0, output_chunks=None):
+    """ndforge.ndimage.rotate on a dask array (exact for any chunking; the axes off the plane are batch
+    axes, each chunk of them rotated on its own).  ``output_chunks`` as for zoom."""
+    from . import _interp
+    from ._core import C
+    x = _as_dask(input)
+    nb = batch_dims
+    # the single-array call checks the arguments on a small probe
+    dtype = _ndi.rotate(np.zeros((2,) * x.ndim, x.dtype), angle, axes, reshape, _out_dtype(x, output), order, mode,
+                        cval, prefilter=False, batch_dims=nb).dtype
+    nsp = x.ndim - nb
+    a0, a1 = sorted(int(a) % nsp for a in axes)
+    shape = _interp._shape_from(C["ndf_rotate_shape"], x.shape, nb, float(angle), a0, a1, 1 if reshape else 0)
+    s, c = _sincos_deg(float(angle))
+    iy, ix = float(x.shape[nb + a0]), float(x.shape[nb + a1])
+    h0, h1 = float(shape[nb + a0] - 1) / 2, float(shape[nb + a1] - 1) / 2
+    off = np.array([(iy - 1) / 2 - (c * h0 + s * h1), (ix - 1) / 2 - (-s * h0 + c * h1)])
+    geom = dict(kind="affine", matrix=np.array([[c, s], [-s, c]]), offset=off)
+    plane = [nb + a0, nb + a1]
+    xt = da.moveaxis(x, plane, [-2, -1])
+    oc = None
+    if output_chunks is not None:
+        full = da.core.normalize_chunks(output_chunks, tuple(shape[nb:]), dtype=x.dtype)
+        oc = (full[a0], full[a1])
+    out_plane = (shape[nb + a0], shape[nb + a1])
+    if oc is None and out_plane != (x.shape[nb + a0], x.shape[nb + a1]):
+        oc = (max(x.chunks[nb + a0]), max(x.chunks[nb + a1]))
+    elif oc is None:
+        oc = (x.chunks[nb + a0], x.chunks[nb + a1])
+    r = _geometric(xt, geom, out_plane, order, mode, cval, prefilter, dtype, x.ndim - 2, oc, name="ndforge-rotate")
+    return da.moveaxis(r, [-2, -1], plane)
+
+
+def map_coordinates(input, coordinates, output=None, order=3, mode="constant", cval=0.0, prefilter=True, *,
+                    batch_dims=0):
+    """ndforge.ndimage.map_coordinates on a dask array; ``coordinates`` (NumPy, CuPy or dask) give the
+    output's chunks (axis 0 whole).  The extent of every chunk of coordinates is computed when this is
+    called (it decides which region of the input each output chunk reads)."""
+    x = _as_dask(input)
+    nb = batch_dims
+    nsp = x.ndim - nb
+    c = _as_dask(coordinates)
+    if c.ndim < 1 or c.shape[0] != nsp:
+        raise RuntimeError("invalid shape for coordinate array")
+    if np.issubdtype(c.dtype, np.complexfloating):
+        raise TypeError("Complex type not supported")
+    c = c.rechunk({0: -1})
+    dtype = _probe_dtype(x, nb, output, order, mode, cval)
+    return _geometric(x, dict(kind="coords"), c.shape[1:], order, mode, cval, prefilter, dtype, nb, None, coords=c,
+                   name="ndforge-map_coordinates")
+
+
+for _name in ("spline_filter1d", "spline_filter", "map_coordinates", "affine_transform", "shift", "zoom", "rotate"):
+    if hasattr(_ndi, _name):
+        __all__.append(_name)
+
+
+# --- cohorts: `ndforge preprocess`'s steps per file ------------------------------------------------
+
+_PP_STEPS = ("reorient", "resample", "foreground", "normalize", "crop", "n4", "skullstrip")
+
+
+def _read_volume(path):
+    """(float32 voxels, affine) of a file nibabel reads (NIfTI: scl_slope / scl_inter applied, the sform,
+    else the qform, else nibabel's default affine); an ``.npy`` file with nibabel's default affine."""
+    import nibabel as nib
+    p = str(path)
+    if p.endswith(".npy"):
+        a = np.load(p)
+        return np.asarray(a, np.float32), nib.Nifti1Image(a, None).affine.copy()
+    img = nib.load(p)
+    return np.asarray(img.get_fdata(dtype=np.float32)), np.asarray(img.affine, np.float64).copy()
+
+
+def _write_volume(path, x, affine):
+    import nibabel as nib
+    nib.save(nib.Nifti1Image(np.asarray(_host(x), np.float32), affine), str(path))
+
+
+def _volume_name(path):
+    base = str(path).replace("\\", "/").rstrip("/").split("/")[-1]
+    for ext in (".nii.gz", ".nii", ".npy"):
+        if base.endswith(ext):
+            return base[:-len(ext)]
+    return base
+
+
+def _pp_step(step, x, mask, aff, o):
+    """One step of ``ndforge preprocess`` through ndforge.preprocess: (image, mask, affine, notes)."""
+    from . import preprocess as pp
+    from . import intensity
+    if step == "reorient":
+        y, a = pp.reorient_ras(x, aff)
+        return y, (None if mask is None else pp.reorient_ras(mask, aff)[0]), a, {}
+    if step == "resample":
+        y, a = pp.resample(x, aff, o["spacing"], order=o["order"])
+        m = None if mask is None else pp.resample(mask, aff, o["spacing"], order=0, output=mask.dtype)[0]
+        return y, m, a, {"spacing": list(np.broadcast_to(np.asarray(o["spacing"], float), (3,)))}
+    if step == "foreground":  # BET's brain/background threshold: t2 + 0.1 (t98 - t2), a 0/1 float32 mask
+        q = np.asarray(_host(intensity.percentile(x, [2, 98])), np.float64)
+        thr = float(q[0] + 0.1 * (q[1] - q[0]))
+        return x, (x.astype(np.float64) > thr).astype(np.float32), aff, {"threshold": thr}
+    if step == "normalize":
+        masked = str(o["modality"]).lower() == "mri" and mask is not None
+        y = pp.normalize(x, o["modality"], mask if masked else None, o["preset"], o["centre"], o["width"])
+        return y, mask, aff, {"masked": masked}
+    if step == "crop":
+        if mask is None:
+            raise ValueError("no mask to crop to (run foreground or skullstrip before crop)")
+        y, a = pp.crop(x, aff, mask, o["margin"])
+        return y, pp.crop(mask, aff, mask, o["margin"])[0], a, {}
+    if step == "n4":
+        sp = pp.affine_spacing(aff)
+        if mask is None:
+            y = pp.n4_bias_field_correction(x, shrinkFactor=o["shrink_factor"], spacing=sp)
+        elif mask.dtype in (np.uint8, np.bool_):
+            y = pp.n4_bias_field_correction(x, mask, shrinkFactor=o["shrink_factor"], spacing=sp)
+        else:  # a 0/1 float mask is N4's weight image (foreground's)
+            y = pp.n4_bias_field_correction(x, weight=mask, shrinkFactor=o["shrink_factor"], spacing=sp)
+        return y.astype(np.float32), mask, aff, {}
+    if step == "skullstrip":
+        m = pp.skull_strip(x, pp.affine_spacing(aff), o["f"])
+        return x, m.astype(np.uint8), aff, {"brain_voxels": int(_host(m).sum())}
+    raise ValueError("unknown step %r (the steps: %s)" % (step, ", ".join(_PP_STEPS)))
+
+
+def _preprocess_one(item, steps, opts, out, reader, device, return_arrays):
+    """One volume of a cohort: read, the steps in order, written to ``out`` (NAME.nii.gz); its report."""
+    import time
+    t0 = time.perf_counter()
+    rep = dict(input=str(item), status="ok", steps=[])
+    try:
+        x, aff = (reader or _read_volume)(item)
+        x = np.asarray(x, np.float32) if not hasattr(x, "__cuda_array_interface__") else x.astype(np.float32)
+        if device == "cuda":
+            import cupy
+            x = cupy.asarray(x)
+        rep["read_s"] = time.perf_counter() - t0
+        mask = None
+        t1 = time.perf_counter()
+        for step in steps:
+            ts = time.perf_counter()
+            try:
+                x, mask, aff, notes = _pp_step(step, x, mask, aff, opts)
+            except Exception as e:
+                rep["steps"].append(dict(step=step, status="error", error="%s: %s" % (type(e).__name__, e)))
+                raise
+            if device == "cuda":
+                import cupy
+                cupy.cuda.Device().synchronize()
+            rep["steps"].append(dict(step=step, status="ok", seconds=time.perf_counter() - ts, **notes))
+        rep["process_s"] = time.perf_counter() - t1
+        rep["shape"] = [int(s) for s in x.shape]
+        rep["affine"] = np.asarray(aff).tolist()
+        if out is not None:
+            import os
+            t2 = time.perf_counter()
+            os.makedirs(str(out), exist_ok=True)
+            path = os.path.join(str(out), _volume_name(item) + ".nii.gz")
+            _write_volume(path, x, aff)
+            rep["output"] = path
+            rep["write_s"] = time.perf_counter() - t2
+        if return_arrays:
+            rep["image"], rep["mask"] = x, mask
+    except Exception as e:
+        rep["status"] = "error"
+        rep["error"] = "%s: %s" % (type(e).__name__, e)
+    rep["seconds"] = time.perf_counter() - t0
+    return rep
+
+
+def _expand_inputs(inputs):
+    """Files and directories (a directory: its NIfTI files in name order), as ``ndforge preprocess`` takes them."""
+    import os
+    out = []
+    for p in inputs:
+        if isinstance(p, (str, os.PathLike)) and os.path.isdir(p):
+            names = sorted(n for n in os.listdir(p) if n.endswith((".nii", ".nii.gz")))
+            out.extend(os.path.join(p, n) for n in names)
+        else:
+            out.append(p)
+    return out
+
+
+def preprocess_cohort(inputs, steps="reorient,resample,normalize", *, out=None, spacing=1.0, order=1,
+                      modality="mri", preset=None, centre=40.0, width=80.0, margin=4, shrink_factor=4, f=0.5,
+                      device="cpu", reader=None, return_arrays=False, npartitions=None):
+    """``ndforge preprocess`` over a cohort on Dask: a ``dask.bag`` with one report dict per volume.
+
+    ``inputs``: files and directories (a directory's NIfTI files in name order), or a dask bag of items
+    ``reader(item) -> (voxels, affine)`` reads (default: nibabel for NIfTI, ``.npy`` with nibabel's default
+    affine).  Each volume runs the steps (``reorient``, ``resample``, ``foreground``, ``normalize``, ``crop``,
+    ``n4``, ``skullstrip``; options as the command's) through ``ndforge.preprocess`` on one worker, float32
+    from the read on, on the worker's GPU with ``device='cuda'`` (CuPy).  With ``out`` the result is written to
+    ``out/NAME.nii.gz``.  A volume that fails is reported (``status``, ``error``, the failing step) and the
+    others go on.  Report keys: input, status, error, steps (step, status, seconds, notes), read_s,
+    process_s, write_s, seconds, shape, affine, output; with ``return_arrays``, image and mask.
+    ``bag.compute()`` gives the reports in input order."""
+    import dask.bag as db
+    steps = [s.strip() for s in steps.split(",")] if isinstance(steps, str) else list(steps)
+    for s in steps:
+        if s not in _PP_STEPS:
+            raise ValueError("unknown step %r (the steps: %s)" % (s, ", ".join(_PP_STEPS)))
+    opts = dict(spacing=spacing, order=int(order), modality=modality, preset=preset, centre=float(centre),
+                width=float(width), margin=margin, shrink_factor=int(shrink_factor), f=float(f))
+    if isinstance(inputs, db.Bag):
+        bag = inputs
+    else:
+        items = _expand_inputs(inputs)
+        bag = db.from_sequence(items, npartitions=npartitions or max(1, len(items)))
+    return bag.map(_preprocess_one, steps=steps, opts=opts, out=out, reader=reader, device=device,
+                   return_arrays=return_arrays)
+
+
+# --- one worker per GPU --------------------------------------------------------------------------
+
+def _visible_gpus():
+    """The GPU ids this process may use: CUDA_VISIBLE_DEVICES when set, else the devices CuPy counts."""
+    import os
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [d.strip() for d in env.split(",") if d.strip() and d.strip() != "-1"]
+    try:
+        import cupy
+        return [str(i) for i in range(cupy.cuda.runtime.getDeviceCount())]
+    except Exception:
+        return []
+
+
+def gpu_cluster(n_workers=None, *, threads_per_worker=1, cache_dir=None, cpu_fallback=False, **kwargs):
+    """A local Dask cluster with one worker process per visible GPU, sharing one kernel cache directory
+    (``NDF_CACHE_DIR``; default: the one this process uses, else a new temporary directory).
+
+    With dask_cuda installed: its ``LocalCUDACluster`` (``CUDA_VISIBLE_DEVICES`` rotated per worker, one GPU
+    each; ``NDF_CACHE_DIR`` is set in this process's environment, which its workers inherit); otherwise a
+    ``distributed.SpecCluster`` of worker processes (nannies), each started with ``CUDA_VISIBLE_DEVICES`` set
+    to its own GPU and ``NDF_CACHE_DIR`` to the shared directory.  No GPU: ``RuntimeError``, unless
+    ``cpu_fallback`` (then a LocalCluster of ``n_workers`` CPU worker processes, default 1).  ``kwargs`` go
+    to the cluster.  Use it with ``distributed.Client(cluster)``; CuPy chunks on the workers run on their
+    GPU."""
+    import os
+    import tempfile
+    import distributed
+    cache = cache_dir or os.environ.get("NDF_CACHE_DIR") or tempfile.mkdtemp(prefix="ndforge-cache-")
+    os.makedirs(cache, exist_ok=True)
+    gpus = _visible_gpus()
+    if n_workers is not None:
+        gpus = gpus[:int(n_workers)]
+    env = dict(kwargs.pop("env", None) or {}, NDF_CACHE_DIR=cache)
+    if not gpus:
+        if not cpu_fallback:
+            raise RuntimeError("ndforge.dask.gpu_cluster: no GPU visible (CUDA_VISIBLE_DEVICES=%r); "
+                               "cpu_fallback=True gives CPU workers" % os.environ.get("CUDA_VISIBLE_DEVICES"))
+        kwargs.setdefault("dashboard_address", None)
+        return distributed.LocalCluster(n_workers=n_workers or 1, threads_per_worker=threads_per_worker,
+                                        processes=True, env=env, **kwargs)
+    try:
+        from dask_cuda import LocalCUDACluster
+    except ImportError:
+        LocalCUDACluster = None
+    if LocalCUDACluster is not None:
+        os.environ["NDF_CACHE_DIR"] = cache  # the workers are spawned from this process's environment
+        return LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(gpus), threads_per_worker=threads_per_worker,
+                                **kwargs)
+    workers = {"gpu-%s" % g: dict(cls=distributed.Nanny, options=dict(nthreads=threads_per_worker,
+                                                                     env=dict(env, CUDA_VISIBLE_DEVICES=g)))
+               for g in gpus}
+    scheduler = dict(cls=distributed.Scheduler, options=dict(dashboard_address=kwargs.pop("dashboard_address", None)))
+    return distributed.SpecCluster(scheduler=scheduler, workers=workers, **kwargs)
+
+
+__all__ += ["preprocess_cohort", "gpu_cluster"]

@@ -260,3 +260,76 @@ def test_linear(name, args, kw):
         r = getattr(nd, name)(x, *args, mode=mode, cval=2.0, **kw).compute()
         np.testing.assert_allclose(r, getattr(ndi, name)(img, *args, mode=mode, cval=2.0, **kw), rtol=1e-12,
                                    atol=1e-12)
+
+
+def test_preprocess_cohort(tmp_path):
+    nib = pytest.importorskip("nibabel")
+    import ndforge.preprocess as pp
+    rng = np.random.default_rng(21)
+    files = []
+    for k in range(3):
+        v = np.zeros((12, 10, 9), np.float32)
+        v[2:10, 2:8, 2:7] = 50 + 10 * rng.random((8, 6, 5))
+        aff = np.diag([-1.5, 1.2, 2.0, 1.0])
+        aff[:3, 3] = rng.uniform(-5, 5, 3)
+        f = tmp_path / ("vol%d.nii.gz" % k)
+        nib.save(nib.Nifti1Image(v, aff), str(f))
+        files.append(str(f))
+    files.insert(1, str(tmp_path / "missing.nii.gz"))
+    bag = nd.preprocess_cohort(files, "reorient,resample,foreground,normalize,crop", spacing=2.0, margin=1,
+                               out=str(tmp_path / "out"))
+    reps = bag.compute()
+    assert [r["status"] for r in reps] == ["ok", "error", "ok", "ok"]
+    assert "missing" in reps[1]["input"] and reps[1]["error"]
+    for f, r in zip(files[:1] + files[2:], reps[:1] + reps[2:]):
+        img = nib.load(f)
+        x, a = pp.reorient_ras(img.get_fdata(dtype=np.float32), img.affine)
+        x, a = pp.resample(x, a, 2.0)
+        m = (x.astype(np.float64) > r["steps"][2]["threshold"]).astype(np.float32)
+        x = pp.normalize(x, "mri", m)
+        m2, _ = pp.crop(m, a, m, 1)
+        x, a = pp.crop(x, a, m, 1)
+        out = nib.load(r["output"])
+        np.testing.assert_array_equal(out.get_fdata(dtype=np.float32), x)
+        np.testing.assert_allclose(out.affine, a, atol=1e-5)
+        assert r["shape"] == list(x.shape) and [s["step"] for s in r["steps"]] == ["reorient", "resample",
+                                                                                "foreground", "normalize", "crop"]
+    if _cupy() is not None:  # the same cohort on the GPU: the same shapes and affines, values to rounding
+        for r, g in zip(reps, nd.preprocess_cohort(files, "reorient,resample,foreground,normalize,crop", spacing=2.0,
+                                                   margin=1, device="cuda", return_arrays=True).compute()):
+            assert g["status"] == r["status"]
+            if r["status"] == "ok":
+                assert g["shape"] == r["shape"] and np.allclose(g["affine"], r["affine"])
+                np.testing.assert_allclose(_cupy().asnumpy(g["image"]), nib.load(r["output"]).get_fdata(),
+                                           rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError):
+        nd.preprocess_cohort(files, "reorient,blur")
+    r = nd.preprocess_cohort(files[:1], "crop").compute()[0]
+    assert r["status"] == "error" and r["steps"][0]["status"] == "error" and "mask" in r["error"]
+
+
+def test_gpu_cluster_fallback(monkeypatch, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    with pytest.raises(RuntimeError, match="no GPU"):
+        nd.gpu_cluster()
+    import os
+    with nd.gpu_cluster(cpu_fallback=True, cache_dir=str(tmp_path / "cpu")) as cluster, \
+            distributed.Client(cluster) as client:
+        assert list(client.run(lambda: os.environ.get("NDF_CACHE_DIR")).values()) == [str(tmp_path / "cpu")]
+        g = client.compute(nd.grey_opening(da.from_array(IMG3, chunks=(2, 3, 4)), size=3), sync=True)
+        np.testing.assert_array_equal(g, ndi.grey_opening(IMG3, size=3))
+    # two (pretend) GPUs: one worker each, its own CUDA_VISIBLE_DEVICES, one kernel cache directory
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    cache = str(tmp_path / "kernels")
+    with nd.gpu_cluster(cache_dir=cache) as cluster, distributed.Client(cluster) as client:
+        env = client.run(lambda: (os.environ.get("CUDA_VISIBLE_DEVICES"), os.environ.get("NDF_CACHE_DIR")))
+        assert sorted(v[0] for v in env.values()) == ["3", "5"] and {v[1] for v in env.values()} == {cache}
+        a = RNG.random((40, 12))
+        b = RNG.random((40, 12))
+        a /= a.sum(1, keepdims=True)
+        b /= b.sum(1, keepdims=True)
+        r = nd.sinkhorn(da.from_array(a, chunks=(7, 12)), da.from_array(b, chunks=(9, 5)), grid=(3, 4), epsilon=0.1,
+                        log_domain=True)
+        np.testing.assert_allclose(client.compute(r, sync=True), ot.sinkhorn(a, b, grid=(3, 4), epsilon=0.1,
+                                                                             log_domain=True), rtol=1e-12)
