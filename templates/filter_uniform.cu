@@ -2,11 +2,29 @@
 // scipy's NI_UniformFilter1D computes it: the sum of the first window, then
 // for every next output the entering tap minus the leaving one added to the
 // running sum, each output the running sum divided by K, all in double with
-// no fused operations, so it equals the CPU backend bit for bit.  The running
-// sum makes a line sequential: one thread walks one line.  Output x's window
-// reads the coordinates x - pre .. x - pre + K - 1 of the line extended by
-// the boundary mode (cval in constant mode).
+// no fused operations, so it equals the CPU backend bit for bit.  Output x's
+// window reads the coordinates x - pre .. x - pre + K - 1 of the line
+// extended by the boundary mode (cval in constant mode).
 //
+//   ndf_filter_uniform_exact  a block of T = blockDim.x threads stages C whole
+//       lines (C = p.C, a power of 2 dividing T) in shared memory as TI, with
+//       coalesced loads (LAST 0: consecutive threads on consecutive lines;
+//       LAST 1: on consecutive values of one line), and checks each line: when
+//       every value of its extended line (samples, and cval in constant mode)
+//       is a multiple of 2^q below 2^M in magnitude with
+//       M - q + 1 + L <= 53 and M + L <= 1022, L = ceil(log2(K + 1)), every
+//       partial sum and every difference the running sum forms is exactly
+//       representable, so the running sum at output x is the exact window sum
+//       S_x whatever position it started at, and the output fl(S_x / K) is the
+//       sequential walk's bit for bit (docs/adr/0029-uniform-exact-parallel.md).
+//       Such a line is cut into segments of G outputs, each walked by its own
+//       thread from a direct sum of its first window; a line that fails the
+//       check (NaN, Inf, a wide dynamic range, most float64 data) is walked
+//       whole by one thread, the sequential arithmetic.  LAST 0 stores each
+//       output directly (consecutive threads on consecutive lines); LAST 1
+//       writes the outputs to shared memory and stores them line by line.
+//       Integer inputs of at most 32 bits always meet the condition (q >= 0,
+//       M <= 32) and are not scanned; only cval is checked.
 //   ndf_filter_uniform_tile  a block of C = blockDim.x threads owns C lines
 //       and walks them together in chunks of at most S outputs.  A chunk
 //       starting at output x0 stages, as doubles in shared memory (one column
@@ -20,8 +38,8 @@
 //       cnt .. cnt + K - 1 become the next chunk's rows 0 .. K - 1 (only rows
 //       K .. are loaded again).  Output 0 is the sum of rows 1 .. K.
 //   ndf_filter_uniform       one thread per line reading global memory
-//       directly (consecutive threads on consecutive lines): windows too long
-//       for the tile kernel's shared memory.
+//       directly (consecutive threads on consecutive lines): lines too long
+//       for the other kernels' shared memory.
 #include "ndf_common.cuh"
 #include "filter_common.cuh"
 
@@ -180,4 +198,192 @@ extern "C" __global__ void __launch_bounds__(32) ndf_filter_uniform_tile(const n
     }
   }
 }
+#endif
+
+#if NDF_KERNEL(ndf_filter_uniform_exact)
+// The exponents of a nonzero finite value v = k 2^q (k odd) with |v| < 2^M,
+// folded into qmin and mmax; Inf and NaN give M = 4096, which fails every
+// check.  From the bits of a float (exact for TI float) or of a double.
+__device__ __forceinline__ void ndf_funi_key(float v, int &qmin, int &mmax) {
+  const unsigned b = __float_as_uint(v) & 0x7fffffffu;
+  if (!b) return;
+  const int e = (int)(b >> 23);
+  const unsigned m = b & 0x7fffffu;
+  int q, M;
+  if (e == 255) {
+    q = 0;
+    M = 4096;
+  } else if (e == 0) {
+    q = -150 + __ffs((int)m);
+    M = -149 + 32 - __clz((int)m);
+  } else {
+    q = e - 151 + __ffs((int)(m | 0x800000u));
+    M = e - 126;
+  }
+  qmin = min(qmin, q);
+  mmax = max(mmax, M);
+}
+__device__ __forceinline__ void ndf_funi_key(double v, int &qmin, int &mmax) {
+  const unsigned long long b = (unsigned long long)__double_as_longlong(v) & 0x7fffffffffffffffull;
+  if (!b) return;
+  const int e = (int)(b >> 52);
+  const unsigned long long m = b & 0xfffffffffffffull;
+  int q, M;
+  if (e == 2047) {
+    q = 0;
+    M = 4096;
+  } else if (e == 0) {
+    q = -1075 + __ffsll((long long)m);
+    M = -1074 + 64 - __clzll((long long)m);
+  } else {
+    q = e - 1076 + __ffsll((long long)(m | 0x10000000000000ull));
+    M = e - 1022;
+  }
+  qmin = min(qmin, q);
+  mmax = max(mmax, M);
+}
+// A sample's key: floats from their own bits, other types from the double
+// the CPU reads them as.
+template <typename V> __device__ __forceinline__ void ndf_funi_key_of(V v, int &qmin, int &mmax) {
+  ndf_funi_key((double)v, qmin, mmax);
+}
+template <> __device__ __forceinline__ void ndf_funi_key_of<float>(float v, int &qmin, int &mmax) {
+  ndf_funi_key(v, qmin, mmax);
+}
+
+#define NB 8 // staging loads in flight per thread
+// Samples are scanned unless TI is an integer type of at most 32 bits.
+#define SCAN (sizeof(TI) == 8 || (TI)0.5 != (TI)0)
+extern "C" __global__ void __launch_bounds__(256) ndf_filter_uniform_exact(const ndf_funi_params p) {
+  extern __shared__ double ndf_funi_smem[];
+  const int T = blockDim.x, t = threadIdx.x, C = p.C, lc = __ffs(C) - 1, n = (int)p.n, K = (int)p.K, pre = (int)p.pre;
+  const int P = n | 1;                              // pitch of a staged line (odd: lines on other banks)
+  ndf_i64 *ibase = (ndf_i64 *)ndf_funi_smem, *obase = ibase + C;
+  int *qmin = (int *)(obase + C), *mmax = qmin + C; // per line (SCAN)
+  TI *sin = (TI *)(mmax + C);
+  TO *sout = (TO *)(ndf_funi_smem + 3 * C + ((ndf_i64)C * P * sizeof(TI) + 7) / 8); // LAST 1
+  const double Kd = (double)p.K;
+  const int L = 64 - __clzll(p.K); // ceil(log2(K + 1))
+  // The keys every line starts from: cval's in constant mode; a bound over
+  // every integer sample when they are not scanned.
+  int q0 = 1 << 20, m0 = -(1 << 20);
+  if (MODE == NDF_CONSTANT) ndf_funi_key(p.cval, q0, m0);
+  if (!SCAN) {
+    q0 = min(q0, 0);
+    m0 = max(m0, 32);
+  }
+  const bool all_ok = m0 - q0 <= 52 - L && m0 <= 1022 - L; // !SCAN: every line
+  // Segments: G outputs, nseg a line, C * nseg about T.
+  const int G = max(1, (int)(((ndf_i64)n * C + T - 1) / T)), nseg = (n + G - 1) / G;
+  const ndf_i64 ntiles = (p.nlines + C - 1) / C;
+  for (ndf_i64 lt = blockIdx.x; lt < ntiles; lt += gridDim.x) {
+    const ndf_i64 l0 = lt * C;
+    const int ncols = (int)(p.nlines - l0 < C ? p.nlines - l0 : C);
+    if (t < ncols) {
+      ndf_i64 r = l0 + t, ib = 0, ob = 0;
+      for (int d = p.nother - 1; d >= 0; d--) {
+        const ndf_i64 q = r / p.oshape[d], x = r - q * p.oshape[d];
+        r = q;
+        ib += x * p.oistr[d];
+        ob += x * p.oostr[d];
+      }
+      ibase[t] = ib;
+      obase[t] = ob;
+      qmin[t] = q0;
+      mmax[t] = m0;
+    }
+    __syncthreads();
+    // 1. Stage the lines, NB loads in flight per thread before their stores.
+    //    LAST 0: thread t always takes line t % C and scans its values here.
+    int tq = q0, tm = m0;
+#if LAST
+    const int nv = ncols * n;
+#else
+    const int nv = C * n;
+#endif
+    for (int i0 = t; i0 < nv; i0 += NB * T) {
+      TI v[NB];
+      int at[NB];
+#pragma unroll
+      for (int u = 0; u < NB; u++) {
+        const int i = i0 + u * T;
+#if LAST
+        const int c = i / n, x = i - c * n;
+        const bool in = i < nv;
+#else
+        const int c = i & (C - 1), x = i >> lc;
+        const bool in = i < nv && c < ncols;
+#endif
+        at[u] = -1;
+        if (in) {
+          v[u] = __ldg(p.in + ibase[c] + (ndf_i64)x * p.istr);
+          at[u] = c * P + x;
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < NB; u++)
+        if (at[u] >= 0) {
+          sin[at[u]] = v[u];
+#if !LAST
+          if (SCAN) ndf_funi_key_of<TI>(v[u], tq, tm);
+#endif
+        }
+    }
+#if LAST
+    if (SCAN) {
+      __syncthreads();
+      // The check's scan, thread t over line t % C.
+      const int c = t & (C - 1);
+      if (c < ncols)
+        for (int x = t >> lc; x < n; x += T >> lc) ndf_funi_key_of<TI>(sin[c * P + x], tq, tm);
+    }
+#endif
+    if (SCAN && (t & (C - 1)) < ncols && (tq != q0 || tm != m0)) {
+      atomicMin(qmin + (t & (C - 1)), tq);
+      atomicMax(mmax + (t & (C - 1)), tm);
+    }
+    __syncthreads();
+    // 2. The outputs: segment seg of line c (consecutive threads on
+    //    consecutive lines); a line that fails the check as one segment.
+    for (int u = t; u < C * nseg; u += T) {
+      const int c = u & (C - 1), seg = u >> lc;
+      if (c >= ncols) continue;
+      int x0 = seg * G, cnt = min(G, n - x0);
+      const bool ok = SCAN ? mmax[c] - qmin[c] <= 52 - L && mmax[c] <= 1022 - L : all_ok;
+      if (!ok) {
+        if (seg) continue;
+        cnt = n;
+      }
+      const TI *line = sin + c * P;
+#define VAL(i) (ndf_map((i), n, MODE) < 0 ? p.cval : (double)line[ndf_map((i), n, MODE)])
+#if LAST
+      TO *const o = sout + c * P;
+#define PUT(x, v) o[x] = ndf_filter_cvt<CVT, TO>(v)
+#else
+      TO *const o = p.out + obase[c];
+#define PUT(x, v) o[(ndf_i64)(x) * p.ostr] = ndf_filter_cvt<CVT, TO>(v)
+#endif
+      double tmp = 0.0;
+      for (int k = 0; k < K; k++) tmp = __dadd_rn(tmp, VAL(x0 - pre + k));
+      PUT(x0, __ddiv_rn(tmp, Kd));
+      for (int x = x0 + 1; x < x0 + cnt; x++) {
+        tmp = __dadd_rn(tmp, __dsub_rn(VAL(x - 1 + K - pre), VAL(x - 1 - pre)));
+        PUT(x, __ddiv_rn(tmp, Kd));
+      }
+#undef PUT
+#undef VAL
+    }
+    __syncthreads();
+#if LAST
+    // 3. Store the outputs line by line.
+    for (int i = t; i < ncols * n; i += T) {
+      const int c = i / n, x = i - c * n;
+      p.out[obase[c] + (ndf_i64)x * p.ostr] = sout[c * P + x];
+    }
+    __syncthreads();
+#endif
+  }
+}
+#undef SCAN
+#undef NB
 #endif
