@@ -201,29 +201,10 @@ extern "C" __global__ void __launch_bounds__(32) ndf_filter_uniform_tile(const n
 #endif
 
 #if NDF_KERNEL(ndf_filter_uniform_exact)
-// The exponents of a nonzero finite value v = k 2^q (k odd) with |v| < 2^M,
+// The exponents of a nonzero finite double v = k 2^q (k odd) with |v| < 2^M,
 // folded into qmin and mmax; Inf and NaN give M = 4096, which fails every
-// check.  From the bits of a float (exact for TI float) or of a double.
-__device__ __forceinline__ void ndf_funi_key(float v, int &qmin, int &mmax) {
-  const unsigned b = __float_as_uint(v) & 0x7fffffffu;
-  if (!b) return;
-  const int e = (int)(b >> 23);
-  const unsigned m = b & 0x7fffffu;
-  int q, M;
-  if (e == 255) {
-    q = 0;
-    M = 4096;
-  } else if (e == 0) {
-    q = -150 + __ffs((int)m);
-    M = -149 + 32 - __clz((int)m);
-  } else {
-    q = e - 151 + __ffs((int)(m | 0x800000u));
-    M = e - 126;
-  }
-  qmin = min(qmin, q);
-  mmax = max(mmax, M);
-}
-__device__ __forceinline__ void ndf_funi_key(double v, int &qmin, int &mmax) {
+// check (cval).
+__device__ __forceinline__ void ndf_funi_exps(double v, int &qmin, int &mmax) {
   const unsigned long long b = (unsigned long long)__double_as_longlong(v) & 0x7fffffffffffffffull;
   if (!b) return;
   const int e = (int)(b >> 52);
@@ -242,13 +223,34 @@ __device__ __forceinline__ void ndf_funi_key(double v, int &qmin, int &mmax) {
   qmin = min(qmin, q);
   mmax = max(mmax, M);
 }
-// A sample's key: floats from their own bits, other types from the double
-// the CPU reads them as.
-template <typename V> __device__ __forceinline__ void ndf_funi_key_of(V v, int &qmin, int &mmax) {
-  ndf_funi_key((double)v, qmin, mmax);
+// A sample's raw keys, a few integer operations: kmin, the least over nonzero
+// values of the exponent field plus the 1-based position of the lowest set
+// bit of the significand with its leading bit (the lowest set bit's exponent
+// plus KB below: one less for subnormals, which only makes the check
+// stricter), and emax, the largest exponent field (2^(emax - EB) bounds the
+// magnitudes; EB for subnormals too).  A float from its own bits (exact),
+// other types from the double the CPU reads them as.
+#define FL (sizeof(TI) == 4 && (TI)0.5 != (TI)0)
+#define KB (FL ? 151 : 1076)
+#define EB (FL ? 126 : 1022)
+#define EINF (FL ? 255 : 2047)
+__device__ __forceinline__ void ndf_funi_raw(float v, int &kmin, int &emax) {
+  const unsigned b = __float_as_uint(v) & 0x7fffffffu;
+  const int e = (int)(b >> 23), k = e + __ffs((int)((b & 0x7fffffu) | 0x800000u));
+  kmin = min(kmin, b ? k : 1 << 20);
+  emax = max(emax, e);
 }
-template <> __device__ __forceinline__ void ndf_funi_key_of<float>(float v, int &qmin, int &mmax) {
-  ndf_funi_key(v, qmin, mmax);
+__device__ __forceinline__ void ndf_funi_raw(double v, int &kmin, int &emax) {
+  const unsigned long long b = (unsigned long long)__double_as_longlong(v) & 0x7fffffffffffffffull;
+  const int e = (int)(b >> 52), k = e + __ffsll((long long)((b & 0xfffffffffffffull) | 0x10000000000000ull));
+  kmin = min(kmin, b ? k : 1 << 20);
+  emax = max(emax, e);
+}
+template <typename V> __device__ __forceinline__ void ndf_funi_raw_of(V v, int &kmin, int &emax) {
+  ndf_funi_raw((double)v, kmin, emax);
+}
+template <> __device__ __forceinline__ void ndf_funi_raw_of<float>(float v, int &kmin, int &emax) {
+  ndf_funi_raw(v, kmin, emax);
 }
 
 #define NB 8 // staging loads in flight per thread
@@ -259,20 +261,20 @@ extern "C" __global__ void __launch_bounds__(256) ndf_filter_uniform_exact(const
   const int T = blockDim.x, t = threadIdx.x, C = p.C, lc = __ffs(C) - 1, n = (int)p.n, K = (int)p.K, pre = (int)p.pre;
   const int P = n | 1;                              // pitch of a staged line (odd: lines on other banks)
   ndf_i64 *ibase = (ndf_i64 *)ndf_funi_smem, *obase = ibase + C;
-  int *qmin = (int *)(obase + C), *mmax = qmin + C; // per line (SCAN)
-  TI *sin = (TI *)(mmax + C);
+  int *kmin = (int *)(obase + C), *emax = kmin + C; // per line (SCAN)
+  TI *sin = (TI *)(emax + C);
   TO *sout = (TO *)(ndf_funi_smem + 3 * C + ((ndf_i64)C * P * sizeof(TI) + 7) / 8); // LAST 1
   const double Kd = (double)p.K;
   const int L = 64 - __clzll(p.K); // ceil(log2(K + 1))
-  // The keys every line starts from: cval's in constant mode; a bound over
-  // every integer sample when they are not scanned.
-  int q0 = 1 << 20, m0 = -(1 << 20);
-  if (MODE == NDF_CONSTANT) ndf_funi_key(p.cval, q0, m0);
+  // The exponents every line shares: cval's in constant mode, and a bound
+  // over all integer samples when they are not scanned.
+  int qc = 1 << 20, mc = -(1 << 20);
+  if (MODE == NDF_CONSTANT) ndf_funi_exps(p.cval, qc, mc);
   if (!SCAN) {
-    q0 = min(q0, 0);
-    m0 = max(m0, 32);
+    qc = min(qc, 0);
+    mc = max(mc, 32);
   }
-  const bool all_ok = m0 - q0 <= 52 - L && m0 <= 1022 - L; // !SCAN: every line
+  const bool all_ok = mc - qc <= 52 - L && mc <= 1022 - L; // !SCAN: every line
   // Segments: G outputs, nseg a line, C * nseg about T.
   const int G = max(1, (int)(((ndf_i64)n * C + T - 1) / T)), nseg = (n + G - 1) / G;
   const ndf_i64 ntiles = (p.nlines + C - 1) / C;
@@ -289,58 +291,58 @@ extern "C" __global__ void __launch_bounds__(256) ndf_filter_uniform_exact(const
       }
       ibase[t] = ib;
       obase[t] = ob;
-      qmin[t] = q0;
-      mmax[t] = m0;
+      kmin[t] = 1 << 20;
+      emax[t] = 0;
     }
     __syncthreads();
     // 1. Stage the lines, NB loads in flight per thread before their stores.
     //    LAST 0: thread t always takes line t % C and scans its values here.
-    int tq = q0, tm = m0;
+    int tk = 1 << 20, te = 0;
 #if LAST
     const int nv = ncols * n;
 #else
     const int nv = C * n;
 #endif
+#if LAST
+#define AT(i, c, x, in)                                                                                              \
+  const int c = (i) / n, x = (i) - c * n;                                                                            \
+  const bool in = (i) < nv
+#else
+#define AT(i, c, x, in)                                                                                              \
+  const int c = (i) & (C - 1), x = (i) >> lc;                                                                        \
+  const bool in = (i) < nv && c < ncols
+#endif
     for (int i0 = t; i0 < nv; i0 += NB * T) {
       TI v[NB];
-      int at[NB];
 #pragma unroll
       for (int u = 0; u < NB; u++) {
-        const int i = i0 + u * T;
-#if LAST
-        const int c = i / n, x = i - c * n;
-        const bool in = i < nv;
-#else
-        const int c = i & (C - 1), x = i >> lc;
-        const bool in = i < nv && c < ncols;
-#endif
-        at[u] = -1;
-        if (in) {
-          v[u] = __ldg(p.in + ibase[c] + (ndf_i64)x * p.istr);
-          at[u] = c * P + x;
-        }
+        AT(i0 + u * T, c, x, in);
+        if (in) v[u] = __ldg(p.in + ibase[c] + (ndf_i64)x * p.istr);
       }
 #pragma unroll
-      for (int u = 0; u < NB; u++)
-        if (at[u] >= 0) {
-          sin[at[u]] = v[u];
+      for (int u = 0; u < NB; u++) {
+        AT(i0 + u * T, c, x, in);
+        if (in) {
+          sin[c * P + x] = v[u];
 #if !LAST
-          if (SCAN) ndf_funi_key_of<TI>(v[u], tq, tm);
+          if (SCAN) ndf_funi_raw_of<TI>(v[u], tk, te);
 #endif
         }
+      }
     }
+#undef AT
 #if LAST
     if (SCAN) {
       __syncthreads();
       // The check's scan, thread t over line t % C.
       const int c = t & (C - 1);
       if (c < ncols)
-        for (int x = t >> lc; x < n; x += T >> lc) ndf_funi_key_of<TI>(sin[c * P + x], tq, tm);
+        for (int x = t >> lc; x < n; x += T >> lc) ndf_funi_raw_of<TI>(sin[c * P + x], tk, te);
     }
 #endif
-    if (SCAN && (t & (C - 1)) < ncols && (tq != q0 || tm != m0)) {
-      atomicMin(qmin + (t & (C - 1)), tq);
-      atomicMax(mmax + (t & (C - 1)), tm);
+    if (SCAN && (t & (C - 1)) < ncols) {
+      atomicMin(kmin + (t & (C - 1)), tk);
+      atomicMax(emax + (t & (C - 1)), te);
     }
     __syncthreads();
     // 2. The outputs: segment seg of line c (consecutive threads on
@@ -349,13 +351,16 @@ extern "C" __global__ void __launch_bounds__(256) ndf_filter_uniform_exact(const
       const int c = u & (C - 1), seg = u >> lc;
       if (c >= ncols) continue;
       int x0 = seg * G, cnt = min(G, n - x0);
-      const bool ok = SCAN ? mmax[c] - qmin[c] <= 52 - L && mmax[c] <= 1022 - L : all_ok;
+      bool ok = all_ok;
+      if (SCAN) {
+        const int q = min(kmin[c] - KB, qc), M = max(emax[c] - EB, mc);
+        ok = emax[c] != EINF && M - q <= 52 - L && M <= 1022 - L;
+      }
       if (!ok) {
         if (seg) continue;
         cnt = n;
       }
       const TI *line = sin + c * P;
-#define VAL(i) (ndf_map((i), n, MODE) < 0 ? p.cval : (double)line[ndf_map((i), n, MODE)])
 #if LAST
       TO *const o = sout + c * P;
 #define PUT(x, v) o[x] = ndf_filter_cvt<CVT, TO>(v)
@@ -364,14 +369,28 @@ extern "C" __global__ void __launch_bounds__(256) ndf_filter_uniform_exact(const
 #define PUT(x, v) o[(ndf_i64)(x) * p.ostr] = ndf_filter_cvt<CVT, TO>(v)
 #endif
       double tmp = 0.0;
-      for (int k = 0; k < K; k++) tmp = __dadd_rn(tmp, VAL(x0 - pre + k));
-      PUT(x0, __ddiv_rn(tmp, Kd));
-      for (int x = x0 + 1; x < x0 + cnt; x++) {
-        tmp = __dadd_rn(tmp, __dsub_rn(VAL(x - 1 + K - pre), VAL(x - 1 - pre)));
-        PUT(x, __ddiv_rn(tmp, Kd));
+      const int a0 = x0 - pre; // the first coordinate read
+      if (a0 >= 0 && a0 + cnt + K - 2 < n) {
+        // Inside the line: w[s] holds coordinate a0 + s.
+        const TI *w = line + a0;
+        for (int k = 0; k < K; k++) tmp = __dadd_rn(tmp, (double)w[k]);
+        PUT(x0, __ddiv_rn(tmp, Kd));
+#pragma unroll 4
+        for (int s = 1; s < cnt; s++) {
+          tmp = __dadd_rn(tmp, __dsub_rn((double)w[s - 1 + K], (double)w[s - 1]));
+          PUT(x0 + s, __ddiv_rn(tmp, Kd));
+        }
+      } else {
+#define VAL(i) (ndf_map((i), n, MODE) < 0 ? p.cval : (double)line[ndf_map((i), n, MODE)])
+        for (int k = 0; k < K; k++) tmp = __dadd_rn(tmp, VAL(a0 + k));
+        PUT(x0, __ddiv_rn(tmp, Kd));
+        for (int s = 1; s < cnt; s++) {
+          tmp = __dadd_rn(tmp, __dsub_rn(VAL(a0 + s - 1 + K), VAL(a0 + s - 1)));
+          PUT(x0 + s, __ddiv_rn(tmp, Kd));
+        }
+#undef VAL
       }
 #undef PUT
-#undef VAL
     }
     __syncthreads();
 #if LAST
@@ -386,4 +405,8 @@ extern "C" __global__ void __launch_bounds__(256) ndf_filter_uniform_exact(const
 }
 #undef SCAN
 #undef NB
+#undef FL
+#undef KB
+#undef EB
+#undef EINF
 #endif
