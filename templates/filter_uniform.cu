@@ -25,6 +25,12 @@
 //       writes the outputs to shared memory and stores them line by line.
 //       Integer inputs of at most 32 bits always meet the condition (q >= 0,
 //       M <= 32) and are not scanned; only cval is checked.
+//   ndf_filter_uniform_stream  the same segments read from global memory
+//       (no staging, no limit on the line's length): each thread walks its
+//       segment optimistically, storing its outputs and scanning the samples
+//       it reads; after a barrier, a line that fails the check is walked
+//       whole by one thread, which overwrites its outputs.  Consecutive
+//       threads on consecutive lines: for axes other than the last.
 //   ndf_filter_uniform_tile  a block of C = blockDim.x threads owns C lines
 //       and walks them together in chunks of at most S outputs.  A chunk
 //       starting at output x0 stages, as doubles in shared memory (one column
@@ -200,7 +206,7 @@ extern "C" __global__ void __launch_bounds__(32) ndf_filter_uniform_tile(const n
 }
 #endif
 
-#if NDF_KERNEL(ndf_filter_uniform_exact)
+#if NDF_KERNEL(ndf_filter_uniform_exact) || NDF_KERNEL(ndf_filter_uniform_stream)
 // The exponents of a nonzero finite double v = k 2^q (k odd) with |v| < 2^M,
 // folded into qmin and mmax; Inf and NaN give M = 4096, which fails every
 // check (cval).
@@ -252,10 +258,20 @@ template <typename V> __device__ __forceinline__ void ndf_funi_raw_of(V v, int &
 template <> __device__ __forceinline__ void ndf_funi_raw_of<float>(float v, int &kmin, int &emax) {
   ndf_funi_raw(v, kmin, emax);
 }
-
-#define NB 8 // staging loads in flight per thread
 // Samples are scanned unless TI is an integer type of at most 32 bits.
 #define SCAN (sizeof(TI) == 8 || (TI)0.5 != (TI)0)
+// Whether a line of raw keys kmin, emax, with cval's exponents qc, mc (or
+// the bound over unscanned integers) and L = ceil(log2(K + 1)), has an exact
+// running sum.
+__device__ __forceinline__ bool ndf_funi_ok(int kmin, int emax, int qc, int mc, int L) {
+  if (!SCAN) return mc - qc <= 52 - L && mc <= 1022 - L;
+  const int q = min(kmin - KB, qc), M = max(emax - EB, mc);
+  return emax != EINF && M - q <= 52 - L && M <= 1022 - L;
+}
+#endif
+
+#if NDF_KERNEL(ndf_filter_uniform_exact)
+#define NB 8 // staging loads in flight per thread
 extern "C" __global__ void __launch_bounds__(256) ndf_filter_uniform_exact(const ndf_funi_params p) {
   extern __shared__ double ndf_funi_smem[];
   const int T = blockDim.x, t = threadIdx.x, C = p.C, lc = __ffs(C) - 1, n = (int)p.n, K = (int)p.K, pre = (int)p.pre;
@@ -274,7 +290,6 @@ extern "C" __global__ void __launch_bounds__(256) ndf_filter_uniform_exact(const
     qc = min(qc, 0);
     mc = max(mc, 32);
   }
-  const bool all_ok = mc - qc <= 52 - L && mc <= 1022 - L; // !SCAN: every line
   // Segments: G outputs, nseg a line, C * nseg about T.
   const int G = max(1, (int)(((ndf_i64)n * C + T - 1) / T)), nseg = (n + G - 1) / G;
   const ndf_i64 ntiles = (p.nlines + C - 1) / C;
@@ -351,12 +366,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_filter_uniform_exact(const
       const int c = u & (C - 1), seg = u >> lc;
       if (c >= ncols) continue;
       int x0 = seg * G, cnt = min(G, n - x0);
-      bool ok = all_ok;
-      if (SCAN) {
-        const int q = min(kmin[c] - KB, qc), M = max(emax[c] - EB, mc);
-        ok = emax[c] != EINF && M - q <= 52 - L && M <= 1022 - L;
-      }
-      if (!ok) {
+      if (!ndf_funi_ok(kmin[c], emax[c], qc, mc, L)) {
         if (seg) continue;
         cnt = n;
       }
@@ -403,10 +413,129 @@ extern "C" __global__ void __launch_bounds__(256) ndf_filter_uniform_exact(const
 #endif
   }
 }
-#undef SCAN
 #undef NB
+#endif
+
+#if NDF_KERNEL(ndf_filter_uniform_stream)
+// Outputs x0 .. x0 + cnt - 1 of the line at in (stride istr) to o (stride
+// ostr), a running sum from a direct sum of the first window; with KEY the
+// raw keys of every sample read as an entering value (or in the first
+// window) fold into kmin, emax.
+template <bool KEY>
+__device__ __forceinline__ void ndf_funi_walk(const ndf_funi_params &p, const TI *in, TO *o, int x0, int cnt,
+                                              int &kmin, int &emax) {
+  const int n = (int)p.n, K = (int)p.K, a0 = x0 - (int)p.pre; // a0: the first coordinate read
+  const ndf_i64 is = p.istr, os = p.ostr;
+  const double Kd = (double)p.K;
+  double tmp = 0.0;
+  if (a0 >= 0 && a0 + cnt + K - 2 < n) { // inside the line
+    for (int k = 0; k < K; k++) {
+      const TI v = __ldg(in + (ndf_i64)(a0 + k) * is);
+      if (KEY) ndf_funi_raw_of<TI>(v, kmin, emax);
+      tmp = __dadd_rn(tmp, (double)v);
+    }
+    o[(ndf_i64)x0 * os] = ndf_filter_cvt<CVT, TO>(__ddiv_rn(tmp, Kd));
+    for (int s0 = 1; s0 < cnt; s0 += U) {
+      TI en[U], le[U];
+#pragma unroll
+      for (int q = 0; q < U; q++)
+        if (s0 + q < cnt) {
+          en[q] = __ldg(in + (ndf_i64)(a0 + s0 + q - 1 + K) * is);
+          le[q] = __ldg(in + (ndf_i64)(a0 + s0 + q - 1) * is);
+        }
+#pragma unroll
+      for (int q = 0; q < U; q++)
+        if (s0 + q < cnt) {
+          if (KEY) ndf_funi_raw_of<TI>(en[q], kmin, emax);
+          tmp = __dadd_rn(tmp, __dsub_rn((double)en[q], (double)le[q]));
+          o[(ndf_i64)(x0 + s0 + q) * os] = ndf_filter_cvt<CVT, TO>(__ddiv_rn(tmp, Kd));
+        }
+    }
+    return;
+  }
+  // Near an end: coordinates through the boundary mode.
+  for (int k = 0; k < K; k++) {
+    const ndf_i64 m = ndf_map(a0 + k, n, MODE);
+    double v = p.cval;
+    if (m >= 0) {
+      const TI t = __ldg(in + m * is);
+      if (KEY) ndf_funi_raw_of<TI>(t, kmin, emax);
+      v = (double)t;
+    }
+    tmp = __dadd_rn(tmp, v);
+  }
+  o[(ndf_i64)x0 * os] = ndf_filter_cvt<CVT, TO>(__ddiv_rn(tmp, Kd));
+  for (int s = 1; s < cnt; s++) {
+    const ndf_i64 me = ndf_map(a0 + s - 1 + K, n, MODE), ml = ndf_map(a0 + s - 1, n, MODE);
+    double en = p.cval, le = p.cval;
+    if (me >= 0) {
+      const TI t = __ldg(in + me * is);
+      if (KEY) ndf_funi_raw_of<TI>(t, kmin, emax);
+      en = (double)t;
+    }
+    if (ml >= 0) le = (double)__ldg(in + ml * is);
+    tmp = __dadd_rn(tmp, __dsub_rn(en, le));
+    o[(ndf_i64)(x0 + s) * os] = ndf_filter_cvt<CVT, TO>(__ddiv_rn(tmp, Kd));
+  }
+}
+
+// ndf_filter_uniform_stream: the exact kernel's segments read from global
+// memory, no staging.  Block of T threads, C lines (C = p.C, a power of 2,
+// C * nseg <= T): thread t walks segment t / C of line t % C, consecutive
+// threads on consecutive lines (coalesced along an axis other than the
+// last), optimistically, storing its outputs and folding the keys of the
+// samples it reads; after the block's barrier a line that fails the check is
+// walked again whole by one thread, which overwrites its outputs.
+extern "C" __global__ void __launch_bounds__(256) ndf_filter_uniform_stream(const ndf_funi_params p) {
+  __shared__ ndf_i64 ibase[256], obase[256];
+  __shared__ int kmin[256], emax[256];
+  const int T = blockDim.x, t = threadIdx.x, C = p.C, lc = __ffs(C) - 1, n = (int)p.n;
+  const int L = 64 - __clzll(p.K);
+  int qc = 1 << 20, mc = -(1 << 20);
+  if (MODE == NDF_CONSTANT) ndf_funi_exps(p.cval, qc, mc);
+  if (!SCAN) {
+    qc = min(qc, 0);
+    mc = max(mc, 32);
+  }
+  const int G = max(1, (int)(((ndf_i64)n * C + T - 1) / T)), nseg = (n + G - 1) / G;
+  const int c = t & (C - 1), seg = t >> lc;
+  const ndf_i64 ntiles = (p.nlines + C - 1) / C;
+  for (ndf_i64 lt = blockIdx.x; lt < ntiles; lt += gridDim.x) {
+    const ndf_i64 l0 = lt * C;
+    const int ncols = (int)(p.nlines - l0 < C ? p.nlines - l0 : C);
+    if (t < ncols) {
+      ndf_i64 r = l0 + t, ib = 0, ob = 0;
+      for (int d = p.nother - 1; d >= 0; d--) {
+        const ndf_i64 q = r / p.oshape[d], x = r - q * p.oshape[d];
+        r = q;
+        ib += x * p.oistr[d];
+        ob += x * p.oostr[d];
+      }
+      ibase[t] = ib;
+      obase[t] = ob;
+      kmin[t] = 1 << 20;
+      emax[t] = 0;
+    }
+    __syncthreads();
+    int tk = 1 << 20, te = 0;
+    if (c < ncols && seg < nseg) {
+      const int x0 = seg * G;
+      ndf_funi_walk<true>(p, p.in + ibase[c], p.out + obase[c], x0, min(G, n - x0), tk, te);
+      if (SCAN) {
+        atomicMin(kmin + c, tk);
+        atomicMax(emax + c, te);
+      }
+    }
+    __syncthreads();
+    if (c < ncols && seg == 0 && !ndf_funi_ok(kmin[c], emax[c], qc, mc, L))
+      ndf_funi_walk<false>(p, p.in + ibase[c], p.out + obase[c], 0, n, tk, te);
+    __syncthreads();
+  }
+}
+#endif
+
+#undef SCAN
 #undef FL
 #undef KB
 #undef EB
 #undef EINF
-#endif

@@ -8,9 +8,9 @@
  * radii, axes, batch axes, strided and negative-stride inputs, strided
  * outputs, kernels compiled in and read from a table (more than 256 taps),
  * lines cut at every segment edge, fused passes (filter_plane) and, with the
- * tunable filters.fuse off, unfused ones; the uniform filter's exact kernel
- * (lines walked in parallel where the running sum is exact, sequentially
- * elsewhere), its tile kernel (chunks of a line, windows up to its limit) and
+ * tunable filters.fuse off, unfused ones; the uniform filter's exact and
+ * stream kernels (lines walked in parallel where the running sum is exact,
+ * sequentially elsewhere), its tile kernel (chunks of a line, windows up to its limit) and
  * its line kernel.  Every GPU output is poisoned before the
  * run; the bytes between the elements of a strided output must keep the
  * poison.  Exits 77 (skipped) when no CUDA device is usable.
@@ -364,32 +364,34 @@ static void test_gpu_uniform_paths(void **state) {
       snprintf(c.desc, sizeof c.desc, "uniform_filter1d paths %s->%s %lldx%lldx%lld axis %d size %lld origin %lld mode %s",
                ndf_dtype_name(c.dt), ndf_dtype_name(c.odt), (long long)c.shape[0], (long long)c.shape[1],
                (long long)c.shape[2], c.axis, (long long)c.n, (long long)c.o.origin[0], ndf_mode_name(c.o.mode));
-      /* The tunable filters.uniform: auto (default: exact), line, tile. */
-      static const char *const kinds[] = {NULL, "line", "tile"};
-      for (int v = 0; v < 3; v++) {
+      /* The tunable filters.uniform: auto (the default: stream along the
+       * first axis, exact along the last), exact, stream, line, tile. */
+      static const char *const kinds[] = {NULL, "exact", "stream", "line", "tile"};
+      for (int v = 0; v < 5; v++) {
         assert_int_equal(ndf_ctx_set_tunable(s->ctx, "filters.uniform", kinds[v]), NDF_OK);
         const uint64_t mark = tu_klog_mark(s->ctx);
         failed += run_case(s->ctx, &c, &r);
-        failed += tu_klog_check(s->ctx, mark,
-                                v == 0 ? "ndf_filter_uniform_exact"
-                                : v == 2 && c.n <= 164 ? "ndf_filter_uniform_tile"
-                                                       : "ndf_filter_uniform",
-                                1, c.desc);
+        const char *want = v == 1 || (v == 0 && last) ? "ndf_filter_uniform_exact"
+                           : v <= 2                  ? "ndf_filter_uniform_stream"
+                           : v == 4 && c.n <= 164    ? "ndf_filter_uniform_tile"
+                                                     : "ndf_filter_uniform";
+        failed += tu_klog_check(s->ctx, mark, want, 1, c.desc);
       }
     }
   assert_int_equal(ndf_ctx_set_tunable(s->ctx, "filters.uniform", NULL), NDF_OK);
   assert_int_equal(failed, 0);
 }
 
-/* The uniform filter's exact kernel (the default where its lines fit):
+/* The uniform filter's exact and stream kernels (the default):
  * every input dtype on the data of fill_pattern (lines walked in parallel
  * segments, lines of NaN, Inf, a wide range or float64 mantissas walked
  * sequentially, in one call), every mode, cval that breaks the exactness
  * (0.1, 1e30, NaN), windows of 1 tap to longer than the line, batch axes,
  * strided inputs and outputs (run_case's layouts), uniform_filter over
- * several axes, float64 under auto (the line kernel) and under exact; lines
- * long enough for fewer lines a block and more than 48 KiB of shared memory,
- * and too long for it (the line kernel). */
+ * several axes, float64 under auto (the line kernel) and under exact and
+ * stream; lines long enough for fewer lines a block and more than 48 KiB of
+ * the exact kernel's shared memory, and too long for it (auto: the line
+ * kernel; stream: no limit). */
 static void test_gpu_uniform_exact(void **state) {
   tu_gpu_state *s = *state;
   tu_rng r;
@@ -429,7 +431,9 @@ static void test_gpu_uniform_exact(void **state) {
           c.o.norigin = 1;
           c.o.origin[0] = tu_rng_int(&r, -(c.n / 2), c.n - 1 - c.n / 2);
         }
-        const char *tune = c.dt == NDF_FLOAT64 && rep % 2 ? "exact" : NULL;
+        static const char *const tunes[] = {NULL, "exact", "stream", NULL};
+        const char *tune = tunes[rep];
+        const int last = c.axis == c.ndim - 1;
         snprintf(c.desc, sizeof c.desc,
                  "uniform exact: %s fill %d %s->%s %lldx%lldx%lldx%lld batch %d axis %d size %lld origin %lld "
                  "mode %s cval %g tune %s",
@@ -441,8 +445,10 @@ static void test_gpu_uniform_exact(void **state) {
         failed += run_case(s->ctx, &c, &r);
         if (c.op == OP_UNIFORM1D)
           failed += tu_klog_check(s->ctx, mark,
-                                  c.dt == NDF_FLOAT64 && !tune ? "ndf_filter_uniform" : "ndf_filter_uniform_exact", 1,
-                                  c.desc);
+                                  !tune && c.dt == NDF_FLOAT64 ? "ndf_filter_uniform"
+                                  : (!tune && last) || (tune && tune[0] == 'e') ? "ndf_filter_uniform_exact"
+                                                                               : "ndf_filter_uniform_stream",
+                                  1, c.desc);
       }
     }
   /* Long lines along the last axis and the first: fewer lines a block, more
@@ -451,13 +457,15 @@ static void test_gpu_uniform_exact(void **state) {
     int64_t shape[3];
     int axis;
     ndf_dtype dt;
-    const char *kernel;
+    const char *tune, *kernel;
   } longs[] = {
-      {{2, 3, 3000}, 2, NDF_FLOAT32, "ndf_filter_uniform_exact"},
-      {{3000, 2, 5}, 0, NDF_FLOAT32, "ndf_filter_uniform_exact"},
-      {{700, 5, 9}, 0, NDF_UINT8, "ndf_filter_uniform_exact"},
-      {{2, 2, 9000}, 2, NDF_FLOAT32, "ndf_filter_uniform_exact"},
-      {{1, 2, 70000}, 2, NDF_FLOAT32, "ndf_filter_uniform"},
+      {{2, 3, 3000}, 2, NDF_FLOAT32, NULL, "ndf_filter_uniform_exact"},
+      {{3000, 2, 5}, 0, NDF_FLOAT32, "exact", "ndf_filter_uniform_exact"},
+      {{3000, 2, 5}, 0, NDF_FLOAT32, NULL, "ndf_filter_uniform_stream"},
+      {{700, 5, 9}, 0, NDF_UINT8, "exact", "ndf_filter_uniform_exact"},
+      {{2, 2, 9000}, 2, NDF_FLOAT32, NULL, "ndf_filter_uniform_exact"},
+      {{1, 2, 70000}, 2, NDF_FLOAT32, NULL, "ndf_filter_uniform"},
+      {{1, 2, 70000}, 2, NDF_FLOAT32, "stream", "ndf_filter_uniform_stream"},
   };
   for (size_t i = 0; i < sizeof longs / sizeof longs[0]; i++) {
     fcase c;
@@ -472,10 +480,10 @@ static void test_gpu_uniform_exact(void **state) {
     ndf_filter_options_init(&c.o);
     c.o.mode = (ndf_mode)(i % NDF_MODE_COUNT);
     c.o.cval = 0.25;
-    snprintf(c.desc, sizeof c.desc, "uniform exact: long lines %lldx%lldx%lld axis %d %s size %lld",
+    snprintf(c.desc, sizeof c.desc, "uniform exact: long lines %lldx%lldx%lld axis %d %s size %lld tune %s",
              (long long)c.shape[0], (long long)c.shape[1], (long long)c.shape[2], c.axis, ndf_dtype_name(c.dt),
-             (long long)c.n);
-    assert_int_equal(ndf_ctx_set_tunable(s->ctx, "filters.uniform", NULL), NDF_OK);
+             (long long)c.n, longs[i].tune ? longs[i].tune : "auto");
+    assert_int_equal(ndf_ctx_set_tunable(s->ctx, "filters.uniform", longs[i].tune), NDF_OK);
     const uint64_t mark = tu_klog_mark(s->ctx);
     failed += run_case(s->ctx, &c, &r);
     failed += tu_klog_check(s->ctx, mark, longs[i].kernel, 1, c.desc);

@@ -48,10 +48,10 @@ static int is_int(ndf_dtype t) { return t != NDF_FLOAT32 && t != NDF_FLOAT64; }
 #define UNI_ROWS 180
 #define UNI_MIN_S 16
 
-/* filter_uniform's exact kernel: UNIX_T threads a block; along the last axis
- * about UNIX_E values a block (a power of 2 of lines, at most UNIX_T), along
- * another axis UNIX_C lines (fewer where they do not fit the shared memory,
- * down to UNIX_MIN_C). */
+/* filter_uniform's exact and stream kernels: UNIX_T threads a block.  The
+ * exact kernel stages along the last axis about UNIX_E values a block (a
+ * power of 2 of lines, at most UNIX_T), along another axis UNIX_C lines
+ * (fewer where they do not fit the shared memory, down to UNIX_MIN_C). */
 #define UNIX_T 256
 #define UNIX_E 2048
 #define UNIX_C 32
@@ -77,7 +77,6 @@ static size_t uniform_exact_smem(int C, int64_t n, ndf_dtype ti, ndf_dtype to, i
  * the last axis): the most that fit the default 48 KiB of shared memory, else
  * the most that fit the device's limit; 0 where none fits. */
 static int uniform_exact_lines(int64_t n, ndf_dtype ti, ndf_dtype to, int last, size_t max_smem) {
-  if (n > INT32_MAX / UNIX_T) return 0;
   int c0 = UNIX_C;
   if (last)
     for (c0 = 1; c0 < UNIX_T && (int64_t)c0 * 2 * n <= UNIX_E;) c0 *= 2;
@@ -88,14 +87,25 @@ static int uniform_exact_lines(int64_t n, ndf_dtype ti, ndf_dtype to, int last, 
   return 0;
 }
 
+/* Lines a block of the stream kernel for lines of n: 32 (coalesced loads
+ * along an axis other than the last), more for short lines, at most UNIX_T. */
+static int uniform_stream_lines(int64_t n) {
+  int C = 32;
+  while (C < UNIX_T && C * 2 * n <= 8 * UNIX_T) C *= 2;
+  return C;
+}
+
 /* The kernel of a uniform pass: the tunable filters.uniform's choice where it
- * fits (auto: exact but for float64 inputs), else the line kernel.  *S: the
- * tile kernel's chunk; *C: the exact kernel's lines a block. */
-enum { UNI_LINE, UNI_TILE, UNI_EXACT };
+ * fits, else the line kernel; auto: for inputs other than float64 the stream
+ * kernel along an axis other than the last, the exact kernel along the last.
+ * *S: the tile kernel's chunk; *C: the exact or stream kernel's lines a block. */
+enum { UNI_LINE, UNI_TILE, UNI_EXACT, UNI_STREAM };
 static int uniform_kernel(ndf_ctx *ctx, const ndf_array *src, const ndf_array *dst, const ndf__fpass *p, int *S,
                           int *C) {
   const ndf__tune_work w = {src->dtype, src->ndim, ndf_array_size(src), p->n};
   const int v = ndf__tune(ctx, NDF__TUNE_FILTERS_UNIFORM, &w);
+  const int last = p->axis == src->ndim - 1;
+  const int64_t n = src->shape[p->axis];
   *S = *C = 0;
   if (v == NDF__TUNE_FILTERS_UNIFORM__TILE) {
     *S = uniform_chunk(p->n);
@@ -103,8 +113,12 @@ static int uniform_kernel(ndf_ctx *ctx, const ndf_array *src, const ndf_array *d
   }
   if (v == NDF__TUNE_FILTERS_UNIFORM__LINE || (v == NDF__TUNE_FILTERS_UNIFORM__AUTO && src->dtype == NDF_FLOAT64))
     return UNI_LINE;
-  const int last = p->axis == src->ndim - 1;
-  *C = uniform_exact_lines(src->shape[p->axis], src->dtype, dst->dtype, last, ctx->max_smem_block);
+  if (n > INT32_MAX / UNIX_T) return UNI_LINE;
+  if (v == NDF__TUNE_FILTERS_UNIFORM__STREAM || (v == NDF__TUNE_FILTERS_UNIFORM__AUTO && !last)) {
+    *C = uniform_stream_lines(n);
+    return UNI_STREAM;
+  }
+  *C = uniform_exact_lines(n, src->dtype, dst->dtype, last, ctx->max_smem_block);
   return *C ? UNI_EXACT : UNI_LINE;
 }
 
@@ -112,8 +126,10 @@ static int uniform_kernel(ndf_ctx *ctx, const ndf_array *src, const ndf_array *d
 static int req_pass(ndf__kernel_req *r, const ndf__fpass *p, ndf_dtype src, ndf_dtype dst, int last, int uk) {
   const char *ti = ndf__dtype_ctype(src), *to = ndf__dtype_ctype(dst);
   if (p->uniform) {
-    static const char *const kernels[] = {"ndf_filter_uniform", "ndf_filter_uniform_tile", "ndf_filter_uniform_exact"};
-    ndf__req_filter_uniform(r, kernels[uk], ti, to, cvt_of(dst), (int)p->mode, uk == UNI_LINE ? 0 : last);
+    static const char *const kernels[] = {"ndf_filter_uniform", "ndf_filter_uniform_tile", "ndf_filter_uniform_exact",
+                                          "ndf_filter_uniform_stream"};
+    ndf__req_filter_uniform(r, kernels[uk], ti, to, cvt_of(dst), (int)p->mode,
+                            uk == UNI_TILE || uk == UNI_EXACT ? last : 0);
     return 1;
   }
   const int wtab = p->n >= WTAB_MIN;
@@ -199,9 +215,11 @@ ndf_status ndf__filters_line_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
         CUresult r = ndf__cu(NULL)->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);
         if (r != CUDA_SUCCESS) return ndf__cuda_error(ctx, name, r);
       }
-      return ndf__funi_launch(ctx, name, fn, ndf__grid(ctx, (pu.nlines + C - 1) / C, 8), UNIX_T, 1, (unsigned)smem,
+      return ndf__funi_launch(ctx, name, fn, ndf__grid(ctx, (pu.nlines + C - 1) / C, 16), UNIX_T, 1, (unsigned)smem,
                               &pu);
     }
+    if (uk == UNI_STREAM)
+      return ndf__funi_launch(ctx, name, fn, ndf__grid(ctx, (pu.nlines + C - 1) / C, 16), UNIX_T, 1, 0, &pu);
     if (uk == UNI_LINE) return ndf__funi_launch(ctx, name, fn, ndf__grid(ctx, (pu.nlines + 127) / 128, 16), 128, 1, 0, &pu);
     /* Shared memory: the lines' input and output offsets, then S + K rows of C + 1 doubles. */
     const unsigned smem = (unsigned)(16 * UNI_C + (pu.S + p->n) * (UNI_C + 1) * 8);
