@@ -292,6 +292,10 @@ extern "C" __global__ void __launch_bounds__(256) ndf_filter_uniform_exact(const
   }
   // Segments: G outputs, nseg a line, C * nseg about T.
   const int G = max(1, (int)(((ndf_i64)n * C + T - 1) / T)), nseg = (n + G - 1) / G;
+#if LAST
+  // Thread t's first value, t = ct n + xt, and the step T = dc n + dx.
+  const int ct = t / n, xt = t - ct * n, dc = T / n, dx = T - dc * n;
+#endif
   const ndf_i64 ntiles = (p.nlines + C - 1) / C;
   for (ndf_i64 lt = blockIdx.x; lt < ntiles; lt += gridDim.x) {
     const ndf_i64 l0 = lt * C;
@@ -319,33 +323,52 @@ extern "C" __global__ void __launch_bounds__(256) ndf_filter_uniform_exact(const
     const int nv = C * n;
 #endif
 #if LAST
-#define AT(i, c, x, in)                                                                                              \
-  const int c = (i) / n, x = (i) - c * n;                                                                            \
-  const bool in = (i) < nv
+    // Value i = c n + x, stepped by T without dividing: (c, x) += (dc, dx).
+#define STEP(c, x)                                                                                                   \
+  do {                                                                                                               \
+    c += dc;                                                                                                         \
+    x += dx;                                                                                                         \
+    if (x >= n) {                                                                                                    \
+      x -= n;                                                                                                        \
+      c++;                                                                                                           \
+    }                                                                                                                \
+  } while (0)
+    for (int i0 = t, ci = ct, xi = xt; i0 < nv; i0 += NB * T) {
+      TI v[NB];
+      int c = ci, x = xi;
+#pragma unroll
+      for (int u = 0; u < NB; u++) {
+        if (i0 + u * T < nv) v[u] = __ldg(p.in + ibase[c] + (ndf_i64)x * p.istr);
+        STEP(c, x);
+      }
+      c = ci;
+      x = xi;
+#pragma unroll
+      for (int u = 0; u < NB; u++) {
+        if (i0 + u * T < nv) sin[c * P + x] = v[u];
+        STEP(c, x);
+      }
+      ci = c;
+      xi = x;
+    }
 #else
-#define AT(i, c, x, in)                                                                                              \
-  const int c = (i) & (C - 1), x = (i) >> lc;                                                                        \
-  const bool in = (i) < nv && c < ncols
-#endif
     for (int i0 = t; i0 < nv; i0 += NB * T) {
       TI v[NB];
 #pragma unroll
       for (int u = 0; u < NB; u++) {
-        AT(i0 + u * T, c, x, in);
-        if (in) v[u] = __ldg(p.in + ibase[c] + (ndf_i64)x * p.istr);
+        const int i = i0 + u * T, c = i & (C - 1), x = i >> lc;
+        if (i < nv && c < ncols) v[u] = __ldg(p.in + ibase[c] + (ndf_i64)x * p.istr);
       }
 #pragma unroll
       for (int u = 0; u < NB; u++) {
-        AT(i0 + u * T, c, x, in);
-        if (in) {
+        const int i = i0 + u * T, c = i & (C - 1), x = i >> lc;
+        if (i < nv && c < ncols) {
           sin[c * P + x] = v[u];
-#if !LAST
           if (SCAN) ndf_funi_raw_of<TI>(v[u], tk, te);
-#endif
         }
       }
     }
-#undef AT
+#endif
 #if LAST
     if (SCAN) {
       __syncthreads();
@@ -405,11 +428,12 @@ extern "C" __global__ void __launch_bounds__(256) ndf_filter_uniform_exact(const
     __syncthreads();
 #if LAST
     // 3. Store the outputs line by line.
-    for (int i = t; i < ncols * n; i += T) {
-      const int c = i / n, x = i - c * n;
+    for (int i = t, c = ct, x = xt; i < ncols * n; i += T) {
       p.out[obase[c] + (ndf_i64)x * p.ostr] = sout[c * P + x];
+      STEP(c, x);
     }
     __syncthreads();
+#undef STEP
 #endif
   }
 }

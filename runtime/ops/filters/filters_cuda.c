@@ -53,7 +53,7 @@ static int is_int(ndf_dtype t) { return t != NDF_FLOAT32 && t != NDF_FLOAT64; }
  * power of 2 of lines, at most UNIX_T), along another axis UNIX_C lines
  * (fewer where they do not fit the shared memory, down to UNIX_MIN_C). */
 #define UNIX_T 256
-#define UNIX_E 2048
+#define UNIX_E 4096
 #define UNIX_C 32
 #define UNIX_MIN_C 8
 
