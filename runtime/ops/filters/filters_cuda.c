@@ -113,7 +113,7 @@ static int uniform_kernel(ndf_ctx *ctx, const ndf_array *src, const ndf_array *d
   }
   if (v == NDF__TUNE_FILTERS_UNIFORM__LINE || (v == NDF__TUNE_FILTERS_UNIFORM__AUTO && src->dtype == NDF_FLOAT64))
     return UNI_LINE;
-  if (n > INT32_MAX / UNIX_T) return UNI_LINE;
+  if (n > INT32_MAX / UNIX_T || p->n > INT32_MAX / 4) return UNI_LINE; /* the kernels index in int */
   if (v == NDF__TUNE_FILTERS_UNIFORM__STREAM || (v == NDF__TUNE_FILTERS_UNIFORM__AUTO && !last)) {
     *C = uniform_stream_lines(n);
     return UNI_STREAM;
