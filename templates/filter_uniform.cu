@@ -44,8 +44,8 @@
 //       cnt .. cnt + K - 1 become the next chunk's rows 0 .. K - 1 (only rows
 //       K .. are loaded again).  Output 0 is the sum of rows 1 .. K.
 //   ndf_filter_uniform       one thread per line reading global memory
-//       directly (consecutive threads on consecutive lines): lines too long
-//       for the other kernels' shared memory.
+//       directly (consecutive threads on consecutive lines): float64 inputs by
+//       default, and lines too long for the exact kernel's shared memory.
 #include "ndf_common.cuh"
 #include "filter_common.cuh"
 
