@@ -1966,7 +1966,7 @@ return {
     {
       name = "filter_uniform",
       file = "templates/filter_uniform.cu",
-      kernels = { "ndf_filter_uniform", "ndf_filter_uniform_tile" },
+      kernels = { "ndf_filter_uniform", "ndf_filter_uniform_tile", "ndf_filter_uniform_exact", "ndf_filter_uniform_stream" },
       args = { "TI:" .. filter_ctypes, "TO:" .. filter_ctypes, "CVT:0|1|2|3", "MODE:0..4", "LAST:0|1" },
       params = {
         ndf_funi_params = {
@@ -1984,6 +1984,7 @@ return {
           { "pre", "i64", "K / 2 + origin" },
           { "cval", "f64" },
           { "S", "i64", "tile kernel: outputs per chunk" },
+          { "C", "i32", "exact and stream kernels: lines per block, a power of 2 dividing blockDim.x" },
         },
       },
       slots = {
@@ -1991,14 +1992,14 @@ return {
         TO = "output element type (C name)",
         CVT = "double -> TO conversion, as filter_line",
         MODE = "boundary mode, 0..4",
-        LAST = "tile kernel: 1 when the processed axis is the array's last axis (ndf_filter_uniform: 0)",
+        LAST = "tile and exact kernels: 1 when the processed axis is the array's last axis (ndf_filter_uniform: 0)",
       },
       families = {
         { TI = { "float", "unsigned char" }, TO = { "float" }, CVT = { "2" }, MODE = { "0", "1", "2", "3", "4" },
           LAST = { "0", "1" } },
         { TI = { "short", "unsigned short" }, TO = { "short", "unsigned char" }, CVT = { "0" }, MODE = { "0" },
           LAST = { "1" } },
-        { TI = { "int", "double" }, TO = { "unsigned int", "long long" }, CVT = { "1" }, MODE = { "1" }, LAST = { "0" } },
+        { TI = { "int", "double" }, TO = { "unsigned int", "long long" }, CVT = { "1" }, MODE = { "1" }, LAST = { "0", "1" } },
         { TI = { "unsigned long long" }, TO = { "unsigned long long" }, CVT = { "3" }, MODE = { "0" }, LAST = { "0", "1" } },
       },
     },
@@ -2545,9 +2546,9 @@ return {
     { name = "filters.fuse", op = "filters", templates = { "filter_plane", "filter_line" }, values = { "on", "off" },
       applies = "w->nsp >= 2",
       doc = "on: a pass along an axis other than the last followed by one along the last axis (both of at most 25 taps) run as one kernel, filter_plane; off: two filter_line passes" },
-    { name = "filters.uniform", op = "filters", templates = { "filter_uniform" }, values = { "line", "tile" },
+    { name = "filters.uniform", op = "filters", templates = { "filter_uniform" }, values = { "auto", "exact", "stream", "line", "tile" },
       applies = "1",
-      doc = "uniform_filter's passes: line, a thread per line (ndf_filter_uniform); tile, 32 lines a block staged in shared memory (ndf_filter_uniform_tile, windows up to 164 taps; slower than line in the H100 benchmark, docs/performance.md)" },
+      doc = "uniform_filter's passes: auto, for inputs other than float64 stream along axes other than the last and exact along the last, else line; exact, whole lines staged in shared memory and the lines whose running sum is exact cut into segments walked in parallel (ndf_filter_uniform_exact, docs/adr/0029-uniform-exact-parallel.md; lines that do not fit its shared memory run line); stream, the same segments read from global memory, a line that fails the check walked again (ndf_filter_uniform_stream); line, a thread per line (ndf_filter_uniform); tile, 32 lines a block staged in shared memory (ndf_filter_uniform_tile, windows up to 164 taps; slower than line in the H100 benchmark, docs/performance.md)" },
     -- grey morphology (runtime/ops/grey/grey_cuda.c)
     { name = "grey.box", op = "grey", templates = { "grey_boxd", "grey_box", "grey_linew", "grey_linev" },
       values = { "auto", "classic", "lines" }, applies = "w->k <= 7",

@@ -8,8 +8,10 @@
  * radii, axes, batch axes, strided and negative-stride inputs, strided
  * outputs, kernels compiled in and read from a table (more than 256 taps),
  * lines cut at every segment edge, fused passes (filter_plane) and, with the
- * tunable filters.fuse off, unfused ones; the uniform filter's tile kernel
- * (chunks of a line, windows up to its limit) and its line kernel beyond.  Every GPU output is poisoned before the
+ * tunable filters.fuse off, unfused ones; the uniform filter's exact and
+ * stream kernels (lines walked in parallel where the running sum is exact,
+ * sequentially elsewhere), its tile kernel (chunks of a line, windows up to its limit) and
+ * its line kernel.  Every GPU output is poisoned before the
  * run; the bytes between the elements of a strided output must keep the
  * poison.  Exits 77 (skipped) when no CUDA device is usable.
  *
@@ -61,6 +63,7 @@ typedef struct fcase {
   int sigma1d_order;
   double sigma1d, truncate1d;
   int64_t radius1d;
+  int fill; /* FILL_*: the input's values (FILL_RANDOM: fill()) */
   char desc[512];
 } fcase;
 
@@ -105,6 +108,43 @@ static void fill(tu_array *t, tu_rng *r) {
     tu_set(&t->arr, i, v);
   }
   tu_offset64(&t->arr);
+}
+
+/* Inputs of the uniform filter's exact path (ndf_filter_uniform_exact, which
+ * walks a line in parallel segments where its running sum is exact and
+ * sequentially elsewhere): FILL_UNIT floats k 2^-24 in [0, 1) (every line
+ * exact), integers over their dtype's whole range (64-bit ones beyond 2^53
+ * on some lines); FILL_WIDE unit values and +-1e30, +-1e-30 in some lines;
+ * FILL_NONFINITE unit values and NaN, Inf, -Inf; FILL_SUBNORMAL float32
+ * subnormals (k 2^-149) with a few unit values. */
+enum { FILL_RANDOM, FILL_UNIT, FILL_WIDE, FILL_NONFINITE, FILL_SUBNORMAL, FILL_COUNT };
+
+static void fill_pattern(tu_array *t, int kind, tu_rng *r) {
+  const int64_t n = ndf_array_size(&t->arr);
+  const ndf_dtype dt = t->arr.dtype;
+  const int wide64 = tu_rng_chance(r, 0.5);
+  for (int64_t i = 0; i < n; i++) {
+    if (dt == NDF_INT64 || dt == NDF_UINT64) {
+      uint64_t u = tu_rng_u64(r);
+      if (!wide64) u = dt == NDF_UINT64 ? u >> 24 : (uint64_t)((int64_t)u >> 24);
+      memcpy(tu_elem_ptr(&t->arr, i), &u, 8);
+      continue;
+    }
+    if (!tu_is_float(dt)) {
+      double lo, hi;
+      tu_int_range(dt, &lo, &hi);
+      tu_set(&t->arr, i, (double)tu_rng_int(r, (int64_t)lo, (int64_t)hi));
+      continue;
+    }
+    double v = (double)(tu_rng_u64(r) >> 40) * 0x1p-24;
+    if (kind == FILL_WIDE && tu_rng_chance(r, 0.02))
+      v = (tu_rng_chance(r, 0.5) ? 1e30 : 1e-30) * (tu_rng_chance(r, 0.5) ? 1 : -1);
+    else if (kind == FILL_NONFINITE && tu_rng_chance(r, 0.01))
+      v = tu_rng_chance(r, 0.3) ? NAN : tu_rng_chance(r, 0.5) ? INFINITY : -INFINITY;
+    else if (kind == FILL_SUBNORMAL && !tu_rng_chance(r, 0.002))
+      v = (double)tu_rng_int(r, -(1 << 22), 1 << 22) * 0x1p-149;
+    tu_set(&t->arr, i, v);
+  }
 }
 
 /* A random case; big: one larger volume. */
@@ -211,7 +251,8 @@ static void draw(fcase *c, tu_rng *r, int op, int big) {
 static int run_case(ndf_ctx *ctx, const fcase *c, tu_rng *r) {
   tu_array base = {0}, hin = {0}, hout = {0}, gout = {0};
   assert_int_equal(tu_array_alloc(&base, c->dt, c->ndim, c->shape), 0);
-  fill(&base, r);
+  if (c->fill) fill_pattern(&base, c->fill, r);
+  else fill(&base, r);
   const int lin = tu_rng_chance(r, 0.3) ? TU_LAYOUT_PADDED | (tu_rng_chance(r, 0.5) ? TU_LAYOUT_NEGATIVE : 0)
                                         : TU_LAYOUT_C;
   assert_int_equal(tu_array_relayout(&hin, &base.arr, lin, r), 0);
@@ -323,14 +364,130 @@ static void test_gpu_uniform_paths(void **state) {
       snprintf(c.desc, sizeof c.desc, "uniform_filter1d paths %s->%s %lldx%lldx%lld axis %d size %lld origin %lld mode %s",
                ndf_dtype_name(c.dt), ndf_dtype_name(c.odt), (long long)c.shape[0], (long long)c.shape[1],
                (long long)c.shape[2], c.axis, (long long)c.n, (long long)c.o.origin[0], ndf_mode_name(c.o.mode));
-      for (int tile = 0; tile < 2; tile++) { /* the tunable filters.uniform: line (default), tile */
-        assert_int_equal(ndf_ctx_set_tunable(s->ctx, "filters.uniform", tile ? "tile" : NULL), NDF_OK);
+      /* The tunable filters.uniform: auto (the default: stream along the
+       * first axis, exact along the last), exact, stream, line, tile. */
+      static const char *const kinds[] = {NULL, "exact", "stream", "line", "tile"};
+      for (int v = 0; v < 5; v++) {
+        assert_int_equal(ndf_ctx_set_tunable(s->ctx, "filters.uniform", kinds[v]), NDF_OK);
         const uint64_t mark = tu_klog_mark(s->ctx);
         failed += run_case(s->ctx, &c, &r);
-        failed += tu_klog_check(s->ctx, mark, tile && c.n <= 164 ? "ndf_filter_uniform_tile" : "ndf_filter_uniform", 1,
-                                c.desc);
+        const char *want = v == 1 || (v == 0 && last) ? "ndf_filter_uniform_exact"
+                           : v <= 2                  ? "ndf_filter_uniform_stream"
+                           : v == 4 && c.n <= 164    ? "ndf_filter_uniform_tile"
+                                                     : "ndf_filter_uniform";
+        failed += tu_klog_check(s->ctx, mark, want, 1, c.desc);
       }
     }
+  assert_int_equal(ndf_ctx_set_tunable(s->ctx, "filters.uniform", NULL), NDF_OK);
+  assert_int_equal(failed, 0);
+}
+
+/* The uniform filter's exact and stream kernels (the default):
+ * every input dtype on the data of fill_pattern (lines walked in parallel
+ * segments, lines of NaN, Inf, a wide range or float64 mantissas walked
+ * sequentially, in one call), every mode, cval that breaks the exactness
+ * (0.1, 1e30, NaN), windows of 1 tap to longer than the line, batch axes,
+ * strided inputs and outputs (run_case's layouts), uniform_filter over
+ * several axes, float64 under auto (the line kernel) and under exact and
+ * stream; lines long enough for fewer lines a block and more than 48 KiB of
+ * the exact kernel's shared memory, and too long for it (auto: the line
+ * kernel; stream: no limit). */
+static void test_gpu_uniform_exact(void **state) {
+  tu_gpu_state *s = *state;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed + 3);
+  static const ndf_dtype dts[] = {NDF_FLOAT32, NDF_FLOAT64, NDF_UINT8, NDF_INT8,  NDF_UINT16,
+                                  NDF_INT16,   NDF_UINT32,  NDF_INT32, NDF_INT64, NDF_UINT64};
+  static const ndf_dtype odts[] = {NDF_FLOAT32, NDF_FLOAT64, NDF_UINT8, NDF_INT32, NDF_INT64, NDF_UINT64};
+  static const double cvals[] = {0.0, 1.5, 0.1, 1e30, NAN};
+  static const int64_t sizes[] = {1, 2, 3, 5, 8, 13, 40};
+  int failed = 0, k = 0;
+  for (int fk = FILL_UNIT; fk < FILL_COUNT; fk++)
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+      if (fk != FILL_UNIT && !(dts[d] == NDF_FLOAT32 || (dts[d] == NDF_FLOAT64 && fk != FILL_SUBNORMAL))) continue;
+      for (int rep = 0; rep < 4; rep++, k++) {
+        fcase c;
+        memset(&c, 0, sizeof c);
+        c.fill = fk;
+        c.op = rep % 2 ? OP_UNIFORM : OP_UNIFORM1D;
+        c.dt = dts[d];
+        c.odt = rep < 2 ? c.dt : odts[tu_rng_int(&r, 0, 5)];
+        const int nb = (int)tu_rng_int(&r, 0, 1);
+        c.ndim = nb + 3;
+        for (int a = 0; a < c.ndim; a++) c.shape[a] = a < nb ? tu_rng_int(&r, 1, 3) : tu_rng_int(&r, 1, 70);
+        ndf_filter_options_init(&c.o);
+        c.o.batch_dims = nb;
+        c.o.mode = (ndf_mode)(k % NDF_MODE_COUNT);
+        c.o.cval = cvals[(k / NDF_MODE_COUNT) % 5];
+        c.axis = (int)tu_rng_int(&r, nb, c.ndim - 1);
+        const int64_t len = c.shape[c.axis];
+        c.n = rep == 3 ? len + tu_rng_int(&r, 0, 6) : sizes[tu_rng_int(&r, 0, 6)];
+        if (c.op == OP_UNIFORM) {
+          c.nsize = 1;
+          c.size[0] = c.n;
+          c.o.norigin = 1;
+          c.o.origin[0] = tu_rng_int(&r, -(c.n / 2), c.n - 1 - c.n / 2);
+        } else {
+          c.o.norigin = 1;
+          c.o.origin[0] = tu_rng_int(&r, -(c.n / 2), c.n - 1 - c.n / 2);
+        }
+        static const char *const tunes[] = {NULL, "exact", "stream", NULL};
+        const char *tune = tunes[rep];
+        const int last = c.axis == c.ndim - 1;
+        snprintf(c.desc, sizeof c.desc,
+                 "uniform exact: %s fill %d %s->%s %lldx%lldx%lldx%lld batch %d axis %d size %lld origin %lld "
+                 "mode %s cval %g tune %s",
+                 OP_NAMES[c.op], fk, ndf_dtype_name(c.dt), ndf_dtype_name(c.odt), (long long)c.shape[0],
+                 (long long)c.shape[1], (long long)c.shape[2], (long long)(c.ndim > 3 ? c.shape[3] : 1), nb, c.axis,
+                 (long long)c.n, (long long)c.o.origin[0], ndf_mode_name(c.o.mode), c.o.cval, tune ? tune : "auto");
+        assert_int_equal(ndf_ctx_set_tunable(s->ctx, "filters.uniform", tune), NDF_OK);
+        const uint64_t mark = tu_klog_mark(s->ctx);
+        failed += run_case(s->ctx, &c, &r);
+        if (c.op == OP_UNIFORM1D)
+          failed += tu_klog_check(s->ctx, mark,
+                                  !tune && c.dt == NDF_FLOAT64 ? "ndf_filter_uniform"
+                                  : (!tune && last) || (tune && tune[0] == 'e') ? "ndf_filter_uniform_exact"
+                                                                               : "ndf_filter_uniform_stream",
+                                  1, c.desc);
+      }
+    }
+  /* Long lines along the last axis and the first: fewer lines a block, more
+   * than 48 KiB of shared memory; beyond the device's limit, the line kernel. */
+  static const struct {
+    int64_t shape[3];
+    int axis;
+    ndf_dtype dt;
+    const char *tune, *kernel;
+  } longs[] = {
+      {{2, 3, 3000}, 2, NDF_FLOAT32, NULL, "ndf_filter_uniform_exact"},
+      {{3000, 2, 5}, 0, NDF_FLOAT32, "exact", "ndf_filter_uniform_exact"},
+      {{3000, 2, 5}, 0, NDF_FLOAT32, NULL, "ndf_filter_uniform_stream"},
+      {{700, 5, 9}, 0, NDF_UINT8, "exact", "ndf_filter_uniform_exact"},
+      {{2, 2, 9000}, 2, NDF_FLOAT32, NULL, "ndf_filter_uniform_exact"},
+      {{1, 2, 70000}, 2, NDF_FLOAT32, NULL, "ndf_filter_uniform"},
+      {{1, 2, 70000}, 2, NDF_FLOAT32, "stream", "ndf_filter_uniform_stream"},
+  };
+  for (size_t i = 0; i < sizeof longs / sizeof longs[0]; i++) {
+    fcase c;
+    memset(&c, 0, sizeof c);
+    c.fill = i % 2 ? FILL_NONFINITE : FILL_UNIT;
+    c.op = OP_UNIFORM1D;
+    c.dt = c.odt = longs[i].dt;
+    c.ndim = 3;
+    memcpy(c.shape, longs[i].shape, sizeof longs[i].shape);
+    c.axis = longs[i].axis;
+    c.n = 5 + 2 * (int64_t)i;
+    ndf_filter_options_init(&c.o);
+    c.o.mode = (ndf_mode)(i % NDF_MODE_COUNT);
+    c.o.cval = 0.25;
+    snprintf(c.desc, sizeof c.desc, "uniform exact: long lines %lldx%lldx%lld axis %d %s size %lld tune %s",
+             (long long)c.shape[0], (long long)c.shape[1], (long long)c.shape[2], c.axis, ndf_dtype_name(c.dt),
+             (long long)c.n, longs[i].tune ? longs[i].tune : "auto");
+    assert_int_equal(ndf_ctx_set_tunable(s->ctx, "filters.uniform", longs[i].tune), NDF_OK);
+    const uint64_t mark = tu_klog_mark(s->ctx);
+    failed += run_case(s->ctx, &c, &r);
+    failed += tu_klog_check(s->ctx, mark, longs[i].kernel, 1, c.desc);
+  }
   assert_int_equal(ndf_ctx_set_tunable(s->ctx, "filters.uniform", NULL), NDF_OK);
   assert_int_equal(failed, 0);
 }
@@ -361,6 +518,7 @@ int main(void) {
       cmocka_unit_test(test_gpu_volumes),
       cmocka_unit_test(test_gpu_volumes_unfused),
       cmocka_unit_test(test_gpu_uniform_paths),
+      cmocka_unit_test(test_gpu_uniform_exact),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

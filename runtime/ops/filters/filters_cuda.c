@@ -1,8 +1,9 @@
 /*
  * filters_cuda.c -- the CUDA backend of the linear filters: requests the
  * specializations of templates/filter_line.cu (a correlation pass, weights
- * compiled in), filter_uniform.cu (a running-mean pass: lines staged through
- * shared memory, or one thread per line for long windows), filter_taps.cu (N-D
+ * compiled in), filter_uniform.cu (a running-mean pass: whole lines staged in
+ * shared memory and walked in parallel segments where the running sum is
+ * exact, or one thread per line for long lines), filter_taps.cu (N-D
  * correlate) and filter_ew.cu (casts and the compositions' elementwise
  * steps), and launches them on the context's stream.  Every kernel computes
  * in double in scipy's order without fused operations, so the GPU equals the
@@ -47,28 +48,88 @@ static int is_int(ndf_dtype t) { return t != NDF_FLOAT32 && t != NDF_FLOAT64; }
 #define UNI_ROWS 180
 #define UNI_MIN_S 16
 
+/* filter_uniform's exact and stream kernels: UNIX_T threads a block.  The
+ * exact kernel stages along the last axis about UNIX_E values a block (a
+ * power of 2 of lines, at most UNIX_T), along another axis UNIX_C lines
+ * (fewer where they do not fit the shared memory, down to UNIX_MIN_C). */
+#define UNIX_T 256
+#define UNIX_E 4096
+#define UNIX_C 32
+#define UNIX_MIN_C 8
+
 /* Outputs per chunk of the uniform tile kernel for a window of K; 0: the line kernel. */
 static int uniform_chunk(int64_t K) {
   if (K > UNI_ROWS - UNI_MIN_S) return 0;
   return K + UNI_S <= UNI_ROWS ? UNI_S : (int)(UNI_ROWS - K);
 }
 
-/* A uniform pass's chunk: uniform_chunk where the tunable filters.uniform picks the tile kernel,
- * else 0 (the line kernel, the default). */
-static int uniform_S(ndf_ctx *ctx, const ndf_array *src, const ndf__fpass *p) {
-  const ndf__tune_work w = {src->dtype, src->ndim, ndf_array_size(src), p->n};
-  return ndf__tune(ctx, NDF__TUNE_FILTERS_UNIFORM, &w) == NDF__TUNE_FILTERS_UNIFORM__TILE ? uniform_chunk(p->n) : 0;
+/* Shared memory of the exact kernel for C lines of n: their offsets and
+ * check keys (24 bytes a line), the lines as ti with an odd pitch, and along
+ * the last axis the outputs as to with the same pitch. */
+static size_t uniform_exact_smem(int C, int64_t n, ndf_dtype ti, ndf_dtype to, int last) {
+  const size_t pitch = (size_t)(n | 1);
+  size_t b = 24 * (size_t)C + ((size_t)C * pitch * ndf_dtype_size(ti) + 7) / 8 * 8;
+  if (last) b += (size_t)C * pitch * ndf_dtype_size(to);
+  return b;
 }
 
-/* The request of one pass (S: the uniform tile kernel's chunk, 0: its line kernel); 0 when out of
- * memory for its weights. */
-static int req_pass(ndf__kernel_req *r, const ndf__fpass *p, ndf_dtype src, ndf_dtype dst, int last, int S) {
+/* Lines a block of the exact kernel for a pass along an axis of n (last:
+ * the last axis): the most that fit the default 48 KiB of shared memory, else
+ * the most that fit the device's limit; 0 where none fits. */
+static int uniform_exact_lines(int64_t n, ndf_dtype ti, ndf_dtype to, int last, size_t max_smem) {
+  int c0 = UNIX_C;
+  if (last)
+    for (c0 = 1; c0 < UNIX_T && (int64_t)c0 * 2 * n <= UNIX_E;) c0 *= 2;
+  const size_t limits[2] = {LINE_SMEM, max_smem};
+  for (int k = 0; k < 2; k++)
+    for (int C = c0; C >= (last ? 1 : UNIX_MIN_C); C /= 2)
+      if (uniform_exact_smem(C, n, ti, to, last) <= limits[k]) return C;
+  return 0;
+}
+
+/* Lines a block of the stream kernel for lines of n: 32 (coalesced loads
+ * along an axis other than the last), more for short lines, at most UNIX_T. */
+static int uniform_stream_lines(int64_t n) {
+  int C = 32;
+  while (C < UNIX_T && C * 2 * n <= 8 * UNIX_T) C *= 2;
+  return C;
+}
+
+/* The kernel of a uniform pass: the tunable filters.uniform's choice where it
+ * fits, else the line kernel; auto: for inputs other than float64 the stream
+ * kernel along an axis other than the last, the exact kernel along the last.
+ * *S: the tile kernel's chunk; *C: the exact or stream kernel's lines a block. */
+enum { UNI_LINE, UNI_TILE, UNI_EXACT, UNI_STREAM };
+static int uniform_kernel(ndf_ctx *ctx, const ndf_array *src, const ndf_array *dst, const ndf__fpass *p, int *S,
+                          int *C) {
+  const ndf__tune_work w = {src->dtype, src->ndim, ndf_array_size(src), p->n};
+  const int v = ndf__tune(ctx, NDF__TUNE_FILTERS_UNIFORM, &w);
+  const int last = p->axis == src->ndim - 1;
+  const int64_t n = src->shape[p->axis];
+  *S = *C = 0;
+  if (v == NDF__TUNE_FILTERS_UNIFORM__TILE) {
+    *S = uniform_chunk(p->n);
+    return *S ? UNI_TILE : UNI_LINE;
+  }
+  if (v == NDF__TUNE_FILTERS_UNIFORM__LINE || (v == NDF__TUNE_FILTERS_UNIFORM__AUTO && src->dtype == NDF_FLOAT64))
+    return UNI_LINE;
+  if (n > INT32_MAX / UNIX_T || p->n > INT32_MAX / 4) return UNI_LINE; /* the kernels index in int */
+  if (v == NDF__TUNE_FILTERS_UNIFORM__STREAM || (v == NDF__TUNE_FILTERS_UNIFORM__AUTO && !last)) {
+    *C = uniform_stream_lines(n);
+    return UNI_STREAM;
+  }
+  *C = uniform_exact_lines(n, src->dtype, dst->dtype, last, ctx->max_smem_block);
+  return *C ? UNI_EXACT : UNI_LINE;
+}
+
+/* The request of one pass (uk: a uniform pass's kernel, UNI_*); 0 when out of memory for its weights. */
+static int req_pass(ndf__kernel_req *r, const ndf__fpass *p, ndf_dtype src, ndf_dtype dst, int last, int uk) {
   const char *ti = ndf__dtype_ctype(src), *to = ndf__dtype_ctype(dst);
   if (p->uniform) {
-    if (S)
-      ndf__req_filter_uniform(r, "ndf_filter_uniform_tile", ti, to, cvt_of(dst), (int)p->mode, last);
-    else
-      ndf__req_filter_uniform(r, "ndf_filter_uniform", ti, to, cvt_of(dst), (int)p->mode, 0);
+    static const char *const kernels[] = {"ndf_filter_uniform", "ndf_filter_uniform_tile", "ndf_filter_uniform_exact",
+                                          "ndf_filter_uniform_stream"};
+    ndf__req_filter_uniform(r, kernels[uk], ti, to, cvt_of(dst), (int)p->mode,
+                            uk == UNI_TILE || uk == UNI_EXACT ? last : 0);
     return 1;
   }
   const int wtab = p->n >= WTAB_MIN;
@@ -130,8 +191,9 @@ ndf_status ndf__filters_line_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
   if (s != NDF_OK) return s;
   const int a = p->axis;
   ndf__kernel_req req;
-  const int S = p->uniform ? uniform_S(ctx, src, p) : 0;
-  if (!req_pass(&req, p, src->dtype, dst->dtype, a == src->ndim - 1, S))
+  int S = 0, C = 0;
+  const int uk = p->uniform ? uniform_kernel(ctx, src, dst, p, &S, &C) : UNI_LINE;
+  if (!req_pass(&req, p, src->dtype, dst->dtype, a == src->ndim - 1, uk))
     return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory for a kernel request", name);
   CUfunction fn;
   s = ndf__jit_get(ctx, name, &req, &fn);
@@ -144,9 +206,21 @@ ndf_status ndf__filters_line_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
                            .K = p->n,
                            .pre = pre,
                            .cval = cval,
-                           .S = S};
+                           .S = S,
+                           .C = C};
     LINE_AXES(pu, src, dst, a);
-    if (!pu.S) return ndf__funi_launch(ctx, name, fn, ndf__grid(ctx, (pu.nlines + 127) / 128, 16), 128, 1, 0, &pu);
+    if (uk == UNI_EXACT) {
+      const size_t smem = uniform_exact_smem(C, pu.n, src->dtype, dst->dtype, a == src->ndim - 1);
+      if (smem > LINE_SMEM) {
+        CUresult r = ndf__cu(NULL)->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);
+        if (r != CUDA_SUCCESS) return ndf__cuda_error(ctx, name, r);
+      }
+      return ndf__funi_launch(ctx, name, fn, ndf__grid(ctx, (pu.nlines + C - 1) / C, 16), UNIX_T, 1, (unsigned)smem,
+                              &pu);
+    }
+    if (uk == UNI_STREAM)
+      return ndf__funi_launch(ctx, name, fn, ndf__grid(ctx, (pu.nlines + C - 1) / C, 16), UNIX_T, 1, 0, &pu);
+    if (uk == UNI_LINE) return ndf__funi_launch(ctx, name, fn, ndf__grid(ctx, (pu.nlines + 127) / 128, 16), 128, 1, 0, &pu);
     /* Shared memory: the lines' input and output offsets, then S + K rows of C + 1 doubles. */
     const unsigned smem = (unsigned)(16 * UNI_C + (pu.S + p->n) * (UNI_C + 1) * 8);
     return ndf__funi_launch(ctx, name, fn, ndf__grid(ctx, (pu.nlines + UNI_C - 1) / UNI_C, 32), UNI_C, 1, smem, &pu);
