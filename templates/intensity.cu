@@ -23,6 +23,7 @@
 //                    image) into the output's dtype and strides
 // Small kernels (ndf_ity_small_params), one thread per target / image / bin:
 //   ndf_ity_select   picks each target's next key byte from its histogram
+//                    (and clears a later pass's histogram for the next)
 //   ndf_ity_lerp     NumPy's linear quantile from the two selected values
 //   ndf_ity_finish   per-image (lo, hi) = (min, max) (mode 0) or (mean, std) (mode 1)
 //   ndf_ity_edges    equal-width bin edges per image (np.linspace in float64,
@@ -133,6 +134,22 @@ __device__ __forceinline__ ndf_i64 ity_xoff(const ndf_ity_scan_params &p, ndf_i6
 __device__ __forceinline__ ndf_i64 ity_woff(const ndf_ity_scan_params &p, ndf_i64 b, ndf_i64 j) {
   return p.contig ? b * p.m + j : ity_off(b, j, p.nb, p.ndim, p.shape, p.wstr);
 }
+// This thread's values of a chunk (element j0 + it * 256 + threadIdx.x of image b, it = 0..15),
+// all loads issued before any is used, so that a thread keeps 16 in flight.
+__device__ __forceinline__ void ity_load_chunk(const ndf_ity_scan_params &p, ndf_i64 b, ndf_i64 j0,
+                                               T (&xs)[NDF_ITY_CHUNK / 256]) {
+  if (p.contig && j0 + NDF_ITY_CHUNK <= p.m) {
+    const T *x = p.x + b * p.m + j0 + threadIdx.x;
+#pragma unroll
+    for (int it = 0; it < NDF_ITY_CHUNK / 256; it++) xs[it] = x[it * 256];
+  } else {
+#pragma unroll
+    for (int it = 0; it < NDF_ITY_CHUNK / 256; it++) {
+      const ndf_i64 j = j0 + it * 256 + threadIdx.x;
+      xs[it] = j < p.m ? p.x[ity_xoff(p, b, j)] : (T)0;
+    }
+  }
+}
 __device__ __forceinline__ bool ity_in_mask(const ndf_ity_scan_params &p, ndf_i64 b, ndf_i64 j) {
   return p.wmode != 2 || p.w[ity_woff(p, b, j)] != (W)0;
 }
@@ -238,10 +255,13 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ity_radix(const ndf_ity_sc
       __syncthreads();
     }
     const ndf_i64 j0 = (w - b * p.cpi) * NDF_ITY_CHUNK;
+    T xs[NDF_ITY_CHUNK / 256];
+    ity_load_chunk(p, b, j0, xs);
+#pragma unroll
     for (int it = 0; it < NDF_ITY_CHUNK / 256; it++) {
       const ndf_i64 j = j0 + it * 256 + threadIdx.x;
       if (j >= p.m) continue;
-      const T x = p.x[ity_xoff(p, b, j)];
+      const T x = xs[it];
       const ndf_u64 k = ity_key(x);
       const unsigned digit = (unsigned)(k >> p.shift) & 255u;
       if (p.pass == 0) {
@@ -352,10 +372,13 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ity_apply(const ndf_ity_sc
     lo = ity_unkey(~st[0], (T)0);
     hi = ity_unkey(st[1], (T)0);
 #endif
+    T xs[NDF_ITY_CHUNK / 256];
+    ity_load_chunk(p, b, j0, xs);
+#pragma unroll
     for (int it = 0; it < NDF_ITY_CHUNK / 256; it++) {
       const ndf_i64 j = j0 + it * 256 + threadIdx.x;
       if (j >= p.m) continue;
-      const double x = (double)p.x[ity_xoff(p, b, j)];
+      const double x = (double)xs[it];
       double r;
 #if OP == 0
       r = x < lo ? lo : x > hi ? hi : x;
@@ -414,6 +437,8 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ity_select(const ndf_ity_s
   }
   p.rank[idx] = r - cum;
   p.prefix[idx] = pre | ((ndf_u64)sel << p.shift);
+  if (p.pass > 0) // the next pass counts into the same bins
+    for (int d = 0; d < 256; d++) p.hist[idx * 256 + d] = 0;
 }
 #endif
 

@@ -182,8 +182,8 @@ static ndf_status qsel_run(ndf_ctx *ctx, const char *name, const qsel *k, const 
   pp2.rank = rank;
   pp2.rk0 = tab;
   const unsigned grid = scan_grid(ctx, g);
-  s = zero(ctx, name, st, (size_t)g->nimg * 64);
-  if (s == NDF_OK) s = zero(ctx, name, hist0, (size_t)g->nimg * 256 * 8);
+  /* st, hist0 and hist are adjacent: one clear; each select of a later pass clears the bins it read. */
+  s = zero(ctx, name, st, o_h + (size_t)hbytes - o_st);
   for (int pass = 0; pass < keybits / 8 && s == NDF_OK; pass++) {
     const int shift = keybits - 8 * (pass + 1);
     sp.pass = pp2.pass = pass;
@@ -191,7 +191,6 @@ static ndf_status qsel_run(ndf_ctx *ctx, const char *name, const qsel *k, const 
     if (pass == 0) {
       s = ndf__ity_scan_launch(ctx, name, k->radix, grid, 256, 1, 256 * 4, &sp);
     } else {
-      s = zero(ctx, name, hist, (size_t)hbytes);
       for (int t0 = 0; t0 < ntpi && s == NDF_OK; t0 += TARGETS) {
         sp.t0 = t0;
         sp.t1 = t0 + TARGETS < ntpi ? t0 + TARGETS : ntpi;
