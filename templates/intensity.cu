@@ -22,8 +22,8 @@
 //                    3 interpolated cdf of a float image, 4 cdf of an integer
 //                    image) into the output's dtype and strides
 // Small kernels (ndf_ity_small_params), one thread per target / image / bin:
-//   ndf_ity_select   picks each target's next key byte from its histogram
-//                    (and clears a later pass's histogram for the next)
+//   ndf_ity_select   picks each target's next key byte from its histogram (one
+//                    warp per target; a later pass's select clears the bins it read)
 //   ndf_ity_lerp     NumPy's linear quantile from the two selected values
 //   ndf_ity_finish   per-image (lo, hi) = (min, max) (mode 0) or (mean, std) (mode 1)
 //   ndf_ity_edges    equal-width bin edges per image (np.linspace in float64,
@@ -409,10 +409,14 @@ NDF_PARAMS(ndf_ity_small_params)
 
 __device__ __forceinline__ ndf_i64 ity_tid() { return (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; }
 
+// One warp per target: lane l holds bins 8l .. 8l + 7; the warp's prefix sums find the lane
+// of the bin that holds the rank, and that lane the bin (the first d with rank < the count
+// of bins 0..d; none: 255 and every count).
 #if NDF_KERNEL(ndf_ity_select)
 extern "C" __global__ void __launch_bounds__(256) ndf_ity_select(const ndf_ity_small_params p) {
-  const ndf_i64 idx = ity_tid();
-  if (idx >= p.n) return;
+  const ndf_i64 idx = ity_tid() / 32;
+  const int lane = threadIdx.x & 31;
+  if (idx >= p.n) return; // whole warps: idx is the same on every lane
   const ndf_i64 b = idx / p.ntpi, t = idx - b * p.ntpi;
   ndf_u64 r, pre;
   const ndf_u64 *h;
@@ -425,20 +429,43 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ity_select(const ndf_ity_s
     pre = p.prefix[idx];
     h = p.hist + idx * 256;
   }
-  ndf_u64 cum = 0;
-  int sel = 255;
-  for (int d = 0; d < 256; d++) {
-    const ndf_u64 c = h[d];
-    if (r < cum + c) {
-      sel = d;
+  ndf_u64 c[8], incl = 0;
+#pragma unroll
+  for (int i = 0; i < 8; i++) {
+    c[i] = h[lane * 8 + i];
+    incl += c[i];
+  }
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) { // inclusive scan of the lanes' sums
+    const ndf_u64 v = __shfl_up_sync(0xffffffffu, incl, o);
+    if (lane >= o) incl += v;
+  }
+  const ndf_u64 total = __shfl_sync(0xffffffffu, incl, 31);
+  const unsigned hit = __ballot_sync(0xffffffffu, r < incl);
+  if (p.pass > 0) // the next pass counts into the same bins
+#pragma unroll
+    for (int i = 0; i < 8; i++) p.hist[idx * 256 + lane * 8 + i] = 0;
+  const int L = hit ? __ffs(hit) - 1 : -1;
+  if (L < 0) {
+    if (lane == 0) {
+      p.rank[idx] = r - total;
+      p.prefix[idx] = pre | ((ndf_u64)255 << p.shift);
+    }
+    return;
+  }
+  if (lane != L) return;
+  ndf_u64 cum = incl - (c[0] + c[1] + c[2] + c[3] + c[4] + c[5] + c[6] + c[7]);
+  int sel = lane * 8 + 7;
+#pragma unroll
+  for (int i = 0; i < 8; i++) {
+    if (r < cum + c[i]) {
+      sel = lane * 8 + i;
       break;
     }
-    cum += c;
+    cum += c[i];
   }
   p.rank[idx] = r - cum;
   p.prefix[idx] = pre | ((ndf_u64)sel << p.shift);
-  if (p.pass > 0) // the next pass counts into the same bins
-    for (int d = 0; d < 256; d++) p.hist[idx * 256 + d] = 0;
 }
 #endif
 

@@ -197,7 +197,7 @@ static ndf_status qsel_run(ndf_ctx *ctx, const char *name, const qsel *k, const 
         s = ndf__ity_scan_launch(ctx, name, k->radix, grid, 256, 1, (unsigned)(sp.t1 - t0) * 256 * 4, &sp);
       }
     }
-    if (s == NDF_OK) s = ndf__ity_small_launch(ctx, name, k->select, small_grid(targets), 256, 1, 0, &pp2);
+    if (s == NDF_OK) s = ndf__ity_small_launch(ctx, name, k->select, small_grid(targets * 32), 256, 1, 0, &pp2);
   }
   if (s == NDF_OK) {
     pp2.n = g->nimg * nq;
