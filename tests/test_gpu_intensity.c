@@ -10,7 +10,8 @@
  *   ndf_percentile / ndf_quantile, ndf_clip, ndf_window, ndf_normalize_minmax,
  *   ndf_percentile_window, ndf_normalize_zscore (with and without a mask),
  *   ndf_equalize_hist (with and without a mask)
- * Up to 12 quantiles at once (24 selection targets: two launches per radix pass).
+ * Up to 12 quantiles at once (24 selection targets: two launches per radix pass); one or two
+ * quantiles of 32- and 64-bit data select on 11-bit digits, others on bytes.
  * Bit for bit, except weighted histograms (1e-12 relative) and z-scores (1e-9
  * of the output's scale): their float64 sums run in another order.  The data
  * error (a histogram's detected range holding NaN) is NDF_EINVAL with the

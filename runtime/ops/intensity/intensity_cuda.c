@@ -5,11 +5,11 @@
  * in stream-ordered scratch and stored last.
  *
  * Percentiles select the two order statistics around each q exactly by a
- * radix select over the values' order keys, one digit per pass (bytes for
- * 8- and 16-bit data: 1 and 2 passes; 11-bit digits for 32- and 64-bit
- * data: 3 and 6 passes): pass 0 histograms every value's top digit once per
- * image, and each later pass histograms the next digit of the values that
- * share a target's prefix.  Nothing is read back:
+ * radix select over the values' order keys, one digit per pass (bytes: 1, 2,
+ * 4 and 8 passes for 8- to 64-bit data; for 32- and 64-bit data with few
+ * quantiles 11-bit digits: 3 and 6 passes): pass 0 histograms every value's
+ * top digit once per image, and each later pass histograms the next digit of
+ * the values that share a target's prefix.  Nothing is read back:
  * the ranks are known on the host (every image has m values).
  *
  * Only two paths read back: a histogram (and a float equalize_hist) whose
@@ -145,17 +145,25 @@ static ndf_status qsel_run(ndf_ctx *ctx, const char *name, const qsel *k, const 
     return ndf__error(ctx, NDF_ENOTSUP,
                       "%s: %lld images x %d quantiles need more than 1 GiB of selection histograms on the GPU; "
                       "split the batch", name, (long long)g->nimg, nq);
-  /* The digits, top first: 11-bit digits for 32- and 64-bit keys (3 and 6 passes) while their
-   * histograms fit the limit, else bytes. */
+  /* The digits, top first: bytes, or for 32- and 64-bit keys 11-bit digits (3 and 6 passes) when
+   * their histograms fit the limit and they read the data fewer times (a later pass reads it
+   * once per launch of at most RADIX_SMEM / bins targets). */
+  static const int W32[3] = {11, 11, 10}, W64[6] = {11, 11, 11, 11, 10, 10};
   int bits[8], npass = 0, rb = 256;
+  for (; npass < keybits / 8; npass++) bits[npass] = 8;
   if (keybits >= 32 && hbytes <= HIST_LIMIT / 8) {
-    static const int W32[3] = {11, 11, 10}, W64[6] = {11, 11, 11, 11, 10, 10};
-    npass = keybits == 32 ? 3 : 6;
-    memcpy(bits, keybits == 32 ? W32 : W64, (size_t)npass * sizeof *bits);
-    rb = RADIX_BINS;
-    hbytes *= RADIX_BINS / 256;
-  } else {
-    for (; npass < keybits / 8; npass++) bits[npass] = 8;
+    const int *w = keybits == 32 ? W32 : W64, nw = keybits == 32 ? 3 : 6;
+    int64_t reads_b = 1 + (int64_t)(npass - 1) * ((ntpi + TARGETS - 1) / TARGETS), reads_w = 1;
+    for (int p = 1; p < nw; p++) {
+      const int tmax = RADIX_SMEM >> w[p] < TARGETS ? RADIX_SMEM >> w[p] : TARGETS;
+      reads_w += (ntpi + tmax - 1) / tmax;
+    }
+    if (reads_w < reads_b) {
+      npass = nw;
+      memcpy(bits, w, (size_t)nw * sizeof *bits);
+      rb = RADIX_BINS;
+      hbytes *= RADIX_BINS / 256;
+    }
   }
   /* tables: rk0 (ntpi u64) | gam (nq f64) */
   const size_t tbytes = (size_t)ntpi * 8 + (size_t)nq * 8;
