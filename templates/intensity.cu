@@ -12,9 +12,9 @@
 //                    (pass 0), or the sum of squared deviations from the
 //                    mean st[5] (pass 1)
 //   ndf_ity_radix    one pass of the radix select: pass 0 histograms the top
-//                    byte of every value's order key (and counts NaN);
-//                    later passes histogram the next byte of the values whose
-//                    key agrees with a target's prefix so far
+//                    digit (up to 11 bits) of every value's order key (and
+//                    counts NaN); later passes histogram the next digit of the
+//                    values whose key agrees with a target's prefix so far
 //   ndf_ity_hist     histogram counts or weighted sums per image: the bin by
 //                    binary search in the image's edges (mode 0) or the
 //                    integer value minus the image's minimum (mode 1)
@@ -22,7 +22,8 @@
 //                    3 interpolated cdf of a float image, 4 cdf of an integer
 //                    image) into the output's dtype and strides
 // Small kernels (ndf_ity_small_params), one thread per target / image / bin:
-//   ndf_ity_select   picks each target's next key byte from its histogram
+//   ndf_ity_select   picks each target's next key digit from its histogram (one
+//                    warp per target; a later pass's select clears the bins it read)
 //   ndf_ity_lerp     NumPy's linear quantile from the two selected values
 //   ndf_ity_finish   per-image (lo, hi) = (min, max) (mode 0) or (mean, std) (mode 1)
 //   ndf_ity_edges    equal-width bin edges per image (np.linspace in float64,
@@ -133,6 +134,22 @@ __device__ __forceinline__ ndf_i64 ity_xoff(const ndf_ity_scan_params &p, ndf_i6
 __device__ __forceinline__ ndf_i64 ity_woff(const ndf_ity_scan_params &p, ndf_i64 b, ndf_i64 j) {
   return p.contig ? b * p.m + j : ity_off(b, j, p.nb, p.ndim, p.shape, p.wstr);
 }
+// This thread's values of a chunk (element j0 + it * 256 + threadIdx.x of image b, it = 0..15),
+// all loads issued before any is used, so that a thread keeps 16 in flight.
+__device__ __forceinline__ void ity_load_chunk(const ndf_ity_scan_params &p, ndf_i64 b, ndf_i64 j0,
+                                               T (&xs)[NDF_ITY_CHUNK / 256]) {
+  if (p.contig && j0 + NDF_ITY_CHUNK <= p.m) {
+    const T *x = p.x + b * p.m + j0 + threadIdx.x;
+#pragma unroll
+    for (int it = 0; it < NDF_ITY_CHUNK / 256; it++) xs[it] = x[it * 256];
+  } else {
+#pragma unroll
+    for (int it = 0; it < NDF_ITY_CHUNK / 256; it++) {
+      const ndf_i64 j = j0 + it * 256 + threadIdx.x;
+      xs[it] = j < p.m ? p.x[ity_xoff(p, b, j)] : (T)0;
+    }
+  }
+}
 __device__ __forceinline__ bool ity_in_mask(const ndf_ity_scan_params &p, ndf_i64 b, ndf_i64 j) {
   return p.wmode != 2 || p.w[ity_woff(p, b, j)] != (W)0;
 }
@@ -203,14 +220,17 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ity_stats(const ndf_ity_sc
 #endif
 
 // ---- radix select -------------------------------------------------------------------------------------
-// Dynamic shared memory: 256 counters per target of the launch (one set in pass 0).
+// A pass counts one digit of nbins = 2^bits values (8 <= bits <= 11) at shift.  Dynamic shared
+// memory: nbins counters per target of the launch (one set in pass 0).  hist0 and hist keep
+// tstride counters per image / target (the call's widest digit).
 #if NDF_KERNEL(ndf_ity_radix)
 extern "C" __global__ void __launch_bounds__(256) ndf_ity_radix(const ndf_ity_scan_params p) {
   extern __shared__ unsigned ity_sh[];
   __shared__ ndf_u64 pf[NDF_ITY_TARGETS];
   const int nt = p.pass == 0 ? 1 : p.t1 - p.t0;
+  const int nbins = (int)p.nbins, bits = __ffs(nbins) - 1;
   const ndf_i64 items = p.nimg * p.cpi;
-  for (int i = threadIdx.x; i < nt * 256; i += 256) ity_sh[i] = 0;
+  for (int i = threadIdx.x; i < nt * nbins; i += 256) ity_sh[i] = 0;
   ndf_i64 cur = -2; // no image yet (b = -1 ends the walk)
   ndf_u64 nan = 0;
   for (ndf_i64 w = blockIdx.x;; w += gridDim.x) {
@@ -218,11 +238,12 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ity_radix(const ndf_ity_sc
     if (b != cur) {
       __syncthreads();
       if (cur >= 0) {
-        for (int i = threadIdx.x; i < nt * 256; i += 256) {
+        for (int i = threadIdx.x; i < nt * nbins; i += 256) {
           const unsigned c = ity_sh[i];
           if (c) {
-            if (p.pass == 0) atomicAdd(p.hist0 + cur * 256 + i, (ndf_u64)c);
-            else atomicAdd(p.hist + ((cur * p.ntpi + p.t0 + i / 256) * 256 + (i & 255)), (ndf_u64)c);
+            const int t = i >> bits, d = i & (nbins - 1);
+            if (p.pass == 0) atomicAdd(p.hist0 + cur * p.tstride + d, (ndf_u64)c);
+            else atomicAdd(p.hist + (cur * p.ntpi + p.t0 + t) * p.tstride + d, (ndf_u64)c);
             ity_sh[i] = 0;
           }
         }
@@ -238,19 +259,22 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ity_radix(const ndf_ity_sc
       __syncthreads();
     }
     const ndf_i64 j0 = (w - b * p.cpi) * NDF_ITY_CHUNK;
+    T xs[NDF_ITY_CHUNK / 256];
+    ity_load_chunk(p, b, j0, xs);
+#pragma unroll
     for (int it = 0; it < NDF_ITY_CHUNK / 256; it++) {
       const ndf_i64 j = j0 + it * 256 + threadIdx.x;
       if (j >= p.m) continue;
-      const T x = p.x[ity_xoff(p, b, j)];
+      const T x = xs[it];
       const ndf_u64 k = ity_key(x);
-      const unsigned digit = (unsigned)(k >> p.shift) & 255u;
+      const unsigned digit = (unsigned)(k >> p.shift) & (unsigned)(nbins - 1);
       if (p.pass == 0) {
         if (x != x) nan++;
         atomicAdd(ity_sh + digit, 1u);
-      } else {
-        const ndf_u64 hi = k >> (p.shift + 8);
+      } else { // the digits above this one (shift + bits < 64 after pass 0)
+        const ndf_u64 hi = k >> (p.shift + bits);
         for (int t = 0; t < nt; t++)
-          if ((pf[t] >> (p.shift + 8)) == hi) atomicAdd(ity_sh + t * 256 + digit, 1u);
+          if ((pf[t] >> (p.shift + bits)) == hi) atomicAdd(ity_sh + (t << bits) + digit, 1u);
       }
     }
   }
@@ -352,10 +376,13 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ity_apply(const ndf_ity_sc
     lo = ity_unkey(~st[0], (T)0);
     hi = ity_unkey(st[1], (T)0);
 #endif
+    T xs[NDF_ITY_CHUNK / 256];
+    ity_load_chunk(p, b, j0, xs);
+#pragma unroll
     for (int it = 0; it < NDF_ITY_CHUNK / 256; it++) {
       const ndf_i64 j = j0 + it * 256 + threadIdx.x;
       if (j >= p.m) continue;
-      const double x = (double)p.x[ity_xoff(p, b, j)];
+      const double x = (double)xs[it];
       double r;
 #if OP == 0
       r = x < lo ? lo : x > hi ? hi : x;
@@ -386,34 +413,62 @@ NDF_PARAMS(ndf_ity_small_params)
 
 __device__ __forceinline__ ndf_i64 ity_tid() { return (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; }
 
+// One warp per target over the pass's nbins = 2^bits bins: lane l holds bins l * per ..
+// l * per + per - 1; the warp's prefix sums find the lane of the bin that holds the rank,
+// and that lane the bin (the first d with rank < the count of bins 0..d; none: the last
+// bin and every count).
 #if NDF_KERNEL(ndf_ity_select)
 extern "C" __global__ void __launch_bounds__(256) ndf_ity_select(const ndf_ity_small_params p) {
-  const ndf_i64 idx = ity_tid();
-  if (idx >= p.n) return;
+  const ndf_i64 idx = ity_tid() / 32;
+  const int lane = threadIdx.x & 31;
+  if (idx >= p.n) return; // whole warps: idx is the same on every lane
   const ndf_i64 b = idx / p.ntpi, t = idx - b * p.ntpi;
+  const int nbins = (int)p.nbins, per = nbins / 32;
   ndf_u64 r, pre;
   const ndf_u64 *h;
   if (p.pass == 0) {
     r = p.rk0[t];
     pre = 0;
-    h = p.hist0 + b * 256;
+    h = p.hist0 + b * p.tstride;
   } else {
     r = p.rank[idx];
     pre = p.prefix[idx];
-    h = p.hist + idx * 256;
+    h = p.hist + idx * p.tstride;
   }
-  ndf_u64 cum = 0;
-  int sel = 255;
-  for (int d = 0; d < 256; d++) {
-    const ndf_u64 c = h[d];
-    if (r < cum + c) {
-      sel = d;
-      break;
+  h += lane * per;
+  ndf_u64 own = 0;
+  for (int i = 0; i < per; i++) own += h[i];
+  ndf_u64 incl = own;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) { // inclusive scan of the lanes' sums
+    const ndf_u64 v = __shfl_up_sync(0xffffffffu, incl, o);
+    if (lane >= o) incl += v;
+  }
+  const ndf_u64 total = __shfl_sync(0xffffffffu, incl, 31);
+  const unsigned hit = __ballot_sync(0xffffffffu, r < incl);
+  const int L = hit ? __ffs(hit) - 1 : -1;
+  if (lane == L) {
+    ndf_u64 cum = incl - own;
+    int sel = lane * per + per - 1;
+    for (int i = 0; i < per; i++) {
+      const ndf_u64 c = h[i];
+      if (r < cum + c) {
+        sel = lane * per + i;
+        break;
+      }
+      cum += c;
     }
-    cum += c;
+    p.rank[idx] = r - cum;
+    p.prefix[idx] = pre | ((ndf_u64)sel << p.shift);
+  } else if (L < 0 && lane == 0) {
+    p.rank[idx] = r - total;
+    p.prefix[idx] = pre | ((ndf_u64)(nbins - 1) << p.shift);
   }
-  p.rank[idx] = r - cum;
-  p.prefix[idx] = pre | ((ndf_u64)sel << p.shift);
+  __syncwarp();
+  if (p.pass > 0) { // the next pass counts into the same bins
+    ndf_u64 *hw = p.hist + idx * p.tstride + lane * per;
+    for (int i = 0; i < per; i++) hw[i] = 0;
+  }
 }
 #endif
 

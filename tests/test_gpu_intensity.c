@@ -10,7 +10,8 @@
  *   ndf_percentile / ndf_quantile, ndf_clip, ndf_window, ndf_normalize_minmax,
  *   ndf_percentile_window, ndf_normalize_zscore (with and without a mask),
  *   ndf_equalize_hist (with and without a mask)
- * Up to 12 quantiles at once (24 selection targets: two launches per radix pass).
+ * Up to 12 quantiles at once (24 selection targets: two launches per radix pass); one or two
+ * quantiles of 32- and 64-bit data select on 11-bit digits, others on bytes.
  * Bit for bit, except weighted histograms (1e-12 relative) and z-scores (1e-9
  * of the output's scale): their float64 sums run in another order.  The data
  * error (a histogram's detected range holding NaN) is NDF_EINVAL with the
@@ -359,8 +360,9 @@ static void test_gpu_intensity_random(void **state) {
   if (failed) fail_msg("%d of %ld cases differ between GPU and CPU", failed, g->ncases);
 }
 
-/* The benchmark's workload: percentile windowing (0.5, 99.5) of a 256^3 float32 volume, and a
- * uint16 percentile over the same size (two radix passes per target). */
+/* The benchmark's workload: percentile windowing (0.5, 99.5) of a 256^3 float32 volume, a
+ * uint16 percentile over the same size (two radix passes per target), and a float32 batch
+ * too large for the 11-bit digits' histograms. */
 static void test_gpu_percentile_window_256(void **state) {
   gpu_state *g = *state;
   TU_SKIP_WITHOUT_CUDA(g->ctx);
@@ -386,6 +388,17 @@ static void test_gpu_percentile_window_256(void **state) {
   c.q[0] = 0.5;
   c.q[1] = 50;
   c.q[2] = 99.5;
+  describe(&c);
+  assert_int_equal(run_case(g->ctx, cctx, &r, &c), 0);
+  /* 70000 float32 images of 3 values: their 11-bit digit histograms would pass the limit,
+   * so the selection runs on bytes (4 passes). */
+  c.dt = NDF_FLOAT32;
+  c.nd = 2;
+  c.batch = 1;
+  c.shape[0] = 70000;
+  c.shape[1] = 3;
+  c.nq = 1;
+  c.q[0] = 37.5;
   describe(&c);
   assert_int_equal(run_case(g->ctx, cctx, &r, &c), 0);
   ndf_ctx_destroy(cctx);

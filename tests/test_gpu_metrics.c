@@ -2,7 +2,7 @@
  * test_gpu_metrics.c -- the image metrics on the GPU against the CPU backend
  * (itself checked against scikit-image by test_metrics), on fresh random
  * inputs drawn here: mse, nrmse (three normalizations), psnr (given and
- * default data_range), ssim (uniform and Gaussian windows, 2-D and 3-D, the
+ * default data_range), ssim (uniform and Gaussian windows, sigmas of radius 1 to 14, 2-D and 3-D, the
  * map as float32 / float64, mean only or map only; the fused kernels and,
  * with the tunable ssim.path=composed, the filters composed), dice, jaccard and the
  * Hausdorff distance (with sampling and percentiles); every input dtype pair class, 0-2 batch
@@ -107,7 +107,11 @@ static void draw(tu_rng *rng, mcase *c) {
     c->so.win_size = tu_rng_chance(rng, 0.5) ? 0 : (int)(2 * tu_rng_int(rng, 1, 4) + 1);
     c->so.use_sample_covariance = tu_rng_chance(rng, 0.8);
     c->so.data_range = tu_rng_chance(rng, 0.5) ? 0 : 100;
-    minside = c->so.win_size ? c->so.win_size : c->so.gaussian_weights ? 11 : 7;
+    /* Other sigmas: Gaussian radii 1, 4, 9 (the segment kernel's RAD) and 14 (the line kernel). */
+    static const double SIGMAS[4] = {0.3, 1.0, 2.5, 4.0};
+    if (c->so.gaussian_weights && tu_rng_chance(rng, 0.4)) c->so.sigma = SIGMAS[tu_rng_int(rng, 0, 3)];
+    minside = c->so.win_size ? c->so.win_size
+              : c->so.gaussian_weights ? 2 * (int64_t)(3.5 * c->so.sigma + 0.5) + 1 : 7;
     c->want_mean = tu_rng_chance(rng, 0.8);
     c->want_full = !c->want_mean || tu_rng_chance(rng, 0.7);
     c->composed = tu_rng_chance(rng, 0.5);
@@ -127,6 +131,7 @@ static void draw(tu_rng *rng, mcase *c) {
   int n = snprintf(c->desc, sizeof c->desc, "%s %s/%s shape ", MNAMES[c->metric], ndf_dtype_name(c->ta),
                    ndf_dtype_name(c->tb));
   for (int d = 0; d < c->nd; d++) n += snprintf(c->desc + n, sizeof c->desc - n, "%s%lld", d ? "x" : "", (long long)c->shape[d]);
+  if (c->metric == M_SSIM && c->so.gaussian_weights) n += snprintf(c->desc + n, sizeof c->desc - n, " sigma %g", c->so.sigma);
   snprintf(c->desc + n, sizeof c->desc - n, " batch %d%s%s", c->nb,
            c->metric == M_SSIM ? (c->so.gaussian_weights ? " gaussian" : " uniform") : "",
            c->metric == M_SSIM ? (c->composed ? " composed" : " fused") : "");
@@ -247,7 +252,8 @@ static void test_gpu_metrics_errors(void **state) {
   tu_array_free(&r);
 }
 
-/* SSIM 3-D on a 96^3 float32 volume (several blocks per image, the bench's shape class). */
+/* SSIM 3-D on a 96^3 float32 volume (several blocks per image, the bench's shape class), fused and
+ * composed, Gaussian sigma 1.5 and 2.5. */
 static void test_gpu_metrics_ssim_volume(void **state) {
   gpu_state *s = *state;
   tu_rng rng;
@@ -262,10 +268,12 @@ static void test_gpu_metrics_ssim_volume(void **state) {
   ndf_ssim_options_init(&c.so);
   c.so.data_range = 1;
   c.want_mean = c.want_full = 1;
-  for (int k = 0; k < 4; k++) {
-    c.so.gaussian_weights = k / 2;
+  for (int k = 0; k < 6; k++) {
+    c.so.gaussian_weights = k >= 2;
+    c.so.sigma = k >= 4 ? 2.5 : 1.5; /* radius 9: the segment kernel at another RAD */
     c.composed = k % 2;
-    snprintf(c.desc, sizeof c.desc, "ssim float32 96^3 %s %s", k / 2 ? "gaussian" : "uniform", k % 2 ? "composed" : "fused");
+    snprintf(c.desc, sizeof c.desc, "ssim float32 96^3 %s sigma %g %s", k >= 2 ? "gaussian" : "uniform", c.so.sigma,
+             k % 2 ? "composed" : "fused");
     assert_int_equal(check_case(s->ctx, &rng, &c), 0);
   }
 }

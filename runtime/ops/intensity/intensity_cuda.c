@@ -5,10 +5,11 @@
  * in stream-ordered scratch and stored last.
  *
  * Percentiles select the two order statistics around each q exactly by a
- * radix select over the values' order keys, one key byte per pass (1 pass
- * for 8-bit data, 4 for 32-bit, 8 for float64): pass 0 histograms every
- * value's top byte once per image, and each later pass histograms the next
- * byte of the values that share a target's prefix.  Nothing is read back:
+ * radix select over the values' order keys, one digit per pass (bytes: 1, 2,
+ * 4 and 8 passes for 8- to 64-bit data; for 32- and 64-bit data with few
+ * quantiles 11-bit digits: 3 and 6 passes): pass 0 histograms every value's
+ * top digit once per image, and each later pass histograms the next digit of
+ * the values that share a target's prefix.  Nothing is read back:
  * the ranks are known on the host (every image has m values).
  *
  * Only two paths read back: a histogram (and a float equalize_hist) whose
@@ -25,6 +26,8 @@
 #define CHUNK 4096         /* NDF_ITY_CHUNK */
 #define SMEM_BINS 8192     /* NDF_ITY_SMEM_BINS */
 #define TARGETS 16         /* NDF_ITY_TARGETS */
+#define RADIX_BINS 2048    /* the widest radix digit's bins (11 bits) */
+#define RADIX_SMEM 8192    /* shared counters of one radix launch (32 KiB) */
 #define HIST_LIMIT ((int64_t)1 << 30) /* bytes of radix histograms a call may hold */
 
 static ndf_status get(ndf_ctx *ctx, const char *name, const char *kernel, ndf_dtype t, ndf_dtype out, ndf_dtype w,
@@ -142,6 +145,26 @@ static ndf_status qsel_run(ndf_ctx *ctx, const char *name, const qsel *k, const 
     return ndf__error(ctx, NDF_ENOTSUP,
                       "%s: %lld images x %d quantiles need more than 1 GiB of selection histograms on the GPU; "
                       "split the batch", name, (long long)g->nimg, nq);
+  /* The digits, top first: bytes, or for 32- and 64-bit keys 11-bit digits (3 and 6 passes) when
+   * their histograms fit the limit and they read the data fewer times (a later pass reads it
+   * once per launch of at most RADIX_SMEM / bins targets). */
+  static const int W32[3] = {11, 11, 10}, W64[6] = {11, 11, 11, 11, 10, 10};
+  int bits[8], npass = 0, rb = 256;
+  for (; npass < keybits / 8; npass++) bits[npass] = 8;
+  if (keybits >= 32 && hbytes <= HIST_LIMIT / 8) {
+    const int *w = keybits == 32 ? W32 : W64, nw = keybits == 32 ? 3 : 6;
+    int64_t reads_b = 1 + (int64_t)(npass - 1) * ((ntpi + TARGETS - 1) / TARGETS), reads_w = 1;
+    for (int p = 1; p < nw; p++) {
+      const int tmax = RADIX_SMEM >> w[p] < TARGETS ? RADIX_SMEM >> w[p] : TARGETS;
+      reads_w += (ntpi + tmax - 1) / tmax;
+    }
+    if (reads_w < reads_b) {
+      npass = nw;
+      memcpy(bits, w, (size_t)nw * sizeof *bits);
+      rb = RADIX_BINS;
+      hbytes *= RADIX_BINS / 256;
+    }
+  }
   /* tables: rk0 (ntpi u64) | gam (nq f64) */
   const size_t tbytes = (size_t)ntpi * 8 + (size_t)nq * 8;
   unsigned char *h = malloc(tbytes);
@@ -159,7 +182,7 @@ static ndf_status qsel_run(ndf_ctx *ctx, const char *name, const qsel *k, const 
   free(h);
   if (s != NDF_OK) return s;
   parts pp = {0, 0};
-  const size_t o_st = part(&pp, (size_t)g->nimg * 64), o_h0 = part(&pp, (size_t)g->nimg * 256 * 8),
+  const size_t o_st = part(&pp, (size_t)g->nimg * 64), o_h0 = part(&pp, (size_t)g->nimg * rb * 8),
                o_h = part(&pp, (size_t)hbytes), o_pf = part(&pp, (size_t)targets * 8),
                o_rk = part(&pp, (size_t)targets * 8);
   if ((s = ndf__scratch_alloc(ctx, pp.off, &pp.base)) != NDF_OK) return s;
@@ -172,6 +195,7 @@ static ndf_status qsel_run(ndf_ctx *ctx, const char *name, const qsel *k, const 
   sp.hist0 = hist0;
   sp.prefix = prefix;
   sp.ntpi = ntpi;
+  sp.tstride = rb;
   ndf__ity_small_params pp2;
   memset(&pp2, 0, sizeof pp2);
   pp2.n = targets;
@@ -181,24 +205,26 @@ static ndf_status qsel_run(ndf_ctx *ctx, const char *name, const qsel *k, const 
   pp2.prefix = prefix;
   pp2.rank = rank;
   pp2.rk0 = tab;
+  pp2.tstride = rb;
   const unsigned grid = scan_grid(ctx, g);
-  s = zero(ctx, name, st, (size_t)g->nimg * 64);
-  if (s == NDF_OK) s = zero(ctx, name, hist0, (size_t)g->nimg * 256 * 8);
-  for (int pass = 0; pass < keybits / 8 && s == NDF_OK; pass++) {
-    const int shift = keybits - 8 * (pass + 1);
+  /* st, hist0 and hist are adjacent: one clear; each select of a later pass clears the bins it read. */
+  s = zero(ctx, name, st, o_h + (size_t)hbytes - o_st);
+  for (int pass = 0, shift = keybits; pass < npass && s == NDF_OK; pass++) {
+    const int nbins = 1 << bits[pass], tmax = TARGETS < RADIX_SMEM / nbins ? TARGETS : RADIX_SMEM / nbins;
+    shift -= bits[pass];
     sp.pass = pp2.pass = pass;
     sp.shift = pp2.shift = shift;
+    sp.nbins = pp2.nbins = nbins;
     if (pass == 0) {
-      s = ndf__ity_scan_launch(ctx, name, k->radix, grid, 256, 1, 256 * 4, &sp);
+      s = ndf__ity_scan_launch(ctx, name, k->radix, grid, 256, 1, (unsigned)nbins * 4, &sp);
     } else {
-      s = zero(ctx, name, hist, (size_t)hbytes);
-      for (int t0 = 0; t0 < ntpi && s == NDF_OK; t0 += TARGETS) {
+      for (int t0 = 0; t0 < ntpi && s == NDF_OK; t0 += tmax) {
         sp.t0 = t0;
-        sp.t1 = t0 + TARGETS < ntpi ? t0 + TARGETS : ntpi;
-        s = ndf__ity_scan_launch(ctx, name, k->radix, grid, 256, 1, (unsigned)(sp.t1 - t0) * 256 * 4, &sp);
+        sp.t1 = t0 + tmax < ntpi ? t0 + tmax : ntpi;
+        s = ndf__ity_scan_launch(ctx, name, k->radix, grid, 256, 1, (unsigned)(sp.t1 - t0) * nbins * 4, &sp);
       }
     }
-    if (s == NDF_OK) s = ndf__ity_small_launch(ctx, name, k->select, small_grid(targets), 256, 1, 0, &pp2);
+    if (s == NDF_OK) s = ndf__ity_small_launch(ctx, name, k->select, small_grid(targets * 32), 256, 1, 0, &pp2);
   }
   if (s == NDF_OK) {
     pp2.n = g->nimg * nq;

@@ -210,6 +210,10 @@ ndf_status ndf__metrics_hd_finish_cuda(ndf_ctx *ctx, const char *name, ndf_array
 
 /* ---- SSIM, the five filters fused ---------------------------------------------------- */
 
+#define SEG 8         /* ndf_ssim_seg: outputs per thread (NDF_SL_SEG) */
+#define SEG_BLOCK 256 /* its threads per block (NDF_SL_BLOCK) */
+#define SEG_RAD 12    /* the largest radius it takes (the spec's RAD domain; wt holds 2 RAD + 1) */
+
 int ndf__metrics_ssim_fused_wanted(ndf_ctx *ctx, const ndf_array *im1) {
   const ndf__tune_work w = {im1->dtype, im1->ndim, ndf_array_size(im1), 0};
   return ndf__tune(ctx, NDF__TUNE_SSIM_PATH, &w) == NDF__TUNE_SSIM_PATH__FUSED;
@@ -234,30 +238,41 @@ ndf_status ndf__metrics_ssim_fused_cuda(ndf_ctx *ctx, const char *name, const nd
   }
   const int f32 = im1->dtype == NDF_FLOAT32;
   const char *F = f32 ? "float" : "double", *FO = full && full->dtype == NDF_FLOAT32 ? "float" : "double";
+  /* Gaussian windows up to radius SEG_RAD run on the segment kernel; its blocks are counted per image. */
+  const int nd = g->ndim, nb = g->nb, last_axis = nd - 1;
+  const int64_t n = ndf_array_size(im1), nimg = g->nimg > 0 ? g->nimg : 1;
+  int seg = gauss && radius <= SEG_RAD && n > 0;
+  int64_t bpi[NDF_MAX_SPATIAL] = {0};
+  for (int k = 0; k < g->nsp && seg; k++) {
+    const int64_t len = im1->shape[nb + k], ipi = n / len / nimg * ((len + SEG - 1) / SEG);
+    bpi[k] = (ipi + SEG_BLOCK - 1) / SEG_BLOCK;
+    if (bpi[k] > INT32_MAX / nimg) seg = 0; /* a grid beyond 2^31 blocks: the line kernel */
+  }
   ndf_status s = ndf__ctx_bind(ctx);
   /* Every pass's kernel first: a compile failure writes nothing. */
   CUfunction fn[NDF_MAX_SPATIAL], f_mean = NULL;
   for (int k = 0; k < g->nsp && s == NDF_OK; k++) {
     const int first = k == 0, last = k == g->nsp - 1;
     ndf__kernel_req req;
-    if (!ndf__req_metrics_ssim(&req, first ? as_read(im1->dtype) : NDF_FLOAT32,
+    if (!ndf__req_metrics_ssim(&req, seg ? "ndf_ssim_seg" : "ndf_ssim_lines", first ? as_read(im1->dtype) : NDF_FLOAT32,
                                first ? as_read(im2->dtype) : NDF_FLOAT32, F, last ? FO : "double", first, last,
-                               gauss))
+                               gauss, seg ? (int)radius : 0))
       s = ndf__error(ctx, NDF_EINTERNAL, "%s: no SSIM line kernel for these types", name);
     if (s == NDF_OK) s = ndf__jit_get(ctx, name, &req, &fn[k]);
     ndf__req_free(&req);
   }
   if (s == NDF_OK && mssim) s = get(ctx, name, "ndf_metrics_mean", NDF_FLOAT32, NDF_FLOAT32, "double", "double", &f_mean);
   CUdeviceptr wdev = 0;
-  if (s == NDF_OK && gauss) s = ndf__device_table(ctx, wts, (size_t)K * sizeof *wts, &wdev);
+  double wt[2 * SEG_RAD + 1] = {0};
+  if (s == NDF_OK && gauss && !seg) s = ndf__device_table(ctx, wts, (size_t)K * sizeof *wts, &wdev);
+  if (seg) memcpy(wt, wts, (size_t)K * sizeof *wts);
   free(wts);
   if (s != NDF_OK) return s;
 
   /* Scratch: two sets of five contiguous arrays of the float type (one for two axes, none for one),
-   * and the line sums of the last pass. */
-  const int nd = g->ndim, nb = g->nb, last_axis = nd - 1;
-  const int64_t n = ndf_array_size(im1), esz = f32 ? 4 : 8;
-  const int64_t nlast = n / im1->shape[last_axis];
+   * and the sums of the last pass (per line, or per block of the segment kernel). */
+  const int64_t esz = f32 ? 4 : 8;
+  const int64_t nlast = seg ? nimg * bpi[g->nsp - 1] : n / im1->shape[last_axis];
   const int nsets = g->nsp >= 3 ? 2 : g->nsp == 2 ? 1 : 0;
   CUdeviceptr set[2][5] = {{0}}, part = 0;
   for (int a = 0; a < nsets && s == NDF_OK; a++)
@@ -274,6 +289,14 @@ ndf_status ndf__metrics_ssim_fused_cuda(ndf_ctx *ctx, const char *name, const nd
     ndf__ssim_lines_params p = {.n = im1->shape[ax], .nlines = n / im1->shape[ax], .K = K, .pre = K / 2,
                                 .pad = pl->pad, .cov_norm = pl->cov_norm, .C1 = pl->C1, .C2 = pl->C2,
                                 .ident = !gauss && K == 1, .w = wdev};
+    if (seg) {
+      memcpy(p.wt, wt, sizeof wt);
+      p.lpi = p.nlines / nimg;
+      p.nseg = (p.n + SEG - 1) / SEG;
+      p.ipi = p.lpi * p.nseg;
+      p.bpi = bpi[k];
+      p.along = cstr[ax] == 1;
+    }
     if (first) {
       p.a = dptr(im1);
       p.b = dptr(im2);
@@ -300,11 +323,12 @@ ndf_status ndf__metrics_ssim_fused_cuda(ndf_ctx *ctx, const char *name, const nd
       p.ofstr[o] = full ? full->strides[d] : 0;
       p.ocrop[o] = d >= nb;
     }
-    s = ndf__ssim_lines_launch(ctx, name, fn[k], blocks_for(ctx, (p.nlines + 127) / 128), 128, 1, 0, &p);
+    if (seg) s = ndf__ssim_lines_launch(ctx, name, fn[k], (unsigned)(nimg * p.bpi), SEG_BLOCK, 1, 0, &p);
+    else s = ndf__ssim_lines_launch(ctx, name, fn[k], blocks_for(ctx, (p.nlines + 127) / 128), 128, 1, 0, &p);
   }
   if (s == NDF_OK && mssim) {
     /* The last pass's lines run over the other axes in array order, batch axes outermost:
-     * image i owns lines i * L .. i * L + L - 1. */
+     * image i owns lines (or the segment kernel's blocks) i * L .. i * L + L - 1. */
     double cnt = 1;
     for (int d = nb; d < nd; d++) cnt *= (double)(im1->shape[d] - 2 * pl->pad);
     ndf__metrics_mean_params pm = {.part = part, .result = dptr(mssim), .count = cnt, .nimg = g->nimg,
