@@ -554,19 +554,51 @@ static nifti_image *header_for(const ndfio_image *in, const double a[16], const 
   return nim;
 }
 
-static double elem_as_double(const void *base, ndf_dtype t, int64_t off) {
+/* dst[x] = src[x] * slope + inter (as float32) over a 3-D shape, src of type T; both sides any
+ * strides (elements).  The two axes fastest in memory on either side are walked in tiles of
+ * PP_TILE x PP_TILE, so that a transpose (NIfTI's x-fastest order to C order and back) reads and
+ * writes whole cache lines. */
+enum { PP_TILE = 16 };
+#define PP_COPY3(T)                                                                                            \
+  do {                                                                                                         \
+    const T *sp = src;                                                                                         \
+    for (int64_t k = 0; k < sh[c]; k++)                                                                        \
+      for (int64_t y0 = 0; y0 < sh[b]; y0 += PP_TILE)                                                          \
+        for (int64_t x0 = 0; x0 < sh[a]; x0 += PP_TILE) {                                                      \
+          const int64_t y1 = y0 + PP_TILE < sh[b] ? y0 + PP_TILE : sh[b];                                      \
+          const int64_t x1 = x0 + PP_TILE < sh[a] ? x0 + PP_TILE : sh[a];                                      \
+          for (int64_t y = y0; y < y1; y++) {                                                                  \
+            const T *s = sp + k * ss[c] + y * ss[b];                                                           \
+            float *d = dst + k * ds[c] + y * ds[b];                                                            \
+            for (int64_t x = x0; x < x1; x++) d[x * ds[a]] = (float)((double)s[x * ss[a]] * slope + inter);    \
+          }                                                                                                    \
+        }                                                                                                      \
+  } while (0)
+
+static int fastest_axis(const int64_t st[3], int not) {
+  int best = -1;
+  for (int d = 0; d < 3; d++)
+    if (d != not && (best < 0 || llabs(st[d]) < llabs(st[best]))) best = d;
+  return best;
+}
+
+static void copy3(float *dst, const int64_t ds[3], const void *src, ndf_dtype t, const int64_t ss[3],
+                  const int64_t sh[3], double slope, double inter) {
+  const int a = fastest_axis(ss, -1), bd = fastest_axis(ds, -1);
+  const int b = bd != a ? bd : fastest_axis(ds, a), c = 3 - a - b;
   switch (t) {
     case NDF_BOOL:
-    case NDF_UINT8: return ((const uint8_t *)base)[off];
-    case NDF_INT8: return ((const int8_t *)base)[off];
-    case NDF_UINT16: return ((const uint16_t *)base)[off];
-    case NDF_INT16: return ((const int16_t *)base)[off];
-    case NDF_UINT32: return ((const uint32_t *)base)[off];
-    case NDF_INT32: return ((const int32_t *)base)[off];
-    case NDF_FLOAT32: return ((const float *)base)[off];
-    case NDF_FLOAT64: return ((const double *)base)[off];
-    case NDF_INT64: return (double)((const int64_t *)base)[off];
-    default: return 0;
+    case NDF_UINT8: PP_COPY3(uint8_t); break;
+    case NDF_INT8: PP_COPY3(int8_t); break;
+    case NDF_UINT16: PP_COPY3(uint16_t); break;
+    case NDF_INT16: PP_COPY3(int16_t); break;
+    case NDF_UINT32: PP_COPY3(uint32_t); break;
+    case NDF_INT32: PP_COPY3(int32_t); break;
+    case NDF_FLOAT32: PP_COPY3(float); break;
+    case NDF_FLOAT64: PP_COPY3(double); break;
+    case NDF_INT64: PP_COPY3(int64_t); break;
+    case NDF_UINT64: PP_COPY3(uint64_t); break;
+    default: break;
   }
 }
 
@@ -591,11 +623,8 @@ static int extract_volume(const ndfio_image *src, int taxis, int64_t t, ndf_arra
     slope = nim->scl_slope;
     inter = nim->scl_inter;
   }
-  float *o = dst->data;
-  for (int64_t i = 0; i < sh[0]; i++)
-    for (int64_t j = 0; j < sh[1]; j++)
-      for (int64_t l = 0; l < sh[2]; l++)
-        *o++ = (float)(elem_as_double(a->data, a->dtype, base + i * str[0] + j * str[1] + l * str[2]) * slope + inter);
+  copy3(dst->data, dst->strides, (const char *)a->data + base * (int64_t)ndf_dtype_size(a->dtype), a->dtype, str, sh,
+        slope, inter);
   return 0;
 }
 
@@ -887,16 +916,15 @@ static void process_volume(ndf_ctx *ctx, ndf_ctx **cpu_ctx, const ndf_ctx_option
       jb->ok = 0;
       snprintf(jb->err, sizeof jb->err, "out of memory for the output");
     }
-    int sp[3];
+    /* in NIfTI's order (x fastest), so that the writer takes it as it is */
+    for (int d = 0; d < ond; d++) jb->out.strides[d] = d ? jb->out.strides[d - 1] * osh[d - 1] : 1;
+    int64_t ds[3];
     for (int d = 0, k = 0; d < ond; d++)
-      if (d != jb->taxis) sp[k++] = d;
+      if (d != jb->taxis) ds[k++] = jb->out.strides[d];
     for (int t = 0; jb->ok && t < jb->nt; t++) {
-      const float *src = jb->res[t].img.data;
+      const ndf_array *r = &jb->res[t].img;
       float *dst = (float *)jb->out.data + (jb->taxis >= 0 ? t * jb->out.strides[jb->taxis] : 0);
-      for (int64_t i = 0; i < jb->shape[0]; i++)
-        for (int64_t j = 0; j < jb->shape[1]; j++)
-          for (int64_t l = 0; l < jb->shape[2]; l++)
-            dst[i * jb->out.strides[sp[0]] + j * jb->out.strides[sp[1]] + l * jb->out.strides[sp[2]]] = *src++;
+      copy3(dst, ds, r->data, NDF_FLOAT32, r->strides, jb->shape, 1, 0);
     }
     if (jb->ok && !(jb->hdr = header_for(&it->img, jb->affine, osh, ond))) {
       jb->ok = 0;
