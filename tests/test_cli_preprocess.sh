@@ -20,8 +20,8 @@
 #   against itself and a fourth montage panel; --workers 1 and 3 write the
 #   same bytes, print the same stderr and report in input order, with the
 #   report's timing; a .nii.gz output decompresses to the .nii output's bytes
-#   (extensions kept); a two-member .nii.gz input reads, a truncated one
-#   fails; bad command lines exit 2.
+#   (extensions kept); a two-member .nii.gz input and one with bytes after
+#   its data read, a truncated one fails; bad command lines exit 2.
 # Exits 77 without numpy and nibabel.
 set -u
 . "$(dirname "$0")/cli_common.sh"
@@ -269,6 +269,8 @@ nib.save(e, 'in/ext.nii.gz')
 raw = gzip.decompress(open('in/perm.nii.gz', 'rb').read())
 with open('in/members.nii.gz', 'wb') as f:
     f.write(gzip.compress(raw[:1000]) + gzip.compress(raw[1000:]))
+with open('in/trailing.nii.gz', 'wb') as f:  # bytes after the data: read by the zlib reader
+    f.write(gzip.compress(raw + bytes(100)))
 with open('in/truncated.nii.gz', 'wb') as f:
     f.write(open('in/oblique.nii.gz', 'rb').read()[:-100])
 steps = ['--steps', 'reorient,resample,foreground,normalize,crop', '--spacing', '1.5']
@@ -306,6 +308,8 @@ if [bytes(x.get_content()).rstrip(b'\0') for x in o.header.extensions] != [b'an 
     fail('ext: extensions %r' % o.header.extensions)
 if not np.array_equal(np.asanyarray(nib.load('w3/members.nii.gz').dataobj), np.asanyarray(nib.load('w3/perm.nii.gz').dataobj)):
     fail('a .nii.gz of two gzip members read otherwise')
+if not np.array_equal(np.asanyarray(nib.load('w3/trailing.nii.gz').dataobj), np.asanyarray(nib.load('w3/perm.nii.gz').dataobj)):
+    fail('a .nii.gz with bytes after its data read otherwise')
 print('run 7 (workers, .nii.gz bytes) checked')
 sys.exit(1 if bad else 0)
 PY
