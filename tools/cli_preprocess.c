@@ -377,7 +377,7 @@ typedef struct pp_reader {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   pp_item *items;
-  int n, next_read, next_take, ahead, time_axis;
+  int n, next_read, next_take, ahead, time_axis, stop;
 } pp_reader;
 
 static double now_s(void) {
@@ -390,8 +390,9 @@ static void *reader_main(void *arg) {
   pp_reader *r = arg;
   for (;;) {
     pthread_mutex_lock(&r->mu);
-    while (r->next_read < r->n && r->next_read - r->next_take >= r->ahead) pthread_cond_wait(&r->cv, &r->mu);
-    if (r->next_read >= r->n) {
+    while (!r->stop && r->next_read < r->n && r->next_read - r->next_take >= r->ahead)
+      pthread_cond_wait(&r->cv, &r->mu);
+    if (r->stop || r->next_read >= r->n) {
       pthread_mutex_unlock(&r->mu);
       return NULL;
     }
@@ -1430,59 +1431,7 @@ int ndf_cli_preprocess(int argc, char **argv) {
   snprintf(report_path, sizeof report_path, "%s", report ? report : "");
   if (!report) snprintf(report_path, sizeof report_path, "%s/report.json", outdir);
 
-  ndf_ctx_options cop;
-  ndf_ctx_options_init(&cop);
-  cop.backend = !strcmp(device, "cpu") ? NDF_BACKEND_CPU : !strcmp(device, "cuda") ? NDF_BACKEND_CUDA : NDF_BACKEND_AUTO;
-  /* The first context tells the device; the workers' contexts follow once their number and
-   * threads are known (it is freed after them, so that the CUDA context lives on). */
-  ndf_ctx *probe = NULL;
-  if (ndf_ctx_create(&probe, &cop) != NDF_OK) {
-    errorf("cannot create a context: %s", ndf_last_error());
-    goto out_free;
-  }
-  const int cuda = ndf_ctx_has_cuda(probe);
-  const char *devname = cuda ? "cuda" : "cpu";
-  char devdesc[300];
-  snprintf(devdesc, sizeof devdesc, "%s", devname);
-  ndf_ctx_info info;
-  if (cuda && ndf_ctx_get_info(probe, &info) == NDF_OK) snprintf(devdesc, sizeof devdesc, "cuda: %s", info.device_name);
-  /* Workers: on a GPU a few, so that one volume's host work overlaps another's kernels; on the
-   * CPU one per core (up to 8: every worker holds a volume and its steps' memory).  Each worker's
-   * context runs its CPU work on cpu_threads threads, the cores shared among the workers. */
-  if (nworkers == 0) nworkers = cuda ? 3 : ncores < 8 ? (int)ncores : 8;
-  if (nworkers > inputs.n) nworkers = inputs.n;
-  if (cpu_threads == 0) cpu_threads = ncores / nworkers > 1 ? (int)(ncores / nworkers) : 1;
-  cop.backend = cuda ? NDF_BACKEND_CUDA : NDF_BACKEND_CPU;
-  cop.cpu_threads = cpu_threads;
-  pp_worker *wks = calloc((size_t)nworkers, sizeof *wks);
-  int nwk = 0;
-  for (; wks && nwk < nworkers; nwk++)
-    if (ndf_ctx_create(&wks[nwk].ctx, &cop) != NDF_OK) break;
-  ndf_ctx_destroy(probe);
-  if (nwk == 0) {
-    errorf("cannot create a context: %s", wks ? ndf_last_error() : "out of memory");
-    free(wks);
-    goto out_free;
-  }
-
-  ndfio_image ref = {0};
-  ndf_array refvol = {0};
-  FILE *rep = NULL;
-  if (refpath) {
-    char err[1024];
-    if (ndfio_read(refpath, &ref, err, sizeof err) != NDF_OK || extract_volume(&ref, -1, 0, &refvol) != 0) {
-      errorf("--reference: %s", err);
-      goto out_ctx;
-    }
-  }
-
-  /* The report is written at the end (volumes finish writing out of order); it must be writable. */
-  rep = fopen(report_path, "w");
-  if (!rep) {
-    errorf("cannot write the report '%s': %s", report_path, strerror(errno));
-    goto out_ctx;
-  }
-  const double ready = now_s();
+  /* The readers start at once: the first inputs are read while the contexts are made. */
   pp_item *items = calloc((size_t)inputs.n, sizeof *items);
   pp_job *jobs = calloc((size_t)inputs.n, sizeof *jobs);
   pp_run run = {.jobs = jobs, .montage = montage, .prog = prog, .total = items && jobs ? inputs.n : 0};
@@ -1494,9 +1443,63 @@ int ndf_cli_preprocess(int argc, char **argv) {
   pthread_cond_init(&run.cv, NULL);
   for (int i = 0; i < inputs.n && items; i++) items[i].path = inputs.v[i];
   pthread_t rth[16], wth[16];
-  int nr = 0, nw = 0;
+  int nr = 0, nw = 0, started = 0, nwk = 0;
   for (int i = 0; i < io_threads && rd.n; i++)
     if (pthread_create(&rth[nr], NULL, reader_main, &rd) == 0) nr++;
+  pp_worker *wks = NULL;
+  ndfio_image ref = {0};
+  ndf_array refvol = {0};
+  FILE *rep = NULL;
+  double ready = 0;
+  char devdesc[300];
+  const char *devname = "cpu";
+
+  ndf_ctx_options cop;
+  ndf_ctx_options_init(&cop);
+  cop.backend = !strcmp(device, "cpu") ? NDF_BACKEND_CPU : !strcmp(device, "cuda") ? NDF_BACKEND_CUDA : NDF_BACKEND_AUTO;
+  /* The first context tells the device; the workers' contexts follow once their number and
+   * threads are known (it is freed after them, so that the CUDA context lives on). */
+  ndf_ctx *probe = NULL;
+  if (ndf_ctx_create(&probe, &cop) != NDF_OK) {
+    errorf("cannot create a context: %s", ndf_last_error());
+    goto out_stop;
+  }
+  const int cuda = ndf_ctx_has_cuda(probe);
+  devname = cuda ? "cuda" : "cpu";
+  snprintf(devdesc, sizeof devdesc, "%s", devname);
+  ndf_ctx_info info;
+  if (cuda && ndf_ctx_get_info(probe, &info) == NDF_OK) snprintf(devdesc, sizeof devdesc, "cuda: %s", info.device_name);
+  /* Workers: on a GPU a few, so that one volume's host work overlaps another's kernels; on the
+   * CPU one per core (up to 8: every worker holds a volume and its steps' memory).  Each worker's
+   * context runs its CPU work on cpu_threads threads, the cores shared among the workers. */
+  if (nworkers == 0) nworkers = cuda ? 3 : ncores < 8 ? (int)ncores : 8;
+  if (nworkers > inputs.n) nworkers = inputs.n;
+  if (cpu_threads == 0) cpu_threads = ncores / nworkers > 1 ? (int)(ncores / nworkers) : 1;
+  cop.backend = cuda ? NDF_BACKEND_CUDA : NDF_BACKEND_CPU;
+  cop.cpu_threads = cpu_threads;
+  wks = calloc((size_t)nworkers, sizeof *wks);
+  for (; wks && nwk < nworkers; nwk++)
+    if (ndf_ctx_create(&wks[nwk].ctx, &cop) != NDF_OK) break;
+  ndf_ctx_destroy(probe);
+  if (nwk == 0) {
+    errorf("cannot create a context: %s", wks ? ndf_last_error() : "out of memory");
+    goto out_stop;
+  }
+  if (refpath) {
+    char err[1024];
+    if (ndfio_read(refpath, &ref, err, sizeof err) != NDF_OK || extract_volume(&ref, -1, 0, &refvol) != 0) {
+      errorf("--reference: %s", err);
+      goto out_stop;
+    }
+  }
+  /* The report is written at the end (volumes finish writing out of order); it must be writable. */
+  rep = fopen(report_path, "w");
+  if (!rep) {
+    errorf("cannot write the report '%s': %s", report_path, strerror(errno));
+    goto out_stop;
+  }
+  ready = now_s();
+
   for (int i = 0; i < io_threads && rd.n; i++)
     if (pthread_create(&wth[nw], NULL, writer_main, &run) == 0) nw++;
   if (rd.n && nr == 0) { /* no thread: read everything first */
@@ -1509,7 +1512,7 @@ int ndf_cli_preprocess(int argc, char **argv) {
   work.cpu_opts.backend = NDF_BACKEND_CPU;
   work.cpu_opts.cpu_threads = cpu_threads;
   /* worker 0 is this thread; the others are threads of their own (fewer if one cannot start) */
-  int started = 1;
+  started = 1;
   for (int k = 0; k < nwk; k++) {
     wks[k].w = &work;
     wks[k].id = k;
@@ -1522,41 +1525,51 @@ int ndf_cli_preprocess(int argc, char **argv) {
   pthread_cond_broadcast(&run.cv);
   pthread_mutex_unlock(&run.mu);
   for (int i = 0; i < nw; i++) pthread_join(wth[i], NULL);
+out_stop:
+  /* the readers stop (on a failure before the workers started, after the input they are reading) */
+  pthread_mutex_lock(&rd.mu);
+  rd.stop = 1;
+  pthread_cond_broadcast(&rd.cv);
+  pthread_mutex_unlock(&rd.mu);
   for (int i = 0; i < nr; i++) pthread_join(rth[i], NULL);
   pthread_mutex_destroy(&rd.mu);
   pthread_cond_destroy(&rd.cv);
   pthread_mutex_destroy(&run.mu);
   pthread_cond_destroy(&run.cv);
 
-  int nfailed = 0;
-  fprintf(rep, "{\n  \"tool\": \"ndforge preprocess\",\n  \"version\": ");
-  json_str(rep, ndf_version());
-  fprintf(rep, ",\n  \"device\": ");
-  json_str(rep, devdesc);
-  fprintf(rep, ",\n  \"io_threads\": %d,\n  \"workers\": %d,\n  \"cpu_threads\": %d,\n  \"steps\": [",
-          io_threads, started, cpu_threads);
-  for (int i = 0; i < nsteps; i++) {
-    fprintf(rep, "%s", i ? ", " : "");
-    json_str(rep, STEPS[steps[i]].name);
+  if (rep) {
+    int nfailed = 0;
+    fprintf(rep, "{\n  \"tool\": \"ndforge preprocess\",\n  \"version\": ");
+    json_str(rep, ndf_version());
+    fprintf(rep, ",\n  \"device\": ");
+    json_str(rep, devdesc);
+    fprintf(rep, ",\n  \"io_threads\": %d,\n  \"workers\": %d,\n  \"cpu_threads\": %d,\n  \"steps\": [",
+            io_threads, started, cpu_threads);
+    for (int i = 0; i < nsteps; i++) {
+      fprintf(rep, "%s", i ? ", " : "");
+      json_str(rep, STEPS[steps[i]].name);
+    }
+    fprintf(rep, "],\n");
+    report_timing(rep, jobs, rd.n, wks, started, nsteps, steps, run_t0, ready);
+    fprintf(rep, "  \"volumes\": [\n");
+    for (int vi = 0; vi < rd.n; vi++) {
+      nfailed += !jobs[vi].ok;
+      report_volume(rep, &jobs[vi], vi, montage, refpath != NULL, run_t0);
+    }
+    fprintf(rep, "\n  ],\n  \"failed\": %d,\n  \"wall_s\": ", nfailed);
+    json_num(rep, now_s() - run_t0);
+    fprintf(rep, "\n}\n");
+    const int werr = ferror(rep) | (fclose(rep) != 0);
+    if (werr) errorf("cannot write the report '%s'", report_path);
+    if (!items || !jobs) errorf("out of memory");
+    rc = (nfailed || werr || !items || !jobs) ? PP_FAIL : 0;
   }
-  fprintf(rep, "],\n");
-  report_timing(rep, jobs, rd.n, wks, started, nsteps, steps, run_t0, ready);
-  fprintf(rep, "  \"volumes\": [\n");
-  for (int vi = 0; vi < rd.n; vi++) {
-    nfailed += !jobs[vi].ok;
-    report_volume(rep, &jobs[vi], vi, montage, refpath != NULL, run_t0);
-    job_free(&jobs[vi]);
+  for (int i = 0; i < rd.n; i++) {
+    item_free(&items[i]); /* the inputs read ahead of a failure */
+    job_free(&jobs[i]);
   }
-  fprintf(rep, "\n  ],\n  \"failed\": %d,\n  \"wall_s\": ", nfailed);
-  json_num(rep, now_s() - run_t0);
-  fprintf(rep, "\n}\n");
-  const int werr = ferror(rep) | (fclose(rep) != 0);
-  if (werr) errorf("cannot write the report '%s'", report_path);
-  if (!items || !jobs) errorf("out of memory");
-  rc = (nfailed || werr || !items || !jobs) ? PP_FAIL : 0;
   free(items);
   free(jobs);
-out_ctx:
   for (int k = 0; k < nwk; k++) {
     ndf_ctx_destroy(wks[k].cpu_ctx);
     ndf_ctx_destroy(wks[k].ctx);
