@@ -65,8 +65,8 @@ static const char *pp_usage =
     "  --no-montage      no PNG montages\n"
     "  --format F        nii.gz (default) or nii: the outputs' file type\n"
     "  --io-threads N    reader and writer threads, N of each (default up to 4, by the cores)\n"
-    "  --workers N       volumes processed at once, each on a context of its own (default 3 on a GPU,\n"
-    "                    one per core up to 8 on the CPU)\n"
+    "  --workers N       volumes processed at once, each on a context of its own (default on a GPU\n"
+    "                    one per 4 cores, 2 to 4; on the CPU one per core, up to 8)\n"
     "  --cpu-threads N   CPU threads of each worker's context (default the cores / the workers)\n"
     "  --device D        cpu, cuda or auto (default auto: CUDA when there is a device)\n"
     "  --progress P      auto (a bar on a terminal, else lines), bar, lines or none\n"
@@ -1469,10 +1469,12 @@ int ndf_cli_preprocess(int argc, char **argv) {
   snprintf(devdesc, sizeof devdesc, "%s", devname);
   ndf_ctx_info info;
   if (cuda && ndf_ctx_get_info(probe, &info) == NDF_OK) snprintf(devdesc, sizeof devdesc, "cuda: %s", info.device_name);
-  /* Workers: on a GPU a few, so that one volume's host work overlaps another's kernels; on the
-   * CPU one per core (up to 8: every worker holds a volume and its steps' memory).  Each worker's
-   * context runs its CPU work on cpu_threads threads, the cores shared among the workers. */
-  if (nworkers == 0) nworkers = cuda ? 3 : ncores < 8 ? (int)ncores : 8;
+  /* Workers: on a GPU a few (one per 4 cores, 2 to 4), so that one volume's host work overlaps
+   * another's kernels; on the CPU one per core (up to 8: every worker holds a volume and its
+   * steps' memory).  Each worker's context runs its CPU work on cpu_threads threads, the cores
+   * shared among the workers. */
+  if (nworkers == 0)
+    nworkers = cuda ? (ncores >= 16 ? 4 : ncores >= 12 ? 3 : 2) : ncores < 8 ? (int)ncores : 8;
   if (nworkers > inputs.n) nworkers = inputs.n;
   if (cpu_threads == 0) cpu_threads = ncores / nworkers > 1 ? (int)(ncores / nworkers) : 1;
   cop.backend = cuda ? NDF_BACKEND_CUDA : NDF_BACKEND_CPU;
