@@ -290,6 +290,14 @@ for ph in ('read', 'process', 'write'):
         fail('report timing %s: %r' % (ph, p))
 if sorted(w['worker'] for w in tm.get('workers', [])) != [0, 1, 2] or sum(w['volumes'] for w in tm['workers']) != len(rep3['volumes']):
     fail('report timing workers: %r' % tm.get('workers'))
+def same(a, b):
+    """The same NIfTI bytes; on a GPU, whose float reductions may round otherwise from run to run,
+    the same header and data within 1e-5."""
+    if a == b: return True
+    if not rep1['device'].startswith('cuda') or len(a) != len(b): return False
+    off = int(struct.unpack('<f', a[108:112])[0])
+    return a[:off] == b[:off] and np.allclose(np.frombuffer(a[off:], np.float32), np.frombuffer(b[off:], np.float32),
+                                              rtol=1e-5, atol=1e-5)
 for v1, v3, vn in zip(rep1['volumes'], rep3['volumes'], json.load(open('wn/report.json'))['volumes']):
     stem = os.path.basename(v1['input'])[:-len('.nii.gz')]
     if v1['status'] != v3['status'] or v1['status'] != vn['status']: fail('%s: status %s, %s' % (stem, v1['status'], v3['status'])); continue
@@ -301,15 +309,14 @@ for v1, v3, vn in zip(rep1['volumes'], rep3['volumes'], json.load(open('wn/repor
         fail('%s: worker %r, spans %r %r %r' % (stem, v3['worker'], v3['read_at'], v3['process_at'], v3['write_at']))
     if any('start_s' not in s for s in v3['steps']): fail('%s: a step without start_s' % stem)
     b1 = gzip.decompress(open('w1/%s.nii.gz' % stem, 'rb').read())
-    if b1 != gzip.decompress(open('w3/%s.nii.gz' % stem, 'rb').read()): fail('%s: --workers 3 wrote other bytes' % stem)
-    if b1 != open('wn/%s.nii' % stem, 'rb').read(): fail('%s: the .nii.gz holds other bytes than the .nii' % stem)
+    if not same(b1, gzip.decompress(open('w3/%s.nii.gz' % stem, 'rb').read())): fail('%s: --workers 3 wrote other bytes' % stem)
+    if not same(b1, open('wn/%s.nii' % stem, 'rb').read()): fail('%s: the .nii.gz holds other bytes than the .nii' % stem)
 o = nib.load('w3/ext.nii.gz')
 if [bytes(x.get_content()).rstrip(b'\0') for x in o.header.extensions] != [b'an extension the outputs keep']:
     fail('ext: extensions %r' % o.header.extensions)
-if not np.array_equal(np.asanyarray(nib.load('w3/members.nii.gz').dataobj), np.asanyarray(nib.load('w3/perm.nii.gz').dataobj)):
-    fail('a .nii.gz of two gzip members read otherwise')
-if not np.array_equal(np.asanyarray(nib.load('w3/trailing.nii.gz').dataobj), np.asanyarray(nib.load('w3/perm.nii.gz').dataobj)):
-    fail('a .nii.gz with bytes after its data read otherwise')
+perm_out = open('wn/perm.nii', 'rb').read()
+if not same(open('wn/members.nii', 'rb').read(), perm_out): fail('a .nii.gz of two gzip members read otherwise')
+if not same(open('wn/trailing.nii', 'rb').read(), perm_out): fail('a .nii.gz with bytes after its data read otherwise')
 print('run 7 (workers, .nii.gz bytes) checked')
 sys.exit(1 if bad else 0)
 PY
