@@ -14,12 +14,16 @@ clock (--runs times, 2 by default: the first compiles the kernels into the
 disk cache, the last is reported), checks that every volume was written, and
 prints one JSON line:
   {"bench": "preprocess", "volumes": 16, "steps": ..., "device": ...,
-   "wall_s": ..., "per_volume_s": ..., "report_wall_s": ..., "step_s": {...}}
-with the report's per-step wall times summed over the volumes.
+   "wall_s": ..., "per_volume_s": ..., "report_wall_s": ..., "step_s": {...}, "timing": {...}}
+with the report's per-step wall times summed over the volumes and its
+"timing" (startup; per phase -- read, process, write -- the summed time, the
+time any volume was in it, their ratio and when the last one ended; per
+worker its volumes, busy time and waits).
 
   bench/preprocess_bench.py --ndforge build/tools/ndforge [--device cpu|cuda|auto]
       [--steps reorient,resample,foreground,normalize,crop] [--spacing 1.5]
       [--count 16] [--inputs DIR] [--out DIR] [--seed 0] [--no-montage] [--format nii.gz|nii] [--runs 2]
+      [--workers N] [--cpu-threads N] [--io-threads N]
 
 Needs numpy, scipy and nibabel (Debian: python3-numpy, python3-scipy,
 python3-nibabel) and /usr/share/mricron/templates/ch2.nii.gz (mricron-data).
@@ -82,6 +86,9 @@ def main():
     ap.add_argument("--no-montage", action="store_true")
     ap.add_argument("--format", default="nii.gz", help="the outputs' file type: nii.gz or nii")
     ap.add_argument("--runs", type=int, default=2, help="whole runs; the last one is reported (the first is cold)")
+    ap.add_argument("--workers", type=int, help="ndforge preprocess --workers (default its own)")
+    ap.add_argument("--cpu-threads", type=int, help="ndforge preprocess --cpu-threads (default its own)")
+    ap.add_argument("--io-threads", type=int, help="ndforge preprocess --io-threads (default its own)")
     args = ap.parse_args()
     if not os.path.exists(CH2):
         sys.exit("preprocess_bench: %s is missing (apt-get install mricron-data)" % CH2)
@@ -96,6 +103,9 @@ def main():
     cmd = [args.ndforge, "preprocess", inputs, "--out", out, "--steps", args.steps, "--spacing", args.spacing,
            "--device", args.device, "--format", args.format, "--progress", "none"] + \
         (["--no-montage"] if args.no_montage else [])
+    for opt in ("workers", "cpu_threads", "io_threads"):
+        if getattr(args, opt) is not None:
+            cmd += ["--" + opt.replace("_", "-"), str(getattr(args, opt))]
     walls = []
     for _ in range(args.runs):  # the first run compiles the kernels into the disk cache (cold)
         t0 = time.perf_counter()
@@ -120,6 +130,8 @@ def main():
                       "read_s": round(sum(v["read_s"] for v in rep["volumes"]), 3),
                       "write_s": round(sum(v["write_s"] for v in rep["volumes"]), 3),
                       "step_s": {k: round(v, 3) for k, v in step_s.items()},
+                      "workers": rep.get("workers"), "cpu_threads": rep.get("cpu_threads"),
+                      "io_threads": rep.get("io_threads"), "timing": rep.get("timing"),
                       "date": time.strftime("%Y-%m-%d")}))
 
 

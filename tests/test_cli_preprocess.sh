@@ -17,7 +17,11 @@
 #   fields; a bad input among good ones is reported, the others written, and
 #   the exit status is 1; 4-D inputs (time last, or --time-axis 0) are
 #   processed per volume and written back as 4-D; --reference gives SSIM 1
-#   against itself and a fourth montage panel; bad command lines exit 2.
+#   against itself and a fourth montage panel; --workers 1 and 3 write the
+#   same bytes, print the same stderr and report in input order, with the
+#   report's timing; a .nii.gz output decompresses to the .nii output's bytes
+#   (extensions kept); a two-member .nii.gz input and one with bytes after
+#   its data read, a truncated one fails; bad command lines exit 2.
 # Exits 77 without numpy and nibabel.
 set -u
 . "$(dirname "$0")/cli_common.sh"
@@ -253,13 +257,75 @@ w, h = png_size('out10/las.png')
 X, Y, Z = load('out10/las.nii.gz')[0].shape
 if (w, h) != (X + X + Y + X + 12, max(Y, Z)): fail('--reference montage %dx%d' % (w, h))
 print('run 6 (reference) checked')
+
+# 7. workers: every volume the same whatever their number; errors, progress and report in input order;
+#    the report's timing.  .nii.gz outputs are the .nii bytes compressed (header and extensions included),
+#    and a .nii.gz of two gzip members reads as one
+import gzip
+x = vols['las'][0]
+e = nib.Nifti1Image(x, vols['las'][1])
+e.header.extensions.append(nib.nifti1.Nifti1Extension('comment', b'an extension the outputs keep'))
+nib.save(e, 'in/ext.nii.gz')
+raw = gzip.decompress(open('in/perm.nii.gz', 'rb').read())
+with open('in/members.nii.gz', 'wb') as f:
+    f.write(gzip.compress(raw[:1000]) + gzip.compress(raw[1000:]))
+with open('in/trailing.nii.gz', 'wb') as f:  # bytes after the data: read by the zlib reader
+    f.write(gzip.compress(raw + bytes(100)))
+with open('in/truncated.nii.gz', 'wb') as f:
+    f.write(open('in/oblique.nii.gz', 'rb').read()[:-100])
+steps = ['--steps', 'reorient,resample,foreground,normalize,crop', '--spacing', '1.5']
+r1 = run(['in', '--out', 'w1', '--workers', '1'] + steps, 1)
+r3 = run(['in', '--out', 'w3', '--workers', '3', '--cpu-threads', '1', '--io-threads', '2'] + steps, 1)
+rn = run(['in', '--out', 'wn', '--workers', '2', '--format', 'nii', '--no-montage'] + steps, 1)
+if r1.stderr != r3.stderr: fail('--workers 3: stderr differs from --workers 1:\n%s\n%s' % (r1.stderr, r3.stderr))
+rep1, rep3 = json.load(open('w1/report.json')), json.load(open('w3/report.json'))
+if [v['input'] for v in rep1['volumes']] != [v['input'] for v in rep3['volumes']]: fail('--workers 3: report order')
+if rep3.get('workers') != 3 or rep3.get('cpu_threads') != 1: fail('report: workers %r, cpu_threads %r' % (rep3.get('workers'), rep3.get('cpu_threads')))
+tm = rep3.get('timing', {})
+for key in ('startup_s', 'read', 'process', 'write', 'steps_sum_s', 'workers'):
+    if key not in tm: fail('report timing: no %r' % key)
+for ph in ('read', 'process', 'write'):
+    p = tm.get(ph, {})
+    if not all(k in p for k in ('sum_s', 'span_s', 'concurrency', 'last_end_s')) or p['span_s'] > p['sum_s'] + 1e-3:
+        fail('report timing %s: %r' % (ph, p))
+if sorted(w['worker'] for w in tm.get('workers', [])) != [0, 1, 2] or sum(w['volumes'] for w in tm['workers']) != len(rep3['volumes']):
+    fail('report timing workers: %r' % tm.get('workers'))
+def same(a, b):
+    """The same NIfTI bytes; on a GPU, whose float reductions may round otherwise from run to run,
+    the same header and data within 1e-5."""
+    if a == b: return True
+    if not rep1['device'].startswith('cuda') or len(a) != len(b): return False
+    off = int(struct.unpack('<f', a[108:112])[0])
+    return a[:off] == b[:off] and np.allclose(np.frombuffer(a[off:], np.float32), np.frombuffer(b[off:], np.float32),
+                                              rtol=1e-5, atol=1e-5)
+for v1, v3, vn in zip(rep1['volumes'], rep3['volumes'], json.load(open('wn/report.json'))['volumes']):
+    stem = os.path.basename(v1['input'])[:-len('.nii.gz')]
+    if v1['status'] != v3['status'] or v1['status'] != vn['status']: fail('%s: status %s, %s' % (stem, v1['status'], v3['status'])); continue
+    if stem in ('broken', 'truncated'):
+        if v1['status'] != 'failed' or (stem == 'truncated' and 'truncated' not in v1.get('error', '')): fail('%s: %r' % (stem, v1))
+        continue
+    if v1['status'] != 'ok': fail('%s: %s' % (stem, v1.get('error'))); continue
+    if not (0 <= v3['worker'] < 3) or not all(v3[k][0] <= v3[k][1] for k in ('read_at', 'process_at', 'write_at')):
+        fail('%s: worker %r, spans %r %r %r' % (stem, v3['worker'], v3['read_at'], v3['process_at'], v3['write_at']))
+    if any('start_s' not in s for s in v3['steps']): fail('%s: a step without start_s' % stem)
+    b1 = gzip.decompress(open('w1/%s.nii.gz' % stem, 'rb').read())
+    if not same(b1, gzip.decompress(open('w3/%s.nii.gz' % stem, 'rb').read())): fail('%s: --workers 3 wrote other bytes' % stem)
+    if not same(b1, open('wn/%s.nii' % stem, 'rb').read()): fail('%s: the .nii.gz holds other bytes than the .nii' % stem)
+o = nib.load('w3/ext.nii.gz')
+if [bytes(x.get_content()).rstrip(b'\0') for x in o.header.extensions] != [b'an extension the outputs keep']:
+    fail('ext: extensions %r' % o.header.extensions)
+perm_out = open('wn/perm.nii', 'rb').read()
+if not same(open('wn/members.nii', 'rb').read(), perm_out): fail('a .nii.gz of two gzip members read otherwise')
+if not same(open('wn/trailing.nii', 'rb').read(), perm_out): fail('a .nii.gz with bytes after its data read otherwise')
+print('run 7 (workers, .nii.gz bytes) checked')
 sys.exit(1 if bad else 0)
 PY
 if "$py" check.py "$cli"; then npass=$((npass + 1)); else fail "preprocess runs"; fi
 
 # Bad command lines exit 2 and write nothing.
 for args in "--steps reorient,nosuchstep in --out o" "--spacing 0 in --out o" "--modality pet in --out o" \
-            "in" "--out o" "--preset nosuch in --out o" "--centre 40 in --out o" "--nosuch in --out o"; do
+            "in" "--out o" "--preset nosuch in --out o" "--centre 40 in --out o" "--nosuch in --out o" \
+            "--workers 0 in --out o" "--cpu-threads -1 in --out o"; do
   # shellcheck disable=SC2086
   "$cli" preprocess $args >/dev/null 2>err.txt
   rc=$?

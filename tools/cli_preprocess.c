@@ -6,17 +6,22 @@
  *   ndforge preprocess INPUT... --out DIR [--steps reorient,resample,normalize,...]
  *       [--spacing S[,S,S]] [--order N] [--modality ct|mri] [--preset NAME | --centre C --width W]
  *       [--margin M[,M,M]] [--time-axis A] [--reference REF.nii] [--report FILE] [--no-montage]
- *       [--device cpu|cuda|auto] [--progress auto|bar|lines|none]
+ *       [--device cpu|cuda|auto] [--progress auto|bar|lines|none] [--workers N] [--cpu-threads N]
  *
  * The steps are the rows of STEPS below: a name, the options it reads, and a
  * function from one 3-D volume (float32 image, optional mask, affine) to the
- * next.  Adding a step is adding one row.  The main thread runs the steps,
- * one volume at a time, on the run's context; reader threads read the next
- * inputs (at most io_threads + 1 ahead) and writer threads write the finished
- * volumes (at most 2 io_threads waiting), so that the steps wait on neither.  A volume that fails is reported and the run goes on; a volume
- * that runs out of GPU memory (NDF_ENOMEM on a CUDA context) is run again on
- * the CPU backend.  Exit status: 0 when every volume was written, 1 when one
- * failed, 2 for a bad command line.
+ * next.  Adding a step is adding one row.  Workers (the main thread and
+ * --workers - 1 threads) each run the steps of one volume at a time on a
+ * context of their own, taking the inputs in order; reader threads read the
+ * next inputs (at most io_threads + 1 ahead of the workers) and writer threads
+ * write the finished volumes (at most 2 io_threads waiting), so that the steps
+ * wait on neither.  In memory at once: a volume per worker, the read-ahead and
+ * the writers' queue.  Every volume's result depends on it alone (not on the
+ * worker or the number of threads); errors and progress are printed, and the
+ * report written, in input order.  A volume that fails is reported and the
+ * run goes on; a volume that runs out of GPU memory (NDF_ENOMEM on a CUDA
+ * context) is run again on the CPU backend.  Exit status: 0 when every volume
+ * was written, 1 when one failed, 2 for a bad command line.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
@@ -24,6 +29,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +44,7 @@
 #include "ndfio.h"
 #include "ndforge.h"
 
-enum { PP_USAGE = 2, PP_FAIL = 1, MAX_STEPS = 16 };
+enum { PP_USAGE = 2, PP_FAIL = 1, MAX_STEPS = 16, PP_MAX_WORKERS = 64 };
 
 static const char *pp_usage =
     "usage: ndforge preprocess INPUT... --out DIR [options]\n"
@@ -59,6 +65,9 @@ static const char *pp_usage =
     "  --no-montage      no PNG montages\n"
     "  --format F        nii.gz (default) or nii: the outputs' file type\n"
     "  --io-threads N    reader and writer threads, N of each (default up to 4, by the cores)\n"
+    "  --workers N       volumes processed at once, each on a context of its own (default on a GPU\n"
+    "                    one per 4 cores, 2 to 4; on the CPU one per core, up to 8)\n"
+    "  --cpu-threads N   CPU threads of each worker's context (default the cores / the workers)\n"
     "  --device D        cpu, cuda or auto (default auto: CUDA when there is a device)\n"
     "  --progress P      auto (a bar on a terminal, else lines), bar, lines or none\n"
     "outputs: DIR/NAME.nii.gz (or .nii) and DIR/NAME.png per input, NAME its file name without\n"
@@ -351,7 +360,7 @@ typedef struct pp_item {
   ndfio_image img;
   ndf_status status;
   char err[1024];
-  double read_s;
+  double read_s, read_at[2]; /* its time, and when it started and ended (the monotonic clock) */
   int done;
   /* what the reader makes of it: the nt 3-D volumes as float32 (the file's data then freed, its
    * header kept), the time axis (-1 for a 3-D input) and the affine */
@@ -362,13 +371,13 @@ typedef struct pp_item {
 
 static void prepare_item(pp_item *it, int time_axis);
 
-/* The readers: io threads take the next unread input while fewer than ahead inputs wait
- * unprocessed; the main thread takes them in order. */
+/* The readers: io threads take the next unread input while fewer than ahead inputs wait for a
+ * worker; the workers take them in order. */
 typedef struct pp_reader {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   pp_item *items;
-  int n, next_read, next_take, ahead, time_axis;
+  int n, next_read, next_take, ahead, time_axis, stop;
 } pp_reader;
 
 static double now_s(void) {
@@ -381,17 +390,19 @@ static void *reader_main(void *arg) {
   pp_reader *r = arg;
   for (;;) {
     pthread_mutex_lock(&r->mu);
-    while (r->next_read < r->n && r->next_read - r->next_take >= r->ahead) pthread_cond_wait(&r->cv, &r->mu);
-    if (r->next_read >= r->n) {
+    while (!r->stop && r->next_read < r->n && r->next_read - r->next_take >= r->ahead)
+      pthread_cond_wait(&r->cv, &r->mu);
+    if (r->stop || r->next_read >= r->n) {
       pthread_mutex_unlock(&r->mu);
       return NULL;
     }
     pp_item *it = &r->items[r->next_read++];
     pthread_mutex_unlock(&r->mu);
-    const double t0 = now_s();
+    it->read_at[0] = now_s();
     it->status = ndfio_read(it->path, &it->img, it->err, sizeof it->err);
     if (it->status == NDF_OK) prepare_item(it, r->time_axis);
-    it->read_s = now_s() - t0;
+    it->read_at[1] = now_s();
+    it->read_s = it->read_at[1] - it->read_at[0];
     pthread_mutex_lock(&r->mu);
     it->done = 1;
     pthread_cond_broadcast(&r->cv);
@@ -399,14 +410,15 @@ static void *reader_main(void *arg) {
   }
 }
 
-/* Waits for item i and marks every item before it taken. */
-static pp_item *reader_take(pp_reader *r, int i) {
+/* Takes the next input in order and waits until it is read: its index, or -1 when every input
+ * is taken. */
+static int reader_next(pp_reader *r) {
   pthread_mutex_lock(&r->mu);
-  r->next_take = i;
+  const int i = r->next_take < r->n ? r->next_take++ : -1;
   pthread_cond_broadcast(&r->cv);
-  while (!r->items[i].done) pthread_cond_wait(&r->cv, &r->mu);
+  while (i >= 0 && !r->items[i].done) pthread_cond_wait(&r->cv, &r->mu);
   pthread_mutex_unlock(&r->mu);
-  return &r->items[i];
+  return i;
 }
 
 static int has_suffix(const char *s, const char *suf) {
@@ -543,19 +555,51 @@ static nifti_image *header_for(const ndfio_image *in, const double a[16], const 
   return nim;
 }
 
-static double elem_as_double(const void *base, ndf_dtype t, int64_t off) {
+/* dst[x] = src[x] * slope + inter (as float32) over a 3-D shape, src of type T; both sides any
+ * strides (elements).  The two axes fastest in memory on either side are walked in tiles of
+ * PP_TILE x PP_TILE, so that a transpose (NIfTI's x-fastest order to C order and back) reads and
+ * writes whole cache lines. */
+enum { PP_TILE = 16 };
+#define PP_COPY3(T)                                                                                            \
+  do {                                                                                                         \
+    const T *sp = src;                                                                                         \
+    for (int64_t k = 0; k < sh[c]; k++)                                                                        \
+      for (int64_t y0 = 0; y0 < sh[b]; y0 += PP_TILE)                                                          \
+        for (int64_t x0 = 0; x0 < sh[a]; x0 += PP_TILE) {                                                      \
+          const int64_t y1 = y0 + PP_TILE < sh[b] ? y0 + PP_TILE : sh[b];                                      \
+          const int64_t x1 = x0 + PP_TILE < sh[a] ? x0 + PP_TILE : sh[a];                                      \
+          for (int64_t y = y0; y < y1; y++) {                                                                  \
+            const T *s = sp + k * ss[c] + y * ss[b];                                                           \
+            float *d = dst + k * ds[c] + y * ds[b];                                                            \
+            for (int64_t x = x0; x < x1; x++) d[x * ds[a]] = (float)((double)s[x * ss[a]] * slope + inter);    \
+          }                                                                                                    \
+        }                                                                                                      \
+  } while (0)
+
+static int fastest_axis(const int64_t st[3], int not) {
+  int best = -1;
+  for (int d = 0; d < 3; d++)
+    if (d != not && (best < 0 || llabs(st[d]) < llabs(st[best]))) best = d;
+  return best;
+}
+
+static void copy3(float *dst, const int64_t ds[3], const void *src, ndf_dtype t, const int64_t ss[3],
+                  const int64_t sh[3], double slope, double inter) {
+  const int a = fastest_axis(ss, -1), bd = fastest_axis(ds, -1);
+  const int b = bd != a ? bd : fastest_axis(ds, a), c = 3 - a - b;
   switch (t) {
     case NDF_BOOL:
-    case NDF_UINT8: return ((const uint8_t *)base)[off];
-    case NDF_INT8: return ((const int8_t *)base)[off];
-    case NDF_UINT16: return ((const uint16_t *)base)[off];
-    case NDF_INT16: return ((const int16_t *)base)[off];
-    case NDF_UINT32: return ((const uint32_t *)base)[off];
-    case NDF_INT32: return ((const int32_t *)base)[off];
-    case NDF_FLOAT32: return ((const float *)base)[off];
-    case NDF_FLOAT64: return ((const double *)base)[off];
-    case NDF_INT64: return (double)((const int64_t *)base)[off];
-    default: return 0;
+    case NDF_UINT8: PP_COPY3(uint8_t); break;
+    case NDF_INT8: PP_COPY3(int8_t); break;
+    case NDF_UINT16: PP_COPY3(uint16_t); break;
+    case NDF_INT16: PP_COPY3(int16_t); break;
+    case NDF_UINT32: PP_COPY3(uint32_t); break;
+    case NDF_INT32: PP_COPY3(int32_t); break;
+    case NDF_FLOAT32: PP_COPY3(float); break;
+    case NDF_FLOAT64: PP_COPY3(double); break;
+    case NDF_INT64: PP_COPY3(int64_t); break;
+    case NDF_UINT64: PP_COPY3(uint64_t); break;
+    default: break;
   }
 }
 
@@ -580,11 +624,8 @@ static int extract_volume(const ndfio_image *src, int taxis, int64_t t, ndf_arra
     slope = nim->scl_slope;
     inter = nim->scl_inter;
   }
-  float *o = dst->data;
-  for (int64_t i = 0; i < sh[0]; i++)
-    for (int64_t j = 0; j < sh[1]; j++)
-      for (int64_t l = 0; l < sh[2]; l++)
-        *o++ = (float)(elem_as_double(a->data, a->dtype, base + i * str[0] + j * str[1] + l * str[2]) * slope + inter);
+  copy3(dst->data, dst->strides, (const char *)a->data + base * (int64_t)ndf_dtype_size(a->dtype), a->dtype, str, sh,
+        slope, inter);
   return 0;
 }
 
@@ -632,7 +673,7 @@ static void item_free(pp_item *it) {
 typedef struct pp_steprec {
   const char *name;
   ndf_status status;
-  double wall_s;
+  double start, wall_s; /* start: the monotonic clock */
   pp_note note;
   char error[512];
 } pp_steprec;
@@ -678,10 +719,10 @@ static ndf_status run_steps(ndf_ctx *ctx, const int *steps, int nsteps, const pp
     pp_steprec *rec = &res->rec[res->nrec++];
     memset(rec, 0, sizeof *rec);
     rec->name = STEPS[steps[i]].name;
-    const double t0 = now_s();
+    rec->start = now_s();
     s = STEPS[steps[i]].run(ctx, o, &v, &rec->note);
     if (s == NDF_OK) s = ndf_ctx_synchronize(ctx);
-    rec->wall_s = now_s() - t0;
+    rec->wall_s = now_s() - rec->start;
     rec->status = s;
     if (s != NDF_OK) {
       const char *m = ndf_errmsg(ctx);
@@ -794,11 +835,11 @@ static void progress(int mode, int done, int total, const char *name, int failed
 
 /* ---- one volume: process, write, report ------------------------------------------------------------ */
 
-/* A volume's way through the run: processed by the main thread, written by a writer, reported at the end. */
+/* A volume's way through the run: processed by a worker, written by a writer, reported at the end. */
 typedef struct pp_job {
   const char *path;
   char stem[1024], outpath[4096], pngpath[4096];
-  int ok;
+  int ok, worker, finished;
   char err[1024], warn[512];
   const char *device;
   int retried, nt, taxis;
@@ -807,24 +848,28 @@ typedef struct pp_job {
   nifti_image *hdr;   /* its header */
   ndf_array ssim_map; /* --reference: the SSIM map of time point 0 */
   double mssim, read_s, process_s, write_s, t0, wall_s;
+  double read_at[2], process_at[2], write_at[2]; /* when each phase started and ended (the monotonic clock) */
   int64_t shape[3];
   double affine[16];
 } pp_job;
 
 enum { PP_QUEUE = 64 };
-/* The writers' queue: volume indices in order[queued % PP_QUEUE], taken in order. */
+/* The writers' queue: volume indices in order[queued % PP_QUEUE], taken in order.  Volumes finish
+ * in any order; their errors and progress are printed in input order (next_report: the first
+ * volume not yet printed). */
 typedef struct pp_run {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   pp_job *jobs;
-  int order[PP_QUEUE], queued, taken, closing, finished, montage, prog, total;
+  int order[PP_QUEUE], queued, taken, closing, finished, next_report, montage, prog, total;
 } pp_run;
 
-/* Runs the steps over every time point of it (retrying on the CPU after NDF_ENOMEM on the GPU) and
- * assembles the output with its header: jb->ok, or jb->err says why not. */
-static void process_volume(ndf_ctx *ctx, ndf_ctx **cpu_ctx, const int *steps, int nsteps, const pp_opts *o,
-                           const pp_item *it, const ndf_array *refvol, const char *outdir, const char *ext,
-                           const char *devname, pp_job *jb) {
+/* Runs the steps over every time point of it (retrying on the CPU after NDF_ENOMEM on the GPU, on
+ * *cpu_ctx, made with cpu_opts when first needed) and assembles the output with its header: jb->ok,
+ * or jb->err says why not. */
+static void process_volume(ndf_ctx *ctx, ndf_ctx **cpu_ctx, const ndf_ctx_options *cpu_opts, const int *steps,
+                           int nsteps, const pp_opts *o, const pp_item *it, const ndf_array *refvol,
+                           const char *outdir, const char *ext, const char *devname, pp_job *jb) {
   stem_of(it->path, jb->stem, sizeof jb->stem);
   snprintf(jb->outpath, sizeof jb->outpath, "%s/%s%s", outdir, jb->stem, ext);
   snprintf(jb->pngpath, sizeof jb->pngpath, "%s/%s.png", outdir, jb->stem);
@@ -843,10 +888,7 @@ static void process_volume(ndf_ctx *ctx, ndf_ctx **cpu_ctx, const int *steps, in
     ndf_ctx *use = jb->retried ? *cpu_ctx : ctx;
     ndf_status s = run_steps(use, steps, nsteps, o, &it->vols[t], it->affine, &jb->res[t]);
     if (s == NDF_ENOMEM && ndf_ctx_has_cuda(use)) { /* out of GPU memory: the whole volume again on the CPU */
-      ndf_ctx_options c2;
-      ndf_ctx_options_init(&c2);
-      c2.backend = NDF_BACKEND_CPU;
-      if (*cpu_ctx || ndf_ctx_create(cpu_ctx, &c2) == NDF_OK) {
+      if (*cpu_ctx || ndf_ctx_create(cpu_ctx, cpu_opts) == NDF_OK) {
         jb->retried = 1;
         jb->device = "cpu";
         for (int u = 0; u < t; u++) result_free(&jb->res[u]);
@@ -875,16 +917,15 @@ static void process_volume(ndf_ctx *ctx, ndf_ctx **cpu_ctx, const int *steps, in
       jb->ok = 0;
       snprintf(jb->err, sizeof jb->err, "out of memory for the output");
     }
-    int sp[3];
+    /* in NIfTI's order (x fastest), so that the writer takes it as it is */
+    for (int d = 0; d < ond; d++) jb->out.strides[d] = d ? jb->out.strides[d - 1] * osh[d - 1] : 1;
+    int64_t ds[3];
     for (int d = 0, k = 0; d < ond; d++)
-      if (d != jb->taxis) sp[k++] = d;
+      if (d != jb->taxis) ds[k++] = jb->out.strides[d];
     for (int t = 0; jb->ok && t < jb->nt; t++) {
-      const float *src = jb->res[t].img.data;
+      const ndf_array *r = &jb->res[t].img;
       float *dst = (float *)jb->out.data + (jb->taxis >= 0 ? t * jb->out.strides[jb->taxis] : 0);
-      for (int64_t i = 0; i < jb->shape[0]; i++)
-        for (int64_t j = 0; j < jb->shape[1]; j++)
-          for (int64_t l = 0; l < jb->shape[2]; l++)
-            dst[i * jb->out.strides[sp[0]] + j * jb->out.strides[sp[1]] + l * jb->out.strides[sp[2]]] = *src++;
+      copy3(dst, ds, r->data, NDF_FLOAT32, r->strides, jb->shape, 1, 0);
     }
     if (jb->ok && !(jb->hdr = header_for(&it->img, jb->affine, osh, ond))) {
       jb->ok = 0;
@@ -938,14 +979,15 @@ static void process_volume(ndf_ctx *ctx, ndf_ctx **cpu_ctx, const int *steps, in
 
 /* Writes a processed volume: its NIfTI file and (unless --no-montage) its PNG montage. */
 static void write_volume(pp_run *run, pp_job *jb) {
-  const double tw = now_s();
+  const double tw = jb->write_at[0] = now_s();
   ndfio_image himg = {.nifti = jb->hdr};
   if (ndfio_write(jb->outpath, &jb->out, &himg, jb->err, sizeof jb->err) != NDF_OK) jb->ok = 0;
   if (jb->ok && run->montage &&
       ndf_montage_write(jb->pngpath, &jb->res[0].img, jb->res[0].mask.data ? &jb->res[0].mask : NULL,
                         jb->ssim_map.data ? &jb->ssim_map : NULL, jb->err, sizeof jb->err) != 0)
     jb->ok = 0;
-  jb->write_s = now_s() - tw;
+  jb->write_at[1] = now_s();
+  jb->write_s = jb->write_at[1] - tw;
 }
 
 /* The big buffers of a volume, once written (the step records stay for the report). */
@@ -968,15 +1010,20 @@ static void job_free(pp_job *jb) {
   jb->res = NULL;
 }
 
-/* A volume is done: its buffers go, the progress moves (under the run's lock). */
+/* A volume is done: its buffers go; under the run's lock, the progress moves over every volume
+ * done from the first one not yet printed on, in input order. */
 static void finish_volume(pp_run *run, pp_job *jb) {
   job_release(jb);
   jb->wall_s = now_s() - jb->t0 + jb->read_s;
   pthread_mutex_lock(&run->mu);
-  run->finished++;
-  if (!jb->ok && run->prog == 1 && run->finished > 1) fputc('\n', stderr); /* below the bar */
-  if (!jb->ok) errorf("%s: %s", jb->path, jb->err);
-  progress(run->prog, run->finished, run->total, jb->stem, !jb->ok);
+  jb->finished = 1;
+  while (run->next_report < run->total && run->jobs[run->next_report].finished) {
+    const pp_job *j = &run->jobs[run->next_report++];
+    run->finished++;
+    if (!j->ok && run->prog == 1 && run->finished > 1) fputc('\n', stderr); /* below the bar */
+    if (!j->ok) errorf("%s: %s", j->path, j->err);
+    progress(run->prog, run->finished, run->total, j->stem, !j->ok);
+  }
   pthread_mutex_unlock(&run->mu);
 }
 
@@ -998,8 +1045,17 @@ static void *writer_main(void *arg) {
   }
 }
 
-/* A volume's entry in the report. */
-static void report_volume(FILE *rep, const pp_job *jb, int vi, int montage, int reference) {
+/* [start, end] of a phase, in seconds since t0; null for a phase that did not happen. */
+static void json_span(FILE *f, const double at[2], double t0) {
+  if (at[1] <= 0) {
+    fputs("null", f);
+    return;
+  }
+  fprintf(f, "[%.4f, %.4f]", at[0] - t0, at[1] - t0);
+}
+
+/* A volume's entry in the report (its times in seconds since t0, the run's start). */
+static void report_volume(FILE *rep, const pp_job *jb, int vi, int montage, int reference, double t0) {
   fprintf(rep, "%s    {\"input\": ", vi ? ",\n" : "");
   json_str(rep, jb->path);
   fprintf(rep, ", \"status\": \"%s\"", jb->ok ? "ok" : "failed");
@@ -1041,6 +1097,12 @@ static void report_volume(FILE *rep, const pp_job *jb, int vi, int montage, int 
   json_num(rep, jb->write_s);
   fprintf(rep, ", \"wall_s\": ");
   json_num(rep, jb->wall_s);
+  fprintf(rep, ",\n     \"worker\": %d, \"read_at\": ", jb->worker);
+  json_span(rep, jb->read_at, t0);
+  fprintf(rep, ", \"process_at\": ");
+  json_span(rep, jb->process_at, t0);
+  fprintf(rep, ", \"write_at\": ");
+  json_span(rep, jb->write_at, t0);
   fprintf(rep, ",\n     \"steps\": [");
   if (jb->res) {
     /* the steps of time point 0, or of the one that failed */
@@ -1053,6 +1115,7 @@ static void report_volume(FILE *rep, const pp_job *jb, int vi, int montage, int 
       fprintf(rep, "%s\n       {\"name\": \"%s\", \"status\": \"%s\", \"wall_s\": ", k ? "," : "", sr->name,
               sr->status == NDF_OK ? "ok" : "failed");
       json_num(rep, sr->wall_s);
+      fprintf(rep, ", \"start_s\": %.4f", sr->start - t0);
       fprintf(rep, ", \"device\": \"%s\", \"params\": {%s}, \"metrics\": {%s}", jb->device, sr->note.params,
               sr->note.metrics);
       if (sr->status != NDF_OK) {
@@ -1063,6 +1126,144 @@ static void report_volume(FILE *rep, const pp_job *jb, int vi, int montage, int 
     }
   }
   fprintf(rep, "]}");
+}
+
+/* ---- the workers ------------------------------------------------------------------------------- */
+
+/* What the workers share. */
+typedef struct pp_work {
+  pp_reader *rd;
+  pp_run *run;
+  const int *steps;
+  int nsteps, nw; /* nw: writer threads (0: the workers write) */
+  const pp_opts *o;
+  const ndf_array *refvol;
+  const char *outdir, *ext, *devname;
+  ndf_ctx_options cpu_opts; /* for the CPU contexts of the retries after NDF_ENOMEM */
+} pp_work;
+
+/* A worker runs the steps of one volume at a time on its own context (its own stream), so that
+ * one volume's host work (BET's statistics, N4's fitting, the plans) overlaps another's device
+ * work.  A context is used by one thread only. */
+typedef struct pp_worker {
+  pp_work *w;
+  int id, volumes;
+  ndf_ctx *ctx, *cpu_ctx;
+  double busy_s, wait_input_s, wait_writers_s;
+  pthread_t th;
+} pp_worker;
+
+static void *worker_main(void *arg) {
+  pp_worker *wk = arg;
+  pp_work *w = wk->w;
+  pp_run *run = w->run;
+  for (;;) {
+    double t = now_s();
+    const int vi = reader_next(w->rd);
+    wk->wait_input_s += now_s() - t;
+    if (vi < 0) return NULL;
+    pp_item *it = &w->rd->items[vi];
+    pp_job *jb = &run->jobs[vi];
+    jb->path = it->path;
+    jb->read_s = it->read_s;
+    memcpy(jb->read_at, it->read_at, sizeof jb->read_at);
+    jb->worker = wk->id;
+    jb->t0 = jb->process_at[0] = now_s();
+    process_volume(wk->ctx, &wk->cpu_ctx, &w->cpu_opts, w->steps, w->nsteps, w->o, it, w->refvol, w->outdir,
+                   w->ext, w->devname, jb);
+    item_free(it);
+    jb->process_at[1] = now_s();
+    wk->busy_s += jb->process_at[1] - jb->process_at[0];
+    wk->volumes++;
+    if (jb->ok && w->nw > 0) {
+      /* a writer writes it; at most 2 * writers volumes wait in memory */
+      t = now_s();
+      pthread_mutex_lock(&run->mu);
+      while (run->queued - run->taken >= 2 * w->nw) pthread_cond_wait(&run->cv, &run->mu);
+      run->order[run->queued % PP_QUEUE] = vi;
+      run->queued++;
+      pthread_cond_broadcast(&run->cv);
+      pthread_mutex_unlock(&run->mu);
+      wk->wait_writers_s += now_s() - t;
+    } else {
+      if (jb->ok) write_volume(run, jb);
+      finish_volume(run, jb);
+    }
+  }
+}
+
+/* ---- the run's timing ------------------------------------------------------------------------------- */
+
+static int cmp_span(const void *a, const void *b) {
+  const double x = ((const double *)a)[0], y = ((const double *)b)[0];
+  return (x > y) - (x < y);
+}
+
+/* The time covered by n spans [s, e] (v[2i], v[2i + 1]; sorted here): the length of their union. */
+static double span_union(double *v, int n) {
+  qsort(v, (size_t)n, 2 * sizeof *v, cmp_span);
+  double tot = 0, s = 0, e = -INFINITY;
+  for (int i = 0; i < n; i++) {
+    if (v[2 * i] > e) {
+      if (e > s) tot += e - s;
+      s = v[2 * i];
+      e = v[2 * i + 1];
+    } else if (v[2 * i + 1] > e) {
+      e = v[2 * i + 1];
+    }
+  }
+  if (n && e > s) tot += e - s;
+  return tot;
+}
+
+/* One phase over the volumes: the sum of its times, the time any volume was in it (span), their
+ * ratio (how many at once on average) and when the last one ended (since t0). */
+static void report_phase(FILE *rep, const char *name, const pp_job *jobs, int n, size_t at_off, double t0,
+                         double *spans) {
+  double sum = 0, last = 0;
+  int k = 0;
+  for (int i = 0; i < n; i++) {
+    const double *at = (const double *)((const char *)&jobs[i] + at_off);
+    if (at[1] <= 0) continue;
+    spans[2 * k] = at[0];
+    spans[2 * k + 1] = at[1];
+    k++;
+    sum += at[1] - at[0];
+    if (at[1] - t0 > last) last = at[1] - t0;
+  }
+  const double span = span_union(spans, k);
+  fprintf(rep, "    \"%s\": {\"sum_s\": %.4f, \"span_s\": %.4f, \"concurrency\": %.3f, \"last_end_s\": %.4f},\n", name,
+          sum, span, span > 0 ? sum / span : 0.0, last);
+}
+
+/* The report's "timing": where the run's wall time went. */
+static void report_timing(FILE *rep, const pp_job *jobs, int n, const pp_worker *wks, int nwk, int nsteps,
+                          const int *steps, double t0, double ready) {
+  double *spans = malloc(sizeof(double) * 2 * (size_t)(n ? n : 1));
+  fprintf(rep, "  \"timing\": {\n    \"startup_s\": %.4f,\n", ready - t0);
+  if (spans) {
+    report_phase(rep, "read", jobs, n, offsetof(pp_job, read_at), t0, spans);
+    report_phase(rep, "process", jobs, n, offsetof(pp_job, process_at), t0, spans);
+    report_phase(rep, "write", jobs, n, offsetof(pp_job, write_at), t0, spans);
+  }
+  free(spans);
+  fprintf(rep, "    \"steps_sum_s\": {");
+  for (int i = 0; i < nsteps; i++) {
+    double sum = 0;
+    for (int v = 0; v < n; v++)
+      for (int t = 0; jobs[v].res && t < jobs[v].nt; t++)
+        for (int k = 0; k < jobs[v].res[t].nrec; k++)
+          if (jobs[v].res[t].rec[k].name == STEPS[steps[i]].name) sum += jobs[v].res[t].rec[k].wall_s;
+    int dup = 0; /* a step listed twice is summed once */
+    for (int j = 0; j < i; j++) dup |= steps[j] == steps[i];
+    if (!dup) fprintf(rep, "%s\"%s\": %.4f", i ? ", " : "", STEPS[steps[i]].name, sum);
+  }
+  fprintf(rep, "},\n    \"workers\": [");
+  for (int k = 0; k < nwk; k++)
+    fprintf(rep, "%s\n      {\"worker\": %d, \"volumes\": %d, \"busy_s\": %.4f, \"wait_input_s\": %.4f, "
+            "\"wait_writers_s\": %.4f}", k ? "," : "", k, wks[k].volumes, wks[k].busy_s, wks[k].wait_input_s,
+            wks[k].wait_writers_s);
+  fprintf(rep, "]\n  },\n");
 }
 
 int ndf_cli_preprocess(int argc, char **argv) {
@@ -1076,7 +1277,8 @@ int ndf_cli_preprocess(int argc, char **argv) {
   ndf_n4_options_init(&o.n4);
   o.n4.shrink_factor = 4; /* the N4 tools' usual -s for brain MRI */
   ndf_skull_strip_options_init(&o.bet);
-  int steps[MAX_STEPS], nsteps = 0, montage = 1, prog = -1, io_threads = 0;
+  const double run_t0 = now_s();
+  int steps[MAX_STEPS], nsteps = 0, montage = 1, prog = -1, io_threads = 0, nworkers = 0, cpu_threads = 0;
   const char *ext = ".nii.gz";
   const char *outdir = NULL, *report = NULL, *device = "auto", *refpath = NULL, *steps_arg = "reorient,resample,normalize";
   int have_centre = 0, have_width = 0;
@@ -1145,6 +1347,12 @@ int ndf_cli_preprocess(int argc, char **argv) {
     } else if (!strcmp(name, "io-threads")) {
       if (parse_long_arg(name, v, 1, 16, &l)) goto out_free;
       io_threads = (int)l;
+    } else if (!strcmp(name, "workers")) {
+      if (parse_long_arg(name, v, 1, PP_MAX_WORKERS, &l)) goto out_free;
+      nworkers = (int)l;
+    } else if (!strcmp(name, "cpu-threads")) {
+      if (parse_long_arg(name, v, 1, NDF_MAX_CPU_THREADS, &l)) goto out_free;
+      cpu_threads = (int)l;
     } else if (!strcmp(name, "format")) {
       if (strcmp(v, "nii") && strcmp(v, "nii.gz")) {
         errorf("bad value '%s' for --format (expected nii or nii.gz)", v);
@@ -1211,10 +1419,9 @@ int ndf_cli_preprocess(int argc, char **argv) {
     goto out_free;
   }
   if (prog == -1) prog = isatty(2) ? 1 : 2;
-  if (io_threads == 0) { /* readers and writers: up to 4 of each, leaving a core to the steps */
-    const long nc = sysconf(_SC_NPROCESSORS_ONLN);
-    io_threads = nc > 5 ? 4 : nc > 2 ? (int)nc - 1 : 1;
-  }
+  const long ncores = sysconf(_SC_NPROCESSORS_ONLN) > 0 ? sysconf(_SC_NPROCESSORS_ONLN) : 1;
+  if (io_threads == 0) /* readers and writers: up to 4 of each, leaving a core to the steps */
+    io_threads = ncores > 5 ? 4 : ncores > 2 ? (int)ncores - 1 : 1;
   rc = PP_FAIL;
   if (mkdir(outdir, 0777) != 0 && errno != EEXIST) {
     errorf("cannot create '%s': %s", outdir, strerror(errno));
@@ -1224,46 +1431,10 @@ int ndf_cli_preprocess(int argc, char **argv) {
   snprintf(report_path, sizeof report_path, "%s", report ? report : "");
   if (!report) snprintf(report_path, sizeof report_path, "%s/report.json", outdir);
 
-  ndf_ctx_options cop;
-  ndf_ctx_options_init(&cop);
-  cop.backend = !strcmp(device, "cpu") ? NDF_BACKEND_CPU : !strcmp(device, "cuda") ? NDF_BACKEND_CUDA : NDF_BACKEND_AUTO;
-  ndf_ctx *ctx = NULL, *cpu_ctx = NULL;
-  if (ndf_ctx_create(&ctx, &cop) != NDF_OK) {
-    errorf("cannot create a context: %s", ndf_last_error());
-    goto out_free;
-  }
-  const char *devname = ndf_ctx_has_cuda(ctx) ? "cuda" : "cpu";
-  char devdesc[300];
-  snprintf(devdesc, sizeof devdesc, "%s", devname);
-  ndf_ctx_info info;
-  if (ndf_ctx_has_cuda(ctx) && ndf_ctx_get_info(ctx, &info) == NDF_OK)
-    snprintf(devdesc, sizeof devdesc, "cuda: %s", info.device_name);
-
-  ndfio_image ref = {0};
-  ndf_array refvol = {0};
-  if (refpath) {
-    char err[1024];
-    if (ndfio_read(refpath, &ref, err, sizeof err) != NDF_OK || extract_volume(&ref, -1, 0, &refvol) != 0) {
-      errorf("--reference: %s", err);
-      ndf_ctx_destroy(ctx);
-      ndfio_image_free(&ref);
-      goto out_free;
-    }
-  }
-
-  /* The report is written at the end (volumes finish writing out of order); it must be writable. */
-  FILE *rep = fopen(report_path, "w");
-  if (!rep) {
-    errorf("cannot write the report '%s': %s", report_path, strerror(errno));
-    ndf_ctx_destroy(ctx);
-    ndfio_image_free(&ref);
-    free(refvol.data);
-    goto out_free;
-  }
-  const double run_t0 = now_s();
+  /* The readers start at once: the first inputs are read while the contexts are made. */
   pp_item *items = calloc((size_t)inputs.n, sizeof *items);
   pp_job *jobs = calloc((size_t)inputs.n, sizeof *jobs);
-  pp_run run = {.jobs = jobs, .montage = montage, .prog = prog, .total = inputs.n};
+  pp_run run = {.jobs = jobs, .montage = montage, .prog = prog, .total = items && jobs ? inputs.n : 0};
   pp_reader rd = {.items = items, .n = items && jobs ? inputs.n : 0, .ahead = io_threads + 1,
                  .time_axis = o.time_axis};
   pthread_mutex_init(&rd.mu, NULL);
@@ -1272,74 +1443,140 @@ int ndf_cli_preprocess(int argc, char **argv) {
   pthread_cond_init(&run.cv, NULL);
   for (int i = 0; i < inputs.n && items; i++) items[i].path = inputs.v[i];
   pthread_t rth[16], wth[16];
-  int nr = 0, nw = 0;
+  int nr = 0, nw = 0, started = 0, nwk = 0;
   for (int i = 0; i < io_threads && rd.n; i++)
     if (pthread_create(&rth[nr], NULL, reader_main, &rd) == 0) nr++;
+  pp_worker *wks = NULL;
+  ndfio_image ref = {0};
+  ndf_array refvol = {0};
+  FILE *rep = NULL;
+  double ready = 0;
+  char devdesc[300];
+  const char *devname = "cpu";
+
+  ndf_ctx_options cop;
+  ndf_ctx_options_init(&cop);
+  cop.backend = !strcmp(device, "cpu") ? NDF_BACKEND_CPU : !strcmp(device, "cuda") ? NDF_BACKEND_CUDA : NDF_BACKEND_AUTO;
+  /* The first context tells the device; the workers' contexts follow once their number and
+   * threads are known (it is freed after them, so that the CUDA context lives on). */
+  ndf_ctx *probe = NULL;
+  if (ndf_ctx_create(&probe, &cop) != NDF_OK) {
+    errorf("cannot create a context: %s", ndf_last_error());
+    goto out_stop;
+  }
+  const int cuda = ndf_ctx_has_cuda(probe);
+  devname = cuda ? "cuda" : "cpu";
+  snprintf(devdesc, sizeof devdesc, "%s", devname);
+  ndf_ctx_info info;
+  if (cuda && ndf_ctx_get_info(probe, &info) == NDF_OK) snprintf(devdesc, sizeof devdesc, "cuda: %s", info.device_name);
+  /* Workers: on a GPU a few (one per 4 cores, 2 to 4), so that one volume's host work overlaps
+   * another's kernels; on the CPU one per core (up to 8: every worker holds a volume and its
+   * steps' memory).  Each worker's context runs its CPU work on cpu_threads threads, the cores
+   * shared among the workers. */
+  if (nworkers == 0)
+    nworkers = cuda ? (ncores >= 16 ? 4 : ncores >= 12 ? 3 : 2) : ncores < 8 ? (int)ncores : 8;
+  if (nworkers > inputs.n) nworkers = inputs.n;
+  if (cpu_threads == 0) cpu_threads = ncores / nworkers > 1 ? (int)(ncores / nworkers) : 1;
+  cop.backend = cuda ? NDF_BACKEND_CUDA : NDF_BACKEND_CPU;
+  cop.cpu_threads = cpu_threads;
+  wks = calloc((size_t)nworkers, sizeof *wks);
+  for (; wks && nwk < nworkers; nwk++)
+    if (ndf_ctx_create(&wks[nwk].ctx, &cop) != NDF_OK) break;
+  ndf_ctx_destroy(probe);
+  if (nwk == 0) {
+    errorf("cannot create a context: %s", wks ? ndf_last_error() : "out of memory");
+    goto out_stop;
+  }
+  if (refpath) {
+    char err[1024];
+    if (ndfio_read(refpath, &ref, err, sizeof err) != NDF_OK || extract_volume(&ref, -1, 0, &refvol) != 0) {
+      errorf("--reference: %s", err);
+      goto out_stop;
+    }
+  }
+  /* The report is written at the end (volumes finish writing out of order); it must be writable. */
+  rep = fopen(report_path, "w");
+  if (!rep) {
+    errorf("cannot write the report '%s': %s", report_path, strerror(errno));
+    goto out_stop;
+  }
+  ready = now_s();
+
   for (int i = 0; i < io_threads && rd.n; i++)
     if (pthread_create(&wth[nw], NULL, writer_main, &run) == 0) nw++;
   if (rd.n && nr == 0) { /* no thread: read everything first */
     rd.ahead = inputs.n;
     reader_main(&rd);
   }
-  for (int vi = 0; vi < rd.n; vi++) {
-    pp_item *it = reader_take(&rd, vi);
-    pp_job *jb = &jobs[vi];
-    jb->path = it->path;
-    jb->read_s = it->read_s;
-    jb->t0 = now_s();
-    process_volume(ctx, &cpu_ctx, steps, nsteps, &o, it, refpath ? &refvol : NULL, outdir, ext, devname, jb);
-    item_free(it);
-    if (jb->ok && nw > 0) {
-      /* a writer writes it; at most 2 * writers volumes wait in memory */
-      pthread_mutex_lock(&run.mu);
-      while (run.queued - run.taken >= 2 * nw) pthread_cond_wait(&run.cv, &run.mu);
-      run.order[run.queued % PP_QUEUE] = vi;
-      run.queued++;
-      pthread_cond_broadcast(&run.cv);
-      pthread_mutex_unlock(&run.mu);
-    } else {
-      if (jb->ok) write_volume(&run, jb);
-      finish_volume(&run, jb);
-    }
+  pp_work work = {.rd = &rd, .run = &run, .steps = steps, .nsteps = nsteps, .nw = nw, .o = &o,
+                  .refvol = refpath ? &refvol : NULL, .outdir = outdir, .ext = ext, .devname = devname};
+  ndf_ctx_options_init(&work.cpu_opts);
+  work.cpu_opts.backend = NDF_BACKEND_CPU;
+  work.cpu_opts.cpu_threads = cpu_threads;
+  /* worker 0 is this thread; the others are threads of their own (fewer if one cannot start) */
+  started = 1;
+  for (int k = 0; k < nwk; k++) {
+    wks[k].w = &work;
+    wks[k].id = k;
+    if (k > 0 && rd.n && started == k && pthread_create(&wks[k].th, NULL, worker_main, &wks[k]) == 0) started++;
   }
+  if (rd.n) worker_main(&wks[0]);
+  for (int k = 1; k < started; k++) pthread_join(wks[k].th, NULL);
   pthread_mutex_lock(&run.mu);
   run.closing = 1;
   pthread_cond_broadcast(&run.cv);
   pthread_mutex_unlock(&run.mu);
   for (int i = 0; i < nw; i++) pthread_join(wth[i], NULL);
+out_stop:
+  /* the readers stop (on a failure before the workers started, after the input they are reading) */
+  pthread_mutex_lock(&rd.mu);
+  rd.stop = 1;
+  pthread_cond_broadcast(&rd.cv);
+  pthread_mutex_unlock(&rd.mu);
   for (int i = 0; i < nr; i++) pthread_join(rth[i], NULL);
   pthread_mutex_destroy(&rd.mu);
   pthread_cond_destroy(&rd.cv);
   pthread_mutex_destroy(&run.mu);
   pthread_cond_destroy(&run.cv);
 
-  int nfailed = 0;
-  fprintf(rep, "{\n  \"tool\": \"ndforge preprocess\",\n  \"version\": ");
-  json_str(rep, ndf_version());
-  fprintf(rep, ",\n  \"device\": ");
-  json_str(rep, devdesc);
-  fprintf(rep, ",\n  \"io_threads\": %d,\n  \"steps\": [", io_threads);
-  for (int i = 0; i < nsteps; i++) {
-    fprintf(rep, "%s", i ? ", " : "");
-    json_str(rep, STEPS[steps[i]].name);
+  if (rep) {
+    int nfailed = 0;
+    fprintf(rep, "{\n  \"tool\": \"ndforge preprocess\",\n  \"version\": ");
+    json_str(rep, ndf_version());
+    fprintf(rep, ",\n  \"device\": ");
+    json_str(rep, devdesc);
+    fprintf(rep, ",\n  \"io_threads\": %d,\n  \"workers\": %d,\n  \"cpu_threads\": %d,\n  \"steps\": [",
+            io_threads, started, cpu_threads);
+    for (int i = 0; i < nsteps; i++) {
+      fprintf(rep, "%s", i ? ", " : "");
+      json_str(rep, STEPS[steps[i]].name);
+    }
+    fprintf(rep, "],\n");
+    report_timing(rep, jobs, rd.n, wks, started, nsteps, steps, run_t0, ready);
+    fprintf(rep, "  \"volumes\": [\n");
+    for (int vi = 0; vi < rd.n; vi++) {
+      nfailed += !jobs[vi].ok;
+      report_volume(rep, &jobs[vi], vi, montage, refpath != NULL, run_t0);
+    }
+    fprintf(rep, "\n  ],\n  \"failed\": %d,\n  \"wall_s\": ", nfailed);
+    json_num(rep, now_s() - run_t0);
+    fprintf(rep, "\n}\n");
+    const int werr = ferror(rep) | (fclose(rep) != 0);
+    if (werr) errorf("cannot write the report '%s'", report_path);
+    if (!items || !jobs) errorf("out of memory");
+    rc = (nfailed || werr || !items || !jobs) ? PP_FAIL : 0;
   }
-  fprintf(rep, "],\n  \"volumes\": [\n");
-  for (int vi = 0; vi < rd.n; vi++) {
-    nfailed += !jobs[vi].ok;
-    report_volume(rep, &jobs[vi], vi, montage, refpath != NULL);
-    job_free(&jobs[vi]);
+  for (int i = 0; i < rd.n; i++) {
+    item_free(&items[i]); /* the inputs read ahead of a failure */
+    job_free(&jobs[i]);
   }
-  fprintf(rep, "\n  ],\n  \"failed\": %d,\n  \"wall_s\": ", nfailed);
-  json_num(rep, now_s() - run_t0);
-  fprintf(rep, "\n}\n");
-  const int werr = ferror(rep) | (fclose(rep) != 0);
-  if (werr) errorf("cannot write the report '%s'", report_path);
-  if (!items || !jobs) errorf("out of memory");
-  rc = (nfailed || werr || !items || !jobs) ? PP_FAIL : 0;
   free(items);
   free(jobs);
-  ndf_ctx_destroy(cpu_ctx);
-  ndf_ctx_destroy(ctx);
+  for (int k = 0; k < nwk; k++) {
+    ndf_ctx_destroy(wks[k].cpu_ctx);
+    ndf_ctx_destroy(wks[k].ctx);
+  }
+  free(wks);
   ndfio_image_free(&ref);
   free(refvol.data);
 out_free:

@@ -5,14 +5,15 @@
 set -euo pipefail
 pkgs=(cmake ninja-build gcc pkg-config zlib1g-dev lua5.4 luajit libcmocka-dev libniftiio-dev libnifti2-dev libznz-dev
       python3 python3-numpy python3-scipy python3-venv python3-pip python3-pytest libpng-dev python3-nibabel
-      g++ libgdcm-dev)
+      g++ libgdcm-dev libdeflate-dev)
 # The demo needs Debian's MRI templates; the tests scikit-image (a third-party
 # reference for the Euler characteristic curves and for grey reconstruction;
 # tests/test_ecc.c and tests/test_reconstruction.c skip those cases, saying so,
 # where it is missing).
 # The tests also build the fuzz targets (fuzz/) with clang and libFuzzer.
 # `ndforge preprocess` writes PNG montages with libpng; its tests read the outputs with nibabel
-# and take ch2 from mricron-data when it is there.  DICOM (libgdcm-dev, through GDCM's C++ API):
+# and take ch2 from mricron-data when it is there; its .nii.gz go through libdeflate (libdeflate-dev)
+# where the build finds it.  DICOM (libgdcm-dev, through GDCM's C++ API):
 # tests/test_cli_dicom.sh writes series of the MRI template with pydicom (and compresses one with
 # GDCM's gdcmconv) and reads NIfTI back with nibabel.
 if [ "${1:-}" = "--demo" ]; then pkgs+=(mricron-data); else pkgs+=(python3-skimage clang-14 libclang-rt-14-dev
