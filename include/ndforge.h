@@ -1989,12 +1989,13 @@ NDF_API void ndf_skull_strip_options_init(ndf_skull_strip_options *opt);
 /*
  * Brain extraction by Smith's method (S. M. Smith, "Fast robust automated
  * brain extraction", Human Brain Mapping 17:143-155, 2002; FSL's bet2):
- *   1. t2, t98: the 2nd and 98th percentiles of the voxel values (NumPy's
- *      linear interpolation); t = t2 + 0.1 (t98 - t2).
- *   2. the centre: the mean position (mm) of the voxels above t, weighted by
- *      their values clamped to t98; the radius: that of a sphere whose volume
- *      is that of the voxels above t; tm: the median of the values in
- *      (t2, t98) inside that sphere.
+ *   1. t2, t98: FSL's robust range (the 2nd and 98th percentiles from a
+ *      histogram of 1000 bins over [min, max], narrowed while they span less
+ *      than a tenth of it); t = t2 + 0.1 (t98 - t2).
+ *   2. the centre: the mean position (mm) of the voxels with v - t2 > t - t2,
+ *      weighted by min(v - t2, t98 - t2); the radius: that of a sphere whose
+ *      volume is that of the voxels above t; tm: the lower median of the
+ *      values in (t2, t98) strictly inside that sphere.
  *   3. a sphere of half that radius about the centre, tessellated as an
  *      icosahedron subdivided four times (2562 vertices, 5120 triangles), is
  *      deformed by `iterations` simultaneous updates of every vertex: half the
@@ -2002,22 +2003,26 @@ NDF_API void ndf_skull_strip_options_init(ndf_skull_strip_options *opt);
  *      the local curvature (rmin 3.33 mm, rmax 10 mm) times the normal part,
  *      and 0.05 l f3 along the normal, where f3 = 2 (Imin - tl) / (Imax - t2)
  *      compares the image along the inward normal (as FSL's bet2 does, not
- *      the paper's 20 / 10 mm: Imin over the samples 1..6 mm in, Imax over
- *      1..2 mm, each the nearest voxel, 0 outside the image) with
- *      tl = (Imax - t2) f' + t2, f' = f^0.275 (bet2's main parameter; plus
- *      the vertical gradient term), and l the surface's mean distance
- *      between neighbours, updated at iterations 0, 50 and every 100th.
- *   4. a surface that intersects itself (two vertices far apart on the sphere
- *      closer than half the mean edge length) is deformed again from the
- *      sphere with more smoothing (the curvature radii scaled up early in
- *      the run, back to BET's by three quarters of it), at most 4 passes.
+ *      the paper's 20 / 10 mm: Imin over the nearest voxels at 1 mm, 7 mm and
+ *      2..6 mm in, Imax at 1 and 2 mm; no intensity term where the 1 mm or
+ *      the 7 mm sample leaves the image) with tl = (Imax - t2) f' + t2,
+ *      f' = f^0.275 (bet2's main parameter; plus the vertical gradient term),
+ *      and l the surface's mean distance between neighbours, updated at
+ *      iterations 0, 50 and every 100th.
+ *   4. while bet2's self-intersection measure of the surface (over the pairs
+ *      of vertices closer than l, the sum of (d / l - d0 / l0)^2, d0 and l0
+ *      on the initial sphere) exceeds 4000, the surface is deformed again
+ *      from the sphere with the curvature term of concave vertices
+ *      multiplied by 10^(pass + 1) (falling to 1 over the last quarter of
+ *      the iterations), up to pass 10.
  *   5. output: 1 for the voxels whose centres lie inside the surface, else 0
  *      (parity of the crossings along axis 2).
  * input: 3-D, any numeric dtype except int64, finite values; spacing: 3 values
  * > 0 (mm per voxel along each axis; NULL: 1 mm).  output: bool or uint8, the
  * input's shape and device.  A CUDA input runs on the device (the statistics
- * of steps 1-2 on a host copy, the surface and the voxelization in kernels);
- * both backends give the same mask bit for bit.  Synchronizes the stream.
+ * of steps 1-2 as device histograms and ordered sums, a pass of step 3 in one
+ * launch, the mask filled from the crossings the host computes); both
+ * backends give the same mask bit for bit.  Synchronizes the stream.
  */
 NDF_API ndf_status ndf_skull_strip(ndf_ctx *ctx, const ndf_array *input, const double *spacing, ndf_array *output,
                                    const ndf_skull_strip_options *opt);

@@ -191,94 +191,125 @@ void ndf__bet_sphere(const ndf__bet_mesh *m, const ndf__bet_setup *st, double *p
     for (int d = 0; d < 3; d++) pos[3 * v + d] = st->centre[d] + st->radius0 * m->unit[3 * v + d];
 }
 
-/* BET's curvature radii (rmin 3.33 mm, rmax 10 mm), scaled on later passes by 1 + (2^pass - 1) times a
- * ramp from 1 at the start to 0 at three quarters of the run, so that a rerun starts smoother. */
-void ndf__bet_curvature(int pass, int it, int iterations, double *E, double *F) {
-  double scale = 1.0;
-  if (pass > 0) {
-    double ramp = 1.0 - (double)it / (0.75 * iterations);
-    if (ramp < 0) ramp = 0;
-    scale = 1.0 + ((double)(1 << pass) - 1.0) * ramp;
-  }
-  const double rmin = 3.33 * scale, rmax = 10.0 * scale;
-  *E = (1.0 / rmin + 1.0 / rmax) / 2.0;
-  *F = 6.0 / (1.0 / rmin - 1.0 / rmax);
+/* ---- bet2's self-intersection measure ---------------------------------------------------- */
+
+double ndf__bet_mean_edge(const ndf__bet_mesh *m, const double *pos) {
+  double sum = 0.0;
+  for (int v = 0; v < m->nv; v++) sum = BET_ADD(sum, bet_mean_edge_term(pos, m->ring, v));
+  return sum / (double)m->nv;
 }
 
-/* Two vertices that were far apart on the sphere (more than four mean edge lengths) and have come closer
- * than half the surface's mean edge length: the surface has folded through itself there. */
-int ndf__bet_self_intersects(const ndf__bet_mesh *m, const double *pos) {
-  double e0 = 0, e1 = 0;
-  int ne = 0;
-  for (int t = 0; t < m->nt; t++)
-    for (int e = 0; e < 3; e++) {
-      const int a = m->tri[3 * t + e], b = m->tri[3 * t + (e + 1) % 3];
-      double d0 = 0, d1 = 0;
-      for (int d = 0; d < 3; d++) {
-        const double u = m->unit[3 * a + d] - m->unit[3 * b + d], w = pos[3 * a + d] - pos[3 * b + d];
-        d0 += u * u, d1 += w * w;
-      }
-      e0 += sqrt(d0), e1 += sqrt(d1), ne++;
+/* The pairs closer than ml are found through a grid of cells of side ml, hashed into a table: a pair
+ * lies in the same or neighbouring cells. */
+double ndf__bet_self_intersection(const ndf__bet_mesh *m, const double *pos, const double *orig) {
+  const int nv = m->nv;
+  const double ml = ndf__bet_mean_edge(m, pos), mlo = ndf__bet_mean_edge(m, orig);
+  if (!(ml > 0) || !isfinite(ml) || !(mlo > 0)) return INFINITY; /* degenerate: as intersecting */
+  double lo[3] = {INFINITY, INFINITY, INFINITY};
+  for (int v = 0; v < nv; v++)
+    for (int d = 0; d < 3; d++) {
+      if (!isfinite(pos[3 * v + d])) return INFINITY;
+      lo[d] = fmin(lo[d], pos[3 * v + d]);
     }
-  const double far2 = (4.0 * e0 / ne) * (4.0 * e0 / ne), near2 = (0.5 * e1 / ne) * (0.5 * e1 / ne);
-  for (int a = 0; a < m->nv; a++)
-    for (int b = a + 1; b < m->nv; b++) {
-      double d1 = 0;
-      for (int d = 0; d < 3; d++) {
-        const double w = pos[3 * a + d] - pos[3 * b + d];
-        d1 += w * w;
-      }
-      if (d1 >= near2) continue;
-      double d0 = 0;
-      for (int d = 0; d < 3; d++) {
-        const double u = m->unit[3 * a + d] - m->unit[3 * b + d];
-        d0 += u * u;
-      }
-      if (d0 > far2) return 1;
-    }
-  return 0;
+  int64_t nb = 1;
+  while (nb < 2 * (int64_t)nv) nb *= 2;
+  int64_t *cell = malloc(sizeof(int64_t) * 3 * (size_t)nv);
+  int *head = malloc(sizeof(int) * (size_t)(nb + 1)), *order = malloc(sizeof(int) * (size_t)nv);
+  int *bucket = malloc(sizeof(int) * (size_t)nv);
+  double sum = -1;
+  if (!cell || !head || !order || !bucket) goto done;
+#define BET_HASH(x, y, z) \
+  ((int64_t)((((uint64_t)(x) * 73856093u) ^ ((uint64_t)(y) * 19349663u) ^ ((uint64_t)(z) * 83492791u)) & (uint64_t)(nb - 1)))
+  memset(head, 0, sizeof(int) * (size_t)(nb + 1));
+  for (int v = 0; v < nv; v++) {
+    for (int d = 0; d < 3; d++) cell[3 * v + d] = (int64_t)floor((pos[3 * v + d] - lo[d]) / ml);
+    bucket[v] = (int)BET_HASH(cell[3 * v], cell[3 * v + 1], cell[3 * v + 2]);
+    head[bucket[v] + 1]++;
+  }
+  for (int64_t k = 0; k < nb; k++) head[k + 1] += head[k];
+  for (int v = 0; v < nv; v++) order[head[bucket[v]]++] = v; /* head[k] now ends bucket k */
+  sum = 0.0;
+  const double ml2 = ml * ml;
+  for (int a = 0; a < nv; a++)
+    for (int dx = -1; dx <= 1; dx++)
+      for (int dy = -1; dy <= 1; dy++)
+        for (int dz = -1; dz <= 1; dz++) {
+          const int64_t cx = cell[3 * a] + dx, cy = cell[3 * a + 1] + dy, cz = cell[3 * a + 2] + dz;
+          const int64_t k = BET_HASH(cx, cy, cz);
+          for (int j = k == 0 ? 0 : head[k - 1]; j < head[k]; j++) {
+            const int b = order[j];
+            if (b <= a || cell[3 * b] != cx || cell[3 * b + 1] != cy || cell[3 * b + 2] != cz) continue;
+            double d2 = 0, o2 = 0;
+            for (int d = 0; d < 3; d++) {
+              const double w = pos[3 * a + d] - pos[3 * b + d], u = orig[3 * a + d] - orig[3 * b + d];
+              d2 += w * w, o2 += u * u;
+            }
+            if (d2 >= ml2) continue;
+            const double e = sqrt(d2) / ml - sqrt(o2) / mlo;
+            sum += e * e;
+          }
+        }
+#undef BET_HASH
+done:
+  free(cell), free(head), free(order), free(bucket);
+  return sum;
 }
 
 /* ---- the statistics ----------------------------------------------------------------------- */
 
-/* The k-th smallest of v[0..n) (v is reordered). */
-static double select_kth(double *v, int64_t n, int64_t k) {
-  int64_t lo = 0, hi = n - 1;
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    double a = v[lo], b = v[mid], c = v[hi], piv;
-    piv = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
-    int64_t i = lo, j = hi;
-    while (i <= j) {
-      while (v[i] < piv) i++;
-      while (v[j] > piv) j--;
-      if (i <= j) {
-        const double t = v[i];
-        v[i] = v[j], v[j] = t;
-        i++, j--;
-      }
+/* FSL's robust range (2nd and 98th percentiles from a histogram of 1000 bins; while they span less than a
+ * tenth of the histogram's range, again over the bins between them widened by one, at most 10 passes, the
+ * last over the full range without its end bins). */
+static ndf_status robust_range(const ndf__bet_stats *ops, int64_t n, double vmin, double vmax, double *t2,
+                               double *t98) {
+  uint64_t hist[BET_HIST_BINS];
+  const int bins = BET_HIST_BINS, last = 10;
+  int bottom = 0, top = 0, lowest = 0, highest = bins - 1;
+  double lo = vmin, hi = vmax;
+  *t2 = *t98 = 0;
+  for (int pass = 1;; pass++) {
+    if (pass > 1) {
+      if (!(*t98 - *t2 < (hi - lo) / 10.0)) break;
+      bottom = bottom - 1 > 0 ? bottom - 1 : 0;
+      top = top + 1 < bins - 1 ? top + 1 : bins - 1;
+      const double nlo = lo + ((double)bottom / (double)bins) * (hi - lo);
+      hi = lo + ((double)(top + 1) / (double)bins) * (hi - lo);
+      lo = nlo;
     }
-    if (k <= j) hi = j;
-    else if (k >= i) lo = i;
-    else return v[k];
+    if (pass == last || lo == hi) lo = vmin, hi = vmax;
+    if (lo == hi) { /* a constant image */
+      *t2 = lo, *t98 = hi;
+      return NDF_OK;
+    }
+    const double fa = (double)bins / (hi - lo), fb = ((double)bins * -lo) / (hi - lo);
+    ndf_status s = ops->hist(ops->self, fa, fb, hist);
+    if (s != NDF_OK) return s;
+    int64_t valid = n;
+    if (pass == last) {
+      valid -= (int64_t)hist[lowest] + (int64_t)hist[highest];
+      lowest++, highest--;
+    }
+    if (valid < 0) {
+      *t2 = *t98 = lo;
+      return NDF_OK;
+    }
+    const double w = (hi - lo) / (double)bins;
+    int64_t count = 0;
+    for (bottom = lowest; count < valid / 50; bottom++) count += (int64_t)hist[bottom];
+    bottom--;
+    *t2 = lo + (double)bottom * w;
+    count = 0;
+    for (top = highest; count < valid / 50; top--) count += (int64_t)hist[top];
+    top++;
+    *t98 = lo + (double)(top + 1) * w;
+    if (pass == last) break;
   }
-  return v[k];
+  return NDF_OK;
 }
 
-/* NumPy's percentile (linear interpolation) of v[0..n), n >= 1 (v is reordered). */
-static double percentile(double *v, int64_t n, double q) {
-  const double pos = q / 100.0 * (double)(n - 1);
-  const int64_t lo = (int64_t)floor(pos);
-  const double a = select_kth(v, n, lo);
-  if (lo + 1 >= n) return a;
-  double b = v[lo + 1]; /* after the selection, the least of v[lo + 1..n) is the next value */
-  for (int64_t i = lo + 2; i < n; i++)
-    if (v[i] < b) b = v[i];
-  return a + (b - a) * (pos - (double)lo);
-}
-
-ndf_status ndf__bet_setup_from(ndf_ctx *ctx, const char *name, const float *img, const int64_t *shape,
-                               const double *spacing, const ndf_skull_strip_options *opt, ndf__bet_setup *st) {
+ndf_status ndf__bet_setup_run(ndf_ctx *ctx, const char *name, const int64_t *shape, const double *spacing,
+                              const ndf_skull_strip_options *opt, double vmin, double vmax, const ndf__bet_stats *ops,
+                              ndf__bet_setup *st) {
   const int64_t n = shape[0] * shape[1] * shape[2];
   memset(st, 0, sizeof *st);
   for (int d = 0; d < 3; d++) st->c.shape[d] = shape[d], st->c.spacing[d] = spacing[d];
@@ -287,59 +318,57 @@ ndf_status ndf__bet_setup_from(ndf_ctx *ctx, const char *name, const float *img,
   st->c.gradient = opt->vertical_gradient;
   st->c.d1 = 7.0; /* bet2's search depths (the paper's 20 and 10 mm) */
   st->c.d2 = 3.0;
-  double *v = malloc(sizeof(double) * (size_t)n);
-  if (!v) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
-  for (int64_t i0 = 0, i = 0; i0 < shape[0]; i0++)
-    for (int64_t i1 = 0; i1 < shape[1]; i1++)
-      for (int64_t i2 = 0; i2 < shape[2]; i2++, i++) {
-        v[i] = img[bet_index(shape, i0, i1, i2)];
-        if (!isfinite(v[i])) {
-          free(v);
-          return ndf__argerror(ctx, name, "input", "NaN, infinity or a value beyond float32's range at element %lld",
-                               (long long)i);
-        }
-      }
-  const double t2 = percentile(v, n, 2.0), t98 = percentile(v, n, 98.0), t = t2 + 0.1 * (t98 - t2);
-  /* the centre of gravity and the volume of the voxels above t */
-  double sw = 0, sx[3] = {0, 0, 0};
+  st->c.dscale = fmin(fmin(fmin(spacing[0], spacing[1]), spacing[2]), 1.0);
+  const double rmin = 3.33, rmax = 10.0; /* BET's curvature radii (mm) */
+  st->c.E = (1.0 / rmin + 1.0 / rmax) / 2.0;
+  st->c.F = 6.0 / (1.0 / rmin - 1.0 / rmax);
+  double t2, t98;
+  ndf_status s = robust_range(ops, n, vmin, vmax, &t2, &t98);
+  if (s != NDF_OK) return s;
+  const double t = t2 + 0.1 * (t98 - t2);
+  /* the centre of gravity and the volume above t */
+  double *planes = malloc(sizeof(double) * 3 * (size_t)shape[0]);
+  uint64_t *hist = malloc(sizeof(uint64_t) * 65536);
+  if (!planes || !hist) {
+    free(planes), free(hist);
+    return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+  }
   int64_t count = 0;
-  for (int64_t i0 = 0, i = 0; i0 < shape[0]; i0++)
-    for (int64_t i1 = 0; i1 < shape[1]; i1++)
-      for (int64_t i2 = 0; i2 < shape[2]; i2++, i++) {
-        const double x = img[bet_index(shape, i0, i1, i2)];
-        if (!(x > t)) continue;
-        const double w = x < t98 ? x : t98;
-        sw += w, count++;
-        sx[0] += w * (double)i0 * spacing[0], sx[1] += w * (double)i1 * spacing[1], sx[2] += w * (double)i2 * spacing[2];
-      }
-  const double vox = spacing[0] * spacing[1] * spacing[2];
-  double radius = cbrt(3.0 * (double)count * vox / (4.0 * 3.14159265358979323846)), cog[3];
-  for (int d = 0; d < 3; d++) cog[d] = sw > 0 ? sx[d] / sw : 0.5 * (double)(shape[d] - 1) * spacing[d];
-  if (opt->radius > 0) radius = opt->radius;
+  s = ops->planes(ops->self, t2, t, t98, planes, &count);
+  double sw = 0.0, sx[3] = {0.0, 0.0, 0.0}, cog[3];
+  for (int64_t i0 = 0; s == NDF_OK && i0 < shape[0]; i0++) {
+    sw = BET_ADD(sw, planes[3 * i0]);
+    sx[0] = BET_ADD(sx[0], BET_MUL(planes[3 * i0], (double)i0));
+    sx[1] = BET_ADD(sx[1], planes[3 * i0 + 1]);
+    sx[2] = BET_ADD(sx[2], planes[3 * i0 + 2]);
+  }
+  for (int d = 0; d < 3; d++)
+    cog[d] = sw > 0 ? BET_MUL(sx[d], spacing[d]) / sw : 0.5 * (double)(shape[d] - 1) * spacing[d];
   if (opt->has_centre)
     for (int d = 0; d < 3; d++) cog[d] = opt->centre[d] * spacing[d];
-  /* tm: the median of the values in (t2, t98) inside the sphere */
-  int64_t m = 0;
-  for (int64_t i0 = 0, i = 0; i0 < shape[0]; i0++)
-    for (int64_t i1 = 0; i1 < shape[1]; i1++)
-      for (int64_t i2 = 0; i2 < shape[2]; i2++, i++) {
-        const double x = (double)i0 * spacing[0] - cog[0], y = (double)i1 * spacing[1] - cog[1],
-                     z = (double)i2 * spacing[2] - cog[2];
-        const double val = img[bet_index(shape, i0, i1, i2)];
-        if (x * x + y * y + z * z <= radius * radius && val > t2 && val < t98) v[m++] = val;
-      }
+  double radius = pow(0.75 * (double)count * spacing[0] * spacing[1] * spacing[2] / 3.14159265358979323846, 1.0 / 3.0);
+  if (opt->radius > 0) radius = opt->radius;
+  /* tm: bet2's median (the lower one) of the values in (t2, t98) strictly inside the sphere, selected by
+   * the two 16-bit halves of their keys */
   double tm = t98 > t ? 0.5 * (t + t98) : t;
-  if (m > 0) {
-    const double a = select_kth(v, m, (m - 1) / 2);
-    double b = a;
-    if (m % 2 == 0) {
-      b = v[m / 2];
-      for (int64_t i = m / 2 + 1; i < m; i++)
-        if (v[i] < b) b = v[i];
+  const double r2 = BET_MUL(radius, radius);
+  if (s == NDF_OK) s = ops->select(ops->self, cog, r2, t2, t98, 0, 0, hist);
+  if (s == NDF_OK) {
+    uint64_t total = 0;
+    for (int k = 0; k < 65536; k++) total += hist[k];
+    if (total > 0) {
+      uint64_t rank = total / 2 > 0 ? total / 2 - 1 : 0, below = 0; /* the (total / 2)-th smallest */
+      unsigned hi = 0;
+      while (below + hist[hi] <= rank) below += hist[hi++];
+      s = ops->select(ops->self, cog, r2, t2, t98, 1, hi, hist);
+      unsigned lo = 0;
+      if (s == NDF_OK)
+        while (below + hist[lo] <= rank) below += hist[lo++];
+      tm = (double)bet_unkey(hi << 16 | lo);
     }
-    tm = 0.5 * (a + b);
   }
-  free(v);
+  free(planes), free(hist);
+  if (s != NDF_OK) return s;
   st->c.t2 = t2, st->c.t = t, st->c.tm = tm;
   st->c.cog2 = cog[2];
   st->c.radius = radius > 0 ? radius : 1.0;
@@ -348,65 +377,21 @@ ndf_status ndf__bet_setup_from(ndf_ctx *ctx, const char *name, const float *img,
   return NDF_OK;
 }
 
-/* ---- the CPU backend ---------------------------------------------------------------------- */
+/* ---- the mask from the surface ------------------------------------------------------------ */
 
-int ndf__bet_mean_edge(const ndf__bet_mesh *m, const double *pos, int it, double *l) {
-  if (!(it == 50 || it % 100 == 0)) return 0;
-  double sum = 0.0;
-  for (int v = 0; v < m->nv; v++) {
-    const int *r = m->ring + (int64_t)v * (BET_MAX_RING + 1);
-    double lv = 0.0;
-    for (int j = 0; j < r[0]; j++) {
-      const double *a = pos + 3 * (int64_t)r[1 + j], *p = pos + 3 * (int64_t)v;
-      const double e[3] = {BET_SUB(a[0], p[0]), BET_SUB(a[1], p[1]), BET_SUB(a[2], p[2])};
-      lv = BET_ADD(lv, sqrt(bet_dot(e, e)));
-    }
-    sum = BET_ADD(sum, lv / (double)r[0]);
-  }
-  *l = sum / (double)m->nv;
-  return 1;
-}
-
-/* The passes: from the sphere, `iterations` Jacobi updates of every vertex; again with more smoothing while
- * the result intersects itself.  pos receives the final surface. */
-static ndf_status evolve_cpu(ndf_ctx *ctx, const ndf__bet_mesh *m, const ndf__bet_setup *st, const float *img,
-                             double *pos) {
-  double *tmp = malloc(sizeof(double) * 3 * (size_t)m->nv);
-  if (!tmp) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", NAME);
-  const int nth = ndf__cpu_threads(ctx);
-  for (int pass = 0; pass < NDF__BET_MAX_PASSES; pass++) {
-    ndf__bet_sphere(m, st, pos);
-    double *a = pos, *b = tmp, l = 0.0;
-    for (int it = 0; it < st->iterations; it++) {
-      bet_consts c = st->c;
-      ndf__bet_curvature(pass, it, st->iterations, &c.E, &c.F);
-      ndf__bet_mean_edge(m, a, it, &l);
-      c.l = l;
-      _Pragma("omp parallel for schedule(static) num_threads(nth)")
-      for (int v = 0; v < m->nv; v++) bet_vertex_update(a, m->ring, v, &c, img, b + 3 * (int64_t)v);
-      double *t = a;
-      a = b, b = t;
-    }
-    if (a != pos) memcpy(pos, a, sizeof(double) * 3 * (size_t)m->nv);
-    if (!ndf__bet_self_intersects(m, pos)) break;
-  }
-  (void)nth;
-  free(tmp);
-  return NDF_OK;
-}
-
-/* The mask of the voxels inside the surface: every triangle is crossed with the columns (axis 2) its
- * projection covers; a voxel is inside when an odd number of crossings lie below its centre. */
-static ndf_status voxelize_cpu(ndf_ctx *ctx, const ndf__bet_mesh *m, const bet_consts *c, const double *pos,
-                               const ndf_array *out) {
-  const int64_t n0 = c->shape[0], n1 = c->shape[1], n2 = c->shape[2], ncol = n0 * n1;
+ndf_status ndf__bet_crossings(ndf_ctx *ctx, const char *name, const ndf__bet_mesh *m, const bet_consts *c,
+                              const double *pos, int64_t **startp, double **hitsp) {
+  const int64_t n0 = c->shape[0], n1 = c->shape[1], ncol = n0 * n1;
   double *vx = malloc(sizeof(double) * 3 * (size_t)m->nv);
   int64_t *start = calloc((size_t)ncol + 1, sizeof(int64_t));
   double *hits = NULL;
+  *startp = NULL, *hitsp = NULL;
   if (!vx || !start) goto oom;
   for (int v = 0; v < m->nv; v++)
     for (int d = 0; d < 3; d++) vx[3 * v + d] = pos[3 * v + d] / c->spacing[d];
-  for (int round = 0; round < 2; round++) { /* count, then store */
+  /* Every triangle is crossed with the columns its projection's bounding box covers: counted, then
+   * stored (start[k + 1] counts column k's, then the prefix sums place them). */
+  for (int round = 0; round < 2; round++) {
     if (round == 1) {
       for (int64_t k = 0; k < ncol; k++) start[k + 1] += start[k];
       if (!(hits = malloc(sizeof(double) * (size_t)(start[ncol] > 0 ? start[ncol] : 1)))) goto oom;
@@ -431,33 +416,145 @@ static ndf_status voxelize_cpu(ndf_ctx *ctx, const ndf__bet_mesh *m, const bet_c
         }
     }
   }
-  /* start[k] now ends column k's crossings; column k's begin where column k - 1's end */
-  for (int64_t k = 0; k < ncol; k++) {
-    const int64_t b = k == 0 ? 0 : start[k - 1], e = start[k];
-    for (int64_t i = b + 1; i < e; i++) /* insertion sort: a column has few crossings */
-      for (int64_t j = i; j > b && hits[j - 1] > hits[j]; j--) {
+  /* start[k] now ends column k's crossings: shift back, and sort each column (few crossings) */
+  for (int64_t k = ncol; k > 0; k--) start[k] = start[k - 1];
+  start[0] = 0;
+  for (int64_t k = 0; k < ncol; k++)
+    for (int64_t i = start[k] + 1; i < start[k + 1]; i++)
+      for (int64_t j = i; j > start[k] && hits[j - 1] > hits[j]; j--) {
         const double t = hits[j];
         hits[j] = hits[j - 1], hits[j - 1] = t;
       }
-    const int64_t x = k / n1, y = k % n1;
-    int64_t h = b;
-    uint8_t *o = out->data;
-    for (int64_t z = 0; z < n2; z++) {
-      while (h < e && hits[h] < (double)z) h++;
-      o[x * out->strides[0] + y * out->strides[1] + z * out->strides[2]] = (uint8_t)((h - b) & 1);
-    }
-  }
-  free(vx), free(start), free(hits);
+  free(vx);
+  *startp = start, *hitsp = hits;
   return NDF_OK;
 oom:
   free(vx), free(start), free(hits);
-  return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", NAME);
+  return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+}
+
+/* ---- the CPU backend ---------------------------------------------------------------------- */
+
+typedef struct cpu_stats {
+  ndf_ctx *ctx;
+  const float *img;
+  const int64_t *shape;
+  const double *spacing;
+  int nth;
+} cpu_stats;
+
+static ndf_status cpu_hist(void *self, double fa, double fb, uint64_t *counts) {
+  const cpu_stats *cs = self;
+  memset(counts, 0, sizeof(uint64_t) * BET_HIST_BINS);
+  for (int64_t i0 = 0; i0 < cs->shape[0]; i0++)
+    for (int64_t i1 = 0; i1 < cs->shape[1]; i1++)
+      for (int64_t i2 = 0; i2 < cs->shape[2]; i2++)
+        counts[bet_hist_bin((double)cs->img[bet_index(cs->shape, i0, i1, i2)], fa, fb)]++;
+  return NDF_OK;
+}
+
+static ndf_status cpu_planes(void *self, double t2, double t, double t98, double *planes, int64_t *count) {
+  const cpu_stats *cs = self;
+  const int64_t n0 = cs->shape[0], n1 = cs->shape[1];
+  double *rows = malloc(sizeof(double) * 2 * (size_t)(n0 * n1));
+  if (!rows) return ndf__error(cs->ctx, NDF_ENOMEM, "%s: out of memory", NAME);
+  int64_t total = 0;
+  const int nth = cs->nth;
+  _Pragma("omp parallel for schedule(static) num_threads(nth) reduction(+ : total)")
+  for (int64_t i0 = 0; i0 < n0; i0++) {
+    for (int64_t i1 = 0; i1 < n1; i1++) {
+      int64_t k;
+      bet_row_sums(cs->img, cs->shape, i0, i1, t2, t, t98, rows + 2 * (i0 * n1 + i1), &k);
+      total += k;
+    }
+    bet_plane_sums(rows + 2 * i0 * n1, n1, planes + 3 * i0);
+  }
+  (void)nth;
+  free(rows);
+  *count = total;
+  return NDF_OK;
+}
+
+static ndf_status cpu_select(void *self, const double *cog, double r2, double t2, double t98, int level,
+                             unsigned prefix, uint64_t *counts) {
+  const cpu_stats *cs = self;
+  memset(counts, 0, sizeof(uint64_t) * 65536);
+  for (int64_t i0 = 0; i0 < cs->shape[0]; i0++)
+    for (int64_t i1 = 0; i1 < cs->shape[1]; i1++)
+      for (int64_t i2 = 0; i2 < cs->shape[2]; i2++) {
+        const float v = cs->img[bet_index(cs->shape, i0, i1, i2)];
+        if (!bet_tm_member((double)v, i0, i1, i2, cs->spacing, cog, r2, t2, t98)) continue;
+        const unsigned k = bet_key(v);
+        if (level == 0) counts[k >> 16]++;
+        else if (k >> 16 == prefix) counts[k & 0xffffu]++;
+      }
+  return NDF_OK;
+}
+
+/* The passes: from the sphere, `iterations` Jacobi updates of every vertex; while bet2's self-intersection
+ * measure exceeds its threshold, again from the sphere with more smoothing (bet_increase), up to
+ * NDF__BET_LAST_PASS.  pos receives the final surface. */
+static ndf_status evolve_cpu(ndf_ctx *ctx, const ndf__bet_mesh *m, const ndf__bet_setup *st, const float *img,
+                             double *pos) {
+  double *tmp = malloc(sizeof(double) * 3 * (size_t)m->nv), *orig = malloc(sizeof(double) * 3 * (size_t)m->nv);
+  if (!tmp || !orig) {
+    free(tmp), free(orig);
+    return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", NAME);
+  }
+  const int nth = ndf__cpu_threads(ctx);
+  ndf__bet_sphere(m, st, orig);
+  ndf_status s = NDF_OK;
+  for (int pass = 0; pass <= NDF__BET_LAST_PASS; pass++) {
+    memcpy(pos, orig, sizeof(double) * 3 * (size_t)m->nv);
+    double *a = pos, *b = tmp, l = 0.0;
+    for (int it = 0; it < st->iterations; it++) {
+      bet_consts c = st->c;
+      c.inc = bet_increase(pass, it, st->iterations);
+      if (bet_mean_edge_due(it)) l = ndf__bet_mean_edge(m, a);
+      c.l = l;
+      _Pragma("omp parallel for schedule(static) num_threads(nth)")
+      for (int v = 0; v < m->nv; v++) bet_vertex_update(a, m->ring, v, &c, img, b + 3 * (int64_t)v);
+      double *t = a;
+      a = b, b = t;
+    }
+    if (a != pos) memcpy(pos, a, sizeof(double) * 3 * (size_t)m->nv);
+    const double si = ndf__bet_self_intersection(m, pos, orig);
+    if (si < 0) {
+      s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", NAME);
+      break;
+    }
+    if (!(si > NDF__BET_SELF_INTERSECTION)) break;
+  }
+  (void)nth;
+  free(tmp), free(orig);
+  return s;
+}
+
+/* The mask: 1 where a column's crossings below the voxel's centre are odd. */
+static ndf_status voxelize_cpu(ndf_ctx *ctx, const ndf__bet_mesh *m, const bet_consts *c, const double *pos,
+                               const ndf_array *out) {
+  int64_t *start;
+  double *hits;
+  ndf_status s = ndf__bet_crossings(ctx, NAME, m, c, pos, &start, &hits);
+  if (s != NDF_OK) return s;
+  const int64_t n1 = c->shape[1], n2 = c->shape[2], ncol = c->shape[0] * n1;
+  uint8_t *o = out->data;
+  for (int64_t k = 0; k < ncol; k++) {
+    const int64_t x = k / n1, y = k % n1, e = start[k + 1];
+    int64_t h = start[k];
+    for (int64_t z = 0; z < n2; z++) {
+      while (h < e && hits[h] < (double)z) h++;
+      o[x * out->strides[0] + y * out->strides[1] + z * out->strides[2]] = (uint8_t)((h - start[k]) & 1);
+    }
+  }
+  free(start), free(hits);
+  return NDF_OK;
 }
 
 static ndf_status skull_strip_cpu(ndf_ctx *ctx, const ndf_array *in, const double *spacing, ndf_array *out,
                                   const ndf_skull_strip_options *opt, const ndf__bet_mesh *m) {
   const int64_t n = ndf_array_size(in), nimg = bet_image_size(in->shape);
-  ndf_status s = ndf__check_host_memory(ctx, NAME, "the image in float32 and float64", 4 * nimg + 8 * n);
+  ndf_status s = ndf__check_host_memory(ctx, NAME, "the image in float32", 4 * nimg + 16 * in->shape[0] * in->shape[1]);
   if (s != NDF_OK) return s;
   float *img = calloc((size_t)nimg, sizeof(float));
   double *pos = malloc(sizeof(double) * 3 * (size_t)m->nv);
@@ -465,12 +562,25 @@ static ndf_status skull_strip_cpu(ndf_ctx *ctx, const ndf_array *in, const doubl
     free(img), free(pos);
     return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", NAME);
   }
+  unsigned kmin = 0xffffffffu, kmax = 0;
   for (int64_t i0 = 0, i = 0; i0 < in->shape[0]; i0++)
     for (int64_t i1 = 0; i1 < in->shape[1]; i1++)
-      for (int64_t i2 = 0; i2 < in->shape[2]; i2++, i++)
-        img[bet_index(in->shape, i0, i1, i2)] = (float)get(in, i0 * in->strides[0] + i1 * in->strides[1] + i2 * in->strides[2]);
+      for (int64_t i2 = 0; i2 < in->shape[2]; i2++, i++) {
+        const float v = (float)get(in, i0 * in->strides[0] + i1 * in->strides[1] + i2 * in->strides[2]);
+        if (!isfinite(v)) {
+          free(img), free(pos);
+          return ndf__argerror(ctx, NAME, "input", "NaN, infinity or a value beyond float32's range at element %lld",
+                               (long long)i);
+        }
+        img[bet_index(in->shape, i0, i1, i2)] = v;
+        kmin = bet_key(v) < kmin ? bet_key(v) : kmin; /* by keys, as the device (-0 below +0) */
+        kmax = bet_key(v) > kmax ? bet_key(v) : kmax;
+      }
+  cpu_stats cs = {ctx, img, in->shape, spacing, ndf__cpu_threads(ctx)};
+  const ndf__bet_stats ops = {&cs, cpu_hist, cpu_planes, cpu_select};
   ndf__bet_setup st;
-  s = ndf__bet_setup_from(ctx, NAME, img, in->shape, spacing, opt, &st);
+  s = ndf__bet_setup_run(ctx, NAME, in->shape, spacing, opt, (double)bet_unkey(kmin), (double)bet_unkey(kmax), &ops,
+                         &st);
   if (s == NDF_OK && st.radius0 > 0) s = evolve_cpu(ctx, m, &st, img, pos);
   if (s == NDF_OK) {
     if (st.radius0 > 0) s = voxelize_cpu(ctx, m, &st.c, pos, out);
