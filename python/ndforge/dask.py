@@ -973,13 +973,21 @@ def _owned_sum(curve, construction):
         else:  # cells belong to the chunk of their lowest pixel: drop the cells of the lower face
             cut = [a for a in range(nd) if aps[a]["start"] > 0]
             pick = lambda a: 0
-        total = 0
+        # the terms of one size whose shapes agree once their cut axes (extent 1) come first are one
+        # batched call (the complex of a permuted box is the same complex); the sum stays where the block
+        # lives until the end
+        xp = _xp(E)
+        total = None
         for k in range(len(cut) + 1):
+            groups = {}
             for A in itertools.combinations(cut, k):
                 sub = E[tuple(slice(pick(a), pick(a) + 1) if a in A else slice(None) for a in range(nd))]
-                c = _host(curve(sub, th))
-                total = total + (c if k % 2 == 0 else -c)
-        return np.asarray(total).reshape((1,) * nd + (-1,))
+                sub = xp.moveaxis(sub, list(A), list(range(k)))
+                groups.setdefault(sub.shape, []).append(sub)
+            for subs in groups.values():
+                c = curve(subs[0], th, 0) if len(subs) == 1 else curve(xp.stack(subs), th, 1).sum(axis=0)
+                total = c if total is None else (total + c if k % 2 == 0 else total - c)
+        return np.asarray(_host(total)).reshape((1,) * nd + (-1,))
     return run
 
 
@@ -994,7 +1002,7 @@ def ecc(input, thresholds=256, construction="V", range=None, batch_dims=0, *, re
     th = _thresholds(x, thresholds, range)
     T = int(thresholds) if np.ndim(thresholds) == 0 else len(th)
     extras = [th] if isinstance(th, Delayed) else []
-    curve = lambda sub, t: _topo.ecc(sub, t, construction)
+    curve = lambda sub, t, b: _topo.ecc(sub, t, construction, batch_dims=b)
     run = _owned_sum(curve, construction)
     if not extras:
         run = functools.partial(lambda r, a, th0: _owned_sum(curve, construction)(r, a, th0), th0=th)
@@ -1014,7 +1022,7 @@ def soft_ecc(input, thresholds, lam=1.0, construction="V", batch_dims=0):
         fn = functools.partial(_topo.soft_ecc, thresholds=th, lam=lam, construction=construction,
                                batch_dims=batch_dims)
         return _batched_curve(x, fn, batch_dims, len(th), np.float64)
-    curve = lambda sub, t: _topo.soft_ecc(sub, t, lam, construction)
+    curve = lambda sub, t, b: _topo.soft_ecc(sub, t, lam, construction, batch_dims=b)
     run = functools.partial(lambda r, a, th0: _owned_sum(curve, construction)(r, a, th0), th0=th)
     parts = _halo_map(run, [x], [0] * x.ndim, [1] * x.ndim, dtype=np.float64,
                       out_chunks=tuple((1,) * len(c) for c in x.chunks), new_axes=(len(th),),

@@ -187,7 +187,7 @@ def test_distance_transforms():
 def test_ecc(construction):
     for img, seed in ((IMG2, 14), (IMG3, 15)):
         e, th = topo.ecc(img, 17, construction, return_thresholds=True)
-        for ch in _chunkings(img.shape, seed):
+        for ch in _chunkings(img.shape, seed) + [(3,) * img.ndim]:  # equal chunks: faces in batched calls
             x = da.from_array(img, chunks=ch)
             _eq(nd.ecc(x, 17, construction), e)
             _eq(nd.ecc(x, th, construction), topo.ecc(img, th, construction))
