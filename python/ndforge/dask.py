@@ -22,9 +22,13 @@ array whose computed value equals the ``ndforge.ndimage`` / ``ndforge.topology``
   (running sums: equal to the last bits).
 * **label**: per-chunk labels; every face between chunk rows joins the labels
   it connects (through the structure, diagonals across chunk corners
-  included); the equivalences are merged on the host and each component is
-  numbered by its first voxel in raster order, which is the single-array
-  numbering.  ``binary_fill_holes`` and ``binary_propagation`` (and binary
+  included); the equivalences of the labels on those faces are merged on the
+  host and each component is numbered by its first voxel in raster order,
+  which is the single-array numbering.  The per-voxel work stays where the
+  chunk lives (CuPy chunks: on the device): each chunk's first voxels, the
+  ranking of all components' first voxels (one sort), and a lookup table per
+  chunk gathered by its labels; only the faces and the first voxels of the
+  face labels come to the host.  ``binary_fill_holes`` and ``binary_propagation`` (and binary
   dilation / erosion with ``iterations < 1``) use the same merged components
   (of the background, or of the mask).
 * **Euler characteristic curves** (``ecc``, ``soft_ecc``): each chunk counts the
