@@ -485,7 +485,7 @@ def _first_flats(lab, start, shape, sort=None):
 
 
 def _face(lab, a, i):
-    return _host(_xp(lab).ascontiguousarray(lab.take([i], axis=a)))
+    return _host(_xp(lab).ascontiguousarray(lab[(slice(None),) * a + (slice(i, i + 1),)]))
 
 
 def _block_info(start, shape, lab):
@@ -619,8 +619,7 @@ def _numbering(m, extras):
         if k == f.shape[0]:
             lut[1:] = rank[at:at + k]
         else:
-            sub = lut[1:]
-            sub[keeps[c]] = rank[at:at + k]
+            lut[xp.flatnonzero(keeps[c]) + 1] = rank[at:at + k]
         at += k
         luts.append(lut)
     # the merged labels that are not heads take their head's number
