@@ -22,9 +22,13 @@ array whose computed value equals the ``ndforge.ndimage`` / ``ndforge.topology``
   (running sums: equal to the last bits).
 * **label**: per-chunk labels; every face between chunk rows joins the labels
   it connects (through the structure, diagonals across chunk corners
-  included); the equivalences are merged on the host and each component is
-  numbered by its first voxel in raster order, which is the single-array
-  numbering.  ``binary_fill_holes`` and ``binary_propagation`` (and binary
+  included); the equivalences of the labels on those faces are merged on the
+  host and each component is numbered by its first voxel in raster order,
+  which is the single-array numbering.  The per-voxel work stays where the
+  chunk lives (CuPy chunks: on the device): each chunk's first voxels, the
+  ranking of all components' first voxels (one sort), and a lookup table per
+  chunk gathered by its labels; only the faces and the first voxels of the
+  face labels come to the host.  ``binary_fill_holes`` and ``binary_propagation`` (and binary
   dilation / erosion with ``iterations < 1``) use the same merged components
   (of the background, or of the mask).
 * **Euler characteristic curves** (``ecc``, ``soft_ecc``): each chunk counts the
@@ -446,22 +450,50 @@ def _block_starts(chunks):
     return [np.concatenate([[0], np.cumsum(c)[:-1]]).astype(np.int64) for c in chunks]
 
 
-def _first_flats(lab, start, shape):
+def _first_flats(lab, start, shape, sort=None):
     """Global raster index of the first voxel of each label 1..n of a block (labels numbered in raster order,
-    as ndforge.ndimage.label numbers them: the running maximum rises by one at each first voxel)."""
+    as ndforge.ndimage.label numbers them), computed where the block lives.  NumPy: the running maximum
+    rises by one at each first voxel; CuPy (or ``sort``): the smallest flat index per label, by one sort of
+    (label, index) keys."""
+    xp = _xp(lab)
     flat = lab.ravel()
-    run = np.maximum.accumulate(flat) if flat.size else flat
-    firsts = np.flatnonzero(np.diff(run, prepend=0) > 0)
-    loc = np.unravel_index(firsts, lab.shape)
-    return np.ravel_multi_index(tuple(l + s for l, s in zip(loc, start)), shape).astype(np.int64)
+    size = int(flat.size)
+    if sort is None:
+        sort = xp is not np
+    if size == 0:
+        firsts = xp.zeros(0, np.int64)
+    elif not sort:
+        run = np.maximum.accumulate(flat)
+        firsts = np.flatnonzero(np.diff(run, prepend=0) > 0).astype(np.int64)
+    else:
+        nz = xp.flatnonzero(flat).astype(np.int64)
+        key = xp.sort(flat[nz].astype(np.int64) * size + nz)
+        lv = key // size
+        new = xp.ones(key.shape, bool)
+        new[1:] = lv[1:] != lv[:-1]
+        firsts = key[new] % size
+    # local flat index -> global flat index
+    g = xp.zeros(firsts.shape, np.int64)
+    rem = firsts
+    stride = 1
+    for a in range(lab.ndim - 1, -1, -1):
+        c = rem % lab.shape[a]
+        rem = rem // lab.shape[a]
+        g += (c + int(start[a])) * stride
+        stride *= int(shape[a])
+    return g
+
+
+def _face(lab, a, i):
+    return _host(_xp(lab).ascontiguousarray(lab[(slice(None),) * a + (slice(i, i + 1),)]))
 
 
 def _block_info(start, shape, lab):
-    """What the merge needs of one chunk's labels: their count, their first voxels, the chunk's faces."""
-    h = _host(lab)
-    faces = [(h.take([0], axis=a), h.take([h.shape[a] - 1], axis=a)) for a in range(h.ndim)]
-    first = _first_flats(h, start, shape)
-    return dict(n=len(first), first=first, faces=faces)
+    """What the merge needs of one chunk's labels: their count, their first voxels (where the block lives)
+    and the chunk's faces (on the host)."""
+    faces = [(_face(lab, a, 0), _face(lab, a, lab.shape[a] - 1)) for a in range(lab.ndim)]
+    first = _first_flats(lab, start, shape)
+    return dict(n=int(first.shape[0]), first=first, faces=faces)
 
 
 def _union_find(nnodes, u, v):
@@ -485,9 +517,11 @@ def _union_find(nnodes, u, v):
 
 
 def _merge(grid, structure, infos):
-    """Component root (of provisional ids: chunk label + chunk offset), first voxel and chunk offsets of the
-    per-chunk labels (infos in C order over the chunk grid).  Each face between two rows of chunks is taken
-    whole, so that links across chunk corners (diagonals of the structure) are found too."""
+    """The components of the labels that touch faces between chunks.  Provisional ids: chunk label + chunk
+    offset (infos in C order over the chunk grid).  Each face between two rows of chunks is taken whole, so
+    that links across chunk corners (diagonals of the structure) are found too.  Only the labels on those
+    faces enter the union-find (``nodes``, sorted; ``root``: index of the root node of each); every other
+    label is a component of its own."""
     infos = np.array(infos + [None], dtype=object)[:-1].reshape(grid)
     counts = np.array([i["n"] for i in infos.ravel()], np.int64).reshape(grid)
     offsets = (np.cumsum(counts.ravel()) - counts.ravel()).reshape(grid)
@@ -517,68 +551,153 @@ def _merge(grid, structure, infos):
                 vs.append(rv[keep])
     u = np.concatenate(us) if us else np.zeros(0, np.int64)
     v = np.concatenate(vs) if vs else np.zeros(0, np.int64)
-    root = _union_find(int(counts.sum()) + 1, u, v)
-    first = np.concatenate([np.zeros(1, np.int64)] + [i["first"] for i in infos.ravel()])
-    return dict(root=root, first=first, offsets=offsets, infos=infos)
+    nodes, inv = np.unique(np.concatenate([u, v]), return_inverse=True)
+    root = _union_find(len(nodes), inv[:len(u)], inv[len(u):])
+    return dict(offsets=offsets, infos=infos, nodes=nodes, root=root)
+
+
+def _per_chunk(m, ids):
+    """(chunk's flat index, chunk labels, positions in ids) for the provisional ids ``ids`` (sorted or not)."""
+    flat_off = m["offsets"].ravel()
+    # the last chunk whose offset is below the id (chunks without labels share their offset with the next)
+    ch = np.searchsorted(flat_off, ids, side="left") - 1
+    out = []
+    for c in np.unique(ch):
+        pos = np.flatnonzero(ch == c)
+        out.append((int(c), ids[pos] - flat_off[c], pos))
+    return out
+
+
+def _gather(arr, idx):
+    """arr[idx] on the host (arr where a block lives, idx a small host index array)."""
+    if len(idx) == 0:
+        return np.zeros(0, arr.dtype)
+    return _host(arr[_xp(arr).asarray(idx)])
+
+
+def _scatter(arr, idx, values):
+    """arr[idx] = values, idx and values small host arrays, arr where a block lives."""
+    if len(idx):
+        xp = _xp(arr)
+        arr[xp.asarray(idx)] = xp.asarray(values)
 
 
 def _numbering(m, extras):
-    """Provisional id -> final label: components numbered by their first voxel in raster order."""
-    root, first = m["root"], m["first"]
-    key = np.full(len(root), np.iinfo(np.int64).max, np.int64)
-    np.minimum.at(key, root[1:], first[1:])
-    roots = np.unique(root[1:])
-    order = np.argsort(key[roots], kind="stable")
-    number = np.zeros(len(root), np.int64)
-    number[roots[order]] = np.arange(1, len(roots) + 1)
-    lut = number[root]
-    lut[0] = 0
-    return lut, len(roots)
+    """Per chunk, label -> final label: components numbered by their first voxel in raster order.  Each
+    label that no face merges is a component of its own; of a merged component only the member with the
+    smallest first voxel (its head) is ranked, the others take its number."""
+    infos, nodes, root = m["infos"].ravel(), m["nodes"], m["root"]
+    firsts = [i["first"] for i in infos]
+    xp = _xp(firsts[0]) if firsts else np
+    nfirst = np.zeros(len(nodes), np.int64)
+    for c, loc, pos in _per_chunk(m, nodes):
+        nfirst[pos] = _gather(firsts[c], loc - 1)
+    ckey = np.full(len(nodes), np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(ckey, root, nfirst)
+    head = nfirst == ckey[root]
+    hnode = np.empty(len(nodes), np.int64)  # the head node of every node's component
+    hnode[root[head]] = np.flatnonzero(head)
+    hnode = hnode[root]
+    dropped = np.flatnonzero(~head)
+    keeps, kept = [], []
+    drop_by_chunk = {c: (loc, pos) for c, loc, pos in _per_chunk(m, nodes[dropped])}
+    for c, f in enumerate(firsts):
+        keep = xp.ones(f.shape[0], bool)
+        if c in drop_by_chunk:
+            _scatter(keep, drop_by_chunk[c][0] - 1, False)
+        keeps.append(keep)
+        kept.append(f[keep])
+    keys = xp.concatenate(kept) if kept else xp.zeros(0, np.int64)
+    total = int(keys.shape[0])
+    dt = np.int32 if total < 2 ** 31 - 1 else np.int64
+    rank = xp.empty(total, dt)
+    rank[xp.argsort(keys)] = xp.arange(1, total + 1, dtype=dt)
+    luts, at = [], 0
+    for c, f in enumerate(firsts):
+        lut = xp.zeros(f.shape[0] + 1, dt)
+        k = int(kept[c].shape[0])
+        if k == f.shape[0]:
+            lut[1:] = rank[at:at + k]
+        else:
+            lut[xp.flatnonzero(keeps[c]) + 1] = rank[at:at + k]
+        at += k
+        luts.append(lut)
+    # the merged labels that are not heads take their head's number
+    hn = np.zeros(len(nodes), np.int64)
+    for c, loc, pos in _per_chunk(m, nodes[np.flatnonzero(head)]):
+        hn[np.flatnonzero(head)[pos]] = _gather(luts[c], loc)
+    for c, (loc, pos) in drop_by_chunk.items():
+        _scatter(luts[c], loc, hn[hnode[dropped[pos]]])
+    return luts, total
 
 
 def _border_holes(m, extras):
-    """Provisional id -> True where its component does not touch the array's border (a hole)."""
-    infos, offsets, root = m["infos"], m["offsets"], m["root"]
+    """Per chunk, label -> True where its component does not touch the array's border (a hole)."""
+    infos, offsets, nodes, root = m["infos"], m["offsets"], m["nodes"], m["root"]
     grid = infos.shape
-    touch = np.zeros(len(root), bool)
+    border = []
     for idx in itertools.product(*[range(g) for g in grid]):
         for a in range(len(grid)):
             for side, at in ((0, 0), (1, grid[a] - 1)):
                 if idx[a] == at:
                     f = infos[idx]["faces"][a][side]
-                    touch[root[f[f > 0].astype(np.int64) + offsets[idx]]] = True
-    hole = ~touch[root]
-    hole[0] = False
-    return hole, None
+                    border.append(np.unique(f[f > 0]).astype(np.int64) + offsets[idx])
+    border = np.unique(np.concatenate(border)) if border else np.zeros(0, np.int64)
+    touch = np.zeros(len(nodes), bool)
+    pos = np.searchsorted(nodes, border)
+    ok = pos < len(nodes)
+    ok[ok] = nodes[pos[ok]] == border[ok]
+    touch[root[pos[ok]]] = True
+    out = np.union1d(border, nodes[touch[root]])
+    luts = []
+    flat = infos.ravel()
+    for i in flat:
+        xp = _xp(i["first"])
+        lut = xp.ones(i["n"] + 1, bool)
+        lut[0] = False
+        luts.append(lut)
+    for c, loc, _ in _per_chunk(m, out):
+        _scatter(luts[c], loc, False)
+    return luts, None
 
 
 def _reached(m, extras):
-    """Provisional id -> True where its component holds a voxel of the per-chunk sets in extras."""
-    flag = np.zeros(len(m["root"]), bool)
-    for idx, a in zip(itertools.product(*[range(g) for g in m["infos"].shape]), extras):
-        flag[m["root"][a.astype(np.int64) + m["offsets"][idx]]] = True
-    flag[0] = False
-    return flag[m["root"]], None
+    """Per chunk, label -> True where its component holds a voxel of the per-chunk sets in extras."""
+    nodes, root = m["nodes"], m["root"]
+    luts = []
+    for i, a in zip(m["infos"].ravel(), extras):
+        xp = _xp(i["first"])
+        lut = xp.zeros(i["n"] + 1, bool)
+        if a.shape[0]:
+            lut[a] = True
+        luts.append(lut)
+    flag = np.zeros(len(nodes), bool)
+    per = _per_chunk(m, nodes)
+    for c, loc, pos in per:
+        flag[pos] = _gather(luts[c], loc)
+    comp = np.zeros(len(nodes), bool)
+    comp[root[flag]] = True
+    for c, loc, pos in per:
+        _scatter(luts[c], loc, comp[root[pos]])
+    return luts, None
 
 
 def _unique_labels(lab, active):
-    lab, active = _host(lab), _host(active)
-    u = np.unique(lab[active != 0])
+    """The labels (> 0) of a chunk's voxels in ``active``, where the block lives."""
+    xp = _xp(lab)
+    u = xp.unique(lab[active != 0])
     return u[u > 0]
 
 
-def _lookup(final, idx, lab, post, merged, *blocks):
-    xp = _xp(lab)
-    off = merged["offsets"][idx]
-    g = xp.where(lab > 0, lab.astype(np.int64) + off, 0)
-    return final(xp.asarray(post[0])[g], *blocks)
+def _lookup(final, lab, lut, *blocks):
+    return final(lut[lab], *blocks)
 
 
 def _components(x, structure, post, final, dtype, others=(), extra=None, extra_arrays=(), name="ndforge-label"):
     """One graph: per-chunk labels of x != 0 under structure; per-chunk infos; their merge; ``post(merge,
-    extras)`` -> (lut over provisional ids, scalar); per chunk ``final(lut[provisional ids], *other blocks)``.
-    ``extra(labels, *extra_arrays blocks)`` gives each chunk's entry of ``extras``.  Returns (array, the
-    scalar as a 0-d dask array)."""
+    extras)`` -> (per chunk a lookup table label -> value, where the chunk lives; scalar); per chunk
+    ``final(lut[labels], *other blocks)``.  ``extra(labels, *extra_arrays blocks)`` gives each chunk's entry
+    of ``extras``.  Returns (array, the scalar as a 0-d dask array)."""
     x = _as_dask(x)
     st = structure
     labs = x.map_blocks(lambda b: _ndi.label(b, st)[0], dtype=np.int32, meta=_meta(x._meta, np.int32),
@@ -586,7 +705,8 @@ def _components(x, structure, post, final, dtype, others=(), extra=None, extra_a
     others = [_as_dask(o).rechunk(x.chunks) for o in others]
     extra_arrays = [_as_dask(o).rechunk(x.chunks) for o in extra_arrays]
     token = tokenize(name, labs.name, post, final, dtype, [o.name for o in others + extra_arrays], extra)
-    out, info, merge, postk, extk = ("%s-%s-%s" % (name, w, token) for w in ("out", "info", "merge", "post", "extra"))
+    out, info, merge, postk, extk, lutk = ("%s-%s-%s" % (name, w, token)
+                                           for w in ("out", "info", "merge", "post", "extra", "lut"))
     starts = _block_starts(x.chunks)
     grid = x.numblocks
     dsk = {}
@@ -598,8 +718,9 @@ def _components(x, structure, post, final, dtype, others=(), extra=None, extra_a
             dsk[(extk,) + idx] = (extra, (labs.name,) + idx, *[(e.name,) + idx for e in extra_arrays])
     dsk[(merge,)] = (functools.partial(_merge, grid, st), [(info,) + idx for idx in idxs])
     dsk[(postk,)] = (post, (merge,), [(extk,) + idx for idx in idxs] if extra is not None else [])
-    for idx in idxs:
-        dsk[(out,) + idx] = (functools.partial(_lookup, final, idx), (labs.name,) + idx, (postk,), (merge,),
+    for k, idx in enumerate(idxs):
+        dsk[(lutk,) + idx] = (_lut_of, (postk,), k)
+        dsk[(out,) + idx] = (functools.partial(_lookup, final), (labs.name,) + idx, (lutk,) + idx,
                              *[(o.name,) + idx for o in others])
     scalar = "%s-n-%s" % (name, token)
     dsk[(scalar,)] = (operator.itemgetter(1), (postk,))
@@ -610,8 +731,12 @@ def _components(x, structure, post, final, dtype, others=(), extra=None, extra_a
     return arr, num
 
 
+def _lut_of(post, k):
+    return post[0][k]
+
+
 def _as_dtype(dtype):
-    return lambda v: v.astype(dtype)
+    return lambda v: v.astype(dtype, copy=False)
 
 
 def label(input, structure=None, output=None):
@@ -851,13 +976,21 @@ def _owned_sum(curve, construction):
         else:  # cells belong to the chunk of their lowest pixel: drop the cells of the lower face
             cut = [a for a in range(nd) if aps[a]["start"] > 0]
             pick = lambda a: 0
-        total = 0
+        # the terms of one size whose shapes agree once their cut axes (extent 1) come first are one
+        # batched call (the complex of a permuted box is the same complex); the sum stays where the block
+        # lives until the end
+        xp = _xp(E)
+        total = None
         for k in range(len(cut) + 1):
+            groups = {}
             for A in itertools.combinations(cut, k):
                 sub = E[tuple(slice(pick(a), pick(a) + 1) if a in A else slice(None) for a in range(nd))]
-                c = _host(curve(sub, th))
-                total = total + (c if k % 2 == 0 else -c)
-        return np.asarray(total).reshape((1,) * nd + (-1,))
+                sub = xp.moveaxis(sub, list(A), list(range(k)))
+                groups.setdefault(sub.shape, []).append(sub)
+            for subs in groups.values():
+                c = curve(subs[0], th, 0) if len(subs) == 1 else curve(xp.stack(subs), th, 1).sum(axis=0)
+                total = c if total is None else (total + c if k % 2 == 0 else total - c)
+        return np.asarray(_host(total)).reshape((1,) * nd + (-1,))
     return run
 
 
@@ -872,7 +1005,7 @@ def ecc(input, thresholds=256, construction="V", range=None, batch_dims=0, *, re
     th = _thresholds(x, thresholds, range)
     T = int(thresholds) if np.ndim(thresholds) == 0 else len(th)
     extras = [th] if isinstance(th, Delayed) else []
-    curve = lambda sub, t: _topo.ecc(sub, t, construction)
+    curve = lambda sub, t, b: _topo.ecc(sub, t, construction, batch_dims=b)
     run = _owned_sum(curve, construction)
     if not extras:
         run = functools.partial(lambda r, a, th0: _owned_sum(curve, construction)(r, a, th0), th0=th)
@@ -892,7 +1025,7 @@ def soft_ecc(input, thresholds, lam=1.0, construction="V", batch_dims=0):
         fn = functools.partial(_topo.soft_ecc, thresholds=th, lam=lam, construction=construction,
                                batch_dims=batch_dims)
         return _batched_curve(x, fn, batch_dims, len(th), np.float64)
-    curve = lambda sub, t: _topo.soft_ecc(sub, t, lam, construction)
+    curve = lambda sub, t, b: _topo.soft_ecc(sub, t, lam, construction, batch_dims=b)
     run = functools.partial(lambda r, a, th0: _owned_sum(curve, construction)(r, a, th0), th0=th)
     parts = _halo_map(run, [x], [0] * x.ndim, [1] * x.ndim, dtype=np.float64,
                       out_chunks=tuple((1,) * len(c) for c in x.chunks), new_axes=(len(th),),
