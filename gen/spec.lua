@@ -1854,7 +1854,7 @@ return {
           { "weighted", "i32" },
           { "ondim", "i32" },
           { "hist0", "const u64*" },
-          { "hist", "u64*", "ndf_ity_select (pass > 0) clears each target's 256 bins after reading them" },
+          { "hist", "u64*", "ndf_ity_select (pass > 0) clears the bins of each target it read (the pass's nbins)" },
           { "prefix", "u64*" },
           { "rank", "u64*" },
           { "rk0", "const u64*", "the ranks of each image's targets" },

@@ -21,7 +21,7 @@
 //   ndf_ity_apply    the elementwise result (OP: 0 clip, 1 window, 2 z-score,
 //                    3 interpolated cdf of a float image, 4 cdf of an integer
 //                    image) into the output's dtype and strides
-// Small kernels (ndf_ity_small_params), one thread per target / image / bin:
+// Small kernels (ndf_ity_small_params), one thread per image / bin (select: a warp a target):
 //   ndf_ity_select   picks each target's next key digit from its histogram (one
 //                    warp per target; a later pass's select clears the bins it read)
 //   ndf_ity_lerp     NumPy's linear quantile from the two selected values

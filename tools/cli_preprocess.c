@@ -17,7 +17,8 @@
  * write the finished volumes (at most 2 io_threads waiting), so that the steps
  * wait on neither.  In memory at once: a volume per worker, the read-ahead and
  * the writers' queue.  Every volume's result depends on it alone (not on the
- * worker or the number of threads); errors and progress are printed, and the
+ * worker or the number of threads; on a GPU up to the rounding of device sums
+ * that do not fix their order); errors and progress are printed, and the
  * report written, in input order.  A volume that fails is reported and the
  * run goes on; a volume that runs out of GPU memory (NDF_ENOMEM on a CUDA
  * context) is run again on the CPU backend.  Exit status: 0 when every volume

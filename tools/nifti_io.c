@@ -640,7 +640,6 @@ ndf_status ndfio__nifti_write_tmp(const char *path, const ndf_array *a, const nd
   }
 #ifdef NDF_HAVE_LIBDEFLATE
   if (nifti_is_gzfile(nim->fname)) {
-    s = NDF_EIO;
     if (!deflate_whole(tmp, nim, a, nelem)) {
       const int e = errno;
       s = e == ENOMEM ? NDF_ENOMEM : NDF_EIO;

@@ -162,9 +162,9 @@ static void create_pool(ndf_ctx *ctx) {
   }
   ctx->pool = pool;
   /* The driver sets stream-ordered allocation up on its first use in a
-   * process (about 7 ms on an H100, driver 580): one allocation here makes
-   * that part of creating the context, with the device's other set-up,
-   * instead of a cost of the first op that takes scratch. */
+   * process (milliseconds): one allocation here makes that part of creating
+   * the context, with the device's other set-up, instead of a cost of the
+   * first op that takes scratch (ADR 0012). */
   CUdeviceptr p = 0;
   if (cu->cuMemAllocFromPoolAsync(&p, 1, pool, ctx->stream) == CUDA_SUCCESS) {
     cu->cuMemFreeAsync(p, ctx->stream);

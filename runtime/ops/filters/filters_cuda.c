@@ -1,9 +1,10 @@
 /*
  * filters_cuda.c -- the CUDA backend of the linear filters: requests the
  * specializations of templates/filter_line.cu (a correlation pass, weights
- * compiled in), filter_uniform.cu (a running-mean pass: whole lines staged in
- * shared memory and walked in parallel segments where the running sum is
- * exact, or one thread per line for long lines), filter_taps.cu (N-D
+ * compiled in), filter_uniform.cu (a running-mean pass walked in parallel
+ * segments where the running sum is exact: whole lines staged in shared
+ * memory along the last axis, segments read straight from global memory
+ * along the others; one thread per line where neither fits), filter_taps.cu (N-D
  * correlate) and filter_ew.cu (casts and the compositions' elementwise
  * steps), and launches them on the context's stream.  Every kernel computes
  * in double in scipy's order without fused operations, so the GPU equals the
