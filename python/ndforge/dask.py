@@ -1713,7 +1713,8 @@ def _read_volume(path):
     p = str(path)
     if p.endswith(".npy"):
         a = np.load(p)
-        return np.asarray(a, np.float32), nib.Nifti1Image(a, None).affine.copy()
+        a = np.asarray(a, np.float32)  # nibabel refuses int64 and bool images
+        return a, nib.Nifti1Image(a, None).header.get_best_affine()
     img = nib.load(p)
     return np.asarray(img.get_fdata(dtype=np.float32)), np.asarray(img.affine, np.float64).copy()
 
@@ -1875,24 +1876,26 @@ def _visible_gpus():
 
 def gpu_cluster(n_workers=None, *, threads_per_worker=1, cache_dir=None, cpu_fallback=False, **kwargs):
     """A local Dask cluster with one worker process per visible GPU, sharing one kernel cache directory
-    (``NDF_CACHE_DIR``; default: the one this process uses, else a new temporary directory).
+    (``cache_dir``, else this process's ``NDF_CACHE_DIR``, else the library's default directory, which every
+    process of the machine shares already).
 
     With dask_cuda installed: its ``LocalCUDACluster`` (``CUDA_VISIBLE_DEVICES`` rotated per worker, one GPU
-    each; ``NDF_CACHE_DIR`` is set in this process's environment, which its workers inherit); otherwise a
+    each; the workers' environment through ``env``); otherwise a
     ``distributed.SpecCluster`` of worker processes (nannies), each started with ``CUDA_VISIBLE_DEVICES`` set
     to its own GPU and ``NDF_CACHE_DIR`` to the shared directory.  No GPU: ``RuntimeError``, unless
     ``cpu_fallback`` (then a LocalCluster of ``n_workers`` CPU worker processes, default 1).  ``kwargs`` go
     to the cluster.  Use it with ``distributed.Client(cluster)``; CuPy chunks on the workers run on their
     GPU."""
     import os
-    import tempfile
     import distributed
-    cache = cache_dir or os.environ.get("NDF_CACHE_DIR") or tempfile.mkdtemp(prefix="ndforge-cache-")
-    os.makedirs(cache, exist_ok=True)
+    cache = cache_dir or os.environ.get("NDF_CACHE_DIR")
+    env = dict(kwargs.pop("env", None) or {})
+    if cache:
+        os.makedirs(cache, exist_ok=True)
+        env["NDF_CACHE_DIR"] = cache
     gpus = _visible_gpus()
     if n_workers is not None:
         gpus = gpus[:int(n_workers)]
-    env = dict(kwargs.pop("env", None) or {}, NDF_CACHE_DIR=cache)
     if not gpus:
         if not cpu_fallback:
             raise RuntimeError("ndforge.dask.gpu_cluster: no GPU visible (CUDA_VISIBLE_DEVICES=%r); "
@@ -1905,9 +1908,8 @@ def gpu_cluster(n_workers=None, *, threads_per_worker=1, cache_dir=None, cpu_fal
     except ImportError:
         LocalCUDACluster = None
     if LocalCUDACluster is not None:
-        os.environ["NDF_CACHE_DIR"] = cache  # the workers are spawned from this process's environment
         return LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(gpus), threads_per_worker=threads_per_worker,
-                                **kwargs)
+                                env=env, **kwargs)
     workers = {"gpu-%s" % g: dict(cls=distributed.Nanny, options=dict(nthreads=threads_per_worker,
                                                                      env=dict(env, CUDA_VISIBLE_DEVICES=g)))
                for g in gpus}

@@ -13,35 +13,13 @@ import ndforge.ndimage as ndi  # noqa: E402
 import ndforge.topology as topo  # noqa: E402
 import ndforge.ot as ot  # noqa: E402
 import ndforge.dask as nd  # noqa: E402
+from dask_chunks import chunkings, same  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
 def _synchronous():
     with dask.config.set(scheduler="synchronous"):
         yield
-
-
-def _chunkings(shape, seed):
-    """Whole, single-voxel, uneven random, and small random chunks of shape."""
-    rng = np.random.default_rng(seed)
-    out = [shape, (1,) * len(shape)]
-    for hi in (4, 2):
-        ch = []
-        for n in shape:
-            c, left = [], n
-            while left:
-                k = int(min(left, rng.integers(1, hi + 1)))
-                c.append(k)
-                left -= k
-            ch.append(tuple(c))
-        out.append(tuple(ch))
-    return out
-
-
-def _eq(r, e):
-    r = r.compute() if hasattr(r, "compute") else r
-    assert r.dtype == np.asarray(e).dtype
-    np.testing.assert_array_equal(r, e)
 
 
 RNG = np.random.default_rng(7)
@@ -57,35 +35,35 @@ MODES = ["reflect", "mirror", "nearest", "constant", "wrap"]
 
 @pytest.mark.parametrize("name", GREY)
 def test_grey_2d(name):
-    chs = _chunkings(IMG2.shape, 1)
+    chs = chunkings(IMG2.shape, 1)
     for k, mode in enumerate(MODES):  # every mode meets every chunking over the ops
         ch = chs[(k + GREY.index(name)) % len(chs)]
         x = da.from_array(IMG2, chunks=ch)
         for kw in (dict(size=(3, 4), mode=mode, cval=9),
                    dict(footprint=np.eye(5, dtype=bool), mode=mode, cval=9, origin=(1, -1))):
-            _eq(getattr(nd, name)(x, **kw), getattr(ndi, name)(IMG2, **kw))
+            same(getattr(nd, name)(x, **kw), getattr(ndi, name)(IMG2, **kw))
 
 
 @pytest.mark.parametrize("name", ["grey_opening", "white_tophat", "grey_dilation"])
 def test_grey_3d_structure_axes_batch(name):
     st = RNG.random((3, 2, 3))
-    for ch in _chunkings(IMG3.shape, 2)[1:]:
+    for ch in chunkings(IMG3.shape, 2)[1:]:
         x = da.from_array(IMG3, chunks=ch)
-        _eq(getattr(nd, name)(x, structure=st, mode="nearest"), getattr(ndi, name)(IMG3, structure=st,
+        same(getattr(nd, name)(x, structure=st, mode="nearest"), getattr(ndi, name)(IMG3, structure=st,
                                                                                   mode="nearest"))
-        _eq(getattr(nd, name)(x, size=3, axes=(0, 2)), getattr(ndi, name)(IMG3, size=3, axes=(0, 2)))
-        _eq(getattr(nd, name)(x, size=(2, 3), batch_dims=1), getattr(ndi, name)(IMG3, size=(2, 3), batch_dims=1))
+        same(getattr(nd, name)(x, size=3, axes=(0, 2)), getattr(ndi, name)(IMG3, size=3, axes=(0, 2)))
+        same(getattr(nd, name)(x, size=(2, 3), batch_dims=1), getattr(ndi, name)(IMG3, size=(2, 3), batch_dims=1))
 
 
 @pytest.mark.parametrize("mode", ["reflect", "wrap", "constant"])
 def test_rank(mode):
     fp = np.array([[1, 0, 1], [0, 1, 1]], bool)
-    for ch in _chunkings(IMG2.shape, 3):
+    for ch in chunkings(IMG2.shape, 3):
         x = da.from_array(IMG2, chunks=ch)
-        _eq(nd.median_filter(x, size=3, mode=mode), ndi.median_filter(IMG2, size=3, mode=mode))
-        _eq(nd.rank_filter(x, 2, footprint=fp, mode=mode, cval=3),
+        same(nd.median_filter(x, size=3, mode=mode), ndi.median_filter(IMG2, size=3, mode=mode))
+        same(nd.rank_filter(x, 2, footprint=fp, mode=mode, cval=3),
             ndi.rank_filter(IMG2, 2, footprint=fp, mode=mode, cval=3))
-        _eq(nd.percentile_filter(x, 30, size=(2, 5), mode=mode, origin=(0, 1)),
+        same(nd.percentile_filter(x, 30, size=(2, 5), mode=mode, origin=(0, 1)),
             ndi.percentile_filter(IMG2, 30, size=(2, 5), mode=mode, origin=(0, 1)))
 
 
@@ -93,36 +71,36 @@ def test_rank(mode):
 def test_binary(name):
     full = ndi.generate_binary_structure(2, 2)
     mask = IMG2 > 40
-    for ch in _chunkings(BIN2.shape, 4):
+    for ch in chunkings(BIN2.shape, 4):
         x = da.from_array(BIN2, chunks=ch)
         for kw in (dict(), dict(iterations=3), dict(structure=full, iterations=2, border_value=1),
                    dict(iterations=2, origin=(0, 1)), dict(mask=mask, iterations=2)):
             kwd = dict(kw)
             if "mask" in kw:
                 kwd["mask"] = da.from_array(mask, chunks=ch)
-            _eq(getattr(nd, name)(x, **kwd), getattr(ndi, name)(BIN2, **kw))
+            same(getattr(nd, name)(x, **kwd), getattr(ndi, name)(BIN2, **kw))
 
 
 def test_binary_3d_and_hit_or_miss():
     s1 = np.array([[0, 1, 0], [1, 1, 1], [0, 0, 0]], bool)
-    for ch in _chunkings(BIN2.shape, 5):
+    for ch in chunkings(BIN2.shape, 5):
         x = da.from_array(BIN2, chunks=ch)
-        _eq(nd.binary_hit_or_miss(x, s1), ndi.binary_hit_or_miss(BIN2, s1))
-        _eq(nd.binary_hit_or_miss(x, s1, ~s1, origin1=(0, 1), origin2=(1, 0)),
+        same(nd.binary_hit_or_miss(x, s1), ndi.binary_hit_or_miss(BIN2, s1))
+        same(nd.binary_hit_or_miss(x, s1, ~s1, origin1=(0, 1), origin2=(1, 0)),
             ndi.binary_hit_or_miss(BIN2, s1, ~s1, origin1=(0, 1), origin2=(1, 0)))
-    for ch in _chunkings(BIN3.shape, 6):
+    for ch in chunkings(BIN3.shape, 6):
         x = da.from_array(BIN3, chunks=ch)
-        _eq(nd.binary_closing(x, iterations=2), ndi.binary_closing(BIN3, iterations=2))
+        same(nd.binary_closing(x, iterations=2), ndi.binary_closing(BIN3, iterations=2))
 
 
 @pytest.mark.parametrize("name", ["binary_erosion", "binary_dilation"])
 @pytest.mark.parametrize("border_value", [0, 1])
 def test_binary_to_fixpoint(name, border_value):
     mask = IMG2 > 60
-    for ch in _chunkings(BIN2.shape, 8):
+    for ch in chunkings(BIN2.shape, 8):
         x = da.from_array(BIN2, chunks=ch)
         for kw in (dict(), dict(mask=mask, structure=np.ones((3, 3), bool))):
-            _eq(getattr(nd, name)(x, iterations=-1, border_value=border_value, **kw),
+            same(getattr(nd, name)(x, iterations=-1, border_value=border_value, **kw),
                 getattr(ndi, name)(BIN2, iterations=-1, border_value=border_value, **kw))
 
 
@@ -131,9 +109,9 @@ def test_label(img):
     for conn in (1, img.ndim):
         st = ndi.generate_binary_structure(img.ndim, conn)
         el, en = ndi.label(img, st)
-        for ch in _chunkings(img.shape, 9):
+        for ch in chunkings(img.shape, 9):
             lab, n = nd.label(da.from_array(img, chunks=ch), st)
-            _eq(lab, el)
+            same(lab, el)
             assert int(n.compute()) == en
 
 
@@ -145,7 +123,7 @@ def test_label_sparse_chunks_and_first_voxels():
     el, en = ndi.label(a)
     for ch in ((3, 3, 3), (1, 10, 9), (4, 2, 9), (12, 10, 1)):
         lab, n = nd.label(da.from_array(a, chunks=ch))
-        _eq(lab, el)
+        same(lab, el)
         assert int(n.compute()) == en
     from ndforge.dask import _first_flats
     for img in (BIN2, BIN3, a):
@@ -159,52 +137,52 @@ def test_fill_holes_and_propagation():
     img = rng.random((8, 7)) > 0.35
     img3 = rng.random((4, 4, 5)) > 0.3
     for a, seed in ((img, 11), (img3, 12)):
-        for ch in _chunkings(a.shape, seed):
+        for ch in chunkings(a.shape, seed):
             x = da.from_array(a, chunks=ch)
-            _eq(nd.binary_fill_holes(x), ndi.binary_fill_holes(a))
+            same(nd.binary_fill_holes(x), ndi.binary_fill_holes(a))
             full = np.ones((3,) * a.ndim, bool)
             if a.ndim == 2:
-                _eq(nd.binary_fill_holes(x, full), ndi.binary_fill_holes(a, full))
+                same(nd.binary_fill_holes(x, full), ndi.binary_fill_holes(a, full))
             sd = a & (rng.random(a.shape) > 0.9)
             m = rng.random(a.shape) > 0.3
-            _eq(nd.binary_propagation(da.from_array(sd, chunks=ch), mask=m), ndi.binary_propagation(sd, mask=m))
-            _eq(nd.binary_propagation(da.from_array(sd, chunks=ch), full, mask=m, border_value=1),
+            same(nd.binary_propagation(da.from_array(sd, chunks=ch), mask=m), ndi.binary_propagation(sd, mask=m))
+            same(nd.binary_propagation(da.from_array(sd, chunks=ch), full, mask=m, border_value=1),
                 ndi.binary_propagation(sd, full, mask=m, border_value=1))
 
 
 def test_distance_transforms():
-    for ch in _chunkings(BIN3.shape, 13)[1:]:
+    for ch in chunkings(BIN3.shape, 13)[1:]:
         x = da.from_array(BIN3, chunks=ch)
         d, i = nd.distance_transform_edt(x, sampling=(1, 2, 1.5), return_indices=True)
         ed, ei = ndi.distance_transform_edt(BIN3, sampling=(1, 2, 1.5), return_indices=True)
-        _eq(d, ed)
-        _eq(i, ei)
-        _eq(nd.distance_transform_cdt(x, metric="taxicab"), ndi.distance_transform_cdt(BIN3, metric="taxicab"))
-        _eq(nd.distance_transform_edt(x, batch_dims=1), ndi.distance_transform_edt(BIN3, batch_dims=1))
+        same(d, ed)
+        same(i, ei)
+        same(nd.distance_transform_cdt(x, metric="taxicab"), ndi.distance_transform_cdt(BIN3, metric="taxicab"))
+        same(nd.distance_transform_edt(x, batch_dims=1), ndi.distance_transform_edt(BIN3, batch_dims=1))
 
 
 @pytest.mark.parametrize("construction", ["V", "T"])
 def test_ecc(construction):
     for img, seed in ((IMG2, 14), (IMG3, 15)):
         e, th = topo.ecc(img, 17, construction, return_thresholds=True)
-        for ch in _chunkings(img.shape, seed) + [(3,) * img.ndim]:  # equal chunks: faces in batched calls
+        for ch in chunkings(img.shape, seed) + [(3,) * img.ndim]:  # equal chunks: faces in batched calls
             x = da.from_array(img, chunks=ch)
-            _eq(nd.ecc(x, 17, construction), e)
-            _eq(nd.ecc(x, th, construction), topo.ecc(img, th, construction))
-            _eq(nd.ecc(x, 9, construction, range=(0.1, 100)), topo.ecc(img, 9, construction, range=(0.1, 100)))
+            same(nd.ecc(x, 17, construction), e)
+            same(nd.ecc(x, th, construction), topo.ecc(img, th, construction))
+            same(nd.ecc(x, 9, construction, range=(0.1, 100)), topo.ecc(img, 9, construction, range=(0.1, 100)))
             f = da.from_array(img.astype(np.float64), chunks=ch)
             np.testing.assert_allclose(nd.soft_ecc(f, th, 3.0, construction).compute(),
                                        topo.soft_ecc(img.astype(np.float64), th, 3.0, construction), rtol=1e-9,
                                        atol=1e-9)
     b = np.stack([IMG3, IMG3[::-1]])
-    _eq(nd.ecc(da.from_array(b, chunks=(1, 3, 4, 5)), 8, construction, batch_dims=1),
+    same(nd.ecc(da.from_array(b, chunks=(1, 3, 4, 5)), 8, construction, batch_dims=1),
         topo.ecc(b, 8, construction, batch_dims=1))
 
 
 def test_batches():
     imgs = RNG.integers(0, 9, (5, 7, 6)).astype(np.int16)
     x = da.from_array(imgs, chunks=(2, 7, 6))
-    _eq(nd.map_batches(ndi.grey_closing, x, 1, size=3), ndi.grey_closing(imgs, size=3, batch_dims=1))
+    same(nd.map_batches(ndi.grey_closing, x, 1, size=3), ndi.grey_closing(imgs, size=3, batch_dims=1))
     a = RNG.random((7, 12))
     b = RNG.random((7, 12))
     a /= a.sum(1, keepdims=True)
@@ -238,7 +216,7 @@ def _cupy():
 @pytest.mark.skipif(_cupy() is None, reason="no CuPy device")
 def test_cupy_chunks():
     cp = _cupy()
-    for ch in _chunkings(IMG2.shape, 16)[1:]:
+    for ch in chunkings(IMG2.shape, 16)[1:]:
         x = da.from_array(cp.asarray(IMG2), chunks=ch, asarray=False)
         r = nd.grey_opening(x, size=(3, 4), mode="wrap").compute()
         np.testing.assert_array_equal(cp.asnumpy(r), ndi.grey_opening(IMG2, size=(3, 4), mode="wrap"))
@@ -271,7 +249,7 @@ def test_linear(name, args, kw):
     if not hasattr(ndi, name):
         pytest.skip("this libndforge has no %s" % name)
     img = IMG2.astype(np.float64)
-    chs = _chunkings(img.shape, 17)
+    chs = chunkings(img.shape, 17)
     for k, mode in enumerate(MODES):
         x = da.from_array(img, chunks=chs[k % len(chs)])
         r = getattr(nd, name)(x, *args, mode=mode, cval=2.0, **kw).compute()
@@ -323,6 +301,9 @@ def test_preprocess_cohort(tmp_path):
         nd.preprocess_cohort(files, "reorient,blur")
     r = nd.preprocess_cohort(files[:1], "crop").compute()[0]
     assert r["status"] == "error" and r["steps"][0]["status"] == "error" and "mask" in r["error"]
+    np.save(str(tmp_path / "ints.npy"), (np.arange(12 * 10 * 9) % 7).reshape(12, 10, 9))  # int64 voxels
+    r = nd.preprocess_cohort([str(tmp_path / "ints.npy")], "reorient,normalize").compute()[0]
+    assert r["status"] == "ok" and r["shape"] == [12, 10, 9]
 
 
 def test_gpu_cluster_fallback(monkeypatch, tmp_path):
