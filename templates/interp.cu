@@ -594,30 +594,57 @@ __device__ __forceinline__ void ndf_ip_locate(const ndf_interp_eval_params &p, c
   src = p.filtered ? (const S *)p.src + b * (ndf_ix)p.svol : (const S *)p.src + ib;
 }
 
-// Interior points: the sum over the (ORDER + 1)^NSP taps in raster order (last
-// axis fastest) of the tap at base plus l[d] str[d] along every axis, each
-// value times its weights axis by axis (scipy's order).
+// The taps are loaded NDF_IP_G at a time, all before their products, so
+// that a warp has NDF_IP_G loads in flight: every tap up to 16, else NT^2 or
+// NT taps of consecutive rows.
+#define NDF_IP_NTAPS ndf_ip_pow(NT, NSP)
+#define NDF_IP_G (NDF_IP_NTAPS <= 16 ? NDF_IP_NTAPS : NT * NT <= 16 ? NT * NT : NT)
+
+// The taps' values are read through the read-only path: the output never
+// overlaps the source (the transforms refuse in-place calls).
+template <typename S>
+__device__ __forceinline__ double ndf_ip_load(const S *src, ndf_ix o) {
+  return (double)__ldg(src + o);
+}
+
+// Tap k's index l[d] along every axis (raster order, last axis fastest).
+__device__ __forceinline__ void ndf_ip_tap(int k, int *l) {
+#pragma unroll
+  for (int d = NSP - 1; d >= 0; d--) {
+    l[d] = k % NT;
+    k /= NT;
+  }
+}
+
+// Interior points: the sum over the (ORDER + 1)^NSP taps in raster order,
+// tap l at base plus l[d] str[d] along every axis, each value times its
+// weights axis by axis (scipy's order).
 template <typename S>
 __device__ __forceinline__ double ndf_ip_taps_in(const S *src, ndf_ix base, const ndf_ix (&str)[NSP],
                                                  const double (&w)[NSP][NT]) {
   double t = 0.0;
   NDF_IP_TAPS_UNROLL
-  for (int k = 0; k < ndf_ip_pow(NT, NSP); k++) {
-    int kk = k;
-    ndf_ix so = base;
-    int l[NSP];
+  for (int k0 = 0; k0 < NDF_IP_NTAPS; k0 += NDF_IP_G) {
+    double v[NDF_IP_G];
 #pragma unroll
-    for (int d = NSP - 1; d >= 0; d--) {
-      l[d] = kk % NT;
-      kk /= NT;
-      so += (ndf_ix)l[d] * str[d];
+    for (int g = 0; g < NDF_IP_G; g++) {
+      int l[NSP];
+      ndf_ip_tap(k0 + g, l);
+      ndf_ix so = base;
+#pragma unroll
+      for (int d = 0; d < NSP; d++) so += (ndf_ix)l[d] * str[d];
+      v[g] = ndf_ip_load(src, so);
     }
-    double v = (double)src[so];
-#if ORDER > 0
 #pragma unroll
-    for (int d = 0; d < NSP; d++) v = MUL(v, w[d][l[d]]);
+    for (int g = 0; g < NDF_IP_G; g++) {
+#if ORDER > 0
+      int l[NSP];
+      ndf_ip_tap(k0 + g, l);
+#pragma unroll
+      for (int d = 0; d < NSP; d++) v[g] = MUL(v[g], w[d][l[d]]);
 #endif
-    t += v;
+      t += v[g];
+    }
   }
   (void)w;
   return t;
@@ -631,33 +658,36 @@ __device__ __forceinline__ double ndf_ip_taps(const S *src, const ndf_ix (&off)[
   const bool gc = MODE == M_GRID_CONSTANT;
   double t = 0.0;
   NDF_IP_TAPS_UNROLL
-  for (int k = 0; k < ndf_ip_pow(NT, NSP); k++) {
-    int l[NSP];
-    int kk = k;
+  for (int k0 = 0; k0 < NDF_IP_NTAPS; k0 += NDF_IP_G) {
+    double v[NDF_IP_G];
 #pragma unroll
-    for (int d = NSP - 1; d >= 0; d--) {
-      l[d] = kk % NT;
-      kk /= NT;
-    }
-    bool is_cval = false;
-    if (gc && any_out) {
+    for (int g = 0; g < NDF_IP_G; g++) {
+      int l[NSP];
+      ndf_ip_tap(k0 + g, l);
+      bool is_cval = false;
+      if (gc && any_out) {
 #pragma unroll
-      for (int d = 0; d < NSP; d++) is_cval |= out[d][l[d]];
-    }
-    double v;
-    if (is_cval) {
-      v = cval;
-    } else {
-      ndf_ix so = 0;
+        for (int d = 0; d < NSP; d++) is_cval |= out[d][l[d]];
+      }
+      if (is_cval) {
+        v[g] = cval;
+      } else {
+        ndf_ix so = 0;
 #pragma unroll
-      for (int d = 0; d < NSP; d++) so += off[d][l[d]];
-      v = (double)src[so];
+        for (int d = 0; d < NSP; d++) so += off[d][l[d]];
+        v[g] = ndf_ip_load(src, so);
+      }
     }
+#pragma unroll
+    for (int g = 0; g < NDF_IP_G; g++) {
 #if ORDER > 0
+      int l[NSP];
+      ndf_ip_tap(k0 + g, l);
 #pragma unroll
-    for (int d = 0; d < NSP; d++) v = MUL(v, w[d][l[d]]);
+      for (int d = 0; d < NSP; d++) v[g] = MUL(v[g], w[d][l[d]]);
 #endif
-    t += v;
+      t += v[g];
+    }
   }
   (void)w;
   return t;
