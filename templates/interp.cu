@@ -481,20 +481,18 @@ __device__ __forceinline__ void ndf_ip_weights(double x, double *w) {
   ndf_ip_weights_frac(x - floor((ORDER & 1) ? x : x + 0.5), w);
 }
 
-// floor(f) for 0 <= f < 2^31 (IDX32) or 2^51 without a conversion instruction: f + 1.5 2^52 is
-// f rounded to an integer in the low bits of the sum, one less where that rounded up.  *r is
+// floor(f) for 0 <= f < 2^31 (IDX32) or 2^51 without a conversion instruction: f + 1.5 2^52
+// rounded down is 1.5 2^52 + floor(f), with floor(f) in the low bits of its significand.  *r is
 // floor(f) as a double (exact).
 __device__ __forceinline__ ndf_ix ndf_ip_floor(double f, double *r) {
   const double M = 6755399441055744.0;
-  const double t = f + M, rr = t - M;
-  const bool up = rr > f;
+  const double t = __dadd_rd(f, M);
+  *r = t - M;
 #if IDX32
-  const ndf_ix k = __double2loint(t) - (int)up;
+  return __double2loint(t);
 #else
-  const ndf_ix k = (__double_as_longlong(t) & 0xfffffffffffffll) - 0x8000000000000ll - (ndf_i64)up;
+  return (__double_as_longlong(t) & 0xfffffffffffffll) - 0x8000000000000ll;
 #endif
-  *r = up ? rr - 1.0 : rr;
-  return k;
 }
 
 NDF_PARAMS(ndf_interp_eval_params)
@@ -739,7 +737,8 @@ __device__ __forceinline__ double ndf_ip_point(const ndf_interp_eval_params &p, 
   bool inside = true;
 #pragma unroll
   for (int d = 0; d < NSP; d++) {
-    cc[d] = c[d] + p.npad;
+    // npad is 0 but for nearest and grid-constant (and the interior's weights are the same for -0 and 0)
+    cc[d] = (MODE == M_NEAREST || MODE == M_GRID_CONSTANT) ? c[d] + p.npad : c[d];
     f[d] = (ORDER & 1) ? cc[d] : cc[d] + 0.5;
 #if ORDER == 0
     inside = inside && cc[d] >= 0.0 && cc[d] <= lim[d]; // f's floor in [0, n - 1], and c unmapped
