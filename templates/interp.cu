@@ -598,13 +598,6 @@ __device__ __forceinline__ void ndf_ip_locate(const ndf_interp_eval_params &p, c
 #define NDF_IP_NTAPS ndf_ip_pow(NT, NSP)
 #define NDF_IP_G (NDF_IP_NTAPS <= 16 ? NDF_IP_NTAPS : NT * NT <= 16 ? NT * NT : NT)
 
-// The taps' values are read through the read-only path: the output never
-// overlaps the source (the transforms refuse in-place calls).
-template <typename S>
-__device__ __forceinline__ double ndf_ip_load(const S *src, ndf_ix o) {
-  return (double)__ldg(src + o);
-}
-
 // Tap k's index l[d] along every axis (raster order, last axis fastest).
 __device__ __forceinline__ void ndf_ip_tap(int k, int *l) {
 #pragma unroll
@@ -614,80 +607,100 @@ __device__ __forceinline__ void ndf_ip_tap(int k, int *l) {
   }
 }
 
-// Interior points: the sum over the (ORDER + 1)^NSP taps in raster order,
-// tap l at base plus l[d] str[d] along every axis, each value times its
-// weights axis by axis (scipy's order).
-template <typename S>
-__device__ __forceinline__ double ndf_ip_taps_in(const S *src, ndf_ix base, const ndf_ix (&str)[NSP],
-                                                 const double (&w)[NSP][NT]) {
-  double t = 0.0;
-  NDF_IP_TAPS_UNROLL
-  for (int k0 = 0; k0 < NDF_IP_NTAPS; k0 += NDF_IP_G) {
-    double v[NDF_IP_G];
+// The element offset of tap l of a point whose axis d's taps are at off[d][0..NT).
+__device__ __forceinline__ ndf_ix ndf_ip_offset(const ndf_ix (&off)[NSP][NT], const int *l) {
+  ndf_ix so = 0;
 #pragma unroll
-    for (int g = 0; g < NDF_IP_G; g++) {
-      int l[NSP];
-      ndf_ip_tap(k0 + g, l);
-      ndf_ix so = base;
-#pragma unroll
-      for (int d = 0; d < NSP; d++) so += (ndf_ix)l[d] * str[d];
-      v[g] = ndf_ip_load(src, so);
-    }
-#pragma unroll
-    for (int g = 0; g < NDF_IP_G; g++) {
-#if ORDER > 0
-      int l[NSP];
-      ndf_ip_tap(k0 + g, l);
-#pragma unroll
-      for (int d = 0; d < NSP; d++) v[g] = MUL(v[g], w[d][l[d]]);
-#endif
-      t += v[g];
-    }
-  }
-  (void)w;
-  return t;
+  for (int d = 0; d < NSP; d++) so += off[d][l[d]];
+  return so;
 }
 
-// Any point: the same sum, the tap l[d] of axis d reading offset off[d][l[d]],
-// or cval where out[d][l[d]] (grid-constant).
-template <typename S>
-__device__ __forceinline__ double ndf_ip_taps(const S *src, const ndf_ix (&off)[NSP][NT], const bool (&out)[NSP][NT],
-                                              const double (&w)[NSP][NT], bool any_out, double cval) {
+template <typename S> struct ndf_ip_is_float { static constexpr bool v = false; };
+template <> struct ndf_ip_is_float<float> { static constexpr bool v = true; };
+// The scale of the first axis's weights for float sources (ndf_ip_fbits).
+#define NDF_IP_FSCALE 0x1p896
+
+// A finite float v, from its bits alone, as the double v 2^-896: the sign,
+// the exponent field and the significand moved to a double's fields (a
+// subnormal float becomes a subnormal double of the same ratio).  Its product
+// with a weight times 2^896 (exact: weights are at most 1 in magnitude) is
+// the same real number as v times the weight, so it rounds to the same
+// double: the taps' float-to-double conversions (a quarter of the FP64
+// rate) become integer operations.
+__device__ __forceinline__ double ndf_ip_fbits(float v) {
+  const unsigned b = __float_as_uint(v);
+  return __hiloint2double(((int)b >> 3) & (int)0x8fffffff, (int)(b << 29));
+}
+// The first axis's weights times 2^896, for a float source.
+__device__ __forceinline__ void ndf_ip_fscale(const double *w0, double *ws) {
+#pragma unroll
+  for (int l = 0; l < NT; l++) ws[l] = MUL(w0[l], NDF_IP_FSCALE);
+}
+
+// The sum over the (ORDER + 1)^NSP taps in raster order, tap l (indexes
+// l[d]) at element offset(l) of src, or cval where out[d][l[d]] for some axis
+// (grid-constant; out may be NULL where any_out is false); each value times
+// its weights axis by axis (scipy's order).  The taps are loaded NDF_IP_G at a
+// time, all before their products, so that a warp has NDF_IP_G loads in
+// flight, through the read-only path (the transforms refuse outputs that
+// overlap the source).  Float sources: ws holds w[0] times 2^896, and the
+// values of a group are taken by ndf_ip_fbits when all are finite (v * 0 is
+// 0 for each), else converted.
+template <typename S, typename Off>
+__device__ __forceinline__ double ndf_ip_sum(const S *src, const Off &offset, const bool (*out)[NT], bool any_out,
+                                             double cval, const double (&w)[NSP][NT], const double (&ws)[NT]) {
   const bool gc = MODE == M_GRID_CONSTANT;
   double t = 0.0;
   NDF_IP_TAPS_UNROLL
   for (int k0 = 0; k0 < NDF_IP_NTAPS; k0 += NDF_IP_G) {
-    double v[NDF_IP_G];
+    S v[NDF_IP_G];
+    bool cv[NDF_IP_G];
 #pragma unroll
     for (int g = 0; g < NDF_IP_G; g++) {
       int l[NSP];
       ndf_ip_tap(k0 + g, l);
-      bool is_cval = false;
+      cv[g] = false;
       if (gc && any_out) {
 #pragma unroll
-        for (int d = 0; d < NSP; d++) is_cval |= out[d][l[d]];
+        for (int d = 0; d < NSP; d++) cv[g] |= out[d][l[d]];
       }
-      if (is_cval) {
-        v[g] = cval;
-      } else {
-        ndf_ix so = 0;
+      v[g] = cv[g] ? (S)0 : __ldg(src + offset(l));
+    }
+#if ORDER > 0
+    if constexpr (ndf_ip_is_float<S>::v) {
+      if (!(gc && any_out)) {
+        float chk = 0.0f;
 #pragma unroll
-        for (int d = 0; d < NSP; d++) so += off[d][l[d]];
-        v[g] = ndf_ip_load(src, so);
+        for (int g = 0; g < NDF_IP_G; g++) chk = fmaf(v[g], 0.0f, chk);
+        if (chk == 0.0f) {
+#pragma unroll
+          for (int g = 0; g < NDF_IP_G; g++) {
+            int l[NSP];
+            ndf_ip_tap(k0 + g, l);
+            double x = MUL(ndf_ip_fbits(v[g]), ws[l[0]]);
+#pragma unroll
+            for (int d = 1; d < NSP; d++) x = MUL(x, w[d][l[d]]);
+            t += x;
+          }
+          continue;
+        }
       }
     }
+#endif
 #pragma unroll
     for (int g = 0; g < NDF_IP_G; g++) {
+      double x = cv[g] ? cval : (double)v[g];
 #if ORDER > 0
       int l[NSP];
       ndf_ip_tap(k0 + g, l);
 #pragma unroll
-      for (int d = 0; d < NSP; d++) v[g] = MUL(v[g], w[d][l[d]]);
+      for (int d = 0; d < NSP; d++) x = MUL(x, w[d][l[d]]);
 #endif
-      t += v[g];
+      t += x;
     }
   }
   (void)w;
+  (void)ws;
   return t;
 }
 
@@ -746,7 +759,7 @@ __device__ __forceinline__ double ndf_ip_point(const ndf_interp_eval_params &p, 
     inside = inside && f[d] >= (double)(ORDER / 2) && f[d] < lim[d];
 #endif
   }
-  double w[NSP][NT];
+  double w[NSP][NT], ws[NT];
   if (inside) {
     ndf_ix base = 0;
 #pragma unroll
@@ -757,7 +770,14 @@ __device__ __forceinline__ double ndf_ip_point(const ndf_interp_eval_params &p, 
       ndf_ip_weights_frac(cc[d] - r, w[d]);
 #endif
     }
-    return ndf_ip_taps_in(src, base, str, w);
+    if constexpr (ndf_ip_is_float<S>::v) ndf_ip_fscale(w[0], ws);
+    const auto at = [&](const int *l) {
+      ndf_ix so = base;
+#pragma unroll
+      for (int d = 0; d < NSP; d++) so += (ndf_ix)l[d] * str[d];
+      return so;
+    };
+    return ndf_ip_sum(src, at, (const bool(*)[NT])0, false, p.cval, w, ws);
   }
   ndf_ix off[NSP][NT];
   bool out[NSP][NT];
@@ -770,7 +790,8 @@ __device__ __forceinline__ double ndf_ip_point(const ndf_interp_eval_params &p, 
 #pragma unroll
     for (int l = 0; l < NT; l++) any_out |= out[d][l];
   }
-  return ndf_ip_taps(src, off, out, w, any_out, p.cval);
+  if constexpr (ndf_ip_is_float<S>::v) ndf_ip_fscale(w[0], ws);
+  return ndf_ip_sum(src, [&](const int *l) { return ndf_ip_offset(off, l); }, out, any_out, p.cval, w, ws);
 }
 
 // KIND 0: the input coordinate of output coordinate o along axis d.
@@ -923,7 +944,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_zoom(const ndf_inte
     // each axis's record; those of the axes before the last change only where the point moves
     ndf_ix off[NSP][NT];
     bool out[NSP][NT];
-    double w[NSP][NT];
+    double w[NSP][NT], ws[NT];
     int head[NSP];
     ndf_ix ooff = 0, coff = 0;
     const T *src = 0;
@@ -947,6 +968,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_zoom(const ndf_inte
             out[d][l] = (head[d] >> (8 + l)) & 1;
             w[d][l] = __ldg(tt.w + l * nrec + r);
           }
+          if (d == 0 && ndf_ip_is_float<T>::v) ndf_ip_fscale(w[0], ws);
         }
       }
       int code = 0, any = 0;
@@ -958,7 +980,8 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_zoom(const ndf_inte
       double res;
       if (code == 1) res = p.cval;
       else if (code == 2) res = __longlong_as_double(0x7ff8000000000000ll);
-      else res = ndf_ip_taps(src, off, out, w, (any >> 8) != 0, p.cval);
+      else
+        res = ndf_ip_sum(src, [&](const int *l) { return ndf_ip_offset(off, l); }, out, (any >> 8) != 0, p.cval, w, ws);
       p.out[ooff] = ndf_ip_round(res);
       (void)coff;
     }
