@@ -615,40 +615,16 @@ __device__ __forceinline__ ndf_ix ndf_ip_offset(const ndf_ix (&off)[NSP][NT], co
   return so;
 }
 
-template <typename S> struct ndf_ip_is_float { static constexpr bool v = false; };
-template <> struct ndf_ip_is_float<float> { static constexpr bool v = true; };
-// The scale of the first axis's weights for float sources (ndf_ip_fbits).
-#define NDF_IP_FSCALE 0x1p896
-
-// A finite float v, from its bits alone, as the double v 2^-896: the sign,
-// the exponent field and the significand moved to a double's fields (a
-// subnormal float becomes a subnormal double of the same ratio).  Its product
-// with a weight times 2^896 (exact: weights are at most 1 in magnitude) is
-// the same real number as v times the weight, so it rounds to the same
-// double: the taps' float-to-double conversions (a quarter of the FP64
-// rate) become integer operations.
-__device__ __forceinline__ double ndf_ip_fbits(float v) {
-  const unsigned b = __float_as_uint(v);
-  return __hiloint2double(((int)b >> 3) & (int)0x8fffffff, (int)(b << 29));
-}
-// The first axis's weights times 2^896, for a float source.
-__device__ __forceinline__ void ndf_ip_fscale(const double *w0, double *ws) {
-#pragma unroll
-  for (int l = 0; l < NT; l++) ws[l] = MUL(w0[l], NDF_IP_FSCALE);
-}
-
 // The sum over the (ORDER + 1)^NSP taps in raster order, tap l (indexes
 // l[d]) at element offset(l) of src, or cval where out[d][l[d]] for some axis
 // (grid-constant; out may be NULL where any_out is false); each value times
 // its weights axis by axis (scipy's order).  The taps are loaded NDF_IP_G at a
 // time, all before their products, so that a warp has NDF_IP_G loads in
 // flight, through the read-only path (the transforms refuse outputs that
-// overlap the source).  Float sources: ws holds w[0] times 2^896, and the
-// values of a group are taken by ndf_ip_fbits when all are finite (v * 0 is
-// 0 for each), else converted.
+// overlap the source).
 template <typename S, typename Off>
 __device__ __forceinline__ double ndf_ip_sum(const S *src, const Off &offset, const bool (*out)[NT], bool any_out,
-                                             double cval, const double (&w)[NSP][NT], const double (&ws)[NT]) {
+                                             double cval, const double (&w)[NSP][NT]) {
   const bool gc = MODE == M_GRID_CONSTANT;
   double t = 0.0;
   NDF_IP_TAPS_UNROLL
@@ -666,27 +642,6 @@ __device__ __forceinline__ double ndf_ip_sum(const S *src, const Off &offset, co
       }
       v[g] = cv[g] ? (S)0 : __ldg(src + offset(l));
     }
-#if ORDER > 0
-    if constexpr (ndf_ip_is_float<S>::v) {
-      if (!(gc && any_out)) {
-        float chk = 0.0f;
-#pragma unroll
-        for (int g = 0; g < NDF_IP_G; g++) chk = fmaf(v[g], 0.0f, chk);
-        if (chk == 0.0f) {
-#pragma unroll
-          for (int g = 0; g < NDF_IP_G; g++) {
-            int l[NSP];
-            ndf_ip_tap(k0 + g, l);
-            double x = MUL(ndf_ip_fbits(v[g]), ws[l[0]]);
-#pragma unroll
-            for (int d = 1; d < NSP; d++) x = MUL(x, w[d][l[d]]);
-            t += x;
-          }
-          continue;
-        }
-      }
-    }
-#endif
 #pragma unroll
     for (int g = 0; g < NDF_IP_G; g++) {
       double x = cv[g] ? cval : (double)v[g];
@@ -700,7 +655,6 @@ __device__ __forceinline__ double ndf_ip_sum(const S *src, const Off &offset, co
     }
   }
   (void)w;
-  (void)ws;
   return t;
 }
 
@@ -759,7 +713,7 @@ __device__ __forceinline__ double ndf_ip_point(const ndf_interp_eval_params &p, 
     inside = inside && f[d] >= (double)(ORDER / 2) && f[d] < lim[d];
 #endif
   }
-  double w[NSP][NT], ws[NT];
+  double w[NSP][NT];
   if (inside) {
     ndf_ix base = 0;
 #pragma unroll
@@ -770,14 +724,13 @@ __device__ __forceinline__ double ndf_ip_point(const ndf_interp_eval_params &p, 
       ndf_ip_weights_frac(cc[d] - r, w[d]);
 #endif
     }
-    if constexpr (ndf_ip_is_float<S>::v) ndf_ip_fscale(w[0], ws);
     const auto at = [&](const int *l) {
       ndf_ix so = base;
 #pragma unroll
       for (int d = 0; d < NSP; d++) so += (ndf_ix)l[d] * str[d];
       return so;
     };
-    return ndf_ip_sum(src, at, (const bool(*)[NT])0, false, p.cval, w, ws);
+    return ndf_ip_sum(src, at, (const bool(*)[NT])0, false, p.cval, w);
   }
   ndf_ix off[NSP][NT];
   bool out[NSP][NT];
@@ -790,8 +743,7 @@ __device__ __forceinline__ double ndf_ip_point(const ndf_interp_eval_params &p, 
 #pragma unroll
     for (int l = 0; l < NT; l++) any_out |= out[d][l];
   }
-  if constexpr (ndf_ip_is_float<S>::v) ndf_ip_fscale(w[0], ws);
-  return ndf_ip_sum(src, [&](const int *l) { return ndf_ip_offset(off, l); }, out, any_out, p.cval, w, ws);
+  return ndf_ip_sum(src, [&](const int *l) { return ndf_ip_offset(off, l); }, out, any_out, p.cval, w);
 }
 
 // KIND 0: the input coordinate of output coordinate o along axis d.
@@ -829,9 +781,10 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_eval(const ndf_inte
 #endif
     ndf_ix ooff = 0, coff = 0;
     const T *src = 0;
+    const ndf_i64 left = (p.total - i0 + 31) / 32; // this thread's points: NDF_IP_R, or those left
+    const int nk = left < NDF_IP_R ? (int)left : NDF_IP_R;
 #pragma unroll 1
-    for (int k = 0; k < NDF_IP_R; k++) {
-      if (i0 + 32 * k >= p.total) break;
+    for (int k = 0; k < nk; k++) {
       const bool moved = k == 0 || ndf_ip_advance(p, xr) || p.onsp == 0;
       if (moved) {
         ndf_ip_locate(p, xr, ooff, coff, src);
@@ -934,6 +887,8 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_ztab(const ndf_inte
 extern "C" __global__ void __launch_bounds__(256) ndf_interp_zoom(const ndf_interp_eval_params p) {
   const ndf_i64 nrec = p.tnrec;
   const ndf_ip_tables tt = ndf_ip_tabs(p.tab, nrec);
+  // record indexes in ndf_ix (the host keeps NT tnrec within int32 for IDX32)
+  const ndf_ix nr = (ndf_ix)nrec, last = (ndf_ix)p.taxis[NSP - 1];
   const int lane = threadIdx.x & 31, nd = p.nb + p.onsp;
   const ndf_i64 step = (ndf_i64)gridDim.x * blockDim.x * NDF_IP_R;
   const ndf_ix ostep = (ndf_ix)(32 * p.ostr[nd - 1]);
@@ -944,13 +899,14 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_zoom(const ndf_inte
     // each axis's record; those of the axes before the last change only where the point moves
     ndf_ix off[NSP][NT];
     bool out[NSP][NT];
-    double w[NSP][NT], ws[NT];
+    double w[NSP][NT];
     int head[NSP];
     ndf_ix ooff = 0, coff = 0;
     const T *src = 0;
+    const ndf_i64 left = (p.total - i0 + 31) / 32;
+    const int nk = left < NDF_IP_R ? (int)left : NDF_IP_R;
 #pragma unroll 1
-    for (int k = 0; k < NDF_IP_R; k++) {
-      if (i0 + 32 * k >= p.total) break;
+    for (int k = 0; k < nk; k++) {
       const bool moved = k == 0 || ndf_ip_advance(p, xr);
       if (moved) {
         ndf_ip_locate(p, xr, ooff, coff, src);
@@ -960,15 +916,14 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_zoom(const ndf_inte
 #pragma unroll
       for (int d = 0; d < NSP; d++) {
         if (d == NSP - 1 || moved) {
-          const ndf_ix r = (ndf_ix)p.taxis[d] + xr[NSP - 1 - d];
+          const ndf_ix r = (d == NSP - 1 ? last : (ndf_ix)p.taxis[d]) + xr[NSP - 1 - d];
           head[d] = __ldg(tt.head + r);
 #pragma unroll
           for (int l = 0; l < NT; l++) {
-            off[d][l] = __ldg(tt.off + l * nrec + r);
+            off[d][l] = __ldg(tt.off + (l * nr + r));
             out[d][l] = (head[d] >> (8 + l)) & 1;
-            w[d][l] = __ldg(tt.w + l * nrec + r);
+            w[d][l] = __ldg(tt.w + (l * nr + r));
           }
-          if (d == 0 && ndf_ip_is_float<T>::v) ndf_ip_fscale(w[0], ws);
         }
       }
       int code = 0, any = 0;
@@ -981,7 +936,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_zoom(const ndf_inte
       if (code == 1) res = p.cval;
       else if (code == 2) res = __longlong_as_double(0x7ff8000000000000ll);
       else
-        res = ndf_ip_sum(src, [&](const int *l) { return ndf_ip_offset(off, l); }, out, (any >> 8) != 0, p.cval, w, ws);
+        res = ndf_ip_sum(src, [&](const int *l) { return ndf_ip_offset(off, l); }, out, (any >> 8) != 0, p.cval, w);
       p.out[ooff] = ndf_ip_round(res);
       (void)coff;
     }

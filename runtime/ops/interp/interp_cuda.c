@@ -212,7 +212,10 @@ ndf_status ndf__interp_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in,
    * the source (the input, or the coefficients of every image) and the coordinates fits int32 */
   int64_t coeffs = -1;
   if (!ndf__mul(pvol, nbatch, &coeffs)) coeffs = -1;
+  int64_t nrec = 0; /* zoom and shift: records of the per-axis tables (ndf_interp_ztab) */
+  for (int d = 0; d < onsp; d++) nrec += out->shape[nb + d];
   const int idx32 = total <= INT32_MAX && reach(out->ndim, out->shape, out->strides) <= INT32_MAX &&
+                    (p->kind != NDF__XF_ZOOMSHIFT || nrec <= INT32_MAX / (p->order + 1)) &&
                     (p->filtered ? coeffs >= 0 && coeffs <= INT32_MAX : reach(in->ndim, in->shape, in->strides) <= INT32_MAX) &&
                     (!cr || reach(cr->ndim, cr->shape, cr->strides) <= INT32_MAX);
 
