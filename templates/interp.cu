@@ -21,7 +21,12 @@
 //                      of the spline of ORDER in MODE, stored rounded as scipy
 //                      rounds.  ORDER, MODE and NSP are compile-time, so the
 //                      order-1 (trilinear) and order-3 paths are fully
-//                      unrolled loops over 8 and 64 taps.
+//                      unrolled loops over 8 and 64 taps.  Points whose taps
+//                      all lie inside the source (the interior) take their
+//                      taps from one base offset and their weights from a
+//                      floor without conversions; the others map each tap
+//                      by MODE.  IDX32 compiles the index arithmetic in 32
+//                      bits where the host has checked every offset fits.
 //   ndf_interp_ztab    zoom/shift: each axis's taps and weights, once per
 //                      output coordinate of that axis (eval's per-axis code);
 //   ndf_interp_zoom    zoom/shift: eval's sum with the taps and weights of

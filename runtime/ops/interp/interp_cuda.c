@@ -14,7 +14,10 @@
  *                      point evaluates the spline (ORDER, MODE and the
  *                      spatial rank compiled in); zoom and shift read each
  *                      axis's taps and weights from tables computed first,
- *                      once per output coordinate of that axis.
+ *                      once per output coordinate of that axis.  Where every
+ *                      output index and element offset fits int32 (reach()),
+ *                      the kernels do their index arithmetic in 32 bits
+ *                      (the IDX32 slot).
  * Every kernel is compiled (or found in the cache) before anything runs, so a
  * compile failure writes nothing.
  */
