@@ -830,7 +830,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_eval(const ndf_inte
       }
 #else
 #pragma unroll
-      for (int d = 0; d < NSP; d++) c[d] = (double)p.coords[coff + (ndf_ix)d * (ndf_ix)p.cstr[0]];
+      for (int d = 0; d < NSP; d++) c[d] = (double)__ldg(p.coords + (coff + (ndf_ix)d * (ndf_ix)p.cstr[0]));
 #endif
       p.out[ooff] = ndf_ip_round(ndf_ip_point(p, src, c, lim, str));
     }
