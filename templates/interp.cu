@@ -514,87 +514,91 @@ __device__ constexpr int ndf_ip_pow(int b, int e) { return e == 0 ? 1 : b * ndf_
 
 // The output points a thread evaluates: NDF_IP_R points 32 apart (a warp
 // covers 32 consecutive points at each step, so that loads and stores stay
-// coalesced).  A point's coordinates along the output axes are held last
-// axis first (xr[j] is axis nb + onsp - 1 - j), so that every index into xr
-// is a compile-time constant and xr stays in registers.  The first point's
+// coalesced).  A point is its image index img (the batch axes flattened) and
+// its coordinates along the spatial output axes, held last axis first (xr[j]
+// is spatial axis onsp - 1 - j, NDF_IP_OSP at most), so that every index into
+// xr is a compile-time constant and xr stays in registers.  The first point's
 // index is split once; each next point advances xr[0] by 32, dividing only
 // where the last axis wraps.
 #define NDF_IP_R 4
-__device__ __forceinline__ void ndf_ip_split(const ndf_interp_eval_params &p, ndf_i64 i, ndf_ix *xr) {
-  const int nd = p.nb + p.onsp;
+#define NDF_IP_OSP (KIND == 0 ? NSP : NDF_MAX_SPATIAL)
+#define NDF_IP_ONSP (KIND == 0 ? NSP : p.onsp) // zoom and shift: the output's spatial rank is the input's
 #if IDX32
-  unsigned r = (unsigned)i;
+typedef unsigned ndf_ip_u; // unsigned index arithmetic for the divisions
 #else
-  ndf_i64 r = i;
+typedef ndf_i64 ndf_ip_u;
 #endif
+__device__ __forceinline__ void ndf_ip_split(const ndf_interp_eval_params &p, ndf_i64 i, ndf_ix *xr, ndf_ix &img) {
+  const int onsp = NDF_IP_ONSP, nd = p.nb + onsp;
+  ndf_ip_u r = (ndf_ip_u)i;
 #pragma unroll
-  for (int j = 0; j < NDF_MAX_NDIM; j++) {
-    // (one unconditional store per j: a store under j == nd - 1 would become a store at xr[nd - 1])
+  for (int j = 0; j < NDF_IP_OSP; j++) {
     ndf_ix v = 0;
-    if (j + 1 < nd) {
-#if IDX32
-      const unsigned e = (unsigned)p.oshape[nd - 1 - j], q = r / e;
-#else
-      const ndf_i64 e = p.oshape[nd - 1 - j], q = r / e;
-#endif
+    if (j < onsp) {
+      const ndf_ip_u e = (ndf_ip_u)p.oshape[nd - 1 - j], q = r / e;
       v = (ndf_ix)(r - q * e);
       r = q;
-    } else if (j < nd) {
-      v = (ndf_ix)r;
-      r = 0;
     }
     xr[j] = v;
   }
+  img = (ndf_ix)r;
 }
 
-// xr advanced by 32 points; true when an axis other than the last wrapped or moved.
-__device__ __forceinline__ bool ndf_ip_advance(const ndf_interp_eval_params &p, ndf_ix *xr) {
-  const int nd = p.nb + p.onsp;
+// xr and img advanced by 32 points; true when anything but the last spatial axis moved.
+__device__ __forceinline__ bool ndf_ip_advance(const ndf_interp_eval_params &p, ndf_ix *xr, ndf_ix &img) {
+  const int onsp = NDF_IP_ONSP, nd = p.nb + onsp;
+  if (onsp == 0) {
+    img += 32;
+    return true;
+  }
   xr[0] += 32;
-  if (nd < 2 || xr[0] < (ndf_ix)p.oshape[nd - 1]) return false;
+  if (xr[0] < (ndf_ix)p.oshape[nd - 1]) return false;
 #pragma unroll
-  for (int j = 0; j + 1 < NDF_MAX_NDIM; j++) {
-    if (j + 1 < nd) {
+  for (int j = 0; j < NDF_IP_OSP; j++) {
+    if (j < onsp) {
       const ndf_ix e = (ndf_ix)p.oshape[nd - 1 - j];
       if (xr[j] >= e) {
-#if IDX32
-        const ndf_ix q = (ndf_ix)((unsigned)xr[j] / (unsigned)e);
-#else
-        const ndf_ix q = xr[j] / e;
-#endif
+        const ndf_ix q = (ndf_ix)((ndf_ip_u)xr[j] / (ndf_ip_u)e);
         xr[j] -= q * e;
-        xr[j + 1] += q;
+        if (j + 1 < onsp) xr[j + 1] += q;
+        else img += q;
       }
     }
   }
   return true;
 }
 
-// The point at xr: its output offset, coordinates array offset (KIND 2) and
-// source image (the coefficients of image b, or the input at the image's
-// offset).
-template <typename S>
+// The point's output offset (and the coordinates array's, KIND 2) along the
+// spatial axes.
 __device__ __forceinline__ void ndf_ip_locate(const ndf_interp_eval_params &p, const ndf_ix *xr, ndf_ix &ooff,
-                                              ndf_ix &coff, const S *&src) {
-  const int nd = p.nb + p.onsp;
+                                              ndf_ix &coff) {
+  const int onsp = NDF_IP_ONSP, nd = p.nb + onsp;
   ooff = 0;
   coff = 0;
-  ndf_ix b = 0, ib = 0;
-  // batch axes d = nd - 1 - j (b: the image index in C order, first axis slowest)
 #pragma unroll
-  for (int j = NDF_MAX_NDIM - 1; j >= 0; j--) {
-    if (j < nd) {
-      const int d = nd - 1 - j;
-      ooff += xr[j] * (ndf_ix)p.ostr[d];
-      if (j >= p.onsp) {
-        b = b * (ndf_ix)p.oshape[d] + xr[j];
-        ib += xr[j] * (ndf_ix)p.istr[d];
-      } else if (KIND == 2) {
-        coff += xr[j] * (ndf_ix)p.cstr[1 + d - p.nb];
-      }
+  for (int j = 0; j < NDF_IP_OSP; j++) {
+    if (j < onsp) {
+      ooff += xr[j] * (ndf_ix)p.ostr[nd - 1 - j];
+      if (KIND == 2) coff += xr[j] * (ndf_ix)p.cstr[onsp - j];
     }
   }
-  src = p.filtered ? (const S *)p.src + b * (ndf_ix)p.svol : (const S *)p.src + ib;
+}
+
+// Image img: its output offset ob and source (the coefficients of image img,
+// or the input at the image's offset), from its coordinates along the batch axes.
+template <typename S>
+__device__ __forceinline__ void ndf_ip_image(const ndf_interp_eval_params &p, ndf_ix img, ndf_ix &ob, const S *&src) {
+  ndf_ip_u r = (ndf_ip_u)img;
+  ndf_ix ib = 0;
+  ob = 0;
+  for (int d = p.nb - 1; d >= 0; d--) {
+    const ndf_ip_u e = (ndf_ip_u)p.oshape[d], q = r / e;
+    const ndf_ix x = (ndf_ix)(r - q * e);
+    ob += x * (ndf_ix)p.ostr[d];
+    ib += x * (ndf_ix)p.istr[d];
+    r = q;
+  }
+  src = p.filtered ? (const S *)p.src + img * (ndf_ix)p.svol : (const S *)p.src + ib;
 }
 
 // The taps are loaded NDF_IP_G at a time, all before their products, so
@@ -775,8 +779,8 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_eval(const ndf_inte
   const ndf_ix cstep = KIND == 2 && p.onsp > 0 ? (ndf_ix)(32 * p.cstr[p.onsp]) : 0;
   for (ndf_i64 i0 = ((ndf_i64)blockIdx.x * blockDim.x + threadIdx.x - lane) * NDF_IP_R + lane; i0 < p.total;
        i0 += step) {
-    ndf_ix xr[NDF_MAX_NDIM];
-    ndf_ip_split(p, i0, xr);
+    ndf_ix xr[NDF_IP_OSP], img, cimg = -1, ob = 0;
+    ndf_ip_split(p, i0, xr, img);
 #if KIND == 1
     // Row h's products of every output axis but the last, summed left to
     // right: the sum scipy's order has before it adds the last product; ol
@@ -790,9 +794,14 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_eval(const ndf_inte
     const int nk = left < NDF_IP_R ? (int)left : NDF_IP_R;
 #pragma unroll 1
     for (int k = 0; k < nk; k++) {
-      const bool moved = k == 0 || ndf_ip_advance(p, xr) || p.onsp == 0;
+      const bool moved = k == 0 || ndf_ip_advance(p, xr, img);
       if (moved) {
-        ndf_ip_locate(p, xr, ooff, coff, src);
+        if (img != cimg) {
+          ndf_ip_image(p, img, ob, src);
+          cimg = img;
+        }
+        ndf_ip_locate(p, xr, ooff, coff);
+        ooff += ob;
       } else {
         ooff += ostep;
         coff += cstep;
@@ -899,8 +908,8 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_zoom(const ndf_inte
   const ndf_ix ostep = (ndf_ix)(32 * p.ostr[nd - 1]);
   for (ndf_i64 i0 = ((ndf_i64)blockIdx.x * blockDim.x + threadIdx.x - lane) * NDF_IP_R + lane; i0 < p.total;
        i0 += step) {
-    ndf_ix xr[NDF_MAX_NDIM];
-    ndf_ip_split(p, i0, xr);
+    ndf_ix xr[NDF_IP_OSP], img, cimg = -1, ob = 0;
+    ndf_ip_split(p, i0, xr, img);
     // each axis's record; those of the axes before the last change only where the point moves
     ndf_ix off[NSP][NT];
     bool out[NSP][NT];
@@ -912,9 +921,14 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_zoom(const ndf_inte
     const int nk = left < NDF_IP_R ? (int)left : NDF_IP_R;
 #pragma unroll 1
     for (int k = 0; k < nk; k++) {
-      const bool moved = k == 0 || ndf_ip_advance(p, xr);
+      const bool moved = k == 0 || ndf_ip_advance(p, xr, img);
       if (moved) {
-        ndf_ip_locate(p, xr, ooff, coff, src);
+        if (img != cimg) {
+          ndf_ip_image(p, img, ob, src);
+          cimg = img;
+        }
+        ndf_ip_locate(p, xr, ooff, coff);
+        ooff += ob;
       } else {
         ooff += ostep;
       }
