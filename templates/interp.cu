@@ -21,7 +21,12 @@
 //                      of the spline of ORDER in MODE, stored rounded as scipy
 //                      rounds.  ORDER, MODE and NSP are compile-time, so the
 //                      order-1 (trilinear) and order-3 paths are fully
-//                      unrolled loops over 8 and 64 taps.
+//                      unrolled loops over 8 and 64 taps.  Points whose taps
+//                      all lie inside the source (the interior) take their
+//                      taps from one base offset and their weights from a
+//                      floor without conversions; the others map each tap
+//                      by MODE.  IDX32 compiles the index arithmetic in 32
+//                      bits where the host has checked every offset fits.
 //   ndf_interp_ztab    zoom/shift: each axis's taps and weights, once per
 //                      output coordinate of that axis (eval's per-axis code);
 //   ndf_interp_zoom    zoom/shift: eval's sum with the taps and weights of
@@ -37,6 +42,13 @@ typedef NDF_SLOT(CT) CT;     /* coordinates element (KIND 2) */
 #define KIND NDF_SLOT(KIND)   /* 0 zoom/shift, 1 affine, 2 coordinates */
 #define INIT NDF_SLOT(INIT)   /* prefilter boundary: 0 mirror, 1 reflect, 2 wrap */
 #define OFLOAT NDF_SLOT(OFLOAT) /* 1 when OUT is float or double */
+#define IDX32 NDF_SLOT(IDX32)   /* eval, ztab, zoom: 1 when every element offset they form fits int32 */
+
+#if IDX32
+typedef int ndf_ix; // element offsets and output coordinates
+#else
+typedef ndf_i64 ndf_ix;
+#endif
 
 // Products are rounded on their own (__dmul_rn, never contracted into a fused
 // multiply-add), so that every operation rounds as on the CPU; division and
@@ -424,9 +436,9 @@ __device__ __forceinline__ double ndf_ip_map(double x, ndf_i64 n, int m) {
   return x;
 }
 
-// The ORDER + 1 weights (scipy's formulas; the last one is 1 minus the others).
-__device__ __forceinline__ void ndf_ip_weights(double x, double *w) {
-  x -= floor((ORDER & 1) ? x : x + 0.5);
+// The ORDER + 1 weights (scipy's formulas; the last one is 1 minus the others) of a coordinate
+// x whose start tap is floor(x) (odd ORDER) or floor(x + 0.5) (even), from x minus that floor.
+__device__ __forceinline__ void ndf_ip_weights_frac(double x, double *w) {
   const double z = 1.0 - x;
   double y, t;
 #if ORDER == 1
@@ -470,115 +482,186 @@ __device__ __forceinline__ void ndf_ip_weights(double x, double *w) {
   (void)z; (void)y; (void)t;
 }
 
+__device__ __forceinline__ void ndf_ip_weights(double x, double *w) {
+  ndf_ip_weights_frac(x - floor((ORDER & 1) ? x : x + 0.5), w);
+}
+
+// floor(f) for 0 <= f < 2^31 (IDX32) or 2^51 without a conversion instruction: f + 1.5 2^52
+// rounded down is 1.5 2^52 + floor(f), with floor(f) in the low bits of its significand.  *r is
+// floor(f) as a double (exact).
+__device__ __forceinline__ ndf_ix ndf_ip_floor(double f, double *r) {
+  const double M = 6755399441055744.0;
+  const double t = __dadd_rd(f, M);
+  *r = t - M;
+#if IDX32
+  return __double2loint(t);
+#else
+  return (__double_as_longlong(t) & 0xfffffffffffffll) - 0x8000000000000ll;
+#endif
+}
+
 NDF_PARAMS(ndf_interp_eval_params)
 
 #define NT (ORDER + 1)
 __device__ constexpr int ndf_ip_pow(int b, int e) { return e == 0 ? 1 : b * ndf_ip_pow(b, e - 1); }
+// The sums over taps: unrolled up to 64 taps (order 1 to 6 axes, orders 2 and 3 to 3 axes), the
+// fast paths; larger supports loop, so that high orders in many axes still compile quickly.
+#if ORDER == 0 || (ORDER == 1 && NSP <= 6) || (ORDER <= 3 && NSP <= 3) || NSP <= 2
+#define NDF_IP_TAPS_UNROLL _Pragma("unroll")
+#else
+#define NDF_IP_TAPS_UNROLL _Pragma("unroll 1")
+#endif
 
 // The output points a thread evaluates: NDF_IP_R points 32 apart (a warp
 // covers 32 consecutive points at each step, so that loads and stores stay
-// coalesced).  The first point's index is split into its coordinates x
-// along every output axis (batch axes first) once, in 32-bit arithmetic when
-// the host says every index fits (idx32); each next point advances x by 32,
-// dividing only where an axis wraps.
+// coalesced).  A point is its image index img (the batch axes flattened) and
+// its coordinates along the spatial output axes, held last axis first (xr[j]
+// is spatial axis onsp - 1 - j, NDF_IP_OSP at most), so that every index into
+// xr is a compile-time constant and xr stays in registers.  The first point's
+// index is split once; each next point advances xr[0] by 32, dividing only
+// where the last axis wraps.
 #define NDF_IP_R 4
-__device__ __forceinline__ void ndf_ip_split(const ndf_interp_eval_params &p, ndf_i64 i, ndf_i64 *x) {
-  const int nd = p.nb + p.onsp;
-  if (p.idx32) {
-    unsigned r = (unsigned)i;
-    for (int d = nd - 1; d > 0; d--) {
-      const unsigned e = (unsigned)p.oshape[d], q = r / e;
-      x[d] = r - q * e;
+#define NDF_IP_OSP (KIND == 0 ? NSP : NDF_MAX_SPATIAL)
+#define NDF_IP_ONSP (KIND == 0 ? NSP : p.onsp) // zoom and shift: the output's spatial rank is the input's
+#if IDX32
+typedef unsigned ndf_ip_u; // unsigned index arithmetic for the divisions
+#else
+typedef ndf_i64 ndf_ip_u;
+#endif
+__device__ __forceinline__ void ndf_ip_split(const ndf_interp_eval_params &p, ndf_i64 i, ndf_ix *xr, ndf_ix &img) {
+  const int onsp = NDF_IP_ONSP, nd = p.nb + onsp;
+  ndf_ip_u r = (ndf_ip_u)i;
+#pragma unroll
+  for (int j = 0; j < NDF_IP_OSP; j++) {
+    ndf_ix v = 0;
+    if (j < onsp) {
+      const ndf_ip_u e = (ndf_ip_u)p.oshape[nd - 1 - j], q = r / e;
+      v = (ndf_ix)(r - q * e);
       r = q;
     }
-    x[0] = r;
-  } else {
-    ndf_i64 r = i;
-    for (int d = nd - 1; d > 0; d--) {
-      const ndf_i64 q = r / p.oshape[d];
-      x[d] = r - q * p.oshape[d];
-      r = q;
+    xr[j] = v;
+  }
+  img = (ndf_ix)r;
+}
+
+// xr and img advanced by 32 points; true when anything but the last spatial axis moved.
+__device__ __forceinline__ bool ndf_ip_advance(const ndf_interp_eval_params &p, ndf_ix *xr, ndf_ix &img) {
+  const int onsp = NDF_IP_ONSP, nd = p.nb + onsp;
+  if (onsp == 0) {
+    img += 32;
+    return true;
+  }
+  xr[0] += 32;
+  if (xr[0] < (ndf_ix)p.oshape[nd - 1]) return false;
+#pragma unroll
+  for (int j = 0; j < NDF_IP_OSP; j++) {
+    if (j < onsp) {
+      const ndf_ix e = (ndf_ix)p.oshape[nd - 1 - j];
+      if (xr[j] >= e) {
+        const ndf_ix q = (ndf_ix)((ndf_ip_u)xr[j] / (ndf_ip_u)e);
+        xr[j] -= q * e;
+        if (j + 1 < onsp) xr[j + 1] += q;
+        else img += q;
+      }
     }
-    x[0] = r;
   }
+  return true;
 }
 
-// x advanced by 32 points; true when an axis other than the last wrapped or moved.
-__device__ __forceinline__ bool ndf_ip_advance(const ndf_interp_eval_params &p, ndf_i64 *x) {
-  const int nd = p.nb + p.onsp;
-  x[nd - 1] += 32;
-  bool moved = false;
-  for (int d = nd - 1; d > 0 && x[d] >= p.oshape[d]; d--) {
-    const ndf_i64 q = p.idx32 ? (ndf_i64)((unsigned)x[d] / (unsigned)p.oshape[d]) : x[d] / p.oshape[d];
-    x[d] -= q * p.oshape[d];
-    x[d - 1] += q;
-    moved = true;
-  }
-  return moved;
-}
-
-// The point at x: its spatial coordinates o, output offset, coordinates
-// array offset (KIND 2), image index b and the image's input offset ib.
-__device__ __forceinline__ void ndf_ip_offsets(const ndf_interp_eval_params &p, const ndf_i64 *x, ndf_i64 *o,
-                                               ndf_i64 &ooff, ndf_i64 &coff, ndf_i64 &b, ndf_i64 &ib) {
+// The point's output offset (and the coordinates array's, KIND 2) along the
+// spatial axes.
+__device__ __forceinline__ void ndf_ip_locate(const ndf_interp_eval_params &p, const ndf_ix *xr, ndf_ix &ooff,
+                                              ndf_ix &coff) {
+  const int onsp = NDF_IP_ONSP, nd = p.nb + onsp;
   ooff = 0;
   coff = 0;
-  ib = 0;
-  b = 0;
-  for (int d = 0; d < p.nb; d++) {
-    b = b * p.oshape[d] + x[d];
-    ooff += x[d] * p.ostr[d];
-    ib += x[d] * p.istr[d];
-  }
-  for (int d = 0; d < p.onsp; d++) {
-    o[d] = x[p.nb + d];
-    ooff += o[d] * p.ostr[p.nb + d];
-    if (KIND == 2) coff += o[d] * p.cstr[1 + d];
+#pragma unroll
+  for (int j = 0; j < NDF_IP_OSP; j++) {
+    if (j < onsp) {
+      ooff += xr[j] * (ndf_ix)p.ostr[nd - 1 - j];
+      if (KIND == 2) coff += xr[j] * (ndf_ix)p.cstr[onsp - j];
+    }
   }
 }
 
-// The sum over the (ORDER + 1)^NSP taps in raster order (last axis fastest),
-// each value times its weights axis by axis (scipy's order): the tap l[d] of
-// axis d reads offset off[d][l[d]], or cval where out[d][l[d]] (grid-constant).
+// Image img: its output offset ob and source (the coefficients of image img,
+// or the input at the image's offset), from its coordinates along the batch axes.
 template <typename S>
-__device__ __forceinline__ double ndf_ip_taps(const S *src, const ndf_i64 (&off)[NSP][NT], const bool (&out)[NSP][NT],
-                                              const double (&w)[NSP][NT], bool any_out, double cval) {
+__device__ __forceinline__ void ndf_ip_image(const ndf_interp_eval_params &p, ndf_ix img, ndf_ix &ob, const S *&src) {
+  ndf_ip_u r = (ndf_ip_u)img;
+  ndf_ix ib = 0;
+  ob = 0;
+  for (int d = p.nb - 1; d >= 0; d--) {
+    const ndf_ip_u e = (ndf_ip_u)p.oshape[d], q = r / e;
+    const ndf_ix x = (ndf_ix)(r - q * e);
+    ob += x * (ndf_ix)p.ostr[d];
+    ib += x * (ndf_ix)p.istr[d];
+    r = q;
+  }
+  src = p.filtered ? (const S *)p.src + img * (ndf_ix)p.svol : (const S *)p.src + ib;
+}
+
+// The taps are loaded NDF_IP_G at a time, all before their products, so
+// that a warp has NDF_IP_G loads in flight: every tap up to 16, else NT^2 or
+// NT taps of consecutive rows.
+#define NDF_IP_NTAPS ndf_ip_pow(NT, NSP)
+#define NDF_IP_G (NDF_IP_NTAPS <= 16 ? NDF_IP_NTAPS : NT * NT <= 16 ? NT * NT : NT)
+
+// Tap k's index l[d] along every axis (raster order, last axis fastest).
+__device__ __forceinline__ void ndf_ip_tap(int k, int *l) {
+#pragma unroll
+  for (int d = NSP - 1; d >= 0; d--) {
+    l[d] = k % NT;
+    k /= NT;
+  }
+}
+
+// The element offset of tap l of a point whose axis d's taps are at off[d][0..NT).
+__device__ __forceinline__ ndf_ix ndf_ip_offset(const ndf_ix (&off)[NSP][NT], const int *l) {
+  ndf_ix so = 0;
+#pragma unroll
+  for (int d = 0; d < NSP; d++) so += off[d][l[d]];
+  return so;
+}
+
+// The sum over the (ORDER + 1)^NSP taps in raster order, tap l (indexes
+// l[d]) at element offset(l) of src, or cval where out[d][l[d]] for some axis
+// (grid-constant; out may be NULL where any_out is false); each value times
+// its weights axis by axis (scipy's order).  The taps are loaded NDF_IP_G at a
+// time, all before their products, so that a warp has NDF_IP_G loads in
+// flight, through the read-only path (the transforms refuse outputs that
+// overlap the source).
+template <typename S, typename Off>
+__device__ __forceinline__ double ndf_ip_sum(const S *src, const Off &offset, const bool (*out)[NT], bool any_out,
+                                             double cval, const double (&w)[NSP][NT]) {
   const bool gc = MODE == M_GRID_CONSTANT;
   double t = 0.0;
-  // Unrolled up to 64 taps (order 1 to 6 axes, orders 2 and 3 to 3 axes): the fast paths; larger
-  // supports loop, so that high orders in many axes still compile quickly.
-#if ORDER == 0 || (ORDER == 1 && NSP <= 6) || (ORDER <= 3 && NSP <= 3) || NSP <= 2
+  NDF_IP_TAPS_UNROLL
+  for (int k0 = 0; k0 < NDF_IP_NTAPS; k0 += NDF_IP_G) {
+    S v[NDF_IP_G];
+    bool cv[NDF_IP_G];
 #pragma unroll
-#else
-#pragma unroll 1
-#endif
-  for (int k = 0; k < ndf_ip_pow(NT, NSP); k++) {
-    int l[NSP];
-    int kk = k;
+    for (int g = 0; g < NDF_IP_G; g++) {
+      int l[NSP];
+      ndf_ip_tap(k0 + g, l);
+      cv[g] = false;
+      if (gc && any_out) {
 #pragma unroll
-    for (int d = NSP - 1; d >= 0; d--) {
-      l[d] = kk % NT;
-      kk /= NT;
+        for (int d = 0; d < NSP; d++) cv[g] |= out[d][l[d]];
+      }
+      v[g] = cv[g] ? (S)0 : __ldg(src + offset(l));
     }
-    bool is_cval = false;
-    if (gc && any_out) {
 #pragma unroll
-      for (int d = 0; d < NSP; d++) is_cval |= out[d][l[d]];
-    }
-    double v;
-    if (is_cval) {
-      v = cval;
-    } else {
-      ndf_i64 so = 0;
-#pragma unroll
-      for (int d = 0; d < NSP; d++) so += off[d][l[d]];
-      v = (double)src[so];
-    }
+    for (int g = 0; g < NDF_IP_G; g++) {
+      double x = cv[g] ? cval : (double)v[g];
 #if ORDER > 0
+      int l[NSP];
+      ndf_ip_tap(k0 + g, l);
 #pragma unroll
-    for (int d = 0; d < NSP; d++) v = MUL(v, w[d][l[d]]);
+      for (int d = 0; d < NSP; d++) x = MUL(x, w[d][l[d]]);
 #endif
-    t += v;
+      t += x;
+    }
   }
   (void)w;
   return t;
@@ -587,7 +670,7 @@ __device__ __forceinline__ double ndf_ip_taps(const S *src, const ndf_i64 (&off)
 // Axis d of a point whose input coordinate along d is c: 0, with the taps'
 // offsets in the source, their grid-constant outside flags and their weights;
 // or the point's value without taps: 1 cval, 2 NaN (scipy's NI_GeometricTransform).
-__device__ __forceinline__ int ndf_ip_axis(const ndf_interp_eval_params &p, int d, double c, ndf_i64 *off, bool *out,
+__device__ __forceinline__ int ndf_ip_axis(const ndf_interp_eval_params &p, int d, double c, ndf_ix *off, bool *out,
                                            double *w) {
   // The boundary the taps use beyond an edge: constant and wrap mirror, as scipy's.
   const int smode = (MODE == M_CONSTANT || MODE == M_WRAP) ? M_MIRROR : MODE;
@@ -605,17 +688,71 @@ __device__ __forceinline__ int ndf_ip_axis(const ndf_interp_eval_params &p, int 
     const ndf_i64 idx = start + l;
     if (gc) {
       out[l] = idx < 0 || idx >= n;
-      off[l] = out[l] ? 0 : idx * p.sstr[d];
+      off[l] = out[l] ? 0 : (ndf_ix)idx * (ndf_ix)p.sstr[d];
     } else {
       out[l] = false;
       const ndf_i64 mm = (idx >= 0 && idx < n) ? idx : (ndf_i64)ndf_ip_map((double)idx, n, smode);
-      off[l] = mm * p.sstr[d];
+      off[l] = (ndf_ix)mm * (ndf_ix)p.sstr[d];
     }
   }
 #if ORDER > 0
   ndf_ip_weights(cc, w);
 #endif
   return 0;
+}
+
+// The value of a point at input coordinates c: where every axis's taps lie
+// inside the source (the interior: no boundary rule applies, and scipy's
+// mapping of c leaves it as it is), its weights from c and the taps from one
+// base offset; elsewhere ndf_ip_axis per axis.  lim[d] bounds the interior
+// (n - ORDER + ORDER / 2; order 0: n - 1), str[d] the source's strides.
+template <typename S>
+__device__ __forceinline__ double ndf_ip_point(const ndf_interp_eval_params &p, const S *src, const double (&c)[NSP],
+                                               const double (&lim)[NSP], const ndf_ix (&str)[NSP]) {
+  double cc[NSP], f[NSP];
+  bool inside = true;
+#pragma unroll
+  for (int d = 0; d < NSP; d++) {
+    // npad is 0 but for nearest and grid-constant (and the interior's weights are the same for -0 and 0)
+    cc[d] = (MODE == M_NEAREST || MODE == M_GRID_CONSTANT) ? c[d] + p.npad : c[d];
+    f[d] = (ORDER & 1) ? cc[d] : cc[d] + 0.5;
+#if ORDER == 0
+    inside = inside && cc[d] >= 0.0 && cc[d] <= lim[d]; // f's floor in [0, n - 1], and c unmapped
+#else
+    inside = inside && f[d] >= (double)(ORDER / 2) && f[d] < lim[d];
+#endif
+  }
+  double w[NSP][NT];
+  if (inside) {
+    ndf_ix base = 0;
+#pragma unroll
+    for (int d = 0; d < NSP; d++) {
+      double r;
+      base += (ndf_ip_floor(f[d], &r) - ORDER / 2) * str[d];
+#if ORDER > 0
+      ndf_ip_weights_frac(cc[d] - r, w[d]);
+#endif
+    }
+    const auto at = [&](const int *l) {
+      ndf_ix so = base;
+#pragma unroll
+      for (int d = 0; d < NSP; d++) so += (ndf_ix)l[d] * str[d];
+      return so;
+    };
+    return ndf_ip_sum(src, at, (const bool(*)[NT])0, false, p.cval, w);
+  }
+  ndf_ix off[NSP][NT];
+  bool out[NSP][NT];
+  bool any_out = false;
+#pragma unroll
+  for (int d = 0; d < NSP; d++) {
+    const int code = ndf_ip_axis(p, d, c[d], off[d], out[d], w[d]);
+    if (code == 1) return p.cval;
+    if (code == 2) return __longlong_as_double(0x7ff8000000000000ll);
+#pragma unroll
+    for (int l = 0; l < NT; l++) any_out |= out[d][l];
+  }
+  return ndf_ip_sum(src, [&](const int *l) { return ndf_ip_offset(off, l); }, out, any_out, p.cval, w);
 }
 
 // KIND 0: the input coordinate of output coordinate o along axis d.
@@ -628,68 +765,83 @@ __device__ __forceinline__ double ndf_ip_zoomshift(const ndf_interp_eval_params 
 
 #if NDF_KERNEL(ndf_interp_eval)
 extern "C" __global__ void __launch_bounds__(256) ndf_interp_eval(const ndf_interp_eval_params p) {
-  const int lane = threadIdx.x & 31;
+  const int lane = threadIdx.x & 31, nd = p.nb + p.onsp;
   const ndf_i64 step = (ndf_i64)gridDim.x * blockDim.x * NDF_IP_R;
+  double lim[NSP];
+  ndf_ix str[NSP];
+#pragma unroll
+  for (int d = 0; d < NSP; d++) {
+    lim[d] = (double)(ORDER == 0 ? p.sshape[d] - 1 : p.sshape[d] - ORDER + ORDER / 2);
+    str[d] = (ndf_ix)p.sstr[d];
+  }
+  // a step of 32 points along the last axis, where it is a spatial one
+  const ndf_ix ostep = (ndf_ix)(32 * p.ostr[nd - 1]);
+  const ndf_ix cstep = KIND == 2 && p.onsp > 0 ? (ndf_ix)(32 * p.cstr[p.onsp]) : 0;
   for (ndf_i64 i0 = ((ndf_i64)blockIdx.x * blockDim.x + threadIdx.x - lane) * NDF_IP_R + lane; i0 < p.total;
        i0 += step) {
-    ndf_i64 x[NDF_MAX_NDIM];
-    ndf_ip_split(p, i0, x);
+    ndf_ix xr[NDF_IP_OSP], img, cimg = -1, ob = 0;
+    ndf_ip_split(p, i0, xr, img);
 #if KIND == 1
     // Row h's products of every output axis but the last, summed left to
-    // right: the sum scipy's order has before it adds the last product.
-    double rowsum[NSP];
+    // right: the sum scipy's order has before it adds the last product; ol
+    // the last output coordinate as a double.
+    double rowsum[NSP], ol = 0;
+    const int L = p.onsp - 1;
 #endif
-    bool moved = true;
+    ndf_ix ooff = 0, coff = 0;
+    const T *src = 0;
+    const ndf_i64 left = (p.total - i0 + 31) / 32; // this thread's points: NDF_IP_R, or those left
+    const int nk = left < NDF_IP_R ? (int)left : NDF_IP_R;
 #pragma unroll 1
-    for (int k = 0; k < NDF_IP_R; k++) {
-      if (i0 + 32 * k >= p.total) break;
-      if (k) moved = ndf_ip_advance(p, x);
-      ndf_i64 o[NDF_MAX_SPATIAL], ooff, coff, b, ib;
-      ndf_ip_offsets(p, x, o, ooff, coff, b, ib);
-      // The source image: the coefficients (contiguous, image b) or the input (image offset ib).
-      const T *src = p.filtered ? p.src + b * p.svol : p.src + ib;
+    for (int k = 0; k < nk; k++) {
+      const bool moved = k == 0 || ndf_ip_advance(p, xr, img);
+      if (moved) {
+        if (img != cimg) {
+          ndf_ip_image(p, img, ob, src);
+          cimg = img;
+        }
+        ndf_ip_locate(p, xr, ooff, coff);
+        ooff += ob;
+      } else {
+        ooff += ostep;
+        coff += cstep;
+      }
       double c[NSP];
 #if KIND == 0
 #pragma unroll
-      for (int d = 0; d < NSP; d++) c[d] = ndf_ip_zoomshift(p, d, o[d]);
+      for (int d = 0; d < NSP; d++) c[d] = ndf_ip_zoomshift(p, d, xr[NSP - 1 - d]);
 #elif KIND == 1
-      const int L = p.onsp - 1;
-      if (moved && L > 0) {
+      if (moved) {
+        ol = (double)xr[0];
+        if (L > 0) {
 #pragma unroll
-        for (int h = 0; h < NSP; h++) {
-          const double *m = p.matrix + h * p.onsp;
-          double t = MUL((double)o[0], m[0]);
-          for (int l = 1; l < L; l++) t += MUL((double)o[l], m[l]);
-          rowsum[h] = t;
+          for (int h = 0; h < NSP; h++) {
+            const double *m = p.matrix + h * p.onsp;
+            // output axis l = L - j, left to right
+            double t = 0;
+#pragma unroll
+            for (int j = NDF_MAX_SPATIAL - 1; j >= 1; j--) {
+              if (j <= L) {
+                const double pr = MUL((double)xr[j], m[L - j]);
+                t = j == L ? pr : t + pr;
+              }
+            }
+            rowsum[h] = t;
+          }
         }
+      } else {
+        ol += 32.0;
       }
 #pragma unroll
       for (int h = 0; h < NSP; h++) {
-        const double last = MUL((double)o[L], p.matrix[h * p.onsp + L]);
+        const double last = MUL(ol, p.matrix[h * p.onsp + L]);
         c[h] = (L > 0 ? rowsum[h] + last : last) + p.offset[h];
       }
 #else
 #pragma unroll
-      for (int d = 0; d < NSP; d++) c[d] = (double)p.coords[coff + d * p.cstr[0]];
+      for (int d = 0; d < NSP; d++) c[d] = (double)__ldg(p.coords + (coff + (ndf_ix)d * (ndf_ix)p.cstr[0]));
 #endif
-      ndf_i64 off[NSP][NT];
-      bool out[NSP][NT];
-      double w[NSP][NT];
-      bool any_out = false;
-      int code = 0;
-#pragma unroll
-      for (int d = 0; d < NSP; d++) {
-        code = ndf_ip_axis(p, d, c[d], off[d], out[d], w[d]);
-        if (code) break;
-#pragma unroll
-        for (int l = 0; l < NT; l++) any_out |= out[d][l];
-      }
-      double res;
-      if (code == 1) res = p.cval;
-      else if (code == 2) res = __longlong_as_double(0x7ff8000000000000ll);
-      else res = ndf_ip_taps(src, off, out, w, any_out, p.cval);
-      p.out[ooff] = ndf_ip_round(res);
-      (void)moved;
+      p.out[ooff] = ndf_ip_round(ndf_ip_point(p, src, c, lim, str));
     }
   }
 }
@@ -698,34 +850,49 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_eval(const ndf_inte
 // zoom and shift (KIND 0) from per-axis tables: the input coordinate of axis
 // d depends on o[d] alone, so ndf_interp_ztab computes, for every output
 // coordinate of every axis, what ndf_interp_eval computes for that axis per
-// point (the same device code), and ndf_interp_zoom reads it: a record of
-// 1 + 2 NT 64-bit words, the record r = taxis[d] + o[d] of tnrec, its word j
-// at tab[j tnrec + r] (one plane per word, so that consecutive points read
-// consecutive words):
-//   word 0       bits 0-7: 0 the taps below, 1 the point is cval, 2 NaN (the
-//                first axis with a nonzero code decides, as the per-point
-//                loop's first early exit); bits 8..: tap l reads cval
-//                (grid-constant) where bit 8 + l is set
-//   words 1..NT  the taps' element offsets in the source
-//   then NT      the weights (double bit patterns)
+// point (the same device code), and ndf_interp_zoom reads it.  The record
+// r = taxis[d] + o[d] of tnrec, stored in planes (word j of every record
+// together, so that consecutive points read consecutive words): first NT
+// planes of doubles, the weights; then NT planes of ndf_ix, the taps' element
+// offsets in the source; then a plane of ints, the head:
+//   bits 0-7: 0 the taps, 1 the point is cval, 2 NaN (the first axis with a
+//   nonzero code decides, as the per-point loop's first early exit);
+//   bits 8..: tap l reads cval (grid-constant) where bit 8 + l is set.
+struct ndf_ip_tables {
+  const double *w;
+  const ndf_ix *off;
+  const int *head;
+};
+__device__ __forceinline__ ndf_ip_tables ndf_ip_tabs(const void *tab, ndf_i64 nrec) {
+  ndf_ip_tables t;
+  t.w = (const double *)tab;
+  t.off = (const ndf_ix *)(t.w + NT * nrec);
+  t.head = (const int *)(t.off + NT * nrec);
+  return t;
+}
+
 #if NDF_KERNEL(ndf_interp_ztab)
 extern "C" __global__ void __launch_bounds__(256) ndf_interp_ztab(const ndf_interp_eval_params p) {
   const ndf_i64 nrec = p.tnrec;
+  const ndf_ip_tables tt = ndf_ip_tabs(p.tab, nrec);
+  double *tw = (double *)tt.w;
+  ndf_ix *toff = (ndf_ix *)tt.off;
+  int *thead = (int *)tt.head;
   for (ndf_i64 r = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; r < nrec; r += (ndf_i64)gridDim.x * blockDim.x) {
     int d = 0;
     while (d + 1 < NSP && r >= p.taxis[d + 1]) d++;
-    ndf_i64 off[NT];
+    ndf_ix off[NT];
     bool out[NT];
     double w[NT];
     const int code = ndf_ip_axis(p, d, ndf_ip_zoomshift(p, d, r - p.taxis[d]), off, out, w);
-    ndf_i64 head = code;
+    int head = code;
 #pragma unroll
     for (int l = 0; l < NT; l++) {
-      if (!code && out[l]) head |= (ndf_i64)1 << (8 + l);
-      p.tabw[(1 + l) * nrec + r] = code ? 0 : off[l];
-      p.tabw[(1 + NT + l) * nrec + r] = code || ORDER == 0 ? 0 : __double_as_longlong(w[l]);
+      if (!code && out[l]) head |= 1 << (8 + l);
+      toff[l * nrec + r] = code ? 0 : off[l];
+      tw[l * nrec + r] = code || ORDER == 0 ? 0.0 : w[l];
     }
-    p.tabw[r] = head;
+    thead[r] = head;
   }
 }
 #endif
@@ -733,41 +900,62 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_ztab(const ndf_inte
 #if NDF_KERNEL(ndf_interp_zoom)
 extern "C" __global__ void __launch_bounds__(256) ndf_interp_zoom(const ndf_interp_eval_params p) {
   const ndf_i64 nrec = p.tnrec;
-  const int lane = threadIdx.x & 31;
+  const ndf_ip_tables tt = ndf_ip_tabs(p.tab, nrec);
+  // record indexes in ndf_ix (the host keeps NT tnrec within int32 for IDX32)
+  const ndf_ix nr = (ndf_ix)nrec, last = (ndf_ix)p.taxis[NSP - 1];
+  const int lane = threadIdx.x & 31, nd = p.nb + p.onsp;
   const ndf_i64 step = (ndf_i64)gridDim.x * blockDim.x * NDF_IP_R;
+  const ndf_ix ostep = (ndf_ix)(32 * p.ostr[nd - 1]);
   for (ndf_i64 i0 = ((ndf_i64)blockIdx.x * blockDim.x + threadIdx.x - lane) * NDF_IP_R + lane; i0 < p.total;
        i0 += step) {
-    ndf_i64 x[NDF_MAX_NDIM];
-    ndf_ip_split(p, i0, x);
+    ndf_ix xr[NDF_IP_OSP], img, cimg = -1, ob = 0;
+    ndf_ip_split(p, i0, xr, img);
+    // each axis's record; those of the axes before the last change only where the point moves
+    ndf_ix off[NSP][NT];
+    bool out[NSP][NT];
+    double w[NSP][NT];
+    int head[NSP];
+    ndf_ix ooff = 0, coff = 0;
+    const T *src = 0;
+    const ndf_i64 left = (p.total - i0 + 31) / 32;
+    const int nk = left < NDF_IP_R ? (int)left : NDF_IP_R;
 #pragma unroll 1
-    for (int k = 0; k < NDF_IP_R; k++) {
-      if (i0 + 32 * k >= p.total) break;
-      if (k) ndf_ip_advance(p, x);
-      ndf_i64 o[NDF_MAX_SPATIAL], ooff, coff, b, ib;
-      ndf_ip_offsets(p, x, o, ooff, coff, b, ib);
-      const T *src = p.filtered ? p.src + b * p.svol : p.src + ib;
-      ndf_i64 off[NSP][NT];
-      bool out[NSP][NT];
-      double w[NSP][NT];
-      bool any_out = false;
-      int code = 0;
+    for (int k = 0; k < nk; k++) {
+      const bool moved = k == 0 || ndf_ip_advance(p, xr, img);
+      if (moved) {
+        if (img != cimg) {
+          ndf_ip_image(p, img, ob, src);
+          cimg = img;
+        }
+        ndf_ip_locate(p, xr, ooff, coff);
+        ooff += ob;
+      } else {
+        ooff += ostep;
+      }
 #pragma unroll
       for (int d = 0; d < NSP; d++) {
-        const ndf_i64 *rec = p.tab + p.taxis[d] + o[d];
-        const ndf_i64 head = __ldg(rec);
-        if (code == 0) code = (int)(head & 255);
-        any_out |= (head >> 8) != 0;
+        if (d == NSP - 1 || moved) {
+          const ndf_ix r = (d == NSP - 1 ? last : (ndf_ix)p.taxis[d]) + xr[NSP - 1 - d];
+          head[d] = __ldg(tt.head + r);
 #pragma unroll
-        for (int l = 0; l < NT; l++) {
-          off[d][l] = __ldg(rec + (1 + l) * nrec);
-          out[d][l] = (head >> (8 + l)) & 1;
-          w[d][l] = __longlong_as_double(__ldg(rec + (1 + NT + l) * nrec));
+          for (int l = 0; l < NT; l++) {
+            off[d][l] = __ldg(tt.off + (l * nr + r));
+            out[d][l] = (head[d] >> (8 + l)) & 1;
+            w[d][l] = __ldg(tt.w + (l * nr + r));
+          }
         }
+      }
+      int code = 0, any = 0;
+#pragma unroll
+      for (int d = 0; d < NSP; d++) {
+        if (code == 0) code = head[d] & 255;
+        any |= head[d];
       }
       double res;
       if (code == 1) res = p.cval;
       else if (code == 2) res = __longlong_as_double(0x7ff8000000000000ll);
-      else res = ndf_ip_taps(src, off, out, w, any_out, p.cval);
+      else
+        res = ndf_ip_sum(src, [&](const int *l) { return ndf_ip_offset(off, l); }, out, (any >> 8) != 0, p.cval, w);
       p.out[ooff] = ndf_ip_round(res);
       (void)coff;
     }

@@ -10,9 +10,12 @@
  * in float64 with the same order of operations (the kernels round every
  * product on its own), so the results must be equal bit for bit.
  *
- * Also: order-1 (trilinear) and order-3 zooms of a 3-D float32 volume, and
- * the kernel log shows which specialization ran (zoom: the per-axis tables'
- * kernel); the prefilter's kernels for short and long lines.
+ * Also: the same with rows up to 300 long (points of a thread in one row, the
+ * interior path next to border points); order-1 (trilinear) and order-3 zooms
+ * of a 3-D float32 volume, and the kernel log shows which specialization ran
+ * (zoom: the per-axis tables' kernel); the prefilter's kernels for short and
+ * long lines; 32- and 64-bit index arithmetic on either side of the int32
+ * boundary (a 2 GiB strided input).
  *
  * Exits 77 (skipped) when the context has no CUDA device.  Cases:
  * NDF_TEST_CASES (default 300); seed: NDF_TEST_SEED (printed).  Public API only.
@@ -77,7 +80,9 @@ static ndf_status call(ndf_ctx *ctx, const icase *c, const ndf_array *in, const 
   }
 }
 
-static void draw_case(icase *c, tu_rng *r) {
+/* long_rows: the last spatial axis (of the input, and of the output where it is drawn) up to 300
+ * long, so that a thread's points (32 apart) share rows. */
+static void draw_case(icase *c, tu_rng *r, int long_rows) {
   memset(c, 0, sizeof *c);
   c->op = (int)tu_rng_int(r, 0, OP_COUNT - 1);
   ndf_interp_options_init(&c->o);
@@ -91,6 +96,7 @@ static void draw_case(icase *c, tu_rng *r) {
   c->nd = c->nb + c->nsp;
   const int64_t maxn = c->nsp == 1 ? 40 : c->nsp == 2 ? 14 : c->nsp == 3 ? 7 : 4;
   for (int d = 0; d < c->nd; d++) c->shape[d] = d < c->nb ? tu_rng_int(r, 1, 3) : tu_rng_int(r, 1, maxn);
+  if (long_rows) c->shape[c->nd - 1] = tu_rng_int(r, 33, 300);
   c->dt = IN_DTYPES[tu_rng_int(r, 0, 10)];
   if ((c->op == OP_SPLINE1D || c->op == OP_SPLINE) && c->dt == NDF_BOOL) c->dt = NDF_UINT8;
   c->odt = tu_rng_chance(r, 0.4) ? OUT_DTYPES[tu_rng_int(r, 0, 9)] : (c->dt == NDF_BOOL ? NDF_UINT8 : c->dt);
@@ -103,7 +109,8 @@ static void draw_case(icase *c, tu_rng *r) {
     case OP_MAP:
       c->onsp = (int)tu_rng_int(r, 1, 3);
       c->cshape[0] = nsp;
-      for (int d = 0; d < c->onsp; d++) c->oshape[nb + d] = c->cshape[1 + d] = tu_rng_int(r, 1, 8);
+      for (int d = 0; d < c->onsp; d++)
+        c->oshape[nb + d] = c->cshape[1 + d] = tu_rng_int(r, 1, long_rows && d == c->onsp - 1 ? 300 : 8);
       c->ct = tu_rng_chance(r, 0.7) ? NDF_FLOAT64 : tu_rng_chance(r, 0.5) ? NDF_FLOAT32 : NDF_INT16;
       break;
     case OP_AFFINE:
@@ -113,7 +120,7 @@ static void draw_case(icase *c, tu_rng *r) {
         for (int l = 0; l < nsp; l++) c->mat[h * nsp + l] = (h == l) + tu_rng_normal(r) * 0.5;
       }
       c->nvals = nsp;
-      for (int d = 0; d < nsp; d++) c->oshape[nb + d] = tu_rng_int(r, 1, maxn + 2);
+      for (int d = 0; d < nsp; d++) c->oshape[nb + d] = tu_rng_int(r, 1, long_rows && d == nsp - 1 ? 300 : maxn + 2);
       break;
     case OP_SHIFT:
       c->nvals = tu_rng_chance(r, 0.3) ? 1 : nsp;
@@ -146,8 +153,8 @@ static void draw_case(icase *c, tu_rng *r) {
   }
   c->in_layout = pick_layout(r, 1);
   c->out_layout = tu_rng_chance(r, 0.5) ? TU_LAYOUT_C : TU_LAYOUT_PADDED;
-  int n = snprintf(c->desc, sizeof c->desc, "%s %s->%s order %d mode %s cval %g prefilter %d batch %d shape ",
-                   OP_NAMES[c->op], ndf_dtype_name(c->dt), ndf_dtype_name(c->odt), c->o.order,
+  int n = snprintf(c->desc, sizeof c->desc, "%s%s %s->%s order %d mode %s cval %g prefilter %d batch %d shape ",
+                   long_rows ? "(long rows) " : "", OP_NAMES[c->op], ndf_dtype_name(c->dt), ndf_dtype_name(c->odt), c->o.order,
                    ndf_interp_mode_name(c->o.mode), c->o.cval, c->o.prefilter, nb);
   for (int d = 0; d < c->nd; d++) n += snprintf(c->desc + n, sizeof c->desc - n, "%s%lld", d ? "x" : "", (long long)c->shape[d]);
   n += snprintf(c->desc + n, sizeof c->desc - n, " -> ");
@@ -252,10 +259,117 @@ static void test_gpu_interp_random(void **state) {
   int failed = 0;
   for (long k = 0; k < s->ncases && failed < 8; k++) {
     icase c;
-    draw_case(&c, &r);
+    draw_case(&c, &r, 0);
     if (run_case(s->ctx, &c, &r) != 0) failed++;
   }
   if (failed) printf("%d random interpolation cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
+  assert_int_equal(failed, 0);
+}
+
+/* The same with rows up to 300 long: a thread's next point mostly in the same row (offsets
+ * advanced in place, the zoom tables' records of the slower axes kept), and most points' taps
+ * inside the input (the interior path) next to border points. */
+static void test_gpu_interp_long_rows(void **state) {
+  gpu_state *s = *state;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed ^ 0x1e8);
+  int failed = 0;
+  const long n = s->ncases / 4 > 20 ? s->ncases / 4 : 20;
+  for (long k = 0; k < n && failed < 8; k++) {
+    icase c;
+    draw_case(&c, &r, 1);
+    if (run_case(s->ctx, &c, &r) != 0) failed++;
+  }
+  if (failed) printf("%d long-row interpolation cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
+  assert_int_equal(failed, 0);
+}
+
+/* 32- or 64-bit index arithmetic (the IDX32 slot) at the boundary: a uint8 input of 3 rows S apart
+ * (S = 2^30 - 25) whose farthest element is at 2^31 - 1 (rows of 50: every offset fits int32) or
+ * at 2^31 (rows of 51: 64-bit offsets), by zoom, affine_transform and map_coordinates (order 1),
+ * GPU against CPU, with the specialization the kernel log saw.  Needs 2 GiB of device memory
+ * (skipped, saying so, without it). */
+static void test_gpu_interp_index_width(void **state) {
+  gpu_state *s = *state;
+  ndf_ctx *ctx = s->ctx;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed ^ 0x400);
+  const int64_t S = ((int64_t)1 << 30) - 25, span[1] = {2 * S + 51};
+  ndf_array raw;
+  if (ndf_array_alloc(ctx, &raw, NDF_DEVICE_CUDA, NDF_UINT8, 1, span) != NDF_OK) {
+    printf("index width: no 2 GiB of device memory (%s); skipped\n", ndf_errmsg(ctx));
+    return;
+  }
+  int failed = 0;
+  for (int n1 = 50; n1 <= 51; n1++) {
+    const int idx32 = n1 == 50;
+    const int64_t ishape[2] = {3, n1};
+    tu_array hin;
+    assert_int_equal(tu_array_alloc(&hin, NDF_UINT8, 2, ishape), 0);
+    for (int64_t i = 0; i < 3 * n1; i++) tu_set(&hin.arr, i, (double)tu_rng_int(&r, 0, 255));
+    ndf_array din;
+    assert_int_equal(ndf_array_init(&din, raw.data, NDF_DEVICE_CUDA, NDF_UINT8, 2, ishape), NDF_OK);
+    din.strides[0] = S;
+    for (int i = 0; i < 3; i++) { /* row by row (ndf_array_copy takes contiguous device arrays) */
+      ndf_array hrow, drow;
+      assert_int_equal(ndf_array_init(&hrow, (uint8_t *)hin.arr.data + i * n1, NDF_DEVICE_CPU, NDF_UINT8, 1, ishape + 1), NDF_OK);
+      assert_int_equal(ndf_array_init(&drow, (uint8_t *)raw.data + i * S, NDF_DEVICE_CUDA, NDF_UINT8, 1, ishape + 1), NDF_OK);
+      assert_int_equal(ndf_array_copy(ctx, &drow, &hrow), NDF_OK);
+    }
+    for (int op = 0; op < 3; op++) {
+      ndf_interp_options o;
+      ndf_interp_options_init(&o);
+      o.order = 1;
+      o.mode = op == 0 ? NDF_INTERP_MIRROR : op == 1 ? NDF_INTERP_REFLECT : NDF_INTERP_CONSTANT;
+      const double z[2] = {1.0, 1.3}, mat[4] = {0.9, 0.1, -0.05, 1.1}, off[2] = {0.4, -2.5};
+      /* zoom's shape; affine: 3x64; map: the coordinates' 64 points */
+      int64_t os[2] = {op == 2 ? 64 : 3, 64};
+      const int ond = op == 2 ? 1 : 2;
+      if (op == 0) assert_int_equal(ndf_zoom_shape(2, ishape, 0, 2, z, os), NDF_OK);
+      tu_array hco = {0}, cout, gout;
+      ndf_array m, dco = {0}, dout;
+      const int64_t ms[2] = {2, 2}, cs[2] = {2, 64};
+      assert_int_equal(ndf_array_init(&m, (void *)mat, NDF_DEVICE_CPU, NDF_FLOAT64, 2, ms), NDF_OK);
+      if (op == 2) {
+        assert_int_equal(tu_array_alloc(&hco, NDF_FLOAT64, 2, cs), 0);
+        for (int64_t j = 0; j < 64; j++) {
+          tu_set(&hco.arr, j, -0.5 + tu_rng_unif(&r) * 3);
+          tu_set(&hco.arr, 64 + j, -2 + tu_rng_unif(&r) * (n1 + 3));
+        }
+        assert_int_equal(ndf_array_alloc(ctx, &dco, NDF_DEVICE_CUDA, NDF_FLOAT64, 2, cs), NDF_OK);
+        assert_int_equal(ndf_array_copy(ctx, &dco, &hco.arr), NDF_OK);
+      }
+      assert_int_equal(tu_array_alloc(&cout, NDF_FLOAT32, ond, os), 0);
+      assert_int_equal(tu_array_alloc(&gout, NDF_FLOAT32, ond, os), 0);
+      assert_int_equal(ndf_array_alloc(ctx, &dout, NDF_DEVICE_CUDA, NDF_FLOAT32, ond, os), NDF_OK);
+      ndf_status st;
+      st = op == 0 ? ndf_zoom(ctx, &hin.arr, &cout.arr, 2, z, 0, &o)
+           : op == 1 ? ndf_affine_transform(ctx, &hin.arr, &m, 2, off, &cout.arr, &o)
+                     : ndf_map_coordinates(ctx, &hin.arr, &hco.arr, &cout.arr, &o);
+      assert_int_equal(st, NDF_OK);
+      const uint64_t mark = tu_klog_mark(ctx);
+      st = op == 0 ? ndf_zoom(ctx, &din, &dout, 2, z, 0, &o)
+           : op == 1 ? ndf_affine_transform(ctx, &din, &m, 2, off, &dout, &o)
+                     : ndf_map_coordinates(ctx, &din, &dco, &dout, &o);
+      if (st == NDF_OK) st = ndf_array_copy(ctx, &gout.arr, &dout);
+      assert_int_equal(st, NDF_OK);
+      char desc[96], spec[64];
+      snprintf(desc, sizeof desc, "index width: %s of rows of %d", op == 0 ? "zoom" : op == 1 ? "affine" : "map", n1);
+      snprintf(spec, sizeof spec, "%s|IDX32=%d", op == 0 ? "ndf_interp_zoom" : "ndf_interp_eval", idx32);
+      failed += tu_klog_check(ctx, mark, spec, 1, desc);
+      if (memcmp(gout.arr.data, cout.arr.data, (size_t)ndf_array_size(&cout.arr) * 4) != 0) {
+        printf("%s: the GPU's output differs from the CPU's\n", desc);
+        failed++;
+      }
+      ndf_array_free(ctx, &dout);
+      if (op == 2) ndf_array_free(ctx, &dco);
+      tu_array_free(&hco);
+      tu_array_free(&cout);
+      tu_array_free(&gout);
+    }
+    tu_array_free(&hin);
+  }
+  ndf_array_free(ctx, &raw);
   assert_int_equal(failed, 0);
 }
 
@@ -351,6 +465,8 @@ int main(void) {
   if (!tu_have_cuda()) return 77; /* ctest: skipped */
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gpu_interp_random),
+      cmocka_unit_test(test_gpu_interp_long_rows),
+      cmocka_unit_test(test_gpu_interp_index_width),
       cmocka_unit_test(test_gpu_interp_zoom3d),
       cmocka_unit_test(test_gpu_interp_spline_paths),
   };

@@ -14,7 +14,10 @@
  *                      point evaluates the spline (ORDER, MODE and the
  *                      spatial rank compiled in); zoom and shift read each
  *                      axis's taps and weights from tables computed first,
- *                      once per output coordinate of that axis.
+ *                      once per output coordinate of that axis.  Where every
+ *                      output index and element offset fits int32 (reach()),
+ *                      the kernels do their index arithmetic in 32 bits
+ *                      (the IDX32 slot).
  * Every kernel is compiled (or found in the cache) before anything runs, so a
  * compile failure writes nothing.
  */
@@ -31,16 +34,17 @@ static const char *ctype(ndf_dtype t) { return ndf__dtype_ctype(t); }
 /* A kernel of the template; the slots a kernel does not read are given one fixed value so that
  * it compiles once for them. */
 static ndf_status get(ndf_ctx *ctx, const char *name, const char *kernel, const char *t, const char *out,
-                      const char *ct, int nsp, int order, int mode, int kind, int init, int ofloat, CUfunction *f) {
+                      const char *ct, int nsp, int order, int mode, int kind, int init, int ofloat, int idx32,
+                      CUfunction *f) {
   ndf__kernel_req req;
-  ndf__req_interp(&req, kernel, t, out, ct, nsp, order, mode, kind, init, ofloat);
+  ndf__req_interp(&req, kernel, t, out, ct, nsp, order, mode, kind, init, ofloat, idx32);
   ndf_status s = ndf__jit_get(ctx, name, &req, f);
   ndf__req_free(&req);
   return s;
 }
 
 static ndf_status get_load(ndf_ctx *ctx, const char *name, ndf_dtype t, CUfunction *f) {
-  return get(ctx, name, "ndf_interp_load", ctype(t), "double", "double", 1, 0, 0, 0, 0, 1, f);
+  return get(ctx, name, "ndf_interp_load", ctype(t), "double", "double", 1, 0, 0, 0, 0, 1, 0, f);
 }
 /* The prefilter of one axis: ndf_interp_spline_tile where a tile of lines fits the shared memory,
  * else ndf_interp_spline. */
@@ -75,13 +79,13 @@ static ndf_status get_spline(ndf_ctx *ctx, const char *name, int init, const int
   }
   f->tile = f->line = NULL;
   ndf_status s = NDF_OK;
-  if (need_tile) s = get(ctx, name, "ndf_interp_spline_tile", "double", "double", "double", 1, 0, 0, 0, init, 1, &f->tile);
+  if (need_tile) s = get(ctx, name, "ndf_interp_spline_tile", "double", "double", "double", 1, 0, 0, 0, init, 1, 0, &f->tile);
   if (s == NDF_OK && need_line)
-    s = get(ctx, name, "ndf_interp_spline", "double", "double", "double", 1, 0, 0, 0, init, 1, &f->line);
+    s = get(ctx, name, "ndf_interp_spline", "double", "double", "double", 1, 0, 0, 0, init, 1, 0, &f->line);
   return s;
 }
 static ndf_status get_store(ndf_ctx *ctx, const char *name, ndf_dtype out, CUfunction *f) {
-  return get(ctx, name, "ndf_interp_store", "double", ctype(out), "double", 1, 0, 0, 0, 0, ndf__dtype_is_float(out), f);
+  return get(ctx, name, "ndf_interp_store", "double", ctype(out), "double", 1, 0, 0, 0, 0, ndf__dtype_is_float(out), 0, f);
 }
 
 /* Launches the load kernel: a (in) -> buf, images = the first nb axes, npad samples of padding per
@@ -180,6 +184,18 @@ ndf_status ndf__spline_filter_cuda(ndf_ctx *ctx, const char *name, const ndf_arr
   return s;
 }
 
+/* The largest magnitude of an element offset an array's indexes reach (the sum of (extent - 1) |stride|),
+ * INT64_MAX where that overflows; 0 for an empty array. */
+static int64_t reach(int ndim, const int64_t *shape, const int64_t *strides) {
+  int64_t r = 0, t;
+  for (int d = 0; d < ndim; d++) {
+    if (shape[d] == 0) return 0;
+    if (!ndf__mul(shape[d] - 1, strides[d] < 0 ? -strides[d] : strides[d], &t) || r > INT64_MAX - t) return INT64_MAX;
+    r += t;
+  }
+  return r;
+}
+
 ndf_status ndf__interp_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
                             const ndf__interp_plan *p) {
   ndf_status s = ndf__ctx_bind(ctx);
@@ -191,6 +207,20 @@ ndf_status ndf__interp_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in,
   if (nsp * onsp > 64) return ndf__error(ctx, NDF_ENOTSUP, "%s: a %dx%d matrix is too large", name, nsp, onsp);
   const ndf_array *cr = p->coords;
   const ndf_dtype src_t = p->filtered ? NDF_FLOAT64 : in->dtype;
+  for (int d = 0; d < nsp; d++) {
+    pshape[d] = in->shape[nb + d] + 2 * p->npad;
+    pvol *= pshape[d];
+  }
+  /* 32-bit index arithmetic (IDX32) where every output index and every element offset of the output,
+   * the source (the input, or the coefficients of every image) and the coordinates fits int32 */
+  int64_t coeffs = -1;
+  if (!ndf__mul(pvol, nbatch, &coeffs)) coeffs = -1;
+  int64_t nrec = 0; /* zoom and shift: records of the per-axis tables (ndf_interp_ztab) */
+  for (int d = 0; d < onsp; d++) nrec += out->shape[nb + d];
+  const int idx32 = total <= INT32_MAX && reach(out->ndim, out->shape, out->strides) <= INT32_MAX &&
+                    (p->kind != NDF__XF_ZOOMSHIFT || nrec <= INT32_MAX / (p->order + 1)) &&
+                    (p->filtered ? coeffs >= 0 && coeffs <= INT32_MAX : reach(in->ndim, in->shape, in->strides) <= INT32_MAX) &&
+                    (!cr || reach(cr->ndim, cr->shape, cr->strides) <= INT32_MAX);
 
   /* Every kernel first. */
   CUfunction f_load = NULL, f_eval;
@@ -212,20 +242,16 @@ ndf_status ndf__interp_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in,
   CUfunction f_ztab = NULL;
   if ((s = get(ctx, name, ztab ? "ndf_interp_zoom" : "ndf_interp_eval", ctype(src_t), ctype(out->dtype),
                cr ? ctype(cr->dtype) : "double", nsp, p->order, (int)p->mode, (int)p->kind, 0,
-               ndf__dtype_is_float(out->dtype), &f_eval)) != NDF_OK)
+               ndf__dtype_is_float(out->dtype), idx32, &f_eval)) != NDF_OK)
     return s;
   if (ztab && (s = get(ctx, name, "ndf_interp_ztab", ctype(src_t), ctype(out->dtype), "double", nsp, p->order,
-                       (int)p->mode, (int)p->kind, 0, ndf__dtype_is_float(out->dtype), &f_ztab)) != NDF_OK)
+                       (int)p->mode, (int)p->kind, 0, ndf__dtype_is_float(out->dtype), idx32, &f_ztab)) != NDF_OK)
     return s;
 
   CUdeviceptr buf = 0, tab = 0;
   if (p->filtered) {
-    for (int d = 0; d < nsp; d++) {
-      pshape[d] = in->shape[nb + d] + 2 * p->npad;
-      pvol *= pshape[d];
-    }
     int64_t bytes = -1;
-    if (!ndf__mul(pvol, nbatch, &bytes) || !ndf__mul(bytes, 8, &bytes)) bytes = -1;
+    if (coeffs < 0 || !ndf__mul(coeffs, 8, &bytes)) bytes = -1;
     if (bytes < 0) return ndf__error(ctx, NDF_ENOMEM, "%s: the spline coefficients overflow", name);
     if ((s = ndf__scratch_alloc(ctx, (size_t)bytes, &buf)) != NDF_OK) return s;
     s = launch_load(ctx, name, f_load, in, nb, p->npad, p->mode == NDF_INTERP_GRID_CONSTANT,
@@ -272,14 +298,15 @@ ndf_status ndf__interp_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in,
       e.offset[d] = p->offset[d];
     }
     memcpy(e.matrix, p->matrix, sizeof(double) * (size_t)(nsp * onsp));
-    e.idx32 = total <= (int64_t)UINT32_MAX;
     if (ztab) {
-      /* one record of 3 + 2 order words per output coordinate of every spatial axis */
+      /* a record per output coordinate of every spatial axis: order + 1 weights (double) and offsets
+       * (int32 or int64), and an int32 head */
       for (int d = 0; d < nsp; d++) {
         e.taxis[d] = e.tnrec;
         e.tnrec += out->shape[nb + d];
       }
-      s = ndf__scratch_alloc(ctx, (size_t)(e.tnrec > 0 ? e.tnrec : 1) * (size_t)(3 + 2 * p->order) * 8, &tab);
+      const size_t rec = (size_t)(p->order + 1) * (8 + (idx32 ? 4 : 8)) + 4;
+      s = ndf__scratch_alloc(ctx, (size_t)(e.tnrec > 0 ? e.tnrec : 1) * rec, &tab);
       e.tab = e.tabw = tab;
       if (s == NDF_OK)
         s = ndf__interp_eval_launch(ctx, name, f_ztab, ndf__grid(ctx, (e.tnrec + 255) / 256, 32), 256, 1, 0, &e);
