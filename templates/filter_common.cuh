@@ -38,3 +38,17 @@ template <int CVT, typename TO> __device__ __forceinline__ TO ndf_filter_cvt(dou
   }
   return (TO)v;
 }
+
+// Line r's first input and output elements: r split over the axes other than
+// the pass's (p.nother of them, the last fastest), through their strides.
+template <typename P>
+__device__ __forceinline__ void ndf_line_offsets(const P &p, ndf_i64 r, ndf_i64 &ib, ndf_i64 &ob) {
+  ib = 0;
+  ob = 0;
+  for (int d = p.nother - 1; d >= 0; d--) {
+    const ndf_i64 q = r / p.oshape[d], x = r - q * p.oshape[d];
+    r = q;
+    ib += x * p.oistr[d];
+    ob += x * p.oostr[d];
+  }
+}

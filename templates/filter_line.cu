@@ -65,13 +65,8 @@ extern "C" __global__ void __launch_bounds__(128) ndf_filter_line(const ndf_flin
     const int scnt = (int)(p.n - x0 < p.S ? p.n - x0 : p.S);
     const int E = scnt + NTAP - 1;
     if (t < ncols) {
-      ndf_i64 r = l0 + t, ib = 0, ob = 0;
-      for (int d = p.nother - 1; d >= 0; d--) {
-        const ndf_i64 q = r / p.oshape[d], x = r - q * p.oshape[d];
-        r = q;
-        ib += x * p.oistr[d];
-        ob += x * p.oostr[d];
-      }
+      ndf_i64 ib, ob;
+      ndf_line_offsets(p, l0 + t, ib, ob);
       ibase[t] = ib;
       obase[t] = ob;
     }

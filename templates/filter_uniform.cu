@@ -62,13 +62,8 @@ NDF_PARAMS(ndf_funi_params)
 extern "C" __global__ void __launch_bounds__(128) ndf_filter_uniform(const ndf_funi_params p) {
   for (ndf_i64 line = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; line < p.nlines;
        line += (ndf_i64)gridDim.x * blockDim.x) {
-    ndf_i64 r = line, ib = 0, ob = 0;
-    for (int d = p.nother - 1; d >= 0; d--) {
-      const ndf_i64 q = r / p.oshape[d], x = r - q * p.oshape[d];
-      r = q;
-      ib += x * p.oistr[d];
-      ob += x * p.oostr[d];
-    }
+    ndf_i64 ib, ob;
+    ndf_line_offsets(p, line, ib, ob);
     const TI *in = p.in + ib;
 #define VAL(x) (ndf_map((x), p.n, MODE) < 0 ? p.cval : (double)__ldg(in + ndf_map((x), p.n, MODE) * p.istr))
     const double K = (double)p.K;
@@ -115,13 +110,8 @@ extern "C" __global__ void __launch_bounds__(32) ndf_filter_uniform_tile(const n
     const ndf_i64 l0 = lt * C;
     const int ncols = (int)(p.nlines - l0 < C ? p.nlines - l0 : C);
     if (t < ncols) {
-      ndf_i64 r = l0 + t, ib = 0, ob = 0;
-      for (int d = p.nother - 1; d >= 0; d--) {
-        const ndf_i64 q = r / p.oshape[d], x = r - q * p.oshape[d];
-        r = q;
-        ib += x * p.oistr[d];
-        ob += x * p.oostr[d];
-      }
+      ndf_i64 ib, ob;
+      ndf_line_offsets(p, l0 + t, ib, ob);
       ibase[t] = ib;
       obase[t] = ob;
     }
@@ -260,6 +250,17 @@ template <> __device__ __forceinline__ void ndf_funi_raw_of<float>(float v, int 
 }
 // Samples are scanned unless TI is an integer type of at most 32 bits.
 #define SCAN (sizeof(TI) == 8 || (TI)0.5 != (TI)0)
+// The exponents every line of a call shares: cval's in constant mode, and a
+// bound over every integer sample when the samples are not scanned.
+__device__ __forceinline__ void ndf_funi_shared_exps(const ndf_funi_params &p, int &qc, int &mc) {
+  qc = 1 << 20;
+  mc = -(1 << 20);
+  if (MODE == NDF_CONSTANT) ndf_funi_exps(p.cval, qc, mc);
+  if (!SCAN) {
+    qc = min(qc, 0);
+    mc = max(mc, 32);
+  }
+}
 // Whether a line of raw keys kmin, emax, with cval's exponents qc, mc (or
 // the bound over unscanned integers) and L = ceil(log2(K + 1)), has an exact
 // running sum.
@@ -282,14 +283,8 @@ extern "C" __global__ void __launch_bounds__(256) ndf_filter_uniform_exact(const
   TO *sout = (TO *)(ndf_funi_smem + 3 * C + ((ndf_i64)C * P * sizeof(TI) + 7) / 8); // LAST 1
   const double Kd = (double)p.K;
   const int L = 64 - __clzll(p.K); // ceil(log2(K + 1))
-  // The exponents every line shares: cval's in constant mode, and a bound
-  // over all integer samples when they are not scanned.
-  int qc = 1 << 20, mc = -(1 << 20);
-  if (MODE == NDF_CONSTANT) ndf_funi_exps(p.cval, qc, mc);
-  if (!SCAN) {
-    qc = min(qc, 0);
-    mc = max(mc, 32);
-  }
+  int qc, mc;
+  ndf_funi_shared_exps(p, qc, mc);
   // Segments: G outputs, nseg a line, C * nseg about T.
   const int G = max(1, (int)(((ndf_i64)n * C + T - 1) / T)), nseg = (n + G - 1) / G;
 #if LAST
@@ -301,13 +296,8 @@ extern "C" __global__ void __launch_bounds__(256) ndf_filter_uniform_exact(const
     const ndf_i64 l0 = lt * C;
     const int ncols = (int)(p.nlines - l0 < C ? p.nlines - l0 : C);
     if (t < ncols) {
-      ndf_i64 r = l0 + t, ib = 0, ob = 0;
-      for (int d = p.nother - 1; d >= 0; d--) {
-        const ndf_i64 q = r / p.oshape[d], x = r - q * p.oshape[d];
-        r = q;
-        ib += x * p.oistr[d];
-        ob += x * p.oostr[d];
-      }
+      ndf_i64 ib, ob;
+      ndf_line_offsets(p, l0 + t, ib, ob);
       ibase[t] = ib;
       obase[t] = ob;
       kmin[t] = 1 << 20;
@@ -515,12 +505,8 @@ extern "C" __global__ void __launch_bounds__(256) ndf_filter_uniform_stream(cons
   __shared__ int kmin[256], emax[256];
   const int T = blockDim.x, t = threadIdx.x, C = p.C, lc = __ffs(C) - 1, n = (int)p.n;
   const int L = 64 - __clzll(p.K);
-  int qc = 1 << 20, mc = -(1 << 20);
-  if (MODE == NDF_CONSTANT) ndf_funi_exps(p.cval, qc, mc);
-  if (!SCAN) {
-    qc = min(qc, 0);
-    mc = max(mc, 32);
-  }
+  int qc, mc;
+  ndf_funi_shared_exps(p, qc, mc);
   const int G = max(1, (int)(((ndf_i64)n * C + T - 1) / T)), nseg = (n + G - 1) / G;
   const int c = t & (C - 1), seg = t >> lc;
   const ndf_i64 ntiles = (p.nlines + C - 1) / C;
@@ -528,13 +514,8 @@ extern "C" __global__ void __launch_bounds__(256) ndf_filter_uniform_stream(cons
     const ndf_i64 l0 = lt * C;
     const int ncols = (int)(p.nlines - l0 < C ? p.nlines - l0 : C);
     if (t < ncols) {
-      ndf_i64 r = l0 + t, ib = 0, ob = 0;
-      for (int d = p.nother - 1; d >= 0; d--) {
-        const ndf_i64 q = r / p.oshape[d], x = r - q * p.oshape[d];
-        r = q;
-        ib += x * p.oistr[d];
-        ob += x * p.oostr[d];
-      }
+      ndf_i64 ib, ob;
+      ndf_line_offsets(p, l0 + t, ib, ob);
       ibase[t] = ib;
       obase[t] = ob;
       kmin[t] = 1 << 20;

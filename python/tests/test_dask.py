@@ -3,6 +3,8 @@ random chunkings: chunks smaller than the element, single-voxel chunks, uneven l
 dask is not installed; the graphs run on the synchronous scheduler, one test on a LocalCluster of processes
 (skipped without distributed), the CuPy test where CuPy has a device."""
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -321,6 +323,7 @@ def test_gpu_cluster_fallback(monkeypatch, tmp_path):
     # distributed's NVML monitor is off, as it would look for the pretend GPUs on a machine with real ones
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
     monkeypatch.setenv("DASK_DISTRIBUTED__DIAGNOSTICS__NVML", "False")
+    monkeypatch.setitem(sys.modules, "dask_cuda", None)  # the nanny path, also where dask_cuda is installed
     cache = str(tmp_path / "kernels")
     with dask.config.set({"distributed.diagnostics.nvml": False}), nd.gpu_cluster(cache_dir=cache) as cluster, \
             distributed.Client(cluster) as client:
