@@ -595,7 +595,7 @@ __device__ __forceinline__ void ndf_ip_image(const ndf_interp_eval_params &p, nd
     const ndf_ip_u e = (ndf_ip_u)p.oshape[d], q = r / e;
     const ndf_ix x = (ndf_ix)(r - q * e);
     ob += x * (ndf_ix)p.ostr[d];
-    ib += x * (ndf_ix)p.istr[d];
+    if (!p.filtered) ib += x * (ndf_ix)p.istr[d]; // with coefficients, IDX32 bounds them, not the input
     r = q;
   }
   src = p.filtered ? (const S *)p.src + img * (ndf_ix)p.svol : (const S *)p.src + ib;

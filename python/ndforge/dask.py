@@ -67,6 +67,7 @@ array whose computed value equals the ``ndforge.ndimage`` / ``ndforge.topology``
 """
 
 import builtins
+import contextlib
 import functools
 import itertools
 import operator
@@ -1874,6 +1875,22 @@ def _visible_gpus():
         return []
 
 
+@contextlib.contextmanager
+def _environ(env):
+    """os.environ with env's variables set, restored on exit."""
+    import os
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def gpu_cluster(n_workers=None, *, threads_per_worker=1, cache_dir=None, cpu_fallback=False, **kwargs):
     """A local Dask cluster with one worker process per visible GPU, sharing one kernel cache directory
     (``cache_dir``, else this process's ``NDF_CACHE_DIR``, else the library's default directory, which every
@@ -1908,8 +1925,12 @@ def gpu_cluster(n_workers=None, *, threads_per_worker=1, cache_dir=None, cpu_fal
     except ImportError:
         LocalCUDACluster = None
     if LocalCUDACluster is not None:
-        return LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(gpus), threads_per_worker=threads_per_worker,
-                                env=env, **kwargs)
+        # dask_cuda sets each worker's env to its own CUDA_VISIBLE_DEVICES; a nanny adds the
+        # distributed.nanny.environ config, where this process's own variables take precedence, so both
+        # are set while the cluster starts its nannies (and restored after)
+        with dask.config.set({"distributed.nanny.environ": env}), _environ(env):
+            return LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(gpus), threads_per_worker=threads_per_worker,
+                                    **kwargs)
     workers = {"gpu-%s" % g: dict(cls=distributed.Nanny, options=dict(nthreads=threads_per_worker,
                                                                      env=dict(env, CUDA_VISIBLE_DEVICES=g)))
                for g in gpus}
