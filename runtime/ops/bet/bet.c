@@ -102,11 +102,12 @@ ndf_status ndf__bet_mesh_build(ndf_ctx *ctx, const char *name, ndf__bet_mesh *m)
     s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
     goto done;
   }
-  /* The icosahedron: the cyclic permutations of (0, +-1, +-phi); its faces are the triples of vertices at
-   * mutual distance 2, oriented counter-clockwise seen from outside. */
+  /* The icosahedron as bet2 places it: the cyclic permutations of (0, +-phi, +-1) (bet2's (0, +-tau, +-one)
+   * and its rotations; the mirror image, (0, +-1, +-phi), tessellates the sphere along other lines); its
+   * faces are the triples of vertices at mutual distance 2, oriented counter-clockwise seen from outside. */
   const double phi = (1.0 + sqrt(5.0)) / 2.0;
   for (int i = 0; i < 12; i++) {
-    const double v[3] = {0.0, (i & 1) ? -1.0 : 1.0, (i & 2) ? -phi : phi};
+    const double v[3] = {0.0, (i & 1) ? -phi : phi, (i & 2) ? -1.0 : 1.0};
     const int r = i / 4;
     for (int d = 0; d < 3; d++) unit[3 * i + d] = v[(d + 3 - r) % 3];
   }
