@@ -2018,7 +2018,7 @@ NDF_API void ndf_skull_strip_options_init(ndf_skull_strip_options *opt);
  *   5. output: 1 for the voxels whose centres lie inside the surface, else 0
  *      (parity of the crossings along axis 2).
  * input: 3-D, any numeric dtype except int64, finite values; spacing: 3 values
- * > 0 (mm per voxel along each axis; NULL: 1 mm).  output: bool or uint8, the
+ * >= 0.001 (mm per voxel along each axis; NULL: 1 mm).  output: bool or uint8, the
  * input's shape and device.  A CUDA input runs on the device (the statistics
  * of steps 1-2 as device histograms and ordered sums, a pass of step 3 in one
  * launch, the mask filled from the crossings the host computes); both

@@ -5,15 +5,21 @@
 //
 //   bet_vertex_update  one vertex's new position from the old surface: the
 //                      tangential smoothing, the curvature-weighted normal
-//                      smoothing and the intensity term
+//                      smoothing and the intensity term (nearest-voxel
+//                      samples, bet_voxel), with bet2's mean edge length
+//                      (bet_mean_edge_term, bet_mean_edge_due) and rerun
+//                      smoothing (bet_increase)
 //   bet_tri_hit        where a column of voxels (parallel to axis 2) crosses a
 //                      triangle, for the voxelization by parity
+//   bet_hist_bin, bet_key, bet_row_sums, bet_plane_sums, bet_tm_member
+//                      the statistics that place the initial sphere, as
+//                      histograms and sums in a fixed order
 //
 // Every product and sum goes through BET_MUL / BET_ADD / BET_SUB, which the
 // compilers never fuse into FMAs (__dmul_rn and friends on the device; the
 // including C file is compiled with -ffp-contract=off), and the only other
-// operations are division, sqrt, floor and ldexp, which IEEE 754 rounds the
-// same way on both sides.  The exponential is written out here for the same
+// operations are division, sqrt, floor, truncating conversions and ldexp,
+// which round the same way on both sides.  The exponential is written out here for the same
 // reason (the device's exp and the C library's may differ in the last bit).
 #pragma once
 
@@ -72,8 +78,7 @@ BET_FN double bet_exp(double x) {
 
 // The image is held as float in bricks of 4x4x4 voxels (256 bytes), the
 // bricks in C order over the extents rounded up to multiples of 4, the
-// padding 0: a trilinear sample touches few cache lines, and the samples
-// along a normal share most of them.
+// padding 0: the samples along a normal share most of their cache lines.
 BET_FN bet_i64 bet_index(const bet_i64 *shape, bet_i64 a, bet_i64 b, bet_i64 e) {
   const bet_i64 nb1 = (shape[1] + 3) >> 2, nb2 = (shape[2] + 3) >> 2;
   return ((((a >> 2) * nb1 + (b >> 2)) * nb2 + (e >> 2)) << 6) + ((a & 3) << 4) + ((b & 3) << 2) + (e & 3);

@@ -318,6 +318,8 @@ static void test_contract(void **state) {
   EXPECT_FAIL(ndf_skull_strip(ctx, &in.arr, sp, &out.arr, &o), NDF_EINVAL, "iterations");
   ndf_skull_strip_options_init(&o);
   EXPECT_FAIL(ndf_skull_strip(ctx, &in.arr, bad_sp, &out.arr, &o), NDF_EINVAL, "spacing[1]");
+  const double tiny_sp[3] = {1.0, 1.0, 1e-17}; /* would sample a 7 mm normal 7e17 times */
+  EXPECT_FAIL(ndf_skull_strip(ctx, &in.arr, tiny_sp, &out.arr, &o), NDF_EINVAL, "spacing[2]");
   EXPECT_FAIL(ndf_skull_strip(ctx, &in.arr, sp, &out.arr, NULL), NDF_EINVAL, "opt");
   EXPECT_FAIL(ndf_skull_strip(ctx, &i64.arr, sp, &out.arr, &o), NDF_EINVAL, "int64");
   EXPECT_FAIL(ndf_skull_strip(ctx, &in2d.arr, sp, &out.arr, &o), NDF_EINVAL, "3-D");

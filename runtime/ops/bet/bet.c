@@ -617,8 +617,10 @@ static ndf_status check_call(ndf_ctx *ctx, const char *name, const ndf_array *in
   if (ndf__arrays_overlap(in, out)) return ndf__argerror(ctx, name, "output", "overlaps the input");
   if (spacing)
     for (int d = 0; d < 3; d++)
-      if (!(spacing[d] > 0) || !isfinite(spacing[d]))
-        return ndf__argerror(ctx, name, "spacing", "spacing[%d]=%g (each must be > 0 and finite)", d, spacing[d]);
+      /* the surface samples every min(spacing, 1) mm along its normals: a floor bounds that work */
+      if (!(spacing[d] >= 1e-3) || !isfinite(spacing[d]))
+        return ndf__argerror(ctx, name, "spacing", "spacing[%d]=%g (each must be at least 0.001 mm and finite)", d,
+                             spacing[d]);
   const double f = opt->fractional_intensity_threshold, g = opt->vertical_gradient;
   if (!(f >= 0 && f <= 1))
     return ndf__argerror(ctx, name, "fractional_intensity_threshold", "%g is outside [0, 1]", f);
