@@ -959,10 +959,15 @@ def _thresholds(x, thresholds, range):
         probe = np.zeros((1, 2), x.dtype)
         return _topo.ecc(probe, int(thresholds), range=range, return_thresholds=True)[1]
 
-    def th(lo, hi):
-        probe = np.array([[_host(lo), _host(hi)]], x.dtype)  # CuPy chunks reduce to device scalars
-        return _topo.ecc(probe, int(thresholds), return_thresholds=True)[1]
-    return dask.delayed(th, pure=True)(x.min(), x.max())
+    # a module-level function of plain arguments: tokenizing a closure over x would pickle x's graph,
+    # the whole input array included
+    return dask.delayed(_thresholds_of, pure=True)(x.min(), x.max(), x.dtype, int(thresholds))
+
+
+def _thresholds_of(lo, hi, dtype, count):
+    """The count thresholds over [lo, hi] (the array's min and max), as the single call spreads them."""
+    probe = np.array([[_host(lo), _host(hi)]], dtype)  # CuPy chunks reduce to device scalars
+    return _topo.ecc(probe, count, return_thresholds=True)[1]
 
 
 def _owned_sum(curve, construction):
