@@ -484,14 +484,24 @@ def _first_flats(lab, start, shape, sort=None):
     return g
 
 
-def _face(lab, a, i):
-    return _host(_xp(lab).ascontiguousarray(lab[(slice(None),) * a + (slice(i, i + 1),)]))
+def _faces(lab):
+    """The chunk's faces on the host, (first, last) per axis.  A device block sends them in one copy (one
+    wait for the stream instead of one per face)."""
+    sl = [lab[(slice(None),) * a + (slice(i, i + 1),)] for a in range(lab.ndim) for i in (0, lab.shape[a] - 1)]
+    xp = _xp(lab)
+    if xp is np:
+        flat = [np.ascontiguousarray(f) for f in sl]
+    else:
+        buf = _host(xp.concatenate([f.ravel() for f in sl]))
+        ends = np.cumsum([0] + [f.size for f in sl])
+        flat = [buf[ends[k]:ends[k + 1]].reshape(f.shape) for k, f in enumerate(sl)]
+    return [(flat[2 * a], flat[2 * a + 1]) for a in range(lab.ndim)]
 
 
 def _block_info(start, shape, lab):
     """What the merge needs of one chunk's labels: their count, their first voxels (where the block lives)
     and the chunk's faces (on the host)."""
-    faces = [(_face(lab, a, 0), _face(lab, a, lab.shape[a] - 1)) for a in range(lab.ndim)]
+    faces = _faces(lab)
     first = _first_flats(lab, start, shape)
     return dict(n=int(first.shape[0]), first=first, faces=faces)
 
