@@ -22,10 +22,10 @@ a fresh process; before the timed call it runs the same call once on a volume of
 
 --repeat N times the call N times in the case's process (the first is the table's seconds; the best of N gets
 its own column): the later calls find every worker thread's library context, kernels and memory pool made.
---profile N prints, after the table, the N functions of the first timed call with the most time of their own
-(cProfile of the calling thread: with the threads scheduler that is the graph's construction and the
-scheduling only, so use --scheduler synchronous to see the chunks' tasks; on CUDA a function's time includes
-its waits for the device).
+--profile N prints, after the table, the N functions of the first timed call with the most time of their own,
+from cProfile: the calling thread (the graph's construction, the scheduling, and with --scheduler synchronous
+the tasks) and, with the threads scheduler, the worker threads together (their idle waits for tasks
+included); on CUDA a function's time includes its waits for the device.
 
 Prints a Markdown table: op, case, seconds, overhead vs single, host peak RSS (GiB, the process's
 high-water mark, input included), with --device cuda the GPU memory high-water mark above the
@@ -155,8 +155,41 @@ def call(op, case, v, chunk):
     return None
 
 
+class ThreadProfiles:
+    """cProfile in every thread that makes a call while ``on`` (threads started after this object too)."""
+
+    def __init__(self):
+        self.on = False
+        self.profiles = []
+        self.local = threading.local()
+        self.lock = threading.Lock()
+        threading.setprofile(self.hook)
+
+    def hook(self, frame, event, arg):
+        if not self.on or getattr(self.local, "p", None) is not None:
+            return
+        p = self.local.p = cProfile.Profile()
+        with self.lock:
+            self.profiles.append(p)
+        p.enable()  # replaces this hook in this thread
+
+    def stats(self, stream):
+        """The profiles so far, merged (without stopping the threads' profilers)."""
+        class Snap:
+            def __init__(self, p):
+                p.snapshot_stats()
+                self.stats = p.stats
+
+            def create_stats(self):
+                pass
+        with self.lock:
+            snaps = [Snap(p) for p in self.profiles]
+        return pstats.Stats(*snaps, stream=stream) if snaps else None
+
+
 def run_case(op, case, n, chunk, scheduler, device, repeat=1, profile=0):
     import dask
+    workers = ThreadProfiles() if profile and scheduler == "threads" else None
     dask.config.set(scheduler=scheduler)
     if case == "dask-image-numpy":  # the NumPy copy of the volume: on the host throughout
         device = "cpu"
@@ -177,6 +210,8 @@ def run_case(op, case, n, chunk, scheduler, device, repeat=1, profile=0):
         sampler.__enter__()
     prof = cProfile.Profile() if profile else None
     if prof is not None:
+        if workers is not None:
+            workers.on = True
         prof.enable()
     t0 = time.perf_counter()
     r = call(op, case, v, chunk)
@@ -184,6 +219,13 @@ def run_case(op, case, n, chunk, scheduler, device, repeat=1, profile=0):
     t = time.perf_counter() - t0
     if prof is not None:
         prof.disable()
+        if workers is not None:
+            workers.on = False
+            text = io.StringIO()
+            st = workers.stats(text)
+            if st is not None:
+                st.sort_stats("tottime").print_stats(profile)
+            worker_text = text.getvalue()
     if sampler is not None:
         sampler.__exit__()
     out = dict(seconds=t, rss_gib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20,
@@ -199,7 +241,9 @@ def run_case(op, case, n, chunk, scheduler, device, repeat=1, profile=0):
     if prof is not None:
         text = io.StringIO()
         pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(profile)
-        out["profile"] = text.getvalue()
+        out["profile"] = "calling thread:\n" + text.getvalue().strip("\n")
+        if workers is not None:
+            out["profile"] += "\n\nworker threads:\n" + worker_text.strip("\n")
     if sampler is not None:
         out["gpu_gib"] = (sampler.peak - sampler.base) / 2 ** 30
         out["pool_gib"] = sampler.pool_peak / 2 ** 30
