@@ -272,7 +272,7 @@ def _whole(fn, x, batch_dims=0, dtype=None, name="ndforge-whole"):
     """fn on chunks that hold whole images (spatial axes in one chunk), rechunked back to x's chunks."""
     x = _as_dask(x)
     y = x.rechunk({a: -1 for a in range(batch_dims, x.ndim)})
-    r = y.map_blocks(fn, dtype=dtype or x.dtype, name=name, meta=_meta(x._meta, dtype or x.dtype))
+    r = y.map_blocks(fn, dtype=dtype or x.dtype, token=name, meta=_meta(x._meta, dtype or x.dtype))
     return r.rechunk(x.chunks)
 
 

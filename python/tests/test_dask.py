@@ -185,6 +185,10 @@ def test_batches():
     imgs = RNG.integers(0, 9, (5, 7, 6)).astype(np.int16)
     x = da.from_array(imgs, chunks=(2, 7, 6))
     same(nd.map_batches(ndi.grey_closing, x, 1, size=3), ndi.grey_closing(imgs, size=3, batch_dims=1))
+    # two whole-image results of one input in one graph keep their own keys
+    r1, r2 = dask.compute(nd.map_batches(ndi.grey_closing, x, 1, size=3), nd.map_batches(ndi.grey_opening, x, 1, size=3))
+    same(r1, ndi.grey_closing(imgs, size=3, batch_dims=1))
+    same(r2, ndi.grey_opening(imgs, size=3, batch_dims=1))
     a = RNG.random((7, 12))
     b = RNG.random((7, 12))
     a /= a.sum(1, keepdims=True)
