@@ -9,7 +9,9 @@ The volume is uint8 noise (a seeded NumPy generator); label and EDT take its bin
 ``v > 20``, grey opening a 3^3 cube, ECC 64 thresholds, zoom a factor 0.5 at order 1.  Each case runs in
 a fresh process; before the timed call it runs the same call once on a volume of 1.5 chunks per axis
 (kernels compiled, caches warm).  The time is the op plus the compute into one array (NumPy, or CuPy with
---device cuda, synchronized), the input already in memory (on the GPU with --device cuda).  Cases:
+--device cuda, synchronized), the input already in memory (on the GPU with --device cuda) and, for the
+Dask cases, already a dask array (da.from_array; a CuPy volume under a unique name, as dask would otherwise
+name it by pickling it).  Cases:
 
   single      ndforge.ndimage / ndforge.topology on the whole array
   ndforge     ndforge.dask on the chunked array
@@ -124,9 +126,20 @@ class GpuSampler:
         self.peak = max(self.peak, self.used())
 
 
-def call(op, case, v, chunk):
-    """The op of one case on volume v (chunked by chunk for the dask cases); the result computed."""
+def wrap(case, v, chunk):
+    """The input of a case: v, or for the dask cases v as a dask array of chunks of chunk (not timed).  A
+    device array gets a unique name: dask would name it by a token of its contents, which for a CuPy array
+    means pickling it (a copy to the host and back, twice)."""
     import dask.array as da
+    if case == "single":
+        return v
+    if case == "dask-image-numpy":
+        return da.from_array(v, chunks=chunk)
+    return da.from_array(v, chunks=chunk, asarray=False, name=None if isinstance(v, np.ndarray) else False)
+
+
+def call(op, case, v, chunk):
+    """The op of one case on its input v (``wrap``); the result computed."""
     import ndforge.ndimage as ndi
     import ndforge.topology as topo
     import ndforge.dask as nd
@@ -134,15 +147,13 @@ def call(op, case, v, chunk):
         return {"edt": lambda: ndi.distance_transform_edt(v), "label": lambda: ndi.label(v)[0],
                 "opening": lambda: ndi.grey_opening(v, size=3), "ecc": lambda: topo.ecc(v, 64),
                 "zoom": lambda: ndi.zoom(v, 0.5, order=1)}[op]()
-    x = da.from_array(v, chunks=chunk, asarray=False)
+    x = v
     if case == "ndforge":
         return {"edt": lambda: nd.distance_transform_edt(x), "label": lambda: nd.label(x)[0],
                 "opening": lambda: nd.grey_opening(x, size=3), "ecc": lambda: nd.ecc(x, 64),
                 "zoom": lambda: nd.zoom(x, 0.5, order=1)}[op]().compute()
     import dask_image.ndfilters as dif
     import dask_image.ndmeasure as dim
-    if case == "dask-image-numpy":
-        x = da.from_array(v, chunks=chunk)
     if op == "label":
         return dim.label(x)[0].compute()
     if op == "opening":
@@ -200,10 +211,10 @@ def run_case(op, case, n, chunk, scheduler, device, repeat=1, profile=0):
         import cupy
         sync = cupy.cuda.Device().synchronize
     warm = inputs(op, volume((min(n, chunk + chunk // 2),) * 3, device, seed=1))
-    call(op, case, warm, chunk)
+    call(op, case, wrap(case, warm, chunk), chunk)
     sync()
     del warm
-    v = inputs(op, volume((n, n, n), device))
+    v = wrap(case, inputs(op, volume((n, n, n), device)), chunk)
     sync()
     sampler = GpuSampler() if device == "cuda" else None
     if sampler is not None:

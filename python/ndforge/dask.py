@@ -96,7 +96,12 @@ __all__ = [
 # --- arrays ------------------------------------------------------------------------
 
 def _as_dask(x):
-    return x if isinstance(x, da.Array) else da.from_array(x, chunks=x.shape)
+    """x as a dask array (an array: one chunk).  Dask names an array by a token of its contents: NumPy's bytes
+    are hashed, but a CuPy array would be pickled (copied to the host and back, twice), so a device array gets
+    a unique name instead."""
+    if isinstance(x, da.Array):
+        return x
+    return da.from_array(x, chunks=x.shape, name=None if isinstance(x, np.ndarray) else False)
 
 
 def _host(a):
