@@ -103,7 +103,7 @@ class GpuSampler:
         self.peak = self.base
         self.pool_peak = cupy.get_default_memory_pool().total_bytes()
         self.stop = threading.Event()
-        self.t = threading.Thread(target=self.run, daemon=True)
+        self.t = threading.Thread(target=self.run, daemon=True, name="gpu-sampler")
 
     def used(self):
         free, total = self.cupy.cuda.runtime.memGetInfo()
@@ -178,6 +178,9 @@ class ThreadProfiles:
 
     def hook(self, frame, event, arg):
         if not self.on or getattr(self.local, "p", None) is not None:
+            return
+        if threading.current_thread().name == "gpu-sampler":
+            self.local.p = False  # the memory sampler's thread is not profiled
             return
         p = self.local.p = cProfile.Profile()
         with self.lock:
