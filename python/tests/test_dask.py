@@ -232,6 +232,13 @@ def test_cupy_chunks():
         np.testing.assert_array_equal(cp.asnumpy(nd.ecc(x, 12).compute()), topo.ecc(IMG2, 12))
         np.testing.assert_array_equal(cp.asnumpy(nd.distance_transform_edt(b).compute()),
                                       ndi.distance_transform_edt(BIN2))
+        th = topo.ecc(IMG2, 12, return_thresholds=True)[1]
+        f = da.from_array(cp.asarray(IMG2.astype(np.float64)), chunks=ch, asarray=False)
+        np.testing.assert_allclose(cp.asnumpy(nd.soft_ecc(f, th, 3.0).compute()),
+                                   topo.soft_ecc(IMG2.astype(np.float64), th, 3.0), rtol=1e-9, atol=1e-9)
+    # a CuPy array given directly: one chunk, under a unique name
+    np.testing.assert_array_equal(cp.asnumpy(nd.grey_opening(cp.asarray(IMG2), size=3).compute()),
+                                  ndi.grey_opening(IMG2, size=3))
 
 
 LINEAR = [("correlate", (np.arange(6.0).reshape(2, 3),), dict(origin=(0, 1))),
