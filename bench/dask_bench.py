@@ -3,13 +3,15 @@
 
     python3 bench/dask_bench.py [--size 1024] [--chunk 256] [--ops edt,label,opening,ecc,zoom]
                                 [--scheduler threads|processes|synchronous] [--device cpu|cuda]
-                                [--case-timeout 120]
+                                [--case-timeout 120] [--repeat N] [--profile N]
 
 The volume is uint8 noise (a seeded NumPy generator); label and EDT take its binary mask ``v > 200`` and
 ``v > 20``, grey opening a 3^3 cube, ECC 64 thresholds, zoom a factor 0.5 at order 1.  Each case runs in
 a fresh process; before the timed call it runs the same call once on a volume of 1.5 chunks per axis
 (kernels compiled, caches warm).  The time is the op plus the compute into one array (NumPy, or CuPy with
---device cuda, synchronized), the input already in memory (on the GPU with --device cuda).  Cases:
+--device cuda, synchronized), the input already in memory (on the GPU with --device cuda) and, for the
+Dask cases, already a dask array (da.from_array; a CuPy volume under a unique name, as dask would otherwise
+name it by pickling it).  Cases:
 
   single      ndforge.ndimage / ndforge.topology on the whole array
   ndforge     ndforge.dask on the chunked array
@@ -20,6 +22,13 @@ a fresh process; before the timed call it runs the same call once on a volume of
               its implicit conversion to NumPy: reported as n/a), so it also runs on the NumPy copy of the
               volume with the same chunks (input and result on the host; no GPU columns)
 
+--repeat N times the call N times in the case's process (the first is the table's seconds; the best of N gets
+its own column): the later calls find every worker thread's library context, kernels and memory pool made.
+--profile N prints, after the table, the N functions of the first timed call with the most time of their own,
+from cProfile: the calling thread (the graph's construction, the scheduling, and with --scheduler synchronous
+the tasks) and, with the threads scheduler, the worker threads together (their idle waits for tasks
+included); on CUDA a function's time includes its waits for the device.
+
 Prints a Markdown table: op, case, seconds, overhead vs single, host peak RSS (GiB, the process's
 high-water mark, input included), with --device cuda the GPU memory high-water mark above the
 input (GiB: device memory in use, cudaMemGetInfo sampled every 2 ms during the call, which counts
@@ -29,6 +38,9 @@ sizes, as dask-image numbers them otherwise -- test_dask checks ndforge's number
 """
 
 import argparse
+import cProfile
+import io
+import pstats
 import hashlib
 import json
 import os
@@ -91,7 +103,7 @@ class GpuSampler:
         self.peak = self.base
         self.pool_peak = cupy.get_default_memory_pool().total_bytes()
         self.stop = threading.Event()
-        self.t = threading.Thread(target=self.run, daemon=True)
+        self.t = threading.Thread(target=self.run, daemon=True, name="gpu-sampler")
 
     def used(self):
         free, total = self.cupy.cuda.runtime.memGetInfo()
@@ -114,9 +126,20 @@ class GpuSampler:
         self.peak = max(self.peak, self.used())
 
 
-def call(op, case, v, chunk):
-    """The op of one case on volume v (chunked by chunk for the dask cases); the result computed."""
+def wrap(case, v, chunk):
+    """The input of a case: v, or for the dask cases v as a dask array of chunks of chunk (not timed).  A
+    device array gets a unique name: dask would name it by a token of its contents, which for a CuPy array
+    means pickling it (a copy to the host and back, twice)."""
     import dask.array as da
+    if case == "single":
+        return v
+    if case == "dask-image-numpy":
+        return da.from_array(v, chunks=chunk)
+    return da.from_array(v, chunks=chunk, asarray=False, name=None if isinstance(v, np.ndarray) else False)
+
+
+def call(op, case, v, chunk):
+    """The op of one case on its input v (``wrap``); the result computed."""
     import ndforge.ndimage as ndi
     import ndforge.topology as topo
     import ndforge.dask as nd
@@ -124,15 +147,13 @@ def call(op, case, v, chunk):
         return {"edt": lambda: ndi.distance_transform_edt(v), "label": lambda: ndi.label(v)[0],
                 "opening": lambda: ndi.grey_opening(v, size=3), "ecc": lambda: topo.ecc(v, 64),
                 "zoom": lambda: ndi.zoom(v, 0.5, order=1)}[op]()
-    x = da.from_array(v, chunks=chunk, asarray=False)
+    x = v
     if case == "ndforge":
         return {"edt": lambda: nd.distance_transform_edt(x), "label": lambda: nd.label(x)[0],
                 "opening": lambda: nd.grey_opening(x, size=3), "ecc": lambda: nd.ecc(x, 64),
                 "zoom": lambda: nd.zoom(x, 0.5, order=1)}[op]().compute()
     import dask_image.ndfilters as dif
     import dask_image.ndmeasure as dim
-    if case == "dask-image-numpy":
-        x = da.from_array(v, chunks=chunk)
     if op == "label":
         return dim.label(x)[0].compute()
     if op == "opening":
@@ -145,8 +166,44 @@ def call(op, case, v, chunk):
     return None
 
 
-def run_case(op, case, n, chunk, scheduler, device):
+class ThreadProfiles:
+    """cProfile in every thread that makes a call while ``on`` (threads started after this object too)."""
+
+    def __init__(self):
+        self.on = False
+        self.profiles = []
+        self.local = threading.local()
+        self.lock = threading.Lock()
+        threading.setprofile(self.hook)
+
+    def hook(self, frame, event, arg):
+        if not self.on or getattr(self.local, "p", None) is not None:
+            return
+        if threading.current_thread().name == "gpu-sampler":
+            self.local.p = False  # the memory sampler's thread is not profiled
+            return
+        p = self.local.p = cProfile.Profile()
+        with self.lock:
+            self.profiles.append(p)
+        p.enable()  # replaces this hook in this thread
+
+    def stats(self, stream):
+        """The profiles so far, merged (without stopping the threads' profilers)."""
+        class Snap:
+            def __init__(self, p):
+                p.snapshot_stats()
+                self.stats = p.stats
+
+            def create_stats(self):
+                pass
+        with self.lock:
+            snaps = [Snap(p) for p in self.profiles]
+        return pstats.Stats(*snaps, stream=stream) if snaps else None
+
+
+def run_case(op, case, n, chunk, scheduler, device, repeat=1, profile=0):
     import dask
+    workers = ThreadProfiles() if profile and scheduler == "threads" else None
     dask.config.set(scheduler=scheduler)
     if case == "dask-image-numpy":  # the NumPy copy of the volume: on the host throughout
         device = "cpu"
@@ -157,22 +214,50 @@ def run_case(op, case, n, chunk, scheduler, device):
         import cupy
         sync = cupy.cuda.Device().synchronize
     warm = inputs(op, volume((min(n, chunk + chunk // 2),) * 3, device, seed=1))
-    call(op, case, warm, chunk)
+    call(op, case, wrap(case, warm, chunk), chunk)
     sync()
     del warm
-    v = inputs(op, volume((n, n, n), device))
+    v = wrap(case, inputs(op, volume((n, n, n), device)), chunk)
     sync()
     sampler = GpuSampler() if device == "cuda" else None
     if sampler is not None:
         sampler.__enter__()
+    prof = cProfile.Profile() if profile else None
+    if prof is not None:
+        if workers is not None:
+            workers.on = True
+        prof.enable()
     t0 = time.perf_counter()
     r = call(op, case, v, chunk)
     sync()
     t = time.perf_counter() - t0
+    if prof is not None:
+        prof.disable()
+        if workers is not None:
+            workers.on = False
+            text = io.StringIO()
+            st = workers.stats(text)
+            if st is not None:
+                st.sort_stats("tottime").print_stats(profile)
+            worker_text = text.getvalue()
     if sampler is not None:
         sampler.__exit__()
     out = dict(seconds=t, rss_gib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20,
                digest=None if op == "zoom" and case == "dask-image" else fingerprint(r, op))
+    best = t
+    del r
+    for _ in range(repeat - 1):
+        t0 = time.perf_counter()
+        call(op, case, v, chunk)
+        sync()
+        best = min(best, time.perf_counter() - t0)
+    out["best"] = best
+    if prof is not None:
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(profile)
+        out["profile"] = "calling thread:\n" + text.getvalue().strip("\n")
+        if workers is not None:
+            out["profile"] += "\n\nworker threads:\n" + worker_text.strip("\n")
     if sampler is not None:
         out["gpu_gib"] = (sampler.peak - sampler.base) / 2 ** 30
         out["pool_gib"] = sampler.pool_peak / 2 ** 30
@@ -188,19 +273,23 @@ def main():
     ap.add_argument("--scheduler", default="threads")
     ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     ap.add_argument("--case-timeout", type=float, default=120.0, help="seconds a case may take (then: timeout)")
+    ap.add_argument("--repeat", type=int, default=1, help="timed calls per case (the best of them: a column)")
+    ap.add_argument("--profile", type=int, default=0, help="print the N functions of most own time per case")
     ap.add_argument("--case", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.case:
         op, case = a.case.split(":")
-        print(json.dumps(run_case(op, case, a.size, a.chunk, a.scheduler, a.device)))
+        print(json.dumps(run_case(op, case, a.size, a.chunk, a.scheduler, a.device, a.repeat, a.profile)))
         return
     gpu = a.device == "cuda"
     print("volume %d^3 uint8, chunks %d^3, scheduler %s, device %s, %d CPUs" % (
         a.size, a.chunk, a.scheduler, a.device, os.cpu_count()))
-    print("| op | case | s | x single | host peak RSS GiB |%s equal to single |" % (
-        " GPU peak above input GiB | CuPy pool peak GiB |" if gpu else ""))
-    print("|---|---|---|---|---|%s---|" % ("---|---|" if gpu else ""))
-    empty = " | |" if gpu else ""
+    rep = a.repeat > 1
+    print("| op | case | s |%s x single | host peak RSS GiB |%s equal to single |" % (
+        " s, best of %d |" % a.repeat if rep else "", " GPU peak above input GiB | CuPy pool peak GiB |" if gpu else ""))
+    print("|---|---|---|%s---|---|%s---|" % ("---|" if rep else "", "---|---|" if gpu else ""))
+    empty = (" | |" if gpu else "") + (" |" if rep else "")
+    profiles = []
     for op in a.ops.split(","):
         base = None
         cases = a.cases.split(",")
@@ -208,7 +297,8 @@ def main():
             cases.insert(cases.index("dask-image") + 1, "dask-image-numpy")
         for case in cases:
             cmd = [sys.executable, __file__, "--size", str(a.size), "--chunk", str(a.chunk), "--scheduler",
-                   a.scheduler, "--device", a.device, "--case", "%s:%s" % (op, case)]
+                   a.scheduler, "--device", a.device, "--repeat", str(a.repeat), "--profile", str(a.profile),
+                   "--case", "%s:%s" % (op, case)]
             try:
                 p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.case_timeout)
             except subprocess.TimeoutExpired:
@@ -233,8 +323,13 @@ def main():
             ratio = "" if base is None else "%.2f" % (r["seconds"] / base["seconds"])
             g = (" %.2f | %.2f |" % (r["gpu_gib"], r["pool_gib"]) if "gpu_gib" in r else " - | - |") if gpu else ""
             name = "dask-image, NumPy chunks (host)" if case == "dask-image-numpy" else case
-            print("| %s | %s | %.3f | %s | %.2f |%s %s |" % (op, name, r["seconds"], ratio, r["rss_gib"], g, same),
-                  flush=True)
+            best = " %.3f |" % r["best"] if rep else ""
+            print("| %s | %s | %.3f |%s %s | %.2f |%s %s |" % (op, name, r["seconds"], best, ratio, r["rss_gib"], g,
+                                                              same), flush=True)
+            if r.get("profile"):
+                profiles.append("%s, %s:\n%s" % (op, name, r["profile"].strip("\n")))
+    for text in profiles:
+        print("\n" + text, flush=True)
 
 
 if __name__ == "__main__":

@@ -66,7 +66,6 @@ array whose computed value equals the ``ndforge.ndimage`` / ``ndforge.topology``
   directory for all (docs/dask.md).
 """
 
-import builtins
 import contextlib
 import functools
 import itertools
@@ -77,6 +76,7 @@ import numpy as np
 import dask
 import dask.array as da
 from dask.base import tokenize
+from dask.core import flatten
 from dask.delayed import Delayed
 from dask.highlevelgraph import HighLevelGraph
 
@@ -98,7 +98,12 @@ __all__ = [
 # --- arrays ------------------------------------------------------------------------
 
 def _as_dask(x):
-    return x if isinstance(x, da.Array) else da.from_array(x, chunks=x.shape)
+    """x as a dask array (an array: one chunk).  Dask names an array by a token of its contents: NumPy's bytes
+    are hashed, but a CuPy array would be pickled (copied to the host and back, twice), so a device array gets
+    a unique name instead."""
+    if isinstance(x, da.Array):
+        return x
+    return da.from_array(x, chunks=x.shape, name=None if isinstance(x, np.ndarray) else False)
 
 
 def _host(a):
@@ -274,7 +279,7 @@ def _whole(fn, x, batch_dims=0, dtype=None, name="ndforge-whole"):
     """fn on chunks that hold whole images (spatial axes in one chunk), rechunked back to x's chunks."""
     x = _as_dask(x)
     y = x.rechunk({a: -1 for a in range(batch_dims, x.ndim)})
-    r = y.map_blocks(fn, dtype=dtype or x.dtype, name=name, meta=_meta(x._meta, dtype or x.dtype))
+    r = y.map_blocks(fn, dtype=dtype or x.dtype, token=name, meta=_meta(x._meta, dtype or x.dtype))
     return r.rechunk(x.chunks)
 
 
@@ -485,14 +490,24 @@ def _first_flats(lab, start, shape, sort=None):
     return g
 
 
-def _face(lab, a, i):
-    return _host(_xp(lab).ascontiguousarray(lab[(slice(None),) * a + (slice(i, i + 1),)]))
+def _faces(lab):
+    """The chunk's faces on the host, (first, last) per axis.  A device block sends them in one copy (one
+    wait for the stream instead of one per face)."""
+    sl = [lab[(slice(None),) * a + (slice(i, i + 1),)] for a in range(lab.ndim) for i in (0, lab.shape[a] - 1)]
+    xp = _xp(lab)
+    if xp is np:
+        flat = [np.ascontiguousarray(f) for f in sl]
+    else:
+        buf = _host(xp.concatenate([f.ravel() for f in sl]))
+        ends = np.cumsum([0] + [f.size for f in sl])
+        flat = [buf[ends[k]:ends[k + 1]].reshape(f.shape) for k, f in enumerate(sl)]
+    return [(flat[2 * a], flat[2 * a + 1]) for a in range(lab.ndim)]
 
 
 def _block_info(start, shape, lab):
     """What the merge needs of one chunk's labels: their count, their first voxels (where the block lives)
     and the chunk's faces (on the host)."""
-    faces = [(_face(lab, a, 0), _face(lab, a, lab.shape[a] - 1)) for a in range(lab.ndim)]
+    faces = _faces(lab)
     first = _first_flats(lab, start, shape)
     return dict(n=int(first.shape[0]), first=first, faces=faces)
 
@@ -960,10 +975,45 @@ def _thresholds(x, thresholds, range):
         probe = np.zeros((1, 2), x.dtype)
         return _topo.ecc(probe, int(thresholds), range=range, return_thresholds=True)[1]
 
-    def th(lo, hi):
-        probe = np.array([[_host(lo), _host(hi)]], x.dtype)  # CuPy chunks reduce to device scalars
-        return _topo.ecc(probe, int(thresholds), return_thresholds=True)[1]
-    return dask.delayed(th, pure=True)(x.min(), x.max())
+    # one task per chunk for its (min, max), one for the thresholds: every chunk is read once, and the
+    # graph holds keys only (a closure over x, tokenized, would pickle x's graph, the input included)
+    token = tokenize(x.name, int(thresholds))
+    rng, key = "ndforge-ecc-range-" + token, "ndforge-ecc-thresholds-" + token
+    dsk = {(rng,) + idx: (_block_range, (x.name,) + idx) for idx in np.ndindex(*x.numblocks)}
+    dsk[key] = (_thresholds_of, list(dsk), x.dtype, int(thresholds))
+    return Delayed(key, HighLevelGraph.from_collections(key, dsk, dependencies=[x]))
+
+
+def _block_range(b):
+    """A block's (min, max) where it lives (None: an empty block)."""
+    if b.size == 0:
+        return None
+    xp = _xp(b)
+    return xp.stack([b.min(), b.max()])
+
+
+def _thresholds_of(ranges, dtype, count):
+    """The count thresholds over the array's [min, max] (from its blocks' ranges, in one copy to the host),
+    as the single call spreads them."""
+    ranges = [r for r in ranges if r is not None]
+    if not ranges:
+        raise ValueError("zero-size array to reduction operation minimum which has no identity")
+    both = _host(_xp(ranges[0]).stack(ranges))
+    probe = np.array([[both[:, 0].min(), both[:, 1].max()]], dtype)
+    return _topo.ecc(probe, count, return_thresholds=True)[1]
+
+
+def _curve_sum(parts):
+    """The sum of the chunks' curves, on the host (one copy from a device)."""
+    return _host(_xp(parts[0]).stack([p.reshape(-1) for p in parts]).sum(axis=0))
+
+
+def _sum_parts(parts, T, dtype, name):
+    """The (T,) sum of the per-chunk curves ``parts``: one task."""
+    key = "%s-%s" % (name, tokenize(parts.name))
+    dsk = {(key, 0): (_curve_sum, list(flatten(parts.__dask_keys__())))}
+    return da.Array(HighLevelGraph.from_collections(key, dsk, dependencies=[parts]), key, chunks=((T,),),
+                    meta=np.empty((0,), dtype))
 
 
 def _owned_sum(curve, construction):
@@ -991,7 +1041,7 @@ def _owned_sum(curve, construction):
             for subs in groups.values():
                 c = curve(subs[0], th, 0) if len(subs) == 1 else curve(xp.stack(subs), th, 1).sum(axis=0)
                 total = c if total is None else (total + c if k % 2 == 0 else total - c)
-        return np.asarray(_host(total)).reshape((1,) * nd + (-1,))
+        return total.reshape((1,) * nd + (-1,))  # where the block lives: the sum brings them over at once
     return run
 
 
@@ -1012,7 +1062,7 @@ def ecc(input, thresholds=256, construction="V", range=None, batch_dims=0, *, re
         run = functools.partial(lambda r, a, th0: _owned_sum(curve, construction)(r, a, th0), th0=th)
     parts = _halo_map(run, [x], [0] * x.ndim, [1] * x.ndim, dtype=np.int64, extras=extras,
                       out_chunks=tuple((1,) * len(c) for c in x.chunks), new_axes=(T,), name="ndforge-ecc")
-    r = parts.sum(axis=tuple(builtins.range(x.ndim)), dtype=np.int64)
+    r = _sum_parts(parts, T, np.int64, "ndforge-ecc-sum")
     if return_thresholds:
         return r, (da.from_delayed(th, (T,), np.float64) if extras else th)
     return r
@@ -1031,7 +1081,7 @@ def soft_ecc(input, thresholds, lam=1.0, construction="V", batch_dims=0):
     parts = _halo_map(run, [x], [0] * x.ndim, [1] * x.ndim, dtype=np.float64,
                       out_chunks=tuple((1,) * len(c) for c in x.chunks), new_axes=(len(th),),
                       name="ndforge-soft_ecc")
-    return parts.sum(axis=tuple(range(x.ndim)))
+    return _sum_parts(parts, len(th), np.float64, "ndforge-soft_ecc-sum")
 
 
 def _batched_curve(x, fn, batch_dims, T, dtype, extra_shape=()):

@@ -185,6 +185,10 @@ def test_batches():
     imgs = RNG.integers(0, 9, (5, 7, 6)).astype(np.int16)
     x = da.from_array(imgs, chunks=(2, 7, 6))
     same(nd.map_batches(ndi.grey_closing, x, 1, size=3), ndi.grey_closing(imgs, size=3, batch_dims=1))
+    # two whole-image results of one input in one graph keep their own keys
+    r1, r2 = dask.compute(nd.map_batches(ndi.grey_closing, x, 1, size=3), nd.map_batches(ndi.grey_opening, x, 1, size=3))
+    same(r1, ndi.grey_closing(imgs, size=3, batch_dims=1))
+    same(r2, ndi.grey_opening(imgs, size=3, batch_dims=1))
     a = RNG.random((7, 12))
     b = RNG.random((7, 12))
     a /= a.sum(1, keepdims=True)
@@ -228,6 +232,13 @@ def test_cupy_chunks():
         np.testing.assert_array_equal(cp.asnumpy(nd.ecc(x, 12).compute()), topo.ecc(IMG2, 12))
         np.testing.assert_array_equal(cp.asnumpy(nd.distance_transform_edt(b).compute()),
                                       ndi.distance_transform_edt(BIN2))
+        th = topo.ecc(IMG2, 12, return_thresholds=True)[1]
+        f = da.from_array(cp.asarray(IMG2.astype(np.float64)), chunks=ch, asarray=False)
+        np.testing.assert_allclose(cp.asnumpy(nd.soft_ecc(f, th, 3.0).compute()),
+                                   topo.soft_ecc(IMG2.astype(np.float64), th, 3.0), rtol=1e-9, atol=1e-9)
+    # a CuPy array given directly: one chunk, under a unique name
+    np.testing.assert_array_equal(cp.asnumpy(nd.grey_opening(cp.asarray(IMG2), size=3).compute()),
+                                  ndi.grey_opening(IMG2, size=3))
 
 
 LINEAR = [("correlate", (np.arange(6.0).reshape(2, 3),), dict(origin=(0, 1))),
