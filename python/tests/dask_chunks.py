@@ -26,3 +26,12 @@ def same(r, e):
     r = r.compute() if hasattr(r, "compute") else r
     assert r.dtype == np.asarray(e).dtype
     np.testing.assert_array_equal(r, e)
+
+
+def cupy_device():
+    """CuPy where it has a device, else None."""
+    try:
+        import cupy
+        return cupy if cupy.cuda.runtime.getDeviceCount() > 0 else None
+    except Exception:
+        return None

@@ -15,7 +15,7 @@ import ndforge.ndimage as ndi  # noqa: E402
 import ndforge.topology as topo  # noqa: E402
 import ndforge.ot as ot  # noqa: E402
 import ndforge.dask as nd  # noqa: E402
-from dask_chunks import chunkings, same  # noqa: E402
+from dask_chunks import chunkings, cupy_device, same  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -211,17 +211,9 @@ def test_local_cluster_of_processes():
         np.testing.assert_array_equal(g, ndi.grey_opening(IMG3, size=3))
 
 
-def _cupy():
-    try:
-        import cupy
-        return cupy if cupy.cuda.runtime.getDeviceCount() > 0 else None
-    except Exception:
-        return None
-
-
-@pytest.mark.skipif(_cupy() is None, reason="no CuPy device")
+@pytest.mark.skipif(cupy_device() is None, reason="no CuPy device")
 def test_cupy_chunks():
-    cp = _cupy()
+    cp = cupy_device()
     for ch in chunkings(IMG2.shape, 16)[1:]:
         x = da.from_array(cp.asarray(IMG2), chunks=ch, asarray=False)
         r = nd.grey_opening(x, size=(3, 4), mode="wrap").compute()
@@ -302,13 +294,13 @@ def test_preprocess_cohort(tmp_path):
         np.testing.assert_allclose(out.affine, a, atol=1e-5)
         assert r["shape"] == list(x.shape) and [s["step"] for s in r["steps"]] == ["reorient", "resample",
                                                                                 "foreground", "normalize", "crop"]
-    if _cupy() is not None:  # the same cohort on the GPU: the same shapes and affines, values to rounding
+    if cupy_device() is not None:  # the same cohort on the GPU: the same shapes and affines, values to rounding
         for r, g in zip(reps, nd.preprocess_cohort(files, "reorient,resample,foreground,normalize,crop", spacing=2.0,
                                                    margin=1, device="cuda", return_arrays=True).compute()):
             assert g["status"] == r["status"]
             if r["status"] == "ok":
                 assert g["shape"] == r["shape"] and np.allclose(g["affine"], r["affine"])
-                np.testing.assert_allclose(_cupy().asnumpy(g["image"]), nib.load(r["output"]).get_fdata(),
+                np.testing.assert_allclose(cupy_device().asnumpy(g["image"]), nib.load(r["output"]).get_fdata(),
                                            rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError):
         nd.preprocess_cohort(files, "reorient,blur")

@@ -10,7 +10,7 @@ import dask  # noqa: E402
 
 import ndforge.ndimage as ndi  # noqa: E402
 import ndforge.dask as nd  # noqa: E402
-from dask_chunks import chunkings, same  # noqa: E402
+from dask_chunks import chunkings, cupy_device, same  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not hasattr(ndi, "map_coordinates"), reason="this libndforge has no interpolation")
 
@@ -160,17 +160,9 @@ def test_region_is_bounded():
     assert len(deps) <= 9
 
 
-def _cupy():
-    try:
-        import cupy
-        return cupy if cupy.cuda.runtime.getDeviceCount() > 0 else None
-    except Exception:
-        return None
-
-
-@pytest.mark.skipif(_cupy() is None, reason="no CuPy device")
+@pytest.mark.skipif(cupy_device() is None, reason="no CuPy device")
 def test_cupy_chunks():
-    cp = _cupy()
+    cp = cupy_device()
     co = np.random.default_rng(8).uniform(-3, 12, (2, 5, 4))
     for k, ch in enumerate(chunkings(IMG.shape, 9, (4, 3))):
         x = da.from_array(cp.asarray(IMG), chunks=ch, asarray=False)
