@@ -35,38 +35,6 @@ static int group_setup(void **state) { return tu_gpu_setup(state, 100); }
 static const ndf_dtype DTYPES[] = {NDF_UINT8, NDF_INT8, NDF_UINT16, NDF_INT16, NDF_UINT32, NDF_INT32, NDF_FLOAT32,
                                    NDF_FLOAT64};
 
-static void random_affine(tu_rng *r, double *a) {
-  double m[3][3] = {{0}};
-  if (tu_rng_chance(r, 0.5)) {
-    int p[3] = {0, 1, 2};
-    for (int i = 2; i > 0; i--) {
-      int j = (int)tu_rng_int(r, 0, i), t = p[i];
-      p[i] = p[j];
-      p[j] = t;
-    }
-    for (int i = 0; i < 3; i++) m[p[i]][i] = tu_rng_chance(r, 0.5) ? -1 : 1;
-  } else {
-    double q[4], n = 0;
-    for (int i = 0; i < 4; i++) {
-      q[i] = tu_rng_normal(r);
-      n += q[i] * q[i];
-    }
-    n = sqrt(n);
-    const double a0 = q[0] / n, b = q[1] / n, c = q[2] / n, d = q[3] / n;
-    const double R[3][3] = {{a0 * a0 + b * b - c * c - d * d, 2 * (b * c - a0 * d), 2 * (b * d + a0 * c)},
-                            {2 * (b * c + a0 * d), a0 * a0 - b * b + c * c - d * d, 2 * (c * d - a0 * b)},
-                            {2 * (b * d - a0 * c), 2 * (c * d + a0 * b), a0 * a0 - b * b - c * c + d * d}};
-    memcpy(m, R, sizeof m);
-  }
-  memset(a, 0, 16 * sizeof(double));
-  for (int j = 0; j < 3; j++) {
-    const double z = 0.5 + 2.5 * tu_rng_unif(r);
-    for (int i = 0; i < 3; i++) a[4 * i + j] = m[i][j] * z;
-  }
-  for (int i = 0; i < 3; i++) a[4 * i + 3] = 50 * tu_rng_normal(r);
-  a[15] = 1;
-}
-
 static void fill(tu_rng *r, tu_array *t) {
   double lo = -1000, hi = 1000;
   if (!tu_is_float(t->arr.dtype)) tu_int_range(t->arr.dtype, &lo, &hi);
@@ -94,7 +62,7 @@ static void test_gpu_reorient_resample_crop(void **state) {
     for (int d = 0; d < nb + 3; d++) shape[d] = tu_rng_int(&r, 1, c % 10 == 0 ? 40 : 12);
     const ndf_dtype dt = DTYPES[tu_rng_int(&r, 0, 7)];
     double a[16];
-    random_affine(&r, a);
+    tu_random_affine(&r, a, tu_rng_chance(&r, 0.5) ? 0 : 1, 50);
     tu_array hin, lin;
     assert_int_equal(tu_array_alloc(&hin, dt, nb + 3, shape), 0);
     fill(&r, &hin);

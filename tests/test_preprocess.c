@@ -69,40 +69,6 @@ static void world(const double *a, const double *v, double *w) {
   for (int i = 0; i < 3; i++) w[i] = a[4 * i] * v[0] + a[4 * i + 1] * v[1] + a[4 * i + 2] * v[2] + a[4 * i + 3];
 }
 
-/* A random rotation (a unit quaternion) times a random scale, random translation. */
-static void random_affine(tu_rng *r, double *a, int kind) {
-  double m[3][3];
-  if (kind == 0) { /* axis permutation with flips */
-    int p[3] = {0, 1, 2};
-    for (int i = 2; i > 0; i--) {
-      int j = (int)tu_rng_int(r, 0, i), t = p[i];
-      p[i] = p[j];
-      p[j] = t;
-    }
-    memset(m, 0, sizeof m);
-    for (int i = 0; i < 3; i++) m[p[i]][i] = tu_rng_chance(r, 0.5) ? -1 : 1;
-  } else {
-    double q[4], n = 0;
-    for (int i = 0; i < 4; i++) {
-      q[i] = tu_rng_normal(r);
-      n += q[i] * q[i];
-    }
-    n = sqrt(n);
-    const double a0 = q[0] / n, b = q[1] / n, c = q[2] / n, d = q[3] / n;
-    const double R[3][3] = {{a0 * a0 + b * b - c * c - d * d, 2 * (b * c - a0 * d), 2 * (b * d + a0 * c)},
-                            {2 * (b * c + a0 * d), a0 * a0 - b * b + c * c - d * d, 2 * (c * d - a0 * b)},
-                            {2 * (b * d - a0 * c), 2 * (c * d + a0 * b), a0 * a0 - b * b - c * c + d * d}};
-    memcpy(m, R, sizeof m);
-  }
-  memset(a, 0, 16 * sizeof(double));
-  for (int j = 0; j < 3; j++) {
-    const double z = 0.5 + 2.5 * tu_rng_unif(r);
-    for (int i = 0; i < 3; i++) a[4 * i + j] = m[i][j] * z;
-  }
-  for (int i = 0; i < 3; i++) a[4 * i + 3] = 100 * tu_rng_normal(r);
-  a[15] = 1;
-}
-
 /* ---- reorientation ------------------------------------------------------------------- */
 
 static void test_reorient_known(void **st) {
@@ -161,7 +127,7 @@ static void test_reorient_data(void **st) {
     for (int d = 0; d < nb + 3; d++) shape[d] = tu_rng_int(&r, 1, 7);
     const ndf_dtype dt = dts[tu_rng_int(&r, 0, 7)];
     double a[16], oa[16];
-    random_affine(&r, a, (int)(c % 2));
+    tu_random_affine(&r, a, (int)(c % 2), 100);
     int64_t osh[3];
     int perm[3], flip[3];
     assert_int_equal(ndf_reorient_ras_plan(&shape[nb], a, osh, perm, flip, oa), NDF_OK);
@@ -220,7 +186,7 @@ static void test_resample(void **st) {
   for (long c = 0; c < s->ncases / 4 + 1; c++) {
     int64_t shape[3];
     double a[16], spc[3], nsp[3], oa[16];
-    random_affine(&r, a, 1);
+    tu_random_affine(&r, a, 1, 100);
     assert_int_equal(ndf_affine_spacing(a, spc), NDF_OK);
     for (int d = 0; d < 3; d++) {
       shape[d] = tu_rng_int(&r, 2, 12);
@@ -312,7 +278,7 @@ static void test_bbox_crop(void **st) {
     } else {
       const int64_t mg[3] = {tu_rng_int(&r, 0, 3), tu_rng_int(&r, 0, 3), tu_rng_int(&r, 0, 3)};
       double a[16], oa[16];
-      random_affine(&r, a, 1);
+      tu_random_affine(&r, a, 1, 100);
       int64_t st0[3], osh[3];
       assert_int_equal(ndf_crop_plan(3, shape, glo, ghi, 3, mg, st0, osh, a, oa), NDF_OK);
       for (int d = 0; d < 3; d++) {

@@ -65,6 +65,39 @@ double tu_rng_normal(tu_rng *r) {
 
 int tu_rng_chance(tu_rng *r, double p) { return tu_rng_unif(r) < p; }
 
+void tu_random_affine(tu_rng *r, double *a, int kind, double shift) {
+  double m[3][3];
+  if (kind == 0) { /* axis permutation with flips */
+    int p[3] = {0, 1, 2};
+    for (int i = 2; i > 0; i--) {
+      int j = (int)tu_rng_int(r, 0, i), t = p[i];
+      p[i] = p[j];
+      p[j] = t;
+    }
+    memset(m, 0, sizeof m);
+    for (int i = 0; i < 3; i++) m[p[i]][i] = tu_rng_chance(r, 0.5) ? -1 : 1;
+  } else {
+    double q[4], n = 0;
+    for (int i = 0; i < 4; i++) {
+      q[i] = tu_rng_normal(r);
+      n += q[i] * q[i];
+    }
+    n = sqrt(n);
+    const double a0 = q[0] / n, b = q[1] / n, c = q[2] / n, d = q[3] / n;
+    const double R[3][3] = {{a0 * a0 + b * b - c * c - d * d, 2 * (b * c - a0 * d), 2 * (b * d + a0 * c)},
+                            {2 * (b * c + a0 * d), a0 * a0 - b * b + c * c - d * d, 2 * (c * d - a0 * b)},
+                            {2 * (b * d - a0 * c), 2 * (c * d + a0 * b), a0 * a0 - b * b - c * c + d * d}};
+    memcpy(m, R, sizeof m);
+  }
+  memset(a, 0, 16 * sizeof(double));
+  for (int j = 0; j < 3; j++) {
+    const double z = 0.5 + 2.5 * tu_rng_unif(r);
+    for (int i = 0; i < 3; i++) a[4 * i + j] = m[i][j] * z;
+  }
+  for (int i = 0; i < 3; i++) a[4 * i + 3] = shift * tu_rng_normal(r);
+  a[15] = 1;
+}
+
 long tu_env_long(const char *name, long def) {
   const char *v = getenv(name);
   if (!v || !*v) return def;

@@ -83,6 +83,10 @@ double tu_rng_unif(tu_rng *r);
 double tu_rng_normal(tu_rng *r);
 /* 1 with probability p. */
 int tu_rng_chance(tu_rng *r, double p);
+/* A random 4x4 affine (row-major) of a volume: kind 0 an axis permutation with flips, 1 a rotation (a
+ * random unit quaternion); times a random scale per axis in [0.5, 3), plus a translation of normal
+ * components times shift. */
+void tu_random_affine(tu_rng *r, double *a, int kind, double shift);
 
 /* The seed of this run: $name when set (decimal), else time-based.  Prints
  * "name=<seed>" so a failing run can be repeated. */
