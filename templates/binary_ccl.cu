@@ -19,28 +19,6 @@
 
 NDF_PARAMS(ndf_ccl_params)
 
-__device__ __forceinline__ int ndf_ccl_find(int *parent, int x) {
-  volatile int *vp = parent;
-  int px = vp[x];
-  while (px != x) {
-    const int gp = vp[px];
-    if (gp != px) vp[x] = gp;
-    x = px;
-    px = gp;
-  }
-  return x;
-}
-
-__device__ __forceinline__ void ndf_ccl_unite(int *parent, int a, int b) {
-  for (;;) {
-    a = ndf_ccl_find(parent, a);
-    b = ndf_ccl_find(parent, b);
-    if (a == b) return;
-    if (a < b) { const int t = a; a = b; b = t; }
-    if (atomicCAS(parent + a, a, b) == a) return;
-  }
-}
-
 // Bit x of row r (inside the image) of a packed image; a mask voxel.
 __device__ __forceinline__ bool ndf_rbit(const unsigned *w, const ndf_ccl_params &p, ndf_i64 r, ndf_i64 x) {
   return (__ldg(w + r * p.nw + (x >> 5)) >> (x & 31)) & 1u;
@@ -97,7 +75,7 @@ __device__ __forceinline__ void ndf_ccl_init(const ndf_ccl_params &p) {
   })
 }
 
-__device__ __forceinline__ void ndf_ccl_unite(const ndf_ccl_params &p) {
+__device__ __forceinline__ void ndf_uf_unite(const ndf_ccl_params &p) {
   NDF_FOR_VOXELS({
     if (inm) {
       ndf_i64 c[NSP];
@@ -137,7 +115,7 @@ __device__ __forceinline__ void ndf_ccl_unite(const ndf_ccl_params &p) {
           // v - 1's thread unites them (or skips for the same reason), so
           // one union per overlap of two runs is enough.
           const bool covered = p.linkx && xx > 0 && xu > 0 && ndf_rmask(p, (ndf_i64)row, xx - 1) && ndf_rmask(p, ru, xu - 1);
-          if (!covered) ndf_ccl_unite(p.parent, (int)v, (int)(v + p.toff[k]));
+          if (!covered) ndf_uf_unite(p.parent, (int)v, (int)(v + p.toff[k]));
         }
       }
       if (p.lit) p.lit[v] = l; // NULL: components only (label)
@@ -183,7 +161,7 @@ __device__ __forceinline__ void ndf_ccl_final(const ndf_ccl_params &p) {
 extern "C" __global__ void __launch_bounds__(256) ndf_ccl(const ndf_ccl_params p) {
   switch (p.phase) {
     case 0: ndf_ccl_init(p); break;
-    case 1: ndf_ccl_unite(p); break;
+    case 1: ndf_uf_unite(p); break;
     case 2: ndf_ccl_compress(p); break;
     case 3: ndf_ccl_spread(p); break;
     default: ndf_ccl_final(p); break;

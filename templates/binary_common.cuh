@@ -53,3 +53,29 @@ __device__ __forceinline__ bool ndf_bstep_begin(const ndf_bstep_params &p, bool 
   __syncthreads();
   return stop_s != 0;
 }
+
+// ---- union-find over int parents (binary_ccl.cu, label.cu) --------------------------------
+// The root of x, halving the path on the way (other threads may be linking:
+// the parents are read through volatile).
+__device__ __forceinline__ int ndf_uf_find(int *parent, int x) {
+  volatile int *vp = parent;
+  int px = vp[x];
+  while (px != x) {
+    const int gp = vp[px];
+    if (gp != px) vp[x] = gp;
+    x = px;
+    px = gp;
+  }
+  return x;
+}
+
+// Joins the sets of a and b, the larger root linked under the smaller by CAS.
+__device__ __forceinline__ void ndf_uf_unite(int *parent, int a, int b) {
+  for (;;) {
+    a = ndf_uf_find(parent, a);
+    b = ndf_uf_find(parent, b);
+    if (a == b) return;
+    if (a < b) { const int t = a; a = b; b = t; }
+    if (atomicCAS(parent + a, a, b) == a) return;
+  }
+}

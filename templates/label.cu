@@ -35,29 +35,6 @@ typedef NDF_SLOT(O) O; /* output element type */
 
 NDF_PARAMS(ndf_label_params)
 
-// ---- union-find ---------------------------------------------------------------------------
-__device__ __forceinline__ int ndf_lfind(int *parent, int x) {
-  volatile int *vp = parent;
-  int px = vp[x];
-  while (px != x) {
-    const int gp = vp[px];
-    if (gp != px) vp[x] = gp;
-    x = px;
-    px = gp;
-  }
-  return x;
-}
-
-__device__ __forceinline__ void ndf_lunite(int *parent, int a, int b) {
-  for (;;) {
-    a = ndf_lfind(parent, a);
-    b = ndf_lfind(parent, b);
-    if (a == b) return;
-    if (a < b) { const int t = a; a = b; b = t; }
-    if (atomicCAS(parent + a, a, b) == a) return;
-  }
-}
-
 // ---- rows and units -----------------------------------------------------------------------
 // Word j of row r, 0 outside the row (or for r < 0).
 __device__ __forceinline__ unsigned ndf_word(const ndf_label_params &p, int r, int j) {
@@ -182,7 +159,7 @@ __device__ __forceinline__ void ndf_label_unite(const ndf_label_params &p) {
   NDF_FOR_PIECES({
     // A run across the boundary with the piece before: its two parts.
     if (p.linkx && seg > 0 && g.k == 0 && (ndf_word(p, row, j) & 1u) && (ndf_word(p, row, j - 1) >> 31))
-      ndf_lunite(p.parent, row * p.nx + 32 * j, row * p.nx + ndf_unit_back(p, row, 32 * j - 1));
+      ndf_uf_unite(p.parent, row * p.nx + 32 * j, row * p.nx + ndf_unit_back(p, row, 32 * j - 1));
     int c[NDF_MAX_SPATIAL];
     ndf_row_coords(p, rowok ? row : 0, c);
     const ndf_scan a = ndf_piece_scan(p, g, row, j);
@@ -224,7 +201,7 @@ __device__ __forceinline__ void ndf_label_unite(const ndf_label_params &p) {
           } else {
             sb = ndf_unit_at(b, y - 32 * j, j);
           }
-          ndf_lunite(p.parent, row * p.nx + ndf_unit_at(a, bit, j), nr * p.nx + sb);
+          ndf_uf_unite(p.parent, row * p.nx + ndf_unit_at(a, bit, j), nr * p.nx + sb);
         }
       }
     }
