@@ -286,6 +286,35 @@ int ndf__layout_is_proper(const ndf_array *a);
 /* 1 if the byte ranges two arrays span intersect. */
 int ndf__arrays_overlap(const ndf_array *a, const ndf_array *b);
 
+/* ---- host element access ---------------------------------------------------------------- */
+/* The offset (in elements, through the strides) of element i of a in C order. */
+static inline int64_t ndf__offset_of(const ndf_array *a, int64_t i) {
+  int64_t off = 0;
+  for (int d = a->ndim - 1; d >= 0; d--) {
+    off += (i % a->shape[d]) * a->strides[d];
+    i /= a->shape[d];
+  }
+  return off;
+}
+
+/* The element at offset off of a host array as a double (64-bit integers rounded to it). */
+static inline double ndf__get_f64(const ndf_array *a, int64_t off) {
+  const char *p = a->data;
+  switch (a->dtype) {
+    case NDF_BOOL: case NDF_UINT8: return ((const uint8_t *)p)[off];
+    case NDF_INT8: return ((const int8_t *)p)[off];
+    case NDF_UINT16: return ((const uint16_t *)p)[off];
+    case NDF_INT16: return ((const int16_t *)p)[off];
+    case NDF_UINT32: return ((const uint32_t *)p)[off];
+    case NDF_INT32: return ((const int32_t *)p)[off];
+    case NDF_FLOAT32: return ((const float *)p)[off];
+    case NDF_FLOAT64: return ((const double *)p)[off];
+    case NDF_INT64: return (double)((const int64_t *)p)[off];
+    case NDF_UINT64: return (double)((const uint64_t *)p)[off];
+    default: return 0;
+  }
+}
+
 /* ---- CPU boundary modes ----------------------------------------------------------------- */
 /* Maps coordinate i into [0, n) for mode, or -1 for constant mode outside
  * (the same periodic extension as templates/ndf_common.cuh). */

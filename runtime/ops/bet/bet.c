@@ -25,33 +25,6 @@ void ndf_skull_strip_options_init(ndf_skull_strip_options *opt) {
   opt->iterations = 1000;
 }
 
-/* ---- element access ----------------------------------------------------------------------- */
-
-static inline double get(const ndf_array *a, int64_t off) {
-  const char *p = a->data;
-  switch (a->dtype) {
-    case NDF_BOOL: case NDF_UINT8: return ((const uint8_t *)p)[off];
-    case NDF_INT8: return ((const int8_t *)p)[off];
-    case NDF_UINT16: return ((const uint16_t *)p)[off];
-    case NDF_INT16: return ((const int16_t *)p)[off];
-    case NDF_UINT32: return ((const uint32_t *)p)[off];
-    case NDF_INT32: return ((const int32_t *)p)[off];
-    case NDF_FLOAT32: return ((const float *)p)[off];
-    case NDF_FLOAT64: return ((const double *)p)[off];
-    default: return 0;
-  }
-}
-
-/* Offset of element i (C order) of a. */
-static inline int64_t offset_of(const ndf_array *a, int64_t i) {
-  int64_t off = 0;
-  for (int d = a->ndim - 1; d >= 0; d--) {
-    off += (i % a->shape[d]) * a->strides[d];
-    i /= a->shape[d];
-  }
-  return off;
-}
-
 /* ---- the tessellated sphere --------------------------------------------------------------- */
 
 typedef struct edge_map {
@@ -567,7 +540,7 @@ static ndf_status skull_strip_cpu(ndf_ctx *ctx, const ndf_array *in, const doubl
   for (int64_t i0 = 0, i = 0; i0 < in->shape[0]; i0++)
     for (int64_t i1 = 0; i1 < in->shape[1]; i1++)
       for (int64_t i2 = 0; i2 < in->shape[2]; i2++, i++) {
-        const float v = (float)get(in, i0 * in->strides[0] + i1 * in->strides[1] + i2 * in->strides[2]);
+        const float v = (float)ndf__get_f64(in, i0 * in->strides[0] + i1 * in->strides[1] + i2 * in->strides[2]);
         if (!isfinite(v)) {
           free(img), free(pos);
           return ndf__argerror(ctx, NAME, "input", "NaN, infinity or a value beyond float32's range at element %lld",
@@ -586,7 +559,7 @@ static ndf_status skull_strip_cpu(ndf_ctx *ctx, const ndf_array *in, const doubl
   if (s == NDF_OK) {
     if (st.radius0 > 0) s = voxelize_cpu(ctx, m, &st.c, pos, out);
     else /* nothing above the threshold: no brain */
-      for (int64_t i = 0; i < n; i++) ((uint8_t *)out->data)[offset_of(out, i)] = 0;
+      for (int64_t i = 0; i < n; i++) ((uint8_t *)out->data)[ndf__offset_of(out, i)] = 0;
   }
   free(img), free(pos);
   return s;

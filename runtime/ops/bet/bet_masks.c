@@ -23,15 +23,6 @@ static inline int nonzero(const ndf_array *a, int64_t off) {
   }
 }
 
-static inline int64_t offset_of(const ndf_array *a, int64_t i) {
-  int64_t off = 0;
-  for (int d = a->ndim - 1; d >= 0; d--) {
-    off += (i % a->shape[d]) * a->strides[d];
-    i /= a->shape[d];
-  }
-  return off;
-}
-
 /* The checks of a mask output against its input: bool/uint8, same shape, host, no overlap. */
 static ndf_status check_mask_out(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *out) {
   ndf_status s = ndf__check_array(ctx, name, "output", out, NULL);
@@ -75,8 +66,8 @@ ndf_status ndf_mask_fusion(ndf_ctx *ctx, const ndf_array *const *masks, int n, c
   for (int64_t k = 0; k < count; k++) {
     double vote = 0;
     for (int i = 0; i < n; i++)
-      if (nonzero(masks[i], offset_of(masks[i], k))) vote += weights ? weights[i] : 1.0;
-    ((uint8_t *)output->data)[offset_of(output, k)] = vote > need;
+      if (nonzero(masks[i], ndf__offset_of(masks[i], k))) vote += weights ? weights[i] : 1.0;
+    ((uint8_t *)output->data)[ndf__offset_of(output, k)] = vote > need;
   }
   return NDF_OK;
 }
@@ -122,7 +113,7 @@ ndf_status ndf_mask_clean(ndf_ctx *ctx, const ndf_array *input, ndf_array *outpu
     s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
     goto done;
   }
-  for (int64_t k = 0; k < n; k++) a[k] = (uint8_t)nonzero(input, offset_of(input, k));
+  for (int64_t k = 0; k < n; k++) a[k] = (uint8_t)nonzero(input, ndf__offset_of(input, k));
   ndf_array A, B, L;
   ndf_array_init(&A, a, NDF_DEVICE_CPU, NDF_BOOL, rank, input->shape);
   ndf_array_init(&B, b, NDF_DEVICE_CPU, NDF_BOOL, rank, input->shape);
@@ -174,7 +165,7 @@ ndf_status ndf_mask_clean(ndf_ctx *ctx, const ndf_array *input, ndf_array *outpu
     if ((s = ndf_binary_fill_holes(ctx, &A, &B, &bo)) != NDF_OK) goto done;
     memcpy(a, b, (size_t)n);
   }
-  for (int64_t k = 0; k < n; k++) ((uint8_t *)output->data)[offset_of(output, k)] = a[k];
+  for (int64_t k = 0; k < n; k++) ((uint8_t *)output->data)[ndf__offset_of(output, k)] = a[k];
 done:
   free(a), free(b), free(ball), free(lab), free(sizes);
   return s;

@@ -225,14 +225,6 @@ static void store_wrap(ndf_dtype t, void *p, uint64_t v) {
   }
 }
 
-static inline int64_t offset_of(int64_t i, const ndf_array *a) {
-  int64_t off = 0;
-  for (int d = a->ndim - 1; d >= 0; d--) {
-    off += (i % a->shape[d]) * a->strides[d];
-    i /= a->shape[d];
-  }
-  return off;
-}
 
 void ndf__filters_cast_cpu(ndf_ctx *ctx, const ndf_array *src, ndf_array *dst) {
   const int64_t n = ndf_array_size(src);
@@ -241,8 +233,8 @@ void ndf__filters_cast_cpu(ndf_ctx *ctx, const ndf_array *src, ndf_array *dst) {
   const int ints = is_int(src->dtype) && is_int(dst->dtype);
   _Pragma("omp parallel for schedule(static) if (n > 65536) num_threads(nth)")
   for (int64_t i = 0; i < n; i++) {
-    const char *s = (const char *)src->data + offset_of(i, src) * (int64_t)ies;
-    char *d = (char *)dst->data + offset_of(i, dst) * (int64_t)oes;
+    const char *s = (const char *)src->data + ndf__offset_of(src, i) * (int64_t)ies;
+    char *d = (char *)dst->data + ndf__offset_of(dst, i) * (int64_t)oes;
     if (ints) store_wrap(dst->dtype, d, (uint64_t)load_int(src->dtype, s));
     else ndf__store_double(dst->dtype, d, ndf__load_double(src->dtype, s));
   }
@@ -268,8 +260,8 @@ void ndf__filters_ew_cpu(ndf_ctx *ctx, ndf__few_kind kind, const ndf_array *a, n
   const size_t es = ndf_dtype_size(t);
   _Pragma("omp parallel for schedule(static) if (n > 65536) num_threads(nth)")
   for (int64_t i = 0; i < n; i++) {
-    char *po = (char *)out->data + offset_of(i, out) * (int64_t)es;
-    const char *pa = a ? (const char *)a->data + offset_of(i, a) * (int64_t)es : NULL;
+    char *po = (char *)out->data + ndf__offset_of(out, i) * (int64_t)es;
+    const char *pa = a ? (const char *)a->data + ndf__offset_of(a, i) * (int64_t)es : NULL;
     if (t == NDF_FLOAT32) {
       float *o = (float *)po;
       if (kind == NDF__FEW_ADD) *o = *o + *(const float *)pa;

@@ -18,23 +18,6 @@
 
 /* ---- element access ----------------------------------------------------------------------- */
 
-static inline double get(const ndf_array *a, int64_t off) {
-  const char *p = a->data;
-  switch (a->dtype) {
-    case NDF_BOOL: case NDF_UINT8: return ((const uint8_t *)p)[off];
-    case NDF_INT8: return ((const int8_t *)p)[off];
-    case NDF_UINT16: return ((const uint16_t *)p)[off];
-    case NDF_INT16: return ((const int16_t *)p)[off];
-    case NDF_UINT32: return ((const uint32_t *)p)[off];
-    case NDF_INT32: return ((const int32_t *)p)[off];
-    case NDF_FLOAT32: return ((const float *)p)[off];
-    case NDF_FLOAT64: return ((const double *)p)[off];
-    case NDF_INT64: return (double)((const int64_t *)p)[off];
-    case NDF_UINT64: return (double)((const uint64_t *)p)[off];
-    default: return 0;
-  }
-}
-
 static inline void put(const ndf_array *a, int64_t off, double v) {
   char *p = a->data;
   switch (a->dtype) {
@@ -78,7 +61,7 @@ static int64_t image_base(const ndf_array *a, int nb, int64_t b) {
   } while (0)
 
 static void load_image(const ndf_array *a, int nb, int64_t b, int64_t m, double *dst) {
-  FOR_IMAGE(a, nb, b, m, off, j, dst[j] = get(a, off));
+  FOR_IMAGE(a, nb, b, m, off, j, dst[j] = ndf__get_f64(a, off));
 }
 static void store_image(const ndf_array *a, int nb, int64_t b, int64_t m, const double *src) {
   FOR_IMAGE(a, nb, b, m, off, j, put(a, off, src[j]));
@@ -505,7 +488,7 @@ static void cpu_apply(const ndf_array *in, ndf_array *out, const ndf__ity_geom *
     const double lo = P ? P[2 * b] : c0, hi = P ? P[2 * b + 1] : c1;
     int64_t c_[NDF_MAX_NDIM] = {0}, io = image_base(in, g->nb, b), oo = image_base(out, g->nb, b);
     for (int64_t j = 0; j < g->m; j++) {
-      const double x = get(in, io);
+      const double x = ndf__get_f64(in, io);
       double r;
       if (op == NDF__ITY_CLIP) r = x < lo ? lo : x > hi ? hi : x;
       else if (op == NDF__ITY_WINDOW) r = ndf__ity_window(x, lo, hi, a, bb);
