@@ -42,6 +42,8 @@ def test_skull_strip_phantom():
     assert dice(m, brain) >= 0.95
     # the same values in float32 and Fortran order: the same mask
     assert np.array_equal(_bet.skull_strip(np.asfortranarray(img.astype(np.float32)), spacing=(2, 2, 2)), m)
+    # and in uint64 (read through double, as every other dtype)
+    assert np.array_equal(_bet.skull_strip(img.astype(np.uint64), spacing=2.0), m)
 
 
 def test_skull_strip_options():
