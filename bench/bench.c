@@ -764,6 +764,16 @@ static ssim_bufs *ssim_side(ndf_ctx *c, const workload *w, const ndf_array *in)
   return &cache[n++].b;
 }
 
+/* Makes the side buffers a workload keeps per context (map_coordinates' coordinates, SSIM's second
+ * image, EDT's indices), so that a timed first call (cold, disk) does not include their making. */
+static ndf_status prepare_side(ndf_ctx *c, const workload *w, const ndf_array *in)
+{
+  if (w->op == OP_MAP_COORDS) return map_coords(c, w, in) ? NDF_OK : NDF_ENOMEM;
+  if (ops[w->op].family == FAM_SSIM) return ssim_side(c, w, in) ? NDF_OK : NDF_ENOMEM;
+  if ((w->op == OP_EDT || w->op == OP_BF) && w->param) return edt_indices(c, w, in) ? NDF_OK : NDF_ENOMEM;
+  return NDF_OK;
+}
+
 static ndf_status run_op(ndf_ctx *c, const workload *w, const ndf_array *in, ndf_array *out, const op_setup *g)
 {
   if (w->op == OP_ZOOM) {
@@ -1500,7 +1510,8 @@ static int child_disk(const bench_args *a)
   }
   if ((s = ndf_array_alloc(ctx, &in, NDF_DEVICE_CUDA, w->dtype, w->ndim, w->shape)) != NDF_OK ||
       (s = ndf_array_alloc(ctx, &out, NDF_DEVICE_CUDA, out_dtype(w), wl_out_shape(w, osh), osh)) != NDF_OK ||
-      (s = ndf_array_copy(ctx, &in, &hin)) != NDF_OK || (s = ndf_ctx_synchronize(ctx)) != NDF_OK) {
+      (s = ndf_array_copy(ctx, &in, &hin)) != NDF_OK || (s = prepare_side(ctx, w, &in)) != NDF_OK ||
+      (s = ndf_ctx_synchronize(ctx)) != NDF_OK) {
     ndf_fail(ctx, "set-up", s);
     goto done;
   }
@@ -1696,9 +1707,12 @@ static void kernels_since(const ndf_ctx *c, uint64_t mark, char *buf, size_t len
 
 static int time_cold(run_state *st, result *r)
 {
+  ndf_status s = prepare_side(st->ctx, st->w, &st->din[0]);
+  if (s == NDF_OK) s = ndf_ctx_synchronize(st->ctx);
+  if (s != NDF_OK) return ndf_fail(st->ctx, "set-up", s);
   const uint64_t mark = ndf_ctx_kernel_count(st->ctx);
   double t0 = now_ms();
-  ndf_status s = run_op(st->ctx, st->w, &st->din[0], &st->dout[0], &st->g);
+  s = run_op(st->ctx, st->w, &st->din[0], &st->dout[0], &st->g);
   if (s == NDF_OK) s = ndf_ctx_synchronize(st->ctx);
   double t1 = now_ms();
   if (s != NDF_OK) return ndf_fail(st->ctx, op_name(st->w->op), s);
