@@ -505,6 +505,10 @@ static void sweep_kind(fcase *c, int kind) {
       if (!same_as(c, ref)) printf("%s: %s %ld of %ld failed, NDF_OK, wrong result\n", c->name, kind_name[kind], n, calls);
       assert_true(same_as(c, ref));
     } else if (kind != F_LAUNCH) {
+      /* Out of memory, host or device, is NDF_ENOMEM (what ndforge preprocess retries on the CPU). */
+      if (s != NDF_ENOMEM)
+        printf("%s: %s %ld of %ld failed: %s (%s)\n", c->name, kind_name[kind], n, calls, ndf_status_name(s), call_msg);
+      assert_int_equal(s, NDF_ENOMEM);
       /* A failed allocation leaves every output as it was.  A failed launch may
        * come after an earlier step of a composition wrote the output (the
        * output is then unspecified, docs/adr/0015): only the status and the

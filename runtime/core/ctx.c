@@ -37,8 +37,10 @@ ndf_status ndf__cuda_error(ndf_ctx *ctx, const char *where, CUresult r) {
     cu->cuGetErrorName(r, &name);
     cu->cuGetErrorString(r, &str);
   }
-  return ndf__error(ctx, NDF_ECUDA, "%s: CUDA error %d %s (%s)", where, r, name ? name : "?",
-                    str ? str : "?");
+  /* Out of device (or page-locked host) memory is NDF_ENOMEM, as a host allocation failing is: the
+   * caller can retry with less, or on the CPU (ndforge preprocess does); the context stays usable. */
+  return ndf__error(ctx, r == CUDA_ERROR_OUT_OF_MEMORY ? NDF_ENOMEM : NDF_ECUDA, "%s: CUDA error %d %s (%s)", where,
+                    r, name ? name : "?", str ? str : "?");
 }
 
 unsigned ndf__grid(const ndf_ctx *ctx, int64_t blocks, int per_sm) {

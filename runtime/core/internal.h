@@ -147,7 +147,7 @@ void *ndf__family_state(ndf_ctx *ctx, const ndf__family *f);
  * state in ctx, in the order their states were created; the first failure is returned (later
  * families keep theirs for the next report), else NDF_OK. */
 ndf_status ndf__deferred_report(ndf_ctx *ctx);
-/* Reports a CUresult as NDF_ECUDA with the driver's name for it. */
+/* Reports a CUresult as NDF_ECUDA with the driver's name for it (CUDA_ERROR_OUT_OF_MEMORY as NDF_ENOMEM). */
 ndf_status ndf__cuda_error(ndf_ctx *ctx, const char *where, CUresult r);
 /* Blocks for a grid-stride kernel: `blocks`, capped at per_sm blocks per SM
  * of the context's device (at least 1). */
