@@ -324,13 +324,14 @@ def test_gpu_cluster_fallback(monkeypatch, tmp_path):
         np.testing.assert_array_equal(g, ndi.grey_opening(IMG3, size=3))
     # two (pretend) GPUs: one worker each, its own CUDA_VISIBLE_DEVICES, one kernel cache directory.  This
     # process keeps its own devices (distributed's NVML monitor here looks them up); the workers' monitors are
-    # off, as they would look for the pretend GPUs
+    # off (through dask's config, which a nanny hands to its worker; an environment variable set now would
+    # not be read again), as they would look for the pretend GPUs
     monkeypatch.undo()
     monkeypatch.setattr(nd, "_visible_gpus", lambda: ["3", "5"])
-    monkeypatch.setenv("DASK_DISTRIBUTED__DIAGNOSTICS__NVML", "False")
     monkeypatch.setitem(sys.modules, "dask_cuda", None)  # the nanny path, also where dask_cuda is installed
     cache = str(tmp_path / "kernels")
-    with nd.gpu_cluster(cache_dir=cache) as cluster, distributed.Client(cluster) as client:
+    with dask.config.set({"distributed.diagnostics.nvml": False}), nd.gpu_cluster(cache_dir=cache) as cluster, \
+            distributed.Client(cluster) as client:
         env = client.run(lambda: (os.environ.get("CUDA_VISIBLE_DEVICES"), os.environ.get("NDF_CACHE_DIR")))
         assert sorted(v[0] for v in env.values()) == ["3", "5"] and {v[1] for v in env.values()} == {cache}
         a = RNG.random((40, 12))

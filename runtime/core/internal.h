@@ -197,6 +197,7 @@ typedef struct ndf__kernel_req {
   const char *template_name; /* a template of the spec (gen/spec.lua), by name */
   const char *kernel;        /* extern "C" entry point */
   int nslots;
+  int oom; /* a long slot value could not be stored (host memory): the request fails with NDF_ENOMEM */
   ndf__slot slots[24];
 } ndf__kernel_req;
 

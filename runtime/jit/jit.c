@@ -59,9 +59,11 @@ void ndf__req_set(ndf__kernel_req *r, const char *name, const char *fmt, ...) {
   if (len >= (int)sizeof sl->value && (sl->heap = malloc((size_t)len + 1)) != NULL)
     vsnprintf(sl->heap, (size_t)len + 1, fmt, ap2);
   va_end(ap2);
-  /* A long value that could not be stored leaves the slot unnamed: the
-   * request then fails as unfilled instead of compiling truncated code. */
-  sl->name = (len >= (int)sizeof sl->value && !sl->heap) ? "" : name;
+  /* A long value that could not be stored leaves the slot unnamed and marks
+   * the request: it then fails (NDF_ENOMEM) instead of compiling truncated code. */
+  const int lost = len >= (int)sizeof sl->value && !sl->heap;
+  sl->name = lost ? "" : name;
+  r->oom |= lost;
 }
 
 const char *ndf__slot_value(const ndf__slot *s) { return s->heap ? s->heap : s->value; }
@@ -82,6 +84,7 @@ static const ndf__template *find_template(const char *name) {
 /* Resolves every slot of t from req; on error names the unfilled or unknown slot. */
 static ndf_status resolve_slots(ndf_ctx *ctx, const char *op, const ndf__template *t,
                                 const ndf__kernel_req *req, const char **values) {
+  if (req->oom) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory for a slot of template '%s'", op, t->name);
   for (int s = 0; s < t->nslots; s++) {
     values[s] = NULL;
     for (int i = 0; i < req->nslots; i++)
