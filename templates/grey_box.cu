@@ -54,38 +54,7 @@ typedef NDF_SLOT(T) T;
 
 NDF_PARAMS(ndf_box_params)
 
-#define NDF_NOLOAD (-2147483647 - 1)
-
-// Offset (within a plane) of staged element e, or NDF_NOLOAD when it reads
-// cval.  The host guarantees every in-plane offset fits in an int.
-// Out of line: it runs once per block, and inlining it NLOAD times only
-// lengthens the compile.
-__device__ __noinline__ int ndf_stage_offset(int e, ndf_i64 y, ndf_i64 x, ndf_i64 ny, ndf_i64 nx, ndf_i64 isy,
-                                             ndf_i64 isx) {
-  if (e >= SH * SW) return NDF_NOLOAD;
-  const int row = e / SW, col = e - row * SW;
-  const ndf_i64 yy = ndf_map(y + row, ny, MODE);
-  const ndf_i64 xx = ndf_map(x + col, nx, MODE);
-  return (yy < 0 || xx < 0) ? NDF_NOLOAD : (int)(yy * isy + xx * isx);
-}
-
-__device__ __forceinline__ void ndf_cp_async(T *dst, const T *src) {
-#if NDF_ASYNC
-  unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-  if (TSIZE == 4) asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(src));
-  else asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(s), "l"(src));
-#endif
-}
-__device__ __forceinline__ void ndf_cp_commit() {
-#if NDF_ASYNC
-  asm volatile("cp.async.commit_group;\n" ::);
-#endif
-}
-__device__ __forceinline__ void ndf_cp_wait() {
-#if NDF_ASYNC
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2));
-#endif
-}
+#include "grey_stage.cuh"
 
 extern "C" __global__ void __launch_bounds__(NT) ndf_grey_box(const ndf_box_params p) {
   __shared__ T tile[NSTAGE_BUF][SH][SW];
@@ -96,77 +65,18 @@ extern "C" __global__ void __launch_bounds__(NT) ndf_grey_box(const ndf_box_para
   const T cv = (T)p.cval;
   const ndf_i64 nblocks = p.ntx * p.nty * p.ntz * p.nouter;
   for (ndf_i64 blk = blockIdx.x; blk < nblocks; blk += gridDim.x) {
-    ndf_i64 r = blk;
-    const ndf_i64 bx = r % p.ntx; r /= p.ntx;
-    const ndf_i64 by = r % p.nty; r /= p.nty;
-    const ndf_i64 bz = r % p.ntz; r /= p.ntz;
-    ndf_i64 ibase = 0, obase = 0;
-    for (int b = p.nb - 1; b >= 0; b--) {
-      ndf_i64 q = r / p.bshape[b];
-      ndf_i64 cb = r - q * p.bshape[b];
-      r = q;
-      ibase += cb * p.bistr[b];
-      obase += cb * p.bostr[b];
-    }
+    NDF_TILE_OF(blk);
     const T *img = p.in + ibase;
     const ndf_i64 x0 = bx * XT, y0 = by * TY, z0 = bz * ZC;
     const ndf_i64 zend = min(z0 + (ndf_i64)ZC, p.nz);   // output planes [z0, zend)
 
-    int soff[NLOAD];
-#pragma unroll
-    for (int i = 0; i < NLOAD; i++)
-      soff[i] = ndf_stage_offset(tid + i * NT, y0 + p.ly, x0 + p.lx, p.ny, p.nx, p.isy, p.isx);
+    NDF_STAGE_OFFSETS(y0 + p.ly, x0 + p.lx);
 
     const ndf_i64 zfirst = z0 + p.lz, zlast = zend - 1 + p.lz + KZ - 1;
     T ring[KZ][VX];
-#if NDF_ASYNC
-    // Stage plane zi into buffer zi % STAGES: cp.async where it reads the image, cval elsewhere.
-#define STAGE_PLANE(zi, stage)                                                       \
-    do {                                                                             \
-      if ((zi) <= zlast) {                                                           \
-        const ndf_i64 zz_ = ndf_map((zi), p.nz, MODE);                               \
-        T *buf_ = &tile[(stage)][0][0];                                              \
-        _Pragma("unroll") for (int i = 0; i < NLOAD; i++) {                          \
-          const int e = tid + i * NT;                                                \
-          if (zz_ >= 0 && soff[i] != NDF_NOLOAD) ndf_cp_async(buf_ + e, img + zz_ * p.isz + soff[i]); \
-          else if (e < SH * SW) buf_[e] = cv;                                        \
-        }                                                                            \
-      }                                                                              \
-      ndf_cp_commit();                                                               \
-    } while (0)
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; s++) STAGE_PLANE(zfirst + s, s);
-    int cur = 0; /* buffer of plane zi */
-#else
-    T next[NLOAD];
-    {
-      const ndf_i64 zz = ndf_map(zfirst, p.nz, MODE);
-#pragma unroll
-      for (int i = 0; i < NLOAD; i++) next[i] = (zz >= 0 && soff[i] != NDF_NOLOAD) ? __ldg(img + zz * p.isz + soff[i]) : cv;
-    }
-#endif
+    NDF_STAGE_FIRST(zfirst);
     for (ndf_i64 zi = zfirst; zi <= zlast; zi++) {
-#if NDF_ASYNC
-      ndf_cp_wait();      // this thread's copies of plane zi have landed
-      __syncthreads();    // everyone's have, and plane zi-1's buffer is free
-      STAGE_PLANE(zi + STAGES - 1, cur == 0 ? STAGES - 1 : cur - 1);
-      const T (*t)[SW] = tile[cur];
-      cur = cur == STAGES - 1 ? 0 : cur + 1;
-#else
-      __syncthreads();
-#pragma unroll
-      for (int i = 0; i < NLOAD; i++) {
-        int e = tid + i * NT;
-        if (e < SH * SW) (&tile[0][0][0])[e] = next[i];
-      }
-      __syncthreads();
-      if (zi < zlast) {
-        const ndf_i64 zz = ndf_map(zi + 1, p.nz, MODE);
-#pragma unroll
-        for (int i = 0; i < NLOAD; i++) next[i] = (zz >= 0 && soff[i] != NDF_NOLOAD) ? __ldg(img + zz * p.isz + soff[i]) : cv;
-      }
-      const T (*t)[SW] = tile[0];
-#endif
+      NDF_STAGE_NEXT(t, zi);
       // Shift the ring and reduce this plane over KY x KX.
 #if SEP
 #pragma unroll
@@ -220,9 +130,7 @@ extern "C" __global__ void __launch_bounds__(NT) ndf_grey_box(const ndf_box_para
         }
       }
     }
-#if NDF_ASYNC
-    asm volatile("cp.async.wait_all;\n" ::);
-#endif
+    NDF_STAGE_DONE();
     __syncthreads();
   }
 }

@@ -61,6 +61,9 @@ typedef NDF_SLOT(T) T;
 
 NDF_PARAMS(ndf_boxd_params)
 
+#define NDF_STAGE_ZCLAMP 1
+#include "grey_stage.cuh"
+
 // R values of T, aligned so that one load/store moves them all (16 bytes
 // for 4-byte types).
 struct __align__(R * TSIZE) ndf_vecr { T v[R]; };
@@ -106,37 +109,6 @@ template <int K> struct ndf_zstream {
   }
 };
 
-#define NDF_NOLOAD (-2147483647 - 1)
-
-// Offset (within a plane) of staged element e, or NDF_NOLOAD when it reads
-// cval (or lies past the staged area).  The host guarantees every in-plane
-// offset fits in an int.
-__device__ __noinline__ int ndf_boxd_offset(int e, ndf_i64 y, ndf_i64 x, ndf_i64 ny, ndf_i64 nx, ndf_i64 isy,
-                                            ndf_i64 isx) {
-  if (e >= SH * SW) return NDF_NOLOAD;
-  const int row = e / SW, col = e - row * SW;
-  const ndf_i64 yy = ndf_map(y + row, ny, MODE);
-  const ndf_i64 xx = ndf_map(x + col, nx, MODE);
-  return (yy < 0 || xx < 0) ? NDF_NOLOAD : (int)(yy * isy + xx * isx);
-}
-
-__device__ __forceinline__ void ndf_cpa(T *dst, const T *src) {
-#if NDF_ASYNC
-  unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(src));
-#endif
-}
-__device__ __forceinline__ void ndf_cpa_commit() {
-#if NDF_ASYNC
-  asm volatile("cp.async.commit_group;\n" ::);
-#endif
-}
-__device__ __forceinline__ void ndf_cpa_wait() {
-#if NDF_ASYNC
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2));
-#endif
-}
-
 extern "C" __global__ void __launch_bounds__(NT, 2) ndf_grey_boxd(const ndf_boxd_params p) {
   __shared__ __align__(32) T tile[NSTAGE_BUF][SH][SW];
   __shared__ __align__(32) T hx[SH][XT];
@@ -145,26 +117,12 @@ extern "C" __global__ void __launch_bounds__(NT, 2) ndf_grey_boxd(const ndf_boxd
   const T cv = (T)p.cval;
   const ndf_i64 nblocks = p.ntx * p.nty * p.ntz * p.nouter;
   for (ndf_i64 blk = blockIdx.x; blk < nblocks; blk += gridDim.x) {
-    ndf_i64 r = blk;
-    const ndf_i64 bx = r % p.ntx; r /= p.ntx;
-    const ndf_i64 by = r % p.nty; r /= p.nty;
-    const ndf_i64 bz = r % p.ntz; r /= p.ntz;
-    ndf_i64 ibase = 0, obase = 0;
-    for (int b = p.nb - 1; b >= 0; b--) {
-      ndf_i64 q = r / p.bshape[b];
-      ndf_i64 cb = r - q * p.bshape[b];
-      r = q;
-      ibase += cb * p.bistr[b];
-      obase += cb * p.bostr[b];
-    }
+    NDF_TILE_OF(blk);
     const T *img = p.in + ibase;
     const ndf_i64 x0 = bx * XT, y0 = by * TY, z0 = bz * p.zc;
     const ndf_i64 zend = min(z0 + p.zc, p.nz);   // output planes [z0, zend)
 
-    int soff[NLOAD];
-#pragma unroll
-    for (int i = 0; i < NLOAD; i++)
-      soff[i] = ndf_boxd_offset(tid + i * NT, y0 + p.ly, x0 + p.lx, p.ny, p.nx, p.isy, p.isx);
+    NDF_STAGE_OFFSETS(y0 + p.ly, x0 + p.lx);
 
     const ndf_i64 zfirst = z0 + p.lz, zlast = zend - 1 + p.lz + KZ - 1;
     ndf_zstream<KZ> zs[RY];
@@ -173,54 +131,9 @@ extern "C" __global__ void __launch_bounds__(NT, 2) ndf_grey_boxd(const ndf_boxd
     // Output row of this thread's first value, and where its outputs go.
     const ndf_i64 yo0 = y0 + ty * RY, xo = x0 + tx;
     T *const optr = p.out + obase + yo0 * p.osy + xo * p.osx;
-#if NDF_ASYNC
-#define STAGE_PLANE(zi, stage)                                                       \
-    do {                                                                             \
-      if ((zi) <= zlast) {                                                           \
-        const ndf_i64 zz_ = ndf_map((zi), p.nz, MODE);                               \
-        T *buf_ = &tile[(stage)][0][0];                                              \
-        const T *src_ = img + (zz_ >= 0 ? zz_ : 0) * p.isz;                          \
-        _Pragma("unroll") for (int i = 0; i < NLOAD; i++) {                          \
-          const int e = tid + i * NT;                                                \
-          if (zz_ >= 0 && soff[i] != NDF_NOLOAD) ndf_cpa(buf_ + e, src_ + soff[i]);  \
-          else if (e < SH * SW) buf_[e] = cv;                                        \
-        }                                                                            \
-      }                                                                              \
-      ndf_cpa_commit();                                                              \
-    } while (0)
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; s++) STAGE_PLANE(zfirst + s, s);
-    int cur = 0; /* buffer of plane zi */
-#else
-    T next[NLOAD];
-    {
-      const ndf_i64 zz = ndf_map(zfirst, p.nz, MODE);
-#pragma unroll
-      for (int i = 0; i < NLOAD; i++) next[i] = (zz >= 0 && soff[i] != NDF_NOLOAD) ? __ldg(img + zz * p.isz + soff[i]) : cv;
-    }
-#endif
+    NDF_STAGE_FIRST(zfirst);
     for (ndf_i64 zi = zfirst; zi <= zlast; zi++) {
-#if NDF_ASYNC
-      ndf_cpa_wait();     // this thread's copies of plane zi have landed
-      __syncthreads();    // everyone's have; plane zi-1's buffer and hx are free
-      STAGE_PLANE(zi + STAGES - 1, cur == 0 ? STAGES - 1 : cur - 1);
-      const T (*t)[SW] = tile[cur];
-      cur = cur == STAGES - 1 ? 0 : cur + 1;
-#else
-      __syncthreads();    // plane zi-1 and hx are no longer read
-#pragma unroll
-      for (int i = 0; i < NLOAD; i++) {
-        int e = tid + i * NT;
-        if (e < SH * SW) (&tile[0][0][0])[e] = next[i];
-      }
-      __syncthreads();
-      if (zi < zlast) {
-        const ndf_i64 zz = ndf_map(zi + 1, p.nz, MODE);
-#pragma unroll
-        for (int i = 0; i < NLOAD; i++) next[i] = (zz >= 0 && soff[i] != NDF_NOLOAD) ? __ldg(img + zz * p.isz + soff[i]) : cv;
-      }
-      const T (*t)[SW] = tile[0];
-#endif
+      NDF_STAGE_NEXT(t, zi);  // its barrier also frees hx
       // X: row `row`, outputs 4*lane .. 4*lane+3.
       for (int row = warp; row < SH; row += NW) {
         T a[NV * R];
@@ -252,9 +165,7 @@ extern "C" __global__ void __launch_bounds__(NT, 2) ndf_grey_boxd(const ndf_boxd
         if (st && yo0 + j < p.ny) orow[j * p.osy] = m;
       }
     }
-#if NDF_ASYNC
-    asm volatile("cp.async.wait_all;\n" ::);
-#endif
+    NDF_STAGE_DONE();
     __syncthreads();
   }
 }

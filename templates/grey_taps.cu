@@ -23,32 +23,7 @@ typedef NDF_SLOT(T) T;
 
 NDF_PARAMS(ndf_taps_params)
 
-__device__ __forceinline__ double ndf_sat(double v) {
-#if KIND == 0
-  return v < T_LO ? T_LO : (v > T_HI ? T_HI : v);
-#else
-  return v;
-#endif
-}
-
-// Value of one tap in scipy's weighted arithmetic (k >= 1).
-__device__ __forceinline__ double ndf_wtap(T v, double wc) {
-#if KIND == 1
-  return (double)((float)v + (float)wc);
-#elif KIND == 2
-  return (double)v + wc;
-#else
-  return ndf_sat((double)v + wc);
-#endif
-}
-
-__device__ __forceinline__ T ndf_out(double acc) {
-#if KIND == 0
-  return (T)ndf_sat(trunc(acc));
-#else
-  return (T)acc;
-#endif
-}
+#include "grey_weights.cuh"
 
 extern "C" __global__ void __launch_bounds__(256) ndf_grey_taps(const ndf_taps_params p) {
   const int L = NDIM - 1;
