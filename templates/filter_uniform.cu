@@ -286,7 +286,17 @@ extern "C" __global__ void __launch_bounds__(256) ndf_filter_uniform_exact(const
 #endif
   const ndf_i64 ntiles = (p.nlines + C - 1) / C;
   for (ndf_i64 lt = blockIdx.x; lt < ntiles; lt += gridDim.x) {
-    const int ncols = ndf_funi_tile(p, lt * C, C, t, ibase, obase, kmin, emax);
+    const ndf_i64 l0 = lt * C;
+    const int ncols = (int)(p.nlines - l0 < C ? p.nlines - l0 : C);
+    if (t < ncols) {
+      ndf_i64 ib, ob;
+      ndf_line_offsets(p, l0 + t, ib, ob);
+      ibase[t] = ib;
+      obase[t] = ob;
+      kmin[t] = 1 << 20;
+      emax[t] = 0;
+    }
+    __syncthreads();
     // 1. Stage the lines, NB loads in flight per thread before their stores.
     //    LAST 0: thread t always takes line t % C and scans its values here.
     int tk = 1 << 20, te = 0;
@@ -351,7 +361,10 @@ extern "C" __global__ void __launch_bounds__(256) ndf_filter_uniform_exact(const
         for (int x = t >> lc; x < n; x += T >> lc) ndf_funi_raw_of<TI>(sin[c * P + x], tk, te);
     }
 #endif
-    if ((t & (C - 1)) < ncols) ndf_funi_fold(kmin, emax, t & (C - 1), tk, te);
+    if (SCAN && (t & (C - 1)) < ncols) {
+      atomicMin(kmin + (t & (C - 1)), tk);
+      atomicMax(emax + (t & (C - 1)), te);
+    }
     __syncthreads();
     // 2. The outputs: segment seg of line c (consecutive threads on
     //    consecutive lines); a line that fails the check as one segment.
