@@ -61,39 +61,12 @@ extern "C" __global__ void __launch_bounds__(128) ndf_filter_line(const ndf_flin
   for (ndf_i64 tile = blockIdx.x; tile < nlt * p.nseg; tile += gridDim.x) {
     const ndf_i64 lt = tile / p.nseg, x0 = (tile - lt * p.nseg) * p.S;
     const ndf_i64 l0 = lt * C;
-    const int ncols = (int)(p.nlines - l0 < C ? p.nlines - l0 : C);
+    const int ncols = ndf_line_cols(p, l0, C);
     const int scnt = (int)(p.n - x0 < p.S ? p.n - x0 : p.S);
     const int E = scnt + NTAP - 1;
-    if (t < ncols) {
-      ndf_i64 ib, ob;
-      ndf_line_offsets(p, l0 + t, ib, ob);
-      ibase[t] = ib;
-      obase[t] = ob;
-    }
+    ndf_line_bases(p, l0, t, ncols, ibase, obase);
     __syncthreads();
-    // NB loads in flight per thread before their stores to shared memory.
-    for (int i0 = t; i0 < E * ncols; i0 += NB * C) {
-      double v[NB];
-      int at[NB];
-#pragma unroll
-      for (int q = 0; q < NB; q++) {
-        const int i = i0 + q * C;
-        at[q] = -1;
-        if (i < E * ncols) {
-#if LAST
-          const int col = i / E, j = i - col * E;
-#else
-          const int j = i / ncols, col = i - j * ncols;
-#endif
-          const ndf_i64 m = ndf_map(x0 - p.pre + j, p.n, MODE);
-          v[q] = m < 0 ? p.cval : (double)__ldg(p.in + ibase[col] + m * p.istr);
-          at[q] = j * P + col;
-        }
-      }
-#pragma unroll
-      for (int q = 0; q < NB; q++)
-        if (at[q] >= 0) e[at[q]] = v[q];
-    }
+    NDF_LINE_STAGE(p, ibase, e, P, C, t, ncols, 0, E, x0 - p.pre);
     __syncthreads();
     if (t < ncols) {
 #if RING

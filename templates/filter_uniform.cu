@@ -108,13 +108,8 @@ extern "C" __global__ void __launch_bounds__(32) ndf_filter_uniform_tile(const n
   const ndf_i64 nlt = (p.nlines + C - 1) / C;
   for (ndf_i64 lt = blockIdx.x; lt < nlt; lt += gridDim.x) {
     const ndf_i64 l0 = lt * C;
-    const int ncols = (int)(p.nlines - l0 < C ? p.nlines - l0 : C);
-    if (t < ncols) {
-      ndf_i64 ib, ob;
-      ndf_line_offsets(p, l0 + t, ib, ob);
-      ibase[t] = ib;
-      obase[t] = ob;
-    }
+    const int ncols = ndf_line_cols(p, l0, C);
+    ndf_line_bases(p, l0, t, ncols, ibase, obase);
     __syncthreads();
     double tmp = 0.0;
     double *col = e + t;
@@ -123,28 +118,7 @@ extern "C" __global__ void __launch_bounds__(32) ndf_filter_uniform_tile(const n
       const int r0 = x0 == 0 ? 0 : K, nr = cnt + K - r0; // rows r0 .. cnt + K - 1 are loaded
       const ndf_i64 c0 = x0 - 1 - p.pre + r0;              // the coordinate of row r0
       // 1. Stage, NB loads in flight per thread before their stores.
-      for (int i0 = t; i0 < nr * ncols; i0 += NB * C) {
-        double v[NB];
-        int at[NB];
-#pragma unroll
-        for (int q = 0; q < NB; q++) {
-          const int i = i0 + q * C;
-          at[q] = -1;
-          if (i < nr * ncols) {
-#if LAST
-            const int c = i / nr, j = i - c * nr;
-#else
-            const int j = i / ncols, c = i - j * ncols;
-#endif
-            const ndf_i64 m = ndf_map(c0 + j, p.n, MODE);
-            v[q] = m < 0 ? p.cval : (double)__ldg(p.in + ibase[c] + m * p.istr);
-            at[q] = (r0 + j) * P + c;
-          }
-        }
-#pragma unroll
-        for (int q = 0; q < NB; q++)
-          if (at[q] >= 0) e[at[q]] = v[q];
-      }
+      NDF_LINE_STAGE(p, ibase, e, P, C, t, ncols, r0, nr, c0);
       __syncthreads();
       // 2. The running sum of column t.
       if (t < ncols) {
@@ -268,6 +242,25 @@ __device__ __forceinline__ bool ndf_funi_ok(int kmin, int emax, int qc, int mc, 
   if (!SCAN) return mc - qc <= 52 - L && mc <= 1022 - L;
   const int q = min(kmin - KB, qc), M = max(emax - EB, mc);
   return emax != EINF && M - q <= 52 - L && M <= 1022 - L;
+}
+// The tile of lines from l0 (ndf_line_bases) with every line's keys reset,
+// then the block's barrier; returns ncols.
+__device__ __forceinline__ int ndf_funi_tile(const ndf_funi_params &p, ndf_i64 l0, int C, int t, ndf_i64 *ibase,
+                                             ndf_i64 *obase, int *kmin, int *emax) {
+  const int ncols = ndf_line_cols(p, l0, C);
+  ndf_line_bases(p, l0, t, ncols, ibase, obase, [&](int c) {
+    kmin[c] = 1 << 20;
+    emax[c] = 0;
+  });
+  __syncthreads();
+  return ncols;
+}
+// A thread's keys tk, te of line c folded into the line's (SCAN).
+__device__ __forceinline__ void ndf_funi_fold(int *kmin, int *emax, int c, int tk, int te) {
+  if (SCAN) {
+    atomicMin(kmin + c, tk);
+    atomicMax(emax + c, te);
+  }
 }
 #endif
 
@@ -511,25 +504,12 @@ extern "C" __global__ void __launch_bounds__(256) ndf_filter_uniform_stream(cons
   const int c = t & (C - 1), seg = t >> lc;
   const ndf_i64 ntiles = (p.nlines + C - 1) / C;
   for (ndf_i64 lt = blockIdx.x; lt < ntiles; lt += gridDim.x) {
-    const ndf_i64 l0 = lt * C;
-    const int ncols = (int)(p.nlines - l0 < C ? p.nlines - l0 : C);
-    if (t < ncols) {
-      ndf_i64 ib, ob;
-      ndf_line_offsets(p, l0 + t, ib, ob);
-      ibase[t] = ib;
-      obase[t] = ob;
-      kmin[t] = 1 << 20;
-      emax[t] = 0;
-    }
-    __syncthreads();
+    const int ncols = ndf_funi_tile(p, lt * C, C, t, ibase, obase, kmin, emax);
     int tk = 1 << 20, te = 0;
     if (c < ncols && seg < nseg) {
       const int x0 = seg * G;
       ndf_funi_walk<true>(p, p.in + ibase[c], p.out + obase[c], x0, min(G, n - x0), tk, te);
-      if (SCAN) {
-        atomicMin(kmin + c, tk);
-        atomicMax(emax + c, te);
-      }
+      ndf_funi_fold(kmin, emax, c, tk, te);
     }
     __syncthreads();
     if (c < ncols && seg == 0 && !ndf_funi_ok(kmin[c], emax[c], qc, mc, L))
