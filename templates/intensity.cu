@@ -92,8 +92,10 @@ __device__ __forceinline__ double ity_unkey(ndf_u64 k, double) {
 #define NDF_ITY_KEYBITS ((int)(8 * sizeof(T)))
 #define NDF_ITY_F32 (sizeof(T) == 4 && (T)0.5 != (T)0)
 
-// The element offset of element j of image b (C order within the image).
-__device__ __forceinline__ ndf_i64 ity_off(ndf_i64 b, ndf_i64 j, int nb, int ndim, const ndf_i64 *shape,
+// The element offset of element j of image b (C order within the image).  Not inlined: the strided
+// path calls it in loops unrolled 16 times, and sixteen inlined copies of its 64-bit divisions made
+// NVRTC take seconds over ndf_ity_apply and ndf_ity_radix (the contiguous path never calls it).
+__device__ __noinline__ ndf_i64 ity_off(ndf_i64 b, ndf_i64 j, int nb, int ndim, const ndf_i64 *shape,
                                            const ndf_i64 *str) {
   ndf_i64 off = 0;
   for (int d = ndim - 1; d >= nb; d--) {
