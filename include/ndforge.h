@@ -175,6 +175,14 @@ typedef struct ndf_ctx_options {
    * returns NDF_EINVAL with the call's message; the first failure since the last of those is
    * the one reported.  0: such calls wait for their check and return its error themselves. */
   int deferred_errors;
+  /* Most bytes of device memory the context's arrays and scratch may hold at once (0 = no
+   * limit, the default).  Counted: ndf_array_alloc's CUDA arrays until ndf_array_free, and
+   * the scratch its ops take during a call (each allocation at its requested size).  An
+   * allocation that would take the count past the limit fails with NDF_ENOMEM and a message
+   * naming the limit, as the device running out does; nothing else changes.  Not counted:
+   * the memory pool's reserve beyond the live scratch (ADR 0012), kernel modules, cached
+   * structuring-element tables, arrays the caller allocates itself (ADR 0031). */
+  size_t device_memory_limit;
 } ndf_ctx_options;
 
 /* Default options: AUTO backend, device 0, own stream, default cache dir. */

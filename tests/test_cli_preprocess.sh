@@ -21,7 +21,9 @@
 #   same bytes, print the same stderr and report in input order, with the
 #   report's timing; a .nii.gz output decompresses to the .nii output's bytes
 #   (extensions kept); a two-member .nii.gz input and one with bytes after
-#   its data read, a truncated one fails; bad command lines exit 2.
+#   its data read, a truncated one fails; --gpu-memory-limit below a volume's
+#   needs: on a GPU every volume retried on the CPU, on the CPU nothing changes,
+#   and the outputs are a --device cpu run's bytes; bad command lines exit 2.
 # Exits 77 without numpy and nibabel.
 set -u
 . "$(dirname "$0")/cli_common.sh"
@@ -318,6 +320,24 @@ perm_out = open('wn/perm.nii', 'rb').read()
 if not same(open('wn/members.nii', 'rb').read(), perm_out): fail('a .nii.gz of two gzip members read otherwise')
 if not same(open('wn/trailing.nii', 'rb').read(), perm_out): fail('a .nii.gz with bytes after its data read otherwise')
 print('run 7 (workers, .nii.gz bytes) checked')
+
+# 8. --gpu-memory-limit: on a GPU, a limit below one volume's arrays makes every volume run out of GPU
+#    memory and run again on the CPU, writing what a --device cpu run writes; on the CPU the limit is
+#    accepted and changes nothing
+steps8 = ['--steps', 'reorient,resample,foreground,normalize,crop', '--spacing', '1.5', '--no-montage']
+ins8 = ['in/las.nii.gz', 'in/perm.nii.gz', 'in/oblique.nii.gz']
+run(ins8 + ['--out', 'l_cpu', '--device', 'cpu'] + steps8)
+run(ins8 + ['--out', 'l_lim', '--gpu-memory-limit', '16K', '--workers', '2'] + steps8)
+rl = json.load(open('l_lim/report.json'))
+gpu = rl['device'].startswith('cuda')
+for v in rl['volumes']:
+    stem = os.path.basename(v['input'])[:-len('.nii.gz')]
+    if v['status'] != 'ok' or v['retried_on_cpu'] != gpu or (gpu and v['device'] != 'cpu'):
+        fail('--gpu-memory-limit 16K on %s: %s: %r' % (rl['device'], stem, {k: v.get(k) for k in ('status', 'error', 'device', 'retried_on_cpu')}))
+        continue
+    if gzip.decompress(open('l_lim/%s.nii.gz' % stem, 'rb').read()) != gzip.decompress(open('l_cpu/%s.nii.gz' % stem, 'rb').read()):
+        fail('--gpu-memory-limit 16K: %s differs from the --device cpu run' % stem)
+print('run 8 (--gpu-memory-limit on %s) checked' % rl['device'])
 sys.exit(1 if bad else 0)
 PY
 if "$py" check.py "$cli"; then npass=$((npass + 1)); else fail "preprocess runs"; fi
@@ -325,7 +345,9 @@ if "$py" check.py "$cli"; then npass=$((npass + 1)); else fail "preprocess runs"
 # Bad command lines exit 2 and write nothing.
 for args in "--steps reorient,nosuchstep in --out o" "--spacing 0 in --out o" "--modality pet in --out o" \
             "in" "--out o" "--preset nosuch in --out o" "--centre 40 in --out o" "--nosuch in --out o" \
-            "--workers 0 in --out o" "--cpu-threads -1 in --out o"; do
+            "--workers 0 in --out o" "--cpu-threads -1 in --out o" "--gpu-memory-limit 0 in --out o" \
+            "--gpu-memory-limit 12Q in --out o" "--gpu-memory-limit -1M in --out o" "--gpu-memory-limit M in --out o" \
+            "--gpu-memory-limit 1e30 in --out o" "--gpu-memory-limit 0x10 in --out o"; do
   # shellcheck disable=SC2086
   "$cli" preprocess $args >/dev/null 2>err.txt
   rc=$?

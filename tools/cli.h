@@ -18,6 +18,10 @@ void errorf(const char *fmt, ...)
  * 0, or -1 after saying what is wrong. */
 int parse_double_arg(const char *opt, const char *s, double *out);
 int parse_long_arg(const char *opt, const char *s, long lo, long hi, long *out);
+/* Parses a positive number of bytes given for option --opt: digits (a decimal fraction too),
+ * optionally followed by K, M, G or T (powers of 1024; "B" or "iB" may follow); the bytes
+ * rounded down.  0, or -1 after saying what is wrong. */
+int parse_size_arg(const char *opt, const char *s, size_t *out);
 
 /* A C-contiguous host array of that geometry in *a (malloc'ed data): 0, or
  * -1 after saying (when what names it, e.g. "the output") that its size

@@ -2580,6 +2580,32 @@ int parse_long_arg(const char *opt, const char *s, long lo, long hi, long *out) 
   return 0;
 }
 
+int parse_size_arg(const char *opt, const char *s, size_t *out) {
+  char *end;
+  errno = 0;
+  double v = s[0] >= '0' && s[0] <= '9' && !strpbrk(s, "xX") ? strtod(s, &end) : -1; /* no hex */
+  double unit = 1;
+  if (v >= 0 && !errno) {
+    const char *u = strchr("KMGT", end[0] & ~0x20);
+    if (end[0] && u) {
+      for (const char *k = "KMGT"; k <= u; k++) unit *= 1024;
+      end++;
+      if (*end == 'i') end++;
+      if ((*end & ~0x20) == 'B') end++;
+    } else if ((*end & ~0x20) == 'B') {
+      end++;
+    }
+  }
+  const double bytes = v * unit;
+  if (!(v >= 0) || errno || *end || !(bytes >= 1) || bytes >= 18446744073709551616.0 || bytes > (double)SIZE_MAX) {
+    errorf("bad value '%s' for --%s (expected a positive size: bytes, or a number with K, M, G or T, e.g. 512M)",
+           s, opt);
+    return -1;
+  }
+  *out = (size_t)bytes;
+  return 0;
+}
+
 int parse_double_arg(const char *opt, const char *s, double *out) {
   char *end;
   errno = 0;

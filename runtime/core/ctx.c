@@ -322,6 +322,7 @@ void ndf_ctx_destroy(ndf_ctx *ctx) {
     ndf__jit_release(ctx);
   }
   ndf__tune_release(ctx);
+  ndf__mem_release(ctx);
   pthread_mutex_destroy(&ctx->lock);
   free(ctx);
 }
