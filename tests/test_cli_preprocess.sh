@@ -17,7 +17,8 @@
 #   fields; a bad input among good ones is reported, the others written, and
 #   the exit status is 1; 4-D inputs (time last, or --time-axis 0) are
 #   processed per volume and written back as 4-D; --reference gives SSIM 1
-#   against itself and a fourth montage panel; --workers 1 and 3 write the
+#   against itself and a fourth montage panel, one of another shape a warning
+#   naming both shapes in the report and on stderr; --workers 1 and 3 write the
 #   same bytes, print the same stderr and report in input order, with the
 #   report's timing; a .nii.gz output decompresses to the .nii output's bytes
 #   (extensions kept); a two-member .nii.gz input and one with bytes after
@@ -258,6 +259,19 @@ if v['status'] != 'ok' or abs(v.get('ssim', 0) - 1) > 1e-4: fail('--reference: %
 w, h = png_size('out10/las.png')
 X, Y, Z = load('out10/las.nii.gz')[0].shape
 if (w, h) != (X + X + Y + X + 12, max(Y, Z)): fail('--reference montage %dx%d' % (w, h))
+# a reference of another shape: "ssim": null, and a warning naming the volume and both shapes in the
+# report and on stderr (one line), the run's status 0
+r = run(['out6/las.nii.gz', 'in/perm.nii.gz', '--out', 'out10b', '--steps', 'normalize', '--reference', 'in/ct.nii.gz'])
+rep = json.load(open('out10b/report.json'))
+lines = [l for l in r.stderr.splitlines() if 'warning' in l]
+for v in rep['volumes']:
+    shp = 'x'.join(str(n) for n in load(v['output'])[0].shape)
+    want = [l for l in lines if l.startswith('ndforge: %s: warning: ' % v['input'])]
+    if v['status'] != 'ok' or v.get('ssim', 0) is not None or '10x9x8' not in v.get('warning', '') or shp not in v['warning']:
+        fail('--reference of another shape: %r' % v)
+    if len(want) != 1 or '10x9x8' not in want[0] or shp not in want[0]:
+        fail('--reference of another shape: stderr %r for %s (output %s)' % (r.stderr, v['input'], shp))
+if len(lines) != 2: fail('--reference of another shape: %d warning lines on stderr: %r' % (len(lines), r.stderr))
 print('run 6 (reference) checked')
 
 # 7. workers: every volume the same whatever their number; errors, progress and report in input order;

@@ -1027,6 +1027,10 @@ static void finish_volume(pp_run *run, pp_job *jb) {
     run->finished++;
     if (!j->ok && run->prog == 1 && run->finished > 1) fputc('\n', stderr); /* below the bar */
     if (!j->ok) errorf("%s: %s", j->path, j->err);
+    if (j->warn[0]) { /* also in the report */
+      if (j->ok && run->prog == 1 && run->finished > 1) fputc('\n', stderr);
+      errorf("%s: warning: %s", j->path, j->warn);
+    }
     progress(run->prog, run->finished, run->total, j->stem, !j->ok);
   }
   pthread_mutex_unlock(&run->mu);
