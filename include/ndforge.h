@@ -1396,7 +1396,12 @@ NDF_API ndf_status ndf_equalize_hist(ndf_ctx *ctx, const ndf_array *input, const
  *
  * Inputs: uint8, int8, uint16, int16, uint32, int32, int64, uint64 (read
  * into double, as scipy), float32, float64, any strides.  Outputs: the
- * input's shape and device, any of those dtypes (scipy's output=dtype), not overlapping the input.  Backends: CPU
+ * input's shape and device, any of those dtypes (scipy's output=dtype), not overlapping the input.
+ * bool as scipy 1.10 takes it: an input read as its bytes, an output stored
+ * as a uint8 one (C's cast to unsigned char: 0.5 -> 0, 2.0 -> 2, -1.0 -> 255;
+ * bytes other than 0 and 1 are what scipy writes too); ndf_laplace,
+ * ndf_gaussian_laplace and ndf_gaussian_gradient_magnitude refuse a bool
+ * output (scipy sums their terms with NumPy's bool arithmetic).  Backends: CPU
  * and CUDA.  NaN and inf propagate as IEEE arithmetic does (ndf_correlate
  * leaves out taps whose |weight| <= DBL_EPSILON, as scipy, so NaN under such
  * a tap does not reach the output).  An empty input is a no-op.

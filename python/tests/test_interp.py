@@ -64,6 +64,31 @@ def test_transforms(dtype):
     close(nd.spline_filter1d(x, 4, axis=0, mode="wrap"), sn.spline_filter1d(x, 4, axis=0, mode="wrap"))
 
 
+@pytest.mark.parametrize("order", range(6))
+def test_bool_outputs_as_scipy(order):
+    """scipy 1.10 stores an interpolated value into a bool output with C's cast to unsigned char (0.9 is
+    False, 37.2 the byte 37): a bool input's default output and output=bool of any input."""
+    rng = np.random.default_rng(order)
+    b = rng.random((9, 11)) > 0.5
+    x = rng.integers(-500, 500, (9, 11)).astype(np.int16)
+    c = rng.random((2, 30)) * 12 - 1.5
+    m = [[0.9, 0.2], [-0.1, 1.1]]
+    calls = [("zoom", (b, 1.7), {}), ("zoom", (x, 1.7), dict(output=np.bool_)),
+             ("shift", (b, (0.3, -1.4)), dict(mode="nearest")), ("rotate", (b, 23), {}),
+             ("affine_transform", (b, m), dict(mode="mirror")), ("map_coordinates", (x, c), dict(output=np.bool_)),
+             ("map_coordinates", (b, c), {}), ("spline_filter1d", (x,), dict(output=np.bool_))]
+    for name, args, kw in calls:
+        if name.startswith("spline") and order < 2:
+            continue
+        got, want = getattr(nd, name)(*args, order=order, **kw), getattr(sn, name)(*args, order=order, **kw)
+        assert got.dtype == want.dtype == np.bool_, name
+        np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8), err_msg=name)
+    out, ref = np.zeros((15, 18), bool), np.zeros((15, 18), bool)
+    nd.zoom(x, (15 / 9, 18 / 11), order=order, output=out)
+    sn.zoom(x, (15 / 9, 18 / 11), order=order, output=ref)
+    np.testing.assert_array_equal(out.view(np.uint8), ref.view(np.uint8))
+
+
 def test_output_forms_and_3d():
     x = data((7, 8, 6), np.float32)
     close(nd.rotate(x, 20, axes=(2, 0)), sn.rotate(x, 20, axes=(2, 0)))
