@@ -1764,7 +1764,12 @@ NDF_API const char *ndf_interp_mode_name(ndf_interp_mode m);
  * coordinate, or one of magnitude 2^52 or more, gives cval, except in the
  * nearest and grid-constant modes, where it gives NaN (float outputs); scipy
  * converts such coordinates to integers with undefined results, so there it
- * is ndforge's own rule.
+ * is ndforge's own rule.  Empty arrays: an output without elements (no
+ * coordinates, an output shape or batch axis of extent 0) is a no-op, as is
+ * an input with an empty spatial axis whose output is empty too (shift,
+ * affine_transform, the spline filters); such an input with a non-empty
+ * output (rotate, map_coordinates with points: scipy reads outside the input
+ * there) is NDF_EINVAL, as is zoom to an axis of extent 0 (ndf_zoom).
  * Dtypes: input bool, uint8, int8, uint16, int16, uint32, int32, int64,
  * uint64 (read into double, as scipy), float32 or float64; output any of
  * these but bool.  Input and output must
