@@ -1081,6 +1081,32 @@ static void test_memory_limit(void **state) {
   tu_array_free(&hin);
   tu_array_free(&hout);
   tu_array_free(&want);
+  /* an op that grows a per-context workspace holding the context's lock (ECC's 2-D strips): the
+   * accounting takes a lock of its own; the limited context's curves are the unlimited one's */
+  o.device_memory_limit = 256 << 20;
+  assert_int_equal(ndf_ctx_create(&ctx, &o), NDF_OK);
+  const int64_t osh[2] = {5, 16};
+  tu_array ein, eout[2];
+  assert_int_equal(tu_array_alloc(&ein, NDF_FLOAT32, 3, SH3), 0);
+  fill(&ein, 17, 0);
+  ndf_ctx *ectx[2] = {ctx, free_ctx};
+  for (int k = 0; k < 2; k++) {
+    ndf_array di, dout;
+    assert_int_equal(tu_array_alloc(&eout[k], NDF_INT64, 2, osh), 0);
+    assert_int_equal(ndf_array_alloc(ectx[k], &di, NDF_DEVICE_CUDA, NDF_FLOAT32, 3, SH3), NDF_OK);
+    assert_int_equal(ndf_array_alloc(ectx[k], &dout, NDF_DEVICE_CUDA, NDF_INT64, 2, osh), NDF_OK);
+    assert_int_equal(ndf_array_copy(ectx[k], &di, &ein.arr), NDF_OK);
+    fcase ec = {.ctx = ectx[k], .IN = &di, .OUT = {&dout}};
+    assert_int_equal(c_ecc(&ec), NDF_OK);
+    assert_int_equal(ndf_array_copy(ectx[k], &eout[k].arr, &dout), NDF_OK);
+    ndf_array_free(ectx[k], &di);
+    ndf_array_free(ectx[k], &dout);
+  }
+  assert_memory_equal(eout[0].arr.data, eout[1].arr.data, 5 * 16 * sizeof(int64_t));
+  ndf_ctx_destroy(ctx);
+  tu_array_free(&ein);
+  tu_array_free(&eout[0]);
+  tu_array_free(&eout[1]);
 #endif
 }
 

@@ -137,8 +137,9 @@ struct ndf_ctx {
   struct ndf__tune_state *tune;
   /* pool.c: with a device-memory limit (opt.device_memory_limit > 0), the bytes of the
    * context's live device arrays and scratch, and each allocation's size by its address
-   * (chained buckets); under lock */
+   * (chained buckets); under mem_lock (not lock: some families take scratch holding it) */
 #define NDF__MEM_BUCKETS 64
+  pthread_mutex_t mem_lock;
   size_t mem_live;
   ndf__mem_rec *mem_recs[NDF__MEM_BUCKETS];
 };

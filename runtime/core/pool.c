@@ -35,11 +35,11 @@ static size_t mem_bucket(CUdeviceptr p) { return (size_t)((p >> 8) * 0x9E3779B97
 ndf_status ndf__mem_charge(ndf_ctx *ctx, const char *what, size_t bytes) {
   const size_t limit = ctx->opt.device_memory_limit;
   if (!limit) return NDF_OK;
-  pthread_mutex_lock(&ctx->lock);
+  pthread_mutex_lock(&ctx->mem_lock);
   const size_t live = ctx->mem_live;
   const int fits = bytes <= limit && live <= limit - bytes;
   if (fits) ctx->mem_live = live + bytes;
-  pthread_mutex_unlock(&ctx->lock);
+  pthread_mutex_unlock(&ctx->mem_lock);
   if (fits) return NDF_OK;
   return ndf__error(ctx, NDF_ENOMEM,
                     "%s: %zu bytes of device memory would pass the context's limit "
@@ -48,9 +48,9 @@ ndf_status ndf__mem_charge(ndf_ctx *ctx, const char *what, size_t bytes) {
 
 void ndf__mem_uncharge(ndf_ctx *ctx, size_t bytes) {
   if (!ctx->opt.device_memory_limit) return;
-  pthread_mutex_lock(&ctx->lock);
+  pthread_mutex_lock(&ctx->mem_lock);
   ctx->mem_live -= bytes < ctx->mem_live ? bytes : ctx->mem_live;
-  pthread_mutex_unlock(&ctx->lock);
+  pthread_mutex_unlock(&ctx->mem_lock);
 }
 
 ndf_status ndf__mem_record(ndf_ctx *ctx, CUdeviceptr p, size_t bytes) {
@@ -62,17 +62,17 @@ ndf_status ndf__mem_record(ndf_ctx *ctx, CUdeviceptr p, size_t bytes) {
   }
   r->p = p;
   r->bytes = bytes;
-  pthread_mutex_lock(&ctx->lock);
+  pthread_mutex_lock(&ctx->mem_lock);
   r->next = ctx->mem_recs[mem_bucket(p)];
   ctx->mem_recs[mem_bucket(p)] = r;
-  pthread_mutex_unlock(&ctx->lock);
+  pthread_mutex_unlock(&ctx->mem_lock);
   return NDF_OK;
 }
 
 void ndf__mem_forget(ndf_ctx *ctx, CUdeviceptr p) {
   if (!ctx->opt.device_memory_limit) return;
   ndf__mem_rec *found = NULL;
-  pthread_mutex_lock(&ctx->lock);
+  pthread_mutex_lock(&ctx->mem_lock);
   for (ndf__mem_rec **q = &ctx->mem_recs[mem_bucket(p)]; *q; q = &(*q)->next)
     if ((*q)->p == p) {
       found = *q;
@@ -80,7 +80,7 @@ void ndf__mem_forget(ndf_ctx *ctx, CUdeviceptr p) {
       ctx->mem_live -= found->bytes < ctx->mem_live ? found->bytes : ctx->mem_live;
       break;
     }
-  pthread_mutex_unlock(&ctx->lock);
+  pthread_mutex_unlock(&ctx->mem_lock);
   free(found);
 }
 
