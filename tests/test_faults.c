@@ -11,7 +11,9 @@
  * static copy, so that its allocations are the ones wrapped.  Also the op
  * families' per-context state (ndf__family_state, ADR 0020): its one
  * allocation failing, no allocation after it, the deferred-check hook, the
- * release with the context, a context at a destroyed one's address.
+ * release with the context, a context at a destroyed one's address.  And
+ * the device-memory limit (ndf_ctx_options.device_memory_limit): its
+ * accounting, and on CUDA arrays and scratch refused past it.
  *
  * Built a second time as test_gpu_faults (TU_FAULTS_CUDA): the same calls on
  * CUDA arrays, where besides the host allocations the n-th device allocation
