@@ -130,6 +130,10 @@ class _Linear:
     def copy(self):
         """scipy's output[...] = input, the result when axes=() filters nothing: the library's
         uniform_filter of size 1 on every axis, which copies (converts) the input to the output."""
+        odt = _core.dtype_of(self.out)
+        if not isinstance(odt, str) and np.dtype(odt) == np.bool_ and self.in_dtype != np.bool_:
+            _core.copy_into(self.out, self.call.x0)  # NumPy's cast to bool (not 0), not the filters' C cast
+            return self.ret
         opt = self.opt
         opt.naxes, opt.nmodes, opt.norigin, opt.mode = 0, 0, 0, _nd._mode("reflect")
         return self.run(C["ndf_uniform_filter"], 1, (ctypes.c_int64 * 1)(1), ctypes.byref(opt))

@@ -254,6 +254,11 @@ def test_no_axes_copies_the_input(name):
     args = () if name in ("laplace", "uniform_filter") else (1.0,)
     same(getattr(nd, name)(x, *args, axes=()), x)
     same(getattr(nd, name)(x, *args, output=np.uint8, axes=()), x.astype(np.uint8))
+    z = x - 50  # output[...] = input: NumPy's cast to bool (not 0), 0.3 is True
+    np.testing.assert_array_equal(getattr(nd, name)(z, *args, output=np.bool_, axes=()).view(np.uint8),
+                                  (z != 0).view(np.uint8))
+    b = z > 0
+    np.testing.assert_array_equal(getattr(nd, name)(b, *args, axes=()), b)
     same(nd.correlate(x, np.array(2.0), axes=()), 2 * x)
 
 
