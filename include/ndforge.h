@@ -175,6 +175,14 @@ typedef struct ndf_ctx_options {
    * returns NDF_EINVAL with the call's message; the first failure since the last of those is
    * the one reported.  0: such calls wait for their check and return its error themselves. */
   int deferred_errors;
+  /* Most bytes of device memory the context's arrays and scratch may hold at once (0 = no
+   * limit, the default).  Counted: ndf_array_alloc's CUDA arrays until ndf_array_free, and
+   * the scratch its ops take during a call (each allocation at its requested size).  An
+   * allocation that would take the count past the limit fails with NDF_ENOMEM and a message
+   * naming the limit, as the device running out does; nothing else changes.  Not counted:
+   * the memory pool's reserve beyond the live scratch (ADR 0012), kernel modules, cached
+   * structuring-element tables, arrays the caller allocates itself (ADR 0031). */
+  size_t device_memory_limit;
 } ndf_ctx_options;
 
 /* Default options: AUTO backend, device 0, own stream, default cache dir. */
@@ -1388,7 +1396,12 @@ NDF_API ndf_status ndf_equalize_hist(ndf_ctx *ctx, const ndf_array *input, const
  *
  * Inputs: uint8, int8, uint16, int16, uint32, int32, int64, uint64 (read
  * into double, as scipy), float32, float64, any strides.  Outputs: the
- * input's shape and device, any of those dtypes (scipy's output=dtype), not overlapping the input.  Backends: CPU
+ * input's shape and device, any of those dtypes (scipy's output=dtype), not overlapping the input.
+ * bool as scipy 1.10 takes it: an input read as its bytes, an output stored
+ * as a uint8 one (C's cast to unsigned char: 0.5 -> 0, 2.0 -> 2, -1.0 -> 255;
+ * bytes other than 0 and 1 are what scipy writes too); ndf_laplace,
+ * ndf_gaussian_laplace and ndf_gaussian_gradient_magnitude refuse a bool
+ * output (scipy sums their terms with NumPy's bool arithmetic).  Backends: CPU
  * and CUDA.  NaN and inf propagate as IEEE arithmetic does (ndf_correlate
  * leaves out taps whose |weight| <= DBL_EPSILON, as scipy, so NaN under such
  * a tap does not reach the output).  An empty input is a no-op.
@@ -1751,7 +1764,12 @@ NDF_API const char *ndf_interp_mode_name(ndf_interp_mode m);
  * coordinate, or one of magnitude 2^52 or more, gives cval, except in the
  * nearest and grid-constant modes, where it gives NaN (float outputs); scipy
  * converts such coordinates to integers with undefined results, so there it
- * is ndforge's own rule.
+ * is ndforge's own rule.  Empty arrays: an output without elements (no
+ * coordinates, an output shape or batch axis of extent 0) is a no-op, as is
+ * an input with an empty spatial axis whose output is empty too (shift,
+ * affine_transform, the spline filters); such an input with a non-empty
+ * output (rotate, map_coordinates with points: scipy reads outside the input
+ * there) is NDF_EINVAL, as is zoom to an axis of extent 0 (ndf_zoom).
  * Dtypes: input bool, uint8, int8, uint16, int16, uint32, int32, int64,
  * uint64 (read into double, as scipy), float32 or float64; output any of
  * these but bool.  Input and output must

@@ -860,9 +860,9 @@ bad "binary op output .txt" 2 out/bad.txt run binary_erosion in/blob.npy out/bad
 bad "cache warm binary op --size" 2 $o cache warm --arch sm_90 binary_erosion --dtype uint8 --size 3
 grep -q "^ndforge: 'binary_erosion' does not take --size" last.err && pass ||
   fail "cache warm binary --size message: $(cat last.err)"
-# label takes --structure, --batch-dims (and --batch-axis), --output-dtype (and --device) only.
+# label takes --structure, --batch-dims (and --batch-axis), --output-dtype (and --device, --cpu-threads) only.
 bad "label: --origin" 2 $o run label --origin 1 in/lab.npy $o
-grep -q "^ndforge: option --origin does not apply to 'run label' (it takes --structure FILE, --output-dtype DTYPE, --batch-dims N, --batch-axis K, --device cpu|cuda|auto, --tune NAME=VALUE)" last.err &&
+grep -q "^ndforge: option --origin does not apply to 'run label' (it takes --structure FILE, --output-dtype DTYPE, --batch-dims N, --batch-axis K, --device cpu|cuda|auto, --cpu-threads N, --tune NAME=VALUE)" last.err &&
   pass || fail "label: --origin message: $(cat last.err)"
 bad "label: --mode" 2 $o run label --mode constant in/lab.npy $o
 bad "label: --size" 2 $o run label --size 3 in/lab.npy $o
@@ -1143,6 +1143,24 @@ else
     fail "cache warm: $(cat last.err)"
   fi
 fi
+# --cpu-threads N: the same bytes with 1 and 2 threads on the CPU backend, for ops of several families and
+# for the commands with their own parsers; 0, -1, 1025 and a word are refused (exit 2).
+for spec in "run gaussian_filter --sigma 1.5 in/f32.npy" "run median_filter --size 3 in/f32.npy" \
+            "run label in/u8.npy" "run distance_transform_edt in/u8.npy" "run zoom --zoom 1.5 in/f32.npy" \
+            "run grey_opening --size 3 in/i16.npy" "ecc in/f32.npy"; do
+  ok=1
+  for t in 1 2; do
+    # shellcheck disable=SC2086
+    ndf $spec out/threads$t.npy --device cpu --cpu-threads $t || { ok=0; fail "$spec --cpu-threads $t: $(cat last.err)"; }
+  done
+  [ "$ok" = 1 ] && { cmp -s out/threads1.npy out/threads2.npy && pass || fail "$spec: --cpu-threads 1 and 2 differ"; }
+done
+for v in 0 -1 1025 two; do
+  bad "run --cpu-threads $v" 2 out/threads_bad.npy run gaussian_filter --sigma 1 in/f32.npy out/threads_bad.npy --cpu-threads "$v"
+done
+bad "ecc --cpu-threads 0" 2 out/threads_bad.npy ecc in/f32.npy out/threads_bad.npy --cpu-threads 0
+bad "metrics --cpu-threads 0" 2 out/threads_bad.npy metrics mse in/f32.npy in/f32.npy --cpu-threads 0
+
 if [ "${NDF_TEST_DEMO:-1}" = 1 ]; then
   if ndf demo --out demo; then
     if grep -q 'ch2\|phantom' last.out && ls demo | grep -q '_dilated\.' && ls demo | grep -q '_eroded\.'; then

@@ -17,11 +17,14 @@
 #   fields; a bad input among good ones is reported, the others written, and
 #   the exit status is 1; 4-D inputs (time last, or --time-axis 0) are
 #   processed per volume and written back as 4-D; --reference gives SSIM 1
-#   against itself and a fourth montage panel; --workers 1 and 3 write the
+#   against itself and a fourth montage panel, one of another shape a warning
+#   naming both shapes in the report and on stderr; --workers 1 and 3 write the
 #   same bytes, print the same stderr and report in input order, with the
 #   report's timing; a .nii.gz output decompresses to the .nii output's bytes
 #   (extensions kept); a two-member .nii.gz input and one with bytes after
-#   its data read, a truncated one fails; bad command lines exit 2.
+#   its data read, a truncated one fails; --gpu-memory-limit below a volume's
+#   needs: on a GPU every volume retried on the CPU, on the CPU nothing changes,
+#   and the outputs are a --device cpu run's bytes; bad command lines exit 2.
 # Exits 77 without numpy and nibabel.
 set -u
 . "$(dirname "$0")/cli_common.sh"
@@ -256,6 +259,19 @@ if v['status'] != 'ok' or abs(v.get('ssim', 0) - 1) > 1e-4: fail('--reference: %
 w, h = png_size('out10/las.png')
 X, Y, Z = load('out10/las.nii.gz')[0].shape
 if (w, h) != (X + X + Y + X + 12, max(Y, Z)): fail('--reference montage %dx%d' % (w, h))
+# a reference of another shape: "ssim": null, and a warning naming the volume and both shapes in the
+# report and on stderr (one line), the run's status 0
+r = run(['out6/las.nii.gz', 'in/perm.nii.gz', '--out', 'out10b', '--steps', 'normalize', '--reference', 'in/ct.nii.gz'])
+rep = json.load(open('out10b/report.json'))
+lines = [l for l in r.stderr.splitlines() if 'warning' in l]
+for v in rep['volumes']:
+    shp = 'x'.join(str(n) for n in load(v['output'])[0].shape)
+    want = [l for l in lines if l.startswith('ndforge: %s: warning: ' % v['input'])]
+    if v['status'] != 'ok' or v.get('ssim', 0) is not None or '10x9x8' not in v.get('warning', '') or shp not in v['warning']:
+        fail('--reference of another shape: %r' % v)
+    if len(want) != 1 or '10x9x8' not in want[0] or shp not in want[0]:
+        fail('--reference of another shape: stderr %r for %s (output %s)' % (r.stderr, v['input'], shp))
+if len(lines) != 2: fail('--reference of another shape: %d warning lines on stderr: %r' % (len(lines), r.stderr))
 print('run 6 (reference) checked')
 
 # 7. workers: every volume the same whatever their number; errors, progress and report in input order;
@@ -318,6 +334,24 @@ perm_out = open('wn/perm.nii', 'rb').read()
 if not same(open('wn/members.nii', 'rb').read(), perm_out): fail('a .nii.gz of two gzip members read otherwise')
 if not same(open('wn/trailing.nii', 'rb').read(), perm_out): fail('a .nii.gz with bytes after its data read otherwise')
 print('run 7 (workers, .nii.gz bytes) checked')
+
+# 8. --gpu-memory-limit: on a GPU, a limit below one volume's arrays makes every volume run out of GPU
+#    memory and run again on the CPU, writing what a --device cpu run writes; on the CPU the limit is
+#    accepted and changes nothing
+steps8 = ['--steps', 'reorient,resample,foreground,normalize,crop', '--spacing', '1.5', '--no-montage']
+ins8 = ['in/las.nii.gz', 'in/perm.nii.gz', 'in/oblique.nii.gz']
+run(ins8 + ['--out', 'l_cpu', '--device', 'cpu'] + steps8)
+run(ins8 + ['--out', 'l_lim', '--gpu-memory-limit', '16K', '--workers', '2'] + steps8)
+rl = json.load(open('l_lim/report.json'))
+gpu = rl['device'].startswith('cuda')
+for v in rl['volumes']:
+    stem = os.path.basename(v['input'])[:-len('.nii.gz')]
+    if v['status'] != 'ok' or v['retried_on_cpu'] != gpu or (gpu and v['device'] != 'cpu'):
+        fail('--gpu-memory-limit 16K on %s: %s: %r' % (rl['device'], stem, {k: v.get(k) for k in ('status', 'error', 'device', 'retried_on_cpu')}))
+        continue
+    if gzip.decompress(open('l_lim/%s.nii.gz' % stem, 'rb').read()) != gzip.decompress(open('l_cpu/%s.nii.gz' % stem, 'rb').read()):
+        fail('--gpu-memory-limit 16K: %s differs from the --device cpu run' % stem)
+print('run 8 (--gpu-memory-limit on %s) checked' % rl['device'])
 sys.exit(1 if bad else 0)
 PY
 if "$py" check.py "$cli"; then npass=$((npass + 1)); else fail "preprocess runs"; fi
@@ -325,7 +359,9 @@ if "$py" check.py "$cli"; then npass=$((npass + 1)); else fail "preprocess runs"
 # Bad command lines exit 2 and write nothing.
 for args in "--steps reorient,nosuchstep in --out o" "--spacing 0 in --out o" "--modality pet in --out o" \
             "in" "--out o" "--preset nosuch in --out o" "--centre 40 in --out o" "--nosuch in --out o" \
-            "--workers 0 in --out o" "--cpu-threads -1 in --out o"; do
+            "--workers 0 in --out o" "--cpu-threads -1 in --out o" "--gpu-memory-limit 0 in --out o" \
+            "--gpu-memory-limit 12Q in --out o" "--gpu-memory-limit -1M in --out o" "--gpu-memory-limit M in --out o" \
+            "--gpu-memory-limit 1e30 in --out o" "--gpu-memory-limit 0x10 in --out o"; do
   # shellcheck disable=SC2086
   "$cli" preprocess $args >/dev/null 2>err.txt
   rc=$?

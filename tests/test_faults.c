@@ -11,7 +11,9 @@
  * static copy, so that its allocations are the ones wrapped.  Also the op
  * families' per-context state (ndf__family_state, ADR 0020): its one
  * allocation failing, no allocation after it, the deferred-check hook, the
- * release with the context, a context at a destroyed one's address.
+ * release with the context, a context at a destroyed one's address.  And
+ * the device-memory limit (ndf_ctx_options.device_memory_limit): its
+ * accounting, and on CUDA arrays and scratch refused past it.
  *
  * Built a second time as test_gpu_faults (TU_FAULTS_CUDA): the same calls on
  * CUDA arrays, where besides the host allocations the n-th device allocation
@@ -974,6 +976,142 @@ static void test_family_state(void **state) {
   assert_int_equal(b_releases, 2);
 }
 
+/* The device-memory limit (ndf_ctx_options.device_memory_limit, ADR 0031).  On every build:
+ * its accounting (white box, on made-up addresses), its message, a failed record's host
+ * allocation giving the bytes back, and a CPU context's host arrays not counted.  On CUDA:
+ * ndf_array_alloc refused past the limit with NDF_ENOMEM and accepted again after a free; an
+ * op whose scratch would pass the limit fails with NDF_ENOMEM, writes nothing and gives its
+ * scratch back; with room it gives the unlimited context's result. */
+static void test_memory_limit(void **state) {
+  (void)state;
+  ndf_ctx_options o;
+  ndf_ctx_options_init(&o);
+  o.backend = NDF_BACKEND_CPU;
+  o.cache_disable = 1;
+  o.device_memory_limit = 1000;
+  ndf_ctx *ctx;
+  assert_int_equal(ndf_ctx_create(&ctx, &o), NDF_OK);
+  assert_int_equal(ndf__mem_charge(ctx, "probe", 600), NDF_OK);
+  assert_int_equal(ndf__mem_record(ctx, 0x10000, 600), NDF_OK);
+  assert_int_equal(ndf__mem_charge(ctx, "probe", 401), NDF_ENOMEM);
+  assert_non_null(strstr(ndf_errmsg(ctx), "probe: 401 bytes of device memory would pass the context's limit"));
+  assert_non_null(strstr(ndf_errmsg(ctx), "device_memory_limit 1000 bytes, 600 in use"));
+  assert_int_equal(ndf__mem_charge(ctx, "probe", (size_t)-1), NDF_ENOMEM); /* no wrap-around */
+  assert_int_equal(ndf__mem_charge(ctx, "probe", 400), NDF_OK);
+  arm(1); /* the record's host allocation fails: the bytes go back */
+  assert_int_equal(ndf__mem_record(ctx, 0x20000, 400), NDF_ENOMEM);
+  disarm();
+  assert_int_equal(ctx->mem_live, 600);
+  ndf__mem_forget(ctx, 0x30000); /* unknown: nothing */
+  assert_int_equal(ctx->mem_live, 600);
+  ndf__mem_forget(ctx, 0x10000);
+  assert_int_equal(ctx->mem_live, 0);
+  assert_int_equal(ndf__mem_charge(ctx, "probe", 1000), NDF_OK);
+  ndf__mem_uncharge(ctx, 1000);
+  /* many live records across the buckets, freed in another order */
+  for (int i = 0; i < 200; i++) {
+    assert_int_equal(ndf__mem_charge(ctx, "probe", 5), NDF_OK);
+    assert_int_equal(ndf__mem_record(ctx, (CUdeviceptr)(0x100000 + 512 * i), 5), NDF_OK);
+  }
+  assert_int_equal(ctx->mem_live, 1000);
+  for (int i = 199; i >= 0; i -= 2) ndf__mem_forget(ctx, (CUdeviceptr)(0x100000 + 512 * i));
+  assert_int_equal(ctx->mem_live, 500);
+  /* host arrays are not device memory */
+  ndf_array h;
+  const int64_t big[1] = {4096};
+  assert_int_equal(ndf_array_alloc(ctx, &h, NDF_DEVICE_CPU, NDF_FLOAT64, 1, big), NDF_OK);
+  ndf_array_free(ctx, &h);
+  assert_int_equal(ctx->mem_live, 500);
+  ndf_ctx_destroy(ctx); /* frees the 100 records left (LeakSanitizer) */
+#ifdef TU_FAULTS_CUDA
+  o.backend = NDF_BACKEND_CUDA;
+  o.device_memory_limit = 1 << 20;
+  assert_int_equal(ndf_ctx_create(&ctx, &o), NDF_OK);
+  ndf_array a, b, c;
+  const int64_t n600k[1] = {600 << 10}, n2m[1] = {2 << 20};
+  assert_int_equal(ndf_array_alloc(ctx, &a, NDF_DEVICE_CUDA, NDF_UINT8, 1, n2m), NDF_ENOMEM);
+  assert_non_null(strstr(ndf_errmsg(ctx), "device_memory_limit 1048576 bytes"));
+  assert_int_equal(ndf_array_alloc(ctx, &a, NDF_DEVICE_CUDA, NDF_UINT8, 1, n600k), NDF_OK);
+  assert_int_equal(ndf_array_alloc(ctx, &b, NDF_DEVICE_CUDA, NDF_UINT8, 1, n600k), NDF_ENOMEM);
+  ndf_array_free(ctx, &a);
+  assert_int_equal(ctx->mem_live, 0);
+  assert_int_equal(ndf_array_alloc(ctx, &b, NDF_DEVICE_CUDA, NDF_UINT8, 1, n600k), NDF_OK);
+  ndf_array_free(ctx, &b);
+  ndf_ctx_destroy(ctx);
+  /* an op's scratch: gaussian_gradient_magnitude sums three terms through scratch */
+  const int64_t sh[3] = {24, 20, 16};
+  const size_t vbytes = 24 * 20 * 16 * sizeof(float);
+  o.device_memory_limit = 2 * vbytes + 64;
+  assert_int_equal(ndf_ctx_create(&ctx, &o), NDF_OK);
+  tu_array hin, hout, want;
+  assert_int_equal(tu_array_alloc(&hin, NDF_FLOAT32, 3, sh), 0);
+  assert_int_equal(tu_array_alloc(&hout, NDF_FLOAT32, 3, sh), 0);
+  assert_int_equal(tu_array_alloc(&want, NDF_FLOAT32, 3, sh), 0);
+  for (int64_t e = 0; e < 24 * 20 * 16; e++) ((float *)hin.arr.data)[e] = (float)((e * 7919) % 1013) / 101.0f;
+  assert_int_equal(ndf_array_alloc(ctx, &a, NDF_DEVICE_CUDA, NDF_FLOAT32, 3, sh), NDF_OK);
+  assert_int_equal(ndf_array_alloc(ctx, &b, NDF_DEVICE_CUDA, NDF_FLOAT32, 3, sh), NDF_OK);
+  assert_int_equal(ndf_array_copy(ctx, &a, &hin.arr), NDF_OK);
+  memset(hout.arr.data, 0x7f, vbytes);
+  assert_int_equal(ndf_array_copy(ctx, &b, &hout.arr), NDF_OK);
+  fcase fc = {.ctx = ctx, .IN = &a, .OUT = {&b}};
+  assert_int_equal(c_gradient_magnitude(&fc), NDF_ENOMEM);
+  assert_non_null(strstr(ndf_errmsg(ctx), "device_memory_limit"));
+  assert_int_equal(ndf_ctx_synchronize(ctx), NDF_OK);
+  assert_int_equal(ctx->mem_live, 2 * vbytes);
+  assert_int_equal(ndf_array_copy(ctx, &want.arr, &b), NDF_OK);
+  assert_memory_equal(want.arr.data, hout.arr.data, vbytes); /* nothing written */
+  ctx->opt.device_memory_limit = 8 * vbytes; /* room for the scratch */
+  assert_int_equal(c_gradient_magnitude(&fc), NDF_OK);
+  assert_int_equal(ndf_array_copy(ctx, &hout.arr, &b), NDF_OK);
+  assert_int_equal(ctx->mem_live, 2 * vbytes);
+  /* the same call on a context without a limit */
+  ndf_ctx *free_ctx = *state ? (ndf_ctx *)*state : NULL;
+  assert_non_null(free_ctx);
+  assert_int_equal(ndf_array_alloc(free_ctx, &c, NDF_DEVICE_CUDA, NDF_FLOAT32, 3, sh), NDF_OK);
+  ndf_array_free(ctx, &b);
+  assert_int_equal(ndf_array_alloc(free_ctx, &b, NDF_DEVICE_CUDA, NDF_FLOAT32, 3, sh), NDF_OK);
+  assert_int_equal(ndf_array_copy(free_ctx, &c, &hin.arr), NDF_OK);
+  fcase fu = {.ctx = free_ctx, .IN = &c, .OUT = {&b}};
+  assert_int_equal(c_gradient_magnitude(&fu), NDF_OK);
+  assert_int_equal(ndf_array_copy(free_ctx, &want.arr, &b), NDF_OK);
+  assert_memory_equal(want.arr.data, hout.arr.data, vbytes);
+  ndf_array_free(free_ctx, &b);
+  ndf_array_free(free_ctx, &c);
+  ndf_array_free(ctx, &a);
+  assert_int_equal(ctx->mem_live, 0);
+  ndf_ctx_destroy(ctx);
+  tu_array_free(&hin);
+  tu_array_free(&hout);
+  tu_array_free(&want);
+  /* an op that grows a per-context workspace holding the context's lock (ECC's 2-D strips): the
+   * accounting takes a lock of its own; the limited context's curves are the unlimited one's */
+  o.device_memory_limit = 256 << 20;
+  assert_int_equal(ndf_ctx_create(&ctx, &o), NDF_OK);
+  const int64_t osh[2] = {5, 16};
+  tu_array ein, eout[2];
+  assert_int_equal(tu_array_alloc(&ein, NDF_FLOAT32, 3, SH3), 0);
+  fill(&ein, 17, 0);
+  ndf_ctx *ectx[2] = {ctx, free_ctx};
+  for (int k = 0; k < 2; k++) {
+    ndf_array di, dout;
+    assert_int_equal(tu_array_alloc(&eout[k], NDF_INT64, 2, osh), 0);
+    assert_int_equal(ndf_array_alloc(ectx[k], &di, NDF_DEVICE_CUDA, NDF_FLOAT32, 3, SH3), NDF_OK);
+    assert_int_equal(ndf_array_alloc(ectx[k], &dout, NDF_DEVICE_CUDA, NDF_INT64, 2, osh), NDF_OK);
+    assert_int_equal(ndf_array_copy(ectx[k], &di, &ein.arr), NDF_OK);
+    fcase ec = {.ctx = ectx[k], .IN = &di, .OUT = {&dout}};
+    assert_int_equal(c_ecc(&ec), NDF_OK);
+    assert_int_equal(ndf_array_copy(ectx[k], &eout[k].arr, &dout), NDF_OK);
+    ndf_array_free(ectx[k], &di);
+    ndf_array_free(ectx[k], &dout);
+  }
+  assert_memory_equal(eout[0].arr.data, eout[1].arr.data, 5 * 16 * sizeof(int64_t));
+  ndf_ctx_destroy(ctx);
+  tu_array_free(&ein);
+  tu_array_free(&eout[0]);
+  tu_array_free(&eout[1]);
+#endif
+}
+
 static void test_summary(void **state) {
   (void)state;
   printf("%ld injected allocation failures\n", total_faults);
@@ -1009,7 +1147,8 @@ int main(void) {
       cmocka_unit_test(test_context),   cmocka_unit_test(test_filters), cmocka_unit_test(test_binary),
       cmocka_unit_test(test_distance),  cmocka_unit_test(test_curves),  cmocka_unit_test(test_sinkhorn),
       cmocka_unit_test(test_linear),    cmocka_unit_test(test_intensity), cmocka_unit_test(test_metrics),
-      cmocka_unit_test(test_family_state), cmocka_unit_test(test_summary),
+      cmocka_unit_test(test_family_state), cmocka_unit_test(test_memory_limit),
+      cmocka_unit_test(test_summary),
   };
 #ifdef TU_FAULTS_CUDA
   if (!tu_have_cuda()) return 77;

@@ -543,8 +543,13 @@ static void test_errors(void **state) {
   o.mode = (ndf_mode)17;
   expect_error(ctx, ndf_laplace(ctx, &in.arr, &out.arr, &o), &out, "'mode'");
   o.mode = NDF_MODE_REFLECT;
-  expect_error(ctx, ndf_laplace(ctx, &bad.arr, &out.arr, &o), &out, "'input'");
+  ndf_array unknown = bad.arr;
+  unknown.dtype = NDF_DTYPE_COUNT;
+  expect_error(ctx, ndf_laplace(ctx, &unknown, &out.arr, &o), &out, "'input'");
+  /* bool: an input reads as 0 and 1; a bool output of a sum of terms is refused (ndforge.h) */
   expect_error(ctx, ndf_laplace(ctx, &in.arr, &bad.arr, &o), &out, "'output'");
+  expect_error(ctx, ndf_gaussian_laplace(ctx, &in.arr, &bad.arr, &g, &o), &out, "dtype bool");
+  expect_error(ctx, ndf_gaussian_gradient_magnitude(ctx, &in.arr, &bad.arr, &g, &o), &out, "dtype bool");
   expect_error(ctx, ndf_laplace(ctx, &in.arr, &in.arr, &o), &out, "overlaps");
   /* correlate: weights of the wrong rank, an empty extent, a bad origin */
   const int64_t ws1[1] = {3}, ws2[2] = {3, 0}, ws3[2] = {2, 3};

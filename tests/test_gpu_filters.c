@@ -151,10 +151,14 @@ static void fill_pattern(tu_array *t, int kind, tu_rng *r) {
 static void draw(fcase *c, tu_rng *r, int op, int big) {
   memset(c, 0, sizeof *c);
   c->op = op;
-  c->dt = IN_DT[tu_rng_int(r, 0, 9)];
+  c->dt = tu_rng_chance(r, 0.08) ? NDF_BOOL : IN_DT[tu_rng_int(r, 0, 9)];
   static const ndf_dtype OUT_DT[] = {NDF_UINT8, NDF_INT8,    NDF_UINT16,  NDF_INT16, NDF_UINT32,
                                      NDF_INT32, NDF_FLOAT32, NDF_FLOAT64, NDF_INT64, NDF_UINT64};
   c->odt = tu_rng_chance(r, 0.6) ? c->dt : OUT_DT[tu_rng_int(r, 0, 9)];
+  /* bool outputs (scipy's C cast to unsigned char, ndforge.h), but not of the sums of terms */
+  const int sums = op == OP_LAPLACE || op == OP_GLAPLACE || op == OP_GGM;
+  if (!sums && tu_rng_chance(r, 0.05)) c->odt = NDF_BOOL;
+  if (sums && c->odt == NDF_BOOL) c->odt = NDF_UINT8;
   const int nb = big ? 0 : (int)tu_rng_int(r, 0, 2), nsp = big ? 3 : (int)tu_rng_int(r, 1, 3);
   c->ndim = nb + nsp;
   for (int d = 0; d < nb; d++) c->shape[d] = tu_rng_int(r, 1, 3);

@@ -18,6 +18,15 @@ void errorf(const char *fmt, ...)
  * 0, or -1 after saying what is wrong. */
 int parse_double_arg(const char *opt, const char *s, double *out);
 int parse_long_arg(const char *opt, const char *s, long lo, long hi, long *out);
+/* Parses a positive number of bytes given for option --opt: digits (a decimal fraction too),
+ * optionally followed by K, M, G or T (powers of 1024; "B" or "iB" may follow); the bytes
+ * rounded down.  0, or -1 after saying what is wrong. */
+int parse_size_arg(const char *opt, const char *s, size_t *out);
+/* --cpu-threads N, which every command that runs ops takes: cli_cpu_threads_arg parses N
+ * (1..NDF_MAX_CPU_THREADS; 0, or -1 after saying what is wrong) and keeps it for
+ * cli_ctx_options_init, ndf_ctx_options_init with that cpu_threads (0 when not given). */
+int cli_cpu_threads_arg(const char *v);
+void cli_ctx_options_init(ndf_ctx_options *o);
 
 /* A C-contiguous host array of that geometry in *a (malloc'ed data): 0, or
  * -1 after saying (when what names it, e.g. "the output") that its size

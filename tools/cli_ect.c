@@ -47,6 +47,7 @@ static const char *ect_usage =
     "  --normalize          scale coordinates so the grid fits the unit ball\n"
     "  --batch-dims N       leading axes that are independent images (default 0)\n"
     "  --device cpu|cuda|auto  auto (default) = cpu; cuda: the CUDA backend (exact and weighted)\n"
+    "  --cpu-threads N      the CPU backend's threads (default OpenMP's)\n"
     "  --thresholds-out TH.npy  write the T thresholds used (float64)\n";
 
 
@@ -124,7 +125,7 @@ int ndf_cli_ect(int argc, char **argv) {
       continue;
     }
     static const char *known[] = {"thresholds", "values", "range", "construction", "batch-dims", "device",
-                                  "thresholds-out", "spacing"};
+                                  "thresholds-out", "spacing", "cpu-threads"};
     int k = -1;
     for (int j = 0; j < (int)(sizeof known / sizeof known[0]); j++)
       if (!strcmp(key, known[j])) k = j;
@@ -202,6 +203,9 @@ int ndf_cli_ect(int argc, char **argv) {
         }
         break;
       }
+      case 8:
+        if (cli_cpu_threads_arg(val)) return ECT_EXIT_USAGE;
+        break;
     }
   }
   if (npos != 3) {
@@ -252,7 +256,7 @@ int ndf_cli_ect(int argc, char **argv) {
     opt.values = &vals.arr;
   }
   ndf_ctx_options co;
-  ndf_ctx_options_init(&co);
+  cli_ctx_options_init(&co);
   co.backend = strcmp(device, "cuda") ? NDF_BACKEND_CPU : NDF_BACKEND_CUDA;
   if (ndf_ctx_create(&ctx, &co) != NDF_OK) {
     errorf("cannot create a %s context: %s", co.backend == NDF_BACKEND_CUDA ? "CUDA" : "CPU", ndf_last_error());

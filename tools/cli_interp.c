@@ -57,7 +57,8 @@ static const char *ix_usage =
     "options: --order N (default 3)  --mode MODE (constant, grid-constant, nearest, reflect,\n"
     "  grid-mirror, mirror, wrap, grid-wrap; default constant, mirror for the spline\n"
     "  filters)  --cval X  --no-prefilter  --output-dtype DTYPE (default the input's)\n"
-    "  --batch-dims N  --device cpu|cuda|auto (auto: CUDA when there is a device)\n";
+    "  --batch-dims N  --device cpu|cuda|auto (auto: CUDA when there is a device)\n"
+    "  --cpu-threads N  the CPU backend's threads (default OpenMP's)\n";
 
 int ndf_cli_interp_is_op(const char *name) {
   for (int i = 0; i < X_COUNT; i++)
@@ -181,6 +182,8 @@ int ndf_cli_interp(int argc, char **argv) {
         return IX_USAGE;
       }
       device = v;
+    } else if (!strcmp(name, "cpu-threads")) {
+      if (cli_cpu_threads_arg(v)) return IX_USAGE;
     } else if (!strcmp(name, "output-dtype")) {
       odt_name = v;
     } else if ((!strcmp(name, "zoom") && op == X_ZOOM) || (!strcmp(name, "shift") && op == X_SHIFT) ||
@@ -302,7 +305,7 @@ int ndf_cli_interp(int argc, char **argv) {
   if (cli_alloc("the output", &out, odt, ond, osh) != 0) goto done;
   obuf = out.data;
   ndf_ctx_options cop;
-  ndf_ctx_options_init(&cop);
+  cli_ctx_options_init(&cop);
   cop.backend = !strcmp(device, "cpu") ? NDF_BACKEND_CPU : !strcmp(device, "cuda") ? NDF_BACKEND_CUDA : cop.backend;
   if (ndf_ctx_create(&ctx, &cop) != NDF_OK) {
     errorf("cannot create a context: %s", ndf_last_error());

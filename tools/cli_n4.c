@@ -48,7 +48,8 @@ static const char *n4_usage =
     "  --spacing S[,S...]        voxel spacing (default the NIfTI header's, else 1)\n"
     "  --bias-field FILE         also write the log bias field\n"
     "  --output-dtype DTYPE      float32 or float64\n"
-    "  --device cpu|cuda|auto    (auto: CUDA when there is a device)\n";
+    "  --device cpu|cuda|auto    (auto: CUDA when there is a device)\n"
+    "  --cpu-threads N           the CPU backend's threads (default OpenMP's)\n";
 
 int ndf_cli_n4_is_op(const char *name) { return !strcmp(name, "n4") || !strcmp(name, "n4_bias_field_correction"); }
 
@@ -175,6 +176,8 @@ int ndf_cli_n4(int argc, char **argv) {
         return N4_USAGE;
       }
       device = v;
+    } else if (!strcmp(name, "cpu-threads")) {
+      if (cli_cpu_threads_arg(v)) return N4_USAGE;
     } else if (!strcmp(name, "shrink-factor")) {
       if (parse_long_arg(name, v, 1, 1 << 20, &l)) return N4_USAGE;
       o.shrink_factor = (int)l;
@@ -250,7 +253,7 @@ int ndf_cli_n4(int argc, char **argv) {
     lbuf = lb.data;
   }
   ndf_ctx_options cop;
-  ndf_ctx_options_init(&cop);
+  cli_ctx_options_init(&cop);
   cop.backend = !strcmp(device, "cpu") ? NDF_BACKEND_CPU : !strcmp(device, "cuda") ? NDF_BACKEND_CUDA : cop.backend;
   if (ndf_ctx_create(&ctx, &cop) != NDF_OK) {
     errorf("cannot create a context: %s", ndf_last_error());

@@ -7,6 +7,7 @@
  *       [--spacing S[,S,S]] [--order N] [--modality ct|mri] [--preset NAME | --centre C --width W]
  *       [--margin M[,M,M]] [--time-axis A] [--reference REF.nii] [--report FILE] [--no-montage]
  *       [--device cpu|cuda|auto] [--progress auto|bar|lines|none] [--workers N] [--cpu-threads N]
+ *       [--gpu-memory-limit SIZE]
  *
  * The steps are the rows of STEPS below: a name, the options it reads, and a
  * function from one 3-D volume (float32 image, optional mask, affine) to the
@@ -69,6 +70,8 @@ static const char *pp_usage =
     "  --workers N       volumes processed at once, each on a context of its own (default on a GPU\n"
     "                    one per 4 cores, 2 to 4; on the CPU one per core, up to 8)\n"
     "  --cpu-threads N   CPU threads of each worker's context (default the cores / the workers)\n"
+    "  --gpu-memory-limit SIZE  device memory each worker's context may hold (bytes, or with K, M,\n"
+    "                    G or T: 512M, 1.5G; powers of 1024); a volume that needs more runs on the CPU\n"
     "  --device D        cpu, cuda or auto (default auto: CUDA when there is a device)\n"
     "  --progress P      auto (a bar on a terminal, else lines), bar, lines or none\n"
     "outputs: DIR/NAME.nii.gz (or .nii) and DIR/NAME.png per input, NAME its file name without\n"
@@ -934,6 +937,7 @@ static void process_volume(ndf_ctx *ctx, ndf_ctx **cpu_ctx, const ndf_ctx_option
     }
   }
   if (jb->ok && refvol) {
+    if (jb->retried) ctx = *cpu_ctx; /* the volume ran on the CPU: so does its SSIM */
     if (memcmp(refvol->shape, jb->shape, sizeof jb->shape) != 0) {
       snprintf(jb->warn, sizeof jb->warn, "--reference: shape %lldx%lldx%lld, the output's %lldx%lldx%lld: no SSIM",
                (long long)refvol->shape[0], (long long)refvol->shape[1], (long long)refvol->shape[2],
@@ -1023,6 +1027,10 @@ static void finish_volume(pp_run *run, pp_job *jb) {
     run->finished++;
     if (!j->ok && run->prog == 1 && run->finished > 1) fputc('\n', stderr); /* below the bar */
     if (!j->ok) errorf("%s: %s", j->path, j->err);
+    if (j->warn[0]) { /* also in the report */
+      if (j->ok && run->prog == 1 && run->finished > 1) fputc('\n', stderr);
+      errorf("%s: warning: %s", j->path, j->warn);
+    }
     progress(run->prog, run->finished, run->total, j->stem, !j->ok);
   }
   pthread_mutex_unlock(&run->mu);
@@ -1280,6 +1288,7 @@ int ndf_cli_preprocess(int argc, char **argv) {
   ndf_skull_strip_options_init(&o.bet);
   const double run_t0 = now_s();
   int steps[MAX_STEPS], nsteps = 0, montage = 1, prog = -1, io_threads = 0, nworkers = 0, cpu_threads = 0;
+  size_t gpu_limit = 0;
   const char *ext = ".nii.gz";
   const char *outdir = NULL, *report = NULL, *device = "auto", *refpath = NULL, *steps_arg = "reorient,resample,normalize";
   int have_centre = 0, have_width = 0;
@@ -1354,6 +1363,8 @@ int ndf_cli_preprocess(int argc, char **argv) {
     } else if (!strcmp(name, "cpu-threads")) {
       if (parse_long_arg(name, v, 1, NDF_MAX_CPU_THREADS, &l)) goto out_free;
       cpu_threads = (int)l;
+    } else if (!strcmp(name, "gpu-memory-limit")) {
+      if (parse_size_arg(name, v, &gpu_limit)) goto out_free;
     } else if (!strcmp(name, "format")) {
       if (strcmp(v, "nii") && strcmp(v, "nii.gz")) {
         errorf("bad value '%s' for --format (expected nii or nii.gz)", v);
@@ -1480,6 +1491,7 @@ int ndf_cli_preprocess(int argc, char **argv) {
   if (cpu_threads == 0) cpu_threads = ncores / nworkers > 1 ? (int)(ncores / nworkers) : 1;
   cop.backend = cuda ? NDF_BACKEND_CUDA : NDF_BACKEND_CPU;
   cop.cpu_threads = cpu_threads;
+  cop.device_memory_limit = gpu_limit;
   wks = calloc((size_t)nworkers, sizeof *wks);
   for (; wks && nwk < nworkers; nwk++)
     if (ndf_ctx_create(&wks[nwk].ctx, &cop) != NDF_OK) break;

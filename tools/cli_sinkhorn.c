@@ -44,7 +44,8 @@ static const char *sk_usage =
     "  --euclidean       grid cost sqrt(sum_k (x_k - y_k)^2) instead\n"
     "  --cost C.npy      a dense (d, d) cost matrix instead of --grid\n"
     "  --log-domain      stabilized log-domain iteration (for small epsilon)\n"
-    "  --device cpu|cuda backend (default cpu); cuda runs float64 on the context's GPU\n";
+    "  --device cpu|cuda backend (default cpu); cuda runs float64 on the context's GPU\n"
+    "  --cpu-threads N   the CPU backend's threads (default OpenMP's)\n";
 
 
 /* Rows of img as float64, normalized to mass 1; *n, *d from the shape. */
@@ -201,6 +202,8 @@ int ndf_cli_sinkhorn(int argc, char **argv) {
         return SK_EXIT_USAGE;
       }
       device = v;
+    } else if (strcmp(a, "--cpu-threads") == 0) {
+      if (cli_cpu_threads_arg(v)) return SK_EXIT_USAGE;
     } else {
       errorf("sinkhorn: unknown option '%s' (see ndforge sinkhorn --help)", a);
       return SK_EXIT_USAGE;
@@ -282,7 +285,7 @@ int ndf_cli_sinkhorn(int argc, char **argv) {
     o.cost = &cimg.arr;
   }
   ndf_ctx_options co;
-  ndf_ctx_options_init(&co);
+  cli_ctx_options_init(&co);
   co.backend = o.device == NDF_DEVICE_CUDA ? NDF_BACKEND_CUDA : NDF_BACKEND_CPU;
   if (ndf_ctx_create(&ctx, &co) != NDF_OK) {
     errorf("%s", ndf_last_error());

@@ -110,6 +110,7 @@ typedef uint64_t optset;
 #define O_R ((optset)1 << 56)
 #define O_C ((optset)1 << 57)
 #define O_BATCH_AXIS ((optset)1 << 58) /* run: the axis of independent images (time points), moved first */
+#define O_CPU_THREADS ((optset)1 << 59) /* every command's contexts: ndf_ctx_options.cpu_threads */
 /* The options each op takes (scipy's parameters) come from the op registry
  * (gen/ops.lua): ops.generated.h names them by these flags, O_ + the option's
  * name in capitals. */
@@ -519,6 +520,26 @@ static int opt_device(args *a, const char *v) {
   }
   return 0;
 }
+/* --cpu-threads N: the CPU backend's threads of the contexts the command makes
+ * (cli_ctx_options_init); 0 (not given): OpenMP's default. */
+static int cli_cpu_threads;
+
+int cli_cpu_threads_arg(const char *v) {
+  long n;
+  if (parse_long_arg("cpu-threads", v, 1, NDF_MAX_CPU_THREADS, &n)) return -1;
+  cli_cpu_threads = (int)n;
+  return 0;
+}
+
+void cli_ctx_options_init(ndf_ctx_options *o) {
+  ndf_ctx_options_init(o);
+  o->cpu_threads = cli_cpu_threads;
+}
+
+static int opt_cpu_threads(args *a, const char *v) {
+  (void)a;
+  return cli_cpu_threads_arg(v);
+}
 static int opt_arch(args *a, const char *v) {
   if (strncmp(v, "sm_", 3) != 0 && strncmp(v, "compute_", 8) != 0) {
     errorf("bad value '%s' for --arch (expected e.g. sm_90)", v);
@@ -631,6 +652,7 @@ static const struct opt_def {
     {"batch-dims", O_BATCH_DIMS, opt_batch, "N", 0},
     {"batch-axis", O_BATCH_AXIS, opt_batch_axis, "K", 0},
     {"device", O_DEVICE, opt_device, "cpu|cuda|auto", 0},
+    {"cpu-threads", O_CPU_THREADS, opt_cpu_threads, "N", 0},
     {"arch", O_ARCH, opt_arch, "sm_XY", 0},
     {"dtype", O_DTYPE, opt_dtype, "DTYPE", 0},
     {"ndim", O_NDIM, opt_ndim, "N", 0},
@@ -1229,7 +1251,7 @@ static void host_free(ndf_array *a) {
 
 static ndf_status make_ctx(ndf_ctx **ctx, ndf_backend backend, const char *cache_dir) {
   ndf_ctx_options o;
-  ndf_ctx_options_init(&o);
+  cli_ctx_options_init(&o);
   o.backend = backend;
   o.cache_dir = cache_dir;
   ndf_status s = ndf_ctx_create(ctx, &o);
@@ -1520,7 +1542,9 @@ static void run_help(void) {
          "  --sampling X[,X...]   skull_strip: mm per voxel (default the NIfTI pixdim)\n"
          "  --iterations N        skull_strip: surface updates per pass (default 1000)\n"
          "  --device cpu|cuda|auto  where to run (default auto: CUDA when there is a\n"
-         "                        device, except cdt with --indices or --structure)\n");
+         "                        device, except cdt with --indices or --structure)\n"
+         "  --cpu-threads N       the CPU backend's threads (default OpenMP's: OMP_NUM_THREADS,\n"
+         "                        else one per core); the result does not depend on it\n");
 }
 
 /* `ndforge run OP --help`: what OP is and the options it takes. */
@@ -1546,7 +1570,7 @@ static void op_help(const op_def *op) {
                "but histogram and the percentiles take --output-dtype"
          : op->flags & OPF_BINARY ? "bool (uint8 in NIfTI files)"
                                   : "the input's dtype");
-  const optset shown = op->opts | O_DEVICE | (op->opts & O_BATCH_DIMS ? O_BATCH_AXIS : 0);
+  const optset shown = op->opts | O_DEVICE | O_CPU_THREADS | (op->opts & O_BATCH_DIMS ? O_BATCH_AXIS : 0);
   for (size_t k = 0; k < NOPT_DEFS; k++)
     if (opt_defs[k].flag & shown)
       printf("  %s%s %s\n", dash(opt_defs[k].name), opt_defs[k].name, opt_defs[k].arg);
@@ -1662,7 +1686,7 @@ static int cmd_run(int argc, char **argv) {
   char cmd[128];
   snprintf(cmd, sizeof cmd, "run %s", op->name);
   const optset batch_axis = op->opts & O_BATCH_DIMS ? O_BATCH_AXIS : 0;
-  int rc = parse_args(argc, argv, 3, op->opts | O_DEVICE | O_TUNE | batch_axis, cmd, &a);
+  int rc = parse_args(argc, argv, 3, op->opts | O_DEVICE | O_CPU_THREADS | O_TUNE | batch_axis, cmd, &a);
   if (rc) return rc;
   if ((a.given & O_BATCH_AXIS) && (a.given & O_BATCH_DIMS)) {
     errorf("'%s': --batch-axis and --batch-dims cannot be combined", cmd);
@@ -2403,7 +2427,7 @@ done:
 
 static int cmd_demo(int argc, char **argv) {
   args a;
-  int rc = parse_args(argc, argv, 2, O_OUT | O_DEVICE, "demo", &a);
+  int rc = parse_args(argc, argv, 2, O_OUT | O_DEVICE | O_CPU_THREADS, "demo", &a);
   if (rc) return rc;
   if (a.npos) {
     errorf("'demo' takes no file names (use --out DIR)");
@@ -2564,6 +2588,7 @@ static void ecc_help(void) {
          "  --values V.npy       the thresholds themselves (1-D float32/float64, any order)\n"
          "  --batch-dims N       leading axes that are independent images (default 0)\n"
          "  --device cpu|cuda|auto  auto (default): cuda when there is a GPU, else cpu\n"
+         "  --cpu-threads N      the CPU backend's threads (default OpenMP's)\n"
          "  --thresholds-out TH.npy  write the T thresholds used (float64)\n",
          ECC_USAGE);
 }
@@ -2577,6 +2602,32 @@ int parse_long_arg(const char *opt, const char *s, long lo, long hi, long *out) 
     return -1;
   }
   *out = v;
+  return 0;
+}
+
+int parse_size_arg(const char *opt, const char *s, size_t *out) {
+  char *end;
+  errno = 0;
+  double v = s[0] >= '0' && s[0] <= '9' && !strpbrk(s, "xX") ? strtod(s, &end) : -1; /* no hex */
+  double unit = 1;
+  if (v >= 0 && !errno) {
+    const char *u = strchr("KMGT", end[0] & ~0x20);
+    if (end[0] && u) {
+      for (const char *k = "KMGT"; k <= u; k++) unit *= 1024;
+      end++;
+      if (*end == 'i') end++;
+      if ((*end & ~0x20) == 'B') end++;
+    } else if ((*end & ~0x20) == 'B') {
+      end++;
+    }
+  }
+  const double bytes = v * unit;
+  if (!(v >= 0) || errno || *end || !(bytes >= 1) || bytes >= 18446744073709551616.0 || bytes > (double)SIZE_MAX) {
+    errorf("bad value '%s' for --%s (expected a positive size: bytes, or a number with K, M, G or T, e.g. 512M)",
+           s, opt);
+    return -1;
+  }
+  *out = (size_t)bytes;
   return 0;
 }
 
@@ -2624,7 +2675,7 @@ static int cmd_ecc(int argc, char **argv) {
     memcpy(key, name, klen);
     key[klen] = '\0';
     static const char *known[] = {"thresholds", "values", "range", "construction", "batch-dims", "device",
-                                  "thresholds-out"};
+                                  "thresholds-out", "cpu-threads"};
     int k = -1;
     for (int j = 0; j < (int)(sizeof known / sizeof known[0]); j++)
       if (!strcmp(key, known[j])) k = j;
@@ -2682,6 +2733,9 @@ static int cmd_ecc(int argc, char **argv) {
         break;
       }
       case 6: th_out = val; break;
+      case 7:
+        if (cli_cpu_threads_arg(val)) return EXIT_USAGE;
+        break;
     }
   }
   if (npos != 2) {
@@ -2798,7 +2852,8 @@ static const char *metrics_usage =
     "  --sigma S, --K1 K, --K2 K   ssim constants (defaults 1.5, 0.01, 0.03)\n"
     "  --population-covariance     ssim: divide by N, not N - 1\n"
     "  --full FILE           ssim: write the SSIM map (float32 for float32 IMAGE0)\n"
-    "  --device cpu|cuda|auto  where to run (default auto)\n";
+    "  --device cpu|cuda|auto  where to run (default auto)\n"
+    "  --cpu-threads N       the CPU backend's threads (default OpenMP's: OMP_NUM_THREADS, else the cores)\n";
 
 /* The metrics of the registry (family metrics): METRIC is an op's short name (its test name). */
 #define METRIC_ROW(id, name, short_name, entry, composite) {short_name, name},
@@ -2887,6 +2942,8 @@ static int cmd_metrics(int argc, char **argv) {
       if (parse_double_arg(a + 2, v, &so.K2)) return EXIT_USAGE;
     } else if (strcmp(a, "--full") == 0) {
       full_path = v;
+    } else if (strcmp(a, "--cpu-threads") == 0) {
+      if (cli_cpu_threads_arg(v)) return EXIT_USAGE;
     } else if (strcmp(a, "--device") == 0) {
       dev = strcmp(v, "cpu") == 0 ? DEV_CPU : strcmp(v, "cuda") == 0 ? DEV_CUDA : strcmp(v, "auto") == 0 ? DEV_AUTO : -1;
       if ((int)dev < 0) {

@@ -14,6 +14,9 @@ Dask installed, ``ndforge.dask`` (the functions on dask arrays, exact for any
 chunking).
 The shared library is found as _capi.py describes (``NDFORGE_LIBRARY``).
 ``tunables()`` lists the kernel variants a call's ``tune=`` may pick.
+``set_cpu_threads(n)`` sets the CPU backend's threads and
+``set_device_memory_limit(nbytes)`` caps the library's GPU memory per context,
+for the calls that follow (both also context managers; ``get_...`` read them).
 """
 
 from . import _capi
@@ -43,6 +46,9 @@ def tunables():
 
 
 def __getattr__(name):
+    if name in ("set_cpu_threads", "get_cpu_threads", "set_device_memory_limit", "get_device_memory_limit"):
+        from . import _core
+        return getattr(_core, name)
     if name in ("ndimage", "morphology", "metrics", "intensity", "preprocess", "ot", "topology", "torch", "dask"):
         import importlib
         return importlib.import_module("." + name, __name__)

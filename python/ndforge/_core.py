@@ -93,12 +93,86 @@ def check(status, ctx=None):
 _local = threading.local()
 _MAX_CONTEXTS = 32  # per thread
 
+# The options of the contexts the package makes (set_cpu_threads, set_device_memory_limit), and
+# their version: a thread whose contexts were made under an older one replaces them on next use.
+_options = {"cpu_threads": 0, "device_memory_limit": 0}
+_options_version = 0
+_options_lock = threading.Lock()
+
+
+def _set_option(name, value):
+    global _options_version
+    with _options_lock:
+        old = _options[name]
+        if value != old:
+            _options[name] = value
+            _options_version += 1
+    return old
+
 
 def _contexts():
     d = getattr(_local, "ctx", None)
     if d is None:
         d = _local.ctx = {}
+    if getattr(_local, "version", 0) != _options_version:  # the options changed: new contexts
+        for h in d.values():
+            C["ndf_ctx_destroy"](h)  # waits for its work
+        d.clear()
+        _local.version = _options_version
     return d
+
+
+def _count(name, value, lo, hi, what):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError("%s must be an integer, not %s" % (name, type(value).__name__))
+    if not lo <= value <= hi:
+        raise ValueError("%s must be %s, got %d" % (name, what, value))
+    return int(value)
+
+
+class _Restore:
+    """What a setter returns: nothing to do, or, used as a context manager, the old value back on exit."""
+
+    def __init__(self, name, old):
+        self._name, self._old = name, old
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _set_option(self._name, self._old)
+        return False
+
+
+def set_cpu_threads(n):
+    """Threads of the CPU backend for the calls that follow, in every thread
+    (``ndf_ctx_options.cpu_threads``); 0 (the default) is OpenMP's count
+    (OMP_NUM_THREADS, else one per core).  Results do not depend on it.  Also a
+    context manager: ``with ndforge.set_cpu_threads(2): ...`` restores the
+    previous count on exit (scipy.fft's ``set_workers`` is the model)."""
+    n = _count("cpu_threads", n, 0, K["NDF_MAX_CPU_THREADS"], "in 0..%d" % K["NDF_MAX_CPU_THREADS"])
+    return _Restore("cpu_threads", _set_option("cpu_threads", n))
+
+
+def get_cpu_threads():
+    """The count set_cpu_threads set (0: OpenMP's default)."""
+    return _options["cpu_threads"]
+
+
+def set_device_memory_limit(nbytes):
+    """Most bytes of GPU memory the library's own arrays and scratch may hold at once on each of
+    the package's CUDA contexts (``ndf_ctx_options.device_memory_limit``; 0, the default, is no
+    limit); a call that would pass it raises MemoryError, as the device running out does.  The
+    results of your framework (CuPy, torch) are allocated by it and not counted (cap those with
+    its own allocator).  For the calls that follow, in every thread; also a context manager, as
+    set_cpu_threads."""
+    n = _count("device_memory_limit", nbytes, 0, 2 ** 63 - 1, "a number of bytes >= 0")
+    return _Restore("device_memory_limit", _set_option("device_memory_limit", n))
+
+
+def get_device_memory_limit():
+    """The limit set_device_memory_limit set (0: none)."""
+    return _options["device_memory_limit"]
 
 
 def context(device=NDF_CPU, device_id=0, stream=None):
@@ -109,6 +183,9 @@ def context(device=NDF_CPU, device_id=0, stream=None):
     if ctx is None:
         opt = S["ndf_ctx_options"]()
         C["ndf_ctx_options_init"](ctypes.byref(opt))
+        opt.cpu_threads = _options["cpu_threads"]
+        if hasattr(opt, "device_memory_limit"):
+            opt.device_memory_limit = _options["device_memory_limit"]
         if device == NDF_CPU:
             opt.backend = K["NDF_BACKEND_CPU"]
         else:

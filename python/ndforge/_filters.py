@@ -25,10 +25,15 @@ gaussian_laplace with ``axes`` listing every axis in another order reads a
 sigma sequence per input axis.  Elsewhere the results are scipy's
 (docs/adr/0030).
 
-Inputs the library does not read (bool, float16, bfloat16) go in as a
-float64 or float32 copy holding the same values (scipy reads every input into
-double too); an output dtype the library does not write (bool, float16,
-bfloat16) is written in float64 and converted.
+bool is scipy 1.10's: an input is read as its bytes, and a bool output
+(the default for a bool input) holds C's cast of each value to unsigned char,
+intermediate passes included (gaussian_filter of a 0/1 image is mostly
+False; a correlate sum of 2 is stored as the byte 2).  laplace,
+gaussian_laplace and gaussian_gradient_magnitude, whose terms scipy adds with
+NumPy's bool arithmetic, compute a bool output in float64 and convert it
+(not scipy's result).  Inputs the library does not read (float16, bfloat16)
+go in as a float32 copy holding the same values; an output dtype the library
+does not write (float16, bfloat16) is written in float64 and converted.
 """
 
 import ctypes
@@ -46,10 +51,14 @@ __all__ = ["correlate1d", "convolve1d", "correlate", "convolve", "uniform_filter
 
 _WRITES = tuple(np.dtype(d) for d in ("uint8", "int8", "uint16", "int16", "uint32", "int32", "float32",
                                       "float64", "int64", "uint64"))
-_READS = _WRITES
+_READS = _WRITES + (np.dtype(np.bool_),)
 
 
 def _writes(dt):
+    return not isinstance(dt, str) and np.dtype(dt) in _READS
+
+
+def _writes_numeric(dt):
     return not isinstance(dt, str) and np.dtype(dt) in _WRITES
 
 
@@ -65,14 +74,15 @@ def _check_len(v, n):
 class _Linear:
     """One linear-filter call: the input as the library reads it, the output as scipy makes it."""
 
-    def __init__(self, input, output, axes, batch_dims, device):
+    def __init__(self, input, output, axes, batch_dims, device, bool_output=True):
+        self.writes = _writes if bool_output else _writes_numeric
         self.call = call = _nd._Call(input, batch_dims, None, device)
         call.ctx = call.run_ctx()
         dt = _core.dtype_of(call.x0)
         self.in_dtype = dt
         if isinstance(dt, str) or dt == np.float16:  # float16 / bfloat16: exact in float32
             call.x0 = call.x0.float() if _core.kind_of(call.x0) == "torch" else call.x0.astype(np.float32)
-        elif dt not in _READS:  # bool: read as double by scipy too
+        elif dt not in _READS:
             call.x0 = _nd._astype(call.x0, np.float64)
         self.out, self.ret, self.post = self._output(output)
         self.opt = S["ndf_filter_options"]()
@@ -93,14 +103,14 @@ class _Linear:
         call = self.call
         dt = self.in_dtype
         if output is None:
-            if _writes(dt):
+            if self.writes(dt):
                 out = call.new_output(dt)
                 return out, out, None
             name = dt if isinstance(dt, str) else np.dtype(dt).name
             tmp = call.new_output(np.float64)
             return tmp, None, lambda: _nd._to_half(tmp, name) if name in ("float16", "bfloat16") else \
                 _nd._astype(tmp, name)
-        return _nd._resolve_output(call, output, np.dtype(np.float64), _writes)
+        return _nd._resolve_output(call, output, np.dtype(np.float64), self.writes)
 
     def modes(self, mode, cval, origin=None):
         opt = self.opt
@@ -120,6 +130,10 @@ class _Linear:
     def copy(self):
         """scipy's output[...] = input, the result when axes=() filters nothing: the library's
         uniform_filter of size 1 on every axis, which copies (converts) the input to the output."""
+        odt = _core.dtype_of(self.out)
+        if not isinstance(odt, str) and np.dtype(odt) == np.bool_ and self.in_dtype != np.bool_:
+            _core.copy_into(self.out, self.call.x0)  # NumPy's cast to bool (not 0), not the filters' C cast
+            return self.ret
         opt = self.opt
         opt.naxes, opt.nmodes, opt.norigin, opt.mode = 0, 0, 0, _nd._mode("reflect")
         return self.run(C["ndf_uniform_filter"], 1, (ctypes.c_int64 * 1)(1), ctypes.byref(opt))
@@ -293,7 +307,7 @@ def prewitt(input, axis=-1, output=None, mode="reflect", cval=0.0, *, batch_dims
 
 def laplace(input, output=None, mode="reflect", cval=0.0, *, axes=None, batch_dims=0, device=None):
     """scipy.ndimage.laplace on ndforge (extra keywords: batch_dims, device)."""
-    op = _Linear(input, output, axes, batch_dims, device)
+    op = _Linear(input, output, axes, batch_dims, device, bool_output=False)
     if op.noaxes:
         return op.copy()
     op.modes(mode, cval)
@@ -304,7 +318,7 @@ def _gaussian_composite(fn, input, sigma, output, mode, cval, axes, truncate, ra
     for k in kwargs:  # scipy hands the rest to gaussian_filter, whose other keywords these filters set
         raise TypeError("%s() got an unexpected keyword argument '%s'" % (fn[4:], k))
     g = _gauss(sigma, 0, truncate, radius)
-    op = _Linear(input, output, axes, batch_dims, device)
+    op = _Linear(input, output, axes, batch_dims, device, bool_output=False)
     for v in (sigma, radius):
         _check_len(v, op.nfilt)
     if op.noaxes:

@@ -99,6 +99,43 @@ def test_output_forms_and_inputs_the_library_reads_as_double():
     same(nd.laplace(t), sn.laplace(t))
 
 
+CHAINS = [c for c in CASES if c[0] not in ("laplace", "gaussian_laplace", "gaussian_gradient_magnitude")]
+
+
+def same_bytes(a, b, gaussian=False):
+    """Equal dtype and bytes (a bool output may hold bytes other than 0 and 1, as scipy's does); the
+    Gaussian filters' bytes within 1 (see same)."""
+    assert a.dtype == b.dtype, (a.dtype, b.dtype)
+    u, v = a.view(np.uint8).astype(int), b.view(np.uint8).astype(int)
+    assert np.abs(u - v).max(initial=0) <= (1 if gaussian else 0), (u, v)
+
+
+@pytest.mark.parametrize("name,args,kw", CHAINS, ids=[c[0] for c in CHAINS])
+def test_bool_as_scipy(name, args, kw):
+    """scipy 1.10: a bool input gives a bool output holding C's cast of each value to unsigned char, the
+    intermediate passes too; a bool output of another input the same; a bool input read as 0 and 1."""
+    b = data((13, 17), np.bool_, seed=3)
+    g = "gaussian" in name
+    got, want = getattr(nd, name)(b, *args, **kw), getattr(sn, name)(b, *args, **kw)
+    same_bytes(got, want, g)
+    if name in ("correlate", "sobel", "prewitt", "uniform_filter1d"):  # sums beyond 1 and below 0
+        assert want.view(np.uint8).max() > 1 or name == "uniform_filter1d"
+    x = data((13, 17), np.int16, seed=4)
+    same_bytes(getattr(nd, name)(x, *args, output=np.bool_, **kw), getattr(sn, name)(x, *args, output=np.bool_, **kw), g)
+    same(getattr(nd, name)(b, *args, output=np.float64, **kw), getattr(sn, name)(b, *args, output=np.float64, **kw), g)
+
+
+@pytest.mark.parametrize("name,args,kw", [c for c in CASES if c not in CHAINS])
+def test_bool_input_of_the_sums_of_terms(name, args, kw):
+    """laplace and the Gaussian derivative filters read a bool input as 0 and 1 (a bool output is listed
+    in the module's notes: scipy adds the terms with NumPy's bool arithmetic)."""
+    b = data((13, 17), np.bool_, seed=5)
+    same(getattr(nd, name)(b, *args, output=np.float64, **kw), getattr(sn, name)(b, *args, output=np.float64, **kw),
+         "gaussian" in name)
+    same(getattr(nd, name)(b, *args, output=np.int16, **kw), getattr(sn, name)(b, *args, output=np.int16, **kw),
+         "gaussian" in name)
+
+
 def test_sequences_of_modes_radius_and_batch():
     x = data((10, 12), np.float64)
     same(nd.gaussian_filter(x, (1.0, 2.0), mode=["wrap", "nearest"]),
@@ -217,6 +254,11 @@ def test_no_axes_copies_the_input(name):
     args = () if name in ("laplace", "uniform_filter") else (1.0,)
     same(getattr(nd, name)(x, *args, axes=()), x)
     same(getattr(nd, name)(x, *args, output=np.uint8, axes=()), x.astype(np.uint8))
+    z = x - 50  # output[...] = input: NumPy's cast to bool (not 0), 0.3 is True
+    np.testing.assert_array_equal(getattr(nd, name)(z, *args, output=np.bool_, axes=()).view(np.uint8),
+                                  (z != 0).view(np.uint8))
+    b = z > 0
+    np.testing.assert_array_equal(getattr(nd, name)(b, *args, axes=()), b)
     same(nd.correlate(x, np.array(2.0), axes=()), 2 * x)
 
 

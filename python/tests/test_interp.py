@@ -64,6 +64,111 @@ def test_transforms(dtype):
     close(nd.spline_filter1d(x, 4, axis=0, mode="wrap"), sn.spline_filter1d(x, 4, axis=0, mode="wrap"))
 
 
+@pytest.mark.parametrize("order", range(6))
+def test_bool_outputs_as_scipy(order):
+    """scipy 1.10 stores an interpolated value into a bool output with C's cast to unsigned char (0.9 is
+    False, 37.2 the byte 37): a bool input's default output and output=bool of any input."""
+    rng = np.random.default_rng(order)
+    b = rng.random((9, 11)) > 0.5
+    x = rng.integers(-500, 500, (9, 11)).astype(np.int16)
+    c = rng.random((2, 30)) * 12 - 1.5
+    m = [[0.9, 0.2], [-0.1, 1.1]]
+    calls = [("zoom", (b, 1.7), {}), ("zoom", (x, 1.7), dict(output=np.bool_)),
+             ("shift", (b, (0.3, -1.4)), dict(mode="nearest")), ("rotate", (b, 23), {}),
+             ("affine_transform", (b, m), dict(mode="mirror")), ("map_coordinates", (x, c), dict(output=np.bool_)),
+             ("map_coordinates", (b, c), {}), ("spline_filter1d", (x,), dict(output=np.bool_))]
+    for name, args, kw in calls:
+        if name.startswith("spline") and order < 2:
+            continue
+        got, want = getattr(nd, name)(*args, order=order, **kw), getattr(sn, name)(*args, order=order, **kw)
+        assert got.dtype == want.dtype == np.bool_, name
+        np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8), err_msg=name)
+    out, ref = np.zeros((15, 18), bool), np.zeros((15, 18), bool)
+    nd.zoom(x, (15 / 9, 18 / 11), order=order, output=out)
+    sn.zoom(x, (15 / 9, 18 / 11), order=order, output=ref)
+    np.testing.assert_array_equal(out.view(np.uint8), ref.view(np.uint8))
+
+
+def _nan_data(shape, dtype, seed):
+    x = data(shape, dtype, seed)
+    x.flat[np.random.default_rng(seed).choice(x.size, 2, replace=False)] = np.nan
+    return x
+
+
+@pytest.mark.parametrize("order", range(6))
+@pytest.mark.parametrize("mode", ["constant", "nearest", "reflect", "mirror", "wrap", "grid-constant"])
+def test_nan_input_as_scipy(order, mode):
+    """ndforge.h: NaN in a float input reaches every output whose spline support holds it (through the
+    prefilter's lines for order >= 2), NaN into an integer output as scipy on x86-64 -- scipy's values."""
+    x = _nan_data((11, 9), np.float64, order)
+    c = coords(x.shape, 60, seed=order)
+    m = np.array([[0.9, 0.2], [-0.1, 1.1]])
+    calls = [("map_coordinates", (x, c), {}), ("zoom", (x, 1.6), {}), ("shift", (x, (0.4, -1.3)), {}),
+             ("affine_transform", (x, m), dict(offset=(0.5, -1))), ("rotate", (x, 35), dict(reshape=False))]
+    for name, args, kw in calls:
+        for out in (None, np.float32, np.int32, np.int16, np.uint8):
+            k = dict(kw, order=order, mode=mode, cval=0.5)
+            if out is not None:
+                k["output"] = out
+            got, want = getattr(nd, name)(*args, **k), getattr(sn, name)(*args, **k)
+            if got.dtype.kind == "f":
+                np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg="%s %s" % (name, out))
+                assert np.isnan(want).any() or name != "zoom", name  # upsampling samples every voxel
+            close(got, want)
+    f = _nan_data((11, 9), np.float32, order + 10)
+    close(nd.spline_filter(f, order=max(order, 2), mode=mode if mode != "grid-constant" else "mirror"),
+          sn.spline_filter(f, order=max(order, 2), mode=mode if mode != "grid-constant" else "mirror"))
+
+
+@pytest.mark.parametrize("order", [0, 1, 3, 5])
+def test_nan_and_huge_coordinates(order):
+    """ndforge.h's own rule (scipy converts such coordinates to integers with undefined results): a NaN or
+    infinite coordinate, or one of magnitude 2^52 or more, gives cval, except in the nearest and
+    grid-constant modes, where it gives NaN (float outputs; integer outputs take NaN's conversion)."""
+    x = data((5, 6), np.float64)
+    bad = [np.nan, np.inf, -np.inf, 2.0 ** 52, -2.0 ** 60]
+    c = np.array([bad + [1.5, np.nan], [1.0] * len(bad) + [np.nan, 2.0]])
+    for mode in MODES + ["mirror", "grid-mirror"]:
+        got = nd.map_coordinates(x, c, order=order, mode=mode, cval=-7.5)
+        nan_modes = mode in ("nearest", "grid-constant")
+        np.testing.assert_array_equal(got, np.full(c.shape[1], np.nan if nan_modes else -7.5), err_msg=mode)
+        i32 = nd.map_coordinates(x, c, order=order, mode=mode, cval=-7.5, output=np.int32)
+        np.testing.assert_array_equal(i32, np.full(c.shape[1], -2 ** 31 if nan_modes else -8), err_msg=mode)
+        u8 = nd.map_coordinates(x, c, order=order, mode=mode, cval=-7.5, output=np.uint8)
+        np.testing.assert_array_equal(u8, np.zeros(c.shape[1], np.uint8), err_msg=mode)
+    # a NaN shift moves every point to a NaN coordinate
+    np.testing.assert_array_equal(nd.shift(x, np.nan, order=order, cval=2.0), np.full(x.shape, 2.0))
+    assert np.isnan(nd.shift(x, (np.nan, 0), order=order, mode="nearest")).all()
+
+
+def test_empty_inputs_and_outputs():
+    """Empty arrays: an empty output is scipy's (shape and dtype); zoom to an axis of extent 0 and an
+    empty input with a non-empty output (scipy reads outside the input there) are ValueError."""
+    e = np.zeros((0, 5))
+    for name, args, kw in [("shift", (e, 1.0), {}), ("affine_transform", (e, np.eye(2)), {}),
+                           ("spline_filter", (e,), {}), ("spline_filter1d", (e,), dict(axis=0)),
+                           ("map_coordinates", (np.ones((4, 5)), np.zeros((2, 0))), {}),
+                           ("affine_transform", (np.ones((3, 4)), np.eye(2)), dict(output_shape=(0, 4))),
+                           ("zoom", (np.ones((2, 0, 3)), 1.5), dict()),
+                           ("shift", (np.ones((0, 4, 5)), 0.5), dict(batch_dims=1))]:
+        if "batch_dims" in kw:
+            got = nd.shift(*args, **kw)
+            assert got.shape == (0, 4, 5) and got.dtype == np.float64
+            continue
+        if name == "zoom":
+            with pytest.raises(ValueError, match="empty"):
+                nd.zoom(*args)
+            continue
+        got, want = getattr(nd, name)(*args, **kw), getattr(sn, name)(*args, **kw)
+        assert got.shape == want.shape and got.dtype == want.dtype, name
+    with pytest.raises(ValueError, match="empty"):
+        nd.zoom(np.ones(3), 0.1)  # round(0.3) = 0
+    with pytest.raises(ValueError, match="empty"):
+        nd.rotate(e, 30)
+    with pytest.raises(ValueError, match="empty"):
+        nd.map_coordinates(e, np.zeros((2, 3)))
+
+
 def test_output_forms_and_3d():
     x = data((7, 8, 6), np.float32)
     close(nd.rotate(x, 20, axes=(2, 0)), sn.rotate(x, 20, axes=(2, 0)))

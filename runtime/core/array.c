@@ -165,9 +165,17 @@ ndf_status ndf_array_alloc(ndf_ctx *ctx, ndf_array *a, ndf_device_type device, n
   if (device != NDF_DEVICE_CUDA)
     return ndf__error(ctx, NDF_EINVAL, "ndf_array_alloc: bad argument 'device' (%d)", (int)device);
   if ((s = ndf__ctx_bind(ctx)) != NDF_OK) return s;
+  if ((s = ndf__mem_charge(ctx, "ndf_array_alloc", bytes)) != NDF_OK) return s;
   CUdeviceptr p = 0;
   CUresult r = ndf__cu(NULL)->cuMemAlloc(&p, bytes);
-  if (r != CUDA_SUCCESS) return ndf__cuda_error(ctx, "ndf_array_alloc: cuMemAlloc", r);
+  if (r != CUDA_SUCCESS) {
+    ndf__mem_uncharge(ctx, bytes);
+    return ndf__cuda_error(ctx, "ndf_array_alloc: cuMemAlloc", r);
+  }
+  if ((s = ndf__mem_record(ctx, p, bytes)) != NDF_OK) {
+    ndf__cu(NULL)->cuMemFree(p);
+    return s;
+  }
   a->data = (void *)(uintptr_t)p;
   a->device_id = ctx->opt.device;
   return NDF_OK;
@@ -179,6 +187,7 @@ void ndf_array_free(ndf_ctx *ctx, ndf_array *a) {
     free(a->data);
   } else if (ctx && ctx->has_cuda && ndf__ctx_bind(ctx) == NDF_OK) {
     ndf__cu(NULL)->cuStreamSynchronize(ctx->stream);
+    ndf__mem_forget(ctx, (CUdeviceptr)(uintptr_t)a->data);
     ndf__cu(NULL)->cuMemFree((CUdeviceptr)(uintptr_t)a->data);
   }
   a->data = NULL;

@@ -231,6 +231,7 @@ ndf_status ndf_ctx_create(ndf_ctx **out, const ndf_ctx_options *opt) {
                       "NDF_MAX_CPU_THREADS)", n, NDF_MAX_CPU_THREADS);
   }
   pthread_mutex_init(&ctx->lock, NULL);
+  pthread_mutex_init(&ctx->mem_lock, NULL);
   pick_cache_dir(ctx);
   ctx->opt.cache_dir = NULL; /* copied into ctx->cache_dir: the caller's string need not outlive the call */
   if (ctx->opt.backend != NDF_BACKEND_CPU) {
@@ -322,6 +323,8 @@ void ndf_ctx_destroy(ndf_ctx *ctx) {
     ndf__jit_release(ctx);
   }
   ndf__tune_release(ctx);
+  ndf__mem_release(ctx);
+  pthread_mutex_destroy(&ctx->mem_lock);
   pthread_mutex_destroy(&ctx->lock);
   free(ctx);
 }

@@ -57,6 +57,7 @@ uint64_t ndf__hash_fnv1a64(const void *data, size_t n, uint64_t seed);
 /* ---- the context --------------------------------------------------------------- */
 typedef struct ndf__module_entry ndf__module_entry;
 typedef struct ndf__table_entry ndf__table_entry;
+typedef struct ndf__mem_rec ndf__mem_rec;
 /* One kernel of the in-memory table (jit.c); freed with the context (its key
  * is what the kernel log records). */
 struct ndf__module_entry {
@@ -134,6 +135,13 @@ struct ndf_ctx {
   /* tune.c: the tunables set on the context and the tuning table (allocated
    * on first use, freed with the context) */
   struct ndf__tune_state *tune;
+  /* pool.c: with a device-memory limit (opt.device_memory_limit > 0), the bytes of the
+   * context's live device arrays and scratch, and each allocation's size by its address
+   * (chained buckets); under mem_lock (not lock: some families take scratch holding it) */
+#define NDF__MEM_BUCKETS 64
+  pthread_mutex_t mem_lock;
+  size_t mem_live;
+  ndf__mem_rec *mem_recs[NDF__MEM_BUCKETS];
 };
 
 /* Makes the context's CUDA context current on the calling thread. */
@@ -170,6 +178,18 @@ void ndf__scratch_free(ndf_ctx *ctx, CUdeviceptr p);
 /* Device copy of a small read-only table, cached by content in the context. */
 ndf_status ndf__device_table(ndf_ctx *ctx, const void *data, size_t bytes, CUdeviceptr *out);
 void ndf__tables_release(ndf_ctx *ctx);
+/* The device-memory limit (ndf_ctx_options.device_memory_limit; no-ops without one).
+ * ndf__mem_charge counts bytes about to be allocated, or fails with NDF_ENOMEM (message
+ * under `what`) when they would take the live bytes past the limit; after the allocation,
+ * ndf__mem_record(p) ties them to its address (NDF_ENOMEM out of host memory: the caller
+ * frees p) or ndf__mem_uncharge gives them back when it failed; ndf__mem_forget(p) gives
+ * back what p was recorded with (nothing for an address it does not know).
+ * ndf__mem_release frees the records (ndf_ctx_destroy). */
+ndf_status ndf__mem_charge(ndf_ctx *ctx, const char *what, size_t bytes);
+void ndf__mem_uncharge(ndf_ctx *ctx, size_t bytes);
+ndf_status ndf__mem_record(ndf_ctx *ctx, CUdeviceptr p, size_t bytes);
+void ndf__mem_forget(ndf_ctx *ctx, CUdeviceptr p);
+void ndf__mem_release(ndf_ctx *ctx);
 
 /* ---- kernel launches: parameter structs ---------------------------------------------- */
 /* Each kernel's parameters are a struct declared once, in gen/spec.lua; the

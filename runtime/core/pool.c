@@ -2,7 +2,8 @@
  * pool.c -- memory the runtime needs for itself: stream-ordered device
  * scratch (from the context's memory pool on its stream), small read-only
  * device tables (structuring elements) cached by content for the context's
- * life, and the CPU backend's per-thread host buffers.
+ * life, the CPU backend's per-thread host buffers, and the accounting of the
+ * context's device-memory limit (ADR 0031).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,15 +24,98 @@ struct ndf__table_entry {
   CUdeviceptr dev;
 };
 
+struct ndf__mem_rec {
+  ndf__mem_rec *next;
+  CUdeviceptr p;
+  size_t bytes;
+};
+
+static size_t mem_bucket(CUdeviceptr p) { return (size_t)((p >> 8) * 0x9E3779B97F4A7C15ull >> 58) % NDF__MEM_BUCKETS; }
+
+ndf_status ndf__mem_charge(ndf_ctx *ctx, const char *what, size_t bytes) {
+  const size_t limit = ctx->opt.device_memory_limit;
+  if (!limit) return NDF_OK;
+  pthread_mutex_lock(&ctx->mem_lock);
+  const size_t live = ctx->mem_live;
+  const int fits = bytes <= limit && live <= limit - bytes;
+  if (fits) ctx->mem_live = live + bytes;
+  pthread_mutex_unlock(&ctx->mem_lock);
+  if (fits) return NDF_OK;
+  return ndf__error(ctx, NDF_ENOMEM,
+                    "%s: %zu bytes of device memory would pass the context's limit "
+                    "(device_memory_limit %zu bytes, %zu in use)", what, bytes, limit, live);
+}
+
+void ndf__mem_uncharge(ndf_ctx *ctx, size_t bytes) {
+  if (!ctx->opt.device_memory_limit) return;
+  pthread_mutex_lock(&ctx->mem_lock);
+  ctx->mem_live -= bytes < ctx->mem_live ? bytes : ctx->mem_live;
+  pthread_mutex_unlock(&ctx->mem_lock);
+}
+
+ndf_status ndf__mem_record(ndf_ctx *ctx, CUdeviceptr p, size_t bytes) {
+  if (!ctx->opt.device_memory_limit) return NDF_OK;
+  ndf__mem_rec *r = malloc(sizeof *r);
+  if (!r) {
+    ndf__mem_uncharge(ctx, bytes);
+    return ndf__error(ctx, NDF_ENOMEM, "ndforge: out of host memory for the device-memory accounting");
+  }
+  r->p = p;
+  r->bytes = bytes;
+  pthread_mutex_lock(&ctx->mem_lock);
+  r->next = ctx->mem_recs[mem_bucket(p)];
+  ctx->mem_recs[mem_bucket(p)] = r;
+  pthread_mutex_unlock(&ctx->mem_lock);
+  return NDF_OK;
+}
+
+void ndf__mem_forget(ndf_ctx *ctx, CUdeviceptr p) {
+  if (!ctx->opt.device_memory_limit) return;
+  ndf__mem_rec *found = NULL;
+  pthread_mutex_lock(&ctx->mem_lock);
+  for (ndf__mem_rec **q = &ctx->mem_recs[mem_bucket(p)]; *q; q = &(*q)->next)
+    if ((*q)->p == p) {
+      found = *q;
+      *q = found->next;
+      ctx->mem_live -= found->bytes < ctx->mem_live ? found->bytes : ctx->mem_live;
+      break;
+    }
+  pthread_mutex_unlock(&ctx->mem_lock);
+  free(found);
+}
+
+void ndf__mem_release(ndf_ctx *ctx) {
+  for (int b = 0; b < NDF__MEM_BUCKETS; b++)
+    for (ndf__mem_rec *r = ctx->mem_recs[b], *next; r; r = next) {
+      next = r->next;
+      free(r);
+    }
+  memset(ctx->mem_recs, 0, sizeof ctx->mem_recs);
+  ctx->mem_live = 0;
+}
+
 ndf_status ndf__scratch_alloc(ndf_ctx *ctx, size_t bytes, CUdeviceptr *out) {
   const ndf__cu_api *cu = ndf__cu(NULL);
-  CUresult r = ctx->pool ? cu->cuMemAllocFromPoolAsync(out, bytes ? bytes : 1, ctx->pool, ctx->stream)
-                         : cu->cuMemAllocAsync(out, bytes ? bytes : 1, ctx->stream);
-  return r == CUDA_SUCCESS ? NDF_OK : ndf__cuda_error(ctx, "scratch allocation", r);
+  const size_t n = bytes ? bytes : 1;
+  ndf_status s = ndf__mem_charge(ctx, "scratch allocation", n);
+  if (s != NDF_OK) return s;
+  CUresult r = ctx->pool ? cu->cuMemAllocFromPoolAsync(out, n, ctx->pool, ctx->stream)
+                         : cu->cuMemAllocAsync(out, n, ctx->stream);
+  if (r != CUDA_SUCCESS) {
+    ndf__mem_uncharge(ctx, n);
+    return ndf__cuda_error(ctx, "scratch allocation", r);
+  }
+  if ((s = ndf__mem_record(ctx, *out, n)) != NDF_OK) {
+    cu->cuMemFreeAsync(*out, ctx->stream);
+    *out = 0;
+  }
+  return s;
 }
 
 void ndf__scratch_free(ndf_ctx *ctx, CUdeviceptr p) {
-  if (p) ndf__cu(NULL)->cuMemFreeAsync(p, ctx->stream);
+  if (!p) return;
+  ndf__mem_forget(ctx, p);
+  ndf__cu(NULL)->cuMemFreeAsync(p, ctx->stream);
 }
 
 ndf_status ndf__device_table(ndf_ctx *ctx, const void *data, size_t bytes, CUdeviceptr *out) {

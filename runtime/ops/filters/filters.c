@@ -130,8 +130,28 @@ typedef struct fargs {
   int empty;
 } fargs;
 
-static int in_dtype_ok(ndf_dtype t) { return t >= NDF_UINT8 && t <= NDF_UINT64; }
-static int out_dtype_ok(ndf_dtype t) { return t >= NDF_UINT8 && t <= NDF_UINT64; }
+static int in_dtype_ok(ndf_dtype t) { return t >= NDF_BOOL && t <= NDF_UINT64; }
+static int out_dtype_ok(ndf_dtype t) { return t >= NDF_BOOL && t <= NDF_UINT64; }
+
+/* bool as scipy 1.10's linear filters take it: an input is read as its bytes (npy_bool is an
+ * unsigned char) and an output stored with C's cast of the double to unsigned char, so that a
+ * bool array -- an output, and every intermediate pass stored in it -- is a uint8 one holding
+ * those bytes (C's cast of 0.5 is 0, of 2.0 is 2, of -1.0 is 255: bytes NumPy may show as True).
+ * Such arrays run as uint8 views; ndf_laplace and the Gaussian derivative filters, whose terms
+ * scipy sums with NumPy's bool arithmetic (or, and), refuse a bool output. */
+static const ndf_array *u8_in(const ndf_array *a, ndf_array *view) {
+  if (!a || a->dtype != NDF_BOOL) return a;
+  *view = *a;
+  view->dtype = NDF_UINT8;
+  return view;
+}
+static ndf_array *u8_out(ndf_array *a, ndf_array *view) { return (ndf_array *)u8_in(a, view); }
+static ndf_status no_bool_output(ndf_ctx *ctx, const char *name, const ndf_array *out) {
+  if (!ctx || !out || out->dtype != NDF_BOOL) return NDF_OK;
+  ndf__clear_error(ctx);
+  return ndf__argerror(ctx, name, "output", "dtype bool is not supported (scipy sums the terms with NumPy's bool "
+                       "arithmetic); give a numeric output");
+}
 
 static ndf_status check_arrays(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *out,
                                const ndf_filter_options *opt, fargs *a) {
@@ -142,11 +162,12 @@ static ndf_status check_arrays(ndf_ctx *ctx, const char *name, const ndf_array *
   if (!opt) return ndf__argerror(ctx, name, "options", "NULL");
   if (!in_dtype_ok(in->dtype))
     return ndf__argerror(ctx, name, "input",
-                         "dtype %s is not supported (uint8, int8, uint16, int16, uint32, int32, int64, uint64, float32, float64)",
+                         "dtype %s is not supported (bool, uint8, int8, uint16, int16, uint32, int32, int64, uint64, "
+                         "float32, float64)",
                          ndf_dtype_name(in->dtype) ? ndf_dtype_name(in->dtype) : "unknown");
   if (!out_dtype_ok(out->dtype))
     return ndf__argerror(ctx, name, "output",
-                         "dtype %s is not supported (uint8, int8, uint16, int16, uint32, int32, int64, uint64, "
+                         "dtype %s is not supported (bool, uint8, int8, uint16, int16, uint32, int32, int64, uint64, "
                          "float32, float64)",
                          ndf_dtype_name(out->dtype) ? ndf_dtype_name(out->dtype) : "unknown");
   ndf_status s = ndf__check_shape(ctx, name, in, opt->batch_dims);
@@ -343,6 +364,9 @@ static ndf_status weights_pass(ndf_ctx *ctx, const char *name, const double *w, 
 
 static ndf_status correlate1d(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out, const double *w,
                               int64_t n, int axis, const ndf_filter_options *opt, int convolve) {
+  ndf_array iv, ov;
+  in = u8_in(in, &iv);
+  out = u8_out(out, &ov);
   fargs a;
   ndf_status s = check_1d(ctx, name, in, out, opt, axis, &a);
   if (s != NDF_OK) return s;
@@ -379,6 +403,9 @@ ndf_status ndf_convolve1d(ndf_ctx *ctx, const ndf_array *input, ndf_array *outpu
 
 static ndf_status correlate_nd(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
                                const ndf_array *weights, const ndf_filter_options *opt, int convolve) {
+  ndf_array iv, ov;
+  in = u8_in(in, &iv);
+  out = u8_out(out, &ov);
   fargs a;
   ndf_status s = check_nd(ctx, name, in, out, opt, 1, &a);
   if (s != NDF_OK) return s;
@@ -489,6 +516,9 @@ static ndf_status uniform_pass(ndf_ctx *ctx, const char *name, int64_t size, int
 ndf_status ndf_uniform_filter1d(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, int64_t size, int axis,
                                 const ndf_filter_options *opt) {
   const char *name = "ndf_uniform_filter1d";
+  ndf_array iv, ov;
+  input = u8_in(input, &iv);
+  output = u8_out(output, &ov);
   fargs a;
   ndf__fpass p;
   ndf_status s = check_1d(ctx, name, input, output, opt, axis, &a);
@@ -500,6 +530,9 @@ ndf_status ndf_uniform_filter1d(ndf_ctx *ctx, const ndf_array *input, ndf_array 
 ndf_status ndf_uniform_filter(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, int nsize,
                               const int64_t *size, const ndf_filter_options *opt) {
   const char *name = "ndf_uniform_filter";
+  ndf_array iv, ov;
+  input = u8_in(input, &iv);
+  output = u8_out(output, &ov);
   fargs a;
   ndf_status s = check_nd(ctx, name, input, output, opt, 1, &a);
   if (s != NDF_OK) return s;
@@ -550,6 +583,9 @@ static ndf_status gauss_pass(ndf_ctx *ctx, const char *name, double sigma, int o
 ndf_status ndf_gaussian_filter1d(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, double sigma, int axis,
                                  int order, double truncate, int64_t radius, const ndf_filter_options *opt) {
   const char *name = "ndf_gaussian_filter1d";
+  ndf_array iv, ov;
+  input = u8_in(input, &iv);
+  output = u8_out(output, &ov);
   fargs a;
   ndf__fpass p;
   ndf_status s = check_1d(ctx, name, input, output, opt, axis, &a);
@@ -607,6 +643,9 @@ static ndf_status gauss_passes(ndf_ctx *ctx, const char *name, const ndf_gaussia
 ndf_status ndf_gaussian_filter(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, const ndf_gaussian_params *g,
                                const ndf_filter_options *opt) {
   const char *name = "ndf_gaussian_filter";
+  ndf_array iv, ov;
+  input = u8_in(input, &iv);
+  output = u8_out(output, &ov);
   fargs a;
   ndf_status s = check_nd(ctx, name, input, output, opt, 1, &a);
   if (s == NDF_OK) s = check_gauss(ctx, name, g, &a);
@@ -623,6 +662,9 @@ ndf_status ndf_gaussian_filter(ndf_ctx *ctx, const ndf_array *input, ndf_array *
 
 static ndf_status sobel_prewitt(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out, int axis,
                                 const ndf_filter_options *opt, double side) {
+  ndf_array iv, ov;
+  in = u8_in(in, &iv);
+  out = u8_out(out, &ov);
   fargs a;
   ndf_status s = check_nd(ctx, name, in, out, opt, 0, &a);
   if (s != NDF_OK) return s;
@@ -678,8 +720,11 @@ static ndf_status sum_terms(ndf_ctx *ctx, const char *name, const ndf_array *in,
 
 ndf_status ndf_laplace(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, const ndf_filter_options *opt) {
   const char *name = "ndf_laplace";
+  ndf_array iv;
+  input = u8_in(input, &iv);
   fargs a;
-  ndf_status s = check_nd(ctx, name, input, output, opt, 1, &a);
+  ndf_status s = no_bool_output(ctx, name, output);
+  if (s == NDF_OK) s = check_nd(ctx, name, input, output, opt, 1, &a);
   if (s != NDF_OK) return s;
   static const double d2[3] = {1.0, -2.0, 1.0};
   ndf__fpass p[NDF_MAX_SPATIAL][NDF_MAX_SPATIAL];
@@ -703,8 +748,11 @@ ndf_status ndf_laplace(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, 
  * in between. */
 static ndf_status gauss_deriv(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
                               const ndf_gaussian_params *g, const ndf_filter_options *opt, int order) {
+  ndf_array iv;
+  in = u8_in(in, &iv);
   fargs a;
-  ndf_status s = check_nd(ctx, name, in, out, opt, 1, &a);
+  ndf_status s = no_bool_output(ctx, name, out);
+  if (s == NDF_OK) s = check_nd(ctx, name, in, out, opt, 1, &a);
   if (s == NDF_OK) s = check_gauss(ctx, name, g, &a);
   if (s != NDF_OK) return s;
   for (int i = 0; i < g->norder; i++)
