@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "intensity/intensity.h"
+#include "jit.h"
 #include "kernel_params.generated.h"
 
 #define CHUNK 4096         /* NDF_ITY_CHUNK */
@@ -30,11 +31,32 @@
 #define RADIX_SMEM 8192    /* shared counters of one radix launch (32 KiB) */
 #define HIST_LIMIT ((int64_t)1 << 30) /* bytes of radix histograms a call may hold */
 
-static ndf_status get(ndf_ctx *ctx, const char *name, const char *kernel, ndf_dtype t, ndf_dtype out, ndf_dtype w,
-                      int op, CUfunction *f) {
-  ndf__kernel_req req;
-  ndf__req_intensity(&req, kernel, t, out, w, op);
-  return ndf__jit_get(ctx, name, &req, f);
+/* The kernels of one call, requested together (kadd, then kget): those in neither the memory nor
+ * the disk cache compile concurrently (ndf__jit_get_many), where one after another a first call
+ * waited for the sum of their NVRTC times. */
+#define KSET_MAX 6
+typedef struct kset {
+  ndf__kernel_req req[KSET_MAX];
+  CUfunction *fn[KSET_MAX];
+  int n;
+} kset;
+
+static void kadd(kset *k, const char *kernel, ndf_dtype t, ndf_dtype out, ndf_dtype w, int op, CUfunction *f) {
+  ndf__req_intensity(&k->req[k->n], kernel, t, out, w, op);
+  k->fn[k->n++] = f;
+}
+
+static ndf_status kget(ndf_ctx *ctx, const char *name, kset *k) {
+  const ndf__kernel_req *rp[KSET_MAX];
+  CUfunction fns[KSET_MAX];
+  for (int i = 0; i < k->n; i++) rp[i] = &k->req[i];
+  ndf_status s = ndf__jit_get_many(ctx, name, rp, k->n, fns);
+  for (int i = 0; i < k->n; i++) {
+    if (s == NDF_OK) *k->fn[i] = fns[i];
+    ndf__req_free(&k->req[i]);
+  }
+  k->n = 0;
+  return s;
 }
 
 static ndf_status cuerr(ndf_ctx *ctx, const char *name, CUresult r) {
@@ -115,11 +137,10 @@ typedef struct qsel {
   CUfunction radix, select, lerp;
 } qsel;
 
-static ndf_status qsel_get(ndf_ctx *ctx, const char *name, ndf_dtype t, qsel *k) {
-  ndf_status s = get(ctx, name, "ndf_ity_radix", t, NDF_FLOAT64, NDF_UINT8, 0, &k->radix);
-  if (s == NDF_OK) s = get(ctx, name, "ndf_ity_select", t, NDF_FLOAT64, NDF_UINT8, 0, &k->select);
-  if (s == NDF_OK) s = get(ctx, name, "ndf_ity_lerp", t, NDF_FLOAT64, NDF_UINT8, 0, &k->lerp);
-  return s;
+static void qsel_add(kset *ks, ndf_dtype t, qsel *k) {
+  kadd(ks, "ndf_ity_radix", t, NDF_FLOAT64, NDF_UINT8, 0, &k->radix);
+  kadd(ks, "ndf_ity_select", t, NDF_FLOAT64, NDF_UINT8, 0, &k->select);
+  kadd(ks, "ndf_ity_lerp", t, NDF_FLOAT64, NDF_UINT8, 0, &k->lerp);
 }
 
 /* NumPy's linear method at q for m values: the ranks of the two values and gamma (intensity.c). */
@@ -244,8 +265,10 @@ ndf_status ndf__ity_quantile_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
   if (s != NDF_OK) return s;
   qsel k;
   CUfunction f_store;
-  if ((s = qsel_get(ctx, name, in->dtype, &k)) != NDF_OK) return s;
-  if ((s = get(ctx, name, "ndf_ity_store", NDF_FLOAT64, NDF_FLOAT64, NDF_UINT8, 0, &f_store)) != NDF_OK) return s;
+  kset ks = {.n = 0};
+  qsel_add(&ks, in->dtype, &k);
+  kadd(&ks, "ndf_ity_store", NDF_FLOAT64, NDF_FLOAT64, NDF_UINT8, 0, &f_store);
+  if ((s = kget(ctx, name, &ks)) != NDF_OK) return s;
   CUdeviceptr res = 0;
   if ((s = ndf__scratch_alloc(ctx, (size_t)(g->nimg * nq) * 8, &res)) != NDF_OK) return s;
   s = qsel_run(ctx, name, &k, in, g, q, nq, res);
@@ -264,13 +287,15 @@ ndf_status ndf__ity_apply_cuda(ndf_ctx *ctx, const char *name, const ndf_array *
   const ndf_dtype t = in->dtype, wt = mask ? mask->dtype : NDF_UINT8;
   CUfunction f_apply, f_stats = NULL, f_finish = NULL;
   qsel k;
-  if ((s = get(ctx, name, "ndf_ity_apply", t, out->dtype, NDF_UINT8, op, &f_apply)) != NDF_OK) return s;
+  kset ks = {.n = 0};
+  kadd(&ks, "ndf_ity_apply", t, out->dtype, NDF_UINT8, op, &f_apply);
   if (stat == NDF__ITY_STAT_PERCENTILE) {
-    if ((s = qsel_get(ctx, name, t, &k)) != NDF_OK) return s;
+    qsel_add(&ks, t, &k);
   } else if (stat >= 0) {
-    if ((s = get(ctx, name, "ndf_ity_stats", t, NDF_FLOAT64, wt, 0, &f_stats)) != NDF_OK) return s;
-    if ((s = get(ctx, name, "ndf_ity_finish", t, NDF_FLOAT64, NDF_UINT8, 0, &f_finish)) != NDF_OK) return s;
+    kadd(&ks, "ndf_ity_stats", t, NDF_FLOAT64, wt, 0, &f_stats);
+    kadd(&ks, "ndf_ity_finish", t, NDF_FLOAT64, NDF_UINT8, 0, &f_finish);
   }
+  if ((s = kget(ctx, name, &ks)) != NDF_OK) return s;
   parts pp = {0, 0};
   const size_t o_prm = part(&pp, (size_t)g->nimg * 16), o_st = part(&pp, (size_t)g->nimg * 64);
   if (stat >= 0 && (s = ndf__scratch_alloc(ctx, pp.off, &pp.base)) != NDF_OK) return s;
@@ -323,16 +348,14 @@ ndf_status ndf__ity_histogram_cuda(ndf_ctx *ctx, const char *name, const ndf_arr
   const int weighted = opt->weights != NULL, auto_range = !opt->edges && !opt->has_range;
   const int counts_out = hist->dtype == NDF_INT64, local = !weighted && nbins <= SMEM_BINS;
   CUfunction f_stats = NULL, f_edges = NULL, f_hist, f_density = NULL, f_store = NULL, f_count = NULL;
-  if (auto_range && (s = get(ctx, name, "ndf_ity_stats", t, NDF_FLOAT64, NDF_UINT8, 0, &f_stats)) != NDF_OK) return s;
-  if (!opt->edges && (s = get(ctx, name, "ndf_ity_edges", t, NDF_FLOAT64, NDF_UINT8, 0, &f_edges)) != NDF_OK) return s;
-  if ((s = get(ctx, name, "ndf_ity_hist", t, NDF_FLOAT64, wt, 0, &f_hist)) != NDF_OK) return s;
-  if (!counts_out && (s = get(ctx, name, "ndf_ity_density", t, NDF_FLOAT64, NDF_UINT8, 0, &f_density)) != NDF_OK)
-    return s;
-  if ((!counts_out || bin_edges) &&
-      (s = get(ctx, name, "ndf_ity_store", NDF_FLOAT64, NDF_FLOAT64, NDF_UINT8, 0, &f_store)) != NDF_OK)
-    return s;
-  if (counts_out && (s = get(ctx, name, "ndf_ity_store_count", NDF_FLOAT64, NDF_FLOAT64, NDF_UINT8, 0, &f_count)) != NDF_OK)
-    return s;
+  kset ks = {.n = 0};
+  if (auto_range) kadd(&ks, "ndf_ity_stats", t, NDF_FLOAT64, NDF_UINT8, 0, &f_stats);
+  if (!opt->edges) kadd(&ks, "ndf_ity_edges", t, NDF_FLOAT64, NDF_UINT8, 0, &f_edges);
+  kadd(&ks, "ndf_ity_hist", t, NDF_FLOAT64, wt, 0, &f_hist);
+  if (!counts_out) kadd(&ks, "ndf_ity_density", t, NDF_FLOAT64, NDF_UINT8, 0, &f_density);
+  if (!counts_out || bin_edges) kadd(&ks, "ndf_ity_store", NDF_FLOAT64, NDF_FLOAT64, NDF_UINT8, 0, &f_store);
+  if (counts_out) kadd(&ks, "ndf_ity_store_count", NDF_FLOAT64, NDF_FLOAT64, NDF_UINT8, 0, &f_count);
+  if ((s = kget(ctx, name, &ks)) != NDF_OK) return s;
 
   const int64_t ne = nbins + 1, tstride = opt->edges ? 0 : ne;
   CUdeviceptr etab = 0;
@@ -417,11 +440,13 @@ ndf_status ndf__ity_equalize_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
   const ndf_dtype t = in->dtype, wt = mask ? mask->dtype : NDF_UINT8;
   const int isf = ndf__dtype_is_float(t);
   CUfunction f_stats, f_edges = NULL, f_hist, f_cdf, f_apply;
-  if ((s = get(ctx, name, "ndf_ity_stats", t, NDF_FLOAT64, wt, 0, &f_stats)) != NDF_OK) return s;
-  if (isf && (s = get(ctx, name, "ndf_ity_edges", t, NDF_FLOAT64, NDF_UINT8, 0, &f_edges)) != NDF_OK) return s;
-  if ((s = get(ctx, name, "ndf_ity_hist", t, NDF_FLOAT64, wt, 0, &f_hist)) != NDF_OK) return s;
-  if ((s = get(ctx, name, "ndf_ity_cdf", t, NDF_FLOAT64, NDF_UINT8, 0, &f_cdf)) != NDF_OK) return s;
-  if ((s = get(ctx, name, "ndf_ity_apply", t, out->dtype, NDF_UINT8, isf ? 3 : 4, &f_apply)) != NDF_OK) return s;
+  kset ks = {.n = 0};
+  kadd(&ks, "ndf_ity_stats", t, NDF_FLOAT64, wt, 0, &f_stats);
+  if (isf) kadd(&ks, "ndf_ity_edges", t, NDF_FLOAT64, NDF_UINT8, 0, &f_edges);
+  kadd(&ks, "ndf_ity_hist", t, NDF_FLOAT64, wt, 0, &f_hist);
+  kadd(&ks, "ndf_ity_cdf", t, NDF_FLOAT64, NDF_UINT8, 0, &f_cdf);
+  kadd(&ks, "ndf_ity_apply", t, out->dtype, NDF_UINT8, isf ? 3 : 4, &f_apply);
+  if ((s = kget(ctx, name, &ks)) != NDF_OK) return s;
 
   CUdeviceptr st = 0;
   if ((s = ndf__scratch_alloc(ctx, (size_t)g->nimg * 64 + 256, &st)) != NDF_OK) return s;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "filters/filters.h"
+#include "jit.h"
 #include "kernel_params.generated.h"
 #include "metrics/metrics.h"
 #include "tune.h"
@@ -39,6 +40,34 @@ static ndf_status get(ndf_ctx *ctx, const char *name, const char *kernel, ndf_dt
   return s;
 }
 
+/* The kernels of one call (up to 4, given as get's arguments): those in neither the memory nor
+ * the disk cache compile concurrently (ndf__jit_get_many) instead of one after another. */
+typedef struct kwant {
+  const char *kernel;
+  ndf_dtype ta, tb;
+  const char *f, *fo;
+  CUfunction *fn;
+} kwant;
+
+static ndf_status get_many(ndf_ctx *ctx, const char *name, const kwant *w, int n) {
+  ndf__kernel_req req[4];
+  const ndf__kernel_req *rp[4];
+  CUfunction fns[4];
+  ndf_status s = NDF_OK;
+  int k = 0;
+  for (; k < n && s == NDF_OK; k++) {
+    if (!ndf__req_metrics(&req[k], w[k].kernel, as_read(w[k].ta), as_read(w[k].tb), w[k].f, w[k].fo))
+      s = ndf__error(ctx, NDF_EINTERNAL, "%s: no kernel %s for these types", name, w[k].kernel);
+    rp[k] = &req[k];
+  }
+  if (s == NDF_OK) s = ndf__jit_get_many(ctx, name, rp, n, fns);
+  for (int i = 0; i < k; i++) {
+    if (s == NDF_OK) *w[i].fn = fns[i];
+    ndf__req_free(&req[i]);
+  }
+  return s;
+}
+
 static CUdeviceptr dptr(const ndf_array *a) { return a ? (CUdeviceptr)(uintptr_t)a->data : 0; }
 
 static void result_geom(const ndf_array *r, int64_t *shape, int64_t *str) {
@@ -58,9 +87,9 @@ ndf_status ndf__metrics_stats_cuda(ndf_ctx *ctx, const char *name, ndf__metric_o
   if (s != NDF_OK) return s;
   const char *f = g->f32 ? "float" : "double";
   CUfunction f_stats, f_fin;
-  if ((s = get(ctx, name, "ndf_metrics_stats", a->dtype, b->dtype, f, "double", &f_stats)) != NDF_OK) return s;
-  if ((s = get(ctx, name, "ndf_metrics_finish", NDF_FLOAT32, NDF_FLOAT32, "double", "double", &f_fin)) != NDF_OK)
-    return s;
+  const kwant w[] = {{"ndf_metrics_stats", a->dtype, b->dtype, f, "double", &f_stats},
+                     {"ndf_metrics_finish", NDF_FLOAT32, NDF_FLOAT32, "double", "double", &f_fin}};
+  if ((s = get_many(ctx, name, w, 2)) != NDF_OK) return s;
   const int nblk = nblk_for(g->vox);
   const int64_t nparts = g->nimg * nblk;
   /* Scratch: status (256 bytes) | part (5 doubles per block) | cnt (3 int64 per block). */
@@ -132,8 +161,9 @@ ndf_status ndf__metrics_ssim_cuda(ndf_ctx *ctx, const char *name, const ndf_arra
   const char *f = x->dtype == NDF_FLOAT32 ? "float" : "double";
   const char *fo = full && full->dtype == NDF_FLOAT32 ? "float" : "double";
   CUfunction f_ssim, f_mean = NULL;
-  ndf_status s = get(ctx, name, "ndf_metrics_ssim", NDF_FLOAT32, NDF_FLOAT32, f, fo, &f_ssim);
-  if (s == NDF_OK && mssim) s = get(ctx, name, "ndf_metrics_mean", NDF_FLOAT32, NDF_FLOAT32, "double", "double", &f_mean);
+  const kwant w[] = {{"ndf_metrics_ssim", NDF_FLOAT32, NDF_FLOAT32, f, fo, &f_ssim},
+                     {"ndf_metrics_mean", NDF_FLOAT32, NDF_FLOAT32, "double", "double", &f_mean}};
+  ndf_status s = get_many(ctx, name, w, mssim ? 2 : 1);
   if (s != NDF_OK) return s;
   const int nblk = nblk_for(g->vox);
   const int64_t nparts = g->nimg * nblk;
@@ -250,18 +280,29 @@ ndf_status ndf__metrics_ssim_fused_cuda(ndf_ctx *ctx, const char *name, const nd
   }
   ndf_status s = ndf__ctx_bind(ctx);
   /* Every pass's kernel first: a compile failure writes nothing. */
-  CUfunction fn[NDF_MAX_SPATIAL], f_mean = NULL;
+  /* Requested together: those not cached compile concurrently (ndf__jit_get_many). */
+  CUfunction fn[NDF_MAX_SPATIAL + 1], f_mean = NULL;
+  ndf__kernel_req req[NDF_MAX_SPATIAL + 1];
+  const ndf__kernel_req *rp[NDF_MAX_SPATIAL + 1];
+  int nreq = 0;
   for (int k = 0; k < g->nsp && s == NDF_OK; k++) {
     const int first = k == 0, last = k == g->nsp - 1;
-    ndf__kernel_req req;
-    if (!ndf__req_metrics_ssim(&req, seg ? "ndf_ssim_seg" : "ndf_ssim_lines", first ? as_read(im1->dtype) : NDF_FLOAT32,
+    if (!ndf__req_metrics_ssim(&req[k], seg ? "ndf_ssim_seg" : "ndf_ssim_lines", first ? as_read(im1->dtype) : NDF_FLOAT32,
                                first ? as_read(im2->dtype) : NDF_FLOAT32, F, last ? FO : "double", first, last,
                                gauss, seg ? (int)radius : 0))
       s = ndf__error(ctx, NDF_EINTERNAL, "%s: no SSIM line kernel for these types", name);
-    if (s == NDF_OK) s = ndf__jit_get(ctx, name, &req, &fn[k]);
-    ndf__req_free(&req);
+    rp[k] = &req[k];
+    nreq = k + 1;
   }
-  if (s == NDF_OK && mssim) s = get(ctx, name, "ndf_metrics_mean", NDF_FLOAT32, NDF_FLOAT32, "double", "double", &f_mean);
+  if (s == NDF_OK && mssim) {
+    if (!ndf__req_metrics(&req[nreq], "ndf_metrics_mean", NDF_FLOAT32, NDF_FLOAT32, "double", "double"))
+      s = ndf__error(ctx, NDF_EINTERNAL, "%s: no kernel ndf_metrics_mean for these types", name);
+    rp[nreq] = &req[nreq];
+    nreq++;
+  }
+  if (s == NDF_OK && nreq > 0) s = ndf__jit_get_many(ctx, name, rp, nreq, fn);
+  if (s == NDF_OK && mssim) f_mean = fn[nreq - 1];
+  for (int k = 0; k < nreq; k++) ndf__req_free(&req[k]);
   CUdeviceptr wdev = 0;
   double wt[2 * SEG_RAD + 1] = {0};
   if (s == NDF_OK && gauss && !seg) s = ndf__device_table(ctx, wts, (size_t)K * sizeof *wts, &wdev);
@@ -350,10 +391,11 @@ ndf_status ndf__metrics_hd_percentile_cuda(ndf_ctx *ctx, const char *name, const
                                            const ndf__metrics_geom *g, double q, CUdeviceptr dmax, CUdeviceptr cnt) {
   const ndf__cu_api *cu = ndf__cu(NULL);
   CUfunction f_rank, f_hist, f_pick, f_lerp;
-  ndf_status s = get(ctx, name, "ndf_metrics_hd_rank", NDF_FLOAT32, NDF_FLOAT32, "double", "double", &f_rank);
-  if (s == NDF_OK) s = get(ctx, name, "ndf_metrics_hd_hist", a->dtype, NDF_FLOAT32, "double", "double", &f_hist);
-  if (s == NDF_OK) s = get(ctx, name, "ndf_metrics_hd_pick", NDF_FLOAT32, NDF_FLOAT32, "double", "double", &f_pick);
-  if (s == NDF_OK) s = get(ctx, name, "ndf_metrics_hd_lerp", NDF_FLOAT32, NDF_FLOAT32, "double", "double", &f_lerp);
+  const kwant w[] = {{"ndf_metrics_hd_rank", NDF_FLOAT32, NDF_FLOAT32, "double", "double", &f_rank},
+                     {"ndf_metrics_hd_hist", a->dtype, NDF_FLOAT32, "double", "double", &f_hist},
+                     {"ndf_metrics_hd_pick", NDF_FLOAT32, NDF_FLOAT32, "double", "double", &f_pick},
+                     {"ndf_metrics_hd_lerp", NDF_FLOAT32, NDF_FLOAT32, "double", "double", &f_lerp}};
+  ndf_status s = get_many(ctx, name, w, 4);
   if (s != NDF_OK) return s;
   /* Scratch: hist (2 x nimg x 256 u32) | sel (2 x nimg x 2 i64) | gamma (nimg f64). */
   const size_t hbytes = (size_t)g->nimg * 2 * 256 * 4, sbytes = (size_t)g->nimg * 2 * 16;
