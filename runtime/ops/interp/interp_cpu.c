@@ -12,62 +12,79 @@
 #include "interp/interp.h"
 
 /* ---- the recursive prefilter ------------------------------------------------------------- */
+/* The filter runs on blocks of up to NDF__SPLINE_LINES lines at once: sample
+ * i of line l at c[i * L + l], every line through the same operations in the
+ * same order as alone (so each line's result is the one-line filter's), the
+ * lines side by side in the innermost loops. */
+#define NDF__SPLINE_LINES 8
 
 /* Causal initial value for a mirror-symmetric extension (period 2n - 2). */
-static void causal_mirror(double *c, int64_t n, double z) {
+static void causal_mirror(double *c, int64_t n, int L, double z) {
   const double zn1 = pow(z, (double)(n - 1));
-  double zi = z, c0 = c[0] + zn1 * c[n - 1];
+  double zi = z, c0[NDF__SPLINE_LINES];
+  for (int l = 0; l < L; l++) c0[l] = c[l] + zn1 * c[(n - 1) * L + l];
   for (int64_t i = 1; i < n - 1; i++) {
-    c0 += zi * (c[i] + zn1 * c[n - 1 - i]);
+    for (int l = 0; l < L; l++) c0[l] += zi * (c[i * L + l] + zn1 * c[(n - 1 - i) * L + l]);
     zi *= z;
   }
-  c[0] = c0 / (1 - zn1 * zn1);
+  for (int l = 0; l < L; l++) c[l] = c0[l] / (1 - zn1 * zn1);
 }
 
-static void anticausal_mirror(double *c, int64_t n, double z) {
-  c[n - 1] = (z * c[n - 2] + c[n - 1]) * z / (z * z - 1);
+static void anticausal_mirror(double *c, int64_t n, int L, double z) {
+  for (int l = 0; l < L; l++) c[(n - 1) * L + l] = (z * c[(n - 2) * L + l] + c[(n - 1) * L + l]) * z / (z * z - 1);
 }
 
 /* Periodic extension (period n). */
-static void causal_wrap(double *c, int64_t n, double z) {
+static void causal_wrap(double *c, int64_t n, int L, double z) {
   double zi = z;
   for (int64_t i = 1; i < n; i++) {
-    c[0] += zi * c[n - i];
+    for (int l = 0; l < L; l++) c[l] += zi * c[(n - i) * L + l];
     zi *= z;
   }
-  c[0] /= 1 - zi;
+  for (int l = 0; l < L; l++) c[l] /= 1 - zi;
 }
 
-static void anticausal_wrap(double *c, int64_t n, double z) {
+static void anticausal_wrap(double *c, int64_t n, int L, double z) {
   double zi = z;
   for (int64_t i = 0; i < n - 1; i++) {
-    c[n - 1] += zi * c[i];
+    for (int l = 0; l < L; l++) c[(n - 1) * L + l] += zi * c[i * L + l];
     zi *= z;
   }
-  c[n - 1] *= z / (zi - 1);
+  const double f = z / (zi - 1);
+  for (int l = 0; l < L; l++) c[(n - 1) * L + l] *= f;
 }
 
 /* Half-sample symmetric extension (period 2n).  The sum accumulates in c[0]
  * itself, so its last term (i = n - 1) reads the partial sum where the
  * formula has c[0]: scipy's initialization does exactly this, and its
  * results are the reference. */
-static void causal_reflect(double *c, int64_t n, double z) {
-  const double zn = pow(z, (double)n), c0 = c[0];
-  double zi = z;
-  c[0] = c[0] + zn * c[n - 1];
+static void causal_reflect(double *c, int64_t n, int L, double z) {
+  const double zn = pow(z, (double)n);
+  double zi = z, c0[NDF__SPLINE_LINES];
+  for (int l = 0; l < L; l++) {
+    c0[l] = c[l];
+    c[l] = c[l] + zn * c[(n - 1) * L + l];
+  }
   for (int64_t i = 1; i < n; i++) {
-    c[0] += zi * (c[i] + zn * c[n - 1 - i]);
+    for (int l = 0; l < L; l++) c[l] += zi * (c[i * L + l] + zn * c[(n - 1 - i) * L + l]);
     zi *= z;
   }
-  c[0] *= z / (1 - zn * zn);
-  c[0] += c0;
+  const double f = z / (1 - zn * zn);
+  for (int l = 0; l < L; l++) {
+    c[l] *= f;
+    c[l] += c0[l];
+  }
 }
 
-static void anticausal_reflect(double *c, int64_t n, double z) { c[n - 1] *= z / (z - 1); }
+static void anticausal_reflect(double *c, int64_t n, int L, double z) {
+  const double f = z / (z - 1);
+  for (int l = 0; l < L; l++) c[(n - 1) * L + l] *= f;
+}
 
-void ndf__spline_line(double *c, int64_t n, const double *poles, int npoles, ndf_interp_mode mode) {
+/* The prefilter of L lines of n samples (1 <= L <= NDF__SPLINE_LINES). */
+static void spline_lines(double *c, int64_t n, int L, const double *poles, int npoles, ndf_interp_mode mode) {
   if (n <= 1) return;
-  void (*causal)(double *, int64_t, double), (*anticausal)(double *, int64_t, double);
+  void (*causal)(double *, int64_t, int, double), (*anticausal)(double *, int64_t, int, double);
   if (mode == NDF_INTERP_GRID_WRAP) {
     causal = causal_wrap;
     anticausal = anticausal_wrap;
@@ -80,14 +97,20 @@ void ndf__spline_line(double *c, int64_t n, const double *poles, int npoles, ndf
   }
   double gain = 1.0;
   for (int k = 0; k < npoles; k++) gain *= (1.0 - poles[k]) * (1.0 - 1.0 / poles[k]);
-  for (int64_t i = 0; i < n; i++) c[i] *= gain;
+  for (int64_t i = 0; i < n * L; i++) c[i] *= gain;
   for (int k = 0; k < npoles; k++) {
     const double z = poles[k];
-    causal(c, n, z);
-    for (int64_t i = 1; i < n; i++) c[i] += z * c[i - 1];
-    anticausal(c, n, z);
-    for (int64_t i = n - 2; i >= 0; i--) c[i] = z * (c[i + 1] - c[i]);
+    causal(c, n, L, z);
+    for (int64_t i = 1; i < n; i++)
+      for (int l = 0; l < L; l++) c[i * L + l] += z * c[(i - 1) * L + l];
+    anticausal(c, n, L, z);
+    for (int64_t i = n - 2; i >= 0; i--)
+      for (int l = 0; l < L; l++) c[i * L + l] = z * (c[(i + 1) * L + l] - c[i * L + l]);
   }
+}
+
+void ndf__spline_line(double *c, int64_t n, const double *poles, int npoles, ndf_interp_mode mode) {
+  spline_lines(c, n, 1, poles, npoles, mode);
 }
 
 /* Stores a value of the line buffer as C's cast does; an integer copied into an
@@ -105,17 +128,6 @@ static void store_cast(void *q, ndf_dtype t, double v, int int_copy) {
   ndf__interp_store(q, t, v, 0);
 }
 
-/* Element offset of line `line` of a along axis (every other axis in raster order). */
-static int64_t line_offset(const ndf_array *a, int axis, int64_t line) {
-  int64_t off = 0;
-  for (int d = a->ndim - 1; d >= 0; d--) {
-    if (d == axis) continue;
-    off += (line % a->shape[d]) * a->strides[d];
-    line /= a->shape[d];
-  }
-  return off;
-}
-
 ndf_status ndf__spline_filter_cpu(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out, int order,
                                   int naxes, const int *axes, ndf_interp_mode mode) {
   const int64_t total = ndf_array_size(in);
@@ -126,27 +138,66 @@ ndf_status ndf__spline_filter_cpu(ndf_ctx *ctx, const char *name, const ndf_arra
   int64_t maxn = 1;
   for (int k = 0; k < naxes; k++)
     if (in->shape[axes[k]] > maxn) maxn = in->shape[axes[k]];
-  void **buf = ndf__thread_buffers(nth, (size_t)maxn * sizeof(double));
+  void **buf = ndf__thread_buffers(nth, (size_t)maxn * NDF__SPLINE_LINES * sizeof(double));
   if (!buf) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory for %d line buffers of %lld samples", name, nth,
                               (long long)maxn);
-  const size_t isz = ndf_dtype_size(in->dtype), osz = ndf_dtype_size(out->dtype);
   const int int_source = !ndf__dtype_is_float(in->dtype);
   for (int k = 0; k < naxes; k++) {
     /* Pass 0 reads the input; later passes read the output in its dtype. */
     const ndf_array *src = k == 0 ? in : out;
-    const size_t ssz = k == 0 ? isz : osz;
     const int axis = axes[k];
-    const int64_t n = in->shape[axis], lines = total / n;
+    const int64_t n = in->shape[axis];
     const int filter = order >= 2;
     const int int_copy = !filter && (k == 0 ? int_source : !ndf__dtype_is_float(out->dtype));
+    /* The lines of a block are neighbours along the other axis nearest in memory (ia). */
+    int ia = -1;
+    for (int d = 0; d < in->ndim; d++)
+      if (d != axis && in->shape[d] > 1 && (ia < 0 || llabs(src->strides[d]) < llabs(src->strides[ia]))) ia = d;
+    const int64_t nia = ia < 0 ? 1 : in->shape[ia], nblk = (nia + NDF__SPLINE_LINES - 1) / NDF__SPLINE_LINES;
+    const int64_t outer = total / n / nia, tasks = outer * nblk;
+    const int64_t sa = src->strides[axis], oa = out->strides[axis];
+    const int64_t sl = ia < 0 ? 0 : src->strides[ia], ol = ia < 0 ? 0 : out->strides[ia];
 #pragma omp parallel for schedule(static) num_threads(nth)
-    for (int64_t line = 0; line < lines; line++) {
+    for (int64_t t = 0; t < tasks; t++) {
       double *c = buf[ndf__thread_id()];
-      const char *sp = (const char *)src->data + line_offset(src, axis, line) * (int64_t)ssz;
-      char *op = (char *)out->data + line_offset(out, axis, line) * (int64_t)osz;
-      for (int64_t i = 0; i < n; i++) c[i] = ndf__interp_load(sp, src->dtype, i * src->strides[axis]);
-      if (filter) ndf__spline_line(c, n, poles, np, mode);
-      for (int64_t i = 0; i < n; i++) store_cast(op + i * out->strides[axis] * (int64_t)osz, out->dtype, c[i], int_copy);
+      const int64_t blk = t % nblk, l0 = blk * NDF__SPLINE_LINES;
+      const int L = (int)(nia - l0 < NDF__SPLINE_LINES ? nia - l0 : NDF__SPLINE_LINES);
+      /* The block's first line: index t / nblk over the axes other than axis and ia, raster order. */
+      int64_t r = t / nblk, so = l0 * sl, oo = l0 * ol;
+      for (int d = in->ndim - 1; d >= 0; d--) {
+        if (d == axis || d == ia) continue;
+        const int64_t x = r % in->shape[d];
+        r /= in->shape[d];
+        so += x * src->strides[d];
+        oo += x * out->strides[d];
+      }
+      if (src->dtype == NDF_FLOAT64) {
+        const double *s = (const double *)src->data + so;
+        for (int64_t i = 0; i < n; i++)
+          for (int l = 0; l < L; l++) c[i * L + l] = s[i * sa + l * sl];
+      } else if (src->dtype == NDF_FLOAT32) {
+        const float *s = (const float *)src->data + so;
+        for (int64_t i = 0; i < n; i++)
+          for (int l = 0; l < L; l++) c[i * L + l] = s[i * sa + l * sl];
+      } else {
+        for (int64_t i = 0; i < n; i++)
+          for (int l = 0; l < L; l++) c[i * L + l] = ndf__interp_load(src->data, src->dtype, so + i * sa + l * sl);
+      }
+      if (filter) spline_lines(c, n, L, poles, np, mode);
+      if (out->dtype == NDF_FLOAT64) {
+        double *q = (double *)out->data + oo;
+        for (int64_t i = 0; i < n; i++)
+          for (int l = 0; l < L; l++) q[i * oa + l * ol] = c[i * L + l];
+      } else if (out->dtype == NDF_FLOAT32) {
+        float *q = (float *)out->data + oo;
+        for (int64_t i = 0; i < n; i++)
+          for (int l = 0; l < L; l++) q[i * oa + l * ol] = (float)c[i * L + l];
+      } else {
+        const size_t osz = ndf_dtype_size(out->dtype);
+        for (int64_t i = 0; i < n; i++)
+          for (int l = 0; l < L; l++)
+            store_cast((char *)out->data + (oo + i * oa + l * ol) * (int64_t)osz, out->dtype, c[i * L + l], int_copy);
+      }
     }
   }
   ndf__thread_buffers_free(buf, nth);
