@@ -499,6 +499,26 @@ static void batch_offsets(const ndf_array *a, int nb, int64_t nbatch, int64_t *o
   }
 }
 
+/* Points whose taps are computed (and their memory requested) ahead of their sums. */
+#define NDF__GROUP 16
+
+/* Requests the cache lines of a point's taps: the first tap of each row along the last axis
+ * (at most 16 rows; the rest follow the hardware's own prefetching). */
+static inline void prefetch_rows(const char *src, size_t ssz, const taps *t, int nsp, int nt) {
+  if (nsp == 1) {
+    __builtin_prefetch(src + t[0].off[0] * (int64_t)ssz);
+  } else if (nsp == 2) {
+    for (int a = 0; a < nt; a++) __builtin_prefetch(src + (t[0].off[a] + t[1].off[0]) * (int64_t)ssz);
+  } else if (nsp == 3 && nt * nt <= 16) {
+    for (int a = 0; a < nt; a++)
+      for (int c = 0; c < nt; c++) __builtin_prefetch(src + (t[0].off[a] + t[1].off[c] + t[2].off[0]) * (int64_t)ssz);
+  } else {
+    int64_t o = 0;
+    for (int d = 0; d < nsp; d++) o += t[d].off[0];
+    __builtin_prefetch(src + o * (int64_t)ssz);
+  }
+}
+
 /* Batches of at most this many images share one output point's taps in the innermost loop. */
 #define NDF__BATCH_CHUNK 256
 
@@ -596,6 +616,43 @@ ndf_status ndf__interp_cpu(ndf_ctx *ctx, const char *name, const ndf_array *in, 
     taps local[NDF_MAX_SPATIAL];
     const taps *tp[NDF_MAX_SPATIAL];
     double acc[NDF__BATCH_CHUNK];
+    if (!tab && !blast) {
+      /* Coordinates a group of points ahead: each point's taps are computed and their rows'
+       * cache lines requested before the sums read them (random coordinates miss the cache). */
+      const char *src = sdata + bsrc[b] * (int64_t)ssz;
+      taps grp[NDF__GROUP][NDF_MAX_SPATIAL];
+      int gsp[NDF__GROUP];
+      for (int64_t k0 = 0; k0 < nlast; k0 += NDF__GROUP) {
+        const int g = (int)(nlast - k0 < NDF__GROUP ? nlast - k0 : NDF__GROUP);
+        for (int j = 0; j < g; j++) {
+          const int64_t k = k0 + j;
+          double c[NDF_MAX_SPATIAL];
+          o[onsp - 1] = k;
+          if (cr) {
+            const int64_t ck = coff + k * cr->strides[onsp];
+            for (int d = 0; d < nsp; d++)
+              c[d] = ndf__interp_load((const char *)cr->data, cr->dtype, ck + d * cr->strides[0]);
+          } else {
+            affine_coord(p, o, c);
+          }
+          gsp[j] = 0;
+          for (int d = 0; d < nsp && !gsp[j]; d++) gsp[j] = axis_taps(p, sshape[d], sstride[d], c[d], &grp[j][d]);
+          if (!gsp[j]) prefetch_rows(src, ssz, grp[j], nsp, nt);
+        }
+        for (int j = 0; j < g; j++) {
+          const taps *gp[NDF_MAX_SPATIAL];
+          int any_out = 0;
+          for (int d = 0; d < nsp; d++) {
+            gp[d] = &grp[j][d];
+            any_out |= !gsp[j] && grp[j][d].any_out;
+          }
+          const double v = gsp[j] ? special : (fast && !any_out) ? fast(src, sdt, gp) : sum_generic(src, sdt, gp, nsp, nt, cval);
+          ndf__interp_store((char *)out->data + (bout[b] + ooff + (k0 + j) * out->strides[nb + onsp - 1]) * (int64_t)osz,
+                            out->dtype, v, 1);
+        }
+      }
+      continue;
+    }
     for (int64_t k = 0; k < nlast; k++) {
       o[onsp - 1] = k;
       int sp = 0, any_out = 0;
