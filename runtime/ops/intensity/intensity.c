@@ -383,8 +383,9 @@ static inline double value_of(uint64_t k) {
   return x;
 }
 
-/* Chunks of n values: as many as threads for large n, else one. */
+/* Chunks of n values: as many as threads for large n, else one; chunk c starts at chunk_at(n, nc, c). */
 static int sel_chunks(int64_t n, int nth) { return (n >= SEL_PAR && nth > 1) ? nth : 1; }
+static int64_t chunk_at(int64_t n, int64_t nc, int64_t c) { return c * (n / nc) + (c < n % nc ? c : n % nc); }
 
 /* What a selection level reads: keys (SEL_KEYS), or the elements of a contiguous image of
  * dtype t (a value dtype), each read as a double and keyed. */
@@ -430,7 +431,7 @@ static int key_range(sel_src src, int64_t n, int nth, uint64_t *lo, uint64_t *hi
 #pragma omp parallel for schedule(static) num_threads(nc) if (nc > 1)
   for (int c = 0; c < nc; c++) {
     uint64_t l = UINT64_MAX, h = 0;
-    SEL_FOR(src, n * c / nc, n * (c + 1) / nc, {
+    SEL_FOR(src, chunk_at(n, nc, c), chunk_at(n, nc, c + 1), {
       l = K < l ? K : l;
       h = K > h ? K : h;
     });
@@ -483,7 +484,7 @@ static int select_ranks(sel_src src, int64_t n, const int64_t *r, int nr, int64_
 #pragma omp parallel for schedule(static) num_threads(nc) if (nc > 1)
   for (int c = 0; c < nc; c++) {
     int64_t *h = cnt + (size_t)c * (nd + 2), nlo = 0, nhi = 0;
-    SEL_FOR(src, n * c / nc, n * (c + 1) / nc, {
+    SEL_FOR(src, chunk_at(n, nc, c), chunk_at(n, nc, c + 1), {
       h[(K >> shift) - base]++;
       nlo += K == lo;
       nhi += K == hi;
@@ -526,7 +527,7 @@ static int select_ranks(sel_src src, int64_t n, const int64_t *r, int nr, int64_
 #pragma omp parallel for schedule(static) num_threads(nc) if (nc > 1)
     for (int c = 0; c < nc; c++) {
       int64_t *h = cnt + (size_t)c * (nd + 2);
-      SEL_FOR(src, n * c / nc, n * (c + 1) / nc, {
+      SEL_FOR(src, chunk_at(n, nc, c), chunk_at(n, nc, c + 1), {
         const uint64_t d = (K >> shift) - base;
         if (h[d] >= 0) dst[h[d]++] = K;
       });
@@ -798,7 +799,7 @@ static void cpu_apply(const ndf_array *in, ndf_array *out, const ndf__ity_geom *
     const int64_t per = g->m > 65536 ? (g->m + 65535) / 65536 : 1, tasks = g->nimg * per;
 #pragma omp parallel for schedule(static) num_threads(nth)
     for (int64_t t = 0; t < tasks; t++) {
-      const int64_t b = t / per, j0 = g->m * (t % per) / per, j1 = g->m * (t % per + 1) / per;
+      const int64_t b = t / per, j0 = chunk_at(g->m, per, t % per), j1 = chunk_at(g->m, per, t % per + 1);
       const double lo = P ? P[2 * b] : c0, hi = P ? P[2 * b + 1] : c1;
       const int64_t io = image_base(in, g->nb, b), oo = image_base(out, g->nb, b);
       if (out->dtype == NDF_FLOAT32) APPLY_IN(float);
