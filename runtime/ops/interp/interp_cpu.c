@@ -369,7 +369,7 @@ static inline __attribute__((always_inline)) void sum_batch_fixed(const char *ba
     double w[NDF_MAX_SPATIAL];
     for (int d = 0; d < nsp; d++) {
       o += t[d]->off[l[d]];
-      w[d] = t[d]->w[l[d]];
+      w[d] = nt > 1 ? t[d]->w[l[d]] : 1.0; /* order 0 has no weights */
     }
     const char *src = base + o * (ld == 0 ? 8 : ld == 1 ? 4 : (int64_t)ndf_dtype_size(dt));
     if (nt == 1) {
