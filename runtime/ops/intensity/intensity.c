@@ -331,21 +331,322 @@ static int cmp_double(const void *pa, const void *pb) {
   return (int)!!signbit(b) - (int)!!signbit(a);
 }
 
-/* NumPy's linear quantile of sorted v[0..n-1] (n >= 1) at q in [0, 1]; f32: b - a rounded to float32. */
-static double lerp_quantile(const double *v, int64_t n, double q, int f32) {
+/* NumPy's linear quantile at q in [0, 1] of n >= 1 sorted values, from the two
+ * order statistics it reads: ranks *ip <= *in, weight *t. */
+static void lerp_ranks(int64_t n, double q, int64_t *ip, int64_t *in, double *t) {
   const double h = (double)(n - 1) * q;
   double prev = floor(h);
-  int64_t ip, in;
   if (h >= (double)(n - 1)) {
-    ip = in = n - 1;
+    *ip = *in = n - 1;
     prev = -1; /* NumPy indexes the last value as -1, and its gamma is computed from that index */
   } else {
-    ip = (int64_t)prev;
-    in = ip + 1;
+    *ip = (int64_t)prev;
+    *in = *ip + 1;
   }
-  const double t = h - prev, a = v[ip], b = v[in];
+  *t = h - prev;
+}
+
+/* The quantile from the order statistics a <= b and weight t; f32: b - a rounded to float32. */
+static double lerp_value(double a, double b, double t, int f32) {
   const double diff = f32 ? (double)((float)b - (float)a) : b - a;
   return t >= 0.5 ? b - diff * (1 - t) : a + diff * t;
+}
+
+/* ---- selection of order statistics ----------------------------------------------------------
+ * Quantiles read two order statistics per q, so they select them instead of
+ * sorting: a most-significant-digit radix select on keys whose unsigned order
+ * is the sort's order (the GPU path selects the same way, intensity_cuda.c).
+ * Each level takes the digit (16 bits for large arrays, else 11) below the
+ * prefix that the remaining keys share, counts the digits, keeps only the
+ * buckets holding a wanted rank and goes on inside them; a bucket of equal
+ * keys ends the search, and ranks among the copies of the smallest or the
+ * largest key (an image's background) are answered from the counts.  Large
+ * arrays are counted and compacted in parallel chunks (fixed chunk bounds,
+ * the chunks' offsets from their counts in chunk order), so the result is
+ * the same for every thread count -- it is exact in any case: a selected
+ * value is a value of the image. */
+
+#define SEL_SMALL 48               /* at most this many keys: insertion sort */
+#define SEL_PAR ((int64_t)1 << 18) /* at least this many keys: parallel chunks */
+#define SEL_WIDE ((int64_t)1 << 20) /* at least this many keys: 16-bit digits */
+
+/* The key of x: numeric order, -0.0 below +0.0. */
+static inline uint64_t key_of(double x) {
+  uint64_t u;
+  memcpy(&u, &x, sizeof u);
+  return (u >> 63) ? ~u : u | ((uint64_t)1 << 63);
+}
+static inline double value_of(uint64_t k) {
+  const uint64_t u = (k >> 63) ? k & ~((uint64_t)1 << 63) : ~k;
+  double x;
+  memcpy(&x, &u, sizeof x);
+  return x;
+}
+
+/* Chunks of n values: as many as threads for large n, else one; chunk c starts at chunk_at(n, nc, c). */
+static int sel_chunks(int64_t n, int nth) { return (n >= SEL_PAR && nth > 1) ? nth : 1; }
+static int64_t chunk_at(int64_t n, int64_t nc, int64_t c) { return c * (n / nc) + (c < n % nc ? c : n % nc); }
+
+/* What a selection level reads: keys (SEL_KEYS), or the elements of a contiguous image of
+ * dtype t (a value dtype), each read as a double and keyed. */
+#define SEL_KEYS (-1)
+typedef struct sel_src {
+  const void *p;
+  int t;
+} sel_src;
+
+/* Runs STMT with K(j) the key of element j of src, the loop over the dtype inside. */
+#define SEL_FOR(src, j0, j1, STMT)                                                                  \
+  do {                                                                                              \
+    switch ((src).t) {                                                                              \
+      case SEL_KEYS: SEL_LOOP(uint64_t, (src).p, j0, j1, x_, STMT); break;                     \
+      case NDF_FLOAT32: SEL_LOOP(float, (src).p, j0, j1, key_of(x_), STMT); break;            \
+      case NDF_FLOAT64: SEL_LOOP(double, (src).p, j0, j1, key_of(x_), STMT); break;           \
+      case NDF_UINT8: SEL_LOOP(uint8_t, (src).p, j0, j1, key_of(x_), STMT); break;            \
+      case NDF_INT8: SEL_LOOP(int8_t, (src).p, j0, j1, key_of(x_), STMT); break;              \
+      case NDF_UINT16: SEL_LOOP(uint16_t, (src).p, j0, j1, key_of(x_), STMT); break;          \
+      case NDF_INT16: SEL_LOOP(int16_t, (src).p, j0, j1, key_of(x_), STMT); break;            \
+      case NDF_UINT32: SEL_LOOP(uint32_t, (src).p, j0, j1, key_of(x_), STMT); break;          \
+      case NDF_INT32: SEL_LOOP(int32_t, (src).p, j0, j1, key_of(x_), STMT); break;            \
+      case NDF_INT64: SEL_LOOP(int64_t, (src).p, j0, j1, key_of((double)x_), STMT); break;    \
+      case NDF_UINT64: SEL_LOOP(uint64_t, (src).p, j0, j1, key_of((double)x_), STMT); break;  \
+      default: break;                                                                               \
+    }                                                                                               \
+  } while (0)
+#define SEL_LOOP(T, P, j0, j1, KEY, STMT)     \
+  do {                                        \
+    const T *p_ = (const T *)(P);             \
+    for (int64_t j_ = (j0); j_ < (j1); j_++) { \
+      const T x_ = p_[j_];                    \
+      const uint64_t K = (KEY);               \
+      STMT;                                   \
+    }                                         \
+  } while (0)
+
+/* The smallest and largest key of src[0..n) (n >= 1); 1 if an element is NaN. */
+static int key_range(sel_src src, int64_t n, int nth, uint64_t *lo, uint64_t *hi) {
+  const int nc = sel_chunks(n, nth);
+  uint64_t L[NDF_MAX_CPU_THREADS], H[NDF_MAX_CPU_THREADS];
+  int N[NDF_MAX_CPU_THREADS];
+#pragma omp parallel for schedule(static) num_threads(nc) if (nc > 1)
+  for (int c = 0; c < nc; c++) {
+    uint64_t l = UINT64_MAX, h = 0;
+    SEL_FOR(src, chunk_at(n, nc, c), chunk_at(n, nc, c + 1), {
+      l = K < l ? K : l;
+      h = K > h ? K : h;
+    });
+    /* NaN keys lie above +inf's and below -inf's */
+    const int nan = (src.t == NDF_FLOAT32 || src.t == NDF_FLOAT64) && (h > key_of(INFINITY) || l < key_of(-INFINITY));
+    L[c] = l;
+    H[c] = h;
+    N[c] = nan;
+  }
+  int nan = 0;
+  *lo = L[0];
+  *hi = H[0];
+  for (int c = 0; c < nc; c++) {
+    *lo = L[c] < *lo ? L[c] : *lo;
+    *hi = H[c] > *hi ? H[c] : *hi;
+    nan |= N[c];
+  }
+  return nan;
+}
+
+/* The keys of ranks r[i] - r0 (i < nr; increasing) of src[0..n) into out[i]; lo and hi are
+ * the smallest and largest key.  A level keeps its wanted buckets in dst (NULL: allocated
+ * here) and hands its deeper levels alt, both with room for them.  0, or -1 out of memory. */
+static int select_ranks(sel_src src, int64_t n, const int64_t *r, int nr, int64_t r0, uint64_t lo, uint64_t hi,
+                        uint64_t *dst, uint64_t *alt, uint64_t *out, int nth) {
+  if (lo == hi) {
+    for (int i = 0; i < nr; i++) out[i] = lo;
+    return 0;
+  }
+  if (n <= SEL_SMALL) {
+    uint64_t k[SEL_SMALL];
+    SEL_FOR(src, 0, n, {
+      int64_t i = j_;
+      for (; i > 0 && k[i - 1] > K; i--) k[i] = k[i - 1];
+      k[i] = K;
+    });
+    for (int i = 0; i < nr; i++) out[i] = k[r[i] - r0];
+    return 0;
+  }
+  const int bits = n >= SEL_WIDE ? 16 : 11, nd = 1 << bits;
+  const int hb = 63 - __builtin_clzll(lo ^ hi), shift = hb >= bits - 1 ? hb - (bits - 1) : 0;
+  const uint64_t base = lo >> shift;
+  const int nc = sel_chunks(n, nth);
+  /* cnt: each chunk's digit counts, then the copies of lo and of hi */
+  int64_t *cnt = calloc((size_t)nc * (nd + 2), sizeof *cnt), *tot = calloc((size_t)nd + 1, sizeof *tot);
+  unsigned char *want = calloc((size_t)nd, 1);
+  uint64_t *own = NULL;
+  int rc = -1;
+  if (!cnt || !tot || !want) goto done;
+#pragma omp parallel for schedule(static) num_threads(nc) if (nc > 1)
+  for (int c = 0; c < nc; c++) {
+    int64_t *h = cnt + (size_t)c * (nd + 2), nlo = 0, nhi = 0;
+    SEL_FOR(src, chunk_at(n, nc, c), chunk_at(n, nc, c + 1), {
+      h[(K >> shift) - base]++;
+      nlo += K == lo;
+      nhi += K == hi;
+    });
+    h[nd] = nlo;
+    h[nd + 1] = nhi;
+  }
+  /* tot[d]: keys below digit d.  Each wanted digit's bucket goes to dst packed in digit
+   * order; cnt becomes each chunk's write position there (-1: not wanted). */
+  int64_t nlo = 0, nhi = 0;
+  for (int c = 0; c < nc; c++) {
+    nlo += cnt[(size_t)c * (nd + 2) + nd];
+    nhi += cnt[(size_t)c * (nd + 2) + nd + 1];
+  }
+  for (int d = 0; d < nd; d++) {
+    int64_t t = 0;
+    for (int c = 0; c < nc; c++) t += cnt[(size_t)c * (nd + 2) + d];
+    tot[d + 1] = tot[d] + t;
+  }
+  for (int i = 0, d = 0; i < nr; i++) {
+    const int64_t ri = r[i] - r0;
+    if (ri < nlo || ri >= n - nhi) continue;
+    while (tot[d + 1] <= ri) d++;
+    want[d] = 1;
+  }
+  int64_t pos = 0;
+  for (int d = 0; d < nd; d++)
+    for (int c = 0; c < nc; c++) {
+      int64_t *h = cnt + (size_t)c * (nd + 2) + d;
+      const int64_t m = *h;
+      *h = want[d] ? pos : -1;
+      if (want[d]) pos += m;
+    }
+  if (!dst) {
+    if (!(own = malloc((size_t)(pos ? pos : 1) * 2 * sizeof *own))) goto done;
+    dst = own;
+    alt = own + pos;
+  }
+  if (pos > 0) {
+#pragma omp parallel for schedule(static) num_threads(nc) if (nc > 1)
+    for (int c = 0; c < nc; c++) {
+      int64_t *h = cnt + (size_t)c * (nd + 2);
+      SEL_FOR(src, chunk_at(n, nc, c), chunk_at(n, nc, c + 1), {
+        const uint64_t d = (K >> shift) - base;
+        if (h[d] >= 0) dst[h[d]++] = K;
+      });
+    }
+  }
+  /* Each wanted bucket in turn; its deeper levels use the same part of alt and dst. */
+  rc = 0;
+  pos = 0;
+  for (int d = 0, i = 0; i < nr && rc == 0;) {
+    const int64_t ri = r[i] - r0;
+    if (ri < nlo || ri >= n - nhi) {
+      out[i++] = ri < nlo ? lo : hi;
+      continue;
+    }
+    while (!want[d] || tot[d + 1] <= ri) {
+      if (want[d]) pos += tot[d + 1] - tot[d];
+      d++;
+    }
+    const int64_t m = tot[d + 1] - tot[d];
+    int j = i;
+    while (j < nr && r[j] - r0 < tot[d + 1] && r[j] - r0 < n - nhi) j++;
+    const sel_src sub = {dst + pos, SEL_KEYS};
+    uint64_t l, h;
+    key_range(sub, m, nth, &l, &h);
+    rc = select_ranks(sub, m, r + i, j - i, r0 + tot[d], l, h, alt + pos, dst + pos, out + i, nth);
+    pos += m;
+    d++;
+    i = j;
+  }
+done:
+  free(own);
+  free(cnt);
+  free(tot);
+  free(want);
+  return rc;
+}
+
+/* 1 if image b's elements (the axes after nb) are contiguous in C order. */
+static int image_contiguous(const ndf_array *a, int nb) {
+  int64_t st = 1;
+  for (int d = a->ndim - 1; d >= nb; d--) {
+    if (a->shape[d] != 1 && a->strides[d] != st) return 0;
+    st *= a->shape[d];
+  }
+  return 1;
+}
+
+/* The quantiles qf[0..nq) (in [0, 1], NumPy's linear method) of every image into R (nimg x nq):
+ * images in parallel, or one at a time with its passes in parallel when there are fewer
+ * images than threads.  NaN in an image makes its quantiles NaN. */
+static ndf_status cpu_quantiles(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf__ity_geom *g,
+                                const double *qf, int nq, double *R) {
+  const int f32 = in->dtype == NDF_FLOAT32, nth = ndf__cpu_threads(ctx);
+  const int outer = g->nimg >= nth ? nth : 1, inner = outer > 1 ? 1 : nth;
+  const int contiguous = image_contiguous(in, g->nb);
+  /* Per worker: the ranks and the selected keys, and a float64 copy of an image that is not contiguous. */
+  const int64_t copy = contiguous ? 0 : g->m;
+  int64_t bytes;
+  if (!ndf__mul(copy + 4 * (int64_t)nq, 8 * (int64_t)outer, &bytes)) bytes = -1;
+  ndf_status s = ndf__check_host_memory(ctx, name, "the selection buffers", bytes);
+  if (s != NDF_OK) return s;
+  void **buf = ndf__thread_buffers(outer, (size_t)(copy + 4 * (int64_t)nq) * sizeof(uint64_t));
+  if (!buf) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+  int oom = 0;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(outer) if (outer > 1)
+  for (int64_t b = 0; b < g->nimg; b++) {
+    uint64_t *sel = buf[outer > 1 ? ndf__thread_id() : 0];
+    int64_t *rk = (int64_t *)(sel + 2 * nq);
+    sel_src src;
+    if (contiguous) {
+      src.p = (const char *)in->data + image_base(in, g->nb, b) * (int64_t)ndf_dtype_size(in->dtype);
+      src.t = in->dtype;
+    } else {
+      double *x = (double *)(rk + 2 * nq);
+      load_image(in, g->nb, b, g->m, x);
+      src.p = x;
+      src.t = NDF_FLOAT64;
+    }
+    uint64_t lo = 0, hi = 0;
+    if (key_range(src, g->m, inner, &lo, &hi)) {
+      for (int i = 0; i < nq; i++) R[b * nq + i] = NAN;
+      continue;
+    }
+    /* The wanted ranks, increasing and distinct. */
+    int nr = 0;
+    for (int i = 0; i < nq; i++) {
+      int64_t ip, ir;
+      double t;
+      lerp_ranks(g->m, qf[i], &ip, &ir, &t);
+      rk[nr++] = ip;
+      rk[nr++] = ir;
+    }
+    for (int i = 1; i < nr; i++) {
+      const int64_t x = rk[i];
+      int j = i;
+      for (; j > 0 && rk[j - 1] > x; j--) rk[j] = rk[j - 1];
+      rk[j] = x;
+    }
+    int u = 0;
+    for (int i = 0; i < nr; i++)
+      if (u == 0 || rk[i] != rk[u - 1]) rk[u++] = rk[i];
+    if (select_ranks(src, g->m, rk, u, 0, lo, hi, NULL, NULL, sel, inner) != 0) {
+#pragma omp atomic write
+      oom = 1;
+      continue;
+    }
+    for (int i = 0; i < nq; i++) {
+      int64_t ip, ir;
+      double t;
+      lerp_ranks(g->m, qf[i], &ip, &ir, &t);
+      int a = 0, c = 0;
+      while (rk[a] != ip) a++;
+      while (rk[c] != ir) c++;
+      R[b * nq + i] = lerp_value(value_of(sel[a]), value_of(sel[c]), t, f32);
+    }
+  }
+  ndf__thread_buffers_free(buf, outer);
+  if (oom) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+  return NDF_OK;
 }
 
 static ndf_status quantile_common(ndf_ctx *ctx, const char *name, const ndf_array *in, const double *q, int nq,
@@ -374,32 +675,12 @@ static ndf_status quantile_common(ndf_ctx *ctx, const char *name, const ndf_arra
     free(qf);
     return s;
   }
-  const int f32 = in->dtype == NDF_FLOAT32;
-  const int nth = ndf__cpu_threads(ctx);
   double *R = NULL;
-  void **buf = NULL;
   int64_t nr;
   if (!ndf__mul(g.nimg, nq, &nr)) nr = -1;
-  if ((s = scratch(ctx, name, nr, sizeof(double), (void **)&R)) != NDF_OK) goto done;
-  int64_t bytes;
-  if (!ndf__mul(g.m, 8 * (int64_t)nth, &bytes)) bytes = -1;
-  if ((s = ndf__check_host_memory(ctx, name, "the sort buffers", bytes)) != NDF_OK) goto done;
-  if (!(buf = ndf__thread_buffers(nth, (size_t)g.m * sizeof(double)))) {
-    s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
-    goto done;
-  }
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nth)
-  for (int64_t b = 0; b < g.nimg; b++) {
-    double *v = buf[ndf__thread_id()];
-    load_image(in, g.nb, b, g.m, v);
-    int nan = 0;
-    for (int64_t j = 0; j < g.m; j++) nan |= isnan(v[j]);
-    if (!nan) qsort(v, (size_t)g.m, sizeof *v, cmp_double);
-    for (int i = 0; i < nq; i++) R[b * nq + i] = nan ? NAN : lerp_quantile(v, g.m, qf[i], f32);
-  }
-  for (int64_t b = 0; b < g.nimg; b++) store_image(out, g.nb, b, nq, R + b * nq);
-done:
-  if (buf) ndf__thread_buffers_free(buf, nth);
+  if ((s = scratch(ctx, name, nr, sizeof(double), (void **)&R)) == NDF_OK &&
+      (s = cpu_quantiles(ctx, name, in, &g, qf, nq, R)) == NDF_OK)
+    for (int64_t b = 0; b < g.nimg; b++) store_image(out, g.nb, b, nq, R + b * nq);
   free(R);
   free(qf);
   return s;
@@ -424,10 +705,10 @@ void ndf_window_options_init(ndf_window_options *opt) {
   opt->out_max = 1;
 }
 
-/* Each image's statistic on the CPU: (lo, hi) = min, max or percentiles p0, p1; (mean, std). */
+/* Each image's statistic on the CPU: (lo, hi) = min, max; (mean, std).  Percentiles: cpu_quantiles. */
 static ndf_status cpu_stats(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *mask,
-                            const ndf__ity_geom *g, int stat, double p0, double p1, double *P) {
-  const int f32 = in->dtype == NDF_FLOAT32, nth = ndf__cpu_threads(ctx);
+                            const ndf__ity_geom *g, int stat, double *P) {
+  const int nth = ndf__cpu_threads(ctx);
   int64_t bytes;
   if (!ndf__mul(g->m, 16 * (int64_t)nth, &bytes)) bytes = -1;
   ndf_status s = ndf__check_host_memory(ctx, name, "the image buffers", bytes);
@@ -448,12 +729,6 @@ static ndf_status cpu_stats(ndf_ctx *ctx, const char *name, const ndf_array *in,
           if (v[j] < lo || (v[j] == lo && signbit(v[j]) && !signbit(lo))) lo = v[j];
           if (v[j] > hi || (v[j] == hi && !signbit(v[j]) && signbit(hi))) hi = v[j];
         }
-      }
-    } else if (stat == NDF__ITY_STAT_PERCENTILE) {
-      if (!nan && g->m > 0) {
-        qsort(v, (size_t)g->m, sizeof *v, cmp_double);
-        lo = lerp_quantile(v, g->m, p0, f32);
-        hi = lerp_quantile(v, g->m, p1, f32);
       }
     } else {
       if (mask) load_image(mask, g->nb, b, g->m, mk);
@@ -480,20 +755,64 @@ static ndf_status cpu_stats(ndf_ctx *ctx, const char *name, const ndf_array *in,
   return NDF_OK;
 }
 
-/* The elementwise pass on the CPU (intensity.h). */
+/* The elementwise op on one value (intensity.h). */
+static inline double apply_one(int op, double x, double lo, double hi, double a, double bb) {
+  if (op == NDF__ITY_CLIP) return x < lo ? lo : x > hi ? hi : x;
+  if (op == NDF__ITY_WINDOW) return ndf__ity_window(x, lo, hi, a, bb);
+  return (x - lo) / hi;
+}
+
+/* cpu_apply's loop over elements j0..j1 of contiguous images, from TI to TO. */
+#define APPLY_LOOP(TI, TO)                                                             \
+  do {                                                                                 \
+    const TI *x_ = (const TI *)in->data + io;                                          \
+    TO *y_ = (TO *)out->data + oo;                                                     \
+    if (op == NDF__ITY_CLIP)                                                           \
+      for (int64_t j = j0; j < j1; j++) y_[j] = (TO)apply_one(NDF__ITY_CLIP, (double)x_[j], lo, hi, a, bb);     \
+    else if (op == NDF__ITY_WINDOW)                                                    \
+      for (int64_t j = j0; j < j1; j++) y_[j] = (TO)apply_one(NDF__ITY_WINDOW, (double)x_[j], lo, hi, a, bb);   \
+    else                                                                               \
+      for (int64_t j = j0; j < j1; j++) y_[j] = (TO)apply_one(NDF__ITY_ZSCORE, (double)x_[j], lo, hi, a, bb);   \
+  } while (0)
+#define APPLY_IN(TO)                                                 \
+  do {                                                               \
+    switch (in->dtype) {                                             \
+      case NDF_UINT8: APPLY_LOOP(uint8_t, TO); break;                \
+      case NDF_INT8: APPLY_LOOP(int8_t, TO); break;                  \
+      case NDF_UINT16: APPLY_LOOP(uint16_t, TO); break;              \
+      case NDF_INT16: APPLY_LOOP(int16_t, TO); break;                \
+      case NDF_UINT32: APPLY_LOOP(uint32_t, TO); break;              \
+      case NDF_INT32: APPLY_LOOP(int32_t, TO); break;                \
+      case NDF_INT64: APPLY_LOOP(int64_t, TO); break;                \
+      case NDF_UINT64: APPLY_LOOP(uint64_t, TO); break;              \
+      case NDF_FLOAT32: APPLY_LOOP(float, TO); break;                \
+      default: APPLY_LOOP(double, TO); break;                        \
+    }                                                                \
+  } while (0)
+
+/* The elementwise pass on the CPU (intensity.h).  Contiguous images with a float output
+ * run in typed loops, in parallel chunks of the image as well. */
 static void cpu_apply(const ndf_array *in, ndf_array *out, const ndf__ity_geom *g, int op, const double *P, double c0,
                       double c1, double a, double bb, int nth) {
+  if ((out->dtype == NDF_FLOAT32 || out->dtype == NDF_FLOAT64) && image_contiguous(in, g->nb) &&
+      image_contiguous(out, g->nb)) {
+    const int64_t per = g->m > 65536 ? (g->m + 65535) / 65536 : 1, tasks = g->nimg * per;
+#pragma omp parallel for schedule(static) num_threads(nth)
+    for (int64_t t = 0; t < tasks; t++) {
+      const int64_t b = t / per, j0 = chunk_at(g->m, per, t % per), j1 = chunk_at(g->m, per, t % per + 1);
+      const double lo = P ? P[2 * b] : c0, hi = P ? P[2 * b + 1] : c1;
+      const int64_t io = image_base(in, g->nb, b), oo = image_base(out, g->nb, b);
+      if (out->dtype == NDF_FLOAT32) APPLY_IN(float);
+      else APPLY_IN(double);
+    }
+    return;
+  }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nth)
   for (int64_t b = 0; b < g->nimg; b++) {
     const double lo = P ? P[2 * b] : c0, hi = P ? P[2 * b + 1] : c1;
     int64_t c_[NDF_MAX_NDIM] = {0}, io = image_base(in, g->nb, b), oo = image_base(out, g->nb, b);
     for (int64_t j = 0; j < g->m; j++) {
-      const double x = ndf__get_f64(in, io);
-      double r;
-      if (op == NDF__ITY_CLIP) r = x < lo ? lo : x > hi ? hi : x;
-      else if (op == NDF__ITY_WINDOW) r = ndf__ity_window(x, lo, hi, a, bb);
-      else r = (x - lo) / hi;
-      put(out, oo, r);
+      put(out, oo, apply_one(op, ndf__get_f64(in, io), lo, hi, a, bb));
       for (int d = in->ndim - 1; d >= g->nb; d--) {
         io += in->strides[d];
         oo += out->strides[d];
@@ -516,7 +835,13 @@ static ndf_status run_apply(ndf_ctx *ctx, const char *name, const ndf_array *in,
   ndf_status s;
   if (stat >= 0) {
     if ((s = scratch(ctx, name, 2 * g->nimg, sizeof(double), (void **)&P)) != NDF_OK) return s;
-    if ((s = cpu_stats(ctx, name, in, mask, g, stat, c0, c1, P)) != NDF_OK) {
+    if (stat == NDF__ITY_STAT_PERCENTILE) {
+      const double pq[2] = {c0, c1};
+      s = cpu_quantiles(ctx, name, in, g, pq, 2, P);
+    } else {
+      s = cpu_stats(ctx, name, in, mask, g, stat, P);
+    }
+    if (s != NDF_OK) {
       free(P);
       return s;
     }
