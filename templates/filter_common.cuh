@@ -42,6 +42,7 @@ template <int CVT, typename TO> __device__ __forceinline__ TO ndf_filter_cvt(dou
 
 // Line r's first input and output elements: r split over the axes other than
 // the pass's (p.nother of them, the last fastest), through their strides.
+// filter_plane: plane r's, the axes other than its two passes'.
 template <typename P>
 __device__ __forceinline__ void ndf_line_offsets(const P &p, ndf_i64 r, ndf_i64 &ib, ndf_i64 &ob) {
   ib = 0;

@@ -76,13 +76,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) ndf_filter_plane(const nd
   for (ndf_i64 tile = blockIdx.x; tile < p.nouter * per; tile += gridDim.x) {
     const ndf_i64 o = tile / per, rem = tile - o * per;
     const ndf_i64 y0 = rem / p.ntx * TY, x0 = (rem - rem / p.ntx * p.ntx) * TX;
-    ndf_i64 r = o, ib = 0, ob = 0;
-    for (int d = p.nother - 1; d >= 0; d--) {
-      const ndf_i64 q = r / p.oshape[d], x = r - q * p.oshape[d];
-      r = q;
-      ib += x * p.oistr[d];
-      ob += x * p.oostr[d];
-    }
+    ndf_i64 ob, ib; // in this order: NVRTC's register numbering follows it
+    ndf_line_offsets(p, o, ib, ob);
     const int ty = (int)(p.ny - y0 < TY ? p.ny - y0 : TY), tx = (int)(p.nx - x0 < TX ? p.nx - x0 : TX);
     // 1. Stage H1 x W1 values, NB loads in flight per thread.
     for (int i0 = t; i0 < H1 * W1; i0 += NB * NTHREADS) {

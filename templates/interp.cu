@@ -601,6 +601,53 @@ __device__ __forceinline__ void ndf_ip_image(const ndf_interp_eval_params &p, nd
   src = p.filtered ? (const S *)p.src + img * (ndf_ix)p.svol : (const S *)p.src + ib;
 }
 
+// The walk of ndf_interp_eval and ndf_interp_zoom over their output points,
+// as macros over the kernel's own names (p, T and what the earlier macros
+// declare), not functions: NVRTC compiles the kernels to the same code as
+// when these steps are written out in each, which it does not for the same
+// steps as __forceinline__ functions (other instruction order and branch
+// layout).
+//
+// NDF_IP_WALK declares lane, nd (the output's rank) and step (the grid's
+// stride in points); the kernel then declares ostep, the output offset of 32
+// points along the last axis (where it is a spatial one).  NDF_IP_RUNS(i0)
+// loops over the thread's runs of NDF_IP_R points, i0 the first point of a run.
+#define NDF_IP_WALK                                                                                                  \
+  const int lane = threadIdx.x & 31, nd = p.nb + p.onsp;                                                             \
+  const ndf_i64 step = (ndf_i64)gridDim.x * blockDim.x * NDF_IP_R
+#define NDF_IP_RUNS(i0)                                                                                              \
+  for (ndf_i64 i0 = ((ndf_i64)blockIdx.x * blockDim.x + threadIdx.x - lane) * NDF_IP_R + lane; i0 < p.total;        \
+       i0 += step)
+// At the start of run i0, NDF_IP_RUN declares xr, img (its first point),
+// cimg and ob (the image ob is for: none yet); then, after the kernel's own
+// declarations (their order, too, shapes the compiled code), NDF_IP_POINTS
+// declares src (image cimg's source), ooff, coff (the point's output and
+// coordinates offsets) and nk, the run's points (NDF_IP_R, or those left).
+#define NDF_IP_RUN(i0)                                                                                               \
+  ndf_ix xr[NDF_IP_OSP], img, cimg = -1, ob = 0;                                                                     \
+  ndf_ip_split(p, (i0), xr, img)
+#define NDF_IP_POINTS(i0)                                                                                            \
+  ndf_ix ooff = 0, coff = 0;                                                                                         \
+  const T *src = 0;                                                                                                  \
+  const ndf_i64 left_ = (p.total - (i0) + 31) / 32;                                                                  \
+  const int nk = left_ < NDF_IP_R ? (int)left_ : NDF_IP_R
+// At point k of the run: declares moved (the first point, or one where an
+// axis other than the last moved), and brings ob, src, ooff and coff to the
+// point, coff by CSTEP per 32 points along the last axis.
+#define NDF_IP_MOVE(k, CSTEP)                                                                                        \
+  const bool moved = (k) == 0 || ndf_ip_advance(p, xr, img);                                                         \
+  if (moved) {                                                                                                       \
+    if (img != cimg) {                                                                                               \
+      ndf_ip_image(p, img, ob, src);                                                                                 \
+      cimg = img;                                                                                                    \
+    }                                                                                                                \
+    ndf_ip_locate(p, xr, ooff, coff);                                                                                \
+    ooff += ob;                                                                                                      \
+  } else {                                                                                                           \
+    ooff += ostep;                                                                                                   \
+    coff += (CSTEP);                                                                                                 \
+  }
+
 // The taps are loaded NDF_IP_G at a time, all before their products, so
 // that a warp has NDF_IP_G loads in flight: every tap up to 16, else NT^2 or
 // NT taps of consecutive rows.
@@ -765,8 +812,7 @@ __device__ __forceinline__ double ndf_ip_zoomshift(const ndf_interp_eval_params 
 
 #if NDF_KERNEL(ndf_interp_eval)
 extern "C" __global__ void __launch_bounds__(256) ndf_interp_eval(const ndf_interp_eval_params p) {
-  const int lane = threadIdx.x & 31, nd = p.nb + p.onsp;
-  const ndf_i64 step = (ndf_i64)gridDim.x * blockDim.x * NDF_IP_R;
+  NDF_IP_WALK;
   double lim[NSP];
   ndf_ix str[NSP];
 #pragma unroll
@@ -774,13 +820,10 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_eval(const ndf_inte
     lim[d] = (double)(ORDER == 0 ? p.sshape[d] - 1 : p.sshape[d] - ORDER + ORDER / 2);
     str[d] = (ndf_ix)p.sstr[d];
   }
-  // a step of 32 points along the last axis, where it is a spatial one
   const ndf_ix ostep = (ndf_ix)(32 * p.ostr[nd - 1]);
   const ndf_ix cstep = KIND == 2 && p.onsp > 0 ? (ndf_ix)(32 * p.cstr[p.onsp]) : 0;
-  for (ndf_i64 i0 = ((ndf_i64)blockIdx.x * blockDim.x + threadIdx.x - lane) * NDF_IP_R + lane; i0 < p.total;
-       i0 += step) {
-    ndf_ix xr[NDF_IP_OSP], img, cimg = -1, ob = 0;
-    ndf_ip_split(p, i0, xr, img);
+  NDF_IP_RUNS(i0) {
+    NDF_IP_RUN(i0);
 #if KIND == 1
     // Row h's products of every output axis but the last, summed left to
     // right: the sum scipy's order has before it adds the last product; ol
@@ -788,24 +831,10 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_eval(const ndf_inte
     double rowsum[NSP], ol = 0;
     const int L = p.onsp - 1;
 #endif
-    ndf_ix ooff = 0, coff = 0;
-    const T *src = 0;
-    const ndf_i64 left = (p.total - i0 + 31) / 32; // this thread's points: NDF_IP_R, or those left
-    const int nk = left < NDF_IP_R ? (int)left : NDF_IP_R;
+    NDF_IP_POINTS(i0);
 #pragma unroll 1
     for (int k = 0; k < nk; k++) {
-      const bool moved = k == 0 || ndf_ip_advance(p, xr, img);
-      if (moved) {
-        if (img != cimg) {
-          ndf_ip_image(p, img, ob, src);
-          cimg = img;
-        }
-        ndf_ip_locate(p, xr, ooff, coff);
-        ooff += ob;
-      } else {
-        ooff += ostep;
-        coff += cstep;
-      }
+      NDF_IP_MOVE(k, cstep);
       double c[NSP];
 #if KIND == 0
 #pragma unroll
@@ -903,35 +932,19 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_zoom(const ndf_inte
   const ndf_ip_tables tt = ndf_ip_tabs(p.tab, nrec);
   // record indexes in ndf_ix (the host keeps NT tnrec within int32 for IDX32)
   const ndf_ix nr = (ndf_ix)nrec, last = (ndf_ix)p.taxis[NSP - 1];
-  const int lane = threadIdx.x & 31, nd = p.nb + p.onsp;
-  const ndf_i64 step = (ndf_i64)gridDim.x * blockDim.x * NDF_IP_R;
+  NDF_IP_WALK;
   const ndf_ix ostep = (ndf_ix)(32 * p.ostr[nd - 1]);
-  for (ndf_i64 i0 = ((ndf_i64)blockIdx.x * blockDim.x + threadIdx.x - lane) * NDF_IP_R + lane; i0 < p.total;
-       i0 += step) {
-    ndf_ix xr[NDF_IP_OSP], img, cimg = -1, ob = 0;
-    ndf_ip_split(p, i0, xr, img);
+  NDF_IP_RUNS(i0) {
+    NDF_IP_RUN(i0);
     // each axis's record; those of the axes before the last change only where the point moves
     ndf_ix off[NSP][NT];
     bool out[NSP][NT];
     double w[NSP][NT];
     int head[NSP];
-    ndf_ix ooff = 0, coff = 0;
-    const T *src = 0;
-    const ndf_i64 left = (p.total - i0 + 31) / 32;
-    const int nk = left < NDF_IP_R ? (int)left : NDF_IP_R;
+    NDF_IP_POINTS(i0);
 #pragma unroll 1
     for (int k = 0; k < nk; k++) {
-      const bool moved = k == 0 || ndf_ip_advance(p, xr, img);
-      if (moved) {
-        if (img != cimg) {
-          ndf_ip_image(p, img, ob, src);
-          cimg = img;
-        }
-        ndf_ip_locate(p, xr, ooff, coff);
-        ooff += ob;
-      } else {
-        ooff += ostep;
-      }
+      NDF_IP_MOVE(k, 0);
 #pragma unroll
       for (int d = 0; d < NSP; d++) {
         if (d == NSP - 1 || moved) {
