@@ -422,6 +422,18 @@ static void affine_coord(const ndf__interp_plan *p, const int64_t *o, double *c)
   }
 }
 
+/* The input coordinates of output point o (its last index k): from the coordinate array
+ * (map_coordinates; coff: the point's offset in it without the last index) or the affine map. */
+static inline void point_coord(const ndf__interp_plan *p, const ndf_array *cr, int64_t coff, int64_t k,
+                               const int64_t *o, double *c) {
+  if (!cr) {
+    affine_coord(p, o, c);
+    return;
+  }
+  const int64_t ck = coff + k * cr->strides[p->onsp];
+  for (int d = 0; d < p->nsp; d++) c[d] = ndf__interp_load((const char *)cr->data, cr->dtype, ck + d * cr->strides[0]);
+}
+
 /* The input coordinate of output index k along axis d for ZOOMSHIFT: c = k
  * (+ shift); zoom: c *= zoom, or (c + 0.5) zoom - 0.5 with grid_mode. */
 static double zoomshift_coord(const ndf__interp_plan *p, int d, int64_t k) {
@@ -628,13 +640,7 @@ ndf_status ndf__interp_cpu(ndf_ctx *ctx, const char *name, const ndf_array *in, 
           const int64_t k = k0 + j;
           double c[NDF_MAX_SPATIAL];
           o[onsp - 1] = k;
-          if (cr) {
-            const int64_t ck = coff + k * cr->strides[onsp];
-            for (int d = 0; d < nsp; d++)
-              c[d] = ndf__interp_load((const char *)cr->data, cr->dtype, ck + d * cr->strides[0]);
-          } else {
-            affine_coord(p, o, c);
-          }
+          point_coord(p, cr, coff, k, o, c);
           gsp[j] = 0;
           for (int d = 0; d < nsp && !gsp[j]; d++) gsp[j] = axis_taps(p, sshape[d], sstride[d], c[d], &grp[j][d]);
           if (!gsp[j]) prefetch_rows(src, ssz, grp[j], nsp, nt);
@@ -660,13 +666,7 @@ ndf_status ndf__interp_cpu(ndf_ctx *ctx, const char *name, const ndf_array *in, 
         for (int d = 0; d < nsp; d++) tp[d] = &tab[tstart[d] + o[d]];
       } else {
         double c[NDF_MAX_SPATIAL];
-        if (cr) {
-          const int64_t ck = coff + k * cr->strides[onsp];
-          for (int d = 0; d < nsp; d++)
-            c[d] = ndf__interp_load((const char *)cr->data, cr->dtype, ck + d * cr->strides[0]);
-        } else {
-          affine_coord(p, o, c);
-        }
+        point_coord(p, cr, coff, k, o, c);
         for (int d = 0; d < nsp; d++) {
           tp[d] = &local[d];
           if (axis_taps(p, sshape[d], sstride[d], c[d], &local[d])) break;
