@@ -367,5 +367,11 @@ for args in "--steps reorient,nosuchstep in --out o" "--spacing 0 in --out o" "-
   rc=$?
   if [ "$rc" -ne 2 ] || [ ! -s err.txt ] || [ -e o ]; then fail "preprocess $args: exit $rc, expected 2 with a message"; else npass=$((npass + 1)); fi
 done
+# a size followed by a space is no size (a space's byte masked to upper case is the NUL that ends "KMGT")
+for size in "1 " "1 B" "512 "; do
+  "$cli" preprocess --gpu-memory-limit "$size" in --out o >/dev/null 2>err.txt
+  rc=$?
+  if [ "$rc" -ne 2 ] || [ ! -s err.txt ] || [ -e o ]; then fail "preprocess --gpu-memory-limit '$size': exit $rc, expected 2"; else npass=$((npass + 1)); fi
+done
 "$cli" preprocess --help | grep -q "^  reorient" && npass=$((npass + 1)) || fail "preprocess --help lists no steps"
 cli_summary

@@ -2611,9 +2611,11 @@ int parse_size_arg(const char *opt, const char *s, size_t *out) {
   double v = s[0] >= '0' && s[0] <= '9' && !strpbrk(s, "xX") ? strtod(s, &end) : -1; /* no hex */
   double unit = 1;
   if (v >= 0 && !errno) {
-    const char *u = strchr("KMGT", end[0] & ~0x20);
-    if (end[0] && u) {
-      for (const char *k = "KMGT"; k <= u; k++) unit *= 1024;
+    static const char units[] = "KMGT";
+    /* end[0] & ~0x20 is 0 for a space too, which strchr would find as the terminator */
+    const char *u = end[0] & ~0x20 ? strchr(units, end[0] & ~0x20) : NULL;
+    if (u) {
+      for (const char *k = units; k <= u; k++) unit *= 1024;
       end++;
       if (*end == 'i') end++;
       if ((*end & ~0x20) == 'B') end++;
