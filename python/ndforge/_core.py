@@ -110,14 +110,27 @@ def _set_option(name, value):
     return old
 
 
+class _Ctx(int):
+    """A library context handle (passed to the C functions as the pointer it is) that destroys
+    the context when the last reference goes: the thread's table below, and whatever still
+    holds it -- a staged device copy freed later (ndimage._Staged) must not find its context
+    destroyed when the options change or the table evicts it."""
+
+    __slots__ = ()
+
+    def __del__(self):
+        try:
+            C["ndf_ctx_destroy"](int(self))  # waits for its work
+        except Exception:  # interpreter shutdown: the library may be gone already
+            pass
+
+
 def _contexts():
     d = getattr(_local, "ctx", None)
     if d is None:
         d = _local.ctx = {}
     if getattr(_local, "version", 0) != _options_version:  # the options changed: new contexts
-        for h in d.values():
-            C["ndf_ctx_destroy"](h)  # waits for its work
-        d.clear()
+        d.clear()  # each destroyed when nothing holds it any more
         _local.version = _options_version
     return d
 
@@ -184,8 +197,7 @@ def context(device=NDF_CPU, device_id=0, stream=None):
         opt = S["ndf_ctx_options"]()
         C["ndf_ctx_options_init"](ctypes.byref(opt))
         opt.cpu_threads = _options["cpu_threads"]
-        if hasattr(opt, "device_memory_limit"):
-            opt.device_memory_limit = _options["device_memory_limit"]
+        opt.device_memory_limit = _options["device_memory_limit"]
         if device == NDF_CPU:
             opt.backend = K["NDF_BACKEND_CPU"]
         else:
@@ -197,8 +209,8 @@ def context(device=NDF_CPU, device_id=0, stream=None):
         if len(d) >= _MAX_CONTEXTS:  # many short-lived streams: the oldest CUDA context goes (it waits for its work)
             old = next((k for k in d if k[0] != NDF_CPU), None)
             if old is not None:
-                C["ndf_ctx_destroy"](d.pop(old))
-        ctx = d[key] = h.value
+                d.pop(old)
+        ctx = d[key] = _Ctx(h.value)
     return ctx
 
 

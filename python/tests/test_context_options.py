@@ -100,3 +100,22 @@ def test_device_memory_limit_on_the_gpu():
     assert got.tobytes() == want.tobytes()
     with ndforge.set_device_memory_limit(64 << 20):
         assert cupy.asnumpy(nd.gaussian_gradient_magnitude(x, 1.0)).tobytes() == want.tobytes()
+
+
+def test_a_held_context_outlives_an_options_change(monkeypatch):
+    """A context something still holds (a staged device copy freed later) is not destroyed when the
+    options change and the thread's table drops it; it is destroyed, once, when the last holder goes."""
+    from ndforge import _core
+    ctx = _core.context()
+    handle = int(ctx)
+    destroyed = []  # counted from here (an address may be reused after an earlier destroy)
+    real = _core.C["ndf_ctx_destroy"]
+    monkeypatch.setitem(_core.C, "ndf_ctx_destroy", lambda h: (destroyed.append(int(h)), real(h))[1])
+    with ndforge.set_cpu_threads(1):
+        assert int(_core.context()) != handle  # a new context under the new options
+        assert handle not in destroyed
+        _core.check(_core.C["ndf_ctx_synchronize"](ctx), ctx)  # still a live context
+        np.testing.assert_array_equal(nd.uniform_filter(np.arange(12.0), 3), nd.uniform_filter(np.arange(12.0), 3))
+    assert handle not in destroyed
+    del ctx
+    assert destroyed.count(handle) == 1
