@@ -868,6 +868,31 @@ typedef struct pp_run {
   int order[PP_QUEUE], queued, taken, closing, finished, next_report, montage, prog, total;
 } pp_run;
 
+/* The SSIM of time point 0's result against the reference on ctx's backend: jb->ssim_map (host,
+ * allocated here) and jb->mssim.  The device copies are freed on every path. */
+static ndf_status volume_ssim(ndf_ctx *ctx, pp_job *jb, const ndf_array *refvol, const ndf_ssim_options *so)
+{
+  ndf_array ms, d1 = {0}, d2 = {0}, dm = {0}, dms = {0};
+  ndf_array_init(&ms, &jb->mssim, NDF_DEVICE_CPU, NDF_FLOAT64, 0, NULL);
+  const ndf_device_type dv = dev_of(ctx);
+  ndf_status s = jb->ssim_map.data || cli_alloc(NULL, &jb->ssim_map, NDF_FLOAT32, 3, jb->shape) == 0 ? NDF_OK : NDF_ENOMEM;
+  if (s == NDF_OK) s = ndf_array_alloc(ctx, &d1, dv, NDF_FLOAT32, 3, jb->shape);
+  if (s == NDF_OK) s = ndf_array_alloc(ctx, &d2, dv, NDF_FLOAT32, 3, jb->shape);
+  if (s == NDF_OK) s = ndf_array_alloc(ctx, &dm, dv, NDF_FLOAT32, 3, jb->shape);
+  if (s == NDF_OK) s = ndf_array_alloc(ctx, &dms, dv, NDF_FLOAT64, 0, NULL);
+  if (s == NDF_OK) s = ndf_array_copy(ctx, &d1, &jb->res[0].img);
+  if (s == NDF_OK) s = ndf_array_copy(ctx, &d2, refvol);
+  if (s == NDF_OK) s = ndf_structural_similarity(ctx, &d1, &d2, &dms, &dm, so);
+  if (s == NDF_OK) s = ndf_array_copy(ctx, &jb->ssim_map, &dm);
+  if (s == NDF_OK) s = ndf_array_copy(ctx, &ms, &dms);
+  if (s == NDF_OK) s = ndf_ctx_synchronize(ctx);
+  ndf_array_free(ctx, &d1);
+  ndf_array_free(ctx, &d2);
+  ndf_array_free(ctx, &dm);
+  ndf_array_free(ctx, &dms);
+  return s;
+}
+
 /* Runs the steps over every time point of it (retrying on the CPU after NDF_ENOMEM on the GPU, on
  * *cpu_ctx, made with cpu_opts when first needed) and assembles the output with its header: jb->ok,
  * or jb->err says why not. */
@@ -953,30 +978,17 @@ static void process_volume(ndf_ctx *ctx, ndf_ctx **cpu_ctx, const ndf_ctx_option
         if (rv[e] > hi) hi = rv[e];
       }
       so.data_range = hi > lo ? (double)hi - lo : 1;
-      ndf_array ms, d1 = {0}, d2 = {0}, dm = {0}, dms = {0};
-      ndf_array_init(&ms, &jb->mssim, NDF_DEVICE_CPU, NDF_FLOAT64, 0, NULL);
-      const ndf_device_type dv = dev_of(ctx);
-      ndf_status s = cli_alloc(NULL, &jb->ssim_map, NDF_FLOAT32, 3, jb->shape) == 0 ? NDF_OK : NDF_ENOMEM;
-      if (s == NDF_OK) s = ndf_array_alloc(ctx, &d1, dv, NDF_FLOAT32, 3, jb->shape);
-      if (s == NDF_OK) s = ndf_array_alloc(ctx, &d2, dv, NDF_FLOAT32, 3, jb->shape);
-      if (s == NDF_OK) s = ndf_array_alloc(ctx, &dm, dv, NDF_FLOAT32, 3, jb->shape);
-      if (s == NDF_OK) s = ndf_array_alloc(ctx, &dms, dv, NDF_FLOAT64, 0, NULL);
-      if (s == NDF_OK) s = ndf_array_copy(ctx, &d1, &jb->res[0].img);
-      if (s == NDF_OK) s = ndf_array_copy(ctx, &d2, refvol);
-      if (s == NDF_OK) s = ndf_structural_similarity(ctx, &d1, &d2, &dms, &dm, &so);
-      if (s == NDF_OK) s = ndf_array_copy(ctx, &jb->ssim_map, &dm);
-      if (s == NDF_OK) s = ndf_array_copy(ctx, &ms, &dms);
-      if (s == NDF_OK) s = ndf_ctx_synchronize(ctx);
+      ndf_status s = volume_ssim(ctx, jb, refvol, &so);
+      if (s == NDF_ENOMEM && ndf_ctx_has_cuda(ctx) && (*cpu_ctx || ndf_ctx_create(cpu_ctx, cpu_opts) == NDF_OK)) {
+        ctx = *cpu_ctx; /* out of GPU memory: the SSIM on the CPU, as a volume's steps */
+        s = volume_ssim(ctx, jb, refvol, &so);
+      }
       if (s != NDF_OK) {
         snprintf(jb->warn, sizeof jb->warn, "--reference: SSIM failed: %s", ndf_errmsg(ctx));
         free(jb->ssim_map.data);
         memset(&jb->ssim_map, 0, sizeof jb->ssim_map);
         jb->mssim = NAN;
       }
-      ndf_array_free(ctx, &d1);
-      ndf_array_free(ctx, &d2);
-      ndf_array_free(ctx, &dm);
-      ndf_array_free(ctx, &dms);
     }
   }
   jb->process_s = now_s() - tp;
