@@ -177,11 +177,13 @@ typedef struct ndf_ctx_options {
   int deferred_errors;
   /* Most bytes of device memory the context's arrays and scratch may hold at once (0 = no
    * limit, the default).  Counted: ndf_array_alloc's CUDA arrays until ndf_array_free, and
-   * the scratch its ops take during a call (each allocation at its requested size).  An
-   * allocation that would take the count past the limit fails with NDF_ENOMEM and a message
-   * naming the limit, as the device running out does; nothing else changes.  Not counted:
-   * the memory pool's reserve beyond the live scratch (ADR 0012), kernel modules, cached
-   * structuring-element tables, arrays the caller allocates itself (ADR 0031). */
+   * the scratch its ops take (each allocation at its requested size: during a call, and
+   * between calls where a family keeps a workspace, as the ECC's).  An allocation that would
+   * take the count past the limit fails with NDF_ENOMEM and a message naming the limit, as the
+   * device running out does; nothing else changes.  Not counted: the memory pool's reserve
+   * beyond the live scratch (ADR 0012), kernel modules, cached structuring-element tables,
+   * Sinkhorn's per-context buffer, arrays the caller allocates itself (ADR 0031).  Free an
+   * array with the context that allocated it: another context does not give its bytes back. */
   size_t device_memory_limit;
 } ndf_ctx_options;
 

@@ -38,15 +38,24 @@
 typedef struct kset {
   ndf__kernel_req req[KSET_MAX];
   CUfunction *fn[KSET_MAX];
-  int n;
+  int n, over; /* over: a kadd past KSET_MAX (kget fails) */
 } kset;
 
 static void kadd(kset *k, const char *kernel, ndf_dtype t, ndf_dtype out, ndf_dtype w, int op, CUfunction *f) {
+  if (k->n == KSET_MAX) {
+    k->over = 1;
+    return;
+  }
   ndf__req_intensity(&k->req[k->n], kernel, t, out, w, op);
   k->fn[k->n++] = f;
 }
 
 static ndf_status kget(ndf_ctx *ctx, const char *name, kset *k) {
+  if (k->over) {
+    for (int i = 0; i < k->n; i++) ndf__req_free(&k->req[i]);
+    k->n = k->over = 0;
+    return ndf__error(ctx, NDF_EINTERNAL, "%s: more than %d kernels in one request set", name, KSET_MAX);
+  }
   const ndf__kernel_req *rp[KSET_MAX];
   CUfunction fns[KSET_MAX];
   for (int i = 0; i < k->n; i++) rp[i] = &k->req[i];

@@ -53,6 +53,7 @@ static ndf_status get_many(ndf_ctx *ctx, const char *name, const kwant *w, int n
   ndf__kernel_req req[4];
   const ndf__kernel_req *rp[4];
   CUfunction fns[4];
+  if (n < 1 || n > 4) return ndf__error(ctx, NDF_EINTERNAL, "%s: %d kernels in one request set (1 to 4)", name, n);
   ndf_status s = NDF_OK;
   int k = 0;
   for (; k < n && s == NDF_OK; k++) {
