@@ -295,7 +295,9 @@ ndf_status ndf__filters_taps_cpu(ndf_ctx *ctx, const char *name, const ndf_array
      * in its own tap order. */
     int64_t x = 0;
     if (row_inside && fast) {
-      const int64_t x0 = -lrlo > 0 ? -lrlo : 0, x1 = nlast - lrhi;
+      /* [x0, x1): every tap inside along the last axis; x1 within the row where a zero weight
+       * dropped the last taps (lrhi < 0) */
+      const int64_t x0 = -lrlo > 0 ? -lrlo : 0, x1 = lrhi < 0 ? nlast : nlast - lrhi;
       const int64_t ls = src->strides[last], ld = dst->strides[last];
       for (x = 0; x < x0 && x < nlast; x++) taps_point(t, src, dst, nb, c, x, ib, is, ob, row_inside, loff, cval);
       for (; x + 4 <= x1; x += 4) {
