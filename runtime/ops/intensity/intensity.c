@@ -383,8 +383,11 @@ static inline double value_of(uint64_t k) {
   return x;
 }
 
-/* Chunks of n values: as many as threads for large n, else one; chunk c starts at chunk_at(n, nc, c). */
-static int sel_chunks(int64_t n, int nth) { return (n >= SEL_PAR && nth > 1) ? nth : 1; }
+#define SEL_CHUNKS 16 /* at most this many chunks: each has its own digit counts, merged serially */
+
+/* Chunks of n values: as many as threads (at most SEL_CHUNKS) for large n, else one; chunk c
+ * starts at chunk_at(n, nc, c). */
+static int sel_chunks(int64_t n, int nth) { return (n >= SEL_PAR && nth > 1) ? (nth < SEL_CHUNKS ? nth : SEL_CHUNKS) : 1; }
 static int64_t chunk_at(int64_t n, int64_t nc, int64_t c) { return c * (n / nc) + (c < n % nc ? c : n % nc); }
 
 /* What a selection level reads: keys (SEL_KEYS), or the elements of a contiguous image of
@@ -426,8 +429,8 @@ typedef struct sel_src {
 /* The smallest and largest key of src[0..n) (n >= 1); 1 if an element is NaN. */
 static int key_range(sel_src src, int64_t n, int nth, uint64_t *lo, uint64_t *hi) {
   const int nc = sel_chunks(n, nth);
-  uint64_t L[NDF_MAX_CPU_THREADS], H[NDF_MAX_CPU_THREADS];
-  int N[NDF_MAX_CPU_THREADS];
+  uint64_t L[SEL_CHUNKS], H[SEL_CHUNKS];
+  int N[SEL_CHUNKS];
 #pragma omp parallel for schedule(static) num_threads(nc) if (nc > 1)
   for (int c = 0; c < nc; c++) {
     uint64_t l = UINT64_MAX, h = 0;
