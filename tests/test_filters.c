@@ -598,6 +598,36 @@ static void test_nan(void **state) {
   tu_array_free(&out);
 }
 
+/* correlate with the last weights zero along the last axis: those taps are left out, so
+ * every kept tap lies to the left (offset -4), and no point of a row may be written past
+ * the row's end (the output's rows are 12 of 16 poisoned elements). */
+static void test_correlate_left_taps(void **state) {
+  ndf_ctx *ctx = ctx_of(state);
+  const int64_t sh[2] = {3, 12}, osh[2] = {3, 16}, wsh[2] = {1, 9};
+  tu_array in = {0}, out = {0}, wa = {0};
+  assert_int_equal(tu_array_alloc(&in, NDF_FLOAT64, 2, sh), 0);
+  assert_int_equal(tu_array_alloc(&out, NDF_FLOAT64, 2, osh), 0);
+  assert_int_equal(tu_array_alloc(&wa, NDF_FLOAT64, 2, wsh), 0);
+  for (int i = 0; i < 36; i++) tu_set(&in.arr, i, (double)(i * 7 % 11));
+  tu_set(&wa.arr, 0, 2.0);
+  tu_poison(out.base, out.bytes);
+  out.arr.shape[1] = 12;
+  ndf_filter_options o;
+  ndf_filter_options_init(&o);
+  assert_int_equal(ndf_correlate(ctx, &in.arr, &out.arr, &wa.arr, &o), NDF_OK);
+  for (int r = 0; r < 3; r++) {
+    const double *row = (const double *)out.arr.data + 16 * r;
+    for (int x = 0; x < 12; x++) {
+      const int m = x - 4 < 0 ? 3 - x : x - 4; /* reflect */
+      assert_true(row[x] == 2.0 * tu_get(&in.arr, 12 * r + m));
+    }
+  }
+  if (tu_check_gaps(&out) >= 0) fail_msg("a row was written past its end");
+  tu_array_free(&wa);
+  tu_array_free(&in);
+  tu_array_free(&out);
+}
+
 /* An empty input is a no-op, after the arguments are checked. */
 static void test_empty(void **state) {
   ndf_ctx *ctx = ctx_of(state);
@@ -628,6 +658,7 @@ int main(void) {
       cmocka_unit_test(test_known_values),
       cmocka_unit_test(test_errors),
       cmocka_unit_test(test_nan),
+      cmocka_unit_test(test_correlate_left_taps),
       cmocka_unit_test(test_empty),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);

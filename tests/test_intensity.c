@@ -405,6 +405,62 @@ static void test_threads(void **state) {
   tu_array_free(&o2);
 }
 
+static int cmp_key(const void *pa, const void *pb) {
+  const double a = *(const double *)pa, b = *(const double *)pb;
+  if (a != b) return a < b ? -1 : 1;
+  return (int)!!signbit(b) - (int)!!signbit(a); /* -0.0 below +0.0 */
+}
+
+/* Percentiles of an image large enough for the selection's parallel chunks and 16-bit digits
+ * (over 2^20 values, a background of repeated zeros of both signs, the extremes last), at 1 and
+ * 4 threads, against the sorted image. */
+static void test_large_percentiles(void **state) {
+  (void)state;
+  tu_rng rng;
+  tu_rng_seed(&rng, tu_seed("NDF_TEST_SEED"));
+  const int64_t n = ((int64_t)1 << 20) + 7;
+  const double q[6] = {0, 1e-7, 0.5, 50, 99.5, 100};
+  double *x = malloc((size_t)n * sizeof *x), *v = malloc((size_t)n * sizeof *v), got[6];
+  assert_non_null(x);
+  assert_non_null(v);
+  for (int64_t i = 0; i < n; i++) {
+    const double u = tu_rng_unif(&rng);
+    x[i] = u < 0.6 ? 0.0 : u < 0.7 ? -0.0 : u < 0.75 ? 3.0 : tu_rng_normal(&rng);
+  }
+  x[n - 1] = -1e300; /* the extremes in the last chunk's last elements */
+  x[n - 2] = 1e300;
+  memcpy(v, x, (size_t)n * sizeof *v);
+  qsort(v, (size_t)n, sizeof *v, cmp_key);
+  ndf_array in, out;
+  arr1(&in, x, NDF_FLOAT64, n);
+  arr1(&out, got, NDF_FLOAT64, 6);
+  for (int th = 1; th <= 4; th += 3) {
+    ndf_ctx *ctx;
+    ndf_ctx_options opt;
+    ndf_ctx_options_init(&opt);
+    opt.backend = NDF_BACKEND_CPU;
+    opt.cpu_threads = th;
+    assert_int_equal(ndf_ctx_create(&ctx, &opt), NDF_OK);
+    assert_int_equal(ndf_percentile(ctx, &in, q, 6, &out, 0), NDF_OK);
+    ndf_ctx_destroy(ctx);
+    for (int i = 0; i < 6; i++) {
+      const double h = (double)(n - 1) * (q[i] / 100);
+      int64_t ip = (int64_t)floor(h), in_ = ip + 1;
+      double t = h - floor(h);
+      if (h >= (double)(n - 1)) {
+        ip = in_ = n - 1;
+        t = h + 1; /* NumPy's gamma of the last value, indexed as -1 */
+      }
+      const double a = v[ip], b = v[in_], d = b - a;
+      const double want = t >= 0.5 ? b - d * (1 - t) : a + d * t;
+      if (memcmp(&want, &got[i], sizeof want))
+        fail_msg("%d threads, q=%g: %.17g, sorted image %.17g", th, q[i], got[i], want);
+    }
+  }
+  free(x);
+  free(v);
+}
+
 /* ------------------------------------------------------------------------ */
 /* The contract                                                              */
 
@@ -515,6 +571,7 @@ int main(void) {
       cmocka_unit_test(test_known_values),
       cmocka_unit_test(test_empty),
       cmocka_unit_test(test_threads),
+      cmocka_unit_test(test_large_percentiles),
       cmocka_unit_test(test_contract),
   };
   return cmocka_run_group_tests(tests, group_setup, tu_oracle_group_teardown);

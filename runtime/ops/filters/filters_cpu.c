@@ -149,27 +149,28 @@ ndf_status ndf__filters_line_cpu(ndf_ctx *ctx, const char *name, const ndf_array
                                  const ndf__fpass *p, int np, double cval) {
   const int64_t total = ndf_array_size(src);
   if (total == 0 || np == 0) return NDF_OK;
-  /* One set of line buffers, the longest pass's, made before the first pass
-   * writes dst: a failed allocation leaves dst as it was. */
+  /* Lines go in blocks of up to NDF__FLINES neighbours along the other axis nearest in
+   * memory: read and written side by side, each filtered on its own.  One set of line
+   * buffers, the largest pass's (a block of at most as many lines as the pass has), made
+   * before the first pass writes dst: a failed allocation leaves dst as it was. */
   int64_t bytes = 0;
   for (int i = 0; i < np; i++) {
     const int64_t len = src->shape[p[i].axis], elen = len + p[i].n - 1;
+    const int64_t fl = total / len < NDF__FLINES ? total / len : NDF__FLINES;
     int64_t b;
-    if (!ndf__mul(elen + len, (int64_t)sizeof(double), &b))
+    if (!ndf__mul(elen + len, (int64_t)sizeof(double) * fl, &b))
       return ndf__error(ctx, NDF_ENOMEM, "%s: a line of %lld taps does not fit in memory", name, (long long)elen);
     if (b > bytes) bytes = b;
   }
-  /* Lines go in blocks of up to NDF__FLINES neighbours along the other axis nearest in
-   * memory: read and written side by side, each filtered on its own. */
   const int nth = ndf__cpu_threads(ctx);
-  void **buf = ndf__thread_buffers(nth, (size_t)bytes * NDF__FLINES);
+  void **buf = ndf__thread_buffers(nth, (size_t)bytes);
   if (!buf) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory for the line buffers", name);
   const size_t oes = ndf_dtype_size(dst->dtype);
   for (int i = 0; i < np; i++) {
     const ndf_array *from = i == 0 ? src : dst;
     const ndf__fpass *q = &p[i];
     const int ax = q->axis;
-    const int64_t len = from->shape[ax];
+    const int64_t len = from->shape[ax], fl = total / len < NDF__FLINES ? total / len : NDF__FLINES;
     const int64_t pre = q->n / 2 + q->origin, elen = len + q->n - 1;
     const size_t ies = ndf_dtype_size(from->dtype);
     const int64_t istr = from->strides[ax], ostr = dst->strides[ax];
@@ -180,7 +181,7 @@ ndf_status ndf__filters_line_cpu(ndf_ctx *ctx, const char *name, const ndf_array
     const int64_t tasks = total / len / nia * nblk;
     const int64_t il = ia < 0 ? 0 : from->strides[ia], ol = ia < 0 ? 0 : dst->strides[ia];
     _Pragma("omp parallel num_threads(nth)") {
-      double *e = buf[ndf__thread_id()], *o = e + elen * NDF__FLINES;
+      double *e = buf[ndf__thread_id()], *o = e + elen * fl;
       _Pragma("omp for schedule(static)")
       for (int64_t tk = 0; tk < tasks; tk++) {
         const int64_t l0 = tk % nblk * NDF__FLINES;
@@ -295,7 +296,9 @@ ndf_status ndf__filters_taps_cpu(ndf_ctx *ctx, const char *name, const ndf_array
      * in its own tap order. */
     int64_t x = 0;
     if (row_inside && fast) {
-      const int64_t x0 = -lrlo > 0 ? -lrlo : 0, x1 = nlast - lrhi;
+      /* [x0, x1): every tap inside along the last axis; x1 within the row where a zero weight
+       * dropped the last taps (lrhi < 0) */
+      const int64_t x0 = -lrlo > 0 ? -lrlo : 0, x1 = lrhi < 0 ? nlast : nlast - lrhi;
       const int64_t ls = src->strides[last], ld = dst->strides[last];
       for (x = 0; x < x0 && x < nlast; x++) taps_point(t, src, dst, nb, c, x, ib, is, ob, row_inside, loff, cval);
       for (; x + 4 <= x1; x += 4) {

@@ -3,10 +3,12 @@
  * histogram equalization (NumPy / scikit-image semantics, include/ndforge.h):
  * validation, the CPU backend, and dispatch to CUDA.
  *
- * The CPU backend reads each image into float64 (every input dtype is exact
- * there), computes the whole result in scratch, and stores it only when every
- * image succeeded, so a data error (a histogram's non-finite detected range)
- * writes nothing.  Images run in parallel.  This file is compiled with
+ * The CPU backend reads each value as float64 (exact for every input dtype
+ * but 64-bit integers beyond 2^53, which round to the nearest float64),
+ * computes the whole result in scratch, and stores it only when every image
+ * succeeded, so a data error (a histogram's non-finite detected range) writes
+ * nothing.  Images run in parallel; the percentiles of one
+ * large image run its selection passes in parallel.  This file is compiled with
  * -ffp-contract=off: the formulas are evaluated operation by operation, as
  * NumPy evaluates them and as the kernels do (templates/intensity.cu).
  */
@@ -383,8 +385,11 @@ static inline double value_of(uint64_t k) {
   return x;
 }
 
-/* Chunks of n values: as many as threads for large n, else one; chunk c starts at chunk_at(n, nc, c). */
-static int sel_chunks(int64_t n, int nth) { return (n >= SEL_PAR && nth > 1) ? nth : 1; }
+#define SEL_CHUNKS 16 /* at most this many chunks: each has its own digit counts, merged serially */
+
+/* Chunks of n values: as many as threads (at most SEL_CHUNKS) for large n, else one; chunk c
+ * starts at chunk_at(n, nc, c). */
+static int sel_chunks(int64_t n, int nth) { return (n >= SEL_PAR && nth > 1) ? (nth < SEL_CHUNKS ? nth : SEL_CHUNKS) : 1; }
 static int64_t chunk_at(int64_t n, int64_t nc, int64_t c) { return c * (n / nc) + (c < n % nc ? c : n % nc); }
 
 /* What a selection level reads: keys (SEL_KEYS), or the elements of a contiguous image of
@@ -426,8 +431,8 @@ typedef struct sel_src {
 /* The smallest and largest key of src[0..n) (n >= 1); 1 if an element is NaN. */
 static int key_range(sel_src src, int64_t n, int nth, uint64_t *lo, uint64_t *hi) {
   const int nc = sel_chunks(n, nth);
-  uint64_t L[NDF_MAX_CPU_THREADS], H[NDF_MAX_CPU_THREADS];
-  int N[NDF_MAX_CPU_THREADS];
+  uint64_t L[SEL_CHUNKS], H[SEL_CHUNKS];
+  int N[SEL_CHUNKS];
 #pragma omp parallel for schedule(static) num_threads(nc) if (nc > 1)
   for (int c = 0; c < nc; c++) {
     uint64_t l = UINT64_MAX, h = 0;
@@ -575,6 +580,22 @@ static int image_contiguous(const ndf_array *a, int nb) {
   return 1;
 }
 
+static int cmp_i64(const void *pa, const void *pb) {
+  const int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+  return (a > b) - (a < b);
+}
+
+/* The index of r in the increasing rk[0..u) that holds it. */
+static int rank_index(const int64_t *rk, int u, int64_t r) {
+  int lo = 0, hi = u - 1;
+  while (lo < hi) {
+    const int mid = lo + (hi - lo) / 2;
+    if (rk[mid] < r) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /* The quantiles qf[0..nq) (in [0, 1], NumPy's linear method) of every image into R (nimg x nq):
  * images in parallel, or one at a time with its passes in parallel when there are fewer
  * images than threads.  NaN in an image makes its quantiles NaN. */
@@ -583,25 +604,53 @@ static ndf_status cpu_quantiles(ndf_ctx *ctx, const char *name, const ndf_array 
   const int f32 = in->dtype == NDF_FLOAT32, nth = ndf__cpu_threads(ctx);
   const int outer = g->nimg >= nth ? nth : 1, inner = outer > 1 ? 1 : nth;
   const int contiguous = image_contiguous(in, g->nb);
-  /* Per worker: the ranks and the selected keys, and a float64 copy of an image that is not contiguous. */
+  /* The wanted ranks, the same for every image (they depend on m and q alone): increasing and
+   * distinct in rk[0..u), and where q's two ranks lie among them, at[2 i] and at[2 i + 1]. */
+  int64_t *rk = malloc((size_t)nq * 2 * sizeof *rk);
+  int *at = malloc((size_t)nq * 2 * sizeof *at);
+  if (!rk || !at) {
+    free(rk);
+    free(at);
+    return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+  }
+  for (int i = 0; i < nq; i++) {
+    double t;
+    lerp_ranks(g->m, qf[i], &rk[2 * i], &rk[2 * i + 1], &t);
+  }
+  qsort(rk, (size_t)nq * 2, sizeof *rk, cmp_i64);
+  int u = 0;
+  for (int i = 0; i < 2 * nq; i++)
+    if (u == 0 || rk[i] != rk[u - 1]) rk[u++] = rk[i];
+  for (int i = 0; i < nq; i++) {
+    int64_t ip, ir;
+    double t;
+    lerp_ranks(g->m, qf[i], &ip, &ir, &t);
+    at[2 * i] = rank_index(rk, u, ip);
+    at[2 * i + 1] = rank_index(rk, u, ir);
+  }
+  /* Per worker: the selected keys, and a float64 copy of an image that is not contiguous. */
   const int64_t copy = contiguous ? 0 : g->m;
   int64_t bytes;
-  if (!ndf__mul(copy + 4 * (int64_t)nq, 8 * (int64_t)outer, &bytes)) bytes = -1;
+  if (!ndf__mul(copy + 2 * (int64_t)nq, 8 * (int64_t)outer, &bytes)) bytes = -1;
   ndf_status s = ndf__check_host_memory(ctx, name, "the selection buffers", bytes);
-  if (s != NDF_OK) return s;
-  void **buf = ndf__thread_buffers(outer, (size_t)(copy + 4 * (int64_t)nq) * sizeof(uint64_t));
-  if (!buf) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+  void **buf = NULL;
+  if (s == NDF_OK && !(buf = ndf__thread_buffers(outer, (size_t)(copy + 2 * (int64_t)nq) * sizeof(uint64_t))))
+    s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+  if (s != NDF_OK) {
+    free(rk);
+    free(at);
+    return s;
+  }
   int oom = 0;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(outer) if (outer > 1)
   for (int64_t b = 0; b < g->nimg; b++) {
     uint64_t *sel = buf[outer > 1 ? ndf__thread_id() : 0];
-    int64_t *rk = (int64_t *)(sel + 2 * nq);
     sel_src src;
     if (contiguous) {
       src.p = (const char *)in->data + image_base(in, g->nb, b) * (int64_t)ndf_dtype_size(in->dtype);
       src.t = in->dtype;
     } else {
-      double *x = (double *)(rk + 2 * nq);
+      double *x = (double *)(sel + 2 * nq);
       load_image(in, g->nb, b, g->m, x);
       src.p = x;
       src.t = NDF_FLOAT64;
@@ -611,24 +660,6 @@ static ndf_status cpu_quantiles(ndf_ctx *ctx, const char *name, const ndf_array 
       for (int i = 0; i < nq; i++) R[b * nq + i] = NAN;
       continue;
     }
-    /* The wanted ranks, increasing and distinct. */
-    int nr = 0;
-    for (int i = 0; i < nq; i++) {
-      int64_t ip, ir;
-      double t;
-      lerp_ranks(g->m, qf[i], &ip, &ir, &t);
-      rk[nr++] = ip;
-      rk[nr++] = ir;
-    }
-    for (int i = 1; i < nr; i++) {
-      const int64_t x = rk[i];
-      int j = i;
-      for (; j > 0 && rk[j - 1] > x; j--) rk[j] = rk[j - 1];
-      rk[j] = x;
-    }
-    int u = 0;
-    for (int i = 0; i < nr; i++)
-      if (u == 0 || rk[i] != rk[u - 1]) rk[u++] = rk[i];
     if (select_ranks(src, g->m, rk, u, 0, lo, hi, NULL, NULL, sel, inner) != 0) {
 #pragma omp atomic write
       oom = 1;
@@ -638,13 +669,12 @@ static ndf_status cpu_quantiles(ndf_ctx *ctx, const char *name, const ndf_array 
       int64_t ip, ir;
       double t;
       lerp_ranks(g->m, qf[i], &ip, &ir, &t);
-      int a = 0, c = 0;
-      while (rk[a] != ip) a++;
-      while (rk[c] != ir) c++;
-      R[b * nq + i] = lerp_value(value_of(sel[a]), value_of(sel[c]), t, f32);
+      R[b * nq + i] = lerp_value(value_of(sel[at[2 * i]]), value_of(sel[at[2 * i + 1]]), t, f32);
     }
   }
   ndf__thread_buffers_free(buf, outer);
+  free(rk);
+  free(at);
   if (oom) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
   return NDF_OK;
 }

@@ -135,10 +135,14 @@ ndf_status ndf__spline_filter_cpu(ndf_ctx *ctx, const char *name, const ndf_arra
   double poles[2];
   const int np = ndf__spline_poles(order, poles);
   const int nth = ndf__cpu_threads(ctx);
-  int64_t maxn = 1;
-  for (int k = 0; k < naxes; k++)
-    if (in->shape[axes[k]] > maxn) maxn = in->shape[axes[k]];
-  void **buf = ndf__thread_buffers(nth, (size_t)maxn * NDF__SPLINE_LINES * sizeof(double));
+  /* A block holds at most as many lines as the pass has. */
+  int64_t maxn = 1, maxb = 1;
+  for (int k = 0; k < naxes; k++) {
+    const int64_t n = in->shape[axes[k]], nl = total / n, b = n * (nl < NDF__SPLINE_LINES ? nl : NDF__SPLINE_LINES);
+    if (n > maxn) maxn = n;
+    if (b > maxb) maxb = b;
+  }
+  void **buf = ndf__thread_buffers(nth, (size_t)maxb * sizeof(double));
   if (!buf) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory for %d line buffers of %lld samples", name, nth,
                               (long long)maxn);
   const int int_source = !ndf__dtype_is_float(in->dtype);
