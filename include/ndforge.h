@@ -1284,8 +1284,10 @@ NDF_API ndf_status ndf_histogram(ndf_ctx *ctx, const ndf_array *input, ndf_array
  *   output  float64 (NumPy's result type for every input dtype), shape
  *           (batch..., nq), or (batch...) when nq is 1.
  * An image holding NaN gives NaN for every q (NumPy); -0.0 orders below
- * +0.0.  Integer differences b - a are exact (NumPy 1.x wraps them around
- * in the input's integer type).  An empty image is NDF_EINVAL.
+ * +0.0.  Integer order statistics are converted to float64 and b - a is taken
+ * there: exact up to 2^53 (int64 / uint64 values beyond are rounded first), where
+ * NumPy 1.x wraps the difference around in the input's integer type.  An empty
+ * image is NDF_EINVAL.
  */
 NDF_API ndf_status ndf_percentile(ndf_ctx *ctx, const ndf_array *input, const double *q, int nq, ndf_array *output,
                                   int batch_dims);
