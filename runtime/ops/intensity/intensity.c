@@ -6,7 +6,8 @@
  * The CPU backend reads each image into float64 (every input dtype is exact
  * there), computes the whole result in scratch, and stores it only when every
  * image succeeded, so a data error (a histogram's non-finite detected range)
- * writes nothing.  Images run in parallel.  This file is compiled with
+ * writes nothing (equalize_hist of 8- and 16-bit integers, which cannot fail
+ * once its two tables are allocated, stores run by run instead).  Images run in parallel.  This file is compiled with
  * -ffp-contract=off: the formulas are evaluated operation by operation, as
  * NumPy evaluates them and as the kernels do (templates/intensity.cu).
  */
@@ -60,11 +61,105 @@ static int64_t image_base(const ndf_array *a, int nb, int64_t b) {
     }                                                                               \
   } while (0)
 
-static void load_image(const ndf_array *a, int nb, int64_t b, int64_t m, double *dst) {
-  FOR_IMAGE(a, nb, b, m, off, j, dst[j] = ndf__get_f64(a, off));
+/* Image b's first element when its m elements are contiguous in C order, else -1. */
+static int64_t dense_base(const ndf_array *a, int nb, int64_t b) {
+  int64_t want = 1;
+  for (int d = a->ndim - 1; d >= nb; d--) {
+    if (a->shape[d] != 1 && a->strides[d] != want) return -1;
+    want *= a->shape[d];
+  }
+  return image_base(a, nb, b);
 }
+
+/* Elements [off, off + n) of a's data, every dtype, into float64. */
+static void load_run(const ndf_array *a, int64_t off, int64_t n, double *dst) {
+  const char *p = a->data;
+#define LOAD_RUN(T) { const T *q = (const T *)p + off; for (int64_t j = 0; j < n; j++) dst[j] = (double)q[j]; return; }
+  switch (a->dtype) {
+    case NDF_BOOL: case NDF_UINT8: LOAD_RUN(uint8_t)
+    case NDF_INT8: LOAD_RUN(int8_t)
+    case NDF_UINT16: LOAD_RUN(uint16_t)
+    case NDF_INT16: LOAD_RUN(int16_t)
+    case NDF_UINT32: LOAD_RUN(uint32_t)
+    case NDF_INT32: LOAD_RUN(int32_t)
+    case NDF_INT64: LOAD_RUN(int64_t)
+    case NDF_UINT64: LOAD_RUN(uint64_t)
+    case NDF_FLOAT32: LOAD_RUN(float)
+    case NDF_FLOAT64: LOAD_RUN(double)
+    default: for (int64_t j = 0; j < n; j++) dst[j] = 0;
+  }
+#undef LOAD_RUN
+}
+
+static void load_image(const ndf_array *a, int nb, int64_t b, int64_t m, double *dst) {
+  const int64_t base = dense_base(a, nb, b);
+  if (base >= 0) load_run(a, base, m, dst); /* one conversion loop per dtype */
+  else FOR_IMAGE(a, nb, b, m, off, j, dst[j] = ndf__get_f64(a, off));
+}
+
 static void store_image(const ndf_array *a, int nb, int64_t b, int64_t m, const double *src) {
+  const int64_t base = dense_base(a, nb, b);
+  if (base >= 0 && a->dtype == NDF_FLOAT32) {
+    float *q = (float *)a->data + base;
+    for (int64_t j = 0; j < m; j++) q[j] = (float)src[j];
+    return;
+  }
+  if (base >= 0 && a->dtype == NDF_FLOAT64) {
+    memcpy((double *)a->data + base, src, (size_t)m * sizeof *src);
+    return;
+  }
   FOR_IMAGE(a, nb, b, m, off, j, put(a, off, src[j]));
+}
+
+/* Image b of a in C order, read or written a run at a time: contiguous runs when the image is
+ * dense, else element by element through its strides. */
+typedef struct {
+  const ndf_array *a;
+  int nb, dense;
+  int64_t off, c[NDF_MAX_NDIM];
+} img_cursor;
+
+static void cur_init(img_cursor *k, const ndf_array *a, int nb, int64_t b) {
+  memset(k, 0, sizeof *k);
+  k->a = a;
+  k->nb = nb;
+  const int64_t base = dense_base(a, nb, b);
+  k->dense = base >= 0;
+  k->off = k->dense ? base : image_base(a, nb, b);
+}
+
+static inline void cur_step(img_cursor *k) {
+  const ndf_array *a = k->a;
+  for (int d = a->ndim - 1; d >= k->nb; d--) {
+    k->off += a->strides[d];
+    if (++k->c[d] < a->shape[d]) return;
+    k->off -= k->c[d] * a->strides[d];
+    k->c[d] = 0;
+  }
+}
+
+static void cur_read(img_cursor *k, int64_t n, double *dst) {
+  if (k->dense) {
+    load_run(k->a, k->off, n, dst);
+    k->off += n;
+    return;
+  }
+  for (int64_t j = 0; j < n; j++, cur_step(k)) dst[j] = ndf__get_f64(k->a, k->off);
+}
+
+static void cur_write(img_cursor *k, int64_t n, const double *src) {
+  if (k->dense && k->a->dtype == NDF_FLOAT32) {
+    float *q = (float *)k->a->data + k->off;
+    for (int64_t j = 0; j < n; j++) q[j] = (float)src[j];
+  } else if (k->dense && k->a->dtype == NDF_FLOAT64) {
+    memcpy((double *)k->a->data + k->off, src, (size_t)n * sizeof *src);
+  } else if (k->dense) {
+    for (int64_t j = 0; j < n; j++) put(k->a, k->off + j, src[j]);
+  } else {
+    for (int64_t j = 0; j < n; j++, cur_step(k)) put(k->a, k->off, src[j]);
+    return;
+  }
+  k->off += n;
 }
 
 /* ---- validation ----------------------------------------------------------------------------- */
@@ -973,17 +1068,42 @@ ndf_status ndf_normalize_zscore(ndf_ctx *ctx, const ndf_array *input, const ndf_
 
 /* ---- equalize_hist ------------------------------------------------------------------------- */
 
-/* np.interp(x, xp, fp) (numpy/core/src/multiarray/compiled_base.c's rules), n >= 1. */
-static double interp(double x, const double *xp, const double *fp, int64_t n) {
+/* The largest i < n with s[i] <= x, for s[0..n-1] non-decreasing and s[0] <= x.  With
+ * scale > 0 the search starts at (x - s[0]) * scale and walks (evenly spaced bins: a step or
+ * none); else it bisects.  The index is unique, so both give the same answer. */
+static inline int64_t last_le(double x, const double *s, int64_t n, double scale) {
+  if (scale > 0) {
+    const double t = (x - s[0]) * scale;
+    int64_t i = t < (double)(n - 1) ? (int64_t)t : n - 1;
+    while (i > 0 && s[i] > x) i--;
+    while (i + 1 < n && s[i + 1] <= x) i++;
+    return i;
+  }
+  int64_t lo = 0, hi = n; /* s[lo] <= x */
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (s[mid] <= x) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* last_le's scale for s[0..n-1] spanning `units` steps: 0 (bisect) unless s never decreases
+ * and its span is finite and positive. */
+static double guess_scale(const double *s, int64_t n, double units) {
+  for (int64_t i = 1; i < n; i++)
+    if (!(s[i] >= s[i - 1])) return 0;
+  const double span = s[n - 1] - s[0];
+  return n > 1 && span > 0 && isfinite(span) ? units / span : 0;
+}
+
+/* np.interp(x, xp, fp) (numpy/core/src/multiarray/compiled_base.c's rules), n >= 1; scale as
+ * last_le's. */
+static double interp(double x, const double *xp, const double *fp, int64_t n, double scale) {
   if (isnan(x)) return x;
   if (x < xp[0]) return fp[0];
   if (x > xp[n - 1]) return fp[n - 1];
-  int64_t lo = 0, hi = n; /* xp[lo] <= x */
-  while (hi - lo > 1) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (xp[mid] <= x) lo = mid;
-    else hi = mid;
-  }
+  const int64_t lo = last_le(x, xp, n, scale);
   if (lo == n - 1 || xp[lo] == x) return fp[lo];
   const double slope = (fp[lo + 1] - fp[lo]) / (xp[lo + 1] - xp[lo]);
   double r = slope * (x - xp[lo]) + fp[lo];
@@ -1005,6 +1125,81 @@ static int64_t count_le(const double *s, int64_t n, double x) {
   return lo;
 }
 
+/* An integer image's values span at most this many more values than it has voxels for the
+ * counting table (else it is sorted): the table then costs about what the image does. */
+#define EQ_TABLE_SLACK ((int64_t)1 << 16)
+
+/* equalize_hist of an image of integers of at most 16 bits (bool too): the counts in a table
+ * over the dtype's values, then each output value looked up in a table of the fractions (the
+ * general path's count_le(v, nv, y) / nv, stored the same way), a run of EQ_RUN voxels at a
+ * time, so no image-sized scratch.  Everything is allocated before the first store.  Returns
+ * 0 (nothing done) for other dtypes. */
+#define EQ_RUN 4096
+static int equalize_small_int(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *mask,
+                              ndf_array *out, const ndf__ity_geom *g, ndf_status *st) {
+  int64_t vmin, nval;
+  switch (in->dtype) {
+    case NDF_BOOL: case NDF_UINT8: vmin = 0; nval = 256; break;
+    case NDF_INT8: vmin = -128; nval = 256; break;
+    case NDF_UINT16: vmin = 0; nval = 65536; break;
+    case NDF_INT16: vmin = -32768; nval = 65536; break;
+    default: return 0;
+  }
+  int64_t *cnt = NULL;
+  double *lut = NULL;
+  if ((*st = scratch(ctx, name, nval, sizeof *cnt, (void **)&cnt)) != NDF_OK) return 1;
+  if ((*st = scratch(ctx, name, nval + 2 * EQ_RUN, sizeof *lut, (void **)&lut)) != NDF_OK) {
+    free(cnt);
+    return 1;
+  }
+  double *xv = lut + nval, *mv = xv + EQ_RUN;
+  img_cursor ci, cm, co;
+  for (int64_t b = 0; b < g->nimg; b++) {
+    cur_init(&ci, in, g->nb, b);
+    if (mask) cur_init(&cm, mask, g->nb, b);
+    memset(cnt, 0, (size_t)nval * sizeof *cnt);
+    for (int64_t j0 = 0; j0 < g->m; j0 += EQ_RUN) {
+      const int64_t len = g->m - j0 < EQ_RUN ? g->m - j0 : EQ_RUN;
+      cur_read(&ci, len, xv);
+      if (mask) {
+        cur_read(&cm, len, mv);
+        for (int64_t i = 0; i < len; i++)
+          if (mv[i] != 0) cnt[(int64_t)xv[i] - vmin]++;
+      } else {
+        for (int64_t i = 0; i < len; i++) cnt[(int64_t)xv[i] - vmin]++;
+      }
+    }
+    int64_t lo = 0, hi = nval - 1, nv = 0;
+    while (lo < nval && cnt[lo] == 0) lo++;
+    if (lo == nval) { /* nothing under the mask */
+      for (int64_t k = 0; k < nval; k++) lut[k] = NAN;
+    } else {
+      while (cnt[hi] == 0) hi--;
+      for (int64_t k = lo; k <= hi; k++) nv += cnt[k];
+      const double dn = (double)nv;
+      int64_t cum = 0;
+      for (int64_t k = lo; k <= hi; k++) {
+        cum += cnt[k];
+        lut[k] = (double)cum / dn;
+      }
+      for (int64_t k = 0; k < lo; k++) lut[k] = lut[lo]; /* outside the masked values' range: clamped */
+      for (int64_t k = hi + 1; k < nval; k++) lut[k] = lut[hi];
+    }
+    cur_init(&ci, in, g->nb, b);
+    cur_init(&co, out, g->nb, b);
+    for (int64_t j0 = 0; j0 < g->m; j0 += EQ_RUN) {
+      const int64_t len = g->m - j0 < EQ_RUN ? g->m - j0 : EQ_RUN;
+      cur_read(&ci, len, xv);
+      for (int64_t i = 0; i < len; i++) xv[i] = lut[(int64_t)xv[i] - vmin];
+      cur_write(&co, len, xv);
+    }
+  }
+  free(cnt);
+  free(lut);
+  *st = NDF_OK;
+  return 1;
+}
+
 ndf_status ndf_equalize_hist(ndf_ctx *ctx, const ndf_array *input, const ndf_array *mask, ndf_array *output, int nbins,
                              int batch_dims) {
   static const char *name = "ndf_equalize_hist";
@@ -1020,10 +1215,12 @@ ndf_status ndf_equalize_hist(ndf_ctx *ctx, const ndf_array *input, const ndf_arr
     return ndf__argerror(ctx, name, "nbins", "%d is not in 1..2^24", nbins);
   if (g.nimg == 0 || g.m == 0) return NDF_OK;
   if (input->device == NDF_DEVICE_CUDA) return ndf__ity_equalize_cuda(ctx, name, input, mask, output, &g, nbins);
+  if (!isf && equalize_small_int(ctx, name, input, mask, output, &g, &s)) return s;
 
   int64_t n;
   if (!ndf__mul(g.nimg, g.m, &n)) n = -1;
   double *R = NULL, *x = NULL, *v = NULL, *mk = NULL, *e = NULL, *xp = NULL, *fp = NULL;
+  int64_t *tab = NULL, tcap = 0;
   if ((s = scratch(ctx, name, n, sizeof(double), (void **)&R)) != NDF_OK) return s;
   if ((s = scratch(ctx, name, 3 * g.m, sizeof(double), (void **)&x)) != NDF_OK) goto done;
   v = x + g.m;
@@ -1054,10 +1251,9 @@ ndf_status ndf_equalize_hist(ndf_ctx *ctx, const ndf_array *input, const ndf_arr
       linspace_edges(first, last, nbins, f32, e);
       int64_t *cnt = (int64_t *)fp; /* counts, then the cdf in place */
       memset(cnt, 0, (size_t)nbins * sizeof *cnt);
-      for (int64_t j = 0; j < nv; j++) {
-        const int64_t k = bin_of(v[j], e, nbins);
-        if (k >= 0) cnt[k]++;
-      }
+      const double esc = guess_scale(e, nbins + 1, (double)nbins);
+      for (int64_t j = 0; j < nv; j++) /* bin_of(v[j], e, nbins) */
+        if (v[j] >= e[0] && v[j] <= e[nbins]) cnt[last_le(v[j], e, nbins, esc)]++;
       int64_t cum = 0, tot = 0;
       for (int k = 0; k < nbins; k++) tot += cnt[k];
       for (int k = 0; k < nbins; k++) {
@@ -1067,13 +1263,40 @@ ndf_status ndf_equalize_hist(ndf_ctx *ctx, const ndf_array *input, const ndf_arr
         fp[k] = c;
         xp[k] = f32 ? (double)(((float)e[k] + (float)e[k + 1]) / 2.0f) : (e[k] + e[k + 1]) / 2.0;
       }
-      for (int64_t j = 0; j < g.m; j++) r[j] = interp(x[j], xp, fp, nbins);
+      const double sc = guess_scale(xp, nbins, (double)(nbins - 1));
+      for (int64_t j = 0; j < g.m; j++) r[j] = interp(x[j], xp, fp, nbins, sc);
     } else {
-      qsort(v, (size_t)nv, sizeof *v, cmp_double);
-      const double lo = v[0], hi = v[nv - 1];
-      for (int64_t j = 0; j < g.m; j++) {
-        const double y = x[j] < lo ? lo : x[j] > hi ? hi : x[j];
-        r[j] = (double)count_le(v, nv, y) / (double)nv;
+      /* the fraction of the (masked) values <= each value, clamped to their range */
+      double lo = v[0], hi = v[0];
+      for (int64_t j = 1; j < nv; j++) {
+        lo = v[j] < lo ? v[j] : lo;
+        hi = v[j] > hi ? v[j] : hi;
+      }
+      const double lim = 9007199254740992.0; /* 2^53: integers and their differences exact */
+      if (lo >= -lim && hi <= lim && hi - lo < (double)(nv + EQ_TABLE_SLACK)) {
+        /* a counting table over [lo, hi], its running sums the counts <= each value */
+        const int64_t span = (int64_t)(hi - lo) + 1;
+        if (span > tcap) {
+          free(tab);
+          tab = NULL;
+          tcap = 0;
+          if ((s = scratch(ctx, name, span, sizeof *tab, (void **)&tab)) != NDF_OK) break;
+          tcap = span;
+        }
+        memset(tab, 0, (size_t)span * sizeof *tab);
+        for (int64_t j = 0; j < nv; j++) tab[(int64_t)(v[j] - lo)]++;
+        for (int64_t k = 1; k < span; k++) tab[k] += tab[k - 1];
+        const double dn = (double)nv;
+        for (int64_t j = 0; j < g.m; j++) {
+          const double y = x[j] < lo ? lo : x[j] > hi ? hi : x[j];
+          r[j] = (double)tab[(int64_t)(y - lo)] / dn;
+        }
+      } else {
+        qsort(v, (size_t)nv, sizeof *v, cmp_double);
+        for (int64_t j = 0; j < g.m; j++) {
+          const double y = x[j] < lo ? lo : x[j] > hi ? hi : x[j];
+          r[j] = (double)count_le(v, nv, y) / (double)nv;
+        }
       }
     }
   }
@@ -1083,5 +1306,6 @@ done:
   free(R);
   free(x);
   free(e);
+  free(tab);
   return s;
 }
