@@ -6,7 +6,7 @@
  * The CPU backend reads each image into float64 (every input dtype is exact
  * there), computes the whole result in scratch, and stores it only when every
  * image succeeded, so a data error (a histogram's non-finite detected range)
- * writes nothing (equalize_hist of 8- and 16-bit integers, which cannot fail
+ * writes nothing (equalize_hist of integers by a table, which cannot fail
  * once its two tables are allocated, stores run by run instead).  Images run in parallel.  This file is compiled with
  * -ffp-contract=off: the formulas are evaluated operation by operation, as
  * NumPy evaluates them and as the kernels do (templates/intensity.cu).
@@ -1129,32 +1129,61 @@ static int64_t count_le(const double *s, int64_t n, double x) {
  * counting table (else it is sorted): the table then costs about what the image does. */
 #define EQ_TABLE_SLACK ((int64_t)1 << 16)
 
-/* equalize_hist of an image of integers of at most 16 bits (bool too): the counts in a table
- * over the dtype's values, then each output value looked up in a table of the fractions (the
- * general path's count_le(v, nv, y) / nv, stored the same way), a run of EQ_RUN voxels at a
- * time, so no image-sized scratch.  Everything is allocated before the first store.  Returns
- * 0 (nothing done) for other dtypes. */
+/* The smallest and largest of image b's values under the mask (the whole image without one),
+ * read a run at a time through xv and mv; 0 when there are none. */
+static int64_t masked_range(const ndf_array *in, const ndf_array *mask, const ndf__ity_geom *g, int64_t b,
+                            double *xv, double *mv, double *lo, double *hi);
+
+/* equalize_hist of an integer image (bool too) whose values under the mask span a table of at
+ * most the voxel count plus EQ_TABLE_SLACK entries (8- and 16-bit dtypes always): the counts in
+ * a table over [lo, hi], then each output value looked up in a table of the fractions (the
+ * general path's count_le(v, nv, y) / nv, y clamped to [lo, hi], stored the same way), a run
+ * of EQ_RUN voxels at a time, so no image-sized scratch.  Wider dtypes read each image's range
+ * first (and every image's once to size the tables): everything is allocated before the first
+ * store.  Returns 0 (nothing done) where it does not apply. */
 #define EQ_RUN 4096
-static int equalize_small_int(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *mask,
+static int equalize_int_table(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *mask,
                               ndf_array *out, const ndf__ity_geom *g, ndf_status *st) {
-  int64_t vmin, nval;
+  int64_t nval = 0; /* the tables' size */
+  int narrow = 1;
   switch (in->dtype) {
-    case NDF_BOOL: case NDF_UINT8: vmin = 0; nval = 256; break;
-    case NDF_INT8: vmin = -128; nval = 256; break;
-    case NDF_UINT16: vmin = 0; nval = 65536; break;
-    case NDF_INT16: vmin = -32768; nval = 65536; break;
+    case NDF_BOOL: case NDF_UINT8: case NDF_INT8: nval = 256; break;
+    case NDF_UINT16: case NDF_INT16: nval = 65536; break;
+    case NDF_UINT32: case NDF_INT32: case NDF_INT64: case NDF_UINT64: narrow = 0; break;
     default: return 0;
+  }
+  double *run = NULL;
+  if ((*st = scratch(ctx, name, 2 * EQ_RUN, sizeof *run, (void **)&run)) != NDF_OK) return 1;
+  double *xv = run, *mv = run + EQ_RUN;
+  if (!narrow) { /* the widest range of any image, or the general path */
+    const double lim = 9007199254740992.0; /* 2^53: integers and their differences exact */
+    for (int64_t b = 0; b < g->nimg; b++) {
+      double lo, hi;
+      if (!masked_range(in, mask, g, b, xv, mv, &lo, &hi)) continue;
+      if (!(lo >= -lim && hi <= lim && hi - lo < (double)(g->m + EQ_TABLE_SLACK))) {
+        free(run);
+        return 0;
+      }
+      if ((int64_t)(hi - lo) + 1 > nval) nval = (int64_t)(hi - lo) + 1;
+    }
   }
   int64_t *cnt = NULL;
   double *lut = NULL;
-  if ((*st = scratch(ctx, name, nval, sizeof *cnt, (void **)&cnt)) != NDF_OK) return 1;
-  if ((*st = scratch(ctx, name, nval + 2 * EQ_RUN, sizeof *lut, (void **)&lut)) != NDF_OK) {
+  if ((*st = scratch(ctx, name, nval, sizeof *cnt, (void **)&cnt)) != NDF_OK ||
+      (*st = scratch(ctx, name, nval, sizeof *lut, (void **)&lut)) != NDF_OK) {
+    free(run);
     free(cnt);
     return 1;
   }
-  double *xv = lut + nval, *mv = xv + EQ_RUN;
   img_cursor ci, cm, co;
   for (int64_t b = 0; b < g->nimg; b++) {
+    double lo = 0, hi = -1, vmin; /* the tables cover [vmin, vmin + nval) */
+    if (narrow) {
+      vmin = in->dtype == NDF_INT8 ? -128.0 : in->dtype == NDF_INT16 ? -32768.0 : 0.0;
+    } else {
+      if (!masked_range(in, mask, g, b, xv, mv, &lo, &hi)) lo = hi = 0;
+      vmin = lo;
+    }
     cur_init(&ci, in, g->nb, b);
     if (mask) cur_init(&cm, mask, g->nb, b);
     memset(cnt, 0, (size_t)nval * sizeof *cnt);
@@ -1164,40 +1193,69 @@ static int equalize_small_int(ndf_ctx *ctx, const char *name, const ndf_array *i
       if (mask) {
         cur_read(&cm, len, mv);
         for (int64_t i = 0; i < len; i++)
-          if (mv[i] != 0) cnt[(int64_t)xv[i] - vmin]++;
+          if (mv[i] != 0) cnt[(int64_t)(xv[i] - vmin)]++;
       } else {
-        for (int64_t i = 0; i < len; i++) cnt[(int64_t)xv[i] - vmin]++;
+        for (int64_t i = 0; i < len; i++) cnt[(int64_t)(xv[i] - vmin)]++;
       }
     }
-    int64_t lo = 0, hi = nval - 1, nv = 0;
-    while (lo < nval && cnt[lo] == 0) lo++;
-    if (lo == nval) { /* nothing under the mask */
-      for (int64_t k = 0; k < nval; k++) lut[k] = NAN;
-    } else {
-      while (cnt[hi] == 0) hi--;
-      for (int64_t k = lo; k <= hi; k++) nv += cnt[k];
+    int64_t klo = 0, khi = nval - 1, nv = 0;
+    while (klo < nval && cnt[klo] == 0) klo++;
+    if (klo < nval) {
+      while (cnt[khi] == 0) khi--;
+      for (int64_t k = klo; k <= khi; k++) nv += cnt[k];
       const double dn = (double)nv;
       int64_t cum = 0;
-      for (int64_t k = lo; k <= hi; k++) {
+      for (int64_t k = klo; k <= khi; k++) {
         cum += cnt[k];
         lut[k] = (double)cum / dn;
       }
-      for (int64_t k = 0; k < lo; k++) lut[k] = lut[lo]; /* outside the masked values' range: clamped */
-      for (int64_t k = hi + 1; k < nval; k++) lut[k] = lut[hi];
+      lo = vmin + (double)klo;
+      hi = vmin + (double)khi;
     }
     cur_init(&ci, in, g->nb, b);
     cur_init(&co, out, g->nb, b);
     for (int64_t j0 = 0; j0 < g->m; j0 += EQ_RUN) {
       const int64_t len = g->m - j0 < EQ_RUN ? g->m - j0 : EQ_RUN;
       cur_read(&ci, len, xv);
-      for (int64_t i = 0; i < len; i++) xv[i] = lut[(int64_t)xv[i] - vmin];
+      if (nv == 0) { /* nothing under the mask */
+        for (int64_t i = 0; i < len; i++) xv[i] = NAN;
+      } else {
+        for (int64_t i = 0; i < len; i++) {
+          const double y = xv[i] < lo ? lo : xv[i] > hi ? hi : xv[i];
+          xv[i] = lut[(int64_t)(y - vmin)];
+        }
+      }
       cur_write(&co, len, xv);
     }
   }
+  free(run);
   free(cnt);
   free(lut);
   *st = NDF_OK;
   return 1;
+}
+
+static int64_t masked_range(const ndf_array *in, const ndf_array *mask, const ndf__ity_geom *g, int64_t b,
+                            double *xv, double *mv, double *lo, double *hi) {
+  img_cursor ci, cm;
+  cur_init(&ci, in, g->nb, b);
+  if (mask) cur_init(&cm, mask, g->nb, b);
+  int64_t nv = 0;
+  double l = 0, h = 0;
+  for (int64_t j0 = 0; j0 < g->m; j0 += EQ_RUN) {
+    const int64_t len = g->m - j0 < EQ_RUN ? g->m - j0 : EQ_RUN;
+    cur_read(&ci, len, xv);
+    if (mask) cur_read(&cm, len, mv);
+    for (int64_t i = 0; i < len; i++) {
+      if (mask && mv[i] == 0) continue;
+      if (nv++ == 0) l = h = xv[i];
+      l = xv[i] < l ? xv[i] : l;
+      h = xv[i] > h ? xv[i] : h;
+    }
+  }
+  *lo = l;
+  *hi = h;
+  return nv;
 }
 
 ndf_status ndf_equalize_hist(ndf_ctx *ctx, const ndf_array *input, const ndf_array *mask, ndf_array *output, int nbins,
@@ -1215,7 +1273,7 @@ ndf_status ndf_equalize_hist(ndf_ctx *ctx, const ndf_array *input, const ndf_arr
     return ndf__argerror(ctx, name, "nbins", "%d is not in 1..2^24", nbins);
   if (g.nimg == 0 || g.m == 0) return NDF_OK;
   if (input->device == NDF_DEVICE_CUDA) return ndf__ity_equalize_cuda(ctx, name, input, mask, output, &g, nbins);
-  if (!isf && equalize_small_int(ctx, name, input, mask, output, &g, &s)) return s;
+  if (!isf && equalize_int_table(ctx, name, input, mask, output, &g, &s)) return s;
 
   int64_t n;
   if (!ndf__mul(g.nimg, g.m, &n)) n = -1;
