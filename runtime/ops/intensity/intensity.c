@@ -288,6 +288,16 @@ static inline int64_t bin_of(double x, const double *e, int64_t n) {
   return lo;
 }
 
+/* NDF_EINVAL naming image b when its detected range [*lo, *hi] (NaN when nan) is not finite. */
+static ndf_status range_ok(ndf_ctx *ctx, const char *name, int64_t b, int nan, double *lo, double *hi) {
+  if (nan) *lo = *hi = NAN;
+  if (!isfinite(*lo) || !isfinite(*hi))
+    return ndf__argerror(ctx, name, "input",
+                         "image %lld: the detected range [%g, %g] is not finite (NumPy's ValueError); give a range",
+                         (long long)b, *lo, *hi);
+  return NDF_OK;
+}
+
 /* Each image's range, or NDF_EINVAL naming the first image whose detected range is not finite. */
 static ndf_status auto_range(ndf_ctx *ctx, const char *name, const double *x, int64_t m, int64_t b, double *first,
                              double *last) {
@@ -303,14 +313,9 @@ static ndf_status auto_range(ndf_ctx *ctx, const char *name, const double *x, in
     if (x[j] < lo || (x[j] == lo && signbit(x[j]) && !signbit(lo))) lo = x[j];
     if (x[j] > hi || (x[j] == hi && !signbit(x[j]) && signbit(hi))) hi = x[j];
   }
-  if (nan) lo = hi = NAN;
-  if (!isfinite(lo) || !isfinite(hi))
-    return ndf__argerror(ctx, name, "input",
-                         "image %lld: the detected range [%g, %g] is not finite (NumPy's ValueError); give a range",
-                         (long long)b, lo, hi);
   *first = lo;
   *last = hi;
-  return NDF_OK;
+  return range_ok(ctx, name, b, nan, first, last);
 }
 
 ndf_status ndf_histogram(ndf_ctx *ctx, const ndf_array *input, ndf_array *hist, ndf_array *bin_edges,
@@ -1258,6 +1263,107 @@ static int64_t masked_range(const ndf_array *in, const ndf_array *mask, const nd
   return nv;
 }
 
+/* auto_range's extremes (-0.0 below +0.0) of image b's values under the mask, read a run at a
+ * time through xv and mv; *nan when one is NaN.  Returns their count. */
+static int64_t float_range(const ndf_array *in, const ndf_array *mask, const ndf__ity_geom *g, int64_t b,
+                           double *xv, double *mv, double *lo, double *hi, int *nan) {
+  img_cursor ci, cm;
+  cur_init(&ci, in, g->nb, b);
+  if (mask) cur_init(&cm, mask, g->nb, b);
+  int64_t nv = 0;
+  double l = 0, h = 0;
+  int isn = 0;
+  for (int64_t j0 = 0; j0 < g->m; j0 += EQ_RUN) {
+    const int64_t len = g->m - j0 < EQ_RUN ? g->m - j0 : EQ_RUN;
+    cur_read(&ci, len, xv);
+    if (mask) cur_read(&cm, len, mv);
+    for (int64_t i = 0; i < len; i++) {
+      if (mask && mv[i] == 0) continue;
+      const double x = xv[i];
+      if (nv++ == 0) l = h = x;
+      isn |= isnan(x);
+      if (x < l || (x == l && signbit(x) && !signbit(l))) l = x;
+      if (x > h || (x == h && !signbit(x) && signbit(h))) h = x;
+    }
+  }
+  *lo = l;
+  *hi = h;
+  *nan = isn;
+  return nv;
+}
+
+/* equalize_hist of a float image, a run of EQ_RUN voxels at a time (no image-sized scratch):
+ * every image's range is checked first, so a non-finite one stores nothing; then per image its
+ * range, the histogram of the masked values in nbins bins (NumPy's edges), their cdf, and
+ * np.interp of every voxel at the bin centres. */
+static ndf_status equalize_float(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *mask,
+                                 ndf_array *out, const ndf__ity_geom *g, int nbins) {
+  const int f32 = in->dtype == NDF_FLOAT32;
+  double *run = NULL, *e = NULL;
+  ndf_status s = scratch(ctx, name, 2 * EQ_RUN, sizeof *run, (void **)&run);
+  if (s != NDF_OK) return s;
+  if ((s = scratch(ctx, name, 3 * (int64_t)nbins + 1, sizeof *e, (void **)&e)) != NDF_OK) {
+    free(run);
+    return s;
+  }
+  double *xv = run, *mv = run + EQ_RUN, *xp = e + nbins + 1, *fp = xp + nbins;
+  for (int64_t b = 0; b < g->nimg && s == NDF_OK; b++) {
+    double lo, hi;
+    int nan;
+    if (float_range(in, mask, g, b, xv, mv, &lo, &hi, &nan)) s = range_ok(ctx, name, b, nan, &lo, &hi);
+  }
+  img_cursor ci, cm, co;
+  for (int64_t b = 0; b < g->nimg && s == NDF_OK; b++) {
+    double first, last;
+    int nan;
+    const int64_t nv = float_range(in, mask, g, b, xv, mv, &first, &last, &nan);
+    double sc = 0;
+    if (nv > 0) {
+      if (first == last) {
+        first -= 0.5;
+        last += 0.5;
+      }
+      linspace_edges(first, last, nbins, f32, e);
+      int64_t *cnt = (int64_t *)fp; /* counts, then the cdf in place */
+      memset(cnt, 0, (size_t)nbins * sizeof *cnt);
+      const double esc = guess_scale(e, nbins + 1, (double)nbins);
+      cur_init(&ci, in, g->nb, b);
+      if (mask) cur_init(&cm, mask, g->nb, b);
+      for (int64_t j0 = 0; j0 < g->m; j0 += EQ_RUN) {
+        const int64_t len = g->m - j0 < EQ_RUN ? g->m - j0 : EQ_RUN;
+        cur_read(&ci, len, xv);
+        if (mask) cur_read(&cm, len, mv);
+        for (int64_t i = 0; i < len; i++) /* bin_of(v, e, nbins) */
+          if ((!mask || mv[i] != 0) && xv[i] >= e[0] && xv[i] <= e[nbins]) cnt[last_le(xv[i], e, nbins, esc)]++;
+      }
+      int64_t cum = 0, tot = 0;
+      for (int k = 0; k < nbins; k++) tot += cnt[k];
+      for (int k = 0; k < nbins; k++) {
+        cum += cnt[k];
+        double c = (double)cum / (double)tot;
+        if (f32) c = (double)(float)c;
+        fp[k] = c;
+        xp[k] = f32 ? (double)(((float)e[k] + (float)e[k + 1]) / 2.0f) : (e[k] + e[k + 1]) / 2.0;
+      }
+      sc = guess_scale(xp, nbins, (double)(nbins - 1));
+    }
+    cur_init(&ci, in, g->nb, b);
+    cur_init(&co, out, g->nb, b);
+    for (int64_t j0 = 0; j0 < g->m; j0 += EQ_RUN) {
+      const int64_t len = g->m - j0 < EQ_RUN ? g->m - j0 : EQ_RUN;
+      cur_read(&ci, len, xv);
+      if (nv == 0) /* nothing under the mask */
+        for (int64_t i = 0; i < len; i++) xv[i] = NAN;
+      else
+        for (int64_t i = 0; i < len; i++) xv[i] = interp(xv[i], xp, fp, nbins, sc);
+      cur_write(&co, len, xv);
+    }
+  }
+  free(run);
+  free(e);
+  return s;
+}
+
 ndf_status ndf_equalize_hist(ndf_ctx *ctx, const ndf_array *input, const ndf_array *mask, ndf_array *output, int nbins,
                              int batch_dims) {
   static const char *name = "ndf_equalize_hist";
@@ -1268,26 +1374,22 @@ ndf_status ndf_equalize_hist(ndf_ctx *ctx, const ndf_array *input, const ndf_arr
   if (s != NDF_OK) return s;
   if (mask && (s = check_like(ctx, name, "mask", mask, input, 1)) != NDF_OK) return s;
   if ((s = check_elementwise(ctx, name, input, output, mask, 0)) != NDF_OK) return s;
-  const int isf = ndf__dtype_is_float(input->dtype), f32 = input->dtype == NDF_FLOAT32;
+  const int isf = ndf__dtype_is_float(input->dtype);
   if (isf && (nbins < 1 || nbins > (1 << 24)))
     return ndf__argerror(ctx, name, "nbins", "%d is not in 1..2^24", nbins);
   if (g.nimg == 0 || g.m == 0) return NDF_OK;
   if (input->device == NDF_DEVICE_CUDA) return ndf__ity_equalize_cuda(ctx, name, input, mask, output, &g, nbins);
-  if (!isf && equalize_int_table(ctx, name, input, mask, output, &g, &s)) return s;
+  if (isf) return equalize_float(ctx, name, input, mask, output, &g, nbins);
+  if (equalize_int_table(ctx, name, input, mask, output, &g, &s)) return s;
 
   int64_t n;
   if (!ndf__mul(g.nimg, g.m, &n)) n = -1;
-  double *R = NULL, *x = NULL, *v = NULL, *mk = NULL, *e = NULL, *xp = NULL, *fp = NULL;
+  double *R = NULL, *x = NULL, *v = NULL, *mk = NULL;
   int64_t *tab = NULL, tcap = 0;
   if ((s = scratch(ctx, name, n, sizeof(double), (void **)&R)) != NDF_OK) return s;
   if ((s = scratch(ctx, name, 3 * g.m, sizeof(double), (void **)&x)) != NDF_OK) goto done;
   v = x + g.m;
   mk = v + g.m;
-  if (isf && (s = scratch(ctx, name, 3 * (int64_t)nbins + 1, sizeof(double), (void **)&e)) != NDF_OK) goto done;
-  if (e) {
-    xp = e + nbins + 1;
-    fp = xp + nbins;
-  }
   for (int64_t b = 0; b < g.nimg && s == NDF_OK; b++) {
     double *r = R + b * g.m;
     load_image(input, g.nb, b, g.m, x);
@@ -1299,32 +1401,9 @@ ndf_status ndf_equalize_hist(ndf_ctx *ctx, const ndf_array *input, const ndf_arr
       for (int64_t j = 0; j < g.m; j++) r[j] = NAN;
       continue;
     }
-    if (isf) {
-      double first = 0, last = 1;
-      if ((s = auto_range(ctx, name, v, nv, b, &first, &last)) != NDF_OK) break;
-      if (first == last) {
-        first -= 0.5;
-        last += 0.5;
-      }
-      linspace_edges(first, last, nbins, f32, e);
-      int64_t *cnt = (int64_t *)fp; /* counts, then the cdf in place */
-      memset(cnt, 0, (size_t)nbins * sizeof *cnt);
-      const double esc = guess_scale(e, nbins + 1, (double)nbins);
-      for (int64_t j = 0; j < nv; j++) /* bin_of(v[j], e, nbins) */
-        if (v[j] >= e[0] && v[j] <= e[nbins]) cnt[last_le(v[j], e, nbins, esc)]++;
-      int64_t cum = 0, tot = 0;
-      for (int k = 0; k < nbins; k++) tot += cnt[k];
-      for (int k = 0; k < nbins; k++) {
-        cum += cnt[k];
-        double c = (double)cum / (double)tot;
-        if (f32) c = (double)(float)c;
-        fp[k] = c;
-        xp[k] = f32 ? (double)(((float)e[k] + (float)e[k + 1]) / 2.0f) : (e[k] + e[k + 1]) / 2.0;
-      }
-      const double sc = guess_scale(xp, nbins, (double)(nbins - 1));
-      for (int64_t j = 0; j < g.m; j++) r[j] = interp(x[j], xp, fp, nbins, sc);
-    } else {
-      /* the fraction of the (masked) values <= each value, clamped to their range */
+    {
+      /* integers whose range is too wide for a table: the fraction of the (masked) values <= each
+       * value, clamped to their range */
       double lo = v[0], hi = v[0];
       for (int64_t j = 1; j < nv; j++) {
         lo = v[j] < lo ? v[j] : lo;
@@ -1363,7 +1442,6 @@ ndf_status ndf_equalize_hist(ndf_ctx *ctx, const ndf_array *input, const ndf_arr
 done:
   free(R);
   free(x);
-  free(e);
   free(tab);
   return s;
 }
