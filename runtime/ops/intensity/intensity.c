@@ -3,11 +3,12 @@
  * histogram equalization (NumPy / scikit-image semantics, include/ndforge.h):
  * validation, the CPU backend, and dispatch to CUDA.
  *
- * The CPU backend reads each image into float64 (every input dtype is exact
- * there), computes the whole result in scratch, and stores it only when every
- * image succeeded, so a data error (a histogram's non-finite detected range)
- * writes nothing (equalize_hist of integers by a table, which cannot fail
- * once its two tables are allocated, stores run by run instead).  Images run in parallel.  This file is compiled with
+ * The CPU backend reads each value as float64 (exact for every input dtype
+ * but 64-bit integers beyond 2^53, which round to the nearest float64),
+ * computes the whole result in scratch, and stores it only when every image
+ * succeeded, so a data error (a histogram's non-finite detected range) writes
+ * nothing.  Images run in parallel; the percentiles of one
+ * large image run its selection passes in parallel.  This file is compiled with
  * -ffp-contract=off: the formulas are evaluated operation by operation, as
  * NumPy evaluates them and as the kernels do (templates/intensity.cu).
  */
