@@ -36,7 +36,17 @@ cases = [
     (['map_coordinates', '--coordinates', 'c.npy', '--order', '2', '--mode', 'reflect'], lambda: ndi.map_coordinates(x, c, order=2, mode='reflect')),
     (['spline_filter', '--order', '4', '--output-dtype', 'float64'], lambda: ndi.spline_filter(x, 4, output=np.float64)),
     (['spline_filter1d', '--axis', '1', '--output-dtype', 'float64'], lambda: ndi.spline_filter1d(x, 3, axis=1, output=np.float64)),
+    # --batch-axis K: each image along axis K alone, the output in the input's axis order
+    (['zoom', '--zoom', '1.5,0.7', '--order', '1', '--batch-axis', '1'],
+     lambda: np.stack([ndi.zoom(x[:, k], (1.5, 0.7), order=1) for k in range(x.shape[1])], axis=1)),
+    (['rotate', '--angle', '30', '--batch-axis', '-1'],
+     lambda: np.stack([ndi.rotate(x[..., k], 30, axes=(1, 0)) for k in range(x.shape[2])], axis=2)),
+    (['spline_filter1d', '--axis', '2', '--batch-axis', '0', '--output-dtype', 'float64'],
+     lambda: ndi.spline_filter1d(x, 3, axis=2, output=np.float64)),
+    (['map_coordinates', '--coordinates', 'c2.npy', '--order', '1', '--batch-axis', '2'],
+     lambda: np.stack([ndi.map_coordinates(x[..., k], c[:2], order=1) for k in range(x.shape[2])])),
 ]
+np.save('c2.npy', c[:2])
 bad = 0
 for i, (args, ref) in enumerate(cases):
     out = 'o%d.npy' % i
@@ -174,6 +184,59 @@ with warnings.catch_warnings():
 if not np.array_equal(got, want):
     print('FAIL: resampled values differ from scipy (max %g)' % np.abs(got - want).max()); ok = False
 print('resample: shape %s -> %s, spacing %s -> %s, %s' % (shape, oshape, pix, spacing, 'ok' if ok else 'FAILED'))
+
+# A 4-D (x, y, z, t) volume with --batch-axis 3 (and -1): each time point as the 3-D volume
+# alone, the header as the 3-D output's with dim[4] and pixdim[4] (the time step) kept.
+nt, tr = 3, 2.5
+vols = (rng.normal(size=shape + (nt,)) * 100).astype(np.float32)
+with open('in4.nii', 'wb') as f:
+    f.write(header(shape + (nt,), pix + (tr,), sform, (qb, qc, qd), qoff))
+    f.write(b'\0\0\0\0')
+    f.write(vols.tobytes(order='F'))
+args = ['--spacing', '1.5,1,2', '--order', '3', '--mode', 'mirror', '--device', 'cpu']
+alone = []
+for k in range(nt):
+    with open('in3_%d.nii' % k, 'wb') as f:
+        f.write(header(shape, pix, sform, (qb, qc, qd), qoff))
+        f.write(b'\0\0\0\0')
+        f.write(np.ascontiguousarray(vols[..., k]).tobytes(order='F'))
+    r = subprocess.run([cli, 'run', 'resample', 'in3_%d.nii' % k, 'out3_%d.nii' % k] + args, capture_output=True, text=True)
+    if r.returncode:
+        print('FAIL: resample of time point %d exited %d: %s' % (k, r.returncode, r.stderr.strip())); sys.exit(1)
+    alone.append(open('out3_%d.nii' % k, 'rb').read())
+dim3 = struct.unpack_from('<8h', alone[0], 40)
+vox3 = int(struct.unpack_from('<f', alone[0], 108)[0])
+o3 = tuple(dim3[1:4])
+for ax in ('3', '-1'):
+    r = subprocess.run([cli, 'run', 'resample', 'in4.nii', 'out4.nii', '--batch-axis', ax] + args, capture_output=True,
+                       text=True)
+    if r.returncode:
+        print('FAIL: resample --batch-axis %s exited %d: %s' % (ax, r.returncode, r.stderr.strip())); ok = False
+        continue
+    d4 = open('out4.nii', 'rb').read()
+    dim4 = struct.unpack_from('<8h', d4, 40)
+    pix4 = struct.unpack_from('<8f', d4, 76)
+    vox4 = int(struct.unpack_from('<f', d4, 108)[0])
+    if dim4[:5] != (4,) + o3 + (nt,) or pix4[4] != np.float32(tr) or pix4[:4] != struct.unpack_from('<4f', alone[0], 76):
+        print('FAIL: --batch-axis %s: dim %s pixdim %s, want dim %s pixdim[4] %g' % (ax, dim4, pix4, o3 + (nt,), tr))
+        ok = False
+    # the header beyond dim/pixdim (vox_offset, codes, quaternion, offsets, sform) as the 3-D output's
+    if d4[108:348] != alone[0][108:348]:
+        print('FAIL: --batch-axis %s: the header differs from the 3-D output\'s' % ax); ok = False
+    got = np.frombuffer(d4[vox4:], np.float32).reshape(o3 + (nt,), order='F')
+    for k in range(nt):
+        want = np.frombuffer(alone[k][vox3:], np.float32).reshape(o3, order='F')
+        if not np.array_equal(got[..., k], want):
+            print('FAIL: --batch-axis %s: time point %d differs from its 3-D resample' % (ax, k)); ok = False
+print('resample 4-D --batch-axis: %s' % ('ok' if ok else 'FAILED'))
+for bad_args, want_rc in ((['--spacing', '1'], 1), (['--spacing', '1', '--batch-axis', '0'], 1),
+                          (['--spacing', '1', '--batch-axis', '3', '--batch-dims', '1'], 2),
+                          (['--spacing', '1,1', '--batch-axis', '3'], 2), (['--spacing', '1', '--batch-axis', '4'], 1)):
+    r = subprocess.run([cli, 'run', 'resample', 'in4.nii', 'bad.nii'] + bad_args, capture_output=True, text=True)
+    import os
+    if r.returncode != want_rc or os.path.exists('bad.nii') or len(r.stderr.strip().splitlines()) != 1:
+        print('FAIL: resample 4-D %s exited %d (want %d): %s' % (' '.join(bad_args), r.returncode, want_rc, r.stderr.strip()))
+        ok = False
 sys.exit(0 if ok else 1)
 PY
 if "$py" resample.py "$cli"; then npass=$((npass + 1)); else fail "resample"; fi

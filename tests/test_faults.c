@@ -772,6 +772,8 @@ static void test_intensity(void **state) {
   const int end[1] = {3};
   const int64_t esh[1][3] = {{5, 6, 7}};
   run_pair(ctx, "equalize_hist", c_equalize, NDF_INT16, 0, NDF_UINT8, 1, edt, end, esh);
+  run_pair(ctx, "equalize_hist int32", c_equalize, NDF_INT32, 0, NDF_UINT8, 1, edt, end, esh); /* a wide dtype: its range read first */
+  run_pair(ctx, "equalize_hist float32", c_equalize, NDF_FLOAT32, 0, NDF_UINT8, 1, edt, end, esh);
 }
 
 static void test_metrics(void **state) {

@@ -11,7 +11,13 @@
  *   ndforge run resample IN.nii OUT.nii --spacing S[,S...]
  * common: --order N (3) --mode MODE (constant; mirror for the spline filters)
  *         --cval X (0) --no-prefilter --output-dtype DTYPE (the input's; uint8
- *         for bool) --batch-dims N (0) --device cpu|cuda|auto (auto)
+ *         for bool) --batch-dims N (0) or --batch-axis K --device cpu|cuda|auto (auto)
+ *
+ * --batch-axis K (negative from the end): the op sees the input with axis K
+ * moved first as its one batch axis (a view, no copy), so the per-axis values
+ * and rotate's --axes are the other axes' in order; spline_filter1d's --axis
+ * counts the input's axes.  The output gets the input's axis order back
+ * (map_coordinates': the batch axis first).
  *
  * resample: the spatial axes (the 1 to 3 axes of a NIfTI volume) get the new
  * spacing S (one value for all, or one per axis; pixdim gives the old one).
@@ -23,7 +29,9 @@
  * sform @ [diag(S / old) t; 0 1]; the qform keeps its rotation and gets the
  * world position of output voxel 0 as its offset.  Every output voxel is
  * therefore at the world point the input's affine gives its input
- * coordinate: the volume stays in place.
+ * coordinate: the volume stays in place.  With --batch-axis 3, a 4-D
+ * (x, y, z, t) volume is resampled one time point at a time, pixdim[4] kept;
+ * a batch axis among x, y, z keeps its spacing and position.
  * Exit status: 0 ok, 1 failure, 2 bad command line; nothing is written on failure.
  */
 #include <errno.h>
@@ -57,7 +65,8 @@ static const char *ix_usage =
     "options: --order N (default 3)  --mode MODE (constant, grid-constant, nearest, reflect,\n"
     "  grid-mirror, mirror, wrap, grid-wrap; default constant, mirror for the spline\n"
     "  filters)  --cval X  --no-prefilter  --output-dtype DTYPE (default the input's)\n"
-    "  --batch-dims N  --device cpu|cuda|auto (auto: CUDA when there is a device)\n"
+    "  --batch-dims N  --batch-axis K (the axis of independent images, e.g. a 4-D NIfTI's\n"
+    "  time axis 3)  --device cpu|cuda|auto (auto: CUDA when there is a device)\n"
     "  --cpu-threads N  the CPU backend's threads (default OpenMP's)\n";
 
 int ndf_cli_interp_is_op(const char *name) {
@@ -89,6 +98,22 @@ static int read_npy_arg(const char *path, ndfio_image *img) {
     return -1;
   }
   return 0;
+}
+
+/* --batch-axis: axis `from` of x moved to `to` (shape and strides permuted, the data untouched). */
+static void move_axis(ndf_array *x, int from, int to) {
+  if (from < 0 || to < 0 || from >= x->ndim || to >= x->ndim || x->ndim > NDF_MAX_NDIM) return;
+  const int64_t n = x->shape[from], st = x->strides[from];
+  for (int d = from; d < to; d++) {
+    x->shape[d] = x->shape[d + 1];
+    x->strides[d] = x->strides[d + 1];
+  }
+  for (int d = from; d > to; d--) {
+    x->shape[d] = x->shape[d - 1];
+    x->strides[d] = x->strides[d - 1];
+  }
+  x->shape[to] = n;
+  x->strides[to] = st;
 }
 
 /* Resample's header: pixdim, sform and qform of out for the per-axis ratio r = new / old and
@@ -130,8 +155,8 @@ int ndf_cli_interp(int argc, char **argv) {
     if (strcmp(opname, X_NAMES[i]) == 0) op = i;
   const char *pos[2] = {NULL, NULL}, *matrix_path = NULL, *coords_path = NULL, *device = "auto", *odt_name = NULL;
   int npos = 0, grid = 0, reshape = 1, nvals = 0, noffset = 0, nshape = 0, have_vals = 0, have_angle = 0;
-  int have_mode = 0, have_axis = 0;
-  long axis = -1, ax0 = 1, ax1 = 0;
+  int have_mode = 0, have_axis = 0, have_bdims = 0, have_baxis = 0;
+  long axis = -1, ax0 = 1, ax1 = 0, baxis = 0;
   double vals[NDF_MAX_SPATIAL], offset[NDF_MAX_SPATIAL], oshape_d[NDF_MAX_SPATIAL], angle = 0;
   ndf_interp_options o;
   ndf_interp_options_init(&o);
@@ -176,6 +201,10 @@ int ndf_cli_interp(int argc, char **argv) {
     } else if (!strcmp(name, "batch-dims")) {
       if (parse_long_arg(name, v, 0, NDF_MAX_NDIM, &l)) return IX_USAGE;
       o.batch_dims = (int)l;
+      have_bdims = 1;
+    } else if (!strcmp(name, "batch-axis")) {
+      if (parse_long_arg(name, v, -NDF_MAX_NDIM, NDF_MAX_NDIM - 1, &baxis)) return IX_USAGE;
+      have_baxis = 1;
     } else if (!strcmp(name, "device")) {
       if (strcmp(v, "cpu") && strcmp(v, "cuda") && strcmp(v, "auto")) {
         errorf("bad value '%s' for --device (expected cpu, cuda or auto)", v);
@@ -217,7 +246,10 @@ int ndf_cli_interp(int argc, char **argv) {
       return IX_USAGE;
     }
   }
-  (void)have_axis;
+  if (have_baxis && have_bdims) {
+    errorf("'run %s': --batch-axis and --batch-dims cannot be combined", opname);
+    return IX_USAGE;
+  }
   if (npos != 2) {
     errorf("'run %s' needs INPUT and OUTPUT, got %d file name%s", opname, npos, npos == 1 ? "" : "s");
     return IX_USAGE;
@@ -246,6 +278,24 @@ int ndf_cli_interp(int argc, char **argv) {
   if (read_npy_arg(pos[0], &in) != 0) goto done;
   if (matrix_path && read_npy_arg(matrix_path, &mat) != 0) goto done;
   if (coords_path && read_npy_arg(coords_path, &co) != 0) goto done;
+  if (have_baxis) {
+    const int n = in.arr.ndim;
+    if (baxis < -n || baxis >= n) {
+      errorf("--batch-axis %ld: the input has %d axes", baxis, n);
+      goto done;
+    }
+    if (baxis < 0) baxis += n;
+    move_axis(&in.arr, (int)baxis, 0);
+    o.batch_dims = 1;
+    if (have_axis) { /* spline_filter1d's --axis counts the input's axes */
+      const long ax = axis < 0 ? axis + n : axis;
+      if (ax == baxis) {
+        errorf("--axis: axis %ld is the --batch-axis", axis);
+        goto done;
+      }
+      if (ax >= 0 && ax < n) axis = ax < baxis ? ax + 1 : ax;
+    }
+  }
   ndf_dtype odt = in.arr.dtype == NDF_BOOL ? NDF_UINT8 : in.arr.dtype;
   if (odt_name && ndf_dtype_from_name(odt_name, &odt) != NDF_OK) {
     errorf("bad value '%s' for --output-dtype", odt_name);
@@ -254,7 +304,7 @@ int ndf_cli_interp(int argc, char **argv) {
   }
   /* the output's shape, and resample's geometry */
   const int nb = o.batch_dims, nd = in.arr.ndim;
-  int ond = nd;
+  int ond = nd, nsp = 0;
   int64_t osh[NDF_MAX_NDIM];
   double rr[NDF_MAX_SPATIAL], tt[NDF_MAX_SPATIAL], spacing[NDF_MAX_SPATIAL], old_spacing[NDF_MAX_SPATIAL];
   for (int d = 0; d < nd; d++) osh[d] = in.arr.shape[d];
@@ -277,26 +327,36 @@ int ndf_cli_interp(int argc, char **argv) {
     ond = nb + co.arr.ndim - 1;
     for (int d = 1; d < co.arr.ndim && nb + d - 1 < NDF_MAX_NDIM; d++) osh[nb + d - 1] = co.arr.shape[d];
   } else if (op == X_RESAMPLE) {
+    /* the spatial axes: the input's other than the batch axis, which must be among x, y, z
+     * (a 4-D NIfTI's batch axis is its time axis, 3) */
     double old[NDF_MAX_NDIM];
-    if (nb != 0 || nd < 1 || nd > 3 || !ndfio_nifti_spacing(&in, old)) {
-      errorf("'run resample' takes a 1- to 3-D NIfTI volume (no --batch-dims), not %d axes", nd);
+    nsp = nd - nb;
+    const int top = nb && baxis == nd - 1 ? nd - 2 : nd - 1; /* the last spatial axis */
+    if ((nb && !have_baxis) || nsp < 1 || top > 2 || !ndfio_nifti_spacing(&in, old)) {
+      if (nd == 4 && !nb)
+        errorf("'run resample' takes a 1- to 3-D NIfTI volume, not 4 axes (--batch-axis 3: each time point alone)");
+      else
+        errorf("'run resample' resamples a NIfTI volume's x, y, z axes (1 to 3 of them): %d axes%s", nd,
+               nb && !have_baxis ? " with --batch-dims (give --batch-axis K)"
+               : nb ? " with the batch axis not the last" : "");
       goto done;
     }
-    if (nvals != 1 && nvals != nd) {
-      errorf("--spacing: %d values for %d axes (give 1 or %d)", nvals, nd, nd);
+    if (nvals != 1 && nvals != nsp) {
+      errorf("--spacing: %d values for %d axes (give 1 or %d)", nvals, nsp, nsp);
       rc = IX_USAGE;
       goto done;
     }
-    for (int d = 0; d < nd; d++) {
+    for (int d = 0; d < nsp; d++) {
       spacing[d] = vals[nvals == 1 ? 0 : d];
       if (!(spacing[d] > 0)) {
         errorf("--spacing: %g is not a positive spacing", spacing[d]);
         rc = IX_USAGE;
         goto done;
       }
-      old_spacing[d] = old[d];
+      const int src = !nb || d < baxis ? d : d + 1; /* the input's axis of spatial axis d */
+      old_spacing[d] = old[src];
     }
-    s = ndf_resample_plan(nd, in.arr.shape, old, spacing, osh, rr, tt); /* the library's geometry */
+    s = ndf_resample_plan(nsp, in.arr.shape + nb, old_spacing, spacing, osh + nb, rr, tt); /* the library's geometry */
   }
   if (s != NDF_OK) {
     errorf("%s", ndf_last_error());
@@ -344,6 +404,7 @@ int ndf_cli_interp(int argc, char **argv) {
     errorf("%s", ndf_errmsg(ctx));
     goto done;
   }
+  if (have_baxis && op != X_MAP && ond == nd) move_axis(&out, 0, (int)baxis); /* the input's axis order */
   const ndfio_image *header = &in;
   if (op == X_RESAMPLE) {
     hdr = nifti_copy_nim_info((const nifti_image *)in.nifti);
@@ -351,7 +412,17 @@ int ndf_cli_interp(int argc, char **argv) {
       errorf("out of memory for the NIfTI header");
       goto done;
     }
-    resample_header(hdr, nd, rr, tt, spacing);
+    /* per NIfTI axis x, y, z (those the volume has): a batch axis among them is kept */
+    const int nn = nd < 3 ? nd : 3;
+    double hr[3], ht[3], hs[3];
+    for (int i = 0; i < nn; i++) {
+      const int d = !nb ? i : i < baxis ? i : i - 1; /* its spatial axis, unless i is the batch axis */
+      const int batch = nb && i == baxis;
+      hr[i] = batch ? 1.0 : rr[d];
+      ht[i] = batch ? 0.0 : tt[d];
+      hs[i] = batch ? (double)hdr->pixdim[i + 1] : spacing[d];
+    }
+    resample_header(hdr, nn, hr, ht, hs);
     hdr_img.nifti = hdr;
     header = &hdr_img;
   }

@@ -62,11 +62,105 @@ static int64_t image_base(const ndf_array *a, int nb, int64_t b) {
     }                                                                               \
   } while (0)
 
-static void load_image(const ndf_array *a, int nb, int64_t b, int64_t m, double *dst) {
-  FOR_IMAGE(a, nb, b, m, off, j, dst[j] = ndf__get_f64(a, off));
+/* Image b's first element when its m elements are contiguous in C order, else -1. */
+static int64_t dense_base(const ndf_array *a, int nb, int64_t b) {
+  int64_t want = 1;
+  for (int d = a->ndim - 1; d >= nb; d--) {
+    if (a->shape[d] != 1 && a->strides[d] != want) return -1;
+    want *= a->shape[d];
+  }
+  return image_base(a, nb, b);
 }
+
+/* Elements [off, off + n) of a's data, every dtype, into float64. */
+static void load_run(const ndf_array *a, int64_t off, int64_t n, double *dst) {
+  const char *p = a->data;
+#define LOAD_RUN(T) { const T *q = (const T *)p + off; for (int64_t j = 0; j < n; j++) dst[j] = (double)q[j]; return; }
+  switch (a->dtype) {
+    case NDF_BOOL: case NDF_UINT8: LOAD_RUN(uint8_t)
+    case NDF_INT8: LOAD_RUN(int8_t)
+    case NDF_UINT16: LOAD_RUN(uint16_t)
+    case NDF_INT16: LOAD_RUN(int16_t)
+    case NDF_UINT32: LOAD_RUN(uint32_t)
+    case NDF_INT32: LOAD_RUN(int32_t)
+    case NDF_INT64: LOAD_RUN(int64_t)
+    case NDF_UINT64: LOAD_RUN(uint64_t)
+    case NDF_FLOAT32: LOAD_RUN(float)
+    case NDF_FLOAT64: LOAD_RUN(double)
+    default: for (int64_t j = 0; j < n; j++) dst[j] = 0;
+  }
+#undef LOAD_RUN
+}
+
+static void load_image(const ndf_array *a, int nb, int64_t b, int64_t m, double *dst) {
+  const int64_t base = dense_base(a, nb, b);
+  if (base >= 0) load_run(a, base, m, dst); /* one conversion loop per dtype */
+  else FOR_IMAGE(a, nb, b, m, off, j, dst[j] = ndf__get_f64(a, off));
+}
+
 static void store_image(const ndf_array *a, int nb, int64_t b, int64_t m, const double *src) {
+  const int64_t base = dense_base(a, nb, b);
+  if (base >= 0 && a->dtype == NDF_FLOAT32) {
+    float *q = (float *)a->data + base;
+    for (int64_t j = 0; j < m; j++) q[j] = (float)src[j];
+    return;
+  }
+  if (base >= 0 && a->dtype == NDF_FLOAT64) {
+    memcpy((double *)a->data + base, src, (size_t)m * sizeof *src);
+    return;
+  }
   FOR_IMAGE(a, nb, b, m, off, j, put(a, off, src[j]));
+}
+
+/* Image b of a in C order, read or written a run at a time: contiguous runs when the image is
+ * dense, else element by element through its strides. */
+typedef struct {
+  const ndf_array *a;
+  int nb, dense;
+  int64_t off, c[NDF_MAX_NDIM];
+} img_cursor;
+
+static void cur_init(img_cursor *k, const ndf_array *a, int nb, int64_t b) {
+  memset(k, 0, sizeof *k);
+  k->a = a;
+  k->nb = nb;
+  const int64_t base = dense_base(a, nb, b);
+  k->dense = base >= 0;
+  k->off = k->dense ? base : image_base(a, nb, b);
+}
+
+static inline void cur_step(img_cursor *k) {
+  const ndf_array *a = k->a;
+  for (int d = a->ndim - 1; d >= k->nb; d--) {
+    k->off += a->strides[d];
+    if (++k->c[d] < a->shape[d]) return;
+    k->off -= k->c[d] * a->strides[d];
+    k->c[d] = 0;
+  }
+}
+
+static void cur_read(img_cursor *k, int64_t n, double *dst) {
+  if (k->dense) {
+    load_run(k->a, k->off, n, dst);
+    k->off += n;
+    return;
+  }
+  for (int64_t j = 0; j < n; j++, cur_step(k)) dst[j] = ndf__get_f64(k->a, k->off);
+}
+
+static void cur_write(img_cursor *k, int64_t n, const double *src) {
+  if (k->dense && k->a->dtype == NDF_FLOAT32) {
+    float *q = (float *)k->a->data + k->off;
+    for (int64_t j = 0; j < n; j++) q[j] = (float)src[j];
+  } else if (k->dense && k->a->dtype == NDF_FLOAT64) {
+    memcpy((double *)k->a->data + k->off, src, (size_t)n * sizeof *src);
+  } else if (k->dense) {
+    for (int64_t j = 0; j < n; j++) put(k->a, k->off + j, src[j]);
+  } else {
+    for (int64_t j = 0; j < n; j++, cur_step(k)) put(k->a, k->off, src[j]);
+    return;
+  }
+  k->off += n;
 }
 
 /* ---- validation ----------------------------------------------------------------------------- */
@@ -195,6 +289,16 @@ static inline int64_t bin_of(double x, const double *e, int64_t n) {
   return lo;
 }
 
+/* NDF_EINVAL naming image b when its detected range [*lo, *hi] (NaN when nan) is not finite. */
+static ndf_status range_ok(ndf_ctx *ctx, const char *name, int64_t b, int nan, double *lo, double *hi) {
+  if (nan) *lo = *hi = NAN;
+  if (!isfinite(*lo) || !isfinite(*hi))
+    return ndf__argerror(ctx, name, "input",
+                         "image %lld: the detected range [%g, %g] is not finite (NumPy's ValueError); give a range",
+                         (long long)b, *lo, *hi);
+  return NDF_OK;
+}
+
 /* Each image's range, or NDF_EINVAL naming the first image whose detected range is not finite. */
 static ndf_status auto_range(ndf_ctx *ctx, const char *name, const double *x, int64_t m, int64_t b, double *first,
                              double *last) {
@@ -210,14 +314,9 @@ static ndf_status auto_range(ndf_ctx *ctx, const char *name, const double *x, in
     if (x[j] < lo || (x[j] == lo && signbit(x[j]) && !signbit(lo))) lo = x[j];
     if (x[j] > hi || (x[j] == hi && !signbit(x[j]) && signbit(hi))) hi = x[j];
   }
-  if (nan) lo = hi = NAN;
-  if (!isfinite(lo) || !isfinite(hi))
-    return ndf__argerror(ctx, name, "input",
-                         "image %lld: the detected range [%g, %g] is not finite (NumPy's ValueError); give a range",
-                         (long long)b, lo, hi);
   *first = lo;
   *last = hi;
-  return NDF_OK;
+  return range_ok(ctx, name, b, nan, first, last);
 }
 
 ndf_status ndf_histogram(ndf_ctx *ctx, const ndf_array *input, ndf_array *hist, ndf_array *bin_edges,
@@ -1003,17 +1102,42 @@ ndf_status ndf_normalize_zscore(ndf_ctx *ctx, const ndf_array *input, const ndf_
 
 /* ---- equalize_hist ------------------------------------------------------------------------- */
 
-/* np.interp(x, xp, fp) (numpy/core/src/multiarray/compiled_base.c's rules), n >= 1. */
-static double interp(double x, const double *xp, const double *fp, int64_t n) {
+/* The largest i < n with s[i] <= x, for s[0..n-1] non-decreasing and s[0] <= x.  With
+ * scale > 0 the search starts at (x - s[0]) * scale and walks (evenly spaced bins: a step or
+ * none); else it bisects.  The index is unique, so both give the same answer. */
+static inline int64_t last_le(double x, const double *s, int64_t n, double scale) {
+  if (scale > 0) {
+    const double t = (x - s[0]) * scale;
+    int64_t i = t < (double)(n - 1) ? (int64_t)t : n - 1;
+    while (i > 0 && s[i] > x) i--;
+    while (i + 1 < n && s[i + 1] <= x) i++;
+    return i;
+  }
+  int64_t lo = 0, hi = n; /* s[lo] <= x */
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (s[mid] <= x) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* last_le's scale for s[0..n-1] spanning `units` steps: 0 (bisect) unless s never decreases
+ * and its span is finite and positive. */
+static double guess_scale(const double *s, int64_t n, double units) {
+  for (int64_t i = 1; i < n; i++)
+    if (!(s[i] >= s[i - 1])) return 0;
+  const double span = s[n - 1] - s[0];
+  return n > 1 && span > 0 && isfinite(span) ? units / span : 0;
+}
+
+/* np.interp(x, xp, fp) (numpy/core/src/multiarray/compiled_base.c's rules), n >= 1; scale as
+ * last_le's. */
+static double interp(double x, const double *xp, const double *fp, int64_t n, double scale) {
   if (isnan(x)) return x;
   if (x < xp[0]) return fp[0];
   if (x > xp[n - 1]) return fp[n - 1];
-  int64_t lo = 0, hi = n; /* xp[lo] <= x */
-  while (hi - lo > 1) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (xp[mid] <= x) lo = mid;
-    else hi = mid;
-  }
+  const int64_t lo = last_le(x, xp, n, scale);
   if (lo == n - 1 || xp[lo] == x) return fp[lo];
   const double slope = (fp[lo + 1] - fp[lo]) / (xp[lo + 1] - xp[lo]);
   double r = slope * (x - xp[lo]) + fp[lo];
@@ -1035,6 +1159,240 @@ static int64_t count_le(const double *s, int64_t n, double x) {
   return lo;
 }
 
+/* An integer image's values span at most this many more values than it has voxels for the
+ * counting table (else it is sorted): the table then costs about what the image does. */
+#define EQ_TABLE_SLACK ((int64_t)1 << 16)
+
+/* The smallest and largest of image b's values under the mask (the whole image without one),
+ * read a run at a time through xv and mv; 0 when there are none. */
+static int64_t masked_range(const ndf_array *in, const ndf_array *mask, const ndf__ity_geom *g, int64_t b,
+                            double *xv, double *mv, double *lo, double *hi);
+
+/* equalize_hist of an integer image (bool too) whose values under the mask span a table of at
+ * most the voxel count plus EQ_TABLE_SLACK entries (8- and 16-bit dtypes always): the counts in
+ * a table over [lo, hi], then each output value looked up in a table of the fractions (the
+ * general path's count_le(v, nv, y) / nv, y clamped to [lo, hi], stored the same way), a run
+ * of EQ_RUN voxels at a time, so no image-sized scratch.  Wider dtypes read each image's range
+ * first (and every image's once to size the tables): everything is allocated before the first
+ * store.  Returns 0 (nothing done) where it does not apply. */
+#define EQ_RUN 4096
+static int equalize_int_table(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *mask,
+                              ndf_array *out, const ndf__ity_geom *g, ndf_status *st) {
+  int64_t nval = 0; /* the tables' size */
+  int narrow = 1;
+  switch (in->dtype) {
+    case NDF_BOOL: case NDF_UINT8: case NDF_INT8: nval = 256; break;
+    case NDF_UINT16: case NDF_INT16: nval = 65536; break;
+    case NDF_UINT32: case NDF_INT32: case NDF_INT64: case NDF_UINT64: narrow = 0; break;
+    default: return 0;
+  }
+  double *run = NULL;
+  if ((*st = scratch(ctx, name, 2 * EQ_RUN, sizeof *run, (void **)&run)) != NDF_OK) return 1;
+  double *xv = run, *mv = run + EQ_RUN;
+  if (!narrow) { /* the widest range of any image, or the general path */
+    const double lim = 9007199254740992.0; /* 2^53: integers and their differences exact */
+    for (int64_t b = 0; b < g->nimg; b++) {
+      double lo, hi;
+      if (!masked_range(in, mask, g, b, xv, mv, &lo, &hi)) continue;
+      if (!(lo >= -lim && hi <= lim && hi - lo < (double)(g->m + EQ_TABLE_SLACK))) {
+        free(run);
+        return 0;
+      }
+      if ((int64_t)(hi - lo) + 1 > nval) nval = (int64_t)(hi - lo) + 1;
+    }
+  }
+  int64_t *cnt = NULL;
+  double *lut = NULL;
+  if ((*st = scratch(ctx, name, nval, sizeof *cnt, (void **)&cnt)) != NDF_OK ||
+      (*st = scratch(ctx, name, nval, sizeof *lut, (void **)&lut)) != NDF_OK) {
+    free(run);
+    free(cnt);
+    return 1;
+  }
+  img_cursor ci, cm, co;
+  for (int64_t b = 0; b < g->nimg; b++) {
+    double lo = 0, hi = -1, vmin; /* the tables cover [vmin, vmin + nval) */
+    if (narrow) {
+      vmin = in->dtype == NDF_INT8 ? -128.0 : in->dtype == NDF_INT16 ? -32768.0 : 0.0;
+    } else {
+      if (!masked_range(in, mask, g, b, xv, mv, &lo, &hi)) lo = hi = 0;
+      vmin = lo;
+    }
+    cur_init(&ci, in, g->nb, b);
+    if (mask) cur_init(&cm, mask, g->nb, b);
+    memset(cnt, 0, (size_t)nval * sizeof *cnt);
+    for (int64_t j0 = 0; j0 < g->m; j0 += EQ_RUN) {
+      const int64_t len = g->m - j0 < EQ_RUN ? g->m - j0 : EQ_RUN;
+      cur_read(&ci, len, xv);
+      if (mask) {
+        cur_read(&cm, len, mv);
+        for (int64_t i = 0; i < len; i++)
+          if (mv[i] != 0) cnt[(int64_t)(xv[i] - vmin)]++;
+      } else {
+        for (int64_t i = 0; i < len; i++) cnt[(int64_t)(xv[i] - vmin)]++;
+      }
+    }
+    int64_t klo = 0, khi = nval - 1, nv = 0;
+    while (klo < nval && cnt[klo] == 0) klo++;
+    if (klo < nval) {
+      while (cnt[khi] == 0) khi--;
+      for (int64_t k = klo; k <= khi; k++) nv += cnt[k];
+      const double dn = (double)nv;
+      int64_t cum = 0;
+      for (int64_t k = klo; k <= khi; k++) {
+        cum += cnt[k];
+        lut[k] = (double)cum / dn;
+      }
+      lo = vmin + (double)klo;
+      hi = vmin + (double)khi;
+    }
+    cur_init(&ci, in, g->nb, b);
+    cur_init(&co, out, g->nb, b);
+    for (int64_t j0 = 0; j0 < g->m; j0 += EQ_RUN) {
+      const int64_t len = g->m - j0 < EQ_RUN ? g->m - j0 : EQ_RUN;
+      cur_read(&ci, len, xv);
+      if (nv == 0) { /* nothing under the mask */
+        for (int64_t i = 0; i < len; i++) xv[i] = NAN;
+      } else {
+        for (int64_t i = 0; i < len; i++) {
+          const double y = xv[i] < lo ? lo : xv[i] > hi ? hi : xv[i];
+          xv[i] = lut[(int64_t)(y - vmin)];
+        }
+      }
+      cur_write(&co, len, xv);
+    }
+  }
+  free(run);
+  free(cnt);
+  free(lut);
+  *st = NDF_OK;
+  return 1;
+}
+
+static int64_t masked_range(const ndf_array *in, const ndf_array *mask, const ndf__ity_geom *g, int64_t b,
+                            double *xv, double *mv, double *lo, double *hi) {
+  img_cursor ci, cm;
+  cur_init(&ci, in, g->nb, b);
+  if (mask) cur_init(&cm, mask, g->nb, b);
+  int64_t nv = 0;
+  double l = 0, h = 0;
+  for (int64_t j0 = 0; j0 < g->m; j0 += EQ_RUN) {
+    const int64_t len = g->m - j0 < EQ_RUN ? g->m - j0 : EQ_RUN;
+    cur_read(&ci, len, xv);
+    if (mask) cur_read(&cm, len, mv);
+    for (int64_t i = 0; i < len; i++) {
+      if (mask && mv[i] == 0) continue;
+      if (nv++ == 0) l = h = xv[i];
+      l = xv[i] < l ? xv[i] : l;
+      h = xv[i] > h ? xv[i] : h;
+    }
+  }
+  *lo = l;
+  *hi = h;
+  return nv;
+}
+
+/* auto_range's extremes (-0.0 below +0.0) of image b's values under the mask, read a run at a
+ * time through xv and mv; *nan when one is NaN.  Returns their count. */
+static int64_t float_range(const ndf_array *in, const ndf_array *mask, const ndf__ity_geom *g, int64_t b,
+                           double *xv, double *mv, double *lo, double *hi, int *nan) {
+  img_cursor ci, cm;
+  cur_init(&ci, in, g->nb, b);
+  if (mask) cur_init(&cm, mask, g->nb, b);
+  int64_t nv = 0;
+  double l = 0, h = 0;
+  int isn = 0;
+  for (int64_t j0 = 0; j0 < g->m; j0 += EQ_RUN) {
+    const int64_t len = g->m - j0 < EQ_RUN ? g->m - j0 : EQ_RUN;
+    cur_read(&ci, len, xv);
+    if (mask) cur_read(&cm, len, mv);
+    for (int64_t i = 0; i < len; i++) {
+      if (mask && mv[i] == 0) continue;
+      const double x = xv[i];
+      if (nv++ == 0) l = h = x;
+      isn |= isnan(x);
+      if (x < l || (x == l && signbit(x) && !signbit(l))) l = x;
+      if (x > h || (x == h && !signbit(x) && signbit(h))) h = x;
+    }
+  }
+  *lo = l;
+  *hi = h;
+  *nan = isn;
+  return nv;
+}
+
+/* equalize_hist of a float image, a run of EQ_RUN voxels at a time (no image-sized scratch):
+ * every image's range is checked first, so a non-finite one stores nothing; then per image its
+ * range, the histogram of the masked values in nbins bins (NumPy's edges), their cdf, and
+ * np.interp of every voxel at the bin centres. */
+static ndf_status equalize_float(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *mask,
+                                 ndf_array *out, const ndf__ity_geom *g, int nbins) {
+  const int f32 = in->dtype == NDF_FLOAT32;
+  double *run = NULL, *e = NULL;
+  ndf_status s = scratch(ctx, name, 2 * EQ_RUN, sizeof *run, (void **)&run);
+  if (s != NDF_OK) return s;
+  if ((s = scratch(ctx, name, 3 * (int64_t)nbins + 1, sizeof *e, (void **)&e)) != NDF_OK) {
+    free(run);
+    return s;
+  }
+  double *xv = run, *mv = run + EQ_RUN, *xp = e + nbins + 1, *fp = xp + nbins;
+  for (int64_t b = 0; b < g->nimg && s == NDF_OK; b++) {
+    double lo, hi;
+    int nan;
+    if (float_range(in, mask, g, b, xv, mv, &lo, &hi, &nan)) s = range_ok(ctx, name, b, nan, &lo, &hi);
+  }
+  img_cursor ci, cm, co;
+  for (int64_t b = 0; b < g->nimg && s == NDF_OK; b++) {
+    double first, last;
+    int nan;
+    const int64_t nv = float_range(in, mask, g, b, xv, mv, &first, &last, &nan);
+    double sc = 0;
+    if (nv > 0) {
+      if (first == last) {
+        first -= 0.5;
+        last += 0.5;
+      }
+      linspace_edges(first, last, nbins, f32, e);
+      int64_t *cnt = (int64_t *)fp; /* counts, then the cdf in place */
+      memset(cnt, 0, (size_t)nbins * sizeof *cnt);
+      const double esc = guess_scale(e, nbins + 1, (double)nbins);
+      cur_init(&ci, in, g->nb, b);
+      if (mask) cur_init(&cm, mask, g->nb, b);
+      for (int64_t j0 = 0; j0 < g->m; j0 += EQ_RUN) {
+        const int64_t len = g->m - j0 < EQ_RUN ? g->m - j0 : EQ_RUN;
+        cur_read(&ci, len, xv);
+        if (mask) cur_read(&cm, len, mv);
+        for (int64_t i = 0; i < len; i++) /* bin_of(v, e, nbins) */
+          if ((!mask || mv[i] != 0) && xv[i] >= e[0] && xv[i] <= e[nbins]) cnt[last_le(xv[i], e, nbins, esc)]++;
+      }
+      int64_t cum = 0, tot = 0;
+      for (int k = 0; k < nbins; k++) tot += cnt[k];
+      for (int k = 0; k < nbins; k++) {
+        cum += cnt[k];
+        double c = (double)cum / (double)tot;
+        if (f32) c = (double)(float)c;
+        fp[k] = c;
+        xp[k] = f32 ? (double)(((float)e[k] + (float)e[k + 1]) / 2.0f) : (e[k] + e[k + 1]) / 2.0;
+      }
+      sc = guess_scale(xp, nbins, (double)(nbins - 1));
+    }
+    cur_init(&ci, in, g->nb, b);
+    cur_init(&co, out, g->nb, b);
+    for (int64_t j0 = 0; j0 < g->m; j0 += EQ_RUN) {
+      const int64_t len = g->m - j0 < EQ_RUN ? g->m - j0 : EQ_RUN;
+      cur_read(&ci, len, xv);
+      if (nv == 0) /* nothing under the mask */
+        for (int64_t i = 0; i < len; i++) xv[i] = NAN;
+      else
+        for (int64_t i = 0; i < len; i++) xv[i] = interp(xv[i], xp, fp, nbins, sc);
+      cur_write(&co, len, xv);
+    }
+  }
+  free(run);
+  free(e);
+  return s;
+}
+
 ndf_status ndf_equalize_hist(ndf_ctx *ctx, const ndf_array *input, const ndf_array *mask, ndf_array *output, int nbins,
                              int batch_dims) {
   static const char *name = "ndf_equalize_hist";
@@ -1045,24 +1403,22 @@ ndf_status ndf_equalize_hist(ndf_ctx *ctx, const ndf_array *input, const ndf_arr
   if (s != NDF_OK) return s;
   if (mask && (s = check_like(ctx, name, "mask", mask, input, 1)) != NDF_OK) return s;
   if ((s = check_elementwise(ctx, name, input, output, mask, 0)) != NDF_OK) return s;
-  const int isf = ndf__dtype_is_float(input->dtype), f32 = input->dtype == NDF_FLOAT32;
+  const int isf = ndf__dtype_is_float(input->dtype);
   if (isf && (nbins < 1 || nbins > (1 << 24)))
     return ndf__argerror(ctx, name, "nbins", "%d is not in 1..2^24", nbins);
   if (g.nimg == 0 || g.m == 0) return NDF_OK;
   if (input->device == NDF_DEVICE_CUDA) return ndf__ity_equalize_cuda(ctx, name, input, mask, output, &g, nbins);
+  if (isf) return equalize_float(ctx, name, input, mask, output, &g, nbins);
+  if (equalize_int_table(ctx, name, input, mask, output, &g, &s)) return s;
 
   int64_t n;
   if (!ndf__mul(g.nimg, g.m, &n)) n = -1;
-  double *R = NULL, *x = NULL, *v = NULL, *mk = NULL, *e = NULL, *xp = NULL, *fp = NULL;
+  double *R = NULL, *x = NULL, *v = NULL, *mk = NULL;
+  int64_t *tab = NULL, tcap = 0;
   if ((s = scratch(ctx, name, n, sizeof(double), (void **)&R)) != NDF_OK) return s;
   if ((s = scratch(ctx, name, 3 * g.m, sizeof(double), (void **)&x)) != NDF_OK) goto done;
   v = x + g.m;
   mk = v + g.m;
-  if (isf && (s = scratch(ctx, name, 3 * (int64_t)nbins + 1, sizeof(double), (void **)&e)) != NDF_OK) goto done;
-  if (e) {
-    xp = e + nbins + 1;
-    fp = xp + nbins;
-  }
   for (int64_t b = 0; b < g.nimg && s == NDF_OK; b++) {
     double *r = R + b * g.m;
     load_image(input, g.nb, b, g.m, x);
@@ -1074,36 +1430,39 @@ ndf_status ndf_equalize_hist(ndf_ctx *ctx, const ndf_array *input, const ndf_arr
       for (int64_t j = 0; j < g.m; j++) r[j] = NAN;
       continue;
     }
-    if (isf) {
-      double first = 0, last = 1;
-      if ((s = auto_range(ctx, name, v, nv, b, &first, &last)) != NDF_OK) break;
-      if (first == last) {
-        first -= 0.5;
-        last += 0.5;
+    {
+      /* integers whose range is too wide for a table: the fraction of the (masked) values <= each
+       * value, clamped to their range */
+      double lo = v[0], hi = v[0];
+      for (int64_t j = 1; j < nv; j++) {
+        lo = v[j] < lo ? v[j] : lo;
+        hi = v[j] > hi ? v[j] : hi;
       }
-      linspace_edges(first, last, nbins, f32, e);
-      int64_t *cnt = (int64_t *)fp; /* counts, then the cdf in place */
-      memset(cnt, 0, (size_t)nbins * sizeof *cnt);
-      for (int64_t j = 0; j < nv; j++) {
-        const int64_t k = bin_of(v[j], e, nbins);
-        if (k >= 0) cnt[k]++;
-      }
-      int64_t cum = 0, tot = 0;
-      for (int k = 0; k < nbins; k++) tot += cnt[k];
-      for (int k = 0; k < nbins; k++) {
-        cum += cnt[k];
-        double c = (double)cum / (double)tot;
-        if (f32) c = (double)(float)c;
-        fp[k] = c;
-        xp[k] = f32 ? (double)(((float)e[k] + (float)e[k + 1]) / 2.0f) : (e[k] + e[k + 1]) / 2.0;
-      }
-      for (int64_t j = 0; j < g.m; j++) r[j] = interp(x[j], xp, fp, nbins);
-    } else {
-      qsort(v, (size_t)nv, sizeof *v, cmp_double);
-      const double lo = v[0], hi = v[nv - 1];
-      for (int64_t j = 0; j < g.m; j++) {
-        const double y = x[j] < lo ? lo : x[j] > hi ? hi : x[j];
-        r[j] = (double)count_le(v, nv, y) / (double)nv;
+      const double lim = 9007199254740992.0; /* 2^53: integers and their differences exact */
+      if (lo >= -lim && hi <= lim && hi - lo < (double)(nv + EQ_TABLE_SLACK)) {
+        /* a counting table over [lo, hi], its running sums the counts <= each value */
+        const int64_t span = (int64_t)(hi - lo) + 1;
+        if (span > tcap) {
+          free(tab);
+          tab = NULL;
+          tcap = 0;
+          if ((s = scratch(ctx, name, span, sizeof *tab, (void **)&tab)) != NDF_OK) break;
+          tcap = span;
+        }
+        memset(tab, 0, (size_t)span * sizeof *tab);
+        for (int64_t j = 0; j < nv; j++) tab[(int64_t)(v[j] - lo)]++;
+        for (int64_t k = 1; k < span; k++) tab[k] += tab[k - 1];
+        const double dn = (double)nv;
+        for (int64_t j = 0; j < g.m; j++) {
+          const double y = x[j] < lo ? lo : x[j] > hi ? hi : x[j];
+          r[j] = (double)tab[(int64_t)(y - lo)] / dn;
+        }
+      } else {
+        qsort(v, (size_t)nv, sizeof *v, cmp_double);
+        for (int64_t j = 0; j < g.m; j++) {
+          const double y = x[j] < lo ? lo : x[j] > hi ? hi : x[j];
+          r[j] = (double)count_le(v, nv, y) / (double)nv;
+        }
       }
     }
   }
@@ -1112,6 +1471,6 @@ ndf_status ndf_equalize_hist(ndf_ctx *ctx, const ndf_array *input, const ndf_arr
 done:
   free(R);
   free(x);
-  free(e);
+  free(tab);
   return s;
 }
