@@ -100,22 +100,6 @@ static int read_npy_arg(const char *path, ndfio_image *img) {
   return 0;
 }
 
-/* --batch-axis: axis `from` of x moved to `to` (shape and strides permuted, the data untouched). */
-static void move_axis(ndf_array *x, int from, int to) {
-  if (from < 0 || to < 0 || from >= x->ndim || to >= x->ndim || x->ndim > NDF_MAX_NDIM) return;
-  const int64_t n = x->shape[from], st = x->strides[from];
-  for (int d = from; d < to; d++) {
-    x->shape[d] = x->shape[d + 1];
-    x->strides[d] = x->strides[d + 1];
-  }
-  for (int d = from; d > to; d--) {
-    x->shape[d] = x->shape[d - 1];
-    x->strides[d] = x->strides[d - 1];
-  }
-  x->shape[to] = n;
-  x->strides[to] = st;
-}
-
 /* Resample's header: pixdim, sform and qform of out for the per-axis ratio r = new / old and
  * offset t (input voxel coordinate of output voxel o: o r + t), over the first nsp axes. */
 static void resample_header(nifti_image *nim, int nsp, const double *r, const double *t, const double *spacing) {
@@ -285,7 +269,7 @@ int ndf_cli_interp(int argc, char **argv) {
       goto done;
     }
     if (baxis < 0) baxis += n;
-    move_axis(&in.arr, (int)baxis, 0);
+    cli_move_axis(&in.arr, (int)baxis, 0);
     o.batch_dims = 1;
     if (have_axis) { /* spline_filter1d's --axis counts the input's axes */
       const long ax = axis < 0 ? axis + n : axis;
@@ -404,7 +388,7 @@ int ndf_cli_interp(int argc, char **argv) {
     errorf("%s", ndf_errmsg(ctx));
     goto done;
   }
-  if (have_baxis && op != X_MAP && ond == nd) move_axis(&out, 0, (int)baxis); /* the input's axis order */
+  if (have_baxis && op != X_MAP && ond == nd) cli_move_axis(&out, 0, (int)baxis); /* the input's axis order */
   const ndfio_image *header = &in;
   if (op == X_RESAMPLE) {
     hdr = nifti_copy_nim_info((const nifti_image *)in.nifti);

@@ -1585,9 +1585,8 @@ static void op_help(const op_def *op) {
 
 static int is_help(const char *s) { return strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0; }
 
-/* --batch-axis K: the op sees the input with axis K moved first (shape and
- * strides permuted, the data untouched), as one batch axis. */
-static void move_axis(ndf_array *x, int from, int to) {
+void cli_move_axis(ndf_array *x, int from, int to) {
+  if (from < 0 || to < 0 || from >= x->ndim || to >= x->ndim || x->ndim > NDF_MAX_NDIM) return;
   const int64_t n = x->shape[from], st = x->strides[from];
   for (int d = from; d < to; d++) {
     x->shape[d] = x->shape[d + 1];
@@ -1738,14 +1737,14 @@ static int cmd_run(int argc, char **argv) {
       goto done;
     }
     if (a.batch_axis < 0) a.batch_axis += in.arr.ndim;
-    move_axis(&in.arr, a.batch_axis, 0);
+    cli_move_axis(&in.arr, a.batch_axis, 0);
     a.batch_dims = 1;
     /* the files shaped like the input move with it: --mask, histogram's --weights
      * (one of another rank is left for the library to refuse) */
     const int like_input[2] = {F_MASK, op->flags & OPF_INTENSITY ? F_WEIGHTS : -1};
     for (int k = 0; k < 2; k++)
       if (like_input[k] >= 0 && files[like_input[k]].arr.ndim == in.arr.ndim && p.file[like_input[k]])
-        move_axis(&files[like_input[k]].arr, a.batch_axis, 0);
+        cli_move_axis(&files[like_input[k]].arr, a.batch_axis, 0);
     /* --axes / --axis count the input's axes: renumbered for the moved view
      * (one out of range is left for the library to refuse) */
     for (int i = 0; (a.given & (O_AXES | O_AXIS)) && i < a.naxes; i++) {
@@ -1785,7 +1784,7 @@ static int cmd_run(int argc, char **argv) {
   if (run_op(ctx, dev, op, &in.arr, &p, output_dtype(op, &a, outpath, in.arr.dtype), ondim, oshape, &out) !=
       NDF_OK)
     goto done;
-  if ((a.given & O_BATCH_AXIS) && ondim < 0) move_axis(&out, 0, a.batch_axis); /* the input's axis order */
+  if ((a.given & O_BATCH_AXIS) && ondim < 0) cli_move_axis(&out, 0, a.batch_axis); /* the input's axis order */
   char err[ERRLEN];
   ndfio_stage stage; /* both outputs or neither */
   ndfio_stage_init(&stage);
