@@ -1163,10 +1163,15 @@ static int64_t count_le(const double *s, int64_t n, double x) {
  * counting table (else it is sorted): the table then costs about what the image does. */
 #define EQ_TABLE_SLACK ((int64_t)1 << 16)
 
-/* The smallest and largest of image b's values under the mask (the whole image without one),
- * read a run at a time through xv and mv; 0 when there are none. */
+static int64_t float_range(const ndf_array *in, const ndf_array *mask, const ndf__ity_geom *g, int64_t b,
+                           double *xv, double *mv, double *lo, double *hi, int *nan);
+/* The smallest and largest of an integer image b's values under the mask (the whole image without
+ * one), read a run at a time through xv and mv; 0 when there are none (no NaN or -0.0 here). */
 static int64_t masked_range(const ndf_array *in, const ndf_array *mask, const ndf__ity_geom *g, int64_t b,
-                            double *xv, double *mv, double *lo, double *hi);
+                            double *xv, double *mv, double *lo, double *hi) {
+  int nan = 0;
+  return float_range(in, mask, g, b, xv, mv, lo, hi, &nan);
+}
 
 /* equalize_hist of an integer image (bool too) whose values under the mask span a table of at
  * most the voxel count plus EQ_TABLE_SLACK entries (8- and 16-bit dtypes always): the counts in
@@ -1267,29 +1272,6 @@ static int equalize_int_table(ndf_ctx *ctx, const char *name, const ndf_array *i
   free(lut);
   *st = NDF_OK;
   return 1;
-}
-
-static int64_t masked_range(const ndf_array *in, const ndf_array *mask, const ndf__ity_geom *g, int64_t b,
-                            double *xv, double *mv, double *lo, double *hi) {
-  img_cursor ci, cm;
-  cur_init(&ci, in, g->nb, b);
-  if (mask) cur_init(&cm, mask, g->nb, b);
-  int64_t nv = 0;
-  double l = 0, h = 0;
-  for (int64_t j0 = 0; j0 < g->m; j0 += EQ_RUN) {
-    const int64_t len = g->m - j0 < EQ_RUN ? g->m - j0 : EQ_RUN;
-    cur_read(&ci, len, xv);
-    if (mask) cur_read(&cm, len, mv);
-    for (int64_t i = 0; i < len; i++) {
-      if (mask && mv[i] == 0) continue;
-      if (nv++ == 0) l = h = xv[i];
-      l = xv[i] < l ? xv[i] : l;
-      h = xv[i] > h ? xv[i] : h;
-    }
-  }
-  *lo = l;
-  *hi = h;
-  return nv;
 }
 
 /* auto_range's extremes (-0.0 below +0.0) of image b's values under the mask, read a run at a
