@@ -308,14 +308,31 @@ int ndf__layout_is_proper(const ndf_array *a);
 int ndf__arrays_overlap(const ndf_array *a, const ndf_array *b);
 
 /* ---- host element access ---------------------------------------------------------------- */
-/* The offset (in elements, through the strides) of element i of a in C order. */
-static inline int64_t ndf__offset_of(const ndf_array *a, int64_t i) {
+/* The offset (in elements, through the strides) of index i in C order over a's n leading axes
+ * (n = a->ndim: element i; n = the batch axes: image i's first element). */
+static inline int64_t ndf__lead_offset(const ndf_array *a, int n, int64_t i) {
   int64_t off = 0;
-  for (int d = a->ndim - 1; d >= 0; d--) {
+  for (int d = n - 1; d >= 0; d--) {
     off += (i % a->shape[d]) * a->strides[d];
     i /= a->shape[d];
   }
   return off;
+}
+/* The offset of element i of a in C order. */
+static inline int64_t ndf__offset_of(const ndf_array *a, int64_t i) { return ndf__lead_offset(a, a->ndim, i); }
+
+/* Line r (C order over a's axes other than skip0 and skip1; -1 skips nothing) of two arrays of
+ * a's shape: its element offsets in a and in b (b's strides), added to *oa and *ob.  A line pass
+ * walks axis skip0, and skip1 holds a block of neighbouring lines. */
+static inline void ndf__line_offsets2(const ndf_array *a, const ndf_array *b, int skip0, int skip1, int64_t r,
+                                      int64_t *oa, int64_t *ob) {
+  for (int d = a->ndim - 1; d >= 0; d--) {
+    if (d == skip0 || d == skip1) continue;
+    const int64_t c = r % a->shape[d];
+    r /= a->shape[d];
+    *oa += c * a->strides[d];
+    *ob += c * b->strides[d];
+  }
 }
 
 /* The element at offset off of a host array as a double (64-bit integers rounded to it). */

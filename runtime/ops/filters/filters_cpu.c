@@ -186,14 +186,8 @@ ndf_status ndf__filters_line_cpu(ndf_ctx *ctx, const char *name, const ndf_array
       for (int64_t tk = 0; tk < tasks; tk++) {
         const int64_t l0 = tk % nblk * NDF__FLINES;
         const int L = (int)(nia - l0 < NDF__FLINES ? nia - l0 : NDF__FLINES);
-        int64_t r = tk / nblk, oi = l0 * il, oo = l0 * ol;
-        for (int d = from->ndim - 1; d >= 0; d--) {
-          if (d == ax || d == ia) continue;
-          const int64_t c = r % from->shape[d];
-          r /= from->shape[d];
-          oi += c * from->strides[d];
-          oo += c * dst->strides[d];
-        }
+        int64_t oi = l0 * il, oo = l0 * ol;
+        ndf__line_offsets2(from, dst, ax, ia, tk / nblk, &oi, &oo);
         read_lines(from->dtype, (const char *)from->data + oi * (int64_t)ies, istr, il, len, L, e + pre, elen);
         for (int l = 0; l < L; l++) {
           double *el = e + l * elen;

@@ -37,20 +37,10 @@ static inline void put(const ndf_array *a, int64_t off, double v) {
   }
 }
 
-/* The element offset of image b's first element (the batch axes are the nb leading ones). */
-static int64_t image_base(const ndf_array *a, int nb, int64_t b) {
-  int64_t base = 0;
-  for (int d = nb - 1; d >= 0; d--) {
-    base += (b % a->shape[d]) * a->strides[d];
-    b /= a->shape[d];
-  }
-  return base;
-}
-
 /* The m elements of image b in C order, through fn(off, j, ud). */
 #define FOR_IMAGE(a, nb, b, m, OFF, J, BODY)                                        \
   do {                                                                              \
-    int64_t c_[NDF_MAX_NDIM] = {0}, OFF = image_base(a, nb, b);                     \
+    int64_t c_[NDF_MAX_NDIM] = {0}, OFF = ndf__lead_offset(a, nb, b);               \
     for (int64_t J = 0; J < (m); J++) {                                             \
       BODY;                                                                         \
       for (int d_ = (a)->ndim - 1; d_ >= (nb); d_--) {                              \
@@ -69,7 +59,7 @@ static int64_t dense_base(const ndf_array *a, int nb, int64_t b) {
     if (a->shape[d] != 1 && a->strides[d] != want) return -1;
     want *= a->shape[d];
   }
-  return image_base(a, nb, b);
+  return ndf__lead_offset(a, nb, b);
 }
 
 /* Elements [off, off + n) of a's data, every dtype, into float64. */
@@ -126,7 +116,7 @@ static void cur_init(img_cursor *k, const ndf_array *a, int nb, int64_t b) {
   k->nb = nb;
   const int64_t base = dense_base(a, nb, b);
   k->dense = base >= 0;
-  k->off = k->dense ? base : image_base(a, nb, b);
+  k->off = k->dense ? base : ndf__lead_offset(a, nb, b);
 }
 
 static inline void cur_step(img_cursor *k) {
@@ -746,7 +736,7 @@ static ndf_status cpu_quantiles(ndf_ctx *ctx, const char *name, const ndf_array 
     uint64_t *sel = buf[outer > 1 ? ndf__thread_id() : 0];
     sel_src src;
     if (contiguous) {
-      src.p = (const char *)in->data + image_base(in, g->nb, b) * (int64_t)ndf_dtype_size(in->dtype);
+      src.p = (const char *)in->data + ndf__lead_offset(in, g->nb, b) * (int64_t)ndf_dtype_size(in->dtype);
       src.t = in->dtype;
     } else {
       double *x = (double *)(sel + 2 * nq);
@@ -930,7 +920,7 @@ static void cpu_apply(const ndf_array *in, ndf_array *out, const ndf__ity_geom *
     for (int64_t t = 0; t < tasks; t++) {
       const int64_t b = t / per, j0 = chunk_at(g->m, per, t % per), j1 = chunk_at(g->m, per, t % per + 1);
       const double lo = P ? P[2 * b] : c0, hi = P ? P[2 * b + 1] : c1;
-      const int64_t io = image_base(in, g->nb, b), oo = image_base(out, g->nb, b);
+      const int64_t io = ndf__lead_offset(in, g->nb, b), oo = ndf__lead_offset(out, g->nb, b);
       if (out->dtype == NDF_FLOAT32) APPLY_IN(float);
       else APPLY_IN(double);
     }
@@ -939,7 +929,7 @@ static void cpu_apply(const ndf_array *in, ndf_array *out, const ndf__ity_geom *
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nth)
   for (int64_t b = 0; b < g->nimg; b++) {
     const double lo = P ? P[2 * b] : c0, hi = P ? P[2 * b + 1] : c1;
-    int64_t c_[NDF_MAX_NDIM] = {0}, io = image_base(in, g->nb, b), oo = image_base(out, g->nb, b);
+    int64_t c_[NDF_MAX_NDIM] = {0}, io = ndf__lead_offset(in, g->nb, b), oo = ndf__lead_offset(out, g->nb, b);
     for (int64_t j = 0; j < g->m; j++) {
       put(out, oo, apply_one(op, ndf__get_f64(in, io), lo, hi, a, bb));
       for (int d = in->ndim - 1; d >= g->nb; d--) {

@@ -167,14 +167,8 @@ ndf_status ndf__spline_filter_cpu(ndf_ctx *ctx, const char *name, const ndf_arra
       const int64_t blk = t % nblk, l0 = blk * NDF__SPLINE_LINES;
       const int L = (int)(nia - l0 < NDF__SPLINE_LINES ? nia - l0 : NDF__SPLINE_LINES);
       /* The block's first line: index t / nblk over the axes other than axis and ia, raster order. */
-      int64_t r = t / nblk, so = l0 * sl, oo = l0 * ol;
-      for (int d = in->ndim - 1; d >= 0; d--) {
-        if (d == axis || d == ia) continue;
-        const int64_t x = r % in->shape[d];
-        r /= in->shape[d];
-        so += x * src->strides[d];
-        oo += x * out->strides[d];
-      }
+      int64_t so = l0 * sl, oo = l0 * ol;
+      ndf__line_offsets2(src, out, axis, ia, t / nblk, &so, &oo);
       if (src->dtype == NDF_FLOAT64) {
         const double *s = (const double *)src->data + so;
         for (int64_t i = 0; i < n; i++)
@@ -505,14 +499,7 @@ static ndf_status prefilter(ndf_ctx *ctx, const char *name, const ndf_array *in,
 
 /* Element offsets of every batch index of an array whose nb leading axes are the batch. */
 static void batch_offsets(const ndf_array *a, int nb, int64_t nbatch, int64_t *off) {
-  for (int64_t b = 0; b < nbatch; b++) {
-    int64_t r = b, o = 0;
-    for (int d = nb - 1; d >= 0; d--) {
-      o += (r % a->shape[d]) * a->strides[d];
-      r /= a->shape[d];
-    }
-    off[b] = o;
-  }
+  for (int64_t b = 0; b < nbatch; b++) off[b] = ndf__lead_offset(a, nb, b);
 }
 
 /* Points whose taps are computed (and their memory requested) ahead of their sums. */
