@@ -374,17 +374,6 @@ static void test_empty(void **state) {
   assert_non_null(strstr(ndf_errmsg(ctx), "empty"));
 }
 
-/* A CPU-backend context with th threads. */
-static ndf_ctx *cpu_ctx(int th) {
-  ndf_ctx_options opt;
-  ndf_ctx_options_init(&opt);
-  opt.backend = NDF_BACKEND_CPU;
-  opt.cpu_threads = th;
-  ndf_ctx *ctx = NULL;
-  assert_int_equal(ndf_ctx_create(&ctx, &opt), NDF_OK);
-  return ctx;
-}
-
 /* The result does not depend on the thread count. */
 static void test_threads(void **state) {
   (void)state;
@@ -400,7 +389,8 @@ static void test_threads(void **state) {
   ndf_window_options_init(&wo);
   wo.batch_dims = 1;
   for (int th = 1; th <= 3; th += 2) {
-    ndf_ctx *ctx = cpu_ctx(th);
+    ndf_ctx *ctx = tu_cpu_ctx(th, NULL);
+    assert_non_null(ctx);
     assert_int_equal(ndf_percentile_window(ctx, &in.arr, th == 1 ? &o1.arr : &o2.arr, 0.5, 99.5, &wo), NDF_OK);
     ndf_ctx_destroy(ctx);
   }
@@ -441,7 +431,8 @@ static void test_large_percentiles(void **state) {
   arr1(&in, x, NDF_FLOAT64, n);
   arr1(&out, got, NDF_FLOAT64, 6);
   for (int th = 1; th <= 4; th += 3) {
-    ndf_ctx *ctx = cpu_ctx(th);
+    ndf_ctx *ctx = tu_cpu_ctx(th, NULL);
+    assert_non_null(ctx);
     assert_int_equal(ndf_percentile(ctx, &in, q, 6, &out, 0), NDF_OK);
     ndf_ctx_destroy(ctx);
     for (int i = 0; i < 6; i++) {

@@ -388,12 +388,8 @@ static void test_warm_many(void **state) {
 
 /* A CPU-backend context whose disk cache is dir. */
 static ndf_ctx *disk_ctx(const char *dir) {
-  ndf_ctx_options opt;
-  ndf_ctx_options_init(&opt);
-  opt.backend = NDF_BACKEND_CPU;
-  opt.cache_dir = dir;
-  ndf_ctx *ctx = NULL;
-  assert_int_equal(ndf_ctx_create(&ctx, &opt), NDF_OK);
+  ndf_ctx *ctx = tu_cpu_ctx(0, dir);
+  assert_non_null(ctx);
   return ctx;
 }
 

@@ -29,6 +29,16 @@ static uint64_t splitmix64(uint64_t *x) {
   return z ^ (z >> 31);
 }
 
+ndf_ctx *tu_cpu_ctx(int threads, const char *cache_dir) {
+  ndf_ctx_options opt;
+  ndf_ctx_options_init(&opt);
+  opt.backend = NDF_BACKEND_CPU;
+  opt.cpu_threads = threads;
+  opt.cache_dir = cache_dir;
+  ndf_ctx *ctx = NULL;
+  return ndf_ctx_create(&ctx, &opt) == NDF_OK ? ctx : NULL;
+}
+
 void tu_rng_seed(tu_rng *r, uint64_t seed) {
   for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
 }

@@ -18,6 +18,10 @@
 #include "ndforge.h"
 #include "ops.generated.h"
 
+/* A CPU-backend context with `threads` CPU threads (0: OpenMP's default) and its disk cache in
+ * cache_dir (NULL: the default); NULL when it cannot be made (ndf_last_error says why). */
+ndf_ctx *tu_cpu_ctx(int threads, const char *cache_dir);
+
 /* ------------------------------------------------------------------------ */
 /* Random numbers (xoshiro256** seeded through splitmix64).                  */
 
