@@ -335,23 +335,24 @@ static inline void ndf__line_offsets2(const ndf_array *a, const ndf_array *b, in
   }
 }
 
-/* The element at offset off of a host array as a double (64-bit integers rounded to it). */
-static inline double ndf__get_f64(const ndf_array *a, int64_t off) {
-  const char *p = a->data;
-  switch (a->dtype) {
-    case NDF_BOOL: case NDF_UINT8: return ((const uint8_t *)p)[off];
-    case NDF_INT8: return ((const int8_t *)p)[off];
-    case NDF_UINT16: return ((const uint16_t *)p)[off];
-    case NDF_INT16: return ((const int16_t *)p)[off];
-    case NDF_UINT32: return ((const uint32_t *)p)[off];
-    case NDF_INT32: return ((const int32_t *)p)[off];
-    case NDF_FLOAT32: return ((const float *)p)[off];
-    case NDF_FLOAT64: return ((const double *)p)[off];
-    case NDF_INT64: return (double)((const int64_t *)p)[off];
-    case NDF_UINT64: return (double)((const uint64_t *)p)[off];
+/* Element i (an element offset from base) of dtype t as a double (64-bit integers rounded to it). */
+static inline double ndf__load_f64(const void *base, ndf_dtype t, int64_t i) {
+  switch (t) {
+    case NDF_BOOL: case NDF_UINT8: return ((const uint8_t *)base)[i];
+    case NDF_INT8: return ((const int8_t *)base)[i];
+    case NDF_UINT16: return ((const uint16_t *)base)[i];
+    case NDF_INT16: return ((const int16_t *)base)[i];
+    case NDF_UINT32: return ((const uint32_t *)base)[i];
+    case NDF_INT32: return ((const int32_t *)base)[i];
+    case NDF_FLOAT32: return ((const float *)base)[i];
+    case NDF_FLOAT64: return ((const double *)base)[i];
+    case NDF_INT64: return (double)((const int64_t *)base)[i];
+    case NDF_UINT64: return (double)((const uint64_t *)base)[i];
     default: return 0;
   }
 }
+/* The element at offset off of a host array as a double. */
+static inline double ndf__get_f64(const ndf_array *a, int64_t off) { return ndf__load_f64(a->data, a->dtype, off); }
 
 /* ---- CPU boundary modes ----------------------------------------------------------------- */
 /* Maps coordinate i into [0, n) for mode, or -1 for constant mode outside

@@ -286,7 +286,7 @@ ndf_status ndf_map_coordinates(ndf_ctx *ctx, const ndf_array *input, const ndf_a
 /* Reads element (i, j) of a host matrix as a double. */
 static double mat_at(const ndf_array *m, int64_t i, int64_t j) {
   int64_t off = i * m->strides[0] + (m->ndim == 2 ? j * m->strides[1] : 0);
-  return ndf__interp_load(m->data, m->dtype, off);
+  return ndf__load_f64(m->data, m->dtype, off);
 }
 
 ndf_status ndf_affine_transform(ndf_ctx *ctx, const ndf_array *input, const ndf_array *matrix, int noffset,

@@ -243,22 +243,6 @@ static inline double ndf__interp_pad_value(ndf_dtype t, double cval) {
   }
 }
 
-/* Element i (an element offset) of an array of dtype t as a double. */
-static inline double ndf__interp_load(const void *base, ndf_dtype t, int64_t i) {
-  switch (t) {
-    case NDF_BOOL: case NDF_UINT8: return ((const uint8_t *)base)[i];
-    case NDF_INT8: return ((const int8_t *)base)[i];
-    case NDF_UINT16: return ((const uint16_t *)base)[i];
-    case NDF_INT16: return ((const int16_t *)base)[i];
-    case NDF_UINT32: return ((const uint32_t *)base)[i];
-    case NDF_INT32: return ((const int32_t *)base)[i];
-    case NDF_INT64: return (double)((const int64_t *)base)[i];
-    case NDF_UINT64: return (double)((const uint64_t *)base)[i];
-    case NDF_FLOAT32: return ((const float *)base)[i];
-    default: return ((const double *)base)[i];
-  }
-}
-
 /* The prefilter's boundary initialization for mode: 0 mirror, 1 reflect, 2 wrap (scipy's choice). */
 static inline int ndf__spline_init(ndf_interp_mode m) {
   return m == NDF_INTERP_GRID_WRAP ? 2 : (m == NDF_INTERP_NEAREST || m == NDF_INTERP_REFLECT) ? 1 : 0;

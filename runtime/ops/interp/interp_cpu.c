@@ -179,7 +179,7 @@ ndf_status ndf__spline_filter_cpu(ndf_ctx *ctx, const char *name, const ndf_arra
           for (int l = 0; l < L; l++) c[i * L + l] = s[i * sa + l * sl];
       } else {
         for (int64_t i = 0; i < n; i++)
-          for (int l = 0; l < L; l++) c[i * L + l] = ndf__interp_load(src->data, src->dtype, so + i * sa + l * sl);
+          for (int l = 0; l < L; l++) c[i * L + l] = ndf__load_f64(src->data, src->dtype, so + i * sa + l * sl);
       }
       if (filter) spline_lines(c, n, L, poles, np, mode);
       if (out->dtype == NDF_FLOAT64) {
@@ -279,7 +279,7 @@ static double sum_generic(const char *base, ndf_dtype dt, const taps *const *t, 
     } else {
       int64_t o = 0;
       for (int d = 0; d < nsp; d++) o += t[d]->off[l[d]];
-      v = ndf__interp_load(base, dt, o);
+      v = ndf__load_f64(base, dt, o);
     }
     if (nt > 1)
       for (int d = 0; d < nsp; d++) v *= t[d]->w[l[d]];
@@ -295,7 +295,7 @@ static double sum_generic(const char *base, ndf_dtype dt, const taps *const *t, 
 static inline __attribute__((always_inline)) double load_as(const char *base, ndf_dtype dt, int64_t i, const int ld) {
   if (ld == 0) return ((const double *)base)[i];
   if (ld == 1) return (double)((const float *)base)[i];
-  return ndf__interp_load(base, dt, i);
+  return ndf__load_f64(base, dt, i);
 }
 
 /* sum_generic for 1 to 3 axes and no tap outside, the loops unrolled for a fixed rank and order. */
@@ -429,7 +429,7 @@ static inline void point_coord(const ndf__interp_plan *p, const ndf_array *cr, i
     return;
   }
   const int64_t ck = coff + k * cr->strides[p->onsp];
-  for (int d = 0; d < p->nsp; d++) c[d] = ndf__interp_load((const char *)cr->data, cr->dtype, ck + d * cr->strides[0]);
+  for (int d = 0; d < p->nsp; d++) c[d] = ndf__load_f64((const char *)cr->data, cr->dtype, ck + d * cr->strides[0]);
 }
 
 /* The input coordinate of output index k along axis d for ZOOMSHIFT: c = k
@@ -474,7 +474,7 @@ static ndf_status prefilter(ndf_ctx *ctx, const char *name, const ndf_array *in,
       int64_t x = i - npad;
       const int out = outside || x < 0 || x >= nlast;
       x = x < 0 ? 0 : x >= nlast ? nlast - 1 : x;
-      dst[i * ds] = (out && gc) ? pad : ndf__interp_load(in->data, in->dtype, off + x * slast);
+      dst[i * ds] = (out && gc) ? pad : ndf__load_f64(in->data, in->dtype, off + x * slast);
     }
   }
   /* One pass per spatial axis over the buffer. */

@@ -390,22 +390,6 @@ static ndf_status check_call(ndf_ctx *ctx, const ndf_array *in, const ndf_array 
 
 /* ---- the CPU backend ------------------------------------------------------------------- */
 
-static double load(const ndf_array *a, int64_t off) {
-  const char *b = (const char *)a->data;
-  switch (a->dtype) {
-  case NDF_BOOL:
-  case NDF_UINT8: return ((const uint8_t *)b)[off];
-  case NDF_INT8: return ((const int8_t *)b)[off];
-  case NDF_UINT16: return ((const uint16_t *)b)[off];
-  case NDF_INT16: return ((const int16_t *)b)[off];
-  case NDF_UINT32: return ((const uint32_t *)b)[off];
-  case NDF_INT32: return ((const int32_t *)b)[off];
-  case NDF_FLOAT32: return ((const float *)b)[off];
-  case NDF_FLOAT64: return ((const double *)b)[off];
-  default: return 0.0;
-  }
-}
-
 static void store(const ndf_array *a, int64_t off, double v) {
   if (a->dtype == NDF_FLOAT32) ((float *)a->data)[off] = (float)v;
   else ((double *)a->data)[off] = v;
@@ -636,14 +620,14 @@ static ndf_status n4_cpu(ndf_ctx *ctx, const ndf_array *in, const ndf_array *mas
       idx[d] = r % p->sshape[d] * p->shrink + p->soff[d];
       r /= p->sshape[d];
     }
-    const double I = load(in, offset_of(in, nd, idx));
+    const double I = ndf__get_f64(in, offset_of(in, nd, idx));
     double c = I > 0.0 && isfinite(I) ? 1.0 : 0.0;
     if (c > 0.0 && mask) {
-      const double mv = load(mask, offset_of(mask, nd, idx));
+      const double mv = ndf__get_f64(mask, offset_of(mask, nd, idx));
       c = p->mask_label ? (mv == p->mask_label) : (mv != 0.0);
     }
     if (c > 0.0 && weight) {
-      const double wv = load(weight, offset_of(weight, nd, idx));
+      const double wv = ndf__get_f64(weight, offset_of(weight, nd, idx));
       c = wv > 0.0 && isfinite(wv) ? wv : 0.0;
     }
     s.c[x] = c;
@@ -780,7 +764,7 @@ static ndf_status n4_cpu(ndf_ctx *ctx, const ndf_array *in, const ndf_array *mas
       idx[d] = r % p->shape[d];
       r /= p->shape[d];
     }
-    const double I = load(in, offset_of(in, nd, idx));
+    const double I = ndf__get_f64(in, offset_of(in, nd, idx));
     store(out, offset_of(out, nd, idx), I / exp(F[x]));
     if (logb) store(logb, offset_of(logb, nd, idx), F[x]);
   }
