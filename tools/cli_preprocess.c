@@ -868,6 +868,13 @@ typedef struct pp_run {
   int order[PP_QUEUE], queued, taken, closing, finished, next_report, montage, prog, total;
 } pp_run;
 
+/* The worker's CPU context for retries after NDF_ENOMEM on the GPU, made with cpu_opts when first
+ * needed: *cpu_ctx, or NULL when it cannot be made. */
+static ndf_ctx *cpu_fallback(ndf_ctx **cpu_ctx, const ndf_ctx_options *cpu_opts) {
+  if (!*cpu_ctx && ndf_ctx_create(cpu_ctx, cpu_opts) != NDF_OK) *cpu_ctx = NULL;
+  return *cpu_ctx;
+}
+
 /* The SSIM of time point 0's result against the reference on ctx's backend: jb->ssim_map (host,
  * allocated here) and jb->mssim.  The device copies are freed on every path. */
 static ndf_status volume_ssim(ndf_ctx *ctx, pp_job *jb, const ndf_array *refvol, const ndf_ssim_options *so)
@@ -917,7 +924,7 @@ static void process_volume(ndf_ctx *ctx, ndf_ctx **cpu_ctx, const ndf_ctx_option
     ndf_ctx *use = jb->retried ? *cpu_ctx : ctx;
     ndf_status s = run_steps(use, steps, nsteps, o, &it->vols[t], it->affine, &jb->res[t]);
     if (s == NDF_ENOMEM && ndf_ctx_has_cuda(use)) { /* out of GPU memory: the whole volume again on the CPU */
-      if (*cpu_ctx || ndf_ctx_create(cpu_ctx, cpu_opts) == NDF_OK) {
+      if (cpu_fallback(cpu_ctx, cpu_opts)) {
         jb->retried = 1;
         jb->device = "cpu";
         for (int u = 0; u < t; u++) result_free(&jb->res[u]);
@@ -979,7 +986,7 @@ static void process_volume(ndf_ctx *ctx, ndf_ctx **cpu_ctx, const ndf_ctx_option
       }
       so.data_range = hi > lo ? (double)hi - lo : 1;
       ndf_status s = volume_ssim(ctx, jb, refvol, &so);
-      if (s == NDF_ENOMEM && ndf_ctx_has_cuda(ctx) && (*cpu_ctx || ndf_ctx_create(cpu_ctx, cpu_opts) == NDF_OK)) {
+      if (s == NDF_ENOMEM && ndf_ctx_has_cuda(ctx) && cpu_fallback(cpu_ctx, cpu_opts)) {
         ctx = *cpu_ctx; /* out of GPU memory: the SSIM on the CPU, as a volume's steps */
         s = volume_ssim(ctx, jb, refvol, &so);
       }
