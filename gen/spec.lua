@@ -2356,7 +2356,7 @@ return {
         "T:unsigned char|signed char|unsigned short|short|unsigned int|int|long long|unsigned long long|float|double",
         "OUT:unsigned char|signed char|unsigned short|short|unsigned int|int|long long|unsigned long long|float|double",
         "CT:unsigned char|signed char|unsigned short|short|unsigned int|int|float|double",
-        "NSP:1..8", "ORDER:0..5", "MODE:0..6", "KIND:0..2", "INIT:0..2", "OFLOAT:0|1", "IDX32:0|1",
+        "NSP:1..8", "ORDER:0..5", "MODE:0..6", "KIND:0..2", "INIT:0..2", "OFLOAT:0|1|2", "IDX32:0|1",
       },
       params = {
         ndf_interp_load_params = {
@@ -2431,7 +2431,7 @@ return {
         MODE = "ndf_interp_mode (eval, ztab, zoom)",
         KIND = "0 zoom/shift, 1 affine, 2 coordinates array (eval; ztab and zoom: 0)",
         INIT = "prefilter boundary initialization: 0 mirror, 1 reflect, 2 wrap (spline, spline_tile)",
-        OFLOAT = "1 when OUT is float or double (store, eval, zoom)",
+        OFLOAT = "1 when OUT is float or double; 2 a bool output (OUT unsigned char, stored with C's cast as scipy's npy_bool) (store, eval, zoom)",
         IDX32 = "1: every element offset and output index of eval, ztab and zoom fits int32 (32-bit index arithmetic)",
       },
       families = {
@@ -2449,6 +2449,9 @@ return {
           IDX32 = { "1" } },
         { T = { "float" }, OUT = { "float" }, CT = { "float" }, NSP = { "3" }, ORDER = { "1", "3" }, MODE = { "0", "1" },
           KIND = { "2" }, INIT = { "0" }, OFLOAT = { "1" }, IDX32 = { "0", "1" } },
+        { T = { "unsigned char", "double" }, OUT = { "unsigned char" }, CT = { "double" }, NSP = { "2", "3" },
+          ORDER = { "0", "1", "3" }, MODE = { "0", "2", "6" }, KIND = { "0", "1", "2" }, INIT = { "0" },
+          OFLOAT = { "2" }, IDX32 = { "0", "1" } },
       },
     },
     -- N4 bias-field correction (runtime/ops/n4/): the per-voxel parts of an iteration.

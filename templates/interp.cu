@@ -14,18 +14,20 @@
 //   ndf_interp_spline  the same pass in global memory, for lines too long for
 //                      the tile.
 //   ndf_interp_store   the copy into the output's dtype and strides with C's
-//                      cast (the spline filters' output rule).
+//                      cast (the spline filters' output rule; int_copy:
+//                      NumPy's casts of a copy, runtime/ops/interp/interp.h).
 //   ndf_interp_eval    per output point (NDF_IP_R a thread): its input
 //                      coordinate (KIND: affine, a coordinates array; also
 //                      zoom/shift), then the sum over the (ORDER + 1)^NSP taps
 //                      of the spline of ORDER in MODE, stored rounded as scipy
-//                      rounds.  ORDER, MODE and NSP are compile-time, so the
-//                      order-1 (trilinear) and order-3 paths are fully
-//                      unrolled loops over 8 and 64 taps.  Points whose taps
-//                      all lie inside the source (the interior) take their
-//                      taps from one base offset and their weights from a
-//                      floor without conversions; the others map each tap
-//                      by MODE.  IDX32 compiles the index arithmetic in 32
+//                      rounds (a bool output, OFLOAT 2: C's cast, as scipy
+//                      stores its npy_bool).  ORDER, MODE and NSP are
+//                      compile-time, so the order-1 (trilinear) and order-3
+//                      paths are fully unrolled loops over 8 and 64 taps.
+//                      Points whose taps all lie inside the source (the
+//                      interior) take their taps from one base offset and
+//                      their weights from a floor without conversions; the
+//                      others map each tap by MODE.  IDX32 compiles the index arithmetic in 32
 //                      bits where the host has checked every offset fits.
 //   ndf_interp_ztab    zoom/shift: each axis's taps and weights, once per
 //                      output coordinate of that axis (eval's per-axis code);
@@ -41,7 +43,7 @@ typedef NDF_SLOT(CT) CT;     /* coordinates element (KIND 2) */
 #define MODE NDF_SLOT(MODE)   /* ndf_interp_mode */
 #define KIND NDF_SLOT(KIND)   /* 0 zoom/shift, 1 affine, 2 coordinates */
 #define INIT NDF_SLOT(INIT)   /* prefilter boundary: 0 mirror, 1 reflect, 2 wrap */
-#define OFLOAT NDF_SLOT(OFLOAT) /* 1 when OUT is float or double */
+#define OFLOAT NDF_SLOT(OFLOAT) /* 1 when OUT is float or double; 2 a bool (OUT unsigned char) */
 #define IDX32 NDF_SLOT(IDX32)   /* eval, ztab, zoom: 1 when every element offset they form fits int32 */
 
 #if IDX32
@@ -79,9 +81,10 @@ __device__ __forceinline__ int ndf_ip_i32(double v) {
   return (v > -2147483649.0 && v < 2147483648.0) ? (int)v : (int)0x80000000u;
 }
 
-// v stored as OUT with C's cast (as x86-64 does it: through int32 for the narrow types).
+// v stored as OUT with C's cast (as x86-64 does it: through int32 for the narrow types, so a bool
+// gets the low byte of the truncated value, as scipy's npy_bool store).
 __device__ __forceinline__ OUT ndf_ip_cast(double v) {
-#if OFLOAT
+#if OFLOAT == 1
   return (OUT)v;
 #else
   if (sizeof(OUT) == 8 && (OUT)-1 > 0) return (OUT)ndf_ip_u64(v);
@@ -91,10 +94,13 @@ __device__ __forceinline__ OUT ndf_ip_cast(double v) {
 #endif
 }
 
-// scipy's interpolation output rule: integers rounded half away from zero and clamped.
+// scipy's interpolation output rule: integers rounded half away from zero and clamped; a bool
+// neither (C's cast).
 __device__ __forceinline__ OUT ndf_ip_round(double v) {
-#if OFLOAT
+#if OFLOAT == 1
   return (OUT)v;
+#elif OFLOAT == 2
+  return ndf_ip_cast(v);
 #else
   const bool uns = (OUT)-1 > 0;
   double lo, hi;
@@ -363,8 +369,11 @@ extern "C" __global__ void __launch_bounds__(256) ndf_interp_store(const ndf_int
       r = q;
     }
     const double v = p.buf[i];
-#if OFLOAT
+#if OFLOAT == 1
     p.out[off] = (OUT)v;
+#elif OFLOAT == 2
+    // a bool: C's cast, or v != 0 where a copy casts as NumPy does (int_copy 2)
+    p.out[off] = p.int_copy == 2 ? (OUT)(v != 0) : ndf_ip_cast(v);
 #else
     // an integer copied into an integer dtype keeps its low bits (NumPy's casts wrap around)
     p.out[off] = p.int_copy && !(sizeof(OUT) == 8 && (OUT)-1 > 0) ? (OUT)ndf_ip_i64(v) : ndf_ip_cast(v);

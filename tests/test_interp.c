@@ -64,7 +64,7 @@ static const char *OP_NAMES[OP_COUNT] = {"spline1d", "spline", "map", "affine", 
 typedef struct ip_case {
   char line[2048];
   int id, op, batch, order, prefilter, axis, grid, reshape, ax0, ax1;
-  char mode[24], odtype[16];
+  char mode[24], dtype[16], odtype[16];
   double cval, angle;
   int noffset, nshift, nzoom;
   double offset[NDF_MAX_SPATIAL], shift[NDF_MAX_SPATIAL], zoom[NDF_MAX_SPATIAL];
@@ -101,6 +101,7 @@ static int parse_line(const char *line, void *cv) {
       if (sscanf(v, "%d,%d", &c->ax0, &c->ax1) != 2) return -1;
     } else if (!strcmp(k, "mode")) snprintf(c->mode, sizeof c->mode, "%s", v);
     else if (!strcmp(k, "odtype")) snprintf(c->odtype, sizeof c->odtype, "%s", v);
+    else if (!strcmp(k, "dtype")) snprintf(c->dtype, sizeof c->dtype, "%s", v);
     else if (!strcmp(k, "cval")) c->cval = strtod(v, NULL);
     else if (!strcmp(k, "angle")) c->angle = strtod(v, NULL);
     else if (!strcmp(k, "offset")) c->noffset = tu_parse_f64s(v, c->offset, NDF_MAX_SPATIAL);
@@ -172,6 +173,14 @@ static ndf_status call_case(ndf_ctx *ctx, const ip_case *c, const ndf_array *in,
   }
 }
 
+/* Element i as a double; a bool as its byte (scipy reads and writes a bool as its byte). */
+static double get_raw(const ndf_array *a, int64_t i) {
+  if (a->dtype != NDF_BOOL) return tu_get(a, i);
+  ndf_array u = *a;
+  u.dtype = NDF_UINT8;
+  return tu_get(&u, i);
+}
+
 /* Compares got with scipy's want under the tolerance of the file comment.
  * Returns the number of elements out of tolerance; *inexact counts elements
  * that differ at all. */
@@ -179,14 +188,14 @@ static int64_t compare(const ip_case *c, const ndf_array *in, const ndf_array *w
                        const ndf_array *got, int64_t *inexact, char *msg, size_t len) {
   double scale = fmax(1.0, fabs(c->cval));
   const int64_t nin = ndf_array_size(in), n = ndf_array_size(want);
-  for (int64_t i = 0; i < nin; i++) scale = fmax(scale, fabs(tu_get(in, i)));
+  for (int64_t i = 0; i < nin; i++) scale = fmax(scale, fabs(get_raw(in, i)));
   const int filtered = c->order >= 2 && (c->prefilter || c->op == OP_SPLINE || c->op == OP_SPLINE1D);
   const double tol = scale * (filtered ? 1e-10 : 1e-12);
-  const int isint = !tu_is_float(want->dtype);
+  const int isint = !tu_is_float(want->dtype), isbool = want->dtype == NDF_BOOL;
   int64_t bad = 0, off1 = 0;
   *inexact = 0;
   for (int64_t i = 0; i < n; i++) {
-    const double w = tu_get(want, i), g = tu_get(got, i);
+    const double w = get_raw(want, i), g = get_raw(got, i);
     if (w == g || (w != w && g != g)) continue;
     ++*inexact;
     double allow = tol;
@@ -195,9 +204,9 @@ static int64_t compare(const ip_case *c, const ndf_array *in, const ndf_array *w
     if (isint && unrounded) {
       /* off by one only where scipy's unrounded value is within tol of the
        * boundary: a half integer (rounding) or an integer (the spline
-       * filter's truncating cast) */
-      const double f = tu_get(unrounded, i), b = c->op == OP_SPLINE1D ? round(f) : floor(f) + 0.5;
-      ok = fabs(w - g) <= 1 && fabs(f - b) <= tol;
+       * filter's truncating cast, a bool's; its byte wraps around) */
+      const double f = tu_get(unrounded, i), b = c->op == OP_SPLINE1D || isbool ? round(f) : floor(f) + 0.5;
+      ok = (fabs(w - g) <= 1 || (isbool && fabs(w - g) == 255)) && fabs(f - b) <= tol;
     } else if (want->dtype == NDF_INT64 || want->dtype == NDF_UINT64) {
       ok = fabs(w - g) <= fmax(1.0, tol); /* values near 2^60 round in double as floats do */
     } else if (isint) {
@@ -227,6 +236,9 @@ static int run_case(ip_state *s, const ip_case *c, int v, tu_rng *rng, int verbo
   if (c->coords[0] && read_npy(s, c->coords, &co)) goto done;
   if (c->matrix[0] && read_npy(s, c->matrix, &mat)) goto done;
   if (c->unrounded[0] && read_npy(s, c->unrounded, &unr)) goto done;
+  /* bool arrays come as their bytes (uint8) */
+  if (!strcmp(c->dtype, "bool")) in.arr.dtype = NDF_BOOL;
+  if (!strcmp(c->odtype, "bool")) exp.arr.dtype = NDF_BOOL;
   const ndf_array *pi = &in.arr, *pc = c->coords[0] ? &co.arr : NULL;
   if (v == V_STRIDED) {
     const int lay = TU_LAYOUT_PADDED | TU_LAYOUT_NEGATIVE | TU_LAYOUT_OFFSET;
@@ -333,6 +345,61 @@ static void test_known_values(void **state) {
   tu_array_free(&ro);
 }
 
+/* A bool output as scipy 1.10 stores it (npy_bool, C's cast on x86-64: truncation to int32, its low byte;
+ * no rounding, no clamping); a spline filter of order <= 1 copies with NumPy's casts (v != 0; a bool
+ * input's bytes as 0 or 1 into another dtype, as they are into a bool). */
+static void test_bool_known_values(void **state) {
+  ndf_ctx *ctx = ctx_of(state);
+  const double v[] = {0.49, 0.5, 0.9, 1.0, 1.7, 2.0, 255.9, 256.2, 300.5, -0.3, -0.99, -1.0, -1.5, -255.5,
+                      2147483651.0, 4294967299.0, -2147483653.0, 1e20, NAN, INFINITY, -INFINITY};
+  const uint8_t want[] = {0, 0, 0, 1, 1, 2, 255, 0, 44, 0, 0, 255, 255, 1, 0, 0, 0, 0, 0, 0, 0};
+  enum { N = sizeof v / sizeof v[0] };
+  const int64_t sh[1] = {N}, csh[2] = {1, N};
+  tu_array a, co, o, ob, u8;
+  assert_int_equal(tu_array_alloc(&a, NDF_FLOAT64, 1, sh), 0);
+  assert_int_equal(tu_array_alloc(&co, NDF_FLOAT64, 2, csh), 0);
+  assert_int_equal(tu_array_alloc(&o, NDF_BOOL, 1, sh), 0);
+  for (int i = 0; i < N; i++) {
+    tu_set(&a.arr, i, v[i]);
+    tu_set(&co.arr, i, i);
+  }
+  ndf_interp_options opt;
+  ndf_interp_options_init(&opt);
+  for (int order = 0; order <= 1; order++) {
+    opt.order = order;
+    assert_int_equal(ndf_map_coordinates(ctx, &a.arr, &co.arr, &o.arr, &opt), NDF_OK);
+    assert_memory_equal(o.arr.data, want, N);
+    const double zero = 0;
+    assert_int_equal(ndf_shift(ctx, &a.arr, &o.arr, 1, &zero, &opt), NDF_OK);
+    assert_memory_equal(o.arr.data, want, N);
+  }
+  /* spline_filter1d of order 0 into a bool: NumPy's cast (NaN and -0.3 are true) */
+  assert_int_equal(ndf_spline_filter1d(ctx, &a.arr, &o.arr, 0, -1, NDF_INTERP_MIRROR), NDF_OK);
+  for (int i = 0; i < N; i++) assert_int_equal(((const uint8_t *)o.arr.data)[i], v[i] != 0);
+  /* a bool holding the byte 44: read as 44 by the transforms, copied as it is into a bool and as 1 into uint8 */
+  const int64_t s3[1] = {3};
+  assert_int_equal(tu_array_alloc(&ob, NDF_BOOL, 1, s3), 0);
+  assert_int_equal(tu_array_alloc(&u8, NDF_UINT8, 1, s3), 0);
+  uint8_t *bb = ob.arr.data;
+  bb[0] = 0;
+  bb[1] = 44;
+  bb[2] = 1;
+  tu_array ob2;
+  assert_int_equal(tu_array_alloc(&ob2, NDF_BOOL, 1, s3), 0);
+  assert_int_equal(ndf_spline_filter1d(ctx, &ob.arr, &ob2.arr, 1, 0, NDF_INTERP_MIRROR), NDF_OK);
+  assert_memory_equal(ob2.arr.data, bb, 3);
+  assert_int_equal(ndf_spline_filter1d(ctx, &ob.arr, &u8.arr, 0, 0, NDF_INTERP_MIRROR), NDF_OK);
+  const uint8_t nz[3] = {0, 1, 1};
+  assert_memory_equal(u8.arr.data, nz, 3);
+  opt.order = 1;
+  const double half = 0.5;
+  assert_int_equal(ndf_shift(ctx, &ob.arr, &u8.arr, 1, &half, &opt), NDF_OK);
+  const uint8_t sh44[3] = {0, 22, 23}; /* 0, (0 + 44) / 2, (44 + 1) / 2 = 22.5 rounded half away from zero */
+  assert_memory_equal(u8.arr.data, sh44, 3);
+  tu_array *all[] = {&a, &co, &o, &ob, &u8, &ob2};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tu_array_free(all[i]);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Contract                                                                   */
 
@@ -435,6 +502,7 @@ int main(void) {
       cmocka_unit_test(test_scipy_cases),
       cmocka_unit_test(test_scipy_cases_strided),
       cmocka_unit_test(test_known_values),
+      cmocka_unit_test(test_bool_known_values),
       cmocka_unit_test(test_contract),
   };
   return cmocka_run_group_tests(tests, group_setup, tu_oracle_group_teardown);

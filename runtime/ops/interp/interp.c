@@ -54,8 +54,9 @@ void ndf_interp_options_init(ndf_interp_options *opt) {
 
 /* ---- checks ----------------------------------------------------------------------------------- */
 
-static int input_dtype_ok(ndf_dtype t) { return (unsigned)t < NDF_DTYPE_COUNT; }
-static int output_dtype_ok(ndf_dtype t) { return (unsigned)t < NDF_DTYPE_COUNT && t != NDF_BOOL; }
+/* Every dtype, for inputs and outputs alike (a bool output is stored as scipy stores it: interp.h). */
+static int dtype_ok(ndf_dtype t) { return (unsigned)t < NDF_DTYPE_COUNT; }
+#define NDF__INTERP_DTYPES "bool, uint8, int8, uint16, int16, uint32, int32, int64, uint64, float32, float64"
 
 static const char *dname(ndf_dtype t) { return ndf_dtype_name(t) ? ndf_dtype_name(t) : "unknown"; }
 
@@ -73,10 +74,8 @@ static ndf_status check_order(ndf_ctx *ctx, const char *name, int order, int lo)
 /* The input (any rank >= 1 with batch_dims < rank, a supported dtype, a usable device). */
 static ndf_status check_input(ndf_ctx *ctx, const char *name, const ndf_array *in, int batch_dims) {
   if (!in) return ndf__argerror(ctx, name, "input", "NULL");
-  if (!input_dtype_ok(in->dtype))
-    return ndf__argerror(ctx, name, "input",
-                         "dtype %s is not supported (bool, uint8, int8, uint16, int16, uint32, int32, float32, float64)",
-                         dname(in->dtype));
+  if (!dtype_ok(in->dtype))
+    return ndf__argerror(ctx, name, "input", "dtype %s is not supported (" NDF__INTERP_DTYPES ")", dname(in->dtype));
   ndf_status s = ndf__check_shape(ctx, name, in, batch_dims);
   if (s == NDF_OK) s = ndf__check_device(ctx, name, in);
   return s;
@@ -86,10 +85,8 @@ static ndf_status check_input(ndf_ctx *ctx, const char *name, const ndf_array *i
  * extents, the input's device, data when it has elements, no overlap. */
 static ndf_status check_output(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *out, int nb) {
   if (!out) return ndf__argerror(ctx, name, "output", "NULL");
-  if (!output_dtype_ok(out->dtype))
-    return ndf__argerror(ctx, name, "output",
-                         "dtype %s is not supported (uint8, int8, uint16, int16, uint32, int32, int64, float32, float64)",
-                         dname(out->dtype));
+  if (!dtype_ok(out->dtype))
+    return ndf__argerror(ctx, name, "output", "dtype %s is not supported (" NDF__INTERP_DTYPES ")", dname(out->dtype));
   if (out->ndim <= nb || out->ndim > NDF_MAX_NDIM || out->ndim - nb > NDF_MAX_SPATIAL)
     return ndf__argerror(ctx, name, "output", "rank %d must exceed batch_dims %d (at most %d spatial axes)", out->ndim,
                          nb, NDF_MAX_SPATIAL);
@@ -205,11 +202,12 @@ void ndf__filters_cast_cpu(ndf_ctx *ctx, const ndf_array *src, ndf_array *dst);
 ndf_status ndf__filters_cast_cuda(ndf_ctx *ctx, const char *name, const ndf_array *src, ndf_array *dst);
 
 /* A spline filter of order <= 1 is a copy (scipy: output[...] = numpy.array(input)).  Where a 64-bit
- * integer is involved it runs as NumPy's cast, exact beyond 2^53 (the line passes go through double). */
+ * integer is involved it runs as NumPy's cast, exact beyond 2^53 (the line passes go through double);
+ * a bool on either side takes the line pass, which has NumPy's bool casts (interp_cpu.c). */
 static int copy_cast(const ndf_array *in, const ndf_array *out, int order) {
   const int wide_in = in->dtype == NDF_INT64 || in->dtype == NDF_UINT64;
   const int wide_out = out->dtype == NDF_INT64 || out->dtype == NDF_UINT64;
-  return order <= 1 && (wide_in || (wide_out && in->dtype != NDF_BOOL));
+  return order <= 1 && in->dtype != NDF_BOOL && out->dtype != NDF_BOOL && (wide_in || wide_out);
 }
 static ndf_status spline_copy(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out) {
   if (in->device == NDF_DEVICE_CPU) {
@@ -260,7 +258,7 @@ ndf_status ndf_map_coordinates(ndf_ctx *ctx, const ndf_array *input, const ndf_a
   if (s != NDF_OK) return s;
   const int nb = o.batch_dims, nsp = input->ndim - nb, onsp = output->ndim - nb;
   if (!coordinates) return ndf__argerror(ctx, name, "coordinates", "NULL");
-  if (!input_dtype_ok(coordinates->dtype))
+  if (!dtype_ok(coordinates->dtype))
     return ndf__argerror(ctx, name, "coordinates", "dtype %s is not supported", dname(coordinates->dtype));
   if (coordinates->ndim != 1 + onsp)
     return ndf__argerror(ctx, name, "coordinates", "rank %d is not 1 + the %d spatial axes of the output",
@@ -300,7 +298,7 @@ ndf_status ndf_affine_transform(ndf_ctx *ctx, const ndf_array *input, const ndf_
   const int nb = o.batch_dims, n = input->ndim - nb, m = output->ndim - nb;
   if (!matrix) return ndf__argerror(ctx, name, "matrix", "NULL");
   if (matrix->device != NDF_DEVICE_CPU) return ndf__argerror(ctx, name, "matrix", "must be a CPU (host) array");
-  if (!input_dtype_ok(matrix->dtype)) return ndf__argerror(ctx, name, "matrix", "dtype %s is not supported", dname(matrix->dtype));
+  if (!dtype_ok(matrix->dtype)) return ndf__argerror(ctx, name, "matrix", "dtype %s is not supported", dname(matrix->dtype));
   if (matrix->ndim != 1 && matrix->ndim != 2)
     return ndf__argerror(ctx, name, "matrix", "rank %d is not 1 or 2", matrix->ndim);
   if ((s = ndf__check_array(ctx, name, "matrix", matrix, NULL)) != NDF_OK) return s;

@@ -183,9 +183,12 @@ static inline int64_t ndf__cvt_i64(double v) {
 
 /* Stores v into element p of dtype t.  round = 1: scipy's interpolation
  * output rule (half away from zero, clamped to the dtype); 0: C's cast
- * (truncation) as NumPy and scipy's line buffers do. */
+ * (truncation) as NumPy and scipy's line buffers do.  bool is scipy's
+ * npy_bool (unsigned char) under either rule: C's cast, no rounding or
+ * clamping (x86-64: truncation to int32, its low byte; so 0.9 is 0, 1.7 is
+ * 1, -1.5 is the byte 255, 300.5 the byte 44, NaN 0). */
 static inline void ndf__interp_store(void *p, ndf_dtype t, double v, int round) {
-  if (round && t != NDF_FLOAT32 && t != NDF_FLOAT64) {
+  if (round && t != NDF_FLOAT32 && t != NDF_FLOAT64 && t != NDF_BOOL) {
     double lo, hi;
     switch (t) {
       case NDF_UINT8: lo = 0; hi = 255; break;
@@ -211,7 +214,7 @@ static inline void ndf__interp_store(void *p, ndf_dtype t, double v, int round) 
     }
   }
   switch (t) {
-    case NDF_UINT8: *(uint8_t *)p = (uint8_t)ndf__cvt_i32(v); break;
+    case NDF_BOOL: case NDF_UINT8: *(uint8_t *)p = (uint8_t)ndf__cvt_i32(v); break;
     case NDF_INT8: *(int8_t *)p = (int8_t)ndf__cvt_i32(v); break;
     case NDF_UINT16: *(uint16_t *)p = (uint16_t)ndf__cvt_i32(v); break;
     case NDF_INT16: *(int16_t *)p = (int16_t)ndf__cvt_i32(v); break;
@@ -246,6 +249,22 @@ static inline double ndf__interp_pad_value(ndf_dtype t, double cval) {
 /* The prefilter's boundary initialization for mode: 0 mirror, 1 reflect, 2 wrap (scipy's choice). */
 static inline int ndf__spline_init(ndf_interp_mode m) {
   return m == NDF_INTERP_GRID_WRAP ? 2 : (m == NDF_INTERP_NEAREST || m == NDF_INTERP_REFLECT) ? 1 : 0;
+}
+
+/* How a pass stores its line buffer: C's cast (scipy's line buffers), or for a
+ * pass of order <= 1 (a copy: scipy's output[...] = numpy.array(input)) NumPy's
+ * cast where it differs from C's. */
+enum {
+  NDF__STORE_C = 0,    /* C's cast (a bool copied into a bool keeps its byte) */
+  NDF__STORE_WRAP = 1, /* an integer into an integer dtype: its low bits (NumPy's integer casts wrap around) */
+  NDF__STORE_NZ = 2    /* into or out of a bool (not both): v != 0 (NumPy's casts to bool, and a bool's byte read as 0/1) */
+};
+
+/* The store rule of a spline filter pass that reads src (both backends; the CUDA store kernel's int_copy). */
+static inline int ndf__spline_store_rule(int filter, ndf_dtype src, ndf_dtype out) {
+  if (filter) return NDF__STORE_C;
+  if ((src == NDF_BOOL) != (out == NDF_BOOL)) return NDF__STORE_NZ;
+  return !ndf__dtype_is_float(src) && out != NDF_BOOL ? NDF__STORE_WRAP : NDF__STORE_C;
 }
 
 /* ---- backends ---------------------------------------------------------------------------- */

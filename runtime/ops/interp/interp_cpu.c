@@ -113,10 +113,9 @@ void ndf__spline_line(double *c, int64_t n, const double *poles, int npoles, ndf
   spline_lines(c, n, 1, poles, npoles, mode);
 }
 
-/* Stores a value of the line buffer as C's cast does; an integer copied into an
- * integer dtype keeps its low bits (NumPy's integer casts wrap around). */
-static void store_cast(void *q, ndf_dtype t, double v, int int_copy) {
-  if (int_copy && t != NDF_FLOAT32 && t != NDF_FLOAT64 && t != NDF_UINT64) {
+/* Stores a value of the line buffer by rule (NDF__STORE_C or NDF__STORE_WRAP; NDF__STORE_NZ has made it 0 or 1). */
+static void store_cast(void *q, ndf_dtype t, double v, int rule) {
+  if (rule == NDF__STORE_WRAP && t != NDF_FLOAT32 && t != NDF_FLOAT64 && t != NDF_UINT64) {
     const int64_t x = (int64_t)v;
     switch (t) {
       case NDF_UINT8: case NDF_INT8: *(uint8_t *)q = (uint8_t)x; return;
@@ -145,14 +144,13 @@ ndf_status ndf__spline_filter_cpu(ndf_ctx *ctx, const char *name, const ndf_arra
   void **buf = ndf__thread_buffers(nth, (size_t)maxb * sizeof(double));
   if (!buf) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory for %d line buffers of %lld samples", name, nth,
                               (long long)maxn);
-  const int int_source = !ndf__dtype_is_float(in->dtype);
   for (int k = 0; k < naxes; k++) {
-    /* Pass 0 reads the input; later passes read the output in its dtype. */
+    /* Pass 0 reads the input; later passes read the output in its dtype (a bool as its byte). */
     const ndf_array *src = k == 0 ? in : out;
     const int axis = axes[k];
     const int64_t n = in->shape[axis];
     const int filter = order >= 2;
-    const int int_copy = !filter && (k == 0 ? int_source : !ndf__dtype_is_float(out->dtype));
+    const int rule = ndf__spline_store_rule(filter, src->dtype, out->dtype);
     /* The lines of a block are neighbours along the other axis nearest in memory (ia). */
     int ia = -1;
     for (int d = 0; d < in->ndim; d++)
@@ -182,6 +180,8 @@ ndf_status ndf__spline_filter_cpu(ndf_ctx *ctx, const char *name, const ndf_arra
           for (int l = 0; l < L; l++) c[i * L + l] = ndf__load_f64(src->data, src->dtype, so + i * sa + l * sl);
       }
       if (filter) spline_lines(c, n, L, poles, np, mode);
+      if (rule == NDF__STORE_NZ)
+        for (int64_t i = 0; i < n * L; i++) c[i] = c[i] != 0;
       if (out->dtype == NDF_FLOAT64) {
         double *q = (double *)out->data + oo;
         for (int64_t i = 0; i < n; i++)
@@ -194,7 +194,7 @@ ndf_status ndf__spline_filter_cpu(ndf_ctx *ctx, const char *name, const ndf_arra
         const size_t osz = ndf_dtype_size(out->dtype);
         for (int64_t i = 0; i < n; i++)
           for (int l = 0; l < L; l++)
-            store_cast((char *)out->data + (oo + i * oa + l * ol) * (int64_t)osz, out->dtype, c[i * L + l], int_copy);
+            store_cast((char *)out->data + (oo + i * oa + l * ol) * (int64_t)osz, out->dtype, c[i * L + l], rule);
       }
     }
   }

@@ -84,8 +84,11 @@ static ndf_status get_spline(ndf_ctx *ctx, const char *name, int init, const int
     s = get(ctx, name, "ndf_interp_spline", "double", "double", "double", 1, 0, 0, 0, init, 1, 0, &f->line);
   return s;
 }
+/* The OFLOAT slot of an output dtype: 1 float, 2 bool (stored with C's cast, templates/interp.cu), 0 integer. */
+static int ofloat(ndf_dtype out) { return out == NDF_BOOL ? 2 : ndf__dtype_is_float(out); }
+
 static ndf_status get_store(ndf_ctx *ctx, const char *name, ndf_dtype out, CUfunction *f) {
-  return get(ctx, name, "ndf_interp_store", "double", ctype(out), "double", 1, 0, 0, 0, 0, ndf__dtype_is_float(out), 0, f);
+  return get(ctx, name, "ndf_interp_store", "double", ctype(out), "double", 1, 0, 0, 0, 0, ofloat(out), 0, f);
 }
 
 /* Launches the load kernel: a (in) -> buf, images = the first nb axes, npad samples of padding per
@@ -142,44 +145,69 @@ static ndf_status launch_spline(ndf_ctx *ctx, const char *name, const spline_fns
   return ndf__interp_spline_launch(ctx, name, f->line, (unsigned)blocks, 128, 1, 0, &p);
 }
 
+/* Launches the store kernel: buf (contiguous, out's shape) into out by rule (NDF__STORE_*: int_copy). */
+static ndf_status launch_store(ndf_ctx *ctx, const char *name, CUfunction f, CUdeviceptr buf, const ndf_array *out,
+                               int rule, int64_t total) {
+  ndf__interp_store_params p;
+  memset(&p, 0, sizeof p);
+  p.buf = buf;
+  p.out = (CUdeviceptr)(uintptr_t)out->data;
+  p.total = total;
+  p.ndim = out->ndim;
+  p.int_copy = rule;
+  p.idx32 = total <= (int64_t)UINT32_MAX;
+  for (int d = 0; d < out->ndim; d++) {
+    p.shape[d] = out->shape[d];
+    p.ostr[d] = out->strides[d];
+  }
+  return ndf__interp_store_launch(ctx, name, f, ndf__grid(ctx, (total + 255) / 256, 32), 256, 1, 0, &p);
+}
+
 ndf_status ndf__spline_filter_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out, int order,
                                    int naxes, const int *axes, ndf_interp_mode mode) {
   ndf_status s = ndf__ctx_bind(ctx);
   if (s != NDF_OK) return s;
   const int64_t total = ndf_array_size(in);
   const int ndim = in->ndim, filter = order >= 2;
-  CUfunction f_load_in, f_load_out, f_store;
+  /* A copy of a bool into another dtype reads its bytes as 0 or 1: the store kernel of a bool output
+   * makes them so in a scratch copy (nz), which the pass then reads as its source. */
+  const int bool_copy = ndf__spline_store_rule(filter, in->dtype, out->dtype) == NDF__STORE_NZ && out->dtype != NDF_BOOL;
+  CUfunction f_load_in, f_load_out, f_store, f_store_nz = NULL;
   spline_fns f_spline = {NULL, NULL};
   if ((s = get_load(ctx, name, in->dtype, &f_load_in)) != NDF_OK) return s;
   if ((s = get_load(ctx, name, out->dtype, &f_load_out)) != NDF_OK) return s;
   if (filter && (s = get_spline(ctx, name, ndf__spline_init(mode), in->shape, naxes, axes, &f_spline)) != NDF_OK)
     return s;
   if ((s = get_store(ctx, name, out->dtype, &f_store)) != NDF_OK) return s;
-  CUdeviceptr buf = 0;
+  if (bool_copy && (s = get_store(ctx, name, NDF_BOOL, &f_store_nz)) != NDF_OK) return s;
+  CUdeviceptr buf = 0, nzbuf = 0;
   if ((s = ndf__scratch_alloc(ctx, (size_t)total * sizeof(double), &buf)) != NDF_OK) return s;
-  const int int_source = !ndf__dtype_is_float(in->dtype);
+  ndf_array nz;
+  memset(&nz, 0, sizeof nz);
+  if (bool_copy) {
+    if ((s = ndf__scratch_alloc(ctx, (size_t)total, &nzbuf)) != NDF_OK) {
+      ndf__scratch_free(ctx, buf);
+      return s;
+    }
+    nz = *in;
+    nz.data = (void *)(uintptr_t)nzbuf;
+    for (int64_t d = ndim - 1, st = 1; d >= 0; st *= in->shape[d], d--) nz.strides[d] = st;
+  }
   for (int k = 0; k < naxes && s == NDF_OK; k++) {
     const ndf_array *src = k == 0 ? in : out;
+    int rule = ndf__spline_store_rule(filter, src->dtype, out->dtype);
     /* a copy in the source's layout: every axis but the last is a "batch" axis of the load */
     s = launch_load(ctx, name, k == 0 ? f_load_in : f_load_out, src, ndim - 1, 0, 0, 0.0, buf, src->shape + ndim - 1,
                     total);
     if (s == NDF_OK && filter) s = launch_spline(ctx, name, &f_spline, buf, ndim, in->shape, axes[k], order, ndf__spline_init(mode));
-    if (s == NDF_OK) {
-      ndf__interp_store_params p;
-      memset(&p, 0, sizeof p);
-      p.buf = buf;
-      p.out = (CUdeviceptr)(uintptr_t)out->data;
-      p.total = total;
-      p.ndim = ndim;
-      p.int_copy = !filter && (k == 0 ? int_source : !ndf__dtype_is_float(out->dtype));
-      p.idx32 = total <= (int64_t)UINT32_MAX;
-      for (int d = 0; d < ndim; d++) {
-        p.shape[d] = out->shape[d];
-        p.ostr[d] = out->strides[d];
-      }
-      s = ndf__interp_store_launch(ctx, name, f_store, ndf__grid(ctx, (total + 255) / 256, 32), 256, 1, 0, &p);
+    if (s == NDF_OK && rule == NDF__STORE_NZ && out->dtype != NDF_BOOL) {
+      s = launch_store(ctx, name, f_store_nz, buf, &nz, NDF__STORE_NZ, total);
+      if (s == NDF_OK) s = launch_load(ctx, name, f_load_in, &nz, ndim - 1, 0, 0, 0.0, buf, nz.shape + ndim - 1, total);
+      rule = NDF__STORE_WRAP;
     }
+    if (s == NDF_OK) s = launch_store(ctx, name, f_store, buf, out, rule, total);
   }
+  if (nzbuf) ndf__scratch_free(ctx, nzbuf);
   ndf__scratch_free(ctx, buf);
   return s;
 }
@@ -242,10 +270,10 @@ ndf_status ndf__interp_cuda(ndf_ctx *ctx, const char *name, const ndf_array *in,
   CUfunction f_ztab = NULL;
   if ((s = get(ctx, name, ztab ? "ndf_interp_zoom" : "ndf_interp_eval", ctype(src_t), ctype(out->dtype),
                cr ? ctype(cr->dtype) : "double", nsp, p->order, (int)p->mode, (int)p->kind, 0,
-               ndf__dtype_is_float(out->dtype), idx32, &f_eval)) != NDF_OK)
+               ofloat(out->dtype), idx32, &f_eval)) != NDF_OK)
     return s;
   if (ztab && (s = get(ctx, name, "ndf_interp_ztab", ctype(src_t), ctype(out->dtype), "double", nsp, p->order,
-                       (int)p->mode, (int)p->kind, 0, ndf__dtype_is_float(out->dtype), idx32, &f_ztab)) != NDF_OK)
+                       (int)p->mode, (int)p->kind, 0, ofloat(out->dtype), idx32, &f_ztab)) != NDF_OK)
     return s;
 
   CUdeviceptr buf = 0, tab = 0;
