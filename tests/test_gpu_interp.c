@@ -8,12 +8,16 @@
  * 1-4 spatial axes; strided and negative-stride inputs and coordinates,
  * strided outputs whose gaps must keep their poison.  Both backends compute
  * in float64 with the same order of operations (the kernels round every
- * product on its own), so the results must be equal bit for bit.
+ * product on its own), so the results must be equal bit for bit.  A bool is
+ * compared as its byte (a bool output holds scipy's C cast of the value, a
+ * bool input sometimes bytes other than 0 and 1).
  *
  * Also: the same with rows up to 300 long (points of a thread in one row, the
  * interior path next to border points); order-1 (trilinear) and order-3 zooms
  * of a 3-D float32 volume, and the kernel log shows which specialization ran
- * (zoom: the per-axis tables' kernel); the prefilter's kernels for short and
+ * (zoom: the per-axis tables' kernel); every op with a bool input, a bool
+ * output or both (spline_filter1d's copies of order <= 1 among them); the
+ * prefilter's kernels for short and
  * long lines; 32- and 64-bit index arithmetic on either side of the int32
  * boundary (a 2 GiB strided input).
  *
@@ -43,7 +47,7 @@ static int group_setup(void **state) { return tu_gpu_setup(state, 300); }
 static const ndf_dtype IN_DTYPES[] = {NDF_BOOL,  NDF_UINT8,   NDF_INT8,    NDF_UINT16, NDF_INT16, NDF_UINT32,
                                       NDF_INT32, NDF_FLOAT32, NDF_FLOAT64, NDF_INT64,  NDF_UINT64};
 static const ndf_dtype OUT_DTYPES[] = {NDF_UINT8,   NDF_INT8,    NDF_UINT16, NDF_INT16, NDF_UINT32, NDF_INT32,
-                                       NDF_FLOAT32, NDF_FLOAT64, NDF_INT64,  NDF_UINT64};
+                                       NDF_FLOAT32, NDF_FLOAT64, NDF_INT64,  NDF_UINT64, NDF_BOOL};
 enum { OP_SPLINE1D, OP_SPLINE, OP_MAP, OP_AFFINE, OP_SHIFT, OP_ZOOM, OP_ROTATE, OP_COUNT };
 static const char *OP_NAMES[OP_COUNT] = {"spline_filter1d", "spline_filter", "map_coordinates", "affine_transform",
                                          "shift", "zoom", "rotate"};
@@ -82,7 +86,8 @@ static ndf_status call(ndf_ctx *ctx, const icase *c, const ndf_array *in, const 
 
 /* long_rows: the last spatial axis (of the input, and of the output where it is drawn) up to 300
  * long, so that a thread's points (32 apart) share rows. */
-static void draw_case(icase *c, tu_rng *r, int long_rows) {
+/* bools: 0 any dtypes; 1 a bool input, output or both (and spline_filter1d mostly of order <= 1). */
+static void draw_case(icase *c, tu_rng *r, int long_rows, int bools) {
   memset(c, 0, sizeof *c);
   c->op = (int)tu_rng_int(r, 0, OP_COUNT - 1);
   ndf_interp_options_init(&c->o);
@@ -98,8 +103,13 @@ static void draw_case(icase *c, tu_rng *r, int long_rows) {
   for (int d = 0; d < c->nd; d++) c->shape[d] = d < c->nb ? tu_rng_int(r, 1, 3) : tu_rng_int(r, 1, maxn);
   if (long_rows) c->shape[c->nd - 1] = tu_rng_int(r, 33, 300);
   c->dt = IN_DTYPES[tu_rng_int(r, 0, 10)];
-  if ((c->op == OP_SPLINE1D || c->op == OP_SPLINE) && c->dt == NDF_BOOL) c->dt = NDF_UINT8;
-  c->odt = tu_rng_chance(r, 0.4) ? OUT_DTYPES[tu_rng_int(r, 0, 9)] : (c->dt == NDF_BOOL ? NDF_UINT8 : c->dt);
+  c->odt = tu_rng_chance(r, 0.4) ? OUT_DTYPES[tu_rng_int(r, 0, 10)] : c->dt;
+  if (bools) {
+    const int k = (int)tu_rng_int(r, 0, 2);
+    if (k != 1) c->dt = NDF_BOOL;
+    if (k != 0) c->odt = NDF_BOOL;
+    if (c->op == OP_SPLINE1D && tu_rng_chance(r, 0.6)) c->o.order = (int)tu_rng_int(r, 0, 1);
+  }
   if (c->op == OP_SPLINE && c->o.order < 2) c->o.order = (int)tu_rng_int(r, 2, 5);
   for (int d = 0; d < c->nd; d++) c->oshape[d] = c->shape[d];
   c->onsp = c->nsp;
@@ -177,6 +187,9 @@ static void fill(const ndf_array *a, tu_rng *r) {
     if (v > hi) v = hi;
     tu_set(a, i, v);
   }
+  if (a->dtype == NDF_BOOL && tu_rng_chance(r, 0.3)) /* bytes other than 0 and 1, read as their values */
+    for (int64_t i = 0; i < n; i++)
+      if (tu_rng_chance(r, 0.2)) *(uint8_t *)tu_elem_ptr(a, i) = (uint8_t)tu_rng_int(r, 2, 255);
   tu_offset64(a);
 }
 
@@ -259,10 +272,28 @@ static void test_gpu_interp_random(void **state) {
   int failed = 0;
   for (long k = 0; k < s->ncases && failed < 8; k++) {
     icase c;
-    draw_case(&c, &r, 0);
+    draw_case(&c, &r, 0, 0);
     if (run_case(s->ctx, &c, &r) != 0) failed++;
   }
   if (failed) printf("%d random interpolation cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
+  assert_int_equal(failed, 0);
+}
+
+/* Every op with a bool input, a bool output or both: the bool store (scipy's C cast, OFLOAT 2),
+ * spline_filter1d's copies of order <= 1 (NumPy's casts: v != 0 into a bool, a bool's bytes as 0 or 1
+ * into another dtype) and spline_filter's passes through a bool output. */
+static void test_gpu_interp_bool(void **state) {
+  gpu_state *s = *state;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed ^ 0x1e9);
+  int failed = 0;
+  const long n = s->ncases / 2 > 40 ? s->ncases / 2 : 40;
+  for (long k = 0; k < n && failed < 8; k++) {
+    icase c;
+    draw_case(&c, &r, 0, 1);
+    if (run_case(s->ctx, &c, &r) != 0) failed++;
+  }
+  if (failed) printf("%d bool interpolation cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);
 }
 
@@ -277,7 +308,7 @@ static void test_gpu_interp_long_rows(void **state) {
   const long n = s->ncases / 4 > 20 ? s->ncases / 4 : 20;
   for (long k = 0; k < n && failed < 8; k++) {
     icase c;
-    draw_case(&c, &r, 1);
+    draw_case(&c, &r, 1, 0);
     if (run_case(s->ctx, &c, &r) != 0) failed++;
   }
   if (failed) printf("%d long-row interpolation cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
@@ -466,6 +497,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gpu_interp_random),
       cmocka_unit_test(test_gpu_interp_long_rows),
+      cmocka_unit_test(test_gpu_interp_bool),
       cmocka_unit_test(test_gpu_interp_index_width),
       cmocka_unit_test(test_gpu_interp_zoom3d),
       cmocka_unit_test(test_gpu_interp_spline_paths),

@@ -7,11 +7,11 @@ does (float64, scipy's order of operations, its rounding and clamping to
 integer outputs).  Extra keywords: ``batch_dims`` and ``device``.  Inputs the
 library does not read (float16, bfloat16) go in as a float32 copy holding the
 same values; an output dtype it does not write is written in float64 and
-converted -- a bool output as scipy 1.10 stores it, C's cast to unsigned char
-(0.9 is False; bytes other than 0 and 1 as scipy writes them), except that
-spline_filter's passes into a bool output are not stored as bool in between
-(scipy's are).  ``coordinates`` of map_coordinates
-that are not on the input's device are copied there.
+converted.  A bool output is the library's own, as scipy 1.10 stores it (C's
+cast to unsigned char: 0.9 is False, bytes other than 0 and 1 as scipy writes
+them; spline_filter's passes stored as bool in between, as scipy's).
+``coordinates`` of map_coordinates that are not on the input's device are
+copied there.
 """
 
 import ctypes
@@ -25,30 +25,13 @@ from . import ndimage as _nd
 
 __all__ = ["spline_filter1d", "spline_filter", "map_coordinates", "affine_transform", "shift", "zoom", "rotate"]
 
-_WRITES = tuple(np.dtype(d) for d in ("uint8", "int8", "uint16", "int16", "uint32", "int32", "float32",
+_WRITES = tuple(np.dtype(d) for d in ("bool", "uint8", "int8", "uint16", "int16", "uint32", "int32", "float32",
                                       "float64", "int64", "uint64"))
-_READS = (np.dtype(np.bool_),) + _WRITES
+_READS = _WRITES
 
 
 def _writes(dt):
     return not isinstance(dt, str) and np.dtype(dt) in _WRITES
-
-
-def _is_bool(dt):
-    return not isinstance(dt, str) and np.dtype(dt) == np.bool_
-
-
-def _bool_c_cast(tmp):
-    """The float64 values as scipy 1.10 stores them into a bool output: C's cast to unsigned char, as
-    x86-64 runs it (truncation to an int32, its low byte; beyond the int32 range and NaN: 0)."""
-    ok = (tmp > -2147483649.0) & (tmp < 2147483648.0)
-    if _core.kind_of(tmp) == "torch":
-        import torch
-        i = torch.where(ok, tmp, torch.zeros_like(tmp)).trunc().to(torch.int64) & 255
-        return i.to(torch.uint8).view(torch.bool)
-    xp = np if _core.kind_of(tmp) == "numpy" else __import__("cupy")
-    i = xp.trunc(xp.where(ok, tmp, 0)).astype(xp.int64) & 255
-    return i.astype(xp.uint8).view(xp.bool_)
 
 
 def _interp_mode(mode):
@@ -94,8 +77,6 @@ class _Interp:
                 return out, out, None
             name = want if isinstance(want, str) else np.dtype(want).name
             tmp = call.new_output(np.float64, shape)
-            if _is_bool(want):
-                return tmp, None, lambda: _bool_c_cast(tmp)
             return tmp, None, lambda: _nd._to_half(tmp, name) if name in ("float16", "bfloat16") else \
                 _nd._astype(tmp, name)
         if tuple(output.shape) != tuple(shape):
@@ -103,10 +84,11 @@ class _Interp:
         odt = _core.dtype_of(output)
         if _writes(odt) and not _nd._same_memory(output, call.x0):
             return output, output, None
-        tmp = call.new_output(np.float64, shape)
+        # the output is the input (written through a copy of its dtype) or of a dtype the library does not write
+        tmp = call.new_output(odt if _writes(odt) else np.float64, shape)
 
         def post():
-            _core.copy_into(output, _bool_c_cast(tmp) if _is_bool(odt) else tmp)
+            _core.copy_into(output, tmp)
             return output
         return tmp, output, post
 

@@ -64,29 +64,79 @@ def test_transforms(dtype):
     close(nd.spline_filter1d(x, 4, axis=0, mode="wrap"), sn.spline_filter1d(x, 4, axis=0, mode="wrap"))
 
 
+def _odd_bool(shape, seed):
+    """A bool array holding bytes other than 0 and 1 too (as scipy's bool outputs of interpolation do)."""
+    rng = np.random.default_rng(seed)
+    b = rng.random(shape) > 0.5
+    m = rng.random(shape) < 0.2
+    b.view(np.uint8)[m] = rng.integers(2, 256, size=int(m.sum()))
+    return b
+
+
+def _same_bytes(got, want, what):
+    assert got.dtype == want.dtype, (what, got.dtype, want.dtype)
+    np.testing.assert_array_equal(got.view(np.uint8) if got.dtype == np.bool_ else got,
+                                  want.view(np.uint8) if want.dtype == np.bool_ else want, err_msg=what)
+
+
 @pytest.mark.parametrize("order", range(6))
 def test_bool_outputs_as_scipy(order):
     """scipy 1.10 stores an interpolated value into a bool output with C's cast to unsigned char (0.9 is
-    False, 37.2 the byte 37): a bool input's default output and output=bool of any input."""
+    False, 37.2 the byte 37, -1.5 the byte 255): a bool input's default output and output=bool of any input,
+    in every mode, with and without the prefilter; a bool input read as its bytes."""
     rng = np.random.default_rng(order)
     b = rng.random((9, 11)) > 0.5
+    ob = _odd_bool((9, 11), order)
     x = rng.integers(-500, 500, (9, 11)).astype(np.int16)
+    f = rng.normal(size=(9, 11)) * 3
     c = rng.random((2, 30)) * 12 - 1.5
     m = [[0.9, 0.2], [-0.1, 1.1]]
-    calls = [("zoom", (b, 1.7), {}), ("zoom", (x, 1.7), dict(output=np.bool_)),
-             ("shift", (b, (0.3, -1.4)), dict(mode="nearest")), ("rotate", (b, 23), {}),
-             ("affine_transform", (b, m), dict(mode="mirror")), ("map_coordinates", (x, c), dict(output=np.bool_)),
-             ("map_coordinates", (b, c), {}), ("spline_filter1d", (x,), dict(output=np.bool_))]
-    for name, args, kw in calls:
-        if name.startswith("spline") and order < 2:
-            continue
-        got, want = getattr(nd, name)(*args, order=order, **kw), getattr(sn, name)(*args, order=order, **kw)
-        assert got.dtype == want.dtype == np.bool_, name
-        np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8), err_msg=name)
+    for mode in MODES:
+        for prefilter in (True, False):
+            kw = dict(order=order, mode=mode, cval=0.7, prefilter=prefilter)
+            calls = [("zoom", (b, 1.7), {}), ("zoom", (x, 1.7), dict(output=np.bool_)),
+                     ("zoom", (f, (0.6, 1.3)), dict(output=np.bool_, grid_mode=True)),
+                     ("shift", (b, (0.3, -1.4)), {}), ("shift", (f, 0.5), dict(output=bool)),
+                     ("rotate", (b, 23), {}), ("rotate", (ob, -40), dict(reshape=False, output=np.uint8)),
+                     ("affine_transform", (b, m), {}), ("affine_transform", (ob, m), dict(output=bool)),
+                     ("affine_transform", (f, [1.2, 0.8]), dict(output=bool, output_shape=(7, 12))),
+                     ("map_coordinates", (x, c), dict(output=np.bool_)), ("map_coordinates", (b, c), {}),
+                     ("map_coordinates", (ob, c), dict(output=np.float64))]
+            for name, args, extra in calls:
+                k = dict(kw, **extra)
+                _same_bytes(getattr(nd, name)(*args, **k), getattr(sn, name)(*args, **k),
+                            "%s %s prefilter %s %s" % (name, mode, prefilter, extra))
     out, ref = np.zeros((15, 18), bool), np.zeros((15, 18), bool)
     nd.zoom(x, (15 / 9, 18 / 11), order=order, output=out)
     sn.zoom(x, (15 / 9, 18 / 11), order=order, output=ref)
-    np.testing.assert_array_equal(out.view(np.uint8), ref.view(np.uint8))
+    _same_bytes(out, ref, "zoom into a bool array")
+
+
+@pytest.mark.parametrize("order", range(6))
+@pytest.mark.parametrize("mode", ["mirror", "reflect", "nearest", "wrap", "grid-wrap", "constant"])
+def test_bool_spline_filters_as_scipy(order, mode):
+    """spline_filter1d / spline_filter with bool inputs and outputs, as scipy 1.10: a bool read as its
+    byte, stored with C's cast (spline_filter's passes into a bool output each stored as bool); a filter
+    of order <= 1 copies with NumPy's casts (v != 0 into a bool; a bool's bytes as 0 or 1 into another
+    dtype, as they are into a bool)."""
+    rng = np.random.default_rng(10 + order)
+    f = rng.normal(size=(7, 9, 5)) * 40
+    f.flat[3] = np.nan
+    x = rng.integers(-300, 300, (7, 9, 5)).astype(np.int32)
+    ob = _odd_bool((7, 9, 5), order)
+    for a in (f, x, ob, ob.view(np.uint8) > 0):
+        for out in (bool, np.uint8, np.float64, np.int64):
+            for axis in (0, -1):
+                _same_bytes(nd.spline_filter1d(a, order, axis, out, mode), sn.spline_filter1d(a, order, axis, out, mode),
+                            "spline_filter1d %s->%s axis %d" % (a.dtype, np.dtype(out), axis))
+            if order >= 2:
+                _same_bytes(nd.spline_filter(a, order, out, mode), sn.spline_filter(a, order, out, mode),
+                            "spline_filter %s->%s" % (a.dtype, np.dtype(out)))
+    if order >= 2:  # in place, into the input's own memory
+        got, want = ob.copy(), ob.copy()
+        nd.spline_filter(got, order, got, mode)
+        sn.spline_filter(want, order, want, mode)
+        _same_bytes(got, want, "spline_filter in place")
 
 
 def _nan_data(shape, dtype, seed):
