@@ -182,7 +182,7 @@ return {
     { name = "interp", doc = "B-spline interpolation (scipy.ndimage): spline filters and geometric transforms, orders 0 to 5",
       nowarm = "no ndf_cache_warm call for the interpolation kernels yet (they are specialized by order, mode, spatial rank, dtypes and transform kind)",
       outputs = { { name = "output", dtype = { "input", "uint8", "int8", "uint16", "int16", "uint32", "int32", "int64",
-                                               "float32", "float64" } } } },
+                                               "float32", "float64", "bool" } } } },
     { name = "intensity", doc = "intensity statistics, windows and normalizations (NumPy / scikit-image), per image of a batch",
       nowarm = "the kernels are specialized by the dtype and the statistics the call needs (and histogram edges or equalize_hist bin counts read from the data), which only the call knows; no warm call is written yet",
       inputs = { { name = "input", dtypes = NUMERIC } },

@@ -1775,8 +1775,12 @@ NDF_API const char *ndf_interp_mode_name(ndf_interp_mode m);
  * output (rotate, map_coordinates with points: scipy reads outside the input
  * there) is NDF_EINVAL, as is zoom to an axis of extent 0 (ndf_zoom).
  * Dtypes: input bool, uint8, int8, uint16, int16, uint32, int32, int64,
- * uint64 (read into double, as scipy), float32 or float64; output any of
- * these but bool.  Input and output must
+ * uint64 (read into double, as scipy; a bool as its byte), float32 or
+ * float64; output any of these.  A bool output is scipy's npy_bool: each
+ * value stored with C's cast, not rounded or clamped (on x86-64 the value
+ * truncated to int32, its low byte: 0.49, 0.9, -0.3 and NaN give 0 (false),
+ * 1.7 gives 1, -1.5 the byte 255, 300.5 the byte 44 -- true bytes other than
+ * 1, as scipy writes them).  Input and output must
  * not overlap.  Backends: CPU and CUDA (the arrays on the context's device).
  */
 typedef struct ndf_interp_options {
@@ -1795,14 +1799,19 @@ NDF_API void ndf_interp_options_init(ndf_interp_options *opt);
  * Orders 0 and 1 copy.  mode (scipy's default is mirror) selects the
  * filter's boundary initialization.  output: the input's shape, any output
  * dtype of the transforms (float64 is scipy's default), converted with C's
- * cast as scipy does (truncation; out of range and NaN as on x86-64).
+ * cast as scipy does (truncation; out of range and NaN as on x86-64; a bool
+ * output as the transforms store it).  The copies of orders 0 and 1 convert
+ * as NumPy does (scipy: output[...] = numpy.array(input)): a value into a
+ * bool is v != 0 (NaN is true), a bool into another dtype 0 or 1 whatever
+ * its byte, a bool into a bool its byte.
  */
 NDF_API ndf_status ndf_spline_filter1d(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, int order,
                                        int axis, ndf_interp_mode mode);
 /* scipy.ndimage.spline_filter: spline_filter1d along every axis after the
  * batch_dims leading ones, in axis order, each pass reading the previous
  * pass's output (so an integer or float32 output rounds after every pass, as
- * scipy's does).  order 2..5. */
+ * scipy's does; a bool output holds each pass's bytes, read back as their
+ * values).  order 2..5. */
 NDF_API ndf_status ndf_spline_filter(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, int order,
                                      ndf_interp_mode mode, int batch_dims);
 

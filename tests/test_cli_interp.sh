@@ -4,7 +4,8 @@
 #
 #   tests/test_cli_interp.sh path/to/ndforge SCRATCH_DIR
 #
-# Every op on a random float32 volume against scipy.ndimage (equal values);
+# Every op on a random float32 volume against scipy.ndimage (equal values; a
+# bool output byte for byte);
 # bad command lines exit 2 and failures exit 1, both with no output file.
 # resample: a NIfTI-1 volume with an oblique sform and a qform (written here
 # byte by byte, so nibabel is not needed) goes to another spacing; the test
@@ -45,6 +46,11 @@ cases = [
      lambda: ndi.spline_filter1d(x, 3, axis=2, output=np.float64)),
     (['map_coordinates', '--coordinates', 'c2.npy', '--order', '1', '--batch-axis', '2'],
      lambda: np.stack([ndi.map_coordinates(x[..., k], c[:2], order=1) for k in range(x.shape[2])])),
+    # a bool output as scipy stores it (C's cast: bytes other than 0 and 1 too; compared byte for byte)
+    (['zoom', '--zoom', '1.5,0.7,2', '--order', '1', '--output-dtype', 'bool'],
+     lambda: ndi.zoom(x, (1.5, 0.7, 2), order=1, output=bool)),
+    (['spline_filter', '--order', '3', '--output-dtype', 'bool'], lambda: ndi.spline_filter(x, 3, output=bool)),
+    (['spline_filter1d', '--order', '0', '--output-dtype', 'bool'], lambda: ndi.spline_filter1d(x, 0, output=bool)),
 ]
 np.save('c2.npy', c[:2])
 bad = 0
@@ -55,6 +61,8 @@ for i, (args, ref) in enumerate(cases):
     if r.returncode != 0:
         print('FAIL: %s exited %d: %s' % (' '.join(args), r.returncode, r.stderr.strip())); bad += 1; continue
     got = np.load(out)
+    if want.dtype == np.bool_ and got.dtype == want.dtype:
+        got, want = got.view(np.uint8), want.view(np.uint8)
     if got.dtype != want.dtype or got.shape != want.shape or not np.array_equal(got, want):
         print('FAIL: %s: %s %s, scipy %s %s, max diff %s' % (' '.join(args), got.dtype, got.shape, want.dtype,
               want.shape, np.abs(got.astype(float) - want.astype(float)).max() if got.shape == want.shape else '-'))
