@@ -7,7 +7,8 @@
  *                      in its dtype) copied to a contiguous float64 scratch,
  *                      filtered along the axis (a thread per line, lines
  *                      staged through shared memory), stored
- *                      into the output with C's cast;
+ *                      into the output with C's cast (a copy of order
+ *                      <= 1: NumPy's casts, interp.h's store rules);
  *   transforms         with a prefilter (order >= 2): every image copied to
  *                      float64 scratch with scipy's padding and filtered
  *                      along each spatial axis; then one thread per output
