@@ -1768,12 +1768,15 @@ NDF_API const char *ndf_interp_mode_name(ndf_interp_mode m);
  * coordinate, or one of magnitude 2^52 or more, gives cval, except in the
  * nearest and grid-constant modes, where it gives NaN (float outputs); scipy
  * converts such coordinates to integers with undefined results, so there it
- * is ndforge's own rule.  Empty arrays: an output without elements (no
- * coordinates, an output shape or batch axis of extent 0) is a no-op, as is
- * an input with an empty spatial axis whose output is empty too (shift,
- * affine_transform, the spline filters); such an input with a non-empty
- * output (rotate, map_coordinates with points: scipy reads outside the input
- * there) is NDF_EINVAL, as is zoom to an axis of extent 0 (ndf_zoom).
+ * is ndforge's own rule.  Empty arrays (as scipy): an output without
+ * elements (no coordinates, an output shape, batch axis or zoomed axis of
+ * extent 0) is a no-op, and an input with an empty spatial axis gives the
+ * output of the usual shape (zoom, shift and the spline filters: empty too).
+ * Where such an input has a non-empty output (rotate with reshape, an
+ * output_shape, points of map_coordinates) every point lies outside it: in
+ * the constant and grid-constant modes the output is what scipy computes
+ * there (cval; grid-constant's prefilter runs over its cval padding), in the
+ * other modes NDF_EINVAL (scipy reads outside its buffer there).
  * Dtypes: input bool, uint8, int8, uint16, int16, uint32, int32, int64,
  * uint64 (read into double, as scipy; a bool as its byte), float32 or
  * float64; output any of these.  A bool output is scipy's npy_bool: each
@@ -1847,10 +1850,10 @@ NDF_API ndf_status ndf_shift(ndf_ctx *ctx, const ndf_array *input, ndf_array *ou
                              const double *shift, const ndf_interp_options *opt);
 
 /*
- * scipy.ndimage.zoom: nzoom = 1 or one factor per spatial axis (> 0).  The
+ * scipy.ndimage.zoom: nzoom = 1 or one factor per spatial axis (>= 0).  The
  * output's spatial shape must be ndf_zoom_shape's: round(n * zoom), Python's
- * round (half to even); an axis of extent 0 there is an error (scipy returns
- * an empty array).  grid_mode 0: the corner samples align, input coordinate
+ * round (half to even); an axis of extent 0 there (an empty input axis, a
+ * factor 0 or one small enough) gives an empty output, as scipy.  grid_mode 0: the corner samples align, input coordinate
  * o (n_in - 1) / (n_out - 1); 1: the pixel edges align, (o + 0.5) n_in / n_out - 0.5.
  */
 NDF_API ndf_status ndf_zoom(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, int nzoom,

@@ -53,10 +53,18 @@ cases = [
     (['spline_filter1d', '--order', '0', '--output-dtype', 'bool'], lambda: ndi.spline_filter1d(x, 0, output=bool)),
 ]
 np.save('c2.npy', c[:2])
+# empty arrays as scipy: a zoom to empty axes; an input with an empty axis (points outside it are cval)
+e = np.zeros((0, 5, 4), np.float32); np.save('e.npy', e)
+cases += [
+    (['zoom', '--zoom', '0.01'], lambda: ndi.zoom(x, 0.01)),
+    (['zoom', '--zoom', '2', '--order', '1'], lambda: ndi.zoom(e, 2, order=1), 'e.npy'),
+    (['rotate', '--angle', '30', '--axes', '0,1', '--cval', '3', '--output-dtype', 'int16'],
+     lambda: ndi.rotate(e, 30, axes=(0, 1), cval=3, output=np.int16), 'e.npy'),
+]
 bad = 0
-for i, (args, ref) in enumerate(cases):
+for i, (args, ref, *src) in enumerate(cases):
     out = 'o%d.npy' % i
-    r = subprocess.run([cli, 'run', args[0], 'x.npy', out] + args[1:], capture_output=True, text=True)
+    r = subprocess.run([cli, 'run', args[0], src[0] if src else 'x.npy', out] + args[1:], capture_output=True, text=True)
     want = ref()
     if r.returncode != 0:
         print('FAIL: %s exited %d: %s' % (' '.join(args), r.returncode, r.stderr.strip())); bad += 1; continue
@@ -88,7 +96,8 @@ expect_exit() {
 expect_exit 2 zoom x.npy bad.npy
 expect_exit 2 zoom x.npy bad.npy --zoom 2 --order 6
 expect_exit 2 zoom x.npy bad.npy --zoom 2 --mode edge
-expect_exit 1 zoom x.npy bad.npy --zoom 0.01
+expect_exit 1 zoom x.npy bad.npy --zoom -1
+expect_exit 1 rotate e.npy bad.npy --angle 30 --mode nearest
 expect_exit 1 shift x.npy bad.npy --shift 1,2
 expect_exit 2 rotate x.npy bad.npy
 expect_exit 1 rotate x.npy bad.npy --angle 10 --axes 1,1

@@ -13,7 +13,9 @@
  * bool input sometimes bytes other than 0 and 1).
  *
  * Also: the same with rows up to 300 long (points of a thread in one row, the
- * interior path next to border points); order-1 (trilinear) and order-3 zooms
+ * interior path next to border points); inputs with an empty spatial axis
+ * (points outside them in the constant and grid-constant modes, zooms to an
+ * empty axis); order-1 (trilinear) and order-3 zooms
  * of a 3-D float32 volume, and the kernel log shows which specialization ran
  * (zoom: the per-axis tables' kernel); every op with a bool input, a bool
  * output or both (spline_filter1d's copies of order <= 1 among them); the
@@ -85,9 +87,11 @@ static ndf_status call(ndf_ctx *ctx, const icase *c, const ndf_array *in, const 
 }
 
 /* long_rows: the last spatial axis (of the input, and of the output where it is drawn) up to 300
- * long, so that a thread's points (32 apart) share rows. */
-/* bools: 0 any dtypes; 1 a bool input, output or both (and spline_filter1d mostly of order <= 1). */
-static void draw_case(icase *c, tu_rng *r, int long_rows, int bools) {
+ * long, so that a thread's points (32 apart) share rows.  bools: 0 any dtypes; 1 a bool input, output
+ * or both (and spline_filter1d mostly of order <= 1).  empty: one spatial axis of the input of extent 0
+ * (the ops with outputs of points outside it in the constant or grid-constant mode, the modes that
+ * define them), and zoom factors that may empty an axis. */
+static void draw_case(icase *c, tu_rng *r, int long_rows, int bools, int empty) {
   memset(c, 0, sizeof *c);
   c->op = (int)tu_rng_int(r, 0, OP_COUNT - 1);
   ndf_interp_options_init(&c->o);
@@ -102,6 +106,11 @@ static void draw_case(icase *c, tu_rng *r, int long_rows, int bools) {
   const int64_t maxn = c->nsp == 1 ? 40 : c->nsp == 2 ? 14 : c->nsp == 3 ? 7 : 4;
   for (int d = 0; d < c->nd; d++) c->shape[d] = d < c->nb ? tu_rng_int(r, 1, 3) : tu_rng_int(r, 1, maxn);
   if (long_rows) c->shape[c->nd - 1] = tu_rng_int(r, 33, 300);
+  if (empty) {
+    c->shape[c->nb + tu_rng_int(r, 0, c->nsp - 1)] = 0;
+    if (c->op == OP_MAP || c->op == OP_AFFINE || c->op == OP_ROTATE)
+      c->o.mode = tu_rng_chance(r, 0.5) ? NDF_INTERP_CONSTANT : NDF_INTERP_GRID_CONSTANT;
+  }
   c->dt = IN_DTYPES[tu_rng_int(r, 0, 10)];
   c->odt = tu_rng_chance(r, 0.4) ? OUT_DTYPES[tu_rng_int(r, 0, 10)] : c->dt;
   if (bools) {
@@ -140,6 +149,7 @@ static void draw_case(icase *c, tu_rng *r, int long_rows, int bools) {
       c->nvals = nsp;
       c->grid = tu_rng_chance(r, 0.4);
       for (int d = 0; d < nsp; d++) c->vals[d] = 0.5 + tu_rng_unif(r) * 2;
+      if (empty) c->vals[tu_rng_int(r, 0, nsp - 1)] = tu_rng_chance(r, 0.5) ? 0.0 : tu_rng_unif(r) * 0.2;
       int64_t zs[NDF_MAX_NDIM];
       if (ndf_zoom_shape(c->nd, c->shape, nb, nsp, c->vals, zs) != NDF_OK) { /* an empty axis: zoom by 1 */
         for (int d = 0; d < nsp; d++) c->vals[d] = 1.0;
@@ -272,7 +282,7 @@ static void test_gpu_interp_random(void **state) {
   int failed = 0;
   for (long k = 0; k < s->ncases && failed < 8; k++) {
     icase c;
-    draw_case(&c, &r, 0, 0);
+    draw_case(&c, &r, 0, 0, 0);
     if (run_case(s->ctx, &c, &r) != 0) failed++;
   }
   if (failed) printf("%d random interpolation cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
@@ -290,7 +300,7 @@ static void test_gpu_interp_bool(void **state) {
   const long n = s->ncases / 2 > 40 ? s->ncases / 2 : 40;
   for (long k = 0; k < n && failed < 8; k++) {
     icase c;
-    draw_case(&c, &r, 0, 1);
+    draw_case(&c, &r, 0, 1, 0);
     if (run_case(s->ctx, &c, &r) != 0) failed++;
   }
   if (failed) printf("%d bool interpolation cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
@@ -308,10 +318,29 @@ static void test_gpu_interp_long_rows(void **state) {
   const long n = s->ncases / 4 > 20 ? s->ncases / 4 : 20;
   for (long k = 0; k < n && failed < 8; k++) {
     icase c;
-    draw_case(&c, &r, 1, 0);
+    draw_case(&c, &r, 1, 0, 0);
     if (run_case(s->ctx, &c, &r) != 0) failed++;
   }
   if (failed) printf("%d long-row interpolation cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
+  assert_int_equal(failed, 0);
+}
+
+/* Inputs with an empty spatial axis: the outputs of points outside them (map_coordinates, affine
+ * with an output shape, rotate with reshape) in the constant and grid-constant modes, the padded
+ * prefilter of grid-constant over no samples, and empty outputs (zoom, shift, spline filters)
+ * that launch nothing. */
+static void test_gpu_interp_empty(void **state) {
+  gpu_state *s = *state;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed ^ 0x1e9);
+  int failed = 0;
+  const long n = s->ncases / 4 > 40 ? s->ncases / 4 : 40;
+  for (long k = 0; k < n && failed < 8; k++) {
+    icase c;
+    draw_case(&c, &r, 0, 0, 1);
+    if (run_case(s->ctx, &c, &r) != 0) failed++;
+  }
+  if (failed) printf("%d empty-input interpolation cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);
 }
 
@@ -498,6 +527,7 @@ int main(void) {
       cmocka_unit_test(test_gpu_interp_random),
       cmocka_unit_test(test_gpu_interp_long_rows),
       cmocka_unit_test(test_gpu_interp_bool),
+      cmocka_unit_test(test_gpu_interp_empty),
       cmocka_unit_test(test_gpu_interp_index_width),
       cmocka_unit_test(test_gpu_interp_zoom3d),
       cmocka_unit_test(test_gpu_interp_spline_paths),

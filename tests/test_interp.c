@@ -343,6 +343,32 @@ static void test_known_values(void **state) {
   for (int i = 0; i < 6; i++) assert_true(tu_get(&ro.arr, i) == want[i]);
   tu_array_free(&r);
   tu_array_free(&ro);
+
+  /* Empty inputs (scipy's results): zoom keeps the empty axis and zooms the others; rotate of a 0x5
+   * plane with reshape has a 2x4 output of points outside the input, cval in the constant mode (an
+   * integer output rounded), NDF_EINVAL in a mode that maps them onto samples that do not exist. */
+  const int64_t s05[2] = {0, 5}, s010[2] = {0, 10}, s24[2] = {2, 4};
+  tu_array e, eo, er;
+  assert_int_equal(tu_array_alloc(&e, NDF_FLOAT32, 2, s05), 0);
+  assert_int_equal(tu_array_alloc(&eo, NDF_FLOAT32, 2, s010), 0);
+  assert_int_equal(tu_array_alloc(&er, NDF_INT16, 2, s24), 0);
+  const double z2 = 2.0;
+  int64_t zs2[2];
+  assert_int_equal(ndf_zoom_shape(2, s05, 0, 1, &z2, zs2), NDF_OK);
+  assert_true(zs2[0] == 0 && zs2[1] == 10);
+  assert_int_equal(ndf_zoom(ctx, &e.arr, &eo.arr, 1, &z2, 0, NULL), NDF_OK);
+  assert_int_equal(ndf_rotate_shape(2, s05, 0, 30.0, 1, 0, 1, rs), NDF_OK);
+  assert_true(rs[0] == 2 && rs[1] == 4);
+  ndf_interp_options_init(&opt);
+  opt.cval = 7.5;
+  assert_int_equal(ndf_rotate(ctx, &e.arr, &er.arr, 30.0, 1, 0, 1, &opt), NDF_OK);
+  for (int i = 0; i < 8; i++) assert_true(tu_get(&er.arr, i) == 8);
+  opt.mode = NDF_INTERP_REFLECT;
+  assert_int_equal(ndf_rotate(ctx, &e.arr, &er.arr, 30.0, 1, 0, 1, &opt), NDF_EINVAL);
+  assert_non_null(strstr(ndf_errmsg(ctx), "empty"));
+  tu_array_free(&e);
+  tu_array_free(&eo);
+  tu_array_free(&er);
 }
 
 /* A bool output as scipy 1.10 stores it (npy_bool, C's cast on x86-64: truncation to int32, its low byte;
@@ -469,14 +495,17 @@ static void test_contract(void **state) {
   EXPECT_REJECT(ndf_spline_filter(ctx, &in.arr, &out.arr, 6, NDF_INTERP_MIRROR, 0), "ndf_spline_filter", "'order'", &out);
   EXPECT_REJECT(ndf_spline_filter1d(ctx, &in.arr, &out.arr, 3, 2, NDF_INTERP_MIRROR), "ndf_spline_filter1d", "'axis'",
                 &out);
-  /* zoom to an empty axis, a wrong output shape */
-  const double zsmall[2] = {0.1, 1.0}, zbig[2] = {2.0, 1.0}, zneg = -1;
+  /* zoom to an empty axis needs the empty output (scipy's); a wrong output shape, a negative or NaN factor */
+  const double zsmall[2] = {0.1, 1.0}, zbig[2] = {2.0, 1.0}, zneg = -1, znan = NAN;
   assert_int_equal(tu_array_alloc(&o0, NDF_FLOAT32, 2, sh), 0);
-  EXPECT_REJECT(ndf_zoom(ctx, &in.arr, &o0.arr, 2, zsmall, 0, &o), "ndf_zoom", "empty axis", &o0);
+  EXPECT_REJECT(ndf_zoom(ctx, &in.arr, &o0.arr, 2, zsmall, 0, &o), "ndf_zoom", "'output'", &o0);
   EXPECT_REJECT(ndf_zoom(ctx, &in.arr, &o0.arr, 2, zbig, 0, &o), "ndf_zoom", "'output'", &o0);
   EXPECT_REJECT(ndf_zoom(ctx, &in.arr, &o0.arr, 1, &zneg, 0, &o), "ndf_zoom", "'zoom'", &o0);
+  EXPECT_REJECT(ndf_zoom(ctx, &in.arr, &o0.arr, 1, &znan, 0, &o), "ndf_zoom", "'zoom'", &o0);
   int64_t zs[2];
-  assert_int_equal(ndf_zoom_shape(2, sh, 0, 2, zsmall, zs), NDF_EINVAL);
+  assert_int_equal(ndf_zoom_shape(2, sh, 0, 2, zsmall, zs), NDF_OK);
+  assert_int_equal(zs[0], 0);
+  assert_int_equal(zs[1], 5);
   /* rotate needs two distinct spatial axes */
   EXPECT_REJECT(ndf_rotate(ctx, &in.arr, &out.arr, 30, 1, 1, 0, &o), "ndf_rotate", "'axes'", &out);
   tu_array in1;

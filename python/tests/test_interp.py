@@ -191,32 +191,54 @@ def test_nan_and_huge_coordinates(order):
     assert np.isnan(nd.shift(x, (np.nan, 0), order=order, mode="nearest")).all()
 
 
+@pytest.mark.filterwarnings("ignore:The behavior of affine_transform")
 def test_empty_inputs_and_outputs():
-    """Empty arrays: an empty output is scipy's (shape and dtype); zoom to an axis of extent 0 and an
-    empty input with a non-empty output (scipy reads outside the input there) are ValueError."""
+    """Empty arrays as scipy: an empty output is scipy's (shape and dtype); zoom of an empty input or to
+    an axis of extent 0 gives the empty zoomed shape; points outside an empty input are scipy's values
+    in the constant and grid-constant modes (cval; grid-constant's prefilter over its cval padding) and
+    ValueError in the modes that would read samples the input does not have."""
     e = np.zeros((0, 5))
     for name, args, kw in [("shift", (e, 1.0), {}), ("affine_transform", (e, np.eye(2)), {}),
                            ("spline_filter", (e,), {}), ("spline_filter1d", (e,), dict(axis=0)),
                            ("map_coordinates", (np.ones((4, 5)), np.zeros((2, 0))), {}),
                            ("affine_transform", (np.ones((3, 4)), np.eye(2)), dict(output_shape=(0, 4))),
-                           ("zoom", (np.ones((2, 0, 3)), 1.5), dict()),
-                           ("shift", (np.ones((0, 4, 5)), 0.5), dict(batch_dims=1))]:
-        if "batch_dims" in kw:
-            got = nd.shift(*args, **kw)
-            assert got.shape == (0, 4, 5) and got.dtype == np.float64
-            continue
-        if name == "zoom":
-            with pytest.raises(ValueError, match="empty"):
-                nd.zoom(*args)
-            continue
+                           ("zoom", (np.ones((2, 0, 3)), 1.5), {}), ("zoom", (e.astype(np.uint8), 2), {}),
+                           ("zoom", (e, 0.5), dict(grid_mode=True, mode="grid-constant")),
+                           ("zoom", (np.ones(3), 0.1), {}),  # round(0.3) = 0
+                           ("zoom", (np.ones((3, 4)), (1, 0.1)), {}), ("zoom", (np.ones((3, 4)), 0), {}),
+                           ("rotate", (e, 90), {}), ("rotate", (e, 30), dict(reshape=False))]:
         got, want = getattr(nd, name)(*args, **kw), getattr(sn, name)(*args, **kw)
         assert got.shape == want.shape and got.dtype == want.dtype, name
-    with pytest.raises(ValueError, match="empty"):
-        nd.zoom(np.ones(3), 0.1)  # round(0.3) = 0
-    with pytest.raises(ValueError, match="empty"):
-        nd.rotate(e, 30)
-    with pytest.raises(ValueError, match="empty"):
-        nd.map_coordinates(e, np.zeros((2, 3)))
+    got = nd.shift(np.ones((0, 4, 5)), 0.5, batch_dims=1)
+    assert got.shape == (0, 4, 5) and got.dtype == np.float64
+    rng = np.random.default_rng(5)
+    for x in (e, np.zeros((3, 0), np.uint8), np.zeros((2, 0, 4), np.float32)):
+        k = x.ndim
+        pts = rng.uniform(-20, 20, (k, 9))
+        for mode in ("constant", "grid-constant"):
+            for order in range(6):
+                for prefilter in (True, False):
+                    kw = dict(order=order, mode=mode, cval=-2.6, prefilter=prefilter)
+                    for odt in (None, np.float64, np.int16):
+                        calls = [("map_coordinates", (x, pts), dict(output=odt)),
+                                 ("affine_transform", (x, np.eye(k) * 1.3), dict(offset=-2.2, output_shape=(5,) * k,
+                                                                                  output=odt)),
+                                 ("affine_transform", (x, np.ones(k) * 0.7), dict(offset=1.1, output_shape=(4,) * k,
+                                                                                  output=odt))]
+                        if k >= 2:
+                            calls.append(("rotate", (x, 37), dict(output=odt)))
+                        for name, args, kw2 in calls:
+                            got = getattr(nd, name)(*args, **kw, **kw2)
+                            want = getattr(sn, name)(*args, **kw, **kw2)
+                            assert got.dtype == want.dtype, name
+                            np.testing.assert_array_equal(got, want, err_msg="%s %r" % (name, kw))
+    for mode in ("nearest", "reflect", "mirror", "wrap", "grid-wrap"):
+        with pytest.raises(ValueError, match="empty"):
+            nd.rotate(e, 30, mode=mode)
+        with pytest.raises(ValueError, match="empty"):
+            nd.map_coordinates(e, np.zeros((2, 3)), mode=mode)
+    with pytest.raises(ValueError, match="zoom"):
+        nd.zoom(np.ones(3), -1)
 
 
 def test_output_forms_and_3d():

@@ -164,15 +164,37 @@ static ndf_status begin(ndf_ctx *ctx, const char *name, const ndf_array *in, con
   return s;
 }
 
-/* Runs a checked plan: an empty input with a non-empty output is an error;
- * an empty output, nothing to do. */
+/* Runs a checked plan.  An empty output: nothing to do.  An input with an
+ * empty spatial axis and a non-empty output (rotate with reshape, an
+ * output_shape, points of map_coordinates): every point lies outside the
+ * input, which scipy defines in the constant and grid-constant modes alone
+ * (cval, and grid-constant's padding of cval interpolated); the backends
+ * compute it without reading the input, the prefilter kept where there is
+ * padding to filter.  The other modes map points onto samples that do not
+ * exist (scipy reads outside its buffer there): an error. */
 static ndf_status run(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out, const ndf__interp_plan *p) {
   if (ndf_array_size(out) == 0) return NDF_OK;
-  for (int d = 0; d < p->nsp; d++)
-    if (in->shape[p->nb + d] == 0)
-      return ndf__argerror(ctx, name, "input", "spatial axis %d is empty but the output is not", d);
-  if (!in->data) return ndf__argerror(ctx, name, "input", "NULL data");
-  return in->device == NDF_DEVICE_CPU ? ndf__interp_cpu(ctx, name, in, out, p) : ndf__interp_cuda(ctx, name, in, out, p);
+  int empty = -1;
+  for (int d = p->nsp - 1; d >= 0; d--)
+    if (in->shape[p->nb + d] == 0) empty = d;
+  if (empty < 0) {
+    if (!in->data) return ndf__argerror(ctx, name, "input", "NULL data");
+    return in->device == NDF_DEVICE_CPU ? ndf__interp_cpu(ctx, name, in, out, p) : ndf__interp_cuda(ctx, name, in, out, p);
+  }
+  if (p->mode != NDF_INTERP_CONSTANT && p->mode != NDF_INTERP_GRID_CONSTANT)
+    return ndf__argerror(ctx, name, "input",
+                         "spatial axis %d is empty and the output is not: mode %s has no samples to read there "
+                         "(only constant and grid-constant define points outside an empty input)",
+                         empty, ndf_interp_mode_name(p->mode));
+  ndf__interp_plan q = *p;
+  if (q.npad == 0) q.filtered = 0; /* no coefficient is read: every point is cval */
+  if (in->device != NDF_DEVICE_CPU) return ndf__interp_cuda(ctx, name, in, out, &q);
+  /* on the host, a view whose every element offset is 0 at a valid address (the data may be NULL) */
+  static const double nothing = 0;
+  ndf_array e = *in;
+  for (int d = 0; d < e.ndim; d++) e.strides[d] = 0;
+  if (!e.data) e.data = (void *)&nothing;
+  return ndf__interp_cpu(ctx, name, &e, out, &q);
 }
 
 #define NDF__BEGIN(name)                                                         \
@@ -375,12 +397,11 @@ static ndf_status zoom_shape(ndf_ctx *ctx, const char *name, int n, const int64_
   if (s != NDF_OK) return s;
   if (nzoom == 0) return ndf__argerror(ctx, name, "zoom", "no values (give 1 or %d)", n);
   for (int d = 0; d < n; d++) {
-    if (!(z[d] > 0) || !isfinite(z[d]))
-      return ndf__argerror(ctx, name, "zoom", "zoom[%d]=%g is not a finite positive factor", d, z[d]);
+    /* scipy takes any factor whose round(n z) is a valid extent: 0 (or a
+     * factor small enough) gives an empty axis, and so does an empty input */
+    if (!(z[d] >= 0) || !isfinite(z[d]))
+      return ndf__argerror(ctx, name, "zoom", "zoom[%d]=%g is not a finite factor >= 0", d, z[d]);
     const double e = round_half_even((double)shape[d] * z[d]);
-    if (!(e >= 1))
-      return ndf__argerror(ctx, name, "zoom", "axis %d of extent %lld zooms by %g to an empty axis", d,
-                           (long long)shape[d], z[d]);
     if (!(e < 9.0e15)) return ndf__argerror(ctx, name, "zoom", "axis %d zooms to %g samples", d, e);
     out[d] = (int64_t)e;
   }
