@@ -1436,6 +1436,9 @@ static void run_help(void) {
     if (ops[i].flags & OPF_BET) printf("  %-23s %s\n", ops[i].name, ops[i].summary);
   printf("N4 bias-field correction (ITK's N4; `ndforge run n4 --help` lists its options):\n"
          "  %-27s %s\n", "n4", "the input divided by its smooth multiplicative bias field");
+  printf("interpolation (scipy.ndimage; `ndforge run zoom --help` lists their options):\n"
+         "  zoom, shift, rotate, affine_transform, map_coordinates, spline_filter,\n"
+         "  spline_filter1d, resample (a NIfTI volume to a voxel spacing)\n");
   printf("\nThe composite ops (opening to black_tophat) use the element, mode, cval and\n"
          "origin in every step; their arithmetic is NumPy's in the input dtype\n"
          "(integers wrap around, as in scipy).\n"
@@ -1544,7 +1547,9 @@ static void run_help(void) {
          "  --device cpu|cuda|auto  where to run (default auto: CUDA when there is a\n"
          "                        device, except cdt with --indices or --structure)\n"
          "  --cpu-threads N       the CPU backend's threads (default OpenMP's: OMP_NUM_THREADS,\n"
-         "                        else one per core); the result does not depend on it\n");
+         "                        else one per core); the result does not depend on it\n"
+         "  --tune NAME=VALUE     a kernel variant for this call (repeatable; ndforge\n"
+         "                        tunables lists them)\n");
 }
 
 /* `ndforge run OP --help`: what OP is and the options it takes. */
@@ -1570,7 +1575,7 @@ static void op_help(const op_def *op) {
                "but histogram and the percentiles take --output-dtype"
          : op->flags & OPF_BINARY ? "bool (uint8 in NIfTI files)"
                                   : "the input's dtype");
-  const optset shown = op->opts | O_DEVICE | O_CPU_THREADS | (op->opts & O_BATCH_DIMS ? O_BATCH_AXIS : 0);
+  const optset shown = op->opts | O_DEVICE | O_CPU_THREADS | O_TUNE | (op->opts & O_BATCH_DIMS ? O_BATCH_AXIS : 0);
   for (size_t k = 0; k < NOPT_DEFS; k++)
     if (opt_defs[k].flag & shown)
       printf("  %s%s %s\n", dash(opt_defs[k].name), opt_defs[k].name, opt_defs[k].arg);
@@ -1584,6 +1589,12 @@ static void op_help(const op_def *op) {
 }
 
 static int is_help(const char *s) { return strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0; }
+/* --help or -h among argv[first..) before a "--". */
+static int asks_help(int argc, char **argv, int first) {
+  for (int i = first; i < argc && strcmp(argv[i], "--") != 0; i++)
+    if (is_help(argv[i])) return 1;
+  return 0;
+}
 
 void cli_move_axis(ndf_array *x, int from, int to) {
   if (from < 0 || to < 0 || from >= x->ndim || to >= x->ndim || x->ndim > NDF_MAX_NDIM) return;
@@ -1901,7 +1912,7 @@ static int cmd_structure(int argc, char **argv) {
     return EXIT_USAGE;
   }
   const char *sub = argv[2];
-  if (is_help(sub)) {
+  if (asks_help(argc, argv, 2)) {
     printf("usage: ndforge structure generate RANK CONNECTIVITY OUT\n"
            "       ndforge structure iterate IN ITERATIONS OUT [--origin N[,N...]]\n\n"
            "generate: scipy.ndimage.generate_binary_structure(RANK, CONNECTIVITY), RANK 1..%d\n"
@@ -1939,6 +1950,11 @@ static void print_device(int ordinal, const ndf_ctx_info *info) {
 }
 
 static int cmd_info(int argc, char **argv) {
+  if (asks_help(argc, argv, 2)) {
+    printf("usage: ndforge info\n\nPrints the library's version and build, NVRTC, the CUDA driver, the devices\n"
+           "and the kernel cache directory.  No options.\n");
+    return 0;
+  }
   args a;
   int rc = parse_args(argc, argv, 2, 0, "info", &a);
   if (rc) return rc;
@@ -2139,6 +2155,18 @@ static const struct warm_def *find_warm(const char *name) {
 static int cache_warm(ndf_ctx *ctx, const args *a);
 
 static int cmd_cache(int argc, char **argv) {
+  if (asks_help(argc, argv, 2)) {
+    printf("usage: ndforge cache list\n"
+           "       ndforge cache clear\n"
+           "       ndforge cache warm [--arch sm_XY] OP... --dtype DTYPE [--ndim N] [op options]\n\n"
+           "list: the kernels in the cache directory; clear: removes them; warm: compiles the\n"
+           "kernels that OP (each of them) runs on inputs of --dtype and --ndim (default 3)\n"
+           "with the op options given (those of `ndforge run OP --help` that choose kernels:\n"
+           "--size, --footprint, --structure, --mode, --batch-dims, --output-dtype, ...), for\n"
+           "the GPU of this machine or --arch; no GPU needed.  The directory: NDF_CACHE_DIR (default\n"
+           "$XDG_CACHE_HOME/ndforge, then ~/.cache/ndforge).\n");
+    return 0;
+  }
   if (argc < 3) {
     errorf("usage: ndforge cache list|clear|warm ... (see ndforge --help)");
     return EXIT_USAGE;
@@ -2425,6 +2453,18 @@ done:
 }
 
 static int cmd_demo(int argc, char **argv) {
+  if (asks_help(argc, argv, 2)) {
+    printf("usage: ndforge demo [--out DIR] [--device cpu|cuda|auto] [--cpu-threads N]\n\n"
+           "Erodes and dilates an MRI volume,\n  %s (Debian's mricron-data),\n"
+           "or a phantom without it, with grey_erosion and grey_dilation, size 3, mode reflect;\n"
+           "prints the timings (on a GPU: the cold compile, the disk cache and the steady state,\n"
+           "and the result compared with the CPU backend's) and writes both results to DIR.\n\n"
+           "  --out DIR              where the results go (default ndforge-demo)\n"
+           "  --device cpu|cuda|auto auto (default): CUDA when there is a device\n"
+           "  --cpu-threads N        the CPU backend's threads (default OpenMP's)\n",
+           CH2_PATH);
+    return 0;
+  }
   args a;
   int rc = parse_args(argc, argv, 2, O_OUT | O_DEVICE | O_CPU_THREADS, "demo", &a);
   if (rc) return rc;
@@ -3088,7 +3128,7 @@ static void usage(FILE *f) {
           "  ndforge ect INPUT DIRECTIONS.npy OUT.npy [--thresholds T | --values V.npy]\n"
           "      [--weighted] [--construction V|T] ...   Euler characteristic transform\n"
           "                                         (ndforge ect --help)\n"
-          "  ndforge demo [--out DIR] [--device cpu|cuda|auto]\n"
+          "  ndforge demo [--out DIR] [--device cpu|cuda|auto] [--cpu-threads N]\n"
           "                                         erode and dilate an MRI volume (a phantom\n"
           "                                         without mricron-data), with timings\n"
           "  ndforge sinkhorn A.npy B.npy OUT.npy --epsilon E --max-iter N [options]\n"
