@@ -365,6 +365,38 @@ static ndf_status c_histogram(fcase *c) { /* range from the data, weights, densi
   o.batch_dims = 1;
   return ndf_histogram(c->ctx, c->IN, c->OUT[0], c->OUT[1], &o);
 }
+static ndf_status c_zoom(fcase *c) { /* order 3 with the prefilter over grid-constant's padding, the tap tables */
+  const double z[2] = {1.5, 0.8};
+  ndf_interp_options o;
+  ndf_interp_options_init(&o);
+  o.mode = NDF_INTERP_GRID_CONSTANT;
+  o.cval = 7;
+  o.batch_dims = 1;
+  return ndf_zoom(c->ctx, c->IN, c->OUT[0], 2, z, 1, &o);
+}
+static ndf_status c_rotate(fcase *c) { /* order 2 with the prefilter, per-point taps */
+  ndf_interp_options o;
+  ndf_interp_options_init(&o);
+  o.order = 2;
+  o.batch_dims = 1;
+  return ndf_rotate(c->ctx, c->IN, c->OUT[0], 30.0, 1, 0, 0, &o);
+}
+static ndf_status c_percentile_window(fcase *c) { /* each image's 0.5th and 99.5th percentiles to [-1, 1] */
+  ndf_window_options o;
+  ndf_window_options_init(&o);
+  o.out_min = -1;
+  o.batch_dims = 1;
+  return ndf_percentile_window(c->ctx, c->IN, c->OUT[0], 0.5, 99.5, &o);
+}
+static ndf_status c_minmax(fcase *c) {
+  ndf_window_options o;
+  ndf_window_options_init(&o);
+  o.batch_dims = 1;
+  return ndf_normalize_minmax(c->ctx, c->IN, c->OUT[0], &o);
+}
+static ndf_status c_zscore(fcase *c) { /* the statistics of a mask's voxels */
+  return ndf_normalize_zscore(c->ctx, c->IN, c->AUX, c->OUT[0], 1);
+}
 static ndf_status c_equalize(fcase *c) { /* integer input: one bin per value, a mask */
   return ndf_equalize_hist(c->ctx, c->IN, c->AUX, c->OUT[0], 256, 1);
 }
@@ -572,6 +604,27 @@ static void run_filter(ndf_ctx *ctx, const char *name, ndf_status (*call)(fcase 
   case_free(&c);
 }
 
+/* A case on a 3-D input of the given shape (a uint8 mask of it as aux with with_mask) and one output. */
+static void run_shaped(ndf_ctx *ctx, const char *name, ndf_status (*call)(fcase *), ndf_dtype in_dt,
+                       const int64_t *shape, int with_mask, const ndf_dtype *out_dt, const int *out_nd,
+                       const int64_t (*out_sh)[3]) {
+  fcase c;
+  memset(&c, 0, sizeof c);
+  c.name = name;
+  c.ctx = ctx;
+  c.call = call;
+  assert_int_equal(tu_array_alloc(&c.in, in_dt, 3, shape), 0);
+  fill(&c.in, 37, 0);
+  if (with_mask) {
+    assert_int_equal(tu_array_alloc(&c.aux, NDF_UINT8, 3, shape), 0);
+    fill(&c.aux, 41, 1);
+    c.aux_dev = 1;
+  }
+  out_alloc(&c, out_dt[0], out_nd[0], out_sh[0]);
+  sweep(&c);
+  case_free(&c);
+}
+
 static void test_filters(void **state) {
   ndf_ctx *ctx = *state;
   run_filter(ctx, "grey_erosion", c_grey_erosion, NDF_FLOAT32, NDF_FLOAT32, 0, 0);
@@ -749,6 +802,11 @@ static void test_linear(void **state) {
   ndf_ctx *ctx = *state;
   run_filter(ctx, "gaussian_gradient_mag", c_gradient_magnitude, NDF_FLOAT32, NDF_FLOAT32, 0, 0);
   run_filter(ctx, "correlate", c_correlate, NDF_UINT8, NDF_INT16, 0, 0);
+  static const int64_t zs[1][3] = {{5, 9, 6}}, rs[1][3] = {{5, 6, 7}};
+  const ndf_dtype f32[1] = {NDF_FLOAT32};
+  const int n3[1] = {3};
+  run_shaped(ctx, "zoom", c_zoom, NDF_INT16, SH3, 0, f32, n3, zs);
+  run_shaped(ctx, "rotate", c_rotate, NDF_FLOAT32, SH3, 0, f32, n3, rs);
 }
 
 static void test_intensity(void **state) {
@@ -774,6 +832,15 @@ static void test_intensity(void **state) {
   run_pair(ctx, "equalize_hist", c_equalize, NDF_INT16, 0, NDF_UINT8, 1, edt, end, esh);
   run_pair(ctx, "equalize_hist int32", c_equalize, NDF_INT32, 0, NDF_UINT8, 1, edt, end, esh); /* a wide dtype: its range read first */
   run_pair(ctx, "equalize_hist float32", c_equalize, NDF_FLOAT32, 0, NDF_UINT8, 1, edt, end, esh);
+  /* Images of 600 values: the percentiles' radix selection (its digit counts and key copies; the
+   * 42-value images above are sorted in place), the windows' statistics and their buffers. */
+  static const int64_t big[1][3] = {{3, 24, 25}}, qs[1][3] = {{3, 3, 0}};
+  const ndf_dtype f64[1] = {NDF_FLOAT64}, f32[1] = {NDF_FLOAT32};
+  const int n2[1] = {2}, n3[1] = {3};
+  run_shaped(ctx, "percentile radix", c_percentile_q, NDF_FLOAT32, big[0], 0, f64, n2, qs);
+  run_shaped(ctx, "percentile_window", c_percentile_window, NDF_INT16, big[0], 0, f32, n3, big);
+  run_shaped(ctx, "normalize_minmax", c_minmax, NDF_FLOAT64, big[0], 0, f32, n3, big);
+  run_shaped(ctx, "normalize_zscore", c_zscore, NDF_UINT16, big[0], 1, f64, n3, big);
 }
 
 static void test_metrics(void **state) {
