@@ -1462,10 +1462,38 @@ def _out_chunks(x, nb, out_sp, output_chunks):
     return x.chunks[:nb] + tuple(ch)
 
 
+def _geometric_empty(x, geom, out_sp, order, mode, cval, prefilter, dtype, nb, output_chunks, coords):
+    """_geometric where the input or the output has no elements: there are no samples to read.  An empty
+    output; or points outside an empty input, which the single-array call on that (empty) input computes
+    (cval, grid-constant's padding interpolated) or refuses (the modes that map them onto samples)."""
+    from . import _interp
+    shape = tuple(x.shape[:nb]) + tuple(int(s) for s in out_sp)
+    src = x.compute()
+    if 0 in shape:
+        r = _xp(src).empty(shape, dtype=dtype)
+    elif geom["kind"] == "coords":
+        r = _interp.map_coordinates(src, coords.compute(), output=dtype, order=order, mode=mode, cval=cval,
+                                    prefilter=prefilter, batch_dims=nb)
+    else:  # affine (a separable transform keeps an empty axis empty)
+        r = _interp.affine_transform(src, geom["matrix"], geom["offset"], output_shape=tuple(out_sp), output=dtype,
+                                     order=order, mode=mode, cval=cval, prefilter=prefilter, batch_dims=nb)
+    if coords is not None and 0 not in shape:
+        chunks = x.chunks[:nb] + coords.chunks[1:]
+    elif output_chunks is not None and 0 not in shape:
+        if isinstance(output_chunks, tuple):  # a chunk size taken from an empty axis: the whole axis
+            output_chunks = tuple(-1 if isinstance(c, (int, np.integer)) and c == 0 else c for c in output_chunks)
+        chunks = x.chunks[:nb] + tuple(da.core.normalize_chunks(output_chunks, tuple(out_sp), dtype=x.dtype))
+    else:
+        chunks = x.chunks[:nb] + tuple((int(s),) for s in out_sp)
+    return da.from_array(r, chunks=chunks, asarray=False)
+
+
 def _geometric(x, geom, out_sp, order, mode, cval, prefilter, dtype, nb, output_chunks, coords=None,
             name="ndforge-interp"):
     """The chunked transform: geom gives the coordinates (kind 'sep': per axis zoom and shift; 'affine':
     matrix and offset; 'coords': the coordinates array ``coords``, chunked as the output)."""
+    if 0 in x.shape or 0 in tuple(out_sp):
+        return _geometric_empty(x, geom, out_sp, order, mode, cval, prefilter, dtype, nb, output_chunks, coords)
     mode = _interp_mode_name(mode)
     src = x.astype(_source_dtype(x.dtype)) if _source_dtype(x.dtype) != x.dtype else x
     filtered = bool(prefilter) and order > 1

@@ -143,6 +143,28 @@ def test_spline_filters():
         same(nd.spline_filter(x, 4, output=np.float16), ndi.spline_filter(IMG3, 4, output=np.float16))
 
 
+def test_empty():
+    """An input with an empty axis, or an output without elements: the single call's result (points outside an
+    empty input: cval, grid-constant's padding interpolated), or its error in the other modes."""
+    e = np.zeros((0, 5), np.float32)
+    x = da.from_array(e, chunks=3)
+    for order, mode in [(1, "constant"), (3, "grid-constant"), (0, "grid-constant")]:
+        kw = dict(order=order, mode=mode, cval=2.5)
+        same(nd.rotate(x, 30, **kw), ndi.rotate(e, 30, **kw))
+        same(nd.affine_transform(x, np.eye(2) * 1.2, 0.5, output_shape=(3, 4), **kw),
+             ndi.affine_transform(e, np.eye(2) * 1.2, 0.5, output_shape=(3, 4), **kw))
+        pts = np.array([[0.0, -1.5, 3], [2.0, 4.5, -7]])
+        same(nd.map_coordinates(x, pts, **kw), ndi.map_coordinates(e, pts, **kw))
+        same(nd.zoom(x, 2, **kw), ndi.zoom(e, 2, **kw))
+        same(nd.shift(x, 1.5, **kw), ndi.shift(e, 1.5, **kw))
+    same(nd.zoom(da.from_array(IMG, chunks=4), (1, 0.04)), ndi.zoom(IMG, (1, 0.04)))  # round(0.44) = 0
+    same(nd.zoom(da.from_array(np.zeros((3, 0, 4)), chunks=2), 2, batch_dims=1),
+         ndi.zoom(np.zeros((3, 0, 4)), 2, batch_dims=1))
+    same(nd.spline_filter(x), ndi.spline_filter(e))
+    with pytest.raises(ValueError, match="empty"):
+        nd.rotate(x, 30, mode="nearest").compute()
+
+
 def test_region_is_bounded():
     """An output chunk reads a region of the input near its own, not the whole axis."""
     img = RNG.random((64, 64))
