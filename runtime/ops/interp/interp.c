@@ -413,7 +413,9 @@ ndf_status ndf_zoom_shape(int ndim, const int64_t *shape, int batch_dims, int nz
   static const char *name = "ndf_zoom_shape";
   if (!shape || !out_shape) return ndf__error(NULL, NDF_EINVAL, "%s: NULL argument", name);
   if (ndim < 1 || ndim > NDF_MAX_NDIM || batch_dims < 0 || batch_dims >= ndim || ndim - batch_dims > NDF_MAX_SPATIAL)
-    return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ndim' (rank %d with batch_dims %d)", name, ndim, batch_dims);
+    return ndf__error(NULL, NDF_EINVAL, "%s: bad argument '%s' (rank %d with batch_dims %d: at least one and at most %d "
+                      "spatial axes)", name, ndim < 1 || ndim > NDF_MAX_NDIM ? "ndim" : "batch_dims", ndim, batch_dims,
+                      NDF_MAX_SPATIAL);
   double z[NDF_MAX_SPATIAL];
   int64_t o[NDF_MAX_SPATIAL];
   ndf_status s = zoom_shape(NULL, name, ndim - batch_dims, shape + batch_dims, nzoom, zoom, z, o);
@@ -557,7 +559,8 @@ ndf_status ndf_rotate_shape(int ndim, const int64_t *shape, int batch_dims, doub
   static const char *name = "ndf_rotate_shape";
   if (!shape || !out_shape) return ndf__error(NULL, NDF_EINVAL, "%s: NULL argument", name);
   if (ndim < 1 || ndim > NDF_MAX_NDIM || batch_dims < 0 || batch_dims >= ndim)
-    return ndf__error(NULL, NDF_EINVAL, "%s: bad argument 'ndim' (rank %d with batch_dims %d)", name, ndim, batch_dims);
+    return ndf__error(NULL, NDF_EINVAL, "%s: bad argument '%s' (rank %d with batch_dims %d: at least one spatial axis)",
+                      name, ndim < 1 || ndim > NDF_MAX_NDIM ? "ndim" : "batch_dims", ndim, batch_dims);
   int a0, a1;
   double mat[4], off[2];
   int64_t op[2];
