@@ -1771,7 +1771,9 @@ NDF_API const char *ndf_interp_mode_name(ndf_interp_mode m);
  * is ndforge's own rule.  Empty arrays (as scipy): an output without
  * elements (no coordinates, an output shape, batch axis or zoomed axis of
  * extent 0) is a no-op, and an input with an empty spatial axis gives the
- * output of the usual shape (zoom, shift and the spline filters: empty too).
+ * output of the usual shape (zoom, shift and the spline filters: empty too;
+ * scipy 1.10's zoom and shift raise in the nearest mode with a prefilter, from
+ * their numpy.pad of the empty axis).
  * Where such an input has a non-empty output (rotate with reshape, an
  * output_shape, points of map_coordinates) every point lies outside it: in
  * the constant and grid-constant modes the output is what scipy computes
