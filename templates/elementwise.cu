@@ -16,14 +16,11 @@ NDF_PARAMS(ndf_ew_params)
 extern "C" __global__ void __launch_bounds__(256) ndf_elementwise(const ndf_ew_params p) {
   for (ndf_i64 i = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += (ndf_i64)gridDim.x * blockDim.x) {
     ndf_i64 r = i, oa = 0, ob = 0, oc = 0, oo = 0;
-    for (int d = p.ndim - 1; d >= 0; d--) {
-      const ndf_i64 q = r / p.shape[d], x = r - q * p.shape[d];
-      r = q;
-      oa += x * p.sa[d];
-      ob += x * p.sb[d];
-      oc += x * p.sc[d];
-      oo += x * p.so[d];
-    }
+    NDF_FOR_COORDS(r, p.ndim, p.shape, d, x,
+                   oa += x * p.sa[d];
+                   ob += x * p.sb[d];
+                   oc += x * p.sc[d];
+                   oo += x * p.so[d];)
 #if KIND == 0
     p.out[oo] = (T)(U)((U)p.a[oa] - (U)p.b[ob]);
 #else

@@ -47,12 +47,9 @@ template <typename P>
 __device__ __forceinline__ void ndf_line_offsets(const P &p, ndf_i64 r, ndf_i64 &ib, ndf_i64 &ob) {
   ib = 0;
   ob = 0;
-  for (int d = p.nother - 1; d >= 0; d--) {
-    const ndf_i64 q = r / p.oshape[d], x = r - q * p.oshape[d];
-    r = q;
-    ib += x * p.oistr[d];
-    ob += x * p.oostr[d];
-  }
+  NDF_FOR_COORDS(r, p.nother, p.oshape, d, x,
+                 ib += x * p.oistr[d];
+                 ob += x * p.oostr[d];)
 }
 
 // A block's tile of lines: C lines from l0, of which ncols = min(C,

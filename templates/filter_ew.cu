@@ -22,12 +22,9 @@ NDF_PARAMS(ndf_few_params)
 extern "C" __global__ void __launch_bounds__(256) ndf_filter_ew(const ndf_few_params p) {
   for (ndf_i64 i = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += (ndf_i64)gridDim.x * blockDim.x) {
     ndf_i64 r = i, oa = 0, oo = 0;
-    for (int d = p.ndim - 1; d >= 0; d--) {
-      const ndf_i64 q = r / p.shape[d], x = r - q * p.shape[d];
-      r = q;
-      oa += x * p.sa[d];
-      oo += x * p.so[d];
-    }
+    NDF_FOR_COORDS(r, p.ndim, p.shape, d, x,
+                   oa += x * p.sa[d];
+                   oo += x * p.so[d];)
 #if KIND == 0
 #if INTS
     p.out[oo] = (TO)(unsigned long long)(long long)p.a[oa];

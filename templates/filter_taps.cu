@@ -20,16 +20,13 @@ extern "C" __global__ void __launch_bounds__(256) ndf_filter_taps(const ndf_ftap
   for (ndf_i64 i = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += (ndf_i64)gridDim.x * blockDim.x) {
     ndf_i64 r = i, ib = 0, ob = 0, c[NSP];
     int inside = 1;
-    for (int d = p.ndim - 1; d >= 0; d--) {
-      const ndf_i64 q = r / p.shape[d], x = r - q * p.shape[d];
-      r = q;
-      ib += x * p.istr[d];
-      ob += x * p.ostr[d];
-      if (d >= nb) {
-        c[d - nb] = x;
-        inside &= x + p.rlo[d - nb] >= 0 && x + p.rhi[d - nb] < p.shape[d];
-      }
-    }
+    NDF_FOR_COORDS(r, p.ndim, p.shape, d, x,
+                   ib += x * p.istr[d];
+                   ob += x * p.ostr[d];
+                   if (d >= nb) {
+                     c[d - nb] = x;
+                     inside &= x + p.rlo[d - nb] >= 0 && x + p.rhi[d - nb] < p.shape[d];
+                   })
     double acc = 0.0;
     if (inside) {
       for (ndf_i64 k = 0; k < p.ntaps; k++)

@@ -44,12 +44,9 @@ extern "C" __global__ void __launch_bounds__(64) ndf_grey_line(const ndf_line_pa
     const int E = scnt + p.K - 1;
     if (t < ncols) { // where line l0 + t starts in the input and the output
       ndf_i64 r = l0 + t, ib = 0, ob = 0;
-      for (int d = p.nother - 1; d >= 0; d--) {
-        ndf_i64 q = r / p.oshape[d], c = r - q * p.oshape[d];
-        r = q;
-        ib += c * p.oistr[d];
-        ob += c * p.oostr[d];
-      }
+      NDF_FOR_COORDS(r, p.nother, p.oshape, d, c,
+                     ib += c * p.oistr[d];
+                     ob += c * p.oostr[d];)
       ibase[t] = ib;
       obase[t] = ob;
     }

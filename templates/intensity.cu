@@ -608,11 +608,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ity_cdf(const ndf_ity_smal
 // Element i (C order over oshape) of the results: src[(i / len) * sstride + i % len].
 __device__ __forceinline__ ndf_i64 ity_store_off(const ndf_ity_small_params &p, ndf_i64 i) {
   ndf_i64 off = 0;
-  for (int d = p.ondim - 1; d >= 0; d--) {
-    const ndf_i64 k = i / p.oshape[d];
-    off += (i - k * p.oshape[d]) * p.ostr[d];
-    i = k;
-  }
+  NDF_FOR_COORDS(i, p.ondim, p.oshape, d, c, off += c * p.ostr[d];)
   return off;
 }
 

@@ -58,11 +58,7 @@ __device__ __forceinline__ double ndf_m_max(double m, double v) { return ((v > m
 // Element offset of flat C-order index i.
 __device__ __forceinline__ ndf_i64 ndf_m_off(ndf_i64 i, int ndim, const ndf_i64 *shape, const ndf_i64 *str) {
   ndf_i64 o = 0;
-  for (int d = ndim - 1; d >= 0; d--) {
-    const ndf_i64 k = i / shape[d];
-    o += (i - k * shape[d]) * str[d];
-    i = k;
-  }
+  NDF_FOR_COORDS(i, ndim, shape, d, c, o += c * str[d];)
   return o;
 }
 

@@ -113,15 +113,12 @@ __device__ __forceinline__ void ndf_sl_line(const ndf_ssim_lines_params &p, ndf_
   ndf_i64 r = line;
   ia = ib = iu = ifu = 0;
   crop_ok = true;
-  for (int d = p.nother - 1; d >= 0; d--) {
-    const ndf_i64 q = r / p.oshape[d], c = r - q * p.oshape[d];
-    r = q;
-    ia += c * p.oastr[d];
-    ib += c * p.obstr[d];
-    iu += c * p.oustr[d];
-    ifu += c * p.ofstr[d];
-    if (p.ocrop[d]) crop_ok = crop_ok && c >= p.pad && c < p.oshape[d] - p.pad;
-  }
+  NDF_FOR_COORDS(r, p.nother, p.oshape, d, c,
+                 ia += c * p.oastr[d];
+                 ib += c * p.obstr[d];
+                 iu += c * p.oustr[d];
+                 ifu += c * p.ofstr[d];
+                 if (p.ocrop[d]) crop_ok = crop_ok && c >= p.pad && c < p.oshape[d] - p.pad;)
 }
 
 #if NDF_KERNEL(ndf_ssim_lines)

@@ -43,14 +43,11 @@ NDF_PARAMS(ndf_n4_apply_params)
 extern "C" __global__ void __launch_bounds__(NDF_N4_BLOCK) ndf_n4_load(const ndf_n4_load_params p) {
   for (ndf_i64 x = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; x < p.n; x += (ndf_i64)gridDim.x * blockDim.x) {
     ndf_i64 q = x, oi = 0, om = 0, ow = 0;
-    for (int d = p.ndim - 1; d >= 0; d--) {
-      const ndf_i64 k = q / p.shape[d], j = q - k * p.shape[d];
-      q = k;
-      const ndf_i64 i = j * p.shrink + p.off[d];
-      oi += i * p.istr[d];
-      om += i * p.mstr[d];
-      ow += i * p.wstr[d];
-    }
+    NDF_FOR_COORDS(q, p.ndim, p.shape, d, j,
+                   const ndf_i64 i = j * p.shrink + p.off[d];
+                   oi += i * p.istr[d];
+                   om += i * p.mstr[d];
+                   ow += i * p.wstr[d];)
     const double I = (double)p.in[oi];
     double c = I > 0.0 && isfinite(I) ? 1.0 : 0.0;
     if (c > 0.0 && p.mask) {
@@ -137,11 +134,7 @@ extern "C" __global__ void __launch_bounds__(NDF_N4_BLOCK) ndf_n4_numer(const nd
     else s = p.e[b] + (p.e[b + 1] - p.e[b]) * (ci - (double)b);
     double sq = 1.0;
     ndf_i64 q = x;
-    for (int d = p.ndim - 1; d >= 0; d--) {
-      const ndf_i64 k = q / p.shape[d];
-      sq *= p.sq[p.sqoff[d] + (q - k * p.shape[d])];
-      q = k;
-    }
+    NDF_FOR_COORDS(q, p.ndim, p.shape, d, j, sq *= p.sq[p.sqoff[d] + j];)
     p.a[x] = c * (r - s) / sq;
   }
 }
@@ -216,13 +209,10 @@ extern "C" __global__ void __launch_bounds__(NDF_N4_BLOCK) ndf_n4_conv(const ndf
 extern "C" __global__ void __launch_bounds__(NDF_N4_BLOCK) ndf_n4_apply(const ndf_n4_apply_params p) {
   for (ndf_i64 x = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; x < p.n; x += (ndf_i64)gridDim.x * blockDim.x) {
     ndf_i64 q = x, oi = 0, oo = 0, ol = 0;
-    for (int d = p.ndim - 1; d >= 0; d--) {
-      const ndf_i64 k = q / p.shape[d], j = q - k * p.shape[d];
-      q = k;
-      oi += j * p.istr[d];
-      oo += j * p.ostr[d];
-      ol += j * p.lstr[d];
-    }
+    NDF_FOR_COORDS(q, p.ndim, p.shape, d, j,
+                   oi += j * p.istr[d];
+                   oo += j * p.ostr[d];
+                   ol += j * p.lstr[d];)
     const double F = p.field[x];
     p.out[oo] = (OUT)((double)p.in[oi] / exp(F));
     if (p.logb) p.logb[ol] = (LB)F;

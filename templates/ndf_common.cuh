@@ -66,6 +66,25 @@ template <int OP, typename V> __device__ __forceinline__ V ndf_pick(V a, V b) {
 #define NDF_MAX_NDIM 12
 #define NDF_MAX_SPATIAL 8 /* spatial axes of one image (ndforge.h) */
 
+// Index decoding: NDF_FOR_COORDS(R, N, SHAPE, D, X, ...) splits the C-order
+// index R (an ndf_i64 variable, left holding the quotient) over axes N - 1 .. 0
+// of SHAPE, the last fastest, and runs the statements ... for each axis D with
+// X its coordinate; e.g. an element's offsets through two arrays' strides:
+//   ndf_i64 r = i, oa = 0, ob = 0;
+//   NDF_FOR_COORDS(r, p.ndim, p.shape, d, x,
+//                  oa += x * p.sa[d];
+//                  ob += x * p.sb[d];)
+// One division per axis: the coordinate is R less the quotient times the
+// extent.  A macro rather than a function: NVRTC has compiled steps like these
+// to other code as inlined functions (grey_stage.cuh); as this macro they give
+// the PTX of the loops it replaced, which each kernel had written out.
+#define NDF_FOR_COORDS(R, N, SHAPE, D, X, ...)                                    \
+  for (int D = (N) - 1; D >= 0; D--) {                                            \
+    const ndf_i64 ndf_q_ = (R) / (SHAPE)[D], X = (R) - ndf_q_ * (SHAPE)[D];       \
+    (R) = ndf_q_;                                                                 \
+    __VA_ARGS__                                                                   \
+  }
+
 // #if NDF_KERNEL(name) ... #endif around each kernel of a template with several:
 // the JIT compiles one kernel per module (the request's, which it defines as
 // NDF_KERNEL_<name> 1), so a call pays only for the kernels it launches; with

@@ -84,12 +84,9 @@ extern "C" __global__ void __launch_bounds__(BX) ndf_rank_hist(const ndf_hist_pa
     ndf_i64 o = r / p.nstrips;
     const ndf_i64 strip = r - o * p.nstrips;
     ndf_i64 lc[NDF_MAX_NDIM], obase = 0;
-    for (int d = p.nlead - 1; d >= 0; d--) {
-      ndf_i64 q = o / p.lshape[d];
-      lc[d] = o - q * p.lshape[d];
-      o = q;
-      obase += lc[d] * p.lostr[d];
-    }
+    NDF_FOR_COORDS(o, p.nlead, p.lshape, d, c,
+                   lc[d] = c;
+                   obase += c * p.lostr[d];)
     const ndf_i64 x = xb * BX + threadIdx.x;
     if (x >= p.nx) continue; // no barriers below: each thread works alone
     const ndf_i64 y0 = strip * STRIP, y1 = min(p.ny, y0 + STRIP);

@@ -199,12 +199,9 @@ extern "C" __global__ void __launch_bounds__(BT) ndf_rank_tile(const ndf_tile_pa
     ndf_i64 o = r / p.nstrips;
     const ndf_i64 strip = r - o * p.nstrips;
     ndf_i64 ibase = 0, obase = 0;
-    for (int d = p.nlead - 1; d >= 0; d--) {
-      const ndf_i64 q = o / p.lshape[d], c = o - q * p.lshape[d];
-      o = q;
-      ibase += c * p.listr[d];
-      obase += c * p.lostr[d];
-    }
+    NDF_FOR_COORDS(o, p.nlead, p.lshape, d, c,
+                   ibase += c * p.listr[d];
+                   obase += c * p.lostr[d];)
     const ndf_i64 y0 = strip * S, x0 = xb * 32;
     __syncthreads(); // the previous tile is no longer read
     for (int i = t; i < RP2; i += BT) {

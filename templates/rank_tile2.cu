@@ -1429,12 +1429,9 @@ extern "C" __global__ void NDF_T2_LB ndf_rank_tile2(const ndf_tile_params p) {
     ndf_i64 o = r / p.nstrips;
     const ndf_i64 strip = r - o * p.nstrips;
     ndf_i64 ibase = 0, obase = 0;
-    for (int d = p.nlead - 1; d >= 0; d--) {
-      const ndf_i64 q = o / p.lshape[d], c = o - q * p.lshape[d];
-      o = q;
-      ibase += c * p.listr[d];
-      obase += c * p.lostr[d];
-    }
+    NDF_FOR_COORDS(o, p.nlead, p.lshape, d, c,
+                   ibase += c * p.listr[d];
+                   obase += c * p.lostr[d];)
     const ndf_i64 y0 = strip * S, x0 = xb * 32;
     const ndf_i64 ty0 = y0 + p.ylo, tx0 = x0 + p.xlo;
     // The whole tile inside the array: no boundary mapping.

@@ -47,12 +47,9 @@ NDF_PARAMS(ndf_recon_init_params)
 extern "C" __global__ void __launch_bounds__(256) ndf_recon_init(const ndf_recon_init_params p) {
   for (ndf_i64 i = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += (ndf_i64)gridDim.x * blockDim.x) {
     ndf_i64 q = i, os = 0, om = 0;
-    for (int d = p.ndim - 1; d >= 0; d--) {
-      const ndf_i64 k = q / p.shape[d], c = q - k * p.shape[d];
-      q = k;
-      os += c * p.sstr[d];
-      om += c * p.mstr[d];
-    }
+    NDF_FOR_COORDS(q, p.ndim, p.shape, d, c,
+                   os += c * p.sstr[d];
+                   om += c * p.mstr[d];)
     const T s = p.seed[os], m = p.mask[om];
 #if FLOAT
     if (s != s || m != m) p.status[1] = 1;
@@ -125,11 +122,7 @@ NDF_PARAMS(ndf_recon_store_params)
 extern "C" __global__ void __launch_bounds__(256) ndf_recon_store(const ndf_recon_store_params p) {
   for (ndf_i64 i = (ndf_i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += (ndf_i64)gridDim.x * blockDim.x) {
     ndf_i64 q = i, oo = 0;
-    for (int d = p.ndim - 1; d >= 0; d--) {
-      const ndf_i64 k = q / p.shape[d];
-      oo += (q - k * p.shape[d]) * p.ostr[d];
-      q = k;
-    }
+    NDF_FOR_COORDS(q, p.ndim, p.shape, d, c, oo += c * p.ostr[d];)
     p.out[oo] = (OUT)p.r[i];
   }
 }

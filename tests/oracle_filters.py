@@ -130,6 +130,8 @@ def per_axis(rng, nax, draw):
 
 
 def full(v, nax):
+    """v (one value, or a sequence of one or nax values) as a list of nax values."""
+    v = list(v) if np.ndim(v) else [v]
     return v * nax if len(v) == 1 else v
 
 
@@ -160,6 +162,61 @@ def gauss_seq(x, odtype, axes, sigmas, orders, modes, cval, truncate, radii):
             done = True
     if not done:
         out[...] = x
+    return out
+
+
+def gauss_terms(x, sigma, axes, order, output, modes, cval, truncate, radius=None):
+    """gaussian_laplace (order 2) / gaussian_gradient_magnitude (order 1) over axes as ndforge
+    defines them (ADR 0030), composed from the gaussian_filter1d calls of any scipy: sigma, modes
+    and radius one value or one per listed axis; term i is gaussian_filter with order on axes[i],
+    the other listed axes smoothed and the unlisted ones left alone, its passes in increasing axis
+    order (scipy's gaussian_filter loop), every pass in modes[i]; the terms are added in the order
+    of axes in the output's dtype (order 1: squared first, then np.sqrt with casting='unsafe'), as
+    scipy does.  python/tests/test_filters.py checks ndforge.ndimage against it too."""
+    n = len(axes)
+    sig, md, rad = full(sigma, n), full(modes, n), full(radius, n)
+    by_axis = sorted(range(n), key=lambda j: axes[j])
+    out = None
+    for i in range(n):
+        orders = [0] * n
+        orders[i] = order
+        t = gauss_seq(x, output, [axes[j] for j in by_axis], [sig[j] for j in by_axis],
+                      [orders[j] for j in by_axis], [md[i]] * n, cval, truncate, [rad[j] for j in by_axis])
+        if order == 1:
+            np.multiply(t, t, t)
+        if out is None:
+            out = t
+        else:
+            out += t
+    if order == 1:
+        np.sqrt(out, out, casting="unsafe")
+    return out
+
+
+def laplace_d2(input, axis, output, mode, cval):
+    """scipy's laplace derivative (the function laplace hands generic_laplace)."""
+    return ndi.correlate1d(input, [1, -2, 1], axis, output, mode, cval, 0)
+
+
+def generic_terms(x, deriv, axes, output, modes, cval, extra=(), kw=None, magnitude=False):
+    """scipy's generic_laplace (magnitude False) / generic_gradient_magnitude loop over axes, as any
+    scipy runs it: deriv(x, axis, output, mode, cval, *extra, **kw) per axis, modes one or one per
+    axis, the first term written into a zeroed output (output's dtype, or x's), the others added to
+    it in the order of axes (magnitude: squared first, then np.sqrt with casting='unsafe').
+    python/tests/test_filters.py checks ndforge.ndimage against it too."""
+    kw = kw or {}
+    modes = full(modes, len(axes))
+    out = np.zeros(x.shape, x.dtype if output is None else output)
+    deriv(x, axes[0], out, modes[0], cval, *extra, **kw)
+    if magnitude:
+        np.multiply(out, out, out)
+    for a, m in zip(axes[1:], modes[1:]):
+        t = deriv(x, a, out.dtype, m, cval, *extra, **kw)
+        if magnitude:
+            np.multiply(t, t, t)
+        out += t
+    if magnitude:
+        np.sqrt(out, out, casting="unsafe")
     return out
 
 
@@ -250,10 +307,7 @@ def make_case(rng, cid, outdir):
             def lp(im):
                 if not use_axes:
                     return ndi.laplace(im, odtype, modes if len(modes) > 1 else modes[0], cval)
-                out = ndi.correlate1d(im, [1, -2, 1], sl(axes[0]), odtype, modes_full[0], cval, 0)
-                for a, m in zip(axes[1:], modes_full[1:]):
-                    out += ndi.correlate1d(im, [1, -2, 1], sl(a), odtype, m, cval, 0)
-                return out
+                return generic_terms(im, laplace_d2, [sl(a) for a in axes], odtype, modes_full, cval)
             return run_batched(lp, x, batch, odtype)
         # gaussian_laplace / gaussian_gradient_magnitude
         dorder = 2 if op == "gaussian_laplace" else 1
@@ -263,24 +317,7 @@ def make_case(rng, cid, outdir):
                 kw = {"radius": rr if len(radius) > 1 else radius[0]} if radius else {}
                 return getattr(ndi, op)(im, sigma if len(sigma) > 1 else sigma[0], odtype,
                                         modes if len(modes) > 1 else modes[0], cval, truncate=truncate, **kw)
-            out = None
-            by_axis = sorted(range(nax), key=lambda j: axes[j])
-            sig = full(sigma, nax)
-            for i in range(nax):
-                orders = [0] * nax
-                orders[i] = dorder
-                t = gauss_seq(im, odtype, [sl(axes[j]) for j in by_axis], [sig[j] for j in by_axis],
-                              [orders[j] for j in by_axis], [modes_full[i]] * nax, cval, truncate,
-                              [rr[j] for j in by_axis])
-                if dorder == 1:
-                    np.multiply(t, t, t)
-                if out is None:
-                    out = t
-                else:
-                    out += t
-            if dorder == 1:
-                np.sqrt(out, out, casting="unsafe")
-            return out
+            return gauss_terms(im, sigma, [sl(a) for a in axes], dorder, odtype, modes_full, cval, truncate, rr)
         return run_batched(gd, x, batch, odtype)
 
     w = wfull = None

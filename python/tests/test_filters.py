@@ -2,6 +2,8 @@
 array kinds of NDFORGE_TEST_ARRAYS (arrays.py)."""
 
 import inspect
+import os
+import sys
 
 import numpy as np
 import pytest
@@ -10,6 +12,12 @@ import scipy.ndimage as sn
 import ndforge.ndimage
 from ndforge import _capi
 from arrays import OnArrays, fixture
+
+# The references for axes= that any scipy runs (compositions of scipy calls) are the C tests' oracle's,
+# imported from the source tree: gauss_terms (the Gaussian derivative filters over axes as ndforge
+# defines them) and generic_terms (scipy's generic_laplace / generic_gradient_magnitude loop).
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "tests"))
+from oracle_filters import gauss_terms, generic_terms, laplace_d2 as d2_ref  # noqa: E402
 
 pytestmark = pytest.mark.skipif("ndf_correlate1d" not in _capi.functions,
                                 reason="this libndforge has no linear filters")
@@ -170,36 +178,6 @@ def test_error_types(name, args, kw):
 
 # --- axes= of the Laplace and gradient-magnitude filters ------------------------------------------------
 
-def per_axis(v, n):
-    return list(v) if np.ndim(v) else [v] * n
-
-
-def gauss_terms(x, sigma, axes, order, output, mode, cval, truncate, radius):
-    """gaussian_laplace (order 2) / gaussian_gradient_magnitude (order 1) over `axes`, composed from
-    scipy.ndimage.gaussian_filter (any scipy version): term i is gaussian_filter with sigma 0 off the
-    listed axes, `order` on axes[i], mode[i] on every axis; the terms added in the order of axes in the
-    output's dtype (squared first for order 1, then np.sqrt with casting='unsafe'), as scipy does."""
-    n = len(axes)
-    sig, modes, rad = per_axis(sigma, n), per_axis(mode, n), per_axis(radius, n)
-    out = None
-    for i in range(n):
-        s_full, o_full, r_full = [0.0] * x.ndim, [0] * x.ndim, [0] * x.ndim
-        for a, s, r in zip(axes, sig, rad):
-            s_full[a], r_full[a] = s, r if r is not None else 0
-        o_full[axes[i]] = order
-        kw = dict(radius=r_full) if radius is not None else {}
-        t = sn.gaussian_filter(x, s_full, o_full, output, modes[i], cval, truncate=truncate, **kw)
-        if order == 1:
-            np.multiply(t, t, t)
-        if out is None:
-            out = t
-        else:
-            out += t
-    if order == 1:
-        np.sqrt(out, out, casting="unsafe")
-    return out
-
-
 AXES_CASES = [
     dict(axes=(0,), sigma=1.3),
     dict(axes=(2, 0), sigma=(0.8, 1.6), mode=("wrap", "nearest")),
@@ -304,28 +282,8 @@ def d1(input, axis, output, mode, cval, sigma, **kw):
     return ndforge.ndimage.gaussian_filter1d(input, sigma, axis, 1, output, mode, cval, **kw)
 
 
-def d2_ref(input, axis, output, mode, cval):
-    return sn.correlate1d(input, [1, -2, 1], axis, output, mode, cval, 0)
-
-
 def d1_ref(input, axis, output, mode, cval, sigma, **kw):
     return sn.gaussian_filter1d(input, sigma, axis, 1, output, mode, cval, **kw)
-
-
-def generic_ref(x, deriv, axes, output, modes, cval, extra, kw, magnitude):
-    """scipy's generic_laplace / generic_gradient_magnitude loop (any scipy version) over axes."""
-    out = np.zeros(x.shape, output or x.dtype)
-    deriv(x, axes[0], out, modes[0], cval, *extra, **kw)
-    if magnitude:
-        np.multiply(out, out, out)
-    for a, m in zip(axes[1:], modes[1:]):
-        t = deriv(x, a, out.dtype, m, cval, *extra, **kw)
-        if magnitude:
-            np.multiply(t, t, t)
-        out += t
-    if magnitude:
-        np.sqrt(out, out, casting="unsafe")
-    return out
 
 
 @pytest.mark.parametrize("axes", [None, (1,), (2, 0), (-1, 0, 1)])
@@ -337,12 +295,12 @@ def test_generic_laplace_and_gradient_magnitude(axes, dtype):
     mode = "mirror" if axes is None else modes
     ref_modes = [mode] * 3 if axes is None else modes
     got = nd.generic_laplace(x, d2, None, mode, 1.5, axes=axes)
-    same(got, generic_ref(x, d2_ref, ax, None, ref_modes, 1.5, (), {}, False))
+    same(got, generic_terms(x, d2_ref, ax, None, ref_modes, 1.5, (), {}, False))
     got = nd.generic_gradient_magnitude(x, d1, np.float64, mode, 0.5, extra_arguments=(1.2,),
                                         extra_keywords=dict(truncate=3.0), axes=axes)
-    same(got, generic_ref(x, d1_ref, ax, np.float64, ref_modes, 0.5, (1.2,), dict(truncate=3.0), True), True)
+    same(got, generic_terms(x, d1_ref, ax, np.float64, ref_modes, 0.5, (1.2,), dict(truncate=3.0), True), True)
     got = nd.generic_gradient_magnitude(x, d1, None, mode, 0.5, extra_arguments=(1.2,), axes=axes)
-    same(got, generic_ref(x, d1_ref, ax, None, ref_modes, 0.5, (1.2,), {}, True), True)
+    same(got, generic_terms(x, d1_ref, ax, None, ref_modes, 0.5, (1.2,), {}, True), True)
     if axes is None or SCIPY_AXES:  # scipy's own
         kw = {} if axes is None else dict(axes=axes)
         same(nd.generic_laplace(x, d2, None, mode, 1.5, **kw), sn.generic_laplace(x, d2_ref, None, mode, 1.5, **kw))

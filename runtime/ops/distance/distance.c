@@ -239,11 +239,7 @@ static int64_t row_offset(const ndf_array *a, int nb, int sp0, int nsp, int64_t 
     off += (row % n) * a->strides[sp0 + d];
     row /= n;
   }
-  for (int d = nb - 1; d >= 0; d--) {
-    off += (img % a->shape[d]) * a->strides[d];
-    img /= a->shape[d];
-  }
-  return off;
+  return off + ndf__lead_offset(a, nb, img);
 }
 
 /* fg[i] = input != 0 for the voxels of image img (C order). */
@@ -616,12 +612,7 @@ static void binary_structure(int rank, int conn, uint8_t *s) {
 static void read_structure(const ndf_array *a, uint8_t *out) {
   const int64_t n = ndf_array_size(a);
   for (int64_t i = 0; i < n; i++) {
-    int64_t r = i, off = 0;
-    for (int d = a->ndim - 1; d >= 0; d--) {
-      off += (r % a->shape[d]) * a->strides[d];
-      r /= a->shape[d];
-    }
-    const char *p = (const char *)a->data + off * (int64_t)ndf_dtype_size(a->dtype);
+    const char *p = (const char *)a->data + ndf__offset_of(a, i) * (int64_t)ndf_dtype_size(a->dtype);
     int nz = 0;
     switch (a->dtype) {
       case NDF_BOOL: case NDF_UINT8: case NDF_INT8: nz = *(const uint8_t *)p != 0; break;

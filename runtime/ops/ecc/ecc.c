@@ -169,16 +169,6 @@ static ndf_status check_call(ndf_ctx *ctx, const char *name, const ndf_array *in
 
 /* ---- host array access ---------------------------------------------------------------------- */
 
-/* Offset (elements) of the start of image img. */
-int64_t ndf__ecc_image_offset(const ndf_array *a, int nb, int64_t img) {
-  int64_t off = 0;
-  for (int d = nb - 1; d >= 0; d--) {
-    off += (img % a->shape[d]) * a->strides[d];
-    img /= a->shape[d];
-  }
-  return off;
-}
-
 /* Reads n elements from off with stride st into dst[0..n) as double. */
 void ndf__ecc_read_line(const ndf_array *a, int64_t off, int64_t st, int64_t n, double *dst) {
   switch (a->dtype) {
@@ -195,16 +185,6 @@ void ndf__ecc_read_line(const ndf_array *a, int64_t off, int64_t st, int64_t n, 
 #undef READ_LINE
     default: break;
   }
-}
-
-/* Rows of the whole input: every axis but the last. */
-static int64_t row_start(const ndf_array *a, int64_t row) {
-  int64_t off = 0;
-  for (int d = a->ndim - 2; d >= 0; d--) {
-    off += (row % a->shape[d]) * a->strides[d];
-    row /= a->shape[d];
-  }
-  return off;
 }
 
 /* One pass over the input: NaN check, min and max.  Returns the flat index of
@@ -224,7 +204,7 @@ static int64_t scan_input(ndf_ctx *ctx, const ndf_array *in, double *mn, double 
 #pragma omp parallel for num_threads(nth) schedule(static) reduction(min : lo, nan_at) reduction(max : hi)
   for (int64_t r = 0; r < nrows; r++) {
     double *b = bufs[ndf__thread_id()];
-    ndf__ecc_read_line(in, row_start(in, r), sl, nl, b);
+    ndf__ecc_read_line(in, ndf__lead_offset(in, in->ndim - 1, r), sl, nl, b);
     for (int64_t i = 0; i < nl; i++) {
       double v = b[i];
       if (isnan(v)) {
@@ -370,7 +350,7 @@ static void image_rows(const ecc_call *c, const ndf_array *in, int construction,
                        const binner *bn, int64_t *hist, double *buf, int8_t *cimg, double *fimg) {
   const int nsp = c->nsp, nb = c->nb;
   const int64_t nl = c->sshape[nsp - 1], W = nl + 2;
-  const int64_t base = ndf__ecc_image_offset(in, nb, img);
+  const int64_t base = ndf__lead_offset(in, nb, img);
   const int64_t sl = in->strides[in->ndim - 1];
   const int nlines = nsp == 2 ? 3 : 9;
   const int kind = (nsp - 2) * 2 + (construction == NDF_ECC_T);
@@ -482,7 +462,7 @@ static ndf_status ecc_cpu(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in, 
       int64_t *hist = (int64_t *)(b + lines_bytes);
       memset(hist, 0, (size_t)(T + 1) * sizeof *hist);
       if (c->npix > 0) image_rows(c, in, construction, img, 0, nrows, &bn, hist, (double *)b, NULL, NULL);
-      int64_t *o = (int64_t *)out->data + ndf__ecc_image_offset(out, c->nb, img);
+      int64_t *o = (int64_t *)out->data + ndf__lead_offset(out, c->nb, img);
       int64_t acc = 0;
       for (int64_t k = 0; k < T; k++) {
         acc += hist[k];
@@ -503,7 +483,7 @@ static ndf_status ecc_cpu(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in, 
         chi[k] = 0;
         for (int i = 0; i < nt; i++) chi[k] += ((int64_t *)((char *)bufs[i] + lines_bytes))[k];
       }
-      int64_t *o = (int64_t *)out->data + ndf__ecc_image_offset(out, c->nb, img);
+      int64_t *o = (int64_t *)out->data + ndf__lead_offset(out, c->nb, img);
       int64_t acc = 0;
       for (int64_t k = 0; k < T; k++) {
         acc += chi[k];
@@ -700,7 +680,7 @@ static ndf_status soft_run(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in,
     double *gt = acc + T;                      /* T: this thread's grad_thresholds */
     int8_t *cimg = (int8_t *)(gt + T);
     if (npix > 0) image_rows(c, in, opt->construction, img, 0, nrows, NULL, NULL, lines, cimg, fimg);
-    const int64_t ao = ndf__ecc_image_offset(arr, c->nb, img);
+    const int64_t ao = ndf__lead_offset(arr, c->nb, img);
     const double *a = (const double *)arr->data + ao;
     if (mode == 0) {
       for (int64_t k = 0; k < T; k++) acc[k] = 0;
@@ -711,7 +691,7 @@ static ndf_status soft_run(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in,
       for (int64_t k = 0; k < T; k++) ((double *)arr->data)[ao + k * as] = acc[k];
     } else {
       for (int64_t k = 0; k < T; k++) acc[k] = a[k * as];
-      const int64_t gio = gin ? ndf__ecc_image_offset(gin, c->nb, img) : 0;
+      const int64_t gio = gin ? ndf__lead_offset(gin, c->nb, img) : 0;
       for (int64_t v = 0; v < npix; v++) {
         double gf = 0;
         if (cimg[v]) {

@@ -60,8 +60,6 @@ ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
 int ndf__ecc_contrib(const double *buf, int64_t W, int64_t x, int nsp, int construction);
 /* Element off of a host uint8/uint16/float32/float64 array, as double. */
 double ndf__ecc_value_at(const ndf_array *a, int64_t off);
-/* Offset (elements) of the start of image img over the nb batch axes. */
-int64_t ndf__ecc_image_offset(const ndf_array *a, int nb, int64_t img);
 /* n elements from off with stride st into dst[0..n), as double. */
 void ndf__ecc_read_line(const ndf_array *a, int64_t off, int64_t st, int64_t n, double *dst);
 /* The thresholds options (values, or nthresholds [+ range]); *T their count. */

@@ -163,12 +163,7 @@ static int64_t scan_input(const ndf_array *in, int finite, double *buf) {
   if (ndf_array_size(in) == 0) return -1;
   const int64_t nl = in->shape[in->ndim - 1], nrows = ndf_array_size(in) / nl;
   for (int64_t r = 0; r < nrows; r++) {
-    int64_t off = 0, q = r;
-    for (int d = in->ndim - 2; d >= 0; d--) {
-      off += (q % in->shape[d]) * in->strides[d];
-      q /= in->shape[d];
-    }
-    ndf__ecc_read_line(in, off, in->strides[in->ndim - 1], nl, buf);
+    ndf__ecc_read_line(in, ndf__lead_offset(in, in->ndim - 1, r), in->strides[in->ndim - 1], nl, buf);
     for (int64_t i = 0; i < nl; i++)
       if (finite ? !isfinite(buf[i]) : isnan(buf[i])) return r * nl + i;
   }
@@ -381,7 +376,7 @@ static void pair_pass(const pair_ctx *pc, int64_t img, const double *u, voxel_fn
   const ndf_array *in = pc->in;
   const int nsp = c->nsp, nb = c->nb;
   const int64_t nl = c->sshape[nsp - 1], W = nl + 2, nrows = c->npix / nl;
-  const int64_t base = ndf__ecc_image_offset(in, nb, img), sl = in->strides[in->ndim - 1];
+  const int64_t base = ndf__lead_offset(in, nb, img), sl = in->strides[in->ndim - 1];
   const int nlines = nsp == 2 ? 3 : 9;
   const double *cl = pc->coord[nsp - 1];
   const double ul = u[nsp - 1];
@@ -549,7 +544,7 @@ static ndf_status ect_cpu(ndf_ctx *ctx, const ect_call *c, const ndf_array *in, 
     double u[3];
     for (int d = 0; d < c->nsp; d++) u[d] = dir_at(dirs, j, d);
     if (c->npix > 0) pair_pass(&pc, img, u, hist_voxel, &hu);
-    const int64_t o = ndf__ecc_image_offset(out, c->nb, img) + j * ds;
+    const int64_t o = ndf__lead_offset(out, c->nb, img) + j * ds;
     if (c->weighted) {
       double acc = 0;
       for (int64_t k = 0; k < T; k++) {
@@ -787,7 +782,7 @@ static ndf_status soft_run(ndf_ctx *ctx, const ect_call *c, const ndf_array *in,
     double *gu = g + T;                /* m * nsp: dL/du over this thread's pairs */
     pair_ctx pc = {c, in, coord, pat, npat, 0, want_gw, NULL, NULL, NULL};
     pass_bind(&pc, b);
-    const int64_t ao = ndf__ecc_image_offset(arr, c->nb, img) + j * as_d;
+    const int64_t ao = ndf__lead_offset(arr, c->nb, img) + j * as_d;
     soft_ud su = {c, coord, t, lam, g, mode == 0 ? acc : gt, mode == 1 && gdir ? gu + j * nsp : NULL,
                   want_gw ? gw + img * npix : NULL, {0, 0, 0}, mode};
     su.pstride[nsp - 1] = 1;
@@ -817,7 +812,7 @@ static ndf_status soft_run(ndf_ctx *ctx, const ect_call *c, const ndf_array *in,
         }
     if (gin && ndf_array_size(gin) > 0)
       for (int64_t img = 0; img < c->nimg; img++) {
-        const int64_t go = ndf__ecc_image_offset(gin, c->nb, img);
+        const int64_t go = ndf__lead_offset(gin, c->nb, img);
         for (int64_t v = 0; v < npix; v++) {
           int64_t off = go, q = v;
           for (int d = nsp - 1; d >= 0; d--) {

@@ -71,28 +71,7 @@ void ndf__grey_geom_free(ndf__grey_geom *g) {
 }
 
 /* Reads element i (raster order) of a host array of any dtype and strides as a double. */
-static double host_value(const ndf_array *a, int64_t i) {
-  int64_t off = 0;
-  for (int d = a->ndim - 1; d >= 0; d--) {
-    int64_t c = i % a->shape[d];
-    i /= a->shape[d];
-    off += c * a->strides[d];
-  }
-  const char *p = (const char *)a->data + off * (int64_t)ndf_dtype_size(a->dtype);
-  switch (a->dtype) {
-    case NDF_BOOL: case NDF_UINT8: return *(const uint8_t *)p;
-    case NDF_INT8: return *(const int8_t *)p;
-    case NDF_UINT16: return *(const uint16_t *)p;
-    case NDF_INT16: return *(const int16_t *)p;
-    case NDF_UINT32: return *(const uint32_t *)p;
-    case NDF_INT32: return *(const int32_t *)p;
-    case NDF_FLOAT32: return *(const float *)p;
-    case NDF_FLOAT64: return *(const double *)p;
-    case NDF_INT64: return (double)*(const int64_t *)p;
-    case NDF_UINT64: return (double)*(const uint64_t *)p;
-    default: return 0;
-  }
-}
+static double host_value(const ndf_array *a, int64_t i) { return ndf__get_f64(a, ndf__offset_of(a, i)); }
 
 /* Checks a structuring-element array: on the host, one axis per spatial axis. */
 static ndf_status check_element(ndf_ctx *ctx, const char *name, const char *arg, const ndf_array *a, int nsp) {

@@ -41,20 +41,9 @@ void ndf__combine_request(ndf__kernel_req *r, int kind, ndf_dtype dtype) {
   ndf__req_elementwise(r, dtype, unsigned_ctype(dtype), kind);
 }
 
-/* Element offset of linear index i (row-major over shape) for strides st. */
-static inline int64_t offset_of(int64_t i, const int64_t *shape, const int64_t *st, int ndim) {
-  int64_t off = 0;
-  for (int d = ndim - 1; d >= 0; d--) {
-    off += (i % shape[d]) * st[d];
-    i /= shape[d];
-  }
-  return off;
-}
-
 static void combine_cpu(ndf_ctx *ctx, ndf__combine_kind kind, const ndf_array *a, const ndf_array *b,
                         const ndf_array *c, ndf_array *out) {
   const int64_t n = ndf_array_size(out);
-  const int nd = out->ndim;
   const int threads = ndf__cpu_threads(ctx);
   /* Contiguous operands (the usual case: the temporary always is) index flat. */
   const int flat = ndf_array_is_contiguous(a) && ndf_array_is_contiguous(b) && ndf_array_is_contiguous(out) &&
@@ -66,14 +55,14 @@ static void combine_cpu(ndf_ctx *ctx, ndf__combine_kind kind, const ndf_array *a
       T *po = out->data;                                                                         \
       _Pragma("omp parallel for schedule(static) if (n > 65536) num_threads(threads)") \
       for (int64_t i = 0; i < n; i++) {                                                          \
-        const int64_t ia = flat ? i : offset_of(i, out->shape, a->strides, nd);                 \
-        const int64_t ib = flat ? i : offset_of(i, out->shape, b->strides, nd);                 \
-        const int64_t io = flat ? i : offset_of(i, out->shape, out->strides, nd);               \
+        const int64_t ia = flat ? i : ndf__offset_of(a, i);                                      \
+        const int64_t ib = flat ? i : ndf__offset_of(b, i);                                      \
+        const int64_t io = flat ? i : ndf__offset_of(out, i);                                    \
         U t;                                                                                     \
         if (kind == NDF__COMBINE_SUB) {                                                          \
           t = (U)((U)pa[ia] - (U)pb[ib]);                                                        \
         } else {                                                                                 \
-          const U vc = (U)pc[flat ? i : offset_of(i, out->shape, c->strides, nd)];               \
+          const U vc = (U)pc[flat ? i : ndf__offset_of(c, i)];                                   \
           t = (U)((U)pa[ia] + (U)pb[ib]);                                                        \
           t = (U)(t - vc);                                                                       \
           t = (U)(t - vc);                                                                       \

@@ -158,16 +158,6 @@ static inline double load(ndf_dtype t, const char *p) {
   }
 }
 
-/* Byte offset of flat C-order element i of a. */
-static int64_t offset_of(const ndf_array *a, int64_t i) {
-  int64_t off = 0;
-  for (int d = a->ndim - 1; d >= 0; d--) {
-    off += (i % a->shape[d]) * a->strides[d];
-    i /= a->shape[d];
-  }
-  return off * (int64_t)ndf_dtype_size(a->dtype);
-}
-
 /* Walks the elements of up to two arrays of one shape in C order (byte offsets). */
 typedef struct walk {
   int nd;
@@ -202,7 +192,7 @@ static inline void walk_next(walk *w) {
 }
 
 static void store_result(const ndf_array *r, int64_t img, double v) {
-  *(double *)((char *)r->data + offset_of(r, img)) = v;
+  ((double *)r->data)[ndf__offset_of(r, img)] = v;
 }
 
 /* ---- statistics ---------------------------------------------------------------------- */

@@ -53,12 +53,7 @@ ndf_status ndf_reconstruct_method_from_name(const char *name, ndf_reconstruct_me
 
 /* 1 when element i (C order) of a host array of any dtype is non-zero. */
 static int host_nonzero(const ndf_array *a, int64_t i) {
-  int64_t off = 0;
-  for (int d = a->ndim - 1; d >= 0; d--) {
-    off += (i % a->shape[d]) * a->strides[d];
-    i /= a->shape[d];
-  }
-  const char *p = (const char *)a->data + off * (int64_t)ndf_dtype_size(a->dtype);
+  const char *p = (const char *)a->data + ndf__offset_of(a, i) * (int64_t)ndf_dtype_size(a->dtype);
   switch (a->dtype) {
     case NDF_BOOL: case NDF_UINT8: case NDF_INT8: return *(const uint8_t *)p != 0;
     case NDF_UINT16: case NDF_INT16: return *(const uint16_t *)p != 0;
