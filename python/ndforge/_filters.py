@@ -112,10 +112,13 @@ class _Linear:
                 _nd._astype(tmp, name)
         return _nd._resolve_output(call, output, np.dtype(np.float64), self.writes)
 
-    def modes(self, mode, cval, origin=None):
+    def modes(self, mode, cval, origin=None, one=False):
+        """one: a 1-D filter, whose mode is one name (scipy: RuntimeError for a sequence)."""
         opt = self.opt
         if isinstance(mode, str):
             opt.mode = _nd._mode(mode)
+        elif one:
+            raise RuntimeError("boundary mode not supported")
         else:
             ms = [_nd._mode(m) for m in mode]
             if len(ms) > K["NDF_MAX_SPATIAL"] or len(ms) != self.nfilt:
@@ -168,8 +171,9 @@ def _dptr(a):
 def _corr1d(fn, input, weights, axis, output, mode, cval, origin, batch_dims, device):
     w = _weights1d(weights)
     op = _Linear(input, output, None, batch_dims, device)
-    op.modes(mode, cval, origin)
-    return op.run(C[fn], _dptr(w), ctypes.c_int64(w.shape[0]), int(axis), ctypes.byref(op.opt))
+    axis = _nd._axis(axis, len(op.call.shape0))
+    op.modes(mode, cval, origin, one=True)
+    return op.run(C[fn], _dptr(w), ctypes.c_int64(w.shape[0]), axis, ctypes.byref(op.opt))
 
 
 def correlate1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *, batch_dims=0,
@@ -202,12 +206,14 @@ def _corr(fn, input, weights, output, mode, cval, origin, axes, batch_dims, devi
     return op.run(C[fn], ctypes.byref(d), ctypes.byref(op.opt))
 
 
+@_nd._zero_d
 def correlate(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *, axes=None, batch_dims=0,
               device=None):
     """scipy.ndimage.correlate on ndforge (extra keywords: batch_dims, device)."""
     return _corr("ndf_correlate", input, weights, output, mode, cval, origin, axes, batch_dims, device)
 
 
+@_nd._zero_d
 def convolve(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *, axes=None, batch_dims=0,
              device=None):
     """scipy.ndimage.convolve on ndforge (extra keywords: batch_dims, device)."""
@@ -221,10 +227,12 @@ def uniform_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0
     if size < 1:
         raise RuntimeError("incorrect filter size")
     op = _Linear(input, output, None, batch_dims, device)
-    op.modes(mode, cval, origin)
-    return op.run(C["ndf_uniform_filter1d"], ctypes.c_int64(size), int(axis), ctypes.byref(op.opt))
+    axis = _nd._axis(axis, len(op.call.shape0))
+    op.modes(mode, cval, origin, one=True)
+    return op.run(C["ndf_uniform_filter1d"], ctypes.c_int64(size), axis, ctypes.byref(op.opt))
 
 
+@_nd._zero_d
 def uniform_filter(input, size=3, output=None, mode="reflect", cval=0.0, origin=0, *, axes=None, batch_dims=0,
                    device=None):
     """scipy.ndimage.uniform_filter on ndforge (extra keywords: batch_dims, device)."""
@@ -271,11 +279,13 @@ def gaussian_filter1d(input, sigma, axis=-1, order=0, output=None, mode="reflect
     if radius is not None and (not isinstance(radius, (int, np.integer)) or radius < 0):
         raise ValueError("Radius must be a nonnegative integer.")
     op = _Linear(input, output, None, batch_dims, device)
-    op.modes(mode, cval)
-    return op.run(C["ndf_gaussian_filter1d"], float(sigma), int(axis), order, float(truncate),
+    axis = _nd._axis(axis, len(op.call.shape0))
+    op.modes(mode, cval, one=True)
+    return op.run(C["ndf_gaussian_filter1d"], float(sigma), axis, order, float(truncate),
                   ctypes.c_int64(-1 if radius is None else int(radius)), ctypes.byref(op.opt))
 
 
+@_nd._zero_d
 def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0, truncate=4.0, *, radius=None,
                     axes=None, batch_dims=0, device=None):
     """scipy.ndimage.gaussian_filter on ndforge (extra keywords: batch_dims, device)."""
@@ -291,8 +301,9 @@ def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0
 
 def _derivative(fn, input, axis, output, mode, cval, batch_dims, device):
     op = _Linear(input, output, None, batch_dims, device)
+    axis = _nd._axis(axis, len(op.call.shape0))
     op.modes(mode, cval)
-    return op.run(C[fn], int(axis), ctypes.byref(op.opt))
+    return op.run(C[fn], axis, ctypes.byref(op.opt))
 
 
 def sobel(input, axis=-1, output=None, mode="reflect", cval=0.0, *, batch_dims=0, device=None):
@@ -305,6 +316,7 @@ def prewitt(input, axis=-1, output=None, mode="reflect", cval=0.0, *, batch_dims
     return _derivative("ndf_prewitt", input, axis, output, mode, cval, batch_dims, device)
 
 
+@_nd._zero_d
 def laplace(input, output=None, mode="reflect", cval=0.0, *, axes=None, batch_dims=0, device=None):
     """scipy.ndimage.laplace on ndforge (extra keywords: batch_dims, device)."""
     op = _Linear(input, output, axes, batch_dims, device, bool_output=False)
@@ -327,6 +339,7 @@ def _gaussian_composite(fn, input, sigma, output, mode, cval, axes, truncate, ra
     return op.run(C[fn], ctypes.byref(g), ctypes.byref(op.opt))
 
 
+@_nd._zero_d
 def gaussian_laplace(input, sigma, output=None, mode="reflect", cval=0.0, *, axes=None, truncate=4.0, radius=None,
                      batch_dims=0, device=None, **kwargs):
     """scipy.ndimage.gaussian_laplace on ndforge: the sum over the filtered axes (all, or axes in their
@@ -337,6 +350,7 @@ def gaussian_laplace(input, sigma, output=None, mode="reflect", cval=0.0, *, axe
                                batch_dims, device, kwargs)
 
 
+@_nd._zero_d
 def gaussian_gradient_magnitude(input, sigma, output=None, mode="reflect", cval=0.0, *, axes=None, truncate=4.0,
                                 radius=None, batch_dims=0, device=None, **kwargs):
     """scipy.ndimage.gaussian_gradient_magnitude on ndforge: sqrt of the sum over the filtered axes (all,

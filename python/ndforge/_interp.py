@@ -149,12 +149,14 @@ def _shape_from(fn, x_shape, *args):
 
 def spline_filter1d(input, order=3, axis=-1, output=np.float64, mode="mirror", *, device=None):
     """scipy.ndimage.spline_filter1d on ndforge (extra keyword: device)."""
+    _nd._axis(axis, _nd._ndim(input))
     op = _Interp(input, 0, device)
     order = _order(order)
     spec = op.output(output, op.call.shape0)
     return op.run(C["ndf_spline_filter1d"], spec, _OUT, order, int(axis), _interp_mode(mode))
 
 
+@_nd._zero_d
 def spline_filter(input, order=3, output=np.float64, mode="mirror", *, batch_dims=0, device=None):
     """scipy.ndimage.spline_filter on ndforge (extra keywords: batch_dims, device)."""
     if operator.index(order) < 2 or order > 5:
@@ -203,6 +205,10 @@ def affine_transform(input, matrix, offset=0.0, output_shape=None, output=None, 
     m = np.asarray(_core.to_host_numpy(matrix), dtype=np.float64)
     if m.ndim not in (1, 2) or m.shape[0] < 1:
         raise RuntimeError("no proper affine matrix provided")
+    if m.ndim == 2 and m.shape[0] == op.nsp + 1 and not np.all(m[op.nsp] == [0] * op.nsp + [1]):
+        raise ValueError("Expected homogeneous transformation matrix with shape %s for image shape %s, but "
+                         "bottom row was not equal to %s" % (m.shape, call.shape0[call.batch_dims:],
+                                                             [0] * op.nsp + [1]))
     if output_shape is None:
         output_shape = output.shape[call.batch_dims:] if output is not None and not _nd._is_dtype_like(output) \
             else call.shape0[call.batch_dims:]
@@ -231,6 +237,11 @@ def zoom(input, zoom, output=None, order=3, mode="constant", cval=0.0, prefilter
     opt = op.options(order, mode, cval, prefilter)
     call = op.call
     n, vals = _offsets(zoom, op.nsp)
+    zs = list(vals) * (op.nsp if n == 1 else 1)
+    sp = [int(round(s * z)) for s, z in zip(call.shape0[call.batch_dims:], zs)]
+    if 0 in sp and all(z > 0 for z in zs):  # an empty result, as scipy's (the library has no empty axis there)
+        out, ret, post = op.output(output, call.shape0[:call.batch_dims] + tuple(sp))
+        return post() if post is not None else ret
     shape = _shape_from(C["ndf_zoom_shape"], call.shape0, call.batch_dims, n, vals)
     spec = op.output(output, shape)
     return op.run(C["ndf_zoom"], spec, _OUT, n, vals, 1 if grid_mode else 0, ctypes.byref(opt))
@@ -240,6 +251,8 @@ def rotate(input, angle, axes=(1, 0), reshape=True, output=None, order=3, mode="
            prefilter=True, *, batch_dims=0, device=None):
     """scipy.ndimage.rotate on ndforge (extra keywords: batch_dims, device; axes count among the axes after
     the batch axes)."""
+    if _nd._ndim(input) - (batch_dims or 0) < 2:
+        raise ValueError("input array should be at least 2D")
     op = _Interp(input, batch_dims, device)
     if op.nsp < 2:
         raise ValueError("input array should be at least 2D")

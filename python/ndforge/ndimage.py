@@ -30,6 +30,8 @@ on the CPU backend for CUDA arrays, copied there and back.
 """
 
 import ctypes
+import functools
+import inspect
 import operator
 import re
 
@@ -100,6 +102,22 @@ def _axes_perm(ndim, axes, batch_dims):
         raise ValueError("axes must be unique")
     rest = [i for i in range(ndim) if i not in norm]
     return rest + norm, len(rest)
+
+
+_AxisError = getattr(getattr(np, "exceptions", None), "AxisError", None) or np.AxisError
+
+
+def _ndim(x):
+    n = getattr(x, "ndim", None)
+    return len(_core.as_array(x).shape) if n is None else n
+
+
+def _axis(axis, ndim):
+    """axis as an int, checked as NumPy does (AxisError, a ValueError and an IndexError, as scipy raises)."""
+    axis = operator.index(axis)
+    if not -ndim <= axis < ndim:
+        raise _AxisError(axis, ndim)
+    return axis
 
 
 def _seq(v, name):
@@ -179,7 +197,23 @@ def _same_memory(a, b):
     if k == "torch":
         sa, sb = a.untyped_storage(), b.untyped_storage()
         return sa.data_ptr() == sb.data_ptr()
-    return a.data.ptr == b.data.ptr or (a.base is not None and a.base is b.base)
+    # CuPy: whether the byte ranges overlap (np.may_share_memory's bounds test; a view of the input,
+    # such as input[::-1], is another pointer into the same memory)
+    (alo, ahi), (blo, bhi) = _byte_range(a), _byte_range(b)
+    return alo < bhi and blo < ahi
+
+
+def _byte_range(a):
+    """[lo, hi) of the bytes a CuPy array's elements occupy."""
+    if a.size == 0:
+        return (0, 0)
+    lo = hi = a.data.ptr
+    for n, st in zip(a.shape, a.strides):
+        if st < 0:
+            lo += st * (n - 1)
+        else:
+            hi += st * (n - 1)
+    return lo, hi + a.itemsize
 
 
 def _is_dtype_like(output):
@@ -200,6 +234,63 @@ def _np_dtype(output):
     if type(output).__module__.split(".")[0] == "torch":
         return np.dtype(str(output).replace("torch.", ""))
     return np.dtype(output)
+
+
+# --- 0-d inputs ------------------------------------------------------------------
+
+def _zero_d(fn):
+    """fn that also takes a 0-d input, as scipy does: an image of one element and no axes, filtered by a
+    footprint (structure, weights) of that one element.  The library has no rank-0 arrays: the call runs
+    on a 1-element 1-D view (a 0-d footprint, structure, weights, mask and output as 1-element views, size
+    1, origins 0; the multi-axis linear filters with axes=(), which copies, as scipy's loop over no axes
+    does) and gives 0-d results."""
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def f(input, *args, **kw):
+        if _ndim(input) or kw.get("batch_dims") or kw.get("axes") is not None:
+            return fn(input, *args, **kw)
+        return _on_one_element(fn, sig, input, args, kw)
+    return f
+
+
+# the multi-axis linear filters, which copy a 0-d input (no axes to filter)
+_COPY0 = ("uniform_filter", "gaussian_filter", "laplace", "gaussian_laplace", "gaussian_gradient_magnitude")
+
+
+def _one(x):
+    return x.reshape(1) if np.ndim(x) == 0 else x
+
+
+def _on_one_element(fn, sig, input, args, kw):
+    b = sig.bind(input, *args, **kw)
+    a = b.arguments
+    a["input"] = _one(_input(input))
+    for k in ("footprint", "structure", "structure1", "structure2", "weights"):
+        if a.get(k) is not None:
+            a[k] = _one(_core.to_host_numpy(a[k]))
+    if a.get("mask") is not None:
+        a["mask"] = _one(_core.as_array(a["mask"]))
+    if a.get("size") is not None:
+        a["size"] = 1
+    for k in ("origin", "origin1", "origin2"):
+        if a.get(k) is not None:
+            a[k] = 0
+    if fn.__name__ in _COPY0:
+        a["axes"] = ()
+    out = a.get("output")
+    given = _is_output_array(out) and np.ndim(out) == 0
+    if given:
+        a["output"] = out.reshape(1)
+    r = fn(*b.args, **b.kwargs)
+
+    def back(v):
+        if isinstance(v, tuple):
+            return tuple(back(t) for t in v)
+        if given and v is a["output"]:
+            return out
+        return v.reshape(()) if hasattr(v, "reshape") and tuple(v.shape) == (1,) else v
+    return back(r)
 
 
 # --- the call ------------------------------------------------------------------
@@ -477,8 +568,8 @@ def _plan_key(name, input, args, *rest):
             hash(key)
         except TypeError:
             return None
-    if _core.kind_of(input) not in _PLAN_KINDS:
-        return None
+    if _core.kind_of(input) not in _PLAN_KINDS or (isinstance(input, np.ndarray) and not input.dtype.isnative):
+        return None  # byte-swapped NumPy arrays go through as_array's native copy
     return key
 
 
@@ -581,7 +672,7 @@ def _make_grey(name):
     f.__doc__ = ("scipy.ndimage.%s(input, size=None, footprint=None, structure=None, output=None, "
                  "mode='reflect', cval=0.0, origin=0, *, axes=None) on ndforge; extra keywords: "
                  "batch_dims, device, algorithm, nan_policy, tune." % name)
-    return f
+    return _zero_d(f)
 
 
 grey_erosion = _make_grey("grey_erosion")
@@ -671,6 +762,7 @@ def _grey_modes(erode, input, size, footprint, output, mode, cval, origin, axes,
     return _min_max(False, x, size, fp, output, mode, cval, flipped, axes, batch_dims, device, algorithm, tune)
 
 
+@_zero_d
 def minimum_filter(input, size=None, footprint=None, output=None, mode="reflect", cval=0.0, origin=0, *,
                    axes=None, batch_dims=0, device=None, algorithm=None, tune=None):
     """scipy.ndimage.minimum_filter on ndforge (extra keywords: batch_dims, device, algorithm, tune)."""
@@ -678,6 +770,7 @@ def minimum_filter(input, size=None, footprint=None, output=None, mode="reflect"
                     tune)
 
 
+@_zero_d
 def maximum_filter(input, size=None, footprint=None, output=None, mode="reflect", cval=0.0, origin=0, *,
                    axes=None, batch_dims=0, device=None, algorithm=None, tune=None):
     """scipy.ndimage.maximum_filter on ndforge (extra keywords: batch_dims, device, algorithm, tune)."""
@@ -693,8 +786,7 @@ def _min_max1d(erode, input, size, axis, output, mode, cval, origin, batch_dims,
     origin = operator.index(origin)
     if size // 2 + origin < 0 or size // 2 + origin >= size:
         raise ValueError("invalid origin")
-    if not -x.ndim <= operator.index(axis) < x.ndim:
-        raise ValueError("axis %d is out of bounds for array of dimension %d" % (axis, x.ndim))
+    axis = _axis(axis, x.ndim)
     return _min_max(erode, x, size, None, output, mode, cval, origin, (operator.index(axis) % x.ndim,),
                     batch_dims, device, None, None) if not batch_dims else \
         _min_max(erode, x, [size if i == axis % x.ndim else 1 for i in range(batch_dims, x.ndim)], None, output,
@@ -757,6 +849,7 @@ def _rank(name, input, extra, size, footprint, output, mode, cval, origin, axes,
     return r
 
 
+@_zero_d
 def median_filter(input, size=None, footprint=None, output=None, mode="reflect", cval=0.0, origin=0, *,
                   axes=None, batch_dims=0, device=None, algorithm=None, nan_policy=None, tune=None):
     """scipy.ndimage.median_filter on ndforge (extra keywords: batch_dims, device, algorithm, nan_policy, tune)."""
@@ -764,6 +857,7 @@ def median_filter(input, size=None, footprint=None, output=None, mode="reflect",
                  device, algorithm, nan_policy, tune)
 
 
+@_zero_d
 def rank_filter(input, rank, size=None, footprint=None, output=None, mode="reflect", cval=0.0, origin=0, *,
                 axes=None, batch_dims=0, device=None, algorithm=None, nan_policy=None, tune=None):
     """scipy.ndimage.rank_filter on ndforge (extra keywords: batch_dims, device, algorithm, nan_policy, tune)."""
@@ -772,6 +866,7 @@ def rank_filter(input, rank, size=None, footprint=None, output=None, mode="refle
                  axes, batch_dims, device, algorithm, nan_policy, tune)
 
 
+@_zero_d
 def percentile_filter(input, percentile, size=None, footprint=None, output=None, mode="reflect", cval=0.0,
                       origin=0, *, axes=None, batch_dims=0, device=None, algorithm=None, nan_policy=None, tune=None):
     """scipy.ndimage.percentile_filter on ndforge (extra keywords: batch_dims, device, algorithm, nan_policy,
@@ -832,7 +927,19 @@ def _binary(name, input, structure, iterations, mask, output, border_value, orig
         dm = call.desc_in(m)
         call.keep.append(dm)
         opt.mask = ctypes.pointer(dm)
-    out, ret, post = _resolve_output(call, output, np.dtype(np.bool_), _bool_accepts)
+    ret = _binary_run(call, row, opt, output)
+    return None if name == "binary_fill_holes" and _is_output_array(output) else ret
+
+
+def _is_output_array(output):
+    return output is not None and not _is_dtype_like(output)
+
+
+def _binary_run(call, row, opt, output):
+    """The binary op into output: an array (written, returned), else a new bool array -- scipy's binary ops
+    take only an array as output; a dtype there gives bool, as scipy's do."""
+    out, ret, post = _resolve_output(call, output if _is_output_array(output) else None, np.dtype(np.bool_),
+                                     _bool_accepts)
     din = call.desc_in(call.x0)
     dout, done = call.desc_out(out)
     _call(C[row["c"]], call.ctx, ctypes.byref(din), ctypes.byref(dout), ctypes.byref(opt))
@@ -844,6 +951,7 @@ def _binary(name, input, structure, iterations, mask, output, border_value, orig
     return ret
 
 
+@_zero_d
 def binary_erosion(input, structure=None, iterations=1, mask=None, output=None, border_value=0, origin=0,
                    brute_force=False, *, axes=None, batch_dims=0, device=None):
     """scipy.ndimage.binary_erosion on ndforge (extra keywords: batch_dims, device)."""
@@ -851,6 +959,7 @@ def binary_erosion(input, structure=None, iterations=1, mask=None, output=None, 
                    brute_force, axes, batch_dims, device)
 
 
+@_zero_d
 def binary_dilation(input, structure=None, iterations=1, mask=None, output=None, border_value=0, origin=0,
                     brute_force=False, *, axes=None, batch_dims=0, device=None):
     """scipy.ndimage.binary_dilation on ndforge (extra keywords: batch_dims, device)."""
@@ -858,6 +967,7 @@ def binary_dilation(input, structure=None, iterations=1, mask=None, output=None,
                    brute_force, axes, batch_dims, device)
 
 
+@_zero_d
 def binary_opening(input, structure=None, iterations=1, output=None, origin=0, mask=None, border_value=0,
                    brute_force=False, *, axes=None, batch_dims=0, device=None):
     """scipy.ndimage.binary_opening on ndforge (extra keywords: batch_dims, device)."""
@@ -865,6 +975,7 @@ def binary_opening(input, structure=None, iterations=1, output=None, origin=0, m
                    brute_force, axes, batch_dims, device)
 
 
+@_zero_d
 def binary_closing(input, structure=None, iterations=1, output=None, origin=0, mask=None, border_value=0,
                    brute_force=False, *, axes=None, batch_dims=0, device=None):
     """scipy.ndimage.binary_closing on ndforge (extra keywords: batch_dims, device)."""
@@ -872,6 +983,7 @@ def binary_closing(input, structure=None, iterations=1, output=None, origin=0, m
                    brute_force, axes, batch_dims, device)
 
 
+@_zero_d
 def binary_propagation(input, structure=None, mask=None, output=None, border_value=0, origin=0, *, axes=None,
                        batch_dims=0, device=None):
     """scipy.ndimage.binary_propagation on ndforge (extra keywords: batch_dims, device)."""
@@ -879,12 +991,14 @@ def binary_propagation(input, structure=None, mask=None, output=None, border_val
                    axes, batch_dims, device)
 
 
+@_zero_d
 def binary_fill_holes(input, structure=None, output=None, origin=0, *, axes=None, batch_dims=0, device=None):
     """scipy.ndimage.binary_fill_holes on ndforge (extra keywords: batch_dims, device)."""
     return _binary("binary_fill_holes", input, structure, None, None, output, 0, origin, False, axes,
                    batch_dims, device)
 
 
+@_zero_d
 def binary_hit_or_miss(input, structure1=None, structure2=None, output=None, origin1=0, origin2=None, *,
                        axes=None, batch_dims=0, device=None):
     """scipy.ndimage.binary_hit_or_miss on ndforge (extra keywords: batch_dims, device)."""
@@ -908,16 +1022,8 @@ def binary_hit_or_miss(input, structure1=None, structure2=None, output=None, ori
         if k > 1 and k != n:
             raise RuntimeError("sequence argument must have length equal to input rank")
     opt.batch_dims = call.batch_dims
-    out, ret, post = _resolve_output(call, output, np.dtype(np.bool_), _bool_accepts)
-    din = call.desc_in(call.x0)
-    dout, done = call.desc_out(out)
-    _call(C[row["c"]], call.ctx, ctypes.byref(din), ctypes.byref(dout), ctypes.byref(opt))
-    if done:
-        done()
-    if post is not None:
-        r = post()
-        return r if r is not None else ret
-    return ret
+    ret = _binary_run(call, row, opt, output)
+    return None if _is_output_array(output) else ret  # scipy returns nothing when output is an array
 
 
 def generate_binary_structure(rank, connectivity):
@@ -963,6 +1069,7 @@ def _label_accepts(dt):
     return dt in _core.DTYPE_CODE and dt.kind in "iuf"
 
 
+@_zero_d
 def label(input, structure=None, output=None, *, batch_dims=0, device=None):
     """scipy.ndimage.label: (labels, num_features), or num_features when output is an array.
 
@@ -1144,8 +1251,8 @@ def distance_edt_pass(sqdist, axis, sampling=1.0, features=None):
     bit, whatever pieces each pass ran on (ndforge.dask's separable transform).  Returns ``sqdist``."""
     sq = _core.as_array(sqdist)
     where = _core.placement(sq)
-    if np.dtype(_core.dtype_of(sq)) != np.float64:
-        raise TypeError("distance_edt_pass: sqdist must be float64")
+    if np.dtype(_core.dtype_of(sq)) != np.float64 or sq is not sqdist and isinstance(sqdist, np.ndarray):
+        raise TypeError("distance_edt_pass: sqdist must be a float64 array (native byte order: it is written)")
     nd = len(sq.shape)
     ax = operator.index(axis)
     if not -nd <= ax < nd:
@@ -1155,8 +1262,8 @@ def distance_edt_pass(sqdist, axis, sampling=1.0, features=None):
     fd = None
     if features is not None:
         fe = _core.as_array(features)
-        if np.dtype(_core.dtype_of(fe)) != np.int64:
-            raise TypeError("distance_edt_pass: features must be int64")
+        if np.dtype(_core.dtype_of(fe)) != np.int64 or fe is not features and isinstance(features, np.ndarray):
+            raise TypeError("distance_edt_pass: features must be an int64 array (native byte order: it is written)")
         fd, keep2 = _core.describe(fe, where)
     ctx = where.ctx
     _call(C["ndf_distance_edt_pass"], ctx, ctypes.byref(d), ctypes.byref(fd) if fd is not None else None, ax,

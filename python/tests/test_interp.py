@@ -142,8 +142,8 @@ def test_nan_and_huge_coordinates(order):
 
 
 def test_empty_inputs_and_outputs():
-    """Empty arrays: an empty output is scipy's (shape and dtype); zoom to an axis of extent 0 and an
-    empty input with a non-empty output (scipy reads outside the input there) are ValueError."""
+    """Empty arrays: an empty output is scipy's (shape and dtype), zoom to an axis of extent 0 included;
+    an empty input with a non-empty output (scipy reads outside the input there) is a ValueError."""
     e = np.zeros((0, 5))
     for name, args, kw in [("shift", (e, 1.0), {}), ("affine_transform", (e, np.eye(2)), {}),
                            ("spline_filter", (e,), {}), ("spline_filter1d", (e,), dict(axis=0)),
@@ -155,14 +155,13 @@ def test_empty_inputs_and_outputs():
             got = nd.shift(*args, **kw)
             assert got.shape == (0, 4, 5) and got.dtype == np.float64
             continue
-        if name == "zoom":
-            with pytest.raises(ValueError, match="empty"):
-                nd.zoom(*args)
-            continue
         got, want = getattr(nd, name)(*args, **kw), getattr(sn, name)(*args, **kw)
         assert got.shape == want.shape and got.dtype == want.dtype, name
-    with pytest.raises(ValueError, match="empty"):
-        nd.zoom(np.ones(3), 0.1)  # round(0.3) = 0
+    for x, z in ((np.ones(3), 0.1), (np.ones((4, 5), np.uint8), (1, 0.08)), (np.zeros((0, 3)), 2)):  # round(0.3) = 0
+        close(nd.zoom(x, z), sn.zoom(x, z))
+        out = np.zeros(sn.zoom(x, z).shape, np.float32)
+        assert nd.zoom(x, z, output=out) is out
+        assert nd.zoom(x, z, output=np.int16).dtype == np.int16
     with pytest.raises(ValueError, match="empty"):
         nd.rotate(e, 30)
     with pytest.raises(ValueError, match="empty"):
