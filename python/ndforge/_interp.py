@@ -92,6 +92,9 @@ class _Interp:
             if _writes(want):
                 out = call.new_output(want, shape)
                 return out, out, None
+            if not _is_bool(want) and _writes(_nd._native(want)):  # byte-swapped: the native values, swapped
+                tmp = call.new_output(_nd._native(want), shape)
+                return tmp, None, lambda: _nd._astype(tmp, want)
             name = want if isinstance(want, str) else np.dtype(want).name
             tmp = call.new_output(np.float64, shape)
             if _is_bool(want):
@@ -103,7 +106,9 @@ class _Interp:
         odt = _core.dtype_of(output)
         if _writes(odt) and not _nd._same_memory(output, call.x0):
             return output, output, None
-        tmp = call.new_output(np.float64, shape)
+        # a temporary of the output's dtype where the library writes it (an output overlapping the input,
+        # byte-swapped), else float64, converted as scipy converts
+        tmp = call.new_output(_nd._native(odt) if _writes(_nd._native(odt)) else np.float64, shape)
 
         def post():
             _core.copy_into(output, _bool_c_cast(tmp) if _is_bool(odt) else tmp)

@@ -266,9 +266,17 @@ def _on_one_element(fn, sig, input, args, kw):
     b = sig.bind(input, *args, **kw)
     a = b.arguments
     a["input"] = _one(_input(input))
+    for k in ("size", "origin", "origin1", "origin2", "sigma", "mode"):  # scipy: one value per axis, of none
+        v = a.get(k)
+        if v is not None and not isinstance(v, str) and np.ndim(v) > 0 and len(v) != 0:
+            raise RuntimeError("sequence argument must have length equal to input rank")
     for k in ("footprint", "structure", "structure1", "structure2", "weights"):
         if a.get(k) is not None:
+            if np.ndim(a[k]) != 0:  # scipy's error for its rank, from the function itself
+                return fn(input, *args, **kw)
             a[k] = _one(_core.to_host_numpy(a[k]))
+        elif k in ("structure", "structure1") and k in sig.parameters and fn.__name__.startswith("binary"):
+            a[k] = np.ones(1, np.bool_)  # generate_binary_structure(0, 1): the one element
     if a.get("mask") is not None:
         a["mask"] = _one(_core.as_array(a["mask"]))
     if a.get("size") is not None:
@@ -403,7 +411,9 @@ def _resolve_output(call, output, lib_dtype, accepts):
     """(array the library writes, value returned, post step) for scipy's output= forms.
 
     lib_dtype: the dtype the library writes by default; accepts(dtype): whether
-    the library can write that dtype itself (else it writes lib_dtype, then cast)."""
+    the library can write that dtype itself (else it writes lib_dtype, then cast).  An output the library
+    cannot write in place (byte-swapped, overlapping the input, misaligned) is written as a temporary of
+    its dtype where the library takes that dtype, so that the values are those of a direct write."""
     if output is None:
         out = call.new_output(lib_dtype)
         return out, out, None
@@ -412,7 +422,7 @@ def _resolve_output(call, output, lib_dtype, accepts):
         if accepts(dt):
             out = call.new_output(dt)
             return out, out, None
-        tmp = call.new_output(lib_dtype)
+        tmp = call.new_output(_native(dt) if accepts(_native(dt)) else lib_dtype)
         return tmp, None, lambda: _astype(tmp, dt)
     if tuple(output.shape) != call.shape0:
         raise RuntimeError("output shape not correct")
@@ -421,12 +431,17 @@ def _resolve_output(call, output, lib_dtype, accepts):
     dt = np.dtype(_core.dtype_of(output)) if _core.dtype_of(output) not in ("float16", "bfloat16") else None
     if dt is not None and accepts(dt) and not _same_memory(output, call.x0) and _describable(output):
         return output, output, None
-    tmp = call.new_output(lib_dtype)
+    tmp = call.new_output(_native(dt) if dt is not None and accepts(_native(dt)) else lib_dtype)
 
     def post():
         _core.copy_into(output, tmp)
         return output
     return tmp, output, post
+
+
+def _native(dt):
+    """dt in the native byte order (torch's half-type names stay)."""
+    return dt if isinstance(dt, str) or dt.isnative else dt.newbyteorder("=")
 
 
 def _describable(a):
@@ -607,6 +622,12 @@ def _grey(name, input, size, footprint, structure, output, mode, cval, origin, a
             and structure is None and nan_policy in (None, "propagate")):
         return _grey_modes(name == "grey_erosion", input, size, footprint, output, mode, cval, origin, axes,
                            batch_dims, device, algorithm, tune)
+    if name in _COMPOSED and nan_policy in (None, "propagate") and (
+            (isinstance(mode, (list, tuple)) and len(set(mode)) > 1) or _narrows(name, input, output)):
+        return _grey_composed(name, input, output, dict(size=size, footprint=footprint, structure=structure,
+                                                        mode=mode, cval=cval, origin=origin, axes=axes,
+                                                        batch_dims=batch_dims, device=device, algorithm=algorithm,
+                                                        tune=tune))
     row = OPS[name]
     call = _Call(input, batch_dims, axes, device)
     if name in ("morphological_gradient", "morphological_laplace") and _core.dtype_of(call.x0) == np.bool_:
@@ -635,6 +656,73 @@ def _grey(name, input, size, footprint, structure, output, mode, cval, origin, a
     if key is not None and half is None and not widened:
         _PLANS[key] = (C[row["c"]], opt, ())
     return r
+
+
+_COMPOSED = ("grey_opening", "grey_closing", "morphological_gradient", "morphological_laplace", "white_tophat",
+             "black_tophat")
+_ARITH = _COMPOSED[2:]
+
+
+def _narrows(name, input, output):
+    """Whether scipy's arithmetic of a composite differs from the library's: an output (NumPy or CuPy) of a
+    numeric dtype that does not hold every input value (float64 -> float32); scipy computes the last step in
+    the output's dtype from an erosion or dilation stored in it."""
+    if name not in _ARITH or output is None or _core.kind_of(input) not in ("numpy", "cupy"):
+        return False
+    if _is_dtype_like(output):
+        dt = _np_dtype(output)
+    elif _core.kind_of(output) in ("numpy", "cupy"):
+        dt = output.dtype
+    else:
+        return False
+    xdt = np.dtype(getattr(input, "dtype", None) or _core.as_array(input).dtype)
+    return (dt.kind in "iuf" and xdt.kind in "iuf" and dt != xdt and not np.can_cast(xdt, dt, "safe"))
+
+
+def _grey_composed(name, input, output, kw):
+    """A grey composite as scipy writes it, over grey_erosion and grey_dilation: for one mode per axis, and
+    for outputs that the composite's arithmetic narrows (that arithmetic with NumPy's or CuPy's ufuncs,
+    in the output's dtype, casting as C does where scipy's same_kind casting would refuse)."""
+    x = _input(input)
+
+    def ero(a, out=None):
+        return grey_erosion(a, output=out, **kw)
+
+    def dil(a, out=None):
+        return grey_dilation(a, output=out, **kw)
+    if name == "grey_opening":
+        return dil(ero(x), output)
+    if name == "grey_closing":
+        return ero(dil(x), output)
+    if _core.dtype_of(x) == np.bool_ and name in ("morphological_gradient", "morphological_laplace"):
+        raise TypeError("boolean subtraction is not supported (scipy composes %s with np.subtract)" % name)
+    given = output is not None and not _is_dtype_like(output)
+    dt = _core.dtype_of(x) if output is None else (_np_dtype(output) if not given else _core.dtype_of(output))
+    out = output if given and not _same_memory(output, x) else _core.empty(_core.placement(x), x.shape, dt)
+    xp = np if _core.kind_of(x) == "numpy" else __import__("cupy")
+    if dt == np.bool_ and _core.dtype_of(x) == np.bool_:  # the tophats of bool images: scipy's xor
+        op2 = xp.bitwise_xor
+    else:
+        op2 = functools.partial(xp.subtract, casting="unsafe")
+    if name == "white_tophat":
+        dil(ero(x), out)
+        op2(x, out, out=out)
+    elif name == "black_tophat":
+        ero(dil(x), out)
+        op2(out, x, out=out)
+    else:
+        tmp = dil(x)
+        ero(x, out)
+        if name == "morphological_gradient":
+            op2(tmp, out, out=out)
+        else:
+            xp.add(tmp, out, out=out, casting="unsafe")
+            op2(out, x, out=out)
+            op2(out, x, out=out)
+    if given and out is not output:
+        _core.copy_into(output, out)
+        return output
+    return out
 
 
 def _run_unary(call, row, opt, output, extra, half=None, lib_dtype=None, accepts=None):
