@@ -385,6 +385,8 @@ class _Call:
             def done():
                 _core.copy_into(v, _from_numpy_like(v, h))
             return d, done
+        if _core.kind_of(v) == "numpy" and not v.flags.writeable:  # scipy's check (the library would write it)
+            raise ValueError("output array is read-only.")
         d, keep = _core.describe(v, self.where)
         if _core.kind_of(v) == "numpy" and keep is not v:  # a view NumPy cannot describe in elements
             raise ValueError("ndforge: output strides are not a multiple of the element size")

@@ -199,3 +199,42 @@ def test_outputs_overlapping_the_input(name, args, kw):
     z = F[::-1].copy()
     getattr(ndforge.ndimage, name)(z[::-1], *args, output=z, **kw)
     np.testing.assert_allclose(z, ref, rtol=1e-12, atol=1e-12)
+
+
+IN_PLACE = [("median_filter", (), dict(size=3)), ("grey_dilation", (), dict(size=(3, 2)))]
+if HAS_LINEAR:
+    IN_PLACE += [("gaussian_filter", (1.5,), {}), ("uniform_filter", (3,), {}), ("sobel", (), {}),
+                 ("correlate1d", ([1.0, 2, -1],), {}), ("gaussian_filter1d", (1.0,), dict(order=1))]
+if HAS_INTERP:
+    IN_PLACE += [("shift", ((0.3, 0.6),), {}), ("spline_filter1d", (), {}), ("zoom", (1,), dict(order=1))]
+
+
+@pytest.mark.parametrize("name,args,kw", IN_PLACE, ids=[c[0] for c in IN_PLACE])
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8, np.int16])
+def test_in_place_is_a_direct_write(name, args, kw, dtype):
+    # output=input: scipy's passes here read lines before they write them (and the splines filter a
+    # copy), so its result in place is its result; ndforge's temporary has the output's dtype, so that
+    # every pass stores what a direct write stores
+    x = (F * 20).astype(dtype)
+    ref = np.zeros(x.shape, dtype)
+    getattr(sn, name)(x, *args, output=ref, **kw)
+    y = x.copy()
+    r = getattr(ndforge.ndimage, name)(y, *args, output=y, **kw)
+    assert r is y or r is None
+    np.testing.assert_array_equal(y, ref)
+
+
+@pytest.mark.parametrize("name,args,kw", [c[:3] for c in CALLS if c[0] != "label"], ids=[c[0] for c in CALLS
+                                                                                         if c[0] != "label"])
+def test_read_only_outputs_are_refused(name, args, kw):
+    binary = name.startswith(("binary", "distance"))
+    x = B if binary else F
+    ref = getattr(sn, name)(x, *args, **kw)
+    out = np.zeros(ref.shape, ref.dtype)
+    out.setflags(write=False)
+    with pytest.raises(ValueError, match="read-only"):
+        if name.startswith("distance"):
+            ndforge.ndimage.distance_transform_edt(x, distances=out)
+        else:
+            getattr(ndforge.ndimage, name)(x, *args, output=out, **kw)
+    assert not out.any()
