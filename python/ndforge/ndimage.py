@@ -27,6 +27,15 @@ kernels, exact for every value (scipy 1.10 computes min, max and ranks of
 them in double).  Distance transforms that the CUDA backend does not do (cdt's
 indices, cdt with a metric structure other than taxicab or chessboard) run
 on the CPU backend for CUDA arrays, copied there and back.
+
+Arrays as scipy takes them: a byte-swapped NumPy input is read as a native
+copy; a 0-d input is an image of one element (its footprint, structure or
+weights 0-d; the distance transforms and geometric transforms refuse it);
+an output that overlaps the input, is byte-swapped or misaligned is written
+through a temporary of its own dtype (so the values are a direct write's;
+scipy's composites in place are not); a read-only output is a ValueError.
+The binary ops take scipy's output= forms: a dtype gives bool, and
+binary_fill_holes and binary_hit_or_miss return None when given an array.
 """
 
 import ctypes
@@ -701,11 +710,14 @@ def _grey_composed(name, input, output, kw):
     given = output is not None and not _is_dtype_like(output)
     dt = _core.dtype_of(x) if output is None else (_np_dtype(output) if not given else _core.dtype_of(output))
     out = output if given and not _same_memory(output, x) else _core.empty(_core.placement(x), x.shape, dt)
-    xp = np if _core.kind_of(x) == "numpy" else __import__("cupy")
-    if dt == np.bool_ and _core.dtype_of(x) == np.bool_:  # the tophats of bool images: scipy's xor
-        op2 = xp.bitwise_xor
+    if _core.kind_of(x) == "torch":
+        import torch
+        sub, add, xor = torch.sub, torch.add, torch.bitwise_xor
     else:
-        op2 = functools.partial(xp.subtract, casting="unsafe")
+        xp = np if _core.kind_of(x) == "numpy" else __import__("cupy")
+        sub, add = (functools.partial(f, casting="unsafe") for f in (xp.subtract, xp.add))
+        xor = xp.bitwise_xor
+    op2 = xor if dt == np.bool_ and _core.dtype_of(x) == np.bool_ else sub  # the tophats of bool images: xor
     if name == "white_tophat":
         dil(ero(x), out)
         op2(x, out, out=out)
@@ -718,7 +730,7 @@ def _grey_composed(name, input, output, kw):
         if name == "morphological_gradient":
             op2(tmp, out, out=out)
         else:
-            xp.add(tmp, out, out=out, casting="unsafe")
+            add(tmp, out, out=out)
             op2(out, x, out=out)
             op2(out, x, out=out)
     if given and out is not output:
