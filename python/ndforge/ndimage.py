@@ -105,7 +105,7 @@ def _axes_perm(ndim, axes, batch_dims):
     norm = []
     for a in axes:
         if not -ndim <= a < ndim:
-            raise ValueError("axes must be in the range [-%d, %d)" % (ndim, ndim))
+            raise _AxisError(a, ndim)  # a ValueError, as scipy 1.11+ raises (normalize_axis_index)
         norm.append(a % ndim)
     if len(set(norm)) != len(norm):
         raise ValueError("axes must be unique")
