@@ -127,6 +127,8 @@ class _Linear:
             opt.modes[:len(ms)] = ms
         opt.cval = float(cval)
         if origin is not None:
+            if not one:
+                _check_len(origin, self.nfilt)
             opt.norigin, vals = _nd._seq(origin, "origin")
             opt.origin[:len(vals)] = vals
 
@@ -193,7 +195,7 @@ def _corr(fn, input, weights, output, mode, cval, origin, axes, batch_dims, devi
     if w.dtype.kind == "c":
         raise TypeError("Complex type not supported")
     op = _Linear(input, output, axes, batch_dims, device)
-    if w.ndim != op.nfilt:
+    if w.ndim != op.nfilt or 0 in w.shape:
         raise RuntimeError("filter weights array has incorrect shape.")
     if not isinstance(mode, str):
         raise RuntimeError("A sequence of modes is not supported")
@@ -237,9 +239,8 @@ def uniform_filter(input, size=3, output=None, mode="reflect", cval=0.0, origin=
                    device=None):
     """scipy.ndimage.uniform_filter on ndforge (extra keywords: batch_dims, device)."""
     op = _Linear(input, output, axes, batch_dims, device)
-    n, vals = _nd._seq(size, "size")
-    if n > 1 and n != op.nfilt:
-        raise RuntimeError(_RANK_ERR)
+    _check_len(size, op.nfilt)
+    n, vals = _nd._seq([int(s) for s in size] if np.ndim(size) else int(size), "size")  # scipy's int(size)
     if op.noaxes:
         return op.copy()
     op.modes(mode, cval, origin)
@@ -250,7 +251,8 @@ def uniform_filter(input, size=3, output=None, mode="reflect", cval=0.0, origin=
 def _gauss(sigma, order, truncate, radius):
     g = S["ndf_gaussian_params"]()
     C["ndf_gaussian_params_init"](ctypes.byref(g))
-    sig = [float(s) for s in np.atleast_1d(np.asarray(sigma, dtype=np.float64))]
+    # scipy filters an axis only where sigma > 1e-15: a negative sigma leaves its axis as sigma 0 does
+    sig = [0.0 if s < 0 else float(s) for s in np.atleast_1d(np.asarray(sigma, dtype=np.float64))]
     if len(sig) > K["NDF_MAX_SPATIAL"]:
         raise RuntimeError("sequence argument must have length equal to input rank")
     g.nsigma = len(sig)

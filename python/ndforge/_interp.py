@@ -244,7 +244,7 @@ def zoom(input, zoom, output=None, order=3, mode="constant", cval=0.0, prefilter
     n, vals = _offsets(zoom, op.nsp)
     zs = list(vals) * (op.nsp if n == 1 else 1)
     sp = [int(round(s * z)) for s, z in zip(call.shape0[call.batch_dims:], zs)]
-    if 0 in sp and all(z > 0 for z in zs):  # an empty result, as scipy's (the library has no empty axis there)
+    if 0 in sp and all(z >= 0 for z in zs):  # an empty result, as scipy's (the library has no empty axis there)
         out, ret, post = op.output(output, call.shape0[:call.batch_dims] + tuple(sp))
         return post() if post is not None else ret
     shape = _shape_from(C["ndf_zoom_shape"], call.shape0, call.batch_dims, n, vals)

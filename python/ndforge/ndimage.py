@@ -129,22 +129,34 @@ def _axis(axis, ndim):
     return axis
 
 
+def _size_int(v):
+    """A size: an integer, or a float truncated (scipy's int(size) in its separable filters)."""
+    return int(v) if isinstance(v, (float, np.floating)) else operator.index(v)
+
+
 def _seq(v, name):
     """(n, values) of an int or a sequence of ints, for size/origin."""
     if v is None:
         return 0, ()
+    conv = _size_int if name == "size" else operator.index  # an origin is an integer (TypeError), as in scipy
     if np.ndim(v) == 0:
-        return 1, (operator.index(int(v)) if not isinstance(v, (int, np.integer)) else int(v),)
-    vals = tuple(int(t) for t in v)
+        return 1, (conv(v),)
+    vals = tuple(conv(t) for t in v)
     if len(vals) > K["NDF_MAX_SPATIAL"]:
         raise RuntimeError("sequence argument must have length equal to input rank")
     return len(vals), vals
 
 
+def _per_axis(v, n):
+    """scipy's _normalize_sequence: a sequence argument has one value per filtered axis."""
+    if v is not None and not isinstance(v, str) and np.ndim(v) > 0 and len(v) != n:
+        raise RuntimeError("sequence argument must have length equal to input rank")
+
+
 def _mode(mode):
     if isinstance(mode, (list, tuple)):
-        if len(set(mode)) != 1:
-            raise NotImplementedError("ndforge: one boundary mode for every axis (got %r)" % (mode,))
+        if len(set(mode)) != 1:  # the separable grey ops take them (_grey_modes); scipy's error elsewhere
+            raise RuntimeError("A sequence of modes is not supported for non-separable footprints")
         mode = mode[0]
     if not isinstance(mode, str):
         raise RuntimeError(_MODE_ERR)
@@ -538,21 +550,23 @@ def _footprint_opts(opt, call, size, footprint, origin, mode, cval):
         if fp.ndim != n:
             raise RuntimeError("footprint array has incorrect shape.")
         if not fp.astype(bool).any():
+            if opt.__class__.__name__ == "ndf_rank_options":  # scipy 1.10's rank filters: no rank fits
+                raise RuntimeError("rank not within filter footprint size")
             raise ValueError("All-zero footprint is not supported.")
         d, keep = _host_desc(fp, np.bool_)
         call.keep.append(keep)
         opt.footprint = ctypes.pointer(d)
     if size is not None:
         opt.nsize, vals = _seq(size, "size")
-        if opt.nsize > 1 and opt.nsize != n and footprint is None:
-            raise RuntimeError("sequence argument must have length equal to input rank")
+        if footprint is None:
+            _per_axis(size, n)
         opt.size[:len(vals)] = vals
     opt.norigin, vals = _seq(origin, "origin")
-    if opt.norigin > 1 and opt.norigin != n:
-        raise RuntimeError("sequence argument must have length equal to input rank")
+    _per_axis(origin, n)
     opt.origin[:len(vals)] = vals
     if not isinstance(mode, str) and opt.__class__.__name__ == "ndf_rank_options":
         raise RuntimeError(_MODE_ERR)  # scipy's rank filters take one mode, not one per axis
+    _per_axis(mode, n)
     opt.mode = _mode(mode)
     opt.cval = float(cval)
     opt.batch_dims = call.batch_dims
@@ -788,13 +802,11 @@ black_tophat = _make_grey("black_tophat")
 
 # --- minimum and maximum filters: scipy's names for flat grey erosion and dilation ------------------
 
-def _normalize(v, n):
-    vals = [operator.index(int(t)) for t in np.atleast_1d(v)]
-    if len(vals) == 1:
-        return vals * n
-    if len(vals) != n:
-        raise RuntimeError("sequence argument must have length equal to input rank")
-    return vals
+def _normalize(v, n, conv=operator.index):
+    if np.ndim(v) == 0:
+        return [conv(v)] * n
+    _per_axis(v, n)
+    return [conv(t) for t in v]
 
 
 def _min_max(erode, input, size, footprint, output, mode, cval, origin, axes, batch_dims, device, algorithm,
@@ -815,9 +827,11 @@ def _min_max(erode, input, size, footprint, output, mode, cval, origin, axes, ba
             fp = None
     else:
         fp = None
-        sizes = _normalize(size, n)
+        sizes = _normalize(size, n, _size_int)
     origins = _normalize(origin, n)
     kw = dict(axes=axes, batch_dims=batch_dims, device=device, algorithm=algorithm, tune=tune)
+    if not isinstance(mode, (str, list, tuple)):
+        raise RuntimeError(_MODE_ERR)
     if not isinstance(mode, str):
         modes = list(mode)
         if len(modes) != n:
@@ -857,7 +871,7 @@ def _grey_modes(erode, input, size, footprint, output, mode, cval, origin, axes,
     x = _input(input)
     n = (1 if np.ndim(axes) == 0 else len(axes)) if axes is not None else x.ndim - (batch_dims or 0)
     fp = None if footprint is None else np.asarray(_core.to_host_numpy(footprint)).astype(bool)
-    sizes = list(fp.shape) if fp is not None else _normalize(size, n)
+    sizes = list(fp.shape) if fp is not None else _normalize(size, n, _size_int)
     flipped = [-o - (0 if s & 1 else 1) for o, s in zip(_normalize(origin, n), sizes)]
     if fp is not None:
         fp = fp[(slice(None, None, -1),) * fp.ndim]
@@ -1014,8 +1028,7 @@ def _binary(name, input, structure, iterations, mask, output, border_value, orig
         opt.iterations = operator.index(iterations)
     opt.border_value = 1 if border_value else 0
     opt.norigin, vals = _seq(origin, "origin")
-    if opt.norigin > 1 and opt.norigin != _spatial_rank(call):
-        raise RuntimeError("sequence argument must have length equal to input rank")
+    _per_axis(origin, _spatial_rank(call))
     opt.origin[:len(vals)] = vals
     opt.brute_force = 1 if brute_force else 0
     opt.batch_dims = call.batch_dims
@@ -1120,9 +1133,8 @@ def binary_hit_or_miss(input, structure1=None, structure2=None, output=None, ori
     else:
         opt.norigin2, vals = _seq(origin2, "origin2")
         opt.origin2[:len(vals)] = vals
-    for k in (opt.norigin1, opt.norigin2):
-        if k > 1 and k != n:
-            raise RuntimeError("sequence argument must have length equal to input rank")
+    _per_axis(origin1, n)
+    _per_axis(origin2, n)
     opt.batch_dims = call.batch_dims
     ret = _binary_run(call, row, opt, output)
     return None if _is_output_array(output) else ret  # scipy returns nothing when output is an array
@@ -1191,6 +1203,8 @@ def label(input, structure=None, output=None, *, batch_dims=0, device=None):
         ds, keep = _host_desc(st, np.bool_)
         call.keep.append(keep)
     given = output is not None and not _is_dtype_like(output)
+    if given and tuple(output.shape) != call.shape0:
+        raise ValueError("output shape not correct")  # scipy's label: ValueError (the filters: RuntimeError)
     out, ret, post = _resolve_output(call, output, np.dtype(np.int32), _label_accepts)
     din = call.desc_in(call.x0)
     dout, done = call.desc_out(out)

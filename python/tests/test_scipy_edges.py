@@ -147,6 +147,20 @@ def test_binary_output_forms(name):
 
 def _error_cases():
     cases = [("minimum_filter1d", (F, 3), dict(axis=2)), ("maximum_filter1d", (F, 3), dict(axis=-3))]
+    # a sequence has one value per axis (scipy's _normalize_sequence: RuntimeError), an origin is an integer
+    for name in ("grey_erosion", "grey_opening", "white_tophat", "median_filter", "minimum_filter",
+                 "maximum_filter"):
+        cases += [(name, (F,), dict(size=(3,))), (name, (F,), dict(size=3, origin=(1,))),
+                  (name, (F,), dict(size=3, origin=0.5))]
+    cases += [("grey_erosion", (F,), dict(size=3, mode=["reflect"] * 3)),
+              ("grey_closing", (F,), dict(size=3, mode=("reflect", "wrap", "nearest"))),
+              ("grey_erosion", (F,), dict(structure=np.ones((3, 3)), mode=("reflect", "wrap"))),
+              ("white_tophat", (F,), dict(structure=np.ones((3, 3)), mode=("reflect", "wrap"))),
+              ("minimum_filter", (F,), dict(size=3, mode=3)), ("maximum_filter", (F,), dict(size=3, mode=None)),
+              ("median_filter", (F,), dict(footprint=np.zeros((3, 3)))),
+              ("rank_filter", (F, 0), dict(footprint=np.zeros((3, 3)))),
+              ("binary_erosion", (B,), dict(origin=(0,))), ("binary_hit_or_miss", (B,), dict(origin1=(0, 0, 0))),
+              ("label", (B,), dict(output=np.zeros((2, 2), np.int32)))]
     if HAS_LINEAR:
         cases += [("correlate1d", (F, [1.0, 2]), dict(axis=2)), ("convolve1d", (F, [1.0, 2]), dict(axis=-3)),
                   ("uniform_filter1d", (F, 3), dict(axis=5)), ("gaussian_filter1d", (F, 1.0), dict(axis=2)),
@@ -154,7 +168,10 @@ def _error_cases():
                   ("correlate1d", (F, [1.0, 2]), dict(mode=("reflect", "wrap"))),
                   ("convolve1d", (F, [1.0, 2]), dict(mode=["nearest"])),
                   ("uniform_filter1d", (F, 3), dict(mode=("reflect", "wrap"))),
-                  ("gaussian_filter1d", (F, 1.0), dict(mode=("reflect", "wrap")))]
+                  ("gaussian_filter1d", (F, 1.0), dict(mode=("reflect", "wrap"))),
+                  ("correlate", (F, np.ones((0, 3))), {}), ("convolve", (F, np.ones((3, 3))), dict(origin=(1, 0, 0))),
+                  ("uniform_filter", (F, (3,)), {}), ("uniform_filter", (F, 3), dict(origin=(1,))),
+                  ("gaussian_filter", (F, (1.0,)), {}), ("gaussian_filter", (F, 1.0), dict(order=(0, 1, 0)))]
     if HAS_INTERP:
         cases += [("spline_filter1d", (F,), dict(axis=2)),
                   ("affine_transform", (F, np.array([[1, 0, 0], [0, 1, 0], [0, 0.5, 1]])), {}),
@@ -238,3 +255,20 @@ def test_read_only_outputs_are_refused(name, args, kw):
         else:
             getattr(ndforge.ndimage, name)(x, *args, output=out, **kw)
     assert not out.any()
+
+
+@pytest.mark.skipif(not HAS_LINEAR, reason="this libndforge has no linear filters")
+@pytest.mark.parametrize("name,sigma,kw", [("gaussian_filter", (-1, 1.5), {}), ("gaussian_filter", -2, dict(order=1)),
+                                           ("gaussian_filter", (1.5, -1e-3), dict(order=(1, 2))),
+                                           ("gaussian_laplace", (-1, 1.5), {}), ("gaussian_gradient_magnitude", -1, {})])
+def test_negative_sigma_leaves_the_axis(name, sigma, kw):
+    # scipy filters an axis only where sigma > 1e-15: a negative sigma is sigma 0 there
+    same(getattr(nd, name)(F, sigma, **kw), getattr(sn, name)(F, sigma, **kw))
+
+
+def test_float_sizes_of_the_separable_filters():
+    # scipy's minimum/maximum filters (and grey_erosion/grey_dilation through them) take int(size)
+    for name in ("minimum_filter", "maximum_filter", "grey_erosion"):  # (grey_dilation: scipy fails on it)
+        same(nd.__getattr__(name)(F, size=3.5), getattr(sn, name)(F, size=3.5))
+    if HAS_LINEAR:
+        same(nd.uniform_filter(F, 3.0), sn.uniform_filter(F, 3.0))
