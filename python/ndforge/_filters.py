@@ -63,11 +63,12 @@ def _writes_numeric(dt):
 
 
 _RANK_ERR = "sequence argument must have length equal to input rank"
+_SCALARS = (int, float, str, np.integer, np.floating)
 
 
 def _check_len(v, n):
     """scipy's _normalize_sequence: a sequence argument has one value per filtered axis."""
-    if v is not None and not isinstance(v, str) and np.ndim(v) > 0 and len(v) != n:
+    if v is not None and not isinstance(v, _SCALARS) and np.ndim(v) > 0 and len(v) != n:
         raise RuntimeError(_RANK_ERR)
 
 
@@ -240,7 +241,8 @@ def uniform_filter(input, size=3, output=None, mode="reflect", cval=0.0, origin=
     """scipy.ndimage.uniform_filter on ndforge (extra keywords: batch_dims, device)."""
     op = _Linear(input, output, axes, batch_dims, device)
     _check_len(size, op.nfilt)
-    n, vals = _nd._seq([int(s) for s in size] if np.ndim(size) else int(size), "size")  # scipy's int(size)
+    n, vals = _nd._seq(int(size) if isinstance(size, _SCALARS) or np.ndim(size) == 0 else [int(s) for s in size],
+                       "size")  # scipy's int(size)
     if op.noaxes:
         return op.copy()
     op.modes(mode, cval, origin)

@@ -117,8 +117,10 @@ _AxisError = getattr(getattr(np, "exceptions", None), "AxisError", None) or np.A
 
 
 def _ndim(x):
-    n = getattr(x, "ndim", None)
-    return len(_core.as_array(x).shape) if n is None else n
+    try:
+        return x.ndim
+    except AttributeError:
+        return len(_core.as_array(x).shape)
 
 
 def _axis(axis, ndim):
@@ -149,7 +151,8 @@ def _seq(v, name):
 
 def _per_axis(v, n):
     """scipy's _normalize_sequence: a sequence argument has one value per filtered axis."""
-    if v is not None and not isinstance(v, str) and np.ndim(v) > 0 and len(v) != n:
+    if v is not None and not isinstance(v, (int, float, str, np.integer, np.floating)) and np.ndim(v) > 0 \
+            and len(v) != n:
         raise RuntimeError("sequence argument must have length equal to input rank")
 
 
@@ -426,7 +429,8 @@ def _from_numpy_like(like, h):
         return torch.from_numpy(h).to(like.device)
     if k == "cupy":
         import cupy
-        return cupy.asarray(h)
+        with cupy.cuda.Device(like.device.id):  # like's device, not the current one
+            return cupy.asarray(h)
     return h
 
 

@@ -269,6 +269,6 @@ def test_negative_sigma_leaves_the_axis(name, sigma, kw):
 def test_float_sizes_of_the_separable_filters():
     # scipy's minimum/maximum filters (and grey_erosion/grey_dilation through them) take int(size)
     for name in ("minimum_filter", "maximum_filter", "grey_erosion"):  # (grey_dilation: scipy fails on it)
-        same(nd.__getattr__(name)(F, size=3.5), getattr(sn, name)(F, size=3.5))
+        same(getattr(nd, name)(F, size=3.5), getattr(sn, name)(F, size=3.5))
     if HAS_LINEAR:
         same(nd.uniform_filter(F, 3.0), sn.uniform_filter(F, 3.0))
