@@ -1157,15 +1157,13 @@ def generate_binary_structure(rank, connectivity):
 
 
 def iterate_structure(structure, iterations, origin=None):
-    """scipy.ndimage.iterate_structure (NumPy bool; (structure, origin) when origin is given)."""
-    st = np.asarray(_core.to_host_numpy(structure)).astype(bool)
+    """scipy.ndimage.iterate_structure (NumPy bool; (structure, origin) when origin is given; for iterations
+    < 2, as scipy, a copy of the structure as given, without the origin)."""
     iterations = operator.index(iterations)
+    if iterations < 2:  # scipy: a copy of the structure as it is (its dtype; no origin returned)
+        return np.array(_core.to_host_numpy(structure))
+    st = np.asarray(_core.to_host_numpy(structure)).astype(bool)
     n = st.ndim
-    if iterations < 2:
-        st = st.copy()
-        if origin is None:
-            return st
-        return st, origin
     ds, _ = _core.describe(np.ascontiguousarray(st), _core.HOST)
     shape = (ctypes.c_int64 * max(n, 1))()
     check(C["ndf_iterate_structure_shape"](ctypes.byref(ds), iterations, shape))

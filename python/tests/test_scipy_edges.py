@@ -272,3 +272,18 @@ def test_float_sizes_of_the_separable_filters():
         same(getattr(nd, name)(F, size=3.5), getattr(sn, name)(F, size=3.5))
     if HAS_LINEAR:
         same(nd.uniform_filter(F, 3.0), sn.uniform_filter(F, 3.0))
+
+
+def test_structure_helpers():
+    st = np.array([[0, 2, 0], [1, 1, 1], [0, 1, 0]])
+    for it in (-1, 0, 1, 2, 3):
+        for kw in ({}, dict(origin=(1, -1)), dict(origin=1)):
+            got, want = nd.iterate_structure(st, it, **kw), sn.iterate_structure(st, it, **kw)
+            if isinstance(want, tuple):
+                same(got[0], want[0])
+                assert list(got[1]) == list(want[1])
+            else:
+                same(got, want)  # iterations < 2: scipy's copy of the structure, in its dtype, no origin
+    for rank in range(0, 5):
+        for conn in range(-1, 6):
+            same(nd.generate_binary_structure(rank, conn), sn.generate_binary_structure(rank, conn))
