@@ -82,8 +82,15 @@ def _is_complex(x):
 
 def _input(input):
     x = _core.as_array(input)
-    if _is_complex(x):
-        raise TypeError("Complex type not supported")
+    dt = _core.dtype_of(x)
+    if not isinstance(dt, str):  # torch's half types pass as names
+        dt = np.dtype(dt)
+        if dt.kind == "c":
+            raise TypeError("Complex type not supported")
+        if dt.kind in "SUV":  # strings and records: scipy's TypeError
+            raise TypeError("array type %s not supported" % dt)
+        if dt.kind not in "biuf" or dt.itemsize > 8:  # objects, dates, long double: scipy's refusal, not a
+            raise RuntimeError("array type %s not supported" % dt)  # lossy conversion
     return x
 
 
@@ -1250,6 +1257,9 @@ def _distance(name, input, sampling, metric, return_distances, return_indices, d
     """A distance transform where the input lives; what the CUDA backend does not do (cdt's indices, cdt
     with a metric structure other than taxicab or chessboard) runs on the CPU backend, the arrays copied
     there and back (a synchronization)."""
+    x = _core.as_array(input)
+    if isinstance(x, np.ndarray) and (x.dtype.kind not in "biuf" or x.dtype.itemsize > 8):
+        input = np.where(x, 1, 0).astype(np.int8)  # scipy's reading of any input: its truth values
     args = (name, input, sampling, metric, return_distances, return_indices, distances, indices, batch_dims)
     try:
         return _distance_on(*args, device, dist_dtype)
