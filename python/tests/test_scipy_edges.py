@@ -287,3 +287,22 @@ def test_structure_helpers():
     for rank in range(0, 5):
         for conn in range(-1, 6):
             same(nd.generate_binary_structure(rank, conn), sn.generate_binary_structure(rank, conn))
+
+
+@pytest.mark.parametrize("dtype", [object, "datetime64[s]", np.longdouble, "U1", [("a", "f4")]])
+def test_unsupported_dtypes_are_refused_as_scipy_refuses_them(dtype):
+    x = np.ones((4, 5)).astype(dtype) if dtype != "U1" else np.full((4, 5), "a")
+    calls = [("grey_erosion", (), dict(size=3)), ("median_filter", (), dict(size=3)), ("binary_erosion", (), {})]
+    if HAS_LINEAR:
+        calls += [("uniform_filter", (), {}), ("correlate", (np.ones((2, 2)),), {})]
+    if HAS_INTERP:
+        calls.append(("shift", (0.5,), {}))
+    for name, args, kw in calls:
+        with pytest.raises(Exception) as ref:
+            getattr(sn, name)(x, *args, **kw)
+        with pytest.raises(Exception) as got:
+            getattr(ndforge.ndimage, name)(x, *args, **kw)
+        assert type(got.value) is type(ref.value) or (name == "binary_erosion" and isinstance(got.value, TypeError)), \
+            (name, got.value, ref.value)
+    if np.dtype(dtype).kind in "OMf":  # scipy's distance transforms read the truth values of anything
+        same(ndforge.ndimage.distance_transform_edt(x), sn.distance_transform_edt(x))
