@@ -34,6 +34,13 @@ NumPy's bool arithmetic, compute a bool output in float64 and convert it
 (not scipy's result).  Inputs the library does not read (float16, bfloat16)
 go in as a float32 copy holding the same values; an output dtype the library
 does not write (float16, bfloat16) is written in float64 and converted.
+
+Complex inputs and weights are scipy's: the real and imaginary parts are
+filtered as real arrays into the views of a complex output (complex64 for
+complex64 and float32 inputs, else complex128; a real output dtype is
+promoted with scipy's warning, a real output array refused), correlation
+with the weights conjugated; gaussian_gradient_magnitude of a complex input
+squares in complex arithmetic, as scipy's.
 """
 
 import ctypes
@@ -179,12 +186,14 @@ def _corr1d(fn, input, weights, axis, output, mode, cval, origin, batch_dims, de
     return op.run(C[fn], _dptr(w), ctypes.c_int64(w.shape[0]), axis, ctypes.byref(op.opt))
 
 
+@_nd._complex_parts('correlate')
 def correlate1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *, batch_dims=0,
                 device=None):
     """scipy.ndimage.correlate1d on ndforge (extra keywords: batch_dims, device)."""
     return _corr1d("ndf_correlate1d", input, weights, axis, output, mode, cval, origin, batch_dims, device)
 
 
+@_nd._complex_parts('convolve')
 def convolve1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *, batch_dims=0,
                device=None):
     """scipy.ndimage.convolve1d on ndforge (extra keywords: batch_dims, device)."""
@@ -209,6 +218,7 @@ def _corr(fn, input, weights, output, mode, cval, origin, axes, batch_dims, devi
     return op.run(C[fn], ctypes.byref(d), ctypes.byref(op.opt))
 
 
+@_nd._complex_parts('correlate')
 @_nd._zero_d
 def correlate(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *, axes=None, batch_dims=0,
               device=None):
@@ -216,6 +226,7 @@ def correlate(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *
     return _corr("ndf_correlate", input, weights, output, mode, cval, origin, axes, batch_dims, device)
 
 
+@_nd._complex_parts('convolve')
 @_nd._zero_d
 def convolve(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *, axes=None, batch_dims=0,
              device=None):
@@ -223,6 +234,7 @@ def convolve(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *,
     return _corr("ndf_convolve", input, weights, output, mode, cval, origin, axes, batch_dims, device)
 
 
+@_nd._complex_parts()
 def uniform_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *, batch_dims=0,
                      device=None):
     """scipy.ndimage.uniform_filter1d on ndforge (extra keywords: batch_dims, device)."""
@@ -235,6 +247,7 @@ def uniform_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0
     return op.run(C["ndf_uniform_filter1d"], ctypes.c_int64(size), axis, ctypes.byref(op.opt))
 
 
+@_nd._complex_parts()
 @_nd._zero_d
 def uniform_filter(input, size=3, output=None, mode="reflect", cval=0.0, origin=0, *, axes=None, batch_dims=0,
                    device=None):
@@ -274,6 +287,7 @@ def _gauss(sigma, order, truncate, radius):
     return g
 
 
+@_nd._complex_parts()
 def gaussian_filter1d(input, sigma, axis=-1, order=0, output=None, mode="reflect", cval=0.0, truncate=4.0, *,
                       radius=None, batch_dims=0, device=None):
     """scipy.ndimage.gaussian_filter1d on ndforge (extra keywords: batch_dims, device)."""
@@ -289,6 +303,7 @@ def gaussian_filter1d(input, sigma, axis=-1, order=0, output=None, mode="reflect
                   ctypes.c_int64(-1 if radius is None else int(radius)), ctypes.byref(op.opt))
 
 
+@_nd._complex_parts()
 @_nd._zero_d
 def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0, truncate=4.0, *, radius=None,
                     axes=None, batch_dims=0, device=None):
@@ -310,16 +325,19 @@ def _derivative(fn, input, axis, output, mode, cval, batch_dims, device):
     return op.run(C[fn], axis, ctypes.byref(op.opt))
 
 
+@_nd._complex_parts()
 def sobel(input, axis=-1, output=None, mode="reflect", cval=0.0, *, batch_dims=0, device=None):
     """scipy.ndimage.sobel on ndforge (extra keywords: batch_dims, device)."""
     return _derivative("ndf_sobel", input, axis, output, mode, cval, batch_dims, device)
 
 
+@_nd._complex_parts()
 def prewitt(input, axis=-1, output=None, mode="reflect", cval=0.0, *, batch_dims=0, device=None):
     """scipy.ndimage.prewitt on ndforge (extra keywords: batch_dims, device)."""
     return _derivative("ndf_prewitt", input, axis, output, mode, cval, batch_dims, device)
 
 
+@_nd._complex_parts()
 @_nd._zero_d
 def laplace(input, output=None, mode="reflect", cval=0.0, *, axes=None, batch_dims=0, device=None):
     """scipy.ndimage.laplace on ndforge (extra keywords: batch_dims, device)."""
@@ -343,6 +361,7 @@ def _gaussian_composite(fn, input, sigma, output, mode, cval, axes, truncate, ra
     return op.run(C[fn], ctypes.byref(g), ctypes.byref(op.opt))
 
 
+@_nd._complex_parts()
 @_nd._zero_d
 def gaussian_laplace(input, sigma, output=None, mode="reflect", cval=0.0, *, axes=None, truncate=4.0, radius=None,
                      batch_dims=0, device=None, **kwargs):
@@ -360,7 +379,14 @@ def gaussian_gradient_magnitude(input, sigma, output=None, mode="reflect", cval=
     """scipy.ndimage.gaussian_gradient_magnitude on ndforge: sqrt of the sum over the filtered axes (all,
     or axes in their order) of the squared gaussian_filter with order 1 on that axis; the axes not listed
     are not smoothed (scipy's documented meaning; see the module's notes).  truncate and radius are
-    gaussian_filter's (scipy's **kwargs).  Extra keywords: batch_dims, device."""
+    gaussian_filter's (scipy's **kwargs).  Extra keywords: batch_dims, device.  A complex input is scipy's
+    generic_gradient_magnitude in complex arithmetic (the squares are complex), over gaussian_filter."""
+    if _nd._complex_array(input) and axes is None and not batch_dims and device is None and not kwargs:
+        def derivative(x, axis, out, m, cv):
+            order = [0] * len(x.shape)
+            order[axis] = 1
+            return gaussian_filter(x, sigma, order, out, m, cv, truncate=truncate, radius=radius)
+        return generic_gradient_magnitude(input, derivative, output, mode, cval)
     return _gaussian_composite("ndf_gaussian_gradient_magnitude", input, sigma, output, mode, cval, axes, truncate,
                                radius, batch_dims, device, kwargs)
 
@@ -418,7 +444,7 @@ def _sqrt_unsafe(out):
 
 
 def _generic(input, derivative, output, mode, cval, extra_arguments, extra_keywords, axes, magnitude):
-    x = _nd._input(input)
+    x = _core.as_array(input) if _nd._complex_array(input) else _nd._input(input)  # complex: the caller's
     out = _generic_output(x, output)
     kw = {} if extra_keywords is None else extra_keywords
     axes = _check_axes(axes, len(x.shape))

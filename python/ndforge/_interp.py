@@ -11,7 +11,9 @@ converted -- a bool output as scipy 1.10 stores it, C's cast to unsigned char
 (0.9 is False; bytes other than 0 and 1 as scipy writes them), except that
 spline_filter's passes into a bool output are not stored as bool in between
 (scipy's are).  ``coordinates`` of map_coordinates
-that are not on the input's device are copied there.
+that are not on the input's device are copied there.  Complex inputs are
+scipy's: the real and imaginary parts interpolated as real arrays (with
+cval's parts) into the views of a complex output.
 """
 
 import ctypes
@@ -152,6 +154,7 @@ def _shape_from(fn, x_shape, *args):
     return tuple(out[:n])
 
 
+@_nd._complex_parts()
 def spline_filter1d(input, order=3, axis=-1, output=np.float64, mode="mirror", *, device=None):
     """scipy.ndimage.spline_filter1d on ndforge (extra keyword: device)."""
     _nd._axis(axis, _nd._ndim(input))
@@ -161,6 +164,7 @@ def spline_filter1d(input, order=3, axis=-1, output=np.float64, mode="mirror", *
     return op.run(C["ndf_spline_filter1d"], spec, _OUT, order, int(axis), _interp_mode(mode))
 
 
+@_nd._complex_parts()
 @_nd._zero_d
 def spline_filter(input, order=3, output=np.float64, mode="mirror", *, batch_dims=0, device=None):
     """scipy.ndimage.spline_filter on ndforge (extra keywords: batch_dims, device)."""
@@ -171,6 +175,7 @@ def spline_filter(input, order=3, output=np.float64, mode="mirror", *, batch_dim
     return op.run(C["ndf_spline_filter"], spec, _OUT, int(order), _interp_mode(mode), op.call.batch_dims)
 
 
+@_nd._complex_parts()
 def map_coordinates(input, coordinates, output=None, order=3, mode="constant", cval=0.0, prefilter=True, *,
                     batch_dims=0, device=None):
     """scipy.ndimage.map_coordinates on ndforge (extra keywords: batch_dims, device)."""
@@ -201,6 +206,7 @@ def _offsets(v, n, err="sequence argument must have length equal to input rank")
     return len(vals), (ctypes.c_double * len(vals))(*vals)
 
 
+@_nd._complex_parts()
 def affine_transform(input, matrix, offset=0.0, output_shape=None, output=None, order=3, mode="constant",
                      cval=0.0, prefilter=True, *, batch_dims=0, device=None):
     """scipy.ndimage.affine_transform on ndforge (extra keywords: batch_dims, device)."""
@@ -225,6 +231,7 @@ def affine_transform(input, matrix, offset=0.0, output_shape=None, output=None, 
     return op.run(C["ndf_affine_transform"], spec, ctypes.byref(dm), noff, off, _OUT, ctypes.byref(opt))
 
 
+@_nd._complex_parts()
 def shift(input, shift, output=None, order=3, mode="constant", cval=0.0, prefilter=True, *, batch_dims=0,
           device=None):
     """scipy.ndimage.shift on ndforge (extra keywords: batch_dims, device)."""
@@ -235,6 +242,7 @@ def shift(input, shift, output=None, order=3, mode="constant", cval=0.0, prefilt
     return op.run(C["ndf_shift"], spec, _OUT, n, vals, ctypes.byref(opt))
 
 
+@_nd._complex_parts()
 def zoom(input, zoom, output=None, order=3, mode="constant", cval=0.0, prefilter=True, *, grid_mode=False,
          batch_dims=0, device=None):
     """scipy.ndimage.zoom on ndforge (extra keywords: batch_dims, device)."""
@@ -252,6 +260,7 @@ def zoom(input, zoom, output=None, order=3, mode="constant", cval=0.0, prefilter
     return op.run(C["ndf_zoom"], spec, _OUT, n, vals, 1 if grid_mode else 0, ctypes.byref(opt))
 
 
+@_nd._complex_parts()
 def rotate(input, angle, axes=(1, 0), reshape=True, output=None, order=3, mode="constant", cval=0.0,
            prefilter=True, *, batch_dims=0, device=None):
     """scipy.ndimage.rotate on ndforge (extra keywords: batch_dims, device; axes count among the axes after
