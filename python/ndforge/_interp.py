@@ -106,7 +106,7 @@ class _Interp:
         if tuple(output.shape) != tuple(shape):
             raise RuntimeError("output shape not correct")
         odt = _core.dtype_of(output)
-        if _writes(odt) and not _nd._same_memory(output, call.x0):
+        if _writes(odt) and not _nd._same_memory(output, call.x0) and _nd._describable(output, call.x0):
             return output, output, None
         # a temporary of the output's dtype where the library writes it (an output overlapping the input,
         # byte-swapped), else float64, converted as scipy converts

@@ -510,6 +510,8 @@ class _Call:
             return d, done
         if _core.kind_of(v) == "numpy" and not v.flags.writeable:  # scipy's check (the library would write it)
             raise ValueError("output array is read-only.")
+        if self.remote is None and _core.kind_of(v) != "numpy" and not _describable(v, self.x0):
+            raise ValueError("ndforge: an output array on another device than the input's")
         d, keep = _core.describe(v, self.where)
         if _core.kind_of(v) == "numpy" and keep is not v:  # a view NumPy cannot describe in elements
             raise ValueError("ndforge: output strides are not a multiple of the element size")
@@ -555,7 +557,7 @@ def _resolve_output(call, output, lib_dtype, accepts):
     if _core.kind_of(output) != _core.kind_of(call.x0):
         raise TypeError("ndforge: output must be an array of the input's kind (%s)" % _core.kind_of(call.x0))
     dt = np.dtype(_core.dtype_of(output)) if _core.dtype_of(output) not in ("float16", "bfloat16") else None
-    if dt is not None and accepts(dt) and not _same_memory(output, call.x0) and _describable(output):
+    if dt is not None and accepts(dt) and not _same_memory(output, call.x0) and _describable(output, call.x0):
         return output, output, None
     tmp = call.new_output(_native(dt) if dt is not None and accepts(_native(dt)) else lib_dtype)
 
@@ -570,10 +572,15 @@ def _native(dt):
     return dt if isinstance(dt, str) or dt.isnative else dt.newbyteorder("=")
 
 
-def _describable(a):
-    if _core.kind_of(a) == "numpy":
+def _describable(a, like=None):
+    """Whether the library can write a where it is: a NumPy array writeable and aligned; a torch or CuPy
+    array on the device of `like` (the input; another device's output is written through a temporary)."""
+    k = _core.kind_of(a)
+    if k == "numpy":
         f = a.flags
         return f.writeable and f.aligned
+    if like is not None and k == _core.kind_of(like):
+        return a.device == like.device if k == "torch" else a.device.id == like.device.id
     return True
 
 
@@ -725,7 +732,7 @@ def _run_plan(plan, x, output=None):
         out = _core.empty_like(x, where)
     else:
         if (type(output) is not type(x) or output.dtype != x.dtype or output.shape != x.shape
-                or not _describable(output) or _same_memory(output, x)):
+                or not _describable(output, x) or _same_memory(output, x)):
             return None
         out = output
     din, keep_in = _core.describe(x, where)

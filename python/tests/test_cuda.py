@@ -148,6 +148,19 @@ def test_outputs_overlapping_the_input(fw):
                                        atol=1e-6)
 
 
+@pytest.mark.skipif(not (HAS_TORCH_CUDA and torch.cuda.device_count() > 1), reason="needs two torch CUDA devices")
+def test_output_on_another_device():
+    # an output array on another GPU than the input is written through a temporary on the input's
+    x = np.random.default_rng(5).random((20, 30)).astype(np.float32)
+    g = torch.from_numpy(x).to("cuda:0")
+    out = torch.zeros(20, 30, device="cuda:1")
+    assert nd.grey_dilation(g, size=3, output=out) is out
+    np.testing.assert_array_equal(out.cpu().numpy(), sn.grey_dilation(x, size=3))
+    out = torch.zeros(20, 30, device="cuda:1")
+    nd.shift(g, (0.5, 1), order=1, output=out)
+    np.testing.assert_allclose(out.cpu().numpy(), sn.shift(x, (0.5, 1), order=1), rtol=1e-6, atol=1e-6)
+
+
 @needs_torch
 def test_torch_side_stream_is_used():
     x = torch.rand(4, 64, 64, device="cuda")
