@@ -31,9 +31,12 @@ on the CPU backend for CUDA arrays, copied there and back.
 Arrays as scipy takes them: a byte-swapped NumPy input is read as a native
 copy; a 0-d input is an image of one element (its footprint, structure or
 weights 0-d; the distance transforms and geometric transforms refuse it);
-an output that overlaps the input, is byte-swapped or misaligned is written
-through a temporary of its own dtype (so the values are a direct write's;
-scipy's composites in place are not); a read-only output is a ValueError.
+an output that overlaps the input, is byte-swapped, misaligned or on another
+device is written through a temporary of its own dtype (so the values are a
+direct write's; scipy's composites in place are not); a read-only output is
+a ValueError.  Other dtypes than bool, integers, float16 to float64 (and
+complex, for the linear filters and interpolation) are refused as scipy
+refuses them.
 The binary ops take scipy's output= forms: a dtype gives bool, and
 binary_fill_holes and binary_hit_or_miss return None when given an array.
 """
