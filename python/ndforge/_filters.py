@@ -431,13 +431,13 @@ def _sqrt_unsafe(out):
     if k == "numpy":
         np.sqrt(out, out, casting="unsafe")
     elif k == "torch":
-        if out.is_floating_point():
+        if out.is_floating_point() or out.is_complex():
             out.sqrt_()
         else:
             out.copy_(out.double().sqrt())
     else:
         import cupy
-        if out.dtype.kind == "f":
+        if out.dtype.kind in "fc":
             cupy.sqrt(out, out=out)
         else:
             out[...] = cupy.sqrt(out.astype(np.float64))
