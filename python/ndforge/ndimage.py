@@ -371,6 +371,8 @@ def _by_parts(fn, sig, weights, input, args, kw):
     b.apply_defaults()  # spline_filter's output=np.float64 among them: promoted, as scipy does
     x = _core.as_array(input)
     xc = _complex_array(x)
+    if xc and _core.kind_of(x) == "torch":
+        x = x.resolve_conj()  # torch's lazy conjugate: the library reads the memory, so the values must be there
     w = wc = None
     if weights is not None:
         w = np.asarray(_core.to_host_numpy(b.arguments["weights"]))

@@ -173,3 +173,17 @@ def test_zero_d_and_byte_order_free_tensors():
     out = torch.zeros(6, 7, dtype=torch.uint8)
     assert nd.binary_fill_holes(b, output=out) is None
     np.testing.assert_array_equal(out.numpy(), sn.binary_fill_holes(b.numpy()))
+
+
+def test_complex_tensors():
+    x = torch.randn(6, 7, dtype=torch.complex128)
+    for v in (x, x.conj()):  # a lazy conjugate too
+        r = nd.gaussian_filter(v, 1.2)
+        assert isinstance(r, torch.Tensor) and r.dtype == torch.complex128
+        np.testing.assert_allclose(r.numpy(), sn.gaussian_filter(v.resolve_conj().numpy(), 1.2), rtol=1e-12, atol=1e-12)
+    g = nd.gaussian_gradient_magnitude(x, 1.0)
+    np.testing.assert_allclose(g.numpy(), sn.gaussian_gradient_magnitude(x.numpy(), 1.0), rtol=1e-12, atol=1e-12)
+    s = nd.shift(x.to(torch.complex64), (0.5, 1.0), cval=1 + 2j)
+    assert s.dtype == torch.complex64
+    np.testing.assert_allclose(s.numpy(), sn.shift(x.to(torch.complex64).numpy(), (0.5, 1.0), cval=1 + 2j), rtol=1e-5,
+                               atol=1e-6)
