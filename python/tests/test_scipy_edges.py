@@ -260,7 +260,8 @@ def test_read_only_outputs_are_refused(name, args, kw):
 @pytest.mark.skipif(not HAS_LINEAR, reason="this libndforge has no linear filters")
 @pytest.mark.parametrize("name,sigma,kw", [("gaussian_filter", (-1, 1.5), {}), ("gaussian_filter", -2, dict(order=1)),
                                            ("gaussian_filter", (1.5, -1e-3), dict(order=(1, 2))),
-                                           ("gaussian_laplace", (-1, 1.5), {}), ("gaussian_gradient_magnitude", -1, {})])
+                                           ("gaussian_laplace", (-1, 1.5), {}),
+                                           ("gaussian_gradient_magnitude", -1, {})])
 def test_negative_sigma_leaves_the_axis(name, sigma, kw):
     # scipy filters an axis only where sigma > 1e-15: a negative sigma is sigma 0 there
     same(getattr(nd, name)(F, sigma, **kw), getattr(sn, name)(F, sigma, **kw))
