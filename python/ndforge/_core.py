@@ -358,10 +358,14 @@ def kind_of(x):
 
 
 def as_array(x):
-    """NumPy arrays stay; lists and scalars become NumPy arrays (as scipy's np.asarray)."""
+    """NumPy arrays stay; lists and scalars become NumPy arrays (as scipy's np.asarray); a NumPy array of
+    the other byte order becomes a native copy (the library reads native values; scipy converts too)."""
     k = kind_of(x)
-    if k == "numpy" and not isinstance(x, np.ndarray):
-        x = np.asarray(x)
+    if k == "numpy":
+        if not isinstance(x, np.ndarray):
+            x = np.asarray(x)
+        if not x.dtype.isnative:
+            x = x.astype(x.dtype.newbyteorder("="))
     elif k == "dlpack":
         dev = x.__dlpack_device__()
         if dev[0] == NDF_CPU:

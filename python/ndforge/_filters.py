@@ -34,6 +34,13 @@ NumPy's bool arithmetic, compute a bool output in float64 and convert it
 (not scipy's result).  Inputs the library does not read (float16, bfloat16)
 go in as a float32 copy holding the same values; an output dtype the library
 does not write (float16, bfloat16) is written in float64 and converted.
+
+Complex inputs and weights are scipy's: the real and imaginary parts are
+filtered as real arrays into the views of a complex output (complex64 for
+complex64 and float32 inputs, else complex128; a real output dtype is
+promoted with scipy's warning, a real output array refused), correlation
+with the weights conjugated; gaussian_gradient_magnitude of a complex input
+squares in complex arithmetic, as scipy's.
 """
 
 import ctypes
@@ -63,11 +70,12 @@ def _writes_numeric(dt):
 
 
 _RANK_ERR = "sequence argument must have length equal to input rank"
+_SCALARS = (int, float, str, np.integer, np.floating)
 
 
 def _check_len(v, n):
     """scipy's _normalize_sequence: a sequence argument has one value per filtered axis."""
-    if v is not None and not isinstance(v, str) and np.ndim(v) > 0 and len(v) != n:
+    if v is not None and not isinstance(v, _SCALARS) and np.ndim(v) > 0 and len(v) != n:
         raise RuntimeError(_RANK_ERR)
 
 
@@ -112,10 +120,13 @@ class _Linear:
                 _nd._astype(tmp, name)
         return _nd._resolve_output(call, output, np.dtype(np.float64), self.writes)
 
-    def modes(self, mode, cval, origin=None):
+    def modes(self, mode, cval, origin=None, one=False):
+        """one: a 1-D filter, whose mode is one name (scipy: RuntimeError for a sequence)."""
         opt = self.opt
         if isinstance(mode, str):
             opt.mode = _nd._mode(mode)
+        elif one:
+            raise RuntimeError("boundary mode not supported")
         else:
             ms = [_nd._mode(m) for m in mode]
             if len(ms) > K["NDF_MAX_SPATIAL"] or len(ms) != self.nfilt:
@@ -124,6 +135,8 @@ class _Linear:
             opt.modes[:len(ms)] = ms
         opt.cval = float(cval)
         if origin is not None:
+            if not one:
+                _check_len(origin, self.nfilt)
             opt.norigin, vals = _nd._seq(origin, "origin")
             opt.origin[:len(vals)] = vals
 
@@ -168,16 +181,19 @@ def _dptr(a):
 def _corr1d(fn, input, weights, axis, output, mode, cval, origin, batch_dims, device):
     w = _weights1d(weights)
     op = _Linear(input, output, None, batch_dims, device)
-    op.modes(mode, cval, origin)
-    return op.run(C[fn], _dptr(w), ctypes.c_int64(w.shape[0]), int(axis), ctypes.byref(op.opt))
+    axis = _nd._axis(axis, len(op.call.shape0))
+    op.modes(mode, cval, origin, one=True)
+    return op.run(C[fn], _dptr(w), ctypes.c_int64(w.shape[0]), axis, ctypes.byref(op.opt))
 
 
+@_nd._complex_parts('correlate')
 def correlate1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *, batch_dims=0,
                 device=None):
     """scipy.ndimage.correlate1d on ndforge (extra keywords: batch_dims, device)."""
     return _corr1d("ndf_correlate1d", input, weights, axis, output, mode, cval, origin, batch_dims, device)
 
 
+@_nd._complex_parts('convolve')
 def convolve1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *, batch_dims=0,
                device=None):
     """scipy.ndimage.convolve1d on ndforge (extra keywords: batch_dims, device)."""
@@ -189,7 +205,7 @@ def _corr(fn, input, weights, output, mode, cval, origin, axes, batch_dims, devi
     if w.dtype.kind == "c":
         raise TypeError("Complex type not supported")
     op = _Linear(input, output, axes, batch_dims, device)
-    if w.ndim != op.nfilt:
+    if w.ndim != op.nfilt or 0 in w.shape:
         raise RuntimeError("filter weights array has incorrect shape.")
     if not isinstance(mode, str):
         raise RuntimeError("A sequence of modes is not supported")
@@ -202,18 +218,23 @@ def _corr(fn, input, weights, output, mode, cval, origin, axes, batch_dims, devi
     return op.run(C[fn], ctypes.byref(d), ctypes.byref(op.opt))
 
 
+@_nd._complex_parts('correlate')
+@_nd._zero_d
 def correlate(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *, axes=None, batch_dims=0,
               device=None):
     """scipy.ndimage.correlate on ndforge (extra keywords: batch_dims, device)."""
     return _corr("ndf_correlate", input, weights, output, mode, cval, origin, axes, batch_dims, device)
 
 
+@_nd._complex_parts('convolve')
+@_nd._zero_d
 def convolve(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *, axes=None, batch_dims=0,
              device=None):
     """scipy.ndimage.convolve on ndforge (extra keywords: batch_dims, device)."""
     return _corr("ndf_convolve", input, weights, output, mode, cval, origin, axes, batch_dims, device)
 
 
+@_nd._complex_parts()
 def uniform_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *, batch_dims=0,
                      device=None):
     """scipy.ndimage.uniform_filter1d on ndforge (extra keywords: batch_dims, device)."""
@@ -221,17 +242,20 @@ def uniform_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0
     if size < 1:
         raise RuntimeError("incorrect filter size")
     op = _Linear(input, output, None, batch_dims, device)
-    op.modes(mode, cval, origin)
-    return op.run(C["ndf_uniform_filter1d"], ctypes.c_int64(size), int(axis), ctypes.byref(op.opt))
+    axis = _nd._axis(axis, len(op.call.shape0))
+    op.modes(mode, cval, origin, one=True)
+    return op.run(C["ndf_uniform_filter1d"], ctypes.c_int64(size), axis, ctypes.byref(op.opt))
 
 
+@_nd._complex_parts()
+@_nd._zero_d
 def uniform_filter(input, size=3, output=None, mode="reflect", cval=0.0, origin=0, *, axes=None, batch_dims=0,
                    device=None):
     """scipy.ndimage.uniform_filter on ndforge (extra keywords: batch_dims, device)."""
     op = _Linear(input, output, axes, batch_dims, device)
-    n, vals = _nd._seq(size, "size")
-    if n > 1 and n != op.nfilt:
-        raise RuntimeError(_RANK_ERR)
+    _check_len(size, op.nfilt)
+    n, vals = _nd._seq(int(size) if isinstance(size, _SCALARS) or np.ndim(size) == 0 else [int(s) for s in size],
+                       "size")  # scipy's int(size)
     if op.noaxes:
         return op.copy()
     op.modes(mode, cval, origin)
@@ -242,7 +266,8 @@ def uniform_filter(input, size=3, output=None, mode="reflect", cval=0.0, origin=
 def _gauss(sigma, order, truncate, radius):
     g = S["ndf_gaussian_params"]()
     C["ndf_gaussian_params_init"](ctypes.byref(g))
-    sig = [float(s) for s in np.atleast_1d(np.asarray(sigma, dtype=np.float64))]
+    # scipy filters an axis only where sigma > 1e-15: a negative sigma leaves its axis as sigma 0 does
+    sig = [0.0 if s < 0 else float(s) for s in np.atleast_1d(np.asarray(sigma, dtype=np.float64))]
     if len(sig) > K["NDF_MAX_SPATIAL"]:
         raise RuntimeError("sequence argument must have length equal to input rank")
     g.nsigma = len(sig)
@@ -262,6 +287,7 @@ def _gauss(sigma, order, truncate, radius):
     return g
 
 
+@_nd._complex_parts()
 def gaussian_filter1d(input, sigma, axis=-1, order=0, output=None, mode="reflect", cval=0.0, truncate=4.0, *,
                       radius=None, batch_dims=0, device=None):
     """scipy.ndimage.gaussian_filter1d on ndforge (extra keywords: batch_dims, device)."""
@@ -271,11 +297,14 @@ def gaussian_filter1d(input, sigma, axis=-1, order=0, output=None, mode="reflect
     if radius is not None and (not isinstance(radius, (int, np.integer)) or radius < 0):
         raise ValueError("Radius must be a nonnegative integer.")
     op = _Linear(input, output, None, batch_dims, device)
-    op.modes(mode, cval)
-    return op.run(C["ndf_gaussian_filter1d"], float(sigma), int(axis), order, float(truncate),
+    axis = _nd._axis(axis, len(op.call.shape0))
+    op.modes(mode, cval, one=True)
+    return op.run(C["ndf_gaussian_filter1d"], float(sigma), axis, order, float(truncate),
                   ctypes.c_int64(-1 if radius is None else int(radius)), ctypes.byref(op.opt))
 
 
+@_nd._complex_parts()
+@_nd._zero_d
 def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0, truncate=4.0, *, radius=None,
                     axes=None, batch_dims=0, device=None):
     """scipy.ndimage.gaussian_filter on ndforge (extra keywords: batch_dims, device)."""
@@ -291,20 +320,25 @@ def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0
 
 def _derivative(fn, input, axis, output, mode, cval, batch_dims, device):
     op = _Linear(input, output, None, batch_dims, device)
+    axis = _nd._axis(axis, len(op.call.shape0))
     op.modes(mode, cval)
-    return op.run(C[fn], int(axis), ctypes.byref(op.opt))
+    return op.run(C[fn], axis, ctypes.byref(op.opt))
 
 
+@_nd._complex_parts()
 def sobel(input, axis=-1, output=None, mode="reflect", cval=0.0, *, batch_dims=0, device=None):
     """scipy.ndimage.sobel on ndforge (extra keywords: batch_dims, device)."""
     return _derivative("ndf_sobel", input, axis, output, mode, cval, batch_dims, device)
 
 
+@_nd._complex_parts()
 def prewitt(input, axis=-1, output=None, mode="reflect", cval=0.0, *, batch_dims=0, device=None):
     """scipy.ndimage.prewitt on ndforge (extra keywords: batch_dims, device)."""
     return _derivative("ndf_prewitt", input, axis, output, mode, cval, batch_dims, device)
 
 
+@_nd._complex_parts()
+@_nd._zero_d
 def laplace(input, output=None, mode="reflect", cval=0.0, *, axes=None, batch_dims=0, device=None):
     """scipy.ndimage.laplace on ndforge (extra keywords: batch_dims, device)."""
     op = _Linear(input, output, axes, batch_dims, device, bool_output=False)
@@ -327,6 +361,8 @@ def _gaussian_composite(fn, input, sigma, output, mode, cval, axes, truncate, ra
     return op.run(C[fn], ctypes.byref(g), ctypes.byref(op.opt))
 
 
+@_nd._complex_parts()
+@_nd._zero_d
 def gaussian_laplace(input, sigma, output=None, mode="reflect", cval=0.0, *, axes=None, truncate=4.0, radius=None,
                      batch_dims=0, device=None, **kwargs):
     """scipy.ndimage.gaussian_laplace on ndforge: the sum over the filtered axes (all, or axes in their
@@ -337,12 +373,20 @@ def gaussian_laplace(input, sigma, output=None, mode="reflect", cval=0.0, *, axe
                                batch_dims, device, kwargs)
 
 
+@_nd._zero_d
 def gaussian_gradient_magnitude(input, sigma, output=None, mode="reflect", cval=0.0, *, axes=None, truncate=4.0,
                                 radius=None, batch_dims=0, device=None, **kwargs):
     """scipy.ndimage.gaussian_gradient_magnitude on ndforge: sqrt of the sum over the filtered axes (all,
     or axes in their order) of the squared gaussian_filter with order 1 on that axis; the axes not listed
     are not smoothed (scipy's documented meaning; see the module's notes).  truncate and radius are
-    gaussian_filter's (scipy's **kwargs).  Extra keywords: batch_dims, device."""
+    gaussian_filter's (scipy's **kwargs).  Extra keywords: batch_dims, device.  A complex input is scipy's
+    generic_gradient_magnitude in complex arithmetic (the squares are complex), over gaussian_filter."""
+    if _nd._complex_array(input) and axes is None and not batch_dims and device is None and not kwargs:
+        def derivative(x, axis, out, m, cv):
+            order = [0] * len(x.shape)
+            order[axis] = 1
+            return gaussian_filter(x, sigma, order, out, m, cv, truncate=truncate, radius=radius)
+        return generic_gradient_magnitude(input, derivative, output, mode, cval)
     return _gaussian_composite("ndf_gaussian_gradient_magnitude", input, sigma, output, mode, cval, axes, truncate,
                                radius, batch_dims, device, kwargs)
 
@@ -387,20 +431,20 @@ def _sqrt_unsafe(out):
     if k == "numpy":
         np.sqrt(out, out, casting="unsafe")
     elif k == "torch":
-        if out.is_floating_point():
+        if out.is_floating_point() or out.is_complex():
             out.sqrt_()
         else:
             out.copy_(out.double().sqrt())
     else:
         import cupy
-        if out.dtype.kind == "f":
+        if out.dtype.kind in "fc":
             cupy.sqrt(out, out=out)
         else:
             out[...] = cupy.sqrt(out.astype(np.float64))
 
 
 def _generic(input, derivative, output, mode, cval, extra_arguments, extra_keywords, axes, magnitude):
-    x = _nd._input(input)
+    x = _core.as_array(input) if _nd._complex_array(input) else _nd._input(input)  # complex: the caller's
     out = _generic_output(x, output)
     kw = {} if extra_keywords is None else extra_keywords
     axes = _check_axes(axes, len(x.shape))

@@ -11,7 +11,9 @@ converted.  A bool output is the library's own, as scipy 1.10 stores it (C's
 cast to unsigned char: 0.9 is False, bytes other than 0 and 1 as scipy writes
 them; spline_filter's passes stored as bool in between, as scipy's).
 ``coordinates`` of map_coordinates that are not on the input's device are
-copied there.
+copied there.  Complex inputs are scipy's: the real and imaginary parts
+interpolated as real arrays (with cval's parts) into the views of a complex
+output.
 """
 
 import ctypes
@@ -75,6 +77,9 @@ class _Interp:
             if _writes(want):
                 out = call.new_output(want, shape)
                 return out, out, None
+            if not _is_bool(want) and _writes(_nd._native(want)):  # byte-swapped: the native values, swapped
+                tmp = call.new_output(_nd._native(want), shape)
+                return tmp, None, lambda: _nd._astype(tmp, want)
             name = want if isinstance(want, str) else np.dtype(want).name
             tmp = call.new_output(np.float64, shape)
             return tmp, None, lambda: _nd._to_half(tmp, name) if name in ("float16", "bfloat16") else \
@@ -82,10 +87,11 @@ class _Interp:
         if tuple(output.shape) != tuple(shape):
             raise RuntimeError("output shape not correct")
         odt = _core.dtype_of(output)
-        if _writes(odt) and not _nd._same_memory(output, call.x0):
+        if _writes(odt) and not _nd._same_memory(output, call.x0) and _nd._describable(output, call.x0):
             return output, output, None
-        # the output is the input (written through a copy of its dtype) or of a dtype the library does not write
-        tmp = call.new_output(odt if _writes(odt) else np.float64, shape)
+        # a temporary of the output's dtype where the library writes it (an output overlapping the input,
+        # byte-swapped), else float64, converted as scipy converts
+        tmp = call.new_output(_nd._native(odt) if _writes(_nd._native(odt)) else np.float64, shape)
 
         def post():
             _core.copy_into(output, tmp)
@@ -129,14 +135,18 @@ def _shape_from(fn, x_shape, *args):
     return tuple(out[:n])
 
 
+@_nd._complex_parts()
 def spline_filter1d(input, order=3, axis=-1, output=np.float64, mode="mirror", *, device=None):
     """scipy.ndimage.spline_filter1d on ndforge (extra keyword: device)."""
+    _nd._axis(axis, _nd._ndim(input))
     op = _Interp(input, 0, device)
     order = _order(order)
     spec = op.output(output, op.call.shape0)
     return op.run(C["ndf_spline_filter1d"], spec, _OUT, order, int(axis), _interp_mode(mode))
 
 
+@_nd._complex_parts()
+@_nd._zero_d
 def spline_filter(input, order=3, output=np.float64, mode="mirror", *, batch_dims=0, device=None):
     """scipy.ndimage.spline_filter on ndforge (extra keywords: batch_dims, device)."""
     if operator.index(order) < 2 or order > 5:
@@ -146,6 +156,7 @@ def spline_filter(input, order=3, output=np.float64, mode="mirror", *, batch_dim
     return op.run(C["ndf_spline_filter"], spec, _OUT, int(order), _interp_mode(mode), op.call.batch_dims)
 
 
+@_nd._complex_parts()
 def map_coordinates(input, coordinates, output=None, order=3, mode="constant", cval=0.0, prefilter=True, *,
                     batch_dims=0, device=None):
     """scipy.ndimage.map_coordinates on ndforge (extra keywords: batch_dims, device)."""
@@ -176,6 +187,7 @@ def _offsets(v, n, err="sequence argument must have length equal to input rank")
     return len(vals), (ctypes.c_double * len(vals))(*vals)
 
 
+@_nd._complex_parts()
 def affine_transform(input, matrix, offset=0.0, output_shape=None, output=None, order=3, mode="constant",
                      cval=0.0, prefilter=True, *, batch_dims=0, device=None):
     """scipy.ndimage.affine_transform on ndforge (extra keywords: batch_dims, device)."""
@@ -185,6 +197,10 @@ def affine_transform(input, matrix, offset=0.0, output_shape=None, output=None, 
     m = np.asarray(_core.to_host_numpy(matrix), dtype=np.float64)
     if m.ndim not in (1, 2) or m.shape[0] < 1:
         raise RuntimeError("no proper affine matrix provided")
+    if m.ndim == 2 and m.shape[0] == op.nsp + 1 and not np.all(m[op.nsp] == [0] * op.nsp + [1]):
+        raise ValueError("Expected homogeneous transformation matrix with shape %s for image shape %s, but "
+                         "bottom row was not equal to %s" % (m.shape, call.shape0[call.batch_dims:],
+                                                             [0] * op.nsp + [1]))
     if output_shape is None:
         output_shape = output.shape[call.batch_dims:] if output is not None and not _nd._is_dtype_like(output) \
             else call.shape0[call.batch_dims:]
@@ -196,6 +212,7 @@ def affine_transform(input, matrix, offset=0.0, output_shape=None, output=None, 
     return op.run(C["ndf_affine_transform"], spec, ctypes.byref(dm), noff, off, _OUT, ctypes.byref(opt))
 
 
+@_nd._complex_parts()
 def shift(input, shift, output=None, order=3, mode="constant", cval=0.0, prefilter=True, *, batch_dims=0,
           device=None):
     """scipy.ndimage.shift on ndforge (extra keywords: batch_dims, device)."""
@@ -206,6 +223,7 @@ def shift(input, shift, output=None, order=3, mode="constant", cval=0.0, prefilt
     return op.run(C["ndf_shift"], spec, _OUT, n, vals, ctypes.byref(opt))
 
 
+@_nd._complex_parts()
 def zoom(input, zoom, output=None, order=3, mode="constant", cval=0.0, prefilter=True, *, grid_mode=False,
          batch_dims=0, device=None):
     """scipy.ndimage.zoom on ndforge (extra keywords: batch_dims, device)."""
@@ -218,10 +236,13 @@ def zoom(input, zoom, output=None, order=3, mode="constant", cval=0.0, prefilter
     return op.run(C["ndf_zoom"], spec, _OUT, n, vals, 1 if grid_mode else 0, ctypes.byref(opt))
 
 
+@_nd._complex_parts()
 def rotate(input, angle, axes=(1, 0), reshape=True, output=None, order=3, mode="constant", cval=0.0,
            prefilter=True, *, batch_dims=0, device=None):
     """scipy.ndimage.rotate on ndforge (extra keywords: batch_dims, device; axes count among the axes after
     the batch axes)."""
+    if _nd._ndim(input) - (batch_dims or 0) < 2:
+        raise ValueError("input array should be at least 2D")
     op = _Interp(input, batch_dims, device)
     if op.nsp < 2:
         raise ValueError("input array should be at least 2D")

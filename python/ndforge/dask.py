@@ -291,6 +291,13 @@ def _out_dtype(x, output):
     raise TypeError("ndforge.dask: output= takes a dtype (dask arrays are not filled in place)")
 
 
+def _binary_output(x, output):
+    """The binary ops' output=: a dtype is checked and, as in scipy (and ndforge.ndimage), the result is
+    bool whatever it names."""
+    _out_dtype(x, output)
+    return None
+
+
 def _make_grey(name):
     f1 = getattr(_ndi, name)
 
@@ -382,7 +389,8 @@ def _binary(name, input, structure, iterations, mask, output, border_value, orig
     sp = _spatial_axes(x.ndim, batch_dims, axes)
     st = _default_structure(len(sp), structure)
     it = operator.index(iterations)
-    kw = dict(structure=st, iterations=it, output=_out_dtype(x, output), border_value=border_value,
+    output = _binary_output(x, output)
+    kw = dict(structure=st, iterations=it, output=output, border_value=border_value,
               origin=origin, brute_force=brute_force, axes=axes, batch_dims=batch_dims)
     if it < 1:
         if (name in ("binary_erosion", "binary_dilation") and axes is None and _symmetric(st)
@@ -444,10 +452,10 @@ def binary_hit_or_miss(input, structure1=None, structure2=None, output=None, ori
     s2 = ~s1 if structure2 is None else np.asarray(_host(structure2)) != 0
     reach = np.maximum(_reach(s1.shape, origin1, len(sp)),
                        _reach(s2.shape, origin1 if origin2 is None else origin2, len(sp)))
-    call = functools.partial(_ndi.binary_hit_or_miss, structure1=s1, structure2=s2, output=_out_dtype(x, output),
-                             origin1=origin1, origin2=origin2, axes=axes, batch_dims=batch_dims)
-    return _local(call, x, sp, reach, dtype=np.dtype(bool) if output is None else np.dtype(output),
-                  name="ndforge-binary_hit_or_miss")
+    call = functools.partial(_ndi.binary_hit_or_miss, structure1=s1, structure2=s2,
+                             output=_binary_output(x, output), origin1=origin1, origin2=origin2, axes=axes,
+                             batch_dims=batch_dims)
+    return _local(call, x, sp, reach, dtype=np.dtype(bool), name="ndforge-binary_hit_or_miss")
 
 
 # --- label and the ops made of its components ----------------------------------------
@@ -773,7 +781,8 @@ def binary_fill_holes(input, structure=None, output=None, origin=0):
     ``structure``) that do not touch the array's border are filled."""
     x = _as_dask(input)
     st = _default_structure(x.ndim, structure)
-    dtype = np.dtype(bool) if output is None else np.dtype(output)
+    output = _binary_output(x, output)
+    dtype = np.dtype(bool)
     if not _zero_origin(origin) or not _symmetric(st):
         return _whole(functools.partial(_ndi.binary_fill_holes, structure=st, output=output, origin=origin), x,
                       0, dtype)
@@ -800,7 +809,8 @@ def binary_propagation(input, structure=None, mask=None, output=None, border_val
     """ndforge.ndimage.binary_propagation on a dask array (through the components of the mask)."""
     x = _as_dask(input)
     st = _default_structure(x.ndim, structure)
-    dtype = np.dtype(bool) if output is None else np.dtype(output)
+    output = _binary_output(x, output)
+    dtype = np.dtype(bool)
     if not _zero_origin(origin) or not _symmetric(st):
         m = None if mask is None else _as_dask(mask)
         return _whole_masked(functools.partial(_ndi.binary_propagation, structure=st, output=output,

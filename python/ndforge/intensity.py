@@ -100,6 +100,13 @@ def _out(where, shape, output, default):
         return _core.empty(where, shape, np.dtype(dt))
     if tuple(output.shape) != tuple(shape):
         raise ValueError("output must have shape %s, not %s" % (tuple(shape), tuple(output.shape)))
+    if _core.kind_of(output) != where.kind:
+        raise TypeError("ndforge: output must be an array of the input's kind (%s)" % where.kind)
+    if where.kind == "numpy":  # the library writes it where it is (NumPy's checks of out=)
+        if not output.flags.writeable:
+            raise ValueError("output array is read-only")
+        if not output.dtype.isnative or not output.flags.aligned:
+            raise ValueError("ndforge: output must be aligned and in the native byte order")
     return output
 
 
@@ -117,6 +124,7 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, batch_dims
     shapes batch + (nbins,) and batch + (nbins + 1,).  bins: a count or the edges (an array)."""
     _has("ndf_histogram")
     x, nb = _input(a, batch_dims)
+    x = x.reshape(1) if x.ndim == 0 else x  # a 0-d image: its one value (NumPy's)
     where = _core.placement(x)
     w = _aux(weights, x, "weights")
     opt = S["ndf_histogram_options"]()
@@ -161,6 +169,7 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, batch_dims
 def _quantiles(fn, a, q, batch_dims):
     _has(fn)
     x, nb = _input(a, batch_dims)
+    x = x.reshape(1) if x.ndim == 0 else x  # a 0-d image: its one value (NumPy's)
     where = _core.placement(x)
     scalar_q = np.ndim(_core.to_host_numpy(q)) == 0
     n, qs = _doubles(q)
@@ -195,8 +204,9 @@ def clip(a, a_min, a_max, *, output=None):
     where = _core.placement(x)
     dt = _core.dtype_of(x0)
     out = _out(where, tuple(x.shape), output, dt if dt in _TAKES else _core.dtype_of(x))
-    dx, k1 = _core.describe(x, where)
-    do, k2 = _core.describe(out, where)
+    zero_d = x.ndim == 0  # NumPy's clip of a 0-d array: through a 1-element view (the library has no rank 0)
+    dx, k1 = _core.describe(x.reshape(1) if zero_d else x, where)
+    do, k2 = _core.describe(out.reshape(1) if zero_d else out, where)
     _call(C["ndf_clip"](where.ctx, ctypes.byref(dx), ctypes.byref(do), float(a_min), float(a_max)), where.ctx)
     return out
 

@@ -70,6 +70,10 @@ def reconstruction(seed, mask, method="dilation", footprint=None, offset=None, *
         out = _core.empty(where, tuple(s.shape), np.dtype(dt))
     else:
         out = output
+        if tuple(out.shape) != tuple(s.shape):
+            raise ValueError("output must have the seed's shape %s, not %s" % (tuple(s.shape), tuple(out.shape)))
+        if isinstance(out, np.ndarray) and not out.flags.writeable:  # the library writes it where it is
+            raise ValueError("output array is read-only")
     ds, k1 = _core.describe(s, where)
     dm, k2 = _core.describe(m, where)
     do, k3 = _core.describe(out, where)

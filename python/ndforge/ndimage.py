@@ -27,9 +27,23 @@ kernels, exact for every value (scipy 1.10 computes min, max and ranks of
 them in double).  Distance transforms that the CUDA backend does not do (cdt's
 indices, cdt with a metric structure other than taxicab or chessboard) run
 on the CPU backend for CUDA arrays, copied there and back.
+
+Arrays as scipy takes them: a byte-swapped NumPy input is read as a native
+copy; a 0-d input is an image of one element (its footprint, structure or
+weights 0-d; the distance transforms and geometric transforms refuse it);
+an output that overlaps the input, is byte-swapped, misaligned or on another
+device is written through a temporary of its own dtype (so the values are a
+direct write's; scipy's composites in place are not); a read-only output is
+a ValueError.  Other dtypes than bool, integers, float16 to float64 (and
+complex, for the linear filters and interpolation) are refused as scipy
+refuses them.
+The binary ops take scipy's output= forms: a dtype gives bool, and
+binary_fill_holes and binary_hit_or_miss return None when given an array.
 """
 
 import ctypes
+import functools
+import inspect
 import operator
 import re
 
@@ -71,8 +85,15 @@ def _is_complex(x):
 
 def _input(input):
     x = _core.as_array(input)
-    if _is_complex(x):
-        raise TypeError("Complex type not supported")
+    dt = _core.dtype_of(x)
+    if not isinstance(dt, str):  # torch's half types pass as names
+        dt = np.dtype(dt)
+        if dt.kind == "c":
+            raise TypeError("Complex type not supported")
+        if dt.kind in "SUV":  # strings and records: scipy's TypeError
+            raise TypeError("array type %s not supported" % dt)
+        if dt.kind not in "biuf" or dt.itemsize > 8:  # objects, dates, long double: scipy's refusal, not a
+            raise RuntimeError("array type %s not supported" % dt)  # lossy conversion
     return x
 
 
@@ -94,7 +115,7 @@ def _axes_perm(ndim, axes, batch_dims):
     norm = []
     for a in axes:
         if not -ndim <= a < ndim:
-            raise ValueError("axes must be in the range [-%d, %d)" % (ndim, ndim))
+            raise _AxisError(a, ndim)  # a ValueError, as scipy 1.11+ raises (normalize_axis_index)
         norm.append(a % ndim)
     if len(set(norm)) != len(norm):
         raise ValueError("axes must be unique")
@@ -102,22 +123,53 @@ def _axes_perm(ndim, axes, batch_dims):
     return rest + norm, len(rest)
 
 
+_AxisError = getattr(getattr(np, "exceptions", None), "AxisError", None) or np.AxisError
+
+
+def _ndim(x):
+    try:
+        return x.ndim
+    except AttributeError:
+        return len(_core.as_array(x).shape)
+
+
+def _axis(axis, ndim):
+    """axis as an int, checked as NumPy does (AxisError, a ValueError and an IndexError, as scipy raises)."""
+    axis = operator.index(axis)
+    if not -ndim <= axis < ndim:
+        raise _AxisError(axis, ndim)
+    return axis
+
+
+def _size_int(v):
+    """A size: an integer, or a float truncated (scipy's int(size) in its separable filters)."""
+    return int(v) if isinstance(v, (float, np.floating)) else operator.index(v)
+
+
 def _seq(v, name):
     """(n, values) of an int or a sequence of ints, for size/origin."""
     if v is None:
         return 0, ()
+    conv = _size_int if name == "size" else operator.index  # an origin is an integer (TypeError), as in scipy
     if np.ndim(v) == 0:
-        return 1, (operator.index(int(v)) if not isinstance(v, (int, np.integer)) else int(v),)
-    vals = tuple(int(t) for t in v)
+        return 1, (conv(v),)
+    vals = tuple(conv(t) for t in v)
     if len(vals) > K["NDF_MAX_SPATIAL"]:
         raise RuntimeError("sequence argument must have length equal to input rank")
     return len(vals), vals
 
 
+def _per_axis(v, n):
+    """scipy's _normalize_sequence: a sequence argument has one value per filtered axis."""
+    if v is not None and not isinstance(v, (int, float, str, np.integer, np.floating)) and np.ndim(v) > 0 \
+            and len(v) != n:
+        raise RuntimeError("sequence argument must have length equal to input rank")
+
+
 def _mode(mode):
     if isinstance(mode, (list, tuple)):
-        if len(set(mode)) != 1:
-            raise NotImplementedError("ndforge: one boundary mode for every axis (got %r)" % (mode,))
+        if len(set(mode)) != 1:  # the separable grey ops take them (_grey_modes); scipy's error elsewhere
+            raise RuntimeError("A sequence of modes is not supported for non-separable footprints")
         mode = mode[0]
     if not isinstance(mode, str):
         raise RuntimeError(_MODE_ERR)
@@ -179,7 +231,23 @@ def _same_memory(a, b):
     if k == "torch":
         sa, sb = a.untyped_storage(), b.untyped_storage()
         return sa.data_ptr() == sb.data_ptr()
-    return a.data.ptr == b.data.ptr or (a.base is not None and a.base is b.base)
+    # CuPy: whether the byte ranges overlap (np.may_share_memory's bounds test; a view of the input,
+    # such as input[::-1], is another pointer into the same memory)
+    (alo, ahi), (blo, bhi) = _byte_range(a), _byte_range(b)
+    return alo < bhi and blo < ahi
+
+
+def _byte_range(a):
+    """[lo, hi) of the bytes a CuPy array's elements occupy."""
+    if a.size == 0:
+        return (0, 0)
+    lo = hi = a.data.ptr
+    for n, st in zip(a.shape, a.strides):
+        if st < 0:
+            lo += st * (n - 1)
+        else:
+            hi += st * (n - 1)
+    return lo, hi + a.itemsize
 
 
 def _is_dtype_like(output):
@@ -200,6 +268,165 @@ def _np_dtype(output):
     if type(output).__module__.split(".")[0] == "torch":
         return np.dtype(str(output).replace("torch.", ""))
     return np.dtype(output)
+
+
+# --- 0-d inputs ------------------------------------------------------------------
+
+def _zero_d(fn):
+    """fn that also takes a 0-d input, as scipy does: an image of one element and no axes, filtered by a
+    footprint (structure, weights) of that one element.  The library has no rank-0 arrays: the call runs
+    on a 1-element 1-D view (a 0-d footprint, structure, weights, mask and output as 1-element views, size
+    1, origins 0; the multi-axis linear filters with axes=(), which copies, as scipy's loop over no axes
+    does) and gives 0-d results."""
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def f(input, *args, **kw):
+        if _ndim(input) or kw.get("batch_dims") or kw.get("axes") is not None:
+            return fn(input, *args, **kw)
+        return _on_one_element(fn, sig, input, args, kw)
+    return f
+
+
+# the multi-axis linear filters, which copy a 0-d input (no axes to filter)
+_COPY0 = ("uniform_filter", "gaussian_filter", "laplace", "gaussian_laplace", "gaussian_gradient_magnitude")
+
+
+def _one(x):
+    return x.reshape(1) if np.ndim(x) == 0 else x
+
+
+def _on_one_element(fn, sig, input, args, kw):
+    b = sig.bind(input, *args, **kw)
+    a = b.arguments
+    a["input"] = _one(_input(input))
+    for k in ("size", "origin", "origin1", "origin2", "sigma", "mode"):  # scipy: one value per axis, of none
+        v = a.get(k)
+        if v is not None and not isinstance(v, str) and np.ndim(v) > 0 and len(v) != 0:
+            raise RuntimeError("sequence argument must have length equal to input rank")
+    for k in ("footprint", "structure", "structure1", "structure2", "weights"):
+        if a.get(k) is not None:
+            if np.ndim(a[k]) != 0:  # scipy's error for its rank, from the function itself
+                return fn(input, *args, **kw)
+            a[k] = _one(_core.to_host_numpy(a[k]))
+        elif k in ("structure", "structure1") and k in sig.parameters and fn.__name__.startswith("binary"):
+            a[k] = np.ones(1, np.bool_)  # generate_binary_structure(0, 1): the one element
+    if a.get("mask") is not None:
+        a["mask"] = _one(_core.as_array(a["mask"]))
+    if a.get("size") is not None:
+        a["size"] = 1
+    for k in ("origin", "origin1", "origin2"):
+        if a.get(k) is not None:
+            a[k] = 0
+    if fn.__name__ in _COPY0:
+        a["axes"] = ()
+    out = a.get("output")
+    given = _is_output_array(out) and np.ndim(out) == 0
+    if given:
+        a["output"] = out.reshape(1)
+    r = fn(*b.args, **b.kwargs)
+
+    def back(v):
+        if isinstance(v, tuple):
+            return tuple(back(t) for t in v)
+        if given and v is a["output"]:
+            return out
+        return v.reshape(()) if hasattr(v, "reshape") and tuple(v.shape) == (1,) else v
+    return back(r)
+
+
+# --- complex inputs and weights: two real calls ----------------------------------------
+
+def _complex_parts(weights=None):
+    """A linear filter or interpolation that also takes complex inputs (and, with weights, complex weights),
+    as scipy does: the real and imaginary parts are filtered as real arrays into the views of a complex
+    output (cval's parts with them); complex weights give the four products, correlation with the
+    weights conjugated.  weights: None, 'correlate' or 'convolve'."""
+    def deco(fn):
+        sig = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def f(input, *args, **kw):
+            w = None
+            if weights is not None:
+                w = args[0] if args else kw.get("weights")
+            if _complex_array(input) or (w is not None and _complex_array(w)):
+                return _by_parts(fn, sig, weights, input, args, kw)
+            return fn(input, *args, **kw)
+        return f
+    return deco
+
+
+def _complex_array(a):
+    dt = getattr(a, "dtype", None)
+    if isinstance(dt, np.dtype):
+        return dt.kind == "c"
+    if _core.kind_of(a) == "torch":
+        return a.is_complex()
+    return np.iscomplexobj(a)
+
+
+def _by_parts(fn, sig, weights, input, args, kw):
+    b = sig.bind(input, *args, **kw)
+    b.apply_defaults()  # spline_filter's output=np.float64 among them: promoted, as scipy does
+    x = _core.as_array(input)
+    xc = _complex_array(x)
+    if xc and _core.kind_of(x) == "torch":
+        x = x.resolve_conj()  # torch's lazy conjugate: the library reads the memory, so the values must be there
+    w = wc = None
+    if weights is not None:
+        w = np.asarray(_core.to_host_numpy(b.arguments["weights"]))
+        wc = w.dtype.kind == "c"
+        if wc and weights == "correlate":
+            w = w.conj()
+    cval = b.arguments.get("cval", 0.0)
+    if not xc and np.iscomplexobj(cval):
+        raise TypeError("must be real number, not complex")  # scipy's: a complex cval needs a complex input
+    cr, ci = float(np.real(cval)), float(np.imag(cval))
+    output = b.arguments.get("output")
+    xdt = np.dtype(_core.dtype_of(x))
+    out = None
+    if output is None or _is_dtype_like(output):
+        odt = np.promote_types(xdt, np.complex64) if output is None else _np_dtype(output)
+        if odt.kind != "c":
+            import warnings
+            warnings.warn("promoting specified output dtype to complex", stacklevel=3)
+            odt = np.promote_types(odt, np.complex64)
+    else:
+        if np.dtype(_core.dtype_of(output)).kind != "c":
+            raise RuntimeError("output must have complex dtype")
+        out = output
+        odt = np.dtype(_core.dtype_of(out))
+    fdt = np.finfo(odt).dtype
+
+    def run(part, wpart, cv, dest):
+        a = inspect.BoundArguments(sig, b.arguments.copy())
+        a.arguments["input"] = part
+        a.arguments["output"] = dest
+        if "cval" in sig.parameters:
+            a.arguments["cval"] = cv
+        if weights is not None:
+            a.arguments["weights"] = wpart
+        return fn(*a.args, **a.kwargs)
+    xr, xi = (x.real, x.imag) if xc else (x, None)
+    wr, wi = (np.ascontiguousarray(w.real), np.ascontiguousarray(w.imag)) if wc else (w, None)
+    if out is None:
+        re = run(xr, wr, cr, fdt)
+        out = _core.empty(_core.placement(x), tuple(re.shape), odt)
+        _core.copy_into(out.real, re)
+    else:
+        run(xr, wr, cr, out.real)
+    if xc and wc:
+        ov = out.real
+        ov -= run(xi, wi, ci, None)
+        run(xr, wi, cr, out.imag)
+        ov = out.imag
+        ov += run(xi, wr, ci, None)
+    elif xc:
+        run(xi, wr, ci, out.imag)
+    else:
+        run(xr, wi, cr, out.imag)
+    return out
 
 
 # --- the call ------------------------------------------------------------------
@@ -286,6 +513,10 @@ class _Call:
             def done():
                 _core.copy_into(v, _from_numpy_like(v, h))
             return d, done
+        if _core.kind_of(v) == "numpy" and not v.flags.writeable:  # scipy's check (the library would write it)
+            raise ValueError("output array is read-only.")
+        if self.remote is None and _core.kind_of(v) != "numpy" and not _describable(v, self.x0):
+            raise ValueError("ndforge: an output array on another device than the input's")
         d, keep = _core.describe(v, self.where)
         if _core.kind_of(v) == "numpy" and keep is not v:  # a view NumPy cannot describe in elements
             raise ValueError("ndforge: output strides are not a multiple of the element size")
@@ -304,7 +535,8 @@ def _from_numpy_like(like, h):
         return torch.from_numpy(h).to(like.device)
     if k == "cupy":
         import cupy
-        return cupy.asarray(h)
+        with cupy.cuda.Device(like.device.id):  # like's device, not the current one
+            return cupy.asarray(h)
     return h
 
 
@@ -312,7 +544,9 @@ def _resolve_output(call, output, lib_dtype, accepts):
     """(array the library writes, value returned, post step) for scipy's output= forms.
 
     lib_dtype: the dtype the library writes by default; accepts(dtype): whether
-    the library can write that dtype itself (else it writes lib_dtype, then cast)."""
+    the library can write that dtype itself (else it writes lib_dtype, then cast).  An output the library
+    cannot write in place (byte-swapped, overlapping the input, misaligned) is written as a temporary of
+    its dtype where the library takes that dtype, so that the values are those of a direct write."""
     if output is None:
         out = call.new_output(lib_dtype)
         return out, out, None
@@ -321,16 +555,16 @@ def _resolve_output(call, output, lib_dtype, accepts):
         if accepts(dt):
             out = call.new_output(dt)
             return out, out, None
-        tmp = call.new_output(lib_dtype)
+        tmp = call.new_output(_native(dt) if accepts(_native(dt)) else lib_dtype)
         return tmp, None, lambda: _astype(tmp, dt)
     if tuple(output.shape) != call.shape0:
         raise RuntimeError("output shape not correct")
     if _core.kind_of(output) != _core.kind_of(call.x0):
         raise TypeError("ndforge: output must be an array of the input's kind (%s)" % _core.kind_of(call.x0))
     dt = np.dtype(_core.dtype_of(output)) if _core.dtype_of(output) not in ("float16", "bfloat16") else None
-    if dt is not None and accepts(dt) and not _same_memory(output, call.x0) and _describable(output):
+    if dt is not None and accepts(dt) and not _same_memory(output, call.x0) and _describable(output, call.x0):
         return output, output, None
-    tmp = call.new_output(lib_dtype)
+    tmp = call.new_output(_native(dt) if dt is not None and accepts(_native(dt)) else lib_dtype)
 
     def post():
         _core.copy_into(output, tmp)
@@ -338,10 +572,20 @@ def _resolve_output(call, output, lib_dtype, accepts):
     return tmp, output, post
 
 
-def _describable(a):
-    if _core.kind_of(a) == "numpy":
+def _native(dt):
+    """dt in the native byte order (torch's half-type names stay)."""
+    return dt if isinstance(dt, str) or dt.isnative else dt.newbyteorder("=")
+
+
+def _describable(a, like=None):
+    """Whether the library can write a where it is: a NumPy array writeable and aligned; a torch or CuPy
+    array on the device of `like` (the input; another device's output is written through a temporary)."""
+    k = _core.kind_of(a)
+    if k == "numpy":
         f = a.flags
         return f.writeable and f.aligned
+    if like is not None and k == _core.kind_of(like):
+        return a.device == like.device if k == "torch" else a.device.id == like.device.id
     return True
 
 
@@ -421,21 +665,23 @@ def _footprint_opts(opt, call, size, footprint, origin, mode, cval):
         if fp.ndim != n:
             raise RuntimeError("footprint array has incorrect shape.")
         if not fp.astype(bool).any():
+            if opt.__class__.__name__ == "ndf_rank_options":  # scipy 1.10's rank filters: no rank fits
+                raise RuntimeError("rank not within filter footprint size")
             raise ValueError("All-zero footprint is not supported.")
         d, keep = _host_desc(fp, np.bool_)
         call.keep.append(keep)
         opt.footprint = ctypes.pointer(d)
     if size is not None:
         opt.nsize, vals = _seq(size, "size")
-        if opt.nsize > 1 and opt.nsize != n and footprint is None:
-            raise RuntimeError("sequence argument must have length equal to input rank")
+        if footprint is None:
+            _per_axis(size, n)
         opt.size[:len(vals)] = vals
     opt.norigin, vals = _seq(origin, "origin")
-    if opt.norigin > 1 and opt.norigin != n:
-        raise RuntimeError("sequence argument must have length equal to input rank")
+    _per_axis(origin, n)
     opt.origin[:len(vals)] = vals
     if not isinstance(mode, str) and opt.__class__.__name__ == "ndf_rank_options":
         raise RuntimeError(_MODE_ERR)  # scipy's rank filters take one mode, not one per axis
+    _per_axis(mode, n)
     opt.mode = _mode(mode)
     opt.cval = float(cval)
     opt.batch_dims = call.batch_dims
@@ -477,8 +723,8 @@ def _plan_key(name, input, args, *rest):
             hash(key)
         except TypeError:
             return None
-    if _core.kind_of(input) not in _PLAN_KINDS:
-        return None
+    if _core.kind_of(input) not in _PLAN_KINDS or (isinstance(input, np.ndarray) and not input.dtype.isnative):
+        return None  # byte-swapped NumPy arrays go through as_array's native copy
     return key
 
 
@@ -491,7 +737,7 @@ def _run_plan(plan, x, output=None):
         out = _core.empty_like(x, where)
     else:
         if (type(output) is not type(x) or output.dtype != x.dtype or output.shape != x.shape
-                or not _describable(output) or _same_memory(output, x)):
+                or not _describable(output, x) or _same_memory(output, x)):
             return None
         out = output
     din, keep_in = _core.describe(x, where)
@@ -516,6 +762,12 @@ def _grey(name, input, size, footprint, structure, output, mode, cval, origin, a
             and structure is None and nan_policy in (None, "propagate")):
         return _grey_modes(name == "grey_erosion", input, size, footprint, output, mode, cval, origin, axes,
                            batch_dims, device, algorithm, tune)
+    if name in _COMPOSED and nan_policy in (None, "propagate") and (
+            (isinstance(mode, (list, tuple)) and len(set(mode)) > 1) or _narrows(name, input, output)):
+        return _grey_composed(name, input, output, dict(size=size, footprint=footprint, structure=structure,
+                                                        mode=mode, cval=cval, origin=origin, axes=axes,
+                                                        batch_dims=batch_dims, device=device, algorithm=algorithm,
+                                                        tune=tune))
     row = OPS[name]
     call = _Call(input, batch_dims, axes, device)
     if name in ("morphological_gradient", "morphological_laplace") and _core.dtype_of(call.x0) == np.bool_:
@@ -544,6 +796,76 @@ def _grey(name, input, size, footprint, structure, output, mode, cval, origin, a
     if key is not None and half is None and not widened:
         _PLANS[key] = (C[row["c"]], opt, ())
     return r
+
+
+_COMPOSED = ("grey_opening", "grey_closing", "morphological_gradient", "morphological_laplace", "white_tophat",
+             "black_tophat")
+_ARITH = _COMPOSED[2:]
+
+
+def _narrows(name, input, output):
+    """Whether scipy's arithmetic of a composite differs from the library's: an output (NumPy or CuPy) of a
+    numeric dtype that does not hold every input value (float64 -> float32); scipy computes the last step in
+    the output's dtype from an erosion or dilation stored in it."""
+    if name not in _ARITH or output is None or _core.kind_of(input) not in ("numpy", "cupy"):
+        return False
+    if _is_dtype_like(output):
+        dt = _np_dtype(output)
+    elif _core.kind_of(output) in ("numpy", "cupy"):
+        dt = output.dtype
+    else:
+        return False
+    xdt = np.dtype(getattr(input, "dtype", None) or _core.as_array(input).dtype)
+    return (dt.kind in "iuf" and xdt.kind in "iuf" and dt != xdt and not np.can_cast(xdt, dt, "safe"))
+
+
+def _grey_composed(name, input, output, kw):
+    """A grey composite as scipy writes it, over grey_erosion and grey_dilation: for one mode per axis, and
+    for outputs that the composite's arithmetic narrows (that arithmetic with NumPy's or CuPy's ufuncs,
+    in the output's dtype, casting as C does where scipy's same_kind casting would refuse)."""
+    x = _input(input)
+
+    def ero(a, out=None):
+        return grey_erosion(a, output=out, **kw)
+
+    def dil(a, out=None):
+        return grey_dilation(a, output=out, **kw)
+    if name == "grey_opening":
+        return dil(ero(x), output)
+    if name == "grey_closing":
+        return ero(dil(x), output)
+    if _core.dtype_of(x) == np.bool_ and name in ("morphological_gradient", "morphological_laplace"):
+        raise TypeError("boolean subtraction is not supported (scipy composes %s with np.subtract)" % name)
+    given = output is not None and not _is_dtype_like(output)
+    dt = _core.dtype_of(x) if output is None else (_np_dtype(output) if not given else _core.dtype_of(output))
+    out = output if given and not _same_memory(output, x) else _core.empty(_core.placement(x), x.shape, dt)
+    if _core.kind_of(x) == "torch":
+        import torch
+        sub, add, xor = torch.sub, torch.add, torch.bitwise_xor
+    else:
+        xp = np if _core.kind_of(x) == "numpy" else __import__("cupy")
+        sub, add = (functools.partial(f, casting="unsafe") for f in (xp.subtract, xp.add))
+        xor = xp.bitwise_xor
+    op2 = xor if dt == np.bool_ and _core.dtype_of(x) == np.bool_ else sub  # the tophats of bool images: xor
+    if name == "white_tophat":
+        dil(ero(x), out)
+        op2(x, out, out=out)
+    elif name == "black_tophat":
+        ero(dil(x), out)
+        op2(out, x, out=out)
+    else:
+        tmp = dil(x)
+        ero(x, out)
+        if name == "morphological_gradient":
+            op2(tmp, out, out=out)
+        else:
+            add(tmp, out, out=out)
+            op2(out, x, out=out)
+            op2(out, x, out=out)
+    if given and out is not output:
+        _core.copy_into(output, out)
+        return output
+    return out
 
 
 def _run_unary(call, row, opt, output, extra, half=None, lib_dtype=None, accepts=None):
@@ -581,7 +903,7 @@ def _make_grey(name):
     f.__doc__ = ("scipy.ndimage.%s(input, size=None, footprint=None, structure=None, output=None, "
                  "mode='reflect', cval=0.0, origin=0, *, axes=None) on ndforge; extra keywords: "
                  "batch_dims, device, algorithm, nan_policy, tune." % name)
-    return f
+    return _zero_d(f)
 
 
 grey_erosion = _make_grey("grey_erosion")
@@ -595,13 +917,11 @@ black_tophat = _make_grey("black_tophat")
 
 # --- minimum and maximum filters: scipy's names for flat grey erosion and dilation ------------------
 
-def _normalize(v, n):
-    vals = [operator.index(int(t)) for t in np.atleast_1d(v)]
-    if len(vals) == 1:
-        return vals * n
-    if len(vals) != n:
-        raise RuntimeError("sequence argument must have length equal to input rank")
-    return vals
+def _normalize(v, n, conv=operator.index):
+    if np.ndim(v) == 0:
+        return [conv(v)] * n
+    _per_axis(v, n)
+    return [conv(t) for t in v]
 
 
 def _min_max(erode, input, size, footprint, output, mode, cval, origin, axes, batch_dims, device, algorithm,
@@ -622,9 +942,11 @@ def _min_max(erode, input, size, footprint, output, mode, cval, origin, axes, ba
             fp = None
     else:
         fp = None
-        sizes = _normalize(size, n)
+        sizes = _normalize(size, n, _size_int)
     origins = _normalize(origin, n)
     kw = dict(axes=axes, batch_dims=batch_dims, device=device, algorithm=algorithm, tune=tune)
+    if not isinstance(mode, (str, list, tuple)):
+        raise RuntimeError(_MODE_ERR)
     if not isinstance(mode, str):
         modes = list(mode)
         if len(modes) != n:
@@ -664,13 +986,14 @@ def _grey_modes(erode, input, size, footprint, output, mode, cval, origin, axes,
     x = _input(input)
     n = (1 if np.ndim(axes) == 0 else len(axes)) if axes is not None else x.ndim - (batch_dims or 0)
     fp = None if footprint is None else np.asarray(_core.to_host_numpy(footprint)).astype(bool)
-    sizes = list(fp.shape) if fp is not None else _normalize(size, n)
+    sizes = list(fp.shape) if fp is not None else _normalize(size, n, _size_int)
     flipped = [-o - (0 if s & 1 else 1) for o, s in zip(_normalize(origin, n), sizes)]
     if fp is not None:
         fp = fp[(slice(None, None, -1),) * fp.ndim]
     return _min_max(False, x, size, fp, output, mode, cval, flipped, axes, batch_dims, device, algorithm, tune)
 
 
+@_zero_d
 def minimum_filter(input, size=None, footprint=None, output=None, mode="reflect", cval=0.0, origin=0, *,
                    axes=None, batch_dims=0, device=None, algorithm=None, tune=None):
     """scipy.ndimage.minimum_filter on ndforge (extra keywords: batch_dims, device, algorithm, tune)."""
@@ -678,6 +1001,7 @@ def minimum_filter(input, size=None, footprint=None, output=None, mode="reflect"
                     tune)
 
 
+@_zero_d
 def maximum_filter(input, size=None, footprint=None, output=None, mode="reflect", cval=0.0, origin=0, *,
                    axes=None, batch_dims=0, device=None, algorithm=None, tune=None):
     """scipy.ndimage.maximum_filter on ndforge (extra keywords: batch_dims, device, algorithm, tune)."""
@@ -693,8 +1017,7 @@ def _min_max1d(erode, input, size, axis, output, mode, cval, origin, batch_dims,
     origin = operator.index(origin)
     if size // 2 + origin < 0 or size // 2 + origin >= size:
         raise ValueError("invalid origin")
-    if not -x.ndim <= operator.index(axis) < x.ndim:
-        raise ValueError("axis %d is out of bounds for array of dimension %d" % (axis, x.ndim))
+    axis = _axis(axis, x.ndim)
     return _min_max(erode, x, size, None, output, mode, cval, origin, (operator.index(axis) % x.ndim,),
                     batch_dims, device, None, None) if not batch_dims else \
         _min_max(erode, x, [size if i == axis % x.ndim else 1 for i in range(batch_dims, x.ndim)], None, output,
@@ -757,6 +1080,7 @@ def _rank(name, input, extra, size, footprint, output, mode, cval, origin, axes,
     return r
 
 
+@_zero_d
 def median_filter(input, size=None, footprint=None, output=None, mode="reflect", cval=0.0, origin=0, *,
                   axes=None, batch_dims=0, device=None, algorithm=None, nan_policy=None, tune=None):
     """scipy.ndimage.median_filter on ndforge (extra keywords: batch_dims, device, algorithm, nan_policy, tune)."""
@@ -764,6 +1088,7 @@ def median_filter(input, size=None, footprint=None, output=None, mode="reflect",
                  device, algorithm, nan_policy, tune)
 
 
+@_zero_d
 def rank_filter(input, rank, size=None, footprint=None, output=None, mode="reflect", cval=0.0, origin=0, *,
                 axes=None, batch_dims=0, device=None, algorithm=None, nan_policy=None, tune=None):
     """scipy.ndimage.rank_filter on ndforge (extra keywords: batch_dims, device, algorithm, nan_policy, tune)."""
@@ -772,6 +1097,7 @@ def rank_filter(input, rank, size=None, footprint=None, output=None, mode="refle
                  axes, batch_dims, device, algorithm, nan_policy, tune)
 
 
+@_zero_d
 def percentile_filter(input, percentile, size=None, footprint=None, output=None, mode="reflect", cval=0.0,
                       origin=0, *, axes=None, batch_dims=0, device=None, algorithm=None, nan_policy=None, tune=None):
     """scipy.ndimage.percentile_filter on ndforge (extra keywords: batch_dims, device, algorithm, nan_policy,
@@ -817,8 +1143,7 @@ def _binary(name, input, structure, iterations, mask, output, border_value, orig
         opt.iterations = operator.index(iterations)
     opt.border_value = 1 if border_value else 0
     opt.norigin, vals = _seq(origin, "origin")
-    if opt.norigin > 1 and opt.norigin != _spatial_rank(call):
-        raise RuntimeError("sequence argument must have length equal to input rank")
+    _per_axis(origin, _spatial_rank(call))
     opt.origin[:len(vals)] = vals
     opt.brute_force = 1 if brute_force else 0
     opt.batch_dims = call.batch_dims
@@ -832,7 +1157,19 @@ def _binary(name, input, structure, iterations, mask, output, border_value, orig
         dm = call.desc_in(m)
         call.keep.append(dm)
         opt.mask = ctypes.pointer(dm)
-    out, ret, post = _resolve_output(call, output, np.dtype(np.bool_), _bool_accepts)
+    ret = _binary_run(call, row, opt, output)
+    return None if name == "binary_fill_holes" and _is_output_array(output) else ret
+
+
+def _is_output_array(output):
+    return output is not None and not _is_dtype_like(output)
+
+
+def _binary_run(call, row, opt, output):
+    """The binary op into output: an array (written, returned), else a new bool array -- scipy's binary ops
+    take only an array as output; a dtype there gives bool, as scipy's do."""
+    out, ret, post = _resolve_output(call, output if _is_output_array(output) else None, np.dtype(np.bool_),
+                                     _bool_accepts)
     din = call.desc_in(call.x0)
     dout, done = call.desc_out(out)
     _call(C[row["c"]], call.ctx, ctypes.byref(din), ctypes.byref(dout), ctypes.byref(opt))
@@ -844,6 +1181,7 @@ def _binary(name, input, structure, iterations, mask, output, border_value, orig
     return ret
 
 
+@_zero_d
 def binary_erosion(input, structure=None, iterations=1, mask=None, output=None, border_value=0, origin=0,
                    brute_force=False, *, axes=None, batch_dims=0, device=None):
     """scipy.ndimage.binary_erosion on ndforge (extra keywords: batch_dims, device)."""
@@ -851,6 +1189,7 @@ def binary_erosion(input, structure=None, iterations=1, mask=None, output=None, 
                    brute_force, axes, batch_dims, device)
 
 
+@_zero_d
 def binary_dilation(input, structure=None, iterations=1, mask=None, output=None, border_value=0, origin=0,
                     brute_force=False, *, axes=None, batch_dims=0, device=None):
     """scipy.ndimage.binary_dilation on ndforge (extra keywords: batch_dims, device)."""
@@ -858,6 +1197,7 @@ def binary_dilation(input, structure=None, iterations=1, mask=None, output=None,
                    brute_force, axes, batch_dims, device)
 
 
+@_zero_d
 def binary_opening(input, structure=None, iterations=1, output=None, origin=0, mask=None, border_value=0,
                    brute_force=False, *, axes=None, batch_dims=0, device=None):
     """scipy.ndimage.binary_opening on ndforge (extra keywords: batch_dims, device)."""
@@ -865,6 +1205,7 @@ def binary_opening(input, structure=None, iterations=1, output=None, origin=0, m
                    brute_force, axes, batch_dims, device)
 
 
+@_zero_d
 def binary_closing(input, structure=None, iterations=1, output=None, origin=0, mask=None, border_value=0,
                    brute_force=False, *, axes=None, batch_dims=0, device=None):
     """scipy.ndimage.binary_closing on ndforge (extra keywords: batch_dims, device)."""
@@ -872,6 +1213,7 @@ def binary_closing(input, structure=None, iterations=1, output=None, origin=0, m
                    brute_force, axes, batch_dims, device)
 
 
+@_zero_d
 def binary_propagation(input, structure=None, mask=None, output=None, border_value=0, origin=0, *, axes=None,
                        batch_dims=0, device=None):
     """scipy.ndimage.binary_propagation on ndforge (extra keywords: batch_dims, device)."""
@@ -879,12 +1221,14 @@ def binary_propagation(input, structure=None, mask=None, output=None, border_val
                    axes, batch_dims, device)
 
 
+@_zero_d
 def binary_fill_holes(input, structure=None, output=None, origin=0, *, axes=None, batch_dims=0, device=None):
     """scipy.ndimage.binary_fill_holes on ndforge (extra keywords: batch_dims, device)."""
     return _binary("binary_fill_holes", input, structure, None, None, output, 0, origin, False, axes,
                    batch_dims, device)
 
 
+@_zero_d
 def binary_hit_or_miss(input, structure1=None, structure2=None, output=None, origin1=0, origin2=None, *,
                        axes=None, batch_dims=0, device=None):
     """scipy.ndimage.binary_hit_or_miss on ndforge (extra keywords: batch_dims, device)."""
@@ -904,20 +1248,11 @@ def binary_hit_or_miss(input, structure1=None, structure2=None, output=None, ori
     else:
         opt.norigin2, vals = _seq(origin2, "origin2")
         opt.origin2[:len(vals)] = vals
-    for k in (opt.norigin1, opt.norigin2):
-        if k > 1 and k != n:
-            raise RuntimeError("sequence argument must have length equal to input rank")
+    _per_axis(origin1, n)
+    _per_axis(origin2, n)
     opt.batch_dims = call.batch_dims
-    out, ret, post = _resolve_output(call, output, np.dtype(np.bool_), _bool_accepts)
-    din = call.desc_in(call.x0)
-    dout, done = call.desc_out(out)
-    _call(C[row["c"]], call.ctx, ctypes.byref(din), ctypes.byref(dout), ctypes.byref(opt))
-    if done:
-        done()
-    if post is not None:
-        r = post()
-        return r if r is not None else ret
-    return ret
+    ret = _binary_run(call, row, opt, output)
+    return None if _is_output_array(output) else ret  # scipy returns nothing when output is an array
 
 
 def generate_binary_structure(rank, connectivity):
@@ -933,15 +1268,13 @@ def generate_binary_structure(rank, connectivity):
 
 
 def iterate_structure(structure, iterations, origin=None):
-    """scipy.ndimage.iterate_structure (NumPy bool; (structure, origin) when origin is given)."""
-    st = np.asarray(_core.to_host_numpy(structure)).astype(bool)
+    """scipy.ndimage.iterate_structure (NumPy bool; (structure, origin) when origin is given; for iterations
+    < 2, as scipy, a copy of the structure as given, without the origin)."""
     iterations = operator.index(iterations)
+    if iterations < 2:  # scipy: a copy of the structure as it is (its dtype; no origin returned)
+        return np.array(_core.to_host_numpy(structure))
+    st = np.asarray(_core.to_host_numpy(structure)).astype(bool)
     n = st.ndim
-    if iterations < 2:
-        st = st.copy()
-        if origin is None:
-            return st
-        return st, origin
     ds, _ = _core.describe(np.ascontiguousarray(st), _core.HOST)
     shape = (ctypes.c_int64 * max(n, 1))()
     check(C["ndf_iterate_structure_shape"](ctypes.byref(ds), iterations, shape))
@@ -963,6 +1296,7 @@ def _label_accepts(dt):
     return dt in _core.DTYPE_CODE and dt.kind in "iuf"
 
 
+@_zero_d
 def label(input, structure=None, output=None, *, batch_dims=0, device=None):
     """scipy.ndimage.label: (labels, num_features), or num_features when output is an array.
 
@@ -982,6 +1316,8 @@ def label(input, structure=None, output=None, *, batch_dims=0, device=None):
         ds, keep = _host_desc(st, np.bool_)
         call.keep.append(keep)
     given = output is not None and not _is_dtype_like(output)
+    if given and tuple(output.shape) != call.shape0:
+        raise ValueError("output shape not correct")  # scipy's label: ValueError (the filters: RuntimeError)
     out, ret, post = _resolve_output(call, output, np.dtype(np.int32), _label_accepts)
     din = call.desc_in(call.x0)
     dout, done = call.desc_out(out)
@@ -1025,6 +1361,9 @@ def _distance(name, input, sampling, metric, return_distances, return_indices, d
     """A distance transform where the input lives; what the CUDA backend does not do (cdt's indices, cdt
     with a metric structure other than taxicab or chessboard) runs on the CPU backend, the arrays copied
     there and back (a synchronization)."""
+    x = _core.as_array(input)
+    if isinstance(x, np.ndarray) and (x.dtype.kind not in "biuf" or x.dtype.itemsize > 8):
+        input = np.where(x, 1, 0).astype(np.int8)  # scipy's reading of any input: its truth values
     args = (name, input, sampling, metric, return_distances, return_indices, distances, indices, batch_dims)
     try:
         return _distance_on(*args, device, dist_dtype)
@@ -1144,8 +1483,8 @@ def distance_edt_pass(sqdist, axis, sampling=1.0, features=None):
     bit, whatever pieces each pass ran on (ndforge.dask's separable transform).  Returns ``sqdist``."""
     sq = _core.as_array(sqdist)
     where = _core.placement(sq)
-    if np.dtype(_core.dtype_of(sq)) != np.float64:
-        raise TypeError("distance_edt_pass: sqdist must be float64")
+    if np.dtype(_core.dtype_of(sq)) != np.float64 or sq is not sqdist and isinstance(sqdist, np.ndarray):
+        raise TypeError("distance_edt_pass: sqdist must be a float64 array (native byte order: it is written)")
     nd = len(sq.shape)
     ax = operator.index(axis)
     if not -nd <= ax < nd:
@@ -1155,8 +1494,8 @@ def distance_edt_pass(sqdist, axis, sampling=1.0, features=None):
     fd = None
     if features is not None:
         fe = _core.as_array(features)
-        if np.dtype(_core.dtype_of(fe)) != np.int64:
-            raise TypeError("distance_edt_pass: features must be int64")
+        if np.dtype(_core.dtype_of(fe)) != np.int64 or fe is not features and isinstance(features, np.ndarray):
+            raise TypeError("distance_edt_pass: features must be an int64 array (native byte order: it is written)")
         fd, keep2 = _core.describe(fe, where)
     ctx = where.ctx
     _call(C["ndf_distance_edt_pass"], ctx, ctypes.byref(d), ctypes.byref(fd) if fd is not None else None, ax,

@@ -18,11 +18,14 @@
   or learnable threshold grid; the ECT with learnable directions).
 
 Inputs live on the CPU or a CUDA device (the caller's current stream);
-outputs are float64 on the input's device.
+outputs are float64 on the input's device.  The backward passes are the
+library's analytic ones, not themselves differentiable: a second derivative
+(``create_graph=True`` through them) raises.
 """
 
 import numpy as np
 import torch
+from torch.autograd.function import once_differentiable
 
 from . import ot as _ot
 from . import topology as _tp
@@ -49,6 +52,7 @@ class SoftECCFunction(torch.autograd.Function):
         return _tp.soft_ecc(input.detach(), thresholds.detach(), lam, construction, batch_dims)
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, grad):
         input, thresholds = ctx.saved_tensors
         lam, construction, batch_dims = ctx.args
@@ -74,6 +78,7 @@ class SoftECTFunction(torch.autograd.Function):
                             spacing, normalize, batch_dims)
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, grad):
         input, directions, thresholds = ctx.saved_tensors
         lam, construction, weighted, spacing, normalize, batch_dims = ctx.args
@@ -108,15 +113,21 @@ class SinkhornFunction(torch.autograd.Function):
         return _host_tensor(np.asarray(r["objective"]), a)
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, grad):
         f, g = ctx.saved_tensors
+        if ctx.needs_input_grad[2]:
+            raise RuntimeError("ndforge.torch.sinkhorn: the derivative for 'cost' is not implemented")
         ga = grad.unsqueeze(-1) * f if ctx.needs_input_grad[0] else None
         gb = grad.unsqueeze(-1) * g if ctx.needs_input_grad[1] else None
         return (ga, gb) + (None,) * 8
 
 
 def sinkhorn(a, b, cost=None, grid=None, p=2, epsilon=0.05, max_iter=100, tol=0.0, log_domain=False, scale=1.0):
-    """Entropic OT value OT_eps(a, b) per pair ((n,) or a scalar), differentiable in a and b."""
+    """Entropic OT value OT_eps(a, b) per pair ((n,) or a scalar), differentiable in a and b (not in cost:
+    a backward pass that needs cost's gradient raises, as torch's functions without one do)."""
+    a = a if isinstance(a, torch.Tensor) else torch.as_tensor(np.asarray(a, dtype=np.float64))
+    b = b if isinstance(b, torch.Tensor) else torch.as_tensor(np.asarray(b, dtype=np.float64), device=a.device)
     return SinkhornFunction.apply(a, b, cost, grid, p, epsilon, max_iter, tol, log_domain, scale)
 
 

@@ -127,6 +127,40 @@ def test_strided_views_and_outputs(fw):
     np.testing.assert_array_equal(host(out), host(r))
 
 
+@needs_gpu
+@pytest.mark.parametrize("fw", FW, ids=fw_ids)
+def test_outputs_overlapping_the_input(fw):
+    # an output that is another view of the input's memory (a shifted slice; with CuPy, a reversed view)
+    # is written through a temporary, as output=input is
+    x = np.random.default_rng(4).random((34, 20)).astype(np.float32)
+    for name, args, kw in (("grey_dilation", (), dict(size=3)), ("median_filter", (), dict(size=3)),
+                           ("white_tophat", (), dict(size=(3, 2))), ("binary_dilation", (), {}),
+                           ("uniform_filter", (3,), {}), ("shift", ((0.5, 1.0),), dict(order=1))):
+        src = x > 0.5 if name.startswith("binary") else x
+        ref = getattr(sn, name)(src[:30], *args, **kw)
+        g = fw[1](src)
+        getattr(nd, name)(g[:30], *args, output=g[4:34], **kw)
+        np.testing.assert_allclose(host(g[4:34]), ref, rtol=1e-6, atol=1e-6)
+        if fw[0] == "cupy":
+            g = fw[1](src[:30].copy())
+            getattr(nd, name)(g[::-1], *args, output=g, **kw)
+            np.testing.assert_allclose(host(g), getattr(sn, name)(src[:30][::-1], *args, **kw), rtol=1e-6,
+                                       atol=1e-6)
+
+
+@pytest.mark.skipif(not (HAS_TORCH_CUDA and torch.cuda.device_count() > 1), reason="needs two torch CUDA devices")
+def test_output_on_another_device():
+    # an output array on another GPU than the input is written through a temporary on the input's
+    x = np.random.default_rng(5).random((20, 30)).astype(np.float32)
+    g = torch.from_numpy(x).to("cuda:0")
+    out = torch.zeros(20, 30, device="cuda:1")
+    assert nd.grey_dilation(g, size=3, output=out) is out
+    np.testing.assert_array_equal(out.cpu().numpy(), sn.grey_dilation(x, size=3))
+    out = torch.zeros(20, 30, device="cuda:1")
+    nd.shift(g, (0.5, 1), order=1, output=out)
+    np.testing.assert_allclose(out.cpu().numpy(), sn.shift(x, (0.5, 1), order=1), rtol=1e-6, atol=1e-6)
+
+
 @needs_torch
 def test_torch_side_stream_is_used():
     x = torch.rand(4, 64, 64, device="cuda")

@@ -342,3 +342,13 @@ def test_gpu_cluster_fallback(monkeypatch, tmp_path):
                         log_domain=True)
         np.testing.assert_allclose(client.compute(r, sync=True), ot.sinkhorn(a, b, grid=(3, 4), epsilon=0.1,
                                                                              log_domain=True), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["binary_erosion", "binary_dilation", "binary_opening", "binary_closing",
+                                  "binary_propagation", "binary_fill_holes", "binary_hit_or_miss"])
+def test_binary_output_dtype_is_bool(name):
+    # scipy's binary ops (and ndforge.ndimage's) give bool for output=<dtype>: the graph says so too
+    x = da.from_array(BIN2, chunks=3)
+    r = getattr(nd, name)(x, output=np.float32)
+    assert r.dtype == np.bool_
+    same(r.compute(), getattr(ndi, name)(BIN2, output=np.float32))

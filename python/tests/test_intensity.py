@@ -146,3 +146,29 @@ def test_errors():
         ni.histogram(x, bins=0)
     with pytest.raises(ValueError):
         ni.normalize_zscore(x, mask=np.ones((3, 3), bool))
+
+
+def test_zero_d_byte_swapped_and_read_only(array_kind):
+    # a 0-d array is one value (NumPy's); a byte-swapped NumPy input is read as its values; an output array
+    # is written where it is, so a read-only or byte-swapped NumPy one is refused rather than skipped
+    y = np.array(1.5)
+    for got, want in ((ni.histogram(y, 7), np.histogram(y, 7)), (ni.percentile(y, [5, 50]), np.percentile(y, [5, 50])),
+                      (ni.quantile(y, 0.3), np.quantile(y, 0.3)), (ni.clip(y, -0.5, 0.5), np.clip(y, -0.5, 0.5))):
+        for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            assert np.shape(g) == np.shape(w)
+            np.testing.assert_array_equal(g, w)
+    if array_kind != "numpy":
+        return
+    x = image(np.float64)
+    np.testing.assert_array_equal(ni.percentile(x.astype(">f8"), [5, 95]), np.percentile(x, [5, 95]))
+    np.testing.assert_array_equal(ni.histogram(x.astype(">f8"), 9)[0], np.histogram(x, 9)[0])
+    np.testing.assert_array_equal(ni.clip(x.astype(">i4"), -50, 50), ni.clip(x.astype(np.int32), -50, 50))
+    ro = np.zeros(x.shape)
+    ro.setflags(write=False)
+    for f in (lambda o: ni.clip(x, -1, 1, output=o), lambda o: ni.window(x, -1, 1, output=o),
+              lambda o: ni.normalize_zscore(x, output=o)):
+        with pytest.raises(ValueError, match="read-only"):
+            f(ro)
+        with pytest.raises(ValueError, match="byte order"):
+            f(np.zeros(x.shape, ">f8"))
+    assert not ro.any()

@@ -237,6 +237,11 @@ def test_empty_inputs_and_outputs():
             nd.rotate(e, 30, mode=mode)
         with pytest.raises(ValueError, match="empty"):
             nd.map_coordinates(e, np.zeros((2, 3)), mode=mode)
+    for x, z in ((np.ones(3), 0.1), (np.ones((4, 5), np.uint8), (1, 0.08)), (np.zeros((0, 3)), 2)):  # round(0.3) = 0
+        close(nd.zoom(x, z), sn.zoom(x, z))
+        out = np.zeros(sn.zoom(x, z).shape, np.float32)
+        assert nd.zoom(x, z, output=out) is out
+        assert nd.zoom(x, z, output=np.int16).dtype == np.int16
     with pytest.raises(ValueError, match="zoom"):
         nd.zoom(np.ones(3), -1)
 

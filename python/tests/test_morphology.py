@@ -45,3 +45,18 @@ def test_reconstruction_errors():
         nm.reconstruction(x + 1, x)  # seed above the mask
     with pytest.raises(ValueError):
         nm.reconstruction(x, x, method="opening")
+
+
+def test_output_arrays_are_written_or_refused():
+    seed = np.zeros((6, 7))
+    seed[2, 3] = 1.0
+    mask = np.ones((6, 7))
+    out = np.zeros((6, 7))
+    assert nm.reconstruction(seed, mask, output=out) is out
+    np.testing.assert_array_equal(out, sk.reconstruction(seed, mask))
+    ro = np.zeros((6, 7))
+    ro.setflags(write=False)
+    with pytest.raises(ValueError, match="read-only"):
+        ndforge.morphology.reconstruction(seed, mask, output=ro)
+    with pytest.raises(ValueError, match="shape"):
+        ndforge.morphology.reconstruction(seed, mask, output=np.zeros((6, 6)))

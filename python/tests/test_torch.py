@@ -137,3 +137,53 @@ def test_half_inputs_of_the_topology_ops():
         y.sum().backward()
         assert h.grad.dtype == dt and h.grad.shape == h.shape
         np.testing.assert_array_equal(topology.ecc(h.detach(), th), topology.ecc(h.detach().float(), th))
+
+
+def test_backward_is_once_differentiable():
+    # the analytic backward passes are not differentiable: create_graph through them raises on use
+    x = torch.rand(5, 6, dtype=torch.float64, requires_grad=True)
+    th = torch.linspace(0.1, 0.9, 5, dtype=torch.float64)
+    g, = torch.autograd.grad(nt.soft_ecc(x, th, lam=3.0).sum(), x, create_graph=True)
+    with pytest.raises(RuntimeError):
+        g.sum().backward()
+
+
+def test_sinkhorn_arguments():
+    a = torch.tensor([0.2, 0.3, 0.5], dtype=torch.float64, requires_grad=True)
+    b = np.array([0.4, 0.4, 0.2])  # a NumPy histogram beside a tensor
+    c = torch.tensor(ot.grid_cost((3,)), requires_grad=True)
+    v = nt.sinkhorn(a, b, cost=c, epsilon=0.5, max_iter=500)
+    np.testing.assert_allclose(v.item(), ot.sinkhorn(a.detach().numpy(), b, cost=c.detach().numpy(), epsilon=0.5,
+                                                     max_iter=500, return_objective=True))
+    with pytest.raises(RuntimeError, match="cost"):  # no gradient in cost: torch's error, not a silent None
+        v.backward()
+    v = nt.sinkhorn(a, b, cost=c.detach(), epsilon=0.5, max_iter=500)
+    v.backward()
+    assert a.grad is not None and a.grad.shape == (3,)
+
+
+def test_zero_d_and_byte_order_free_tensors():
+    x = torch.tensor(2.5)
+    r = nd.grey_erosion(x, size=3)
+    assert isinstance(r, torch.Tensor) and r.shape == () and r.item() == 2.5
+    out = torch.zeros(())
+    assert nd.uniform_filter(x, 3, output=out) is out and out.item() == 2.5
+    b = torch.rand(6, 7) > 0.5
+    assert nd.binary_erosion(b, output=torch.float32).dtype == torch.bool  # scipy's output= dtype: bool
+    out = torch.zeros(6, 7, dtype=torch.uint8)
+    assert nd.binary_fill_holes(b, output=out) is None
+    np.testing.assert_array_equal(out.numpy(), sn.binary_fill_holes(b.numpy()))
+
+
+def test_complex_tensors():
+    x = torch.randn(6, 7, dtype=torch.complex128)
+    for v in (x, x.conj()):  # a lazy conjugate too
+        r = nd.gaussian_filter(v, 1.2)
+        assert isinstance(r, torch.Tensor) and r.dtype == torch.complex128
+        np.testing.assert_allclose(r.numpy(), sn.gaussian_filter(v.resolve_conj().numpy(), 1.2), rtol=1e-12, atol=1e-12)
+    g = nd.gaussian_gradient_magnitude(x, 1.0)
+    np.testing.assert_allclose(g.numpy(), sn.gaussian_gradient_magnitude(x.numpy(), 1.0), rtol=1e-12, atol=1e-12)
+    s = nd.shift(x.to(torch.complex64), (0.5, 1.0), cval=1 + 2j)
+    assert s.dtype == torch.complex64
+    np.testing.assert_allclose(s.numpy(), sn.shift(x.to(torch.complex64).numpy(), (0.5, 1.0), cval=1 + 2j), rtol=1e-5,
+                               atol=1e-6)

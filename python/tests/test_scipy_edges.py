@@ -1,0 +1,363 @@
+"""ndforge.ndimage against scipy.ndimage 1.10 where arrays and arguments are unusual: byte-swapped and 0-d
+inputs, the binary ops' output= forms, the exception types of bad axes and modes, outputs that overlap
+the input.  The calls run on the array kinds arrays.py names, where the case is not NumPy's own."""
+
+import numpy as np
+import pytest
+import scipy.ndimage as sn
+
+import ndforge.ndimage
+from ndforge import _capi
+from arrays import OnArrays, fixture
+
+nd = OnArrays(ndforge.ndimage, array_args=("input", "mask", "coordinates"))
+array_kind = fixture(nd)
+HAS_LINEAR = "ndf_correlate1d" in _capi.functions
+HAS_INTERP = "ndf_map_coordinates" in _capi.functions
+
+RNG = np.random.default_rng(7)
+F = RNG.normal(size=(9, 12))
+B = RNG.random((9, 12)) > 0.5
+W2 = np.array([[1.0, 2, 0], [0, 1, -1], [3, 0, 1]])
+
+# (name, positional arguments after the input, keywords, binary input)
+CALLS = [
+    ("grey_erosion", (), dict(size=3), False), ("grey_dilation", (), dict(size=(3, 2), mode="constant"), False),
+    ("grey_opening", (), dict(size=3), False), ("morphological_gradient", (), dict(size=3), False),
+    ("white_tophat", (), dict(size=3), False), ("median_filter", (), dict(size=3), False),
+    ("rank_filter", (2,), dict(size=3), False), ("percentile_filter", (30,), dict(size=3), False),
+    ("minimum_filter", (), dict(size=3), False), ("maximum_filter1d", (3,), {}, False),
+    ("binary_erosion", (), {}, True), ("binary_dilation", (), dict(iterations=2), True),
+    ("binary_fill_holes", (), {}, True), ("binary_hit_or_miss", (), {}, True), ("label", (), {}, True),
+    ("distance_transform_edt", (), {}, True), ("distance_transform_cdt", (), {}, True),
+]
+if HAS_LINEAR:
+    CALLS += [("correlate1d", ([1.0, 2, -1],), {}, False), ("correlate", (W2,), dict(mode="wrap"), False),
+              ("uniform_filter", (3,), {}, False), ("gaussian_filter", (1.5,), {}, False),
+              ("sobel", (), {}, False), ("laplace", (), {}, False), ("gaussian_laplace", (1.2,), {}, False),
+              ("generic_gradient_magnitude", (sn.sobel,), {}, False)]
+if HAS_INTERP:
+    CALLS += [("spline_filter", (), {}, False), ("shift", ((0.5, -1.25),), dict(order=1), False),
+              ("zoom", (1.5,), dict(order=1), False), ("rotate", (17,), dict(order=1), False)]
+IDS = [c[0] for c in CALLS]
+
+
+def same(a, b):
+    if isinstance(b, tuple):
+        assert isinstance(a, tuple) and len(a) == len(b)
+        for u, v in zip(a, b):
+            same(u, v)
+        return
+    if not isinstance(b, np.ndarray):
+        assert a == b
+        return
+    assert type(a) is type(b) and a.dtype == b.dtype and a.shape == b.shape, (a.dtype, b.dtype, a.shape, b.shape)
+    if a.dtype.kind == "f":
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    else:
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("name,args,kw,binary", CALLS, ids=IDS)
+@pytest.mark.parametrize("dtype", [">f8", ">i2", ">u4"])
+def test_byte_swapped_inputs(name, args, kw, binary, dtype, array_kind):
+    # scipy reads the other byte order (label excepted: it refuses it); ndforge reads a native copy,
+    # so that every op gives what it gives for the same values in native order
+    if array_kind != "numpy":
+        pytest.skip("byte order is NumPy's")
+    native = (B if binary else F * 20).astype(np.dtype(dtype).newbyteorder("="))
+    x = native.astype(dtype)
+    ref = getattr(sn, name)(native, *args, **kw)
+    same(getattr(nd, name)(x, *args, **kw), ref)
+    same(getattr(nd, name)(x, *args, **kw), ref)  # a second call: the prepared-call path
+    if not name.startswith("distance") and name != "label":
+        out = np.zeros(ref.shape, ">f4")
+        ref_out = np.zeros(ref.shape, np.float32)
+        getattr(sn, name)(native, *args, output=ref_out, **kw)
+        getattr(nd, name)(x, *args, output=out, **kw)
+        np.testing.assert_array_equal(out, ref_out)
+
+
+def test_byte_swapped_in_place_arguments_are_refused():
+    sq = np.full((4, 5), np.inf, ">f8")
+    with pytest.raises(TypeError, match="native"):
+        ndforge.ndimage.distance_edt_pass(sq, 0)
+
+
+# scipy 1.10 crashes (SIGFPE) on 0-d inputs of binary_fill_holes and of binary_dilation with iterations != 1
+ZERO_D = [(n, a, {} if n == "binary_dilation" else k, b) for n, a, k, b in CALLS
+          if n not in ("maximum_filter1d", "correlate1d", "sobel", "distance_transform_edt", "distance_transform_cdt",
+                       "shift", "zoom", "rotate", "binary_fill_holes")]
+
+
+@pytest.mark.parametrize("name,args,kw,binary", ZERO_D, ids=[c[0] for c in ZERO_D])
+@pytest.mark.parametrize("value", [2.5, -1.0, 0.0])
+def test_zero_d_inputs(name, args, kw, binary, value):
+    # scipy: an image of one element and no axes; the footprint (weights) has that one element
+    x = np.array(value != 0) if binary else np.array(value)
+    if name == "correlate":
+        args = (np.array(3.0),)
+    try:
+        ref = getattr(sn, name)(x, *args, **kw)
+    except RuntimeError:  # a sequence of values for no axes, a rank outside the one element
+        with pytest.raises(RuntimeError):
+            getattr(nd, name)(x, *args, **kw)
+        return
+    if name == "binary_hit_or_miss":
+        ref = np.asarray(ref)  # scipy 1.10 returns a NumPy bool scalar here; ndforge a 0-d array
+    same(getattr(nd, name)(x, *args, **kw), ref)
+    if not isinstance(ref, tuple) and name != "binary_hit_or_miss":
+        out = np.zeros((), ref.dtype)
+        r = getattr(nd, name)(x, *args, output=out, **kw)
+        assert r is getattr(sn, name)(x, *args, output=np.zeros((), ref.dtype), **kw) or r is out
+        same(out, ref)
+
+
+def test_zero_d_errors_are_scipys():
+    x = np.array(1.5)
+    for name, args, kw in [("rank_filter", (1,), dict(size=3)), ("minimum_filter1d", (3,), {}),
+                           ("grey_erosion", (), dict(footprint=np.ones(3)))] + \
+            ([("correlate1d", ([1.0, 2],), {}), ("correlate", (W2,), {}), ("sobel", (), {})] if HAS_LINEAR else []) + \
+            ([("spline_filter1d", (), {}), ("rotate", (10,), {}), ("shift", (0.5,), {})] if HAS_INTERP else []):
+        with pytest.raises(Exception) as ref:
+            getattr(sn, name)(x, *args, **kw)
+        with pytest.raises(Exception) as got:
+            getattr(nd, name)(x, *args, **kw)
+        assert type(got.value) is type(ref.value), (name, got.value, ref.value)
+
+
+BINARY = ["binary_erosion", "binary_dilation", "binary_opening", "binary_closing", "binary_propagation",
+          "binary_fill_holes", "binary_hit_or_miss"]
+
+
+@pytest.mark.parametrize("name", BINARY)
+def test_binary_output_forms(name):
+    # scipy's binary ops take an array as output; a dtype there gives bool; binary_fill_holes and
+    # binary_hit_or_miss return None when they wrote an output array, the others return it
+    for dt in (np.float32, "uint8", np.int64):
+        r = getattr(nd, name)(B, output=dt)
+        same(r, getattr(sn, name)(B, output=dt))
+        assert r.dtype == np.bool_
+    for dt in (np.bool_, np.uint8, np.float32):
+        out, ref = np.zeros(B.shape, dt), np.zeros(B.shape, dt)
+        got, want = getattr(nd, name)(B, output=out), getattr(sn, name)(B, output=ref)
+        assert (want is None and got is None) or (want is ref and got is out), (got, want)
+        np.testing.assert_array_equal(out, ref)
+
+
+def _error_cases():
+    cases = [("minimum_filter1d", (F, 3), dict(axis=2)), ("maximum_filter1d", (F, 3), dict(axis=-3))]
+    # a sequence has one value per axis (scipy's _normalize_sequence: RuntimeError), an origin is an integer
+    for name in ("grey_erosion", "grey_opening", "white_tophat", "median_filter", "minimum_filter",
+                 "maximum_filter"):
+        cases += [(name, (F,), dict(size=(3,))), (name, (F,), dict(size=3, origin=(1,))),
+                  (name, (F,), dict(size=3, origin=0.5))]
+    cases += [("grey_erosion", (F,), dict(size=3, mode=["reflect"] * 3)),
+              ("grey_closing", (F,), dict(size=3, mode=("reflect", "wrap", "nearest"))),
+              ("grey_erosion", (F,), dict(structure=np.ones((3, 3)), mode=("reflect", "wrap"))),
+              ("white_tophat", (F,), dict(structure=np.ones((3, 3)), mode=("reflect", "wrap"))),
+              ("minimum_filter", (F,), dict(size=3, mode=3)), ("maximum_filter", (F,), dict(size=3, mode=None)),
+              ("median_filter", (F,), dict(footprint=np.zeros((3, 3)))),
+              ("rank_filter", (F, 0), dict(footprint=np.zeros((3, 3)))),
+              ("binary_erosion", (B,), dict(origin=(0,))), ("binary_hit_or_miss", (B,), dict(origin1=(0, 0, 0))),
+              ("label", (B,), dict(output=np.zeros((2, 2), np.int32)))]
+    if HAS_LINEAR:
+        cases += [("correlate1d", (F, [1.0, 2]), dict(axis=2)), ("convolve1d", (F, [1.0, 2]), dict(axis=-3)),
+                  ("uniform_filter1d", (F, 3), dict(axis=5)), ("gaussian_filter1d", (F, 1.0), dict(axis=2)),
+                  ("sobel", (F,), dict(axis=2)), ("prewitt", (F,), dict(axis=-3)),
+                  ("correlate1d", (F, [1.0, 2]), dict(mode=("reflect", "wrap"))),
+                  ("convolve1d", (F, [1.0, 2]), dict(mode=["nearest"])),
+                  ("uniform_filter1d", (F, 3), dict(mode=("reflect", "wrap"))),
+                  ("gaussian_filter1d", (F, 1.0), dict(mode=("reflect", "wrap"))),
+                  ("correlate", (F, np.ones((0, 3))), {}), ("convolve", (F, np.ones((3, 3))), dict(origin=(1, 0, 0))),
+                  ("uniform_filter", (F, (3,)), {}), ("uniform_filter", (F, 3), dict(origin=(1,))),
+                  ("gaussian_filter", (F, (1.0,)), {}), ("gaussian_filter", (F, 1.0), dict(order=(0, 1, 0)))]
+    if HAS_INTERP:
+        cases += [("spline_filter1d", (F,), dict(axis=2)),
+                  ("affine_transform", (F, np.array([[1, 0, 0], [0, 1, 0], [0, 0.5, 1]])), {}),
+                  ("affine_transform", (F[0], np.array([[1.0, 0], [1, 1]])), {}),
+                  ("rotate", (F[0], 10), {})]
+    return cases
+
+
+ERRORS = _error_cases()
+
+
+@pytest.mark.parametrize("name,args,kw", ERRORS, ids=["%s-%d" % (e[0], i) for i, e in enumerate(ERRORS)])
+def test_error_types(name, args, kw):
+    with pytest.raises(Exception) as ref:
+        getattr(sn, name)(*args, **kw)
+    with pytest.raises(Exception) as got:
+        getattr(nd, name)(*args, **kw)
+    assert type(got.value) is type(ref.value), (got.value, ref.value)
+
+
+COMPOSITES = [("morphological_laplace", (), dict(size=3)), ("white_tophat", (), dict(size=3)),
+              ("black_tophat", (), dict(size=(3, 2))), ("grey_closing", (), dict(size=3))]
+if HAS_LINEAR:
+    COMPOSITES += [("laplace", (), {}), ("gaussian_laplace", (1.2,), {}),
+                   ("gaussian_gradient_magnitude", (1.2,), dict(mode="nearest")), ("uniform_filter", (4,), {})]
+if HAS_INTERP:
+    COMPOSITES += [("shift", ((0.5, -1.25),), dict(order=1)),
+                   ("affine_transform", (np.array([[1, 0.1], [0.05, 0.9]]),), dict(order=1))]
+
+
+@pytest.mark.parametrize("name,args,kw", COMPOSITES, ids=[c[0] for c in COMPOSITES])
+def test_outputs_overlapping_the_input(name, args, kw):
+    # scipy writes these through its output while it still reads the input (a composite's second step
+    # reads what the first wrote): its results in place are not its results; ndforge's are
+    ref = getattr(sn, name)(F, *args, **kw)
+    x = F.copy()
+    getattr(ndforge.ndimage, name)(x, *args, output=x, **kw)
+    np.testing.assert_allclose(x, ref, rtol=1e-12, atol=1e-12)
+    y = np.concatenate([F, F])
+    getattr(ndforge.ndimage, name)(y[:9], *args, output=y[3:12], **kw)
+    np.testing.assert_allclose(y[3:12], ref, rtol=1e-12, atol=1e-12)
+    z = F[::-1].copy()
+    getattr(ndforge.ndimage, name)(z[::-1], *args, output=z, **kw)
+    np.testing.assert_allclose(z, ref, rtol=1e-12, atol=1e-12)
+
+
+IN_PLACE = [("median_filter", (), dict(size=3)), ("grey_dilation", (), dict(size=(3, 2)))]
+if HAS_LINEAR:
+    IN_PLACE += [("gaussian_filter", (1.5,), {}), ("uniform_filter", (3,), {}), ("sobel", (), {}),
+                 ("correlate1d", ([1.0, 2, -1],), {}), ("gaussian_filter1d", (1.0,), dict(order=1))]
+if HAS_INTERP:
+    IN_PLACE += [("shift", ((0.3, 0.6),), {}), ("spline_filter1d", (), {}), ("zoom", (1,), dict(order=1))]
+
+
+@pytest.mark.parametrize("name,args,kw", IN_PLACE, ids=[c[0] for c in IN_PLACE])
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8, np.int16])
+def test_in_place_is_a_direct_write(name, args, kw, dtype):
+    # output=input: scipy's passes here read lines before they write them (and the splines filter a
+    # copy), so its result in place is its result; ndforge's temporary has the output's dtype, so that
+    # every pass stores what a direct write stores
+    x = (F * 20).astype(dtype)
+    ref = np.zeros(x.shape, dtype)
+    getattr(sn, name)(x, *args, output=ref, **kw)
+    y = x.copy()
+    r = getattr(ndforge.ndimage, name)(y, *args, output=y, **kw)
+    assert r is y or r is None
+    np.testing.assert_array_equal(y, ref)
+
+
+@pytest.mark.parametrize("name,args,kw", [c[:3] for c in CALLS if c[0] != "label"], ids=[c[0] for c in CALLS
+                                                                                         if c[0] != "label"])
+def test_read_only_outputs_are_refused(name, args, kw):
+    binary = name.startswith(("binary", "distance"))
+    x = B if binary else F
+    ref = getattr(sn, name)(x, *args, **kw)
+    out = np.zeros(ref.shape, ref.dtype)
+    out.setflags(write=False)
+    with pytest.raises(ValueError, match="read-only"):
+        if name.startswith("distance"):
+            ndforge.ndimage.distance_transform_edt(x, distances=out)
+        else:
+            getattr(ndforge.ndimage, name)(x, *args, output=out, **kw)
+    assert not out.any()
+
+
+@pytest.mark.skipif(not HAS_LINEAR, reason="this libndforge has no linear filters")
+@pytest.mark.parametrize("name,sigma,kw", [("gaussian_filter", (-1, 1.5), {}), ("gaussian_filter", -2, dict(order=1)),
+                                           ("gaussian_filter", (1.5, -1e-3), dict(order=(1, 2))),
+                                           ("gaussian_laplace", (-1, 1.5), {}),
+                                           ("gaussian_gradient_magnitude", -1, {})])
+def test_negative_sigma_leaves_the_axis(name, sigma, kw):
+    # scipy filters an axis only where sigma > 1e-15: a negative sigma is sigma 0 there
+    same(getattr(nd, name)(F, sigma, **kw), getattr(sn, name)(F, sigma, **kw))
+
+
+def test_float_sizes_of_the_separable_filters():
+    # scipy's minimum/maximum filters (and grey_erosion/grey_dilation through them) take int(size)
+    for name in ("minimum_filter", "maximum_filter", "grey_erosion"):  # (grey_dilation: scipy fails on it)
+        same(getattr(nd, name)(F, size=3.5), getattr(sn, name)(F, size=3.5))
+    if HAS_LINEAR:
+        same(nd.uniform_filter(F, 3.0), sn.uniform_filter(F, 3.0))
+
+
+def test_structure_helpers():
+    st = np.array([[0, 2, 0], [1, 1, 1], [0, 1, 0]])
+    for it in (-1, 0, 1, 2, 3):
+        for kw in ({}, dict(origin=(1, -1)), dict(origin=1)):
+            got, want = nd.iterate_structure(st, it, **kw), sn.iterate_structure(st, it, **kw)
+            if isinstance(want, tuple):
+                same(got[0], want[0])
+                assert list(got[1]) == list(want[1])
+            else:
+                same(got, want)  # iterations < 2: scipy's copy of the structure, in its dtype, no origin
+    for rank in range(0, 5):
+        for conn in range(-1, 6):
+            same(nd.generate_binary_structure(rank, conn), sn.generate_binary_structure(rank, conn))
+
+
+@pytest.mark.parametrize("dtype", [object, "datetime64[s]", np.longdouble, "U1", [("a", "f4")]])
+def test_unsupported_dtypes_are_refused_as_scipy_refuses_them(dtype):
+    x = np.ones((4, 5)).astype(dtype) if dtype != "U1" else np.full((4, 5), "a")
+    calls = [("grey_erosion", (), dict(size=3)), ("median_filter", (), dict(size=3)), ("binary_erosion", (), {})]
+    if HAS_LINEAR:
+        calls += [("uniform_filter", (), {}), ("correlate", (np.ones((2, 2)),), {})]
+    if HAS_INTERP:
+        calls.append(("shift", (0.5,), {}))
+    for name, args, kw in calls:
+        with pytest.raises(Exception) as ref:
+            getattr(sn, name)(x, *args, **kw)
+        with pytest.raises(Exception) as got:
+            getattr(ndforge.ndimage, name)(x, *args, **kw)
+        assert type(got.value) is type(ref.value) or (name == "binary_erosion" and isinstance(got.value, TypeError)), \
+            (name, got.value, ref.value)
+    if np.dtype(dtype).kind in "OMf":  # scipy's distance transforms read the truth values of anything
+        same(ndforge.ndimage.distance_transform_edt(x), sn.distance_transform_edt(x))
+
+
+RNGC = np.random.default_rng(11)
+XC = RNGC.normal(size=(7, 9)) + 1j * RNGC.normal(size=(7, 9))
+WC1 = RNGC.normal(size=3) + 1j * RNGC.normal(size=3)
+WC2 = RNGC.normal(size=(2, 3)) + 1j * RNGC.normal(size=(2, 3))
+COMPLEX = []
+if HAS_LINEAR:
+    COMPLEX += [("correlate1d", (WC1,), {}), ("convolve1d", (WC1,), dict(origin=-1, axis=0)),
+                ("correlate", (WC2,), dict(mode="wrap")), ("convolve", (WC2,), {}),
+                ("correlate1d", ([1.0, 2, -1],), dict(mode="constant", cval=1 + 2j)),
+                ("correlate", (np.ones((2, 2)),), {}), ("uniform_filter", (3,), {}),
+                ("uniform_filter1d", (4,), dict(axis=0)), ("gaussian_filter", (1.2,), dict(order=(1, 0))),
+                ("gaussian_filter1d", (1.0,), {}), ("sobel", (), {}), ("prewitt", (), dict(axis=0)),
+                ("laplace", (), {}), ("gaussian_laplace", (1.0,), {}), ("gaussian_gradient_magnitude", (1.0,), {})]
+if HAS_INTERP:
+    COMPLEX += [("spline_filter", (), {}), ("spline_filter1d", (), dict(order=2)),
+                ("shift", ((0.5, 1.2),), dict(cval=1 - 1j)), ("zoom", (1.5,), dict(order=1)), ("rotate", (20,), {}),
+                ("map_coordinates", (np.array([[0.5, 2], [1, 3.3]]),), {}),
+                ("affine_transform", (np.array([[1, 0.1], [0, 0.9]]),), dict(order=1))]
+
+
+@pytest.mark.parametrize("name,args,kw", COMPLEX, ids=["%s-%d" % (c[0], i) for i, c in enumerate(COMPLEX)])
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
+def test_complex_inputs(name, args, kw, dtype, array_kind):
+    # scipy 1.10's complex support: the parts filtered as real arrays into the complex output's views
+    import warnings
+    x = XC.astype(dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # spline_filter's float64 default output promoted to complex
+        ref = getattr(sn, name)(x, *args, **kw)
+        got = getattr(nd, name)(x, *args, **kw)
+    assert got.dtype == ref.dtype and got.shape == ref.shape
+    np.testing.assert_allclose(got, ref, rtol=1e-12 if dtype == np.complex128 else 1e-5, atol=1e-12)
+    out = np.zeros(ref.shape, np.complex128)
+    ref_out = np.zeros(ref.shape, np.complex128)
+    getattr(sn, name)(x, *args, output=ref_out, **kw)
+    assert getattr(nd, name)(x, *args, output=out, **kw) is out
+    np.testing.assert_allclose(out, ref_out, rtol=1e-12 if dtype == np.complex128 else 1e-5, atol=1e-12)
+
+
+@pytest.mark.skipif(not HAS_LINEAR, reason="this libndforge has no linear filters")
+def test_complex_weights_and_their_errors():
+    x = XC.real.copy()
+    for name in ("correlate1d", "convolve1d"):
+        same(getattr(nd, name)(x, WC1), getattr(sn, name)(x, WC1))
+        same(getattr(nd, name)(x.astype(np.float32), WC1), getattr(sn, name)(x.astype(np.float32), WC1))
+    same(nd.correlate(x, WC2), sn.correlate(x, WC2))
+    with pytest.raises(RuntimeError, match="complex"):
+        ndforge.ndimage.correlate1d(XC, [1.0, 2], output=np.zeros(XC.shape))
+    with pytest.raises(TypeError):
+        ndforge.ndimage.correlate1d(x, [1.0, 2], cval=1j)
+    with pytest.warns(UserWarning, match="complex"):
+        assert ndforge.ndimage.correlate1d(XC, [1.0, 2], output=np.float64).dtype == np.complex128
