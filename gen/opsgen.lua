@@ -49,7 +49,7 @@ local KEYS = { name = 1, family = 1, entry = 1, doc = 1, cli = 1, command = 1, c
   warm = 1, warm_options = 1, nowarm = 1, inputs = 1, params = 1, outputs = 1 }
 
 -- The dtype names of ndforge.h (ndf_dtype_name), and "input": the (first) input's dtype.
-local DTYPES = { bool = 1, uint8 = 1, int8 = 1, uint16 = 1, int16 = 1, uint32 = 1, int32 = 1, int64 = 1,
+local DTYPES = { bool = 1, uint8 = 1, int8 = 1, uint16 = 1, int16 = 1, uint32 = 1, int32 = 1, int64 = 1, uint64 = 1,
   float32 = 1, float64 = 1 }
 local PARAM_TYPES = { bool = "boolean", int = "number", float = "number", enum = "string", string = "string",
   array = false }

@@ -51,7 +51,10 @@ cases = [
      lambda: ndi.zoom(x, (1.5, 0.7, 2), order=1, output=bool)),
     (['spline_filter', '--order', '3', '--output-dtype', 'bool'], lambda: ndi.spline_filter(x, 3, output=bool)),
     (['spline_filter1d', '--order', '0', '--output-dtype', 'bool'], lambda: ndi.spline_filter1d(x, 0, output=bool)),
+    (['shift', '--shift', '0.5,1,-1', '--order', '1', '--output-dtype', 'uint64'],
+     lambda: ndi.shift(np.abs(x), (0.5, 1, -1), order=1, output=np.uint64), 'xa.npy'),
 ]
+np.save('xa.npy', np.abs(x))
 np.save('c2.npy', c[:2])
 # empty arrays as scipy: a zoom to empty axes; an input with an empty axis (points outside it are cval)
 e = np.zeros((0, 5, 4), np.float32); np.save('e.npy', e)
