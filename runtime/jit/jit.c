@@ -102,14 +102,20 @@ static ndf_status resolve_slots(ndf_ctx *ctx, const char *op, const ndf__templat
   return NDF_OK;
 }
 
-char *ndf__jit_source(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, uint64_t *template_hash) {
+/* The source of req's kernel, or NULL with *st the reason (NDF_ENOMEM: out of host memory, also for a
+ * slot value the request could not store). */
+static char *jit_source(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, uint64_t *template_hash,
+                        ndf_status *st) {
+  *st = NDF_EINTERNAL;
   const ndf__template *t = find_template(req->template_name);
   if (!t) {
     ndf__error(ctx, NDF_EINTERNAL, "%s: no kernel template named '%s'", op, req->template_name);
     return NULL;
   }
   const char *values[32];
-  if (t->nslots > 32 || resolve_slots(ctx, op, t, req, values) != NDF_OK) return NULL;
+  if (t->nslots > 32) return NULL;
+  if ((*st = resolve_slots(ctx, op, t, req, values)) != NDF_OK) return NULL;
+  *st = NDF_EINTERNAL;
   /* The first line selects the kernel: the template's NDF_KERNEL(name) guards
    * leave out its other kernels (NDF__ALL_KERNELS: all of them). */
   const int all = strcmp(req->kernel, NDF__ALL_KERNELS) == 0;
@@ -131,7 +137,7 @@ char *ndf__jit_source(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, 
     n += t->frags[i].text ? strlen(t->frags[i].text) : strlen(values[t->frags[i].slot]);
   char *src = malloc(n), *p = src;
   if (!src) {
-    ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", op);
+    *st = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", op);
     return NULL;
   }
   memcpy(p, head, (size_t)hn);
@@ -145,6 +151,11 @@ char *ndf__jit_source(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, 
   *p = '\0';
   if (template_hash) *template_hash = ndf__hash_fnv1a64(t->hash, strlen(t->hash), NDF__FNV_SEED);
   return src;
+}
+
+char *ndf__jit_source(ndf_ctx *ctx, const char *op, const ndf__kernel_req *req, uint64_t *template_hash) {
+  ndf_status st;
+  return jit_source(ctx, op, req, template_hash, &st);
 }
 
 ndf_status ndf__nvrtc_version(int *major, int *minor) {
@@ -430,6 +441,7 @@ static ndf_status lookup_payload(jit_job *j, const char *arch) {
   const char *op = j->op;
   const ndf__template *t = find_template(j->req->template_name);
   if (!t) return ndf__error(ctx, NDF_EINTERNAL, "%s: no kernel template named '%s'", op, j->req->template_name);
+  if (j->req->oom) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory for a slot of template '%s'", op, t->name);
   const char *why = NULL;
   const ndf__nvrtc_api *nv = NULL;
   nvrtc_id id;
@@ -469,8 +481,9 @@ static ndf_status lookup_payload(jit_job *j, const char *arch) {
 /* A miss of lookup_payload: NVRTC, then the disk cache. */
 static ndf_status compile_payload(jit_job *j) {
   ndf_ctx *ctx = j->ctx, *ectx = j->worker ? NULL : ctx; /* a worker's errors: its thread's message */
-  char *src = ndf__jit_source(ectx, j->op, j->req, NULL);
-  if (!src) return NDF_EINTERNAL;
+  ndf_status st;
+  char *src = jit_source(ectx, j->op, j->req, NULL, &st);
+  if (!src) return st;
   const char *dump = getenv("NDF_DUMP_SOURCE");
   if (dump && *dump) {
     char path[4096];
