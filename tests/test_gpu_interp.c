@@ -5,7 +5,8 @@
  * map_coordinates, affine_transform (linear, homogeneous and diagonal
  * matrices), shift, zoom (both grid modes) and rotate; every input and output
  * dtype, orders 0..5, every mode, prefilter on and off, cval, 0-2 batch axes,
- * 1-4 spatial axes; strided and negative-stride inputs and coordinates,
+ * 1-4 spatial axes; coordinates of float64, float32, int16, int64 and uint64;
+ * strided and negative-stride inputs and coordinates,
  * strided outputs whose gaps must keep their poison.  Both backends compute
  * in float64 with the same order of operations (the kernels round every
  * product on its own), so the results must be equal bit for bit.  A bool is
@@ -133,7 +134,8 @@ static void draw_case(icase *c, tu_rng *r, int long_rows, int bools, int empty) 
       c->cshape[0] = nsp;
       for (int d = 0; d < c->onsp; d++)
         c->oshape[nb + d] = c->cshape[1 + d] = tu_rng_int(r, 1, long_rows && d == c->onsp - 1 ? 300 : 8);
-      c->ct = tu_rng_chance(r, 0.7) ? NDF_FLOAT64 : tu_rng_chance(r, 0.5) ? NDF_FLOAT32 : NDF_INT16;
+      c->ct = tu_rng_chance(r, 0.7) ? NDF_FLOAT64 : tu_rng_chance(r, 0.5) ? NDF_FLOAT32
+              : tu_rng_chance(r, 0.5) ? NDF_INT16 : tu_rng_chance(r, 0.5) ? NDF_INT64 : NDF_UINT64;
       break;
     case OP_AFFINE:
       c->form = (int)tu_rng_int(r, 0, 2); /* 0 (n, n) + offset, 1 (n + 1, n + 1), 2 diagonal (n,) */
@@ -221,7 +223,8 @@ static int run_case(ndf_ctx *ctx, icase *c, tu_rng *r) {
       for (int64_t j = 0; j < per; j++) {
         const double n = (double)c->shape[c->nb + d];
         double v = -3 + tu_rng_unif(r) * (n + 5);
-        if (c->ct == NDF_INT16 || tu_rng_chance(r, 0.2)) v = round(v);
+        if (c->ct == NDF_UINT64) v = fabs(v);
+        if (!tu_is_float(c->ct) || tu_rng_chance(r, 0.2)) v = round(v);
         else if (tu_rng_chance(r, 0.2)) v = round(v * 2) / 2;
         tu_set(&hco.arr, d * per + j, v);
       }
