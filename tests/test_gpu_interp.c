@@ -282,18 +282,24 @@ done:
   return rc;
 }
 
-static void test_gpu_interp_random(void **state) {
-  gpu_state *s = *state;
+/* n random cases drawn by draw_case(long_rows, bools, empty) from the seed xored with salt, each GPU
+ * against CPU; stops after 8 failures. */
+static void run_drawn(gpu_state *s, uint64_t salt, long n, int long_rows, int bools, int empty, const char *what) {
   tu_rng r;
-  tu_rng_seed(&r, s->seed ^ 0x1e7);
+  tu_rng_seed(&r, s->seed ^ salt);
   int failed = 0;
-  for (long k = 0; k < s->ncases && failed < 8; k++) {
+  for (long k = 0; k < n && failed < 8; k++) {
     icase c;
-    draw_case(&c, &r, 0, 0, 0);
+    draw_case(&c, &r, long_rows, bools, empty);
     if (run_case(s->ctx, &c, &r) != 0) failed++;
   }
-  if (failed) printf("%d random interpolation cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
+  if (failed) printf("%d %s interpolation cases failed; seed %llu\n", failed, what, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);
+}
+
+static void test_gpu_interp_random(void **state) {
+  gpu_state *s = *state;
+  run_drawn(s, 0x1e7, s->ncases, 0, 0, 0, "random");
 }
 
 /* Every op with a bool input, a bool output or both: the bool store (scipy's C cast, OFLOAT 2),
@@ -301,17 +307,7 @@ static void test_gpu_interp_random(void **state) {
  * into another dtype) and spline_filter's passes through a bool output. */
 static void test_gpu_interp_bool(void **state) {
   gpu_state *s = *state;
-  tu_rng r;
-  tu_rng_seed(&r, s->seed ^ 0x1e9);
-  int failed = 0;
-  const long n = s->ncases / 2 > 40 ? s->ncases / 2 : 40;
-  for (long k = 0; k < n && failed < 8; k++) {
-    icase c;
-    draw_case(&c, &r, 0, 1, 0);
-    if (run_case(s->ctx, &c, &r) != 0) failed++;
-  }
-  if (failed) printf("%d bool interpolation cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
-  assert_int_equal(failed, 0);
+  run_drawn(s, 0x1e9, s->ncases / 2 > 40 ? s->ncases / 2 : 40, 0, 1, 0, "bool");
 }
 
 /* The same with rows up to 300 long: a thread's next point mostly in the same row (offsets
@@ -319,17 +315,7 @@ static void test_gpu_interp_bool(void **state) {
  * inside the input (the interior path) next to border points. */
 static void test_gpu_interp_long_rows(void **state) {
   gpu_state *s = *state;
-  tu_rng r;
-  tu_rng_seed(&r, s->seed ^ 0x1e8);
-  int failed = 0;
-  const long n = s->ncases / 4 > 20 ? s->ncases / 4 : 20;
-  for (long k = 0; k < n && failed < 8; k++) {
-    icase c;
-    draw_case(&c, &r, 1, 0, 0);
-    if (run_case(s->ctx, &c, &r) != 0) failed++;
-  }
-  if (failed) printf("%d long-row interpolation cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
-  assert_int_equal(failed, 0);
+  run_drawn(s, 0x1e8, s->ncases / 4 > 20 ? s->ncases / 4 : 20, 1, 0, 0, "long-row");
 }
 
 /* Inputs with an empty spatial axis: the outputs of points outside them (map_coordinates, affine
@@ -338,17 +324,7 @@ static void test_gpu_interp_long_rows(void **state) {
  * that launch nothing. */
 static void test_gpu_interp_empty(void **state) {
   gpu_state *s = *state;
-  tu_rng r;
-  tu_rng_seed(&r, s->seed ^ 0x1e9);
-  int failed = 0;
-  const long n = s->ncases / 4 > 40 ? s->ncases / 4 : 40;
-  for (long k = 0; k < n && failed < 8; k++) {
-    icase c;
-    draw_case(&c, &r, 0, 0, 1);
-    if (run_case(s->ctx, &c, &r) != 0) failed++;
-  }
-  if (failed) printf("%d empty-input interpolation cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
-  assert_int_equal(failed, 0);
+  run_drawn(s, 0x1ea, s->ncases / 4 > 40 ? s->ncases / 4 : 40, 0, 0, 1, "empty-input");
 }
 
 /* 32- or 64-bit index arithmetic (the IDX32 slot) at the boundary: a uint8 input of 3 rows S apart
