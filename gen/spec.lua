@@ -2355,7 +2355,7 @@ return {
       args = {
         "T:unsigned char|signed char|unsigned short|short|unsigned int|int|long long|unsigned long long|float|double",
         "OUT:unsigned char|signed char|unsigned short|short|unsigned int|int|long long|unsigned long long|float|double",
-        "CT:unsigned char|signed char|unsigned short|short|unsigned int|int|float|double",
+        "CT:unsigned char|signed char|unsigned short|short|unsigned int|int|long long|unsigned long long|float|double",
         "NSP:1..8", "ORDER:0..5", "MODE:0..6", "KIND:0..2", "INIT:0..2", "OFLOAT:0|1|2", "IDX32:0|1",
       },
       params = {
@@ -2452,6 +2452,8 @@ return {
         { T = { "unsigned char", "double" }, OUT = { "unsigned char" }, CT = { "double" }, NSP = { "2", "3" },
           ORDER = { "0", "1", "3" }, MODE = { "0", "2", "6" }, KIND = { "0", "1", "2" }, INIT = { "0" },
           OFLOAT = { "2" }, IDX32 = { "0", "1" } },
+        { T = { "float" }, OUT = { "float" }, CT = { "long long", "unsigned long long" }, NSP = { "2" }, ORDER = { "1" },
+          MODE = { "0" }, KIND = { "2" }, INIT = { "0" }, OFLOAT = { "1" }, IDX32 = { "0" } },
       },
     },
     -- N4 bias-field correction (runtime/ops/n4/): the per-voxel parts of an iteration.

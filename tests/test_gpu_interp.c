@@ -5,7 +5,8 @@
  * map_coordinates, affine_transform (linear, homogeneous and diagonal
  * matrices), shift, zoom (both grid modes) and rotate; every input and output
  * dtype, orders 0..5, every mode, prefilter on and off, cval, 0-2 batch axes,
- * 1-4 spatial axes; strided and negative-stride inputs and coordinates,
+ * 1-4 spatial axes; coordinates of float64, float32, int16, int64 and uint64;
+ * strided and negative-stride inputs and coordinates,
  * strided outputs whose gaps must keep their poison.  Both backends compute
  * in float64 with the same order of operations (the kernels round every
  * product on its own), so the results must be equal bit for bit.  A bool is
@@ -133,7 +134,8 @@ static void draw_case(icase *c, tu_rng *r, int long_rows, int bools, int empty) 
       c->cshape[0] = nsp;
       for (int d = 0; d < c->onsp; d++)
         c->oshape[nb + d] = c->cshape[1 + d] = tu_rng_int(r, 1, long_rows && d == c->onsp - 1 ? 300 : 8);
-      c->ct = tu_rng_chance(r, 0.7) ? NDF_FLOAT64 : tu_rng_chance(r, 0.5) ? NDF_FLOAT32 : NDF_INT16;
+      c->ct = tu_rng_chance(r, 0.7) ? NDF_FLOAT64 : tu_rng_chance(r, 0.5) ? NDF_FLOAT32
+              : tu_rng_chance(r, 0.5) ? NDF_INT16 : tu_rng_chance(r, 0.5) ? NDF_INT64 : NDF_UINT64;
       break;
     case OP_AFFINE:
       c->form = (int)tu_rng_int(r, 0, 2); /* 0 (n, n) + offset, 1 (n + 1, n + 1), 2 diagonal (n,) */
@@ -221,7 +223,8 @@ static int run_case(ndf_ctx *ctx, icase *c, tu_rng *r) {
       for (int64_t j = 0; j < per; j++) {
         const double n = (double)c->shape[c->nb + d];
         double v = -3 + tu_rng_unif(r) * (n + 5);
-        if (c->ct == NDF_INT16 || tu_rng_chance(r, 0.2)) v = round(v);
+        if (c->ct == NDF_UINT64) v = fabs(v);
+        if (!tu_is_float(c->ct) || tu_rng_chance(r, 0.2)) v = round(v);
         else if (tu_rng_chance(r, 0.2)) v = round(v * 2) / 2;
         tu_set(&hco.arr, d * per + j, v);
       }
@@ -279,18 +282,24 @@ done:
   return rc;
 }
 
-static void test_gpu_interp_random(void **state) {
-  gpu_state *s = *state;
+/* n random cases drawn by draw_case(long_rows, bools, empty) from the seed xored with salt, each GPU
+ * against CPU; stops after 8 failures. */
+static void run_drawn(gpu_state *s, uint64_t salt, long n, int long_rows, int bools, int empty, const char *what) {
   tu_rng r;
-  tu_rng_seed(&r, s->seed ^ 0x1e7);
+  tu_rng_seed(&r, s->seed ^ salt);
   int failed = 0;
-  for (long k = 0; k < s->ncases && failed < 8; k++) {
+  for (long k = 0; k < n && failed < 8; k++) {
     icase c;
-    draw_case(&c, &r, 0, 0, 0);
+    draw_case(&c, &r, long_rows, bools, empty);
     if (run_case(s->ctx, &c, &r) != 0) failed++;
   }
-  if (failed) printf("%d random interpolation cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
+  if (failed) printf("%d %s interpolation cases failed; seed %llu\n", failed, what, (unsigned long long)s->seed);
   assert_int_equal(failed, 0);
+}
+
+static void test_gpu_interp_random(void **state) {
+  gpu_state *s = *state;
+  run_drawn(s, 0x1e7, s->ncases, 0, 0, 0, "random");
 }
 
 /* Every op with a bool input, a bool output or both: the bool store (scipy's C cast, OFLOAT 2),
@@ -298,17 +307,7 @@ static void test_gpu_interp_random(void **state) {
  * into another dtype) and spline_filter's passes through a bool output. */
 static void test_gpu_interp_bool(void **state) {
   gpu_state *s = *state;
-  tu_rng r;
-  tu_rng_seed(&r, s->seed ^ 0x1e9);
-  int failed = 0;
-  const long n = s->ncases / 2 > 40 ? s->ncases / 2 : 40;
-  for (long k = 0; k < n && failed < 8; k++) {
-    icase c;
-    draw_case(&c, &r, 0, 1, 0);
-    if (run_case(s->ctx, &c, &r) != 0) failed++;
-  }
-  if (failed) printf("%d bool interpolation cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
-  assert_int_equal(failed, 0);
+  run_drawn(s, 0x1e9, s->ncases / 2 > 40 ? s->ncases / 2 : 40, 0, 1, 0, "bool");
 }
 
 /* The same with rows up to 300 long: a thread's next point mostly in the same row (offsets
@@ -316,17 +315,7 @@ static void test_gpu_interp_bool(void **state) {
  * inside the input (the interior path) next to border points. */
 static void test_gpu_interp_long_rows(void **state) {
   gpu_state *s = *state;
-  tu_rng r;
-  tu_rng_seed(&r, s->seed ^ 0x1e8);
-  int failed = 0;
-  const long n = s->ncases / 4 > 20 ? s->ncases / 4 : 20;
-  for (long k = 0; k < n && failed < 8; k++) {
-    icase c;
-    draw_case(&c, &r, 1, 0, 0);
-    if (run_case(s->ctx, &c, &r) != 0) failed++;
-  }
-  if (failed) printf("%d long-row interpolation cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
-  assert_int_equal(failed, 0);
+  run_drawn(s, 0x1e8, s->ncases / 4 > 20 ? s->ncases / 4 : 20, 1, 0, 0, "long-row");
 }
 
 /* Inputs with an empty spatial axis: the outputs of points outside them (map_coordinates, affine
@@ -335,17 +324,7 @@ static void test_gpu_interp_long_rows(void **state) {
  * that launch nothing. */
 static void test_gpu_interp_empty(void **state) {
   gpu_state *s = *state;
-  tu_rng r;
-  tu_rng_seed(&r, s->seed ^ 0x1e9);
-  int failed = 0;
-  const long n = s->ncases / 4 > 40 ? s->ncases / 4 : 40;
-  for (long k = 0; k < n && failed < 8; k++) {
-    icase c;
-    draw_case(&c, &r, 0, 0, 1);
-    if (run_case(s->ctx, &c, &r) != 0) failed++;
-  }
-  if (failed) printf("%d empty-input interpolation cases failed; seed %llu\n", failed, (unsigned long long)s->seed);
-  assert_int_equal(failed, 0);
+  run_drawn(s, 0x1ea, s->ncases / 4 > 40 ? s->ncases / 4 : 40, 0, 0, 1, "empty-input");
 }
 
 /* 32- or 64-bit index arithmetic (the IDX32 slot) at the boundary: a uint8 input of 3 rows S apart

@@ -77,7 +77,7 @@ class _Interp:
             if _writes(want):
                 out = call.new_output(want, shape)
                 return out, out, None
-            if not _is_bool(want) and _writes(_nd._native(want)):  # byte-swapped: the native values, swapped
+            if _writes(_nd._native(want)):  # byte-swapped: the native values, swapped
                 tmp = call.new_output(_nd._native(want), shape)
                 return tmp, None, lambda: _nd._astype(tmp, want)
             name = want if isinstance(want, str) else np.dtype(want).name

@@ -1484,9 +1484,10 @@ def _geometric_empty(x, geom, out_sp, order, mode, cval, prefilter, dtype, nb, o
     elif geom["kind"] == "coords":
         r = _interp.map_coordinates(src, coords.compute(), output=dtype, order=order, mode=mode, cval=cval,
                                     prefilter=prefilter, batch_dims=nb)
-    else:  # affine (a separable transform keeps an empty axis empty)
-        r = _interp.affine_transform(src, geom["matrix"], geom["offset"], output_shape=tuple(out_sp), output=dtype,
-                                     order=order, mode=mode, cval=cval, prefilter=prefilter, batch_dims=nb)
+    else:  # affine_transform, a diagonal one too (kind 'sep'; zoom and shift keep an empty axis empty)
+        m, off = (geom["matrix"], geom["offset"]) if geom["kind"] == "affine" else geom["diagonal"]
+        r = _interp.affine_transform(src, m, off, output_shape=tuple(out_sp), output=dtype, order=order, mode=mode,
+                                     cval=cval, prefilter=prefilter, batch_dims=nb)
     if coords is not None and 0 not in shape:
         chunks = x.chunks[:nb] + coords.chunks[1:]
     elif output_chunks is not None and 0 not in shape:
@@ -1682,6 +1683,7 @@ def affine_transform(input, matrix, offset=0.0, output_shape=None, output=None, 
         zm = list(m) * nsp if len(m) == 1 else list(m)
         off = _per_axis_values(offset, nsp)
         geom = _sep_geom(zoom=zm, shift=[off[h] / zm[h] for h in range(nsp)])
+        geom["diagonal"] = (tuple(zm), tuple(off))  # the call as given, for an empty input (_geometric_empty)
     else:
         if m.shape[1] == nsp + 1 and m.shape[0] in (nsp, nsp + 1):
             off, m = list(m[:nsp, nsp]), m[:nsp, :nsp]

@@ -153,6 +153,8 @@ def test_empty():
         same(nd.rotate(x, 30, **kw), ndi.rotate(e, 30, **kw))
         same(nd.affine_transform(x, np.eye(2) * 1.2, 0.5, output_shape=(3, 4), **kw),
              ndi.affine_transform(e, np.eye(2) * 1.2, 0.5, output_shape=(3, 4), **kw))
+        same(nd.affine_transform(x, [1.2, 0.8], 0.5, output_shape=(3, 4), **kw),  # a diagonal (1-D) matrix
+             ndi.affine_transform(e, [1.2, 0.8], 0.5, output_shape=(3, 4), **kw))
         pts = np.array([[0.0, -1.5, 3], [2.0, 4.5, -7]])
         same(nd.map_coordinates(x, pts, **kw), ndi.map_coordinates(e, pts, **kw))
         same(nd.zoom(x, 2, **kw), ndi.zoom(e, 2, **kw))

@@ -361,3 +361,22 @@ def test_complex_weights_and_their_errors():
         ndforge.ndimage.correlate1d(x, [1.0, 2], cval=1j)
     with pytest.warns(UserWarning, match="complex"):
         assert ndforge.ndimage.correlate1d(XC, [1.0, 2], output=np.float64).dtype == np.complex128
+
+
+@pytest.mark.skipif(not HAS_INTERP, reason="this libndforge has no interpolation")
+@pytest.mark.parametrize("name,args,kw", [("zoom", (1.5,), dict(order=1)), ("shift", ((0.5, -1.25),), {}),
+                                          ("rotate", (17,), {}), ("spline_filter", (), {}),
+                                          ("spline_filter1d", (), dict(order=1)),
+                                          ("affine_transform", (np.eye(2) * 0.9,), {})])
+@pytest.mark.parametrize("dtype", [">f8", ">i4", ">u2", "<f2"])
+def test_interpolation_output_dtypes_the_library_does_not_write(name, args, kw, dtype):
+    # output=<dtype>: a byte-swapped one is scipy's values in that order; float16 (scipy refuses it but
+    # for the copy of spline_filter1d) the float64 values converted
+    x = F * 20
+    r = getattr(ndforge.ndimage, name)(x, *args, output=np.dtype(dtype), **kw)
+    assert r.dtype == np.dtype(dtype)
+    if dtype == "<f2":
+        ref = getattr(sn, name)(x, *args, **kw).astype(np.float16)
+    else:
+        ref = getattr(sn, name)(x, *args, output=np.dtype(dtype), **kw)
+    np.testing.assert_array_equal(r, ref)

@@ -38,7 +38,10 @@ static ndf_status get(ndf_ctx *ctx, const char *name, const char *kernel, const 
                       const char *ct, int nsp, int order, int mode, int kind, int init, int ofloat, int idx32,
                       CUfunction *f) {
   ndf__kernel_req req;
-  ndf__req_interp(&req, kernel, t, out, ct, nsp, order, mode, kind, init, ofloat, idx32);
+  if (!ndf__req_interp(&req, kernel, t, out, ct, nsp, order, mode, kind, init, ofloat, idx32)) {
+    ndf__req_free(&req);
+    return ndf__error(ctx, NDF_EINTERNAL, "%s: no kernel %s for the types %s, %s, %s", name, kernel, t, out, ct);
+  }
   ndf_status s = ndf__jit_get(ctx, name, &req, f);
   ndf__req_free(&req);
   return s;
