@@ -430,11 +430,11 @@ static void test_gpu_footprint_shapes(void **state) {
         }
         int on = shape_kind == 2 ? l2 <= rad * rad : shape_kind == 3 ? tu_rng_chance(&r, 0.9)
                  : shape_kind == 6 ? tu_rng_chance(&r, 0.6) : shape_kind == 1 ? l1 <= rad : nz <= 1;
+        if (shape_kind == 6 && k == ntap - 1) on = 0; /* not a box */
         any |= on;
         tu_set(&c.fp.arr, k, on);
       }
-      if (!any) tu_set(&c.fp.arr, 0, 1);
-      if (shape_kind == 6) tu_set(&c.fp.arr, ntap - 1, 0); /* not a box */
+      if (!any) tu_set(&c.fp.arr, 0, 1); /* ntap >= 2 where the last tap is off */
       int box = 1; /* a full box runs the box kernels (1-D crosses, balls) */
       for (int64_t k = 0; k < ntap; k++) box &= tu_get(&c.fp.arr, k) != 0;
       c.o.footprint = &c.fp.arr;
