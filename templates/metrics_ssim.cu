@@ -230,6 +230,12 @@ extern "C" __global__ void __launch_bounds__(NDF_SL_BLOCK) ndf_ssim_seg(const nd
       xa[i] = (F)(double)p.a[ia + m * p.astr];
       ya[i] = (F)(double)p.b[ib + m * p.bstr];
     }
+#else
+    // The window's offsets, mapped once for the five quantities (five inlined copies of the
+    // reflection per input made NVRTC take seconds over this kernel).
+    ndf_i64 uo[NDF_SL_WIN];
+#pragma unroll
+    for (int i = 0; i < NDF_SL_WIN; i++) uo[i] = ndf_sl_at(m0 + i, n, inside) * p.ustr;
 #endif
 #if LAST
     F res[5][NDF_SL_SEG];
@@ -243,7 +249,7 @@ extern "C" __global__ void __launch_bounds__(NDF_SL_BLOCK) ndf_ssim_seg(const nd
 #else
       const F *u = ndf_sl_u(p, k) + iu;
 #pragma unroll
-      for (int i = 0; i < NDF_SL_WIN; i++) win[i] = (double)__ldg(u + ndf_sl_at(m0 + i, n, inside) * p.ustr);
+      for (int i = 0; i < NDF_SL_WIN; i++) win[i] = (double)__ldg(u + uo[i]);
 #endif
 #if !LAST
       F *o = ndf_sl_o(p, k) + iu;
