@@ -95,6 +95,9 @@ __device__ __forceinline__ double ity_unkey(ndf_u64 k, double) {
 // The element offset of element j of image b (C order within the image).  Not inlined: the strided
 // path calls it in loops unrolled 16 times, and sixteen inlined copies of its 64-bit divisions made
 // NVRTC take seconds over ndf_ity_apply and ndf_ity_radix (the contiguous path never calls it).
+// The scanning kernels take their parameters __grid_constant__, so that the shape and stride
+// arrays it reads stay in parameter space: without it every thread copied them to local memory at
+// entry, the contiguous path too.
 __device__ __noinline__ ndf_i64 ity_off(ndf_i64 b, ndf_i64 j, int nb, int ndim, const ndf_i64 *shape,
                                            const ndf_i64 *str) {
   ndf_i64 off = 0;
@@ -128,6 +131,24 @@ __device__ __forceinline__ double ity_wsumd(double v) {
   return v;
 }
 
+// The block's sum of v (lane 0 of each warp, then the 8 warps in order: the same order on every
+// run and every device); every thread of the block must call it.  red: 8 doubles of shared memory.
+__device__ __forceinline__ double ity_bsumv(double v, double *red) {
+  v = ity_wsumd(v);
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+  __syncthreads();
+  double r = red[0];
+  for (int i = 1; i < (int)(blockDim.x >> 5); i++) r = __dadd_rn(r, red[i]);
+  __syncthreads();
+  return r;
+}
+// The block's sum of a[0..n-1] in a fixed order (thread t: a[t], a[t + 256], ...).
+__device__ __forceinline__ double ity_bsum(const double *a, ndf_i64 n, double *red) {
+  double v = 0;
+  for (ndf_i64 i = threadIdx.x; i < n; i += blockDim.x) v = __dadd_rn(v, a[i]);
+  return ity_bsumv(v, red);
+}
+
 NDF_PARAMS(ndf_ity_scan_params)
 
 __device__ __forceinline__ ndf_i64 ity_xoff(const ndf_ity_scan_params &p, ndf_i64 b, ndf_i64 j) {
@@ -158,7 +179,8 @@ __device__ __forceinline__ bool ity_in_mask(const ndf_ity_scan_params &p, ndf_i6
 
 // ---- statistics -------------------------------------------------------------------------------------
 #if NDF_KERNEL(ndf_ity_stats)
-extern "C" __global__ void __launch_bounds__(256) ndf_ity_stats(const ndf_ity_scan_params p) {
+extern "C" __global__ void __launch_bounds__(256) ndf_ity_stats(const __grid_constant__ ndf_ity_scan_params p) {
+  __shared__ double red[8];
   const ndf_i64 items = p.nimg * p.cpi;
   ndf_i64 cur = -2; // no image yet (b = -1 ends the walk)
   ndf_u64 nmin = 0, kmax = 0, nan = 0, cnt = 0;
@@ -173,7 +195,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ity_stats(const ndf_ity_sc
         kmax = ity_wmax(kmax);
         nan = ity_wsum(nan);
         cnt = ity_wsum(cnt);
-        sum = ity_wsumd(sum);
+        if (!p.part) sum = ity_wsumd(sum);
         if ((threadIdx.x & 31) == 0) {
           if (p.pass == 0) {
             if (cnt) {
@@ -182,8 +204,8 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ity_stats(const ndf_ity_sc
               atomicAdd(st + 3, cnt);
             }
             if (nan) atomicAdd(st + 2, nan);
-            atomicAdd((double *)(st + 4), sum);
-          } else {
+            if (!p.part) atomicAdd((double *)(st + 4), sum);
+          } else if (!p.part) {
             atomicAdd((double *)(st + 5), sum);
           }
         }
@@ -194,7 +216,8 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ity_stats(const ndf_ity_sc
       sum = 0;
       if (p.pass == 1) {
         const ndf_u64 *st = p.st + b * 8;
-        mean = __ddiv_rn(__longlong_as_double((long long)st[4]), (double)st[3]);
+        const double s0 = p.part ? ity_bsum(p.part + b * p.cpi, p.cpi, red) : __longlong_as_double((long long)st[4]);
+        mean = __ddiv_rn(s0, (double)st[3]);
       }
     }
     const ndf_i64 j0 = (w - b * p.cpi) * NDF_ITY_CHUNK;
@@ -217,6 +240,11 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ity_stats(const ndf_ity_sc
         sum = __dadd_rn(sum, __dmul_rn(d, d));
       }
     }
+    if (p.part) { // this chunk's sum, in a fixed order
+      const double t = ity_bsumv(sum, red);
+      if (threadIdx.x == 0) p.part[p.pass * items + w] = t;
+      sum = 0;
+    }
   }
 }
 #endif
@@ -226,7 +254,7 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ity_stats(const ndf_ity_sc
 // memory: nbins counters per target of the launch (one set in pass 0).  hist0 and hist keep
 // tstride counters per image / target (the call's widest digit).
 #if NDF_KERNEL(ndf_ity_radix)
-extern "C" __global__ void __launch_bounds__(256) ndf_ity_radix(const ndf_ity_scan_params p) {
+extern "C" __global__ void __launch_bounds__(256) ndf_ity_radix(const __grid_constant__ ndf_ity_scan_params p) {
   extern __shared__ unsigned ity_sh[];
   __shared__ ndf_u64 pf[NDF_ITY_TARGETS];
   const int nt = p.pass == 0 ? 1 : p.t1 - p.t0;
@@ -298,7 +326,7 @@ __device__ __forceinline__ ndf_i64 ity_bin(double x, const double *e, ndf_i64 n)
 
 // Dynamic shared memory: nbins counters when the block counts locally (p.local).
 #if NDF_KERNEL(ndf_ity_hist)
-extern "C" __global__ void __launch_bounds__(256) ndf_ity_hist(const ndf_ity_scan_params p) {
+extern "C" __global__ void __launch_bounds__(256) ndf_ity_hist(const __grid_constant__ ndf_ity_scan_params p) {
   extern __shared__ unsigned ity_sh[];
   const ndf_i64 items = p.nimg * p.cpi, n = p.nbins;
   if (p.local)
@@ -363,7 +391,7 @@ __device__ __forceinline__ double ity_interp(double x, const double *xp, const d
 }
 
 #if NDF_KERNEL(ndf_ity_apply)
-extern "C" __global__ void __launch_bounds__(256) ndf_ity_apply(const ndf_ity_scan_params p) {
+extern "C" __global__ void __launch_bounds__(256) ndf_ity_apply(const __grid_constant__ ndf_ity_scan_params p) {
   const ndf_i64 items = p.nimg * p.cpi;
   for (ndf_i64 w = blockIdx.x; w < items; w += gridDim.x) {
     const ndf_i64 b = w / p.cpi, j0 = (w - b * p.cpi) * NDF_ITY_CHUNK;
@@ -494,6 +522,22 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ity_lerp(const ndf_ity_sma
 
 #if NDF_KERNEL(ndf_ity_finish)
 extern "C" __global__ void __launch_bounds__(256) ndf_ity_finish(const ndf_ity_small_params p) {
+  if (p.mode == 1 && p.part) { // a block per image: the chunk sums of both passes, in a fixed order
+    __shared__ double red[8];
+    const ndf_i64 items = p.n * p.cpi;
+    for (ndf_i64 b = blockIdx.x; b < p.n; b += gridDim.x) {
+      const double s0 = ity_bsum(p.part + b * p.cpi, p.cpi, red);
+      const double s1 = ity_bsum(p.part + items + b * p.cpi, p.cpi, red);
+      if (threadIdx.x == 0) {
+        const double cnt = (double)p.st[b * 8 + 3];
+        double hi = __dsqrt_rn(__ddiv_rn(s1, cnt));
+        if (hi == 0) hi = 1;
+        p.res[2 * b] = __ddiv_rn(s0, cnt);
+        p.res[2 * b + 1] = hi;
+      }
+    }
+    return;
+  }
   const ndf_i64 b = ity_tid();
   if (b >= p.n) return;
   const ndf_u64 *st = p.st + b * 8;

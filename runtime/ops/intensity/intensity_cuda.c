@@ -306,7 +306,12 @@ ndf_status ndf__ity_apply_cuda(ndf_ctx *ctx, const char *name, const ndf_array *
   }
   if ((s = kget(ctx, name, &ks)) != NDF_OK) return s;
   parts pp = {0, 0};
-  const size_t o_prm = part(&pp, (size_t)g->nimg * 16), o_st = part(&pp, (size_t)g->nimg * 64);
+  /* The moments' float64 sums: one per chunk and pass (ndf_ity_stats), added up in a fixed order
+   * (ndf_ity_stats, ndf_ity_finish), so that a call gives the same bits on every run. */
+  const int moments = stat == NDF__ITY_STAT_MOMENTS;
+  const int64_t cpi = (g->m + CHUNK - 1) / CHUNK, items = g->nimg * cpi;
+  const size_t o_prm = part(&pp, (size_t)g->nimg * 16), o_st = part(&pp, (size_t)g->nimg * 64),
+               o_part = moments ? part(&pp, (size_t)items * 16) : 0;
   if (stat >= 0 && (s = ndf__scratch_alloc(ctx, pp.off, &pp.base)) != NDF_OK) return s;
   const CUdeviceptr prm = pp.base + o_prm, st = pp.base + o_st;
   const unsigned grid = scan_grid(ctx, g);
@@ -317,6 +322,7 @@ ndf_status ndf__ity_apply_cuda(ndf_ctx *ctx, const char *name, const ndf_array *
     ndf__ity_scan_params sp;
     scan_init(&sp, in, mask, NULL, g);
     sp.st = st;
+    sp.part = moments ? pp.base + o_part : 0;
     sp.wmode = mask ? 2 : 0;
     s = zero(ctx, name, st, (size_t)g->nimg * 64);
     if (s == NDF_OK) s = ndf__ity_scan_launch(ctx, name, f_stats, grid, 256, 1, 0, &sp);
@@ -329,8 +335,12 @@ ndf_status ndf__ity_apply_cuda(ndf_ctx *ctx, const char *name, const ndf_array *
     fp.n = g->nimg;
     fp.st = st;
     fp.res = prm;
-    fp.mode = stat == NDF__ITY_STAT_MOMENTS;
-    if (s == NDF_OK) s = ndf__ity_small_launch(ctx, name, f_finish, small_grid(g->nimg), 256, 1, 0, &fp);
+    fp.mode = moments;
+    fp.part = sp.part;
+    fp.cpi = cpi;
+    if (s == NDF_OK)
+      s = ndf__ity_small_launch(ctx, name, f_finish, moments ? ndf__grid(ctx, g->nimg, 8) : small_grid(g->nimg), 256,
+                                1, 0, &fp);
   }
   if (s == NDF_OK) {
     ndf__ity_scan_params ap;
