@@ -485,18 +485,6 @@ done:
 
 /* ---- one pass on a caller's state (ndf_distance_edt_pass) ------------------------------------ */
 
-/* Offset (elements) of line `line` along `axis` of an array: the line index
- * runs over the other axes in C order. */
-static int64_t line_offset(const ndf_array *a, int axis, int64_t line) {
-  int64_t off = 0;
-  for (int d = a->ndim - 1; d >= 0; d--) {
-    if (d == axis) continue;
-    off += (line % a->shape[d]) * a->strides[d];
-    line /= a->shape[d];
-  }
-  return off;
-}
-
 static ndf_status edt_pass_cpu(ndf_ctx *ctx, const char *name, ndf_array *w, ndf_array *f, int axis, double s) {
   const int64_t n = w->shape[axis], nlines = ndf_array_size(w) / n;
   const int64_t sw = w->strides[axis], sf = f ? f->strides[axis] : 0;
@@ -504,8 +492,10 @@ static ndf_status edt_pass_cpu(ndf_ctx *ctx, const char *name, ndf_array *w, ndf
   int64_t *F = f ? f->data : NULL;
   /* the values first: nothing is written when one is refused */
   for (int64_t l = 0; l < nlines; l++) {
-    const double *p = W + line_offset(w, axis, l);
-    const int64_t *q = F ? F + line_offset(f, axis, l) : NULL;
+    int64_t ow = 0, of = 0; /* f has w's shape (checked) */
+    ndf__line_offsets2(w, f ? f : w, axis, -1, l, &ow, &of);
+    const double *p = W + ow;
+    const int64_t *q = F ? F + of : NULL;
     for (int64_t x = 0; x < n; x++) {
       const double v = p[x * sw];
       if (!(v >= 0.0))
@@ -534,8 +524,10 @@ static ndf_status edt_pass_cpu(ndf_ctx *ctx, const char *name, ndf_array *w, ndf
 #pragma omp parallel for num_threads(nth) schedule(dynamic, 16)
     for (int64_t l = 0; l < nlines; l++) {
       edt_scratch *k = &ks[ndf__thread_id()];
-      double *p = W + line_offset(w, axis, l), *lw = k->lw;
-      int64_t *q = F ? F + line_offset(f, axis, l) : NULL, *lf = k->lf64;
+      int64_t ow = 0, of = 0;
+      ndf__line_offsets2(w, f ? f : w, axis, -1, l, &ow, &of);
+      double *p = W + ow, *lw = k->lw;
+      int64_t *q = F ? F + of : NULL, *lf = k->lf64;
       for (int64_t x = 0; x < n; x++) {
         lw[x] = p[x * sw];
         lf[x] = isinf(lw[x]) ? -1 : q ? q[x * sf] : 0;
