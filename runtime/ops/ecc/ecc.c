@@ -691,7 +691,6 @@ static ndf_status soft_run(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in,
       for (int64_t k = 0; k < T; k++) ((double *)arr->data)[ao + k * as] = acc[k];
     } else {
       for (int64_t k = 0; k < T; k++) acc[k] = a[k * as];
-      const int64_t gio = gin ? ndf__lead_offset(gin, c->nb, img) : 0;
       for (int64_t v = 0; v < npix; v++) {
         double gf = 0;
         if (cimg[v]) {
@@ -702,12 +701,8 @@ static ndf_status soft_run(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in,
             gt[k] += d;
           }
         }
-        if (gin) { /* spatial C-order index v -> strided offset */
-          int64_t off = gio, q = v;
-          for (int d = nsp - 1; d >= 0; d--) {
-            off += (q % c->sshape[d]) * gin->strides[c->nb + d];
-            q /= c->sshape[d];
-          }
+        if (gin) { /* voxel v of image img: element img * npix + v of gin in C order */
+          const int64_t off = ndf__offset_of(gin, img * npix + v);
           if (gin->dtype == NDF_FLOAT32) ((float *)gin->data)[off] = (float)gf;
           else ((double *)gin->data)[off] = gf;
         }

@@ -811,18 +811,11 @@ static ndf_status soft_run(ndf_ctx *ctx, const ect_call *c, const ndf_array *in,
           ((double *)gdir->data)[j * gdir->strides[0] + d * gdir->strides[1]] = sum;
         }
     if (gin && ndf_array_size(gin) > 0)
-      for (int64_t img = 0; img < c->nimg; img++) {
-        const int64_t go = ndf__lead_offset(gin, c->nb, img);
-        for (int64_t v = 0; v < npix; v++) {
-          int64_t off = go, q = v;
-          for (int d = nsp - 1; d >= 0; d--) {
-            off += (q % c->sshape[d]) * gin->strides[c->nb + d];
-            q /= c->sshape[d];
-          }
-          const double val = gw ? gw[img * npix + v] : 0.0;
-          if (gin->dtype == NDF_FLOAT32) ((float *)gin->data)[off] = (float)val;
-          else ((double *)gin->data)[off] = val;
-        }
+      for (int64_t i = 0; i < c->nimg * npix; i++) { /* i = img * npix + v, gw's order and gin's C order */
+        const int64_t off = ndf__offset_of(gin, i);
+        const double val = gw ? gw[i] : 0.0;
+        if (gin->dtype == NDF_FLOAT32) ((float *)gin->data)[off] = (float)val;
+        else ((double *)gin->data)[off] = val;
       }
   }
 done:
