@@ -353,6 +353,9 @@ static inline double ndf__load_f64(const void *base, ndf_dtype t, int64_t i) {
 }
 /* The element at offset off of a host array as a double. */
 static inline double ndf__get_f64(const ndf_array *a, int64_t off) { return ndf__load_f64(a->data, a->dtype, off); }
+/* 1 if the element at offset off of a host array is nonzero as C's `!= 0` has it (NaN is, -0.0 is not);
+ * no nonzero integer becomes 0.0 as a double, so the double's test is the element's. */
+static inline int ndf__get_nonzero(const ndf_array *a, int64_t off) { return ndf__get_f64(a, off) != 0; }
 
 /* ---- CPU boundary modes ----------------------------------------------------------------- */
 /* Maps coordinate i into [0, n) for mode, or -1 for constant mode outside

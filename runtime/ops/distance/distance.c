@@ -603,20 +603,7 @@ static void binary_structure(int rank, int conn, uint8_t *s) {
 /* Reads a host array of any dtype and strides as 0/1 bytes in C order. */
 static void read_structure(const ndf_array *a, uint8_t *out) {
   const int64_t n = ndf_array_size(a);
-  for (int64_t i = 0; i < n; i++) {
-    const char *p = (const char *)a->data + ndf__offset_of(a, i) * (int64_t)ndf_dtype_size(a->dtype);
-    int nz = 0;
-    switch (a->dtype) {
-      case NDF_BOOL: case NDF_UINT8: case NDF_INT8: nz = *(const uint8_t *)p != 0; break;
-      case NDF_UINT16: case NDF_INT16: nz = *(const uint16_t *)p != 0; break;
-      case NDF_UINT32: case NDF_INT32: nz = *(const uint32_t *)p != 0; break;
-      case NDF_UINT64: case NDF_INT64: nz = *(const uint64_t *)p != 0; break;
-      case NDF_FLOAT32: nz = *(const float *)p != 0; break;
-      case NDF_FLOAT64: nz = *(const double *)p != 0; break;
-      default: break;
-    }
-    out[i] = (uint8_t)nz;
-  }
+  for (int64_t i = 0; i < n; i++) out[i] = (uint8_t)ndf__get_nonzero(a, ndf__offset_of(a, i));
 }
 
 /*
