@@ -405,6 +405,20 @@ static int cmp_tsort(const void *a, const void *b) {
   const tsort *x = a, *y = b;
   return x->t < y->t ? -1 : x->t > y->t ? 1 : (x->k > y->k) - (x->k < y->k);
 }
+_Static_assert(sizeof(tsort) == NDF__ECC_SORT_BYTES, "ecc.h's sort bytes");
+
+int ndf__ecc_sort_thresholds(const double *t, int64_t T, double *ts, int64_t *perm) {
+  tsort *srt = malloc((size_t)(T > 0 ? T : 1) * sizeof *srt);
+  if (!srt) return -1;
+  for (int64_t k = 0; k < T; k++) srt[k] = (tsort){t[k], k};
+  qsort(srt, (size_t)T, sizeof *srt, cmp_tsort);
+  for (int64_t k = 0; k < T; k++) {
+    if (ts) ts[k] = srt[k].t;
+    perm[k] = srt[k].k;
+  }
+  free(srt);
+  return 0;
+}
 
 /* The threads of ecc_cpu: small calls run on one thread (a parallel region
  * costs more than they do); *by_image: threads take whole images. */
@@ -421,7 +435,7 @@ static ndf_status ecc_cpu_memory(ndf_ctx *ctx, const ecc_call *c) {
   int by_image;
   const int64_t nt = ecc_cpu_threads(ctx, c, &by_image), W = c->sshape[c->nsp - 1] + 2, T = c->T;
   /* T is at most NDF_MAX_THRESHOLDS and W an extent of a checked array: no overflow */
-  const int64_t bytes = T * (int64_t)(sizeof(tsort) + 3 * sizeof(double)) +
+  const int64_t bytes = T * (int64_t)(NDF__ECC_SORT_BYTES + 3 * sizeof(double)) +
                         nt * ((c->nsp == 2 ? 3 : 9) * W + T + 1) * (int64_t)sizeof(double);
   return ndf__check_host_memory(ctx, c->name, "the thresholds, their sort and the histograms", bytes);
 }
@@ -434,20 +448,17 @@ static ndf_status ecc_cpu(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in, 
   const int nlines = nsp == 2 ? 3 : 9;
   int by_image;
   const int nt = ecc_cpu_threads(ctx, c, &by_image);
-  tsort *srt = malloc((size_t)T * sizeof *srt);
+  int64_t *perm = malloc((size_t)T * sizeof *perm);
   double *ts = malloc((size_t)T * sizeof *ts);
   int64_t *chi = malloc((size_t)T * sizeof *chi);
   /* per thread: padded lines, then a histogram of T + 1 bins */
   const size_t lines_bytes = (size_t)nlines * (size_t)W * sizeof(double);
   void **bufs = ndf__thread_buffers(nt, lines_bytes + (size_t)(T + 1) * sizeof(int64_t));
   ndf_status s = NDF_OK;
-  if (!srt || !ts || !chi || !bufs) {
+  if (!perm || !ts || !chi || !bufs || ndf__ecc_sort_thresholds(t, T, ts, perm)) {
     s = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
     goto done;
   }
-  for (int64_t k = 0; k < T; k++) srt[k] = (tsort){t[k], k};
-  qsort(srt, (size_t)T, sizeof *srt, cmp_tsort);
-  for (int64_t k = 0; k < T; k++) ts[k] = srt[k].t;
   binner bn = {ts, T, 0, 0, 0};
   if (uniform && ts[T - 1] > ts[0]) {
     bn.uniform = 1;
@@ -466,7 +477,7 @@ static ndf_status ecc_cpu(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in, 
       int64_t acc = 0;
       for (int64_t k = 0; k < T; k++) {
         acc += hist[k];
-        o[srt[k].k * ostep] = acc;
+        o[perm[k] * ostep] = acc;
       }
     }
   } else {
@@ -487,13 +498,13 @@ static ndf_status ecc_cpu(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in, 
       int64_t acc = 0;
       for (int64_t k = 0; k < T; k++) {
         acc += chi[k];
-        o[srt[k].k * ostep] = acc;
+        o[perm[k] * ostep] = acc;
       }
     }
   }
 done:
   if (bufs) ndf__thread_buffers_free(bufs, nt);
-  free(srt);
+  free(perm);
   free(ts);
   free(chi);
   return s;

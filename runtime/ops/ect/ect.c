@@ -462,15 +462,6 @@ static void pass_bind(pair_ctx *pc, char *b) {
 
 /* ---- exact ------------------------------------------------------------------------------------ */
 
-typedef struct tsort {
-  double t;
-  int64_t k;
-} tsort;
-static int cmp_tsort(const void *a, const void *b) {
-  const tsort *x = a, *y = b;
-  return x->t < y->t ? -1 : x->t > y->t ? 1 : (x->k > y->k) - (x->k < y->k);
-}
-
 static inline int64_t bin_of(const double *ts, int64_t T, double v) {
   int64_t lo = 0, hi = T;
   while (lo < hi) {
@@ -508,7 +499,7 @@ static int pick_threads(ndf_ctx *ctx, const ect_call *c) {
 static ndf_status ect_cpu_memory(ndf_ctx *ctx, const ect_call *c) {
   const int64_t nt = pick_threads(ctx, c), T = c->T;
   /* T is at most NDF_MAX_THRESHOLDS and the passes a few lines of a checked array: no overflow */
-  const int64_t bytes = T * (int64_t)(sizeof(tsort) + 2 * sizeof(double)) + nt * ((int64_t)pass_bytes(c) + (T + 1) * 8);
+  const int64_t bytes = T * (int64_t)(NDF__ECC_SORT_BYTES + 2 * sizeof(double)) + nt * ((int64_t)pass_bytes(c) + (T + 1) * 8);
   return ndf__check_host_memory(ctx, c->name, "the thresholds, their sort and the histograms", bytes);
 }
 
@@ -517,18 +508,15 @@ static ndf_status ect_cpu(ndf_ctx *ctx, const ect_call *c, const ndf_array *in, 
   const int64_t T = c->T, pairs = c->nimg * c->m;
   const int nt = pick_threads(ctx, c);
   const size_t lb = pass_bytes(c);
-  tsort *srt = malloc((size_t)T * sizeof *srt);
+  int64_t *perm = malloc((size_t)T * sizeof *perm);
   double *ts = malloc((size_t)T * sizeof *ts);
   void **bufs = ndf__thread_buffers(nt, lb + (size_t)(T + 1) * sizeof(double));
   ndf_status s = NDF_OK;
   ect_pat pat[27];
-  if (!srt || !ts || !bufs) {
+  if (!perm || !ts || !bufs || ndf__ecc_sort_thresholds(t, T, ts, perm)) {
     s = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
     goto done;
   }
-  for (int64_t k = 0; k < T; k++) srt[k] = (tsort){t[k], k};
-  qsort(srt, (size_t)T, sizeof *srt, cmp_tsort);
-  for (int64_t k = 0; k < T; k++) ts[k] = srt[k].t;
   const int npat = make_patterns(c->nsp, c->cons, pat);
   const int64_t ds = out->strides[c->nb], ks = out->strides[c->nb + 1];
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
@@ -549,19 +537,19 @@ static ndf_status ect_cpu(ndf_ctx *ctx, const ect_call *c, const ndf_array *in, 
       double acc = 0;
       for (int64_t k = 0; k < T; k++) {
         acc += hu.hd[k];
-        ((double *)out->data)[o + srt[k].k * ks] = acc;
+        ((double *)out->data)[o + perm[k] * ks] = acc;
       }
     } else {
       int64_t acc = 0;
       for (int64_t k = 0; k < T; k++) {
         acc += hu.hi[k];
-        ((int64_t *)out->data)[o + srt[k].k * ks] = acc;
+        ((int64_t *)out->data)[o + perm[k] * ks] = acc;
       }
     }
   }
 done:
   if (bufs) ndf__thread_buffers_free(bufs, nt);
-  free(srt);
+  free(perm);
   free(ts);
   return s;
 }
