@@ -320,6 +320,16 @@ static inline int64_t ndf__lead_offset(const ndf_array *a, int n, int64_t i) {
 }
 /* The offset of element i of a in C order. */
 static inline int64_t ndf__offset_of(const ndf_array *a, int64_t i) { return ndf__lead_offset(a, a->ndim, i); }
+/* ndf__lead_offset(a, n, i), with index i's coordinates over those n axes into c[0..n). */
+static inline int64_t ndf__lead_coords(const ndf_array *a, int n, int64_t i, int64_t *c) {
+  int64_t off = 0;
+  for (int d = n - 1; d >= 0; d--) {
+    c[d] = i % a->shape[d];
+    i /= a->shape[d];
+    off += c[d] * a->strides[d];
+  }
+  return off;
+}
 
 /* Line r (C order over a's axes other than skip0 and skip1; -1 skips nothing) of two arrays of
  * a's shape: its element offsets in a and in b (b's strides), added to *oa and *ob.  A line pass

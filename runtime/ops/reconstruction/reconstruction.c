@@ -211,16 +211,6 @@ static inline void next_offset(const ndf_array *a, int64_t *c, int64_t *off) {
   }
 }
 
-static inline int64_t offset_at(const ndf_array *a, int64_t i, int64_t *c) {
-  int64_t off = 0;
-  for (int d = a->ndim - 1; d >= 0; d--) {
-    c[d] = i % a->shape[d];
-    i /= a->shape[d];
-    off += c[d] * a->strides[d];
-  }
-  return off;
-}
-
 /* A growing FIFO of voxel indices. */
 typedef struct fifo {
   int64_t *buf;
@@ -382,7 +372,8 @@ static inline void coords_of(const nbhd *h, int64_t q, int64_t *c) {
   static void gather_##SUF(const ndf_array *seed, const ndf_array *mask, int dil, int64_t b, int64_t npix, \
                            T *r, T *m) {                                                                   \
     int64_t cs[NDF_MAX_NDIM], cm[NDF_MAX_NDIM];                                                            \
-    int64_t os = offset_at(seed, b * npix, cs), om = offset_at(mask, b * npix, cm);                        \
+    int64_t os = ndf__lead_coords(seed, seed->ndim, b * npix, cs);                                         \
+    int64_t om = ndf__lead_coords(mask, mask->ndim, b * npix, cm);                                         \
     const T *s = seed->data, *mk = mask->data;                                                             \
     for (int64_t i = 0; i < npix; i++) {                                                                   \
       const T a = s[os], v = mk[om];                                                                       \
@@ -478,7 +469,7 @@ static ndf_status check_data(ndf_ctx *ctx, const char *name, const ndf_array *se
   if (bad < 0) return NDF_OK;
   char at[256];
   int64_t c[NDF_MAX_NDIM];
-  offset_at(seed, bad, c);
+  ndf__lead_coords(seed, seed->ndim, bad, c);
   ndf__shape_str(seed->ndim, c, at, sizeof at);
   for (char *p = at; *p; p++)
     if (*p == 'x') *p = ',';
