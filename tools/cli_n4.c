@@ -93,7 +93,6 @@ static int read_arg(const char *path, ndfio_image *img) {
 static int mask_u8(const ndf_array *m, ndf_array *out) {
   if (cli_alloc("the mask", out, NDF_UINT8, m->ndim, m->shape) != 0) return -1;
   const int64_t n = ndf_array_size(m);
-  const size_t es = ndf_dtype_size(m->dtype);
   uint8_t *o = out->data;
   for (int64_t x = 0; x < n; x++) {
     int64_t r = x, off = 0;
@@ -101,19 +100,7 @@ static int mask_u8(const ndf_array *m, ndf_array *out) {
       off += (r % m->shape[d]) * m->strides[d];
       r /= m->shape[d];
     }
-    const char *p = (const char *)m->data + off * (int64_t)es;
-    double v;
-    switch (m->dtype) {
-      case NDF_BOOL: case NDF_UINT8: v = *(const uint8_t *)p; break;
-      case NDF_INT8: v = *(const int8_t *)p; break;
-      case NDF_UINT16: v = *(const uint16_t *)p; break;
-      case NDF_INT16: v = *(const int16_t *)p; break;
-      case NDF_UINT32: v = *(const uint32_t *)p; break;
-      case NDF_INT32: v = *(const int32_t *)p; break;
-      case NDF_FLOAT32: v = *(const float *)p; break;
-      case NDF_FLOAT64: v = *(const double *)p; break;
-      default: v = (double)*(const int64_t *)p;
-    }
+    const double v = cli_get_f64(m, off);
     o[x] = v == floor(v) && v >= 0 && v <= 255 ? (uint8_t)v : v != 0 ? 255 : 0;
   }
   return 0;
