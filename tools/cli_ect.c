@@ -236,10 +236,7 @@ int ndf_cli_ect(int argc, char **argv) {
   memset(&dout, 0, sizeof dout);
   ndf_ctx *ctx = NULL;
   int64_t m, nd;
-  if (ndfio_read(pos[0], &in, err, sizeof err) != NDF_OK) {
-    errorf("%s", err);
-    goto done;
-  }
+  if (read_image(pos[0], &in) != 0) goto done;
   if (load_directions(pos[1], &dirbuf, &m, &nd) != 0) goto done;
   int64_t dsh[2] = {m, nd};
   ndf_array_init(&dirs, dirbuf, NDF_DEVICE_CPU, NDF_FLOAT64, 2, dsh);

@@ -1344,8 +1344,7 @@ static ndf_status open_device(dev_choice d, ndf_ctx **ctx, ndf_device_type *dev)
   return NDF_OK;
 }
 
-/* Reads an image, printing the reason on failure. */
-static int read_image(const char *path, ndfio_image *img) {
+int read_image(const char *path, ndfio_image *img) {
   char err[ERRLEN];
   if (ndfio_read(path, img, err, sizeof err) == NDF_OK) return 0;
   errorf("%s", err);
@@ -2698,6 +2697,22 @@ int parse_double_arg(const char *opt, const char *s, double *out) {
   }
   *out = v;
   return 0;
+}
+
+int parse_list_arg(const char *opt, const char *s, double *v, int max) {
+  int n = 0;
+  for (;;) {
+    char *end;
+    errno = 0;
+    const double x = strtod(s, &end);
+    if (end == s || errno || !isfinite(x) || n == max || (*end && *end != ',')) {
+      errorf("bad value '%s' for --%s (expected up to %d numbers separated by commas)", s, opt, max);
+      return -1;
+    }
+    v[n++] = x;
+    if (!*end) return n;
+    s = end + 1;
+  }
 }
 
 static int cmd_ecc(int argc, char **argv) {
