@@ -26,6 +26,8 @@ int parse_size_arg(const char *opt, const char *s, size_t *out);
 /* Up to max finite numbers separated by commas, given for option --opt, into v: their count, or
  * -1 after saying what is wrong. */
 int parse_list_arg(const char *opt, const char *s, double *v, int max);
+/* --range LO,HI (finite numbers, LO <= HI) into *lo and *hi: 0, or -1 after saying what is wrong. */
+int parse_range_arg(const char *s, double *lo, double *hi);
 /* --cpu-threads N, which every command that runs ops takes: cli_cpu_threads_arg parses N
  * (1..NDF_MAX_CPU_THREADS; 0, or -1 after saying what is wrong) and keeps it for
  * cli_ctx_options_init, ndf_ctx_options_init with that cpu_threads (0 when not given). */

@@ -147,24 +147,10 @@ int ndf_cli_ect(int argc, char **argv) {
         have_T = 1;
         break;
       case 1: values_path = val; break;
-      case 2: {
-        char buf[256];
-        snprintf(buf, sizeof buf, "%s", val);
-        char *comma = strchr(buf, ',');
-        if (!comma) {
-          errorf("bad value '%s' for --range (expected LO,HI)", val);
-          return ECT_EXIT_USAGE;
-        }
-        *comma = '\0';
-        if (parse_double_arg("range", buf, &opt.range_lo) || parse_double_arg("range", comma + 1, &opt.range_hi))
-          return ECT_EXIT_USAGE;
-        if (!(opt.range_lo <= opt.range_hi)) {
-          errorf("bad value '%s' for --range (LO must be <= HI)", val);
-          return ECT_EXIT_USAGE;
-        }
+      case 2:
+        if (parse_range_arg(val, &opt.range_lo, &opt.range_hi)) return ECT_EXIT_USAGE;
         opt.has_range = 1;
         break;
-      }
       case 3:
         if (ndf_ecc_construction_from_name(val, &opt.construction) != NDF_OK) {
           errorf("bad value '%s' for --construction (expected V or T)", val);

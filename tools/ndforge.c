@@ -2715,6 +2715,23 @@ int parse_list_arg(const char *opt, const char *s, double *v, int max) {
   }
 }
 
+int parse_range_arg(const char *s, double *lo, double *hi) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", s);
+  char *comma = strchr(buf, ',');
+  if (!comma) {
+    errorf("bad value '%s' for --range (expected LO,HI)", s);
+    return -1;
+  }
+  *comma = '\0';
+  if (parse_double_arg("range", buf, lo) || parse_double_arg("range", comma + 1, hi)) return -1;
+  if (!(*lo <= *hi)) {
+    errorf("bad value '%s' for --range (LO must be <= HI)", s);
+    return -1;
+  }
+  return 0;
+}
+
 static int cmd_ecc(int argc, char **argv) {
   const char *pos[2] = {NULL, NULL}, *values_path = NULL, *th_out = NULL;
   int npos = 0, batch_dims = 0, have_T = 0;
@@ -2770,24 +2787,10 @@ static int cmd_ecc(int argc, char **argv) {
         break;
       }
       case 1: values_path = val; break;
-      case 2: {
-        char buf[256];
-        snprintf(buf, sizeof buf, "%s", val);
-        char *comma = strchr(buf, ',');
-        if (!comma) {
-          errorf("bad value '%s' for --range (expected LO,HI)", val);
-          return EXIT_USAGE;
-        }
-        *comma = '\0';
-        if (parse_double_arg("range", buf, &opt.range_lo) || parse_double_arg("range", comma + 1, &opt.range_hi))
-          return EXIT_USAGE;
-        if (!(opt.range_lo <= opt.range_hi)) {
-          errorf("bad value '%s' for --range (LO must be <= HI)", val);
-          return EXIT_USAGE;
-        }
+      case 2:
+        if (parse_range_arg(val, &opt.range_lo, &opt.range_hi)) return EXIT_USAGE;
         opt.has_range = 1;
         break;
-      }
       case 3:
         if (ndf_ecc_construction_from_name(val, &opt.construction) != NDF_OK) {
           errorf("bad value '%s' for --construction (expected V or T)", val);
