@@ -420,6 +420,14 @@ int ndf__ecc_sort_thresholds(const double *t, int64_t T, double *ts, int64_t *pe
   return 0;
 }
 
+int ndf__ecc_uniform_bins(const double *ts, int64_t T, int uniform, double *lo, double *inv_step) {
+  *lo = *inv_step = 0;
+  if (!uniform || !(ts[T - 1] > ts[0])) return 0;
+  *lo = ts[0];
+  *inv_step = (double)(T - 1) / (ts[T - 1] - ts[0]);
+  return 1;
+}
+
 /* The threads of ecc_cpu: small calls run on one thread (a parallel region
  * costs more than they do); *by_image: threads take whole images. */
 static int ecc_cpu_threads(ndf_ctx *ctx, const ecc_call *c, int *by_image) {
@@ -460,11 +468,7 @@ static ndf_status ecc_cpu(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in, 
     goto done;
   }
   binner bn = {ts, T, 0, 0, 0};
-  if (uniform && ts[T - 1] > ts[0]) {
-    bn.uniform = 1;
-    bn.lo = ts[0];
-    bn.inv_step = (double)(T - 1) / (ts[T - 1] - ts[0]);
-  }
+  bn.uniform = ndf__ecc_uniform_bins(ts, T, uniform, &bn.lo, &bn.inv_step);
   const int64_t ostep = out->strides[c->nb];
   if (by_image) {
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)

@@ -67,6 +67,9 @@ void ndf__ecc_read_line(const ndf_array *a, int64_t off, int64_t st, int64_t n, 
  * host memory (NDF__ECC_SORT_BYTES a threshold, besides ts and perm) is not there. */
 #define NDF__ECC_SORT_BYTES 16
 int ndf__ecc_sort_thresholds(const double *t, int64_t T, double *ts, int64_t *perm);
+/* The arithmetic binning of sorted thresholds ts[0..T) when uniform (evenly spaced) and ts[T-1] >
+ * ts[0]: 1, with *lo = ts[0] and *inv_step = (T - 1) / (ts[T-1] - ts[0]); else 0 and both 0. */
+int ndf__ecc_uniform_bins(const double *ts, int64_t T, int uniform, double *lo, double *inv_step);
 /* The thresholds options (values, or nthresholds [+ range]); *T their count. */
 ndf_status ndf__ecc_check_thresholds(ndf_ctx *ctx, const char *name, const ndf_array *values, int64_t nthresholds,
                                      int has_range, double range_lo, double range_hi, int64_t *T);

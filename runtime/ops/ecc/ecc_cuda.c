@@ -535,12 +535,8 @@ ndf_status ndf__ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *
     s = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
     goto done;
   }
-  double lo = 0, inv_step = 0;
-  const int uni = uniform && ts[T - 1] > ts[0];
-  if (uni) {
-    lo = ts[0];
-    inv_step = (double)(T - 1) / (ts[T - 1] - ts[0]);
-  }
+  double lo, inv_step;
+  const int uni = ndf__ecc_uniform_bins(ts, T, uniform, &lo, &inv_step);
   /* scratch: the histogram, the sorted thresholds, the permutation (the
    * thresholds change with the data or per training step: no device table) */
   if ((s = ndf__scratch_alloc(ctx, hbytes + (size_t)T * 16, &hist)) != NDF_OK) goto done;
@@ -1523,11 +1519,7 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
       s = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
       goto done;
     }
-    uni = uniform && ts[T - 1] > ts[0];
-    if (uni) {
-      lo = ts[0];
-      inv_step = (double)(T - 1) / (ts[T - 1] - ts[0]);
-    }
+    uni = ndf__ecc_uniform_bins(ts, T, uniform, &lo, &inv_step);
     r = cu->cuMemcpyHtoDAsync(d_ts, ts, (size_t)T * 16, ctx->stream);
     if ((s = sync_error(ctx, c->name, r)) != NDF_OK) goto done;
   } else {

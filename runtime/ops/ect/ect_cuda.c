@@ -111,12 +111,8 @@ ndf_status ndf__ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const ndf_ar
     s = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
     goto done;
   }
-  double lo = 0, inv_step = 0;
-  const int uni = uniform && ts[T - 1] > ts[0];
-  if (uni) {
-    lo = ts[0];
-    inv_step = (double)(T - 1) / (ts[T - 1] - ts[0]);
-  }
+  double lo, inv_step;
+  const int uni = ndf__ecc_uniform_bins(ts, T, uniform, &lo, &inv_step);
   if ((s = ndf__scratch_alloc(ctx, hbytes + (size_t)T * 16 + cbytes + dbytes, &hist)) != NDF_OK) goto done;
   const CUdeviceptr d_ts = hist + hbytes, d_perm = d_ts + (size_t)T * 8, d_coord = d_perm + (size_t)T * 8,
                     d_dirs = d_coord + cbytes;
