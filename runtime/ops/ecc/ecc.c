@@ -60,16 +60,6 @@ typedef ndf__ecc_call ecc_call; /* internal.h: shared with ecc_cuda.c */
 
 static const char *dname(ndf_dtype t) { return ndf_dtype_name(t) ? ndf_dtype_name(t) : "unknown"; }
 
-double ndf__ecc_value_at(const ndf_array *a, int64_t off) {
-  switch (a->dtype) {
-    case NDF_UINT8: return ((const uint8_t *)a->data)[off];
-    case NDF_UINT16: return ((const uint16_t *)a->data)[off];
-    case NDF_FLOAT32: return ((const float *)a->data)[off];
-    case NDF_FLOAT64: return ((const double *)a->data)[off];
-    default: return 0;
-  }
-}
-
 /* Thresholds given as values (a host 1-D float array without NaN, no range)
  * or as nthresholds evenly spaced (2..2^30, over a finite lo <= hi when
  * has_range); *T gets their count.  Shared with the ECT (ect.c). */
@@ -88,7 +78,7 @@ ndf_status ndf__ecc_check_thresholds(ndf_ctx *ctx, const char *name, const ndf_a
                            (long long)v->shape[0]);
     if (!v->data) return ndf__argerror(ctx, name, "values", "NULL data");
     for (int64_t k = 0; k < v->shape[0]; k++)
-      if (isnan(ndf__ecc_value_at(v, k * v->strides[0])))
+      if (isnan(ndf__get_f64(v, k * v->strides[0])))
         return ndf__argerror(ctx, name, "values", "values[%lld] is NaN", (long long)k);
     if (has_range) return ndf__argerror(ctx, name, "has_range", "a range goes with nthresholds, not with values");
     *T = v->shape[0];
@@ -262,7 +252,7 @@ static void fill_given_thresholds(const ecc_call *c, const ndf_ecc_options *opt,
   const int need_range = !opt->values && !opt->has_range;
   if (opt->values) {
     const ndf_array *v = opt->values;
-    for (int64_t k = 0; k < c->T; k++) t[k] = ndf__ecc_value_at(v, k * v->strides[0]);
+    for (int64_t k = 0; k < c->T; k++) t[k] = ndf__get_f64(v, k * v->strides[0]);
   } else {
     double lo = need_range ? 0.0 : opt->range_lo, hi = need_range ? 0.0 : opt->range_hi;
     for (int64_t k = 0; k < c->T; k++) t[k] = lo + (hi - lo) * (double)k / (double)(c->T - 1);
@@ -626,7 +616,7 @@ static ndf_status check_soft(ndf_ctx *ctx, const char *name, const ndf_array *in
     return s;
   }
   for (int64_t k = 0; k < c->T; k++)
-    if (!isfinite(ndf__ecc_value_at(thr, k * thr->strides[0])))
+    if (!isfinite(ndf__get_f64(thr, k * thr->strides[0])))
       return ndf__argerror(ctx, name, "thresholds", "thresholds[%lld] is not finite", (long long)k);
   if (arr->dtype != NDF_FLOAT64) return ndf__argerror(ctx, name, arg, "dtype %s; must be float64", dname(arr->dtype));
   if (arr->ndim != c->nb + 1) return ndf__argerror(ctx, name, arg, "rank %d; expected %d", arr->ndim, c->nb + 1);
@@ -683,7 +673,7 @@ static ndf_status soft_run(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in,
     ndf__thread_buffers_free(bufs, nt);
     return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
   }
-  for (int64_t k = 0; k < T; k++) t[k] = ndf__ecc_value_at(thr, k * thr->strides[0]);
+  for (int64_t k = 0; k < T; k++) t[k] = ndf__get_f64(thr, k * thr->strides[0]);
   const int64_t as = arr->strides[c->nb];
   for (int i = 0; i < nt; i++) memset((char *)bufs[i] + (size_t)nlines * W * sizeof(double) + (size_t)npix * sizeof(double) + (size_t)T * sizeof(double), 0, (size_t)T * sizeof(double));
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
@@ -760,7 +750,7 @@ static ndf_status soft_cuda(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in
                             int mode) {
   double *t = malloc((size_t)(c->T ? c->T : 1) * sizeof *t);
   if (!t) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
-  for (int64_t k = 0; k < c->T; k++) t[k] = ndf__ecc_value_at(thr, k * thr->strides[0]);
+  for (int64_t k = 0; k < c->T; k++) t[k] = ndf__get_f64(thr, k * thr->strides[0]);
   int64_t nan_at = -1;
   ndf_status s = ndf__soft_ecc_cuda(ctx, c, in, t, arr, ndf_array_size(in) > 0 ? gin : NULL, gthr, opt->construction,
                                     opt->lambda, mode, ndf__ecc_new_path(ctx) ? &nan_at : NULL);

@@ -58,8 +58,6 @@ ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
  * NaN (line index = ternary code of the row offsets, centre line in the
  * middle); construction NDF_ECC_V or NDF_ECC_T; ties by (value, index). */
 int ndf__ecc_contrib(const double *buf, int64_t W, int64_t x, int nsp, int construction);
-/* Element off of a host uint8/uint16/float32/float64 array, as double. */
-double ndf__ecc_value_at(const ndf_array *a, int64_t off);
 /* n elements from off with stride st into dst[0..n), as double. */
 void ndf__ecc_read_line(const ndf_array *a, int64_t off, int64_t st, int64_t n, double *dst);
 /* The thresholds t[0..T) in ascending order, ties by index (the order every ECC and ECT backend

@@ -244,7 +244,7 @@ static ndf_status check_heights(ndf_ctx *ctx, const ect_call *c, const ndf_array
 static ndf_status make_thresholds(ndf_ctx *ctx, const ect_call *c, const ndf_array *dirs, const ndf_ect_options *opt,
                                   const double **coord, double *t) {
   if (opt->values) {
-    for (int64_t k = 0; k < c->T; k++) t[k] = ndf__ecc_value_at(opt->values, k * opt->values->strides[0]);
+    for (int64_t k = 0; k < c->T; k++) t[k] = ndf__get_f64(opt->values, k * opt->values->strides[0]);
     return NDF_OK;
   }
   double lo, hi;
@@ -638,7 +638,7 @@ static ndf_status check_soft(ndf_ctx *ctx, const char *name, const ndf_array *in
   if ((s = ndf__check_array(ctx, name, "thresholds", thr, NULL)) != NDF_OK) return s;
   c->T = thr->shape[0];
   for (int64_t k = 0; k < c->T; k++)
-    if (!isfinite(ndf__ecc_value_at(thr, k * thr->strides[0])))
+    if (!isfinite(ndf__get_f64(thr, k * thr->strides[0])))
       return ndf__argerror(ctx, name, "thresholds", "thresholds[%lld] is not finite", (long long)k);
   if ((s = check_curve_array(ctx, c, in, arr, arg, NDF_FLOAT64)) != NDF_OK) return s;
   /* CUDA input: output / grad_output and grad_input on its device; the
@@ -756,7 +756,7 @@ static ndf_status soft_run(ndf_ctx *ctx, const ect_call *c, const ndf_array *in,
     goto done;
   }
   if ((st = check_heights(ctx, c, dirs, coord)) != NDF_OK) goto done;
-  for (int64_t k = 0; k < T; k++) t[k] = ndf__ecc_value_at(thr, k * thr->strides[0]);
+  for (int64_t k = 0; k < T; k++) t[k] = ndf__get_f64(thr, k * thr->strides[0]);
   const int npat = make_patterns(nsp, c->cons, pat);
   for (int i = 0; i < nt; i++) memset((char *)bufs[i] + lb, 0, per - lb);
   const int64_t as_d = arr->strides[c->nb], as_k = arr->strides[c->nb + 1];
@@ -831,7 +831,7 @@ static ndf_status soft_cuda(ndf_ctx *ctx, const ect_call *c, const ndf_array *in
   if (!cbuf || !t || !du || !gd || !gt) st = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
   if (st == NDF_OK) st = check_heights(ctx, c, dirs, coord);
   if (st == NDF_OK) {
-    for (int64_t k = 0; k < T; k++) t[k] = ndf__ecc_value_at(thr, k * thr->strides[0]);
+    for (int64_t k = 0; k < T; k++) t[k] = ndf__get_f64(thr, k * thr->strides[0]);
     for (int64_t j = 0; j < m; j++)
       for (int d = 0; d < nsp; d++) du[j * nsp + d] = dir_at(dirs, j, d);
     ndf__ect_cuda_call cc = {c->name, c->nb, c->nsp, c->cons, c->weighted, c->nimg, c->npix, c->m, c->T,
