@@ -192,12 +192,12 @@ static void test_mask_fusion(void **state) {
   for (int c = 0; c < 20; c++) {
     const int n = (int)tu_rng_int(&r, 1, 5);
     const int64_t shape[3] = {tu_rng_int(&r, 1, 7), tu_rng_int(&r, 1, 7), tu_rng_int(&r, 1, 7)};
-    const ndf_dtype dts[3] = {NDF_BOOL, NDF_FLOAT32, NDF_INT16};
+    const ndf_dtype dts[4] = {NDF_BOOL, NDF_FLOAT32, NDF_INT16, NDF_UINT64};
     tu_array m[5], out;
     const ndf_array *mp[5];
     double w[5], total = 0;
     for (int i = 0; i < n; i++) {
-      assert_int_equal(tu_array_alloc(&m[i], dts[tu_rng_int(&r, 0, 2)], 3, shape), 0);
+      assert_int_equal(tu_array_alloc(&m[i], dts[tu_rng_int(&r, 0, 3)], 3, shape), 0);
       for (int64_t k = 0; k < ndf_array_size(&m[i].arr); k++) tu_set(&m[i].arr, k, tu_rng_chance(&r, 0.5) ? 1 : 0);
       mp[i] = &m[i].arr;
       w[i] = (double)tu_rng_int(&r, 0, 4) / 4; /* quarters: ties happen */

@@ -249,7 +249,7 @@ static void test_bbox_crop(void **st) {
     int64_t shape[3];
     for (int d = 0; d < 3; d++) shape[d] = tu_rng_int(&r, 1, 9);
     tu_array m, m2;
-    const ndf_dtype dt = c % 3 == 0 ? NDF_FLOAT32 : c % 3 == 1 ? NDF_UINT8 : NDF_BOOL;
+    const ndf_dtype dt = c % 4 == 0 ? NDF_FLOAT32 : c % 4 == 1 ? NDF_UINT8 : c % 4 == 2 ? NDF_BOOL : NDF_UINT64;
     assert_int_equal(tu_array_alloc(&m, dt, 3, shape), 0);
     const double p = tu_rng_unif(&r) * 0.1;
     int64_t lo[3] = {shape[0], shape[1], shape[2]}, hi[3] = {0, 0, 0}, cnt = 0;

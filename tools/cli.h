@@ -6,6 +6,7 @@
 #ifndef NDF_CLI_H
 #define NDF_CLI_H
 
+#include "ndfio.h"
 #include "ndforge.h"
 
 /* Prints "ndforge: <message>" as one line on stderr. */
@@ -22,6 +23,11 @@ int parse_long_arg(const char *opt, const char *s, long lo, long hi, long *out);
  * optionally followed by K, M, G or T (powers of 1024; "B" or "iB" may follow); the bytes
  * rounded down.  0, or -1 after saying what is wrong. */
 int parse_size_arg(const char *opt, const char *s, size_t *out);
+/* Up to max finite numbers separated by commas, given for option --opt, into v: their count, or
+ * -1 after saying what is wrong. */
+int parse_list_arg(const char *opt, const char *s, double *v, int max);
+/* --range LO,HI (finite numbers, LO <= HI) into *lo and *hi: 0, or -1 after saying what is wrong. */
+int parse_range_arg(const char *s, double *lo, double *hi);
 /* --cpu-threads N, which every command that runs ops takes: cli_cpu_threads_arg parses N
  * (1..NDF_MAX_CPU_THREADS; 0, or -1 after saying what is wrong) and keeps it for
  * cli_ctx_options_init, ndf_ctx_options_init with that cpu_threads (0 when not given). */
@@ -33,6 +39,10 @@ void cli_ctx_options_init(ndf_ctx_options *o);
  * overflows (ndf_shape_bytes) or exceeds the host's memory, or that malloc
  * failed.  The size is checked before anything is allocated. */
 int cli_alloc(const char *what, ndf_array *a, ndf_dtype dtype, int ndim, const int64_t *shape);
+/* The element at offset off (in elements) of a host array of any dtype, as a double. */
+double cli_get_f64(const ndf_array *a, int64_t off);
+/* Reads an image file (ndfio_read) into *img: 0, or -1 after printing the reason. */
+int read_image(const char *path, ndfio_image *img);
 /* --batch-axis K: axis `from` of x moved to `to` (shape and strides permuted, the data untouched;
  * the op then sees axis K first, as one batch axis).  Axes out of range: x unchanged. */
 void cli_move_axis(ndf_array *x, int from, int to);

@@ -147,24 +147,10 @@ int ndf_cli_ect(int argc, char **argv) {
         have_T = 1;
         break;
       case 1: values_path = val; break;
-      case 2: {
-        char buf[256];
-        snprintf(buf, sizeof buf, "%s", val);
-        char *comma = strchr(buf, ',');
-        if (!comma) {
-          errorf("bad value '%s' for --range (expected LO,HI)", val);
-          return ECT_EXIT_USAGE;
-        }
-        *comma = '\0';
-        if (parse_double_arg("range", buf, &opt.range_lo) || parse_double_arg("range", comma + 1, &opt.range_hi))
-          return ECT_EXIT_USAGE;
-        if (!(opt.range_lo <= opt.range_hi)) {
-          errorf("bad value '%s' for --range (LO must be <= HI)", val);
-          return ECT_EXIT_USAGE;
-        }
+      case 2:
+        if (parse_range_arg(val, &opt.range_lo, &opt.range_hi)) return ECT_EXIT_USAGE;
         opt.has_range = 1;
         break;
-      }
       case 3:
         if (ndf_ecc_construction_from_name(val, &opt.construction) != NDF_OK) {
           errorf("bad value '%s' for --construction (expected V or T)", val);
@@ -236,10 +222,7 @@ int ndf_cli_ect(int argc, char **argv) {
   memset(&dout, 0, sizeof dout);
   ndf_ctx *ctx = NULL;
   int64_t m, nd;
-  if (ndfio_read(pos[0], &in, err, sizeof err) != NDF_OK) {
-    errorf("%s", err);
-    goto done;
-  }
+  if (read_image(pos[0], &in) != 0) goto done;
   if (load_directions(pos[1], &dirbuf, &m, &nd) != 0) goto done;
   int64_t dsh[2] = {m, nd};
   ndf_array_init(&dirs, dirbuf, NDF_DEVICE_CPU, NDF_FLOAT64, 2, dsh);

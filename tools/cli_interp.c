@@ -75,31 +75,6 @@ int ndf_cli_interp_is_op(const char *name) {
   return 0;
 }
 
-static int parse_list(const char *opt, const char *s, double *v, int max) {
-  int n = 0;
-  for (;;) {
-    char *end;
-    errno = 0;
-    const double x = strtod(s, &end);
-    if (end == s || errno || !isfinite(x) || n == max || (*end && *end != ',')) {
-      errorf("bad value '%s' for --%s (expected up to %d numbers separated by commas)", s, opt, max);
-      return -1;
-    }
-    v[n++] = x;
-    if (!*end) return n;
-    s = end + 1;
-  }
-}
-
-static int read_npy_arg(const char *path, ndfio_image *img) {
-  char err[1024];
-  if (ndfio_read(path, img, err, sizeof err) != NDF_OK) {
-    errorf("%s", err);
-    return -1;
-  }
-  return 0;
-}
-
 /* Resample's header: pixdim, sform and qform of out for the per-axis ratio r = new / old and
  * offset t (input voxel coordinate of output voxel o: o r + t), over the first nsp axes. */
 static void resample_header(nifti_image *nim, int nsp, const double *r, const double *t, const double *spacing) {
@@ -201,12 +176,12 @@ int ndf_cli_interp(int argc, char **argv) {
       odt_name = v;
     } else if ((!strcmp(name, "zoom") && op == X_ZOOM) || (!strcmp(name, "shift") && op == X_SHIFT) ||
                (!strcmp(name, "spacing") && op == X_RESAMPLE)) {
-      if ((nvals = parse_list(name, v, vals, NDF_MAX_SPATIAL)) < 0) return IX_USAGE;
+      if ((nvals = parse_list_arg(name, v, vals, NDF_MAX_SPATIAL)) < 0) return IX_USAGE;
       have_vals = 1;
     } else if (!strcmp(name, "offset") && op == X_AFFINE) {
-      if ((noffset = parse_list(name, v, offset, NDF_MAX_SPATIAL)) < 0) return IX_USAGE;
+      if ((noffset = parse_list_arg(name, v, offset, NDF_MAX_SPATIAL)) < 0) return IX_USAGE;
     } else if (!strcmp(name, "output-shape") && op == X_AFFINE) {
-      if ((nshape = parse_list(name, v, oshape_d, NDF_MAX_SPATIAL)) < 0) return IX_USAGE;
+      if ((nshape = parse_list_arg(name, v, oshape_d, NDF_MAX_SPATIAL)) < 0) return IX_USAGE;
     } else if (!strcmp(name, "matrix") && op == X_AFFINE) {
       matrix_path = v;
     } else if (!strcmp(name, "coordinates") && op == X_MAP) {
@@ -216,7 +191,7 @@ int ndf_cli_interp(int argc, char **argv) {
       have_angle = 1;
     } else if (!strcmp(name, "axes") && op == X_ROTATE) {
       double ax[2];
-      if (parse_list(name, v, ax, 2) != 2 || ax[0] != floor(ax[0]) || ax[1] != floor(ax[1])) {
+      if (parse_list_arg(name, v, ax, 2) != 2 || ax[0] != floor(ax[0]) || ax[1] != floor(ax[1])) {
         errorf("bad value '%s' for --axes (expected two axes A,B)", v);
         return IX_USAGE;
       }
@@ -259,9 +234,9 @@ int ndf_cli_interp(int argc, char **argv) {
   ndf_ctx *ctx = NULL;
   nifti_image *hdr = NULL;
   ndfio_image hdr_img = {0};
-  if (read_npy_arg(pos[0], &in) != 0) goto done;
-  if (matrix_path && read_npy_arg(matrix_path, &mat) != 0) goto done;
-  if (coords_path && read_npy_arg(coords_path, &co) != 0) goto done;
+  if (read_image(pos[0], &in) != 0) goto done;
+  if (matrix_path && read_image(matrix_path, &mat) != 0) goto done;
+  if (coords_path && read_image(coords_path, &co) != 0) goto done;
   if (have_baxis) {
     const int n = in.arr.ndim;
     if (baxis < -n || baxis >= n) {

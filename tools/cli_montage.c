@@ -4,6 +4,7 @@
  * This file uses only the public API of ndforge and libpng.
  */
 #include "cli_montage.h"
+#include "cli.h"
 
 #include <math.h>
 #include <png.h>
@@ -15,19 +16,7 @@
 enum { GAP = 4 };
 
 static double at(const ndf_array *a, int64_t i, int64_t j, int64_t k) {
-  const int64_t off = i * a->strides[0] + j * a->strides[1] + k * a->strides[2];
-  switch (a->dtype) {
-    case NDF_FLOAT32: return ((const float *)a->data)[off];
-    case NDF_FLOAT64: return ((const double *)a->data)[off];
-    case NDF_BOOL:
-    case NDF_UINT8: return ((const uint8_t *)a->data)[off];
-    case NDF_INT8: return ((const int8_t *)a->data)[off];
-    case NDF_UINT16: return ((const uint16_t *)a->data)[off];
-    case NDF_INT16: return ((const int16_t *)a->data)[off];
-    case NDF_UINT32: return ((const uint32_t *)a->data)[off];
-    case NDF_INT32: return ((const int32_t *)a->data)[off];
-    default: return 0;
-  }
+  return cli_get_f64(a, i * a->strides[0] + j * a->strides[1] + k * a->strides[2]);
 }
 
 static int cmp_double(const void *a, const void *b) {

@@ -53,25 +53,8 @@ static const char *n4_usage =
 
 int ndf_cli_n4_is_op(const char *name) { return !strcmp(name, "n4") || !strcmp(name, "n4_bias_field_correction"); }
 
-/* Up to max numbers separated by commas; their count, or -1 after saying why. */
-static int parse_list(const char *opt, const char *s, double *v, int max) {
-  int n = 0;
-  for (;;) {
-    char *end;
-    errno = 0;
-    const double x = strtod(s, &end);
-    if (end == s || errno || !isfinite(x) || n == max || (*end && *end != ',')) {
-      errorf("bad value '%s' for --%s (expected up to %d numbers separated by commas)", s, opt, max);
-      return -1;
-    }
-    v[n++] = x;
-    if (!*end) return n;
-    s = end + 1;
-  }
-}
-
 static int parse_ints(const char *opt, const char *s, double *v, int max) {
-  const int n = parse_list(opt, s, v, max);
+  const int n = parse_list_arg(opt, s, v, max);
   for (int i = 0; i < n; i++)
     if (v[i] != floor(v[i]) || v[i] < 0 || v[i] > 1e9) {
       errorf("bad value '%s' for --%s (expected non-negative integers)", s, opt);
@@ -80,20 +63,10 @@ static int parse_ints(const char *opt, const char *s, double *v, int max) {
   return n;
 }
 
-static int read_arg(const char *path, ndfio_image *img) {
-  char err[1024];
-  if (ndfio_read(path, img, err, sizeof err) != NDF_OK) {
-    errorf("%s", err);
-    return -1;
-  }
-  return 0;
-}
-
 /* A C-contiguous uint8 copy of a host mask of any dtype, in *out (malloc'ed data). */
 static int mask_u8(const ndf_array *m, ndf_array *out) {
   if (cli_alloc("the mask", out, NDF_UINT8, m->ndim, m->shape) != 0) return -1;
   const int64_t n = ndf_array_size(m);
-  const size_t es = ndf_dtype_size(m->dtype);
   uint8_t *o = out->data;
   for (int64_t x = 0; x < n; x++) {
     int64_t r = x, off = 0;
@@ -101,19 +74,7 @@ static int mask_u8(const ndf_array *m, ndf_array *out) {
       off += (r % m->shape[d]) * m->strides[d];
       r /= m->shape[d];
     }
-    const char *p = (const char *)m->data + off * (int64_t)es;
-    double v;
-    switch (m->dtype) {
-      case NDF_BOOL: case NDF_UINT8: v = *(const uint8_t *)p; break;
-      case NDF_INT8: v = *(const int8_t *)p; break;
-      case NDF_UINT16: v = *(const uint16_t *)p; break;
-      case NDF_INT16: v = *(const int16_t *)p; break;
-      case NDF_UINT32: v = *(const uint32_t *)p; break;
-      case NDF_INT32: v = *(const int32_t *)p; break;
-      case NDF_FLOAT32: v = *(const float *)p; break;
-      case NDF_FLOAT64: v = *(const double *)p; break;
-      default: v = (double)*(const int64_t *)p;
-    }
+    const double v = cli_get_f64(m, off);
     o[x] = v == floor(v) && v >= 0 && v <= 255 ? (uint8_t)v : v != 0 ? 255 : 0;
   }
   return 0;
@@ -205,7 +166,7 @@ int ndf_cli_n4(int argc, char **argv) {
       if (parse_long_arg(name, v, 1, 255, &l)) return N4_USAGE;
       o.mask_label = (int)l;
     } else if (!strcmp(name, "spacing")) {
-      if ((n = parse_list(name, v, o.spacing, NDF_MAX_SPATIAL)) < 0) return N4_USAGE;
+      if ((n = parse_list_arg(name, v, o.spacing, NDF_MAX_SPATIAL)) < 0) return N4_USAGE;
       o.nspacing = n;
       have_spacing = 1;
     } else {
@@ -225,9 +186,9 @@ int ndf_cli_n4(int argc, char **argv) {
   ndf_ctx *ctx = NULL;
   ndfio_stage st;
   ndfio_stage_init(&st);
-  if (read_arg(pos[0], &in) != 0) goto done;
-  if (mask_path && read_arg(mask_path, &mk) != 0) goto done;
-  if (weight_path && read_arg(weight_path, &wt) != 0) goto done;
+  if (read_image(pos[0], &in) != 0) goto done;
+  if (mask_path && read_image(mask_path, &mk) != 0) goto done;
+  if (weight_path && read_image(weight_path, &wt) != 0) goto done;
   if (mask_path) {
     if (mask_u8(&mk.arr, &m8) != 0) goto done;
     mbuf = m8.data;

@@ -85,18 +85,7 @@ static double *load_hists(const char *path, int64_t *n, int64_t *d) {
   for (int64_t k = 0; k < *n; k++) {
     double m = 0.0;
     for (int64_t i = 0; i < *d; i++) {
-      const char *p = (const char *)a->data + (k * s0 + i * s1) * (int64_t)ndf_dtype_size(a->dtype);
-      double v;
-      switch (a->dtype) {
-      case NDF_UINT8: v = *(const uint8_t *)p; break;
-      case NDF_INT8: v = *(const int8_t *)p; break;
-      case NDF_UINT16: v = *(const uint16_t *)p; break;
-      case NDF_INT16: v = *(const int16_t *)p; break;
-      case NDF_UINT32: v = *(const uint32_t *)p; break;
-      case NDF_INT32: v = *(const int32_t *)p; break;
-      case NDF_FLOAT32: v = *(const float *)p; break;
-      default: v = *(const double *)p; break;
-      }
+      const double v = cli_get_f64(a, k * s0 + i * s1);
       if (!isfinite(v) || v < 0) {
         errorf("%s: entry [%lld, %lld] = %g is not finite and >= 0", path, (long long)k, (long long)i, v);
         free(h);

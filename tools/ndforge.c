@@ -1208,6 +1208,22 @@ static uint64_t host_memory(void) {
   return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
 }
 
+double cli_get_f64(const ndf_array *a, int64_t off) {
+  switch (a->dtype) {
+    case NDF_BOOL: case NDF_UINT8: return ((const uint8_t *)a->data)[off];
+    case NDF_INT8: return ((const int8_t *)a->data)[off];
+    case NDF_UINT16: return ((const uint16_t *)a->data)[off];
+    case NDF_INT16: return ((const int16_t *)a->data)[off];
+    case NDF_UINT32: return ((const uint32_t *)a->data)[off];
+    case NDF_INT32: return ((const int32_t *)a->data)[off];
+    case NDF_FLOAT32: return ((const float *)a->data)[off];
+    case NDF_FLOAT64: return ((const double *)a->data)[off];
+    case NDF_INT64: return (double)((const int64_t *)a->data)[off];
+    case NDF_UINT64: return (double)((const uint64_t *)a->data)[off];
+    default: return 0;
+  }
+}
+
 int cli_alloc(const char *what, ndf_array *a, ndf_dtype dtype, int ndim, const int64_t *shape) {
   char desc[NDF_MAX_NDIM * 21 + 32];
   ndf_array d;
@@ -1328,8 +1344,7 @@ static ndf_status open_device(dev_choice d, ndf_ctx **ctx, ndf_device_type *dev)
   return NDF_OK;
 }
 
-/* Reads an image, printing the reason on failure. */
-static int read_image(const char *path, ndfio_image *img) {
+int read_image(const char *path, ndfio_image *img) {
   char err[ERRLEN];
   if (ndfio_read(path, img, err, sizeof err) == NDF_OK) return 0;
   errorf("%s", err);
@@ -2684,6 +2699,39 @@ int parse_double_arg(const char *opt, const char *s, double *out) {
   return 0;
 }
 
+int parse_list_arg(const char *opt, const char *s, double *v, int max) {
+  int n = 0;
+  for (;;) {
+    char *end;
+    errno = 0;
+    const double x = strtod(s, &end);
+    if (end == s || errno || !isfinite(x) || n == max || (*end && *end != ',')) {
+      errorf("bad value '%s' for --%s (expected up to %d numbers separated by commas)", s, opt, max);
+      return -1;
+    }
+    v[n++] = x;
+    if (!*end) return n;
+    s = end + 1;
+  }
+}
+
+int parse_range_arg(const char *s, double *lo, double *hi) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", s);
+  char *comma = strchr(buf, ',');
+  if (!comma) {
+    errorf("bad value '%s' for --range (expected LO,HI)", s);
+    return -1;
+  }
+  *comma = '\0';
+  if (parse_double_arg("range", buf, lo) || parse_double_arg("range", comma + 1, hi)) return -1;
+  if (!(*lo <= *hi)) {
+    errorf("bad value '%s' for --range (LO must be <= HI)", s);
+    return -1;
+  }
+  return 0;
+}
+
 static int cmd_ecc(int argc, char **argv) {
   const char *pos[2] = {NULL, NULL}, *values_path = NULL, *th_out = NULL;
   int npos = 0, batch_dims = 0, have_T = 0;
@@ -2739,24 +2787,10 @@ static int cmd_ecc(int argc, char **argv) {
         break;
       }
       case 1: values_path = val; break;
-      case 2: {
-        char buf[256];
-        snprintf(buf, sizeof buf, "%s", val);
-        char *comma = strchr(buf, ',');
-        if (!comma) {
-          errorf("bad value '%s' for --range (expected LO,HI)", val);
-          return EXIT_USAGE;
-        }
-        *comma = '\0';
-        if (parse_double_arg("range", buf, &opt.range_lo) || parse_double_arg("range", comma + 1, &opt.range_hi))
-          return EXIT_USAGE;
-        if (!(opt.range_lo <= opt.range_hi)) {
-          errorf("bad value '%s' for --range (LO must be <= HI)", val);
-          return EXIT_USAGE;
-        }
+      case 2:
+        if (parse_range_arg(val, &opt.range_lo, &opt.range_hi)) return EXIT_USAGE;
         opt.has_range = 1;
         break;
-      }
       case 3:
         if (ndf_ecc_construction_from_name(val, &opt.construction) != NDF_OK) {
           errorf("bad value '%s' for --construction (expected V or T)", val);

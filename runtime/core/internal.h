@@ -320,6 +320,16 @@ static inline int64_t ndf__lead_offset(const ndf_array *a, int n, int64_t i) {
 }
 /* The offset of element i of a in C order. */
 static inline int64_t ndf__offset_of(const ndf_array *a, int64_t i) { return ndf__lead_offset(a, a->ndim, i); }
+/* ndf__lead_offset(a, n, i), with index i's coordinates over those n axes into c[0..n). */
+static inline int64_t ndf__lead_coords(const ndf_array *a, int n, int64_t i, int64_t *c) {
+  int64_t off = 0;
+  for (int d = n - 1; d >= 0; d--) {
+    c[d] = i % a->shape[d];
+    i /= a->shape[d];
+    off += c[d] * a->strides[d];
+  }
+  return off;
+}
 
 /* Line r (C order over a's axes other than skip0 and skip1; -1 skips nothing) of two arrays of
  * a's shape: its element offsets in a and in b (b's strides), added to *oa and *ob.  A line pass
@@ -353,6 +363,9 @@ static inline double ndf__load_f64(const void *base, ndf_dtype t, int64_t i) {
 }
 /* The element at offset off of a host array as a double. */
 static inline double ndf__get_f64(const ndf_array *a, int64_t off) { return ndf__load_f64(a->data, a->dtype, off); }
+/* 1 if the element at offset off of a host array is nonzero as C's `!= 0` has it (NaN is, -0.0 is not);
+ * no nonzero integer becomes 0.0 as a double, so the double's test is the element's. */
+static inline int ndf__get_nonzero(const ndf_array *a, int64_t off) { return ndf__get_f64(a, off) != 0; }
 
 /* ---- CPU boundary modes ----------------------------------------------------------------- */
 /* Maps coordinate i into [0, n) for mode, or -1 for constant mode outside

@@ -10,19 +10,6 @@
 
 #include "internal.h"
 
-static inline int nonzero(const ndf_array *a, int64_t off) {
-  const char *p = a->data;
-  switch (a->dtype) {
-    case NDF_BOOL: case NDF_UINT8: case NDF_INT8: return ((const uint8_t *)p)[off] != 0;
-    case NDF_UINT16: case NDF_INT16: return ((const uint16_t *)p)[off] != 0;
-    case NDF_UINT32: case NDF_INT32: return ((const uint32_t *)p)[off] != 0;
-    case NDF_FLOAT32: return ((const float *)p)[off] != 0;
-    case NDF_FLOAT64: return ((const double *)p)[off] != 0;
-    case NDF_INT64: return ((const int64_t *)p)[off] != 0;
-    default: return 0;
-  }
-}
-
 /* The checks of a mask output against its input: bool/uint8, same shape, host, no overlap. */
 static ndf_status check_mask_out(ndf_ctx *ctx, const char *name, const ndf_array *in, const ndf_array *out) {
   ndf_status s = ndf__check_array(ctx, name, "output", out, NULL);
@@ -66,7 +53,7 @@ ndf_status ndf_mask_fusion(ndf_ctx *ctx, const ndf_array *const *masks, int n, c
   for (int64_t k = 0; k < count; k++) {
     double vote = 0;
     for (int i = 0; i < n; i++)
-      if (nonzero(masks[i], ndf__offset_of(masks[i], k))) vote += weights ? weights[i] : 1.0;
+      if (ndf__get_nonzero(masks[i], ndf__offset_of(masks[i], k))) vote += weights ? weights[i] : 1.0;
     ((uint8_t *)output->data)[ndf__offset_of(output, k)] = vote > need;
   }
   return NDF_OK;
@@ -113,7 +100,7 @@ ndf_status ndf_mask_clean(ndf_ctx *ctx, const ndf_array *input, ndf_array *outpu
     s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
     goto done;
   }
-  for (int64_t k = 0; k < n; k++) a[k] = (uint8_t)nonzero(input, ndf__offset_of(input, k));
+  for (int64_t k = 0; k < n; k++) a[k] = (uint8_t)ndf__get_nonzero(input, ndf__offset_of(input, k));
   ndf_array A, B, L;
   ndf_array_init(&A, a, NDF_DEVICE_CPU, NDF_BOOL, rank, input->shape);
   ndf_array_init(&B, b, NDF_DEVICE_CPU, NDF_BOOL, rank, input->shape);

@@ -37,17 +37,6 @@ void ndf_hit_or_miss_options_init(ndf_hit_or_miss_options *opt) {
 
 /* ---- host helpers -------------------------------------------------------------------- */
 
-/* Coordinates (axes 0..L-1) of row r into c; returns the row's offset in a (elements). */
-static int64_t row_coords(const ndf_array *a, int L, int64_t r, int64_t *c) {
-  int64_t off = 0;
-  for (int d = L - 1; d >= 0; d--) {
-    c[d] = r % a->shape[d];
-    r /= a->shape[d];
-    off += c[d] * a->strides[d];
-  }
-  return off;
-}
-
 /* Input row at offset off (elements) as bytes, 0 / non-zero: in place for
  * contiguous 8-bit rows, else converted into buf. */
 static const uint8_t *row_bytes(const ndf_array *in, int64_t off, int64_t nx, uint8_t *buf) {
@@ -85,7 +74,7 @@ static ndf_status binarize(ndf_ctx *ctx, const ndf_array *a, uint8_t **buf) {
   for (int64_t r = 0; r < nrows; r++) {
     int64_t c[NDF_MAX_NDIM];
     uint8_t *row = o + r * nx;
-    const uint8_t *b = row_bytes(a, row_coords(a, L, r, c), nx, row);
+    const uint8_t *b = row_bytes(a, ndf__lead_coords(a, L, r, c), nx, row);
     if (b != row)
       for (int64_t x = 0; x < nx; x++) row[x] = b[x] != 0;
   }
@@ -551,7 +540,7 @@ static ndf_status cc_build(ndf_ctx *ctx, const char *name, const cc_plan *p, cc_
     uint8_t *buf = bufs[ndf__thread_id()];
     int64_t c[NDF_MAX_NDIM];
     for (int64_t r = k * nrows / nchunk; r < (k + 1) * nrows / nchunk; r++) {
-      const uint8_t *b = row_bytes(p->in, row_coords(p->in, L, r, c), nx, buf);
+      const uint8_t *b = row_bytes(p->in, ndf__lead_coords(p->in, L, r, c), nx, buf);
       R->rstart[r + 1] = (int32_t)row_runs(b, nx, p->want, split, NULL, NULL);
     }
   }
@@ -572,7 +561,7 @@ static ndf_status cc_build(ndf_ctx *ctx, const char *name, const cc_plan *p, cc_
     int64_t c[NDF_MAX_NDIM];
     const int64_t r0 = k * nrows / nchunk, r1 = (k + 1) * nrows / nchunk;
     for (int64_t r = r0; r < r1; r++) {
-      const uint8_t *b = row_bytes(p->in, row_coords(p->in, L, r, c), nx, buf);
+      const uint8_t *b = row_bytes(p->in, ndf__lead_coords(p->in, L, r, c), nx, buf);
       const int32_t a = R->rstart[r], ae = R->rstart[r + 1];
       row_runs(b, nx, p->want, split, R->x0 + a, R->x1 + a);
       for (int32_t i = a; i < ae; i++) R->parent[i] = i;
@@ -589,7 +578,7 @@ static ndf_status cc_build(ndf_ctx *ctx, const char *name, const cc_plan *p, cc_
     const int64_t r0 = k * nrows / nchunk, r1 = (k + 1) * nrows / nchunk;
     int64_t c[NDF_MAX_NDIM];
     for (int64_t r = r0; r < r1 && r < r0 + p->maxdrow; r++) {
-      row_coords(p->in, L, r, c);
+      ndf__lead_coords(p->in, L, r, c);
       join_row(p, R, r, c, 0, r0);
     }
   }
@@ -678,7 +667,7 @@ static ndf_status propagate_runs(ndf_ctx *ctx, const char *name, const int32_t *
 #pragma omp parallel for num_threads(nth) schedule(dynamic, 64)
     for (int64_t r = 0; r < p.nrows; r++) {
       int64_t c[NDF_MAX_NDIM];
-      row_coords(&m, p.L, r, c);
+      ndf__lead_coords(&m, p.L, r, c);
       for (int32_t i = R.rstart[r]; i < R.rstart[r + 1]; i++)
         if (!R.lit[i]) R.lit[i] = any_set(x, nx, r, R.x0[i], R.x1[i] - 1) || run_touches(&p, x, r, c, R.x0[i], R.x1[i]);
     }
@@ -918,7 +907,7 @@ static ndf_status fill_holes_runs(ndf_ctx *ctx, const char *name, const step *di
 #pragma omp parallel for num_threads(nth) schedule(static)
     for (int64_t r = 0; r < p.nrows; r++) {
       int64_t c[NDF_MAX_NDIM];
-      uint8_t *o = (uint8_t *)out->data + row_coords(out, L, r, c);
+      uint8_t *o = (uint8_t *)out->data + ndf__lead_coords(out, L, r, c);
       if (sx == 1) memset(o, 1, (size_t)nx);
       else for (int64_t x = 0; x < nx; x++) o[x * sx] = 1;
       for (int32_t i = R.rstart[r]; i < R.rstart[r + 1]; i++)
@@ -1299,7 +1288,7 @@ static ndf_status label_cpu(ndf_ctx *ctx, const char *name, const ndf_array *in,
 #pragma omp parallel for num_threads(nth) schedule(static)
   for (int64_t r = 0; r < p.nrows; r++) {
     int64_t c[NDF_MAX_NDIM];
-    put_label_row(out, row_coords(out, p.L, r, c), p.nx, &R, R.rstart[r], R.rstart[r + 1]);
+    put_label_row(out, ndf__lead_coords(out, p.L, r, c), p.nx, &R, R.rstart[r], R.rstart[r + 1]);
   }
   if (num_features)
     for (int64_t b = 0; b < nimg; b++) num_features[b] = lab[b];

@@ -485,18 +485,6 @@ done:
 
 /* ---- one pass on a caller's state (ndf_distance_edt_pass) ------------------------------------ */
 
-/* Offset (elements) of line `line` along `axis` of an array: the line index
- * runs over the other axes in C order. */
-static int64_t line_offset(const ndf_array *a, int axis, int64_t line) {
-  int64_t off = 0;
-  for (int d = a->ndim - 1; d >= 0; d--) {
-    if (d == axis) continue;
-    off += (line % a->shape[d]) * a->strides[d];
-    line /= a->shape[d];
-  }
-  return off;
-}
-
 static ndf_status edt_pass_cpu(ndf_ctx *ctx, const char *name, ndf_array *w, ndf_array *f, int axis, double s) {
   const int64_t n = w->shape[axis], nlines = ndf_array_size(w) / n;
   const int64_t sw = w->strides[axis], sf = f ? f->strides[axis] : 0;
@@ -504,8 +492,10 @@ static ndf_status edt_pass_cpu(ndf_ctx *ctx, const char *name, ndf_array *w, ndf
   int64_t *F = f ? f->data : NULL;
   /* the values first: nothing is written when one is refused */
   for (int64_t l = 0; l < nlines; l++) {
-    const double *p = W + line_offset(w, axis, l);
-    const int64_t *q = F ? F + line_offset(f, axis, l) : NULL;
+    int64_t ow = 0, of = 0; /* f has w's shape (checked) */
+    ndf__line_offsets2(w, f ? f : w, axis, -1, l, &ow, &of);
+    const double *p = W + ow;
+    const int64_t *q = F ? F + of : NULL;
     for (int64_t x = 0; x < n; x++) {
       const double v = p[x * sw];
       if (!(v >= 0.0))
@@ -534,8 +524,10 @@ static ndf_status edt_pass_cpu(ndf_ctx *ctx, const char *name, ndf_array *w, ndf
 #pragma omp parallel for num_threads(nth) schedule(dynamic, 16)
     for (int64_t l = 0; l < nlines; l++) {
       edt_scratch *k = &ks[ndf__thread_id()];
-      double *p = W + line_offset(w, axis, l), *lw = k->lw;
-      int64_t *q = F ? F + line_offset(f, axis, l) : NULL, *lf = k->lf64;
+      int64_t ow = 0, of = 0;
+      ndf__line_offsets2(w, f ? f : w, axis, -1, l, &ow, &of);
+      double *p = W + ow, *lw = k->lw;
+      int64_t *q = F ? F + of : NULL, *lf = k->lf64;
       for (int64_t x = 0; x < n; x++) {
         lw[x] = p[x * sw];
         lf[x] = isinf(lw[x]) ? -1 : q ? q[x * sf] : 0;
@@ -611,20 +603,7 @@ static void binary_structure(int rank, int conn, uint8_t *s) {
 /* Reads a host array of any dtype and strides as 0/1 bytes in C order. */
 static void read_structure(const ndf_array *a, uint8_t *out) {
   const int64_t n = ndf_array_size(a);
-  for (int64_t i = 0; i < n; i++) {
-    const char *p = (const char *)a->data + ndf__offset_of(a, i) * (int64_t)ndf_dtype_size(a->dtype);
-    int nz = 0;
-    switch (a->dtype) {
-      case NDF_BOOL: case NDF_UINT8: case NDF_INT8: nz = *(const uint8_t *)p != 0; break;
-      case NDF_UINT16: case NDF_INT16: nz = *(const uint16_t *)p != 0; break;
-      case NDF_UINT32: case NDF_INT32: nz = *(const uint32_t *)p != 0; break;
-      case NDF_UINT64: case NDF_INT64: nz = *(const uint64_t *)p != 0; break;
-      case NDF_FLOAT32: nz = *(const float *)p != 0; break;
-      case NDF_FLOAT64: nz = *(const double *)p != 0; break;
-      default: break;
-    }
-    out[i] = (uint8_t)nz;
-  }
+  for (int64_t i = 0; i < n; i++) out[i] = (uint8_t)ndf__get_nonzero(a, ndf__offset_of(a, i));
 }
 
 /*

@@ -60,16 +60,6 @@ typedef ndf__ecc_call ecc_call; /* internal.h: shared with ecc_cuda.c */
 
 static const char *dname(ndf_dtype t) { return ndf_dtype_name(t) ? ndf_dtype_name(t) : "unknown"; }
 
-double ndf__ecc_value_at(const ndf_array *a, int64_t off) {
-  switch (a->dtype) {
-    case NDF_UINT8: return ((const uint8_t *)a->data)[off];
-    case NDF_UINT16: return ((const uint16_t *)a->data)[off];
-    case NDF_FLOAT32: return ((const float *)a->data)[off];
-    case NDF_FLOAT64: return ((const double *)a->data)[off];
-    default: return 0;
-  }
-}
-
 /* Thresholds given as values (a host 1-D float array without NaN, no range)
  * or as nthresholds evenly spaced (2..2^30, over a finite lo <= hi when
  * has_range); *T gets their count.  Shared with the ECT (ect.c). */
@@ -88,7 +78,7 @@ ndf_status ndf__ecc_check_thresholds(ndf_ctx *ctx, const char *name, const ndf_a
                            (long long)v->shape[0]);
     if (!v->data) return ndf__argerror(ctx, name, "values", "NULL data");
     for (int64_t k = 0; k < v->shape[0]; k++)
-      if (isnan(ndf__ecc_value_at(v, k * v->strides[0])))
+      if (isnan(ndf__get_f64(v, k * v->strides[0])))
         return ndf__argerror(ctx, name, "values", "values[%lld] is NaN", (long long)k);
     if (has_range) return ndf__argerror(ctx, name, "has_range", "a range goes with nthresholds, not with values");
     *T = v->shape[0];
@@ -262,7 +252,7 @@ static void fill_given_thresholds(const ecc_call *c, const ndf_ecc_options *opt,
   const int need_range = !opt->values && !opt->has_range;
   if (opt->values) {
     const ndf_array *v = opt->values;
-    for (int64_t k = 0; k < c->T; k++) t[k] = ndf__ecc_value_at(v, k * v->strides[0]);
+    for (int64_t k = 0; k < c->T; k++) t[k] = ndf__get_f64(v, k * v->strides[0]);
   } else {
     double lo = need_range ? 0.0 : opt->range_lo, hi = need_range ? 0.0 : opt->range_hi;
     for (int64_t k = 0; k < c->T; k++) t[k] = lo + (hi - lo) * (double)k / (double)(c->T - 1);
@@ -405,6 +395,28 @@ static int cmp_tsort(const void *a, const void *b) {
   const tsort *x = a, *y = b;
   return x->t < y->t ? -1 : x->t > y->t ? 1 : (x->k > y->k) - (x->k < y->k);
 }
+_Static_assert(sizeof(tsort) == NDF__ECC_SORT_BYTES, "ecc.h's sort bytes");
+
+int ndf__ecc_sort_thresholds(const double *t, int64_t T, double *ts, int64_t *perm) {
+  tsort *srt = malloc((size_t)(T > 0 ? T : 1) * sizeof *srt);
+  if (!srt) return -1;
+  for (int64_t k = 0; k < T; k++) srt[k] = (tsort){t[k], k};
+  qsort(srt, (size_t)T, sizeof *srt, cmp_tsort);
+  for (int64_t k = 0; k < T; k++) {
+    if (ts) ts[k] = srt[k].t;
+    perm[k] = srt[k].k;
+  }
+  free(srt);
+  return 0;
+}
+
+int ndf__ecc_uniform_bins(const double *ts, int64_t T, int uniform, double *lo, double *inv_step) {
+  *lo = *inv_step = 0;
+  if (!uniform || !(ts[T - 1] > ts[0])) return 0;
+  *lo = ts[0];
+  *inv_step = (double)(T - 1) / (ts[T - 1] - ts[0]);
+  return 1;
+}
 
 /* The threads of ecc_cpu: small calls run on one thread (a parallel region
  * costs more than they do); *by_image: threads take whole images. */
@@ -421,7 +433,7 @@ static ndf_status ecc_cpu_memory(ndf_ctx *ctx, const ecc_call *c) {
   int by_image;
   const int64_t nt = ecc_cpu_threads(ctx, c, &by_image), W = c->sshape[c->nsp - 1] + 2, T = c->T;
   /* T is at most NDF_MAX_THRESHOLDS and W an extent of a checked array: no overflow */
-  const int64_t bytes = T * (int64_t)(sizeof(tsort) + 3 * sizeof(double)) +
+  const int64_t bytes = T * (int64_t)(NDF__ECC_SORT_BYTES + 3 * sizeof(double)) +
                         nt * ((c->nsp == 2 ? 3 : 9) * W + T + 1) * (int64_t)sizeof(double);
   return ndf__check_host_memory(ctx, c->name, "the thresholds, their sort and the histograms", bytes);
 }
@@ -434,26 +446,19 @@ static ndf_status ecc_cpu(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in, 
   const int nlines = nsp == 2 ? 3 : 9;
   int by_image;
   const int nt = ecc_cpu_threads(ctx, c, &by_image);
-  tsort *srt = malloc((size_t)T * sizeof *srt);
+  int64_t *perm = malloc((size_t)T * sizeof *perm);
   double *ts = malloc((size_t)T * sizeof *ts);
   int64_t *chi = malloc((size_t)T * sizeof *chi);
   /* per thread: padded lines, then a histogram of T + 1 bins */
   const size_t lines_bytes = (size_t)nlines * (size_t)W * sizeof(double);
   void **bufs = ndf__thread_buffers(nt, lines_bytes + (size_t)(T + 1) * sizeof(int64_t));
   ndf_status s = NDF_OK;
-  if (!srt || !ts || !chi || !bufs) {
+  if (!perm || !ts || !chi || !bufs || ndf__ecc_sort_thresholds(t, T, ts, perm)) {
     s = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
     goto done;
   }
-  for (int64_t k = 0; k < T; k++) srt[k] = (tsort){t[k], k};
-  qsort(srt, (size_t)T, sizeof *srt, cmp_tsort);
-  for (int64_t k = 0; k < T; k++) ts[k] = srt[k].t;
   binner bn = {ts, T, 0, 0, 0};
-  if (uniform && ts[T - 1] > ts[0]) {
-    bn.uniform = 1;
-    bn.lo = ts[0];
-    bn.inv_step = (double)(T - 1) / (ts[T - 1] - ts[0]);
-  }
+  bn.uniform = ndf__ecc_uniform_bins(ts, T, uniform, &bn.lo, &bn.inv_step);
   const int64_t ostep = out->strides[c->nb];
   if (by_image) {
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
@@ -466,7 +471,7 @@ static ndf_status ecc_cpu(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in, 
       int64_t acc = 0;
       for (int64_t k = 0; k < T; k++) {
         acc += hist[k];
-        o[srt[k].k * ostep] = acc;
+        o[perm[k] * ostep] = acc;
       }
     }
   } else {
@@ -487,13 +492,13 @@ static ndf_status ecc_cpu(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in, 
       int64_t acc = 0;
       for (int64_t k = 0; k < T; k++) {
         acc += chi[k];
-        o[srt[k].k * ostep] = acc;
+        o[perm[k] * ostep] = acc;
       }
     }
   }
 done:
   if (bufs) ndf__thread_buffers_free(bufs, nt);
-  free(srt);
+  free(perm);
   free(ts);
   free(chi);
   return s;
@@ -611,7 +616,7 @@ static ndf_status check_soft(ndf_ctx *ctx, const char *name, const ndf_array *in
     return s;
   }
   for (int64_t k = 0; k < c->T; k++)
-    if (!isfinite(ndf__ecc_value_at(thr, k * thr->strides[0])))
+    if (!isfinite(ndf__get_f64(thr, k * thr->strides[0])))
       return ndf__argerror(ctx, name, "thresholds", "thresholds[%lld] is not finite", (long long)k);
   if (arr->dtype != NDF_FLOAT64) return ndf__argerror(ctx, name, arg, "dtype %s; must be float64", dname(arr->dtype));
   if (arr->ndim != c->nb + 1) return ndf__argerror(ctx, name, arg, "rank %d; expected %d", arr->ndim, c->nb + 1);
@@ -668,7 +673,7 @@ static ndf_status soft_run(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in,
     ndf__thread_buffers_free(bufs, nt);
     return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
   }
-  for (int64_t k = 0; k < T; k++) t[k] = ndf__ecc_value_at(thr, k * thr->strides[0]);
+  for (int64_t k = 0; k < T; k++) t[k] = ndf__get_f64(thr, k * thr->strides[0]);
   const int64_t as = arr->strides[c->nb];
   for (int i = 0; i < nt; i++) memset((char *)bufs[i] + (size_t)nlines * W * sizeof(double) + (size_t)npix * sizeof(double) + (size_t)T * sizeof(double), 0, (size_t)T * sizeof(double));
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
@@ -691,7 +696,6 @@ static ndf_status soft_run(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in,
       for (int64_t k = 0; k < T; k++) ((double *)arr->data)[ao + k * as] = acc[k];
     } else {
       for (int64_t k = 0; k < T; k++) acc[k] = a[k * as];
-      const int64_t gio = gin ? ndf__lead_offset(gin, c->nb, img) : 0;
       for (int64_t v = 0; v < npix; v++) {
         double gf = 0;
         if (cimg[v]) {
@@ -702,12 +706,8 @@ static ndf_status soft_run(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in,
             gt[k] += d;
           }
         }
-        if (gin) { /* spatial C-order index v -> strided offset */
-          int64_t off = gio, q = v;
-          for (int d = nsp - 1; d >= 0; d--) {
-            off += (q % c->sshape[d]) * gin->strides[c->nb + d];
-            q /= c->sshape[d];
-          }
+        if (gin) { /* voxel v of image img: element img * npix + v of gin in C order */
+          const int64_t off = ndf__offset_of(gin, img * npix + v);
           if (gin->dtype == NDF_FLOAT32) ((float *)gin->data)[off] = (float)gf;
           else ((double *)gin->data)[off] = gf;
         }
@@ -750,7 +750,7 @@ static ndf_status soft_cuda(ndf_ctx *ctx, const ecc_call *c, const ndf_array *in
                             int mode) {
   double *t = malloc((size_t)(c->T ? c->T : 1) * sizeof *t);
   if (!t) return ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
-  for (int64_t k = 0; k < c->T; k++) t[k] = ndf__ecc_value_at(thr, k * thr->strides[0]);
+  for (int64_t k = 0; k < c->T; k++) t[k] = ndf__get_f64(thr, k * thr->strides[0]);
   int64_t nan_at = -1;
   ndf_status s = ndf__soft_ecc_cuda(ctx, c, in, t, arr, ndf_array_size(in) > 0 ? gin : NULL, gthr, opt->construction,
                                     opt->lambda, mode, ndf__ecc_new_path(ctx) ? &nan_at : NULL);

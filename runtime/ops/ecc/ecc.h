@@ -58,10 +58,16 @@ ndf_status ndf__soft_ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_ar
  * NaN (line index = ternary code of the row offsets, centre line in the
  * middle); construction NDF_ECC_V or NDF_ECC_T; ties by (value, index). */
 int ndf__ecc_contrib(const double *buf, int64_t W, int64_t x, int nsp, int construction);
-/* Element off of a host uint8/uint16/float32/float64 array, as double. */
-double ndf__ecc_value_at(const ndf_array *a, int64_t off);
 /* n elements from off with stride st into dst[0..n), as double. */
 void ndf__ecc_read_line(const ndf_array *a, int64_t off, int64_t st, int64_t n, double *dst);
+/* The thresholds t[0..T) in ascending order, ties by index (the order every ECC and ECT backend
+ * bins in): ts[k] (ts may be NULL) the k-th, perm[k] its index in t.  0, or -1 when the sort's
+ * host memory (NDF__ECC_SORT_BYTES a threshold, besides ts and perm) is not there. */
+#define NDF__ECC_SORT_BYTES 16
+int ndf__ecc_sort_thresholds(const double *t, int64_t T, double *ts, int64_t *perm);
+/* The arithmetic binning of sorted thresholds ts[0..T) when uniform (evenly spaced) and ts[T-1] >
+ * ts[0]: 1, with *lo = ts[0] and *inv_step = (T - 1) / (ts[T-1] - ts[0]); else 0 and both 0. */
+int ndf__ecc_uniform_bins(const double *ts, int64_t T, int uniform, double *lo, double *inv_step);
 /* The thresholds options (values, or nthresholds [+ range]); *T their count. */
 ndf_status ndf__ecc_check_thresholds(ndf_ctx *ctx, const char *name, const ndf_array *values, int64_t nthresholds,
                                      int has_range, double range_lo, double range_hi, int64_t *T);

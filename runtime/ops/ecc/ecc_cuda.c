@@ -516,15 +516,6 @@ static ndf_status final_launch(ndf_ctx *ctx, const ndf__ecc_call *c, CUfunction 
   return ndf__ecc_final_launch(ctx, c->name, ff, ndf__grid(ctx, c->nimg, 8), 256, 1, 0, &p);
 }
 
-typedef struct tsort {
-  double t;
-  int64_t k;
-} tsort;
-static int cmp_tsort(const void *a, const void *b) {
-  const tsort *x = a, *y = b;
-  return x->t < y->t ? -1 : x->t > y->t ? 1 : (x->k > y->k) - (x->k < y->k);
-}
-
 ndf_status ndf__ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *in, ndf_array *out,
                          int construction, const double *t, int uniform) {
   ndf_status s = ndf__ctx_bind(ctx);
@@ -535,28 +526,17 @@ ndf_status ndf__ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *
   if ((s = get_fn(ctx, c->name, "ndf_ecc_final", NDF_FLOAT32, 2, 0, 0, &ff)) != NDF_OK) return s;
   hist_geom g;
   if (c->npix > 0 && (s = hist_geometry(ctx, c, in, &g, 0)) != NDF_OK) return s;
-  tsort *srt = malloc((size_t)T * sizeof *srt);
   /* the sorted thresholds, then the permutation: one host-to-device copy */
   double *ts = malloc((size_t)T * 16);
   int64_t *perm = ts ? (int64_t *)(ts + T) : NULL;
   CUdeviceptr d_ts = 0, d_perm = 0, hist = 0;
   const size_t hbytes = (size_t)nimg * (size_t)T * 8;
-  if (!srt || !ts || !perm) {
+  if (!ts || ndf__ecc_sort_thresholds(t, T, ts, perm)) {
     s = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
     goto done;
   }
-  for (int64_t k = 0; k < T; k++) srt[k] = (tsort){t[k], k};
-  qsort(srt, (size_t)T, sizeof *srt, cmp_tsort);
-  for (int64_t k = 0; k < T; k++) {
-    ts[k] = srt[k].t;
-    perm[k] = srt[k].k;
-  }
-  double lo = 0, inv_step = 0;
-  const int uni = uniform && ts[T - 1] > ts[0];
-  if (uni) {
-    lo = ts[0];
-    inv_step = (double)(T - 1) / (ts[T - 1] - ts[0]);
-  }
+  double lo, inv_step;
+  const int uni = ndf__ecc_uniform_bins(ts, T, uniform, &lo, &inv_step);
   /* scratch: the histogram, the sorted thresholds, the permutation (the
    * thresholds change with the data or per training step: no device table) */
   if ((s = ndf__scratch_alloc(ctx, hbytes + (size_t)T * 16, &hist)) != NDF_OK) goto done;
@@ -570,7 +550,6 @@ ndf_status ndf__ecc_cuda(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array *
   s = final_launch(ctx, c, ff, hist, d_perm, out, 0);
 done:
   if (hist) ndf__scratch_free(ctx, hist);
-  free(srt);
   free(ts);
   return s;
 }
@@ -1529,31 +1508,18 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
   const CUdeviceptr hdr = base, cnt = base + HDR_BYTES, hist = cnt + cnt_bytes, d_ts = hist + hbytes,
                     d_perm = d_ts + (size_t)T * 8, part = d_perm + (size_t)T * 8;
   const ndf__cu_api *cu = ndf__cu(NULL);
-  tsort *srt = NULL;
   double *ts = NULL;
   double lo = 0, inv_step = 0;
   int uni = 0;
   CUresult r = cu->cuMemsetD8Async(base, 0, zbytes, ctx->stream);
   if ((s = sync_error(ctx, c->name, r)) != NDF_OK) goto done;
   if (!need_range) {
-    srt = malloc((size_t)T * sizeof *srt);
-    ts = malloc((size_t)T * 16);
-    if (!srt || !ts) {
+    ts = malloc((size_t)T * 16); /* the sorted thresholds, then the permutation */
+    if (!ts || ndf__ecc_sort_thresholds(t, T, ts, (int64_t *)(ts + T))) {
       s = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
       goto done;
     }
-    int64_t *perm = (int64_t *)(ts + T);
-    for (int64_t k = 0; k < T; k++) srt[k] = (tsort){t[k], k};
-    qsort(srt, (size_t)T, sizeof *srt, cmp_tsort);
-    for (int64_t k = 0; k < T; k++) {
-      ts[k] = srt[k].t;
-      perm[k] = srt[k].k;
-    }
-    uni = uniform && ts[T - 1] > ts[0];
-    if (uni) {
-      lo = ts[0];
-      inv_step = (double)(T - 1) / (ts[T - 1] - ts[0]);
-    }
+    uni = ndf__ecc_uniform_bins(ts, T, uniform, &lo, &inv_step);
     r = cu->cuMemcpyHtoDAsync(d_ts, ts, (size_t)T * 16, ctx->stream);
     if ((s = sync_error(ctx, c->name, r)) != NDF_OK) goto done;
   } else {
@@ -1568,7 +1534,6 @@ ndf_status ndf__ecc_cuda2(ndf_ctx *ctx, const ndf__ecc_call *c, const ndf_array 
   if (isfloat) s = hdr_read(ctx, c->name, hdr, nan_at, not_finite);
 done:
   ndf__scratch_free(ctx, base);
-  free(srt);
   free(ts);
   return s;
 }
@@ -1634,22 +1599,15 @@ static int soft2_make_plan(const double *t, int64_t T, double lambda, int force_
   pl->kh = (float)kappa;
   pl->kl = (float)(kappa - (double)pl->kh);
   pl->bytes = (size_t)pl->nslots * sizeof(soft2_slot) + (size_t)pl->ngroups * sizeof(float);
-  /* sorted by (t, k) through (value, index) pairs: no comparator state shared
-   * between threads, the order ndf__ecc_cuda's cmp_tsort gives */
+  /* sorted by (t, k), the order of the exact curve (ndf__ecc_sort_thresholds) */
   int64_t *idx = malloc((size_t)(T > 0 ? T : 1) * sizeof *idx);
-  tsort *srt = malloc((size_t)(T > 0 ? T : 1) * sizeof *srt);
   pl->slots = malloc(pl->bytes);
-  if (!idx || !srt || !pl->slots) {
+  if (!idx || !pl->slots || ndf__ecc_sort_thresholds(t, T, NULL, idx)) {
     free(idx);
-    free(srt);
     free(pl->slots);
     pl->slots = NULL;
     return -1;
   }
-  for (int64_t k = 0; k < T; k++) srt[k] = (tsort){t[k], k};
-  qsort(srt, (size_t)T, sizeof *srt, cmp_tsort);
-  for (int64_t k = 0; k < T; k++) idx[k] = srt[k].k;
-  free(srt);
   float *centre = (float *)(pl->slots + pl->nslots);
   int prod = !force_direct && isfinite(pl->kh) && pl->kh > 0;
   for (int64_t g = 0; g < pl->ngroups; g++) {

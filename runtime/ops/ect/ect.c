@@ -244,7 +244,7 @@ static ndf_status check_heights(ndf_ctx *ctx, const ect_call *c, const ndf_array
 static ndf_status make_thresholds(ndf_ctx *ctx, const ect_call *c, const ndf_array *dirs, const ndf_ect_options *opt,
                                   const double **coord, double *t) {
   if (opt->values) {
-    for (int64_t k = 0; k < c->T; k++) t[k] = ndf__ecc_value_at(opt->values, k * opt->values->strides[0]);
+    for (int64_t k = 0; k < c->T; k++) t[k] = ndf__get_f64(opt->values, k * opt->values->strides[0]);
     return NDF_OK;
   }
   double lo, hi;
@@ -462,15 +462,6 @@ static void pass_bind(pair_ctx *pc, char *b) {
 
 /* ---- exact ------------------------------------------------------------------------------------ */
 
-typedef struct tsort {
-  double t;
-  int64_t k;
-} tsort;
-static int cmp_tsort(const void *a, const void *b) {
-  const tsort *x = a, *y = b;
-  return x->t < y->t ? -1 : x->t > y->t ? 1 : (x->k > y->k) - (x->k < y->k);
-}
-
 static inline int64_t bin_of(const double *ts, int64_t T, double v) {
   int64_t lo = 0, hi = T;
   while (lo < hi) {
@@ -508,7 +499,7 @@ static int pick_threads(ndf_ctx *ctx, const ect_call *c) {
 static ndf_status ect_cpu_memory(ndf_ctx *ctx, const ect_call *c) {
   const int64_t nt = pick_threads(ctx, c), T = c->T;
   /* T is at most NDF_MAX_THRESHOLDS and the passes a few lines of a checked array: no overflow */
-  const int64_t bytes = T * (int64_t)(sizeof(tsort) + 2 * sizeof(double)) + nt * ((int64_t)pass_bytes(c) + (T + 1) * 8);
+  const int64_t bytes = T * (int64_t)(NDF__ECC_SORT_BYTES + 2 * sizeof(double)) + nt * ((int64_t)pass_bytes(c) + (T + 1) * 8);
   return ndf__check_host_memory(ctx, c->name, "the thresholds, their sort and the histograms", bytes);
 }
 
@@ -517,18 +508,15 @@ static ndf_status ect_cpu(ndf_ctx *ctx, const ect_call *c, const ndf_array *in, 
   const int64_t T = c->T, pairs = c->nimg * c->m;
   const int nt = pick_threads(ctx, c);
   const size_t lb = pass_bytes(c);
-  tsort *srt = malloc((size_t)T * sizeof *srt);
+  int64_t *perm = malloc((size_t)T * sizeof *perm);
   double *ts = malloc((size_t)T * sizeof *ts);
   void **bufs = ndf__thread_buffers(nt, lb + (size_t)(T + 1) * sizeof(double));
   ndf_status s = NDF_OK;
   ect_pat pat[27];
-  if (!srt || !ts || !bufs) {
+  if (!perm || !ts || !bufs || ndf__ecc_sort_thresholds(t, T, ts, perm)) {
     s = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
     goto done;
   }
-  for (int64_t k = 0; k < T; k++) srt[k] = (tsort){t[k], k};
-  qsort(srt, (size_t)T, sizeof *srt, cmp_tsort);
-  for (int64_t k = 0; k < T; k++) ts[k] = srt[k].t;
   const int npat = make_patterns(c->nsp, c->cons, pat);
   const int64_t ds = out->strides[c->nb], ks = out->strides[c->nb + 1];
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
@@ -549,19 +537,19 @@ static ndf_status ect_cpu(ndf_ctx *ctx, const ect_call *c, const ndf_array *in, 
       double acc = 0;
       for (int64_t k = 0; k < T; k++) {
         acc += hu.hd[k];
-        ((double *)out->data)[o + srt[k].k * ks] = acc;
+        ((double *)out->data)[o + perm[k] * ks] = acc;
       }
     } else {
       int64_t acc = 0;
       for (int64_t k = 0; k < T; k++) {
         acc += hu.hi[k];
-        ((int64_t *)out->data)[o + srt[k].k * ks] = acc;
+        ((int64_t *)out->data)[o + perm[k] * ks] = acc;
       }
     }
   }
 done:
   if (bufs) ndf__thread_buffers_free(bufs, nt);
-  free(srt);
+  free(perm);
   free(ts);
   return s;
 }
@@ -650,7 +638,7 @@ static ndf_status check_soft(ndf_ctx *ctx, const char *name, const ndf_array *in
   if ((s = ndf__check_array(ctx, name, "thresholds", thr, NULL)) != NDF_OK) return s;
   c->T = thr->shape[0];
   for (int64_t k = 0; k < c->T; k++)
-    if (!isfinite(ndf__ecc_value_at(thr, k * thr->strides[0])))
+    if (!isfinite(ndf__get_f64(thr, k * thr->strides[0])))
       return ndf__argerror(ctx, name, "thresholds", "thresholds[%lld] is not finite", (long long)k);
   if ((s = check_curve_array(ctx, c, in, arr, arg, NDF_FLOAT64)) != NDF_OK) return s;
   /* CUDA input: output / grad_output and grad_input on its device; the
@@ -768,7 +756,7 @@ static ndf_status soft_run(ndf_ctx *ctx, const ect_call *c, const ndf_array *in,
     goto done;
   }
   if ((st = check_heights(ctx, c, dirs, coord)) != NDF_OK) goto done;
-  for (int64_t k = 0; k < T; k++) t[k] = ndf__ecc_value_at(thr, k * thr->strides[0]);
+  for (int64_t k = 0; k < T; k++) t[k] = ndf__get_f64(thr, k * thr->strides[0]);
   const int npat = make_patterns(nsp, c->cons, pat);
   for (int i = 0; i < nt; i++) memset((char *)bufs[i] + lb, 0, per - lb);
   const int64_t as_d = arr->strides[c->nb], as_k = arr->strides[c->nb + 1];
@@ -811,18 +799,11 @@ static ndf_status soft_run(ndf_ctx *ctx, const ect_call *c, const ndf_array *in,
           ((double *)gdir->data)[j * gdir->strides[0] + d * gdir->strides[1]] = sum;
         }
     if (gin && ndf_array_size(gin) > 0)
-      for (int64_t img = 0; img < c->nimg; img++) {
-        const int64_t go = ndf__lead_offset(gin, c->nb, img);
-        for (int64_t v = 0; v < npix; v++) {
-          int64_t off = go, q = v;
-          for (int d = nsp - 1; d >= 0; d--) {
-            off += (q % c->sshape[d]) * gin->strides[c->nb + d];
-            q /= c->sshape[d];
-          }
-          const double val = gw ? gw[img * npix + v] : 0.0;
-          if (gin->dtype == NDF_FLOAT32) ((float *)gin->data)[off] = (float)val;
-          else ((double *)gin->data)[off] = val;
-        }
+      for (int64_t i = 0; i < c->nimg * npix; i++) { /* i = img * npix + v, gw's order and gin's C order */
+        const int64_t off = ndf__offset_of(gin, i);
+        const double val = gw ? gw[i] : 0.0;
+        if (gin->dtype == NDF_FLOAT32) ((float *)gin->data)[off] = (float)val;
+        else ((double *)gin->data)[off] = val;
       }
   }
 done:
@@ -850,7 +831,7 @@ static ndf_status soft_cuda(ndf_ctx *ctx, const ect_call *c, const ndf_array *in
   if (!cbuf || !t || !du || !gd || !gt) st = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
   if (st == NDF_OK) st = check_heights(ctx, c, dirs, coord);
   if (st == NDF_OK) {
-    for (int64_t k = 0; k < T; k++) t[k] = ndf__ecc_value_at(thr, k * thr->strides[0]);
+    for (int64_t k = 0; k < T; k++) t[k] = ndf__get_f64(thr, k * thr->strides[0]);
     for (int64_t j = 0; j < m; j++)
       for (int d = 0; d < nsp; d++) du[j * nsp + d] = dir_at(dirs, j, d);
     ndf__ect_cuda_call cc = {c->name, c->nb, c->nsp, c->cons, c->weighted, c->nimg, c->npix, c->m, c->T,

@@ -36,15 +36,6 @@ static ndf_status ect_kernels(ndf_ctx *ctx, const char *name, ndf_dtype dt, int 
   return s;
 }
 
-typedef struct tsort {
-  double t;
-  int64_t k;
-} tsort;
-static int cmp_tsort(const void *a, const void *b) {
-  const tsort *x = a, *y = b;
-  return x->t < y->t ? -1 : x->t > y->t ? 1 : (x->k > y->k) - (x->k < y->k);
-}
-
 /* The tiling both ECT kernels launch over: tiles (3-D 8 x 8 x 4 of (z, y, x),
  * 2-D 16 x 16 of (y, x)) times direction groups of G directions, about 8
  * blocks per SM; and the length of the coordinate table. */
@@ -111,28 +102,17 @@ ndf_status ndf__ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const ndf_ar
   ect_tiling g;
   if ((s = ect_tiling_plan(ctx, c, in, &g)) != NDF_OK) return s;
 
-  tsort *srt = malloc((size_t)T * sizeof *srt);
   double *ts = malloc((size_t)T * sizeof *ts);
   int64_t *perm = malloc((size_t)T * sizeof *perm);
   CUdeviceptr hist = 0;
   const size_t hbytes = (size_t)nimg * (size_t)m * (size_t)T * 8;
   const size_t cbytes = (size_t)(g.ncoord > 0 ? g.ncoord : 1) * 8, dbytes = (size_t)m * (size_t)nsp * 8;
-  if (!srt || !ts || !perm) {
+  if (!ts || !perm || ndf__ecc_sort_thresholds(t, T, ts, perm)) {
     s = ndf__error(ctx, NDF_ENOMEM, "%s: out of host memory", c->name);
     goto done;
   }
-  for (int64_t k = 0; k < T; k++) srt[k] = (tsort){t[k], k};
-  qsort(srt, (size_t)T, sizeof *srt, cmp_tsort);
-  for (int64_t k = 0; k < T; k++) {
-    ts[k] = srt[k].t;
-    perm[k] = srt[k].k;
-  }
-  double lo = 0, inv_step = 0;
-  const int uni = uniform && ts[T - 1] > ts[0];
-  if (uni) {
-    lo = ts[0];
-    inv_step = (double)(T - 1) / (ts[T - 1] - ts[0]);
-  }
+  double lo, inv_step;
+  const int uni = ndf__ecc_uniform_bins(ts, T, uniform, &lo, &inv_step);
   if ((s = ndf__scratch_alloc(ctx, hbytes + (size_t)T * 16 + cbytes + dbytes, &hist)) != NDF_OK) goto done;
   const CUdeviceptr d_ts = hist + hbytes, d_perm = d_ts + (size_t)T * 8, d_coord = d_perm + (size_t)T * 8,
                     d_dirs = d_coord + cbytes;
@@ -186,7 +166,6 @@ ndf_status ndf__ect_cuda(ndf_ctx *ctx, const ndf__ect_cuda_call *c, const ndf_ar
   }
 done:
   if (hist) ndf__scratch_free(ctx, hist);
-  free(srt);
   free(ts);
   free(perm);
   return s;

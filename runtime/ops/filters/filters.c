@@ -442,7 +442,6 @@ static ndf_status correlate_nd(ndf_ctx *ctx, const char *name, const ndf_array *
     org[d] = o;
     wax[d] = i;
   }
-  const size_t es = ndf_dtype_size(weights->dtype);
   ndf__ftaps t = {0};
   t.nsp = a.nsp;
   t.mode = a.modes[0];
@@ -466,7 +465,7 @@ static ndf_status correlate_nd(ndf_ctx *ctx, const char *name, const ndf_array *
       const int64_t wi = convolve ? k[d] - 1 - idx[d] : idx[d];
       woff += wi * weights->strides[wax[d]];
     }
-    const double v = ndf__load_double(weights->dtype, (const char *)weights->data + woff * (int64_t)es);
+    const double v = ndf__get_f64(weights, woff);
     if (!(fabs(v) > DBL_EPSILON)) continue;
     for (int d = 0; d < a.nsp; d++) {
       const int32_t o = (int32_t)(idx[d] - (k[d] / 2 + org[d]));

@@ -75,20 +75,6 @@ static inline void ndf__store_double(ndf_dtype t, void *p, double v) {
     default: *(double *)p = v; break;
   }
 }
-static inline double ndf__load_double(ndf_dtype t, const void *p) {
-  switch (t) {
-    case NDF_BOOL: case NDF_UINT8: return *(const uint8_t *)p;
-    case NDF_INT8: return *(const int8_t *)p;
-    case NDF_UINT16: return *(const uint16_t *)p;
-    case NDF_INT16: return *(const int16_t *)p;
-    case NDF_UINT32: return *(const uint32_t *)p;
-    case NDF_INT32: return *(const int32_t *)p;
-    case NDF_INT64: return (double)*(const int64_t *)p;
-    case NDF_UINT64: return (double)*(const uint64_t *)p;
-    case NDF_FLOAT32: return *(const float *)p;
-    default: return *(const double *)p;
-  }
-}
 
 /* ---- backends ---------------------------------------------------------------------- */
 /* The np passes p from src to dst (same shape; dst's dtype): the first reads

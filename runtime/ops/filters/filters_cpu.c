@@ -231,7 +231,7 @@ static void taps_point(const ndf__ftaps *t, const ndf_array *src, ndf_array *dst
     } else if (src->dtype == NDF_FLOAT64) {
       for (int64_t k = 0; k < t->ntaps; k++) acc += t->w[k] * ((const double *)base)[loff[k]];
     } else {
-      for (int64_t k = 0; k < t->ntaps; k++) acc += t->w[k] * ndf__load_double(src->dtype, base + loff[k] * (int64_t)ies);
+      for (int64_t k = 0; k < t->ntaps; k++) acc += t->w[k] * ndf__load_f64(base, src->dtype, loff[k]);
     }
   } else {
     for (int64_t k = 0; k < t->ntaps; k++) {
@@ -242,7 +242,7 @@ static void taps_point(const ndf__ftaps *t, const ndf_array *src, ndf_array *dst
         if (m < 0) out = 1;
         else off += m * src->strides[nb + d];
       }
-      const double v = out ? cval : ndf__load_double(src->dtype, ip + off * (int64_t)ies);
+      const double v = out ? cval : ndf__load_f64(ip, src->dtype, off);
       acc += t->w[k] * v;
     }
   }
@@ -370,7 +370,7 @@ void ndf__filters_cast_cpu(ndf_ctx *ctx, const ndf_array *src, ndf_array *dst) {
     const char *s = (const char *)src->data + ndf__offset_of(src, i) * (int64_t)ies;
     char *d = (char *)dst->data + ndf__offset_of(dst, i) * (int64_t)oes;
     if (ints) store_wrap(dst->dtype, d, (uint64_t)load_int(src->dtype, s));
-    else ndf__store_double(dst->dtype, d, ndf__load_double(src->dtype, s));
+    else ndf__store_double(dst->dtype, d, ndf__load_f64(s, src->dtype, 0));
   }
 }
 

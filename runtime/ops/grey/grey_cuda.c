@@ -558,6 +558,23 @@ static ndf_status run_linev(ndf_ctx *ctx, const char *name, ndf_dtype dtype, con
     ndf__axes((p).bostr, (nb_), (bos_));                                       \
   } while (0)
 
+/* The Z, Y, X roles of the last three axes of an array (size-1 stand-ins when it has fewer): their
+ * extents and input and output strides; *nb gets the number of axes in front of them (the outer
+ * axes), and the return value their element count. */
+static int64_t zyx_axes(const int64_t *shape, const int64_t *istr, const int64_t *ostr, int ndim, int64_t ext[3],
+                        int64_t is[3], int64_t os[3], int *nb) {
+  for (int i = 0; i < 3; i++) {
+    const int d = ndim - 3 + i;
+    ext[i] = d >= 0 ? shape[d] : 1;
+    is[i] = d >= 0 ? istr[d] : 0;
+    os[i] = d >= 0 ? ostr[d] : 0;
+  }
+  *nb = ndim < 3 ? 0 : ndim - 3;
+  int64_t nouter = 1;
+  for (int d = 0; d < *nb; d++) nouter *= shape[d];
+  return nouter;
+}
+
 static ndf_status run_box(ndf_ctx *ctx, const char *name, ndf_dtype dtype, const void *in, const int64_t *istr,
                           void *out, const int64_t *ostr, const int64_t *shape, int ndim, const ndf__grey_geom *g,
                           int nf) {
@@ -568,15 +585,8 @@ static ndf_status run_box(ndf_ctx *ctx, const char *name, ndf_dtype dtype, const
    * of it (batch axes) take the Z/Y roles with extent 1, so a block marches
    * over many images instead of one plane. */
   int64_t ext[3], is[3], os[3];
-  for (int i = 0; i < 3; i++) {
-    int d = ndim - 3 + i;
-    ext[i] = d >= 0 ? shape[d] : 1;
-    is[i] = d >= 0 ? istr[d] : 0;
-    os[i] = d >= 0 ? ostr[d] : 0;
-  }
-  int nb = ndim < 3 ? 0 : ndim - 3; /* outer axes: batch + spatial axes not fused */
-  int64_t nouter = 1;
-  for (int d = 0; d < nb; d++) nouter *= shape[d];
+  int nb; /* outer axes: batch + spatial axes not fused */
+  const int64_t nouter = zyx_axes(shape, istr, ostr, ndim, ext, is, os, &nb);
   const int64_t xt = 32 * BOX_VX;
   int64_t ntx = (ext[2] + xt - 1) / xt, nty = (ext[1] + BOX_TY - 1) / BOX_TY;
   const int zc = box_zc(ctx, shape, ndim);
@@ -608,15 +618,8 @@ static ndf_status run_boxd(ndf_ctx *ctx, const char *name, ndf_dtype dtype, cons
   int k[3], lo[3];
   box_k(g, nf, k, lo);
   int64_t ext[3], is[3], os[3];
-  for (int i = 0; i < 3; i++) {
-    int d = ndim - 3 + i;
-    ext[i] = d >= 0 ? shape[d] : 1;
-    is[i] = d >= 0 ? istr[d] : 0;
-    os[i] = d >= 0 ? ostr[d] : 0;
-  }
-  int nb = ndim < 3 ? 0 : ndim - 3;
-  int64_t nouter = 1;
-  for (int d = 0; d < nb; d++) nouter *= shape[d];
+  int nb;
+  const int64_t nouter = zyx_axes(shape, istr, ostr, ndim, ext, is, os, &nb);
   const int ty = BOXD_NRC * boxd_ry(ctx, dtype, g, k);
   int64_t ntx = (ext[2] + BOXD_XT - 1) / BOXD_XT, nty = (ext[1] + ty - 1) / ty;
   const int64_t slots = 2 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132);
@@ -651,15 +654,8 @@ static ndf_status run_fp(ndf_ctx *ctx, const char *name, ndf_dtype dtype, const 
   const int nsp = g->nsp;
   const int64_t nt = g->ntaps;
   int64_t ext[3], is[3], os[3];
-  for (int i = 0; i < 3; i++) {
-    int d = ndim - 3 + i;
-    ext[i] = d >= 0 ? shape[d] : 1;
-    is[i] = d >= 0 ? istr[d] : 0;
-    os[i] = d >= 0 ? ostr[d] : 0;
-  }
-  int nb = ndim < 3 ? 0 : ndim - 3; /* outer axes: batch + spatial axes the element does not reach */
-  int64_t nouter = 1;
-  for (int d = 0; d < nb; d++) nouter *= shape[d];
+  int nb; /* outer axes: batch + spatial axes the element does not reach */
+  const int64_t nouter = zyx_axes(shape, istr, ostr, ndim, ext, is, os, &nb);
   /* Table: wcast[nt] (f64, weighted only) | taps[nt] as (dy << 8) | dx; zs: taps per Z plane. */
   const size_t wbytes = g->has_weights ? (size_t)nt * sizeof(double) : 0;
   unsigned char *tab = calloc(1, wbytes + (size_t)nt * sizeof(int32_t));

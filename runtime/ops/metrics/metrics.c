@@ -143,21 +143,6 @@ static ndf_status check_result(ndf_ctx *ctx, const char *name, const char *arg, 
 
 /* ---- host element access ------------------------------------------------------------- */
 
-static inline double load(ndf_dtype t, const char *p) {
-  switch (t) {
-    case NDF_BOOL: case NDF_UINT8: return *(const uint8_t *)p;
-    case NDF_INT8: return *(const int8_t *)p;
-    case NDF_UINT16: return *(const uint16_t *)p;
-    case NDF_INT16: return *(const int16_t *)p;
-    case NDF_UINT32: return *(const uint32_t *)p;
-    case NDF_INT32: return *(const int32_t *)p;
-    case NDF_INT64: return (double)*(const int64_t *)p;
-    case NDF_UINT64: return (double)*(const uint64_t *)p;
-    case NDF_FLOAT32: return *(const float *)p;
-    default: return *(const double *)p;
-  }
-}
-
 /* Walks the elements of up to two arrays of one shape in C order (byte offsets). */
 typedef struct walk {
   int nd;
@@ -230,7 +215,7 @@ static void stats_chunk(const ndf_array *a, const ndf_array *b, const ndf__metri
     const int64_t e = i + RUN < hi ? i + RUN : hi;
     double sdd = 0, saa = 0, sa = 0;
     for (; i < e; i++, walk_next(&w)) {
-      const double x = load(a->dtype, pa + w.oa), y = load(b->dtype, pb + w.ob);
+      const double x = ndf__load_f64(pa + w.oa, a->dtype, 0), y = ndf__load_f64(pb + w.ob, b->dtype, 0);
       if (g->f32) {
         const float d = (float)x - (float)y;
         sdd += (double)(d * d);
@@ -499,8 +484,8 @@ static void ssim_prep_cpu(ndf_ctx *ctx, const ndf_array *im1, const ndf_array *i
     walk w = {0};
     walk_start(&w, im1, im2, lo);
     for (int64_t i = lo; i < hi; i++, walk_next(&w)) {
-      const double x = load(im1->dtype, (const char *)im1->data + w.oa);
-      const double y = load(im2->dtype, (const char *)im2->data + w.ob);
+      const double x = ndf__load_f64((const char *)im1->data + w.oa, im1->dtype, 0);
+      const double y = ndf__load_f64((const char *)im2->data + w.ob, im2->dtype, 0);
       if (f32) {
         const float fx = (float)x, fy = (float)y;
         if (yc) ((float *)yc->data)[i] = fy;
@@ -708,7 +693,7 @@ static ndf_status directed_cpu(ndf_ctx *ctx, const char *name, const ndf_array *
     double m = -INFINITY;
     int64_t k = 0;
     for (int64_t i = 0; i < g->vox; i++, walk_next(&w)) {
-      if (load(a->dtype, (const char *)a->data + w.oa) == 0) continue;
+      if (ndf__load_f64((const char *)a->data + w.oa, a->dtype, 0) == 0) continue;
       const double v = d[img * g->vox + i];
       if (vals) vals[k] = v;
       k++;
@@ -781,7 +766,7 @@ ndf_status ndf_hausdorff_distance(ndf_ctx *ctx, const ndf_array *image0, const n
       walk w = {0};
       walk_start(&w, to, NULL, 0);
       for (int64_t i = 0; i < n; i++, walk_next(&w))
-        ((uint8_t *)notm)[i] = load(to->dtype, (const char *)to->data + w.oa) == 0;
+        ((uint8_t *)notm)[i] = ndf__load_f64((const char *)to->data + w.oa, to->dtype, 0) == 0;
     }
     if (s == NDF_OK) s = ndf_distance_transform_edt(ctx, &na, &da, NULL, &dopt);
     if (s == NDF_OK) {

@@ -306,22 +306,6 @@ ndf_status ndf_resample(ndf_ctx *ctx, const ndf_array *input, ndf_array *output,
 
 /* ---- bounding box and crop ------------------------------------------------------------- */
 
-static int nonzero_at(const void *base, ndf_dtype t, int64_t off) {
-  switch (t) {
-    case NDF_BOOL:
-    case NDF_UINT8: return ((const uint8_t *)base)[off] != 0;
-    case NDF_INT8: return ((const int8_t *)base)[off] != 0;
-    case NDF_UINT16: return ((const uint16_t *)base)[off] != 0;
-    case NDF_INT16: return ((const int16_t *)base)[off] != 0;
-    case NDF_UINT32: return ((const uint32_t *)base)[off] != 0;
-    case NDF_INT32: return ((const int32_t *)base)[off] != 0;
-    case NDF_FLOAT32: return ((const float *)base)[off] != 0; /* NaN counts, as numpy's nonzero */
-    case NDF_FLOAT64: return ((const double *)base)[off] != 0;
-    case NDF_INT64: return ((const int64_t *)base)[off] != 0;
-    default: return 0;
-  }
-}
-
 /* The box of a host array (any strides). */
 static void bbox_host(const ndf_array *a, int64_t *lo, int64_t *hi, int64_t *count) {
   const int nd = a->ndim;
@@ -334,7 +318,7 @@ static void bbox_host(const ndf_array *a, int64_t *lo, int64_t *hi, int64_t *cou
   for (int64_t e = 0; e < total; e++) {
     int64_t off = 0;
     for (int d = 0; d < nd; d++) off += idx[d] * a->strides[d];
-    if (nonzero_at(a->data, a->dtype, off)) {
+    if (ndf__get_nonzero(a, off)) { /* NaN counts, as numpy's nonzero */
       n++;
       for (int d = 0; d < nd; d++) {
         if (idx[d] < lo[d]) lo[d] = idx[d];

@@ -51,20 +51,6 @@ ndf_status ndf_reconstruct_method_from_name(const char *name, ndf_reconstruct_me
 
 /* ---- validation ------------------------------------------------------------------------- */
 
-/* 1 when element i (C order) of a host array of any dtype is non-zero. */
-static int host_nonzero(const ndf_array *a, int64_t i) {
-  const char *p = (const char *)a->data + ndf__offset_of(a, i) * (int64_t)ndf_dtype_size(a->dtype);
-  switch (a->dtype) {
-    case NDF_BOOL: case NDF_UINT8: case NDF_INT8: return *(const uint8_t *)p != 0;
-    case NDF_UINT16: case NDF_INT16: return *(const uint16_t *)p != 0;
-    case NDF_UINT32: case NDF_INT32: return *(const uint32_t *)p != 0;
-    case NDF_FLOAT32: return *(const float *)p != 0;
-    case NDF_FLOAT64: return *(const double *)p != 0;
-    case NDF_INT64: case NDF_UINT64: return *(const uint64_t *)p != 0;
-    default: return 0;
-  }
-}
-
 /* An input (seed or mask) or the output: shaped like ref, checked as every call checks arrays. */
 static ndf_status check_like(ndf_ctx *ctx, const char *name, const char *arg, const ndf_array *a,
                              const ndf_array *ref) {
@@ -176,11 +162,11 @@ static ndf_status prepare(ndf_ctx *ctx, const char *name, int ndim, const ndf_re
     }
   }
   int64_t n = 0;
-  for (int64_t i = 0; i < count; i++) n += fp ? host_nonzero(fp, i) : 1;
+  for (int64_t i = 0; i < count; i++) n += fp ? ndf__get_nonzero(fp, ndf__offset_of(fp, i)) : 1;
   g->taps = malloc((size_t)(n > 0 ? n : 1) * nsp * sizeof *g->taps);
   if (!g->taps) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory for the footprint", name);
   for (int64_t i = 0; i < count; i++) {
-    if (fp && !host_nonzero(fp, i)) continue;
+    if (fp && !ndf__get_nonzero(fp, ndf__offset_of(fp, i))) continue;
     int64_t r = i, t[NDF_MAX_SPATIAL];
     int centre = 1;
     for (int d = nsp - 1; d >= 0; d--) {
@@ -223,16 +209,6 @@ static inline void next_offset(const ndf_array *a, int64_t *c, int64_t *off) {
     *off -= a->strides[d] * a->shape[d];
     c[d] = 0;
   }
-}
-
-static inline int64_t offset_at(const ndf_array *a, int64_t i, int64_t *c) {
-  int64_t off = 0;
-  for (int d = a->ndim - 1; d >= 0; d--) {
-    c[d] = i % a->shape[d];
-    i /= a->shape[d];
-    off += c[d] * a->strides[d];
-  }
-  return off;
 }
 
 /* A growing FIFO of voxel indices. */
@@ -396,7 +372,8 @@ static inline void coords_of(const nbhd *h, int64_t q, int64_t *c) {
   static void gather_##SUF(const ndf_array *seed, const ndf_array *mask, int dil, int64_t b, int64_t npix, \
                            T *r, T *m) {                                                                   \
     int64_t cs[NDF_MAX_NDIM], cm[NDF_MAX_NDIM];                                                            \
-    int64_t os = offset_at(seed, b * npix, cs), om = offset_at(mask, b * npix, cm);                        \
+    int64_t os = ndf__lead_coords(seed, seed->ndim, b * npix, cs);                                         \
+    int64_t om = ndf__lead_coords(mask, mask->ndim, b * npix, cm);                                         \
     const T *s = seed->data, *mk = mask->data;                                                             \
     for (int64_t i = 0; i < npix; i++) {                                                                   \
       const T a = s[os], v = mk[om];                                                                       \
@@ -492,7 +469,7 @@ static ndf_status check_data(ndf_ctx *ctx, const char *name, const ndf_array *se
   if (bad < 0) return NDF_OK;
   char at[256];
   int64_t c[NDF_MAX_NDIM];
-  offset_at(seed, bad, c);
+  ndf__lead_coords(seed, seed->ndim, bad, c);
   ndf__shape_str(seed->ndim, c, at, sizeof at);
   for (char *p = at; *p; p++)
     if (*p == 'x') *p = ',';
