@@ -897,6 +897,8 @@ def _run_unary(call, row, opt, output, extra, half=None, lib_dtype=None, accepts
 def _make_grey(name):
     def f(input, size=None, footprint=None, structure=None, output=None, mode="reflect", cval=0.0, origin=0,
           *, axes=None, batch_dims=0, device=None, algorithm=None, nan_policy=None, tune=None):
+        if name in ("morphological_gradient", "morphological_laplace") and _is_dtype_like(output):
+            output = None  # scipy's (and cupyx's) take an output array only: a dtype is ignored
         return _grey(name, input, size, footprint, structure, output, mode, cval, origin, axes, batch_dims,
                      device, algorithm, nan_policy, tune)
     f.__name__ = f.__qualname__ = name

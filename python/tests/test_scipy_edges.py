@@ -380,3 +380,15 @@ def test_interpolation_output_dtypes_the_library_does_not_write(name, args, kw, 
     else:
         ref = getattr(sn, name)(x, *args, output=np.dtype(dtype), **kw)
     np.testing.assert_array_equal(r, ref)
+
+
+def test_gradient_and_laplace_ignore_an_output_dtype():
+    """scipy's morphological_gradient / morphological_laplace take an output array only: a dtype gives the
+    input's dtype (the result of scipy's own arithmetic)."""
+    x = np.random.default_rng(3).normal(size=(7, 9)) * 50
+    for name in ("morphological_gradient", "morphological_laplace"):
+        for dt in (np.float32, np.int16, "uint8"):
+            want = getattr(sn, name)(x, size=3, output=dt)
+            got = getattr(nd, name)(x, size=3, output=dt)
+            assert got.dtype == want.dtype == x.dtype, name
+            np.testing.assert_array_equal(got, want)
