@@ -126,8 +126,10 @@ class SinkhornFunction(torch.autograd.Function):
 def sinkhorn(a, b, cost=None, grid=None, p=2, epsilon=0.05, max_iter=100, tol=0.0, log_domain=False, scale=1.0):
     """Entropic OT value OT_eps(a, b) per pair ((n,) or a scalar), differentiable in a and b (not in cost:
     a backward pass that needs cost's gradient raises, as torch's functions without one do)."""
-    a = a if isinstance(a, torch.Tensor) else torch.as_tensor(np.asarray(a, dtype=np.float64))
-    b = b if isinstance(b, torch.Tensor) else torch.as_tensor(np.asarray(b, dtype=np.float64), device=a.device)
+    # a histogram given as an array follows the other's device (a tensor's)
+    dev = a.device if isinstance(a, torch.Tensor) else b.device if isinstance(b, torch.Tensor) else None
+    a = a if isinstance(a, torch.Tensor) else torch.as_tensor(np.asarray(a, dtype=np.float64), device=dev)
+    b = b if isinstance(b, torch.Tensor) else torch.as_tensor(np.asarray(b, dtype=np.float64), device=dev)
     return SinkhornFunction.apply(a, b, cost, grid, p, epsilon, max_iter, tol, log_domain, scale)
 
 
