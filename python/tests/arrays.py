@@ -135,3 +135,12 @@ def fixture(target):
         yield request.param
         target.use("numpy")
     return array_kind
+
+
+def same_error(ref, got, *args, **kw):
+    """ref(*args, **kw) and got(*args, **kw) both raise, an exception of the same type."""
+    with pytest.raises(Exception) as r:
+        ref(*args, **kw)
+    with pytest.raises(Exception) as g:
+        got(*args, **kw)
+    assert type(g.value) is type(r.value), (g.value, r.value)
