@@ -197,18 +197,26 @@ def quantile(a, q, *, batch_dims=0):
 
 
 def clip(a, a_min, a_max, *, output=None):
-    """numpy.clip(a, a_min, a_max) (both bounds given, a_min <= a_max); the input's dtype unless output=."""
+    """numpy.clip(a, a_min, a_max) (both bounds given, a_min <= a_max); NumPy's result dtype (of the input
+    and the bounds: float bounds make an integer input float64) unless output=; torch tensors keep theirs."""
     _has("ndf_clip")
     x0 = _core.as_array(a)
     x = _readable(x0)
     where = _core.placement(x)
     dt = _core.dtype_of(x0)
+    cast = None
+    if output is None and _core.kind_of(x0) in ("numpy", "cupy"):
+        res = np.result_type(dt, a_min, a_max)
+        if res.kind in "iu" and res != dt:  # a wider integer (uint8 clipped to -1, 300): exact through float64
+            dt, cast = np.dtype(np.float64), res
+        elif res in _TAKES:
+            dt = res
     out = _out(where, tuple(x.shape), output, dt if dt in _TAKES else _core.dtype_of(x))
     zero_d = x.ndim == 0  # NumPy's clip of a 0-d array: through a 1-element view (the library has no rank 0)
     dx, k1 = _core.describe(x.reshape(1) if zero_d else x, where)
     do, k2 = _core.describe(out.reshape(1) if zero_d else out, where)
     _call(C["ndf_clip"](where.ctx, ctypes.byref(dx), ctypes.byref(do), float(a_min), float(a_max)), where.ctx)
-    return out
+    return out if cast is None else out.astype(cast)
 
 
 def _float_default(x):

@@ -172,3 +172,15 @@ def test_zero_d_byte_swapped_and_read_only(array_kind):
         with pytest.raises(ValueError, match="byte order"):
             f(np.zeros(x.shape, ">f8"))
     assert not ro.any()
+
+
+def test_clip_result_dtype_as_numpy():
+    """clip's default output dtype is NumPy's result type of the input and the bounds."""
+    import ndforge.intensity as it
+    for dt in (np.uint8, np.int16, np.int32, np.float32, np.float64):
+        a = (np.arange(24).reshape(4, 6) - 5).astype(dt)
+        for lo, hi in ((0.5, 2.5), (1, 3), (-1, 300), (np.float32(0.5), np.float32(2))):
+            want = np.clip(a, lo, hi)
+            got = it.clip(a, lo, hi)
+            assert got.dtype == want.dtype, (dt, lo, hi)
+            np.testing.assert_array_equal(got, want)
