@@ -584,45 +584,39 @@ static void case_free(fcase *c) {
   for (int i = 0; i < c->nout; i++) tu_array_free(&c->out[i]);
 }
 
-/* A case on a float32 (or binary uint8) 3-D input whose output has the input's shape and out_dt. */
-static void run_filter(ndf_ctx *ctx, const char *name, ndf_status (*call)(fcase *), ndf_dtype in_dt, ndf_dtype out_dt,
-                       int binary, int with_mask) {
-  fcase c;
-  memset(&c, 0, sizeof c);
-  c.name = name;
-  c.ctx = ctx;
-  c.call = call;
-  assert_int_equal(tu_array_alloc(&c.in, in_dt, 3, SH3), 0);
-  fill(&c.in, 7, binary);
-  if (with_mask) {
-    assert_int_equal(tu_array_alloc(&c.aux, NDF_UINT8, 3, SH3), 0);
-    fill(&c.aux, 11, 1);
-    c.aux_dev = 1;
-  }
-  out_alloc(&c, out_dt, 3, SH3);
-  sweep(&c);
-  case_free(&c);
-}
-
-/* A case on a 3-D input of the given shape (a uint8 mask of it as aux with with_mask) and one output. */
-static void run_shaped(ndf_ctx *ctx, const char *name, ndf_status (*call)(fcase *), ndf_dtype in_dt,
-                       const int64_t *shape, int with_mask, const ndf_dtype *out_dt, const int *out_nd,
-                       const int64_t (*out_sh)[3]) {
+/* A case on a 3-D input of the given shape (drawn from seed; binary: 0/1 values), with with_mask a
+ * uint8 mask of it as aux (drawn from seed + 4), and one output. */
+static void run_masked(ndf_ctx *ctx, const char *name, ndf_status (*call)(fcase *), ndf_dtype in_dt,
+                       const int64_t *shape, int binary, int with_mask, uint64_t seed, ndf_dtype out_dt, int out_nd,
+                       const int64_t *out_sh) {
   fcase c;
   memset(&c, 0, sizeof c);
   c.name = name;
   c.ctx = ctx;
   c.call = call;
   assert_int_equal(tu_array_alloc(&c.in, in_dt, 3, shape), 0);
-  fill(&c.in, 37, 0);
+  fill(&c.in, seed, binary);
   if (with_mask) {
     assert_int_equal(tu_array_alloc(&c.aux, NDF_UINT8, 3, shape), 0);
-    fill(&c.aux, 41, 1);
+    fill(&c.aux, seed + 4, 1);
     c.aux_dev = 1;
   }
-  out_alloc(&c, out_dt[0], out_nd[0], out_sh[0]);
+  out_alloc(&c, out_dt, out_nd, out_sh);
   sweep(&c);
   case_free(&c);
+}
+
+/* A case on a float32 (or binary uint8) 3-D input whose output has the input's shape and out_dt. */
+static void run_filter(ndf_ctx *ctx, const char *name, ndf_status (*call)(fcase *), ndf_dtype in_dt, ndf_dtype out_dt,
+                       int binary, int with_mask) {
+  run_masked(ctx, name, call, in_dt, SH3, binary, with_mask, 7, out_dt, 3, SH3);
+}
+
+/* A case on a 3-D input of the given shape (a uint8 mask of it as aux with with_mask) and one output. */
+static void run_shaped(ndf_ctx *ctx, const char *name, ndf_status (*call)(fcase *), ndf_dtype in_dt,
+                       const int64_t *shape, int with_mask, const ndf_dtype *out_dt, const int *out_nd,
+                       const int64_t (*out_sh)[3]) {
+  run_masked(ctx, name, call, in_dt, shape, 0, with_mask, 37, out_dt[0], out_nd[0], out_sh[0]);
 }
 
 static void test_filters(void **state) {
