@@ -258,7 +258,8 @@ def _dlpack_array(capsule):
         strides = [t.strides[i] for i in range(n)]
     else:
         strides = _contiguous_strides(shape)
-    return _make(t.data + t.byte_offset, t.device.device_type, t.device.device_id, code, shape, strides)
+    # an empty array may have no memory: data NULL (None through ctypes)
+    return _make((t.data or 0) + t.byte_offset, t.device.device_type, t.device.device_id, code, shape, strides)
 
 
 # --- descriptors ----------------------------------------------------------------
@@ -477,7 +478,13 @@ def describe(x, where):
         return _described(x.data_ptr(), where.device, where.device_id, _torch_code(x.dtype), x.shape, x.stride()), x
     # CUDA (cupy, other producers): DLPack, asking the producer to order its work before our stream
     cap = x.__dlpack__(stream=where.stream)
-    return _dlpack_array(cap), (x, cap)
+    a = _dlpack_array(cap)
+    if k == "cupy" and any(st < 0 for st in x.strides):
+        # CuPy's export divides a negative byte stride by the item size as an unsigned number (a view
+        # g[::-1] comes out with a stride near 2^62); its own strides, in bytes, are signed
+        size = x.dtype.itemsize
+        a.strides[:x.ndim] = [st // size for st in x.strides]
+    return a, (x, cap)
 
 
 def empty(where, shape, dtype, like=None):
