@@ -144,3 +144,70 @@ def same_error(ref, got, *args, **kw):
     with pytest.raises(Exception) as g:
         got(*args, **kw)
     assert type(g.value) is type(r.value), (g.value, r.value)
+
+
+def close_to_scipy(a, b):
+    """scipy's interpolation values to about 1e-13 relative (ndforge.h, the GPU's rule); integer outputs within
+    one rounding step."""
+    assert type(a) is type(b) and a.dtype == b.dtype and a.shape == b.shape, (a.dtype, b.dtype, a.shape, b.shape)
+    if a.dtype.kind == "f":
+        np.testing.assert_allclose(a, b, rtol=1e-11 if a.dtype.itemsize == 8 else 1e-5, atol=1e-11)
+    else:
+        assert np.abs(a.astype(np.float64) - b.astype(np.float64)).max(initial=0) <= 1
+
+
+def _scipy_affine_is_unfused():
+    """Whether the installed scipy's affine_transform (a full matrix) takes each input coordinate as ndforge
+    documents it: the products summed left to right, then the offset, each operation rounded (scipy 1.10; the
+    scipy 1.17 and 1.18 wheels differ in the last bit of some coordinates, as fused multiply-adds would)."""
+    import scipy.ndimage as sn
+    x = np.random.default_rng(0).normal(size=(9, 11))
+    m, off = np.array([[0.81, -0.57], [0.57, 0.81]]), np.array([2.3, -1.7])
+    i, j = np.indices((9, 11)).astype(np.float64)
+    c = [(i * m[k, 0] + j * m[k, 1]) + off[k] for k in range(2)]
+    return np.array_equal(sn.affine_transform(x, m, off, order=1, mode="grid-constant", cval=-2.6),
+                          sn.map_coordinates(x, c, order=1, mode="grid-constant", cval=-2.6))
+
+
+_AFFINE_UNFUSED = []
+
+
+def scipy_rotate(input, angle, axes=(1, 0), reshape=True, output=None, order=3, mode="constant", cval=0.0,
+                 prefilter=True):
+    """scipy.ndimage.rotate with its arithmetic as ndforge documents it: the geometry (the output plane's extent
+    and the offset) and each point's input coordinate from separately rounded products and sums.  scipy takes the
+    geometry from NumPy's matmul, which NumPy 2's OpenBLAS builds compute with fused multiply-adds, and its
+    newer wheels' affine_transform differs in the same way; where either changes a bit, the reference is scipy's
+    map_coordinates of each plane at the coordinates computed so (docs/adr/0033)."""
+    import scipy.ndimage as sn
+    from scipy import special
+    if not _AFFINE_UNFUSED:
+        _AFFINE_UNFUSED.append(_scipy_affine_is_unfused())
+    x = np.asarray(input)
+    a0, a1 = sorted(int(a) % x.ndim for a in axes)
+    c, s = float(special.cosdg(angle)), float(special.sindg(angle))
+    iy, ix = x.shape[a0], x.shape[a1]
+    rot = np.array([[c, s], [-s, c]])
+    if reshape:
+        b0, b1 = [0.0, s * ix, c * iy, c * iy + s * ix], [0.0, c * ix, -s * iy, -s * iy + c * ix]
+        plane = (int(max(b0) - min(b0) + 0.5), int(max(b1) - min(b1) + 0.5))
+        fused = (np.ptp(rot @ [[0, 0, iy, iy], [0, ix, 0, ix]], axis=1) + 0.5).astype(int)
+    else:
+        plane = fused = (iy, ix)
+    h0, h1 = (plane[0] - 1) / 2, (plane[1] - 1) / 2
+    offset = np.array([(iy - 1) / 2 - (c * h0 + s * h1), (ix - 1) / 2 - (-s * h0 + c * h1)])
+    if _AFFINE_UNFUSED[0] and tuple(fused) == plane and np.array_equal(
+            (np.array([iy, ix]) - 1) / 2 - rot @ ((np.array(plane) - 1) / 2), offset):
+        return sn.rotate(input, angle, axes, reshape, output, order, mode, cval, prefilter)
+    shape = list(x.shape)
+    shape[a0], shape[a1] = plane
+    out = output if isinstance(output, np.ndarray) else np.zeros(shape, x.dtype if output is None else output)
+    i, j = np.indices(plane).astype(np.float64)
+    coords = [(i * rot[k, 0] + j * rot[k, 1]) + offset[k] for k in range(2)]
+    others = [k for k in range(x.ndim) if k not in (a0, a1)]
+    for idx in np.ndindex(*[x.shape[k] for k in others]):
+        sl = [slice(None)] * x.ndim
+        for k, v in zip(others, idx):
+            sl[k] = v
+        sn.map_coordinates(x[tuple(sl)], coords, out[tuple(sl)], order, mode, cval, prefilter)
+    return out
