@@ -42,6 +42,62 @@ OPS = ["spline1d", "spline", "map", "affine", "shift", "zoom", "rotate"]
 WORK_BUDGET = 60_000  # output points x taps per case
 
 
+def _reflect_prefilter_is_exact():
+    """Whether scipy's reflect / nearest prefilter inverts the B-spline sampling (scipy 1.18 and later)."""
+    x = np.array([1.0, -2.0])
+    return np.allclose(ndi.map_coordinates(x, [[0.0, 1.0]], order=5, mode="reflect"), x, rtol=1e-12, atol=1e-12)
+
+
+# The prefilter's poles (scipy's values, as the library's ndf__spline_poles).
+POLES = {2: [-0.171572875253809902396622551580603843], 3: [-0.267949192431122706472553658494127633],
+         4: [-0.361341225900220177092212841325675255, -0.013725429297339121360331226939128204],
+         5: [-0.430575347099973791851434783493520110, -0.043096288203264653822712376822550182]}
+
+
+def reflect_prefilter(c, order):
+    """The reflect / nearest prefilter of the lines c[:, l] (float64, in place) in scipy 1.18's order of
+    operations: the gain, then per pole the causal initial value from the samples as they are, the causal
+    recursion, the anticausal initial value and recursion."""
+    n = c.shape[0]
+    gain = 1.0
+    for z in POLES[order]:
+        gain *= (1.0 - z) * (1.0 - 1.0 / z)
+    c *= gain
+    for z in POLES[order]:
+        zn, zi = z ** n, z
+        acc = c[0] + zn * c[n - 1]
+        for i in range(1, n):
+            acc = acc + zi * (c[i] + zn * c[n - 1 - i])
+            zi *= z
+        c[0] = c[0] + acc * z / (1 - zn * zn)
+        for i in range(1, n):
+            c[i] = c[i] + z * c[i - 1]
+        c[n - 1] = c[n - 1] * (z / (z - 1))
+        for i in range(n - 2, -1, -1):
+            c[i] = z * (c[i + 1] - c[i])
+    return c
+
+
+if not _reflect_prefilter_is_exact():
+    # scipy before 1.18 initializes the reflect / grid-mirror / nearest prefilter with its causal sum accumulated
+    # in c[0] itself (fixed by scipy PR 24615), an error of order z^(2n) on a line of n samples; the library
+    # follows 1.18 (docs/adr/0033).  Here those filters run as 1.18 runs them (reflect_prefilter), and the
+    # result reaches the output dtype through scipy's own line store (correlate1d with the weight 1, whose
+    # products and conversion are exact / the same C casts as spline_filter1d's).
+    _scipy_spline_filter1d = ndi._interpolation.spline_filter1d
+
+    def _spline_filter1d(input, order=3, axis=-1, output=np.float64, mode="mirror"):
+        x = np.asarray(input)
+        if order < 2 or mode not in ("reflect", "grid-mirror", "nearest") or x.ndim == 0 or x.shape[axis] <= 1:
+            return _scipy_spline_filter1d(input, order, axis, output, mode)
+        lines = np.moveaxis(x.view(np.uint8) if x.dtype == np.bool_ else x, axis, 0)  # a bool read as its byte
+        c = np.moveaxis(reflect_prefilter(lines.astype(np.float64).reshape(x.shape[axis], -1), order)
+                        .reshape(lines.shape), 0, axis)
+        return ndi.correlate1d(c, [1.0], axis, output=output, mode="nearest")
+
+    ndi._interpolation.spline_filter1d = ndi.spline_filter1d = _spline_filter1d
+
+
 def flist(v):
     return ",".join(repr(float(x)) for x in v)
 
