@@ -16,6 +16,7 @@ framework or device is missing skips, or fails under ``NDFORGE_REQUIRE_GPU=1``
 (the GPU machine's run, where a skip would hide a missing device).
 """
 
+import contextlib
 import functools
 import inspect
 import os
@@ -211,3 +212,76 @@ def scipy_rotate(input, angle, axes=(1, 0), reshape=True, output=None, order=3, 
             sl[k] = v
         sn.map_coordinates(x[tuple(sl)], coords, out[tuple(sl)], order, mode, cval, prefilter)
     return out
+
+
+# The spline prefilter's poles (scipy's values, as the library's ndf__spline_poles).
+SPLINE_POLES = {2: [-0.171572875253809902396622551580603843], 3: [-0.267949192431122706472553658494127633],
+                4: [-0.361341225900220177092212841325675255, -0.013725429297339121360331226939128204],
+                5: [-0.430575347099973791851434783493520110, -0.043096288203264653822712376822550182]}
+
+
+def _reflect_prefilter(c, order):
+    """The reflect / nearest prefilter of the lines c[:, l] (float64, in place) in scipy 1.18's order of
+    operations: the gain, then per pole the causal initial value from the samples as they are, the causal
+    recursion, the anticausal initial value and recursion."""
+    n = c.shape[0]
+    gain = 1.0
+    for z in SPLINE_POLES[order]:
+        gain *= (1.0 - z) * (1.0 - 1.0 / z)
+    c *= gain
+    for z in SPLINE_POLES[order]:
+        zn, zi = z ** n, z
+        acc = c[0] + zn * c[n - 1]
+        for i in range(1, n):
+            acc = acc + zi * (c[i] + zn * c[n - 1 - i])
+            zi *= z
+        c[0] = c[0] + acc * z / (1 - zn * zn)
+        for i in range(1, n):
+            c[i] = c[i] + z * c[i - 1]
+        c[n - 1] = c[n - 1] * (z / (z - 1))
+        for i in range(n - 2, -1, -1):
+            c[i] = z * (c[i + 1] - c[i])
+    return c
+
+
+def _scipy_reflect_prefilter_is_exact():
+    """Whether the installed scipy's reflect / nearest prefilter inverts the B-spline sampling (scipy 1.18 and
+    later).  Before 1.18 scipy accumulated the causal initial sum in c[0] itself, so that its last term read the
+    partial sum (scipy PR 24615): an error of order z^(2n) on a line of n samples."""
+    import scipy.ndimage as sn
+    x = np.array([1.0, -2.0])
+    return np.allclose(sn.map_coordinates(x, [[0.0, 1.0]], order=5, mode="reflect"), x, rtol=1e-12, atol=1e-12)
+
+
+_PREFILTER_EXACT = []
+
+
+@contextlib.contextmanager
+def scipy_prefilter_as_1_18():
+    """Within the block, scipy.ndimage's reflect / grid-mirror / nearest prefilter (spline_filter1d, and so
+    spline_filter and the transforms' prefilter) as scipy 1.18 computes it, which ndforge follows, where the
+    installed scipy's is older (docs/adr/0033): 1.18's arithmetic (_reflect_prefilter), stored through scipy's
+    own line store (correlate1d with the weight 1: an exact product, the same C casts as spline_filter1d's)."""
+    import scipy.ndimage as sn
+    from scipy.ndimage import _interpolation
+    if not _PREFILTER_EXACT:
+        _PREFILTER_EXACT.append(_scipy_reflect_prefilter_is_exact())
+    if _PREFILTER_EXACT[0]:
+        yield
+        return
+    old = _interpolation.spline_filter1d
+
+    def spline_filter1d(input, order=3, axis=-1, output=np.float64, mode="mirror"):
+        x = np.asarray(input)
+        if order < 2 or mode not in ("reflect", "grid-mirror", "nearest") or x.ndim == 0 or x.shape[axis] <= 1:
+            return old(input, order, axis, output, mode)
+        lines = np.moveaxis(x.view(np.uint8) if x.dtype == np.bool_ else x, axis, 0)  # a bool read as its byte
+        c = _reflect_prefilter(lines.astype(np.float64).reshape(x.shape[axis], -1), order)
+        return sn.correlate1d(np.moveaxis(c.reshape(lines.shape), 0, axis), [1.0], axis, output=output,
+                              mode="nearest")
+
+    _interpolation.spline_filter1d = sn.spline_filter1d = spline_filter1d
+    try:
+        yield
+    finally:
+        _interpolation.spline_filter1d = sn.spline_filter1d = old

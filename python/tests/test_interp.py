@@ -7,7 +7,7 @@ import scipy.ndimage as sn
 
 import ndforge.ndimage
 from ndforge import _capi
-from arrays import OnArrays, fixture, close_to_scipy as close, scipy_rotate
+from arrays import OnArrays, fixture, close_to_scipy as close, scipy_prefilter_as_1_18, scipy_rotate
 
 pytestmark = pytest.mark.skipif("ndf_map_coordinates" not in _capi.functions,
                                 reason="this libndforge has no interpolation")
@@ -25,30 +25,13 @@ def data(shape, dtype, seed=0):
 
 
 def reference(name):
-    """scipy.ndimage's function name; rotate with its geometry as ndforge documents it (arrays.scipy_rotate)."""
-    return scipy_rotate if name == "rotate" else getattr(sn, name)
-
-
-def _reflect_prefilter_is_exact():
-    """Whether the installed scipy's reflect / nearest prefilter inverts the B-spline sampling (scipy 1.18 and
-    later, which ndforge follows).  Before 1.18 scipy accumulated the causal initial sum in c[0] itself, so that
-    its last term read the partial sum (scipy PR 24615): an error of order z^(2n) on a line of n samples."""
-    x = np.array([1.0, -2.0])
-    return np.allclose(sn.map_coordinates(x, [[0.0, 1.0]], order=5, mode="reflect"), x, rtol=1e-12, atol=1e-12)
-
-
-REFLECT_PREFILTER_EXACT = _reflect_prefilter_is_exact()
-ALIASED_PREFILTER = ("scipy before 1.18 initializes the reflect / nearest prefilter with the sum accumulated in "
-                     "c[0] (fixed by scipy PR 24615); ndforge follows 1.18 (docs/adr/0033)")
-
-
-def reflect_map_coordinates(x, c, order, cval):
-    """map_coordinates in the reflect mode with an exact prefilter where the installed scipy's is not: the
-    coefficients of the half-sample symmetric extension (period 2n on each axis) by scipy's periodic filter
-    (grid-wrap, exact), cut back to the input's extent; to rounding (about 1e-15) those of scipy 1.18."""
-    ext = np.pad(np.asarray(x, np.float64), [(0, n) for n in x.shape], mode="symmetric")
-    coef = sn.spline_filter(ext, order, mode="grid-wrap")[tuple(slice(0, n) for n in x.shape)]
-    return sn.map_coordinates(coef, c, order=order, mode="reflect", cval=cval, prefilter=False)
+    """scipy.ndimage's function name, with ndforge's documented arithmetic where the installed scipy's differs:
+    rotate's geometry (arrays.scipy_rotate) and the reflect / nearest prefilter of scipy 1.18
+    (arrays.scipy_prefilter_as_1_18); docs/adr/0033."""
+    def call(*args, **kw):
+        with scipy_prefilter_as_1_18():
+            return (scipy_rotate if name == "rotate" else getattr(sn, name))(*args, **kw)
+    return call
 
 
 def coords(shape, n, seed=1):
@@ -61,10 +44,8 @@ def coords(shape, n, seed=1):
 def test_map_coordinates(order, mode):
     x = data((11, 13), np.float64)
     c = coords(x.shape, 40)
-    want = sn.map_coordinates(x, c, order=order, mode=mode, cval=0.5)
-    if mode == "reflect" and order >= 2 and not REFLECT_PREFILTER_EXACT:
-        want = reflect_map_coordinates(x, c, order, 0.5)
-    close(nd.map_coordinates(x, c, order=order, mode=mode, cval=0.5), want)
+    close(nd.map_coordinates(x, c, order=order, mode=mode, cval=0.5),
+          reference("map_coordinates")(x, c, order=order, mode=mode, cval=0.5))
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float32, np.float64])
@@ -122,8 +103,6 @@ def test_bool_outputs_as_scipy(order):
                      ("affine_transform", (f, [1.2, 0.8]), dict(output=bool, output_shape=(7, 12))),
                      ("map_coordinates", (x, c), dict(output=np.bool_)), ("map_coordinates", (b, c), {}),
                      ("map_coordinates", (ob, c), dict(output=np.float64))]
-            if mode == "reflect" and prefilter and order >= 2 and not REFLECT_PREFILTER_EXACT:
-                continue  # ALIASED_PREFILTER: scipy's values are not the library's there
             for name, args, extra in calls:
                 k = dict(kw, **extra)
                 _same_bytes(getattr(nd, name)(*args, **k), reference(name)(*args, **k),
@@ -141,8 +120,6 @@ def test_bool_spline_filters_as_scipy(order, mode):
     byte, stored with C's cast (spline_filter's passes into a bool output each stored as bool); a filter
     of order <= 1 copies with NumPy's casts (v != 0 into a bool; a bool's bytes as 0 or 1 into another
     dtype, as they are into a bool)."""
-    if mode in ("reflect", "nearest") and order >= 2 and not REFLECT_PREFILTER_EXACT:
-        pytest.skip(ALIASED_PREFILTER)
     rng = np.random.default_rng(10 + order)
     f = rng.normal(size=(7, 9, 5)) * 40
     f.flat[3] = np.nan
@@ -151,15 +128,16 @@ def test_bool_spline_filters_as_scipy(order, mode):
     for a in (f, x, ob, ob.view(np.uint8) > 0):
         for out in (bool, np.uint8, np.float64, np.int64):
             for axis in (0, -1):
-                _same_bytes(nd.spline_filter1d(a, order, axis, out, mode), sn.spline_filter1d(a, order, axis, out, mode),
+                _same_bytes(nd.spline_filter1d(a, order, axis, out, mode),
+                            reference("spline_filter1d")(a, order, axis, out, mode),
                             "spline_filter1d %s->%s axis %d" % (a.dtype, np.dtype(out), axis))
             if order >= 2:
-                _same_bytes(nd.spline_filter(a, order, out, mode), sn.spline_filter(a, order, out, mode),
+                _same_bytes(nd.spline_filter(a, order, out, mode), reference("spline_filter")(a, order, out, mode),
                             "spline_filter %s->%s" % (a.dtype, np.dtype(out)))
     if order >= 2:  # in place, into the input's own memory
         got, want = ob.copy(), ob.copy()
         nd.spline_filter(got, order, got, mode)
-        sn.spline_filter(want, order, want, mode)
+        reference("spline_filter")(want, order, want, mode)
         _same_bytes(got, want, "spline_filter in place")
 
 
@@ -184,14 +162,14 @@ def test_nan_input_as_scipy(order, mode):
             k = dict(kw, order=order, mode=mode, cval=0.5)
             if out is not None:
                 k["output"] = out
-            got, want = getattr(nd, name)(*args, **k), getattr(sn, name)(*args, **k)
+            got, want = getattr(nd, name)(*args, **k), reference(name)(*args, **k)
             if got.dtype.kind == "f":
                 np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg="%s %s" % (name, out))
                 assert np.isnan(want).any() or name != "zoom", name  # upsampling samples every voxel
             close(got, want)
     f = _nan_data((11, 9), np.float32, order + 10)
     close(nd.spline_filter(f, order=max(order, 2), mode=mode if mode != "grid-constant" else "mirror"),
-          sn.spline_filter(f, order=max(order, 2), mode=mode if mode != "grid-constant" else "mirror"))
+          reference("spline_filter")(f, order=max(order, 2), mode=mode if mode != "grid-constant" else "mirror"))
 
 
 @pytest.mark.parametrize("order", [0, 1, 3, 5])
