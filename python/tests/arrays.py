@@ -173,13 +173,42 @@ def _scipy_affine_is_unfused():
 _AFFINE_UNFUSED = []
 
 
+def scipy_affine_transform(input, matrix, offset=0.0, output_shape=None, output=None, order=3, mode="constant",
+                           cval=0.0, prefilter=True):
+    """scipy.ndimage.affine_transform, with each input coordinate computed as ndforge documents it (the products
+    summed left to right, then the offset, each operation rounded): where the installed scipy's differs (its
+    1.17 and 1.18 wheels), scipy's map_coordinates at the coordinates computed so (docs/adr/0033)."""
+    import scipy.ndimage as sn
+    if not _AFFINE_UNFUSED:
+        _AFFINE_UNFUSED.append(_scipy_affine_is_unfused())
+    m = np.asarray(matrix, np.float64)
+    if _AFFINE_UNFUSED[0] or m.ndim == 1:
+        return sn.affine_transform(input, matrix, offset, output_shape, output, order, mode, cval, prefilter)
+    x = np.asarray(input)
+    n = x.ndim
+    if m.shape[1] == n + 1:  # homogeneous, (n + 1, n + 1) or (n, n + 1): the offset is its last column
+        m, offset = m[:n, :n], m[:n, n]
+    if output_shape is None:
+        output_shape = output.shape if isinstance(output, np.ndarray) else x.shape
+    offset = np.broadcast_to(np.asarray(offset, np.float64), (n,))
+    o = np.indices(output_shape).astype(np.float64)
+    coords = []
+    for h in range(n):
+        t = o[0] * m[h, 0]
+        for k in range(1, m.shape[1]):
+            t = t + o[k] * m[h, k]
+        coords.append(t + offset[h])
+    return sn.map_coordinates(x, np.array(coords).reshape((n,) + tuple(output_shape)), output, order, mode, cval,
+                              prefilter)
+
+
 def scipy_rotate(input, angle, axes=(1, 0), reshape=True, output=None, order=3, mode="constant", cval=0.0,
                  prefilter=True):
     """scipy.ndimage.rotate with its arithmetic as ndforge documents it: the geometry (the output plane's extent
     and the offset) and each point's input coordinate from separately rounded products and sums.  scipy takes the
     geometry from NumPy's matmul, which NumPy 2's OpenBLAS builds compute with fused multiply-adds, and its
-    newer wheels' affine_transform differs in the same way; where either changes a bit, the reference is scipy's
-    map_coordinates of each plane at the coordinates computed so (docs/adr/0033)."""
+    newer wheels' affine_transform differs in the same way; where either changes a bit, the reference is
+    scipy_affine_transform of each plane with ndforge's geometry (docs/adr/0033)."""
     import scipy.ndimage as sn
     from scipy import special
     if not _AFFINE_UNFUSED:
@@ -203,14 +232,12 @@ def scipy_rotate(input, angle, axes=(1, 0), reshape=True, output=None, order=3, 
     shape = list(x.shape)
     shape[a0], shape[a1] = plane
     out = output if isinstance(output, np.ndarray) else np.zeros(shape, x.dtype if output is None else output)
-    i, j = np.indices(plane).astype(np.float64)
-    coords = [(i * rot[k, 0] + j * rot[k, 1]) + offset[k] for k in range(2)]
     others = [k for k in range(x.ndim) if k not in (a0, a1)]
     for idx in np.ndindex(*[x.shape[k] for k in others]):
         sl = [slice(None)] * x.ndim
         for k, v in zip(others, idx):
             sl[k] = v
-        sn.map_coordinates(x[tuple(sl)], coords, out[tuple(sl)], order, mode, cval, prefilter)
+        scipy_affine_transform(x[tuple(sl)], rot, offset, plane, out[tuple(sl)], order, mode, cval, prefilter)
     return out
 
 

@@ -7,7 +7,8 @@ import scipy.ndimage as sn
 
 import ndforge.ndimage
 from ndforge import _capi
-from arrays import OnArrays, fixture, close_to_scipy as close, scipy_prefilter_as_1_18, scipy_rotate
+from arrays import (OnArrays, fixture, close_to_scipy as close, scipy_affine_transform, scipy_prefilter_as_1_18,
+                    scipy_rotate)
 
 pytestmark = pytest.mark.skipif("ndf_map_coordinates" not in _capi.functions,
                                 reason="this libndforge has no interpolation")
@@ -26,11 +27,13 @@ def data(shape, dtype, seed=0):
 
 def reference(name):
     """scipy.ndimage's function name, with ndforge's documented arithmetic where the installed scipy's differs:
-    rotate's geometry (arrays.scipy_rotate) and the reflect / nearest prefilter of scipy 1.18
-    (arrays.scipy_prefilter_as_1_18); docs/adr/0033."""
+    rotate's and affine_transform's coordinates (arrays.scipy_rotate, scipy_affine_transform) and the reflect /
+    nearest prefilter of scipy 1.18 (arrays.scipy_prefilter_as_1_18); docs/adr/0033."""
+    fn = dict(rotate=scipy_rotate, affine_transform=scipy_affine_transform)
+
     def call(*args, **kw):
         with scipy_prefilter_as_1_18():
-            return (scipy_rotate if name == "rotate" else getattr(sn, name))(*args, **kw)
+            return fn.get(name, getattr(sn, name))(*args, **kw)
     return call
 
 
