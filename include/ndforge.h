@@ -1755,8 +1755,10 @@ NDF_API const char *ndf_interp_mode_name(ndf_interp_mode m);
  *              input values are the spline coefficients
  *   batch_dims leading axes of input and output that are independent images
  *              (0 = scipy semantics); the transform spans the other axes.
- * Semantics are scipy's (1.10), including its quirks: 'constant' and 'wrap'
- * prefilter with mirror boundaries; a coordinate just outside [0, n-1] in
+ * Semantics are scipy's (1.10), including its quirks, but for the prefilter's
+ * initialization in the reflect, grid-mirror and nearest modes, which is
+ * scipy 1.18's (1.10 reads a partial sum at the last term of its causal sum:
+ * docs/adr/0033): 'constant' and 'wrap' prefilter with mirror boundaries; a coordinate just outside [0, n-1] in
  * 'constant' mode is cval.  Arithmetic is float64 with scipy's order of
  * operations, so results are scipy's bit for bit (where the C library's
  * pow() rounds as scipy's build's does); the GPU performs the same
@@ -1802,7 +1804,8 @@ NDF_API void ndf_interp_options_init(ndf_interp_options *opt);
  * scipy.ndimage.spline_filter1d(input, order, axis, output, mode): the B-spline
  * coefficients of order 0..5 along one axis (negative counts from the end).
  * Orders 0 and 1 copy.  mode (scipy's default is mirror) selects the
- * filter's boundary initialization.  output: the input's shape, any output
+ * filter's boundary initialization (reflect, grid-mirror, nearest: scipy
+ * 1.18's).  output: the input's shape, any output
  * dtype of the transforms (float64 is scipy's default), converted with C's
  * cast as scipy does (truncation; out of range and NaN as on x86-64; a bool
  * output as the transforms store it).  The copies of orders 0 and 1 convert

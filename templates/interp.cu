@@ -197,17 +197,15 @@ __device__ __forceinline__ void ndf_ip_spline_line(double *c, const ndf_i64 n, c
       acc /= 1 - MUL(zn1, zn1);
     }
 #elif INIT == 1
-    {  // reflect (period 2n); zn = z^n; the last term reads the running sum where c[0] stood, as scipy's
+    {  // reflect (period 2n); zn = z^n; the sum over the samples as they are, scipy 1.18's order
       const double zn = p.zn[k], c0 = c[0];
       double zi = z;
-      acc = c[0] + MUL(zn, c[(n - 1) * s]);
-      for (ndf_i64 i = 1; i < n - 1; i++) {
+      acc = c0 + MUL(zn, c[(n - 1) * s]);
+      for (ndf_i64 i = 1; i < n; i++) {
         acc += MUL(zi, c[i * s] + MUL(zn, c[(n - 1 - i) * s]));
         zi = MUL(zi, z);
       }
-      acc += MUL(zi, c[(n - 1) * s] + MUL(zn, acc));
-      acc = MUL(acc, z / (1 - MUL(zn, zn)));
-      acc += c0;
+      acc = c0 + MUL(acc, z) / (1 - MUL(zn, zn));
     }
 #else
     {  // wrap (period n)

@@ -12,8 +12,9 @@ Extra keyword of every function: ``batch_dims``, the leading axes that are
 independent images (0: the whole array is one image, as NumPy's axis=None).
 Per-image results put the batch axes first: ``percentile(x, [5, 95],
 batch_dims=1)`` has shape (n, 2) where NumPy's ``np.percentile(x.reshape(n,
--1), [5, 95], axis=1)`` has (2, n).  A single value comes back as NumPy's
-float64 for NumPy inputs and as a 0-d array of the input's kind otherwise.
+-1), [5, 95], axis=1)`` has (2, n).  A single value comes back as a NumPy
+scalar (float64; float32 where NumPy 2 keeps a float32 input's dtype) for NumPy inputs and as a 0-d
+array of the input's kind otherwise.  Result dtypes follow the installed NumPy (docs/adr/0033).
 
 The windows and normalizations return float32 (float64 for float64 inputs)
 unless ``output=`` gives a dtype or an array to fill.  Inputs are NumPy
@@ -111,7 +112,30 @@ def _out(where, shape, output, default):
 
 
 def _scalar(out, where):
-    return np.float64(out[()]) if where.kind == "numpy" and out.ndim == 0 else out
+    return out.dtype.type(out[()]) if where.kind == "numpy" and out.ndim == 0 else out
+
+
+def _quantile_dtype(fn, dt, q):
+    """The installed NumPy's result dtype of numpy.percentile / quantile (fn) of an array of dtype dt at q:
+    float64, except that NumPy 2 keeps a float32 or float16 input's dtype for a Python int or float q (weak
+    promotion).  Asked of NumPy itself, on two values."""
+    try:
+        dt = np.dtype(dt)
+    except TypeError:  # a torch dtype NumPy lacks (bfloat16): read as float32
+        dt = np.dtype(np.float32)
+    if dt.kind != "f" or dt == np.float64:
+        return np.dtype(np.float64)
+    rt = np.asarray(getattr(np, fn)(np.zeros(2, dt), q)).dtype
+    return rt if rt.kind == "f" else np.dtype(np.float64)
+
+
+def _as_dtype(out, dt):
+    if _core.dtype_of(out) == dt:
+        return out
+    if _core.kind_of(out) == "torch":
+        import torch
+        return out.to(getattr(torch, dt.name))
+    return out.astype(dt)
 
 
 def _doubles(v):
@@ -171,7 +195,9 @@ def _quantiles(fn, a, q, batch_dims):
     x, nb = _input(a, batch_dims)
     x = x.reshape(1) if x.ndim == 0 else x  # a 0-d image: its one value (NumPy's)
     where = _core.placement(x)
-    scalar_q = np.ndim(_core.to_host_numpy(q)) == 0
+    qh = q if type(q) in (int, float) else _core.to_host_numpy(q)
+    rdt = _quantile_dtype(fn[4:], _core.dtype_of(_core.as_array(a)), qh)
+    scalar_q = np.ndim(qh) == 0
     n, qs = _doubles(q)
     if n == 0:
         raise ValueError("q must hold at least one value")
@@ -183,28 +209,41 @@ def _quantiles(fn, a, q, batch_dims):
     _call(C[fn](where.ctx, ctypes.byref(dx), qs, n, ctypes.byref(do), nb), where.ctx)
     if not scalar_q:
         out = out.reshape(batch + tuple(qshape))
-    return _scalar(out, where)
+    return _scalar(_as_dtype(out, rdt), where)
 
 
 def percentile(a, q, *, batch_dims=0):
-    """numpy.percentile(a, q) of each image (method 'linear'), float64: shape batch + shape of q."""
+    """numpy.percentile(a, q) of each image (method 'linear'): shape batch + shape of q, in the installed
+    NumPy's result dtype (float64; NumPy 2: a float32 input's float32 for a Python scalar q, the library's
+    float64 value rounded once, where NumPy 2 interpolates in float32: the two may differ in the last bit)."""
     return _quantiles("ndf_percentile", a, q, batch_dims)
 
 
 def quantile(a, q, *, batch_dims=0):
-    """numpy.quantile(a, q) of each image (method 'linear'), float64: shape batch + shape of q."""
+    """numpy.quantile(a, q) of each image (method 'linear'), dtype and shape as percentile()."""
     return _quantiles("ndf_quantile", a, q, batch_dims)
 
 
 def clip(a, a_min, a_max, *, output=None):
-    """numpy.clip(a, a_min, a_max) (both bounds given, a_min <= a_max); NumPy's result dtype (of the input
-    and the bounds: float bounds make an integer input float64) unless output=; torch tensors keep theirs."""
+    """numpy.clip(a, a_min, a_max) (both bounds given, a_min <= a_max); the installed NumPy's result dtype
+    (of the input and the bounds: float bounds make an integer input float64; Python int bounds beyond an
+    integer input's range widen it under NumPy 1 and are dropped under NumPy 2) unless output=; torch
+    tensors keep theirs."""
     _has("ndf_clip")
     x0 = _core.as_array(a)
     x = _readable(x0)
     where = _core.placement(x)
     dt = _core.dtype_of(x0)
     cast = None
+    lo, hi = a_min, a_max
+    if isinstance(dt, np.dtype) and dt.kind in "iu" and np.result_type(dt, a_min, a_max) == dt:
+        # NumPy 2 (NEP 50) keeps an integer input's dtype for Python int bounds and drops a bound beyond the
+        # dtype's range (uint8 clipped to -1, 300 stays uint8, unchanged); NumPy 1 widens the dtype instead
+        info = np.iinfo(dt)
+        if type(lo) is int and lo <= info.min:
+            lo = info.min
+        if type(hi) is int and hi >= info.max:
+            hi = info.max
     if output is None and _core.kind_of(x0) in ("numpy", "cupy"):
         res = np.result_type(dt, a_min, a_max)
         if res.kind in "iu" and res != dt:  # a wider integer (uint8 clipped to -1, 300): exact through float64
@@ -215,7 +254,7 @@ def clip(a, a_min, a_max, *, output=None):
     zero_d = x.ndim == 0  # NumPy's clip of a 0-d array: through a 1-element view (the library has no rank 0)
     dx, k1 = _core.describe(x.reshape(1) if zero_d else x, where)
     do, k2 = _core.describe(out.reshape(1) if zero_d else out, where)
-    _call(C["ndf_clip"](where.ctx, ctypes.byref(dx), ctypes.byref(do), float(a_min), float(a_max)), where.ctx)
+    _call(C["ndf_clip"](where.ctx, ctypes.byref(dx), ctypes.byref(do), float(lo), float(hi)), where.ctx)
     return out if cast is None else out.astype(cast)
 
 

@@ -125,8 +125,10 @@ def hausdorff_distance(image0, image1, *, sampling=None, percentile=100, batch_d
 
 def structural_similarity(im1, im2, *, win_size=None, gradient=False, data_range=None, channel_axis=None,
                           multichannel=False, gaussian_weights=False, full=False, batch_dims=0, **kwargs):
-    """skimage.metrics.structural_similarity on ndforge (scikit-image 0.19's defaults); kwargs K1, K2, sigma,
-    use_sample_covariance as skimage; extra keyword batch_dims.  gradient=True is not supported."""
+    """skimage.metrics.structural_similarity on ndforge (scikit-image 0.19's defaults: a float image's data
+    range defaults to 2, its dtype range [-1, 1], where scikit-image 0.26 requires data_range; docs/adr/0033);
+    kwargs K1, K2, sigma, use_sample_covariance as skimage; extra keyword batch_dims.  gradient=True is not
+    supported."""
     if "ndf_structural_similarity" not in C:
         raise NotImplementedError("this libndforge has no ndf_structural_similarity")
     if gradient:

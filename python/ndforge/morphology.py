@@ -1,9 +1,11 @@
 """scikit-image's morphology functions that the library has: ``reconstruction``.
 
 ``reconstruction(seed, mask, method='dilation', footprint=None, offset=None)``
-as skimage.morphology.reconstruction (result float64, skimage's dtype; extra
-keywords ``batch_dims``, ``output`` -- an array or a dtype: float64 or the
-seed's own dtype, the same values).  seed and mask are NumPy arrays or
+as skimage.morphology.reconstruction (result float32 for a float32 or
+float16 mask, else float64: scikit-image 0.26's dtype, where 0.19 gave
+float64 always -- the values are the same, docs/adr/0033; extra keywords
+``batch_dims``, ``output`` -- an array or a dtype: float64 or the seed's own
+dtype, the same values).  seed and mask are NumPy arrays or
 tensors of one framework and device; CUDA arrays run on their GPU (the call
 waits for the stream: the library reads a convergence flag back).
 """
@@ -43,8 +45,12 @@ def reconstruction(seed, mask, method="dilation", footprint=None, offset=None, *
         raise ValueError("seed and mask must have the same shape")
     where = _core.placement(s)
     ctx = where.ctx
-    if _core.dtype_of(m) != _core.dtype_of(s):  # skimage works in float64 whatever the two dtypes are
+    # skimage's dtype: float32 for a float32 (or float16) mask, else float64.  The result only selects
+    # values of the seed and the mask, so computing in float64 and rounding once gives the same values.
+    single = _core.dtype_of(m) in (np.float32, np.float16)
+    if _core.dtype_of(m) != _core.dtype_of(s) or _core.dtype_of(m) == np.float16:
         s, m = _float64(s), _float64(m)
+    narrow = single and output is None and _core.dtype_of(s) != np.float32
     opt = S["ndf_reconstruction_options"]()
     C["ndf_reconstruction_options_init"](ctypes.byref(opt))
     mcode = ctypes.c_int()
@@ -63,7 +69,7 @@ def reconstruction(seed, mask, method="dilation", footprint=None, offset=None, *
         opt.offset[:len(vals)] = vals
     opt.batch_dims = int(batch_dims)
     if output is None:
-        out = _core.empty(where, tuple(s.shape), np.float64)
+        out = _core.empty(where, tuple(s.shape), np.float32 if single and not narrow else np.float64)
     elif isinstance(output, (np.dtype, type, str)) or type(output).__module__ == "torch" and \
             not hasattr(output, "data_ptr"):  # a dtype (NumPy's or torch's)
         dt = str(output).replace("torch.", "") if type(output).__module__.startswith("torch") else output
@@ -79,4 +85,9 @@ def reconstruction(seed, mask, method="dilation", footprint=None, offset=None, *
     do, k3 = _core.describe(out, where)
     _call(C["ndf_reconstruction"](ctx, ctypes.byref(ds), ctypes.byref(dm), ctypes.byref(do), ctypes.byref(opt)),
           ctx)
+    if narrow:
+        if _core.kind_of(out) == "torch":
+            import torch
+            return out.to(torch.float32)
+        return out.astype(np.float32)
     return out

@@ -54,26 +54,22 @@ static void anticausal_wrap(double *c, int64_t n, int L, double z) {
   for (int l = 0; l < L; l++) c[(n - 1) * L + l] *= f;
 }
 
-/* Half-sample symmetric extension (period 2n).  The sum accumulates in c[0]
- * itself, so its last term (i = n - 1) reads the partial sum where the
- * formula has c[0]: scipy's initialization does exactly this, and its
- * results are the reference. */
+/* Half-sample symmetric extension (period 2n): the sum over the samples as
+ * they are (c[0] included at its last term), times z, over 1 - z^2n, added
+ * to c[0] -- scipy 1.18's initialization in its order of operations.  Before
+ * 1.18 scipy accumulated the sum in c[0] itself, so that the last term read
+ * the partial sum where the formula has c[0]: an error of order z^(2n),
+ * visible on short lines (docs/adr/0033). */
 static void causal_reflect(double *c, int64_t n, int L, double z) {
   const double zn = pow(z, (double)n);
-  double zi = z, c0[NDF__SPLINE_LINES];
-  for (int l = 0; l < L; l++) {
-    c0[l] = c[l];
-    c[l] = c[l] + zn * c[(n - 1) * L + l];
-  }
+  double zi = z, acc[NDF__SPLINE_LINES];
+  for (int l = 0; l < L; l++) acc[l] = c[l] + zn * c[(n - 1) * L + l];
   for (int64_t i = 1; i < n; i++) {
-    for (int l = 0; l < L; l++) c[l] += zi * (c[i * L + l] + zn * c[(n - 1 - i) * L + l]);
+    for (int l = 0; l < L; l++) acc[l] += zi * (c[i * L + l] + zn * c[(n - 1 - i) * L + l]);
     zi *= z;
   }
-  const double f = z / (1 - zn * zn);
-  for (int l = 0; l < L; l++) {
-    c[l] *= f;
-    c[l] += c0[l];
-  }
+  const double d = 1 - zn * zn;
+  for (int l = 0; l < L; l++) c[l] += acc[l] * z / d;
 }
 
 static void anticausal_reflect(double *c, int64_t n, int L, double z) {
