@@ -545,8 +545,14 @@ NDF_API ndf_status ndf_iterate_structure(const ndf_array *structure, int iterati
 
 /*
  * scipy.ndimage.label(input, structure): output receives 1..n for the
- * connected features of input (non-zero = foreground), numbered in the
- * raster (C) order of each feature's first voxel, 0 for background.
+ * connected features of input (non-zero = foreground), numbered in scipy's
+ * scan order of each feature's first voxel, 0 for background.  scipy scans
+ * lines along the output's axis of smallest positive stride (numpy's
+ * PyArray_IterAllButAxis choice; among the spatial axes with batch_dims), the
+ * lines in C order of the other axes: raster (C) order for a C-ordered output,
+ * lines along axis 0 for a Fortran-ordered one.  When that scan opens more
+ * provisional labels than the output dtype holds, scipy labels into a
+ * C-ordered int32 array and copies it: raster order then.
  * structure: NULL = generate_binary_structure(rank, 1), else a host array of
  * shape (3,)*rank that is symmetric (as scipy requires).  The output may have
  * any integer or float dtype; when n does not fit it, NDF_EINVAL ("insufficient

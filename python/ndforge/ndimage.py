@@ -1298,6 +1298,22 @@ def _label_accepts(dt):
     return dt in _core.DTYPE_CODE and dt.kind in "iuf"
 
 
+def _label_scan_like(output, dtype, batch_dims):
+    """An empty array that label numbers in the order it numbers output: scipy's label scans lines along
+    the axis numpy's PyArray_IterAllButAxis picks for its output (the first axis of the smallest positive
+    stride, searched from the first non-zero stride on), the lines in C order of the other axes, so the
+    temporary has that axis innermost and the others in C order (the batch axes outermost)."""
+    st = output.strides[batch_dims:]
+    minst = next((x for x in st if x != 0), 0)
+    axis = 0
+    for d in range(1, len(st)):
+        if 0 < st[d] < minst:
+            axis, minst = d, st[d]
+    axis += batch_dims
+    perm = [d for d in range(output.ndim) if d != axis] + [axis]
+    return np.empty([output.shape[d] for d in perm], dtype).transpose(np.argsort(perm))
+
+
 @_zero_d
 def label(input, structure=None, output=None, *, batch_dims=0, device=None):
     """scipy.ndimage.label: (labels, num_features), or num_features when output is an array.
@@ -1321,6 +1337,12 @@ def label(input, structure=None, output=None, *, batch_dims=0, device=None):
     if given and tuple(output.shape) != call.shape0:
         raise ValueError("output shape not correct")  # scipy's label: ValueError (the filters: RuntimeError)
     out, ret, post = _resolve_output(call, output, np.dtype(np.int32), _label_accepts)
+    if given and out is not output and _core.kind_of(output) == "numpy":
+        out = _label_scan_like(output, np.dtype(_core.dtype_of(out)), call.batch_dims)  # numbered as output is
+
+        def post():
+            _core.copy_into(output, out)
+            return output
     din = call.desc_in(call.x0)
     dout, done = call.desc_out(out)
     nb = int(np.prod(call.shape0[:call.batch_dims])) if call.batch_dims else 1
