@@ -1807,7 +1807,9 @@ NDF_API void ndf_interp_options_init(ndf_interp_options *opt);
 /*
  * scipy.ndimage.spline_filter1d(input, order, axis, output, mode): the B-spline
  * coefficients of order 0..5 along one axis (negative counts from the end).
- * Orders 0 and 1 copy.  mode (scipy's default is mirror) selects the
+ * Orders 0 and 1 copy, as scipy does, before axis and mode are read: any axis
+ * and mode are accepted then, and a rank-0 input (into a rank-0 output) is
+ * copied too.  mode (scipy's default is mirror) selects the
  * filter's boundary initialization.  output: the input's shape, any output
  * dtype of the transforms (float64 is scipy's default), converted with C's
  * cast as scipy does (truncation; out of range and NaN as on x86-64; a bool

@@ -438,3 +438,40 @@ def test_label_fortran_outputs_in_place_and_overflowing_scans():
         y = x.copy(order="K")
         assert ndforge.ndimage.label(view(y), output=view(y)) == sn.label(view(x), output=view(x))
         np.testing.assert_array_equal(y, x)
+
+
+# --- spline_filter1d of order 0 or 1 is scipy's output[...] = numpy.array(input) --------------------------
+
+@pytest.mark.skipif(not HAS_INTERP, reason="interpolation not built")
+@pytest.mark.parametrize("order", [0, 1, True, 1.0])
+@pytest.mark.filterwarnings("ignore:promoting specified output dtype to complex")
+def test_spline_filter1d_copies_without_reading_axis_or_mode(order):
+    """scipy copies before it normalizes axis or mode: any axis (out of range, a float, None) and any mode
+    name pass, and a 0-d input is copied."""
+    x = F * 3
+    for kw in (dict(axis=5), dict(axis=-3), dict(axis=1.5), dict(axis=None), dict(mode="bogus"),
+               dict(axis=7, mode="bogus", output=np.uint8), dict(output=np.int16)):
+        same(ndforge.ndimage.spline_filter1d(x, order, **kw), sn.spline_filter1d(x, order, **kw))
+    for v, kw in ((np.array(2.5), {}), (np.array(-2.5), dict(output=np.int32, axis=3)),
+                  (np.array(3 + 1j), dict(mode="bogus")), (np.zeros((0, 3)), dict(axis=4))):
+        ref, got = sn.spline_filter1d(v, order, **kw), ndforge.ndimage.spline_filter1d(v, order, **kw)
+        assert got.shape == ref.shape and got.dtype == ref.dtype
+        same(got, ref)
+    out, ref = np.zeros((), np.float32), np.zeros((), np.float32)
+    assert ndforge.ndimage.spline_filter1d(np.array(7.25), order, output=out, axis=2) is out
+    sn.spline_filter1d(np.array(7.25), order, output=ref, axis=2)
+    same(out, ref)
+    y = x.copy()  # in place
+    ndforge.ndimage.spline_filter1d(y, order, output=y, axis=9)
+    same(y, x)
+
+
+@pytest.mark.skipif(not HAS_INTERP, reason="interpolation not built")
+def test_spline_filter1d_from_order_2_checks_axis_mode_and_rank():
+    for args, kw in (((F, 2), dict(axis=2)), ((F, 3), dict(mode="bogus")), ((np.array(2.5), 2), {}),
+                     ((F, 6), {}), ((F, -1), dict(axis=9))):
+        with pytest.raises(Exception) as ref:
+            sn.spline_filter1d(*args, **kw)
+        with pytest.raises(Exception) as got:
+            ndforge.ndimage.spline_filter1d(*args, **kw)
+        assert type(got.value) is type(ref.value), (args[1:], kw, got.value, ref.value)
