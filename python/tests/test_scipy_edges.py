@@ -475,3 +475,75 @@ def test_spline_filter1d_from_order_2_checks_axis_mode_and_rank():
         with pytest.raises(Exception) as got:
             ndforge.ndimage.spline_filter1d(*args, **kw)
         assert type(got.value) is type(ref.value), (args[1:], kw, got.value, ref.value)
+
+
+# --- outputs of another dtype than the input's: scipy stores each pass with C's cast --------------------
+
+def _result(fn, x, args, kw, out, form):
+    """fn's result into output `out` (a dtype, or a zeroed array when form is "array") as raw bytes (a bool
+    output may hold any byte: C's cast stores 2.0 as 2), or the type of its exception."""
+    try:
+        if form == "dtype":
+            r = fn(x, *args, output=np.dtype(out), **kw)
+        else:
+            o = np.zeros(x.shape, out)
+            r = fn(x, *args, output=o, **kw)
+            assert r is o or r is None
+            r = o
+        return r.dtype.str, r.view(np.uint8).tobytes() if r.dtype == np.bool_ else r.tobytes()
+    except Exception as e:
+        return type(e)
+
+
+STORE_OUTS = ["bool", "uint8", "int8", "int16", "uint32", "int64", "uint64", "float32"]
+STORE_CALLS = [("minimum_filter", (), dict(size=(3, 2))), ("maximum_filter", (), dict(footprint=np.ones((2, 3)))),
+               ("grey_erosion", (), dict(footprint=[[1, 0, 1], [1, 1, 0]])), ("grey_dilation", (), dict(size=3)),
+               ("maximum_filter", (), dict(size=3, mode=["constant", "wrap"], cval=-7.5)),
+               ("minimum_filter1d", (1,), {}), ("maximum_filter1d", (3,), dict(axis=0)),
+               ("median_filter", (), dict(size=3)), ("rank_filter", (-1,), dict(size=(2, 3))),
+               ("percentile_filter", (0,), dict(footprint=np.ones((3, 3)))), ("rank_filter", (2,), dict(size=3)),
+               ("grey_opening", (), dict(size=3)), ("grey_closing", (), dict(size=(2, 3), mode="constant")),
+               ("white_tophat", (), dict(size=3)), ("black_tophat", (), dict(footprint=[[1, 0], [1, 1]])),
+               ("morphological_gradient", (), dict(size=3)), ("morphological_laplace", (), dict(size=(3, 2)))]
+
+
+@pytest.mark.parametrize("name,args,kw", STORE_CALLS, ids=[c[0] for c in STORE_CALLS])
+def test_outputs_of_another_dtype_are_stored_as_scipy_stores_them(name, args, kw):
+    """scipy 1.10 stores a result of the input's dtype into another with C's cast (a bool holds the
+    cast's byte: 0.5 -> 0, 2.0 -> 2, -26.4 -> 230; 300.7 into uint8 is 44); its separable minimum and
+    maximum filters (also the ranks 0 and n - 1 of a box) store every 1-D pass so and read it back; its
+    composites compute after the last stored step in NumPy's arithmetic, whose same_kind casting refuses
+    a float result into a bool or integer output."""
+    rng = np.random.default_rng(5)
+    inputs = [F * 200, (F * 200).astype(np.float32), (F * 5000).astype(np.int32), (F * 40 + 128).astype(np.uint8),
+              (F * 1e10).astype(np.int64), F > 0]
+    for x in inputs:
+        for out in [o for o in STORE_OUTS if np.dtype(o) != x.dtype]:
+            for form in ("dtype", "array"):
+                kw2 = dict(kw, cval=float(rng.choice([0.0, 1.5, 3.0]))) if x.dtype.kind in "biu" and \
+                    kw.get("mode") == "constant" else kw
+                with np.errstate(all="ignore"):
+                    ref = _result(getattr(sn, name), x, args, kw2, out, form)
+                got = _result(getattr(ndforge.ndimage, name), x, args, kw2, out, form)
+                assert got == ref, (name, x.dtype, out, form, kw2)
+
+
+def test_integer_images_meet_scipys_double_cval():
+    """A constant-mode cval that the integer image's dtype cannot hold (1.5, -2 and 300 for uint8): scipy's
+    1-D minimum and maximum passes compare the values as doubles with cval itself, which an output of
+    another dtype keeps; its other filters read C's cast of cval to the image's dtype ((_type)cval, -2 is
+    254).  (A step whose result stays in the image's dtype, such as the erosion of an opening, refuses a
+    cval out of that dtype's range: ADR 0003.)"""
+    x = (F * 40 + 128).astype(np.uint8)
+    for name, args, kw, cvals in [("minimum_filter", (), dict(size=3), (1.5, -2.0, 300.0)),
+                                  ("maximum_filter", (), dict(footprint=np.eye(3)), (1.5, -2.0, 300.0)),
+                                  ("rank_filter", (-1,), dict(size=(2, 3)), (1.5, -2.0, 300.0)),
+                                  ("median_filter", (), dict(footprint=np.eye(3)), (1.5, -2.0, 300.0)),
+                                  ("grey_dilation", (), dict(size=(3, 1)), (1.5, -2.0, 300.0)),
+                                  ("grey_opening", (), dict(size=3), (1.5,))]:
+        for cval in cvals:
+            for out in ("float32", "float64", "int16", "bool"):
+                ref = _result(getattr(sn, name), x, args, dict(kw, mode="constant", cval=cval), out, "array")
+                got = _result(getattr(ndforge.ndimage, name), x, args, dict(kw, mode="constant", cval=cval), out,
+                              "array")
+                assert got == ref, (name, cval, out)
