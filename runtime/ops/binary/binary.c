@@ -1493,6 +1493,7 @@ static ndf_status label(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf
   if (n >= INT32_MAX) return ndf__error(ctx, NDF_ENOTSUP, "%s: inputs of 2^31 elements or more are not supported yet", name);
 
   uint8_t *sb = NULL, *over = NULL;
+  int64_t *counts = NULL;
   ndf_array sdesc;
   if ((s = get_structure(ctx, name, "structure", structure, nsp, &sb, &sdesc)) != NDF_OK) return s;
   int64_t sn = ndf_array_size(&sdesc);
@@ -1533,18 +1534,31 @@ static ndf_status label(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf
     s = label_run(ctx, name, in, out, sb, sn, perm, batch_dims, num_features, NULL);
     goto done;
   }
-  /* Some images fall back to raster order: label all so (which checks every
-   * count before writing), then the others again in their scan order. */
-  s = label_run(ctx, name, in, out, sb, sn, ident, batch_dims, num_features, NULL);
+  /* Some images fall back to raster order: every image labelled so into a
+   * scratch array (which checks every count before writing), the others
+   * again in the scan order of their part of the output, then the scratch
+   * copied out, so that a failure leaves the output and the counts as they
+   * were. */
+  ndf_array tmp;
+  if (!(counts = malloc((size_t)nimg * sizeof *counts))) {
+    s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+    goto done;
+  }
+  if ((s = ndf_array_alloc(ctx, &tmp, in->device, out->dtype, out->ndim, out->shape)) != NDF_OK) goto done;
+  s = label_run(ctx, name, in, &tmp, sb, sn, ident, batch_dims, counts, NULL);
   for (int64_t b = 0; b < nimg && s == NDF_OK; b++) {
     if (over[b]) continue;
-    const ndf_array ib = image_view(in, batch_dims, b);
-    ndf_array ob = image_view(out, batch_dims, b);
+    const ndf_array ib = image_view(in, batch_dims, b), ob = image_view(out, batch_dims, b);
+    ndf_array tb = image_view(&tmp, batch_dims, b);
     int p1[NDF_MAX_NDIM];
     label_scan_perm(&ob, 0, p1);
-    s = label_run(ctx, name, &ib, &ob, sb, sn, p1, 0, NULL, NULL);
+    s = label_run(ctx, name, &ib, &tb, sb, sn, p1, 0, NULL, NULL);
   }
+  if (s == NDF_OK) s = ndf_array_copy(ctx, out, &tmp);
+  ndf_array_free(ctx, &tmp);
+  if (s == NDF_OK && num_features) memcpy(num_features, counts, (size_t)nimg * sizeof *counts);
 done:
+  free(counts);
   free(over);
   free(sb);
   return s;
