@@ -913,10 +913,14 @@ def _store_dtype(input, output, mode, cval):
 
 
 def _put(output, r):
-    """r (of the output's dtype) as the call's result: written into an output array, else returned."""
+    """r (of the output's dtype) as the call's result: written into an output array (a bool one byte for
+    byte, keeping what C's cast stored), else returned."""
     if output is None or _is_dtype_like(output):
         return r
-    _core.copy_into(output, r)
+    if r.dtype == np.bool_:
+        _core.copy_into(output.view(np.uint8), r.view(np.uint8))
+    else:
+        _core.copy_into(output, r)
     return output
 
 
