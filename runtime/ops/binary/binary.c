@@ -1376,7 +1376,7 @@ static int nonzero_at(const ndf_array *a, int64_t off) {
 static int label_overflows(const ndf_array *img, const int32_t *taps, int64_t ntaps, int64_t cap) {
   const int nd = img->ndim;
   const int64_t n = ndf_array_size(img);
-  if (n < cap) return 0; /* 1 + provisional labels <= 1 + n */
+  if (n < cap) return 0; /* at most one label per voxel */
   int64_t c[NDF_MAX_NDIM] = {0}, opened = 0;
   for (int64_t i = 0; i < n; i++) {
     int64_t off = 0;
@@ -1384,7 +1384,8 @@ static int label_overflows(const ndf_array *img, const int32_t *taps, int64_t nt
     if (nonzero_at(img, off)) {
       int joined = 0;
       for (int64_t k = 0; k < ntaps && !joined; k++) {
-        int64_t o = off, inside = 1;
+        int64_t o = off;
+        int inside = 1;
         for (int d = 0; d < nd && inside; d++) {
           const int64_t q = c[d] + taps[k * nd + d];
           inside = q >= 0 && q < img->shape[d];
