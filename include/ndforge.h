@@ -556,7 +556,10 @@ NDF_API ndf_status ndf_iterate_structure(const ndf_array *structure, int iterati
  * structure: NULL = generate_binary_structure(rank, 1), else a host array of
  * shape (3,)*rank that is symmetric (as scipy requires).  The output may have
  * any integer or float dtype; when n does not fit it, NDF_EINVAL ("insufficient
- * bit-depth") and nothing is written.  With batch_dims, every image is
+ * bit-depth") and nothing is written.  A bool output is scipy's npy_bool: it
+ * receives the labels' bytes as a uint8 output would, and where scipy's first
+ * pass overflows the byte (then it casts int32 labels to bool), more than one
+ * feature is NDF_EINVAL ("insufficient bit-depth").  With batch_dims, every image is
  * labelled on its own from 1; num_features (may be NULL) receives one count
  * per image (product of the batch axes; 1 entry when batch_dims = 0).
  */

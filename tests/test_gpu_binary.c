@@ -908,7 +908,7 @@ static void test_gpu_contract(void **state) {
   ndf_binary_options o;
   struct { const char *what, *needle; } cases[] = {
       {"mask shape", "mask"}, {"mask on host", "mask"}, {"structure rank", "structure"},
-      {"origin outside", "origin"}, {"border_value", "border_value"}, {"label into bool", "labels"}};
+      {"origin outside", "origin"}, {"border_value", "border_value"}, {"label batch_dims", "batch_dims"}};
   for (int k = 0; k < 6; k++) {
     ndf_binary_options_init(&o);
     tu_array st;
@@ -923,7 +923,7 @@ static void test_gpu_contract(void **state) {
     }
     if (k == 3) { o.norigin = 1; o.origin[0] = 2; }
     if (k == 4) o.border_value = 2;
-    if (k == 5) rc = ndf_label(ctx, &din.arr, &dout.arr, NULL, 0, NULL);
+    if (k == 5) rc = ndf_label(ctx, &din.arr, &dout.arr, NULL, 3, NULL);
     else rc = ndf_binary_dilation(ctx, &din.arr, &dout.arr, &o);
     printf("%s: %s: %s\n", cases[k].what, ndf_status_name(rc), ndf_errmsg(ctx));
     assert_int_not_equal(rc, NDF_OK);

@@ -1049,6 +1049,64 @@ static void test_scan_order_overflow_batch(void **state) {
   tu_array_free(&ref1);
 }
 
+/* A bool output is scipy's npy_bool (scipy 1.10, output=np.bool_): it holds
+ * the labels' bytes; where scipy's first pass overflows the byte (here the
+ * teeth open 300 labels in raster order too) it casts int32 labels to bool:
+ * one feature passes, two are "insufficient bit-depth". */
+static void test_bool_output(void **state) {
+  ndf_ctx *ctx = ctx_of(state);
+  const int64_t s26[2] = {2, 6};
+  const double v26[12] = {1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0};
+  tu_array in, out;
+  arr_nd(&in, NDF_UINT8, 2, s26, v26);
+  assert_int_equal(tu_array_alloc(&out, NDF_BOOL, 2, s26), 0);
+  int64_t nf = -1;
+  assert_int_equal(ndf_label(ctx, &in.arr, &out.arr, NULL, 0, &nf), NDF_OK);
+  assert_int_equal(nf, 3);
+  const uint8_t want[12] = {1, 0, 2, 0, 3, 0, 0, 0, 0, 0, 0, 0};
+  assert_memory_equal(out.base, want, 12);
+  tu_array_free(&in);
+  tu_array_free(&out);
+  const int64_t sh[2] = {600, 6};
+  tu_rng rng;
+  tu_rng_seed(&rng, 3);
+  for (int dot = 0; dot <= 1; dot++) {
+    arr_nd(&in, NDF_UINT8, 2, sh, NULL);
+    comb_image(&in.arr, 0); /* teeth and three dots */
+    for (int64_t i = 0; i < 3600; i++)
+      if (i / 6 % 2 == 1 && i % 6 != 2) tu_set(&in.arr, i, 0); /* the teeth alone */
+    if (dot) tu_set(&in.arr, 1 * 6 + 5, 1);
+    for (int f = 0; f <= 1; f++) {
+      if (f) {
+        ndf_array l = in.arr;
+        l.dtype = NDF_BOOL;
+        assert_int_equal(tu_array_like(&out, &l, TU_LAYOUT_FORTRAN, &rng), 0);
+      } else {
+        assert_int_equal(tu_array_alloc(&out, NDF_BOOL, 2, sh), 0);
+        tu_poison(out.base, out.bytes);
+      }
+      void *save = malloc(out.bytes);
+      memcpy(save, out.base, out.bytes);
+      nf = -1;
+      ndf_status r = ndf_label(ctx, &in.arr, &out.arr, NULL, 0, &nf);
+      if (dot) {
+        if (r != NDF_EINVAL || !strstr(ndf_errmsg(ctx), "bit-depth"))
+          printf("two features into bool: %s \"%s\"\n", ndf_status_name(r), ndf_errmsg(ctx));
+        assert_int_equal(r, NDF_EINVAL);
+        assert_non_null(strstr(ndf_errmsg(ctx), "bit-depth"));
+        assert_memory_equal(save, out.base, out.bytes);
+      } else {
+        assert_int_equal(r, NDF_OK);
+        assert_int_equal(nf, 1);
+        for (int64_t i = 0; i < 3600; i++) assert_true(tu_get(&out.arr, i) == tu_get(&in.arr, i));
+      }
+      free(save);
+      tu_array_free(&out);
+    }
+    tu_array_free(&in);
+  }
+}
+
 /* ------------------------------------------------------------------------ */
 /* Contract                                                                  */
 
@@ -1378,6 +1436,7 @@ int main(void) {
       cmocka_unit_test(test_negative_output_stride),
       cmocka_unit_test(test_scan_order_and_overflow),
       cmocka_unit_test(test_scan_order_overflow_batch),
+      cmocka_unit_test(test_bool_output),
       cmocka_unit_test(test_contract_null_arguments),
       cmocka_unit_test(test_contract_output),
       cmocka_unit_test(test_contract_structure),

@@ -1477,7 +1477,7 @@ def iterate_structure(structure, iterations, origin=None):
 # --- label ----------------------------------------------------------------------------
 
 def _label_accepts(dt):
-    return dt in _core.DTYPE_CODE and dt.kind in "iuf"
+    return dt in _core.DTYPE_CODE and dt.kind in "biuf"  # bool: scipy's npy_bool holds the labels' bytes
 
 
 def _label_scan_like(output, dtype, batch_dims):
@@ -1518,6 +1518,11 @@ def label(input, structure=None, output=None, *, batch_dims=0, device=None):
     given = output is not None and not _is_dtype_like(output)
     if given and tuple(output.shape) != call.shape0:
         raise ValueError("output shape not correct")  # scipy's label: ValueError (the filters: RuntimeError)
+    odt = _np_dtype(output) if _is_dtype_like(output) else output.dtype if given and \
+        _core.kind_of(output) == "numpy" else None
+    if odt is not None and not _label_accepts(_native(odt)):
+        raise TypeError("No matching signature found (scipy's label writes bool, integer, float32 and float64 "
+                        "outputs, not %s)" % odt)
     out, ret, post = _resolve_output(call, output, np.dtype(np.int32), _label_accepts)
     if given and out is not output and _core.kind_of(output) == "numpy":
         out = _label_scan_like(output, np.dtype(_core.dtype_of(out)), call.batch_dims)  # numbered as output is

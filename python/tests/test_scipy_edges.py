@@ -407,7 +407,7 @@ def test_label_numbers_features_in_the_scan_order_of_the_output():
         a = rng.random(shape) < 0.45
         s = rng.random([3] * ndim) < 0.5
         st = s | s[(slice(None, None, -1),) * ndim]
-        dtype = str(rng.choice(["int32", "uint8", "int16", "float64"]))
+        dtype = str(rng.choice(["int32", "uint8", "int16", "float64", "bool"]))
         perm = rng.permutation(ndim)
         flip = int(rng.integers(0, ndim)) if rng.random() < 0.3 else None
         want, got = _label_layout(shape, dtype, perm, flip), _label_layout(shape, dtype, perm, flip)
@@ -418,7 +418,34 @@ def test_label_numbers_features_in_the_scan_order_of_the_output():
                 ndforge.ndimage.label(a, st, output=got)
             continue
         assert ndforge.ndimage.label(a, st, output=got) == n
-        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(got.view(np.uint8) if dtype == "bool" else got,
+                                      want.view(np.uint8) if dtype == "bool" else want)
+
+
+def test_label_into_bool_and_unsupported_outputs():
+    """A bool output is scipy's npy_bool holding the labels' bytes; where scipy's first pass overflows the
+    byte (it then casts int32 labels to bool), more than one feature is "insufficient bit-depth".  Outputs
+    scipy's label has no signature for (float16, complex) are a TypeError."""
+    teeth = np.zeros((600, 6), np.uint8)
+    teeth[::2, :3] = 1
+    teeth[:, 2] = 1
+    dot = teeth.copy()
+    dot[1, 5] = 1
+    small = np.array([[1, 0, 1, 0, 1], [0, 0, 0, 0, 0], [1, 1, 0, 1, 0]])
+    for x in (small, teeth, dot):
+        for out in (np.bool_, "C", "F"):
+            def run(m):
+                o = np.zeros(x.shape, bool, order=out) if isinstance(out, str) else out
+                try:
+                    r = m.label(x, output=o)
+                except RuntimeError as e:
+                    return "bit-depth" in str(e)
+                lab, n = r if isinstance(r, tuple) else (o, r)
+                return lab.dtype, lab.view(np.uint8).tobytes(), n
+            assert run(ndforge.ndimage) == run(sn), (x.shape, out)
+    for dt in (np.float16, np.complex64):
+        same_error(sn.label, ndforge.ndimage.label, small, output=dt)
+        same_error(sn.label, ndforge.ndimage.label, small, output=np.zeros(small.shape, dt))
 
 
 def test_label_fortran_outputs_in_place_and_overflowing_scans():

@@ -144,7 +144,7 @@ static ndf_status check_io(ndf_ctx *ctx, const char *name, const ndf_array *in, 
   if (!out) return ndf__argerror(ctx, name, "output", "NULL");
   if (!ndf_dtype_size(in->dtype)) return ndf__argerror(ctx, name, "input", "unknown dtype %d", (int)in->dtype);
   const char *oname = ndf_dtype_name(out->dtype) ? ndf_dtype_name(out->dtype) : "unknown";
-  if (labels && (out->dtype == NDF_BOOL || !label_capacity(out->dtype)))
+  if (labels && out->dtype != NDF_BOOL && !label_capacity(out->dtype))
     return ndf__argerror(ctx, name, "output", "dtype %s cannot hold labels", oname);
   if (!labels && out->dtype != NDF_BOOL && out->dtype != NDF_UINT8)
     return ndf__argerror(ctx, name, "output", "dtype %s; binary outputs are bool or uint8", oname);
@@ -1515,13 +1515,25 @@ static ndf_status label(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf
       for (int64_t b = 0; b < nimg; b++) num_features[b] = 0;
     goto done;
   }
+  /* A bool output is scipy's npy_bool: it receives the labels' bytes, as a
+   * uint8 one; where scipy's first pass overflows the byte, scipy casts its
+   * int32 labels to bool and refuses any label beyond 1. */
+  ndf_array ov;
+  const int isbool = out->dtype == NDF_BOOL;
+  if (isbool) {
+    ov = *out;
+    ov.dtype = NDF_UINT8;
+    out = &ov;
+  }
   int perm[NDF_MAX_NDIM], ident[NDF_MAX_NDIM];
   for (int d = 0; d < in->ndim; d++) ident[d] = d;
   const int64_t cap = label_capacity(out->dtype);
-  if (warm || !label_scan_perm(out, batch_dims, perm)) {
+  const int scan = !warm && label_scan_perm(out, batch_dims, perm);
+  if (warm || (!scan && !isbool)) {
     s = label_run(ctx, name, in, out, sb, sn, ident, batch_dims, num_features, warm);
     goto done;
   }
+  if (!scan) memcpy(perm, ident, sizeof perm);
   int64_t nover = 0;
   if (cap <= n / nimg) {
     if (!(over = calloc((size_t)nimg, 1))) {
@@ -1547,7 +1559,12 @@ static ndf_status label(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf
   }
   if ((s = ndf_array_alloc(ctx, &tmp, in->device, out->dtype, out->ndim, out->shape)) != NDF_OK) goto done;
   s = label_run(ctx, name, in, &tmp, sb, sn, ident, batch_dims, counts, NULL);
-  for (int64_t b = 0; b < nimg && s == NDF_OK; b++) {
+  for (int64_t b = 0; b < nimg && s == NDF_OK && isbool; b++)
+    if (over[b] && counts[b] > 1)
+      s = ndf__error(ctx, NDF_EINVAL,
+                     "%s: bad argument 'output' (insufficient bit-depth: %lld features do not fit bool, scipy's "
+                     "first pass overflowing its byte)", name, (long long)counts[b]);
+  for (int64_t b = 0; b < nimg && s == NDF_OK && scan; b++) {
     if (over[b]) continue;
     const ndf_array ib = image_view(in, batch_dims, b), ob = image_view(out, batch_dims, b);
     ndf_array tb = image_view(&tmp, batch_dims, b);
