@@ -2,7 +2,9 @@
  * test_label.c -- the CPU backend of ndf_label (scipy.ndimage.label, batched)
  * against scipy.ndimage itself, plus hand-written cases (empty and full
  * images, checkerboards, NaN and negative foreground, labels merged late in
- * raster order, "insufficient bit-depth") and the contract (every rejected
+ * raster order, "insufficient bit-depth", the scan order of Fortran and
+ * reversed outputs with scipy's fallback to raster order, bool outputs) and
+ * the contract (every rejected
  * input: status, a message naming ndf_label and the argument, an untouched
  * output).
  *
