@@ -55,6 +55,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../tools/ndfio.h" /* header-only: its element reader */
 #include "ndforge.h"
 #include "ops.generated.h"
 
@@ -1009,22 +1010,6 @@ static void fill_input(void *buf, const workload *w, uint64_t seed)
   }
 }
 
-static double element_value(const void *buf, ndf_dtype t, int64_t i)
-{
-  switch (t) {
-  case NDF_BOOL:
-  case NDF_UINT8: return ((const uint8_t *)buf)[i];
-  case NDF_INT8: return ((const int8_t *)buf)[i];
-  case NDF_UINT16: return ((const uint16_t *)buf)[i];
-  case NDF_INT16: return ((const int16_t *)buf)[i];
-  case NDF_UINT32: return ((const uint32_t *)buf)[i];
-  case NDF_INT32: return ((const int32_t *)buf)[i];
-  case NDF_FLOAT32: return ((const float *)buf)[i];
-  case NDF_FLOAT64: return ((const double *)buf)[i];
-  default: return NAN;
-  }
-}
-
 /* Comparison of two whole arrays, bit-exact (soft ECC: to a tolerance).  Returns 0 when equal, else
  * writes the first difference (with its coordinates) and the count. */
 static int compare_exact(const workload *w, const void *got, const void *want, char *msg, size_t len)
@@ -1072,7 +1057,7 @@ static int compare_exact(const workload *w, const void *got, const void *want, c
   for (int i = 0; i < ond && k < sizeof coord; i++)
     k += (size_t)snprintf(coord + k, sizeof coord - k, "%s%lld", i ? "," : "", (long long)idx[i]);
   snprintf(msg, len, "%lld of %lld elements differ; first at [%s]: GPU %.9g, CPU %.9g", (long long)bad,
-           (long long)n, coord, element_value(got, out_dtype(w), first), element_value(want, out_dtype(w), first));
+           (long long)n, coord, ndfio_load_f64(got, out_dtype(w), first), ndfio_load_f64(want, out_dtype(w), first));
   return 1;
 }
 

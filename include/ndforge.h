@@ -545,12 +545,21 @@ NDF_API ndf_status ndf_iterate_structure(const ndf_array *structure, int iterati
 
 /*
  * scipy.ndimage.label(input, structure): output receives 1..n for the
- * connected features of input (non-zero = foreground), numbered in the
- * raster (C) order of each feature's first voxel, 0 for background.
+ * connected features of input (non-zero = foreground), numbered in scipy's
+ * scan order of each feature's first voxel, 0 for background.  scipy scans
+ * lines along the output's axis of smallest positive stride (numpy's
+ * PyArray_IterAllButAxis choice; among the spatial axes with batch_dims), the
+ * lines in C order of the other axes: raster (C) order for a C-ordered output,
+ * lines along axis 0 for a Fortran-ordered one.  When that scan opens more
+ * provisional labels than the output dtype holds, scipy labels into a
+ * C-ordered int32 array and copies it: raster order then.
  * structure: NULL = generate_binary_structure(rank, 1), else a host array of
  * shape (3,)*rank that is symmetric (as scipy requires).  The output may have
  * any integer or float dtype; when n does not fit it, NDF_EINVAL ("insufficient
- * bit-depth") and nothing is written.  With batch_dims, every image is
+ * bit-depth") and nothing is written.  A bool output is scipy's npy_bool: it
+ * receives the labels' bytes as a uint8 output would, and where scipy's first
+ * pass overflows the byte (then it casts int32 labels to bool), more than one
+ * feature is NDF_EINVAL ("insufficient bit-depth").  With batch_dims, every image is
  * labelled on its own from 1; num_features (may be NULL) receives one count
  * per image (product of the batch axes; 1 entry when batch_dims = 0).
  */
@@ -1803,7 +1812,9 @@ NDF_API void ndf_interp_options_init(ndf_interp_options *opt);
 /*
  * scipy.ndimage.spline_filter1d(input, order, axis, output, mode): the B-spline
  * coefficients of order 0..5 along one axis (negative counts from the end).
- * Orders 0 and 1 copy.  mode (scipy's default is mirror) selects the
+ * Orders 0 and 1 copy, as scipy does, before axis and mode are read: any axis
+ * and mode are accepted then, and a rank-0 input (into a rank-0 output) is
+ * copied too.  mode (scipy's default is mirror) selects the
  * filter's boundary initialization (reflect, grid-mirror, nearest: scipy
  * 1.18's).  output: the input's shape, any output
  * dtype of the transforms (float64 is scipy's default), converted with C's

@@ -10,7 +10,15 @@ space-separated key=value pairs that test_label.c parses:
   id=7 dtype=int16 shape=2,5,9 batch=1 structure=c7_st.npy out_dtype=uint8
   out_fits=1 max=3 counts=3,1 input=c7_in.npy expected=c7_out.npy
 
-(one line in the file).  dtype is the input's dtype (non-zero = foreground:
+(one line in the file), then the layouts of the output:
+
+  ostrides=40,1,5 expected_f=c7_outf.npy expected_s=c7_outs.npy expected_si=c7_outsi.npy
+
+scipy numbers features in the scan order of its output's memory layout:
+expected_f holds scipy's labels (C order on disk) written into a
+Fortran-ordered output of out_dtype, expected_s into an output of out_dtype
+with the element strides ostrides, expected_si into int32 with those strides
+(expected_f and expected_s are missing when out_fits=0).  dtype is the input's dtype (non-zero = foreground:
 negative values and NaN too, -0.0 is background).  A missing structure key
 means structure=None (generate_binary_structure(rank, 1)); a structure file
 has one axis per spatial axis, shape (3,)*rank, any dtype (non-zero = in),
@@ -174,6 +182,66 @@ def label_images(data, st_disk, bshape, out_dtype=None):
     return out, counts
 
 
+def draw_strides(rng, shape):
+    """Element strides of a padded output (axes in random memory order, 0-2
+    elements of padding per axis, a gap of 2-3 elements on the innermost axis
+    now and then), as test_label.c lays out its strided outputs; returns
+    (strides, buffer elements)."""
+    order = list(rng.permutation(len(shape)))  # order[0]: outermost in memory
+    strides = [0] * len(shape)
+    extent = 1
+    for k in range(len(shape) - 1, -1, -1):
+        ax = order[k]
+        gap = int(rng.integers(2, 4)) if k == len(shape) - 1 and rng.random() < 0.5 else 1
+        strides[ax] = extent * gap
+        extent = strides[ax] * (max(shape[ax], 1) + int(rng.integers(0, 3)))
+    return strides, extent
+
+
+def label_into(data, st_disk, bshape, dt, make):
+    """scipy.ndimage.label of each image into the views out[b] of out = make(dt)
+    (scipy numbers features in the scan order of its output's layout); returns
+    the labels in C order, or None when scipy raises insufficient bit-depth."""
+    out = make(dt)
+    try:
+        for b in np.ndindex(*bshape):
+            ndi.label(data[b], st_disk, output=out[b])
+    except RuntimeError as e:
+        if "insufficient bit-depth" not in str(e):
+            raise
+        return None
+    return np.ascontiguousarray(out)
+
+
+def same_partition(a, b):
+    """Whether labels b are labels a renumbered (one to one, 0 kept)."""
+    pairs = np.unique(np.stack([a.ravel().astype(np.int64), b.ravel().astype(np.int64)]), axis=1)
+    return (len(np.unique(pairs[0])) == pairs.shape[1] and len(np.unique(pairs[1])) == pairs.shape[1]
+            and all((x == 0) == (y == 0) for x, y in pairs.T))
+
+
+def layouts(rng, data, st_disk, bshape, odt, fits, out):
+    """scipy's labels into a Fortran-ordered output of odt, and into one strided
+    output (strides drawn here) of odt and of int32."""
+    shape = data.shape
+    strides, extent = draw_strides(rng, shape)
+
+    def strided(dt):
+        buf = np.zeros(extent + 1, dt)
+        return np.lib.stride_tricks.as_strided(buf, shape, [x * buf.itemsize for x in strides])
+    res = {"ostrides": strides,
+           "exp_f": label_into(data, st_disk, bshape, odt, lambda dt: np.zeros(shape, dt, order="F")),
+           "exp_s": label_into(data, st_disk, bshape, odt, strided),
+           "exp_si": label_into(data, st_disk, bshape, np.int32, strided)}
+    for k in ("exp_f", "exp_s"):
+        if (res[k] is not None) != bool(fits):
+            sys.exit(f"oracle_label.py: scipy's bit-depth verdict depends on the output's layout ({k})")
+    for k in ("exp_f", "exp_s", "exp_si"):
+        if res[k] is not None and not all(same_partition(out[b], res[k][b]) for b in np.ndindex(*bshape)):
+            sys.exit(f"oracle_label.py: scipy's {k} labels are not a renumbering of its C-order labels")
+    return res
+
+
 def draw_case(rng, stats):
     dtype = str(rng.choice(DTYPES))
     nsp = int(rng.choice([1, 2, 2, 3, 3, 4]))
@@ -229,6 +297,7 @@ def draw_case(rng, stats):
         data = np.asfortranarray(data)  # exercises Fortran-order .npy reading
     case = {"dtype": dtype, "shape": shape, "batch": nbatch, "st_disk": st_disk, "out_dtype": odt,
             "fits": fits, "counts": counts}
+    case.update(layouts(rng, data, st_disk, bshape, odt, fits, out))
     return case, data, out
 
 
@@ -249,7 +318,12 @@ def main():
             fields.append("structure=" + save(f"c{i}_st.npy", case["st_disk"]))
         fields += [f"out_dtype={case['out_dtype']}", f"out_fits={case['fits']}",
                    f"max={max(case['counts'], default=0)}", "counts=" + oracle_common.fmt_list(case["counts"]),
-                   "input=" + save(f"c{i}_in.npy", data), "expected=" + save(f"c{i}_out.npy", out)]
+                   "input=" + save(f"c{i}_in.npy", data), "expected=" + save(f"c{i}_out.npy", out),
+                   "ostrides=" + oracle_common.fmt_list(case["ostrides"]),
+                   "expected_si=" + save(f"c{i}_outsi.npy", case["exp_si"])]
+        for k, f in (("exp_f", "f"), ("exp_s", "s")):
+            if case[k] is not None:
+                fields.append(f"expected_{f}=" + save(f"c{i}_out{f}.npy", case[k]))
         lines.append(" ".join(fields))
 
     with open(os.path.join(args.out, "manifest.txt"), "w") as f:

@@ -264,6 +264,15 @@ static ndf_status c_hit_or_miss(fcase *c) {
 static ndf_status c_label(fcase *c) {
   return ndf_label(c->ctx, c->IN, c->OUT[0], NULL, 1, c->counts);
 }
+/* label into the output's buffer seen in Fortran order (scipy's scan along axis 1 of each image), uint8:
+ * the first image's scan opens more labels than uint8 holds (raster order then), the second's not. */
+static ndf_status c_label_scan(fcase *c) {
+  ndf_array f = *c->OUT[0];
+  f.strides[0] = 1;
+  f.strides[1] = f.shape[0];
+  f.strides[2] = f.shape[0] * f.shape[1];
+  return ndf_label(c->ctx, c->IN, &f, NULL, 1, c->counts);
+}
 #ifndef TU_FAULTS_CUDA
 static ndf_status c_iterate(fcase *c) {
   return ndf_iterate_structure(c->IN, 3, c->OUT[0], 0, NULL, NULL);
@@ -687,6 +696,23 @@ static void test_binary(void **state) {
   run_filter(ctx, "binary_fill_holes", c_fill_holes, NDF_UINT8, NDF_BOOL, 1, 0);
   run_filter(ctx, "binary_hit_or_miss", c_hit_or_miss, NDF_UINT8, NDF_BOOL, 1, 0);
   run_filter(ctx, "label", c_label, NDF_UINT8, NDF_INT32, 1, 0);
+  {
+    static const int64_t shl[3] = {2, 600, 6};
+    fcase c;
+    memset(&c, 0, sizeof c);
+    c.name = "label (scan order)";
+    c.ctx = ctx;
+    c.call = c_label_scan;
+    assert_int_equal(tu_array_alloc(&c.in, NDF_UINT8, 3, shl), 0);
+    for (int64_t i = 0; i < 3600; i++) { /* teeth joined by column 2; sparse dots */
+      const int64_t y = i / 6, x = i % 6;
+      tu_set(&c.in.arr, i, (y % 2 == 0 && x < 3) || x == 2);
+      tu_set(&c.in.arr, 3600 + i, i % 37 == 0);
+    }
+    out_alloc(&c, NDF_UINT8, 3, shl);
+    sweep(&c);
+    case_free(&c);
+  }
 #ifndef TU_FAULTS_CUDA
   /* iterate_structure: no context (it makes its own) */
   fcase c;

@@ -661,7 +661,11 @@ static void test_gpu_label(void **state) {
     fill_binary(&in.arr, &r, batch);
     ndf_array odesc = in.arr;
     odesc.dtype = odt;
-    assert_int_equal(tu_array_like(&cpu_out, &odesc, TU_LAYOUT_C, &r), 0);
+    /* both outputs in one layout: label numbers features in scipy's scan order of the output's layout */
+    const int olayout = random_layout(&r, 1);
+    const tu_rng rlay = r;
+    tu_rng rl = rlay;
+    assert_int_equal(tu_array_like(&cpu_out, &odesc, olayout, &rl), 0);
     int64_t nimg = 1;
     for (int d = 0; d < batch; d++) nimg *= shape[d];
     int64_t *fc = calloc((size_t)nimg, sizeof *fc), *fg = calloc((size_t)nimg, sizeof *fg);
@@ -670,7 +674,8 @@ static void test_gpu_label(void **state) {
     char cmsg[1024];
     snprintf(cmsg, sizeof cmsg, "%s", rc == NDF_OK ? "" : ndf_errmsg(ctx));
     assert_int_equal(tu_array_relayout(&hin, &in.arr, random_layout(&r, 0), &r), 0);
-    assert_int_equal(tu_array_like(&hout, &odesc, random_layout(&r, 1), &r), 0);
+    rl = rlay;
+    assert_int_equal(tu_array_like(&hout, &odesc, olayout, &rl), 0);
     tu_dev din, dout;
     tu_dev_upload(ctx, &din, &hin);
     tu_dev_upload(ctx, &dout, &hout);
@@ -721,6 +726,56 @@ static void test_gpu_label(void **state) {
     tu_array_free(&hin);
     tu_array_free(&hout);
   }
+  assert_int_equal(failed, 0);
+}
+
+/* label into Fortran-ordered outputs on the GPU against the CPU: a batch of
+ * two 600x6 images, the first with teeth whose Fortran scan (lines along
+ * axis 0) opens more provisional labels than uint8 holds, so that scipy, and
+ * ndforge, number it in raster order; the second sparse noise, numbered in
+ * the Fortran scan.  int32 and uint8 outputs. */
+static void test_gpu_label_scan_order(void **state) {
+  gpu_state *s = *state;
+  SKIP_WITHOUT_CUDA(s);
+  ndf_ctx *ctx = s->ctx;
+  tu_rng r;
+  tu_rng_seed(&r, s->seed + 5);
+  const int64_t sh[3] = {2, 600, 6};
+  tu_array in;
+  assert_int_equal(tu_array_alloc(&in, NDF_UINT8, 3, sh), 0);
+  for (int64_t i = 0; i < 3600; i++) {
+    const int64_t y = i / 6, x = i % 6;
+    tu_set(&in.arr, i, (y % 2 == 0 && x < 3) || x == 2 || (y == 1 && x == 5) || (y == 5 && x == 4));
+    tu_set(&in.arr, 3600 + i, tu_rng_chance(&r, 0.03));
+  }
+  int failed = 0;
+  const ndf_dtype odts[2] = {NDF_INT32, NDF_UINT8};
+  for (int k = 0; k < 2; k++) {
+    ndf_array od = in.arr;
+    od.dtype = odts[k];
+    tu_array cpu_out, hout;
+    tu_rng r1 = r, r2 = r;
+    assert_int_equal(tu_array_like(&cpu_out, &od, TU_LAYOUT_FORTRAN, &r1), 0);
+    assert_int_equal(tu_array_like(&hout, &od, TU_LAYOUT_FORTRAN, &r2), 0);
+    int64_t fc[2] = {-1, -1}, fg[2] = {-2, -2};
+    assert_int_equal(ndf_label(ctx, &in.arr, &cpu_out.arr, NULL, 1, fc), NDF_OK);
+    tu_dev din, dout;
+    tu_dev_upload(ctx, &din, &in);
+    tu_dev_upload(ctx, &dout, &hout);
+    assert_int_equal(ndf_label(ctx, &din.arr, &dout.arr, NULL, 1, fg), NDF_OK);
+    assert_int_equal(ndf_ctx_synchronize(ctx), NDF_OK);
+    tu_dev_download(ctx, &dout, &hout);
+    char msg[2048];
+    const int64_t nbad = tu_compare(&cpu_out.arr, &hout.arr, msg, sizeof msg);
+    if (nbad) printf("GPU != CPU in %lld labels (%s Fortran output):\n%s", (long long)nbad,
+                     ndf_dtype_name(odts[k]), msg);
+    failed += nbad != 0 || tu_check_gaps(&hout) >= 0 || fc[0] != fg[0] || fc[1] != fg[1];
+    tu_dev_free(ctx, &din);
+    tu_dev_free(ctx, &dout);
+    tu_array_free(&cpu_out);
+    tu_array_free(&hout);
+  }
+  tu_array_free(&in);
   assert_int_equal(failed, 0);
 }
 
@@ -853,7 +908,7 @@ static void test_gpu_contract(void **state) {
   ndf_binary_options o;
   struct { const char *what, *needle; } cases[] = {
       {"mask shape", "mask"}, {"mask on host", "mask"}, {"structure rank", "structure"},
-      {"origin outside", "origin"}, {"border_value", "border_value"}, {"label into bool", "labels"}};
+      {"origin outside", "origin"}, {"border_value", "border_value"}, {"label batch_dims", "batch_dims"}};
   for (int k = 0; k < 6; k++) {
     ndf_binary_options_init(&o);
     tu_array st;
@@ -868,7 +923,7 @@ static void test_gpu_contract(void **state) {
     }
     if (k == 3) { o.norigin = 1; o.origin[0] = 2; }
     if (k == 4) o.border_value = 2;
-    if (k == 5) rc = ndf_label(ctx, &din.arr, &dout.arr, NULL, 0, NULL);
+    if (k == 5) rc = ndf_label(ctx, &din.arr, &dout.arr, NULL, 3, NULL);
     else rc = ndf_binary_dilation(ctx, &din.arr, &dout.arr, &o);
     printf("%s: %s: %s\n", cases[k].what, ndf_status_name(rc), ndf_errmsg(ctx));
     assert_int_not_equal(rc, NDF_OK);
@@ -904,6 +959,7 @@ int main(void) {
       cmocka_unit_test(test_gpu_random_cases),
       cmocka_unit_test(test_gpu_label),
       cmocka_unit_test(test_gpu_label_rows),
+      cmocka_unit_test(test_gpu_label_scan_order),
   };
   int rc = cmocka_run_group_tests(tests, group_setup, group_teardown);
   return rc;

@@ -526,6 +526,44 @@ static void test_contract(void **state) {
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tu_array_free(all[i]);
 }
 
+/* spline_filter1d of order 0 or 1 copies (scipy 1.10: output[...] = numpy.array(input)) before it
+ * reads axis or mode: any axis and mode pass, and a rank-0 input is copied into a rank-0 output.  From
+ * order 2 both are checked, and a rank-0 input is refused (scipy: numpy's AxisError). */
+static void test_spline_filter1d_copies_without_axis_or_mode(void **state) {
+  ndf_ctx *ctx = ctx_of(state);
+  const int64_t sh[2] = {3, 4};
+  tu_array a, o;
+  assert_int_equal(tu_array_alloc(&a, NDF_FLOAT64, 2, sh), 0);
+  assert_int_equal(tu_array_alloc(&o, NDF_INT16, 2, sh), 0);
+  for (int i = 0; i < 12; i++) tu_set(&a.arr, i, i * 1.75 - 6);
+  const int axes[4] = {-7, -3, 2, 99};
+  for (int order = 0; order <= 1; order++)
+    for (int k = 0; k < 4; k++) {
+      tu_poison(o.base, o.bytes);
+      assert_int_equal(ndf_spline_filter1d(ctx, &a.arr, &o.arr, order, axes[k], (ndf_interp_mode)42), NDF_OK);
+      for (int i = 0; i < 12; i++) assert_true(tu_get(&o.arr, i) == (double)(int16_t)(i * 1.75 - 6));
+    }
+  EXPECT_REJECT(ndf_spline_filter1d(ctx, &a.arr, &o.arr, 2, 2, NDF_INTERP_MIRROR), "ndf_spline_filter1d", "'axis'",
+                &o);
+  EXPECT_REJECT(ndf_spline_filter1d(ctx, &a.arr, &o.arr, 2, 0, (ndf_interp_mode)42), "ndf_spline_filter1d", "'mode'",
+                &o);
+  float x = 2.75f;
+  int32_t y = -1;
+  ndf_array x0, y0;
+  assert_int_equal(ndf_array_init(&x0, &x, NDF_DEVICE_CPU, NDF_FLOAT32, 0, NULL), NDF_OK);
+  assert_int_equal(ndf_array_init(&y0, &y, NDF_DEVICE_CPU, NDF_INT32, 0, NULL), NDF_OK);
+  for (int order = 0; order <= 1; order++) {
+    y = -1;
+    assert_int_equal(ndf_spline_filter1d(ctx, &x0, &y0, order, 5, NDF_INTERP_MIRROR), NDF_OK);
+    assert_int_equal(y, 2);
+  }
+  y = -1;
+  assert_int_not_equal(ndf_spline_filter1d(ctx, &x0, &y0, 2, 0, NDF_INTERP_MIRROR), NDF_OK);
+  assert_int_equal(y, -1);
+  tu_array_free(&a);
+  tu_array_free(&o);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_scipy_cases),
@@ -533,6 +571,7 @@ int main(void) {
       cmocka_unit_test(test_known_values),
       cmocka_unit_test(test_bool_known_values),
       cmocka_unit_test(test_contract),
+      cmocka_unit_test(test_spline_filter1d_copies_without_axis_or_mode),
   };
   return cmocka_run_group_tests(tests, group_setup, tu_oracle_group_teardown);
 }

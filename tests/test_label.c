@@ -2,7 +2,9 @@
  * test_label.c -- the CPU backend of ndf_label (scipy.ndimage.label, batched)
  * against scipy.ndimage itself, plus hand-written cases (empty and full
  * images, checkerboards, NaN and negative foreground, labels merged late in
- * raster order, "insufficient bit-depth") and the contract (every rejected
+ * raster order, "insufficient bit-depth", the scan order of Fortran and
+ * reversed outputs with scipy's fallback to raster order, bool outputs) and
+ * the contract (every rejected
  * input: status, a message naming ndf_label and the argument, an untouched
  * output).
  *
@@ -14,6 +16,9 @@
  * larger buffer with permuted / padded / negative strides (the structure
  * too), and with C, Fortran and strided outputs (whose gaps must keep their
  * poison) of int32 and of the case's second output dtype (uint8 ... float64).
+ * scipy numbers features in the scan order of its output's memory layout, so
+ * the oracle labels into each layout itself: a Fortran-ordered output and
+ * one with strides it draws (axes in random memory order, padded).
  * Where scipy refuses that dtype ("insufficient bit-depth"), ndforge must
  * return NDF_EINVAL and leave the output untouched.  The oracle's directory
  * is kept when a case fails, and its path printed.
@@ -68,6 +73,8 @@ typedef struct lab_case {
   int ncounts;
   int64_t counts[MAX_COUNTS];
   char structure[64], input[64], expected[64];
+  int64_t ostrides[NDF_MAX_NDIM]; /* the strided outputs' element strides */
+  char expected_f[64], expected_s[64], expected_si[64]; /* scipy's labels in Fortran and strided outputs */
 } lab_case;
 
 typedef tu_oracle_group lab_state; /* cases: lab_case records */
@@ -79,6 +86,7 @@ static int parse_case(const char *line, lab_case *c) {
   c->batch = -1;
   c->ncounts = -1;
   c->out_fits = -1;
+  int nstr = -1;
   snprintf(c->line, sizeof c->line, "%s", line);
   char buf[2048];
   snprintf(buf, sizeof buf, "%s", line);
@@ -99,9 +107,14 @@ static int parse_case(const char *line, lab_case *c) {
     else if (!strcmp(k, "structure")) snprintf(c->structure, sizeof c->structure, "%s", v);
     else if (!strcmp(k, "input")) snprintf(c->input, sizeof c->input, "%s", v);
     else if (!strcmp(k, "expected")) snprintf(c->expected, sizeof c->expected, "%s", v);
+    else if (!strcmp(k, "expected_f")) snprintf(c->expected_f, sizeof c->expected_f, "%s", v);
+    else if (!strcmp(k, "expected_s")) snprintf(c->expected_s, sizeof c->expected_s, "%s", v);
+    else if (!strcmp(k, "expected_si")) snprintf(c->expected_si, sizeof c->expected_si, "%s", v);
+    else if (!strcmp(k, "ostrides")) nstr = tu_parse_i64s(v, c->ostrides, NDF_MAX_NDIM);
     /* unknown keys are informational */
   }
   if (c->ndim <= 0 || c->batch < 0 || c->batch >= c->ndim || c->ncounts < 0 || c->out_fits < 0) return -1;
+  if (nstr != c->ndim || !c->expected_si[0] || (c->out_fits && (!c->expected_f[0] || !c->expected_s[0]))) return -1;
   int64_t nimg = 1;
   for (int d = 0; d < c->batch; d++) nimg *= c->shape[d];
   if (nimg != c->ncounts) return -1;
@@ -246,8 +259,22 @@ static int lay(const ndf_array *src, tu_array *t, int inv, tu_rng *rng, const nd
   return 0;
 }
 
-static int out_layout(int outv) {
-  return outv == OUT_STRIDED ? TU_LAYOUT_PADDED : outv == OUT_FORTRAN ? TU_LAYOUT_FORTRAN : TU_LAYOUT_C;
+static int out_layout(int outv) { return outv == OUT_FORTRAN ? TU_LAYOUT_FORTRAN : TU_LAYOUT_C; }
+
+/* An empty array shaped like src with the given element strides (the
+ * oracle's), 0-3 elements into a new poisoned buffer. */
+static int strided_like(tu_array *dst, const ndf_array *src, const int64_t *strides, tu_rng *rng) {
+  const int64_t es = (int64_t)ndf_dtype_size(src->dtype), front = tu_rng_int(rng, 0, 3);
+  int64_t last = 0;
+  for (int d = 0; d < src->ndim; d++) last += (src->shape[d] > 0 ? src->shape[d] - 1 : 0) * strides[d];
+  memset(dst, 0, sizeof *dst);
+  dst->bytes = (size_t)((front + last + 2) * es);
+  if (!(dst->base = malloc(dst->bytes))) return -1;
+  tu_poison(dst->base, dst->bytes);
+  dst->arr = *src;
+  dst->arr.data = (char *)dst->base + front * es;
+  for (int d = 0; d < src->ndim; d++) dst->arr.strides[d] = strides[d];
+  return 0;
 }
 
 /* Returns 0 when the case passes; prints what went wrong otherwise. */
@@ -261,8 +288,12 @@ static int run_case(lab_state *s, const lab_case *c, const variant *v, tu_rng *r
   ndf_dtype odt = NDF_INT32;
   if (v->odt == ODT_CASE) ndf_dtype_from_name(c->out_dtype, &odt);
   int fits = v->odt == ODT_CASE ? c->out_fits : 1;
+  /* scipy numbers features in the scan order of its output's layout: the expected labels of the layout */
+  const char *ename = v->out == OUT_FORTRAN   ? c->expected_f
+                      : v->out == OUT_STRIDED ? (v->odt == ODT_INT32 ? c->expected_si : c->expected_s)
+                                              : c->expected;
   if (read_npy(s, c->input, &in)) goto done;
-  if (read_npy(s, c->expected, &exp)) goto done;
+  if (fits && read_npy(s, ename, &exp)) goto done;
   if (c->structure[0] && read_npy(s, c->structure, &st)) goto done;
   ndf_dtype want;
   if (ndf_dtype_from_name(c->dtype, &want) != NDF_OK || want != in.arr.dtype) {
@@ -281,7 +312,9 @@ static int run_case(lab_state *s, const lab_case *c, const variant *v, tu_rng *r
   if (c->structure[0] && lay(&st.arr, &st_l, v->in, rng, &stru)) goto done;
   ndf_array like = in.arr;
   like.dtype = odt;
-  if (tu_array_like(&out, &like, out_layout(v->out), rng)) goto done;
+  if (v->out == OUT_STRIDED ? strided_like(&out, &like, c->ostrides, rng)
+                            : tu_array_like(&out, &like, out_layout(v->out), rng))
+    goto done;
   size_t inbytes = input == &in.arr ? arr_bytes(&in.arr) : in_l.bytes;
   const void *inbase = input == &in.arr ? in.arr.data : in_l.base;
   insave = malloc(inbytes ? inbytes : 1);
@@ -870,17 +903,27 @@ static void test_zero_stride_input(void **state) {
 }
 
 /* Negative output strides (a reversed NumPy view) are valid: the labels land
- * reversed, exactly where the view says, and nothing else is written. */
+ * reversed, exactly where the view says, and nothing else is written.  With
+ * strides (30, 6, -1) scipy scans lines along axis 1 (the smallest positive
+ * stride), so the numbers are those of an output whose axis 1 is innermost,
+ * strides (30, 1, 5). */
 static void test_negative_output_stride(void **state) {
   ndf_ctx *ctx = ctx_of(state);
   const int64_t sh[3] = {4, 5, 6};
   tu_array in;
   assert_int_equal(tu_array_alloc(&in, NDF_UINT8, 3, sh), 0);
-  for (int64_t i = 0; i < 120; i++) tu_set(&in.arr, i, (double)((i * 37) % 101 > 40 ? (i % 3) + 1 : 0));
+  for (int64_t i = 0; i < 120; i++) tu_set(&in.arr, i, (double)((i * 37) % 101 > 60 ? (i % 3) + 1 : 0));
   int32_t ref[120];
   ndf_array r;
   assert_int_equal(ndf_array_init(&r, ref, NDF_DEVICE_CPU, NDF_INT32, 3, sh), NDF_OK);
+  r.strides[1] = 1;
+  r.strides[2] = 5;
   assert_int_equal(ndf_label(ctx, &in.arr, &r, NULL, 0, NULL), NDF_OK);
+  int32_t cref[120];
+  ndf_array rc;
+  assert_int_equal(ndf_array_init(&rc, cref, NDF_DEVICE_CPU, NDF_INT32, 3, sh), NDF_OK);
+  assert_int_equal(ndf_label(ctx, &in.arr, &rc, NULL, 0, NULL), NDF_OK);
+  assert_memory_not_equal(ref, cref, sizeof ref); /* an input whose two scan orders number differently */
   size_t bytes = 4 * 130;
   int32_t *buf = malloc(bytes);
   tu_poison(buf, bytes);
@@ -893,7 +936,7 @@ static void test_negative_output_stride(void **state) {
   int bad = 0;
   for (int z = 0; z < 4; z++)
     for (int y = 0; y < 5; y++)
-      for (int x = 0; x < 6; x++) bad += buf[z * 30 + y * 6 + (5 - x)] != ref[z * 30 + y * 6 + x];
+      for (int x = 0; x < 6; x++) bad += buf[z * 30 + y * 6 + (5 - x)] != ref[z * 30 + x * 5 + y];
   if (bad) printf("%d labels misplaced with a negative output stride\n", bad);
   assert_int_equal(bad, 0);
   int32_t *pat = malloc(bytes);
@@ -904,6 +947,166 @@ static void test_negative_output_stride(void **state) {
   assert_false(past);
   free(buf);
   tu_array_free(&in);
+}
+
+/* Teeth along axis 0 (every other row, columns 0-2) joined by column 2, and
+ * three dots: a Fortran-ordered output is scanned along axis 0, where column 0
+ * opens 300 provisional labels.  In int32 scipy numbers the features in that
+ * scan order, (0,0) (5,4) (1,5) (3,5); in uint8 its first pass overflows and
+ * it labels a C-ordered int32 array instead: raster order, (0,0) (1,5) (3,5)
+ * (5,4) (scipy 1.10, output=np.zeros((600, 6), dtype, order="F")). */
+static void comb_image(const ndf_array *a, int64_t img) {
+  for (int64_t y = 0; y < 600; y++)
+    for (int64_t x = 0; x < 6; x++)
+      tu_set(a, img * 3600 + y * 6 + x, (y % 2 == 0 && x < 3) || x == 2 || (y == 1 && x == 5) ||
+                                            (y == 5 && x == 4) || (y == 3 && x == 5));
+}
+
+static void fortran_out(tu_array *t, const ndf_array *like, ndf_dtype dt, tu_rng *rng) {
+  ndf_array l = *like;
+  l.dtype = dt;
+  assert_int_equal(tu_array_like(t, &l, TU_LAYOUT_FORTRAN, rng), 0);
+}
+
+static void test_scan_order_and_overflow(void **state) {
+  ndf_ctx *ctx = ctx_of(state);
+  tu_rng rng;
+  tu_rng_seed(&rng, 7);
+  const int64_t sh[2] = {600, 6};
+  tu_array in;
+  arr_nd(&in, NDF_UINT8, 2, sh, NULL);
+  comb_image(&in.arr, 0);
+  static const int64_t at[4][2] = {{0, 0}, {1, 5}, {3, 5}, {5, 4}};
+  static const int want_f[4] = {1, 3, 4, 2}, want_c[4] = {1, 2, 3, 4};
+  const ndf_dtype dts[3] = {NDF_INT32, NDF_UINT16, NDF_UINT8};
+  for (int k = 0; k < 3; k++) {
+    tu_array out;
+    fortran_out(&out, &in.arr, dts[k], &rng);
+    int64_t nf = -1;
+    assert_int_equal(ndf_label(ctx, &in.arr, &out.arr, NULL, 0, &nf), NDF_OK);
+    assert_int_equal(nf, 4);
+    for (int i = 0; i < 4; i++) {
+      const double got = tu_get(&out.arr, at[i][0] * 6 + at[i][1]);
+      const int want = dts[k] == NDF_UINT8 ? want_c[i] : want_f[i];
+      if (got != want)
+        printf("%s Fortran output: label %g at (%lld,%lld), scipy's is %d\n", ndf_dtype_name(dts[k]), got,
+               (long long)at[i][0], (long long)at[i][1], want);
+      assert_true(got == want);
+    }
+    assert_int_equal(tu_check_gaps(&out), -1);
+    tu_array_free(&out);
+  }
+  tu_array_free(&in);
+}
+
+/* A batch of two images into a Fortran-ordered uint8 output: the comb (scipy
+ * numbers it in raster order, its first pass overflowing) and a small pattern
+ * (numbered in the Fortran scan); each image as scipy labels it alone. */
+static void test_scan_order_overflow_batch(void **state) {
+  ndf_ctx *ctx = ctx_of(state);
+  tu_rng rng;
+  tu_rng_seed(&rng, 11);
+  const int64_t sh[3] = {2, 600, 6}, sh1[2] = {600, 6};
+  tu_array in, img0, img1;
+  arr_nd(&in, NDF_UINT8, 3, sh, NULL);
+  arr_nd(&img0, NDF_UINT8, 2, sh1, NULL);
+  arr_nd(&img1, NDF_UINT8, 2, sh1, NULL);
+  comb_image(&in.arr, 0);
+  comb_image(&img0.arr, 0);
+  for (int64_t i = 0; i < 3600; i++) {
+    const double v = i < 120 && (i * 37) % 101 > 60;
+    tu_set(&in.arr, 3600 + i, v);
+    tu_set(&img1.arr, i, v);
+  }
+  tu_array out, ref0, ref1;
+  fortran_out(&out, &in.arr, NDF_UINT8, &rng);
+  arr_nd(&ref0, NDF_INT32, 2, sh1, NULL);     /* raster order */
+  fortran_out(&ref1, &img1.arr, NDF_INT32, &rng); /* the Fortran scan, no overflow in int32 */
+  int64_t nf[2] = {-1, -1}, n0 = -1, n1 = -1;
+  assert_int_equal(ndf_label(ctx, &img0.arr, &ref0.arr, NULL, 0, &n0), NDF_OK);
+  assert_int_equal(ndf_label(ctx, &img1.arr, &ref1.arr, NULL, 0, &n1), NDF_OK);
+  tu_array c1;
+  arr_nd(&c1, NDF_INT32, 2, sh1, NULL);
+  assert_int_equal(ndf_label(ctx, &img1.arr, &c1.arr, NULL, 0, NULL), NDF_OK);
+  int differ = 0; /* the Fortran scan numbers differently */
+  for (int64_t i = 0; i < 3600; i++) differ += tu_get(&c1.arr, i) != tu_get(&ref1.arr, i);
+  assert_true(differ > 0);
+  tu_array_free(&c1);
+  assert_int_equal(ndf_label(ctx, &in.arr, &out.arr, NULL, 1, nf), NDF_OK);
+  assert_int_equal(nf[0], n0);
+  assert_int_equal(nf[1], n1);
+  int bad = 0;
+  for (int64_t i = 0; i < 3600; i++) {
+    bad += tu_get(&out.arr, i) != tu_get(&ref0.arr, i);
+    bad += tu_get(&out.arr, 3600 + i) != tu_get(&ref1.arr, i);
+  }
+  if (bad) printf("%d labels of the batch differ from its images labelled alone\n", bad);
+  assert_int_equal(bad, 0);
+  assert_int_equal(tu_check_gaps(&out), -1);
+  tu_array_free(&in);
+  tu_array_free(&img0);
+  tu_array_free(&img1);
+  tu_array_free(&out);
+  tu_array_free(&ref0);
+  tu_array_free(&ref1);
+}
+
+/* A bool output is scipy's npy_bool (scipy 1.10, output=np.bool_): it holds
+ * the labels' bytes; where scipy's first pass overflows the byte (here the
+ * teeth open 300 labels in raster order too) it casts int32 labels to bool:
+ * one feature passes, two are "insufficient bit-depth". */
+static void test_bool_output(void **state) {
+  ndf_ctx *ctx = ctx_of(state);
+  const int64_t s26[2] = {2, 6};
+  const double v26[12] = {1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0};
+  tu_array in, out;
+  arr_nd(&in, NDF_UINT8, 2, s26, v26);
+  assert_int_equal(tu_array_alloc(&out, NDF_BOOL, 2, s26), 0);
+  int64_t nf = -1;
+  assert_int_equal(ndf_label(ctx, &in.arr, &out.arr, NULL, 0, &nf), NDF_OK);
+  assert_int_equal(nf, 3);
+  const uint8_t want[12] = {1, 0, 2, 0, 3, 0, 0, 0, 0, 0, 0, 0};
+  assert_memory_equal(out.base, want, 12);
+  tu_array_free(&in);
+  tu_array_free(&out);
+  const int64_t sh[2] = {600, 6};
+  tu_rng rng;
+  tu_rng_seed(&rng, 3);
+  for (int dot = 0; dot <= 1; dot++) {
+    arr_nd(&in, NDF_UINT8, 2, sh, NULL);
+    comb_image(&in.arr, 0); /* teeth and three dots */
+    for (int64_t i = 0; i < 3600; i++)
+      if (i / 6 % 2 == 1 && i % 6 != 2) tu_set(&in.arr, i, 0); /* the teeth alone */
+    if (dot) tu_set(&in.arr, 1 * 6 + 5, 1);
+    for (int f = 0; f <= 1; f++) {
+      if (f) {
+        ndf_array l = in.arr;
+        l.dtype = NDF_BOOL;
+        assert_int_equal(tu_array_like(&out, &l, TU_LAYOUT_FORTRAN, &rng), 0);
+      } else {
+        assert_int_equal(tu_array_alloc(&out, NDF_BOOL, 2, sh), 0);
+        tu_poison(out.base, out.bytes);
+      }
+      void *save = malloc(out.bytes);
+      memcpy(save, out.base, out.bytes);
+      nf = -1;
+      ndf_status r = ndf_label(ctx, &in.arr, &out.arr, NULL, 0, &nf);
+      if (dot) {
+        if (r != NDF_EINVAL || !strstr(ndf_errmsg(ctx), "bit-depth"))
+          printf("two features into bool: %s \"%s\"\n", ndf_status_name(r), ndf_errmsg(ctx));
+        assert_int_equal(r, NDF_EINVAL);
+        assert_non_null(strstr(ndf_errmsg(ctx), "bit-depth"));
+        assert_memory_equal(save, out.base, out.bytes);
+      } else {
+        assert_int_equal(r, NDF_OK);
+        assert_int_equal(nf, 1);
+        for (int64_t i = 0; i < 3600; i++) assert_true(tu_get(&out.arr, i) == tu_get(&in.arr, i));
+      }
+      free(save);
+      tu_array_free(&out);
+    }
+    tu_array_free(&in);
+  }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1233,6 +1436,9 @@ int main(void) {
       cmocka_unit_test(test_empty_input),
       cmocka_unit_test(test_zero_stride_input),
       cmocka_unit_test(test_negative_output_stride),
+      cmocka_unit_test(test_scan_order_and_overflow),
+      cmocka_unit_test(test_scan_order_overflow_batch),
+      cmocka_unit_test(test_bool_output),
       cmocka_unit_test(test_contract_null_arguments),
       cmocka_unit_test(test_contract_output),
       cmocka_unit_test(test_contract_structure),

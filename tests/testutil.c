@@ -1,11 +1,14 @@
 /*
  * testutil.c -- helpers shared by the ndforge test programs (see testutil.h).
- * This file uses only the public API of ndforge.
+ * This file uses only the public API of ndforge (and tools/ndfio.h's
+ * header-only element reader).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include "testutil.h"
+
+#include "../tools/ndfio.h" /* header-only: its element reader */
 
 #include <dirent.h>
 #include <errno.h>
@@ -228,21 +231,8 @@ void *tu_elem_ptr(const ndf_array *a, int64_t flat) {
 }
 
 double tu_get(const ndf_array *a, int64_t flat) {
-  const void *p = tu_elem_ptr(a, flat);
-  switch (a->dtype) {
-    case NDF_BOOL: return *(const uint8_t *)p != 0;
-    case NDF_UINT8: return *(const uint8_t *)p;
-    case NDF_INT8: return *(const int8_t *)p;
-    case NDF_UINT16: return *(const uint16_t *)p;
-    case NDF_INT16: return *(const int16_t *)p;
-    case NDF_UINT32: return *(const uint32_t *)p;
-    case NDF_INT32: return *(const int32_t *)p;
-    case NDF_FLOAT32: return *(const float *)p;
-    case NDF_FLOAT64: return *(const double *)p;
-    case NDF_INT64: return (double)*(const int64_t *)p;
-    case NDF_UINT64: return (double)*(const uint64_t *)p;
-    default: return NAN;
-  }
+  const double v = ndfio_load_f64(tu_elem_ptr(a, flat), a->dtype, 0);
+  return a->dtype == NDF_BOOL ? v != 0 : v;
 }
 
 void tu_set(const ndf_array *a, int64_t flat, double v) {

@@ -129,7 +129,7 @@ int tu_array_relayout(tu_array *dst, const ndf_array *src, int layout, tu_rng *r
  * strides), every byte of its buffer poisoned. */
 int tu_array_like(tu_array *dst, const ndf_array *src, int layout, tu_rng *r);
 
-/* Element access by flat C-order index (any strides). */
+/* Element access by flat C-order index (any strides); tu_get reads a bool as 0 or 1. */
 void *tu_elem_ptr(const ndf_array *a, int64_t flat);
 double tu_get(const ndf_array *a, int64_t flat);
 /* Stores v converted to a's dtype (C conversion; v must be representable). */

@@ -39,8 +39,6 @@ void cli_ctx_options_init(ndf_ctx_options *o);
  * overflows (ndf_shape_bytes) or exceeds the host's memory, or that malloc
  * failed.  The size is checked before anything is allocated. */
 int cli_alloc(const char *what, ndf_array *a, ndf_dtype dtype, int ndim, const int64_t *shape);
-/* The element at offset off (in elements) of a host array of any dtype, as a double. */
-double cli_get_f64(const ndf_array *a, int64_t off);
 /* Reads an image file (ndfio_read) into *img: 0, or -1 after printing the reason. */
 int read_image(const char *path, ndfio_image *img);
 /* --batch-axis K: axis `from` of x moved to `to` (shape and strides permuted, the data untouched;

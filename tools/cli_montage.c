@@ -16,7 +16,7 @@
 enum { GAP = 4 };
 
 static double at(const ndf_array *a, int64_t i, int64_t j, int64_t k) {
-  return cli_get_f64(a, i * a->strides[0] + j * a->strides[1] + k * a->strides[2]);
+  return ndfio_get_f64(a, i * a->strides[0] + j * a->strides[1] + k * a->strides[2]);
 }
 
 static int cmp_double(const void *a, const void *b) {

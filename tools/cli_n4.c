@@ -74,7 +74,7 @@ static int mask_u8(const ndf_array *m, ndf_array *out) {
       off += (r % m->shape[d]) * m->strides[d];
       r /= m->shape[d];
     }
-    const double v = cli_get_f64(m, off);
+    const double v = ndfio_get_f64(m, off);
     o[x] = v == floor(v) && v >= 0 && v <= 255 ? (uint8_t)v : v != 0 ? 255 : 0;
   }
   return 0;

@@ -85,7 +85,7 @@ static double *load_hists(const char *path, int64_t *n, int64_t *d) {
   for (int64_t k = 0; k < *n; k++) {
     double m = 0.0;
     for (int64_t i = 0; i < *d; i++) {
-      const double v = cli_get_f64(a, k * s0 + i * s1);
+      const double v = ndfio_get_f64(a, k * s0 + i * s1);
       if (!isfinite(v) || v < 0) {
         errorf("%s: entry [%lld, %lld] = %g is not finite and >= 0", path, (long long)k, (long long)i, v);
         free(h);

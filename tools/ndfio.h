@@ -77,6 +77,29 @@ int ndfio_nifti_spacing(const ndfio_image *img, double *spacing);
 /* Frees what img owns (data and NIfTI header) and clears it.  NULL is a no-op. */
 void ndfio_image_free(ndfio_image *img);
 
+/* Element i (an element offset from data, any sign) of dtype t in host
+ * memory as a double: a bool as its byte, 64-bit integers rounded to the
+ * nearest double; NaN for a dtype ndforge does not have.  Header-only, so
+ * that the command, the benchmarks and the tests read elements one way
+ * without linking ndfio. */
+static inline double ndfio_load_f64(const void *data, ndf_dtype t, int64_t i) {
+  switch (t) {
+    case NDF_BOOL: case NDF_UINT8: return ((const uint8_t *)data)[i];
+    case NDF_INT8: return ((const int8_t *)data)[i];
+    case NDF_UINT16: return ((const uint16_t *)data)[i];
+    case NDF_INT16: return ((const int16_t *)data)[i];
+    case NDF_UINT32: return ((const uint32_t *)data)[i];
+    case NDF_INT32: return ((const int32_t *)data)[i];
+    case NDF_INT64: return (double)((const int64_t *)data)[i];
+    case NDF_UINT64: return (double)((const uint64_t *)data)[i];
+    case NDF_FLOAT32: return ((const float *)data)[i];
+    case NDF_FLOAT64: return ((const double *)data)[i];
+    default: return __builtin_nan("");
+  }
+}
+/* The element at offset off (in elements) of a host array, as ndfio_load_f64 reads it. */
+static inline double ndfio_get_f64(const ndf_array *a, int64_t off) { return ndfio_load_f64(a->data, a->dtype, off); }
+
 /* ------------------------------------------------------------------------ */
 /* Internal to tools/: helpers npy.c and nifti_io.c share.                    */
 

@@ -1208,22 +1208,6 @@ static uint64_t host_memory(void) {
   return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
 }
 
-double cli_get_f64(const ndf_array *a, int64_t off) {
-  switch (a->dtype) {
-    case NDF_BOOL: case NDF_UINT8: return ((const uint8_t *)a->data)[off];
-    case NDF_INT8: return ((const int8_t *)a->data)[off];
-    case NDF_UINT16: return ((const uint16_t *)a->data)[off];
-    case NDF_INT16: return ((const int16_t *)a->data)[off];
-    case NDF_UINT32: return ((const uint32_t *)a->data)[off];
-    case NDF_INT32: return ((const int32_t *)a->data)[off];
-    case NDF_FLOAT32: return ((const float *)a->data)[off];
-    case NDF_FLOAT64: return ((const double *)a->data)[off];
-    case NDF_INT64: return (double)((const int64_t *)a->data)[off];
-    case NDF_UINT64: return (double)((const uint64_t *)a->data)[off];
-    default: return 0;
-  }
-}
-
 int cli_alloc(const char *what, ndf_array *a, ndf_dtype dtype, int ndim, const int64_t *shape) {
   char desc[NDF_MAX_NDIM * 21 + 32];
   ndf_array d;

@@ -17,6 +17,7 @@ output.
 """
 
 import ctypes
+import inspect
 import operator
 
 import numpy as np
@@ -135,9 +136,24 @@ def _shape_from(fn, x_shape, *args):
     return tuple(out[:n])
 
 
+def _spline_copy(input, order, output, device):
+    """spline_filter1d of order 0 or 1: scipy's output[...] = numpy.array(input)."""
+    op = _Interp(input, 0, device)
+    spec = op.output(output, op.call.shape0)
+    return op.run(C["ndf_spline_filter1d"], spec, _OUT, int(order), 0, _interp_mode("mirror"))
+
+
 @_nd._complex_parts()
 def spline_filter1d(input, order=3, axis=-1, output=np.float64, mode="mirror", *, device=None):
-    """scipy.ndimage.spline_filter1d on ndforge (extra keyword: device)."""
+    """scipy.ndimage.spline_filter1d on ndforge (extra keyword: device).  Orders 0 and 1 copy the input
+    (scipy: output[...] = numpy.array(input)) without reading axis or mode, a 0-d input too."""
+    if order < 0 or order > 5:
+        raise RuntimeError("spline order not supported")
+    if order in (0, 1):
+        if _nd._ndim(input) == 0:
+            return _nd._on_one_element(_spline_copy, inspect.signature(_spline_copy), input,
+                                       (order, output, device), {})
+        return _spline_copy(input, order, output, device)
     _nd._axis(axis, _nd._ndim(input))
     op = _Interp(input, 0, device)
     order = _order(order)

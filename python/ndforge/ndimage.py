@@ -762,8 +762,13 @@ def _grey(name, input, size, footprint, structure, output, mode, cval, origin, a
             and structure is None and nan_policy in (None, "propagate")):
         return _grey_modes(name == "grey_erosion", input, size, footprint, output, mode, cval, origin, axes,
                            batch_dims, device, algorithm, tune)
+    dt = _store_dtype(input, output, mode, cval) if name in ("grey_erosion", "grey_dilation") else None
+    if dt is not None:
+        return _grey_stored(name, input, size, footprint, structure, output, mode, cval, origin,
+                            dict(axes=axes, batch_dims=batch_dims, device=device, algorithm=algorithm,
+                                 nan_policy=nan_policy, tune=tune), dt)
     if name in _COMPOSED and nan_policy in (None, "propagate") and (
-            (isinstance(mode, (list, tuple)) and len(set(mode)) > 1) or _narrows(name, input, output)):
+            (isinstance(mode, (list, tuple)) and len(set(mode)) > 1) or _other_dtype(input, output)):
         return _grey_composed(name, input, output, dict(size=size, footprint=footprint, structure=structure,
                                                         mode=mode, cval=cval, origin=origin, axes=axes,
                                                         batch_dims=batch_dims, device=device, algorithm=algorithm,
@@ -800,29 +805,165 @@ def _grey(name, input, size, footprint, structure, output, mode, cval, origin, a
 
 _COMPOSED = ("grey_opening", "grey_closing", "morphological_gradient", "morphological_laplace", "white_tophat",
              "black_tophat")
-_ARITH = _COMPOSED[2:]
+
+# The dtypes scipy's filters store their results into (its C code's output types).
+_STORE_DTYPES = tuple(np.dtype(t) for t in (np.bool_, np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32,
+                                            np.uint64, np.int64, np.float32, np.float64))
 
 
-def _narrows(name, input, output):
-    """Whether scipy's arithmetic of a composite differs from the library's: an output (NumPy or CuPy) of a
-    numeric dtype that does not hold every input value (float64 -> float32); scipy computes the last step in
-    the output's dtype from an erosion or dilation stored in it."""
-    if name not in _ARITH or output is None or _core.kind_of(input) not in ("numpy", "cupy"):
+def _stores(input, output):
+    """The output's dtype where scipy stores a result of the input's dtype into another (its C cast, unlike
+    NumPy's: a bool output holds the cast's byte, a narrower one wraps), on NumPy and CuPy arrays; None
+    where the output is the input's dtype or holds every input value (an exact widening), and for
+    the other array kinds and dtypes."""
+    if output is None or _core.kind_of(input) not in ("numpy", "cupy"):
+        return None
+    if _is_dtype_like(output):
+        dt = _np_dtype(output)
+    elif _core.kind_of(output) == _core.kind_of(input):
+        dt = np.dtype(output.dtype)
+    else:
+        return None
+    dt, xdt = _native(dt), _native(np.dtype(getattr(input, "dtype", None) or _core.as_array(input).dtype))
+    if dt not in _STORE_DTYPES or xdt not in _STORE_DTYPES or dt == xdt:
+        return None
+    return None if dt != np.bool_ and np.can_cast(xdt, dt, "safe") else dt
+
+
+def _other_dtype(input, output):
+    """Whether a NumPy or CuPy output (an array, or a dtype) has another dtype than the input: scipy then
+    writes a composite's last step into it and computes what follows in NumPy's arithmetic (_grey_composed)."""
+    if output is None or _core.kind_of(input) not in ("numpy", "cupy"):
         return False
     if _is_dtype_like(output):
         dt = _np_dtype(output)
-    elif _core.kind_of(output) in ("numpy", "cupy"):
-        dt = output.dtype
+    elif _core.kind_of(output) == _core.kind_of(input):
+        dt = np.dtype(output.dtype)
     else:
         return False
-    xdt = np.dtype(getattr(input, "dtype", None) or _core.as_array(input).dtype)
-    return (dt.kind in "iuf" and xdt.kind in "iuf" and dt != xdt and not np.can_cast(xdt, dt, "safe"))
+    dt, xdt = _native(dt), _native(np.dtype(getattr(input, "dtype", None) or _core.as_array(input).dtype))
+    return dt != xdt and dt in _STORE_DTYPES and xdt in _STORE_DTYPES
+
+
+def _scipy_store(v, dt):
+    """v (NumPy or CuPy, a real dtype) as scipy's filters store their results into dtype dt: each value
+    read as a double (a bool as its byte), then C's cast as x86-64 does it -- the narrow integers and bool
+    through int32, uint32 and int64 through int64, truncating, NaN and values out of range giving the most
+    negative value; round to nearest into float32.  So a bool holds the cast's byte (0.5 stores 0, 2.0
+    stores 2, -1.0 stores 255) and 300.7 into uint8 is 44."""
+    xp = np if _core.kind_of(v) == "numpy" else __import__("cupy")
+    f = (v.view(np.uint8) if v.dtype == np.bool_ else v).astype(np.float64)
+    dt = np.dtype(dt)
+    if dt.kind == "f":
+        return f.astype(dt)
+
+    def cvt(lo, hi, it):  # cvttsd2si: truncation within (lo, hi), else the most negative value of it
+        ok = (f > lo) & (f < hi)
+        return xp.where(ok, xp.trunc(xp.where(ok, f, 0.0)), float(np.iinfo(it).min)).astype(it)
+    if dt == np.uint64:  # as the compiler converts: from 2^63 on, v - 2^63 with the top bit set
+        top = f >= 2.0 ** 63
+        g = xp.where(top, f - 2.0 ** 63, f)
+        ok = (g >= -2.0 ** 63) & (g < 2.0 ** 63)
+        i = xp.where(ok, xp.trunc(xp.where(ok, g, 0.0)), -2.0 ** 63).astype(np.int64).view(np.uint64)
+        i = xp.where(top, i ^ np.uint64(1 << 63), i)
+        return xp.where(f >= 2.0 ** 64, np.uint64(0), i)
+    if dt in (np.uint32, np.int64):
+        return cvt(-2.0 ** 63 - 1025, 2.0 ** 63, np.int64).astype(dt)
+    t = cvt(-2147483649.0, 2147483648.0, np.int32)
+    return t.astype(np.uint8).view(np.bool_) if dt == np.bool_ else t.astype(dt)
+
+
+def _cval_fits(xdt, mode, cval):
+    """Whether the library's cval (converted to the image's dtype) is scipy's: not in constant mode, a float
+    image, or a cval the integer (bool) dtype holds exactly.  scipy compares the values read as doubles with
+    cval itself."""
+    modes = [mode] if isinstance(mode, str) else list(mode)
+    if xdt.kind not in "biu" or "constant" not in modes:
+        return True
+    lo, hi = (0, 1) if xdt == np.bool_ else (np.iinfo(xdt).min, np.iinfo(xdt).max)
+    c = float(cval)
+    return c == int(c) and lo <= c <= hi
+
+
+def _double_cval(x, mode, cval):
+    """x, or x as float64 where the library's cval would not be scipy's (_cval_fits): the result is stored
+    into an output of another dtype, which keeps what cval itself gives."""
+    return x if _cval_fits(np.dtype(_core.dtype_of(x)), mode, cval) else x.astype(np.float64)
+
+
+def _c_cval(x, cval):
+    """cval as scipy's non-separable minimum, maximum and rank filters read it: C's cast to the image's
+    integer dtype ((_type)cval: 1.5 is 1, -2 into uint8 is 254; a bool image's byte), which the library
+    then takes as it is."""
+    xdt = np.dtype(_core.dtype_of(x))
+    if xdt.kind not in "biu":
+        return cval
+    return float(_scipy_store(np.array([float(cval)]), np.uint8 if xdt == np.bool_ else xdt)[0])
+
+
+def _store_dtype(input, output, mode, cval):
+    """The dtype a grey or rank op stores its result into as scipy does (_scipy_store): the output's, where
+    it narrows the input's (_stores), or where it is another dtype and scipy's cval is not the library's."""
+    dt = _stores(input, output)
+    if dt is not None or not _other_dtype(input, output):
+        return dt
+    if _cval_fits(_native(np.dtype(getattr(input, "dtype", None) or _core.as_array(input).dtype)), mode, cval):
+        return None
+    return _native(_np_dtype(output) if _is_dtype_like(output) else np.dtype(output.dtype))
+
+
+def _put(output, r):
+    """r (of the output's dtype) as the call's result: written into an output array (a bool one byte for
+    byte, keeping what C's cast stored), else returned."""
+    if output is None or _is_dtype_like(output):
+        return r
+    if r.dtype == np.bool_:
+        _core.copy_into(output.view(np.uint8), r.view(np.uint8))
+    else:
+        _core.copy_into(output, r)
+    return output
+
+
+def _grey_stored(name, input, size, footprint, structure, output, mode, cval, origin, kw, dt):
+    """grey_erosion / grey_dilation into an output of another dtype, as scipy's _min_or_max_filter writes it:
+    a box element (size, or an all-ones footprint, and no structure) runs one 1-D pass per axis longer than
+    1, each stored in the output's dtype (_scipy_store) and read back from it by the next; any other
+    element one pass, stored.  A box of no axis longer than 1 is NumPy's cast (scipy's
+    output[...] = input[...])."""
+    x = _input(input)
+    fn = grey_erosion if name == "grey_erosion" else grey_dilation
+    fp = None if footprint is None else np.asarray(_core.to_host_numpy(footprint)).astype(bool)
+    if structure is not None or (fp is not None and not fp.all()) or (fp is None and size is None):
+        r = fn(x, size, footprint, structure, None, mode, _c_cval(x, cval), origin, **kw)
+        return _put(output, _scipy_store(r, dt))
+    x = _double_cval(x, mode, cval)  # the 1-D passes compare with the double cval
+    axes, nb = kw["axes"], kw["batch_dims"] or 0
+    n = (1 if np.ndim(axes) == 0 else len(axes)) if axes is not None else x.ndim - nb
+    sizes = list(fp.shape) if fp is not None else _normalize(size, n, _size_int)
+    _per_axis(origin, n)
+    origins = _normalize(origin, n)
+    if not isinstance(mode, str):
+        _per_axis(mode, n)
+    modes = [mode] * n if isinstance(mode, str) else list(mode)
+    r = None
+    for i in range(n):
+        if sizes[i] > 1:
+            one, org = [1] * n, [0] * n
+            one[i], org[i] = sizes[i], origins[i]
+            src = x if r is None else (r.view(np.uint8) if dt == np.bool_ else r).astype(np.float64)
+            r = _scipy_store(fn(src, one, None, None, None, modes[i], cval, org, **kw), dt)
+    return _put(output, _input(input).astype(dt) if r is None else r)
 
 
 def _grey_composed(name, input, output, kw):
-    """A grey composite as scipy writes it, over grey_erosion and grey_dilation: for one mode per axis, and
-    for outputs that the composite's arithmetic narrows (that arithmetic with NumPy's or CuPy's ufuncs,
-    in the output's dtype, casting as C does where scipy's same_kind casting would refuse)."""
+    """A grey composite as scipy writes it (_morphology.py), over grey_erosion and grey_dilation: for one mode
+    per axis, and for outputs of another dtype than the input's.  The erosion or dilation scipy writes into
+    the output is stored in its dtype as scipy stores it (per pass, _grey_stored), and the arithmetic after
+    it is NumPy's (CuPy's) with scipy's casting, so that where scipy's same_kind casting refuses (a float
+    result into a bool or integer output) the same error comes, and a bool image's gradient into an int16
+    output is NumPy's bool - int16.
+    An output overlapping the input is written through a temporary of its dtype (scipy's steps would read
+    what they wrote)."""
     x = _input(input)
 
     def ero(a, out=None):
@@ -834,38 +975,35 @@ def _grey_composed(name, input, output, kw):
         return dil(ero(x), output)
     if name == "grey_closing":
         return ero(dil(x), output)
-    if _core.dtype_of(x) == np.bool_ and name in ("morphological_gradient", "morphological_laplace"):
-        raise TypeError("boolean subtraction is not supported (scipy composes %s with np.subtract)" % name)
     given = output is not None and not _is_dtype_like(output)
-    dt = _core.dtype_of(x) if output is None else (_np_dtype(output) if not given else _core.dtype_of(output))
-    out = output if given and not _same_memory(output, x) else _core.empty(_core.placement(x), x.shape, dt)
+    out = output
+    if given and _same_memory(output, x):
+        out = _core.empty(_core.placement(x), x.shape, _core.dtype_of(output))
     if _core.kind_of(x) == "torch":
         import torch
         sub, add, xor = torch.sub, torch.add, torch.bitwise_xor
     else:
         xp = np if _core.kind_of(x) == "numpy" else __import__("cupy")
-        sub, add = (functools.partial(f, casting="unsafe") for f in (xp.subtract, xp.add))
-        xor = xp.bitwise_xor
-    op2 = xor if dt == np.bool_ and _core.dtype_of(x) == np.bool_ else sub  # the tophats of bool images: xor
-    if name == "white_tophat":
-        dil(ero(x), out)
-        op2(x, out, out=out)
-    elif name == "black_tophat":
-        ero(dil(x), out)
-        op2(out, x, out=out)
-    else:
+        sub, add, xor = xp.subtract, xp.add, xp.bitwise_xor
+    if name in ("morphological_gradient", "morphological_laplace"):
         tmp = dil(x)
-        ero(x, out)
+        e = ero(x, out if given else None)
         if name == "morphological_gradient":
-            op2(tmp, out, out=out)
+            r = sub(tmp, e, out=e) if given else tmp - e
         else:
-            add(tmp, out, out=out)
-            op2(out, x, out=out)
-            op2(out, x, out=out)
+            add(tmp, e, out=e)
+            sub(e, x, out=e)
+            r = sub(e, x, out=e)
+    else:
+        tmp = dil(ero(x), out) if name == "white_tophat" else ero(dil(x), out)
+        if _core.dtype_of(x) == np.bool_ and _core.dtype_of(tmp) == np.bool_:
+            r = xor(x, tmp, out=tmp)
+        else:
+            r = sub(x, tmp, out=tmp) if name == "white_tophat" else sub(tmp, x, out=tmp)
     if given and out is not output:
         _core.copy_into(output, out)
         return output
-    return out
+    return r
 
 
 def _run_unary(call, row, opt, output, extra, half=None, lib_dtype=None, accepts=None):
@@ -957,6 +1095,11 @@ def _min_max(erode, input, size, footprint, output, mode, cval, origin, axes, ba
             mode = modes[0]
         elif fp is not None:
             raise RuntimeError("A sequence of modes is not supported for non-separable footprints")
+        elif _store_dtype(x, output, modes, cval) is not None:  # each pass stored in the output's dtype
+            return _grey_stored("grey_erosion" if erode else "grey_dilation", x, sizes, None, None, output, modes,
+                                cval, origins if erode else [-o - (0 if s & 1 else 1) for o, s in zip(origins, sizes)],
+                                dict(axes=axes, batch_dims=batch_dims, device=device, algorithm=algorithm,
+                                     nan_policy=None, tune=tune), _store_dtype(x, output, modes, cval))
         else:
             r, out = x, output
             for i in range(n):
@@ -1020,6 +1163,8 @@ def _min_max1d(erode, input, size, axis, output, mode, cval, origin, batch_dims,
     if size // 2 + origin < 0 or size // 2 + origin >= size:
         raise ValueError("invalid origin")
     axis = _axis(axis, x.ndim)
+    if size == 1 and _stores(x, output) is not None:  # scipy's 1-D filter stores the values it reads
+        return _put(output, _scipy_store(x, _stores(x, output)))
     return _min_max(erode, x, size, None, output, mode, cval, origin, (operator.index(axis) % x.ndim,),
                     batch_dims, device, None, None) if not batch_dims else \
         _min_max(erode, x, [size if i == axis % x.ndim else 1 for i in range(batch_dims, x.ndim)], None, output,
@@ -1058,6 +1203,11 @@ def _rank(name, input, extra, size, footprint, output, mode, cval, origin, axes,
             r = _run_plan(plan, input, output)
             if r is not None:
                 return r
+    dt = _store_dtype(input, output, mode, cval) if isinstance(mode, str) else None
+    if dt is not None and (size is not None or footprint is not None):
+        return _rank_stored(name, input, extra, size, footprint, output, mode, cval, origin,
+                            dict(axes=axes, batch_dims=batch_dims, device=device, algorithm=algorithm,
+                                 nan_policy=nan_policy, tune=tune), dt)
     row = OPS[name]
     call = _Call(input, batch_dims, axes, device)
     half = _half_input(call, True)
@@ -1080,6 +1230,38 @@ def _rank(name, input, extra, size, footprint, output, mode, cval, origin, axes,
     if key is not None and half is None and not widened:
         _PLANS[key] = (C[row["c"]], opt, extra)
     return r
+
+
+def _rank_stored(name, input, extra, size, footprint, output, mode, cval, origin, kw, dt):
+    """A rank filter into an output of another dtype, as scipy's _rank_filter writes it: the ranks 0 and
+    n - 1 are its minimum and maximum filters (a box: one pass per axis, each stored, _grey_stored), any
+    other rank one pass, stored in the output's dtype (_scipy_store)."""
+    x = _input(input)
+    axes, nb = kw["axes"], kw["batch_dims"] or 0
+    n = (1 if np.ndim(axes) == 0 else len(axes)) if axes is not None else x.ndim - nb
+    try:
+        fp = np.ones(_normalize(size, n, _size_int), bool) if footprint is None else \
+            np.asarray(_core.to_host_numpy(footprint)).astype(bool)
+        count = int(fp.sum())
+        v = extra[0].value if extra else None
+        if name == "median_filter":
+            rank = count // 2
+        elif name == "rank_filter":
+            rank = v + count if v < 0 else v
+        else:
+            p = v + 100.0 if v < 0 else v
+            rank = count - 1 if p == 100.0 else int(float(count) * p / 100.0)
+    except (TypeError, ValueError, RuntimeError):
+        fp, rank, count = None, -1, 0  # the library's checks raise scipy's errors below
+    plain = kw["algorithm"] is None and kw["nan_policy"] in (None, "propagate") and kw["tune"] is None
+    if plain and count and rank in (0, count - 1) and fp.ndim == n:
+        return _min_max(rank == 0, x, None, fp, output, mode, cval, origin, axes, kw["batch_dims"], kw["device"],
+                        None, None)
+    args = (size, footprint, None, mode, _c_cval(x, cval), origin)
+    r = median_filter(x, *args, **kw) if name == "median_filter" else \
+        rank_filter(x, extra[0].value, *args, **kw) if name == "rank_filter" else \
+        percentile_filter(x, extra[0].value, *args, **kw)
+    return _put(output, _scipy_store(r, dt))
 
 
 @_zero_d
@@ -1295,7 +1477,23 @@ def iterate_structure(structure, iterations, origin=None):
 # --- label ----------------------------------------------------------------------------
 
 def _label_accepts(dt):
-    return dt in _core.DTYPE_CODE and dt.kind in "iuf"
+    return dt in _core.DTYPE_CODE and dt.kind in "biuf"  # bool: scipy's npy_bool holds the labels' bytes
+
+
+def _label_scan_like(output, dtype, batch_dims):
+    """An empty array that label numbers in the order it numbers output: scipy's label scans lines along
+    the axis numpy's PyArray_IterAllButAxis picks for its output (the first axis of the smallest positive
+    stride, searched from the first non-zero stride on), the lines in C order of the other axes, so the
+    temporary has that axis innermost and the others in C order (the batch axes outermost)."""
+    st = output.strides[batch_dims:]
+    minst = next((x for x in st if x != 0), 0)
+    axis = 0
+    for d in range(1, len(st)):
+        if 0 < st[d] < minst:
+            axis, minst = d, st[d]
+    axis += batch_dims
+    perm = [d for d in range(output.ndim) if d != axis] + [axis]
+    return np.empty([output.shape[d] for d in perm], dtype).transpose(np.argsort(perm))
 
 
 @_zero_d
@@ -1320,7 +1518,18 @@ def label(input, structure=None, output=None, *, batch_dims=0, device=None):
     given = output is not None and not _is_dtype_like(output)
     if given and tuple(output.shape) != call.shape0:
         raise ValueError("output shape not correct")  # scipy's label: ValueError (the filters: RuntimeError)
+    odt = _np_dtype(output) if _is_dtype_like(output) else output.dtype if given and \
+        _core.kind_of(output) == "numpy" else None
+    if odt is not None and not _label_accepts(_native(odt)):
+        raise TypeError("No matching signature found (scipy's label writes bool, integer, float32 and float64 "
+                        "outputs, not %s)" % odt)
     out, ret, post = _resolve_output(call, output, np.dtype(np.int32), _label_accepts)
+    if given and out is not output and _core.kind_of(output) == "numpy":
+        out = _label_scan_like(output, np.dtype(_core.dtype_of(out)), call.batch_dims)  # numbered as output is
+
+        def post():
+            _core.copy_into(output, out)
+            return output
     din = call.desc_in(call.x0)
     dout, done = call.desc_out(out)
     nb = int(np.prod(call.shape0[:call.batch_dims])) if call.batch_dims else 1

@@ -144,7 +144,7 @@ static ndf_status check_io(ndf_ctx *ctx, const char *name, const ndf_array *in, 
   if (!out) return ndf__argerror(ctx, name, "output", "NULL");
   if (!ndf_dtype_size(in->dtype)) return ndf__argerror(ctx, name, "input", "unknown dtype %d", (int)in->dtype);
   const char *oname = ndf_dtype_name(out->dtype) ? ndf_dtype_name(out->dtype) : "unknown";
-  if (labels && (out->dtype == NDF_BOOL || !label_capacity(out->dtype)))
+  if (labels && out->dtype != NDF_BOOL && !label_capacity(out->dtype))
     return ndf__argerror(ctx, name, "output", "dtype %s cannot hold labels", oname);
   if (!labels && out->dtype != NDF_BOOL && out->dtype != NDF_UINT8)
     return ndf__argerror(ctx, name, "output", "dtype %s; binary outputs are bool or uint8", oname);
@@ -1299,9 +1299,189 @@ done:
 }
 
 /*
+ * scipy's label scans its output line by line: the lines run along the axis
+ * numpy's PyArray_IterAllButAxis picks for the output (the first axis of the
+ * smallest positive stride, searched from the first non-zero stride on; axis 0
+ * when that stride is negative and no positive one is smaller), the lines in
+ * C order of the other axes.  Features are numbered in that scan order: raster
+ * order for a C-ordered output, lines along axis 0 for a Fortran-ordered one.  The
+ * axis is chosen among the spatial axes of each image.
+ */
+static int label_line_axis(const ndf_array *out, int batch_dims) {
+  const int nsp = out->ndim - batch_dims;
+  const int64_t *st = out->strides + batch_dims;
+  int64_t minst = 0;
+  for (int d = 0; minst == 0 && d < nsp; d++) minst = st[d];
+  int axis = 0;
+  for (int d = 1; d < nsp; d++)
+    if (st[d] > 0 && st[d] < minst) {
+      axis = d;
+      minst = st[d];
+    }
+  return axis;
+}
+
+/* The axes of the scan (line axis last); 1 when that is not plain C order. */
+static int label_scan_perm(const ndf_array *out, int batch_dims, int *perm) {
+  const int axis = batch_dims + label_line_axis(out, batch_dims);
+  int k = 0, later = 0;
+  for (int d = 0; d < out->ndim; d++)
+    if (d != axis) perm[k++] = d;
+  perm[k] = axis;
+  for (int d = axis + 1; d < out->ndim; d++) later |= out->shape[d] > 1;
+  return later && out->shape[axis] > 1;
+}
+
+static ndf_array permuted_view(const ndf_array *a, const int *perm) {
+  ndf_array v = *a;
+  for (int d = 0; d < a->ndim; d++) {
+    v.shape[d] = a->shape[perm[d]];
+    v.strides[d] = a->strides[perm[d]];
+  }
+  return v;
+}
+
+/* Image b of a batch as an array of its own. */
+static ndf_array image_view(const ndf_array *a, int batch_dims, int64_t b) {
+  int64_t c[NDF_MAX_NDIM];
+  const int64_t off = ndf__lead_coords(a, batch_dims, b, c);
+  ndf_array v = *a;
+  v.data = (char *)a->data + off * (int64_t)ndf_dtype_size(a->dtype);
+  v.ndim = a->ndim - batch_dims;
+  memmove(v.shape, a->shape + batch_dims, (size_t)v.ndim * sizeof *v.shape);
+  memmove(v.strides, a->strides + batch_dims, (size_t)v.ndim * sizeof *v.strides);
+  return v;
+}
+
+static int nonzero_at(const ndf_array *a, int64_t off) {
+  switch (a->dtype) {
+    case NDF_BOOL: case NDF_UINT8: case NDF_INT8: return ((const uint8_t *)a->data)[off] != 0;
+    case NDF_UINT16: case NDF_INT16: return ((const uint16_t *)a->data)[off] != 0;
+    case NDF_UINT32: case NDF_INT32: return ((const uint32_t *)a->data)[off] != 0;
+    case NDF_UINT64: case NDF_INT64: return ((const uint64_t *)a->data)[off] != 0;
+    case NDF_FLOAT32: return ((const float *)a->data)[off] != 0; /* NaN non-zero, -0.0 zero */
+    case NDF_FLOAT64: return ((const double *)a->data)[off] != 0;
+    default: return 0;
+  }
+}
+
+/*
+ * Whether scipy's first pass gives an image more provisional labels than the
+ * output dtype holds (its NeedMoreBits): a foreground voxel opens a label when
+ * no taps[] neighbour (the structure's half before the centre, in scan order)
+ * is foreground.  scipy then labels that image again into a C-ordered int32
+ * array and copies it, so its features come in raster order.  img: one image
+ * of a host array, its axes in scan order.
+ */
+static int label_overflows(const ndf_array *img, const int32_t *taps, int64_t ntaps, int64_t cap) {
+  const int nd = img->ndim;
+  const int64_t n = ndf_array_size(img);
+  if (n < cap) return 0; /* at most one label per voxel */
+  int64_t c[NDF_MAX_NDIM] = {0}, opened = 0;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t off = 0;
+    for (int d = 0; d < nd; d++) off += c[d] * img->strides[d];
+    if (nonzero_at(img, off)) {
+      int joined = 0;
+      for (int64_t k = 0; k < ntaps && !joined; k++) {
+        int64_t o = off;
+        int inside = 1;
+        for (int d = 0; d < nd && inside; d++) {
+          const int64_t q = c[d] + taps[k * nd + d];
+          inside = q >= 0 && q < img->shape[d];
+          o += taps[k * nd + d] * img->strides[d];
+        }
+        joined = inside && nonzero_at(img, o);
+      }
+      if (!joined && ++opened >= cap) return 1;
+    }
+    for (int d = nd - 1; d >= 0 && ++c[d] == img->shape[d]; d--) c[d] = 0;
+  }
+  return 0;
+}
+
+/* The structure's half before the centre in raster order of the scan axes
+ * perm (each undirected edge once), as offsets over those axes. */
+static int64_t scan_taps(const uint8_t *sb, int64_t sn, int nsp, const int *perm, int batch_dims, int32_t *taps) {
+  int64_t pow3[NDF_MAX_SPATIAL], ntaps = 0;
+  for (int d = nsp - 1, m = 1; d >= 0; d--, m *= 3) pow3[d] = m;
+  for (int64_t kk = 0; kk < sn / 2; kk++) {
+    int64_t r = kk, k = 0;
+    for (int d = nsp - 1; d >= 0; d--) {
+      taps[ntaps * nsp + d] = (int32_t)(r % 3) - 1;
+      k += (r % 3) * pow3[perm[batch_dims + d] - batch_dims];
+      r /= 3;
+    }
+    ntaps += sb[k] != 0;
+  }
+  return ntaps;
+}
+
+/*
+ * Labels in the scan order perm (scipy's, with the line axis last): the CPU
+ * runs or the CUDA union-find on the permuted views, whose raster order is
+ * the scan order.
+ */
+static ndf_status label_run(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out, const uint8_t *sb,
+                            int64_t sn, const int *perm, int batch_dims, int64_t *num_features, ndf__warm *warm) {
+  const int nsp = in->ndim - batch_dims;
+  int64_t nimg = 1;
+  for (int d = 0; d < batch_dims; d++) nimg *= in->shape[d];
+  int32_t *taps = malloc((size_t)(sn / 2 + 1) * nsp * sizeof *taps); /* heap: up to 3^8/2 offsets */
+  if (!taps) return ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+  const int64_t ntaps = scan_taps(sb, sn, nsp, perm, batch_dims, taps);
+  const ndf_array pin = permuted_view(in, perm);
+  ndf_array pout = permuted_view(out, perm);
+  ndf_status s;
+  if (warm)
+    s = ndf__label_cuda_warm(warm, ctx, name, &pin, &pout, taps, ntaps, batch_dims);
+  else if (in->device == NDF_DEVICE_CUDA)
+    s = ndf__label_cuda(ctx, name, &pin, &pout, taps, ntaps, nsp, batch_dims, label_capacity(out->dtype),
+                        num_features);
+  else
+    s = label_cpu(ctx, name, &pin, &pout, taps, ntaps, batch_dims, nimg, num_features);
+  free(taps);
+  return s;
+}
+
+/* Which images scipy numbers in raster order after all (label_overflows):
+ * over[b] = 1 for those, *nover their number.  A CUDA input is read through
+ * a host copy (a synchronization). */
+static ndf_status label_fallbacks(ndf_ctx *ctx, const char *name, const ndf_array *in, const uint8_t *sb,
+                                  int64_t sn, const int *perm, int batch_dims, int64_t nimg, int64_t cap,
+                                  uint8_t *over, int64_t *nover) {
+  const int nsp = in->ndim - batch_dims;
+  ndf_array host = *in;
+  void *buf = NULL;
+  int32_t *taps = malloc((size_t)(sn / 2 + 1) * nsp * sizeof *taps);
+  ndf_status s = NDF_OK;
+  *nover = 0;
+  if (in->device != NDF_DEVICE_CPU) {
+    buf = malloc((size_t)ndf_array_size(in) * ndf_dtype_size(in->dtype));
+    if (buf) {
+      ndf_array_init(&host, buf, NDF_DEVICE_CPU, in->dtype, in->ndim, in->shape);
+      s = ndf_array_copy(ctx, &host, in);
+    }
+  }
+  if (!taps || (in->device != NDF_DEVICE_CPU && !buf)) s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+  if (s == NDF_OK) {
+    const int64_t ntaps = scan_taps(sb, sn, nsp, perm, batch_dims, taps);
+    const ndf_array pin = permuted_view(&host, perm);
+    for (int64_t b = 0; b < nimg; b++) {
+      const ndf_array img = image_view(&pin, batch_dims, b);
+      over[b] = (uint8_t)label_overflows(&img, taps, ntaps, cap);
+      *nover += over[b];
+    }
+  }
+  free(taps);
+  free(buf);
+  return s;
+}
+
+/*
  * Connected components of the foreground under the structure's backward half
- * (each undirected edge once), numbered in raster order of their first voxel
- * as scipy does: by runs on host arrays, by union-find on CUDA arrays.
+ * (each undirected edge once), numbered in scipy's scan order of their first
+ * voxel: by runs on host arrays, by union-find on CUDA arrays.
  */
 static ndf_status label(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf_array *out,
                         const ndf_array *structure, int batch_dims, int64_t *num_features, ndf__warm *warm) {
@@ -1313,9 +1493,8 @@ static ndf_status label(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf
   const int64_t n = ndf_array_size(in);
   if (n >= INT32_MAX) return ndf__error(ctx, NDF_ENOTSUP, "%s: inputs of 2^31 elements or more are not supported yet", name);
 
-  int32_t *taps = NULL;
-  int64_t *loff = NULL;
-  uint8_t *sb = NULL;
+  uint8_t *sb = NULL, *over = NULL;
+  int64_t *counts = NULL;
   ndf_array sdesc;
   if ((s = get_structure(ctx, name, "structure", structure, nsp, &sb, &sdesc)) != NDF_OK) return s;
   int64_t sn = ndf_array_size(&sdesc);
@@ -1336,44 +1515,69 @@ static ndf_status label(ndf_ctx *ctx, const char *name, const ndf_array *in, ndf
       for (int64_t b = 0; b < nimg; b++) num_features[b] = 0;
     goto done;
   }
-  /* The backward half of the structure: offsets before the centre in raster order. */
-  taps = malloc((size_t)(sn / 2 + 1) * nsp * sizeof *taps); /* heap: up to 3^8/2 offsets */
-  loff = malloc((size_t)(sn / 2 + 1) * sizeof *loff);
-  if (!taps || !loff) {
+  /* A bool output is scipy's npy_bool: it receives the labels' bytes, as a
+   * uint8 one; where scipy's first pass overflows the byte, scipy casts its
+   * int32 labels to bool and refuses any label beyond 1. */
+  ndf_array ov;
+  const int isbool = out->dtype == NDF_BOOL;
+  if (isbool) {
+    ov = *out;
+    ov.dtype = NDF_UINT8;
+    out = &ov;
+  }
+  int perm[NDF_MAX_NDIM], ident[NDF_MAX_NDIM];
+  for (int d = 0; d < in->ndim; d++) ident[d] = d;
+  const int64_t cap = label_capacity(out->dtype);
+  const int scan = !warm && label_scan_perm(out, batch_dims, perm);
+  if (warm || (!scan && !isbool)) {
+    s = label_run(ctx, name, in, out, sb, sn, ident, batch_dims, num_features, warm);
+    goto done;
+  }
+  if (!scan) memcpy(perm, ident, sizeof perm);
+  int64_t nover = 0;
+  if (cap <= n / nimg) {
+    if (!(over = calloc((size_t)nimg, 1))) {
+      s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
+      goto done;
+    }
+    s = label_fallbacks(ctx, name, in, sb, sn, perm, batch_dims, nimg, cap, over, &nover);
+    if (s != NDF_OK) goto done;
+  }
+  if (nover == 0) {
+    s = label_run(ctx, name, in, out, sb, sn, perm, batch_dims, num_features, NULL);
+    goto done;
+  }
+  /* Some images fall back to raster order: every image labelled so into a
+   * scratch array (which checks every count before writing), the others
+   * again in the scan order of their part of the output, then the scratch
+   * copied out, so that a failure leaves the output and the counts as they
+   * were. */
+  ndf_array tmp;
+  if (!(counts = malloc((size_t)nimg * sizeof *counts))) {
     s = ndf__error(ctx, NDF_ENOMEM, "%s: out of memory", name);
     goto done;
   }
-  int64_t ntaps = 0;
-  for (int64_t k = 0; k < sn / 2; k++) {
-    if (!sb[k]) continue;
-    int64_t r = k;
-    for (int d = nsp - 1; d >= 0; d--) {
-      taps[ntaps * nsp + d] = (int32_t)(r % 3) - 1;
-      r /= 3;
-    }
-    ntaps++;
+  if ((s = ndf_array_alloc(ctx, &tmp, in->device, out->dtype, out->ndim, out->shape)) != NDF_OK) goto done;
+  s = label_run(ctx, name, in, &tmp, sb, sn, ident, batch_dims, counts, NULL);
+  for (int64_t b = 0; b < nimg && s == NDF_OK && isbool; b++)
+    if (over[b] && counts[b] > 1)
+      s = ndf__error(ctx, NDF_EINVAL,
+                     "%s: bad argument 'output' (insufficient bit-depth: %lld features do not fit bool, scipy's "
+                     "first pass overflowing its byte)", name, (long long)counts[b]);
+  for (int64_t b = 0; b < nimg && s == NDF_OK && scan; b++) {
+    if (over[b]) continue;
+    const ndf_array ib = image_view(in, batch_dims, b), ob = image_view(out, batch_dims, b);
+    ndf_array tb = image_view(&tmp, batch_dims, b);
+    int p1[NDF_MAX_NDIM];
+    label_scan_perm(&ob, 0, p1);
+    s = label_run(ctx, name, &ib, &tb, sb, sn, p1, 0, NULL, NULL);
   }
-  int64_t st[NDF_MAX_NDIM];
-  {
-    int64_t m = 1;
-    for (int d = in->ndim - 1; d >= 0; d--) { st[d] = m; m *= in->shape[d]; }
-  }
-  for (int64_t k = 0; k < ntaps; k++) {
-    loff[k] = 0;
-    for (int d = 0; d < nsp; d++) loff[k] += (int64_t)taps[k * nsp + d] * st[batch_dims + d];
-  }
-  if (warm) {
-    s = ndf__label_cuda_warm(warm, ctx, name, in, out, taps, ntaps, batch_dims);
-    goto done;
-  }
-  if (in->device == NDF_DEVICE_CUDA) {
-    s = ndf__label_cuda(ctx, name, in, out, taps, ntaps, nsp, batch_dims, label_capacity(out->dtype), num_features);
-    goto done;
-  }
-  s = label_cpu(ctx, name, in, out, taps, ntaps, batch_dims, nimg, num_features);
+  if (s == NDF_OK) s = ndf_array_copy(ctx, out, &tmp);
+  ndf_array_free(ctx, &tmp);
+  if (s == NDF_OK && num_features) memcpy(num_features, counts, (size_t)nimg * sizeof *counts);
 done:
-  free(taps);
-  free(loff);
+  free(counts);
+  free(over);
   free(sb);
   return s;
 }

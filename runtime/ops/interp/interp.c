@@ -239,10 +239,31 @@ static ndf_status spline_copy(ndf_ctx *ctx, const char *name, const ndf_array *i
   return ndf__filters_cast_cuda(ctx, name, in, out);
 }
 
+/* A rank-0 array as one element of rank 1 (the copies of orders 0 and 1 take
+ * scalars, as scipy's output[...] = numpy.array(input) does). */
+static ndf_array rank1(const ndf_array *a) {
+  ndf_array v = *a;
+  if (a->ndim == 0) {
+    v.ndim = 1;
+    v.shape[0] = 1;
+    v.strides[0] = 1;
+  }
+  return v;
+}
+
 ndf_status ndf_spline_filter1d(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, int order, int axis,
                                ndf_interp_mode mode) {
   static const char *name = "ndf_spline_filter1d";
   NDF__BEGIN(name);
+  if (order == 0 || order == 1) { /* scipy copies before it reads axis or mode: neither is checked */
+    if (input && output && input->ndim == 0 && output->ndim == 0) {
+      const ndf_array in1 = rank1(input);
+      ndf_array out1 = rank1(output);
+      return ndf_spline_filter1d(ctx, &in1, &out1, order, 0, NDF_INTERP_MIRROR);
+    }
+    axis = input && input->ndim > 0 ? input->ndim - 1 : 0;
+    mode = NDF_INTERP_MIRROR;
+  }
   ndf_status s = spline_common(ctx, name, input, output, order, 0, mode, 0);
   if (s != NDF_OK) return s;
   if (axis < -input->ndim || axis >= input->ndim)
