@@ -25,10 +25,13 @@ documented meaning; its gaussian_gradient_magnitude code smooths them too).
 
 The Gaussian kernels: scipy builds them with numpy.exp, which on CPUs with
 AVX-512 is NumPy's own vector exp and differs from the C library's exp by up
-to one unit in the last place.  ndforge uses the C library's exp, so for the
-Gaussian ops `expected` is scipy's output with the kernel's exp taken from
-Python's math.exp (the C library's), which ndforge must match bit for bit,
-and `expected_np` is plain scipy's, which it must match to a tolerance.
+to one unit in the last place, and a derivative kernel's polynomial with
+ndarray.dot, which NumPy 2's OpenBLAS computes with fused multiply-adds.  Both
+are properties of the NumPy build; ndforge uses the C library's exp and sums
+each product rounded on its own, in index order (ADR 0033).  So for the
+Gaussian ops `expected` is scipy's output with the kernel built that way (exp
+from Python's math.exp, dot in Python floats), which ndforge must match bit for
+bit, and `expected_np` is plain scipy's, which it must match to a tolerance.
 
 Usage: oracle_filters.py --seed S --out DIR [--cases N]
 """
@@ -55,8 +58,25 @@ INT_RANGE = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 3000), "int16
              "uint64": (0, 10 ** 9)}
 
 
+class _RoundedDot(np.ndarray):
+    """An array whose dot is a matrix-vector product summed in index order, every product and
+    sum rounded on its own (no fused multiply-add, whatever BLAS NumPy has)."""
+
+    def dot(self, b):
+        a = np.asarray(self, dtype=np.float64)
+        b = np.asarray(b, dtype=np.float64)
+        out = []
+        for row in a.reshape(-1, a.shape[-1]):
+            s = 0.0
+            for u, v in zip(row.tolist(), b.tolist()):
+                s = s + u * v
+            out.append(s)
+        return np.array(out).reshape(a.shape[:-1]).view(_RoundedDot)
+
+
 class _LibmExp(types.ModuleType):
-    """numpy, except exp: the C library's, element by element."""
+    """numpy, except exp: the C library's, element by element; and the arrays scipy's
+    _gaussian_kernel1d builds (arange, zeros, diag) are _RoundedDot arrays."""
 
     def __getattr__(self, name):
         return getattr(np, name)
@@ -64,10 +84,24 @@ class _LibmExp(types.ModuleType):
     @staticmethod
     def exp(a):
         a = np.asarray(a, dtype=np.float64)
-        return np.array([math.exp(v) for v in a.ravel()]).reshape(a.shape)
+        return np.array([math.exp(v) for v in a.ravel()]).reshape(a.shape).view(_RoundedDot)
+
+    @staticmethod
+    def arange(*args, **kwargs):
+        return np.arange(*args, **kwargs).view(_RoundedDot)
+
+    @staticmethod
+    def zeros(*args, **kwargs):
+        return np.zeros(*args, **kwargs).view(_RoundedDot)
+
+    @staticmethod
+    def diag(*args, **kwargs):
+        return np.diag(*args, **kwargs).view(_RoundedDot)
 
 
 LIBM = _LibmExp("numpy_libm_exp")
+# the name scipy's _filters module imports numpy as (scipy 1.10: numpy; newer: np)
+NP_NAME = "numpy" if getattr(_filters, "numpy", None) is np else "np"
 
 
 def draw_shape(rng):
@@ -386,11 +420,11 @@ def make_case(rng, cid, outdir):
                 rng, nax, lambda: int(rng.integers(0, 6)))
             kv["radius"] = oracle_common.fmt_list(radius)
 
-    _filters.numpy = LIBM
+    setattr(_filters, NP_NAME, LIBM)
     try:
         expected = compute()
     finally:
-        _filters.numpy = np
+        setattr(_filters, NP_NAME, np)
     prefix = "c%d" % cid
     np.save(os.path.join(outdir, prefix + "_in.npy"), x)
     np.save(os.path.join(outdir, prefix + "_out.npy"), expected)

@@ -11,7 +11,9 @@ manifest line per case:
       hi, a, b, mask, nbins, odtype)
 
 Ops and references:
-  hist       np.histogram (counts; float64 with weights / density; edges too)
+  hist       np.histogram (counts; float64 with weights / density; edges too);
+             a float32 image's edges over the data's range as NumPy 1 and
+             ndforge compute them (histogram below)
   percentile np.percentile, quantile np.quantile (method 'linear'); integer
              images are passed as float64 so that NumPy 1.x's b - a cannot wrap
              around in the integer type (ndforge's documented exact difference)
@@ -21,16 +23,19 @@ Ops and references:
              pwindow take lo, hi from x.min(), x.max() / np.percentile
   zscore     (x - mean) / std with mean, std from the masked voxels (NumPy's
              mean and std, ddof 0; std 0 -> 1)
-  equalize   skimage.exposure.equalize_hist(image, nbins, mask); an integer
+  equalize   skimage.exposure.equalize_hist(image, nbins, mask), its float
+             image's histogram the documented one; an integer
              image whose mask selects nothing, which scikit-image rejects, is
              NaN by ndforge's definition
 Exits 77 when NumPy or scikit-image is missing.
 """
 import sys
+import types
 
 try:
     import numpy as np
     import skimage.exposure as ske
+    import skimage.exposure.exposure as ske_module
 except ImportError:
     sys.exit(77)
 
@@ -65,6 +70,39 @@ def add_nan(rng, x):
     if x.size and x.dtype.kind == "f":
         flat = x.reshape(-1)
         flat[rng.integers(0, flat.size, size=max(1, flat.size // 30))] = np.nan
+
+
+def histogram(a, bins=10, range=None, **kw):
+    """np.histogram valued as ndforge documents it (ADR 0033): the equal-width edges of a float32
+    image whose range comes from the data are np.linspace in float64 over that range rounded to
+    float32, as NumPy 1 computes them; NumPy 2 (NEP 50) runs that linspace in float32.  Where the
+    installed NumPy's edges differ from those, the result is NumPy's histogram with the data's
+    range passed as float64 numbers, which has those edges and NumPy's counts at them."""
+    h, e = np.histogram(a, bins=bins, range=range, **kw)
+    a = np.asarray(a)
+    if a.dtype == np.float32 and np.ndim(bins) == 0 and range is None and a.size:
+        dh, de = np.histogram(a, bins=bins, range=(float(a.min()), float(a.max())), **kw)
+        if not np.array_equal(de, e):
+            h, e = dh, de
+    return h, e
+
+
+class _DocHistogram(types.ModuleType):
+    """numpy, except histogram: the documented one above (for scikit-image's equalize_hist, which
+    bins a float image with np.histogram over the data's range)."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    histogram = staticmethod(histogram)
+
+
+def equalize_hist(v, nbins, mask):
+    ske_module.np = _DocHistogram("numpy_doc_histogram")
+    try:
+        return ske.equalize_hist(v, nbins=nbins, mask=mask)
+    finally:
+        ske_module.np = np
 
 
 def images(x, batch):
@@ -139,7 +177,7 @@ def main():
             for v, wv in zip(imgs, wimgs):
                 try:
                     with np.errstate(invalid="ignore", divide="ignore"):
-                        h, e = np.histogram(v, bins=edges if edges is not None else bins, range=rngv,
+                        h, e = histogram(v, bins=edges if edges is not None else bins, range=rngv,
                                             weights=None if wv is None else wv.astype(np.float64),
                                             density=bool(density))
                 except ValueError:
@@ -240,7 +278,7 @@ def main():
                     continue
                 try:
                     with np.errstate(invalid="ignore", divide="ignore"):
-                        outs.append(ske.equalize_hist(v, nbins=nbins, mask=mv))
+                        outs.append(equalize_hist(v, nbins, mv))
                 except ValueError:
                     error = 1
                     break

@@ -14,7 +14,9 @@ line per case of space-separated key=value pairs that test_metrics.c parses:
       skimage.metrics.mean_squared_error / normalized_root_mse /
       peak_signal_noise_ratio
   ssim        skimage.metrics.structural_similarity(full=True), with win,
-              gauss, sigma, k1, k2, sample, dr (0: the default)
+              gauss, sigma, k1, k2, sample, dr (0: the default, the first
+              image's dtype range as scikit-image 0.19 takes it, also where
+              a newer one asks a float image for data_range)
   dice, jaccard  NumPy: 2|A&B| / (|A| + |B|), |A&B| / |A|B|, 1 when both empty
   hausdorff   q=100 without sampling: skimage.metrics.hausdorff_distance;
               otherwise the directed nearest distances of scipy's cKDTree
@@ -39,6 +41,7 @@ try:
     from scipy.spatial import cKDTree
     from skimage.metrics import (hausdorff_distance, mean_squared_error, normalized_root_mse,
                                  peak_signal_noise_ratio, structural_similarity)
+    from skimage.util.dtype import dtype_range
 except ImportError:
     sys.exit(77)
 
@@ -209,8 +212,15 @@ def main():
                                   use_sample_covariance=bool(opt["sample"]), full=True)
                         if dr:
                             kw["data_range"] = dr
-                        m, s = structural_similarity(x, y, **kw)
-                        return m, s
+                        try:
+                            return structural_similarity(x, y, **kw)
+                        except ValueError as e:
+                            # scikit-image >= 0.20 asks a float image for data_range; ndforge keeps
+                            # 0.19's default, the first image's dtype range (ADR 0033)
+                            if dr or "data_range" not in str(e):
+                                raise
+                            lo, hi = dtype_range[x.dtype.type]
+                            return structural_similarity(x, y, data_range=hi - lo, **kw)
                 elif metric in ("dice", "jaccard"):
                     def fn(x, y, m=metric):
                         A, B = x != 0, y != 0
