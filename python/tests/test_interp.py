@@ -116,6 +116,40 @@ def test_bool_outputs_as_scipy(order):
     _same_bytes(out, ref, "zoom into a bool array")
 
 
+# Does the installed scipy copy a zoom by exactly 1 with the prefilter (>= 1.16: 2.75 into int16 truncates to 2;
+# scipy 1.10 interpolates, rounding to 3)?
+SCIPY_ZOOM_1_COPIES = int(sn.zoom(np.array([2.75, 3.0]), 1, order=1, output=np.int16)[0]) == 2
+
+
+@pytest.mark.parametrize("order", range(6))
+def test_zoom_by_one_copies(array_kind, order):
+    """A zoom by exactly 1 on every axis with the prefilter is the input as NumPy converts it into the output,
+    in every order and mode (scipy >= 1.16, its issue 20999; scipy 1.10 interpolates, adding the spline's
+    round-off and rounding into integers): docs/adr/0033.  Without the prefilter the input is spline
+    coefficients, interpolated as scipy does."""
+    rng = np.random.default_rng(order)
+    f = rng.normal(size=(2, 9, 11)) * 300
+    if array_kind in ("numpy", "torch-cpu"):
+        f[0, 1, 2] = np.nan  # NaN into an integer: the x86-64 conversion, as NumPy's
+    ins = [f, f[1].astype(np.float32), rng.integers(-2 ** 40, 2 ** 40, (9, 11)), rng.random((9, 11)) > 0.5,
+           rng.integers(0, 256, (4, 5, 6)).astype(np.uint8)]
+    for x in ins:
+        for odt in (None, np.float32, np.int16, np.uint8, np.bool_, np.int64):
+            want = np.zeros(x.shape, odt or x.dtype)
+            with np.errstate(invalid="ignore"):
+                want[...] = x
+            for z, mode in ((1, "constant"), (1.0, "reflect"), ((1.0,) * x.ndim, "grid-wrap")):
+                kw = dict(order=order, mode=mode, cval=-3.5, output=odt)
+                got = nd.zoom(x, z, **kw)
+                _same_bytes(got, want, "zoom of %s by %r into %s" % (x.dtype, z, odt))
+                if SCIPY_ZOOM_1_COPIES:
+                    _same_bytes(got, sn.zoom(x, z, **kw), "scipy's zoom of %s into %s" % (x.dtype, odt))
+    _same_bytes(nd.zoom(f, 1, order=order, batch_dims=1), f, "batched")
+    g = f[1]
+    close(nd.zoom(g, 1, order=order, prefilter=False), reference("zoom")(g, 1, order=order, prefilter=False))
+    close(nd.zoom(g, (1, 1.0001), order=order), reference("zoom")(g, (1, 1.0001), order=order))
+
+
 @pytest.mark.parametrize("order", range(6))
 @pytest.mark.parametrize("mode", ["mirror", "reflect", "nearest", "wrap", "grid-wrap", "constant"])
 def test_bool_spline_filters_as_scipy(order, mode):
