@@ -1871,6 +1871,8 @@ NDF_API ndf_status ndf_shift(ndf_ctx *ctx, const ndf_array *input, ndf_array *ou
  * round (half to even); an axis of extent 0 there (an empty input axis, a
  * factor 0 or one small enough) gives an empty output, as scipy.  grid_mode 0: the corner samples align, input coordinate
  * o (n_in - 1) / (n_out - 1); 1: the pixel edges align, (o + 0.5) n_in / n_out - 0.5.
+ * A zoom by exactly 1 on every axis with the prefilter returns the input as NumPy converts it
+ * into the output (scipy >= 1.16), in any order and mode: ndf_spline_filter1d's copy.
  */
 NDF_API ndf_status ndf_zoom(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, int nzoom,
                             const double *zoom, int grid_mode, const ndf_interp_options *opt);
