@@ -383,11 +383,19 @@ def draw_case(rng, stats):
         if dtype in oracle_common.WIDE:  # exact: both references on the values' ranks
             kwr = {k: v for k, v in kw.items() if k != "cval"}
             g = oracle_common.by_ranks(lambda x, cval: generic_ref(x, fp, r_used, mode, cval, origin), img, cval)
-            s = oracle_common.by_ranks(lambda x, **k: scipy_call(op, x, dict(kwr, **k), rank, percentile), img, cval)
+            try:
+                s = oracle_common.by_ranks(lambda x, **k: scipy_call(op, x, dict(kwr, **k), rank, percentile),
+                                           img, cval)
+            except IndexError:
+                # not a rank of the image: scipy 1.17-1.18's 1-D fast path in mirror mode on a line of
+                # one sample with a window of 3 or 4 reads outside the line (memory, varying by run)
+                if ref_kind == "scipy":
+                    raise
+                s = None
         else:
             g = generic_ref(img, fp, r_used, mode, cval, origin)
             s = scipy_call(op, img, kw, rank, percentile)
-        if s.dtype != img.dtype:
+        if s is not None and s.dtype != img.dtype:
             sys.exit(f"oracle_rank.py: scipy returned {s.dtype} for a {img.dtype} input")
         if ref_kind == "scipy":
             if not np.array_equal(s, g):
@@ -395,7 +403,7 @@ def draw_case(rng, stats):
                          f"(image {b}) in an N-D case {case}; an oracle bug")
             out[b] = s
         else:
-            if not np.array_equal(s, g):
+            if s is None or not np.array_equal(s, g):
                 differs1d = True
             out[b] = g
     case["ref"] = ref_kind
