@@ -1653,6 +1653,10 @@ def zoom(input, zoom, output=None, order=3, mode="constant", cval=0.0, prefilter
     n, vals = _interp._offsets(z, nsp)
     shape = _interp._shape_from(C["ndf_zoom_shape"], x.shape, batch_dims, n, vals)
     out_sp = shape[batch_dims:]
+    if prefilter and all(v == 1.0 for v in vals):  # by exactly 1: ndf_zoom's copy of each block
+        y = x.map_blocks(lambda b: _interp.zoom(b, 1, output=dtype, order=order, mode=mode, cval=cval,
+                                                batch_dims=batch_dims), dtype=dtype)
+        return y.rechunk(_out_chunks(x, batch_dims, out_sp, output_chunks))
     factors = []
     for d in range(nsp):
         num, div = x.shape[batch_dims + d], out_sp[d]

@@ -46,7 +46,7 @@ def test_zoom(grid_mode):
     chs = chunkings(IMG.shape, 2, (4, 3))
     for order, mode, c in _cases(2 + grid_mode):
         x = da.from_array(IMG, chunks=chs[c])
-        for z, oc in (((1.7, 0.6), (3, 2)), (0.45, None)):
+        for z, oc in (((1.7, 0.6), (3, 2)), (0.45, None), (1, None), ((1.0, 1.0), (3, 2))):  # by 1: a copy
             same(nd.zoom(x, z, order=order, mode=mode, grid_mode=grid_mode, output_chunks=oc),
                 ndi.zoom(IMG, z, order=order, mode=mode, grid_mode=grid_mode))
 
