@@ -3,7 +3,7 @@
  * backend (itself checked against scipy.ndimage by test_interp), bit for bit,
  * on fresh random inputs drawn here: spline_filter1d, spline_filter,
  * map_coordinates, affine_transform (linear, homogeneous and diagonal
- * matrices), shift, zoom (both grid modes) and rotate; every input and output
+ * matrices), shift, zoom (both grid modes, by exactly 1 too) and rotate; every input and output
  * dtype, orders 0..5, every mode, prefilter on and off, cval, 0-2 batch axes,
  * 1-4 spatial axes; coordinates of float64, float32, int16, int64 and uint64;
  * strided and negative-stride inputs and coordinates,
@@ -154,6 +154,8 @@ static void draw_case(icase *c, tu_rng *r, int long_rows, int bools, int empty) 
       c->nvals = nsp;
       c->grid = tu_rng_chance(r, 0.4);
       for (int d = 0; d < nsp; d++) c->vals[d] = 0.5 + tu_rng_unif(r) * 2;
+      if (tu_rng_chance(r, 0.08)) /* by exactly 1: with the prefilter, ndf_zoom's copy */
+        for (int d = 0; d < nsp; d++) c->vals[d] = 1.0;
       if (empty) c->vals[tu_rng_int(r, 0, nsp - 1)] = tu_rng_chance(r, 0.5) ? 0.0 : tu_rng_unif(r) * 0.2;
       int64_t zs[NDF_MAX_NDIM];
       if (ndf_zoom_shape(c->nd, c->shape, nb, nsp, c->vals, zs) != NDF_OK) { /* an empty axis: zoom by 1 */
