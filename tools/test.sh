@@ -5,7 +5,8 @@
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build, generator under LuaJIT;
 #   3. the libFuzzer targets of fuzz/ (clang), each for a short fixed time from
 #      its seed corpus (ctest label "fuzz"; fuzz/README.md has the long runs);
-#   4. the Python package: wheel built, installed into a fresh venv, pytest on it.
+#   4. the Python package: wheel built, installed into a fresh venv, pytest on it;
+#   5. the same tests under current NumPy, scipy and scikit-image from PyPI.
 # GPU tests skip themselves on machines without a device.  The exhaustive
 # NVRTC sweep (ctest label "exhaustive") is left out; each pass compiles a
 # seeded sample instead.  Run the sweep with
@@ -67,6 +68,23 @@ if "$py" -m venv --system-site-packages build-python/venv &&
 else
   status=1
   echo "=== Python package: build failed after $((SECONDS - t0)) s ==="
+fi
+# 5. The same tests against current NumPy 2 / scipy / scikit-image from PyPI (ADR 0033: the semantics
+#    are checked under both sets), in a venv of their own with the wheel of pass 4; offline, it is skipped.
+t0=$SECONDS
+echo "=== Python package, current NumPy/scipy/scikit-image ==="
+if [ -d build-python/dist ] && "$py" -m venv build-python/venv2 &&
+   build-python/venv2/bin/pip install -q numpy scipy scikit-image pytest nibabel pydicom; then
+  if build-python/venv2/bin/pip install -q --no-deps build-python/dist/ndforge-*.whl; then
+    t1=$SECONDS
+    build-python/venv2/bin/python -c "import numpy, scipy, skimage; print('numpy', numpy.__version__, 'scipy', scipy.__version__, 'scikit-image', skimage.__version__)"
+    (cd build-python && NDFORGE_EXPECT_INSTALLED=1 venv2/bin/python -m pytest -q -p no:cacheprovider ../python/tests) || status=1
+    echo "=== Python package, current NumPy/scipy/scikit-image: install $((t1 - t0)) s, tests $((SECONDS - t1)) s ==="
+  else
+    status=1
+  fi
+else
+  echo "=== Python package, current NumPy/scipy/scikit-image: skipped (no wheel, or PyPI not reachable) ==="
 fi
 echo "=== all passes: $((SECONDS - start)) s ==="
 exit $status
