@@ -47,8 +47,9 @@ def reconstruction(seed, mask, method="dilation", footprint=None, offset=None, *
     ctx = where.ctx
     # skimage's dtype: float32 for a float32 (or float16) mask, else float64.  The result only selects
     # values of the seed and the mask, so computing in float64 and rounding once gives the same values.
-    single = _core.dtype_of(m) in (np.float32, np.float16)
-    if _core.dtype_of(m) != _core.dtype_of(s) or _core.dtype_of(m) == np.float16:
+    mdt = str(_core.dtype_of(m))  # torch's half types come as names
+    single = mdt in ("float32", "float16")
+    if mdt != str(_core.dtype_of(s)) or mdt == "float16":
         s, m = _float64(s), _float64(m)
     narrow = single and output is None and _core.dtype_of(s) != np.float32
     opt = S["ndf_reconstruction_options"]()

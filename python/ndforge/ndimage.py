@@ -933,12 +933,13 @@ def _grey_stored(name, input, size, footprint, structure, output, mode, cval, or
     x = _input(input)
     fn = grey_erosion if name == "grey_erosion" else grey_dilation
     fp = None if footprint is None else np.asarray(_core.to_host_numpy(footprint)).astype(bool)
-    if structure is not None or (fp is not None and not fp.all()) or (fp is None and size is None):
+    axes, nb = kw["axes"], kw["batch_dims"] or 0
+    n = (1 if np.ndim(axes) == 0 else len(axes)) if axes is not None else x.ndim - nb
+    # a footprint of another rank goes to the one-pass call, which refuses it as scipy does
+    if structure is not None or (fp is not None and (fp.ndim != n or not fp.all())) or (fp is None and size is None):
         r = fn(x, size, footprint, structure, None, mode, _c_cval(x, cval), origin, **kw)
         return _put(output, _scipy_store(r, dt))
     x = _double_cval(x, mode, cval)  # the 1-D passes compare with the double cval
-    axes, nb = kw["axes"], kw["batch_dims"] or 0
-    n = (1 if np.ndim(axes) == 0 else len(axes)) if axes is not None else x.ndim - nb
     sizes = list(fp.shape) if fp is not None else _normalize(size, n, _size_int)
     _per_axis(origin, n)
     origins = _normalize(origin, n)
