@@ -425,7 +425,9 @@ typedef enum {
 /* Options of ndf_median_filter, ndf_rank_filter and ndf_percentile_filter,
  * named as in scipy.ndimage: size (or footprint, which wins), mode (one for
  * all axes), cval (converted to the input dtype first, as for grey
- * morphology), origin, plus batch_dims and nan_policy. */
+ * morphology; a cval outside an integer dtype's range, such as a negative one
+ * for uint64, is NDF_EINVAL where scipy's C cast is undefined: ADR 0003),
+ * origin, plus batch_dims and nan_policy. */
 typedef struct ndf_rank_options {
   int nsize;
   int64_t size[NDF_MAX_SPATIAL];

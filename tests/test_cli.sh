@@ -641,6 +641,8 @@ queue_label "label --output-dtype=int8" in/lab.npy 0 "dict(output=np.int8)" --ou
 queue_label "label --output-dtype uint16" in/lab.npy 0 "dict(output=np.uint16)" --output-dtype uint16
 queue_label "label --output-dtype uint32" in/lab.npy 0 "dict(output=np.uint32)" --output-dtype uint32
 queue_label "label --output-dtype float64" in/lab3.npy 0 "dict(output=np.float64)" --output-dtype float64
+queue_label "label --output-dtype bool (one feature)" in/bst.npy 0 "dict(output=np.bool_)" --output-dtype bool
+queue_label "label --output-dtype b1 (the labels' bytes)" in/lab.npy 0 "dict(output=np.bool_)" --output-dtype b1
 queue_label "label 3-D uint8" in/lab3.npy 0 "dict()"
 queue_label "label 3-D connectivity 2" in/lab3.npy 0 "dict(structure=ndi.generate_binary_structure(3, 2))" \
   --structure out/lgen32.npy
@@ -662,6 +664,10 @@ qext=.nii queue_label "label npy -> NIfTI --output-dtype uint16" in/lab3.npy 0 "
   --output-dtype uint16
 compare_labels
 "$py" helper.py nifti-header in/vol_u8.nii "$lab_nii" && pass || fail "NIfTI header kept (label)"
+ndf run label --output-dtype bool in/many.npy out/lbool_many.npy && \
+  fail "label --output-dtype bool of 301 features: exit 0" || \
+  { grep -q "bit-depth" last.err && [ ! -e out/lbool_many.npy ] && pass || \
+    fail "label --output-dtype bool of 301 features: $(head -c 300 last.err)"; }
 
 # ---------------------------------------------------------------------------
 # Rank filters: scipy's median_filter, rank_filter, percentile_filter.
@@ -873,7 +879,7 @@ bad "label: --structure1" 2 $o run label --structure1 in/lst.npy in/lab.npy $o
 bad "label: --dtype" 2 $o run label --dtype int16 in/lab.npy $o
 bad "grey: --output-dtype" 2 $o run grey_erosion --size 3 --output-dtype int32 in/f32.npy $o
 bad "binary: --output-dtype" 2 $o run binary_erosion --output-dtype uint8 in/blob.npy $o
-for v in bool b1 foo "" complex64 float16 1; do
+for v in foo "" complex64 float16 1; do
   bad "label --output-dtype '$v'" 2 $o run label --output-dtype "$v" in/lab.npy $o
 done
 bad "label --output-dtype twice" 2 $o run label --output-dtype int32 --output-dtype=uint8 in/lab.npy $o

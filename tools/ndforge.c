@@ -555,14 +555,15 @@ static int opt_dtype(args *a, const char *v) {
          v);
   return -1;
 }
-/* label's output: any integer or float dtype (bool cannot hold labels). */
+/* The output's dtype: any of the library's; an op whose library call refuses it (label
+   into bool with more than one feature, for one) reports the library's error. */
 static int opt_output_dtype(args *a, const char *v) {
   ndf_dtype t;
-  if (ndf_dtype_from_name(v, &t) == NDF_OK && t != NDF_BOOL) {
+  if (ndf_dtype_from_name(v, &t) == NDF_OK) {
     a->output_dtype = t;
     return 0;
   }
-  errorf("bad value '%s' for --output-dtype (expected uint8, int8, uint16, int16, uint32, int32, "
+  errorf("bad value '%s' for --output-dtype (expected bool, uint8, int8, uint16, int16, uint32, int32, "
          "int64, uint64, float32 or float64)",
          v);
   return -1;
@@ -1479,7 +1480,8 @@ static void run_help(void) {
          "  --origin1 N[,N...]    hit_or_miss: shift of structure1 (default 0)\n"
          "  --origin2 N[,N...]    hit_or_miss: shift of structure2 (default: origin1)\n"
          "  --output-dtype DTYPE  label: dtype of the labels (default int32; uint8, int8,\n"
-         "                        uint16, int16, uint32, float32, float64)\n"
+         "                        uint16, int16, uint32, float32, float64; bool holds one\n"
+         "                        feature, scipy's npy_bool)\n"
          "  --sampling X[,X...]   edt, bf: voxel spacing (one value or one per spatial\n"
          "                        axis; default 1, or the NIfTI header's pixdim)\n"
          "  --metric METRIC       cdt: chessboard (default), taxicab/cityblock/manhattan;\n"

@@ -227,8 +227,11 @@ def quantile(a, q, *, batch_dims=0):
 def clip(a, a_min, a_max, *, output=None):
     """numpy.clip(a, a_min, a_max) (both bounds given, a_min <= a_max); the installed NumPy's result dtype
     (of the input and the bounds: float bounds make an integer input float64; Python int bounds beyond an
-    integer input's range widen it under NumPy 1 and are dropped under NumPy 2) unless output=; torch
-    tensors keep theirs."""
+    integer input's range widen it under NumPy 1 -- to float64, or to object beyond 64 bits -- and are
+    dropped under NumPy 2) unless output=; torch tensors keep theirs.  The library clips through float64,
+    whose int64 and uint64 ranges stop below 2^63 and 2^64: an integer bound at or beyond the end of such
+    a range is taken at that end (values there are float64's anyway), and one that drops both ends copies
+    the input."""
     _has("ndf_clip")
     x0 = _core.as_array(a)
     x = _readable(x0)
@@ -236,21 +239,30 @@ def clip(a, a_min, a_max, *, output=None):
     dt = _core.dtype_of(x0)
     cast = None
     lo, hi = a_min, a_max
-    if isinstance(dt, np.dtype) and dt.kind in "iu" and np.result_type(dt, a_min, a_max) == dt:
+    res = np.result_type(dt, a_min, a_max) if isinstance(dt, np.dtype) else None
+    identity = False
+    if isinstance(dt, np.dtype) and dt.kind in "iu" and res in (dt, np.dtype(object)):
         # NumPy 2 (NEP 50) keeps an integer input's dtype for Python int bounds and drops a bound beyond the
-        # dtype's range (uint8 clipped to -1, 300 stays uint8, unchanged); NumPy 1 widens the dtype instead
+        # dtype's range (uint8 clipped to -1, 300 stays uint8, unchanged); NumPy 1 widens the dtype instead,
+        # to object beyond 64 bits (int64 clipped to 0, 2**64: the values as Python ints)
         info = np.iinfo(dt)
-        if type(lo) is int and lo <= info.min:
-            lo = info.min
-        if type(hi) is int and hi >= info.max:
-            hi = info.max
+        top = {np.dtype(np.int64): 9223372036854774784, np.dtype(np.uint64): 18446744073709549568}.get(dt, info.max)
+        identity = type(lo) is int and type(hi) is int and lo <= info.min and hi >= info.max
+        if type(lo) is int:
+            lo = min(max(lo, info.min), top)
+        if type(hi) is int:
+            hi = min(max(hi, info.min), top)
     if output is None and _core.kind_of(x0) in ("numpy", "cupy"):
-        res = np.result_type(dt, a_min, a_max)
-        if res.kind in "iu" and res != dt:  # a wider integer (uint8 clipped to -1, 300): exact through float64
+        if res == np.dtype(object):
+            cast = res
+        elif res.kind in "iu" and res != dt:  # a wider integer (uint8 clipped to -1, 300): exact through float64
             dt, cast = np.dtype(np.float64), res
         elif res in _TAKES:
             dt = res
     out = _out(where, tuple(x.shape), output, dt if dt in _TAKES else _core.dtype_of(x))
+    if identity and output is None:  # both bounds dropped: the input as it is
+        _core.copy_into(out, x)
+        return out if cast is None else out.astype(cast)
     zero_d = x.ndim == 0  # NumPy's clip of a 0-d array: through a 1-element view (the library has no rank 0)
     dx, k1 = _core.describe(x.reshape(1) if zero_d else x, where)
     do, k2 = _core.describe(out.reshape(1) if zero_d else out, where)

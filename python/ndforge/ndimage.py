@@ -46,6 +46,7 @@ import functools
 import inspect
 import operator
 import re
+import sys
 
 import numpy as np
 
@@ -874,11 +875,17 @@ def _scipy_store(v, dt):
 
 
 def _cval_fits(xdt, mode, cval):
-    """Whether the library's cval (converted to the image's dtype) is scipy's: not in constant mode, a float
-    image, or a cval the integer (bool) dtype holds exactly.  scipy compares the values read as doubles with
+    """Whether the library's cval (converted to the image's dtype) is scipy's: not in constant mode, a float64
+    image, or a cval the float32 or integer (bool) dtype holds exactly.  scipy compares the values read as doubles with
     cval itself."""
     modes = [mode] if isinstance(mode, str) else list(mode)
-    if xdt.kind not in "biu" or "constant" not in modes:
+    if "constant" not in modes:
+        return True
+    if xdt == np.float32:  # a cval float32 holds (its 1-D passes compare -0.1 itself, not float32's -0.1)
+        c = float(cval)
+        with np.errstate(over="ignore"):
+            return c != c or float(np.float32(c)) == c
+    if xdt.kind not in "biu":
         return True
     lo, hi = (0, 1) if xdt == np.bool_ else (np.iinfo(xdt).min, np.iinfo(xdt).max)
     c = float(cval)
@@ -1524,6 +1531,9 @@ def label(input, structure=None, output=None, *, batch_dims=0, device=None):
     if odt is not None and not _label_accepts(_native(odt)):
         raise TypeError("No matching signature found (scipy's label writes bool, integer, float32 and float64 "
                         "outputs, not %s)" % odt)
+    if odt is not None and not odt.isnative:  # scipy's label refuses a byte-swapped output (both forms)
+        raise ValueError("Big-endian buffer not supported on little-endian compiler" if sys.byteorder == "little"
+                         else "Little-endian buffer not supported on big-endian compiler")
     out, ret, post = _resolve_output(call, output, np.dtype(np.int32), _label_accepts)
     if given and out is not output and _core.kind_of(output) == "numpy":
         out = _label_scan_like(output, np.dtype(_core.dtype_of(out)), call.batch_dims)  # numbered as output is
