@@ -1309,7 +1309,10 @@ NDF_API ndf_status ndf_quantile(ndf_ctx *ctx, const ndf_array *input, const doub
  * numpy.clip(input, lo, hi) into output: lo <= hi (else NDF_EINVAL), NaN
  * stays NaN.  output shaped like the input, float32, float64 or the input's
  * dtype (values converted as C converts; with an integer output, lo and hi
- * should be integers).
+ * should be integers).  A 64-bit integer image into its own dtype is compared
+ * and stored as integers, every value exact; the bounds, doubles, are exact
+ * up to 2^53, and one at the dtype's maximum as a double (2^63, 2^64) stands
+ * for the largest value.
  */
 NDF_API ndf_status ndf_clip(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, double lo, double hi);
 

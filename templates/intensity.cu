@@ -391,6 +391,23 @@ __device__ __forceinline__ double ity_interp(double x, const double *xp, const d
 }
 
 #if NDF_KERNEL(ndf_ity_apply)
+// clip of a 64-bit integer into its own dtype, compared and stored as integers (through double a value
+// beyond 2^53 would come back rounded); lo and hi as in the CPU backend's clip_s64 / clip_u64: integers
+// in the dtype's range, whose maximum as a double is 2^63 (2^64).  Other types: unused.
+template <typename X> __device__ __forceinline__ X ity_clip64(X x, double, double) { return x; }
+__device__ __forceinline__ long long ity_clip64(long long x, double lo, double hi) {
+  if (lo >= 9223372036854775808.0) return 0x7fffffffffffffffll;
+  if (x < (long long)lo) return (long long)lo;
+  return hi < 9223372036854775808.0 && x > (long long)hi ? (long long)hi : x;
+}
+__device__ __forceinline__ unsigned long long ity_clip64(unsigned long long x, double lo, double hi) {
+  if (lo >= 18446744073709551616.0) return 0xffffffffffffffffull;
+  if (x < (unsigned long long)lo) return (unsigned long long)lo;
+  return hi < 18446744073709551616.0 && x > (unsigned long long)hi ? (unsigned long long)hi : x;
+}
+template <typename X, typename Y> struct ity_same { static const bool v = false; };
+template <typename X> struct ity_same<X, X> { static const bool v = true; };
+
 extern "C" __global__ void __launch_bounds__(256) ndf_ity_apply(const __grid_constant__ ndf_ity_scan_params p) {
   const ndf_i64 items = p.nimg * p.cpi;
   for (ndf_i64 w = blockIdx.x; w < items; w += gridDim.x) {
@@ -415,6 +432,11 @@ extern "C" __global__ void __launch_bounds__(256) ndf_ity_apply(const __grid_con
       const double x = (double)xs[it];
       double r;
 #if OP == 0
+      if (ity_same<T, OUT>::v && sizeof(T) == 8 && (T)0.5 == (T)0) {
+        const ndf_i64 o = p.contig ? b * p.m + j : ity_off(b, j, p.nb, p.ndim, p.shape, p.ostr);
+        p.out[o] = (OUT)ity_clip64(xs[it], lo, hi);
+        continue;
+      }
       r = x < lo ? lo : x > hi ? hi : x;
 #elif OP == 1
       const double c = x < lo ? lo : x > hi ? hi : x;

@@ -447,12 +447,69 @@ static void test_gpu_intensity_limits(void **state) {
   tu_array_free(&hist);
 }
 
+/* clip of int64 / uint64 images into their own dtype on the GPU: every value exact (none through
+ * double), a bound at the dtype's maximum as a double (2^63, 2^64) its largest value; GPU and CPU
+ * against the integers' own clip. */
+static void test_gpu_clip_64_bit(void **state) {
+  gpu_state *g = *state;
+  TU_SKIP_WITHOUT_CUDA(g->ctx);
+  ndf_ctx *cctx = cpu_ctx();
+  const int64_t n = 1000;
+  const double bounds[4][2] = {{3, 4503599627370496.0}, {3, 9223372036854775808.0}, {0, 18446744073709551616.0},
+                               {9223372036854775808.0, 9223372036854775808.0}};
+  for (int u = 0; u < 2; u++) {
+    const ndf_dtype dt = u ? NDF_UINT64 : NDF_INT64;
+    tu_array in, out, gout;
+    assert_int_equal(tu_array_alloc(&in, dt, 1, &n), 0);
+    assert_int_equal(tu_array_alloc(&out, dt, 1, &n), 0);
+    assert_int_equal(tu_array_alloc(&gout, dt, 1, &n), 0);
+    int64_t *xi = in.arr.data;
+    for (int64_t i = 0; i < n; i++) /* near the extremes, around 2^62 and 2^53, and small */
+      xi[i] = (i % 4 == 0 ? INT64_MAX - i : i % 4 == 1 ? ((int64_t)1 << 62) + i - 500
+               : i % 4 == 2 ? ((int64_t)1 << 53) + i : i - 500) * (u || i % 3 ? 1 : -1);
+    for (int k = 0; k < 4; k++) {
+      double lo = bounds[k][0], hi = bounds[k][1];
+      if (!u && hi > 9223372036854775808.0) continue;
+      if (u && k == 3) lo = hi = 18446744073709551616.0;
+      tu_dev din, dout;
+      tu_dev_upload(g->ctx, &din, &in);
+      tu_dev_upload(g->ctx, &dout, &gout);
+      assert_int_equal(ndf_clip(g->ctx, &din.arr, &dout.arr, lo, hi), NDF_OK);
+      tu_dev_download(g->ctx, &dout, &gout);
+      tu_dev_free(g->ctx, &din);
+      tu_dev_free(g->ctx, &dout);
+      assert_int_equal(ndf_clip(cctx, &in.arr, &out.arr, lo, hi), NDF_OK);
+      for (int64_t i = 0; i < n; i++) {
+        int64_t want;
+        if (u) {
+          const uint64_t x = (uint64_t)xi[i], l = lo >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)lo;
+          const uint64_t h = hi >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)hi;
+          want = (int64_t)(x < l ? l : x > h ? h : x);
+        } else {
+          const int64_t l = lo >= 9223372036854775808.0 ? INT64_MAX : (int64_t)lo;
+          const int64_t h = hi >= 9223372036854775808.0 ? INT64_MAX : (int64_t)hi;
+          want = xi[i] < l ? l : xi[i] > h ? h : xi[i];
+        }
+        if (((int64_t *)out.arr.data)[i] != want || ((int64_t *)gout.arr.data)[i] != want)
+          fail_msg("%s clip [%g, %g] element %lld of %lld: CPU %lld, GPU %lld, want %lld", u ? "uint64" : "int64", lo,
+                   hi, (long long)i, (long long)xi[i], (long long)((int64_t *)out.arr.data)[i],
+                   (long long)((int64_t *)gout.arr.data)[i], (long long)want);
+      }
+    }
+    tu_array_free(&in);
+    tu_array_free(&out);
+    tu_array_free(&gout);
+  }
+  ndf_ctx_destroy(cctx);
+}
+
 int main(void) {
   if (!tu_have_cuda()) return 77; /* ctest: skipped */
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gpu_intensity_random),
       cmocka_unit_test(test_gpu_percentile_window_256),
       cmocka_unit_test(test_gpu_intensity_limits),
+      cmocka_unit_test(test_gpu_clip_64_bit),
   };
   return cmocka_run_group_tests(tests, group_setup, tu_gpu_teardown);
 }

@@ -228,10 +228,10 @@ def clip(a, a_min, a_max, *, output=None):
     """numpy.clip(a, a_min, a_max) (both bounds given, a_min <= a_max); the installed NumPy's result dtype
     (of the input and the bounds: float bounds make an integer input float64; Python int bounds beyond an
     integer input's range widen it under NumPy 1 -- to float64, or to object beyond 64 bits -- and are
-    dropped under NumPy 2) unless output=; torch tensors keep theirs.  The library clips through float64,
-    whose int64 and uint64 ranges stop below 2^63 and 2^64: an integer bound at or beyond the end of such
-    a range is taken at that end (values there are float64's anyway), and one that drops both ends copies
-    the input."""
+    dropped under NumPy 2) unless output=; torch tensors keep theirs.  The library compares an int64 or
+    uint64 image in its own dtype exactly, its bounds as float64 (exact up to 2^53): an integer bound at or
+    beyond the end of the dtype's range is taken at that end, and one that drops both ends copies the
+    input."""
     _has("ndf_clip")
     x0 = _core.as_array(a)
     x = _readable(x0)
@@ -246,12 +246,11 @@ def clip(a, a_min, a_max, *, output=None):
         # dtype's range (uint8 clipped to -1, 300 stays uint8, unchanged); NumPy 1 widens the dtype instead,
         # to object beyond 64 bits (int64 clipped to 0, 2**64: the values as Python ints)
         info = np.iinfo(dt)
-        top = {np.dtype(np.int64): 9223372036854774784, np.dtype(np.uint64): 18446744073709549568}.get(dt, info.max)
         identity = type(lo) is int and type(hi) is int and lo <= info.min and hi >= info.max
         if type(lo) is int:
-            lo = min(max(lo, info.min), top)
+            lo = min(max(lo, info.min), info.max)
         if type(hi) is int:
-            hi = min(max(hi, info.min), top)
+            hi = min(max(hi, info.min), info.max)
     if output is None and _core.kind_of(x0) in ("numpy", "cupy"):
         if res == np.dtype(object):
             cast = res

@@ -217,3 +217,17 @@ def test_clip_result_dtype_as_numpy():
             got = it.clip(a, lo, hi)
             assert got.dtype == want.dtype, (dt, lo, hi)
             np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64])
+def test_clip_of_64_bit_integers_is_exact(dtype):
+    """A 64-bit integer image clipped into its own dtype keeps every value exact, also beyond 2^53 (bounds
+    are exact up to 2^53; one at the dtype's largest value leaves the top open)."""
+    info = np.iinfo(dtype)
+    big = [info.max, info.max - 1, 2 ** 62 + 1, 2 ** 62 - 1, 2 ** 53 + 1, 7, 3, 2, 0]
+    if dtype == np.int64:
+        big += [-2 ** 53 - 1, -2 ** 62 - 1, info.min + 1, info.min]
+    x = np.array(big * 3, dtype=dtype).reshape(3, -1)
+    for lo, hi in ((3, 2 ** 52), (0, 2 ** 53), (2, 7)):
+        np.testing.assert_array_equal(ni.clip(x, lo, hi, output=dtype), np.clip(x, dtype(lo), dtype(hi)))
+    np.testing.assert_array_equal(ni.clip(x, 3, int(info.max), output=dtype), np.clip(x, dtype(3), info.max))

@@ -909,10 +909,46 @@ static inline double apply_one(int op, double x, double lo, double hi, double a,
     }                                                                \
   } while (0)
 
+/* clip of a 64-bit integer into its own dtype, compared and stored as integers (through double a
+ * value beyond 2^53 would come back rounded).  lo and hi are integers in the dtype's range as
+ * doubles (ndf_clip), whose maximum is 2^63 (2^64): a bound there is the dtype's largest value. */
+static inline int64_t clip_s64(int64_t x, double lo, double hi) {
+  if (lo >= 9223372036854775808.0) return INT64_MAX;
+  if (x < (int64_t)lo) return (int64_t)lo;
+  return hi < 9223372036854775808.0 && x > (int64_t)hi ? (int64_t)hi : x;
+}
+static inline uint64_t clip_u64(uint64_t x, double lo, double hi) {
+  if (lo >= 18446744073709551616.0) return UINT64_MAX;
+  if (x < (uint64_t)lo) return (uint64_t)lo;
+  return hi < 18446744073709551616.0 && x > (uint64_t)hi ? (uint64_t)hi : x;
+}
+
 /* The elementwise pass on the CPU (intensity.h).  Contiguous images with a float output
  * run in typed loops, in parallel chunks of the image as well. */
 static void cpu_apply(const ndf_array *in, ndf_array *out, const ndf__ity_geom *g, int op, const double *P, double c0,
                       double c1, double a, double bb, int nth) {
+  if (op == NDF__ITY_CLIP && in->dtype == out->dtype && (in->dtype == NDF_INT64 || in->dtype == NDF_UINT64)) {
+    const int u = in->dtype == NDF_UINT64;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nth)
+    for (int64_t b = 0; b < g->nimg; b++) {
+      int64_t c_[NDF_MAX_NDIM] = {0}, io = ndf__lead_offset(in, g->nb, b), oo = ndf__lead_offset(out, g->nb, b);
+      for (int64_t j = 0; j < g->m; j++) {
+        if (u)
+          ((uint64_t *)out->data)[oo] = clip_u64(((const uint64_t *)in->data)[io], c0, c1);
+        else
+          ((int64_t *)out->data)[oo] = clip_s64(((const int64_t *)in->data)[io], c0, c1);
+        for (int d = in->ndim - 1; d >= g->nb; d--) {
+          io += in->strides[d];
+          oo += out->strides[d];
+          if (++c_[d] < in->shape[d]) break;
+          io -= c_[d] * in->strides[d];
+          oo -= c_[d] * out->strides[d];
+          c_[d] = 0;
+        }
+      }
+    }
+    return;
+  }
   if ((out->dtype == NDF_FLOAT32 || out->dtype == NDF_FLOAT64) && image_contiguous(in, g->nb) &&
       image_contiguous(out, g->nb)) {
     const int64_t per = g->m > 65536 ? (g->m + 65535) / 65536 : 1, tasks = g->nimg * per;
@@ -994,6 +1030,10 @@ ndf_status ndf_clip(ndf_ctx *ctx, const ndf_array *input, ndf_array *output, dou
   if (!ndf__dtype_is_float(output->dtype)) {
     double mn, mx;
     ndf__dtype_range(output->dtype, &mn, &mx);
+    /* a 64-bit integer output holds the input's dtype, clipped as integers (clip_s64, clip_u64): there
+     * the dtype's maximum as a double, 2^63 or 2^64, stands for the largest value */
+    if (output->dtype == NDF_INT64) mx = 9223372036854775808.0;
+    if (output->dtype == NDF_UINT64) mx = 18446744073709551616.0;
     if (lo < mn || hi > mx)
       return ndf__argerror(ctx, name, "lo", "[%g, %g] is outside the range of the output's dtype %s", lo, hi,
                            dname(output->dtype));
