@@ -927,28 +927,8 @@ static inline uint64_t clip_u64(uint64_t x, double lo, double hi) {
  * run in typed loops, in parallel chunks of the image as well. */
 static void cpu_apply(const ndf_array *in, ndf_array *out, const ndf__ity_geom *g, int op, const double *P, double c0,
                       double c1, double a, double bb, int nth) {
-  if (op == NDF__ITY_CLIP && in->dtype == out->dtype && (in->dtype == NDF_INT64 || in->dtype == NDF_UINT64)) {
-    const int u = in->dtype == NDF_UINT64;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nth)
-    for (int64_t b = 0; b < g->nimg; b++) {
-      int64_t c_[NDF_MAX_NDIM] = {0}, io = ndf__lead_offset(in, g->nb, b), oo = ndf__lead_offset(out, g->nb, b);
-      for (int64_t j = 0; j < g->m; j++) {
-        if (u)
-          ((uint64_t *)out->data)[oo] = clip_u64(((const uint64_t *)in->data)[io], c0, c1);
-        else
-          ((int64_t *)out->data)[oo] = clip_s64(((const int64_t *)in->data)[io], c0, c1);
-        for (int d = in->ndim - 1; d >= g->nb; d--) {
-          io += in->strides[d];
-          oo += out->strides[d];
-          if (++c_[d] < in->shape[d]) break;
-          io -= c_[d] * in->strides[d];
-          oo -= c_[d] * out->strides[d];
-          c_[d] = 0;
-        }
-      }
-    }
-    return;
-  }
+  /* clip of a 64-bit integer into its own dtype: as integers, in the strided loop below */
+  const int clip64 = op == NDF__ITY_CLIP && in->dtype == out->dtype && (in->dtype == NDF_INT64 || in->dtype == NDF_UINT64);
   if ((out->dtype == NDF_FLOAT32 || out->dtype == NDF_FLOAT64) && image_contiguous(in, g->nb) &&
       image_contiguous(out, g->nb)) {
     const int64_t per = g->m > 65536 ? (g->m + 65535) / 65536 : 1, tasks = g->nimg * per;
@@ -967,7 +947,12 @@ static void cpu_apply(const ndf_array *in, ndf_array *out, const ndf__ity_geom *
     const double lo = P ? P[2 * b] : c0, hi = P ? P[2 * b + 1] : c1;
     int64_t c_[NDF_MAX_NDIM] = {0}, io = ndf__lead_offset(in, g->nb, b), oo = ndf__lead_offset(out, g->nb, b);
     for (int64_t j = 0; j < g->m; j++) {
-      put(out, oo, apply_one(op, ndf__get_f64(in, io), lo, hi, a, bb));
+      if (!clip64)
+        put(out, oo, apply_one(op, ndf__get_f64(in, io), lo, hi, a, bb));
+      else if (in->dtype == NDF_UINT64)
+        ((uint64_t *)out->data)[oo] = clip_u64(((const uint64_t *)in->data)[io], lo, hi);
+      else
+        ((int64_t *)out->data)[oo] = clip_s64(((const int64_t *)in->data)[io], lo, hi);
       for (int d = in->ndim - 1; d >= g->nb; d--) {
         io += in->strides[d];
         oo += out->strides[d];
