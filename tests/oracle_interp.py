@@ -33,6 +33,7 @@ import warnings
 import numpy as np
 
 import oracle_common
+import scipy_documented
 import scipy.ndimage as ndi
 
 DTYPES = ["bool", "uint8", "int8", "uint16", "int16", "uint32", "int32", "float32", "float64", "int64", "uint64"]
@@ -42,127 +43,26 @@ OPS = ["spline1d", "spline", "map", "affine", "shift", "zoom", "rotate"]
 WORK_BUDGET = 60_000  # output points x taps per case
 
 
-def _reflect_prefilter_is_exact():
-    """Whether scipy's reflect / nearest prefilter inverts the B-spline sampling (scipy 1.18 and later)."""
-    x = np.array([1.0, -2.0])
-    return np.allclose(ndi.map_coordinates(x, [[0.0, 1.0]], order=5, mode="reflect"), x, rtol=1e-12, atol=1e-12)
-
-
-# The prefilter's poles (scipy's values, as the library's ndf__spline_poles).
-POLES = {2: [-0.171572875253809902396622551580603843], 3: [-0.267949192431122706472553658494127633],
-         4: [-0.361341225900220177092212841325675255, -0.013725429297339121360331226939128204],
-         5: [-0.430575347099973791851434783493520110, -0.043096288203264653822712376822550182]}
-
-
-def reflect_prefilter(c, order):
-    """The reflect / nearest prefilter of the lines c[:, l] (float64, in place) in scipy 1.18's order of
-    operations: the gain, then per pole the causal initial value from the samples as they are, the causal
-    recursion, the anticausal initial value and recursion."""
-    n = c.shape[0]
-    gain = 1.0
-    for z in POLES[order]:
-        gain *= (1.0 - z) * (1.0 - 1.0 / z)
-    c *= gain
-    for z in POLES[order]:
-        zn, zi = z ** n, z
-        acc = c[0] + zn * c[n - 1]
-        for i in range(1, n):
-            acc = acc + zi * (c[i] + zn * c[n - 1 - i])
-            zi *= z
-        c[0] = c[0] + acc * z / (1 - zn * zn)
-        for i in range(1, n):
-            c[i] = c[i] + z * c[i - 1]
-        c[n - 1] = c[n - 1] * (z / (z - 1))
-        for i in range(n - 2, -1, -1):
-            c[i] = z * (c[i + 1] - c[i])
-    return c
-
-
-if not _reflect_prefilter_is_exact():
+if not scipy_documented.prefilter_is_exact():
     # scipy before 1.18 initializes the reflect / grid-mirror / nearest prefilter with its causal sum accumulated
-    # in c[0] itself (fixed by scipy PR 24615), an error of order z^(2n) on a line of n samples; the library
-    # follows 1.18 (docs/adr/0033).  Here those filters run as 1.18 runs them (reflect_prefilter), and the
-    # result reaches the output dtype through scipy's own line store (correlate1d with the weight 1, whose
-    # products and conversion are exact / the same C casts as spline_filter1d's).
-    _scipy_spline_filter1d = ndi._interpolation.spline_filter1d
+    # in c[0] itself (fixed by scipy PR 24615); the library follows 1.18 (docs/adr/0033), and so do the
+    # expected outputs here
+    ndi._interpolation.spline_filter1d = ndi.spline_filter1d = \
+        scipy_documented.spline_filter1d_as_1_18(ndi._interpolation.spline_filter1d)
 
-    def _spline_filter1d(input, order=3, axis=-1, output=np.float64, mode="mirror"):
-        x = np.asarray(input)
-        if order < 2 or mode not in ("reflect", "grid-mirror", "nearest") or x.ndim == 0 or x.shape[axis] <= 1:
-            return _scipy_spline_filter1d(input, order, axis, output, mode)
-        lines = np.moveaxis(x.view(np.uint8) if x.dtype == np.bool_ else x, axis, 0)  # a bool read as its byte
-        c = np.moveaxis(reflect_prefilter(lines.astype(np.float64).reshape(x.shape[axis], -1), order)
-                        .reshape(lines.shape), 0, axis)
-        return ndi.correlate1d(c, [1.0], axis, output=output, mode="nearest")
-
-    ndi._interpolation.spline_filter1d = ndi.spline_filter1d = _spline_filter1d
-
-
-def _affine_is_unfused():
-    """Whether scipy's affine_transform (a full matrix) takes each input coordinate as the library documents
-    it: the products summed left to right, then the offset, each operation rounded (scipy 1.10; the scipy 1.17
-    and 1.18 wheels differ in the last bit of some coordinates, as fused multiply-adds would)."""
-    x = np.random.default_rng(0).normal(size=(9, 11))
-    m, off = np.array([[0.81, -0.57], [0.57, 0.81]]), np.array([2.3, -1.7])
-    i, j = np.indices((9, 11)).astype(np.float64)
-    c = [(i * m[k, 0] + j * m[k, 1]) + off[k] for k in range(2)]
-    return np.array_equal(ndi.affine_transform(x, m, off, order=1, mode="grid-constant", cval=-2.6),
-                          ndi.map_coordinates(x, c, order=1, mode="grid-constant", cval=-2.6))
-
-
-# A build property of scipy, not a version (docs/adr/0033): where its affine_transform and rotate (whose
-# geometry comes from NumPy's matmul) fuse multiply-adds, the expected values are scipy's map_coordinates at
-# the library's coordinates, each product and sum rounded on its own.
-AFFINE_UNFUSED = _affine_is_unfused()
 # Interpolation into uint64 beyond 2^64: the library saturates (scipy's clamp, as Debian's build runs it;
 # newer wheels store 0 there, the conversion of the clamped 2^64 being undefined in C).
 UINT64_SATURATES = int(ndi.shift(np.array([3e19, 3e19]), 0.0, order=1, output=np.uint64)[0]) == 2 ** 64 - 1
 
 
 def affine(a, m, offset=0.0, output_shape=None, output=None, **kw):
-    """ndi.affine_transform, with the library's rounding of each coordinate where scipy's build differs."""
-    m = np.asarray(m, np.float64)
-    if AFFINE_UNFUSED or m.ndim == 1:
-        return ndi.affine_transform(a, m, offset, output_shape, output, **kw)
-    n = a.ndim
-    if m.shape[1] == n + 1:  # homogeneous, (n + 1, n + 1) or (n, n + 1): the offset is its last column
-        m, offset = m[:n, :n], m[:n, n]
-    offset = np.broadcast_to(np.asarray(offset, np.float64), (n,))
-    o = np.indices(output_shape).astype(np.float64)
-    coords = []
-    for h in range(n):
-        t = o[0] * m[h, 0]
-        for k in range(1, m.shape[1]):
-            t = t + o[k] * m[h, k]
-        coords.append(t + offset[h])
-    return ndi.map_coordinates(a, np.array(coords).reshape((n,) + tuple(output_shape)), output, **kw)
+    """ndi.affine_transform with the library's coordinates where scipy's build differs (scipy_documented)."""
+    return scipy_documented.affine_transform(a, m, offset, output_shape, output, **kw)
 
 
 def rotate(a, angle, axes, reshape, output, **kw):
-    """ndi.rotate, with the library's geometry and coordinates where scipy's build differs (see affine)."""
-    if AFFINE_UNFUSED:
-        return ndi.rotate(a, angle, axes=axes, reshape=reshape, output=output, **kw)
-    from scipy import special
-    a0, a1 = sorted(int(v) % a.ndim for v in axes)
-    c, s = float(special.cosdg(angle)), float(special.sindg(angle))
-    iy, ix = a.shape[a0], a.shape[a1]
-    if reshape:
-        b0, b1 = [0.0, s * ix, c * iy, c * iy + s * ix], [0.0, c * ix, -s * iy, -s * iy + c * ix]
-        plane = (int(max(b0) - min(b0) + 0.5), int(max(b1) - min(b1) + 0.5))
-    else:
-        plane = (iy, ix)
-    h0, h1 = (plane[0] - 1) / 2, (plane[1] - 1) / 2
-    offset = [(iy - 1) / 2 - (c * h0 + s * h1), (ix - 1) / 2 - (-s * h0 + c * h1)]
-    shape = list(a.shape)
-    shape[a0], shape[a1] = plane
-    out = output if isinstance(output, np.ndarray) else np.zeros(shape, output)
-    others = [k for k in range(a.ndim) if k not in (a0, a1)]
-    for idx in np.ndindex(*[a.shape[k] for k in others]):
-        sl = [slice(None)] * a.ndim
-        for k, v in zip(others, idx):
-            sl[k] = v
-        affine(a[tuple(sl)], [[c, s], [-s, c]], offset, plane, out[tuple(sl)], **kw)
-    return out
+    """ndi.rotate with the library's geometry and coordinates where scipy's build differs (scipy_documented)."""
+    return scipy_documented.rotate(a, angle, axes, reshape, output, **kw)
 
 
 def flist(v):
