@@ -812,38 +812,34 @@ _STORE_DTYPES = tuple(np.dtype(t) for t in (np.bool_, np.uint8, np.int8, np.uint
                                             np.uint64, np.int64, np.float32, np.float64))
 
 
+def _dtypes(input, output):
+    """(output's dtype, input's dtype), both native, where a NumPy or CuPy output (an array of the input's
+    kind, or a dtype) has one of scipy's store dtypes other than the input's, which is one too; else None."""
+    if output is None or _core.kind_of(input) not in ("numpy", "cupy"):
+        return None
+    if _is_dtype_like(output):
+        dt = _np_dtype(output)
+    elif _core.kind_of(output) == _core.kind_of(input):
+        dt = np.dtype(output.dtype)
+    else:
+        return None
+    dt, xdt = _native(dt), _native(np.dtype(getattr(input, "dtype", None) or _core.as_array(input).dtype))
+    return (dt, xdt) if dt != xdt and dt in _STORE_DTYPES and xdt in _STORE_DTYPES else None
+
+
 def _stores(input, output):
     """The output's dtype where scipy stores a result of the input's dtype into another (its C cast, unlike
     NumPy's: a bool output holds the cast's byte, a narrower one wraps), on NumPy and CuPy arrays; None
     where the output is the input's dtype or holds every input value (an exact widening), and for
     the other array kinds and dtypes."""
-    if output is None or _core.kind_of(input) not in ("numpy", "cupy"):
-        return None
-    if _is_dtype_like(output):
-        dt = _np_dtype(output)
-    elif _core.kind_of(output) == _core.kind_of(input):
-        dt = np.dtype(output.dtype)
-    else:
-        return None
-    dt, xdt = _native(dt), _native(np.dtype(getattr(input, "dtype", None) or _core.as_array(input).dtype))
-    if dt not in _STORE_DTYPES or xdt not in _STORE_DTYPES or dt == xdt:
-        return None
-    return None if dt != np.bool_ and np.can_cast(xdt, dt, "safe") else dt
+    d = _dtypes(input, output)
+    return None if d is None or d[0] != np.bool_ and np.can_cast(d[1], d[0], "safe") else d[0]
 
 
 def _other_dtype(input, output):
     """Whether a NumPy or CuPy output (an array, or a dtype) has another dtype than the input: scipy then
     writes a composite's last step into it and computes what follows in NumPy's arithmetic (_grey_composed)."""
-    if output is None or _core.kind_of(input) not in ("numpy", "cupy"):
-        return False
-    if _is_dtype_like(output):
-        dt = _np_dtype(output)
-    elif _core.kind_of(output) == _core.kind_of(input):
-        dt = np.dtype(output.dtype)
-    else:
-        return False
-    dt, xdt = _native(dt), _native(np.dtype(getattr(input, "dtype", None) or _core.as_array(input).dtype))
-    return dt != xdt and dt in _STORE_DTYPES and xdt in _STORE_DTYPES
+    return _dtypes(input, output) is not None
 
 
 def _scipy_store(v, dt):
@@ -911,12 +907,11 @@ def _c_cval(x, cval):
 def _store_dtype(input, output, mode, cval):
     """The dtype a grey or rank op stores its result into as scipy does (_scipy_store): the output's, where
     it narrows the input's (_stores), or where it is another dtype and scipy's cval is not the library's."""
-    dt = _stores(input, output)
-    if dt is not None or not _other_dtype(input, output):
-        return dt
-    if _cval_fits(_native(np.dtype(getattr(input, "dtype", None) or _core.as_array(input).dtype)), mode, cval):
+    d = _dtypes(input, output)
+    if d is None:
         return None
-    return _native(_np_dtype(output) if _is_dtype_like(output) else np.dtype(output.dtype))
+    narrows = d[0] == np.bool_ or not np.can_cast(d[1], d[0], "safe")
+    return d[0] if narrows or not _cval_fits(d[1], mode, cval) else None
 
 
 def _put(output, r):
